@@ -1,0 +1,136 @@
+# llmsim - a boring Makefile.
+#
+#   make            build build/llmsim
+#   make run        run the default job (workloads/jobs/default.yaml)
+#   make test       build and run every test
+#   make check      the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      benchmarks (engine events/s, a 16k-GPU run, max-min re-solve)
+#   make validate   predicted vs measured for the reference cases
+#   make clean
+#
+# Local overrides (CC, extra flags) go in config.mak, which is not tracked.
+# BUILD=dir builds elsewhere (make check uses build/asan).
+
+BUILD ?= build
+CC ?= cc
+-include config.mak
+
+PKGS := yaml-0.1 libcjson gsl sqlite3
+TEST_PKGS := criterion
+
+# A fresh machine needs no manual step: when pkg-config cannot find a
+# dependency, install them all (scripts/install-deps.sh is idempotent).
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifneq ($(shell pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null && echo ok),ok)
+$(info llmsim: installing build dependencies (scripts/install-deps.sh))
+ifneq ($(shell scripts/install-deps.sh >&2; echo $$?),0)
+$(error scripts/install-deps.sh failed; install the packages it names and run make again)
+endif
+endif
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wundef -Werror
+BASE_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O2
+ifeq ($(SAN),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+BASE_CFLAGS := $(filter-out -O2,$(BASE_CFLAGS)) -O1
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS))
+TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS))
+
+ALL_CFLAGS = $(BASE_CFLAGS) $(WARN) $(SAN_FLAGS) -I$(BUILD)/gen -Isrc \
+	$(PKG_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
+
+LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/gpu/*.c \
+	src/network/*.c src/models/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/unit/*.c tests/unit/*/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+
+LIB := $(BUILD)/libllmsim.a
+BIN := $(BUILD)/llmsim
+UNIT := $(BUILD)/unit-tests
+
+.PHONY: all run test unit check bench validate clean FORCE
+
+all: $(BIN)
+
+# The git revision goes into the version string; the header is rewritten
+# only when it changes, so an unchanged tree does not rebuild.
+$(BUILD)/gen/gitrev.h: FORCE
+	@mkdir -p $(@D)
+	@rev=$$(git rev-parse --short HEAD 2>/dev/null); \
+	if [ -n "$$rev" ]; then line="#define LLMSIM_GIT_REV \"$$rev\""; \
+	else line="/* not built from a git checkout */"; fi; \
+	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
+
+$(BUILD)/obj/src/cli.o: $(BUILD)/gen/gitrev.h
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Tests use Criterion's macros, which trip -Wconversion; keep the rest.
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Wno-conversion $(TEST_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(BUILD)/obj/src/main.o $(LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(UNIT): $(TEST_OBJ) $(LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
+run: $(BIN)
+	$(BIN) run workloads/jobs/default.yaml
+
+unit: $(UNIT)
+	$(UNIT) --jobs 2
+
+# Every test: unit tests, then the tests that drive the real binary.
+test: $(BIN) $(UNIT)
+	$(UNIT) --jobs 2
+	@for t in tests/*.sh; do \
+		[ -x "$$t" ] || continue; \
+		echo "== $$t"; \
+		LLMSIM=$(BIN) "$$t" || exit 1; \
+	done
+	@echo "all tests passed"
+
+check:
+	$(MAKE) BUILD=build/asan SAN=1 test
+
+bench: $(BIN) $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+	@for s in scripts/bench-*.sh; do \
+		[ -x "$$s" ] || continue; echo "== $$s"; LLMSIM=$(BIN) "$$s" || exit 1; \
+	done
+
+validate: $(BIN)
+	@rc=0; for s in scripts/validate-*.sh; do \
+		[ -x "$$s" ] || continue; echo "== $$s"; \
+		LLMSIM=$(BIN) "$$s" || rc=1; \
+	done; exit $$rc
+
+clean:
+	rm -rf $(BUILD) build
+
+FORCE:
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/src/main.d

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Install the Debian packages llmsim needs to build and test.
+# Idempotent: quiet and quick when everything is present. Uses sudo when not root.
+set -eu
+
+PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "install-deps: need root or sudo to install:$missing" >&2
+    exit 1
+fi
+
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# A stale package index is the usual reason an install fails on a fresh machine.
+$SUDO apt-get update -qq >/dev/null || true
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,56 @@
+/*
+ * cli.h - the command-line interface: `llmsim <command> [options]`.
+ *
+ * main() hands argv to cli_main(), which handles --help/--version and
+ * dispatches to one entry of the command registry (cli.c). Each command
+ * lives in its own file (cli_config.c, cli_run.c, ...), parses its own
+ * options and returns an exit status:
+ *
+ *   0  success
+ *   1  runtime failure (I/O, database, out of memory, simulation failed)
+ *   2  bad input or usage (diagnostics on stderr)
+ *
+ * This is the application layer: it may use every module.
+ */
+#ifndef LLMSIM_CLI_H
+#define LLMSIM_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum {
+	CLI_OK = 0,
+	CLI_FAIL = 1,
+	CLI_USAGE = 2
+};
+
+struct cli_command {
+	const char *name;		/* "run" */
+	const char *summary;		/* one line for `llmsim --help` */
+	const char *usage;		/* full help for `llmsim NAME --help` */
+	int (*fn)(int argc, char **argv, const char *argv0);
+					/* NULL: reserved for a later issue */
+	const char *later;		/* for reserved commands: what fills it */
+};
+
+int cli_main(int argc, char **argv);
+
+/* 1 if argv holds -h or --help (before a "--"). */
+int cli_wants_help(int argc, char **argv);
+
+/* Print a command's usage to out. */
+void cli_print_usage(FILE *out, const struct cli_command *c);
+
+/* The registry entry called name, or NULL. */
+const struct cli_command *cli_command(const char *name);
+
+/* Commands, one per file. */
+int cli_config(int argc, char **argv, const char *argv0);
+int cli_run(int argc, char **argv, const char *argv0);
+int cli_collective(int argc, char **argv, const char *argv0);
+
+/* The version string ("0.1.0" plus the git revision when built in a
+ * checkout). */
+const char *cli_version(void);
+
+#endif

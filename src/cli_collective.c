@@ -1,0 +1,14 @@
+/*
+ * cli_collective.c - placeholder while the command is being built; replaced by its
+ * issue's implementation.
+ */
+#include "cli.h"
+
+int cli_collective(int argc, char **argv, const char *argv0)
+{
+	(void)argc;
+	(void)argv;
+	(void)argv0;
+	fprintf(stderr, "llmsim: error: 'collective' is under construction\n");
+	return CLI_FAIL;
+}

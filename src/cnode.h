@@ -1,0 +1,71 @@
+/*
+ * cnode.h - a parsed config document: a tree of mappings, sequences and
+ * scalars, each knowing the file, line and column it came from.
+ *
+ * YAML (libyaml) and JSON (cJSON, for Hugging Face config.json files) both
+ * load into this tree, so the schema layer (schema.h) validates one shape
+ * and every diagnostic can name file:line:col. Nodes live in an arena.
+ *
+ * Loading never crashes on bad input: syntax errors, invalid UTF-8, empty
+ * files, documents nested deeper than CNODE_MAX_DEPTH and alias expansion
+ * past CNODE_MAX_NODES are diagnostics. Aliases (*a) share the anchored
+ * node; merge keys (<<) are not supported and say so.
+ *
+ * Depends on mem.h, diag.h, libyaml, cJSON.
+ */
+#ifndef LLMSIM_CNODE_H
+#define LLMSIM_CNODE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct arena;
+struct diag;
+
+#define CNODE_MAX_DEPTH 64
+#define CNODE_MAX_NODES 100000
+
+enum cnode_kind {
+	CNODE_SCALAR,
+	CNODE_MAP,
+	CNODE_SEQ
+};
+
+struct cnode;
+
+struct cnode_pair {
+	struct cnode *key;		/* always a scalar */
+	struct cnode *value;
+};
+
+struct cnode {
+	enum cnode_kind kind;
+	const char *file;		/* path as given, or "<command line>" */
+	int line, col;			/* 1-based; 0 when unknown */
+	const char *text;		/* CNODE_SCALAR: the scalar's text */
+	int quoted;			/* CNODE_SCALAR: written in quotes */
+	struct cnode_pair *pairs;	/* CNODE_MAP, in document order */
+	size_t npairs;
+	struct cnode **items;		/* CNODE_SEQ */
+	size_t nitems;
+};
+
+/* Parse a YAML file (one document). NULL after reporting to d. */
+struct cnode *cnode_load_yaml(struct arena *a, const char *path,
+			      struct diag *d);
+
+/* Parse YAML text (a --set value, a test); `file` names it in messages. */
+struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
+			       size_t len, const char *file, struct diag *d);
+
+/* Parse a JSON file (a Hugging Face config.json). */
+struct cnode *cnode_load_json(struct arena *a, const char *path,
+			      struct diag *d);
+
+/* The value for key in a mapping, or NULL. */
+struct cnode *cnode_get(const struct cnode *map, const char *key);
+
+/* Print a tree as YAML (for debugging and tests). */
+void cnode_print(FILE *out, const struct cnode *n, int indent);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * diag.h - diagnostics: user errors reported with where, what, expected, got.
+ *
+ * A diag collects every error in an input before the caller gives up, so a
+ * user sees all problems in a file at once. Messages print as
+ *
+ *     FILE:LINE:COL: error: MESSAGE
+ *
+ * (or "llmsim: error: MESSAGE" when there is no location) the moment they
+ * are reported. Functions that find user errors report them here and return
+ * -1; only main() decides to exit (status 2 for bad input).
+ *
+ * Depends on libc only.
+ */
+#ifndef LLMSIM_DIAG_H
+#define LLMSIM_DIAG_H
+
+#include <stdio.h>
+
+struct diag {
+	FILE *out;		/* where messages go; NULL to count only */
+	unsigned errors;	/* errors reported so far */
+	unsigned warnings;	/* warnings reported so far */
+};
+
+/* Start with no errors, printing to out (stderr in the CLI). */
+void diag_init(struct diag *d, FILE *out);
+
+/* Report an error at file:line:col (file NULL for none; line/col 0 to
+ * leave them out). */
+void diag_error(struct diag *d, const char *file, int line, int col,
+		const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+void diag_warn(struct diag *d, const char *file, int line, int col,
+	       const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* A note attached to the previous error ("did you mean ...", "see ..."). */
+void diag_note(struct diag *d, const char *file, int line, int col,
+	       const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Programmer errors: print file:line and abort. Never for user input. */
+#define BUG(msg) diag_bug(__FILE__, __LINE__, (msg))
+void diag_bug(const char *file, int line, const char *msg)
+	__attribute__((noreturn));
+
+#endif

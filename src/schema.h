@@ -1,0 +1,128 @@
+/*
+ * schema.h - one table per config kind drives validation, defaults,
+ * bounds, help text and printing.
+ *
+ * A config kind (gpu, fabric, system, model, job, ...) is a C struct plus a
+ * const table of its fields. The loader (config.h) turns a parsed YAML or
+ * JSON mapping into the struct by walking the table: it parses each value
+ * by the field's type (units required where the type has a dimension),
+ * applies the default when the key is absent, checks bounds and enum
+ * values, rejects unknown keys (with "did you mean" when one is close),
+ * and reports every problem with file:line:col and the dotted key path
+ * before giving up. The same table prints a resolved struct back as YAML
+ * with units (`llmsim config show`), as JSON (the results store), and as
+ * help text (`llmsim config help KIND`).
+ *
+ * Storage by type (at `offset` in the struct):
+ *   ST_INT        int64_t
+ *   ST_NUM        double, a bare number (ratios, efficiencies)
+ *   ST_BOOL       int: 1/0; -1 when SF_OPTIONAL and absent
+ *   ST_STRING     const char * (arena); NULL when optional and absent
+ *   ST_ENUM       int, index into `values`; -1 when SF_OPTIONAL and absent
+ *   ST_BYTES ... ST_FREQ   double in SI base units (see units.h)
+ *   ST_INT_LIST   struct schema_int_list
+ *   ST_SECTION    a nested struct laid out inline, described by `sub`
+ *   ST_REF        const void *, pointing at a resolved struct of kind
+ *                 `sub`; in YAML a preset name, a path, or a mapping
+ *                 (which may say `preset: NAME` and override its keys)
+ *
+ * Absent keys: a field with `def` gets the default, parsed exactly as if
+ * the user had written it. A field with SF_REQUIRED and no default is an
+ * error when absent. Otherwise (optional) it stays zero / NULL, or -1 for
+ * ST_BOOL and ST_ENUM, and the kind's check() derives it.
+ *
+ * Bounds: min/max in the field's storage units (SI for quantities); both
+ * zero means unbounded; SF_MIN_EXCL makes min exclusive (e.g. > 0).
+ *
+ * Depends on libc only (cJSON for schema_to_json).
+ */
+#ifndef LLMSIM_SCHEMA_H
+#define LLMSIM_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cnode;
+struct diag;
+struct arena;
+struct cJSON;
+
+enum schema_type {
+	ST_INT,
+	ST_NUM,
+	ST_BOOL,
+	ST_STRING,
+	ST_ENUM,
+	ST_BYTES,
+	ST_BANDWIDTH,
+	ST_TIME,
+	ST_FLOPS,
+	ST_FREQ,
+	ST_INT_LIST,
+	ST_SECTION,
+	ST_REF,
+	ST_TYPE_COUNT
+};
+
+enum schema_flags {
+	SF_REQUIRED = 1u << 0,	/* error when absent (and no default) */
+	SF_OPTIONAL = 1u << 1,	/* absent: zero / NULL / -1, derived later */
+	SF_MIN_EXCL = 1u << 2,	/* value must be > min, not >= */
+	SF_INFO = 1u << 3,	/* informational only; not used by models */
+};
+
+struct schema_int_list {
+	int64_t *v;		/* values (arena) */
+	size_t n;		/* how many */
+};
+
+struct schema;
+
+struct schema_field {
+	const char *key;		/* YAML key */
+	enum schema_type type;
+	size_t offset;			/* offsetof(struct, member) */
+	const char *def;		/* default as YAML text, or NULL */
+	double min, max;		/* bounds (storage units); 0,0 = none */
+	const char *const *values;	/* ST_ENUM: NULL-terminated names */
+	const struct schema *sub;	/* ST_SECTION / ST_REF */
+	const char *const *aliases;	/* other accepted keys, NULL-terminated */
+	unsigned flags;			/* enum schema_flags */
+	const char *help;		/* one line for `config help` */
+};
+
+struct schema {
+	const char *kind;		/* "gpu", "fabric", "system", ... */
+	const char *help;		/* what this kind describes */
+	const char *const *preset_dirs;	/* where presets live, relative to the
+					 * data root ("configs/gpus"); NULL-
+					 * terminated; NULL for sections */
+	size_t size;			/* sizeof the struct */
+	const struct schema_field *fields;
+	size_t nfields;
+	/* Cross-field checks and derived values after all fields loaded.
+	 * node is the mapping it came from (for locations; may be NULL).
+	 * Returns 0, or -1 after reporting errors on d. May be NULL. */
+	int (*check)(void *obj, const struct cnode *node, struct diag *d);
+	/* Keys accepted and ignored, NULL-terminated (e.g. Hugging Face
+	 * config.json keys that do not affect performance). May be NULL. */
+	const char *const *ignored_keys;
+};
+
+#define SCHEMA_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Print the resolved struct obj as YAML at the given indent, quantities
+ * with units (units_format), references expanded inline. */
+void schema_print_yaml(FILE *out, const struct schema *s, const void *obj,
+		       int indent);
+
+/* The resolved struct as a cJSON object: quantities as numbers in SI base
+ * units (bytes, B/s, s, FLOP/s, Hz), enums as their names, references
+ * expanded. NULL when out of memory. Caller frees with cJSON_Delete. */
+struct cJSON *schema_to_json(const struct schema *s, const void *obj);
+
+/* Help for a kind: every key with its type, default, bounds and help. */
+void schema_print_help(FILE *out, const struct schema *s);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * spec_gpu.c - the GPU schema: keys, units, defaults, bounds, help.
+ */
+#include "spec_gpu.h"
+
+#include <stddef.h>
+
+#include "diag.h"
+#include "cnode.h"
+
+const char *const dtype_names[DTYPE_COUNT + 1] = {
+	"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp6", "mxfp4", NULL,
+};
+
+double dtype_bytes(enum dtype t)
+{
+	/* OCP MX spec: one E8M0 (1 B) scale shared by a block of 32. */
+	static const double scale_per_elem = 1.0 / 32.0;
+
+	switch (t) {
+	case DTYPE_FP32: case DTYPE_TF32: return 4.0;
+	case DTYPE_BF16: case DTYPE_FP16: return 2.0;
+	case DTYPE_FP8: return 1.0;
+	case DTYPE_MXFP8: return 1.0 + scale_per_elem;
+	case DTYPE_MXFP6: return 0.75 + scale_per_elem;
+	case DTYPE_MXFP4: return 0.5 + scale_per_elem;
+	default: break;
+	}
+	BUG("unknown dtype");
+}
+
+static const char *const vendor_names[] = {"nvidia", "amd", NULL};
+
+#define PEAK(dt, k) {						\
+	.key = k, .type = ST_FLOPS,					\
+	.offset = offsetof(struct gpu_spec, matrix_peak_flops) +	\
+		  (dt) * sizeof(double),				\
+	.flags = SF_OPTIONAL,						\
+	.help = "dense " k " matrix peak; absent = not supported" }
+
+static const struct schema_field peak_fields[] = {
+	PEAK(DTYPE_FP32, "fp32"),
+	PEAK(DTYPE_TF32, "tf32"),
+	PEAK(DTYPE_BF16, "bf16"),
+	PEAK(DTYPE_FP16, "fp16"),
+	PEAK(DTYPE_FP8, "fp8"),
+	PEAK(DTYPE_MXFP8, "mxfp8"),
+	PEAK(DTYPE_MXFP6, "mxfp6"),
+	PEAK(DTYPE_MXFP4, "mxfp4"),
+};
+
+static const struct schema peak_schema = {
+	.kind = "gpu.matrix_peak",
+	.help = "dense matrix peak per dtype, at matrix_clock",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = peak_fields,
+	.nfields = SCHEMA_COUNT(peak_fields),
+};
+
+static const struct schema_field mem_fields[] = {
+	{ .key = "capacity", .type = ST_BYTES,
+	  .offset = offsetof(struct gpu_mem_level, capacity_B),
+	  .flags = SF_OPTIONAL, .help = "capacity; absent = level not present" },
+	{ .key = "bandwidth", .type = ST_BANDWIDTH,
+	  .offset = offsetof(struct gpu_mem_level, bandwidth_Bps),
+	  .flags = SF_OPTIONAL, .help = "peak bandwidth" },
+	{ .key = "efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_mem_level, efficiency),
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "achievable fraction of peak bandwidth (measured streaming)" },
+};
+
+static const struct schema mem_schema = {
+	.kind = "gpu.memory_level",
+	.help = "one level of the memory hierarchy",
+	.size = sizeof(struct gpu_mem_level),
+	.fields = mem_fields,
+	.nfields = SCHEMA_COUNT(mem_fields),
+};
+
+#define OFF(m) offsetof(struct gpu_spec, m)
+
+static const struct schema_field gpu_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "vendor", .type = ST_ENUM, .offset = OFF(vendor),
+	  .values = vendor_names, .flags = SF_REQUIRED,
+	  .help = "who makes it; picks the default collective library" },
+	{ .key = "arch", .type = ST_STRING, .offset = OFF(arch),
+	  .flags = SF_OPTIONAL | SF_INFO, .help = "architecture (sm90, gfx942)" },
+	{ .key = "compute_units", .type = ST_INT, .offset = OFF(compute_units),
+	  .min = 1, .max = 100000, .flags = SF_REQUIRED,
+	  .help = "compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs)" },
+	{ .key = "max_clock", .type = ST_FREQ, .offset = OFF(max_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_REQUIRED,
+	  .help = "boost / peak engine clock" },
+	{ .key = "matrix_clock", .type = ST_FREQ, .offset = OFF(matrix_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
+	  .help = "clock the matrix peaks are quoted at (default max_clock)" },
+	{ .key = "sustained_matrix_clock", .type = ST_FREQ,
+	  .offset = OFF(sustained_matrix_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
+	  .help = "median clock under sustained GEMM load (default matrix_clock)" },
+	{ .key = "matrix_peak", .type = ST_SECTION, .offset = OFF(matrix_peak_flops),
+	  .sub = &peak_schema, .flags = SF_REQUIRED,
+	  .help = "dense matrix peak per dtype" },
+	{ .key = "vector_fp32", .type = ST_FLOPS, .offset = OFF(vector_fp32_flops),
+	  .flags = SF_OPTIONAL, .help = "vector (non-matrix) FP32 peak" },
+	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
+	{ .key = "hbm", .type = ST_SECTION, .offset = OFF(hbm), .sub = &mem_schema,
+	  .flags = SF_REQUIRED, .help = "device memory (HBM)" },
+	{ .key = "hbm_usable", .type = ST_BYTES, .offset = OFF(hbm_usable_B),
+	  .flags = SF_OPTIONAL,
+	  .help = "memory usable by a job (default: hbm.capacity)" },
+	{ .key = "llc", .type = ST_SECTION, .offset = OFF(llc), .sub = &mem_schema,
+	  .flags = SF_OPTIONAL, .help = "last-level cache (AMD Infinity Cache)" },
+	{ .key = "l2", .type = ST_SECTION, .offset = OFF(l2), .sub = &mem_schema,
+	  .flags = SF_OPTIONAL, .help = "L2 cache" },
+	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
+	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
+	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
+};
+
+static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct gpu_spec *g = obj;
+	int dt;
+
+	if (g->matrix_clock_hz == 0)
+		g->matrix_clock_hz = g->max_clock_hz;
+	if (g->sustained_matrix_clock_hz == 0)
+		g->sustained_matrix_clock_hz = g->matrix_clock_hz;
+	if (g->hbm_usable_B == 0)
+		g->hbm_usable_B = g->hbm.capacity_B;
+	for (dt = 0; dt < DTYPE_COUNT; dt++)
+		if (g->matrix_peak_flops[dt] > 0)
+			return 0;
+	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
+		   node ? node->col : 0,
+		   "'matrix_peak': expected at least one dtype such as "
+		   "'bf16: 989 TFLOP/s', got none");
+	return -1;
+}
+
+static const char *const gpu_dirs[] = {"configs/gpus", NULL};
+
+const struct schema gpu_schema = {
+	.kind = "gpu",
+	.help = "a GPU: compute units, clocks, dense peaks per dtype, memory hierarchy",
+	.preset_dirs = gpu_dirs,
+	.size = sizeof(struct gpu_spec),
+	.fields = gpu_fields,
+	.nfields = SCHEMA_COUNT(gpu_fields),
+	.check = gpu_check,
+};

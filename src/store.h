@@ -1,0 +1,75 @@
+/*
+ * store.h - the results database (SQLite).
+ *
+ * results/llmsim.db by default (--db PATH elsewhere). The schema is
+ * versioned: a `meta` table holds schema_version and store_open() applies
+ * every migration newer than it, each in its own transaction, so an old
+ * database upgrades in place and a newer one is refused with a clear
+ * message. WAL mode; prepared statements only; one transaction per stored
+ * result, so an interrupted sweep loses at most the result in flight.
+ * Every row records the resolved config (JSON), its SHA-256 and the
+ * llmsim version. The schema is documented in docs/results-store.md.
+ *
+ * Depends on SQLite, cJSON, diag.h, mem.h.
+ */
+#ifndef LLMSIM_STORE_H
+#define LLMSIM_STORE_H
+
+#include <stdint.h>
+
+struct diag;
+struct cJSON;
+struct store;
+
+/* Open (creating and migrating as needed) the database at path; creates
+ * its directory if missing. NULL after reporting to d. */
+struct store *store_open(const char *path, struct diag *d);
+void store_close(struct store *st);
+
+/* The schema version this build writes. */
+int store_schema_version(void);
+
+/* A stored run: what was asked and what came out. */
+struct store_run {
+	const char *command;		/* "run", "collective", ... */
+	const char *kind;		/* config kind of config_json ("job", "system") */
+	const char *config_json;	/* resolved config, canonical JSON */
+	const char *config_hash;	/* its SHA-256, hex */
+	const char *result_json;	/* the command's --json output */
+};
+
+/* Step-simulation summary (columns for dashboards; NULL to skip). */
+struct store_step {
+	double step_time_s;		/* s */
+	double tokens_per_s;		/* tokens/s, whole job */
+	double mfu;			/* fraction */
+	double tflops_per_gpu;		/* TFLOP/s */
+	double peak_bytes_per_gpu;	/* B */
+	int fits;			/* 1 if memory fits */
+	double compute_s, exposed_comm_s, bubble_s, optimizer_s, other_s; /* s */
+};
+
+/* One row of a collective table (rccl-tests columns). */
+struct store_coll_row {
+	double size_B;			/* B */
+	double count;			/* elements */
+	const char *type;		/* "float", "bfloat16", ... */
+	const char *op;			/* "allreduce", ... */
+	uint32_t ranks;			/* group size */
+	double time_s;			/* s */
+	double algbw_Bps, busbw_Bps;	/* B/s */
+	const char *algorithm;
+	const char *protocol;
+};
+
+/*
+ * Store one run with its optional step summary and collective rows in a
+ * single transaction. Returns the new run id (> 0), or -1 after reporting
+ * to d (the transaction is rolled back).
+ */
+int64_t store_put(struct store *st, const struct store_run *run,
+		  const struct store_step *step,
+		  const struct store_coll_row *rows, uint32_t nrows,
+		  struct diag *d);
+
+#endif
