@@ -54,12 +54,16 @@ TEST_SRC := $(wildcard tests/unit/*.c tests/unit/*/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+# Small programs the validate and bench scripts call (find them through
+# $LLMSIM_TOOLS).
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit check bench validate clean FORCE
+.PHONY: all run test unit tools check bench validate clean FORCE
 
 all: $(BIN)
 
@@ -97,6 +101,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
+tools: $(TOOL_BIN)
+
 run: $(BIN)
 	$(BIN) run workloads/jobs/default.yaml
 
@@ -104,28 +114,29 @@ unit: $(UNIT)
 	$(UNIT) --jobs 2
 
 # Every test: unit tests, then the tests that drive the real binary.
-test: $(BIN) $(UNIT)
+test: $(BIN) $(UNIT) $(TOOL_BIN)
 	$(UNIT) --jobs 2
 	@for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
 		echo "== $$t"; \
-		LLMSIM=$(BIN) "$$t" || exit 1; \
+		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$t" || exit 1; \
 	done
 	@echo "all tests passed"
 
 check:
 	$(MAKE) BUILD=build/asan SAN=1 test
 
-bench: $(BIN) $(BENCH_BIN)
+bench: $(BIN) $(BENCH_BIN) $(TOOL_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 	@for s in scripts/bench-*.sh; do \
-		[ -x "$$s" ] || continue; echo "== $$s"; LLMSIM=$(BIN) "$$s" || exit 1; \
+		[ -x "$$s" ] || continue; echo "== $$s"; \
+		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || exit 1; \
 	done
 
-validate: $(BIN)
+validate: $(BIN) $(TOOL_BIN)
 	@rc=0; for s in scripts/validate-*.sh; do \
 		[ -x "$$s" ] || continue; echo "== $$s"; \
-		LLMSIM=$(BIN) "$$s" || rc=1; \
+		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || rc=1; \
 	done; exit $$rc
 
 clean:
@@ -133,4 +144,5 @@ clean:
 
 FORCE:
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/src/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/src/main.d \
+	$(BENCH_SRC:%.c=$(BUILD)/obj/%.d) $(TOOL_SRC:%.c=$(BUILD)/obj/%.d)
