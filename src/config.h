@@ -57,8 +57,9 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 const char **config_list_presets(struct config_ctx *cx,
 				 const struct schema *s);
 
-/* The registry of config kinds, NULL-terminated: gpu, link, fabric,
- * system, model, job. */
+/* The registry of config kinds, NULL-terminated (gpu, fabric, system,
+ * model, job, and any kind a module adds). Defined in config_kinds.c so
+ * adding a kind is a one-line change there. */
 extern const struct schema *const config_kinds[];
 
 /* The kind called name, or NULL. */

@@ -36,6 +36,7 @@ struct store_run {
 	const char *config_json;	/* resolved config, canonical JSON */
 	const char *config_hash;	/* its SHA-256, hex */
 	const char *result_json;	/* the command's --json output */
+	const char *version;		/* llmsim version (cli_version()) */
 };
 
 /* Step-simulation summary (columns for dashboards; NULL to skip). */
