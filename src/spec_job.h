@@ -7,9 +7,17 @@
  *   model: NAME | path | {preset: NAME, ...overrides}
  *   system: NAME | path | {preset: NAME, ...overrides}
  *   phase: training
+ *   framework: NAME | path | {preset: NAME, ...overrides}  (megatron-core)
  *   training: {seq_len, global_batch_size, micro_batch_size, dtype,
- *              recompute, zero_stage, optimizer}
- *   parallelism: {tp, pp, cp, ep, dp, vpp, sequence_parallel, schedule}
+ *              recompute, zero_stage, optimizer, attention, dropout}
+ *   parallelism: {tp, pp, cp, ep, dp, vpp, sequence_parallel, schedule,
+ *                 pp_layers, tp_comm_overlap}
+ *   full_fidelity: false
+ *
+ * A framework (workloads/frameworks/) holds what the training software
+ * does that is not the model or the layout: gradient dtype, bucket sizes,
+ * overlap switches, padding, workspace, host overhead; each number with
+ * its source in the preset.
  *
  * dp is optional and inferred as GPUs / (tp * pp * cp). The schema's check
  * enforces the layout constraints that need no performance model (world
@@ -52,6 +60,29 @@ extern const char *const job_phase_names[];
 extern const char *const recompute_names[];
 extern const char *const optimizer_names[];
 extern const char *const pp_schedule_names[];
+extern const char *const attention_names[];
+
+enum attention_impl {
+	ATTN_FLASH,		/* fused (flash) attention, scores never stored */
+	ATTN_UNFUSED		/* QK^T and AV GEMMs with a materialized softmax */
+};
+
+/* What the training framework does beyond the model and the layout. */
+struct framework_spec {
+	const char *name;			/* preset name */
+	int grad_dtype;				/* enum dtype: gradient buffers and their reduction */
+	int master_weights;			/* fp32 master copy of 16-bit weights */
+	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
+	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
+	int overlap_grad_reduce;		/* bucket reductions start during the backward */
+	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
+	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
+	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
+	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
+	double step_overhead_s;			/* s per step of host work the GPUs wait for */
+};
+
+extern const struct schema framework_schema;
 
 struct training_spec {
 	int64_t seq_len;		/* tokens per sequence */
@@ -61,6 +92,8 @@ struct training_spec {
 	int recompute;			/* enum recompute */
 	int64_t zero_stage;		/* 0-3; 3 = FSDP full sharding */
 	int optimizer;			/* enum optimizer */
+	int attention;			/* enum attention_impl */
+	int dropout;			/* dropout layers present (masks, elementwise cost) */
 };
 
 struct parallel_spec {
@@ -72,16 +105,28 @@ struct parallel_spec {
 	int64_t vpp;			/* virtual stages per pipeline rank */
 	int sequence_parallel;		/* shard norms/dropout along sequence with TP */
 	int schedule;			/* enum pp_schedule */
+	struct schema_int_list pp_layers;	/* layers per virtual stage (pp*vpp, in
+					 * stage order chunk*pp + rank); empty = even */
+	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
 };
 
 struct job_spec {
 	const char *name;			/* job name */
 	const struct model_spec *model;
 	const struct system_spec *system;
+	const struct framework_spec *framework;
 	int phase;				/* enum job_phase */
 	struct training_spec training;
 	struct parallel_spec parallelism;
+	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
 };
+
+/* Microbatches per step on one pipeline: gbs / (mbs * dp). */
+static inline int64_t job_microbatches(const struct job_spec *j)
+{
+	return j->training.global_batch_size /
+	       (j->training.micro_batch_size * j->parallelism.dp);
+}
 
 extern const struct schema job_schema;
 

@@ -134,9 +134,13 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
 	if (model_is_moe(m)) {
-		if (m->num_experts_per_tok == 0 || m->moe_intermediate_size == 0) {
+		/* Mixtral's config.json gives the expert size as
+		 * intermediate_size and has no moe_intermediate_size. */
+		if (m->moe_intermediate_size == 0)
+			m->moe_intermediate_size = m->intermediate_size;
+		if (m->num_experts_per_tok == 0) {
 			err_at(d, node, "an MoE model ('n_routed_experts') also needs "
-			       "'num_experts_per_tok' and 'moe_intermediate_size'");
+			       "'num_experts_per_tok'");
 			rc = -1;
 		} else if (m->num_experts_per_tok > m->n_routed_experts) {
 			err_at(d, node, "'num_experts_per_tok' must not exceed "

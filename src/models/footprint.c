@@ -1,0 +1,285 @@
+/*
+ * footprint.c - memory per GPU.
+ *
+ * Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation
+ * in Large Transformer Models", sec. 4, generalized to GQA, gated MLPs,
+ * flash attention and no dropout). With the notation of layer.c (T tokens
+ * of the microbatch, T' = T/t with SP, q = a d/t, kv = g d/t, f' = f/t,
+ * u = 2f' gated or f', B bytes per 16-bit element, L bytes per element of
+ * a low-precision GEMM input, which TransformerEngine saves instead of the
+ * 16-bit tensor), one layer keeps for its backward:
+ *
+ *   attention: norm input T'h B, QKV input T'h L, Q and K T(q+kv) B,
+ *     V T kv B, projection input T q L, dropout mask T'h (1 B)
+ *     core: unfused  softmax output b(a/t)s^2 B, and with dropout its mask
+ *                    b(a/t)s^2 and output b(a/t)s^2 B
+ *           flash    log-sum-exp b(a/t)s 4 B
+ *   MLP: norm input T'h B, fc1 input T'h L, fc1 output T u B,
+ *     fc2 input T f' L, dropout mask T'h
+ *
+ * For MHA, f = 4h, dropout, unfused attention and 16-bit GEMM inputs this
+ * is Korthikanti's eq. 2, s b h (10 + 24/t + 5 a s/(h t)) bytes; with SP
+ * s b h (34 + 5 a s / h) / t (their eq. 5). Selective recomputation drops
+ * the core term (their 34 s b h / t with SP); full recomputation keeps
+ * only the layer input, T'h B (their 2 s b h / t), and needs one layer's
+ * full activations while that layer's backward runs (the transient added
+ * once). The first virtual stage adds the embedding dropout mask, the last
+ * the final norm input and LM head input (T'h B each) and the fp32
+ * softmax of the loss, T (V/t) 4 B.
+ *
+ * Activations in flight: a rank stores the activations of every
+ * (chunk, microbatch) whose forward has run and backward has not; the peak
+ * is found by walking its schedule (sched.h), so 1F1B's p - r microbatches
+ * on rank r, GPipe's m and interleaving's (1 + (p-1)/(p v)) p microbatch-
+ * stages on the first rank (Korthikanti sec. 4.2.3) all come out of the
+ * same walk.
+ *
+ * Model states per parameter of a GPU's share (mixed precision, Rajbhandari
+ * et al. 2020, "ZeRO", sec. 3.1): weights W = 2 B (4 B for fp32/tf32
+ * training), gradients G = the framework's grad dtype, optimizer
+ * O = fp32 master copy (4 B when the framework keeps one and W < 4) + Adam
+ * moments 8 B (SGD momentum 4 B). ZeRO-1 divides O by dp, ZeRO-2 also G,
+ * ZeRO-3 also W; ZeRO-3 also holds the gathered parameters of two layers
+ * (the one computing and the one prefetched). Megatron's distributed
+ * optimizer with fp32 gradients is ZeRO-1: 6 + 12/dp B per parameter.
+ *
+ * Workspace: the framework's (library workspaces, communication buffers).
+ */
+#include "footprint.h"
+
+#include "../mem.h"
+#include "../spec_job.h"
+#include "sched.h"
+#include "split.h"
+
+static double tok(const struct layer_dims *d)
+{
+	return d->batch * d->seq;
+}
+
+static double tok_sp(const struct layer_dims *d)
+{
+	return d->sp ? tok(d) / d->tp : tok(d);
+}
+
+/* Bytes the attention core keeps (dropped by selective recompute). */
+static double core_act_B(const struct layer_dims *d)
+{
+	double heads = d->batch * d->heads / d->tp;
+	double scores = heads * d->seq * d->seq;
+
+	if (!d->unfused_attn)
+		return heads * d->seq * 4;
+	if (d->dropout)
+		return scores * (2 * d->act_B + 1);
+	return scores * d->act_B;
+}
+
+/* Everything but the core, with no recomputation. */
+static double layer_stored_B(const struct layer_dims *d)
+{
+	double t = tok(d), ts = tok_sp(d), h = d->hidden, B = d->act_B;
+	double L = d->lowp ? d->lowp_B : B;
+	double q = d->heads * d->head_dim / d->tp;
+	double kv = d->kv_heads * d->head_dim / d->tp;
+	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	double mask = d->dropout ? ts * h : 0;
+	double attn = ts * h * B + ts * h * L + t * (q + kv) * B +
+		      t * kv * B + t * q * L + mask;
+	double mlp = ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
+
+	return attn + mlp;
+}
+
+double footprint_layer_act_B(const struct layer_dims *d,
+			     enum layer_recompute rc)
+{
+	switch (rc) {
+	case LREC_NONE:
+		return layer_stored_B(d) + core_act_B(d);
+	case LREC_SELECTIVE:
+		return layer_stored_B(d);
+	case LREC_FULL:
+		return tok_sp(d) * d->hidden * d->act_B;
+	}
+	return 0;
+}
+
+/* Live only while one layer's backward runs. */
+static double transient_act_B(const struct layer_dims *d,
+			      enum layer_recompute rc)
+{
+	switch (rc) {
+	case LREC_NONE:
+		return 0;
+	case LREC_SELECTIVE:
+		return core_act_B(d);
+	case LREC_FULL:
+		return footprint_layer_act_B(d, LREC_NONE);
+	}
+	return 0;
+}
+
+double footprint_embed_act_B(const struct layer_dims *d)
+{
+	return d->dropout ? tok_sp(d) * d->hidden : 0;
+}
+
+double footprint_head_act_B(const struct layer_dims *d)
+{
+	return 2 * tok_sp(d) * d->hidden * d->act_B +
+	       tok(d) * d->vocab / d->tp * 4;
+}
+
+void footprint_per_param(const struct job_spec *j, double *w_B,
+			 double *g_B, double *o_B)
+{
+	int dt = j->training.dtype;
+	double dp = (double)j->parallelism.dp;
+	double w = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4 : 2;
+	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
+	double master = j->framework->master_weights && w < 4 ? 4 : 0;
+	int64_t zero = j->training.zero_stage;
+
+	*w_B = zero >= 3 ? w / dp : w;
+	*g_B = dtype_bytes((enum dtype)j->framework->grad_dtype) /
+	       (zero >= 2 ? dp : 1);
+	*o_B = (states + master) / (zero >= 1 ? dp : 1);
+}
+
+double footprint_layer_params(const struct job_spec *j,
+			      const struct layer_dims *d)
+{
+	return layer_params(d, j->model->attention_bias,
+			    j->model->norm == NORM_LAYER);
+}
+
+double footprint_model_params(const struct job_spec *j)
+{
+	struct layer_dims d;
+	const struct model_spec *m = j->model;
+	double head;
+
+	layer_dims_from_job(j, &d);
+	head = layer_head_params(&d, m->norm == NORM_LAYER);
+	if (m->tie_word_embeddings)
+		head -= d.vocab * d.hidden;
+	return (double)m->num_hidden_layers * footprint_layer_params(j, &d) +
+	       layer_embed_params(&d, (double)m->max_position_embeddings) +
+	       head;
+}
+
+double footprint_rank_params(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t rank)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	int64_t stages = p->pp * p->vpp, c, layers = 0;
+	double params;
+
+	for (c = 0; c < p->vpp; c++)
+		layers += split[c * p->pp + rank];
+	params = (double)layers * footprint_layer_params(j, d);
+	if (rank == 0)
+		params += layer_embed_params(d, (double)m->max_position_embeddings);
+	if ((stages - 1) % p->pp == rank) {
+		params += layer_head_params(d, m->norm == NORM_LAYER);
+		if (m->tie_word_embeddings && p->pp == 1)
+			params -= d->vocab * d->hidden;	/* shared with the embedding */
+	}
+	return params / d->tp;
+}
+
+/* Activations a (virtual stage, microbatch) keeps until its backward. */
+static double stage_act_B(const struct job_spec *j,
+			  const struct layer_dims *d, const int64_t *split,
+			  int64_t vs)
+{
+	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
+	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
+	double b = (double)split[vs] * footprint_layer_act_B(d, rc);
+
+	if (vs == 0)
+		b += footprint_embed_act_B(d);
+	if (vs == stages - 1)
+		b += footprint_head_act_B(d);
+	return b;
+}
+
+double footprint_rank_act_B(const struct job_spec *j,
+			    const struct layer_dims *d, const int64_t *split,
+			    int64_t rank, struct sched_action *scratch)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t m = job_microbatches(j), n = sched_actions(m, p->vpp), i;
+	double live = 0, peak = 0;
+
+	sched_rank(p->schedule, p->pp, p->vpp, m, rank, scratch);
+	for (i = 0; i < n; i++) {
+		int64_t vs = (int64_t)scratch[i].chunk * p->pp + rank;
+		double b = stage_act_B(j, d, split, vs);
+
+		live += scratch[i].bwd ? -b : b;
+		if (live > peak)
+			peak = live;
+	}
+	return peak + transient_act_B(d,
+		(enum layer_recompute)j->training.recompute);
+}
+
+/* The footprint of one pipeline rank. */
+static void rank_footprint(const struct job_spec *j,
+			   const struct layer_dims *d, const int64_t *split,
+			   int64_t rank, struct sched_action *scratch,
+			   struct footprint *f)
+{
+	double w, g, o, params = footprint_rank_params(j, d, split, rank);
+
+	footprint_per_param(j, &w, &g, &o);
+	f->rank = rank;
+	f->params = params;
+	f->weights_B = params * w;
+	f->grads_B = params * g;
+	f->optimizer_B = params * o;
+	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
+	f->workspace_B = j->framework->workspace_B;
+	if (j->training.zero_stage >= 3)
+		f->workspace_B += 2 * footprint_layer_params(j, d) / d->tp *
+				  (w * (double)j->parallelism.dp);
+	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
+		    f->activations_B + f->workspace_B;
+}
+
+int footprint_job(const struct job_spec *j, double usable_B,
+		  struct footprint *out)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t m = job_microbatches(j), r;
+	struct sched_action *scratch;
+	int64_t *split;
+	struct layer_dims d;
+	int rc = -1;
+
+	scratch = mem_alloc((size_t)sched_actions(m, p->vpp) * sizeof(*scratch));
+	split = mem_alloc((size_t)(p->pp * p->vpp) * sizeof(*split));
+	if (!scratch || !split)
+		goto out;
+	layer_dims_from_job(j, &d);
+	split_layers(j, split);
+	out->peak_B = -1;
+	for (r = 0; r < p->pp; r++) {
+		struct footprint f;
+
+		rank_footprint(j, &d, split, r, scratch, &f);
+		if (f.peak_B > out->peak_B)
+			*out = f;
+	}
+	out->usable_B = usable_B;
+	out->fits = out->peak_B <= usable_B;
+	rc = 0;
+out:
+	mem_free(scratch);
+	mem_free(split);
+	return rc;
+}

@@ -1,0 +1,71 @@
+/*
+ * footprint.h - memory per GPU: weights, gradients, optimizer states (by
+ * ZeRO stage), activations (by recompute mode and the microbatches the
+ * pipeline schedule keeps in flight), workspace; and whether it fits.
+ *
+ * The arithmetic is in footprint.c's header. Depends on layer.h,
+ * sched.h, spec_job.h; the usable memory comes from the caller (the GPU
+ * model), so this module needs no GPU code.
+ */
+#ifndef LLMSIM_MODELS_FOOTPRINT_H
+#define LLMSIM_MODELS_FOOTPRINT_H
+
+#include <stdint.h>
+
+#include "layer.h"
+
+struct job_spec;
+struct sched_action;
+
+struct footprint {
+	double weights_B;	/* B, parameters held (16-bit, sharded by ZeRO-3) */
+	double grads_B;		/* B, gradient buffers */
+	double optimizer_B;	/* B, master weights and optimizer states */
+	double activations_B;	/* B, peak of stored activations plus the transient of one backward */
+	double workspace_B;	/* B, framework workspace and gathered ZeRO-3 parameters */
+	double peak_B;		/* B, sum of the above */
+	double usable_B;	/* B, what the job may use on the GPU */
+	int fits;		/* peak_B <= usable_B */
+	int64_t rank;		/* pipeline rank with the largest peak */
+	double params;		/* parameters of that rank's GPU */
+};
+
+/* Bytes one transformer layer keeps for its backward, one microbatch. */
+double footprint_layer_act_B(const struct layer_dims *d,
+			     enum layer_recompute rc);
+
+/* Extra bytes kept by the first virtual stage (embedding) and by the last
+ * (final norm, LM head input, fp32 softmax of the loss). */
+double footprint_embed_act_B(const struct layer_dims *d);
+double footprint_head_act_B(const struct layer_dims *d);
+
+/* Model-state bytes per parameter of a GPU's share (weights, gradients,
+ * optimizer) for the job's dtype, framework and ZeRO stage. */
+void footprint_per_param(const struct job_spec *j, double *w_B,
+			 double *g_B, double *o_B);
+
+/* Parameters of one transformer layer, whole model (not divided by tp). */
+double footprint_layer_params(const struct job_spec *j,
+			      const struct layer_dims *d);
+
+/* Parameters of the whole model (tied embedding counted once). */
+double footprint_model_params(const struct job_spec *j);
+
+/* Parameters held by one GPU of pipeline rank `rank` (split: layers per
+ * virtual stage). */
+double footprint_rank_params(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t rank);
+
+/* Peak activation bytes of pipeline rank `rank` over its schedule;
+ * scratch holds sched_actions(m, vpp) actions. */
+double footprint_rank_act_B(const struct job_spec *j,
+			    const struct layer_dims *d, const int64_t *split,
+			    int64_t rank, struct sched_action *scratch);
+
+/* The footprint of the worst pipeline rank against usable_B. Returns 0,
+ * or -1 when out of memory. */
+int footprint_job(const struct job_spec *j, double usable_B,
+		  struct footprint *out);
+
+#endif

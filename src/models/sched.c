@@ -1,0 +1,93 @@
+/*
+ * sched.c - GPipe, 1F1B and interleaved 1F1B.
+ *
+ * m microbatches, p ranks, v chunks per rank; every forward F and backward
+ * B of a (chunk, microbatch) is one action.
+ *
+ * GPipe (Huang et al. 2019): every rank runs all m forwards, then all m
+ * backwards. With forward time f and backward time b per stage and free
+ * communication, the step is (m + p - 1)(f + b) and the idle fraction of
+ * each rank, the bubble, is (p - 1) / (m + p - 1).
+ *
+ * 1F1B (PipeDream-Flush, Narayanan et al. 2021): rank r runs
+ * w = min(p - r - 1, m) warm-up forwards, then alternates one forward and
+ * one backward for the remaining m - w microbatches, then runs the last w
+ * backwards. Same bubble as GPipe, but at most w + 1 <= p microbatches in
+ * flight instead of m.
+ *
+ * Interleaved 1F1B (Narayanan et al. SC'21, Megatron-LM
+ * forward_backward_pipelining_with_interleaving): the m v chunk passes of
+ * a rank are taken in groups of p microbatches per chunk. Forward number k
+ * runs chunk (k mod p v) div p on microbatch (k div p v) p + k mod p;
+ * backward number k the same microbatch on chunk v - 1 - (k mod p v) div p.
+ * Warm-up: w = min(2 (p - r - 1) + (v - 1) p, m v) forwards (all of them
+ * when m == p, as Megatron does), then 1F1B steady state, then cool-down.
+ * The bubble shrinks by v: (p - 1) / (v m) of the ideal time.
+ */
+#include "sched.h"
+
+#include "../diag.h"
+#include "../spec_job.h"
+
+int64_t sched_actions(int64_t m, int64_t vpp)
+{
+	return 2 * m * vpp;
+}
+
+int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		     int64_t rank)
+{
+	int64_t w;
+
+	switch (schedule) {
+	case SCHED_GPIPE:
+		return m;
+	case SCHED_1F1B:
+		w = pp - rank - 1;
+		return w < m ? w : m;
+	case SCHED_INTERLEAVED:
+		if (m == pp)
+			return m * vpp;
+		w = 2 * (pp - rank - 1) + (vpp - 1) * pp;
+		return w < m * vpp ? w : m * vpp;
+	default:
+		break;
+	}
+	BUG("unknown pipeline schedule");
+}
+
+/* The k-th forward (bwd = 0) or backward (bwd = 1) of a rank. */
+static struct sched_action nth(int schedule, int64_t pp, int64_t vpp,
+			       int bwd, int64_t k)
+{
+	struct sched_action a = { .bwd = (uint8_t)bwd, .chunk = 0,
+				  .mb = (uint32_t)k };
+	int64_t group = pp * vpp, in_group = k % group;
+
+	if (schedule == SCHED_INTERLEAVED) {
+		int64_t chunk = in_group / pp;
+
+		a.chunk = (uint32_t)(bwd ? vpp - 1 - chunk : chunk);
+		a.mb = (uint32_t)((k / group) * pp + in_group % pp);
+	}
+	return a;
+}
+
+void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		int64_t rank, struct sched_action *out)
+{
+	int64_t total = m * vpp;
+	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
+	int64_t i, n = 0, f = 0, b = 0;
+
+	if (schedule != SCHED_INTERLEAVED && vpp != 1)
+		BUG("vpp > 1 needs the interleaved schedule");
+	for (i = 0; i < w; i++)
+		out[n++] = nth(schedule, pp, vpp, 0, f++);
+	for (i = 0; i < total - w; i++) {
+		out[n++] = nth(schedule, pp, vpp, 0, f++);
+		out[n++] = nth(schedule, pp, vpp, 1, b++);
+	}
+	while (b < total)
+		out[n++] = nth(schedule, pp, vpp, 1, b++);
+}

@@ -1,0 +1,39 @@
+/*
+ * sched.h - pipeline schedules as pure functions: the order in which one
+ * pipeline rank runs the forward and backward passes of its model chunks
+ * over the microbatches of a step.
+ *
+ * A rank r of pp holds vpp model chunks; chunk c of rank r is virtual
+ * stage c * pp + r, so the layers flow 0 -> 1 -> ... -> pp-1 -> 0 (next
+ * chunk) -> ... Each rank runs 2 * m * vpp actions for m microbatches.
+ *
+ * Depends on libc only.
+ */
+#ifndef LLMSIM_MODELS_SCHED_H
+#define LLMSIM_MODELS_SCHED_H
+
+#include <stdint.h>
+
+struct sched_action {
+	uint8_t bwd;		/* 0 forward, 1 backward */
+	uint32_t chunk;		/* model chunk on this rank (0..vpp-1) */
+	uint32_t mb;		/* microbatch (0..m-1) */
+};
+
+/* Actions per rank: 2 m vpp. */
+int64_t sched_actions(int64_t m, int64_t vpp);
+
+/*
+ * The actions of rank (0..pp-1) under schedule (enum pp_schedule of
+ * spec_job.h) into out[0 .. sched_actions(m, vpp)-1]. The interleaved
+ * schedule needs m % pp == 0 (checked by the job schema); gpipe and 1f1b
+ * need vpp == 1.
+ */
+void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		int64_t rank, struct sched_action *out);
+
+/* Forward passes a rank runs before its first backward. */
+int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		     int64_t rank);
+
+#endif

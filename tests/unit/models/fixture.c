@@ -1,0 +1,59 @@
+/*
+ * fixture.c - hand-built jobs for the models tests.
+ */
+#include "fixture.h"
+
+#include <string.h>
+
+void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
+		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
+		 int64_t tp, int64_t pp)
+{
+	memset(f, 0, sizeof(*f));
+	f->gpu.name = "test-gpu";
+	f->gpu.matrix_peak_flops[DTYPE_BF16] = 1e15;
+	f->sys.gpu = &f->gpu;
+	f->sys.nodes = nodes;
+	f->sys.gpus_per_node = 8;
+	f->sys.scale_up = &f->up;
+	f->sys.scale_out = &f->out;
+	f->model.name = "test-gpt";
+	f->model.hidden_size = h;
+	f->model.num_hidden_layers = layers;
+	f->model.num_attention_heads = a;
+	f->model.num_key_value_heads = a;
+	f->model.head_dim = h / a;
+	f->model.intermediate_size = 4 * h;
+	f->model.vocab_size = V;
+	f->model.hidden_act = ACT_GELU;
+	f->model.gated_mlp = 0;
+	f->model.norm = NORM_LAYER;
+	f->model.position_embedding = POS_LEARNED;
+	f->model.max_position_embeddings = s;
+	f->fw.name = "test-framework";
+	f->fw.grad_dtype = DTYPE_FP32;
+	f->fw.master_weights = 1;
+	f->fw.bucket_params = 40000000;
+	f->fw.vocab_multiple = 1;
+	f->fw.workspace_B = 1073741824.0;
+	f->fw.overlap_grad_reduce = 1;
+	f->fw.overlap_param_gather = 1;
+	f->job.name = "test-job";
+	f->job.model = &f->model;
+	f->job.system = &f->sys;
+	f->job.framework = &f->fw;
+	f->job.training.seq_len = s;
+	f->job.training.global_batch_size = gbs;
+	f->job.training.micro_batch_size = b;
+	f->job.training.dtype = DTYPE_BF16;
+	f->job.training.recompute = RECOMPUTE_NONE;
+	f->job.training.optimizer = OPT_ADAM;
+	f->job.training.attention = ATTN_FLASH;
+	f->job.parallelism.tp = tp;
+	f->job.parallelism.pp = pp;
+	f->job.parallelism.cp = 1;
+	f->job.parallelism.ep = 1;
+	f->job.parallelism.vpp = 1;
+	f->job.parallelism.dp = nodes * 8 / (tp * pp);
+	f->job.parallelism.schedule = SCHED_1F1B;
+}

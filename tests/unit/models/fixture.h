@@ -1,0 +1,34 @@
+/*
+ * fixture.h - hand-built jobs for the models tests (no config loader), so
+ * every number in a test is visible in the test.
+ */
+#ifndef LLMSIM_TEST_MODELS_FIXTURE_H
+#define LLMSIM_TEST_MODELS_FIXTURE_H
+
+#include "spec_gpu.h"
+#include "spec_job.h"
+#include "spec_model.h"
+#include "spec_system.h"
+
+struct fixture {
+	struct gpu_spec gpu;
+	struct fabric_spec up, out;
+	struct system_spec sys;
+	struct model_spec model;
+	struct framework_spec fw;
+	struct job_spec job;
+};
+
+/*
+ * A GPT-style model (MHA, ungated MLP with f = 4h, LayerNorm, learned
+ * positions, no biases) of `layers` layers, width h, a heads, vocab V;
+ * a job of seq s, micro-batch b, global batch gbs on nodes x 8 GPUs with
+ * tp, pp, dp = GPUs / (tp pp); 16-bit, no recompute, 1F1B, no SP,
+ * framework: fp32 grads, master weights, 1 GiB workspace, vocab padded to
+ * a multiple of 1.
+ */
+void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
+		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
+		 int64_t tp, int64_t pp);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * test_footprint.c - memory per GPU against Korthikanti et al. 2022 and
+ * the ZeRO paper.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+#include "models/footprint.h"
+#include "models/sched.h"
+
+static void assert_close(double got, double want)
+{
+	cr_assert(fabs(got - want) <= 1e-9 * fabs(want), "got %.6g, want %.6g",
+		  got, want);
+}
+
+/* Korthikanti's setting: MHA, f = 4h, dropout, unfused attention,
+ * 16-bit. h 1024, a 16, s 2048, b 2. */
+static void kor_dims(struct layer_dims *d, int64_t tp, int sp)
+{
+	struct fixture f;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, tp, 1);
+	f.job.parallelism.sequence_parallel = sp;
+	f.job.training.dropout = 1;
+	f.job.training.attention = ATTN_UNFUSED;
+	layer_dims_from_job(&f.job, d);
+}
+
+Test(footprint, korthikanti_tensor_parallel)
+{
+	struct layer_dims d;
+	double s = 2048, b = 2, h = 1024, a = 16, t = 4;
+
+	/* eq. 2: s b h (10 + 24/t + 5 a s / (h t))
+	 * = 4194304 * (10 + 6 + 40) = 234881024 B. */
+	kor_dims(&d, 4, 0);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE),
+		     s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+}
+
+Test(footprint, korthikanti_sequence_parallel)
+{
+	struct layer_dims d;
+	double s = 2048, b = 2, h = 1024, a = 16, t = 4;
+
+	/* eq. 5: s b h / t (34 + 5 a s / h) = 1048576 * 194 = 203423744 B. */
+	kor_dims(&d, 4, 1);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE),
+		     s * b * h / t * (34 + 5 * a * s / h));
+	/* selective recompute with SP: 34 s b h / t = 35651584 B. */
+	assert_close(footprint_layer_act_B(&d, LREC_SELECTIVE),
+		     34 * s * b * h / t);
+	/* full recompute: the layer input, 2 s b h / t = 2097152 B. */
+	assert_close(footprint_layer_act_B(&d, LREC_FULL), 2 * s * b * h / t);
+}
+
+Test(footprint, korthikanti_no_parallelism)
+{
+	struct layer_dims d;
+	double s = 2048, b = 2, h = 1024, a = 16;
+
+	/* t = 1: s b h (34 + 5 a s / h) = 4194304 * 194 = 813694976 B. */
+	kor_dims(&d, 1, 0);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE),
+		     s * b * h * (34 + 5 * a * s / h));
+}
+
+Test(footprint, flash_attention_drops_the_scores)
+{
+	struct layer_dims d;
+	double s = 2048, b = 2, h = 1024, a = 16, t = 4;
+
+	/* Flash keeps a log-sum-exp per row and head instead of the s^2
+	 * scores: 34 s b h / t + 4 B b (a/t) s = 35651584 + 65536 B. */
+	kor_dims(&d, 4, 1);
+	d.unfused_attn = 0;
+	assert_close(footprint_layer_act_B(&d, LREC_NONE),
+		     34 * s * b * h / t + 4 * b * (a / t) * s);
+}
+
+Test(footprint, bytes_per_parameter_by_zero_stage)
+{
+	struct fixture f;
+	double w, g, o;
+
+	/* Megatron mixed precision, Adam, fp32 grads, dp 8 (8 GPUs, tp 1):
+	 * ZeRO-0 2 + 4 + 12 = 18 B; ZeRO-1 (distributed optimizer)
+	 * 6 + 12/8 = 7.5 B; ZeRO-2 2 + (4 + 12)/8 = 4 B; ZeRO-3 18/8. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 18);
+	f.job.training.zero_stage = 1;
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 6 + 12.0 / 8);
+	f.job.training.zero_stage = 2;
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 2 + 16.0 / 8);
+	f.job.training.zero_stage = 3;
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 18.0 / 8);
+}
+
+/* Peak stored activations of a rank, without the one-layer transient. */
+static double in_flight_layers(struct fixture *f, int64_t rank)
+{
+	struct layer_dims d;
+	struct sched_action acts[256];
+	int64_t split[16];
+	double per_layer, transient;
+	int64_t i, stages = f->job.parallelism.pp * f->job.parallelism.vpp;
+
+	for (i = 0; i < stages; i++)
+		split[i] = f->model.num_hidden_layers / stages;
+	layer_dims_from_job(&f->job, &d);
+	per_layer = footprint_layer_act_B(&d, LREC_FULL);
+	transient = footprint_layer_act_B(&d, LREC_NONE);
+	return (footprint_rank_act_B(&f->job, &d, split, rank, acts) -
+		transient) / per_layer;
+}
+
+Test(footprint, one_f_one_b_keeps_p_microbatches)
+{
+	struct fixture f;
+
+	/* 8 layers on pp 4 (2 each), 8 GPUs with tp 2 -> dp 1, so
+	 * m = 32 / (1 * 1) = 32: rank 0 keeps p = 4 microbatches
+	 * of 2 layers = 8 layer-inputs (Korthikanti sec. 4.2.3). */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 32, 1, 2, 4);
+	f.job.training.recompute = RECOMPUTE_FULL;
+	cr_assert_float_eq(in_flight_layers(&f, 0), 8, 1e-9);
+}
+
+Test(footprint, gpipe_keeps_all_microbatches)
+{
+	struct fixture f;
+
+	/* GPipe: all m = 32 microbatches of 2 layers = 64 layer-inputs. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 32, 1, 2, 4);
+	f.job.training.recompute = RECOMPUTE_FULL;
+	f.job.parallelism.schedule = SCHED_GPIPE;
+	cr_assert_float_eq(in_flight_layers(&f, 0), 64, 1e-9);
+}
+
+Test(footprint, interleaving_keeps_more)
+{
+	struct fixture f;
+
+	/* pp 4, vpp 2, 8 layers (1 per chunk), m = 32: Korthikanti's
+	 * L (1 + (p-1)/(p v)) = 8 * (1 + 3/8) = 11 layer-inputs. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 32, 1, 2, 4);
+	f.job.training.recompute = RECOMPUTE_FULL;
+	f.job.parallelism.vpp = 2;
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	cr_assert_float_eq(in_flight_layers(&f, 0), 11, 1e-9);
+}
+
+Test(footprint, whole_job)
+{
+	struct fixture f;
+	struct footprint fp;
+	double per_rank_params;
+
+	/* 8 GPUs, tp 8: one rank holds 8 layers of 12 h^2 + 4h, the
+	 * embedding (V + s) h and the head's final norm 2h (the LM head is
+	 * untied: + V h), all / 8, at 18 B each. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 8, 1, 8, 1);
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	per_rank_params = (8 * (12 * 1024.0 * 1024 + 4 * 1024) +
+			   (51200 + 2048) * 1024.0 + 51200 * 1024.0 +
+			   2 * 1024) / 8;
+	cr_assert_float_eq(fp.params, per_rank_params, 1e-3);
+	cr_assert_float_eq(fp.weights_B + fp.grads_B + fp.optimizer_B,
+			   18 * per_rank_params, 1);
+	cr_assert_float_eq(fp.peak_B, fp.weights_B + fp.grads_B +
+			   fp.optimizer_B + fp.activations_B + fp.workspace_B, 1);
+	cr_assert(fp.fits);
+	cr_assert_eq(footprint_job(&f.job, fp.peak_B - 1, &fp), 0);
+	cr_assert(!fp.fits);
+}

@@ -1,0 +1,254 @@
+/*
+ * test_layer.c - FLOPs, collectives and parameters of a transformer layer
+ * against closed forms.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+#include "models/layer.h"
+
+/* GPT layer: h 1024, a 16 (d 64), f 4096, s 2048, b 2 -> T = 4096. */
+static void gpt_dims(struct layer_dims *d, double tp, int sp)
+{
+	struct fixture f;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, (int64_t)tp, 1);
+	f.job.parallelism.sequence_parallel = sp;
+	layer_dims_from_job(&f.job, d);
+}
+
+static int count_tp(const struct layer_ops *o, enum coll_op op, double *bytes)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].kind == LOP_TP && o->op[i].coll == op) {
+			n++;
+			*bytes = o->op[i].coll_B;
+		}
+	return n;
+}
+
+static void assert_close(double got, double want)
+{
+	cr_assert(fabs(got - want) <= 1e-9 * fabs(want), "got %.6g, want %.6g",
+		  got, want);
+}
+
+Test(layer, forward_flops_match_closed_form)
+{
+	struct layer_dims d;
+	struct layer_ops o;
+	double T = 4096, h = 1024, s = 2048, b = 2;
+
+	/* Narayanan et al. SC'21: 24 T h^2 + 4 b s^2 h per layer forward
+	 * = 24*4096*1024^2 + 4*2*2048^2*1024 = 1.374e11 FLOP. */
+	gpt_dims(&d, 1, 0);
+	layer_fwd(&d, &o);
+	assert_close(layer_ops_flops(&o, PASS_FWD),
+		     24 * T * h * h + 4 * b * s * s * h);
+}
+
+Test(layer, tensor_parallel_divides_flops)
+{
+	struct layer_dims d;
+	struct layer_ops o;
+	double T = 4096, h = 1024, s = 2048, b = 2;
+
+	/* tp 4: each GPU does a quarter, 3.436e10 FLOP. */
+	gpt_dims(&d, 4, 1);
+	layer_fwd(&d, &o);
+	assert_close(layer_ops_flops(&o, PASS_FWD),
+		     (24 * T * h * h + 4 * b * s * s * h) / 4);
+}
+
+Test(layer, backward_is_twice_forward)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+
+	/* Every GEMM's backward is two GEMMs of its size; attention 2x. */
+	gpt_dims(&d, 2, 0);
+	layer_fwd(&d, &f);
+	layer_bwd(&d, LREC_NONE, &bw);
+	assert_close(layer_ops_flops(&bw, PASS_BWD),
+		     2 * layer_ops_flops(&f, PASS_FWD));
+	cr_assert_eq(layer_ops_flops(&bw, PASS_RECOMPUTE), 0);
+}
+
+Test(layer, recompute_costs)
+{
+	struct layer_dims d;
+	struct layer_ops f, full, sel;
+	double s = 2048, b = 2, h = 1024;
+
+	gpt_dims(&d, 2, 1);
+	layer_fwd(&d, &f);
+	/* Full: the whole forward again. */
+	layer_bwd(&d, LREC_FULL, &full);
+	assert_close(layer_ops_flops(&full, PASS_RECOMPUTE),
+		     layer_ops_flops(&f, PASS_FWD));
+	/* Selective: only the attention core, 4 b s^2 h / t = 1.718e10. */
+	layer_bwd(&d, LREC_SELECTIVE, &sel);
+	assert_close(layer_ops_flops(&sel, PASS_RECOMPUTE),
+		     4 * b * s * s * h / 2);
+}
+
+Test(layer, unfused_attention_same_model_flops)
+{
+	struct layer_dims d;
+	struct layer_ops fused, unfused;
+
+	/* QK^T (s,s,d) and AV (s,d,s) per head: 2 * 2 s^2 d * b a / t, the
+	 * same 4 b s^2 h / t as the fused kernel. */
+	gpt_dims(&d, 2, 0);
+	layer_fwd(&d, &fused);
+	d.unfused_attn = 1;
+	layer_fwd(&d, &unfused);
+	assert_close(layer_ops_flops(&unfused, PASS_FWD),
+		     layer_ops_flops(&fused, PASS_FWD));
+}
+
+Test(layer, tp_collectives_without_sp)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	double bytes = 0;
+
+	/* Forward: 2 all-reduces of T h B = 4096*1024*2 = 8 MiB; backward:
+	 * 2 (the column-parallel input gradients). */
+	gpt_dims(&d, 4, 0);
+	layer_fwd(&d, &f);
+	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 2);
+	assert_close(bytes, 4096.0 * 1024 * 2);
+	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 0);
+	layer_bwd(&d, LREC_NONE, &bw);
+	cr_assert_eq(count_tp(&bw, COLL_ALLREDUCE, &bytes), 2);
+}
+
+Test(layer, tp_collectives_with_sp)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	double bytes = 0;
+
+	/* SP forward: all-gather before QKV and fc1, reduce-scatter after
+	 * proj and fc2. Backward: all-gathers of the two output gradients
+	 * and of the two re-gathered inputs, reduce-scatters of the two input
+	 * gradients. Sizes are the full T h B = 8 MiB (coll.h convention). */
+	gpt_dims(&d, 4, 1);
+	layer_fwd(&d, &f);
+	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 2);
+	cr_assert_eq(count_tp(&f, COLL_REDUCESCATTER, &bytes), 2);
+	assert_close(bytes, 4096.0 * 1024 * 2);
+	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 0);
+	layer_bwd(&d, LREC_NONE, &bw);
+	cr_assert_eq(count_tp(&bw, COLL_ALLGATHER, &bytes), 4);
+	cr_assert_eq(count_tp(&bw, COLL_REDUCESCATTER, &bytes), 2);
+}
+
+Test(layer, tp_overlap_splits_into_pieces)
+{
+	struct layer_dims d;
+	struct layer_ops plain, split;
+	double bytes = 0;
+
+	/* 4 pieces: 4 all-gathers and 4 reduce-scatters per GEMM pair, each
+	 * a quarter of 8 MiB = 2 MiB; FLOPs unchanged. */
+	gpt_dims(&d, 4, 1);
+	layer_fwd(&d, &plain);
+	d.chunks = 4;
+	layer_fwd(&d, &split);
+	cr_assert_eq(count_tp(&split, COLL_ALLGATHER, &bytes), 8);
+	assert_close(bytes, 4096.0 * 1024 * 2 / 4);
+	cr_assert_eq(count_tp(&split, COLL_REDUCESCATTER, &bytes), 8);
+	assert_close(layer_ops_flops(&split, PASS_FWD),
+		     layer_ops_flops(&plain, PASS_FWD));
+}
+
+Test(layer, dependencies_point_backwards)
+{
+	struct layer_dims d;
+	struct layer_ops o;
+	int i, k;
+
+	gpt_dims(&d, 4, 1);
+	d.chunks = 4;
+	layer_bwd(&d, LREC_FULL, &o);
+	cr_assert_eq(o.op[0].dep[0], LAYER_IN);
+	for (i = 0; i < o.n; i++)
+		for (k = 0; k < 2; k++)
+			cr_assert(o.op[i].dep[k] < i, "op %d (%s) waits for %d",
+				  i, o.op[i].name, o.op[i].dep[k]);
+}
+
+Test(layer, lm_head_flops)
+{
+	struct layer_dims d;
+	struct layer_ops o;
+
+	/* Logits GEMM 2 T h V / t = 2*4096*1024*51200/2 = 2.147e11. */
+	gpt_dims(&d, 2, 0);
+	layer_head_fwd(&d, &o);
+	assert_close(layer_ops_flops(&o, PASS_FWD), 2 * 4096.0 * 1024 * 51200 / 2);
+	layer_head_bwd(&d, &o);
+	assert_close(layer_ops_flops(&o, PASS_BWD), 2 * 2 * 4096.0 * 1024 * 51200 / 2);
+}
+
+Test(layer, six_n_per_token)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	double gemm = 0, attn, T, n, L = 32;
+	int i;
+
+	/* Llama 3 8B shapes: h 4096, 32 heads, 8 KV heads of 128, gated
+	 * f 14336, V 128256. Without attention scores, fwd+bwd FLOPs per
+	 * token are 6 N, N = L (h (a+2g) d + a d h + 3 h f) + V h
+	 * = 32 * 218103808 + 525336576 = 7.505e9 weights in GEMMs. */
+	fixture_gpt(&f, 32, 4096, 32, 128256, 2048, 1, 8, 1, 1, 1);
+	f.model.num_key_value_heads = 8;
+	f.model.intermediate_size = 14336;
+	f.model.gated_mlp = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, &o);
+	for (i = 0; i < o.n; i++)
+		if (o.op[i].kind == LOP_KERNEL && o.op[i].k.kind == KERN_GEMM)
+			gemm += layer_kern_model_flops(&o.op[i].k);
+	attn = layer_ops_flops(&o, PASS_FWD) - gemm;
+	layer_head_fwd(&d, &o);
+	T = 2048;
+	n = L * (4096.0 * 48 * 128 + 4096.0 * 4096 + 3 * 4096.0 * 14336) +
+	    128256.0 * 4096;
+	assert_close(3 * (L * gemm + layer_ops_flops(&o, PASS_FWD)) / T, 6 * n);
+	/* and the scores are 4 b s^2 h per layer: 6.87e10 */
+	assert_close(attn, 4 * 2048.0 * 2048 * 4096);
+}
+
+Test(layer, parameters)
+{
+	struct layer_dims d;
+
+	/* GPT layer without biases: 12 h^2 + 2 LayerNorms (2 h each) =
+	 * 12*1024^2 + 4*1024 = 12587008. */
+	gpt_dims(&d, 1, 0);
+	assert_close(layer_params(&d, 0, 1), 12 * 1024.0 * 1024 + 4 * 1024);
+	/* with biases: + 3h (QKV) + h + 4h + h = 9 h more */
+	assert_close(layer_params(&d, 1, 1) - layer_params(&d, 0, 1), 9 * 1024.0);
+	/* embedding: V h + 2048 learned positions * h */
+	assert_close(layer_embed_params(&d, 2048), (51200.0 + 2048) * 1024);
+}
+
+Test(layer, vocab_padded_for_tp)
+{
+	struct fixture f;
+	struct layer_dims d;
+
+	/* GPT-2's 50257 padded to a multiple of 128 * tp 8 = 1024: 51200. */
+	fixture_gpt(&f, 8, 1024, 16, 50257, 2048, 1, 8, 1, 8, 1);
+	f.fw.vocab_multiple = 128;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.vocab, 51200);
+}

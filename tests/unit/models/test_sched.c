@@ -1,0 +1,119 @@
+/*
+ * test_sched.c - pipeline schedules as action lists.
+ */
+#include <criterion/criterion.h>
+
+#include "models/sched.h"
+#include "spec_job.h"
+
+static void expect(const struct sched_action *a, int bwd, unsigned chunk,
+		   unsigned mb)
+{
+	cr_assert(a->bwd == bwd && a->chunk == chunk && a->mb == mb,
+		  "got %c c%u m%u, want %c c%u m%u", a->bwd ? 'B' : 'F',
+		  a->chunk, a->mb, bwd ? 'B' : 'F', chunk, mb);
+}
+
+Test(sched, one_f_one_b_first_rank)
+{
+	struct sched_action a[16];
+
+	/* p 4, m 8, rank 0: 3 warm-up forwards, 5 F/B pairs, 3 backwards. */
+	sched_rank(SCHED_1F1B, 4, 1, 8, 0, a);
+	expect(&a[0], 0, 0, 0);
+	expect(&a[2], 0, 0, 2);
+	expect(&a[3], 0, 0, 3);
+	expect(&a[4], 1, 0, 0);
+	expect(&a[5], 0, 0, 4);
+	expect(&a[12], 1, 0, 4);
+	expect(&a[13], 1, 0, 5);
+	expect(&a[15], 1, 0, 7);
+}
+
+Test(sched, one_f_one_b_last_rank)
+{
+	struct sched_action a[16];
+	int i;
+
+	/* The last rank has no warm-up: F0 B0 F1 B1 ... */
+	sched_rank(SCHED_1F1B, 4, 1, 8, 3, a);
+	for (i = 0; i < 8; i++) {
+		expect(&a[2 * i], 0, 0, (unsigned)i);
+		expect(&a[2 * i + 1], 1, 0, (unsigned)i);
+	}
+}
+
+Test(sched, gpipe_all_forward_then_backward)
+{
+	struct sched_action a[16];
+	int i;
+
+	sched_rank(SCHED_GPIPE, 4, 1, 8, 1, a);
+	for (i = 0; i < 8; i++) {
+		expect(&a[i], 0, 0, (unsigned)i);
+		expect(&a[8 + i], 1, 0, (unsigned)i);
+	}
+}
+
+Test(sched, interleaved_order)
+{
+	struct sched_action a[16];
+
+	/* p 2, v 2, m 4, rank 0: warm-up 2*(2-0-1) + (2-1)*2 = 4 forwards
+	 * F(c0,m0) F(c0,m1) F(c1,m0) F(c1,m1); then F(c0,m2) B(c1,m0)
+	 * F(c0,m3) B(c1,m1) F(c1,m2) B(c0,m0) ... */
+	cr_assert_eq(sched_warmup(SCHED_INTERLEAVED, 2, 2, 4, 0), 4);
+	sched_rank(SCHED_INTERLEAVED, 2, 2, 4, 0, a);
+	expect(&a[0], 0, 0, 0);
+	expect(&a[1], 0, 0, 1);
+	expect(&a[2], 0, 1, 0);
+	expect(&a[3], 0, 1, 1);
+	expect(&a[4], 0, 0, 2);
+	expect(&a[5], 1, 1, 0);
+	expect(&a[6], 0, 0, 3);
+	expect(&a[7], 1, 1, 1);
+	expect(&a[8], 0, 1, 2);
+	expect(&a[9], 1, 0, 0);
+	expect(&a[15], 1, 0, 3);
+}
+
+Test(sched, interleaved_all_warmup_when_m_equals_p)
+{
+	/* Megatron runs every forward first when m == p. */
+	cr_assert_eq(sched_warmup(SCHED_INTERLEAVED, 4, 3, 4, 2), 12);
+}
+
+/* Every (chunk, mb) runs forward once and backward once, forward first. */
+static void check_complete(int schedule, int64_t p, int64_t v, int64_t m)
+{
+	struct sched_action a[512];
+	int seen[8][64];
+	int64_t r, i, c, k;
+
+	for (r = 0; r < p; r++) {
+		for (c = 0; c < v; c++)
+			for (k = 0; k < m; k++)
+				seen[c][k] = 0;
+		sched_rank(schedule, p, v, m, r, a);
+		for (i = 0; i < sched_actions(m, v); i++) {
+			int *s = &seen[a[i].chunk][a[i].mb];
+
+			cr_assert_eq(*s, a[i].bwd ? 1 : 0, "rank %lld action %lld",
+				     (long long)r, (long long)i);
+			*s = a[i].bwd ? 2 : 1;
+		}
+		for (c = 0; c < v; c++)
+			for (k = 0; k < m; k++)
+				cr_assert_eq(seen[c][k], 2);
+	}
+}
+
+Test(sched, every_pass_once)
+{
+	check_complete(SCHED_GPIPE, 4, 1, 7);
+	check_complete(SCHED_1F1B, 4, 1, 3);
+	check_complete(SCHED_1F1B, 8, 1, 64);
+	check_complete(SCHED_INTERLEAVED, 4, 2, 8);
+	check_complete(SCHED_INTERLEAVED, 4, 3, 4);
+	check_complete(SCHED_INTERLEAVED, 8, 4, 16);
+}
