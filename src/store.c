@@ -324,6 +324,24 @@ static int probe_writable(const char *path, struct diag *d)
 	return 0;
 }
 
+/* Switch into WAL mode (a no-op when the file is in it already). The
+ * switch needs the file to itself for a moment, and SQLite answers BUSY
+ * at once rather than wait while this connection holds a read lock (to
+ * avoid a deadlock). The processes of a parallel sweep all open a new
+ * database together, so wait here, in steps, up to the lock timeout. */
+static int set_wal(struct store *st, char *mode, size_t size)
+{
+	int waited_ms = 0, rc;
+
+	for (;;) {
+		rc = run_sql(st->db, "PRAGMA journal_mode = WAL", mode, size);
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= st->busy_ms)
+			return rc;
+		sqlite3_sleep(5);
+		waited_ms += 5;
+	}
+}
+
 /* Open the file and set the connection up: WAL, foreign keys, lock wait,
  * synchronous=NORMAL (with WAL: a crash loses no committed result; a
  * power loss may lose the last ones, never corrupts). */
@@ -351,7 +369,7 @@ static int connect_db(struct store *st, struct diag *d)
 		return -1;
 	}
 	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
-	    run_sql(st->db, "PRAGMA journal_mode = WAL", mode, sizeof(mode))) {
+	    set_wal(st, mode, sizeof(mode))) {
 		report(st, d, "opening the results database");
 		return -1;
 	}
