@@ -18,17 +18,17 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-char dir[64];
-char db_path[128];
+char sf_dir[64];
+char sf_db_path[128];
 
-void setup(void)
+void sf_setup(void)
 {
 	/* tmpfs where there is one: the allocation sweeps open thousands
 	 * of databases, and a disk's fsyncs would double their time. */
-	strcpy(dir, access("/dev/shm", W_OK) == 0 ?
+	strcpy(sf_dir, access("/dev/shm", W_OK) == 0 ?
 	       "/dev/shm/llmsim-store-XXXXXX" : "/tmp/llmsim-store-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(db_path, sizeof(db_path), "%s/results/llmsim.db", dir);
+	cr_assert_not_null(mkdtemp(sf_dir));
+	snprintf(sf_db_path, sizeof(sf_db_path), "%s/results/llmsim.db", sf_dir);
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag,
@@ -43,7 +43,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag,
 /* LeakSanitizer's report at exit does not fail a Criterion test (the
  * worker has already said "pass"), and neither does an assertion in a
  * .fini, so under `make check` every test body ends with this. */
-void assert_no_leaks(void)
+void sf_assert_no_leaks(void)
 {
 #ifdef __SANITIZE_ADDRESS__
 	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
@@ -51,15 +51,15 @@ void assert_no_leaks(void)
 #endif
 }
 
-void teardown(void)
+void sf_teardown(void)
 {
-	chmod(dir, 0700);
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	chmod(sf_dir, 0700);
+	nftw(sf_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- diagnostics captured in memory --------------------------------- */
 
-void cap_init(struct capture *c)
+void sf_cap_init(struct sf_capture *c)
 {
 	c->buf = NULL;
 	c->f = open_memstream(&c->buf, &c->len);
@@ -67,46 +67,46 @@ void cap_init(struct capture *c)
 	diag_init(&c->d, c->f);
 }
 
-const char *cap_text(struct capture *c)
+const char *sf_cap_text(struct sf_capture *c)
 {
 	fflush(c->f);
 	return c->buf ? c->buf : "";
 }
 
-void cap_release(struct capture *c)
+void sf_cap_release(struct sf_capture *c)
 {
 	fclose(c->f);
 	free(c->buf);
 }
 
-void assert_says(struct capture *c, const char *what)
+void sf_assert_says(struct sf_capture *c, const char *what)
 {
-	cr_assert_not_null(strstr(cap_text(c), what),
+	cr_assert_not_null(strstr(sf_cap_text(c), what),
 			   "diagnostic should mention '%s', got: %s", what,
-			   cap_text(c));
+			   sf_cap_text(c));
 }
 
 /* Check c holds exactly one error, naming path and saying each phrase of
  * the NULL-terminated list ap; then release c. */
-static void expect_error(struct capture *c, const char *path, va_list ap)
+static void expect_error(struct sf_capture *c, const char *path, va_list ap)
 {
 	const char *phrase;
 
-	cr_assert_eq(c->d.errors, 1, "want one error, got: %s", cap_text(c));
-	assert_says(c, path);
+	cr_assert_eq(c->d.errors, 1, "want one error, got: %s", sf_cap_text(c));
+	sf_assert_says(c, path);
 	while ((phrase = va_arg(ap, const char *)))
-		assert_says(c, phrase);
-	cap_release(c);
+		sf_assert_says(c, phrase);
+	sf_cap_release(c);
 }
 
 /* Opening path must fail with one error naming path and saying each
  * phrase (a NULL-terminated list). */
-void expect_open_fails(const char *path, ...)
+void sf_expect_open_fails(const char *path, ...)
 {
-	struct capture c;
+	struct sf_capture c;
 	va_list ap;
 
-	cap_init(&c);
+	sf_cap_init(&c);
 	cr_assert_null(store_open_timeout(path, 0, &c.d),
 		       "opening %s should fail", path);
 	va_start(ap, path);
@@ -116,7 +116,7 @@ void expect_open_fails(const char *path, ...)
 
 /* ---- plain SQL, as a dashboard reads ---------------------------------- */
 
-sqlite3 *raw_open(const char *path)
+sqlite3 *sf_raw_open(const char *path)
 {
 	sqlite3 *db = NULL;
 
@@ -125,7 +125,7 @@ sqlite3 *raw_open(const char *path)
 	return db;
 }
 
-void raw_exec(sqlite3 *db, const char *sql)
+void sf_raw_exec(sqlite3 *db, const char *sql)
 {
 	char *err = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
@@ -135,7 +135,7 @@ void raw_exec(sqlite3 *db, const char *sql)
 }
 
 /* One row of sql on path; the statement is left on its row. */
-sqlite3_stmt *query_row(sqlite3 *db, const char *sql)
+sqlite3_stmt *sf_query_row(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *s = NULL;
 
@@ -145,10 +145,10 @@ sqlite3_stmt *query_row(sqlite3 *db, const char *sql)
 	return s;
 }
 
-int64_t sql_int(const char *path, const char *sql)
+int64_t sf_sql_int(const char *path, const char *sql)
 {
-	sqlite3 *db = raw_open(path);
-	sqlite3_stmt *s = query_row(db, sql);
+	sqlite3 *db = sf_raw_open(path);
+	sqlite3_stmt *s = sf_query_row(db, sql);
 	int64_t v = sqlite3_column_int64(s, 0);
 
 	sqlite3_finalize(s);
@@ -156,10 +156,10 @@ int64_t sql_int(const char *path, const char *sql)
 	return v;
 }
 
-void sql_text(const char *path, const char *sql, char *out, size_t n)
+void sf_sql_text(const char *path, const char *sql, char *out, size_t n)
 {
-	sqlite3 *db = raw_open(path);
-	sqlite3_stmt *s = query_row(db, sql);
+	sqlite3 *db = sf_raw_open(path);
+	sqlite3_stmt *s = sf_query_row(db, sql);
 	const unsigned char *t = sqlite3_column_text(s, 0);
 
 	snprintf(out, n, "%s", t ? (const char *)t : "(null)");
@@ -167,21 +167,21 @@ void sql_text(const char *path, const char *sql, char *out, size_t n)
 	sqlite3_close(db);
 }
 
-void assert_near(double got, double want, const char *what)
+void sf_assert_near(double got, double want, const char *what)
 {
 	cr_assert(fabs(got - want) <= 1e-12 * fabs(want),
 		  "%s: got %.17g, want %.17g", what, got, want);
 }
 
-int64_t count_rows(const char *path, const char *table)
+int64_t sf_count_rows(const char *path, const char *table)
 {
 	char sql[96];
 
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
-	return sql_int(path, sql);
+	return sf_sql_int(path, sql);
 }
 
-void remove_db(const char *path)
+void sf_remove_db(const char *path)
 {
 	char side[160];
 
@@ -243,52 +243,52 @@ const struct store_coll_row ROWS[3] = {
 	  134.217728e9, 234.881024e9, "ring", "simple" },
 };
 
-struct store *open_ok(const char *path)
+struct store *sf_open_ok(const char *path)
 {
-	struct capture c;
+	struct sf_capture c;
 	struct store *st;
 
-	cap_init(&c);
+	sf_cap_init(&c);
 	st = store_open(path, &c.d);
-	cr_assert_not_null(st, "store_open(%s): %s", path, cap_text(&c));
+	cr_assert_not_null(st, "store_open(%s): %s", path, sf_cap_text(&c));
 	cr_assert_eq(c.d.errors, 0);
-	cap_release(&c);
+	sf_cap_release(&c);
 	return st;
 }
 
-int64_t put_ok(struct store *st)
+int64_t sf_put_ok(struct store *st)
 {
-	struct capture c;
+	struct sf_capture c;
 	int64_t id;
 
-	cap_init(&c);
+	sf_cap_init(&c);
 	id = store_put(st, &RUN, &STEP, ROWS, 3, &c.d);
-	cr_assert_gt(id, 0, "store_put: %s", cap_text(&c));
-	cap_release(&c);
+	cr_assert_gt(id, 0, "store_put: %s", sf_cap_text(&c));
+	sf_cap_release(&c);
 	return id;
 }
 
 /* store_put() of RUN with step and rows must fail with one error naming
- * db_path and saying each phrase (a NULL-terminated list). */
-void expect_put_fails(struct store *st, const struct store_run *run,
+ * sf_db_path and saying each phrase (a NULL-terminated list). */
+void sf_expect_put_fails(struct store *st, const struct store_run *run,
 			     const struct store_step *step,
 			     const struct store_coll_row *rows, uint32_t n,
 			     ...)
 {
-	struct capture c;
+	struct sf_capture c;
 	va_list ap;
 
-	cap_init(&c);
+	sf_cap_init(&c);
 	cr_assert_eq(store_put(st, run, step, rows, n, &c.d), -1);
 	va_start(ap, n);
-	expect_error(&c, db_path, ap);
+	expect_error(&c, sf_db_path, ap);
 	va_end(ap);
 }
 
-void assert_counts(const char *path, int64_t runs, int64_t steps,
+void sf_assert_counts(const char *path, int64_t runs, int64_t steps,
 		   int64_t rows)
 {
-	cr_assert_eq(count_rows(path, "runs"), runs);
-	cr_assert_eq(count_rows(path, "step_results"), steps);
-	cr_assert_eq(count_rows(path, "collective_results"), rows);
+	cr_assert_eq(sf_count_rows(path, "runs"), runs);
+	cr_assert_eq(sf_count_rows(path, "step_results"), steps);
+	cr_assert_eq(sf_count_rows(path, "collective_results"), rows);
 }

@@ -17,7 +17,7 @@
 #include "mem.h"
 #include "store_fixture.h"
 
-TestSuite(store, .init = setup, .fini = teardown);
+TestSuite(store, .init = sf_setup, .fini = sf_teardown);
 
 /* The tables and the version as migration 1 created them (frozen: this
  * is what databases written by a version-1 build look like). */
@@ -40,24 +40,24 @@ static const char V1_SCHEMA[] =
 	"CREATE INDEX runs_created_at ON runs(created_at);"
 	"INSERT INTO meta VALUES ('schema_version', '1');";
 
-/* The directory db_path lives in. */
+/* The directory sf_db_path lives in. */
 static void make_results_dir(void)
 {
 	char results[96];
 
-	snprintf(results, sizeof(results), "%s/results", dir);
+	snprintf(results, sizeof(results), "%s/results", sf_dir);
 	cr_assert_eq(mkdir(results, 0700), 0);
 }
 
-/* A version-1 database at db_path holding one old run. */
+/* A version-1 database at sf_db_path holding one old run. */
 static void make_v1(void)
 {
 	sqlite3 *db;
 
 	make_results_dir();
-	db = raw_open(db_path);
-	raw_exec(db, V1_SCHEMA);
-	raw_exec(db, "INSERT INTO runs(created_at, command, kind, "
+	db = sf_raw_open(sf_db_path);
+	sf_raw_exec(db, V1_SCHEMA);
+	sf_raw_exec(db, "INSERT INTO runs(created_at, command, kind, "
 		 "llmsim_version, config_hash, config_json, result_json) "
 		 "VALUES ('2024-01-02T03:04:05.678Z', 'run', 'job', '0.0.9', "
 		 "'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b"
@@ -74,31 +74,31 @@ Test(store, creates_directory_and_schema_then_reopens)
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives). */
 	cr_assert_eq(store_schema_version(), 3);
-	/* db_path is dir/results/llmsim.db: results/ does not exist yet. */
-	st = open_ok(db_path);
+	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
+	st = sf_open_ok(sf_db_path);
 	store_close(st);
-	sql_text(db_path, "SELECT value FROM meta WHERE key = "
+	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
 	cr_assert_str_eq(version, "3");
 	/* WAL is a property of the file: a new connection sees it. */
-	sql_text(db_path, "PRAGMA journal_mode", mode, sizeof(mode));
+	sf_sql_text(sf_db_path, "PRAGMA journal_mode", mode, sizeof(mode));
 	cr_assert_str_eq(mode, "wal");
 	/* meta, runs, step_results, collective_results. */
-	cr_assert_eq(sql_int(db_path, "SELECT count(*) FROM sqlite_master "
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
 			     "WHERE type = 'table'"), 4);
-	cr_assert_eq(sql_int(db_path, "SELECT count(*) FROM sqlite_master "
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
 			     "WHERE type = 'view'"), 2);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */
-	st = open_ok(db_path);
-	cr_assert_eq(put_ok(st), 1);
+	st = sf_open_ok(sf_db_path);
+	cr_assert_eq(sf_put_ok(st), 1);
 	store_close(st);
-	sql_text(db_path, "SELECT value FROM meta WHERE key = "
+	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
 	cr_assert_str_eq(version, "3");
-	cr_assert_eq(count_rows(db_path, "meta"), 1);
-	assert_no_leaks();
+	cr_assert_eq(sf_count_rows(sf_db_path, "meta"), 1);
+	sf_assert_no_leaks();
 }
 
 Test(store, migrates_a_version_1_database_keeping_its_rows)
@@ -107,25 +107,25 @@ Test(store, migrates_a_version_1_database_keeping_its_rows)
 	char text[64];
 
 	make_v1();
-	st = open_ok(db_path);
-	sql_text(db_path, "SELECT value FROM meta WHERE key = "
+	st = sf_open_ok(sf_db_path);
+	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", text, sizeof(text));
 	cr_assert_str_eq(text, "3");
 	/* The old run is untouched. */
-	cr_assert_eq(count_rows(db_path, "runs"), 1);
-	sql_text(db_path, "SELECT created_at || ' ' || llmsim_version || ' ' "
+	cr_assert_eq(sf_count_rows(sf_db_path, "runs"), 1);
+	sf_sql_text(sf_db_path, "SELECT created_at || ' ' || llmsim_version || ' ' "
 		 "|| config_json FROM runs WHERE id = 1", text, sizeof(text));
 	cr_assert_str_eq(text, "2024-01-02T03:04:05.678Z 0.0.9 {\"old\":true}");
 	/* The new tables exist and take a result: old max id 1 -> new id 2. */
-	cr_assert_eq(put_ok(st), 2);
+	cr_assert_eq(sf_put_ok(st), 2);
 	store_close(st);
 	/* Two runs; only the new one has a step row and 3 collective rows. */
-	assert_counts(db_path, 2, 1, 3);
+	sf_assert_counts(sf_db_path, 2, 1, 3);
 	/* The old run has no step row, so the view shows only the new one. */
-	cr_assert_eq(count_rows(db_path, "v_step_breakdown"), 1);
-	cr_assert_eq(sql_int(db_path, "SELECT run_id FROM v_step_breakdown"),
+	cr_assert_eq(sf_count_rows(sf_db_path, "v_step_breakdown"), 1);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT run_id FROM v_step_breakdown"),
 		     2);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, refuses_a_newer_schema_version)
@@ -135,21 +135,21 @@ Test(store, refuses_a_newer_schema_version)
 	int newer = store_schema_version() + 4;
 
 	make_v1();
-	db = raw_open(db_path);
+	db = sf_raw_open(sf_db_path);
 	snprintf(want, sizeof(want), "UPDATE meta SET value = '%d'", newer);
-	raw_exec(db, want);
+	sf_raw_exec(db, want);
 	sqlite3_close(db);
 
 	snprintf(want, sizeof(want), "schema version %d; this llmsim knows "
 		 "up to %d: upgrade llmsim or use --db", newer,
 		 store_schema_version());
-	expect_open_fails(db_path, want, NULL);
+	sf_expect_open_fails(sf_db_path, want, NULL);
 	/* Nothing was written: still the newer version, no new tables. */
-	sql_text(db_path, "SELECT value FROM meta", version, sizeof(version));
+	sf_sql_text(sf_db_path, "SELECT value FROM meta", version, sizeof(version));
 	cr_assert_eq(atoi(version), newer);
-	cr_assert_eq(sql_int(db_path, "SELECT count(*) FROM sqlite_master "
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
 			     "WHERE name = 'step_results'"), 0);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, refuses_a_damaged_schema_version)
@@ -157,12 +157,12 @@ Test(store, refuses_a_damaged_schema_version)
 	sqlite3 *db;
 
 	make_v1();
-	db = raw_open(db_path);
-	raw_exec(db, "UPDATE meta SET value = '2x'");
+	db = sf_raw_open(sf_db_path);
+	sf_raw_exec(db, "UPDATE meta SET value = '2x'");
 	sqlite3_close(db);
-	expect_open_fails(db_path, "meta.schema_version is '2x', expected "
+	sf_expect_open_fails(sf_db_path, "meta.schema_version is '2x', expected "
 			  "a positive integer", NULL);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, refuses_a_file_that_is_not_a_database)
@@ -175,20 +175,20 @@ Test(store, refuses_a_file_that_is_not_a_database)
 	size_t n;
 
 	make_results_dir();
-	f = fopen(db_path, "w");
+	f = fopen(sf_db_path, "w");
 	cr_assert_not_null(f);
 	fputs(text, f);
 	fclose(f);
 
-	expect_open_fails(db_path, "file is not a database", "use --db PATH",
+	sf_expect_open_fails(sf_db_path, "file is not a database", "use --db PATH",
 			  NULL);
 	/* The user's file is left exactly as it was. */
-	f = fopen(db_path, "r");
+	f = fopen(sf_db_path, "r");
 	n = fread(back, 1, sizeof(back), f);
 	fclose(f);
 	cr_assert_eq(n, strlen(text));
 	cr_assert_eq(memcmp(back, text, n), 0);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, refuses_another_programs_database)
@@ -196,14 +196,14 @@ Test(store, refuses_another_programs_database)
 	sqlite3 *db;
 
 	make_results_dir();
-	db = raw_open(db_path);
-	raw_exec(db, "CREATE TABLE users (name TEXT)");
+	db = sf_raw_open(sf_db_path);
+	sf_raw_exec(db, "CREATE TABLE users (name TEXT)");
 	sqlite3_close(db);
-	expect_open_fails(db_path, "not an llmsim results database", NULL);
+	sf_expect_open_fails(sf_db_path, "not an llmsim results database", NULL);
 	/* Left alone: still one table, no meta. */
-	cr_assert_eq(sql_int(db_path, "SELECT count(*) FROM sqlite_master"),
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master"),
 		     1);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_directory_it_cannot_create)
@@ -211,23 +211,23 @@ Test(store, reports_a_directory_it_cannot_create)
 	char file[96], path[160];
 	FILE *f;
 
-	/* dir/file is a regular file, so dir/file/results cannot be made
+	/* sf_dir/file is a regular file, so sf_dir/file/results cannot be made
 	 * (whoever runs the test, root included). */
-	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(file, sizeof(file), "%s/file", sf_dir);
 	f = fopen(file, "w");
 	cr_assert_not_null(f);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/results/llmsim.db", file);
-	expect_open_fails(path, "cannot create directory", "Not a directory",
+	sf_expect_open_fails(path, "cannot create directory", "Not a directory",
 			  NULL);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_directory_given_as_the_database)
 {
 
-	expect_open_fails(dir, "Is a directory", NULL);
-	assert_no_leaks();
+	sf_expect_open_fails(sf_dir, "Is a directory", NULL);
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_directory_it_cannot_write)
@@ -240,54 +240,54 @@ Test(store, reports_a_directory_it_cannot_write)
 		struct stat sb;
 
 		if (stat("/sys/kernel", &sb) < 0) {
-			teardown();	/* a skip does not run .fini */
+			sf_teardown();	/* a skip does not run .fini */
 			cr_skip_test("running as root without /sys");
 		}
 		snprintf(path, sizeof(path), "/sys/llmsim.db");
 	} else {
-		snprintf(ro, sizeof(ro), "%s/ro", dir);
+		snprintf(ro, sizeof(ro), "%s/ro", sf_dir);
 		cr_assert_eq(mkdir(ro, 0500), 0);
 		snprintf(path, sizeof(path), "%s/llmsim.db", ro);
 	}
-	expect_open_fails(path, "cannot open the results database for "
+	sf_expect_open_fails(path, "cannot open the results database for "
 			  "writing: Permission denied", NULL);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_read_only_database_file)
 {
 
 	if (geteuid() == 0) {
-		teardown();	/* a skip does not run .fini */
+		sf_teardown();	/* a skip does not run .fini */
 		cr_skip_test("root can write a read-only file");
 	}
-	store_close(open_ok(db_path));
-	cr_assert_eq(chmod(db_path, 0400), 0);
-	expect_open_fails(db_path, "Permission denied", NULL);
-	assert_no_leaks();
+	store_close(sf_open_ok(sf_db_path));
+	cr_assert_eq(chmod(sf_db_path, 0400), 0);
+	sf_expect_open_fails(sf_db_path, "Permission denied", NULL);
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_locked_database_on_put)
 {
-	struct capture c;
+	struct sf_capture c;
 	struct store *st;
 	sqlite3 *other;
 
-	cap_init(&c);
-	st = store_open_timeout(db_path, 0, &c.d);
-	cr_assert_not_null(st, "%s", cap_text(&c));
+	sf_cap_init(&c);
+	st = store_open_timeout(sf_db_path, 0, &c.d);
+	cr_assert_not_null(st, "%s", sf_cap_text(&c));
 	/* Another writer holds the write lock and we do not wait. */
-	other = raw_open(db_path);
-	raw_exec(other, "BEGIN IMMEDIATE");
-	cap_release(&c);
-	expect_put_fails(st, &RUN, &STEP, ROWS, 3, "database is locked",
+	other = sf_raw_open(sf_db_path);
+	sf_raw_exec(other, "BEGIN IMMEDIATE");
+	sf_cap_release(&c);
+	sf_expect_put_fails(st, &RUN, &STEP, ROWS, 3, "database is locked",
 			 "another process holds the lock", NULL);
 	/* Once the other writer is done the same store goes on. */
-	raw_exec(other, "ROLLBACK");
+	sf_raw_exec(other, "ROLLBACK");
 	sqlite3_close(other);
-	cr_assert_eq(put_ok(st), 1);
+	cr_assert_eq(sf_put_ok(st), 1);
 	store_close(st);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, reports_a_locked_database_on_open)
@@ -297,36 +297,36 @@ Test(store, reports_a_locked_database_on_open)
 	/* A version-1 file still in rollback-journal mode, exclusively
 	 * locked: it can be neither read nor migrated. */
 	make_v1();
-	other = raw_open(db_path);
-	raw_exec(other, "BEGIN EXCLUSIVE");
+	other = sf_raw_open(sf_db_path);
+	sf_raw_exec(other, "BEGIN EXCLUSIVE");
 	/* No wait: the lock is reported at once. */
-	expect_open_fails(db_path, "database is locked", NULL);
-	raw_exec(other, "COMMIT");
+	sf_expect_open_fails(sf_db_path, "database is locked", NULL);
+	sf_raw_exec(other, "COMMIT");
 	sqlite3_close(other);
 	/* Unlocked, it migrates. */
-	store_close(open_ok(db_path));
-	cr_assert_eq(sql_int(db_path, "SELECT value FROM meta"), 3);
-	assert_no_leaks();
+	store_close(sf_open_ok(sf_db_path));
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"), 3);
+	sf_assert_no_leaks();
 }
 
 Test(store, two_stores_share_one_database)
 {
 	/* Parallel sweeps: two writers on one file take turns. */
-	struct store *a = open_ok(db_path);
-	struct store *b = open_ok(db_path);
+	struct store *a = sf_open_ok(sf_db_path);
+	struct store *b = sf_open_ok(sf_db_path);
 
 	/* Ids follow the order of the commits: a, b, a -> 1, 2, 3. */
-	cr_assert_eq(put_ok(a), 1);
-	cr_assert_eq(put_ok(b), 2);
-	cr_assert_eq(put_ok(a), 3);
+	cr_assert_eq(sf_put_ok(a), 1);
+	cr_assert_eq(sf_put_ok(b), 2);
+	cr_assert_eq(sf_put_ok(a), 3);
 	store_close(a);
 	store_close(b);
 	/* 3 runs, each with 1 step row and 3 collective rows. */
-	assert_counts(db_path, 3, 3, 9);
-	assert_no_leaks();
+	sf_assert_counts(sf_db_path, 3, 3, 9);
+	sf_assert_no_leaks();
 }
 
-/* A child process: open db_path and store n results; exit status 0 if
+/* A child process: open sf_db_path and store n results; exit status 0 if
  * every one went in. */
 static void writer(int n)
 {
@@ -335,7 +335,7 @@ static void writer(int n)
 	int i, ok = 0;
 
 	diag_init(&d, stderr);
-	st = store_open(db_path, &d);
+	st = store_open(sf_db_path, &d);
 	for (i = 0; st && i < n; i++)
 		ok += store_put(st, &RUN, &STEP, ROWS, 3, &d) > 0;
 	store_close(st);
@@ -363,21 +363,21 @@ Test(store, parallel_processes_create_and_fill_one_database)
 	}
 	/* 4 x 10 = 40 runs, 40 step rows, 40 x 3 = 120 collective rows;
 	 * the migrations ran once: one version row. */
-	assert_counts(db_path, 40, 40, 120);
-	cr_assert_eq(count_rows(db_path, "meta"), 1);
-	cr_assert_eq(sql_int(db_path, "SELECT value FROM meta"),
+	sf_assert_counts(sf_db_path, 40, 40, 120);
+	cr_assert_eq(sf_count_rows(sf_db_path, "meta"), 1);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"),
 		     store_schema_version());
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, works_in_memory)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = sf_open_ok(":memory:");
 
 	/* First run of a new database: id 1. */
-	cr_assert_eq(put_ok(st), 1);
+	cr_assert_eq(sf_put_ok(st), 1);
 	store_close(st);
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 /* ---- allocation failure ------------------------------------------------ */
@@ -395,59 +395,59 @@ Test(store, open_fails_cleanly_at_every_allocation)
 	long n, calls = 0;
 
 	for (n = 0; n < 100000 && !st; n++) {
-		struct capture c;
+		struct sf_capture c;
 
-		remove_db(db_path);
-		cap_init(&c);
+		sf_remove_db(sf_db_path);
+		sf_cap_init(&c);
 		mem_fail_after(n);
-		st = store_open(db_path, &c.d);
+		st = store_open(sf_db_path, &c.d);
 		calls = mem_fail_after(-1);
 		if (!st) {
 			cr_assert_eq(c.d.errors, 1, "n=%ld: %s", n,
-				     cap_text(&c));
-			assert_says(&c, db_path);
+				     sf_cap_text(&c));
+			sf_assert_says(&c, sf_db_path);
 			/* Whatever the failure left, the next open finishes
 			 * the job: migrations are all or nothing. */
-			store_close(open_ok(db_path));
+			store_close(sf_open_ok(sf_db_path));
 		}
-		cap_release(&c);
+		sf_cap_release(&c);
 	}
 	cr_assert_not_null(st);
 	cr_assert_gt(n, 10, "only %ld allocations: SQLite's are not routed "
 		     "through mem.h", n);
 	cr_log_info("store_open: %ld allocations, each failed once", calls);
 	store_close(st);
-	cr_assert_eq(sql_int(db_path, "SELECT value FROM meta"),
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"),
 		     store_schema_version());
-	assert_no_leaks();
+	sf_assert_no_leaks();
 }
 
 Test(store, put_fails_cleanly_at_every_allocation)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = sf_open_ok(sf_db_path);
 	int64_t id = -1;
 	long n;
 
 	for (n = 0; n < 100000 && id < 0; n++) {
-		struct capture c;
+		struct sf_capture c;
 
-		cap_init(&c);
+		sf_cap_init(&c);
 		mem_fail_after(n);
 		id = store_put(st, &RUN, &STEP, ROWS, 3, &c.d);
 		mem_fail_after(-1);
 		if (id < 0) {
 			cr_assert_eq(c.d.errors, 1, "n=%ld: %s", n,
-				     cap_text(&c));
-			assert_says(&c, db_path);
+				     sf_cap_text(&c));
+			sf_assert_says(&c, sf_db_path);
 			/* Nothing of the failed result is visible. */
-			assert_counts(db_path, 0, 0, 0);
+			sf_assert_counts(sf_db_path, 0, 0, 0);
 		}
-		cap_release(&c);
+		sf_cap_release(&c);
 	}
 	cr_assert_gt(n, 1, "store_put made no allocation SQLite could fail");
 	/* The first complete result: id 1, one step row, three rows. */
 	cr_assert_eq(id, 1);
 	store_close(st);
-	assert_counts(db_path, 1, 1, 3);
-	assert_no_leaks();
+	sf_assert_counts(sf_db_path, 1, 1, 3);
+	sf_assert_no_leaks();
 }
