@@ -1,14 +1,225 @@
 /*
- * cli_run.c - placeholder while the command is being built; replaced by its
- * issue's implementation.
+ * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
+ * [--db PATH] [--no-store] [--full]`: resolve the job, simulate one
+ * training step, print the result (a summary with units, or one JSON
+ * object), optionally write the Chrome trace, and store the run.
+ *
+ * Exit status: 0 success; 1 runtime failure (out of memory, simulation
+ * failure, trace or database I/O); 2 bad input (job diagnostics, a layout
+ * or model llmsim cannot simulate, bad usage).
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "config.h"
+#include "diag.h"
+#include "mem.h"
+#include "models/step.h"
+#include "schema.h"
+#include "spec_job.h"
+#include "store.h"
+
+struct run_opts {
+	const char *job;		/* JOB.yaml or a job preset */
+	const char **sets;		/* "dotted.key=value" */
+	size_t nsets;
+	int json;			/* print JSON instead of the summary */
+	const char *trace;		/* Chrome trace file, or NULL */
+	const char *db;			/* database, or NULL for the default */
+	int no_store;
+	int full;			/* simulate every GPU */
+};
+
+static int usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("llmsim run: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n", stderr);
+	cli_print_usage(stderr, cli_command("run"));
+	return CLI_USAGE;
+}
+
+/* An option's value: the next argument (--opt VALUE) or after '='. */
+static const char *value(int argc, char **argv, int *i, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	if (strncmp(argv[*i], opt, n) == 0 && argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (strcmp(argv[*i], opt) != 0)
+		return NULL;
+	if (*i + 1 >= argc)
+		return "";
+	return argv[++*i];
+}
+
+static int flag(const char *arg, const char *name, int *out)
+{
+	if (strcmp(arg, name) != 0)
+		return 0;
+	*out = 1;
+	return 1;
+}
+
+static int parse(int argc, char **argv, struct arena *a, struct run_opts *o)
+{
+	const char *v;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->sets = arena_alloc(a, (size_t)argc * sizeof(*o->sets));
+	if (!o->sets)
+		return CLI_FAIL;
+	for (i = 1; i < argc; i++) {
+		if ((v = value(argc, argv, &i, "--set")) != NULL)
+			o->sets[o->nsets++] = v;
+		else if ((v = value(argc, argv, &i, "--trace")) != NULL)
+			o->trace = v;
+		else if ((v = value(argc, argv, &i, "--db")) != NULL)
+			o->db = v;
+		else if (flag(argv[i], "--json", &o->json) ||
+			 flag(argv[i], "--no-store", &o->no_store) ||
+			 flag(argv[i], "--full", &o->full))
+			continue;
+		else if (argv[i][0] == '-' && argv[i][1] != '\0')
+			return usage_error("unknown option '%s'", argv[i]);
+		else if (o->job)
+			return usage_error("more than one job given ('%s')", argv[i]);
+		else
+			o->job = argv[i];
+		if (v && *v == '\0')
+			return usage_error("option '%s' needs a value", argv[i]);
+	}
+	if (!o->job)
+		return usage_error("%s", "no job given");
+	return CLI_OK;
+}
+
+/* Store the resolved job, the JSON result and the step summary. */
+static int store_result(const char *db, const struct job_spec *j,
+			const char *result_json, const struct step_result *r,
+			struct diag *d)
+{
+	struct cJSON *cfg = schema_to_json(&job_schema, j);
+	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	struct store *st = NULL;
+	char hex[65];
+	int rc = CLI_FAIL;
+	struct store_step step = {
+		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
+		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
+		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
+		.compute_s = r->part_s[EXEC_COMPUTE],
+		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
+		.bubble_s = r->part_s[EXEC_BUBBLE],
+		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
+		.other_s = r->part_s[EXEC_OTHER],
+	};
+
+	if (!cfg_s || config_hash(&job_schema, j, hex) != 0) {
+		diag_error(d, NULL, 0, 0, "out of memory");
+		goto out;
+	}
+	st = store_open(db, d);
+	if (st) {
+		struct store_run run = { "run", "job", cfg_s, hex, result_json,
+					 cli_version() };
+
+		if (store_put(st, &run, &step, NULL, 0, d) > 0)
+			rc = CLI_OK;
+	}
+out:
+	store_close(st);
+	cJSON_free(cfg_s);
+	cJSON_Delete(cfg);
+	return rc;
+}
+
+/* Print the result; its JSON text goes to *json_out for the store. */
+static int report(const struct run_opts *o, const struct job_spec *j,
+		  const struct step_result *r, char **json_out)
+{
+	struct cJSON *obj = step_to_json(j, r);
+
+	*json_out = obj ? cJSON_Print(obj) : NULL;
+	cJSON_Delete(obj);
+	if (!*json_out) {
+		fputs("llmsim: error: out of memory\n", stderr);
+		return CLI_FAIL;
+	}
+	if (o->json)
+		printf("%s\n", *json_out);
+	else
+		step_print(stdout, j, r);
+	return CLI_OK;
+}
+
+static int simulate(const struct run_opts *o, struct job_spec *j,
+		    struct step_result *r, struct diag *d)
+{
+	FILE *trace = NULL;
+	int rc;
+
+	if (o->trace && !(trace = fopen(o->trace, "w"))) {
+		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+		return CLI_FAIL;
+	}
+	rc = step_run(j, o->full, NULL, trace, r, d);
+	if (trace && fclose(trace) != 0 && rc == 0) {
+		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+		rc = -1;
+	}
+	if (rc == -2)
+		return CLI_USAGE;
+	return rc == 0 ? CLI_OK : CLI_FAIL;
+}
+
 int cli_run(int argc, char **argv, const char *argv0)
 {
-	(void)argc;
-	(void)argv;
-	(void)argv0;
-	fprintf(stderr, "llmsim: error: 'run' is under construction\n");
-	return CLI_FAIL;
+	struct arena a;
+	struct diag d;
+	struct run_opts o;
+	struct config_ctx cx;
+	struct job_spec *j;
+	struct step_result *r = NULL;
+	char *json = NULL;
+	int rc;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	rc = parse(argc, argv, &a, &o);
+	if (rc != CLI_OK)
+		goto out;
+	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
+	j = arena_alloc(&a, sizeof(*j));
+	r = mem_alloc(sizeof(*r));
+	rc = CLI_FAIL;
+	if (!j || !r || !cx.data_root)
+		goto out;
+	if (config_load(&cx, &job_schema, o.job, o.sets, o.nsets, j) != 0) {
+		rc = CLI_USAGE;
+		goto out;
+	}
+	j->full_fidelity |= o.full;
+	rc = simulate(&o, j, r, &d);
+	if (rc == CLI_OK)
+		rc = report(&o, j, r, &json);
+	if (rc == CLI_OK && !o.no_store)
+		rc = store_result(o.db ? o.db : arena_printf(&a, "%s/results/llmsim.db",
+				  cx.data_root), j, json, r, &d);
+out:
+	cJSON_free(json);
+	mem_free(r);
+	arena_release(&a);
+	return rc;
 }

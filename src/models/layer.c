@@ -47,6 +47,8 @@
  * userbuffers, needs SP): an all-gather feeding a GEMM, and a GEMM feeding
  * a reduce-scatter, are split into c pieces; piece i of the GEMM runs while
  * piece i+1 of the collective moves, so only one piece of each is exposed.
+ * Only the first piece waits for what came before; the others follow it
+ * on their stream.
  *
  * Low precision (fp8, MX): the four linear layers run in the low dtype
  * (TransformerEngine); attention, the LM head and the loss stay in 16-bit.
@@ -285,7 +287,7 @@ static void column_fwd(struct layer_ops *o, const char *cast_name,
 	before = tail(o);
 	for (i = 0; i < d->chunks; i++) {
 		tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
-			->dep[0] = before;
+			->dep[0] = i == 0 ? before : LAYER_NONE;
 		gemm(o, name, pass, t / d->chunks, n, h, lowp);
 	}
 }
@@ -306,7 +308,8 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 	cast(o, cast_name, pass, d, d->lowp, t * k);
 	before = tail(o);
 	for (i = 0; i < c; i++) {
-		gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] = before;
+		gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
+			i == 0 ? before : LAYER_NONE;
 		tpcoll(o, coll_name, pass, d,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * h * d->act_B / c);
@@ -425,7 +428,8 @@ static void row_bwd(struct layer_ops *o, const char *ag_name,
 	for (i = 0; i < c; i++) {
 		if (d->sp)
 			tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
-			       t * h * el_B / c)->dep[0] = before;
+			       t * h * el_B / c)->dep[0] =
+				i == 0 ? before : LAYER_NONE;
 		gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 	}
 	gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);

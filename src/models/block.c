@@ -1,0 +1,79 @@
+/*
+ * block.c - cost a layer's op list through the GPU model.
+ *
+ * Each kernel's time is the GPU model's (gpu.h): a GEMM in the job's
+ * low-precision dtype when the op says so (the four linear layers under
+ * fp8/MX training), else in the base dtype; fused attention in the base
+ * dtype; memory-bound ops by the bytes they move, their working set being
+ * what they read and write. The block's model FLOPs count its forward and
+ * backward passes by layer_kern_model_flops (no recomputation); its
+ * executed FLOPs are what the GPU model says each kernel executes.
+ */
+#include "block.h"
+
+#include <stdio.h>
+
+struct gpu_cost block_kern_cost(const struct kern *k, const struct gpu_spec *g,
+				const struct block_dtypes *dt)
+{
+	switch (k->kind) {
+	case KERN_GEMM:
+		return gpu_gemm(g, k->lowp ? dt->gemm_lowp : dt->base, k->m,
+				k->n, k->k, k->batch);
+	case KERN_ATTN_FWD:
+		return gpu_attention_fwd(g, dt->base, &k->attn);
+	case KERN_ATTN_BWD:
+		return gpu_attention_bwd(g, dt->base, &k->attn);
+	case KERN_MEM:
+		break;
+	}
+	return gpu_memory_op(g, k->read_B, k->write_B, k->vec_flops,
+			     k->read_B + k->write_B);
+}
+
+static const char *op_name(const struct layer_op *op, struct prog *p)
+{
+	char buf[96];
+
+	if (op->pass != PASS_RECOMPUTE)
+		return op->name;
+	snprintf(buf, sizeof(buf), "recompute %s", op->name);
+	return prog_intern(p, buf);
+}
+
+int block_cost(struct block *b, const struct layer_ops *o,
+	       const struct gpu_spec *g, const struct block_dtypes *dt,
+	       struct prog *p)
+{
+	int i;
+
+	b->n = o->n;
+	b->time_s = b->flops = b->model_flops = 0;
+	for (i = 0; i < o->n; i++) {
+		const struct layer_op *op = &o->op[i];
+		struct block_op *bo = &b->op[i];
+
+		bo->name = op_name(op, p);
+		if (!bo->name)
+			return -1;
+		bo->kind = op->kind;
+		bo->coll = op->coll;
+		bo->bytes = op->coll_B;
+		bo->dep[0] = op->dep[0];
+		bo->dep[1] = op->dep[1];
+		bo->time_s = bo->flops = 0;
+		if (op->kind != LOP_KERNEL)
+			continue;
+		{
+			struct gpu_cost c = block_kern_cost(&op->k, g, dt);
+
+			bo->time_s = c.time_s;
+			bo->flops = c.flops;
+		}
+		b->time_s += bo->time_s;
+		b->flops += bo->flops;
+		if (op->pass != PASS_RECOMPUTE)
+			b->model_flops += layer_kern_model_flops(&op->k);
+	}
+	return 0;
+}

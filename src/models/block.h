@@ -1,0 +1,52 @@
+/*
+ * block.h - a costed template of one layer pass (or of the embedding or
+ * head) on one GPU: layer.h's ops with each kernel's time from the GPU
+ * model, ready to be instantiated for every layer and microbatch of a
+ * step program.
+ *
+ * Depends on layer.h, gpu.h, exec.h (for interning task names).
+ */
+#ifndef LLMSIM_MODELS_BLOCK_H
+#define LLMSIM_MODELS_BLOCK_H
+
+#include "../exec.h"
+#include "../gpu/gpu.h"
+#include "layer.h"
+
+struct block_op {
+	const char *name;	/* task name (static or interned in the program) */
+	enum layer_op_kind kind;	/* LOP_KERNEL or LOP_TP */
+	double time_s;		/* s, kernel time on one GPU */
+	double flops;		/* FLOP the GPU executes for the kernel */
+	enum coll_op coll;	/* LOP_TP: the collective */
+	double bytes;		/* B, LOP_TP size per coll.h */
+	int16_t dep[2];		/* as in struct layer_op */
+};
+
+struct block {
+	struct block_op op[LAYER_MAX_OPS];
+	int n;			/* ops used */
+	double time_s;		/* s, sum of kernel times */
+	double flops;		/* FLOP executed (recomputation included) */
+	double model_flops;	/* FLOP of the forward and backward passes
+				 * (model FLOPs, no recomputation) */
+};
+
+/* The dtypes kernels run in: low-precision GEMMs and everything else. */
+struct block_dtypes {
+	enum dtype gemm_lowp;	/* linear layers when the job is fp8/MX */
+	enum dtype base;	/* 16-bit (or fp32) kernels */
+};
+
+/* Cost o's kernels on g into b; recomputed ops are named
+ * "recompute <name>" (interned in p). Returns 0, or -1 when out of
+ * memory. */
+int block_cost(struct block *b, const struct layer_ops *o,
+	       const struct gpu_spec *g, const struct block_dtypes *dt,
+	       struct prog *p);
+
+/* The time of one kernel on g. */
+struct gpu_cost block_kern_cost(const struct kern *k, const struct gpu_spec *g,
+				const struct block_dtypes *dt);
+
+#endif

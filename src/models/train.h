@@ -1,0 +1,67 @@
+/*
+ * train.h - the step program of one dense training step: every simulated
+ * rank's kernels, tensor-, pipeline- and data-parallel collectives and
+ * optimizer step, on ordered streams with their dependencies (exec.h).
+ *
+ * Streams of each simulated rank: compute, tp (tensor-parallel
+ * collectives), pp_fwd and pp_bwd (activations to the next stage,
+ * gradients to the previous), dp (gradient reduction) and dp_gather
+ * (parameter all-gathers). Collectives carry real global GPU ids and the
+ * number of identical groups they stand for (layout.h), so the fabric
+ * model sees the traffic of the whole cluster.
+ *
+ * Depends on exec.h, gpu.h, spec_job.h and the other models modules.
+ */
+#ifndef LLMSIM_MODELS_TRAIN_H
+#define LLMSIM_MODELS_TRAIN_H
+
+#include <stdint.h>
+
+#include "../exec.h"
+#include "../spec_job.h"
+#include "layout.h"
+
+struct diag;
+
+enum train_stream {
+	TRAIN_ST_COMPUTE,
+	TRAIN_ST_TP,
+	TRAIN_ST_PP_FWD,
+	TRAIN_ST_PP_BWD,
+	TRAIN_ST_DP,
+	TRAIN_ST_DP_GATHER,
+	TRAIN_ST_COUNT
+};
+
+/* What the program stands for, for reports. */
+struct train_plan {
+	struct layout lay;		/* ranks and replication */
+	int64_t microbatches;		/* per pipeline per step */
+	double tokens;			/* tokens per step, whole job */
+	double model_flops;		/* FLOP per step, whole job, no recompute */
+	double exec_flops;		/* FLOP per step, whole job, as executed */
+	double params;			/* model parameters */
+};
+
+/*
+ * Whether llmsim can simulate the job's step yet: dense models without
+ * context or expert parallelism, phase training. Returns 0, or -1 after
+ * reporting what is not available (a bad-input error: exit 2).
+ */
+int train_check(const struct job_spec *j, struct diag *d);
+
+/*
+ * Build the step program of job j (checked by train_check). full = 1
+ * simulates every GPU, 0 one rank per symmetric group (or as the job's
+ * full_fidelity says when either is set). Returns the program (free with
+ * prog_free) and fills *plan, or NULL after reporting to d (out of
+ * memory).
+ */
+struct prog *train_build(const struct job_spec *j, int full,
+			 struct train_plan *plan, struct diag *d);
+
+/* Name a simulated rank for traces: "pp3 dp0 tp0". arg is the struct
+ * layout. */
+void train_rank_label(uint32_t rank, char *buf, size_t len, void *arg);
+
+#endif

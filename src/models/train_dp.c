@@ -1,0 +1,397 @@
+/*
+ * train_dp.c - data parallelism, the optimizer step and host overhead.
+ *
+ * Gradient buckets (ZeRO 0-2, Megatron-Core DDP): a model chunk's
+ * gradients are complete after its last backward. Walking its units in
+ * backward order (head, last layer, ..., first layer, embedding), units
+ * are grouped into buckets of at least max(bucket_params,
+ * bucket_params_per_dp * dp) parameters of this GPU; a bucket is reduced
+ * over the DP group as soon as its last unit's backward of the last
+ * microbatch is done (overlap_grad_reduce), or after the whole backward.
+ * ZeRO 0 all-reduces P G bytes (P parameters, G gradient bytes each);
+ * ZeRO 1-2 (distributed optimizer) reduce-scatter them, and all-gather
+ * P W bytes of updated 16-bit weights per bucket: at the start of the step
+ * in forward order, each chunk's first forward waiting for its buckets
+ * (overlap_param_gather, the steady state of "overlapped with the next
+ * forward"), or after the optimizer.
+ *
+ * ZeRO 3 (FSDP FULL_SHARD): every unit (embedding, layer, head) is
+ * all-gathered before each forward and backward that uses it (P W bytes,
+ * prefetched at most two units ahead), and its gradient reduce-scattered
+ * after each backward (P G bytes).
+ *
+ * Tied embeddings on pp > 1: the first and last stages all-reduce the
+ * embedding gradient, V/t h G bytes (Megatron's embedding group).
+ *
+ * Optimizer (memory-bound, per parameter of the local shard, P / dp under
+ * ZeRO >= 1): the gradient-norm pass reads G; the update reads G, the
+ * master weights M (4 B when kept, else the W-byte weights) and the
+ * optimizer states S (Adam 8 B, SGD 4 B), and writes M, S and the W-byte
+ * weights. It waits for every gradient reduction of its rank.
+ *
+ * Host overhead: the framework's step_overhead, after the optimizer.
+ */
+#include "../gpu/gpu.h"
+#include "footprint.h"
+#include "train_impl.h"
+
+struct bucket {
+	int64_t chunk;		/* model chunk */
+	int64_t bact;		/* the chunk's last backward action */
+	int64_t fact;		/* the chunk's first forward action */
+	int64_t u0, u1;		/* units [u0, u1] in backward order */
+	double params;		/* parameters of one GPU */
+};
+
+static double grad_B(const struct train *t)
+{
+	return dtype_bytes((enum dtype)t->job->framework->grad_dtype);
+}
+
+/* Members of the DP group of (stage s, tp_i) into t->ranks, GPU ids into
+ * t->gpus; returns the member count. */
+static uint32_t dp_group(struct train *t, int64_t s, int64_t tp_i)
+{
+	int64_t k;
+
+	for (k = 0; k < t->lay.sim_dp; k++)
+		t->ranks[k] = layout_rank(&t->lay, s, k, tp_i);
+	layout_dp_gpus(&t->lay, s, tp_i, t->gpus);
+	return (uint32_t)t->lay.sim_dp;
+}
+
+static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
+		       double bytes, int stream, const char *name)
+{
+	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = t->gpus,
+			       .ngpus = (uint32_t)t->lay.dp, .algo = -1,
+			       .proto = -1,
+			       .replicas = layout_dp_replicas(&t->lay) };
+	struct task_info info = { .name = name, .cat = TASK_COMM,
+				  .layer = -1, .microbatch = -1 };
+	task_id first = prog_coll(t->prog, t->ranks, n, (uint32_t)stream, &c,
+				  &info);
+	uint32_t k;
+
+	if (first != TASK_NONE && stream == TRAIN_ST_DP)
+		for (k = 0; k < n; k++)
+			t->last_dp[t->ranks[k]] = first + k;
+	return first;
+}
+
+/* ---- buckets (ZeRO 0-2) ---- */
+
+/* Action index of the last backward (bwd) or first forward of chunk c. */
+static int64_t chunk_action(const struct stage_plan *sp, int64_t c, int bwd)
+{
+	int64_t a, found = -1;
+
+	for (a = 0; a < sp->nacts; a++)
+		if (sp->acts[a].chunk == c && sp->acts[a].bwd == bwd) {
+			found = a;
+			if (!bwd)
+				break;
+		}
+	return found;
+}
+
+/* The stage's buckets in the order their gradients complete. */
+static int64_t plan_buckets(const struct train *t, int64_t s,
+			    struct bucket *out)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	const struct framework_spec *fw = t->job->framework;
+	double size = (double)fw->bucket_params;
+	int64_t a, n = 0;
+
+	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
+		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
+	for (a = 0; a < sp->nacts; a++) {
+		int64_t c = sp->acts[a].chunk, vs = train_vs(t, s, c), u;
+		struct bucket b = { .chunk = c, .bact = a, .params = 0 };
+
+		if (!sp->acts[a].bwd || chunk_action(sp, c, 1) != a)
+			continue;	/* not the chunk's last backward */
+		b.fact = chunk_action(sp, c, 0);
+		for (u = 0; u < train_units(t, vs); u++) {
+			if (b.params == 0)
+				b.u0 = u;
+			b.params += train_unit_params(t, vs, 1, u);
+			b.u1 = u;
+			if (b.params >= size || u == train_units(t, vs) - 1) {
+				out[n++] = b;
+				b.params = 0;
+			}
+		}
+	}
+	return n;
+}
+
+/* Gradient reductions of one DP group, after their units (or the whole
+ * backward). */
+static int reduce_buckets(struct train *t, uint32_t n,
+			  const struct bucket *bk, int64_t nb)
+{
+	int zero = (int)t->job->training.zero_stage;
+	int64_t i;
+	uint32_t k;
+
+	for (i = 0; i < nb; i++) {
+		task_id first = dp_coll(t, n, zero == 0 ? COLL_ALLREDUCE :
+					COLL_REDUCESCATTER, bk[i].params * grad_B(t),
+					TRAIN_ST_DP, "dp_grad_reduce");
+
+		if (first == TASK_NONE)
+			return -1;
+		for (k = 0; k < n; k++) {
+			uint32_t r = t->ranks[k];
+			task_id ready = t->job->framework->overlap_grad_reduce ?
+				train_unit(t, r, bk[i].bact, bk[i].u1)->last :
+				train_action_end(t, r, t->stage[0].nacts - 1);
+
+			if (train_dep(t, ready, first + k) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The distributed optimizer's all-gathers at the start of the step, in
+ * forward order, each chunk's first forward waiting for its buckets. */
+static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
+			   int64_t nb, int64_t s)
+{
+	int64_t i, u, units;
+	uint32_t k, f;
+
+	for (i = nb - 1; i >= 0; i--) {
+		task_id first = dp_coll(t, n, COLL_ALLGATHER,
+					bk[i].params * t->dims.act_B,
+					TRAIN_ST_DP_GATHER, "dp_param_allgather");
+
+		if (first == TASK_NONE)
+			return -1;
+		units = train_units(t, train_vs(t, s, bk[i].chunk));
+		for (k = 0; k < n; k++)
+			for (u = bk[i].u0; u <= bk[i].u1; u++) {
+				struct unit_rec *rec = train_unit(t, t->ranks[k],
+					bk[i].fact, units - 1 - u);
+
+				for (f = 0; f < rec->nfirst; f++)
+					if (train_dep(t, first + k, rec->first[f]) != 0)
+						return -1;
+			}
+	}
+	return 0;
+}
+
+/* ---- FSDP (ZeRO 3) ---- */
+
+static int fsdp_group(struct train *t, uint32_t n, int64_t s)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t a, u, q = 0;
+	uint32_t k, f;
+
+	for (a = 0; a < sp->nacts; a++) {
+		int64_t vs = train_vs(t, s, sp->acts[a].chunk);
+
+		for (u = 0; u < train_units(t, vs); u++, q++) {
+			double p = train_unit_params(t, vs, sp->acts[a].bwd, u);
+			task_id ag = dp_coll(t, n, COLL_ALLGATHER, p * t->dims.act_B,
+					     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
+			task_id rs = TASK_NONE;
+
+			if (ag == TASK_NONE)
+				return -1;
+			if (sp->acts[a].bwd) {
+				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * grad_B(t),
+					     TRAIN_ST_DP, "fsdp_grad_reducescatter");
+				if (rs == TASK_NONE)
+					return -1;
+			}
+			for (k = 0; k < n; k++) {
+				struct unit_rec *rec = train_unit(t, t->ranks[k], a, u);
+				struct unit_rec *all = t->units[t->ranks[k]];
+
+				if (q >= 2 && train_dep(t, all[q - 2].last, ag + k) != 0)
+					return -1;
+				for (f = 0; f < rec->nfirst; f++)
+					if (train_dep(t, ag + k, rec->first[f]) != 0)
+						return -1;
+				if (rs != TASK_NONE &&
+				    train_dep(t, rec->last, rs + k) != 0)
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- per stage ---- */
+
+static int stage_dp(struct train *t, int64_t s, struct bucket *bk)
+{
+	int zero = (int)t->job->training.zero_stage;
+	int64_t tp_i, nb = plan_buckets(t, s, bk);
+
+	for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
+		uint32_t n = dp_group(t, s, tp_i);
+
+		if (zero >= 3) {
+			if (fsdp_group(t, n, s) != 0)
+				return -1;
+			continue;
+		}
+		if (zero >= 1 && t->job->framework->overlap_param_gather &&
+		    gather_at_start(t, n, bk, nb, s) != 0)
+			return -1;
+		if (reduce_buckets(t, n, bk, nb) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Tied embedding and LM head on different stages: all-reduce their
+ * gradient between the first and the last stage. */
+static int tie_embeddings(struct train *t)
+{
+	const struct layer_dims *d = &t->dims;
+	int64_t dp_i, tp_i;
+	uint32_t gpus[2];
+	struct coll_desc c = { .op = COLL_ALLREDUCE, .gpus = gpus, .ngpus = 2,
+			       .algo = -1, .proto = -1,
+			       .replicas = layout_pp_replicas(&t->lay) };
+	struct task_info info = { .name = "embedding_grad_allreduce",
+				  .cat = TASK_COMM, .layer = -1,
+				  .microbatch = -1 };
+
+	if (!t->job->model->tie_word_embeddings || t->pp < 2)
+		return 0;
+	c.bytes = d->vocab / d->tp * d->hidden * grad_B(t);
+	for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
+		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
+			uint32_t ranks[2] = {
+				layout_rank(&t->lay, 0, dp_i, tp_i),
+				layout_rank(&t->lay, t->pp - 1, dp_i, tp_i),
+			};
+			task_id first;
+			uint32_t k;
+
+			gpus[0] = layout_gpu(&t->lay, 0, dp_i, tp_i);
+			gpus[1] = layout_gpu(&t->lay, t->pp - 1, dp_i, tp_i);
+			first = prog_coll(t->prog, ranks, 2, TRAIN_ST_DP, &c, &info);
+			if (first == TASK_NONE)
+				return -1;
+			for (k = 0; k < 2; k++) {
+				if (train_dep(t, train_action_end(t, ranks[k],
+					t->stage[0].nacts - 1), first + k) != 0)
+					return -1;
+				t->last_dp[ranks[k]] = first + k;
+			}
+		}
+	return 0;
+}
+
+/* The optimizer's memory traffic over this rank's shard. */
+static double optimizer_s(const struct train *t, int64_t s)
+{
+	const struct job_spec *j = t->job;
+	double w = t->dims.act_B, g = grad_B(t);
+	double master = j->framework->master_weights && w < 4 ? 4 : 0;
+	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
+	double p = footprint_rank_params(j, &t->dims, t->split, s);
+	double read, write;
+
+	if (j->training.zero_stage >= 1)
+		p /= (double)t->lay.dp;
+	read = g + g + (master > 0 ? master : w) + states;
+	write = (master > 0 ? master + w : w) + states;
+	return gpu_memory_op(t->gpu, read * p, write * p, 10 * p,
+			     (read + write) * p).time_s;
+}
+
+static task_id optimizer(struct train *t, uint32_t r)
+{
+	int64_t pp_i, dp_i, tp_i;
+	struct task_info info = { .name = "optimizer", .cat = TASK_OPTIMIZER,
+				  .layer = -1, .microbatch = -1 };
+	task_id id;
+
+	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, optimizer_s(t, pp_i), &info);
+	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0)
+		return TASK_NONE;
+	return id;
+}
+
+/* The distributed optimizer's all-gathers after the step when they are
+ * not overlapped with the next forward. */
+static int gather_after(struct train *t, const task_id *opt, struct bucket *bk)
+{
+	int64_t s, tp_i, i, nb;
+	uint32_t k, n;
+
+	for (s = 0; s < t->pp; s++) {
+		nb = plan_buckets(t, s, bk);
+		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
+			n = dp_group(t, s, tp_i);
+			for (i = nb - 1; i >= 0; i--) {
+				task_id first = dp_coll(t, n, COLL_ALLGATHER,
+					bk[i].params * t->dims.act_B,
+					TRAIN_ST_DP_GATHER, "dp_param_allgather");
+
+				if (first == TASK_NONE)
+					return -1;
+				for (k = 0; k < n; k++)
+					if (train_dep(t, opt[t->ranks[k]], first + k) != 0)
+						return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int overhead(struct train *t, const task_id *opt)
+{
+	struct task_info info = { .name = "host_overhead", .cat = TASK_OTHER,
+				  .layer = -1, .microbatch = -1 };
+	double dur = t->job->framework->step_overhead_s;
+	uint32_t r;
+
+	if (dur <= 0)
+		return 0;
+	for (r = 0; r < t->lay.nranks; r++) {
+		task_id id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, dur, &info);
+
+		if (id == TASK_NONE || train_dep(t, opt[r], id) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int train_build_dp(struct train *t)
+{
+	const struct job_spec *j = t->job;
+	size_t maxb = (size_t)t->stages * 4 + (size_t)t->job->model->num_hidden_layers + 4;
+	struct bucket *bk = arena_alloc(&t->arena, maxb * sizeof(*bk));
+	task_id *opt = arena_alloc(&t->arena, t->lay.nranks * sizeof(*opt));
+	int64_t s;
+	uint32_t r;
+
+	if (!bk || !opt)
+		return -1;
+	for (s = 0; t->lay.dp > 1 && s < t->pp; s++)
+		if (stage_dp(t, s, bk) != 0)
+			return -1;
+	if (tie_embeddings(t) != 0)
+		return -1;
+	for (r = 0; r < t->lay.nranks; r++)
+		if ((opt[r] = optimizer(t, r)) == TASK_NONE)
+			return -1;
+	if (t->lay.dp > 1 && j->training.zero_stage >= 1 &&
+	    j->training.zero_stage < 3 && !j->framework->overlap_param_gather &&
+	    gather_after(t, opt, bk) != 0)
+		return -1;
+	return overhead(t, opt);
+}

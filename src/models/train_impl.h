@@ -1,0 +1,79 @@
+/*
+ * train_impl.h - the step-program builder's shared state (train.c,
+ * train_pp.c, train_dp.c). Private to src/models.
+ */
+#ifndef LLMSIM_MODELS_TRAIN_IMPL_H
+#define LLMSIM_MODELS_TRAIN_IMPL_H
+
+#include "../mem.h"
+#include "block.h"
+#include "sched.h"
+#include "train.h"
+
+/* One unit (embedding, layer or head) of one action on one rank. */
+struct unit_rec {
+	task_id first[4];	/* tasks waiting for the unit's input */
+	uint32_t nfirst;	/* used entries of first */
+	task_id last;		/* the unit's final task */
+};
+
+/* The schedule of one pipeline rank, shared by its TP/DP copies. */
+struct stage_plan {
+	struct sched_action *acts;	/* the rank's actions in order */
+	int64_t nacts;			/* 2 m vpp */
+	int64_t *lookup;		/* [(bwd v + chunk) m + mb] -> action */
+	uint32_t *unit_off;		/* per action: first unit index; [nacts] = total */
+};
+
+struct train {
+	const struct job_spec *job;
+	const struct gpu_spec *gpu;
+	struct prog *prog;
+	struct arena arena;		/* scratch, dies with the build */
+	struct layout lay;
+	int64_t m, v, pp, stages;	/* microbatches, vpp, pp, pp*vpp */
+	int64_t *split;			/* layers per virtual stage */
+	struct layer_dims dims;		/* one microbatch on one GPU */
+	struct block *lf, *lb;		/* layer forward, backward (+ recompute) */
+	struct block *ef, *eb;		/* embedding */
+	struct block *hf, *hb;		/* final norm, LM head, loss */
+	struct block_dtypes dt;
+	struct stage_plan *stage;	/* [pp] */
+	struct unit_rec **units;	/* [simulated rank][unit] */
+	task_id *last_dp;		/* [rank] last task on the dp stream */
+	task_id *scratch;		/* LAYER_MAX_OPS * sim_tp task ids */
+	uint32_t *gpus;			/* scratch: max(tp, dp, 2) GPU ids */
+	uint32_t *ranks;		/* scratch: max(sim_tp, sim_dp, 2) ranks */
+};
+
+/* Virtual stage of (pipeline rank, chunk). */
+static inline int64_t train_vs(const struct train *t, int64_t rank,
+			       int64_t chunk)
+{
+	return chunk * t->pp + rank;
+}
+
+/* Units of an action on virtual stage vs: [embedding] layers [head]. */
+int64_t train_units(const struct train *t, int64_t vs);
+
+/* The unit record of simulated rank r, action a, unit u. */
+struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
+			    int64_t u);
+
+/* The task that ends action a of rank r. */
+task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
+
+/* Parameters (per GPU) of unit u of an action on vs, bwd order if bwd. */
+double train_unit_params(const struct train *t, int64_t vs, int bwd,
+			 int64_t u);
+
+/* Pipeline transfers between stages (train_pp.c). */
+int train_build_pp(struct train *t);
+
+/* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
+int train_build_dp(struct train *t);
+
+/* Add dependency before -> after unless before is TASK_NONE. */
+int train_dep(struct train *t, task_id before, task_id after);
+
+#endif

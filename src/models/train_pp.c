@@ -1,0 +1,214 @@
+/*
+ * train_pp.c - activations and gradients between pipeline stages.
+ *
+ * After each forward of virtual stage vs < S-1 the rank sends its output
+ * activation, b s h B bytes (divided by t under SP, where each TP rank
+ * sends its sequence shard), to the rank of vs + 1; after each backward
+ * of vs > 0 it sends the input gradient of the same size to vs - 1. A
+ * transfer is a two-member send/recv collective on the pp_fwd (or pp_bwd)
+ * stream of both ranks: it starts when the sender has produced the tensor
+ * and the receiver has posted the receive, and the receiver's action
+ * waits for it.
+ *
+ * Streams are in order, so every rank must meet its transfers in the
+ * order it needs them: its own action order. Each rank's list of
+ * transfers (receives before the actions that need them, sends after the
+ * actions that produce them) is merged with its neighbours' by taking a
+ * transfer only when it heads the lists of both ends; a schedule that can
+ * run admits such an order, so the merge always completes.
+ */
+#include "../diag.h"
+#include "train_impl.h"
+
+/* A transfer, named by its sender and the sender's action. */
+struct xfer {
+	uint32_t from;		/* simulated rank that sends */
+	uint32_t act;		/* its action producing the tensor */
+};
+
+struct xlist {
+	struct xfer *v;		/* this rank's transfers in its order */
+	uint32_t n, pos;	/* count; next to create */
+};
+
+/* The virtual stage a transfer of direction dir goes to from vs. */
+static int64_t target_vs(int dir, int64_t vs)
+{
+	return dir == 0 ? vs + 1 : vs - 1;
+}
+
+/* (rank, action) of the peer of rank r's action act on stage vs. */
+static void peer(const struct train *t, uint32_t r, int bwd, uint32_t mb,
+		 int64_t peer_vs, uint32_t *pr, uint32_t *pa)
+{
+	int64_t pp_i, dp_i, tp_i, ps = peer_vs % t->pp, pc = peer_vs / t->pp;
+
+	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	*pr = layout_rank(&t->lay, ps, dp_i, tp_i);
+	*pa = (uint32_t)t->stage[ps].lookup[((int64_t)bwd * t->v + pc) * t->m + mb];
+}
+
+/* Rank r's transfers of direction dir (0: activations forward, 1:
+ * gradients backward), into l (NULL: count only). */
+static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
+			  struct xfer *l)
+{
+	int64_t pp_i, dp_i, tp_i, a;
+	uint32_t n = 0;
+	const struct stage_plan *sp;
+
+	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	sp = &t->stage[pp_i];
+	for (a = 0; a < sp->nacts; a++) {
+		struct sched_action act = sp->acts[a];
+		int64_t vs = train_vs(t, pp_i, act.chunk);
+		int64_t from_vs = dir == 0 ? vs - 1 : vs + 1;
+
+		if (act.bwd != dir)
+			continue;
+		if (from_vs >= 0 && from_vs < t->stages) {	/* receive */
+			if (l)
+				peer(t, r, dir, act.mb, from_vs, &l[n].from,
+				     &l[n].act);
+			n++;
+		}
+		if (target_vs(dir, vs) >= 0 && target_vs(dir, vs) < t->stages) {
+			if (l)
+				l[n] = (struct xfer){ r, (uint32_t)a };
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Create transfer x (direction dir): its task on both ranks, after the
+ * sender's action, before the receiver's. */
+static int make_xfer(struct train *t, int dir, struct xfer x, uint32_t to,
+		     uint32_t to_act)
+{
+	const struct layer_dims *d = &t->dims;
+	double bytes = d->batch * d->seq * d->hidden * d->act_B /
+		       (d->sp ? d->tp : 1);
+	int64_t pp_i, dp_i, tp_i;
+	struct unit_rec *rec = train_unit(t, to, to_act, 0);
+	uint32_t ranks[2] = { x.from, to }, gpus[2], i;
+	struct coll_desc c = { .op = COLL_SENDRECV, .bytes = bytes, .gpus = gpus,
+			       .ngpus = 2, .algo = -1, .proto = -1,
+			       .replicas = layout_pp_replicas(&t->lay) };
+	struct task_info info = {
+		.name = dir == 0 ? "pp_send_activation" : "pp_send_gradient",
+		.cat = TASK_COMM, .layer = -1,
+	};
+	task_id first;
+
+	for (i = 0; i < 2; i++) {
+		layout_coords(&t->lay, ranks[i], &pp_i, &dp_i, &tp_i);
+		gpus[i] = layout_gpu(&t->lay, pp_i, dp_i, tp_i);
+	}
+	info.microbatch = (int32_t)t->stage[pp_i].acts[to_act].mb;
+	first = prog_coll(t->prog, ranks, 2,
+			  dir == 0 ? TRAIN_ST_PP_FWD : TRAIN_ST_PP_BWD, &c, &info);
+	if (first == TASK_NONE ||
+	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)
+		return -1;
+	for (i = 0; i < rec->nfirst; i++)
+		if (train_dep(t, first + 1, rec->first[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/* Where transfer x of direction dir goes. */
+static void destination(const struct train *t, int dir, struct xfer x,
+			uint32_t *to, uint32_t *to_act)
+{
+	int64_t pp_i, dp_i, tp_i;
+	struct sched_action act;
+
+	layout_coords(&t->lay, x.from, &pp_i, &dp_i, &tp_i);
+	act = t->stage[pp_i].acts[x.act];
+	peer(t, x.from, dir, act.mb,
+	     target_vs(dir, train_vs(t, pp_i, act.chunk)), to, to_act);
+}
+
+static int same(struct xfer a, struct xfer b)
+{
+	return a.from == b.from && a.act == b.act;
+}
+
+/* Create every transfer heading rank r's list whose other end is ready;
+ * push the other ends that advanced onto the stack. */
+static int advance(struct train *t, int dir, struct xlist *lists, uint32_t r,
+		   uint32_t *stack, uint32_t *top, uint8_t *queued)
+{
+	struct xlist *me = &lists[r];
+
+	while (me->pos < me->n) {
+		struct xfer x = me->v[me->pos];
+		uint32_t to, to_act, other;
+
+		destination(t, dir, x, &to, &to_act);
+		other = x.from == r ? to : x.from;
+		if (lists[other].pos >= lists[other].n ||
+		    !same(lists[other].v[lists[other].pos], x))
+			return 0;
+		if (make_xfer(t, dir, x, to, to_act) != 0)
+			return -1;
+		me->pos++;
+		lists[other].pos++;
+		if (!queued[other]) {
+			queued[other] = 1;
+			stack[(*top)++] = other;
+		}
+	}
+	return 0;
+}
+
+static int merge(struct train *t, int dir, struct xlist *lists)
+{
+	uint32_t n = t->lay.nranks, top = 0, r;
+	uint32_t *stack = arena_alloc(&t->arena, n * sizeof(*stack));
+	uint8_t *queued = arena_alloc(&t->arena, n);
+
+	if (!stack || !queued)
+		return -1;
+	for (r = 0; r < n; r++) {
+		stack[top++] = n - 1 - r;
+		queued[n - 1 - r] = 1;
+	}
+	while (top > 0) {
+		r = stack[--top];
+		queued[r] = 0;
+		if (advance(t, dir, lists, r, stack, &top, queued) != 0)
+			return -1;
+	}
+	for (r = 0; r < n; r++)
+		if (lists[r].pos != lists[r].n)
+			BUG("pipeline transfers admit no stream order");
+	return 0;
+}
+
+int train_build_pp(struct train *t)
+{
+	uint32_t r, n = t->lay.nranks;
+	int dir;
+
+	if (t->stages < 2)
+		return 0;
+	for (dir = 0; dir < 2; dir++) {
+		struct xlist *lists = arena_alloc(&t->arena, n * sizeof(*lists));
+
+		if (!lists)
+			return -1;
+		for (r = 0; r < n; r++) {
+			lists[r].n = list_rank(t, r, dir, NULL);
+			lists[r].v = arena_alloc(&t->arena,
+				(lists[r].n + 1) * sizeof(*lists[r].v));
+			if (!lists[r].v)
+				return -1;
+			list_rank(t, r, dir, lists[r].v);
+		}
+		if (merge(t, dir, lists) != 0)
+			return -1;
+	}
+	return 0;
+}
