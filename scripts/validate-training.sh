@@ -1,0 +1,51 @@
+#!/bin/sh
+# validate-training.sh - predicted vs measured step time of the dense
+# training reference cases (results/reference/training/cases.tsv).
+#
+# For every case: llmsim run --json --no-store on its job, the predicted
+# step time, the measured one and the relative error (predicted/measured
+# - 1). Then the median absolute error and the largest. Exits 1 when the
+# median exceeds 10 % or any case exceeds 25 % (the targets of issue 3),
+# or when a case fails to run.
+#
+# Environment: LLMSIM (the binary; default build/llmsim).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+llmsim=${LLMSIM:-$root/build/llmsim}
+case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
+dir=$root/results/reference/training
+median_max=0.10
+case_max=0.25
+errs=$(mktemp)
+trap 'rm -f "$errs"' EXIT INT TERM
+failed=0
+
+printf '%-34s %12s %12s %9s\n' case predicted measured error
+while IFS='	' read -r id job measured how; do
+	case $id in '#'*|'') continue ;; esac
+	if ! out=$("$llmsim" run "$dir/$job" --json --no-store 2>&1); then
+		printf '%-34s %12s %12s %9s\n' "$id" FAILED "$measured s" -
+		printf '%s\n' "$out" | sed 's/^/    /' | head -5
+		failed=1
+		continue
+	fi
+	pred=$(printf '%s\n' "$out" |
+	       sed -n 's/^[[:space:]]*"step_time_s":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' |
+	       head -n 1)
+	err=$(awk -v p="$pred" -v m="$measured" 'BEGIN { printf "%.4f", p / m - 1 }')
+	printf '%s\n' "$err" >> "$errs"
+	awk -v id="$id" -v p="$pred" -v m="$measured" -v e="$err" \
+	    'BEGIN { printf "%-34s %10.3f s %10.3f s %+8.1f %%\n", id, p, m, 100 * e }'
+done < "$dir/cases.tsv"
+
+awk '{ print ($1 < 0 ? -$1 : $1) }' "$errs" | sort -g |
+awk -v mm="$median_max" -v cm="$case_max" -v failed="$failed" '
+	{ a[NR] = $1 }
+	END {
+		if (NR == 0) { print "no case ran"; exit 1 }
+		n = NR
+		med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		printf "cases %d, median |error| %.1f %% (target <= %.0f %%), ", n, 100 * med, 100 * mm
+		printf "max |error| %.1f %% (target <= %.0f %%)\n", 100 * a[n], 100 * cm
+		if (failed || med > mm || a[n] > cm) exit 1
+	}'
