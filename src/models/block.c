@@ -41,6 +41,26 @@ static const char *op_name(const struct layer_op *op, struct prog *p)
 	return prog_intern(p, buf);
 }
 
+/* Copy op's structure into bo and cost its kernel. */
+static int cost_op(struct block_op *bo, const struct layer_op *op,
+		   const struct gpu_spec *g, const struct block_dtypes *dt,
+		   struct prog *p)
+{
+	struct gpu_cost c = { 0 };
+
+	bo->name = op_name(op, p);
+	bo->kind = op->kind;
+	bo->coll = op->coll;
+	bo->bytes = op->coll_B;
+	bo->dep[0] = op->dep[0];
+	bo->dep[1] = op->dep[1];
+	if (op->kind == LOP_KERNEL)
+		c = block_kern_cost(&op->k, g, dt);
+	bo->time_s = c.time_s;
+	bo->flops = c.flops;
+	return bo->name ? 0 : -1;
+}
+
 int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p)
@@ -51,28 +71,12 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	b->time_s = b->flops = b->model_flops = 0;
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];
-		struct block_op *bo = &b->op[i];
 
-		bo->name = op_name(op, p);
-		if (!bo->name)
+		if (cost_op(&b->op[i], op, g, dt, p) != 0)
 			return -1;
-		bo->kind = op->kind;
-		bo->coll = op->coll;
-		bo->bytes = op->coll_B;
-		bo->dep[0] = op->dep[0];
-		bo->dep[1] = op->dep[1];
-		bo->time_s = bo->flops = 0;
-		if (op->kind != LOP_KERNEL)
-			continue;
-		{
-			struct gpu_cost c = block_kern_cost(&op->k, g, dt);
-
-			bo->time_s = c.time_s;
-			bo->flops = c.flops;
-		}
-		b->time_s += bo->time_s;
-		b->flops += bo->flops;
-		if (op->pass != PASS_RECOMPUTE)
+		b->time_s += b->op[i].time_s;
+		b->flops += b->op[i].flops;
+		if (op->kind == LOP_KERNEL && op->pass != PASS_RECOMPUTE)
 			b->model_flops += layer_kern_model_flops(&op->k);
 	}
 	return 0;

@@ -128,6 +128,8 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	if (comm && comm->ops) {
 		ops = comm->ops;
 		ctx = comm->ctx;
+		if (comm->attach)
+			comm->attach(ctx, sim);
 	} else {
 		net = net_new(j->system, sim, d);
 		if (!net) {

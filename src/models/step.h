@@ -19,6 +19,7 @@
 
 struct diag;
 struct cJSON;
+struct sim;
 
 #define STEP_TOP_COLLS 8
 
@@ -50,11 +51,12 @@ struct step_result {
 	uint64_t events;		/* engine events */
 };
 
-/* The comm backend factory: step_run uses the fabric model unless a test
- * passes its own ops and context (ctx_new may be NULL: ctx is used as is). */
+/* Another comm backend than the fabric model (tests): its ops, its
+ * context, and a hook told the simulation before the run (may be NULL). */
 struct step_comm {
 	const struct comm_ops *ops;	/* NULL: the fabric model (net.h) */
 	void *ctx;			/* the backend's context */
+	void (*attach)(void *ctx, struct sim *sim);
 };
 
 /*

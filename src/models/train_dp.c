@@ -156,6 +156,13 @@ static int reduce_buckets(struct train *t, uint32_t n,
 	return 0;
 }
 
+/* The distributed optimizer's all-gather of a bucket's 16-bit weights. */
+static task_id param_gather(struct train *t, uint32_t n, const struct bucket *b)
+{
+	return dp_coll(t, n, COLL_ALLGATHER, b->params * t->dims.act_B,
+		       TRAIN_ST_DP_GATHER, "dp_param_allgather");
+}
+
 /* The distributed optimizer's all-gathers at the start of the step, in
  * forward order, each chunk's first forward waiting for its buckets. */
 static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
@@ -165,9 +172,7 @@ static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
 	uint32_t k, f;
 
 	for (i = nb - 1; i >= 0; i--) {
-		task_id first = dp_coll(t, n, COLL_ALLGATHER,
-					bk[i].params * t->dims.act_B,
-					TRAIN_ST_DP_GATHER, "dp_param_allgather");
+		task_id first = param_gather(t, n, &bk[i]);
 
 		if (first == TASK_NONE)
 			return -1;
@@ -337,9 +342,7 @@ static int gather_after(struct train *t, const task_id *opt, struct bucket *bk)
 		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 			n = dp_group(t, s, tp_i);
 			for (i = nb - 1; i >= 0; i--) {
-				task_id first = dp_coll(t, n, COLL_ALLGATHER,
-					bk[i].params * t->dims.act_B,
-					TRAIN_ST_DP_GATHER, "dp_param_allgather");
+				task_id first = param_gather(t, n, &bk[i]);
 
 				if (first == TASK_NONE)
 					return -1;

@@ -10,8 +10,29 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t tp, int64_t pp)
 {
 	memset(f, 0, sizeof(*f));
+	/* An H100-like GPU (numbers of configs/gpus/h100.yaml's sources). */
 	f->gpu.name = "test-gpu";
-	f->gpu.matrix_peak_flops[DTYPE_BF16] = 1e15;
+	f->gpu.vendor = GPU_NVIDIA;
+	f->gpu.compute_units = 132;
+	f->gpu.max_clock_hz = 1.98e9;
+	f->gpu.matrix_clock_hz = 1.83e9;
+	f->gpu.sustained_matrix_clock_hz = 1.83e9;
+	f->gpu.matrix_peak_flops[DTYPE_FP32] = 66.9e12;
+	f->gpu.matrix_peak_flops[DTYPE_TF32] = 494.7e12;
+	f->gpu.matrix_peak_flops[DTYPE_BF16] = 989.4e12;
+	f->gpu.matrix_peak_flops[DTYPE_FP16] = 989.4e12;
+	f->gpu.matrix_peak_flops[DTYPE_FP8] = 1978.9e12;
+	f->gpu.vector_fp32_flops = 66.9e12;
+	f->gpu.gemm_efficiency = 0.8;
+	f->gpu.hbm.capacity_B = 80e9;
+	f->gpu.hbm.bandwidth_Bps = 3.35e12;
+	f->gpu.hbm.efficiency = 0.88;
+	f->gpu.hbm_usable_B = 79e9;
+	f->gpu.l2.capacity_B = 50e6;
+	f->gpu.l2.bandwidth_Bps = 10e12;
+	f->gpu.l2.efficiency = 0.8;
+	f->gpu.lds_per_cu_B = 228 * 1024;
+	f->gpu.kernel_launch_s = 4e-6;
 	f->sys.gpu = &f->gpu;
 	f->sys.nodes = nodes;
 	f->sys.gpus_per_node = 8;

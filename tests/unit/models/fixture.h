@@ -20,7 +20,7 @@ struct fixture {
 };
 
 /*
- * A GPT-style model (MHA, ungated MLP with f = 4h, LayerNorm, learned
+ * An H100-like GPU; a GPT-style model (MHA, ungated MLP with f = 4h, LayerNorm, learned
  * positions, no biases) of `layers` layers, width h, a heads, vocab V;
  * a job of seq s, micro-batch b, global batch gbs on nodes x 8 GPUs with
  * tp, pp, dp = GPUs / (tp pp); 16-bit, no recompute, 1F1B, no SP,
