@@ -1,0 +1,465 @@
+/*
+ * exec_build.c - building a step program: tasks, collectives, edges,
+ * interned names (layout in exec_impl.h).
+ *
+ * Building never reports errors: an allocation failure marks the program
+ * failed, later calls become no-ops returning TASK_NONE / -1, and
+ * exec_run() says "out of memory". Callers may therefore check once, at
+ * the end. Misuse (a rank or stream out of range, an unknown task id) is a
+ * programming error and aborts.
+ */
+#include "exec_impl.h"
+
+#include "diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_TASK TASK_NONE
+
+struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
+{
+	struct prog *p;
+	uint64_t nlanes = (uint64_t)nranks * nstreams;
+
+	if (nranks == 0 || nstreams == 0 || nlanes >= UINT32_MAX)
+		BUG("prog_new: need 1 <= nranks * nstreams < 2^32");
+	p = mem_calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->nranks = nranks;
+	p->nstreams = nstreams;
+	arena_init(&p->arena);
+	p->lane_head = mem_alloc(nlanes * sizeof(uint32_t));
+	p->lane_tail = mem_alloc(nlanes * sizeof(uint32_t));
+	p->stream_name = mem_calloc(nstreams, sizeof(*p->stream_name));
+	if (!p->lane_head || !p->lane_tail || !p->stream_name) {
+		prog_free(p);
+		return NULL;
+	}
+	memset(p->lane_head, 0xff, nlanes * sizeof(uint32_t));
+	memset(p->lane_tail, 0xff, nlanes * sizeof(uint32_t));
+	return p;
+}
+
+void exec_drop_results(struct prog *p)
+{
+	mem_free(p->stamp);
+	mem_free(p->coll_time);
+	mem_free(p->critical);
+	p->stamp = NULL;
+	p->coll_time = NULL;
+	p->critical = NULL;
+	p->ran = 0;
+}
+
+void prog_free(struct prog *p)
+{
+	if (!p)
+		return;
+	exec_drop_results(p);
+	mem_free(p->lane);
+	mem_free(p->info);
+	mem_free(p->dur);
+	mem_free(p->next);
+	mem_free(p->lane_head);
+	mem_free(p->lane_tail);
+	mem_free(p->stream_name);
+	mem_free(p->infos);
+	mem_free(p->info_slot);
+	mem_free(p->str_slot);
+	mem_free(p->colls);
+	mem_free(p->edge);
+	mem_free(p->succ_off);
+	mem_free(p->succ);
+	arena_release(&p->arena);
+	mem_free(p);
+}
+
+/* Grow *arr (elements of elem bytes) from cap to ncap; 0 or -1. */
+static int regrow(void *arr, size_t elem, uint32_t ncap)
+{
+	void **a = arr;
+	void *n = mem_realloc(*a, (size_t)ncap * elem);
+
+	if (!n)
+		return -1;
+	*a = n;
+	return 0;
+}
+
+/* Next capacity for an array holding cap elements, or 0 at the limit. */
+static uint32_t next_cap(uint32_t cap, uint32_t first)
+{
+	if (cap == 0)
+		return first;
+	return cap >= UINT32_MAX / 2 ? 0 : cap * 2;
+}
+
+/* ---- interned strings: open addressing on FNV-1a ---- */
+
+static uint32_t str_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static int str_rehash(struct prog *p)
+{
+	uint32_t ncap = next_cap(p->str_slots, 64), i;
+	const char **slots;
+
+	if (ncap == 0)
+		return -1;
+	slots = mem_calloc(ncap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (i = 0; i < p->str_slots; i++) {
+		const char *s = p->str_slot[i];
+		uint32_t j;
+
+		if (!s)
+			continue;
+		for (j = str_hash(s) & (ncap - 1); slots[j];
+		     j = (j + 1) & (ncap - 1))
+			;
+		slots[j] = s;
+	}
+	mem_free(p->str_slot);
+	p->str_slot = slots;
+	p->str_slots = ncap;
+	return 0;
+}
+
+const char *prog_intern(struct prog *p, const char *s)
+{
+	uint32_t j;
+	char *copy;
+
+	if (p->failed)
+		return NULL;
+	if (2 * (p->nstr + 1) > p->str_slots && str_rehash(p) != 0)
+		goto oom;
+	for (j = str_hash(s) & (p->str_slots - 1); p->str_slot[j];
+	     j = (j + 1) & (p->str_slots - 1))
+		if (strcmp(p->str_slot[j], s) == 0)
+			return p->str_slot[j];
+	copy = arena_strdup(&p->arena, s);
+	if (!copy)
+		goto oom;
+	p->str_slot[j] = copy;
+	p->nstr++;
+	return copy;
+oom:
+	p->failed = 1;
+	return NULL;
+}
+
+void prog_name_stream(struct prog *p, uint32_t stream, const char *name)
+{
+	if (stream >= p->nstreams)
+		BUG("prog_name_stream: stream out of range");
+	p->stream_name[stream] = prog_intern(p, name);
+}
+
+/* ---- task descriptions, shared by identical tasks ---- */
+
+static uint32_t info_hash(const struct task_info *in)
+{
+	uint64_t h = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
+
+	h ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
+	h ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
+	h ^= (uint64_t)in->cat;
+	return (uint32_t)(h ^ h >> 29 ^ h >> 47);
+}
+
+static int info_same(const struct task_info *a, const struct task_info *b)
+{
+	return a->name == b->name && a->cat == b->cat &&
+	       a->layer == b->layer && a->microbatch == b->microbatch;
+}
+
+static int info_rehash(struct prog *p)
+{
+	uint32_t ncap = next_cap(p->info_slots, 256), i;
+	uint32_t *slots;
+
+	if (ncap == 0)
+		return -1;
+	slots = mem_calloc(ncap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (i = 0; i < p->ninfos; i++) {
+		uint32_t j = info_hash(&p->infos[i]) & (ncap - 1);
+
+		while (slots[j])
+			j = (j + 1) & (ncap - 1);
+		slots[j] = i + 1;
+	}
+	mem_free(p->info_slot);
+	p->info_slot = slots;
+	p->info_slots = ncap;
+	return 0;
+}
+
+/* Index of *in in the table, adding it if new; UINT32_MAX when out of
+ * memory. */
+static uint32_t info_index(struct prog *p, const struct task_info *in)
+{
+	uint32_t j, ncap;
+
+	if (2 * (p->ninfos + 1) > p->info_slots && info_rehash(p) != 0)
+		return UINT32_MAX;
+	for (j = info_hash(in) & (p->info_slots - 1); p->info_slot[j];
+	     j = (j + 1) & (p->info_slots - 1))
+		if (info_same(&p->infos[p->info_slot[j] - 1], in))
+			return p->info_slot[j] - 1;
+	if (p->ninfos == p->capinfos) {
+		ncap = next_cap(p->capinfos, 64);
+		if (ncap == 0 || regrow(&p->infos, sizeof(*p->infos), ncap))
+			return UINT32_MAX;
+		p->capinfos = ncap;
+	}
+	p->infos[p->ninfos] = *in;
+	p->info_slot[j] = p->ninfos + 1;
+	return p->ninfos++;
+}
+
+/* ---- tasks ---- */
+
+static int grow_tasks(struct prog *p, uint32_t need)
+{
+	uint32_t ncap = p->cap;
+
+	while (ncap < need) {
+		ncap = next_cap(ncap, 1024);
+		if (ncap == 0 || ncap == UINT32_MAX)
+			return -1;
+	}
+	if (ncap == p->cap)
+		return 0;
+	if (regrow(&p->lane, sizeof(*p->lane), ncap) ||
+	    regrow(&p->info, sizeof(*p->info), ncap) ||
+	    regrow(&p->dur, sizeof(*p->dur), ncap) ||
+	    regrow(&p->next, sizeof(*p->next), ncap))
+		return -1;
+	p->cap = ncap;
+	return 0;
+}
+
+/* Append one task with duration field dur to (rank, stream). The caller
+ * has made room. */
+static task_id append(struct prog *p, uint32_t rank, uint32_t stream,
+		      int64_t dur, uint32_t info)
+{
+	uint32_t lane = rank * p->nstreams + stream;
+	task_id t = p->ntasks++;
+
+	p->lane[t] = lane;
+	p->info[t] = info;
+	p->dur[t] = dur;
+	p->next[t] = NO_TASK;
+	if (p->lane_tail[lane] == NO_TASK)
+		p->lane_head[lane] = t;
+	else
+		p->next[p->lane_tail[lane]] = t;
+	p->lane_tail[lane] = t;
+	return t;
+}
+
+/* Room for n more tasks and the info index of *info; UINT32_MAX (and the
+ * program failed) when out of memory. */
+static uint32_t prepare(struct prog *p, uint32_t n,
+			const struct task_info *info)
+{
+	uint32_t ii;
+
+	if (!info || !info->name || (unsigned)info->cat >= TASK_CAT_COUNT)
+		BUG("prog_task: task_info needs a name and a category");
+	if (p->failed)
+		return UINT32_MAX;
+	exec_drop_results(p);
+	if (n > UINT32_MAX - 1 - p->ntasks || grow_tasks(p, p->ntasks + n))
+		goto oom;
+	ii = info_index(p, info);
+	if (ii == UINT32_MAX)
+		goto oom;
+	return ii;
+oom:
+	p->failed = 1;
+	return UINT32_MAX;
+}
+
+task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
+		  double dur_s, const struct task_info *info)
+{
+	uint32_t ii;
+
+	if (rank >= p->nranks || stream >= p->nstreams)
+		BUG("prog_task: rank or stream out of range");
+	ii = prepare(p, 1, info);
+	if (ii == UINT32_MAX)
+		return TASK_NONE;
+	return append(p, rank, stream, units_s_to_ns(dur_s), ii);
+}
+
+/* Copy the descriptor's arrays into the arena; 0 or -1. */
+static int copy_desc(struct prog *p, struct coll_desc *dst,
+		     const struct coll_desc *c)
+{
+	size_t ngpus = c->ngpus;
+	uint32_t *gpus;
+	double *a2a;
+
+	*dst = *c;
+	if (ngpus == 0 || !c->gpus)
+		BUG("prog_coll: a collective needs its GPU ids");
+	gpus = arena_alloc(&p->arena, ngpus * sizeof(*gpus));
+	if (!gpus)
+		return -1;
+	memcpy(gpus, c->gpus, ngpus * sizeof(*gpus));
+	dst->gpus = gpus;
+	if (!c->a2a_B)
+		return 0;
+	if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)
+		return -1;
+	a2a = arena_alloc(&p->arena, ngpus * ngpus * sizeof(*a2a));
+	if (!a2a)
+		return -1;
+	memcpy(a2a, c->a2a_B, ngpus * ngpus * sizeof(*a2a));
+	dst->a2a_B = a2a;
+	return 0;
+}
+
+/* Room for one more collective record; 0 or -1. */
+static int grow_colls(struct prog *p)
+{
+	uint32_t ncap;
+
+	if (p->ncolls < p->capcolls)
+		return 0;
+	ncap = next_cap(p->capcolls, 64);
+	if (ncap == 0 || regrow(&p->colls, sizeof(*p->colls), ncap))
+		return -1;
+	p->capcolls = ncap;
+	return 0;
+}
+
+task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
+		  uint32_t stream, const struct coll_desc *c,
+		  const struct task_info *info)
+{
+	struct pcoll *pc;
+	uint32_t ii, i;
+
+	if (n == 0 || !c || (unsigned)c->op >= COLL_OP_COUNT ||
+	    stream >= p->nstreams)
+		BUG("prog_coll: bad collective");
+	for (i = 0; i < n; i++)
+		if (ranks[i] >= p->nranks)
+			BUG("prog_coll: rank out of range");
+	ii = prepare(p, n, info);
+	if (ii == UINT32_MAX)
+		return TASK_NONE;
+	if (grow_colls(p) || copy_desc(p, &p->colls[p->ncolls].desc, c)) {
+		p->failed = 1;
+		return TASK_NONE;
+	}
+	pc = &p->colls[p->ncolls];
+	pc->first = p->ntasks;
+	pc->n = n;
+	for (i = 0; i < n; i++)
+		append(p, ranks[i], stream, -(int64_t)p->ncolls - 1, ii);
+	p->ncolls++;
+	return pc->first;
+}
+
+int prog_dep(struct prog *p, task_id before, task_id after)
+{
+	uint32_t ncap;
+
+	if (p->failed)
+		return -1;
+	if (before >= p->ntasks || after >= p->ntasks)
+		BUG("prog_dep: unknown task");
+	exec_drop_results(p);
+	if (p->nedges == p->capedges) {
+		ncap = next_cap(p->capedges, 1024);
+		if (ncap == 0 || regrow(&p->edge, 2 * sizeof(*p->edge), ncap)) {
+			p->failed = 1;
+			return -1;
+		}
+		p->capedges = ncap;
+	}
+	p->edge[2 * p->nedges] = before;
+	p->edge[2 * p->nedges + 1] = after;
+	p->nedges++;
+	return 0;
+}
+
+uint32_t prog_ranks(const struct prog *p)
+{
+	return p->nranks;
+}
+
+uint32_t prog_streams(const struct prog *p)
+{
+	return p->nstreams;
+}
+
+uint32_t prog_tasks(const struct prog *p)
+{
+	return p->ntasks;
+}
+
+/* Out-degree of t in the existing CSR. */
+static uint32_t csr_degree(const struct prog *p, task_id t)
+{
+	return t < p->ncsr ? p->succ_off[t + 1] - p->succ_off[t] : 0;
+}
+
+int exec_build_csr(struct prog *p)
+{
+	uint32_t n = p->ntasks, t, e, total;
+	uint32_t *off, *succ;
+
+	if (p->nedges == 0 && p->succ_off && p->ncsr == n)
+		return 0;
+	off = mem_calloc((size_t)n + 1, sizeof(*off));
+	total = (p->ncsr ? p->succ_off[p->ncsr] : 0) + p->nedges;
+	succ = mem_alloc((size_t)total * sizeof(*succ));
+	if (!off || !succ) {
+		mem_free(off);
+		mem_free(succ);
+		return -1;
+	}
+	/* off[t + 1] counts t's edges, then becomes t's fill cursor. */
+	for (e = 0; e < p->nedges; e++)
+		off[p->edge[2 * e] + 1]++;
+	for (t = 0; t < n; t++)
+		off[t + 1] += off[t] + csr_degree(p, t);
+	for (t = 0; t < p->ncsr; t++) {
+		uint32_t k = csr_degree(p, t);
+
+		memcpy(succ + off[t], p->succ + p->succ_off[t], k * sizeof(*succ));
+		off[t] += k;
+	}
+	for (e = 0; e < p->nedges; e++)
+		succ[off[p->edge[2 * e]]++] = p->edge[2 * e + 1];
+	/* Each cursor now sits at the next task's start: shift back. */
+	memmove(off + 1, off, (size_t)n * sizeof(*off));
+	off[0] = 0;
+	mem_free(p->succ_off);
+	mem_free(p->succ);
+	mem_free(p->edge);
+	p->succ_off = off;
+	p->succ = succ;
+	p->ncsr = n;
+	p->edge = NULL;
+	p->nedges = p->capedges = 0;
+	return 0;
+}

@@ -1,0 +1,353 @@
+/*
+ * exec_path.c - the critical path of an executed program, and the step
+ * time split along it.
+ *
+ * Causes. A task became ready at time r (its start; for a collective
+ * member, its arrival at the rendezvous). Its cause is a predecessor that
+ * finished exactly at r: a dependency or its stream predecessor; for a
+ * collective member, the cause of a member that arrived last (the
+ * collective started when that member arrived). Ties prefer a cause on
+ * the task's own rank, then the lower task id. A task ready at 0 with no
+ * such predecessor has no cause. Causes are chosen after the run in one
+ * pass over the tasks in finish order (a topological order).
+ *
+ * Path. Walking causes back from the task that finished last (ties: the
+ * lower id) gives the critical path; its rank is the final rank. Each
+ * task on the path contributes its segment [start, end], and each gap
+ * [end(cause), start] a segment of its own (the executor leaves none, but
+ * they are accounted). The segments tile [0, step].
+ *
+ * Split. Time in a segment during which the final rank was computing (any
+ * of its compute tasks, on the path or not, overlaps counted once) is
+ * compute; the rest of the segment goes by what the path was doing:
+ *
+ *   compute task on another rank   bubble: the final rank waited for
+ *                                  another pipeline stage
+ *   communication task             exposed communication: the part no
+ *                                  computation hid
+ *   optimizer task                 optimizer
+ *   other task, gap                other
+ *
+ * So compute is all the final rank's compute time, and the rest of the
+ * step is its waiting, named after what it waited for. The five parts sum
+ * to the step time exactly (integer ns; asserted).
+ *
+ * Worked example (times in us; two ranks; S is a send/recv collective
+ * from rank 0 to rank 1 with members S0 and S1; F1 depends on S1; rank 1
+ * also runs G and H, which nothing waits for):
+ *
+ *   rank 0  compute  F0 [0,3)
+ *           comm               S0 [3,5)
+ *   rank 1  compute  G [0,1)   H [3,4)  F1 [5,9)
+ *           comm               S1 [3,5)
+ *
+ * F1 finished last: final rank 1, step 9. F1 became ready at 5 when S1
+ * finished (H finished at 4: not a cause). S1 arrived at 0 but S0 at 3,
+ * so the collective started at 3 and S1's cause is S0's cause, F0 (ended
+ * at 3). F0 was ready at 0: no cause. Path F0 -> S1 -> F1; rank 1
+ * computed during [0,1), [3,4) and [5,9):
+ *
+ *   F0 [0,3) compute on rank 0      compute 1 (G), bubble 2
+ *   S1 [3,5) communication          compute 1 (H), exposed comm 1
+ *   F1 [5,9) compute on rank 1      compute 4
+ *                                   sum 6 + 2 + 1 = 9 = step
+ */
+#include "exec_impl.h"
+
+#include "diag.h"
+
+#include <stdlib.h>
+
+/* A candidate cause of a collective's members. */
+struct cand {
+	uint32_t rank;
+	task_id id;
+};
+
+/* A time interval [start, end) in ns. */
+struct span {
+	units_ns_t start;
+	units_ns_t end;
+};
+
+struct path {
+	struct prog *p;
+	uint32_t final_rank;
+	uint32_t *cause;	/* per task: chosen cause or TASK_NONE */
+	struct cand *cand;	/* scratch: one per member of the largest
+				 * collective */
+	struct span *busy;	/* the final rank's compute, merged, sorted */
+	uint32_t nbusy;
+	uint32_t cursor;	/* busy[] index for the backward walk */
+};
+
+/* The task that finished last; ties go to the lower id. */
+static task_id last_task(const struct prog *p)
+{
+	task_id t, best = TASK_NONE;
+	units_ns_t end = -1;
+
+	for (t = 0; t < p->ntasks; t++) {
+		if (task_end_ns(p, t) > end) {
+			end = task_end_ns(p, t);
+			best = t;
+		}
+	}
+	return best;
+}
+
+/* What a segment of task t is when the final rank is not computing. */
+static enum exec_part part_of(const struct path *pa, task_id t)
+{
+	const struct prog *p = pa->p;
+
+	switch (p->infos[p->info[t]].cat) {
+	case TASK_COMPUTE:
+		return task_rank(p, t) == pa->final_rank ? EXEC_COMPUTE
+							 : EXEC_BUBBLE;
+	case TASK_COMM:
+		return EXEC_EXPOSED_COMM;
+	case TASK_OPTIMIZER:
+		return EXEC_OPTIMIZER;
+	default:
+		return EXEC_OTHER;
+	}
+}
+
+/* 1 if a is a better cause than b for a task on rank (both finished at
+ * the same time). */
+static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
+{
+	int a_same, b_same;
+
+	if (b == TASK_NONE)
+		return 1;
+	a_same = task_rank(p, a) == rank;
+	b_same = task_rank(p, b) == rank;
+	if (a_same != b_same)
+		return a_same;
+	return a < b;
+}
+
+/* Finished task c offers itself as the cause of its successor s. */
+static void offer(struct path *pa, task_id c, task_id s)
+{
+	const struct prog *p = pa->p;
+
+	if (task_ready_ns(p, s) != task_end_ns(p, c))
+		return;
+	if (better(p, c, pa->cause[s], task_rank(p, s)))
+		pa->cause[s] = c;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id),
+ * or dflt. */
+static task_id pick_for_rank(const struct cand *cand, uint32_t n,
+			     uint32_t rank, task_id dflt)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cand[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && cand[lo].rank == rank ? cand[lo].id : dflt;
+}
+
+/* Choose the cause of every member of collective k: among the causes of
+ * the members that arrived last, the one on the member's rank, else the
+ * lowest id. */
+static void resolve_coll(struct path *pa, uint32_t k)
+{
+	const struct prog *p = pa->p;
+	const struct pcoll *pc = &p->colls[k];
+	units_ns_t start = p->coll_time[k].start_ns;
+	task_id dflt = TASK_NONE;
+	uint32_t n = 0, i;
+
+	for (i = 0; i < pc->n; i++) {
+		task_id c = pa->cause[pc->first + i];
+
+		if (p->stamp[pc->first + i] != start || c == TASK_NONE)
+			continue;
+		pa->cand[n].rank = task_rank(p, c);
+		pa->cand[n++].id = c;
+		if (c < dflt)
+			dflt = c;
+	}
+	qsort(pa->cand, n, sizeof(*pa->cand), cand_cmp);
+	for (i = 0; i < pc->n; i++)
+		pa->cause[pc->first + i] = pick_for_rank(pa->cand, n,
+			task_rank(p, pc->first + i), dflt);
+}
+
+/* Choose every task's cause, in finish order. A collective's members
+ * finish together, the first member first: by then every member's own
+ * arrival cause is known. */
+static void choose_causes(struct path *pa, const uint32_t *order)
+{
+	const struct prog *p = pa->p;
+	uint32_t i, e;
+
+	for (i = 0; i < p->ntasks; i++)
+		pa->cause[i] = TASK_NONE;
+	for (i = 0; i < p->ntasks; i++) {
+		task_id t = order[i];
+		uint32_t k = task_coll(p, t);
+
+		if (k != UINT32_MAX && t == p->colls[k].first)
+			resolve_coll(pa, k);
+		if (p->next[t] != TASK_NONE)
+			offer(pa, t, p->next[t]);
+		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
+			offer(pa, t, p->succ[e]);
+	}
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Collect the final rank's compute tasks as sorted disjoint spans; 0 or
+ * -1 when out of memory. */
+static int collect_busy(struct path *pa)
+{
+	const struct prog *p = pa->p;
+	uint32_t lane = pa->final_rank * p->nstreams, s, n = 0, i, cap = 0;
+	task_id t;
+
+	for (s = 0; s < p->nstreams; s++)
+		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->next[t])
+			cap++;
+	pa->busy = mem_alloc((size_t)cap * sizeof(*pa->busy));
+	if (!pa->busy)
+		return -1;
+	for (s = 0; s < p->nstreams; s++)
+		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->next[t])
+			if (p->infos[p->info[t]].cat == TASK_COMPUTE &&
+			    task_end_ns(p, t) > task_start_ns(p, t)) {
+				pa->busy[n].start = task_start_ns(p, t);
+				pa->busy[n++].end = task_end_ns(p, t);
+			}
+	qsort(pa->busy, n, sizeof(*pa->busy), span_cmp);
+	/* Merge overlapping or touching spans in place. */
+	for (i = 0, pa->nbusy = 0; i < n; i++) {
+		struct span *top = pa->nbusy ? &pa->busy[pa->nbusy - 1] : NULL;
+
+		if (top && pa->busy[i].start <= top->end) {
+			if (pa->busy[i].end > top->end)
+				top->end = pa->busy[i].end;
+		} else {
+			pa->busy[pa->nbusy++] = pa->busy[i];
+		}
+	}
+	pa->cursor = pa->nbusy;
+	return 0;
+}
+
+/* Compute time of the final rank within [s, e). Segments come in
+ * decreasing time order, so the cursor only moves back. */
+static units_ns_t busy_within(struct path *pa, units_ns_t s, units_ns_t e)
+{
+	units_ns_t sum = 0;
+	uint32_t i;
+
+	while (pa->cursor > 0 && pa->busy[pa->cursor - 1].start >= e)
+		pa->cursor--;
+	for (i = pa->cursor; i > 0 && pa->busy[i - 1].end > s; i--) {
+		units_ns_t lo = pa->busy[i - 1].start, hi = pa->busy[i - 1].end;
+
+		sum += (hi < e ? hi : e) - (lo > s ? lo : s);
+	}
+	return sum;
+}
+
+/* Add segment [s, e) of kind k to the parts. */
+static void account(struct path *pa, int64_t part[], units_ns_t s,
+		    units_ns_t e, enum exec_part k)
+{
+	units_ns_t busy = busy_within(pa, s, e);
+
+	part[EXEC_COMPUTE] += busy;
+	part[k] += e - s - busy;
+}
+
+/* Walk back from last, mark the path and sum its parts (ns). */
+static void walk(struct path *pa, task_id last, int64_t part[])
+{
+	struct prog *p = pa->p;
+	task_id t = last;
+
+	while (t != TASK_NONE) {
+		task_id c = pa->cause[t];
+		units_ns_t start = task_start_ns(p, t);
+		units_ns_t from = c == TASK_NONE ? 0 : task_end_ns(p, c);
+
+		if (from > start)
+			BUG("exec: critical path goes back in time");
+		p->critical[t / 64] |= (uint64_t)1 << (t % 64);
+		account(pa, part, start, task_end_ns(p, t), part_of(pa, t));
+		account(pa, part, from, start, EXEC_OTHER);
+		t = c;
+	}
+}
+
+/* Members of the largest collective. */
+static uint32_t max_members(const struct prog *p)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; k < p->ncolls; k++)
+		if (p->colls[k].n > n)
+			n = p->colls[k].n;
+	return n;
+}
+
+int exec_path(struct prog *p, const uint32_t *order, uint32_t *scratch,
+	      struct exec_result *out)
+{
+	struct path pa = { .p = p, .cause = scratch };
+	int64_t part[EXEC_PART_COUNT] = { 0 }, sum = 0;
+	task_id last = last_task(p);
+	int i, rc = -1;
+
+	if (last == TASK_NONE)
+		return 0;
+	pa.final_rank = task_rank(p, last);
+	pa.cand = mem_alloc((size_t)max_members(p) * sizeof(*pa.cand));
+	if (!pa.cand || collect_busy(&pa) != 0)
+		goto out;
+	choose_causes(&pa, order);
+	walk(&pa, last, part);
+	for (i = 0; i < EXEC_PART_COUNT; i++) {
+		sum += part[i];
+		out->part_s[i] = units_ns_to_s(part[i]);
+	}
+	if (sum != task_end_ns(p, last))
+		BUG("exec: critical path parts do not sum to the step time");
+	out->step_s = units_ns_to_s(task_end_ns(p, last));
+	out->final_rank = pa.final_rank;
+	rc = 0;
+out:
+	mem_free(pa.cand);
+	mem_free(pa.busy);
+	return rc;
+}

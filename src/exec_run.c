@@ -1,0 +1,413 @@
+/*
+ * exec_run.c - executing a step program on the event engine.
+ *
+ * Every task waits on a counter: its dependencies plus one for its stream
+ * predecessor (so "heads its stream" is just another dependency). When a
+ * task finishes, the counters of its stream successor and its dependents
+ * drop; one that reaches zero is ready:
+ *
+ *   plain task        ends dur ns later (one engine event; at once if 0)
+ *   collective member arrives; when the last member arrives the collective
+ *                     starts (comm_ops.start) and every member finishes
+ *                     when the backend calls done
+ *
+ * Finished tasks are appended to order[], which doubles as the work queue
+ * (tasks whose successors are still to be released) and, after the run,
+ * as a topological order for the critical-path pass (exec_path.c).
+ *
+ * Engine events carry a pointer to a lane record (a lane runs one task at
+ * a time, so the lane knows which task ended) or to a collective record:
+ * no per-task allocation. Everything is deterministic: the order of work
+ * depends only on the program and the engine's (time, sequence) order.
+ */
+#include "exec_impl.h"
+
+#include "diag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct run;
+
+struct lane_run {
+	struct run *run;
+	task_id cur;		/* task running on the lane */
+};
+
+struct coll_run {
+	struct run *run;
+	uint32_t k;		/* collective index */
+	uint32_t arrived;	/* members that reached it */
+	int state;		/* 0 waiting, 1 started, 2 done */
+};
+
+struct run {
+	struct prog *p;
+	struct sim *sim;
+	const struct comm_ops *ops;
+	void *ctx;
+	units_ns_t t0;			/* ns, sim time of the program start */
+	uint32_t *pending;		/* per task: unfinished predecessors */
+	uint32_t *order;		/* finished tasks, in finish order */
+	uint32_t nfinished;		/* entries in order[] */
+	uint32_t nreleased;		/* entries whose successors were
+					 * released */
+	struct lane_run *lanes;
+	struct coll_run *colls;
+	int draining;			/* release() is on the stack */
+};
+
+static const char *const cat_names[TASK_CAT_COUNT] = {
+	"compute", "comm", "optimizer", "other",
+};
+
+const char *const exec_part_keys[EXEC_PART_COUNT] = {
+	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
+};
+
+static units_ns_t run_now(const struct run *r)
+{
+	return sim_now(r->sim) - r->t0;
+}
+
+static void finish(struct run *r, task_id t)
+{
+	r->order[r->nfinished++] = t;
+}
+
+static void lane_end(struct sim *sim, void *arg);
+static void coll_done(void *token);
+
+/* Task t has no unfinished predecessor. */
+static void ready(struct run *r, task_id t)
+{
+	struct prog *p = r->p;
+	int64_t dur = p->dur[t];
+	struct coll_run *cr;
+
+	if (dur >= 0) {
+		p->stamp[t] = run_now(r) + dur;
+		if (dur == 0) {
+			finish(r, t);
+			return;
+		}
+		r->lanes[p->lane[t]].cur = t;
+		sim_at(r->sim, sim_now(r->sim) + dur, lane_end,
+		       &r->lanes[p->lane[t]]);
+		return;
+	}
+	p->stamp[t] = run_now(r);
+	cr = &r->colls[task_coll(p, t)];
+	if (++cr->arrived < p->colls[cr->k].n)
+		return;
+	cr->state = 1;
+	p->coll_time[cr->k].start_ns = run_now(r);
+	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+}
+
+static void release_one(struct run *r, task_id s)
+{
+	if (--r->pending[s] == 0)
+		ready(r, s);
+}
+
+/* Release the successors of every finished task not yet released. Safe to
+ * call from inside itself (a backend that calls done from start): the
+ * outer call does the work. */
+static void release(struct run *r)
+{
+	const struct prog *p = r->p;
+
+	if (r->draining)
+		return;
+	r->draining = 1;
+	while (r->nreleased < r->nfinished) {
+		task_id t = r->order[r->nreleased++];
+		uint32_t e;
+
+		if (p->next[t] != TASK_NONE)
+			release_one(r, p->next[t]);
+		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
+			release_one(r, p->succ[e]);
+	}
+	r->draining = 0;
+}
+
+static void lane_end(struct sim *sim, void *arg)
+{
+	struct lane_run *l = arg;
+
+	(void)sim;
+	finish(l->run, l->cur);
+	release(l->run);
+}
+
+static void coll_done(void *token)
+{
+	struct coll_run *cr = token;
+	struct run *r = cr->run;
+	const struct pcoll *pc = &r->p->colls[cr->k];
+	uint32_t i;
+
+	if (cr->state != 1)
+		BUG("comm backend: done called for a collective not running");
+	cr->state = 2;
+	r->p->coll_time[cr->k].end_ns = run_now(r);
+	for (i = 0; i < pc->n; i++)
+		finish(r, pc->first + i);
+	release(r);
+}
+
+/* Allocate the run's state and the program's result arrays; 0 or -1. */
+static int run_alloc(struct run *r, struct prog *p)
+{
+	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
+
+	r->pending = mem_calloc(n, sizeof(*r->pending));
+	r->order = mem_alloc(n * sizeof(*r->order));
+	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
+	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
+	p->stamp = mem_alloc(n * sizeof(*p->stamp));
+	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
+	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
+	if (!r->pending || !r->order || !r->lanes || !r->colls ||
+	    !p->stamp || !p->coll_time || !p->critical)
+		return -1;
+	return 0;
+}
+
+static void run_free(struct run *r)
+{
+	mem_free(r->pending);
+	mem_free(r->order);
+	mem_free(r->lanes);
+	mem_free(r->colls);
+}
+
+/* Counters and records at the start of a run. */
+static void run_init(struct run *r)
+{
+	const struct prog *p = r->p;
+	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
+
+	for (t = 0; t < p->ntasks; t++)
+		if (p->next[t] != TASK_NONE)
+			r->pending[p->next[t]]++;
+	for (e = 0; e < p->succ_off[p->ntasks]; e++)
+		r->pending[p->succ[e]]++;
+	for (t = 0; t < nlanes; t++) {
+		r->lanes[t].run = r;
+		r->lanes[t].cur = TASK_NONE;
+	}
+	for (k = 0; k < p->ncolls; k++) {
+		r->colls[k].run = r;
+		r->colls[k].k = k;
+		r->colls[k].arrived = 0;
+		r->colls[k].state = 0;
+	}
+	memset(p->stamp, 0xff, p->ntasks * sizeof(*p->stamp));
+}
+
+/* Start every task without predecessors, in id order. */
+static void run_start(struct run *r)
+{
+	task_id t;
+
+	r->draining = 1;	/* collect zero-time finishes first */
+	for (t = 0; t < r->p->ntasks; t++)
+		if (r->pending[t] == 0)
+			ready(r, t);
+	r->draining = 0;
+	release(r);
+}
+
+/* Name of a task for messages: "'name' (layer L, microbatch M) on rank R,
+ * stream S". */
+static void describe(const struct prog *p, task_id t, char *buf, size_t len)
+{
+	const struct task_info *in = &p->infos[p->info[t]];
+	uint32_t stream = p->lane[t] % p->nstreams;
+	const char *sname = p->stream_name[stream];
+	char sbuf[16];
+
+	if (!sname) {
+		snprintf(sbuf, sizeof(sbuf), "%u", stream);
+		sname = sbuf;
+	}
+	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
+		 "stream %s", in->name, cat_names[in->cat], in->layer,
+		 in->microbatch, task_rank(p, t), sname);
+}
+
+/* A collective some members reached and another never did. */
+static int stuck_rendezvous(struct run *r)
+{
+	struct prog *p = r->p;
+	char what[200];
+	uint32_t k, i;
+
+	for (k = 0; k < p->ncolls; k++) {
+		const struct pcoll *pc = &p->colls[k];
+
+		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
+			continue;
+		for (i = 0; i < pc->n && r->pending[pc->first + i] == 0; i++)
+			;
+		describe(p, pc->first + i, what, sizeof(what));
+		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
+			 "reached collective %s; that member never does",
+			 r->colls[k].arrived, pc->n, what);
+		return 1;
+	}
+	return 0;
+}
+
+/* Why tasks are left over after the engine ran dry. */
+static void diagnose(struct run *r)
+{
+	struct prog *p = r->p;
+	char what[200];
+	uint32_t k, t;
+
+	for (k = 0; k < p->ncolls; k++) {
+		if (r->colls[k].state != 1)
+			continue;
+		describe(p, p->colls[k].first, what, sizeof(what));
+		snprintf(p->why, sizeof(p->why), "collective %s started but "
+			 "never completed: the comm backend did not call done",
+			 what);
+		return;
+	}
+	if (stuck_rendezvous(r))
+		return;
+	for (t = 0; t < p->ntasks && r->pending[t] == 0; t++)
+		;
+	if (t == p->ntasks)
+		BUG("exec: tasks left over but none waiting");
+	describe(p, t, what, sizeof(what));
+	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
+		 "(a dependency cycle); the first waits for %u more: task %s",
+		 p->ntasks - r->nfinished, p->ntasks, r->pending[t], what);
+}
+
+/* Run the engine until the program is done; 0 or -1 with p->why. */
+static int run_engine(struct run *r)
+{
+	struct prog *p = r->p;
+
+	run_start(r);
+	if (sim_run(r->sim) != 0 || sim_failed(r->sim)) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		return -1;
+	}
+	if (r->nfinished == p->ntasks)
+		return 0;
+	if (sim_pending(r->sim) > 0) {
+		snprintf(p->why, sizeof(p->why), "the simulation was stopped "
+			 "before the program finished (%u of %u tasks done)",
+			 r->nfinished, p->ntasks);
+		return -1;
+	}
+	diagnose(r);
+	return -1;
+}
+
+int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
+	     void *ctx, struct exec_result *out, const char **why)
+{
+	struct run r = { .p = p, .sim = sim, .ops = ops, .ctx = ctx };
+	uint64_t events0 = sim_events(sim);
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	*why = p->why;
+	snprintf(p->why, sizeof(p->why), "out of memory");
+	if (p->failed)
+		goto out_nofree;
+	if (exec_build_csr(p) != 0)
+		goto out_nofree;
+	exec_drop_results(p);
+	if (run_alloc(&r, p) != 0)
+		goto out;
+	run_init(&r);
+	r.t0 = sim_now(sim);
+	if (run_engine(&r) != 0)
+		goto out;
+	out->events = sim_events(sim) - events0;
+	/* pending[] is all zero now: the path pass reuses it. */
+	if (exec_path(p, r.order, r.pending, out) != 0) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		goto out;
+	}
+	p->ran = 1;
+	p->why[0] = '\0';
+	rc = 0;
+out:
+	run_free(&r);
+out_nofree:
+	return rc;
+}
+
+/* ---- results ---- */
+
+static void check_ran(const struct prog *p, task_id t)
+{
+	if (!p->ran)
+		BUG("exec: results asked for before a successful exec_run");
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+}
+
+double exec_task_start_s(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return units_ns_to_s(task_start_ns(p, t));
+}
+
+double exec_task_end_s(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return units_ns_to_s(task_end_ns(p, t));
+}
+
+const struct task_info *exec_task_info(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return &p->infos[p->info[t]];
+}
+
+uint32_t exec_task_rank(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return task_rank(p, t);
+}
+
+uint32_t exec_task_stream(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return p->lane[t] % p->nstreams;
+}
+
+const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
+{
+	uint32_t k;
+
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	k = task_coll(p, t);
+	return k == UINT32_MAX ? NULL : &p->colls[k].desc;
+}
+
+int exec_task_critical(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return (int)(p->critical[t / 64] >> (t % 64) & 1);
+}
+
+const char *exec_cat_name(enum task_cat cat)
+{
+	return cat_names[cat];
+}
