@@ -18,8 +18,8 @@
  * when peer ranks run the same layers.
  *
  * A run adds stamp (i64) per task, and for the run itself a pending
- * counter, the finish order and, for the critical path, a cause and a
- * weight per task; those are freed before exec_run() returns.
+ * counter, a cause and a work-queue entry per task, freed before
+ * exec_run() returns.
  *
  * Depends on exec.h, mem.h.
  */
@@ -129,12 +129,11 @@ int exec_build_csr(struct prog *p);
 const char *exec_cat_name(enum task_cat cat);
 
 /*
- * exec_path.c: the critical path of a finished run. order[] holds every
- * task in the order it finished; scratch is ntasks u32 the pass may use.
- * Fills out->part_s, out->final_rank and p->critical. Returns 0 or -1 when
- * out of memory.
+ * exec_path.c: the critical path of a finished run, given each task's
+ * cause (exec_path.c's header has the rule). Fills out->step_s,
+ * out->part_s, out->final_rank and p->critical. Returns 0 or -1 when out
+ * of memory.
  */
-int exec_path(struct prog *p, const uint32_t *order, uint32_t *scratch,
-	      struct exec_result *out);
+int exec_path(struct prog *p, const uint32_t *cause, struct exec_result *out);
 
 #endif

@@ -8,8 +8,8 @@
  * collective member, the cause of a member that arrived last (the
  * collective started when that member arrived). Ties prefer a cause on
  * the task's own rank, then the lower task id. A task ready at 0 with no
- * such predecessor has no cause. Causes are chosen after the run in one
- * pass over the tasks in finish order (a topological order).
+ * such predecessor has no cause. The run records causes as tasks finish
+ * (exec_run.c); this file walks them.
  *
  * Path. Walking causes back from the task that finished last (ties: the
  * lower id) gives the critical path; its rank is the final rank. Each
@@ -58,12 +58,6 @@
 
 #include <stdlib.h>
 
-/* A candidate cause of a collective's members. */
-struct cand {
-	uint32_t rank;
-	task_id id;
-};
-
 /* A time interval [start, end) in ns. */
 struct span {
 	units_ns_t start;
@@ -73,9 +67,7 @@ struct span {
 struct path {
 	struct prog *p;
 	uint32_t final_rank;
-	uint32_t *cause;	/* per task: chosen cause or TASK_NONE */
-	struct cand *cand;	/* scratch: one per member of the largest
-				 * collective */
+	const uint32_t *cause;	/* per task: its cause or TASK_NONE */
 	struct span *busy;	/* the final rank's compute, merged, sorted */
 	uint32_t nbusy;
 	uint32_t cursor;	/* busy[] index for the backward walk */
@@ -111,109 +103,6 @@ static enum exec_part part_of(const struct path *pa, task_id t)
 		return EXEC_OPTIMIZER;
 	default:
 		return EXEC_OTHER;
-	}
-}
-
-/* 1 if a is a better cause than b for a task on rank (both finished at
- * the same time). */
-static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
-{
-	int a_same, b_same;
-
-	if (b == TASK_NONE)
-		return 1;
-	a_same = task_rank(p, a) == rank;
-	b_same = task_rank(p, b) == rank;
-	if (a_same != b_same)
-		return a_same;
-	return a < b;
-}
-
-/* Finished task c offers itself as the cause of its successor s. */
-static void offer(struct path *pa, task_id c, task_id s)
-{
-	const struct prog *p = pa->p;
-
-	if (task_ready_ns(p, s) != task_end_ns(p, c))
-		return;
-	if (better(p, c, pa->cause[s], task_rank(p, s)))
-		pa->cause[s] = c;
-}
-
-static int cand_cmp(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id),
- * or dflt. */
-static task_id pick_for_rank(const struct cand *cand, uint32_t n,
-			     uint32_t rank, task_id dflt)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (cand[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && cand[lo].rank == rank ? cand[lo].id : dflt;
-}
-
-/* Choose the cause of every member of collective k: among the causes of
- * the members that arrived last, the one on the member's rank, else the
- * lowest id. */
-static void resolve_coll(struct path *pa, uint32_t k)
-{
-	const struct prog *p = pa->p;
-	const struct pcoll *pc = &p->colls[k];
-	units_ns_t start = p->coll_time[k].start_ns;
-	task_id dflt = TASK_NONE;
-	uint32_t n = 0, i;
-
-	for (i = 0; i < pc->n; i++) {
-		task_id c = pa->cause[pc->first + i];
-
-		if (p->stamp[pc->first + i] != start || c == TASK_NONE)
-			continue;
-		pa->cand[n].rank = task_rank(p, c);
-		pa->cand[n++].id = c;
-		if (c < dflt)
-			dflt = c;
-	}
-	qsort(pa->cand, n, sizeof(*pa->cand), cand_cmp);
-	for (i = 0; i < pc->n; i++)
-		pa->cause[pc->first + i] = pick_for_rank(pa->cand, n,
-			task_rank(p, pc->first + i), dflt);
-}
-
-/* Choose every task's cause, in finish order. A collective's members
- * finish together, the first member first: by then every member's own
- * arrival cause is known. */
-static void choose_causes(struct path *pa, const uint32_t *order)
-{
-	const struct prog *p = pa->p;
-	uint32_t i, e;
-
-	for (i = 0; i < p->ntasks; i++)
-		pa->cause[i] = TASK_NONE;
-	for (i = 0; i < p->ntasks; i++) {
-		task_id t = order[i];
-		uint32_t k = task_coll(p, t);
-
-		if (k != UINT32_MAX && t == p->colls[k].first)
-			resolve_coll(pa, k);
-		if (p->next[t] != TASK_NONE)
-			offer(pa, t, p->next[t]);
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
-			offer(pa, t, p->succ[e]);
 	}
 }
 
@@ -310,21 +199,9 @@ static void walk(struct path *pa, task_id last, int64_t part[])
 	}
 }
 
-/* Members of the largest collective. */
-static uint32_t max_members(const struct prog *p)
+int exec_path(struct prog *p, const uint32_t *cause, struct exec_result *out)
 {
-	uint32_t k, n = 0;
-
-	for (k = 0; k < p->ncolls; k++)
-		if (p->colls[k].n > n)
-			n = p->colls[k].n;
-	return n;
-}
-
-int exec_path(struct prog *p, const uint32_t *order, uint32_t *scratch,
-	      struct exec_result *out)
-{
-	struct path pa = { .p = p, .cause = scratch };
+	struct path pa = { .p = p, .cause = cause };
 	int64_t part[EXEC_PART_COUNT] = { 0 }, sum = 0;
 	task_id last = last_task(p);
 	int i, rc = -1;
@@ -332,10 +209,8 @@ int exec_path(struct prog *p, const uint32_t *order, uint32_t *scratch,
 	if (last == TASK_NONE)
 		return 0;
 	pa.final_rank = task_rank(p, last);
-	pa.cand = mem_alloc((size_t)max_members(p) * sizeof(*pa.cand));
-	if (!pa.cand || collect_busy(&pa) != 0)
+	if (collect_busy(&pa) != 0)
 		goto out;
-	choose_causes(&pa, order);
 	walk(&pa, last, part);
 	for (i = 0; i < EXEC_PART_COUNT; i++) {
 		sum += part[i];
@@ -347,7 +222,6 @@ int exec_path(struct prog *p, const uint32_t *order, uint32_t *scratch,
 	out->final_rank = pa.final_rank;
 	rc = 0;
 out:
-	mem_free(pa.cand);
 	mem_free(pa.busy);
 	return rc;
 }

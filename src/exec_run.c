@@ -11,9 +11,15 @@
  *                     starts (comm_ops.start) and every member finishes
  *                     when the backend calls done
  *
- * Finished tasks are appended to order[], which doubles as the work queue
- * (tasks whose successors are still to be released) and, after the run,
- * as a topological order for the critical-path pass (exec_path.c).
+ * Finished tasks are appended to order[], the work queue of tasks whose
+ * successors are still to be released; releasing never recurses, however
+ * long a chain of zero-time tasks.
+ *
+ * Causes for the critical path (rule in exec_path.c) are recorded as the
+ * run goes: a task finishing now offers itself to each task it releases;
+ * an earlier offer is replaced by a later one, and among offers at the
+ * same time the tie rule picks. A collective's members take their causes
+ * when the last one arrives.
  *
  * Engine events carry a pointer to a lane record (a lane runs one task at
  * a time, so the lane knows which task ended) or to a collective record:
@@ -25,6 +31,7 @@
 #include "diag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct run;
@@ -41,13 +48,23 @@ struct coll_run {
 	int state;		/* 0 waiting, 1 started, 2 done */
 };
 
+/* A candidate cause of a collective's members. */
+struct cand {
+	uint32_t rank;
+	task_id id;
+};
+
 struct run {
 	struct prog *p;
 	struct sim *sim;
 	const struct comm_ops *ops;
 	void *ctx;
 	units_ns_t t0;			/* ns, sim time of the program start */
+	units_ns_t now;			/* ns since t0, of the current event */
 	uint32_t *pending;		/* per task: unfinished predecessors */
+	uint32_t *cause;		/* per task: cause so far, or TASK_NONE */
+	struct cand *cand;		/* scratch, one per member of the
+					 * largest collective */
 	uint32_t *order;		/* finished tasks, in finish order */
 	uint32_t nfinished;		/* entries in order[] */
 	uint32_t nreleased;		/* entries whose successors were
@@ -65,9 +82,10 @@ const char *const exec_part_keys[EXEC_PART_COUNT] = {
 	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
 };
 
-static units_ns_t run_now(const struct run *r)
+/* Enter an engine event: the clock of the run. */
+static void tick(struct run *r)
 {
-	return sim_now(r->sim) - r->t0;
+	r->now = sim_now(r->sim) - r->t0;
 }
 
 static void finish(struct run *r, task_id t)
@@ -78,6 +96,81 @@ static void finish(struct run *r, task_id t)
 static void lane_end(struct sim *sim, void *arg);
 static void coll_done(void *token);
 
+/* 1 if a is a better cause than b (both finished at the same time) for a
+ * task on rank: the same rank first, then the lower id. */
+static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
+{
+	int a_same = task_rank(p, a) == rank, b_same = task_rank(p, b) == rank;
+
+	if (a_same != b_same)
+		return a_same;
+	return a < b;
+}
+
+/* c finished now and releases s. */
+static void offer(struct run *r, task_id c, task_id s)
+{
+	const struct prog *p = r->p;
+	task_id cur = r->cause[s];
+
+	if (cur == TASK_NONE || task_end_ns(p, cur) < r->now ||
+	    better(p, c, cur, task_rank(p, s)))
+		r->cause[s] = c;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id),
+ * or dflt. */
+static task_id pick_for_rank(const struct cand *cand, uint32_t n,
+			     uint32_t rank, task_id dflt)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cand[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && cand[lo].rank == rank ? cand[lo].id : dflt;
+}
+
+/* The last member of collective pc arrived now: each member's cause
+ * becomes the cause of a member that arrived now - one on the member's
+ * own rank if there is one, else the lowest id. */
+static void coll_causes(struct run *r, const struct pcoll *pc)
+{
+	const struct prog *p = r->p;
+	task_id dflt = TASK_NONE;
+	uint32_t n = 0, i;
+
+	for (i = 0; i < pc->n; i++) {
+		task_id c = r->cause[pc->first + i];
+
+		if (p->stamp[pc->first + i] != r->now || c == TASK_NONE)
+			continue;
+		r->cand[n].rank = task_rank(p, c);
+		r->cand[n++].id = c;
+		if (c < dflt)
+			dflt = c;
+	}
+	if (n > 1)
+		qsort(r->cand, n, sizeof(*r->cand), cand_cmp);
+	for (i = 0; i < pc->n; i++)
+		r->cause[pc->first + i] = pick_for_rank(r->cand, n,
+			task_rank(p, pc->first + i), dflt);
+}
+
 /* Task t has no unfinished predecessor. */
 static void ready(struct run *r, task_id t)
 {
@@ -86,7 +179,7 @@ static void ready(struct run *r, task_id t)
 	struct coll_run *cr;
 
 	if (dur >= 0) {
-		p->stamp[t] = run_now(r) + dur;
+		p->stamp[t] = r->now + dur;
 		if (dur == 0) {
 			finish(r, t);
 			return;
@@ -96,17 +189,19 @@ static void ready(struct run *r, task_id t)
 		       &r->lanes[p->lane[t]]);
 		return;
 	}
-	p->stamp[t] = run_now(r);
+	p->stamp[t] = r->now;
 	cr = &r->colls[task_coll(p, t)];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
 	cr->state = 1;
-	p->coll_time[cr->k].start_ns = run_now(r);
+	p->coll_time[cr->k].start_ns = r->now;
+	coll_causes(r, &p->colls[cr->k]);
 	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
 }
 
-static void release_one(struct run *r, task_id s)
+static void release_one(struct run *r, task_id c, task_id s)
 {
+	offer(r, c, s);
 	if (--r->pending[s] == 0)
 		ready(r, s);
 }
@@ -126,9 +221,9 @@ static void release(struct run *r)
 		uint32_t e;
 
 		if (p->next[t] != TASK_NONE)
-			release_one(r, p->next[t]);
+			release_one(r, t, p->next[t]);
 		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
-			release_one(r, p->succ[e]);
+			release_one(r, t, p->succ[e]);
 	}
 	r->draining = 0;
 }
@@ -138,6 +233,7 @@ static void lane_end(struct sim *sim, void *arg)
 	struct lane_run *l = arg;
 
 	(void)sim;
+	tick(l->run);
 	finish(l->run, l->cur);
 	release(l->run);
 }
@@ -152,10 +248,22 @@ static void coll_done(void *token)
 	if (cr->state != 1)
 		BUG("comm backend: done called for a collective not running");
 	cr->state = 2;
-	r->p->coll_time[cr->k].end_ns = run_now(r);
+	tick(r);
+	r->p->coll_time[cr->k].end_ns = r->now;
 	for (i = 0; i < pc->n; i++)
 		finish(r, pc->first + i);
 	release(r);
+}
+
+/* Members of the largest collective. */
+static uint32_t max_members(const struct prog *p)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; k < p->ncolls; k++)
+		if (p->colls[k].n > n)
+			n = p->colls[k].n;
+	return n;
 }
 
 /* Allocate the run's state and the program's result arrays; 0 or -1. */
@@ -164,13 +272,16 @@ static int run_alloc(struct run *r, struct prog *p)
 	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
 
 	r->pending = mem_calloc(n, sizeof(*r->pending));
+	r->cause = mem_alloc(n * sizeof(*r->cause));
+	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
 	r->order = mem_alloc(n * sizeof(*r->order));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
 	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
 	p->stamp = mem_alloc(n * sizeof(*p->stamp));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	if (!r->pending || !r->order || !r->lanes || !r->colls ||
+	if (!r->pending || !r->cause || !r->cand || !r->order || !r->lanes ||
+	    !r->colls ||
 	    !p->stamp || !p->coll_time || !p->critical)
 		return -1;
 	return 0;
@@ -179,6 +290,8 @@ static int run_alloc(struct run *r, struct prog *p)
 static void run_free(struct run *r)
 {
 	mem_free(r->pending);
+	mem_free(r->cause);
+	mem_free(r->cand);
 	mem_free(r->order);
 	mem_free(r->lanes);
 	mem_free(r->colls);
@@ -206,6 +319,7 @@ static void run_init(struct run *r)
 		r->colls[k].state = 0;
 	}
 	memset(p->stamp, 0xff, p->ntasks * sizeof(*p->stamp));
+	memset(r->cause, 0xff, p->ntasks * sizeof(*r->cause));
 }
 
 /* Start every task without predecessors, in id order. */
@@ -213,6 +327,7 @@ static void run_start(struct run *r)
 {
 	task_id t;
 
+	tick(r);
 	r->draining = 1;	/* collect zero-time finishes first */
 	for (t = 0; t < r->p->ntasks; t++)
 		if (r->pending[t] == 0)
@@ -334,8 +449,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	if (run_engine(&r) != 0)
 		goto out;
 	out->events = sim_events(sim) - events0;
-	/* pending[] is all zero now: the path pass reuses it. */
-	if (exec_path(p, r.order, r.pending, out) != 0) {
+	if (exec_path(p, r.cause, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;
 	}
