@@ -44,10 +44,10 @@ struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
 
 void exec_drop_results(struct prog *p)
 {
-	mem_free(p->stamp);
+	mem_free(p->state);
 	mem_free(p->coll_time);
 	mem_free(p->critical);
-	p->stamp = NULL;
+	p->state = NULL;
 	p->coll_time = NULL;
 	p->critical = NULL;
 	p->ran = 0;
@@ -58,16 +58,17 @@ void prog_free(struct prog *p)
 	if (!p)
 		return;
 	exec_drop_results(p);
-	mem_free(p->lane);
+	mem_free(p->task);
 	mem_free(p->info);
-	mem_free(p->dur);
-	mem_free(p->next);
 	mem_free(p->lane_head);
 	mem_free(p->lane_tail);
 	mem_free(p->stream_name);
 	mem_free(p->infos);
-	mem_free(p->info_slot);
-	mem_free(p->str_slot);
+	mem_free(p->strs);
+	mem_free(p->groups);
+	exec_itab_release(&p->info_tab);
+	exec_itab_release(&p->str_tab);
+	exec_itab_release(&p->group_tab);
 	mem_free(p->colls);
 	mem_free(p->edge);
 	mem_free(p->succ_off);
@@ -96,137 +97,11 @@ static uint32_t next_cap(uint32_t cap, uint32_t first)
 	return cap >= UINT32_MAX / 2 ? 0 : cap * 2;
 }
 
-/* ---- interned strings: open addressing on FNV-1a ---- */
-
-static uint32_t str_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
-static int str_rehash(struct prog *p)
-{
-	uint32_t ncap = next_cap(p->str_slots, 64), i;
-	const char **slots;
-
-	if (ncap == 0)
-		return -1;
-	slots = mem_calloc(ncap, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (i = 0; i < p->str_slots; i++) {
-		const char *s = p->str_slot[i];
-		uint32_t j;
-
-		if (!s)
-			continue;
-		for (j = str_hash(s) & (ncap - 1); slots[j];
-		     j = (j + 1) & (ncap - 1))
-			;
-		slots[j] = s;
-	}
-	mem_free(p->str_slot);
-	p->str_slot = slots;
-	p->str_slots = ncap;
-	return 0;
-}
-
-const char *prog_intern(struct prog *p, const char *s)
-{
-	uint32_t j;
-	char *copy;
-
-	if (p->failed)
-		return NULL;
-	if (2 * (p->nstr + 1) > p->str_slots && str_rehash(p) != 0)
-		goto oom;
-	for (j = str_hash(s) & (p->str_slots - 1); p->str_slot[j];
-	     j = (j + 1) & (p->str_slots - 1))
-		if (strcmp(p->str_slot[j], s) == 0)
-			return p->str_slot[j];
-	copy = arena_strdup(&p->arena, s);
-	if (!copy)
-		goto oom;
-	p->str_slot[j] = copy;
-	p->nstr++;
-	return copy;
-oom:
-	p->failed = 1;
-	return NULL;
-}
-
 void prog_name_stream(struct prog *p, uint32_t stream, const char *name)
 {
 	if (stream >= p->nstreams)
 		BUG("prog_name_stream: stream out of range");
 	p->stream_name[stream] = prog_intern(p, name);
-}
-
-/* ---- task descriptions, shared by identical tasks ---- */
-
-static uint32_t info_hash(const struct task_info *in)
-{
-	uint64_t h = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
-
-	h ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
-	h ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
-	h ^= (uint64_t)in->cat;
-	return (uint32_t)(h ^ h >> 29 ^ h >> 47);
-}
-
-static int info_same(const struct task_info *a, const struct task_info *b)
-{
-	return a->name == b->name && a->cat == b->cat &&
-	       a->layer == b->layer && a->microbatch == b->microbatch;
-}
-
-static int info_rehash(struct prog *p)
-{
-	uint32_t ncap = next_cap(p->info_slots, 256), i;
-	uint32_t *slots;
-
-	if (ncap == 0)
-		return -1;
-	slots = mem_calloc(ncap, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (i = 0; i < p->ninfos; i++) {
-		uint32_t j = info_hash(&p->infos[i]) & (ncap - 1);
-
-		while (slots[j])
-			j = (j + 1) & (ncap - 1);
-		slots[j] = i + 1;
-	}
-	mem_free(p->info_slot);
-	p->info_slot = slots;
-	p->info_slots = ncap;
-	return 0;
-}
-
-/* Index of *in in the table, adding it if new; UINT32_MAX when out of
- * memory. */
-static uint32_t info_index(struct prog *p, const struct task_info *in)
-{
-	uint32_t j, ncap;
-
-	if (2 * (p->ninfos + 1) > p->info_slots && info_rehash(p) != 0)
-		return UINT32_MAX;
-	for (j = info_hash(in) & (p->info_slots - 1); p->info_slot[j];
-	     j = (j + 1) & (p->info_slots - 1))
-		if (info_same(&p->infos[p->info_slot[j] - 1], in))
-			return p->info_slot[j] - 1;
-	if (p->ninfos == p->capinfos) {
-		ncap = next_cap(p->capinfos, 64);
-		if (ncap == 0 || regrow(&p->infos, sizeof(*p->infos), ncap))
-			return UINT32_MAX;
-		p->capinfos = ncap;
-	}
-	p->infos[p->ninfos] = *in;
-	p->info_slot[j] = p->ninfos + 1;
-	return p->ninfos++;
 }
 
 /* ---- tasks ---- */
@@ -242,10 +117,8 @@ static int grow_tasks(struct prog *p, uint32_t need)
 	}
 	if (ncap == p->cap)
 		return 0;
-	if (regrow(&p->lane, sizeof(*p->lane), ncap) ||
-	    regrow(&p->info, sizeof(*p->info), ncap) ||
-	    regrow(&p->dur, sizeof(*p->dur), ncap) ||
-	    regrow(&p->next, sizeof(*p->next), ncap))
+	if (regrow(&p->task, sizeof(*p->task), ncap) ||
+	    regrow(&p->info, sizeof(*p->info), ncap))
 		return -1;
 	p->cap = ncap;
 	return 0;
@@ -259,14 +132,14 @@ static task_id append(struct prog *p, uint32_t rank, uint32_t stream,
 	uint32_t lane = rank * p->nstreams + stream;
 	task_id t = p->ntasks++;
 
-	p->lane[t] = lane;
+	p->task[t].lane = lane;
 	p->info[t] = info;
-	p->dur[t] = dur;
-	p->next[t] = NO_TASK;
+	p->task[t].dur = dur;
+	p->task[t].next = NO_TASK;
 	if (p->lane_tail[lane] == NO_TASK)
 		p->lane_head[lane] = t;
 	else
-		p->next[p->lane_tail[lane]] = t;
+		p->task[p->lane_tail[lane]].next = t;
 	p->lane_tail[lane] = t;
 	return t;
 }
@@ -285,7 +158,7 @@ static uint32_t prepare(struct prog *p, uint32_t n,
 	exec_drop_results(p);
 	if (n > UINT32_MAX - 1 - p->ntasks || grow_tasks(p, p->ntasks + n))
 		goto oom;
-	ii = info_index(p, info);
+	ii = exec_intern_info(p, info);
 	if (ii == UINT32_MAX)
 		goto oom;
 	return ii;
@@ -307,22 +180,19 @@ task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 	return append(p, rank, stream, units_s_to_ns(dur_s), ii);
 }
 
-/* Copy the descriptor's arrays into the arena; 0 or -1. */
+/* Copy the descriptor and its arrays into the program; 0 or -1. */
 static int copy_desc(struct prog *p, struct coll_desc *dst,
 		     const struct coll_desc *c)
 {
 	size_t ngpus = c->ngpus;
-	uint32_t *gpus;
 	double *a2a;
 
 	*dst = *c;
 	if (ngpus == 0 || !c->gpus)
 		BUG("prog_coll: a collective needs its GPU ids");
-	gpus = arena_alloc(&p->arena, ngpus * sizeof(*gpus));
-	if (!gpus)
+	dst->gpus = exec_intern_group(p, c->gpus, c->ngpus);
+	if (!dst->gpus)
 		return -1;
-	memcpy(gpus, c->gpus, ngpus * sizeof(*gpus));
-	dst->gpus = gpus;
 	if (!c->a2a_B)
 		return 0;
 	if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)

@@ -2,24 +2,26 @@
  * exec_impl.h - private to the exec module (exec_*.c): how a program is
  * stored and what a run keeps. Nothing outside src/exec_*.c includes it.
  *
- * Storage is sized for programs of 10^5..10^6 tasks. A task is five
- * parallel array entries (structure of arrays, no padding):
+ * Storage is sized for programs of 10^5..10^6 tasks. What the executor
+ * touches for every task sits in one 16-byte record (one cache miss, not
+ * one per field):
  *
- *   lane   u32   rank * nstreams + stream
- *   info   u32   index into the deduplicated task_info table
  *   dur    i64   duration in ns (>= 0), or -(k + 1) for a member of
  *                collective k
+ *   lane   u32   rank * nstreams + stream
  *   next   u32   next task on the same lane (the stream's FIFO order)
  *
- * i.e. 20 bytes a task, plus 8 bytes a dependency edge while building
- * (4 once the edges are turned into CSR at run time). Names are interned
- * once per distinct string; task_info records are shared by every task
- * with the same (name, category, layer, microbatch), which is most of them
- * when peer ranks run the same layers.
+ * and the task's description is an index (u32) into the deduplicated
+ * task_info table: 20 bytes a task, plus 8 bytes a dependency edge while
+ * building (4 once the edges are turned into CSR at run time), plus 64
+ * bytes a collective. Names are interned once per distinct string;
+ * task_info records are shared by every task with the same (name,
+ * category, layer, microbatch), which is most of them when peer ranks run
+ * the same layers; a collective's GPU list is shared by every collective
+ * over that group (exec_intern.c).
  *
- * A run adds stamp (i64) per task, and for the run itself a pending
- * counter, a cause and a work-queue entry per task, freed before
- * exec_run() returns.
+ * A run adds a 16-byte state per task (time stamp, pending count, cause;
+ * kept for the accessors) and, while it runs, a work-queue entry per task.
  *
  * Depends on exec.h, mem.h.
  */
@@ -43,25 +45,46 @@ struct pcoll_time {
 	units_ns_t end_ns;	/* ns, the backend called done */
 };
 
+/* An open-addressing table of entry indexes, for interning (entries live
+ * in a parallel array of cap elements that the table grows). */
+struct itab {
+	uint32_t *slot;		/* nslots: entry index + 1, 0 = free */
+	uint32_t *hash;		/* cap: each entry's hash */
+	uint32_t nslots;	/* power of two, 2 * cap */
+	uint32_t n, cap;	/* entries, room for entries */
+};
+
+/* A task as the executor sees it. */
+struct ptask {
+	int64_t dur;		/* ns, or -(collective + 1) for a member */
+	uint32_t lane;		/* rank * nstreams + stream */
+	uint32_t next;		/* next task on the lane, or TASK_NONE */
+};
+
+/* A task during and after a run. */
+struct pstate {
+	int64_t stamp;		/* ns; plain task: end; collective member:
+				 * arrival */
+	uint32_t pending;	/* unfinished predecessors (run only) */
+	uint32_t cause;		/* critical-path cause, or TASK_NONE */
+};
+
 struct prog {
 	uint32_t nranks;		/* simulated ranks */
 	uint32_t nstreams;		/* streams per rank */
 	uint32_t ntasks, cap;		/* tasks, allocated task slots */
-	uint32_t *lane;			/* per task: rank * nstreams + stream */
+	struct ptask *task;		/* per task */
 	uint32_t *info;			/* per task: index into infos */
-	int64_t *dur;			/* per task: ns, or -(coll + 1) */
-	uint32_t *next;			/* per task: next on lane or TASK_NONE */
 	uint32_t *lane_head;		/* per lane: first task or TASK_NONE */
 	uint32_t *lane_tail;		/* per lane: last task or TASK_NONE */
 	const char **stream_name;	/* per stream: name or NULL */
 
 	struct task_info *infos;	/* distinct task descriptions */
-	uint32_t ninfos, capinfos;
-	uint32_t *info_slot;		/* hash of infos: index + 1, 0 = free */
-	uint32_t info_slots;		/* power of two */
-
-	const char **str_slot;		/* hash of interned strings */
-	uint32_t nstr, str_slots;	/* power of two */
+	struct itab info_tab;		/* ... and their table */
+	const char **strs;		/* interned strings (in arena) */
+	struct itab str_tab;
+	const uint32_t **groups;	/* member lists: n, then n GPU ids */
+	struct itab group_tab;
 
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
@@ -75,8 +98,7 @@ struct prog {
 	struct arena arena;		/* strings, collective arrays */
 
 	/* results of the last successful exec_run() */
-	int64_t *stamp;			/* per task: ns, plain task: end;
-					 * collective member: arrival */
+	struct pstate *state;		/* per task */
 	struct pcoll_time *coll_time;	/* per collective */
 	uint64_t *critical;		/* bitmap: task on the critical path */
 	int ran;			/* results are valid */
@@ -88,25 +110,25 @@ struct prog {
 /* Lane of a task, its rank and stream. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)
 {
-	return p->lane[t] / p->nstreams;
+	return p->task[t].lane / p->nstreams;
 }
 
 /* Collective index of a member task, or UINT32_MAX for a plain task. */
 static inline uint32_t task_coll(const struct prog *p, task_id t)
 {
-	return p->dur[t] < 0 ? (uint32_t)(-(p->dur[t] + 1)) : UINT32_MAX;
+	return p->task[t].dur < 0 ? (uint32_t)(-(p->task[t].dur + 1)) : UINT32_MAX;
 }
 
 /* Times of an executed task (ns from the start of the run). */
 static inline units_ns_t task_end_ns(const struct prog *p, task_id t)
 {
-	return p->dur[t] >= 0 ? p->stamp[t]
+	return p->task[t].dur >= 0 ? p->state[t].stamp
 			      : p->coll_time[task_coll(p, t)].end_ns;
 }
 
 static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 {
-	return p->dur[t] >= 0 ? p->stamp[t] - p->dur[t]
+	return p->task[t].dur >= 0 ? p->state[t].stamp - p->task[t].dur
 			      : p->coll_time[task_coll(p, t)].start_ns;
 }
 
@@ -114,8 +136,20 @@ static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
  * arrival at the rendezvous for a collective member. */
 static inline units_ns_t task_ready_ns(const struct prog *p, task_id t)
 {
-	return p->dur[t] >= 0 ? p->stamp[t] - p->dur[t] : p->stamp[t];
+	return p->task[t].dur >= 0 ? p->state[t].stamp - p->task[t].dur : p->state[t].stamp;
 }
+
+/* exec_intern.c: free a table (not its entries). */
+void exec_itab_release(struct itab *t);
+
+/* exec_intern.c: index of *in in p->infos, added if new; UINT32_MAX when
+ * out of memory. */
+uint32_t exec_intern_info(struct prog *p, const struct task_info *in);
+
+/* exec_intern.c: the program's copy of the n GPU ids, shared by every
+ * collective over the same list; NULL when out of memory. */
+const uint32_t *exec_intern_group(struct prog *p, const uint32_t *ids,
+				  uint32_t n);
 
 /* exec_build.c: forget the results of the last run (the program is being
  * changed or run again). */
@@ -130,10 +164,10 @@ const char *exec_cat_name(enum task_cat cat);
 
 /*
  * exec_path.c: the critical path of a finished run, given each task's
- * cause (exec_path.c's header has the rule). Fills out->step_s,
+ * cause in p->state (exec_path.c's header has the rule). Fills out->step_s,
  * out->part_s, out->final_rank and p->critical. Returns 0 or -1 when out
  * of memory.
  */
-int exec_path(struct prog *p, const uint32_t *cause, struct exec_result *out);
+int exec_path(struct prog *p, struct exec_result *out);
 
 #endif

@@ -67,7 +67,6 @@ struct span {
 struct path {
 	struct prog *p;
 	uint32_t final_rank;
-	const uint32_t *cause;	/* per task: its cause or TASK_NONE */
 	struct span *busy;	/* the final rank's compute, merged, sorted */
 	uint32_t nbusy;
 	uint32_t cursor;	/* busy[] index for the backward walk */
@@ -124,13 +123,13 @@ static int collect_busy(struct path *pa)
 	task_id t;
 
 	for (s = 0; s < p->nstreams; s++)
-		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->next[t])
+		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->task[t].next)
 			cap++;
 	pa->busy = mem_alloc((size_t)cap * sizeof(*pa->busy));
 	if (!pa->busy)
 		return -1;
 	for (s = 0; s < p->nstreams; s++)
-		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->next[t])
+		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->task[t].next)
 			if (p->infos[p->info[t]].cat == TASK_COMPUTE &&
 			    task_end_ns(p, t) > task_start_ns(p, t)) {
 				pa->busy[n].start = task_start_ns(p, t);
@@ -186,7 +185,7 @@ static void walk(struct path *pa, task_id last, int64_t part[])
 	task_id t = last;
 
 	while (t != TASK_NONE) {
-		task_id c = pa->cause[t];
+		task_id c = p->state[t].cause;
 		units_ns_t start = task_start_ns(p, t);
 		units_ns_t from = c == TASK_NONE ? 0 : task_end_ns(p, c);
 
@@ -199,9 +198,9 @@ static void walk(struct path *pa, task_id last, int64_t part[])
 	}
 }
 
-int exec_path(struct prog *p, const uint32_t *cause, struct exec_result *out)
+int exec_path(struct prog *p, struct exec_result *out)
 {
-	struct path pa = { .p = p, .cause = cause };
+	struct path pa = { .p = p };
 	int64_t part[EXEC_PART_COUNT] = { 0 }, sum = 0;
 	task_id last = last_task(p);
 	int i, rc = -1;

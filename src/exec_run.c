@@ -61,8 +61,6 @@ struct run {
 	void *ctx;
 	units_ns_t t0;			/* ns, sim time of the program start */
 	units_ns_t now;			/* ns since t0, of the current event */
-	uint32_t *pending;		/* per task: unfinished predecessors */
-	uint32_t *cause;		/* per task: cause so far, or TASK_NONE */
 	struct cand *cand;		/* scratch, one per member of the
 					 * largest collective */
 	uint32_t *order;		/* finished tasks, in finish order */
@@ -111,11 +109,11 @@ static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
 static void offer(struct run *r, task_id c, task_id s)
 {
 	const struct prog *p = r->p;
-	task_id cur = r->cause[s];
+	task_id cur = p->state[s].cause;
 
 	if (cur == TASK_NONE || task_end_ns(p, cur) < r->now ||
 	    better(p, c, cur, task_rank(p, s)))
-		r->cause[s] = c;
+		p->state[s].cause = c;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -127,12 +125,23 @@ static int cand_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id),
- * or dflt. */
+/* Candidates short enough to scan rather than sort. */
+#define CAND_SCAN 8
+
+/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id
+ * when n > CAND_SCAN), or dflt. */
 static task_id pick_for_rank(const struct cand *cand, uint32_t n,
 			     uint32_t rank, task_id dflt)
 {
 	uint32_t lo = 0, hi = n;
+	task_id best = TASK_NONE;
+
+	if (n <= CAND_SCAN) {
+		for (lo = 0; lo < n; lo++)
+			if (cand[lo].rank == rank && cand[lo].id < best)
+				best = cand[lo].id;
+		return best != TASK_NONE ? best : dflt;
+	}
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -155,19 +164,19 @@ static void coll_causes(struct run *r, const struct pcoll *pc)
 	uint32_t n = 0, i;
 
 	for (i = 0; i < pc->n; i++) {
-		task_id c = r->cause[pc->first + i];
+		task_id c = p->state[pc->first + i].cause;
 
-		if (p->stamp[pc->first + i] != r->now || c == TASK_NONE)
+		if (p->state[pc->first + i].stamp != r->now || c == TASK_NONE)
 			continue;
 		r->cand[n].rank = task_rank(p, c);
 		r->cand[n++].id = c;
 		if (c < dflt)
 			dflt = c;
 	}
-	if (n > 1)
+	if (n > CAND_SCAN)
 		qsort(r->cand, n, sizeof(*r->cand), cand_cmp);
 	for (i = 0; i < pc->n; i++)
-		r->cause[pc->first + i] = pick_for_rank(r->cand, n,
+		p->state[pc->first + i].cause = pick_for_rank(r->cand, n,
 			task_rank(p, pc->first + i), dflt);
 }
 
@@ -175,21 +184,21 @@ static void coll_causes(struct run *r, const struct pcoll *pc)
 static void ready(struct run *r, task_id t)
 {
 	struct prog *p = r->p;
-	int64_t dur = p->dur[t];
+	int64_t dur = p->task[t].dur;
 	struct coll_run *cr;
 
 	if (dur >= 0) {
-		p->stamp[t] = r->now + dur;
+		p->state[t].stamp = r->now + dur;
 		if (dur == 0) {
 			finish(r, t);
 			return;
 		}
-		r->lanes[p->lane[t]].cur = t;
+		r->lanes[p->task[t].lane].cur = t;
 		sim_at(r->sim, sim_now(r->sim) + dur, lane_end,
-		       &r->lanes[p->lane[t]]);
+		       &r->lanes[p->task[t].lane]);
 		return;
 	}
-	p->stamp[t] = r->now;
+	p->state[t].stamp = r->now;
 	cr = &r->colls[task_coll(p, t)];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
@@ -201,8 +210,9 @@ static void ready(struct run *r, task_id t)
 
 static void release_one(struct run *r, task_id c, task_id s)
 {
+	__builtin_prefetch(&r->p->task[s]);
 	offer(r, c, s);
-	if (--r->pending[s] == 0)
+	if (--r->p->state[s].pending == 0)
 		ready(r, s);
 }
 
@@ -220,8 +230,14 @@ static void release(struct run *r)
 		task_id t = r->order[r->nreleased++];
 		uint32_t e;
 
-		if (p->next[t] != TASK_NONE)
-			release_one(r, t, p->next[t]);
+		/* Start loading the successors' records: the misses overlap
+		 * instead of queueing one behind the other. */
+		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++) {
+			__builtin_prefetch(&p->state[p->succ[e]]);
+			__builtin_prefetch(&p->task[p->succ[e]]);
+		}
+		if (p->task[t].next != TASK_NONE)
+			release_one(r, t, p->task[t].next);
 		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
 			release_one(r, t, p->succ[e]);
 	}
@@ -271,26 +287,20 @@ static int run_alloc(struct run *r, struct prog *p)
 {
 	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
 
-	r->pending = mem_calloc(n, sizeof(*r->pending));
-	r->cause = mem_alloc(n * sizeof(*r->cause));
 	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
 	r->order = mem_alloc(n * sizeof(*r->order));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
 	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
-	p->stamp = mem_alloc(n * sizeof(*p->stamp));
+	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	if (!r->pending || !r->cause || !r->cand || !r->order || !r->lanes ||
-	    !r->colls ||
-	    !p->stamp || !p->coll_time || !p->critical)
+	if (!r->cand || !r->order || !r->lanes || !r->colls || !p->state || !p->coll_time || !p->critical)
 		return -1;
 	return 0;
 }
 
 static void run_free(struct run *r)
 {
-	mem_free(r->pending);
-	mem_free(r->cause);
 	mem_free(r->cand);
 	mem_free(r->order);
 	mem_free(r->lanes);
@@ -300,14 +310,19 @@ static void run_free(struct run *r)
 /* Counters and records at the start of a run. */
 static void run_init(struct run *r)
 {
-	const struct prog *p = r->p;
+	struct prog *p = r->p;
 	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
 
+	for (t = 0; t < p->ntasks; t++) {
+		p->state[t].stamp = -1;
+		p->state[t].pending = 0;
+		p->state[t].cause = TASK_NONE;
+	}
 	for (t = 0; t < p->ntasks; t++)
-		if (p->next[t] != TASK_NONE)
-			r->pending[p->next[t]]++;
+		if (p->task[t].next != TASK_NONE)
+			p->state[p->task[t].next].pending++;
 	for (e = 0; e < p->succ_off[p->ntasks]; e++)
-		r->pending[p->succ[e]]++;
+		p->state[p->succ[e]].pending++;
 	for (t = 0; t < nlanes; t++) {
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;
@@ -318,8 +333,6 @@ static void run_init(struct run *r)
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
 	}
-	memset(p->stamp, 0xff, p->ntasks * sizeof(*p->stamp));
-	memset(r->cause, 0xff, p->ntasks * sizeof(*r->cause));
 }
 
 /* Start every task without predecessors, in id order. */
@@ -330,7 +343,7 @@ static void run_start(struct run *r)
 	tick(r);
 	r->draining = 1;	/* collect zero-time finishes first */
 	for (t = 0; t < r->p->ntasks; t++)
-		if (r->pending[t] == 0)
+		if (r->p->state[t].pending == 0)
 			ready(r, t);
 	r->draining = 0;
 	release(r);
@@ -341,7 +354,7 @@ static void run_start(struct run *r)
 static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 {
 	const struct task_info *in = &p->infos[p->info[t]];
-	uint32_t stream = p->lane[t] % p->nstreams;
+	uint32_t stream = p->task[t].lane % p->nstreams;
 	const char *sname = p->stream_name[stream];
 	char sbuf[16];
 
@@ -366,7 +379,7 @@ static int stuck_rendezvous(struct run *r)
 
 		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
 			continue;
-		for (i = 0; i < pc->n && r->pending[pc->first + i] == 0; i++)
+		for (i = 0; i < pc->n && p->state[pc->first + i].pending == 0; i++)
 			;
 		describe(p, pc->first + i, what, sizeof(what));
 		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
@@ -395,14 +408,14 @@ static void diagnose(struct run *r)
 	}
 	if (stuck_rendezvous(r))
 		return;
-	for (t = 0; t < p->ntasks && r->pending[t] == 0; t++)
+	for (t = 0; t < p->ntasks && p->state[t].pending == 0; t++)
 		;
 	if (t == p->ntasks)
 		BUG("exec: tasks left over but none waiting");
 	describe(p, t, what, sizeof(what));
 	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
 		 "(a dependency cycle); the first waits for %u more: task %s",
-		 p->ntasks - r->nfinished, p->ntasks, r->pending[t], what);
+		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending, what);
 }
 
 /* Run the engine until the program is done; 0 or -1 with p->why. */
@@ -449,7 +462,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	if (run_engine(&r) != 0)
 		goto out;
 	out->events = sim_events(sim) - events0;
-	if (exec_path(p, r.cause, out) != 0) {
+	if (exec_path(p, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;
 	}
@@ -502,7 +515,7 @@ uint32_t exec_task_stream(const struct prog *p, task_id t)
 {
 	if (t >= p->ntasks)
 		BUG("exec: unknown task");
-	return p->lane[t] % p->nstreams;
+	return p->task[t].lane % p->nstreams;
 }
 
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)

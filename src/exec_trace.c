@@ -90,7 +90,7 @@ static void put_task(const struct prog *p, FILE *out, task_id t)
 	uint32_t k = task_coll(p, t);
 
 	fprintf(out, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-		task_rank(p, t), p->lane[t] % p->nstreams);
+		task_rank(p, t), p->task[t].lane % p->nstreams);
 	put_us(out, start);
 	fputs(",\"dur\":", out);
 	put_us(out, task_end_ns(p, t) - start);
@@ -124,7 +124,7 @@ int exec_write_trace(const struct prog *p, FILE *out,
 	for (r = 0; r < p->nranks; r++)
 		put_rank_meta(p, out, r, rank_label, arg);
 	for (lane = 0; lane < nlanes; lane++)
-		for (t = p->lane_head[lane]; t != TASK_NONE; t = p->next[t])
+		for (t = p->lane_head[lane]; t != TASK_NONE; t = p->task[t].next)
 			put_task(p, out, t);
 	/* A trailing metadata event closes the list without a dangling
 	 * comma. */

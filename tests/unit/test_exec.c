@@ -340,6 +340,52 @@ Test(exec, collective_waits_for_its_last_member)
 	prog_free(p);
 }
 
+/* n ranks compute 2 us each, all-reduce (1 us), then rank n / 2 computes
+ * 10 us more. Returns the program; w[] gets the first tasks. */
+static struct prog *tie_program(uint32_t n, task_id *w, task_id *ar)
+{
+	struct prog *p = prog_new(n, 2);
+	uint32_t ranks[16], i;
+
+	for (i = 0; i < n; i++) {
+		ranks[i] = i;
+		w[i] = task(p, i, 0, 2, "work", TASK_COMPUTE);
+	}
+	*ar = coll(p, COLL_ALLREDUCE, ranks, n, 1, 1e6, "ar");
+	for (i = 0; i < n; i++)
+		prog_dep(p, w[i], *ar + i);
+	prog_dep(p, *ar + n / 2, task(p, n / 2, 0, 10, "tail", TASK_COMPUTE));
+	return p;
+}
+
+Test(exec, collective_cause_prefers_the_members_rank)
+{
+	/* 3 members (candidates scanned) and 12 (candidates sorted). */
+	uint32_t sizes[2] = { 3, 12 }, k, i;
+
+	for (k = 0; k < 2; k++) {
+		uint32_t n = sizes[k];
+		task_id w[16], ar;
+		struct prog *p = tie_program(n, w, &ar);
+		/* 1e6 B / 1e12 B/s = 1 us. */
+		struct mock m = mock_new(0, 1e12);
+		struct exec_result r = run(p, &m);
+
+		/* Every member arrives at 2 us: a tie. The path from the tail
+		 * on rank n / 2 goes through that rank's own work: compute
+		 * 2 + 10 = 12 us, exposed comm 1 us, step 13 us. */
+		cr_assert_eq(r.final_rank, n / 2);
+		cr_assert_eq(ns(r.step_s), 13000);
+		cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 12000);
+		cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+		for (i = 0; i < n; i++)
+			cr_assert_eq(exec_task_critical(p, w[i]), i == n / 2,
+				     "n %u, rank %u", n, i);
+		cr_assert(exec_task_critical(p, ar + n / 2));
+		prog_free(p);
+	}
+}
+
 Test(exec, collective_descriptor_is_copied)
 {
 	struct prog *p = prog_new(2, 1);
