@@ -268,11 +268,17 @@ int sim_step(struct sim *s)
 
 		s->nheap--;
 		if (s->nheap > 0) {
+			/* The next event is almost surely the smallest child
+			 * of this one: start loading its record now, so it
+			 * arrives during the sift and this callback. */
+			if (s->nheap > 1) {
+				uint32_t c = min_child(s->heap, s->nheap, 1);
+
+				__builtin_prefetch(&s->pool[s->heap[c].order &
+							    SLOT_MASK]);
+			}
 			s->heap[0] = s->heap[s->nheap];
 			sift_down(s->heap, s->nheap, 0);
-			/* The next event's record loads while this one runs. */
-			__builtin_prefetch(&s->pool[s->heap[0].order &
-						    SLOT_MASK]);
 		}
 		slot_put(s, i);
 		if (!fn)
