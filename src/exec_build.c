@@ -1,6 +1,6 @@
 /*
- * exec_build.c - building a step program: tasks, collectives, edges,
- * interned names (layout in exec_impl.h).
+ * exec_build.c - building a step program: tasks, collectives and edges
+ * (layout in exec_impl.h), and the edges' CSR form for a run.
  *
  * Building never reports errors: an allocation failure marks the program
  * failed, later calls become no-ops returning TASK_NONE / -1, and
@@ -14,8 +14,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#define NO_TASK TASK_NONE
 
 struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
 {
@@ -44,6 +42,8 @@ struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
 
 void exec_drop_results(struct prog *p)
 {
+	if (!p->state && !p->coll_time && !p->critical)
+		return;
 	mem_free(p->state);
 	mem_free(p->coll_time);
 	mem_free(p->critical);
@@ -112,7 +112,7 @@ static int grow_tasks(struct prog *p, uint32_t need)
 
 	while (ncap < need) {
 		ncap = next_cap(ncap, 1024);
-		if (ncap == 0 || ncap == UINT32_MAX)
+		if (ncap == 0)
 			return -1;
 	}
 	if (ncap == p->cap)
@@ -135,8 +135,8 @@ static task_id append(struct prog *p, uint32_t rank, uint32_t stream,
 	p->task[t].lane = lane;
 	p->info[t] = info;
 	p->task[t].dur = dur;
-	p->task[t].next = NO_TASK;
-	if (p->lane_tail[lane] == NO_TASK)
+	p->task[t].next = TASK_NONE;
+	if (p->lane_tail[lane] == TASK_NONE)
 		p->lane_head[lane] = t;
 	else
 		p->task[p->lane_tail[lane]].next = t;
@@ -299,8 +299,11 @@ int exec_build_csr(struct prog *p)
 
 	if (p->nedges == 0 && p->succ_off && p->ncsr == n)
 		return 0;
+	total = p->ncsr ? p->succ_off[p->ncsr] : 0;
+	if (p->nedges > UINT32_MAX - total)
+		return -1;
+	total += p->nedges;
 	off = mem_calloc((size_t)n + 1, sizeof(*off));
-	total = (p->ncsr ? p->succ_off[p->ncsr] : 0) + p->nedges;
 	succ = mem_alloc((size_t)total * sizeof(*succ));
 	if (!off || !succ) {
 		mem_free(off);
@@ -315,7 +318,8 @@ int exec_build_csr(struct prog *p)
 	for (t = 0; t < p->ncsr; t++) {
 		uint32_t k = csr_degree(p, t);
 
-		memcpy(succ + off[t], p->succ + p->succ_off[t], k * sizeof(*succ));
+		memcpy(succ + off[t], p->succ + p->succ_off[t],
+		       k * sizeof(*succ));
 		off[t] += k;
 	}
 	for (e = 0; e < p->nedges; e++)

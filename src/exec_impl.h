@@ -75,8 +75,8 @@ struct prog {
 	uint32_t ntasks, cap;		/* tasks, allocated task slots */
 	struct ptask *task;		/* per task */
 	uint32_t *info;			/* per task: index into infos */
-	uint32_t *lane_head;		/* per lane: first task or TASK_NONE */
-	uint32_t *lane_tail;		/* per lane: last task or TASK_NONE */
+	uint32_t *lane_head;		/* per lane: first task or none */
+	uint32_t *lane_tail;		/* per lane: last task or none */
 	const char **stream_name;	/* per stream: name or NULL */
 
 	struct task_info *infos;	/* distinct task descriptions */
@@ -89,10 +89,10 @@ struct prog {
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
 
-	uint32_t *edge;			/* pending edges: before, after pairs */
+	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */
 	uint32_t *succ_off;		/* CSR: ncsr + 1 offsets into succ */
-	uint32_t *succ;			/* CSR: successors of each task */
+	uint32_t *succ;			/* CSR: successors by task */
 	uint32_t ncsr;			/* tasks the CSR covers */
 
 	struct arena arena;		/* strings, collective arrays */
@@ -100,14 +100,14 @@ struct prog {
 	/* results of the last successful exec_run() */
 	struct pstate *state;		/* per task */
 	struct pcoll_time *coll_time;	/* per collective */
-	uint64_t *critical;		/* bitmap: task on the critical path */
+	uint64_t *critical;		/* bitmap: on the critical path */
 	int ran;			/* results are valid */
 
-	int failed;			/* an allocation failed while building */
+	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */
 };
 
-/* Lane of a task, its rank and stream. */
+/* The simulated rank a task runs on. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)
 {
 	return p->task[t].lane / p->nstreams;
@@ -116,27 +116,26 @@ static inline uint32_t task_rank(const struct prog *p, task_id t)
 /* Collective index of a member task, or UINT32_MAX for a plain task. */
 static inline uint32_t task_coll(const struct prog *p, task_id t)
 {
-	return p->task[t].dur < 0 ? (uint32_t)(-(p->task[t].dur + 1)) : UINT32_MAX;
+	int64_t d = p->task[t].dur;
+
+	return d < 0 ? (uint32_t)(-(d + 1)) : UINT32_MAX;
 }
 
 /* Times of an executed task (ns from the start of the run). */
 static inline units_ns_t task_end_ns(const struct prog *p, task_id t)
 {
-	return p->task[t].dur >= 0 ? p->state[t].stamp
-			      : p->coll_time[task_coll(p, t)].end_ns;
+	int64_t d = p->task[t].dur;
+
+	return d >= 0 ? p->state[t].stamp
+		      : p->coll_time[task_coll(p, t)].end_ns;
 }
 
 static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 {
-	return p->task[t].dur >= 0 ? p->state[t].stamp - p->task[t].dur
-			      : p->coll_time[task_coll(p, t)].start_ns;
-}
+	int64_t d = p->task[t].dur;
 
-/* When the task was free to start: its start for a plain task, its
- * arrival at the rendezvous for a collective member. */
-static inline units_ns_t task_ready_ns(const struct prog *p, task_id t)
-{
-	return p->task[t].dur >= 0 ? p->state[t].stamp - p->task[t].dur : p->state[t].stamp;
+	return d >= 0 ? p->state[t].stamp - d
+		      : p->coll_time[task_coll(p, t)].start_ns;
 }
 
 /* exec_intern.c: free a table (not its entries). */

@@ -123,13 +123,15 @@ static int collect_busy(struct path *pa)
 	task_id t;
 
 	for (s = 0; s < p->nstreams; s++)
-		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->task[t].next)
+		for (t = p->lane_head[lane + s]; t != TASK_NONE;
+		     t = p->task[t].next)
 			cap++;
 	pa->busy = mem_alloc((size_t)cap * sizeof(*pa->busy));
 	if (!pa->busy)
 		return -1;
 	for (s = 0; s < p->nstreams; s++)
-		for (t = p->lane_head[lane + s]; t != TASK_NONE; t = p->task[t].next)
+		for (t = p->lane_head[lane + s]; t != TASK_NONE;
+		     t = p->task[t].next)
 			if (p->infos[p->info[t]].cat == TASK_COMPUTE &&
 			    task_end_ns(p, t) > task_start_ns(p, t)) {
 				pa->busy[n].start = task_start_ns(p, t);

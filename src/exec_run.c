@@ -59,8 +59,8 @@ struct run {
 	struct sim *sim;
 	const struct comm_ops *ops;
 	void *ctx;
-	units_ns_t t0;			/* ns, sim time of the program start */
-	units_ns_t now;			/* ns since t0, of the current event */
+	units_ns_t t0;			/* ns, engine time at the start */
+	units_ns_t now;			/* ns since t0, current event */
 	struct cand *cand;		/* scratch, one per member of the
 					 * largest collective */
 	uint32_t *order;		/* finished tasks, in finish order */
@@ -294,7 +294,8 @@ static int run_alloc(struct run *r, struct prog *p)
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	if (!r->cand || !r->order || !r->lanes || !r->colls || !p->state || !p->coll_time || !p->critical)
+	if (!r->cand || !r->order || !r->lanes || !r->colls || !p->state ||
+	    !p->coll_time || !p->critical)
 		return -1;
 	return 0;
 }
@@ -379,8 +380,9 @@ static int stuck_rendezvous(struct run *r)
 
 		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
 			continue;
-		for (i = 0; i < pc->n && p->state[pc->first + i].pending == 0; i++)
-			;
+		for (i = 0; i < pc->n; i++)
+			if (p->state[pc->first + i].pending > 0)
+				break;
 		describe(p, pc->first + i, what, sizeof(what));
 		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
 			 "reached collective %s; that member never does",
@@ -415,7 +417,8 @@ static void diagnose(struct run *r)
 	describe(p, t, what, sizeof(what));
 	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
 		 "(a dependency cycle); the first waits for %u more: task %s",
-		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending, what);
+		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending,
+		 what);
 }
 
 /* Run the engine until the program is done; 0 or -1 with p->why. */
@@ -447,6 +450,8 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	uint64_t events0 = sim_events(sim);
 	int rc = -1;
 
+	if (!ops && p->ncolls > 0)
+		BUG("exec_run: collectives need a comm backend");
 	memset(out, 0, sizeof(*out));
 	*why = p->why;
 	snprintf(p->why, sizeof(p->why), "out of memory");

@@ -74,12 +74,11 @@ static void put_rank_meta(const struct prog *p, FILE *out, uint32_t rank,
 	for (s = 0; s < p->nstreams; s++) {
 		if (p->lane_head[rank * p->nstreams + s] == TASK_NONE)
 			continue;
-		if (p->stream_name[s]) {
-			put_meta(out, rank, "thread_name", s, p->stream_name[s]);
-		} else {
+		if (p->stream_name[s])
+			snprintf(buf, sizeof(buf), "%s", p->stream_name[s]);
+		else
 			snprintf(buf, sizeof(buf), "stream %u", s);
-			put_meta(out, rank, "thread_name", s, buf);
-		}
+		put_meta(out, rank, "thread_name", s, buf);
 	}
 }
 
@@ -124,7 +123,8 @@ int exec_write_trace(const struct prog *p, FILE *out,
 	for (r = 0; r < p->nranks; r++)
 		put_rank_meta(p, out, r, rank_label, arg);
 	for (lane = 0; lane < nlanes; lane++)
-		for (t = p->lane_head[lane]; t != TASK_NONE; t = p->task[t].next)
+		for (t = p->lane_head[lane]; t != TASK_NONE;
+		     t = p->task[t].next)
 			put_task(p, out, t);
 	/* A trailing metadata event closes the list without a dangling
 	 * comma. */

@@ -30,7 +30,7 @@ struct mock {
 	struct sim *sim;
 	double alpha_s;		/* s per collective */
 	double beta_Bps;	/* B/s */
-	int never_done;		/* start collectives but never finish them */
+	int never_done;		/* start collectives, never end them */
 	int started;		/* collectives started */
 	struct pend pend[1024];
 };
@@ -54,7 +54,8 @@ static void mock_start(void *ctx, const struct coll_desc *c,
 	pd->done = done;
 	pd->token = token;
 	if (!m->never_done)
-		sim_after(m->sim, units_s_to_ns(m->alpha_s + c->bytes / m->beta_Bps),
+		sim_after(m->sim,
+			  units_s_to_ns(m->alpha_s + c->bytes / m->beta_Bps),
 			  mock_fire, pd);
 }
 
@@ -772,8 +773,8 @@ Test(exec, trace_is_chrome_json)
 	/* One complete event per task: 1 + 2 all-reduce members. */
 	cr_assert_eq(nx, 3);
 	/* 1.501 us keeps its last ns; the 2e6 B all-reduce takes 2 us. */
-	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,\"name\":\"qkv_fwd\""),
-		  "%s", txt);
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,"
+			      "\"name\":\"qkv_fwd\""), "%s", txt);
 	cr_assert(strstr(txt, "\"layer\":3,\"microbatch\":1"));
 	cr_assert(strstr(txt, "\"op\":\"allreduce\",\"bytes\":2000000,"
 			      "\"group\":2"));
@@ -868,7 +869,7 @@ Test(exec, allocation_failure_sweep)
 		sim_free(m.sim);
 		prog_free(p);
 		if (calls <= n) {
-			cr_assert_eq(rc, 0, "no failure injected, yet: %s", why);
+			cr_assert_eq(rc, 0, "no failure injected: %s", why);
 			break;
 		}
 	}
