@@ -33,6 +33,7 @@
 #define NO_SLOT SLOT_MASK		/* never a valid slot */
 #define SEQ_LIMIT ((uint64_t)1 << (64 - SLOT_BITS))
 #define LINE 64				/* B, cache line */
+#define PREFETCH_MIN 16384		/* events: smaller heaps stay cached */
 
 struct key {
 	units_ns_t time;	/* ns */
@@ -122,8 +123,10 @@ static void sift_down(struct key *h, uint32_t n, uint32_t i)
 		if (c >= n)
 			break;
 		/* Ask for the next level's lines now: whichever child wins,
-		 * its children are on the way. */
-		for (j = 0; j < 4 && 4 * (c + j) + 1 < n; j++)
+		 * its children are on the way. (A heap that fits in the
+		 * caches has no use for it.) */
+		for (j = 0; n > PREFETCH_MIN && j < 4 &&
+			    4 * (c + j) + 1 < n; j++)
 			__builtin_prefetch(&h[4 * (c + j) + 1]);
 		c = min_child(h, n, c);
 		if (!key_less(&h[c], &k))
@@ -271,7 +274,7 @@ int sim_step(struct sim *s)
 			/* The next event is almost surely the smallest child
 			 * of this one: start loading its record now, so it
 			 * arrives during the sift and this callback. */
-			if (s->nheap > 1) {
+			if (s->nheap > PREFETCH_MIN) {
 				uint32_t c = min_child(s->heap, s->nheap, 1);
 
 				__builtin_prefetch(&s->pool[s->heap[c].order &
