@@ -785,6 +785,21 @@ Test(exec, trace_is_chrome_json)
 	prog_free(p);
 }
 
+Test(exec, trace_write_error_is_reported)
+{
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+	FILE *full = fopen("/dev/full", "w");
+
+	cr_assert_not_null(full);
+	task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	run(p, &m);
+	/* Every write to /dev/full fails with ENOSPC. */
+	cr_assert_eq(exec_write_trace(p, full, NULL, NULL), -1);
+	fclose(full);
+	prog_free(p);
+}
+
 Test(exec, same_program_same_trace_bytes)
 {
 	struct pipe pp1, pp2;
