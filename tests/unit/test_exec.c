@@ -387,6 +387,44 @@ Test(exec, collective_cause_prefers_the_members_rank)
 	}
 }
 
+Test(exec, worked_example_of_the_critical_path_rule)
+{
+	/* The example at the top of src/exec_path.c. */
+	struct prog *p = prog_new(2, 2);
+	/* 2e6 B / 1e12 B/s = 2 us for the transfer. */
+	struct mock m = mock_new(0, 1e12);
+	uint32_t pair[2] = { 0, 1 };
+	struct exec_result r;
+	task_id f0 = task(p, 0, 0, 3, "F0", TASK_COMPUTE);
+	task_id g = task(p, 1, 0, 1, "G", TASK_COMPUTE);
+	task_id h = task(p, 1, 0, 1, "H", TASK_COMPUTE);
+	task_id f1 = task(p, 1, 0, 4, "F1", TASK_COMPUTE);
+	task_id s = coll(p, COLL_SENDRECV, pair, 2, 1, 2e6, "S");
+
+	prog_dep(p, f0, s);
+	prog_dep(p, f0, h);	/* puts H at [3,4) */
+	prog_dep(p, s + 1, f1);
+	r = run(p, &m);
+	/* F0 [0,3), S [3,5), G [0,1), H [3,4), F1 [5,9): step 9 us on
+	 * rank 1. Path F0 -> S1 -> F1; rank 1 computed G, H and F1 for
+	 * 1 + 1 + 4 = 6 us; F0's 3 us less G's 1 is bubble 2 us; S's 2 us
+	 * less H's 1 is exposed comm 1 us. */
+	cr_assert_eq(ns(exec_task_start_s(p, h)), 3000);
+	cr_assert_eq(ns(exec_task_start_s(p, f1)), 5000);
+	cr_assert_eq(r.final_rank, 1);
+	cr_assert_eq(ns(r.step_s), 9000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 6000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 2000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+	cr_assert(exec_task_critical(p, f0));
+	cr_assert(exec_task_critical(p, s + 1));
+	cr_assert(exec_task_critical(p, f1));
+	cr_assert_not(exec_task_critical(p, g));
+	cr_assert_not(exec_task_critical(p, h));
+	cr_assert_not(exec_task_critical(p, s));
+	prog_free(p);
+}
+
 Test(exec, collective_descriptor_is_copied)
 {
 	struct prog *p = prog_new(2, 1);
