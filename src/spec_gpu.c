@@ -31,22 +31,20 @@ double dtype_bytes(enum dtype t)
 
 static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 
+/* Every dtype with its key, for the per-dtype sections (X-macro). */
+#define EACH_DTYPE(X)							\
+	X(DTYPE_FP32, "fp32") X(DTYPE_TF32, "tf32")			\
+	X(DTYPE_BF16, "bf16") X(DTYPE_FP16, "fp16")			\
+	X(DTYPE_FP8, "fp8") X(DTYPE_MXFP8, "mxfp8")			\
+	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")
+
 #define PEAK(dt, k) {						\
 	.key = k, .type = ST_FLOPS,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
 	.flags = SF_OPTIONAL,						\
-	.help = "dense " k " matrix peak; absent = not supported" }
+	.help = "dense " k " matrix peak; absent = not supported" },
 
-static const struct schema_field peak_fields[] = {
-	PEAK(DTYPE_FP32, "fp32"),
-	PEAK(DTYPE_TF32, "tf32"),
-	PEAK(DTYPE_BF16, "bf16"),
-	PEAK(DTYPE_FP16, "fp16"),
-	PEAK(DTYPE_FP8, "fp8"),
-	PEAK(DTYPE_MXFP8, "mxfp8"),
-	PEAK(DTYPE_MXFP6, "mxfp6"),
-	PEAK(DTYPE_MXFP4, "mxfp4"),
-};
+static const struct schema_field peak_fields[] = { EACH_DTYPE(PEAK) };
 
 static const struct schema peak_schema = {
 	.kind = "gpu.matrix_peak",
@@ -60,18 +58,9 @@ static const struct schema peak_schema = {
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
 	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,		\
-	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" }
+	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
 
-static const struct schema_field eff_fields[] = {
-	EFF(DTYPE_FP32, "fp32"),
-	EFF(DTYPE_TF32, "tf32"),
-	EFF(DTYPE_BF16, "bf16"),
-	EFF(DTYPE_FP16, "fp16"),
-	EFF(DTYPE_FP8, "fp8"),
-	EFF(DTYPE_MXFP8, "mxfp8"),
-	EFF(DTYPE_MXFP6, "mxfp6"),
-	EFF(DTYPE_MXFP4, "mxfp4"),
-};
+static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
 
 static const struct schema eff_schema = {
 	.kind = "gpu.gemm_efficiency_dtype",

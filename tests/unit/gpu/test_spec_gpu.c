@@ -58,66 +58,70 @@ Test(spec_gpu, check_derives_defaults)
 	cr_assert_eq(g.attention.bwd_efficiency, 0.8);
 }
 
+/* check() must fail on g and say each of the needles. */
+static void expect_rejected(struct gpu_spec *g, const char *const *needles)
+{
+	char buf[1024] = "";
+
+	cr_assert_eq(check(g, buf, sizeof(buf)), -1);
+	for (; *needles; needles++)
+		cr_assert_not_null(strstr(buf, *needles), "no '%s' in: %s",
+				   *needles, buf);
+}
+
 Test(spec_gpu, check_rejects_unpaired_tiles)
 {
+	static const char *const say[] = {"same length", "got 2 and 1", NULL};
 	struct gpu_spec g;
-	char buf[512] = "";
 
 	minimal(&g);
 	g.gemm_tile_m.v = two;
 	g.gemm_tile_m.n = 2;
 	g.gemm_tile_n.v = one;
 	g.gemm_tile_n.n = 1;
-	cr_assert_eq(check(&g, buf, sizeof(buf)), -1);
-	cr_assert_not_null(strstr(buf, "same length"), "got: %s", buf);
-	cr_assert_not_null(strstr(buf, "got 2 and 1"), "got: %s", buf);
+	expect_rejected(&g, say);
 }
 
 Test(spec_gpu, check_requires_hbm_and_a_peak)
 {
+	/* Both problems are reported, not just the first. */
+	static const char *const say[] = {"'matrix_peak'", "'hbm'", NULL};
 	struct gpu_spec g;
-	char buf[1024] = "";
 
 	minimal(&g);
 	g.hbm.bandwidth_Bps = 0;
 	g.matrix_peak_flops[DTYPE_BF16] = 0;
-	cr_assert_eq(check(&g, buf, sizeof(buf)), -1);
-	/* Both problems are reported, not just the first. */
-	cr_assert_not_null(strstr(buf, "'matrix_peak'"), "got: %s", buf);
-	cr_assert_not_null(strstr(buf, "'hbm'"), "got: %s", buf);
+	expect_rejected(&g, say);
 }
 
 Test(spec_gpu, check_rejects_a_cache_without_bandwidth)
 {
+	static const char *const say[] = {"'llc.bandwidth'", NULL};
 	struct gpu_spec g;
-	char buf[512] = "";
 
 	minimal(&g);
 	g.llc.capacity_B = 256e6;
-	cr_assert_eq(check(&g, buf, sizeof(buf)), -1);
-	cr_assert_not_null(strstr(buf, "'llc.bandwidth'"), "got: %s", buf);
+	expect_rejected(&g, say);
 }
 
 Test(spec_gpu, check_rejects_clocks_above_max)
 {
+	static const char *const say[] = {"at most 'max_clock'", NULL};
 	struct gpu_spec g;
-	char buf[512] = "";
 
 	minimal(&g);
 	g.sustained_matrix_clock_hz = 2100e6;
-	cr_assert_eq(check(&g, buf, sizeof(buf)), -1);
-	cr_assert_not_null(strstr(buf, "at most 'max_clock'"), "got: %s", buf);
+	expect_rejected(&g, say);
 }
 
 Test(spec_gpu, check_rejects_usable_above_capacity)
 {
+	static const char *const say[] = {"'hbm_usable'", NULL};
 	struct gpu_spec g;
-	char buf[512] = "";
 
 	minimal(&g);
 	g.hbm_usable_B = 81e9;
-	cr_assert_eq(check(&g, buf, sizeof(buf)), -1);
-	cr_assert_not_null(strstr(buf, "'hbm_usable'"), "got: %s", buf);
+	expect_rejected(&g, say);
 }
 
 Test(spec_gpu, mx_bytes_carry_their_block_scale)
