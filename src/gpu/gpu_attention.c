@@ -28,24 +28,33 @@
  * data per GPU from published kernel measurements (FlashAttention-2/3/4,
  * HipKittens; sources in configs/gpus/).
  *
- * Occupancy. The kernel runs one work unit per CU/SM: a block of B_q rows
- * (attention.block_q) of one head, the query rows in forward and the key
- * rows in backward (s_r rows, against s_o on the other side):
+ * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
+ * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
+ * query blocks, n_k = ceil(s_kv/B) key blocks. Without a mask it computes
+ * all n_q n_k tiles; with a causal mask, query block i (0-based, queries
+ * at the end of the keys, c_0 = ceil((s_kv - s_q)/B)) computes
  *
- *     N = b h_q ceil(s_r / B_q)         units
- *     F_1 = B_q s_o F / (b h_q P)       FLOPs of a full, unmasked unit
+ *     k_i = clamp(c_0 + i + 1, 0, n_k)  key blocks,   T = sum of k_i
  *
- * A partial last block costs a full one. Without a mask all units are
- * equal and run in waves; with a causal mask they differ in length and
- * the kernels schedule longest first, so the tail wave packs, but no
- * schedule beats the longest unit. Each wave adds t_0
- * (gemm_tile_overhead: pipeline fill and epilogue). With R_u = R_a / U:
+ * so the tiles on the diagonal are computed whole: T B^2 >= P, the waste
+ * that makes short causal sequences slower per useful FLOP. A tile costs
+ * f = B^2 x the per-pair FLOPs above.
  *
- *     no mask: t_c = ceil(N/U) (t_0 + F_1 / R_u)
- *     causal:  t_c = max(max(1, N/U) (t_0 + F'/(N R_u)), t_0 + F_1 / R_u)
- *              F' = F ceil(s_r/B_q) B_q / s_r   (padding of the last block)
+ * Occupancy. One work unit per CU/SM: the row of tiles of one query block
+ * (forward) or the column of one key block (backward), of one head:
  *
- * Without block_q: t_c = F / R_a.
+ *     N = b h_q n_q (forward) or b h_q n_k (backward)      units
+ *     L = the most tiles in one unit (n_k / n_q without a mask)
+ *
+ * Without a mask all units are equal and run in waves; with a causal mask
+ * they differ in length and the kernels schedule longest first, so the
+ * tail wave packs, but no schedule beats the longest unit. Each wave adds
+ * t_0 (gemm_tile_overhead: pipeline fill and epilogue). With R_u = R_a/U:
+ *
+ *     no mask: t_c = ceil(N/U) (t_0 + L f / R_u)
+ *     causal:  t_c = max(max(1, N/U) (t_0 + b h_q T f / (N R_u)),  t_0 + L f / R_u)
+ *
+ * Without block_q: t_c = F / R_a (no tiles, no occupancy).
  *
  * Memory. Forward reads Q, K, V and writes O (and the FP32 row
  * log-sum-exp); backward reads Q, K, V, O, dO, LSE and writes dQ, dK, dV.
@@ -108,28 +117,41 @@ static double attention_bytes(const struct gpu_attn_shape *a, double b,
 	return a->batch * (q + kv + o + lse);
 }
 
-/* Compute time with the occupancy model (see the top). */
+/* Sum over query blocks i < nq of clamp(c0 + i + 1, 0, nk): the tiles a
+ * causal kernel computes per head (see the top). */
+static double causal_tiles(double nq, double nk, double c0)
+{
+	double i0 = fmax(0, -c0);			/* first block with a key */
+	double i1 = fmax(i0, fmin(nq, nk - c0 - 1));	/* first one seeing all */
+
+	return (i1 - i0) * (c0 + 1) + (i0 + i1 - 1) * (i1 - i0) / 2 +
+	       (nq - i1) * nk;
+}
+
+/* Compute time with the tile and occupancy model (see the top). */
 static double attention_compute_s(const struct gpu_spec *g,
 				  const struct gpu_attn_shape *a,
 				  double flops, double rate, int backward)
 {
-	double units = (double)g->compute_units;
-	double rows = backward ? a->seq_kv : a->seq_q;
-	double other = backward ? a->seq_q : a->seq_kv;
-	double bq = (double)g->attention.block_q, t0 = g->gemm_tile_overhead_s;
-	double unit_rate = rate / units;
-	double blocks, n, full, padded, spread;
+	double units = (double)g->compute_units, t0 = g->gemm_tile_overhead_s;
+	double b = (double)g->attention.block_q, unit_rate = rate / units;
+	double nq, nk, c0, heads, tile, n, longest, tiles;
 
-	if (bq <= 0)
+	if (b <= 0)
 		return flops / rate;
-	blocks = ceil(rows / bq);
-	n = a->batch * a->heads_q * blocks;
-	full = bq * other * flops / (a->batch * a->heads_q * visible_pairs(a));
+	nq = ceil(a->seq_q / b);
+	nk = ceil(a->seq_kv / b);
+	heads = a->batch * a->heads_q;
+	tile = b * b * flops / (heads * visible_pairs(a));
+	n = heads * (backward ? nk : nq);
 	if (!a->causal)
-		return ceil(n / units) * (t0 + full / unit_rate);
-	padded = flops * blocks * bq / rows;
-	spread = fmax(1, n / units) * (t0 + padded / n / unit_rate);
-	return fmax(spread, t0 + full / unit_rate);
+		return ceil(n / units) * (t0 + (backward ? nq : nk) * tile /
+					  unit_rate);
+	c0 = ceil((a->seq_kv - a->seq_q) / b);
+	tiles = heads * causal_tiles(nq, nk, c0);
+	longest = backward ? nq - fmax(0, -c0) : fmin(nk, fmax(0, c0 + nq));
+	return fmax(fmax(1, n / units) * (t0 + tiles * tile / n / unit_rate),
+		    t0 + longest * tile / unit_rate);
 }
 
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
