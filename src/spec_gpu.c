@@ -33,8 +33,7 @@ static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 
 #define PEAK(dt, k) {						\
 	.key = k, .type = ST_FLOPS,					\
-	.offset = offsetof(struct gpu_spec, matrix_peak_flops) +	\
-		  (dt) * sizeof(double),				\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
 	.flags = SF_OPTIONAL,						\
 	.help = "dense " k " matrix peak; absent = not supported" }
 
