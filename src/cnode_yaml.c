@@ -307,6 +307,18 @@ static void on_event(struct builder *b, const yaml_event_t *e)
 	}
 }
 
+/* The line of libyaml's context mark, clamped to the text (at the end of
+ * input libyaml counts a line break the text may not have). */
+static int context_line(const struct builder *b, const yaml_parser_t *p)
+{
+	int line = (int)p->context_mark.line + 1, col;
+
+	if (cnode_pos_offset(b->text, b->len, line,
+			     (int)p->context_mark.column + 1) >= b->len)
+		cnode_offset_pos(b->text, b->len, b->len, &line, &col);
+	return line;
+}
+
 /* Report libyaml's error with the best position it gives. */
 static void syntax_error(struct builder *b, const yaml_parser_t *p)
 {
@@ -326,12 +338,14 @@ static void syntax_error(struct builder *b, const yaml_parser_t *p)
 		col = (int)p->problem_mark.column + 1;
 	}
 	off = cnode_pos_offset(b->text, b->len, line, col);
+	if (off >= b->len)	/* "at the end": where the text ends */
+		cnode_offset_pos(b->text, b->len, b->len, &line, &col);
 	if (off < b->len && b->text[off] == '\t')
 		hint = "; tabs cannot indent YAML, use spaces";
 	if (p->context && p->error != YAML_READER_ERROR)
 		diag_error(b->d, b->file, line, col, "invalid YAML: %s (%s "
 			   "at line %d)%s", p->problem ? p->problem : "error",
-			   p->context, (int)p->context_mark.line + 1, hint);
+			   p->context, context_line(b, p), hint);
 	else
 		diag_error(b->d, b->file, line, col, "invalid YAML: %s%s",
 			   p->problem ? p->problem : "error", hint);

@@ -12,6 +12,9 @@
  *   {preset: X, ...}  X resolved, then the other keys deep-merged onto it
  *   {...}             an inline config, its own references resolved
  *
+ * A file may also start with `preset: X` at its top level and override
+ * X's keys, so a config can inherit from another of its kind.
+ *
  * Deep merge of `over` onto `base`: a key in both whose values are
  * mappings merges recursively (so {gpu: {hbm: {capacity: 96 GB}}} changes
  * one number of a preset's GPU); otherwise over's value replaces base's,
@@ -49,6 +52,8 @@
 
 static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
 				 struct cnode *map, const char *keypath);
+static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
+				 struct cnode *v, const char *keypath);
 
 /* Report at `at` (or without a place for the command line). */
 static void ref_error(struct resolver *r, const struct cnode *at,
@@ -257,7 +262,9 @@ struct cnode *config_resolve_file(struct resolver *r, const struct schema *s,
 		return NULL;
 	}
 	r->depth++;
-	root = resolve_map(r, s, root, keypath);
+	/* A file may start from a preset too (`preset: NAME` at its top
+	 * level, its other keys overriding), exactly as an inline mapping. */
+	root = resolve_ref(r, s, root, keypath);
 	r->depth--;
 	return root;
 }

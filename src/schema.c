@@ -294,10 +294,13 @@ static int load_list(struct loader *ld, const struct schema_field *f,
 		     struct schema_int_list *out)
 {
 	char item[PATH_MAX_LEN + 24];
+	struct schema_field each = *f;	/* an item: an integer, same bounds */
 	int64_t *vals = NULL;
 	size_t i;
 	int rc = 0;
 
+	each.type = ST_INT;
+	each.def = NULL;
 	if (v->kind != CNODE_SEQ)
 		return type_error(ld, f, v, path, NULL);
 	if (v->nitems > 0) {
@@ -309,7 +312,7 @@ static int load_list(struct loader *ld, const struct schema_field *f,
 	}
 	for (i = 0; i < v->nitems && !too_many_errors(ld); i++) {
 		snprintf(item, sizeof(item), "%s[%zu]", path, i);
-		if (load_int(ld, f, v->items[i], item, &vals[i]) != 0)
+		if (load_int(ld, &each, v->items[i], item, &vals[i]) != 0)
 			rc = -1;
 	}
 	out->v = vals;
