@@ -73,6 +73,9 @@ static int fail(struct scanner *sc, const char *what)
 	if (c < 0)
 		diag_error(sc->d, sc->file, sc->line, sc->col, "invalid JSON: "
 			   "expected %s, got the end of the file", what);
+	else if (c == '\n')
+		diag_error(sc->d, sc->file, sc->line, sc->col, "invalid JSON: "
+			   "expected %s, got the end of the line", what);
 	else if (c >= 0x20 && c < 0x7f)
 		diag_error(sc->d, sc->file, sc->line, sc->col, "invalid JSON: "
 			   "expected %s, got '%c'", what, c);
@@ -166,6 +169,8 @@ static int string(struct scanner *sc)
 			advance(sc);
 			return 0;
 		}
+		if (c == '\n')
+			return fail(sc, "'\"' to close the string");
 		if (c < 0x20)
 			return fail(sc, "an escape such as \\n instead of a "
 				    "control character");

@@ -34,6 +34,7 @@ struct frame {
 	struct cnode *node;		/* the open mapping or sequence */
 	size_t cap;			/* slots in its pairs/items array */
 	struct cnode *key;		/* mapping: key awaiting its value */
+	int drop;			/* the key was refused: drop the pair */
 	uint64_t start;			/* b->nodes when it began */
 	const char *anchor;		/* anchor to define when it ends */
 };
@@ -157,10 +158,13 @@ static void attach(struct builder *b, struct cnode *n)
 		rc = cnode_seq_add(b->a, f->node, &f->cap, n);
 	} else if (!f->key) {
 		f->key = n;
-		if (check_key(b, n) != 0)
-			b->errors++;
+		f->drop = check_key(b, n) != 0;
+		b->errors += (unsigned)f->drop;
 	} else {
-		rc = cnode_map_add(b->a, f->node, &f->cap, f->key, n);
+		/* A refused key (reported) never enters the mapping, so later
+		 * checks see only scalar keys. */
+		if (!f->drop)
+			rc = cnode_map_add(b->a, f->node, &f->cap, f->key, n);
 		f->key = NULL;
 	}
 	if (rc != 0)
