@@ -13,7 +13,9 @@
  *   {...}             an inline config, its own references resolved
  *
  * A file may also start with `preset: X` at its top level and override
- * X's keys, so a config can inherit from another of its kind.
+ * X's keys, so a config can inherit from another of its kind. A reference
+ * field with a default (a preset name) that the mapping leaves out is
+ * resolved as if the default had been written there.
  *
  * Deep merge of `over` onto `base`: a key in both whose values are
  * mappings merges recursively (so {gpu: {hbm: {capacity: 96 GB}}} changes
@@ -354,15 +356,74 @@ static struct cnode *ref_or_stand_in(struct resolver *r, struct cnode *got,
 	return failed_ref(r, v);
 }
 
+/* The index of the pair in map for field f (any of its names), or for
+ * the literal key when f is NULL; -1 if none. */
+static long find_pair(const struct schema *s, const struct cnode *map,
+		      const struct schema_field *f, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < map->npairs; i++) {
+		const char *k = map->pairs[i].key->text;
+
+		if (f ? schema_field(s, k) == f : strcmp(k, key) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* A scalar node at `at`'s place, for text the user did not write. */
+static struct cnode *synthetic(struct resolver *r, const struct cnode *at,
+			       const char *text)
+{
+	struct cnode *n = cnode_new(r->cx->arena, CNODE_SCALAR, at->file,
+				    at->line, at->col);
+
+	if (n)
+		n->text = text;
+	return n;
+}
+
+/* A reference the mapping leaves out whose field has a default (a preset
+ * name) is resolved as if the user had written it in the mapping. */
+static struct cnode *add_ref_defaults(struct resolver *r,
+				      const struct schema *s,
+				      struct cnode *map)
+{
+	struct cnode *out = map, *k, *v;
+	size_t i, cap = 0;
+
+	for (i = 0; i < s->nfields; i++) {
+		const struct schema_field *f = &s->fields[i];
+
+		if (f->type != ST_REF || !f->def ||
+		    find_pair(s, map, f, f->key) >= 0)
+			continue;
+		if (out == map && !(out = copy_map(r, map, &cap)))
+			return NULL;
+		k = synthetic(r, map, f->key);
+		v = synthetic(r, map, f->def);
+		if (!k || !v || cnode_map_add(r->cx->arena, out, &cap, k, v)) {
+			diag_oom(r->cx->diag);
+			return NULL;
+		}
+	}
+	return out;
+}
+
 static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
 				 struct cnode *map, const char *keypath)
 {
-	struct cnode *out = map, *v, *nv;
+	struct cnode *out, *v, *nv;
 	char sub[KEYPATH_LEN];
 	size_t i, cap;
 
 	if (map->kind != CNODE_MAP)
 		return map;	/* schema_load says what was expected */
+	map = add_ref_defaults(r, s, map);
+	if (!map)
+		return NULL;
+	out = map;
 	for (i = 0; i < map->npairs; i++) {
 		const struct schema_field *f =
 			schema_field(s, map->pairs[i].key->text);
@@ -388,22 +449,6 @@ static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
 }
 
 /* ---- deep merge ---- */
-
-/* The index of the pair in map for field f (any of its names), or for
- * the literal key when f is NULL; -1 if none. */
-static long find_pair(const struct schema *s, const struct cnode *map,
-		      const struct schema_field *f, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < map->npairs; i++) {
-		const char *k = map->pairs[i].key->text;
-
-		if (f ? schema_field(s, k) == f : strcmp(k, key) == 0)
-			return (long)i;
-	}
-	return -1;
-}
 
 /* The merged value for one key of `over` (see the file comment). */
 static struct cnode *merge_value(struct resolver *r,

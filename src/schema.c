@@ -428,6 +428,13 @@ static int load_absent(struct loader *ld, const struct schema_field *f,
 	char want[640];
 	struct cnode empty;
 
+	if (f->def && f->type == ST_REF) {
+		/* config_load resolves a reference's default before this. */
+		errf(ld, map, path, "expected a %s mapping, got nothing (the "
+		     "default '%s' is a reference config_load resolves)",
+		     f->sub->kind, f->def);
+		return -1;
+	}
 	if (f->def)
 		return load_default(ld, f, path, slot);
 	if (f->flags & SF_REQUIRED) {
@@ -677,9 +684,11 @@ static void check_field(struct loader *ld, const struct schema *s,
 			    "SF_OPTIONAL");
 	else if (f->max != 0 && f->max < f->min)
 		table_error(d, s, f, "max below min");
-	else if (f->def && (f->type == ST_SECTION || f->type == ST_REF))
-		table_error(d, s, f, "a default for a section or reference");
-	else if (f->def)
+	else if (f->def && f->type == ST_SECTION)
+		table_error(d, s, f, "a default for a section");
+	else if (f->def && f->type == ST_REF && !f->def[0])
+		table_error(d, s, f, "an empty default for a reference");
+	else if (f->def && f->type != ST_REF)
 		load_default(ld, f, f->key, (char *)tmp + f->offset);
 	else if (f->type == ST_SECTION)
 		schema_check_table(f->sub, d);

@@ -27,7 +27,8 @@
  *                 (which may say `preset: NAME` and override its keys)
  *
  * Absent keys: a field with `def` gets the default, parsed exactly as if
- * the user had written it. A field with SF_REQUIRED and no default is an
+ * the user had written it (for ST_REF: a preset name or path that
+ * config_load resolves as if written in the mapping). A field with SF_REQUIRED and no default is an
  * error when absent. Otherwise (optional) it stays zero / NULL, or -1 for
  * ST_BOOL and ST_ENUM, and the kind's check() derives it.
  *

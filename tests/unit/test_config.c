@@ -6,6 +6,7 @@
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,10 +83,11 @@ Test(config, preset_job_resolves_every_reference)
 	/* AMD GPU -> RCCL; NICs default to one per GPU. */
 	cr_assert_eq(sys->collectives, COLL_LIB_RCCL);
 	cr_assert_eq(sys->nics_per_node, 8);
-	/* 400 Gbit/s = 50e9 B/s; 1307.4 TFLOP/s; 180 GiB = 180 * 2^30 B. */
-	cr_assert_eq(sys->scale_out->link_bandwidth_Bps, 50e9);
+	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
+	cr_assert_str_eq(sys->scale_out->name, "test-roce");
+	/* 1307.4 TFLOP/s; 176 GiB = 176 * 2^30 B. */
 	cr_assert_eq(sys->gpu->matrix_peak_flops[DTYPE_BF16], 1307.4e12);
-	cr_assert_eq(sys->gpu->hbm_usable_B, 180.0 * 1073741824.0);
+	cr_assert_eq(sys->gpu->hbm_usable_B, 176.0 * 1073741824.0);
 	cr_assert_eq(j->training.dtype, DTYPE_BF16);
 	cr_assert_eq(j->parallelism.schedule, SCHED_1F1B);
 	cr_assert_eq(j->parallelism.sequence_parallel, 1);
@@ -116,10 +118,10 @@ Test(config, nested_references_and_overrides)
 	cr_assert_eq(g->hbm.bandwidth_Bps, 3.35e12);
 	cr_assert_eq(g->hbm_usable_B, 96e9);
 	cr_assert_eq(sys->collectives, COLL_LIB_NCCL);
-	/* scale_up by relative path from configs/systems/. */
+	/* scale_up by relative path from configs/systems/; scale_out is
+	 * written inline, so it has no name. */
 	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
-	cr_assert_eq(sys->scale_up->link_bandwidth_Bps, 64e9);
-	cr_assert_eq(sys->scale_out->protocol, LINK_INFINIBAND);
+	cr_assert_null(sys->scale_out->name);
 	cr_assert_eq(sys->nics_per_node, 4);
 	/* 2 x 8 = 16 GPUs; tp 4 x pp 2 = 8 -> dp 2. */
 	cr_assert_eq(j->parallelism.dp, 2);
@@ -348,25 +350,62 @@ Test(config, round_trip_every_kind)
 
 Test(config, hash_ignores_how_a_config_is_written)
 {
-	const struct schema *s = config_kind("fabric");
+	const struct schema *s = config_kind("gpu");
 	char h1[65], h2[65], h3[65];
-	static const char *const sets[] = {"link_latency=2 us"};
+	static const char *const sets[] = {"kernel_launch=2 us"};
 
 	tmpdir_make(dir);
-	/* test-roce written differently: keys reordered, 400 Gbit/s as
-	 * 50 GB/s, 1 us as 1000 ns, a default spelled out. */
-	cr_assert_eq(config_hash(s, load("fabric", file("r.yaml",
-		"name: test-roce\ntiers: 2\nlink_latency: 1000 ns\n"
-		"switch_latency: 0.6 us\nlink_bandwidth: 50 GB/s\n"
-		"protocol: roce\ntopology: fat_tree\nswitch_radix: 64\n"
-		"oversubscription: 1\n")), h1), 0);
+	/* test-nv written differently: keys reordered, 1980 MHz as
+	 * 1.98 GHz, 80 GB as 80000 MB, 3.35 TB/s as 3350 GB/s, defaults
+	 * spelled out. */
+	cr_assert_eq(config_hash(s, load("gpu", file("n.yaml",
+		"name: test-nv\nhbm: {bandwidth: 3350 GB/s, capacity: 80000 MB}\n"
+		"matrix_peak: {fp8: 1979 TFLOP/s, bf16: 989e12 FLOP/s}\n"
+		"max_clock: 1.98 GHz\ncompute_units: 132\nvendor: nvidia\n"
+		"gemm_efficiency: 1\nkernel_launch: 0 ns\n")), h1), 0);
 	tmpdir_remove(dir);
-	cr_assert_eq(config_hash(s, load("fabric", "test-roce"), h2), 0);
+	cr_assert_eq(config_hash(s, load("gpu", "test-nv"), h2), 0);
 	cr_assert_str_eq(h1, h2);
 	cr_assert_eq(strlen(h1), 64);
-	cr_assert_eq(config_hash(s, load_sets("fabric", "test-roce", sets, 1),
-				 h3), 0);
+	cr_assert_eq(config_hash(s, load_sets("gpu", "test-nv", sets, 1), h3),
+		     0);
 	cr_assert_str_neq(h1, h3);
+}
+
+/* A test-only kind whose reference has a default preset. */
+struct rig {
+	const char *name;
+	const struct gpu_spec *gpu;
+};
+
+static const struct schema_field rig_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = offsetof(struct rig, name),
+	  .flags = SF_OPTIONAL },
+	{ .key = "gpu", .type = ST_REF, .offset = offsetof(struct rig, gpu),
+	  .sub = &gpu_schema, .def = "test-amd" },
+};
+
+static const struct schema rig_schema = {
+	.kind = "rig", .help = "a test rig", .size = sizeof(struct rig),
+	.fields = rig_fields, .nfields = SCHEMA_COUNT(rig_fields),
+};
+
+Test(config, a_reference_default_is_resolved_as_if_written)
+{
+	static const char *const sets[] = {"gpu=test-nv"};
+	struct rig *a = arena_alloc(&A, sizeof(*a));
+	struct rig *b = arena_alloc(&A, sizeof(*b));
+	const char *path;
+
+	cr_assert_eq(schema_check_table(&rig_schema, &C.d), 0);
+	tmpdir_make(dir);
+	path = file("rig.yaml", "name: r\n");
+	cr_assert_eq(config_load(&CX, &rig_schema, path, NULL, 0, a), 0, "%s",
+		     capture_text(&C));
+	cr_assert_str_eq(a->gpu->name, "test-amd");
+	cr_assert_eq(config_load(&CX, &rig_schema, path, sets, 1, b), 0);
+	cr_assert_str_eq(b->gpu->name, "test-nv");
+	tmpdir_remove(dir);
 }
 
 Test(config, list_presets)
