@@ -348,19 +348,25 @@ struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
 	return cnode_yaml_build(a, text, len, name, 1, d);
 }
 
-struct cnode *cnode_load_yaml(struct arena *a, const char *path,
-			      struct diag *d)
+char *cnode_read_named(struct arena *a, const char *path, const char **name,
+		       size_t *len, struct diag *d)
 {
-	struct cnode *root = NULL;
-	size_t len = 0;
-	const char *name = arena_strdup(a, path);
-	char *text;
-
-	if (!name) {
+	*name = arena_strdup(a, path);
+	if (!*name) {
 		diag_oom(d);
 		return NULL;
 	}
-	text = cnode_read_file(name, &len, d);
+	return cnode_read_file(*name, len, d);
+}
+
+struct cnode *cnode_load_yaml(struct arena *a, const char *path,
+			      struct diag *d)
+{
+	struct cnode *root;
+	const char *name;
+	size_t len = 0;
+	char *text = cnode_read_named(a, path, &name, &len, d);
+
 	if (!text)
 		return NULL;
 	root = cnode_yaml_build(a, text, len, name, 0, d);

@@ -23,6 +23,11 @@
  */
 char *cnode_read_file(const char *path, size_t *len, struct diag *d);
 
+/* cnode_read_file, with the path first copied into the arena (nodes name
+ * their file by it) and returned in *name. */
+char *cnode_read_named(struct arena *a, const char *path, const char **name,
+		       size_t *len, struct diag *d);
+
 /*
  * Check that text is UTF-8 with no NUL bytes and no control characters
  * other than tab, CR and LF (a byte order mark only at the start); the

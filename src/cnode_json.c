@@ -451,16 +451,11 @@ struct cnode *cnode_load_json(struct arena *a, const char *path,
 {
 	struct scanner sc;
 	struct cnode *root = NULL;
-	const char *name = arena_strdup(a, path);
+	const char *name;
 	size_t len = 0;
-	char *text;
+	char *text = cnode_read_named(a, path, &name, &len, d);
 	int rc;
 
-	if (!name) {
-		diag_oom(d);
-		return NULL;
-	}
-	text = cnode_read_file(name, &len, d);
 	if (!text)
 		return NULL;
 	memset(&sc, 0, sizeof(sc));

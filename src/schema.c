@@ -151,6 +151,22 @@ static int quoted_error(struct loader *ld, const struct schema_field *f,
 
 /* -------- loading values by type -------- */
 
+/* What integer and number fields answer alike once rc (enum
+ * schema_parse_status) is known: 0 to go on, or -1 after reporting. */
+static int number_text(struct loader *ld, const struct schema_field *f,
+		       const struct cnode *v, const char *path, int rc)
+{
+	if (v->quoted)
+		return rc == SCHEMA_PARSE_BAD ? type_error(ld, f, v, path, NULL)
+					      : quoted_error(ld, f, v, path);
+	if (rc == SCHEMA_PARSE_LEADING_ZERO)
+		return type_error(ld, f, v, path, " (no leading zeros: YAML "
+				  "1.1 reads them as octal)");
+	if (rc == SCHEMA_PARSE_BAD)
+		return type_error(ld, f, v, path, NULL);
+	return 0;
+}
+
 static int load_int(struct loader *ld, const struct schema_field *f,
 		    const struct cnode *v, const char *path, int64_t *out)
 {
@@ -160,14 +176,8 @@ static int load_int(struct loader *ld, const struct schema_field *f,
 	if (v->kind != CNODE_SCALAR)
 		return type_error(ld, f, v, path, NULL);
 	rc = schema_parse_int(v->text, &x);
-	if (v->quoted)
-		return rc == SCHEMA_PARSE_BAD ? type_error(ld, f, v, path, NULL)
-				       : quoted_error(ld, f, v, path);
-	if (rc == SCHEMA_PARSE_LEADING_ZERO)
-		return type_error(ld, f, v, path, " (no leading zeros: YAML "
-				  "1.1 reads them as octal)");
-	if (rc == SCHEMA_PARSE_BAD)
-		return type_error(ld, f, v, path, NULL);
+	if (number_text(ld, f, v, path, rc) != 0)
+		return -1;
 	if (rc == SCHEMA_PARSE_RANGE || !schema_in_bounds(f, (double)x))
 		return range_error(ld, f, v, path);
 	*out = x;
@@ -183,11 +193,8 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 	if (v->kind != CNODE_SCALAR)
 		return type_error(ld, f, v, path, NULL);
 	rc = schema_parse_num(v->text, &x);
-	if (v->quoted)
-		return rc == SCHEMA_PARSE_BAD ? type_error(ld, f, v, path, NULL)
-				       : quoted_error(ld, f, v, path);
-	if (rc == SCHEMA_PARSE_BAD)
-		return type_error(ld, f, v, path, NULL);
+	if (number_text(ld, f, v, path, rc) != 0)
+		return -1;
 	if (rc == SCHEMA_PARSE_RANGE)
 		return type_error(ld, f, v, path, " (out of range)");
 	if (!schema_in_bounds(f, x))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "mem.h"
 #include "schema.h"
 
 /*
@@ -56,6 +57,23 @@ static inline void capture_end(struct capture *c)
 {
 	fclose(c->f);
 	free(c->buf);
+}
+
+/* What each test starts with: an arena and captured diagnostics. */
+static struct arena A;
+static struct capture C;
+
+static inline void fixture_init(void)
+{
+	arena_init(&A);
+	capture_begin(&C);
+}
+
+static inline void fixture_fini(void)
+{
+	capture_end(&C);
+	arena_release(&A);
+	mem_fail_after(-1);
 }
 
 #define cr_assert_has(text, needle)                                        \

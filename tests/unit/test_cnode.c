@@ -9,23 +9,8 @@
 #include "config_testutil.h"
 #include "mem.h"
 
-static struct arena A;
-static struct capture C;
 
-static void setup(void)
-{
-	arena_init(&A);
-	capture_begin(&C);
-}
-
-static void teardown(void)
-{
-	capture_end(&C);
-	arena_release(&A);
-	mem_fail_after(-1);
-}
-
-TestSuite(cnode, .init = setup, .fini = teardown);
+TestSuite(cnode, .init = fixture_init, .fini = fixture_fini);
 
 static struct cnode *yaml(const char *text)
 {

@@ -17,27 +17,17 @@
 
 #define DATA "tests/data"
 
-static struct arena A;
-static struct capture C;
 static struct config_ctx CX;
 
 static void setup(void)
 {
-	arena_init(&A);
-	capture_begin(&C);
+	fixture_init();
 	CX.arena = &A;
 	CX.diag = &C.d;
 	CX.data_root = DATA;
 }
 
-static void teardown(void)
-{
-	capture_end(&C);
-	arena_release(&A);
-	mem_fail_after(-1);
-}
-
-TestSuite(config, .init = setup, .fini = teardown);
+TestSuite(config, .init = setup, .fini = fixture_fini);
 
 static void *load_sets(const char *kind, const char *what,
 		       const char *const *sets, size_t nsets)

@@ -130,22 +130,8 @@ static const struct schema holder_schema = {
 	.fields = holder_fields, .nfields = SCHEMA_COUNT(holder_fields),
 };
 
-static struct arena A;
-static struct capture C;
 
-static void setup(void)
-{
-	arena_init(&A);
-	capture_begin(&C);
-}
-
-static void teardown(void)
-{
-	capture_end(&C);
-	arena_release(&A);
-}
-
-TestSuite(schema, .init = setup, .fini = teardown);
+TestSuite(schema, .init = fixture_init, .fini = fixture_fini);
 
 /* Load text as a thing (or any kind s into obj); returns schema_load's
  * status. */
@@ -599,7 +585,7 @@ static const struct schema bad_default = {
 /* The BUG message is expected: keep it out of the test output. */
 static void setup_quiet(void)
 {
-	setup();
+	fixture_init();
 	cr_redirect_stderr();
 }
 
