@@ -28,7 +28,7 @@ struct show_opts {
 	const char *what;		/* file or preset name */
 	const char *kind;		/* --kind, or NULL */
 	const char **sets;		/* --set arguments */
-	size_t nsets;
+	size_t nsets;			/* how many */
 	int json;			/* --json */
 };
 

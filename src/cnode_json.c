@@ -26,16 +26,16 @@ struct jpos {
 };
 
 struct scanner {
-	const char *s;
-	size_t n, i;			/* text, length, cursor */
+	const char *s;			/* the text */
+	size_t n, i;			/* its length, the cursor (bytes) */
 	int line, col;			/* position of the cursor */
-	int depth;
-	const char *file;
-	struct diag *d;
-	struct arena *a;
+	int depth;			/* open objects and arrays */
+	const char *file;		/* for messages */
+	struct diag *d;			/* where errors go */
+	struct arena *a;		/* holds pos */
 	struct jpos *pos;		/* keys and values in pre-order */
-	size_t npos, cap;
-	int failed;
+	size_t npos, cap;		/* used and allocated entries of pos */
+	int failed;			/* an error was reported */
 };
 
 static int peek(const struct scanner *sc)
@@ -332,13 +332,13 @@ static int scan(struct scanner *sc)
 }
 
 struct jbuild {
-	struct arena *a;
-	struct diag *d;
-	const char *file;
-	const char *text;
-	const struct jpos *pos;
-	size_t npos, next;
-	int failed;
+	struct arena *a;		/* holds the nodes */
+	struct diag *d;			/* where errors go */
+	const char *file;		/* the nodes' file */
+	const char *text;		/* the source, for number text */
+	const struct jpos *pos;		/* the scanner's positions */
+	size_t npos, next;		/* how many; the next to hand out */
+	int failed;			/* an error was reported */
 };
 
 static struct cnode *node_at(struct jbuild *b, enum cnode_kind kind,

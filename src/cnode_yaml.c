@@ -24,8 +24,8 @@
 #define ANCHOR_BUCKETS 256
 
 struct anchor {
-	const char *name;
-	struct cnode *node;
+	const char *name;		/* without the '&' */
+	struct cnode *node;		/* what aliases share */
 	uint64_t size;			/* nodes it expands to */
 	struct anchor *next;		/* bucket chain, newest first */
 };
@@ -40,16 +40,16 @@ struct frame {
 };
 
 struct builder {
-	struct arena *a;
-	struct diag *d;
-	const char *file;
-	const char *text;
-	size_t len;
-	struct frame stack[CNODE_MAX_DEPTH];
+	struct arena *a;		/* holds the nodes */
+	struct diag *d;			/* where errors go */
+	const char *file;		/* the nodes' file */
+	const char *text;		/* the source, for positions */
+	size_t len;			/* its length, bytes */
+	struct frame stack[CNODE_MAX_DEPTH]; /* open collections */
 	int depth;			/* open collections */
 	uint64_t nodes;			/* nodes so far, aliases expanded */
-	struct anchor *anchors[ANCHOR_BUCKETS];
-	struct cnode *root;
+	struct anchor *anchors[ANCHOR_BUCKETS]; /* hash chains by name */
+	struct cnode *root;		/* the document's node, when done */
 	int docs;			/* documents started */
 	unsigned errors;		/* recoverable errors reported */
 	int fatal;			/* stop reading events */

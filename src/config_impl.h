@@ -17,10 +17,10 @@
 #define CONFIG_MAX_REF_DEPTH 16
 
 struct resolver {
-	struct config_ctx *cx;
+	struct config_ctx *cx;		/* arena, diagnostics, data root */
 	const char *shown[CONFIG_MAX_REF_DEPTH];	/* files being resolved */
 	const char *real[CONFIG_MAX_REF_DEPTH];		/* their realpath()s */
-	int depth;
+	int depth;			/* files on the chain */
 };
 
 /* 1 when a reference's text is a path rather than a preset name: it has a

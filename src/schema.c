@@ -38,8 +38,8 @@
 #define PATH_MAX_LEN 256
 
 struct loader {
-	struct arena *a;
-	struct diag *d;
+	struct arena *a;		/* strings, lists, referenced structs */
+	struct diag *d;			/* where errors go */
 	unsigned start;			/* d->errors when the load began */
 	int report_defaults;		/* schema_check_table: report, not BUG */
 };

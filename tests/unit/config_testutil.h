@@ -32,8 +32,8 @@
 
 struct capture {
 	char *buf;		/* what was printed (open_memstream) */
-	size_t len;
-	FILE *f;
+	size_t len;		/* its length, bytes */
+	FILE *f;		/* the stream diagnostics print to */
 	struct diag d;		/* prints into f */
 };
 
