@@ -59,9 +59,30 @@ static int plain_safe(const char *s)
 	return !reserved(s);
 }
 
+/* YAML reads NEL, LS and PS as line breaks even inside quotes, and a
+ * BOM is not content: escape them. Returns the UTF-8 length escaped, or
+ * 0 when p does not start one of them. */
+static size_t special_char(FILE *out, const unsigned char *p)
+{
+	if (p[0] == 0xc2 && p[1] == 0x85) {
+		fputs("\\N", out);
+		return 2;
+	}
+	if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+		fputs(p[2] == 0xa8 ? "\\L" : "\\P", out);
+		return 3;
+	}
+	if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf) {
+		fputs("\\uFEFF", out);
+		return 3;
+	}
+	return 0;
+}
+
 static void print_string(FILE *out, const char *s)
 {
 	const unsigned char *p;
+	size_t n;
 
 	if (plain_safe(s)) {
 		fputs(s, out);
@@ -69,7 +90,9 @@ static void print_string(FILE *out, const char *s)
 	}
 	fputc('"', out);
 	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+		if ((n = special_char(out, p)) > 0)
+			p += n - 1;
+		else if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
 		else if (*p == '\n')
 			fputs("\\n", out);

@@ -480,9 +480,11 @@ Test(schema, yaml_round_trip)
 	struct thing a, b;
 	char *text;
 
-	/* Awkward values on purpose: a string YAML would read as a bool, a
-	 * third that needs 17 digits, a time that is not a round ns. */
-	load_ok("name: 'yes'\ncount: 7\nratio: 0.3333333333333333\nflag: true\n"
+	/* Awkward values on purpose: a string with a word YAML reads as a
+	 * bool and the characters YAML reads as line breaks even inside
+	 * quotes (NEL, LS, PS), a third that needs 17 digits, a time that
+	 * is not a round ns. */
+	load_ok("name: \"yes \\N\\L\\P\\uFEFF\\t\\\\ \\\"\"\ncount: 7\nratio: 0.3333333333333333\nflag: true\n"
 		"size: 1.5 GiB\nbw: 12.5 Gbit/s\ntime: 333.3 ns\nclock: 1.7 GHz\n"
 		"sizes: [3, 1]\nextra: {weight: 0.1}\nopt_color: blue\n"
 		"big: -42\n", &a);
@@ -493,7 +495,7 @@ Test(schema, yaml_round_trip)
 	 * its defaults; unset optionals (rate) are left out. */
 	cr_assert_has(text, "extra:\n  depth: 2\n  weight: 0.1\n");
 	cr_assert(strstr(text, "rate") == NULL);
-	cr_assert_has(text, "name: \"yes\"\n");
+	cr_assert_has(text, "name: \"yes \\N\\L\\P\\uFEFF\\t\\\\ \\\"\"\n");
 	free(text);
 }
 
