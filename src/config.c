@@ -343,7 +343,7 @@ static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
 		return NULL;
 	}
 	base = resolve_name(r, s, p, keypath);
-	return base ? config_merge(r, s, base, v, keypath) : NULL;
+	return base ? config_merge(r, s, base, v, keypath, 1) : NULL;
 }
 
 /* A failed reference becomes the stand-in; NULL only when out of
@@ -462,12 +462,12 @@ static struct cnode *merge_value(struct resolver *r,
 		return ov;
 	if (f->type == ST_REF) {
 		if (both_maps && !cnode_get(ov, "preset"))
-			return config_merge(r, f->sub, bv, ov, keypath);
+			return config_merge(r, f->sub, bv, ov, keypath, 0);
 		return ref_or_stand_in(r, resolve_ref(r, f->sub, ov, keypath),
 				       ov);
 	}
 	if (f->type == ST_SECTION && both_maps)
-		return config_merge(r, f->sub, bv, ov, keypath);
+		return config_merge(r, f->sub, bv, ov, keypath, 0);
 	if (f->type == ST_SECTION && ov->kind == CNODE_MAP)
 		return resolve_map(r, f->sub, ov, keypath);
 	return ov;
@@ -475,7 +475,7 @@ static struct cnode *merge_value(struct resolver *r,
 
 struct cnode *config_merge(struct resolver *r, const struct schema *s,
 			   const struct cnode *base, const struct cnode *over,
-			   const char *keypath)
+			   const char *keypath, int preset_used)
 {
 	char sub[KEYPATH_LEN];
 	struct cnode *out, *nv;
@@ -489,7 +489,7 @@ struct cnode *config_merge(struct resolver *r, const struct schema *s,
 		const struct schema_field *f = schema_field(s, k->text);
 		long j;
 
-		if (strcmp(k->text, "preset") == 0 && !f)
+		if (preset_used && !f && strcmp(k->text, "preset") == 0)
 			continue;	/* resolve_ref has used it */
 		j = find_pair(s, out, f, k->text);
 		keyjoin(sub, keypath, k->text);
@@ -544,7 +544,7 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 	for (i = 0; root && i < nsets && !cx->diag->oom; i++) {
 		over = config_set_tree(cx, sets[i], (int)i + 1);
 		if (over)
-			root = config_merge(&r, s, root, over, NULL);
+			root = config_merge(&r, s, root, over, NULL, 0);
 	}
 	if (!root || cx->diag->oom)
 		return -1;

@@ -56,10 +56,12 @@ struct cnode *config_resolve_file(struct resolver *r, const struct schema *s,
 				  const char *keypath);
 
 /* Deep-merge the mapping `over` onto the resolved mapping `base` of kind
- * s (see config.c); NULL only when out of memory. */
+ * s (see config.c); NULL only when out of memory. preset_used: over's
+ * `preset:` key named base and is not merged (anywhere else it is an
+ * unknown key like any other). */
 struct cnode *config_merge(struct resolver *r, const struct schema *s,
 			   const struct cnode *base, const struct cnode *over,
-			   const char *keypath);
+			   const char *keypath, int preset_used);
 
 /* The override tree of the n-th (1-based) `--set dotted.key=value`:
  * {dotted: {key: value}}, nodes placed at "--set:N:COL". NULL after
