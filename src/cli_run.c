@@ -127,7 +127,7 @@ static int store_result(const char *db, const struct job_spec *j,
 	};
 
 	if (!cfg_s || config_hash(&job_schema, j, hex) != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory");
+		diag_oom(d);
 		goto out;
 	}
 	st = store_open(db, d);
@@ -204,10 +204,12 @@ int cli_run(int argc, char **argv, const char *argv0)
 	j = arena_alloc(&a, sizeof(*j));
 	r = mem_alloc(sizeof(*r));
 	rc = CLI_FAIL;
-	if (!j || !r || !cx.data_root)
+	if (!j || !r || !cx.data_root) {
+		diag_oom(&d);
 		goto out;
+	}
 	if (config_load(&cx, &job_schema, o.job, o.sets, o.nsets, j) != 0) {
-		rc = CLI_USAGE;
+		rc = d.oom ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
 	j->full_fidelity |= o.full;

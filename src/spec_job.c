@@ -220,10 +220,12 @@ static void check_tp(const struct job_spec *j, struct diag *d,
 		layout_error(d, node, "parallelism", "tp %lld does not divide "
 			     "num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
-	if (m->num_key_value_heads % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide "
-			     "num_key_value_heads %lld (each TP rank needs whole "
-			     "KV heads)", (long long)p->tp,
+	if (m->num_key_value_heads % p->tp != 0 &&
+	    p->tp % m->num_key_value_heads != 0)
+		layout_error(d, node, "parallelism", "tp %lld and "
+			     "num_key_value_heads %lld: one must divide the other "
+			     "(each TP rank holds whole KV heads, replicated when "
+			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
 	if (m->intermediate_size % p->tp != 0)
 		layout_error(d, node, "parallelism", "tp %lld does not divide "

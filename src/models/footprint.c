@@ -81,7 +81,7 @@ static double layer_stored_B(const struct layer_dims *d)
 	double t = tok(d), ts = tok_sp(d), h = d->hidden, B = d->act_B;
 	double L = d->lowp ? d->lowp_B : B;
 	double q = d->heads * d->head_dim / d->tp;
-	double kv = d->kv_heads * d->head_dim / d->tp;
+	double kv = layer_kv_heads_local(d) * d->head_dim;
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
 	double mask = d->dropout ? ts * h : 0;
 	double attn = ts * h * B + ts * h * L + t * (q + kv) * B +

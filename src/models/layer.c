@@ -8,6 +8,8 @@
  * the norms, residual adds and dropouts see T' = T/t tokens, otherwise
  * T' = T. Local widths: q = a d / t, kv = g d / t, f' = f / t and the
  * first MLP GEMM's output u = 2 f' for a gated (SwiGLU) MLP, f' otherwise.
+ * When t exceeds g each TP rank holds one KV head (replicated, t/g ranks
+ * sharing it), so kv = d then.
  *
  * Forward of one layer (Megatron-LM's ParallelTransformerLayer / MCore
  * TransformerLayer), GEMM C[m,n] = A[m,k] B[k,n] with FLOPs 2 m n k:
@@ -155,9 +157,14 @@ static double q_width(const struct layer_dims *d)
 	return d->heads * d->head_dim / d->tp;
 }
 
+double layer_kv_heads_local(const struct layer_dims *d)
+{
+	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
+}
+
 static double kv_width(const struct layer_dims *d)
 {
-	return d->kv_heads * d->head_dim / d->tp;
+	return layer_kv_heads_local(d) * d->head_dim;
 }
 
 static double ffn_local(const struct layer_dims *d)
@@ -336,7 +343,7 @@ static void attn_shape(const struct layer_dims *d, struct gpu_attn_shape *a)
 {
 	a->batch = d->batch;
 	a->heads_q = d->heads / d->tp;
-	a->heads_kv = d->kv_heads / d->tp;
+	a->heads_kv = layer_kv_heads_local(d);
 	a->seq_q = d->seq;
 	a->seq_kv = d->seq;
 	a->head_dim_qk = d->head_dim;

@@ -118,6 +118,9 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
 
+/* Key/value heads on one GPU: g/t, or 1 (replicated) when t > g. */
+double layer_kv_heads_local(const struct layer_dims *d);
+
 /* Model FLOPs of a kernel: GEMMs 2mnk per batch, attention counted in full
  * (no causal saving: 4 b a s^2 d forward, twice that backward, as
  * Megatron's and PaLM's MFU formulas count it); memory-bound ops 0. */

@@ -119,12 +119,14 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	struct net *net = NULL;
 	const struct comm_ops *ops;
 	struct exec_result er;
-	const char *why = "out of memory";
+	const char *why = "";
 	void *ctx;
 	int rc = -1;
 
-	if (!sim)
-		goto fail;
+	if (!sim) {
+		diag_oom(d);
+		goto out;
+	}
 	if (comm && comm->ops) {
 		ops = comm->ops;
 		ctx = comm->ctx;
@@ -133,7 +135,7 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	} else {
 		net = net_new(j->system, sim, d);
 		if (!net) {
-			rc = -2;	/* a system the fabric model cannot build */
+			rc = d->oom ? -1 : -2;
 			goto out;
 		}
 		ops = &net_comm_ops;
@@ -144,6 +146,7 @@ static int simulate(const struct job_spec *j, struct prog *p,
 			prog_tasks(p), prog_ranks(p));
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
 		goto fail;
+
 	out->step_s = er.step_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
 	out->events = er.events;
@@ -176,7 +179,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	rc = -1;
 	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
 	    coll_stats(p, out) != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory");
+		diag_oom(d);
 		goto out;
 	}
 	rates(j, out);

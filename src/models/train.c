@@ -31,6 +31,13 @@
 #include "split.h"
 #include "train_impl.h"
 
+static enum dtype base_dtype(int dt)
+{
+	if (dt == DTYPE_FP32 || dt == DTYPE_TF32 || dt == DTYPE_FP16)
+		return (enum dtype)dt;
+	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
+}
+
 int train_check(const struct job_spec *j, struct diag *d)
 {
 	const struct model_spec *m = j->model;
@@ -55,10 +62,14 @@ int train_check(const struct job_spec *j, struct diag *d)
 			   "available yet; use cp 1", (long long)j->parallelism.cp);
 		return -1;
 	}
-	if (gpu_peak_flops(g, (enum dtype)dt) <= 0) {
-		diag_error(d, NULL, 0, 0, "training.dtype '%s' is not supported "
-			   "by GPU '%s' (no dense matrix peak for it)",
-			   dtype_names[dt], g->name ? g->name : "?");
+	if (gpu_check_dtype(g, (enum dtype)dt, d) != 0) {
+		diag_note(d, NULL, 0, 0, "training.dtype is '%s'", dtype_names[dt]);
+		return -1;
+	}
+	if (gpu_check_dtype(g, base_dtype(dt), d) != 0) {
+		diag_note(d, NULL, 0, 0, "training.dtype '%s' keeps attention and "
+			  "the LM head in %s", dtype_names[dt],
+			  dtype_names[base_dtype(dt)]);
 		return -1;
 	}
 	return 0;
@@ -308,13 +319,6 @@ static int cost_blocks(struct train *t)
 	return t->lf && t->lb && t->ef && t->eb && t->hf && t->hb ? 0 : -1;
 }
 
-static enum dtype base_dtype(int dt)
-{
-	if (dt == DTYPE_FP32 || dt == DTYPE_TF32 || dt == DTYPE_FP16)
-		return (enum dtype)dt;
-	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
-}
-
 static int alloc_ranks(struct train *t)
 {
 	uint32_t r, nu;
@@ -440,8 +444,7 @@ struct prog *train_build(const struct job_spec *j, int full,
 		    full || j->full_fidelity);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
 	if (!t.prog || setup(&t, j, full) != 0 || build_all(&t) != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory building the step "
-			   "program (%u simulated ranks)", t.lay.nranks);
+		diag_oom(d);
 		prog_free(t.prog);
 		goto out;
 	}

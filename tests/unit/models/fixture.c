@@ -24,6 +24,10 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->gpu.matrix_peak_flops[DTYPE_FP8] = 1978.9e12;
 	f->gpu.vector_fp32_flops = 66.9e12;
 	f->gpu.gemm_efficiency = 0.8;
+	for (int dt = 0; dt < DTYPE_COUNT; dt++)
+		f->gpu.gemm_efficiency_dtype[dt] = 0.8;
+	f->gpu.attention.fwd_efficiency = 0.55;
+	f->gpu.attention.bwd_efficiency = 0.45;
 	f->gpu.hbm.capacity_B = 80e9;
 	f->gpu.hbm.bandwidth_Bps = 3.35e12;
 	f->gpu.hbm.efficiency = 0.88;
