@@ -16,5 +16,6 @@ const struct schema *const config_kinds[] = {
 	&system_schema,
 	&model_schema,
 	&job_schema,
+	&framework_schema,
 	NULL,
 };

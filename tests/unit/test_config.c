@@ -415,15 +415,15 @@ Test(config, list_presets)
 Test(config, kinds_registry)
 {
 	static const char *const names[] = {"gpu", "fabric", "system", "model",
-					    "job"};
+					    "job", "framework"};
 	size_t i;
 
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		cr_assert_not_null(config_kinds[i]);
 		cr_assert_str_eq(config_kinds[i]->kind, names[i]);
 		cr_assert_eq(config_kind(names[i]), config_kinds[i]);
 	}
-	cr_assert_null(config_kinds[5]);
+	cr_assert_null(config_kinds[6]);
 	cr_assert_null(config_kind("gpux"));
 }
 
