@@ -374,7 +374,8 @@ static int setup(struct train *t, const struct job_spec *j, int full)
 static int name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
-		"compute", "tp", "pp_fwd", "pp_bwd", "dp", "dp_gather",
+		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
+		"pp_bwd_wrap", "dp", "dp_gather",
 	};
 	uint32_t s;
 

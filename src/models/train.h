@@ -5,8 +5,10 @@
  *
  * Streams of each simulated rank: compute, tp (tensor-parallel
  * collectives), pp_fwd and pp_bwd (activations to the next stage,
- * gradients to the previous), dp (gradient reduction) and dp_gather
- * (parameter all-gathers). Collectives carry real global GPU ids and the
+ * gradients to the previous), pp_fwd_wrap and pp_bwd_wrap (the same
+ * between the last and the first rank, for the interleaved schedule's
+ * next chunk), dp (gradient reduction) and dp_gather (parameter
+ * all-gathers). Collectives carry real global GPU ids and the
  * number of identical groups they stand for (layout.h), so the fabric
  * model sees the traffic of the whole cluster.
  *
@@ -28,6 +30,8 @@ enum train_stream {
 	TRAIN_ST_TP,
 	TRAIN_ST_PP_FWD,
 	TRAIN_ST_PP_BWD,
+	TRAIN_ST_PP_FWD_WRAP,
+	TRAIN_ST_PP_BWD_WRAP,
 	TRAIN_ST_DP,
 	TRAIN_ST_DP_GATHER,
 	TRAIN_ST_COUNT

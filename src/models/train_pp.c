@@ -12,10 +12,17 @@
  *
  * Streams are in order, so every rank must meet its transfers in the
  * order it needs them: its own action order. Each rank's list of
- * transfers (receives before the actions that need them, sends after the
- * actions that produce them) is merged with its neighbours' by taking a
- * transfer only when it heads the lists of both ends; a schedule that can
- * run admits such an order, so the merge always completes.
+ * transfers on a stream (receives before the actions that need them,
+ * sends after the actions that produce them) is merged with its
+ * neighbours' by taking a transfer only when it heads the lists of both
+ * ends. On pp_fwd the transfers form a chain 0 -> 1 -> ... -> pp-1 in
+ * which every pair of neighbours meets its common transfers in the same
+ * (forward) order, so the merge completes; the interleaved schedule's
+ * wrap from the last rank to the first (chunk c to c+1) would close the
+ * chain into a ring in which two neighbours wait for each other (rank 0
+ * sending microbatch 1 while rank pp-1 sends it microbatch 0: Megatron
+ * posts both at once), so it has a stream of its own, pp_fwd_wrap. The
+ * gradients likewise on pp_bwd and pp_bwd_wrap.
  */
 #include "../diag.h"
 #include "train_impl.h"
@@ -48,10 +55,25 @@ static void peer(const struct train *t, uint32_t r, int bwd, uint32_t mb,
 	*pa = (uint32_t)t->stage[ps].lookup[((int64_t)bwd * t->v + pc) * t->m + mb];
 }
 
+/* Whether the transfer of direction dir from virtual stage vs goes
+ * between the last and the first rank (the interleaved wrap). */
+static int is_wrap(const struct train *t, int dir, int64_t from_vs)
+{
+	int64_t from = from_vs % t->pp;
+
+	return dir == 0 ? from == t->pp - 1 : from == 0;
+}
+
+static int in_range(const struct train *t, int64_t vs)
+{
+	return vs >= 0 && vs < t->stages;
+}
+
 /* Rank r's transfers of direction dir (0: activations forward, 1:
- * gradients backward), into l (NULL: count only). */
+ * gradients backward) on the wrap stream or not, into l (NULL: count
+ * only). */
 static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
-			  struct xfer *l)
+			  int wrap, struct xfer *l)
 {
 	int64_t pp_i, dp_i, tp_i, a;
 	uint32_t n = 0;
@@ -66,13 +88,13 @@ static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
 
 		if (act.bwd != dir)
 			continue;
-		if (from_vs >= 0 && from_vs < t->stages) {	/* receive */
-			if (l)
+		if (in_range(t, from_vs) && is_wrap(t, dir, from_vs) == wrap) {
+			if (l)	/* receive */
 				peer(t, r, dir, act.mb, from_vs, &l[n].from,
 				     &l[n].act);
 			n++;
 		}
-		if (target_vs(dir, vs) >= 0 && target_vs(dir, vs) < t->stages) {
+		if (in_range(t, target_vs(dir, vs)) && is_wrap(t, dir, vs) == wrap) {
 			if (l)
 				l[n] = (struct xfer){ r, (uint32_t)a };
 			n++;
@@ -81,10 +103,17 @@ static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
 	return n;
 }
 
+static uint32_t stream(int dir, int wrap)
+{
+	if (wrap)
+		return dir == 0 ? TRAIN_ST_PP_FWD_WRAP : TRAIN_ST_PP_BWD_WRAP;
+	return dir == 0 ? TRAIN_ST_PP_FWD : TRAIN_ST_PP_BWD;
+}
+
 /* Create transfer x (direction dir): its task on both ranks, after the
  * sender's action, before the receiver's. */
-static int make_xfer(struct train *t, int dir, struct xfer x, uint32_t to,
-		     uint32_t to_act)
+static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
+		     uint32_t to, uint32_t to_act)
 {
 	const struct layer_dims *d = &t->dims;
 	double bytes = d->batch * d->seq * d->hidden * d->act_B /
@@ -106,8 +135,7 @@ static int make_xfer(struct train *t, int dir, struct xfer x, uint32_t to,
 		gpus[i] = layout_gpu(&t->lay, pp_i, dp_i, tp_i);
 	}
 	info.microbatch = (int32_t)t->stage[pp_i].acts[to_act].mb;
-	first = prog_coll(t->prog, ranks, 2,
-			  dir == 0 ? TRAIN_ST_PP_FWD : TRAIN_ST_PP_BWD, &c, &info);
+	first = prog_coll(t->prog, ranks, 2, stream(dir, wrap), &c, &info);
 	if (first == TASK_NONE ||
 	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)
 		return -1;
@@ -137,8 +165,8 @@ static int same(struct xfer a, struct xfer b)
 
 /* Create every transfer heading rank r's list whose other end is ready;
  * push the other ends that advanced onto the stack. */
-static int advance(struct train *t, int dir, struct xlist *lists, uint32_t r,
-		   uint32_t *stack, uint32_t *top, uint8_t *queued)
+static int advance(struct train *t, int dir, int wrap, struct xlist *lists,
+		   uint32_t r, uint32_t *stack, uint32_t *top, uint8_t *queued)
 {
 	struct xlist *me = &lists[r];
 
@@ -151,7 +179,7 @@ static int advance(struct train *t, int dir, struct xlist *lists, uint32_t r,
 		if (lists[other].pos >= lists[other].n ||
 		    !same(lists[other].v[lists[other].pos], x))
 			return 0;
-		if (make_xfer(t, dir, x, to, to_act) != 0)
+		if (make_xfer(t, dir, wrap, x, to, to_act) != 0)
 			return -1;
 		me->pos++;
 		lists[other].pos++;
@@ -163,7 +191,7 @@ static int advance(struct train *t, int dir, struct xlist *lists, uint32_t r,
 	return 0;
 }
 
-static int merge(struct train *t, int dir, struct xlist *lists)
+static int merge(struct train *t, int dir, int wrap, struct xlist *lists)
 {
 	uint32_t n = t->lay.nranks, top = 0, r;
 	uint32_t *stack = arena_alloc(&t->arena, n * sizeof(*stack));
@@ -178,7 +206,7 @@ static int merge(struct train *t, int dir, struct xlist *lists)
 	while (top > 0) {
 		r = stack[--top];
 		queued[r] = 0;
-		if (advance(t, dir, lists, r, stack, &top, queued) != 0)
+		if (advance(t, dir, wrap, lists, r, stack, &top, queued) != 0)
 			return -1;
 	}
 	for (r = 0; r < n; r++)
@@ -187,28 +215,34 @@ static int merge(struct train *t, int dir, struct xlist *lists)
 	return 0;
 }
 
-int train_build_pp(struct train *t)
+/* The transfers of one direction on one stream. */
+static int build_stream(struct train *t, int dir, int wrap)
 {
 	uint32_t r, n = t->lay.nranks;
-	int dir;
+	struct xlist *lists = arena_alloc(&t->arena, n * sizeof(*lists));
+
+	if (!lists)
+		return -1;
+	for (r = 0; r < n; r++) {
+		lists[r].n = list_rank(t, r, dir, wrap, NULL);
+		lists[r].v = arena_alloc(&t->arena,
+					 (lists[r].n + 1) * sizeof(*lists[r].v));
+		if (!lists[r].v)
+			return -1;
+		list_rank(t, r, dir, wrap, lists[r].v);
+	}
+	return merge(t, dir, wrap, lists);
+}
+
+int train_build_pp(struct train *t)
+{
+	int dir, wrap;
 
 	if (t->stages < 2)
 		return 0;
-	for (dir = 0; dir < 2; dir++) {
-		struct xlist *lists = arena_alloc(&t->arena, n * sizeof(*lists));
-
-		if (!lists)
-			return -1;
-		for (r = 0; r < n; r++) {
-			lists[r].n = list_rank(t, r, dir, NULL);
-			lists[r].v = arena_alloc(&t->arena,
-				(lists[r].n + 1) * sizeof(*lists[r].v));
-			if (!lists[r].v)
+	for (dir = 0; dir < 2; dir++)
+		for (wrap = 0; wrap < 2; wrap++)
+			if (build_stream(t, dir, wrap) != 0)
 				return -1;
-			list_rank(t, r, dir, lists[r].v);
-		}
-		if (merge(t, dir, lists) != 0)
-			return -1;
-	}
 	return 0;
 }

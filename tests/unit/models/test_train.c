@@ -1,0 +1,187 @@
+/*
+ * test_train.c - the step program through the real builder and executor
+ * with an alpha-beta comm backend: pipeline bubbles against their closed
+ * form, symmetric replication against full fidelity.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "diag.h"
+#include "exec.h"
+#include "fixture.h"
+#include "mockcomm.h"
+#include "models/train.h"
+#include "sim.h"
+
+/* What a run gives: the executor's split and the plan. */
+struct run_result {
+	double step_s;				/* s */
+	double part_s[EXEC_PART_COUNT];		/* s */
+	struct train_plan plan;
+};
+
+static void run(struct fixture *f, int full, double alpha_s, double beta_Bps,
+		struct run_result *r)
+{
+	struct mockcomm m;
+	struct step_comm c = mockcomm_init(&m, alpha_s, beta_Bps);
+	struct exec_result er;
+	struct diag d;
+	struct prog *p;
+	const char *why = NULL;
+	int i;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, full, &r->plan, &d);
+	cr_assert_not_null(p);
+	m.sim = sim_new();
+	cr_assert_not_null(m.sim);
+	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
+		     "exec_run: %s", why);
+	r->step_s = er.step_s;
+	for (i = 0; i < EXEC_PART_COUNT; i++)
+		r->part_s[i] = er.part_s[i];
+	sim_free(m.sim);
+	prog_free(p);
+	mockcomm_release(&m);
+}
+
+/* A GPT of 8 layers, h 4096, 32 heads, s 2048, vocabulary 128 (so the
+ * embedding and head, kernel launches included, cost about 1 % of a
+ * stage and the stages are nearly equal), on one node, tp 1, pp 4 (dp 2),
+ * the given global batch. */
+static void pipeline_job(struct fixture *f, int64_t gbs, int schedule)
+{
+	fixture_gpt(f, 8, 4096, 32, 128, 2048, 1, gbs, 1, 1, 4);
+	f->job.parallelism.schedule = schedule;
+}
+
+static double bubble_fraction(const struct run_result *r)
+{
+	return r->part_s[EXEC_BUBBLE] /
+	       (r->part_s[EXEC_COMPUTE] + r->part_s[EXEC_BUBBLE]);
+}
+
+Test(train, gpipe_bubble)
+{
+	struct fixture f;
+	struct run_result r;
+
+	/* GPipe, p = 4, m = 16 / (1 * dp 2) = 8, free communication: the
+	 * last rank waits (p-1)(f+b) of (m+p-1)(f+b): 3/11 = 0.2727. */
+	pipeline_job(&f, 16, SCHED_GPIPE);
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 11, 0.005,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
+Test(train, one_f_one_b_same_bubble)
+{
+	struct fixture f;
+	struct run_result r;
+
+	/* 1F1B has GPipe's bubble: m = 32 / 2 = 16 -> 3/19 = 0.1579. */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.005,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
+Test(train, interleaving_shrinks_the_bubble)
+{
+	struct fixture f;
+	struct run_result r;
+
+	/* vpp 2: (p-1)/v of (f+b)/... -> idle (p-1)/(v m + p - 1) of the
+	 * chunk-time line = 3 / (2*8 + 3) = 0.158 (Narayanan et al. SC'21
+	 * sec. 2.2: the bubble shrinks by v). */
+	pipeline_job(&f, 16, SCHED_INTERLEAVED);
+	f.job.parallelism.vpp = 2;
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.01,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
+Test(train, no_pipeline_no_bubble)
+{
+	struct fixture f;
+	struct run_result r;
+
+	fixture_gpt(&f, 8, 1024, 16, 128, 1024, 1, 16, 1, 1, 1);
+	run(&f, 0, 0, 0, &r);
+	cr_assert_eq(r.part_s[EXEC_BUBBLE], 0);
+	cr_assert_eq(r.plan.lay.nranks, 1);
+}
+
+/* Step time and breakdown equal in both fidelities. */
+static void assert_same(struct fixture *f)
+{
+	struct run_result sym, full;
+	int i;
+
+	run(f, 0, 5e-6, 100e9, &sym);
+	run(f, 1, 5e-6, 100e9, &full);
+	cr_assert_eq(sym.plan.lay.nranks, (uint32_t)f->job.parallelism.pp);
+	cr_assert_eq(full.plan.lay.nranks, 8);
+	cr_assert_eq(sym.step_s, full.step_s, "symmetric %.9g s, full %.9g s",
+		     sym.step_s, full.step_s);
+	for (i = 0; i < EXEC_PART_COUNT; i++)
+		cr_assert_eq(sym.part_s[i], full.part_s[i], "part %d", i);
+}
+
+Test(train, symmetric_equals_full_tp_pp_dp)
+{
+	struct fixture f;
+
+	/* tp 2, pp 2 interleaved x 2, dp 2, SP, distributed optimizer,
+	 * selective recompute; every collective 5 us + bytes / 100 GB/s. */
+	fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 8, 1, 2, 2);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.parallelism.vpp = 2;
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	f.job.training.zero_stage = 1;
+	f.job.training.recompute = RECOMPUTE_SELECTIVE;
+	assert_same(&f);
+}
+
+Test(train, symmetric_equals_full_fsdp)
+{
+	struct fixture f;
+
+	/* dp 8, ZeRO-3: per-layer all-gathers and reduce-scatters. */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 32, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	assert_same(&f);
+}
+
+Test(train, exposed_comm_without_overlap)
+{
+	struct fixture f;
+	struct run_result fast, slow;
+
+	/* tp 8 on one node: the forward all-reduces are exposed, so slower
+	 * communication makes the step longer and shows as exposed comm. */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 1, 8, 1, 8, 1);
+	run(&f, 0, 5e-6, 400e9, &fast);
+	run(&f, 0, 5e-6, 40e9, &slow);
+	cr_assert_gt(slow.step_s, fast.step_s);
+	cr_assert_gt(slow.part_s[EXEC_EXPOSED_COMM], fast.part_s[EXEC_EXPOSED_COMM]);
+}
+
+Test(train, model_flops)
+{
+	struct fixture f;
+	struct run_result r;
+	double T = 16 * 1024.0, h = 1024, s = 1024, L = 8, V = 128;
+	double per_tok_layer = 24 * h * h + 4 * s * h;
+
+	/* F = 3 (L (24 T h^2 + 4 b s^2 h) + 2 T h V) over 16 sequences of
+	 * 1024 tokens: 3 * (8 * 16384 * (24 * 1024^2 + 4 * 1024^2) + 2 *
+	 * 16384 * 1024 * 128) = 1.14e13 FLOP. */
+	fixture_gpt(&f, 8, 1024, 16, 128, 1024, 1, 16, 1, 1, 1);
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(r.plan.model_flops,
+			   3 * (L * T * per_tok_layer + 2 * T * h * V), 1e3);
+	cr_assert_float_eq(r.plan.tokens, T, 0);
+}
