@@ -7,12 +7,14 @@
  *   max_channels: 32
  *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
  *   protocols:
- *     ll:     {bandwidth_factor: 0.5, max_busbw: 141 GB/s}
+ *     ll:     {bandwidth_factor: 0.5, max_busbw: 141 GB/s,
+ *              max_busbw_2nodes: 45 GB/s, max_busbw_4nodes: 35 GB/s}
  *     ll128:  {bandwidth_factor: 0.9375}
  *     simple: {bandwidth_factor: 1}
  *   algorithms:
  *     ring:
  *       protocols:    {ll: true, ll128: true, simple: true}
+ *       excludes:     {alltoall: true}      (optional)
  *       base:         {ll: 6.6 us, ll128: 14 us, simple: 8.4 us}
  *       hop_scale_up: {ll: 0.6 us, ll128: 1.9 us, simple: 3.4 us}
  *       hop_pcie:     {...}
@@ -84,6 +86,38 @@ static const struct schema flags_schema = {
 	.nfields = SCHEMA_COUNT(flags_fields),
 };
 
+static const struct schema_field ops_fields[] = {
+	{ .key = "allreduce", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLREDUCE * sizeof(int),
+	  .help = "not for all-reduce" },
+	{ .key = "allgather", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLGATHER * sizeof(int),
+	  .help = "not for all-gather" },
+	{ .key = "reducescatter", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_REDUCESCATTER * sizeof(int),
+	  .help = "not for reduce-scatter" },
+	{ .key = "alltoall", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLTOALL * sizeof(int),
+	  .help = "not for all-to-all" },
+	{ .key = "broadcast", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_BROADCAST * sizeof(int),
+	  .help = "not for broadcast" },
+	{ .key = "reduce", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_REDUCE * sizeof(int),
+	  .help = "not for reduce" },
+	{ .key = "sendrecv", .type = ST_BOOL, .def = "false",
+	  .offset = offsetof(struct coll_op_flags, off) + COLL_SENDRECV * sizeof(int),
+	  .help = "not for send/recv" },
+};
+
+static const struct schema ops_schema = {
+	.kind = "collectives.algorithm.excludes",
+	.help = "operations the library does not use an algorithm for",
+	.size = sizeof(struct coll_op_flags),
+	.fields = ops_fields,
+	.nfields = SCHEMA_COUNT(ops_fields),
+};
+
 #define AOFF(m) offsetof(struct coll_algo_spec, m)
 #define LAT(k, m, h) { .key = k, .type = ST_SECTION, .offset = AOFF(m), \
 	.sub = &times_schema, .flags = SF_OPTIONAL, .help = h }
@@ -92,6 +126,9 @@ static const struct schema_field algo_fields[] = {
 	{ .key = "protocols", .type = ST_SECTION, .offset = AOFF(protocols),
 	  .sub = &flags_schema, .flags = SF_REQUIRED,
 	  .help = "protocols this algorithm runs with" },
+	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
+	  .sub = &ops_schema, .flags = SF_OPTIONAL,
+	  .help = "operations the library does not use it for" },
 	LAT("base", base, "fixed latency per collective"),
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
@@ -134,8 +171,18 @@ static const struct schema_field proto_fields[] = {
 	{ .key = "bandwidth_factor", .type = ST_NUM, .offset = POFF(bandwidth_factor),
 	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
 	  .help = "fraction of line bytes that are user data" },
-	{ .key = "max_busbw", .type = ST_BANDWIDTH, .offset = POFF(max_busbw_Bps),
-	  .def = "0 B/s", .max = 1e14, .help = "library cap on bus bandwidth; 0 = none" },
+	{ .key = "max_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_1NODE * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "library cap on bus bandwidth within one node; 0 = none" },
+	{ .key = "max_busbw_2nodes", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_2NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "the cap when the group spans 2 or 3 nodes; 0 = none" },
+	{ .key = "max_busbw_4nodes", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "the cap when the group spans 4 or more nodes; 0 = none" },
 };
 
 static const struct schema proto_schema = {

@@ -10,13 +10,14 @@
  * them to cost and select algorithms; the enums below are also the
  * values of coll_desc.algo / coll_desc.proto (coll.h).
  *
- * Depends on schema.h only.
+ * Depends on schema.h and coll.h.
  */
 #ifndef LLMSIM_SPEC_COLLECTIVES_H
 #define LLMSIM_SPEC_COLLECTIVES_H
 
 #include <stdint.h>
 
+#include "coll.h"
 #include "schema.h"
 
 enum coll_algo {
@@ -51,17 +52,32 @@ struct coll_proto_flags {
 	int on[PROTO_COUNT];			/* 1 = offered */
 };
 
+/* Operations an algorithm is not used for (enum coll_op of coll.h). */
+struct coll_op_flags {
+	int off[COLL_OP_COUNT];			/* 1 = not for this op */
+};
+
 struct coll_algo_spec {
 	struct coll_proto_flags protocols;	/* offered protocols; none = algorithm off */
+	struct coll_op_flags excludes;		/* ops the library does not run it for */
 	struct coll_proto_times base;		/* s, fixed cost per collective */
 	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
 	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */
 	struct coll_proto_times hop_net;	/* s, per step over the scale-out network */
 };
 
+/* Caps on bus bandwidth by how many nodes the group spans (NCCL's
+ * llMaxBws columns: 1 node, 2 nodes, 4 or more). */
+enum coll_scale {
+	SCALE_1NODE,
+	SCALE_2NODES,
+	SCALE_4NODES,
+	SCALE_COUNT
+};
+
 struct coll_proto_spec {
 	double bandwidth_factor;		/* fraction of line bytes that are user data */
-	double max_busbw_Bps;			/* B/s, library cap on bus bandwidth; 0 = none */
+	double max_busbw_Bps[SCALE_COUNT];	/* B/s, library cap on bus bandwidth by scale; 0 = none */
 };
 
 struct coll_lib_spec {

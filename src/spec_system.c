@@ -40,6 +40,10 @@ static const struct schema_field system_fields[] = {
 	{ .key = "collectives", .type = ST_REF, .offset = OFF(collectives),
 	  .sub = &collectives_schema, .flags = SF_REQUIRED,
 	  .help = "collective library preset (rccl, nccl), path, or mapping" },
+	{ .key = "collective_overhead", .type = ST_TIME,
+	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
+	  .help = "software time every collective takes beyond the library's "
+		  "model (launch path, virtualization)" },
 	{ .key = "algorithm", .type = ST_ENUM, .offset = OFF(algorithm),
 	  .values = coll_algo_names, .flags = SF_OPTIONAL,
 	  .help = "force one collective algorithm (default: the library picks)" },

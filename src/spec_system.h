@@ -31,6 +31,7 @@ struct system_spec {
 	const struct fabric_spec *host;		/* PCIe between GPUs and NICs; NULL = direct attach */
 	int64_t nics_per_node;			/* scale-out NICs per node */
 	const struct coll_lib_spec *collectives; /* the collective library */
+	double collective_overhead_s;		/* s, software time per collective beyond the library's model */
 	int algorithm;				/* enum coll_algo forced for every collective; -1 = auto */
 	int protocol;				/* enum coll_proto forced; -1 = auto */
 };

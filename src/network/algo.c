@@ -304,8 +304,12 @@ static int check_desc(const struct coll_desc *c, const char **why)
 }
 
 static int offered(const struct coll_lib_spec *lib, int algo, int proto,
-		   const char **why)
+		   enum coll_op op, const char **why)
 {
+	if (lib->algo[algo].excludes.off[op]) {
+		*why = "the library does not use this algorithm for this operation";
+		return 0;
+	}
 	if (!lib->algo[algo].protocols.on[proto] ||
 	    !(lib->proto[proto].bandwidth_factor > 0)) {
 		*why = "the library does not offer this algorithm/protocol";
@@ -329,10 +333,14 @@ static void setup(struct algo_ctx *x)
 	int one_phase = x->algo == ALGO_RING || x->algo == ALGO_TREE ||
 			x->algo == ALGO_DIRECT || x->algo == ALGO_NVLS;
 
+	uint32_t N = x->g.nnodes;
+	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
+				       N >= 2 ? SCALE_2NODES : SCALE_1NODE];
+
 	x->inflate = 1 / ps->bandwidth_factor;
-	if (one_phase && ps->max_busbw_Bps > 0)
+	if (one_phase && cap > 0)
 		x->t_min_s = algo_busbw_factor(x->c->op, x->g.p) *
-			     x->c->bytes / ps->max_busbw_Bps;
+			     x->c->bytes / cap;
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
@@ -352,7 +360,7 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 		*why = "the algorithm does not implement this operation";
 		return 1;
 	}
-	if (!offered(lib, algo, proto, why))
+	if (!offered(lib, algo, proto, c->op, why))
 		return 1;
 	x.as = &lib->algo[algo];
 	rc = group_init(&x.g, t, c->gpus, c->ngpus, why);

@@ -10,6 +10,11 @@
  * protocol (LL first). Plans, idle times and choices are cached by
  * collective (pcache.h), so a step that repeats a collective pays once.
  *
+ * The system's collective_overhead (software time the library's model
+ * does not see: launch path, virtualization) is added to the first
+ * phase of every plan; being the same for every candidate, it never
+ * changes the choice.
+ *
  * Inside a step the chosen plan runs on the step's engine through the
  * shared flows (flow.h), so it shares links with every other collective
  * in flight.
@@ -105,6 +110,8 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	if (*rc == 0 && c->replicas > 1 &&
 	    run_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
+	if (*rc == 0 && cp->plan.nphases > 0)
+		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
 		cplan_unref(cp);
 		return NULL;
