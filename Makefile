@@ -110,12 +110,19 @@ tools: $(TOOL_BIN)
 run: $(BIN)
 	$(BIN) run workloads/jobs/default.yaml
 
+# Criterion runs each test in a worker process and ignores how it exits,
+# so a leak LeakSanitizer reports when a worker ends would pass unnoticed:
+# keep the workers' stderr and fail on any sanitizer report in it.
+RUN_UNIT = $(UNIT) --jobs 2 2>$(BUILD)/unit.log; rc=$$?; cat $(BUILD)/unit.log >&2; \
+	if grep -q 'Sanitizer\|runtime error:' $(BUILD)/unit.log; then \
+		echo "unit tests: sanitizer report above" >&2; exit 1; fi; exit $$rc
+
 unit: $(UNIT)
-	$(UNIT) --jobs 2
+	@$(RUN_UNIT)
 
 # Every test: unit tests, then the tests that drive the real binary.
 test: $(BIN) $(UNIT) $(TOOL_BIN)
-	$(UNIT) --jobs 2
+	@$(RUN_UNIT)
 	@for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
 		echo "== $$t"; \

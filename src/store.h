@@ -24,6 +24,15 @@ struct store;
 /* Open (creating and migrating as needed) the database at path; creates
  * its directory if missing. NULL after reporting to d. */
 struct store *store_open(const char *path, struct diag *d);
+
+/* How long store_open() waits for another process's lock (a parallel
+ * sweep writing) before reporting the database as locked. */
+#define STORE_BUSY_TIMEOUT_MS 10000	/* ms */
+
+/* store_open() with another lock wait, in ms (0: fail at once if locked;
+ * tests use it). */
+struct store *store_open_timeout(const char *path, int busy_ms,
+				 struct diag *d);
 void store_close(struct store *st);
 
 /* The schema version this build writes. */
