@@ -124,8 +124,8 @@ static const struct schema ops_schema = {
 
 static const struct schema_field algo_fields[] = {
 	{ .key = "protocols", .type = ST_SECTION, .offset = AOFF(protocols),
-	  .sub = &flags_schema, .flags = SF_REQUIRED,
-	  .help = "protocols this algorithm runs with" },
+	  .sub = &flags_schema, .flags = SF_OPTIONAL,
+	  .help = "protocols this algorithm runs with (none: not offered)" },
 	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
 	  .sub = &ops_schema, .flags = SF_OPTIONAL,
 	  .help = "operations the library does not use it for" },

@@ -73,7 +73,7 @@ struct fabric_spec {
 	int64_t gpus_per_switch;		/* pcie_tree: GPUs under one PCIe switch */
 	int64_t nics_per_switch;		/* pcie_tree (host fabric): NICs under one PCIe switch */
 	int64_t switch_radix;			/* fat_tree: ports per switch */
-	int64_t tiers;				/* fat_tree: switch tiers (1, 2 or 3) */
+	int64_t tiers;				/* fat_tree: switch tiers (1, 2 or 3); 0 = fewest that fit */
 	double oversubscription;		/* fat_tree: leaf down:up ratio (1 = non-blocking) */
 	int rail_optimized;			/* fat_tree: NIC i of every node on rail-i leaves */
 	int load_balance;			/* fat_tree: enum load_balance */

@@ -26,7 +26,7 @@ struct flow {
 	sim_id ev;		/* completion event; 0 = none */
 	flow_done_fn done;
 	void *arg;
-	struct flow *next_free;
+	struct flow *prev, *next;	/* live flows, or next = free list */
 };
 
 struct flownet {
@@ -34,6 +34,7 @@ struct flownet {
 	struct sim *sim;
 	struct mm *mm;
 	struct flow *free_list;
+	struct flow *live;	/* flows started and not yet done */
 	sim_id solve_ev;	/* pending solve event; 0 = none */
 	uint32_t active;
 	uint64_t solves, resolved;
@@ -64,16 +65,24 @@ fail:
 	return NULL;
 }
 
+static void free_chain(struct flow *fl)
+{
+	while (fl) {
+		struct flow *next = fl->next;
+
+		mem_free(fl);
+		fl = next;
+	}
+}
+
+/* Flows still live (an engine stopped early) go with the flownet; their
+ * variables go with the solver. */
 void flow_free(struct flownet *f)
 {
-	struct flow *fl;
-
 	if (!f)
 		return;
-	while ((fl = f->free_list) != NULL) {
-		f->free_list = fl->next_free;
-		mem_free(fl);
-	}
+	free_chain(f->free_list);
+	free_chain(f->live);
 	mm_free(f->mm);
 	mem_free(f->cons);
 	mem_free(f->coef);
@@ -85,7 +94,7 @@ static struct flow *flow_take(struct flownet *f)
 	struct flow *fl = f->free_list;
 
 	if (fl) {
-		f->free_list = fl->next_free;
+		f->free_list = fl->next;
 		return fl;
 	}
 	return mem_alloc(sizeof(*fl));
@@ -93,8 +102,27 @@ static struct flow *flow_take(struct flownet *f)
 
 static void flow_put(struct flownet *f, struct flow *fl)
 {
-	fl->next_free = f->free_list;
+	fl->next = f->free_list;
 	f->free_list = fl;
+}
+
+static void link_live(struct flownet *f, struct flow *fl)
+{
+	fl->prev = NULL;
+	fl->next = f->live;
+	if (f->live)
+		f->live->prev = fl;
+	f->live = fl;
+}
+
+static void unlink_live(struct flownet *f, struct flow *fl)
+{
+	if (fl->prev)
+		fl->prev->next = fl->next;
+	else
+		f->live = fl->next;
+	if (fl->next)
+		fl->next->prev = fl->prev;
 }
 
 static void complete(struct sim *sim, void *arg);
@@ -162,6 +190,7 @@ static void complete(struct sim *sim, void *arg)
 		want_solve(f);
 	}
 	f->active--;
+	unlink_live(f, fl);
 	flow_put(f, fl);
 	done(darg);
 }
@@ -221,6 +250,7 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 			goto oom;
 	}
 	f->active++;
+	link_live(f, fl);
 	return 0;
 oom:
 	if (fl)

@@ -40,8 +40,10 @@ struct net {
 	struct pcache *cache;
 	struct sim *sim;		/* the step's engine, or NULL */
 	struct flownet *flows;		/* flows on it */
+	struct run_set runs;		/* collectives in flight on it */
 	struct sim *idle_sim;		/* private engine for idle timings */
 	struct flownet *idle;
+	struct run_set idle_runs;
 	struct net_stats stats;
 	int failed;
 	char error[256];
@@ -71,13 +73,22 @@ oom:
 	return NULL;
 }
 
+static void idle_release(struct net *n)
+{
+	run_set_release(&n->idle_runs);
+	flow_free(n->idle);
+	sim_free(n->idle_sim);
+	n->idle = NULL;
+	n->idle_sim = NULL;
+}
+
 void net_free(struct net *n)
 {
 	if (!n)
 		return;
+	run_set_release(&n->runs);
 	flow_free(n->flows);
-	flow_free(n->idle);
-	sim_free(n->idle_sim);
+	idle_release(n);
 	pcache_free(n->cache);
 	ham_cache_release(&n->ham);
 	topo_free(n->topo);
@@ -185,9 +196,13 @@ static int idle_time(struct net *n, struct cplan *cp, double *t_s)
 		return -1;
 	w.sim = n->idle_sim;
 	t0 = sim_now(n->idle_sim);
-	if (run_start(n->idle_sim, n->idle, cp, stop, &w) != 0 ||
-	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done)
+	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, stop, &w) != 0 ||
+	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
+		/* A failed run leaves the idle engine mid-flight: start over
+		 * with a fresh one next time. */
+		idle_release(n);
 		return -1;
+	}
 	cp->idle_s = units_ns_to_s(w.end - t0);
 	*t_s = cp->idle_s;
 	return 0;
@@ -367,7 +382,7 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		return;
 	}
 	n->stats.flows += cp->plan.nflows;
-	rc = run_start(n->sim, n->flows, cp, done, token);
+	rc = run_start(&n->runs, n->sim, n->flows, cp, done, token);
 	cplan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);

@@ -26,6 +26,8 @@
 #include "../mem.h"
 
 struct crun {
+	struct run_set *set;
+	struct crun *prev, *next;	/* in set->live */
 	struct sim *sim;
 	struct flownet *fn;
 	struct cplan *cp;
@@ -37,14 +39,36 @@ struct crun {
 
 static void start_flows(struct sim *sim, void *arg);
 
+static void unlink_run(struct crun *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		r->set->live = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+}
+
 static void finish(struct crun *r)
 {
 	void (*done)(void *) = r->done;
 	void *token = r->token;
 
+	unlink_run(r);
 	cplan_unref(r->cp);
 	mem_free(r);
 	done(token);
+}
+
+void run_set_release(struct run_set *rs)
+{
+	while (rs->live) {
+		struct crun *r = rs->live;
+
+		unlink_run(r);
+		cplan_unref(r->cp);
+		mem_free(r);
+	}
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -99,8 +123,8 @@ static void start_flows(struct sim *sim, void *arg)
 		advance(r);
 }
 
-int run_start(struct sim *sim, struct flownet *fn, struct cplan *cp,
-	      void (*done)(void *token), void *token)
+int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
+	      struct cplan *cp, void (*done)(void *token), void *token)
 {
 	struct crun *r = mem_calloc(1, sizeof(*r));
 	const struct plan *p = &cp->plan;
@@ -108,7 +132,7 @@ int run_start(struct sim *sim, struct flownet *fn, struct cplan *cp,
 
 	if (!r)
 		return -1;
-	*r = (struct crun){ sim, fn, cp, 0, 0, done, token };
+	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, 0, 0, done, token };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -118,6 +142,9 @@ int run_start(struct sim *sim, struct flownet *fn, struct cplan *cp,
 		mem_free(r);
 		return -1;
 	}
+	if (rs->live)
+		rs->live->prev = r;
+	rs->live = r;
 	cplan_ref(cp);
 	return 0;
 }

@@ -16,10 +16,20 @@
 #include "flow.h"
 #include "pcache.h"
 
-/* Run cp (taking a reference for the run's life) on sim through fn.
- * Returns 0, or -1 when out of memory (done is then never called). */
-int run_start(struct sim *sim, struct flownet *fn, struct cplan *cp,
-	      void (*done)(void *token), void *token);
+/* The runs in flight on one engine, so that an engine stopped early
+ * (out of memory) frees them. Zero-initialize. */
+struct run_set {
+	struct crun *live;	/* doubly linked */
+};
+
+/* Free every run still in flight (their done() is never called). */
+void run_set_release(struct run_set *rs);
+
+/* Run cp (taking a reference for the run's life) on sim through fn,
+ * keeping it in rs while in flight. Returns 0, or -1 when out of memory
+ * (done is then never called). */
+int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
+	      struct cplan *cp, void (*done)(void *token), void *token);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links

@@ -8,6 +8,8 @@
  *   rail-optimized: NIC i of every node goes to a rail-i leaf, leaf index
  *   = (node / hosts_per_leaf) * rails + i; otherwise NICs fill leaves in
  *   node-major order;
+ *   tiers:   as configured, or (tiers = 0) the fewest that hold the
+ *            NICs, at least 2 when rail-optimized;
  *   1 tier:  one switch for every NIC (at most k / L NICs);
  *   2 tiers: u spines, each with one port to every leaf (leaves <= k);
  *   3 tiers: pods of k/2 leaves and u aggregation switches; every leaf
@@ -52,48 +54,79 @@ static uint32_t ceil_div(uint64_t a, uint64_t b)
 static int too_small(const struct ft *ft, struct diag *d, uint32_t have,
 		     uint32_t limit, const char *what)
 {
-	diag_error(d, NULL, 0, 0, "scale-out fabric '%s': %u %s, a %lld-tier "
-		   "tree of radix %lld holds at most %u; raise 'tiers' or "
-		   "'switch_radix'", fname(ft->f), have, what,
-		   (long long)ft->f->tiers, (long long)ft->f->switch_radix, limit);
+	diag_error(d, NULL, 0, 0, "scale-out fabric '%s': %u %s, a %u-tier "
+		   "tree of radix %lld holds at most %u; raise 'tiers' (at most "
+		   "3) or 'switch_radix'", fname(ft->f), have, what,
+		   ft->tr->tiers, (long long)ft->f->switch_radix, limit);
 	return -1;
 }
 
-/* Leaf shape and leaf of every NIC. */
-static int shape(struct ft *ft, struct diag *d)
+/* Leaf shape for a tree of `tiers` tiers: hosts per leaf, uplinks,
+ * rails and leaf count. */
+static void shape_for(struct ft *ft, uint32_t tiers)
 {
 	struct topo *t = ft->t;
 	struct topo_tree *tr = ft->tr;
 	const struct fabric_spec *f = ft->f;
 	uint32_t k = (uint32_t)f->switch_radix, L = (uint32_t)f->links_per_endpoint;
-	uint32_t down = f->tiers == 1 ? k :
+	uint32_t down = tiers == 1 ? k :
 			(uint32_t)((double)k * f->oversubscription /
 				   (f->oversubscription + 1));
-	uint32_t e;
+	uint32_t groups;
 
-	if (down >= k && f->tiers > 1)
+	if (down >= k && tiers > 1)
 		down = k - 1;
-	tr->tiers = (uint32_t)f->tiers;
-	tr->rails = f->rail_optimized && f->tiers > 1 ? t->nics_per_node : 1;
+	tr->tiers = tiers;
+	tr->rails = f->rail_optimized && tiers > 1 ? t->nics_per_node : 1;
 	tr->hosts_per_leaf = down / L;
+	tr->up_per_leaf = tiers == 1 ? 0 : k - down;
+	if (tr->hosts_per_leaf == 0) {
+		tr->leaves = UINT32_MAX;
+		return;
+	}
+	groups = tr->rails > 1 ? ceil_div(t->sys_nodes, tr->hosts_per_leaf) : 1;
+	tr->leaves = tr->rails > 1 ? groups * tr->rails :
+		     ceil_div(ft->nics, tr->hosts_per_leaf);
+}
+
+/* Largest leaf count a tree of `tiers` tiers of radix k holds. */
+static uint32_t leaf_limit(uint32_t tiers, uint32_t k)
+{
+	return tiers == 1 ? 1 : tiers == 2 ? k : k * (k / 2);
+}
+
+/* Pick the tiers (configured, or the fewest that fit: at least 2 when
+ * rail-optimized), then the leaf of every NIC. */
+static int shape(struct ft *ft, struct diag *d)
+{
+	struct topo_tree *tr = ft->tr;
+	const struct fabric_spec *f = ft->f;
+	uint32_t k = (uint32_t)f->switch_radix, tiers, e;
+
+	tiers = f->tiers ? (uint32_t)f->tiers : f->rail_optimized ? 2 : 1;
+	for (;;) {
+		shape_for(ft, tiers);
+		if (tr->leaves <= leaf_limit(tiers, k) || f->tiers || tiers == 3)
+			break;
+		tiers++;
+	}
 	if (tr->hosts_per_leaf == 0)
-		return too_small(ft, d, L, down, "ports per NIC");
-	tr->up_per_leaf = f->tiers == 1 ? 0 : k - down;
-	tr->leaf_of = topo_table(t, ft->nics);
+		return too_small(ft, d, (uint32_t)f->links_per_endpoint, k,
+				 "ports per NIC");
+	if (tr->leaves > leaf_limit(tiers, k))
+		return too_small(ft, d, tr->leaves, leaf_limit(tiers, k),
+				 "leaves");
+	tr->leaf_of = topo_table(ft->t, ft->nics);
 	if (!tr->leaf_of)
 		return oom(d);
 	for (e = 0; e < ft->nics; e++) {
-		uint32_t node = e / t->nics_per_node, rail = e % t->nics_per_node;
-		uint32_t leaf = tr->rails > 1 ?
+		uint32_t node = e / ft->t->nics_per_node;
+		uint32_t rail = e % ft->t->nics_per_node;
+
+		tr->leaf_of[e] = tr->rails > 1 ?
 			(node / tr->hosts_per_leaf) * tr->rails + rail :
 			e / tr->hosts_per_leaf;
-
-		tr->leaf_of[e] = leaf;
-		if (leaf + 1 > tr->leaves)
-			tr->leaves = leaf + 1;
 	}
-	if (f->tiers == 1 && tr->leaves > 1)
-		return too_small(ft, d, ft->nics, tr->hosts_per_leaf, "NICs");
 	return 0;
 }
 
@@ -178,10 +211,8 @@ static int add_leaf_uplinks(struct ft *ft, uint32_t group_leaves,
 static int two_tiers(struct ft *ft, struct diag *d, int spray)
 {
 	struct topo_tree *tr = ft->tr;
-	uint32_t k = (uint32_t)ft->f->switch_radix, trunk = 1, first;
+	uint32_t trunk = 1, first;
 
-	if (tr->leaves > k)
-		return too_small(ft, d, tr->leaves, k, "leaves");
 	if (spray) {
 		trunk = tr->up_per_leaf;
 		tr->up_per_leaf = 1;
@@ -227,9 +258,6 @@ static int three_tiers(struct ft *ft, struct diag *d, int spray)
 	tr->up_per_agg = k - k / 2;
 	pods = ceil_div(tr->leaves, tr->leaves_per_pod);
 	tr->pods = pods;
-	if (pods > k)
-		return too_small(ft, d, tr->leaves, k * tr->leaves_per_pod,
-				 "leaves");
 	if (spray) {
 		leaf_trunk = tr->up_per_leaf;
 		agg_trunk = tr->up_per_leaf * tr->up_per_agg;
@@ -269,9 +297,9 @@ int topo_build_fat_tree(struct topo *t, const struct fabric_spec *f,
 	t->tree.switch_latency_s = f->switch_latency_s;
 	if (shape(&ft, d) != 0 || add_leaves(&ft, d) != 0)
 		return -1;
-	if (f->tiers == 2)
+	if (t->tree.tiers == 2)
 		return two_tiers(&ft, d, spray);
-	if (f->tiers == 3)
+	if (t->tree.tiers == 3)
 		return three_tiers(&ft, d, spray);
 	return 0;
 }
