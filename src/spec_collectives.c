@@ -33,7 +33,7 @@
 
 const char *const coll_algo_names[ALGO_COUNT + 1] = {
 	"ring", "tree", "direct", "rhd", "hierarchical", "nvls", "pairwise",
-	NULL,
+	"p2p", NULL,
 };
 
 const char *const coll_proto_names[PROTO_COUNT + 1] = {
@@ -129,6 +129,9 @@ static const struct schema_field algo_fields[] = {
 	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
 	  .sub = &ops_schema, .flags = SF_OPTIONAL,
 	  .help = "operations the library does not use it for" },
+	{ .key = "max_nodes", .type = ST_INT, .offset = AOFF(max_nodes),
+	  .def = "0", .min = 0, .max = 1e7,
+	  .help = "largest number of nodes it runs across; 0 = any" },
 	LAT("base", base, "fixed latency per collective"),
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
@@ -150,11 +153,12 @@ static const struct schema algo_schema = {
 static const struct schema_field algos_fields[] = {
 	ALGO(ALGO_RING, "ring", "pipelined rings"),
 	ALGO(ALGO_TREE, "tree", "double binary tree across nodes, chain within"),
-	ALGO(ALGO_DIRECT, "direct", "one shot to every peer; also send/recv"),
+	ALGO(ALGO_DIRECT, "direct", "one shot: every rank to every peer at once"),
 	ALGO(ALGO_RHD, "rhd", "recursive halving-doubling"),
 	ALGO(ALGO_HIER, "hierarchical", "intra RS, inter-node, intra AG"),
 	ALGO(ALGO_NVLS, "nvls", "in-switch reduction (NVLink SHARP)"),
 	ALGO(ALGO_PAIRWISE, "pairwise", "all-to-all in p-1 rounds"),
+	ALGO(ALGO_P2P, "p2p", "all-to-all and send/recv, every send at once"),
 };
 
 static const struct schema algos_schema = {

@@ -28,6 +28,7 @@ enum coll_algo {
 	ALGO_HIER,		/* intra-node RS -> inter-node -> intra-node AG */
 	ALGO_NVLS,		/* in-switch reduction and multicast */
 	ALGO_PAIRWISE,		/* all-to-all in p-1 shifted rounds */
+	ALGO_P2P,		/* all-to-all, send/recv: every send posted at once */
 	ALGO_COUNT
 };
 
@@ -60,6 +61,7 @@ struct coll_op_flags {
 struct coll_algo_spec {
 	struct coll_proto_flags protocols;	/* offered protocols; none = algorithm off */
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
+	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
 	struct coll_proto_times base;		/* s, fixed cost per collective */
 	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
 	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */

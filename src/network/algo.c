@@ -4,9 +4,10 @@
  * algorithms (direct, NVLS). Rings, trees and the hierarchical all-reduce
  * are in algo_ring.c; multi-round algorithms in algo_rounds.c.
  *
- * Direct (one shot): every rank sends to every peer at once, and a rank's
- * sends progress together (NCCL and RCCL interleave peers over channels),
- * so each source is one flow over all its paths:
+ * Direct (one shot) and p2p (all-to-all, send/recv: the libraries post
+ * every send at once): every rank sends to every peer at once, and a
+ * rank's sends progress together (NCCL and RCCL interleave peers over
+ * channels), so each source is one flow over all its paths:
  *   all-reduce      n to each peer (each reduces locally): link load n
  *   all-gather      n/p (its shard) to each peer
  *   reduce-scatter  n/p (the peer's slice) to each peer
@@ -271,12 +272,15 @@ static int applies(int algo, enum coll_op op)
 			      1u << COLL_REDUCESCATTER | 1u << COLL_BROADCAST |
 			      1u << COLL_REDUCE,
 		[ALGO_TREE] = 1u << COLL_ALLREDUCE,
-		[ALGO_DIRECT] = (1u << COLL_OP_COUNT) - 1,
+		[ALGO_DIRECT] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER |
+				1u << COLL_REDUCESCATTER | 1u << COLL_BROADCAST |
+				1u << COLL_REDUCE,
 		[ALGO_RHD] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER |
 			     1u << COLL_REDUCESCATTER,
 		[ALGO_HIER] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLTOALL,
 		[ALGO_NVLS] = 1u << COLL_ALLREDUCE,
 		[ALGO_PAIRWISE] = 1u << COLL_ALLTOALL,
+		[ALGO_P2P] = 1u << COLL_ALLTOALL | 1u << COLL_SENDRECV,
 	};
 
 	return (mask[algo] >> op) & 1u;
@@ -324,14 +328,15 @@ static const builder builders[ALGO_COUNT] = {
 	[ALGO_RING] = algo_ring, [ALGO_TREE] = algo_tree,
 	[ALGO_DIRECT] = algo_direct, [ALGO_RHD] = algo_rhd,
 	[ALGO_HIER] = algo_hier, [ALGO_NVLS] = algo_nvls,
-	[ALGO_PAIRWISE] = algo_pairwise,
+	[ALGO_PAIRWISE] = algo_pairwise, [ALGO_P2P] = algo_direct,
 };
 
 static void setup(struct algo_ctx *x)
 {
 	const struct coll_proto_spec *ps = &x->lib->proto[x->proto];
 	int one_phase = x->algo == ALGO_RING || x->algo == ALGO_TREE ||
-			x->algo == ALGO_DIRECT || x->algo == ALGO_NVLS;
+			x->algo == ALGO_DIRECT || x->algo == ALGO_P2P ||
+			x->algo == ALGO_NVLS;
 
 	uint32_t N = x->g.nnodes;
 	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
@@ -366,6 +371,11 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 	rc = group_init(&x.g, t, c->gpus, c->ngpus, why);
 	if (rc != 0)
 		return rc;
+	if (x.as->max_nodes > 0 && x.g.nnodes > x.as->max_nodes) {
+		group_release(&x.g);
+		*why = "the library runs this algorithm on fewer nodes";
+		return 1;
+	}
 	setup(&x);
 	if (x.g.p == 1) {
 		plan_phase(out, algo_base(&x));

@@ -11,7 +11,7 @@
  *            S = 2(p-1), I = 2(N-1) for all-reduce; S = p-1, I = N-1 for
  *            all-gather, reduce-scatter, broadcast, reduce
  *   tree     base + 2 * ((ppn-1) * h_intra + floor(log2 N) * h_inter)
- *   direct   base + one step; nvls: base + one scale-up step
+ *   direct, p2p   base + one step; nvls: base + one scale-up step
  *   rhd      base + one step per exchange round
  *   pairwise base + one step per round (p-1 rounds)
  *   hierarchical (all-reduce) ring latencies of its three phases

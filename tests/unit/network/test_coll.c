@@ -156,7 +156,7 @@ Test(net_coll, uneven_alltoall_follows_the_matrix)
 {
 	struct fx f;
 	double m[4] = { 0, 1e9, 3e9, 0 };
-	struct run r = { COLL_ALLTOALL, 0, NULL, 2, ALGO_DIRECT, 1, m };
+	struct run r = { COLL_ALLTOALL, 0, NULL, 2, ALGO_P2P, 1, m };
 
 	fx_mesh(&f, 1);
 	/* GPU 0 sends 1 GB to GPU 1 and GPU 1 sends 3 GB back, on the two
@@ -264,8 +264,8 @@ static void spine_tree(struct fx *f, double oversub)
 Test(net_coll, oversubscription_slows_cross_spine_traffic_only)
 {
 	struct fx f;
-	struct run local = { COLL_ALLTOALL, GiB, NULL, 4, ALGO_DIRECT, 1, NULL };
-	struct run wide = { COLL_ALLTOALL, GiB, NULL, 12, ALGO_DIRECT, 1, NULL };
+	struct run local = { COLL_ALLTOALL, GiB, NULL, 4, ALGO_P2P, 1, NULL };
+	struct run wide = { COLL_ALLTOALL, GiB, NULL, 12, ALGO_P2P, 1, NULL };
 	double l1, l3, w1, w3;
 
 	spine_tree(&f, 1);
