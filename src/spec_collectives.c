@@ -86,28 +86,18 @@ static const struct schema flags_schema = {
 	.nfields = SCHEMA_COUNT(flags_fields),
 };
 
+#define OPF(op, k) { .key = k, .type = ST_BOOL, .def = "false", \
+	.offset = offsetof(struct coll_op_flags, off) + (op) * sizeof(int), \
+	.help = "not used for " k }
+
 static const struct schema_field ops_fields[] = {
-	{ .key = "allreduce", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLREDUCE * sizeof(int),
-	  .help = "not for all-reduce" },
-	{ .key = "allgather", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLGATHER * sizeof(int),
-	  .help = "not for all-gather" },
-	{ .key = "reducescatter", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_REDUCESCATTER * sizeof(int),
-	  .help = "not for reduce-scatter" },
-	{ .key = "alltoall", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_ALLTOALL * sizeof(int),
-	  .help = "not for all-to-all" },
-	{ .key = "broadcast", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_BROADCAST * sizeof(int),
-	  .help = "not for broadcast" },
-	{ .key = "reduce", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_REDUCE * sizeof(int),
-	  .help = "not for reduce" },
-	{ .key = "sendrecv", .type = ST_BOOL, .def = "false",
-	  .offset = offsetof(struct coll_op_flags, off) + COLL_SENDRECV * sizeof(int),
-	  .help = "not for send/recv" },
+	OPF(COLL_ALLREDUCE, "allreduce"),
+	OPF(COLL_ALLGATHER, "allgather"),
+	OPF(COLL_REDUCESCATTER, "reducescatter"),
+	OPF(COLL_ALLTOALL, "alltoall"),
+	OPF(COLL_BROADCAST, "broadcast"),
+	OPF(COLL_REDUCE, "reduce"),
+	OPF(COLL_SENDRECV, "sendrecv"),
 };
 
 static const struct schema ops_schema = {

@@ -188,14 +188,20 @@ static void chans_release(struct chans *ch)
 	mem_free(ch->ord);
 }
 
-int algo_ring(struct algo_ctx *x, struct plan *p)
+/* One channel's flow: c's number, its rail, every node's order. */
+typedef void (*emit_fn)(struct algo_ctx *x, struct plan *p,
+			const struct chans *ch, uint32_t c, uint32_t rail);
+
+/* One phase of ch.K channel flows, each built by emit; the phase costs
+ * lat(x) once its routes are known. 0 or -1 (out of memory). */
+static int channels(struct algo_ctx *x, struct plan *p, int tree,
+		    emit_fn emit, double (*lat)(const struct algo_ctx *))
 {
 	struct chans ch;
-	int chain = x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE;
 	uint32_t c;
 	int rc = -1;
 
-	if (chans_init(x, &ch, 0) != 0)
+	if (chans_init(x, &ch, tree) != 0)
 		goto out;
 	algo_phase(x, p);
 	for (c = 0; c < ch.K; c++) {
@@ -203,17 +209,30 @@ int algo_ring(struct algo_ctx *x, struct plan *p)
 
 		if (orders(x, c, rail, ch.ord) != 0)
 			goto out;
-		if (chain)
-			root_first(x, ch.ord);
-		algo_flow(x, p, ring_volume(x, ch.K));
-		ring_segments(x, p, ch.ord, rail, chain,
-			      x->c->op == COLL_REDUCE);
+		emit(x, p, &ch, c, rail);
 	}
-	algo_close_phase(x, p, ring_latency(x));
+	algo_close_phase(x, p, lat(x));
 	rc = 0;
 out:
 	chans_release(&ch);
 	return rc;
+}
+
+static void ring_channel(struct algo_ctx *x, struct plan *p,
+			 const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	int chain = x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE;
+
+	(void)c;
+	if (chain)
+		root_first(x, ch->ord);
+	algo_flow(x, p, ring_volume(x, ch->K));
+	ring_segments(x, p, ch->ord, rail, chain, x->c->op == COLL_REDUCE);
+}
+
+int algo_ring(struct algo_ctx *x, struct plan *p)
+{
+	return channels(x, p, 0, ring_channel, ring_latency);
 }
 
 /* In-order binary tree over 0..n-1 rooted at 0: the parent of r > 0 is r
@@ -271,30 +290,24 @@ static void tree_segments(struct algo_ctx *x, struct plan *p,
 	}
 }
 
+static void tree_channel(struct algo_ctx *x, struct plan *p,
+			 const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2);
+}
+
+static double tree_latency(const struct algo_ctx *x)
+{
+	uint32_t N = x->g.nnodes;
+
+	return algo_base(x) + 2 * ((x->g.ppn_max - 1) * algo_hop_intra(x) +
+		floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0));
+}
+
 int algo_tree(struct algo_ctx *x, struct plan *p)
 {
-	struct chans ch;
-	uint32_t c, N = x->g.nnodes;
-	int rc = -1;
-
-	if (chans_init(x, &ch, 1) != 0)
-		goto out;
-	algo_phase(x, p);
-	for (c = 0; c < ch.K; c++) {
-		uint32_t rail = ch.rails[c % ch.nrails];
-
-		if (orders(x, c, rail, ch.ord) != 0)
-			goto out;
-		algo_flow(x, p, x->c->bytes / ch.K);
-		tree_segments(x, p, ch.ord, rail, c % 2);
-	}
-	algo_close_phase(x, p, algo_base(x) + 2 * ((x->g.ppn_max - 1) *
-		algo_hop_intra(x) + floor_log2(N) *
-		(N > 1 ? algo_hop(x, TT_NET) : 0)));
-	rc = 0;
-out:
-	chans_release(&ch);
-	return rc;
+	return channels(x, p, 1, tree_channel, tree_latency);
 }
 
 /* Phase 1 or 3 of the hierarchical all-reduce: a ring in every node. */
