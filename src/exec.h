@@ -18,14 +18,19 @@
  * collective member that made each task start when it did; ties prefer the
  * same rank, then the lower task id):
  *
- *   compute_s       compute tasks on the critical path, on the final rank
- *   exposed_comm_s  communication tasks on the critical path
- *   bubble_s        compute on the path that ran on other ranks: time the
- *                   final rank spent waiting for other pipeline stages
- *   optimizer_s     optimizer tasks on the path
- *   other_s         tasks of category OTHER, and gaps on the path
+ *   compute_s       time the final rank (that of the last task) spent
+ *                   computing: its compute tasks, on the path or beside
+ *                   it (overlaps counted once)
+ *   exposed_comm_s  communication tasks on the critical path, while the
+ *                   final rank was not computing (the part not hidden)
+ *   bubble_s        compute on the path that ran on other ranks while the
+ *                   final rank was not computing: time it spent waiting
+ *                   for other pipeline stages
+ *   optimizer_s     optimizer tasks on the path (same proviso)
+ *   other_s         tasks of category OTHER, and gaps on the path (same)
  *
- * These five sum to the step time.
+ * These five sum to the step time. The rule, with a worked example, is at
+ * the top of src/exec_path.c.
  *
  * Programs are built by src/models; ranks here are simulated ranks (with
  * symmetric replication one simulated rank may stand for many GPUs; the

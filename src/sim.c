@@ -1,12 +1,24 @@
 /*
- * sim.c - binary heap of events keyed by (time, sequence), records pooled.
+ * sim.c - a 4-ary heap of events keyed by (time, sequence), records pooled.
  *
- * The heap holds small keys {time, seq, slot}; the callback and argument
- * live in a pool slot, so sifting moves 24 bytes and never touches the
- * callbacks. A handle is (generation << 32 | slot): a slot is reused with
- * its generation bumped, so a stale handle never cancels a newer event.
- * Ties in time are broken by the sequence number, which only grows:
- * first scheduled, first run.
+ * The heap holds 16-byte keys {time, order}, order = sequence << 24 |
+ * slot: comparing (time, order) is comparing (time, sequence), since
+ * sequences are unique, and the key still says where the callback lives.
+ * Four children of a node fill one 64-byte cache line (the array is placed
+ * so that they do), so a sift down touches one line per level, and there
+ * are half as many levels as in a binary heap.
+ *
+ * The callback and argument live in a pool slot (24 bytes). A handle is
+ * (generation << 32 | slot); a slot is reused with its generation bumped,
+ * so a stale handle never cancels a newer event. Cancelling clears the
+ * slot's callback; the key stays in the heap until it reaches the top
+ * (lazy cancellation). Ties in time are broken by the sequence number,
+ * which only grows: first scheduled, first run.
+ *
+ * Limits, reported like an allocation failure (sim_failed): 2^24 - 1
+ * events in the heap at once (about 16.7 M, live or cancelled), 2^40
+ * events scheduled in one simulation (days of simulation at 10 M
+ * events/s).
  */
 #include "sim.h"
 
@@ -14,36 +26,41 @@
 #include "mem.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-struct heap_key {
+#define SLOT_BITS 24
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define NO_SLOT SLOT_MASK		/* never a valid slot */
+#define SEQ_LIMIT ((uint64_t)1 << (64 - SLOT_BITS))
+#define LINE 64				/* B, cache line */
+#define PREFETCH_MIN 16384		/* events: smaller heaps stay cached */
+
+struct key {
 	units_ns_t time;	/* ns */
-	uint64_t seq;		/* insertion order */
-	uint32_t slot;		/* index into the pool */
+	uint64_t order;		/* sequence << SLOT_BITS | slot */
 };
 
 struct slot {
-	sim_fn fn;
+	sim_fn fn;		/* NULL when cancelled or free */
 	void *arg;
 	uint32_t gen;		/* bumped each time the slot is freed */
 	uint32_t next_free;	/* free-list link, valid when free */
-	int live;		/* scheduled and not cancelled */
 };
 
 struct sim {
 	units_ns_t now;		/* ns */
-	uint64_t seq;
-	uint64_t executed;
-	uint64_t live;
-	struct heap_key *heap;
+	uint64_t seq;		/* next sequence number */
+	uint64_t executed;	/* events run */
+	uint64_t live;		/* scheduled, not run, not cancelled */
+	struct key *heap;	/* heap[1..4] share a cache line, etc. */
+	void *heap_mem;		/* allocation holding heap */
 	uint32_t nheap, capheap;
 	struct slot *pool;
 	uint32_t npool, cappool;
-	uint32_t free_head;	/* UINT32_MAX when empty */
+	uint32_t free_head;	/* NO_SLOT when empty */
 	int stopped;
 	int failed;
 };
-
-#define NO_SLOT UINT32_MAX
 
 struct sim *sim_new(void)
 {
@@ -58,22 +75,26 @@ void sim_free(struct sim *s)
 {
 	if (!s)
 		return;
-	mem_free(s->heap);
+	mem_free(s->heap_mem);
 	mem_free(s->pool);
 	mem_free(s);
 }
 
-static int key_less(const struct heap_key *a, const struct heap_key *b)
+/* (time, order) comparison without branches: random keys would
+ * mispredict them half the time. */
+static int key_less(const struct key *a, const struct key *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	return (a->time < b->time) |
+	       ((a->time == b->time) & (a->order < b->order));
 }
 
-static void sift_up(struct heap_key *h, uint32_t i)
+static void sift_up(struct key *h, uint32_t i)
 {
-	struct heap_key k = h[i];
+	struct key k = h[i];
 
 	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
+		uint32_t parent = (i - 1) / 4;
+
 		if (!key_less(&k, &h[parent]))
 			break;
 		h[i] = h[parent];
@@ -82,16 +103,32 @@ static void sift_up(struct heap_key *h, uint32_t i)
 	h[i] = k;
 }
 
-static void sift_down(struct heap_key *h, uint32_t n, uint32_t i)
+/* The smallest of the children c .. c + 3 that exist (c < n). */
+static uint32_t min_child(const struct key *h, uint32_t n, uint32_t c)
 {
-	struct heap_key k = h[i];
+	uint32_t best = c, end = c + 4 < n ? c + 4 : n, j;
+
+	for (j = c + 1; j < end; j++)
+		best = key_less(&h[j], &h[best]) ? j : best;
+	return best;
+}
+
+static void sift_down(struct key *h, uint32_t n, uint32_t i)
+{
+	struct key k = h[i];
 
 	for (;;) {
-		uint32_t c = 2 * i + 1;
+		uint32_t c = 4 * i + 1, j;
+
 		if (c >= n)
 			break;
-		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
-			c++;
+		/* Ask for the next level's lines now: whichever child wins,
+		 * its children are on the way. (A heap that fits in the
+		 * caches has no use for it.) */
+		for (j = 0; n > PREFETCH_MIN && j < 4 &&
+			    4 * (c + j) + 1 < n; j++)
+			__builtin_prefetch(&h[4 * (c + j) + 1]);
+		c = min_child(h, n, c);
 		if (!key_less(&h[c], &k))
 			break;
 		h[i] = h[c];
@@ -100,18 +137,44 @@ static void sift_down(struct heap_key *h, uint32_t n, uint32_t i)
 	h[i] = k;
 }
 
-static int grow(void **p, uint32_t *cap, size_t elem)
+/* Double the heap, keeping &heap[1] on a cache-line boundary; 0 or -1. */
+static int grow_heap(struct sim *s)
 {
-	uint32_t ncap = *cap ? *cap * 2 : 256;
-	void *np;
+	uint32_t ncap = s->capheap ? s->capheap * 2 : 256;
+	unsigned char *mem;
+	uintptr_t at;
 
-	if (*cap >= UINT32_MAX / 2)
+	if (s->capheap > SLOT_MASK)
 		return -1;
-	np = mem_realloc(*p, (size_t)ncap * elem);
+	mem = mem_alloc((size_t)ncap * sizeof(struct key) + LINE);
+	if (!mem)
+		return -1;
+	at = ((uintptr_t)mem + sizeof(struct key) + LINE - 1) &
+	     ~(uintptr_t)(LINE - 1);
+	at -= sizeof(struct key);
+	if (s->nheap)
+		memcpy((void *)at, s->heap, s->nheap * sizeof(struct key));
+	mem_free(s->heap_mem);
+	s->heap_mem = mem;
+	s->heap = (struct key *)at;
+	s->capheap = ncap;
+	return 0;
+}
+
+static int grow_pool(struct sim *s)
+{
+	uint32_t ncap = s->cappool ? s->cappool * 2 : 256;
+	struct slot *np;
+
+	if (s->cappool >= SLOT_MASK / 2 + 1)
+		ncap = SLOT_MASK;	/* NO_SLOT stays unused */
+	if (ncap <= s->cappool)
+		return -1;
+	np = mem_realloc(s->pool, (size_t)ncap * sizeof(*np));
 	if (!np)
 		return -1;
-	*p = np;
-	*cap = ncap;
+	s->pool = np;
+	s->cappool = ncap;
 	return 0;
 }
 
@@ -124,8 +187,7 @@ static uint32_t slot_take(struct sim *s)
 		s->free_head = s->pool[i].next_free;
 		return i;
 	}
-	if (s->npool == s->cappool &&
-	    grow((void **)&s->pool, &s->cappool, sizeof(*s->pool)) != 0)
+	if (s->npool == s->cappool && grow_pool(s) != 0)
 		return NO_SLOT;
 	i = s->npool++;
 	s->pool[i].gen = 1;
@@ -134,11 +196,12 @@ static uint32_t slot_take(struct sim *s)
 
 static void slot_put(struct sim *s, uint32_t i)
 {
-	s->pool[i].gen++;
-	if (s->pool[i].gen == 0)
-		s->pool[i].gen = 1;
-	s->pool[i].live = 0;
-	s->pool[i].next_free = s->free_head;
+	struct slot *sl = &s->pool[i];
+
+	if (++sl->gen == 0)
+		sl->gen = 1;
+	sl->fn = NULL;
+	sl->next_free = s->free_head;
 	s->free_head = i;
 }
 
@@ -148,25 +211,26 @@ sim_id sim_at(struct sim *s, units_ns_t t, sim_fn fn, void *arg)
 
 	if (t < s->now)
 		BUG("event scheduled in the past");
+	if (!fn)
+		BUG("event without a callback");
 	if (s->failed)
 		return 0;
-	if (s->nheap == s->capheap &&
-	    grow((void **)&s->heap, &s->capheap, sizeof(*s->heap)) != 0)
-		goto oom;
+	if (s->seq >= SEQ_LIMIT)
+		goto fail;
+	if (s->nheap == s->capheap && grow_heap(s) != 0)
+		goto fail;
 	i = slot_take(s);
 	if (i == NO_SLOT)
-		goto oom;
+		goto fail;
 	s->pool[i].fn = fn;
 	s->pool[i].arg = arg;
-	s->pool[i].live = 1;
 	s->heap[s->nheap].time = t;
-	s->heap[s->nheap].seq = s->seq++;
-	s->heap[s->nheap].slot = i;
+	s->heap[s->nheap].order = s->seq++ << SLOT_BITS | i;
 	sift_up(s->heap, s->nheap);
 	s->nheap++;
 	s->live++;
 	return (uint64_t)s->pool[i].gen << 32 | i;
-oom:
+fail:
 	s->failed = 1;
 	s->stopped = 1;
 	return 0;
@@ -186,9 +250,9 @@ void sim_cancel(struct sim *s, sim_id id)
 
 	if (id == 0 || i >= s->npool)
 		return;
-	if (s->pool[i].gen != gen || !s->pool[i].live)
+	if (s->pool[i].gen != gen || !s->pool[i].fn)
 		return;
-	s->pool[i].live = 0;
+	s->pool[i].fn = NULL;
 	s->live--;
 }
 
@@ -200,19 +264,27 @@ units_ns_t sim_now(const struct sim *s)
 int sim_step(struct sim *s)
 {
 	while (s->nheap > 0) {
-		struct heap_key top = s->heap[0];
-		struct slot *sl = &s->pool[top.slot];
-		sim_fn fn = sl->fn;
-		void *arg = sl->arg;
-		int live = sl->live;
+		struct key top = s->heap[0];
+		uint32_t i = (uint32_t)(top.order & SLOT_MASK);
+		sim_fn fn = s->pool[i].fn;
+		void *arg = s->pool[i].arg;
 
 		s->nheap--;
 		if (s->nheap > 0) {
+			/* The next event is almost surely the smallest child
+			 * of this one: start loading its record now, so it
+			 * arrives during the sift and this callback. */
+			if (s->nheap > PREFETCH_MIN) {
+				uint32_t c = min_child(s->heap, s->nheap, 1);
+
+				__builtin_prefetch(&s->pool[s->heap[c].order &
+							    SLOT_MASK]);
+			}
 			s->heap[0] = s->heap[s->nheap];
 			sift_down(s->heap, s->nheap, 0);
 		}
-		slot_put(s, top.slot);
-		if (!live)
+		slot_put(s, i);
+		if (!fn)
 			continue;
 		s->live--;
 		s->now = top.time;

@@ -1,0 +1,345 @@
+/*
+ * test_sim.c - the event engine: order by (time, insertion), lazy
+ * cancellation with generation-checked handles, stepping, stopping,
+ * programming errors and allocation failure.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "mem.h"
+#include "sim.h"
+
+/* A log of which events ran, and when. */
+struct log {
+	int n;
+	int id[64];
+	units_ns_t at[64];
+};
+
+/* An event that records itself: arg points at a struct rec. */
+struct rec {
+	struct log *log;
+	int id;
+};
+
+static void record(struct sim *sim, void *arg)
+{
+	struct rec *r = arg;
+
+	cr_assert_lt(r->log->n, 64);
+	r->log->id[r->log->n] = r->id;
+	r->log->at[r->log->n++] = sim_now(sim);
+}
+
+Test(sim, runs_in_time_order)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec r[5];
+	/* Scheduled out of order; they must run at 1, 2, 3, 4, 5 ns. */
+	units_ns_t t[5] = { 5, 1, 3, 2, 4 };
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		r[i] = (struct rec){ &log, i };
+		cr_assert_neq(sim_at(sim, t[i], record, &r[i]), 0);
+	}
+	cr_assert_eq(sim_pending(sim), 5);
+	cr_assert_eq(sim_run(sim), 0);
+	cr_assert_eq(log.n, 5);
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(log.at[i], i + 1);
+	/* Event i was scheduled at t[i]: the one at 1 ns is r[1], ... */
+	cr_assert_eq(log.id[0], 1);
+	cr_assert_eq(log.id[4], 0);
+	cr_assert_eq(sim_now(sim), 5);
+	cr_assert_eq(sim_events(sim), 5);
+	cr_assert_eq(sim_pending(sim), 0);
+	sim_free(sim);
+}
+
+Test(sim, ties_run_in_insertion_order)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec r[40];
+	int i;
+
+	/* 40 events at the same 7 ns, interleaved with later ones at 8 ns
+	 * (odd ids): even ids run first, in the order they were added. */
+	for (i = 0; i < 40; i++) {
+		r[i] = (struct rec){ &log, i };
+		sim_at(sim, i % 2 ? 8 : 7, record, &r[i]);
+	}
+	sim_run(sim);
+	cr_assert_eq(log.n, 40);
+	for (i = 0; i < 20; i++) {
+		cr_assert_eq(log.id[i], 2 * i);
+		cr_assert_eq(log.id[20 + i], 2 * i + 1);
+	}
+	sim_free(sim);
+}
+
+/* An event that schedules another at the same time, and one later. */
+struct chain {
+	struct log *log;
+	struct rec same, later;
+};
+
+static void spawn(struct sim *sim, void *arg)
+{
+	struct chain *c = arg;
+
+	sim_after(sim, 0, record, &c->same);
+	sim_after(sim, 10, record, &c->later);
+}
+
+Test(sim, events_scheduled_now_run_after_those_already_due)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct chain c = { &log, { &log, 1 }, { &log, 2 } };
+	struct rec other = { &log, 3 };
+
+	/* spawn at 5 ns adds "same" at 5 ns; "other" was already due at
+	 * 5 ns, so it runs first: 3 (5 ns), 1 (5 ns), 2 (5 + 10 = 15 ns). */
+	sim_at(sim, 5, spawn, &c);
+	sim_at(sim, 5, record, &other);
+	sim_run(sim);
+	cr_assert_eq(log.n, 3);
+	cr_assert_eq(log.id[0], 3);
+	cr_assert_eq(log.id[1], 1);
+	cr_assert_eq(log.id[2], 2);
+	cr_assert_eq(log.at[1], 5);
+	cr_assert_eq(log.at[2], 15);
+	/* 1 spawn + 3 records */
+	cr_assert_eq(sim_events(sim), 4);
+	sim_free(sim);
+}
+
+Test(sim, cancel_drops_an_event)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 }, b = { &log, 2 }, c = { &log, 3 };
+	sim_id ib;
+
+	sim_at(sim, 1, record, &a);
+	ib = sim_at(sim, 2, record, &b);
+	sim_at(sim, 3, record, &c);
+	sim_cancel(sim, ib);
+	/* 3 scheduled - 1 cancelled = 2 live. */
+	cr_assert_eq(sim_pending(sim), 2);
+	/* Cancelling twice changes nothing. */
+	sim_cancel(sim, ib);
+	cr_assert_eq(sim_pending(sim), 2);
+	sim_run(sim);
+	cr_assert_eq(log.n, 2);
+	cr_assert_eq(log.id[0], 1);
+	cr_assert_eq(log.id[1], 3);
+	cr_assert_eq(sim_events(sim), 2);
+	sim_free(sim);
+}
+
+Test(sim, cancel_of_an_event_that_ran_is_ignored)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 }, b = { &log, 2 };
+	sim_id ia;
+
+	ia = sim_at(sim, 1, record, &a);
+	cr_assert_eq(sim_step(sim), 1);
+	/* a ran; its slot is free and reused by b. The old handle must not
+	 * cancel b. */
+	sim_at(sim, 2, record, &b);
+	sim_cancel(sim, ia);
+	cr_assert_eq(sim_pending(sim), 1);
+	sim_run(sim);
+	cr_assert_eq(log.n, 2);
+	cr_assert_eq(log.id[1], 2);
+	sim_free(sim);
+}
+
+Test(sim, stale_handle_after_cancel_and_reuse)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 }, b = { &log, 2 };
+	sim_id ia, ib;
+
+	ia = sim_at(sim, 1, record, &a);
+	sim_cancel(sim, ia);
+	/* The cancelled record leaves the heap when it reaches the top;
+	 * step past it (nothing live runs). */
+	cr_assert_eq(sim_step(sim), 0);
+	ib = sim_at(sim, 2, record, &b);
+	cr_assert_neq(ib, ia, "a reused slot gets a new handle");
+	sim_cancel(sim, ia);
+	cr_assert_eq(sim_pending(sim), 1);
+	sim_run(sim);
+	cr_assert_eq(log.n, 1);
+	cr_assert_eq(log.id[0], 2);
+	sim_free(sim);
+}
+
+Test(sim, invalid_handles_are_ignored)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 };
+	sim_id ia = sim_at(sim, 1, record, &a);
+
+	sim_cancel(sim, 0);
+	sim_cancel(sim, ia + 1000);		/* slot never used */
+	sim_cancel(sim, ia ^ (sim_id)1 << 40);	/* wrong generation */
+	cr_assert_eq(sim_pending(sim), 1);
+	sim_run(sim);
+	cr_assert_eq(log.n, 1);
+	sim_free(sim);
+}
+
+Test(sim, slots_are_reused)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 };
+	int i;
+
+	/* 10000 schedule/cancel/step cycles keep at most one record alive;
+	 * the last event is the only one that runs. */
+	for (i = 0; i < 10000; i++) {
+		sim_id id = sim_at(sim, i, record, &a);
+
+		cr_assert_neq(id, 0);
+		sim_cancel(sim, id);
+		cr_assert_eq(sim_step(sim), 0);
+	}
+	sim_at(sim, 10000, record, &a);
+	sim_run(sim);
+	cr_assert_eq(log.n, 1);
+	cr_assert_eq(log.at[0], 10000);
+	cr_assert_eq(sim_events(sim), 1);
+	sim_free(sim);
+}
+
+Test(sim, step_runs_one_event_at_a_time)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 }, b = { &log, 2 }, c = { &log, 3 };
+	sim_id ib;
+
+	sim_at(sim, 10, record, &a);
+	ib = sim_at(sim, 20, record, &b);
+	sim_at(sim, 30, record, &c);
+	sim_cancel(sim, ib);
+	cr_assert_eq(sim_now(sim), 0);
+	cr_assert_eq(sim_step(sim), 1);
+	cr_assert_eq(sim_now(sim), 10);
+	cr_assert_eq(log.n, 1);
+	/* The cancelled event at 20 ns is skipped: the next step runs c. */
+	cr_assert_eq(sim_step(sim), 1);
+	cr_assert_eq(sim_now(sim), 30);
+	cr_assert_eq(log.id[1], 3);
+	cr_assert_eq(sim_step(sim), 0);
+	cr_assert_eq(sim_now(sim), 30);
+	sim_free(sim);
+}
+
+static void stopper(struct sim *sim, void *arg)
+{
+	record(sim, arg);
+	sim_stop(sim);
+}
+
+Test(sim, stop_returns_after_the_current_event)
+{
+	struct sim *sim = sim_new();
+	struct log log = { 0 };
+	struct rec a = { &log, 1 }, b = { &log, 2 };
+
+	sim_at(sim, 1, stopper, &a);
+	sim_at(sim, 2, record, &b);
+	cr_assert_eq(sim_run(sim), 0);
+	cr_assert_eq(log.n, 1);
+	cr_assert_eq(sim_pending(sim), 1);
+	/* Running again carries on. */
+	cr_assert_eq(sim_run(sim), 0);
+	cr_assert_eq(log.n, 2);
+	sim_free(sim);
+}
+
+static void nothing(struct sim *sim, void *arg)
+{
+	(void)sim;
+	(void)arg;
+}
+
+static void schedule_in_past(struct sim *sim, void *arg)
+{
+	(void)arg;
+	sim_at(sim, sim_now(sim) - 1, nothing, NULL);
+}
+
+Test(sim, scheduling_in_the_past_is_a_bug, .signal = SIGABRT)
+{
+	struct sim *sim = sim_new();
+
+	sim_at(sim, 5, schedule_in_past, NULL);
+	sim_run(sim);
+}
+
+Test(sim, negative_delay_is_a_bug, .signal = SIGABRT)
+{
+	struct sim *sim = sim_new();
+
+	sim_after(sim, -1, nothing, NULL);
+}
+
+Test(sim, allocation_failure_is_sticky)
+{
+	struct sim *sim = sim_new();
+
+	/* No allocation may succeed: the first sim_at must grow the heap. */
+	mem_fail_after(0);
+	cr_assert_eq(sim_at(sim, 1, nothing, NULL), 0);
+	mem_fail_after(-1);
+	cr_assert(sim_failed(sim));
+	/* Once failed, scheduling keeps failing and run reports it. */
+	cr_assert_eq(sim_at(sim, 1, nothing, NULL), 0);
+	cr_assert_eq(sim_run(sim), -1);
+	sim_free(sim);
+}
+
+Test(sim, allocation_failure_sweep)
+{
+	long n;
+
+	/* Fail the n-th allocation for every n a 2000-event run makes: each
+	 * run either completes all 2000 events or reports failure; nothing
+	 * leaks (checked under make check). */
+	for (n = 0;; n++) {
+		struct sim *sim;
+		int i, failed = 0;
+
+		mem_fail_after(n);
+		sim = sim_new();
+		if (!sim)
+			continue;
+		for (i = 0; i < 2000; i++)
+			if (sim_at(sim, 2000 - i, nothing, NULL) == 0)
+				failed = 1;
+		cr_assert_eq(sim_run(sim), failed ? -1 : 0);
+		cr_assert_eq(sim_failed(sim), failed);
+		if (!failed)
+			cr_assert_eq(sim_events(sim), 2000);
+		sim_free(sim);
+		if (!failed)
+			break;
+	}
+	mem_fail_after(-1);
+	/* Heap and pool double from 256 to 2048: at least one failure
+	 * point was swept. */
+	cr_assert_gt(n, 1);
+}
