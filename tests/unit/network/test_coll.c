@@ -321,3 +321,55 @@ Test(net_coll, bad_requests_are_reported)
 	cr_assert_eq(try_time(&f.sys, &three, &out), -1);
 	cr_assert_eq(try_time(&f.sys, &nvls, &out), -1);
 }
+
+Test(net_coll, hierarchical_alltoall_phases)
+{
+	struct fx f;
+	struct run r = { COLL_ALLTOALL, GiB, NULL, 16, ALGO_HIER, 1, NULL };
+	double t1, t2;
+
+	fx_switch(&f, 2);
+	/* 16 ranks on 2 nodes, n/16 to each peer.
+	 * 1. (k,i) sends (k,j) what it has for position j on both nodes:
+	 *    2 * n/16 = n/8 to each of 7 peers: 7/8 n through its 450 GB/s
+	 *    switch link;
+	 * 2. (k,j) sends (k',j) what its node has for it: 8 * n/16 = n/2
+	 *    over rail j at 50 GB/s. */
+	t1 = 7.0 / 8 * GiB / 450e9;
+	t2 = GiB / 2 / 50e9;
+	EQ_REL(timed(&f.sys, &r).time_s, t1 + t2, 1e-6);
+}
+
+Test(net_coll, protocol_choice_follows_size)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring;
+	struct net_coll_result out;
+
+	fx_switch(&f, 1);
+	ring = &f.lib.algo[ALGO_RING];
+	ring->protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	ring->base.s[PROTO_LL] = 5e-6;
+	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	/* LL: 5 us + 1.75 n * 2 / 450 GB/s; Simple: 20 us + 1.75 n / 450 GB/s.
+	 * They cross at n = 15 us * 450e9 / 1.75 = 3.857 MB. At 1 MB LL wins:
+	 * 5 us + 7.778 us = 12.78 us. */
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 1.75e6 * 2 / 450e9, 1e-6);
+	r.bytes = 16e6;
+	/* At 16 MB Simple wins: 20 us + 62.22 us = 82.22 us. */
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 20e-6 + 1.75 * 16e6 / 450e9, 1e-6);
+	/* A 100 GB/s cap on LL's bus bandwidth (NCCL's llMaxBws): at 1 MB LL
+	 * needs 5 + 1.75 MB / 100 GB/s = 22.5 us, still under Simple's
+	 * 20 + 3.89 = 23.89 us: LL, at the capped time. */
+	f.lib.proto[PROTO_LL].max_busbw_Bps[SCALE_1NODE] = 100e9;
+	r.bytes = 1e6;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 1.75e6 / 100e9, 1e-6);
+}
