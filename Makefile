@@ -63,7 +63,7 @@ LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit tools check bench validate clean FORCE
+.PHONY: all run test unit tools check bench validate clean fuzz FORCE
 
 all: $(BIN)
 
@@ -153,3 +153,29 @@ FORCE:
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/src/main.d \
 	$(BENCH_SRC:%.c=$(BUILD)/obj/%.d) $(TOOL_SRC:%.c=$(BUILD)/obj/%.d)
+
+# libFuzzer harness for the config loader (clang): make fuzz [FUZZ_SECONDS=N]
+# Seeds come from the bad-input corpus and the fixture presets; the first
+# byte of an input picks its form (see tests/fuzz/fuzz_config.c).
+FUZZ_SECONDS ?= 120
+FUZZ_CC ?= clang
+FUZZ_SRC := $(filter-out src/cli%.c,$(wildcard src/cnode*.c src/schema*.c \
+	src/config*.c src/spec_*.c)) src/sha256.c src/units.c src/diag.c src/mem.c
+
+fuzz:
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+		-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc \
+		$(PKG_CFLAGS) tests/fuzz/fuzz_config.c $(FUZZ_SRC) \
+		-o $(BUILD)/fuzz/fuzz_config $(PKG_LIBS)
+	@for f in tests/bad/*.yaml tests/data/workloads/jobs/*.yaml; do \
+		{ printf '\000'; cat "$$f"; } > $(BUILD)/fuzz/corpus/j-$${f##*/}; done
+	@for f in tests/bad/*.json tests/data/workloads/models/*/*.json; do \
+		{ printf '\001'; cat "$$f"; } > $(BUILD)/fuzz/corpus/m-$${f##*/}; done
+	@for f in tests/data/configs/gpus/*.yaml; do \
+		{ printf '\002'; cat "$$f"; } > $(BUILD)/fuzz/corpus/g-$${f##*/}; done
+	@printf '\003system.nodes=4\nparallelism={tp: 4, pp: 2}\n' \
+		> $(BUILD)/fuzz/corpus/s-sets
+	LLMSIM_DATA=tests/data $(BUILD)/fuzz/fuzz_config -max_len=4096 \
+		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus

@@ -40,7 +40,7 @@ struct cnode_pair {
 
 struct cnode {
 	enum cnode_kind kind;
-	const char *file;		/* path as given, or "<command line>" */
+	const char *file;		/* path as given, or "--set" */
 	int line, col;			/* 1-based; 0 when unknown */
 	const char *text;		/* CNODE_SCALAR: the scalar's text */
 	int quoted;			/* CNODE_SCALAR: written in quotes */

@@ -12,16 +12,27 @@
  *   - an inline mapping, which may name `preset: NAME` (or a path) and
  *     override any of its keys.
  * References nest (a preset system names a preset GPU); cycles are
- * reported with the chain that closes them.
+ * reported with the chain that closes them. A file may itself start with
+ * `preset: NAME` (or a path) at its top level and override that config's
+ * keys. A reference field with a default (schema.h) that a mapping leaves
+ * out is resolved as if the default had been written there. A kind with
+ * a `name` key that a file leaves out gets the file's name ("h100" for
+ * configs/gpus/h100.yaml; a Hugging Face config.json its folder's).
  *
  * Overrides: `--set dotted.key=value` applies after references are
  * resolved, so `--set system.nodes=64` changes a preset system and
  * `--set system.gpu=mi300x` swaps the GPU. The value is YAML
- * (`--set parallelism={tp: 8, pp: 2}` works).
+ * (`--set parallelism={tp: 8, pp: 2}` works, merged into parallelism).
+ * Diagnostics about a --set name it as the file "--set", line N for the
+ * N-th option, column within its argument: `--set:1:8: error: ...`.
  *
  * The data root (where configs/ and workloads/ are) is $LLMSIM_DATA if
- * set, else the directory above the running binary when it holds
- * configs/, else the current directory.
+ * set, else the nearest directory up to three levels above the running
+ * binary's that holds configs/ (build/llmsim and build/asan/llmsim both
+ * find the checkout), else the current directory.
+ *
+ * Out of memory anywhere is reported as "out of memory" and counted in
+ * diag.oom, so a caller can exit 1 rather than 2.
  *
  * Depends on cnode.h, schema.h, diag.h, mem.h.
  */

@@ -11,6 +11,7 @@ void diag_init(struct diag *d, FILE *out)
 	d->out = out;
 	d->errors = 0;
 	d->warnings = 0;
+	d->oom = 0;
 }
 
 static void emit(struct diag *d, const char *level, const char *file,
@@ -39,6 +40,12 @@ void diag_error(struct diag *d, const char *file, int line, int col,
 	va_start(ap, fmt);
 	emit(d, "error", file, line, col, fmt, ap);
 	va_end(ap);
+}
+
+void diag_oom(struct diag *d)
+{
+	d->oom++;
+	diag_error(d, NULL, 0, 0, "out of memory");
 }
 
 void diag_warn(struct diag *d, const char *file, int line, int col,

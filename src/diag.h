@@ -21,6 +21,8 @@ struct diag {
 	FILE *out;		/* where messages go; NULL to count only */
 	unsigned errors;	/* errors reported so far */
 	unsigned warnings;	/* warnings reported so far */
+	unsigned oom;		/* errors that were "out of memory" (exit 1,
+				 * not 2: the input may be fine) */
 };
 
 /* Start with no errors, printing to out (stderr in the CLI). */
@@ -35,6 +37,10 @@ void diag_error(struct diag *d, const char *file, int line, int col,
 void diag_warn(struct diag *d, const char *file, int line, int col,
 	       const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+
+/* Report "out of memory" (an error, counted in both errors and oom). The
+ * caller unwinds without reporting anything else; main() exits 1. */
+void diag_oom(struct diag *d);
 
 /* A note attached to the previous error ("did you mean ...", "see ..."). */
 void diag_note(struct diag *d, const char *file, int line, int col,

@@ -27,7 +27,8 @@
  *                 (which may say `preset: NAME` and override its keys)
  *
  * Absent keys: a field with `def` gets the default, parsed exactly as if
- * the user had written it. A field with SF_REQUIRED and no default is an
+ * the user had written it (for ST_REF: a preset name or path that
+ * config_load resolves as if written in the mapping). A field with SF_REQUIRED and no default is an
  * error when absent. Otherwise (optional) it stays zero / NULL, or -1 for
  * ST_BOOL and ST_ENUM, and the kind's check() derives it.
  *
@@ -111,6 +112,37 @@ struct schema {
 };
 
 #define SCHEMA_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Load the mapping `map` into obj (s->size bytes, zeroed by the caller) by
+ * walking the table, then run s->check (only when every field loaded).
+ * References must already be resolved to mappings (config_load does it);
+ * any other value in an ST_REF field is a reference the resolver already
+ * reported, and fails the load without another message. Strings, lists
+ * and referenced structs are allocated in a. Reports every problem to d
+ * (FILE:LINE:COL: error: 'dotted.key': expected ..., got '...') and
+ * returns -1; 0 on success. In a mapping that came from a JSON file, a
+ * kind with ignored_keys (a foreign format: Hugging Face config.json)
+ * ignores unknown keys and treats null as absent.
+ */
+int schema_load(const struct schema *s, const struct cnode *map,
+		struct arena *a, struct diag *d, void *obj);
+
+/* The field whose key or one of whose aliases is key, or NULL. */
+const struct schema_field *schema_field(const struct schema *s,
+					const char *key);
+
+/* Of the n candidates, the one closest to word (edit distance with
+ * transpositions, case-insensitive) when close enough to suggest as "did
+ * you mean", else NULL. */
+const char *schema_closest(const char *word, const char *const *cand,
+			   size_t n);
+
+/* Check a table for programmer errors (for tests): every default parses,
+ * enums have values, sections and references have a sub-schema, no key
+ * or alias appears twice, bounds are ordered. Reports each problem to d
+ * and returns -1 if there was any. */
+int schema_check_table(const struct schema *s, struct diag *d);
 
 /* Print the resolved struct obj as YAML at the given indent, quantities
  * with units (units_format), references expanded inline. */

@@ -31,23 +31,20 @@ double dtype_bytes(enum dtype t)
 
 static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 
+/* Every dtype with its key, for the per-dtype sections (X-macro). */
+#define EACH_DTYPE(X)							\
+	X(DTYPE_FP32, "fp32") X(DTYPE_TF32, "tf32")			\
+	X(DTYPE_BF16, "bf16") X(DTYPE_FP16, "fp16")			\
+	X(DTYPE_FP8, "fp8") X(DTYPE_MXFP8, "mxfp8")			\
+	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")
+
 #define PEAK(dt, k) {						\
 	.key = k, .type = ST_FLOPS,					\
-	.offset = offsetof(struct gpu_spec, matrix_peak_flops) +	\
-		  (dt) * sizeof(double),				\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
 	.flags = SF_OPTIONAL,						\
-	.help = "dense " k " matrix peak; absent = not supported" }
+	.help = "dense " k " matrix peak; absent = not supported" },
 
-static const struct schema_field peak_fields[] = {
-	PEAK(DTYPE_FP32, "fp32"),
-	PEAK(DTYPE_TF32, "tf32"),
-	PEAK(DTYPE_BF16, "bf16"),
-	PEAK(DTYPE_FP16, "fp16"),
-	PEAK(DTYPE_FP8, "fp8"),
-	PEAK(DTYPE_MXFP8, "mxfp8"),
-	PEAK(DTYPE_MXFP6, "mxfp6"),
-	PEAK(DTYPE_MXFP4, "mxfp4"),
-};
+static const struct schema_field peak_fields[] = { EACH_DTYPE(PEAK) };
 
 static const struct schema peak_schema = {
 	.kind = "gpu.matrix_peak",
@@ -55,6 +52,48 @@ static const struct schema peak_schema = {
 	.size = sizeof(double) * DTYPE_COUNT,
 	.fields = peak_fields,
 	.nfields = SCHEMA_COUNT(peak_fields),
+};
+
+#define EFF(dt, k) {						\
+	.key = k, .type = ST_NUM,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,		\
+	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
+
+static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
+
+static const struct schema eff_schema = {
+	.kind = "gpu.gemm_efficiency_dtype",
+	.help = "fraction of the clock-scaled peak a large, well-shaped GEMM "
+		"reaches, per dtype",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = eff_fields,
+	.nfields = SCHEMA_COUNT(eff_fields),
+};
+
+static const struct schema_field attn_fields[] = {
+	{ .key = "fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "forward: fraction of the clock-scaled peak (default "
+		  "gemm_efficiency)" },
+	{ .key = "bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "backward: fraction of the clock-scaled peak (default "
+		  "gemm_efficiency)" },
+	{ .key = "block_q", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, block_q),
+	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
+	  .help = "sequence rows per work unit; absent = no occupancy model" },
+};
+
+static const struct schema attn_schema = {
+	.kind = "gpu.attention",
+	.help = "fused (flash) attention kernels",
+	.size = sizeof(struct gpu_attention_spec),
+	.fields = attn_fields,
+	.nfields = SCHEMA_COUNT(attn_fields),
 };
 
 static const struct schema_field mem_fields[] = {
@@ -105,10 +144,30 @@ static const struct schema_field gpu_fields[] = {
 	  .sub = &peak_schema, .flags = SF_REQUIRED,
 	  .help = "dense matrix peak per dtype" },
 	{ .key = "vector_fp32", .type = ST_FLOPS, .offset = OFF(vector_fp32_flops),
-	  .flags = SF_OPTIONAL, .help = "vector (non-matrix) FP32 peak" },
+	  .flags = SF_OPTIONAL,
+	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
+		  "kernels ignore their FLOPs" },
 	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
 	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
 	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
+	{ .key = "gemm_efficiency_dtype", .type = ST_SECTION,
+	  .offset = OFF(gemm_efficiency_dtype), .sub = &eff_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per-dtype GEMM efficiency (overrides gemm_efficiency)" },
+	{ .key = "gemm_tile_m", .type = ST_INT_LIST, .offset = OFF(gemm_tile_m),
+	  .flags = SF_OPTIONAL,
+	  .help = "output-tile rows of the GEMM kernels, paired with "
+		  "gemm_tile_n; absent = no tile or wave model" },
+	{ .key = "gemm_tile_n", .type = ST_INT_LIST, .offset = OFF(gemm_tile_n),
+	  .flags = SF_OPTIONAL,
+	  .help = "output-tile columns of the GEMM kernels, one per "
+		  "gemm_tile_m entry" },
+	{ .key = "gemm_tile_overhead", .type = ST_TIME,
+	  .offset = OFF(gemm_tile_overhead_s), .def = "0 us", .max = 1e-3,
+	  .help = "per wave of tiles: pipeline fill and epilogue sync" },
+	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
+	  .sub = &attn_schema, .flags = SF_OPTIONAL,
+	  .help = "fused attention efficiency and work-unit size" },
 	{ .key = "hbm", .type = ST_SECTION, .offset = OFF(hbm), .sub = &mem_schema,
 	  .flags = SF_REQUIRED, .help = "device memory (HBM)" },
 	{ .key = "hbm_usable", .type = ST_BYTES, .offset = OFF(hbm_usable_B),
@@ -117,16 +176,24 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "llc", .type = ST_SECTION, .offset = OFF(llc), .sub = &mem_schema,
 	  .flags = SF_OPTIONAL, .help = "last-level cache (AMD Infinity Cache)" },
 	{ .key = "l2", .type = ST_SECTION, .offset = OFF(l2), .sub = &mem_schema,
-	  .flags = SF_OPTIONAL, .help = "L2 cache" },
+	  .flags = SF_OPTIONAL,
+	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
 };
 
-static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
+/* Report one problem with the GPU mapping (node may be NULL). */
+static void gpu_error(struct diag *d, const struct cnode *node,
+		      const char *what)
 {
-	struct gpu_spec *g = obj;
+	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
+		   node ? node->col : 0, "%s", what);
+}
+
+static void fill_defaults(struct gpu_spec *g)
+{
 	int dt;
 
 	if (g->matrix_clock_hz == 0)
@@ -136,13 +203,106 @@ static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
 	if (g->hbm_usable_B == 0)
 		g->hbm_usable_B = g->hbm.capacity_B;
 	for (dt = 0; dt < DTYPE_COUNT; dt++)
+		if (g->gemm_efficiency_dtype[dt] == 0)
+			g->gemm_efficiency_dtype[dt] = g->gemm_efficiency;
+	if (g->attention.fwd_efficiency == 0)
+		g->attention.fwd_efficiency = g->gemm_efficiency;
+	if (g->attention.bwd_efficiency == 0)
+		g->attention.bwd_efficiency = g->gemm_efficiency;
+}
+
+static int check_peaks(const struct gpu_spec *g, const struct cnode *node,
+		       struct diag *d)
+{
+	int dt;
+
+	for (dt = 0; dt < DTYPE_COUNT; dt++)
 		if (g->matrix_peak_flops[dt] > 0)
 			return 0;
-	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-		   node ? node->col : 0,
-		   "'matrix_peak': expected at least one dtype such as "
-		   "'bf16: 989 TFLOP/s', got none");
+	gpu_error(d, node, "'matrix_peak': expected at least one dtype such as "
+		  "'bf16: 989 TFLOP/s', got none");
 	return -1;
+}
+
+static int check_tiles(const struct gpu_spec *g, const struct cnode *node,
+		       struct diag *d)
+{
+	size_t i;
+
+	if (g->gemm_tile_m.n != g->gemm_tile_n.n) {
+		diag_error(d, node ? node->file : NULL, node ? node->line : 0,
+			   node ? node->col : 0,
+			   "'gemm_tile_m' and 'gemm_tile_n': expected lists of "
+			   "the same length (one tile per pair), got %zu and %zu",
+			   g->gemm_tile_m.n, g->gemm_tile_n.n);
+		return -1;
+	}
+	for (i = 0; i < g->gemm_tile_m.n; i++)
+		if (g->gemm_tile_m.v[i] < 1 || g->gemm_tile_n.v[i] < 1 ||
+		    g->gemm_tile_m.v[i] > 65536 || g->gemm_tile_n.v[i] > 65536) {
+			gpu_error(d, node, "'gemm_tile_m', 'gemm_tile_n': "
+				  "expected tile sizes from 1 to 65536 elements "
+				  "such as [128, 256], got one outside that range");
+			return -1;
+		}
+	return 0;
+}
+
+static int check_levels(const struct gpu_spec *g, const struct cnode *node,
+			struct diag *d)
+{
+	int rc = 0;
+
+	if (g->hbm.capacity_B <= 0 || g->hbm.bandwidth_Bps <= 0) {
+		gpu_error(d, node, "'hbm': expected both 'capacity' (such as "
+			  "'80 GB') and 'bandwidth' (such as '3.35 TB/s')");
+		rc = -1;
+	}
+	if (g->llc.capacity_B > 0 && g->llc.bandwidth_Bps <= 0) {
+		gpu_error(d, node, "'llc.bandwidth': expected a bandwidth such "
+			  "as '17.2 TB/s' when 'llc.capacity' is given");
+		rc = -1;
+	}
+	if (g->l2.capacity_B > 0 && g->l2.bandwidth_Bps <= 0) {
+		gpu_error(d, node, "'l2.bandwidth': expected a bandwidth such "
+			  "as '7 TB/s' when 'l2.capacity' is given");
+		rc = -1;
+	}
+	if (g->hbm_usable_B > g->hbm.capacity_B) {
+		gpu_error(d, node, "'hbm_usable': expected at most "
+			  "'hbm.capacity', got more");
+		rc = -1;
+	}
+	return rc;
+}
+
+static int check_clocks(const struct gpu_spec *g, const struct cnode *node,
+			struct diag *d)
+{
+	if (g->sustained_matrix_clock_hz > g->max_clock_hz ||
+	    g->matrix_clock_hz > g->max_clock_hz) {
+		gpu_error(d, node, "'matrix_clock', 'sustained_matrix_clock': "
+			  "expected at most 'max_clock', got more");
+		return -1;
+	}
+	return 0;
+}
+
+static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct gpu_spec *g = obj;
+	int rc = 0;
+
+	fill_defaults(g);
+	if (check_peaks(g, node, d) < 0)
+		rc = -1;
+	if (check_tiles(g, node, d) < 0)
+		rc = -1;
+	if (check_levels(g, node, d) < 0)
+		rc = -1;
+	if (check_clocks(g, node, d) < 0)
+		rc = -1;
+	return rc;
 }
 
 static const char *const gpu_dirs[] = {"configs/gpus", NULL};

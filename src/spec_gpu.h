@@ -47,6 +47,13 @@ struct gpu_mem_level {
 	double efficiency;		/* achievable fraction of bandwidth */
 };
 
+/* How the fused attention kernels (flash-attention style) run. */
+struct gpu_attention_spec {
+	double fwd_efficiency;		/* fraction of the clock-scaled peak, forward; 0 = gemm efficiency */
+	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
+	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
+};
+
 struct gpu_spec {
 	const char *name;			/* preset name */
 	int vendor;				/* enum gpu_vendor */
@@ -56,12 +63,19 @@ struct gpu_spec {
 	double matrix_clock_hz;			/* Hz, clock the matrix peaks are quoted at */
 	double sustained_matrix_clock_hz;	/* Hz, median clock under GEMM load */
 	double matrix_peak_flops[DTYPE_COUNT];	/* FLOP/s dense at matrix_clock; 0 = unsupported */
-	double vector_fp32_flops;		/* FLOP/s, non-matrix FP32 */
+	double vector_fp32_flops;		/* FLOP/s, non-matrix FP32; 0 = not modelled */
 	double gemm_efficiency;			/* fraction of clock-scaled peak a large, well-shaped GEMM reaches */
+	double gemm_efficiency_dtype[DTYPE_COUNT]; /* fraction, per dtype; after loading every entry is set
+						    * (an absent one takes gemm_efficiency) */
+	struct schema_int_list gemm_tile_m;	/* elements, output-tile rows the GEMM library picks from */
+	struct schema_int_list gemm_tile_n;	/* elements, output-tile columns, paired with gemm_tile_m;
+						 * empty = no tile model */
+	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
+	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */
 	struct gpu_mem_level llc;		/* last-level cache (Infinity Cache / MALL); may be absent */
-	struct gpu_mem_level l2;		/* L2 */
+	struct gpu_mem_level l2;		/* L2 a kernel can count on for reuse; may be absent */
 	double lds_per_cu_B;			/* B, LDS / shared memory per CU or SM */
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 };

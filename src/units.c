@@ -224,6 +224,52 @@ static const char *scan_number(const char *s)
 	return p;
 }
 
+/* k when x is exactly 10^k for k in 0..18, else -1. */
+static int exact_pow10(double x)
+{
+	double p = 1.0;
+	int k;
+
+	for (k = 0; k <= 18; k++, p *= 10.0)
+		if (x == p)
+			return k;
+	return -1;
+}
+
+/*
+ * The number num[0..len) times scale (negative: divided by -scale),
+ * rounded once. "4.35" times 1e12 is 4349999999999.9995 when multiplied
+ * in doubles, but 4.35e12 exactly when strtod reads "4.35e12"; so when
+ * the scale is a power of ten (possibly over 8, for bits) the exponent
+ * goes into the text. Binary prefixes multiply by powers of two, which
+ * is exact.
+ */
+static double scale_number(const char *num, size_t len, double scale)
+{
+	char buf[96];
+	const char *e = NULL;
+	size_t i, mant = len;
+	int k = exact_pow10(scale < 0 ? -scale : scale), eighths = 0;
+	long exp = 0;
+
+	if (k < 0 && scale > 0 && (k = exact_pow10(scale * 8.0)) >= 0)
+		eighths = 1;
+	for (i = 0; i < len; i++)
+		if (num[i] == 'e' || num[i] == 'E')
+			e = num + i;
+	if (e) {
+		mant = (size_t)(e - num);
+		exp = strtol(e + 1, NULL, 10);
+	}
+	if (k < 0 || mant > 64 || exp > 400 || exp < -400) {
+		double v = strtod(num, NULL);
+		return scale < 0 ? v / -scale : v * scale;
+	}
+	snprintf(buf, sizeof(buf), "%.*se%ld", (int)mant, num,
+		 exp + (scale < 0 ? -k : k));
+	return strtod(buf, NULL) / (eighths ? 8.0 : 1.0);
+}
+
 int units_parse(const char *text, enum unit_kind kind, double *out,
 		const char **why)
 {
@@ -234,7 +280,7 @@ int units_parse(const char *text, enum unit_kind kind, double *out,
 		"unknown rate unit (use FLOP/s with a prefix: GFLOP/s, TFLOP/s, PFLOP/s)",
 		"unknown frequency unit (use Hz, kHz, MHz, GHz)",
 	};
-	const char *p = text, *num_end;
+	const char *p = text, *num, *num_end;
 	char unit[32];
 	size_t ulen;
 	double v, scale = 1.0;
@@ -254,7 +300,7 @@ int units_parse(const char *text, enum unit_kind kind, double *out,
 		*why = "not a number followed by a unit";
 		return -1;
 	}
-	v = strtod(p, NULL);
+	num = p;
 	p = num_end;
 	while (isspace((unsigned char)*p))
 		p++;
@@ -284,7 +330,7 @@ int units_parse(const char *text, enum unit_kind kind, double *out,
 		*why = unknown[kind];
 		return -1;
 	}
-	v = scale < 0 ? v / -scale : v * scale;
+	v = scale_number(num, (size_t)(num_end - num), scale);
 	if (!isfinite(v) || v > 1e30) {
 		*why = "out of range";
 		return -1;

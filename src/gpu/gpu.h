@@ -10,14 +10,28 @@
  * one fudge factor. Every constant is data in struct gpu_spec.
  *
  * All results are in SI units; nothing here knows about parallelism or
- * models (src/models composes these costs into a step).
+ * models (src/models composes these costs into a step). The mathematics
+ * of each model is at the top of its file: gpu.c (peaks, memory levels,
+ * memory-bound kernels), gpu_gemm.c (tiles, waves, split-K),
+ * gpu_attention.c (fused attention).
  *
- * Depends on the core (spec_gpu.h) only.
+ * Unsupported dtypes: a GPU supports dt when gpu_peak_flops(g, dt) > 0.
+ * Callers validate the job's dtype once with gpu_check_dtype(), which
+ * reports a user error naming the dtypes the GPU has; gpu_gemm() and the
+ * attention functions treat an unsupported dtype as a programming error
+ * (BUG), never as a silent zero or infinite time.
+ *
+ * Zero-sized work (any dimension or byte count 0) costs nothing: time 0,
+ * no launch. Negative or non-finite sizes are programming errors.
+ *
+ * Depends on the core (spec_gpu.h, diag.h) only.
  */
 #ifndef LLMSIM_GPU_H
 #define LLMSIM_GPU_H
 
 #include "../spec_gpu.h"
+
+struct diag;
 
 enum gpu_bound {
 	GPU_BOUND_COMPUTE,	/* matrix or vector rate */
@@ -25,12 +39,21 @@ enum gpu_bound {
 	GPU_BOUND_LAUNCH	/* launch overhead dominates */
 };
 
+/* Levels of the memory hierarchy that can serve a kernel's bytes,
+ * nearest first. */
+enum gpu_level {
+	GPU_LEVEL_L2,
+	GPU_LEVEL_LLC,
+	GPU_LEVEL_HBM
+};
+
 /* The cost of one kernel. */
 struct gpu_cost {
 	double time_s;		/* s, including launch overhead */
-	double flops;		/* FLOP executed */
+	double flops;		/* FLOP executed (useful work, no padding) */
 	double bytes;		/* B moved to/from the serving level */
 	int bound;		/* enum gpu_bound */
+	int level;		/* enum gpu_level that served the bytes */
 };
 
 /* Shape of one attention call (flash-attention style, fused). */
@@ -49,17 +72,36 @@ struct gpu_attn_shape {
  * measured against this. */
 double gpu_peak_flops(const struct gpu_spec *g, enum dtype dt);
 
+/* 0 when g has a matrix rate for dt; otherwise reports a user error on d
+ * ("gpu 'h100' has no mxfp4 matrix rate; it supports ...") and returns
+ * -1. */
+int gpu_check_dtype(const struct gpu_spec *g, enum dtype dt,
+		    struct diag *d);
+
 /* The matrix rate a large, well-shaped GEMM sustains (FLOP/s): peak
- * scaled by sustained/quoted clock and by gemm_efficiency. */
+ * scaled by sustained/quoted clock and by the dtype's GEMM efficiency;
+ * 0 when unsupported. */
 double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt);
 
-/* C[m,n] = A[m,k] B[k,n], `batch` independent GEMMs of that shape,
- * operands and result in dt. */
+/* The level that serves a working set of this many bytes: the nearest
+ * present level that holds it (L2, then LLC), else HBM. */
+enum gpu_level gpu_serving_level(const struct gpu_spec *g,
+				 double working_set_B);
+
+/* Achievable bandwidth of a level (B/s): peak x measured efficiency.
+ * An absent level is a programming error. */
+double gpu_level_bandwidth_Bps(const struct gpu_spec *g, enum gpu_level l);
+
+/* C[m,n] = A[m,k] B[k,n], `batch` independent GEMMs of that shape.
+ * Operands in dt; the result in dt, or in BF16 when dt is narrower than
+ * 16 bits (FP8/MX GEMMs accumulate in FP32 and write BF16, as Transformer
+ * Engine and the vendor benchmarks do). The working set picks the serving
+ * level (gpu_serving_level). */
 struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 			 double n, double k, double batch);
 
 /* Fused attention forward / backward (recomputing scores in backward as
- * flash-attention does). */
+ * flash-attention does). Q, K, V, O and their gradients in dt. */
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,
 				  const struct gpu_attn_shape *a);
 struct gpu_cost gpu_attention_bwd(const struct gpu_spec *g, enum dtype dt,
@@ -71,6 +113,10 @@ struct gpu_cost gpu_attention_bwd(const struct gpu_spec *g, enum dtype dt,
 struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 			      double write_B, double flops,
 			      double working_set_B);
+
+/* FLOPs of attention forward (backward = 0) or backward (= 1), causal
+ * masking included. */
+double gpu_attention_flops(const struct gpu_attn_shape *a, int backward);
 
 /* Bytes a job can use on one GPU. */
 double gpu_usable_memory_B(const struct gpu_spec *g);

@@ -1,0 +1,20 @@
+/*
+ * config_kinds.c - the registry of config kinds. A module that adds a
+ * kind adds one line here.
+ */
+#include "config.h"
+
+#include "spec_fabric.h"
+#include "spec_gpu.h"
+#include "spec_job.h"
+#include "spec_model.h"
+#include "spec_system.h"
+
+const struct schema *const config_kinds[] = {
+	&gpu_schema,
+	&fabric_schema,
+	&system_schema,
+	&model_schema,
+	&job_schema,
+	NULL,
+};

@@ -1,0 +1,179 @@
+/*
+ * gpu.c - peaks, the memory hierarchy, memory-bound kernels.
+ *
+ * Matrix rate. P(dt) is the vendor's dense matrix peak for dtype dt,
+ * quoted at the matrix clock f_q. Under sustained GEMM load the matrix
+ * engines run at a lower median clock f_s (MI300X: 1207 of 2100 MHz,
+ * MI325X: 1447 MHz; hardware-specs.md §1.3 [V8]), and the best kernels
+ * reach a fraction eta(dt) of that clock-scaled peak (AMD measures 94% for
+ * BF16). The rate a large, well-shaped GEMM sustains is
+ *
+ *     R(dt) = P(dt) * (f_s / f_q) * eta(dt)                     [FLOP/s]
+ *
+ * f_s, f_q, P and eta are data (configs/gpus/); NVIDIA quotes its tensor
+ * peaks at a clock below max boost and publishes no median clock, so
+ * there f_s = f_q and the clock loss is inside eta.
+ *
+ * Memory hierarchy. A kernel's bytes come from the nearest level whose
+ * capacity C_l holds its working set W: L2 if W <= C_L2, else the
+ * last-level cache (AMD Infinity Cache) if present and W <= C_LLC, else
+ * HBM. A level delivers
+ *
+ *     B_l = B_peak,l * e_l                                       [B/s]
+ *
+ * with e_l its measured streaming fraction (BabelStream-like). The
+ * capacity-only rule assumes the working set was touched recently (the
+ * producer of a tensor ran just before its consumer); whether that holds
+ * is the caller's choice of W.
+ *
+ * Memory-bound kernels (elementwise, norms, softmax, rotary, cross-
+ * entropy, optimizer update) read r and write w bytes and do F vector
+ * FLOPs:
+ *
+ *     t = t_launch + max(F / R_vec, (r + w) / B_l)
+ *
+ * max, not a sum: a streaming kernel keeps enough loads in flight that
+ * its few FLOPs hide under the memory time (or the reverse). Valid for
+ * coalesced streaming access; gathers and atomics run slower.
+ *
+ * t_launch is the per-kernel cost of a kernel in a back-to-back stream
+ * (dispatch, drain, host issue), added rather than overlapped because a
+ * kernel's blocks cannot start before it is dispatched nor the next kernel
+ * before it drains.
+ */
+#include "gpu_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../diag.h"
+
+double gpu_peak_flops(const struct gpu_spec *g, enum dtype dt)
+{
+	if ((int)dt < 0 || dt >= DTYPE_COUNT)
+		BUG("dtype out of range");
+	return g->matrix_peak_flops[dt];
+}
+
+int gpu_check_dtype(const struct gpu_spec *g, enum dtype dt, struct diag *d)
+{
+	char have[128] = "";
+	int i;
+
+	if (gpu_peak_flops(g, dt) > 0)
+		return 0;
+	for (i = 0; i < DTYPE_COUNT; i++) {
+		if (g->matrix_peak_flops[i] <= 0)
+			continue;
+		if (have[0])
+			strncat(have, ", ", sizeof(have) - strlen(have) - 1);
+		strncat(have, dtype_names[i], sizeof(have) - strlen(have) - 1);
+	}
+	diag_error(d, NULL, 0, 0,
+		   "gpu '%s' has no %s matrix rate; it supports %s",
+		   g->name ? g->name : "(unnamed)", dtype_names[dt], have);
+	return -1;
+}
+
+void gpu_require_dtype(const struct gpu_spec *g, enum dtype dt)
+{
+	if (gpu_peak_flops(g, dt) <= 0)
+		BUG("dtype not supported by this GPU; call gpu_check_dtype() "
+		    "when validating the job");
+}
+
+void gpu_require_size(double x, const char *what)
+{
+	if (!isfinite(x) || x < 0) {
+		fprintf(stderr, "llmsim: bad %s: %g\n", what, x);
+		BUG("negative or non-finite size passed to the GPU model");
+	}
+}
+
+double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
+{
+	double peak = gpu_peak_flops(g, dt);
+
+	if (peak <= 0)
+		return 0;
+	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz) *
+	       g->gemm_efficiency_dtype[dt];
+}
+
+static const struct gpu_mem_level *level_of(const struct gpu_spec *g,
+					    enum gpu_level l)
+{
+	switch (l) {
+	case GPU_LEVEL_L2: return &g->l2;
+	case GPU_LEVEL_LLC: return &g->llc;
+	case GPU_LEVEL_HBM: return &g->hbm;
+	}
+	BUG("unknown memory level");
+}
+
+enum gpu_level gpu_serving_level(const struct gpu_spec *g,
+				 double working_set_B)
+{
+	gpu_require_size(working_set_B, "working set");
+	if (g->l2.capacity_B > 0 && working_set_B <= g->l2.capacity_B)
+		return GPU_LEVEL_L2;
+	if (g->llc.capacity_B > 0 && working_set_B <= g->llc.capacity_B)
+		return GPU_LEVEL_LLC;
+	return GPU_LEVEL_HBM;
+}
+
+double gpu_level_bandwidth_Bps(const struct gpu_spec *g, enum gpu_level l)
+{
+	const struct gpu_mem_level *m = level_of(g, l);
+
+	if (m->bandwidth_Bps <= 0 || m->efficiency <= 0)
+		BUG("memory level without bandwidth");
+	return m->bandwidth_Bps * m->efficiency;
+}
+
+struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
+			      double bytes, int level, double body_s,
+			      double compute_s, double memory_s)
+{
+	struct gpu_cost c;
+
+	c.flops = flops;
+	c.bytes = bytes;
+	c.level = level;
+	c.time_s = g->kernel_launch_s + body_s;
+	if (g->kernel_launch_s > body_s)
+		c.bound = GPU_BOUND_LAUNCH;
+	else if (compute_s >= memory_s)
+		c.bound = GPU_BOUND_COMPUTE;
+	else
+		c.bound = GPU_BOUND_MEMORY;
+	return c;
+}
+
+struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
+			      double write_B, double flops,
+			      double working_set_B)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	enum gpu_level l;
+	double bytes, mem_s, comp_s = 0;
+
+	gpu_require_size(read_B, "bytes read");
+	gpu_require_size(write_B, "bytes written");
+	gpu_require_size(flops, "FLOPs");
+	bytes = read_B + write_B;
+	if (bytes == 0 && flops == 0)
+		return zero;
+	l = gpu_serving_level(g, working_set_B);
+	mem_s = bytes / gpu_level_bandwidth_Bps(g, l);
+	if (g->vector_fp32_flops > 0)
+		comp_s = flops / g->vector_fp32_flops;
+	return gpu_make_cost(g, flops, bytes, (int)l, fmax(comp_s, mem_s),
+			     comp_s, mem_s);
+}
+
+double gpu_usable_memory_B(const struct gpu_spec *g)
+{
+	return g->hbm_usable_B;
+}

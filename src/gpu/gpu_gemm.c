@@ -1,0 +1,227 @@
+/*
+ * gpu_gemm.c - GEMM time from output tiles, waves and the memory
+ * hierarchy.
+ *
+ * A GEMM C[m,n] = A[m,k] B[k,n] (a batch of them) runs as a library
+ * kernel that cuts C into output tiles of BM x BN elements, one tile per
+ * CU/SM at a time. The tile shapes the library picks from are data
+ * (gemm_tile_m, gemm_tile_n); the model costs each and keeps the fastest,
+ * as the library's heuristic does.
+ *
+ * Tiles and waves. U compute units, per-unit rate R_u = R(dt) / U with
+ * R(dt) the sustained matrix rate (gpu.c):
+ *
+ *     T = batch * ceil(m/BM) * ceil(n/BN)                        tiles
+ *     floor(T/U) full waves of U tiles, then one of T mod U if nonzero
+ *
+ * A tile costs the same whether full or padded, and a wave takes as long
+ * as its slowest tile: that is how padding (m or n not a multiple of the
+ * tile, skinny M or N) and an idle tail wave (T = U + 1 takes two waves)
+ * cost efficiency.
+ *
+ * One wave of a tiles, the units in lock step, k_s the k each tile covers:
+ *
+ *     t_c = 2 BM BN k_s / R_u                       mainloop MMAs
+ *     t_m = D(a) / B_l                              mainloop operand loads
+ *     t_e = a BM BN b_epi / B_l                     epilogue stores
+ *     t_wave = t_0 + max(t_c, t_m) + t_e
+ *
+ * The mainloop is a multi-stage pipeline that overlaps loads with MMAs,
+ * hence max; the epilogue stores C after the mainloop ends and a
+ * non-persistent kernel does not overlap them with the next tile's loads,
+ * hence added. t_0 (gemm_tile_overhead) is the pipeline fill latency and
+ * the epilogue synchronisation of one wave. t_0 and t_e do not shrink with
+ * k, which is why a short K cannot amortise them.
+ *
+ * Operand traffic. The a tiles of a wave form (close to) an r x c block
+ * of the output with r BM ~ c BN (grouped rasterization); every A
+ * row-panel and B column-panel the block touches is fetched once from the
+ * serving level and shared through L2:
+ *
+ *     c = clamp(round(sqrt(a BM / BN)), 1, ceil(n/BN)),  r = min(ceil(a/c), ceil(m/BM))
+ *     D(a) = (r BM + c BN) k_s b_in
+ *
+ * and a wave that holds whole GEMMs of the batch (a >= tiles per GEMM)
+ * reads each one's A and B once. This is the arithmetic-intensity limit:
+ * skinny and short GEMMs turn bandwidth-bound through t_m and t_e.
+ *
+ * Split-K. When the tiles cannot fill the units, libraries split k into s
+ * slices (s a power of two with T s <= U), each tile writing an FP32
+ * partial (b_epi = 4 B) that a reduction then sums:
+ *
+ *     k_s = ceil(k / s),  t_red = batch m n (s * 4 + b_out) / B_l   (s > 1)
+ *
+ * Bytes per element: b_in = dtype_bytes(dt); b_out = b_epi = the same, or
+ * 2 (BF16) when dt is narrower than 16 bits. The serving level comes from
+ * the working set W = batch (m k b_in + k n b_in + m n b_out) (gpu.c).
+ *
+ *     t = t_launch + min over tiles and s of (sum of t_wave + t_red)
+ *
+ * Without tile data the model is the plain roofline
+ *     t = t_launch + max(2 m n k batch / R, W / B_l).
+ *
+ * Constants: BM, BN, t_0, t_launch, R and B_l are per-GPU data
+ * (configs/gpus/) with their sources there; 4 B is the FP32 accumulator.
+ * Range: dense GEMMs with vendor-library kernels. Persistent and stream-K
+ * kernels overlap epilogues and balance tails better than this, so short-K
+ * GEMMs come out a little slow. Checked against measured TFLOP/s in
+ * results/reference/kernels (scripts/validate-kernels.sh).
+ */
+#include "gpu_impl.h"
+
+#include <math.h>
+
+#include "../diag.h"
+
+/* Everything a tile plan needs about the GEMM and the GPU. */
+struct gemm_problem {
+	double m, n, k, batch;		/* elements, count */
+	double b_in, b_out;		/* B per element: operands, result */
+	double bw_Bps;			/* B/s, achievable at the serving level */
+	double unit_flops;		/* FLOP/s per CU/SM */
+	double units;			/* CUs/SMs */
+	double wave_overhead_s;		/* s, t_0 */
+};
+
+/* Time and traffic of one candidate (tile, split). */
+struct gemm_plan {
+	double time_s;			/* s, GPU body without launch */
+	double compute_s;		/* s, sum of mainloop compute */
+	double memory_s;		/* s, sum of memory phases */
+	double bytes;			/* B moved at the serving level */
+};
+
+struct gemm_tile {
+	double bm, bn;			/* elements */
+	double split;			/* k slices */
+};
+
+/* Operand bytes one wave of `active` tiles fetches (see the top). */
+static double wave_operand_B(const struct gemm_problem *p,
+			     const struct gemm_tile *t, double ks,
+			     double active)
+{
+	double gm = ceil(p->m / t->bm), gn = ceil(p->n / t->bn);
+	double r, c;
+
+	if (active >= gm * gn)
+		return active / (gm * gn) * (p->m + p->n) * ks * p->b_in;
+	c = fmin(fmax(round(sqrt(active * t->bm / t->bn)), 1), gn);
+	r = fmin(ceil(active / c), gm);
+	c = fmin(ceil(active / r), gn);
+	return (r * t->bm + c * t->bn) * ks * p->b_in;
+}
+
+/* Add `count` waves of `active` tiles to plan. */
+static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
+		      double count, double active, struct gemm_plan *plan)
+{
+	double ks = ceil(p->k / t->split);
+	double b_epi = t->split > 1 ? dtype_bytes(DTYPE_FP32) : p->b_out;
+	double load_B = wave_operand_B(p, t, ks, active);
+	double store_B = active * t->bm * t->bn * b_epi;
+	double tc = 2 * t->bm * t->bn * ks / p->unit_flops;
+	double tm = load_B / p->bw_Bps, te = store_B / p->bw_Bps;
+
+	if (count <= 0 || active <= 0)
+		return;
+	plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm) + te);
+	plan->compute_s += count * tc;
+	plan->memory_s += count * (tm + te);
+	plan->bytes += count * (load_B + store_B);
+}
+
+static struct gemm_plan plan_tiles(const struct gemm_problem *p,
+				   const struct gemm_tile *t)
+{
+	struct gemm_plan plan = {0, 0, 0, 0};
+	double tiles = p->batch * ceil(p->m / t->bm) * ceil(p->n / t->bn) *
+		       t->split;
+	double full = floor(tiles / p->units);
+	double red_B;
+
+	add_waves(p, t, full, p->units, &plan);
+	add_waves(p, t, 1, tiles - full * p->units, &plan);
+	if (t->split > 1) {
+		red_B = p->batch * p->m * p->n *
+			(t->split * dtype_bytes(DTYPE_FP32) + p->b_out);
+		plan.time_s += red_B / p->bw_Bps;
+		plan.memory_s += red_B / p->bw_Bps;
+		plan.bytes += red_B;
+	}
+	return plan;
+}
+
+/* The fastest split of k for one tile shape (s = 1 always allowed). */
+static struct gemm_plan plan_splits(const struct gemm_problem *p, double bm,
+				    double bn)
+{
+	struct gemm_tile t = {bm, bn, 1};
+	double tiles = p->batch * ceil(p->m / bm) * ceil(p->n / bn);
+	struct gemm_plan best = plan_tiles(p, &t), cand;
+
+	for (t.split = 2; tiles * t.split <= p->units && t.split <= p->k;
+	     t.split *= 2) {
+		cand = plan_tiles(p, &t);
+		if (cand.time_s < best.time_s)
+			best = cand;
+	}
+	return best;
+}
+
+static struct gemm_plan plan_roofline(const struct gemm_problem *p,
+				      double working_set_B)
+{
+	struct gemm_plan plan;
+
+	plan.compute_s = 2 * p->m * p->n * p->k * p->batch /
+			 (p->unit_flops * p->units);
+	plan.memory_s = working_set_B / p->bw_Bps;
+	plan.time_s = fmax(plan.compute_s, plan.memory_s);
+	plan.bytes = working_set_B;
+	return plan;
+}
+
+static double result_bytes(enum dtype dt)
+{
+	double b = dtype_bytes(dt);
+
+	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
+}
+
+struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
+			 double n, double k, double batch)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gemm_problem p;
+	struct gemm_plan best, cand;
+	double ws;
+	enum gpu_level l;
+	size_t i;
+
+	gpu_require_size(m, "GEMM m");
+	gpu_require_size(n, "GEMM n");
+	gpu_require_size(k, "GEMM k");
+	gpu_require_size(batch, "GEMM batch");
+	gpu_require_dtype(g, dt);
+	if (m == 0 || n == 0 || k == 0 || batch == 0)
+		return zero;
+	p.m = m, p.n = n, p.k = k, p.batch = batch;
+	p.b_in = dtype_bytes(dt);
+	p.b_out = result_bytes(dt);
+	ws = batch * ((m * k + k * n) * p.b_in + m * n * p.b_out);
+	l = gpu_serving_level(g, ws);
+	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
+	p.units = (double)g->compute_units;
+	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
+	p.wave_overhead_s = g->gemm_tile_overhead_s;
+	best = plan_roofline(&p, ws);
+	for (i = 0; i < g->gemm_tile_m.n; i++) {
+		cand = plan_splits(&p, (double)g->gemm_tile_m.v[i],
+				   (double)g->gemm_tile_n.v[i]);
+		if (i == 0 || cand.time_s < best.time_s)
+			best = cand;
+	}
+	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l,
+			     best.time_s, best.compute_s, best.memory_s);
+}

@@ -1,0 +1,29 @@
+/*
+ * gpu_impl.h - helpers shared by the GPU model's files (gpu.c,
+ * gpu_gemm.c, gpu_attention.c). Not a contract: nothing outside src/gpu
+ * includes it.
+ *
+ * Depends on gpu.h only.
+ */
+#ifndef LLMSIM_GPU_IMPL_H
+#define LLMSIM_GPU_IMPL_H
+
+#include "gpu.h"
+
+/* BUG unless dt is supported by g (see gpu.h on unsupported dtypes). */
+void gpu_require_dtype(const struct gpu_spec *g, enum dtype dt);
+
+/* BUG unless x is finite and >= 0 (a size, a count, bytes). */
+void gpu_require_size(double x, const char *what);
+
+/*
+ * A kernel's cost from its parts: body_s is the time on the GPU without
+ * launch (already composed from compute and memory by the caller);
+ * compute_s and memory_s are the two bounds the body came from, and say
+ * which one binds. Adds g's launch overhead.
+ */
+struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
+			      double bytes, int level, double body_s,
+			      double compute_s, double memory_s);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * kernels.c - the GPU model against measured kernels: for every row of
+ * every reference file, the measured and the predicted rate (TFLOP/s for
+ * GEMMs and attention, TB/s for memory kernels) and the error, then the
+ * median and largest error per file and over all files.
+ *
+ * Usage: kernels [--max-error PCT] [--set KEY=VALUE]... FILE.yaml...
+ *
+ * --set overrides a key of every file's GPU preset, as llmsim's --set
+ * does (--set gemm_efficiency_dtype.fp8=0.7): what-if and calibration.
+ *
+ * A reference file (results/reference/kernels/, format in its README)
+ * names the GPU preset it was measured on, the kind of kernel (gemm,
+ * attention, stream, memory), how it was timed, and its rows. Timing
+ * "stream" means back-to-back launches: the model's time as is. Timing
+ * "single" (one kernel between two events recorded from the host) and
+ * "graph" (kernels replayed from a CUDA graph) have their own per-kernel
+ * cost, the file's launch_overhead, which replaces the GPU's
+ * kernel_launch. Rows measured under min_time are shown but not scored. A row with
+ * `scored: false` (for attention also fwd_scored or bwd_scored: false)
+ * is shown, not scored.
+ *
+ * error = predicted rate / measured rate - 1 (= measured time / predicted
+ * time - 1). Exit status: 0; 1 when --max-error is given and a scored
+ * row's |error| exceeds it (percent); 2 on a bad file or option.
+ *
+ * A validation helper run by scripts/validate-kernels.sh, not part of
+ * llmsim.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnode.h"
+#include "config.h"
+#include "diag.h"
+#include "gpu/gpu.h"
+#include "mem.h"
+#include "units.h"
+
+/* One reference file's header and its GPU. */
+struct ref {
+	const char *const *sets;	/* --set overrides for the GPU */
+	size_t nsets;
+	const char *path;		/* the file */
+	const char *id;			/* its id */
+	const char *gpu_name;		/* GPU preset */
+	const char *kind;		/* gemm, attention, stream, memory */
+	enum dtype dt;			/* gemm and attention */
+	double launch_s;		/* s, launch_overhead; < 0 = kernel_launch */
+	double min_time_s;		/* s, shorter rows not scored */
+	double array_B;			/* B, stream arrays */
+	struct gpu_spec g;		/* the GPU */
+};
+
+/* Absolute errors of scored rows, for medians. */
+struct errs {
+	double *v;			/* |error|, fraction */
+	double *sv;			/* signed error, fraction */
+	size_t n, cap;
+};
+
+/* One printed row. */
+struct line {
+	char label[112];		/* what was measured */
+	double meas, pred;		/* rate, in the row's unit */
+	const char *unit;		/* "TFLOP/s" or "TB/s" */
+	double meas_s;			/* s, measured time (0 = unknown) */
+	int scored;			/* counts in the statistics */
+};
+
+static int bad(struct diag *d, const struct cnode *n, const char *what)
+{
+	diag_error(d, n ? n->file : NULL, n ? n->line : 0, n ? n->col : 0,
+		   "%s", what);
+	return -1;
+}
+
+static const char *get_str(const struct cnode *map, const char *key)
+{
+	const struct cnode *n = cnode_get(map, key);
+
+	return n && n->kind == CNODE_SCALAR ? n->text : NULL;
+}
+
+/* A number, or NAN when absent or not a number. */
+static double get_num(const struct cnode *map, const char *key)
+{
+	const char *t = get_str(map, key);
+	char *end;
+	double v;
+
+	if (!t)
+		return NAN;
+	v = strtod(t, &end);
+	return end != t && *end == '\0' ? v : NAN;
+}
+
+/* A time with its unit; def when absent; -1 when malformed. */
+static double get_time(const struct cnode *map, const char *key, double def)
+{
+	const char *t = get_str(map, key), *why;
+	double v;
+
+	if (!t)
+		return def;
+	return units_parse(t, UNIT_TIME, &v, &why) == 0 ? v : -1;
+}
+
+static int get_dtype(const struct cnode *root, struct ref *r,
+		     struct diag *d)
+{
+	const char *t = get_str(root, "dtype");
+	int i;
+
+	for (i = 0; t && i < DTYPE_COUNT; i++)
+		if (strcmp(t, dtype_names[i]) == 0) {
+			r->dt = (enum dtype)i;
+			return gpu_check_dtype(&r->g, r->dt, d);
+		}
+	return bad(d, root, "'dtype': expected one of fp32, tf32, bf16, fp16, "
+		   "fp8, mxfp8, mxfp6, mxfp4");
+}
+
+static int read_timing(const struct cnode *root, struct ref *r,
+		       struct diag *d)
+{
+	const char *timing = get_str(root, "timing");
+	int stream = timing && strcmp(timing, "stream") == 0;
+
+	if (!timing || (!stream && strcmp(timing, "single") &&
+			strcmp(timing, "graph")))
+		return bad(d, root, "'timing': expected stream, single or graph");
+	r->launch_s = get_time(root, "launch_overhead", -1);
+	r->min_time_s = get_time(root, "min_time", 0);
+	if (r->min_time_s < 0 || (!stream && r->launch_s < 0))
+		return bad(d, root, "'launch_overhead', 'min_time': expected "
+			   "times such as '21 us' (launch_overhead required "
+			   "unless timing is stream)");
+	return 0;
+}
+
+static int read_header(struct config_ctx *cx, const struct cnode *root,
+		       struct ref *r)
+{
+	r->id = get_str(root, "id");
+	r->gpu_name = get_str(root, "gpu");
+	r->kind = get_str(root, "kind");
+	if (!r->id || !r->gpu_name || !r->kind)
+		return bad(cx->diag, root, "expected 'id', 'gpu' and 'kind'");
+	if (read_timing(root, r, cx->diag) < 0)
+		return -1;
+	memset(&r->g, 0, sizeof(r->g));
+	if (config_load(cx, &gpu_schema, r->gpu_name, r->sets, r->nsets,
+			&r->g) < 0)
+		return -1;
+	if (strcmp(r->kind, "gemm") == 0 || strcmp(r->kind, "attention") == 0)
+		return get_dtype(root, r, cx->diag);
+	return 0;
+}
+
+/* The model's time as the file's timing method would measure it. */
+static double as_measured(const struct ref *r, double model_s)
+{
+	if (r->launch_s < 0)
+		return model_s;
+	return model_s - r->g.kernel_launch_s + r->launch_s;
+}
+
+static int row_gemm(const struct ref *r, const struct cnode *row,
+		    struct line *l)
+{
+	double m = get_num(row, "m"), n = get_num(row, "n");
+	double k = get_num(row, "k"), tf = get_num(row, "tflops");
+	double s = get_num(row, "s"), flop = 2 * m * n * k;
+	const char *label = get_str(row, "label");
+
+	if (!(m > 0 && n > 0 && k > 0 && tf > 0))
+		return -1;
+	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f",
+		 label ? label : "", label ? " " : "", m, n, k);
+	l->meas = tf;
+	l->meas_s = s > 0 ? s : flop / (tf * 1e12);
+	l->pred = flop / as_measured(r, gpu_gemm(&r->g, r->dt, m, n, k,
+						 1).time_s) / 1e12;
+	l->unit = "TFLOP/s";
+	return 0;
+}
+
+/* Attention: one line per pass; pass 0 forward, 1 backward. */
+static int row_attention(const struct ref *r, const struct cnode *row,
+			 int pass, struct line *l)
+{
+	const char *key_s = pass ? "bwd_s" : "fwd_s";
+	const char *key_tf = pass ? "bwd_tflops" : "fwd_tflops";
+	const char *causal = get_str(row, "causal"), *label = get_str(row, "label");
+	const char *backend = get_str(row, "backend");
+	struct gpu_attn_shape a;
+	struct gpu_cost c;
+	double t = get_num(row, key_s), tf = get_num(row, key_tf);
+
+	a.batch = get_num(row, "batch");
+	a.heads_q = get_num(row, "heads_q");
+	a.heads_kv = get_num(row, "heads_kv");
+	a.seq_q = a.seq_kv = get_num(row, "seq");
+	a.head_dim_qk = a.head_dim_v = get_num(row, "head_dim");
+	a.causal = causal && strcmp(causal, "true") == 0;
+	if (!(a.batch > 0 && a.heads_q > 0 && a.heads_kv > 0 && a.seq_q > 0 &&
+	      a.head_dim_qk > 0 && t > 0 && tf > 0))
+		return -1;
+	c = pass ? gpu_attention_bwd(&r->g, r->dt, &a)
+		 : gpu_attention_fwd(&r->g, r->dt, &a);
+	snprintf(l->label, sizeof(l->label), "%s %s %s", label ? label : "",
+		 backend ? backend : "", pass ? "bwd" : "fwd");
+	l->meas = tf;
+	l->meas_s = t;
+	l->pred = tf * t / as_measured(r, c.time_s);
+	l->unit = "TFLOP/s";
+	return 0;
+}
+
+/* BabelStream kernels: arrays read and written. */
+static int stream_arrays(const char *k, double *rd, double *wr)
+{
+	static const struct { const char *name; double rd, wr; } tab[] = {
+		{"copy", 1, 1}, {"mul", 1, 1}, {"add", 2, 1},
+		{"triad", 2, 1}, {"dot", 2, 0},
+	};
+	size_t i;
+
+	for (i = 0; k && i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strcmp(k, tab[i].name) == 0) {
+			*rd = tab[i].rd;
+			*wr = tab[i].wr;
+			return 0;
+		}
+	return -1;
+}
+
+static int row_stream(const struct ref *r, const struct cnode *row,
+		      struct line *l)
+{
+	const char *k = get_str(row, "kernel");
+	double rd, wr, tb = get_num(row, "tbps"), a = r->array_B, t;
+
+	if (stream_arrays(k, &rd, &wr) < 0 || !(tb > 0) || !(a > 0))
+		return -1;
+	t = gpu_memory_op(&r->g, rd * a, wr * a, 0, (rd + wr) * a).time_s;
+	snprintf(l->label, sizeof(l->label), "%s (%.0f MB arrays)", k, a / 1e6);
+	l->meas = tb;
+	l->meas_s = (rd + wr) * a / (tb * 1e12);
+	l->pred = (rd + wr) * a / as_measured(r, t) / 1e12;
+	l->unit = "TB/s";
+	return 0;
+}
+
+static int row_memory(const struct ref *r, const struct cnode *row,
+		      struct line *l)
+{
+	const char *label = get_str(row, "label");
+	double b = get_num(row, "bytes"), s = get_num(row, "s"), t;
+
+	if (!label || !(b > 0) || !(s > 0))
+		return -1;
+	t = gpu_memory_op(&r->g, b / 2, b / 2, 0, b).time_s;
+	snprintf(l->label, sizeof(l->label), "%s", label);
+	l->meas = b / s / 1e12;
+	l->meas_s = s;
+	l->pred = b / as_measured(r, t) / 1e12;
+	l->unit = "TB/s";
+	return 0;
+}
+
+static int errs_add(struct errs *e, double err)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 64;
+		double *v = mem_realloc(e->v, cap * sizeof(double));
+		double *sv;
+
+		if (!v)
+			return -1;
+		e->v = v;
+		sv = mem_realloc(e->sv, cap * sizeof(double));
+		if (!sv)
+			return -1;
+		e->sv = sv;
+		e->cap = cap;
+	}
+	e->v[e->n] = fabs(err);
+	e->sv[e->n++] = err;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_summary(const char *what, struct errs *e)
+{
+	double mx;
+
+	if (e->n == 0) {
+		printf("%s: no scored rows\n", what);
+		return;
+	}
+	printf("%s: %zu scored rows, median |error| %.1f%%, ", what, e->n,
+	       100 * median(e->v, e->n));
+	mx = e->v[e->n - 1];
+	printf("max |error| %.1f%%, median error %+.1f%%\n", 100 * mx,
+	       100 * median(e->sv, e->n));
+}
+
+/* Print one line; add its error to both tallies when scored. pass_key
+ * names a per-pass flag (attention: fwd_scored, bwd_scored) or is NULL. */
+static int report(const struct ref *r, const struct cnode *row,
+		  const char *pass_key, struct line *l, struct errs *file,
+		  struct errs *all)
+{
+	const char *scored = get_str(row, "scored");
+	const char *pass = pass_key ? get_str(row, pass_key) : NULL;
+	double err = l->pred / l->meas - 1;
+	const char *note = "";
+
+	l->scored = !(scored && strcmp(scored, "false") == 0) &&
+		    !(pass && strcmp(pass, "false") == 0);
+	if (!l->scored)
+		note = "  (shown, not scored)";
+	else if (l->meas_s < r->min_time_s) {
+		l->scored = 0;
+		note = "  (under min_time, not scored)";
+	}
+	printf("  %-52s %9.2f %9.2f %-7s %+7.1f%%%s\n", l->label, l->meas,
+	       l->pred, l->unit, 100 * err, note);
+	if (!l->scored)
+		return 0;
+	if (errs_add(file, err) < 0 || errs_add(all, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int do_row(const struct ref *r, const struct cnode *row,
+		  struct errs *file, struct errs *all, struct diag *d)
+{
+	struct line l;
+	int pass, rc = -1;
+
+	memset(&l, 0, sizeof(l));
+	if (strcmp(r->kind, "attention") == 0) {
+		for (pass = 0; pass < 2; pass++) {
+			if (row_attention(r, row, pass, &l) < 0)
+				break;
+			if (report(r, row, pass ? "bwd_scored" : "fwd_scored",
+				   &l, file, all) < 0)
+				return -1;
+		}
+		return pass == 2 ? 0 : bad(d, row, "attention row: expected batch, "
+					   "heads_q, heads_kv, seq, head_dim, "
+					   "fwd_s, bwd_s, fwd_tflops, bwd_tflops");
+	}
+	if (strcmp(r->kind, "gemm") == 0)
+		rc = row_gemm(r, row, &l);
+	else if (strcmp(r->kind, "stream") == 0)
+		rc = row_stream(r, row, &l);
+	else if (strcmp(r->kind, "memory") == 0)
+		rc = row_memory(r, row, &l);
+	if (rc < 0)
+		return bad(d, row, "row: missing or malformed values for this kind");
+	return report(r, row, NULL, &l, file, all);
+}
+
+static int do_file(struct config_ctx *cx, const char *path,
+		   const char *const *sets, size_t nsets, struct errs *all)
+{
+	struct errs file = {NULL, NULL, 0, 0};
+	struct cnode *root, *rows;
+	struct ref r;
+	size_t i;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.path = path;
+	r.sets = sets;
+	r.nsets = nsets;
+	root = cnode_load_yaml(cx->arena, path, cx->diag);
+	if (!root || root->kind != CNODE_MAP) {
+		if (root)
+			bad(cx->diag, root, "expected a mapping");
+		return -1;
+	}
+	if (read_header(cx, root, &r) < 0)
+		goto out;
+	r.array_B = get_num(root, "array_bytes");
+	rows = cnode_get(root, "rows");
+	if (!rows || rows->kind != CNODE_SEQ) {
+		bad(cx->diag, root, "'rows': expected a list");
+		goto out;
+	}
+	printf("== %s: %s on %s (%s)\n", r.id, r.kind, r.gpu_name, path);
+	printf("  %-52s %9s %9s\n", "case", "measured", "predicted");
+	for (i = 0; i < rows->nitems; i++)
+		if (do_row(&r, rows->items[i], &file, all, cx->diag) < 0)
+			goto out;
+	print_summary("  file", &file);
+	rc = 0;
+out:
+	mem_free(file.v);
+	mem_free(file.sv);
+	return rc;
+}
+
+static int exceeds(const struct errs *e, double max_pct)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		if (100 * e->v[i] > max_pct)
+			return 1;
+	return 0;
+}
+
+/* Options before the files; returns the index of the first file or -1. */
+static int parse_options(int argc, char **argv, double *max_pct,
+			 const char **sets, size_t *nsets)
+{
+	int i = 1;
+
+	for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+		if (strcmp(argv[i], "--max-error") == 0)
+			*max_pct = atof(argv[i + 1]);
+		else if (strcmp(argv[i], "--set") == 0)
+			sets[(*nsets)++] = argv[i + 1];
+		else
+			return -1;
+		if (*max_pct == 0 || *nsets == 16)
+			return -1;
+	}
+	return i < argc && argv[i][0] != '-' ? i : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct errs all = {NULL, NULL, 0, 0};
+	const char *sets[16];
+	size_t nsets = 0;
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	double max_pct = -1;
+	int i, rc = 0;
+
+	i = parse_options(argc, argv, &max_pct, sets, &nsets);
+	if (i < 0) {
+		fprintf(stderr, "usage: kernels [--max-error PCT] "
+			"[--set KEY=VALUE]... FILE.yaml...\n");
+		return 2;
+	}
+	arena_init(&a);
+	diag_init(&d, stderr);
+	cx.arena = &a;
+	cx.diag = &d;
+	cx.data_root = config_data_root(&a, argv[0]);
+	for (; i < argc && rc == 0; i++)
+		if (do_file(&cx, argv[i], sets, nsets, &all) < 0)
+			rc = d.oom ? 1 : 2;
+	if (rc == 0) {
+		print_summary("all files", &all);
+		if (max_pct > 0 && exceeds(&all, max_pct)) {
+			printf("some |error| exceeds %.0f%%\n", max_pct);
+			rc = 1;
+		}
+	}
+	mem_free(all.v);
+	mem_free(all.sv);
+	arena_release(&a);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/*
+ * test_gemm.c - the GEMM model (src/gpu/gpu_gemm.c) against derived
+ * numbers on the toy GPU of fixture.h.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+
+#include "fixture.h"
+
+Test(gpu, gemm_roofline_without_tiles_is_flops_over_sustained_rate)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_m.n = g.gemm_tile_n.n = 0;
+	g.kernel_launch_s = 5e-6;
+	/* R = peak x f_s/f_q x eta = 1000 x 1000/2000 x 0.8 = 400 TFLOP/s. */
+	cr_assert(gpu_fixture_near(gpu_sustained_flops(&g, DTYPE_BF16),
+				   400e12, 1e-12));
+	/* 8192^3 bf16: F = 2 x 8192^3 = 1.0995e12 FLOP -> 2.749 ms at
+	 * 400 TFLOP/s. Bytes 3 x 8192^2 x 2 B = 402.7 MB -> HBM at 5 TB/s =
+	 * 80.5 us, so compute-bound: t = 2.749 ms + 5 us launch. */
+	c = gpu_gemm(&g, DTYPE_BF16, 8192, 8192, 8192, 1);
+	cr_assert(gpu_fixture_near(c.time_s,
+				   2.0 * 8192 * 8192 * 8192 / 400e12 + 5e-6,
+				   1e-12), "got %g s", c.time_s);
+	cr_assert_eq(c.bound, GPU_BOUND_COMPUTE);
+	cr_assert_eq(c.level, GPU_LEVEL_HBM);
+	cr_assert(gpu_fixture_near(c.flops, 2.0 * 8192 * 8192 * 8192, 1e-12));
+}
+
+Test(gpu, gemm_large_square_is_waves_of_tiles)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+	double tc, tm, te, expect;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* m = n = 12800 with 128 x 128 tiles: 100 x 100 = 10000 tiles = 100
+	 * full waves of U = 100. k = 12800, bf16, R_u = 4 TFLOP/s:
+	 *   t_c = 2 x 128 x 128 x 12800 / 4e12 = 104.858 us
+	 * A wave is a 10 x 10 block of tiles (c = round(sqrt(100)) = 10):
+	 *   D = (10 x 128 + 10 x 128) x 12800 x 2 B = 65.5 MB
+	 * working set 3 x 12800^2 x 2 B = 983 MB -> HBM, 5 TB/s:
+	 *   t_m = 13.1 us (under t_c), t_e = 100 x 128^2 x 2 B / 5e12 = 0.655 us
+	 * t = 100 x (1 us + 104.858 + 0.655) = 10.651 ms. */
+	tc = 2.0 * 128 * 128 * 12800 / 4e12;
+	tm = (10.0 * 128 + 10.0 * 128) * 12800 * 2 / 5e12;
+	te = 100.0 * 128 * 128 * 2 / 5e12;
+	cr_assert_lt(tm, tc);
+	expect = 100 * (1e-6 + tc + te);
+	c = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	cr_assert(gpu_fixture_near(c.time_s, expect, 1e-9),
+		  "got %g s, expected %g s", c.time_s, expect);
+	/* 2 x 12800^3 / 10.651 ms = 393.8 TFLOP/s: 98.5% of R. */
+	cr_assert(gpu_fixture_near(c.flops / c.time_s, 393.8e12, 1e-3));
+}
+
+Test(gpu, gemm_one_tile_more_than_units_takes_two_waves)
+{
+	struct gpu_spec g;
+	struct gpu_cost c100, c101;
+	double w1, w2;
+
+	gpu_fixture_toy(&g);
+	/* batch of 128 x 128 x 1024 bf16 GEMMs, one tile each. 100 of them:
+	 * one wave. Working set 100 x (2 x 128 x 1024 x 2 + 128^2 x 2) B =
+	 * 55.7 MB -> LLC, 10 TB/s.
+	 *   t_c = 2 x 128^2 x 1024 / 4e12 = 8.389 us
+	 *   t_m = 100 x (128 + 128) x 1024 x 2 B / 1e13 = 5.243 us (hidden)
+	 *   t_e = 100 x 128^2 x 2 B / 1e13 = 0.328 us
+	 * one wave = 8.717 us. */
+	w1 = 2.0 * 128 * 128 * 1024 / 4e12 + 100.0 * 128 * 128 * 2 / 1e13;
+	c100 = gpu_gemm(&g, DTYPE_BF16, 128, 128, 1024, 100);
+	cr_assert(gpu_fixture_near(c100.time_s, w1, 1e-9), "got %g", c100.time_s);
+	/* 101 GEMMs = U + 1 tiles: a second wave of one tile, as long as a
+	 * full one in compute (8.389 us) plus its own store (0.0033 us):
+	 * 17.109 us, 1.96 x the 100-GEMM time for 1% more work. */
+	w2 = 2.0 * 128 * 128 * 1024 / 4e12 + 1.0 * 128 * 128 * 2 / 1e13;
+	c101 = gpu_gemm(&g, DTYPE_BF16, 128, 128, 1024, 101);
+	cr_assert(gpu_fixture_near(c101.time_s, w1 + w2, 1e-9),
+		  "got %g, expected %g", c101.time_s, w1 + w2);
+	cr_assert_gt(c101.time_s, 1.9 * c100.time_s);
+}
+
+Test(gpu, gemm_padding_makes_skinny_n_pay_for_a_full_tile)
+{
+	struct gpu_spec g;
+	struct gpu_cost c64, c128;
+
+	gpu_fixture_toy(&g);
+	/* n = 64 still occupies 128-wide tiles. 12800 x n x 12800 bf16:
+	 * 100 x 1 tiles, one wave, t_c = 2 x 128^2 x 12800 / 4e12 =
+	 * 104.858 us for n = 64 and n = 128 alike. The wave holds the whole
+	 * GEMM, so its loads are A + B = (12800 + n) x 12800 x 2 B = 329 or
+	 * 331 MB (HBM, 5 TB/s: 65.9 or 66.2 us, hidden under t_c), and the
+	 * store is 100 full tiles either way. Same time for half the FLOPs. */
+	c64 = gpu_gemm(&g, DTYPE_BF16, 12800, 64, 12800, 1);
+	c128 = gpu_gemm(&g, DTYPE_BF16, 12800, 128, 12800, 1);
+	cr_assert(gpu_fixture_near(c64.time_s, c128.time_s, 1e-12));
+	cr_assert(gpu_fixture_near(c64.flops, c128.flops / 2, 1e-12));
+}
+
+Test(gpu, gemm_short_k_cannot_amortise_the_wave_overhead)
+{
+	struct gpu_spec g;
+	struct gpu_cost shortk, longk;
+	double e_short, e_long;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* 1280 x 1280 (100 tiles, one wave), bf16, L2/LLC resident.
+	 * k = 128: t_c = 2 x 128^2 x 128 / 4e12 = 1.049 us, plus 1 us
+	 * overhead and the store -> under half of R.
+	 * k = 16384: t_c = 134.2 us, the 1 us is under 1%. */
+	shortk = gpu_gemm(&g, DTYPE_BF16, 1280, 1280, 128, 1);
+	longk = gpu_gemm(&g, DTYPE_BF16, 1280, 1280, 16384, 1);
+	e_short = shortk.flops / shortk.time_s / 400e12;
+	e_long = longk.flops / longk.time_s / 400e12;
+	cr_assert_lt(e_short, 0.5, "short-K efficiency %g", e_short);
+	cr_assert_gt(e_long, 0.98, "long-K efficiency %g", e_long);
+}
+
+Test(gpu, gemm_single_tile_long_k_splits_k_across_units)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+	double tc, te, tred, expect;
+
+	gpu_fixture_toy(&g);
+	/* 128 x 128 x 2^20 bf16: one tile. Splitting k 64 ways (64 tiles <=
+	 * 100 units; 128 would not fit) gives k_s = 16384:
+	 *   t_c = 2 x 128^2 x 16384 / 4e12 = 134.2 us
+	 *   t_m = A + B = 256 x 2^20 x 2 B = 536.9 MB / 5 TB/s = 107.4 us
+	 *         (working set > LLC: HBM), hidden under t_c
+	 *   t_e = 64 FP32 partial tiles = 64 x 128^2 x 4 B / 5e12 = 0.839 us
+	 *   t_red = 128^2 x (64 x 4 + 2) B / 5e12 = 0.845 us
+	 * t = 135.9 us, against 8.59 ms unsplit. */
+	tc = 2.0 * 128 * 128 * 16384 / 4e12;
+	te = 64.0 * 128 * 128 * 4 / 5e12;
+	tred = 128.0 * 128 * (64 * 4 + 2) / 5e12;
+	expect = tc + te + tred;
+	c = gpu_gemm(&g, DTYPE_BF16, 128, 128, 1048576, 1);
+	cr_assert(gpu_fixture_near(c.time_s, expect, 1e-9),
+		  "got %g, expected %g", c.time_s, expect);
+}
+
+Test(gpu, gemm_skinny_gemm_is_memory_bound)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	/* 1,280,000 x 128 x 128 bf16: 10000 tiles in one column, 100 waves.
+	 * A wave: 100 tiles reading one A panel each, r = 100, c = 1:
+	 *   t_m = (100 x 128 + 128) x 128 x 2 B / 5e12 = 0.662 us
+	 *   t_c = 2 x 128^3 / 4e12 = 1.049 us
+	 * so the mainloop is still compute-bound, but the C store
+	 *   t_e = 100 x 128^2 x 2 B / 5e12 = 0.655 us
+	 * is added: memory time 1.317 us per wave > 1.049 us compute. */
+	c = gpu_gemm(&g, DTYPE_BF16, 1280000, 128, 128, 1);
+	cr_assert_eq(c.bound, GPU_BOUND_MEMORY);
+	cr_assert(gpu_fixture_near(c.time_s,
+				   100 * (2.0 * 128 * 128 * 128 / 4e12 +
+					  100.0 * 128 * 128 * 2 / 5e12),
+				   1e-9), "got %g", c.time_s);
+}
+
+Test(gpu, gemm_fp8_writes_bf16_results)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_m.n = g.gemm_tile_n.n = 0;
+	/* Roofline bytes = working set: fp8 operands (1 B) and a bf16
+	 * result (2 B): 1000 x 1000 x (1 + 1) + 1000 x 1000 x 2 = 4 MB. */
+	c = gpu_gemm(&g, DTYPE_FP8, 1000, 1000, 1000, 1);
+	cr_assert(gpu_fixture_near(c.bytes, 4e6, 1e-12), "got %g", c.bytes);
+	cr_assert_eq(c.level, GPU_LEVEL_L2);
+}
+
+Test(gpu, gemm_zero_work_costs_nothing)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 5e-6;
+	c = gpu_gemm(&g, DTYPE_BF16, 0, 4096, 4096, 1);
+	cr_assert_eq(c.time_s, 0);
+	cr_assert_eq(c.flops, 0);
+}
+
+Test(gpu, gemm_unsupported_dtype_is_a_bug, .signal = SIGABRT)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* The caller must have rejected mxfp4 with gpu_check_dtype(). */
+	gpu_gemm(&g, DTYPE_MXFP4, 1024, 1024, 1024, 1);
+}
+
+Test(gpu, gemm_negative_size_is_a_bug, .signal = SIGABRT)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	gpu_gemm(&g, DTYPE_BF16, -1, 1024, 1024, 1);
+}

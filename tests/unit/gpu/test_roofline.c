@@ -1,0 +1,122 @@
+/*
+ * test_roofline.c - peaks, dtype support, memory levels and memory-bound
+ * kernels (src/gpu/gpu.c) on the toy GPU of fixture.h.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diag.h"
+#include "fixture.h"
+
+Test(gpu, peak_is_zero_for_an_unsupported_dtype)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	cr_assert_eq(gpu_peak_flops(&g, DTYPE_BF16), 1000e12);
+	cr_assert_eq(gpu_peak_flops(&g, DTYPE_MXFP4), 0);
+	cr_assert_eq(gpu_sustained_flops(&g, DTYPE_MXFP4), 0);
+	/* fp8: 2000 x 1000/2000 x 0.5 = 500 TFLOP/s. */
+	cr_assert(gpu_fixture_near(gpu_sustained_flops(&g, DTYPE_FP8),
+				   500e12, 1e-12));
+}
+
+Test(gpu, check_dtype_names_what_the_gpu_supports)
+{
+	struct gpu_spec g;
+	struct diag d;
+	char buf[512] = "";
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	cr_assert_not_null(f);
+	gpu_fixture_toy(&g);
+	diag_init(&d, f);
+	cr_assert_eq(gpu_check_dtype(&g, DTYPE_BF16, &d), 0);
+	cr_assert_eq(d.errors, 0);
+	cr_assert_eq(gpu_check_dtype(&g, DTYPE_MXFP4, &d), -1);
+	fclose(f);
+	cr_assert_eq(d.errors, 1);
+	cr_assert_not_null(strstr(buf, "gpu 'toy' has no mxfp4 matrix rate; "
+				  "it supports bf16, fp8"), "got: %s", buf);
+}
+
+Test(gpu, serving_level_follows_the_working_set)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* L2 holds 10 MB, the LLC 100 MB. */
+	cr_assert_eq(gpu_serving_level(&g, 10e6), GPU_LEVEL_L2);
+	cr_assert_eq(gpu_serving_level(&g, 10e6 + 1), GPU_LEVEL_LLC);
+	cr_assert_eq(gpu_serving_level(&g, 100e6), GPU_LEVEL_LLC);
+	cr_assert_eq(gpu_serving_level(&g, 100e6 + 1), GPU_LEVEL_HBM);
+	/* Without an LLC (NVIDIA) the step from L2 is straight to HBM. */
+	g.llc.capacity_B = 0;
+	cr_assert_eq(gpu_serving_level(&g, 50e6), GPU_LEVEL_HBM);
+}
+
+/* gpu_memory_op(r, w, flops, ws) must take t seconds, bound and level as
+ * given. */
+static void expect_op(const struct gpu_spec *g, double r, double w,
+		      double flops, double ws, int bound, int level, double t)
+{
+	struct gpu_cost c = gpu_memory_op(g, r, w, flops, ws);
+
+	cr_assert_eq(c.bound, bound, "bound %d, expected %d", c.bound, bound);
+	cr_assert_eq(c.level, level, "level %d, expected %d", c.level, level);
+	cr_assert(gpu_fixture_near(c.time_s, t, 1e-12), "got %g s, expected %g",
+		  c.time_s, t);
+}
+
+Test(gpu, memory_op_runs_at_the_serving_levels_bandwidth)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* 8 MB read, 8 MB working set: L2, 40 TB/s x 0.5 -> 0.4 us. */
+	expect_op(&g, 8e6, 0, 0, 8e6, GPU_BOUND_MEMORY, GPU_LEVEL_L2, 0.4e-6);
+	/* 40 MB read + 40 MB written, 80 MB working set: LLC at 10 TB/s ->
+	 * 80e6 / 1e13 = 8 us. */
+	expect_op(&g, 40e6, 40e6, 0, 80e6, GPU_BOUND_MEMORY, GPU_LEVEL_LLC,
+		  8e-6);
+	/* The same op over 800 MB streams from HBM at 5 TB/s -> 16 us: the
+	 * same bytes take twice as long once they no longer fit the LLC. */
+	expect_op(&g, 40e6, 40e6, 0, 800e6, GPU_BOUND_MEMORY, GPU_LEVEL_HBM,
+		  16e-6);
+}
+
+Test(gpu, memory_op_with_many_flops_is_vector_bound)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* 1e9 FLOP at 10 TFLOP/s = 100 us; 1 GB from HBM at 5 TB/s = 200 us,
+	 * so memory-bound; 1e10 FLOP = 1 ms makes it compute-bound. */
+	expect_op(&g, 5e8, 5e8, 1e9, 1e9, GPU_BOUND_MEMORY, GPU_LEVEL_HBM,
+		  200e-6);
+	expect_op(&g, 5e8, 5e8, 1e10, 1e9, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM,
+		  1e-3);
+}
+
+Test(gpu, tiny_kernel_is_launch_bound)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 5e-6;
+	/* 1 MB from L2 at 20 TB/s = 50 ns, under the 5 us launch:
+	 * t = 5.05 us. */
+	expect_op(&g, 1e6, 0, 0, 1e6, GPU_BOUND_LAUNCH, GPU_LEVEL_L2,
+		  5e-6 + 1e6 / 20e12);
+	/* Nothing to move: no kernel, no launch. */
+	cr_assert_eq(gpu_memory_op(&g, 0, 0, 0, 0).time_s, 0);
+}
+
+Test(gpu, usable_memory_is_the_configured_figure)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	cr_assert_eq(gpu_usable_memory_B(&g), 90e9);
+}

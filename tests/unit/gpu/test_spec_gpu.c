@@ -1,0 +1,133 @@
+/*
+ * test_spec_gpu.c - the GPU schema's cross-field check (src/spec_gpu.c):
+ * defaults it derives and the errors it reports. Loading YAML is the
+ * config loader's and is tested there; these call gpu_schema.check on
+ * structs built here.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diag.h"
+#include "spec_gpu.h"
+
+static int64_t two[] = {128, 256};
+static int64_t one[] = {128};
+
+static void minimal(struct gpu_spec *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->compute_units = 132;
+	g->max_clock_hz = 1980e6;
+	g->matrix_peak_flops[DTYPE_BF16] = 989.4e12;
+	g->gemm_efficiency = 0.8;
+	g->hbm = (struct gpu_mem_level){80e9, 3.35e12, 0.9};
+}
+
+static int check(struct gpu_spec *g, char *buf, size_t len)
+{
+	struct diag d;
+	FILE *f = fmemopen(buf, len - 1, "w");
+	int rc;
+
+	cr_assert_not_null(f);
+	diag_init(&d, f);
+	rc = gpu_schema.check(g, NULL, &d);
+	fclose(f);
+	cr_assert_eq(rc < 0, d.errors > 0);
+	return rc;
+}
+
+Test(spec_gpu, check_derives_defaults)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	minimal(&g);
+	g.gemm_efficiency_dtype[DTYPE_FP8] = 0.7;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	/* Clocks default down the chain max -> matrix -> sustained. */
+	cr_assert_eq(g.matrix_clock_hz, 1980e6);
+	cr_assert_eq(g.sustained_matrix_clock_hz, 1980e6);
+	cr_assert_eq(g.hbm_usable_B, 80e9);
+	/* Per-dtype efficiency: given for fp8, gemm_efficiency elsewhere. */
+	cr_assert_eq(g.gemm_efficiency_dtype[DTYPE_FP8], 0.7);
+	cr_assert_eq(g.gemm_efficiency_dtype[DTYPE_BF16], 0.8);
+	/* Attention defaults to running like a GEMM. */
+	cr_assert_eq(g.attention.fwd_efficiency, 0.8);
+	cr_assert_eq(g.attention.bwd_efficiency, 0.8);
+}
+
+/* check() must fail on g and say each of the needles. */
+static void expect_rejected(struct gpu_spec *g, const char *const *needles)
+{
+	char buf[1024] = "";
+
+	cr_assert_eq(check(g, buf, sizeof(buf)), -1);
+	for (; *needles; needles++)
+		cr_assert_not_null(strstr(buf, *needles), "no '%s' in: %s",
+				   *needles, buf);
+}
+
+Test(spec_gpu, check_rejects_unpaired_tiles)
+{
+	static const char *const say[] = {"same length", "got 2 and 1", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.gemm_tile_m.v = two;
+	g.gemm_tile_m.n = 2;
+	g.gemm_tile_n.v = one;
+	g.gemm_tile_n.n = 1;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, check_requires_hbm_and_a_peak)
+{
+	/* Both problems are reported, not just the first. */
+	static const char *const say[] = {"'matrix_peak'", "'hbm'", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.hbm.bandwidth_Bps = 0;
+	g.matrix_peak_flops[DTYPE_BF16] = 0;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, check_rejects_a_cache_without_bandwidth)
+{
+	static const char *const say[] = {"'llc.bandwidth'", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.llc.capacity_B = 256e6;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, check_rejects_clocks_above_max)
+{
+	static const char *const say[] = {"at most 'max_clock'", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.sustained_matrix_clock_hz = 2100e6;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, check_rejects_usable_above_capacity)
+{
+	static const char *const say[] = {"'hbm_usable'", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.hbm_usable_B = 81e9;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, mx_bytes_carry_their_block_scale)
+{
+	/* One 8-bit E8M0 scale per 32 elements: mxfp4 = 4/8 + 1/32 B. */
+	cr_assert_eq(dtype_bytes(DTYPE_MXFP4), 0.5 + 1.0 / 32);
+	cr_assert_eq(dtype_bytes(DTYPE_MXFP6), 0.75 + 1.0 / 32);
+	cr_assert_eq(dtype_bytes(DTYPE_BF16), 2.0);
+}
