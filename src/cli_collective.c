@@ -460,9 +460,9 @@ static int check_ranks(const struct opts *o, const struct system_spec *s)
 
 	if (o->ranks > have) {
 		fprintf(stderr, "llmsim collective: error: --ranks %ld: the "
-			"system has %ld GPUs (%lld nodes x %lld); add --set "
+			"system has %ld GPUs (%lld node%s x %lld); add --set "
 			"system.nodes=%ld\n", o->ranks, have, (long long)s->nodes,
-			(long long)s->gpus_per_node,
+			s->nodes == 1 ? "" : "s", (long long)s->gpus_per_node,
 			(o->ranks + s->gpus_per_node - 1) / s->gpus_per_node);
 		return -1;
 	}
