@@ -373,3 +373,18 @@ Test(net_coll, protocol_choice_follows_size)
 	cr_assert_str_eq(out.protocol, "ll");
 	EQ_REL(out.time_s, 5e-6 + 1.75e6 / 100e9, 1e-6);
 }
+
+Test(net_coll, overrides_per_system_and_per_call)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 8, -1, 1, NULL };
+
+	fx_switch(&f, 1);
+	/* Left alone the library picks NVLS (700 vs 450 GB/s above). A job's
+	 * system may force an algorithm for every collective... */
+	f.sys.algorithm = ALGO_TREE;
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "tree");
+	/* ...and a collective's own descriptor wins over the system. */
+	r.algo = ALGO_RING;
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "ring");
+}
