@@ -21,6 +21,7 @@
  */
 #include "net.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,24 +101,36 @@ double net_busbw_factor(enum coll_op op, uint32_t p)
 	return algo_busbw_factor(op, p);
 }
 
-static struct pkey key_of(const struct coll_desc *c, int algo, int proto)
+static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
+			  int proto)
 {
-	return (struct pkey){ (int)c->op, algo, proto, c->ngpus,
-			      c->replicas > 1 ? c->replicas : 1, c->bytes,
-			      c->gpus };
+	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
+			      c->replicas > 1 ? c->replicas : 1,
+			      kind == PK_PLAN ? -1 : c->bytes, c->gpus };
+}
+
+/* Plans are built per byte of size (shared by every size) unless the
+ * collective is an uneven all-to-all, whose matrix is its size. */
+static int shareable(const struct coll_desc *c)
+{
+	return !c->a2a_B;
 }
 
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
 	struct cplan *cp = cplan_new();
+	struct coll_desc unit = *c;
 
 	if (!cp) {
 		*rc = -1;
 		return NULL;
 	}
-	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, c, algo, proto,
-			 &cp->plan, why);
+	cp->per_byte = shareable(c);
+	if (cp->per_byte)
+		unit.bytes = 1;
+	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
+			 proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
 	    run_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
@@ -135,8 +148,8 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 			      int algo, int proto, int *rc, const char **why)
 {
-	struct pkey k = key_of(c, algo, proto);
-	const struct pval *v = c->a2a_B ? NULL : pcache_get(n->cache, &k);
+	struct pkey k = key_of(c, PK_PLAN, algo, proto);
+	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
 	struct cplan *cp;
 
 	if (v) {
@@ -149,13 +162,19 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 		return v->plan;
 	}
 	cp = build(n, c, algo, proto, rc, why);
-	if (!c->a2a_B && (*rc == 0 || *rc == 1)) {
-		struct pval nv = { cp, *why, algo, proto };
+	if (shareable(c) && (*rc == 0 || *rc == 1)) {
+		struct pval nv = { cp, *why, algo, proto, 0 };
 
 		/* A full cache only costs a rebuild later. */
 		(void)pcache_put(n->cache, &k, &nv);
 	}
 	return cp;
+}
+
+/* Volumes of cp are multiplied by this for c. */
+static double scale_of(const struct cplan *cp, const struct coll_desc *c)
+{
+	return cp->per_byte ? c->bytes : 1;
 }
 
 struct stopwatch {
@@ -182,29 +201,46 @@ static int idle_engine(struct net *n)
 	return n->idle ? 0 : -1;
 }
 
-/* Seconds cp takes on the idle fabric (memoized). 0 or -1 (memory). */
-static int idle_time(struct net *n, struct cplan *cp, double *t_s)
+/* Seconds cp takes for c on the idle fabric. 0 or -1 (memory). */
+static int run_idle(struct net *n, struct cplan *cp,
+		    const struct coll_desc *c, double *t_s)
 {
 	struct stopwatch w = { 0 };
 	units_ns_t t0;
 
-	if (cp->idle_s >= 0) {
-		*t_s = cp->idle_s;
-		return 0;
-	}
 	if (idle_engine(n) != 0)
 		return -1;
 	w.sim = n->idle_sim;
 	t0 = sim_now(n->idle_sim);
-	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, stop, &w) != 0 ||
+	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, scale_of(cp, c),
+		      stop, &w) != 0 ||
 	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
 		/* A failed run leaves the idle engine mid-flight: start over
 		 * with a fresh one next time. */
 		idle_release(n);
 		return -1;
 	}
-	cp->idle_s = units_ns_to_s(w.end - t0);
-	*t_s = cp->idle_s;
+	*t_s = units_ns_to_s(w.end - t0);
+	return 0;
+}
+
+/* The same, remembered per plan and size. */
+static int idle_time(struct net *n, struct cplan *cp,
+		     const struct coll_desc *c, double *t_s)
+{
+	struct pkey k = key_of(c, PK_TIME, cp->plan.algo, cp->plan.proto);
+	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
+	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
+
+	if (v) {
+		*t_s = v->time_s;
+		return 0;
+	}
+	if (run_idle(n, cp, c, t_s) != 0)
+		return -1;
+	nv.time_s = *t_s;
+	if (shareable(c))
+		(void)pcache_put(n->cache, &k, &nv);
 	return 0;
 }
 
@@ -234,7 +270,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				continue;
 			if (rc != 0)
 				return rc;
-			rc = idle_time(n, cp, &t);
+			rc = idle_time(n, cp, c, &t);
 			cplan_unref(cp);
 			if (rc != 0)
 				return -1;
@@ -253,7 +289,7 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 {
 	int fa = forced(c->algo, n->sys->algorithm, ALGO_COUNT);
 	int fp = forced(c->proto, n->sys->protocol, PROTO_COUNT);
-	struct pkey k = key_of(c, fa, fp);
+	struct pkey k = key_of(c, PK_CHOICE, fa, fp);
 	const struct pval *v;
 	int rc;
 
@@ -263,15 +299,15 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 		*proto = fp;
 		return 0;
 	}
-	v = c->a2a_B ? NULL : pcache_get(n->cache, &k);
+	v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
 	if (v) {
 		*algo = v->algo;
 		*proto = v->proto;
 		return 0;
 	}
 	rc = pick(n, c, fa, fp, algo, proto, why);
-	if (rc == 0 && !c->a2a_B) {
-		struct pval nv = { NULL, NULL, *algo, *proto };
+	if (rc == 0 && shareable(c)) {
+		struct pval nv = { NULL, NULL, *algo, *proto, 0 };
 
 		(void)pcache_put(n->cache, &k, &nv);
 	}
@@ -291,6 +327,13 @@ static struct cplan *plan_for(struct net *n, const struct coll_desc *c,
 {
 	int algo = 0, proto = 0;
 
+	/* Plans are built for 1 byte and scaled, so the size is checked
+	 * here, before any cache lookup. */
+	if (!(c->bytes >= 0) || !isfinite(c->bytes)) {
+		*why = "the size must be a finite number of bytes >= 0";
+		*rc = -2;
+		return NULL;
+	}
 	*rc = choose(n, c, &algo, &proto, why);
 	if (*rc != 0)
 		return NULL;
@@ -315,7 +358,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 			diag_error(d, NULL, 0, 0, "%s: %s", what, why);
 		return -1;
 	}
-	rc = idle_time(n, cp, &t);
+	rc = idle_time(n, cp, c, &t);
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
 	cplan_unref(cp);
@@ -382,7 +425,8 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		return;
 	}
 	n->stats.flows += cp->plan.nflows;
-	rc = run_start(&n->runs, n->sim, n->flows, cp, done, token);
+	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c), done,
+		       token);
 	cplan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);

@@ -69,7 +69,8 @@ static uint64_t hash_key(const struct pkey *k)
 {
 	uint64_t h = 1469598103934665603ull;
 	uint32_t i;
-	int64_t head[5] = { k->op, k->algo, k->proto, k->ngpus, k->replicas };
+	int64_t head[6] = { k->kind, k->op, k->algo, k->proto, k->ngpus,
+			    k->replicas };
 	const unsigned char *b;
 
 	b = (const unsigned char *)head;
@@ -85,7 +86,8 @@ static uint64_t hash_key(const struct pkey *k)
 
 static int same(const struct pkey *a, const struct pkey *b)
 {
-	return a->op == b->op && a->algo == b->algo && a->proto == b->proto &&
+	return a->kind == b->kind && a->op == b->op && a->algo == b->algo &&
+	       a->proto == b->proto &&
 	       a->ngpus == b->ngpus && a->replicas == b->replicas &&
 	       a->bytes == b->bytes &&
 	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0;
@@ -142,10 +144,8 @@ struct cplan *cplan_new(void)
 {
 	struct cplan *cp = mem_calloc(1, sizeof(*cp));
 
-	if (cp) {
+	if (cp)
 		cp->refs = 1;
-		cp->idle_s = -1;
-	}
 	return cp;
 }
 

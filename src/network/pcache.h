@@ -4,9 +4,11 @@
  * A step simulation starts the same collective (same op, size, members)
  * many times: per layer, per microbatch. Building its plan and choosing
  * its algorithm (which times every candidate on the idle fabric) is done
- * once; later starts reuse it. Entries are keyed by everything that
- * shapes a plan: op, size, members (compared in full, not by hash),
- * replicas, algorithm and protocol (-1 for a choice entry). Plans are
+ * once; later starts reuse it. A plan's volumes are per byte of the
+ * collective's size, so one plan serves every size; its idle time and
+ * the choice are remembered per size. Entries are keyed by op, members
+ * (compared in full, not by hash), replicas, algorithm and protocol, and
+ * size where it matters. Plans are
  * reference counted so a collective in flight keeps its plan when the
  * cache is cleared (it is cleared whole when half full).
  *
@@ -23,22 +25,30 @@
 struct cplan {
 	struct plan plan;
 	uint32_t refs;
-	double idle_s;		/* s on the idle fabric; < 0 = not timed yet */
+	int per_byte;		/* volumes are per byte of the collective's size */
+};
+
+enum pkey_kind {
+	PK_PLAN,		/* a plan, for any size (bytes = -1) */
+	PK_TIME,		/* a plan's time on the idle fabric at one size */
+	PK_CHOICE		/* the algorithm and protocol chosen at one size */
 };
 
 struct pkey {
-	int op, algo, proto;	/* algo = proto = -1: the library's choice */
+	int kind;		/* enum pkey_kind */
+	int op, algo, proto;	/* algo, proto < 0 in a choice: not forced */
 	uint32_t ngpus;
 	uint32_t replicas;
-	double bytes;		/* B */
+	double bytes;		/* B; -1 for plans */
 	const uint32_t *gpus;
 };
 
 /* What the cache holds for a key. */
 struct pval {
-	struct cplan *plan;	/* plan entries: the plan (NULL: did not apply) */
-	const char *why;	/* plan entries that did not apply: why */
-	int algo, proto;	/* choice entries: the chosen pair */
+	struct cplan *plan;	/* plans: the plan (NULL: did not apply) */
+	const char *why;	/* plans that did not apply: why */
+	int algo, proto;	/* choices: the chosen pair */
+	double time_s;		/* times: s on the idle fabric */
 };
 
 struct pcache;

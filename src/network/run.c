@@ -31,6 +31,7 @@ struct crun {
 	struct sim *sim;
 	struct flownet *fn;
 	struct cplan *cp;
+	double scale;		/* flow volumes times this */
 	uint32_t phase;		/* current phase */
 	uint32_t pending;	/* its flows not yet done */
 	void (*done)(void *token);
@@ -115,8 +116,9 @@ static void start_flows(struct sim *sim, void *arg)
 		/* A flow that cannot start counts as done; the flownet's
 		 * failure flag reports it. */
 		if (flow_start(r->fn, p->elem_link + f->first,
-			       p->elem_coef + f->first, f->n, f->volume_B,
-			       f->bound_Bps, flow_done, r) != 0)
+			       p->elem_coef + f->first, f->n,
+			       f->volume_B * r->scale, f->bound_Bps, flow_done,
+			       r) != 0)
 			r->pending--;
 	}
 	if (r->pending == 0)
@@ -124,7 +126,8 @@ static void start_flows(struct sim *sim, void *arg)
 }
 
 int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, void (*done)(void *token), void *token)
+	      struct cplan *cp, double scale, void (*done)(void *token),
+	      void *token)
 {
 	struct crun *r = mem_calloc(1, sizeof(*r));
 	const struct plan *p = &cp->plan;
@@ -132,7 +135,8 @@ int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
 
 	if (!r)
 		return -1;
-	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, 0, 0, done, token };
+	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale, 0, 0, done,
+			    token };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else

@@ -26,10 +26,12 @@ struct run_set {
 void run_set_release(struct run_set *rs);
 
 /* Run cp (taking a reference for the run's life) on sim through fn,
+ * its flow volumes multiplied by scale (the size for a per-byte plan),
  * keeping it in rs while in flight. Returns 0, or -1 when out of memory
  * (done is then never called). */
 int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, void (*done)(void *token), void *token);
+	      struct cplan *cp, double scale, void (*done)(void *token),
+	      void *token);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links

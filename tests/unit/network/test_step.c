@@ -154,6 +154,7 @@ Test(net_step, repeated_collectives_reuse_their_plan)
 	struct coll_desc c = send_1g();
 	struct done_rec a;
 	struct net_stats st;
+	units_ns_t t0;
 	int i;
 
 	env_init(&e, 2);
@@ -167,6 +168,15 @@ Test(net_step, repeated_collectives_reuse_their_plan)
 	cr_assert_eq(st.collectives, 3);
 	cr_assert_geq(st.plan_hits, 2);
 	cr_assert_eq(st.flows, 3);
+	/* Another size of the same collective: plans are per byte, so it
+	 * reuses the plan too, and moves 4 GiB alone at 50 GB/s. */
+	c.bytes = 4 * GiB;
+	t0 = sim_now(e.sim);
+	start(&e, &c, &a);
+	cr_assert_eq(sim_run(e.sim), 0);
+	net_get_stats(e.net, &st);
+	cr_assert_geq(st.plan_hits, 3);
+	cr_assert_float_eq(units_ns_to_s(a.at - t0), 4 * GiB / 50e9, 1e-9);
 	env_release(&e);
 }
 
