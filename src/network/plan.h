@@ -8,8 +8,9 @@
  * one flow over every link of the ring (its segments move the same bytes
  * at the same pace), a point-to-point send is one flow over its path.
  *
- * Plans are data: built once per (group, op, algorithm, protocol, size),
- * run any number of times (net.c caches them), printed in tests.
+ * Plans are data: built once per (group, op, algorithm, protocol), with
+ * volumes per byte of the collective's size (runs scale them), and run
+ * any number of times (net.c caches them).
  *
  * Depends on route.h, mem.h.
  */
