@@ -388,3 +388,18 @@ Test(net_coll, overrides_per_system_and_per_call)
 	r.algo = ALGO_RING;
 	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "ring");
 }
+
+Test(net_coll, one_rank_moves_nothing)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 1, -1, 1, NULL };
+	struct net_coll_result out;
+
+	fx_switch(&f, 1);
+	f.lib.algo[ALGO_RING].base.s[PROTO_SIMPLE] = 5e-6;
+	out = timed(&f.sys, &r);
+	/* A group of one has nothing to send: no latency, no time; every
+	 * algorithm ties and the first (ring) is reported. */
+	cr_assert_eq(out.time_s, 0);
+	cr_assert_str_eq(out.algorithm, "ring");
+}
