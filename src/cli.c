@@ -28,7 +28,28 @@ static const struct cli_command commands[] = {
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
 	  "                        [--dtype T] [--algo A] [--proto P]\n"
-	  "                        [--set key=value]... [--json | --csv] [--db PATH]\n",
+	  "                        [--set key=value]... [--json | --csv] [--db PATH]\n"
+	  "                        [--no-store]\n"
+	  "\n"
+	  "Predict one collective on an idle system over a range of sizes and\n"
+	  "print it as rccl-tests / nccl-tests do (size, count, type, time,\n"
+	  "algbw, busbw) with the algorithm and protocol chosen.\n"
+	  "\n"
+	  "  --system SYSTEM  system preset or file (configs/systems)\n"
+	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
+	  "                   broadcast, reduce, sendrecv\n"
+	  "  --ranks N        GPUs 0..N-1, filling node 0 first\n"
+	  "  --min, --max     sizes as rccl-tests takes them: bytes or K/M/G\n"
+	  "                   (2^10, 2^20, 2^30); default 32M\n"
+	  "  --step-factor F  multiply the size by F each row (default 2)\n"
+	  "  --dtype T        float (default), half, bfloat16, double, int8, ...\n"
+	  "  --algo A         ring, tree, direct, rhd, hierarchical, nvls,\n"
+	  "                   pairwise, p2p (default: the library's choice)\n"
+	  "  --proto P        ll, ll128, simple (default: the library's choice)\n"
+	  "  --set key=value  override a system field (--set system.nodes=2)\n"
+	  "  --json, --csv    print JSON (an array of rows) or CSV\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --no-store       do not store the results\n",
 	  cli_collective, NULL },
 	{ "measure", "run real collectives and kernels on hardware",
 	  NULL, NULL, "the measurement backends (HIP/RCCL, CUDA/NCCL, MPI)" },

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "spec_collectives.h"
 #include "spec_fabric.h"
 #include "spec_gpu.h"
 #include "spec_job.h"
@@ -16,6 +17,8 @@ const struct schema *const config_kinds[] = {
 	&system_schema,
 	&model_schema,
 	&job_schema,
+	&link_schema,
+	&collectives_schema,
 	&framework_schema,
 	NULL,
 };

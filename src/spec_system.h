@@ -1,12 +1,15 @@
 /*
  * spec_system.h - a cluster: which GPU, how many per node, how many nodes,
- * the scale-up and scale-out fabrics, NICs, and the collective library.
+ * the scale-up, scale-out and host fabrics, NICs, and the collective
+ * library with optional algorithm/protocol overrides.
  *
  * Loaded from configs/systems/NAME.yaml through system_schema. gpu,
- * scale_up and scale_out are references (preset name, path or inline
- * mapping with `preset:` and overrides).
+ * scale_up, scale_out, host and collectives are references (preset name,
+ * path or inline mapping with `preset:` and overrides). A "node" is one
+ * scale-up domain: 8 GPUs in a DGX or an MI300X box, 72 in a GB200 NVL72
+ * rack, up to 1,024 in a UALink pod.
  *
- * Depends on schema.h, spec_gpu.h, spec_fabric.h.
+ * Depends on schema.h, spec_gpu.h, spec_fabric.h, spec_collectives.h.
  */
 #ifndef LLMSIM_SPEC_SYSTEM_H
 #define LLMSIM_SPEC_SYSTEM_H
@@ -14,25 +17,23 @@
 #include <stdint.h>
 
 #include "schema.h"
+#include "spec_collectives.h"
 #include "spec_fabric.h"
 #include "spec_gpu.h"
-
-enum coll_library {
-	COLL_LIB_RCCL,
-	COLL_LIB_NCCL
-};
-
-extern const char *const coll_library_names[];
 
 struct system_spec {
 	const char *name;			/* preset name */
 	const struct gpu_spec *gpu;		/* the GPU every node has */
-	int64_t nodes;				/* nodes in the cluster */
-	int64_t gpus_per_node;			/* GPUs per node */
-	const struct fabric_spec *scale_up;	/* among the GPUs of a node / pod */
+	int64_t nodes;				/* nodes (scale-up domains) in the cluster */
+	int64_t gpus_per_node;			/* GPUs per node / scale-up pod */
+	const struct fabric_spec *scale_up;	/* among the GPUs of a node */
 	const struct fabric_spec *scale_out;	/* among nodes */
+	const struct fabric_spec *host;		/* PCIe between GPUs and NICs; NULL = direct attach */
 	int64_t nics_per_node;			/* scale-out NICs per node */
-	int collectives;			/* enum coll_library */
+	const struct coll_lib_spec *collectives; /* the collective library */
+	double collective_overhead_s;		/* s, software time per collective beyond the library's model */
+	int algorithm;				/* enum coll_algo forced for every collective; -1 = auto */
+	int protocol;				/* enum coll_proto forced; -1 = auto */
 };
 
 /* nodes * gpus_per_node. */

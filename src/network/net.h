@@ -11,6 +11,19 @@
  *   - standalone (net_collective_time), for `llmsim collective`, the
  *     planner's estimates and validation against rccl-tests/nccl-tests.
  *
+ * Algorithm and protocol: coll_desc.algo / .proto (enum coll_algo /
+ * coll_proto of spec_collectives.h) when >= 0, else the system's
+ * `algorithm` / `protocol` when set, else the library's choice: every
+ * algorithm and protocol the library offers for the op is timed on the
+ * idle fabric and the fastest wins, as NCCL and RCCL pick by their own
+ * cost model.
+ *
+ * Replicas (coll_desc.replicas = R > 1: R identical groups run at once,
+ * one simulated): the others are taken to sit on other endpoints (other
+ * rails or nodes), so they share no link that ends at a GPU or NIC; on
+ * scale-out links between switches their traffic is charged, assuming
+ * the R groups spread evenly over the system (net.c has the formula).
+ *
  * Depends on the core (sim.h, coll.h, spec_system.h, diag.h, mem.h).
  */
 #ifndef LLMSIM_NET_H
@@ -33,7 +46,10 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		    struct diag *d);
 void net_free(struct net *n);
 
-/* The executor's comm backend; ctx is the struct net (bound to its sim). */
+/* The executor's comm backend; ctx is the struct net (bound to its sim).
+ * A collective that cannot be run (bad descriptor, no algorithm applies,
+ * out of memory) completes at once and makes net_failed() true, with the
+ * reason in net_error(). */
 extern const struct comm_ops net_comm_ops;
 
 /* What one collective did. */
@@ -49,5 +65,26 @@ struct net_coll_result {
  * reporting to d (bad group, unsupported algorithm for the op, ...). */
 int net_collective_time(struct net *n, const struct coll_desc *c,
 			struct net_coll_result *out, struct diag *d);
+
+/* nccl-tests bus-bandwidth factor of an op over p ranks:
+ * all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p;
+ * broadcast, reduce, send/recv 1. */
+double net_busbw_factor(enum coll_op op, uint32_t p);
+
+/* Counters of the fabric model inside a step simulation. */
+struct net_stats {
+	uint64_t collectives;	/* started through net_comm_ops */
+	uint64_t flows;		/* flows started */
+	uint64_t solves;	/* max-min re-solves */
+	uint64_t resolved;	/* flows re-solved, summed over re-solves */
+	uint64_t plan_hits;	/* plans reused from the cache */
+};
+
+void net_get_stats(const struct net *n, struct net_stats *out);
+
+/* Non-zero once a collective started through net_comm_ops failed; the
+ * step's result is then not to be trusted. net_error() says why. */
+int net_failed(const struct net *n);
+const char *net_error(const struct net *n);
 
 #endif

@@ -70,8 +70,9 @@ Test(config, preset_job_resolves_every_reference)
 	/* 2 nodes x 8 GPUs = 16; tp 8, pp = cp = 1 -> dp = 16 / 8 = 2. */
 	cr_assert_eq(system_gpus(sys), 16);
 	cr_assert_eq(j->parallelism.dp, 2);
-	/* AMD GPU -> RCCL; NICs default to one per GPU. */
-	cr_assert_eq(sys->collectives, COLL_LIB_RCCL);
+	/* The library is the system's reference; NICs default to one per
+	 * GPU. */
+	cr_assert_str_eq(sys->collectives->name, "test-rccl");
 	cr_assert_eq(sys->nics_per_node, 8);
 	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
 	cr_assert_str_eq(sys->scale_out->name, "test-roce");
@@ -107,7 +108,7 @@ Test(config, nested_references_and_overrides)
 	cr_assert_eq(g->hbm.capacity_B, 96e9);
 	cr_assert_eq(g->hbm.bandwidth_Bps, 3.35e12);
 	cr_assert_eq(g->hbm_usable_B, 96e9);
-	cr_assert_eq(sys->collectives, COLL_LIB_NCCL);
+	cr_assert_str_eq(sys->collectives->name, "test-nccl");
 	/* scale_up by relative path from configs/systems/; scale_out is
 	 * written inline, so it has no name. */
 	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
@@ -140,8 +141,9 @@ Test(config, set_after_resolution)
 
 	cr_assert_eq(j->system->nodes, 4);
 	cr_assert_str_eq(j->system->gpu->name, "test-nv");
-	/* The swapped GPU is NVIDIA, so the derived library follows. */
-	cr_assert_eq(j->system->collectives, COLL_LIB_NCCL);
+	/* The library is configured, not derived: swapping the GPU keeps
+	 * the system's. */
+	cr_assert_str_eq(j->system->collectives->name, "test-rccl");
 	cr_assert_eq(j->system->gpu->hbm.capacity_B, 96e9);
 	/* 4 x 8 = 32 GPUs over tp 4 x pp 2 -> dp 4; the mapping merged
 	 * into parallelism, so sequence_parallel stays true. */
@@ -415,15 +417,16 @@ Test(config, list_presets)
 Test(config, kinds_registry)
 {
 	static const char *const names[] = {"gpu", "fabric", "system", "model",
-					    "job", "framework"};
+					    "job", "link", "collectives",
+					    "framework"};
 	size_t i;
 
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 8; i++) {
 		cr_assert_not_null(config_kinds[i]);
 		cr_assert_str_eq(config_kinds[i]->kind, names[i]);
 		cr_assert_eq(config_kind(names[i]), config_kinds[i]);
 	}
-	cr_assert_null(config_kinds[6]);
+	cr_assert_null(config_kinds[8]);
 	cr_assert_null(config_kind("gpux"));
 }
 

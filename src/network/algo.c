@@ -1,0 +1,390 @@
+/*
+ * algo.c - building a collective's plan: checks, the shared helpers
+ * (flows, segments, latency constants, ring orders), and the one-step
+ * algorithms (direct, NVLS). Rings, trees and the hierarchical all-reduce
+ * are in algo_ring.c; multi-round algorithms in algo_rounds.c.
+ *
+ * Direct (one shot) and p2p (all-to-all, send/recv: the libraries post
+ * every send at once): every rank sends to every peer at once, and a
+ * rank's sends progress together (NCCL and RCCL interleave peers over
+ * channels), so each source is one flow over all its paths:
+ *   all-reduce      n to each peer (each reduces locally): link load n
+ *   all-gather      n/p (its shard) to each peer
+ *   reduce-scatter  n/p (the peer's slice) to each peer
+ *   all-to-all      v_ij to each peer j; the flow moves V = max_j v_ij
+ *                   and uses path j with coefficient v_ij / V
+ *   broadcast       the root's n to each peer; reduce: each peer's n to
+ *                   the root; send/recv: n from rank 0 to rank 1.
+ *
+ * NVLS (NVLink SHARP) all-reduce within one switch domain: rank k owns
+ * slice k (n/p); it asks the switch for the reduced slice (the switch
+ * reads n/p from every GPU, returns n/p) and multicasts it back (writes
+ * n/p, the switch delivers n/p to every GPU). Per GPU each direction of
+ * its switch link carries n (serving the others) + n/p (its own):
+ * n (1 + 1/p), at the switch's reduction efficiency.
+ */
+#include "algo.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../diag.h"
+#include "../mem.h"
+
+double algo_busbw_factor(enum coll_op op, uint32_t p)
+{
+	double q = p;
+
+	switch (op) {
+	case COLL_ALLREDUCE:
+		return p > 1 ? 2 * (q - 1) / q : 1;
+	case COLL_ALLGATHER:
+	case COLL_REDUCESCATTER:
+	case COLL_ALLTOALL:
+		return p > 1 ? (q - 1) / q : 1;
+	default:
+		return 1;
+	}
+}
+
+double algo_a2a_bytes(const struct algo_ctx *x, uint32_t i, uint32_t j)
+{
+	const struct coll_desc *c = x->c;
+
+	if (c->a2a_B)
+		return c->a2a_B[(size_t)i * c->ngpus + j];
+	return c->bytes / c->ngpus;
+}
+
+void algo_phase(struct algo_ctx *x, struct plan *p)
+{
+	memset(x->phys_s, 0, sizeof(x->phys_s));
+	memset(x->seen, 0, sizeof(x->seen));
+	plan_phase(p, 0);
+}
+
+void algo_close_phase(struct algo_ctx *x, struct plan *p, double latency_s)
+{
+	(void)x;
+	plan_flow_end(p);
+	if (!p->failed && p->nphases > 0)
+		p->phases[p->nphases - 1].latency_s = latency_s;
+}
+
+void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)
+{
+	double vol = user_B * x->inflate;
+
+	plan_flow(p, vol, x->t_min_s > 0 ? vol / x->t_min_s : 0);
+}
+
+void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
+	      uint32_t rail_out, uint32_t rail_in, double coef)
+{
+	struct route r;
+	uint32_t ga = group_gpu(&x->g, a), gb = group_gpu(&x->g, b);
+
+	if (ga == gb)
+		return;
+	route_gpus(x->t, ga, gb, rail_out, rail_in, (uint64_t)a << 32 | b, &r);
+	plan_route(p, &r, coef);
+	x->seen[r.transport] = 1;
+	if (r.latency_s > x->phys_s[r.transport])
+		x->phys_s[r.transport] = r.latency_s;
+}
+
+void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
+	      double coef)
+{
+	uint32_t ro, ri;
+
+	route_rails(x->t, group_gpu(&x->g, a), group_gpu(&x->g, b),
+		    x->lib->pxn, &ro, &ri);
+	algo_seg(x, p, a, b, ro, ri, coef);
+}
+
+double algo_base(const struct algo_ctx *x)
+{
+	return x->as->base.s[x->proto];
+}
+
+double algo_hop(const struct algo_ctx *x, int tr)
+{
+	const struct coll_proto_times *h = tr == TT_NET ? &x->as->hop_net :
+					   tr == TT_PCIE ? &x->as->hop_pcie :
+							   &x->as->hop_scale_up;
+	double v = h->s[x->proto];
+
+	if (x->phys_s[tr] > v)
+		v = x->phys_s[tr];
+	if (tr != TT_NET && x->g.nnodes > 1 &&
+	    x->lib->net_overhead.s[x->proto] > v)
+		v = x->lib->net_overhead.s[x->proto];
+	return v;
+}
+
+double algo_hop_intra(const struct algo_ctx *x)
+{
+	return algo_hop(x, x->seen[TT_PCIE] ? TT_PCIE : TT_SCALE_UP);
+}
+
+double algo_step(const struct algo_ctx *x)
+{
+	if (x->seen[TT_NET])
+		return algo_hop(x, TT_NET);
+	if (x->seen[TT_PCIE])
+		return algo_hop(x, TT_PCIE);
+	return x->seen[TT_SCALE_UP] ? algo_hop(x, TT_SCALE_UP) : 0;
+}
+
+uint32_t algo_node_rings(struct algo_ctx *x, uint32_t k)
+{
+	uint32_t m;
+	int n = 1;
+
+	group_members(&x->g, k, &m);
+	if (x->t->up_topology == TOPO_MESH && m >= 2 &&
+	    ham_get(x->ham, m, &n) == NULL)
+		return 1;
+	return (uint32_t)n;
+}
+
+int algo_order(struct algo_ctx *x, uint32_t k, uint32_t c, uint32_t rail,
+	       uint32_t *out)
+{
+	uint32_t m, e, i, at = 0;
+	const uint32_t *mem = group_members(&x->g, k, &m);
+	uint32_t owner = topo_rail_owner(x->t, rail);
+	const uint32_t *cyc = NULL;
+	int n = 0;
+
+	e = c % m;
+	for (i = 0; i < m; i++)
+		if (group_gpu(&x->g, mem[i]) % x->t->gpus_per_node == owner)
+			e = i;
+	if (x->t->up_topology == TOPO_MESH && m >= 2) {
+		cyc = ham_get(x->ham, m, &n);
+		if (!cyc)
+			return -1;
+		cyc += (size_t)(c % (uint32_t)n) * m;
+		while (cyc[at] != e)
+			at++;
+	}
+	for (i = 0; i < m; i++)
+		out[i] = cyc ? mem[cyc[(at + i) % m]] : mem[(e + i) % m];
+	return 0;
+}
+
+uint32_t algo_rails(const struct algo_ctx *x, uint32_t *rails)
+{
+	uint32_t m, i, r, n = 0;
+	const uint32_t *mem = group_members(&x->g, 0, &m);
+	uint32_t nics = x->t->nics_per_node;
+
+	for (r = 0; r < nics; r++)
+		for (i = 0; i < m; i++)
+			if (topo_rail_of(x->t, group_gpu(&x->g, mem[i]) %
+					 x->t->gpus_per_node) == r) {
+				rails[n++] = r;
+				break;
+			}
+	return n;
+}
+
+int algo_direct(struct algo_ctx *x, struct plan *p)
+{
+	const struct coll_desc *c = x->c;
+	uint32_t P = x->g.p, i, j;
+	double n = c->bytes, share = n / P;
+
+	algo_phase(x, p);
+	for (i = 0; i < P; i++) {
+		double V = 0;
+
+		switch (c->op) {
+		case COLL_ALLREDUCE: V = n; break;
+		case COLL_ALLGATHER:
+		case COLL_REDUCESCATTER: V = share; break;
+		case COLL_ALLTOALL:
+			for (j = 0; j < P; j++)
+				if (j != i && algo_a2a_bytes(x, i, j) > V)
+					V = algo_a2a_bytes(x, i, j);
+			break;
+		case COLL_BROADCAST: V = i == 0 ? n : 0; break;
+		case COLL_REDUCE: V = i != 0 ? n : 0; break;
+		case COLL_SENDRECV: V = i == 0 ? n : 0; break;
+		default: break;
+		}
+		if (V <= 0)
+			continue;
+		algo_flow(x, p, V);
+		for (j = 0; j < P; j++) {
+			double coef = 1;
+
+			if (j == i || (c->op == COLL_REDUCE && j != 0) ||
+			    (c->op == COLL_SENDRECV && j != 1))
+				continue;
+			if (c->op == COLL_ALLTOALL)
+				coef = algo_a2a_bytes(x, i, j) / V;
+			if (coef > 0)
+				algo_p2p(x, p, i, j, coef);
+		}
+	}
+	algo_close_phase(x, p, algo_base(x) + algo_step(x));
+	return 0;
+}
+
+int algo_nvls(struct algo_ctx *x, struct plan *p)
+{
+	uint32_t P = x->g.p, i;
+	double eff = x->t->nvls_efficiency;
+	struct route r;
+
+	if (x->c->op != COLL_ALLREDUCE || x->t->up_topology != TOPO_SWITCH ||
+	    !(eff > 0)) {
+		x->why = "needs an all-reduce on a scale-up switch that reduces";
+		return 1;
+	}
+	if (x->g.nnodes != 1) {
+		x->why = "runs within one scale-up domain only";
+		return 1;
+	}
+	algo_phase(x, p);
+	for (i = 0; i < P; i++) {
+		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
+		algo_flow(x, p, x->c->bytes * (1 + 1.0 / P) / eff);
+		plan_route(p, &r, 1);
+		x->seen[r.transport] = 1;
+		if (r.latency_s > x->phys_s[r.transport])
+			x->phys_s[r.transport] = r.latency_s;
+	}
+	algo_close_phase(x, p, algo_base(x) + algo_step(x));
+	return 0;
+}
+
+/* ---- dispatch ---- */
+
+/* Which algorithms implement which op. */
+static int applies(int algo, enum coll_op op)
+{
+	static const unsigned mask[ALGO_COUNT] = {
+		[ALGO_RING] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER |
+			      1u << COLL_REDUCESCATTER | 1u << COLL_BROADCAST |
+			      1u << COLL_REDUCE,
+		[ALGO_TREE] = 1u << COLL_ALLREDUCE,
+		[ALGO_DIRECT] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER |
+				1u << COLL_REDUCESCATTER | 1u << COLL_BROADCAST |
+				1u << COLL_REDUCE,
+		[ALGO_RHD] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER |
+			     1u << COLL_REDUCESCATTER,
+		[ALGO_HIER] = 1u << COLL_ALLREDUCE | 1u << COLL_ALLTOALL,
+		[ALGO_NVLS] = 1u << COLL_ALLREDUCE,
+		[ALGO_PAIRWISE] = 1u << COLL_ALLTOALL,
+		[ALGO_P2P] = 1u << COLL_ALLTOALL | 1u << COLL_SENDRECV,
+	};
+
+	return (mask[algo] >> op) & 1u;
+}
+
+static int check_desc(const struct coll_desc *c, const char **why)
+{
+	uint64_t i, n = (uint64_t)c->ngpus * c->ngpus;
+
+	if ((unsigned)c->op >= COLL_OP_COUNT)
+		*why = "unknown collective operation";
+	else if (c->ngpus == 0 || !c->gpus)
+		*why = "a collective needs at least one member";
+	else if (c->op == COLL_SENDRECV && c->ngpus != 2)
+		*why = "send/recv needs exactly two members (sender, receiver)";
+	else if (!(c->bytes >= 0) || !isfinite(c->bytes))
+		*why = "the size must be a finite number of bytes >= 0";
+	else
+		*why = NULL;
+	if (!*why && c->op == COLL_ALLTOALL && c->a2a_B)
+		for (i = 0; i < n; i++)
+			if (!(c->a2a_B[i] >= 0) || !isfinite(c->a2a_B[i]))
+				*why = "uneven all-to-all sizes must be finite and >= 0";
+	return *why ? -2 : 0;
+}
+
+static int offered(const struct coll_lib_spec *lib, int algo, int proto,
+		   enum coll_op op, const char **why)
+{
+	if (lib->algo[algo].excludes.off[op]) {
+		*why = "the library does not use this algorithm for this operation";
+		return 0;
+	}
+	if (!lib->algo[algo].protocols.on[proto] ||
+	    !(lib->proto[proto].bandwidth_factor > 0)) {
+		*why = "the library does not offer this algorithm/protocol";
+		return 0;
+	}
+	return 1;
+}
+
+typedef int (*builder)(struct algo_ctx *, struct plan *);
+
+static const builder builders[ALGO_COUNT] = {
+	[ALGO_RING] = algo_ring, [ALGO_TREE] = algo_tree,
+	[ALGO_DIRECT] = algo_direct, [ALGO_RHD] = algo_rhd,
+	[ALGO_HIER] = algo_hier, [ALGO_NVLS] = algo_nvls,
+	[ALGO_PAIRWISE] = algo_pairwise, [ALGO_P2P] = algo_direct,
+};
+
+static void setup(struct algo_ctx *x)
+{
+	const struct coll_proto_spec *ps = &x->lib->proto[x->proto];
+	int one_phase = x->algo == ALGO_RING || x->algo == ALGO_TREE ||
+			x->algo == ALGO_DIRECT || x->algo == ALGO_P2P ||
+			x->algo == ALGO_NVLS;
+
+	uint32_t N = x->g.nnodes;
+	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
+				       N >= 2 ? SCALE_2NODES : SCALE_1NODE];
+
+	x->inflate = 1 / ps->bandwidth_factor;
+	if (one_phase && cap > 0)
+		x->t_min_s = algo_busbw_factor(x->c->op, x->g.p) *
+			     x->c->bytes / cap;
+}
+
+int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
+	       struct ham_cache *ham, const struct coll_desc *c, int algo,
+	       int proto, struct plan *out, const char **why)
+{
+	struct algo_ctx x = { .t = t, .lib = lib, .c = c, .ham = ham,
+			      .algo = algo, .proto = proto };
+	int rc;
+
+	plan_init(out, algo, proto);
+	if (check_desc(c, why) != 0)
+		return -2;
+	if (algo < 0 || algo >= ALGO_COUNT || proto < 0 || proto >= PROTO_COUNT)
+		BUG("algorithm or protocol out of range");
+	if (!applies(algo, c->op)) {
+		*why = "the algorithm does not implement this operation";
+		return 1;
+	}
+	if (!offered(lib, algo, proto, c->op, why))
+		return 1;
+	x.as = &lib->algo[algo];
+	rc = group_init(&x.g, t, c->gpus, c->ngpus, why);
+	if (rc != 0)
+		return rc;
+	if (x.as->max_nodes > 0 && x.g.nnodes > x.as->max_nodes) {
+		group_release(&x.g);
+		*why = "the library runs this algorithm on fewer nodes";
+		return 1;
+	}
+	setup(&x);
+	/* One rank moves nothing: an empty plan, done at once (libraries
+	 * return without a kernel). */
+	rc = x.g.p == 1 ? 0 : builders[algo](&x, out);
+	plan_flow_end(out);
+	group_release(&x.g);
+	if (rc == 1)
+		*why = x.why;
+	if (rc == 0 && out->failed)
+		rc = -1;
+	return rc;
+}

@@ -1,0 +1,382 @@
+/*
+ * algo_ring.c - rings, trees and the hierarchical all-reduce.
+ *
+ * Ring. A pipelined ring moves every byte over every ring link at the
+ * same pace, so a channel is one flow over all its segments. With K
+ * channels each carrying n/K, each ring link carries
+ *     all-reduce  2(p-1)/p * n/K      all-gather, reduce-scatter (p-1)/p * n/K
+ *     broadcast, reduce (an open chain from rank 0)   n/K
+ * and busbw = K * x for a channel rate x. Channel c leaves and enters
+ * nodes on rail r_c (cycling over the rails of the group's GPUs); inside
+ * a node it starts at the GPU owning r_c and runs the node's members in
+ * the channel's order: on a full mesh the channel's Hamiltonian cycle
+ * (ham.h), so the channels of one node together use every directed link
+ * once; on a switch or PCIe tree the members in order. The hop from a
+ * node's last GPU to the next node uses rail r_c at both ends, with the
+ * scale-up hop to the rail's GPU on the sending side (PXN) or on the
+ * receiving side (without PXN): rail-local either way.
+ * K = the cycles of a node's mesh (single node), or (several nodes) the
+ * least common multiple of rails and cycles, so every rail and every
+ * cycle carries the same share (8 rails, 7 cycles: 56 channels); past
+ * max_channels, the larger of the two. Data is split evenly over
+ * channels, as the libraries do, so an unbalanced split would let the
+ * most loaded link set the pace.
+ *
+ * Tree (all-reduce). NCCL's double binary tree across nodes, a chain
+ * inside each node from the rail's GPU. Reduce goes up and broadcast
+ * comes down at once (pipelined), so a channel is one flow over every
+ * chain and tree edge in both directions, moving n/K; channel c uses
+ * tree c mod 2 (tree 1 is tree 0 mirrored for an even node count,
+ * shifted by one for an odd one) and rail r_c.
+ *
+ * Hierarchical all-reduce (uniform ranks per node, several nodes):
+ *   1. ring reduce-scatter in every node at once: (m-1)/m * n per link
+ *   2. for each local position j, a ring all-reduce across nodes on j's
+ *      rail over the slice n/m: 2(N-1)/N * n/m per link
+ *   3. ring all-gather in every node: (m-1)/m * n per link.
+ */
+#include "algo.h"
+
+#include "../mem.h"
+
+static uint32_t cap_channels(const struct algo_ctx *x, uint32_t k)
+{
+	if (k > x->lib->max_channels)
+		k = (uint32_t)x->lib->max_channels;
+	return k ? k : 1;
+}
+
+/* Every node's order for channel c on rail, into ord (g.first offsets). */
+static int orders(struct algo_ctx *x, uint32_t c, uint32_t rail,
+		  uint32_t *ord)
+{
+	uint32_t k;
+
+	for (k = 0; k < x->g.nnodes; k++)
+		if (algo_order(x, k, c, rail, ord + x->g.first[k]) != 0)
+			return -1;
+	return 0;
+}
+
+static void reverse(uint32_t *v, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n / 2; i++) {
+		uint32_t t = v[i];
+
+		v[i] = v[n - 1 - i];
+		v[n - 1 - i] = t;
+	}
+}
+
+/* Rotate node 0's order so the chain starts at rank 0 (the root). */
+static void root_first(struct algo_ctx *x, uint32_t *ord)
+{
+	uint32_t m = x->g.first[1], at = 0;
+
+	while (ord[at] != 0)
+		at++;
+	reverse(ord, at);
+	reverse(ord + at, m - at);
+	reverse(ord, m);
+}
+
+static void seg_dir(struct algo_ctx *x, struct plan *p, uint32_t a,
+		    uint32_t b, uint32_t rail, int reverse)
+{
+	if (reverse)
+		algo_seg(x, p, b, a, rail, rail, 1);
+	else
+		algo_seg(x, p, a, b, rail, rail, 1);
+}
+
+/* One ring channel: segments through every node, closed unless chain. */
+static void ring_segments(struct algo_ctx *x, struct plan *p,
+			  const uint32_t *ord, uint32_t rail, int chain,
+			  int reverse)
+{
+	uint32_t N = x->g.nnodes, k, i;
+
+	for (k = 0; k < N; k++) {
+		const uint32_t *o = ord + x->g.first[k];
+		uint32_t m = x->g.first[k + 1] - x->g.first[k];
+		uint32_t exit = o[m - 1], next = ord[x->g.first[(k + 1) % N]];
+		uint32_t r = x->lib->pxn ? rail :
+			topo_rail_of(x->t, group_gpu(&x->g, exit) %
+				     x->t->gpus_per_node);
+
+		for (i = 0; i + 1 < m; i++)
+			seg_dir(x, p, o[i], o[i + 1], rail, reverse);
+		if (chain && k + 1 == N)
+			break;
+		seg_dir(x, p, exit, next, r, reverse);
+	}
+}
+
+static double ring_volume(const struct algo_ctx *x, uint32_t K)
+{
+	double P = x->g.p, n = x->c->bytes;
+
+	switch (x->c->op) {
+	case COLL_ALLREDUCE: return 2 * (P - 1) / P * n / K;
+	case COLL_ALLGATHER:
+	case COLL_REDUCESCATTER: return (P - 1) / P * n / K;
+	default: return n / K;
+	}
+}
+
+static double ring_latency(const struct algo_ctx *x)
+{
+	double S = x->g.p - 1, I = x->g.nnodes - 1;
+
+	if (x->c->op == COLL_ALLREDUCE) {
+		S *= 2;
+		I *= 2;
+	}
+	return algo_base(x) + (S - I) * algo_hop_intra(x) +
+	       I * (I > 0 ? algo_hop(x, TT_NET) : 0);
+}
+
+struct chans {
+	uint32_t *rails, nrails, K;
+	uint32_t *ord;		/* p ranks: every node's order */
+};
+
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/* Channels: enough that every rail and every ring order carries the same
+ * number of channels (their least common multiple, with 2 for the two
+ * trees), when the library allows that many; else the larger count. */
+static uint32_t balanced(const struct algo_ctx *x, uint32_t a, uint32_t b)
+{
+	uint32_t l = a / gcd(a, b) * b;
+
+	if (l <= x->lib->max_channels)
+		return l;
+	return cap_channels(x, a > b ? a : b);
+}
+
+static int chans_init(struct algo_ctx *x, struct chans *ch, int tree)
+{
+	uint32_t rings = algo_node_rings(x, 0);
+
+	ch->rails = mem_alloc(x->t->nics_per_node * sizeof(uint32_t));
+	ch->ord = mem_alloc(x->g.p * sizeof(uint32_t));
+	if (!ch->rails || !ch->ord)
+		return -1;
+	ch->nrails = algo_rails(x, ch->rails);
+	if (x->g.nnodes == 1)
+		ch->K = cap_channels(x, rings);
+	else
+		ch->K = balanced(x, balanced(x, ch->nrails, rings), tree ? 2 : 1);
+	return 0;
+}
+
+static void chans_release(struct chans *ch)
+{
+	mem_free(ch->rails);
+	mem_free(ch->ord);
+}
+
+/* One channel's flow: c's number, its rail, every node's order. */
+typedef void (*emit_fn)(struct algo_ctx *x, struct plan *p,
+			const struct chans *ch, uint32_t c, uint32_t rail);
+
+/* One phase of ch.K channel flows, each built by emit; the phase costs
+ * lat(x) once its routes are known. 0 or -1 (out of memory). */
+static int channels(struct algo_ctx *x, struct plan *p, int tree,
+		    emit_fn emit, double (*lat)(const struct algo_ctx *))
+{
+	struct chans ch;
+	uint32_t c;
+	int rc = -1;
+
+	if (chans_init(x, &ch, tree) != 0)
+		goto out;
+	algo_phase(x, p);
+	for (c = 0; c < ch.K; c++) {
+		uint32_t rail = ch.rails[c % ch.nrails];
+
+		if (orders(x, c, rail, ch.ord) != 0)
+			goto out;
+		emit(x, p, &ch, c, rail);
+	}
+	algo_close_phase(x, p, lat(x));
+	rc = 0;
+out:
+	chans_release(&ch);
+	return rc;
+}
+
+static void ring_channel(struct algo_ctx *x, struct plan *p,
+			 const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	int chain = x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE;
+
+	(void)c;
+	if (chain)
+		root_first(x, ch->ord);
+	algo_flow(x, p, ring_volume(x, ch->K));
+	ring_segments(x, p, ch->ord, rail, chain, x->c->op == COLL_REDUCE);
+}
+
+int algo_ring(struct algo_ctx *x, struct plan *p)
+{
+	return channels(x, p, 0, ring_channel, ring_latency);
+}
+
+/* In-order binary tree over 0..n-1 rooted at 0: the parent of r > 0 is r
+ * with its lowest set bit moved up one place, or cleared when that falls
+ * outside the tree. */
+static uint32_t btree_parent(uint32_t r, uint32_t n)
+{
+	uint32_t bit = r & (~r + 1), up = (r ^ bit) | (bit << 1);
+
+	return up < n ? up : r ^ bit;
+}
+
+/* Parent of node k in tree t (0 or 1) of n nodes; UINT32_MAX at a root. */
+static uint32_t tree_parent(uint32_t k, uint32_t n, uint32_t t)
+{
+	uint32_t v = k, up;
+
+	if (t == 1)
+		v = n % 2 ? (k + 1) % n : n - 1 - k;
+	if (v == 0)
+		return UINT32_MAX;
+	up = btree_parent(v, n);
+	if (t == 1)
+		up = n % 2 ? (up + n - 1) % n : n - 1 - up;
+	return up;
+}
+
+static uint32_t floor_log2(uint32_t n)
+{
+	uint32_t l = 0;
+
+	while (n >>= 1)
+		l++;
+	return l;
+}
+
+static void tree_segments(struct algo_ctx *x, struct plan *p,
+			  const uint32_t *ord, uint32_t rail, uint32_t t)
+{
+	uint32_t N = x->g.nnodes, k, i;
+
+	for (k = 0; k < N; k++) {
+		const uint32_t *o = ord + x->g.first[k];
+		uint32_t m = x->g.first[k + 1] - x->g.first[k];
+		uint32_t up = N > 1 ? tree_parent(k, N, t) : UINT32_MAX;
+
+		for (i = 0; i + 1 < m; i++) {
+			algo_seg(x, p, o[i + 1], o[i], rail, rail, 1);
+			algo_seg(x, p, o[i], o[i + 1], rail, rail, 1);
+		}
+		if (up == UINT32_MAX)
+			continue;
+		algo_seg(x, p, o[0], ord[x->g.first[up]], rail, rail, 1);
+		algo_seg(x, p, ord[x->g.first[up]], o[0], rail, rail, 1);
+	}
+}
+
+static void tree_channel(struct algo_ctx *x, struct plan *p,
+			 const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2);
+}
+
+static double tree_latency(const struct algo_ctx *x)
+{
+	uint32_t N = x->g.nnodes;
+
+	return algo_base(x) + 2 * ((x->g.ppn_max - 1) * algo_hop_intra(x) +
+		floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0));
+}
+
+int algo_tree(struct algo_ctx *x, struct plan *p)
+{
+	return channels(x, p, 1, tree_channel, tree_latency);
+}
+
+/* Phase 1 or 3 of the hierarchical all-reduce: a ring in every node. */
+static int hier_intra(struct algo_ctx *x, struct plan *p, uint32_t *ord,
+		      double latency_s)
+{
+	uint32_t k, c, m = x->g.ppn_max;
+	double n = x->c->bytes;
+
+	algo_phase(x, p);
+	for (k = 0; k < x->g.nnodes; k++) {
+		uint32_t K = cap_channels(x, algo_node_rings(x, k));
+
+		for (c = 0; c < K; c++) {
+			uint32_t i;
+
+			if (algo_order(x, k, c, 0, ord) != 0)
+				return -1;
+			algo_flow(x, p, (m - 1.0) / m * n / K);
+			for (i = 0; i < m; i++)
+				algo_seg(x, p, ord[i], ord[(i + 1) % m], 0, 0, 1);
+		}
+	}
+	algo_close_phase(x, p, latency_s + (m - 1) * algo_hop_intra(x));
+	return 0;
+}
+
+static void hier_inter(struct algo_ctx *x, struct plan *p)
+{
+	uint32_t N = x->g.nnodes, m = x->g.ppn_max, j, k;
+	double n = x->c->bytes;
+
+	algo_phase(x, p);
+	for (j = 0; j < m; j++) {
+		algo_flow(x, p, 2.0 * (N - 1) / N * n / m);
+		for (k = 0; k < N; k++) {
+			uint32_t a = x->g.members[x->g.first[k] + j];
+			uint32_t b = x->g.members[x->g.first[(k + 1) % N] + j];
+			uint32_t r = topo_rail_of(x->t, group_gpu(&x->g, a) %
+						  x->t->gpus_per_node);
+
+			algo_seg(x, p, a, b, r, r, 1);
+		}
+	}
+	algo_close_phase(x, p, 2.0 * (N - 1) * algo_hop(x, TT_NET));
+}
+
+int algo_hier(struct algo_ctx *x, struct plan *p)
+{
+	uint32_t *ord;
+	int rc = -1;
+
+	if (x->c->op == COLL_ALLTOALL)
+		return algo_hier_a2a(x, p);
+	if (x->g.nnodes < 2 || x->g.ppn_min != x->g.ppn_max ||
+	    x->g.ppn_max < 2) {
+		x->why = "needs several nodes with the same number (>= 2) of ranks each";
+		return 1;
+	}
+	ord = mem_alloc(x->g.ppn_max * sizeof(*ord));
+	if (!ord)
+		return -1;
+	if (hier_intra(x, p, ord, algo_base(x)) != 0)
+		goto out;
+	hier_inter(x, p);
+	if (hier_intra(x, p, ord, 0) != 0)
+		goto out;
+	rc = 0;
+out:
+	mem_free(ord);
+	return rc;
+}

@@ -1,0 +1,280 @@
+/*
+ * flow.c - flows as max-min variables with completion events.
+ *
+ * Each topology link is one constraint of capacity cap_Bps (constraint id
+ * = link id). A flow is one variable. Its bytes left are exact at t_last;
+ * between rate changes it drains linearly, so at a re-solve
+ *     left_B -= rate_Bps * (now - t_last)
+ * and its completion moves to now + left_B / new_rate (rounded to the
+ * engine's nanosecond). When the completion event fires, the flow is done
+ * by construction; rounding never leaves it a sliver of bytes to finish.
+ */
+#include "flow.h"
+
+#include <math.h>
+
+#include "../diag.h"
+#include "../mem.h"
+#include "maxmin.h"
+
+struct flow {
+	struct flownet *net;
+	mm_id var;
+	double left_B;		/* B left at t_last */
+	double rate_Bps;	/* B/s since t_last */
+	units_ns_t t_last;	/* ns */
+	sim_id ev;		/* completion event; 0 = none */
+	flow_done_fn done;
+	void *arg;
+	struct flow *prev, *next;	/* live flows, or next = free list */
+};
+
+struct flownet {
+	const struct topo *topo;
+	struct sim *sim;
+	struct mm *mm;
+	struct flow *free_list;
+	struct flow *live;	/* flows started and not yet done */
+	sim_id solve_ev;	/* pending solve event; 0 = none */
+	uint32_t active;
+	uint64_t solves, resolved;
+	int failed;
+	mm_id *cons;		/* scratch: constraint ids of a new flow */
+	double *coef;
+	uint32_t capscratch;
+};
+
+struct flownet *flow_new(const struct topo *t, struct sim *sim)
+{
+	struct flownet *f = mem_calloc(1, sizeof(*f));
+	uint32_t i;
+
+	if (!f)
+		return NULL;
+	f->topo = t;
+	f->sim = sim;
+	f->mm = mm_new();
+	if (!f->mm)
+		goto fail;
+	for (i = 0; i < t->nlinks; i++)
+		if (mm_cons_add(f->mm, t->links[i].cap_Bps) != i)
+			goto fail;
+	return f;
+fail:
+	flow_free(f);
+	return NULL;
+}
+
+static void free_chain(struct flow *fl)
+{
+	while (fl) {
+		struct flow *next = fl->next;
+
+		mem_free(fl);
+		fl = next;
+	}
+}
+
+/* Flows still live (an engine stopped early) go with the flownet; their
+ * variables go with the solver. */
+void flow_free(struct flownet *f)
+{
+	if (!f)
+		return;
+	free_chain(f->free_list);
+	free_chain(f->live);
+	mm_free(f->mm);
+	mem_free(f->cons);
+	mem_free(f->coef);
+	mem_free(f);
+}
+
+static struct flow *flow_take(struct flownet *f)
+{
+	struct flow *fl = f->free_list;
+
+	if (fl) {
+		f->free_list = fl->next;
+		return fl;
+	}
+	return mem_alloc(sizeof(*fl));
+}
+
+static void flow_put(struct flownet *f, struct flow *fl)
+{
+	fl->next = f->free_list;
+	f->free_list = fl;
+}
+
+static void link_live(struct flownet *f, struct flow *fl)
+{
+	fl->prev = NULL;
+	fl->next = f->live;
+	if (f->live)
+		f->live->prev = fl;
+	f->live = fl;
+}
+
+static void unlink_live(struct flownet *f, struct flow *fl)
+{
+	if (fl->prev)
+		fl->prev->next = fl->next;
+	else
+		f->live = fl->next;
+	if (fl->next)
+		fl->next->prev = fl->prev;
+}
+
+static void complete(struct sim *sim, void *arg);
+
+/* The max-min solver's report: bring the flow up to date, reschedule. */
+static void on_change(mm_id var, double old_Bps, double new_Bps, void *data,
+		      void *arg)
+{
+	struct flow *fl = data;
+	struct flownet *f = arg;
+	units_ns_t now = sim_now(f->sim);
+	double dt_s = units_ns_to_s(now - fl->t_last);
+
+	(void)var;
+	fl->left_B -= old_Bps * dt_s;
+	if (fl->left_B < 0)
+		fl->left_B = 0;
+	fl->t_last = now;
+	fl->rate_Bps = new_Bps;
+	sim_cancel(f->sim, fl->ev);
+	fl->ev = 0;
+	if (new_Bps <= 0)
+		return;
+	fl->ev = sim_at(f->sim, now + units_s_to_ns(fl->left_B / new_Bps),
+			complete, fl);
+	if (!fl->ev)
+		f->failed = 1;
+}
+
+static void solve(struct sim *sim, void *arg)
+{
+	struct flownet *f = arg;
+	long n;
+
+	(void)sim;
+	f->solve_ev = 0;
+	n = mm_solve(f->mm, on_change, f);
+	if (n < 0) {
+		f->failed = 1;
+		return;
+	}
+	f->solves++;
+	f->resolved += (uint64_t)n;
+}
+
+static void want_solve(struct flownet *f)
+{
+	if (f->solve_ev)
+		return;
+	f->solve_ev = sim_after(f->sim, 0, solve, f);
+	if (!f->solve_ev)
+		f->failed = 1;
+}
+
+static void complete(struct sim *sim, void *arg)
+{
+	struct flow *fl = arg;
+	struct flownet *f = fl->net;
+	flow_done_fn done = fl->done;
+	void *darg = fl->arg;
+
+	(void)sim;
+	if (fl->var != MM_NONE) {
+		mm_var_remove(f->mm, fl->var);
+		want_solve(f);
+	}
+	f->active--;
+	unlink_live(f, fl);
+	flow_put(f, fl);
+	done(darg);
+}
+
+static int scratch(struct flownet *f, uint32_t n)
+{
+	mm_id *c;
+	double *k;
+
+	if (n <= f->capscratch)
+		return 0;
+	c = mem_realloc(f->cons, (size_t)n * sizeof(*c));
+	if (c)
+		f->cons = c;
+	k = mem_realloc(f->coef, (size_t)n * sizeof(*k));
+	if (k)
+		f->coef = k;
+	if (!c || !k)
+		return -1;
+	f->capscratch = n;
+	return 0;
+}
+
+static mm_id add_var(struct flownet *f, struct flow *fl, const uint32_t *links,
+		     const double *coef, uint32_t n, double bound_Bps)
+{
+	uint32_t i;
+
+	if (scratch(f, n) != 0)
+		return MM_NONE;
+	for (i = 0; i < n; i++) {
+		f->cons[i] = links[i];
+		f->coef[i] = coef ? coef[i] : 1.0;
+	}
+	return mm_var_add(f->mm, f->cons, f->coef, n, bound_Bps, fl);
+}
+
+int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
+	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
+	       void *arg)
+{
+	struct flow *fl = flow_take(f);
+
+	if (!fl)
+		goto oom;
+	*fl = (struct flow){ .net = f, .var = MM_NONE, .left_B = volume_B,
+			     .t_last = sim_now(f->sim), .done = done, .arg = arg };
+	if (volume_B > 0 && (n > 0 || bound_Bps > 0)) {
+		fl->var = add_var(f, fl, links, coef, n, bound_Bps);
+		if (fl->var == MM_NONE)
+			goto oom;
+		want_solve(f);
+	} else {
+		/* Nothing to move, or nothing limits it: done now. */
+		fl->ev = sim_after(f->sim, 0, complete, fl);
+		if (!fl->ev)
+			goto oom;
+	}
+	f->active++;
+	link_live(f, fl);
+	return 0;
+oom:
+	if (fl)
+		flow_put(f, fl);
+	f->failed = 1;
+	return -1;
+}
+
+uint32_t flow_active(const struct flownet *f)
+{
+	return f->active;
+}
+
+uint64_t flow_solves(const struct flownet *f)
+{
+	return f->solves;
+}
+
+uint64_t flow_resolved(const struct flownet *f)
+{
+	return f->resolved;
+}
+
+int flow_failed(const struct flownet *f)
+{
+	return f->failed;
+}

@@ -1,0 +1,53 @@
+/*
+ * flow.h - fluid flows on a topology's links, on the event engine.
+ *
+ * A flow moves volume_B bytes over a set of links, using each with a
+ * coefficient (1 for a link crossed once; a ring channel's single flow
+ * crosses many links). Active flows share link capacity max-min fairly
+ * (maxmin.h). When flows start or end, the rates are re-solved once per
+ * instant (a solve event at the current time batches every change made
+ * at that time) and every flow whose rate changed has its completion
+ * event cancelled and rescheduled: t_end = now + left_B / rate.
+ *
+ * Progress is accounted lazily: a flow's bytes left are brought up to
+ * date only when its rate changes.
+ *
+ * Depends on sim.h, maxmin.h, topo.h, mem.h.
+ */
+#ifndef LLMSIM_FLOW_H
+#define LLMSIM_FLOW_H
+
+#include <stdint.h>
+
+#include "../sim.h"
+#include "topo.h"
+
+struct flownet;
+
+typedef void (*flow_done_fn)(void *arg);
+
+/* Flows over t's links on sim (both outlive it). NULL when out of memory. */
+struct flownet *flow_new(const struct topo *t, struct sim *sim);
+void flow_free(struct flownet *f);
+
+/*
+ * Start a flow of volume_B bytes over links[0..n-1] with coefficients
+ * coef (NULL = all 1), at most bound_Bps (0 = no bound). done(arg) runs
+ * from an event when the last byte has arrived (at once, from an event,
+ * for an empty flow). Returns 0, or -1 when out of memory.
+ */
+int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
+	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
+	       void *arg);
+
+/* Active flows. */
+uint32_t flow_active(const struct flownet *f);
+
+/* Re-solves done and flows re-solved in total (for reports and benches). */
+uint64_t flow_solves(const struct flownet *f);
+uint64_t flow_resolved(const struct flownet *f);
+
+/* Non-zero once an allocation failed (the simulation is then wrong). */
+int flow_failed(const struct flownet *f);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * maxmin.h - max-min fair sharing of capacities among variables, solved
+ * by progressive filling, incrementally by connected component.
+ *
+ * A constraint is a capacity (a link direction, B/s). A variable is a rate
+ * (a flow, or a group of flows that must progress together) that uses
+ * constraints with coefficients: x_j puts a_ij * x_j on constraint i.
+ * The solution is the max-min fair allocation: no rate can grow without
+ * shrinking one that is no larger (the mathematics is in maxmin.c).
+ *
+ * Changes (a variable added or removed) mark their constraints dirty;
+ * mm_solve() re-solves only the connected components that contain dirty
+ * constraints and reports every variable whose rate changed.
+ *
+ * Depends on mem.h only. Knows nothing of links, flows or time.
+ */
+#ifndef LLMSIM_MAXMIN_H
+#define LLMSIM_MAXMIN_H
+
+#include <stdint.h>
+
+struct mm;
+
+typedef uint32_t mm_id;
+#define MM_NONE UINT32_MAX
+
+/* Called by mm_solve() for each live variable whose rate changed, before
+ * the new rate is visible through mm_rate() (so old_Bps can be used to
+ * account for progress made at the old rate). */
+typedef void (*mm_change_fn)(mm_id var, double old_Bps, double new_Bps,
+			     void *data, void *arg);
+
+/* An empty system; NULL when out of memory. */
+struct mm *mm_new(void);
+void mm_free(struct mm *m);
+
+/* A constraint of capacity cap_Bps > 0. MM_NONE when out of memory. */
+mm_id mm_cons_add(struct mm *m, double cap_Bps);
+
+/*
+ * A variable using cons[i] with coefficient coef[i] > 0 for i < n (a
+ * constraint may appear once), with rate at most bound_Bps (0 = no bound;
+ * n == 0 needs a bound). data is handed back to the change callback.
+ * Its rate is 0 until the next mm_solve(). MM_NONE when out of memory.
+ */
+mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
+		 uint32_t n, double bound_Bps, void *data);
+
+/* Remove a variable; its constraints become dirty. */
+void mm_var_remove(struct mm *m, mm_id var);
+
+/*
+ * Re-solve every component with a dirty constraint or a new variable;
+ * call fn for each variable whose rate changed. Returns the number of
+ * variables re-solved (the work done), or -1 when out of memory.
+ */
+long mm_solve(struct mm *m, mm_change_fn fn, void *arg);
+
+/* Mark every constraint dirty, so the next mm_solve() re-solves all. */
+void mm_touch_all(struct mm *m);
+
+/* The variable's current rate (B/s). */
+double mm_rate(const struct mm *m, mm_id var);
+
+/* Live variables. */
+uint32_t mm_vars(const struct mm *m);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * pcache.h - plans and algorithm choices remembered by collective.
+ *
+ * A step simulation starts the same collective (same op, size, members)
+ * many times: per layer, per microbatch. Building its plan and choosing
+ * its algorithm (which times every candidate on the idle fabric) is done
+ * once; later starts reuse it. A plan's volumes are per byte of the
+ * collective's size, so one plan serves every size; its idle time and
+ * the choice are remembered per size. Entries are keyed by op, members
+ * (compared in full, not by hash), replicas, algorithm and protocol, and
+ * size where it matters. Plans are
+ * reference counted so a collective in flight keeps its plan when the
+ * cache is cleared (it is cleared whole when half full).
+ *
+ * Depends on plan.h, mem.h.
+ */
+#ifndef LLMSIM_PCACHE_H
+#define LLMSIM_PCACHE_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+/* A plan shared by the cache and the collectives running it. */
+struct cplan {
+	struct plan plan;
+	uint32_t refs;
+	int per_byte;		/* volumes are per byte of the collective's size */
+};
+
+enum pkey_kind {
+	PK_PLAN,		/* a plan, for any size (bytes = -1) */
+	PK_TIME,		/* a plan's time on the idle fabric at one size */
+	PK_CHOICE		/* the algorithm and protocol chosen at one size */
+};
+
+struct pkey {
+	int kind;		/* enum pkey_kind */
+	int op, algo, proto;	/* algo, proto < 0 in a choice: not forced */
+	uint32_t ngpus;
+	uint32_t replicas;
+	double bytes;		/* B; -1 for plans */
+	const uint32_t *gpus;
+};
+
+/* What the cache holds for a key. */
+struct pval {
+	struct cplan *plan;	/* plans: the plan (NULL: did not apply) */
+	const char *why;	/* plans that did not apply: why */
+	int algo, proto;	/* choices: the chosen pair */
+	double time_s;		/* times: s on the idle fabric */
+};
+
+struct pcache;
+
+struct pcache *pcache_new(void);
+void pcache_free(struct pcache *pc);
+
+/* The value stored for k, or NULL. */
+const struct pval *pcache_get(const struct pcache *pc, const struct pkey *k);
+
+/* Store v for k (taking a reference on v->plan). Returns 0, or -1 when
+ * out of memory (nothing stored; the caller keeps its own reference). */
+int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v);
+
+/* A new plan with one reference; NULL when out of memory. */
+struct cplan *cplan_new(void);
+void cplan_ref(struct cplan *cp);
+void cplan_unref(struct cplan *cp);
+
+#endif

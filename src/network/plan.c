@@ -1,0 +1,152 @@
+/*
+ * plan.c - building plans: phases, flows, elements.
+ *
+ * Allocation failures set p->failed and turn later calls into no-ops, so
+ * algorithms build without checking every step and the caller checks
+ * once.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+
+#include "../mem.h"
+
+void plan_init(struct plan *p, int algo, int proto)
+{
+	*p = (struct plan){ .algo = algo, .proto = proto };
+}
+
+void plan_release(struct plan *p)
+{
+	mem_free(p->phases);
+	mem_free(p->flows);
+	mem_free(p->elem_link);
+	mem_free(p->elem_coef);
+	*p = (struct plan){ .algo = 0 };
+}
+
+static int grow(struct plan *p, void **v, size_t *cap, size_t need,
+		size_t elem)
+{
+	size_t ncap;
+	void *nv;
+
+	if (p->failed)
+		return -1;
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	nv = mem_realloc(*v, ncap * elem);
+	if (!nv) {
+		p->failed = 1;
+		return -1;
+	}
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+void plan_phase(struct plan *p, double latency_s)
+{
+	plan_flow_end(p);
+	if (grow(p, (void **)&p->phases, &p->capphases, p->nphases + 1u,
+		 sizeof(*p->phases)) != 0)
+		return;
+	p->phases[p->nphases++] = (struct plan_phase){ latency_s, p->nflows, 0 };
+}
+
+void plan_flow(struct plan *p, double volume_B, double bound_Bps)
+{
+	plan_flow_end(p);
+	if (p->nphases == 0)
+		plan_phase(p, 0);
+	if (grow(p, (void **)&p->flows, &p->capflows, p->nflows + 1u,
+		 sizeof(*p->flows)) != 0)
+		return;
+	p->flows[p->nflows++] = (struct plan_flow){ p->nelems, 0, volume_B,
+						    bound_Bps };
+	p->phases[p->nphases - 1].n++;
+	p->open = 1;
+}
+
+void plan_route(struct plan *p, const struct route *r, double coef)
+{
+	uint32_t i;
+	size_t need = (size_t)p->nelems + r->n;
+
+	if (!p->open ||
+	    grow(p, (void **)&p->elem_link, &p->capelems, need,
+		 sizeof(*p->elem_link)) != 0 ||
+	    grow(p, (void **)&p->elem_coef, &p->capcoef, need,
+		 sizeof(*p->elem_coef)) != 0)
+		return;
+	for (i = 0; i < r->n; i++) {
+		p->elem_link[p->nelems] = r->link[i];
+		p->elem_coef[p->nelems++] = coef;
+	}
+	p->flows[p->nflows - 1].n += r->n;
+}
+
+struct pair {
+	uint32_t link;
+	double coef;
+};
+
+static int by_link(const void *a, const void *b)
+{
+	uint32_t x = ((const struct pair *)a)->link, y = ((const struct pair *)b)->link;
+
+	return x < y ? -1 : x > y;
+}
+
+void plan_flow_end(struct plan *p)
+{
+	struct plan_flow *f;
+	struct pair *v;
+	uint32_t i, k = 0;
+
+	if (p->failed || !p->open)
+		return;
+	p->open = 0;
+	f = &p->flows[p->nflows - 1];
+	if (f->n == 0 || f->volume_B <= 0) {
+		p->nelems = f->first;
+		p->nflows--;
+		p->phases[p->nphases - 1].n--;
+		return;
+	}
+	v = mem_alloc((size_t)f->n * sizeof(*v));
+	if (!v) {
+		p->failed = 1;
+		return;
+	}
+	for (i = 0; i < f->n; i++)
+		v[i] = (struct pair){ p->elem_link[f->first + i],
+				      p->elem_coef[f->first + i] };
+	qsort(v, f->n, sizeof(*v), by_link);
+	for (i = 0; i < f->n; i++) {
+		if (k > 0 && v[k - 1].link == v[i].link)
+			v[k - 1].coef += v[i].coef;
+		else
+			v[k++] = v[i];
+	}
+	for (i = 0; i < k; i++) {
+		p->elem_link[f->first + i] = v[i].link;
+		p->elem_coef[f->first + i] = v[i].coef;
+	}
+	f->n = k;
+	p->nelems = f->first + k;
+	mem_free(v);
+}
+
+double plan_latency_s(const struct plan *p)
+{
+	double s = 0;
+	uint32_t i;
+
+	for (i = 0; i < p->nphases; i++)
+		s += p->phases[i].latency_s;
+	return s;
+}

@@ -1,0 +1,231 @@
+/*
+ * run.c - phases of flows on the engine, and replica charging.
+ *
+ * Replica charging. A step program may simulate one of R identical
+ * groups (coll_desc.replicas). The others are assumed to sit on other
+ * endpoints, so links that end at a GPU or NIC are theirs alone; the
+ * R groups together occupy a fraction
+ *     o = min(1, R * G / G_sys)
+ * of the system's GPUs (G in one group), spread evenly. A leaf whose
+ * uplinks our group's flows cross hosts d NICs (d = hosts per leaf), of
+ * which o*d are busy with some group's traffic, n_L with ours. Each busy
+ * NIC sends what ours send, so the leaf's uplinks carry o*d/n_L times our
+ * traffic:
+ *     coefficient on leaf L's uplinks  *= clamp(o * d / n_L, 1, R)
+ *     coefficient on pod P's uplinks   *= clamp(o * d * leaves_per_pod / n_P, 1, R)
+ * with n_P the NICs of ours under the pod. In a non-blocking tree this
+ * never slows anyone (uplinks have the capacity of the downlinks); with
+ * oversubscription r a full leaf gives each NIC 1/r of its rate across
+ * the spine, which is what this reproduces. A group that already fills
+ * its leaves (a data-parallel ring on one rail) is charged nothing more.
+ */
+#include "run.h"
+
+#include <stdlib.h>
+
+#include "../mem.h"
+
+struct crun {
+	struct run_set *set;
+	struct crun *prev, *next;	/* in set->live */
+	struct sim *sim;
+	struct flownet *fn;
+	struct cplan *cp;
+	double scale;		/* flow volumes times this */
+	uint32_t phase;		/* current phase */
+	uint32_t pending;	/* its flows not yet done */
+	void (*done)(void *token);
+	void *token;
+};
+
+static void start_flows(struct sim *sim, void *arg);
+
+static void unlink_run(struct crun *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		r->set->live = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+}
+
+static void finish(struct crun *r)
+{
+	void (*done)(void *) = r->done;
+	void *token = r->token;
+
+	unlink_run(r);
+	cplan_unref(r->cp);
+	mem_free(r);
+	done(token);
+}
+
+void run_set_release(struct run_set *rs)
+{
+	while (rs->live) {
+		struct crun *r = rs->live;
+
+		unlink_run(r);
+		cplan_unref(r->cp);
+		mem_free(r);
+	}
+}
+
+static void finish_ev(struct sim *sim, void *arg)
+{
+	(void)sim;
+	finish(arg);
+}
+
+/* The current phase is over: schedule the next or finish. */
+static void advance(struct crun *r)
+{
+	const struct plan *p = &r->cp->plan;
+
+	if (++r->phase >= p->nphases) {
+		finish(r);
+		return;
+	}
+	/* Out of memory here leaves the collective unfinished; the engine's
+	 * sticky failure (sim_failed) reports it. */
+	(void)sim_after(r->sim, units_s_to_ns(p->phases[r->phase].latency_s),
+			start_flows, r);
+}
+
+static void flow_done(void *arg)
+{
+	struct crun *r = arg;
+
+	if (--r->pending == 0)
+		advance(r);
+}
+
+static void start_flows(struct sim *sim, void *arg)
+{
+	struct crun *r = arg;
+	const struct plan *p = &r->cp->plan;
+	const struct plan_phase *ph = &p->phases[r->phase];
+	uint32_t i;
+
+	(void)sim;
+	r->pending = ph->n;
+	for (i = 0; i < ph->n; i++) {
+		const struct plan_flow *f = &p->flows[ph->first + i];
+
+		/* A flow that cannot start counts as done; the flownet's
+		 * failure flag reports it. */
+		if (flow_start(r->fn, p->elem_link + f->first,
+			       p->elem_coef + f->first, f->n,
+			       f->volume_B * r->scale, f->bound_Bps, flow_done,
+			       r) != 0)
+			r->pending--;
+	}
+	if (r->pending == 0)
+		advance(r);
+}
+
+int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
+	      struct cplan *cp, double scale, void (*done)(void *token),
+	      void *token)
+{
+	struct crun *r = mem_calloc(1, sizeof(*r));
+	const struct plan *p = &cp->plan;
+	sim_id ev;
+
+	if (!r)
+		return -1;
+	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale, 0, 0, done,
+			    token };
+	if (p->nphases == 0)
+		ev = sim_after(sim, 0, finish_ev, r);
+	else
+		ev = sim_after(sim, units_s_to_ns(p->phases[0].latency_s),
+			       start_flows, r);
+	if (!ev) {
+		mem_free(r);
+		return -1;
+	}
+	if (rs->live)
+		rs->live->prev = r;
+	rs->live = r;
+	cplan_ref(cp);
+	return 0;
+}
+
+static int by_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Our NICs per leaf and per pod (arrays of tree.leaves and pods). */
+static int count_nics(const struct topo *t, const struct plan *p,
+		      uint32_t *per_leaf, uint32_t *per_pod)
+{
+	const struct topo_tree *tr = &t->tree;
+	uint32_t *nics = mem_alloc((size_t)p->nelems * sizeof(*nics) + 1);
+	uint32_t i, n = 0;
+
+	if (!nics)
+		return -1;
+	for (i = 0; i < p->nelems; i++)
+		if (t->links[p->elem_link[i]].level == TL_NIC)
+			nics[n++] = t->links[p->elem_link[i]].owner;
+	qsort(nics, n, sizeof(*nics), by_u32);
+	for (i = 0; i < n; i++) {
+		uint32_t leaf;
+
+		if (i > 0 && nics[i] == nics[i - 1])
+			continue;
+		leaf = tr->leaf_of[nics[i]];
+		per_leaf[leaf]++;
+		if (tr->leaves_per_pod)
+			per_pod[leaf / tr->leaves_per_pod]++;
+	}
+	mem_free(nics);
+	return 0;
+}
+
+static double clamp(double v, double lo, double hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+int run_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
+			uint32_t group_gpus)
+{
+	const struct topo_tree *tr = &t->tree;
+	double o = (double)R * group_gpus / t->gpus, d = tr->hosts_per_leaf;
+	uint32_t *per_leaf, *per_pod, i;
+	int rc = -1;
+
+	if (R <= 1 || tr->tiers < 2)
+		return 0;
+	if (o > 1)
+		o = 1;
+	per_leaf = mem_calloc(tr->leaves + 1, sizeof(*per_leaf));
+	per_pod = mem_calloc(tr->pods + 1, sizeof(*per_pod));
+	if (!per_leaf || !per_pod || count_nics(t, p, per_leaf, per_pod) != 0)
+		goto out;
+	for (i = 0; i < p->nelems; i++) {
+		const struct topo_link *l = &t->links[p->elem_link[i]];
+		double ours = 0, busy = 0;
+
+		if (l->level == TL_LEAF_UP) {
+			ours = per_leaf[l->owner];
+			busy = o * d;
+		} else if (l->level == TL_AGG_UP) {
+			ours = per_pod[l->owner];
+			busy = o * d * tr->leaves_per_pod;
+		}
+		if (ours > 0)
+			p->elem_coef[i] *= clamp(busy / ours, 1, R);
+	}
+	rc = 0;
+out:
+	mem_free(per_leaf);
+	mem_free(per_pod);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * run.h - running a plan on the engine, and charging replica groups.
+ *
+ * A run walks the plan's phases: wait the phase's latency, start its
+ * flows together, and when the last one ends go on to the next phase;
+ * after the last, call done(token) from that event.
+ *
+ * Depends on plan.h, pcache.h, flow.h, sim.h.
+ */
+#ifndef LLMSIM_RUN_H
+#define LLMSIM_RUN_H
+
+#include <stdint.h>
+
+#include "../sim.h"
+#include "flow.h"
+#include "pcache.h"
+
+/* The runs in flight on one engine, so that an engine stopped early
+ * (out of memory) frees them. Zero-initialize. */
+struct run_set {
+	struct crun *live;	/* doubly linked */
+};
+
+/* Free every run still in flight (their done() is never called). */
+void run_set_release(struct run_set *rs);
+
+/* Run cp (taking a reference for the run's life) on sim through fn,
+ * its flow volumes multiplied by scale (the size for a per-byte plan),
+ * keeping it in rs while in flight. Returns 0, or -1 when out of memory
+ * (done is then never called). */
+int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
+	      struct cplan *cp, double scale, void (*done)(void *token),
+	      void *token);
+
+/*
+ * Charge R identical groups (one simulated) on the scale-out links
+ * between switches of plan p, whose group has group_gpus GPUs: every
+ * coefficient on a leaf or aggregation uplink is multiplied (see run.c).
+ * Returns 0 or -1 when out of memory.
+ */
+int run_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
+			uint32_t group_gpus);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * bench_maxmin.c - cost of one max-min re-solve as concurrent flows grow.
+ *
+ * For N = 10, 100, 1000, 10000 flows, each crossing 2-6 random links of a
+ * pool of max(8, N/2) links (so all flows form one connected component:
+ * the worst case for the incremental solver), we time
+ *   full:  every constraint dirty, solve everything;
+ *   incr:  one flow ends and another starts, re-solve (what the fabric
+ *          does on every flow event).
+ * A second workload splits the same flows into independent groups of 10
+ * on disjoint links (TP groups in separate nodes): there a change
+ * re-solves one group only, whatever N is.
+ * Each figure is the median of repeated runs, in microseconds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "network/maxmin.h"
+
+struct rng {
+	uint64_t s;
+};
+
+static uint32_t rnd(struct rng *r, uint32_t n)
+{
+	r->s ^= r->s << 13;
+	r->s ^= r->s >> 7;
+	r->s ^= r->s << 17;
+	return (uint32_t)(r->s % n);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A flow over 2-6 distinct links among [base, base + nlinks). */
+static mm_id add_flow(struct mm *m, struct rng *r, mm_id base, uint32_t nlinks)
+{
+	mm_id path[6];
+	double coef[6] = {1, 1, 1, 1, 1, 1};
+	uint32_t len = 2 + rnd(r, 5), i, k;
+
+	if (len > nlinks)
+		len = nlinks;
+	for (i = 0; i < len; i++) {
+		do {
+			path[i] = base + rnd(r, nlinks);
+			for (k = 0; k < i && path[k] != path[i]; k++)
+				;
+		} while (k < i);
+	}
+	return mm_var_add(m, path, coef, len, 0, NULL);
+}
+
+struct workload {
+	struct mm *m;
+	mm_id *flows;
+	uint32_t n, group, links_per_group;
+};
+
+static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group)
+{
+	uint32_t i, ngroups = (n + group - 1) / group;
+
+	w->m = mm_new();
+	w->flows = malloc(n * sizeof(*w->flows));
+	w->n = n;
+	w->group = group;
+	w->links_per_group = group / 2 > 8 ? group / 2 : 8;
+	if (!w->m || !w->flows)
+		return -1;
+	for (i = 0; i < ngroups * w->links_per_group; i++)
+		if (mm_cons_add(w->m, 50e9 + 1e9 * rnd(r, 50)) == MM_NONE)
+			return -1;
+	for (i = 0; i < n; i++) {
+		mm_id g = i / group;
+
+		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
+				       w->links_per_group);
+		if (w->flows[i] == MM_NONE)
+			return -1;
+	}
+	return mm_solve(w->m, NULL, NULL) < 0 ? -1 : 0;
+}
+
+/* Median us of a full solve and of an incremental one. */
+static void measure(struct workload *w, struct rng *r, int reps,
+		    double *full_us, double *incr_us, long *incr_vars)
+{
+	double *tf = malloc((size_t)reps * sizeof(double));
+	double *ti = malloc((size_t)reps * sizeof(double));
+	int k;
+
+	for (k = 0; k < reps; k++) {
+		double t0 = now_us();
+
+		mm_touch_all(w->m);
+		mm_solve(w->m, NULL, NULL);
+		tf[k] = now_us() - t0;
+	}
+	for (k = 0; k < reps; k++) {
+		uint32_t i = rnd(r, w->n);
+		mm_id g = i / w->group;
+		double t0 = now_us();
+
+		mm_var_remove(w->m, w->flows[i]);
+		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
+				       w->links_per_group);
+		*incr_vars = mm_solve(w->m, NULL, NULL);
+		ti[k] = now_us() - t0;
+	}
+	*full_us = median(tf, reps);
+	*incr_us = median(ti, reps);
+	free(tf);
+	free(ti);
+}
+
+static int run(uint32_t n, uint32_t group, const char *label)
+{
+	struct rng r = { 0x9e3779b97f4a7c15ull ^ n };
+	struct workload w = {0};
+	double full, incr;
+	long vars = 0;
+	int reps = n >= 10000 ? 21 : 201;
+
+	if (build(&w, &r, n, group) != 0) {
+		fprintf(stderr, "bench_maxmin: out of memory\n");
+		return -1;
+	}
+	measure(&w, &r, reps, &full, &incr, &vars);
+	printf("%-10s %7u flows  full %10.2f us  incremental %10.2f us"
+	       "  (%ld flows re-solved)\n", label, n, full, incr, vars);
+	mm_free(w.m);
+	free(w.flows);
+	return 0;
+}
+
+int main(void)
+{
+	static const uint32_t sizes[] = {10, 100, 1000, 10000};
+	size_t i;
+
+	printf("max-min re-solve, median per solve\n");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (run(sizes[i], sizes[i], "one-comp") != 0)
+			return 1;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (run(sizes[i], 10, "groups-10") != 0)
+			return 1;
+	return 0;
+}

@@ -1,0 +1,207 @@
+/*
+ * collectives.c - predicted vs measured collective bus bandwidth, for
+ * scripts/validate-collectives.sh.
+ *
+ *   collectives FILE.yaml...
+ *
+ * Each FILE is a results/reference/collectives table: the llmsim system
+ * it was measured on, the op, the ranks, and rows of [size_B, time_us,
+ * busbw_GBps] as rccl-tests / nccl-tests printed them. For every row the
+ * tool predicts the same collective on the idle system and prints
+ * measured and predicted busbw and the error (predicted - measured) /
+ * measured; then the median |error| over 1 KiB - 8 GiB and over sizes of
+ * 64 MB and more. Rows whose measured busbw printed as 0.00 have no
+ * defined error and are shown but not counted.
+ *
+ * Exit status: 0 when every table meets the targets (median <= 10% at
+ * >= 64 MB, <= 20% over 1 KiB - 8 GiB), 1 when one misses, 2 on bad input.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnode.h"
+#include "config.h"
+#include "diag.h"
+#include "mem.h"
+#include "network/net.h"
+#include "spec_collectives.h"
+#include "spec_system.h"
+
+#define MAX_ROWS 256
+#define TARGET_BIG 0.10
+#define TARGET_ALL 0.20
+
+struct ref {
+	const char *system;
+	int op;				/* enum coll_op */
+	uint32_t ranks;
+	double size_B[MAX_ROWS];	/* B */
+	double time_us[MAX_ROWS];	/* us, 0 = not published */
+	double busbw_GBps[MAX_ROWS];	/* GB/s */
+	int n;
+};
+
+static const char *scalar(const struct cnode *map, const char *key)
+{
+	const struct cnode *v = cnode_get(map, key);
+
+	return v && v->kind == CNODE_SCALAR ? v->text : NULL;
+}
+
+static int read_rows(const struct cnode *rows, struct ref *r)
+{
+	size_t i;
+
+	for (i = 0; i < rows->nitems && r->n < MAX_ROWS; i++) {
+		const struct cnode *row = rows->items[i];
+
+		if (row->kind != CNODE_SEQ || row->nitems != 3)
+			return -1;
+		r->size_B[r->n] = atof(row->items[0]->text);
+		r->time_us[r->n] = atof(row->items[1]->text);
+		r->busbw_GBps[r->n] = atof(row->items[2]->text);
+		r->n++;
+	}
+	return 0;
+}
+
+static int read_ref(struct arena *a, const char *path, struct ref *r,
+		    struct diag *d)
+{
+	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
+	const char *op, *ranks;
+
+	if (!doc)
+		return -1;
+	r->system = scalar(doc, "system");
+	op = scalar(doc, "op");
+	ranks = scalar(doc, "ranks");
+	rows = cnode_get(doc, "rows");
+	r->op = op ? spec_name_index(coll_op_names, op) : -1;
+	r->ranks = ranks ? (uint32_t)atoi(ranks) : 0;
+	r->n = 0;
+	if (!r->system || r->op < 0 || r->ranks == 0 || !rows ||
+	    rows->kind != CNODE_SEQ || read_rows(rows, r) != 0) {
+		diag_error(d, path, 0, 0, "expected 'system', 'op', 'ranks' and "
+			   "'rows' of [size_B, time_us, busbw_GBps]");
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct errs {
+	double all[MAX_ROWS], big[MAX_ROWS];
+	int nall, nbig;
+};
+
+static void print_row(const struct ref *r, int i,
+		      const struct net_coll_result *p, struct errs *e)
+{
+	double meas = r->busbw_GBps[i], pred = p->busbw_Bps / 1e9;
+	double s = r->size_B[i];
+
+	printf("%12.0f %9.2f %9.2f ", s, meas, pred);
+	if (meas > 0) {
+		double err = (pred - meas) / meas;
+
+		printf("%+8.1f%%", 100 * err);
+		if (s >= 1024 && s <= 8589934592.0)
+			e->all[e->nall++] = fabs(err);
+		if (s >= 64e6 && s <= 8589934592.0)
+			e->big[e->nbig++] = fabs(err);
+	} else {
+		printf("%9s", "-");
+	}
+	if (r->time_us[i] > 0)
+		printf(" %11.2f", r->time_us[i]);
+	else
+		printf(" %11s", "-");
+	printf(" %11.2f  %s/%s\n", p->time_s * 1e6, p->algorithm, p->protocol);
+}
+
+/* Predict and print one table; 0 on target, 1 off target, 2 error. */
+static int validate(const char *path, struct config_ctx *cx)
+{
+	struct ref r;
+	struct system_spec *s = arena_alloc(cx->arena, sizeof(*s));
+	struct net *n = NULL;
+	uint32_t *gpus = NULL, i;
+	struct errs e = { .nall = 0 };
+	double mall, mbig;
+	int k, rc = 2;
+
+	if (!s || read_ref(cx->arena, path, &r, cx->diag) != 0 ||
+	    config_load(cx, &system_schema, r.system, NULL, 0, s) != 0)
+		return 2;
+	gpus = mem_alloc(r.ranks * sizeof(*gpus));
+	n = net_new(s, NULL, cx->diag);
+	if (!gpus || !n)
+		goto out;
+	for (i = 0; i < r.ranks; i++)
+		gpus[i] = i;
+	printf("== %s: %s, %u ranks on %s\n", path, coll_op_names[r.op],
+	       r.ranks, r.system);
+	printf("%12s %9s %9s %9s %11s %11s  %s\n", "size_B", "meas", "pred",
+	       "error", "meas_us", "pred_us", "algorithm/protocol");
+	for (k = 0; k < r.n; k++) {
+		struct coll_desc c = { (enum coll_op)r.op, r.size_B[k], gpus,
+				       r.ranks, NULL, -1, -1, 1 };
+		struct net_coll_result p;
+
+		if (net_collective_time(n, &c, &p, cx->diag) != 0)
+			goto out;
+		print_row(&r, k, &p, &e);
+	}
+	mall = median(e.all, e.nall);
+	mbig = median(e.big, e.nbig);
+	rc = mall <= TARGET_ALL && mbig <= TARGET_BIG ? 0 : 1;
+	printf("median |error|: %.1f%% over 1 KiB - 8 GiB (%d sizes, target "
+	       "<= %.0f%%), %.1f%% at >= 64 MB (%d sizes, target <= %.0f%%): "
+	       "%s\n\n", 100 * mall, e.nall, 100 * TARGET_ALL, 100 * mbig,
+	       e.nbig, 100 * TARGET_BIG, rc ? "MISSED" : "ok");
+out:
+	net_free(n);
+	mem_free(gpus);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	int i, worst = 0;
+
+	if (argc < 2) {
+		fputs("usage: collectives FILE.yaml...\n", stderr);
+		return 2;
+	}
+	arena_init(&a);
+	diag_init(&d, stderr);
+	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv[0]) };
+	for (i = 1; i < argc; i++) {
+		int rc = cx.data_root ? validate(argv[i], &cx) : 2;
+
+		if (rc > worst)
+			worst = rc;
+	}
+	arena_release(&a);
+	return worst;
+}

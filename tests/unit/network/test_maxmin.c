@@ -1,0 +1,146 @@
+/*
+ * test_maxmin.c - max-min fairness on textbook cases (Bertsekas &
+ * Gallager, Data Networks, 6.5.2: shared bottleneck, parking lot).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "network/maxmin.h"
+
+#define EPS 1e-9
+
+static mm_id var1(struct mm *m, mm_id c, double bound)
+{
+	double one = 1;
+
+	return mm_var_add(m, &c, &one, 1, bound, NULL);
+}
+
+Test(net_mm, shared_bottleneck_splits_evenly)
+{
+	struct mm *m = mm_new();
+	mm_id c = mm_cons_add(m, 12e9);
+	mm_id a = var1(m, c, 0), b = var1(m, c, 0), d = var1(m, c, 0);
+
+	cr_assert_eq(mm_solve(m, NULL, NULL), 3);
+	/* One 12 GB/s link, three flows: 12/3 = 4 GB/s each. */
+	cr_assert_float_eq(mm_rate(m, a), 4e9, EPS * 4e9);
+	cr_assert_float_eq(mm_rate(m, b), 4e9, EPS * 4e9);
+	cr_assert_float_eq(mm_rate(m, d), 4e9, EPS * 4e9);
+	mm_free(m);
+}
+
+Test(net_mm, parking_lot)
+{
+	struct mm *m = mm_new();
+	mm_id l[3], path[3], s[3], lng;
+	double one[3] = {1, 1, 1};
+	int i;
+
+	for (i = 0; i < 3; i++)
+		path[i] = l[i] = mm_cons_add(m, 1.0);
+	lng = mm_var_add(m, path, one, 3, 0, NULL);
+	for (i = 0; i < 3; i++)
+		s[i] = var1(m, l[i], 0);
+	mm_solve(m, NULL, NULL);
+	/* Three unit links in a row, one flow across all, one flow on each:
+	 * every link is shared by two flows -> 1/2 each, the long flow too. */
+	cr_assert_float_eq(mm_rate(m, lng), 0.5, EPS);
+	for (i = 0; i < 3; i++)
+		cr_assert_float_eq(mm_rate(m, s[i]), 0.5, EPS);
+	mm_free(m);
+}
+
+Test(net_mm, parking_lot_uneven_capacities)
+{
+	struct mm *m = mm_new();
+	mm_id l1 = mm_cons_add(m, 1.0), l2 = mm_cons_add(m, 2.0);
+	mm_id path[2] = {l1, l2}, lng, s1, s2;
+	double one[2] = {1, 1};
+
+	lng = mm_var_add(m, path, one, 2, 0, NULL);
+	s1 = var1(m, l1, 0);
+	s2 = var1(m, l2, 0);
+	mm_solve(m, NULL, NULL);
+	/* l1 (cap 1, two flows) saturates first at 1/2: long = s1 = 0.5;
+	 * l2 then gives s2 what is left: 2 - 0.5 = 1.5. */
+	cr_assert_float_eq(mm_rate(m, lng), 0.5, EPS);
+	cr_assert_float_eq(mm_rate(m, s1), 0.5, EPS);
+	cr_assert_float_eq(mm_rate(m, s2), 1.5, EPS);
+	mm_free(m);
+}
+
+Test(net_mm, bound_frees_capacity_for_others)
+{
+	struct mm *m = mm_new();
+	mm_id c = mm_cons_add(m, 1.0);
+	mm_id a = var1(m, c, 0.2), b = var1(m, c, 0);
+
+	mm_solve(m, NULL, NULL);
+	/* a is capped at 0.2 below its fair share 0.5; b gets 1 - 0.2. */
+	cr_assert_float_eq(mm_rate(m, a), 0.2, EPS);
+	cr_assert_float_eq(mm_rate(m, b), 0.8, EPS);
+	mm_free(m);
+}
+
+Test(net_mm, coefficient_counts_each_crossing)
+{
+	struct mm *m = mm_new();
+	mm_id c = mm_cons_add(m, 1.0);
+	double two = 2;
+	mm_id twice = mm_var_add(m, &c, &two, 1, 0, NULL);
+	mm_id once = var1(m, c, 0);
+
+	mm_solve(m, NULL, NULL);
+	/* 2x + x = 1 at equal rates -> x = 1/3; the twice-crossing flow
+	 * uses 2/3 of the link. */
+	cr_assert_float_eq(mm_rate(m, twice), 1.0 / 3, EPS);
+	cr_assert_float_eq(mm_rate(m, once), 1.0 / 3, EPS);
+	mm_free(m);
+}
+
+static void count_changes(mm_id v, double o, double n, void *data, void *arg)
+{
+	(void)v;
+	(void)o;
+	(void)n;
+	(void)data;
+	(*(int *)arg)++;
+}
+
+Test(net_mm, only_the_touched_component_is_resolved)
+{
+	struct mm *m = mm_new();
+	mm_id c1 = mm_cons_add(m, 1.0), c2 = mm_cons_add(m, 1.0);
+	mm_id a = var1(m, c1, 0), b = var1(m, c2, 0), b2;
+	int changes = 0;
+
+	cr_assert_eq(mm_solve(m, count_changes, &changes), 2);
+	cr_assert_eq(changes, 2);
+	/* A second flow on c2 touches only c2's component: b and b2 are
+	 * re-solved (2 variables), a is not; b drops 1 -> 1/2, b2 rises
+	 * 0 -> 1/2: two changes. */
+	changes = 0;
+	b2 = var1(m, c2, 0);
+	cr_assert_eq(mm_solve(m, count_changes, &changes), 2);
+	cr_assert_eq(changes, 2);
+	cr_assert_float_eq(mm_rate(m, a), 1.0, EPS);
+	cr_assert_float_eq(mm_rate(m, b2), 0.5, EPS);
+	/* Removing b2 gives b its full link back. */
+	mm_var_remove(m, b2);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, b), 1.0, EPS);
+	cr_assert_eq(mm_vars(m), 2);
+	mm_free(m);
+}
+
+Test(net_mm, bound_only_variable)
+{
+	struct mm *m = mm_new();
+	mm_id v = mm_var_add(m, NULL, NULL, 0, 3.0, NULL);
+
+	mm_solve(m, NULL, NULL);
+	/* No constraint: the rate is its bound. */
+	cr_assert_float_eq(mm_rate(m, v), 3.0, EPS);
+	mm_free(m);
+}
