@@ -44,6 +44,10 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(tp_comm_overlap_chunks), .min = 0, .max = 1024,
 	  .flags = SF_REQUIRED,
 	  .help = "pieces a GEMM is split into with tp_comm_overlap (0 = tp)" },
+	{ .key = "pp_scatter_gather", .type = ST_BOOL,
+	  .offset = FOFF(pp_scatter_gather), .def = "false",
+	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
+		  "activation per TP rank and the receiving TP group all-gathers it" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

@@ -5,7 +5,9 @@
  * low-precision dtype when the op says so (the four linear layers under
  * fp8/MX training), else in the base dtype; fused attention in the base
  * dtype; memory-bound ops by the bytes they move, their working set being
- * what they read and write. The block's model FLOPs count its forward and
+ * what they read and write. A wgrad GEMM that adds into the gradient
+ * buffer takes at least the time to move its own bytes plus that buffer's
+ * (the roofline of its fused epilogue). The block's model FLOPs count its forward and
  * backward passes by layer_kern_model_flops (no recomputation); its
  * executed FLOPs are what the GPU model says each kernel executes.
  */
@@ -13,13 +15,30 @@
 
 #include <stdio.h>
 
+/* A GEMM whose result is added into a gradient buffer: the roofline with
+ * the buffer's accum_B bytes added to the GEMM's own traffic. */
+static struct gpu_cost accumulating_gemm(const struct kern *k,
+					 const struct gpu_spec *g,
+					 enum dtype dt)
+{
+	struct gpu_cost c = gpu_gemm(g, dt, k->m, k->n, k->k, k->batch);
+	double ws = c.bytes + k->accum_B;
+	double mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
+
+	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
+		c.time_s = g->kernel_launch_s + mem_s;
+		c.bound = GPU_BOUND_MEMORY;
+	}
+	c.bytes = ws;
+	return c;
+}
+
 struct gpu_cost block_kern_cost(const struct kern *k, const struct gpu_spec *g,
 				const struct block_dtypes *dt)
 {
 	switch (k->kind) {
 	case KERN_GEMM:
-		return gpu_gemm(g, k->lowp ? dt->gemm_lowp : dt->base, k->m,
-				k->n, k->k, k->batch);
+		return accumulating_gemm(k, g, k->lowp ? dt->gemm_lowp : dt->base);
 	case KERN_ATTN_FWD:
 		return gpu_attention_fwd(g, dt->base, &k->attn);
 	case KERN_ATTN_BWD:

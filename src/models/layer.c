@@ -61,10 +61,22 @@
  * backward. With SP the quantization happens before the all-gather, which
  * then moves L-byte elements.
  *
+ * Weight gradients accumulate over the microbatches into the framework's
+ * gradient buffers (fp32 main_grad in Megatron: gradient accumulation
+ * fusion makes each wgrad GEMM compute C += A B on an fp32 C), so a wgrad
+ * GEMM of k x n outputs also reads and writes 2 k n G bytes (G bytes per
+ * gradient element); block.c adds them to the GEMM's memory traffic.
+ *
  * Recomputation: selective recomputes the attention core (a second
  * attention forward before its backward, Korthikanti et al. 2022 sec. 5);
  * full recomputes the whole layer forward, its TP collectives included,
  * before the backward.
+ *
+ * Pipeline transfers carry the b s h B activation (or gradient) of a
+ * stage, divided by t under SP (each TP rank sends its sequence shard) or
+ * under Megatron-LM's scatter/gather optimization (Narayanan et al. SC'21
+ * sec. 4.1: each TP rank sends 1/t, the receiving TP group all-gathers
+ * the T h B tensor over the fast scale-up fabric).
  *
  * Embedding (first stage): a vocabulary-parallel lookup writing T h B,
  * then an all-reduce (reduce-scatter with SP) over TP; its backward
@@ -126,6 +138,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			  (double)j->framework->vocab_multiple * d->tp);
 	d->act_B = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4.0 : 2.0;
 	d->lowp_B = is_lowp(dt) ? lowp_bytes(j) : d->act_B;
+	d->grad_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
 	d->gated = m->gated_mlp;
 	d->sp = p->sequence_parallel && p->tp > 1;
 	d->rope = m->position_embedding == POS_ROPE;
@@ -134,6 +147,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->dropout = j->training.dropout;
 	d->lowp = is_lowp(dt);
 	d->chunks = 1;
+	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
@@ -403,6 +417,14 @@ void layer_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 /* ---- backward pieces ---- */
 
+/* The wgrad GEMM just pushed adds its n elements into the gradient
+ * buffer: it reads and writes them there (in its epilogue). */
+static void accumulate(struct layer_ops *o, const struct layer_dims *d,
+		       double n)
+{
+	o->op[o->n - 1].k.accum_B = 2 * n * d->grad_B;
+}
+
 static void norm_bwd(struct layer_ops *o, const char *name,
 		     const struct layer_dims *d)
 {
@@ -440,6 +462,7 @@ static void row_bwd(struct layer_ops *o, const char *ag_name,
 		gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 	}
 	gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
+	accumulate(o, d, k * h);
 }
 
 /* Column-parallel GEMM (h inputs -> n outputs) backward: [cast], [SP
@@ -471,6 +494,7 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 	op = gemm(o, wgrad, PASS_BWD, h, n, t, lowp);
 	op->dep[0] = dg;
 	op->dep[1] = ag;
+	accumulate(o, d, h * n);
 	norm_bwd(o, norm_name, d);
 	o->op[o->n - 1].dep[1] = red;
 }
@@ -528,6 +552,22 @@ void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 	column_bwd(o, "qkv_input_allgather", "qkv_grad_cast", "qkv_dgrad",
 		   "qkv_grad_tp_reduce", "qkv_wgrad", "norm1_bwd", d,
 		   q_width(d) + 2 * kv_width(d), d->lowp);
+}
+
+/* ---- pipeline transfers ---- */
+
+void layer_pp_gather(const struct layer_dims *d, struct layer_ops *o)
+{
+	o->n = 0;
+	tpcoll(o, "pp_recv_allgather", PASS_FWD, d, COLL_ALLGATHER,
+	       tokens(d) * d->hidden * d->act_B);
+}
+
+double layer_pp_bytes(const struct layer_dims *d)
+{
+	double full = tokens(d) * d->hidden * d->act_B;
+
+	return d->sp || d->pp_gather ? full / d->tp : full;
 }
 
 /* ---- embedding and LM head ---- */

@@ -33,6 +33,7 @@ struct layer_dims {
 	double tp;		/* tensor-parallel degree (t) */
 	double act_B;		/* B per activation element (16-bit: 2) */
 	double lowp_B;		/* B per element of the low-precision dtype */
+	double grad_B;		/* B per element of the gradient buffers */
 	int gated;		/* 1: gate+up+down MLP (SwiGLU); 0: up+down */
 	int sp;			/* sequence parallelism (norms sharded by t) */
 	int rope;		/* rotary position embedding on Q and K */
@@ -42,6 +43,8 @@ struct layer_dims {
 	int lowp;		/* linear layers in a sub-16-bit dtype (fp8, MX) */
 	int chunks;		/* TP comm overlap: GEMMs split in this many
 				 * pieces pipelined with their collective; 1 = off */
+	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
+				 * receiving TP group all-gathers it (no SP) */
 };
 
 /* A kernel: a GEMM, a fused attention call, or a memory-bound op. */
@@ -57,6 +60,8 @@ struct kern {
 	int lowp;		/* GEMM in the job's low-precision dtype */
 	double m, n, k;		/* GEMM C[m,n] = A[m,k] B[k,n] (elements) */
 	double batch;		/* independent GEMMs of that shape */
+	double accum_B;		/* B, GEMM: read and written in the gradient
+				 * buffer the result is added to; 0 = none */
 	struct gpu_attn_shape attn;	/* attention */
 	double read_B;		/* B read (memory-bound op) */
 	double write_B;		/* B written (memory-bound op) */
@@ -113,6 +118,13 @@ void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o);
+
+/* The all-gather that rebuilds a received activation or gradient when
+ * pipeline transfers are scattered over the TP ranks (pp_gather). */
+void layer_pp_gather(const struct layer_dims *d, struct layer_ops *o);
+
+/* Bytes one pipeline transfer carries per TP rank. */
+double layer_pp_bytes(const struct layer_dims *d);
 
 /* Final norm, LM head and cross-entropy loss (last pipeline stage). */
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);

@@ -27,7 +27,7 @@
 /* Progress on stderr above this many tasks (full-fidelity runs). */
 #define STEP_TASKS_NOTICE 2000000u
 
-/* The stat for (name, op, group, bytes), added when new. */
+/* The stat for (name, op, group), added when new. */
 static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
 				      int cap, const struct task_info *info,
 				      const struct coll_desc *c)
@@ -36,7 +36,7 @@ static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
 
 	for (i = 0; i < *n; i++)
 		if (v[i].name == info->name && v[i].op == c->op &&
-		    v[i].group == c->ngpus && v[i].bytes == c->bytes)
+		    v[i].group == c->ngpus)
 			return &v[i];
 	if (*n >= cap)
 		return NULL;
@@ -44,7 +44,6 @@ static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
 	v[*n].name = info->name;
 	v[*n].op = c->op;
 	v[*n].group = c->ngpus;
-	v[*n].bytes = c->bytes;
 	return &v[(*n)++];
 }
 
@@ -78,6 +77,7 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 		if (!s)
 			continue;
 		s->count++;
+		s->bytes += c->bytes;
 		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
 		for (k = t; k < n && exec_task_coll(p, k) == c; k++)
 			if (exec_task_critical(p, k)) {
@@ -146,6 +146,10 @@ static int simulate(const struct job_spec *j, struct prog *p,
 			prog_tasks(p), prog_ranks(p));
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
 		goto fail;
+	if (net && net_failed(net)) {
+		why = net_error(net);
+		goto fail;
+	}
 
 	out->step_s = er.step_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));

@@ -28,7 +28,7 @@ struct step_coll_stat {
 	const char *name;	/* task name ("attn_tp_reduce"), static */
 	enum coll_op op;
 	uint32_t group;		/* GPUs in the group */
-	double bytes;		/* B per call (coll.h convention) */
+	double bytes;		/* B, summed over the calls (coll.h convention) */
 	uint32_t count;		/* calls simulated */
 	double time_s;		/* s, summed duration of the calls */
 	double critical_s;	/* s, of that on the critical path */

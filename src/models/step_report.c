@@ -5,6 +5,7 @@
 #include "step.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 #include "../units.h"
 
@@ -56,7 +57,7 @@ static struct cJSON *colls_json(const struct step_result *r)
 		cJSON_AddItemToObject(o, "name", cJSON_CreateString(s->name));
 		cJSON_AddItemToObject(o, "op", cJSON_CreateString(coll_op_names[s->op]));
 		add_num(o, "group_gpus", s->group);
-		add_num(o, "bytes", s->bytes);
+		add_num(o, "bytes", s->bytes);	/* all calls */
 		add_num(o, "calls", s->count);
 		add_num(o, "time_s", s->time_s);
 		add_num(o, "critical_path_s", s->critical_s);
@@ -123,9 +124,30 @@ struct cJSON *step_to_json(const struct job_spec *j,
 
 /* ---- text ---- */
 
+/* A quantity for people: 4 significant digits, decimal prefixes (bytes
+ * in GB, MB, kB; time in s, ms, us, ns). */
 static const char *fmt(char *buf, size_t len, double v, enum unit_kind k)
 {
-	return units_format(buf, len, v, k);
+	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
+	static const char *const time_units[] = {"s", "ms", "us", "ns"};
+	int i = 0;
+
+	if (k == UNIT_BYTES) {
+		while (v >= 999.95 && i < 4) {
+			v /= 1e3;
+			i++;
+		}
+		snprintf(buf, len, "%.4g %s", v, byte_units[i]);
+	} else if (k == UNIT_TIME) {
+		while (v != 0 && v < 0.99995 && i < 3) {
+			v *= 1e3;
+			i++;
+		}
+		snprintf(buf, len, "%.4g %s", v, time_units[i]);
+	} else {
+		units_format(buf, len, v, k);
+	}
+	return buf;
 }
 
 static void print_layout(FILE *out, const struct job_spec *j,
@@ -205,14 +227,14 @@ static void print_colls(FILE *out, const struct step_result *r)
 	if (r->ntop == 0)
 		return;
 	fprintf(out, "  top collectives (per simulated group)\n");
-	fprintf(out, "    %-26s %-14s %5s %12s %7s %12s %12s\n", "name", "op",
-		"GPUs", "size", "calls", "time", "critical");
+	fprintf(out, "    %-26s %-14s %5s %7s %11s %11s %11s\n", "name", "op",
+		"GPUs", "calls", "size/call", "time", "critical");
 	for (i = 0; i < r->ntop; i++) {
 		const struct step_coll_stat *s = &r->top[i];
 
-		fprintf(out, "    %-26s %-14s %5u %12s %7u %12s %12s\n", s->name,
-			coll_op_names[s->op], s->group,
-			fmt(a, sizeof(a), s->bytes, UNIT_BYTES), s->count,
+		fprintf(out, "    %-26s %-14s %5u %7u %11s %11s %11s\n", s->name,
+			coll_op_names[s->op], s->group, s->count,
+			fmt(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
 			fmt(b, sizeof(b), s->time_s, UNIT_TIME),
 			fmt(c, sizeof(c), s->critical_s, UNIT_TIME));
 	}

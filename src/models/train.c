@@ -188,16 +188,17 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 }
 
 /* Block b as unit u of action a on the TP group t->ranks[0..n-1], each
- * member waiting for in[k] (TASK_NONE: nothing). */
+ * member waiting for in[k] (TASK_NONE: nothing). The tasks waiting for
+ * in[] are the unit's first tasks when `first` is set. */
 static int inst_block(struct train *t, const struct block *b, uint32_t n,
 		      const task_id *in, int64_t a, int64_t u,
-		      const struct task_info *tmpl)
+		      const struct task_info *tmpl, int first)
 {
 	task_id *ids = t->scratch;
 	int i, e;
 	uint32_t k;
 
-	for (k = 0; k < n; k++)
+	for (k = 0; k < n && first; k++)
 		train_unit(t, t->ranks[k], a, u)->nfirst = 0;
 	for (i = 0; i < b->n; i++) {
 		struct task_info info = *tmpl;
@@ -214,7 +215,7 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 				task_id before = dep == LAYER_IN ? in[k] :
 						 ids[dep * (int)n + (int)k];
 
-				if (dep == LAYER_IN)
+				if (dep == LAYER_IN && first)
 					record_first(train_unit(t, t->ranks[k], a, u), me);
 				if (train_dep(t, before, me) != 0)
 					return -1;
@@ -223,6 +224,26 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 	}
 	for (k = 0; k < n; k++)
 		train_unit(t, t->ranks[k], a, u)->last = ids[(b->n - 1) * (int)n + (int)k];
+	return 0;
+}
+
+/* Whether an action's input arrives from another pipeline stage. */
+static int receives(const struct train *t, struct sched_action act, int64_t vs)
+{
+	return act.bwd ? vs < t->stages - 1 : vs > 0;
+}
+
+/* The all-gather rebuilding a scattered transfer, as the start of unit 0
+ * (the transfer waits for nothing of it; unit 0 waits for it). */
+static int gather_input(struct train *t, uint32_t n, task_id *in, int64_t a,
+			const struct task_info *info)
+{
+	uint32_t k;
+
+	if (inst_block(t, t->pg, n, in, a, 0, info, 1) != 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		in[k] = train_unit(t, t->ranks[k], a, 0)->last;
 	return 0;
 }
 
@@ -248,11 +269,15 @@ static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
 				in[k] = train_action_end(t, t->ranks[k],
 					sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
 		}
+		if (t->pg && receives(t, act, vs) &&
+		    gather_input(t, n, in, a, &info) != 0)
+			return -1;
 		for (u = 0; u < train_units(t, vs); u++) {
 			const struct block *b = unit_block(t, vs, act.bwd, u,
 							   &info.layer);
 
-			if (inst_block(t, b, n, in, a, u, &info) != 0)
+			if (inst_block(t, b, n, in, a, u, &info,
+				       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
 				return -1;
 			for (k = 0; k < n; k++)
 				in[k] = train_unit(t, t->ranks[k], a, u)->last;
@@ -316,6 +341,11 @@ static int cost_blocks(struct train *t)
 	t->hf = new_block(t, o);
 	layer_head_bwd(&t->dims, o);
 	t->hb = new_block(t, o);
+	if (t->dims.pp_gather && t->stages > 1) {
+		layer_pp_gather(&t->dims, o);
+		if (!(t->pg = new_block(t, o)))
+			return -1;
+	}
 	return t->lf && t->lb && t->ef && t->eb && t->hf && t->hb ? 0 : -1;
 }
 

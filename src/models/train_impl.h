@@ -37,6 +37,7 @@ struct train {
 	struct block *lf, *lb;		/* layer forward, backward (+ recompute) */
 	struct block *ef, *eb;		/* embedding */
 	struct block *hf, *hb;		/* final norm, LM head, loss */
+	struct block *pg;		/* all-gather of a scattered transfer, or NULL */
 	struct block_dtypes dt;
 	struct stage_plan *stage;	/* [pp] */
 	struct unit_rec **units;	/* [simulated rank][unit] */

@@ -2,8 +2,8 @@
  * train_pp.c - activations and gradients between pipeline stages.
  *
  * After each forward of virtual stage vs < S-1 the rank sends its output
- * activation, b s h B bytes (divided by t under SP, where each TP rank
- * sends its sequence shard), to the rank of vs + 1; after each backward
+ * activation, b s h B bytes (divided by t under SP or scatter/gather,
+ * layer.c), to the rank of vs + 1; after each backward
  * of vs > 0 it sends the input gradient of the same size to vs - 1. A
  * transfer is a two-member send/recv collective on the pp_fwd (or pp_bwd)
  * stream of both ranks: it starts when the sender has produced the tensor
@@ -115,9 +115,7 @@ static uint32_t stream(int dir, int wrap)
 static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 		     uint32_t to, uint32_t to_act)
 {
-	const struct layer_dims *d = &t->dims;
-	double bytes = d->batch * d->seq * d->hidden * d->act_B /
-		       (d->sp ? d->tp : 1);
+	double bytes = layer_pp_bytes(&t->dims);
 	int64_t pp_i, dp_i, tp_i;
 	struct unit_rec *rec = train_unit(t, to, to_act, 0);
 	uint32_t ranks[2] = { x.from, to }, gpus[2], i;
