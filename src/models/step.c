@@ -15,6 +15,7 @@
  */
 #include "step.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,13 +36,13 @@ static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
 	int i;
 
 	for (i = 0; i < *n; i++)
-		if (v[i].name == info->name && v[i].op == c->op &&
+		if (strcmp(v[i].name, info->name) == 0 && v[i].op == c->op &&
 		    v[i].group == c->ngpus)
 			return &v[i];
 	if (*n >= cap)
 		return NULL;
 	memset(&v[*n], 0, sizeof(v[*n]));
-	v[*n].name = info->name;
+	snprintf(v[*n].name, sizeof(v[*n].name), "%s", info->name);
 	v[*n].op = c->op;
 	v[*n].group = c->ngpus;
 	return &v[(*n)++];

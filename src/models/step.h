@@ -25,7 +25,7 @@ struct sim;
 
 /* One kind of collective over the step (one simulated group's view). */
 struct step_coll_stat {
-	const char *name;	/* task name ("attn_tp_reduce"), static */
+	char name[64];		/* task name ("attn_tp_reduce") */
 	enum coll_op op;
 	uint32_t group;		/* GPUs in the group */
 	double bytes;		/* B, summed over the calls (coll.h convention) */
