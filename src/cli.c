@@ -9,16 +9,20 @@
 
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
-	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--db PATH]\n"
-	  "                 [--no-store]\n"
+	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
+	  "                 [--db PATH] [--no-store] [--full]\n"
 	  "\n"
 	  "Resolve the job (model, system, layout) and simulate one step.\n"
 	  "\n"
 	  "  --set key=value  override any job field after references are\n"
 	  "                   resolved (e.g. --set system.nodes=64)\n"
 	  "  --json           print one JSON object instead of a summary\n"
+	  "  --trace FILE     write the simulated step as a Chrome trace\n"
+	  "                   (opens in Perfetto)\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
-	  "  --no-store       do not store the result\n",
+	  "  --no-store       do not store the result\n"
+	  "  --full           simulate every GPU instead of one per group of\n"
+	  "                   identical TP/DP peers (slow at scale)\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  NULL, NULL, "sweeps" },
