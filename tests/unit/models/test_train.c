@@ -185,3 +185,30 @@ Test(train, model_flops)
 			   3 * (L * T * per_tok_layer + 2 * T * h * V), 1e3);
 	cr_assert_float_eq(r.plan.tokens, T, 0);
 }
+
+Test(train, out_of_memory_is_clean)
+{
+	struct fixture f;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p = NULL;
+	long n;
+
+	/* Fail the n-th allocation for n = 0, 1, 2, ... until the build
+	 * succeeds: every failure returns NULL with one out-of-memory
+	 * diagnostic and frees what it took (make check runs this under
+	 * AddressSanitizer's leak checker). */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 1, 8, 1, 2, 2);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.zero_stage = 1;
+	for (n = 0; !p; n++) {
+		diag_init(&d, NULL);
+		mem_fail_after(n);
+		p = train_build(&f.job, 1, &plan, &d);
+		mem_fail_after(-1);
+		if (!p)
+			cr_assert_eq(d.oom, 1, "n = %ld: %u oom reports", n, d.oom);
+	}
+	cr_assert_gt(n, 10);
+	prog_free(p);
+}
