@@ -48,6 +48,10 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
 		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "fused_cross_entropy", .type = ST_BOOL,
+	  .offset = FOFF(fused_cross_entropy), .def = "false",
+	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
+		  "PyTorch ops on fp32 logits)" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

@@ -82,10 +82,17 @@
  * then an all-reduce (reduce-scatter with SP) over TP; its backward
  * scatter-adds T rows into the fp32 gradient. LM head (last stage): final
  * norm, [SP] all-gather, logits GEMM (T, V/t, h) in 16-bit, then the
- * vocabulary-parallel cross-entropy: one pass writing fp32 softmax
- * T V/t 4 B and three all-reduces of T fp32 values (max, sum of
- * exponentials, target logit) over TP, as Megatron's
- * vocab_parallel_cross_entropy does.
+ * vocabulary-parallel cross-entropy with three all-reduces of T fp32
+ * values (max, sum of exponentials, target logit) over TP. Fused (one
+ * kernel) it reads the 16-bit logits and writes the fp32 softmax the
+ * backward needs, B + 4 bytes per logit, and its backward reads that and
+ * writes the 16-bit gradient, 4 + B. Unfused, as Megatron's
+ * _VocabParallelCrossEntropy runs it in PyTorch ops, the forward is
+ * logits.float() (read B, write 4), max (read 4), subtract the max in
+ * place, exp in place, sum, divide in place to the softmax (read 4 and
+ * write 4 each but the sum): B + 20 read and 16 written per logit; the
+ * backward scales the softmax in place (read 4, write 4) and casts it to
+ * 16-bit (read 4, write B): 8 read, 4 + B written.
  *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
@@ -148,6 +155,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->lowp = is_lowp(dt);
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
+	d->fused_ce = j->framework->fused_cross_entropy;
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
@@ -608,8 +616,12 @@ void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 	norm_fwd(o, "final_norm", PASS_FWD, d);
 	column_fwd(o, "logits_cast", "logits_allgather", "logits", PASS_FWD,
 		   d, v, 0);
-	memop(o, "cross_entropy", PASS_FWD, t * v * d->act_B, t * v * 4,
-	      CE_FLOPS * t * v);
+	if (d->fused_ce)
+		memop(o, "cross_entropy", PASS_FWD, t * v * d->act_B, t * v * 4,
+		      CE_FLOPS * t * v);
+	else
+		memop(o, "cross_entropy", PASS_FWD, t * v * (d->act_B + 20),
+		      t * v * 16, CE_FLOPS * t * v);
 	for (i = 0; i < 3; i++)	/* max, sum of exp, target logit */
 		tpcoll(o, "loss_tp_allreduce", PASS_FWD, d, COLL_ALLREDUCE,
 		       t * 4);
@@ -620,8 +632,12 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 	double t = tokens(d), v = d->vocab / d->tp;
 
 	o->n = 0;
-	memop(o, "cross_entropy_bwd", PASS_BWD, t * v * 4, t * v * d->act_B,
-	      CE_FLOPS * t * v);
+	if (d->fused_ce)
+		memop(o, "cross_entropy_bwd", PASS_BWD, t * v * 4,
+		      t * v * d->act_B, CE_FLOPS * t * v);
+	else
+		memop(o, "cross_entropy_bwd", PASS_BWD, t * v * 8,
+		      t * v * (4 + d->act_B), CE_FLOPS * t * v);
 	column_bwd(o, "logits_input_allgather", "logits_grad_cast",
 		   "logits_dgrad", "logits_grad_tp_reduce", "logits_wgrad",
 		   "final_norm_bwd", d, v, 0);

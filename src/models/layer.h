@@ -45,6 +45,7 @@ struct layer_dims {
 				 * pieces pipelined with their collective; 1 = off */
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
+	int fused_ce;		/* cross-entropy in one fused kernel */
 };
 
 /* A kernel: a GEMM, a fused attention call, or a memory-bound op. */
