@@ -262,8 +262,16 @@ static void check_pp_layers(const struct job_spec *j, struct diag *d,
 			     p->pp_layers.n, (long long)(p->pp * p->vpp));
 		return;
 	}
-	for (i = 0; i < p->pp_layers.n; i++)
+	for (i = 0; i < p->pp_layers.n; i++) {
 		sum += p->pp_layers.v[i];
+		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
+			layout_error(d, node, "parallelism", "pp_layers[%zu] is 0: "
+				     "only the first and last virtual stages (which "
+				     "hold the embedding and the LM head) may have "
+				     "no layers", i);
+			return;
+		}
+	}
 	if (sum != j->model->num_hidden_layers)
 		layout_error(d, node, "parallelism", "pp_layers sums to %lld "
 			     "layers but the model has %lld", (long long)sum,
