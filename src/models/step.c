@@ -26,7 +26,7 @@
 #include "../sim.h"
 
 /* Progress on stderr above this many tasks (full-fidelity runs). */
-#define STEP_TASKS_NOTICE 2000000u
+#define STEP_TASKS_NOTICE 1000000u
 
 /* The stat for (name, op, group), added when new. */
 static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
