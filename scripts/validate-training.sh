@@ -8,14 +8,16 @@
 # median exceeds 10 % or any case exceeds 25 % (the targets of issue 3),
 # or when a case fails to run.
 #
-# Environment: LLMSIM (the binary; default build/llmsim).
+# Environment: LLMSIM (the binary; default build/llmsim); MEDIAN_MAX and
+# CASE_MAX (fractions) replace the two gates, e.g. to use the script as a
+# regression check at the accuracy reached so far.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-$root/build/llmsim}
 case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
 dir=$root/results/reference/training
-median_max=0.10
-case_max=0.25
+median_max=${MEDIAN_MAX:-0.10}
+case_max=${CASE_MAX:-0.25}
 errs=$(mktemp)
 trap 'rm -f "$errs"' EXIT INT TERM
 failed=0
