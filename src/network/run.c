@@ -8,16 +8,20 @@
  *     o = min(1, R * G / G_sys)
  * of the system's GPUs (G in one group), spread evenly. A leaf whose
  * uplinks our group's flows cross hosts d NICs (d = hosts per leaf), of
- * which o*d are busy with some group's traffic, n_L with ours. Each busy
- * NIC sends what ours send, so the leaf's uplinks carry o*d/n_L times our
- * traffic:
- *     coefficient on leaf L's uplinks  *= clamp(o * d / n_L, 1, R)
- *     coefficient on pod P's uplinks   *= clamp(o * d * leaves_per_pod / n_P, 1, R)
- * with n_P the NICs of ours under the pod. In a non-blocking tree this
- * never slows anyone (uplinks have the capacity of the downlinks); with
- * oversubscription r a full leaf gives each NIC 1/r of its rate across
- * the spine, which is what this reproduces. A group that already fills
- * its leaves (a data-parallel ring on one rail) is charged nothing more.
+ * which b = o*d are busy with some group's traffic, n_L with ours. Each
+ * busy NIC sends what ours send, and the leaf spreads that traffic over
+ * its U separate uplinks (U = u under ECMP; one trunk of u ports, U = 1,
+ * when sprayed). An uplink that carries one of our NICs' traffic then
+ * carries b / max(n_L, U) NICs' worth, so
+ *     coefficient on leaf L's uplinks  *= clamp(b / max(n_L, U), 1, R)
+ * and likewise a pod's core uplinks with b = o*d*leaves_per_pod, n_P our
+ * NICs under the pod and U = u * up_per_agg. In a non-blocking tree
+ * (U = d) this never slows anyone; with oversubscription r (U = d/r) a
+ * full leaf gives each NIC 1/r of its rate across the spine, which is
+ * what this reproduces. A group that already fills its leaves (a data-
+ * parallel ring on one rail) is charged nothing more. (The spreading is
+ * the even one adaptive routing or spraying achieves; hash collisions
+ * of static ECMP are not charged.)
  */
 #include "run.h"
 
@@ -211,17 +215,20 @@ int run_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
 		goto out;
 	for (i = 0; i < p->nelems; i++) {
 		const struct topo_link *l = &t->links[p->elem_link[i]];
-		double ours = 0, busy = 0;
+		double ours = 0, busy = 0, uplinks = 1;
 
 		if (l->level == TL_LEAF_UP) {
 			ours = per_leaf[l->owner];
 			busy = o * d;
+			uplinks = tr->up_per_leaf;
 		} else if (l->level == TL_AGG_UP) {
 			ours = per_pod[l->owner];
 			busy = o * d * tr->leaves_per_pod;
+			uplinks = (double)tr->up_per_leaf * tr->up_per_agg;
 		}
 		if (ours > 0)
-			p->elem_coef[i] *= clamp(busy / ours, 1, R);
+			p->elem_coef[i] *= clamp(busy / (ours > uplinks ? ours : uplinks),
+						 1, R);
 	}
 	rc = 0;
 out:

@@ -304,6 +304,29 @@ Test(net_coll, replicas_load_an_oversubscribed_spine)
 	EQ_REL(timed(&f.sys, &r).time_s, GiB / 50e9, 1e-6);
 }
 
+Test(net_coll, replicas_spread_over_ecmp_uplinks)
+{
+	struct fx f;
+	uint32_t pair[2] = { 0, 6 };
+	struct run r = { COLL_SENDRECV, GiB, pair, 2, -1, 6, NULL };
+
+	/* The same trees with ECMP: a leaf's uplinks are separate 50 GB/s
+	 * links and every busy NIC's traffic takes one of them. Non-blocking
+	 * (leaves of 4 NICs with 4 uplinks): 4 busy NICs over 4 uplinks, one
+	 * NIC's worth each -> no slower than alone, 1 GiB / 50 GB/s. */
+	spine_tree(&f, 1);
+	f.out.load_balance = LB_ECMP;
+	EQ_REL(timed(&f.sys, &r).time_s, GiB / 50e9, 1e-6);
+	/* 3:1 (leaves of 6 NICs with 2 uplinks): 6 busy NICs over 2 uplinks,
+	 * 3 NICs' worth on ours -> 50/3 GB/s, as with the sprayed trunk. */
+	spine_tree(&f, 3);
+	f.out.load_balance = LB_ECMP;
+	EQ_REL(timed(&f.sys, &r).time_s, GiB / (50e9 / 3), 1e-6);
+	/* More replicas than the system holds change nothing more (o <= 1). */
+	r.replicas = 1024;
+	EQ_REL(timed(&f.sys, &r).time_s, GiB / (50e9 / 3), 1e-6);
+}
+
 Test(net_coll, bad_requests_are_reported)
 {
 	struct fx f;
