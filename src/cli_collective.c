@@ -276,7 +276,7 @@ static int time_size(struct net *n, const struct opts *o,
 		     struct diag *d)
 {
 	struct coll_desc c = { (enum coll_op)o->op, size, gpus,
-			       (uint32_t)o->ranks, NULL, o->algo, o->proto, 1 };
+			       (uint32_t)o->ranks, NULL, o->algo, o->proto, 1, 0 };
 	double *m = NULL;
 	int rc;
 

@@ -51,6 +51,11 @@ struct coll_desc {
 	uint32_t replicas;	/* identical groups running concurrently that
 				 * the program does not simulate (symmetry);
 				 * 0 or 1 = none */
+	double sm_share;	/* fraction of each member GPU's compute units
+				 * the collective's kernels occupy while it
+				 * runs (0 = none, e.g. copy engines); the
+				 * executor slows compute on member ranks by
+				 * it (exec.h) */
 };
 
 /*

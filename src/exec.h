@@ -32,6 +32,13 @@
  * These five sum to the step time. The rule, with a worked example, is at
  * the top of src/exec_path.c.
  *
+ * Interference: while collectives run on a rank, compute and optimizer
+ * tasks there progress at rate 1 - min(S, 0.9), S the sum of the running
+ * collectives' coll_desc.sm_share (their kernels hold those compute units;
+ * a GEMM's waves spread over the rest). A task's end is rescheduled when
+ * S changes, so its duration is its work at full speed stretched by the
+ * communication it overlapped. With every sm_share 0 nothing changes.
+ *
  * Programs are built by src/models; ranks here are simulated ranks (with
  * symmetric replication one simulated rank may stand for many GPUs; the
  * collective descriptors carry the real GPU ids).

@@ -20,8 +20,8 @@
  * the same layers; a collective's GPU list is shared by every collective
  * over that group (exec_intern.c).
  *
- * A run adds a 16-byte state per task (time stamp, pending count, cause;
- * kept for the accessors) and, while it runs, a work-queue entry per task.
+ * A run adds a 24-byte state per task (start and end or arrival, pending
+ * count, cause; kept for the accessors) and, while it runs, a work-queue entry per task.
  *
  * Depends on exec.h, mem.h.
  */
@@ -65,6 +65,8 @@ struct ptask {
 struct pstate {
 	int64_t stamp;		/* ns; plain task: end; collective member:
 				 * arrival */
+	int64_t start;		/* ns; plain task: start (compute may stretch
+				 * past dur, see exec.h) */
 	uint32_t pending;	/* unfinished predecessors (run only) */
 	uint32_t cause;		/* critical-path cause, or TASK_NONE */
 };
@@ -134,7 +136,7 @@ static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 {
 	int64_t d = p->task[t].dur;
 
-	return d >= 0 ? p->state[t].stamp - d
+	return d >= 0 ? p->state[t].start
 		      : p->coll_time[task_coll(p, t)].start_ns;
 }
 

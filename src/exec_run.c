@@ -23,13 +23,20 @@
  *
  * Engine events carry a pointer to a lane record (a lane runs one task at
  * a time, so the lane knows which task ended) or to a collective record:
- * no per-task allocation. Everything is deterministic: the order of work
+ * no per-task allocation.
+ *
+ * Interference (exec.h): a lane running a compute or optimizer task keeps
+ * the work it has left at full speed, w (ns), and its rate x. When the
+ * compute share taken by running collectives on its rank changes at time
+ * t, w -= (t - t_last) * x, x = 1 - min(S, 0.9), and the end event moves
+ * to t + ceil(w / x). At x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
  * depends only on the program and the engine's (time, sequence) order.
  */
 #include "exec_impl.h"
 
 #include "diag.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +45,18 @@ struct run;
 
 struct lane_run {
 	struct run *run;
-	task_id cur;		/* task running on the lane */
+	task_id cur;		/* task running on the lane, or TASK_NONE */
+	sim_id ev;		/* its end event */
+	double left_ns;		/* ns of work left at full speed, as of since */
+	units_ns_t since;	/* ns, run time left_ns was last brought up */
+	double rate;		/* speed now (1 = full) */
+	int slowable;		/* a compute or optimizer task */
+};
+
+/* Compute share running collectives take on one rank. */
+struct rank_load {
+	double share;		/* sum of their sm_share */
+	uint32_t n;		/* how many with a share run */
 };
 
 struct coll_run {
@@ -69,6 +87,7 @@ struct run {
 					 * released */
 	struct lane_run *lanes;
 	struct coll_run *colls;
+	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
 };
 
@@ -180,6 +199,93 @@ static void coll_causes(struct run *r, const struct pcoll *pc)
 			task_rank(p, pc->first + i), dflt);
 }
 
+/* Speed of compute on rank now. */
+static double rank_rate(const struct run *r, uint32_t rank)
+{
+	const struct rank_load *l = &r->load[rank];
+
+	if (l->n == 0)
+		return 1.0;
+	return 1.0 - (l->share < 0.9 ? l->share : 0.9);
+}
+
+/* (Re)schedule the end of the task running on lane l at its rate. */
+static void lane_schedule(struct run *r, struct lane_run *l)
+{
+	double d = ceil(l->left_ns / l->rate);
+	units_ns_t dt = d > 0 ? (units_ns_t)d : 0;
+
+	r->p->state[l->cur].stamp = r->now + dt;
+	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
+}
+
+/* Task t of dur ns starts on lane l. */
+static void lane_start(struct run *r, struct lane_run *l, task_id t,
+		       int64_t dur)
+{
+	enum task_cat cat = r->p->infos[r->p->info[t]].cat;
+
+	l->cur = t;
+	l->left_ns = (double)dur;
+	l->since = r->now;
+	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
+	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
+	if (l->rate == 1.0) {
+		/* Exactly dur: no rounding through the rate. */
+		r->p->state[t].stamp = r->now + dur;
+		l->ev = sim_at(r->sim, sim_now(r->sim) + dur, lane_end, l);
+		return;
+	}
+	lane_schedule(r, l);
+}
+
+/* The compute share on rank changed: move the ends of its running
+ * compute tasks. */
+static void rank_rerate(struct run *r, uint32_t rank)
+{
+	const struct prog *p = r->p;
+	double x = rank_rate(r, rank);
+	uint32_t s;
+
+	for (s = 0; s < p->nstreams; s++) {
+		struct lane_run *l = &r->lanes[rank * p->nstreams + s];
+
+		if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
+			continue;
+		l->left_ns -= (double)(r->now - l->since) * l->rate;
+		if (l->left_ns < 0)
+			l->left_ns = 0;
+		l->since = r->now;
+		l->rate = x;
+		sim_cancel(r->sim, l->ev);
+		lane_schedule(r, l);
+	}
+}
+
+/* Collective pc starts (on = 1) or ends (on = 0): its compute share is
+ * taken from, or given back to, each member rank. */
+static void coll_load(struct run *r, const struct pcoll *pc, int on)
+{
+	uint32_t i;
+
+	if (!(pc->desc.sm_share > 0))
+		return;
+	for (i = 0; i < pc->n; i++) {
+		uint32_t rank = task_rank(r->p, pc->first + i);
+		struct rank_load *l = &r->load[rank];
+
+		if (on) {
+			l->share += pc->desc.sm_share;
+			l->n++;
+		} else if (--l->n == 0) {
+			l->share = 0;	/* no drift once all have ended */
+		} else {
+			l->share -= pc->desc.sm_share;
+		}
+		rank_rerate(r, rank);
+	}
+}
+
 /* Task t has no unfinished predecessor. */
 static void ready(struct run *r, task_id t)
 {
@@ -188,14 +294,13 @@ static void ready(struct run *r, task_id t)
 	struct coll_run *cr;
 
 	if (dur >= 0) {
+		p->state[t].start = r->now;
 		p->state[t].stamp = r->now + dur;
 		if (dur == 0) {
 			finish(r, t);
 			return;
 		}
-		r->lanes[p->task[t].lane].cur = t;
-		sim_at(r->sim, sim_now(r->sim) + dur, lane_end,
-		       &r->lanes[p->task[t].lane]);
+		lane_start(r, &r->lanes[p->task[t].lane], t, dur);
 		return;
 	}
 	p->state[t].stamp = r->now;
@@ -205,6 +310,7 @@ static void ready(struct run *r, task_id t)
 	cr->state = 1;
 	p->coll_time[cr->k].start_ns = r->now;
 	coll_causes(r, &p->colls[cr->k]);
+	coll_load(r, &p->colls[cr->k], 1);
 	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
 }
 
@@ -247,10 +353,13 @@ static void release(struct run *r)
 static void lane_end(struct sim *sim, void *arg)
 {
 	struct lane_run *l = arg;
+	task_id t = l->cur;
 
 	(void)sim;
 	tick(l->run);
-	finish(l->run, l->cur);
+	l->cur = TASK_NONE;
+	l->run->p->state[t].stamp = l->run->now;
+	finish(l->run, t);
 	release(l->run);
 }
 
@@ -266,6 +375,7 @@ static void coll_done(void *token)
 	cr->state = 2;
 	tick(r);
 	r->p->coll_time[cr->k].end_ns = r->now;
+	coll_load(r, pc, 0);
 	for (i = 0; i < pc->n; i++)
 		finish(r, pc->first + i);
 	release(r);
@@ -291,10 +401,12 @@ static int run_alloc(struct run *r, struct prog *p)
 	r->order = mem_alloc(n * sizeof(*r->order));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
 	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
+	r->load = mem_calloc(p->nranks, sizeof(*r->load));
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	if (!r->cand || !r->order || !r->lanes || !r->colls || !p->state ||
+	if (!r->cand || !r->order || !r->lanes || !r->colls || !r->load ||
+	    !p->state ||
 	    !p->coll_time || !p->critical)
 		return -1;
 	return 0;
@@ -306,6 +418,7 @@ static void run_free(struct run *r)
 	mem_free(r->order);
 	mem_free(r->lanes);
 	mem_free(r->colls);
+	mem_free(r->load);
 }
 
 /* Counters and records at the start of a run. */
@@ -316,6 +429,7 @@ static void run_init(struct run *r)
 
 	for (t = 0; t < p->ntasks; t++) {
 		p->state[t].stamp = -1;
+		p->state[t].start = -1;
 		p->state[t].pending = 0;
 		p->state[t].cause = TASK_NONE;
 	}

@@ -20,6 +20,7 @@
  *       hop_pcie:     {...}
  *       hop_net:      {...}
  *     tree: ...
+ *   kernel_units: {scale_up: 24, scale_out: 16, p2p: 2}
  *
  * An algorithm absent, or with no protocol switched on, is not offered.
  */
@@ -205,6 +206,28 @@ static const struct schema protos_schema = {
 	.nfields = SCHEMA_COUNT(protos_fields),
 };
 
+#define UOFF(m) offsetof(struct coll_units_spec, m)
+
+static const struct schema_field units_fields[] = {
+	{ .key = "scale_up", .type = ST_INT, .offset = UOFF(scale_up),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a collective within one node holds" },
+	{ .key = "scale_out", .type = ST_INT, .offset = UOFF(scale_out),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a collective spanning nodes holds" },
+	{ .key = "p2p", .type = ST_INT, .offset = UOFF(p2p),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a send/recv holds" },
+};
+
+static const struct schema units_schema = {
+	.kind = "collectives.kernel_units",
+	.help = "compute units (SMs/CUs) the library's kernels hold while a collective runs",
+	.size = sizeof(struct coll_units_spec),
+	.fields = units_fields,
+	.nfields = SCHEMA_COUNT(units_fields),
+};
+
 #define OFF(m) offsetof(struct coll_lib_spec, m)
 
 static const struct schema_field lib_fields[] = {
@@ -224,6 +247,10 @@ static const struct schema_field lib_fields[] = {
 	{ .key = "algorithms", .type = ST_SECTION, .offset = OFF(algo),
 	  .sub = &algos_schema, .flags = SF_REQUIRED,
 	  .help = "algorithms offered, with latency constants" },
+	{ .key = "kernel_units", .type = ST_SECTION, .offset = OFF(kernel_units),
+	  .sub = &units_schema, .flags = SF_OPTIONAL,
+	  .help = "compute units (SMs/CUs) a running collective holds; compute "
+		  "beside it slows by that share" },
 };
 
 /* Every protocol an algorithm offers must have a bandwidth factor. */

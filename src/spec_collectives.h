@@ -82,6 +82,15 @@ struct coll_proto_spec {
 	double max_busbw_Bps[SCALE_COUNT];	/* B/s, library cap on bus bandwidth by scale; 0 = none */
 };
 
+/* Compute units (SMs / CUs) a collective's kernels hold while it runs,
+ * by where its group lies: one thread block per channel, each on its own
+ * unit (a GEMM's blocks fill a unit's registers, so they cannot share). */
+struct coll_units_spec {
+	int64_t scale_up;				/* group within one node */
+	int64_t scale_out;				/* group spanning nodes */
+	int64_t p2p;					/* a send/recv pair */
+};
+
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
@@ -89,6 +98,7 @@ struct coll_lib_spec {
 	struct coll_proto_times net_overhead;		/* s, floor of a step when the group spans nodes */
 	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */
 	struct coll_algo_spec algo[ALGO_COUNT];		/* per algorithm */
+	struct coll_units_spec kernel_units;		/* compute units held while running */
 };
 
 extern const struct schema collectives_schema;

@@ -44,6 +44,10 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(tp_comm_overlap_chunks), .min = 0, .max = 1024,
 	  .flags = SF_REQUIRED,
 	  .help = "pieces a GEMM is split into with tp_comm_overlap (0 = tp)" },
+	{ .key = "tp_comm_overlap_units", .type = ST_INT,
+	  .offset = FOFF(tp_comm_overlap_units), .def = "0", .min = 0, .max = 1024,
+	  .help = "compute units (SMs/CUs) an overlapped TP reduce-scatter holds; "
+		  "its all-gathers use copy engines and hold none" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "

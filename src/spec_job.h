@@ -77,6 +77,8 @@ struct framework_spec {
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
+	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
+						 * (its all-gathers run on copy engines) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */

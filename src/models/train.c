@@ -148,6 +148,35 @@ double train_unit_params(const struct train *t, int64_t vs, int bwd,
 
 /* ---- instantiating blocks ---- */
 
+double train_sm_share(const struct train *t, enum coll_op op,
+		      const uint32_t *gpus, uint32_t n, int tp_overlap)
+{
+	const struct system_spec *sys = t->job->system;
+	const struct coll_units_spec *u;
+	int64_t units;
+	uint32_t i;
+
+	if (!sys->collectives)
+		return 0;	/* a program built without a library (tests) */
+	u = &sys->collectives->kernel_units;
+	units = u->scale_up;
+	if (tp_overlap)
+		units = op == COLL_REDUCESCATTER ?
+			t->job->framework->tp_comm_overlap_units : 0;
+	else if (op == COLL_SENDRECV)
+		units = u->p2p;
+	else
+		for (i = 1; i < n; i++)
+			if (gpus[i] / (uint32_t)sys->gpus_per_node !=
+			    gpus[0] / (uint32_t)sys->gpus_per_node) {
+				units = u->scale_out;
+				break;
+			}
+	if (units >= t->gpu->compute_units)
+		return 1.0;
+	return (double)units / (double)t->gpu->compute_units;
+}
+
 static void record_first(struct unit_rec *rec, task_id id)
 {
 	if (rec->nfirst >= sizeof(rec->first) / sizeof(rec->first[0]))
@@ -176,6 +205,8 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 			.ngpus = (uint32_t)t->lay.tp, .algo = -1, .proto = -1,
 			.replicas = layout_tp_replicas(&t->lay),
 		};
+		c.sm_share = train_sm_share(t, op->coll, t->gpus, c.ngpus,
+					    t->dims.chunks > 1);
 		task_id first = prog_coll(t->prog, t->ranks, n, TRAIN_ST_TP,
 					  &c, info);
 

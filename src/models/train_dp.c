@@ -66,7 +66,9 @@ static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
 	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = t->gpus,
 			       .ngpus = (uint32_t)t->lay.dp, .algo = -1,
 			       .proto = -1,
-			       .replicas = layout_dp_replicas(&t->lay) };
+			       .replicas = layout_dp_replicas(&t->lay),
+			       .sm_share = train_sm_share(t, op, t->gpus,
+					(uint32_t)t->lay.dp, 0) };
 	struct task_info info = { .name = name, .cat = TASK_COMM,
 				  .layer = -1, .microbatch = -1 };
 	task_id first = prog_coll(t->prog, t->ranks, n, (uint32_t)stream, &c,
@@ -285,6 +287,7 @@ static int tie_embeddings(struct train *t)
 
 			gpus[0] = layout_gpu(&t->lay, 0, dp_i, tp_i);
 			gpus[1] = layout_gpu(&t->lay, t->pp - 1, dp_i, tp_i);
+			c.sm_share = train_sm_share(t, COLL_ALLREDUCE, gpus, 2, 0);
 			first = prog_coll(t->prog, ranks, 2, TRAIN_ST_DP, &c, &info);
 			if (first == TASK_NONE)
 				return -1;

@@ -133,6 +133,7 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 		gpus[i] = layout_gpu(&t->lay, pp_i, dp_i, tp_i);
 	}
 	info.microbatch = (int32_t)t->stage[pp_i].acts[to_act].mb;
+	c.sm_share = train_sm_share(t, COLL_SENDRECV, gpus, 2, 0);
 	first = prog_coll(t->prog, ranks, 2, stream(dir, wrap), &c, &info);
 	if (first == TASK_NONE ||
 	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)

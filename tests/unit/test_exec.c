@@ -633,6 +633,82 @@ static struct prog *build_pipe(struct pipe *pp, uint32_t p, uint32_t m,
 	return pr;
 }
 
+/* A collective over ranks that holds share of each member's compute. */
+static task_id coll_sm(struct prog *p, const uint32_t *ranks, uint32_t n,
+		       uint32_t stream, double bytes, double share)
+{
+	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = bytes,
+			       .gpus = ranks, .ngpus = n, .algo = -1,
+			       .proto = -1, .sm_share = share };
+	struct task_info in = info("ar", TASK_COMM);
+
+	return prog_coll(p, ranks, n, stream, &c, &in);
+}
+
+Test(exec, overlapped_comm_slows_compute_by_its_share)
+{
+	struct prog *p = prog_new(1, 2);
+	/* 4e6 B at 1e12 B/s: a 4 us all-reduce holding half the GPU. */
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	uint32_t rank0 = 0;
+	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id g = task(p, 0, 0, 3, "g", TASK_COMPUTE);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.5);
+
+	r = run(p, &m);
+	/* f starts with ar at 0: for 4 us it runs at 1 - 0.5, doing 2 us
+	 * of its 10; the other 8 run at full speed after ar ends: f ends at
+	 * 4 + 8 = 12 us. g follows at full speed: [12, 15). */
+	cr_assert_eq(ns(exec_task_end_s(p, ar)), 4000);
+	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
+	cr_assert_eq(ns(exec_task_start_s(p, g)), 12000);
+	cr_assert_eq(ns(r.step_s), 15000);
+	/* The stretch is compute time: 12 + 3 = 15, nothing exposed. */
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 15000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	prog_free(p);
+}
+
+Test(exec, concurrent_shares_add_and_are_capped)
+{
+	struct prog *p = prog_new(1, 3);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t rank0 = 0;
+	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id a, b;
+
+	/* Two 2 us collectives at once, shares 0.6 + 0.6 = 1.2, capped at
+	 * 0.9: f runs at 0.1 for 2 us (0.2 us of work), then 9.8 us at full
+	 * speed: ends at 11.8 us. */
+	a = coll_sm(p, &rank0, 1, 1, 2e6, 0.6);
+	b = coll_sm(p, &rank0, 1, 2, 2e6, 0.6);
+	run(p, &m);
+	cr_assert_eq(ns(exec_task_end_s(p, a)), 2000);
+	cr_assert_eq(ns(exec_task_end_s(p, b)), 2000);
+	cr_assert_eq(ns(exec_task_end_s(p, f)), 11800);
+	prog_free(p);
+}
+
+Test(exec, comm_and_other_tasks_are_not_slowed)
+{
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t both[2] = { 0, 1 };
+	task_id other = task(p, 0, 0, 5, "host", TASK_OTHER);
+	task_id peer = task(p, 1, 0, 5, "peer", TASK_COMPUTE);
+
+	/* A 6 us all-reduce of both ranks taking 0.5: an OTHER task on rank
+	 * 0 keeps its 5 us; compute on rank 1 does 2.5 us of work in the
+	 * first 5 us... rank 1's task starts with the collective at 0, runs
+	 * at 0.5 until 6 us (3 us of work), then 2 us at full: ends at 8. */
+	coll_sm(p, both, 2, 1, 6e6, 0.5);
+	run(p, &m);
+	cr_assert_eq(ns(exec_task_end_s(p, other)), 5000);
+	cr_assert_eq(ns(exec_task_end_s(p, peer)), 8000);
+	prog_free(p);
+}
+
 Test(exec, gpipe_bubble)
 {
 	struct pipe pp;
