@@ -6,7 +6,9 @@
 # step time, the measured one and the relative error (predicted/measured
 # - 1). Then the median absolute error and the largest. Exits 1 when the
 # median exceeds 10 % or any case exceeds 25 % (the targets of issue 3),
-# or when a case fails to run.
+# or when a case fails to run. Cases in extra-cases.tsv (measurements not
+# from the issue's reference set, e.g. llmsim's own) are shown after the
+# summary and not gated.
 #
 # Environment: LLMSIM (the binary; default build/llmsim); MEDIAN_MAX and
 # CASE_MAX (fractions) replace the two gates, e.g. to use the script as a
@@ -19,27 +21,35 @@ dir=$root/results/reference/training
 median_max=${MEDIAN_MAX:-0.10}
 case_max=${CASE_MAX:-0.25}
 errs=$(mktemp)
-trap 'rm -f "$errs"' EXIT INT TERM
+extra=$(mktemp)
+trap 'rm -f "$errs" "$extra"' EXIT INT TERM
 failed=0
 
-printf '%-34s %12s %12s %9s\n' case predicted measured error
-while IFS='	' read -r id job measured how; do
-	case $id in '#'*|'') continue ;; esac
-	if ! out=$("$llmsim" run "$dir/$job" --json --no-store 2>&1); then
-		printf '%-34s %12s %12s %9s\n' "$id" FAILED "$measured s" -
-		printf '%s\n' "$out" | sed 's/^/    /' | head -5
-		failed=1
-		continue
-	fi
-	pred=$(printf '%s\n' "$out" |
-	       sed -n 's/^[[:space:]]*"step_time_s":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' |
-	       head -n 1)
-	err=$(awk -v p="$pred" -v m="$measured" 'BEGIN { printf "%.4f", p / m - 1 }')
-	printf '%s\n' "$err" >> "$errs"
-	awk -v id="$id" -v p="$pred" -v m="$measured" -v e="$err" \
-	    'BEGIN { printf "%-34s %10.3f s %10.3f s %+8.1f %%\n", id, p, m, 100 * e }'
-done < "$dir/cases.tsv"
+# run_cases TSV ERRS: print one line per case of TSV, append its error
+# to ERRS; a case that fails to run sets failed=1.
+run_cases() {
+	while IFS='	' read -r id job measured how; do
+		case $id in '#'*|'') continue ;; esac
+		if ! out=$("$llmsim" run "$dir/$job" --json --no-store 2>&1); then
+			printf '%-34s %12s %12s %9s\n' "$id" FAILED "$measured s" -
+			printf '%s\n' "$out" | sed 's/^/    /' | head -5
+			failed=1
+			continue
+		fi
+		pred=$(printf '%s\n' "$out" |
+		       sed -n 's/^[[:space:]]*"step_time_s":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' |
+		       head -n 1)
+		err=$(awk -v p="$pred" -v m="$measured" 'BEGIN { printf "%.4f", p / m - 1 }')
+		printf '%s\n' "$err" >> "$2"
+		awk -v id="$id" -v p="$pred" -v m="$measured" -v e="$err" \
+		    'BEGIN { printf "%-34s %10.3f s %10.3f s %+8.1f %%\n", id, p, m, 100 * e }'
+	done < "$1"
+}
 
+printf '%-34s %12s %12s %9s\n' case predicted measured error
+run_cases "$dir/cases.tsv" "$errs"
+
+gate=0
 awk '{ print ($1 < 0 ? -$1 : $1) }' "$errs" | sort -g |
 awk -v mm="$median_max" -v cm="$case_max" -v failed="$failed" '
 	{ a[NR] = $1 }
@@ -50,4 +60,10 @@ awk -v mm="$median_max" -v cm="$case_max" -v failed="$failed" '
 		printf "cases %d, median |error| %.1f %% (target <= %.0f %%), ", n, 100 * med, 100 * mm
 		printf "max |error| %.1f %% (target <= %.0f %%)\n", 100 * a[n], 100 * cm
 		if (failed || med > mm || a[n] > cm) exit 1
-	}'
+	}' || gate=1
+
+if [ -s "$dir/extra-cases.tsv" ]; then
+	printf '\nextra cases (not in the gate)\n'
+	run_cases "$dir/extra-cases.tsv" "$extra"
+fi
+exit $gate
