@@ -417,8 +417,13 @@ static int store_rows(const struct opts *o, const char *db,
 		struct store_run run = { "collective", "system", cfg_s, hex,
 					 json, cli_version() };
 
-		if (store_put(st, &run, NULL, sr, (uint32_t)n, d) > 0)
+		int64_t id = store_put(st, &run, NULL, sr, (uint32_t)n, d);
+
+		if (id > 0) {
+			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
+				(long long)id, db);
 			rc = 0;
+		}
 	}
 out:
 	store_close(st);

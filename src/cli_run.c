@@ -135,8 +135,13 @@ static int store_result(const char *db, const struct job_spec *j,
 		struct store_run run = { "run", "job", cfg_s, hex, result_json,
 					 cli_version() };
 
-		if (store_put(st, &run, &step, NULL, 0, d) > 0)
+		int64_t id = store_put(st, &run, &step, NULL, 0, d);
+
+		if (id > 0) {
+			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
+				(long long)id, db);
 			rc = CLI_OK;
+		}
 	}
 out:
 	store_close(st);
