@@ -18,7 +18,7 @@ void fx_lib_ideal(struct coll_lib_spec *lib)
 		lib->algo[a].protocols.on[PROTO_SIMPLE] = 1;
 }
 
-static void link(struct link_spec *l, const char *name, int proto,
+static void fixture_link(struct link_spec *l, const char *name, int proto,
 		 double lane_Bps, int64_t lanes)
 {
 	memset(l, 0, sizeof(*l));
@@ -32,7 +32,7 @@ static void link(struct link_spec *l, const char *name, int proto,
 
 static void scale_out(struct fx *f)
 {
-	link(&f->out_link, "net50", LINK_ROCE, 50e9, 1);
+	fixture_link(&f->out_link, "net50", LINK_ROCE, 50e9, 1);
 	memset(&f->out, 0, sizeof(f->out));
 	f->out.name = "fat16";
 	f->out.topology = TOPO_FAT_TREE;
@@ -45,7 +45,7 @@ static void scale_out(struct fx *f)
 	f->out.load_balance = LB_ECMP;
 }
 
-static void system(struct fx *f, int64_t nodes)
+static void fixture_system(struct fx *f, int64_t nodes)
 {
 	memset(&f->gpu, 0, sizeof(f->gpu));
 	f->gpu.name = "gpu";
@@ -64,7 +64,7 @@ static void system(struct fx *f, int64_t nodes)
 
 void fx_mesh(struct fx *f, int64_t nodes)
 {
-	link(&f->up_link, "mesh64", LINK_XGMI, 64e9, 1);
+	fixture_link(&f->up_link, "mesh64", LINK_XGMI, 64e9, 1);
 	memset(&f->up, 0, sizeof(f->up));
 	f->up.name = "mesh";
 	f->up.topology = TOPO_MESH;
@@ -72,12 +72,12 @@ void fx_mesh(struct fx *f, int64_t nodes)
 	f->up.links_per_endpoint = 7;
 	scale_out(f);
 	fx_lib_ideal(&f->lib);
-	system(f, nodes);
+	fixture_system(f, nodes);
 }
 
 void fx_switch(struct fx *f, int64_t nodes)
 {
-	link(&f->up_link, "sw25", LINK_NVLINK, 25e9, 1);
+	fixture_link(&f->up_link, "sw25", LINK_NVLINK, 25e9, 1);
 	memset(&f->up, 0, sizeof(f->up));
 	f->up.name = "switch";
 	f->up.topology = TOPO_SWITCH;
@@ -87,5 +87,5 @@ void fx_switch(struct fx *f, int64_t nodes)
 	f->up.reduction_efficiency = 1;
 	scale_out(f);
 	fx_lib_ideal(&f->lib);
-	system(f, nodes);
+	fixture_system(f, nodes);
 }
