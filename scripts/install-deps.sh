@@ -3,7 +3,7 @@
 # Idempotent: quiet and quick when everything is present. Uses sudo when not root.
 set -eu
 
-PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3"
+PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time"
 
 missing=""
 for p in $PKGS; do
