@@ -86,6 +86,10 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, block_q),
 	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
 	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "masked_tile_cost", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
+	  .def = "1", .min = 1, .max = 16,
+	  .help = "time of a causal-diagonal (masked) tile in unmasked tiles" },
 };
 
 static const struct schema attn_schema = {

@@ -52,6 +52,7 @@ struct gpu_attention_spec {
 	double fwd_efficiency;		/* fraction of the clock-scaled peak, forward; 0 = gemm efficiency */
 	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
 	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
+	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
 };
 
 struct gpu_spec {
