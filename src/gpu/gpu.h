@@ -101,7 +101,9 @@ struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 			 double n, double k, double batch);
 
 /* Fused attention forward / backward (recomputing scores in backward as
- * flash-attention does). Q, K, V, O and their gradients in dt. */
+ * flash-attention does). Q, K, V, O and their gradients in dt. The
+ * backward's cost is its three kernels' (pre-pass, main, dQ conversion),
+ * with three launches. */
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,
 				  const struct gpu_attn_shape *a);
 struct gpu_cost gpu_attention_bwd(const struct gpu_spec *g, enum dtype dt,

@@ -20,57 +20,95 @@
  * FlashAttention-2 paper). Elementwise softmax work is not counted, as
  * the papers do not count it; it is inside the efficiency.
  *
- * Rate. Attention kernels reach a lower fraction of the clock-scaled peak
- * than GEMMs (softmax between the two matmuls, exponentials, masking):
+ * Rate. An unmasked tile in the kernel's steady-state loop runs at a
+ * fraction of the clock-scaled peak (softmax between the two matmuls,
+ * exponentials):
  *
  *     R_a = P(dt) (f_s / f_q) eta_a          eta_a = attention.fwd/bwd_efficiency
  *
- * data per GPU from published kernel measurements (FlashAttention-2/3/4,
- * HipKittens; sources in configs/gpus/).
- *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
- * query blocks, n_k = ceil(s_kv/B) key blocks. Without a mask it computes
- * all n_q n_k tiles; with a causal mask, query block i (0-based, queries
- * at the end of the keys, c_0 = ceil((s_kv - s_q)/B)) computes
+ * query blocks, n_k = ceil(s_kv/B) key blocks, a tile of time
+ * tau = B^2 (per-pair FLOP) / (R_a / U) on one of the U CUs/SMs. With a
+ * causal mask (queries at the end of the keys, c_0 = ceil((s_kv - s_q)/B))
+ * query block i (0-based) sees k_i = clamp(c_0 + i + 1, 0, n_k) key
+ * blocks, and key block j is seen by m_j = n_q - clamp(j - c_0, 0, n_q)
+ * query blocks; tiles on the diagonal are computed whole (T B^2 >= P, the
+ * waste that makes short causal sequences slower per useful FLOP). The
+ * diagonal tile (i, c_0 + i) is masked: masking runs outside the loop's
+ * softmax/matmul overlap, and the tile takes mu = attention.
+ * masked_tile_cost unmasked tiles.
  *
- *     k_i = clamp(c_0 + i + 1, 0, n_k)  key blocks,   T = sum of k_i
+ * Work units. One thread block per unit: the row of tiles of one query
+ * block (forward) or the column of one key block (backward), of one
+ * head; N = b h_q n_q or b h_q n_k units with work. Before its first
+ * tile a unit fills its pipeline (t_0 = gemm_tile_overhead, the GEMM's
+ * per-wave fill and epilogue sync, here per unit: each unit is a new
+ * block) and loads the block its loop keeps, Q (forward) or K and V
+ * (backward), with its CU's share of the serving level's bandwidth; its
+ * stores (O and the log-sum-exp, dK and dV) drain under the next unit:
  *
- * so the tiles on the diagonal are computed whole: T B^2 >= P, the waste
- * that makes short causal sequences slower per useful FLOP. A tile costs
- * f = B^2 x the per-pair FLOPs above.
+ *     t_u = t_0 + B d e / (B_l / U)                  forward   (e = dtype bytes)
+ *     t_u = t_0 + B (d + d_v) e / (B_l / U)          backward
+ *     l   = t_u + tau (tiles + (mu - 1) masked tiles)     a unit's time
  *
- * Occupancy. One work unit per CU/SM: the row of tiles of one query block
- * (forward) or the column of one key block (backward), of one head:
+ * Schedule. The units go to CUs as they free up (list scheduling); the
+ * libraries do not publish their order, so it is taken as arbitrary.
+ * Without a mask all units are equal and run in lock-step waves:
  *
- *     N = b h_q n_q (forward) or b h_q n_k (backward)      units
- *     L = the most tiles in one unit (n_k / n_q without a mask)
+ *     t_c = ceil(N/U) l
  *
- * Without a mask all units are equal and run in waves; with a causal mask
- * they differ in length and the kernels schedule longest first, so the
- * tail wave packs, but no schedule beats the longest unit. Each wave adds
- * t_0 (gemm_tile_overhead: pipeline fill and epilogue). With R_u = R_a/U:
+ * With a causal mask they differ (1..n tiles). Up to U units all start
+ * at once and t_c = L, the longest. With more, the CUs desynchronize; when
+ * the last unit is handed out each CU is part-way through one, and the
+ * work left there is the length-biased residual of the unit lengths,
+ * rho = E[l^2] / (2 E[l]) on average, while the one that finishes last
+ * still runs about L (it holds a longest unit). All CUs are busy until
+ * then, so
  *
- *     no mask: t_c = ceil(N/U) (t_0 + L f / R_u)
- *     causal:  t_c = max(max(1, N/U) (t_0 + b h_q T f / (N R_u)),  t_0 + L f / R_u)
+ *     t_c = max(L, W/U + L - rho)      W = sum of l over the N units
  *
- * Without block_q: t_c = F / R_a (no tiles, no occupancy).
+ * between the perfect packing W/U and Graham's bound W/U + L: for
+ * lengths 1..n, rho ~ n/3 and the tail is ~2/3 of the longest unit.
+ * (Checked against list-scheduling simulations, random order: within
+ * 0..+4% from 2 waves on, up to +9% between 1 and 1.5 waves.)
+ *
+ * Without block_q: t_c = F / R_a (no tiles, units or schedule).
  *
  * Memory. Forward reads Q, K, V and writes O (and the FP32 row
- * log-sum-exp); backward reads Q, K, V, O, dO, LSE and writes dQ, dK, dV.
- * K and V are re-read per query block from L2, which this ignores:
+ * log-sum-exp); backward reads Q, K, V, O, dO, LSE and writes dQ, dK, dV
+ * (D bytes; K and V re-read per query block from L2 are ignored). The
+ * backward is three kernels, as FlashAttention-2/3, cuDNN and Composable
+ * Kernel run it: a pre-pass reads O and dO, writes the FP32 row dot
+ * product D_i = dO_i . O_i and zeroes the FP32 dQ accumulator the main
+ * kernel adds into; a post-pass reads the accumulator and writes dQ:
  *
- *     t = t_launch + max(t_c, D / B_l),   B_l from the working set D
+ *     D_side = b h_q s_q (2 d_v e + 4 + 8 d + d e)  B, at its level's B_l'
+ *
+ *     forward   t = t_launch + max(t_c, D / B_l)
+ *     backward  t = 3 t_launch + D_side / B_l' + max(t_c, D / B_l)
+ *
+ * Constants: eta_a per pass and mu fitted to measured kernels; t_0, U,
+ * B_l, t_launch the GPU's (configs/gpus/, README.md there).
  *
  * Range: long-enough sequences for the fused kernel (s >= ~128); d up to
  * 256. Decode-style attention (s_q = 1) is memory-bound here, correctly in
- * kind but without the split-KV kernels' details.
+ * kind but without the split-KV kernels' details. GQA is costed per query
+ * head, as the kernels that expand K/V do.
  */
 #include "gpu_impl.h"
 
 #include <math.h>
 
 #include "../diag.h"
+
+/* The unit lengths of one head (every head has the same). */
+struct units {
+	double n;		/* units with work */
+	double sum_s;		/* s, sum of their times */
+	double sum2_s2;		/* s^2, sum of their squared times */
+	double longest_s;	/* s, the longest */
+};
 
 static double visible_pairs(const struct gpu_attn_shape *a)
 {
@@ -103,13 +141,14 @@ double gpu_attention_flops(const struct gpu_attn_shape *a, int backward)
 	return a->batch * a->heads_q * visible_pairs(a) * per_pair;
 }
 
-/* Bytes of Q, K, V, O (+ LSE) and, in backward, dO, dQ, dK, dV. */
-static double attention_bytes(const struct gpu_attn_shape *a, double b,
+/* Bytes of the main kernel: Q, K, V, O (+ LSE) and, in backward, dO, dQ,
+ * dK, dV. */
+static double attention_bytes(const struct gpu_attn_shape *a, double e,
 			      int backward)
 {
-	double q = a->heads_q * a->seq_q * a->head_dim_qk * b;
-	double o = a->heads_q * a->seq_q * a->head_dim_v * b;
-	double kv = a->heads_kv * a->seq_kv * (a->head_dim_qk + a->head_dim_v) * b;
+	double q = a->heads_q * a->seq_q * a->head_dim_qk * e;
+	double o = a->heads_q * a->seq_q * a->head_dim_v * e;
+	double kv = a->heads_kv * a->seq_kv * (a->head_dim_qk + a->head_dim_v) * e;
 	double lse = a->heads_q * a->seq_q * dtype_bytes(DTYPE_FP32);
 
 	if (backward)
@@ -117,41 +156,106 @@ static double attention_bytes(const struct gpu_attn_shape *a, double b,
 	return a->batch * (q + kv + o + lse);
 }
 
-/* Sum over query blocks i < nq of clamp(c0 + i + 1, 0, nk): the tiles a
- * causal kernel computes per head (see the top). */
-static double causal_tiles(double nq, double nk, double c0)
+/* Bytes of the backward's pre- and post-pass, D_side (see the top). */
+static double side_bytes(const struct gpu_attn_shape *a, double e)
 {
-	double i0 = fmax(0, -c0);			/* first block with a key */
-	double i1 = fmax(i0, fmin(nq, nk - c0 - 1));	/* first one seeing all */
+	double f32 = dtype_bytes(DTYPE_FP32);
+	double per_row = 2 * a->head_dim_v * e + f32 +
+			 2 * a->head_dim_qk * f32 + a->head_dim_qk * e;
 
-	return (i1 - i0) * (c0 + 1) + (i0 + i1 - 1) * (i1 - i0) / 2 +
-	       (nq - i1) * nk;
+	return a->batch * a->heads_q * a->seq_q * per_row;
 }
 
-/* Compute time with the tile and occupancy model (see the top). */
-static double attention_compute_s(const struct gpu_spec *g,
-				  const struct gpu_attn_shape *a,
-				  double flops, double rate, int backward)
+/* Tiles of unit u (a query block forward, a key block backward) and
+ * whether one of them is the masked diagonal tile (see the top). */
+static double unit_tiles(const struct gpu_attn_shape *a, double nq,
+			 double nk, double c0, double u, int backward,
+			 int *masked)
 {
-	double units = (double)g->compute_units, t0 = g->gemm_tile_overhead_s;
-	double b = (double)g->attention.block_q, unit_rate = rate / units;
-	double nq, nk, c0, heads, tile, n, longest, tiles;
+	if (!a->causal) {
+		*masked = 0;
+		return backward ? nq : nk;
+	}
+	if (backward) {
+		*masked = u - c0 >= 0 && u - c0 < nq;
+		return nq - fmin(fmax(u - c0, 0), nq);
+	}
+	*masked = c0 + u >= 0 && c0 + u < nk;
+	return fmin(fmax(c0 + u + 1, 0), nk);
+}
+
+/* The lengths of one head's units: unit_s fixed, tile_s per tile. */
+static struct units unit_lengths(const struct gpu_spec *g,
+				 const struct gpu_attn_shape *a, double b,
+				 double unit_s, double tile_s, int backward)
+{
+	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
+	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
+	double mu = fmax(1, g->attention.masked_tile_cost); /* 0: hand-built spec */
+	struct units r = {0, 0, 0, 0};
+	int masked;
+
+	for (u = 0; u < (backward ? nk : nq); u++) {
+		tiles = unit_tiles(a, nq, nk, c0, u, backward, &masked);
+		if (tiles <= 0)
+			continue;
+		l = unit_s + tile_s * (tiles + (masked ? mu - 1 : 0));
+		r.n++;
+		r.sum_s += l;
+		r.sum2_s2 += l * l;
+		r.longest_s = fmax(r.longest_s, l);
+	}
+	return r;
+}
+
+/* t_c of N = heads x u.n units on `cus` CUs (see the top). */
+static double schedule_s(const struct units *u, double heads, double cus,
+			 int causal)
+{
+	double n = heads * u->n, rho;
+
+	if (u->n == 0)
+		return 0;
+	if (!causal)
+		return ceil(n / cus) * u->longest_s;
+	if (n <= cus)
+		return u->longest_s;
+	rho = u->sum2_s2 / (2 * u->sum_s);
+	return fmax(u->longest_s,
+		    heads * u->sum_s / cus + u->longest_s - rho);
+}
+
+/* Compute time with the tile, unit and schedule model (see the top);
+ * bw_Bps is the serving level's bandwidth. */
+static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
+				  const struct gpu_attn_shape *a,
+				  double flops, double rate, double bw_Bps,
+				  int backward)
+{
+	double cus = (double)g->compute_units;
+	double b = (double)g->attention.block_q, heads, tile_s, kept_B;
+	struct units u;
 
 	if (b <= 0)
 		return flops / rate;
-	nq = ceil(a->seq_q / b);
-	nk = ceil(a->seq_kv / b);
 	heads = a->batch * a->heads_q;
-	tile = b * b * flops / (heads * visible_pairs(a));
-	n = heads * (backward ? nk : nq);
-	if (!a->causal)
-		return ceil(n / units) * (t0 + (backward ? nq : nk) * tile /
-					  unit_rate);
-	c0 = ceil((a->seq_kv - a->seq_q) / b);
-	tiles = heads * causal_tiles(nq, nk, c0);
-	longest = backward ? nq - fmax(0, -c0) : fmin(nk, fmax(0, c0 + nq));
-	return fmax(fmax(1, n / units) * (t0 + tiles * tile / n / unit_rate),
-		    t0 + longest * tile / unit_rate);
+	tile_s = b * b * flops / (heads * visible_pairs(a)) / (rate / cus);
+	kept_B = b * (a->head_dim_qk + (backward ? a->head_dim_v : 0)) *
+		 dtype_bytes(dt);
+	u = unit_lengths(g, a, b, g->gemm_tile_overhead_s +
+			 kept_B / (bw_Bps / cus), tile_s, backward);
+	return schedule_s(&u, heads, cus, a->causal);
+}
+
+/* The backward's pre- and post-pass: two launches and their bytes. */
+static double side_s(const struct gpu_spec *g, const struct gpu_attn_shape *a,
+		     double e, double *bytes)
+{
+	double sb = side_bytes(a, e);
+
+	*bytes += sb;
+	return 2 * g->kernel_launch_s +
+	       sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
 }
 
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
@@ -160,7 +264,7 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	double eta = backward ? g->attention.bwd_efficiency
 			      : g->attention.fwd_efficiency;
-	double flops, bytes, rate, comp_s, mem_s;
+	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
 	enum gpu_level l;
 
 	gpu_require_dtype(g, dt);
@@ -171,10 +275,13 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	       (g->sustained_matrix_clock_hz / g->matrix_clock_hz) * eta;
 	bytes = attention_bytes(a, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
-	comp_s = attention_compute_s(g, a, flops, rate, backward);
-	mem_s = bytes / gpu_level_bandwidth_Bps(g, l);
-	return gpu_make_cost(g, flops, bytes, (int)l, fmax(comp_s, mem_s),
-			     comp_s, mem_s);
+	bw = gpu_level_bandwidth_Bps(g, l);
+	comp_s = attention_compute_s(g, dt, a, flops, rate, bw, backward);
+	mem_s = bytes / bw;
+	body_s = fmax(comp_s, mem_s);
+	if (backward)
+		body_s += side_s(g, a, dtype_bytes(dt), &bytes);
+	return gpu_make_cost(g, flops, bytes, (int)l, body_s, comp_s, mem_s);
 }
 
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,

@@ -13,7 +13,7 @@
  *   LLC 100 MB, 20 TB/s x 0.5 = 10 TB/s
  *   HBM 100 GB, 10 TB/s x 0.5 =  5 TB/s, 90 GB usable
  *   attention: forward 0.5, backward 0.25 of the clock-scaled peak,
- *              128-row work units
+ *              128-row work units, a masked tile as dear as another
  */
 #ifndef LLMSIM_TEST_GPU_FIXTURE_H
 #define LLMSIM_TEST_GPU_FIXTURE_H

@@ -1,15 +1,31 @@
 /*
  * test_attention.c - fused attention (src/gpu/gpu_attention.c) on the
  * toy GPU of fixture.h: attention rate = 1000 x 0.5 x 0.5 = 250 TFLOP/s
- * forward, 1000 x 0.5 x 0.25 = 125 TFLOP/s backward, 100 units, 128-row
- * work units.
+ * forward, 1000 x 0.5 x 0.25 = 125 TFLOP/s backward, U = 100 units,
+ * 128-row work units, no launch or pipeline-fill cost, masked tiles as
+ * dear as unmasked ones unless a test says otherwise.
+ *
+ * The numbers every test uses, for 128 x 128 tiles at head dim 128 in
+ * bf16, with the working set in HBM (5 TB/s, 5e10 B/s per unit):
+ *
+ *   tau_f = 128^2 x 2 (128 + 128) FLOP / 2.5 TFLOP/s     =  3.355 us  a forward tile
+ *   tau_b = 128^2 x 2 (3 128 + 2 128) FLOP / 1.25 TFLOP/s = 16.777 us  a backward tile
+ *   t_uf  = Q block 128 x 128 x 2 B / 5e10 B/s            =  0.655 us  a forward unit's load
+ *   t_ub  = K and V blocks 2 x 32768 B / 5e10 B/s         =  1.311 us  a backward unit's load
  */
 #include <criterion/criterion.h>
 #include <math.h>
 
 #include "fixture.h"
 
-/* 25 heads x 4096 / 128 = 800 work units = 8 full waves of 100. */
+#define TAU_F (128.0 * 128 * 2 * 256 / 2.5e12)
+#define TAU_B (128.0 * 128 * 2 * 640 / 1.25e12)
+#define TU_F (128.0 * 128 * 2 / 5e10)
+#define TU_B (2 * 128.0 * 128 * 2 / 5e10)
+
+/* 25 heads x 4096 / 128 = 800 work units = 8 full waves of 100. Q, K, V,
+ * O = 4 x 25 x 4096 x 128 x 2 B = 105 MB (+ 0.4 MB LSE): beyond the 100 MB
+ * LLC, so HBM serves it. */
 static struct gpu_attn_shape shape(int causal)
 {
 	struct gpu_attn_shape a = {
@@ -36,93 +52,161 @@ Test(gpu, attention_flops_forward_and_backward)
 				   fwd * 4097 / 8192, 1e-12));
 }
 
-Test(gpu, attention_forward_time_is_flops_over_attention_rate)
+Test(gpu, attention_forward_without_mask_runs_in_waves_of_units)
 {
 	struct gpu_attn_shape a = shape(0);
 	struct gpu_spec g;
 	struct gpu_cost c;
 
 	gpu_fixture_toy(&g);
-	/* 8 full waves, no overhead: t = F / 250 TFLOP/s = 2.147e11 /
-	 * 2.5e14 = 859 us. Bytes: Q, K, V, O = 4 x 25 x 4096 x 128 x 2 B =
-	 * 105 MB (+ 0.4 MB LSE) -> HBM at 5 TB/s = 21 us: compute-bound. */
+	/* 8 waves of units that each load their Q block and run 32 tiles:
+	 * 8 (t_uf + 32 tau_f) = 8 (0.655 + 107.374) us = 864.2 us, i.e.
+	 * F / 250 TFLOP/s = 859.0 us plus 8 loads. Memory: 105 MB / 5 TB/s
+	 * = 21 us, so compute-bound. */
 	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
-	cr_assert(gpu_fixture_near(c.time_s, 4.0 * 25 * 4096 * 4096 * 128 /
-					     250e12, 1e-12), "got %g", c.time_s);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (TU_F + 32 * TAU_F), 1e-9),
+		  "got %g", c.time_s);
 	cr_assert_eq(c.bound, GPU_BOUND_COMPUTE);
 	cr_assert(gpu_fixture_near(c.bytes, 4.0 * 25 * 4096 * 128 * 2 +
 					    25.0 * 4096 * 4, 1e-12));
 }
 
-Test(gpu, attention_causal_is_about_half)
-{
-	struct gpu_attn_shape nc = shape(0), ca = shape(1);
-	struct gpu_spec g;
-	double r;
-
-	gpu_fixture_toy(&g);
-	/* 4096 / 128 = 32 blocks: the causal kernel computes the 32 x 33 / 2
-	 * = 528 tiles on or below the diagonal of 32 x 32 = 1024, and both
-	 * fill 8 waves exactly, so causal / non-causal = 528 / 1024 =
-	 * 0.515625 (the useful FLOPs are 0.500122), forward and backward. */
-	r = gpu_attention_fwd(&g, DTYPE_BF16, &ca).time_s /
-	    gpu_attention_fwd(&g, DTYPE_BF16, &nc).time_s;
-	cr_assert(gpu_fixture_near(r, 528.0 / 1024, 1e-9), "ratio %g", r);
-	r = gpu_attention_bwd(&g, DTYPE_BF16, &ca).time_s /
-	    gpu_attention_bwd(&g, DTYPE_BF16, &nc).time_s;
-	cr_assert(gpu_fixture_near(r, 528.0 / 1024, 1e-9), "ratio %g", r);
-}
-
-Test(gpu, attention_causal_queries_at_the_end_compute_their_tiles)
-{
-	struct gpu_attn_shape nc = shape(0), ca = shape(1);
-	struct gpu_spec g;
-	double r;
-
-	gpu_fixture_toy(&g);
-	/* 1024 queries after 3072 of 4096 keys: 8 query blocks seeing 25..32
-	 * of the 32 key blocks, 8 x 24 + 36 = 228 tiles against 256 without
-	 * a mask. 25 heads x 8 blocks = 200 units, two waves of 100: the
-	 * mean unit (228 x 25 / 200 = 28.5 tiles) x 2 waves = 57 tiles of
-	 * time beats the longest unit (32), so causal / non-causal =
-	 * 57 / 64 = 228 / 256. */
-	nc.seq_q = ca.seq_q = 1024;
-	r = gpu_attention_fwd(&g, DTYPE_BF16, &ca).time_s /
-	    gpu_attention_fwd(&g, DTYPE_BF16, &nc).time_s;
-	cr_assert(gpu_fixture_near(r, 228.0 / 256, 1e-9), "ratio %g", r);
-}
-
-Test(gpu, attention_backward_costs_five_forwards_at_half_the_efficiency)
-{
-	struct gpu_attn_shape a = shape(1);
-	struct gpu_spec g;
-	double r;
-
-	gpu_fixture_toy(&g);
-	/* 2.5 x the FLOPs at 125 instead of 250 TFLOP/s: 5 x the time. */
-	r = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s /
-	    gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
-	cr_assert(gpu_fixture_near(r, 5.0, 1e-9), "ratio %g", r);
-}
-
-Test(gpu, attention_few_heads_leave_units_idle)
+Test(gpu, attention_backward_adds_its_pre_and_post_pass)
 {
 	struct gpu_attn_shape a = shape(0);
 	struct gpu_spec g;
 	struct gpu_cost c;
-	double per_unit;
+	double side_B = 25.0 * 4096 * (2 * 128 * 2 + 4 + 8 * 128 + 128 * 2);
+	double main_B = 8.0 * 25 * 4096 * 128 * 2 + 25.0 * 4096 * 4;
+
+	gpu_fixture_toy(&g);
+	/* Main kernel: 8 waves of key-block units, each loading K and V and
+	 * running 32 tiles: 8 (t_ub + 32 tau_b) = 8 (1.311 + 536.871) us =
+	 * 4305.5 us. Pre-pass reads O and dO (2 x 128 x 2 B a row), writes
+	 * D (4 B) and zeroes the FP32 dQ accumulator (4 x 128 B); post-pass
+	 * reads it (4 x 128 B) and writes dQ (128 x 2 B): 25 x 4096 x 1796 B
+	 * = 183.9 MB at 5 TB/s = 36.8 us, after the main kernel: 4342.2 us.
+	 * Bytes: the main kernel's Q, K, V, O, dO, dQ, dK, dV (8 x 26.2 MB)
+	 * and LSE (0.4 MB), plus the passes'. */
+	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (TU_B + 32 * TAU_B) +
+					     side_B / 5e12, 1e-9),
+		  "got %g", c.time_s);
+	cr_assert(gpu_fixture_near(c.bytes, main_B + side_B, 1e-12));
+}
+
+Test(gpu, attention_backward_is_three_kernel_launches)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g, launching;
+	double dfwd, dbwd;
+
+	gpu_fixture_toy(&g);
+	gpu_fixture_toy(&launching);
+	launching.kernel_launch_s = 5e-6;
+	/* 5 us a launch: one forward kernel, three backward (pre-pass, main,
+	 * dQ conversion): +5 us and +15 us. */
+	dfwd = gpu_attention_fwd(&launching, DTYPE_BF16, &a).time_s -
+	       gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	dbwd = gpu_attention_bwd(&launching, DTYPE_BF16, &a).time_s -
+	       gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(dfwd, 5e-6, 1e-6), "forward +%g", dfwd);
+	cr_assert(gpu_fixture_near(dbwd, 15e-6, 1e-6), "backward +%g", dbwd);
+}
+
+Test(gpu, attention_causal_units_leave_a_list_scheduling_tail)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g;
+	double sum, sum2, longest, rho, want, t;
+
+	gpu_fixture_toy(&g);
+	/* 32 query blocks of 1..32 tiles: l_i = t_uf + i tau_f, 25 heads =
+	 * 800 units. Per head sum l = 32 t_uf + 528 tau_f = 1792.6 us,
+	 * sum l^2 = 32 t_uf^2 + 2 x 528 t_uf tau_f + 11440 tau_f^2
+	 * (sum of i^2 = 32 x 33 x 65 / 6) = 1.3114e-7 s^2, so
+	 * rho = sum l^2 / (2 sum l) = 36.58 us; the longest L = t_uf + 32
+	 * tau_f = 108.03 us. t = W/U + L - rho = 25 x 1792.6 / 100 + 108.03
+	 * - 36.58 = 519.6 us: the perfect packing W/U = 448.2 us plus a tail
+	 * of 0.66 L. */
+	sum = 32 * TU_F + 528 * TAU_F;
+	sum2 = 32 * TU_F * TU_F + 2 * 528 * TU_F * TAU_F + 11440 * TAU_F * TAU_F;
+	longest = TU_F + 32 * TAU_F;
+	rho = sum2 / (2 * sum);
+	want = 25 * sum / 100 + longest - rho;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, want, 1e-9), "got %g want %g", t, want);
+	cr_assert(gpu_fixture_near(t, 519.6e-6, 1e-4), "got %g", t);
+}
+
+Test(gpu, attention_fewer_units_than_cus_take_the_longest)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g;
+	double t;
 
 	gpu_fixture_toy(&g);
 	g.gemm_tile_overhead_s = 1e-6;
-	/* 1 head x 4096 / 128 = 32 units on 100 units: one wave at 32%
-	 * occupancy. A unit does F / 32 = 4 x 4096^2 x 128 / 32 = 268.4
-	 * MFLOP at 250e12 / 100 = 2.5 TFLOP/s per unit = 107.4 us, plus the
-	 * 1 us wave overhead: 108.4 us for F = 8.59 GFLOP (79 TFLOP/s). */
+	/* One head: 32 units on 100 CUs all start at once, causal or not,
+	 * and the time is the longest unit's, the one that sees all 32 key
+	 * blocks. Q, K, V, O of one head (4.2 MB) fit the 10 MB L2 (20 TB/s,
+	 * 2e11 B/s a unit): pipeline fill 1 us + Q load 32768 B / 2e11 B/s
+	 * + 32 tau_f = 1 + 0.164 + 107.374 = 108.54 us. */
 	a.heads_q = a.heads_kv = 1;
-	per_unit = 4.0 * 4096 * 4096 * 128 / 32 / 2.5e12;
-	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
-	cr_assert(gpu_fixture_near(c.time_s, per_unit + 1e-6, 1e-9),
-		  "got %g", c.time_s);
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, 1e-6 + 32768 / 2e11 + 32 * TAU_F, 1e-9),
+		  "got %g", t);
+	a.causal = 0;
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   t, 1e-12));
+}
+
+Test(gpu, attention_masked_diagonal_tiles_cost_extra)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g, dear;
+	double d;
+
+	gpu_fixture_toy(&g);
+	gpu_fixture_toy(&dear);
+	dear.attention.masked_tile_cost = 2;
+	/* One head in L2 (as above): the longest unit holds one masked
+	 * tile, so at twice the cost it takes one tau more: +3.355 us
+	 * forward, +16.777 us backward. Without a mask nothing changes. */
+	a.heads_q = a.heads_kv = 1;
+	d = gpu_attention_fwd(&dear, DTYPE_BF16, &a).time_s -
+	    gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(d, TAU_F, 1e-9), "forward +%g", d);
+	d = gpu_attention_bwd(&dear, DTYPE_BF16, &a).time_s -
+	    gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(d, TAU_B, 1e-9), "backward +%g", d);
+	a.causal = 0;
+	cr_assert_eq(gpu_attention_fwd(&dear, DTYPE_BF16, &a).time_s,
+		     gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s);
+}
+
+Test(gpu, attention_causal_queries_at_the_end_compute_their_tiles)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g;
+	double t_l2_f = 32768 / 2e11, t_l2_b = 65536 / 2e11, t;
+
+	gpu_fixture_toy(&g);
+	g.attention.masked_tile_cost = 2;
+	/* 1024 queries after 3072 of 4096 keys, one head (in L2): 8 query
+	 * blocks seeing 25..32 key blocks, the last of each masked. Forward:
+	 * the longest unit, 32 tiles + 1 for its mask: t_uf + 33 tau_f.
+	 * Backward: key blocks 0..23 are seen by all 8 query blocks without
+	 * a mask, 24..31 by 8..1 with one: the longest, key block 24, takes
+	 * t_ub + 9 tau_b (+ the two passes over 1024 rows). */
+	a.heads_q = a.heads_kv = 1;
+	a.seq_q = 1024;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_f + 33 * TAU_F, 1e-9), "got %g", t);
+	t = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_b + 9 * TAU_B +
+				      1024.0 * 1796 / 2e13, 1e-9),
+		  "got %g", t);
 }
 
 Test(gpu, attention_unaligned_causal_queries_see_the_tail)
