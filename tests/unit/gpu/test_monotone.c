@@ -100,27 +100,68 @@ Test(gpu, more_bandwidth_or_rate_is_never_slower)
 	}
 }
 
+/* Shape hi is never faster than lo, forward and backward. */
+static void attn_never_faster(const struct gpu_spec *g,
+			      const struct gpu_attn_shape *lo,
+			      const struct gpu_attn_shape *hi, const char *what,
+			      double from)
+{
+	cr_assert_leq(gpu_attention_fwd(g, DTYPE_BF16, lo).time_s,
+		      gpu_attention_fwd(g, DTYPE_BF16, hi).time_s,
+		      "forward: %s %g -> more, causal %d", what, from, lo->causal);
+	cr_assert_leq(gpu_attention_bwd(g, DTYPE_BF16, lo).time_s,
+		      gpu_attention_bwd(g, DTYPE_BF16, hi).time_s,
+		      "backward: %s %g -> more, causal %d", what, from, lo->causal);
+}
+
 Test(gpu, attention_longer_sequences_are_never_faster)
 {
 	struct gpu_spec g;
 	struct gpu_attn_shape a = {
 		.batch = 1, .heads_q = 16, .heads_kv = 16, .head_dim_qk = 128,
 		.head_dim_v = 128,
-	};
+	}, b;
 	size_t i;
 	int causal;
 
 	realistic(&g);
+	g.attention.masked_tile_cost = 1.65;
 	for (causal = 0; causal <= 1; causal++)
 		for (i = 1; i < NSIZES; i++) {
-			double t0, t1;
-
 			a.causal = causal;
 			a.seq_q = a.seq_kv = sizes[i - 1];
-			t0 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
-			a.seq_q = a.seq_kv = sizes[i];
-			t1 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
-			cr_assert_leq(t0, t1, "seq %g -> %g causal %d",
-				      sizes[i - 1], sizes[i], causal);
+			b = a;
+			b.seq_q = b.seq_kv = sizes[i];
+			attn_never_faster(&g, &a, &b, "seq", sizes[i - 1]);
+		}
+}
+
+Test(gpu, attention_more_heads_or_batch_is_never_faster)
+{
+	struct gpu_spec g;
+	struct gpu_attn_shape a = {
+		.batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 2048,
+		.seq_kv = 2048, .head_dim_qk = 128, .head_dim_v = 128,
+	};
+	struct gpu_attn_shape b;
+	int causal, n;
+
+	realistic(&g);
+	g.attention.masked_tile_cost = 1.65;
+	/* 1..80 heads cross the 100 units at 7 heads (16 units a head),
+	 * where the causal schedule leaves waves for its tail formula. */
+	for (causal = 0; causal <= 1; causal++)
+		for (n = 1; n < 80; n++) {
+			a.causal = causal;
+			a.heads_q = a.heads_kv = n;
+			b = a;
+			b.heads_q = b.heads_kv = n + 1;
+			attn_never_faster(&g, &a, &b, "heads", n);
+			a.heads_q = a.heads_kv = 8;
+			a.batch = n;
+			b = a;
+			b.batch = n + 1;
+			attn_never_faster(&g, &a, &b, "batch", n);
+			a.batch = 1;
 		}
 }
