@@ -41,16 +41,22 @@
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
  * fraction of bandwidth (c large keeps it small); for S below L it is
- * the constant s o, an extra latency per step that the library's tuning
- * model does not charge; the fill matters where n is small.
+ * the constant s o, an extra latency per step. Neither the sync, the
+ * fill nor the sustained cap is in the library's tuning model, which is
+ * why measured bus bandwidth ramps up more slowly with size than that
+ * model says; the library still chooses by its model (net.c runs the
+ * candidates without these costs).
  *
  * Assumptions: the channels run in step (their sync points coincide);
  * a loop's chunks split evenly over channels; the fill is charged at the
- * phase's steady rates. The halving thresholds, c_max, c_min, K, slices
- * and stages are the library's constants; o is calibrated per library
- * and system against measured tables (configs/collectives/NAME.yaml).
- * LL and LL128 carry a flag in every line and fence nothing: the presets
- * give them no pipeline (their fill is small and not modeled).
+ * phase's steady rates. The halving thresholds and caps, c_max, K,
+ * slices and stages are the library's constants; o and the sustained
+ * caps are calibrated once per library and system against measured
+ * tables (configs/collectives/NAME.yaml, configs/systems). LL and LL128
+ * carry a flag in every line and fence nothing: the presets give them
+ * no pipeline (their fill is small and not modeled). Valid where the
+ * library runs these kernels: NCCL/RCCL rings, trees and NVLS; not for
+ * broadcast and reduce chains (not described).
  */
 #include "pipe.h"
 
