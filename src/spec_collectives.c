@@ -19,6 +19,13 @@
  *       hop_scale_up: {ll: 0.6 us, ll128: 1.9 us, simple: 3.4 us}
  *       hop_pcie:     {...}
  *       hop_net:      {...}
+ *       pipeline:                            (optional, per protocol)
+ *         simple: {chunk: 2 MiB, slices: 2, sync: 3.7 us}
+ *     nvls:
+ *       pipeline:
+ *         simple: {chunk: 128 KiB, halve_below: [64, 8, 2],
+ *                  halvings: [1, 2, 3], channels: 16, stages: 3,
+ *                  sync: 1.2 us}
  *     tree: ...
  *   kernel_units: {scale_up: 24, scale_out: 16, p2p: 2}
  *
@@ -109,6 +116,60 @@ static const struct schema ops_schema = {
 	.nfields = SCHEMA_COUNT(ops_fields),
 };
 
+#define PIOFF(m) offsetof(struct coll_pipe_spec, m)
+
+static const struct schema_field pipe_fields[] = {
+	{ .key = "chunk", .type = ST_BYTES, .offset = PIOFF(chunk_B),
+	  .def = "0 B", .max = 1e12,
+	  .help = "largest chunk a channel moves per step; 0 = no pipeline model" },
+	{ .key = "halve_below", .type = ST_INT_LIST, .offset = PIOFF(halve_below),
+	  .flags = SF_OPTIONAL, .min = 1, .max = 1e9,
+	  .help = "loops per hop of pipeline depth: in turn, halve the chunk "
+		  "while the collective would make fewer" },
+	{ .key = "halvings", .type = ST_INT_LIST, .offset = PIOFF(halvings),
+	  .flags = SF_OPTIONAL, .min = 0, .max = 30,
+	  .help = "halvings in all allowed up to each halve_below entry" },
+	{ .key = "channels", .type = ST_INT, .offset = PIOFF(channels),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "channels the kernel runs; 0 = the kernel units it holds" },
+	{ .key = "slices", .type = ST_INT, .offset = PIOFF(slices),
+	  .def = "1", .min = 1, .max = 1024,
+	  .help = "sync points per chunk step" },
+	{ .key = "sync", .type = ST_TIME, .offset = PIOFF(sync_s),
+	  .def = "0 us", .max = 1e-3,
+	  .help = "a channel's idle time per sync point" },
+	{ .key = "stages", .type = ST_INT, .offset = PIOFF(stages),
+	  .def = "1", .min = 1, .max = 64,
+	  .help = "stages a chunk passes inside a rank; the pipeline fills "
+		  "in stages - 1 loops" },
+};
+
+static const struct schema pipe_schema = {
+	.kind = "collectives.algorithm.pipeline.protocol",
+	.help = "how the library cuts a collective into loops of chunks",
+	.size = sizeof(struct coll_pipe_spec),
+	.fields = pipe_fields,
+	.nfields = SCHEMA_COUNT(pipe_fields),
+};
+
+#define PIPE(p, k) { .key = k, .type = ST_SECTION, \
+	.offset = (p) * sizeof(struct coll_pipe_spec), .sub = &pipe_schema, \
+	.flags = SF_OPTIONAL, .help = "the " k " protocol's pipeline" }
+
+static const struct schema_field pipes_fields[] = {
+	PIPE(PROTO_LL, "ll"),
+	PIPE(PROTO_LL128, "ll128"),
+	PIPE(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema pipes_schema = {
+	.kind = "collectives.algorithm.pipeline",
+	.help = "chunked pipeline per protocol",
+	.size = sizeof(struct coll_pipe_spec) * PROTO_COUNT,
+	.fields = pipes_fields,
+	.nfields = SCHEMA_COUNT(pipes_fields),
+};
+
 #define AOFF(m) offsetof(struct coll_algo_spec, m)
 #define LAT(k, m, h) { .key = k, .type = ST_SECTION, .offset = AOFF(m), \
 	.sub = &times_schema, .flags = SF_OPTIONAL, .help = h }
@@ -127,6 +188,9 @@ static const struct schema_field algo_fields[] = {
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
 	LAT("hop_net", hop_net, "latency per step over the scale-out network"),
+	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
+	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
+	  .help = "how it cuts a collective into loops of chunks, per protocol" },
 };
 
 static const struct schema algo_schema = {
@@ -178,6 +242,10 @@ static const struct schema_field proto_fields[] = {
 	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
 	  .def = "0 B/s", .max = 1e14,
 	  .help = "the cap when the group spans 4 or more nodes; 0 = none" },
+	{ .key = "sustained_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
+		  "the library's own choice does not see it; 0 = none" },
 };
 
 static const struct schema proto_schema = {
@@ -253,6 +321,22 @@ static const struct schema_field lib_fields[] = {
 		  "beside it slows by that share" },
 };
 
+/* A pipeline's halving rules come in pairs. */
+static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
+		      const struct cnode *node, struct diag *d)
+{
+	const struct coll_pipe_spec *ps = &lib->algo[a].pipe[p];
+
+	if (ps->halve_below.n == ps->halvings.n)
+		return 0;
+	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
+		   node ? node->col : 0, "'algorithms.%s.pipeline.%s.halvings': "
+		   "expected one entry per 'halve_below' entry (%zu), got %zu",
+		   coll_algo_names[a], coll_proto_names[p],
+		   ps->halve_below.n, ps->halvings.n);
+	return -1;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct cnode *node, struct diag *d)
 {
@@ -261,6 +345,8 @@ static int lib_check(void *obj, const struct cnode *node, struct diag *d)
 
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
+			if (pipe_check(lib, a, p, node, d) != 0)
+				rc = -1;
 			if (!lib->algo[a].protocols.on[p] ||
 			    lib->proto[p].bandwidth_factor > 0)
 				continue;

@@ -1,7 +1,8 @@
 /*
  * spec_collectives.h - a collective library's behaviour as data: which
  * algorithms and protocols it offers, their latency constants and
- * bandwidth factors, channels and PXN forwarding.
+ * bandwidth factors, how they cut a collective into chunks, channels and
+ * PXN forwarding.
  *
  * Loaded from configs/collectives/NAME.yaml (kind "collectives"; nccl,
  * rccl) through collectives_schema. The constants mirror the libraries'
@@ -58,6 +59,18 @@ struct coll_op_flags {
 	int off[COLL_OP_COUNT];			/* 1 = not for this op */
 };
 
+/* How the library cuts a collective into loops of chunks with one
+ * protocol (src/network/pipe.c has the model). chunk_B 0 = not modeled. */
+struct coll_pipe_spec {
+	double chunk_B;				/* B, largest chunk a channel moves per step */
+	struct schema_int_list halve_below;	/* loops per hop of depth: halve the chunk while the collective makes fewer */
+	struct schema_int_list halvings;	/* halvings in all allowed up to each halve_below entry */
+	int64_t channels;			/* channels (thread blocks); 0 = kernel_units for the group */
+	int64_t slices;				/* sync points per chunk step */
+	double sync_s;				/* s, a channel's idle time per sync point */
+	int64_t stages;				/* stages a chunk passes inside a rank (fill: stages - 1 loops) */
+};
+
 struct coll_algo_spec {
 	struct coll_proto_flags protocols;	/* offered protocols; none = algorithm off */
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
@@ -66,6 +79,7 @@ struct coll_algo_spec {
 	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
 	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */
 	struct coll_proto_times hop_net;	/* s, per step over the scale-out network */
+	struct coll_pipe_spec pipe[PROTO_COUNT];	/* chunked pipeline per protocol */
 };
 
 /* Caps on bus bandwidth by how many nodes the group spans (NCCL's
@@ -80,6 +94,8 @@ enum coll_scale {
 struct coll_proto_spec {
 	double bandwidth_factor;		/* fraction of line bytes that are user data */
 	double max_busbw_Bps[SCALE_COUNT];	/* B/s, library cap on bus bandwidth by scale; 0 = none */
+	double sustained_busbw_Bps;		/* B/s, most bus bandwidth its kernels sustain, which
+						 * the library's choice does not see; 0 = none */
 };
 
 /* Compute units (SMs / CUs) a collective's kernels hold while it runs,

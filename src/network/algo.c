@@ -60,15 +60,29 @@ void algo_phase(struct algo_ctx *x, struct plan *p)
 {
 	memset(x->phys_s, 0, sizeof(x->phys_s));
 	memset(x->seen, 0, sizeof(x->seen));
+	memset(&x->pipe, 0, sizeof(x->pipe));
 	plan_phase(p, 0);
 }
 
 void algo_close_phase(struct algo_ctx *x, struct plan *p, double latency_s)
 {
-	(void)x;
 	plan_flow_end(p);
-	if (!p->failed && p->nphases > 0)
+	if (!p->failed && p->nphases > 0) {
 		p->phases[p->nphases - 1].latency_s = latency_s;
+		p->phases[p->nphases - 1].pipe = x->pipe;
+		p->phases[p->nphases - 1].pipe.t_min_s = x->t_real_s;
+	}
+}
+
+void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback)
+{
+	const struct coll_pipe_spec *ps = &x->as->pipe[x->proto];
+	const struct coll_units_spec *u = &x->lib->kernel_units;
+	int64_t k = ps->channels ? ps->channels :
+		    x->g.nnodes > 1 ? u->scale_out : u->scale_up;
+
+	sh.chunks *= k > 0 ? (double)k : fallback;
+	pipe_init(&x->pipe, ps, &sh);
 }
 
 void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)
@@ -250,6 +264,10 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 		return 1;
 	}
 	algo_phase(x, p);
+	/* Every channel handles one chunk per head (every rank heads the
+	 * slice it owns) and syncs once per loop; one hop through the
+	 * switch. */
+	algo_pipe(x, (struct pipe_shape){ P, 1, 1, 0 }, 1);
 	for (i = 0; i < P; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
 		algo_flow(x, p, x->c->bytes * (1 + 1.0 / P) / eff);
@@ -346,6 +364,9 @@ static void setup(struct algo_ctx *x)
 	if (one_phase && cap > 0)
 		x->t_min_s = algo_busbw_factor(x->c->op, x->g.p) *
 			     x->c->bytes / cap;
+	if (one_phase && ps->sustained_busbw_Bps > 0)
+		x->t_real_s = algo_busbw_factor(x->c->op, x->g.p) *
+			      x->c->bytes / ps->sustained_busbw_Bps;
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,

@@ -25,9 +25,11 @@
  * The protocol's bandwidth factor inflates every flow's bytes (LL moves
  * 8 B lines carrying 4 B of data: twice the bytes); the library's
  * max_busbw becomes a per-flow bound so the bus bandwidth cannot exceed
- * it.
+ * it. Rings (all-reduce, all-gather, reduce-scatter) and NVLS describe
+ * the library's loops of chunks on their phase (pipe.h): sync stops per
+ * loop and pipeline fill, costed per size when the plan runs.
  *
- * Depends on plan.h, group.h, ham.h, route.h, topo.h, coll.h,
+ * Depends on plan.h, pipe.h, group.h, ham.h, route.h, topo.h, coll.h,
  * spec_collectives.h.
  */
 #ifndef LLMSIM_ALGO_H
@@ -51,8 +53,10 @@ struct algo_ctx {
 	struct group g;
 	double inflate;			/* line bytes per user byte: 1 / bandwidth_factor */
 	double t_min_s;			/* s, bandwidth-time floor from max_busbw; 0 = none */
+	double t_real_s;		/* s, the same from sustained_busbw (unseen by the choice) */
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
+	struct pipe pipe;		/* this phase's chunked pipeline (algo_pipe) */
 	const char *why;		/* why the algorithm does not apply */
 };
 
@@ -87,6 +91,12 @@ void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 /* The same with the library's rail choice for a point-to-point send. */
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      double coef);
+
+/* Describe the current phase's chunked pipeline from the library's spec
+ * for the protocol and the algorithm's shape, whose chunks are per
+ * channel here; the kernel runs the spec's channels, else the kernel
+ * units the group's collective holds, else fallback. */
+void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback);
 
 /* Latency constants (s) for the current protocol. */
 double algo_base(const struct algo_ctx *x);

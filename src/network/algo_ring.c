@@ -192,10 +192,15 @@ static void chans_release(struct chans *ch)
 typedef void (*emit_fn)(struct algo_ctx *x, struct plan *p,
 			const struct chans *ch, uint32_t c, uint32_t rail);
 
+/* The phase's chunked pipeline, given the flow channels ch.K. */
+typedef void (*pipe_fn)(struct algo_ctx *x, uint32_t K);
+
 /* One phase of ch.K channel flows, each built by emit; the phase costs
- * lat(x) once its routes are known. 0 or -1 (out of memory). */
+ * lat(x) once its routes are known, and pipe (if any) describes the
+ * library's loops. 0 or -1 (out of memory). */
 static int channels(struct algo_ctx *x, struct plan *p, int tree,
-		    emit_fn emit, double (*lat)(const struct algo_ctx *))
+		    emit_fn emit, double (*lat)(const struct algo_ctx *),
+		    pipe_fn pipe)
 {
 	struct chans ch;
 	uint32_t c;
@@ -211,6 +216,8 @@ static int channels(struct algo_ctx *x, struct plan *p, int tree,
 			goto out;
 		emit(x, p, &ch, c, rail);
 	}
+	if (pipe)
+		pipe(x, ch.K);
 	algo_close_phase(x, p, lat(x));
 	rc = 0;
 out:
@@ -230,9 +237,23 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	ring_segments(x, p, ch->ord, rail, chain, x->c->op == COLL_REDUCE);
 }
 
+/* A ring channel handles one chunk per rank each loop and passes it in
+ * 2(p-1) steps (all-reduce) or p-1 (all-gather, reduce-scatter). The
+ * chains of broadcast and reduce are not costed (their fill is not in
+ * the model). */
+static void ring_pipe(struct algo_ctx *x, uint32_t K)
+{
+	double P = x->g.p;
+
+	if (x->c->op == COLL_ALLREDUCE)
+		algo_pipe(x, (struct pipe_shape){ P, 2 * (P - 1), 1, 0 }, K);
+	else if (x->c->op == COLL_ALLGATHER || x->c->op == COLL_REDUCESCATTER)
+		algo_pipe(x, (struct pipe_shape){ P, P - 1, 1, 0 }, K);
+}
+
 int algo_ring(struct algo_ctx *x, struct plan *p)
 {
-	return channels(x, p, 0, ring_channel, ring_latency);
+	return channels(x, p, 0, ring_channel, ring_latency, ring_pipe);
 }
 
 /* In-order binary tree over 0..n-1 rooted at 0: the parent of r > 0 is r
@@ -297,6 +318,25 @@ static void tree_channel(struct algo_ctx *x, struct plan *p,
 	tree_segments(x, p, ch->ord, rail, c % 2);
 }
 
+/* Hops from a leaf to the root: the chain inside a node, then the
+ * binary tree's levels. */
+static double tree_depth(const struct algo_ctx *x)
+{
+	uint32_t N = x->g.nnodes;
+
+	return (x->g.ppn_max - 1) + floor_log2(N);
+}
+
+/* A tree channel moves one chunk per loop up the depth D (reducing) and
+ * down again (broadcasting) on split warps, one sync per loop; the last
+ * chunk leaves 2D - 1 loops after it entered. */
+static void tree_pipe(struct algo_ctx *x, uint32_t K)
+{
+	double D = tree_depth(x);
+
+	algo_pipe(x, (struct pipe_shape){ 1, 1, D, 2 * D - 1 }, K);
+}
+
 static double tree_latency(const struct algo_ctx *x)
 {
 	uint32_t N = x->g.nnodes;
@@ -307,7 +347,7 @@ static double tree_latency(const struct algo_ctx *x)
 
 int algo_tree(struct algo_ctx *x, struct plan *p)
 {
-	return channels(x, p, 1, tree_channel, tree_latency);
+	return channels(x, p, 1, tree_channel, tree_latency, tree_pipe);
 }
 
 /* Phase 1 or 3 of the hierarchical all-reduce: a ring in every node. */

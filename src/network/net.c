@@ -7,8 +7,13 @@
  * applies to the op and group, the plan is run on a private idle copy of
  * the fabric (its own event engine) and the fastest wins; ties go to the
  * earlier algorithm in enum order (ring first), then the earlier
- * protocol (LL first). Plans, idle times and choices are cached by
- * collective (pcache.h), so a step that repeats a collective pays once.
+ * protocol (LL first). The candidates are run as the library's tuning
+ * model sees them (RUN_LIBRARY: latency constants and bandwidth, without
+ * the kernels' loop costs and sustained caps of pipe.h, which NCCL's
+ * model does not charge), so the choice is the library's even where its
+ * model is too kind; the chosen plan is then timed in full. Plans, idle
+ * times and choices are cached by collective (pcache.h), so a step that
+ * repeats a collective pays once.
  *
  * The system's collective_overhead (software time the library's model
  * does not see: launch path, virtualization) is added to the first
@@ -201,9 +206,10 @@ static int idle_engine(struct net *n)
 	return n->idle ? 0 : -1;
 }
 
-/* Seconds cp takes for c on the idle fabric. 0 or -1 (memory). */
+/* Seconds cp takes for c on the idle fabric, costed as view says. 0 or
+ * -1 (memory). */
 static int run_idle(struct net *n, struct cplan *cp,
-		    const struct coll_desc *c, double *t_s)
+		    const struct coll_desc *c, enum run_view view, double *t_s)
 {
 	struct stopwatch w = { 0 };
 	units_ns_t t0;
@@ -213,7 +219,7 @@ static int run_idle(struct net *n, struct cplan *cp,
 	w.sim = n->idle_sim;
 	t0 = sim_now(n->idle_sim);
 	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, scale_of(cp, c),
-		      stop, &w) != 0 ||
+		      view, stop, &w) != 0 ||
 	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
 		/* A failed run leaves the idle engine mid-flight: start over
 		 * with a fresh one next time. */
@@ -224,11 +230,12 @@ static int run_idle(struct net *n, struct cplan *cp,
 	return 0;
 }
 
-/* The same, remembered per plan and size. */
+/* The same, remembered per plan, size and view. */
 static int idle_time(struct net *n, struct cplan *cp,
-		     const struct coll_desc *c, double *t_s)
+		     const struct coll_desc *c, enum run_view view, double *t_s)
 {
-	struct pkey k = key_of(c, PK_TIME, cp->plan.algo, cp->plan.proto);
+	struct pkey k = key_of(c, view == RUN_FULL ? PK_TIME : PK_LIBTIME,
+			       cp->plan.algo, cp->plan.proto);
 	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
 	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
 
@@ -236,7 +243,7 @@ static int idle_time(struct net *n, struct cplan *cp,
 		*t_s = v->time_s;
 		return 0;
 	}
-	if (run_idle(n, cp, c, t_s) != 0)
+	if (run_idle(n, cp, c, view, t_s) != 0)
 		return -1;
 	nv.time_s = *t_s;
 	if (shareable(c))
@@ -270,7 +277,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				continue;
 			if (rc != 0)
 				return rc;
-			rc = idle_time(n, cp, c, &t);
+			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
 			cplan_unref(cp);
 			if (rc != 0)
 				return -1;
@@ -358,7 +365,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 			diag_error(d, NULL, 0, 0, "%s: %s", what, why);
 		return -1;
 	}
-	rc = idle_time(n, cp, c, &t);
+	rc = idle_time(n, cp, c, RUN_FULL, &t);
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
 	cplan_unref(cp);
@@ -425,8 +432,8 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		return;
 	}
 	n->stats.flows += cp->plan.nflows;
-	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c), done,
-		       token);
+	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
+		       RUN_FULL, done, token);
 	cplan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);

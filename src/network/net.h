@@ -15,8 +15,10 @@
  * coll_proto of spec_collectives.h) when >= 0, else the system's
  * `algorithm` / `protocol` when set, else the library's choice: every
  * algorithm and protocol the library offers for the op is timed on the
- * idle fabric and the fastest wins, as NCCL and RCCL pick by their own
- * cost model.
+ * idle fabric as the library's own cost model sees it (latency constants
+ * and bandwidth, without the kernels' loop costs of pipe.h) and the
+ * fastest wins, as NCCL and RCCL pick by their tuning model. The chosen
+ * one is then timed in full.
  *
  * Replicas (coll_desc.replicas = R > 1: R identical groups run at once,
  * one simulated): the others are taken to sit on other endpoints (other

@@ -31,6 +31,7 @@ struct cplan {
 enum pkey_kind {
 	PK_PLAN,		/* a plan, for any size (bytes = -1) */
 	PK_TIME,		/* a plan's time on the idle fabric at one size */
+	PK_LIBTIME,		/* the same as the library's tuning model sees it */
 	PK_CHOICE		/* the algorithm and protocol chosen at one size */
 };
 

@@ -54,7 +54,8 @@ void plan_phase(struct plan *p, double latency_s)
 	if (grow(p, (void **)&p->phases, &p->capphases, p->nphases + 1u,
 		 sizeof(*p->phases)) != 0)
 		return;
-	p->phases[p->nphases++] = (struct plan_phase){ latency_s, p->nflows, 0 };
+	p->phases[p->nphases++] = (struct plan_phase){ .latency_s = latency_s,
+							 .first = p->nflows };
 }
 
 void plan_flow(struct plan *p, double volume_B, double bound_Bps)

@@ -10,9 +10,11 @@
  *
  * Plans are data: built once per (group, op, algorithm, protocol), with
  * volumes per byte of the collective's size (runs scale them), and run
- * any number of times (net.c caches them).
+ * any number of times (net.c caches them). What does not scale with the
+ * size (the library's loops of chunks: sync stops and pipeline fill) is
+ * described per phase (pipe.h) and costed by the run.
  *
- * Depends on route.h, mem.h.
+ * Depends on pipe.h, route.h, mem.h.
  */
 #ifndef LLMSIM_PLAN_H
 #define LLMSIM_PLAN_H
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pipe.h"
 #include "route.h"
 
 struct plan_flow {
@@ -31,6 +34,7 @@ struct plan_flow {
 struct plan_phase {
 	double latency_s;	/* s before its flows start */
 	uint32_t first, n;	/* its flows: flows[first .. first+n) */
+	struct pipe pipe;	/* the library's chunked pipeline; costed per size by runs */
 };
 
 struct plan {

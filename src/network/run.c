@@ -36,6 +36,8 @@ struct crun {
 	struct flownet *fn;
 	struct cplan *cp;
 	double scale;		/* flow volumes times this */
+	double size_B;		/* B, the collective's size (phases' pipelines); 0 = unknown */
+	int full;		/* cost the phases' pipelines (RUN_FULL) */
 	uint32_t phase;		/* current phase */
 	uint32_t pending;	/* its flows not yet done */
 	void (*done)(void *token);
@@ -43,6 +45,21 @@ struct crun {
 };
 
 static void start_flows(struct sim *sim, void *arg);
+
+/* The pipeline a run costs for phase i: the phase's, or none. */
+static const struct pipe *phase_pipe(const struct crun *r, uint32_t i)
+{
+	static const struct pipe none;
+
+	return r->full ? &r->cp->plan.phases[i].pipe : &none;
+}
+
+/* ns before phase i's flows start: its latency and its pipeline's sync. */
+static units_ns_t phase_wait(const struct crun *r, uint32_t i)
+{
+	return units_s_to_ns(r->cp->plan.phases[i].latency_s +
+			     pipe_sync_s(phase_pipe(r, i), r->size_B));
+}
 
 static void unlink_run(struct crun *r)
 {
@@ -93,8 +110,7 @@ static void advance(struct crun *r)
 	}
 	/* Out of memory here leaves the collective unfinished; the engine's
 	 * sticky failure (sim_failed) reports it. */
-	(void)sim_after(r->sim, units_s_to_ns(p->phases[r->phase].latency_s),
-			start_flows, r);
+	(void)sim_after(r->sim, phase_wait(r, r->phase), start_flows, r);
 }
 
 static void flow_done(void *arg)
@@ -110,6 +126,8 @@ static void start_flows(struct sim *sim, void *arg)
 	struct crun *r = arg;
 	const struct plan *p = &r->cp->plan;
 	const struct plan_phase *ph = &p->phases[r->phase];
+	const struct pipe *pp = phase_pipe(r, r->phase);
+	double vol = r->scale * pipe_volume_factor(pp, r->size_B);
 	uint32_t i;
 
 	(void)sim;
@@ -121,7 +139,9 @@ static void start_flows(struct sim *sim, void *arg)
 		 * failure flag reports it. */
 		if (flow_start(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
-			       f->volume_B * r->scale, f->bound_Bps, flow_done,
+			       f->volume_B * vol,
+			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps),
+			       flow_done,
 			       r) != 0)
 			r->pending--;
 	}
@@ -130,8 +150,8 @@ static void start_flows(struct sim *sim, void *arg)
 }
 
 int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, double scale, void (*done)(void *token),
-	      void *token)
+	      struct cplan *cp, double scale, enum run_view view,
+	      void (*done)(void *token), void *token)
 {
 	struct crun *r = mem_calloc(1, sizeof(*r));
 	const struct plan *p = &cp->plan;
@@ -139,13 +159,13 @@ int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
 
 	if (!r)
 		return -1;
-	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale, 0, 0, done,
-			    token };
+	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
+			    cp->per_byte ? scale : 0, view == RUN_FULL, 0, 0,
+			    done, token };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
-		ev = sim_after(sim, units_s_to_ns(p->phases[0].latency_s),
-			       start_flows, r);
+		ev = sim_after(sim, phase_wait(r, 0), start_flows, r);
 	if (!ev) {
 		mem_free(r);
 		return -1;

@@ -3,7 +3,10 @@
  *
  * A run walks the plan's phases: wait the phase's latency, start its
  * flows together, and when the last one ends go on to the next phase;
- * after the last, call done(token) from that event.
+ * after the last, call done(token) from that event. A full run adds
+ * each phase's pipeline costs for the collective's size (pipe.h): sync
+ * stops to the latency, fill to the volumes, the sustained-bandwidth
+ * bound to the flows.
  *
  * Depends on plan.h, pcache.h, flow.h, sim.h.
  */
@@ -25,13 +28,19 @@ struct run_set {
 /* Free every run still in flight (their done() is never called). */
 void run_set_release(struct run_set *rs);
 
+/* How a run costs a plan. */
+enum run_view {
+	RUN_FULL,	/* everything: the kernels' pipelines (pipe.h) too */
+	RUN_LIBRARY	/* as the library's tuning model sees it: no pipeline costs */
+};
+
 /* Run cp (taking a reference for the run's life) on sim through fn,
  * its flow volumes multiplied by scale (the size for a per-byte plan),
- * keeping it in rs while in flight. Returns 0, or -1 when out of memory
- * (done is then never called). */
+ * costed as view says, keeping it in rs while in flight. Returns 0, or
+ * -1 when out of memory (done is then never called). */
 int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, double scale, void (*done)(void *token),
-	      void *token);
+	      struct cplan *cp, double scale, enum run_view view,
+	      void (*done)(void *token), void *token);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links

@@ -5,8 +5,10 @@
  *   collectives FILE.yaml...
  *
  * Each FILE is a results/reference/collectives table: the llmsim system
- * it was measured on, the op, the ranks, and rows of [size_B, time_us,
- * busbw_GBps] as rccl-tests / nccl-tests printed them. For every row the
+ * it was measured on, the op, the ranks, optionally the algorithm the
+ * measurement forced (NCCL_ALGO; absent: the library's choice), and rows
+ * of [size_B, time_us, busbw_GBps] as rccl-tests / nccl-tests printed
+ * them. For every row the
  * tool predicts the same collective on the idle system and prints
  * measured and predicted busbw and the error (predicted - measured) /
  * measured; then the median |error| over 1 KiB - 8 GiB and over sizes of
@@ -36,6 +38,7 @@
 struct ref {
 	const char *system;
 	int op;				/* enum coll_op */
+	int algo;			/* enum coll_algo forced, or -1 */
 	uint32_t ranks;
 	double size_B[MAX_ROWS];	/* B */
 	double time_us[MAX_ROWS];	/* us, 0 = not published */
@@ -71,15 +74,22 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		    struct diag *d)
 {
 	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
-	const char *op, *ranks;
+	const char *op, *ranks, *algo;
 
 	if (!doc)
 		return -1;
 	r->system = scalar(doc, "system");
 	op = scalar(doc, "op");
 	ranks = scalar(doc, "ranks");
+	algo = scalar(doc, "algorithm");
 	rows = cnode_get(doc, "rows");
 	r->op = op ? spec_name_index(coll_op_names, op) : -1;
+	r->algo = algo ? spec_name_index(coll_algo_names, algo) : -1;
+	if (algo && r->algo < 0) {
+		diag_error(d, path, 0, 0, "'algorithm': expected one of ring, "
+			   "tree, nvls, ..., got '%s'", algo);
+		return -1;
+	}
 	r->ranks = ranks ? (uint32_t)atoi(ranks) : 0;
 	r->n = 0;
 	if (!r->system || r->op < 0 || r->ranks == 0 || !rows ||
@@ -162,7 +172,7 @@ static int validate(const char *path, struct config_ctx *cx)
 	       "error", "meas_us", "pred_us", "algorithm/protocol");
 	for (k = 0; k < r.n; k++) {
 		struct coll_desc c = { (enum coll_op)r.op, r.size_B[k], gpus,
-				       r.ranks, NULL, -1, -1, 1, 0 };
+				       r.ranks, NULL, r.algo, -1, 1, 0 };
 		struct net_coll_result p;
 
 		if (net_collective_time(n, &c, &p, cx->diag) != 0)

@@ -426,3 +426,98 @@ Test(net_coll, one_rank_moves_nothing)
 	cr_assert_eq(out.time_s, 0);
 	cr_assert_str_eq(out.algorithm, "ring");
 }
+
+#define MiB 1048576.0
+
+/* A Simple ring pipeline for the fixture's library: chunk c, 2 slices,
+ * o per slice, on K channels (the kernel units a collective holds). */
+static void ring_pipeline(struct fx *f, double chunk_B, double sync_s,
+			  int64_t K)
+{
+	struct coll_pipe_spec *ps = &f->lib.algo[ALGO_RING].pipe[PROTO_SIMPLE];
+
+	*ps = (struct coll_pipe_spec){ .chunk_B = chunk_B, .slices = 2,
+				       .sync_s = sync_s, .stages = 1 };
+	f->lib.kernel_units.scale_up = K;
+}
+
+Test(net_coll, ring_pays_a_sync_per_slice_per_loop)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 64 * MiB, NULL, 8, ALGO_RING, 1, NULL };
+
+	fx_switch(&f, 1);
+	ring_pipeline(&f, MiB, 1e-6, 4);
+	/* A loop moves K p c = 4 x 8 x 1 MiB = 32 MiB: 64 MiB is 2 loops of
+	 * 2(p-1) = 14 steps of 2 slices at 1 us: 56 us beyond the ring's
+	 * 1.75 n / 450 GB/s = 260.9 us. */
+	EQ_REL(timed(&f.sys, &r).time_s, 1.75 * 64 * MiB / 450e9 + 56e-6, 1e-6);
+	/* Reduce-scatter and all-gather pass a chunk in p-1 = 7 steps: 2
+	 * loops x 7 x 2 x 1 us = 28 us beyond 7/8 n / 450 GB/s. */
+	r.op = COLL_REDUCESCATTER;
+	EQ_REL(timed(&f.sys, &r).time_s, 0.875 * 64 * MiB / 450e9 + 28e-6, 1e-6);
+	r.op = COLL_ALLGATHER;
+	EQ_REL(timed(&f.sys, &r).time_s, 0.875 * 64 * MiB / 450e9 + 28e-6, 1e-6);
+	/* 1 MiB is one loop of smaller chunks, the same 7 x 2 stops: 14 us. */
+	r.bytes = MiB;
+	EQ_REL(timed(&f.sys, &r).time_s, 0.875 * MiB / 450e9 + 14e-6, 1e-6);
+}
+
+Test(net_coll, nvls_fills_its_stages)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 4 * MiB, NULL, 8, ALGO_NVLS, 1, NULL };
+
+	fx_switch(&f, 1);
+	f.lib.algo[ALGO_NVLS].pipe[PROTO_SIMPLE] = (struct coll_pipe_spec){
+		.chunk_B = 64 * 1024, .channels = 2, .slices = 1,
+		.sync_s = 1e-6, .stages = 3 };
+	/* A loop: 2 channels x 8 heads x 64 KiB = 1 MiB; 4 MiB is 4 loops,
+	 * 4 x 1 us of sync; 3 stages hold 2 loops in flight: the volume
+	 * grows by 2 x 1 MiB / 4 MiB = 1/2. NVLS alone moves n at
+	 * 450 / 1.125 = 400 GB/s: 1.5 x 4 MiB / 400 GB/s + 4 us. */
+	EQ_REL(timed(&f.sys, &r).time_s, 1.5 * 4 * MiB / 400e9 + 4e-6, 1e-6);
+}
+
+Test(net_coll, the_library_chooses_without_its_loop_costs)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 64 * MiB, NULL, 8, -1, 1, NULL };
+	struct net_coll_result out;
+
+	fx_switch(&f, 1);
+	/* NVLS pays 1 ms per 32 MiB loop (2 channels x 8 heads x 2 MiB):
+	 * 2 ms in all, where a ring would take 260.9 us. The library's own
+	 * model does not see it (64 MiB / 400 GB/s = 167.8 us against the
+	 * ring's 260.9 us), so NVLS stays its choice, at its full time:
+	 * 167.8 us + 2 ms. */
+	f.lib.algo[ALGO_NVLS].pipe[PROTO_SIMPLE] = (struct coll_pipe_spec){
+		.chunk_B = 2 * MiB, .channels = 2, .slices = 1,
+		.sync_s = 1e-3, .stages = 1 };
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.algorithm, "nvls");
+	EQ_REL(out.time_s, 64 * MiB / 400e9 + 2e-3, 1e-6);
+}
+
+Test(net_coll, sustained_busbw_bounds_the_kernels)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 8, -1, 1, NULL };
+	struct net_coll_result out;
+
+	fx_switch(&f, 1);
+	f.sys.algorithm = ALGO_RING;
+	/* Simple kernels that sustain 100 GB/s of bus bandwidth: the ring's
+	 * 1.75 n at most 100 GB/s instead of 450: 18.79 ms for 1 GiB. */
+	f.lib.proto[PROTO_SIMPLE].sustained_busbw_Bps = 100e9;
+	out = timed(&f.sys, &r);
+	EQ_REL(out.busbw_Bps, 100e9, 1e-6);
+	/* Unseen by the choice: with LL offered at half the bytes (busbw
+	 * 225 GB/s by the library's model, 450 x 0.5) Simple still wins the
+	 * choice (450 GB/s by that model) and runs capped. */
+	f.lib.algo[ALGO_RING].protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.busbw_Bps, 100e9, 1e-6);
+}

@@ -11,6 +11,7 @@
 #include "diag.h"
 #include "mem.h"
 #include "network/net.h"
+#include "network/pipe.h"
 #include "schema.h"
 #include "spec_system.h"
 
@@ -155,5 +156,50 @@ Test(net_presets, mi300x_pair_is_one_link)
 	 * between 47 and 48 GB/s, as measured (47.7 [S5]), not 336. */
 	cr_assert(r.busbw_Bps > 47e9 && r.busbw_Bps <= 48e9, "%g", r.busbw_Bps);
 	net_free(n);
+	arena_release(&a);
+}
+
+Test(net_presets, pipeline_halvings_pair_with_thresholds)
+{
+	static const char *const bad[] = {
+		"algorithms.nvls.pipeline.simple.halvings=[1]",
+	};
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = { &a, &d, "." };
+	void *obj;
+
+	arena_init(&a);
+	diag_init(&d, NULL);
+	obj = arena_alloc(&a, collectives_schema.size);
+	cr_assert_not_null(obj);
+	/* NVLS has 3 thresholds (64, 8, 2 loops): one cap on halvings is
+	 * not a rule per threshold; one error, and the load fails. */
+	cr_assert_eq(config_load(&cx, &collectives_schema, "nccl", bad, 1, obj),
+		     -1);
+	cr_assert_eq(d.errors, 1);
+	arena_release(&a);
+}
+
+Test(net_presets, nccl_nvls_chunks_follow_enqueue)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	struct pipe pp;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	/* 16 NVLS channels x 8 heads on one node of 8 H100. */
+	pipe_init(&pp, &lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE],
+		  &(struct pipe_shape){ 8, 1, 1, 0 });
+	pp.chunks *= (double)lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels;
+	/* NCCL's rule: 128 KiB from 64 x 128 x 128 KiB = 1 GiB up, 64 KiB
+	 * from 8 x 128 x 64 KiB = 64 MiB, 32 KiB from 8 MiB, else 16 KiB
+	 * (the DGX H100 table steps up between 512 MiB and 1 GiB). */
+	cr_assert_float_eq(pipe_chunk_B(&pp, 1073741824.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 536870912.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 67108864.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 33554432.0), 32768, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 16384, 0);
 	arena_release(&a);
 }

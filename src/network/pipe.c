@@ -1,0 +1,135 @@
+/*
+ * pipe.c - the library's chunked pipeline.
+ *
+ * Model. A library kernel runs a collective on K channels, one thread
+ * block each. One loop of the kernel moves
+ *     L = K g c                                            [B]
+ * of the collective's S bytes: every channel handles g chunks of c bytes
+ * (a ring: g = p, one per rank; NVLS: g = p, one per head; a tree: 1).
+ * So
+ *     n = ceil(S / L)  loops  (n >= 1 for S > 0)
+ * and the last loop, or the only one, moves proportionally smaller
+ * chunks (NCCL's realChunkSize). The chunk is the library's largest,
+ * c_max, halved while S is small: for each rule i in turn (threshold
+ * m_i in loops per hop of the pipeline's depth D, cap h_i on the
+ * halvings made so far),
+ *     while S < m_i D K g c  and  halvings < h_i:   c = c / 2
+ * (NCCL enqueue.cc: NVLS m = 64, 8, 2 with h = 1, 2, 3 and D = 1;
+ * trees m = 8, 4, 1, h = 2, 3, 4, D = the tree's depth; rings keep
+ * c_max; the constants are in configs/collectives/NAME.yaml).
+ *
+ * Beyond the links' bandwidth this costs, per phase:
+ *   sync  every loop, each channel stops at s sync points (s = steps x
+ *         slices: a ring all-reduce makes 2(p-1) steps of 2 slices per
+ *         loop; NVLS one per loop) for o seconds: waiting for its peer's
+ *         flag, fencing its writes, posting its own flag. The channels
+ *         stop together, so the links idle meanwhile:
+ *             t_sync = n s o                                  [s]
+ *   fill  the pipeline holds F loops in flight before the first one
+ *         ends: F = stages - 1 for a chunk that passes `stages` stages
+ *         inside a rank (NVLS: the scatter, reduce-multicast and gather
+ *         warps), plus what the algorithm's structure adds (a tree's
+ *         chunk climbs D hops and comes down D: 2D - 1); so
+ *             V' = V (1 + F min(L, S) / S)                    [B]
+ *         for a phase that moves V over a link; the extra bytes go at
+ *         the flows' own rates, so contention slows the fill too.
+ *   cap   the bus bandwidth the protocol's kernels sustain (measured,
+ *         where the library's per-channel model is too kind, e.g. LL128
+ *         on A100) bounds every flow as the library's own caps do:
+ *             rate <= V / (f S / B_sustained)   (f: busbw factor)
+ *   T = latency + t_sync + V' / rate.
+ *
+ * For S much larger than L, t_sync grows like S s o / L: a constant
+ * fraction of bandwidth (c large keeps it small); for S below L it is
+ * the constant s o, an extra latency per step. Neither the sync, the
+ * fill nor the sustained cap is in the library's tuning model, which is
+ * why measured bus bandwidth ramps up more slowly with size than that
+ * model says; the library still chooses by its model (net.c runs the
+ * candidates without these costs).
+ *
+ * Assumptions: the channels run in step (their sync points coincide);
+ * a loop's chunks split evenly over channels; the fill is charged at the
+ * phase's steady rates. The halving thresholds and caps, c_max, K,
+ * slices and stages are the library's constants; o and the sustained
+ * caps are calibrated once per library and system against measured
+ * tables (configs/collectives/NAME.yaml, configs/systems). LL and LL128
+ * carry a flag in every line and fence nothing: the presets give them
+ * no pipeline (their fill is small and not modeled). Valid where the
+ * library runs these kernels: NCCL/RCCL rings, trees and NVLS; not for
+ * broadcast and reduce chains (not described).
+ */
+#include "pipe.h"
+
+#include <math.h>
+#include <string.h>
+
+void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
+	       const struct pipe_shape *sh)
+{
+	memset(pp, 0, sizeof(*pp));
+	if (!ps || !(ps->chunk_B > 0) || !(sh->chunks > 0))
+		return;
+	pp->chunk_B = ps->chunk_B;
+	pp->halve_below = ps->halve_below.v;
+	pp->halvings = ps->halvings.v;
+	pp->nhalve = (uint32_t)(ps->halve_below.n < ps->halvings.n ?
+				ps->halve_below.n : ps->halvings.n);
+	pp->depth = sh->depth > 1 ? sh->depth : 1;
+	pp->chunks = sh->chunks;
+	pp->sync_s = sh->steps * (double)ps->slices * ps->sync_s;
+	pp->fill = (ps->stages > 1 ? (double)(ps->stages - 1) : 0) + sh->fill;
+}
+
+double pipe_chunk_B(const struct pipe *pp, double size_B)
+{
+	double c = pp->chunk_B, per_loop = pp->depth * pp->chunks;
+	int64_t done = 0;
+	uint32_t i;
+
+	for (i = 0; i < pp->nhalve; i++)
+		while (size_B < (double)pp->halve_below[i] * per_loop * c &&
+		       done < pp->halvings[i]) {
+			c /= 2;
+			done++;
+		}
+	return c;
+}
+
+double pipe_loops(const struct pipe *pp, double size_B)
+{
+	double L, n;
+
+	if (!(pp->chunk_B > 0) || !(size_B > 0))
+		return 0;
+	L = pp->chunks * pipe_chunk_B(pp, size_B);
+	/* A size that is a whole number of loops up to rounding is that
+	 * number, not one more. */
+	n = ceil(size_B / L * (1 - 1e-12));
+	return n < 1 ? 1 : n;
+}
+
+double pipe_sync_s(const struct pipe *pp, double size_B)
+{
+	return pipe_loops(pp, size_B) * pp->sync_s;
+}
+
+double pipe_bound_Bps(const struct pipe *pp, double volume_B,
+		      double bound_Bps)
+{
+	double b;
+
+	if (!(pp->t_min_s > 0))
+		return bound_Bps;
+	b = volume_B / pp->t_min_s;
+	return bound_Bps > 0 && bound_Bps < b ? bound_Bps : b;
+}
+
+double pipe_volume_factor(const struct pipe *pp, double size_B)
+{
+	double L;
+
+	if (!(pp->chunk_B > 0) || !(size_B > 0) || !(pp->fill > 0))
+		return 1;
+	L = pp->chunks * pipe_chunk_B(pp, size_B);
+	return 1 + pp->fill * (L < size_B ? L : size_B) / size_B;
+}

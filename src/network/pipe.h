@@ -1,0 +1,67 @@
+/*
+ * pipe.h - the library's chunked pipeline: how NCCL/RCCL cut a
+ * collective into loops of chunks, and the time that costs beyond the
+ * links' bandwidth (pipe.c has the model as mathematics).
+ *
+ * An algorithm describes a phase's pipeline once, per byte of nothing
+ * (plans are built for every size at once); a run costs it for the
+ * collective's size: extra latency, a volume factor and a rate bound for
+ * the phase's flows. These are the kernel's costs the library's own
+ * tuning model does not see: it chooses without them (net.c).
+ *
+ * Depends on spec_collectives.h only.
+ */
+#ifndef LLMSIM_PIPE_H
+#define LLMSIM_PIPE_H
+
+#include <stdint.h>
+
+#include "../spec_collectives.h"
+
+/* What an algorithm's structure says about a phase's pipeline. */
+struct pipe_shape {
+	double chunks;		/* chunks one loop moves, all channels together */
+	double steps;		/* steps a channel makes per loop (each of the spec's slices syncs) */
+	double depth;		/* hops a chunk travels one way; halving thresholds scale with it */
+	double fill;		/* loops the structure takes to fill, beyond the spec's stages */
+};
+
+/* One phase's pipeline. All zero (chunk_B 0) = no pipeline cost. */
+struct pipe {
+	double chunk_B;			/* B, largest chunk a channel moves per step */
+	const int64_t *halve_below;	/* loops per hop of depth (the spec's list) */
+	const int64_t *halvings;	/* halvings allowed up to each entry (the spec's list) */
+	uint32_t nhalve;		/* entries in both */
+	double depth;			/* hops: scales halve_below */
+	double chunks;			/* chunks one loop moves, all channels together */
+	double sync_s;			/* s, a channel's idle time per loop */
+	double fill;			/* loops of data the pipeline takes to fill */
+	double t_min_s;			/* s per plan byte: the kernels' sustained-bandwidth floor; 0 = none */
+};
+
+/*
+ * Describe a phase's pipeline from the library's spec for one protocol
+ * and the algorithm's shape. A spec without a chunk, or a shape without
+ * chunks, leaves *pp without cost.
+ */
+void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
+	       const struct pipe_shape *sh);
+
+/* The chunk (B) the library uses for a collective of size_B. */
+double pipe_chunk_B(const struct pipe *pp, double size_B);
+
+/* Loops the kernel makes for size_B (at least 1; 0 without a pipeline). */
+double pipe_loops(const struct pipe *pp, double size_B);
+
+/* Idle time (s) the pipeline adds for size_B: loops x sync. */
+double pipe_sync_s(const struct pipe *pp, double size_B);
+
+/* The factor (>= 1) on the phase's volumes: the fill's extra bytes. */
+double pipe_volume_factor(const struct pipe *pp, double size_B);
+
+/* The rate (B/s) a flow of volume_B plan bytes may reach under the
+ * kernels' sustained bandwidth (min with bound_Bps; 0 = no bound). */
+double pipe_bound_Bps(const struct pipe *pp, double volume_B,
+		      double bound_Bps);
+
+#endif

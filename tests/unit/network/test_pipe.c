@@ -1,0 +1,151 @@
+/*
+ * test_pipe.c - the library's chunked pipeline (src/network/pipe.c):
+ * chunk halving, loops, sync stops, fill and the sustained-bandwidth
+ * bound, each against a hand derivation.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "network/pipe.h"
+
+#define KiB 1024.0
+#define MiB (1024.0 * 1024.0)
+#define GiB (1024.0 * MiB)
+
+#define EQ_REL(a, b, rel) cr_assert_float_eq((a), (b), fabs((double)(b)) * (rel) + 1e-12, \
+	"%s = %.9g, expected %.9g", #a, (double)(a), (double)(b))
+
+/* NCCL's NVLS pipeline on 8 GPUs: 16 channels x 8 heads = 128 chunks a
+ * loop, 128 KiB halved below 64, 8, 2 loops (at most 1, 2, 3 halvings),
+ * one 1 us sync per loop, 3 stages. */
+static void nvls(struct pipe *pp)
+{
+	static const int64_t below[] = { 64, 8, 2 }, halvings[] = { 1, 2, 3 };
+	struct coll_pipe_spec ps = {
+		.chunk_B = 128 * KiB, .halve_below = { (int64_t *)below, 3 },
+		.halvings = { (int64_t *)halvings, 3 }, .slices = 1,
+		.sync_s = 1e-6, .stages = 3,
+	};
+
+	pipe_init(pp, &ps, &(struct pipe_shape){ 16 * 8, 1, 1, 0 });
+}
+
+Test(pipe, nvls_chunk_halves_by_nccl_rule)
+{
+	struct pipe pp;
+
+	nvls(&pp);
+	/* 1 GiB = 64 x 128 x 128 KiB: not below 64 loops, the chunk stays
+	 * 128 KiB: 1 GiB / (128 x 128 KiB) = 64 loops. */
+	EQ_REL(pipe_chunk_B(&pp, GiB), 128 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, GiB), 64, 0);
+	/* 512 MiB < 1 GiB: 64 KiB (one halving, the first rule's cap);
+	 * 512 MiB is not below 8 x 128 x 64 KiB = 64 MiB: 64 loops. */
+	EQ_REL(pipe_chunk_B(&pp, 512 * MiB), 64 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, 512 * MiB), 64, 0);
+	/* 32 MiB < 64 MiB: 32 KiB; not below 2 x 128 x 32 KiB = 8 MiB:
+	 * 32 MiB / 4 MiB = 8 loops. */
+	EQ_REL(pipe_chunk_B(&pp, 32 * MiB), 32 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, 32 * MiB), 8, 0);
+	/* 4 MiB < 8 MiB: 16 KiB, a 2 MiB loop: 2 loops. */
+	EQ_REL(pipe_chunk_B(&pp, 4 * MiB), 16 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, 4 * MiB), 2, 0);
+}
+
+Test(pipe, nvls_sync_and_fill)
+{
+	struct pipe pp;
+
+	nvls(&pp);
+	/* 4 MiB in 2 loops of 2 MiB: 2 x 1 us of sync; 3 stages hold
+	 * 2 loops in flight: volume x (1 + 2 x 2 MiB / 4 MiB) = x 2. */
+	EQ_REL(pipe_sync_s(&pp, 4 * MiB), 2e-6, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 4 * MiB), 2, 1e-12);
+	/* 1 MiB fits one 2 MiB loop: the fill is 2 x the whole size: x 3. */
+	EQ_REL(pipe_volume_factor(&pp, MiB), 3, 1e-12);
+	/* 1 GiB in 64 loops of 16 MiB: 64 us; fill 1 + 2 x 16 / 1024. */
+	EQ_REL(pipe_sync_s(&pp, GiB), 64e-6, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, GiB), 1 + 2 * 16.0 / 1024, 1e-12);
+}
+
+/* NCCL's Simple ring all-reduce on 8 GPUs and 24 channels: a channel
+ * handles 8 chunks of 2 MiB a loop and makes 2(p-1) = 14 steps of 2
+ * slices, 3.7 us each. */
+static void ring(struct pipe *pp)
+{
+	struct coll_pipe_spec ps = { .chunk_B = 2 * MiB, .slices = 2,
+				     .sync_s = 3.7e-6, .stages = 1 };
+
+	pipe_init(pp, &ps, &(struct pipe_shape){ 24 * 8, 14, 1, 0 });
+}
+
+Test(pipe, ring_syncs_per_loop)
+{
+	struct pipe pp;
+
+	ring(&pp);
+	/* A loop: 24 x 8 x 2 MiB = 384 MiB; its sync 14 x 2 x 3.7 us =
+	 * 103.6 us. 1 MiB and 384 MiB are one loop; 1 GiB is 2.67, so 3. */
+	EQ_REL(pipe_chunk_B(&pp, MiB), 2 * MiB, 0);
+	EQ_REL(pipe_sync_s(&pp, MiB), 103.6e-6, 1e-12);
+	EQ_REL(pipe_loops(&pp, 384 * MiB), 1, 0);
+	EQ_REL(pipe_loops(&pp, GiB), 3, 0);
+	EQ_REL(pipe_sync_s(&pp, GiB), 3 * 103.6e-6, 1e-12);
+	/* One stage: no fill. */
+	EQ_REL(pipe_volume_factor(&pp, GiB), 1, 0);
+}
+
+Test(pipe, tree_thresholds_scale_with_depth)
+{
+	static const int64_t below[] = { 8, 4, 1 }, halvings[] = { 2, 3, 4 };
+	struct coll_pipe_spec ps = {
+		.chunk_B = 512 * KiB, .halve_below = { (int64_t *)below, 3 },
+		.halvings = { (int64_t *)halvings, 3 }, .slices = 1,
+		.sync_s = 1e-6, .stages = 1,
+	};
+	struct pipe pp;
+
+	/* A chain of 8 (depth 7) on 24 channels, one chunk each a loop:
+	 * per loop 7 x 24 = 168 chunks' worth of threshold. 64 MiB:
+	 * below 8 x 168 x 512 KiB -> 256 KiB, below 8 x 168 x 256 KiB ->
+	 * 128 KiB (2 halvings: the first rule's cap); below 4 x 168 x 128
+	 * KiB = 84 MiB -> 64 KiB; not below 1 x 168 x 64 KiB = 10.5 MiB. */
+	pipe_init(&pp, &ps, &(struct pipe_shape){ 24, 1, 7, 13 });
+	EQ_REL(pipe_chunk_B(&pp, 64 * MiB), 64 * KiB, 0);
+	/* 64 MiB / (24 x 64 KiB) = 42.67 -> 43 loops of 1 us. */
+	EQ_REL(pipe_sync_s(&pp, 64 * MiB), 43e-6, 1e-12);
+	/* The chunk climbs 7 hops and comes down 7: 13 loops of fill,
+	 * 13 x 1.5 MiB over 64 MiB. */
+	EQ_REL(pipe_volume_factor(&pp, 64 * MiB), 1 + 13 * 1.5 / 64, 1e-12);
+}
+
+Test(pipe, no_chunk_costs_nothing)
+{
+	struct coll_pipe_spec ps = { .slices = 2, .sync_s = 1e-6, .stages = 3 };
+	struct pipe pp;
+
+	/* No chunk in the spec (LL, or a library without the data): no
+	 * loops, no sync, no fill. */
+	pipe_init(&pp, &ps, &(struct pipe_shape){ 8, 14, 1, 0 });
+	EQ_REL(pipe_loops(&pp, GiB), 0, 0);
+	EQ_REL(pipe_sync_s(&pp, GiB), 0, 0);
+	EQ_REL(pipe_volume_factor(&pp, GiB), 1, 0);
+	/* Nor for an empty collective with one. */
+	ring(&pp);
+	EQ_REL(pipe_sync_s(&pp, 0), 0, 0);
+	EQ_REL(pipe_volume_factor(&pp, 0), 1, 0);
+}
+
+Test(pipe, sustained_bound_is_the_smaller)
+{
+	struct pipe pp = { .t_min_s = 2e-9 };
+
+	/* A flow of 1 plan byte per 2 ns: at most 0.5 GB/s; against a
+	 * library bound of 0.1 GB/s the smaller holds; no bound: 0.5. */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0), 0.5e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0.1e9), 0.1e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9), 0.5e9, 1e-12);
+	pp.t_min_s = 0;
+	/* None: the library's bound stands. */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9), 1e9, 0);
+}
