@@ -698,10 +698,10 @@ Test(exec, comm_and_other_tasks_are_not_slowed)
 	task_id other = task(p, 0, 0, 5, "host", TASK_OTHER);
 	task_id peer = task(p, 1, 0, 5, "peer", TASK_COMPUTE);
 
-	/* A 6 us all-reduce of both ranks taking 0.5: an OTHER task on rank
-	 * 0 keeps its 5 us; compute on rank 1 does 2.5 us of work in the
-	 * first 5 us... rank 1's task starts with the collective at 0, runs
-	 * at 0.5 until 6 us (3 us of work), then 2 us at full: ends at 8. */
+	/* A 6 us all-reduce of both ranks holding half of each GPU: the
+	 * OTHER task on rank 0 is not slowed and ends at 5 us; the compute
+	 * task on rank 1 runs at 0.5 until the collective ends at 6 us
+	 * (3 us of its 5 done), then 2 us at full speed: ends at 8 us. */
 	coll_sm(p, both, 2, 1, 6e6, 0.5);
 	run(p, &m);
 	cr_assert_eq(ns(exec_task_end_s(p, other)), 5000);
