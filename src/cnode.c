@@ -11,6 +11,8 @@
 #include "cnode.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,4 +454,29 @@ void cnode_print(FILE *out, const struct cnode *n, int indent)
 			n->kind == CNODE_MAP ? "{}" : "[]");
 	else
 		print_node(out, n, indent);
+}
+
+void cnode_error(struct diag *d, const struct cnode *at, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag_error(d, at ? at->file : NULL, at ? at->line : 0,
+		   at ? at->col : 0, "%s", msg);
+}
+
+int cnode_is_null(const struct cnode *n)
+{
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	size_t i;
+
+	if (n->kind != CNODE_SCALAR || n->quoted)
+		return 0;
+	for (i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+		if (strcmp(n->text, nulls[i]) == 0)
+			return 1;
+	return 0;
 }

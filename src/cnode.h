@@ -62,6 +62,14 @@ struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
 struct cnode *cnode_load_json(struct arena *a, const char *path,
 			      struct diag *d);
 
+/* Report an error at node at (file:line:col), or without a location when
+ * at is NULL (a spec built in C). printf-style. */
+void cnode_error(struct diag *d, const struct cnode *at, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* 1 for an unquoted YAML null scalar: empty, ~, null, Null or NULL. */
+int cnode_is_null(const struct cnode *n);
+
 /* The value for key in a mapping, or NULL. */
 struct cnode *cnode_get(const struct cnode *map, const char *key);
 

@@ -88,13 +88,6 @@ static void keyjoin(char *buf, const char *prefix, const char *key)
 		snprintf(buf, KEYPATH_LEN, "%s", key);
 }
 
-static int is_null(const struct cnode *v)
-{
-	return v->kind == CNODE_SCALAR && !v->quoted &&
-	       (!v->text[0] || !strcmp(v->text, "~") ||
-		!strcasecmp(v->text, "null"));
-}
-
 /* What stands in for a reference that failed (see the file comment). */
 static struct cnode *failed_ref(struct resolver *r, const struct cnode *at)
 {
@@ -324,7 +317,7 @@ static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
 	struct cnode *base;
 	char sub[KEYPATH_LEN];
 
-	if (v->kind == CNODE_SCALAR && !is_null(v))
+	if (v->kind == CNODE_SCALAR && !cnode_is_null(v))
 		return resolve_name(r, s, v, keypath);
 	if (v->kind != CNODE_MAP) {
 		ref_error(r, v, keypath, "expected a %s preset name, a path or "
@@ -336,7 +329,7 @@ static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
 	if (!p)
 		return resolve_map(r, s, v, keypath);
 	keyjoin(sub, keypath, "preset");
-	if (p->kind != CNODE_SCALAR || is_null(p)) {
+	if (p->kind != CNODE_SCALAR || cnode_is_null(p)) {
 		ref_error(r, p, sub, "expected a %s preset name or a path, got "
 			  "%s", s->kind, p->kind == CNODE_SCALAR ? "null" :
 			  p->kind == CNODE_MAP ? "a mapping" : "a sequence");

@@ -68,19 +68,6 @@ static void errf(struct loader *ld, const struct cnode *at, const char *path,
 		diag_error(ld->d, at->file, at->line, at->col, "%s", msg);
 }
 
-static int is_null(const struct cnode *v)
-{
-	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-	size_t i;
-
-	if (v->kind != CNODE_SCALAR || v->quoted)
-		return 0;
-	for (i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
-		if (strcmp(v->text, nulls[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* What the user wrote, for "got ...": 'text' (control characters
  * escaped, cut after 60 characters), null, a mapping or a sequence. */
 static const char *shown(const struct cnode *v, char *buf, size_t n)
@@ -90,7 +77,7 @@ static const char *shown(const struct cnode *v, char *buf, size_t n)
 
 	if (v->kind != CNODE_SCALAR)
 		return v->kind == CNODE_MAP ? "a mapping" : "a sequence";
-	if (is_null(v))
+	if (cnode_is_null(v))
 		return "null";
 	buf[k++] = '\'';
 	for (p = (const unsigned char *)v->text; *p && k + 8 < n; p++) {
@@ -370,7 +357,7 @@ static int load_value(struct loader *ld, const struct schema_field *f,
 {
 	if (f->type == ST_REF)
 		return load_ref(ld, f, v, path, slot);
-	if (is_null(v))
+	if (cnode_is_null(v))
 		return null_error(ld, f, v, path);
 	switch (f->type) {
 	case ST_INT: return load_int(ld, f, v, path, slot);
@@ -581,7 +568,7 @@ static int load_pairs(struct loader *ld, const struct schema *s,
 			rc = -1;
 			continue;
 		}
-		if (is_null(v) && lenient(s, v))
+		if (cnode_is_null(v) && lenient(s, v))
 			continue;	/* Hugging Face's way to say absent */
 		seen[fi] = k;
 		if (load_value(ld, f, v, sub, (char *)obj + f->offset) != 0)

@@ -228,8 +228,9 @@ static const struct schema algos_schema = {
 
 static const struct schema_field proto_fields[] = {
 	{ .key = "bandwidth_factor", .type = ST_NUM, .offset = POFF(bandwidth_factor),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
-	  .help = "fraction of line bytes that are user data" },
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "fraction of line bytes that are user data; required for "
+		  "every protocol an algorithm offers" },
 	{ .key = "max_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_1NODE * sizeof(double),
 	  .def = "0 B/s", .max = 1e14,
@@ -329,8 +330,7 @@ static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 
 	if (ps->halve_below.n == ps->halvings.n)
 		return 0;
-	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-		   node ? node->col : 0, "'algorithms.%s.pipeline.%s.halvings': "
+	cnode_error(d, node, "'algorithms.%s.pipeline.%s.halvings': "
 		   "expected one entry per 'halve_below' entry (%zu), got %zu",
 		   coll_algo_names[a], coll_proto_names[p],
 		   ps->halve_below.n, ps->halvings.n);
@@ -350,9 +350,7 @@ static int lib_check(void *obj, const struct cnode *node, struct diag *d)
 			if (!lib->algo[a].protocols.on[p] ||
 			    lib->proto[p].bandwidth_factor > 0)
 				continue;
-			diag_error(d, node ? node->file : NULL,
-				   node ? node->line : 0, node ? node->col : 0,
-				   "'algorithms.%s.protocols.%s': expected "
+			cnode_error(d, node, "'algorithms.%s.protocols.%s': expected "
 				   "'protocols.%s.bandwidth_factor' such as 0.5, "
 				   "got none", coll_algo_names[a],
 				   coll_proto_names[p], coll_proto_names[p]);

@@ -119,9 +119,7 @@ static int link_check(void *obj, const struct cnode *node, struct diag *d)
 	struct link_spec *l = obj;
 
 	if (l->flit_B > 0 && l->flit_overhead_B >= l->flit_B) {
-		diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-			   node ? node->col : 0,
-			   "'flit_overhead': expected less than 'flit' (%g B), "
+		cnode_error(d, node, "'flit_overhead': expected less than 'flit' (%g B), "
 			   "got %g B", l->flit_B, l->flit_overhead_B);
 		return -1;
 	}

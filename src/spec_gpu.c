@@ -188,14 +188,6 @@ static const struct schema_field gpu_fields[] = {
 	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
 };
 
-/* Report one problem with the GPU mapping (node may be NULL). */
-static void gpu_error(struct diag *d, const struct cnode *node,
-		      const char *what)
-{
-	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-		   node ? node->col : 0, "%s", what);
-}
-
 static void fill_defaults(struct gpu_spec *g)
 {
 	int dt;
@@ -223,7 +215,7 @@ static int check_peaks(const struct gpu_spec *g, const struct cnode *node,
 	for (dt = 0; dt < DTYPE_COUNT; dt++)
 		if (g->matrix_peak_flops[dt] > 0)
 			return 0;
-	gpu_error(d, node, "'matrix_peak': expected at least one dtype such as "
+	cnode_error(d, node, "%s", "'matrix_peak': expected at least one dtype such as "
 		  "'bf16: 989 TFLOP/s', got none");
 	return -1;
 }
@@ -234,9 +226,7 @@ static int check_tiles(const struct gpu_spec *g, const struct cnode *node,
 	size_t i;
 
 	if (g->gemm_tile_m.n != g->gemm_tile_n.n) {
-		diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-			   node ? node->col : 0,
-			   "'gemm_tile_m' and 'gemm_tile_n': expected lists of "
+		cnode_error(d, node, "'gemm_tile_m' and 'gemm_tile_n': expected lists of "
 			   "the same length (one tile per pair), got %zu and %zu",
 			   g->gemm_tile_m.n, g->gemm_tile_n.n);
 		return -1;
@@ -244,7 +234,7 @@ static int check_tiles(const struct gpu_spec *g, const struct cnode *node,
 	for (i = 0; i < g->gemm_tile_m.n; i++)
 		if (g->gemm_tile_m.v[i] < 1 || g->gemm_tile_n.v[i] < 1 ||
 		    g->gemm_tile_m.v[i] > 65536 || g->gemm_tile_n.v[i] > 65536) {
-			gpu_error(d, node, "'gemm_tile_m', 'gemm_tile_n': "
+			cnode_error(d, node, "%s", "'gemm_tile_m', 'gemm_tile_n': "
 				  "expected tile sizes from 1 to 65536 elements "
 				  "such as [128, 256], got one outside that range");
 			return -1;
@@ -258,22 +248,22 @@ static int check_levels(const struct gpu_spec *g, const struct cnode *node,
 	int rc = 0;
 
 	if (g->hbm.capacity_B <= 0 || g->hbm.bandwidth_Bps <= 0) {
-		gpu_error(d, node, "'hbm': expected both 'capacity' (such as "
+		cnode_error(d, node, "%s", "'hbm': expected both 'capacity' (such as "
 			  "'80 GB') and 'bandwidth' (such as '3.35 TB/s')");
 		rc = -1;
 	}
 	if (g->llc.capacity_B > 0 && g->llc.bandwidth_Bps <= 0) {
-		gpu_error(d, node, "'llc.bandwidth': expected a bandwidth such "
+		cnode_error(d, node, "%s", "'llc.bandwidth': expected a bandwidth such "
 			  "as '17.2 TB/s' when 'llc.capacity' is given");
 		rc = -1;
 	}
 	if (g->l2.capacity_B > 0 && g->l2.bandwidth_Bps <= 0) {
-		gpu_error(d, node, "'l2.bandwidth': expected a bandwidth such "
+		cnode_error(d, node, "%s", "'l2.bandwidth': expected a bandwidth such "
 			  "as '7 TB/s' when 'l2.capacity' is given");
 		rc = -1;
 	}
 	if (g->hbm_usable_B > g->hbm.capacity_B) {
-		gpu_error(d, node, "'hbm_usable': expected at most "
+		cnode_error(d, node, "%s", "'hbm_usable': expected at most "
 			  "'hbm.capacity', got more");
 		rc = -1;
 	}
@@ -285,7 +275,7 @@ static int check_clocks(const struct gpu_spec *g, const struct cnode *node,
 {
 	if (g->sustained_matrix_clock_hz > g->max_clock_hz ||
 	    g->matrix_clock_hz > g->max_clock_hz) {
-		gpu_error(d, node, "'matrix_clock', 'sustained_matrix_clock': "
+		cnode_error(d, node, "%s", "'matrix_clock', 'sustained_matrix_clock': "
 			  "expected at most 'max_clock', got more");
 		return -1;
 	}

@@ -192,8 +192,7 @@ static void layout_error(struct diag *d, const struct cnode *job,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	diag_error(d, at ? at->file : NULL, at ? at->line : 0,
-		   at ? at->col : 0, "layout: %s", msg);
+	cnode_error(d, at, "layout: %s", msg);
 }
 
 static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,

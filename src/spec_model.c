@@ -105,12 +105,6 @@ int model_is_mla(const struct model_spec *m)
 	return m->kv_lora_rank > 0;
 }
 
-static void err_at(struct diag *d, const struct cnode *node, const char *msg)
-{
-	diag_error(d, node ? node->file : NULL, node ? node->line : 0,
-		   node ? node->col : 0, "%s", msg);
-}
-
 static int model_check(void *obj, const struct cnode *node, struct diag *d)
 {
 	struct model_spec *m = obj;
@@ -120,14 +114,14 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 		m->num_key_value_heads = m->num_attention_heads;
 	if (m->head_dim == 0) {
 		if (m->hidden_size % m->num_attention_heads != 0) {
-			err_at(d, node, "'hidden_size' must be a multiple of "
+			cnode_error(d, node, "%s", "'hidden_size' must be a multiple of "
 			       "'num_attention_heads' unless 'head_dim' is given");
 			rc = -1;
 		}
 		m->head_dim = m->hidden_size / m->num_attention_heads;
 	}
 	if (m->num_attention_heads % m->num_key_value_heads != 0) {
-		err_at(d, node, "'num_attention_heads' must be a multiple of "
+		cnode_error(d, node, "%s", "'num_attention_heads' must be a multiple of "
 		       "'num_key_value_heads'");
 		rc = -1;
 	}
@@ -139,11 +133,11 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 		if (m->moe_intermediate_size == 0)
 			m->moe_intermediate_size = m->intermediate_size;
 		if (m->num_experts_per_tok == 0) {
-			err_at(d, node, "an MoE model ('n_routed_experts') also needs "
+			cnode_error(d, node, "%s", "an MoE model ('n_routed_experts') also needs "
 			       "'num_experts_per_tok'");
 			rc = -1;
 		} else if (m->num_experts_per_tok > m->n_routed_experts) {
-			err_at(d, node, "'num_experts_per_tok' must not exceed "
+			cnode_error(d, node, "%s", "'num_experts_per_tok' must not exceed "
 			       "'n_routed_experts'");
 			rc = -1;
 		}
@@ -152,7 +146,7 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 	}
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
 				m->qk_rope_head_dim == 0 || m->v_head_dim == 0)) {
-		err_at(d, node, "an MLA model ('kv_lora_rank') also needs "
+		cnode_error(d, node, "%s", "an MLA model ('kv_lora_rank') also needs "
 		       "'qk_nope_head_dim', 'qk_rope_head_dim' and 'v_head_dim'");
 		rc = -1;
 	}

@@ -52,30 +52,18 @@ static const struct schema_field system_fields[] = {
 	  .help = "force one protocol (default: the library picks)" },
 };
 
-static void where(const struct cnode *node, const char **file, int *line,
-		  int *col)
-{
-	*file = node ? node->file : NULL;
-	*line = node ? node->line : 0;
-	*col = node ? node->col : 0;
-}
-
 static int system_check(void *obj, const struct cnode *node, struct diag *d)
 {
 	struct system_spec *s = obj;
-	const char *file;
-	int line, col;
-
-	where(node, &file, &line, &col);
 	if (s->nics_per_node == 0)
 		s->nics_per_node = s->gpus_per_node;
 	if (s->scale_up && s->scale_up->topology == TOPO_FAT_TREE) {
-		diag_error(d, file, line, col, "'scale_up.topology': expected "
+		cnode_error(d, node, "'scale_up.topology': expected "
 			   "mesh, switch or pcie_tree, got fat_tree");
 		return -1;
 	}
 	if (s->host && s->host->topology != TOPO_PCIE_TREE) {
-		diag_error(d, file, line, col, "'host.topology': expected "
+		cnode_error(d, node, "'host.topology': expected "
 			   "pcie_tree, got %s",
 			   fabric_topology_names[s->host->topology]);
 		return -1;
