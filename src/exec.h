@@ -33,9 +33,9 @@
  * the top of src/exec_path.c.
  *
  * Interference: while collectives run on a rank, compute and optimizer
- * tasks there progress at rate 1 - min(S, 0.9), S the sum of the running
+ * tasks there progress at rate max(0, 1 - S), S the sum of the running
  * collectives' coll_desc.sm_share (their kernels hold those compute units;
- * a GEMM's waves spread over the rest). A task's end is rescheduled when
+ * a GEMM's waves spread over the rest, and wait when none is left). A task's end is rescheduled when
  * S changes, so its duration is its work at full speed stretched by the
  * communication it overlapped. With every sm_share 0 nothing changes.
  *

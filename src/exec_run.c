@@ -28,8 +28,10 @@
  * Interference (exec.h): a lane running a compute or optimizer task keeps
  * the work it has left at full speed, w (ns), and its rate x. When the
  * compute share taken by running collectives on its rank changes at time
- * t, w -= (t - t_last) * x, x = 1 - min(S, 0.9), and the end event moves
- * to t + ceil(w / x). At x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
+ * t, w -= (t - t_last) * x, x = max(0, 1 - S), and the end event moves
+ * to t + ceil(w / x); at x = 0 (the collectives hold every unit) the task
+ * makes no progress and has no end event until a collective ends. At
+ * x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
  * depends only on the program and the engine's (time, sequence) order.
  */
 #include "exec_impl.h"
@@ -206,15 +208,22 @@ static double rank_rate(const struct run *r, uint32_t rank)
 
 	if (l->n == 0)
 		return 1.0;
-	return 1.0 - (l->share < 0.9 ? l->share : 0.9);
+	return l->share < 1.0 ? 1.0 - l->share : 0.0;
 }
 
-/* (Re)schedule the end of the task running on lane l at its rate. */
+/* (Re)schedule the end of the task running on lane l at its rate; none
+ * while the rate is 0 (rank_rerate() schedules it when the rate rises). */
 static void lane_schedule(struct run *r, struct lane_run *l)
 {
-	double d = ceil(l->left_ns / l->rate);
-	units_ns_t dt = d > 0 ? (units_ns_t)d : 0;
+	double d;
+	units_ns_t dt;
 
+	if (l->rate <= 0) {
+		l->ev = 0;
+		return;
+	}
+	d = ceil(l->left_ns / l->rate);
+	dt = d > 0 ? (units_ns_t)d : 0;
 	r->p->state[l->cur].stamp = r->now + dt;
 	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
 }
@@ -295,8 +304,8 @@ static void ready(struct run *r, task_id t)
 
 	if (dur >= 0) {
 		p->state[t].start = r->now;
-		p->state[t].stamp = r->now + dur;
 		if (dur == 0) {
+			p->state[t].stamp = r->now;
 			finish(r, t);
 			return;
 		}
@@ -541,7 +550,7 @@ static int run_engine(struct run *r)
 	struct prog *p = r->p;
 
 	run_start(r);
-	if (sim_run(r->sim) != 0 || sim_failed(r->sim)) {
+	if (sim_run(r->sim) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		return -1;
 	}

@@ -670,7 +670,7 @@ Test(exec, overlapped_comm_slows_compute_by_its_share)
 	prog_free(p);
 }
 
-Test(exec, concurrent_shares_add_and_are_capped)
+Test(exec, concurrent_shares_add_up_to_a_stall)
 {
 	struct prog *p = prog_new(1, 3);
 	struct mock m = mock_new(0, 1e12);
@@ -678,15 +678,15 @@ Test(exec, concurrent_shares_add_and_are_capped)
 	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
 	task_id a, b;
 
-	/* Two 2 us collectives at once, shares 0.6 + 0.6 = 1.2, capped at
-	 * 0.9: f runs at 0.1 for 2 us (0.2 us of work), then 9.8 us at full
-	 * speed: ends at 11.8 us. */
+	/* Two 2 us collectives at once, shares 0.6 + 0.6 = 1.2: they hold
+	 * every compute unit, so f makes no progress for 2 us, then runs its
+	 * 10 us at full speed: ends at 12 us. */
 	a = coll_sm(p, &rank0, 1, 1, 2e6, 0.6);
 	b = coll_sm(p, &rank0, 1, 2, 2e6, 0.6);
 	run(p, &m);
 	cr_assert_eq(ns(exec_task_end_s(p, a)), 2000);
 	cr_assert_eq(ns(exec_task_end_s(p, b)), 2000);
-	cr_assert_eq(ns(exec_task_end_s(p, f)), 11800);
+	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
 	prog_free(p);
 }
 
