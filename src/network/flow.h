@@ -32,7 +32,7 @@ void flow_free(struct flownet *f);
 
 /*
  * Start a flow of volume_B bytes over links[0..n-1] with coefficients
- * coef (NULL = all 1), at most bound_Bps (0 = no bound). done(arg) runs
+ * coef[0..n-1] > 0, at most bound_Bps (0 = no bound). done(arg) runs
  * from an event when the last byte has arrived (at once, from an event,
  * for an empty flow). Returns 0, or -1 when out of memory.
  */
