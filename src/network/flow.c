@@ -36,7 +36,6 @@ struct flownet {
 	struct flow *free_list;
 	struct flow *live;	/* flows started and not yet done */
 	sim_id solve_ev;	/* pending solve event; 0 = none */
-	uint32_t active;
 	uint64_t solves, resolved;
 	int failed;
 };
@@ -184,7 +183,6 @@ static void complete(struct sim *sim, void *arg)
 		mm_var_remove(f->mm, fl->var);
 		want_solve(f);
 	}
-	f->active--;
 	unlink_live(f, fl);
 	flow_put(f, fl);
 	done(darg);
@@ -215,7 +213,6 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 		if (!fl->ev)
 			goto oom;
 	}
-	f->active++;
 	link_live(f, fl);
 	return 0;
 oom:
@@ -223,11 +220,6 @@ oom:
 		flow_put(f, fl);
 	f->failed = 1;
 	return -1;
-}
-
-uint32_t flow_active(const struct flownet *f)
-{
-	return f->active;
 }
 
 uint64_t flow_solves(const struct flownet *f)

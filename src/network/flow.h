@@ -40,9 +40,6 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
 	       void *arg);
 
-/* Active flows. */
-uint32_t flow_active(const struct flownet *f);
-
 /* Re-solves done and flows re-solved in total (for reports and benches). */
 uint64_t flow_solves(const struct flownet *f);
 uint64_t flow_resolved(const struct flownet *f);

@@ -90,7 +90,6 @@ struct topo_tree {
 	uint32_t *leaf_up, *leaf_down;	/* per leaf * u + j: leaf->spine/agg j and back */
 	uint32_t *agg_node;		/* 3 tiers: per pod * u + j */
 	uint32_t *agg_up, *agg_down;	/* 3 tiers: per (pod * u + j) * up_per_agg + c */
-	double switch_latency_s;	/* s */
 };
 
 struct topo {
@@ -116,7 +115,6 @@ struct topo {
 	uint32_t *psw_up, *psw_down;	/* pcie_tree: per PCIe switch, to and from the CPU */
 	uint32_t psw_per_node;		/* pcie_tree: PCIe switches per node */
 	uint32_t gpus_per_psw;		/* pcie_tree: GPUs under one */
-	uint32_t *up_switch;		/* switch: per node, the switch node id */
 
 	int has_host;			/* a host PCIe tree joins GPUs and NICs */
 	uint32_t *hgpu_up, *hgpu_down;	/* per GPU, to and from its host switch */

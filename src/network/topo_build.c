@@ -79,17 +79,15 @@ static int build_switch(struct topo *t, const struct fabric_spec *f,
 	uint32_t g = t->gpus_per_node, n, i;
 	double cap = topo_port_cap(f->link, f->links_per_endpoint, 1);
 
-	t->up_switch = topo_table(t, t->sys_nodes);
 	t->gpu_up = topo_table(t, t->gpus);
 	t->gpu_down = topo_table(t, t->gpus);
-	if (!t->up_switch || !t->gpu_up || !t->gpu_down)
+	if (!t->gpu_up || !t->gpu_down)
 		return oom(d);
 	for (n = 0; n < t->sys_nodes; n++) {
 		uint32_t sw = topo_add_node(t, TN_SWITCH, f->switch_latency_s);
 
 		if (sw == TOPO_NONE)
 			return oom(d);
-		t->up_switch[n] = sw;
 		for (i = n * g; i < (n + 1) * g; i++)
 			if (link_pair(t, i, sw, cap, f->link->latency_s,
 				      TT_SCALE_UP, &t->gpu_up[i],

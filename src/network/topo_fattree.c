@@ -294,7 +294,6 @@ int topo_build_fat_tree(struct topo *t, const struct fabric_spec *f,
 			   fabric_topology_names[f->topology]);
 		return -1;
 	}
-	t->tree.switch_latency_s = f->switch_latency_s;
 	if (shape(&ft, d) != 0 || add_leaves(&ft, d) != 0)
 		return -1;
 	if (t->tree.tiers == 2)
