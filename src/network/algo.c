@@ -359,14 +359,13 @@ static void setup(struct algo_ctx *x)
 	uint32_t N = x->g.nnodes;
 	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
 				       N >= 2 ? SCALE_2NODES : SCALE_1NODE];
+	double bus_B = algo_busbw_factor(x->c->op, x->g.p) * x->c->bytes;
 
 	x->inflate = 1 / ps->bandwidth_factor;
 	if (one_phase && cap > 0)
-		x->t_min_s = algo_busbw_factor(x->c->op, x->g.p) *
-			     x->c->bytes / cap;
+		x->t_min_s = bus_B / cap;
 	if (one_phase && ps->sustained_busbw_Bps > 0)
-		x->t_real_s = algo_busbw_factor(x->c->op, x->g.p) *
-			      x->c->bytes / ps->sustained_busbw_Bps;
+		x->t_real_s = bus_B / ps->sustained_busbw_Bps;
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,

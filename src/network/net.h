@@ -68,11 +68,6 @@ struct net_coll_result {
 int net_collective_time(struct net *n, const struct coll_desc *c,
 			struct net_coll_result *out, struct diag *d);
 
-/* nccl-tests bus-bandwidth factor of an op over p ranks:
- * all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p;
- * broadcast, reduce, send/recv 1. */
-double net_busbw_factor(enum coll_op op, uint32_t p);
-
 /* Counters of the fabric model inside a step simulation. */
 struct net_stats {
 	uint64_t collectives;	/* started through net_comm_ops */
