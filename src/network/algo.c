@@ -117,6 +117,11 @@ void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	algo_seg(x, p, a, b, ro, ri, coef);
 }
 
+uint32_t algo_rail(const struct algo_ctx *x, uint32_t r)
+{
+	return topo_rail_of(x->t, route_local(x->t, group_gpu(&x->g, r)));
+}
+
 double algo_base(const struct algo_ctx *x)
 {
 	return x->as->base.s[x->proto];
@@ -174,7 +179,7 @@ int algo_order(struct algo_ctx *x, uint32_t k, uint32_t c, uint32_t rail,
 
 	e = c % m;
 	for (i = 0; i < m; i++)
-		if (group_gpu(&x->g, mem[i]) % x->t->gpus_per_node == owner)
+		if (route_local(x->t, group_gpu(&x->g, mem[i])) == owner)
 			e = i;
 	if (x->t->up_topology == TOPO_MESH && m >= 2) {
 		cyc = ham_get(x->ham, m, &n);
@@ -197,8 +202,7 @@ uint32_t algo_rails(const struct algo_ctx *x, uint32_t *rails)
 
 	for (r = 0; r < nics; r++)
 		for (i = 0; i < m; i++)
-			if (topo_rail_of(x->t, group_gpu(&x->g, mem[i]) %
-					 x->t->gpus_per_node) == r) {
+			if (algo_rail(x, mem[i]) == r) {
 				rails[n++] = r;
 				break;
 			}

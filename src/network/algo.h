@@ -94,6 +94,8 @@ void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 /* The same with the library's rail choice for a point-to-point send. */
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      double coef);
+/* The rail (NIC of its node) rank r's traffic uses by default. */
+uint32_t algo_rail(const struct algo_ctx *x, uint32_t r);
 
 /* Describe the current phase's chunked pipeline from the library's spec
  * for the protocol and the algorithm's shape, whose chunks are per

@@ -102,9 +102,7 @@ static void ring_segments(struct algo_ctx *x, struct plan *p,
 		const uint32_t *o = ord + x->g.first[k];
 		uint32_t m = x->g.first[k + 1] - x->g.first[k];
 		uint32_t exit = o[m - 1], next = ord[x->g.first[(k + 1) % N]];
-		uint32_t r = x->lib->pxn ? rail :
-			topo_rail_of(x->t, group_gpu(&x->g, exit) %
-				     x->t->gpus_per_node);
+		uint32_t r = x->lib->pxn ? rail : algo_rail(x, exit);
 
 		for (i = 0; i + 1 < m; i++)
 			seg_dir(x, p, o[i], o[i + 1], rail, reverse);
@@ -378,8 +376,7 @@ static void hier_inter(struct algo_ctx *x, struct plan *p)
 		for (k = 0; k < N; k++) {
 			uint32_t a = x->g.members[x->g.first[k] + j];
 			uint32_t b = x->g.members[x->g.first[(k + 1) % N] + j];
-			uint32_t r = topo_rail_of(x->t, group_gpu(&x->g, a) %
-						  x->t->gpus_per_node);
+			uint32_t r = algo_rail(x, a);
 
 			algo_seg(x, p, a, b, r, r, 1);
 		}

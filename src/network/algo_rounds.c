@@ -177,8 +177,7 @@ static void hier_a2a_inter(struct algo_ctx *x, struct plan *p)
 	for (k = 0; k < N; k++)
 		for (j = 0; j < m; j++) {
 			uint32_t a = member(x, k, j);
-			uint32_t r = topo_rail_of(x->t, group_gpu(&x->g, a) %
-						  x->t->gpus_per_node);
+			uint32_t r = algo_rail(x, a);
 			double V = 0;
 
 			for (k2 = 0; k2 < N; k2++)
