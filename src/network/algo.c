@@ -92,6 +92,17 @@ void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)
 	plan_flow(p, vol, x->t_min_s > 0 ? vol / x->t_min_s : 0);
 }
 
+/* Add route r to the current flow; the phase has now crossed its
+ * transport, at least as slowly as r's latency. */
+static void note_route(struct algo_ctx *x, struct plan *p,
+		       const struct route *r, double coef)
+{
+	plan_route(p, r, coef);
+	x->seen[r->transport] = 1;
+	if (r->latency_s > x->phys_s[r->transport])
+		x->phys_s[r->transport] = r->latency_s;
+}
+
 void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      uint32_t rail_out, uint32_t rail_in, double coef)
 {
@@ -101,10 +112,7 @@ void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	if (ga == gb)
 		return;
 	route_gpus(x->t, ga, gb, rail_out, rail_in, (uint64_t)a << 32 | b, &r);
-	plan_route(p, &r, coef);
-	x->seen[r.transport] = 1;
-	if (r.latency_s > x->phys_s[r.transport])
-		x->phys_s[r.transport] = r.latency_s;
+	note_route(x, p, &r, coef);
 }
 
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
@@ -275,10 +283,7 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 	for (i = 0; i < P; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
 		algo_flow(x, p, x->c->bytes * (1 + 1.0 / P) / eff);
-		plan_route(p, &r, 1);
-		x->seen[r.transport] = 1;
-		if (r.latency_s > x->phys_s[r.transport])
-			x->phys_s[r.transport] = r.latency_s;
+		note_route(x, p, &r, 1);
 	}
 	algo_close_phase(x, p, algo_base(x) + algo_step(x));
 	return 0;
