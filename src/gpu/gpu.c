@@ -91,14 +91,18 @@ void gpu_require_size(double x, const char *what)
 	}
 }
 
-double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
+double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt)
 {
 	double peak = gpu_peak_flops(g, dt);
 
 	if (peak <= 0)
 		return 0;
-	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz) *
-	       g->gemm_efficiency_dtype[dt];
+	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz);
+}
+
+double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
+{
+	return gpu_clock_peak_flops(g, dt) * g->gemm_efficiency_dtype[dt];
 }
 
 static const struct gpu_mem_level *level_of(const struct gpu_spec *g,

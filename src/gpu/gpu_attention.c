@@ -271,8 +271,7 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	flops = gpu_attention_flops(a, backward);
 	if (flops == 0)
 		return zero;
-	rate = gpu_peak_flops(g, dt) *
-	       (g->sustained_matrix_clock_hz / g->matrix_clock_hz) * eta;
+	rate = gpu_clock_peak_flops(g, dt) * eta;
 	bytes = attention_bytes(a, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);

@@ -16,6 +16,10 @@ void gpu_require_dtype(const struct gpu_spec *g, enum dtype dt);
 /* BUG unless x is finite and >= 0 (a size, a count, bytes). */
 void gpu_require_size(double x, const char *what);
 
+/* The clock-scaled matrix peak P(dt) (f_s / f_q) (FLOP/s), before any
+ * kernel's efficiency (gpu.c); 0 when dt is unsupported. */
+double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt);
+
 /*
  * A kernel's cost from its parts: body_s is the time on the GPU without
  * launch (already composed from compute and memory by the caller);
