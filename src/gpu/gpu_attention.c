@@ -247,15 +247,15 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 	return schedule_s(&u, heads, cus, a->causal);
 }
 
-/* The backward's pre- and post-pass: two launches and their bytes. */
+/* The backward's pre- and post-pass: their bytes' time, without their
+ * two launches (gpu_make_cost adds those). */
 static double side_s(const struct gpu_spec *g, const struct gpu_attn_shape *a,
 		     double e, double *bytes)
 {
 	double sb = side_bytes(a, e);
 
 	*bytes += sb;
-	return 2 * g->kernel_launch_s +
-	       sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
+	return sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
 }
 
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
@@ -280,7 +280,8 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	body_s = fmax(comp_s, mem_s);
 	if (backward)
 		body_s += side_s(g, a, dtype_bytes(dt), &bytes);
-	return gpu_make_cost(g, flops, bytes, (int)l, body_s, comp_s, mem_s);
+	return gpu_make_cost(g, flops, bytes, (int)l, backward ? 3 : 1, body_s,
+			     comp_s, mem_s);
 }
 
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,
