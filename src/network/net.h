@@ -24,7 +24,7 @@
  * one simulated): the others are taken to sit on other endpoints (other
  * rails or nodes), so they share no link that ends at a GPU or NIC; on
  * scale-out links between switches their traffic is charged, assuming
- * the R groups spread evenly over the system (net.c has the formula).
+ * the R groups spread evenly over the system (run.c has the formula).
  *
  * Depends on the core (sim.h, coll.h, spec_system.h, diag.h, mem.h).
  */

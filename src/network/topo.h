@@ -58,7 +58,7 @@ struct topo_node {
 	uint32_t first_out, nout;	/* its outgoing links in topo.out */
 };
 
-/* Where a scale-out link sits, for charging replica groups (net.c). */
+/* Where a scale-out link sits, for charging replica groups (run.c). */
 enum topo_level {
 	TL_NONE,		/* scale-up, host, or anything else */
 	TL_NIC,			/* NIC <-> leaf; owner = NIC index */

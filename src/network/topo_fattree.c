@@ -20,8 +20,11 @@
  * single logical spine (2 tiers) or pod switch (3 tiers), and a pod's
  * uplinks one trunk to a single logical core.
  *
- * NIC links carry the link's sustained fraction; switch-to-switch links
- * are marked core (shared with replica groups, see net.c).
+ * NIC links carry the link's sustained fraction. Every scale-out link is
+ * marked with its level and owner: TL_NIC (NIC <-> leaf, per NIC),
+ * TL_LEAF_UP (leaf <-> spine/agg, per leaf), TL_AGG_UP (agg <-> core, per
+ * pod); run.c finds a group's NICs by the first and charges replica
+ * groups' traffic on the other two.
  */
 #include "topo.h"
 
