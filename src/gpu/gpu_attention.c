@@ -191,10 +191,12 @@ static struct units unit_lengths(const struct gpu_spec *g,
 {
 	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
-	double mu = fmax(1, g->attention.masked_tile_cost); /* 0: hand-built spec */
+	double mu = g->attention.masked_tile_cost;
 	struct units r = {0, 0, 0, 0};
 	int masked;
 
+	if (!(mu >= 1))
+		BUG("attention.masked_tile_cost below 1 (the schema's minimum)");
 	for (u = 0; u < (backward ? nk : nq); u++) {
 		tiles = unit_tiles(a, nq, nk, c0, u, backward, &masked);
 		if (tiles <= 0)
