@@ -91,14 +91,18 @@ void gpu_require_size(double x, const char *what)
 	}
 }
 
-double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
+double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt)
 {
 	double peak = gpu_peak_flops(g, dt);
 
 	if (peak <= 0)
 		return 0;
-	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz) *
-	       g->gemm_efficiency_dtype[dt];
+	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz);
+}
+
+double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
+{
+	return gpu_clock_peak_flops(g, dt) * g->gemm_efficiency_dtype[dt];
 }
 
 static const struct gpu_mem_level *level_of(const struct gpu_spec *g,
@@ -133,16 +137,18 @@ double gpu_level_bandwidth_Bps(const struct gpu_spec *g, enum gpu_level l)
 }
 
 struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
-			      double bytes, int level, double body_s,
-			      double compute_s, double memory_s)
+			      double bytes, int level, int launches,
+			      double body_s, double compute_s,
+			      double memory_s)
 {
+	double launch_s = launches * g->kernel_launch_s;
 	struct gpu_cost c;
 
 	c.flops = flops;
 	c.bytes = bytes;
 	c.level = level;
-	c.time_s = g->kernel_launch_s + body_s;
-	if (g->kernel_launch_s > body_s)
+	c.time_s = launch_s + body_s;
+	if (launch_s > body_s)
 		c.bound = GPU_BOUND_LAUNCH;
 	else if (compute_s >= memory_s)
 		c.bound = GPU_BOUND_COMPUTE;
@@ -169,7 +175,7 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 	mem_s = bytes / gpu_level_bandwidth_Bps(g, l);
 	if (g->vector_fp32_flops > 0)
 		comp_s = flops / g->vector_fp32_flops;
-	return gpu_make_cost(g, flops, bytes, (int)l, fmax(comp_s, mem_s),
+	return gpu_make_cost(g, flops, bytes, (int)l, 1, fmax(comp_s, mem_s),
 			     comp_s, mem_s);
 }
 

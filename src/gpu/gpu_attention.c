@@ -191,10 +191,12 @@ static struct units unit_lengths(const struct gpu_spec *g,
 {
 	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
-	double mu = fmax(1, g->attention.masked_tile_cost); /* 0: hand-built spec */
+	double mu = g->attention.masked_tile_cost;
 	struct units r = {0, 0, 0, 0};
 	int masked;
 
+	if (!(mu >= 1))
+		BUG("attention.masked_tile_cost below 1 (the schema's minimum)");
 	for (u = 0; u < (backward ? nk : nq); u++) {
 		tiles = unit_tiles(a, nq, nk, c0, u, backward, &masked);
 		if (tiles <= 0)
@@ -247,15 +249,15 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 	return schedule_s(&u, heads, cus, a->causal);
 }
 
-/* The backward's pre- and post-pass: two launches and their bytes. */
+/* The backward's pre- and post-pass: their bytes' time, without their
+ * two launches (gpu_make_cost adds those). */
 static double side_s(const struct gpu_spec *g, const struct gpu_attn_shape *a,
 		     double e, double *bytes)
 {
 	double sb = side_bytes(a, e);
 
 	*bytes += sb;
-	return 2 * g->kernel_launch_s +
-	       sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
+	return sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
 }
 
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
@@ -271,8 +273,7 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	flops = gpu_attention_flops(a, backward);
 	if (flops == 0)
 		return zero;
-	rate = gpu_peak_flops(g, dt) *
-	       (g->sustained_matrix_clock_hz / g->matrix_clock_hz) * eta;
+	rate = gpu_clock_peak_flops(g, dt) * eta;
 	bytes = attention_bytes(a, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);
@@ -281,7 +282,8 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	body_s = fmax(comp_s, mem_s);
 	if (backward)
 		body_s += side_s(g, a, dtype_bytes(dt), &bytes);
-	return gpu_make_cost(g, flops, bytes, (int)l, body_s, comp_s, mem_s);
+	return gpu_make_cost(g, flops, bytes, (int)l, backward ? 3 : 1, body_s,
+			     comp_s, mem_s);
 }
 
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,

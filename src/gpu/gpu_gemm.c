@@ -222,6 +222,6 @@ struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 		if (i == 0 || cand.time_s < best.time_s)
 			best = cand;
 	}
-	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l,
+	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l, 1,
 			     best.time_s, best.compute_s, best.memory_s);
 }

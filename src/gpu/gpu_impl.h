@@ -16,14 +16,21 @@ void gpu_require_dtype(const struct gpu_spec *g, enum dtype dt);
 /* BUG unless x is finite and >= 0 (a size, a count, bytes). */
 void gpu_require_size(double x, const char *what);
 
+/* The clock-scaled matrix peak P(dt) (f_s / f_q) (FLOP/s), before any
+ * kernel's efficiency (gpu.c); 0 when dt is unsupported. */
+double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt);
+
 /*
  * A kernel's cost from its parts: body_s is the time on the GPU without
- * launch (already composed from compute and memory by the caller);
- * compute_s and memory_s are the two bounds the body came from, and say
- * which one binds. Adds g's launch overhead.
+ * launches (already composed from compute and memory by the caller, of
+ * all `launches` kernels the call runs: 1, or 3 for attention backward);
+ * compute_s and memory_s are the two bounds the main kernel's body came
+ * from, and say which one binds. Adds g's launch overhead per launch;
+ * launch-bound when the launches cost more than the body.
  */
 struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
-			      double bytes, int level, double body_s,
-			      double compute_s, double memory_s);
+			      double bytes, int level, int launches,
+			      double body_s, double compute_s,
+			      double memory_s);
 
 #endif

@@ -92,6 +92,17 @@ void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)
 	plan_flow(p, vol, x->t_min_s > 0 ? vol / x->t_min_s : 0);
 }
 
+/* Add route r to the current flow; the phase has now crossed its
+ * transport, at least as slowly as r's latency. */
+static void note_route(struct algo_ctx *x, struct plan *p,
+		       const struct route *r, double coef)
+{
+	plan_route(p, r, coef);
+	x->seen[r->transport] = 1;
+	if (r->latency_s > x->phys_s[r->transport])
+		x->phys_s[r->transport] = r->latency_s;
+}
+
 void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      uint32_t rail_out, uint32_t rail_in, double coef)
 {
@@ -101,10 +112,7 @@ void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	if (ga == gb)
 		return;
 	route_gpus(x->t, ga, gb, rail_out, rail_in, (uint64_t)a << 32 | b, &r);
-	plan_route(p, &r, coef);
-	x->seen[r.transport] = 1;
-	if (r.latency_s > x->phys_s[r.transport])
-		x->phys_s[r.transport] = r.latency_s;
+	note_route(x, p, &r, coef);
 }
 
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
@@ -115,6 +123,11 @@ void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	route_rails(x->t, group_gpu(&x->g, a), group_gpu(&x->g, b),
 		    x->lib->pxn, &ro, &ri);
 	algo_seg(x, p, a, b, ro, ri, coef);
+}
+
+uint32_t algo_rail(const struct algo_ctx *x, uint32_t r)
+{
+	return topo_rail_of(x->t, route_local(x->t, group_gpu(&x->g, r)));
 }
 
 double algo_base(const struct algo_ctx *x)
@@ -174,7 +187,7 @@ int algo_order(struct algo_ctx *x, uint32_t k, uint32_t c, uint32_t rail,
 
 	e = c % m;
 	for (i = 0; i < m; i++)
-		if (group_gpu(&x->g, mem[i]) % x->t->gpus_per_node == owner)
+		if (route_local(x->t, group_gpu(&x->g, mem[i])) == owner)
 			e = i;
 	if (x->t->up_topology == TOPO_MESH && m >= 2) {
 		cyc = ham_get(x->ham, m, &n);
@@ -197,8 +210,7 @@ uint32_t algo_rails(const struct algo_ctx *x, uint32_t *rails)
 
 	for (r = 0; r < nics; r++)
 		for (i = 0; i < m; i++)
-			if (topo_rail_of(x->t, group_gpu(&x->g, mem[i]) %
-					 x->t->gpus_per_node) == r) {
+			if (algo_rail(x, mem[i]) == r) {
 				rails[n++] = r;
 				break;
 			}
@@ -271,10 +283,7 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 	for (i = 0; i < P; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
 		algo_flow(x, p, x->c->bytes * (1 + 1.0 / P) / eff);
-		plan_route(p, &r, 1);
-		x->seen[r.transport] = 1;
-		if (r.latency_s > x->phys_s[r.transport])
-			x->phys_s[r.transport] = r.latency_s;
+		note_route(x, p, &r, 1);
 	}
 	algo_close_phase(x, p, algo_base(x) + algo_step(x));
 	return 0;
@@ -359,14 +368,13 @@ static void setup(struct algo_ctx *x)
 	uint32_t N = x->g.nnodes;
 	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
 				       N >= 2 ? SCALE_2NODES : SCALE_1NODE];
+	double bus_B = algo_busbw_factor(x->c->op, x->g.p) * x->c->bytes;
 
 	x->inflate = 1 / ps->bandwidth_factor;
 	if (one_phase && cap > 0)
-		x->t_min_s = algo_busbw_factor(x->c->op, x->g.p) *
-			     x->c->bytes / cap;
+		x->t_min_s = bus_B / cap;
 	if (one_phase && ps->sustained_busbw_Bps > 0)
-		x->t_real_s = algo_busbw_factor(x->c->op, x->g.p) *
-			      x->c->bytes / ps->sustained_busbw_Bps;
+		x->t_real_s = bus_B / ps->sustained_busbw_Bps;
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,

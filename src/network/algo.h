@@ -70,7 +70,10 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 	       struct ham_cache *ham, const struct coll_desc *c, int algo,
 	       int proto, struct plan *out, const char **why);
 
-/* nccl-tests bus-bandwidth factor: busbw = algbw * factor. */
+/* nccl-tests bus-bandwidth factor of an op over p ranks, busbw = algbw *
+ * factor: all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all
+ * (p-1)/p; broadcast, reduce, send/recv (and p = 1) 1. It is also the
+ * bytes a ring moves over each of its links per user byte. */
 double algo_busbw_factor(enum coll_op op, uint32_t p);
 
 /* Bytes each rank i sends to rank j in an all-to-all. */
@@ -91,6 +94,8 @@ void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 /* The same with the library's rail choice for a point-to-point send. */
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      double coef);
+/* The rail (NIC of its node) rank r's traffic uses by default. */
+uint32_t algo_rail(const struct algo_ctx *x, uint32_t r);
 
 /* Describe the current phase's chunked pipeline from the library's spec
  * for the protocol and the algorithm's shape, whose chunks are per

@@ -102,27 +102,13 @@ static void ring_segments(struct algo_ctx *x, struct plan *p,
 		const uint32_t *o = ord + x->g.first[k];
 		uint32_t m = x->g.first[k + 1] - x->g.first[k];
 		uint32_t exit = o[m - 1], next = ord[x->g.first[(k + 1) % N]];
-		uint32_t r = x->lib->pxn ? rail :
-			topo_rail_of(x->t, group_gpu(&x->g, exit) %
-				     x->t->gpus_per_node);
+		uint32_t r = x->lib->pxn ? rail : algo_rail(x, exit);
 
 		for (i = 0; i + 1 < m; i++)
 			seg_dir(x, p, o[i], o[i + 1], rail, reverse);
 		if (chain && k + 1 == N)
 			break;
 		seg_dir(x, p, exit, next, r, reverse);
-	}
-}
-
-static double ring_volume(const struct algo_ctx *x, uint32_t K)
-{
-	double P = x->g.p, n = x->c->bytes;
-
-	switch (x->c->op) {
-	case COLL_ALLREDUCE: return 2 * (P - 1) / P * n / K;
-	case COLL_ALLGATHER:
-	case COLL_REDUCESCATTER: return (P - 1) / P * n / K;
-	default: return n / K;
 	}
 }
 
@@ -233,7 +219,9 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	(void)c;
 	if (chain)
 		root_first(x, ch->ord);
-	algo_flow(x, p, ring_volume(x, ch->K));
+	/* Each ring link carries the bus-bandwidth share of n/K. */
+	algo_flow(x, p, algo_busbw_factor(x->c->op, x->g.p) * x->c->bytes /
+		  ch->K);
 	ring_segments(x, p, ch->ord, rail, chain, x->c->op == COLL_REDUCE);
 }
 
@@ -366,7 +354,9 @@ static int hier_intra(struct algo_ctx *x, struct plan *p, uint32_t *ord,
 
 			if (algo_order(x, k, c, 0, ord) != 0)
 				return -1;
-			algo_flow(x, p, (m - 1.0) / m * n / K);
+			/* (m-1)/m * n/K, reduce-scatter or all-gather */
+			algo_flow(x, p, algo_busbw_factor(COLL_ALLGATHER, m) *
+				  n / K);
 			for (i = 0; i < m; i++)
 				algo_seg(x, p, ord[i], ord[(i + 1) % m], 0, 0, 1);
 		}
@@ -382,12 +372,11 @@ static void hier_inter(struct algo_ctx *x, struct plan *p)
 
 	algo_phase(x, p);
 	for (j = 0; j < m; j++) {
-		algo_flow(x, p, 2.0 * (N - 1) / N * n / m);
+		algo_flow(x, p, algo_busbw_factor(COLL_ALLREDUCE, N) * n / m);
 		for (k = 0; k < N; k++) {
 			uint32_t a = x->g.members[x->g.first[k] + j];
 			uint32_t b = x->g.members[x->g.first[(k + 1) % N] + j];
-			uint32_t r = topo_rail_of(x->t, group_gpu(&x->g, a) %
-						  x->t->gpus_per_node);
+			uint32_t r = algo_rail(x, a);
 
 			algo_seg(x, p, a, b, r, r, 1);
 		}

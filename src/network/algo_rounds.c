@@ -25,6 +25,8 @@
  */
 #include "algo.h"
 
+#include "../mem.h"
+
 static uint32_t pow2_floor(uint32_t n)
 {
 	uint32_t q = 1;
@@ -145,7 +147,8 @@ static double to_rank(const struct algo_ctx *x, uint32_t k, uint32_t b)
 	return v;
 }
 
-static void hier_a2a_intra(struct algo_ctx *x, struct plan *p)
+/* Phase 1, rank by rank: v[j] = what the rank sends to position j. */
+static void hier_a2a_intra(struct algo_ctx *x, struct plan *p, double *v)
 {
 	uint32_t m = x->g.ppn_max, k, i, j;
 
@@ -155,56 +158,65 @@ static void hier_a2a_intra(struct algo_ctx *x, struct plan *p)
 			uint32_t a = member(x, k, i);
 			double V = 0;
 
-			for (j = 0; j < m; j++)
-				if (j != i && to_position(x, a, j) > V)
-					V = to_position(x, a, j);
+			for (j = 0; j < m; j++) {
+				v[j] = j != i ? to_position(x, a, j) : 0;
+				if (v[j] > V)
+					V = v[j];
+			}
 			if (V <= 0)
 				continue;
 			algo_flow(x, p, V);
 			for (j = 0; j < m; j++)
-				if (j != i && to_position(x, a, j) > 0)
+				if (v[j] > 0)
 					algo_p2p(x, p, a, member(x, k, j),
-						 to_position(x, a, j) / V);
+						 v[j] / V);
 		}
 	algo_close_phase(x, p, algo_base(x) + algo_step(x));
 }
 
-static void hier_a2a_inter(struct algo_ctx *x, struct plan *p)
+/* Phase 2, rank by rank: v[k2] = what the rank sends to its peer on node
+ * k2. */
+static void hier_a2a_inter(struct algo_ctx *x, struct plan *p, double *v)
 {
 	uint32_t N = x->g.nnodes, m = x->g.ppn_max, k, k2, j;
 
 	algo_phase(x, p);
 	for (k = 0; k < N; k++)
 		for (j = 0; j < m; j++) {
-			uint32_t a = member(x, k, j);
-			uint32_t r = topo_rail_of(x->t, group_gpu(&x->g, a) %
-						  x->t->gpus_per_node);
+			uint32_t a = member(x, k, j), r = algo_rail(x, a);
 			double V = 0;
 
-			for (k2 = 0; k2 < N; k2++)
-				if (k2 != k && to_rank(x, k, member(x, k2, j)) > V)
-					V = to_rank(x, k, member(x, k2, j));
+			for (k2 = 0; k2 < N; k2++) {
+				v[k2] = k2 == k ? 0 :
+					to_rank(x, k, member(x, k2, j));
+				if (v[k2] > V)
+					V = v[k2];
+			}
 			if (V <= 0)
 				continue;
 			algo_flow(x, p, V);
-			for (k2 = 0; k2 < N; k2++) {
-				double v = to_rank(x, k, member(x, k2, j));
-
-				if (k2 != k && v > 0)
+			for (k2 = 0; k2 < N; k2++)
+				if (v[k2] > 0)
 					algo_seg(x, p, a, member(x, k2, j), r, r,
-						 v / V);
-			}
+						 v[k2] / V);
 		}
 	algo_close_phase(x, p, algo_step(x));
 }
 
 int algo_hier_a2a(struct algo_ctx *x, struct plan *p)
 {
-	if (x->g.nnodes < 2 || x->g.ppn_min != x->g.ppn_max) {
+	uint32_t N = x->g.nnodes, m = x->g.ppn_max;
+	double *v;
+
+	if (N < 2 || x->g.ppn_min != m) {
 		x->why = "needs several nodes with the same number of ranks each";
 		return 1;
 	}
-	hier_a2a_intra(x, p);
-	hier_a2a_inter(x, p);
+	v = mem_alloc((size_t)(m > N ? m : N) * sizeof(*v));
+	if (!v)
+		return -1;
+	hier_a2a_intra(x, p, v);
+	hier_a2a_inter(x, p, v);
+	mem_free(v);
 	return 0;
 }

@@ -36,12 +36,8 @@ struct flownet {
 	struct flow *free_list;
 	struct flow *live;	/* flows started and not yet done */
 	sim_id solve_ev;	/* pending solve event; 0 = none */
-	uint32_t active;
 	uint64_t solves, resolved;
 	int failed;
-	mm_id *cons;		/* scratch: constraint ids of a new flow */
-	double *coef;
-	uint32_t capscratch;
 };
 
 struct flownet *flow_new(const struct topo *t, struct sim *sim)
@@ -84,8 +80,6 @@ void flow_free(struct flownet *f)
 	free_chain(f->free_list);
 	free_chain(f->live);
 	mm_free(f->mm);
-	mem_free(f->cons);
-	mem_free(f->coef);
 	mem_free(f);
 }
 
@@ -189,57 +183,27 @@ static void complete(struct sim *sim, void *arg)
 		mm_var_remove(f->mm, fl->var);
 		want_solve(f);
 	}
-	f->active--;
 	unlink_live(f, fl);
 	flow_put(f, fl);
 	done(darg);
-}
-
-static int scratch(struct flownet *f, uint32_t n)
-{
-	mm_id *c;
-	double *k;
-
-	if (n <= f->capscratch)
-		return 0;
-	c = mem_realloc(f->cons, (size_t)n * sizeof(*c));
-	if (c)
-		f->cons = c;
-	k = mem_realloc(f->coef, (size_t)n * sizeof(*k));
-	if (k)
-		f->coef = k;
-	if (!c || !k)
-		return -1;
-	f->capscratch = n;
-	return 0;
-}
-
-static mm_id add_var(struct flownet *f, struct flow *fl, const uint32_t *links,
-		     const double *coef, uint32_t n, double bound_Bps)
-{
-	uint32_t i;
-
-	if (scratch(f, n) != 0)
-		return MM_NONE;
-	for (i = 0; i < n; i++) {
-		f->cons[i] = links[i];
-		f->coef[i] = coef ? coef[i] : 1.0;
-	}
-	return mm_var_add(f->mm, f->cons, f->coef, n, bound_Bps, fl);
 }
 
 int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
 	       void *arg)
 {
-	struct flow *fl = flow_take(f);
+	struct flow *fl;
 
+	if (n > 0 && !coef)
+		BUG("a flow over links needs their coefficients");
+	fl = flow_take(f);
 	if (!fl)
 		goto oom;
 	*fl = (struct flow){ .net = f, .var = MM_NONE, .left_B = volume_B,
 			     .t_last = sim_now(f->sim), .done = done, .arg = arg };
 	if (volume_B > 0 && (n > 0 || bound_Bps > 0)) {
-		fl->var = add_var(f, fl, links, coef, n, bound_Bps);
+		/* Constraint id = link id (flow_new). */
+		fl->var = mm_var_add(f->mm, links, coef, n, bound_Bps, fl);
 		if (fl->var == MM_NONE)
 			goto oom;
 		want_solve(f);
@@ -249,7 +213,6 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 		if (!fl->ev)
 			goto oom;
 	}
-	f->active++;
 	link_live(f, fl);
 	return 0;
 oom:
@@ -257,11 +220,6 @@ oom:
 		flow_put(f, fl);
 	f->failed = 1;
 	return -1;
-}
-
-uint32_t flow_active(const struct flownet *f)
-{
-	return f->active;
 }
 
 uint64_t flow_solves(const struct flownet *f)

@@ -32,16 +32,13 @@ void flow_free(struct flownet *f);
 
 /*
  * Start a flow of volume_B bytes over links[0..n-1] with coefficients
- * coef (NULL = all 1), at most bound_Bps (0 = no bound). done(arg) runs
+ * coef[0..n-1] > 0, at most bound_Bps (0 = no bound). done(arg) runs
  * from an event when the last byte has arrived (at once, from an event,
  * for an empty flow). Returns 0, or -1 when out of memory.
  */
 int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
 	       void *arg);
-
-/* Active flows. */
-uint32_t flow_active(const struct flownet *f);
 
 /* Re-solves done and flows re-solved in total (for reports and benches). */
 uint64_t flow_solves(const struct flownet *f);

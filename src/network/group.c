@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "../mem.h"
+#include "route.h"
 
 struct nr {
 	uint32_t node, rank;
@@ -121,7 +122,7 @@ int group_init(struct group *g, const struct topo *t, const uint32_t *gpus,
 			rc = -2;
 			goto out;
 		}
-		v[i] = (struct nr){ gpus[i] / t->gpus_per_node, i };
+		v[i] = (struct nr){ route_node(t, gpus[i]), i };
 	}
 	if (has_duplicate(gpus, p, g->members)) {
 		*why = "a GPU appears twice in the group";

@@ -5,7 +5,7 @@
  * Nodes are ordered by their first rank; ranks within a node keep rank
  * order. Algorithms build rings and trees over this shape.
  *
- * Depends on topo.h, mem.h.
+ * Depends on topo.h, route.h, mem.h.
  */
 #ifndef LLMSIM_GROUP_H
 #define LLMSIM_GROUP_H

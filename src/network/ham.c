@@ -99,7 +99,9 @@ static void run(struct search *s)
 	cycle(s, 0);
 }
 
-int ham_decompose(uint32_t m, uint32_t *cyc)
+/* Fill cyc (m-1 rows of m vertices) with arc-disjoint Hamiltonian cycles;
+ * how many were found (1 .. m-1 for m >= 2), or -1 when out of memory. */
+static int decompose(uint32_t m, uint32_t *cyc)
 {
 	struct search s = { .m = m, .cyc = cyc, .want = m - 1, .backtrack = 1 };
 
@@ -137,7 +139,7 @@ const uint32_t *ham_get(struct ham_cache *hc, uint32_t m, int *n)
 
 		if (!c)
 			return NULL;
-		hc->n[m] = ham_decompose(m, c);
+		hc->n[m] = decompose(m, c);
 		if (hc->n[m] < 0) {
 			mem_free(c);
 			return NULL;

@@ -87,6 +87,17 @@ struct vec {
 	uint32_t n, cap;
 };
 
+/* A bounded variable with its bound, the sort key of the bounded list. */
+struct bounded {
+	double bound_Bps;	/* B/s, the variable's bound */
+	mm_id var;		/* the variable */
+};
+
+struct bvec {
+	struct bounded *v;
+	uint32_t n, cap;
+};
+
 struct mm {
 	struct var *vars;
 	uint32_t nvars, capvars, live;
@@ -97,7 +108,7 @@ struct mm {
 	struct vec fresh;	/* variables added since the last solve */
 	struct vec cv, cc;	/* the component being solved */
 	struct vec heap;	/* constraints by level */
-	struct vec bounded;	/* bounded variables of the component */
+	struct bvec bounded;	/* bounded variables of the component */
 	uint32_t epoch;
 };
 
@@ -115,6 +126,21 @@ static int vec_push(struct vec *v, mm_id x)
 		v->cap = ncap;
 	}
 	v->v[v->n++] = x;
+	return 0;
+}
+
+static int bvec_push(struct bvec *v, mm_id var, double bound_Bps)
+{
+	if (v->n == v->cap) {
+		uint32_t ncap = v->cap ? v->cap * 2 : 64;
+		struct bounded *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		v->v = nv;
+		v->cap = ncap;
+	}
+	v->v[v->n++] = (struct bounded){ bound_Bps, var };
 	return 0;
 }
 
@@ -487,30 +513,15 @@ static void fix(struct mm *m, mm_id v, double rate)
 	}
 }
 
-static int by_bound(const void *pa, const void *pb, void *arg)
+/* Order bounded variables by (bound, id): ids are unique, so the order is
+ * total and qsort's instability cannot show. */
+static int by_bound(const void *pa, const void *pb)
 {
-	const struct mm *m = arg;
-	mm_id a = *(const mm_id *)pa, b = *(const mm_id *)pb;
-	double ba = m->vars[a].bound_Bps, bb = m->vars[b].bound_Bps;
+	const struct bounded *a = pa, *b = pb;
 
-	if (ba != bb)
-		return ba < bb ? -1 : 1;
-	return a < b ? -1 : a > b;
-}
-
-/* Sort by (bound, id) with a plain insertion-merge: qsort_r is not C11. */
-static void sort_bounded(struct mm *m)
-{
-	uint32_t i, j;
-	mm_id *v = m->bounded.v;
-
-	for (i = 1; i < m->bounded.n; i++) {
-		mm_id x = v[i];
-
-		for (j = i; j > 0 && by_bound(&x, &v[j - 1], m) < 0; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
+	if (a->bound_Bps != b->bound_Bps)
+		return a->bound_Bps < b->bound_Bps ? -1 : 1;
+	return a->var < b->var ? -1 : a->var > b->var;
 }
 
 static int fill_start(struct mm *m)
@@ -523,10 +534,13 @@ static int fill_start(struct mm *m)
 
 		x->fixed = 0;
 		x->new_Bps = 0;
-		if (x->bound_Bps > 0 && vec_push(&m->bounded, m->cv.v[i]) != 0)
+		if (x->bound_Bps > 0 &&
+		    bvec_push(&m->bounded, m->cv.v[i], x->bound_Bps) != 0)
 			return -1;
 	}
-	sort_bounded(m);
+	if (m->bounded.n > 1)	/* qsort's base may not be NULL */
+		qsort(m->bounded.v, m->bounded.n, sizeof(*m->bounded.v),
+		      by_bound);
 	for (i = 0; i < m->cc.n; i++) {
 		struct cons *c = &m->cons[m->cc.v[i]];
 
@@ -554,13 +568,13 @@ static void fill(struct mm *m)
 		mm_id c, b;
 		double lc;
 
-		while (bi < m->bounded.n && m->vars[m->bounded.v[bi]].fixed)
+		while (bi < m->bounded.n && m->vars[m->bounded.v[bi].var].fixed)
 			bi++;
 		if (m->heap.n == 0 && bi == m->bounded.n)
 			break;
 		c = m->heap.n ? m->heap.v[0] : MM_NONE;
 		lc = c != MM_NONE ? level(&m->cons[c]) : INFINITY;
-		b = bi < m->bounded.n ? m->bounded.v[bi] : MM_NONE;
+		b = bi < m->bounded.n ? m->bounded.v[bi].var : MM_NONE;
 		if (b != MM_NONE && m->vars[b].bound_Bps <= lc) {
 			fix(m, b, m->vars[b].bound_Bps);
 			continue;

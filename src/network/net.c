@@ -101,11 +101,6 @@ void net_free(struct net *n)
 	mem_free(n);
 }
 
-double net_busbw_factor(enum coll_op op, uint32_t p)
-{
-	return algo_busbw_factor(op, p);
-}
-
 static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 			  int proto)
 {
@@ -375,7 +370,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 	}
 	out->time_s = t;
 	out->algbw_Bps = t > 0 ? c->bytes / t : 0;
-	out->busbw_Bps = out->algbw_Bps * net_busbw_factor(c->op, c->ngpus);
+	out->busbw_Bps = out->algbw_Bps * algo_busbw_factor(c->op, c->ngpus);
 	return 0;
 }
 

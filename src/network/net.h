@@ -24,7 +24,7 @@
  * one simulated): the others are taken to sit on other endpoints (other
  * rails or nodes), so they share no link that ends at a GPU or NIC; on
  * scale-out links between switches their traffic is charged, assuming
- * the R groups spread evenly over the system (net.c has the formula).
+ * the R groups spread evenly over the system (run.c has the formula).
  *
  * Depends on the core (sim.h, coll.h, spec_system.h, diag.h, mem.h).
  */
@@ -67,11 +67,6 @@ struct net_coll_result {
  * reporting to d (bad group, unsupported algorithm for the op, ...). */
 int net_collective_time(struct net *n, const struct coll_desc *c,
 			struct net_coll_result *out, struct diag *d);
-
-/* nccl-tests bus-bandwidth factor of an op over p ranks:
- * all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p;
- * broadcast, reduce, send/recv 1. */
-double net_busbw_factor(enum coll_op op, uint32_t p);
 
 /* Counters of the fabric model inside a step simulation. */
 struct net_stats {

@@ -63,17 +63,20 @@
 #include <math.h>
 #include <string.h>
 
+#include "../diag.h"
+
 void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	       const struct pipe_shape *sh)
 {
 	memset(pp, 0, sizeof(*pp));
 	if (!ps || !(ps->chunk_B > 0) || !(sh->chunks > 0))
 		return;
+	if (ps->halve_below.n != ps->halvings.n)
+		BUG("halving rules not in pairs (the spec refuses that)");
 	pp->chunk_B = ps->chunk_B;
 	pp->halve_below = ps->halve_below.v;
 	pp->halvings = ps->halvings.v;
-	pp->nhalve = (uint32_t)(ps->halve_below.n < ps->halvings.n ?
-				ps->halve_below.n : ps->halvings.n);
+	pp->nhalve = (uint32_t)ps->halve_below.n;
 	pp->depth = sh->depth > 1 ? sh->depth : 1;
 	pp->chunks = sh->chunks;
 	pp->sync_s = sh->steps * (double)ps->slices * ps->sync_s;

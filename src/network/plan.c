@@ -141,13 +141,3 @@ void plan_flow_end(struct plan *p)
 	p->nelems = f->first + k;
 	mem_free(v);
 }
-
-double plan_latency_s(const struct plan *p)
-{
-	double s = 0;
-	uint32_t i;
-
-	for (i = 0; i < p->nphases; i++)
-		s += p->phases[i].latency_s;
-	return s;
-}

@@ -73,7 +73,4 @@ void plan_route(struct plan *p, const struct route *r, double coef);
  * dropped. */
 void plan_flow_end(struct plan *p);
 
-/* Total latency of all phases (s). */
-double plan_latency_s(const struct plan *p);
-
 #endif

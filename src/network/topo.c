@@ -40,6 +40,15 @@ uint32_t topo_add_link(struct topo *t, uint32_t src, uint32_t dst,
 	return t->nlinks++;
 }
 
+int topo_add_pair(struct topo *t, uint32_t a, uint32_t b, double cap_Bps,
+		  double latency_s, enum topo_transport transport,
+		  uint32_t *up, uint32_t *down)
+{
+	*up = topo_add_link(t, a, b, cap_Bps, latency_s, transport);
+	*down = topo_add_link(t, b, a, cap_Bps, latency_s, transport);
+	return *up == TOPO_NONE || *down == TOPO_NONE ? -1 : 0;
+}
+
 void topo_set_level(struct topo *t, uint32_t link, enum topo_level level,
 		    uint32_t owner)
 {
@@ -77,6 +86,12 @@ uint32_t *topo_table(struct topo *t, size_t n)
 	if (v)
 		memset(v, 0xff, n * sizeof(*v));
 	return v;
+}
+
+int topo_oom(struct diag *d)
+{
+	diag_error(d, NULL, 0, 0, "out of memory building the topology");
+	return -1;
 }
 
 double topo_port_cap(const struct link_spec *l, int64_t n, int endpoint)

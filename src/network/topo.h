@@ -58,7 +58,7 @@ struct topo_node {
 	uint32_t first_out, nout;	/* its outgoing links in topo.out */
 };
 
-/* Where a scale-out link sits, for charging replica groups (net.c). */
+/* Where a scale-out link sits, for charging replica groups (run.c). */
 enum topo_level {
 	TL_NONE,		/* scale-up, host, or anything else */
 	TL_NIC,			/* NIC <-> leaf; owner = NIC index */
@@ -90,7 +90,6 @@ struct topo_tree {
 	uint32_t *leaf_up, *leaf_down;	/* per leaf * u + j: leaf->spine/agg j and back */
 	uint32_t *agg_node;		/* 3 tiers: per pod * u + j */
 	uint32_t *agg_up, *agg_down;	/* 3 tiers: per (pod * u + j) * up_per_agg + c */
-	double switch_latency_s;	/* s */
 };
 
 struct topo {
@@ -116,7 +115,6 @@ struct topo {
 	uint32_t *psw_up, *psw_down;	/* pcie_tree: per PCIe switch, to and from the CPU */
 	uint32_t psw_per_node;		/* pcie_tree: PCIe switches per node */
 	uint32_t gpus_per_psw;		/* pcie_tree: GPUs under one */
-	uint32_t *up_switch;		/* switch: per node, the switch node id */
 
 	int has_host;			/* a host PCIe tree joins GPUs and NICs */
 	uint32_t *hgpu_up, *hgpu_down;	/* per GPU, to and from its host switch */
@@ -143,6 +141,11 @@ uint32_t topo_add_node(struct topo *t, enum topo_node_kind kind,
 uint32_t topo_add_link(struct topo *t, uint32_t src, uint32_t dst,
 		       double cap_Bps, double latency_s,
 		       enum topo_transport transport);
+/* An up link a -> b and a down link b -> a, alike; their ids go to *up
+ * and *down. Returns 0, or -1 when out of memory. */
+int topo_add_pair(struct topo *t, uint32_t a, uint32_t b, double cap_Bps,
+		  double latency_s, enum topo_transport transport,
+		  uint32_t *up, uint32_t *down);
 /* Mark a scale-out link's level and owner. */
 void topo_set_level(struct topo *t, uint32_t link, enum topo_level level,
 		    uint32_t owner);
@@ -168,5 +171,13 @@ int topo_build_fat_tree(struct topo *t, const struct fabric_spec *f,
 uint32_t *topo_table(struct topo *t, size_t n);
 /* Payload capacity of n ports of link type l; endpoint: apply sustained. */
 double topo_port_cap(const struct link_spec *l, int64_t n, int endpoint);
+/* Report running out of memory while building to d; returns -1. */
+int topo_oom(struct diag *d);
+
+/* ceil(a / b) for b > 0, as a count the topology's ids can hold. */
+static inline uint32_t topo_ceil_div(uint64_t a, uint64_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
 
 #endif

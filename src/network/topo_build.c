@@ -23,27 +23,6 @@
 
 #include "../diag.h"
 
-static int oom(struct diag *d)
-{
-	diag_error(d, NULL, 0, 0, "out of memory building the topology");
-	return -1;
-}
-
-static uint32_t ceil_div(uint64_t a, uint64_t b)
-{
-	return (uint32_t)((a + b - 1) / b);
-}
-
-/* An up and a down link between node a and node b. */
-static int link_pair(struct topo *t, uint32_t a, uint32_t b, double cap_Bps,
-		     double lat_s, enum topo_transport tr, uint32_t *up,
-		     uint32_t *down)
-{
-	*up = topo_add_link(t, a, b, cap_Bps, lat_s, tr);
-	*down = topo_add_link(t, b, a, cap_Bps, lat_s, tr);
-	return *up == TOPO_NONE || *down == TOPO_NONE ? -1 : 0;
-}
-
 static int build_mesh(struct topo *t, const struct fabric_spec *f,
 		      struct diag *d)
 {
@@ -60,7 +39,7 @@ static int build_mesh(struct topo *t, const struct fabric_spec *f,
 	}
 	t->mesh_base = topo_table(t, t->sys_nodes);
 	if (!t->mesh_base)
-		return oom(d);
+		return topo_oom(d);
 	for (n = 0; n < t->sys_nodes; n++) {
 		t->mesh_base[n] = t->nlinks;
 		for (a = 0; a < g; a++)
@@ -68,7 +47,7 @@ static int build_mesh(struct topo *t, const struct fabric_spec *f,
 				if (a != b && topo_add_link(t, n * g + a, n * g + b,
 					cap, f->link->latency_s, TT_SCALE_UP) ==
 					TOPO_NONE)
-					return oom(d);
+					return topo_oom(d);
 	}
 	return 0;
 }
@@ -79,22 +58,20 @@ static int build_switch(struct topo *t, const struct fabric_spec *f,
 	uint32_t g = t->gpus_per_node, n, i;
 	double cap = topo_port_cap(f->link, f->links_per_endpoint, 1);
 
-	t->up_switch = topo_table(t, t->sys_nodes);
 	t->gpu_up = topo_table(t, t->gpus);
 	t->gpu_down = topo_table(t, t->gpus);
-	if (!t->up_switch || !t->gpu_up || !t->gpu_down)
-		return oom(d);
+	if (!t->gpu_up || !t->gpu_down)
+		return topo_oom(d);
 	for (n = 0; n < t->sys_nodes; n++) {
 		uint32_t sw = topo_add_node(t, TN_SWITCH, f->switch_latency_s);
 
 		if (sw == TOPO_NONE)
-			return oom(d);
-		t->up_switch[n] = sw;
+			return topo_oom(d);
 		for (i = n * g; i < (n + 1) * g; i++)
-			if (link_pair(t, i, sw, cap, f->link->latency_s,
-				      TT_SCALE_UP, &t->gpu_up[i],
-				      &t->gpu_down[i]) != 0)
-				return oom(d);
+			if (topo_add_pair(t, i, sw, cap, f->link->latency_s,
+					  TT_SCALE_UP, &t->gpu_up[i],
+					  &t->gpu_down[i]) != 0)
+				return topo_oom(d);
 	}
 	return 0;
 }
@@ -103,7 +80,7 @@ static int build_pcie(struct topo *t, const struct fabric_spec *f,
 		      struct diag *d)
 {
 	uint32_t g = t->gpus_per_node, n, i, s;
-	uint32_t per = (uint32_t)f->gpus_per_switch, nsw = ceil_div(g, per);
+	uint32_t per = (uint32_t)f->gpus_per_switch, nsw = topo_ceil_div(g, per);
 	double cap = topo_port_cap(f->link, f->links_per_endpoint, 1);
 	double up = topo_port_cap(f->link, f->links_per_endpoint, 0);
 
@@ -114,22 +91,23 @@ static int build_pcie(struct topo *t, const struct fabric_spec *f,
 	t->psw_up = topo_table(t, (size_t)nsw * t->sys_nodes);
 	t->psw_down = topo_table(t, (size_t)nsw * t->sys_nodes);
 	if (!t->gpu_up || !t->gpu_down || !t->psw_up || !t->psw_down)
-		return oom(d);
+		return topo_oom(d);
 	for (n = 0; n < t->sys_nodes; n++)
 		for (s = 0; s < nsw; s++) {
 			uint32_t sw = topo_add_node(t, TN_SWITCH, f->switch_latency_s);
 			uint32_t k = n * nsw + s;
 
 			if (sw == TOPO_NONE ||
-			    link_pair(t, sw, t->cpu0 + n, up, f->link->latency_s,
-				      TT_PCIE, &t->psw_up[k], &t->psw_down[k]) != 0)
-				return oom(d);
+			    topo_add_pair(t, sw, t->cpu0 + n, up,
+					  f->link->latency_s, TT_PCIE,
+					  &t->psw_up[k], &t->psw_down[k]) != 0)
+				return topo_oom(d);
 			for (i = s * per; i < g && i < (s + 1) * per; i++)
-				if (link_pair(t, n * g + i, sw, cap,
-					      f->link->latency_s, TT_PCIE,
-					      &t->gpu_up[n * g + i],
-					      &t->gpu_down[n * g + i]) != 0)
-					return oom(d);
+				if (topo_add_pair(t, n * g + i, sw, cap,
+						  f->link->latency_s, TT_PCIE,
+						  &t->gpu_up[n * g + i],
+						  &t->gpu_down[n * g + i]) != 0)
+					return topo_oom(d);
 		}
 	return 0;
 }
@@ -164,8 +142,9 @@ static int host_attach(struct topo *t, const struct fabric_spec *f,
 		uint32_t s = i / per, k = table0 + i;
 
 		of[k] = sw_index0 + s;
-		if (link_pair(t, first_node + i, sw_base + s, cap,
-			      f->link->latency_s, TT_PCIE, &up[k], &down[k]) != 0)
+		if (topo_add_pair(t, first_node + i, sw_base + s, cap,
+				  f->link->latency_s, TT_PCIE, &up[k],
+				  &down[k]) != 0)
 			return -1;
 	}
 	return 0;
@@ -176,13 +155,13 @@ static int build_host(struct topo *t, const struct fabric_spec *f,
 {
 	uint32_t g = t->gpus_per_node, m = t->nics_per_node, n, s;
 	uint32_t gps = (uint32_t)f->gpus_per_switch, nps = (uint32_t)f->nics_per_switch;
-	uint32_t nsw = ceil_div(g, gps) > ceil_div(m, nps) ? ceil_div(g, gps)
-							     : ceil_div(m, nps);
+	uint32_t gsw = topo_ceil_div(g, gps), msw = topo_ceil_div(m, nps);
+	uint32_t nsw = gsw > msw ? gsw : msw;
 	double up = topo_port_cap(f->link, f->links_per_endpoint, 0);
 
 	t->has_host = 1;
 	if (host_tables(t, nsw) != 0)
-		return oom(d);
+		return topo_oom(d);
 	for (n = 0; n < t->sys_nodes; n++) {
 		uint32_t base = t->nnodes;
 
@@ -191,16 +170,16 @@ static int build_host(struct topo *t, const struct fabric_spec *f,
 
 			if (topo_add_node(t, TN_SWITCH, f->switch_latency_s) ==
 			    TOPO_NONE ||
-			    link_pair(t, base + s, t->cpu0 + n, up,
-				      f->link->latency_s, TT_PCIE,
-				      &t->hsw_up[k], &t->hsw_down[k]) != 0)
-				return oom(d);
+			    topo_add_pair(t, base + s, t->cpu0 + n, up,
+					  f->link->latency_s, TT_PCIE,
+					  &t->hsw_up[k], &t->hsw_down[k]) != 0)
+				return topo_oom(d);
 		}
 		if (host_attach(t, f, n * g, g, gps, base, n * nsw, t->hgpu_up,
 				t->hgpu_down, t->hsw_of_gpu, n * g) != 0 ||
 		    host_attach(t, f, topo_nic(t, n, 0), m, nps, base, n * nsw,
 				t->hnic_up, t->hnic_down, t->hsw_of_nic, n * m) != 0)
-			return oom(d);
+			return topo_oom(d);
 	}
 	return 0;
 }
@@ -211,15 +190,15 @@ static int add_endpoints(struct topo *t, struct diag *d)
 
 	for (i = 0; i < t->gpus; i++)
 		if (topo_add_node(t, TN_GPU, 0) == TOPO_NONE)
-			return oom(d);
+			return topo_oom(d);
 	t->nic0 = t->nnodes;
 	for (i = 0; i < nics; i++)
 		if (topo_add_node(t, TN_NIC, 0) == TOPO_NONE)
-			return oom(d);
+			return topo_oom(d);
 	t->cpu0 = t->nnodes;
 	for (i = 0; i < t->sys_nodes; i++)
 		if (topo_add_node(t, TN_CPU, 0) == TOPO_NONE)
-			return oom(d);
+			return topo_oom(d);
 	return 0;
 }
 
@@ -278,7 +257,7 @@ struct topo *topo_build(const struct system_spec *sys, struct diag *d)
 		return NULL;
 	t = mem_calloc(1, sizeof(*t));
 	if (!t) {
-		oom(d);
+		topo_oom(d);
 		return NULL;
 	}
 	arena_init(&t->arena);
@@ -293,7 +272,7 @@ struct topo *topo_build(const struct system_spec *sys, struct diag *d)
 	    topo_build_fat_tree(t, sys->scale_out, d) != 0)
 		goto fail;
 	if (topo_finish(t) != 0) {
-		oom(d);
+		topo_oom(d);
 		goto fail;
 	}
 	return t;

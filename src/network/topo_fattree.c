@@ -20,8 +20,11 @@
  * single logical spine (2 tiers) or pod switch (3 tiers), and a pod's
  * uplinks one trunk to a single logical core.
  *
- * NIC links carry the link's sustained fraction; switch-to-switch links
- * are marked core (shared with replica groups, see net.c).
+ * NIC links carry the link's sustained fraction. Every scale-out link is
+ * marked with its level and owner: TL_NIC (NIC <-> leaf, per NIC),
+ * TL_LEAF_UP (leaf <-> spine/agg, per leaf), TL_AGG_UP (agg <-> core, per
+ * pod); run.c finds a group's NICs by the first and charges replica
+ * groups' traffic on the other two.
  */
 #include "topo.h"
 
@@ -35,20 +38,9 @@ struct ft {
 	uint32_t nics;		/* NICs in the system */
 };
 
-static int oom(struct diag *d)
-{
-	diag_error(d, NULL, 0, 0, "out of memory building the fat tree");
-	return -1;
-}
-
 static const char *fname(const struct fabric_spec *f)
 {
 	return f->name ? f->name : "(inline)";
-}
-
-static uint32_t ceil_div(uint64_t a, uint64_t b)
-{
-	return (uint32_t)((a + b - 1) / b);
 }
 
 static int too_small(const struct ft *ft, struct diag *d, uint32_t have,
@@ -84,9 +76,10 @@ static void shape_for(struct ft *ft, uint32_t tiers)
 		tr->leaves = UINT32_MAX;
 		return;
 	}
-	groups = tr->rails > 1 ? ceil_div(t->sys_nodes, tr->hosts_per_leaf) : 1;
+	groups = tr->rails > 1 ?
+		 topo_ceil_div(t->sys_nodes, tr->hosts_per_leaf) : 1;
 	tr->leaves = tr->rails > 1 ? groups * tr->rails :
-		     ceil_div(ft->nics, tr->hosts_per_leaf);
+		     topo_ceil_div(ft->nics, tr->hosts_per_leaf);
 }
 
 /* Largest leaf count a tree of `tiers` tiers of radix k holds. */
@@ -118,7 +111,7 @@ static int shape(struct ft *ft, struct diag *d)
 				 "leaves");
 	tr->leaf_of = topo_table(ft->t, ft->nics);
 	if (!tr->leaf_of)
-		return oom(d);
+		return topo_oom(d);
 	for (e = 0; e < ft->nics; e++) {
 		uint32_t node = e / ft->t->nics_per_node;
 		uint32_t rail = e % ft->t->nics_per_node;
@@ -130,50 +123,42 @@ static int shape(struct ft *ft, struct diag *d)
 	return 0;
 }
 
+/* A scale-out link each way between node a (NIC or lower switch) and
+ * switch b above it, of cap_Bps, at level lv of the tree under owner
+ * (NIC, leaf or pod). */
+static int link_pair(struct ft *ft, uint32_t a, uint32_t b, double cap_Bps,
+		    enum topo_level lv, uint32_t owner, uint32_t *up,
+		    uint32_t *down)
+{
+	if (topo_add_pair(ft->t, a, b, cap_Bps, ft->f->link->latency_s, TT_NET,
+			  up, down) != 0)
+		return -1;
+	topo_set_level(ft->t, *up, lv, owner);
+	topo_set_level(ft->t, *down, lv, owner);
+	return 0;
+}
+
 static int add_leaves(struct ft *ft, struct diag *d)
 {
 	struct topo *t = ft->t;
 	struct topo_tree *tr = ft->tr;
 	double cap = topo_port_cap(ft->f->link, ft->f->links_per_endpoint, 1);
-	double lat = ft->f->link->latency_s;
 	uint32_t i;
 
 	tr->leaf_node = topo_table(t, tr->leaves);
 	t->nic_up = topo_table(t, ft->nics);
 	t->nic_down = topo_table(t, ft->nics);
 	if (!tr->leaf_node || !t->nic_up || !t->nic_down)
-		return oom(d);
+		return topo_oom(d);
 	for (i = 0; i < tr->leaves; i++)
 		if ((tr->leaf_node[i] = topo_add_node(t, TN_SWITCH,
 				ft->f->switch_latency_s)) == TOPO_NONE)
-			return oom(d);
-	for (i = 0; i < ft->nics; i++) {
-		uint32_t nic = t->nic0 + i, leaf = tr->leaf_node[tr->leaf_of[i]];
-
-		t->nic_up[i] = topo_add_link(t, nic, leaf, cap, lat, TT_NET);
-		t->nic_down[i] = topo_add_link(t, leaf, nic, cap, lat, TT_NET);
-		if (t->nic_up[i] == TOPO_NONE || t->nic_down[i] == TOPO_NONE)
-			return oom(d);
-		topo_set_level(t, t->nic_up[i], TL_NIC, i);
-		topo_set_level(t, t->nic_down[i], TL_NIC, i);
-	}
-	return 0;
-}
-
-/* Link lower switch a to upper switch b with n ports each way; the
- * links sit at level lv of the tree under owner (leaf or pod). */
-static int uplink(struct ft *ft, uint32_t a, uint32_t b, uint32_t n,
-		  enum topo_level lv, uint32_t owner, uint32_t *up,
-		  uint32_t *down)
-{
-	double cap = ft->port_Bps * n, lat = ft->f->link->latency_s;
-
-	*up = topo_add_link(ft->t, a, b, cap, lat, TT_NET);
-	*down = topo_add_link(ft->t, b, a, cap, lat, TT_NET);
-	if (*up == TOPO_NONE || *down == TOPO_NONE)
-		return -1;
-	topo_set_level(ft->t, *up, lv, owner);
-	topo_set_level(ft->t, *down, lv, owner);
+			return topo_oom(d);
+	for (i = 0; i < ft->nics; i++)
+		if (link_pair(ft, t->nic0 + i, tr->leaf_node[tr->leaf_of[i]],
+			      cap, TL_NIC, i, &t->nic_up[i],
+			      &t->nic_down[i]) != 0)
+			return topo_oom(d);
 	return 0;
 }
 
@@ -200,9 +185,10 @@ static int add_leaf_uplinks(struct ft *ft, uint32_t group_leaves,
 		for (j = 0; j < u; j++) {
 			uint32_t upper = first_upper + (i / group_leaves) * u + j;
 
-			if (uplink(ft, tr->leaf_node[i], upper, trunk,
-				   TL_LEAF_UP, i, &tr->leaf_up[i * u + j],
-				   &tr->leaf_down[i * u + j]) != 0)
+			if (link_pair(ft, tr->leaf_node[i], upper,
+				      ft->port_Bps * trunk, TL_LEAF_UP, i,
+				      &tr->leaf_up[i * u + j],
+				      &tr->leaf_down[i * u + j]) != 0)
 				return -1;
 		}
 	return 0;
@@ -222,7 +208,7 @@ static int two_tiers(struct ft *ft, struct diag *d, int spray)
 	first = add_switches(ft, tr->up_per_leaf);
 	if (!tr->leaf_up || !tr->leaf_down || first == TOPO_NONE ||
 	    add_leaf_uplinks(ft, tr->leaves, first, trunk) != 0)
-		return oom(d);
+		return topo_oom(d);
 	return 0;
 }
 
@@ -239,9 +225,11 @@ static int add_core(struct ft *ft, uint32_t pods, uint32_t trunk)
 			for (c = 0; c < upa; c++) {
 				uint32_t k = (p * u + j) * upa + c;
 
-				if (uplink(ft, tr->agg_node[p * u + j],
-					   core0 + j * upa + c, trunk, TL_AGG_UP,
-					   p, &tr->agg_up[k], &tr->agg_down[k]) != 0)
+				if (link_pair(ft, tr->agg_node[p * u + j],
+					      core0 + j * upa + c,
+					      ft->port_Bps * trunk, TL_AGG_UP,
+					      p, &tr->agg_up[k],
+					      &tr->agg_down[k]) != 0)
 					return -1;
 			}
 	return 0;
@@ -256,7 +244,7 @@ static int three_tiers(struct ft *ft, struct diag *d, int spray)
 
 	tr->leaves_per_pod = k / 2;
 	tr->up_per_agg = k - k / 2;
-	pods = ceil_div(tr->leaves, tr->leaves_per_pod);
+	pods = topo_ceil_div(tr->leaves, tr->leaves_per_pod);
 	tr->pods = pods;
 	if (spray) {
 		leaf_trunk = tr->up_per_leaf;
@@ -270,14 +258,14 @@ static int three_tiers(struct ft *ft, struct diag *d, int spray)
 	tr->agg_down = topo_table(t, (size_t)pods * tr->up_per_leaf * tr->up_per_agg);
 	if (!tr->leaf_up || !tr->leaf_down || !tr->agg_node || !tr->agg_up ||
 	    !tr->agg_down)
-		return oom(d);
+		return topo_oom(d);
 	for (i = 0; i < pods * tr->up_per_leaf; i++)
 		if ((tr->agg_node[i] = add_switches(ft, 1)) == TOPO_NONE)
-			return oom(d);
+			return topo_oom(d);
 	if (add_leaf_uplinks(ft, tr->leaves_per_pod, tr->agg_node[0],
 			     leaf_trunk) != 0 ||
 	    add_core(ft, pods, agg_trunk) != 0)
-		return oom(d);
+		return topo_oom(d);
 	return 0;
 }
 
@@ -294,7 +282,6 @@ int topo_build_fat_tree(struct topo *t, const struct fabric_spec *f,
 			   fabric_topology_names[f->topology]);
 		return -1;
 	}
-	t->tree.switch_latency_s = f->switch_latency_s;
 	if (shape(&ft, d) != 0 || add_leaves(&ft, d) != 0)
 		return -1;
 	if (t->tree.tiers == 2)

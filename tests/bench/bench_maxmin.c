@@ -9,7 +9,9 @@
  *          does on every flow event).
  * A second workload splits the same flows into independent groups of 10
  * on disjoint links (TP groups in separate nodes): there a change
- * re-solves one group only, whatever N is.
+ * re-solves one group only, whatever N is. A third is the first with every
+ * other flow rate-bounded (1-20 GB/s, around the fair share, so some
+ * bounds bind): every solve orders the bounded flows.
  * Each figure is the median of repeated runs, in microseconds.
  */
 #include <stdio.h>
@@ -51,8 +53,10 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* A flow over 2-6 distinct links among [base, base + nlinks). */
-static mm_id add_flow(struct mm *m, struct rng *r, mm_id base, uint32_t nlinks)
+/* A flow over 2-6 distinct links among [base, base + nlinks), rate-bounded
+ * (1-20 GB/s) when bounded is set. */
+static mm_id add_flow(struct mm *m, struct rng *r, mm_id base, uint32_t nlinks,
+		      int bounded)
 {
 	mm_id path[6];
 	double coef[6] = {1, 1, 1, 1, 1, 1};
@@ -67,16 +71,19 @@ static mm_id add_flow(struct mm *m, struct rng *r, mm_id base, uint32_t nlinks)
 				;
 		} while (k < i);
 	}
-	return mm_var_add(m, path, coef, len, 0, NULL);
+	return mm_var_add(m, path, coef, len,
+			  bounded ? 1e9 * (1 + rnd(r, 20)) : 0, NULL);
 }
 
 struct workload {
 	struct mm *m;
 	mm_id *flows;
 	uint32_t n, group, links_per_group;
+	int bounded;		/* every other flow rate-bounded */
 };
 
-static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group)
+static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group,
+		 int bounded)
 {
 	uint32_t i, ngroups = (n + group - 1) / group;
 
@@ -84,6 +91,7 @@ static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group)
 	w->flows = malloc(n * sizeof(*w->flows));
 	w->n = n;
 	w->group = group;
+	w->bounded = bounded;
 	w->links_per_group = group / 2 > 8 ? group / 2 : 8;
 	if (!w->m || !w->flows)
 		return -1;
@@ -94,7 +102,7 @@ static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group)
 		mm_id g = i / group;
 
 		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
-				       w->links_per_group);
+				       w->links_per_group, bounded && i % 2);
 		if (w->flows[i] == MM_NONE)
 			return -1;
 	}
@@ -123,7 +131,7 @@ static void measure(struct workload *w, struct rng *r, int reps,
 
 		mm_var_remove(w->m, w->flows[i]);
 		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
-				       w->links_per_group);
+				       w->links_per_group, w->bounded && i % 2);
 		*incr_vars = mm_solve(w->m, NULL, NULL);
 		ti[k] = now_us() - t0;
 	}
@@ -133,7 +141,7 @@ static void measure(struct workload *w, struct rng *r, int reps,
 	free(ti);
 }
 
-static int run(uint32_t n, uint32_t group, const char *label)
+static int run(uint32_t n, uint32_t group, int bounded, const char *label)
 {
 	struct rng r = { 0x9e3779b97f4a7c15ull ^ n };
 	struct workload w = {0};
@@ -141,7 +149,7 @@ static int run(uint32_t n, uint32_t group, const char *label)
 	long vars = 0;
 	int reps = n >= 10000 ? 21 : 201;
 
-	if (build(&w, &r, n, group) != 0) {
+	if (build(&w, &r, n, group, bounded) != 0) {
 		fprintf(stderr, "bench_maxmin: out of memory\n");
 		return -1;
 	}
@@ -160,10 +168,13 @@ int main(void)
 
 	printf("max-min re-solve, median per solve\n");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (run(sizes[i], sizes[i], "one-comp") != 0)
+		if (run(sizes[i], sizes[i], 0, "one-comp") != 0)
 			return 1;
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (run(sizes[i], 10, "groups-10") != 0)
+		if (run(sizes[i], 10, 0, "groups-10") != 0)
+			return 1;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (run(sizes[i], sizes[i], 1, "bounded") != 0)
 			return 1;
 	return 0;
 }
