@@ -74,7 +74,7 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		goto oom;
 	return n;
 oom:
-	diag_error(d, NULL, 0, 0, "out of memory building the fabric model");
+	diag_oom(d);
 	net_free(n);
 	return NULL;
 }
@@ -355,7 +355,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 	cp = plan_for(n, c, &rc, &why);
 	if (!cp) {
 		if (rc == -1)
-			diag_error(d, NULL, 0, 0, "out of memory timing %s", what);
+			diag_oom(d);
 		else
 			diag_error(d, NULL, 0, 0, "%s: %s", what, why);
 		return -1;
@@ -365,7 +365,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 	out->protocol = coll_proto_names[cp->plan.proto];
 	cplan_unref(cp);
 	if (rc != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory timing %s", what);
+		diag_oom(d);
 		return -1;
 	}
 	out->time_s = t;

@@ -90,7 +90,7 @@ uint32_t *topo_table(struct topo *t, size_t n)
 
 int topo_oom(struct diag *d)
 {
-	diag_error(d, NULL, 0, 0, "out of memory building the topology");
+	diag_oom(d);
 	return -1;
 }
 
