@@ -405,7 +405,8 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
-static int setup(struct train *t, const struct job_spec *j, int full)
+/* Everything but the program; t->lay is set. */
+static int setup(struct train *t, const struct job_spec *j)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t s;
@@ -416,8 +417,6 @@ static int setup(struct train *t, const struct job_spec *j, int full)
 	t->v = p->vpp;
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
-	layout_init(&t->lay, p->tp, p->cp, p->pp, p->dp,
-		    full || j->full_fidelity);
 	layer_dims_from_job(j, &t->dims);
 	t->dt.base = base_dtype(j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
@@ -432,7 +431,7 @@ static int setup(struct train *t, const struct job_spec *j, int full)
 	return alloc_ranks(t);
 }
 
-static int name_streams(struct prog *p)
+static void name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
@@ -442,7 +441,6 @@ static int name_streams(struct prog *p)
 
 	for (s = 0; s < TRAIN_ST_COUNT; s++)
 		prog_name_stream(p, s, names[s]);
-	return 0;
 }
 
 /* FLOPs per step of the whole job from the costed blocks. */
@@ -482,7 +480,8 @@ static int build_all(struct train *t)
 				  (size_t)t->lay.sim_tp * sizeof(*in));
 	int64_t s, dp_i;
 
-	if (!in || name_streams(t->prog) != 0 || cost_blocks(t) != 0)
+	name_streams(t->prog);
+	if (!in || cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
 		for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
@@ -505,7 +504,7 @@ struct prog *train_build(const struct job_spec *j, int full,
 		    j->parallelism.pp, j->parallelism.dp,
 		    full || j->full_fidelity);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
-	if (!t.prog || setup(&t, j, full) != 0 || build_all(&t) != 0) {
+	if (!t.prog || setup(&t, j) != 0 || build_all(&t) != 0) {
 		diag_oom(d);
 		prog_free(t.prog);
 		goto out;
