@@ -52,24 +52,13 @@
 #include "sched.h"
 #include "split.h"
 
-static double tok(const struct layer_dims *d)
-{
-	return d->batch * d->seq;
-}
-
-static double tok_sp(const struct layer_dims *d)
-{
-	return d->sp ? tok(d) / d->tp : tok(d);
-}
-
 /* Bytes the attention core keeps (dropped by selective recompute). */
 static double core_act_B(const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double scores = layer_scores(d);
 
 	if (!d->unfused_attn)
-		return heads * d->seq * 4;
+		return layer_attn_heads(d) * d->seq * 4;
 	if (d->dropout)
 		return scores * (2 * d->act_B + 1);
 	return scores * d->act_B;
@@ -78,11 +67,10 @@ static double core_act_B(const struct layer_dims *d)
 /* Everything but the core, with no recomputation. */
 static double layer_stored_B(const struct layer_dims *d)
 {
-	double t = tok(d), ts = tok_sp(d), h = d->hidden, B = d->act_B;
-	double L = d->lowp ? d->lowp_B : B;
-	double q = d->heads * d->head_dim / d->tp;
-	double kv = layer_kv_heads_local(d) * d->head_dim;
-	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
+	double q = layer_q_width(d), kv = layer_kv_width(d);
+	double f = layer_ffn_local(d), u = layer_fc1_width(d);
 	double mask = d->dropout ? ts * h : 0;
 	double attn = ts * h * B + ts * h * L + t * (q + kv) * B +
 		      t * kv * B + t * q * L + mask;
@@ -100,7 +88,7 @@ double footprint_layer_act_B(const struct layer_dims *d,
 	case LREC_SELECTIVE:
 		return layer_stored_B(d);
 	case LREC_FULL:
-		return tok_sp(d) * d->hidden * d->act_B;
+		return layer_sp_tokens(d) * d->hidden * d->act_B;
 	}
 	return 0;
 }
@@ -122,13 +110,13 @@ static double transient_act_B(const struct layer_dims *d,
 
 double footprint_embed_act_B(const struct layer_dims *d)
 {
-	return d->dropout ? tok_sp(d) * d->hidden : 0;
+	return d->dropout ? layer_sp_tokens(d) * d->hidden : 0;
 }
 
 double footprint_head_act_B(const struct layer_dims *d)
 {
-	return 2 * tok_sp(d) * d->hidden * d->act_B +
-	       tok(d) * d->vocab / d->tp * 4;
+	return 2 * layer_sp_tokens(d) * d->hidden * d->act_B +
+	       layer_tokens(d) * d->vocab / d->tp * 4;
 }
 
 void footprint_per_param(const struct job_spec *j, double *w_B,

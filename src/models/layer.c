@@ -163,42 +163,6 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 
 /* ---- the op list ---- */
 
-static double tokens(const struct layer_dims *d)
-{
-	return d->batch * d->seq;
-}
-
-/* Tokens the norms and residual adds see: T/t with SP. */
-static double sp_tokens(const struct layer_dims *d)
-{
-	return d->sp ? tokens(d) / d->tp : tokens(d);
-}
-
-static double q_width(const struct layer_dims *d)
-{
-	return d->heads * d->head_dim / d->tp;
-}
-
-double layer_kv_heads_local(const struct layer_dims *d)
-{
-	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
-}
-
-static double kv_width(const struct layer_dims *d)
-{
-	return layer_kv_heads_local(d) * d->head_dim;
-}
-
-static double ffn_local(const struct layer_dims *d)
-{
-	return d->ffn / d->tp;
-}
-
-static double fc1_width(const struct layer_dims *d)
-{
-	return (d->gated ? 2.0 : 1.0) * ffn_local(d);
-}
-
 /* The index a new op would use to wait for the current last op. */
 static int16_t tail(const struct layer_ops *o)
 {
@@ -272,7 +236,7 @@ static struct layer_op *tpcoll(struct layer_ops *o, const char *name,
 static void norm_fwd(struct layer_ops *o, const char *name,
 		     enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 
 	memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n);
 }
@@ -280,7 +244,7 @@ static void norm_fwd(struct layer_ops *o, const char *name,
 static void add_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
 
 	memop(o, name, pass, 2 * n * d->act_B, n * d->act_B + mask,
@@ -303,12 +267,12 @@ static void column_fwd(struct layer_ops *o, const char *cast_name,
 		       enum layer_pass pass, const struct layer_dims *d,
 		       double n, int lowp)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double ag_B = t * h * (lowp ? d->lowp_B : d->act_B);
 	int16_t before;
 	int i;
 
-	cast(o, cast_name, pass, d, lowp, sp_tokens(d) * h);
+	cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * h);
 	if (!d->sp) {
 		gemm(o, name, pass, t, n, h, lowp);
 		return;
@@ -329,7 +293,7 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 		    enum layer_pass pass, const struct layer_dims *d,
 		    double k)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	int c = d->sp ? d->chunks : 1;
 	int16_t before;
 	int i;
@@ -348,8 +312,7 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 static void attn_unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 			     const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
 	struct layer_op *op;
 
 	op = gemm(o, "scores", pass, d->seq, d->seq, d->head_dim, 0);
@@ -390,7 +353,7 @@ static void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 static void rope(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d)
 {
-	double n = tokens(d) * (q_width(d) + kv_width(d));
+	double n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
 
 	if (d->rope)
 		memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
@@ -400,14 +363,16 @@ static void rope(struct layer_ops *o, const char *name, enum layer_pass pass,
 static void layer_fwd_pass(const struct layer_dims *d, enum layer_pass pass,
 			   struct layer_ops *o)
 {
-	double t = tokens(d), u = fc1_width(d), f = ffn_local(d);
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d);
 
 	norm_fwd(o, "norm1", pass, d);
 	column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-		   q_width(d) + 2 * kv_width(d), d->lowp);
+		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 	rope(o, "rope", pass, d);
 	attn_fwd(o, pass, d);
-	row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d, q_width(d));
+	row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
+		layer_q_width(d));
 	add_fwd(o, "add1", pass, d);
 	norm_fwd(o, "norm2", pass, d);
 	column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u, d->lowp);
@@ -436,7 +401,7 @@ static void accumulate(struct layer_ops *o, const struct layer_dims *d,
 static void norm_bwd(struct layer_ops *o, const char *name,
 		     const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
 
 	/* x, dy and the residual's gradient in; dx out. */
@@ -451,16 +416,14 @@ static void row_bwd(struct layer_ops *o, const char *ag_name,
 		    const char *cast_name, const char *dgrad,
 		    const char *wgrad, const struct layer_dims *d, double k)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double el_B = d->lowp ? d->lowp_B : d->act_B;
 	int c = d->sp ? d->chunks : 1;
 	int16_t before;
 	int i;
 
-	if (d->sp)	/* quantize the local shard, gather low-precision */
-		cast(o, cast_name, PASS_BWD, d, d->lowp, sp_tokens(d) * h);
-	else
-		cast(o, cast_name, PASS_BWD, d, d->lowp, t * h);
+	/* with SP, quantize the local shard and gather low-precision */
+	cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
 	before = tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -483,7 +446,7 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *norm_name, const struct layer_dims *d,
 		       double n, int lowp)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	struct layer_op *op;
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
@@ -509,8 +472,7 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 
 static void attn_unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
 	double s = d->seq, hd = d->head_dim;
 	double mask = d->dropout ? scores : 0;
 
@@ -541,7 +503,8 @@ static void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
 void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 	       struct layer_ops *o)
 {
-	double t = tokens(d), u = fc1_width(d), f = ffn_local(d);
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d);
 
 	o->n = 0;
 	if (rc == LREC_FULL)
@@ -554,12 +517,12 @@ void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 		   "fc1_grad_tp_reduce", "fc1_wgrad", "norm2_bwd", d, u,
 		   d->lowp);
 	row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
-		"proj_wgrad", d, q_width(d));
+		"proj_wgrad", d, layer_q_width(d));
 	attn_bwd(o, rc, d);
 	rope(o, "rope_bwd", PASS_BWD, d);
 	column_bwd(o, "qkv_input_allgather", "qkv_grad_cast", "qkv_dgrad",
 		   "qkv_grad_tp_reduce", "qkv_wgrad", "norm1_bwd", d,
-		   q_width(d) + 2 * kv_width(d), d->lowp);
+		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 }
 
 /* ---- pipeline transfers ---- */
@@ -568,12 +531,12 @@ void layer_pp_gather(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
 	tpcoll(o, "pp_recv_allgather", PASS_FWD, d, COLL_ALLGATHER,
-	       tokens(d) * d->hidden * d->act_B);
+	       layer_tokens(d) * d->hidden * d->act_B);
 }
 
 double layer_pp_bytes(const struct layer_dims *d)
 {
-	double full = tokens(d) * d->hidden * d->act_B;
+	double full = layer_tokens(d) * d->hidden * d->act_B;
 
 	return d->sp || d->pp_gather ? full / d->tp : full;
 }
@@ -582,7 +545,7 @@ double layer_pp_bytes(const struct layer_dims *d)
 
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double pos = d->learned_pos ? d->seq * h * d->act_B + t * h * d->act_B : 0;
 
 	o->n = 0;
@@ -596,7 +559,7 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 
 	o->n = 0;
 	if (d->sp)
@@ -609,7 +572,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), v = d->vocab / d->tp;
+	double t = layer_tokens(d), v = d->vocab / d->tp;
 	int i;
 
 	o->n = 0;
@@ -629,7 +592,7 @@ void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), v = d->vocab / d->tp;
+	double t = layer_tokens(d), v = d->vocab / d->tp;
 
 	o->n = 0;
 	if (d->fused_ce)
