@@ -47,6 +47,7 @@
  */
 #include "footprint.h"
 
+#include "../diag.h"
 #include "../mem.h"
 #include "../spec_job.h"
 #include "sched.h"
@@ -135,26 +136,37 @@ void footprint_per_param(const struct job_spec *j, double *w_B,
 	*o_B = (states + master) / (zero >= 1 ? dp : 1);
 }
 
-double footprint_layer_params(const struct job_spec *j,
-			      const struct layer_dims *d)
+double footprint_unit_params(const struct job_spec *j,
+			     const struct layer_dims *d, enum footprint_unit u,
+			     int with_embedding)
 {
-	return layer_params(d, j->model->attention_bias,
-			    j->model->norm == NORM_LAYER);
+	const struct model_spec *m = j->model;
+	int layernorm = m->norm == NORM_LAYER;
+
+	switch (u) {
+	case UNIT_EMBED:
+		return layer_embed_params(d,
+			(double)m->max_position_embeddings);
+	case UNIT_LAYER:
+		return layer_params(d, m->attention_bias, layernorm);
+	case UNIT_HEAD:
+		if (m->tie_word_embeddings && with_embedding)
+			return layer_head_params(d, layernorm) -
+			       d->vocab * d->hidden;
+		return layer_head_params(d, layernorm);
+	}
+	BUG("unknown unit");
 }
 
 double footprint_model_params(const struct job_spec *j)
 {
 	struct layer_dims d;
-	const struct model_spec *m = j->model;
-	double head;
 
 	layer_dims_from_job(j, &d);
-	head = layer_head_params(&d, m->norm == NORM_LAYER);
-	if (m->tie_word_embeddings)
-		head -= d.vocab * d.hidden;
-	return (double)m->num_hidden_layers * footprint_layer_params(j, &d) +
-	       layer_embed_params(&d, (double)m->max_position_embeddings) +
-	       head;
+	return (double)j->model->num_hidden_layers *
+	       footprint_unit_params(j, &d, UNIT_LAYER, 1) +
+	       footprint_unit_params(j, &d, UNIT_EMBED, 1) +
+	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
 }
 
 double footprint_rank_params(const struct job_spec *j,
@@ -162,20 +174,16 @@ double footprint_rank_params(const struct job_spec *j,
 			     int64_t rank)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	const struct model_spec *m = j->model;
 	int64_t stages = p->pp * p->vpp, c, layers = 0;
 	double params;
 
 	for (c = 0; c < p->vpp; c++)
 		layers += split[c * p->pp + rank];
-	params = (double)layers * footprint_layer_params(j, d);
+	params = (double)layers * footprint_unit_params(j, d, UNIT_LAYER, 0);
 	if (rank == 0)
-		params += layer_embed_params(d, (double)m->max_position_embeddings);
-	if ((stages - 1) % p->pp == rank) {
-		params += layer_head_params(d, m->norm == NORM_LAYER);
-		if (m->tie_word_embeddings && p->pp == 1)
-			params -= d->vocab * d->hidden;	/* shared with the embedding */
-	}
+		params += footprint_unit_params(j, d, UNIT_EMBED, 0);
+	if ((stages - 1) % p->pp == rank)	/* the embedding is on rank 0 */
+		params += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
 	return params / d->tp;
 }
 
@@ -233,8 +241,8 @@ static void rank_footprint(const struct job_spec *j,
 	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
 	f->workspace_B = j->framework->workspace_B;
 	if (j->training.zero_stage >= 3)
-		f->workspace_B += 2 * footprint_layer_params(j, d) / d->tp *
-				  (w * (double)j->parallelism.dp);
+		f->workspace_B += 2 * footprint_unit_params(j, d, UNIT_LAYER,
+				0) / d->tp * (w * (double)j->parallelism.dp);
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 }

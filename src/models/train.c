@@ -127,23 +127,18 @@ static const struct block *unit_block(const struct train *t, int64_t vs,
 double train_unit_params(const struct train *t, int64_t vs, int bwd,
 			 int64_t u)
 {
-	const struct job_spec *j = t->job;
-	const struct model_spec *m = j->model;
-	const struct layer_dims *d = &t->dims;
 	const struct block *b;
+	enum footprint_unit kind = UNIT_LAYER;
 	int32_t layer;
-	double p;
 
 	b = unit_block(t, vs, bwd, u, &layer);
 	if (b == t->ef || b == t->eb)
-		p = layer_embed_params(d, (double)m->max_position_embeddings);
-	else if (b == t->hf || b == t->hb) {
-		p = layer_head_params(d, m->norm == NORM_LAYER);
-		if (m->tie_word_embeddings && t->pp == 1)
-			p -= d->vocab * d->hidden;	/* the embedding's */
-	} else
-		p = footprint_layer_params(j, d);
-	return p / d->tp;
+		kind = UNIT_EMBED;
+	else if (b == t->hf || b == t->hb)
+		kind = UNIT_HEAD;
+	/* pp = 1: the one rank holds the embedding with the head */
+	return footprint_unit_params(t->job, &t->dims, kind, t->pp == 1) /
+	       t->dims.tp;
 }
 
 /* ---- instantiating blocks ---- */

@@ -179,3 +179,33 @@ Test(footprint, whole_job)
 	cr_assert_eq(footprint_job(&f.job, fp.peak_B - 1, &fp), 0);
 	cr_assert(!fp.fits);
 }
+
+Test(footprint, tied_embedding_counted_once_per_gpu)
+{
+	struct fixture f;
+	struct layer_dims d;
+	int64_t halves[2] = {4, 4}, whole[1] = {8};
+	double h = 1024, V = 51200, s = 2048;
+	double layer = 12 * h * h + 4 * h;	/* as in whole_job */
+
+	/* Tied embeddings: the LM head's V h matrix is the embedding's.
+	 * The whole model counts it once: 8 layers, the embedding (V + s) h
+	 * and the head's final norm 2 h. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 8, 1, 4, 2);
+	f.model.tie_word_embeddings = 1;
+	layer_dims_from_job(&f.job, &d);
+	assert_close(footprint_model_params(&f.job),
+		     8 * layer + (V + s) * h + 2 * h);
+	/* pp 2, tp 4: rank 0 holds 4 layers and the embedding, rank 1 four
+	 * layers, its own copy of the matrix and the final norm; / 4 each. */
+	assert_close(footprint_rank_params(&f.job, &d, halves, 0),
+		     (4 * layer + (V + s) * h) / 4);
+	assert_close(footprint_rank_params(&f.job, &d, halves, 1),
+		     (4 * layer + V * h + 2 * h) / 4);
+	/* pp 1, tp 8: one GPU holds both ends and the matrix once. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 8, 1, 8, 1);
+	f.model.tie_word_embeddings = 1;
+	layer_dims_from_job(&f.job, &d);
+	assert_close(footprint_rank_params(&f.job, &d, whole, 0),
+		     (8 * layer + (V + s) * h + 2 * h) / 8);
+}
