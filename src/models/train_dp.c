@@ -83,50 +83,63 @@ static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
 
 /* ---- buckets (ZeRO 0-2) ---- */
 
-/* Action index of the last backward (bwd) or first forward of chunk c. */
-static int64_t chunk_action(const struct stage_plan *sp, int64_t c, int bwd)
+/* Action index of chunk c's last backward (bwd) or first forward: a
+ * chunk runs its microbatches in order (sched.h), so microbatch m-1's
+ * backward and microbatch 0's forward. */
+static int64_t chunk_action(const struct train *t, const struct stage_plan *sp,
+			    int64_t c, int bwd)
 {
-	int64_t a, found = -1;
+	int64_t mb = bwd ? t->m - 1 : 0;
 
-	for (a = 0; a < sp->nacts; a++)
-		if (sp->acts[a].chunk == c && sp->acts[a].bwd == bwd) {
-			found = a;
-			if (!bwd)
-				break;
-		}
-	return found;
+	return sp->lookup[((int64_t)bwd * t->v + c) * t->m + mb];
 }
 
-/* The stage's buckets in the order their gradients complete. */
-static int64_t plan_buckets(const struct train *t, int64_t s,
-			    struct bucket *out)
+/* Chunk c's units, completed by action a, into buckets of at least size
+ * parameters at out; returns how many. */
+static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
+			     int64_t a, double size, struct bucket *out)
 {
-	const struct stage_plan *sp = &t->stage[s];
-	const struct framework_spec *fw = t->job->framework;
-	double size = (double)fw->bucket_params;
-	int64_t a, n = 0;
+	int64_t vs = train_vs(t, s, c), u, n = 0;
+	struct bucket b = { .chunk = c, .bact = a, .params = 0,
+			    .fact = chunk_action(t, &t->stage[s], c, 0) };
 
-	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
-		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
-	for (a = 0; a < sp->nacts; a++) {
-		int64_t c = sp->acts[a].chunk, vs = train_vs(t, s, c), u;
-		struct bucket b = { .chunk = c, .bact = a, .params = 0 };
-
-		if (!sp->acts[a].bwd || chunk_action(sp, c, 1) != a)
-			continue;	/* not the chunk's last backward */
-		b.fact = chunk_action(sp, c, 0);
-		for (u = 0; u < train_units(t, vs); u++) {
-			if (b.params == 0)
-				b.u0 = u;
-			b.params += train_unit_params(t, vs, 1, u);
-			b.u1 = u;
-			if (b.params >= size || u == train_units(t, vs) - 1) {
-				out[n++] = b;
-				b.params = 0;
-			}
+	for (u = 0; u < train_units(t, vs); u++) {
+		if (b.params == 0)
+			b.u0 = u;
+		b.params += train_unit_params(t, vs, 1, u);
+		b.u1 = u;
+		if (b.params >= size || u == train_units(t, vs) - 1) {
+			out[n++] = b;
+			b.params = 0;
 		}
 	}
 	return n;
+}
+
+/* The stage's buckets in the order their gradients complete, into
+ * t->stage[s]. Returns 0, or -1 when out of memory. */
+static int plan_buckets(struct train *t, int64_t s)
+{
+	struct stage_plan *sp = &t->stage[s];
+	const struct framework_spec *fw = t->job->framework;
+	double size = (double)fw->bucket_params;
+	int64_t a, c, max = 0;
+
+	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
+		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
+	for (c = 0; c < t->v; c++)	/* at most one bucket per unit */
+		max += train_units(t, train_vs(t, s, c));
+	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
+	if (!sp->buckets)
+		return -1;
+	sp->nbuckets = 0;
+	for (a = 0; a < sp->nacts; a++) {
+		c = sp->acts[a].chunk;
+		if (sp->acts[a].bwd && chunk_action(t, sp, c, 1) == a)
+			sp->nbuckets += chunk_buckets(t, s, c, a, size,
+						      sp->buckets + sp->nbuckets);
+	}
+	return 0;
 }
 
 /* Gradient reductions of one DP group, after their units (or the whole
@@ -237,10 +250,11 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 
 /* ---- per stage ---- */
 
-static int stage_dp(struct train *t, int64_t s, struct bucket *bk)
+static int stage_dp(struct train *t, int64_t s)
 {
 	int zero = (int)t->job->training.zero_stage;
-	int64_t tp_i, nb = plan_buckets(t, s, bk);
+	const struct bucket *bk = t->stage[s].buckets;
+	int64_t tp_i, nb = t->stage[s].nbuckets;
 
 	for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 		uint32_t n = dp_group(t, s, tp_i);
@@ -335,16 +349,17 @@ static task_id optimizer(struct train *t, uint32_t r)
 
 /* The distributed optimizer's all-gathers after the step when they are
  * not overlapped with the next forward. */
-static int gather_after(struct train *t, const task_id *opt, struct bucket *bk)
+static int gather_after(struct train *t, const task_id *opt)
 {
-	int64_t s, tp_i, i, nb;
+	int64_t s, tp_i, i;
 	uint32_t k, n;
 
 	for (s = 0; s < t->pp; s++) {
-		nb = plan_buckets(t, s, bk);
+		const struct bucket *bk = t->stage[s].buckets;
+
 		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 			n = dp_group(t, s, tp_i);
-			for (i = nb - 1; i >= 0; i--) {
+			for (i = t->stage[s].nbuckets - 1; i >= 0; i--) {
 				task_id first = param_gather(t, n, &bk[i]);
 
 				if (first == TASK_NONE)
@@ -379,16 +394,15 @@ static int overhead(struct train *t, const task_id *opt)
 int train_build_dp(struct train *t)
 {
 	const struct job_spec *j = t->job;
-	size_t maxb = (size_t)t->stages * 4 + (size_t)t->job->model->num_hidden_layers + 4;
-	struct bucket *bk = arena_alloc(&t->arena, maxb * sizeof(*bk));
 	task_id *opt = arena_alloc(&t->arena, t->lay.nranks * sizeof(*opt));
 	int64_t s;
 	uint32_t r;
 
-	if (!bk || !opt)
+	if (!opt)
 		return -1;
 	for (s = 0; t->lay.dp > 1 && s < t->pp; s++)
-		if (stage_dp(t, s, bk) != 0)
+		if ((j->training.zero_stage < 3 && plan_buckets(t, s) != 0) ||
+		    stage_dp(t, s) != 0)
 			return -1;
 	if (tie_embeddings(t) != 0)
 		return -1;
@@ -397,7 +411,7 @@ int train_build_dp(struct train *t)
 			return -1;
 	if (t->lay.dp > 1 && j->training.zero_stage >= 1 &&
 	    j->training.zero_stage < 3 && !j->framework->overlap_param_gather &&
-	    gather_after(t, opt, bk) != 0)
+	    gather_after(t, opt) != 0)
 		return -1;
 	return overhead(t, opt);
 }
