@@ -333,7 +333,9 @@ static double optimizer_s(const struct train *t, int64_t s)
 			     (read + write) * p).time_s;
 }
 
-static task_id optimizer(struct train *t, uint32_t r)
+/* The optimizer step of rank r; stage_s[pp] is its time on each
+ * pipeline stage. */
+static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 {
 	int64_t pp_i, dp_i, tp_i;
 	struct task_info info = { .name = "optimizer", .cat = TASK_OPTIMIZER,
@@ -341,7 +343,7 @@ static task_id optimizer(struct train *t, uint32_t r)
 	task_id id;
 
 	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
-	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, optimizer_s(t, pp_i), &info);
+	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
 	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0)
 		return TASK_NONE;
 	return id;
@@ -395,10 +397,11 @@ int train_build_dp(struct train *t)
 {
 	const struct job_spec *j = t->job;
 	task_id *opt = arena_alloc(&t->arena, t->lay.nranks * sizeof(*opt));
+	double *opt_s = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*opt_s));
 	int64_t s;
 	uint32_t r;
 
-	if (!opt)
+	if (!opt || !opt_s)
 		return -1;
 	for (s = 0; t->lay.dp > 1 && s < t->pp; s++)
 		if ((j->training.zero_stage < 3 && plan_buckets(t, s) != 0) ||
@@ -406,8 +409,10 @@ int train_build_dp(struct train *t)
 			return -1;
 	if (tie_embeddings(t) != 0)
 		return -1;
+	for (s = 0; s < t->pp; s++)	/* the same on every GPU of a stage */
+		opt_s[s] = optimizer_s(t, s);
 	for (r = 0; r < t->lay.nranks; r++)
-		if ((opt[r] = optimizer(t, r)) == TASK_NONE)
+		if ((opt[r] = optimizer(t, r, opt_s)) == TASK_NONE)
 			return -1;
 	if (t->lay.dp > 1 && j->training.zero_stage >= 1 &&
 	    j->training.zero_stage < 3 && !j->framework->overlap_param_gather &&
