@@ -125,7 +125,7 @@ void footprint_per_param(const struct job_spec *j, double *w_B,
 {
 	int dt = j->training.dtype;
 	double dp = (double)j->parallelism.dp;
-	double w = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4 : 2;
+	double w = dtype_bytes(layer_base_dtype((enum dtype)dt));
 	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
 	double master = j->framework->master_weights && w < 4 ? 4 : 0;
 	int64_t zero = j->training.zero_stage;

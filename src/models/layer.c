@@ -107,16 +107,19 @@
 /* Nominal vector FLOPs per element of the memory-bound kernels. */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
 
-/* 16-bit activations; the low dtype's element size for casts. */
-static double lowp_bytes(const struct job_spec *j)
-{
-	return dtype_bytes((enum dtype)j->training.dtype);
-}
-
-static int is_lowp(int dt)
+/* Linear layers in a sub-16-bit dtype (fp8, MX). */
+static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
 	       dt == DTYPE_MXFP4;
+}
+
+enum dtype layer_base_dtype(enum dtype training)
+{
+	if (training == DTYPE_FP32 || training == DTYPE_TF32 ||
+	    training == DTYPE_FP16)
+		return training;
+	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
 }
 
 static double pad_up(double v, double multiple)
@@ -130,7 +133,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
 	const struct parallel_spec *p = &j->parallelism;
-	int dt = j->training.dtype;
+	enum dtype dt = (enum dtype)j->training.dtype;
 
 	memset(d, 0, sizeof(*d));
 	d->batch = (double)j->training.micro_batch_size;
@@ -143,8 +146,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->tp = (double)p->tp;
 	d->vocab = pad_up((double)m->vocab_size,
 			  (double)j->framework->vocab_multiple * d->tp);
-	d->act_B = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4.0 : 2.0;
-	d->lowp_B = is_lowp(dt) ? lowp_bytes(j) : d->act_B;
+	d->act_B = dtype_bytes(layer_base_dtype(dt));
+	d->lowp = is_lowp(dt);
+	d->lowp_B = d->lowp ? dtype_bytes(dt) : d->act_B;
 	d->grad_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
 	d->gated = m->gated_mlp;
 	d->sp = p->sequence_parallel && p->tp > 1;
@@ -152,7 +156,6 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
 	d->dropout = j->training.dropout;
-	d->lowp = is_lowp(dt);
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;

@@ -31,7 +31,7 @@ struct layer_dims {
 	double ffn;		/* MLP hidden size (f) */
 	double vocab;		/* vocabulary, padded for TP (V) */
 	double tp;		/* tensor-parallel degree (t) */
-	double act_B;		/* B per activation element (16-bit: 2) */
+	double act_B;		/* B per activation element, of layer_base_dtype */
 	double lowp_B;		/* B per element of the low-precision dtype */
 	double grad_B;		/* B per element of the gradient buffers */
 	int gated;		/* 1: gate+up+down MLP (SwiGLU); 0: up+down */
@@ -161,6 +161,12 @@ enum layer_recompute {
 	LREC_SELECTIVE,		/* attention core recomputed before its backward */
 	LREC_FULL		/* whole layer forward recomputed before backward */
 };
+
+/* The dtype of everything but the low-precision GEMMs for a training
+ * dtype: activations, weights, attention, the LM head and the loss. fp32,
+ * tf32 and fp16 as given; bf16 for bf16 and for fp8/MX training
+ * (TransformerEngine keeps the rest in bf16). */
+enum dtype layer_base_dtype(enum dtype training);
 
 /* Fill d from the job for one microbatch on one GPU (vocabulary padded to
  * vocab_multiple * tp, as Megatron pads it). */

@@ -31,18 +31,11 @@
 #include "split.h"
 #include "train_impl.h"
 
-static enum dtype base_dtype(int dt)
-{
-	if (dt == DTYPE_FP32 || dt == DTYPE_TF32 || dt == DTYPE_FP16)
-		return (enum dtype)dt;
-	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
-}
-
 int train_check(const struct job_spec *j, struct diag *d)
 {
 	const struct model_spec *m = j->model;
 	const struct gpu_spec *g = j->system->gpu;
-	int dt = j->training.dtype;
+	enum dtype dt = (enum dtype)j->training.dtype;
 
 	if (model_is_moe(m)) {
 		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts "
@@ -62,14 +55,14 @@ int train_check(const struct job_spec *j, struct diag *d)
 			   "available yet; use cp 1", (long long)j->parallelism.cp);
 		return -1;
 	}
-	if (gpu_check_dtype(g, (enum dtype)dt, d) != 0) {
+	if (gpu_check_dtype(g, dt, d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype is '%s'", dtype_names[dt]);
 		return -1;
 	}
-	if (gpu_check_dtype(g, base_dtype(dt), d) != 0) {
+	if (gpu_check_dtype(g, layer_base_dtype(dt), d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype '%s' keeps attention and "
 			  "the LM head in %s", dtype_names[dt],
-			  dtype_names[base_dtype(dt)]);
+			  dtype_names[layer_base_dtype(dt)]);
 		return -1;
 	}
 	return 0;
@@ -413,7 +406,7 @@ static int setup(struct train *t, const struct job_spec *j)
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
 	layer_dims_from_job(j, &t->dims);
-	t->dt.base = base_dtype(j->training.dtype);
+	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
 	t->stage = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*t->stage));

@@ -43,11 +43,6 @@ struct bucket {
 	double params;		/* parameters of one GPU */
 };
 
-static double grad_B(const struct train *t)
-{
-	return dtype_bytes((enum dtype)t->job->framework->grad_dtype);
-}
-
 /* Members of the DP group of (stage s, tp_i) into t->ranks, GPU ids into
  * t->gpus; returns the member count. */
 static uint32_t dp_group(struct train *t, int64_t s, int64_t tp_i)
@@ -153,7 +148,7 @@ static int reduce_buckets(struct train *t, uint32_t n,
 
 	for (i = 0; i < nb; i++) {
 		task_id first = dp_coll(t, n, zero == 0 ? COLL_ALLREDUCE :
-					COLL_REDUCESCATTER, bk[i].params * grad_B(t),
+					COLL_REDUCESCATTER, bk[i].params * t->dims.grad_B,
 					TRAIN_ST_DP, "dp_grad_reduce");
 
 		if (first == TASK_NONE)
@@ -225,7 +220,7 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 			if (ag == TASK_NONE)
 				return -1;
 			if (sp->acts[a].bwd) {
-				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * grad_B(t),
+				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * t->dims.grad_B,
 					     TRAIN_ST_DP, "fsdp_grad_reducescatter");
 				if (rs == TASK_NONE)
 					return -1;
@@ -289,7 +284,7 @@ static int tie_embeddings(struct train *t)
 
 	if (!t->job->model->tie_word_embeddings || t->pp < 2)
 		return 0;
-	c.bytes = d->vocab / d->tp * d->hidden * grad_B(t);
+	c.bytes = d->vocab / d->tp * d->hidden * d->grad_B;
 	for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
 		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 			uint32_t ranks[2] = {
@@ -319,7 +314,7 @@ static int tie_embeddings(struct train *t)
 static double optimizer_s(const struct train *t, int64_t s)
 {
 	const struct job_spec *j = t->job;
-	double w = t->dims.act_B, g = grad_B(t);
+	double w = t->dims.act_B, g = t->dims.grad_B;
 	double master = j->framework->master_weights && w < 4 ? 4 : 0;
 	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
 	double p = footprint_rank_params(j, &t->dims, t->split, s);
