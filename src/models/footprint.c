@@ -120,20 +120,32 @@ double footprint_head_act_B(const struct layer_dims *d)
 	       layer_tokens(d) * d->vocab / d->tp * 4;
 }
 
+void footprint_param_bytes(const struct job_spec *j,
+			   struct footprint_param_bytes *out)
+{
+	double fp32 = dtype_bytes(DTYPE_FP32);
+	/* Adam keeps two moments per parameter, SGD one momentum buffer. */
+	double states = j->training.optimizer == OPT_ADAM ? 2 : 1;
+
+	out->weights_B = dtype_bytes(layer_base_dtype(
+		(enum dtype)j->training.dtype));
+	out->grads_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
+	out->master_B = j->framework->master_weights &&
+			out->weights_B < fp32 ? fp32 : 0;
+	out->states_B = states * fp32;
+}
+
 void footprint_per_param(const struct job_spec *j, double *w_B,
 			 double *g_B, double *o_B)
 {
-	int dt = j->training.dtype;
+	struct footprint_param_bytes b;
 	double dp = (double)j->parallelism.dp;
-	double w = dtype_bytes(layer_base_dtype((enum dtype)dt));
-	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
-	double master = j->framework->master_weights && w < 4 ? 4 : 0;
 	int64_t zero = j->training.zero_stage;
 
-	*w_B = zero >= 3 ? w / dp : w;
-	*g_B = dtype_bytes((enum dtype)j->framework->grad_dtype) /
-	       (zero >= 2 ? dp : 1);
-	*o_B = (states + master) / (zero >= 1 ? dp : 1);
+	footprint_param_bytes(j, &b);
+	*w_B = zero >= 3 ? b.weights_B / dp : b.weights_B;
+	*g_B = b.grads_B / (zero >= 2 ? dp : 1);
+	*o_B = (b.states_B + b.master_B) / (zero >= 1 ? dp : 1);
 }
 
 double footprint_unit_params(const struct job_spec *j,

@@ -39,6 +39,19 @@ double footprint_layer_act_B(const struct layer_dims *d,
 double footprint_embed_act_B(const struct layer_dims *d);
 double footprint_head_act_B(const struct layer_dims *d);
 
+/* Model-state bytes per parameter, unsharded (ZeRO divides them). */
+struct footprint_param_bytes {
+	double weights_B;	/* B, working weights (layer_base_dtype) */
+	double grads_B;		/* B, gradient buffer (framework grad_dtype) */
+	double master_B;	/* B, fp32 master copy of sub-fp32 weights; 0 = none */
+	double states_B;	/* B, optimizer states (Adam 2, SGD 1 per parameter) */
+};
+
+/* The job's model-state bytes per parameter: what the memory model holds
+ * and the optimizer step reads and writes. */
+void footprint_param_bytes(const struct job_spec *j,
+			   struct footprint_param_bytes *out);
+
 /* Model-state bytes per parameter of a GPU's share (weights, gradients,
  * optimizer) for the job's dtype, framework and ZeRO stage. */
 void footprint_per_param(const struct job_spec *j, double *w_B,

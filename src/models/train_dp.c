@@ -24,9 +24,10 @@
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
  *
  * Optimizer (memory-bound, per parameter of the local shard, P / dp under
- * ZeRO >= 1): the gradient-norm pass reads G; the update reads G, the
- * master weights M (4 B when kept, else the W-byte weights) and the
- * optimizer states S (Adam 8 B, SGD 4 B), and writes M, S and the W-byte
+ * ZeRO >= 1; bytes per parameter from footprint_param_bytes): the
+ * gradient-norm pass reads G; the update reads G, the master weights M
+ * (4 B when kept, else the W-byte weights) and the optimizer states S
+ * (Adam's two moments, SGD's momentum), and writes M, S and the W-byte
  * weights. It waits for every gradient reduction of its rank.
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
@@ -310,21 +311,38 @@ static int tie_embeddings(struct train *t)
 	return 0;
 }
 
+/*
+ * Vector FLOPs per parameter of the optimizer step, per element as
+ * PyTorch's AdamW runs it (torch.optim.adamw _single_tensor_adamw; the
+ * fused kernel does the same arithmetic): decoupled weight decay
+ * p *= 1 - lr wd (1), m = b1 m + (1 - b1) g (2), v = b2 v + (1 - b2) g^2
+ * (3), p -= lr_t m / (sqrt(v) + eps) (4: square root, add, divide, fused
+ * multiply-add), the bias corrections being per-step scalars folded into
+ * lr_t: 10. SGD with momentum: g += wd p, b = mu b + g, p -= lr b, one
+ * fused multiply-add each: 3. The gradient-norm pass: a square and a sum,
+ * 2. Nominal: at about 0.3 FLOP per byte moved the step is memory-bound on
+ * every GPU llmsim knows.
+ */
+enum { ADAM_FLOPS = 10, SGD_FLOPS = 3, GRAD_NORM_FLOPS = 2 };
+
 /* The optimizer's memory traffic over this rank's shard. */
 static double optimizer_s(const struct train *t, int64_t s)
 {
 	const struct job_spec *j = t->job;
-	double w = t->dims.act_B, g = t->dims.grad_B;
-	double master = j->framework->master_weights && w < 4 ? 4 : 0;
-	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
+	struct footprint_param_bytes b;
 	double p = footprint_rank_params(j, &t->dims, t->split, s);
-	double read, write;
+	double flops = (j->training.optimizer == OPT_ADAM ? ADAM_FLOPS :
+			SGD_FLOPS) + GRAD_NORM_FLOPS;
+	double master, read, write;
 
+	footprint_param_bytes(j, &b);
+	master = b.master_B;
 	if (j->training.zero_stage >= 1)
 		p /= (double)t->lay.dp;
-	read = g + g + (master > 0 ? master : w) + states;
-	write = (master > 0 ? master + w : w) + states;
-	return gpu_memory_op(t->gpu, read * p, write * p, 10 * p,
+	read = b.grads_B + b.grads_B + (master > 0 ? master : b.weights_B) +
+	       b.states_B;
+	write = (master > 0 ? master + b.weights_B : b.weights_B) + b.states_B;
+	return gpu_memory_op(t->gpu, read * p, write * p, flops * p,
 			     (read + write) * p).time_s;
 }
 
