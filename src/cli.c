@@ -3,8 +3,14 @@
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
 #include <string.h>
 
+#include "diag.h"
+#include "mem.h"
+#include "schema.h"
+#include "sha256.h"
+#include "store.h"
 #include "version.h"
 
 static const struct cli_command commands[] = {
@@ -175,4 +181,53 @@ int cli_main(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	return c->fn(argc - 1, argv + 1, argv[0]);
+}
+
+/* DATA_ROOT/results/llmsim.db (free with mem_free), or NULL when out of
+ * memory. */
+static char *default_db(const char *data_root)
+{
+	static const char tail[] = "/results/llmsim.db";
+	size_t n = strlen(data_root) + sizeof(tail);
+	char *path = mem_alloc(n);
+
+	if (path)
+		snprintf(path, n, "%s%s", data_root, tail);
+	return path;
+}
+
+int cli_store(const char *db, const char *data_root,
+	      const struct cli_result *r, struct diag *d)
+{
+	cJSON *cfg = schema_to_json(r->schema, r->config);
+	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	char *path = db ? NULL : default_db(data_root);
+	struct store *st = NULL;
+	char hex[65];
+	struct store_run run = { r->command, r->schema->kind, cfg_s, hex,
+				 r->json, cli_version() };
+	int64_t id;
+	int rc = CLI_FAIL;
+
+	if (!cfg_s || (!db && !path)) {
+		diag_oom(d);
+		goto out;
+	}
+	sha256_hex(cfg_s, strlen(cfg_s), hex);	/* as config_hash() */
+	if (!db)
+		db = path;
+	if (!(st = store_open(db, d)))
+		goto out;
+	id = store_put(st, &run, r->step, r->rows, r->nrows, d);
+	if (id > 0) {
+		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
+			(long long)id, db);
+		rc = CLI_OK;
+	}
+out:
+	store_close(st);
+	mem_free(path);
+	cJSON_free(cfg_s);
+	cJSON_Delete(cfg);
+	return rc;
 }

@@ -391,49 +391,26 @@ static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 	return a;
 }
 
-static int store_rows(const struct opts *o, const char *db,
+static int store_rows(const struct opts *o, const char *data_root,
 		      const struct system_spec *s, const char *json,
 		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	cJSON *cfg = schema_to_json(&system_schema, s);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
-	char hex[65];
-	struct store *st = NULL;
-	int i, rc = -1;
+	struct cli_result res = { "collective", &system_schema, s, json, NULL,
+				  sr, (uint32_t)n };
+	int i;
 
-	if (!cfg_s || config_hash(&system_schema, s, hex) != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory storing the results");
-		goto out;
-	}
 	for (i = 0; i < n; i++)
 		sr[i] = (struct store_coll_row){ rows[i].size_B, rows[i].count,
 			o->dtype, coll_op_names[o->op], (uint32_t)o->ranks,
 			rows[i].r.time_s, rows[i].r.algbw_Bps,
 			rows[i].r.busbw_Bps, rows[i].r.algorithm,
 			rows[i].r.protocol };
-	st = store_open(db, d);
-	if (st) {
-		struct store_run run = { "collective", "system", cfg_s, hex,
-					 json, cli_version() };
-
-		int64_t id = store_put(st, &run, NULL, sr, (uint32_t)n, d);
-
-		if (id > 0) {
-			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
-				(long long)id, db);
-			rc = 0;
-		}
-	}
-out:
-	store_close(st);
-	cJSON_free(cfg_s);
-	cJSON_Delete(cfg);
-	return rc;
+	return cli_store(o->db, data_root, &res, d);
 }
 
 static int output(const struct opts *o, const struct system_spec *s,
-		  const struct row *rows, int n, const char *db,
+		  const struct row *rows, int n, const char *data_root,
 		  struct diag *d)
 {
 	cJSON *a = rows_json(o, rows, n);
@@ -451,7 +428,7 @@ static int output(const struct opts *o, const struct system_spec *s,
 		print_csv(o, rows, n);
 	else
 		print_table(o, s, rows, n);
-	if (o->store && store_rows(o, db, s, json, rows, n, d) != 0)
+	if (o->store && store_rows(o, data_root, s, json, rows, n, d) != CLI_OK)
 		rc = CLI_FAIL;
 out:
 	cJSON_free(json);
@@ -529,9 +506,7 @@ int cli_collective(int argc, char **argv, const char *argv0)
 		goto out;
 	rc = simulate(&o, &cx, s, rows, &n);
 	if (rc == CLI_OK)
-		rc = output(&o, s, rows, n, o.db ? o.db :
-			    arena_printf(&a, "%s/results/llmsim.db", cx.data_root),
-			    &d);
+		rc = output(&o, s, rows, n, cx.data_root, &d);
 out:
 	mem_free(rows);
 	arena_release(&a);

@@ -106,15 +106,10 @@ static int parse(int argc, char **argv, struct arena *a, struct run_opts *o)
 }
 
 /* Store the resolved job, the JSON result and the step summary. */
-static int store_result(const char *db, const struct job_spec *j,
-			const char *result_json, const struct step_result *r,
-			struct diag *d)
+static int store_result(const char *db, const char *data_root,
+			const struct job_spec *j, const char *result_json,
+			const struct step_result *r, struct diag *d)
 {
-	struct cJSON *cfg = schema_to_json(&job_schema, j);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
-	struct store *st = NULL;
-	char hex[65];
-	int rc = CLI_FAIL;
 	struct store_step step = {
 		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
 		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
@@ -125,29 +120,10 @@ static int store_result(const char *db, const struct job_spec *j,
 		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 		.other_s = r->part_s[EXEC_OTHER],
 	};
+	struct cli_result res = { "run", &job_schema, j, result_json, &step,
+				  NULL, 0 };
 
-	if (!cfg_s || config_hash(&job_schema, j, hex) != 0) {
-		diag_oom(d);
-		goto out;
-	}
-	st = store_open(db, d);
-	if (st) {
-		struct store_run run = { "run", "job", cfg_s, hex, result_json,
-					 cli_version() };
-
-		int64_t id = store_put(st, &run, &step, NULL, 0, d);
-
-		if (id > 0) {
-			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
-				(long long)id, db);
-			rc = CLI_OK;
-		}
-	}
-out:
-	store_close(st);
-	cJSON_free(cfg_s);
-	cJSON_Delete(cfg);
-	return rc;
+	return cli_store(db, data_root, &res, d);
 }
 
 /* Print the result; its JSON text goes to *json_out for the store. */
@@ -222,8 +198,7 @@ int cli_run(int argc, char **argv, const char *argv0)
 	if (rc == CLI_OK)
 		rc = report(&o, j, r, &json);
 	if (rc == CLI_OK && !o.no_store)
-		rc = store_result(o.db ? o.db : arena_printf(&a, "%s/results/llmsim.db",
-				  cx.data_root), j, json, r, &d);
+		rc = store_result(o.db, cx.data_root, j, json, r, &d);
 out:
 	cJSON_free(json);
 	mem_free(r);
