@@ -50,6 +50,20 @@ void cli_print_usage(FILE *out, const struct cli_command *c);
 /* The registry entry called name, or NULL. */
 const struct cli_command *cli_command(const char *name);
 
+/*
+ * The value of option `name` at argv[*i]: "--name VALUE" (advancing *i
+ * past it) or "--name=VALUE". NULL when argv[*i] is not that option; NULL
+ * with *missing = name when it is but has no value (nothing follows, or
+ * the value is empty).
+ */
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+		       const char **missing);
+
+/* Report a usage error of command cmd ("run", "config", ...) on stderr:
+ * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Commands, one per file. */
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
