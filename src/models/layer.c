@@ -80,19 +80,20 @@
  *
  * Embedding (first stage): a vocabulary-parallel lookup writing T h B,
  * then an all-reduce (reduce-scatter with SP) over TP; its backward
- * scatter-adds T rows into the fp32 gradient. LM head (last stage): final
- * norm, [SP] all-gather, logits GEMM (T, V/t, h) in 16-bit, then the
- * vocabulary-parallel cross-entropy with three all-reduces of T fp32
- * values (max, sum of exponentials, target logit) over TP. Fused (one
- * kernel) it reads the 16-bit logits and writes the fp32 softmax the
- * backward needs, B + 4 bytes per logit, and its backward reads that and
- * writes the 16-bit gradient, 4 + B. Unfused, as Megatron's
- * _VocabParallelCrossEntropy runs it in PyTorch ops, the forward is
- * logits.float() (read B, write 4), max (read 4), subtract the max in
- * place, exp in place, sum, divide in place to the softmax (read 4 and
- * write 4 each but the sum): B + 20 read and 16 written per logit; the
- * backward scales the softmax in place (read 4, write 4) and casts it to
- * 16-bit (read 4, write B): 8 read, 4 + B written.
+ * scatter-adds T rows into the gradient buffer (read T h (B + G),
+ * write T h G). LM head (last stage): final norm, [SP] all-gather, logits
+ * GEMM (T, V/t, h) in 16-bit, then the vocabulary-parallel cross-entropy
+ * with three all-reduces of T fp32 values (max, sum of exponentials,
+ * target logit) over TP. Fused (one kernel) it reads the 16-bit logits
+ * and writes the fp32 softmax the backward needs, B + 4 bytes per logit,
+ * and its backward reads that and writes the 16-bit gradient, 4 + B.
+ * Unfused, as Megatron's _VocabParallelCrossEntropy runs it in PyTorch
+ * ops, the forward is logits.float() (read B, write 4), max (read 4),
+ * subtract the max in place, exp in place, sum, divide in place to the
+ * softmax (read 4 and write 4 each but the sum): B + 20 read and 16
+ * written per logit; the backward scales the softmax in place (read 4,
+ * write 4) and casts it to 16-bit (read 4, write B): 8 read, 4 + B
+ * written.
  *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
@@ -568,9 +569,9 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	if (d->sp)
 		tpcoll(o, "embed_grad_allgather", PASS_BWD, d, COLL_ALLGATHER,
 		       t * h * d->act_B);
-	/* scatter-add of T rows into the fp32 gradient */
-	memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + 4), t * h * 4,
-	      t * h);
+	/* scatter-add of T rows into the gradient buffer (G bytes each) */
+	memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
+	      t * h * d->grad_B, t * h);
 }
 
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
