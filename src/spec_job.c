@@ -27,6 +27,11 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "master_weights", .type = ST_BOOL, .offset = FOFF(master_weights),
 	  .flags = SF_REQUIRED,
 	  .help = "the optimizer keeps an fp32 master copy of 16-bit weights" },
+	{ .key = "optimizer_state_dtype", .type = ST_ENUM,
+	  .offset = FOFF(optimizer_state_dtype), .values = dtype_names,
+	  .def = "fp32",
+	  .help = "dtype of the optimizer states (Adam's two moments, SGD's "
+		  "momentum): that of the parameters the optimizer steps" },
 	{ .key = "bucket_params", .type = ST_INT, .offset = FOFF(bucket_params),
 	  .min = 1, .max = 1e12, .flags = SF_REQUIRED,
 	  .help = "parameters per gradient-reduction bucket (at least)" },

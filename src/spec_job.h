@@ -15,9 +15,9 @@
  *   full_fidelity: false
  *
  * A framework (workloads/frameworks/) holds what the training software
- * does that is not the model or the layout: gradient dtype, bucket sizes,
- * overlap switches, padding, workspace, host overhead; each number with
- * its source in the preset.
+ * does that is not the model or the layout: gradient and optimizer-state
+ * dtypes, bucket sizes, overlap switches, padding, workspace, host
+ * overhead; each number with its source in the preset.
  *
  * dp is optional and inferred as GPUs / (tp * pp * cp). The schema's check
  * enforces the layout constraints that need no performance model (world
@@ -72,6 +72,7 @@ struct framework_spec {
 	const char *name;			/* preset name */
 	int grad_dtype;				/* enum dtype: gradient buffers and their reduction */
 	int master_weights;			/* fp32 master copy of 16-bit weights */
+	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
 	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */

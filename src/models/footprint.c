@@ -37,11 +37,14 @@
  * Model states per parameter of a GPU's share (mixed precision, Rajbhandari
  * et al. 2020, "ZeRO", sec. 3.1): weights W = 2 B (4 B for fp32/tf32
  * training), gradients G = the framework's grad dtype, optimizer
- * O = fp32 master copy (4 B when the framework keeps one and W < 4) + Adam
- * moments 8 B (SGD momentum 4 B). ZeRO-1 divides O by dp, ZeRO-2 also G,
- * ZeRO-3 also W; ZeRO-3 also holds the gathered parameters of two layers
- * (the one computing and the one prefetched). Megatron's distributed
- * optimizer with fp32 gradients is ZeRO-1: 6 + 12/dp B per parameter.
+ * O = fp32 master copy (4 B when the framework keeps one and W < 4) + the
+ * states, S bytes each in the framework's optimizer_state_dtype (Adam's
+ * two moments 2 S, SGD's momentum S: 8 B and 4 B in fp32; PyTorch keeps
+ * them in the dtype of the parameters the optimizer steps). ZeRO-1
+ * divides O by dp, ZeRO-2 also G, ZeRO-3 also W; ZeRO-3 also holds the
+ * gathered parameters of two layers (the one computing and the one
+ * prefetched). Megatron's distributed optimizer with fp32 gradients is
+ * ZeRO-1: 6 + 12/dp B per parameter.
  *
  * Workspace: the framework's (library workspaces, communication buffers).
  */
@@ -126,13 +129,14 @@ void footprint_param_bytes(const struct job_spec *j,
 	double fp32 = dtype_bytes(DTYPE_FP32);
 	/* Adam keeps two moments per parameter, SGD one momentum buffer. */
 	double states = j->training.optimizer == OPT_ADAM ? 2 : 1;
+	enum dtype state = (enum dtype)j->framework->optimizer_state_dtype;
 
 	out->weights_B = dtype_bytes(layer_base_dtype(
 		(enum dtype)j->training.dtype));
 	out->grads_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
 	out->master_B = j->framework->master_weights &&
 			out->weights_B < fp32 ? fp32 : 0;
-	out->states_B = states * fp32;
+	out->states_B = states * dtype_bytes(state);
 }
 
 void footprint_per_param(const struct job_spec *j, double *w_B,

@@ -209,3 +209,29 @@ Test(footprint, tied_embedding_counted_once_per_gpu)
 	assert_close(footprint_rank_params(&f.job, &d, whole, 0),
 		     (8 * layer + (V + s) * h + 2 * h) / 8);
 }
+
+Test(footprint, optimizer_states_in_their_dtype)
+{
+	struct fixture f;
+	struct footprint_param_bytes b;
+	double w, g, o;
+
+	/* Plain PyTorch (bf16 parameters and gradients, no master copy):
+	 * AdamW keeps its two moments in bf16, 2 x 2 B, so 2 + 2 + 4 = 8 B
+	 * per parameter, not the 2 + 2 + 8 of fp32 moments. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.fw.grad_dtype = DTYPE_BF16;
+	f.fw.master_weights = 0;
+	f.fw.optimizer_state_dtype = DTYPE_BF16;
+	footprint_param_bytes(&f.job, &b);
+	assert_close(b.weights_B, 2);
+	assert_close(b.grads_B, 2);
+	cr_assert_eq(b.master_B, 0);
+	assert_close(b.states_B, 4);
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 8);
+	/* SGD: one momentum buffer, 2 B. */
+	f.job.training.optimizer = OPT_SGD;
+	footprint_param_bytes(&f.job, &b);
+	assert_close(b.states_B, 2);
+}
