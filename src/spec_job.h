@@ -80,6 +80,8 @@ struct framework_spec {
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
 						 * (its all-gathers run on copy engines) */
+	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at
+						 * once (the one computing and those prefetched) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */

@@ -42,8 +42,8 @@
  * two moments 2 S, SGD's momentum S: 8 B and 4 B in fp32; PyTorch keeps
  * them in the dtype of the parameters the optimizer steps). ZeRO-1
  * divides O by dp, ZeRO-2 also G, ZeRO-3 also W; ZeRO-3 also holds the
- * gathered parameters of two layers (the one computing and the one
- * prefetched). Megatron's distributed optimizer with fp32 gradients is
+ * gathered parameters of the framework's fsdp_prefetch_units layers (the
+ * one computing and those prefetched). Megatron's distributed optimizer with fp32 gradients is
  * ZeRO-1: 6 + 12/dp B per parameter.
  *
  * Workspace: the framework's (library workspaces, communication buffers).
@@ -257,8 +257,9 @@ static void rank_footprint(const struct job_spec *j,
 	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
 	f->workspace_B = j->framework->workspace_B;
 	if (j->training.zero_stage >= 3)
-		f->workspace_B += 2 * footprint_unit_params(j, d, UNIT_LAYER,
-				0) / d->tp * (w * (double)j->parallelism.dp);
+		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
+				  footprint_unit_params(j, d, UNIT_LAYER, 0) /
+				  d->tp * (w * (double)j->parallelism.dp);
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 }

@@ -16,9 +16,10 @@
  * forward"), or after the optimizer.
  *
  * ZeRO 3 (FSDP FULL_SHARD): every unit (embedding, layer, head) is
- * all-gathered before each forward and backward that uses it (P W bytes,
- * prefetched at most two units ahead), and its gradient reduce-scattered
- * after each backward (P G bytes).
+ * all-gathered before each forward and backward that uses it (P W bytes),
+ * each all-gather waiting for the unit fsdp_prefetch_units before it to
+ * finish (at most that many units gathered at once), and its gradient
+ * reduce-scattered after each backward (P G bytes).
  *
  * Tied embeddings on pp > 1: the first and last stages all-reduce the
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
@@ -206,7 +207,7 @@ static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
 static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	int64_t a, u, q = 0;
+	int64_t a, u, q = 0, ahead = t->job->framework->fsdp_prefetch_units;
 	uint32_t k, f;
 
 	for (a = 0; a < sp->nacts; a++) {
@@ -230,7 +231,8 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 				struct unit_rec *rec = train_unit(t, t->ranks[k], a, u);
 				struct unit_rec *all = t->units[t->ranks[k]];
 
-				if (q >= 2 && train_dep(t, all[q - 2].last, ag + k) != 0)
+				if (q >= ahead &&
+				    train_dep(t, all[q - ahead].last, ag + k) != 0)
 					return -1;
 				for (f = 0; f < rec->nfirst; f++)
 					if (train_dep(t, ag + k, rec->first[f]) != 0)
