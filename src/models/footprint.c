@@ -41,14 +41,22 @@
  * states, S bytes each in the framework's optimizer_state_dtype (Adam's
  * two moments 2 S, SGD's momentum S: 8 B and 4 B in fp32; PyTorch keeps
  * them in the dtype of the parameters the optimizer steps). ZeRO-1
- * divides O by dp, ZeRO-2 also G, ZeRO-3 also W; ZeRO-3 also holds the
- * gathered parameters of the framework's fsdp_prefetch_units layers (the
- * one computing and those prefetched). Megatron's distributed optimizer with fp32 gradients is
- * ZeRO-1: 6 + 12/dp B per parameter.
+ * divides O by dp, ZeRO-2 also G, ZeRO-3 also W. Megatron's distributed
+ * optimizer with fp32 gradients is ZeRO-1: 6 + 12/dp B per parameter.
+ *
+ * ZeRO-3 also holds the gathered (unsharded, W bytes) parameters of the
+ * framework's fsdp_prefetch_units units, the one computing and those
+ * prefetched, each counted as the largest unit the rank gathers: the
+ * embedding or the LM head where the rank holds them (V h parameters,
+ * more than a layer's ~12 h^2 when V > 12 h; a head's forward is followed
+ * by its backward and an embedding's backward by the next forward, so two
+ * of them are gathered together), else a layer.
  *
  * Workspace: the framework's (library workspaces, communication buffers).
  */
 #include "footprint.h"
+
+#include <math.h>
 
 #include "../diag.h"
 #include "../mem.h"
@@ -185,22 +193,59 @@ double footprint_model_params(const struct job_spec *j)
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
 }
 
+/* Layers pipeline rank `rank` holds over its chunks. */
+static int64_t rank_layers(const struct parallel_spec *p, const int64_t *split,
+			   int64_t rank)
+{
+	int64_t c, layers = 0;
+
+	for (c = 0; c < p->vpp; c++)
+		layers += split[c * p->pp + rank];
+	return layers;
+}
+
+/* Whether pipeline rank `rank` holds the LM head (the last virtual
+ * stage); rank 0 holds the embedding. */
+static int holds_head(const struct parallel_spec *p, int64_t rank)
+{
+	return (p->pp * p->vpp - 1) % p->pp == rank;
+}
+
 double footprint_rank_params(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t rank)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t stages = p->pp * p->vpp, c, layers = 0;
 	double params;
 
-	for (c = 0; c < p->vpp; c++)
-		layers += split[c * p->pp + rank];
-	params = (double)layers * footprint_unit_params(j, d, UNIT_LAYER, 0);
+	params = (double)rank_layers(p, split, rank) *
+		 footprint_unit_params(j, d, UNIT_LAYER, 0);
 	if (rank == 0)
 		params += footprint_unit_params(j, d, UNIT_EMBED, 0);
-	if ((stages - 1) % p->pp == rank)	/* the embedding is on rank 0 */
+	if (holds_head(p, rank))
 		params += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
 	return params / d->tp;
+}
+
+/* Parameters (whole model, not / tp) of the largest unit pipeline rank
+ * `rank` all-gathers under ZeRO-3: a layer, or the embedding or the LM
+ * head where it holds them (V h each, more than a layer's ~12 h^2 when
+ * V > 12 h). */
+static double largest_unit_params(const struct job_spec *j,
+				  const struct layer_dims *d,
+				  const int64_t *split, int64_t rank)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	double big = 0;
+
+	if (rank_layers(p, split, rank) > 0)
+		big = footprint_unit_params(j, d, UNIT_LAYER, 0);
+	if (rank == 0)
+		big = fmax(big, footprint_unit_params(j, d, UNIT_EMBED, 0));
+	if (holds_head(p, rank))
+		big = fmax(big, footprint_unit_params(j, d, UNIT_HEAD,
+						      rank == 0));
+	return big;
 }
 
 /* Activations a (virtual stage, microbatch) keeps until its backward. */
@@ -258,7 +303,7 @@ static void rank_footprint(const struct job_spec *j,
 	f->workspace_B = j->framework->workspace_B;
 	if (j->training.zero_stage >= 3)
 		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
-				  footprint_unit_params(j, d, UNIT_LAYER, 0) /
+				  largest_unit_params(j, d, split, rank) /
 				  d->tp * (w * (double)j->parallelism.dp);
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;

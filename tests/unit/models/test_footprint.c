@@ -235,3 +235,24 @@ Test(footprint, optimizer_states_in_their_dtype)
 	footprint_param_bytes(&f.job, &b);
 	assert_close(b.states_B, 2);
 }
+
+Test(footprint, fsdp_gathers_the_largest_unit)
+{
+	struct fixture f;
+	struct footprint fp;
+	double h = 1024, V = 51200, s = 2048, W = 2;
+
+	/* ZeRO-3, 8 GPUs (tp 1, pp 1, dp 8): two units are gathered at once,
+	 * each as large as the largest this GPU gathers, the embedding with
+	 * its learned positions, (V + s) h = 54.5e6 parameters (a layer is
+	 * 12 h^2 + 4 h = 12.6e6, the head V h + 2 h), at W = 2 B unsharded:
+	 * workspace = 1 GiB + 2 (V + s) h W. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + 2 * (V + s) * h * W);
+	/* Three units in flight: 3 (V + s) h W. */
+	f.fw.fsdp_prefetch_units = 3;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + 3 * (V + s) * h * W);
+}
