@@ -23,7 +23,7 @@ fi
 i=0
 while [ $i -lt $runs ]; do
 	if ! /usr/bin/time -f '%e %M' -o "$out" -a \
-	     "$llmsim" run "$job" --set system.nodes=2048 --json --no-store \
+	     "$llmsim" run "$job" --json --no-store \
 	     > /dev/null; then
 		echo "bench-16k: llmsim run failed" >&2
 		exit 1

@@ -6,11 +6,12 @@
 # error, then the median |error| over 1 KiB - 8 GiB and at >= 64 MB.
 # Fails (exit 1) when a table misses its targets (<= 20% and <= 10%).
 #
-# Environment: LLMSIM_TOOLS (default build/tools) holds the `collectives`
-# tool; run from the repository root (make validate does).
+# Environment: LLMSIM_TOOLS (default build/tools of this checkout) holds
+# the `collectives` tool. Runs from any directory.
 set -eu
-tools=${LLMSIM_TOOLS:-build/tools}
-dir=results/reference/collectives
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools=${LLMSIM_TOOLS:-$root/build/tools}
+dir=$root/results/reference/collectives
 if [ ! -x "$tools/collectives" ]; then
 	echo "validate-collectives: $tools/collectives not built (run make tools)" >&2
 	exit 2

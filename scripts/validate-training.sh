@@ -25,8 +25,16 @@ extra=$(mktemp)
 trap 'rm -f "$errs" "$extra"' EXIT INT TERM
 failed=0
 
+# is_number TEXT: whether TEXT is a decimal number (as cJSON prints one).
+is_number() {
+	awk -v x="$1" 'BEGIN {
+		exit !(x ~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/)
+	}'
+}
+
 # run_cases TSV ERRS: print one line per case of TSV, append its error
-# to ERRS; a case that fails to run sets failed=1.
+# to ERRS; a case that fails to run or prints no step time sets
+# failed=1.
 run_cases() {
 	while IFS='	' read -r id job measured how; do
 		case $id in '#'*|'') continue ;; esac
@@ -39,6 +47,12 @@ run_cases() {
 		pred=$(printf '%s\n' "$out" |
 		       sed -n 's/^[[:space:]]*"step_time_s":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' |
 		       head -n 1)
+		if ! is_number "$pred"; then
+			printf '%-34s %12s %12s %9s\n' "$id" FAILED "$measured s" -
+			echo "    no step time in the output: step_time_s '$pred'"
+			failed=1
+			continue
+		fi
 		err=$(awk -v p="$pred" -v m="$measured" 'BEGIN { printf "%.4f", p / m - 1 }')
 		printf '%s\n' "$err" >> "$2"
 		awk -v id="$id" -v p="$pred" -v m="$measured" -v e="$err" \

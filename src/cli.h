@@ -16,7 +16,13 @@
 #define LLMSIM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+struct diag;
+struct schema;
+struct store_coll_row;
+struct store_step;
 
 enum {
 	CLI_OK = 0,
@@ -44,10 +50,45 @@ void cli_print_usage(FILE *out, const struct cli_command *c);
 /* The registry entry called name, or NULL. */
 const struct cli_command *cli_command(const char *name);
 
+/*
+ * The value of option `name` at argv[*i]: "--name VALUE" (advancing *i
+ * past it) or "--name=VALUE". NULL when argv[*i] is not that option; NULL
+ * with *missing = name when it is but has no value (nothing follows, or
+ * the value is empty).
+ */
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+		       const char **missing);
+
+/* Report a usage error of command cmd ("run", "config", ...) on stderr:
+ * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Commands, one per file. */
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
 int cli_collective(int argc, char **argv, const char *argv0);
+
+/* A result to store with cli_store(). */
+struct cli_result {
+	const char *command;			/* "run", "collective" */
+	const struct schema *schema;		/* kind of the resolved config */
+	const void *config;			/* the resolved config */
+	const char *json;			/* the command's --json output */
+	const struct store_step *step;		/* step summary, or NULL */
+	const struct store_coll_row *rows;	/* collective rows, or NULL */
+	uint32_t nrows;				/* entries of rows */
+};
+
+/*
+ * Store r in the database db, or in DATA_ROOT/results/llmsim.db when db is
+ * NULL: the resolved config as canonical JSON (printed once) with its
+ * SHA-256, the same text and hash as config_hash(), the result and the
+ * llmsim version. Prints "llmsim: stored as run N in PATH" on stderr.
+ * Returns CLI_OK, or CLI_FAIL after reporting to d.
+ */
+int cli_store(const char *db, const char *data_root,
+	      const struct cli_result *r, struct diag *d);
 
 /* The version string ("0.1.0" plus the git revision when built in a
  * checkout). */

@@ -23,7 +23,6 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +35,6 @@
 #include "store.h"
 #include "units.h"
 
-#define MAX_SETS 64
 #define MAX_ROWS 256
 
 enum out_fmt {
@@ -47,7 +45,7 @@ enum out_fmt {
 
 struct opts {
 	const char *system;
-	const char *sets[MAX_SETS];
+	const char **sets;		/* --set values (argc entries) */
 	size_t nsets;
 	int op;				/* enum coll_op; -1 unset */
 	long ranks;			/* 0 unset */
@@ -77,31 +75,19 @@ struct row {
 	struct net_coll_result r;
 };
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("llmsim collective: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nrun 'llmsim collective --help' for the options\n", stderr);
-	return CLI_USAGE;
-}
-
+/* A usage error naming what was expected: one of names. */
 static int list_error(const char *what, const char *got,
 		      const char *const *names)
 {
-	size_t i;
+	char list[256];
+	size_t i, k = 0;
 
-	fprintf(stderr, "llmsim collective: error: %s: expected one of ", what);
-	for (i = 0; names[i]; i++)
-		fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
-	fprintf(stderr, "; got '%s'\n", got);
-	return CLI_USAGE;
+	list[0] = '\0';
+	for (i = 0; names[i] && k < sizeof(list); i++)
+		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s",
+				      i ? ", " : "", names[i]);
+	return cli_usage_error("collective", "%s: expected one of %s; got '%s'",
+			       what, list, got);
 }
 
 static double dtype_size(const char *name)
@@ -125,108 +111,99 @@ static int bad_dtype(const char *got)
 	return list_error("--dtype", got, names);
 }
 
-/* The value of an option at argv[*i] ("--x v" or "--x=v"), or NULL. */
-static const char *value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0' || *i + 1 >= argc)
-		return NULL;
-	return argv[++*i];
-}
-
+/* CLI_OK, or CLI_USAGE after reporting. */
 static int parse_size(const char *opt, const char *text, double *out)
 {
 	const char *why;
 
 	if (units_parse_test_size(text, out, &why) == 0)
-		return 0;
-	fprintf(stderr, "llmsim collective: error: %s: expected a size such as "
-		"'1K', '8M' or '4096', got '%s' (%s)\n", opt, text, why);
-	return -1;
+		return CLI_OK;
+	return cli_usage_error("collective", "%s: expected a size such as "
+			       "'1K', '8M' or '4096', got '%s' (%s)", opt,
+			       text, why);
 }
 
-static int parse_number(const char *opt, const char *text, double lo,
-			double *out)
+/* 1 if text is a finite number >= lo (into *out), else 0. */
+static int number(const char *text, double lo, double *out)
 {
 	char *end;
 	double v = strtod(text, &end);
 
-	if (end != text && *end == '\0' && isfinite(v) && v >= lo) {
-		*out = v;
+	if (end == text || *end != '\0' || !isfinite(v) || v < lo)
 		return 0;
-	}
-	fprintf(stderr, "llmsim collective: error: %s: expected a number >= "
-		"%g, got '%s'\n", opt, lo, text);
-	return -1;
+	*out = v;
+	return 1;
 }
 
-/* One option with a value; 1 if not one of these, 0 done, 2 bad. */
+/* CLI_OK, or CLI_USAGE after reporting. */
+static int parse_number(const char *opt, const char *text, double lo,
+			double *out)
+{
+	if (number(text, lo, out))
+		return CLI_OK;
+	return cli_usage_error("collective", "%s: expected a number >= %g, "
+			       "got '%s'", opt, lo, text);
+}
+
+/* One option with a value; 1 if not one of these, CLI_OK done,
+ * CLI_USAGE bad (reported). */
 static int value_opt(struct opts *o, int argc, char **argv, int *i)
 {
-	const char *v;
+	const char *v, *missing = NULL;
 	double x;
 
-	if ((v = value(argc, argv, i, "--system")) != NULL)
+	if ((v = cli_option(argc, argv, i, "--system", &missing))) {
 		o->system = v;
-	else if ((v = value(argc, argv, i, "--set")) != NULL) {
-		if (o->nsets == MAX_SETS)
-			return usage_error("more than %s --set options", "64");
+	} else if ((v = cli_option(argc, argv, i, "--set", &missing))) {
 		/* The system is loaded on its own: 'system.nodes=2' means
 		 * 'nodes=2' here. */
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
-	} else if ((v = value(argc, argv, i, "--op")) != NULL) {
+	} else if ((v = cli_option(argc, argv, i, "--op", &missing))) {
 		if ((o->op = spec_name_index(coll_op_names, v)) < 0)
 			return list_error("--op", v, coll_op_names);
-	} else if ((v = value(argc, argv, i, "--ranks")) != NULL) {
-		if (parse_number("--ranks", v, 1, &x) != 0 || x != floor(x) ||
-		    x > 1 << 22)
-			return usage_error("--ranks: expected a whole number of "
-					   "GPUs, got '%s'", v);
+	} else if ((v = cli_option(argc, argv, i, "--ranks", &missing))) {
+		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
+			return cli_usage_error("collective", "--ranks: "
+					       "expected a whole number of "
+					       "GPUs, got '%s'", v);
 		o->ranks = (long)x;
-	} else if ((v = value(argc, argv, i, "--min")) != NULL) {
-		if (parse_size("--min", v, &o->min_B) != 0)
-			return CLI_USAGE;
-	} else if ((v = value(argc, argv, i, "--max")) != NULL) {
-		if (parse_size("--max", v, &o->max_B) != 0)
-			return CLI_USAGE;
-	} else if ((v = value(argc, argv, i, "--step-factor")) != NULL) {
-		if (parse_number("--step-factor", v, 1, &o->factor) != 0)
-			return CLI_USAGE;
-	} else if ((v = value(argc, argv, i, "--dtype")) != NULL) {
+	} else if ((v = cli_option(argc, argv, i, "--min", &missing))) {
+		return parse_size("--min", v, &o->min_B);
+	} else if ((v = cli_option(argc, argv, i, "--max", &missing))) {
+		return parse_size("--max", v, &o->max_B);
+	} else if ((v = cli_option(argc, argv, i, "--step-factor", &missing))) {
+		return parse_number("--step-factor", v, 1, &o->factor);
+	} else if ((v = cli_option(argc, argv, i, "--dtype", &missing))) {
 		if (dtype_size(v) == 0)
 			return bad_dtype(v);
 		o->dtype = v;
-	} else if ((v = value(argc, argv, i, "--algo")) != NULL) {
+	} else if ((v = cli_option(argc, argv, i, "--algo", &missing))) {
 		if ((o->algo = spec_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
-	} else if ((v = value(argc, argv, i, "--proto")) != NULL) {
+	} else if ((v = cli_option(argc, argv, i, "--proto", &missing))) {
 		if ((o->proto = spec_name_index(coll_proto_names, v)) < 0)
 			return list_error("--proto", v, coll_proto_names);
-	} else if ((v = value(argc, argv, i, "--db")) != NULL) {
+	} else if ((v = cli_option(argc, argv, i, "--db", &missing))) {
 		o->db = v;
+	} else if (missing) {
+		return cli_usage_error("collective", "'%s' needs a value",
+				       missing);
 	} else {
 		return 1;
 	}
-	return 0;
+	return CLI_OK;
 }
 
+/* Options into o; o->sets has room for argc entries. */
 static int parse(struct opts *o, int argc, char **argv)
 {
 	int i, rc;
 
-	*o = (struct opts){ .op = -1, .min_B = 32 << 20, .max_B = 32 << 20,
-			    .factor = 2, .dtype = "float", .algo = -1,
-			    .proto = -1, .fmt = FMT_TABLE, .store = 1 };
 	for (i = 1; i < argc; i++) {
 		rc = value_opt(o, argc, argv, &i);
 		if (rc == CLI_USAGE)
 			return rc;
-		if (rc == 0)
+		if (rc == CLI_OK)
 			continue;
 		if (strcmp(argv[i], "--json") == 0)
 			o->fmt = FMT_JSON;
@@ -235,16 +212,18 @@ static int parse(struct opts *o, int argc, char **argv)
 		else if (strcmp(argv[i], "--no-store") == 0)
 			o->store = 0;
 		else
-			return usage_error("unknown option or missing value "
-					   "'%s'", argv[i]);
+			return cli_usage_error("collective", "unknown option "
+					       "'%s'", argv[i]);
 	}
 	if (!o->system || o->op < 0 || o->ranks == 0)
-		return usage_error("%s", "--system, --op and --ranks are required");
+		return cli_usage_error("collective", "%s", "--system, --op and "
+				       "--ranks are required");
 	if (o->min_B > o->max_B)
-		return usage_error("%s", "--min is larger than --max");
+		return cli_usage_error("collective", "%s", "--min is larger "
+				       "than --max");
 	if (o->factor <= 1 && o->min_B != o->max_B)
-		return usage_error("%s", "--step-factor must be above 1 to go "
-				   "from --min to --max");
+		return cli_usage_error("collective", "%s", "--step-factor must "
+				       "be above 1 to go from --min to --max");
 	return CLI_OK;
 }
 
@@ -284,7 +263,7 @@ static int time_size(struct net *n, const struct opts *o,
 		c.op = COLL_ALLTOALL;
 		c.a2a_B = m = ring_matrix(o->ranks, size);
 		if (!m) {
-			diag_error(d, NULL, 0, 0, "out of memory");
+			diag_oom(d);
 			return -1;
 		}
 		if (c.algo < 0)
@@ -391,49 +370,26 @@ static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 	return a;
 }
 
-static int store_rows(const struct opts *o, const char *db,
+static int store_rows(const struct opts *o, const char *data_root,
 		      const struct system_spec *s, const char *json,
 		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	cJSON *cfg = schema_to_json(&system_schema, s);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
-	char hex[65];
-	struct store *st = NULL;
-	int i, rc = -1;
+	struct cli_result res = { "collective", &system_schema, s, json, NULL,
+				  sr, (uint32_t)n };
+	int i;
 
-	if (!cfg_s || config_hash(&system_schema, s, hex) != 0) {
-		diag_error(d, NULL, 0, 0, "out of memory storing the results");
-		goto out;
-	}
 	for (i = 0; i < n; i++)
 		sr[i] = (struct store_coll_row){ rows[i].size_B, rows[i].count,
 			o->dtype, coll_op_names[o->op], (uint32_t)o->ranks,
 			rows[i].r.time_s, rows[i].r.algbw_Bps,
 			rows[i].r.busbw_Bps, rows[i].r.algorithm,
 			rows[i].r.protocol };
-	st = store_open(db, d);
-	if (st) {
-		struct store_run run = { "collective", "system", cfg_s, hex,
-					 json, cli_version() };
-
-		int64_t id = store_put(st, &run, NULL, sr, (uint32_t)n, d);
-
-		if (id > 0) {
-			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
-				(long long)id, db);
-			rc = 0;
-		}
-	}
-out:
-	store_close(st);
-	cJSON_free(cfg_s);
-	cJSON_Delete(cfg);
-	return rc;
+	return cli_store(o->db, data_root, &res, d);
 }
 
 static int output(const struct opts *o, const struct system_spec *s,
-		  const struct row *rows, int n, const char *db,
+		  const struct row *rows, int n, const char *data_root,
 		  struct diag *d)
 {
 	cJSON *a = rows_json(o, rows, n);
@@ -441,7 +397,7 @@ static int output(const struct opts *o, const struct system_spec *s,
 	int rc = CLI_OK;
 
 	if (!json) {
-		diag_error(d, NULL, 0, 0, "out of memory printing the results");
+		diag_oom(d);
 		rc = CLI_FAIL;
 		goto out;
 	}
@@ -451,7 +407,7 @@ static int output(const struct opts *o, const struct system_spec *s,
 		print_csv(o, rows, n);
 	else
 		print_table(o, s, rows, n);
-	if (o->store && store_rows(o, db, s, json, rows, n, d) != 0)
+	if (o->store && store_rows(o, data_root, s, json, rows, n, d) != CLI_OK)
 		rc = CLI_FAIL;
 out:
 	cJSON_free(json);
@@ -459,21 +415,23 @@ out:
 	return rc;
 }
 
-static int check_ranks(const struct opts *o, const struct system_spec *s)
+static int check_ranks(const struct opts *o, const struct system_spec *s,
+		       struct diag *d)
 {
 	long have = (long)system_gpus(s);
 
 	if (o->ranks > have) {
-		fprintf(stderr, "llmsim collective: error: --ranks %ld: the "
-			"system has %ld GPUs (%lld node%s x %lld); add --set "
-			"system.nodes=%ld\n", o->ranks, have, (long long)s->nodes,
-			s->nodes == 1 ? "" : "s", (long long)s->gpus_per_node,
-			(o->ranks + s->gpus_per_node - 1) / s->gpus_per_node);
+		diag_error(d, NULL, 0, 0, "--ranks %ld: the system has %ld "
+			   "GPUs (%lld node%s x %lld); add --set "
+			   "system.nodes=%ld", o->ranks, have,
+			   (long long)s->nodes, s->nodes == 1 ? "" : "s",
+			   (long long)s->gpus_per_node,
+			   (o->ranks + s->gpus_per_node - 1) /
+			   s->gpus_per_node);
 		return -1;
 	}
 	if (o->op == COLL_SENDRECV && o->ranks < 2) {
-		fputs("llmsim collective: error: --ranks: sendrecv needs at "
-		      "least 2\n", stderr);
+		diag_error(d, NULL, 0, 0, "--ranks: sendrecv needs at least 2");
 		return -1;
 	}
 	return 0;
@@ -483,55 +441,65 @@ static int check_ranks(const struct opts *o, const struct system_spec *s)
 static int simulate(const struct opts *o, struct config_ctx *cx,
 		    struct system_spec *s, struct row *rows, int *n)
 {
+	struct diag *d = cx->diag;
 	struct net *net = NULL;
-	uint32_t *gpus = NULL;
+	uint32_t *gpus;
 	long i;
-	int rc = CLI_USAGE;
+	int rc = -1;
 
 	if (config_load(cx, &system_schema, o->system, o->sets, o->nsets, s))
-		return CLI_USAGE;
-	if (check_ranks(o, s) != 0)
+		return d->oom ? CLI_FAIL : CLI_USAGE;
+	if (check_ranks(o, s, d) != 0)
 		return CLI_USAGE;
 	gpus = mem_alloc((size_t)o->ranks * sizeof(*gpus));
-	net = net_new(s, NULL, cx->diag);
-	if (!gpus || !net)
-		goto out;
+	if (!gpus) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
 	for (i = 0; i < o->ranks; i++)
 		gpus[i] = (uint32_t)i;
-	rc = run_sizes(net, o, gpus, rows, n, cx->diag) == 0 ? CLI_OK : CLI_USAGE;
-out:
-	if (!gpus)
-		rc = CLI_FAIL;
+	net = net_new(s, NULL, d);
+	if (net)
+		rc = run_sizes(net, o, gpus, rows, n, d);
 	net_free(net);
 	mem_free(gpus);
-	return rc;
+	if (rc == 0)
+		return CLI_OK;
+	return d->oom ? CLI_FAIL : CLI_USAGE;
 }
 
 int cli_collective(int argc, char **argv, const char *argv0)
 {
-	struct opts o;
+	struct opts o = { .op = -1, .min_B = 32 << 20, .max_B = 32 << 20,
+			  .factor = 2, .dtype = "float", .algo = -1,
+			  .proto = -1, .fmt = FMT_TABLE, .store = 1 };
 	struct arena a;
 	struct diag d;
 	struct config_ctx cx;
 	struct system_spec *s;
 	struct row *rows = NULL;
-	int n = 0, rc = parse(&o, argc, argv);
+	int n = 0, rc = CLI_FAIL;
 
-	if (rc != CLI_OK)
-		return rc;
 	arena_init(&a);
 	diag_init(&d, stderr);
+	o.sets = arena_alloc(&a, (size_t)argc * sizeof(*o.sets));
+	if (!o.sets) {
+		diag_oom(&d);
+		goto out;
+	}
+	if ((rc = parse(&o, argc, argv)) != CLI_OK)
+		goto out;
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
 	s = arena_alloc(&a, sizeof(*s));
 	rows = mem_calloc(MAX_ROWS, sizeof(*rows));
-	rc = CLI_FAIL;
-	if (!s || !rows || !cx.data_root)
+	if (!s || !rows || !cx.data_root) {
+		diag_oom(&d);
+		rc = CLI_FAIL;
 		goto out;
+	}
 	rc = simulate(&o, &cx, s, rows, &n);
 	if (rc == CLI_OK)
-		rc = output(&o, s, rows, n, o.db ? o.db :
-			    arena_printf(&a, "%s/results/llmsim.db", cx.data_root),
-			    &d);
+		rc = output(&o, s, rows, n, cx.data_root, &d);
 out:
 	mem_free(rows);
 	arena_release(&a);

@@ -13,7 +13,6 @@
  */
 #include <cJSON.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,51 +31,10 @@ struct show_opts {
 	int json;			/* --json */
 };
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("llmsim: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nrun 'llmsim config --help' for usage\n", stderr);
-	return CLI_USAGE;
-}
-
-static int oom_exit(void)
-{
-	fputs("llmsim: error: out of memory\n", stderr);
-	return CLI_FAIL;
-}
-
-/* The value of option `name` at argv[*i] ("--kind K" or "--kind=K"), or
- * NULL when argv[*i] is not that option. *missing when it lacks one. */
-static const char *option(int argc, char **argv, int *i, const char *name,
-			  int *missing)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 static int parse_show(int argc, char **argv, struct show_opts *o)
 {
-	int i, missing = 0, rest = 0;
-	const char *v;
+	int i, rest = 0;
+	const char *v, *missing = NULL;
 
 	for (i = 2; i < argc; i++) {
 		const char *arg = argv[i];
@@ -85,26 +43,29 @@ static int parse_show(int argc, char **argv, struct show_opts *o)
 			rest = 1;
 		} else if (!rest && strcmp(arg, "--json") == 0) {
 			o->json = 1;
-		} else if (!rest && (v = option(argc, argv, &i, "--kind",
-						&missing))) {
+		} else if (!rest && (v = cli_option(argc, argv, &i, "--kind",
+						    &missing))) {
 			o->kind = v;
-		} else if (!rest && (v = option(argc, argv, &i, "--set",
-						&missing))) {
+		} else if (!rest && (v = cli_option(argc, argv, &i, "--set",
+						    &missing))) {
 			o->sets[o->nsets++] = v;
 		} else if (missing) {
-			return usage_error("'%s' needs a value", arg);
+			return cli_usage_error("config", "'%s' needs a value",
+					       missing);
 		} else if (!rest && arg[0] == '-' && arg[1] != '\0') {
-			return usage_error("config show: unknown option '%s'",
-					   arg);
+			return cli_usage_error("config", "config show: unknown "
+					       "option '%s'", arg);
 		} else if (o->what) {
-			return usage_error("config show takes one config, got "
-					   "'%s' and '%s'", o->what, arg);
+			return cli_usage_error("config", "config show takes "
+					       "one config, got '%s' and '%s'",
+					       o->what, arg);
 		} else {
 			o->what = arg;
 		}
 	}
 	if (!o->what)
-		return usage_error("config show needs a file or a preset name");
+		return cli_usage_error("config", "%s", "config show needs a "
+				       "file or a preset name");
 	return CLI_OK;
 }
 
@@ -124,9 +85,11 @@ static int unknown_kind(const char *name)
 	}
 	near = schema_closest(name, names, n);
 	if (near)
-		return usage_error("unknown kind '%s', did you mean '%s'? "
-				   "(kinds: %s)", name, near, list);
-	return usage_error("unknown kind '%s' (kinds: %s)", name, list);
+		return cli_usage_error("config", "unknown kind '%s', did you "
+				       "mean '%s'? (kinds: %s)", name, near,
+				       list);
+	return cli_usage_error("config", "unknown kind '%s' (kinds: %s)", name,
+			       list);
 }
 
 /* The kind whose preset folder holds the file, else model for .json,
@@ -179,8 +142,8 @@ static const struct schema *kind_of_preset(struct config_ctx *cx,
 				      hits++ ? ", " : "", found->kind);
 	}
 	if (hits > 1) {
-		usage_error("'%s' is a preset of several kinds (%s); say which "
-			    "with --kind", name, list);
+		cli_usage_error("config", "'%s' is a preset of several kinds "
+				"(%s); say which with --kind", name, list);
 		return NULL;
 	}
 	return found ? found : job;
@@ -195,7 +158,8 @@ static int finish_output(void)
 	return CLI_OK;
 }
 
-static int print_config(const struct schema *s, const void *obj, int json)
+static int print_config(const struct schema *s, const void *obj, int json,
+			struct diag *d)
 {
 	cJSON *j;
 	char *text;
@@ -207,8 +171,10 @@ static int print_config(const struct schema *s, const void *obj, int json)
 	j = schema_to_json(s, obj);
 	text = j ? cJSON_Print(j) : NULL;
 	cJSON_Delete(j);
-	if (!text)
-		return oom_exit();
+	if (!text) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
 	puts(text);
 	cJSON_free(text);
 	return finish_output();
@@ -232,11 +198,13 @@ static int show(struct config_ctx *cx, const struct show_opts *o)
 			return oom ? CLI_FAIL : CLI_USAGE;
 	}
 	obj = arena_alloc(cx->arena, s->size);
-	if (!obj)
-		return oom_exit();
+	if (!obj) {
+		diag_oom(cx->diag);
+		return CLI_FAIL;
+	}
 	if (config_load(cx, s, o->what, o->sets, o->nsets, obj) != 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
-	return print_config(s, obj, o->json);
+	return print_config(s, obj, o->json, cx->diag);
 }
 
 static int list(struct config_ctx *cx, int argc, char **argv)
@@ -246,7 +214,8 @@ static int list(struct config_ctx *cx, int argc, char **argv)
 	size_t i, k;
 
 	if (argc > 3)
-		return usage_error("config list takes at most one kind");
+		return cli_usage_error("config", "%s", "config list takes at "
+				       "most one kind");
 	if (argc == 3 && !(one = config_kind(argv[2])))
 		return unknown_kind(argv[2]);
 	for (i = 0; config_kinds[i]; i++) {
@@ -255,8 +224,10 @@ static int list(struct config_ctx *cx, int argc, char **argv)
 		if (one && s != one)
 			continue;
 		names = config_list_presets(cx, s);
-		if (!names)
-			return oom_exit();
+		if (!names) {
+			diag_oom(cx->diag);
+			return CLI_FAIL;
+		}
 		if (!one)
 			printf("%s%s:\n", i ? "\n" : "", s->kind);
 		for (k = 0; names[k]; k++)
@@ -271,7 +242,8 @@ static int help(int argc, char **argv)
 	size_t i;
 
 	if (argc > 3)
-		return usage_error("config help takes at most one kind");
+		return cli_usage_error("config", "%s", "config help takes at "
+				       "most one kind");
 	if (argc == 3) {
 		if (!(s = config_kind(argv[2])))
 			return unknown_kind(argv[2]);
@@ -296,12 +268,14 @@ static int dispatch(struct config_ctx *cx, int argc, char **argv)
 	if (strcmp(argv[1], "help") == 0)
 		return help(argc, argv);
 	if (strcmp(argv[1], "show") != 0)
-		return usage_error("unknown config command '%s' (show, list, "
-				   "help)", argv[1]);
+		return cli_usage_error("config", "unknown config command '%s' "
+				       "(show, list, help)", argv[1]);
 	memset(&o, 0, sizeof(o));
 	o.sets = arena_alloc(cx->arena, (size_t)argc * sizeof(*o.sets));
-	if (!o.sets)
-		return oom_exit();
+	if (!o.sets) {
+		diag_oom(cx->diag);
+		return CLI_FAIL;
+	}
 	rc = parse_show(argc, argv, &o);
 	return rc != CLI_OK ? rc : show(cx, &o);
 }
@@ -314,13 +288,19 @@ int cli_config(int argc, char **argv, const char *argv0)
 	int rc;
 
 	if (argc < 2)
-		return usage_error("config needs a command: show, list or help");
+		return cli_usage_error("config", "%s", "config needs a "
+				       "command: show, list or help");
 	arena_init(&a);
 	diag_init(&d, stderr);
 	cx.arena = &a;
 	cx.diag = &d;
 	cx.data_root = config_data_root(&a, argv0);
-	rc = cx.data_root ? dispatch(&cx, argc, argv) : oom_exit();
+	if (cx.data_root) {
+		rc = dispatch(&cx, argc, argv);
+	} else {
+		diag_oom(&d);
+		rc = CLI_FAIL;
+	}
 	arena_release(&a);
 	return rc;
 }

@@ -11,7 +11,6 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "config.h"
@@ -33,36 +32,6 @@ struct run_opts {
 	int full;			/* simulate every GPU */
 };
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("llmsim run: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\n", stderr);
-	cli_print_usage(stderr, cli_command("run"));
-	return CLI_USAGE;
-}
-
-/* An option's value: the next argument (--opt VALUE) or after '='. */
-static const char *value(int argc, char **argv, int *i, const char *opt)
-{
-	size_t n = strlen(opt);
-
-	if (strncmp(argv[*i], opt, n) == 0 && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (strcmp(argv[*i], opt) != 0)
-		return NULL;
-	if (*i + 1 >= argc)
-		return "";
-	return argv[++*i];
-}
-
 static int flag(const char *arg, const char *name, int *out)
 {
 	if (strcmp(arg, name) != 0)
@@ -71,50 +40,51 @@ static int flag(const char *arg, const char *name, int *out)
 	return 1;
 }
 
-static int parse(int argc, char **argv, struct arena *a, struct run_opts *o)
+static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
+		 struct diag *d)
 {
-	const char *v;
+	const char *v, *missing = NULL;
 	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->sets = arena_alloc(a, (size_t)argc * sizeof(*o->sets));
-	if (!o->sets)
+	if (!o->sets) {
+		diag_oom(d);
 		return CLI_FAIL;
+	}
 	for (i = 1; i < argc; i++) {
-		if ((v = value(argc, argv, &i, "--set")) != NULL)
+		if ((v = cli_option(argc, argv, &i, "--set", &missing)))
 			o->sets[o->nsets++] = v;
-		else if ((v = value(argc, argv, &i, "--trace")) != NULL)
+		else if ((v = cli_option(argc, argv, &i, "--trace", &missing)))
 			o->trace = v;
-		else if ((v = value(argc, argv, &i, "--db")) != NULL)
+		else if ((v = cli_option(argc, argv, &i, "--db", &missing)))
 			o->db = v;
+		else if (missing)
+			return cli_usage_error("run", "'%s' needs a value",
+					       missing);
 		else if (flag(argv[i], "--json", &o->json) ||
 			 flag(argv[i], "--no-store", &o->no_store) ||
 			 flag(argv[i], "--full", &o->full))
 			continue;
 		else if (argv[i][0] == '-' && argv[i][1] != '\0')
-			return usage_error("unknown option '%s'", argv[i]);
+			return cli_usage_error("run", "unknown option '%s'",
+					       argv[i]);
 		else if (o->job)
-			return usage_error("more than one job given ('%s')", argv[i]);
+			return cli_usage_error("run", "more than one job given "
+					       "('%s')", argv[i]);
 		else
 			o->job = argv[i];
-		if (v && *v == '\0')
-			return usage_error("option '%s' needs a value", argv[i]);
 	}
 	if (!o->job)
-		return usage_error("%s", "no job given");
+		return cli_usage_error("run", "%s", "no job given");
 	return CLI_OK;
 }
 
 /* Store the resolved job, the JSON result and the step summary. */
-static int store_result(const char *db, const struct job_spec *j,
-			const char *result_json, const struct step_result *r,
-			struct diag *d)
+static int store_result(const char *db, const char *data_root,
+			const struct job_spec *j, const char *result_json,
+			const struct step_result *r, struct diag *d)
 {
-	struct cJSON *cfg = schema_to_json(&job_schema, j);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
-	struct store *st = NULL;
-	char hex[65];
-	int rc = CLI_FAIL;
 	struct store_step step = {
 		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
 		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
@@ -125,41 +95,22 @@ static int store_result(const char *db, const struct job_spec *j,
 		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 		.other_s = r->part_s[EXEC_OTHER],
 	};
+	struct cli_result res = { "run", &job_schema, j, result_json, &step,
+				  NULL, 0 };
 
-	if (!cfg_s || config_hash(&job_schema, j, hex) != 0) {
-		diag_oom(d);
-		goto out;
-	}
-	st = store_open(db, d);
-	if (st) {
-		struct store_run run = { "run", "job", cfg_s, hex, result_json,
-					 cli_version() };
-
-		int64_t id = store_put(st, &run, &step, NULL, 0, d);
-
-		if (id > 0) {
-			fprintf(stderr, "llmsim: stored as run %lld in %s\n",
-				(long long)id, db);
-			rc = CLI_OK;
-		}
-	}
-out:
-	store_close(st);
-	cJSON_free(cfg_s);
-	cJSON_Delete(cfg);
-	return rc;
+	return cli_store(db, data_root, &res, d);
 }
 
 /* Print the result; its JSON text goes to *json_out for the store. */
 static int report(const struct run_opts *o, const struct job_spec *j,
-		  const struct step_result *r, char **json_out)
+		  const struct step_result *r, char **json_out, struct diag *d)
 {
 	struct cJSON *obj = step_to_json(j, r);
 
 	*json_out = obj ? cJSON_Print(obj) : NULL;
 	cJSON_Delete(obj);
 	if (!*json_out) {
-		fputs("llmsim: error: out of memory\n", stderr);
+		diag_oom(d);
 		return CLI_FAIL;
 	}
 	if (o->json)
@@ -202,7 +153,7 @@ int cli_run(int argc, char **argv, const char *argv0)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	rc = parse(argc, argv, &a, &o);
+	rc = parse(argc, argv, &a, &o, &d);
 	if (rc != CLI_OK)
 		goto out;
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
@@ -220,10 +171,9 @@ int cli_run(int argc, char **argv, const char *argv0)
 	j->full_fidelity |= o.full;
 	rc = simulate(&o, j, r, &d);
 	if (rc == CLI_OK)
-		rc = report(&o, j, r, &json);
+		rc = report(&o, j, r, &json, &d);
 	if (rc == CLI_OK && !o.no_store)
-		rc = store_result(o.db ? o.db : arena_printf(&a, "%s/results/llmsim.db",
-				  cx.data_root), j, json, r, &d);
+		rc = store_result(o.db, cx.data_root, j, json, r, &d);
 out:
 	cJSON_free(json);
 	mem_free(r);

@@ -27,6 +27,11 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "master_weights", .type = ST_BOOL, .offset = FOFF(master_weights),
 	  .flags = SF_REQUIRED,
 	  .help = "the optimizer keeps an fp32 master copy of 16-bit weights" },
+	{ .key = "optimizer_state_dtype", .type = ST_ENUM,
+	  .offset = FOFF(optimizer_state_dtype), .values = dtype_names,
+	  .def = "fp32",
+	  .help = "dtype of the optimizer states (Adam's two moments, SGD's "
+		  "momentum): that of the parameters the optimizer steps" },
 	{ .key = "bucket_params", .type = ST_INT, .offset = FOFF(bucket_params),
 	  .min = 1, .max = 1e12, .flags = SF_REQUIRED,
 	  .help = "parameters per gradient-reduction bucket (at least)" },
@@ -48,6 +53,11 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(tp_comm_overlap_units), .def = "0", .min = 0, .max = 1024,
 	  .help = "compute units (SMs/CUs) an overlapped TP reduce-scatter holds; "
 		  "its all-gathers use copy engines and hold none" },
+	{ .key = "fsdp_prefetch_units", .type = ST_INT,
+	  .offset = FOFF(fsdp_prefetch_units), .def = "2", .min = 1, .max = 64,
+	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
+		  "parameters may be gathered at once: the one computing and "
+		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "

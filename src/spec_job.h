@@ -15,9 +15,9 @@
  *   full_fidelity: false
  *
  * A framework (workloads/frameworks/) holds what the training software
- * does that is not the model or the layout: gradient dtype, bucket sizes,
- * overlap switches, padding, workspace, host overhead; each number with
- * its source in the preset.
+ * does that is not the model or the layout: gradient and optimizer-state
+ * dtypes, bucket sizes, overlap switches, padding, workspace, host
+ * overhead; each number with its source in the preset.
  *
  * dp is optional and inferred as GPUs / (tp * pp * cp). The schema's check
  * enforces the layout constraints that need no performance model (world
@@ -72,6 +72,7 @@ struct framework_spec {
 	const char *name;			/* preset name */
 	int grad_dtype;				/* enum dtype: gradient buffers and their reduction */
 	int master_weights;			/* fp32 master copy of 16-bit weights */
+	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
 	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
@@ -79,6 +80,8 @@ struct framework_spec {
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
 						 * (its all-gathers run on copy engines) */
+	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at
+						 * once (the one computing and those prefetched) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */

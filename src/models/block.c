@@ -33,8 +33,9 @@ static struct gpu_cost accumulating_gemm(const struct kern *k,
 	return c;
 }
 
-struct gpu_cost block_kern_cost(const struct kern *k, const struct gpu_spec *g,
-				const struct block_dtypes *dt)
+/* The time of one kernel on g. */
+static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
+				 const struct block_dtypes *dt)
 {
 	switch (k->kind) {
 	case KERN_GEMM:
@@ -74,7 +75,7 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->dep[0] = op->dep[0];
 	bo->dep[1] = op->dep[1];
 	if (op->kind == LOP_KERNEL)
-		c = block_kern_cost(&op->k, g, dt);
+		c = kern_cost(&op->k, g, dt);
 	bo->time_s = c.time_s;
 	bo->flops = c.flops;
 	return bo->name ? 0 : -1;

@@ -45,8 +45,4 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p);
 
-/* The time of one kernel on g. */
-struct gpu_cost block_kern_cost(const struct kern *k, const struct gpu_spec *g,
-				const struct block_dtypes *dt);
-
 #endif

@@ -37,39 +37,40 @@
  * Model states per parameter of a GPU's share (mixed precision, Rajbhandari
  * et al. 2020, "ZeRO", sec. 3.1): weights W = 2 B (4 B for fp32/tf32
  * training), gradients G = the framework's grad dtype, optimizer
- * O = fp32 master copy (4 B when the framework keeps one and W < 4) + Adam
- * moments 8 B (SGD momentum 4 B). ZeRO-1 divides O by dp, ZeRO-2 also G,
- * ZeRO-3 also W; ZeRO-3 also holds the gathered parameters of two layers
- * (the one computing and the one prefetched). Megatron's distributed
+ * O = fp32 master copy (4 B when the framework keeps one and W < 4) + the
+ * states, S bytes each in the framework's optimizer_state_dtype (Adam's
+ * two moments 2 S, SGD's momentum S: 8 B and 4 B in fp32; PyTorch keeps
+ * them in the dtype of the parameters the optimizer steps). ZeRO-1
+ * divides O by dp, ZeRO-2 also G, ZeRO-3 also W. Megatron's distributed
  * optimizer with fp32 gradients is ZeRO-1: 6 + 12/dp B per parameter.
+ *
+ * ZeRO-3 also holds the gathered (unsharded, W bytes) parameters of the
+ * framework's fsdp_prefetch_units units, the one computing and those
+ * prefetched, each counted as the largest unit the rank gathers: the
+ * embedding or the LM head where the rank holds them (V h parameters,
+ * more than a layer's ~12 h^2 when V > 12 h; a head's forward is followed
+ * by its backward and an embedding's backward by the next forward, so two
+ * of them are gathered together), else a layer.
  *
  * Workspace: the framework's (library workspaces, communication buffers).
  */
 #include "footprint.h"
 
+#include <math.h>
+
+#include "../diag.h"
 #include "../mem.h"
 #include "../spec_job.h"
 #include "sched.h"
 #include "split.h"
 
-static double tok(const struct layer_dims *d)
-{
-	return d->batch * d->seq;
-}
-
-static double tok_sp(const struct layer_dims *d)
-{
-	return d->sp ? tok(d) / d->tp : tok(d);
-}
-
 /* Bytes the attention core keeps (dropped by selective recompute). */
 static double core_act_B(const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double scores = layer_scores(d);
 
 	if (!d->unfused_attn)
-		return heads * d->seq * 4;
+		return layer_attn_heads(d) * d->seq * 4;
 	if (d->dropout)
 		return scores * (2 * d->act_B + 1);
 	return scores * d->act_B;
@@ -78,11 +79,10 @@ static double core_act_B(const struct layer_dims *d)
 /* Everything but the core, with no recomputation. */
 static double layer_stored_B(const struct layer_dims *d)
 {
-	double t = tok(d), ts = tok_sp(d), h = d->hidden, B = d->act_B;
-	double L = d->lowp ? d->lowp_B : B;
-	double q = d->heads * d->head_dim / d->tp;
-	double kv = layer_kv_heads_local(d) * d->head_dim;
-	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
+	double q = layer_q_width(d), kv = layer_kv_width(d);
+	double f = layer_ffn_local(d), u = layer_fc1_width(d);
 	double mask = d->dropout ? ts * h : 0;
 	double attn = ts * h * B + ts * h * L + t * (q + kv) * B +
 		      t * kv * B + t * q * L + mask;
@@ -100,7 +100,7 @@ double footprint_layer_act_B(const struct layer_dims *d,
 	case LREC_SELECTIVE:
 		return layer_stored_B(d);
 	case LREC_FULL:
-		return tok_sp(d) * d->hidden * d->act_B;
+		return layer_sp_tokens(d) * d->hidden * d->act_B;
 	}
 	return 0;
 }
@@ -122,51 +122,93 @@ static double transient_act_B(const struct layer_dims *d,
 
 double footprint_embed_act_B(const struct layer_dims *d)
 {
-	return d->dropout ? tok_sp(d) * d->hidden : 0;
+	return d->dropout ? layer_sp_tokens(d) * d->hidden : 0;
 }
 
 double footprint_head_act_B(const struct layer_dims *d)
 {
-	return 2 * tok_sp(d) * d->hidden * d->act_B +
-	       tok(d) * d->vocab / d->tp * 4;
+	return 2 * layer_sp_tokens(d) * d->hidden * d->act_B +
+	       layer_tokens(d) * d->vocab / d->tp * 4;
+}
+
+void footprint_param_bytes(const struct job_spec *j,
+			   struct footprint_param_bytes *out)
+{
+	double fp32 = dtype_bytes(DTYPE_FP32);
+	/* Adam keeps two moments per parameter, SGD one momentum buffer. */
+	double states = j->training.optimizer == OPT_ADAM ? 2 : 1;
+	enum dtype state = (enum dtype)j->framework->optimizer_state_dtype;
+
+	out->weights_B = dtype_bytes(layer_base_dtype(
+		(enum dtype)j->training.dtype));
+	out->grads_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
+	out->master_B = j->framework->master_weights &&
+			out->weights_B < fp32 ? fp32 : 0;
+	out->states_B = states * dtype_bytes(state);
 }
 
 void footprint_per_param(const struct job_spec *j, double *w_B,
 			 double *g_B, double *o_B)
 {
-	int dt = j->training.dtype;
+	struct footprint_param_bytes b;
 	double dp = (double)j->parallelism.dp;
-	double w = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4 : 2;
-	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
-	double master = j->framework->master_weights && w < 4 ? 4 : 0;
 	int64_t zero = j->training.zero_stage;
 
-	*w_B = zero >= 3 ? w / dp : w;
-	*g_B = dtype_bytes((enum dtype)j->framework->grad_dtype) /
-	       (zero >= 2 ? dp : 1);
-	*o_B = (states + master) / (zero >= 1 ? dp : 1);
+	footprint_param_bytes(j, &b);
+	*w_B = zero >= 3 ? b.weights_B / dp : b.weights_B;
+	*g_B = b.grads_B / (zero >= 2 ? dp : 1);
+	*o_B = (b.states_B + b.master_B) / (zero >= 1 ? dp : 1);
 }
 
-double footprint_layer_params(const struct job_spec *j,
-			      const struct layer_dims *d)
+double footprint_unit_params(const struct job_spec *j,
+			     const struct layer_dims *d, enum footprint_unit u,
+			     int with_embedding)
 {
-	return layer_params(d, j->model->attention_bias,
-			    j->model->norm == NORM_LAYER);
+	const struct model_spec *m = j->model;
+	int layernorm = m->norm == NORM_LAYER;
+
+	switch (u) {
+	case UNIT_EMBED:
+		return layer_embed_params(d,
+			(double)m->max_position_embeddings);
+	case UNIT_LAYER:
+		return layer_params(d, m->attention_bias, layernorm);
+	case UNIT_HEAD:
+		if (m->tie_word_embeddings && with_embedding)
+			return layer_head_params(d, layernorm) -
+			       d->vocab * d->hidden;
+		return layer_head_params(d, layernorm);
+	}
+	BUG("unknown unit");
 }
 
 double footprint_model_params(const struct job_spec *j)
 {
 	struct layer_dims d;
-	const struct model_spec *m = j->model;
-	double head;
 
 	layer_dims_from_job(j, &d);
-	head = layer_head_params(&d, m->norm == NORM_LAYER);
-	if (m->tie_word_embeddings)
-		head -= d.vocab * d.hidden;
-	return (double)m->num_hidden_layers * footprint_layer_params(j, &d) +
-	       layer_embed_params(&d, (double)m->max_position_embeddings) +
-	       head;
+	return (double)j->model->num_hidden_layers *
+	       footprint_unit_params(j, &d, UNIT_LAYER, 1) +
+	       footprint_unit_params(j, &d, UNIT_EMBED, 1) +
+	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
+}
+
+/* Layers pipeline rank `rank` holds over its chunks. */
+static int64_t rank_layers(const struct parallel_spec *p, const int64_t *split,
+			   int64_t rank)
+{
+	int64_t c, layers = 0;
+
+	for (c = 0; c < p->vpp; c++)
+		layers += split[c * p->pp + rank];
+	return layers;
+}
+
+/* Whether pipeline rank `rank` holds the LM head (the last virtual
+ * stage); rank 0 holds the embedding. */
+static int holds_head(const struct parallel_spec *p, int64_t rank)
+{
+	return (p->pp * p->vpp - 1) % p->pp == rank;
 }
 
 double footprint_rank_params(const struct job_spec *j,
@@ -174,21 +216,36 @@ double footprint_rank_params(const struct job_spec *j,
 			     int64_t rank)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	const struct model_spec *m = j->model;
-	int64_t stages = p->pp * p->vpp, c, layers = 0;
 	double params;
 
-	for (c = 0; c < p->vpp; c++)
-		layers += split[c * p->pp + rank];
-	params = (double)layers * footprint_layer_params(j, d);
+	params = (double)rank_layers(p, split, rank) *
+		 footprint_unit_params(j, d, UNIT_LAYER, 0);
 	if (rank == 0)
-		params += layer_embed_params(d, (double)m->max_position_embeddings);
-	if ((stages - 1) % p->pp == rank) {
-		params += layer_head_params(d, m->norm == NORM_LAYER);
-		if (m->tie_word_embeddings && p->pp == 1)
-			params -= d->vocab * d->hidden;	/* shared with the embedding */
-	}
+		params += footprint_unit_params(j, d, UNIT_EMBED, 0);
+	if (holds_head(p, rank))
+		params += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
 	return params / d->tp;
+}
+
+/* Parameters (whole model, not / tp) of the largest unit pipeline rank
+ * `rank` all-gathers under ZeRO-3: a layer, or the embedding or the LM
+ * head where it holds them (V h each, more than a layer's ~12 h^2 when
+ * V > 12 h). */
+static double largest_unit_params(const struct job_spec *j,
+				  const struct layer_dims *d,
+				  const int64_t *split, int64_t rank)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	double big = 0;
+
+	if (rank_layers(p, split, rank) > 0)
+		big = footprint_unit_params(j, d, UNIT_LAYER, 0);
+	if (rank == 0)
+		big = fmax(big, footprint_unit_params(j, d, UNIT_EMBED, 0));
+	if (holds_head(p, rank))
+		big = fmax(big, footprint_unit_params(j, d, UNIT_HEAD,
+						      rank == 0));
+	return big;
 }
 
 /* Activations a (virtual stage, microbatch) keeps until its backward. */
@@ -245,8 +302,9 @@ static void rank_footprint(const struct job_spec *j,
 	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
 	f->workspace_B = j->framework->workspace_B;
 	if (j->training.zero_stage >= 3)
-		f->workspace_B += 2 * footprint_layer_params(j, d) / d->tp *
-				  (w * (double)j->parallelism.dp);
+		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
+				  largest_unit_params(j, d, split, rank) /
+				  d->tp * (w * (double)j->parallelism.dp);
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 }

@@ -39,14 +39,39 @@ double footprint_layer_act_B(const struct layer_dims *d,
 double footprint_embed_act_B(const struct layer_dims *d);
 double footprint_head_act_B(const struct layer_dims *d);
 
+/* Model-state bytes per parameter, unsharded (ZeRO divides them). */
+struct footprint_param_bytes {
+	double weights_B;	/* B, working weights (layer_base_dtype) */
+	double grads_B;		/* B, gradient buffer (framework grad_dtype) */
+	double master_B;	/* B, fp32 master copy of sub-fp32 weights; 0 = none */
+	double states_B;	/* B, optimizer states (Adam 2, SGD 1 per parameter) */
+};
+
+/* The job's model-state bytes per parameter: what the memory model holds
+ * and the optimizer step reads and writes. */
+void footprint_param_bytes(const struct job_spec *j,
+			   struct footprint_param_bytes *out);
+
 /* Model-state bytes per parameter of a GPU's share (weights, gradients,
  * optimizer) for the job's dtype, framework and ZeRO stage. */
 void footprint_per_param(const struct job_spec *j, double *w_B,
 			 double *g_B, double *o_B);
 
-/* Parameters of one transformer layer, whole model (not divided by tp). */
-double footprint_layer_params(const struct job_spec *j,
-			      const struct layer_dims *d);
+/* The units a model chunk is made of. */
+enum footprint_unit {
+	UNIT_EMBED,		/* input embedding (and learned positions) */
+	UNIT_LAYER,		/* one transformer layer */
+	UNIT_HEAD		/* final norm and LM head */
+};
+
+/* Parameters of one unit, whole model (not divided by tp). The tie rule:
+ * with tied embeddings the LM head's V h matrix is the embedding's, so
+ * the head leaves it out when the embedding is counted in the same sum
+ * (with_embedding: the whole model, or a GPU holding both ends, pp = 1);
+ * on pp > 1 the first and last stages each hold a copy. */
+double footprint_unit_params(const struct job_spec *j,
+			     const struct layer_dims *d, enum footprint_unit u,
+			     int with_embedding);
 
 /* Parameters of the whole model (tied embedding counted once). */
 double footprint_model_params(const struct job_spec *j);

@@ -80,19 +80,20 @@
  *
  * Embedding (first stage): a vocabulary-parallel lookup writing T h B,
  * then an all-reduce (reduce-scatter with SP) over TP; its backward
- * scatter-adds T rows into the fp32 gradient. LM head (last stage): final
- * norm, [SP] all-gather, logits GEMM (T, V/t, h) in 16-bit, then the
- * vocabulary-parallel cross-entropy with three all-reduces of T fp32
- * values (max, sum of exponentials, target logit) over TP. Fused (one
- * kernel) it reads the 16-bit logits and writes the fp32 softmax the
- * backward needs, B + 4 bytes per logit, and its backward reads that and
- * writes the 16-bit gradient, 4 + B. Unfused, as Megatron's
- * _VocabParallelCrossEntropy runs it in PyTorch ops, the forward is
- * logits.float() (read B, write 4), max (read 4), subtract the max in
- * place, exp in place, sum, divide in place to the softmax (read 4 and
- * write 4 each but the sum): B + 20 read and 16 written per logit; the
- * backward scales the softmax in place (read 4, write 4) and casts it to
- * 16-bit (read 4, write B): 8 read, 4 + B written.
+ * scatter-adds T rows into the gradient buffer (read T h (B + G),
+ * write T h G). LM head (last stage): final norm, [SP] all-gather, logits
+ * GEMM (T, V/t, h) in 16-bit, then the vocabulary-parallel cross-entropy
+ * with three all-reduces of T fp32 values (max, sum of exponentials,
+ * target logit) over TP. Fused (one kernel) it reads the 16-bit logits
+ * and writes the fp32 softmax the backward needs, B + 4 bytes per logit,
+ * and its backward reads that and writes the 16-bit gradient, 4 + B.
+ * Unfused, as Megatron's _VocabParallelCrossEntropy runs it in PyTorch
+ * ops, the forward is logits.float() (read B, write 4), max (read 4),
+ * subtract the max in place, exp in place, sum, divide in place to the
+ * softmax (read 4 and write 4 each but the sum): B + 20 read and 16
+ * written per logit; the backward scales the softmax in place (read 4,
+ * write 4) and casts it to 16-bit (read 4, write B): 8 read, 4 + B
+ * written.
  *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
@@ -107,16 +108,19 @@
 /* Nominal vector FLOPs per element of the memory-bound kernels. */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
 
-/* 16-bit activations; the low dtype's element size for casts. */
-static double lowp_bytes(const struct job_spec *j)
-{
-	return dtype_bytes((enum dtype)j->training.dtype);
-}
-
-static int is_lowp(int dt)
+/* Linear layers in a sub-16-bit dtype (fp8, MX). */
+static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
 	       dt == DTYPE_MXFP4;
+}
+
+enum dtype layer_base_dtype(enum dtype training)
+{
+	if (training == DTYPE_FP32 || training == DTYPE_TF32 ||
+	    training == DTYPE_FP16)
+		return training;
+	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
 }
 
 static double pad_up(double v, double multiple)
@@ -130,7 +134,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
 	const struct parallel_spec *p = &j->parallelism;
-	int dt = j->training.dtype;
+	enum dtype dt = (enum dtype)j->training.dtype;
 
 	memset(d, 0, sizeof(*d));
 	d->batch = (double)j->training.micro_batch_size;
@@ -143,8 +147,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->tp = (double)p->tp;
 	d->vocab = pad_up((double)m->vocab_size,
 			  (double)j->framework->vocab_multiple * d->tp);
-	d->act_B = dt == DTYPE_FP32 || dt == DTYPE_TF32 ? 4.0 : 2.0;
-	d->lowp_B = is_lowp(dt) ? lowp_bytes(j) : d->act_B;
+	d->act_B = dtype_bytes(layer_base_dtype(dt));
+	d->lowp = is_lowp(dt);
+	d->lowp_B = d->lowp ? dtype_bytes(dt) : d->act_B;
 	d->grad_B = dtype_bytes((enum dtype)j->framework->grad_dtype);
 	d->gated = m->gated_mlp;
 	d->sp = p->sequence_parallel && p->tp > 1;
@@ -152,7 +157,6 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
 	d->dropout = j->training.dropout;
-	d->lowp = is_lowp(dt);
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
@@ -162,42 +166,6 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 }
 
 /* ---- the op list ---- */
-
-static double tokens(const struct layer_dims *d)
-{
-	return d->batch * d->seq;
-}
-
-/* Tokens the norms and residual adds see: T/t with SP. */
-static double sp_tokens(const struct layer_dims *d)
-{
-	return d->sp ? tokens(d) / d->tp : tokens(d);
-}
-
-static double q_width(const struct layer_dims *d)
-{
-	return d->heads * d->head_dim / d->tp;
-}
-
-double layer_kv_heads_local(const struct layer_dims *d)
-{
-	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
-}
-
-static double kv_width(const struct layer_dims *d)
-{
-	return layer_kv_heads_local(d) * d->head_dim;
-}
-
-static double ffn_local(const struct layer_dims *d)
-{
-	return d->ffn / d->tp;
-}
-
-static double fc1_width(const struct layer_dims *d)
-{
-	return (d->gated ? 2.0 : 1.0) * ffn_local(d);
-}
 
 /* The index a new op would use to wait for the current last op. */
 static int16_t tail(const struct layer_ops *o)
@@ -272,7 +240,7 @@ static struct layer_op *tpcoll(struct layer_ops *o, const char *name,
 static void norm_fwd(struct layer_ops *o, const char *name,
 		     enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 
 	memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n);
 }
@@ -280,7 +248,7 @@ static void norm_fwd(struct layer_ops *o, const char *name,
 static void add_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
 
 	memop(o, name, pass, 2 * n * d->act_B, n * d->act_B + mask,
@@ -303,12 +271,12 @@ static void column_fwd(struct layer_ops *o, const char *cast_name,
 		       enum layer_pass pass, const struct layer_dims *d,
 		       double n, int lowp)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double ag_B = t * h * (lowp ? d->lowp_B : d->act_B);
 	int16_t before;
 	int i;
 
-	cast(o, cast_name, pass, d, lowp, sp_tokens(d) * h);
+	cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * h);
 	if (!d->sp) {
 		gemm(o, name, pass, t, n, h, lowp);
 		return;
@@ -329,7 +297,7 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 		    enum layer_pass pass, const struct layer_dims *d,
 		    double k)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	int c = d->sp ? d->chunks : 1;
 	int16_t before;
 	int i;
@@ -348,8 +316,7 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 static void attn_unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 			     const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
 	struct layer_op *op;
 
 	op = gemm(o, "scores", pass, d->seq, d->seq, d->head_dim, 0);
@@ -390,7 +357,7 @@ static void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 static void rope(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d)
 {
-	double n = tokens(d) * (q_width(d) + kv_width(d));
+	double n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
 
 	if (d->rope)
 		memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
@@ -400,14 +367,16 @@ static void rope(struct layer_ops *o, const char *name, enum layer_pass pass,
 static void layer_fwd_pass(const struct layer_dims *d, enum layer_pass pass,
 			   struct layer_ops *o)
 {
-	double t = tokens(d), u = fc1_width(d), f = ffn_local(d);
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d);
 
 	norm_fwd(o, "norm1", pass, d);
 	column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-		   q_width(d) + 2 * kv_width(d), d->lowp);
+		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 	rope(o, "rope", pass, d);
 	attn_fwd(o, pass, d);
-	row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d, q_width(d));
+	row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
+		layer_q_width(d));
 	add_fwd(o, "add1", pass, d);
 	norm_fwd(o, "norm2", pass, d);
 	column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u, d->lowp);
@@ -436,7 +405,7 @@ static void accumulate(struct layer_ops *o, const struct layer_dims *d,
 static void norm_bwd(struct layer_ops *o, const char *name,
 		     const struct layer_dims *d)
 {
-	double n = sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
 
 	/* x, dy and the residual's gradient in; dx out. */
@@ -451,16 +420,14 @@ static void row_bwd(struct layer_ops *o, const char *ag_name,
 		    const char *cast_name, const char *dgrad,
 		    const char *wgrad, const struct layer_dims *d, double k)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double el_B = d->lowp ? d->lowp_B : d->act_B;
 	int c = d->sp ? d->chunks : 1;
 	int16_t before;
 	int i;
 
-	if (d->sp)	/* quantize the local shard, gather low-precision */
-		cast(o, cast_name, PASS_BWD, d, d->lowp, sp_tokens(d) * h);
-	else
-		cast(o, cast_name, PASS_BWD, d, d->lowp, t * h);
+	/* with SP, quantize the local shard and gather low-precision */
+	cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
 	before = tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -483,7 +450,7 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *norm_name, const struct layer_dims *d,
 		       double n, int lowp)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	struct layer_op *op;
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
@@ -509,8 +476,7 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 
 static void attn_unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
-	double heads = d->batch * d->heads / d->tp;
-	double scores = heads * d->seq * d->seq;
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
 	double s = d->seq, hd = d->head_dim;
 	double mask = d->dropout ? scores : 0;
 
@@ -541,7 +507,8 @@ static void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
 void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 	       struct layer_ops *o)
 {
-	double t = tokens(d), u = fc1_width(d), f = ffn_local(d);
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d);
 
 	o->n = 0;
 	if (rc == LREC_FULL)
@@ -554,12 +521,12 @@ void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 		   "fc1_grad_tp_reduce", "fc1_wgrad", "norm2_bwd", d, u,
 		   d->lowp);
 	row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
-		"proj_wgrad", d, q_width(d));
+		"proj_wgrad", d, layer_q_width(d));
 	attn_bwd(o, rc, d);
 	rope(o, "rope_bwd", PASS_BWD, d);
 	column_bwd(o, "qkv_input_allgather", "qkv_grad_cast", "qkv_dgrad",
 		   "qkv_grad_tp_reduce", "qkv_wgrad", "norm1_bwd", d,
-		   q_width(d) + 2 * kv_width(d), d->lowp);
+		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 }
 
 /* ---- pipeline transfers ---- */
@@ -568,12 +535,12 @@ void layer_pp_gather(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
 	tpcoll(o, "pp_recv_allgather", PASS_FWD, d, COLL_ALLGATHER,
-	       tokens(d) * d->hidden * d->act_B);
+	       layer_tokens(d) * d->hidden * d->act_B);
 }
 
 double layer_pp_bytes(const struct layer_dims *d)
 {
-	double full = tokens(d) * d->hidden * d->act_B;
+	double full = layer_tokens(d) * d->hidden * d->act_B;
 
 	return d->sp || d->pp_gather ? full / d->tp : full;
 }
@@ -582,7 +549,7 @@ double layer_pp_bytes(const struct layer_dims *d)
 
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 	double pos = d->learned_pos ? d->seq * h * d->act_B + t * h * d->act_B : 0;
 
 	o->n = 0;
@@ -596,20 +563,20 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), h = d->hidden;
+	double t = layer_tokens(d), h = d->hidden;
 
 	o->n = 0;
 	if (d->sp)
 		tpcoll(o, "embed_grad_allgather", PASS_BWD, d, COLL_ALLGATHER,
 		       t * h * d->act_B);
-	/* scatter-add of T rows into the fp32 gradient */
-	memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + 4), t * h * 4,
-	      t * h);
+	/* scatter-add of T rows into the gradient buffer (G bytes each) */
+	memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
+	      t * h * d->grad_B, t * h);
 }
 
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), v = d->vocab / d->tp;
+	double t = layer_tokens(d), v = d->vocab / d->tp;
 	int i;
 
 	o->n = 0;
@@ -629,7 +596,7 @@ void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
-	double t = tokens(d), v = d->vocab / d->tp;
+	double t = layer_tokens(d), v = d->vocab / d->tp;
 
 	o->n = 0;
 	if (d->fused_ce)

@@ -31,7 +31,7 @@ struct layer_dims {
 	double ffn;		/* MLP hidden size (f) */
 	double vocab;		/* vocabulary, padded for TP (V) */
 	double tp;		/* tensor-parallel degree (t) */
-	double act_B;		/* B per activation element (16-bit: 2) */
+	double act_B;		/* B per activation element, of layer_base_dtype */
 	double lowp_B;		/* B per element of the low-precision dtype */
 	double grad_B;		/* B per element of the gradient buffers */
 	int gated;		/* 1: gate+up+down MLP (SwiGLU); 0: up+down */
@@ -47,6 +47,62 @@ struct layer_dims {
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
 };
+
+/* Shapes of one microbatch on one GPU (layer.c's notation). */
+
+/* Tokens of the microbatch: T = b s. */
+static inline double layer_tokens(const struct layer_dims *d)
+{
+	return d->batch * d->seq;
+}
+
+/* Tokens the norms, residual adds and dropouts see: T' = T/t with SP. */
+static inline double layer_sp_tokens(const struct layer_dims *d)
+{
+	return d->sp ? layer_tokens(d) / d->tp : layer_tokens(d);
+}
+
+/* Query width: q = a d / t. */
+static inline double layer_q_width(const struct layer_dims *d)
+{
+	return d->heads * d->head_dim / d->tp;
+}
+
+/* Key/value heads on one GPU: g/t, or 1 (replicated) when t > g. */
+static inline double layer_kv_heads_local(const struct layer_dims *d)
+{
+	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
+}
+
+/* Key (or value) width: kv = d times the local KV heads. */
+static inline double layer_kv_width(const struct layer_dims *d)
+{
+	return layer_kv_heads_local(d) * d->head_dim;
+}
+
+/* MLP hidden size on one GPU: f' = f / t. */
+static inline double layer_ffn_local(const struct layer_dims *d)
+{
+	return d->ffn / d->tp;
+}
+
+/* The first MLP GEMM's outputs: u = 2 f' gated, f' otherwise. */
+static inline double layer_fc1_width(const struct layer_dims *d)
+{
+	return (d->gated ? 2.0 : 1.0) * layer_ffn_local(d);
+}
+
+/* Attention heads of the microbatch on one GPU: b a / t. */
+static inline double layer_attn_heads(const struct layer_dims *d)
+{
+	return d->batch * d->heads / d->tp;
+}
+
+/* Attention scores of the microbatch on one GPU: b (a/t) s^2. */
+static inline double layer_scores(const struct layer_dims *d)
+{
+	return layer_attn_heads(d) * d->seq * d->seq;
+}
 
 /* A kernel: a GEMM, a fused attention call, or a memory-bound op. */
 enum kern_kind {
@@ -106,6 +162,12 @@ enum layer_recompute {
 	LREC_FULL		/* whole layer forward recomputed before backward */
 };
 
+/* The dtype of everything but the low-precision GEMMs for a training
+ * dtype: activations, weights, attention, the LM head and the loss. fp32,
+ * tf32 and fp16 as given; bf16 for bf16 and for fp8/MX training
+ * (TransformerEngine keeps the rest in bf16). */
+enum dtype layer_base_dtype(enum dtype training);
+
 /* Fill d from the job for one microbatch on one GPU (vocabulary padded to
  * vocab_multiple * tp, as Megatron pads it). */
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);
@@ -130,9 +192,6 @@ double layer_pp_bytes(const struct layer_dims *d);
 /* Final norm, LM head and cross-entropy loss (last pipeline stage). */
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
-
-/* Key/value heads on one GPU: g/t, or 1 (replicated) when t > g. */
-double layer_kv_heads_local(const struct layer_dims *d);
 
 /* Model FLOPs of a kernel: GEMMs 2mnk per batch, attention counted in full
  * (no causal saving: 4 b a s^2 d forward, twice that backward, as

@@ -9,117 +9,129 @@
 
 #include "../units.h"
 
-static void add_num(struct cJSON *o, const char *key, double v)
+/* Add item under key to o, or free it: 1 if added. */
+static int add(struct cJSON *o, const char *key, struct cJSON *item)
 {
-	cJSON_AddItemToObject(o, key, cJSON_CreateNumber(v));
+	if (item && cJSON_AddItemToObject(o, key, item))
+		return 1;
+	cJSON_Delete(item);
+	return 0;
+}
+
+static int add_num(struct cJSON *o, const char *key, double v)
+{
+	return add(o, key, cJSON_CreateNumber(v));
+}
+
+static int add_str(struct cJSON *o, const char *key, const char *v)
+{
+	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+/* o when everything was added (ok), else NULL with o freed: out of
+ * memory never leaves a key out. */
+static struct cJSON *complete(struct cJSON *o, int ok)
+{
+	if (ok)
+		return o;
+	cJSON_Delete(o);
+	return NULL;
 }
 
 static struct cJSON *breakdown_json(const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int i;
+	int i, ok = o != NULL;
 
-	for (i = 0; o && i < EXEC_PART_COUNT; i++)
-		add_num(o, exec_part_keys[i], r->part_s[i]);
-	return o;
+	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
+		ok = add_num(o, exec_part_keys[i], r->part_s[i]);
+	return complete(o, ok);
 }
 
 static struct cJSON *memory_json(const struct footprint *m)
 {
 	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 add_num(o, "weights_bytes", m->weights_B) &&
+		 add_num(o, "gradients_bytes", m->grads_B) &&
+		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 add_num(o, "activations_bytes", m->activations_B) &&
+		 add_num(o, "workspace_bytes", m->workspace_B) &&
+		 add_num(o, "usable_bytes", m->usable_B) &&
+		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 add_num(o, "pipeline_rank", (double)m->rank) &&
+		 add_num(o, "params_per_gpu", m->params);
 
-	if (!o)
-		return NULL;
-	add_num(o, "peak_bytes_per_gpu", m->peak_B);
-	add_num(o, "weights_bytes", m->weights_B);
-	add_num(o, "gradients_bytes", m->grads_B);
-	add_num(o, "optimizer_bytes", m->optimizer_B);
-	add_num(o, "activations_bytes", m->activations_B);
-	add_num(o, "workspace_bytes", m->workspace_B);
-	add_num(o, "usable_bytes", m->usable_B);
-	cJSON_AddItemToObject(o, "fits", cJSON_CreateBool(m->fits));
-	add_num(o, "pipeline_rank", (double)m->rank);
-	add_num(o, "params_per_gpu", m->params);
-	return o;
+	return complete(o, ok);
+}
+
+static struct cJSON *coll_json(const struct step_coll_stat *s)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "name", s->name) &&
+		 add_str(o, "op", coll_op_names[s->op]) &&
+		 add_num(o, "group_gpus", s->group) &&
+		 add_num(o, "bytes", s->bytes) &&	/* all calls */
+		 add_num(o, "calls", s->count) &&
+		 add_num(o, "time_s", s->time_s) &&
+		 add_num(o, "critical_path_s", s->critical_s);
+
+	return complete(o, ok);
 }
 
 static struct cJSON *colls_json(const struct step_result *r)
 {
 	struct cJSON *a = cJSON_CreateArray();
-	int i;
+	int i, ok = a != NULL;
 
-	for (i = 0; a && i < r->ntop; i++) {
-		const struct step_coll_stat *s = &r->top[i];
-		struct cJSON *o = cJSON_CreateObject();
+	for (i = 0; ok && i < r->ntop; i++) {
+		struct cJSON *o = coll_json(&r->top[i]);
 
-		if (!o)
-			break;
-		cJSON_AddItemToObject(o, "name", cJSON_CreateString(s->name));
-		cJSON_AddItemToObject(o, "op", cJSON_CreateString(coll_op_names[s->op]));
-		add_num(o, "group_gpus", s->group);
-		add_num(o, "bytes", s->bytes);	/* all calls */
-		add_num(o, "calls", s->count);
-		add_num(o, "time_s", s->time_s);
-		add_num(o, "critical_path_s", s->critical_s);
-		cJSON_AddItemToArray(a, o);
+		ok = o && cJSON_AddItemToArray(a, o);
+		if (!ok)
+			cJSON_Delete(o);
 	}
-	return a;
+	return complete(a, ok);
 }
 
 static struct cJSON *sim_json(const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
 	const struct layout *l = &r->plan.lay;
+	int ok = o && add_num(o, "simulated_ranks", l->nranks) &&
+		 add(o, "full_fidelity", cJSON_CreateBool(l->sim_tp == l->tp &&
+							  l->sim_dp == l->dp)) &&
+		 add_num(o, "tasks", r->tasks) &&
+		 add_num(o, "events", (double)r->events);
 
-	if (!o)
-		return NULL;
-	add_num(o, "simulated_ranks", l->nranks);
-	cJSON_AddItemToObject(o, "full_fidelity",
-			      cJSON_CreateBool(l->sim_tp == l->tp && l->sim_dp == l->dp));
-	add_num(o, "tasks", r->tasks);
-	add_num(o, "events", (double)r->events);
-	return o;
-}
-
-static void add_str(struct cJSON *o, const char *key, const char *v)
-{
-	cJSON_AddItemToObject(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+	return complete(o, ok);
 }
 
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "job", j->name) &&
+		 add_str(o, "model", j->model->name) &&
+		 add_str(o, "system", j->system->name) &&
+		 add_str(o, "gpu", j->system->gpu->name) &&
+		 add_num(o, "gpus", (double)r->gpus) &&
+		 add_num(o, "step_time_s", r->step_s) &&
+		 add_num(o, "tokens_per_s", r->tokens_per_s) &&
+		 add_num(o, "mfu", r->mfu) &&
+		 add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
+		 add_num(o, "hardware_tflops_per_gpu", r->hw_tflops_per_gpu) &&
+		 add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12) &&
+		 add_num(o, "tokens_per_step", r->plan.tokens) &&
+		 add_num(o, "microbatches", (double)r->plan.microbatches) &&
+		 add_num(o, "model_flops_per_step", r->plan.model_flops) &&
+		 add_num(o, "params", r->plan.params) &&
+		 add(o, "breakdown", breakdown_json(r)) &&
+		 add(o, "memory", memory_json(&r->mem)) &&
+		 add(o, "collectives", colls_json(r)) &&
+		 add(o, "simulation", sim_json(r));
 
-	if (!o)
-		return NULL;
-	add_str(o, "job", j->name);
-	add_str(o, "model", j->model->name);
-	add_str(o, "system", j->system->name);
-	add_str(o, "gpu", j->system->gpu->name);
-	add_num(o, "gpus", (double)r->gpus);
-	add_num(o, "step_time_s", r->step_s);
-	add_num(o, "tokens_per_s", r->tokens_per_s);
-	add_num(o, "mfu", r->mfu);
-	add_num(o, "tflops_per_gpu", r->tflops_per_gpu);
-	add_num(o, "hardware_tflops_per_gpu", r->hw_tflops_per_gpu);
-	add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12);
-	add_num(o, "tokens_per_step", r->plan.tokens);
-	add_num(o, "microbatches", (double)r->plan.microbatches);
-	add_num(o, "model_flops_per_step", r->plan.model_flops);
-	add_num(o, "params", r->plan.params);
-	cJSON_AddItemToObject(o, "breakdown", breakdown_json(r));
-	cJSON_AddItemToObject(o, "memory", memory_json(&r->mem));
-	cJSON_AddItemToObject(o, "collectives", colls_json(r));
-	cJSON_AddItemToObject(o, "simulation", sim_json(r));
-	if (!cJSON_GetObjectItem(o, "simulation") ||
-	    !cJSON_GetObjectItem(o, "collectives") ||
-	    !cJSON_GetObjectItem(o, "memory") ||
-	    !cJSON_GetObjectItem(o, "breakdown")) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	return complete(o, ok);
 }
 
 /* ---- text ---- */

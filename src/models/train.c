@@ -31,18 +31,11 @@
 #include "split.h"
 #include "train_impl.h"
 
-static enum dtype base_dtype(int dt)
-{
-	if (dt == DTYPE_FP32 || dt == DTYPE_TF32 || dt == DTYPE_FP16)
-		return (enum dtype)dt;
-	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
-}
-
 int train_check(const struct job_spec *j, struct diag *d)
 {
 	const struct model_spec *m = j->model;
 	const struct gpu_spec *g = j->system->gpu;
-	int dt = j->training.dtype;
+	enum dtype dt = (enum dtype)j->training.dtype;
 
 	if (model_is_moe(m)) {
 		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts "
@@ -62,14 +55,14 @@ int train_check(const struct job_spec *j, struct diag *d)
 			   "available yet; use cp 1", (long long)j->parallelism.cp);
 		return -1;
 	}
-	if (gpu_check_dtype(g, (enum dtype)dt, d) != 0) {
+	if (gpu_check_dtype(g, dt, d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype is '%s'", dtype_names[dt]);
 		return -1;
 	}
-	if (gpu_check_dtype(g, base_dtype(dt), d) != 0) {
+	if (gpu_check_dtype(g, layer_base_dtype(dt), d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype '%s' keeps attention and "
 			  "the LM head in %s", dtype_names[dt],
-			  dtype_names[base_dtype(dt)]);
+			  dtype_names[layer_base_dtype(dt)]);
 		return -1;
 	}
 	return 0;
@@ -127,23 +120,18 @@ static const struct block *unit_block(const struct train *t, int64_t vs,
 double train_unit_params(const struct train *t, int64_t vs, int bwd,
 			 int64_t u)
 {
-	const struct job_spec *j = t->job;
-	const struct model_spec *m = j->model;
-	const struct layer_dims *d = &t->dims;
 	const struct block *b;
+	enum footprint_unit kind = UNIT_LAYER;
 	int32_t layer;
-	double p;
 
 	b = unit_block(t, vs, bwd, u, &layer);
 	if (b == t->ef || b == t->eb)
-		p = layer_embed_params(d, (double)m->max_position_embeddings);
-	else if (b == t->hf || b == t->hb) {
-		p = layer_head_params(d, m->norm == NORM_LAYER);
-		if (m->tie_word_embeddings && t->pp == 1)
-			p -= d->vocab * d->hidden;	/* the embedding's */
-	} else
-		p = footprint_layer_params(j, d);
-	return p / d->tp;
+		kind = UNIT_EMBED;
+	else if (b == t->hf || b == t->hb)
+		kind = UNIT_HEAD;
+	/* pp = 1: the one rank holds the embedding with the head */
+	return footprint_unit_params(t->job, &t->dims, kind, t->pp == 1) /
+	       t->dims.tp;
 }
 
 /* ---- instantiating blocks ---- */
@@ -405,7 +393,8 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
-static int setup(struct train *t, const struct job_spec *j, int full)
+/* Everything but the program; t->lay is set. */
+static int setup(struct train *t, const struct job_spec *j)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t s;
@@ -416,10 +405,8 @@ static int setup(struct train *t, const struct job_spec *j, int full)
 	t->v = p->vpp;
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
-	layout_init(&t->lay, p->tp, p->cp, p->pp, p->dp,
-		    full || j->full_fidelity);
 	layer_dims_from_job(j, &t->dims);
-	t->dt.base = base_dtype(j->training.dtype);
+	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
 	t->stage = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*t->stage));
@@ -432,7 +419,7 @@ static int setup(struct train *t, const struct job_spec *j, int full)
 	return alloc_ranks(t);
 }
 
-static int name_streams(struct prog *p)
+static void name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
@@ -442,7 +429,6 @@ static int name_streams(struct prog *p)
 
 	for (s = 0; s < TRAIN_ST_COUNT; s++)
 		prog_name_stream(p, s, names[s]);
-	return 0;
 }
 
 /* FLOPs per step of the whole job from the costed blocks. */
@@ -482,7 +468,8 @@ static int build_all(struct train *t)
 				  (size_t)t->lay.sim_tp * sizeof(*in));
 	int64_t s, dp_i;
 
-	if (!in || name_streams(t->prog) != 0 || cost_blocks(t) != 0)
+	name_streams(t->prog);
+	if (!in || cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
 		for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
@@ -505,7 +492,7 @@ struct prog *train_build(const struct job_spec *j, int full,
 		    j->parallelism.pp, j->parallelism.dp,
 		    full || j->full_fidelity);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
-	if (!t.prog || setup(&t, j, full) != 0 || build_all(&t) != 0) {
+	if (!t.prog || setup(&t, j) != 0 || build_all(&t) != 0) {
 		diag_oom(d);
 		prog_free(t.prog);
 		goto out;

@@ -16,17 +16,19 @@
  * forward"), or after the optimizer.
  *
  * ZeRO 3 (FSDP FULL_SHARD): every unit (embedding, layer, head) is
- * all-gathered before each forward and backward that uses it (P W bytes,
- * prefetched at most two units ahead), and its gradient reduce-scattered
- * after each backward (P G bytes).
+ * all-gathered before each forward and backward that uses it (P W bytes),
+ * each all-gather waiting for the unit fsdp_prefetch_units before it to
+ * finish (at most that many units gathered at once), and its gradient
+ * reduce-scattered after each backward (P G bytes).
  *
  * Tied embeddings on pp > 1: the first and last stages all-reduce the
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
  *
  * Optimizer (memory-bound, per parameter of the local shard, P / dp under
- * ZeRO >= 1): the gradient-norm pass reads G; the update reads G, the
- * master weights M (4 B when kept, else the W-byte weights) and the
- * optimizer states S (Adam 8 B, SGD 4 B), and writes M, S and the W-byte
+ * ZeRO >= 1; bytes per parameter from footprint_param_bytes): the
+ * gradient-norm pass reads G; the update reads G, the master weights M
+ * (4 B when kept, else the W-byte weights) and the optimizer states S
+ * (Adam's two moments, SGD's momentum), and writes M, S and the W-byte
  * weights. It waits for every gradient reduction of its rank.
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
@@ -42,11 +44,6 @@ struct bucket {
 	int64_t u0, u1;		/* units [u0, u1] in backward order */
 	double params;		/* parameters of one GPU */
 };
-
-static double grad_B(const struct train *t)
-{
-	return dtype_bytes((enum dtype)t->job->framework->grad_dtype);
-}
 
 /* Members of the DP group of (stage s, tp_i) into t->ranks, GPU ids into
  * t->gpus; returns the member count. */
@@ -83,50 +80,63 @@ static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
 
 /* ---- buckets (ZeRO 0-2) ---- */
 
-/* Action index of the last backward (bwd) or first forward of chunk c. */
-static int64_t chunk_action(const struct stage_plan *sp, int64_t c, int bwd)
+/* Action index of chunk c's last backward (bwd) or first forward: a
+ * chunk runs its microbatches in order (sched.h), so microbatch m-1's
+ * backward and microbatch 0's forward. */
+static int64_t chunk_action(const struct train *t, const struct stage_plan *sp,
+			    int64_t c, int bwd)
 {
-	int64_t a, found = -1;
+	int64_t mb = bwd ? t->m - 1 : 0;
 
-	for (a = 0; a < sp->nacts; a++)
-		if (sp->acts[a].chunk == c && sp->acts[a].bwd == bwd) {
-			found = a;
-			if (!bwd)
-				break;
-		}
-	return found;
+	return sp->lookup[((int64_t)bwd * t->v + c) * t->m + mb];
 }
 
-/* The stage's buckets in the order their gradients complete. */
-static int64_t plan_buckets(const struct train *t, int64_t s,
-			    struct bucket *out)
+/* Chunk c's units, completed by action a, into buckets of at least size
+ * parameters at out; returns how many. */
+static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
+			     int64_t a, double size, struct bucket *out)
 {
-	const struct stage_plan *sp = &t->stage[s];
-	const struct framework_spec *fw = t->job->framework;
-	double size = (double)fw->bucket_params;
-	int64_t a, n = 0;
+	int64_t vs = train_vs(t, s, c), u, n = 0;
+	struct bucket b = { .chunk = c, .bact = a, .params = 0,
+			    .fact = chunk_action(t, &t->stage[s], c, 0) };
 
-	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
-		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
-	for (a = 0; a < sp->nacts; a++) {
-		int64_t c = sp->acts[a].chunk, vs = train_vs(t, s, c), u;
-		struct bucket b = { .chunk = c, .bact = a, .params = 0 };
-
-		if (!sp->acts[a].bwd || chunk_action(sp, c, 1) != a)
-			continue;	/* not the chunk's last backward */
-		b.fact = chunk_action(sp, c, 0);
-		for (u = 0; u < train_units(t, vs); u++) {
-			if (b.params == 0)
-				b.u0 = u;
-			b.params += train_unit_params(t, vs, 1, u);
-			b.u1 = u;
-			if (b.params >= size || u == train_units(t, vs) - 1) {
-				out[n++] = b;
-				b.params = 0;
-			}
+	for (u = 0; u < train_units(t, vs); u++) {
+		if (b.params == 0)
+			b.u0 = u;
+		b.params += train_unit_params(t, vs, 1, u);
+		b.u1 = u;
+		if (b.params >= size || u == train_units(t, vs) - 1) {
+			out[n++] = b;
+			b.params = 0;
 		}
 	}
 	return n;
+}
+
+/* The stage's buckets in the order their gradients complete, into
+ * t->stage[s]. Returns 0, or -1 when out of memory. */
+static int plan_buckets(struct train *t, int64_t s)
+{
+	struct stage_plan *sp = &t->stage[s];
+	const struct framework_spec *fw = t->job->framework;
+	double size = (double)fw->bucket_params;
+	int64_t a, c, max = 0;
+
+	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
+		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
+	for (c = 0; c < t->v; c++)	/* at most one bucket per unit */
+		max += train_units(t, train_vs(t, s, c));
+	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
+	if (!sp->buckets)
+		return -1;
+	sp->nbuckets = 0;
+	for (a = 0; a < sp->nacts; a++) {
+		c = sp->acts[a].chunk;
+		if (sp->acts[a].bwd && chunk_action(t, sp, c, 1) == a)
+			sp->nbuckets += chunk_buckets(t, s, c, a, size,
+						      sp->buckets + sp->nbuckets);
+	}
+	return 0;
 }
 
 /* Gradient reductions of one DP group, after their units (or the whole
@@ -140,7 +150,7 @@ static int reduce_buckets(struct train *t, uint32_t n,
 
 	for (i = 0; i < nb; i++) {
 		task_id first = dp_coll(t, n, zero == 0 ? COLL_ALLREDUCE :
-					COLL_REDUCESCATTER, bk[i].params * grad_B(t),
+					COLL_REDUCESCATTER, bk[i].params * t->dims.grad_B,
 					TRAIN_ST_DP, "dp_grad_reduce");
 
 		if (first == TASK_NONE)
@@ -197,7 +207,7 @@ static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
 static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	int64_t a, u, q = 0;
+	int64_t a, u, q = 0, ahead = t->job->framework->fsdp_prefetch_units;
 	uint32_t k, f;
 
 	for (a = 0; a < sp->nacts; a++) {
@@ -212,7 +222,7 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 			if (ag == TASK_NONE)
 				return -1;
 			if (sp->acts[a].bwd) {
-				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * grad_B(t),
+				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * t->dims.grad_B,
 					     TRAIN_ST_DP, "fsdp_grad_reducescatter");
 				if (rs == TASK_NONE)
 					return -1;
@@ -221,7 +231,8 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 				struct unit_rec *rec = train_unit(t, t->ranks[k], a, u);
 				struct unit_rec *all = t->units[t->ranks[k]];
 
-				if (q >= 2 && train_dep(t, all[q - 2].last, ag + k) != 0)
+				if (q >= ahead &&
+				    train_dep(t, all[q - ahead].last, ag + k) != 0)
 					return -1;
 				for (f = 0; f < rec->nfirst; f++)
 					if (train_dep(t, ag + k, rec->first[f]) != 0)
@@ -237,10 +248,11 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 
 /* ---- per stage ---- */
 
-static int stage_dp(struct train *t, int64_t s, struct bucket *bk)
+static int stage_dp(struct train *t, int64_t s)
 {
 	int zero = (int)t->job->training.zero_stage;
-	int64_t tp_i, nb = plan_buckets(t, s, bk);
+	const struct bucket *bk = t->stage[s].buckets;
+	int64_t tp_i, nb = t->stage[s].nbuckets;
 
 	for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 		uint32_t n = dp_group(t, s, tp_i);
@@ -275,7 +287,7 @@ static int tie_embeddings(struct train *t)
 
 	if (!t->job->model->tie_word_embeddings || t->pp < 2)
 		return 0;
-	c.bytes = d->vocab / d->tp * d->hidden * grad_B(t);
+	c.bytes = d->vocab / d->tp * d->hidden * d->grad_B;
 	for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
 		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 			uint32_t ranks[2] = {
@@ -301,25 +313,44 @@ static int tie_embeddings(struct train *t)
 	return 0;
 }
 
+/*
+ * Vector FLOPs per parameter of the optimizer step, per element as
+ * PyTorch's AdamW runs it (torch.optim.adamw _single_tensor_adamw; the
+ * fused kernel does the same arithmetic): decoupled weight decay
+ * p *= 1 - lr wd (1), m = b1 m + (1 - b1) g (2), v = b2 v + (1 - b2) g^2
+ * (3), p -= lr_t m / (sqrt(v) + eps) (4: square root, add, divide, fused
+ * multiply-add), the bias corrections being per-step scalars folded into
+ * lr_t: 10. SGD with momentum: g += wd p, b = mu b + g, p -= lr b, one
+ * fused multiply-add each: 3. The gradient-norm pass: a square and a sum,
+ * 2. Nominal: at about 0.3 FLOP per byte moved the step is memory-bound on
+ * every GPU llmsim knows.
+ */
+enum { ADAM_FLOPS = 10, SGD_FLOPS = 3, GRAD_NORM_FLOPS = 2 };
+
 /* The optimizer's memory traffic over this rank's shard. */
 static double optimizer_s(const struct train *t, int64_t s)
 {
 	const struct job_spec *j = t->job;
-	double w = t->dims.act_B, g = grad_B(t);
-	double master = j->framework->master_weights && w < 4 ? 4 : 0;
-	double states = j->training.optimizer == OPT_ADAM ? 8 : 4;
+	struct footprint_param_bytes b;
 	double p = footprint_rank_params(j, &t->dims, t->split, s);
-	double read, write;
+	double flops = (j->training.optimizer == OPT_ADAM ? ADAM_FLOPS :
+			SGD_FLOPS) + GRAD_NORM_FLOPS;
+	double master, read, write;
 
+	footprint_param_bytes(j, &b);
+	master = b.master_B;
 	if (j->training.zero_stage >= 1)
 		p /= (double)t->lay.dp;
-	read = g + g + (master > 0 ? master : w) + states;
-	write = (master > 0 ? master + w : w) + states;
-	return gpu_memory_op(t->gpu, read * p, write * p, 10 * p,
+	read = b.grads_B + b.grads_B + (master > 0 ? master : b.weights_B) +
+	       b.states_B;
+	write = (master > 0 ? master + b.weights_B : b.weights_B) + b.states_B;
+	return gpu_memory_op(t->gpu, read * p, write * p, flops * p,
 			     (read + write) * p).time_s;
 }
 
-static task_id optimizer(struct train *t, uint32_t r)
+/* The optimizer step of rank r; stage_s[pp] is its time on each
+ * pipeline stage. */
+static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 {
 	int64_t pp_i, dp_i, tp_i;
 	struct task_info info = { .name = "optimizer", .cat = TASK_OPTIMIZER,
@@ -327,7 +358,7 @@ static task_id optimizer(struct train *t, uint32_t r)
 	task_id id;
 
 	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
-	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, optimizer_s(t, pp_i), &info);
+	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
 	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0)
 		return TASK_NONE;
 	return id;
@@ -335,16 +366,17 @@ static task_id optimizer(struct train *t, uint32_t r)
 
 /* The distributed optimizer's all-gathers after the step when they are
  * not overlapped with the next forward. */
-static int gather_after(struct train *t, const task_id *opt, struct bucket *bk)
+static int gather_after(struct train *t, const task_id *opt)
 {
-	int64_t s, tp_i, i, nb;
+	int64_t s, tp_i, i;
 	uint32_t k, n;
 
 	for (s = 0; s < t->pp; s++) {
-		nb = plan_buckets(t, s, bk);
+		const struct bucket *bk = t->stage[s].buckets;
+
 		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
 			n = dp_group(t, s, tp_i);
-			for (i = nb - 1; i >= 0; i--) {
+			for (i = t->stage[s].nbuckets - 1; i >= 0; i--) {
 				task_id first = param_gather(t, n, &bk[i]);
 
 				if (first == TASK_NONE)
@@ -379,25 +411,27 @@ static int overhead(struct train *t, const task_id *opt)
 int train_build_dp(struct train *t)
 {
 	const struct job_spec *j = t->job;
-	size_t maxb = (size_t)t->stages * 4 + (size_t)t->job->model->num_hidden_layers + 4;
-	struct bucket *bk = arena_alloc(&t->arena, maxb * sizeof(*bk));
 	task_id *opt = arena_alloc(&t->arena, t->lay.nranks * sizeof(*opt));
+	double *opt_s = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*opt_s));
 	int64_t s;
 	uint32_t r;
 
-	if (!bk || !opt)
+	if (!opt || !opt_s)
 		return -1;
 	for (s = 0; t->lay.dp > 1 && s < t->pp; s++)
-		if (stage_dp(t, s, bk) != 0)
+		if ((j->training.zero_stage < 3 && plan_buckets(t, s) != 0) ||
+		    stage_dp(t, s) != 0)
 			return -1;
 	if (tie_embeddings(t) != 0)
 		return -1;
+	for (s = 0; s < t->pp; s++)	/* the same on every GPU of a stage */
+		opt_s[s] = optimizer_s(t, s);
 	for (r = 0; r < t->lay.nranks; r++)
-		if ((opt[r] = optimizer(t, r)) == TASK_NONE)
+		if ((opt[r] = optimizer(t, r, opt_s)) == TASK_NONE)
 			return -1;
 	if (t->lay.dp > 1 && j->training.zero_stage >= 1 &&
 	    j->training.zero_stage < 3 && !j->framework->overlap_param_gather &&
-	    gather_after(t, opt, bk) != 0)
+	    gather_after(t, opt) != 0)
 		return -1;
 	return overhead(t, opt);
 }

@@ -17,12 +17,17 @@ struct unit_rec {
 	task_id last;		/* the unit's final task */
 };
 
+struct bucket;
+
 /* The schedule of one pipeline rank, shared by its TP/DP copies. */
 struct stage_plan {
 	struct sched_action *acts;	/* the rank's actions in order */
 	int64_t nacts;			/* 2 m vpp */
 	int64_t *lookup;		/* [(bwd v + chunk) m + mb] -> action */
 	uint32_t *unit_off;		/* per action: first unit index; [nacts] = total */
+	struct bucket *buckets;		/* gradient buckets in the order they
+					 * complete (train_dp.c; ZeRO 0-2, dp > 1) */
+	int64_t nbuckets;		/* entries of buckets */
 };
 
 struct train {

@@ -58,11 +58,13 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->fw.name = "test-framework";
 	f->fw.grad_dtype = DTYPE_FP32;
 	f->fw.master_weights = 1;
+	f->fw.optimizer_state_dtype = DTYPE_FP32;
 	f->fw.bucket_params = 40000000;
 	f->fw.vocab_multiple = 1;
 	f->fw.workspace_B = 1073741824.0;
 	f->fw.overlap_grad_reduce = 1;
 	f->fw.overlap_param_gather = 1;
+	f->fw.fsdp_prefetch_units = 2;
 	f->job.name = "test-job";
 	f->job.model = &f->model;
 	f->job.system = &f->sys;

@@ -24,8 +24,9 @@ struct fixture {
  * positions, no biases) of `layers` layers, width h, a heads, vocab V;
  * a job of seq s, micro-batch b, global batch gbs on nodes x 8 GPUs with
  * tp, pp, dp = GPUs / (tp pp); 16-bit, no recompute, 1F1B, no SP,
- * framework: fp32 grads, master weights, 1 GiB workspace, vocab padded to
- * a multiple of 1.
+ * framework: fp32 grads, master weights, fp32 optimizer states, 1 GiB
+ * workspace, vocab padded to a multiple of 1, two FSDP units gathered at
+ * once.
  */
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,

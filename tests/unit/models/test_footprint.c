@@ -179,3 +179,80 @@ Test(footprint, whole_job)
 	cr_assert_eq(footprint_job(&f.job, fp.peak_B - 1, &fp), 0);
 	cr_assert(!fp.fits);
 }
+
+Test(footprint, tied_embedding_counted_once_per_gpu)
+{
+	struct fixture f;
+	struct layer_dims d;
+	int64_t halves[2] = {4, 4}, whole[1] = {8};
+	double h = 1024, V = 51200, s = 2048;
+	double layer = 12 * h * h + 4 * h;	/* as in whole_job */
+
+	/* Tied embeddings: the LM head's V h matrix is the embedding's.
+	 * The whole model counts it once: 8 layers, the embedding (V + s) h
+	 * and the head's final norm 2 h. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 8, 1, 4, 2);
+	f.model.tie_word_embeddings = 1;
+	layer_dims_from_job(&f.job, &d);
+	assert_close(footprint_model_params(&f.job),
+		     8 * layer + (V + s) * h + 2 * h);
+	/* pp 2, tp 4: rank 0 holds 4 layers and the embedding, rank 1 four
+	 * layers, its own copy of the matrix and the final norm; / 4 each. */
+	assert_close(footprint_rank_params(&f.job, &d, halves, 0),
+		     (4 * layer + (V + s) * h) / 4);
+	assert_close(footprint_rank_params(&f.job, &d, halves, 1),
+		     (4 * layer + V * h + 2 * h) / 4);
+	/* pp 1, tp 8: one GPU holds both ends and the matrix once. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 8, 1, 8, 1);
+	f.model.tie_word_embeddings = 1;
+	layer_dims_from_job(&f.job, &d);
+	assert_close(footprint_rank_params(&f.job, &d, whole, 0),
+		     (8 * layer + (V + s) * h + 2 * h) / 8);
+}
+
+Test(footprint, optimizer_states_in_their_dtype)
+{
+	struct fixture f;
+	struct footprint_param_bytes b;
+	double w, g, o;
+
+	/* Plain PyTorch (bf16 parameters and gradients, no master copy):
+	 * AdamW keeps its two moments in bf16, 2 x 2 B, so 2 + 2 + 4 = 8 B
+	 * per parameter, not the 2 + 2 + 8 of fp32 moments. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.fw.grad_dtype = DTYPE_BF16;
+	f.fw.master_weights = 0;
+	f.fw.optimizer_state_dtype = DTYPE_BF16;
+	footprint_param_bytes(&f.job, &b);
+	assert_close(b.weights_B, 2);
+	assert_close(b.grads_B, 2);
+	cr_assert_eq(b.master_B, 0);
+	assert_close(b.states_B, 4);
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 8);
+	/* SGD: one momentum buffer, 2 B. */
+	f.job.training.optimizer = OPT_SGD;
+	footprint_param_bytes(&f.job, &b);
+	assert_close(b.states_B, 2);
+}
+
+Test(footprint, fsdp_gathers_the_largest_unit)
+{
+	struct fixture f;
+	struct footprint fp;
+	double h = 1024, V = 51200, s = 2048, W = 2;
+
+	/* ZeRO-3, 8 GPUs (tp 1, pp 1, dp 8): two units are gathered at once,
+	 * each as large as the largest this GPU gathers, the embedding with
+	 * its learned positions, (V + s) h = 54.5e6 parameters (a layer is
+	 * 12 h^2 + 4 h = 12.6e6, the head V h + 2 h), at W = 2 B unsharded:
+	 * workspace = 1 GiB + 2 (V + s) h W. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + 2 * (V + s) * h * W);
+	/* Three units in flight: 3 (V + s) h W. */
+	f.fw.fsdp_prefetch_units = 3;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + 3 * (V + s) * h * W);
+}

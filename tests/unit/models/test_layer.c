@@ -252,3 +252,29 @@ Test(layer, vocab_padded_for_tp)
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.vocab, 51200);
 }
+
+Test(layer, embedding_gradient_in_the_gradient_dtype)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	double T = 4096, h = 1024;
+	int i;
+
+	/* The embedding backward scatter-adds T rows of h into the gradient
+	 * buffer: reads the 16-bit output gradient and the G-byte buffer,
+	 * writes the buffer. fp32 gradients: T h (2 + 4) read, T h 4 written;
+	 * bf16 (plain PyTorch): T h (2 + 2) read, T h 2 written. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	layer_dims_from_job(&f.job, &d);
+	layer_embed_bwd(&d, &o);
+	i = o.n - 1;
+	cr_assert_str_eq(o.op[i].name, "embed_wgrad");
+	assert_close(o.op[i].k.read_B, T * h * 6);
+	assert_close(o.op[i].k.write_B, T * h * 4);
+	f.fw.grad_dtype = DTYPE_BF16;
+	layer_dims_from_job(&f.job, &d);
+	layer_embed_bwd(&d, &o);
+	assert_close(o.op[i].k.read_B, T * h * 4);
+	assert_close(o.op[i].k.write_B, T * h * 2);
+}

@@ -117,3 +117,36 @@ Test(sched, every_pass_once)
 	check_complete(SCHED_INTERLEAVED, 4, 3, 4);
 	check_complete(SCHED_INTERLEAVED, 8, 4, 16);
 }
+
+/* train_dp.c takes a chunk's first forward and last backward to be those
+ * of microbatch 0 and m-1: every schedule runs each chunk's microbatches
+ * in order, forward and backward, and runs each exactly once. */
+Test(sched, chunks_run_microbatches_in_order)
+{
+	static const struct {
+		int schedule;
+		int64_t pp, vpp, m;
+	} cases[] = {
+		{SCHED_GPIPE, 4, 1, 8}, {SCHED_1F1B, 4, 1, 8},
+		{SCHED_1F1B, 4, 1, 3}, {SCHED_INTERLEAVED, 4, 2, 8},
+		{SCHED_INTERLEAVED, 2, 3, 4},
+	};
+	struct sched_action a[64];
+	size_t k;
+	int64_t r, i, c;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (r = 0; r < cases[k].pp; r++) {
+			int64_t next[2][3] = {{0}};
+
+			sched_rank(cases[k].schedule, cases[k].pp, cases[k].vpp,
+				   cases[k].m, r, a);
+			for (i = 0; i < sched_actions(cases[k].m, cases[k].vpp); i++)
+				cr_assert_eq(a[i].mb, next[a[i].bwd][a[i].chunk]++,
+					     "case %zu rank %lld action %lld", k,
+					     (long long)r, (long long)i);
+			for (c = 0; c < cases[k].vpp; c++)
+				cr_assert(next[0][c] == cases[k].m &&
+					  next[1][c] == cases[k].m);
+		}
+}
