@@ -448,3 +448,50 @@ Test(cnode, json_out_of_memory_sweep)
 	sweep(parse_json_sample);
 	tmpdir_remove(json_dir);
 }
+
+Test(cnode, a_large_plain_document_is_not_blamed_on_aliases)
+{
+	/* Issue 8: a flow sequence of 100001 scalars, no alias in sight:
+	 * with the root that is 100002 nodes, one past CNODE_MAX_NODES at
+	 * the last item (line 1, col 2 + 2 * 100000 = 200002: "[" then "x,"
+	 * per item). The message counts nodes and says nothing of aliases. */
+	size_t n = 100001, i, len = 2 * n + 2;
+	char *text = arena_alloc(&A, len + 1);
+	const char *out;
+
+	text[0] = '[';
+	for (i = 0; i < n; i++) {
+		text[1 + 2 * i] = 'x';
+		text[2 + 2 * i] = i + 1 < n ? ',' : ']';
+	}
+	text[len - 1] = '\n';
+	cr_assert_null(cnode_parse_yaml(&A, text, len, "t.yaml", &C.d));
+	out = capture_text(&C);
+	cr_assert_has(out, "t.yaml:1:200002: error: the document has more "
+		      "than 100000 nodes");
+	cr_assert(strstr(out, "alias") == NULL, "%s", out);
+}
+
+Test(cnode, tags_are_ignored_with_a_warning)
+{
+	/* Issue 8: "!!null 8192" and "!include path" were ignored
+	 * silently. Each tag is a warning at the tagged node; the value is
+	 * read as written (8192, the text "path", a mapping); !!str keeps
+	 * its meaning (a string) and says nothing. */
+	struct cnode *r = yaml("a: !!null 8192\n"
+			       "b: !include path\n"
+			       "c: !!map {x: 1}\n"
+			       "d: !!str 12\n");
+	const char *out = capture_text(&C);
+
+	cr_assert_not_null(r);
+	cr_assert_str_eq(cnode_get(r, "a")->text, "8192");
+	cr_assert_str_eq(cnode_get(r, "b")->text, "path");
+	cr_assert_eq(cnode_get(r, "c")->kind, CNODE_MAP);
+	cr_assert(cnode_get(r, "d")->quoted);
+	cr_assert_has(out, "t.yaml:1:4: warning: tag '!!null' ignored");
+	cr_assert_has(out, "t.yaml:2:4: warning: tag '!include' ignored");
+	cr_assert_has(out, "t.yaml:3:4: warning: tag '!!map' ignored");
+	cr_assert(strstr(out, "!!str") == NULL, "%s", out);
+	cr_assert_eq(C.d.errors, 0);
+}

@@ -488,3 +488,40 @@ Test(config, out_of_memory_sweep)
 	cr_assert_has(capture_text(&C), "llmsim: error: out of memory");
 	assert_no_leaks();
 }
+
+/* Arena bytes a load of n --set options takes. */
+static size_t set_cost(size_t n)
+{
+	const struct schema *s = config_kind("job");
+	const char **sets = mem_calloc(n, sizeof(*sets));
+	struct arena a;
+	struct config_ctx cx = {&a, &C.d, DATA};
+	size_t i, used;
+
+	cr_assert_not_null(sets);
+	arena_init(&a);
+	for (i = 0; i < n; i++)
+		sets[i] = i % 2 ? "training.seq_len=2048" : "system.nodes=4";
+	cr_assert_eq(config_load(&cx, s, "test-job", sets, n,
+				 arena_alloc(&a, s->size)), 0, "%s",
+		     capture_text(&C));
+	used = a.total_B;
+	arena_release(&a);
+	mem_free(sets);
+	return used;
+}
+
+Test(config, set_options_cost_linear_memory)
+{
+	/* Issue 8: the k-th --set was parsed behind k-1 newlines (to put
+	 * its nodes on line k), so n options took n^2/2 bytes: 20000 took
+	 * 9.7 GB. Now each costs the same: 8000 options take at most 2.2x
+	 * what 4000 take (exactly 2x plus the job's fixed part, which only
+	 * lowers the ratio; quadratic would be 4x), and 20000 stay under
+	 * 64 MB of arena. */
+	size_t c4 = set_cost(4000), c8 = set_cost(8000);
+
+	cr_assert_leq((double)c8, 2.2 * (double)c4, "4000: %zu B, 8000: %zu B",
+		      c4, c8);
+	cr_assert_lt(set_cost(20000), (size_t)64 << 20);
+}

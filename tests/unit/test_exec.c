@@ -1005,3 +1005,38 @@ Test(exec, allocation_failure_sweep)
 	/* Building and running take more than a handful of allocations. */
 	cr_assert_gt(n, 10);
 }
+
+/* ---- the engine's horizon ---- */
+
+static void why_has(const char *why, const char *text)
+{
+	cr_assert(strstr(why, text) != NULL, "'%s' lacks '%s'", why, text);
+}
+
+Test(exec, a_task_past_the_horizon_fails_the_run)
+{
+	/* Issue 8: a kernel of 1e10 s (1 B/s HBM) aborted the process in
+	 * units_s_to_ns. A task longer than UNITS_NS_MAX (2^62 ns, 146
+	 * years) now fails the run with a reason. */
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+
+	task(p, 0, 0, 1e10 / US, "forever", TASK_COMPUTE);
+	why_has(run_fail(p, &m), "longer than the engine represents");
+	prog_free(p);
+}
+
+Test(exec, a_step_that_adds_up_past_the_horizon_fails_the_run)
+{
+	/* Each task fits (3e9 s, 95 years) but the stream of two ends at
+	 * 6e9 s, past 2^62 ns = 4.61e9 s: the run fails, not the clock. */
+	struct prog *p = prog_new(1, 2);
+	struct mock m = mock_new(0, 1e12);
+
+	task(p, 0, 0, 3e9 / US, "long", TASK_COMPUTE);
+	task(p, 0, 0, 3e9 / US, "longer", TASK_COMPUTE);
+	task(p, 0, 1, 1, "short", TASK_COMPUTE);
+	why_has(run_fail(p, &m), "longer than the engine represents");
+	prog_free(p);
+}
+

@@ -3,6 +3,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "units.h"
@@ -188,3 +189,83 @@ Test(units, format_parses_back_for_every_hundredth)
 			cr_assert_eq(w, v, "%s -> %s", text, back);
 		}
 }
+
+/* splitmix64: a fixed seed, so a failure replays. */
+static uint64_t next_u64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A random double with all 52 mantissa bits random and a binary
+ * exponent uniform in [lo, hi]: values written by a program (calibrated
+ * constants), which need all 17 significant digits. */
+static double random_double(uint64_t *state, int lo, int hi)
+{
+	uint64_t r = next_u64(state);
+	uint64_t mant = r & ((1ULL << 52) - 1);
+	int e = lo + (int)((r >> 52) % (uint64_t)(hi - lo + 1));
+
+	return ldexp(1.0 + (double)mant / 4503599627370496.0, e);
+}
+
+Test(units, format_round_trips_random_doubles_in_every_unit)
+{
+	/* Issue 8: "kernel_launch=0.000013411031718699088098 s" printed as
+	 * 13.411031718699089 us, which reads back as the next double. For
+	 * every kind, 20000 random doubles from 2^-40 (1e-12) to 2^96 (8e28,
+	 * below the parser's 1e30 limit) format to text that parses back to
+	 * the identical double. */
+	uint64_t state = 8;
+	char buf[64];
+	double back;
+	const char *why;
+	int kind, i;
+
+	roundtrip(0.000013411031718699088098, UNIT_TIME, NULL);
+	for (kind = 0; kind < UNIT_KIND_COUNT; kind++)
+		for (i = 0; i < 20000; i++) {
+			double v = random_double(&state, -40, 96);
+
+			units_format(buf, sizeof(buf), v, (enum unit_kind)kind);
+			cr_assert_eq(units_parse(buf, (enum unit_kind)kind,
+						 &back, &why), 0, "%s: %s",
+				     buf, why);
+			cr_assert_eq(back, v, "%.17g formats as '%s', which "
+				     "reads back as %.17g", v, buf, back);
+		}
+}
+
+Test(units, format_uses_the_fewest_digits)
+{
+	/* Shortest round trip: 0.1 s is "100 ms", not 100.00000000000001;
+	 * 1/3 s is 333.3333333333333 ms (16 digits, the fewest that read
+	 * back as the double nearest 1/3). */
+	char buf[64];
+
+	cr_assert_str_eq(units_format(buf, sizeof(buf), 0.1, UNIT_TIME),
+			 "100 ms");
+	cr_assert_str_eq(units_format(buf, sizeof(buf), 1.0 / 3.0, UNIT_TIME),
+			 "333.3333333333333 ms");
+	cr_assert_str_eq(units_format(buf, sizeof(buf), 0.000013411031718699088098,
+				      UNIT_TIME), "13.411031718699088 us");
+}
+
+#ifdef UNITS_NS_MAX /* PREFIX-TEMP */
+Test(units, engine_horizon)
+{
+	/* The engine represents up to UNITS_NS_MAX = 2^62 ns (146 years);
+	 * units_s_to_ns_sat gives UNITS_NS_MAX + 1 for anything past it
+	 * (a time to refuse, never a wrapped clock), and the exact
+	 * conversion below it. */
+	cr_assert_eq(UNITS_NS_MAX, (units_ns_t)1 << 62);
+	cr_assert_eq(units_s_to_ns_sat(1.5e-6), 1500);
+	cr_assert_eq(units_s_to_ns_sat(4.6e9), 4600000000000000000LL);
+	cr_assert_eq(units_s_to_ns_sat(1e10), UNITS_NS_MAX + 1);
+	cr_assert_eq(units_s_to_ns_sat(1e300), UNITS_NS_MAX + 1);
+	cr_assert_eq(units_s_to_ns_sat(INFINITY), UNITS_NS_MAX + 1);
+}
+#endif /* PREFIX-TEMP */

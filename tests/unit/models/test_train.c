@@ -174,16 +174,45 @@ Test(train, model_flops)
 	struct fixture f;
 	struct run_result r;
 	double T = 16 * 1024.0, h = 1024, s = 1024, L = 8, V = 128;
-	double per_tok_layer = 24 * h * h + 4 * s * h;
+	double per_tok_layer = 24 * h * h + 2 * s * h;
 
-	/* F = 3 (L (24 T h^2 + 4 b s^2 h) + 2 T h V) over 16 sequences of
-	 * 1024 tokens: 3 * (8 * 16384 * (24 * 1024^2 + 4 * 1024^2) + 2 *
-	 * 16384 * 1024 * 128) = 1.14e13 FLOP. */
+	/* Megatron's count (training.py, num_floating_point_operations):
+	 * per token and layer 24 h^2 for the GEMMs and 4 s h for QK^T and
+	 * AV over the causal half of the score matrix (2 s h), times 3 for
+	 * forward and backward; the LM head 2 h V. Over 16 sequences of
+	 * 1024 tokens: 3 * (8 * 16384 * (24 * 1024^2 + 2 * 1024^2) + 2 *
+	 * 16384 * 1024 * 128) = 1.07e13 FLOP. */
 	fixture_gpt(&f, 8, 1024, 16, 128, 1024, 1, 16, 1, 1, 1);
 	run(&f, 0, 0, 0, &r);
 	cr_assert_float_eq(r.plan.model_flops,
 			   3 * (L * T * per_tok_layer + 2 * T * h * V), 1e3);
 	cr_assert_float_eq(r.plan.tokens, T, 0);
+}
+
+Test(train, mfu_at_most_one_across_sequence_lengths)
+{
+	/* Issue 8: at 1M tokens a sequence, MFU was 1.06 because the model
+	 * count took the full score matrix while the GPU model executes
+	 * the causal half. Model FLOPs (no recompute) never exceed what is
+	 * executed, so MFU <= HFU <= 1, at every length from 1k to 1M
+	 * (4 layers, h 4096, 32 heads, tp 8, one sequence a microbatch). */
+	struct fixture f;
+	struct run_result r;
+	double peak = 989.4e12, mfu, hfu;
+	int64_t s;
+
+	for (s = 1024; s <= 1048576; s *= 4) {
+		fixture_gpt(&f, 4, 4096, 32, 128, s, 1, 4, 1, 8, 1);
+		run(&f, 0, 0, 0, &r);
+		mfu = r.plan.model_flops / (r.step_s * 8 * peak);
+		hfu = r.plan.exec_flops / (r.step_s * 8 * peak);
+		cr_assert_leq(r.plan.model_flops, r.plan.exec_flops,
+			      "s %lld: model %g > executed %g FLOP",
+			      (long long)s, r.plan.model_flops,
+			      r.plan.exec_flops);
+		cr_assert_leq(mfu, hfu, "s %lld", (long long)s);
+		cr_assert_leq(hfu, 1.0, "s %lld: HFU %g", (long long)s, hfu);
+	}
 }
 
 Test(train, out_of_memory_is_clean)

@@ -196,3 +196,26 @@ Test(net_step, a_bad_collective_still_completes_and_is_reported)
 	cr_assert_not_null(strstr(net_error(e.net), "past the system"));
 	env_release(&e);
 }
+
+Test(net_step, a_transfer_past_the_engine_horizon_is_reported)
+{
+	/* Issue 8: 1 bit/s lanes made a flow's end time wrap ("event
+	 * scheduled in the past"). A send of 1e21 B between nodes over one
+	 * NIC lasts at least 1e21 / 50e9 = 2e10 s, past the engine's
+	 * horizon (2^62 ns = 4.6e9 s): the collective completes at once,
+	 * as any failed one does, and the network says why. */
+	struct env e;
+	struct coll_desc c = send_1g();
+	struct done_rec a;
+
+	c.bytes = 1e21;
+	env_init(&e, 2);
+	start(&e, &c, &a);
+	cr_assert_eq(sim_run(e.sim), 0);
+	cr_assert_geq(a.at, 0);
+	cr_assert(net_failed(e.net));
+	cr_assert_not_null(strstr(net_error(e.net),
+				  "longer than the engine represents"),
+			   "%s", net_error(e.net));
+	env_release(&e);
+}
