@@ -18,8 +18,9 @@
  *   [SP] all-gather T h B over TP
  *   qkv       GEMM    m = T, n = q + 2 kv, k = h
  *   rope      memory  read/write T (q + kv) B
- *   attention flash:   4 b (a/t) s^2 d FLOPs (half under the causal mask,
- *                      the GPU model decides what it executes)
+ *   attention flash:   4 b (a/t) s^2 d FLOPs over the full score matrix,
+ *                      half under the causal mask (the GPU model decides
+ *                      what it executes; model FLOPs count s^2/2 pairs)
  *             unfused: QK^T GEMM (s, s, d) x b a/t, softmax over
  *                      b (a/t) s^2 scores in memory, AV GEMM (s, d, s) x b a/t
  *   proj      GEMM    m = T, n = h, k = q
@@ -35,6 +36,9 @@
  * 24 T h^2 + 4 b s^2 h FLOPs forward, the closed form of Narayanan et al.
  * SC'21 (eq. 3 without the logits); the backward is twice the forward
  * (a GEMM's backward is two GEMMs of its size: dX = dY W^T, dW = X^T dY).
+ * The model FLOPs MFU divides count the causal half of the attention term,
+ * 24 T h^2 + 2 b s^2 h, as Megatron-LM's num_floating_point_operations
+ * does (layer_kern_model_flops).
  *
  * Backward order follows autograd in Megatron: a row-parallel linear
  * (proj, fc2) computes dgrad then wgrad; with SP its output gradient is
@@ -313,19 +317,27 @@ static void row_fwd(struct layer_ops *o, const char *cast_name,
 	}
 }
 
+/* One GEMM per head over the (causal) score matrix, in 16-bit. */
+static void score_gemm(struct layer_ops *o, const char *name,
+		       enum layer_pass pass, const struct layer_dims *d,
+		       double m, double n, double k)
+{
+	struct layer_op *op = gemm(o, name, pass, m, n, k, 0);
+
+	op->k.batch = layer_attn_heads(d);
+	op->k.causal = 1;
+}
+
 static void attn_unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 			     const struct layer_dims *d)
 {
-	double heads = layer_attn_heads(d), scores = layer_scores(d);
-	struct layer_op *op;
+	double scores = layer_scores(d);
 
-	op = gemm(o, "scores", pass, d->seq, d->seq, d->head_dim, 0);
-	op->k.batch = heads;
+	score_gemm(o, "scores", pass, d, d->seq, d->seq, d->head_dim);
 	memop(o, "softmax", pass, scores * d->act_B,
 	      scores * d->act_B * (d->dropout ? 2 : 1) +
 	      (d->dropout ? scores : 0), CE_FLOPS * scores);
-	op = gemm(o, "attn_v", pass, d->seq, d->head_dim, d->seq, 0);
-	op->k.batch = heads;
+	score_gemm(o, "attn_v", pass, d, d->seq, d->head_dim, d->seq);
 }
 
 static void attn_shape(const struct layer_dims *d, struct gpu_attn_shape *a)
@@ -476,16 +488,16 @@ static void column_bwd(struct layer_ops *o, const char *ag_name,
 
 static void attn_unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
-	double heads = layer_attn_heads(d), scores = layer_scores(d);
+	double scores = layer_scores(d);
 	double s = d->seq, hd = d->head_dim;
 	double mask = d->dropout ? scores : 0;
 
-	gemm(o, "attn_v_dgrad", PASS_BWD, s, s, hd, 0)->k.batch = heads;
-	gemm(o, "attn_v_wgrad", PASS_BWD, s, hd, s, 0)->k.batch = heads;
+	score_gemm(o, "attn_v_dgrad", PASS_BWD, d, s, s, hd);
+	score_gemm(o, "attn_v_wgrad", PASS_BWD, d, s, hd, s);
 	memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B + mask,
 	      scores * d->act_B, CE_FLOPS * scores);
-	gemm(o, "scores_dgrad_q", PASS_BWD, s, hd, s, 0)->k.batch = heads;
-	gemm(o, "scores_dgrad_k", PASS_BWD, s, hd, s, 0)->k.batch = heads;
+	score_gemm(o, "scores_dgrad_q", PASS_BWD, d, s, hd, s);
+	score_gemm(o, "scores_dgrad_k", PASS_BWD, d, s, hd, s);
 }
 
 static void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
@@ -612,15 +624,29 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 
 /* ---- FLOPs and parameters ---- */
 
+/* Score pairs the model count takes (layer.h): the area under the causal
+ * diagonal when the s_q queries are the last of s_kv keys, s_q s_kv -
+ * s_q^2/2 (s^2/2 for self-attention), or every pair without a mask. */
+static double model_pairs(const struct gpu_attn_shape *a)
+{
+	double sq = a->seq_q, skv = a->seq_kv;
+
+	if (!a->causal)
+		return sq * skv;
+	if (sq <= skv)
+		return sq * skv - sq * sq / 2;
+	return skv * skv / 2;
+}
+
 double layer_kern_model_flops(const struct kern *k)
 {
 	const struct gpu_attn_shape *a = &k->attn;
-	double fwd = 4 * a->batch * a->heads_q * a->seq_q * a->seq_kv *
+	double fwd = 4 * a->batch * a->heads_q * model_pairs(a) *
 		     (a->head_dim_qk + a->head_dim_v) / 2;
 
 	switch (k->kind) {
 	case KERN_GEMM:
-		return 2 * k->m * k->n * k->k * k->batch;
+		return 2 * k->m * k->n * k->k * k->batch * (k->causal ? 0.5 : 1);
 	case KERN_ATTN_FWD:
 		return fwd;
 	case KERN_ATTN_BWD:

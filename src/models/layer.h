@@ -117,6 +117,8 @@ struct kern {
 	int lowp;		/* GEMM in the job's low-precision dtype */
 	double m, n, k;		/* GEMM C[m,n] = A[m,k] B[k,n] (elements) */
 	double batch;		/* independent GEMMs of that shape */
+	int causal;		/* GEMM over a causal score matrix (unfused
+				 * attention): model FLOPs count half */
 	double accum_B;		/* B, GEMM: read and written in the gradient
 				 * buffer the result is added to; 0 = none */
 	struct gpu_attn_shape attn;	/* attention */
@@ -193,9 +195,15 @@ double layer_pp_bytes(const struct layer_dims *d);
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
 
-/* Model FLOPs of a kernel: GEMMs 2mnk per batch, attention counted in full
- * (no causal saving: 4 b a s^2 d forward, twice that backward, as
- * Megatron's and PaLM's MFU formulas count it); memory-bound ops 0. */
+/* Model FLOPs of a kernel, the count MFU divides (Megatron-LM's
+ * num_floating_point_operations): GEMMs 2mnk per batch; attention
+ * 4 b a P d forward (QK^T and AV) and twice that backward, where P is the
+ * score pairs the mask leaves, the causal half s^2/2 for causal self-
+ * attention (Megatron: "only half of the attention matrix is non-zero"),
+ * s_q s_kv without a mask; an unfused causal score GEMM likewise half;
+ * memory-bound ops 0. Never more than the GPU model executes for the same
+ * kernel (gpu_attention_flops counts s(s+1)/2 pairs and recomputes the
+ * scores in the backward). docs/mfu.md gives the definitions. */
 double layer_kern_model_flops(const struct kern *k);
 
 /* Sum of model FLOPs of the ops of one pass. */
