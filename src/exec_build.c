@@ -177,7 +177,9 @@ task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 	ii = prepare(p, 1, info);
 	if (ii == UINT32_MAX)
 		return TASK_NONE;
-	return append(p, rank, stream, units_s_to_ns(dur_s), ii);
+	/* Past the engine's horizon: UNITS_NS_MAX + 1, refused by exec_run
+	 * when the task starts (the step is longer than it represents). */
+	return append(p, rank, stream, units_s_to_ns_sat(dur_s), ii);
 }
 
 /* Copy the descriptor and its arrays into the program; 0 or -1. */

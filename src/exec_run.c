@@ -91,6 +91,7 @@ struct run {
 	struct coll_run *colls;
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
+	int too_long;			/* a task would end past the horizon */
 };
 
 static const char *const cat_names[TASK_CAT_COUNT] = {
@@ -211,6 +212,39 @@ static double rank_rate(const struct run *r, uint32_t rank)
 	return l->share < 1.0 ? 1.0 - l->share : 0.0;
 }
 
+static void describe(const struct prog *p, task_id t, char *buf, size_t len);
+
+/* Task t would end dt ns from now, past the engine's horizon: stop the
+ * run with the reason (exec_run returns -1). */
+static void too_long(struct run *r, task_id t)
+{
+	char what[200];
+
+	if (r->too_long)
+		return;
+	r->too_long = 1;
+	describe(r->p, t, what, sizeof(what));
+	snprintf(r->p->why, sizeof(r->p->why), "the step is longer than the "
+		 "engine represents (2^62 ns, about 146 years): task %s would "
+		 "end past it", what);
+	sim_stop(r->sim);
+}
+
+/* Schedule the end of the task on lane l dt ns from now, at most the
+ * horizon. */
+static void lane_end_after(struct run *r, struct lane_run *l, units_ns_t dt)
+{
+	units_ns_t at;
+
+	if (units_ns_add(sim_now(r->sim), dt, &at) != 0) {
+		l->ev = 0;
+		too_long(r, l->cur);
+		return;
+	}
+	r->p->state[l->cur].stamp = r->now + dt;
+	l->ev = sim_at(r->sim, at, lane_end, l);
+}
+
 /* (Re)schedule the end of the task running on lane l at its rate; none
  * while the rate is 0 (rank_rerate() schedules it when the rate rises). */
 static void lane_schedule(struct run *r, struct lane_run *l)
@@ -223,9 +257,10 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 		return;
 	}
 	d = ceil(l->left_ns / l->rate);
+	if (!(d <= (double)UNITS_NS_MAX))
+		d = (double)UNITS_NS_MAX + 1;
 	dt = d > 0 ? (units_ns_t)d : 0;
-	r->p->state[l->cur].stamp = r->now + dt;
-	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
+	lane_end_after(r, l, dt);
 }
 
 /* Task t of dur ns starts on lane l. */
@@ -241,8 +276,7 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
-		r->p->state[t].stamp = r->now + dur;
-		l->ev = sim_at(r->sim, sim_now(r->sim) + dur, lane_end, l);
+		lane_end_after(r, l, dur);
 		return;
 	}
 	lane_schedule(r, l);
@@ -554,6 +588,8 @@ static int run_engine(struct run *r)
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		return -1;
 	}
+	if (r->too_long)
+		return -1;	/* why set by too_long() */
 	if (r->nfinished == p->ntasks)
 		return 0;
 	if (sim_pending(r->sim) > 0) {

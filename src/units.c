@@ -393,21 +393,106 @@ const char *units_kind_phrase(enum unit_kind kind)
 	return ph[kind];
 }
 
-/* Print v/scale with the fewest digits that parse back to v exactly. */
-static void format_scaled(char *buf, size_t len, double v, double scale,
-			  const char *unit, enum unit_kind kind)
+/*
+ * Shortest round trip. The fewest significant digits that read back
+ * (strtod, one correct rounding) as exactly v > 0: at most 17 for any
+ * double. dig gets them without a point or trailing zeros; *e10 is the
+ * decimal exponent of the first, v = 0.d1 d2 ... x 10^(e10 + 1).
+ */
+static void shortest_digits(double v, char dig[20], int *e10)
 {
+	char text[40], *p, *q;
 	int prec;
 
-	for (prec = 6; prec <= 17; prec++) {
-		double back;
-		const char *why;
-
-		snprintf(buf, len, "%.*g %s", prec, v / scale, unit);
-		if (units_parse(buf, kind, &back, &why) == 0 && back == v)
-			return;
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(text, sizeof(text), "%.*e", prec, v);
+		if (strtod(text, NULL) == v)
+			break;
 	}
-	/* Still different in the last bit: keep 17 digits, the closest. */
+	if (prec == 17)
+		snprintf(text, sizeof(text), "%.16e", v);
+	/* "d.ddde+XX" -> digits and exponent. */
+	q = dig;
+	for (p = text; *p && *p != 'e'; p++)
+		if (isdigit((unsigned char)*p))
+			*q++ = *p;
+	*q = '\0';
+	while (q > dig + 1 && q[-1] == '0')
+		*--q = '\0';
+	*e10 = (int)strtol(p + 1, NULL, 10);
+}
+
+/*
+ * The digits dig (first at 10^x) as a plain decimal when -5 <= x < 17,
+ * else as d.ddd e+XX; both forms parse with scan_number.
+ */
+static void render_digits(char *buf, size_t len, const char *dig, int x)
+{
+	size_t n = strlen(dig), k = 0;
+	char out[64];
+	int i;
+
+	if (x < -5 || x >= 17) {
+		snprintf(buf, len, "%c%s%se%+d", dig[0], n > 1 ? "." : "",
+			 dig + 1, x);
+		return;
+	}
+	if (x < 0) {
+		out[k++] = '0';
+		out[k++] = '.';
+		for (i = -1; i > x; i--)
+			out[k++] = '0';
+		memcpy(out + k, dig, n);
+		k += n;
+	} else {
+		for (i = 0; i <= x; i++)
+			out[k++] = (size_t)i < n ? dig[i] : '0';
+		if (n > (size_t)x + 1) {
+			out[k++] = '.';
+			memcpy(out + k, dig + x + 1, n - (size_t)x - 1);
+			k += n - (size_t)x - 1;
+		}
+	}
+	out[k] = '\0';
+	snprintf(buf, len, "%s", out);
+}
+
+/* k when scale is the prefix 10^k of a formatted unit, else 99 (a binary
+ * prefix). */
+static int pow10_of(double scale)
+{
+	static const struct { double scale; int k; } tens[] = {
+		{1e-9, -9}, {1e-6, -6}, {1e-3, -3}, {1.0, 0}, {1e3, 3},
+		{1e6, 6}, {1e9, 9}, {1e12, 12}, {1e15, 15}, {1e18, 18},
+	};
+	size_t i;
+
+	for (i = 0; i < COUNT(tens); i++)
+		if (scale == tens[i].scale)
+			return tens[i].k;
+	return 99;
+}
+
+/*
+ * Print v in units of scale with the fewest digits that parse back to v
+ * exactly. A decimal prefix (scale 10^k) moves the decimal point of v's
+ * own shortest digits by k, so the text is exactly what units_parse
+ * reads with one rounding (scale_number); a binary prefix divides
+ * exactly (format_bytes uses it only for exact multiples).
+ */
+static void format_scaled(char *buf, size_t len, double v, double scale,
+			  const char *unit)
+{
+	char dig[20], num[64];
+	int e10, k = pow10_of(scale);
+
+	if (k == 99) {
+		v /= scale;
+		k = 0;
+	}
+	shortest_digits(v, dig, &e10);
+	render_digits(num, sizeof(num), dig, e10 - k);
+	snprintf(buf, len, "%s %s", num, unit);
 }
 
 static int is_multiple(double v, double unit)
@@ -433,25 +518,22 @@ static char *format_bytes(char *buf, size_t len, double v)
 	 * certainly written in binary units: keep it that way. */
 	for (i = 0; i < COUNT(bin); i++) {
 		if (is_multiple(v, bin[i].scale) && !is_multiple(v, dec[i].scale)) {
-			format_scaled(buf, len, v, bin[i].scale, bin[i].text,
-				      UNIT_BYTES);
+			format_scaled(buf, len, v, bin[i].scale, bin[i].text);
 			return buf;
 		}
 	}
 	for (i = 0; i < COUNT(dec); i++) {
 		if (v >= dec[i].scale) {
-			format_scaled(buf, len, v, dec[i].scale, dec[i].text,
-				      UNIT_BYTES);
+			format_scaled(buf, len, v, dec[i].scale, dec[i].text);
 			return buf;
 		}
 	}
-	format_scaled(buf, len, v, 1.0, "B", UNIT_BYTES);
+	format_scaled(buf, len, v, 1.0, "B");
 	return buf;
 }
 
 static char *format_decimal(char *buf, size_t len, double v,
-			    const struct prefix *units, size_t n,
-			    enum unit_kind kind)
+			    const struct prefix *units, size_t n)
 {
 	size_t i;
 
@@ -459,7 +541,7 @@ static char *format_decimal(char *buf, size_t len, double v,
 		if (v >= units[i].scale)
 			break;
 	}
-	format_scaled(buf, len, v, units[i].scale, units[i].text, kind);
+	format_scaled(buf, len, v, units[i].scale, units[i].text);
 	return buf;
 }
 
@@ -493,11 +575,11 @@ char *units_format(char *buf, size_t len, double v, enum unit_kind kind)
 	case UNIT_BANDWIDTH:
 		/* GB/s is how every vendor and library quotes links. */
 		if (v >= 1e9 && v < 1e15)
-			return format_decimal(buf, len, v, bw + 1, 1, kind);
-		return format_decimal(buf, len, v, bw, COUNT(bw), kind);
-	case UNIT_TIME: return format_decimal(buf, len, v, tm, COUNT(tm), kind);
-	case UNIT_FLOPS: return format_decimal(buf, len, v, fl, COUNT(fl), kind);
-	case UNIT_FREQ: return format_decimal(buf, len, v, fr, COUNT(fr), kind);
+			return format_decimal(buf, len, v, bw + 1, 1);
+		return format_decimal(buf, len, v, bw, COUNT(bw));
+	case UNIT_TIME: return format_decimal(buf, len, v, tm, COUNT(tm));
+	case UNIT_FLOPS: return format_decimal(buf, len, v, fl, COUNT(fl));
+	case UNIT_FREQ: return format_decimal(buf, len, v, fr, COUNT(fr));
 	default: break;
 	}
 	return buf;
@@ -505,8 +587,25 @@ char *units_format(char *buf, size_t len, double v, enum unit_kind kind)
 
 units_ns_t units_s_to_ns(double s)
 {
-	assert(isfinite(s) && s >= 0.0 && s <= 9.2e9);
+	assert(isfinite(s) && s >= 0.0 && s * 1e9 <= (double)UNITS_NS_MAX);
 	return (units_ns_t)llround(s * 1e9);
+}
+
+units_ns_t units_s_to_ns_sat(double s)
+{
+	assert(!(s < 0.0));
+	if (!(s * 1e9 <= (double)UNITS_NS_MAX))	/* NaN too */
+		return UNITS_NS_MAX + 1;
+	return (units_ns_t)llround(s * 1e9);
+}
+
+int units_ns_add(units_ns_t now, units_ns_t dt, units_ns_t *t)
+{
+	assert(now >= 0 && now <= UNITS_NS_MAX && dt >= 0);
+	if (dt > UNITS_NS_MAX - now)
+		return -1;
+	*t = now + dt;
+	return 0;
 }
 
 double units_ns_to_s(units_ns_t ns)

@@ -16,7 +16,10 @@
  * where a unit is required is an error.
  *
  * Engine time is integer nanoseconds (units_ns_t); units_s_to_ns() is the
- * one conversion into it.
+ * one conversion into it. The engine represents times up to UNITS_NS_MAX
+ * (2^62 ns, about 146 years): a longer step is a runtime failure that
+ * units_s_to_ns_sat() and units_ns_add() let callers detect, never a
+ * wrapped clock.
  *
  * Depends on libc only.
  */
@@ -62,14 +65,29 @@ const char *units_kind_phrase(enum unit_kind kind);
  * Format an SI value with a readable prefix: bytes in decimal units unless
  * the value is an exact binary multiple ("80 GiB", "1.5 GB"), bandwidth in
  * decimal B/s, time in ns/us/ms/s by magnitude, rates in TFLOP/s (or a
- * smaller prefix), frequency in MHz. The text parses back (units_parse) to
- * the same double. Returns buf.
+ * smaller prefix), frequency in MHz. The number has the fewest significant
+ * digits that parse back (units_parse) to the identical double (at most
+ * 17: "13.411031718699088 us"). len >= 48 holds any value. Returns buf.
  */
 char *units_format(char *buf, size_t len, double v, enum unit_kind kind);
 
+/* The latest engine time, ns: 2^62 (146 years). Half of int64_t's range,
+ * so a time and a duration up to it add without overflow. */
+#define UNITS_NS_MAX ((units_ns_t)1 << 62)
+
 /* Seconds to engine nanoseconds, rounded to nearest. s must be finite and
- * in [0, 9.2e9] (about 290 years); anything else is a programming error. */
+ * in [0, UNITS_NS_MAX ns]; anything else is a programming error. */
 units_ns_t units_s_to_ns(double s);
+
+/* units_s_to_ns for durations that may not fit: s past UNITS_NS_MAX, or
+ * infinite or NaN, gives UNITS_NS_MAX + 1, which units_ns_add refuses.
+ * A negative s is still a programming error. */
+units_ns_t units_s_to_ns_sat(double s);
+
+/* *t = now + dt and 0 when that is at most UNITS_NS_MAX; else -1 and *t
+ * untouched (the step is longer than the engine represents). now in
+ * [0, UNITS_NS_MAX], dt >= 0. */
+int units_ns_add(units_ns_t now, units_ns_t dt, units_ns_t *t);
 
 /* Engine nanoseconds to seconds. */
 double units_ns_to_s(units_ns_t ns);

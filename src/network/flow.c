@@ -37,8 +37,16 @@ struct flownet {
 	struct flow *live;	/* flows started and not yet done */
 	sim_id solve_ev;	/* pending solve event; 0 = none */
 	uint64_t solves, resolved;
-	int failed;
+	int failed;		/* 0, FAIL_OOM or FAIL_TOO_LONG (the first) */
 };
+
+enum { FAIL_OOM = 1, FAIL_TOO_LONG = 2 };
+
+static void set_failed(struct flownet *f, int why)
+{
+	if (!f->failed)
+		f->failed = why;
+}
 
 struct flownet *flow_new(const struct topo *t, struct sim *sim)
 {
@@ -127,7 +135,7 @@ static void on_change(mm_id var, double old_Bps, double new_Bps, void *data,
 {
 	struct flow *fl = data;
 	struct flownet *f = arg;
-	units_ns_t now = sim_now(f->sim);
+	units_ns_t now = sim_now(f->sim), at;
 	double dt_s = units_ns_to_s(now - fl->t_last);
 
 	(void)var;
@@ -140,10 +148,16 @@ static void on_change(mm_id var, double old_Bps, double new_Bps, void *data,
 	fl->ev = 0;
 	if (new_Bps <= 0)
 		return;
-	fl->ev = sim_at(f->sim, now + units_s_to_ns(fl->left_B / new_Bps),
-			complete, fl);
+	if (units_ns_add(now, units_s_to_ns_sat(fl->left_B / new_Bps),
+			 &at) != 0) {
+		/* Past the horizon: fail, and end the flow now so its
+		 * collective completes and is reported. */
+		set_failed(f, FAIL_TOO_LONG);
+		at = now;
+	}
+	fl->ev = sim_at(f->sim, at, complete, fl);
 	if (!fl->ev)
-		f->failed = 1;
+		set_failed(f, FAIL_OOM);
 }
 
 static void solve(struct sim *sim, void *arg)
@@ -155,7 +169,7 @@ static void solve(struct sim *sim, void *arg)
 	f->solve_ev = 0;
 	n = mm_solve(f->mm, on_change, f);
 	if (n < 0) {
-		f->failed = 1;
+		set_failed(f, FAIL_OOM);
 		return;
 	}
 	f->solves++;
@@ -168,7 +182,7 @@ static void want_solve(struct flownet *f)
 		return;
 	f->solve_ev = sim_after(f->sim, 0, solve, f);
 	if (!f->solve_ev)
-		f->failed = 1;
+		set_failed(f, FAIL_OOM);
 }
 
 static void complete(struct sim *sim, void *arg)
@@ -218,7 +232,7 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 oom:
 	if (fl)
 		flow_put(f, fl);
-	f->failed = 1;
+	set_failed(f, FAIL_OOM);
 	return -1;
 }
 
@@ -235,4 +249,18 @@ uint64_t flow_resolved(const struct flownet *f)
 int flow_failed(const struct flownet *f)
 {
 	return f->failed;
+}
+
+const char *flow_error(const struct flownet *f)
+{
+	switch (f->failed) {
+	case 0: return "";
+	case FAIL_TOO_LONG: return FLOW_TOO_LONG;
+	default: return "out of memory in the flow model";
+	}
+}
+
+void flow_fail_too_long(struct flownet *f)
+{
+	set_failed(f, FAIL_TOO_LONG);
 }

@@ -44,7 +44,19 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 uint64_t flow_solves(const struct flownet *f);
 uint64_t flow_resolved(const struct flownet *f);
 
-/* Non-zero once an allocation failed (the simulation is then wrong). */
+/* Non-zero once an allocation failed or a transfer would have ended past
+ * the engine's horizon (UNITS_NS_MAX): the simulation is then wrong, and
+ * flow_error() says which. A flow that would end past the horizon ends at
+ * once instead, so whatever waits on it still completes. */
 int flow_failed(const struct flownet *f);
+const char *flow_error(const struct flownet *f);
+
+/* Record that something timed with these flows (a phase's wait) would
+ * end past the engine's horizon; flow_failed() becomes true. */
+void flow_fail_too_long(struct flownet *f);
+
+/* Why flow_failed() when a transfer outlasted the horizon. */
+#define FLOW_TOO_LONG "a transfer is longer than the engine represents " \
+	"(2^62 ns, about 146 years): a link or NIC rate is far too low"
 
 #endif

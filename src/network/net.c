@@ -201,8 +201,8 @@ static int idle_engine(struct net *n)
 	return n->idle ? 0 : -1;
 }
 
-/* Seconds cp takes for c on the idle fabric, costed as view says. 0 or
- * -1 (memory). */
+/* Seconds cp takes for c on the idle fabric, costed as view says. 0, -1
+ * (memory) or -2 (longer than the engine represents: FLOW_TOO_LONG). */
 static int run_idle(struct net *n, struct cplan *cp,
 		    const struct coll_desc *c, enum run_view view, double *t_s)
 {
@@ -216,10 +216,13 @@ static int run_idle(struct net *n, struct cplan *cp,
 	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, scale_of(cp, c),
 		      view, stop, &w) != 0 ||
 	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
+		int rc = strcmp(flow_error(n->idle), FLOW_TOO_LONG) == 0 ? -2
+									 : -1;
+
 		/* A failed run leaves the idle engine mid-flight: start over
 		 * with a fresh one next time. */
 		idle_release(n);
-		return -1;
+		return rc;
 	}
 	*t_s = units_ns_to_s(w.end - t0);
 	return 0;
@@ -233,13 +236,15 @@ static int idle_time(struct net *n, struct cplan *cp,
 			       cp->plan.algo, cp->plan.proto);
 	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
 	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
+	int rc;
 
 	if (v) {
 		*t_s = v->time_s;
 		return 0;
 	}
-	if (run_idle(n, cp, c, view, t_s) != 0)
-		return -1;
+	rc = run_idle(n, cp, c, view, t_s);
+	if (rc != 0)
+		return rc;
 	nv.time_s = *t_s;
 	if (shareable(c))
 		(void)pcache_put(n->cache, &k, &nv);
@@ -274,8 +279,10 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				return rc;
 			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
 			cplan_unref(cp);
+			if (rc == -2)
+				*why = FLOW_TOO_LONG;
 			if (rc != 0)
-				return -1;
+				return rc;
 			if (best < 0 || t < best) {
 				best = t;
 				*algo = a;
@@ -364,6 +371,10 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
 	cplan_unref(cp);
+	if (rc == -2) {
+		diag_error(d, NULL, 0, 0, "%s: %s", what, FLOW_TOO_LONG);
+		return -1;
+	}
 	if (rc != 0) {
 		diag_oom(d);
 		return -1;
@@ -454,5 +465,5 @@ const char *net_error(const struct net *n)
 {
 	if (n->failed)
 		return n->error;
-	return net_failed(n) ? "out of memory in the flow model" : "";
+	return n->flows ? flow_error(n->flows) : "";
 }

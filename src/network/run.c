@@ -54,11 +54,18 @@ static const struct pipe *phase_pipe(const struct crun *r, uint32_t i)
 	return r->full ? &r->cp->plan.phases[i].pipe : &none;
 }
 
-/* ns before phase i's flows start: its latency and its pipeline's sync. */
+/* ns before phase i's flows start: its latency and its pipeline's sync.
+ * A wait that would end past the engine's horizon fails the flownet
+ * (flow_failed) and is 0, so the collective still completes. */
 static units_ns_t phase_wait(const struct crun *r, uint32_t i)
 {
-	return units_s_to_ns(r->cp->plan.phases[i].latency_s +
-			     pipe_sync_s(phase_pipe(r, i), r->size_B));
+	units_ns_t dt = units_s_to_ns_sat(r->cp->plan.phases[i].latency_s +
+				pipe_sync_s(phase_pipe(r, i), r->size_B)), at;
+
+	if (units_ns_add(sim_now(r->sim), dt, &at) == 0)
+		return dt;
+	flow_fail_too_long(r->fn);
+	return 0;
 }
 
 static void unlink_run(struct crun *r)

@@ -254,7 +254,6 @@ Test(units, format_uses_the_fewest_digits)
 				      UNIT_TIME), "13.411031718699088 us");
 }
 
-#ifdef UNITS_NS_MAX /* PREFIX-TEMP */
 Test(units, engine_horizon)
 {
 	/* The engine represents up to UNITS_NS_MAX = 2^62 ns (146 years);
@@ -267,5 +266,19 @@ Test(units, engine_horizon)
 	cr_assert_eq(units_s_to_ns_sat(1e10), UNITS_NS_MAX + 1);
 	cr_assert_eq(units_s_to_ns_sat(1e300), UNITS_NS_MAX + 1);
 	cr_assert_eq(units_s_to_ns_sat(INFINITY), UNITS_NS_MAX + 1);
+	cr_assert_eq(units_s_to_ns_sat(NAN), UNITS_NS_MAX + 1);
 }
-#endif /* PREFIX-TEMP */
+
+Test(units, engine_time_adds_up_to_the_horizon)
+{
+	/* now + dt up to 2^62 ns is a time; one ns more is refused, and
+	 * the saturated duration is refused even at time 0. */
+	units_ns_t t = -1;
+
+	cr_assert_eq(units_ns_add(1000, 500, &t), 0);
+	cr_assert_eq(t, 1500);
+	cr_assert_eq(units_ns_add(UNITS_NS_MAX - 10, 10, &t), 0);
+	cr_assert_eq(t, UNITS_NS_MAX);
+	cr_assert_eq(units_ns_add(UNITS_NS_MAX - 10, 11, &t), -1);
+	cr_assert_eq(units_ns_add(0, units_s_to_ns_sat(1e10), &t), -1);
+}
