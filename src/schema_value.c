@@ -172,7 +172,7 @@ void schema_range_text(const struct schema_field *f, char *buf, size_t n)
 				      : "%s from %s to %s",
 			 type_phrase(f), lo, hi);
 	else
-		snprintf(buf, n, excl ? "%s greater than %s" : "%s at least %s",
+		snprintf(buf, n, excl ? "%s greater than %s" : "%s of at least %s",
 			 type_phrase(f), lo);
 }
 

@@ -88,8 +88,10 @@ static const struct schema_field link_fields[] = {
 	{ .key = "protocol", .type = ST_ENUM, .offset = LOFF(protocol),
 	  .values = link_protocol_names, .flags = SF_REQUIRED,
 	  .help = "link protocol (what the library calls the transport)" },
+	/* At least 1 Gbit/s, the slowest lane of any fabric (1 GbE): a
+	 * slower one would make a step outlast the engine's clock. */
 	{ .key = "lane_rate", .type = ST_BANDWIDTH, .offset = LOFF(lane_rate_Bps),
-	  .min = 0, .max = 1e13, .flags = SF_REQUIRED | SF_MIN_EXCL,
+	  .min = 1.25e8, .max = 1e13, .flags = SF_REQUIRED,
 	  .help = "signalling rate per lane per direction, e.g. '212.5 Gbit/s'" },
 	{ .key = "lanes", .type = ST_INT, .offset = LOFF(lanes), .def = "1",
 	  .min = 1, .max = 64, .help = "lanes per port" },

@@ -38,10 +38,17 @@ static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 	X(DTYPE_FP8, "fp8") X(DTYPE_MXFP8, "mxfp8")			\
 	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")
 
+/* Rates have a floor far below any GPU's (a thousandth of a 2010 GPU's
+ * FLOP rate, of an HBM stack's bandwidth): a step timed at a slower
+ * one would outlast the engine's clock (units.h), and the value is a
+ * typo anyway. */
+#define MIN_FLOPS 1e9		/* 1 GFLOP/s */
+#define MIN_MEM_BPS 1e9		/* 1 GB/s */
+
 #define PEAK(dt, k) {						\
 	.key = k, .type = ST_FLOPS,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.flags = SF_OPTIONAL,						\
+	.min = MIN_FLOPS, .flags = SF_OPTIONAL,				\
 	.help = "dense " k " matrix peak; absent = not supported" },
 
 static const struct schema_field peak_fields[] = { EACH_DTYPE(PEAK) };
@@ -106,7 +113,7 @@ static const struct schema_field mem_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "capacity; absent = level not present" },
 	{ .key = "bandwidth", .type = ST_BANDWIDTH,
 	  .offset = offsetof(struct gpu_mem_level, bandwidth_Bps),
-	  .flags = SF_OPTIONAL, .help = "peak bandwidth" },
+	  .min = MIN_MEM_BPS, .flags = SF_OPTIONAL, .help = "peak bandwidth" },
 	{ .key = "efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_mem_level, efficiency),
 	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
@@ -148,7 +155,7 @@ static const struct schema_field gpu_fields[] = {
 	  .sub = &peak_schema, .flags = SF_REQUIRED,
 	  .help = "dense matrix peak per dtype" },
 	{ .key = "vector_fp32", .type = ST_FLOPS, .offset = OFF(vector_fp32_flops),
-	  .flags = SF_OPTIONAL,
+	  .min = MIN_FLOPS, .flags = SF_OPTIONAL,
 	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
 		  "kernels ignore their FLOPs" },
 	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
