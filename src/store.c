@@ -151,7 +151,9 @@ static const char *hint(sqlite3 *db)
 	default:
 		break;
 	}
-	switch (sqlite3_errcode(db)) {
+	/* sqlite3_errcode gives the extended code (extended result codes
+	 * are on): SQLITE_READONLY_DIRECTORY and its kin are READONLY. */
+	switch (sqlite3_errcode(db) & 0xff) {
 	case SQLITE_NOTADB:
 		return "; llmsim leaves it alone: use --db PATH to store "
 		       "results elsewhere";
@@ -182,7 +184,7 @@ static void report(struct store *st, struct diag *d, const char *fmt, ...)
 {
 	char doing[160];
 	char os[96] = "";
-	int code = sqlite3_errcode(st->db);
+	int code = sqlite3_errcode(st->db) & 0xff;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -342,12 +344,11 @@ static int set_wal(struct store *st, char *mode, size_t size)
 	}
 }
 
-/* Open the file and set the connection up: WAL, foreign keys, lock wait,
- * synchronous=NORMAL (with WAL: a crash loses no committed result; a
- * power loss may lose the last ones, never corrupts). */
+/* Open the file and set the connection up: foreign keys, lock wait. The
+ * journal mode comes later (set_journal), once the file is known to be
+ * ours: a foreign database is refused untouched. */
 static int connect_db(struct store *st, struct diag *d)
 {
-	char mode[16];
 	int rc = sqlite3_open_v2(st->path, &st->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 				 NULL);
@@ -368,8 +369,20 @@ static int connect_db(struct store *st, struct diag *d)
 			   "permissions, or use --db PATH");
 		return -1;
 	}
-	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
-	    set_wal(st, mode, sizeof(mode))) {
+	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0)) {
+		report(st, d, "opening the results database");
+		return -1;
+	}
+	return 0;
+}
+
+/* WAL and synchronous=NORMAL (with WAL: a crash loses no committed
+ * result; a power loss may lose the last ones, never corrupts). */
+static int set_journal(struct store *st, struct diag *d)
+{
+	char mode[16];
+
+	if (set_wal(st, mode, sizeof(mode))) {
 		report(st, d, "opening the results database");
 		return -1;
 	}
@@ -570,6 +583,7 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 				 struct diag *d)
 {
 	struct store *st;
+	int version;
 
 	assert(path && busy_ms >= 0);
 	route_sqlite_allocations();
@@ -584,7 +598,8 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 		return NULL;
 	}
 	st->busy_ms = busy_ms;
-	if (connect_db(st, d) < 0 || migrate(st, d) < 0 ||
+	if (connect_db(st, d) < 0 || read_version(st, d, &version) < 0 ||
+	    set_journal(st, d) < 0 || migrate(st, d) < 0 ||
 	    prepare_all(st, d) < 0) {
 		store_close(st);
 		return NULL;
