@@ -122,7 +122,10 @@ static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
 		diag_oom(r->cx->diag);
 		return NULL;
 	}
-	memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
+	/* An empty mapping has no pairs array: memcpy from NULL is
+	 * undefined even for 0 bytes. */
+	if (map->npairs)
+		memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
 	*cap = n;
 	return c;
 }
