@@ -606,7 +606,7 @@ static int load_map(struct loader *ld, const struct schema *s,
 	}
 	if (too_many_errors(ld))
 		return -1;
-	if (rc == 0 && s->check && s->check(obj, map, ld->d) != 0)
+	if (rc == 0 && s->check && s->check(obj, &(struct schema_at){ map, path }, ld->d) != 0)
 		rc = -1;
 	return rc;
 }

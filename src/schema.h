@@ -80,6 +80,13 @@ struct schema_int_list {
 
 struct schema;
 
+/* Where a kind's check() stands: the mapping the object came from and
+ * its dotted key path, for cross-field diagnostics (schema_check_error). */
+struct schema_at {
+	const struct cnode *map;	/* the mapping; may be NULL */
+	const char *path;		/* "system.gpu"; NULL at the top */
+};
+
 struct schema_field {
 	const char *key;		/* YAML key */
 	enum schema_type type;
@@ -103,9 +110,10 @@ struct schema {
 	const struct schema_field *fields;
 	size_t nfields;
 	/* Cross-field checks and derived values after all fields loaded.
-	 * node is the mapping it came from (for locations; may be NULL).
-	 * Returns 0, or -1 after reporting errors on d. May be NULL. */
-	int (*check)(void *obj, const struct cnode *node, struct diag *d);
+	 * at says where the object came from (schema_check_error reports
+	 * there). Returns 0, or -1 after reporting errors on d. May be
+	 * NULL. */
+	int (*check)(void *obj, const struct schema_at *at, struct diag *d);
 	/* Keys accepted and ignored, NULL-terminated (e.g. Hugging Face
 	 * config.json keys that do not affect performance). May be NULL. */
 	const char *const *ignored_keys;
@@ -127,6 +135,25 @@ struct schema {
  */
 int schema_load(const struct schema *s, const struct cnode *map,
 		struct arena *a, struct diag *d, void *obj);
+
+/*
+ * For a check() that found keys[0..n-1] (dotted, relative to at->map) in
+ * conflict: the index of the one to blame, the first whose value came
+ * from another file than the mapping (a --set, or a file overriding a
+ * preset: what the user just changed), else the first present, else 0.
+ */
+int schema_check_blame(const struct schema_at *at, const char *const *keys,
+		       int n);
+
+/* The full dotted path of key under at ("system.gpu.hbm.capacity"). */
+const char *schema_check_path(const struct schema_at *at, const char *key,
+			      char *buf, size_t len);
+
+/* Report "FILE:LINE:COL: error: 'PATH.key': MESSAGE" at key's value, or
+ * at the mapping when the key is absent (key NULL: the mapping itself). */
+void schema_check_error(struct diag *d, const struct schema_at *at,
+			const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* The field whose key or one of whose aliases is key, or NULL. */
 const struct schema_field *schema_field(const struct schema *s,

@@ -338,8 +338,9 @@ static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 }
 
 /* Every protocol an algorithm offers must have a bandwidth factor. */
-static int lib_check(void *obj, const struct cnode *node, struct diag *d)
+static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
+	const struct cnode *node = at->map;
 	struct coll_lib_spec *lib = obj;
 	int a, p, rc = 0;
 

@@ -116,8 +116,9 @@ static const struct schema_field link_fields[] = {
 	  .help = "fraction of framed payload rate endpoints sustain (measured)" },
 };
 
-static int link_check(void *obj, const struct cnode *node, struct diag *d)
+static int link_check(void *obj, const struct schema_at *at, struct diag *d)
 {
+	const struct cnode *node = at->map;
 	struct link_spec *l = obj;
 
 	if (l->flit_B > 0 && l->flit_overhead_B >= l->flit_B) {

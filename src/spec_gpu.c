@@ -4,9 +4,11 @@
 #include "spec_gpu.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "diag.h"
 #include "cnode.h"
+#include "units.h"
 
 const char *const dtype_names[DTYPE_COUNT + 1] = {
 	"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp6", "mxfp4", NULL,
@@ -214,7 +216,7 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
 }
 
-static int check_peaks(const struct gpu_spec *g, const struct cnode *node,
+static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
 	int dt;
@@ -222,78 +224,120 @@ static int check_peaks(const struct gpu_spec *g, const struct cnode *node,
 	for (dt = 0; dt < DTYPE_COUNT; dt++)
 		if (g->matrix_peak_flops[dt] > 0)
 			return 0;
-	cnode_error(d, node, "%s", "'matrix_peak': expected at least one dtype such as "
-		  "'bf16: 989 TFLOP/s', got none");
+	schema_check_error(d, at, "matrix_peak", "expected at least one dtype "
+			   "such as 'bf16: 989 TFLOP/s', got none");
 	return -1;
 }
 
-static int check_tiles(const struct gpu_spec *g, const struct cnode *node,
+static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
+	static const char *const keys[] = {"gemm_tile_m", "gemm_tile_n"};
+	int k;
+
 	/* Each size's bounds are the list fields' own (schema.c checks every
 	 * item where it is written); here only the pairing. */
-	if (g->gemm_tile_m.n != g->gemm_tile_n.n) {
-		cnode_error(d, node, "'gemm_tile_m' and 'gemm_tile_n': expected lists of "
-			   "the same length (one tile per pair), got %zu and %zu",
-			   g->gemm_tile_m.n, g->gemm_tile_n.n);
-		return -1;
-	}
-	return 0;
+	if (g->gemm_tile_m.n == g->gemm_tile_n.n)
+		return 0;
+	k = schema_check_blame(at, keys, 2);
+	schema_check_error(d, at, keys[k], "expected as many tiles as '%s' "
+			   "(one tile per pair), got %zu and %zu",
+			   keys[1 - k], k ? g->gemm_tile_n.n : g->gemm_tile_m.n,
+			   k ? g->gemm_tile_m.n : g->gemm_tile_n.n);
+	return -1;
 }
 
-static int check_levels(const struct gpu_spec *g, const struct cnode *node,
+/* "'a' (V)" for messages: the full path of key and the value v. */
+static const char *other(const struct schema_at *at, const char *key,
+			 double v, enum unit_kind u, char *buf, size_t len)
+{
+	char path[200], val[64];
+
+	schema_check_path(at, key, path, sizeof(path));
+	units_format(val, sizeof(val), v, u);
+	snprintf(buf, len, "'%s' (%s)", path, val);
+	return buf;
+}
+
+/* lo <= hi, keys lo_key and hi_key: report at the one the user changed. */
+static int check_order(const struct schema_at *at, struct diag *d,
+		       const char *lo_key, double lo, const char *hi_key,
+		       double hi, enum unit_kind u)
+{
+	const char *const keys[] = {lo_key, hi_key};
+	char ref[300], got[64];
+
+	if (lo <= hi)
+		return 0;
+	if (schema_check_blame(at, keys, 2) == 0) {
+		other(at, hi_key, hi, u, ref, sizeof(ref));
+		schema_check_error(d, at, lo_key, "expected at most %s, got %s",
+				   ref, units_format(got, sizeof(got), lo, u));
+	} else {
+		other(at, lo_key, lo, u, ref, sizeof(ref));
+		schema_check_error(d, at, hi_key, "expected at least %s, got %s",
+				   ref, units_format(got, sizeof(got), hi, u));
+	}
+	return -1;
+}
+
+static int check_levels(const struct gpu_spec *g, const struct schema_at *at,
 			struct diag *d)
 {
 	int rc = 0;
 
+	/* A present bandwidth is at least MIN_MEM_BPS (the field's bound):
+	 * 0 here means absent. */
 	if (g->hbm.capacity_B <= 0 || g->hbm.bandwidth_Bps <= 0) {
-		cnode_error(d, node, "%s", "'hbm': expected both 'capacity' (such as "
-			  "'80 GB') and 'bandwidth' (such as '3.35 TB/s')");
+		schema_check_error(d, at, "hbm", "expected both 'capacity' "
+				   "(such as '80 GB') and 'bandwidth' (such as "
+				   "'3.35 TB/s')");
 		rc = -1;
 	}
 	if (g->llc.capacity_B > 0 && g->llc.bandwidth_Bps <= 0) {
-		cnode_error(d, node, "%s", "'llc.bandwidth': expected a bandwidth such "
-			  "as '17.2 TB/s' when 'llc.capacity' is given");
+		schema_check_error(d, at, "llc.bandwidth", "expected a "
+				   "bandwidth such as '17.2 TB/s' when "
+				   "'llc.capacity' is given");
 		rc = -1;
 	}
 	if (g->l2.capacity_B > 0 && g->l2.bandwidth_Bps <= 0) {
-		cnode_error(d, node, "%s", "'l2.bandwidth': expected a bandwidth such "
-			  "as '7 TB/s' when 'l2.capacity' is given");
+		schema_check_error(d, at, "l2.bandwidth", "expected a "
+				   "bandwidth such as '7 TB/s' when "
+				   "'l2.capacity' is given");
 		rc = -1;
 	}
-	if (g->hbm_usable_B > g->hbm.capacity_B) {
-		cnode_error(d, node, "%s", "'hbm_usable': expected at most "
-			  "'hbm.capacity', got more");
+	if (check_order(at, d, "hbm_usable", g->hbm_usable_B, "hbm.capacity",
+			g->hbm.capacity_B, UNIT_BYTES) != 0)
 		rc = -1;
-	}
 	return rc;
 }
 
-static int check_clocks(const struct gpu_spec *g, const struct cnode *node,
+/* matrix_clock and sustained_matrix_clock at most max_clock (each is
+ * absent or derived from the one above it in fill_defaults). */
+static int check_clocks(const struct gpu_spec *g, const struct schema_at *at,
 			struct diag *d)
 {
-	if (g->sustained_matrix_clock_hz > g->max_clock_hz ||
-	    g->matrix_clock_hz > g->max_clock_hz) {
-		cnode_error(d, node, "%s", "'matrix_clock', 'sustained_matrix_clock': "
-			  "expected at most 'max_clock', got more");
+	if (check_order(at, d, "matrix_clock", g->matrix_clock_hz,
+			"max_clock", g->max_clock_hz, UNIT_FREQ) != 0)
 		return -1;
-	}
-	return 0;
+	return check_order(at, d, "sustained_matrix_clock",
+			   g->sustained_matrix_clock_hz, "max_clock",
+			   g->max_clock_hz, UNIT_FREQ);
 }
 
-static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
+static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	struct gpu_spec *g = obj;
 	int rc = 0;
 
 	fill_defaults(g);
-	if (check_peaks(g, node, d) < 0)
+	if (check_peaks(g, at, d) < 0)
 		rc = -1;
-	if (check_tiles(g, node, d) < 0)
+	if (check_tiles(g, at, d) < 0)
 		rc = -1;
-	if (check_levels(g, node, d) < 0)
+	if (check_levels(g, at, d) < 0)
 		rc = -1;
-	if (check_clocks(g, node, d) < 0)
+	if (check_clocks(g, at, d) < 0)
 		rc = -1;
 	return rc;
 }

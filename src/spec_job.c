@@ -326,8 +326,9 @@ static void check_schedule(struct job_spec *j, struct diag *d,
 			     (long long)p->pp);
 }
 
-static int job_check(void *obj, const struct cnode *node, struct diag *d)
+static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
+	const struct cnode *node = at->map;
 	struct job_spec *j = obj;
 	struct parallel_spec *p = &j->parallelism;
 	const struct training_spec *t = &j->training;

@@ -105,8 +105,9 @@ int model_is_mla(const struct model_spec *m)
 	return m->kv_lora_rank > 0;
 }
 
-static int model_check(void *obj, const struct cnode *node, struct diag *d)
+static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 {
+	const struct cnode *node = at->map;
 	struct model_spec *m = obj;
 	int rc = 0;
 

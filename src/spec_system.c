@@ -52,20 +52,67 @@ static const struct schema_field system_fields[] = {
 	  .help = "force one protocol (default: the library picks)" },
 };
 
-static int system_check(void *obj, const struct cnode *node, struct diag *d)
+/* nodes x gpus_per_node (and x nics_per_node) within SYSTEM_MAX_GPUS,
+ * reported at whichever of the keys the user changed. */
+static int check_size(const struct system_spec *s, const struct schema_at *at,
+		      struct diag *d)
+{
+	static const char *const keys[] = {"nodes", "gpus_per_node",
+					   "nics_per_node"};
+	int64_t per = s->gpus_per_node > s->nics_per_node ? s->gpus_per_node
+							  : s->nics_per_node;
+	const char *what = per == s->gpus_per_node ? "GPUs" : "NICs";
+
+	if (s->nodes * per <= SYSTEM_MAX_GPUS)
+		return 0;
+	if (schema_check_blame(at, keys, 3) == 0)
+		schema_check_error(d, at, "nodes", "expected at most %lld nodes "
+				   "of %lld %s (%lld GPUs, the most the fabric "
+				   "model builds), got %lld",
+				   (long long)(SYSTEM_MAX_GPUS / per),
+				   (long long)per, what,
+				   (long long)SYSTEM_MAX_GPUS,
+				   (long long)s->nodes);
+	else
+		schema_check_error(d, at, per == s->gpus_per_node ?
+				   "gpus_per_node" : "nics_per_node",
+				   "expected at most %lld on %lld nodes (%lld "
+				   "GPUs, the most the fabric model builds), "
+				   "got %lld", (long long)(SYSTEM_MAX_GPUS /
+				   s->nodes), (long long)s->nodes,
+				   (long long)SYSTEM_MAX_GPUS, (long long)per);
+	return -1;
+}
+
+static int system_check(void *obj, const struct schema_at *at,
+			struct diag *d)
 {
 	struct system_spec *s = obj;
+
 	if (s->nics_per_node == 0)
 		s->nics_per_node = s->gpus_per_node;
+	if (check_size(s, at, d) != 0)
+		return -1;
+	if (s->scale_up && s->scale_up->max_endpoints > 0 &&
+	    s->gpus_per_node > s->scale_up->max_endpoints) {
+		schema_check_error(d, at, "gpus_per_node", "expected at most "
+				   "%lld, the GPUs scale-up fabric '%s' "
+				   "connects, got %lld",
+				   (long long)s->scale_up->max_endpoints,
+				   s->scale_up->name ? s->scale_up->name
+						     : "(inline)",
+				   (long long)s->gpus_per_node);
+		return -1;
+	}
 	if (s->scale_up && s->scale_up->topology == TOPO_FAT_TREE) {
-		cnode_error(d, node, "'scale_up.topology': expected "
-			   "mesh, switch or pcie_tree, got fat_tree");
+		schema_check_error(d, at, "scale_up.topology", "expected "
+				   "mesh, switch or pcie_tree, got fat_tree");
 		return -1;
 	}
 	if (s->host && s->host->topology != TOPO_PCIE_TREE) {
-		cnode_error(d, node, "'host.topology': expected "
-			   "pcie_tree, got %s",
-			   fabric_topology_names[s->host->topology]);
+		schema_check_error(d, at, "host.topology", "expected "
+				   "pcie_tree, got %s",
+				   fabric_topology_names[s->host->topology]);
 		return -1;
 	}
 	return 0;

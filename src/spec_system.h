@@ -39,6 +39,10 @@ struct system_spec {
 /* nodes * gpus_per_node. */
 int64_t system_gpus(const struct system_spec *s);
 
+/* Most GPUs (and NICs) a system may have: the fabric model's ids are
+ * 32-bit and its fluid model is meant for about a million GPUs. */
+#define SYSTEM_MAX_GPUS ((int64_t)1 << 22)
+
 extern const struct schema system_schema;
 
 #endif

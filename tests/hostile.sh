@@ -109,7 +109,7 @@ fi
 
 expect 2 "hbm_usable above capacity" "$llmsim" run $job --no-store \
 	--set 'system.gpu.hbm_usable=100 GB' &&
-	says "hbm_usable above capacity" "--set:1:23: error: 'system.gpu.hbm_usable': expected at most 'system.gpu.hbm.capacity' (80 GB), got 100 GB"
+	says "hbm_usable above capacity" "--set:1:23: error: 'system.gpu.hbm_usable': expected at most 'system.gpu.hbm.capacity' (81559 MiB), got 100 GB"
 expect 2 "max_clock below matrix_clock" "$llmsim" run $job --no-store \
 	--set 'system.gpu.max_clock=1000 MHz' &&
 	says "max_clock below matrix_clock" "--set:1:22: error: 'system.gpu.max_clock': expected at least 'system.gpu.matrix_clock' (1830 MHz), got 1000 MHz"

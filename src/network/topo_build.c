@@ -208,11 +208,12 @@ static int check_sizes(const struct system_spec *sys, struct diag *d)
 {
 	const struct fabric_spec *up = sys->scale_up;
 
-	if (sys->nodes * sys->gpus_per_node > (1 << 22) ||
-	    sys->nodes * sys->nics_per_node > (1 << 22)) {
+	if (sys->nodes * sys->gpus_per_node > SYSTEM_MAX_GPUS ||
+	    sys->nodes * sys->nics_per_node > SYSTEM_MAX_GPUS) {
 		diag_error(d, NULL, 0, 0, "system '%s': %lld GPUs; the fabric "
-			   "model builds at most %d", sys->name ? sys->name : "",
-			   (long long)(sys->nodes * sys->gpus_per_node), 1 << 22);
+			   "model builds at most %lld", sys->name ? sys->name : "",
+			   (long long)(sys->nodes * sys->gpus_per_node),
+			   (long long)SYSTEM_MAX_GPUS);
 		return -1;
 	}
 	if (up->max_endpoints > 0 && sys->gpus_per_node > up->max_endpoints) {

@@ -97,8 +97,9 @@ static const struct schema_field thing_fields[] = {
 };
 
 /* Counts its runs; refuses a red thing with more than 32 of them. */
-static int thing_check(void *obj, const struct cnode *node, struct diag *d)
+static int thing_check(void *obj, const struct schema_at *at, struct diag *d)
 {
+	const struct cnode *node = at->map;
 	struct thing *t = obj;
 
 	t->checks++;

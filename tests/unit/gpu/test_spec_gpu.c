@@ -32,7 +32,7 @@ static int check(struct gpu_spec *g, char *buf, size_t len)
 
 	cr_assert_not_null(f);
 	diag_init(&d, f);
-	rc = gpu_schema.check(g, NULL, &d);
+	rc = gpu_schema.check(g, &(struct schema_at){ NULL, NULL }, &d);
 	fclose(f);
 	cr_assert_eq(rc < 0, d.errors > 0);
 	return rc;
@@ -71,7 +71,8 @@ static void expect_rejected(struct gpu_spec *g, const char *const *needles)
 
 Test(spec_gpu, check_rejects_unpaired_tiles)
 {
-	static const char *const say[] = {"same length", "got 2 and 1", NULL};
+	static const char *const say[] = {"as many tiles as 'gemm_tile_n'",
+					  "got 2 and 1", NULL};
 	struct gpu_spec g;
 
 	minimal(&g);
