@@ -77,7 +77,7 @@ $(BUILD)/gen/gitrev.h: FORCE
 	else line="/* not built from a git checkout */"; fi; \
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
 
-$(BUILD)/obj/src/cli/cli.o: $(BUILD)/gen/gitrev.h
+$(BUILD)/obj/src/cli/cli_store.o: $(BUILD)/gen/gitrev.h
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
