@@ -43,7 +43,7 @@
  * symmetric replication one simulated rank may stand for many GPUs; the
  * collective descriptors carry the real GPU ids).
  *
- * Depends on sim.h, coll.h, mem.h and libc.
+ * Depends on sim.h, comm.h, base/coll.h, base/mem.h and libc.
  */
 #ifndef LLMSIM_EXEC_H
 #define LLMSIM_EXEC_H
@@ -52,6 +52,7 @@
 #include <stdio.h>
 
 #include "base/coll.h"
+#include "comm.h"
 #include "sim.h"
 
 enum task_cat {
