@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "units.h"
+#include "base/units.h"
 
 static double parse_ok(const char *text, enum unit_kind kind)
 {
