@@ -5,10 +5,17 @@
  * (cli_run.c, cli_config.c, ...). Option parsing and usage errors are in
  * cli_opt.c, storing results in cli_store.c: leaves the commands share, so
  * no command calls back into this file.
+ *
+ * Standard output is checked once, at the end, for every command (as
+ * git's and gnulib's close_stdout do): output lost to a full disk or a
+ * closed descriptor is a failure (exit 1), never a silent success.
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
@@ -136,7 +143,43 @@ static void print_help(FILE *out)
 	      out);
 }
 
-int cli_main(int argc, char **argv)
+/* Descriptors 0-2 the parent left closed are held open on /dev/null,
+ * read-only: nothing the command opens (the results database) takes
+ * stdout's number, and a write to a closed stdout fails (EBADF) and is
+ * reported by finish_stdout like any other write error. */
+static void hold_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) == -1 && errno == EBADF)
+			(void)open("/dev/null", O_RDONLY);	/* lowest: fd */
+}
+
+/* Flush and close stdout; on any write error say so and fail. */
+static int finish_stdout(int rc)
+{
+	int failed = ferror(stdout) != 0, e = 0;
+
+	if (fflush(stdout) != 0) {
+		failed = 1;
+		e = errno;
+	}
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		e = errno;
+	}
+	if (!failed)
+		return rc;
+	if (e)
+		fprintf(stderr, "llmsim: error: cannot write the output: %s\n",
+			strerror(e));
+	else
+		fputs("llmsim: error: cannot write the output\n", stderr);
+	return rc == CLI_OK ? CLI_FAIL : rc;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	const struct cli_command *c;
 
@@ -173,4 +216,10 @@ int cli_main(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	return c->fn(argc - 1, argv + 1, argv[0]);
+}
+
+int cli_main(int argc, char **argv)
+{
+	hold_std_fds();
+	return finish_stdout(dispatch(argc, argv));
 }

@@ -40,6 +40,8 @@ struct cli_command {
 	const char *later;		/* for reserved commands: what fills it */
 };
 
+/* Run the command argv names; its exit status. Checks standard output
+ * at the end and closes it: call once, from main(). */
 int cli_main(int argc, char **argv);
 
 /* 1 if argv holds -h or --help (before a "--"). */

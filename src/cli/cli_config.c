@@ -90,15 +90,6 @@ static int unknown_kind(const char *name)
 			       list);
 }
 
-static int finish_output(void)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fputs("llmsim: error: cannot write the output\n", stderr);
-		return CLI_FAIL;
-	}
-	return CLI_OK;
-}
-
 static int print_config(const struct schema *s, const void *obj, int json,
 			struct diag *d)
 {
@@ -107,7 +98,7 @@ static int print_config(const struct schema *s, const void *obj, int json,
 
 	if (!json) {
 		schema_print_yaml(stdout, s, obj, 0);
-		return finish_output();
+		return CLI_OK;	/* cli_main checks stdout */
 	}
 	j = schema_to_json(s, obj);
 	text = j ? cJSON_Print(j) : NULL;
@@ -118,7 +109,7 @@ static int print_config(const struct schema *s, const void *obj, int json,
 	}
 	puts(text);
 	cJSON_free(text);
-	return finish_output();
+	return CLI_OK;	/* cli_main checks stdout */
 }
 
 static int show(struct config_ctx *cx, const struct show_opts *o)
@@ -176,7 +167,7 @@ static int list(struct config_ctx *cx, int argc, char **argv)
 		for (k = 0; names[k]; k++)
 			printf("%s%s\n", one ? "" : "  ", names[k]);
 	}
-	return finish_output();
+	return CLI_OK;	/* cli_main checks stdout */
 }
 
 static int help(int argc, char **argv)
@@ -191,14 +182,14 @@ static int help(int argc, char **argv)
 		if (!(s = config_kind(argv[2])))
 			return unknown_kind(argv[2]);
 		schema_print_help(stdout, s);
-		return finish_output();
+		return CLI_OK;	/* cli_main checks stdout */
 	}
 	puts("config kinds:");
 	for (i = 0; config_kinds[i]; i++)
 		printf("  %-8s %s\n", config_kinds[i]->kind,
 		       config_kinds[i]->help);
 	puts("\nrun 'llmsim config help KIND' for the keys of one kind");
-	return finish_output();
+	return CLI_OK;	/* cli_main checks stdout */
 }
 
 static int dispatch(struct config_ctx *cx, int argc, char **argv)
