@@ -116,8 +116,14 @@ static int parse_size(const char *opt, const char *text, double *out)
 {
 	const char *why;
 
-	if (units_parse_test_size(text, out, &why) == 0)
-		return CLI_OK;
+	if (units_parse_test_size(text, out, &why) == 0) {
+		/* 0 B would be a row of nothing, and the step factor could
+		 * never take it to --max. */
+		if (*out >= 1)
+			return CLI_OK;
+		return cli_usage_error("collective", "%s: expected a size of at "
+				       "least 1 byte, got '%s'", opt, text);
+	}
 	return cli_usage_error("collective", "%s: expected a size such as "
 			       "'1K', '8M' or '4096', got '%s' (%s)", opt,
 			       text, why);
