@@ -153,9 +153,10 @@ size_t cnode_pos_offset(const char *text, size_t len, int line, int col)
 	return i < len ? i : len;
 }
 
-/* Open path as a regular file no larger than CNODE_MAX_FILE_B; its size in
- * *size. NULL after reporting. */
-static FILE *open_regular(const char *path, size_t *size, struct diag *d)
+/* Open path: a regular file no larger than CNODE_MAX_FILE_B (its size in
+ * *size), or a pipe or terminal (/dev/stdin, a shell's <(...): *size is
+ * -1, read to its end). NULL after reporting. */
+static FILE *open_input(const char *path, long long *size, struct diag *d)
 {
 	struct stat st;
 	FILE *f;
@@ -169,48 +170,104 @@ static FILE *open_regular(const char *path, size_t *size, struct diag *d)
 			   "YAML or JSON file");
 		return NULL;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		diag_error(d, path, 0, 0, "not a regular file");
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
+	    S_ISSOCK(st.st_mode)) {
+		*size = -1;
+	} else if (!S_ISREG(st.st_mode)) {
+		diag_error(d, path, 0, 0, "not a regular file or a pipe");
 		return NULL;
-	}
-	if ((uintmax_t)st.st_size > CNODE_MAX_FILE_B) {
+	} else if ((uintmax_t)st.st_size > CNODE_MAX_FILE_B) {
 		diag_error(d, path, 0, 0, "file too large (%lld B; a config "
 			   "is at most %zu B)", (long long)st.st_size,
 			   CNODE_MAX_FILE_B);
 		return NULL;
+	} else {
+		*size = (long long)st.st_size;
 	}
 	f = fopen(path, "rb");
 	if (!f)
 		diag_error(d, path, 0, 0, "cannot read: %s", strerror(errno));
-	*size = (size_t)st.st_size;
 	return f;
 }
 
-char *cnode_read_file(const char *path, size_t *len, struct diag *d)
+/* Read a regular file of size bytes into buf (size + 1 B), noticing one
+ * that changed size. 0 or -1 after reporting. */
+static int read_sized(FILE *f, const char *path, char *buf, size_t size,
+		      struct diag *d)
 {
-	size_t size = 0, got;
-	char *buf = NULL;
-	FILE *f = open_regular(path, &size, d);
+	size_t got = fread(buf, 1, size, f);
 
-	if (!f)
-		return NULL;
-	buf = mem_alloc(size + 1);
-	if (!buf) {
-		diag_oom(d);
-		goto out;
-	}
 	/* Read one byte more than stat said, to notice a file that grew. */
-	got = fread(buf, 1, size, f);
 	if (ferror(f) || got != size || fgetc(f) != EOF) {
 		diag_error(d, path, 0, 0, "cannot read: %s",
 			   ferror(f) ? strerror(errno) : "file changed size "
 			   "while being read");
+		return -1;
+	}
+	return 0;
+}
+
+/* Read a pipe to its end, at most CNODE_MAX_FILE_B; the bytes (mem_alloc,
+ * one more for a terminator) and their count in *len, or NULL after
+ * reporting. */
+static char *read_stream(FILE *f, const char *path, size_t *len,
+			 struct diag *d)
+{
+	size_t cap = 0, n = 0, got;
+	char *buf = NULL, *nb;
+
+	do {
+		if (n > CNODE_MAX_FILE_B) {
+			diag_error(d, path, 0, 0, "input too large (a config "
+				   "is at most %zu B)", CNODE_MAX_FILE_B);
+			goto fail;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			if (!(nb = mem_realloc(buf, cap + 1))) {
+				diag_oom(d);
+				goto fail;
+			}
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0);
+	if (ferror(f)) {
+		diag_error(d, path, 0, 0, "cannot read: %s", strerror(errno));
 		goto fail;
 	}
-	buf[size] = '\0';
-	if (cnode_check_text(buf, size, path, d) != 0)
+	*len = n;
+	return buf;
+fail:
+	mem_free(buf);
+	return NULL;
+}
+
+char *cnode_read_file(const char *path, size_t *len, struct diag *d)
+{
+	long long size = 0;
+	size_t n;
+	char *buf = NULL;
+	FILE *f = open_input(path, &size, d);
+
+	if (!f)
+		return NULL;
+	if (size < 0) {
+		buf = read_stream(f, path, &n, d);
+	} else {
+		n = (size_t)size;
+		if (!(buf = mem_alloc(n + 1)))
+			diag_oom(d);
+		else if (read_sized(f, path, buf, n, d) != 0)
+			goto fail;
+	}
+	if (!buf)
+		goto out;
+	buf[n] = '\0';
+	if (cnode_check_text(buf, n, path, d) != 0)
 		goto fail;
-	*len = size;
+	*len = n;
 	goto out;
 fail:
 	mem_free(buf);

@@ -17,8 +17,9 @@
 #define CNODE_MAX_FILE_B ((size_t)16 << 20)
 
 /*
- * Read the regular file at path into a NUL-terminated buffer from
- * mem_alloc (the caller mem_frees it); *len excludes the terminator.
+ * Read the regular file (or the pipe: /dev/stdin, <(...)) at path into a
+ * NUL-terminated buffer from mem_alloc (the caller mem_frees it); *len
+ * excludes the terminator. At most CNODE_MAX_FILE_B.
  * Checks the bytes with cnode_check_text. NULL after reporting to d.
  */
 char *cnode_read_file(const char *path, size_t *len, struct diag *d);

@@ -193,10 +193,22 @@ static int check_target(struct resolver *r, const char *file,
 	size_t k = 0;
 	int i, first = -1;
 
-	if (stat(file, &st) != 0 || !realpath(file, real)) {
+	if (stat(file, &st) != 0) {
 		ref_error(r, at, keypath, "cannot read '%s': %s", file,
 			  strerror(errno));
 		return -1;
+	}
+	/* A pipe given as /dev/stdin resolves to /proc/self/fd/0 and then
+	 * to "pipe:[N]", which is no path: it names itself (a pipe reads
+	 * once, so it cannot close a cycle anyway). */
+	if (!realpath(file, real)) {
+		if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
+		    strlen(file) >= PATH_MAX) {
+			ref_error(r, at, keypath, "cannot read '%s': %s", file,
+				  strerror(errno));
+			return -1;
+		}
+		strcpy(real, file);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		ref_error(r, at, keypath, "'%s' is a directory, expected a "
