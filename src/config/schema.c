@@ -80,11 +80,24 @@ static const char *shown(const struct cnode *v, char *buf, size_t n)
 	if (cnode_is_null(v))
 		return "null";
 	buf[k++] = '\'';
-	for (p = (const unsigned char *)v->text; *p && k + 8 < n; p++) {
+	for (p = (const unsigned char *)v->text; *p && k + 12 < n; p++) {
+		const char *name;
+		size_t off, idx;
+		uint32_t c;
+
 		if ((*p & 0xc0) != 0x80 && ++chars > 60) {
 			memcpy(buf + k, "...", 3);
 			k += 3;
 			break;
+		}
+		/* An invisible character is shown by its code point. */
+		if (*p >= 0xc2 && (c = schema_invisible((const char *)p, &name,
+							&off, &idx)) &&
+		    off == 0) {
+			k += (size_t)snprintf(buf + k, n - k, "<U+%04X>", c);
+			while ((p[1] & 0xc0) == 0x80)
+				p++;
+			continue;
 		}
 		if (*p < 0x20)
 			k += (size_t)snprintf(buf + k, n - k, "\\x%02x", *p);
@@ -104,16 +117,39 @@ static void join(char *buf, const char *prefix, const char *key)
 		snprintf(buf, PATH_MAX_LEN, "%s", key);
 }
 
+/* "; it contains U+00A0 (a no-break space) at column 37: ..." when the
+ * scalar holds a character its reader cannot see, else "". */
+static const char *invisible_note(const struct cnode *v, char *buf,
+				  size_t n)
+{
+	const char *name;
+	size_t off, idx;
+	uint32_t c;
+
+	if (v->kind != CNODE_SCALAR ||
+	    !(c = schema_invisible(v->text, &name, &off, &idx)))
+		return "";
+	if (!v->quoted && !strchr(v->text, '\n'))
+		snprintf(buf, n, "; it contains U+%04X (%s) at column %zu: "
+			 "type a plain space, or nothing", c, name,
+			 (size_t)v->col + idx);
+	else
+		snprintf(buf, n, "; it contains U+%04X (%s): type a plain "
+			 "space, or nothing", c, name);
+	return buf;
+}
+
 /* "expected WHAT, got TEXT" plus an optional hint. Returns -1. */
 static int type_error(struct loader *ld, const struct schema_field *f,
 		      const struct cnode *v, const char *path,
 		      const char *hint)
 {
-	char want[640], got[96];
+	char want[640], got[96], note[160];
 
 	schema_expect_text(f, want, sizeof(want));
-	errf(ld, v, path, "expected %s, got %s%s", want,
-	     shown(v, got, sizeof(got)), hint ? hint : "");
+	errf(ld, v, path, "expected %s, got %s%s%s", want,
+	     shown(v, got, sizeof(got)), hint ? hint : "",
+	     invisible_note(v, note, sizeof(note)));
 	return -1;
 }
 
@@ -262,17 +298,18 @@ static int load_quantity(struct loader *ld, const struct schema_field *f,
 {
 	enum unit_kind kind = (enum unit_kind)schema_unit_kind(f->type);
 	const char *why = NULL;
-	char want[128], got[96];
+	char want[128], got[96], note[160];
 	double x = 0;
 
 	if (v->kind != CNODE_SCALAR)
 		return type_error(ld, f, v, path, NULL);
 	if (units_parse(v->text, kind, &x, &why) != 0) {
 		schema_expect_text(f, want, sizeof(want));
-		errf(ld, v, path, "expected %s, got %s: %s%s", want,
+		errf(ld, v, path, "expected %s, got %s: %s%s%s", want,
 		     shown(v, got, sizeof(got)), why,
 		     strstr(v->text, "Bps") ? "; write 'GB/s' for bytes per "
-		     "second or 'Gbit/s' for bits per second" : "");
+		     "second or 'Gbit/s' for bits per second" : "",
+		     invisible_note(v, note, sizeof(note)));
 		return -1;
 	}
 	if (!schema_in_bounds(f, x))

@@ -20,6 +20,13 @@ enum schema_parse_status {
 };
 
 /* Scalar text to a value; enum schema_parse_status. */
+/* The first invisible or look-alike space character in text (U+00A0 no-
+ * break space, U+200B zero-width space, ...): its code point, its name in
+ * *name ("a no-break space"), its byte offset in *off and character
+ * index in *index. 0 when there is none. */
+uint32_t schema_invisible(const char *text, const char **name, size_t *off,
+			  size_t *index);
+
 int schema_parse_int(const char *s, int64_t *out);
 int schema_parse_num(const char *s, double *out);
 int schema_parse_bool(const char *s, int *out);

@@ -18,6 +18,66 @@
 #include "schema_impl.h"
 #include "base/units.h"
 
+/* ---- characters a user cannot see ---- */
+
+static const struct {
+	uint32_t cp;
+	const char *name;
+} invisible[] = {
+	{0x00a0, "a no-break space"}, {0x00ad, "a soft hyphen"},
+	{0x2002, "an en space"}, {0x2003, "an em space"},
+	{0x2007, "a figure space"}, {0x2008, "a punctuation space"},
+	{0x2009, "a thin space"}, {0x200a, "a hair space"},
+	{0x200b, "a zero-width space"}, {0x200c, "a zero-width non-joiner"},
+	{0x200d, "a zero-width joiner"}, {0x2060, "a word joiner"},
+	{0x202f, "a narrow no-break space"}, {0x205f, "a medium space"},
+	{0x3000, "an ideographic space"}, {0xfeff, "a zero-width no-break space"},
+};
+
+/* The code point of the UTF-8 sequence at p (checked UTF-8: cnode.c) and
+ * its length in *len. */
+static uint32_t decode(const unsigned char *p, size_t *len)
+{
+	if (p[0] < 0x80) {
+		*len = 1;
+		return p[0];
+	}
+	if ((p[0] & 0xe0) == 0xc0 && p[1]) {
+		*len = 2;
+		return (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3fu);
+	}
+	if ((p[0] & 0xf0) == 0xe0 && p[1] && p[2]) {
+		*len = 3;
+		return (uint32_t)(p[0] & 0x0f) << 12 |
+		       (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3fu);
+	}
+	*len = 1;	/* 4-byte sequences: none is invisible */
+	return 0xfffd;
+}
+
+uint32_t schema_invisible(const char *text, const char **name, size_t *off,
+			  size_t *index)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0, n = 0, len, k;
+
+	while (p[i]) {
+		uint32_t c = decode(p + i, &len);
+
+		for (k = 0; c >= 0xa0 && k < sizeof(invisible) /
+					     sizeof(invisible[0]); k++)
+			if (invisible[k].cp == c) {
+				*name = invisible[k].name;
+				*off = i;
+				*index = n;
+				return c;
+			}
+		i += len;
+		n++;
+	}
+	return 0;
+}
+
 int schema_parse_int(const char *s, int64_t *out)
 {
 	const char *p = s;
