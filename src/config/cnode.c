@@ -83,8 +83,13 @@ static void step_pos(const char *text, size_t len, size_t i, int *line,
 int cnode_check_text(const char *text, size_t len, const char *file,
 		     struct diag *d)
 {
+	return cnode_check_text_at(text, len, file, 1, 1, d);
+}
+
+int cnode_check_text_at(const char *text, size_t len, const char *file,
+			int line, int col, struct diag *d)
+{
 	const unsigned char *s = (const unsigned char *)text;
-	int line = 1, col = 1;
 	size_t i = 0;
 
 	while (i < len) {

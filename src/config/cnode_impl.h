@@ -37,6 +37,20 @@ char *cnode_read_named(struct arena *a, const char *path, const char **name,
 int cnode_check_text(const char *text, size_t len, const char *file,
 		     struct diag *d);
 
+/* cnode_check_text for text starting at line:col (1-based) of file. */
+int cnode_check_text_at(const char *text, size_t len, const char *file,
+			int line, int col, struct diag *d);
+
+/*
+ * cnode_parse_yaml for text that sits at line:col (1-based) of file, such
+ * as a --set value after its key: nodes and messages carry positions in
+ * file (columns shift on the text's first line only). file must outlive
+ * the nodes (it is not copied).
+ */
+struct cnode *cnode_parse_yaml_at(struct arena *a, const char *text,
+				  size_t len, const char *file, int line,
+				  int col, struct diag *d);
+
 /* Line and column (1-based, columns in characters) of byte off. */
 void cnode_offset_pos(const char *text, size_t len, size_t off, int *line,
 		      int *col);

@@ -13,6 +13,13 @@
  * is what defeats "billion laughs". An anchor is defined when its node
  * ends, so a node cannot alias itself and the tree has no cycles.
  *
+ * Tags (!!int, !include, ...) are ignored with a warning: a value is read
+ * by the type of its key (the schema), and llmsim has no includes. Only
+ * !!str has a meaning here: a string, as quoting makes one.
+ *
+ * Text parsed on its own may sit inside a larger file (a --set value after
+ * its key): positions are then shifted to the text's origin there.
+ *
  * The YAML entry points of cnode.h (cnode_parse_yaml, cnode_load_yaml)
  * live here, as cnode_load_json lives in cnode_json.c; cnode.c holds the
  * tree and the helpers both loaders share (cnode_impl.h).
@@ -51,7 +58,10 @@ struct builder {
 	size_t len;			/* its length, bytes */
 	struct frame stack[CNODE_MAX_DEPTH]; /* open collections */
 	int depth;			/* open collections */
+	int line0, col0;		/* lines and columns before text[0]
+					 * in file (first line only) */
 	uint64_t nodes;			/* nodes so far, aliases expanded */
+	uint64_t aliased;		/* of which through aliases */
 	struct anchor *anchors[ANCHOR_BUCKETS]; /* hash chains by name */
 	struct cnode *root;		/* the document's node, when done */
 	int docs;			/* documents started */
@@ -74,10 +84,28 @@ static void oom(struct builder *b)
 	b->fatal = 1;
 }
 
+/* 1-based line and column in the file of the text's line:col. */
+static void place(const struct builder *b, int *line, int *col)
+{
+	if (*line == 1)
+		*col += b->col0;
+	*line += b->line0;
+}
+
+static void mark_pos(const struct builder *b, yaml_mark_t m, int *line,
+		     int *col)
+{
+	*line = (int)m.line + 1;
+	*col = (int)m.column + 1;
+	place(b, line, col);
+}
+
 static void fatal_at(struct builder *b, yaml_mark_t m, const char *msg)
 {
-	diag_error(b->d, b->file, (int)m.line + 1, (int)m.column + 1, "%s",
-		   msg);
+	int line, col;
+
+	mark_pos(b, m, &line, &col);
+	diag_error(b->d, b->file, line, col, "%s", msg);
 	b->fatal = 1;
 }
 
@@ -110,18 +138,50 @@ static const struct anchor *find_anchor(const struct builder *b,
 	return NULL;
 }
 
-/* Count n more nodes; refuse the document past CNODE_MAX_NODES. */
-static int count_nodes(struct builder *b, uint64_t n, yaml_mark_t at)
+/* Count n more nodes (an alias's expansion: aliased); refuse the
+ * document past CNODE_MAX_NODES, blaming aliases only when they count. */
+static int count_nodes(struct builder *b, uint64_t n, int aliased,
+		       yaml_mark_t at)
 {
 	char msg[160];
 
 	b->nodes += n;
+	if (aliased)
+		b->aliased += n;
 	if (b->nodes <= CNODE_MAX_NODES)
 		return 0;
-	snprintf(msg, sizeof(msg), "the document expands to more than %d "
-		 "nodes (aliases of aliases?); refusing it", CNODE_MAX_NODES);
+	if (b->aliased > 0)
+		snprintf(msg, sizeof(msg), "the document expands to more than "
+			 "%d nodes through its aliases (%llu from aliases); "
+			 "refusing it", CNODE_MAX_NODES,
+			 (unsigned long long)b->aliased);
+	else
+		snprintf(msg, sizeof(msg), "the document has more than %d "
+			 "nodes (keys, values and items); a config has a few "
+			 "hundred: refusing it", CNODE_MAX_NODES);
 	fatal_at(b, at, msg);
 	return -1;
+}
+
+/* Warn that a node's tag is ignored (all but !!str, which makes a
+ * string), naming it the short way YAML files write it. */
+static void warn_tag(struct builder *b, const yaml_char_t *tag,
+		     yaml_mark_t m)
+{
+	static const char core[] = "tag:yaml.org,2002:";
+	const char *t = (const char *)tag;
+	int line, col;
+
+	if (!t || strcmp(t, YAML_STR_TAG) == 0)
+		return;
+	mark_pos(b, m, &line, &col);
+	if (strncmp(t, core, sizeof(core) - 1) == 0)
+		diag_warn(b->d, b->file, line, col, "tag '!!%s' ignored: llmsim "
+			  "reads a value by the type of its key",
+			  t + sizeof(core) - 1);
+	else
+		diag_warn(b->d, b->file, line, col, "tag '%s' ignored: llmsim "
+			  "reads a value by the type of its key", t);
 }
 
 static int check_key(struct builder *b, const struct cnode *key)
@@ -178,9 +238,11 @@ static void attach(struct builder *b, struct cnode *n)
 static struct cnode *new_node(struct builder *b, enum cnode_kind kind,
 			      yaml_mark_t m)
 {
-	struct cnode *n = cnode_new(b->a, kind, b->file, (int)m.line + 1,
-				    (int)m.column + 1);
+	struct cnode *n;
+	int line, col;
 
+	mark_pos(b, m, &line, &col);
+	n = cnode_new(b->a, kind, b->file, line, col);
 	if (!n)
 		oom(b);
 	return n;
@@ -209,9 +271,10 @@ static void on_scalar(struct builder *b, const yaml_event_t *e)
 			 "allowed in a value");
 		return;
 	}
-	if (count_nodes(b, 1, e->start_mark) != 0 ||
+	if (count_nodes(b, 1, 0, e->start_mark) != 0 ||
 	    !(n = new_node(b, CNODE_SCALAR, e->start_mark)))
 		return;
+	warn_tag(b, e->data.scalar.tag, e->start_mark);
 	n->text = arena_strndup(b->a, (const char *)e->data.scalar.value,
 				e->data.scalar.length);
 	if (!n->text) {
@@ -228,7 +291,8 @@ static void on_scalar(struct builder *b, const yaml_event_t *e)
 }
 
 static void on_start(struct builder *b, const yaml_event_t *e,
-		     enum cnode_kind kind, const yaml_char_t *anchor)
+		     enum cnode_kind kind, const yaml_char_t *anchor,
+		     const yaml_char_t *tag)
 {
 	struct frame *f;
 	char msg[96];
@@ -242,8 +306,9 @@ static void on_start(struct builder *b, const yaml_event_t *e,
 	f = &b->stack[b->depth];
 	memset(f, 0, sizeof(*f));
 	f->start = b->nodes;
-	if (count_nodes(b, 1, e->start_mark) != 0)
+	if (count_nodes(b, 1, 0, e->start_mark) != 0)
 		return;
+	warn_tag(b, tag, e->start_mark);
 	f->node = new_node(b, kind, e->start_mark);
 	f->anchor = anchor_name(b, anchor);
 	if (!b->fatal)
@@ -281,7 +346,7 @@ static void on_alias(struct builder *b, const yaml_event_t *e)
 		fatal_at(b, e->start_mark, msg);
 		return;
 	}
-	if (count_nodes(b, an->size, e->start_mark) != 0)
+	if (count_nodes(b, an->size, 1, e->start_mark) != 0)
 		return;
 	attach(b, an->node);
 }
@@ -298,10 +363,12 @@ static void on_event(struct builder *b, const yaml_event_t *e)
 		on_scalar(b, e);
 		break;
 	case YAML_SEQUENCE_START_EVENT:
-		on_start(b, e, CNODE_SEQ, e->data.sequence_start.anchor);
+		on_start(b, e, CNODE_SEQ, e->data.sequence_start.anchor,
+			 e->data.sequence_start.tag);
 		break;
 	case YAML_MAPPING_START_EVENT:
-		on_start(b, e, CNODE_MAP, e->data.mapping_start.anchor);
+		on_start(b, e, CNODE_MAP, e->data.mapping_start.anchor,
+			 e->data.mapping_start.tag);
 		break;
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
@@ -324,7 +391,7 @@ static int context_line(const struct builder *b, const yaml_parser_t *p)
 	if (cnode_pos_offset(b->text, b->len, line,
 			     (int)p->context_mark.column + 1) >= b->len)
 		cnode_offset_pos(b->text, b->len, b->len, &line, &col);
-	return line;
+	return line + b->line0;
 }
 
 /* Report libyaml's error with the best position it gives. */
@@ -350,6 +417,7 @@ static void syntax_error(struct builder *b, const yaml_parser_t *p)
 		cnode_offset_pos(b->text, b->len, b->len, &line, &col);
 	if (off < b->len && b->text[off] == '\t')
 		hint = "; tabs cannot indent YAML, use spaces";
+	place(b, &line, &col);
 	if (p->context && p->error != YAML_READER_ERROR)
 		diag_error(b->d, b->file, line, col, "invalid YAML: %s (%s "
 			   "at line %d)%s", p->problem ? p->problem : "error",
@@ -390,11 +458,11 @@ static int is_empty_scalar(const struct cnode *n)
 }
 
 /* YAML text already checked by cnode_check_text; file names it in
- * messages; empty_ok: an empty stream is a null scalar rather than an
- * error. */
+ * messages, the text starting after line0 lines and col0 columns of it;
+ * empty_ok: an empty stream is a null scalar rather than an error. */
 static struct cnode *build_tree(struct arena *a, const char *text,
-				size_t len, const char *file, int empty_ok,
-				struct diag *d)
+				size_t len, const char *file, int line0,
+				int col0, int empty_ok, struct diag *d)
 {
 	struct builder *b = mem_calloc(1, sizeof(*b));
 	struct cnode *root = NULL;
@@ -408,6 +476,8 @@ static struct cnode *build_tree(struct arena *a, const char *text,
 	b->file = file;
 	b->text = text;
 	b->len = len;
+	b->line0 = line0;
+	b->col0 = col0;
 	run_parser(b);
 	if (b->fatal || b->errors)
 		goto out;
@@ -437,7 +507,16 @@ struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
 	}
 	if (cnode_check_text(text, len, name, d) != 0)
 		return NULL;
-	return build_tree(a, text, len, name, 1, d);
+	return build_tree(a, text, len, name, 0, 0, 1, d);
+}
+
+struct cnode *cnode_parse_yaml_at(struct arena *a, const char *text,
+				  size_t len, const char *file, int line,
+				  int col, struct diag *d)
+{
+	if (cnode_check_text_at(text, len, file, line, col, d) != 0)
+		return NULL;
+	return build_tree(a, text, len, file, line - 1, col - 1, 1, d);
 }
 
 struct cnode *cnode_load_yaml(struct arena *a, const char *path,
@@ -450,7 +529,7 @@ struct cnode *cnode_load_yaml(struct arena *a, const char *path,
 
 	if (!text)
 		return NULL;
-	root = build_tree(a, text, len, name, 0, d);
+	root = build_tree(a, text, len, name, 0, 0, 0, d);
 	mem_free(text);
 	return root;
 }

@@ -451,10 +451,11 @@ Test(cnode, json_out_of_memory_sweep)
 
 Test(cnode, a_large_plain_document_is_not_blamed_on_aliases)
 {
-	/* Issue 8: a flow sequence of 100001 scalars, no alias in sight:
-	 * with the root that is 100002 nodes, one past CNODE_MAX_NODES at
-	 * the last item (line 1, col 2 + 2 * 100000 = 200002: "[" then "x,"
-	 * per item). The message counts nodes and says nothing of aliases. */
+	/* Issue 8: a flow sequence of 100001 scalars, no alias in sight.
+	 * The sequence is node 1, so its k-th item is node k + 1 and the
+	 * 100000th passes CNODE_MAX_NODES = 100000: item 99999 from 0, at
+	 * line 1, col 2 + 2 * 99999 = 200000 ("[" then "x," per item). The
+	 * message counts nodes and says nothing of aliases. */
 	size_t n = 100001, i, len = 2 * n + 2;
 	char *text = arena_alloc(&A, len + 1);
 	const char *out;
@@ -467,7 +468,7 @@ Test(cnode, a_large_plain_document_is_not_blamed_on_aliases)
 	text[len - 1] = '\n';
 	cr_assert_null(cnode_parse_yaml(&A, text, len, "t.yaml", &C.d));
 	out = capture_text(&C);
-	cr_assert_has(out, "t.yaml:1:200002: error: the document has more "
+	cr_assert_has(out, "t.yaml:1:200000: error: the document has more "
 		      "than 100000 nodes");
 	cr_assert(strstr(out, "alias") == NULL, "%s", out);
 }
