@@ -5,7 +5,8 @@
  * tokens/s        gbs s / t
  * model FLOPs     F = the forward and backward FLOPs of every layer,
  *                 embedding and head over all microbatches and GPUs, without
- *                 recomputation, attention counted in full (layer.h)
+ *                 recomputation, causal attention as half the score
+ *                 matrix as Megatron-LM counts it (layer.h, docs/mfu.md)
  * MFU             F / (t N P), N GPUs, P the dense peak of the job's dtype
  *                 (gpu_peak_flops); TFLOP/s per GPU = F / (t N)
  * executed        the FLOPs the GPU model executes, recomputation included
