@@ -59,12 +59,17 @@ BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 # $LLMSIM_TOOLS).
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+# The fuzz harnesses (tests/fuzz, make fuzz below); make test replays their
+# kept corpus through these.
+FUZZ_TARGETS ?= config units model_json
+REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/replay_%)
 
 LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit tools check bench validate clean fuzz FORCE
+.PHONY: all run test unit tools check bench validate clean fuzz fuzz-seeds \
+	fuzz-merge replay FORCE
 
 all: $(BIN)
 
@@ -122,8 +127,9 @@ unit: $(UNIT)
 	@$(RUN_UNIT)
 
 # Every test: unit tests, then the tests that drive the real binary.
-test: $(BIN) $(UNIT) $(TOOL_BIN)
+test: $(BIN) $(UNIT) $(TOOL_BIN) $(REPLAY_BIN)
 	@$(RUN_UNIT)
+	@$(REPLAY)
 	@for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
 		echo "== $$t"; \
@@ -153,30 +159,76 @@ clean:
 FORCE:
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/src/cli/main.d \
-	$(BENCH_SRC:%.c=$(BUILD)/obj/%.d) $(TOOL_SRC:%.c=$(BUILD)/obj/%.d)
+	$(BENCH_SRC:%.c=$(BUILD)/obj/%.d) $(TOOL_SRC:%.c=$(BUILD)/obj/%.d) \
+	$(wildcard $(BUILD)/obj/tests/fuzz/*.d)
 
-# libFuzzer harness for the config loader (clang): make fuzz [FUZZ_SECONDS=N]
-# Seeds come from the bad-input corpus and the fixture presets; the first
-# byte of an input picks its form (see tests/fuzz/fuzz_config.c).
+# libFuzzer harnesses (clang): make fuzz [FUZZ_SECONDS=N] [FUZZ_TARGETS=...]
+#   config      the config loader: jobs, models, GPUs, --set lines (the first
+#               byte picks the form); whatever loads must show and reload
+#   units       the unit parser and formatter: parse -> format -> parse
+#               identity, for text and for raw doubles
+#   model_json  Hugging Face config.json models: YAML and JSON round trips
+# Each runs FUZZ_SECONDS in turn, one at a time, over build/fuzz/corpus-NAME,
+# seeded from tests/fuzz/corpus/NAME (kept in git) and, for config, the
+# bad-input corpus and the fixture presets. Every sanitizer report is
+# fatal (-fno-sanitize-recover=all), so UBSan findings stop the run.
+# make fuzz-merge adds what the runs grew that covers something new to
+# tests/fuzz/corpus/, which make test (and make check, under GCC's
+# sanitizers: clang does not check nonnull on builtin memcpy) replays.
 FUZZ_SECONDS ?= 120
 FUZZ_CC ?= clang
 FUZZ_SRC := $(wildcard src/config/*.c) src/base/coll.c src/base/sha256.c \
 	src/base/units.c src/base/diag.c src/base/mem.c
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L \
+	-D_DEFAULT_SOURCE -Isrc
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-fuzz:
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
-		-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc \
-		$(PKG_CFLAGS) tests/fuzz/fuzz_config.c $(FUZZ_SRC) \
-		-o $(BUILD)/fuzz/fuzz_config $(PKG_LIBS)
-	@for f in tests/bad/*.yaml tests/data/workloads/jobs/*.yaml; do \
-		{ printf '\000'; cat "$$f"; } > $(BUILD)/fuzz/corpus/j-$${f##*/}; done
-	@for f in tests/bad/*.json tests/data/workloads/models/*/*.json; do \
-		{ printf '\001'; cat "$$f"; } > $(BUILD)/fuzz/corpus/m-$${f##*/}; done
-	@for f in tests/data/configs/gpus/*.yaml; do \
-		{ printf '\002'; cat "$$f"; } > $(BUILD)/fuzz/corpus/g-$${f##*/}; done
-	@printf '\003system.nodes=4\nparallelism={tp: 4, pp: 2}\n' \
-		> $(BUILD)/fuzz/corpus/s-sets
-	LLMSIM_DATA=tests/data $(BUILD)/fuzz/fuzz_config -max_len=4096 \
-		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< $(FUZZ_SRC) -o $@ $(PKG_LIBS)
+
+# Seeds of the config harness beyond its kept corpus: the first byte says
+# what the rest is (tests/fuzz/fuzz_config.c).
+fuzz-seeds:
+	@mkdir -p $(FUZZ_TARGETS:%=$(BUILD)/fuzz/corpus-%)
+	@for t in $(FUZZ_TARGETS); do \
+		cp tests/fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/; done
+	@c=$(BUILD)/fuzz/corpus-config; [ -d $$c ] || exit 0; \
+	for f in tests/bad/*.yaml tests/data/workloads/jobs/*.yaml; do \
+		{ printf '\000'; cat "$$f"; } > $$c/j-$${f##*/}; done; \
+	for f in tests/bad/*.json tests/data/workloads/models/*/*.json; do \
+		{ printf '\001'; cat "$$f"; } > $$c/m-$${f##*/}; done; \
+	for f in tests/data/configs/gpus/*.yaml; do \
+		{ printf '\002'; cat "$$f"; } > $$c/g-$${f##*/}; done; \
+	printf '\003system.nodes=4\nparallelism={tp: 4, pp: 2}\n' > $$c/s-sets
+
+fuzz: $(FUZZ_BIN) fuzz-seeds
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+		LLMSIM_DATA=tests/data $(BUILD)/fuzz/fuzz_$$t -max_len=4096 \
+			-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/$$t- \
+			$(BUILD)/fuzz/corpus-$$t || exit 1; \
+	done
+
+fuzz-merge: $(FUZZ_BIN)
+	@for t in $(FUZZ_TARGETS); do \
+		LLMSIM_DATA=tests/data $(BUILD)/fuzz/fuzz_$$t -merge=1 \
+			tests/fuzz/corpus/$$t $(BUILD)/fuzz/corpus-$$t || exit 1; \
+	done
+
+# The kept corpus, replayed without libFuzzer by every make test (with
+# this build's flags: GCC's ASan and UBSan under make check).
+REPLAY = for t in $(FUZZ_TARGETS); do \
+		LLMSIM_DATA=tests/data $(BUILD)/fuzz-replay/replay_$$t \
+			tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+$(BUILD)/fuzz-replay/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o \
+		$(BUILD)/obj/tests/fuzz/replay.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+replay: $(REPLAY_BIN)
+	@$(REPLAY)

@@ -28,12 +28,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[] = "/tmp/llmsim-fuzz-XXXXXX";
 
+/* The files scratch() names, removed with the directory at exit. */
+static const char *const scratch_names[] = {"in.yaml", "in.json", "shown.yaml"};
+
+static void remove_scratch(void)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(scratch_names) / sizeof(scratch_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, scratch_names[i]);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+}
+
 static const char *scratch(const char *name)
 {
 	static char path[64];
 
-	if (dir[sizeof(dir) - 2] == 'X' && !mkdtemp(dir))
-		abort();
+	if (dir[sizeof(dir) - 2] == 'X') {
+		if (!mkdtemp(dir))
+			abort();
+		atexit(remove_scratch);
+	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;
 }

@@ -18,21 +18,39 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "diag.h"
-#include "mem.h"
-#include "schema.h"
+#include "config/config.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[] = "/tmp/llmsim-fuzz-model-XXXXXX";
 
+/* The files scratch() names, removed with the directory at exit. */
+static const char *const scratch_names[] = {"config.json", "shown.yaml", "shown.json"};
+
+static void remove_scratch(void)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(scratch_names) / sizeof(scratch_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, scratch_names[i]);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+}
+
 static const char *scratch(const char *name)
 {
 	static char path[64];
 
-	if (dir[sizeof(dir) - 2] == 'X' && !mkdtemp(dir))
-		abort();
+	if (dir[sizeof(dir) - 2] == 'X') {
+		if (!mkdtemp(dir))
+			abort();
+		atexit(remove_scratch);
+	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;
 }
