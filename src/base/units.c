@@ -396,20 +396,21 @@ const char *units_kind_phrase(enum unit_kind kind)
 /*
  * Shortest round trip. The fewest significant digits that read back
  * (strtod, one correct rounding) as exactly v > 0: at most 17 for any
- * double. dig gets them without a point or trailing zeros; *e10 is the
- * decimal exponent of the first, v = 0.d1 d2 ... x 10^(e10 + 1).
+ * double. dig gets them without a point or trailing zeros and *e10 the
+ * exponent of the first: v = d1.d2d3... x 10^e10.
  */
 static void shortest_digits(double v, char dig[20], int *e10)
 {
 	char text[40], *p, *q;
 	int prec;
 
-	for (prec = 0; prec < 17; prec++) {
+	/* prec + 1 significant digits; 17 always read back exactly. */
+	for (prec = 0; prec < 16; prec++) {
 		snprintf(text, sizeof(text), "%.*e", prec, v);
 		if (strtod(text, NULL) == v)
 			break;
 	}
-	if (prec == 17)
+	if (prec == 16)
 		snprintf(text, sizeof(text), "%.16e", v);
 	/* "d.ddde+XX" -> digits and exponent. */
 	q = dig;

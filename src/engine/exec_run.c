@@ -258,8 +258,9 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 	}
 	d = ceil(l->left_ns / l->rate);
 	if (!(d <= (double)UNITS_NS_MAX))
-		d = (double)UNITS_NS_MAX + 1;
-	dt = d > 0 ? (units_ns_t)d : 0;
+		dt = UNITS_NS_MAX + 1;	/* refused by lane_end_after */
+	else
+		dt = d > 0 ? (units_ns_t)d : 0;
 	lane_end_after(r, l, dt);
 }
 
