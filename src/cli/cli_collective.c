@@ -28,6 +28,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/schema.h"

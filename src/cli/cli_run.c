@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "run/step.h"
 #include "config/schema.h"

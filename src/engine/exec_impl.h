@@ -23,13 +23,13 @@
  * A run adds a 24-byte state per task (start and end or arrival, pending
  * count, cause; kept for the accessors) and, while it runs, a work-queue entry per task.
  *
- * Depends on exec.h, mem.h.
+ * Depends on exec.h, base/arena.h.
  */
 #ifndef LLMSIM_EXEC_IMPL_H
 #define LLMSIM_EXEC_IMPL_H
 
 #include "exec.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 /* A collective: its descriptor (arrays copied into the program's arena)
  * and its member tasks first .. first + n - 1. */

@@ -10,6 +10,7 @@
  * grows alongside.
  */
 #include "exec_impl.h"
+#include "base/mem.h"
 
 #include <string.h>
 

@@ -37,6 +37,7 @@
 #include "exec_impl.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <stdio.h>

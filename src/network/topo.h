@@ -24,14 +24,14 @@
  * arithmetic (up-down routing is shortest-path routing in these trees);
  * topo_distance() is a plain BFS used to check that.
  *
- * Depends on the core (spec_system.h, diag.h, mem.h) only.
+ * Depends on config/spec_system.h, base/diag.h, base/arena.h only.
  */
 #ifndef LLMSIM_TOPO_H
 #define LLMSIM_TOPO_H
 
 #include <stdint.h>
 
-#include "base/mem.h"
+#include "base/arena.h"
 #include "config/spec_system.h"
 
 struct diag;

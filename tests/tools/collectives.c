@@ -26,6 +26,7 @@
 #include "config/cnode.h"
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/spec_collectives.h"
