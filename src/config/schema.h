@@ -132,6 +132,9 @@ int schema_load(const struct schema *s, const struct cnode *map,
 const struct schema_field *schema_field(const struct schema *s,
 					const char *key);
 
+/* The index of name in names (NULL-terminated), or -1. */
+int schema_name_index(const char *const *names, const char *name);
+
 /* Of the n candidates, the one closest to word (edit distance with
  * transpositions, case-insensitive) when close enough to suggest as "did
  * you mean", else NULL. */

@@ -119,7 +119,4 @@ struct coll_lib_spec {
 
 extern const struct schema collectives_schema;
 
-/* The index of name in names (NULL-terminated), or -1. */
-int spec_name_index(const char *const *names, const char *name);
-
 #endif

@@ -119,7 +119,7 @@ static int shareable(const struct coll_desc *c)
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
-	struct cplan *cp = cplan_new();
+	struct cplan *cp = pcache_plan_new();
 	struct coll_desc unit = *c;
 
 	if (!cp) {
@@ -137,7 +137,7 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	if (*rc == 0 && cp->plan.nphases > 0)
 		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
-		cplan_unref(cp);
+		pcache_plan_unref(cp);
 		return NULL;
 	}
 	return cp;
@@ -156,7 +156,7 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 		*rc = v->plan ? 0 : 1;
 		*why = v->why;
 		if (v->plan) {
-			cplan_ref(v->plan);
+			pcache_plan_ref(v->plan);
 			n->stats.plan_hits++;
 		}
 		return v->plan;
@@ -273,7 +273,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 			if (rc != 0)
 				return rc;
 			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
-			cplan_unref(cp);
+			pcache_plan_unref(cp);
 			if (rc != 0)
 				return -1;
 			if (best < 0 || t < best) {
@@ -363,7 +363,7 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 	rc = idle_time(n, cp, c, RUN_FULL, &t);
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
-	cplan_unref(cp);
+	pcache_plan_unref(cp);
 	if (rc != 0) {
 		diag_oom(d);
 		return -1;
@@ -429,7 +429,7 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	n->stats.flows += cp->plan.nflows;
 	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
 		       RUN_FULL, done, token);
-	cplan_unref(cp);
+	pcache_plan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);
 }

@@ -77,7 +77,7 @@ static void finish(struct crun *r)
 	void *token = r->token;
 
 	unlink_run(r);
-	cplan_unref(r->cp);
+	pcache_plan_unref(r->cp);
 	mem_free(r);
 	done(token);
 }
@@ -88,7 +88,7 @@ void run_set_release(struct run_set *rs)
 		struct crun *r = rs->live;
 
 		unlink_run(r);
-		cplan_unref(r->cp);
+		pcache_plan_unref(r->cp);
 		mem_free(r);
 	}
 }
@@ -173,7 +173,7 @@ int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
 	if (rs->live)
 		rs->live->prev = r;
 	rs->live = r;
-	cplan_ref(cp);
+	pcache_plan_ref(cp);
 	return 0;
 }
 
