@@ -11,6 +11,7 @@
 #     cli_main through its own extern declaration)
 #   - two files calling each other (a file cycle)
 #   - a folder the table does not list
+#   - a header guard that does not name the header's path
 # Prints one line per failure; exits 1 if anything failed.
 
 set -u
@@ -94,6 +95,11 @@ printf 'int ping(int n);\nint pong(int n);\nint pong(int n) { return n ? ping(n 
 "$cc" -c "$tmp/t/src/base/pong.c" -o "$tmp/t/obj/base/pong.o" ||
 	bad "could not compile the planted files"
 expect_fail "file cycle" "src/base/ping.c -> src/base/pong.c" --objects "$tmp/t/obj"
+
+fresh
+sed 's/LLMSIM_NETWORK_PLAN_H/LLMSIM_PLAN_H/' "$root/src/network/plan.h" \
+	> "$tmp/t/src/network/plan.h"
+expect_fail "header guard" "include guard LLMSIM_PLAN_H, expected LLMSIM_NETWORK_PLAN_H"
 
 fresh
 mkdir "$tmp/t/src/extra"

@@ -7,8 +7,8 @@
  *
  * Depends on mem.h and libc.
  */
-#ifndef LLMSIM_ARENA_H
-#define LLMSIM_ARENA_H
+#ifndef LLMSIM_BASE_ARENA_H
+#define LLMSIM_BASE_ARENA_H
 
 #include <stddef.h>
 

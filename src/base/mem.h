@@ -11,8 +11,8 @@
  *
  * Depends on libc only.
  */
-#ifndef LLMSIM_MEM_H
-#define LLMSIM_MEM_H
+#ifndef LLMSIM_BASE_MEM_H
+#define LLMSIM_BASE_MEM_H
 
 #include <stddef.h>
 

@@ -37,8 +37,8 @@
  *
  * Depends on libc only (cJSON for schema_to_json).
  */
-#ifndef LLMSIM_SCHEMA_H
-#define LLMSIM_SCHEMA_H
+#ifndef LLMSIM_CONFIG_SCHEMA_H
+#define LLMSIM_CONFIG_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,8 +13,8 @@
  *
  * Depends on schema.h and coll.h.
  */
-#ifndef LLMSIM_SPEC_COLLECTIVES_H
-#define LLMSIM_SPEC_COLLECTIVES_H
+#ifndef LLMSIM_CONFIG_SPEC_COLLECTIVES_H
+#define LLMSIM_CONFIG_SPEC_COLLECTIVES_H
 
 #include <stdint.h>
 

@@ -46,8 +46,8 @@
  *
  * Depends on prog.h, sim.h, comm.h, base/coll.h and libc.
  */
-#ifndef LLMSIM_EXEC_H
-#define LLMSIM_EXEC_H
+#ifndef LLMSIM_ENGINE_EXEC_H
+#define LLMSIM_ENGINE_EXEC_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -26,8 +26,8 @@
  *
  * Depends on exec.h, base/arena.h.
  */
-#ifndef LLMSIM_EXEC_IMPL_H
-#define LLMSIM_EXEC_IMPL_H
+#ifndef LLMSIM_ENGINE_EXEC_IMPL_H
+#define LLMSIM_ENGINE_EXEC_IMPL_H
 
 #include "exec.h"
 #include "base/arena.h"

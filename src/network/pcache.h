@@ -14,8 +14,8 @@
  *
  * Depends on plan.h, mem.h.
  */
-#ifndef LLMSIM_PCACHE_H
-#define LLMSIM_PCACHE_H
+#ifndef LLMSIM_NETWORK_PCACHE_H
+#define LLMSIM_NETWORK_PCACHE_H
 
 #include <stdint.h>
 

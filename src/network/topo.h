@@ -26,8 +26,8 @@
  *
  * Depends on config/spec_system.h, base/diag.h, base/arena.h only.
  */
-#ifndef LLMSIM_TOPO_H
-#define LLMSIM_TOPO_H
+#ifndef LLMSIM_NETWORK_TOPO_H
+#define LLMSIM_NETWORK_TOPO_H
 
 #include <stdint.h>
 
@@ -58,7 +58,7 @@ struct topo_node {
 	uint32_t first_out, nout;	/* its outgoing links in topo.out */
 };
 
-/* Where a scale-out link sits, for charging replica groups (run.c). */
+/* Where a scale-out link sits, for charging replica groups (crun.c). */
 enum topo_level {
 	TL_NONE,		/* scale-up, host, or anything else */
 	TL_NIC,			/* NIC <-> leaf; owner = NIC index */

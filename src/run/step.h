@@ -6,8 +6,8 @@
  *
  * Depends on exec.h, network/net.h, gpu/gpu.h and the models modules.
  */
-#ifndef LLMSIM_MODELS_STEP_H
-#define LLMSIM_MODELS_STEP_H
+#ifndef LLMSIM_RUN_STEP_H
+#define LLMSIM_RUN_STEP_H
 
 #include <stdint.h>
 #include <stdio.h>
