@@ -177,8 +177,7 @@ FORCE:
 # sanitizers: clang does not check nonnull on builtin memcpy) replays.
 FUZZ_SECONDS ?= 120
 FUZZ_CC ?= clang
-FUZZ_SRC := $(wildcard src/config/*.c) src/base/coll.c src/base/sha256.c \
-	src/base/units.c src/base/diag.c src/base/mem.c
+FUZZ_SRC := $(wildcard src/config/*.c src/base/*.c)
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE -Isrc

@@ -20,6 +20,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/schema.h"
 
