@@ -141,13 +141,16 @@ if grep -q 'step-factor' "$tmp/err"; then
 	bad "collective --min 0 still blames the step factor"
 fi
 
-# A pipe given as /dev/stdin is read like a file.
-printf 'name: piped\npreset: h100\n' |
-	expect 0 "config show /dev/stdin" "$llmsim" config show /dev/stdin \
-		--kind gpu && grep -q '^name: piped' "$tmp/out" ||
-	bad "config show /dev/stdin: did not read the pipe"
-printf 'name: piped\nmodel: llama3-8b\nsystem: dgx-h100\nframework: megatron-core\ntraining: {seq_len: 2048, global_batch_size: 8}\nparallelism: {tp: 8}\n' |
-	expect 0 "run /dev/stdin" "$llmsim" run /dev/stdin --no-store
+# A pipe given as /dev/stdin is read like a file. (Process substitution
+# makes stdin a pipe without running expect in a subshell of a pipeline,
+# where its verdict would be lost.)
+if expect 0 "config show /dev/stdin" "$llmsim" config show /dev/stdin \
+	--kind gpu < <(printf 'name: piped\npreset: h100\n'); then
+	grep -q '^name: piped' "$tmp/out" ||
+		bad "config show /dev/stdin: did not read the pipe"
+fi
+expect 0 "run /dev/stdin" "$llmsim" run /dev/stdin --no-store < <(printf \
+	'name: piped\nmodel: llama3-8b\nsystem: dgx-h100\nframework: megatron-core\ntraining: {seq_len: 2048, global_batch_size: 8}\nparallelism: {tp: 8}\n')
 
 # A no-break space inside a quantity is shown, not hidden.
 printf 'preset: h100\nhbm: {capacity: 80 GB, bandwidth: 12\302\240GB/s}\n' \
