@@ -1,6 +1,7 @@
 # llmsim - a boring Makefile.
 #
-#   make            build build/llmsim
+#   make            build build/llmsim and the measurement backends whose
+#                   compilers are installed (src/backend/backend.mk)
 #   make run        run the default job (workloads/jobs/default.yaml)
 #   make test       build and run every test
 #   make check      the same under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -19,9 +20,11 @@ PKGS := yaml-0.1 libcjson gsl sqlite3
 TEST_PKGS := criterion
 
 # A fresh machine needs no manual step: when pkg-config cannot find a
-# dependency, install them all (scripts/install-deps.sh is idempotent).
+# dependency, or the backends' compilers (mpicc, hipcc) are missing,
+# install them all (scripts/install-deps.sh is idempotent).
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
-ifneq ($(shell pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null && echo ok),ok)
+ifneq ($(shell pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null && \
+	command -v mpicc >/dev/null && command -v hipcc >/dev/null && echo ok),ok)
 $(info llmsim: installing build dependencies (scripts/install-deps.sh))
 ifneq ($(shell scripts/install-deps.sh >&2; echo $$?),0)
 $(error scripts/install-deps.sh failed; install the packages it names and run make again)
@@ -63,9 +66,11 @@ LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit tools check bench validate clean fuzz FORCE
+.PHONY: all run test unit tools backends check bench validate clean fuzz FORCE
 
-all: $(BIN)
+all: $(BIN) backends
+
+include src/backend/backend.mk
 
 # The git revision goes into the version string; the header is rewritten
 # only when it changes, so an unchanged tree does not rebuild.
@@ -121,7 +126,7 @@ unit: $(UNIT)
 	@$(RUN_UNIT)
 
 # Every test: unit tests, then the tests that drive the real binary.
-test: $(BIN) $(UNIT) $(TOOL_BIN)
+test: $(BIN) $(UNIT) $(TOOL_BIN) backends
 	@$(RUN_UNIT)
 	@for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
