@@ -52,7 +52,7 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # Every folder of src/ is one layer (docs/architecture.md); the library is
 # all of them but the program's entry point.
-LIB_SRC := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
+LIB_SRC := $(filter-out src/cli/main.c src/backend/%,$(wildcard src/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/unit/*.c tests/unit/*/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
