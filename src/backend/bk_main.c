@@ -510,6 +510,14 @@ static const char *reason(int status)
 	}
 }
 
+/* The reason on stderr too, unless `llmsim measure` runs us (it says
+ * it from the error line: $LLMSIM_MEASURE is set). */
+static void say(const struct bk_driver *drv, const char *err)
+{
+	if (!getenv("LLMSIM_MEASURE"))
+		fprintf(stderr, "llmsim-backend-%s: %s\n", drv->name, err);
+}
+
 int bk_main(const struct bk_driver *drv, int argc, char **argv)
 {
 	struct bk_opts o = { .op = BK_ALLREDUCE, .dtype = BK_FLOAT,
@@ -528,7 +536,7 @@ int bk_main(const struct bk_driver *drv, int argc, char **argv)
 	in.is_root = 1;
 	if (!drv->supports(o.op, o.dtype, err, sizeof(err))) {
 		print_error(BK_USAGE, reason(BK_USAGE), err);
-		fprintf(stderr, "llmsim-backend-%s: %s\n", drv->name, err);
+		say(drv, err);
 		return BK_USAGE;
 	}
 	rc = drv->init(&argc, &argv, &o, &in, err, sizeof(err));
@@ -539,7 +547,7 @@ int bk_main(const struct bk_driver *drv, int argc, char **argv)
 	}
 	if (rc != BK_OK && in.is_root) {
 		print_error(rc, reason(rc), err);
-		fprintf(stderr, "llmsim-backend-%s: %s\n", drv->name, err);
+		say(drv, err);
 	}
 	drv->finalize();
 	return rc;

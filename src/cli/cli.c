@@ -59,7 +59,46 @@ static const struct cli_command commands[] = {
 	  "  --no-store       do not store the results\n",
 	  cli_collective, NULL },
 	{ "measure", "run real collectives and kernels on hardware",
-	  NULL, NULL, "the measurement backends (HIP/RCCL, CUDA/NCCL, MPI)" },
+	  "usage: llmsim measure --backend mpi|hip|cuda --op OP [--min SIZE]\n"
+	  "                      [--max SIZE] [--step-factor F] [--dtype T]\n"
+	  "                      [--ranks N] [--iters N] [--warmup N] [--budget S]\n"
+	  "                      [--m M --n N --k K] [--system S] [--set k=v]...\n"
+	  "                      [--lib PATH] [--blas PATH] [--launcher CMD]\n"
+	  "                      [--json | --csv] [--db PATH] [--no-store]\n"
+	  "       llmsim measure --import FILE [--system S] [--db PATH] ...\n"
+	  "\n"
+	  "Run a measurement backend (docs/measure.md) and print what it measured\n"
+	  "as rccl-tests does (size, count, type, time, algbw, busbw, with the\n"
+	  "fastest and slowest iteration and the check); store every point with\n"
+	  "the host, device, library versions and the system it ran on.\n"
+	  "\n"
+	  "  --backend B      mpi (MPI collectives on this host's CPUs), hip\n"
+	  "                   (HIP + RCCL, rocBLAS), cuda (CUDA + NCCL, cuBLAS)\n"
+	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
+	  "                   alltoallv, broadcast, reduce, sendrecv, gemm, copy\n"
+	  "  --min, --max     sizes as rccl-tests takes them (bytes or K/M/G);\n"
+	  "                   gemm: the square's dimension; default 32M\n"
+	  "  --step-factor F  multiply the size by F each row (default 2)\n"
+	  "  --dtype T        float (default), half, bfloat16, double, int32, ...\n"
+	  "  --ranks N        mpi: processes (default 2); hip, cuda: GPUs of this\n"
+	  "                   node (default all)\n"
+	  "  --iters, --warmup  timed (default 20) and untimed (5) iterations\n"
+	  "  --budget S       seconds per point: fewer iterations (>= 3) past it\n"
+	  "  --m, --n, --k    gemm: one shape instead of squares\n"
+	  "  --system S       the system it runs on (default for mpi: cpu-host)\n"
+	  "  --set key=value  override a field of that system\n"
+	  "  --lib, --blas    the collective / BLAS library file to load\n"
+	  "                   ($LLMSIM_COLL_LIB, $LLMSIM_BLAS_LIB)\n"
+	  "  --launcher CMD   run the backend under CMD (mpirun across nodes;\n"
+	  "                   $LLMSIM_MPIRUN replaces mpi's mpirun)\n"
+	  "  --import FILE    store protocol lines from FILE ('-': stdin)\n"
+	  "  --json, --csv    print JSON (the point lines) or CSV\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --no-store       do not store the results\n"
+	  "\n"
+	  "Exit status: 0, 1 failure (a check failed), 2 bad input, 3 no GPU or\n"
+	  "driver, 4 a library (RCCL, NCCL, BLAS, MPI) or the backend missing.\n",
+	  cli_measure, NULL },
 	{ "validate", "compare predictions with measurements; fail past a tolerance",
 	  NULL, NULL, "validation against measurements" },
 	{ "calibrate", "fit fabric and kernel parameters to measurements",

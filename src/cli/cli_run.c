@@ -95,8 +95,9 @@ static int store_result(const char *db, const char *data_root,
 		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 		.other_s = r->part_s[EXEC_OTHER],
 	};
-	struct cli_result res = { "run", &job_schema, j, result_json, &step,
-				  NULL, 0 };
+	struct cli_result res = { .command = "run", .schema = &job_schema,
+				  .config = j, .json = result_json,
+				  .step = &step };
 
 	return cli_store(db, data_root, &res, d);
 }
