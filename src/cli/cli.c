@@ -100,7 +100,38 @@ static const struct cli_command commands[] = {
 	  "driver, 4 a library (RCCL, NCCL, BLAS, MPI) or the backend missing.\n",
 	  cli_measure, NULL },
 	{ "validate", "compare predictions with measurements; fail past a tolerance",
-	  NULL, NULL, "validation against measurements" },
+	  "usage: llmsim validate [--kind K[,K]...] [--reference DIR] [--db PATH]\n"
+	  "                       [--run N] [--system S] [--fastest] [--gates SET]\n"
+	  "                       [--tolerance P] [--jobs N] [--quiet] [--no-store]\n"
+	  "\n"
+	  "Predict every reference case (results/reference: kernels, collectives,\n"
+	  "training) and every measurement stored by `llmsim measure`, print\n"
+	  "measured, predicted and the error of each row, per-table and overall\n"
+	  "summaries (median signed and absolute error, p90, max; rows whose case\n"
+	  "a constant was fitted on (fitted_on: in configs/) apart from\n"
+	  "independent ones), store the rows (view v_validation), and exit 1 when\n"
+	  "a table misses its gates (results/reference/validate.yaml).\n"
+	  "\n"
+	  "  --kind K         kernel, collective, training, measured or all\n"
+	  "                   (default all; comma-separated)\n"
+	  "  --reference DIR  reference folder (default results/reference)\n"
+	  "  --db PATH        database with measurements and where the rows go\n"
+	  "                   (default results/llmsim.db)\n"
+	  "  --run N          only measure run N\n"
+	  "  --system S       predict measurements on S (a preset, a file, a\n"
+	  "                   calibration) instead of the system they name\n"
+	  "  --fastest        compare the fastest iteration, not the median (a\n"
+	  "                   shared, noisy host)\n"
+	  "  --gates SET      gate set of validate.yaml (default targets;\n"
+	  "                   regression: what make test checks)\n"
+	  "  --tolerance P    every table's median |error| gate, e.g. 15%\n"
+	  "  --jobs N         processes for the training cases (default 2)\n"
+	  "  --quiet          print only the summary and the tables that miss\n"
+	  "  --no-store       do not store the rows\n"
+	  "\n"
+	  "Exit status: 0 every gate met, 1 a gate missed or a case failed,\n"
+	  "2 bad input (a bad reference file, no measurements in the database).\n",
+	  cli_validate, NULL },
 	{ "calibrate", "fit fabric and kernel parameters to measurements",
 	  NULL, NULL, "calibration" },
 	{ "report", "summarize stored results",
