@@ -140,7 +140,8 @@ static int mpi_init(int *argc, char ***argv, const struct bk_opts *o,
 		snprintf(in->host, sizeof(in->host), "unknown");
 	cpu_model(in->device, sizeof(in->device));
 	MPI_Get_library_version(lib, &len);
-	lib[strcspn(lib, "\n")] = '\0';
+	/* "Open MPI v4.1.4, package: ..., ident: ...": the first part. */
+	lib[strcspn(lib, "\n,")] = '\0';
 	snprintf(in->library_version, sizeof(in->library_version), "%s", lib);
 	snprintf(in->library, sizeof(in->library), "%s",
 		 strncmp(lib, "Open MPI", 8) == 0 ? "Open MPI" :

@@ -133,7 +133,32 @@ static const struct cli_command commands[] = {
 	  "2 bad input (a bad reference file, no measurements in the database).\n",
 	  cli_validate, NULL },
 	{ "calibrate", "fit fabric and kernel parameters to measurements",
-	  NULL, NULL, "calibration" },
+	  "usage: llmsim calibrate --db PATH [--run N[,N]...] [--system S]\n"
+	  "                        [--params KEY[,KEY]...] [--max-params N]\n"
+	  "                        [--folds K] [--max-iter N] [--fastest] [-o FILE]\n"
+	  "\n"
+	  "Fit named parameters of a system (fields `llmsim config help` marks\n"
+	  "fittable, e.g. scale_up.link.sustained or\n"
+	  "collectives.algorithms.ring.hop_scale_up.simple) to measurements\n"
+	  "stored by `llmsim measure`, by nonlinear least squares on the log of\n"
+	  "predicted / measured time (GSL). Prints the fitted values with 95%\n"
+	  "intervals from the Jacobian, their correlation, the error before and\n"
+	  "after, and k-fold cross-validated error (the honest figure); writes a\n"
+	  "calibration file a system applies with 'calibration: FILE' (its\n"
+	  "predictions then carry error bars: run --json, validate).\n"
+	  "\n"
+	  "  --db PATH        the measurements (required)\n"
+	  "  --run N,...      only these measure runs (default all)\n"
+	  "  --system S       the system to fit (default the one the runs name)\n"
+	  "  --params K,...   keys to fit; default: up to --max-params (4) that\n"
+	  "                   move the predictions, independent of each other\n"
+	  "  --folds K        cross-validation folds (default 5; 0: none)\n"
+	  "  --max-iter N     solver iterations before giving up (default 60)\n"
+	  "  --fastest        fit the fastest iteration, not the median\n"
+	  "  -o FILE          output (default configs/calibrated/SYSTEM.yaml)\n"
+	  "\n"
+	  "Exit status: 0, 1 the fit did not converge, 2 bad input.\n",
+	  cli_calibrate, NULL },
 	{ "report", "summarize stored results",
 	  NULL, NULL, "reports and dashboards" },
 	{ "config", "show, list and explain configs",

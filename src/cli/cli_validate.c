@@ -265,10 +265,10 @@ out:
 static int measured(struct vopts *o, struct config_ctx *cx,
 		    struct valid_set *set)
 {
-	struct valid_meas_opts mo = { o->run, o->system, o->use_min };
 	char *path = o->db ? (char *)o->db :
 		     arena_printf(cx->arena, "%s/results/llmsim.db",
 				  cx->data_root);
+	struct valid_meas_opts mo = { o->run, o->system, o->use_min, path };
 	struct store *st;
 	unsigned errors = cx->diag->errors;
 	int rc;

@@ -542,9 +542,10 @@ static struct cnode *overlay_one(struct resolver *r, const struct schema *s,
 				 const char *keypath)
 {
 	const struct schema_field *f = schema_field(s, map->pairs[j].key->text);
-	struct cnode *v = map->pairs[j].value, *doc, *ov, *out, *path;
+	struct cnode *v = map->pairs[j].value, *doc, *ov, *out, *path, *marked;
 	const char *file;
 	char sub[KEYPATH_LEN];
+	size_t cap = 0;
 	long k;
 
 	keyjoin(sub, keypath, map->pairs[j].key->text);
@@ -569,15 +570,16 @@ static struct cnode *overlay_one(struct resolver *r, const struct schema *s,
 			  "name another");
 		return NULL;
 	}
-	out = config_merge(r, s, map, ov, keypath, 0);
-	if (!out || (k = find_pair(s, out, f, f->key)) < 0)
-		return out;
-	if (!(path = synthetic(r, v, file))) {
+	/* Marked applied before merging: the merge applies overlays too. */
+	if (!(path = synthetic(r, v, file)) || !(marked = copy_map(r, map, &cap))) {
 		diag_oom(r->cx->diag);
 		return NULL;
 	}
 	path->file = overlay_applied;
-	out->pairs[k].value = path;
+	marked->pairs[j].value = path;
+	out = config_merge(r, s, marked, ov, keypath, 0);
+	if (out && (k = find_pair(s, out, f, f->key)) >= 0)
+		out->pairs[k].value = path;
 	return out;
 }
 

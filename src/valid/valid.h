@@ -140,6 +140,8 @@ struct valid_meas_opts {
 					   the one each run names */
 	int use_min;			/* compare the fastest iteration, not
 					   the median (noisy shared hosts) */
+	const char *db;			/* the database, as calibrations name
+					   their runs ("measure run N in DB") */
 };
 
 int valid_measured(struct valid_set *set, struct config_ctx *cx,

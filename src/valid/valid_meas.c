@@ -36,6 +36,7 @@
 #include "gpu/gpu.h"
 #include "network/net.h"
 #include "store/store.h"
+#include "calib.h"
 
 #define MAX_SETS 64
 
@@ -224,10 +225,10 @@ struct meas_ctx {
 
 static int add_point(struct valid_table *t, struct valid_pred *p,
 		     const struct store_meas_row *r, int use_min,
-		     struct diag *d)
+		     double *pred_s, struct diag *d)
 {
 	struct valid_row *v = valid_row_add(t, d);
-	double pred_s, meas_s = use_min ? r->time_min_s : r->time_s;
+	double meas_s = use_min ? r->time_min_s : r->time_s;
 	double scale = valid_point_scale(r);
 
 	if (!v)
@@ -240,12 +241,12 @@ static int add_point(struct valid_table *t, struct valid_pred *p,
 		snprintf(v->label, sizeof(v->label), "%s %.0f B", r->op,
 			 r->size_B);
 	v->size_B = r->size_B;
-	if (valid_predict_point(p, r, &pred_s, v->note, sizeof(v->note),
+	if (valid_predict_point(p, r, pred_s, v->note, sizeof(v->note),
 				d) != 0)
 		return -1;
 	v->measured = valid_point_rate(r, meas_s) / scale;
-	v->predicted = valid_point_rate(r, pred_s) / scale;
-	v->error = meas_s / pred_s - 1;
+	v->predicted = valid_point_rate(r, *pred_s) / scale;
+	v->error = meas_s / *pred_s - 1;
 	if (strcmp(r->check, "wrong") == 0) {
 		v->scored = 0;
 		snprintf(v->note, sizeof(v->note), "(check failed, not scored)");
@@ -256,15 +257,97 @@ static int add_point(struct valid_table *t, struct valid_pred *p,
 	return 0;
 }
 
+/* Predictions of a run's points with extra sets (calib_band's fn). */
+struct band_ctx {
+	struct config_ctx *cx;
+	const char *system;
+	const char **sets;
+	int nsets;
+	const struct store_meas_run *run;
+};
+
+static int band_eval(void *ctx, const char *const *extra, size_t nextra,
+		     double *out)
+{
+	struct band_ctx *b = ctx;
+	const char *sets[MAX_SETS + 4];
+	struct config_ctx cx = *b->cx;
+	struct valid_pred p;
+	struct arena a;
+	char note[64];
+	size_t i, n = 0;
+	int rc = 0;
+
+	for (i = 0; i < (size_t)b->nsets; i++)
+		sets[n++] = b->sets[i];
+	for (i = 0; i < nextra && n < MAX_SETS + 4; i++)
+		sets[n++] = extra[i];
+	arena_init(&a);
+	cx.arena = &a;
+	rc = valid_pred_open(&p, &cx, b->system, sets, n);
+	for (i = 0; rc == 0 && i < b->run->nrows; i++)
+		rc = valid_predict_point(&p, &b->run->rows[i], &out[i], note,
+					 sizeof(note), cx.diag);
+	if (p.net)
+		valid_pred_close(&p);
+	arena_release(&a);
+	return rc;
+}
+
+/* The 95% band of every row of t from the system's calibration. */
+static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
+		 const double *pred_s)
+{
+	size_t n = b->run->nrows, i;
+	double *sig = mem_alloc((n + 1) * sizeof(double));
+	int rc = -1;
+
+	if (sig && calib_band(b->cx, calib, "", 1, band_eval, b, pred_s, n,
+			      sig) == 0) {
+		for (i = 0; i < n && i < t->n; i++) {
+			const struct store_meas_row *r = &b->run->rows[i];
+			double hi_s = pred_s[i] + 1.96 * sig[i];
+			double lo_s = fmax(pred_s[i] - 1.96 * sig[i],
+					   1e-3 * pred_s[i]);
+
+			t->rows[i].lo = valid_point_rate(r, hi_s) /
+					valid_point_scale(r);
+			t->rows[i].hi = valid_point_rate(r, lo_s) /
+					valid_point_scale(r);
+		}
+		rc = 0;
+	}
+	if (!sig)
+		diag_oom(b->cx->diag);
+	mem_free(sig);
+	return rc;
+}
+
+static void title(struct valid_table *t, const struct store_meas_run *run,
+		  const char *system, int use_min)
+{
+	snprintf(t->id, sizeof(t->id), "measure run %lld", (long long)run->id);
+	snprintf(t->title, sizeof(t->title), "%s, %d ranks (%d x %d), %s "
+		 "backend, %s on %s (%s), %s; predicted on %s%s",
+		 run->nrows ? run->rows[0].op : "?", run->info.ranks,
+		 run->info.nodes, run->info.devices_per_node,
+		 run->info.backend, run->info.library_version, run->info.host,
+		 run->info.device, run->created_at, system,
+		 use_min ? "; fastest iterations" : "");
+	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
+}
+
 static int one_run(void *ctx, const struct store_meas_run *run)
 {
 	struct meas_ctx *m = ctx;
 	struct config_ctx *cx = m->cx;
 	const char *sets[MAX_SETS], *system = m->o->system ? m->o->system :
 					      run->info.system;
+	double *pred_s = NULL;
 	struct valid_table *t;
 	struct valid_pred p;
-	int n, rc = 0;
+	char fit_id[600];
+	int n, rc = 0, fitted;
 	uint32_t i;
 
 	if (!system || !system[0]) {
@@ -274,24 +357,29 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 		return 0;
 	}
 	if ((n = valid_run_sets(cx, run, sets, MAX_SETS)) < 0 ||
-	    !(t = valid_table_add(m->set, VK_MEASURED, cx->diag)))
+	    !(t = valid_table_add(m->set, VK_MEASURED, cx->diag)) ||
+	    !(pred_s = mem_alloc((run->nrows + 1) * sizeof(double))))
 		return -1;
-	snprintf(t->id, sizeof(t->id), "measure run %lld", (long long)run->id);
-	snprintf(t->title, sizeof(t->title), "%s, %d ranks (%d x %d), %s "
-		 "backend, %s on %s (%s), %s; predicted on %s%s",
-		 run->nrows ? run->rows[0].op : "?", run->info.ranks,
-		 run->info.nodes, run->info.devices_per_node,
-		 run->info.backend, run->info.library_version, run->info.host,
-		 run->info.device, run->created_at, system,
-		 m->o->use_min ? "; fastest iterations" : "");
-	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
-	if (valid_pred_open(&p, cx, system, sets, (size_t)n) != 0)
+	title(t, run, system, m->o->use_min);
+	if (valid_pred_open(&p, cx, system, sets, (size_t)n) != 0) {
+		mem_free(pred_s);
 		return -1;
+	}
 	for (i = 0; i < run->nrows && rc == 0; i++)
-		rc = add_point(t, &p, &run->rows[i], m->o->use_min, cx->diag);
+		rc = add_point(t, &p, &run->rows[i], m->o->use_min, &pred_s[i],
+			       cx->diag);
+	if (rc == 0 && p.sys->calibration) {
+		struct band_ctx b = { cx, system, sets, n, run };
+
+		rc = bands(t, &b, p.sys->calibration, pred_s);
+	}
 	valid_pred_close(&p);
+	snprintf(fit_id, sizeof(fit_id), "measure run %lld in %s",
+		 (long long)run->id, m->o->db ? m->o->db : "");
+	fitted = valid_is_fitted(m->set, fit_id);
 	for (i = 0; i < t->n; i++)
-		t->rows[i].in_sample = valid_is_fitted(m->set, t->id);
+		t->rows[i].in_sample = fitted;
+	mem_free(pred_s);
 	return rc;
 }
 
