@@ -17,7 +17,8 @@
 # accepts, and gfx90a), CUDA_GENCODE.
 
 BK_DIR := $(BUILD)/backend
-BK_OBJ := $(BK_DIR)/obj
+# Objects beside the library's (scripts/check-layers.sh reads them there).
+BK_OBJ := $(BUILD)/obj/src/backend
 BK_SRC := src/backend
 BK_CFLAGS = $(BASE_CFLAGS) $(WARN) -MMD -MP
 BK_COMMON := $(BK_OBJ)/bk_main.o $(BK_OBJ)/bk_data.o

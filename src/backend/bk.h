@@ -20,8 +20,8 @@
  *   use), 4 a library is missing (RCCL / NCCL / rocBLAS / cuBLAS not
  *   found, or the runtime cannot be loaded).
  */
-#ifndef LLMSIM_BK_H
-#define LLMSIM_BK_H
+#ifndef LLMSIM_BACKEND_BK_H
+#define LLMSIM_BACKEND_BK_H
 
 #include <stddef.h>
 

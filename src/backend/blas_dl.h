@@ -10,8 +10,8 @@
  * Column-major C (m x n) = A (m x k) B (k x n), no transposes, inputs and
  * output in one dtype, fp32 accumulation.
  */
-#ifndef LLMSIM_BLAS_DL_H
-#define LLMSIM_BLAS_DL_H
+#ifndef LLMSIM_BACKEND_BLAS_DL_H
+#define LLMSIM_BACKEND_BLAS_DL_H
 
 #include <stddef.h>
 #include <stdint.h>

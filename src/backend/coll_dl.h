@@ -14,8 +14,8 @@
  * flavour's names in the loader's search path, then its usual install
  * directories (coll_dl.c).
  */
-#ifndef LLMSIM_COLL_DL_H
-#define LLMSIM_COLL_DL_H
+#ifndef LLMSIM_BACKEND_COLL_DL_H
+#define LLMSIM_BACKEND_COLL_DL_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * NCCL's and both are loaded at run time (coll_dl.h); the BLAS differs
  * (rocBLAS / cuBLAS, blas_dl.h), and so do the library names searched.
  */
-#ifndef LLMSIM_GPU_PORT_H
-#define LLMSIM_GPU_PORT_H
+#ifndef LLMSIM_BACKEND_GPU_PORT_H
+#define LLMSIM_BACKEND_GPU_PORT_H
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>

@@ -18,13 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/config.h"
 #include "config/spec_system.h"
 #include "store/store.h"
-#include "valid/calib.h"
-#include "valid/valid.h"
+#include "calib/calib.h"
+#include "calib/valid.h"
 
 #define MAX_RUNS 64
 #define MAX_SETS 64

@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "base/units.h"

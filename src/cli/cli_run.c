@@ -21,7 +21,7 @@
 #include "config/schema.h"
 #include "config/spec_job.h"
 #include "store/store.h"
-#include "valid/calib.h"
+#include "calib/calib.h"
 #include "config/spec_system.h"
 
 struct run_opts {

@@ -22,12 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"
 #include "store/store.h"
-#include "valid/valid.h"
+#include "calib/valid.h"
 
 struct vopts {
 	int kinds[VK_COUNT];		/* 1: validate this kind */

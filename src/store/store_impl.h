@@ -5,8 +5,8 @@
  *
  * Depends on SQLite.
  */
-#ifndef LLMSIM_STORE_IMPL_H
-#define LLMSIM_STORE_IMPL_H
+#ifndef LLMSIM_STORE_STORE_IMPL_H
+#define LLMSIM_STORE_STORE_IMPL_H
 
 #include <stdint.h>
 

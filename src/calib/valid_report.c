@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/cnode.h"

@@ -28,8 +28,8 @@
  * errors and intervals, their correlation, the fit's errors and what it
  * was fitted on (`fitted_on: [measure run N, ...]`).
  */
-#ifndef LLMSIM_CALIB_H
-#define LLMSIM_CALIB_H
+#ifndef LLMSIM_CALIB_CALIB_H
+#define LLMSIM_CALIB_CALIB_H
 
 #include <stddef.h>
 #include <stdint.h>

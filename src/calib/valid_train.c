@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/config.h"

@@ -28,8 +28,8 @@
  * models, run and store; the CLI (cli_validate.c, cli_calibrate.c)
  * drives it.
  */
-#ifndef LLMSIM_VALID_H
-#define LLMSIM_VALID_H
+#ifndef LLMSIM_CALIB_VALID_H
+#define LLMSIM_CALIB_VALID_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/mem.h"
 #include "base/units.h"
 #include "config/schema.h"
