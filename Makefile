@@ -6,7 +6,8 @@
 #   make test       build and run every test
 #   make check      the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      benchmarks (engine events/s, a 16k-GPU run, max-min re-solve)
-#   make validate   predicted vs measured for the reference cases
+#   make validate   predicted vs measured for the reference cases and any
+#                   stored measurements (llmsim validate, the targets)
 #   make clean
 #
 # Local overrides (CC, extra flags) go in config.mak, which is not tracked.
@@ -146,11 +147,8 @@ bench: $(BIN) $(BENCH_BIN) $(TOOL_BIN)
 		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || exit 1; \
 	done
 
-validate: $(BIN) $(TOOL_BIN)
-	@rc=0; for s in scripts/validate-*.sh; do \
-		[ -x "$$s" ] || continue; echo "== $$s"; \
-		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || rc=1; \
-	done; exit $$rc
+validate: $(BIN)
+	$(BIN) validate --no-store
 
 clean:
 	rm -rf $(BUILD) build

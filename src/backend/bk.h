@@ -109,6 +109,7 @@ struct bk_info {
 	int ranks;			/* members of a collective */
 	int nodes;			/* hosts (processes that drive GPUs) */
 	int devices;			/* devices (GPUs) driven per process */
+	int cpus;			/* online CPUs of rank 0's host */
 	int is_root;			/* this process prints */
 };
 

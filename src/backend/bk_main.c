@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BK_PROTOCOL 1
 #define MAX_POINTS 256
@@ -356,8 +357,8 @@ static void print_hello(const struct bk_driver *drv, const struct bk_opts *o,
 	putchar(',');
 	json_str("runtime", in->runtime);
 	printf(",\"ranks\":%d,\"nodes\":%d,\"devices_per_node\":%d,"
-	       "\"iters\":%d,\"warmup\":%d}\n", in->ranks, in->nodes,
-	       in->devices, o->iters, o->warmup);
+	       "\"cpus\":%d,\"iters\":%d,\"warmup\":%d}\n", in->ranks,
+	       in->nodes, in->devices, in->cpus, o->iters, o->warmup);
 	fflush(stdout);
 }
 
@@ -534,6 +535,7 @@ int bk_main(const struct bk_driver *drv, int argc, char **argv)
 	}
 	memset(&in, 0, sizeof(in));
 	in.is_root = 1;
+	in.cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (!drv->supports(o.op, o.dtype, err, sizeof(err))) {
 		print_error(BK_USAGE, reason(BK_USAGE), err);
 		say(drv, err);

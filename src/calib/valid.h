@@ -125,8 +125,10 @@ int valid_load_fitted_file(struct valid_set *set, struct config_ctx *cx,
 
 /* Sources. Each adds its tables to set; 0, or -1 after reporting (a
  * bad reference file is bad input: d->errors says so). */
+/* sets: --set overrides applied to every kernel file's GPU preset
+ * (what-ifs while fitting a GPU's efficiencies). */
 int valid_kernels(struct valid_set *set, struct config_ctx *cx,
-		  const char *dir);
+		  const char *dir, const char *const *sets, size_t nsets);
 int valid_collectives(struct valid_set *set, struct config_ctx *cx,
 		      const char *dir);
 /* jobs: worker processes for the training cases (1 = in this one). */

@@ -36,6 +36,8 @@
 
 /* One reference file's header and its GPU. */
 struct ref {
+	const char *const *sets;	/* --set overrides for the GPU */
+	size_t nsets;
 	const char *path;		/* the file */
 	const char *id;			/* its id */
 	const char *gpu_name;		/* GPU preset */
@@ -138,7 +140,7 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 	if (read_timing(root, r, cx->diag) < 0)
 		return -1;
 	memset(&r->g, 0, sizeof(r->g));
-	if (config_load(cx, &gpu_schema, r->gpu_name, NULL, 0,
+	if (config_load(cx, &gpu_schema, r->gpu_name, r->sets, r->nsets,
 			&r->g) < 0)
 		return -1;
 	/* The model's time as the file's timing method measures it: each
@@ -313,7 +315,7 @@ static int do_row(struct valid_table *t, const struct ref *r,
 }
 
 static int do_file(struct valid_set *set, struct config_ctx *cx,
-		   const char *path)
+		   const char *path, const char *const *sets, size_t nsets)
 {
 	struct cnode *root, *rows;
 	struct valid_table *t;
@@ -322,6 +324,8 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 
 	memset(&r, 0, sizeof(r));
 	r.path = path;
+	r.sets = sets;
+	r.nsets = nsets;
 	root = cnode_load_yaml(cx->arena, path, cx->diag);
 	if (!root || root->kind != CNODE_MAP) {
 		if (root)
@@ -392,7 +396,7 @@ int valid_list_yaml(struct config_ctx *cx, const char *dir,
 }
 
 int valid_kernels(struct valid_set *set, struct config_ctx *cx,
-		  const char *dir)
+		  const char *dir, const char *const *sets, size_t nsets)
 {
 	const char **files;
 	size_t n, i;
@@ -400,7 +404,7 @@ int valid_kernels(struct valid_set *set, struct config_ctx *cx,
 	if (valid_list_yaml(cx, dir, &files, &n) != 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (do_file(set, cx, files[i]) != 0)
+		if (do_file(set, cx, files[i], sets, nsets) != 0)
 			return -1;
 	return 0;
 }

@@ -338,6 +338,25 @@ static void title(struct valid_table *t, const struct store_meas_run *run,
 	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
 }
 
+/* More mpi ranks than the host has CPUs time-share them, which llmsim
+ * does not model (each rank is a core of its own): shown, not scored. */
+static void oversubscribed(struct valid_table *t,
+			   const struct store_meas_run *run)
+{
+	size_t i;
+
+	if (strcmp(run->info.backend, "mpi") != 0 || run->info.cpus < 1 ||
+	    run->info.devices_per_node <= run->info.cpus)
+		return;
+	for (i = 0; i < t->n; i++)
+		if (t->rows[i].scored) {
+			t->rows[i].scored = 0;
+			snprintf(t->rows[i].note, sizeof(t->rows[i].note),
+				 "(%d ranks on %d CPUs, not scored)",
+				 run->info.devices_per_node, run->info.cpus);
+		}
+}
+
 static int one_run(void *ctx, const struct store_meas_run *run)
 {
 	struct meas_ctx *m = ctx;
@@ -380,6 +399,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	fitted = valid_is_fitted(m->set, fit_id);
 	for (i = 0; i < t->n; i++)
 		t->rows[i].in_sample = fitted;
+	oversubscribed(t, run);
 	mem_free(pred_s);
 	return rc;
 }

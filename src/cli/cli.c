@@ -102,7 +102,8 @@ static const struct cli_command commands[] = {
 	{ "validate", "compare predictions with measurements; fail past a tolerance",
 	  "usage: llmsim validate [--kind K[,K]...] [--reference DIR] [--db PATH]\n"
 	  "                       [--run N] [--system S] [--fastest] [--gates SET]\n"
-	  "                       [--tolerance P] [--jobs N] [--quiet] [--no-store]\n"
+	  "                       [--tolerance P] [--set KEY=VALUE]... [--jobs N]\n"
+	  "                       [--quiet] [--no-store]\n"
 	  "\n"
 	  "Predict every reference case (results/reference: kernels, collectives,\n"
 	  "training) and every measurement stored by `llmsim measure`, print\n"
@@ -125,6 +126,8 @@ static const struct cli_command commands[] = {
 	  "  --gates SET      gate set of validate.yaml (default targets;\n"
 	  "                   regression: what make test checks)\n"
 	  "  --tolerance P    every table's median |error| gate, e.g. 15%\n"
+	  "  --set KEY=VALUE  override a key of every kernel set's GPU\n"
+	  "                   (--set gemm_efficiency_dtype.fp8=0.7): what-ifs\n"
 	  "  --jobs N         processes for the training cases (default 2)\n"
 	  "  --quiet          print only the summary and the tables that miss\n"
 	  "  --no-store       do not store the rows\n"

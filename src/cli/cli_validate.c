@@ -8,7 +8,12 @@
  *
  *   llmsim validate [--kind K[,K]...] [--reference DIR] [--db PATH]
  *                   [--run N] [--system S] [--gates SET] [--tolerance P]
- *                   [--fastest] [--jobs N] [--quiet] [--no-store]
+ *                   [--set KEY=VALUE]... [--fastest] [--jobs N] [--quiet]
+ *                   [--no-store]
+ *
+ * --set overrides a key of every kernel set's GPU preset, as `llmsim
+ * run --set` does (--set gemm_efficiency_dtype.fp8=0.7): the what-if
+ * behind fitting a GPU's efficiencies (configs/gpus/README.md).
  *
  * Exit status: 0 every gate met; 1 a gate missed or a case failed to
  * run; 2 bad input (a bad reference file or option, --kind measured on a
@@ -40,6 +45,8 @@ struct vopts {
 	double tolerance;		/* fraction; NaN: the gate file's */
 	int64_t run;
 	int use_min, jobs, quiet, store;
+	const char **sets;		/* --set for the kernel sets' GPUs */
+	size_t nsets;
 };
 
 static int parse_kinds(struct vopts *o, const char *v)
@@ -88,6 +95,10 @@ static int value(struct vopts *o, int argc, char **argv, int *i)
 
 	if ((v = cli_option(argc, argv, i, "--kind", &missing)))
 		return parse_kinds(o, v);
+	if ((v = cli_option(argc, argv, i, "--set", &missing))) {
+		o->sets[o->nsets++] = strncmp(v, "gpu.", 4) == 0 ? v + 4 : v;
+		return CLI_OK;
+	}
 	if ((v = cli_option(argc, argv, i, "--reference", &missing)))
 		o->reference = v;
 	else if ((v = cli_option(argc, argv, i, "--db", &missing)))
@@ -300,10 +311,7 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 	char *dir;
 	int k, rc = 0;
 
-	static int (*const by_file[])(struct valid_set *, struct config_ctx *,
-				      const char *) = {
-		valid_kernels, valid_collectives,
-	};
+
 	static const char *const sub[] = {"kernels", "collectives",
 					  "training"};
 
@@ -314,8 +322,10 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 			diag_oom(cx->diag);
 			return -1;
 		}
-		rc = k == VK_TRAINING ? valid_training(set, cx, dir, o->jobs)
-				      : by_file[k](set, cx, dir);
+		rc = k == VK_TRAINING ? valid_training(set, cx, dir, o->jobs) :
+		     k == VK_KERNEL ? valid_kernels(set, cx, dir, o->sets,
+						    o->nsets) :
+		     valid_collectives(set, cx, dir);
 	}
 	if (rc == 0 && o->kinds[VK_MEASURED])
 		rc = measured(o, cx, set);
@@ -368,6 +378,11 @@ int cli_validate(int argc, char **argv, const char *argv0)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
+	if (!(o.sets = arena_alloc(&a, (size_t)argc * sizeof(*o.sets)))) {
+		diag_oom(&d);
+		rc = CLI_FAIL;
+		goto out;
+	}
 	if ((rc = parse(&o, argc, argv)) != CLI_OK)
 		goto out;
 	ref = o.reference ? o.reference :

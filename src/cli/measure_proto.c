@@ -100,6 +100,7 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 	i->ranks = (int)ranks;
 	i->nodes = (int)nodes;
 	i->devices_per_node = (int)per;
+	i->cpus = num_of(o, "cpus") >= 1 ? (int)num_of(o, "cpus") : 0;
 	m->have_hello = 1;
 	return 0;
 }

@@ -91,6 +91,7 @@ struct store_meas_info {
 	const char *library, *library_version, *library_path;
 	const char *runtime;		/* "CUDA 12.4 (driver 12.6)", "MPI 3.1" */
 	int ranks, nodes, devices_per_node;
+	int cpus;			/* online CPUs of the host (0: unknown) */
 	const char *command;		/* the command line that measured */
 };
 

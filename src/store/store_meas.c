@@ -62,8 +62,8 @@ static int put_info(struct store *st, int64_t id,
 	sqlite3_stmt *s = prepare(st, "INSERT INTO measure_runs(run_id, "
 		"backend, system, sets_json, host, device, library, "
 		"library_version, library_path, runtime, command, ranks, "
-		"nodes, devices_per_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		"?8, ?9, ?10, ?11, ?12, ?13, ?14)", d);
+		"nodes, devices_per_node, cpus) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+		"?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", d);
 	int rc;
 
 	if (!s)
@@ -77,6 +77,8 @@ static int put_info(struct store *st, int64_t id,
 		rc = sqlite3_bind_int(s, 13, in->nodes);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(s, 14, in->devices_per_node);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(s, 15, in->cpus);
 	rc = store_insert(s, rc);
 	if (rc != SQLITE_DONE)
 		store_report(st, d, "storing the measurement's setting");
@@ -342,6 +344,7 @@ static int visit(struct store *st, sqlite3_stmt *runs, sqlite3_stmt *pts,
 	r.info.ranks = (int)sqlite3_column_int(runs, 13);
 	r.info.nodes = (int)sqlite3_column_int(runs, 14);
 	r.info.devices_per_node = (int)sqlite3_column_int(runs, 15);
+	r.info.cpus = (int)sqlite3_column_int(runs, 16);
 	if ((n = read_points(st, pts, r.id, &rows, d)) < 0)
 		return -1;
 	r.rows = rows;
@@ -358,7 +361,8 @@ int64_t store_each_measure(struct store *st, int64_t id,
 	sqlite3_stmt *runs = prepare(st, "SELECT r.id, r.created_at, "
 		"r.config_json, i.backend, i.system, i.sets_json, i.host, "
 		"i.device, i.library, i.library_version, i.library_path, "
-		"i.runtime, i.command, i.ranks, i.nodes, i.devices_per_node "
+		"i.runtime, i.command, i.ranks, i.nodes, i.devices_per_node, "
+		"i.cpus "
 		"FROM runs r JOIN measure_runs i ON i.run_id = r.id "
 		"WHERE ?1 <= 0 OR r.id = ?1 ORDER BY r.id", d);
 	sqlite3_stmt *pts = runs ? prepare(st, "SELECT op, type, "

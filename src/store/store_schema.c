@@ -113,6 +113,7 @@ const struct store_migration store_migrations[] = {
 	  "  ranks            INTEGER NOT NULL CHECK (ranks >= 1),\n"
 	  "  nodes            INTEGER NOT NULL CHECK (nodes >= 1),\n"
 	  "  devices_per_node INTEGER NOT NULL CHECK (devices_per_node >= 1),\n"
+	  "  cpus             INTEGER NOT NULL CHECK (cpus >= 0),\n"
 	  "  command          TEXT NOT NULL\n"
 	  ");\n"
 	  "CREATE TABLE measurements (\n"

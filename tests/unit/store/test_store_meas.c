@@ -12,7 +12,7 @@
 
 static const struct store_meas_info INFO = {
 	"mpi", "cpu-host", "[\"nodes=1\"]", "vm", "AMD EPYC (2 CPUs)",
-	"Open MPI", "Open MPI v4.1.4", "", "MPI 3.1", 2, 1, 2,
+	"Open MPI", "Open MPI v4.1.4", "", "MPI 3.1", 2, 1, 2, 2,
 	"mpirun -n 2 llmsim-backend-mpi --op allreduce",
 };
 
