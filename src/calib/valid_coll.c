@@ -165,6 +165,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 		if (net_collective_time(n, &c, &p, cx->diag) != 0 ||
 		    add_row(t, &r, k, &p, cx->diag) != 0)
 			goto out;
+		t->rows[t->n - 1].in_sample = valid_is_fitted(set, t->id);
 	}
 	rc = 0;
 out:

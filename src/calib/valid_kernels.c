@@ -348,6 +348,8 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	for (i = 0; i < rows->nitems; i++)
 		if (do_row(t, &r, rows->items[i], cx->diag) < 0)
 			return -1;
+	for (i = 0; i < t->n; i++)
+		t->rows[i].in_sample = valid_is_fitted(set, t->id);
 	return 0;
 }
 

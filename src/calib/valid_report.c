@@ -432,7 +432,7 @@ void valid_print_summary(FILE *out, const struct valid_set *set)
 		for (j = 0; j < set->t[i].n; j++) {
 			const struct valid_row *r = &set->t[i].rows[j];
 
-			rows++;
+			rows += r->scored != 0;
 			in += r->in_sample && r->scored;
 			if (r->scored && !isnan(r->lo)) {
 				nint++;
@@ -463,7 +463,7 @@ void valid_print_summary(FILE *out, const struct valid_set *set)
 	fprintf(out, "  overall: errors as speed (+ = llmsim faster than "
 		"measured); the headline is the independent line\n");
 	fprintf(out, "  in-sample rows (their case was fitted on; not "
-		"validation): %zu of %zu\n", in, rows);
+		"validation): %zu of %zu scored\n", in, rows);
 	if (nint)
 		fprintf(out, "  %zu of %zu measured values inside the predicted "
 			"95%% interval (%.0f%%)\n", ninside, nint,

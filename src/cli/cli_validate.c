@@ -385,7 +385,8 @@ int cli_validate(int argc, char **argv, const char *argv0)
 	}
 	if ((rc = parse(&o, argc, argv)) != CLI_OK)
 		goto out;
-	ref = o.reference ? o.reference :
+	ref = o.reference ? o.reference : cx.data_root &&
+	      strcmp(cx.data_root, ".") == 0 ? "results/reference" :
 	      arena_printf(&a, "%s/results/reference", cx.data_root);
 	gfile = ref ? arena_printf(&a, "%s/validate.yaml", ref) : NULL;
 	if (!cx.data_root || !gfile) {
