@@ -139,6 +139,8 @@ struct calib_file {
 	double *corr;				/* npar x npar, arena */
 	double residual_ln;			/* the points' scatter about the
 						   fit, sigma of ln ratio */
+	const char **fitted_on;			/* "measure run N in DB" (arena) */
+	size_t nfitted;
 };
 
 int calib_file_write(const char *path, const struct calib_problem *pb,

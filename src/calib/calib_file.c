@@ -219,6 +219,25 @@ static int read_corr(struct config_ctx *cx, const struct cnode *c,
 	return 0;
 }
 
+static int read_fitted(struct config_ctx *cx, const struct cnode *v,
+		       struct calib_file *f)
+{
+	size_t i;
+
+	if (!v || v->kind != CNODE_SEQ)
+		return 0;
+	f->fitted_on = arena_alloc(cx->arena, (v->nitems + 1) *
+				   sizeof(*f->fitted_on));
+	if (!f->fitted_on) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	for (i = 0; i < v->nitems; i++)
+		if (v->items[i]->kind == CNODE_SCALAR)
+			f->fitted_on[f->nfitted++] = v->items[i]->text;
+	return 0;
+}
+
 int calib_file_load(struct config_ctx *cx, const char *path,
 		    struct calib_file *f)
 {
@@ -238,6 +257,8 @@ int calib_file_load(struct config_ctx *cx, const char *path,
 	if (!ps || ps->kind != CNODE_SEQ)
 		return bad(cx->diag, doc, "expected 'params:' (a file `llmsim "
 			   "calibrate` writes)");
+	if (read_fitted(cx, cnode_get(doc, "fitted_on"), f) != 0)
+		return -1;
 	if (read_params(cx, ps, f) != 0)
 		return -1;
 	return read_corr(cx, cnode_get(doc, "correlation"), f);

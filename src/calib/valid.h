@@ -146,6 +146,7 @@ struct valid_meas_opts {
 					   their runs ("measure run N in DB") */
 };
 
+/* The measure runs predicted (0: the database holds none), or -1. */
 int valid_measured(struct valid_set *set, struct config_ctx *cx,
 		   struct store *st, const struct valid_meas_opts *o);
 

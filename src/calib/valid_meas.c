@@ -338,6 +338,22 @@ static void title(struct valid_table *t, const struct store_meas_run *run,
 	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
 }
 
+/* Whether the calibration at path was fitted on the run id names (its
+ * rows are then in-sample when predicted with it). */
+static int calib_names(struct config_ctx *cx, const char *path,
+		       const char *id)
+{
+	struct calib_file f;
+	size_t i;
+
+	if (calib_file_load(cx, path, &f) != 0)
+		return 0;
+	for (i = 0; i < f.nfitted; i++)
+		if (strcmp(f.fitted_on[i], id) == 0)
+			return 1;
+	return 0;
+}
+
 /* More mpi ranks than the host has CPUs time-share them, which llmsim
  * does not model (each rank is a core of its own): shown, not scored. */
 static void oversubscribed(struct valid_table *t,
@@ -367,6 +383,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	struct valid_table *t;
 	struct valid_pred p;
 	char fit_id[600];
+	const char *p_calib = NULL;
 	int n, rc = 0, fitted;
 	uint32_t i;
 
@@ -388,7 +405,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	for (i = 0; i < run->nrows && rc == 0; i++)
 		rc = add_point(t, &p, &run->rows[i], m->o->use_min, &pred_s[i],
 			       cx->diag);
-	if (rc == 0 && p.sys->calibration) {
+	if (rc == 0 && (p_calib = p.sys->calibration)) {
 		struct band_ctx b = { cx, system, sets, n, run };
 
 		rc = bands(t, &b, p.sys->calibration, pred_s);
@@ -396,7 +413,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	valid_pred_close(&p);
 	snprintf(fit_id, sizeof(fit_id), "measure run %lld in %s",
 		 (long long)run->id, m->o->db ? m->o->db : "");
-	fitted = valid_is_fitted(m->set, fit_id);
+	fitted = p_calib && calib_names(cx, p_calib, fit_id);
 	for (i = 0; i < t->n; i++)
 		t->rows[i].in_sample = fitted;
 	oversubscribed(t, run);
@@ -410,12 +427,5 @@ int valid_measured(struct valid_set *set, struct config_ctx *cx,
 	struct meas_ctx m = { set, cx, o, 0 };
 	int64_t n = store_each_measure(st, o->run, one_run, &m, cx->diag);
 
-	if (n < 0)
-		return -1;
-	if (n == 0) {
-		diag_error(cx->diag, NULL, 0, 0, "the database holds no "
-			   "measurements (llmsim measure stores them)");
-		return -1;
-	}
-	return 0;
+	return n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int)n;
 }

@@ -14,6 +14,7 @@
  */
 #include "cli.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct gathered {
 	size_t n, cap;
 	const char *system;		/* the runs' system, if one */
 	int mixed;			/* runs name different systems */
-	char runs[512];			/* "measure run 1 in DB, ..." */
+	char runs[4096];		/* "measure run 1 in DB, ..." */
 	char what[256];			/* backend, library, host of the first */
 };
 
@@ -143,9 +144,11 @@ static int copy_row(struct arena *a, struct store_meas_row *to,
 static void note_run(struct gathered *g, const struct store_meas_run *r)
 {
 	size_t len = strlen(g->runs);
+	char real[PATH_MAX];
+	const char *db = realpath(g->o->db, real) ? real : g->o->db;
 
 	snprintf(g->runs + len, sizeof(g->runs) - len, "%smeasure run %lld in "
-		 "%s", len ? ", " : "", (long long)r->id, g->o->db);
+		 "%s", len ? ", " : "", (long long)r->id, db);
 	if (!g->what[0])
 		snprintf(g->what, sizeof(g->what), "%s backend, %s on %s",
 			 r->info.backend, r->info.library_version, r->info.host);

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "base/arena.h"
@@ -281,8 +282,8 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 		     arena_printf(cx->arena, "%s/results/llmsim.db",
 				  cx->data_root);
 	struct valid_meas_opts mo = { o->run, o->system, o->use_min, path };
+	char real[PATH_MAX];
 	struct store *st;
-	unsigned errors = cx->diag->errors;
 	int rc;
 
 	if (!path) {
@@ -291,18 +292,19 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 	}
 	if (!o->explicit_kinds && access(path, R_OK) != 0)
 		return 0;
-	if (o->system && strchr(o->system, '/') &&
-	    valid_load_fitted_file(set, cx, o->system) != 0)
-		return -1;
 	if (!(st = store_open(path, cx->diag)))
 		return -1;
+	/* Calibrations name their runs by the database's real path. */
+	if (realpath(path, real))
+		mo.db = real;
 	rc = valid_measured(set, cx, st, &mo);
 	store_close(st);
-	if (rc != 0 && !o->explicit_kinds && cx->diag->errors == errors + 1 &&
-	    set->n == 0) {
-		/* only "no measurements": fine when not asked for */
+	if (rc == 0 && o->explicit_kinds) {
+		diag_error(cx->diag, path, 0, 0, "the database holds no "
+			   "measurements (llmsim measure stores them)");
+		return -1;
 	}
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
