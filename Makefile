@@ -101,8 +101,11 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(BUILD)/obj/src/cli/main.o $(LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(UNIT): $(TEST_OBJ) $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+# The backends' shared data and check code is plain C with no dependency:
+# its unit tests (tests/unit/backend) link it in.
+$(UNIT): $(TEST_OBJ) $(LIB) $(BK_COMMON)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(BK_COMMON) $(TEST_LIBS) \
+		$(PKG_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
