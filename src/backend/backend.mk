@@ -47,6 +47,7 @@ $(BK_OBJ)/mpi.o: $(BK_SRC)/mpi.c
 	$(MPICC) $(BK_CFLAGS) -c $< -o $@
 
 $(BK_DIR)/llmsim-backend-mpi: $(BK_OBJ)/mpi.o $(BK_COMMON)
+	@mkdir -p $(@D)
 	$(MPICC) -o $@ $^ -lm
 endif
 
@@ -67,6 +68,7 @@ $(BK_OBJ)/gpu-hip.o: $(BK_SRC)/gpu.cu
 	$(HIPCC) $(HIP_FLAGS) -c $< -o $@
 
 $(BK_DIR)/llmsim-backend-hip: $(BK_OBJ)/gpu-hip.o $(BK_OBJ)/dl.o $(BK_COMMON)
+	@mkdir -p $(@D)
 	$(HIPCC) $(addprefix --offload-arch=,$(HIP_ARCH)) -o $@ $^ \
 		$(MPI_LIBS) -ldl -lm
 endif
@@ -85,6 +87,7 @@ $(BK_OBJ)/gpu-cuda.o: $(BK_SRC)/gpu.cu
 	$(NVCC) $(NV_FLAGS) -c $< -o $@
 
 $(BK_DIR)/llmsim-backend-cuda: $(BK_OBJ)/gpu-cuda.o $(BK_OBJ)/dl.o $(BK_COMMON)
+	@mkdir -p $(@D)
 	$(NVCC) $(CUDA_GENCODE) -o $@ $^ $(filter -L% -l%,$(MPI_LIBS)) -ldl -lm
 
 # Our NCCL and cuBLAS declarations against the real headers (compile-time
@@ -101,6 +104,7 @@ endif
 
 # A test program for the loader (tests/backend.sh).
 $(BK_DIR)/dl-test: $(BK_OBJ)/dl_test.o $(BK_OBJ)/dl.o
+	@mkdir -p $(@D)
 	$(CC) -o $@ $^ -ldl
 
 $(BK_OBJ)/dl_test.o: tests/backend/dl_test.c
