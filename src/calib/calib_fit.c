@@ -35,11 +35,18 @@
 
 /* ---- the transform p(u) --------------------------------------------- */
 
+/* Strictly inside the bounds (a schema minimum is often exclusive), as
+ * far as doubles go: e^u and 1 / (1 + e^-u) round to the bounds at
+ * |u| > 700 and > 36. */
 static double p_of_u(const struct calib_param *p, double u)
 {
+	double s;
+
 	if (isinf(p->hi))
-		return p->lo + exp(u);
-	return p->lo + (p->hi - p->lo) / (1 + exp(-u));
+		return p->lo + fmax(exp(u), 1e-300);
+	s = 1 / (1 + exp(-u));
+	s = fmin(fmax(s, 1e-12), 1 - 1e-12);
+	return p->lo + (p->hi - p->lo) * s;
 }
 
 static double dp_du(const struct calib_param *p, double u)
@@ -164,6 +171,8 @@ static int residuals(const gsl_vector *u, void *arg, gsl_vector *f)
 	struct fitctx *c = arg;
 	size_t i;
 
+	if (c->failed)
+		return GSL_EBADFUNC;	/* reported once */
 	for (i = 0; i < c->pb->npar; i++)
 		c->v[i] = p_of_u(&c->pb->par[i], gsl_vector_get(u, i));
 	if (predict_idx(c->pb, c->v, c->idx, c->n, c->t, c->d) != 0) {

@@ -220,15 +220,16 @@ static int gather(struct gathered *g, struct diag *d)
 	return CLI_OK;
 }
 
-/* Of the candidates, those the system sets above their lower bound (a
- * zero latency is a mechanism the preset leaves out, not a value to
- * tune): they move to the front; the count. */
+/* Of the candidates, those the system sets inside their bounds (a zero
+ * latency is a mechanism the preset leaves out, an efficiency of 1 says
+ * the rate beside it is itself measured: neither is a value to tune);
+ * they move to the front; the count. */
 static long keep_set(struct calib_param *c, size_t n)
 {
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++)
-		if (c[i].start > c[i].lo) {
+		if (c[i].start > c[i].lo && c[i].start < c[i].hi) {
 			struct calib_param t = c[k];
 
 			c[k++] = c[i];
