@@ -67,55 +67,77 @@ def fixed_class(name):
     return None
 
 
-def classify_measured(kernels):
-    """[(class, dur_us)] for one step, and the step's idle time (us)."""
+def classify_measured(kernels, layers):
+    """[(class, dur_us)] for one step of a model of `layers` layers.
+
+    A decoder layer runs norm, QKV GEMM, attention, output GEMM (the
+    attention half), norm, two MLP GEMMs (the MLP half); the backward
+    runs the halves in reverse, each GEMM as dgrad + wgrad. Norms switch
+    halves, so the half and the GEMMs seen in it place a generic kernel.
+    """
     out = []
-    anchor = "start"	# what the last anchor kernel was
-    gemms_in_layer = 0
-    seen_loss = False
+    half = None		# "attn", "mlp", or "head" (final norm, logits)
+    gemms = 0		# GEMMs since the half began
+    anchor = "start"
+    backward = False
+    norms = 0		# norms seen in this pass
     for name, ts, dur, _ in kernels:
         c = fixed_class(name)
-        if c == "cross_entropy":
-            seen_loss = True
-        if c == "gemm":
-            gemms_in_layer += 1
-            anchor = "gemm%d" % gemms_in_layer
+        if c in ("cross_entropy", "optimizer") and not backward:
+            backward = True
+            norms = 0
+            half = "head"
+        if c == "norm" and ("vectorized_layer_norm" in name or
+                            "grad_input" in name or "rms_norm" in name):
+            # one norm (forward kernel, or backward's first kernel):
+            # forward 2L layer norms then the final one; backward the
+            # final one first
+            k = norms if not backward else 2 * layers - norms
+            half = "head" if k >= 2 * layers else \
+                ("attn" if k % 2 == 0 else "mlp")
+            if backward:	# the norm ends the half below it
+                half = "mlp" if k % 2 == 0 else "attn"
+                if k == 0:
+                    half = "embed"
+            norms += 1
+            gemms = 0
+            anchor = "norm"
+        elif c == "gemm":
+            gemms += 1
+            anchor = "gemm"
         elif c == "attention":
             anchor = "attention"
-        elif c == "norm":
-            anchor = "norm"
-            gemms_in_layer = 0
         if c is None:
-            c = generic_class(name, anchor, seen_loss)
+            c = generic_class(half, gemms, anchor, backward)
         out.append((c, dur))
     return out
 
 
-def generic_class(name, anchor, backward):
+def generic_class(half, gemms, anchor, backward):
     """Class of a PyTorch elementwise/copy/reduce kernel from context."""
-    if not backward:
-        if anchor == "gemm1":
-            return "qkv_prep"		# rotary, repeat_interleave of K/V
-        if anchor == "attention":
-            return "attn_out"
-        if anchor in ("gemm2", "gemm4"):
-            return "residual"		# x + proj(...), x + fc2(...)
-        if anchor == "gemm3":
-            return "activation"		# silu(g) * u
-        if anchor == "gemm5":
-            return "cross_entropy"	# logits.float(), fills
-        return "other"
-    # backward: anchors are dgrad/wgrad pairs and the attention backward
-    if anchor == "norm":
-        return "residual"		# sum of the residual branch gradients
     if anchor == "attention":
-        return "qkv_prep"		# reduce over expanded heads, rotary bwd
-    if anchor == "gemm2":
-        return "activation"		# after fc2 dgrad+wgrad: SwiGLU backward
-    if anchor == "gemm4":
-        return "attn_out"		# after proj dgrad+wgrad: layout copy
-    if anchor in ("gemm1", "start"):
-        return "cross_entropy"
+        return "attn_out" if not backward else "qkv_prep"
+    if half == "head":
+        return "cross_entropy"		# upcast, fills, downcast
+    if anchor == "norm":
+        return "residual" if backward else "other"
+    if anchor != "gemm":
+        return "other"
+    if not backward:
+        if half is None:
+            return "other"
+        if half == "attn":
+            return "qkv_prep" if gemms == 1 else "residual"
+        if gemms == 1:
+            return "activation"		# silu(g) * u
+        return "residual" if gemms == 2 else "cross_entropy"
+    # backward: each linear is dgrad + wgrad
+    if half == "mlp" and gemms == 2:
+        return "activation"		# SwiGLU backward after fc2
+    if half == "attn" and gemms == 2:
+        return "attn_out"
+    if half is None or gemms > 2:
+        return "cross_entropy"		# after the logits GEMMs
     return "other"
 
 
@@ -180,7 +202,7 @@ def main():
         m = json.load(f)
     ks = first_step(m["kernels"], m.get("profiled_steps", 1))
     meas = defaultdict(float)
-    for c, dur in classify_measured(ks):
+    for c, dur in classify_measured(ks, m.get("layers", 0)):
         meas[c] += dur
     span = ks[-1][1] + ks[-1][2] - ks[0][1]
     meas["idle"] = span - sum(meas.values())
