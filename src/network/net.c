@@ -11,7 +11,13 @@
  * model sees them (RUN_LIBRARY: latency constants and bandwidth, without
  * the kernels' loop costs and sustained caps of pipe.h, which NCCL's
  * model does not charge), so the choice is the library's even where its
- * model is too kind; the chosen plan is then timed in full. Plans, idle
+ * model is too kind; the chosen plan is then timed in full. Where the
+ * library's tuner scales an algorithm's bandwidth by a measured ratio
+ * (RCCL's bwRatio per algorithm, protocol and node count: its model of
+ * what the kernels reach, e.g. trees across 2 MI300X nodes at 0.11 of a
+ * ring's Simple bandwidth), the candidate's transfer time is divided by
+ * that ratio for the choice only: t_choice = L + (t - L) / r, L the
+ * plan's latency constants. Plans, idle
  * times and choices are cached by collective (pcache.h), so a step that
  * repeats a collective pays once.
  *
@@ -253,6 +259,57 @@ static int forced(int desc, int sys, int count)
 	return v >= 0 && v < count ? v : -1;
 }
 
+/* Nodes (scale-up domains) the collective's GPUs span. */
+static uint32_t span_nodes(const struct net *n, const struct coll_desc *c)
+{
+	uint32_t per = n->topo->gpus_per_node ? n->topo->gpus_per_node : 1;
+	uint32_t i, lo = UINT32_MAX, hi = 0, count = 0, last = UINT32_MAX;
+
+	/* GPUs fill nodes in order in every group llmsim builds; count node
+	 * changes along the list, bounded by the id range. */
+	for (i = 0; i < c->ngpus; i++) {
+		uint32_t k = c->gpus[i] / per;
+
+		if (k != last)
+			count++;
+		last = k;
+		if (k < lo)
+			lo = k;
+		if (k > hi)
+			hi = k;
+	}
+	if (count > hi - lo + 1)
+		count = hi - lo + 1;
+	return count ? count : 1;
+}
+
+/* The plan's latency constants: the sum of its phases' (s). */
+static double plan_latency_s(const struct plan *pl)
+{
+	double s = 0;
+	uint32_t i;
+
+	for (i = 0; i < pl->nphases; i++)
+		s += pl->phases[i].latency_s;
+	return s;
+}
+
+/* What the library's tuner believes candidate cp takes, from its idle
+ * library-view time t_s (see the file comment). */
+static double choice_time(const struct net *n, const struct cplan *cp,
+			  const struct coll_desc *c, double t_s)
+{
+	const struct coll_lib_spec *lib = n->sys->collectives;
+	double r = lib->algo[cp->plan.algo]
+			   .select_bw[algo_scale(span_nodes(n, c))]
+			   .r[cp->plan.proto];
+	double lat = plan_latency_s(&cp->plan);
+
+	if (!(r > 0) || r >= 1 || t_s <= lat)
+		return t_s;
+	return lat + (t_s - lat) / r;
+}
+
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
@@ -267,12 +324,17 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 
 			if ((fa >= 0 && a != fa) || (fp >= 0 && p != fp))
 				continue;
+			if (fa < 0 && n->sys->collectives->algo[a].max_bytes > 0 &&
+			    c->bytes > n->sys->collectives->algo[a].max_bytes)
+				continue;	/* the library hands it on */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;
 			if (rc != 0)
 				return rc;
 			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
+			if (rc == 0)
+				t = choice_time(n, cp, c, t);
 			cplan_unref(cp);
 			if (rc != 0)
 				return -1;
