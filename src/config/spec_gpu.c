@@ -184,6 +184,12 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "multi_tensor_efficiency", .type = ST_NUM,
+	  .offset = OFF(multi_tensor_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
+		  "kernels of fused optimizers reach (chunks of 65536 elements, "
+		  "at most 320 blocks a launch)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
 };

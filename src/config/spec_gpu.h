@@ -79,6 +79,8 @@ struct gpu_spec {
 	struct gpu_mem_level l2;		/* L2 a kernel can count on for reuse; may be absent */
 	double lds_per_cu_B;			/* B, LDS / shared memory per CU or SM */
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
+	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
+						 * kernels (fused optimizers, norms, casts) reach */
 };
 
 extern const struct schema gpu_schema;

@@ -16,6 +16,41 @@ const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 
+const char *const opt_update_names[] = {"fused", "eager", NULL};
+
+#define SOFF(m) offsetof(struct opt_step_spec, m)
+
+static const struct schema_field opt_step_fields[] = {
+	{ .key = "grad_unscale", .type = ST_BOOL, .offset = SOFF(grad_unscale),
+	  .def = "false",
+	  .help = "fp16 jobs: unscale the gradients and check them for inf/NaN "
+		  "(read and write the gradient buffer)" },
+	{ .key = "grad_norm", .type = ST_BOOL, .offset = SOFF(grad_norm),
+	  .def = "false", .help = "gradient-norm pass of clipping (read the gradients)" },
+	{ .key = "grad_clip", .type = ST_BOOL, .offset = SOFF(grad_clip),
+	  .def = "false",
+	  .help = "gradients multiplied by the clip coefficient every step "
+		  "(read and write them)" },
+	{ .key = "update", .type = ST_ENUM, .offset = SOFF(update),
+	  .values = opt_update_names, .def = "fused",
+	  .help = "fused: one multi_tensor_apply pass; eager: a per-tensor loop "
+		  "of PyTorch ops (9 kernels with intermediates)" },
+	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
+	  .def = "false",
+	  .help = "with master weights, copy them to the 16-bit model weights "
+		  "(read fp32, write 16-bit)" },
+	{ .key = "zero_grad", .type = ST_BOOL, .offset = SOFF(zero_grad),
+	  .def = "false", .help = "zero the gradient buffer (write it)" },
+};
+
+static const struct schema opt_step_schema = {
+	.kind = "framework.optimizer_step",
+	.help = "the passes of the optimizer step over a rank's parameters",
+	.size = sizeof(struct opt_step_spec),
+	.fields = opt_step_fields,
+	.nfields = SCHEMA_COUNT(opt_step_fields),
+};
+
 #define FOFF(m) offsetof(struct framework_spec, m)
 
 static const struct schema_field framework_fields[] = {
@@ -75,6 +110,10 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "optimizer_step", .type = ST_SECTION,
+	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "passes of the optimizer step (absent: one fused update)" },
 };
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};

@@ -67,6 +67,26 @@ enum attention_impl {
 	ATTN_UNFUSED		/* QK^T and AV GEMMs with a materialized softmax */
 };
 
+/* How the framework runs the optimizer's parameter update. */
+enum opt_update_impl {
+	OPT_UPDATE_FUSED,	/* one multi_tensor_apply pass (apex/torch fused Adam) */
+	OPT_UPDATE_EAGER	/* a per-tensor loop of PyTorch ops (Composer's
+				 * DecoupledAdamW): 9 kernels, intermediates */
+};
+
+extern const char *const opt_update_names[];
+
+/* The passes of the optimizer step over a rank's shard, as the framework
+ * runs them (train_dp.c costs each). */
+struct opt_step_spec {
+	int grad_unscale;	/* fp16 loss scaling: unscale + inf check (fp16 jobs only) */
+	int grad_norm;		/* the gradient-norm pass of clipping */
+	int grad_clip;		/* gradients scaled by the clip coefficient every step */
+	int update;		/* enum opt_update_impl */
+	int copy_params;	/* fp32 master weights copied to the 16-bit model weights */
+	int zero_grad;		/* the gradient buffer zeroed for the next step */
+};
+
 /* What the training framework does beyond the model and the layout. */
 struct framework_spec {
 	const char *name;			/* preset name */
@@ -88,6 +108,7 @@ struct framework_spec {
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
+	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 };
 
 extern const struct schema framework_schema;

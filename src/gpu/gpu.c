@@ -36,6 +36,18 @@
  * its few FLOPs hide under the memory time (or the reverse). Valid for
  * coalesced streaming access; gathers and atomics run slower.
  *
+ * Multi-tensor kernels (PyTorch's and apex's multi_tensor_apply: fused
+ * Adam/AdamW, gradient norms, unscale, master-to-model copies) walk
+ * lists of tensors in chunks of 65536 elements, at most 320 blocks per
+ * launch, a block per chunk; they stream at a measured fraction e_mt of
+ * the level's bandwidth:
+ *
+ *     t = n_launch t_launch + max(F / R_vec, (r + w) / (B_l e_mt))
+ *
+ * (H200: PyTorch 2.11's fused AdamW moved 14 B per parameter of 1.92e9
+ * at 2.19 TB/s in a profiled training step, 0.52 of the copy rate;
+ * results/reference/device/h200-train-step-4layers-2026-11-29.json.)
+ *
  * t_launch is the per-kernel cost of a kernel in a back-to-back stream
  * (dispatch, drain, host issue), added rather than overlapped because a
  * kernel's blocks cannot start before it is dispatched nor the next kernel
@@ -177,6 +189,31 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 		comp_s = flops / g->vector_fp32_flops;
 	return gpu_make_cost(g, flops, bytes, (int)l, 1, fmax(comp_s, mem_s),
 			     comp_s, mem_s);
+}
+
+struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
+				    double write_B, double flops,
+				    double launches)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	double bytes, mem_s, comp_s = 0, eff = g->multi_tensor_efficiency;
+
+	gpu_require_size(read_B, "bytes read");
+	gpu_require_size(write_B, "bytes written");
+	gpu_require_size(flops, "FLOPs");
+	gpu_require_size(launches, "launches");
+	bytes = read_B + write_B;
+	if (bytes == 0 && flops == 0)
+		return zero;
+	if (!(eff > 0) || eff > 1)
+		eff = 1;
+	/* optimizer states are far larger than any cache: HBM */
+	mem_s = bytes / (gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM) * eff);
+	if (g->vector_fp32_flops > 0)
+		comp_s = flops / g->vector_fp32_flops;
+	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM,
+			     launches < 1 ? 1 : (int)launches,
+			     fmax(comp_s, mem_s), comp_s, mem_s);
 }
 
 double gpu_usable_memory_B(const struct gpu_spec *g)

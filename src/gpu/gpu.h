@@ -116,6 +116,14 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 			      double write_B, double flops,
 			      double working_set_B);
 
+/* A pass of multi_tensor_apply kernels (PyTorch/apex fused optimizers,
+ * gradient norms, unscaling, casts over lists of tensors): a memory-bound
+ * op at multi_tensor_efficiency of the serving level's bandwidth, with
+ * `launches` kernel launches. */
+struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
+				    double write_B, double flops,
+				    double launches);
+
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */
 double gpu_attention_flops(const struct gpu_attn_shape *a, int backward);
