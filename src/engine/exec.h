@@ -124,8 +124,27 @@ int prog_dep(struct prog *p, task_id before, task_id after);
 uint32_t prog_ranks(const struct prog *p);
 uint32_t prog_tasks(const struct prog *p);
 
+/* Per-rank variability (exec_jitter.c has the model and its sources):
+ * both 0 = a deterministic fleet, no synchronization tax. */
+struct exec_jitter {
+	double op_sigma;	/* relative sd of a GPU's pace over one op (a
+				 * microbatch's compute run on one rank) */
+	double gpu_sigma;	/* relative sd of a GPU's persistent pace */
+};
+
+/* Make every rendezvous of p wait for its slowest member under j. */
+void prog_set_jitter(struct prog *p, const struct exec_jitter *j);
+
+/* E[max] and Var[max] of n independent standard normals (e(1) = 0,
+ * v(1) = 1), by quadrature. */
+double exec_emax(double n);
+double exec_vmax(double n);
+
 struct exec_result {
-	double step_s;				/* s, end of the last task */
+	double step_s;				/* s, end of the last task: the
+						 * mean with variability */
+	double step_sd_s;			/* s, step-to-step standard deviation
+						 * from per-op variability (0 without) */
 	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
 	uint32_t final_rank;			/* rank of the last task */
 	uint64_t events;			/* engine events executed */
