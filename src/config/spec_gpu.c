@@ -86,6 +86,15 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, block_q),
 	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
 	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "flash2_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels (flash-attn, PyTorch SDPA flash), "
+		  "forward (default fwd_efficiency: the same kernel)" },
+	{ .key = "flash2_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels, backward (default bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -211,6 +220,10 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.fwd_efficiency = g->gemm_efficiency;
 	if (g->attention.bwd_efficiency == 0)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
+	if (g->attention.flash2_fwd_efficiency == 0)
+		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
+	if (g->attention.flash2_bwd_efficiency == 0)
+		g->attention.flash2_bwd_efficiency = g->attention.bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct cnode *node,

@@ -53,6 +53,8 @@ struct gpu_attention_spec {
 	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
 	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
+	double flash2_fwd_efficiency;	/* FlashAttention-2 kernels, forward; 0 = fwd_efficiency */
+	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
 };
 
 struct gpu_spec {

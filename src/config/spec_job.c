@@ -17,6 +17,7 @@ const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)
 
@@ -110,6 +111,12 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "attention_kernel", .type = ST_ENUM,
+	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
+	  .def = "vendor",
+	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
+		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash)" },
 	{ .key = "optimizer_step", .type = ST_SECTION,
 	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
 	  .flags = SF_OPTIONAL,

@@ -76,6 +76,9 @@ enum opt_update_impl {
 
 extern const char *const opt_update_names[];
 
+/* "vendor", "flash2": enum gpu_attn_kernel (gpu.h). */
+extern const char *const attn_kernel_names[];
+
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
 struct opt_step_spec {
@@ -109,6 +112,7 @@ struct framework_spec {
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
+	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
 };
 
 extern const struct schema framework_schema;

@@ -66,6 +66,16 @@ struct gpu_attn_shape {
 	double head_dim_qk;	/* Q/K per-head dimension */
 	double head_dim_v;	/* V per-head dimension */
 	int causal;		/* causal mask (about half the score matrix) */
+	int kernel;		/* enum gpu_attn_kernel */
+};
+
+/* Which fused attention kernel family runs: the vendor's (cuDNN on
+ * NVIDIA, what Transformer Engine calls; CK on AMD), or FlashAttention-2
+ * (the flash-attn package and PyTorch SDPA's flash backend), which on
+ * Hopper reaches about half of the vendor kernel (no TMA/wgmma). */
+enum gpu_attn_kernel {
+	GPU_ATTN_VENDOR,
+	GPU_ATTN_FLASH2
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is

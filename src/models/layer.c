@@ -160,6 +160,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->attn_kernel = j->framework->attention_kernel;
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
@@ -338,6 +339,7 @@ static void attn_shape(const struct layer_dims *d, struct gpu_attn_shape *a)
 	a->head_dim_qk = d->head_dim;
 	a->head_dim_v = d->head_dim;
 	a->causal = 1;
+	a->kernel = d->attn_kernel;
 }
 
 static void attn_fwd(struct layer_ops *o, enum layer_pass pass,

@@ -46,6 +46,7 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 };
 
 /* Shapes of one microbatch on one GPU (layer.c's notation). */
