@@ -199,6 +199,12 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
 		  "kernels of fused optimizers reach (chunks of 65536 elements, "
 		  "at most 320 blocks a launch)" },
+	{ .key = "strided_efficiency", .type = ST_NUM,
+	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
+	  .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth PyTorch's generic "
+		  "elementwise path (non-contiguous views: per-element offset "
+		  "arithmetic, no vector loads) reaches" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
 };

@@ -83,6 +83,8 @@ struct gpu_spec {
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
+	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
+						 * (non-contiguous, non-vectorized) elementwise path reaches */
 };
 
 extern const struct schema gpu_schema;

@@ -52,6 +52,35 @@ static const struct schema opt_step_schema = {
 	.nfields = SCHEMA_COUNT(opt_step_fields),
 };
 
+#define EOFF(m) offsetof(struct elementwise_spec, m)
+
+static const struct schema_field elementwise_fields[] = {
+	{ .key = "norm_bwd_passes", .type = ST_INT, .offset = EOFF(norm_bwd_passes),
+	  .def = "1", .min = 1, .max = 2,
+	  .help = "kernels of a norm backward that read x and dy: 1 (apex, "
+		  "Transformer Engine), 2 (PyTorch: dgamma re-reads them)" },
+	{ .key = "eager_rope", .type = ST_BOOL, .offset = EOFF(eager_rope),
+	  .def = "false",
+	  .help = "rotary embedding as PyTorch ops on the q and k views "
+		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "eager_activation", .type = ST_BOOL,
+	  .offset = EOFF(eager_activation), .def = "false",
+	  .help = "gated activation as act(g) * u on the halves of the first "
+		  "MLP GEMM's output (two kernels; four backward)" },
+	{ .key = "expand_kv", .type = ST_BOOL, .offset = EOFF(expand_kv),
+	  .def = "false",
+	  .help = "GQA keys and values copied to the query heads before "
+		  "attention (repeat_interleave), summed back in backward" },
+};
+
+static const struct schema elementwise_schema = {
+	.kind = "framework.elementwise",
+	.help = "how the memory-bound ops of a layer run",
+	.size = sizeof(struct elementwise_spec),
+	.fields = elementwise_fields,
+	.nfields = SCHEMA_COUNT(elementwise_fields),
+};
+
 #define FOFF(m) offsetof(struct framework_spec, m)
 
 static const struct schema_field framework_fields[] = {
@@ -117,6 +146,10 @@ static const struct schema_field framework_fields[] = {
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
 		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
 		  "PyTorch SDPA flash)" },
+	{ .key = "elementwise", .type = ST_SECTION,
+	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "how the memory-bound ops of a layer run (absent: fused)" },
 	{ .key = "optimizer_step", .type = ST_SECTION,
 	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
 	  .flags = SF_OPTIONAL,

@@ -90,6 +90,19 @@ struct opt_step_spec {
 	int zero_grad;		/* the gradient buffer zeroed for the next step */
 };
 
+/* How the framework runs the memory-bound ops of a layer (fused kernels
+ * or PyTorch ops one by one); layer.c has the bytes of each form. */
+struct elementwise_spec {
+	int64_t norm_bwd_passes;	/* kernels of a norm backward reading x and dy:
+					 * 1 (apex/TE: dx and dgamma partials at once) or
+					 * 2 (PyTorch: dx, then dgamma re-reading both) */
+	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
+	int eager_activation;		/* gated activation as act(g) * u, two kernels
+					 * on the halves of the first MLP GEMM's output */
+	int expand_kv;			/* GQA: K and V expanded to the query heads
+					 * before attention (repeat_interleave) */
+};
+
 /* What the training framework does beyond the model and the layout. */
 struct framework_spec {
 	const char *name;			/* preset name */
@@ -113,6 +126,7 @@ struct framework_spec {
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 };
 
 extern const struct schema framework_schema;

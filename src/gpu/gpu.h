@@ -126,6 +126,15 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 			      double write_B, double flops,
 			      double working_set_B);
 
+/* Memory-bound work of `launches` kernels (PyTorch ops run one by one),
+ * strided_B of whose bytes go through the generic non-vectorized path
+ * (non-contiguous inputs) at strided_efficiency of the bandwidth; the
+ * rest streams as gpu_memory_op. */
+struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
+			       double write_B, double strided_B,
+			       double flops, double working_set_B,
+			       double launches);
+
 /* A pass of multi_tensor_apply kernels (PyTorch/apex fused optimizers,
  * gradient norms, unscaling, casts over lists of tensors): a memory-bound
  * op at multi_tensor_efficiency of the serving level's bandwidth, with
