@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
 #include "engine/exec.h"
 #include "fixture.h"
 #include "mockcomm.h"
