@@ -124,6 +124,8 @@ static void moments(struct exec_jit *j, uint32_t n, double *e, double *v)
 int exec_jit_init(struct exec_jit *j, const struct exec_jitter *spec,
 		  uint32_t nranks)
 {
+	uint32_t r;
+
 	memset(j, 0, sizeof(*j));
 	j->spec = *spec;
 	j->on = spec->op_sigma > 0 || spec->gpu_sigma > 0;
@@ -133,7 +135,7 @@ int exec_jit_init(struct exec_jit *j, const struct exec_jitter *spec,
 	j->rank = mem_calloc(nranks, sizeof(*j->rank));
 	if (!j->rank)
 		return -1;
-	for (uint32_t r = 0; r < nranks; r++)
+	for (r = 0; r < nranks; r++)
 		j->rank[r].op_mb = UINT32_MAX;
 	return 0;
 }

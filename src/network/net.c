@@ -33,6 +33,7 @@
 #include "net.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -260,28 +261,32 @@ static int forced(int desc, int sys, int count)
 	return v >= 0 && v < count ? v : -1;
 }
 
-/* Nodes (scale-up domains) the collective's GPUs span. */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nodes (scale-up domains) the collective's GPUs span; 0 when out of
+ * memory. */
 static uint32_t span_nodes(const struct net *n, const struct coll_desc *c)
 {
 	uint32_t per = n->topo->gpus_per_node ? n->topo->gpus_per_node : 1;
-	uint32_t i, lo = UINT32_MAX, hi = 0, count = 0, last = UINT32_MAX;
+	uint32_t *k, i, count = 0;
 
-	/* GPUs fill nodes in order in every group llmsim builds; count node
-	 * changes along the list, bounded by the id range. */
-	for (i = 0; i < c->ngpus; i++) {
-		uint32_t k = c->gpus[i] / per;
-
-		if (k != last)
+	if (c->ngpus == 0 || !c->gpus)
+		return 1;	/* check_desc reports it */
+	if (!(k = mem_alloc((size_t)c->ngpus * sizeof(*k))))
+		return 0;
+	for (i = 0; i < c->ngpus; i++)
+		k[i] = c->gpus[i] / per;
+	qsort(k, c->ngpus, sizeof(*k), cmp_u32);
+	for (i = 0; i < c->ngpus; i++)
+		if (i == 0 || k[i] != k[i - 1])
 			count++;
-		last = k;
-		if (k < lo)
-			lo = k;
-		if (k > hi)
-			hi = k;
-	}
-	if (count > hi - lo + 1)
-		count = hi - lo + 1;
-	return count ? count : 1;
+	mem_free(k);
+	return count;
 }
 
 /* The plan's latency constants: the sum of its phases' (s). */
@@ -295,20 +300,20 @@ static double plan_latency_s(const struct plan *pl)
 	return s;
 }
 
-/* What the library's tuner believes candidate cp takes, from its idle
- * library-view time t_s (see the file comment). */
+/* What the library's tuner believes candidate cp takes from its idle
+ * library-view time t_s, for a group over `nodes` nodes (see the file
+ * comment). */
 static double choice_time(const struct net *n, const struct cplan *cp,
-			  const struct coll_desc *c, double t_s)
+			  uint32_t nodes, double t_s)
 {
 	const struct coll_lib_spec *lib = n->sys->collectives;
-	double r = lib->algo[cp->plan.algo]
-			   .select_bw[algo_scale(span_nodes(n, c))]
-			   .r[cp->plan.proto];
 	double lat = plan_latency_s(&cp->plan);
+	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
+			   .r[cp->plan.proto];
 
-	if (!(r > 0) || r >= 1 || t_s <= lat)
-		return t_s;
-	return lat + (t_s - lat) / r;
+	if (r > 0 && r < 1 && t_s > lat)
+		return lat + (t_s - lat) / r;
+	return t_s;
 }
 
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
@@ -317,7 +322,10 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 {
 	double best = -1;
 	int a, p, rc;
+	uint32_t nodes = span_nodes(n, c);
 
+	if (nodes == 0)
+		return -1;	/* out of memory */
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
 			struct cplan *cp;
@@ -335,7 +343,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				return rc;
 			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
 			if (rc == 0)
-				t = choice_time(n, cp, c, t);
+				t = choice_time(n, cp, nodes, t);
 			pcache_plan_unref(cp);
 			if (rc != 0)
 				return -1;
