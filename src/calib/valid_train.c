@@ -223,7 +223,8 @@ static int add_table(struct valid_set *set, struct tcase *c, int n,
 			v->failed = 1;
 			snprintf(v->note, sizeof(v->note), "FAILED");
 			fprintf(stderr, "llmsim: validate: %s did not run: %s\n",
-				c[i].id, c[i].why);
+				c[i].id, c[i].why[0] ? c[i].why :
+				"its worker process ended without a result");
 		}
 	}
 	return 0;

@@ -513,6 +513,10 @@ static int run_backend(const struct mopts *o, struct measure_log *m,
 	sigaction(SIGINT, &sa, &old);
 	pid = spawn(a->v, &f, d);
 	rc = pid < 0 ? CLI_FAIL : read_lines(f, a->exe, m, o, d);
+	/* Interrupted: the read stopped (EINTR); stop the backend too, if
+	 * the signal reached only us, and keep what it measured. */
+	if (interrupted && pid > 0)
+		kill(pid, SIGINT);
 	if (f)
 		fclose(f);
 	if (pid > 0)
