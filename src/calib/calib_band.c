@@ -6,7 +6,8 @@
  * to first order. g is measured, not derived: each parameter is moved
  * one standard error up (a --set after the calibration's overlay) and
  * the prediction made again, g_i = (f(p + s_i e_i) - f(p)) / s_i: one
- * extra prediction per parameter. The 95% band is f +- 1.96 sqrt(var f);
+ * extra prediction per parameter. The 95% band is f e^(+-1.96 sd / f)
+ * (the fit is of ln f);
  * a prediction interval for a new measurement adds the fit's residual
  * scatter s (ln ratio) as s f in quadrature.
  */

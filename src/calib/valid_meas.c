@@ -306,10 +306,10 @@ static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
 	if (sig && calib_band(b->cx, calib, "", 1, band_eval, b, pred_s, n,
 			      sig) == 0) {
 		for (i = 0; i < n && i < t->n; i++) {
+			/* The fit is of ln time: the band is one there. */
 			const struct store_meas_row *r = &b->run->rows[i];
-			double hi_s = pred_s[i] + 1.96 * sig[i];
-			double lo_s = fmax(pred_s[i] - 1.96 * sig[i],
-					   1e-3 * pred_s[i]);
+			double z = 1.96 * sig[i] / pred_s[i];
+			double hi_s = pred_s[i] * exp(z), lo_s = pred_s[i] * exp(-z);
 
 			t->rows[i].lo = valid_point_rate(r, hi_s) /
 					valid_point_scale(r);

@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -162,10 +163,11 @@ static int add_band(const struct run_opts *o, const struct job_spec *j,
 	if (calib_band(cx, j->system->calibration, "system.", 0, band_eval, &b,
 		       &r->step_s, 1, &sigma) != 0)
 		return -1;
-	lo = r->step_s - 1.96 * sigma;
-	hi = r->step_s + 1.96 * sigma;
+	/* The fit is of ln time: the band is one there. */
+	lo = r->step_s * exp(-1.96 * sigma / r->step_s);
+	hi = r->step_s * exp(1.96 * sigma / r->step_s);
 	iv = cJSON_CreateArray();
-	if (!iv || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(lo > 0 ? lo : 0))
+	if (!iv || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(lo))
 	    || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(hi)) ||
 	    !cJSON_AddItemToObject(obj, "step_time_interval_s", iv) ||
 	    !cJSON_AddNumberToObject(obj, "step_time_stderr_s", sigma) ||
