@@ -32,7 +32,7 @@
 
 #include <stddef.h>
 
-#include "../spec_gpu.h"
+#include "config/spec_gpu.h"
 
 struct diag;
 

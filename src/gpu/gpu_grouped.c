@@ -46,7 +46,7 @@
 
 #include <math.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 /* What one tile shape needs to know about the problem and the GPU. */
 struct grouped {

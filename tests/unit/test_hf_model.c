@@ -8,9 +8,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "config_testutil.h"
-#include "spec_model.h"
+#include "config/spec_model.h"
 
 #define DATA "tests/data"
 
