@@ -254,8 +254,9 @@ static int time_size(struct net *n, const struct opts *o,
 		     const uint32_t *gpus, double size, struct row *row,
 		     struct diag *d)
 {
-	struct coll_desc c = { (enum coll_op)o->op, size, gpus,
-			       (uint32_t)o->ranks, NULL, o->algo, o->proto, 1, 0 };
+	struct coll_desc c = { .op = (enum coll_op)o->op, .bytes = size,
+			       .gpus = gpus, .ngpus = (uint32_t)o->ranks,
+			       .algo = o->algo, .proto = o->proto, .replicas = 1 };
 	double *m = NULL;
 	int rc;
 

@@ -69,6 +69,8 @@ struct gpu_attn_shape {
 	double head_dim_qk;	/* Q/K per-head dimension */
 	double head_dim_v;	/* V per-head dimension */
 	int causal;		/* causal mask (about half the score matrix) */
+	double window;		/* causal: keys a query sees at most (sliding
+				 * window); 0 = all before it */
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is

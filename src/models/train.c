@@ -28,33 +28,15 @@
 #include "base/diag.h"
 #include "gpu/gpu.h"
 #include "footprint.h"
+#include "route.h"
 #include "split.h"
 #include "train_impl.h"
 
 int train_check(const struct job_spec *j, struct diag *d)
 {
-	const struct model_spec *m = j->model;
 	const struct gpu_spec *g = j->system->gpu;
 	enum dtype dt = (enum dtype)j->training.dtype;
 
-	if (model_is_moe(m)) {
-		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts "
-			   "(%lld routed experts): MoE simulation is not "
-			   "available yet, only dense models can be run",
-			   m->name ? m->name : "?", (long long)m->n_routed_experts);
-		return -1;
-	}
-	if (model_is_mla(m)) {
-		diag_error(d, NULL, 0, 0, "model '%s' uses multi-head latent "
-			   "attention: MLA is not available yet",
-			   m->name ? m->name : "?");
-		return -1;
-	}
-	if (j->parallelism.cp > 1) {
-		diag_error(d, NULL, 0, 0, "context parallelism (cp %lld) is not "
-			   "available yet; use cp 1", (long long)j->parallelism.cp);
-		return -1;
-	}
 	if (gpu_check_dtype(g, dt, d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype is '%s'", dtype_names[dt]);
 		return -1;
@@ -63,6 +45,12 @@ int train_check(const struct job_spec *j, struct diag *d)
 		diag_note(d, NULL, 0, 0, "training.dtype '%s' keeps attention and "
 			  "the LM head in %s", dtype_names[dt],
 			  dtype_names[layer_base_dtype(dt)]);
+		return -1;
+	}
+	if (model_is_moe(j->model) &&
+	    gpu_check_dtype(g, (enum dtype)j->moe.router_dtype, d) != 0) {
+		diag_note(d, NULL, 0, 0, "moe.router_dtype is '%s'",
+			  dtype_names[j->moe.router_dtype]);
 		return -1;
 	}
 	return 0;
@@ -77,7 +65,83 @@ static void record_first(struct unit_rec *rec, task_id id)
 	rec->first[rec->nfirst++] = id;
 }
 
-/* Op i of block b on the n members of a TP group (t->ranks) into
+/* The descriptor of collective op on the group whose GPUs are in
+ * t->gpus (n of them). */
+static struct coll_desc coll_of(struct train *t, const struct block_op *op,
+				uint32_t n)
+{
+	struct coll_desc c = {
+		.op = op->coll, .bytes = op->bytes, .gpus = t->gpus,
+		.ngpus = n, .a2a_B = op->a2a_B, .algo = -1, .proto = -1,
+		.replicas = layout_replicas(&t->lay, (enum layout_group)op->group),
+	};
+
+	if (op->a2a_B)
+		c.a2a_key = train_matrix_key(op->a2a_B, n);
+	if (op->p2p_next) {	/* ring steps: every GPU sends to the next */
+		c.algo = ALGO_P2P;
+		c.proto = PROTO_SIMPLE;
+	}
+	if (op->ep_path) {
+		c.path = t->path;
+		c.algo = t->path ? -1 : t->ep_algo;
+		if (t->ep_units > 0)
+			c.sm_share = t->ep_units >= (double)t->gpu->compute_units ?
+				     1 : t->ep_units / (double)t->gpu->compute_units;
+		else
+			c.sm_share = train_sm_share(t, op->coll, t->gpus, n, 0);
+		return c;
+	}
+	c.sm_share = train_sm_share(t, op->coll, t->gpus, n,
+				    op->group == LG_TP && t->dims.chunks > 1);
+	return c;
+}
+
+static uint32_t stream_of(const struct block_op *op)
+{
+	switch (op->stream) {
+	case LS_CP: return TRAIN_ST_CP;
+	case LS_EP: return TRAIN_ST_EP;
+	default: return TRAIN_ST_TP;
+	}
+}
+
+/* Collective op i of block b on the n simulated ranks t->stage_ranks:
+ * one collective per group, ids[i * n + k] its task on rank k. */
+static int inst_coll(struct train *t, const struct block *b, int i,
+		     uint32_t n, const struct task_info *info, task_id *ids)
+{
+	const struct block_op *op = &b->op[i];
+	uint32_t k, j, sim, size;
+
+	memset(t->done, 0, n);
+	for (k = 0; k < n; k++) {
+		struct coll_desc c;
+		task_id first;
+
+		if (t->done[k])
+			continue;
+		sim = train_group(t, (enum layout_group)op->group,
+				  t->stage_ranks[k], &size);
+		c = coll_of(t, op, size);
+		first = prog_coll(t->prog, t->ranks, sim, stream_of(op), &c,
+				  info);
+		if (first == TASK_NONE)
+			return -1;
+		/* the members are simulated ranks of this stage: their index
+		 * among t->stage_ranks is their stage index */
+		for (j = 0; j < sim; j++) {
+			int64_t pp_i, si;
+
+			layout_where(&t->lay, t->ranks[j], &pp_i, &si);
+			ids[i * (int)n + (int)si] = first + j;
+			t->done[si] = 1;
+		}
+	}
+	return 0;
+}
+
+/* Op i of block b on the n simulated ranks of a stage into
  * ids[i * n + k]. */
 static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 		   const struct task_info *info, task_id *ids)
@@ -85,35 +149,21 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 	const struct block_op *op = &b->op[i];
 	uint32_t k;
 
-	if (op->kind == LOP_KERNEL) {
-		for (k = 0; k < n; k++) {
-			ids[i * (int)n + (int)k] = prog_task(t->prog, t->ranks[k],
-				TRAIN_ST_COMPUTE, op->time_s, info);
-			if (ids[i * (int)n + (int)k] == TASK_NONE)
-				return -1;
-		}
-	} else {
-		struct coll_desc c = {
-			.op = op->coll, .bytes = op->bytes, .gpus = t->gpus,
-			.ngpus = (uint32_t)t->lay.tp, .algo = -1, .proto = -1,
-			.replicas = layout_tp_replicas(&t->lay),
-		};
-		c.sm_share = train_sm_share(t, op->coll, t->gpus, c.ngpus,
-					    t->dims.chunks > 1);
-		task_id first = prog_coll(t->prog, t->ranks, n, TRAIN_ST_TP,
-					  &c, info);
-
-		if (first == TASK_NONE)
+	if (op->kind != LOP_KERNEL)
+		return inst_coll(t, b, i, n, info, ids);
+	for (k = 0; k < n; k++) {
+		ids[i * (int)n + (int)k] = prog_task(t->prog, t->stage_ranks[k],
+			TRAIN_ST_COMPUTE, op->time_s, info);
+		if (ids[i * (int)n + (int)k] == TASK_NONE)
 			return -1;
-		for (k = 0; k < n; k++)
-			ids[i * (int)n + (int)k] = first + k;
 	}
 	return 0;
 }
 
-/* Block b as unit u of action a on the TP group t->ranks[0..n-1], each
- * member waiting for in[k] (TASK_NONE: nothing). The tasks waiting for
- * in[] are the unit's first tasks when `first` is set. */
+/* Block b as unit u of action a on the stage's simulated ranks
+ * t->stage_ranks[0..n-1], each waiting for in[k] (TASK_NONE: nothing).
+ * The tasks waiting for in[] are the unit's first tasks when `first` is
+ * set. */
 static int inst_block(struct train *t, const struct block *b, uint32_t n,
 		      const task_id *in, int64_t a, int64_t u,
 		      const struct task_info *tmpl, int first)
@@ -123,7 +173,7 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 	uint32_t k;
 
 	for (k = 0; k < n && first; k++)
-		train_unit(t, t->ranks[k], a, u)->nfirst = 0;
+		train_unit(t, t->stage_ranks[k], a, u)->nfirst = 0;
 	for (i = 0; i < b->n; i++) {
 		struct task_info info = *tmpl;
 
@@ -140,14 +190,16 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 						 ids[dep * (int)n + (int)k];
 
 				if (dep == LAYER_IN && first)
-					record_first(train_unit(t, t->ranks[k], a, u), me);
+					record_first(train_unit(t, t->stage_ranks[k],
+								a, u), me);
 				if (train_dep(t, before, me) != 0)
 					return -1;
 			}
 		}
 	}
 	for (k = 0; k < n; k++)
-		train_unit(t, t->ranks[k], a, u)->last = ids[(b->n - 1) * (int)n + (int)k];
+		train_unit(t, t->stage_ranks[k], a, u)->last =
+			ids[(b->n - 1) * (int)n + (int)k];
 	return 0;
 }
 
@@ -167,21 +219,20 @@ static int gather_input(struct train *t, uint32_t n, task_id *in, int64_t a,
 	if (inst_block(t, t->pg, n, in, a, 0, info, 1) != 0)
 		return -1;
 	for (k = 0; k < n; k++)
-		in[k] = train_unit(t, t->ranks[k], a, 0)->last;
+		in[k] = train_unit(t, t->stage_ranks[k], a, 0)->last;
 	return 0;
 }
 
-/* Every action of pipeline rank s on the TP group of data-parallel index
- * dp_i: its units chained, the head's backward after its forward. */
-static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
+/* Every action of pipeline rank s on all its simulated GPUs: its units
+ * chained, the head's backward after its forward. */
+static int build_stage(struct train *t, int64_t s, task_id *in)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	uint32_t n = (uint32_t)t->lay.sim_tp, k;
+	uint32_t n = (uint32_t)t->lay.sim, k;
 	int64_t a, u;
 
 	for (k = 0; k < n; k++)
-		t->ranks[k] = layout_rank(&t->lay, s, dp_i, (int64_t)k);
-	layout_tp_gpus(&t->lay, s, dp_i, t->gpus);
+		t->stage_ranks[k] = layout_rank(&t->lay, s, (int64_t)k);
 	for (a = 0; a < sp->nacts; a++) {
 		struct sched_action act = sp->acts[a];
 		int64_t vs = train_vs(t, s, act.chunk);
@@ -190,7 +241,7 @@ static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
 		for (k = 0; k < n; k++) {
 			in[k] = TASK_NONE;
 			if (act.bwd && vs == t->stages - 1)
-				in[k] = train_action_end(t, t->ranks[k],
+				in[k] = train_action_end(t, t->stage_ranks[k],
 					sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
 		}
 		if (t->pg && receives(t, act, vs) &&
@@ -204,7 +255,7 @@ static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
 				       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
 				return -1;
 			for (k = 0; k < n; k++)
-				in[k] = train_unit(t, t->ranks[k], a, u)->last;
+				in[k] = train_unit(t, t->stage_ranks[k], a, u)->last;
 		}
 	}
 	return 0;
@@ -237,26 +288,92 @@ static int plan_stage(struct train *t, int64_t s)
 	return 0;
 }
 
+/* FNV-1a of an n x n matrix: the key plans of an uneven all-to-all are
+ * remembered under (nonzero). */
+uint64_t train_matrix_key(const double *m, uint32_t n)
+{
+	const unsigned char *b = (const unsigned char *)m;
+	size_t i, len = (size_t)n * n * sizeof(*m);
+	uint64_t h = 1469598103934665603ull;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+/* The matrix of a ring step over a group of n: each GPU sends `bytes` to
+ * the next. */
+static double *ring_matrix(struct train *t, uint32_t n, double bytes)
+{
+	double *m = arena_alloc(&t->arena, (size_t)n * n * sizeof(*m));
+	uint32_t i;
+
+	if (!m)
+		return NULL;
+	memset(m, 0, (size_t)n * n * sizeof(*m));
+	for (i = 0; i < n; i++)
+		m[i * n + (i + 1) % n] = bytes;
+	return m;
+}
+
 static struct block *new_block(struct train *t, const struct layer_ops *o)
 {
 	struct block *b = arena_alloc(&t->arena, sizeof(*b));
+	int i;
 
-	if (b && block_cost(b, o, t->gpu, &t->dt, t->prog) != 0)
+	if (!b || block_cost(b, o, t->gpu, &t->dt, t->prog) != 0)
 		return NULL;
+	for (i = 0; i < b->n; i++) {
+		struct block_op *op = &b->op[i];
+		uint32_t n;
+
+		if (op->kind != LOP_COLL || !op->p2p_next)
+			continue;
+		n = layout_group_size(&t->lay, (enum layout_group)op->group);
+		op->coll = COLL_ALLTOALL;
+		op->a2a_B = ring_matrix(t, n, op->bytes);
+		op->bytes *= n;	/* all-to-all size: bytes each rank sends */
+		if (!op->a2a_B)
+			return NULL;
+	}
 	return b;
+}
+
+/* The layer kinds the model has, their blocks. */
+static int cost_layers(struct train *t, struct layer_ops *o,
+		       enum layer_recompute rc)
+{
+	const struct model_spec *m = t->job->model;
+	int64_t i;
+	int k;
+
+	for (i = 0; i < m->num_hidden_layers; i++) {
+		int moe = model_layer_moe(m, i);
+		int64_t w = model_layer_window(m, i);
+
+		k = train_kind_index(moe, w > 0);
+		if (t->lf[k])
+			continue;
+		t->kinds[k] = (struct layer_kind){ moe, (double)w };
+		layer_fwd(&t->dims, &t->kinds[k], o);
+		t->lf[k] = new_block(t, o);
+		layer_bwd(&t->dims, &t->kinds[k], rc, o);
+		t->lb[k] = new_block(t, o);
+		if (!t->lf[k] || !t->lb[k])
+			return -1;
+	}
+	return 0;
 }
 
 static int cost_blocks(struct train *t)
 {
 	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
 	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
+	const struct model_spec *m = t->job->model;
+	int64_t last = m->num_hidden_layers - 1;
 
-	if (!o)
+	if (!o || cost_layers(t, o, rc) != 0)
 		return -1;
-	layer_fwd(&t->dims, o);
-	t->lf = new_block(t, o);
-	layer_bwd(&t->dims, rc, o);
-	t->lb = new_block(t, o);
 	layer_embed_fwd(&t->dims, o);
 	t->ef = new_block(t, o);
 	layer_embed_bwd(&t->dims, o);
@@ -265,30 +382,47 @@ static int cost_blocks(struct train *t)
 	t->hf = new_block(t, o);
 	layer_head_bwd(&t->dims, o);
 	t->hb = new_block(t, o);
+	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
+		int k = train_kind_index(model_layer_moe(m, last),
+					 model_layer_window(m, last) > 0);
+
+		layer_mtp_fwd(&t->dims, &t->kinds[k], o);
+		t->mf = new_block(t, o);
+		layer_mtp_bwd(&t->dims, &t->kinds[k], rc, o);
+		t->mb = new_block(t, o);
+		if (!t->mf || !t->mb)
+			return -1;
+	}
 	if (t->dims.pp_gather && t->stages > 1) {
 		layer_pp_gather(&t->dims, o);
 		if (!(t->pg = new_block(t, o)))
 			return -1;
 	}
-	return t->lf && t->lb && t->ef && t->eb && t->hf && t->hb ? 0 : -1;
+	return t->ef && t->eb && t->hf && t->hb ? 0 : -1;
 }
 
 static int alloc_ranks(struct train *t)
 {
 	uint32_t r, nu;
-	int64_t pp_i, dp_i, tp_i;
-	size_t width = (size_t)(t->lay.tp > t->lay.dp ? t->lay.tp : t->lay.dp) + 2;
+	int64_t pp_i, i;
+	size_t width = (size_t)t->lay.stage + 2;
 
 	t->units = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->units));
 	t->last_dp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_dp));
 	t->scratch = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
-				 (size_t)t->lay.sim_tp * sizeof(*t->scratch));
+				 (size_t)t->lay.sim * sizeof(*t->scratch));
+	t->stage_ranks = arena_alloc(&t->arena, (size_t)t->lay.sim *
+				     sizeof(*t->stage_ranks));
+	t->done = arena_alloc(&t->arena, (size_t)t->lay.sim);
+	t->idx = arena_alloc(&t->arena, width * sizeof(*t->idx));
 	t->gpus = arena_alloc(&t->arena, width * sizeof(*t->gpus));
 	t->ranks = arena_alloc(&t->arena, width * sizeof(*t->ranks));
-	if (!t->units || !t->last_dp || !t->scratch || !t->gpus || !t->ranks)
+	t->pos = arena_alloc(&t->arena, width * sizeof(*t->pos));
+	if (!t->units || !t->last_dp || !t->scratch || !t->gpus || !t->ranks ||
+	    !t->stage_ranks || !t->done || !t->idx || !t->pos)
 		return -1;
 	for (r = 0; r < t->lay.nranks; r++) {
-		layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+		layout_where(&t->lay, r, &pp_i, &i);
 		nu = t->stage[pp_i].unit_off[t->stage[pp_i].nacts];
 		t->units[r] = arena_alloc(&t->arena, nu * sizeof(struct unit_rec));
 		t->last_dp[r] = TASK_NONE;
@@ -298,10 +432,38 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
+/* The dispatcher's path: a GPU-initiated one, or the library's with the
+ * algorithm it forces (hierarchical). */
+static void ep_path(struct train *t)
+{
+	const struct ep_comm_spec *e = t->job->moe.dispatcher;
+
+	t->path = NULL;
+	t->ep_algo = -1;
+	t->ep_units = e ? (double)e->sms : 0;
+	if (!e || !model_is_moe(t->job->model))
+		return;
+	if (e->mode == EP_HIERARCHICAL)
+		t->ep_algo = ALGO_HIER;
+	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
+		return;
+	t->ep_path = (struct coll_path){
+		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
+						COLL_PATH_DIRECT,
+		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
+		.hop_scale_out_s = e->hop_scale_out_s,
+		.gpu_Bps = (double)e->sms * e->sm_rate_Bps,
+		.node_share = t->dims.moe.node_share, .name = e->name,
+	};
+	t->path = &t->ep_path;
+}
+
 /* Everything but the program; t->lay is set. */
-static int setup(struct train *t, const struct job_spec *j)
+static int setup(struct train *t, const struct job_spec *j,
+		 struct train_plan *plan, struct diag *d)
 {
 	const struct parallel_spec *p = &j->parallelism;
+	struct route_result route;
 	int64_t s;
 
 	t->job = j;
@@ -310,7 +472,15 @@ static int setup(struct train *t, const struct job_spec *j)
 	t->v = p->vpp;
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
+	t->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
 	layer_dims_from_job(j, &t->dims);
+	if (model_is_moe(j->model)) {
+		if (route_plan(j, &t->dims, &t->arena, &route, d) != 0)
+			return -1;
+		plan->routing = route.method;
+		plan->max_mean = route.max_mean;
+	}
+	ep_path(t);
 	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
@@ -328,7 +498,7 @@ static void name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
-		"pp_bwd_wrap", "dp", "dp_gather",
+		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep",
 	};
 	uint32_t s;
 
@@ -341,45 +511,44 @@ static void fill_plan(const struct train *t, struct train_plan *plan)
 {
 	const struct job_spec *j = t->job;
 	double model = 0, exec = 0, scale;
-	int64_t vs;
+	int64_t vs, u, n;
 
 	for (vs = 0; vs < t->stages; vs++) {
-		double n = (double)t->split[vs];
+		n = train_units(t, vs);
+		for (u = 0; u < n; u++) {
+			int32_t layer;
+			const struct block *f = train_unit_block(t, vs, 0, u, &layer);
+			const struct block *b = train_unit_block(t, vs, 1, n - 1 - u,
+								 &layer);
 
-		model += n * (t->lf->model_flops + t->lb->model_flops);
-		exec += n * (t->lf->flops + t->lb->flops);
-		if (vs == 0) {
-			model += t->ef->model_flops + t->eb->model_flops;
-			exec += t->ef->flops + t->eb->flops;
-		}
-		if (vs == t->stages - 1) {
-			model += t->hf->model_flops + t->hb->model_flops;
-			exec += t->hf->flops + t->hb->flops;
+			model += f->model_flops + b->model_flops;
+			exec += f->flops + b->flops;
 		}
 	}
-	scale = (double)t->m * (double)t->lay.tp * (double)t->lay.dp;
+	scale = (double)t->m * (double)t->lay.stage;
 	plan->lay = t->lay;
 	plan->microbatches = t->m;
 	plan->tokens = (double)j->training.global_batch_size *
 		       (double)j->training.seq_len;
+	/* every GPU of a stage computes the same share of its microbatch
+	 * (tp splits it; cp, dp and ep each hold other tokens) */
 	plan->model_flops = model * scale;
 	plan->exec_flops = exec * scale;
 	plan->params = footprint_model_params(j);
+	plan->active_params = footprint_active_params(j);
 }
 
 static int build_all(struct train *t)
 {
-	task_id *in = arena_alloc(&t->arena,
-				  (size_t)t->lay.sim_tp * sizeof(*in));
-	int64_t s, dp_i;
+	task_id *in = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in));
+	int64_t s;
 
 	name_streams(t->prog);
 	if (!in || cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
-		for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
-			if (build_group(t, s, dp_i, in) != 0)
-				return -1;
+		if (build_stage(t, s, in) != 0)
+			return -1;
 	if (train_build_pp(t) != 0 || train_build_dp(t) != 0)
 		return -1;
 	return 0;
@@ -388,37 +557,45 @@ static int build_all(struct train *t)
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d)
 {
+	const struct parallel_spec *p = &j->parallelism;
 	struct train t;
-	struct prog *p = NULL;
+	struct prog *prog = NULL;
 
 	memset(&t, 0, sizeof(t));
+	memset(plan, 0, sizeof(*plan));
 	arena_init(&t.arena);
-	layout_init(&t.lay, j->parallelism.tp, j->parallelism.cp,
-		    j->parallelism.pp, j->parallelism.dp,
+	layout_init(&t.lay, p->tp, p->cp, p->pp, p->dp,
+		    p->etp > 0 ? p->etp : p->tp, p->ep,
 		    full || j->full_fidelity);
+	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0)
+		layout_set_cp_a2a(&t.lay, p->cp_a2a);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
-	if (!t.prog || setup(&t, j) != 0 || build_all(&t) != 0) {
-		diag_oom(d);
+	if (!t.prog || setup(&t, j, plan, d) != 0 || build_all(&t) != 0) {
+		if (!d->oom)
+			diag_oom(d);
 		prog_free(t.prog);
 		goto out;
 	}
 	fill_plan(&t, plan);
-	p = t.prog;
+	prog = t.prog;
 out:
 	arena_release(&t.arena);
-	return p;
+	return prog;
 }
 
 void train_rank_label(uint32_t rank, char *buf, size_t len, void *arg)
 {
 	const struct layout *l = arg;
-	int64_t pp_i, dp_i, tp_i;
+	struct layout_coord c;
+	int64_t pp_i, i;
 
-	layout_coords(l, rank, &pp_i, &dp_i, &tp_i);
-	if (l->sim_tp == l->tp && l->sim_dp == l->dp)
-		snprintf(buf, len, "pp%lld dp%lld tp%lld", (long long)pp_i,
-			 (long long)dp_i, (long long)tp_i);
+	layout_where(l, rank, &pp_i, &i);
+	layout_coord(l, i, &c);
+	if (l->sim == l->stage)
+		snprintf(buf, len, "pp%lld dp%lld cp%lld tp%lld",
+			 (long long)pp_i, (long long)c.dp_i, (long long)c.cp_i,
+			 (long long)c.tp_i);
 	else
 		snprintf(buf, len, "pp%lld (stands for its %lld GPUs)",
-			 (long long)pp_i, (long long)(l->tp * l->dp));
+			 (long long)pp_i, (long long)l->stage);
 }

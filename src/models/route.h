@@ -1,0 +1,64 @@
+/*
+ * route.h - how a microbatch's tokens spread over the experts of an
+ * expert-parallel group, what the busiest GPU (which sets the pace of the
+ * all-to-all and of the expert GEMMs) receives, and the bytes dispatch
+ * moves per GPU with and without deduplication. The mathematics is at the
+ * top of route.c.
+ *
+ * Depends on spec_job.h, layer.h, mem.h, diag.h and GSL.
+ */
+#ifndef LLMSIM_MODELS_ROUTE_H
+#define LLMSIM_MODELS_ROUTE_H
+
+#include <stddef.h>
+
+#include "base/mem.h"
+#include "layer.h"
+
+struct job_spec;
+struct diag;
+
+struct route_result {
+	const char *method;	/* "exact", "closed_form", "draws", "measured" */
+	double max_mean;	/* rows of the busiest EP rank / the mean rank's */
+	double *rows;		/* the busiest rank's rows per local expert,
+				 * largest first [local] (arena) */
+	double *a2a_B;		/* uneven dispatch matrix [ep x ep] (arena), or
+				 * NULL when every rank receives the same */
+	int64_t draws;		/* draws taken (method draws) */
+};
+
+/*
+ * Probability that a token whose k distinct experts are drawn uniformly
+ * from E picks at least one of g given experts: 1 - C(E-g, k) / C(E, k).
+ */
+double route_hit_prob(double E, double k, double g);
+
+/*
+ * The same when a token first picks topk_group of n_group equal groups
+ * (uniformly) and then its k experts among those groups' experts, for g
+ * experts inside one group (DeepSeek's node-limited routing when groups
+ * are nodes): (topk_group / n_group) (1 - C(m-g, k) / C(m, k)), m =
+ * topk_group E / n_group.
+ */
+double route_hit_prob_grouped(double E, double k, double g, double n_group,
+			      double topk_group);
+
+/*
+ * Expected maximum of n independent normal variables of means mu[i] and
+ * standard deviations sd[i] (sd may be 0), by numerical integration of
+ * 1 - prod_i Phi((x - mu_i) / sd_i).
+ */
+double route_expected_max(const double *mu, const double *sd, size_t n);
+
+/*
+ * Fill d->moe's routing fields (rows of the pace GPU, its per-expert
+ * rows, dispatch bytes, node deduplication) for job j, whose layout and
+ * moe section are already in d (layer_dims_from_job), and describe the
+ * routing in *out. Arrays live in a. Returns 0, or -1 when out of memory
+ * (reported to dg).
+ */
+int route_plan(const struct job_spec *j, struct layer_dims *d,
+	       struct arena *a, struct route_result *out, struct diag *dg);
+
+#endif
