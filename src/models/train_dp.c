@@ -160,152 +160,14 @@ static int plan_buckets(struct train *t, int64_t s)
 	return 0;
 }
 
-/* Gradient reductions of one group of the buckets' kind, after their
- * units (or the whole backward). */
-static int reduce_buckets(struct train *t, uint32_t n, uint32_t size,
-			  const struct bucket *bk, int64_t nb, int experts)
-{
-	int zero = (int)t->job->training.zero_stage;
-	int64_t i;
-	uint32_t k;
-
-	for (i = 0; i < nb; i++) {
-		task_id first;
-
-		if (bk[i].experts != experts)
-			continue;
-		first = dp_coll(t, grad_group(experts), n, size, zero == 0 ?
-				COLL_ALLREDUCE : COLL_REDUCESCATTER,
-				bk[i].params * t->dims.grad_B, TRAIN_ST_DP,
-				experts ? "edp_grad_reduce" : "dp_grad_reduce");
-
-		if (first == TASK_NONE)
-			return -1;
-		for (k = 0; k < n; k++) {
-			uint32_t r = t->ranks[k];
-			task_id ready = t->job->framework->overlap_grad_reduce ?
-				train_unit(t, r, bk[i].bact, bk[i].u1)->last :
-				train_action_end(t, r, t->stage[0].nacts - 1);
-
-			if (train_dep(t, ready, first + k) != 0)
-				return -1;
-		}
-	}
-	return 0;
-}
-
-/* The distributed optimizer's all-gather of a bucket's 16-bit weights. */
-static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
-			    const struct bucket *b)
-{
-	return dp_coll(t, grad_group(b->experts), n, size, COLL_ALLGATHER,
-		       b->params * t->dims.act_B, TRAIN_ST_DP_GATHER,
-		       b->experts ? "edp_param_allgather" : "dp_param_allgather");
-}
-
-/* The distributed optimizer's all-gathers at the start of the step, in
- * forward order, each chunk's first forward waiting for its buckets. */
-static int gather_at_start(struct train *t, uint32_t n, uint32_t size,
-			   const struct bucket *bk, int64_t nb, int64_t s,
-			   int experts)
-{
-	int64_t i, u, units;
-	uint32_t k, f;
-
-	for (i = nb - 1; i >= 0; i--) {
-		task_id first;
-
-		if (bk[i].experts != experts)
-			continue;
-		first = param_gather(t, n, size, &bk[i]);
-
-		if (first == TASK_NONE)
-			return -1;
-		units = train_units(t, train_vs(t, s, bk[i].chunk));
-		for (k = 0; k < n; k++)
-			for (u = bk[i].u0; u <= bk[i].u1; u++) {
-				struct unit_rec *rec = train_unit(t, t->ranks[k],
-					bk[i].fact, units - 1 - u);
-
-				for (f = 0; f < rec->nfirst; f++)
-					if (train_dep(t, first + k, rec->first[f]) != 0)
-						return -1;
-			}
-	}
-	return 0;
-}
-
-/* ---- FSDP (ZeRO 3) ---- */
-
-static int fsdp_group(struct train *t, uint32_t n, uint32_t size, int64_t s,
-		      int experts)
-{
-	const struct stage_plan *sp = &t->stage[s];
-	int64_t a, u, q = 0, ahead = t->job->framework->fsdp_prefetch_units;
-	enum layout_group g = grad_group(experts);
-	uint32_t k, f;
-
-	for (a = 0; a < sp->nacts; a++) {
-		int64_t vs = train_vs(t, s, sp->acts[a].chunk);
-
-		for (u = 0; u < train_units(t, vs); u++, q++) {
-			double p = unit_params(t, vs, sp->acts[a].bwd, u, experts);
-			task_id ag, rs = TASK_NONE;
-
-			if (p <= 0)
-				continue;
-			ag = dp_coll(t, g, n, size, COLL_ALLGATHER, p * t->dims.act_B,
-				     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
-			if (ag == TASK_NONE)
-				return -1;
-			if (sp->acts[a].bwd) {
-				rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
-					     p * t->dims.grad_B, TRAIN_ST_DP,
-					     "fsdp_grad_reducescatter");
-				if (rs == TASK_NONE)
-					return -1;
-			}
-			for (k = 0; k < n; k++) {
-				struct unit_rec *rec = train_unit(t, t->ranks[k], a, u);
-				struct unit_rec *all = t->units[t->ranks[k]];
-
-				if (q >= ahead &&
-				    train_dep(t, all[q - ahead].last, ag + k) != 0)
-					return -1;
-				for (f = 0; f < rec->nfirst; f++)
-					if (train_dep(t, ag + k, rec->first[f]) != 0)
-						return -1;
-				if (rs != TASK_NONE &&
-				    train_dep(t, rec->last, rs + k) != 0)
-					return -1;
-			}
-		}
-	}
-	return 0;
-}
-
-/* ---- per stage ---- */
-
-/* The collectives of one group of one kind. */
-static int group_dp(struct train *t, int64_t s, uint32_t n, uint32_t size,
-		    int experts)
-{
-	int zero = (int)t->job->training.zero_stage;
-	const struct bucket *bk = t->stage[s].buckets;
-	int64_t nb = t->stage[s].nbuckets;
-
-	if (zero >= 3)
-		return fsdp_group(t, n, size, s, experts);
-	if (zero >= 1 && t->job->framework->overlap_param_gather &&
-	    gather_at_start(t, n, size, bk, nb, s, experts) != 0)
-		return -1;
-	return reduce_buckets(t, n, size, bk, nb, experts);
-}
-
-/* Each data-parallel group of stage s of one kind: fn on its simulated
- * members (t->ranks) once. */
-static int each_group(struct train *t, int64_t s, int experts,
-		      int (*fn)(struct train *, int64_t, uint32_t, uint32_t, int))
+/* Each data-parallel group of stage s of one kind (dense or experts),
+ * its members in t->gpus (size of them) and its simulated members in
+ * t->ranks (n): fn(t, n, size, arg) once per group. Groups are visited
+ * per item (bucket, unit) so that the collectives of both kinds keep
+ * the items' order on their streams. */
+static int for_groups(struct train *t, int64_t s, int experts,
+		      int (*fn)(struct train *, uint32_t, uint32_t, void *),
+		      void *arg)
 {
 	uint32_t k, j, n, size;
 
@@ -321,17 +183,164 @@ static int each_group(struct train *t, int64_t s, int experts,
 			layout_where(&t->lay, t->ranks[j], &pp_i, &i);
 			t->done[i] = 1;
 		}
-		if (size > 1 && fn(t, s, n, size, experts) != 0)
+		if (size > 1 && fn(t, n, size, arg) != 0)
 			return -1;
 	}
 	return 0;
 }
 
+/* A bucket's gradient reduction on one group, after its units (or the
+ * whole backward). */
+static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
+{
+	const struct bucket *b = arg;
+	int zero = (int)t->job->training.zero_stage;
+	task_id first = dp_coll(t, grad_group(b->experts), n, size,
+				zero == 0 ? COLL_ALLREDUCE : COLL_REDUCESCATTER,
+				b->params * t->dims.grad_B, TRAIN_ST_DP,
+				b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
+	uint32_t k;
+
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++) {
+		uint32_t r = t->ranks[k];
+		task_id ready = t->job->framework->overlap_grad_reduce ?
+			train_unit(t, r, b->bact, b->u1)->last :
+			train_action_end(t, r, t->stage[0].nacts - 1);
+
+		if (train_dep(t, ready, first + k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The distributed optimizer's all-gather of a bucket's 16-bit weights. */
+static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
+			    const struct bucket *b)
+{
+	return dp_coll(t, grad_group(b->experts), n, size, COLL_ALLGATHER,
+		       b->params * t->dims.act_B, TRAIN_ST_DP_GATHER,
+		       b->experts ? "edp_param_allgather" : "dp_param_allgather");
+}
+
+struct gather_arg {
+	const struct bucket *b;
+	int64_t s;
+};
+
+/* A bucket's all-gather at the start of the step on one group; its
+ * chunk's first forward waits for it. */
+static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
+{
+	const struct gather_arg *g = arg;
+	const struct bucket *b = g->b;
+	task_id first = param_gather(t, n, size, b);
+	int64_t u, units = train_units(t, train_vs(t, g->s, b->chunk));
+	uint32_t k, f;
+
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++)
+		for (u = b->u0; u <= b->u1; u++) {
+			struct unit_rec *rec = train_unit(t, t->ranks[k], b->fact,
+							  units - 1 - u);
+
+			for (f = 0; f < rec->nfirst; f++)
+				if (train_dep(t, first + k, rec->first[f]) != 0)
+					return -1;
+		}
+	return 0;
+}
+
+/* ---- FSDP (ZeRO 3) ---- */
+
+struct fsdp_arg {
+	int64_t a, u, q;	/* action, unit, units before it on the rank */
+	double params;		/* of this kind, one GPU */
+	int bwd, experts;
+};
+
+/* One unit's parameter all-gather (and after a backward its gradients'
+ * reduce-scatter) on one group. */
+static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
+{
+	const struct fsdp_arg *x = arg;
+	int64_t ahead = t->job->framework->fsdp_prefetch_units;
+	enum layout_group g = grad_group(x->experts);
+	task_id ag, rs = TASK_NONE;
+	uint32_t k, f;
+
+	ag = dp_coll(t, g, n, size, COLL_ALLGATHER, x->params * t->dims.act_B,
+		     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
+	if (ag == TASK_NONE)
+		return -1;
+	if (x->bwd) {
+		rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
+			     x->params * t->dims.grad_B, TRAIN_ST_DP,
+			     "fsdp_grad_reducescatter");
+		if (rs == TASK_NONE)
+			return -1;
+	}
+	for (k = 0; k < n; k++) {
+		struct unit_rec *rec = train_unit(t, t->ranks[k], x->a, x->u);
+		struct unit_rec *all = t->units[t->ranks[k]];
+
+		if (x->q >= ahead &&
+		    train_dep(t, all[x->q - ahead].last, ag + k) != 0)
+			return -1;
+		for (f = 0; f < rec->nfirst; f++)
+			if (train_dep(t, ag + k, rec->first[f]) != 0)
+				return -1;
+		if (rs != TASK_NONE && train_dep(t, rec->last, rs + k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int fsdp_stage(struct train *t, int64_t s, int kinds)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	struct fsdp_arg x = { 0, 0, 0, 0, 0, 0 };
+
+	for (x.a = 0; x.a < sp->nacts; x.a++) {
+		int64_t vs = train_vs(t, s, sp->acts[x.a].chunk);
+
+		x.bwd = sp->acts[x.a].bwd;
+		for (x.u = 0; x.u < train_units(t, vs); x.u++, x.q++)
+			for (x.experts = 0; x.experts < kinds; x.experts++) {
+				x.params = unit_params(t, vs, x.bwd, x.u, x.experts);
+				if (x.params > 0 &&
+				    for_groups(t, s, x.experts, fsdp_one, &x) != 0)
+					return -1;
+			}
+	}
+	return 0;
+}
+
+/* ---- per stage ---- */
+
 static int stage_dp(struct train *t, int64_t s)
 {
-	if (each_group(t, s, 0, group_dp) != 0)
-		return -1;
-	return model_is_moe(t->job->model) ? each_group(t, s, 1, group_dp) : 0;
+	const struct bucket *bk = t->stage[s].buckets;
+	int64_t i, nb = t->stage[s].nbuckets;
+	int kinds = model_is_moe(t->job->model) ? 2 : 1;
+
+	if (t->job->training.zero_stage >= 3)
+		return fsdp_stage(t, s, kinds);
+	if (t->job->training.zero_stage >= 1 &&
+	    t->job->framework->overlap_param_gather)
+		for (i = nb - 1; i >= 0; i--) {
+			struct gather_arg g = { &bk[i], s };
+
+			if (for_groups(t, s, bk[i].experts, gather_one, &g) != 0)
+				return -1;
+		}
+	for (i = 0; i < nb; i++)
+		if (for_groups(t, s, bk[i].experts, reduce_one,
+			       (void *)&bk[i]) != 0)
+			return -1;
+	return 0;
 }
 
 /* Tied embedding and LM head on different stages: all-reduce their
@@ -430,41 +439,33 @@ static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 	return id;
 }
 
-/* The distributed optimizer's all-gathers of one group after the step
- * when they are not overlapped with the next forward (t->opt holds the
- * optimizer tasks). */
-static int gather_group(struct train *t, int64_t s, uint32_t n, uint32_t size,
-			int experts)
+/* A bucket's all-gather after the optimizer on one group, when it is
+ * not overlapped with the next forward. */
+static int gather_after_one(struct train *t, uint32_t n, uint32_t size,
+			    void *arg)
 {
-	const struct bucket *bk = t->stage[s].buckets;
-	int64_t i;
+	task_id first = param_gather(t, n, size, arg);
 	uint32_t k;
 
-	for (i = t->stage[s].nbuckets - 1; i >= 0; i--) {
-		task_id first;
-
-		if (bk[i].experts != experts)
-			continue;
-		first = param_gather(t, n, size, &bk[i]);
-		if (first == TASK_NONE)
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++)
+		if (train_dep(t, t->opt[t->ranks[k]], first + k) != 0)
 			return -1;
-		for (k = 0; k < n; k++)
-			if (train_dep(t, t->opt[t->ranks[k]], first + k) != 0)
-				return -1;
-	}
 	return 0;
 }
 
 static int gather_after(struct train *t)
 {
-	int64_t s;
+	int64_t s, i;
 
 	for (s = 0; s < t->pp; s++) {
-		if (each_group(t, s, 0, gather_group) != 0)
-			return -1;
-		if (model_is_moe(t->job->model) &&
-		    each_group(t, s, 1, gather_group) != 0)
-			return -1;
+		const struct bucket *bk = t->stage[s].buckets;
+
+		for (i = t->stage[s].nbuckets - 1; i >= 0; i--)
+			if (for_groups(t, s, bk[i].experts, gather_after_one,
+				       (void *)&bk[i]) != 0)
+				return -1;
 	}
 	return 0;
 }
