@@ -27,8 +27,8 @@
  *
  * Depends on schema.h, spec_gpu.h.
  */
-#ifndef LLMSIM_SPEC_MOE_H
-#define LLMSIM_SPEC_MOE_H
+#ifndef LLMSIM_CONFIG_SPEC_MOE_H
+#define LLMSIM_CONFIG_SPEC_MOE_H
 
 #include <stdint.h>
 

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "base/arena.h"
 #include "base/mem.h"
 #include "layer.h"
 
