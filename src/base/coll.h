@@ -60,6 +60,9 @@ struct coll_path {
 	double hop_scale_out_s;	/* s, latency of a scale-out transfer */
 	double gpu_Bps;		/* B/s a GPU's kernels copy at most (its SMs
 				 * times their rate); 0 = no bound */
+	double eff_scale_up;	/* share of a scale-up link's rate its kernels
+				 * reach; 0 = 1 */
+	double eff_scale_out;	/* the same for scale-out links */
 	double node_share;	/* forward: scale-out bytes to a node per byte
 				 * of rank-level sends to its GPUs (node
 				 * deduplication), in (0, 1] */

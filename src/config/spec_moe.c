@@ -41,6 +41,19 @@ static const struct schema_field ep_fields[] = {
 	{ .key = "sm_rate", .type = ST_BANDWIDTH, .offset = EOFF(sm_rate_Bps),
 	  .def = "0 GB/s", .max = 1e13,
 	  .help = "bytes one SM copies per second (bounds a GPU at sms x rate)" },
+	{ .key = "fp8_row_cost", .type = ST_TIME, .offset = EOFF(fp8_row_cost_s),
+	  .def = "0 us", .max = 1e-3,
+	  .help = "SM time per fp8 row for its block scales beyond its bytes, "
+		  "per SM: with sm_rate a GPU's kernels move fp8 rows of B "
+		  "bytes at sms B / (fp8_row_cost + B / sm_rate)" },
+	{ .key = "scale_up_efficiency", .type = ST_NUM,
+	  .offset = EOFF(scale_up_eff), .def = "1", .min = 0.01, .max = 1,
+	  .help = "share of the scale-up links' sustained rate the kernels "
+		  "reach" },
+	{ .key = "scale_out_efficiency", .type = ST_NUM,
+	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
+	  .help = "share of the scale-out links' sustained rate the kernels "
+		  "reach" },
 	{ .key = "setup", .type = ST_TIME, .offset = EOFF(setup_s), .def = "0 us",
 	  .max = 1,
 	  .help = "time per call before data moves (launch, notify, barrier)" },

@@ -68,6 +68,9 @@ struct ep_comm_spec {
 					 * library's kernel units */
 	double sm_rate_Bps;		/* B/s one SM copies (a GPU's traffic is at
 					 * most sms x this); 0 = no bound */
+	double fp8_row_cost_s;		/* SM time per fp8 row for its scales */
+	double scale_up_eff;		/* share of scale-up's sustained rate */
+	double scale_out_eff;		/* share of scale-out's sustained rate */
 	double setup_s;			/* s per call before data moves (launch,
 					 * layout notify, barrier) */
 	double hop_scale_up_s;		/* s, latency of a scale-up transfer */

@@ -172,8 +172,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->local = e->experts / e->ep;
 	e->tokens = layer_sp_tokens(d);
 	e->rows = e->tokens * e->topk * e->etp;
-	e->elem_B = mj->dispatch_dtype >= 0 ?
-		    dtype_bytes((enum dtype)mj->dispatch_dtype) : d->act_B;
+	e->dispatch_dt = mj->dispatch_dtype >= 0 ? mj->dispatch_dtype :
+			 (int)layer_base_dtype((enum dtype)j->training.dtype);
+	e->elem_B = dtype_bytes((enum dtype)e->dispatch_dt);
 	e->dispatch_B = e->tokens * e->topk * d->hidden * e->elem_B;
 	e->node_share = 1;
 	e->allgather = mj->dispatcher && mj->dispatcher->mode == EP_ALLGATHER;

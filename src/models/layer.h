@@ -43,7 +43,11 @@ struct moe_dims {
 	const double *expert_rows;	/* rows of each local expert on the pace
 					 * GPU [local] */
 	double elem_B;		/* B per element of a dispatched token */
+	int dispatch_dt;	/* enum dtype tokens travel in */
 	double dispatch_B;	/* B one GPU sends in dispatch (coll.h size) */
+	double combine_B;	/* B one GPU sends in combine (16-bit rows) */
+	double row_B;		/* B of a dispatched token row (ep.h) */
+	double row16_B;		/* B of a 16-bit row (combine, backward) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL = even */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
@@ -241,6 +245,7 @@ struct layer_op {
 	uint8_t group;		/* LOP_COLL: enum layout_group */
 	uint8_t stream;		/* LOP_COLL: enum layer_stream */
 	uint8_t ep_path;	/* LOP_COLL: dispatch/combine, on the job's
+				 * path: 1 dispatch rows, 2 16-bit rows;
 				 * expert-parallel path */
 	uint8_t p2p_next;	/* LOP_COLL sendrecv: to the next rank of
 				 * the group (a ring step); else group order */

@@ -101,7 +101,7 @@ static int dedups(const struct layer_dims *d)
 
 /* Dispatch or combine (forward or backward) over EP. */
 static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
-		const struct layer_dims *d, double bytes)
+		const struct layer_dims *d, double bytes, int wide)
 {
 	const struct moe_dims *m = &d->moe;
 	struct layer_op *op;
@@ -115,13 +115,13 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	}
 	op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL, bytes);
 	op->a2a_B = m->a2a_B;
-	op->ep_path = 1;
+	op->ep_path = wide ? 2 : 1;
 }
 
 /* Combine bytes: the dispatch's rows in 16-bit. */
 static double combine_B(const struct layer_dims *d)
 {
-	return d->moe.dispatch_B * d->act_B / d->moe.elem_B;
+	return d->moe.combine_B;
 }
 
 static void etp_coll(struct layer_ops *o, const char *name,
@@ -215,7 +215,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	router_fwd(o, pass, d);
 	o->op[o->n - 2].dep[0] = in;	/* the router reads the norm's output */
 	permute_fwd(o, pass, d);
-	a2a(o, "moe_dispatch", pass, d, m->dispatch_B);
+	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, 0);
 	dispatched = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
 		int16_t first = (int16_t)o->n;
@@ -233,7 +233,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		o->op[after].dep[0] = dispatched;
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
-	a2a(o, "moe_combine", pass, d, combine_B(d));
+	a2a(o, "moe_combine", pass, d, combine_B(d), 1);
 	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
 	if (shared_end != LAYER_NONE) {
@@ -300,14 +300,14 @@ void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
-	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d));
+	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
 	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
 	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
 	experts_bwd(o, d);
 	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,
 		 COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
-	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, combine_B(d));
+	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, combine_B(d), 1);
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,
 			  T * k * h * d->act_B, T * h * d->act_B, T * k * h);

@@ -41,7 +41,7 @@
  *   dedup none (Megatron alltoall)   T_in k (h e + b_x)
  *   dedup rank/node (DeepEP)         T_in ep P_rank (h e + b_x)
  * with P_rank the probability that a token picks at least one of a
- * rank's L experts, 1 - C(E - L, k) / C(E, k) (route_hit_prob), or with
+ * rank's L experts, 1 - C(E - L, k) / C(E, k) (ep_hit_prob), or with
  * group-limited routing (n_group, topk_group) the grouped form. With node
  * deduplication a token crosses the scale-out network once per
  * destination node: of the rank-level bytes to a node's m GPUs a share
@@ -64,57 +64,7 @@
 
 #include "base/diag.h"
 #include "config/spec_job.h"
-
-/* log C(n, r), 0 for r <= 0, -inf for r > n. */
-static double log_choose(double n, double r)
-{
-	if (r <= 0)
-		return 0;
-	if (r > n)
-		return -INFINITY;
-	return lgamma(n + 1) - lgamma(r + 1) - lgamma(n - r + 1);
-}
-
-double route_hit_prob(double E, double k, double g)
-{
-	if (g <= 0)
-		return 0;
-	if (g >= E)
-		return 1;
-	return 1 - exp(log_choose(E - g, k) - log_choose(E, k));
-}
-
-double route_hit_prob_grouped(double E, double k, double g, double n_group,
-			      double topk_group)
-{
-	double m = topk_group * E / n_group;
-
-	return topk_group / n_group * route_hit_prob(m, k, g);
-}
-
-/* P(hit) for g experts lying in one group or spanning whole groups,
- * under group-limited routing; the plain form without it. */
-static double hit(const struct model_spec *m, double g)
-{
-	double E = (double)m->n_routed_experts, k = (double)m->num_experts_per_tok;
-	double ng = (double)m->n_group, tg = (double)m->topk_group;
-	double ge = ng > 0 ? E / ng : 0, q, miss = 0, j, mm;
-
-	if (ng <= 0 || tg <= 0 || tg >= ng)
-		return route_hit_prob(E, k, g);
-	if (g <= ge)
-		return route_hit_prob_grouped(E, k, g, ng, tg);
-	q = floor(g / ge);	/* whole groups on the node */
-	mm = tg * ge;
-	for (j = 0; j <= q && j <= tg; j++) {
-		double pj = exp(log_choose(q, j) + log_choose(ng - q, tg - j) -
-				log_choose(ng, tg));
-
-		if (isfinite(pj))
-			miss += pj * (1 - route_hit_prob(mm, k, j * ge));
-	}
-	return 1 - miss;
-}
+#include "ep.h"
 
 /* 1 - prod_i Phi((x - mu_i) / sd_i). */
 static double above(double x, const double *mu, const double *sd, size_t n)
@@ -324,22 +274,24 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 {
 	const struct ep_comm_spec *path = j->moe.dispatcher;
 	const struct model_spec *model = j->model;
-	double row_B = hidden * m->elem_B + (path ? path->bytes_per_token_extra : 0);
+	struct ep_routing r = { (double)model->n_routed_experts,
+				(double)model->num_experts_per_tok,
+				(double)model->n_group, (double)model->topk_group };
+	struct ep_traffic t;
+	double row_B = ep_row_bytes(hidden, m->dispatch_dt,
+				    path ? path->bytes_per_token_extra : 0);
 	double per_node = (double)j->system->gpus_per_node / m->etp;
-	double p_rank, p_node, gpn;
 
-	m->node_share = 1;
-	if (!path || path->dedup == DEDUP_NONE) {
-		m->dispatch_B = m->tokens * m->topk * row_B;
-		return;
-	}
-	p_rank = hit(model, m->local);
-	m->dispatch_B = m->tokens * m->ep * p_rank * row_B;
-	gpn = fmin(fmax(floor(per_node), 1), m->ep);
-	if (path->dedup == DEDUP_NODE && gpn > 1) {
-		p_node = hit(model, m->local * gpn);
-		m->node_share = fmin(p_node / (gpn * p_rank), 1);
-	}
+	double row16_B = ep_row_bytes(hidden, (int)layer_base_dtype(
+				      (enum dtype)j->training.dtype), 0);
+
+	ep_traffic(&r, m->ep, floor(per_node), m->tokens, row_B,
+		   path ? path->dedup : DEDUP_NONE, &t);
+	m->dispatch_B = t.send_B;
+	m->combine_B = t.send_B * row16_B / row_B;
+	m->row_B = row_B;
+	m->row16_B = row16_B;
+	m->node_share = t.node_share;
 }
 
 int route_plan(const struct job_spec *j, struct layer_dims *d,

@@ -30,22 +30,6 @@ struct route_result {
 };
 
 /*
- * Probability that a token whose k distinct experts are drawn uniformly
- * from E picks at least one of g given experts: 1 - C(E-g, k) / C(E, k).
- */
-double route_hit_prob(double E, double k, double g);
-
-/*
- * The same when a token first picks topk_group of n_group equal groups
- * (uniformly) and then its k experts among those groups' experts, for g
- * experts inside one group (DeepSeek's node-limited routing when groups
- * are nodes): (topk_group / n_group) (1 - C(m-g, k) / C(m, k)), m =
- * topk_group E / n_group.
- */
-double route_hit_prob_grouped(double E, double k, double g, double n_group,
-			      double topk_group);
-
-/*
  * Expected maximum of n independent normal variables of means mu[i] and
  * standard deviations sd[i] (sd may be 0), by numerical integration of
  * 1 - prod_i Phi((x - mu_i) / sd_i).

@@ -27,6 +27,7 @@
 
 #include "base/diag.h"
 #include "gpu/gpu.h"
+#include "ep.h"
 #include "footprint.h"
 #include "route.h"
 #include "split.h"
@@ -83,8 +84,8 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 		c.proto = PROTO_SIMPLE;
 	}
 	if (op->ep_path) {
-		c.path = t->path;
-		c.algo = t->path ? -1 : t->ep_algo;
+		c.path = t->path[op->ep_path == 2];
+		c.algo = c.path ? -1 : t->ep_algo;
 		if (t->ep_units > 0)
 			c.sm_share = t->ep_units >= (double)t->gpu->compute_units ?
 				     1 : t->ep_units / (double)t->gpu->compute_units;
@@ -438,24 +439,18 @@ static void ep_path(struct train *t)
 {
 	const struct ep_comm_spec *e = t->job->moe.dispatcher;
 
-	t->path = NULL;
+	const struct moe_dims *m = &t->dims.moe;
+
+	t->path[0] = t->path[1] = NULL;
 	t->ep_algo = -1;
 	t->ep_units = e ? (double)e->sms : 0;
 	if (!e || !model_is_moe(t->job->model))
 		return;
-	if (e->mode == EP_HIERARCHICAL)
-		t->ep_algo = ALGO_HIER;
-	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
-		return;
-	t->ep_path = (struct coll_path){
-		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
-						COLL_PATH_DIRECT,
-		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
-		.hop_scale_out_s = e->hop_scale_out_s,
-		.gpu_Bps = (double)e->sms * e->sm_rate_Bps,
-		.node_share = t->dims.moe.node_share, .name = e->name,
-	};
-	t->path = &t->ep_path;
+	t->path[0] = ep_coll_path(e, m->node_share, m->row_B,
+				  m->dispatch_dt == DTYPE_FP8, 0, &t->ep_path[0],
+				  &t->ep_algo);
+	t->path[1] = ep_coll_path(e, m->node_share, m->row16_B, 0, 0,
+				  &t->ep_path[1], &t->ep_algo);
 }
 
 /* Everything but the program; t->lay is set. */

@@ -57,8 +57,10 @@ struct train {
 	int64_t mtp;			/* MTP modules on the last virtual stage */
 	struct block *pg;		/* all-gather of a scattered transfer, or NULL */
 	struct block_dtypes dt;
-	struct coll_path ep_path;	/* the dispatcher's GPU-initiated path */
-	const struct coll_path *path;	/* &ep_path, or NULL: the library's */
+	struct coll_path ep_path[2];	/* the dispatcher's GPU-initiated path
+					 * for dispatch rows, 16-bit rows */
+	const struct coll_path *path[2];	/* &ep_path[i], or NULL: the
+						 * library's */
 	int ep_algo;			/* the library algorithm the dispatcher
 					 * forces (hierarchical), or -1 */
 	double ep_units;		/* SMs dispatch/combine hold (0: the

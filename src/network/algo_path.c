@@ -23,15 +23,20 @@
  * With V the largest of a's coefficients the flow moves V and each path
  * carries its share; the path's copy rate bounds the flow so that a GPU
  * moves at most gpu_Bps over all its paths (its SMs' copy rate):
- * bound = gpu_Bps V / sum of a's bytes.
+ * bound = gpu_Bps V / sum of a's bytes. Kernels that reach only a share
+ * eta of a link's sustained rate (eff_scale_up, eff_scale_out) load it
+ * with 1/eta of the bytes they move (the coefficient divided by eta).
  *
- * Latency: the path's setup plus one scale-up transfer, and one
- * scale-out transfer when the group spans nodes; no library base, hop
- * constants or host launch (the system's collective_overhead is the
- * host-launched library's).
+ * Latency: the path's setup plus its hops: forward, one scale-up
+ * transfer and, when the group spans nodes, one scale-out transfer before
+ * it (in series); direct, the slower of the two (intra- and inter-node
+ * peers are written at once). No library base, hop constants or host
+ * launch (the system's collective_overhead is the host-launched
+ * library's).
  */
 #include "algo.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/mem.h"
@@ -57,6 +62,16 @@ static uint32_t rail_peer(const struct algo_ctx *x, uint32_t a, uint32_t k,
 		if (algo_rail(x, m[j]) == ra)
 			return m[j];
 	return member(x, k, pos);
+}
+
+/* 1 / the path's efficiency on the a -> b hop (scale-up inside a node). */
+static double inv_eff(const struct algo_ctx *x, const struct coll_path *path,
+		      uint32_t a, uint32_t b)
+{
+	double e = x->g.gnode[a] == x->g.gnode[b] ? path->eff_scale_up :
+						     path->eff_scale_out;
+
+	return e > 0 ? 1 / e : 1;
 }
 
 /* Position of rank a in its node. */
@@ -116,17 +131,19 @@ static void forward_source(struct algo_ctx *x, struct plan *p, uint32_t a,
 				if (m[j] != a)
 					algo_seg(x, p, a, m[j], algo_rail(x, a),
 						 algo_rail(x, m[j]),
-						 algo_a2a_bytes(x, a, m[j]) / V);
+						 algo_a2a_bytes(x, a, m[j]) / V *
+						 inv_eff(x, path, a, m[j]));
 			continue;
 		}
 		r = rail_peer(x, a, K, pos);
 		algo_seg(x, p, a, r, algo_rail(x, a), algo_rail(x, r),
-			 share * v / V);
+			 share * v / V * inv_eff(x, path, a, r));
 		for (j = 0; j < n; j++)
 			if (m[j] != r)
 				algo_seg(x, p, r, m[j], algo_rail(x, r),
 					 algo_rail(x, m[j]),
-					 algo_a2a_bytes(x, a, m[j]) / V);
+					 algo_a2a_bytes(x, a, m[j]) / V *
+					 inv_eff(x, path, r, m[j]));
 	}
 }
 
@@ -151,7 +168,8 @@ static void direct_source(struct algo_ctx *x, struct plan *p, uint32_t a,
 	for (b = 0; b < x->g.p; b++)
 		if (b != a)
 			algo_seg(x, p, a, b, algo_rail(x, a), algo_rail(x, b),
-				 algo_a2a_bytes(x, a, b) / V);
+				 algo_a2a_bytes(x, a, b) / V *
+				 inv_eff(x, path, a, b));
 }
 
 int algo_path_build(const struct topo *t, const struct coll_lib_spec *lib,
@@ -183,8 +201,14 @@ int algo_path_build(const struct topo *t, const struct coll_lib_spec *lib,
 			else
 				direct_source(&x, out, a, path);
 		}
-		latency = path->setup_s + path->hop_scale_up_s +
-			  (x.g.nnodes > 1 ? path->hop_scale_out_s : 0);
+		if (path->mode == COLL_PATH_FORWARD)
+			latency = path->setup_s + path->hop_scale_up_s +
+				  (x.g.nnodes > 1 ? path->hop_scale_out_s : 0);
+		else
+			latency = path->setup_s +
+				  (x.g.nnodes > 1 ? fmax(path->hop_scale_up_s,
+							 path->hop_scale_out_s) :
+						    path->hop_scale_up_s);
 		plan_flow_end(out);
 		if (!out->failed && out->nphases > 0)
 			out->phases[0].latency_s = latency;

@@ -104,8 +104,9 @@ void net_free(struct net *n)
 /* FNV-1a of a non-library path's numbers (they shape the plan). */
 static uint64_t path_hash(const struct coll_path *p)
 {
-	const double v[6] = { p->mode, p->setup_s, p->hop_scale_up_s,
-			      p->hop_scale_out_s, p->gpu_Bps, p->node_share };
+	const double v[8] = { p->mode, p->setup_s, p->hop_scale_up_s,
+			      p->hop_scale_out_s, p->gpu_Bps, p->node_share,
+			      p->eff_scale_up, p->eff_scale_out };
 	const unsigned char *b = (const unsigned char *)v;
 	uint64_t h = 1469598103934665603ull;
 	size_t i;

@@ -16,7 +16,7 @@
  * issue 9 (b300, gb300), sorted as config_list_presets returns them. */
 static const char *const names[] = {
 	"a100-40g", "a100-80g", "b200", "b300", "gb200", "gb300", "h100",
-	"h200", "mi250x", "mi300x", "mi325x", "mi355x",
+	"h200", "h800", "mi250x", "mi300x", "mi325x", "mi355x",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
