@@ -101,7 +101,34 @@ static void rope_op(struct layer_ops *o, const char *name,
 		n = layer_tokens(d) * (heads_q(d) + 1) * d->mla_d.rope;
 	else
 		n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
-	lop_memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
+	if (!d->eager_rope) {
+		lop_memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
+		return;
+	}
+	/* x cos (r n, w n), -x2 (r n/2, w n/2), cat (r n, w n), * sin (r n,
+	 * w n), + (r 2n, w n), on q and on k: 10 kernels, the first four of
+	 * each on the strided views (7n); backward the same chain reversed */
+	lop_eager(o, name, pass, 5.5 * n * d->act_B, 4.5 * n * d->act_B,
+		  7 * n * d->act_B, 10, 4 * n);
+}
+
+/* GQA keys and values copied to the query heads (repeat_interleave on
+ * strided views: read T kv, write T q, each), or in backward summed back
+ * (two reductions: read T q, write T kv each, contiguous). */
+static void expand_kv(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), q = layer_q_width(d);
+	double kv = layer_kv_width(d), B = d->act_B;
+
+	if (!d->expand_kv || d->mla)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 2 * t * q * B, 2 * t * kv * B, 0, 2,
+			  2 * t * q);
+	else
+		lop_eager(o, name, pass, 2 * t * kv * B, 2 * t * q * B,
+			  2 * t * (q + kv) * B, 2, 0);
 }
 
 /* MLA down projections on the SP shard (duplicated over TP). */
@@ -164,6 +191,7 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 	a->head_dim_v = layer_v_dim(d);
 	a->causal = causal;
 	a->window = window;
+	a->kernel = d->attn_kernel;
 }
 
 /* One flash call; model_flops 0: counted from its shape. */
@@ -368,6 +396,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 {
 	proj_fwd(o, pass, d);
 	rope_op(o, "rope", pass, d);
+	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
 }
 
@@ -424,6 +453,7 @@ void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
 	if (rc == LREC_SELECTIVE)
 		core(o, PASS_RECOMPUTE, 0, d, k);
 	core(o, PASS_BWD, 1, d, k);
+	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
 	proj_bwd(o, d);
 }

@@ -214,6 +214,14 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->attn_kernel = j->framework->attention_kernel;
+	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
+			     2 : 1;
+	d->eager_rope = j->framework->elementwise.eager_rope == 1;
+	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
+		       d->gated;
+	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
+		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
@@ -228,29 +236,60 @@ static int is_moe(const struct layer_kind *k)
 	return k && k->moe;
 }
 
-static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,
+/* The first MLP GEMM's output through the activation: one fused kernel
+ * (read u, write f'), or act(g) (r f', w f', strided) then * u (r 2f',
+ * w f', u strided) as PyTorch runs a gated MLP on the two halves. */
+static void act_fwd(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
 	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d);
+	double f = layer_ffn_local(d), B = d->act_B;
+
+	if (!d->eager_act) {
+		lop_memop(o, "act", pass, t * u * B, t * f * B,
+			  ACT_FLOPS * t * f);
+		return;
+	}
+	lop_eager(o, "act", pass, 3 * t * f * B, 2 * t * f * B, 3 * t * f * B,
+		  2, ACT_FLOPS * t * f);
+}
+
+/* Its backward: one fused kernel (read u + f', write u), or dy * u
+ * (r 2f', w f'), dy * act(g) (r 2f', w f'), act'(g) (r 2f', w f', g
+ * strided) and the cat of the two halves' gradients (r 2f', w 2f'). */
+static void act_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d), B = d->act_B;
+
+	if (!d->eager_act) {
+		lop_memop(o, "act_bwd", PASS_BWD, t * (u + f) * B, t * u * B,
+			  ACT_FLOPS * t * f);
+		return;
+	}
+	lop_eager(o, "act_bwd", PASS_BWD, 8 * t * f * B, 5 * t * f * B,
+		  6 * t * f * B, 4, ACT_FLOPS * t * f);
+}
+
+static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	double u = layer_fc1_width(d), f = layer_ffn_local(d);
 
 	lop_column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u,
 		       d->hidden, d->lowp);
-	lop_memop(o, "act", pass, t * u * d->act_B, t * f * d->act_B,
-		  ACT_FLOPS * t * f);
+	act_fwd(o, pass, d);
 	lop_row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d, f);
 }
 
 static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
-	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d);
+	double u = layer_fc1_width(d), f = layer_ffn_local(d);
 	int16_t red;
 
 	lop_row_bwd(o, "fc2_grad_allgather", "fc2_grad_cast", "fc2_dgrad",
 		    "fc2_wgrad", d, f);
-	lop_memop(o, "act_bwd", PASS_BWD, t * (u + f) * d->act_B,
-		  t * u * d->act_B, ACT_FLOPS * t * f);
+	act_bwd(o, d);
 	red = lop_column_bwd(o, "fc1_input_allgather", "fc1_grad_cast",
 			     "fc1_dgrad", "fc1_grad_tp_reduce", "fc1_wgrad", d,
 			     u, d->hidden, d->lowp);
@@ -292,9 +331,11 @@ static void layer_bwd_pass(const struct layer_dims *d,
 		moe_bwd(o, d);
 	else
 		mlp_bwd(o, d);
+	lop_residual_grad(o, "add2_bwd", d);
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, attn_out_width(d));
 	attn_bwd(o, rc, d, k);
+	lop_residual_grad(o, "add1_bwd", d);
 }
 
 void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,

@@ -69,6 +69,17 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
  * buffer. */
 void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
 
+/* A chain of k PyTorch kernels moving read_B and write_B, strided_B of
+ * them through the generic elementwise path. */
+struct layer_op *lop_eager(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double read_B, double write_B,
+			   double strided_B, double k, double flops);
+
+/* Autograd sums the two gradients of a residual connection (the norm's
+ * dx and the residual branch's): one add kernel, read 2n, write n. */
+void lop_residual_grad(struct layer_ops *o, const char *name,
+		       const struct layer_dims *d);
+
 void lop_norm_bwd(struct layer_ops *o, const char *name,
 		  const struct layer_dims *d);
 

@@ -181,9 +181,32 @@ void lop_norm_bwd(struct layer_ops *o, const char *name,
 	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
 
-	/* x, dy and the residual's gradient in; dx out. */
-	lop_memop(o, name, PASS_BWD, 3 * n * d->act_B + mask, n * d->act_B,
-	      NORM_FLOPS * n);
+	struct layer_op *op;
+
+	/* x and dy in (again for dgamma when it is a second kernel), dx out */
+	op = lop_memop(o, name, PASS_BWD, 2 * d->norm_bwd_passes * n *
+		       d->act_B + mask, n * d->act_B, NORM_FLOPS * n);
+	op->k.launches = d->norm_bwd_passes;
+}
+
+void lop_residual_grad(struct layer_ops *o, const char *name,
+		       const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+
+	lop_memop(o, name, PASS_BWD, 2 * n * d->act_B, n * d->act_B,
+		  ADD_FLOPS * n);
+}
+
+struct layer_op *lop_eager(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double read_B, double write_B,
+			   double strided_B, double k, double flops)
+{
+	struct layer_op *op = lop_memop(o, name, pass, read_B, write_B, flops);
+
+	op->k.launches = k;
+	op->k.strided_B = strided_B;
+	return op;
 }
 
 /* Row-parallel GEMM (k inputs -> h outputs) backward: [SP all-gather of
