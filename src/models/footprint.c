@@ -427,7 +427,10 @@ double footprint_rank_act_B(const struct job_spec *j,
 	int64_t m = job_microbatches(j), n = sched_actions(m, p->vpp), i;
 	double live = 0, peak = 0;
 
-	sched_rank(p->schedule, p->pp, p->vpp, m, rank, scratch);
+	/* MoE all-to-all overlap runs one more warm-up forward (sched.h) */
+	sched_rank_ex(p->schedule, p->pp, p->vpp, m, rank,
+		      model_is_moe(j->model) && j->moe.a2a_overlap &&
+		      p->ep > 1, scratch);
 	for (i = 0; i < n; i++) {
 		int64_t vs = (int64_t)scratch[i].chunk * p->pp + rank;
 		double b = stage_act_B(j, d, split, vs);

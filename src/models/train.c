@@ -161,21 +161,20 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 	return 0;
 }
 
-/* Block b as unit u of action a on the stage's simulated ranks
- * t->stage_ranks[0..n-1], each waiting for in[k] (TASK_NONE: nothing).
- * The tasks waiting for in[] are the unit's first tasks when `first` is
- * set. */
-static int inst_block(struct train *t, const struct block *b, uint32_t n,
+/* Ops [lo, hi) of block b as unit u of action a on the stage's
+ * simulated ranks t->stage_ranks[0..n-1], their task ids in ids (op i of
+ * rank k at ids[i * n + k]), the ops taking the unit's input waiting for
+ * in[k] (TASK_NONE: nothing) and recorded as the unit's first tasks when
+ * `first` is set. */
+static int inst_range(struct train *t, const struct block *b, uint32_t n,
 		      const task_id *in, int64_t a, int64_t u,
-		      const struct task_info *tmpl, int first)
+		      const struct task_info *tmpl, int first, int lo, int hi,
+		      task_id *ids)
 {
-	task_id *ids = t->scratch;
 	int i, e;
 	uint32_t k;
 
-	for (k = 0; k < n && first; k++)
-		train_unit(t, t->stage_ranks[k], a, u)->nfirst = 0;
-	for (i = 0; i < b->n; i++) {
+	for (i = lo; i < hi; i++) {
 		struct task_info info = *tmpl;
 
 		info.name = b->op[i].name;
@@ -198,9 +197,38 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 			}
 		}
 	}
+	return 0;
+}
+
+static void unit_begin(struct train *t, uint32_t n, int64_t a, int64_t u,
+		       int first)
+{
+	uint32_t k;
+
+	for (k = 0; k < n && first; k++)
+		train_unit(t, t->stage_ranks[k], a, u)->nfirst = 0;
+}
+
+static void unit_end(struct train *t, const struct block *b, uint32_t n,
+		     int64_t a, int64_t u, const task_id *ids)
+{
+	uint32_t k;
+
 	for (k = 0; k < n; k++)
 		train_unit(t, t->stage_ranks[k], a, u)->last =
 			ids[(b->n - 1) * (int)n + (int)k];
+}
+
+/* Block b as unit u of action a (inst_range over all its ops). */
+static int inst_block(struct train *t, const struct block *b, uint32_t n,
+		      const task_id *in, int64_t a, int64_t u,
+		      const struct task_info *tmpl, int first)
+{
+	unit_begin(t, n, a, u, first);
+	if (inst_range(t, b, n, in, a, u, tmpl, first, 0, b->n,
+		       t->scratch) != 0)
+		return -1;
+	unit_end(t, b, n, a, u, t->scratch);
 	return 0;
 }
 
@@ -224,9 +252,150 @@ static int gather_input(struct train *t, uint32_t n, task_id *in, int64_t a,
 	return 0;
 }
 
+/* Action a's input before its first unit (in[k] per simulated GPU): the
+ * head's forward for the last stage's backward, and the gather of a
+ * scattered pipeline transfer. */
+static int action_begin(struct train *t, int64_t s, uint32_t n, int64_t a,
+			task_id *in, struct task_info *info)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	struct sched_action act = sp->acts[a];
+	int64_t vs = train_vs(t, s, act.chunk);
+	uint32_t k;
+
+	*info = (struct task_info){ .microbatch = (int32_t)act.mb };
+	for (k = 0; k < n; k++) {
+		in[k] = TASK_NONE;
+		if (act.bwd && vs == t->stages - 1)
+			in[k] = train_action_end(t, t->stage_ranks[k],
+				sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
+	}
+	if (t->pg && receives(t, act, vs) && gather_input(t, n, in, a, info) != 0)
+		return -1;
+	return 0;
+}
+
+/* Unit u of action a as a whole; in[] advances to its end. */
+static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
+		       int64_t u, task_id *in, struct task_info *info)
+{
+	struct sched_action act = t->stage[s].acts[a];
+	int64_t vs = train_vs(t, s, act.chunk);
+	const struct block *b = train_unit_block(t, vs, act.bwd, u,
+						 &info->layer);
+	uint32_t k;
+
+	if (inst_block(t, b, n, in, a, u, info,
+		       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		in[k] = train_unit(t, t->stage_ranks[k], a, u)->last;
+	return 0;
+}
+
+/* The ends of block b's segments: each runs to and includes one of its
+ * dispatch/combine all-to-alls, the last to the block's end. Returns the
+ * count (1: no all-to-all). */
+static int segments(const struct block *b, int *ends)
+{
+	int i, c = 0;
+
+	for (i = 0; i < b->n; i++)
+		if (b->op[i].kind != LOP_KERNEL && b->op[i].ep_path)
+			ends[c++] = i + 1;
+	if (c == 0 || ends[c - 1] < b->n)
+		ends[c++] = b->n;
+	return c;
+}
+
+/* Unit u of the paired actions x (backward) and y (forward), their
+ * blocks' segments alternating on the compute stream, x's first: each
+ * all-to-all (issued at the end of a segment, on the EP stream) runs
+ * under the other action's next segment (Megatron-Core's
+ * overlap_moe_expert_parallel_comm: combine backward under attention,
+ * dispatch under the experts' backward, ...). */
+static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
+		     int64_t y, int64_t u, task_id *inx, task_id *iny,
+		     struct task_info *ix, struct task_info *iy)
+{
+	struct sched_action ax = t->stage[s].acts[x], ay = t->stage[s].acts[y];
+	int64_t vx = train_vs(t, s, ax.chunk), vy = train_vs(t, s, ay.chunk);
+	const struct block *bx = train_unit_block(t, vx, ax.bwd, u, &ix->layer);
+	const struct block *by = train_unit_block(t, vy, ay.bwd, u, &iy->layer);
+	int fx = !(u == 0 && t->pg && receives(t, ax, vx));
+	int fy = !(u == 0 && t->pg && receives(t, ay, vy));
+	int ex[LAYER_MAX_OPS + 1], ey[LAYER_MAX_OPS + 1];
+	int cx = segments(bx, ex), cy = segments(by, ey), i, lx = 0, ly = 0;
+	uint32_t k;
+
+	unit_begin(t, n, x, u, fx);
+	unit_begin(t, n, y, u, fy);
+	for (i = 0; i < cx || i < cy; i++) {
+		if (i < cx && inst_range(t, bx, n, inx, x, u, ix, fx, lx, ex[i],
+					 t->scratch) != 0)
+			return -1;
+		if (i < cy && inst_range(t, by, n, iny, y, u, iy, fy, ly, ey[i],
+					 t->scratch2) != 0)
+			return -1;
+		lx = i < cx ? ex[i] : lx;
+		ly = i < cy ? ey[i] : ly;
+	}
+	unit_end(t, bx, n, x, u, t->scratch);
+	unit_end(t, by, n, y, u, t->scratch2);
+	for (k = 0; k < n; k++) {
+		inx[k] = train_unit(t, t->stage_ranks[k], x, u)->last;
+		iny[k] = train_unit(t, t->stage_ranks[k], y, u)->last;
+	}
+	return 0;
+}
+
+/* Whether actions a and a + 1 of a stage run as a pair: a forward and a
+ * backward of different microbatches (or chunks), so neither waits for
+ * the other, both of MoE layers. */
+static int pairs(const struct train *t, int64_t s, int64_t a)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	struct sched_action p, q;
+
+	if (!t->a2a_overlap || a + 1 >= sp->nacts)
+		return 0;
+	p = sp->acts[a];
+	q = sp->acts[a + 1];
+	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
+}
+
+/* Actions a and a + 1 paired (pairs()): unit by unit, the backward's
+ * segments first. */
+static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
+		      task_id *in, task_id *in2)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t x = sp->acts[a].bwd ? a : a + 1, y = x == a ? a + 1 : a, u;
+	int64_t nx = train_units(t, train_vs(t, s, sp->acts[x].chunk));
+	int64_t ny = train_units(t, train_vs(t, s, sp->acts[y].chunk));
+	struct task_info ix, iy;
+
+	if (action_begin(t, s, n, x, in, &ix) != 0 ||
+	    action_begin(t, s, n, y, in2, &iy) != 0)
+		return -1;
+	for (u = 0; u < nx || u < ny; u++) {
+		if (u < nx && u < ny) {
+			if (pair_unit(t, s, n, x, y, u, in, in2, &ix, &iy) != 0)
+				return -1;
+			continue;
+		}
+		if (u < nx && action_unit(t, s, n, x, u, in, &ix) != 0)
+			return -1;
+		if (u < ny && action_unit(t, s, n, y, u, in2, &iy) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Every action of pipeline rank s on all its simulated GPUs: its units
- * chained, the head's backward after its forward. */
-static int build_stage(struct train *t, int64_t s, task_id *in)
+ * chained, the head's backward after its forward; with moe.a2a_overlap
+ * neighbouring forward and backward actions paired (build_pair). */
+static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 {
 	const struct stage_plan *sp = &t->stage[s];
 	uint32_t n = (uint32_t)t->lay.sim, k;
@@ -235,29 +404,20 @@ static int build_stage(struct train *t, int64_t s, task_id *in)
 	for (k = 0; k < n; k++)
 		t->stage_ranks[k] = layout_rank(&t->lay, s, (int64_t)k);
 	for (a = 0; a < sp->nacts; a++) {
-		struct sched_action act = sp->acts[a];
-		int64_t vs = train_vs(t, s, act.chunk);
-		struct task_info info = { .microbatch = (int32_t)act.mb };
+		struct task_info info;
 
-		for (k = 0; k < n; k++) {
-			in[k] = TASK_NONE;
-			if (act.bwd && vs == t->stages - 1)
-				in[k] = train_action_end(t, t->stage_ranks[k],
-					sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
-		}
-		if (t->pg && receives(t, act, vs) &&
-		    gather_input(t, n, in, a, &info) != 0)
-			return -1;
-		for (u = 0; u < train_units(t, vs); u++) {
-			const struct block *b = train_unit_block(t, vs, act.bwd,
-								 u, &info.layer);
-
-			if (inst_block(t, b, n, in, a, u, &info,
-				       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
+		if (pairs(t, s, a)) {
+			if (build_pair(t, s, n, a, in, in2) != 0)
 				return -1;
-			for (k = 0; k < n; k++)
-				in[k] = train_unit(t, t->stage_ranks[k], a, u)->last;
+			a++;
+			continue;
 		}
+		if (action_begin(t, s, n, a, in, &info) != 0)
+			return -1;
+		for (u = 0; u < train_units(t, train_vs(t, s, sp->acts[a].chunk));
+		     u++)
+			if (action_unit(t, s, n, a, u, in, &info) != 0)
+				return -1;
 	}
 	return 0;
 }
@@ -276,8 +436,8 @@ static int plan_stage(struct train *t, int64_t s)
 				   (size_t)(n + 1) * sizeof(*sp->unit_off));
 	if (!sp->acts || !sp->lookup || !sp->unit_off)
 		return -1;
-	sched_rank(t->job->parallelism.schedule, t->pp, t->v, t->m, s,
-		   sp->acts);
+	sched_rank_ex(t->job->parallelism.schedule, t->pp, t->v, t->m, s,
+		      t->a2a_overlap, sp->acts);
 	sp->unit_off[0] = 0;
 	for (a = 0; a < n; a++) {
 		struct sched_action act = sp->acts[a];
@@ -412,6 +572,8 @@ static int alloc_ranks(struct train *t)
 	t->last_dp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_dp));
 	t->scratch = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
 				 (size_t)t->lay.sim * sizeof(*t->scratch));
+	t->scratch2 = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
+				  (size_t)t->lay.sim * sizeof(*t->scratch2));
 	t->stage_ranks = arena_alloc(&t->arena, (size_t)t->lay.sim *
 				     sizeof(*t->stage_ranks));
 	t->done = arena_alloc(&t->arena, (size_t)t->lay.sim);
@@ -419,7 +581,8 @@ static int alloc_ranks(struct train *t)
 	t->gpus = arena_alloc(&t->arena, width * sizeof(*t->gpus));
 	t->ranks = arena_alloc(&t->arena, width * sizeof(*t->ranks));
 	t->pos = arena_alloc(&t->arena, width * sizeof(*t->pos));
-	if (!t->units || !t->last_dp || !t->scratch || !t->gpus || !t->ranks ||
+	if (!t->units || !t->last_dp || !t->scratch || !t->scratch2 ||
+	    !t->gpus || !t->ranks ||
 	    !t->stage_ranks || !t->done || !t->idx || !t->pos)
 		return -1;
 	for (r = 0; r < t->lay.nranks; r++) {
@@ -468,6 +631,8 @@ static int setup(struct train *t, const struct job_spec *j,
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
 	t->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	t->a2a_overlap = model_is_moe(j->model) && j->moe.a2a_overlap &&
+			 j->parallelism.ep > 1;
 	layer_dims_from_job(j, &t->dims);
 	if (model_is_moe(j->model)) {
 		if (route_plan(j, &t->dims, &t->arena, &route, d) != 0)
@@ -536,13 +701,14 @@ static void fill_plan(const struct train *t, struct train_plan *plan)
 static int build_all(struct train *t)
 {
 	task_id *in = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in));
+	task_id *in2 = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in2));
 	int64_t s;
 
 	name_streams(t->prog);
-	if (!in || cost_blocks(t) != 0)
+	if (!in || !in2 || cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
-		if (build_stage(t, s, in) != 0)
+		if (build_stage(t, s, in, in2) != 0)
 			return -1;
 	if (train_build_pp(t) != 0 || train_build_dp(t) != 0)
 		return -1;

@@ -70,6 +70,11 @@ struct train {
 	task_id *last_dp;		/* [rank] last task on the dp stream */
 	task_id *opt;			/* [rank] the optimizer step (train_dp.c) */
 	task_id *scratch;		/* LAYER_MAX_OPS * sim task ids */
+	task_id *scratch2;		/* the same, for the other action of a
+					 * pair (moe.a2a_overlap) */
+	int a2a_overlap;		/* pair forward and backward actions,
+					 * their dispatch/combine under each
+					 * other's compute */
 	uint32_t *stage_ranks;		/* scratch: the simulated ranks of a stage */
 	uint8_t *done;			/* scratch: sim flags */
 	int64_t *idx;			/* scratch: stage indices of a group */
