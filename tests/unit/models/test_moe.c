@@ -289,3 +289,35 @@ Test(cp, ring_splits_the_work_into_cp_steps)
 		       layer_ops_flops(&o1, PASS_FWD) / 4, 1e-9));
 	arena_release(&a);
 }
+
+Test(moe, expert_state_over_ep_and_edp)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct footprint fp;
+	int64_t split[1] = { 4 };
+	double dense, experts;
+
+	/* 4 MoE layers of 8 experts (2 x 1024 x 512 each) over ep 4 on the
+	 * node's 8 GPUs: a GPU holds 2 experts of each layer, 4 x 2 x
+	 * 1.049e6 = 8.39e6 expert parameters; edp = 8 / 4 = 2. ZeRO-1: the
+	 * fp32 master and two moments (12 B a parameter) of the dense part
+	 * split over dp = 8, of the experts over edp = 2; 16-bit weights and
+	 * fp32 gradients of everything held */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 4);
+	f.job.training.zero_stage = 1;
+	f.job.parallelism.edp = 2;	/* what the job check infers */
+	dims(&f, &a, &d, &r);
+	footprint_rank_params_split(&f.job, &d, split, 0, &dense, &experts);
+	cr_assert(near(experts, 4 * 2 * 2 * 1024.0 * 512, 1e-12),
+		  "experts %.6g", experts);
+	cr_assert_eq(footprint_job(&f.job, 79e9, &fp), 0);
+	cr_assert(near(fp.optimizer_B, 12 * (dense / 8 + experts / 2), 1e-9),
+		  "optimizer %.6g B", fp.optimizer_B);
+	cr_assert(near(fp.weights_B, 2 * (dense + experts), 1e-9));
+	cr_assert(near(fp.grads_B, 4 * (dense + experts), 1e-9));
+	arena_release(&a);
+}
