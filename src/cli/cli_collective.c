@@ -479,6 +479,8 @@ static int ep_time(struct net *n, const struct opts *o,
 	c.bytes = row->ep.send_B;
 	c.path = ep_coll_path(e, row->ep.node_share, row_B, dt == DTYPE_FP8,
 			      o->sms, &path, &algo);
+	if (!ep_spans_nodes(gpus, c.ngpus, s->gpus_per_node))
+		algo = -1;	/* hierarchical inside a node: plain */
 	c.algo = o->algo >= 0 ? o->algo : algo;
 	if (net_collective_time(n, &c, &row->r, d) != 0)
 		return -1;

@@ -150,3 +150,13 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 	};
 	return path;
 }
+
+int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn)
+{
+	uint32_t i;
+
+	for (i = 1; i < n && gpn > 0; i++)
+		if (gpus[i] / (uint64_t)gpn != gpus[0] / (uint64_t)gpn)
+			return 1;
+	return 0;
+}

@@ -86,4 +86,8 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 				     int64_t sms, struct coll_path *path,
 				     int *algo);
 
+/* Whether the n GPUs (global ids, gpn a node) span more than one node:
+ * the hierarchical all-to-all has an inter-node step only then. */
+int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn);
+
 #endif

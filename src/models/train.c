@@ -85,7 +85,9 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 	}
 	if (op->ep_path) {
 		c.path = t->path[op->ep_path == 2];
-		c.algo = c.path ? -1 : t->ep_algo;
+		/* hierarchical inside one node is the plain all-to-all */
+		c.algo = c.path || !ep_spans_nodes(t->gpus, n,
+				t->job->system->gpus_per_node) ? -1 : t->ep_algo;
 		if (t->ep_units > 0)
 			c.sm_share = t->ep_units >= (double)t->gpu->compute_units ?
 				     1 : t->ep_units / (double)t->gpu->compute_units;
