@@ -280,7 +280,26 @@ static void print_speed(FILE *out, const struct job_spec *j,
 		"included)\n", r->hw_tflops_per_gpu);
 }
 
-static void print_breakdown(FILE *out, const struct step_result *r)
+/* A kind of communication's time summed over the simulated calls, and
+ * how much of it is on the critical path (exposed) or off it (hidden),
+ * under the breakdown. */
+static void print_hidden(FILE *out, const struct step_result *r,
+			 const char *prefix, const char *label)
+{
+	char a[32], b[32], c[32];
+	double total, exposed;
+
+	comm_time(r, prefix, &total, &exposed);
+	if (total <= 0)
+		return;
+	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls)\n", label,
+		fmt(a, sizeof(a), total, UNIT_TIME),
+		fmt(b, sizeof(b), exposed, UNIT_TIME),
+		fmt(c, sizeof(c), total - exposed, UNIT_TIME));
+}
+
+static void print_breakdown(FILE *out, const struct job_spec *j,
+			    const struct step_result *r)
 {
 	static const char *const label[EXEC_PART_COUNT] = {
 		"compute", "exposed communication", "pipeline bubble",
@@ -294,6 +313,10 @@ static void print_breakdown(FILE *out, const struct step_result *r)
 		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
 			fmt(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
+	if (model_is_moe(j->model))
+		print_hidden(out, r, "moe_", "dispatch/combine");
+	if (j->parallelism.cp > 1)
+		print_hidden(out, r, "cp_", "CP K/V exchange");
 }
 
 static void print_memory(FILE *out, const struct footprint *m)
@@ -346,7 +369,7 @@ void step_print(FILE *out, const struct job_spec *j,
 		dtype_names[j->training.dtype]);
 	print_layout(out, j, r);
 	print_speed(out, j, r);
-	print_breakdown(out, r);
+	print_breakdown(out, j, r);
 	print_memory(out, &r->mem);
 	print_colls(out, r);
 }
