@@ -61,6 +61,18 @@ static const struct schema_field ep_fields[] = {
 	  .def = "0 us", .max = 1, .help = "latency of a scale-up transfer" },
 	{ .key = "hop_scale_out", .type = ST_TIME, .offset = EOFF(hop_scale_out_s),
 	  .def = "0 us", .max = 1, .help = "latency of a scale-out transfer" },
+	{ .key = "buffer_tokens_scale_up", .type = ST_INT,
+	  .offset = EOFF(buffer_tokens_up), .def = "0", .min = 0, .max = 1e7,
+	  .help = "receive-buffer tokens per channel (sms / 2 of them) and "
+		  "scale-up peer (the all-to-all buffer; 0 = none)" },
+	{ .key = "buffer_tokens_scale_out", .type = ST_INT,
+	  .offset = EOFF(buffer_tokens_out), .def = "0", .min = 0, .max = 1e7,
+	  .help = "receive-buffer tokens per channel and scale-out peer node, "
+		  "double-buffered (send and receive)" },
+	{ .key = "buffer_token_meta", .type = ST_BYTES,
+	  .offset = EOFF(buffer_token_meta_B), .def = "0 B", .max = 1e6,
+	  .help = "buffer bytes a token slot holds beyond its hidden vector "
+		  "(room for the largest top-k and scales)" },
 	{ .key = "bytes_per_token_extra", .type = ST_BYTES,
 	  .offset = EOFF(bytes_per_token_extra), .def = "0 B", .max = 1e6,
 	  .help = "bytes a token carries beyond its hidden vector (top-k "

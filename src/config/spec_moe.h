@@ -75,6 +75,9 @@ struct ep_comm_spec {
 					 * layout notify, barrier) */
 	double hop_scale_up_s;		/* s, latency of a scale-up transfer */
 	double hop_scale_out_s;		/* s, latency of a scale-out transfer */
+	int64_t buffer_tokens_up;	/* buffer tokens per channel, scale-up peer */
+	int64_t buffer_tokens_out;	/* per channel and scale-out node, x 2 */
+	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
 	double bytes_per_token_extra;	/* B per token beyond the hidden vector
 					 * (top-k indices, weights, scales) */
 };

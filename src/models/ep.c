@@ -160,3 +160,18 @@ int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn)
 			return 1;
 	return 0;
 }
+
+double ep_buffer_bytes(const struct ep_comm_spec *e, double hidden_B,
+		       double ep, double m)
+{
+	double ch, up, nodes, slot;
+
+	if (!e || (e->mode != EP_FORWARD && e->mode != EP_DIRECT))
+		return 0;
+	ch = (double)e->sms / 2;
+	up = fmin(ep, fmax(m, 1));
+	nodes = ep > m ? ceil(ep / m) : 0;
+	slot = hidden_B + e->buffer_token_meta_B;
+	return ch * slot * (up * (double)e->buffer_tokens_up +
+			    2 * nodes * (double)e->buffer_tokens_out);
+}

@@ -86,6 +86,17 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 				     int64_t sms, struct coll_path *path,
 				     int *algo);
 
+/*
+ * Bytes of the dispatcher's all-to-all buffers on one GPU (DeepEP's
+ * Config::get_nvl/rdma_buffer_size_hint): sms/2 channels, each holding
+ * buffer_tokens_scale_up token slots per scale-up peer (min(ep, m) of
+ * them) and, when the group spans nodes, 2 x buffer_tokens_scale_out per
+ * peer node (ep / m of them); a slot is hidden_B + buffer_token_meta.
+ * 0 for a library dispatcher.
+ */
+double ep_buffer_bytes(const struct ep_comm_spec *e, double hidden_B,
+		       double ep, double m);
+
 /* Whether the n GPUs (global ids, gpn a node) span more than one node:
  * the hierarchical all-to-all has an inter-node step only then. */
 int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn);

@@ -52,7 +52,9 @@
  * by its backward and an embedding's backward by the next forward, so two
  * of them are gathered together), else a layer.
  *
- * Workspace: the framework's (library workspaces, communication buffers).
+ * Workspace: the framework's (library workspaces, communication buffers),
+ * plus a GPU-initiated dispatcher's all-to-all buffers (ep.h
+ * ep_buffer_bytes: DeepEP's NVLink and RDMA receive buffers).
  */
 #include "footprint.h"
 
@@ -61,6 +63,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+#include "ep.h"
 #include "sched.h"
 #include "split.h"
 
@@ -461,6 +464,12 @@ static void rank_footprint(const struct job_spec *j,
 	f->optimizer_B = dense * o + experts * oe;
 	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
 	f->workspace_B = j->framework->workspace_B;
+	if (model_is_moe(j->model) && j->parallelism.ep > 1)
+		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
+			d->hidden * d->act_B, (double)j->parallelism.ep,
+			(double)j->system->gpus_per_node /
+			(double)(j->parallelism.etp > 0 ? j->parallelism.etp :
+				 j->parallelism.tp));
 	if (j->training.zero_stage >= 3)
 		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
 				  largest_unit_params(j, d, split, rank) /

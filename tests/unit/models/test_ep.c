@@ -119,3 +119,22 @@ Test(ep, gpu_initiated_path_copy_bound)
 	cr_assert_null(ep_coll_path(&e, 1, 14336, 0, 0, &p, &algo));
 	cr_assert_geq(algo, 0);
 }
+
+Test(ep, all_to_all_buffers)
+{
+	struct ep_comm_spec e = {
+		.name = "x", .mode = EP_FORWARD, .dedup = DEDUP_NODE, .sms = 20,
+		.buffer_tokens_up = 288, .buffer_tokens_out = 128,
+		.buffer_token_meta_B = 2048,
+	};
+
+	/* DeepSeek-V3 (hidden 7168 bf16) at EP 64 on 8-GPU nodes, 20 SMs:
+	 * 10 channels x (14336 + 2048) B x (8 x 288 + 2 x 8 x 128) = 713 MB */
+	cr_assert(near(ep_buffer_bytes(&e, 14336, 64, 8),
+		       10 * 16384.0 * (8 * 288 + 2 * 8 * 128), 1e-12));
+	/* inside one node: the NVLink buffers only, for the 8 peers */
+	cr_assert(near(ep_buffer_bytes(&e, 14336, 8, 8), 10 * 16384.0 * 8 * 288,
+		       1e-12));
+	e.mode = EP_LIBRARY;
+	cr_assert_eq(ep_buffer_bytes(&e, 14336, 64, 8), 0);
+}
