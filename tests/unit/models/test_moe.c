@@ -321,3 +321,24 @@ Test(moe, expert_state_over_ep_and_edp)
 	cr_assert(near(fp.grads_B, 4 * (dense + experts), 1e-9));
 	arena_release(&a);
 }
+
+Test(cp, ring_transfers_hide_behind_attention)
+{
+	struct fixture f;
+	double tf, ts, ef, es;
+
+	/* cp 2 at 8K tokens: a ring step's K/V (b s kv 2 B = 4096 x 2048 x 2
+	 * = 16.8 MB) moves while the step before it computes (about 0.6 ms
+	 * of causal attention per step here). At 1 TB/s it takes 17 us and
+	 * hides (what stays exposed is the step's gradient reduction); at
+	 * 1 GB/s it takes 17 ms and the steps wait for it. */
+	fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
+	f.job.parallelism.cp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.cp_comm_type = CP_P2P;
+	f.job.parallelism.cp_load_balance = 1;
+	tf = step(&f, 1e12, &ef);
+	ts = step(&f, 1e9, &es);
+	cr_assert_lt(ef, 0.05 * tf, "fast: %.6g s exposed of %.6g", ef, tf);
+	cr_assert_gt(es, 0.3 * ts, "slow: %.6g s exposed of %.6g", es, ts);
+}
