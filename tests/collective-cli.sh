@@ -73,7 +73,7 @@ status 0 "forced ring" --system dgx-h100 --op allreduce --ranks 8 --algo ring --
 
 # dispatch / combine: one row per token count, DeepEP's logical size; the
 # GPU-initiated path is named in the table; deeper checks of the numbers
-# are scripts/validate-ep.sh's.
+# are llmsim validate --kind dispatch's.
 check "dispatch" "$llmsim" collective --system dgx-h800 --set nodes=2 \
 	--op dispatch --ranks 16 --tokens 128,4096 --dtype fp8_e4m3 \
 	--groups nodes --topk-groups 2 --no-store

@@ -462,34 +462,22 @@ static int ep_time(struct net *n, const struct opts *o,
 		   const uint32_t *gpus, double tokens, struct row *row,
 		   struct diag *d)
 {
-	double m = (double)s->gpus_per_node, p = (double)o->ranks;
-	struct ep_routing r = { o->experts, o->topk, o->groups,
-				o->topk_groups };
-	int dt = ep_dtype(o->dtype), algo;
-	double extra = o->ep == EP_OP_DISPATCH ? e->bytes_per_token_extra : 0;
-	double row_B = ep_row_bytes(o->hidden, dt, extra);
-	struct coll_path path;
-	struct coll_desc c = { .op = COLL_ALLTOALL, .gpus = gpus,
-			       .ngpus = (uint32_t)o->ranks, .proto = o->proto,
-			       .replicas = 1 };
+	struct ep_call c = {
+		.gpus = gpus, .ranks = (uint32_t)o->ranks,
+		.gpus_per_node = (double)s->gpus_per_node, .tokens = tokens,
+		.hidden = o->hidden,
+		.routing = { o->experts, o->topk, o->groups, o->topk_groups },
+		.dtype = ep_dtype(o->dtype), .combine = o->ep == EP_OP_COMBINE,
+		.sms = o->sms, .algo = o->algo, .proto = o->proto,
+	};
+	struct ep_call_result res;
 
-	if (r.n_group < 0)
-		r.n_group = ceil(p / fmin(m, p));
-	ep_traffic(&r, p, m, tokens, row_B, e->dedup, &row->ep);
-	c.bytes = row->ep.send_B;
-	c.path = ep_coll_path(e, row->ep.node_share, row_B, dt == DTYPE_FP8,
-			      o->sms, &path, &algo);
-	if (!ep_spans_nodes(gpus, c.ngpus, s->gpus_per_node))
-		algo = -1;	/* hierarchical inside a node: plain */
-	c.algo = o->algo >= 0 ? o->algo : algo;
-	if (net_collective_time(n, &c, &row->r, d) != 0)
+	if (ep_call_time(n, e, &c, &res, d) != 0)
 		return -1;
-	row->size_B = row->ep.logical_B * (row_B - extra) / row_B;
+	row->ep = res.traffic;
+	row->r = res.r;
+	row->size_B = res.logical_B;
 	row->count = tokens;
-	row->r.algbw_Bps = row->size_B / row->r.time_s;
-	row->r.busbw_Bps = row->ep.send_B * (p - 1) / p / row->r.time_s;
-	if (c.path)
-		row->r.algorithm = e->name;
 	return 0;
 }
 
@@ -659,8 +647,10 @@ static int store_rows(const struct opts *o, const char *data_root,
 		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { "collective", &system_schema, s, json, NULL,
-				  sr, (uint32_t)n };
+	struct cli_result res = { .command = "collective",
+				  .schema = &system_schema, .config = s,
+				  .json = json, .rows = sr,
+				  .nrows = (uint32_t)n };
 	int i;
 
 	for (i = 0; i < n; i++)

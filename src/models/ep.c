@@ -175,3 +175,36 @@ double ep_buffer_bytes(const struct ep_comm_spec *e, double hidden_B,
 	return ch * slot * (up * (double)e->buffer_tokens_up +
 			    2 * nodes * (double)e->buffer_tokens_out);
 }
+
+int ep_call_time(struct net *n, const struct ep_comm_spec *e,
+		 const struct ep_call *c, struct ep_call_result *out,
+		 struct diag *d)
+{
+	double p = (double)c->ranks, m = c->gpus_per_node;
+	struct ep_routing r = c->routing;
+	double extra = c->combine ? 0 : e->bytes_per_token_extra;
+	double row_B = ep_row_bytes(c->hidden, c->dtype, extra);
+	struct coll_path path;
+	struct coll_desc cd = { .op = COLL_ALLTOALL, .gpus = c->gpus,
+				.ngpus = c->ranks, .proto = c->proto,
+				.replicas = 1 };
+	int algo;
+
+	if (r.n_group < 0)
+		r.n_group = ceil(p / fmin(m, p));
+	ep_traffic(&r, p, m, c->tokens, row_B, e->dedup, &out->traffic);
+	cd.bytes = out->traffic.send_B;
+	cd.path = ep_coll_path(e, out->traffic.node_share, row_B,
+			       c->dtype == DTYPE_FP8, c->sms, &path, &algo);
+	if (!ep_spans_nodes(c->gpus, c->ranks, (int64_t)m))
+		algo = -1;	/* hierarchical inside a node: plain */
+	cd.algo = c->algo >= 0 ? c->algo : algo;
+	if (net_collective_time(n, &cd, &out->r, d) != 0)
+		return -1;
+	out->logical_B = out->traffic.logical_B * (row_B - extra) / row_B;
+	out->r.algbw_Bps = out->logical_B / out->r.time_s;
+	out->r.busbw_Bps = out->traffic.send_B * (p - 1) / p / out->r.time_s;
+	if (cd.path)
+		out->r.algorithm = e->name;
+	return 0;
+}

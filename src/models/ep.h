@@ -15,6 +15,9 @@
 
 #include "base/coll.h"
 #include "config/spec_moe.h"
+#include "network/net.h"
+
+struct diag;
 
 /* How tokens choose experts: E experts, k per token, optionally first
  * topk_group of n_group equal groups (n_group 0: no groups). */
@@ -100,5 +103,32 @@ double ep_buffer_bytes(const struct ep_comm_spec *e, double hidden_B,
 /* Whether the n GPUs (global ids, gpn a node) span more than one node:
  * the hierarchical all-to-all has an inter-node step only then. */
 int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn);
+
+/* One dispatch or combine on its own (`llmsim collective --op dispatch`,
+ * validation against DeepEP's tables). */
+struct ep_call {
+	const uint32_t *gpus;		/* global GPU ids of the EP group */
+	uint32_t ranks;			/* its size */
+	double gpus_per_node;		/* the system's */
+	double tokens;			/* per GPU */
+	double hidden;
+	struct ep_routing routing;	/* n_group < 0: one group per node */
+	int dtype;			/* enum dtype of the rows */
+	int combine;			/* combine: rows without the extras */
+	int64_t sms;			/* 0: the dispatcher's */
+	int algo, proto;		/* overrides; -1: the dispatcher's */
+};
+
+struct ep_call_result {
+	struct ep_traffic traffic;
+	double logical_B;		/* DeepEP's count, rows without extras */
+	struct net_coll_result r;	/* time; algbw = logical_B / time,
+					 * busbw = what leaves a GPU / time */
+};
+
+/* Time c over dispatcher e on n's idle fabric. 0, or -1 after reporting. */
+int ep_call_time(struct net *n, const struct ep_comm_spec *e,
+		 const struct ep_call *c, struct ep_call_result *out,
+		 struct diag *d);
 
 #endif
