@@ -6,12 +6,14 @@
  *
  *   model: NAME | path | {preset: NAME, ...overrides}
  *   system: NAME | path | {preset: NAME, ...overrides}
- *   phase: training
+ *   phase: training | prefill | decode | serving
  *   framework: NAME | path | {preset: NAME, ...overrides}  (megatron-core)
  *   training: {seq_len, global_batch_size, micro_batch_size, dtype,
  *              recompute, zero_stage, optimizer, attention, dropout}
  *   parallelism: {tp, pp, cp, ep, dp, vpp, sequence_parallel, schedule,
  *                 pp_layers, tp_comm_overlap}
+ *   serving: {engine, dtype, kv_dtype, requests, input_len, output_len,
+ *             arrival_rate, ...}   (inference phases; spec_serving.h)
  *   full_fidelity: false
  *
  * A framework (workloads/frameworks/) holds what the training software
@@ -33,10 +35,14 @@
 
 #include "schema.h"
 #include "spec_model.h"
+#include "spec_serving.h"
 #include "spec_system.h"
 
 enum job_phase {
-	PHASE_TRAINING
+	PHASE_TRAINING,
+	PHASE_PREFILL,		/* one engine step of prompt chunks */
+	PHASE_DECODE,		/* one engine step of decoding sequences */
+	PHASE_SERVING		/* a request stream through an engine */
 };
 
 enum recompute {
@@ -116,6 +122,9 @@ struct parallel_spec {
 	struct schema_int_list pp_layers;	/* layers per virtual stage (pp*vpp, in
 					 * stage order chunk*pp + rank); empty = even */
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
+	int attention_dp;		/* inference: attention data-parallel over the
+					 * dp ranks of one engine (MoE layers expert-
+					 * parallel over all its GPUs) */
 };
 
 struct job_spec {
@@ -126,8 +135,15 @@ struct job_spec {
 	int phase;				/* enum job_phase */
 	struct training_spec training;
 	struct parallel_spec parallelism;
+	struct serving_spec serving;		/* phases prefill, decode, serving */
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
 };
+
+/* 1 for the inference phases (prefill, decode, serving). */
+static inline int job_is_inference(const struct job_spec *j)
+{
+	return j->phase != PHASE_TRAINING;
+}
 
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */
 static inline int64_t job_microbatches(const struct job_spec *j)

@@ -112,7 +112,7 @@ enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
 static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4;
+	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
 }
 
 enum dtype layer_base_dtype(enum dtype training)
