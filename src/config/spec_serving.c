@@ -270,10 +270,43 @@ static const struct schema_field serving_fields[] = {
 	  .sub = &slo_schema, .help = "latency targets (plan)" },
 };
 
+/* At least one token of `what` (an error at the key, or the section). */
+static int at_least_one(const struct len_spec *l, const char *key,
+			const struct cnode *node, struct diag *d)
+{
+	const struct cnode *at = node ? cnode_get(node, key) : NULL;
+
+	if (l->dist == LEN_FIXED ? l->mean >= 1 : (l->max == 0 || l->max >= 1))
+		return 0;
+	cnode_error(d, at ? at : node, "'serving.%s': expected at least 1 "
+		    "token, got %g", key, l->dist == LEN_FIXED ? l->mean :
+		    (double)l->max);
+	return -1;
+}
+
+static int serving_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct serving_spec *s = obj;
+	const struct cnode *t = node ? cnode_get(node, "trace") : NULL;
+	int rc = 0;
+
+	if (node) {
+		s->file = node->file;
+		s->line = node->line;
+		s->col = node->col;
+	}
+	s->trace_from = t ? t->file : NULL;
+	if (at_least_one(&s->input_len, "input_len", node, d) ||
+	    at_least_one(&s->output_len, "output_len", node, d))
+		rc = -1;
+	return rc;
+}
+
 const struct schema serving_schema = {
 	.kind = "job.serving",
 	.help = "inference and serving settings",
 	.size = sizeof(struct serving_spec),
 	.fields = serving_fields,
 	.nfields = SCHEMA_COUNT(serving_fields),
+	.check = serving_check,
 };

@@ -109,6 +109,12 @@ struct serving_spec {
 	struct speculative_spec speculative;
 	struct disagg_spec disaggregated;
 	struct slo_spec slo;
+	/* Where the section was written (set by its check), for errors the
+	 * simulation finds later (a KV cache too small for one sequence). */
+	const char *file;		/* the job file (or "--set") */
+	int line, col;
+	const char *trace_from;		/* the file that named the trace: a
+					 * relative trace path is relative to it */
 };
 
 extern const struct schema serving_schema;

@@ -140,14 +140,14 @@ int infer_batch_add(struct infer_batch *b, double count, double q,
 		struct infer_seqs *s = &b->g[i];
 
 		if (s->q == q && s->ctx == ctx && s->prefill == prefill &&
-		    s->sampled == sampled) {
+		    s->sampled == sampled && !s->pad) {
 			s->count += count;
 			return 0;
 		}
 	}
 	if (b->n >= INFER_MAX_GROUPS)
 		return -1;
-	b->g[b->n++] = (struct infer_seqs){count, q, ctx, prefill, sampled};
+	b->g[b->n++] = (struct infer_seqs){count, q, ctx, prefill, sampled, 0};
 	return 0;
 }
 
@@ -322,7 +322,7 @@ static void attention(struct infer_ops *o, const struct infer_batch *b)
 	int i, pre = 0, dec = 0;
 
 	for (i = 0; i < b->n; i++) {
-		if (b->g[i].count <= 0 || b->g[i].q <= 0)
+		if (b->g[i].count <= 0 || b->g[i].q <= 0 || b->g[i].pad)
 			continue;
 		if (b->g[i].prefill)
 			pre = 1;
@@ -349,6 +349,8 @@ static void split_tokens(const struct infer_batch *b, double *t_dec,
 
 	*t_dec = *kv_pre = 0;
 	for (i = 0; i < b->n; i++) {
+		if (b->g[i].pad)
+			continue;
 		if (b->g[i].prefill)
 			*kv_pre += b->g[i].count * (b->g[i].ctx + b->g[i].q);
 		else
@@ -500,7 +502,8 @@ static int groups_of(const struct infer_batch *b, int prefill,
 	for (i = 0; i < b->n; i++) {
 		const struct infer_seqs *s = &b->g[i];
 
-		if (s->prefill != prefill || s->count <= 0 || s->q <= 0)
+		if (s->prefill != prefill || s->count <= 0 || s->q <= 0 ||
+		    s->pad)
 			continue;
 		out[n].count = s->count;
 		out[n].q = s->q;

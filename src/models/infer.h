@@ -34,6 +34,8 @@ struct infer_seqs {
 	double sampled;		/* tokens per sequence the LM head scores: 1
 				 * when the step ends its prompt or decodes, q
 				 * when verifying q - 1 drafts, 0 mid-prompt */
+	int pad;		/* padding of a captured graph: computed by the
+				 * token-wise kernels, no attention, no sample */
 };
 
 #define INFER_MAX_GROUPS 64

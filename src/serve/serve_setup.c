@@ -1,0 +1,380 @@
+/*
+ * serve_setup.c - the instances of a serving run and their handoffs.
+ *
+ * Instances: the job's dp replicas of tp x pp GPUs, all alike (one step
+ * model shared); or, disaggregated, a prefill pool and a decode pool, each
+ * of its own layout (a job like the original with that pool's
+ * parallelism), prefill instances on the first GPUs and decode instances
+ * after them, from the next node when the KV is to move over the
+ * scale-out fabric.
+ *
+ * Each instance's KV pool: infer_mem.h's capacity for its layout (pages of
+ * the engine's block_size). A pool that cannot hold the longest request
+ * (prompt + output) is bad input: no scheduler could ever finish it.
+ *
+ * Disaggregated handoff: when a prefill instance's step ends a prompt, the
+ * request's KV (its prompt tokens x the KV bytes a token takes on one
+ * prefill GPU, one copy per TP rank: tp parallel transfers) moves from the
+ * prefill instance's GPUs to a decode instance's (round-robin) as a
+ * send/recv on the serving loop's own fabric model, so concurrent
+ * transfers share links (RDMA NICs and switches, or NVLink). Layer-wise
+ * transfer (vLLM's NixlConnector, SGLang's Mooncake path, DistServe)
+ * sends each layer's KV as the prefill computes it: the send starts when
+ * the request's last prefill step starts, the handoff completes when both
+ * the step and the send are done; otherwise the send starts after the
+ * step. The decode instance admits the request when its pool has the
+ * pages (pending requests wait in its queue); the prefill instance's
+ * pages are freed when the send is done.
+ */
+#include "serve_impl.h"
+
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "engine/sim.h"
+#include "network/net.h"
+
+/* The pools' jobs and models live as long as the run. */
+struct pool_jobs {
+	struct job_spec job[2];		/* prefill, decode (disaggregated) */
+	struct job_spec draft;		/* speculative: the draft's job */
+	struct model_spec draft_model;
+};
+
+static void pool_job(const struct job_spec *j, const struct pool_spec *p,
+		     struct job_spec *out)
+{
+	*out = *j;
+	out->parallelism.tp = p->tp;
+	out->parallelism.pp = p->pp;
+	out->parallelism.ep = p->ep;
+	out->parallelism.attention_dp = p->attention_dp;
+	out->parallelism.dp = p->instances;
+	out->parallelism.pp_layers.n = 0;
+}
+
+/* Report at the serving section (a problem the simulation found). */
+static void serving_error(const struct job_spec *j, struct diag *d,
+			  const char *msg)
+{
+	diag_error(d, j->serving.file, j->serving.line, j->serving.col,
+		   "serving: %s", msg);
+}
+
+/* Size instance in from its step model's context and memory; check that
+ * it can hold the longest request. -2 after reporting bad input. */
+static int size_inst(struct serve *s, struct serve_inst *in,
+		     struct infer_stepper *st, struct infer_mem *mem,
+		     int64_t longest)
+{
+	const struct infer_ctx *x = &st->ctx;
+	const struct serving_spec *sv = &s->job->serving;
+	char msg[400];
+
+	infer_mem_job(x->job, x->eng, &x->dims, x->split,
+		      (double)x->max_tokens, (double)x->max_seqs,
+		      sv->input_len.mean + sv->output_len.mean, mem);
+	in->step = st;
+	in->block = x->eng->block_size;
+	in->pages = in->free_pages = (int64_t)mem->kv_pages;
+	in->max_seqs = x->max_seqs;
+	in->max_tokens = x->max_tokens;
+	in->chunked = x->chunked;
+	in->chunked_req = -1;
+	in->new_token_ratio = x->eng->new_token_ratio;
+	if (mem->weights_B + mem->activations_B + mem->workspace_B >
+	    mem->usable_B) {
+		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "
+			 "activations and workspace do not fit in the %.3g GB "
+			 "a GPU has: use more GPUs (tp/pp) or a smaller dtype",
+			 mem->weights_B / 1e9, mem->usable_B / 1e9);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	if (in->pages * in->block < longest) {
+		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
+			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
+			 "than one sequence of %lld tokens (the longest prompt "
+			 "+ output): use more GPUs, a smaller kv_dtype or "
+			 "shorter requests", (long long)(in->pages * in->block),
+			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
+			 (long long)longest);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	return 0;
+}
+
+static int64_t longest_request(const struct serve *s)
+{
+	int64_t i, m = 0;
+
+	for (i = 0; i < s->nreq; i++)
+		if (s->req[i].input + s->req[i].output > m)
+			m = s->req[i].input + s->req[i].output;
+	return m;
+}
+
+/* The draft's job for speculative decoding (or none). */
+static int draft_setup(struct serve *s, struct pool_jobs *pj,
+		       const struct job_spec *target)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+	int rc;
+
+	if (sp->method == SPEC_NONE)
+		return 0;
+	pj->draft = *target;
+	pj->draft.serving.speculative.method = SPEC_NONE;
+	pj->draft.parallelism.pp = 1;
+	pj->draft.parallelism.pp_layers.n = 0;
+	if (sp->method == SPEC_DRAFT) {
+		pj->draft.model = sp->draft_model;
+	} else {
+		/* an MTP / EAGLE head: draft_layers layers of the target's
+		 * shape, with its embedding and LM head */
+		pj->draft_model = *target->model;
+		pj->draft_model.num_hidden_layers = sp->draft_layers;
+		pj->draft.model = &pj->draft_model;
+	}
+	s->draft = mem_calloc(1, sizeof(*s->draft));
+	if (!s->draft)
+		return -1;
+	rc = infer_stepper_init(s->draft, &pj->draft, s->d);
+	if (rc != 0) {
+		mem_free(s->draft);
+		s->draft = NULL;
+	}
+	return rc;
+}
+
+static int pools(struct serve *s, struct pool_jobs *pj, int64_t *sizes,
+		 int64_t *counts, int *npools)
+{
+	const struct job_spec *j = s->job;
+	const struct disagg_spec *dg = &j->serving.disaggregated;
+
+	if (!dg->enabled) {
+		pj->job[0] = *j;
+		sizes[0] = j->parallelism.tp * j->parallelism.pp;
+		counts[0] = j->parallelism.dp;
+		*npools = 1;
+		return 0;
+	}
+	pool_job(j, &dg->prefill, &pj->job[0]);
+	pool_job(j, &dg->decode, &pj->job[1]);
+	sizes[0] = dg->prefill.tp * dg->prefill.pp;
+	sizes[1] = dg->decode.tp * dg->decode.pp;
+	counts[0] = dg->prefill.instances;
+	counts[1] = dg->decode.instances;
+	*npools = 2;
+	return 0;
+}
+
+/* GPUs of instance k: where its first GPU is. */
+static int64_t place(const struct serve *s, int pool, int64_t k,
+		     const int64_t *sizes, const int64_t *counts)
+{
+	const struct job_spec *j = s->job;
+	int64_t per_node = j->system->gpus_per_node, base;
+
+	if (pool == 0)
+		return k * sizes[0];
+	base = counts[0] * sizes[0];
+	if (j->serving.disaggregated.transfer == KV_VIA_SCALE_OUT)
+		base = (base + per_node - 1) / per_node * per_node;
+	return base + k * sizes[1];
+}
+
+int serve_setup(struct serve *s, struct serve_result *out)
+{
+	struct pool_jobs *pj = mem_calloc(1, sizeof(*pj));
+	int64_t sizes[2] = {0, 0}, counts[2] = {0, 0}, k;
+	int64_t longest = longest_request(s);
+	int npools, p, rc = -1, i = 0;
+	char msg[256];
+
+	s->sim = sim_new();
+	s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+	s->pools_mem = pj;
+	if (!pj || !s->sim || !s->rng) {
+		diag_oom(s->d);
+		return -1;
+	}
+	gsl_rng_set(s->rng, (unsigned long)s->job->serving.seed + 1);
+	pools(s, pj, sizes, counts, &npools);
+	if (place(s, npools - 1, counts[npools - 1], sizes, counts) >
+	    system_gpus(s->job->system)) {
+		snprintf(msg, sizeof(msg), "the pools need %lld GPUs, the "
+			 "system has %lld", (long long)place(s, npools - 1,
+			 counts[npools - 1], sizes, counts),
+			 (long long)system_gpus(s->job->system));
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	s->steppers = mem_calloc((size_t)npools, sizeof(*s->steppers));
+	s->ninst = (int)(counts[0] + (npools > 1 ? counts[1] : 0));
+	s->inst = mem_calloc((size_t)s->ninst, sizeof(*s->inst));
+	s->first_gpu = mem_calloc((size_t)s->ninst, sizeof(*s->first_gpu));
+	if (!s->steppers || !s->inst || !s->first_gpu) {
+		diag_oom(s->d);
+		return -1;
+	}
+	for (p = 0; p < npools; p++) {
+		rc = infer_stepper_init(&s->steppers[p], &pj->job[p], s->d);
+		if (rc != 0)
+			return rc;
+		s->nsteppers = p + 1;
+		for (k = 0; k < counts[p]; k++, i++) {
+			struct infer_mem *mem = p == npools - 1 ? &out->mem
+							      : &out->prefill_mem;
+
+			s->inst[i].role = npools == 1 ? ROLE_BOTH :
+					  p == 0 ? ROLE_PREFILL : ROLE_DECODE;
+			s->first_gpu[i] = place(s, p, k, sizes, counts);
+			rc = size_inst(s, &s->inst[i], &s->steppers[p], mem,
+				       longest);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	s->nprefill = npools > 1 ? (int)counts[0] : 0;
+	out->instances = s->ninst;
+	out->gpus = counts[0] * sizes[0] + (npools > 1 ? counts[1] * sizes[1] : 0);
+	out->offered_rate = isfinite(s->job->serving.arrival_rate) ?
+			    s->job->serving.arrival_rate : 0;
+	rc = draft_setup(s, pj, &pj->job[npools - 1]);
+	if (rc != 0)
+		return rc == -1 ? (diag_oom(s->d), -1) : rc;
+	if (npools > 1) {
+		s->xfer_net = net_new(s->job->system, s->sim, s->d);
+		if (!s->xfer_net)
+			return s->d->oom ? -1 : -2;
+	}
+	return 0;
+}
+
+void serve_teardown(struct serve *s)
+{
+	int i;
+
+	for (i = 0; i < s->ninst; i++) {
+		rq_release(&s->inst[i].waiting);
+		mem_free(s->inst[i].running);
+	}
+	for (i = 0; i < s->nsteppers; i++)
+		infer_stepper_release(&s->steppers[i]);
+	if (s->draft)
+		infer_stepper_release(s->draft);
+	net_free(s->xfer_net);
+	mem_free(s->draft);
+	mem_free(s->steppers);
+	mem_free(s->inst);
+	mem_free(s->first_gpu);
+	mem_free(s->pools_mem);
+	mem_free(s->req);
+	if (s->rng)
+		gsl_rng_free(s->rng);
+	sim_free(s->sim);
+}
+
+/* ---- the handoff ---- */
+
+struct xfer {
+	struct serve *s;
+	int64_t id;
+	int from;			/* prefill instance */
+	double start_s;
+	uint32_t gpus[2];
+	struct coll_desc desc;
+};
+
+static void xfer_done(void *token);
+
+/* A decode instance for the next handoff (round-robin over the pool). */
+static int decode_inst(struct serve *s)
+{
+	int ndec = s->ninst - s->nprefill;
+
+	return s->nprefill + (int)(s->handoff_rr++ % ndec);
+}
+
+int serve_xfer_begin(struct serve *s, int64_t id, double now)
+{
+	struct serve_req *r = &s->req[id];
+	const struct infer_ctx *px = &s->steppers[0].ctx;
+	struct xfer *x;
+	int64_t tokens = r->computed + (r->in_step ? r->step_q : 0);
+	double per_gpu;
+
+	if (r->xfer)
+		return 0;
+	x = mem_calloc(1, sizeof(*x));
+	if (!x)
+		return -1;
+	x->s = s;
+	x->id = id;
+	x->from = r->instance;
+	x->start_s = now;
+	r->xfer = 1;
+	r->handoff_to = decode_inst(s);
+	per_gpu = (double)tokens * infer_kv_token_layer_B(&px->dims) *
+		  px->dims.layers / (double)px->pp;
+	x->gpus[0] = (uint32_t)s->first_gpu[x->from];
+	x->gpus[1] = (uint32_t)s->first_gpu[r->handoff_to];
+	x->desc = (struct coll_desc){.op = COLL_SENDRECV, .bytes = per_gpu,
+		.gpus = x->gpus, .ngpus = 2, .algo = -1, .proto = -1,
+		.replicas = (uint32_t)(px->tp * px->pp)};
+	s->xfer_bytes += per_gpu * (double)(px->tp * px->pp);
+	net_comm_ops.start(s->xfer_net, &x->desc, xfer_done, x);
+	return 0;
+}
+
+/* The KV has arrived and the prefill has ended: the request waits at its
+ * decode instance. */
+static void arrived(struct serve *s, int64_t id, int from, double now)
+{
+	struct serve_req *r = &s->req[id];
+
+	serve_kv_free(&s->inst[from], r, now);
+	r->instance = r->handoff_to;
+	r->state = REQ_WAITING;
+	if (rq_push_back(&s->inst[r->instance].waiting, id) != 0)
+		s->failed = 1;
+	serve_wake(s, r->instance);
+	serve_wake(s, from);
+}
+
+int serve_handoff(struct serve *s, int64_t id, double now)
+{
+	struct serve_req *r = &s->req[id];
+
+	r->state = REQ_TRANSFER;
+	r->prefilled = 1;
+	r->prefill_inst = r->instance;
+	if (!r->xfer && serve_xfer_begin(s, id, now) != 0)
+		return -1;
+	if (r->xfer == 2)
+		arrived(s, id, r->prefill_inst, now);
+	return 0;
+}
+
+static void xfer_done(void *token)
+{
+	struct xfer *x = token;
+	struct serve *s = x->s;
+	struct serve_req *r = &s->req[x->id];
+	double now = units_ns_to_s(sim_now(s->sim));
+
+	s->xfer_sum_s += now - x->start_s;
+	s->xfers++;
+	r->transfer_s = now - x->start_s;
+	r->xfer = 2;
+	if (r->prefilled)
+		arrived(s, x->id, x->from, now);
+	mem_free(x);
+}
