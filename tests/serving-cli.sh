@@ -1,0 +1,85 @@
+#!/bin/sh
+# serving-cli.sh - `llmsim run` of the inference phases end to end: the
+# JSON contract of a serving run and of a decode step, the trace, and
+# exit status 2 with FILE:LINE:COL on bad input (output length 0, a KV
+# cache that cannot hold one sequence, a trace file with bad rows).
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+job=tests/data/serve/l8-h100-tp1.yaml
+
+check() {	# check DESCRIPTION COMMAND...: the command must succeed
+	what=$1
+	shift
+	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $what"; cat "$tmp/err"; fail=1
+	fi
+}
+
+has() {		# has DESCRIPTION PATTERN: $tmp/out holds the pattern
+	grep -q -- "$2" "$tmp/out" || { echo "FAIL: $1: no '$2'"; fail=1; }
+}
+
+bad() {		# bad DESCRIPTION MESSAGE ARGS...: exit 2 and the message
+	what=$1 msg=$2
+	shift 2
+	"$llmsim" run "$@" --no-store >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" != 2 ] || ! grep -q -- "$msg" "$tmp/err"; then
+		echo "FAIL: $what: exit $got, expected 2 and '$msg'"
+		cat "$tmp/err"; fail=1
+	fi
+	if [ -s "$tmp/out" ]; then
+		echo "FAIL: $what printed on stdout"; fail=1
+	fi
+}
+
+# The serving contract (issue 15): serving.* and memory.*.
+check "serving --json" "$llmsim" run "$job" --json --no-store \
+	--set serving.requests=50 --trace "$tmp/trace.json"
+for key in '"output_tokens_per_s"' '"requests_per_s"' '"ttft_s"' \
+	'"tpot_s"' '"e2e_s"' '"p50"' '"p90"' '"p99"' '"mean"' \
+	'"peak_bytes_per_gpu"' '"kv_capacity_tokens"' \
+	'"kv_capacity_sequences"' '"fits"' '"step_time_s"'; do
+	has "serving json" "$key"
+done
+grep -q '"ph":"X"' "$tmp/trace.json" && grep -q 'kv_occupancy' "$tmp/trace.json" ||
+	{ echo "FAIL: the trace lacks steps or KV occupancy"; fail=1; }
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/trace.json" 2>/dev/null ||
+	{ command -v python3 >/dev/null && { echo "FAIL: the trace is not JSON"; fail=1; }; }
+
+# A decode step: the training contract's keys and the KV capacity.
+check "decode --json" "$llmsim" run "$job" --json --no-store \
+	--set phase=decode --set serving.batch=32 --set serving.context_len=1000
+for key in '"step_time_s"' '"tokens_per_s"' '"mfu"' '"breakdown"' \
+	'"hbm_floor_s"' '"kv_capacity_tokens"'; do
+	has "decode json" "$key"
+done
+
+# Bad input: exit 2 with where.
+bad "output length 0" \
+	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
+	tests/data/serve/bad-output-zero.yaml
+bad "output length 0 (--set)" "'serving.output_len': expected at least 1 token" \
+	"$job" --set serving.output_len=0
+bad "KV smaller than one sequence" \
+	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \
+	"$job" --set serving.input_len=600000
+bad "trace with bad rows" \
+	"tests/data/serve/bad-trace.csv:3:3: error: 'input_len': expected a number, got 'abc'" \
+	tests/data/serve/bad-trace.yaml
+grep -q "bad-trace.csv:4:7: error: 'output_len': expected at least 1 token" "$tmp/err" ||
+	{ echo "FAIL: trace: every bad row reported"; cat "$tmp/err"; fail=1; }
+grep -q "bad-trace.csv:5:" "$tmp/err" ||
+	{ echo "FAIL: trace: a short row"; fail=1; }
+bad "weights that do not fit" "do not fit" \
+	tests/data/serve/l70-h100-tp8.yaml --set parallelism.tp=1 \
+	--set system.gpus_per_node=1
+bad "an engine is required" \
+	"tests/data/serve/bad-no-engine.yaml:7:3: error: 'serving.engine': expected an engine preset" \
+	tests/data/serve/bad-no-engine.yaml
+
+[ $fail = 0 ] && exit 0
+exit 1
