@@ -9,7 +9,7 @@
 #include "cnode.h"
 
 const char *const engine_scheduler_names[] = {"vllm", "sglang", "trtllm",
-					      NULL};
+					      "vllm-v0", NULL};
 const char *const engine_memory_rule_names[] = {"total", "static", "free",
 						NULL};
 const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
@@ -28,7 +28,8 @@ static const struct schema_field engine_fields[] = {
 	  .values = engine_scheduler_names, .flags = SF_REQUIRED,
 	  .help = "scheduling policy: vllm (V1 token budget, preemption), "
 		  "sglang (prefill first, retraction), trtllm (in-flight "
-		  "batching, capacity policy)" },
+		  "batching, capacity policy), vllm-v0 (prefill-only steps "
+		  "first, preemption)" },
 	{ .key = "max_num_seqs", .type = ST_INT, .offset = OFF(max_num_seqs),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED,
 	  .help = "sequences in one engine step, at most" },
@@ -90,6 +91,14 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
+	{ .key = "multi_step", .type = ST_INT, .offset = OFF(multi_step),
+	  .min = 1, .max = 1024, .def = "1",
+	  .help = "decode steps per scheduler call (vLLM V0 num_scheduler_steps): "
+		  "their host work is shared" },
+	{ .key = "admit_watermark", .type = ST_NUM,
+	  .offset = OFF(admit_watermark), .min = 0, .max = 1, .def = "0",
+	  .help = "fraction of the KV pages an admission must leave free "
+		  "(vLLM V0: 0.01)" },
 	{ .key = "new_token_ratio", .type = ST_NUM, .offset = OFF(new_token_ratio),
 	  .min = 0, .max = 1, .def = "0",
 	  .help = "sglang: fraction of running requests' remaining output "

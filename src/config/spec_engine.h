@@ -28,6 +28,8 @@ enum engine_scheduler {
 				 * by new_token_ratio, retract on exhaustion */
 	ENGINE_SCHED_TRTLLM,	/* TensorRT-LLM in-flight batching with a
 				 * capacity policy */
+	ENGINE_SCHED_VLLM_V0,	/* vLLM V0 without chunked prefill: prefill-only
+				 * steps first, decode steps otherwise */
 	ENGINE_SCHED_COUNT
 };
 
@@ -94,6 +96,10 @@ struct engine_spec {
 	double seq_overhead_s;			/* s of host work per sequence per step */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
+	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0
+						 * num_scheduler_steps): their host work shared */
+	double admit_watermark;			/* fraction of KV pages an admission must leave
+						 * free (vLLM V0 watermark) */
 	/* SGLang's admission estimate of the tokens running requests will still add */
 	double new_token_ratio;			/* initial fraction of remaining output reserved */
 	double min_new_token_ratio_factor;	/* floor = new_token_ratio x this */

@@ -193,8 +193,13 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
-	return x->eng->step_overhead_s +
-	       x->eng->seq_overhead_s * infer_batch_seqs(b);
+	double h = x->eng->step_overhead_s +
+		   x->eng->seq_overhead_s * infer_batch_seqs(b);
+
+	/* multi-step scheduling: one scheduler call per multi_step decodes */
+	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)
+		h /= (double)x->eng->multi_step;
+	return h;
 }
 
 void infer_units(const struct infer_ctx *x, const struct infer_batch *b,

@@ -73,7 +73,7 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 				 struct infer_batch *padded);
 
 /* Host time of a step of b (s): the engine's per-step and per-sequence
- * overheads. */
+ * overheads (a decode step's shared by the engine's multi_step steps). */
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b);
 
 /* What a built step stands for. */

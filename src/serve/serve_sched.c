@@ -37,6 +37,13 @@
  * admitted first, as retract_decode's sort by output length puts them)
  * back to the waiting queue until the step fits.
  *
+ * vLLM V0 without chunked prefill (core/scheduler.py _schedule_default):
+ * waiting requests FCFS, whole prompts within max_num_batched_tokens and
+ * max_num_seqs, while their pages leave admit_watermark of the pool free,
+ * make a prefill-only step; when none can be admitted, a decode step of
+ * every running request, preempting the last running ones (recompute)
+ * when a page is missing.
+ *
  * TensorRT-LLM (batch_manager capacity and micro-batch schedulers): the
  * capacity scheduler admits waiting requests FCFS up to max_batch_size:
  * GUARANTEED_NO_EVICT only when the pages of its whole sequence (prompt +
@@ -467,6 +474,61 @@ static int64_t sched_sglang(struct serve *s, struct serve_inst *in,
 	return sglang_decode(s, in, now);
 }
 
+/* ---- vLLM V0 ---- */
+
+static int64_t v0_prefill(struct serve *s, struct serve_inst *in, double now)
+{
+	double keep = s->job->serving.engine->admit_watermark *
+		      (double)in->pages;
+	int64_t budget = in->max_tokens, n = 0;
+
+	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
+		int64_t id = rq_front(&in->waiting);
+		struct serve_req *r = &s->req[id];
+		int64_t need = r->prompt - start_of(r);
+
+		if (need > budget && n > 0)
+			break;
+		if ((double)(in->free_pages -
+			     kv_pages_for(in, start_of(r) + need)) < keep)
+			break;
+		if (!kv_grow(in, r, start_of(r) + need, now))
+			break;
+		if (admit(s, in, id) != 0)
+			return -1;
+		mark(r, need, 1, now);
+		budget -= need;
+		n++;
+	}
+	return n;
+}
+
+static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
+			     double now)
+{
+	int64_t i, n = v0_prefill(s, in, now), k = 1 + spec_k(s);
+
+	if (n != 0)
+		return n;
+	for (i = 0; i < in->nrunning; i++) {
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+
+		while (!kv_grow(in, r, r->computed + k, now)) {
+			int64_t victim = in->running[in->nrunning - 1];
+
+			preempt(s, in, victim, now);
+			if (victim == id)
+				break;
+		}
+		if (r->state != REQ_RUNNING)
+			break;
+		mark(r, k, 0, now);
+		n++;
+	}
+	return n;
+}
+
 /* ---- TensorRT-LLM ---- */
 
 static int64_t reserved_pages(const struct serve *s,
@@ -594,6 +656,9 @@ int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
 		break;
 	case ENGINE_SCHED_TRTLLM:
 		n = sched_trtllm(s, in, now);
+		break;
+	case ENGINE_SCHED_VLLM_V0:
+		n = sched_vllm_v0(s, in, now);
 		break;
 	default:
 		n = sched_vllm(s, in, now);
