@@ -51,9 +51,9 @@
  * so it never evicts; MAX_UTILIZATION when its prompt's pages are free,
  * evicting the latest request when the pool runs out. The micro-batch
  * scheduler then fills max_num_tokens: generation requests first, then
- * context requests, whole (or chunked with chunked context). A context
- * longer than max_num_tokens without chunking runs alone (the real engine
- * refuses it; trtllm-bench sizes max_num_tokens to avoid it).
+ * context requests, whole (or chunked with chunked context). (A prompt
+ * longer than max_num_tokens without chunking is refused before the run,
+ * serve_setup.c, as the engines refuse it.)
  */
 #include "serve_impl.h"
 
@@ -573,7 +573,6 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			    double now)
 {
 	int64_t budget = in->max_tokens, n = 0, i, k = 1 + spec_k(s), q;
-	int context_alone = 0;
 
 	if (trtllm_admit(s, in, now) != 0)
 		return -1;
@@ -596,7 +595,7 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 		budget -= k;
 		n++;
 	}
-	for (i = 0; i < in->nrunning && budget > 0 && !context_alone; i++) {
+	for (i = 0; i < in->nrunning && budget > 0; i++) {
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 		int64_t need = r->prompt - r->computed;
@@ -605,12 +604,9 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			continue;
 		q = need;
 		if (need > budget) {
-			if (in->chunked)
-				q = budget;
-			else if (n == 0)
-				context_alone = 1;	/* see the top */
-			else
+			if (!in->chunked)
 				break;
+			q = budget;
 		}
 		if (!kv_grow(in, r, r->computed + q, now))
 			break;

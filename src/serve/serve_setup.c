@@ -65,6 +65,26 @@ static void serving_error(const struct job_spec *j, struct diag *d,
 		   "serving: %s", msg);
 }
 
+static int64_t longest_prompt(const struct serve *s)
+{
+	int64_t i, m = 0;
+
+	for (i = 0; i < s->nreq; i++)
+		if (s->req[i].input > m)
+			m = s->req[i].input;
+	return m;
+}
+
+static int64_t longest_request(const struct serve *s)
+{
+	int64_t i, m = 0;
+
+	for (i = 0; i < s->nreq; i++)
+		if (s->req[i].input + s->req[i].output > m)
+			m = s->req[i].input + s->req[i].output;
+	return m;
+}
+
 /* Size instance in from its step model's context and memory; check that
  * it can hold the longest request. -2 after reporting bad input. */
 static int size_inst(struct serve *s, struct serve_inst *in,
@@ -95,6 +115,15 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	if (!in->chunked && longest_prompt(s) > in->max_tokens) {
+		snprintf(msg, sizeof(msg), "a prompt of %lld tokens exceeds "
+			 "max_num_batched_tokens %lld and chunked prefill is off "
+			 "(the engine would reject it): set chunked_prefill: true "
+			 "or a larger max_num_batched_tokens",
+			 (long long)longest_prompt(s), (long long)in->max_tokens);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
 	if (in->pages * in->block < longest) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
@@ -107,16 +136,6 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		return -2;
 	}
 	return 0;
-}
-
-static int64_t longest_request(const struct serve *s)
-{
-	int64_t i, m = 0;
-
-	for (i = 0; i < s->nreq; i++)
-		if (s->req[i].input + s->req[i].output > m)
-			m = s->req[i].input + s->req[i].output;
-	return m;
 }
 
 /* The draft's job for speculative decoding (or none). */
