@@ -58,6 +58,16 @@ for key in '"step_time_s"' '"tokens_per_s"' '"mfu"' '"breakdown"' \
 	has "decode json" "$key"
 done
 
+# Stored with the dashboard views: v_serving, v_inference_steps.
+"$llmsim" run "$job" --db "$tmp/r.db" --set serving.requests=20 >/dev/null 2>&1 &&
+"$llmsim" run "$job" --db "$tmp/r.db" --set phase=decode --set serving.batch=4 >/dev/null 2>&1 ||
+	{ echo "FAIL: storing runs"; fail=1; }
+got=$(sqlite3 "$tmp/r.db" "SELECT completed, engine, ttft_p99_s > 0, tpot_p50_s > 0,
+	output_tokens_per_s > 0, kv_capacity_tokens > 0 FROM v_serving" 2>&1)
+[ "$got" = "20|vllm|1|1|1|1" ] || { echo "FAIL: v_serving: '$got'"; fail=1; }
+got=$(sqlite3 "$tmp/r.db" "SELECT phase, batch, step_time_s >= hbm_floor_s FROM v_inference_steps" 2>&1)
+[ "$got" = "decode|4|1" ] || { echo "FAIL: v_inference_steps: '$got'"; fail=1; }
+
 # Bad input: exit 2 with where.
 bad "output length 0" \
 	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
