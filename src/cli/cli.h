@@ -101,6 +101,9 @@ struct cli_run_io {
 
 struct job_spec;
 
+/* `plan` (cli_plan.c): the prefill:decode ratio search for now. */
+int cli_plan(int argc, char **argv, const char *argv0);
+
 /* `run` of an inference phase (cli_infer.c): prefill and decode steps,
  * serving runs. Returns CLI_OK, CLI_FAIL or CLI_USAGE. */
 int cli_run_inference(const struct cli_run_io *io, const struct job_spec *j,
