@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "run/step.h"
 #include "config/schema.h"
@@ -159,7 +160,7 @@ int cli_run(int argc, char **argv, const char *argv0)
 		goto out;
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
 	j = arena_alloc(&a, sizeof(*j));
-	r = mem_alloc(sizeof(*r));
+	r = mem_calloc(1, sizeof(*r));
 	rc = CLI_FAIL;
 	if (!j || !r || !cx.data_root) {
 		diag_oom(&d);

@@ -12,8 +12,8 @@
  *
  * Depends on schema.h and spec_collectives.h.
  */
-#ifndef LLMSIM_SPEC_ENGINE_H
-#define LLMSIM_SPEC_ENGINE_H
+#ifndef LLMSIM_CONFIG_SPEC_ENGINE_H
+#define LLMSIM_CONFIG_SPEC_ENGINE_H
 
 #include <stdint.h>
 

@@ -10,8 +10,8 @@
  *
  * Depends on schema.h, spec_engine.h, spec_model.h.
  */
-#ifndef LLMSIM_SPEC_SERVING_H
-#define LLMSIM_SPEC_SERVING_H
+#ifndef LLMSIM_CONFIG_SPEC_SERVING_H
+#define LLMSIM_CONFIG_SPEC_SERVING_H
 
 #include <stdint.h>
 

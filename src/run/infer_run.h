@@ -21,8 +21,8 @@
 
 #include "engine/exec.h"
 #include "models/infer_prog.h"
-#include "run/infer_comm.h"
-#include "run/step.h"
+#include "infer_comm.h"
+#include "step.h"
 
 struct diag;
 struct cJSON;

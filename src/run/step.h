@@ -6,8 +6,8 @@
  *
  * Depends on exec.h, network/net.h, gpu/gpu.h and the models modules.
  */
-#ifndef LLMSIM_MODELS_STEP_H
-#define LLMSIM_MODELS_STEP_H
+#ifndef LLMSIM_RUN_STEP_H
+#define LLMSIM_RUN_STEP_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -81,7 +81,8 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 		    uint32_t *ncolls);
 
-/* Free what step_run() allocated in r (its collective stats). */
+/* Free what step_run() allocated in r (its collective stats). r is
+ * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
 
 /* The result as the JSON object `llmsim run --json` prints. NULL when out

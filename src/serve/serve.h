@@ -14,8 +14,8 @@
  *
  * Depends on run/infer_run.h, engine/sim.h, network/net.h, GSL.
  */
-#ifndef LLMSIM_SERVE_H
-#define LLMSIM_SERVE_H
+#ifndef LLMSIM_SERVE_SERVE_H
+#define LLMSIM_SERVE_SERVE_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * serve_impl.h - the serving simulation's shared state. Private to
  * src/serve.
  */
-#ifndef LLMSIM_SERVE_IMPL_H
-#define LLMSIM_SERVE_IMPL_H
+#ifndef LLMSIM_SERVE_SERVE_IMPL_H
+#define LLMSIM_SERVE_SERVE_IMPL_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -131,6 +131,8 @@ struct serve {
 	int64_t *first_gpu;		/* [ninst] first GPU of each instance */
 	void *pools_mem;		/* the pools' jobs (serve_setup.c) */
 	struct inst_ev *evs;		/* [ninst] events of each instance */
+	void (*wake)(struct serve *s, int i);	/* serve_wake, for the
+						 * files the loop calls */
 };
 
 /* ---- requests (serve_req.c) ---- */
@@ -183,7 +185,8 @@ void serve_finish(struct serve *s, struct serve_req *r, double now);
 int serve_xfer_begin(struct serve *s, int64_t id, double now);
 int serve_handoff(struct serve *s, int64_t id, double now);
 
-/* Instance i may have work: start a step if it is idle. */
+/* Instance i may have work: start a step if it is idle (serve_sim.c's,
+ * reached through struct serve's wake). */
 void serve_wake(struct serve *s, int i);
 
 /* Set up the instances, step models and fabric of s (serve_setup.c);

@@ -13,8 +13,8 @@
  *
  * Depends on serve.h.
  */
-#ifndef LLMSIM_SERVE_PLAN_H
-#define LLMSIM_SERVE_PLAN_H
+#ifndef LLMSIM_SERVE_SERVE_PLAN_H
+#define LLMSIM_SERVE_SERVE_PLAN_H
 
 #include <stdint.h>
 

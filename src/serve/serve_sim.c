@@ -404,6 +404,7 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	memset(&s, 0, sizeof(s));
 	s.job = j;
 	s.d = d;
+	s.wake = serve_wake;
 	s.trace = trace;
 	s.trace_first = 1;
 	rc = serve_requests(j, &s.req, &s.nreq, d);

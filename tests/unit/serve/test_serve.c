@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../config_testutil.h"
+#include "../config/config_testutil.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
