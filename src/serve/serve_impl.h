@@ -45,7 +45,7 @@ struct serve_req {
 	int64_t pages;		/* KV pages held */
 	int64_t reserved;	/* tokens reserved by admission (trtllm) */
 	int64_t preempted;	/* times preempted or retracted */
-	int in_step;		/* part of the step now running */
+	int64_t in_step;	/* tag of the step it is in (0: none) */
 	int64_t step_q;		/* tokens it computes in that step */
 	int step_prefill;	/* that step is a prompt chunk */
 	double first_scheduled_s;	/* s, -1 before */
@@ -91,7 +91,10 @@ struct serve_inst {
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
 	double new_token_ratio;		/* sglang admission estimate */
-	int busy;			/* a step is running */
+	int busy;			/* stage 0 is running a step */
+	int64_t pp;			/* steps in flight at most (pipeline stages) */
+	int64_t inflight;		/* steps in flight */
+	int64_t tag;			/* tag of the step being formed (> 0) */
 	double kv_area;			/* integral of pages used dt */
 	double last_change_s;		/* s, of pages used */
 	double peak_frac;
@@ -146,15 +149,17 @@ int serve_requests(const struct job_spec *j, struct serve_req **out,
 
 /* ---- scheduling (serve_sched.c) ---- */
 
-/* Form the next step of instance in at time now: set in_step/step_q of
- * the requests it computes and fill b. Returns the sequences scheduled
- * (0: nothing to do). */
+/* Form the next step of instance in at time now (tagged in->tag): set
+ * in_step/step_q of the requests it computes (requests already in a step
+ * in flight are left out) and fill b. Returns the sequences scheduled (0:
+ * nothing to do). */
 int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
 		       struct infer_batch *b);
 
-/* After a step ending at now: advance the requests of in's step (tokens,
- * first tokens, completions, KV). */
-void serve_step_done(struct serve *s, struct serve_inst *in, double now);
+/* After the step tagged `tag` ended at now: advance its requests
+ * (tokens, first tokens, completions, KV). */
+void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
+		     double now);
 
 /* KV pages for tokens. */
 static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)

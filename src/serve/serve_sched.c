@@ -210,9 +210,10 @@ static int decoding(const struct serve_req *r)
 	return r->computed >= r->prompt;
 }
 
-static void mark(struct serve_req *r, int64_t q, int prefill, double now)
+static void mark(struct serve_inst *in, struct serve_req *r, int64_t q,
+		 int prefill, double now)
 {
-	r->in_step = 1;
+	r->in_step = in->tag;
 	r->step_q = q;
 	r->step_prefill = prefill;
 	if (r->first_scheduled_s < 0)
@@ -235,6 +236,18 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 	in->preemptions++;
 	if (rq_push_front(&in->waiting, id) != 0)
 		s->failed = 1;
+}
+
+/* The request to preempt: the last running one not in a step still in
+ * flight (with one step in flight at a time, the last running one). */
+static int64_t victim_of(const struct serve *s, const struct serve_inst *in)
+{
+	int64_t i;
+
+	for (i = in->nrunning - 1; i > 0; i--)
+		if (!s->req[in->running[i]].in_step)
+			return in->running[i];
+	return in->running[0];
 }
 
 /* First admission of waiting request r: the prefix cache's tokens count
@@ -273,7 +286,7 @@ static void batch_of(struct serve *s, struct serve_inst *in,
 		const struct serve_req *r = &s->req[in->running[i]];
 		double sampled;
 
-		if (!r->in_step)
+		if (r->in_step != in->tag)
 			continue;
 		if (!r->step_prefill) {
 			int sp = r->step_q > 1;
@@ -318,6 +331,8 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 
 		id = in->running[i];
 		r = &s->req[id];
+		if (r->in_step)
+			continue;	/* in a step still in flight (pipeline) */
 		q = decoding(r) ? 1 + spec_k(s) : r->prompt - r->computed;
 		if (q > budget) {
 			if (decoding(r))
@@ -325,7 +340,7 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 			q = budget;
 		}
 		while (!kv_grow(in, r, r->computed + q, now)) {
-			int64_t victim = in->running[in->nrunning - 1];
+			int64_t victim = victim_of(s, in);
 
 			preempt(s, in, victim, now);
 			preempted = 1;
@@ -334,7 +349,7 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 		}
 		if (r->state != REQ_RUNNING)
 			break;	/* it was the last one: nothing after it */
-		mark(r, q, !decoding(r), now);
+		mark(in, r, q, !decoding(r), now);
 		budget -= q;
 		n++;
 	}
@@ -353,7 +368,7 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 			break;
 		if (admit(s, in, id) != 0)
 			return -1;
-		mark(r, q, 1, now);
+		mark(in, r, q, 1, now);
 		budget -= q;
 		n++;
 	}
@@ -386,13 +401,15 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 	double avail = (double)in->free_pages - sglang_reserve(s, in);
 	struct serve_req *r;
 
+	if (in->chunked_req >= 0 && s->req[in->chunked_req].in_step)
+		return 0;	/* its previous chunk is still in flight */
 	if (in->chunked_req >= 0) {
 		r = &s->req[in->chunked_req];
 		q = r->prompt - r->computed < budget ? r->prompt - r->computed
 						     : budget;
 		if (!kv_grow(in, r, r->computed + q, now))
 			return 0;
-		mark(r, q, 1, now);
+		mark(in, r, q, 1, now);
 		budget -= q;
 		n++;
 		in->chunked_req = r->computed + q < r->prompt ? in->chunked_req
@@ -419,7 +436,7 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 			break;
 		if (admit(s, in, id) != 0)
 			return -1;
-		mark(r, q, 1, now);
+		mark(in, r, q, 1, now);
 		avail -= est / (double)in->block;
 		budget -= q;
 		n++;
@@ -443,10 +460,10 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
-		if (!decoding(r) || id == in->chunked_req)
+		if (!decoding(r) || id == in->chunked_req || r->in_step)
 			continue;
 		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = in->running[in->nrunning - 1];
+			int64_t victim = victim_of(s, in);
 
 			preempt(s, in, victim, now);
 			in->new_token_ratio = e->new_token_ratio;
@@ -455,7 +472,7 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		}
 		if (r->state != REQ_RUNNING)
 			break;
-		mark(r, k, 0, now);
+		mark(in, r, k, 0, now);
 		n++;
 	}
 	in->new_token_ratio = fmax(floor_ratio, in->new_token_ratio - decay);
@@ -496,7 +513,7 @@ static int64_t v0_prefill(struct serve *s, struct serve_inst *in, double now)
 			break;
 		if (admit(s, in, id) != 0)
 			return -1;
-		mark(r, need, 1, now);
+		mark(in, r, need, 1, now);
 		budget -= need;
 		n++;
 	}
@@ -514,8 +531,10 @@ static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
+		if (r->in_step)
+			continue;
 		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = in->running[in->nrunning - 1];
+			int64_t victim = victim_of(s, in);
 
 			preempt(s, in, victim, now);
 			if (victim == id)
@@ -523,7 +542,7 @@ static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
 		}
 		if (r->state != REQ_RUNNING)
 			break;
-		mark(r, k, 0, now);
+		mark(in, r, k, 0, now);
 		n++;
 	}
 	return n;
@@ -580,10 +599,10 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
-		if (!decoding(r) || k > budget)
+		if (!decoding(r) || k > budget || r->in_step)
 			continue;
 		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = in->running[in->nrunning - 1];
+			int64_t victim = victim_of(s, in);
 
 			preempt(s, in, victim, now);
 			if (victim == id)
@@ -591,7 +610,7 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 		}
 		if (r->state != REQ_RUNNING)
 			break;
-		mark(r, k, 0, now);
+		mark(in, r, k, 0, now);
 		budget -= k;
 		n++;
 	}
@@ -610,7 +629,7 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 		}
 		if (!kv_grow(in, r, r->computed + q, now))
 			break;
-		mark(r, q, 1, now);
+		mark(in, r, q, 1, now);
 		budget -= q;
 		n++;
 	}

@@ -88,6 +88,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		      (double)x->max_tokens, (double)x->max_seqs,
 		      sv->input_len.mean + sv->output_len.mean, mem);
 	in->step = st;
+	in->pp = x->pp > 0 ? x->pp : 1;
 	in->block = x->eng->block_size;
 	in->pages = in->free_pages = (int64_t)mem->kv_pages;
 	in->max_seqs = x->max_seqs;

@@ -45,8 +45,14 @@
 struct inst_ev {
 	struct serve *s;
 	int i;
-	double start_s;			/* s, of the step running */
 	double last_end_s;		/* s, when its last step ended */
+	struct step_ev *slot;		/* [pp] steps in flight */
+};
+
+/* A step in flight: its end's argument. */
+struct step_ev {
+	struct inst_ev *ev;
+	int64_t tag;			/* 0: slot free */
 };
 
 static double now_s(const struct serve *s)
@@ -74,6 +80,7 @@ void serve_finish(struct serve *s, struct serve_req *r, double now)
 /* ---- steps ---- */
 
 static void step_end(struct sim *sim, void *arg);
+static void stage_free(struct sim *sim, void *arg);
 
 /* Accepted drafts of one verify step (see the top). */
 static int64_t accepted(struct serve *s)
@@ -86,7 +93,8 @@ static int64_t accepted(struct serve *s)
 	return n;
 }
 
-void serve_step_done(struct serve *s, struct serve_inst *in, double now)
+void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
+		     double now)
 {
 	int64_t i = 0;
 
@@ -94,7 +102,7 @@ void serve_step_done(struct serve *s, struct serve_inst *in, double now)
 		int64_t id = in->running[i], made;
 		struct serve_req *r = &s->req[id];
 
-		if (!r->in_step) {
+		if (r->in_step != tag) {
 			i++;
 			continue;
 		}
@@ -170,24 +178,38 @@ static void xfer_layerwise(struct serve *s, struct serve_inst *in, double now)
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
-		if (r->in_step && r->step_prefill &&
+		if (r->in_step == in->tag && r->step_prefill &&
 		    r->computed + r->step_q >= r->prompt &&
 		    r->output > 1 && serve_xfer_begin(s, id, now) != 0)
 			s->failed = 1;
 	}
 }
 
+/* Start the next step of ev's instance if it has one and its first stage
+ * is free. One step is in flight at a time without a pipeline; with pp
+ * stages, vLLM and SGLang keep up to pp micro-batches in flight (vLLM's
+ * batch queue of pipeline_parallel_size, SGLang's pp event loop), each
+ * of requests not in another one. A step holds the first stage for the
+ * slowest stage's time (interval_s; the pipeline accepts a batch that
+ * often) and ends after every stage (latency_s); without a pipeline the
+ * two are equal. */
 static void start_step(struct serve *s, struct inst_ev *ev)
 {
 	struct serve_inst *in = &s->inst[ev->i];
 	struct infer_batch b;
 	struct infer_step_cost c;
-	double now = now_s(s), dur, draft_s, t;
-	int64_t n, pre = 0, dec = 0;
-	int k;
+	struct step_ev *se = NULL;
+	double now = now_s(s), dur, hold, host, draft_s, t;
+	int64_t n, pre = 0, dec = 0, k;
 
-	if (in->busy || s->failed)
+	if (in->busy || in->inflight >= in->pp || s->failed)
 		return;
+	for (k = 0; k < in->pp && !se; k++)
+		if (ev->slot[k].tag == 0)
+			se = &ev->slot[k];
+	if (!se)
+		return;
+	in->tag++;
 	n = serve_schedule(s, in, now, &b);
 	if (s->failed || n == 0)
 		return;
@@ -196,12 +218,19 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 		s->failed = 1;
 		return;
 	}
+	/* the host's share: hidden under the previous step when the engine
+	 * overlaps scheduling and one was running, else added */
+	host = s->job->serving.engine->overlap_scheduling &&
+	       (ev->last_end_s >= now || in->inflight > 0) ? 0 : c.host_s;
 	dur = c.latency_s + draft_s;
-	if (s->job->serving.engine->overlap_scheduling &&
-	    ev->last_end_s >= now)
+	hold = c.interval_s + draft_s;
+	if (host == 0) {
 		dur = fmax(dur, c.host_s);
-	else
-		dur += c.host_s;
+		hold = fmax(hold, c.host_s);
+	} else {
+		dur += host;
+		hold += host;
+	}
 	for (k = 0; k < b.n; k++) {
 		t = b.g[k].count * b.g[k].q;
 		if (b.g[k].prefill)
@@ -209,30 +238,51 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 		else
 			dec += (int64_t)llround(b.g[k].count);
 	}
-	in->busy = 1;
+	se->ev = ev;
+	se->tag = in->tag;
+	in->inflight++;
 	in->steps++;
 	in->step_time_s += dur;
 	in->batch_sum += (double)n;
 	in->tokens_sum += infer_batch_tokens(&b);
-	ev->start_s = now;
 	if (in->role == ROLE_PREFILL &&
 	    s->job->serving.disaggregated.layerwise)
 		xfer_layerwise(s, in, now);
 	serve_trace_step(s, ev->i, now, dur, &b, pre, dec);
-	if (!sim_after(s->sim, units_s_to_ns(dur), step_end, ev))
+	if (!sim_after(s->sim, units_s_to_ns(dur), step_end, se))
 		s->failed = 1;
+	if (in->pp > 1 && hold < dur) {
+		in->busy = 1;
+		if (!sim_after(s->sim, units_s_to_ns(hold), stage_free, ev))
+			s->failed = 1;
+	}
+}
+
+/* The first stage took the step: the next may start. */
+static void stage_free(struct sim *sim, void *arg)
+{
+	struct inst_ev *ev = arg;
+	struct serve *s = ev->s;
+
+	s->inst[ev->i].busy = 0;
+	start_step(s, ev);
+	if (s->failed)
+		sim_stop(sim);
 }
 
 static void step_end(struct sim *sim, void *arg)
 {
-	struct inst_ev *ev = arg;
+	struct step_ev *se = arg;
+	struct inst_ev *ev = se->ev;
 	struct serve *s = ev->s;
 	struct serve_inst *in = &s->inst[ev->i];
 	double now = units_ns_to_s(sim_now(sim));
+	int64_t tag = se->tag;
 
-	in->busy = 0;
+	se->tag = 0;
+	in->inflight--;
 	ev->last_end_s = now;
-	serve_step_done(s, in, now);
+	serve_step_done(s, in, tag, now);
 	serve_trace_counters(s, ev->i, now);
 	start_step(s, ev);
 	if (s->failed)
@@ -425,6 +475,12 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 		evs[i].s = &s;
 		evs[i].i = i;
 		evs[i].last_end_s = -1;
+		evs[i].slot = mem_calloc((size_t)s.inst[i].pp,
+					 sizeof(*evs[i].slot));
+		if (!evs[i].slot) {
+			diag_oom(d);
+			goto out;
+		}
 	}
 	arr.s = &s;
 	arr.evs = evs;
@@ -459,6 +515,8 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	out->events = sim_events(s.sim);
 	rc = 0;
 out:
+	for (i = 0; evs && i < s.ninst; i++)
+		mem_free(evs[i].slot);
 	mem_free(evs);
 	serve_teardown(&s);
 	return rc;

@@ -146,6 +146,8 @@ Test(serve, preemption_exactly_when_full)
 	in.max_tokens = 2048;
 	in.chunked = 1;
 	in.chunked_req = -1;
+	in.pp = 1;
+	in.tag = 1;
 	for (i = 0; i < 3; i++) {
 		memset(&req[i], 0, sizeof(req[i]));
 		req[i].input = req[i].prompt = 48;
@@ -159,7 +161,8 @@ Test(serve, preemption_exactly_when_full)
 	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 3);
 	cr_assert_eq(in.free_pages, 1);
 	cr_assert_eq(in.preemptions, 0);
-	serve_step_done(&s, &in, 1);
+	serve_step_done(&s, &in, 1, 1);
+	in.tag = 2;
 	cr_assert_eq(serve_schedule(&s, &in, 1, &b), 2);
 	cr_assert_eq(in.preemptions, 1);
 	cr_assert_eq(req[2].state, REQ_WAITING);
