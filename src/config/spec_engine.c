@@ -15,6 +15,8 @@ const char *const engine_memory_rule_names[] = {"total", "static", "free",
 const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
 const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
+const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
+						 NULL};
 
 #define OFF(m) offsetof(struct engine_spec, m)
 
@@ -91,6 +93,11 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
+	{ .key = "quant_fusion", .type = ST_ENUM, .offset = OFF(quant_fusion),
+	  .values = engine_quant_fusion_names, .def = "none",
+	  .help = "kernels that write quantized GEMM inputs themselves: none "
+		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
+		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
 	{ .key = "multi_step", .type = ST_INT, .offset = OFF(multi_step),
 	  .min = 1, .max = 1024, .def = "1",
 	  .help = "decode steps per scheduler call (vLLM V0 num_scheduler_steps): "

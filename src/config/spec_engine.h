@@ -69,6 +69,19 @@ extern const char *const engine_scheduler_names[];
 extern const char *const engine_memory_rule_names[];
 extern const char *const engine_graphs_names[];
 extern const char *const engine_capacity_names[];
+extern const char *const engine_quant_fusion_names[];
+
+/* Which kernels write a quantized GEMM input themselves (when the GEMMs
+ * run in a dtype narrower than 16 bits); the others' outputs take a
+ * separate quantization kernel. */
+enum engine_quant_fusion {
+	ENGINE_QFUSE_NONE,	/* every quantized GEMM quantizes its input in
+				 * a kernel of its own */
+	ENGINE_QFUSE_NORM_ACT,	/* RMSNorm and SiLU-mul write it; the
+				 * attention output is quantized apart */
+	ENGINE_QFUSE_ALL,	/* the attention output too */
+	ENGINE_QFUSE_COUNT
+};
 
 struct engine_spec {
 	const char *name;			/* preset name */
@@ -96,6 +109,7 @@ struct engine_spec {
 	double seq_overhead_s;			/* s of host work per sequence per step */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
+	int quant_fusion;			/* enum engine_quant_fusion */
 	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0
 						 * num_scheduler_steps): their host work shared */
 	double admit_watermark;			/* fraction of KV pages an admission must leave

@@ -31,11 +31,15 @@
  *   down      GEMM    (T, h, f')
  *   all-reduce T h B over TP
  *
- * The norm and the activation write their output already quantized to the
- * compute dtype when it is narrower than 16 bits (vLLM's fused
- * RMSNorm-quant and SiLU-mul-quant kernels; TensorRT-LLM's fused norms):
- * the writes above use A, and no separate quantization op runs. The last
- * layer's residual add is fused into the final norm.
+ * GEMM inputs narrower than 16 bits (A < B) are written by the kernel
+ * before the GEMM when the engine fuses the quantization into it
+ * (engine quant_fusion: norm_act, the RMSNorms and the SiLU-mul, as
+ * vLLM V1's compiled graphs do; all, the attention output too, as
+ * TensorRT-LLM's attention does); otherwise that kernel writes B and a
+ * quantization kernel of its own (read T x B, write T x A) runs before
+ * the GEMM (vLLM V0 and SGLang without torch.compile: before each of the
+ * four GEMMs of a layer). The last layer's residual add is fused into
+ * the final norm.
  *
  * MLA (DeepSeek V2/V3; q_lora rank r_q, kv_lora rank r, rotary width
  * d_r, per-head non-rotary width d_n and value width d_v), as vLLM's and
@@ -202,6 +206,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->gemm_a_B = fmin(dtype_bytes(d->compute), d->act_B);
 	d->weight_B = dtype_bytes(d->weight);
 	d->kv_B = dtype_bytes(d->kv);
+	d->quant_fusion = s->engine ? s->engine->quant_fusion
+				    : ENGINE_QFUSE_ALL;
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
@@ -358,16 +364,38 @@ static void split_tokens(const struct infer_batch *b, double *t_dec,
 	}
 }
 
+/* Whether a GEMM input of this producer needs a quantization kernel of
+ * its own; the producer then writes B instead of A. */
+static int quant_apart(const struct infer_dims *d, int level)
+{
+	return d->gemm_a_B < d->act_B && d->quant_fusion < level;
+}
+
+/* The quantization of n elements of a GEMM input (see the top). */
+static void quant(struct infer_ops *o, const struct infer_dims *d,
+		  const char *name, double n)
+{
+	memop(o, name, n * d->act_B, n * d->gemm_a_B, 2 * n);
+}
+
+/* B per element a GEMM-input producer of fusion level `level` writes. */
+static double out_B(const struct infer_dims *d, int level)
+{
+	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
+}
+
 static void norm(struct infer_ops *o, const struct infer_dims *d,
 		 const char *name, double t, int fused_add)
 {
-	double n = t * d->hidden;
+	double n = t * d->hidden, w = out_B(d, ENGINE_QFUSE_NORM_ACT);
 
 	if (fused_add)
-		memop(o, name, 2 * n * d->act_B, n * (d->act_B + d->gemm_a_B),
+		memop(o, name, 2 * n * d->act_B, n * (d->act_B + w),
 		      NORM_FLOPS * n);
 	else
-		memop(o, name, n * d->act_B, n * d->gemm_a_B, NORM_FLOPS * n);
+		memop(o, name, n * d->act_B, n * w, NORM_FLOPS * n);
+	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		quant(o, d, "quant", n);
 }
 
 static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
@@ -385,6 +413,8 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 		memop(o, "cache_write", t * 2 * kv * d->act_B,
 		      t * 2 * kv * d->kv_B, 0);
 	attention(o, b);
+	if (quant_apart(d, ENGINE_QFUSE_ALL))
+		quant(o, d, "quant_attn", t * q);
 	gemm(o, "o_proj", t, d->hidden, q);
 }
 
@@ -399,8 +429,10 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 	if (d->q_lora_rank > 0) {
 		gemm(o, "q_a", t, d->q_lora_rank, d->hidden);
 		memop(o, "q_a_norm", t * d->q_lora_rank * d->act_B,
-		      t * d->q_lora_rank * d->gemm_a_B,
+		      t * d->q_lora_rank * out_B(d, ENGINE_QFUSE_NORM_ACT),
 		      NORM_FLOPS * t * d->q_lora_rank);
+		if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+			quant(o, d, "quant", t * d->q_lora_rank);
 		gemm(o, "q_b", t, qw, d->q_lora_rank);
 	} else {
 		gemm(o, "q", t, qw, d->hidden);
@@ -427,6 +459,8 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op->batch = a;
 		op->attention = 1;
 	}
+	if (quant_apart(d, ENGINE_QFUSE_ALL))
+		quant(o, d, "quant_attn", t * a * d->v_head_dim);
 	gemm(o, "o_proj", t, d->hidden, a * d->v_head_dim);
 }
 
@@ -436,7 +470,9 @@ static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 
 	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
 	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
-	      t * f * d->gemm_a_B, ACT_FLOPS * t * f);
+	      t * f * out_B(d, ENGINE_QFUSE_NORM_ACT), ACT_FLOPS * t * f);
+	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		quant(o, d, "quant", t * f);
 	gemm(o, "down", t, d->hidden, f);
 }
 

@@ -83,6 +83,7 @@ struct infer_dims {
 	double gemm_a_B;	/* B per GEMM input element (compute dtype) */
 	double weight_B;	/* B per weight element, scales included */
 	double kv_B;		/* B per KV-cache element */
+	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
 };
 
 /* The dtype GEMM inputs run in: the job's activation_dtype, else the

@@ -173,3 +173,41 @@ Test(infer, host_time_adds_without_overlap)
 	infer_result_release(&r);
 	arena_release(&a);
 }
+
+/* Quantization kernels of an fp8 layer: one before each of the four
+ * GEMMs with no fusion (vLLM V0, SGLang), the attention output's only
+ * with norm_act (vLLM V1), none with all (TensorRT-LLM) and none in
+ * bf16. */
+static int quant_ops(const char *engine, const char *dtype)
+{
+	char e[64], t[64];
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", e, t};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	int i, n = 0;
+
+	snprintf(e, sizeof(e), "serving.engine=%s", engine);
+	snprintf(t, sizeof(t), "serving.dtype=%s", dtype);
+	arena_init(&a);
+	j = load(&a, L70, sets, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_layer_ops(&d, &b, &o);
+	for (i = 0; i < o.n; i++)
+		n += strncmp(o.op[i].name, "quant", 5) == 0;
+	arena_release(&a);
+	return n;
+}
+
+Test(infer, quantization_kernels_follow_the_engine)
+{
+	cr_assert_eq(quant_ops("vllm-v0", "fp8"), 4);
+	cr_assert_eq(quant_ops("sglang", "fp8"), 4);
+	cr_assert_eq(quant_ops("vllm", "fp8"), 1);
+	cr_assert_eq(quant_ops("trtllm", "fp8"), 0);
+	cr_assert_eq(quant_ops("vllm-v0", "bf16"), 0);
+}
