@@ -42,7 +42,7 @@ struct serve_result {
 	double output_tokens_per_s;	/* output_tokens / duration */
 	double input_tokens_per_s;
 	double requests_per_s;		/* completed / duration */
-	double offered_rate;		/* requests/s asked for (inf: 0) */
+	double offered_rate;		/* requests/s asked for (inf: 0; a trace: its mean) */
 	struct serve_stats ttft;	/* arrival to first token */
 	struct serve_stats tpot;	/* (e2e - ttft) / (output - 1), output > 1 */
 	struct serve_stats e2e;		/* arrival to last token */

@@ -203,10 +203,11 @@ void serve_print(FILE *out, const struct job_spec *j,
 		j->serving.engine->name);
 	fprintf(out, "  requests     %lld (%lld completed); arrivals %s\n",
 		(long long)r->requests, (long long)r->completed,
-		r->offered_rate > 0 ? "Poisson" : "all at t = 0 (offline)");
+		j->serving.trace ? "from the trace" : r->offered_rate > 0 ?
+		"Poisson" : "all at t = 0 (offline)");
 	if (r->offered_rate > 0)
-		fprintf(out, "               %.4g requests/s offered\n",
-			r->offered_rate);
+		fprintf(out, "               %.4g requests/s offered%s\n",
+			r->offered_rate, j->serving.trace ? " (its mean)" : "");
 	step_human(a, sizeof(a), r->duration_s, UNIT_TIME);
 	fprintf(out, "  duration     %s\n", a);
 	fprintf(out, "  throughput   %.1f output tokens/s, %.1f input tokens/s, "

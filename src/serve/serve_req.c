@@ -23,7 +23,7 @@
  *
  * Trace file (serving.trace, relative to the job file): CSV, one request
  * a row, `arrival_s,input_len,output_len`; an optional header row of
- * those names; blank lines and lines starting with '#' ignored. Arrival
+ * those names (the first row that is not blank or a comment); blank lines and lines starting with '#' ignored. Arrival
  * in seconds (>= 0), lengths integers >= 1. Rows are sorted by arrival
  * (stable). A bad row is reported as FILE:LINE:COL: error: ... for every
  * bad field, and the run stops (exit 2).
@@ -268,7 +268,7 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	int64_t cap = 0, k = 0;
 	char buf[4096], *line;
 	FILE *f;
-	int rc = -2;
+	int rc = -2, seen_row = 0;
 
 	rp.path = trace_path(&j->serving);
 	if (!rp.path) {
@@ -285,8 +285,10 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	while (fgets(buf, sizeof(buf), f)) {
 		rp.line++;
 		line = trim(buf);
-		if (!*line || *line == '#' || (rp.line == 1 && is_header(line)))
+		if (!*line || *line == '#')
 			continue;
+		if (!seen_row++ && is_header(line))
+			continue;	/* the first row may name the columns */
 		if (k == cap) {
 			cap = cap ? 2 * cap : 1024;
 			grown = mem_realloc(v, (size_t)cap * sizeof(*v));

@@ -256,6 +256,13 @@ int serve_setup(struct serve *s, struct serve_result *out)
 	out->gpus = counts[0] * sizes[0] + (npools > 1 ? counts[1] * sizes[1] : 0);
 	out->offered_rate = isfinite(s->job->serving.arrival_rate) ?
 			    s->job->serving.arrival_rate : 0;
+	if (s->job->serving.trace) {
+		/* the trace's mean rate (requests are sorted by arrival) */
+		double span = s->nreq > 1 ? s->req[s->nreq - 1].arrival_s -
+					    s->req[0].arrival_s : 0;
+
+		out->offered_rate = span > 0 ? (double)(s->nreq - 1) / span : 0;
+	}
 	rc = draft_setup(s, pj, &pj->job[npools - 1]);
 	if (rc != 0)
 		return rc == -1 ? (diag_oom(s->d), -1) : rc;

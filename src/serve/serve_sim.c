@@ -431,6 +431,10 @@ static int metrics(struct serve *s, struct serve_result *out)
 		out->mean_batch /= (double)out->steps;
 		out->mean_step_tokens /= (double)out->steps;
 	}
+	for (k = 0; k < s->nsteppers; k++)
+		out->cost_calls += s->steppers[k].steps;
+	if (s->draft)
+		out->cost_calls += s->draft->steps;
 	out->spec_tokens_per_step = s->spec_steps > 0 ?
 				    s->spec_tokens / s->spec_steps : 0;
 	if (s->xfers > 0) {
