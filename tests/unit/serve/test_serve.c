@@ -305,3 +305,26 @@ Test(serve, trace_files)
 	rmdir(dir);
 	arena_release(&a);
 }
+
+/*
+ * A pipelined instance keeps up to pp steps in flight: with pp = 2 and a
+ * queue that never empties, the steps' durations add up to well over the
+ * run's span (two overlap at a time), and every request still completes.
+ * With pp = 1 steps never overlap: their sum is at most the span.
+ */
+Test(serve, pipeline_keeps_steps_in_flight)
+{
+	const char *pp2[] = {"parallelism.tp=4", "parallelism.pp=2",
+			     "serving.arrival_rate=inf"};
+	const char *pp1[] = {"serving.arrival_rate=inf"};
+	struct serve_result r;
+
+	run(L70, pp2, 3, &r);
+	cr_assert_eq(r.completed, r.requests);
+	cr_assert_gt(r.mean_step_s * (double)r.steps, 1.5 * r.duration_s,
+		     "steps %.4g s over a span of %.4g s",
+		     r.mean_step_s * (double)r.steps, r.duration_s);
+	run(L70, pp1, 1, &r);
+	cr_assert_eq(r.completed, r.requests);
+	cr_assert_leq(r.mean_step_s * (double)r.steps, r.duration_s * 1.0001);
+}
