@@ -59,6 +59,8 @@ struct gpu_attention_spec {
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
 	int64_t mma_rows;		/* query rows one attention MMA computes: a decode
 					 * kernel pads its rows to a multiple */
+	double flash2_fwd_efficiency;	/* FlashAttention-2 kernels, forward; 0 = fwd_efficiency */
+	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
 };
 
 struct gpu_spec {
@@ -87,6 +89,10 @@ struct gpu_spec {
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 	double kernel_launch_graph_s;		/* s, the same for a kernel replayed from a
 						 * captured CUDA/HIP graph */
+	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
+						 * kernels (fused optimizers, norms, casts) reach */
+	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
+						 * (non-contiguous, non-vectorized) elementwise path reaches */
 };
 
 extern const struct schema gpu_schema;
