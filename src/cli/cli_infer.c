@@ -109,8 +109,10 @@ static int run_step(const struct cli_run_io *io, const struct job_spec *j,
 			.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 			.other_s = r->part_s[EXEC_OTHER],
 		};
-		struct cli_result res = {"run", &job_schema, j, json, &step,
-					 NULL, 0};
+		struct cli_result res = {
+			.command = "run", .schema = &job_schema, .config = j,
+			.json = json, .step = &step,
+		};
 
 		rc = cli_store(io->db, data_root, &res, d);
 	}
@@ -147,8 +149,10 @@ static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
 			.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
 			.compute_s = r->mean_step_s,
 		};
-		struct cli_result res = {"run", &job_schema, j, json, &step,
-					 NULL, 0};
+		struct cli_result res = {
+			.command = "run", .schema = &job_schema, .config = j,
+			.json = json, .step = &step,
+		};
 
 		rc = cli_store(io->db, data_root, &res, d);
 	}
