@@ -223,7 +223,7 @@ static int add_table(struct valid_set *set, struct config_ctx *cx,
 		v->error = v->predicted / v->measured - 1;
 		v->scored = c[i].scored;
 		v->in_sample = valid_is_fitted(set, c[i].id);
-		snprintf(v->note, sizeof(v->note), "%s%s",
+		snprintf(v->note, sizeof(v->note), "%s%.55s",
 			 c[i].scored ? "" : "(shown) ", c[i].note);
 		if (c[i].why[0] &&
 		    !(v->why = arena_strdup(cx->arena, c[i].why))) {
