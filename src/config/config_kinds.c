@@ -10,6 +10,7 @@
 #include "spec_gpu.h"
 #include "spec_job.h"
 #include "spec_model.h"
+#include "spec_moe.h"
 #include "spec_system.h"
 
 const struct schema *const config_kinds[] = {
@@ -22,5 +23,6 @@ const struct schema *const config_kinds[] = {
 	&collectives_schema,
 	&framework_schema,
 	&engine_schema,
+	&ep_comm_schema,
 	NULL,
 };
