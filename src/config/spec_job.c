@@ -562,6 +562,32 @@ static void check_training(struct job_spec *j, struct diag *d,
 	check_cp(j, d, node);
 }
 
+/* The experts of an inference instance span its GPUs of a stage: tp, or
+ * tp x dp with attention_dp (vLLM flattens TP across DP for the MoE
+ * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
+ * engine): ep of them hold different experts, etp = GPUs / ep shard each
+ * expert (ep 1: every expert split over all of them). */
+static void check_inference_experts(struct job_spec *j, struct diag *d,
+				    const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
+
+	if (g % p->ep != 0) {
+		layout_error(d, node, "parallelism", "ep %lld does not divide the "
+			     "%lld GPUs an instance's MoE layers span (tp%s)",
+			     (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "");
+		return;
+	}
+	if (p->etp == 0)
+		p->etp = g / p->ep;
+	else if (p->etp * p->ep != g)
+		layout_error(d, node, "parallelism", "etp x ep = %lld x %lld must "
+			     "be the %lld GPUs an instance's MoE layers span",
+			     (long long)p->etp, (long long)p->ep, (long long)g);
+}
+
 /* Inference layouts: an instance is tp x pp GPUs (x dp with
  * attention_dp); no context parallelism or pipeline interleaving. */
 static void check_inference(struct job_spec *j, struct diag *d,
@@ -581,6 +607,8 @@ static void check_inference(struct job_spec *j, struct diag *d,
 		layout_error(d, node, "parallelism", "attention_dp on a dense "
 			     "model: use dp instances instead (attention_dp "
 			     "shares MoE layers across the dp ranks)");
+	if (model_is_moe(j->model))
+		check_inference_experts(j, d, node);
 	if (p->schedule < 0)
 		j->parallelism.schedule = SCHED_1F1B;
 	if (!j->serving.engine) {

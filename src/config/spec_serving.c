@@ -149,7 +149,8 @@ static const struct schema_field pool_fields[] = {
 	{ .key = "instances", .type = ST_INT, .offset = POFF(instances),
 	  .min = 0, .max = 1e6, .def = "1", .help = "engine instances in the pool" },
 	{ .key = "tp", .type = ST_INT, .offset = POFF(tp), .min = 1,
-	  .max = 1e5, .def = "1", .help = "tensor parallel per instance" },
+	  .max = 1e5, .def = "1", .help = "GPUs per stage of an instance: tensor "
+	  "parallel, or with attention_dp attention data-parallel ranks" },
 	{ .key = "pp", .type = ST_INT, .offset = POFF(pp), .min = 1,
 	  .max = 1e5, .def = "1", .help = "pipeline stages per instance" },
 	{ .key = "ep", .type = ST_INT, .offset = POFF(ep), .min = 1,

@@ -144,6 +144,13 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_gemm_group *groups,
 				 size_t ngroups);
 
+/* The same with operands of different widths (gpu_gemm_q's dtypes): the
+ * experts' weights in q->b_B, read from HBM when q->b_cold. */
+struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
+				   const struct gpu_gemm_dtypes *q,
+				   const struct gpu_gemm_group *groups,
+				   size_t ngroups);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),
@@ -172,6 +179,8 @@ struct gpu_attn_heads {
 	int shared_kv;		/* K and V are one cached vector (absorbed MLA:
 				 * the latent, head_dim_qk wide, V its first
 				 * head_dim_v elements) */
+	double window;		/* sliding window: keys a query sees at most;
+				 * 0 = every earlier one */
 };
 
 /* Prefill (chunks of q >= 1 tokens, flash attention over the cached

@@ -50,6 +50,10 @@
  *
  *     t = t_launch (1 + [s > 1]) + max(t_c, D / B_hbm) + t_m
  *
+ * Sliding windows (h->window = w): a group's kernel reads the keys
+ * within w of its queries, min(kv, q + w - 1) per sequence, and its
+ * pairs are gpu_attention.c's windowed ones.
+ *
  * Range: paged layouts cost as contiguous (page-table reads and partial
  * last pages ignored: a page is 16-64 tokens of 256+ bytes each); sparse
  * attention (DeepSeek V3.2's DSA) is not modelled. A unit on few CUs is
@@ -96,10 +100,20 @@ static struct gpu_attn_shape group_shape(const struct gpu_attn_heads *h,
 		.batch = 1, .heads_q = h->heads_q, .heads_kv = h->heads_kv,
 		.seq_q = grp->q, .seq_kv = grp->kv,
 		.head_dim_qk = h->head_dim_qk, .head_dim_v = h->head_dim_v,
-		.causal = 1,
+		.causal = 1, .window = h->window,
 	};
 
 	return a;
+}
+
+/* Keys of a group's sequence the kernel reads: all of them, or under a
+ * sliding window of w those within w of one of its q queries. */
+static double keys_read(const struct gpu_attn_heads *h,
+			const struct gpu_attn_group *grp)
+{
+	if (h->window > 0)
+		return fmin(grp->kv, grp->q + h->window - 1);
+	return grp->kv;
 }
 
 /* D of one group (see the top). */
@@ -107,7 +121,7 @@ static double group_bytes(const struct gpu_attn_heads *h,
 			  const struct gpu_attn_group *grp, double e)
 {
 	double qo = grp->q * h->heads_q * (h->head_dim_qk + h->head_dim_v) * e;
-	double kv = grp->kv * h->heads_kv * kv_width(h) * h->kv_B;
+	double kv = keys_read(h, grp) * h->heads_kv * kv_width(h) * h->kv_B;
 	double lse = grp->q * h->heads_q * dtype_bytes(DTYPE_FP32);
 
 	return grp->count * (qo + kv + lse);
@@ -229,8 +243,8 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 		flops += x->count * h->heads_q * gpu_attn_pairs(&a) *
 			 pair_flops(h);
 		bytes += group_bytes(h, x, e);
-		s = kv_splits(g, n0, x->kv);
-		keys = x->kv / s;
+		s = kv_splits(g, n0, keys_read(h, x));
+		keys = keys_read(h, x) / s;
 		mem_s = keys * kv_width(h) * h->kv_B / (bw / cus);
 		comp = x->q * gq * keys * pair_flops(h) /
 		       (rate * mma_fill(g, x->q * gq) / cus);

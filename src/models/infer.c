@@ -74,17 +74,13 @@
  * t = 1: 2 x 8 x 128 x 2 = 4096 B; x 80 layers = 327,680 B a token); MLA:
  * (r + d_r) K on every TP rank.
  */
-#include "infer.h"
+#include "infer_impl.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "base/diag.h"
 #include "config/spec_job.h"
-
-/* Nominal vector FLOPs per element of the memory-bound kernels (as
- * layer.c: they are memory-bound on every GPU llmsim knows). */
-enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ROPE_FLOPS = 4, SAMPLE_FLOPS = 6 };
 
 /* Vocabulary-parallel tables pad each rank's share to a multiple of this
  * (vLLM vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64;
@@ -208,6 +204,16 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->kv_B = dtype_bytes(d->kv);
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
+	d->moe_model = model_is_moe(m);
+	if (d->moe_model)
+		infer_moe_dims(j, g, d);
+}
+
+void infer_kind_of(const struct job_spec *j, int64_t layer,
+		   struct infer_kind *k)
+{
+	k->moe = model_layer_moe(j->model, layer);
+	k->window = (double)model_layer_window(j->model, layer);
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
@@ -254,6 +260,41 @@ double infer_layer_params(const struct infer_dims *d)
 	return (attn + mlp) / d->tp;
 }
 
+/* Attention parameters of a layer on one GPU (/t; MLA's replicated kv_a
+ * counted on every rank). */
+static double attn_params(const struct infer_dims *d)
+{
+	double h = d->hidden;
+
+	if (d->mla)
+		return (mla_q_params(d) +
+			d->tp * h * (d->kv_lora_rank + d->rope_dim) +
+			d->kv_lora_rank * d->heads *
+			(d->nope_dim + d->v_head_dim) +
+			d->heads * d->v_head_dim * h) / d->tp;
+	return (h * (d->heads + 2 * d->kv_heads) * d->head_dim +
+		d->heads * d->head_dim * h) / d->tp;
+}
+
+double infer_kind_params(const struct infer_dims *d,
+			 const struct infer_kind *k)
+{
+	if (k && k->moe)
+		return attn_params(d) + infer_moe_params(d);
+	return infer_layer_params(d);
+}
+
+double infer_kind_weight_B(const struct infer_dims *d,
+			   const struct infer_kind *k)
+{
+	double norms = 2 * d->hidden * d->act_B;
+
+	if (k && k->moe)
+		return attn_params(d) * d->weight_B + infer_moe_weight_B(d) +
+		       norms;
+	return infer_layer_params(d) * d->weight_B + norms;
+}
+
 double infer_embed_params(const struct infer_dims *d)
 {
 	return d->vocab * d->hidden / d->tp;
@@ -266,60 +307,18 @@ double infer_head_params(const struct infer_dims *d)
 
 /* ---- the op list ---- */
 
-static struct infer_op *push(struct infer_ops *o, const char *name,
-			     enum iop_kind kind)
-{
-	struct infer_op *op;
-
-	if (o->n >= INFER_MAX_OPS)
-		BUG("inference op list full");
-	op = &o->op[o->n++];
-	memset(op, 0, sizeof(*op));
-	op->name = name;
-	op->kind = kind;
-	return op;
-}
-
-static struct infer_op *gemm(struct infer_ops *o, const char *name,
-			     double m, double n, double k)
-{
-	struct infer_op *op;
-
-	if (m <= 0)
-		return NULL;
-	op = push(o, name, IOP_KERNEL);
-	op->kern = IK_GEMM;
-	op->m = m;
-	op->n = n;
-	op->k = k;
-	op->batch = 1;
-	return op;
-}
+#define gemm infer_op_gemm
 
 static void memop(struct infer_ops *o, const char *name, double read_B,
 		  double write_B, double flops)
 {
-	struct infer_op *op;
-
-	if (read_B + write_B <= 0)
-		return;
-	op = push(o, name, IOP_KERNEL);
-	op->kern = IK_MEM;
-	op->read_B = read_B;
-	op->write_B = write_B;
-	op->vec_flops = flops;
+	infer_op_mem(o, name, read_B, write_B, flops);
 }
 
 static void tpcoll(struct infer_ops *o, const struct infer_dims *d,
 		   const char *name, enum coll_op c, double bytes)
 {
-	struct infer_op *op;
-
-	if (d->tp <= 1 || bytes <= 0)
-		return;
-	op = push(o, name, IOP_TP);
-	op->coll = c;
-	op->coll_B = bytes;
+	infer_op_coll(o, name, IOP_TP, d->tp, c, bytes);
 }
 
 static void attention(struct infer_ops *o, const struct infer_batch *b)
@@ -336,12 +335,12 @@ static void attention(struct infer_ops *o, const struct infer_batch *b)
 			dec = 1;
 	}
 	if (pre) {
-		op = push(o, "attn_prefill", IOP_KERNEL);
+		op = infer_op_push(o, "attn_prefill", IOP_KERNEL);
 		op->kern = IK_ATTN_PREFILL;
 		op->attention = 1;
 	}
 	if (dec) {
-		op = push(o, "attn_decode", IOP_KERNEL);
+		op = infer_op_push(o, "attn_decode", IOP_KERNEL);
 		op->kern = IK_ATTN_DECODE;
 		op->attention = 1;
 	}
@@ -364,19 +363,8 @@ static void split_tokens(const struct infer_batch *b, double *t_dec,
 	}
 }
 
-/* Whether a GEMM input of this producer needs a quantization kernel of
- * its own; the producer then writes B instead of A. */
-static int quant_apart(const struct infer_dims *d, int level)
-{
-	return d->gemm_a_B < d->act_B && d->quant_fusion < level;
-}
-
-/* The quantization of n elements of a GEMM input (see the top). */
-static void quant(struct infer_ops *o, const struct infer_dims *d,
-		  const char *name, double n)
-{
-	memop(o, name, n * d->act_B, n * d->gemm_a_B, 2 * n);
-}
+#define quant_apart infer_quant_apart
+#define quant infer_op_quant
 
 /* B per element a GEMM-input producer of fusion level `level` writes. */
 static double out_B(const struct infer_dims *d, int level)
@@ -477,6 +465,7 @@ static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 }
 
 void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     const struct infer_kind *k, const struct infer_route *r,
 		     struct infer_ops *o)
 {
 	double t = infer_batch_tokens(b);
@@ -489,6 +478,12 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 		attn_gqa(d, b, t, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
 	norm(o, d, "add_norm", t, 1);
+	if (k && k->moe) {
+		if (!r)
+			BUG("an MoE layer without its routing");
+		infer_moe_ops(d, t, r, o);
+		return;
+	}
 	mlp(d, t, o);
 	tpcoll(o, d, "mlp_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
 }
@@ -550,9 +545,10 @@ static int groups_of(const struct infer_batch *b, int prefill,
 }
 
 static void attn_heads(const struct infer_dims *d, int decode,
-		       struct gpu_attn_heads *h)
+		       const struct infer_kind *k, struct gpu_attn_heads *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->window = k ? k->window : 0;
 	h->heads_q = heads_local(d);
 	h->kv_B = d->kv_B;
 	if (!d->mla) {
@@ -573,9 +569,31 @@ static void attn_heads(const struct infer_dims *d, int decode,
 	}
 }
 
+/* The local experts' grouped GEMM: op->m rows over op->groups experts
+ * (at least one), evenly; weights in the experts' dtype, read cold. */
+static struct gpu_cost grouped_cost(const struct infer_op *op,
+				    const struct infer_dims *d,
+				    const struct gpu_spec *g)
+{
+	struct gpu_gemm_group grp[INFER_MAX_EXPERT_GROUPS];
+	struct gpu_gemm_dtypes q;
+	size_t n = (size_t)fmax(1, fmin(round(op->groups),
+					INFER_MAX_EXPERT_GROUPS)), i;
+
+	q.compute = d->moe.compute;
+	q.a_B = d->moe.gemm_a_B;
+	q.b_B = d->moe.weight_B;
+	q.c_B = d->act_B;
+	q.b_cold = 1;
+	for (i = 0; i < n; i++)
+		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
+	return gpu_grouped_gemm_q(g, &q, grp, n);
+}
+
 static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_dims *d,
 				 const struct infer_batch *b,
+				 const struct infer_kind *kind,
 				 const struct gpu_spec *g)
 {
 	struct gpu_attn_group grp[INFER_MAX_GROUPS];
@@ -591,13 +609,15 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		q.c_B = d->act_B;
 		q.b_cold = 1;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
+	case IK_GROUPED:
+		return grouped_cost(op, d, g);
 	case IK_ATTN_PREFILL:
 		n = groups_of(b, 1, grp);
-		attn_heads(d, 0, &h);
+		attn_heads(d, 0, kind, &h);
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:
 		n = groups_of(b, 0, grp);
-		attn_heads(d, 1, &h);
+		attn_heads(d, 1, kind, &h);
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:
 		break;
@@ -606,9 +626,22 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			     op->read_B + op->write_B);
 }
 
+/* Weights a GEMM op reads (B). */
+static double weights_read_B(const struct infer_op *op,
+			     const struct infer_dims *d)
+{
+	if (op->kern == IK_GROUPED)
+		return op->groups * op->n * op->k * d->moe.weight_B;
+	if (op->kern != IK_GEMM || op->attention)
+		return 0;
+	return op->batch * op->n * op->k *
+	       (op->weight_B_base ? d->act_B : d->weight_B);
+}
+
 void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
-		const struct infer_batch *b, const struct gpu_spec *g,
-		enum infer_graph graph, struct infer_unit *u)
+		const struct infer_batch *b, const struct infer_kind *kind,
+		const struct gpu_spec *g, enum infer_graph graph,
+		struct infer_unit *u)
 {
 	struct gpu_spec captured = *g;
 	int i;
@@ -626,11 +659,13 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 		c->name = op->name;
 		c->kind = op->kind;
 		c->coll = op->coll;
+		c->a2a_B = op->a2a_B;
 		if (op->kind != IOP_KERNEL) {
 			c->bytes = op->coll_B;
 			continue;
 		}
-		k = kern_cost(op, d, b, in_graph ? &captured : g);
+		k = kern_cost(op, d, b, kind, in_graph ? &captured : g);
+		u->weights_B += weights_read_B(op, d);
 		c->time_s = k.time_s;
 		c->flops = k.flops;
 		c->bytes = k.bytes;

@@ -36,14 +36,31 @@
 
 #include "config/spec_job.h"
 
+/* Weights and parameters of the layers of pipeline rank r (from layer
+ * first on), by each layer's kind. */
+static void rank_layers(const struct job_spec *j, const struct infer_dims *d,
+			int64_t first, int64_t layers, double *w_B,
+			double *params)
+{
+	struct infer_kind k;
+	int64_t i;
+
+	*w_B = *params = 0;
+	for (i = first; i < first + layers; i++) {
+		infer_kind_of(j, i, &k);
+		*w_B += infer_kind_weight_B(d, &k);
+		*params += infer_kind_params(d, &k);
+	}
+}
+
 /* Weights of pipeline rank r of pp. */
 static double rank_weights_B(const struct job_spec *j,
-			     const struct infer_dims *d, int64_t layers,
-			     int64_t r, int64_t pp)
+			     const struct infer_dims *d, int64_t first,
+			     int64_t layers, int64_t r, int64_t pp)
 {
-	double w = (double)layers * (infer_layer_params(d) * d->weight_B +
-				     2 * d->hidden * d->act_B);
+	double w, params;
 
+	rank_layers(j, d, first, layers, &w, &params);
 	if (r == 0)
 		w += infer_embed_params(d) * d->act_B;
 	if (r == pp - 1) {
@@ -62,6 +79,15 @@ static double activations_B(const struct infer_dims *d, double tokens,
 		    d->head_dim;
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
 	double widest = fmax(q + 2 * kv, u + f);
+
+	if (d->moe_model) {
+		/* fused MoE caches: every token's k rows through the local
+		 * experts' widths (vLLM's intermediate_cache1..3) */
+		double fe = d->moe.ffn / d->moe.etp;
+
+		widest = fmax(widest, d->moe.topk *
+			      ((d->gated ? 2 : 1) * fe + fe + d->hidden));
+	}
 	double a = tokens * (2 * d->hidden + widest) * d->act_B;
 
 	if (last)
@@ -93,13 +119,15 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	const struct gpu_spec *g = j->system->gpu;
 	int64_t pp = j->parallelism.pp, r;
 	double cap = g->hbm.capacity_B, usable = gpu_usable_memory_B(g);
-	double best = INFINITY, per_layer = infer_kv_token_layer_B(d);
+	double best = INFINITY, per_layer = infer_kv_token_layer_B(d), w_unused;
 
 	memset(out, 0, sizeof(*out));
 	out->usable_B = usable;
 	out->workspace_B = e->workspace_B;
-	for (r = 0; r < pp; r++) {
-		double w = rank_weights_B(j, d, split[r], r, pp);
+	int64_t first = 0;
+
+	for (r = 0; r < pp; r++, first += split[r - 1]) {
+		double w = rank_weights_B(j, d, first, split[r], r, pp);
 		double a = activations_B(d, max_tokens, max_seqs, r == pp - 1);
 		double kv = kv_by_rule(e, cap, usable, w, a, e->workspace_B);
 		double tok_B = (double)split[r] * per_layer;
@@ -114,8 +142,10 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->kv_token_B = tok_B;
 		}
 	}
-	out->params = (double)split[out->rank] * infer_layer_params(d) +
-		      (out->rank == 0 ? infer_embed_params(d) : 0) +
+	for (first = 0, r = 0; r < out->rank; r++)
+		first += split[r];
+	rank_layers(j, d, first, split[out->rank], &w_unused, &out->params);
+	out->params += (out->rank == 0 ? infer_embed_params(d) : 0) +
 		      (out->rank == pp - 1 ? infer_head_params(d) : 0);
 	out->kv_pages = isfinite(best) ?
 			floor(best / (double)e->block_size) : 0;

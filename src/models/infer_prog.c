@@ -36,6 +36,31 @@
 
 /* ---- the instance ---- */
 
+/* The model's weights in all (B): every layer's on one GPU times the GPUs
+ * a stage's layer spans, embedding and head once. */
+static double model_weights_B(const struct infer_ctx *x)
+{
+	const struct infer_dims *d = &x->dims;
+	double w = (infer_embed_params(d) + infer_head_params(d)) * d->tp *
+		   d->act_B;
+	int64_t i;
+
+	for (i = 0; i < x->job->model->num_hidden_layers; i++)
+		w += infer_kind_weight_B(d, &x->kinds[x->kind_of[i]]) *
+		     (double)(x->tp * x->adp);
+	return w;
+}
+
+/* The longest prompt the job can have. */
+static double max_input(const struct job_spec *j)
+{
+	const struct len_spec *l = &j->serving.input_len;
+
+	if (l->dist == LEN_FIXED)
+		return l->mean;
+	return l->max > 0 ? (double)l->max : l->mean;
+}
+
 /* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
  * calc_engine_setting and finetune_setting): requests the KV memory holds
  * at the job's mean lengths, then rounded up optimistically. */
@@ -44,14 +69,12 @@ static void trtllm_auto_size(struct infer_ctx *x)
 	const struct job_spec *j = x->job;
 	const struct model_spec *m = j->model;
 	const struct serving_spec *s = &j->serving;
-	double gib = 1024.0 * 1024.0 * 1024.0, n = (double)(x->tp * x->pp);
+	double gib = 1024.0 * 1024.0 * 1024.0;
+	double n = (double)(x->tp * x->adp * x->pp);
 	double kv_heads = fmax((double)x->tp, (double)m->num_key_value_heads);
 	double tok_gib = 2 * (double)m->num_hidden_layers * kv_heads *
 			 (double)m->head_dim * x->dims.kv_B / gib;
-	double params = (infer_layer_params(&x->dims) * x->dims.layers +
-			 infer_embed_params(&x->dims) +
-			 infer_head_params(&x->dims)) * x->dims.tp;
-	double engine_gib = params * x->dims.weight_B / gib;
+	double engine_gib = model_weights_B(x) / gib;
 	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
 	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);
 	double reqs = avail * 0.95 / (tok_gib * (isl + osl));
@@ -72,21 +95,37 @@ static void trtllm_auto_size(struct infer_ctx *x)
 		tok = 1024 * ceil(tok / 1024);
 	x->max_seqs = (int64_t)bs;
 	x->max_tokens = (int64_t)tok;
+	/* without chunked prefill the longest prompt must fit a step, with a
+	 * token for every sequence (bench/benchmark/utils/general.py
+	 * get_settings: max(max_num_tokens, max_isl + max_batch_size)) */
+	if (!x->chunked)
+		x->max_tokens = (int64_t)fmax(tok, max_input(j) + bs);
 }
 
 static int check_job(const struct infer_ctx *x, struct diag *d)
 {
 	const struct model_spec *m = x->job->model;
 
-	if (model_is_moe(m)) {
-		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts "
-			   "(%lld routed experts): MoE inference is not "
-			   "available yet, only dense models can be served",
-			   m->name ? m->name : "?",
-			   (long long)m->n_routed_experts);
+	if (model_is_moe(m) && x->dims.moe.local > INFER_MAX_EXPERT_GROUPS) {
+		diag_error(d, NULL, 0, 0, "model '%s': %g experts on one GPU, "
+			   "more than the %d llmsim handles: use a larger ep",
+			   m->name ? m->name : "?", x->dims.moe.local,
+			   INFER_MAX_EXPERT_GROUPS);
 		return -1;
 	}
-	if (x->job->parallelism.ep > 1) {
+	if (model_is_moe(m) &&
+	    fmod((double)x->job->parallelism.tp * x->dims.moe.adp,
+		 x->dims.moe.ep) != 0) {
+		diag_error(d, NULL, 0, 0, "ep %g does not divide the %g GPUs "
+			   "an instance's MoE layers span",
+			   x->dims.moe.ep, (double)x->job->parallelism.tp *
+			   x->dims.moe.adp);
+		return -1;
+	}
+	if (model_is_moe(m) &&
+	    gpu_check_dtype(x->gpu, x->dims.moe.compute, d) != 0)
+		return -1;
+	if (!model_is_moe(m) && x->job->parallelism.ep > 1) {
 		diag_error(d, NULL, 0, 0, "ep %lld: expert parallelism needs a "
 			   "MoE model", (long long)x->job->parallelism.ep);
 		return -1;
@@ -101,11 +140,72 @@ static int check_job(const struct infer_ctx *x, struct diag *d)
 	return 0;
 }
 
+/* The kinds of layer of the model and each layer's (x->kind_of). */
+static int find_kinds(struct infer_ctx *x, struct diag *d)
+{
+	int64_t L = x->job->model->num_hidden_layers, i;
+	int k;
+
+	for (i = 0; i < L; i++) {
+		struct infer_kind kind;
+
+		infer_kind_of(x->job, i, &kind);
+		for (k = 0; k < x->nkinds; k++)
+			if (x->kinds[k].moe == kind.moe &&
+			    x->kinds[k].window == kind.window)
+				break;
+		if (k == x->nkinds) {
+			if (x->nkinds == INFER_MAX_KINDS) {
+				diag_error(d, NULL, 0, 0, "model '%s' has more "
+					   "than %d kinds of layer (dense or "
+					   "MoE, attention windows)",
+					   x->job->model->name ?
+					   x->job->model->name : "?",
+					   INFER_MAX_KINDS);
+				return -2;
+			}
+			x->kinds[x->nkinds++] = kind;
+		}
+		x->kind_of[i] = (uint8_t)k;
+	}
+	return 0;
+}
+
+/* The dispatcher's path (as train.c's): GPU-initiated, or the library's
+ * all-to-all with the algorithm it forces. */
+static void ep_path(struct infer_ctx *x)
+{
+	const struct ep_comm_spec *e = x->job->moe.dispatcher;
+
+	x->ep_algo = -1;
+	x->ep_has_path = 0;
+	x->ep_sm_share = 0;
+	if (!e || !x->dims.moe_model)
+		return;
+	if (e->sms > 0)
+		x->ep_sm_share = fmin((double)e->sms /
+				      (double)x->gpu->compute_units, 1);
+	if (e->mode == EP_HIERARCHICAL)
+		x->ep_algo = ALGO_HIER;
+	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
+		return;
+	x->ep_path = (struct coll_path){
+		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
+						COLL_PATH_DIRECT,
+		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
+		.hop_scale_out_s = e->hop_scale_out_s,
+		.gpu_Bps = (double)e->sms * e->sm_rate_Bps,
+		.node_share = 1, .name = e->name,
+	};
+	x->ep_has_path = 1;
+}
+
 int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
 		   struct diag *d)
 {
 	const struct serving_spec *s = &j->serving;
-	int64_t i, k;
+	int64_t i, k, g, ep;
+	int rc;
 
 	memset(x, 0, sizeof(*x));
 	x->job = j;
@@ -113,20 +213,37 @@ int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
 	x->eng = s->engine;
 	x->tp = j->parallelism.tp;
 	x->pp = j->parallelism.pp;
+	x->adp = j->parallelism.attention_dp ? j->parallelism.dp : 1;
 	infer_dims_from_job(j, x->gpu, &x->dims);
 	if (check_job(x, d) != 0)
 		return -2;
+	g = x->tp * x->adp;
+	ep = x->dims.moe_model ? (int64_t)x->dims.moe.ep : 1;
 	x->split = mem_calloc((size_t)x->pp, sizeof(*x->split));
-	x->gpus = mem_calloc((size_t)(x->pp * x->tp), sizeof(*x->gpus));
-	if (!x->split || !x->gpus) {
+	x->gpus = mem_calloc((size_t)(x->pp * g), sizeof(*x->gpus));
+	x->ep_gpus = mem_calloc((size_t)(x->pp * ep), sizeof(*x->ep_gpus));
+	x->kind_of = mem_calloc((size_t)j->model->num_hidden_layers + 1,
+				sizeof(*x->kind_of));
+	if (!x->split || !x->gpus || !x->ep_gpus || !x->kind_of) {
 		infer_ctx_release(x);
 		diag_oom(d);
 		return -1;
 	}
+	rc = find_kinds(x, d);
+	if (rc != 0) {
+		infer_ctx_release(x);
+		return rc;
+	}
+	ep_path(x);
 	split_layers(j, x->split);
-	for (i = 0; i < x->pp; i++)
-		for (k = 0; k < x->tp; k++)
-			x->gpus[i * x->tp + k] = (uint32_t)(k + x->tp * i);
+	for (i = 0; i < x->pp; i++) {
+		for (k = 0; k < g; k++)
+			x->gpus[i * g + k] = (uint32_t)(k + g * i);
+		/* EP peers are etp apart (consecutive GPUs share an expert) */
+		for (k = 0; k < ep; k++)
+			x->ep_gpus[i * ep + k] = (uint32_t)(g * i + k *
+				(x->dims.moe_model ? (int64_t)x->dims.moe.etp : 1));
+	}
 	x->max_seqs = s->max_num_seqs ? s->max_num_seqs : x->eng->max_num_seqs;
 	x->max_tokens = s->max_num_batched_tokens ? s->max_num_batched_tokens
 						  : x->eng->max_num_batched_tokens;
@@ -141,8 +258,12 @@ void infer_ctx_release(struct infer_ctx *x)
 {
 	mem_free(x->split);
 	mem_free(x->gpus);
+	mem_free(x->ep_gpus);
+	mem_free(x->kind_of);
 	x->split = NULL;
 	x->gpus = NULL;
+	x->ep_gpus = NULL;
+	x->kind_of = NULL;
 }
 
 /* ---- graphs and host ---- */
@@ -202,30 +323,49 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 	return h;
 }
 
-void infer_units(const struct infer_ctx *x, const struct infer_batch *b,
-		 enum infer_graph graph, struct infer_unit *embed,
-		 struct infer_unit *layer, struct infer_unit *head)
+int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
+		enum infer_graph graph, struct infer_step_units *u,
+		struct diag *d)
 {
 	struct infer_ops o;
+	int k;
 
-	if (embed) {
-		infer_embed_ops(&x->dims, b, &o);
-		infer_cost(&o, &x->dims, b, x->gpu, graph, embed);
+	memset(&u->route, 0, sizeof(u->route));
+	u->route.node_share = 1;
+	if (x->dims.moe_model &&
+	    infer_moe_route(x->job, &x->dims, infer_batch_tokens(b), &u->arena,
+			    &u->route, d) != 0)
+		return -1;
+	infer_embed_ops(&x->dims, b, &o);
+	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
+	for (k = 0; k < x->nkinds; k++) {
+		infer_layer_ops(&x->dims, b, &x->kinds[k], &u->route, &o);
+		infer_cost(&o, &x->dims, b, &x->kinds[k], x->gpu, graph,
+			   &u->layer[k]);
 	}
-	if (layer) {
-		infer_layer_ops(&x->dims, b, &o);
-		infer_cost(&o, &x->dims, b, x->gpu, graph, layer);
-	}
-	if (head) {
-		infer_head_ops(&x->dims, b, &o);
-		infer_cost(&o, &x->dims, b, x->gpu, graph, head);
-	}
+	infer_head_ops(&x->dims, b, &o);
+	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->head);
+	return 0;
+}
+
+void infer_step_units_release(struct infer_step_units *u)
+{
+	arena_release(&u->arena);
+}
+
+int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)
+{
+	int64_t first = split_first_layer(x->split, s), i, n = 0;
+
+	for (i = first; i < first + x->split[s]; i++)
+		n += x->kind_of[i] == k;
+	return n;
 }
 
 /* ---- instantiating units ---- */
 
 static const char *const stream_names[IST_COUNT] = {
-	"compute", "tp", "pp", "host",
+	"compute", "tp", "pp", "host", "ep",
 };
 
 static struct prog *new_prog(uint32_t ranks)
@@ -240,13 +380,63 @@ static struct prog *new_prog(uint32_t ranks)
 	return p;
 }
 
+/* A 64-bit key of an uneven all-to-all matrix's contents. */
+static uint64_t matrix_key(const double *m, uint32_t n)
+{
+	uint64_t h = 1469598103934665603ull, v;
+	size_t i;
+
+	for (i = 0; i < (size_t)n * n; i++) {
+		memcpy(&v, &m[i], sizeof(v));
+		h = (h ^ v) * 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+/* The collective of op on stage s: its group's GPUs and the path. */
+static struct coll_desc coll_of(const struct infer_ctx *x,
+				const struct infer_step_units *su,
+				const struct infer_cost_op *op, int64_t s,
+				struct coll_path *path, uint32_t *stream)
+{
+	int64_t g = x->tp * x->adp;
+	struct coll_desc c = {
+		.op = op->coll, .bytes = op->bytes, .gpus = x->gpus + s * g,
+		.ngpus = (uint32_t)x->tp, .algo = -1, .proto = -1,
+		.replicas = (uint32_t)x->adp, .sm_share = 0,
+	};
+
+	*stream = IST_TP;
+	if (op->kind == IOP_ETP) {
+		c.ngpus = (uint32_t)x->dims.moe.etp;
+		c.replicas = (uint32_t)x->dims.moe.ep;
+	} else if (op->kind == IOP_EP) {
+		c.gpus = x->ep_gpus + s * (int64_t)x->dims.moe.ep;
+		c.ngpus = (uint32_t)x->dims.moe.ep;
+		c.replicas = (uint32_t)x->dims.moe.etp;
+		c.a2a_B = op->a2a_B;
+		if (op->a2a_B)
+			c.a2a_key = matrix_key(op->a2a_B, c.ngpus);
+		c.algo = x->ep_algo;
+		c.sm_share = x->ep_sm_share;
+		if (x->ep_has_path) {
+			*path = x->ep_path;
+			path->node_share = su ? su->route.node_share : 1;
+			c.path = path;
+			c.algo = -1;
+		}
+		*stream = IST_EP;
+	}
+	return c;
+}
+
 /* Unit u on `rank` (stage s) after task `after`; its last task into
  * *last. Returns 0, or -1 when out of memory. */
 static int inst_unit(struct prog *p, const struct infer_ctx *x,
+		     const struct infer_step_units *su,
 		     const struct infer_unit *u, uint32_t rank, int64_t s,
 		     int32_t layer, int32_t mb, task_id after, task_id *last)
 {
-	const uint32_t *gpus = x->gpus + s * x->tp;
 	task_id prev = after, t;
 	int i;
 
@@ -257,14 +447,13 @@ static int inst_unit(struct prog *p, const struct infer_ctx *x,
 		if (op->kind == IOP_KERNEL) {
 			t = prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
 		} else {
-			struct coll_desc c = {
-				.op = op->coll, .bytes = op->bytes, .gpus = gpus,
-				.ngpus = (uint32_t)x->tp, .algo = -1,
-				.proto = -1, .replicas = 1, .sm_share = 0,
-			};
+			struct coll_path path;
+			uint32_t stream;
+			struct coll_desc c = coll_of(x, su, op, s, &path,
+						     &stream);
 
 			info.cat = TASK_COMM;
-			t = prog_coll(p, &rank, 1, IST_TP, &c, &info);
+			t = prog_coll(p, &rank, 1, stream, &c, &info);
 		}
 		if (t == TASK_NONE || (prev != TASK_NONE &&
 				       prog_dep(p, prev, t) != 0))
@@ -282,12 +471,13 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
 		     task_id after, task_id *recv)
 {
 	uint32_t ranks[2] = {from, to};
-	uint32_t gpus[2] = {x->gpus[s * x->tp], x->gpus[(s + 1) * x->tp]};
+	int64_t g = x->tp * x->adp;
+	uint32_t gpus[2] = {x->gpus[s * g], x->gpus[(s + 1) * g]};
 	struct coll_desc c = {
 		.op = COLL_SENDRECV,
 		.bytes = tokens * x->dims.hidden * x->dims.act_B,
 		.gpus = gpus, .ngpus = 2, .algo = -1, .proto = -1,
-		.replicas = (uint32_t)x->tp, .sm_share = 0,
+		.replicas = (uint32_t)g, .sm_share = 0,
 	};
 	struct task_info info = {"pp_send", TASK_COMM, -1, mb};
 	task_id first = prog_coll(p, ranks, 2, IST_PP, &c, &info);
@@ -301,21 +491,21 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
 
 /* One microbatch mb of b on stage s, after `after`. */
 static int inst_stage(struct prog *p, const struct infer_ctx *x,
-		      const struct infer_unit *u, int64_t s, int32_t mb,
+		      const struct infer_step_units *u, int64_t s, int32_t mb,
 		      task_id after, task_id *last)
 {
 	int64_t first = split_first_layer(x->split, s), k;
 	uint32_t rank = (uint32_t)s;
 	task_id t = after;
 
-	if (s == 0 && inst_unit(p, x, &u[IU_EMBED], rank, s, -1, mb, t, &t))
+	if (s == 0 && inst_unit(p, x, u, &u->embed, rank, s, -1, mb, t, &t))
 		return -1;
-	for (k = 0; k < x->split[s]; k++)
-		if (inst_unit(p, x, &u[IU_LAYER], rank, s, (int32_t)(first + k),
-			      mb, t, &t))
+	for (k = first; k < first + x->split[s]; k++)
+		if (inst_unit(p, x, u, &u->layer[x->kind_of[k]], rank, s,
+			      (int32_t)k, mb, t, &t))
 			return -1;
 	if (s == x->pp - 1 &&
-	    inst_unit(p, x, &u[IU_HEAD], rank, s, -1, mb, t, &t))
+	    inst_unit(p, x, u, &u->head, rank, s, -1, mb, t, &t))
 		return -1;
 	*last = t;
 	return 0;
@@ -336,7 +526,7 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 			     const struct infer_batch *b, int64_t micro,
 			     struct infer_prog_info *info, struct diag *d)
 {
-	struct infer_unit *u = mem_calloc(3, sizeof(*u));
+	struct infer_step_units *u = mem_calloc(1, sizeof(*u));
 	struct infer_batch mbat, padded;
 	struct prog *p = new_prog((uint32_t)x->pp);
 	task_id host = TASK_NONE, t, recv;
@@ -345,12 +535,17 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 	memset(info, 0, sizeof(*info));
 	if (!u || !p)
 		goto oom;
+	arena_init(&u->arena);
 	if (micro < 1)
 		micro = 1;
 	micro_batch(b, micro, &mbat);
 	info->graph = infer_graph_for(x, &mbat, &padded);
-	infer_units(x, &padded, info->graph, &u[IU_EMBED], &u[IU_LAYER],
-		    &u[IU_HEAD]);
+	if (infer_units(x, &padded, info->graph, u, d) != 0) {
+		infer_step_units_release(u);
+		mem_free(u);
+		prog_free(p);
+		return NULL;
+	}
 	info->microbatches = micro;
 	info->tokens = infer_batch_tokens(b);
 	info->sampled = infer_batch_sampled(b);
@@ -377,9 +572,12 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 				t = recv;
 		}
 	}
+	infer_step_units_release(u);
 	mem_free(u);
 	return p;
 oom:
+	if (u)
+		infer_step_units_release(u);
 	mem_free(u);
 	prog_free(p);
 	diag_oom(d);
@@ -387,6 +585,7 @@ oom:
 }
 
 struct prog *infer_prog_unit(const struct infer_ctx *x,
+			     const struct infer_step_units *su,
 			     const struct infer_unit *u, int64_t stage)
 {
 	struct prog *p = new_prog((uint32_t)x->pp);
@@ -394,7 +593,7 @@ struct prog *infer_prog_unit(const struct infer_ctx *x,
 
 	if (!p)
 		return NULL;
-	if (inst_unit(p, x, u, (uint32_t)stage, stage, -1, 0, TASK_NONE,
+	if (inst_unit(p, x, su, u, (uint32_t)stage, stage, -1, 0, TASK_NONE,
 		      &last) != 0) {
 		prog_free(p);
 		return NULL;

@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 
+#include "base/arena.h"
 #include "engine/exec.h"
 #include "infer.h"
 #include "infer_mem.h"
@@ -39,6 +40,7 @@ enum infer_stream {
 	IST_TP,
 	IST_PP,
 	IST_HOST,
+	IST_EP,
 	IST_COUNT
 };
 
@@ -49,8 +51,18 @@ struct infer_ctx {
 	const struct engine_spec *eng;
 	struct infer_dims dims;		/* one GPU of a TP group */
 	int64_t tp, pp;			/* instance layout */
+	int64_t adp;			/* attention data-parallel ranks (1:
+					 * none): a stage is tp x adp GPUs */
 	int64_t *split;			/* [pp] layers per stage */
-	uint32_t *gpus;			/* [pp * tp] GPU ids, stage-major */
+	uint32_t *gpus;			/* [pp * tp * adp] GPU ids, stage-major */
+	uint32_t *ep_gpus;		/* [pp * ep] each stage's first EP group */
+	int nkinds;			/* kinds of layer the model has */
+	struct infer_kind kinds[INFER_MAX_KINDS];
+	uint8_t *kind_of;		/* [layers] index into kinds */
+	struct coll_path ep_path;	/* the dispatcher's GPU-initiated path */
+	int ep_has_path;		/* ep_path applies (else the library) */
+	int ep_algo;			/* the library algorithm it forces; -1 */
+	double ep_sm_share;		/* its kernels' share of the SMs */
 	int64_t max_seqs;		/* sequences per step, at most */
 	int64_t max_tokens;		/* tokens per step, at most */
 	int chunked;			/* chunked prefill */
@@ -87,10 +99,26 @@ struct infer_prog_info {
 	enum infer_graph graph;		/* launch mode */
 };
 
-/* Costed units of batch b (padded per the graph mode) for stage s. */
-void infer_units(const struct infer_ctx *x, const struct infer_batch *b,
-		 enum infer_graph graph, struct infer_unit *embed,
-		 struct infer_unit *layer, struct infer_unit *head);
+/* The costed units of one step: embedding, head, one layer of each
+ * kind, and the step's MoE routing. */
+struct infer_step_units {
+	struct infer_unit embed, head;
+	struct infer_unit layer[INFER_MAX_KINDS];
+	struct infer_route route;	/* MoE layers (its matrix in arena) */
+	struct arena arena;		/* holds the route's arrays */
+};
+
+/* Costed units of batch b (padded per the graph mode) into u (its arena
+ * initialized by the caller, released with infer_step_units_release()).
+ * 0, or -1 when out of memory (reported to d). */
+int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
+		enum infer_graph graph, struct infer_step_units *u,
+		struct diag *d);
+
+void infer_step_units_release(struct infer_step_units *u);
+
+/* Layers of kind k on stage s. */
+int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k);
 
 /*
  * The full program of one step of batch b over every stage and layer, the
@@ -101,14 +129,10 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 			     const struct infer_batch *b, int64_t micro,
 			     struct infer_prog_info *info, struct diag *d);
 
-enum infer_unit_kind {
-	IU_EMBED,
-	IU_LAYER,
-	IU_HEAD
-};
-
-/* The program of one costed unit u on stage s. NULL when out of memory. */
+/* The program of one costed unit u of step units su on stage s. NULL
+ * when out of memory. */
 struct prog *infer_prog_unit(const struct infer_ctx *x,
+			     const struct infer_step_units *su,
 			     const struct infer_unit *u, int64_t stage);
 
 /* The program of the activation transfer of T tokens from stage s to

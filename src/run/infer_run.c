@@ -47,32 +47,41 @@ void infer_job_batch(const struct job_spec *j, struct infer_batch *b)
 
 /* ---- floors and rates ---- */
 
-/* Weights the GEMMs of stage r read per step, and the KV its attention
- * reads, per GPU. */
+/* Weights the GEMMs of stage r read per step (the units': an MoE layer's
+ * experts with rows only), and the cached KV its attention reads (a
+ * sliding-window layer's last w tokens), per GPU. */
 static void stage_reads(const struct infer_ctx *x, const struct infer_batch *b,
-			int64_t r, double *w_B, double *kv_B)
+			const struct infer_step_units *u, int64_t r,
+			double *w_B, double *kv_B)
 {
 	const struct infer_dims *d = &x->dims;
-	double layers = (double)x->split[r], ctx = 0;
-	int i;
+	int i, k;
 
-	*w_B = layers * infer_layer_params(d) * d->weight_B;
-	if (r == x->pp - 1 && infer_batch_sampled(b) > 0)
-		*w_B += infer_head_params(d) * d->act_B;
-	for (i = 0; i < b->n; i++)
-		if (!b->g[i].pad)
-			ctx += b->g[i].count * b->g[i].ctx;
-	*kv_B = layers * ctx * infer_kv_token_layer_B(d);
+	*w_B = *kv_B = 0;
+	for (k = 0; k < x->nkinds; k++) {
+		double n = (double)infer_stage_kind_layers(x, r, k), w;
+		double ctx = 0;
+
+		w = x->kinds[k].window;
+		for (i = 0; i < b->n; i++)
+			if (!b->g[i].pad)
+				ctx += b->g[i].count * (w > 0 ?
+					fmin(b->g[i].ctx, w) : b->g[i].ctx);
+		*w_B += n * u->layer[k].weights_B;
+		*kv_B += n * ctx * infer_kv_token_layer_B(d);
+	}
+	if (r == x->pp - 1)
+		*w_B += u->head.weights_B;
 }
 
 static void floors(const struct infer_ctx *x, const struct infer_batch *b,
-		   struct infer_result *out)
+		   const struct infer_step_units *u, struct infer_result *out)
 {
 	double bw = x->gpu->hbm.bandwidth_Bps, w, kv, best = -1;
 	int64_t r;
 
 	for (r = 0; r < x->pp; r++) {
-		stage_reads(x, b, r, &w, &kv);
+		stage_reads(x, b, u, r, &w, &kv);
 		if ((w + kv) / bw > best) {
 			best = (w + kv) / bw;
 			out->weights_read_B = w;
@@ -83,17 +92,23 @@ static void floors(const struct infer_ctx *x, const struct infer_batch *b,
 }
 
 static void rates(const struct infer_ctx *x, const struct job_spec *j,
-		  const struct infer_unit *u, struct infer_result *out)
+		  const struct infer_step_units *u, struct infer_result *out)
 {
-	double layers = 0, peak = gpu_peak_flops(x->gpu, x->dims.compute);
+	double peak = gpu_peak_flops(x->gpu, x->dims.compute), f;
 	int64_t r;
+	int k;
 
-	for (r = 0; r < x->pp; r++)
-		layers = fmax(layers, (double)x->split[r]);
+	out->flops_per_gpu = 0;
+	for (r = 0; r < x->pp; r++) {
+		f = (r == 0 ? u->embed.flops : 0) +
+		    (r == x->pp - 1 ? u->head.flops : 0);
+		for (k = 0; k < x->nkinds; k++)
+			f += (double)infer_stage_kind_layers(x, r, k) *
+			     u->layer[k].flops;
+		out->flops_per_gpu = fmax(out->flops_per_gpu, f);
+	}
 	out->gpus = system_gpus(j->system);
-	out->instances = j->parallelism.dp;
-	out->flops_per_gpu = layers * u[IU_LAYER].flops + u[IU_EMBED].flops +
-			     u[IU_HEAD].flops;
+	out->instances = j->parallelism.dp / x->adp;
 	if (out->step_s <= 0)
 		return;
 	out->tokens_per_s = (j->phase == PHASE_PREFILL ? out->tokens
@@ -173,11 +188,11 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 {
 	struct infer_ctx x;
 	struct infer_batch b, padded;
-	struct infer_unit *u = NULL;
+	struct infer_step_units *u = NULL;
 	struct prog *p = NULL;
 	double seq_tokens;
 	int64_t micro;
-	int rc;
+	int rc, k;
 
 	memset(out, 0, sizeof(*out));
 	rc = infer_ctx_init(&x, j, d);
@@ -186,20 +201,27 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	infer_job_batch(j, &b);
 	out->batch = infer_batch_seqs(&b);
 	out->tokens = infer_batch_tokens(&b);
-	micro = x.pp > 1 ? (int64_t)fmin((double)x.pp, out->batch) : 1;
+	for (k = 0; x.adp > 1 && k < b.n; k++)	/* one attention-DP rank's */
+		b.g[k].count /= (double)x.adp;
+	micro = x.pp > 1 ? (int64_t)fmin((double)x.pp, infer_batch_seqs(&b))
+			 : 1;
 	rc = -1;
-	u = mem_calloc(3, sizeof(*u));
+	u = mem_calloc(1, sizeof(*u));
+	if (u)
+		arena_init(&u->arena);
 	p = infer_prog_step(&x, &b, micro, &out->info, d);
 	if (!u || !p)
 		goto out;
+	out->info.tokens *= (double)x.adp;
+	out->info.sampled *= (double)x.adp;
 	if (simulate(j, p, trace, out, d) != 0)
 		goto out;
 	latency(&x, out);
 	infer_graph_for(&x, &b, &padded);
-	infer_units(&x, &padded, out->info.graph, &u[IU_EMBED], &u[IU_LAYER],
-		    &u[IU_HEAD]);
+	if (infer_units(&x, &padded, out->info.graph, u, d) != 0)
+		goto out;
 	rates(&x, j, u, out);
-	floors(&x, &b, out);
+	floors(&x, &b, u, out);
 	seq_tokens = (double)j->serving.context_len +
 		     (j->phase == PHASE_PREFILL ? j->serving.input_len.mean : 1);
 	infer_mem_job(j, x.eng, &x.dims, x.split, (double)x.max_tokens,
@@ -208,6 +230,8 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 out:
 	if (!u)
 		diag_oom(d);
+	else
+		infer_step_units_release(u);
 	mem_free(u);
 	prog_free(p);
 	infer_ctx_release(&x);
@@ -294,38 +318,65 @@ static void add_parts(double *acc, const double *part, double times)
 		acc[k] += times * part[k];
 }
 
+/* The units of a step, each run alone: t[k] and part[k] for the layer
+ * kinds k, then embedding (nkinds) and head (nkinds + 1). */
+static int unit_times(struct infer_stepper *s, const struct infer_step_units *u,
+		      double *t, double (*part)[EXEC_PART_COUNT],
+		      struct diag *d)
+{
+	const struct infer_ctx *x = &s->ctx;
+	int k, n = x->nkinds;
+
+	for (k = 0; k < n; k++)
+		if (run_alone(s, infer_prog_unit(x, u, &u->layer[k], 0), &t[k],
+			      part[k], d) != 0)
+			return -1;
+	if (run_alone(s, infer_prog_unit(x, u, &u->embed, 0), &t[n], part[n],
+		      d) != 0 ||
+	    run_alone(s, infer_prog_unit(x, u, &u->head, x->pp - 1),
+		      &t[n + 1], part[n + 1], d) != 0)
+		return -1;
+	return 0;
+}
+
 int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 		       struct infer_step_cost *out, struct diag *d)
 {
 	const struct infer_ctx *x = &s->ctx;
-	struct infer_unit u[3];
-	struct infer_batch padded;
-	double t[3], part[3][EXEC_PART_COUNT], ts, ps[EXEC_PART_COUNT];
-	double stage;
+	struct infer_step_units *u = &s->units;
+	struct infer_batch padded, rank;
+	double t[INFER_MAX_KINDS + 2], part[INFER_MAX_KINDS + 2][EXEC_PART_COUNT];
+	double ts, ps[EXEC_PART_COUNT], stage, n;
 	int64_t r;
-	int k;
+	int k, e = x->nkinds, h = x->nkinds + 1, rc;
 
 	memset(out, 0, sizeof(*out));
+	if (x->adp > 1) {	/* one attention-DP rank's even share */
+		rank = *b;
+		for (k = 0; k < rank.n; k++)
+			rank.g[k].count /= (double)x->adp;
+		b = &rank;
+	}
 	out->graph = infer_graph_for(x, b, &padded);
 	out->host_s = infer_host_s(x, b);
-	infer_units(x, &padded, out->graph, &u[IU_EMBED], &u[IU_LAYER],
-		    &u[IU_HEAD]);
-	for (k = 0; k < 3; k++) {
-		int64_t stage_of = k == IU_HEAD ? x->pp - 1 : 0;
-
-		if (run_alone(s, infer_prog_unit(x, &u[k], stage_of), &t[k],
-			      part[k], d) != 0)
-			return -1;
-	}
+	arena_init(&u->arena);
+	rc = infer_units(x, &padded, out->graph, u, d);
+	if (rc == 0)
+		rc = unit_times(s, u, t, part, d);
+	infer_step_units_release(u);
+	if (rc != 0)
+		return -1;
 	for (r = 0; r < x->pp; r++) {
-		stage = (double)x->split[r] * t[IU_LAYER] +
-			(r == 0 ? t[IU_EMBED] : 0) +
-			(r == x->pp - 1 ? t[IU_HEAD] : 0);
-		add_parts(out->part_s, part[IU_LAYER], (double)x->split[r]);
+		stage = (r == 0 ? t[e] : 0) + (r == x->pp - 1 ? t[h] : 0);
+		for (k = 0; k < x->nkinds; k++) {
+			n = (double)infer_stage_kind_layers(x, r, k);
+			stage += n * t[k];
+			add_parts(out->part_s, part[k], n);
+		}
 		if (r == 0)
-			add_parts(out->part_s, part[IU_EMBED], 1);
+			add_parts(out->part_s, part[e], 1);
 		if (r == x->pp - 1)
-			add_parts(out->part_s, part[IU_HEAD], 1);
+			add_parts(out->part_s, part[h], 1);
 		out->latency_s += stage;
 		out->interval_s = fmax(out->interval_s, stage);
 		if (r + 1 < x->pp) {

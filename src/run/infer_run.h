@@ -92,6 +92,7 @@ struct infer_stepper {
 	struct infer_comm comm;		/* idle fabric, memoized */
 	uint64_t steps;			/* costed so far */
 	uint64_t events;		/* engine events of the unit programs */
+	struct infer_step_units units;	/* scratch of infer_stepper_cost */
 };
 
 /* Set up s for job j (an inference phase). 0, -1 (runtime), -2 (bad

@@ -34,15 +34,19 @@ struct pool_jobs {
 	struct model_spec draft_model;
 };
 
+/* A pool's instances as a job: tp x pp GPUs each; with attention_dp its
+ * tp GPUs are attention data-parallel ranks (attention TP 1, as SGLang's
+ * --tp N --dp N --enable-dp-attention) that the MoE layers span. */
 static void pool_job(const struct job_spec *j, const struct pool_spec *p,
 		     struct job_spec *out)
 {
 	*out = *j;
-	out->parallelism.tp = p->tp;
+	out->parallelism.tp = p->attention_dp ? 1 : p->tp;
 	out->parallelism.pp = p->pp;
 	out->parallelism.ep = p->ep;
+	out->parallelism.etp = 0;	/* the experts' GPUs over ep */
 	out->parallelism.attention_dp = p->attention_dp;
-	out->parallelism.dp = p->instances;
+	out->parallelism.dp = p->attention_dp ? p->tp : p->instances;
 	out->parallelism.pp_layers.n = 0;
 }
 
@@ -90,9 +94,11 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->step = st;
 	in->pp = x->pp > 0 ? x->pp : 1;
 	in->block = x->eng->block_size;
-	in->pages = in->free_pages = (int64_t)mem->kv_pages;
-	in->max_seqs = x->max_seqs;
-	in->max_tokens = x->max_tokens;
+	/* attention DP: adp engine ranks, each with its pool and budgets,
+	 * scheduled here as one (requests spread evenly over them) */
+	in->pages = in->free_pages = (int64_t)mem->kv_pages * x->adp;
+	in->max_seqs = x->max_seqs * x->adp;
+	in->max_tokens = x->max_tokens * x->adp;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
 	in->new_token_ratio = x->eng->new_token_ratio;
@@ -114,12 +120,13 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
-	if (in->pages * in->block < longest) {
+	if ((int64_t)mem->kv_pages * in->block < longest) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
 			 "than one sequence of %lld tokens (the longest prompt "
 			 "+ output): use more GPUs, a smaller kv_dtype or "
-			 "shorter requests", (long long)(in->pages * in->block),
+			 "shorter requests",
+			 (long long)((int64_t)mem->kv_pages * in->block),
 			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
 			 (long long)longest);
 		serving_error(s->job, s->d, msg);
@@ -171,6 +178,10 @@ static int pools(struct serve *s, struct pool_jobs *pj, int64_t *sizes,
 		pj->job[0] = *j;
 		sizes[0] = j->parallelism.tp * j->parallelism.pp;
 		counts[0] = j->parallelism.dp;
+		if (j->parallelism.attention_dp) {	/* one instance */
+			sizes[0] *= j->parallelism.dp;
+			counts[0] = 1;
+		}
 		*npools = 1;
 		return 0;
 	}

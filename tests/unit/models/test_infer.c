@@ -196,7 +196,7 @@ static int quant_ops(const char *engine, const char *dtype)
 	j = load(&a, L70, sets, 5);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
-	infer_layer_ops(&d, &b, &o);
+	infer_layer_ops(&d, &b, NULL, NULL, &o);
 	for (i = 0; i < o.n; i++)
 		n += strncmp(o.op[i].name, "quant", 5) == 0;
 	arena_release(&a);
@@ -210,4 +210,131 @@ Test(infer, quantization_kernels_follow_the_engine)
 	cr_assert_eq(quant_ops("vllm", "fp8"), 1);
 	cr_assert_eq(quant_ops("trtllm", "fp8"), 0);
 	cr_assert_eq(quant_ops("vllm-v0", "bf16"), 0);
+}
+
+#define Q30 "tests/data/serve/q30-h100.yaml"
+
+/*
+ * Weights of Qwen3-30B-A3B in bf16 on one GPU (h 2048, 48 layers, 32
+ * query and 4 KV heads of 128, 128 experts of 768, vocabulary 151,936 =
+ * 2374 x 64, untied):
+ *   attention  2048 x (32 + 8) x 128 + 32 x 128 x 2048 = 18,874,368
+ *   router     2048 x 128                               =    262,144
+ *   experts    128 x 3 x 2048 x 768                     = 603,979,776
+ *   a layer    623,116,288 parameters, x 48 = 29,909,581,824
+ *   embedding and LM head 2 x 151,936 x 2048 = 622,329,856
+ *   30,531,911,680 parameters (the model's 30.5 B) x 2 B, plus the norms
+ *   2 x 2048 x 2 B a layer and the final 2048 x 2 B:
+ *   61,063,823,360 + 393,216 + 4,096 = 61,064,220,672 B.
+ */
+Test(infer, moe_weights_qwen3_30b)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_result r;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, Q30, NULL, 0);
+	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+	cr_assert_float_eq(r.mem.weights_B, 61064220672.0, 1.0);
+	infer_result_release(&r);
+	arena_release(&a);
+}
+
+/*
+ * A decode step of one token touches about top-k experts: each of the 128
+ * gets 8 / 128 rows in expectation, so P(used) = 1 - exp(-1/16) and the
+ * grouped GEMMs read 128 (1 - exp(-1/16)) = 7.755 experts' weights (3 x
+ * 2048 x 768 x 2 B = 9,437,184 B each) instead of all 128. With the
+ * attention's qkv (2048 x 5120) and o (4096 x 2048) and the router (2048
+ * x 128) in bf16 the layer reads
+ *   20,971,520 + 16,777,216 + 524,288 + 7.755 x 9,437,184 B.
+ */
+Test(infer, moe_decode_reads_the_experts_it_uses)
+{
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0};
+	struct infer_ops o;
+	struct infer_unit u;
+	struct diag dg;
+	double used = 128 * (1 - exp(-1.0 / 16)), expert = 9437184.0;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = load(&a, Q30, NULL, 0);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, &d, 1, &ra, &r, &dg), 0);
+	cr_assert_float_eq(r.rows, 8.0, 1e-12);
+	cr_assert_float_eq(r.active, used, 1e-9);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	infer_cost(&o, &d, &b, &k, j->system->gpu, IGRAPH_FULL, &u);
+	cr_assert_float_eq(u.weights_B, 20971520.0 + 16777216.0 + 524288.0 +
+			   used * expert, 1.0);
+	cr_assert_lt(u.weights_B, 0.1 * 128 * expert);
+	arena_release(&ra);
+	arena_release(&a);
+}
+
+/* Whether the layer's ops include a collective named `name`. */
+static int has_op(const struct infer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * TP attention keeps every token on every GPU: the experts' partial
+ * outputs are all-reduced over TP, nothing is dispatched. Attention DP
+ * (tp 1, dp 8, ep 8) dispatches each GPU's tokens to the experts' GPUs
+ * and combines them back: 64 tokens x top-8 x (2048 x 2 B + the
+ * alltoall path's 4 B of routing data) = 2,099,200 B sent per GPU.
+ */
+Test(infer, moe_attention_dp_dispatches)
+{
+	const char *tp[] = {"system.gpus_per_node=8", "parallelism.tp=8",
+			    "parallelism.ep=8"};
+	const char *adp[] = {"system.gpus_per_node=8", "parallelism.tp=1",
+			     "parallelism.dp=8", "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0};
+	struct infer_ops o;
+	struct diag dg;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = load(&a, Q30, tp, 3);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	cr_assert(has_op(&o, "moe_tp_allreduce"));
+	cr_assert(!has_op(&o, "moe_dispatch"));
+	j = load(&a, Q30, adp, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
+	cr_assert_float_eq(r.dispatch_B, 2099200.0, 1e-6);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	cr_assert(has_op(&o, "moe_dispatch"));
+	cr_assert(has_op(&o, "moe_combine"));
+	cr_assert(!has_op(&o, "moe_tp_allreduce"));
+	arena_release(&ra);
+	arena_release(&a);
 }
