@@ -98,6 +98,11 @@ static const struct schema_field engine_fields[] = {
 	  .help = "kernels that write quantized GEMM inputs themselves: none "
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
+	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
+	  .max = 1e-2, .def = "0 us",
+	  .help = "host time per kernel launched outside a CUDA graph (the "
+		  "framework's op dispatch and launch): a step cannot run faster "
+		  "than its host issues its eager kernels" },
 	{ .key = "multi_step", .type = ST_INT, .offset = OFF(multi_step),
 	  .min = 1, .max = 1024, .def = "1",
 	  .help = "decode steps per scheduler call (vLLM V0 num_scheduler_steps): "

@@ -110,6 +110,8 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	double eager_op_s;			/* s of host time per kernel launched outside a
+						 * graph (the framework's op dispatch and launch) */
 	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0
 						 * num_scheduler_steps): their host work shared */
 	double admit_watermark;			/* fraction of KV pages an admission must leave

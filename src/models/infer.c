@@ -666,6 +666,8 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 		}
 		k = kern_cost(op, d, b, kind, in_graph ? &captured : g);
 		u->weights_B += weights_read_B(op, d);
+		c->eager = !in_graph;
+		u->eager += !in_graph;
 		c->time_s = k.time_s;
 		c->flops = k.flops;
 		c->bytes = k.bytes;

@@ -233,6 +233,8 @@ struct infer_cost_op {
 				 * the collective's size (collectives) */
 	enum coll_op coll;
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
+	int eager;		/* a kernel launched by the host (not replayed
+				 * from a captured graph) */
 };
 
 /* A costed unit, ready to instantiate. */
@@ -243,6 +245,7 @@ struct infer_unit {
 	double flops;		/* FLOP executed */
 	double bytes;		/* B moved by the kernels */
 	double weights_B;	/* B of weights the GEMMs read */
+	int eager;		/* kernels the host launches one by one */
 };
 
 /* Launch cost: kernels of a step captured in a graph pay

@@ -16,6 +16,12 @@
  * previous step (overlap_scheduling), in which case the serving loop
  * takes max(GPU, host) per step and the program holds the GPU's part.
  *
+ * Eager kernels (not in a captured graph) are launched one by one by the
+ * host; at the framework's eager_op per kernel the host may issue them
+ * slower than the GPU runs them (a small model's mixed prefill+decode
+ * steps, TensorRT-LLM PR #9703): a step then takes the issue time
+ * instead of its kernels' time (infer_issue_s; applied by src/run).
+ *
  * Graphs (engine cuda_graphs): a decode-only step of up to cuda_graph_max
  * sequences replays a fully captured graph (full), a step of up to
  * cuda_graph_max tokens a piecewise one (all but attention); captured
@@ -351,6 +357,26 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 void infer_step_units_release(struct infer_step_units *u)
 {
 	arena_release(&u->arena);
+}
+
+double infer_issue_s(const struct infer_ctx *x,
+		     const struct infer_step_units *u)
+{
+	double best = 0, n;
+	int64_t s;
+	int k;
+
+	if (x->eng->eager_op_s <= 0)
+		return 0;
+	for (s = 0; s < x->pp; s++) {
+		n = (s == 0 ? u->embed.eager : 0) +
+		    (s == x->pp - 1 ? u->head.eager : 0);
+		for (k = 0; k < x->nkinds; k++)
+			n += (double)infer_stage_kind_layers(x, s, k) *
+			     u->layer[k].eager;
+		best = fmax(best, n);
+	}
+	return best * x->eng->eager_op_s;
 }
 
 int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)

@@ -117,6 +117,12 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 
 void infer_step_units_release(struct infer_step_units *u);
 
+/* The host's time to issue the eager kernels of the fullest stage of a
+ * step of units u (engine eager_op per kernel): the GPU cannot finish the
+ * step before it (infer_prog.c's header). */
+double infer_issue_s(const struct infer_ctx *x,
+		     const struct infer_step_units *u);
+
 /* Layers of kind k on stage s. */
 int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k);
 

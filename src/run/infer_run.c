@@ -170,13 +170,20 @@ out:
 	return rc;
 }
 
-/* The step's latency from the program's time and the host's share. */
-static void latency(const struct infer_ctx *x, struct infer_result *out)
+/* The step's latency from the program's time, the host's share and the
+ * time the host takes to issue the eager kernels (issue_s: the GPU
+ * cannot finish before, infer_prog.h). */
+static void latency(const struct infer_ctx *x, double issue_s,
+		    struct infer_result *out)
 {
 	out->host_s = out->info.host_s;
-	out->step_s = out->gpu_s;
 	if (out->info.host_in_prog)
 		out->gpu_s -= out->host_s;
+	if (issue_s > out->gpu_s) {
+		out->part_s[EXEC_OTHER] += issue_s - out->gpu_s;
+		out->gpu_s = issue_s;
+	}
+	out->step_s = out->gpu_s + (out->info.host_in_prog ? out->host_s : 0);
 	if (x->eng->overlap_scheduling && out->host_s > out->gpu_s) {
 		out->part_s[EXEC_OTHER] += out->host_s - out->gpu_s;
 		out->step_s = out->host_s;
@@ -216,10 +223,10 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	out->info.sampled *= (double)x.adp;
 	if (simulate(j, p, trace, out, d) != 0)
 		goto out;
-	latency(&x, out);
 	infer_graph_for(&x, &b, &padded);
 	if (infer_units(&x, &padded, out->info.graph, u, d) != 0)
 		goto out;
+	latency(&x, infer_issue_s(&x, u), out);
 	rates(&x, j, u, out);
 	floors(&x, &b, u, out);
 	seq_tokens = (double)j->serving.context_len +
@@ -346,7 +353,7 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	struct infer_step_units *u = &s->units;
 	struct infer_batch padded, rank;
 	double t[INFER_MAX_KINDS + 2], part[INFER_MAX_KINDS + 2][EXEC_PART_COUNT];
-	double ts, ps[EXEC_PART_COUNT], stage, n;
+	double ts, ps[EXEC_PART_COUNT], stage, n, issue;
 	int64_t r;
 	int k, e = x->nkinds, h = x->nkinds + 1, rc;
 
@@ -363,6 +370,7 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	rc = infer_units(x, &padded, out->graph, u, d);
 	if (rc == 0)
 		rc = unit_times(s, u, t, part, d);
+	issue = rc == 0 ? infer_issue_s(x, u) : 0;
 	infer_step_units_release(u);
 	if (rc != 0)
 		return -1;
@@ -387,6 +395,11 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 			out->latency_s += ts;
 			add_parts(out->part_s, ps, 1);
 		}
+	}
+	if (issue > out->interval_s) {	/* the host issues slower */
+		out->part_s[EXEC_OTHER] += issue - out->interval_s;
+		out->latency_s += issue - out->interval_s;
+		out->interval_s = issue;
 	}
 	s->steps++;
 	return 0;
