@@ -62,6 +62,9 @@ struct serve_result {
 	double kv_transfer_mean_s;	/* disaggregated: mean KV transfer */
 	double kv_transfer_bytes;	/* disaggregated: KV moved */
 	struct infer_mem mem;		/* per GPU of a (decode) instance */
+	double kv_tokens;		/* KV pool of a (decode) instance, tokens
+					 * (all its attention-DP ranks) */
+	double kv_sequences;		/* sequences of mean length it holds */
 	struct infer_mem prefill_mem;	/* disaggregated: of a prefill instance */
 	uint64_t cost_calls;		/* step-model evaluations */
 	uint64_t events;		/* engine events of the serving loop */

@@ -133,6 +133,8 @@ static struct cJSON *serving_json(const struct job_spec *j,
 		 add_num(o, "mean_step_tokens", r->mean_step_tokens) &&
 		 add_num(o, "preemptions", (double)r->preemptions) &&
 		 add_num(o, "prefix_hit_tokens", r->prefix_hit_tokens) &&
+		 add_num(o, "kv_capacity_tokens", r->kv_tokens) &&
+		 add_num(o, "kv_capacity_sequences", r->kv_sequences) &&
 		 add_num(o, "kv_peak_occupancy", r->kv_peak_frac) &&
 		 add_num(o, "kv_mean_occupancy", r->kv_mean_frac) &&
 		 add_num(o, "spec_tokens_per_step", r->spec_tokens_per_step) &&
@@ -222,7 +224,7 @@ void serve_print(FILE *out, const struct job_spec *j,
 		r->mean_step_tokens);
 	fprintf(out, "  KV cache     peak %.1f %%, mean %.1f %% of %.0f tokens "
 		"per instance; %lld preemptions\n", 100 * r->kv_peak_frac,
-		100 * r->kv_mean_frac, m->kv_tokens, (long long)r->preemptions);
+		100 * r->kv_mean_frac, r->kv_tokens, (long long)r->preemptions);
 	if (r->spec_tokens_per_step > 0)
 		fprintf(out, "  speculative  %.2f tokens per verify step\n",
 			r->spec_tokens_per_step);
@@ -235,8 +237,8 @@ void serve_print(FILE *out, const struct job_spec *j,
 	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
 	step_human(c, sizeof(c), m->usable_B, UNIT_BYTES);
 	fprintf(out, "  memory/GPU   weights %s, KV cache %s of %s usable; "
-		"%.0f sequences of mean length fit\n", a, b, c,
-		m->kv_sequences);
+		"%.0f sequences of mean length fit an instance\n", a, b, c,
+		r->kv_sequences);
 	fprintf(out, "  Little       %.2f requests in system (time average)\n",
 		r->mean_in_system);
 }

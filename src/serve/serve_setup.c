@@ -260,6 +260,13 @@ int serve_setup(struct serve *s, struct serve_result *out)
 				       longest);
 			if (rc != 0)
 				return rc;
+			if (p == npools - 1) {
+				double adp = (double)s->steppers[p].ctx.adp;
+
+				out->kv_tokens = (double)(s->inst[i].pages *
+							  s->inst[i].block);
+				out->kv_sequences = mem->kv_sequences * adp;
+			}
 		}
 	}
 	s->nprefill = npools > 1 ? (int)counts[0] : 0;
