@@ -155,6 +155,13 @@ static int draft_setup(struct serve *s, struct pool_jobs *pj,
 		 * shape, with its embedding and LM head */
 		pj->draft_model = *target->model;
 		pj->draft_model.num_hidden_layers = sp->draft_layers;
+		if (sp->method == SPEC_MTP && model_is_moe(target->model)) {
+			/* DeepSeek-V3's MTP module is an MoE layer */
+			pj->draft_model.first_k_dense_replace = 0;
+			pj->draft_model.decoder_sparse_step = 1;
+			pj->draft_model.moe_layer_freq = 1;
+			pj->draft_model.mlp_only_layers.n = 0;
+		}
 		pj->draft.model = &pj->draft_model;
 	}
 	s->draft = mem_calloc(1, sizeof(*s->draft));
