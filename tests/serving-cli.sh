@@ -58,6 +58,16 @@ for key in '"step_time_s"' '"tokens_per_s"' '"mfu"' '"breakdown"' \
 	has "decode json" "$key"
 done
 
+# An MoE model with attention DP and expert parallelism (the DeepSeek-V3
+# example): the dispatch and combine over EP, every request served.
+check "moe serving" "$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml \
+	--json --no-store --set serving.requests=16
+has "moe serving" '"completed":	16'
+check "moe decode" "$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml \
+	--no-store --set phase=decode --set serving.batch=64 \
+	--set serving.context_len=1000 --set serving.speculative.method=none
+has "moe decode" 'moe_dispatch'
+
 # Stored with the dashboard views: v_serving, v_inference_steps.
 "$llmsim" run "$job" --db "$tmp/r.db" --set serving.requests=20 >/dev/null 2>&1 &&
 "$llmsim" run "$job" --db "$tmp/r.db" --set phase=decode --set serving.batch=4 >/dev/null 2>&1 ||
