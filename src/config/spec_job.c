@@ -17,7 +17,8 @@ const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
-const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
+					  NULL};
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)
 

@@ -76,7 +76,7 @@ enum opt_update_impl {
 
 extern const char *const opt_update_names[];
 
-/* "vendor", "flash2": enum gpu_attn_kernel (gpu.h). */
+/* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
 extern const char *const attn_kernel_names[];
 
 /* The passes of the optimizer step over a rank's shard, as the framework
