@@ -666,6 +666,30 @@ Test(net_coll, protocol_ranges_override_the_tuner_across_nodes)
 	cr_assert_str_eq(timed(&f.sys, &r).protocol, "simple");
 }
 
+Test(net_coll, endpoint_bandwidth_caps_a_gpu_with_all_links_busy)
+{
+	struct fx f;
+	struct run r = { COLL_ALLGATHER, GiB, NULL, 8, ALGO_DIRECT, 1, NULL };
+	struct net_coll_result out;
+	double one;
+
+	fx_mesh(&f, 1);
+	/* All-gather in one shot: each GPU sends its GiB/8 to each of its 7
+	 * peers, one per 64 GB/s link: GiB/8 / 64 GB/s = 2.097 ms. */
+	one = timed(&f.sys, &r).time_s;
+	EQ_REL(one, GiB / 8 / 64e9, 1e-6);
+	/* With the GPU's ports together capped at 224 GB/s (half of 7 x 64)
+	 * its 7 x GiB/8 out go at 224 GB/s: twice as long, 4.194 ms. */
+	f.up.endpoint_bandwidth_Bps = 224e9;
+	out = timed(&f.sys, &r);
+	EQ_REL(out.time_s, 7 * GiB / 8 / 224e9, 1e-6);
+	/* A send between two GPUs uses one link, below the cap: 64 GB/s. */
+	r.op = COLL_SENDRECV;
+	r.n = 2;
+	r.algo = -1;
+	EQ_REL(timed(&f.sys, &r).time_s, GiB / 64e9, 1e-6);
+}
+
 Test(net_coll, direct_allreduce_is_two_all_pairs_shots)
 {
 	struct fx f;
