@@ -124,6 +124,12 @@ static const struct schema_field framework_fields[] = {
 	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
 		  "parameters may be gathered at once: the one computing and "
 		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
+	{ .key = "fsdp_grad_passes", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_grad_passes), .def = "false",
+	  .help = "ZeRO-3: torch FSDP's per-unit memory passes (the gradient cast "
+		  "to the reduce dtype and its pre-division before every "
+		  "reduce-scatter; on the shard the post-division, the "
+		  "accumulation, the low-precision copies before all-gathers)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "

@@ -118,6 +118,8 @@ struct framework_spec {
 						 * (its all-gathers run on copy engines) */
 	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at
 						 * once (the one computing and those prefetched) */
+	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
+						 * its all-gathers and reduce-scatters (layer.c) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */

@@ -152,6 +152,47 @@ static double pad_up(double v, double multiple)
 	return n * multiple < v ? (n + 1) * multiple : n * multiple;
 }
 
+/* torch FSDP's gradient division factors for a group of n
+ * (torch.distributed.algorithms._comm_hooks.default_hooks DefaultState:
+ * the pre-division doubles while it divides n and stays below n over
+ * it; the post-division is the rest). */
+static double fsdp_predivide(int64_t n)
+{
+	int64_t f = 1;
+
+	while (n % f == 0 && n / f > f)
+		f *= 2;
+	return (double)f;
+}
+
+/* The FSDP fields of d (0 unless zero 3 with fsdp_grad_passes). Needs
+ * d's widths. */
+static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
+{
+	const struct model_spec *m = j->model;
+	int64_t n = j->parallelism.dp * j->parallelism.cp;
+	double mb = (double)job_microbatches(j);
+	int layernorm = m->norm == NORM_LAYER;
+
+	if (j->training.zero_stage < 3 || !j->framework->fsdp_grad_passes ||
+	    n < 1)
+		return;
+	d->fsdp_n = (double)n;
+	d->fsdp_pre = fsdp_predivide(n);
+	d->fsdp_post = (double)n / d->fsdp_pre;
+	d->fsdp_master_B = j->framework->master_weights ? 4 : d->act_B;
+	d->fsdp_accum = mb > 1 ? (mb - 1) / mb : 0;
+	d->fsdp_P[LU_LAYER] = layer_params(d, m->attention_bias, layernorm) /
+			      d->tp;
+	d->fsdp_P[LU_EMBED] = layer_embed_params(d,
+		(double)m->max_position_embeddings) / d->tp;
+	d->fsdp_P[LU_HEAD] = layer_head_params(d, layernorm) / d->tp;
+	/* a tied head on the embedding's rank adds no parameters of its own
+	 * (footprint_unit_params) */
+	if (m->tie_word_embeddings && j->parallelism.pp == 1)
+		d->fsdp_P[LU_HEAD] -= d->vocab / d->tp * d->hidden;
+}
+
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
@@ -193,6 +234,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
+	fsdp_dims(j, d);
 }
 
 /* ---- the op list ---- */
@@ -500,6 +542,49 @@ void layer_fwd(const struct layer_dims *d, struct layer_ops *o)
 
 /* ---- backward pieces ---- */
 
+/* torch FSDP's passes over one unit of P parameters on this GPU, charged
+ * after its backward (the post-backward hook runs them on a side stream
+ * beside the next unit's backward; a memory-bound kernel beside a
+ * compute-bound one takes the SM time it would take alone, so they add
+ * up): the unsharded gradient cast to the reduce dtype (read P W, write
+ * P G), its pre-division (read and write P G) before the reduce-scatter,
+ * and on the shard of S = P / N parameters the post-division (read and
+ * write S G), the addition into the saved sharded gradient on all but a
+ * step's first microbatch (read 2 S G, write S G, weighted by that
+ * share) and the copies of the sharded M-byte parameters to W bytes
+ * before the unit's two all-gathers (forward and backward: read 2 S M,
+ * write 2 S W). */
+static void fsdp_passes(struct layer_ops *o, const struct layer_dims *d,
+			double P)
+{
+	double W = d->act_B, G = d->grad_B, M = d->fsdp_master_B;
+	double S = P / (d->fsdp_n > 0 ? d->fsdp_n : 1), r = 0, w = 0, k = 0;
+
+	if (!(d->fsdp_n > 0) || !(P > 0))
+		return;
+	if (G != W)
+		memop(o, "fsdp_grad_cast", PASS_BWD, P * W, P * G, 0);
+	if (d->fsdp_pre > 1)
+		memop(o, "fsdp_grad_prediv", PASS_BWD, P * G, P * G, P);
+	if (d->fsdp_post > 1) {
+		r += S * G;
+		w += S * G;
+		k++;
+	}
+	if (d->fsdp_accum > 0) {
+		r += d->fsdp_accum * 2 * S * G;
+		w += d->fsdp_accum * S * G;
+		k++;
+	}
+	if (M != W) {
+		r += 2 * S * M;
+		w += 2 * S * W;
+		k += 2;
+	}
+	if (k > 0)
+		memop(o, "fsdp_shard_passes", PASS_BWD, r, w, S)->k.launches = k;
+}
+
 /* The wgrad GEMM just pushed adds its n elements into the gradient
  * buffer: it reads and writes them there (in its epilogue). */
 static void accumulate(struct layer_ops *o, const struct layer_dims *d,
@@ -647,6 +732,7 @@ void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 		   "qkv_grad_tp_reduce", "qkv_wgrad", "norm1_bwd", d,
 		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 	residual_grad(o, "add1_bwd", d);
+	fsdp_passes(o, d, d->fsdp_P[LU_LAYER]);
 }
 
 /* ---- pipeline transfers ---- */
@@ -692,6 +778,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	/* scatter-add of T rows into the gradient buffer (G bytes each) */
 	memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
 	      t * h * d->grad_B, t * h);
+	fsdp_passes(o, d, d->fsdp_P[LU_EMBED]);
 }
 
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
@@ -728,6 +815,7 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 	column_bwd(o, "logits_input_allgather", "logits_grad_cast",
 		   "logits_dgrad", "logits_grad_tp_reduce", "logits_wgrad",
 		   "final_norm_bwd", d, v, 0);
+	fsdp_passes(o, d, d->fsdp_P[LU_HEAD]);
 }
 
 /* ---- FLOPs and parameters ---- */

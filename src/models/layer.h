@@ -51,7 +51,20 @@ struct layer_dims {
 	int eager_rope;		/* rotary as PyTorch ops */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
+	/* torch FSDP's per-unit passes (framework fsdp_grad_passes, zero 3;
+	 * all 0 otherwise): the unit's parameters on this GPU (layer,
+	 * embedding, head), the FSDP group size N, the gradient pre- and
+	 * post-division factors, the bytes of a sharded parameter M and the
+	 * share of microbatches that add into the sharded gradient */
+	double fsdp_P[3];	/* layer_unit order: layer, embedding, head */
+	double fsdp_n;		/* N; 0 = no FSDP passes */
+	double fsdp_pre, fsdp_post;
+	double fsdp_master_B;
+	double fsdp_accum;
 };
+
+/* The units of a stage, as fsdp_P indexes them. */
+enum layer_unit { LU_LAYER, LU_EMBED, LU_HEAD };
 
 /* Shapes of one microbatch on one GPU (layer.c's notation). */
 
