@@ -18,6 +18,7 @@ const char *const attention_names[] = {"flash", "unfused", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  NULL};
 
@@ -148,12 +149,21 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "fp8_amax_reduction", .type = ST_ENUM,
+	  .offset = FOFF(fp8_amax_reduction), .values = amax_reduction_names,
+	  .def = "none",
+	  .help = "fp8 delayed scaling: the group Transformer Engine reduces "
+		  "its amaxes over, blocking, at the end of every model chunk's "
+		  "forward and backward of a microbatch: none, tp_cp "
+		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
+		  "<= 0.7 and >= 0.9)" },
 	{ .key = "attention_kernel", .type = ST_ENUM,
 	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
 	  .def = "vendor",
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
-		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
-		  "PyTorch SDPA flash)" },
+		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash) or flash_triton (FlashAttention's "
+		  "pre-MLIR Triton kernel)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,

@@ -96,6 +96,14 @@ extern const char *const opt_update_names[];
 
 /* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
 extern const char *const attn_kernel_names[];
+/* "none", "tp_cp", "stage": enum amax_reduction. */
+extern const char *const amax_reduction_names[];
+
+enum amax_reduction {
+	AMAX_NONE,		/* no reduction (or not fp8) */
+	AMAX_TP_CP,		/* over tensor x context parallel ranks */
+	AMAX_STAGE		/* over every GPU of the pipeline stage */
+};
 
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
@@ -146,6 +154,8 @@ struct framework_spec {
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
+						 * blocking amax all-reduce per chunk pass */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 };
 

@@ -269,6 +269,10 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	attn_dims(j, d);
 	moe_dims(j, d);
 	fsdp_dims(j, d);
+	d->amax_group = -1;
+	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
+		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?
+				LG_TPCP : LG_STAGE;
 }
 
 /* ---- a layer ---- */
@@ -526,6 +530,44 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 	o->n = 0;
 	head_bwd(d, o);
 	fsdp_passes(o, d, d->fsdp_P[LU_HEAD]);
+}
+
+/* ---- fp8 delayed scaling ----
+ *
+ * Transformer Engine (transformer_engine/pytorch/fp8.py, v1.8 and on:
+ * FP8GlobalStateManager.reduce_and_update_fp8_tensors) concatenates the
+ * amaxes its modules recorded and all-reduces them (MAX, async_op
+ * False, on the compute stream) over the autocast's fp8_group when its
+ * fp8_autocast region exits, i.e. after every forward of a model chunk
+ * (Megatron-Core wraps a TransformerBlock's forward in it), and again
+ * when the backward reaches the region's first fp8 module (its
+ * reduce_and_update_bwd_fp8_tensors). The buffer holds one fp32 amax per
+ * tensor: per linear layer input, weight and output forward (3),
+ * output and input gradients backward (2); four linear layers per
+ * transformer layer. Megatron-Core passes fp8_group = get_amax_reduction_
+ * group(with_context_parallel=True): tensor x context parallel in 0.8,
+ * tensor x data x context (the whole stage) in <= 0.7 and >= 0.9 (unless
+ * --tp-only-amax-red). A rendezvous of that group: every member waits
+ * for the slowest (src/engine/exec_jitter.c). */
+
+void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
+		    int64_t group_size, struct layer_ops *o)
+{
+	double tensors = (bwd ? 2 : 3) * 4 * layers;
+
+	o->n = 0;
+	if (d->amax_group < 0 || group_size < 2 || !(layers > 0))
+		return;
+	lop_coll(o, bwd ? "fp8_amax_reduce_bwd" : "fp8_amax_reduce",
+		 bwd ? PASS_BWD : PASS_FWD, (enum layout_group)d->amax_group,
+		 LS_COMPUTE, COLL_ALLREDUCE, tensors * 4);
+	/* then tex.fused_amax_and_scale_update_after_reduction: one kernel
+	 * reading the reduced amaxes and the scales, writing each tensor's
+	 * history slot, scale and inverse scale (its read of the amax
+	 * history, 4 KB a tensor at TE's default length 1024, is left out:
+	 * about a microsecond) */
+	lop_memop(o, "fp8_scale_update", bwd ? PASS_BWD : PASS_FWD,
+		  tensors * 4 * 2, tensors * 4 * 3, tensors);
 }
 
 /* ---- multi-token prediction (DeepSeek-V3 MTP, Megatron-Core

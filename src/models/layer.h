@@ -126,6 +126,9 @@ struct layer_dims {
 	double fsdp_pre, fsdp_post;
 	double fsdp_master_B;
 	double fsdp_accum;
+	/* fp8 delayed scaling's amax all-reduce (framework
+	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
+	int amax_group;
 };
 
 /* The units of a stage, as fsdp_P indexes them. */
@@ -241,7 +244,8 @@ enum layer_op_kind {
 enum layer_stream {
 	LS_TP,			/* tensor parallel (and expert TP) */
 	LS_CP,			/* context parallel */
-	LS_EP			/* expert dispatch and combine */
+	LS_EP,			/* expert dispatch and combine */
+	LS_COMPUTE		/* the compute stream: compute waits for it */
 };
 
 /* Which pass an op belongs to (names and accounting). */
@@ -325,6 +329,14 @@ double layer_pp_bytes(const struct layer_dims *d);
 /* Final norm, LM head and cross-entropy loss (last pipeline stage). */
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
+
+/* Transformer Engine's fp8 delayed scaling at the end of one model
+ * chunk's forward (bwd 0) or backward (bwd 1) of a microbatch over
+ * `layers` layers: the blocking all-reduce (MAX) of the chunk's amaxes
+ * over d->amax_group. o->n = 0 when there is none (not fp8, no reduction,
+ * a group of one GPU). */
+void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
+		    int64_t group_size, struct layer_ops *o);
 
 /* Model FLOPs of a kernel: GEMMs 2mnk per batch, attention counted in full
  * (no causal saving: 4 b a s^2 d forward, twice that backward, as

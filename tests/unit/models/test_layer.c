@@ -421,3 +421,37 @@ Test(layer, fsdp_passes_follow_torch_fsdp)
 	cr_assert_eq(d.fsdp_pre, 2);
 	cr_assert_eq(d.fsdp_post, 1);
 }
+
+Test(layer, fp8_amax_reduction_per_chunk_pass)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+
+	/* bf16: no amax reduction whatever the framework says. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.fp8_amax_reduction = AMAX_STAGE;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, -1);
+	/* fp8: over the stage; a forward pass of 8 layers reduces 3 amaxes
+	 * of 4 linear layers each, 96 x 4 B = 384 B, a backward 2 x 4 x 8 x
+	 * 4 B = 256 B, each followed by the scale update kernel. */
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, LG_STAGE);
+	layer_fp8_amax(&d, 0, 8, 8, &o);
+	cr_assert_eq(o.n, 2);
+	cr_assert_eq(o.op[0].kind, LOP_COLL);
+	cr_assert_eq(o.op[0].coll, COLL_ALLREDUCE);
+	cr_assert_eq(o.op[0].stream, LS_COMPUTE);
+	assert_close(o.op[0].coll_B, 384);
+	cr_assert_str_eq(o.op[1].name, "fp8_scale_update");
+	layer_fp8_amax(&d, 1, 8, 8, &o);
+	assert_close(o.op[0].coll_B, 256);
+	/* A group of one GPU: nothing. */
+	layer_fp8_amax(&d, 0, 8, 1, &o);
+	cr_assert_eq(o.n, 0);
+	f.fw.fp8_amax_reduction = AMAX_TP_CP;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, LG_TPCP);
+}
