@@ -140,6 +140,11 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(fused_cross_entropy), .def = "false",
 	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
 		  "PyTorch ops on fp32 logits)" },
+	{ .key = "cross_entropy_jit", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_jit), .def = "false",
+	  .help = "without fused_cross_entropy: Megatron-Core's "
+		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
+		  "kernels forward, one backward, two TP all-reduces)" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

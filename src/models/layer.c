@@ -99,7 +99,15 @@
  * softmax (read 4 and write 4 each but the sum): B + 20 read and 16
  * written per logit; the backward scales the softmax in place (read 4,
  * write 4) and casts it to 16-bit (read 4, write B): 8 read, 4 + B
- * written.
+ * written. Megatron-Core's --cross-entropy-loss-fusion (0.8, 0.9:
+ * megatron/core/fusions/fused_cross_entropy.py, jit_fuser functions)
+ * keeps the steps but fuses each function: the fp32 logits and their
+ * max (read B, write 4), the shifted exponentials with their sum and the
+ * target logit (read 4, write 4), the softmax in place (read 4, write 4):
+ * B + 8 read and 12 written in three kernels, and two TP all-reduces
+ * (the max; the target logit and the sum, concatenated); its backward
+ * one kernel, reading the softmax and writing the 16-bit gradient: 4
+ * read, B written.
  *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
@@ -255,6 +263,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
@@ -494,12 +503,17 @@ static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 	if (d->fused_ce)
 		lop_memop(o, "cross_entropy", pass, t * v * d->act_B, t * v * 4,
 			  CE_FLOPS * t * v);
+	else if (d->jit_ce)
+		lop_memop(o, "cross_entropy", pass, t * v * (d->act_B + 8),
+			  t * v * 12, CE_FLOPS * t * v)->k.launches = 3;
 	else
 		lop_memop(o, "cross_entropy", pass, t * v * (d->act_B + 20),
 			  t * v * 16, CE_FLOPS * t * v);
-	for (i = 0; i < 3; i++)	/* max, sum of exp, target logit */
+	/* max, sum of exp, target logit (the jit path sends the last two in
+	 * one) */
+	for (i = 0; i < (d->jit_ce ? 2 : 3); i++)
 		lop_tpcoll(o, "loss_tp_allreduce", pass, d, COLL_ALLREDUCE,
-			   t * 4);
+			   (d->jit_ce && i == 1 ? 2 : 1) * t * 4);
 }
 
 static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
@@ -507,7 +521,7 @@ static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
 	double t = layer_tokens(d), v = d->vocab / d->tp;
 	int16_t red;
 
-	if (d->fused_ce)
+	if (d->fused_ce || d->jit_ce)
 		lop_memop(o, "cross_entropy_bwd", PASS_BWD, t * v * 4,
 			  t * v * d->act_B, CE_FLOPS * t * v);
 	else

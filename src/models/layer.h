@@ -107,6 +107,7 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
 	int mla;		/* multi-head latent attention (d->mla) */
 	struct mla_dims mla_d;
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */

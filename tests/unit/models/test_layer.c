@@ -455,3 +455,35 @@ Test(layer, fp8_amax_reduction_per_chunk_pass)
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.amax_group, LG_TPCP);
 }
+
+Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	/* T = 4096 tokens over V = 51200 logits, B = 2. Megatron-Core's
+	 * jit-fused loss: forward read (B + 8) = 10, written 12 bytes a
+	 * logit in 3 kernels (unfused: 22 and 16); backward read 4, written
+	 * B = 2 (unfused: 8 and 6), as the one-kernel fused loss. */
+	double n = 4096.0 * 51200;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.cross_entropy_jit = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_head_fwd(&d, &o);
+	op = find_op(&o, "cross_entropy");
+	assert_close(op->k.read_B, n * 10);
+	assert_close(op->k.write_B, n * 12);
+	assert_close(op->k.launches, 3);
+	layer_head_bwd(&d, &o);
+	op = find_op(&o, "cross_entropy_bwd");
+	assert_close(op->k.read_B, n * 4);
+	assert_close(op->k.write_B, n * 2);
+	/* The one-kernel fused loss wins when both are set. */
+	f.fw.fused_cross_entropy = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.jit_ce, 0);
+	layer_head_fwd(&d, &o);
+	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
+}
