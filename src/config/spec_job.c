@@ -524,6 +524,14 @@ static void check_ep(struct job_spec *j, struct diag *d,
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
 			     (long long)p->tp);
+	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
+		layout_error(d, node, "moe", "a2a_overlap with pp %lld needs "
+			     "virtual pipeline stages (vpp > 1): Megatron-Core "
+			     "runs the combined 1F1B all-to-all overlap only in the "
+			     "interleaved schedule (transformer_config.py: "
+			     "overlap_moe_expert_parallel_comm asserts "
+			     "virtual_pipeline_model_parallel_size when "
+			     "pipeline_model_parallel_size > 1)", (long long)p->pp);
 	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
 		layout_error(d, node, "moe", "mtp_layers %lld exceeds the model's "
