@@ -524,6 +524,15 @@ static void check_ep(struct job_spec *j, struct diag *d,
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
 			     (long long)p->tp);
+	if (j->moe.dispatcher && j->moe.dispatcher->vendor != EP_VENDOR_ANY &&
+	    (j->moe.dispatcher->vendor == EP_VENDOR_NVIDIA) !=
+	    (j->system->gpu->vendor == GPU_NVIDIA))
+		layout_error(d, node, "moe", "dispatcher '%s' runs on %s GPUs "
+			     "only, the system's %s is not one (alltoall or "
+			     "hierarchical run on any)",
+			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
+			     ep_vendor_names[j->moe.dispatcher->vendor],
+			     j->system->gpu->name ? j->system->gpu->name : "GPU");
 	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
 		layout_error(d, node, "moe", "a2a_overlap with pp %lld needs "
 			     "virtual pipeline stages (vpp > 1): Megatron-Core "

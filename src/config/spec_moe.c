@@ -14,6 +14,7 @@ const char *const ep_mode_names[] = {
 };
 const char *const ep_dedup_names[] = {"none", "rank", "node", NULL};
 const char *const ep_host_sync_names[] = {"none", "counts", "dispatch", NULL};
+const char *const ep_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const routing_balance_names[] = {
 	"uniform", "random", "zipf", "max_mean", NULL,
 };
@@ -83,6 +84,10 @@ static const struct schema_field ep_fields[] = {
 	  .help = "dropless: what the host waits for before it issues the "
 		  "dispatch (none; counts: the exchange of per-expert token "
 		  "counts; dispatch: the dispatch itself)" },
+	{ .key = "vendor", .type = ST_ENUM, .offset = EOFF(vendor),
+	  .values = ep_vendor_names, .def = "any",
+	  .help = "the GPUs it runs on: any (a collective library), nvidia "
+		  "(NVSHMEM/IBGDA kernels: DeepEP, Hybrid-EP) or amd" },
 };
 
 static int ep_check(void *obj, const struct cnode *node, struct diag *d)

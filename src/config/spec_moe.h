@@ -65,6 +65,16 @@ enum ep_host_sync {
 };
 
 extern const char *const ep_host_sync_names[];
+
+/* The GPUs a path runs on: any (a collective library: NCCL, RCCL) or one
+ * vendor's (DeepEP and Hybrid-EP need NVSHMEM and IBGDA on NVIDIA GPUs). */
+enum ep_vendor {
+	EP_VENDOR_ANY,
+	EP_VENDOR_NVIDIA,
+	EP_VENDOR_AMD
+};
+
+extern const char *const ep_vendor_names[];
 extern const char *const ep_mode_names[];
 extern const char *const ep_dedup_names[];
 
@@ -91,6 +101,7 @@ struct ep_comm_spec {
 	double bytes_per_token_extra;	/* B per token beyond the hidden vector
 					 * (top-k indices, weights, scales) */
 	int host_sync;			/* enum ep_host_sync, dropless */
+	int vendor;			/* enum ep_vendor: GPUs it runs on */
 };
 
 extern const struct schema ep_comm_schema;
