@@ -334,8 +334,8 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 	if (r->host_busy_s > 0)
 		fprintf(out, "    %-22s %12s  (%s of it on the critical path: "
 			"the GPUs waited; in other)\n", "host issue and syncs",
-			fmt(a, sizeof(a), r->host_busy_s, UNIT_TIME),
-			fmt(b, sizeof(b), r->host_critical_s, UNIT_TIME));
+			step_human(a, sizeof(a), r->host_busy_s, UNIT_TIME),
+			step_human(b, sizeof(b), r->host_critical_s, UNIT_TIME));
 }
 
 static void print_memory(FILE *out, const struct footprint *m)
