@@ -209,6 +209,7 @@ static struct layer_op *flash(struct layer_ops *o, const char *name,
 	op->k.kind = bwd ? KERN_ATTN_BWD : KERN_ATTN_FWD;
 	op->k.attn = *a;
 	op->k.model_flops = model_flops;
+	op->host = HOST_MODULE;	/* Transformer Engine's DotProductAttention */
 	return op;
 }
 
@@ -230,14 +231,16 @@ static double core_model_flops(const struct layer_dims *d, double window,
 /* One GEMM per head over the score matrix, in 16-bit. It computes the
  * whole matrix; its model FLOPs are its share mf of the core's (the
  * causal count, core_model_flops), as the fused kernel's. */
-static void score_gemm(struct layer_ops *o, const char *name,
-		       enum layer_pass pass, const struct layer_dims *d,
-		       double m, double n, double k, double mf)
+static struct layer_op *score_gemm(struct layer_ops *o, const char *name,
+				   enum layer_pass pass,
+				   const struct layer_dims *d, double m,
+				   double n, double k, double mf)
 {
 	struct layer_op *op = lop_gemm(o, name, pass, m, n, k, 0);
 
 	op->k.batch = layer_attn_heads(d);
 	op->k.model_flops = mf;
+	return op;
 }
 
 static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -245,12 +248,13 @@ static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 {
 	double scores = layer_scores(d);
 
-	score_gemm(o, "scores", pass, d, d->seq, d->seq, dim_qk(d), mf / 2);
+	score_gemm(o, "scores", pass, d, d->seq, d->seq, dim_qk(d),
+		   mf / 2)->host = HOST_OP;	/* torch.baddbmm */
 	lop_memop(o, "softmax", pass, scores * d->act_B,
 		  scores * d->act_B * (d->dropout ? 2 : 1) +
 		  (d->dropout ? scores : 0), CE_FLOPS * scores);
 	score_gemm(o, "attn_v", pass, d, d->seq, layer_v_dim(d), d->seq,
-		   mf / 2);
+		   mf / 2)->host = HOST_OP;
 }
 
 static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d,
@@ -306,6 +310,8 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		else
 			shape(d, d->batch, heads, seq, seq, 0, 0, &a);
 		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		if (i > 0)	/* the ring's later steps: calls inside it */
+			op->host = HOST_OP;
 		op->dep[0] = last;
 		op->dep[1] = deliver;
 		last = lop_tail(o);
