@@ -104,6 +104,16 @@ if [ -s "$tmp/closed.db" ] && command -v sqlite3 >/dev/null; then
 	[ "$(sqlite3 "$tmp/closed.db" 'PRAGMA integrity_check')" = ok ] ||
 		bad "run with stdout closed: the database is damaged"
 fi
+# The other output stream, a trace file: a training step, an inference
+# step and a serving run each fail when theirs cannot be written.
+if [ -w /dev/full ]; then
+	for j in $job workloads/jobs/prefill-llama3-70b-h100.yaml \
+		workloads/jobs/serve-llama3-8b-eagle-h100.yaml; do
+		expect 1 "run $j --trace /dev/full" "$llmsim" run "$j" \
+			--no-store --trace /dev/full &&
+			says "run $j --trace /dev/full" "write the trace"
+	done
+fi
 
 # ---- 5. cross-field errors point at the override and name the full key
 
