@@ -54,10 +54,12 @@ static const struct pipe *phase_pipe(const struct crun *r, uint32_t i)
 	return r->full ? &r->cp->plan.phases[i].pipe : &none;
 }
 
-/* ns before phase i's flows start: its latency and its pipeline's sync. */
+/* ns before phase i's flows start: its latency, its per-byte step and
+ * its pipeline's sync. */
 static units_ns_t phase_wait(const struct crun *r, uint32_t i)
 {
 	return units_s_to_ns(r->cp->plan.phases[i].latency_s +
+			     r->cp->plan.phases[i].per_byte_s * r->size_B +
 			     pipe_sync_s(phase_pipe(r, i), r->size_B));
 }
 
