@@ -1,8 +1,12 @@
 /*
  * pcache.c - an open-addressing hash table (linear probing) of plan and
- * choice entries. The table never deletes single entries: when it is
- * half full it drops every entry and starts again, which keeps probing
- * short and the code small.
+ * choice entries. The table never deletes single entries; it doubles when
+ * half full, so probing stays short and nothing is ever recomputed. (It
+ * used to drop every entry when half of 4096 slots were used: a step with
+ * 64 pipeline stages has more distinct collectives than that, and
+ * re-choosing their algorithms took 90 % of the Megatron 1T job's 22 s.)
+ * Its size is bounded by the distinct collectives of one simulation:
+ * about 100 bytes an entry plus the member list.
  */
 #include "pcache.h"
 
@@ -21,7 +25,7 @@ struct pcache {
 	uint32_t cap, used;
 };
 
-#define PCACHE_SLOTS 4096
+#define PCACHE_SLOTS 4096	/* first size; a power of two */
 
 struct pcache *pcache_new(void)
 {
@@ -64,23 +68,35 @@ void pcache_free(struct pcache *pc)
 	mem_free(pc);
 }
 
-/* FNV-1a over the key's fields and members; never 0. */
+/* Mix one 64-bit word into h (a multiply-rotate step). */
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+	h ^= w * 0x9e3779b97f4a7c15ull;
+	return (h << 27 | h >> 37) * 0xc2b2ae3d27d4eb4full;
+}
+
+/* A hash of the key's fields and members (two members a step), finished
+ * by murmur3's fmix64 so the low bits that pick a slot depend on every
+ * input bit; never 0. */
 static uint64_t hash_key(const struct pkey *k)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 0x6a09e667f3bcc909ull, b;
 	uint32_t i;
-	int64_t head[6] = { k->kind, k->op, k->algo, k->proto, k->ngpus,
-			    k->replicas };
-	const unsigned char *b;
 
-	b = (const unsigned char *)head;
-	for (i = 0; i < sizeof(head); i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	b = (const unsigned char *)&k->bytes;
-	for (i = 0; i < sizeof(k->bytes); i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	for (i = 0; i < k->ngpus; i++)
-		h = (h ^ k->gpus[i]) * 1099511628211ull;
+	memcpy(&b, &k->bytes, sizeof(b));
+	h = mix(h, (uint64_t)(uint32_t)k->kind << 32 | (uint32_t)k->op);
+	h = mix(h, (uint64_t)(uint32_t)k->algo << 32 | (uint32_t)k->proto);
+	h = mix(h, (uint64_t)k->ngpus << 32 | k->replicas);
+	h = mix(h, b);
+	for (i = 0; i + 1 < k->ngpus; i += 2)
+		h = mix(h, (uint64_t)k->gpus[i] << 32 | k->gpus[i + 1]);
+	if (i < k->ngpus)
+		h = mix(h, k->gpus[i]);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	return h ? h : 1;
 }
 
@@ -96,16 +112,36 @@ static int same(const struct pkey *a, const struct pkey *b)
 static struct entry *find(const struct pcache *pc, const struct pkey *k,
 			  uint64_t h)
 {
-	uint32_t i = (uint32_t)(h % pc->cap);
+	uint32_t i = (uint32_t)h & (pc->cap - 1);
 
 	while (pc->slots[i].hash) {
 		struct entry *e = &pc->slots[i];
 
 		if (e->hash == h && same(&e->key, k))
 			return e;
-		i = (i + 1) % pc->cap;
+		i = (i + 1) & (pc->cap - 1);
 	}
 	return &pc->slots[i];
+}
+
+/* Twice the slots, every entry moved over; 0 or -1 (nothing changed). */
+static int grow(struct pcache *pc)
+{
+	uint32_t ncap = pc->cap * 2, i;
+	struct entry *old = pc->slots, *ns;
+
+	if (pc->cap > UINT32_MAX / 4)
+		return -1;
+	ns = mem_calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -1;
+	pc->slots = ns;
+	pc->cap = ncap;
+	for (i = 0; i < ncap / 2; i++)
+		if (old[i].hash)
+			*find(pc, &old[i].key, old[i].hash) = old[i];
+	mem_free(old);
+	return 0;
 }
 
 const struct pval *pcache_get(const struct pcache *pc, const struct pkey *k)
@@ -121,8 +157,8 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	struct entry *e;
 	uint32_t *gpus;
 
-	if (pc->used * 2 >= pc->cap)
-		clear(pc);
+	if (pc->used * 2 >= pc->cap && grow(pc) != 0)
+		return -1;
 	e = find(pc, k, h);
 	if (e->hash)
 		return 0;

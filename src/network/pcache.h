@@ -10,7 +10,8 @@
  * (compared in full, not by hash), replicas, algorithm and protocol, and
  * size where it matters. Plans are
  * reference counted so a collective in flight keeps its plan when the
- * cache is cleared (it is cleared whole when half full).
+ * cache is freed. Entries stay until then (the table grows), so nothing
+ * is computed twice in one simulation.
  *
  * Depends on plan.h, mem.h.
  */
