@@ -71,8 +71,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../diag.h"
-#include "../mem.h"
+#include "base/diag.h"
+#include "base/mem.h"
 
 #define ID_LIMIT 0x7fffffffu	/* ids below this: the heap key's top bit */
 #define CONS_KEY 0x80000000u	/* heap key of constraint c: CONS_KEY | c */
@@ -345,19 +345,11 @@ void mm_var_remove(struct mm *m, mm_id v)
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(m, &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
-		 * mm_touch_all() or change to it re-solves it. */
+		 * change to it re-solves it. */
 		(void)mark_dirty(m, x->elems[i].cons);
 	}
 	var_release(m, v);
 	m->live--;
-}
-
-void mm_touch_all(struct mm *m)
-{
-	uint32_t i;
-
-	for (i = 0; i < m->ncons; i++)
-		(void)mark_dirty(m, i);
 }
 
 double mm_rate(const struct mm *m, mm_id v)

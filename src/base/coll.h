@@ -1,0 +1,63 @@
+/*
+ * coll.h - what a collective is, as the configs, the step program, the
+ * engine and the fabric model all see it: its operation, its names and
+ * its descriptor. A vocabulary with no behaviour, so it sits in base and
+ * the config layer can name operations without depending on the engine.
+ *
+ * The step program (src/models) describes a collective by its operation,
+ * its size and the global GPU ids of its members; the fabric model
+ * (src/network) turns that into flows on links and calls back when the
+ * last byte has arrived. Neither side knows the other: the executor
+ * passes descriptors through a struct comm_ops (engine/comm.h).
+ *
+ * Size convention (nccl-tests / rccl-tests "size" column):
+ *   all-reduce, broadcast, reduce   bytes of the buffer on each rank
+ *   all-gather                      bytes of the gathered output (total)
+ *   reduce-scatter                  bytes of the input (total)
+ *   all-to-all                      bytes each rank sends in all
+ *   send/recv                       bytes of the message (gpus[0] sends
+ *                                   to gpus[1])
+ *
+ * Global GPU id = node * gpus_per_node + local index.
+ *
+ * Depends on libc only.
+ */
+#ifndef LLMSIM_COLL_H
+#define LLMSIM_COLL_H
+
+#include <stdint.h>
+
+enum coll_op {
+	COLL_ALLREDUCE,
+	COLL_ALLGATHER,
+	COLL_REDUCESCATTER,
+	COLL_ALLTOALL,
+	COLL_BROADCAST,
+	COLL_REDUCE,
+	COLL_SENDRECV,
+	COLL_OP_COUNT
+};
+
+/* "allreduce", "allgather", ... (CLI spelling); NULL-terminated table. */
+extern const char *const coll_op_names[COLL_OP_COUNT + 1];
+
+struct coll_desc {
+	enum coll_op op;
+	double bytes;		/* B, per the size convention above */
+	const uint32_t *gpus;	/* global GPU ids of all members, in rank order */
+	uint32_t ngpus;		/* group size */
+	const double *a2a_B;	/* uneven all-to-all: ngpus*ngpus bytes from
+				 * i to j (row-major); NULL = even */
+	int algo;		/* algorithm override (network's enum); -1 = auto */
+	int proto;		/* protocol override (network's enum); -1 = auto */
+	uint32_t replicas;	/* identical groups running concurrently that
+				 * the program does not simulate (symmetry);
+				 * 0 or 1 = none */
+	double sm_share;	/* fraction of each member GPU's compute units
+				 * the collective's kernels occupy while it
+				 * runs (0 = none, e.g. copy engines); the
+				 * executor slows compute on member ranks by
+				 * it (exec.h) */
+};
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * cli.h - the command-line interface: `llmsim <command> [options]`.
+ *
+ * main() hands argv to cli_main(), which handles --help/--version and
+ * dispatches to one entry of the command registry (cli.c). Each command
+ * lives in its own file (cli_config.c, cli_run.c, ...), parses its own
+ * options (cli_opt.c), may store its result (cli_store.c) and returns an
+ * exit status:
+ *
+ *   0  success
+ *   1  runtime failure (I/O, database, out of memory, simulation failed)
+ *   2  bad input or usage (diagnostics on stderr)
+ *
+ * This is the application layer: it may use every module.
+ */
+#ifndef LLMSIM_CLI_H
+#define LLMSIM_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct diag;
+struct schema;
+struct store_coll_row;
+struct store_step;
+
+enum {
+	CLI_OK = 0,
+	CLI_FAIL = 1,
+	CLI_USAGE = 2
+};
+
+struct cli_command {
+	const char *name;		/* "run" */
+	const char *summary;		/* one line for `llmsim --help` */
+	const char *usage;		/* full help for `llmsim NAME --help` */
+	int (*fn)(int argc, char **argv, const char *argv0);
+					/* NULL: reserved for a later issue */
+	const char *later;		/* for reserved commands: what fills it */
+};
+
+int cli_main(int argc, char **argv);
+
+/* 1 if argv holds -h or --help (before a "--"). */
+int cli_wants_help(int argc, char **argv);
+
+/* Print a command's usage to out. */
+void cli_print_usage(FILE *out, const struct cli_command *c);
+
+/* The registry entry called name, or NULL. */
+const struct cli_command *cli_command(const char *name);
+
+/*
+ * The value of option `name` at argv[*i]: "--name VALUE" (advancing *i
+ * past it) or "--name=VALUE". NULL when argv[*i] is not that option; NULL
+ * with *missing = name when it is but has no value (nothing follows, or
+ * the value is empty).
+ */
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+		       const char **missing);
+
+/* Report a usage error of command cmd ("run", "config", ...) on stderr:
+ * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Commands, one per file. */
+int cli_config(int argc, char **argv, const char *argv0);
+int cli_run(int argc, char **argv, const char *argv0);
+int cli_collective(int argc, char **argv, const char *argv0);
+
+/* A result to store with cli_store(). */
+struct cli_result {
+	const char *command;			/* "run", "collective" */
+	const struct schema *schema;		/* kind of the resolved config */
+	const void *config;			/* the resolved config */
+	const char *json;			/* the command's --json output */
+	const struct store_step *step;		/* step summary, or NULL */
+	const struct store_coll_row *rows;	/* collective rows, or NULL */
+	uint32_t nrows;				/* entries of rows */
+};
+
+/*
+ * Store r in the database db, or in DATA_ROOT/results/llmsim.db when db is
+ * NULL: the resolved config as canonical JSON (printed once) with its
+ * SHA-256, the same text and hash as config_hash(), the result and the
+ * llmsim version. Prints "llmsim: stored as run N in PATH" on stderr.
+ * Returns CLI_OK, or CLI_FAIL after reporting to d.
+ */
+int cli_store(const char *db, const char *data_root,
+	      const struct cli_result *r, struct diag *d);
+
+/* The version string ("0.1.0" plus the git revision when built in a
+ * checkout). */
+const char *cli_version(void);
+
+#endif
