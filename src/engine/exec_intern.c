@@ -147,13 +147,23 @@ static int info_same(const void *entries, uint32_t i, const void *key)
 
 uint32_t exec_intern_info(struct prog *p, const struct task_info *in)
 {
-	uint64_t x = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
+	uint64_t x = (uint64_t)(uintptr_t)in->name;
 	uint32_t h, pos, i;
 
-	x ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
-	x ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
-	x ^= (uint64_t)in->cat;
-	h = (uint32_t)(x ^ x >> 29 ^ x >> 47);
+	/* Each field is folded in and the whole finished with murmur3's
+	 * fmix64, so the low bits that pick a slot depend on every field.
+	 * (A sum of per-field products left them a function of the fields'
+	 * low bits only: layer and microbatch numbers collided into long
+	 * probe chains, a quarter of building the Megatron 1T program.) */
+	x = (x ^ (uint64_t)(uint32_t)in->layer << 32) * 0x9e3779b97f4a7c15u;
+	x = (x ^ (uint64_t)(uint32_t)in->microbatch) * 0xc2b2ae3d27d4eb4fu;
+	x ^= (uint64_t)in->cat << 59;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdu;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53u;
+	x ^= x >> 33;
+	h = (uint32_t)x;
 	if (reserve(&p->info_tab, &p->infos, sizeof(*p->infos)) != 0)
 		return UINT32_MAX;
 	i = find(&p->info_tab, h, p->infos, info_same, in, &pos);
