@@ -143,7 +143,8 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 /* After exec_run(): when a task started and ended (s). */
 double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
-const struct task_info *exec_task_info(const struct prog *p, task_id t);
+/* What task t is: its name, category, layer and microbatch. */
+void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);

@@ -1,27 +1,30 @@
 /*
  * exec_impl.h - private to the exec module (exec_*.c): how a program is
- * stored and what a run keeps. Nothing outside src/exec_*.c includes it.
+ * stored and what a run keeps. Nothing outside src/engine/exec_*.c
+ * includes it.
  *
- * Storage is sized for programs of 10^5..10^6 tasks. What the executor
- * touches for every task sits in one 16-byte record (one cache miss, not
- * one per field):
+ * Storage is sized for programs of 10^6..10^8 tasks (every GPU of a
+ * 16k-GPU job), so a task costs as few bytes as the executor can use
+ * without a second cache miss. What it touches for every task sits in
+ * one 12-byte record:
  *
- *   dur    i64   duration in ns (>= 0), or -(k + 1) for a member of
- *                collective k
+ *   kind   u32   index into the kinds table (duration, name, category,
+ *                shared by every task alike: a GEMM of one shape is one
+ *                kind however many microbatches, layers and ranks run it),
+ *                or KIND_COLL | k for a member of collective k
  *   lane   u32   rank * nstreams + stream
  *   next   u32   next task on the same lane (the stream's FIFO order)
  *
- * and the task's description is an index (u32) into the deduplicated
- * task_info table: 20 bytes a task, plus 8 bytes a dependency edge while
- * building (4 once the edges are turned into CSR at run time), plus 64
- * bytes a collective. Names are interned once per distinct string;
- * task_info records are shared by every task with the same (name,
- * category, layer, microbatch), which is most of them when peer ranks run
- * the same layers; a collective's GPU list is shared by every collective
- * over that group (exec_intern.c).
- *
- * A run adds a 24-byte state per task (start and end or arrival, pending
- * count, cause; kept for the accessors) and, while it runs, a work-queue entry per task.
+ * A task's layer and microbatch are kept as runs (a run: consecutive
+ * tasks with the same pair, as the builders add a layer's kernels one
+ * after another), found by binary search when a report asks. Edges cost
+ * 8 bytes each while building; for a run they become one successor per
+ * task (4 bytes; most tasks have one besides their stream successor)
+ * and a CSR for the few with more. A collective costs its descriptor (a
+ * GPU list is shared by every collective over that group, interned in
+ * exec_intern.c). A run adds a 16-byte state per task (end or arrival,
+ * then a pending count or the stretch that gives the start, and the
+ * critical-path cause) and 32 bytes per collective.
  *
  * Depends on exec.h, mem.h.
  */
@@ -31,12 +34,34 @@
 #include "exec.h"
 #include "base/mem.h"
 
+/* ptask.kind of a collective member: KIND_COLL | collective index. */
+#define KIND_COLL 0x80000000u
+
+/* Most tasks a program holds: ids stay below KIND_COLL (the successor
+ * lists mark tasks with several by that bit). */
+#define PROG_MAX_TASKS (KIND_COLL - 2)
+
+/* What every task of one kind shares. */
+struct pkind {
+	int64_t dur;		/* ns >= 0 (0 for collective members) */
+	const char *name;	/* interned, or a literal */
+	uint32_t cat;		/* enum task_cat */
+};
+
+/* A run of consecutive tasks with the same layer and microbatch. */
+struct ptag {
+	task_id first;		/* first task of the run */
+	int32_t layer;		/* -1 when not tied to a layer */
+	int32_t microbatch;	/* -1 when not tied to a microbatch */
+};
+
 /* A collective: its descriptor (arrays copied into the program's arena)
  * and its member tasks first .. first + n - 1. */
 struct pcoll {
 	struct coll_desc desc;	/* gpus, a2a_B point into prog->arena */
 	task_id first;		/* task id of the member on ranks[0] */
 	uint32_t n;		/* simulated members */
+	uint32_t kind;		/* the members' name and category */
 };
 
 /* When a collective ran, relative to the start of the run. */
@@ -56,19 +81,31 @@ struct itab {
 
 /* A task as the executor sees it. */
 struct ptask {
-	int64_t dur;		/* ns, or -(collective + 1) for a member */
+	uint32_t kind;		/* index into kinds, or KIND_COLL | k */
 	uint32_t lane;		/* rank * nstreams + stream */
 	uint32_t next;		/* next task on the lane, or TASK_NONE */
 };
+
+/* pstate.aux of a plain task whose stretch does not fit in 31 bits: its
+ * start is in prog->far. */
+#define STRETCH_FAR INT32_MAX
 
 /* A task during and after a run. */
 struct pstate {
 	int64_t stamp;		/* ns; plain task: end; collective member:
 				 * arrival */
-	int64_t start;		/* ns; plain task: start (compute may stretch
-				 * past dur, see exec.h) */
-	uint32_t pending;	/* unfinished predecessors (run only) */
+	uint32_t aux;		/* until ready: unfinished predecessors;
+				 * a plain task once ended: its stretch
+				 * (int32), end - start - dur in ns (compute
+				 * slowed by collectives, see exec.h), or
+				 * STRETCH_FAR */
 	uint32_t cause;		/* critical-path cause, or TASK_NONE */
+};
+
+/* The start of a task whose stretch is STRETCH_FAR. */
+struct pfar {
+	task_id t;
+	int64_t start;		/* ns */
 };
 
 struct prog {
@@ -76,13 +113,14 @@ struct prog {
 	uint32_t nstreams;		/* streams per rank */
 	uint32_t ntasks, cap;		/* tasks, allocated task slots */
 	struct ptask *task;		/* per task */
-	uint32_t *info;			/* per task: index into infos */
 	uint32_t *lane_head;		/* per lane: first task or none */
 	uint32_t *lane_tail;		/* per lane: last task or none */
 	const char **stream_name;	/* per stream: name or NULL */
 
-	struct task_info *infos;	/* distinct task descriptions */
-	struct itab info_tab;		/* ... and their table */
+	struct pkind *kinds;		/* distinct task kinds */
+	struct itab kind_tab;		/* ... and their table */
+	struct ptag *tags;		/* layer and microbatch runs */
+	uint32_t ntags, captags;
 	const char **strs;		/* interned strings (in arena) */
 	struct itab str_tab;
 	const uint32_t **groups;	/* member lists: n, then n GPU ids */
@@ -93,14 +131,21 @@ struct prog {
 
 	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */
-	uint32_t *succ_off;		/* CSR: ncsr + 1 offsets into succ */
-	uint32_t *succ;			/* CSR: successors by task */
-	uint32_t ncsr;			/* tasks the CSR covers */
+	uint32_t *succ1;		/* per task (ncsr of them): its one
+					 * successor, TASK_NONE, or KIND_COLL |
+					 * j for several: more[more_off[j] ..
+					 * more_off[j + 1]) */
+	uint32_t *more_off;		/* nmore + 1 */
+	uint32_t *more;			/* successors of tasks with several */
+	uint32_t nmore;			/* tasks with several successors */
+	uint32_t ncsr;			/* tasks succ1 covers */
 
 	struct arena arena;		/* strings, collective arrays */
 
 	/* results of the last successful exec_run() */
 	struct pstate *state;		/* per task */
+	struct pfar *far;		/* starts of far-stretched tasks, by id */
+	uint32_t nfar, capfar;
 	struct pcoll_time *coll_time;	/* per collective */
 	uint64_t *critical;		/* bitmap: on the critical path */
 	int ran;			/* results are valid */
@@ -118,34 +163,56 @@ static inline uint32_t task_rank(const struct prog *p, task_id t)
 /* Collective index of a member task, or UINT32_MAX for a plain task. */
 static inline uint32_t task_coll(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
 
-	return d < 0 ? (uint32_t)(-(d + 1)) : UINT32_MAX;
+	return k & KIND_COLL ? k & ~KIND_COLL : UINT32_MAX;
+}
+
+/* The kind of a task (a member's: its collective's). */
+static inline const struct pkind *task_kind(const struct prog *p, task_id t)
+{
+	uint32_t k = p->task[t].kind;
+
+	return &p->kinds[k & KIND_COLL ? p->colls[k & ~KIND_COLL].kind : k];
+}
+
+static inline enum task_cat task_cat(const struct prog *p, task_id t)
+{
+	return (enum task_cat)task_kind(p, t)->cat;
 }
 
 /* Times of an executed task (ns from the start of the run). */
 static inline units_ns_t task_end_ns(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
 
-	return d >= 0 ? p->state[t].stamp
-		      : p->coll_time[task_coll(p, t)].end_ns;
+	return k & KIND_COLL ? p->coll_time[k & ~KIND_COLL].end_ns
+			     : p->state[t].stamp;
 }
+
+/* exec_run.c: the start of a plain task whose stretch is STRETCH_FAR. */
+units_ns_t exec_far_start(const struct prog *p, task_id t);
 
 static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
+	int32_t stretch;
 
-	return d >= 0 ? p->state[t].start
-		      : p->coll_time[task_coll(p, t)].start_ns;
+	if (k & KIND_COLL)
+		return p->coll_time[k & ~KIND_COLL].start_ns;
+	stretch = (int32_t)p->state[t].aux;
+	if (stretch == STRETCH_FAR)
+		return exec_far_start(p, t);
+	return p->state[t].stamp - p->kinds[k].dur - stretch;
 }
 
 /* exec_intern.c: free a table (not its entries). */
 void exec_itab_release(struct itab *t);
 
-/* exec_intern.c: index of *in in p->infos, added if new; UINT32_MAX when
- * out of memory. */
-uint32_t exec_intern_info(struct prog *p, const struct task_info *in);
+/* exec_intern.c: index of the kind (dur ns, name, cat) in p->kinds,
+ * added if new; UINT32_MAX when out of memory. */
+uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
+			  enum task_cat cat);
 
 /* exec_intern.c: the program's copy of the n GPU ids, shared by every
  * collective over the same list; NULL when out of memory. */
@@ -156,9 +223,12 @@ const uint32_t *exec_intern_group(struct prog *p, const uint32_t *ids,
  * changed or run again). */
 void exec_drop_results(struct prog *p);
 
-/* exec_build.c: turn the pending edges into CSR (merging with an existing
- * one). Returns 0 or -1 when out of memory. */
+/* exec_build.c: turn the pending edges into successor lists (merging
+ * with existing ones). Returns 0 or -1 when out of memory. */
 int exec_build_csr(struct prog *p);
+
+/* The layer and microbatch run task t belongs to. */
+const struct ptag *exec_task_tag(const struct prog *p, task_id t);
 
 /* exec_run.c: "compute", "comm", "optimizer", "other". */
 const char *exec_cat_name(enum task_cat cat);

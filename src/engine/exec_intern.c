@@ -1,6 +1,7 @@
 /*
  * exec_intern.c - one copy of each distinct thing a program repeats:
- * names (prog_intern), task descriptions, and collective member lists.
+ * names (prog_intern), task kinds (duration, name, category), and
+ * collective member lists.
  *
  * A 10^6-task program says "gemm_fwd" and "tp group {8..15}" thousands of
  * times; each is stored once and tasks refer to it by index or pointer.
@@ -134,43 +135,46 @@ oom:
 	return NULL;
 }
 
-/* ---- task descriptions (the name by pointer: interned or literal) ---- */
+/* ---- task kinds (the name by pointer: interned or literal) ---- */
 
-static int info_same(const void *entries, uint32_t i, const void *key)
+struct kind_key {
+	int64_t dur;
+	const char *name;
+	uint32_t cat;
+};
+
+static int kind_same(const void *entries, uint32_t i, const void *key)
 {
-	const struct task_info *a = &((const struct task_info *)entries)[i];
-	const struct task_info *b = key;
+	const struct pkind *a = &((const struct pkind *)entries)[i];
+	const struct kind_key *b = key;
 
-	return a->name == b->name && a->cat == b->cat &&
-	       a->layer == b->layer && a->microbatch == b->microbatch;
+	return a->dur == b->dur && a->name == b->name && a->cat == b->cat;
 }
 
-uint32_t exec_intern_info(struct prog *p, const struct task_info *in)
+uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
+			  enum task_cat cat)
 {
-	uint64_t x = (uint64_t)(uintptr_t)in->name;
+	struct kind_key k = { dur, name, (uint32_t)cat };
+	uint64_t x = (uint64_t)(uintptr_t)name;
 	uint32_t h, pos, i;
 
-	/* Each field is folded in and the whole finished with murmur3's
-	 * fmix64, so the low bits that pick a slot depend on every field.
-	 * (A sum of per-field products left them a function of the fields'
-	 * low bits only: layer and microbatch numbers collided into long
-	 * probe chains, a quarter of building the Megatron 1T program.) */
-	x = (x ^ (uint64_t)(uint32_t)in->layer << 32) * 0x9e3779b97f4a7c15u;
-	x = (x ^ (uint64_t)(uint32_t)in->microbatch) * 0xc2b2ae3d27d4eb4fu;
-	x ^= (uint64_t)in->cat << 59;
+	/* Each field folded in, then murmur3's fmix64, so the low bits that
+	 * pick a slot depend on every bit of every field. */
+	x = (x ^ (uint64_t)dur) * 0x9e3779b97f4a7c15u;
+	x ^= (uint64_t)cat << 59;
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdu;
 	x ^= x >> 33;
 	x *= 0xc4ceb9fe1a85ec53u;
 	x ^= x >> 33;
 	h = (uint32_t)x;
-	if (reserve(&p->info_tab, &p->infos, sizeof(*p->infos)) != 0)
+	if (reserve(&p->kind_tab, &p->kinds, sizeof(*p->kinds)) != 0)
 		return UINT32_MAX;
-	i = find(&p->info_tab, h, p->infos, info_same, in, &pos);
+	i = find(&p->kind_tab, h, p->kinds, kind_same, &k, &pos);
 	if (i != UINT32_MAX)
 		return i;
-	p->infos[p->info_tab.n] = *in;
-	return insert(&p->info_tab, pos, h);
+	p->kinds[p->kind_tab.n] = (struct pkind){ dur, name, (uint32_t)cat };
+	return insert(&p->kind_tab, pos, h);
 }
 
 /* ---- member lists: stored as n, then the n ids ---- */

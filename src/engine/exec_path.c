@@ -92,7 +92,7 @@ static enum exec_part part_of(const struct path *pa, task_id t)
 {
 	const struct prog *p = pa->p;
 
-	switch (p->infos[p->info[t]].cat) {
+	switch (task_cat(p, t)) {
 	case TASK_COMPUTE:
 		return task_rank(p, t) == pa->final_rank ? EXEC_COMPUTE
 							 : EXEC_BUBBLE;
@@ -132,7 +132,7 @@ static int collect_busy(struct path *pa)
 	for (s = 0; s < p->nstreams; s++)
 		for (t = p->lane_head[lane + s]; t != TASK_NONE;
 		     t = p->task[t].next)
-			if (p->infos[p->info[t]].cat == TASK_COMPUTE &&
+			if (task_cat(p, t) == TASK_COMPUTE &&
 			    task_end_ns(p, t) > task_start_ns(p, t)) {
 				pa->busy[n].start = task_start_ns(p, t);
 				pa->busy[n++].end = task_end_ns(p, t);

@@ -11,7 +11,7 @@
  *                     starts (comm_ops.start) and every member finishes
  *                     when the backend calls done
  *
- * Finished tasks are appended to order[], the work queue of tasks whose
+ * Finished tasks are appended to a work queue (a ring) of tasks whose
  * successors are still to be released; releasing never recurses, however
  * long a chain of zero-time tasks.
  *
@@ -49,6 +49,8 @@ struct lane_run {
 	struct run *run;
 	task_id cur;		/* task running on the lane, or TASK_NONE */
 	sim_id ev;		/* its end event */
+	units_ns_t start;	/* ns, when it started */
+	int64_t dur;		/* ns, its duration at full speed */
 	double left_ns;		/* ns of work left at full speed, as of since */
 	units_ns_t since;	/* ns, run time left_ns was last brought up */
 	double rate;		/* speed now (1 = full) */
@@ -83,14 +85,14 @@ struct run {
 	units_ns_t now;			/* ns since t0, current event */
 	struct cand *cand;		/* scratch, one per member of the
 					 * largest collective */
-	uint32_t *order;		/* finished tasks, in finish order */
-	uint32_t nfinished;		/* entries in order[] */
-	uint32_t nreleased;		/* entries whose successors were
-					 * released */
+	uint32_t *queue;		/* ring: finished, not yet released */
+	uint32_t qhead, qlen, qcap;	/* qcap a power of two */
+	uint32_t nfinished;		/* tasks finished */
 	struct lane_run *lanes;
 	struct coll_run *colls;
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
+	int failed;			/* out of memory while running */
 };
 
 static const char *const cat_names[TASK_CAT_COUNT] = {
@@ -107,9 +109,28 @@ static void tick(struct run *r)
 	r->now = sim_now(r->sim) - r->t0;
 }
 
+/* Queue t, finished, for release; out of memory stops the run (the
+ * engine's sticky failure reports it). */
 static void finish(struct run *r, task_id t)
 {
-	r->order[r->nfinished++] = t;
+	if (r->qlen == r->qcap) {
+		uint32_t ncap = r->qcap * 2, i;
+		uint32_t *nq = mem_alloc((size_t)ncap * sizeof(*nq));
+
+		if (!nq) {
+			r->failed = 1;
+			sim_stop(r->sim);
+			return;
+		}
+		for (i = 0; i < r->qlen; i++)
+			nq[i] = r->queue[(r->qhead + i) & (r->qcap - 1)];
+		mem_free(r->queue);
+		r->queue = nq;
+		r->qhead = 0;
+		r->qcap = ncap;
+	}
+	r->queue[(r->qhead + r->qlen++) & (r->qcap - 1)] = t;
+	r->nfinished++;
 }
 
 static void lane_end(struct sim *sim, void *arg);
@@ -224,7 +245,6 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 	}
 	d = ceil(l->left_ns / l->rate);
 	dt = d > 0 ? (units_ns_t)d : 0;
-	r->p->state[l->cur].stamp = r->now + dt;
 	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
 }
 
@@ -232,16 +252,17 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		       int64_t dur)
 {
-	enum task_cat cat = r->p->infos[r->p->info[t]].cat;
+	enum task_cat cat = task_cat(r->p, t);
 
 	l->cur = t;
+	l->start = r->now;
+	l->dur = dur;
 	l->left_ns = (double)dur;
 	l->since = r->now;
 	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
 	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
-		r->p->state[t].stamp = r->now + dur;
 		l->ev = sim_at(r->sim, sim_now(r->sim) + dur, lane_end, l);
 		return;
 	}
@@ -299,13 +320,15 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 static void ready(struct run *r, task_id t)
 {
 	struct prog *p = r->p;
-	int64_t dur = p->task[t].dur;
+	uint32_t kind = p->task[t].kind;
 	struct coll_run *cr;
 
-	if (dur >= 0) {
-		p->state[t].start = r->now;
+	if (!(kind & KIND_COLL)) {
+		int64_t dur = p->kinds[kind].dur;
+
 		if (dur == 0) {
 			p->state[t].stamp = r->now;
+			p->state[t].aux = 0;	/* no stretch */
 			finish(r, t);
 			return;
 		}
@@ -313,7 +336,7 @@ static void ready(struct run *r, task_id t)
 		return;
 	}
 	p->state[t].stamp = r->now;
-	cr = &r->colls[task_coll(p, t)];
+	cr = &r->colls[kind & ~KIND_COLL];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
 	cr->state = 1;
@@ -327,7 +350,7 @@ static void release_one(struct run *r, task_id c, task_id s)
 {
 	__builtin_prefetch(&r->p->task[s]);
 	offer(r, c, s);
-	if (--r->p->state[s].pending == 0)
+	if (--r->p->state[s].aux == 0)
 		ready(r, s);
 }
 
@@ -341,35 +364,105 @@ static void release(struct run *r)
 	if (r->draining)
 		return;
 	r->draining = 1;
-	while (r->nreleased < r->nfinished) {
-		task_id t = r->order[r->nreleased++];
-		uint32_t e;
+	while (r->qlen > 0) {
+		task_id t = r->queue[r->qhead], s1;
+		uint32_t e, lo = 0, hi = 0;
 
+		r->qhead = (r->qhead + 1) & (r->qcap - 1);
+		r->qlen--;
+		s1 = p->succ1[t];
+		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+			lo = p->more_off[s1 & ~KIND_COLL];
+			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+			s1 = TASK_NONE;
+		}
 		/* Start loading the successors' records: the misses overlap
 		 * instead of queueing one behind the other. */
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++) {
-			__builtin_prefetch(&p->state[p->succ[e]]);
-			__builtin_prefetch(&p->task[p->succ[e]]);
+		if (s1 != TASK_NONE) {
+			__builtin_prefetch(&p->state[s1]);
+			__builtin_prefetch(&p->task[s1]);
+		}
+		for (e = lo; e < hi; e++) {
+			__builtin_prefetch(&p->state[p->more[e]]);
+			__builtin_prefetch(&p->task[p->more[e]]);
 		}
 		if (p->task[t].next != TASK_NONE)
 			release_one(r, t, p->task[t].next);
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
-			release_one(r, t, p->succ[e]);
+		if (s1 != TASK_NONE)
+			release_one(r, t, s1);
+		for (e = lo; e < hi; e++)
+			release_one(r, t, p->more[e]);
 	}
 	r->draining = 0;
+}
+
+/* Record the start of a task stretched beyond what pstate.aux holds
+ * (tasks end in time order, so far[] is sorted by end, not id: sorted
+ * by id after the run). */
+static void far_start(struct run *r, task_id t, units_ns_t start)
+{
+	struct prog *p = r->p;
+
+	if (p->nfar == p->capfar) {
+		uint32_t ncap = p->capfar ? 2 * p->capfar : 16;
+		struct pfar *nf = mem_realloc(p->far, ncap * sizeof(*nf));
+
+		if (!nf) {
+			r->failed = 1;
+			sim_stop(r->sim);
+			return;
+		}
+		p->far = nf;
+		p->capfar = ncap;
+	}
+	p->far[p->nfar++] = (struct pfar){ t, start };
+}
+
+static int far_cmp(const void *a, const void *b)
+{
+	const struct pfar *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+units_ns_t exec_far_start(const struct prog *p, task_id t)
+{
+	uint32_t lo = 0, hi = p->nfar;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->far[mid].t < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == p->nfar || p->far[lo].t != t)
+		BUG("exec: a far-stretched task without its start");
+	return p->far[lo].start;
 }
 
 static void lane_end(struct sim *sim, void *arg)
 {
 	struct lane_run *l = arg;
+	struct run *r = l->run;
 	task_id t = l->cur;
+	int64_t stretch;
 
 	(void)sim;
-	tick(l->run);
+	tick(r);
 	l->cur = TASK_NONE;
-	l->run->p->state[t].stamp = l->run->now;
-	finish(l->run, t);
-	release(l->run);
+	r->p->state[t].stamp = r->now;
+	/* The start, kept as how much longer than dur the task took. */
+	stretch = r->now - l->start - l->dur;
+	if (stretch > INT32_MIN && stretch < STRETCH_FAR) {
+		r->p->state[t].aux = (uint32_t)(int32_t)stretch;
+	} else {
+		r->p->state[t].aux = (uint32_t)STRETCH_FAR;
+		far_start(r, t, l->start);
+	}
+	finish(r, t);
+	release(r);
 }
 
 static void coll_done(void *token)
@@ -407,14 +500,15 @@ static int run_alloc(struct run *r, struct prog *p)
 	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
 
 	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
-	r->order = mem_alloc(n * sizeof(*r->order));
+	r->qcap = 1024;
+	r->queue = mem_alloc(r->qcap * sizeof(*r->queue));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
 	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
 	r->load = mem_calloc(p->nranks, sizeof(*r->load));
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	if (!r->cand || !r->order || !r->lanes || !r->colls || !r->load ||
+	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
 	    !p->coll_time || !p->critical)
 		return -1;
@@ -424,7 +518,7 @@ static int run_alloc(struct run *r, struct prog *p)
 static void run_free(struct run *r)
 {
 	mem_free(r->cand);
-	mem_free(r->order);
+	mem_free(r->queue);
 	mem_free(r->lanes);
 	mem_free(r->colls);
 	mem_free(r->load);
@@ -438,15 +532,19 @@ static void run_init(struct run *r)
 
 	for (t = 0; t < p->ntasks; t++) {
 		p->state[t].stamp = -1;
-		p->state[t].start = -1;
-		p->state[t].pending = 0;
+		p->state[t].aux = 0;
 		p->state[t].cause = TASK_NONE;
 	}
-	for (t = 0; t < p->ntasks; t++)
+	for (t = 0; t < p->ntasks; t++) {
+		uint32_t s1 = p->succ1[t];
+
 		if (p->task[t].next != TASK_NONE)
-			p->state[p->task[t].next].pending++;
-	for (e = 0; e < p->succ_off[p->ntasks]; e++)
-		p->state[p->succ[e]].pending++;
+			p->state[p->task[t].next].aux++;
+		if (s1 != TASK_NONE && !(s1 & KIND_COLL))
+			p->state[s1].aux++;
+	}
+	for (e = 0; e < p->more_off[p->nmore]; e++)
+		p->state[p->more[e]].aux++;
 	for (t = 0; t < nlanes; t++) {
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;
@@ -467,7 +565,7 @@ static void run_start(struct run *r)
 	tick(r);
 	r->draining = 1;	/* collect zero-time finishes first */
 	for (t = 0; t < r->p->ntasks; t++)
-		if (r->p->state[t].pending == 0)
+		if (r->p->state[t].aux == 0)
 			ready(r, t);
 	r->draining = 0;
 	release(r);
@@ -477,18 +575,26 @@ static void run_start(struct run *r)
  * stream S". */
 static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 {
-	const struct task_info *in = &p->infos[p->info[t]];
+	struct task_info in;
 	uint32_t stream = p->task[t].lane % p->nstreams;
 	const char *sname = p->stream_name[stream];
 	char sbuf[16];
 
+	exec_task_info(p, t, &in);
 	if (!sname) {
 		snprintf(sbuf, sizeof(sbuf), "%u", stream);
 		sname = sbuf;
 	}
 	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
-		 "stream %s", in->name, cat_names[in->cat], in->layer,
-		 in->microbatch, task_rank(p, t), sname);
+		 "stream %s", in.name, cat_names[in.cat], in.layer,
+		 in.microbatch, task_rank(p, t), sname);
+}
+
+/* Whether task t still waits for a predecessor (after a run that did
+ * not finish): not ended or arrived (stamp), with a pending count. */
+static int waiting(const struct prog *p, task_id t)
+{
+	return p->state[t].stamp < 0 && p->state[t].aux > 0;
 }
 
 /* A collective some members reached and another never did. */
@@ -504,7 +610,7 @@ static int stuck_rendezvous(struct run *r)
 		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
 			continue;
 		for (i = 0; i < pc->n; i++)
-			if (p->state[pc->first + i].pending > 0)
+			if (waiting(p, pc->first + i))
 				break;
 		describe(p, pc->first + i, what, sizeof(what));
 		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
@@ -533,14 +639,14 @@ static void diagnose(struct run *r)
 	}
 	if (stuck_rendezvous(r))
 		return;
-	for (t = 0; t < p->ntasks && p->state[t].pending == 0; t++)
+	for (t = 0; t < p->ntasks && !waiting(p, t); t++)
 		;
 	if (t == p->ntasks)
 		BUG("exec: tasks left over but none waiting");
 	describe(p, t, what, sizeof(what));
 	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
 		 "(a dependency cycle); the first waits for %u more: task %s",
-		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending,
+		 p->ntasks - r->nfinished, p->ntasks, p->state[t].aux,
 		 what);
 }
 
@@ -550,10 +656,12 @@ static int run_engine(struct run *r)
 	struct prog *p = r->p;
 
 	run_start(r);
-	if (sim_run(r->sim) != 0) {
+	if (sim_run(r->sim) != 0 || r->failed) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		return -1;
 	}
+	if (p->nfar > 1)
+		qsort(p->far, p->nfar, sizeof(*p->far), far_cmp);
 	if (r->nfinished == p->ntasks)
 		return 0;
 	if (sim_pending(r->sim) > 0) {
@@ -625,11 +733,17 @@ double exec_task_end_s(const struct prog *p, task_id t)
 	return units_ns_to_s(task_end_ns(p, t));
 }
 
-const struct task_info *exec_task_info(const struct prog *p, task_id t)
+void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 {
+	const struct pkind *k;
+	const struct ptag *g;
+
 	if (t >= p->ntasks)
 		BUG("exec: unknown task");
-	return &p->infos[p->info[t]];
+	k = task_kind(p, t);
+	g = exec_task_tag(p, t);
+	*out = (struct task_info){ k->name, (enum task_cat)k->cat, g->layer,
+				   g->microbatch };
 }
 
 uint32_t exec_task_rank(const struct prog *p, task_id t)

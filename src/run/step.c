@@ -77,11 +77,13 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 	for (t = 0; t < n; t++) {
 		const struct coll_desc *c = exec_task_coll(p, t);
 		struct step_coll_stat *s;
+		struct task_info in;
 		uint32_t k;
 
 		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
 			continue;
-		s = stat_of(out, &cap, exec_task_info(p, t), c);
+		exec_task_info(p, t, &in);
+		s = stat_of(out, &cap, &in, c);
 		if (!s)
 			return -1;
 		s->count++;

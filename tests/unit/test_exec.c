@@ -452,12 +452,14 @@ Test(exec, collective_descriptor_is_copied)
 	prog_free(p);
 }
 
-Test(exec, names_and_infos_are_shared)
+Test(exec, names_are_shared_and_infos_read_back)
 {
 	struct prog *p = prog_new(2, 1);
 	char buf[16];
 	const char *a, *b;
-	task_id x, y;
+	struct task_info in, ix, iy;
+	task_id x, y, t[6];
+	int i;
 
 	strcpy(buf, "qkv_fwd");
 	a = prog_intern(p, buf);
@@ -467,8 +469,27 @@ Test(exec, names_and_infos_are_shared)
 	cr_assert_str_eq(a, "qkv_fwd");
 	x = task(p, 0, 0, 1, a, TASK_COMPUTE);
 	y = task(p, 1, 0, 1, a, TASK_COMPUTE);
-	cr_assert_eq(exec_task_info(p, x), exec_task_info(p, y));
-	cr_assert_eq(exec_task_info(p, y)->layer, -1);
+	exec_task_info(p, x, &ix);
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(ix.name, iy.name);
+	cr_assert_eq(iy.cat, TASK_COMPUTE);
+	cr_assert_eq(iy.layer, -1);
+	cr_assert_eq(iy.microbatch, -1);
+	/* Layers and microbatches are stored as runs of equal pairs: tasks
+	 * alternating between two pairs, and runs of one, read back as
+	 * added. */
+	for (i = 0; i < 6; i++) {
+		in = (struct task_info){ "gemm", TASK_COMPUTE, i / 2 % 2, 7 + i };
+		t[i] = prog_task(p, (uint32_t)i % 2, 0, 1e-6, &in);
+	}
+	for (i = 0; i < 6; i++) {
+		exec_task_info(p, t[i], &in);
+		cr_assert_str_eq(in.name, "gemm");
+		cr_assert_eq(in.layer, i / 2 % 2);
+		cr_assert_eq(in.microbatch, 7 + i);
+	}
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(iy.layer, -1, "an earlier run is unchanged");
 	prog_free(p);
 }
 
