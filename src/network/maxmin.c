@@ -357,6 +357,16 @@ double mm_rate(const struct mm *m, mm_id v)
 	return m->vars[v].rate_Bps;
 }
 
+void mm_preset_rate(struct mm *m, mm_id v, double rate_Bps)
+{
+	m->vars[v].rate_Bps = rate_Bps;
+}
+
+uint32_t mm_cons_vars(const struct mm *m, mm_id c)
+{
+	return m->cons[c].n;
+}
+
 uint32_t mm_vars(const struct mm *m)
 {
 	return m->live;

@@ -22,7 +22,22 @@
  *
  * Inside a step the chosen plan runs on the step's engine through the
  * shared flows (flow.h), so it shares links with every other collective
- * in flight.
+ * in flight. A collective whose links carry nothing else when it starts
+ * is replayed from its trajectory on the idle fabric (run.h: recorded
+ * once per plan and size, beside its idle time; it becomes real flows
+ * the moment another flow needs one of its links, so the result is the
+ * flow-level one): a step that repeats a collective 65,536 times pays
+ * for its flows, solves and events once.
+ *
+ * What a collective's cost is keyed by (plans, times, choices,
+ * trajectories): op, members, replicas, algorithm and protocol, size,
+ * and an uneven all-to-all's matrix (compared in full). Entries stay for
+ * the net's life; uneven all-to-alls, whose matrices may differ at every
+ * call, stop being cached past A2A_CACHE_MAX entries (they still run,
+ * as flows, each built for its own matrix). In front of the cache, a
+ * small memo keyed by the descriptor's member array (the executor's are
+ * interned, one per group) and its fields, checked against the members'
+ * contents, answers a repeated collective without hashing its members.
  */
 #include "net.h"
 
@@ -39,6 +54,20 @@
 #include "run.h"
 #include "topo.h"
 
+#define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
+#define MEMO_SLOTS 1024		/* entries of the comm_start memo (2^k) */
+
+/* A collective comm_start has seen: its plan and trajectory. */
+struct memo {
+	const uint32_t *gpus;	/* the descriptor's member array, by address */
+	uint32_t *copy;		/* its contents then (owned) */
+	uint32_t ngpus, replicas;
+	int op, algo, proto;	/* algo, proto: the descriptor's overrides */
+	double bytes;		/* B */
+	struct cplan *cp;	/* one reference held */
+	const struct ctraj *tr;	/* owned by the cache; NULL: none */
+};
+
 struct net {
 	const struct system_spec *sys;
 	struct topo *topo;
@@ -51,6 +80,9 @@ struct net {
 	struct flownet *idle;
 	struct run_set idle_runs;
 	struct net_stats stats;
+	struct memo *memo;		/* MEMO_SLOTS, or NULL */
+	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
+	int replay;			/* replay idle-link collectives */
 	int failed;
 	char error[256];
 };
@@ -64,13 +96,15 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		goto oom;
 	n->sys = sys;
 	n->sim = sim;
+	n->replay = 1;
 	n->topo = topo_build(sys, d);
 	if (!n->topo) {
 		net_free(n);
 		return NULL;
 	}
 	n->cache = pcache_new();
-	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))))
+	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))) ||
+	    (sim && !(n->memo = mem_calloc(MEMO_SLOTS, sizeof(*n->memo)))))
 		goto oom;
 	return n;
 oom:
@@ -88,10 +122,23 @@ static void idle_release(struct net *n)
 	n->idle_sim = NULL;
 }
 
+static void memo_clear(struct memo *m)
+{
+	mem_free(m->copy);
+	if (m->cp)
+		cplan_unref(m->cp);
+	memset(m, 0, sizeof(*m));
+}
+
 void net_free(struct net *n)
 {
+	uint32_t i;
+
 	if (!n)
 		return;
+	for (i = 0; n->memo && i < MEMO_SLOTS; i++)
+		memo_clear(&n->memo[i]);
+	mem_free(n->memo);
 	run_set_release(&n->runs);
 	flow_free(n->flows);
 	idle_release(n);
@@ -101,19 +148,32 @@ void net_free(struct net *n)
 	mem_free(n);
 }
 
+/* Plans are built per byte of size (shared by every size) unless the
+ * collective is an uneven all-to-all, whose matrix is its size. */
+static int per_byte(const struct coll_desc *c)
+{
+	return !c->a2a_B;
+}
+
 static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 			  int proto)
 {
 	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
 			      c->replicas > 1 ? c->replicas : 1,
-			      kind == PK_PLAN ? -1 : c->bytes, c->gpus };
+			      kind == PK_PLAN && per_byte(c) ? -1 : c->bytes,
+			      c->gpus, c->a2a_B };
 }
 
-/* Plans are built per byte of size (shared by every size) unless the
- * collective is an uneven all-to-all, whose matrix is its size. */
-static int shareable(const struct coll_desc *c)
+/* Whether a new entry for c may be cached: always, but for uneven
+ * all-to-alls past A2A_CACHE_MAX entries (counted here). */
+static int cacheable(struct net *n, const struct coll_desc *c)
 {
-	return !c->a2a_B;
+	if (!c->a2a_B)
+		return 1;
+	if (n->a2a_entries >= A2A_CACHE_MAX)
+		return 0;
+	n->a2a_entries++;
+	return 1;
 }
 
 static struct cplan *build(struct net *n, const struct coll_desc *c,
@@ -126,7 +186,7 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 		*rc = -1;
 		return NULL;
 	}
-	cp->per_byte = shareable(c);
+	cp->per_byte = per_byte(c);
 	if (cp->per_byte)
 		unit.bytes = 1;
 	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
@@ -149,7 +209,7 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 			      int algo, int proto, int *rc, const char **why)
 {
 	struct pkey k = key_of(c, PK_PLAN, algo, proto);
-	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
+	const struct pval *v = pcache_get(n->cache, &k);
 	struct cplan *cp;
 
 	if (v) {
@@ -162,8 +222,8 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 		return v->plan;
 	}
 	cp = build(n, c, algo, proto, rc, why);
-	if (shareable(c) && (*rc == 0 || *rc == 1)) {
-		struct pval nv = { cp, *why, algo, proto, 0 };
+	if ((*rc == 0 || *rc == 1) && cacheable(n, c)) {
+		struct pval nv = { cp, *why, algo, proto, 0, NULL, NULL };
 
 		/* A full cache only costs a rebuild later. */
 		(void)pcache_put(n->cache, &k, &nv);
@@ -231,8 +291,9 @@ static int idle_time(struct net *n, struct cplan *cp,
 {
 	struct pkey k = key_of(c, view == RUN_FULL ? PK_TIME : PK_LIBTIME,
 			       cp->plan.algo, cp->plan.proto);
-	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
-	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
+	const struct pval *v = pcache_get(n->cache, &k);
+	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0,
+			   NULL, NULL };
 
 	if (v) {
 		*t_s = v->time_s;
@@ -241,7 +302,7 @@ static int idle_time(struct net *n, struct cplan *cp,
 	if (run_idle(n, cp, c, view, t_s) != 0)
 		return -1;
 	nv.time_s = *t_s;
-	if (shareable(c))
+	if (cacheable(n, c))
 		(void)pcache_put(n->cache, &k, &nv);
 	return 0;
 }
@@ -301,15 +362,15 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 		*proto = fp;
 		return 0;
 	}
-	v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
+	v = pcache_get(n->cache, &k);
 	if (v) {
 		*algo = v->algo;
 		*proto = v->proto;
 		return 0;
 	}
 	rc = pick(n, c, fa, fp, algo, proto, why);
-	if (rc == 0 && shareable(c)) {
-		struct pval nv = { NULL, NULL, *algo, *proto, 0 };
+	if (rc == 0 && cacheable(n, c)) {
+		struct pval nv = { NULL, NULL, *algo, *proto, 0, NULL, NULL };
 
 		(void)pcache_put(n->cache, &k, &nv);
 	}
@@ -410,28 +471,127 @@ static void fail(struct net *n, const struct coll_desc *c, const char *why,
 	}
 }
 
+static void free_traj(void *tr)
+{
+	ctraj_free(tr);
+}
+
+/* The trajectory of cp for c on the idle fabric, recorded once and
+ * cached beside its idle time; NULL when it cannot be had (memory, or
+ * an all-to-all matrix past the cache's limit): c then runs as flows. */
+static const struct ctraj *traj_of(struct net *n, struct cplan *cp,
+				   const struct coll_desc *c)
+{
+	struct pkey k = key_of(c, PK_TRAJ, cp->plan.algo, cp->plan.proto);
+	const struct pval *v = pcache_get(n->cache, &k);
+	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0,
+			   NULL, free_traj };
+	struct ctraj *tr;
+
+	if (v)
+		return v->own;
+	if (!cacheable(n, c) || idle_engine(n) != 0)
+		return NULL;
+	if (run_record(&n->idle_runs, n->idle_sim, n->idle, cp,
+		       scale_of(cp, c), &tr) != 0) {
+		idle_release(n);	/* it may be left mid-flight */
+		return NULL;
+	}
+	nv.own = tr;
+	if (pcache_put(n->cache, &k, &nv) != 0) {
+		ctraj_free(tr);
+		return NULL;
+	}
+	return tr;
+}
+
+/* The memo slot for c (which may hold another collective). */
+static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
+{
+	uint64_t h = (uint64_t)(uintptr_t)c->gpus, b;
+
+	memcpy(&b, &c->bytes, sizeof(b));
+	h = (h ^ b) * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)(uint32_t)c->op << 40) ^
+	     ((uint64_t)(uint32_t)c->algo << 20) ^ (uint32_t)c->proto;
+	h *= 0xc2b2ae3d27d4eb4full;
+	return &n->memo[(h >> 40) & (MEMO_SLOTS - 1)];
+}
+
+static int memo_same(const struct memo *m, const struct coll_desc *c)
+{
+	return m->cp && m->gpus == c->gpus && m->ngpus == c->ngpus &&
+	       m->op == (int)c->op && m->bytes == c->bytes &&
+	       m->algo == c->algo && m->proto == c->proto &&
+	       m->replicas == c->replicas &&
+	       memcmp(m->copy, c->gpus, c->ngpus * sizeof(*c->gpus)) == 0;
+}
+
+/* Remember cp and tr for c (not for uneven all-to-alls: the memo keys
+ * on the members only). A failed copy only costs a lookup later. */
+static void memo_put(struct net *n, const struct coll_desc *c,
+		     struct cplan *cp, const struct ctraj *tr)
+{
+	struct memo *m = memo_slot(n, c);
+	uint32_t *copy;
+
+	if (c->a2a_B)
+		return;
+	copy = mem_alloc(c->ngpus * sizeof(*copy) + 1);
+	if (!copy)
+		return;
+	memcpy(copy, c->gpus, c->ngpus * sizeof(*copy));
+	memo_clear(m);
+	*m = (struct memo){ c->gpus, copy, c->ngpus, c->replicas, (int)c->op,
+			    c->algo, c->proto, c->bytes, cp, tr };
+	cplan_ref(cp);
+}
+
 static void comm_start(void *ctx, const struct coll_desc *c,
 		       void (*done)(void *token), void *token)
 {
 	struct net *n = ctx;
 	const char *why = "out of memory";
+	const struct memo *m;
+	const struct ctraj *tr = NULL;
 	struct cplan *cp;
 	int rc;
 
 	if (!n->sim)
 		BUG("net_comm_ops on a net built without an engine");
 	n->stats.collectives++;
-	cp = plan_for(n, c, &rc, &why);
-	if (!cp) {
-		fail(n, c, rc == -1 ? "out of memory" : why, done, token);
-		return;
+	m = c->a2a_B ? NULL : memo_slot(n, c);
+	if (m && memo_same(m, c)) {
+		cp = m->cp;
+		cplan_ref(cp);
+		tr = m->tr;
+	} else {
+		cp = plan_for(n, c, &rc, &why);
+		if (!cp) {
+			fail(n, c, rc == -1 ? "out of memory" : why, done,
+			     token);
+			return;
+		}
+		tr = traj_of(n, cp, c);
+		memo_put(n, c, cp, tr);
 	}
-	n->stats.flows += cp->plan.nflows;
-	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
-		       RUN_FULL, done, token);
+	if (n->replay && tr &&
+	    flow_links_idle(n->flows, cp->plan.elem_link, cp->plan.nelems)) {
+		rc = run_replay(&n->runs, n->sim, n->flows, cp,
+				scale_of(cp, c), tr, done, token);
+	} else {
+		n->stats.flows += cp->plan.nflows;
+		rc = run_start(&n->runs, n->sim, n->flows, cp,
+			       scale_of(cp, c), RUN_FULL, done, token);
+	}
 	cplan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);
+}
+
+void net_set_replay(struct net *n, int on)
+{
+	n->replay = on;
 }
 
 const struct comm_ops net_comm_ops = { comm_start };
@@ -443,6 +603,8 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 		out->solves = flow_solves(n->flows);
 		out->resolved = flow_resolved(n->flows);
 	}
+	out->replays = run_replays(&n->runs);
+	out->resumed = run_resumed(&n->runs);
 }
 
 int net_failed(const struct net *n)

@@ -52,8 +52,11 @@ static void clear(struct pcache *pc)
 		if (!e->hash)
 			continue;
 		mem_free((void *)e->key.gpus);
+		mem_free((void *)e->key.a2a);
 		if (e->val.plan)
 			cplan_unref(e->val.plan);
+		if (e->val.own)
+			e->val.own_free(e->val.own);
 		memset(e, 0, sizeof(*e));
 	}
 	pc->used = 0;
@@ -92,6 +95,10 @@ static uint64_t hash_key(const struct pkey *k)
 		h = mix(h, (uint64_t)k->gpus[i] << 32 | k->gpus[i + 1]);
 	if (i < k->ngpus)
 		h = mix(h, k->gpus[i]);
+	for (i = 0; k->a2a && i < k->ngpus * k->ngpus; i++) {
+		memcpy(&b, &k->a2a[i], sizeof(b));
+		h = mix(h, b);
+	}
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
@@ -106,7 +113,10 @@ static int same(const struct pkey *a, const struct pkey *b)
 	       a->proto == b->proto &&
 	       a->ngpus == b->ngpus && a->replicas == b->replicas &&
 	       a->bytes == b->bytes &&
-	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0;
+	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0 &&
+	       !a->a2a == !b->a2a &&
+	       (!a->a2a || memcmp(a->a2a, b->a2a, (size_t)a->ngpus * a->ngpus *
+				  sizeof(*a->a2a)) == 0);
 }
 
 static struct entry *find(const struct pcache *pc, const struct pkey *k,
@@ -156,19 +166,31 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	uint64_t h = hash_key(k);
 	struct entry *e;
 	uint32_t *gpus;
+	double *a2a = NULL;
 
 	if (pc->used * 2 >= pc->cap && grow(pc) != 0)
 		return -1;
 	e = find(pc, k, h);
-	if (e->hash)
+	if (e->hash) {
+		if (v->own)
+			v->own_free(v->own);
 		return 0;
+	}
 	gpus = mem_alloc(k->ngpus * sizeof(*gpus) + 1);
-	if (!gpus)
+	if (k->a2a)
+		a2a = mem_alloc((size_t)k->ngpus * k->ngpus * sizeof(*a2a) + 1);
+	if (!gpus || (k->a2a && !a2a)) {
+		mem_free(gpus);
+		mem_free(a2a);
 		return -1;
+	}
 	memcpy(gpus, k->gpus, k->ngpus * sizeof(*gpus));
+	if (a2a)
+		memcpy(a2a, k->a2a, (size_t)k->ngpus * k->ngpus * sizeof(*a2a));
 	e->hash = h;
 	e->key = *k;
 	e->key.gpus = gpus;
+	e->key.a2a = a2a;
 	e->val = *v;
 	if (v->plan)
 		cplan_ref(v->plan);

@@ -14,7 +14,7 @@ static struct pkey key8(uint32_t *gpus, uint32_t g0, double bytes)
 
 	for (i = 0; i < 8; i++)
 		gpus[i] = g0 + i;
-	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, bytes, gpus };
+	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, bytes, gpus, NULL };
 }
 
 Test(net_pcache, keeps_every_entry_past_its_first_size)
@@ -28,7 +28,7 @@ Test(net_pcache, keeps_every_entry_past_its_first_size)
 	for (g = 0; g < 64; g++)
 		for (s = 0; s < 320; s++) {
 			struct pkey k = key8(gpus, 8 * g, 1024.0 * (s + 1));
-			struct pval v = { NULL, NULL, (int)g, (int)s, 0 };
+			struct pval v = { NULL, NULL, (int)g, (int)s, 0, NULL, NULL };
 
 			cr_assert_eq(pcache_put(pc, &k, &v), 0);
 		}
@@ -49,7 +49,7 @@ Test(net_pcache, keys_differ_by_members_size_and_kind)
 	struct pcache *pc = pcache_new();
 	uint32_t a[8], b[8];
 	struct pkey ka = key8(a, 0, 4096), kb = key8(b, 0, 4096);
-	struct pval v = { NULL, NULL, 1, 2, 0 };
+	struct pval v = { NULL, NULL, 1, 2, 0, NULL, NULL };
 
 	cr_assert_eq(pcache_put(pc, &ka, &v), 0);
 	/* Same members and size: found, whatever array holds them. */
