@@ -61,6 +61,8 @@ struct lane_run {
 struct rank_load {
 	double share;		/* sum of their sm_share */
 	uint32_t n;		/* how many with a share run */
+	uint64_t slow;		/* bit s: stream s runs a compute or optimizer
+				 * task (streams past 63: always looked at) */
 };
 
 struct coll_run {
@@ -248,6 +250,22 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
 }
 
+/* Set (on) or clear the bit of lane l's stream in its rank's slowable
+ * set. */
+static void slow_bit(struct run *r, const struct lane_run *l, int on)
+{
+	uint32_t lane = (uint32_t)(l - r->lanes);
+	uint32_t s = lane % r->p->nstreams;
+	uint64_t *bits = &r->load[lane / r->p->nstreams].slow;
+
+	if (s >= 64)
+		return;
+	if (on)
+		*bits |= (uint64_t)1 << s;
+	else
+		*bits &= ~((uint64_t)1 << s);
+}
+
 /* Task t of dur ns starts on lane l. */
 static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		       int64_t dur)
@@ -260,6 +278,8 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 	l->left_ns = (double)dur;
 	l->since = r->now;
 	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
+	if (l->slowable)
+		slow_bit(r, l, 1);
 	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
@@ -271,25 +291,35 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 
 /* The compute share on rank changed: move the ends of its running
  * compute tasks. */
+/* Lane l's task now runs at rate x: bring its work left up to date and
+ * move its end. */
+static void rerate_lane(struct run *r, struct lane_run *l, double x)
+{
+	if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
+		return;
+	l->left_ns -= (double)(r->now - l->since) * l->rate;
+	if (l->left_ns < 0)
+		l->left_ns = 0;
+	l->since = r->now;
+	l->rate = x;
+	sim_cancel(r->sim, l->ev);
+	lane_schedule(r, l);
+}
+
 static void rank_rerate(struct run *r, uint32_t rank)
 {
 	const struct prog *p = r->p;
+	struct lane_run *lanes = &r->lanes[rank * p->nstreams];
 	double x = rank_rate(r, rank);
+	uint64_t bits;
 	uint32_t s;
 
-	for (s = 0; s < p->nstreams; s++) {
-		struct lane_run *l = &r->lanes[rank * p->nstreams + s];
-
-		if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
-			continue;
-		l->left_ns -= (double)(r->now - l->since) * l->rate;
-		if (l->left_ns < 0)
-			l->left_ns = 0;
-		l->since = r->now;
-		l->rate = x;
-		sim_cancel(r->sim, l->ev);
-		lane_schedule(r, l);
-	}
+	/* The streams running a slowable task, a bit each (streams past 63
+	 * are looked at every time). */
+	for (bits = r->load[rank].slow; bits; bits &= bits - 1)
+		rerate_lane(r, &lanes[__builtin_ctzll(bits)], x);
+	for (s = 64; s < p->nstreams; s++)
+		rerate_lane(r, &lanes[s], x);
 }
 
 /* Collective pc starts (on = 1) or ends (on = 0): its compute share is
@@ -451,6 +481,8 @@ static void lane_end(struct sim *sim, void *arg)
 
 	(void)sim;
 	tick(r);
+	if (l->slowable)
+		slow_bit(r, l, 0);
 	l->cur = TASK_NONE;
 	r->p->state[t].stamp = r->now;
 	/* The start, kept as how much longer than dur the task took. */

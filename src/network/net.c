@@ -55,7 +55,7 @@
 #include "topo.h"
 
 #define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
-#define MEMO_SLOTS 1024		/* entries of the comm_start memo (2^k) */
+#define MEMO_SLOTS 16384	/* entries of the comm_start memo (2^k) */
 
 /* A collective comm_start has seen: its plan and trajectory. */
 struct memo {
@@ -515,7 +515,7 @@ static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
 	h ^= ((uint64_t)(uint32_t)c->op << 40) ^
 	     ((uint64_t)(uint32_t)c->algo << 20) ^ (uint32_t)c->proto;
 	h *= 0xc2b2ae3d27d4eb4full;
-	return &n->memo[(h >> 40) & (MEMO_SLOTS - 1)];
+	return &n->memo[(h >> 32) & (MEMO_SLOTS - 1)];
 }
 
 static int memo_same(const struct memo *m, const struct coll_desc *c)
