@@ -146,8 +146,12 @@ double exec_task_end_s(const struct prog *p, task_id t);
 /* What task t is: its name, category, layer and microbatch. */
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
-/* The collective a task belongs to, or NULL for a plain task. */
+/* The collective a task belongs to, or NULL for a plain task. Calls with
+ * equal descriptors share one (the program keeps one copy of each). */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
+/* Which call of a collective a task is a member of (members of one call
+ * share it, and are consecutive tasks), or UINT32_MAX for a plain task. */
+uint32_t exec_task_coll_id(const struct prog *p, task_id t);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
 

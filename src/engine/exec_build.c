@@ -73,6 +73,8 @@ void prog_free(struct prog *p)
 	exec_itab_release(&p->str_tab);
 	exec_itab_release(&p->group_tab);
 	mem_free(p->colls);
+	mem_free(p->descs);
+	exec_itab_release(&p->desc_tab);
 	mem_free(p->edge);
 	mem_free(p->succ1);
 	mem_free(p->more_off);
@@ -205,29 +207,30 @@ task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 	return append(p, rank, stream, k);
 }
 
-/* Copy the descriptor and its arrays into the program; 0 or -1. */
-static int copy_desc(struct prog *p, struct coll_desc *dst,
-		     const struct coll_desc *c)
+/* The index of the program's copy of *c: its GPU list interned, its
+ * matrix copied into the arena, the descriptor interned; UINT32_MAX when
+ * out of memory. */
+static uint32_t copy_desc(struct prog *p, const struct coll_desc *c)
 {
 	size_t ngpus = c->ngpus;
+	struct coll_desc d = *c;
 	double *a2a;
 
-	*dst = *c;
 	if (ngpus == 0 || !c->gpus)
 		BUG("prog_coll: a collective needs its GPU ids");
-	dst->gpus = exec_intern_group(p, c->gpus, c->ngpus);
-	if (!dst->gpus)
-		return -1;
-	if (!c->a2a_B)
-		return 0;
-	if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)
-		return -1;
-	a2a = arena_alloc(&p->arena, ngpus * ngpus * sizeof(*a2a));
-	if (!a2a)
-		return -1;
-	memcpy(a2a, c->a2a_B, ngpus * ngpus * sizeof(*a2a));
-	dst->a2a_B = a2a;
-	return 0;
+	d.gpus = exec_intern_group(p, c->gpus, c->ngpus);
+	if (!d.gpus)
+		return UINT32_MAX;
+	if (c->a2a_B) {
+		if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)
+			return UINT32_MAX;
+		a2a = arena_alloc(&p->arena, ngpus * ngpus * sizeof(*a2a));
+		if (!a2a)
+			return UINT32_MAX;
+		memcpy(a2a, c->a2a_B, ngpus * ngpus * sizeof(*a2a));
+		d.a2a_B = a2a;
+	}
+	return exec_intern_desc(p, &d);
 }
 
 /* Room for one more collective record; 0 or -1. */
@@ -249,7 +252,7 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 		  const struct task_info *info)
 {
 	struct pcoll *pc;
-	uint32_t k, i;
+	uint32_t k, i, di;
 
 	if (n == 0 || !c || (unsigned)c->op >= COLL_OP_COUNT ||
 	    stream >= p->nstreams)
@@ -261,11 +264,12 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 	if (k == UINT32_MAX)
 		return TASK_NONE;
 	if (p->ncolls >= KIND_COLL - 1 || grow_colls(p) ||
-	    copy_desc(p, &p->colls[p->ncolls].desc, c)) {
+	    (di = copy_desc(p, c)) == UINT32_MAX) {
 		p->failed = 1;
 		return TASK_NONE;
 	}
 	pc = &p->colls[p->ncolls];
+	pc->desc = di;
 	pc->first = p->ntasks;
 	pc->n = n;
 	pc->kind = k;

@@ -20,9 +20,10 @@
  * after another), found by binary search when a report asks. Edges cost
  * 8 bytes each while building; for a run they become one successor per
  * task (4 bytes; most tasks have one besides their stream successor)
- * and a CSR for the few with more. A collective costs its descriptor (a
- * GPU list is shared by every collective over that group, interned in
- * exec_intern.c). A run adds a 16-byte state per task (end or arrival,
+ * and a CSR for the few with more. A collective costs 16 bytes; its
+ * descriptor is shared by every collective alike (same op, size, group,
+ * overrides), and a GPU list by every descriptor over that group
+ * (exec_intern.c). A run adds a 16-byte state per task (end or arrival,
  * then a pending count or the stretch that gives the start, and the
  * critical-path cause) and 32 bytes per collective.
  *
@@ -55,10 +56,10 @@ struct ptag {
 	int32_t microbatch;	/* -1 when not tied to a microbatch */
 };
 
-/* A collective: its descriptor (arrays copied into the program's arena)
- * and its member tasks first .. first + n - 1. */
+/* A collective: its descriptor and its member tasks first .. first +
+ * n - 1. */
 struct pcoll {
-	struct coll_desc desc;	/* gpus, a2a_B point into prog->arena */
+	uint32_t desc;		/* index into descs */
 	task_id first;		/* task id of the member on ranks[0] */
 	uint32_t n;		/* simulated members */
 	uint32_t kind;		/* the members' name and category */
@@ -128,6 +129,9 @@ struct prog {
 
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
+	struct coll_desc *descs;	/* distinct descriptors (gpus, a2a_B
+					 * in the arena, interned) */
+	struct itab desc_tab;
 
 	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */
@@ -213,6 +217,18 @@ void exec_itab_release(struct itab *t);
  * added if new; UINT32_MAX when out of memory. */
 uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
 			  enum task_cat cat);
+
+/* exec_intern.c: the index of a descriptor equal to *c (whose gpus and
+ * a2a_B are already the program's copies) in p->descs, added if new;
+ * UINT32_MAX when out of memory. */
+uint32_t exec_intern_desc(struct prog *p, const struct coll_desc *c);
+
+/* The descriptor of collective k. */
+static inline const struct coll_desc *coll_desc_of(const struct prog *p,
+						   uint32_t k)
+{
+	return &p->descs[p->colls[k].desc];
+}
 
 /* exec_intern.c: the program's copy of the n GPU ids, shared by every
  * collective over the same list; NULL when out of memory. */

@@ -177,6 +177,54 @@ uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
 	return insert(&p->kind_tab, pos, h);
 }
 
+/* ---- collective descriptors (members and matrix already interned) ---- */
+
+static int desc_same(const void *entries, uint32_t i, const void *key)
+{
+	const struct coll_desc *a = &((const struct coll_desc *)entries)[i];
+	const struct coll_desc *b = key;
+
+	return a->op == b->op && a->bytes == b->bytes && a->gpus == b->gpus &&
+	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
+	       a->algo == b->algo && a->proto == b->proto &&
+	       a->replicas == b->replicas && a->sm_share == b->sm_share;
+}
+
+/* A word for the hash from a double's bits. */
+static uint64_t dbits(double x)
+{
+	uint64_t b;
+
+	memcpy(&b, &x, sizeof(b));
+	return b;
+}
+
+uint32_t exec_intern_desc(struct prog *p, const struct coll_desc *c)
+{
+	uint64_t x = (uint64_t)(uintptr_t)c->gpus;
+	uint32_t h, pos, i;
+
+	x = (x ^ dbits(c->bytes)) * 0x9e3779b97f4a7c15u;
+	x = (x ^ (uint64_t)(uintptr_t)c->a2a_B ^ dbits(c->sm_share) >> 3) *
+	    0xc2b2ae3d27d4eb4fu;
+	x ^= (uint64_t)c->op << 56 ^ (uint64_t)(uint32_t)c->algo << 40 ^
+	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
+	     (uint64_t)c->ngpus << 8;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdu;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53u;
+	x ^= x >> 33;
+	h = (uint32_t)x;
+	if (reserve(&p->desc_tab, &p->descs, sizeof(*p->descs)) != 0)
+		return UINT32_MAX;
+	i = find(&p->desc_tab, h, p->descs, desc_same, c, &pos);
+	if (i != UINT32_MAX)
+		return i;
+	p->descs[p->desc_tab.n] = *c;
+	return insert(&p->desc_tab, pos, h);
+}
+
 /* ---- member lists: stored as n, then the n ids ---- */
 
 struct group_key {

@@ -326,21 +326,22 @@ static void rank_rerate(struct run *r, uint32_t rank)
  * taken from, or given back to, each member rank. */
 static void coll_load(struct run *r, const struct pcoll *pc, int on)
 {
+	const struct coll_desc *desc = &r->p->descs[pc->desc];
 	uint32_t i;
 
-	if (!(pc->desc.sm_share > 0))
+	if (!(desc->sm_share > 0))
 		return;
 	for (i = 0; i < pc->n; i++) {
 		uint32_t rank = task_rank(r->p, pc->first + i);
 		struct rank_load *l = &r->load[rank];
 
 		if (on) {
-			l->share += pc->desc.sm_share;
+			l->share += desc->sm_share;
 			l->n++;
 		} else if (--l->n == 0) {
 			l->share = 0;	/* no drift once all have ended */
 		} else {
-			l->share -= pc->desc.sm_share;
+			l->share -= desc->sm_share;
 		}
 		rank_rerate(r, rank);
 	}
@@ -373,7 +374,7 @@ static void ready(struct run *r, task_id t)
 	p->coll_time[cr->k].start_ns = r->now;
 	coll_causes(r, &p->colls[cr->k]);
 	coll_load(r, &p->colls[cr->k], 1);
-	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+	r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
 }
 
 static void release_one(struct run *r, task_id c, task_id s)
@@ -785,6 +786,13 @@ uint32_t exec_task_rank(const struct prog *p, task_id t)
 	return task_rank(p, t);
 }
 
+uint32_t exec_task_coll_id(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return task_coll(p, t);
+}
+
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
 {
 	uint32_t k;
@@ -792,7 +800,7 @@ const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
 	if (t >= p->ntasks)
 		BUG("exec: unknown task");
 	k = task_coll(p, t);
-	return k == UINT32_MAX ? NULL : &p->colls[k].desc;
+	return k == UINT32_MAX ? NULL : coll_desc_of(p, k);
 }
 
 int exec_task_critical(const struct prog *p, task_id t)

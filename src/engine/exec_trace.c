@@ -111,7 +111,7 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 		"\"layer\":%d,\"microbatch\":%d", exec_cat_name(in.cat),
 		exec_cat_name(in.cat), in.layer, in.microbatch);
 	if (k != UINT32_MAX) {
-		const struct coll_desc *c = &p->colls[k].desc;
+		const struct coll_desc *c = coll_desc_of(p, k);
 
 		fprintf(out, ",\"op\":\"%s\",\"bytes\":%.17g,\"group\":%u",
 			coll_op_names[c->op], c->bytes, c->ngpus);

@@ -59,6 +59,14 @@ static struct step_coll_stat *stat_of(struct step_result *out,
 	return &v[n];
 }
 
+/* A remembered stat_of() answer. */
+struct stat_memo {
+	const char *name;	/* the task name's address */
+	enum coll_op op;
+	uint32_t group;
+	uint32_t index;		/* into out->colls */
+};
+
 static int by_time(const void *a, const void *b)
 {
 	const struct step_coll_stat *x = a, *y = b;
@@ -68,28 +76,53 @@ static int by_time(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The stat of info and c through a small memo by name pointer (names
+ * are interned or literals), op and group, then stat_of(). */
+static struct step_coll_stat *stat_memo(struct step_result *out,
+					uint32_t *cap,
+					const struct task_info *info,
+					const struct coll_desc *c,
+					struct stat_memo *memo)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)info->name ^
+		      (uint64_t)c->op << 48 ^ c->ngpus) * 0x9e3779b97f4a7c15ull;
+	struct stat_memo *m = &memo[h >> 58];
+	struct step_coll_stat *s;
+
+	if (m->name == info->name && m->op == c->op && m->group == c->ngpus)
+		return &out->colls[m->index];
+	s = stat_of(out, cap, info, c);
+	if (s)
+		*m = (struct stat_memo){ info->name, c->op, c->ngpus,
+					 (uint32_t)(s - out->colls) };
+	return s;
+}
+
 /* Sum every collective call (counted once, at its first member task)
  * into out->colls, longest first. -1 when out of memory. */
 static int coll_stats(const struct prog *p, struct step_result *out)
 {
+	struct stat_memo memo[64];
 	uint32_t t, n = prog_tasks(p), cap = 0;
 
+	memset(memo, 0, sizeof(memo));
 	for (t = 0; t < n; t++) {
 		const struct coll_desc *c = exec_task_coll(p, t);
+		uint32_t id = exec_task_coll_id(p, t);
 		struct step_coll_stat *s;
 		struct task_info in;
 		uint32_t k;
 
-		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
+		if (!c || (t > 0 && exec_task_coll_id(p, t - 1) == id))
 			continue;
 		exec_task_info(p, t, &in);
-		s = stat_of(out, &cap, &in, c);
+		s = stat_memo(out, &cap, &in, c, memo);
 		if (!s)
 			return -1;
 		s->count++;
 		s->bytes += c->bytes;
 		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
-		for (k = t; k < n && exec_task_coll(p, k) == c; k++)
+		for (k = t; k < n && exec_task_coll_id(p, k) == id; k++)
 			if (exec_task_critical(p, k)) {
 				s->critical_s += exec_task_end_s(p, k) -
 						 exec_task_start_s(p, k);

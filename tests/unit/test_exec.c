@@ -452,6 +452,29 @@ Test(exec, collective_descriptor_is_copied)
 	prog_free(p);
 }
 
+Test(exec, equal_collectives_share_a_descriptor_not_an_id)
+{
+	struct prog *p = prog_new(2, 1);
+	static const uint32_t ranks[2] = { 0, 1 };
+	task_id a, b, c;
+
+	/* Two calls of the same all-reduce, then one of another size: the
+	 * first two share one stored descriptor, every call has its own id,
+	 * and the ids of one call's members agree. */
+	a = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	b = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	c = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 2e6, "ar");
+	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
+	cr_assert_neq(exec_task_coll(p, a), exec_task_coll(p, c));
+	cr_assert_eq(exec_task_coll(p, c)->bytes, 2e6);
+	cr_assert_eq(exec_task_coll_id(p, a), exec_task_coll_id(p, a + 1));
+	cr_assert_neq(exec_task_coll_id(p, a + 1), exec_task_coll_id(p, b));
+	cr_assert_neq(exec_task_coll_id(p, b), exec_task_coll_id(p, c));
+	cr_assert_eq(exec_task_coll_id(p, task(p, 0, 0, 1, "x", TASK_OTHER)),
+		     UINT32_MAX);
+	prog_free(p);
+}
+
 Test(exec, names_are_shared_and_infos_read_back)
 {
 	struct prog *p = prog_new(2, 1);
