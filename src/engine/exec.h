@@ -121,6 +121,18 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
  * when out of memory. */
 int prog_dep(struct prog *p, task_id before, task_id after);
 
+/* The most tasks a program holds. */
+#define EXEC_MAX_TASKS 0x7ffffffdu
+
+/* Call fn(arg, done, total, now_s) while exec_run() runs, every
+ * EXEC_PROGRESS_TASKS tasks finished (done of total, the simulated clock
+ * at now_s): long runs can say how far they are. NULL for none. */
+#define EXEC_PROGRESS_TASKS (1u << 20)
+void prog_set_progress(struct prog *p,
+		       void (*fn)(void *arg, uint32_t done, uint32_t total,
+				  double now_s),
+		       void *arg);
+
 uint32_t prog_ranks(const struct prog *p);
 uint32_t prog_tasks(const struct prog *p);
 

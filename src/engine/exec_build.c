@@ -302,6 +302,15 @@ int prog_dep(struct prog *p, task_id before, task_id after)
 	return 0;
 }
 
+void prog_set_progress(struct prog *p,
+		       void (*fn)(void *arg, uint32_t done, uint32_t total,
+				  double now_s),
+		       void *arg)
+{
+	p->progress = fn;
+	p->progress_arg = arg;
+}
+
 uint32_t prog_ranks(const struct prog *p)
 {
 	return p->nranks;

@@ -40,7 +40,7 @@
 
 /* Most tasks a program holds: ids stay below KIND_COLL (the successor
  * lists mark tasks with several by that bit). */
-#define PROG_MAX_TASKS (KIND_COLL - 2)
+#define PROG_MAX_TASKS EXEC_MAX_TASKS	/* = KIND_COLL - 3 */
 
 /* What every task of one kind shares. */
 struct pkind {
@@ -153,6 +153,10 @@ struct prog {
 	struct pcoll_time *coll_time;	/* per collective */
 	uint64_t *critical;		/* bitmap: on the critical path */
 	int ran;			/* results are valid */
+
+	void (*progress)(void *arg, uint32_t done, uint32_t total,
+			 double now_s);	/* or NULL */
+	void *progress_arg;
 
 	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */

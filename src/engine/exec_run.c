@@ -132,7 +132,9 @@ static void finish(struct run *r, task_id t)
 		r->qcap = ncap;
 	}
 	r->queue[(r->qhead + r->qlen++) & (r->qcap - 1)] = t;
-	r->nfinished++;
+	if (++r->nfinished % EXEC_PROGRESS_TASKS == 0 && r->p->progress)
+		r->p->progress(r->p->progress_arg, r->nfinished, r->p->ntasks,
+			       units_ns_to_s(r->now));
 }
 
 static void lane_end(struct sim *sim, void *arg);

@@ -12,12 +12,33 @@
  *                 (hardware FLOPs, HFU = executed / (t N P))
  * breakdown       the critical-path split of exec.h
  * memory          footprint.h against the GPU's usable memory
+ *
+ * What simulating costs (step_estimate), before anything is built: the
+ * tasks from train_estimate(), and from them llmsim's own memory, CPU
+ * time and trace size at the rates measured on the 16k-GPU --full job
+ * (docs/scaling.md has the measurements):
+ *
+ *   memory  M = STEP_TASK_B n + STEP_CALL_B c + STEP_FIXED_B
+ *               + STEP_NODE_B nodes      (n tasks, c collective calls)
+ *   time    T = STEP_TASK_S n
+ *   trace   R = STEP_TRACE_B n
+ *
+ * STEP_TASK_B: a task's 12-byte record, 16-byte run state and 4-byte
+ * successor, its layer-and-microbatch run and the allocator's slack;
+ * STEP_CALL_B: a call's 16 bytes and 40 bytes of run state, and slack.
+ * Together they give the measured peaks (1,031 MB for 25.7 M tasks and
+ * 1.03 M calls; 176 MB for 3.2 M tasks and 0.52 M calls). STEP_NODE_B:
+ * the topology, flow model and caches, 24 KiB a node (62 MB for 2,048
+ * nodes, 405 MB for 16,384 in the symmetric mode). STEP_TASK_S: 160 ns a
+ * task on this project's reference machine (a 2-core AMD EPYC; 4.0 s for
+ * 25.7 M tasks). STEP_TRACE_B: 167 bytes of trace JSON a task, measured.
  */
 #include "step.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/diag.h"
 #include "gpu/gpu.h"
@@ -25,8 +46,17 @@
 #include "network/net.h"
 #include "engine/sim.h"
 
-/* Progress (diag_progress) above this many tasks (full-fidelity runs). */
+/* Progress (diag_progress) above this many tasks (full-fidelity runs),
+ * at most every STEP_PROGRESS_S of wall time. */
 #define STEP_TASKS_NOTICE 1000000u
+#define STEP_PROGRESS_S 2.0
+
+#define STEP_TASK_B 36.0	/* B a task, at peak */
+#define STEP_CALL_B 64.0	/* B a collective call, at peak */
+#define STEP_FIXED_B 16777216.0	/* B whatever the job (16 MiB) */
+#define STEP_NODE_B 24576.0	/* B a node: topology, flows, caches */
+#define STEP_TASK_S 160e-9	/* s of CPU a task */
+#define STEP_TRACE_B 170.0	/* B of trace a task */
 
 /* The stat for (name, op, group) in out->colls, added when new (the
  * array grows as needed: every kind is kept). NULL when out of memory. */
@@ -150,11 +180,41 @@ static void rates(const struct job_spec *j, struct step_result *out)
 	out->mfu = out->plan.model_flops / (t * n * out->peak_flops);
 }
 
+/* Where a long run's progress goes. */
+struct progress {
+	struct diag *d;
+	double t0, last;	/* s, monotonic clock at the start, last line */
+};
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* prog_set_progress() callback: a line every STEP_PROGRESS_S at most. */
+static void progress_line(void *arg, uint32_t done, uint32_t total,
+			  double now_s)
+{
+	struct progress *pr = arg;
+	double t = wall_s();
+
+	if (t - pr->last < STEP_PROGRESS_S)
+		return;
+	pr->last = t;
+	diag_progress(pr->d, "%.1f M of %.1f M tasks (%.0f %%), %.3f s of the "
+		      "step simulated, %.0f s elapsed", done / 1e6, total / 1e6,
+		      100.0 * done / total, now_s, t - pr->t0);
+}
+
 /* Run the built program on a fresh simulation with the chosen backend. */
 static int simulate(const struct job_spec *j, struct prog *p,
 		    const struct step_comm *comm, struct step_result *out,
 		    struct diag *d)
 {
+	struct progress pr;
 	struct sim *sim = sim_new();
 	struct net *net = NULL;
 	const struct comm_ops *ops;
@@ -181,9 +241,16 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		ops = &net_comm_ops;
 		ctx = net;
 	}
-	if (prog_tasks(p) > STEP_TASKS_NOTICE)
-		diag_progress(d, "simulating %u tasks on %u ranks...",
-			      prog_tasks(p), prog_ranks(p));
+	if (prog_tasks(p) > STEP_TASKS_NOTICE) {
+		double n = prog_tasks(p);
+
+		diag_progress(d, "simulating %.1f M tasks on %u ranks (about "
+			      "%.0f s)...", n / 1e6, prog_ranks(p),
+			      STEP_TASK_S * n);
+		pr.d = d;
+		pr.t0 = pr.last = wall_s();
+		prog_set_progress(p, progress_line, &pr);
+	}
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
 		goto fail;
 	if (net && net_failed(net)) {
@@ -203,6 +270,27 @@ out:
 	net_free(net);
 	sim_free(sim);
 	return rc;
+}
+
+int step_estimate(const struct job_spec *j, int full,
+		  struct step_estimate *e, struct diag *d)
+{
+	struct train_estimate te;
+
+	memset(e, 0, sizeof(*e));
+	if (train_check(j, d) != 0)
+		return -2;
+	if (train_estimate(j, full, &te, d) != 0)
+		return -1;
+	e->tasks = te.tasks;
+	e->ranks = te.ranks;
+	e->calls = te.calls;
+	e->memory_B = STEP_TASK_B * te.tasks + STEP_CALL_B * te.calls +
+		      STEP_FIXED_B + STEP_NODE_B * (double)j->system->nodes;
+	e->time_s = STEP_TASK_S * te.tasks;
+	e->trace_B = STEP_TRACE_B * te.tasks;
+	e->buildable = te.tasks <= (double)EXEC_MAX_TASKS;
+	return 0;
 }
 
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,

@@ -77,6 +77,26 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 /* Free what step_run() allocated in r (its collective stats). */
 void step_result_release(struct step_result *r);
 
+/* What simulating a step costs, before it is built (step.c has the
+ * rates; an estimate, not a promise). */
+struct step_estimate {
+	double tasks;		/* tasks of the step program */
+	double calls;		/* collective calls */
+	double ranks;		/* simulated ranks */
+	double memory_B;	/* B, llmsim's peak memory, about */
+	double time_s;		/* s of CPU, about */
+	double trace_B;		/* B, a --trace file, about */
+	int buildable;		/* 0: more tasks than a program holds */
+};
+
+/*
+ * Estimate what step_run(j, full) would cost. Returns 0; -2 after
+ * reporting what the job asks that llmsim cannot simulate (as step_run);
+ * -1 after reporting a runtime failure (out of memory).
+ */
+int step_estimate(const struct job_spec *j, int full,
+		  struct step_estimate *e, struct diag *d);
+
 /* The result as the JSON object `llmsim run --json` prints. NULL when out
  * of memory. */
 struct cJSON *step_to_json(const struct job_spec *j,

@@ -212,3 +212,64 @@ Test(train, out_of_memory_is_clean)
 	cr_assert_gt(n, 10);
 	prog_free(p);
 }
+
+/* The estimate against the program the builder makes: tasks and
+ * collective calls counted in the built program. */
+static void assert_estimate(struct fixture *f, int full, double calls_max)
+{
+	struct train_estimate e;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	uint32_t t, n, calls = 0, last = UINT32_MAX;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
+	p = train_build(&f->job, full, &plan, &d);
+	cr_assert_not_null(p);
+	n = prog_tasks(p);
+	for (t = 0; t < n; t++) {
+		uint32_t id = exec_task_coll_id(p, t);
+
+		calls += id != UINT32_MAX && id != last;
+		last = id;
+	}
+	cr_log_info("estimate: %.0f tasks for %u, %.0f calls for %u", e.tasks,
+		    n, e.calls, calls);
+	/* An upper bound within 10 % for tasks (the data-parallel part is
+	 * counted at its bound), and a bound for the calls. */
+	cr_assert_geq(e.tasks, n);
+	cr_assert_leq(e.tasks, 1.10 * n, "%.0f tasks estimated, %u built",
+		      e.tasks, n);
+	cr_assert_geq(e.calls, calls);
+	cr_assert_leq(e.calls, calls_max * calls, "%.0f calls estimated, %u",
+		      e.calls, calls);
+	cr_assert_eq(e.ranks, prog_ranks(p));
+	prog_free(p);
+}
+
+Test(train, estimate_bounds_the_built_program)
+{
+	struct fixture f;
+	int full;
+
+	for (full = 0; full <= 1; full++) {
+		/* tp 2, pp 2 interleaved x 2, dp 2, SP, ZeRO-1, selective
+		 * recompute, 64 microbatches. */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 128, 1, 2, 2);
+		f.job.parallelism.sequence_parallel = 1;
+		f.job.parallelism.vpp = 2;
+		f.job.parallelism.schedule = SCHED_INTERLEAVED;
+		f.job.training.zero_stage = 1;
+		f.job.training.recompute = RECOMPUTE_SELECTIVE;
+		assert_estimate(&f, full, 2.0);
+		/* dp 8, ZeRO-3, full recompute, 4 microbatches. */
+		fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 64, 1, 1, 1);
+		f.job.training.zero_stage = 3;
+		f.job.training.recompute = RECOMPUTE_FULL;
+		assert_estimate(&f, full, 2.0);
+		/* tp 8, pp 4 on 4 nodes, 1F1B, 32 microbatches. */
+		fixture_gpt(&f, 16, 2048, 16, 1024, 1024, 1, 64, 4, 8, 4);
+		assert_estimate(&f, full, 2.0);
+	}
+}
