@@ -55,12 +55,15 @@
 #include "topo.h"
 
 #define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
-#define MEMO_SLOTS 16384	/* entries of the comm_start memo (2^k) */
+#define MEMO_FIRST 4096		/* entries of the comm_start memo (2^k) */
+#define MEMO_MAX (1u << 20)	/* ... at most */
+#define MEMO_INLINE 8		/* members kept in the entry itself */
 
 /* A collective comm_start has seen: its plan and trajectory. */
 struct memo {
 	const uint32_t *gpus;	/* the descriptor's member array, by address */
-	uint32_t *copy;		/* its contents then (owned) */
+	uint32_t *copy;		/* its contents then (inline, or owned) */
+	uint32_t inline_copy[MEMO_INLINE];
 	uint32_t ngpus, replicas;
 	int op, algo, proto;	/* algo, proto: the descriptor's overrides */
 	double bytes;		/* B */
@@ -80,7 +83,9 @@ struct net {
 	struct flownet *idle;
 	struct run_set idle_runs;
 	struct net_stats stats;
-	struct memo *memo;		/* MEMO_SLOTS, or NULL */
+	struct memo *memo;		/* nmemo slots, or NULL */
+	uint32_t nmemo;			/* a power of two */
+	uint32_t memo_misses;		/* since the memo last grew */
 	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
 	int replay;			/* replay idle-link collectives */
 	int failed;
@@ -104,8 +109,9 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 	}
 	n->cache = pcache_new();
 	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))) ||
-	    (sim && !(n->memo = mem_calloc(MEMO_SLOTS, sizeof(*n->memo)))))
+	    (sim && !(n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo)))))
 		goto oom;
+	n->nmemo = MEMO_FIRST;
 	return n;
 oom:
 	diag_oom(d);
@@ -124,7 +130,8 @@ static void idle_release(struct net *n)
 
 static void memo_clear(struct memo *m)
 {
-	mem_free(m->copy);
+	if (m->copy != m->inline_copy)
+		mem_free(m->copy);
 	if (m->cp)
 		cplan_unref(m->cp);
 	memset(m, 0, sizeof(*m));
@@ -136,7 +143,7 @@ void net_free(struct net *n)
 
 	if (!n)
 		return;
-	for (i = 0; n->memo && i < MEMO_SLOTS; i++)
+	for (i = 0; n->memo && i < n->nmemo; i++)
 		memo_clear(&n->memo[i]);
 	mem_free(n->memo);
 	run_set_release(&n->runs);
@@ -505,8 +512,10 @@ static const struct ctraj *traj_of(struct net *n, struct cplan *cp,
 	return tr;
 }
 
-/* The memo slot for c (which may hold another collective). */
-static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
+/* The memo slot for c (which may hold another collective) in a memo of
+ * nmemo slots. */
+static struct memo *memo_slot_in(struct memo *memo, uint32_t nmemo,
+				 const struct coll_desc *c)
 {
 	uint64_t h = (uint64_t)(uintptr_t)c->gpus, b;
 
@@ -515,16 +524,62 @@ static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
 	h ^= ((uint64_t)(uint32_t)c->op << 40) ^
 	     ((uint64_t)(uint32_t)c->algo << 20) ^ (uint32_t)c->proto;
 	h *= 0xc2b2ae3d27d4eb4full;
-	return &n->memo[(h >> 32) & (MEMO_SLOTS - 1)];
+	return &memo[(h >> 32) & (nmemo - 1)];
+}
+
+static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
+{
+	return memo_slot_in(n->memo, n->nmemo, c);
+}
+
+/* Twice the slots, the entries moved over (colliding ones dropped): the
+ * memo grows to the number of distinct collectives a step repeats (a
+ * direct-mapped memo smaller than that misses on most calls). Out of
+ * memory keeps the old one. */
+static void memo_grow(struct net *n)
+{
+	uint32_t nn = n->nmemo * 2, i;
+	struct memo *nm;
+
+	n->memo_misses = 0;
+	if (nn > MEMO_MAX || !(nm = mem_calloc(nn, sizeof(*nm))))
+		return;
+	for (i = 0; i < n->nmemo; i++) {
+		struct memo *m = &n->memo[i], *to;
+
+		if (!m->cp)
+			continue;
+		to = memo_slot_in(nm, nn, &(struct coll_desc){
+			.op = (enum coll_op)m->op, .bytes = m->bytes,
+			.gpus = m->gpus, .algo = m->algo, .proto = m->proto });
+		if (to->cp) {
+			memo_clear(m);
+			continue;
+		}
+		*to = *m;
+		if (m->copy == m->inline_copy)
+			to->copy = to->inline_copy;
+	}
+	mem_free(n->memo);
+	n->memo = nm;
+	n->nmemo = nn;
 }
 
 static int memo_same(const struct memo *m, const struct coll_desc *c)
 {
-	return m->cp && m->gpus == c->gpus && m->ngpus == c->ngpus &&
-	       m->op == (int)c->op && m->bytes == c->bytes &&
-	       m->algo == c->algo && m->proto == c->proto &&
-	       m->replicas == c->replicas &&
-	       memcmp(m->copy, c->gpus, c->ngpus * sizeof(*c->gpus)) == 0;
+	uint32_t i;
+
+	if (!m->cp || m->gpus != c->gpus || m->ngpus != c->ngpus ||
+	    m->op != (int)c->op || m->bytes != c->bytes ||
+	    m->algo != c->algo || m->proto != c->proto ||
+	    m->replicas != c->replicas)
+		return 0;
+	/* The same address may hold another group now (a caller's reused
+	 * buffer): compare the members too. */
+	for (i = 0; i < c->ngpus; i++)
+		if (m->copy[i] != c->gpus[i])
+			return 0;
+	return 1;
 }
 
 /* Remember cp and tr for c (not for uneven all-to-alls: the memo keys
@@ -537,13 +592,25 @@ static void memo_put(struct net *n, const struct coll_desc *c,
 
 	if (c->a2a_B)
 		return;
-	copy = mem_alloc(c->ngpus * sizeof(*copy) + 1);
-	if (!copy)
-		return;
-	memcpy(copy, c->gpus, c->ngpus * sizeof(*copy));
+	if (++n->memo_misses > n->nmemo / 2) {
+		memo_grow(n);
+		m = memo_slot(n, c);
+	}
+	if (c->ngpus <= MEMO_INLINE) {
+		copy = NULL;
+	} else {
+		copy = mem_alloc(c->ngpus * sizeof(*copy) + 1);
+		if (!copy)
+			return;
+		memcpy(copy, c->gpus, c->ngpus * sizeof(*copy));
+	}
 	memo_clear(m);
-	*m = (struct memo){ c->gpus, copy, c->ngpus, c->replicas, (int)c->op,
-			    c->algo, c->proto, c->bytes, cp, tr };
+	*m = (struct memo){ c->gpus, copy, { 0 }, c->ngpus, c->replicas,
+			    (int)c->op, c->algo, c->proto, c->bytes, cp, tr };
+	if (!copy) {
+		m->copy = m->inline_copy;
+		memcpy(m->copy, c->gpus, c->ngpus * sizeof(*copy));
+	}
 	cplan_ref(cp);
 }
 
