@@ -134,6 +134,13 @@ void prog_set_progress(struct prog *p,
 		       void *arg);
 
 uint32_t prog_ranks(const struct prog *p);
+
+/* Collective calls in the program, in the order they were added (their
+ * first members' order); call k's members are the tasks
+ * exec_coll_first(p, k) .. + exec_coll_members(p, k) - 1. */
+uint32_t prog_colls(const struct prog *p);
+task_id exec_coll_first(const struct prog *p, uint32_t k);
+uint32_t exec_coll_members(const struct prog *p, uint32_t k);
 uint32_t prog_tasks(const struct prog *p);
 
 struct exec_result {

@@ -27,6 +27,9 @@ struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
 		return NULL;
 	p->nranks = nranks;
 	p->nstreams = nstreams;
+	p->stream_shift = NO_SHIFT;
+	if ((nstreams & (nstreams - 1)) == 0)
+		p->stream_shift = (uint32_t)__builtin_ctz(nstreams);
 	arena_init(&p->arena);
 	p->lane_head = mem_alloc(nlanes * sizeof(uint32_t));
 	p->lane_tail = mem_alloc(nlanes * sizeof(uint32_t));
@@ -309,6 +312,25 @@ void prog_set_progress(struct prog *p,
 {
 	p->progress = fn;
 	p->progress_arg = arg;
+}
+
+uint32_t prog_colls(const struct prog *p)
+{
+	return p->ncolls;
+}
+
+task_id exec_coll_first(const struct prog *p, uint32_t k)
+{
+	if (k >= p->ncolls)
+		BUG("exec: unknown collective");
+	return p->colls[k].first;
+}
+
+uint32_t exec_coll_members(const struct prog *p, uint32_t k)
+{
+	if (k >= p->ncolls)
+		BUG("exec: unknown collective");
+	return p->colls[k].n;
 }
 
 uint32_t prog_ranks(const struct prog *p)

@@ -94,7 +94,8 @@ struct ptask {
 /* A task during and after a run. */
 struct pstate {
 	int64_t stamp;		/* ns; plain task: end; collective member:
-				 * arrival */
+				 * arrival; before either: when its critical-
+				 * path cause ended */
 	uint32_t aux;		/* until ready: unfinished predecessors;
 				 * a plain task once ended: its stretch
 				 * (int32), end - start - dur in ns (compute
@@ -112,6 +113,8 @@ struct pfar {
 struct prog {
 	uint32_t nranks;		/* simulated ranks */
 	uint32_t nstreams;		/* streams per rank */
+	uint32_t stream_shift;		/* log2 nstreams when a power of two,
+					 * else NO_SHIFT */
 	uint32_t ntasks, cap;		/* tasks, allocated task slots */
 	struct ptask *task;		/* per task */
 	uint32_t *lane_head;		/* per lane: first task or none */
@@ -120,6 +123,11 @@ struct prog {
 
 	struct pkind *kinds;		/* distinct task kinds */
 	struct itab kind_tab;		/* ... and their table */
+	struct kind_memo {		/* recent lookups, by name address */
+		const char *name;
+		int64_t dur;
+		uint32_t cat, index;
+	} kind_memo[64];
 	struct ptag *tags;		/* layer and microbatch runs */
 	uint32_t ntags, captags;
 	const char **strs;		/* interned strings (in arena) */
@@ -162,10 +170,27 @@ struct prog {
 	char why[320];			/* exec_run()'s message */
 };
 
+#define NO_SHIFT 32u
+
+/* The rank and stream of a lane (a shift and a mask when nstreams is a
+ * power of two, as the step builder's 8 streams are: these run for every
+ * task, and a division costs tens of cycles). */
+static inline uint32_t lane_rank(const struct prog *p, uint32_t lane)
+{
+	return p->stream_shift != NO_SHIFT ? lane >> p->stream_shift
+					   : lane / p->nstreams;
+}
+
+static inline uint32_t lane_stream(const struct prog *p, uint32_t lane)
+{
+	return p->stream_shift != NO_SHIFT ? lane & (p->nstreams - 1)
+					   : lane % p->nstreams;
+}
+
 /* The simulated rank a task runs on. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)
 {
-	return p->task[t].lane / p->nstreams;
+	return lane_rank(p, p->task[t].lane);
 }
 
 /* Collective index of a member task, or UINT32_MAX for a plain task. */

@@ -151,12 +151,33 @@ static int kind_same(const void *entries, uint32_t i, const void *key)
 	return a->dur == b->dur && a->name == b->name && a->cat == b->cat;
 }
 
+static uint32_t intern_kind(struct prog *p, const struct kind_key *kk);
+
 uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
 			  enum task_cat cat)
 {
 	struct kind_key k = { dur, name, (uint32_t)cat };
-	uint64_t x = (uint64_t)(uintptr_t)name;
-	uint32_t h, pos, i;
+	uint64_t x = ((uint64_t)(uintptr_t)name ^ (uint64_t)dur) *
+		     0x9e3779b97f4a7c15u;
+	struct kind_memo *m = &p->kind_memo[x >> 58];
+	uint32_t i;
+
+	/* A builder adds the same kernel for every layer, microbatch and
+	 * rank: most lookups repeat one of the last few. */
+	if (m->name == name && m->dur == dur && m->cat == (uint32_t)cat)
+		return m->index;
+	i = intern_kind(p, &k);
+	if (i != UINT32_MAX)
+		*m = (struct kind_memo){ name, dur, (uint32_t)cat, i };
+	return i;
+}
+
+/* exec_intern_kind() past its memo. */
+static uint32_t intern_kind(struct prog *p, const struct kind_key *kk)
+{
+	uint64_t x = (uint64_t)(uintptr_t)kk->name;
+	int64_t dur = kk->dur;
+	uint32_t cat = kk->cat, h, pos, i;
 
 	/* Each field folded in, then murmur3's fmix64, so the low bits that
 	 * pick a slot depend on every bit of every field. */
@@ -170,10 +191,10 @@ uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
 	h = (uint32_t)x;
 	if (reserve(&p->kind_tab, &p->kinds, sizeof(*p->kinds)) != 0)
 		return UINT32_MAX;
-	i = find(&p->kind_tab, h, p->kinds, kind_same, &k, &pos);
+	i = find(&p->kind_tab, h, p->kinds, kind_same, kk, &pos);
 	if (i != UINT32_MAX)
 		return i;
-	p->kinds[p->kind_tab.n] = (struct pkind){ dur, name, (uint32_t)cat };
+	p->kinds[p->kind_tab.n] = (struct pkind){ dur, kk->name, cat };
 	return insert(&p->kind_tab, pos, h);
 }
 

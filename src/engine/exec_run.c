@@ -132,6 +132,9 @@ static void finish(struct run *r, task_id t)
 		r->qcap = ncap;
 	}
 	r->queue[(r->qhead + r->qlen++) & (r->qcap - 1)] = t;
+	/* The critical-path bitmap marks finished tasks while running (for
+	 * diagnose()); it is cleared before the path is marked. */
+	r->p->critical[t / 64] |= (uint64_t)1 << (t % 64);
 	if (++r->nfinished % EXEC_PROGRESS_TASKS == 0 && r->p->progress)
 		r->p->progress(r->p->progress_arg, r->nfinished, r->p->ntasks,
 			       units_ns_to_s(r->now));
@@ -151,15 +154,18 @@ static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
 	return a < b;
 }
 
-/* c finished now and releases s. */
+/* c finished now and releases s. Until s is ready its stamp holds when
+ * its cause ended (every task released in one event ended at that
+ * event's time), so the choice reads s's record only. */
 static void offer(struct run *r, task_id c, task_id s)
 {
-	const struct prog *p = r->p;
-	task_id cur = p->state[s].cause;
+	struct pstate *st = &r->p->state[s];
 
-	if (cur == TASK_NONE || task_end_ns(p, cur) < r->now ||
-	    better(p, c, cur, task_rank(p, s)))
-		p->state[s].cause = c;
+	if (st->cause == TASK_NONE || st->stamp < r->now ||
+	    better(r->p, c, st->cause, task_rank(r->p, s))) {
+		st->cause = c;
+		st->stamp = r->now;
+	}
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -257,8 +263,8 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 static void slow_bit(struct run *r, const struct lane_run *l, int on)
 {
 	uint32_t lane = (uint32_t)(l - r->lanes);
-	uint32_t s = lane % r->p->nstreams;
-	uint64_t *bits = &r->load[lane / r->p->nstreams].slow;
+	uint32_t s = lane_stream(r->p, lane);
+	uint64_t *bits = &r->load[lane_rank(r->p, lane)].slow;
 
 	if (s >= 64)
 		return;
@@ -611,7 +617,7 @@ static void run_start(struct run *r)
 static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 {
 	struct task_info in;
-	uint32_t stream = p->task[t].lane % p->nstreams;
+	uint32_t stream = lane_stream(p, p->task[t].lane);
 	const char *sname = p->stream_name[stream];
 	char sbuf[16];
 
@@ -626,10 +632,10 @@ static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 }
 
 /* Whether task t still waits for a predecessor (after a run that did
- * not finish): not ended or arrived (stamp), with a pending count. */
+ * not finish): not finished, with a pending count. */
 static int waiting(const struct prog *p, task_id t)
 {
-	return p->state[t].stamp < 0 && p->state[t].aux > 0;
+	return !(p->critical[t / 64] >> (t % 64) & 1) && p->state[t].aux > 0;
 }
 
 /* A collective some members reached and another never did. */
@@ -733,6 +739,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	if (run_engine(&r) != 0)
 		goto out;
 	out->events = sim_events(sim) - events0;
+	memset(p->critical, 0, (p->ntasks / 64 + 1) * sizeof(*p->critical));
 	if (exec_path(p, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;

@@ -128,23 +128,21 @@ static struct step_coll_stat *stat_memo(struct step_result *out,
 	return s;
 }
 
-/* Sum every collective call (counted once, at its first member task)
- * into out->colls, longest first. -1 when out of memory. */
+/* Sum every collective call (in the order of their first members) into
+ * out->colls, longest first. -1 when out of memory. */
 static int coll_stats(const struct prog *p, struct step_result *out)
 {
 	struct stat_memo memo[64];
-	uint32_t t, n = prog_tasks(p), cap = 0;
+	uint32_t k, n = prog_colls(p), cap = 0;
 
 	memset(memo, 0, sizeof(memo));
-	for (t = 0; t < n; t++) {
+	for (k = 0; k < n; k++) {
+		task_id t = exec_coll_first(p, k);
+		uint32_t i, members = exec_coll_members(p, k);
 		const struct coll_desc *c = exec_task_coll(p, t);
-		uint32_t id = exec_task_coll_id(p, t);
 		struct step_coll_stat *s;
 		struct task_info in;
-		uint32_t k;
 
-		if (!c || (t > 0 && exec_task_coll_id(p, t - 1) == id))
-			continue;
 		exec_task_info(p, t, &in);
 		s = stat_memo(out, &cap, &in, c, memo);
 		if (!s)
@@ -152,10 +150,10 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 		s->count++;
 		s->bytes += c->bytes;
 		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
-		for (k = t; k < n && exec_task_coll_id(p, k) == id; k++)
-			if (exec_task_critical(p, k)) {
-				s->critical_s += exec_task_end_s(p, k) -
-						 exec_task_start_s(p, k);
+		for (i = 0; i < members; i++)
+			if (exec_task_critical(p, t + i)) {
+				s->critical_s += exec_task_end_s(p, t + i) -
+						 exec_task_start_s(p, t + i);
 				break;
 			}
 	}
