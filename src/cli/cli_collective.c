@@ -28,6 +28,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/schema.h"
@@ -159,7 +160,7 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i)
 		 * 'nodes=2' here. */
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
 	} else if ((v = cli_option(argc, argv, i, "--op", &missing))) {
-		if ((o->op = spec_name_index(coll_op_names, v)) < 0)
+		if ((o->op = schema_name_index(coll_op_names, v)) < 0)
 			return list_error("--op", v, coll_op_names);
 	} else if ((v = cli_option(argc, argv, i, "--ranks", &missing))) {
 		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
@@ -178,10 +179,10 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i)
 			return bad_dtype(v);
 		o->dtype = v;
 	} else if ((v = cli_option(argc, argv, i, "--algo", &missing))) {
-		if ((o->algo = spec_name_index(coll_algo_names, v)) < 0)
+		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
 	} else if ((v = cli_option(argc, argv, i, "--proto", &missing))) {
-		if ((o->proto = spec_name_index(coll_proto_names, v)) < 0)
+		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return list_error("--proto", v, coll_proto_names);
 	} else if ((v = cli_option(argc, argv, i, "--db", &missing))) {
 		o->db = v;
@@ -375,8 +376,10 @@ static int store_rows(const struct opts *o, const char *data_root,
 		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { "collective", &system_schema, s, json, NULL,
-				  sr, (uint32_t)n };
+	struct cli_result res = { .command = "collective",
+				  .schema = &system_schema, .config = s,
+				  .json = json, .rows = sr,
+				  .nrows = (uint32_t)n };
 	int i;
 
 	for (i = 0; i < n; i++)

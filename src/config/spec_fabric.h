@@ -16,8 +16,8 @@
  *
  * Depends on schema.h only.
  */
-#ifndef LLMSIM_SPEC_FABRIC_H
-#define LLMSIM_SPEC_FABRIC_H
+#ifndef LLMSIM_CONFIG_SPEC_FABRIC_H
+#define LLMSIM_CONFIG_SPEC_FABRIC_H
 
 #include <stdint.h>
 
@@ -30,6 +30,7 @@ enum link_protocol {
 	LINK_ROCE,
 	LINK_INFINIBAND,
 	LINK_PCIE,
+	LINK_SHM,			/* shared memory between processes of one host */
 	LINK_PROTOCOL_COUNT
 };
 

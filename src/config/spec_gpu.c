@@ -57,7 +57,7 @@ static const struct schema peak_schema = {
 #define EFF(dt, k) {						\
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,		\
+	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,	\
 	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
 
 static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
@@ -74,18 +74,27 @@ static const struct schema eff_schema = {
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
 	  .help = "forward: fraction of the clock-scaled peak (default "
 		  "gemm_efficiency)" },
 	{ .key = "bwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, bwd_efficiency),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
 	  .help = "backward: fraction of the clock-scaled peak (default "
 		  "gemm_efficiency)" },
 	{ .key = "block_q", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, block_q),
 	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
 	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "flash2_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels (flash-attn, PyTorch SDPA flash), "
+		  "forward (default fwd_efficiency: the same kernel)" },
+	{ .key = "flash2_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels, backward (default bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -109,7 +118,7 @@ static const struct schema_field mem_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "peak bandwidth" },
 	{ .key = "efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_mem_level, efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
 	  .help = "achievable fraction of peak bandwidth (measured streaming)" },
 };
 
@@ -152,7 +161,7 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
 		  "kernels ignore their FLOPs" },
 	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
 	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
 	{ .key = "gemm_efficiency_dtype", .type = ST_SECTION,
 	  .offset = OFF(gemm_efficiency_dtype), .sub = &eff_schema,
@@ -168,6 +177,7 @@ static const struct schema_field gpu_fields[] = {
 		  "gemm_tile_m entry" },
 	{ .key = "gemm_tile_overhead", .type = ST_TIME,
 	  .offset = OFF(gemm_tile_overhead_s), .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
 	  .help = "per wave of tiles: pipeline fill and epilogue sync" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
@@ -184,8 +194,21 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "multi_tensor_efficiency", .type = ST_NUM,
+	  .offset = OFF(multi_tensor_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
+		  "kernels of fused optimizers reach (chunks of 65536 elements, "
+		  "at most 320 blocks a launch)" },
+	{ .key = "strided_efficiency", .type = ST_NUM,
+	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
+	  .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth PyTorch's generic "
+		  "elementwise path (non-contiguous views: per-element offset "
+		  "arithmetic, no vector loads) reaches" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
-	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
+	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
+	  .help = "per-kernel launch overhead" },
 };
 
 static void fill_defaults(struct gpu_spec *g)
@@ -205,6 +228,10 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.fwd_efficiency = g->gemm_efficiency;
 	if (g->attention.bwd_efficiency == 0)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
+	if (g->attention.flash2_fwd_efficiency == 0)
+		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
+	if (g->attention.flash2_bwd_efficiency == 0)
+		g->attention.flash2_bwd_efficiency = g->attention.bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct cnode *node,

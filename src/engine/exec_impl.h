@@ -1,7 +1,7 @@
 /*
- * exec_impl.h - private to the exec module (exec_*.c): how a program is
- * stored and what a run keeps. Nothing outside src/engine/exec_*.c
- * includes it.
+ * exec_impl.h - private to the program (prog.c, prog_intern.c) and the
+ * executor (exec_*.c): how a program is stored and what a run keeps.
+ * Nothing outside src/engine/ includes it.
  *
  * Storage is sized for programs of 10^6..10^8 tasks (every GPU of a
  * 16k-GPU job), so a task costs as few bytes as the executor can use
@@ -23,24 +23,23 @@
  * and a CSR for the few with more. A collective costs 16 bytes; its
  * descriptor is shared by every collective alike (same op, size, group,
  * overrides), and a GPU list by every descriptor over that group
- * (exec_intern.c). A run adds a 16-byte state per task (end or arrival,
+ * (prog_intern.c). A run adds a 16-byte state per task (end or arrival,
  * then a pending count or the stretch that gives the start, and the
  * critical-path cause) and 32 bytes per collective.
  *
- * Depends on exec.h, mem.h.
+ * Depends on exec.h, base/arena.h.
  */
-#ifndef LLMSIM_EXEC_IMPL_H
-#define LLMSIM_EXEC_IMPL_H
+#ifndef LLMSIM_ENGINE_EXEC_IMPL_H
+#define LLMSIM_ENGINE_EXEC_IMPL_H
 
 #include "exec.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 /* ptask.kind of a collective member: KIND_COLL | collective index. */
 #define KIND_COLL 0x80000000u
 
 /* Most tasks a program holds: ids stay below KIND_COLL (the successor
  * lists mark tasks with several by that bit). */
-#define PROG_MAX_TASKS EXEC_MAX_TASKS	/* = KIND_COLL - 3 */
 
 /* What every task of one kind shares. */
 struct pkind {
@@ -168,6 +167,7 @@ struct prog {
 
 	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */
+	struct exec_jitter jitter;	/* per-rank variability; 0 = none */
 };
 
 #define NO_SHIFT 32u
@@ -186,6 +186,61 @@ static inline uint32_t lane_stream(const struct prog *p, uint32_t lane)
 	return p->stream_shift != NO_SHIFT ? lane & (p->nstreams - 1)
 					   : lane % p->nstreams;
 }
+/* ---- variability during a run (exec_jitter.c) ---- */
+
+#define JIT_MEMO 4096		/* group sizes whose e(N), v(N) are kept */
+
+/* Variance terms a rank gathered since it last met a group. */
+struct jit_acc {
+	double closed;		/* s^2, sum of closed ops' parts squared */
+	double since;		/* s, the open op's part */
+	double comp;		/* s, compute (for the persistent pace) */
+};
+
+struct jit_group {
+	uint64_t key;		/* exec_jit_group_key of its GPUs */
+	struct jit_acc acc;
+};
+
+struct jit_rank {
+	uint32_t op_mb;		/* microbatch of the open op, or UINT32_MAX */
+	double op_len;		/* s of compute in the open op */
+	double var;		/* s^2, spread of its lateness (closed ops) */
+	struct jit_acc total;	/* since the step began */
+	struct jit_group *g;	/* per group it met */
+	uint32_t n, cap;
+};
+
+struct exec_jit {
+	struct exec_jitter spec;
+	int on;
+	uint32_t nranks;
+	struct jit_rank *rank;	/* per simulated rank */
+	double memo_e[JIT_MEMO], memo_v[JIT_MEMO];
+	unsigned char memo_ok[JIT_MEMO];
+};
+
+/* 0, or -1 when out of memory (release anyway). */
+int exec_jit_init(struct exec_jit *j, const struct exec_jitter *spec,
+		  uint32_t nranks);
+void exec_jit_release(struct exec_jit *j);
+/* A compute task of dur_s for microbatch mb (-1: none) ran on rank. */
+void exec_jit_compute(struct exec_jit *j, uint32_t rank, int32_t mb,
+		      double dur_s);
+/* The members ranks[0..n-1] (simulated) of a collective of group key
+ * over gpus GPUs all arrived: *wait_s = the expected lateness of the
+ * slowest. 0, or -1 out of memory. */
+int exec_jit_rendezvous(struct exec_jit *j, const uint32_t *ranks,
+			uint32_t n, uint64_t key, uint32_t gpus,
+			double *wait_s);
+/* rank's compute waited for a collective of group key (gpus GPUs): its
+ * lateness is the group's now. 0, or -1 out of memory. */
+int exec_jit_realign(struct exec_jit *j, uint32_t rank, uint64_t key,
+		     uint32_t gpus);
+/* The group key of a set of GPU ids (order-independent). */
+uint64_t exec_jit_group_key(const uint32_t *gpus, uint32_t n);
+/* Standard deviation (s) of rank's lateness at the end of the run. */
+double exec_jit_sd(struct exec_jit *j, uint32_t rank);
 
 /* The simulated rank a task runs on. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)
@@ -239,18 +294,18 @@ static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 	return p->state[t].stamp - p->kinds[k].dur - stretch;
 }
 
-/* exec_intern.c: free a table (not its entries). */
-void exec_itab_release(struct itab *t);
+/* prog_intern.c: free a table (not its entries). */
+void prog_itab_release(struct itab *t);
 
-/* exec_intern.c: index of the kind (dur ns, name, cat) in p->kinds,
+/* prog_intern.c: index of the kind (dur ns, name, cat) in p->kinds,
  * added if new; UINT32_MAX when out of memory. */
-uint32_t exec_intern_kind(struct prog *p, int64_t dur, const char *name,
+uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
 			  enum task_cat cat);
 
-/* exec_intern.c: the index of a descriptor equal to *c (whose gpus and
+/* prog_intern.c: the index of a descriptor equal to *c (whose gpus and
  * a2a_B are already the program's copies) in p->descs, added if new;
  * UINT32_MAX when out of memory. */
-uint32_t exec_intern_desc(struct prog *p, const struct coll_desc *c);
+uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c);
 
 /* The descriptor of collective k. */
 static inline const struct coll_desc *coll_desc_of(const struct prog *p,
@@ -259,21 +314,21 @@ static inline const struct coll_desc *coll_desc_of(const struct prog *p,
 	return &p->descs[p->colls[k].desc];
 }
 
-/* exec_intern.c: the program's copy of the n GPU ids, shared by every
+/* prog_intern.c: the program's copy of the n GPU ids, shared by every
  * collective over the same list; NULL when out of memory. */
-const uint32_t *exec_intern_group(struct prog *p, const uint32_t *ids,
+const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n);
 
-/* exec_build.c: forget the results of the last run (the program is being
+/* prog.c: forget the results of the last run (the program is being
  * changed or run again). */
-void exec_drop_results(struct prog *p);
+void prog_drop_results(struct prog *p);
 
-/* exec_build.c: turn the pending edges into successor lists (merging
- * with existing ones). Returns 0 or -1 when out of memory. */
-int exec_build_csr(struct prog *p);
+/* prog.c: turn the pending edges into successor lists (merging with
+ * existing ones). Returns 0 or -1 when out of memory. */
+int prog_build_csr(struct prog *p);
 
 /* The layer and microbatch run task t belongs to. */
-const struct ptag *exec_task_tag(const struct prog *p, task_id t);
+const struct ptag *prog_task_tag(const struct prog *p, task_id t);
 
 /* exec_run.c: "compute", "comm", "optimizer", "other". */
 const char *exec_cat_name(enum task_cat cat);

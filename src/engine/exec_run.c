@@ -33,10 +33,15 @@
  * makes no progress and has no end event until a collective ends. At
  * x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
  * depends only on the program and the engine's (time, sequence) order.
+ *
+ * Variability (exec_jitter.c): with prog_set_jitter, a collective whose
+ * last member arrived starts after the expected wait for its slowest
+ * GPU; compute tasks feed the members' lateness as they start.
  */
 #include "exec_impl.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,11 +100,14 @@ struct run {
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
 	int failed;			/* out of memory while running */
+	struct exec_jit jit;		/* variability, when the program has it */
+	uint32_t *jit_ranks;		/* scratch: a collective's member ranks */
+	units_ns_t *compute_end;	/* per rank: ns, end of its last compute
+					 * task so far (variability only) */
+	uint64_t *group_key;		/* per collective: its GPUs' group key */
+	int jit_failed;			/* out of memory in the variability model */
 };
 
-static const char *const cat_names[TASK_CAT_COUNT] = {
-	"compute", "comm", "optimizer", "other",
-};
 
 const char *const exec_part_keys[EXEC_PART_COUNT] = {
 	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
@@ -135,13 +143,14 @@ static void finish(struct run *r, task_id t)
 	/* The critical-path bitmap marks finished tasks while running (for
 	 * diagnose()); it is cleared before the path is marked. */
 	r->p->critical[t / 64] |= (uint64_t)1 << (t % 64);
-	if (++r->nfinished % EXEC_PROGRESS_TASKS == 0 && r->p->progress)
+	if (++r->nfinished % PROG_PROGRESS_TASKS == 0 && r->p->progress)
 		r->p->progress(r->p->progress_arg, r->nfinished, r->p->ntasks,
 			       units_ns_to_s(r->now));
 }
 
 static void lane_end(struct sim *sim, void *arg);
 static void coll_done(void *token);
+static void release(struct run *r);
 
 /* 1 if a is a better cause than b (both finished at the same time) for a
  * task on rank: the same rank first, then the lower id. */
@@ -274,6 +283,61 @@ static void slow_bit(struct run *r, const struct lane_run *l, int on)
 		*bits &= ~((uint64_t)1 << s);
 }
 
+/* Compute task t ended: its work (at full speed) adds lateness. Counted
+ * when done, so a rendezvous sees exactly the work finished before it,
+ * however same-time events are ordered. */
+static void jit_compute(struct run *r, task_id t)
+{
+	const struct prog *p = r->p;
+
+	exec_jit_compute(&r->jit, task_rank(p, t),
+			 prog_task_tag(p, t)->microbatch,
+			 units_ns_to_s(p->kinds[p->task[t].kind].dur));
+}
+
+/* Whether successor s of member m (on rank) goes on from the member's
+ * result on its rank: a compute or optimizer task, or a collective on
+ * another stream (that compute then waits for). */
+static int gates(const struct prog *p, task_id m, task_id s, uint32_t rank)
+{
+	enum task_cat cat = task_cat(p, s);
+
+	if (task_rank(p, s) != rank)
+		return 0;
+	return !(p->task[s].kind & KIND_COLL) ?
+	       cat == TASK_COMPUTE || cat == TASK_OPTIMIZER :
+	       p->task[s].lane != p->task[m].lane;
+}
+
+/* Collective pc ended: a member whose rank goes on from its result (a
+ * compute or optimizer task depends on the member, or another collective
+ * on another stream that compute then waits for: a received activation
+ * all-gathered over TP) waited for the group and carries its lateness
+ * from now on. */
+static void jit_realign(struct run *r, const struct pcoll *pc)
+{
+	const struct prog *p = r->p;
+	uint32_t i, e, k = (uint32_t)(pc - p->colls);
+
+	for (i = 0; i < pc->n; i++) {
+		task_id m = pc->first + i, s1 = p->succ1[m];
+		uint32_t rank = task_rank(p, m), lo = 0, hi = 0;
+		int hit;
+
+		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+			lo = p->more_off[s1 & ~KIND_COLL];
+			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+			s1 = TASK_NONE;
+		}
+		hit = s1 != TASK_NONE && gates(p, m, s1, rank);
+		for (e = lo; e < hi && !hit; e++)
+			hit = gates(p, m, p->more[e], rank);
+		if (hit && exec_jit_realign(&r->jit, rank, r->group_key[k],
+					    coll_desc_of(p, k)->ngpus) != 0)
+			r->jit_failed = 1;
+	}
+}
+
 /* Task t of dur ns starts on lane l. */
 static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		       int64_t dur)
@@ -355,12 +419,63 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 	}
 }
 
+/* The expected wait (ns) of collective pc for its slowest GPU. The
+ * lateness is in the members' compute: it delays the collective past the
+ * end of their last compute task, and a member that arrived later than
+ * that (its stream was still busy with earlier collectives) has already
+ * absorbed that much of it. */
+static units_ns_t coll_wait_ns(struct run *r, const struct pcoll *pc)
+{
+	units_ns_t ready_ns = 0, wait;
+	uint32_t i;
+	double s;
+
+	if (!r->jit.on)
+		return 0;
+	for (i = 0; i < pc->n; i++) {
+		r->jit_ranks[i] = task_rank(r->p, pc->first + i);
+		if (r->compute_end[r->jit_ranks[i]] > ready_ns)
+			ready_ns = r->compute_end[r->jit_ranks[i]];
+	}
+	if (exec_jit_rendezvous(&r->jit, r->jit_ranks, pc->n,
+				r->group_key[pc - r->p->colls],
+				coll_desc_of(r->p, (uint32_t)(pc - r->p->colls))->ngpus,
+				&s) != 0) {
+		r->jit_failed = 1;
+		return 0;
+	}
+	wait = ready_ns + units_s_to_ns(s) - r->now;
+	return wait > 0 ? wait : 0;
+}
+
+/* Collective cr starts now. */
+static void coll_go(struct run *r, struct coll_run *cr)
+{
+	struct prog *p = r->p;
+
+	cr->state = 1;
+	p->coll_time[cr->k].start_ns = r->now;
+	coll_load(r, &p->colls[cr->k], 1);
+	r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
+}
+
+static void coll_go_event(struct sim *sim, void *arg)
+{
+	struct coll_run *cr = arg;
+
+	(void)sim;
+	tick(cr->run);
+	coll_go(cr->run, cr);
+	release(cr->run);
+}
+
 /* Task t has no unfinished predecessor. */
 static void ready(struct run *r, task_id t)
 {
 	struct prog *p = r->p;
 	uint32_t kind = p->task[t].kind;
 	struct coll_run *cr;
+	units_ns_t wait;
 
 	if (!(kind & KIND_COLL)) {
 		int64_t dur = p->kinds[kind].dur;
@@ -378,11 +493,13 @@ static void ready(struct run *r, task_id t)
 	cr = &r->colls[kind & ~KIND_COLL];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
-	cr->state = 1;
-	p->coll_time[cr->k].start_ns = r->now;
 	coll_causes(r, &p->colls[cr->k]);
-	coll_load(r, &p->colls[cr->k], 1);
-	r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
+	wait = coll_wait_ns(r, &p->colls[cr->k]);
+	if (wait > 0) {		/* the slowest GPU is not here yet */
+		sim_at(r->sim, sim_now(r->sim) + wait, coll_go_event, cr);
+		return;
+	}
+	coll_go(r, cr);
 }
 
 static void release_one(struct run *r, task_id c, task_id s)
@@ -464,23 +581,6 @@ static int far_cmp(const void *a, const void *b)
 	return (x->t > y->t) - (x->t < y->t);
 }
 
-units_ns_t exec_far_start(const struct prog *p, task_id t)
-{
-	uint32_t lo = 0, hi = p->nfar;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (p->far[mid].t < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == p->nfar || p->far[lo].t != t)
-		BUG("exec: a far-stretched task without its start");
-	return p->far[lo].start;
-}
-
 static void lane_end(struct sim *sim, void *arg)
 {
 	struct lane_run *l = arg;
@@ -492,6 +592,10 @@ static void lane_end(struct sim *sim, void *arg)
 	tick(r);
 	if (l->slowable)
 		slow_bit(r, l, 0);
+	if (r->jit.on && l->slowable) {
+		r->compute_end[task_rank(r->p, t)] = r->now;
+		jit_compute(r, t);
+	}
 	l->cur = TASK_NONE;
 	r->p->state[t].stamp = r->now;
 	/* The start, kept as how much longer than dur the task took. */
@@ -519,6 +623,8 @@ static void coll_done(void *token)
 	tick(r);
 	r->p->coll_time[cr->k].end_ns = r->now;
 	coll_load(r, pc, 0);
+	if (r->jit.on)
+		jit_realign(r, pc);
 	for (i = 0; i < pc->n; i++)
 		finish(r, pc->first + i);
 	release(r);
@@ -549,11 +655,18 @@ static int run_alloc(struct run *r, struct prog *p)
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
+	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
+	r->compute_end = mem_calloc(p->nranks, sizeof(*r->compute_end));
+	/* A group key per call, only with variability (8 bytes a call). */
+	r->group_key = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
+		       mem_alloc((p->ncolls + 1) * sizeof(*r->group_key)) :
+		       mem_alloc(sizeof(*r->group_key));
 	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
-	    !p->coll_time || !p->critical)
+	    !p->coll_time || !p->critical || !r->jit_ranks ||
+	    !r->compute_end || !r->group_key)
 		return -1;
-	return 0;
+	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
 }
 
 static void run_free(struct run *r)
@@ -563,6 +676,10 @@ static void run_free(struct run *r)
 	mem_free(r->lanes);
 	mem_free(r->colls);
 	mem_free(r->load);
+	mem_free(r->jit_ranks);
+	mem_free(r->compute_end);
+	mem_free(r->group_key);
+	exec_jit_release(&r->jit);
 }
 
 /* Counters and records at the start of a run. */
@@ -595,6 +712,9 @@ static void run_init(struct run *r)
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
+		if (r->jit.on)
+			r->group_key[k] = exec_jit_group_key(
+				coll_desc_of(p, k)->gpus, coll_desc_of(p, k)->ngpus);
 	}
 }
 
@@ -627,7 +747,7 @@ static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 		sname = sbuf;
 	}
 	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
-		 "stream %s", in.name, cat_names[in.cat], in.layer,
+		 "stream %s", in.name, exec_cat_name(in.cat), in.layer,
 		 in.microbatch, task_rank(p, t), sname);
 }
 
@@ -729,21 +849,26 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	snprintf(p->why, sizeof(p->why), "out of memory");
 	if (p->failed)
 		goto out_nofree;
-	if (exec_build_csr(p) != 0)
+	if (prog_build_csr(p) != 0)
 		goto out_nofree;
-	exec_drop_results(p);
+	prog_drop_results(p);
 	if (run_alloc(&r, p) != 0)
 		goto out;
 	run_init(&r);
 	r.t0 = sim_now(sim);
 	if (run_engine(&r) != 0)
 		goto out;
+	if (r.jit_failed) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		goto out;
+	}
 	out->events = sim_events(sim) - events0;
 	memset(p->critical, 0, (p->ntasks / 64 + 1) * sizeof(*p->critical));
 	if (exec_path(p, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;
 	}
+	out->step_sd_s = exec_jit_sd(&r.jit, out->final_rank);
 	p->ran = 1;
 	p->why[0] = '\0';
 	rc = 0;
@@ -751,74 +876,4 @@ out:
 	run_free(&r);
 out_nofree:
 	return rc;
-}
-
-/* ---- results ---- */
-
-static void check_ran(const struct prog *p, task_id t)
-{
-	if (!p->ran)
-		BUG("exec: results asked for before a successful exec_run");
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-}
-
-double exec_task_start_s(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return units_ns_to_s(task_start_ns(p, t));
-}
-
-double exec_task_end_s(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return units_ns_to_s(task_end_ns(p, t));
-}
-
-void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
-{
-	const struct pkind *k;
-	const struct ptag *g;
-
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	k = task_kind(p, t);
-	g = exec_task_tag(p, t);
-	*out = (struct task_info){ k->name, (enum task_cat)k->cat, g->layer,
-				   g->microbatch };
-}
-
-uint32_t exec_task_rank(const struct prog *p, task_id t)
-{
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	return task_rank(p, t);
-}
-
-uint32_t exec_task_coll_id(const struct prog *p, task_id t)
-{
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	return task_coll(p, t);
-}
-
-const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
-{
-	uint32_t k;
-
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	k = task_coll(p, t);
-	return k == UINT32_MAX ? NULL : coll_desc_of(p, k);
-}
-
-int exec_task_critical(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return (int)(p->critical[t / 64] >> (t % 64) & 1);
-}
-
-const char *exec_cat_name(enum task_cat cat)
-{
-	return cat_names[cat];
 }

@@ -8,10 +8,16 @@
  * the fabric (its own event engine) and the fastest wins; ties go to the
  * earlier algorithm in enum order (ring first), then the earlier
  * protocol (LL first). The candidates are run as the library's tuning
- * model sees them (RUN_LIBRARY: latency constants and bandwidth, without
+ * model sees them (CRUN_LIBRARY: latency constants and bandwidth, without
  * the kernels' loop costs and sustained caps of pipe.h, which NCCL's
  * model does not charge), so the choice is the library's even where its
- * model is too kind; the chosen plan is then timed in full. Plans, idle
+ * model is too kind; the chosen plan is then timed in full. Where the
+ * library's tuner scales an algorithm's bandwidth by a measured ratio
+ * (RCCL's bwRatio per algorithm, protocol and node count: its model of
+ * what the kernels reach, e.g. trees across 2 MI300X nodes at 0.11 of a
+ * ring's Simple bandwidth), the candidate's transfer time is divided by
+ * that ratio for the choice only: t_choice = L + (t - L) / r, L the
+ * plan's latency constants. Plans, idle
  * times and choices are cached by collective (pcache.h), so a step that
  * repeats a collective pays once.
  *
@@ -23,7 +29,7 @@
  * Inside a step the chosen plan runs on the step's engine through the
  * shared flows (flow.h), so it shares links with every other collective
  * in flight. A collective whose links carry nothing else when it starts
- * is replayed from its trajectory on the idle fabric (run.h: recorded
+ * is replayed from its trajectory on the idle fabric (crun.h: recorded
  * once per plan and size, beside its idle time; it becomes real flows
  * the moment another flow needs one of its links, so the result is the
  * flow-level one): a step that repeats a collective 65,536 times pays
@@ -42,6 +48,7 @@
 #include "net.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +58,7 @@
 #include "flow.h"
 #include "ham.h"
 #include "pcache.h"
-#include "run.h"
+#include "crun.h"
 #include "topo.h"
 
 #define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
@@ -78,10 +85,10 @@ struct net {
 	struct pcache *cache;
 	struct sim *sim;		/* the step's engine, or NULL */
 	struct flownet *flows;		/* flows on it */
-	struct run_set runs;		/* collectives in flight on it */
+	struct crun_set runs;		/* collectives in flight on it */
 	struct sim *idle_sim;		/* private engine for idle timings */
 	struct flownet *idle;
-	struct run_set idle_runs;
+	struct crun_set idle_runs;
 	struct net_stats stats;
 	struct memo *memo;		/* nmemo slots, or NULL */
 	uint32_t nmemo;			/* a power of two */
@@ -121,7 +128,7 @@ oom:
 
 static void idle_release(struct net *n)
 {
-	run_set_release(&n->idle_runs);
+	crun_set_release(&n->idle_runs);
 	flow_free(n->idle);
 	sim_free(n->idle_sim);
 	n->idle = NULL;
@@ -133,7 +140,7 @@ static void memo_clear(struct memo *m)
 	if (m->copy != m->inline_copy)
 		mem_free(m->copy);
 	if (m->cp)
-		cplan_unref(m->cp);
+		pcache_plan_unref(m->cp);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -146,7 +153,7 @@ void net_free(struct net *n)
 	for (i = 0; n->memo && i < n->nmemo; i++)
 		memo_clear(&n->memo[i]);
 	mem_free(n->memo);
-	run_set_release(&n->runs);
+	crun_set_release(&n->runs);
 	flow_free(n->flows);
 	idle_release(n);
 	pcache_free(n->cache);
@@ -186,7 +193,7 @@ static int cacheable(struct net *n, const struct coll_desc *c)
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
-	struct cplan *cp = cplan_new();
+	struct cplan *cp = pcache_plan_new();
 	struct coll_desc unit = *c;
 
 	if (!cp) {
@@ -199,12 +206,12 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
 			 proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
-	    run_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
+	    crun_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
 	if (*rc == 0 && cp->plan.nphases > 0)
 		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
-		cplan_unref(cp);
+		pcache_plan_unref(cp);
 		return NULL;
 	}
 	return cp;
@@ -223,7 +230,7 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 		*rc = v->plan ? 0 : 1;
 		*why = v->why;
 		if (v->plan) {
-			cplan_ref(v->plan);
+			pcache_plan_ref(v->plan);
 			n->stats.plan_hits++;
 		}
 		return v->plan;
@@ -271,7 +278,8 @@ static int idle_engine(struct net *n)
 /* Seconds cp takes for c on the idle fabric, costed as view says. 0 or
  * -1 (memory). */
 static int run_idle(struct net *n, struct cplan *cp,
-		    const struct coll_desc *c, enum run_view view, double *t_s)
+		    const struct coll_desc *c, enum crun_view view,
+		    double *t_s)
 {
 	struct stopwatch w = { 0 };
 	units_ns_t t0;
@@ -280,8 +288,8 @@ static int run_idle(struct net *n, struct cplan *cp,
 		return -1;
 	w.sim = n->idle_sim;
 	t0 = sim_now(n->idle_sim);
-	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, scale_of(cp, c),
-		      view, stop, &w) != 0 ||
+	if (crun_start(&n->idle_runs, n->idle_sim, n->idle, cp,
+		       scale_of(cp, c), view, stop, &w) != 0 ||
 	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
 		/* A failed run leaves the idle engine mid-flight: start over
 		 * with a fresh one next time. */
@@ -294,9 +302,9 @@ static int run_idle(struct net *n, struct cplan *cp,
 
 /* The same, remembered per plan, size and view. */
 static int idle_time(struct net *n, struct cplan *cp,
-		     const struct coll_desc *c, enum run_view view, double *t_s)
+		     const struct coll_desc *c, enum crun_view view, double *t_s)
 {
-	struct pkey k = key_of(c, view == RUN_FULL ? PK_TIME : PK_LIBTIME,
+	struct pkey k = key_of(c, view == CRUN_FULL ? PK_TIME : PK_LIBTIME,
 			       cp->plan.algo, cp->plan.proto);
 	const struct pval *v = pcache_get(n->cache, &k);
 	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0,
@@ -321,13 +329,71 @@ static int forced(int desc, int sys, int count)
 	return v >= 0 && v < count ? v : -1;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nodes (scale-up domains) the collective's GPUs span; 0 when out of
+ * memory. */
+static uint32_t span_nodes(const struct net *n, const struct coll_desc *c)
+{
+	uint32_t per = n->topo->gpus_per_node ? n->topo->gpus_per_node : 1;
+	uint32_t *k, i, count = 0;
+
+	if (c->ngpus == 0 || !c->gpus)
+		return 1;	/* check_desc reports it */
+	if (!(k = mem_alloc((size_t)c->ngpus * sizeof(*k))))
+		return 0;
+	for (i = 0; i < c->ngpus; i++)
+		k[i] = c->gpus[i] / per;
+	qsort(k, c->ngpus, sizeof(*k), cmp_u32);
+	for (i = 0; i < c->ngpus; i++)
+		if (i == 0 || k[i] != k[i - 1])
+			count++;
+	mem_free(k);
+	return count;
+}
+
+/* The plan's latency constants: the sum of its phases' (s). */
+static double plan_latency_s(const struct plan *pl)
+{
+	double s = 0;
+	uint32_t i;
+
+	for (i = 0; i < pl->nphases; i++)
+		s += pl->phases[i].latency_s;
+	return s;
+}
+
+/* What the library's tuner believes candidate cp takes from its idle
+ * library-view time t_s, for a group over `nodes` nodes (see the file
+ * comment). */
+static double choice_time(const struct net *n, const struct cplan *cp,
+			  uint32_t nodes, double t_s)
+{
+	const struct coll_lib_spec *lib = n->sys->collectives;
+	double lat = plan_latency_s(&cp->plan);
+	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
+			   .r[cp->plan.proto];
+
+	if (r > 0 && r < 1 && t_s > lat)
+		return lat + (t_s - lat) / r;
+	return t_s;
+}
+
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
 {
 	double best = -1;
 	int a, p, rc;
+	uint32_t nodes = span_nodes(n, c);
 
+	if (nodes == 0)
+		return -1;	/* out of memory */
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
 			struct cplan *cp;
@@ -335,13 +401,18 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 
 			if ((fa >= 0 && a != fa) || (fp >= 0 && p != fp))
 				continue;
+			if (fa < 0 && n->sys->collectives->algo[a].max_bytes > 0 &&
+			    c->bytes > n->sys->collectives->algo[a].max_bytes)
+				continue;	/* the library hands it on */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;
 			if (rc != 0)
 				return rc;
-			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
-			cplan_unref(cp);
+			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
+			if (rc == 0)
+				t = choice_time(n, cp, nodes, t);
+			pcache_plan_unref(cp);
 			if (rc != 0)
 				return -1;
 			if (best < 0 || t < best) {
@@ -428,10 +499,10 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 			diag_error(d, NULL, 0, 0, "%s: %s", what, why);
 		return -1;
 	}
-	rc = idle_time(n, cp, c, RUN_FULL, &t);
+	rc = idle_time(n, cp, c, CRUN_FULL, &t);
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
-	cplan_unref(cp);
+	pcache_plan_unref(cp);
 	if (rc != 0) {
 		diag_oom(d);
 		return -1;
@@ -499,7 +570,7 @@ static const struct ctraj *traj_of(struct net *n, struct cplan *cp,
 		return v->own;
 	if (!cacheable(n, c) || idle_engine(n) != 0)
 		return NULL;
-	if (run_record(&n->idle_runs, n->idle_sim, n->idle, cp,
+	if (crun_record(&n->idle_runs, n->idle_sim, n->idle, cp,
 		       scale_of(cp, c), &tr) != 0) {
 		idle_release(n);	/* it may be left mid-flight */
 		return NULL;
@@ -611,7 +682,7 @@ static void memo_put(struct net *n, const struct coll_desc *c,
 		m->copy = m->inline_copy;
 		memcpy(m->copy, c->gpus, c->ngpus * sizeof(*copy));
 	}
-	cplan_ref(cp);
+	pcache_plan_ref(cp);
 }
 
 static void comm_start(void *ctx, const struct coll_desc *c,
@@ -630,7 +701,7 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	m = c->a2a_B ? NULL : memo_slot(n, c);
 	if (m && memo_same(m, c)) {
 		cp = m->cp;
-		cplan_ref(cp);
+		pcache_plan_ref(cp);
 		tr = m->tr;
 	} else {
 		cp = plan_for(n, c, &rc, &why);
@@ -644,14 +715,14 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	}
 	if (n->replay && tr &&
 	    flow_links_idle(n->flows, cp->plan.elem_link, cp->plan.nelems)) {
-		rc = run_replay(&n->runs, n->sim, n->flows, cp,
+		rc = crun_replay(&n->runs, n->sim, n->flows, cp,
 				scale_of(cp, c), tr, done, token);
 	} else {
 		n->stats.flows += cp->plan.nflows;
-		rc = run_start(&n->runs, n->sim, n->flows, cp,
-			       scale_of(cp, c), RUN_FULL, done, token);
+		rc = crun_start(&n->runs, n->sim, n->flows, cp,
+			       scale_of(cp, c), CRUN_FULL, done, token);
 	}
-	cplan_unref(cp);
+	pcache_plan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);
 }
@@ -670,8 +741,8 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 		out->solves = flow_solves(n->flows);
 		out->resolved = flow_resolved(n->flows);
 	}
-	out->replays = run_replays(&n->runs);
-	out->resumed = run_resumed(&n->runs);
+	out->replays = crun_replays(&n->runs);
+	out->resumed = crun_resumed(&n->runs);
 }
 
 int net_failed(const struct net *n)

@@ -54,7 +54,7 @@ static void clear(struct pcache *pc)
 		mem_free((void *)e->key.gpus);
 		mem_free((void *)e->key.a2a);
 		if (e->val.plan)
-			cplan_unref(e->val.plan);
+			pcache_plan_unref(e->val.plan);
 		if (e->val.own)
 			e->val.own_free(e->val.own);
 		memset(e, 0, sizeof(*e));
@@ -193,12 +193,12 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	e->key.a2a = a2a;
 	e->val = *v;
 	if (v->plan)
-		cplan_ref(v->plan);
+		pcache_plan_ref(v->plan);
 	pc->used++;
 	return 0;
 }
 
-struct cplan *cplan_new(void)
+struct cplan *pcache_plan_new(void)
 {
 	struct cplan *cp = mem_calloc(1, sizeof(*cp));
 
@@ -207,12 +207,12 @@ struct cplan *cplan_new(void)
 	return cp;
 }
 
-void cplan_ref(struct cplan *cp)
+void pcache_plan_ref(struct cplan *cp)
 {
 	cp->refs++;
 }
 
-void cplan_unref(struct cplan *cp)
+void pcache_plan_unref(struct cplan *cp)
 {
 	if (--cp->refs > 0)
 		return;

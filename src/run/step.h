@@ -6,8 +6,8 @@
  *
  * Depends on exec.h, network/net.h, gpu/gpu.h and the models modules.
  */
-#ifndef LLMSIM_MODELS_STEP_H
-#define LLMSIM_MODELS_STEP_H
+#ifndef LLMSIM_RUN_STEP_H
+#define LLMSIM_RUN_STEP_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,11 @@ struct step_coll_stat {
 };
 
 struct step_result {
-	double step_s;			/* s, one training step */
+	double step_s;			/* s, one training step: the mean, with
+					 * the synchronization tax */
+	double step_sd_s;		/* s, its step-to-step standard deviation */
+	double step_p50_s;		/* s, median step (normal model: the mean) */
+	double step_p90_s;		/* s, 90th percentile: mean + 1.2816 sd */
 	double tokens_per_s;		/* tokens/s, whole job */
 	double mfu;			/* model FLOPs / (step * GPUs * dense peak) */
 	double tflops_per_gpu;		/* TFLOP/s of model FLOPs per GPU */
@@ -74,7 +78,8 @@ struct step_comm {
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d);
 
-/* Free what step_run() allocated in r (its collective stats). */
+/* Free what step_run() allocated in r (its collective stats). r is
+ * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
 
 /* What simulating a step costs, before it is built (step.c has the

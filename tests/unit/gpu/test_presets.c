@@ -2,7 +2,7 @@
  * test_presets.c - every shipped GPU preset (configs/gpus, from the
  * repository root where `make test` runs) loads and passes sanity bounds
  * that any real GPU meets. Accuracy against measurements is
- * scripts/validate-kernels.sh's job, not this one's.
+ * `llmsim validate --kind kernel`'s job, not this one's.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include "config/config.h"
 #include "base/diag.h"
 #include "gpu/gpu.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 /* The ten presets issue 2 asks for, sorted as config_list_presets
  * returns them. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/config.h"
 #include "config/spec_system.h"

@@ -1,0 +1,533 @@
+/*
+ * test_config.c - loading configs from the fixture data root tests/data:
+ * references (preset, path, inline with overrides) three deep, --set,
+ * cycles, missing presets, the round trip show -> load for every kind,
+ * the kind of a path or preset name, the hash, and an allocation-failure sweep over a nested load.
+ */
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config/config.h"
+#include "config_testutil.h"
+#include "base/arena.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+
+#define DATA "tests/data"
+
+static struct config_ctx CX;
+
+static void setup(void)
+{
+	fixture_init();
+	CX.arena = &A;
+	CX.diag = &C.d;
+	CX.data_root = DATA;
+}
+
+TestSuite(config, .init = setup, .fini = fixture_fini);
+
+static void *load_sets(const char *kind, const char *what,
+		       const char *const *sets, size_t nsets)
+{
+	const struct schema *s = config_kind(kind);
+	void *obj = arena_alloc(&A, s->size);
+
+	cr_assert_eq(config_load(&CX, s, what, sets, nsets, obj), 0,
+		     "%s: %s", what, capture_text(&C));
+	return obj;
+}
+
+static void *load(const char *kind, const char *what)
+{
+	return load_sets(kind, what, NULL, 0);
+}
+
+static void load_fails(const char *kind, const char *what,
+		       const char *const *sets, size_t nsets, const char *msg)
+{
+	const struct schema *s = config_kind(kind);
+	void *obj = arena_alloc(&A, s->size);
+
+	cr_assert_eq(config_load(&CX, s, what, sets, nsets, obj), -1,
+		     "%s loaded", what);
+	cr_assert_has(capture_text(&C), msg);
+}
+
+Test(config, preset_job_resolves_every_reference)
+{
+	const struct job_spec *j = load("job", "test-job");
+	const struct system_spec *sys = j->system;
+
+	cr_assert_str_eq(j->name, "test-job");
+	cr_assert_str_eq(j->model->name, "test-llama");
+	/* head_dim derived: hidden 2048 / 16 heads = 128. */
+	cr_assert_eq(j->model->head_dim, 128);
+	cr_assert_str_eq(sys->name, "test-sys");
+	cr_assert_str_eq(sys->gpu->name, "test-amd");
+	/* 2 nodes x 8 GPUs = 16; tp 8, pp = cp = 1 -> dp = 16 / 8 = 2. */
+	cr_assert_eq(system_gpus(sys), 16);
+	cr_assert_eq(j->parallelism.dp, 2);
+	/* The library is the system's reference; NICs default to one per
+	 * GPU. */
+	cr_assert_str_eq(sys->collectives->name, "test-rccl");
+	cr_assert_eq(sys->nics_per_node, 8);
+	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
+	cr_assert_str_eq(sys->scale_out->name, "test-roce");
+	/* 1307.4 TFLOP/s; 176 GiB = 176 * 2^30 B. */
+	cr_assert_eq(sys->gpu->matrix_peak_flops[DTYPE_BF16], 1307.4e12);
+	cr_assert_eq(sys->gpu->hbm_usable_B, 176.0 * 1073741824.0);
+	cr_assert_eq(j->training.dtype, DTYPE_BF16);
+	cr_assert_eq(j->parallelism.schedule, SCHED_1F1B);
+	cr_assert_eq(j->parallelism.sequence_parallel, 1);
+}
+
+Test(config, nested_references_and_overrides)
+{
+	const struct job_spec *j = load("job", "test-job-nested");
+	const struct system_spec *sys = j->system;
+	const struct gpu_spec *g = sys->gpu;
+
+	cr_assert_str_eq(j->name, "nested");
+	/* The model is a Hugging Face config.json named by a relative path;
+	 * it is named after its folder, unknown keys and nulls ignored. */
+	cr_assert_str_eq(j->model->name, "hf-llama");
+	cr_assert_eq(j->model->hidden_size, 2048);
+	cr_assert_eq(j->model->head_dim, 64);
+	cr_assert_eq(j->model->num_key_value_heads, 8);
+	cr_assert_eq(j->model->tie_word_embeddings, 1);
+	cr_assert_eq(j->model->q_lora_rank, 0);
+	/* The preset system says nodes: 4; the job overrides it with 2. */
+	cr_assert_str_eq(sys->name, "test-sys-inline");
+	cr_assert_eq(sys->nodes, 2);
+	/* gpu: {preset: test-nv, hbm: {capacity: 96 GB}} replaces the
+	 * system's GPU: test-nv's bandwidth, the override's capacity. */
+	cr_assert_str_eq(g->name, "test-nv");
+	cr_assert_eq(g->hbm.capacity_B, 96e9);
+	cr_assert_eq(g->hbm.bandwidth_Bps, 3.35e12);
+	cr_assert_eq(g->hbm_usable_B, 96e9);
+	cr_assert_str_eq(sys->collectives->name, "test-nccl");
+	/* scale_up by relative path from configs/systems/; scale_out is
+	 * written inline, so it has no name. */
+	cr_assert_str_eq(sys->scale_up->name, "test-mesh");
+	cr_assert_null(sys->scale_out->name);
+	cr_assert_eq(sys->nics_per_node, 4);
+	/* 2 x 8 = 16 GPUs; tp 4 x pp 2 = 8 -> dp 2. */
+	cr_assert_eq(j->parallelism.dp, 2);
+}
+
+Test(config, preset_with_overrides_deep_merges)
+{
+	const struct system_spec *sys = load("system", "test-sys-inline");
+
+	/* {preset: test-amd, hbm: {capacity: 256 GB}}: only the capacity
+	 * changes; bandwidth and efficiency stay test-amd's. */
+	cr_assert_eq(sys->gpu->hbm.capacity_B, 256e9);
+	cr_assert_eq(sys->gpu->hbm.bandwidth_Bps, 5.3e12);
+	cr_assert_eq(sys->gpu->hbm.efficiency, 0.85);
+	cr_assert_str_eq(sys->gpu->name, "test-amd");
+}
+
+Test(config, set_after_resolution)
+{
+	static const char *const sets[] = {
+		"system.nodes=4", "system.gpu=test-nv",
+		"parallelism={tp: 4, pp: 2}", "system.gpu.hbm.capacity=96 GB",
+		"training.dtype=fp8",
+	};
+	const struct job_spec *j = load_sets("job", "test-job", sets, 5);
+
+	cr_assert_eq(j->system->nodes, 4);
+	cr_assert_str_eq(j->system->gpu->name, "test-nv");
+	/* The library is configured, not derived: swapping the GPU keeps
+	 * the system's. */
+	cr_assert_str_eq(j->system->collectives->name, "test-rccl");
+	cr_assert_eq(j->system->gpu->hbm.capacity_B, 96e9);
+	/* 4 x 8 = 32 GPUs over tp 4 x pp 2 -> dp 4; the mapping merged
+	 * into parallelism, so sequence_parallel stays true. */
+	cr_assert_eq(j->parallelism.dp, 4);
+	cr_assert_eq(j->parallelism.sequence_parallel, 1);
+	cr_assert_eq(j->training.dtype, DTYPE_FP8);
+}
+
+Test(config, set_a_reference_by_path)
+{
+	/* A path given by --set is relative to the current directory. */
+	static const char *const sets[] = {
+		"model=" DATA "/workloads/models/test-moe.yaml",
+	};
+	const struct job_spec *j = load_sets("job", "test-job", sets, 1);
+
+	cr_assert_str_eq(j->model->name, "test-moe");
+	/* num_local_experts is an alias of n_routed_experts. */
+	cr_assert_eq(j->model->n_routed_experts, 8);
+}
+
+Test(config, set_errors_name_the_option)
+{
+	static const char *const sets[] = {
+		"system.nodez=4", "training.seq_len=abc", "foo", "a..b=1",
+		"training.seq_len=", "system.gpu=test-nvv",
+	};
+
+	load_fails("job", "test-job", sets, 6, "--set:1:8: error: "
+		   "'system.nodez': unknown key, did you mean 'nodes'?");
+	cr_assert_has(capture_text(&C), "--set:2:18: error: 'training.seq_len':"
+		      " expected an integer such as 8, got 'abc'");
+	cr_assert_has(capture_text(&C), "--set:3:1: error: expected dotted.key="
+		      "value, got 'foo'");
+	cr_assert_has(capture_text(&C), "--set:4:3: error: 'a..b': expected "
+		      "dotted.key=value, got an empty key");
+	cr_assert_has(capture_text(&C), "--set:5:18: error: 'training.seq_len'"
+		      ": expected a value after '=', got nothing");
+	cr_assert_has(capture_text(&C), "--set:6:12: error: 'system.gpu': no "
+		      "gpu preset 'test-nvv', did you mean 'test-nv'?");
+}
+
+Test(config, set_value_syntax_error_is_located)
+{
+	static const char *const sets[] = {"training.seq_len=[1,"};
+
+	/* The value "[1," takes cols 18-20; libyaml stops at its end, col
+	 * 21, and the flow sequence it was parsing is on the same line. */
+	load_fails("job", "test-job", sets, 1, "--set:1:21: error: invalid "
+		   "YAML: did not find expected node content (while parsing a "
+		   "flow node at line 1)");
+	cr_assert_has(capture_text(&C), "invalid YAML");
+}
+
+Test(config, missing_preset_suggests_and_lists)
+{
+	static const char *const sets[] = {"model=test-lama"};
+
+	load_fails("job", "test-job", sets, 1, "--set:1:7: error: 'model': no "
+		   "model preset 'test-lama', did you mean 'test-llama'?");
+	cr_assert_has(capture_text(&C), "note: model presets: test-llama, "
+		      "test-moe");
+	load_fails("gpu", "nope", NULL, 0, "llmsim: error: no gpu preset "
+		   "'nope'");
+}
+
+static char dir[64];
+
+static const char *file(const char *name, const char *text)
+{
+	char *path = arena_alloc(&A, 256);
+
+	write_file(path, dir, name, text, strlen(text));
+	return path;
+}
+
+Test(config, reference_cycles_name_the_chain)
+{
+	const char *a, *x;
+
+	tmpdir_make(dir);
+	/* Two files: a (job) -> b (system) -> a again, as the system's GPU.
+	 * The cycle closes at b's gpu: line 1, col 6. */
+	a = file("a.yaml", "model: test-llama\nsystem: b.yaml\n");
+	file("b.yaml", "gpu: a.yaml\nscale_up: test-mesh\n"
+	     "scale_out: test-roce\n");
+	load_fails("job", a, NULL, 0, "b.yaml:1:6: error: 'system.gpu': "
+		   "reference cycle: ");
+	cr_assert_has(capture_text(&C), "/a.yaml -> ");
+	cr_assert_has(capture_text(&C), "/b.yaml -> ");
+	/* Three files, each starting from the next: x -> y -> z -> x. */
+	x = file("x.yaml", "preset: y.yaml\n");
+	file("y.yaml", "preset: z.yaml\n");
+	file("z.yaml", "preset: x.yaml\ncompute_units: 1\n");
+	load_fails("gpu", x, NULL, 0, "z.yaml:1:9: error: reference cycle: ");
+	cr_assert_has(capture_text(&C), "/x.yaml -> ");
+	cr_assert_has(capture_text(&C), "/y.yaml -> ");
+	cr_assert_has(capture_text(&C), "/z.yaml -> ");
+	tmpdir_remove(dir);
+}
+
+Test(config, a_file_may_start_from_a_preset)
+{
+	const struct system_spec *sys;
+
+	tmpdir_make(dir);
+	sys = load("system", file("big.yaml", "preset: test-sys\nnodes: 64\n"));
+	cr_assert_eq(sys->nodes, 64);
+	cr_assert_str_eq(sys->gpu->name, "test-amd");
+	/* The file's own name wins over the preset's. */
+	cr_assert_str_eq(sys->name, "big");
+	tmpdir_remove(dir);
+}
+
+Test(config, missing_file_and_directory_references)
+{
+	tmpdir_make(dir);
+	load_fails("job", file("j.yaml", "model: nope.yaml\nsystem: sub/\n"),
+		   NULL, 0, "j.yaml:1:8: error: 'model': cannot read '");
+	cr_assert_has(capture_text(&C), "/nope.yaml': No such file or "
+		      "directory");
+	tmpdir_remove(dir);
+	tmpdir_make(dir);
+	file("x.yaml", "a: 1\n");
+	cr_assert_eq(system("mkdir -p /tmp/llmsim-test-dirref"), 0);
+	load_fails("job", file("k.yaml", "model: /tmp/llmsim-test-dirref/\n"),
+		   NULL, 0, "k.yaml:1:8: error: 'model': "
+		   "'/tmp/llmsim-test-dirref/' is a directory");
+	cr_assert_eq(system("rmdir /tmp/llmsim-test-dirref"), 0);
+	tmpdir_remove(dir);
+}
+
+Test(config, every_error_in_every_file)
+{
+	tmpdir_make(dir);
+	/* Three problems in two places: a missing preset, a bad value in
+	 * the inline system, a bad training value. */
+	load_fails("job", file("j.yaml", "model: test-lama\n"
+			       "system: {preset: test-sys, nodes: 0}\n"
+			       "training: {seq_len: 4k, global_batch_size: 8}\n"),
+		   NULL, 0, "j.yaml:1:8: error: 'model': no model preset");
+	cr_assert_has(capture_text(&C), "j.yaml:2:");
+	cr_assert_has(capture_text(&C), "'system.nodes': expected an integer "
+		      "from 1 to 1000000, got '0'");
+	cr_assert_has(capture_text(&C), "'training.seq_len': expected an "
+		      "integer such as 8, got '4k'");
+	cr_assert_eq(C.d.errors, 3, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}
+
+Test(config, layout_checks_run_on_the_resolved_job)
+{
+	static const char *const sets[] = {"parallelism.tp=3"};
+
+	/* tp 3 does not divide 16 GPUs. */
+	load_fails("job", "test-job", sets, 1, "layout: tp*pp*cp = 3 does not "
+		   "divide the 16 GPUs of the system");
+}
+
+/* Print kind `what` as YAML into a file, load that back, and expect an
+ * identical struct, JSON and hash. */
+static void round_trip(const char *kind, const char *what)
+{
+	const struct schema *s = config_kind(kind);
+	void *a = load(kind, what), *b;
+	char *text = NULL, ha[65], hb[65];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	schema_print_yaml(f, s, a, 0);
+	fclose(f);
+	tmpdir_make(dir);
+	b = load(kind, file("shown.yaml", text));
+	tmpdir_remove(dir);
+	assert_same(s, a, b);
+	cr_assert_eq(config_hash(s, a, ha), 0);
+	cr_assert_eq(config_hash(s, b, hb), 0);
+	cr_assert_str_eq(ha, hb, "%s %s", kind, what);
+	free(text);
+}
+
+Test(config, round_trip_every_kind)
+{
+	round_trip("gpu", "test-amd");
+	round_trip("gpu", "test-nv");
+	round_trip("fabric", "test-roce");
+	round_trip("fabric", "test-mesh");
+	round_trip("system", "test-sys");
+	round_trip("system", "test-sys-inline");
+	round_trip("model", "test-llama");
+	round_trip("model", "test-moe");
+	round_trip("model", DATA "/workloads/models/hf-llama/config.json");
+	round_trip("job", "test-job");
+	round_trip("job", "test-job-nested");
+}
+
+Test(config, hash_ignores_how_a_config_is_written)
+{
+	const struct schema *s = config_kind("gpu");
+	char h1[65], h2[65], h3[65];
+	static const char *const sets[] = {"kernel_launch=2 us"};
+
+	tmpdir_make(dir);
+	/* test-nv written differently: keys reordered, 1980 MHz as
+	 * 1.98 GHz, 80 GB as 80000 MB, 3.35 TB/s as 3350 GB/s, defaults
+	 * spelled out. */
+	cr_assert_eq(config_hash(s, load("gpu", file("n.yaml",
+		"name: test-nv\nhbm: {bandwidth: 3350 GB/s, capacity: 80000 MB}\n"
+		"matrix_peak: {fp8: 1979 TFLOP/s, bf16: 989e12 FLOP/s}\n"
+		"max_clock: 1.98 GHz\ncompute_units: 132\nvendor: nvidia\n"
+		"gemm_efficiency: 1\nkernel_launch: 0 ns\n")), h1), 0);
+	tmpdir_remove(dir);
+	cr_assert_eq(config_hash(s, load("gpu", "test-nv"), h2), 0);
+	cr_assert_str_eq(h1, h2);
+	cr_assert_eq(strlen(h1), 64);
+	cr_assert_eq(config_hash(s, load_sets("gpu", "test-nv", sets, 1), h3),
+		     0);
+	cr_assert_str_neq(h1, h3);
+}
+
+/* A test-only kind whose reference has a default preset. */
+struct rig {
+	const char *name;
+	const struct gpu_spec *gpu;
+};
+
+static const struct schema_field rig_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = offsetof(struct rig, name),
+	  .flags = SF_OPTIONAL },
+	{ .key = "gpu", .type = ST_REF, .offset = offsetof(struct rig, gpu),
+	  .sub = &gpu_schema, .def = "test-amd" },
+};
+
+static const struct schema rig_schema = {
+	.kind = "rig", .help = "a test rig", .size = sizeof(struct rig),
+	.fields = rig_fields, .nfields = SCHEMA_COUNT(rig_fields),
+};
+
+Test(config, a_reference_default_is_resolved_as_if_written)
+{
+	static const char *const sets[] = {"gpu=test-nv"};
+	struct rig *a = arena_alloc(&A, sizeof(*a));
+	struct rig *b = arena_alloc(&A, sizeof(*b));
+	const char *path;
+
+	cr_assert_eq(schema_check_table(&rig_schema, &C.d), 0);
+	tmpdir_make(dir);
+	path = file("rig.yaml", "name: r\n");
+	cr_assert_eq(config_load(&CX, &rig_schema, path, NULL, 0, a), 0, "%s",
+		     capture_text(&C));
+	cr_assert_str_eq(a->gpu->name, "test-amd");
+	cr_assert_eq(config_load(&CX, &rig_schema, path, sets, 1, b), 0);
+	cr_assert_str_eq(b->gpu->name, "test-nv");
+	tmpdir_remove(dir);
+}
+
+Test(config, list_presets)
+{
+	const char **gpus = config_list_presets(&CX, config_kind("gpu"));
+	const char **models = config_list_presets(&CX, config_kind("model"));
+
+	cr_assert_str_eq(gpus[0], "test-amd");
+	cr_assert_str_eq(gpus[1], "test-nv");
+	cr_assert_null(gpus[2]);
+	/* hf-llama/ is a folder, not a preset file. */
+	cr_assert_str_eq(models[0], "test-llama");
+	cr_assert_str_eq(models[1], "test-moe");
+	cr_assert_null(models[2]);
+}
+
+Test(config, kinds_registry)
+{
+	static const char *const names[] = {"gpu", "fabric", "system", "model",
+					    "job", "link", "collectives",
+					    "framework"};
+	size_t i;
+
+	for (i = 0; i < 8; i++) {
+		cr_assert_not_null(config_kinds[i]);
+		cr_assert_str_eq(config_kinds[i]->kind, names[i]);
+		cr_assert_eq(config_kind(names[i]), config_kinds[i]);
+	}
+	cr_assert_null(config_kinds[8]);
+	cr_assert_null(config_kind("gpux"));
+}
+
+Test(config, data_root)
+{
+	char *saved = getenv("LLMSIM_DATA") ? strdup(getenv("LLMSIM_DATA"))
+					    : NULL;
+
+	setenv("LLMSIM_DATA", "/some/where", 1);
+	cr_assert_str_eq(config_data_root(&A, "build/llmsim"), "/some/where");
+	unsetenv("LLMSIM_DATA");
+	/* tests/data/bin/llmsim: the folder above bin/ holds configs/. */
+	cr_assert_str_eq(config_data_root(&A, DATA "/bin/llmsim"), DATA);
+	/* Two levels up, as for build/asan/llmsim. */
+	cr_assert_str_eq(config_data_root(&A, DATA "/a/b/llmsim"), DATA);
+	cr_assert_str_eq(config_data_root(&A, "/nonexistent/bin/llmsim"), ".");
+	if (saved)
+		setenv("LLMSIM_DATA", saved, 1);
+	free(saved);
+}
+
+/* Fail allocation n for n = 0, 1, 2, ... while loading a job with nested
+ * references, a JSON model and --set: every failure must return -1 with
+ * exactly one "out of memory" and nothing else reported; LeakSanitizer
+ * (make check) sees that nothing leaked. */
+Test(config, out_of_memory_sweep)
+{
+	static const char *const sets[] = {"system.nodes=2",
+					   "training.dtype=bf16"};
+	const struct schema *s = config_kind("job");
+	char hex[65];
+	long n;
+
+	for (n = 0;; n++) {
+		struct arena a;
+		struct config_ctx cx = {&a, &C.d, DATA};
+		void *obj;
+		int rc = -1, hrc = -1;
+
+		arena_init(&a);
+		C.d.errors = C.d.oom = 0;
+		mem_fail_after(n);
+		obj = arena_alloc(&a, s->size);
+		if (obj)
+			rc = config_load(&cx, s, "test-job-nested", sets, 2, obj);
+		if (rc == 0)
+			hrc = config_hash(s, obj, hex);
+		mem_fail_after(-1);
+		arena_release(&a);
+		if (rc == 0 && hrc == 0)
+			break;
+		if (!obj || rc == 0)
+			continue;	/* before the load / inside the hash */
+		cr_assert_eq(C.d.oom, 1, "n = %ld: %s", n, capture_text(&C));
+		cr_assert_eq(C.d.errors, 1, "n = %ld: %s", n, capture_text(&C));
+		cr_assert(n < 100000, "the sweep did not converge");
+	}
+	cr_assert_gt(n, 50);
+	cr_assert_has(capture_text(&C), "llmsim: error: out of memory");
+	assert_no_leaks();
+}
+
+/* config_kind_of: a path is the kind whose preset folder holds it, else a
+ * .json is a model and anything else a job; a preset name is the one kind
+ * that has it (a job when none does); a name two kinds share is neither,
+ * and both are named so the caller can ask which. */
+Test(config, kind_of_a_path_or_a_preset_name)
+{
+	static const char *const sub[] = {"configs", "configs/links",
+					  "configs/fabrics"};
+	char root[64], path[256];
+	const char *several = "unset";
+	struct config_ctx cx = CX;
+	size_t i;
+
+	cr_assert_eq(config_kind_of(&CX, DATA "/configs/gpus/test-nv.yaml",
+				    &several), config_kind("gpu"));
+	cr_assert_null(several);
+	cr_assert_eq(config_kind_of(&CX, "elsewhere/config.json", &several),
+		     config_kind("model"));
+	cr_assert_eq(config_kind_of(&CX, "elsewhere/run.yaml", &several),
+		     config_kind("job"));
+	cr_assert_eq(config_kind_of(&CX, "test-ib", &several),
+		     config_kind("link"));
+	cr_assert_eq(config_kind_of(&CX, "no-such-preset", &several),
+		     config_kind("job"));
+	cr_assert_null(several);
+
+	tmpdir_make(root);
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, sub[i]);
+		cr_assert_eq(mkdir(path, 0700), 0);
+	}
+	write_file(path, root, "configs/links/twice.yaml", "{}\n", 3);
+	write_file(path, root, "configs/fabrics/twice.yaml", "{}\n", 3);
+	cx.data_root = root;
+	cr_assert_null(config_kind_of(&cx, "twice", &several));
+	/* in the registry's order (config_kinds.c): fabric before link */
+	cr_assert_str_eq(several, "fabric, link");
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	tmpdir_remove(root);
+}

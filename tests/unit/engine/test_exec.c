@@ -1,0 +1,1160 @@
+/*
+ * test_exec.c - step programs on the engine: streams, dependencies,
+ * rendezvous, overlap, the critical-path split (GPipe and 1F1B bubbles),
+ * deadlocks, determinism of the trace, allocation failure.
+ *
+ * Collectives are timed by a mock backend in this file: a collective takes
+ * alpha + bytes / beta, scheduled with sim_after. Times below are in us;
+ * the engine works in integer ns, so every expectation is exact.
+ */
+#include <criterion/criterion.h>
+#include <cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/exec.h"
+#include "base/mem.h"
+
+#define US 1e-6
+
+/* ---- mock comm backend ---- */
+
+struct pend {
+	void (*done)(void *token);
+	void *token;
+};
+
+struct mock {
+	struct sim *sim;
+	double alpha_s;		/* s per collective */
+	double beta_Bps;	/* B/s */
+	int never_done;		/* start collectives, never end them */
+	int started;		/* collectives started */
+	struct pend pend[1024];
+};
+
+static void mock_fire(struct sim *sim, void *arg)
+{
+	struct pend *pd = arg;
+
+	(void)sim;
+	pd->done(pd->token);
+}
+
+static void mock_start(void *ctx, const struct coll_desc *c,
+		       void (*done)(void *token), void *token)
+{
+	struct mock *m = ctx;
+	struct pend *pd;
+
+	cr_assert_lt(m->started, 1024);
+	pd = &m->pend[m->started++];
+	pd->done = done;
+	pd->token = token;
+	if (!m->never_done)
+		sim_after(m->sim,
+			  units_s_to_ns(m->alpha_s + c->bytes / m->beta_Bps),
+			  mock_fire, pd);
+}
+
+static const struct comm_ops mock_ops = { mock_start };
+
+/* ---- helpers ---- */
+
+static void noop(struct sim *sim, void *arg)
+{
+	(void)sim;
+	(void)arg;
+}
+
+static long long ns(double s)
+{
+	return llround(s * 1e9);
+}
+
+static struct task_info info(const char *name, enum task_cat cat)
+{
+	return (struct task_info){ name, cat, -1, -1 };
+}
+
+/* A task of us microseconds. */
+static task_id task(struct prog *p, uint32_t rank, uint32_t stream,
+		    double us, const char *name, enum task_cat cat)
+{
+	struct task_info in = info(name, cat);
+
+	return prog_task(p, rank, stream, us * US, &in);
+}
+
+/* A collective over ranks (global GPU id = rank) on stream. */
+static task_id coll(struct prog *p, enum coll_op op, const uint32_t *ranks,
+		    uint32_t n, uint32_t stream, double bytes, const char *name)
+{
+	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = ranks,
+			       .ngpus = n, .algo = -1, .proto = -1 };
+	struct task_info in = info(name, TASK_COMM);
+
+	return prog_coll(p, ranks, n, stream, &c, &in);
+}
+
+/* Run p with the mock (alpha_us, beta B/s); asserts success. */
+static struct exec_result run(struct prog *p, struct mock *m)
+{
+	struct exec_result res;
+	const char *why = NULL;
+	int rc;
+
+	m->sim = sim_new();
+	cr_assert_not_null(m->sim);
+	rc = exec_run(p, m->sim, &mock_ops, m, &res, &why);
+	cr_assert_eq(rc, 0, "exec_run failed: %s", why);
+	sim_free(m->sim);
+	m->sim = NULL;
+	return res;
+}
+
+/* Run p expecting failure; returns the reason. */
+static const char *run_fail(struct prog *p, struct mock *m)
+{
+	struct exec_result res;
+	const char *why = NULL;
+
+	m->sim = sim_new();
+	cr_assert_eq(exec_run(p, m->sim, &mock_ops, m, &res, &why), -1);
+	cr_assert_not_null(why);
+	sim_free(m->sim);
+	m->sim = NULL;
+	return why;
+}
+
+static void assert_parts_sum(const struct exec_result *r)
+{
+	long long sum = 0;
+	int i;
+
+	for (i = 0; i < EXEC_PART_COUNT; i++)
+		sum += ns(r->part_s[i]);
+	cr_assert_eq(sum, ns(r->step_s));
+}
+
+static struct mock mock_new(double alpha_s, double beta_Bps)
+{
+	struct mock m;
+
+	memset(&m, 0, sizeof(m));
+	m.alpha_s = alpha_s;
+	m.beta_Bps = beta_Bps;
+	return m;
+}
+
+/* ---- streams and dependencies ---- */
+
+Test(exec, stream_runs_tasks_in_order_one_at_a_time)
+{
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = task(p, 0, 0, 2, "b", TASK_COMPUTE);
+	task_id c = task(p, 0, 0, 3, "c", TASK_COMPUTE);
+
+	r = run(p, &m);
+	/* a [0,1), b [1,3), c [3,6): step 1 + 2 + 3 = 6 us, all compute. */
+	cr_assert_eq(ns(exec_task_start_s(p, a)), 0);
+	cr_assert_eq(ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ns(exec_task_start_s(p, c)), 3000);
+	cr_assert_eq(ns(exec_task_end_s(p, c)), 6000);
+	cr_assert_eq(ns(r.step_s), 6000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 6000);
+	cr_assert_eq(r.final_rank, 0);
+	/* Three tasks of non-zero length: three engine events. */
+	cr_assert_eq(r.events, 3);
+	prog_free(p);
+}
+
+Test(exec, streams_of_a_rank_run_concurrently)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a = task(p, 0, 0, 5, "a", TASK_COMPUTE);
+	task_id b = task(p, 0, 1, 3, "b", TASK_OTHER);
+
+	r = run(p, &m);
+	/* Both start at 0; step = max(5, 3) = 5 us, ending with a. b is
+	 * off the path. */
+	cr_assert_eq(ns(exec_task_start_s(p, b)), 0);
+	cr_assert_eq(ns(r.step_s), 5000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 5000);
+	cr_assert_eq(ns(r.part_s[EXEC_OTHER]), 0);
+	cr_assert(exec_task_critical(p, a));
+	cr_assert_not(exec_task_critical(p, b));
+	prog_free(p);
+}
+
+Test(exec, dependency_across_streams)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a = task(p, 0, 0, 2, "a", TASK_COMPUTE);
+	task_id c = task(p, 0, 0, 1, "c", TASK_COMPUTE);
+	task_id b = task(p, 0, 1, 3, "b", TASK_COMM);
+
+	cr_assert_eq(prog_dep(p, a, b), 0);
+	r = run(p, &m);
+	/* a [0,2); b waits for a: [2,5); c follows a on its stream: [2,3).
+	 * Step 5 us, path a -> b. During b [2,5) the rank computed c for
+	 * 1 us: compute 2 + 1 = 3 us, exposed comm 3 - 1 = 2 us. */
+	cr_assert_eq(ns(exec_task_start_s(p, b)), 2000);
+	cr_assert_eq(ns(exec_task_start_s(p, c)), 2000);
+	cr_assert_eq(ns(r.step_s), 5000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 3000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	assert_parts_sum(&r);
+	prog_free(p);
+}
+
+Test(exec, dependency_across_ranks_is_bubble)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a = task(p, 0, 0, 4, "a", TASK_COMPUTE);
+	task_id b = task(p, 1, 0, 1, "b", TASK_COMPUTE);
+
+	prog_dep(p, a, b);
+	r = run(p, &m);
+	/* b [4,5) on rank 1, which waited 4 us for rank 0: compute 1 us,
+	 * bubble 4 us. */
+	cr_assert_eq(ns(exec_task_start_s(p, b)), 4000);
+	cr_assert_eq(r.final_rank, 1);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 1000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 4000);
+	assert_parts_sum(&r);
+	prog_free(p);
+}
+
+Test(exec, zero_length_tasks_and_empty_programs)
+{
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+
+	r = run(p, &m);
+	/* Nothing to do: a 0 s step. */
+	cr_assert_eq(r.step_s, 0);
+	task(p, 0, 0, 0, "z", TASK_OTHER);
+	task(p, 0, 0, 2, "a", TASK_COMPUTE);
+	task(p, 0, 0, 0, "z", TASK_OTHER);
+	r = run(p, &m);
+	/* 0 + 2 + 0 us; zero-length tasks need no engine event. */
+	cr_assert_eq(ns(r.step_s), 2000);
+	cr_assert_eq(r.events, 1);
+	prog_free(p);
+}
+
+Test(exec, program_grows_after_a_run)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = task(p, 1, 0, 2, "b", TASK_COMPUTE);
+	task_id c;
+
+	prog_dep(p, a, b);
+	r = run(p, &m);
+	/* a [0,1), b [1,3). */
+	cr_assert_eq(ns(r.step_s), 3000);
+	c = task(p, 0, 0, 4, "c", TASK_COMPUTE);
+	prog_dep(p, b, c);
+	r = run(p, &m);
+	/* c waits for b (3) and for a on its stream (1): [3,7). The old edge
+	 * a -> b still holds. */
+	cr_assert_eq(ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ns(exec_task_start_s(p, c)), 3000);
+	cr_assert_eq(ns(r.step_s), 7000);
+	prog_free(p);
+}
+
+Test(exec, starts_at_the_current_engine_time)
+{
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	const char *why;
+	task_id a = task(p, 0, 0, 2, "a", TASK_COMPUTE);
+
+	m.sim = sim_new();
+	/* Advance the engine to 1 us first: results are relative to the
+	 * start of the run, which ends at 1 + 2 = 3 us engine time. */
+	sim_at(m.sim, 1000, noop, NULL);
+	cr_assert_eq(sim_step(m.sim), 1);
+	cr_assert_eq(exec_run(p, m.sim, &mock_ops, &m, &r, &why), 0);
+	cr_assert_eq(ns(exec_task_start_s(p, a)), 0);
+	cr_assert_eq(ns(r.step_s), 2000);
+	cr_assert_eq(sim_now(m.sim), 3000);
+	sim_free(m.sim);
+	prog_free(p);
+}
+
+/* ---- collectives ---- */
+
+Test(exec, collective_waits_for_its_last_member)
+{
+	struct prog *p = prog_new(3, 2);
+	/* alpha 1 us + 1e6 B / 1e12 B/s = 1 us: 2 us a collective. */
+	struct mock m = mock_new(1 * US, 1e12);
+	struct exec_result r;
+	uint32_t ranks[3] = { 0, 1, 2 };
+	task_id w[3], ar;
+	uint32_t i;
+
+	for (i = 0; i < 3; i++)
+		w[i] = task(p, i, 0, i + 1, "work", TASK_COMPUTE);
+	ar = coll(p, COLL_ALLREDUCE, ranks, 3, 1, 1e6, "ar");
+	for (i = 0; i < 3; i++)
+		prog_dep(p, w[i], ar + i);
+	r = run(p, &m);
+	/* Rank i works i + 1 us; the last member arrives at 3 us, so the
+	 * all-reduce runs [3,5) on every rank. */
+	cr_assert_eq(m.started, 1);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(ns(exec_task_start_s(p, ar + i)), 3000);
+		cr_assert_eq(ns(exec_task_end_s(p, ar + i)), 5000);
+		cr_assert_eq(exec_task_rank(p, ar + i), i);
+		cr_assert_eq(exec_task_coll(p, ar + i)->op, COLL_ALLREDUCE);
+	}
+	/* All members end at 5 us; the lowest id (rank 0's) is last. Its
+	 * cause is rank 2's work [0,3), during which rank 0 computed [0,1):
+	 * compute 1, bubble 2, exposed comm 2 us; step 5 us. */
+	cr_assert_eq(r.final_rank, 0);
+	cr_assert_eq(ns(r.step_s), 5000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 1000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 2000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	cr_assert(exec_task_critical(p, w[2]));
+	cr_assert_not(exec_task_critical(p, w[0]));
+	prog_free(p);
+}
+
+/* n ranks compute 2 us each, all-reduce (1 us), then rank n / 2 computes
+ * 10 us more. Returns the program; w[] gets the first tasks. */
+static struct prog *tie_program(uint32_t n, task_id *w, task_id *ar)
+{
+	struct prog *p = prog_new(n, 2);
+	uint32_t ranks[16], i;
+
+	for (i = 0; i < n; i++) {
+		ranks[i] = i;
+		w[i] = task(p, i, 0, 2, "work", TASK_COMPUTE);
+	}
+	*ar = coll(p, COLL_ALLREDUCE, ranks, n, 1, 1e6, "ar");
+	for (i = 0; i < n; i++)
+		prog_dep(p, w[i], *ar + i);
+	prog_dep(p, *ar + n / 2, task(p, n / 2, 0, 10, "tail", TASK_COMPUTE));
+	return p;
+}
+
+Test(exec, collective_cause_prefers_the_members_rank)
+{
+	/* 3 members (candidates scanned) and 12 (candidates sorted). */
+	uint32_t sizes[2] = { 3, 12 }, k, i;
+
+	for (k = 0; k < 2; k++) {
+		uint32_t n = sizes[k];
+		task_id w[16], ar;
+		struct prog *p = tie_program(n, w, &ar);
+		/* 1e6 B / 1e12 B/s = 1 us. */
+		struct mock m = mock_new(0, 1e12);
+		struct exec_result r = run(p, &m);
+
+		/* Every member arrives at 2 us: a tie. The path from the tail
+		 * on rank n / 2 goes through that rank's own work: compute
+		 * 2 + 10 = 12 us, exposed comm 1 us, step 13 us. */
+		cr_assert_eq(r.final_rank, n / 2);
+		cr_assert_eq(ns(r.step_s), 13000);
+		cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 12000);
+		cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+		for (i = 0; i < n; i++)
+			cr_assert_eq(exec_task_critical(p, w[i]), i == n / 2,
+				     "n %u, rank %u", n, i);
+		cr_assert(exec_task_critical(p, ar + n / 2));
+		prog_free(p);
+	}
+}
+
+Test(exec, worked_example_of_the_critical_path_rule)
+{
+	/* The example at the top of src/engine/exec_path.c. */
+	struct prog *p = prog_new(2, 2);
+	/* 2e6 B / 1e12 B/s = 2 us for the transfer. */
+	struct mock m = mock_new(0, 1e12);
+	uint32_t pair[2] = { 0, 1 };
+	struct exec_result r;
+	task_id f0 = task(p, 0, 0, 3, "F0", TASK_COMPUTE);
+	task_id g = task(p, 1, 0, 1, "G", TASK_COMPUTE);
+	task_id h = task(p, 1, 0, 1, "H", TASK_COMPUTE);
+	task_id f1 = task(p, 1, 0, 4, "F1", TASK_COMPUTE);
+	task_id s = coll(p, COLL_SENDRECV, pair, 2, 1, 2e6, "S");
+
+	prog_dep(p, f0, s);
+	prog_dep(p, f0, h);	/* puts H at [3,4) */
+	prog_dep(p, s + 1, f1);
+	r = run(p, &m);
+	/* F0 [0,3), S [3,5), G [0,1), H [3,4), F1 [5,9): step 9 us on
+	 * rank 1. Path F0 -> S1 -> F1; rank 1 computed G, H and F1 for
+	 * 1 + 1 + 4 = 6 us; F0's 3 us less G's 1 is bubble 2 us; S's 2 us
+	 * less H's 1 is exposed comm 1 us. */
+	cr_assert_eq(ns(exec_task_start_s(p, h)), 3000);
+	cr_assert_eq(ns(exec_task_start_s(p, f1)), 5000);
+	cr_assert_eq(r.final_rank, 1);
+	cr_assert_eq(ns(r.step_s), 9000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 6000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 2000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+	cr_assert(exec_task_critical(p, f0));
+	cr_assert(exec_task_critical(p, s + 1));
+	cr_assert(exec_task_critical(p, f1));
+	cr_assert_not(exec_task_critical(p, g));
+	cr_assert_not(exec_task_critical(p, h));
+	cr_assert_not(exec_task_critical(p, s));
+	prog_free(p);
+}
+
+Test(exec, collective_descriptor_is_copied)
+{
+	struct prog *p = prog_new(2, 1);
+	uint32_t ranks[2] = { 0, 1 };
+	uint32_t gpus[2] = { 8, 9 };
+	double a2a[4] = { 0, 1, 2, 0 };
+	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 3, .gpus = gpus,
+			       .ngpus = 2, .a2a_B = a2a, .algo = -1,
+			       .proto = -1, .replicas = 4 };
+	struct task_info in = info("a2a", TASK_COMM);
+	task_id t = prog_coll(p, ranks, 2, 0, &c, &in);
+	const struct coll_desc *got;
+
+	/* The caller's arrays may change or die after prog_coll. */
+	gpus[0] = 99;
+	a2a[1] = 99;
+	got = exec_task_coll(p, t + 1);
+	cr_assert_eq(got->gpus[0], 8);
+	cr_assert_eq(got->gpus[1], 9);
+	cr_assert_eq(got->a2a_B[1], 1);
+	cr_assert_eq(got->a2a_B[2], 2);
+	cr_assert_eq(got->replicas, 4);
+	/* A plain task belongs to no collective. */
+	cr_assert_null(exec_task_coll(p, task(p, 0, 0, 1, "x", TASK_OTHER)));
+	prog_free(p);
+}
+
+Test(exec, equal_collectives_share_a_descriptor_not_an_id)
+{
+	struct prog *p = prog_new(2, 1);
+	static const uint32_t ranks[2] = { 0, 1 };
+	task_id a, b, c;
+
+	/* Two calls of the same all-reduce, then one of another size: the
+	 * first two share one stored descriptor, every call has its own id,
+	 * and the ids of one call's members agree. */
+	a = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	b = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	c = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 2e6, "ar");
+	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
+	cr_assert_neq(exec_task_coll(p, a), exec_task_coll(p, c));
+	cr_assert_eq(exec_task_coll(p, c)->bytes, 2e6);
+	cr_assert_eq(exec_task_coll_id(p, a), exec_task_coll_id(p, a + 1));
+	cr_assert_neq(exec_task_coll_id(p, a + 1), exec_task_coll_id(p, b));
+	cr_assert_neq(exec_task_coll_id(p, b), exec_task_coll_id(p, c));
+	cr_assert_eq(exec_task_coll_id(p, task(p, 0, 0, 1, "x", TASK_OTHER)),
+		     UINT32_MAX);
+	prog_free(p);
+}
+
+Test(exec, names_are_shared_and_infos_read_back)
+{
+	struct prog *p = prog_new(2, 1);
+	char buf[16];
+	const char *a, *b;
+	struct task_info in, ix, iy;
+	task_id x, y, t[6];
+	int i;
+
+	strcpy(buf, "qkv_fwd");
+	a = prog_intern(p, buf);
+	strcpy(buf, "other");
+	b = prog_intern(p, "qkv_fwd");
+	cr_assert_eq(a, b, "one copy per distinct string");
+	cr_assert_str_eq(a, "qkv_fwd");
+	x = task(p, 0, 0, 1, a, TASK_COMPUTE);
+	y = task(p, 1, 0, 1, a, TASK_COMPUTE);
+	exec_task_info(p, x, &ix);
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(ix.name, iy.name);
+	cr_assert_eq(iy.cat, TASK_COMPUTE);
+	cr_assert_eq(iy.layer, -1);
+	cr_assert_eq(iy.microbatch, -1);
+	/* Layers and microbatches are stored as runs of equal pairs: tasks
+	 * alternating between two pairs, and runs of one, read back as
+	 * added. */
+	for (i = 0; i < 6; i++) {
+		in = (struct task_info){ "gemm", TASK_COMPUTE, i / 2 % 2, 7 + i };
+		t[i] = prog_task(p, (uint32_t)i % 2, 0, 1e-6, &in);
+	}
+	for (i = 0; i < 6; i++) {
+		exec_task_info(p, t[i], &in);
+		cr_assert_str_eq(in.name, "gemm");
+		cr_assert_eq(in.layer, i / 2 % 2);
+		cr_assert_eq(in.microbatch, 7 + i);
+	}
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(iy.layer, -1, "an earlier run is unchanged");
+	prog_free(p);
+}
+
+Test(exec, overlap_exposes_only_the_uncovered_comm)
+{
+	struct prog *p = prog_new(1, 2);
+	/* A 6e6 B all-reduce at 1e12 B/s, no latency: 6 us. */
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	uint32_t rank0 = 0;
+	task_id f1 = task(p, 0, 0, 4, "f1", TASK_COMPUTE);
+	task_id f2 = task(p, 0, 0, 4, "f2", TASK_COMPUTE);
+	task_id opt = task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
+	task_id ar = coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 6e6, "ar");
+
+	prog_dep(p, f1, ar);
+	prog_dep(p, ar, opt);
+	r = run(p, &m);
+	/* f1 [0,4), f2 [4,8), ar [4,10) beside f2, opt [10,11).
+	 * step = 4 + max(4, 6) + 1 = 11 us. Path f1 -> ar -> opt; f2
+	 * covers 4 of ar's 6 us: compute 4 + 4 = 8, exposed comm
+	 * 6 - 4 = 2, optimizer 1; 8 + 2 + 1 = 11. */
+	cr_assert_eq(ns(exec_task_start_s(p, opt)), 10000);
+	cr_assert_eq(ns(r.step_s), 11000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 8000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	cr_assert_eq(ns(r.part_s[EXEC_OPTIMIZER]), 1000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 0);
+	cr_assert(exec_task_critical(p, ar));
+	cr_assert_not(exec_task_critical(p, f2));
+	prog_free(p);
+}
+
+Test(exec, hidden_comm_is_not_exposed)
+{
+	struct prog *p = prog_new(1, 2);
+	/* 3e6 B at 1e12 B/s: 3 us. */
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	uint32_t rank0 = 0;
+	task_id f1 = task(p, 0, 0, 4, "f1", TASK_COMPUTE);
+	task_id opt, ar;
+
+	task(p, 0, 0, 4, "f2", TASK_COMPUTE);
+	opt = task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
+	ar = coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 3e6, "ar");
+	prog_dep(p, f1, ar);
+	prog_dep(p, ar, opt);
+	r = run(p, &m);
+	/* ar [4,7) ends inside f2 [4,8): step 4 + 4 + 1 = 9 us, compute 8,
+	 * optimizer 1, nothing exposed. */
+	cr_assert_eq(ns(r.step_s), 9000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 8000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	cr_assert_eq(ns(r.part_s[EXEC_OPTIMIZER]), 1000);
+	prog_free(p);
+}
+
+/* ---- pipelines ---- */
+
+/*
+ * A pipeline of p stages (rank s = stage s), m microbatches, forward tf
+ * and backward tb us per stage. Stream 0 computes; activations and
+ * gradients move by send/recv collectives of 0 bytes (zero time with an
+ * alpha = 0 mock). The pair s -> s + 1 uses stream 1 + s % 2 forward and
+ * 3 + s % 2 backward, so a rank's sends and receives never queue behind
+ * each other. order[s] lists stage s's compute as +i + 1 (forward of i)
+ * or -(i + 1) (backward of i).
+ */
+struct pipe {
+	uint32_t p, m;
+	task_id f[8][16], b[8][16];	/* [stage][microbatch] */
+};
+
+static void pipe_compute(struct prog *pr, struct pipe *pp, uint32_t s,
+			 const int *order, double tf, double tb)
+{
+	uint32_t k;
+
+	for (k = 0; k < 2 * pp->m; k++) {
+		int o = order[k];
+
+		if (o > 0)
+			pp->f[s][o - 1] = task(pr, s, 0, tf, "fwd",
+					       TASK_COMPUTE);
+		else
+			pp->b[s][-o - 1] = task(pr, s, 0, tb, "bwd",
+						TASK_COMPUTE);
+	}
+}
+
+static void pipe_p2p(struct prog *pr, struct pipe *pp)
+{
+	uint32_t s, i;
+
+	for (i = 0; i < pp->m; i++) {
+		for (s = 0; s + 1 < pp->p; s++) {
+			uint32_t fw[2] = { s, s + 1 }, bw[2] = { s + 1, s };
+			task_id x = coll(pr, COLL_SENDRECV, fw, 2, 1 + s % 2, 0,
+					 "send_act");
+			task_id y = coll(pr, COLL_SENDRECV, bw, 2, 3 + s % 2, 0,
+					 "send_grad");
+
+			/* member x on stage s sends F(s,i) to x + 1 on s + 1 */
+			prog_dep(pr, pp->f[s][i], x);
+			prog_dep(pr, x + 1, pp->f[s + 1][i]);
+			prog_dep(pr, pp->b[s + 1][i], y);
+			prog_dep(pr, y + 1, pp->b[s][i]);
+		}
+		for (s = 0; s < pp->p; s++)
+			prog_dep(pr, pp->f[s][i], pp->b[s][i]);
+	}
+}
+
+/* order for stage s: GPipe = all forwards, then all backwards. */
+static void gpipe_order(uint32_t m, int *order)
+{
+	uint32_t i;
+
+	for (i = 0; i < m; i++) {
+		order[i] = (int)i + 1;
+		order[m + i] = -(int)i - 1;
+	}
+}
+
+/* 1F1B for stage s of p: w = min(p - 1 - s, m) warm-up forwards, then
+ * alternate one forward, one backward, then the remaining backwards. */
+static void one_f_one_b_order(uint32_t p, uint32_t m, uint32_t s, int *order)
+{
+	uint32_t w = p - 1 - s < m ? p - 1 - s : m, k = 0, f = 0, b = 0;
+
+	while (f < w)
+		order[k++] = (int)++f;
+	while (f < m) {
+		order[k++] = (int)++f;
+		order[k++] = -(int)++b;
+	}
+	while (b < m)
+		order[k++] = -(int)++b;
+}
+
+static struct prog *build_pipe(struct pipe *pp, uint32_t p, uint32_t m,
+			       int one_f_one_b, double tf, double tb)
+{
+	struct prog *pr = prog_new(p, 5);
+	int order[32];
+	uint32_t s;
+
+	cr_assert_leq(p, 8);
+	cr_assert_leq(m, 16);
+	pp->p = p;
+	pp->m = m;
+	prog_name_stream(pr, 0, "compute");
+	for (s = 0; s < p; s++) {
+		if (one_f_one_b)
+			one_f_one_b_order(p, m, s, order);
+		else
+			gpipe_order(m, order);
+		pipe_compute(pr, pp, s, order, tf, tb);
+	}
+	pipe_p2p(pr, pp);
+	return pr;
+}
+
+/* A collective over ranks that holds share of each member's compute. */
+static task_id coll_sm(struct prog *p, const uint32_t *ranks, uint32_t n,
+		       uint32_t stream, double bytes, double share)
+{
+	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = bytes,
+			       .gpus = ranks, .ngpus = n, .algo = -1,
+			       .proto = -1, .sm_share = share };
+	struct task_info in = info("ar", TASK_COMM);
+
+	return prog_coll(p, ranks, n, stream, &c, &in);
+}
+
+Test(exec, overlapped_comm_slows_compute_by_its_share)
+{
+	struct prog *p = prog_new(1, 2);
+	/* 4e6 B at 1e12 B/s: a 4 us all-reduce holding half the GPU. */
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r;
+	uint32_t rank0 = 0;
+	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id g = task(p, 0, 0, 3, "g", TASK_COMPUTE);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.5);
+
+	r = run(p, &m);
+	/* f starts with ar at 0: for 4 us it runs at 1 - 0.5, doing 2 us
+	 * of its 10; the other 8 run at full speed after ar ends: f ends at
+	 * 4 + 8 = 12 us. g follows at full speed: [12, 15). */
+	cr_assert_eq(ns(exec_task_end_s(p, ar)), 4000);
+	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
+	cr_assert_eq(ns(exec_task_start_s(p, g)), 12000);
+	cr_assert_eq(ns(r.step_s), 15000);
+	/* The stretch is compute time: 12 + 3 = 15, nothing exposed. */
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 15000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	prog_free(p);
+}
+
+Test(exec, concurrent_shares_add_up_to_a_stall)
+{
+	struct prog *p = prog_new(1, 3);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t rank0 = 0;
+	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id a, b;
+
+	/* Two 2 us collectives at once, shares 0.6 + 0.6 = 1.2: they hold
+	 * every compute unit, so f makes no progress for 2 us, then runs its
+	 * 10 us at full speed: ends at 12 us. */
+	a = coll_sm(p, &rank0, 1, 1, 2e6, 0.6);
+	b = coll_sm(p, &rank0, 1, 2, 2e6, 0.6);
+	run(p, &m);
+	cr_assert_eq(ns(exec_task_end_s(p, a)), 2000);
+	cr_assert_eq(ns(exec_task_end_s(p, b)), 2000);
+	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
+	prog_free(p);
+}
+
+Test(exec, comm_and_other_tasks_are_not_slowed)
+{
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t both[2] = { 0, 1 };
+	task_id other = task(p, 0, 0, 5, "host", TASK_OTHER);
+	task_id peer = task(p, 1, 0, 5, "peer", TASK_COMPUTE);
+
+	/* A 6 us all-reduce of both ranks holding half of each GPU: the
+	 * OTHER task on rank 0 is not slowed and ends at 5 us; the compute
+	 * task on rank 1 runs at 0.5 until the collective ends at 6 us
+	 * (3 us of its 5 done), then 2 us at full speed: ends at 8 us. */
+	coll_sm(p, both, 2, 1, 6e6, 0.5);
+	run(p, &m);
+	cr_assert_eq(ns(exec_task_end_s(p, other)), 5000);
+	cr_assert_eq(ns(exec_task_end_s(p, peer)), 8000);
+	prog_free(p);
+}
+
+Test(exec, gpipe_bubble)
+{
+	struct pipe pp;
+	/* p = 4 stages, m = 8 microbatches, tf = 2 us, tb = 4 us. */
+	struct prog *p = build_pipe(&pp, 4, 8, 0, 2, 4);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r = run(p, &m);
+
+	/* GPipe: the last forward ends at (m + p - 1) tf, the backwards
+	 * drain in (m + p - 1) tb: step = (8 + 4 - 1)(2 + 4) = 66 us.
+	 * Stage 0 finishes last and computes m (tf + tb) = 48 us; it waits
+	 * (p - 1)(tf + tb) = 18 us: bubble fraction 18 / 66 = (p - 1) /
+	 * (m + p - 1) = 3 / 11. Transfers take no time: no exposed comm. */
+	cr_assert_eq(r.final_rank, 0);
+	cr_assert_eq(ns(r.step_s), 66000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 48000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 18000);
+	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	cr_assert_float_eq(r.part_s[EXEC_BUBBLE] / r.step_s, 3.0 / 11.0,
+			   1e-12);
+	assert_parts_sum(&r);
+	/* The last forward of the last stage ends at (m + p - 1) tf = 22. */
+	cr_assert_eq(ns(exec_task_end_s(p, pp.f[3][7])), 22000);
+	/* 2 (p - 1) m = 48 transfers. */
+	cr_assert_eq(m.started, 48);
+	prog_free(p);
+}
+
+Test(exec, gpipe_bubble_shrinks_with_more_microbatches)
+{
+	struct pipe pp;
+	/* p = 8, m = 16, tf = tb = 1 us: step (16 + 7)(2) = 46 us, bubble
+	 * 7 * 2 = 14 us = 7 / 23 of the step. */
+	struct prog *p = build_pipe(&pp, 8, 16, 0, 1, 1);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r = run(p, &m);
+
+	cr_assert_eq(ns(r.step_s), 46000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 14000);
+	cr_assert_float_eq(r.part_s[EXEC_BUBBLE] / r.step_s, 7.0 / 23.0,
+			   1e-12);
+	prog_free(p);
+}
+
+Test(exec, one_f_one_b_has_the_gpipe_bubble)
+{
+	struct pipe pp;
+	/* p = 4, m = 8, tf = 2 us, tb = 4 us. */
+	struct prog *p = build_pipe(&pp, 4, 8, 1, 2, 4);
+	struct mock m = mock_new(0, 1e12);
+	struct exec_result r = run(p, &m);
+
+	/* 1F1B reorders the work but not the bubble: stage 0 still waits
+	 * (p - 1) tf for its first gradient path to fill and (p - 1) tb to
+	 * drain, so step = (m + p - 1)(tf + tb) = 66 us, bubble 18 us,
+	 * compute m (tf + tb) = 48 us. */
+	cr_assert_eq(r.final_rank, 0);
+	cr_assert_eq(ns(r.step_s), 66000);
+	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 48000);
+	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 18000);
+	/* Stage 3 (last) runs F(3,0) at [3 tf, 4 tf) = [6,8) and its
+	 * backward right after: [8,12). */
+	cr_assert_eq(ns(exec_task_start_s(p, pp.b[3][0])), 8000);
+	/* The first gradient reaches stage 0 after F(0..3, 0), p tf = 8 us,
+	 * and B(3..1, 0), (p - 1) tb = 12 us: B(0,0) starts at 20 us. */
+	cr_assert_eq(ns(exec_task_start_s(p, pp.b[0][0])), 20000);
+	prog_free(p);
+}
+
+/* ---- failures ---- */
+
+Test(exec, dependency_cycle_is_reported)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = mock_new(0, 1e12);
+	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = task(p, 1, 0, 1, "b", TASK_COMPUTE);
+	const char *why;
+
+	prog_dep(p, a, b);
+	prog_dep(p, b, a);
+	why = run_fail(p, &m);
+	cr_assert(strstr(why, "cycle"), "got: %s", why);
+	cr_assert(strstr(why, "'a'"), "got: %s", why);
+	prog_free(p);
+}
+
+Test(exec, unreachable_rendezvous_is_reported)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t ranks[2] = { 0, 1 };
+	task_id x = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
+	task_id y = coll(p, COLL_ALLGATHER, ranks, 2, 0, 8, "y");
+	const char *why;
+
+	/* Rank 1 must finish y before x, but its stream has x before y:
+	 * rank 0 reaches x, rank 1 never does. */
+	prog_dep(p, y + 1, x + 1);
+	why = run_fail(p, &m);
+	cr_assert(strstr(why, "1 of 2 members reached collective 'x'"),
+		  "got: %s", why);
+	cr_assert(strstr(why, "rank 1"), "got: %s", why);
+	cr_assert_eq(m.started, 0);
+	prog_free(p);
+}
+
+Test(exec, backend_that_never_completes_is_reported)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t ranks[2] = { 0, 1 };
+	const char *why;
+
+	coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
+	m.never_done = 1;
+	why = run_fail(p, &m);
+	cr_assert(strstr(why, "never completed"), "got: %s", why);
+	prog_free(p);
+}
+
+Test(exec, bad_rank_is_a_bug, .signal = SIGABRT)
+{
+	struct prog *p = prog_new(2, 1);
+
+	task(p, 2, 0, 1, "a", TASK_COMPUTE);
+}
+
+/* ---- trace ---- */
+
+static char *trace_of(struct prog *p, size_t *len,
+		      void (*label)(uint32_t, char *, size_t, void *))
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	cr_assert_not_null(f);
+	cr_assert_eq(exec_write_trace(p, f, label, NULL), 0);
+	fclose(f);
+	return buf;
+}
+
+static void stage_label(uint32_t rank, char *buf, size_t len, void *arg)
+{
+	(void)arg;
+	snprintf(buf, len, "pp%u \"x\"", rank);
+}
+
+Test(exec, trace_is_chrome_json)
+{
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(0, 1e12);
+	uint32_t ranks[2] = { 0, 1 };
+	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1 };
+	size_t len;
+	char *txt;
+	cJSON *root, *ev, *e;
+	int nx = 0;
+
+	prog_name_stream(p, 0, "compute");
+	prog_name_stream(p, 1, "comm");
+	prog_task(p, 0, 0, 1.5e-6 + 1e-9, &in);
+	coll(p, COLL_ALLREDUCE, ranks, 2, 1, 2e6, "tp_ar");
+	run(p, &m);
+	txt = trace_of(p, &len, stage_label);
+	root = cJSON_Parse(txt);
+	cr_assert_not_null(root, "not JSON:\n%s", txt);
+	ev = cJSON_GetObjectItem(root, "traceEvents");
+	cr_assert(cJSON_IsArray(ev));
+	cJSON_ArrayForEach(e, ev) {
+		const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+
+		if (strcmp(ph, "X") == 0)
+			nx++;
+	}
+	/* One complete event per task: 1 + 2 all-reduce members. */
+	cr_assert_eq(nx, 3);
+	/* 1.501 us keeps its last ns; the 2e6 B all-reduce takes 2 us. */
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,"
+			      "\"name\":\"qkv_fwd\""), "%s", txt);
+	cr_assert(strstr(txt, "\"layer\":3,\"microbatch\":1"));
+	cr_assert(strstr(txt, "\"op\":\"allreduce\",\"bytes\":2000000,"
+			      "\"group\":2"));
+	cr_assert(strstr(txt, "\"name\":\"pp1 \\\"x\\\"\""), "%s", txt);
+	cr_assert(strstr(txt, "\"thread_name\",\"args\":{\"name\":\"comm\"}"));
+	cJSON_Delete(root);
+	free(txt);
+	prog_free(p);
+}
+
+Test(exec, trace_write_error_is_reported)
+{
+	struct prog *p = prog_new(1, 1);
+	struct mock m = mock_new(0, 1e12);
+	FILE *full = fopen("/dev/full", "w");
+
+	cr_assert_not_null(full);
+	task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	run(p, &m);
+	/* Every write to /dev/full fails with ENOSPC. */
+	cr_assert_eq(exec_write_trace(p, full, NULL, NULL), -1);
+	fclose(full);
+	prog_free(p);
+}
+
+Test(exec, same_program_same_trace_bytes)
+{
+	struct pipe pp1, pp2;
+	struct prog *a = build_pipe(&pp1, 4, 8, 1, 2, 3);
+	struct prog *b = build_pipe(&pp2, 4, 8, 1, 2, 3);
+	struct mock m = mock_new(1 * US, 1e12);
+	struct exec_result ra = run(a, &m), rb;
+	size_t la, lb;
+	char *ta, *tb;
+
+	m.started = 0;
+	rb = run(b, &m);
+	ta = trace_of(a, &la, NULL);
+	tb = trace_of(b, &lb, NULL);
+	cr_assert_eq(la, lb);
+	cr_assert_eq(memcmp(ta, tb, la), 0);
+	cr_assert_eq(ra.events, rb.events);
+	cr_assert_eq(memcmp(ra.part_s, rb.part_s, sizeof(ra.part_s)), 0);
+	free(ta);
+	free(tb);
+	prog_free(a);
+	prog_free(b);
+}
+
+/* ---- allocation failure ---- */
+
+/* A small program touching every allocation path: interned names, infos,
+ * collectives with a2a arrays, edges, a run and its path. */
+static struct prog *build_small(void)
+{
+	struct prog *p = prog_new(3, 2);
+	uint32_t ranks[3] = { 0, 1, 2 };
+	double a2a[9] = { 0 };
+	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 1e6, .gpus = ranks,
+			       .ngpus = 3, .a2a_B = a2a, .algo = -1,
+			       .proto = -1 };
+	struct task_info in = { NULL, TASK_COMM, 0, 0 };
+	task_id w[3], x;
+	uint32_t i;
+
+	if (!p)
+		return NULL;
+	prog_name_stream(p, 1, "comm");
+	in.name = prog_intern(p, "a2a");
+	if (!in.name)
+		in.name = "a2a";
+	for (i = 0; i < 3; i++)
+		w[i] = task(p, i, 0, i + 1, "work", TASK_COMPUTE);
+	x = prog_coll(p, ranks, 3, 1, &c, &in);
+	for (i = 0; i < 3 && x != TASK_NONE; i++) {
+		prog_dep(p, w[i], x + i);
+		prog_dep(p, x + i, task(p, i, 0, 1, "after", TASK_COMPUTE));
+	}
+	return p;
+}
+
+Test(exec, allocation_failure_sweep)
+{
+	long n, calls = 0;
+
+	/* Fail the n-th allocation for n = 0, 1, ...: every run either
+	 * gives the right step or says "out of memory"; nothing leaks
+	 * (make check). Rank 2 works 3 us, the all-to-all takes
+	 * 1e6 B / 1e12 B/s = 1 us, then 1 us: step 5 us. */
+	for (n = 0;; n++) {
+		struct mock m = mock_new(0, 1e12);
+		struct exec_result r;
+		struct prog *p;
+		const char *why = NULL;
+		int rc = -1;
+
+		mem_fail_after(n);
+		p = build_small();
+		m.sim = p ? sim_new() : NULL;
+		if (m.sim)
+			rc = exec_run(p, m.sim, &mock_ops, &m, &r, &why);
+		calls = mem_fail_after(-1);
+		if (rc == 0)
+			cr_assert_eq(ns(r.step_s), 5000);
+		else if (m.sim)
+			cr_assert_str_eq(why, "out of memory");
+		sim_free(m.sim);
+		prog_free(p);
+		if (calls <= n) {
+			cr_assert_eq(rc, 0, "no failure injected: %s", why);
+			break;
+		}
+	}
+	/* Building and running take more than a handful of allocations. */
+	cr_assert_gt(n, 10);
+}
+
+/* ---- variability: the synchronization tax ---- */
+
+Test(exec, expected_maximum_of_normals)
+{
+	/* E[max] of n standard normals: 0 for one; 1/sqrt(pi) = 0.5642 for
+	 * two; 1.0294 for four; 1.4236 for eight (Harter's 1961 tables).
+	 * Var[max]: 1 for one; 1 - 1/pi = 0.6817 for two; 0.3729 for eight. */
+	cr_assert_float_eq(exec_emax(1), 0, 1e-12);
+	cr_assert_float_eq(exec_emax(2), 1 / sqrt(M_PI), 1e-6);
+	cr_assert_float_eq(exec_emax(4), 1.029375, 1e-5);
+	cr_assert_float_eq(exec_emax(8), 1.423600, 1e-5);
+	cr_assert_float_eq(exec_vmax(1), 1, 1e-12);
+	cr_assert_float_eq(exec_vmax(2), 1 - 1 / M_PI, 1e-6);
+	cr_assert_float_eq(exec_vmax(8), 0.372900, 1e-4);
+	/* The maximum grows with the group, slowly (about sqrt(2 ln n)). */
+	cr_assert_gt(exec_emax(1024), 3.0);
+	cr_assert_lt(exec_emax(1024), 3.3);
+}
+
+/* Two ranks compute `us` each (microbatch 0), then all-reduce; then one
+ * more op (microbatch 1) each; jitter as given. */
+static struct exec_result two_ranks(double op_sigma, double gpu_sigma,
+				    double us)
+{
+	static const uint32_t ranks[2] = {0, 1};
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(10 * US, 1e12);
+	struct exec_jitter j = { op_sigma, gpu_sigma };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct exec_result r;
+	task_id a0, a1, c, b0, b1;
+
+	a0 = prog_task(p, 0, 0, us * US, &in);
+	a1 = prog_task(p, 1, 0, us * US, &in);
+	c = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "ar");
+	in.microbatch = 1;
+	b0 = prog_task(p, 0, 0, us * US, &in);
+	b1 = prog_task(p, 1, 0, us * US, &in);
+	cr_assert_eq(prog_dep(p, a0, c), 0);
+	cr_assert_eq(prog_dep(p, a1, c + 1), 0);
+	cr_assert_eq(prog_dep(p, c, b0), 0);
+	cr_assert_eq(prog_dep(p, c + 1, b1), 0);
+	prog_set_jitter(p, &j);
+	r = run(p, &m);
+	prog_free(p);
+	return r;
+}
+
+Test(exec, rendezvous_waits_for_the_expected_slowest)
+{
+	struct exec_result r;
+
+	/* No variability: 1000 + 10 + 1000 us, no spread. */
+	r = two_ranks(0, 0, 1000);
+	cr_assert_eq(ns(r.step_s), ns(2010 * US));
+	cr_assert_eq(r.step_sd_s, 0);
+	/* Op jitter 1 %: each rank's first op is 1000 (1 + 0.01 Z); the
+	 * all-reduce waits for the later, E[max of 2] = 0.5642 x 10 us =
+	 * 5.642 us more: 2015.642 us (a gap on the path: other). */
+	r = two_ranks(0.01, 0, 1000);
+	cr_assert_eq(ns(r.step_s), ns((2010 + 10 / sqrt(M_PI)) * US));
+	cr_assert_eq(ns(r.part_s[EXEC_OTHER]), ns(10 / sqrt(M_PI) * US));
+	assert_parts_sum(&r);
+	/* Spread of the final rank: the first op's 10 us deviation became
+	 * the maximum's, Var = v(2) 10^2 = 68.17 us^2; the second op adds
+	 * 10^2: sd = sqrt(168.17) = 12.968 us. */
+	cr_assert_float_eq(r.step_sd_s, sqrt((1 - 1 / M_PI) * 100 + 100) * US,
+			   1e-9, "sd %.6g us", r.step_sd_s / US);
+	/* A persistent spread of 0.5 % adds 5 us of sd to the wait (to the
+	 * mean only): 0.5642 x sqrt(10^2 + 5^2) = 6.308 us. */
+	r = two_ranks(0.01, 0.005, 1000);
+	cr_assert_eq(ns(r.step_s), ns((2010 + sqrt(125 / M_PI)) * US));
+}
+
+Test(exec, overlapped_collectives_do_not_realign)
+{
+	static const uint32_t ranks[2] = {0, 1};
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(1 * US, 1e12);
+	struct exec_jitter j = { 0.01, 0 };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct exec_result r;
+	task_id a[2][4], c[3];
+	int i, k;
+
+	/* Each rank computes four ops of 1000 us (microbatches 0..3); after
+	 * the first three a bucket is all-reduced beside the compute (no
+	 * compute waits for it); the last all-reduce waits for the fourth.
+	 * The slow rank stays late through the overlapped buckets: the last
+	 * rendezvous waits for the maximum of the whole lateness,
+	 * 0.5642 x 10 us x sqrt(4) = 11.28 us, not 0.5642 x 10 us. */
+	for (k = 0; k < 4; k++)
+		for (i = 0; i < 2; i++) {
+			in.microbatch = k;
+			a[i][k] = prog_task(p, (uint32_t)i, 0, 1000 * US, &in);
+		}
+	for (k = 0; k < 3; k++) {
+		c[k] = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "bucket");
+		for (i = 0; i < 2; i++)
+			cr_assert_eq(prog_dep(p, a[i][k == 2 ? 3 : k],
+					      c[k] + (uint32_t)i), 0);
+	}
+	prog_set_jitter(p, &j);
+	r = run(p, &m);
+	/* The last bucket arrives at 4000 us, waits 2 x 5.642 us, runs 1 us. */
+	cr_assert_eq(ns(r.step_s), ns((4000 + 20 / sqrt(M_PI) + 1) * US));
+	prog_free(p);
+}
