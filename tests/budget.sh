@@ -46,6 +46,10 @@ refused "16k --full --trace" \
 	'trace would be about 1[0-9]\.[0-9] GB .*2\.0 GB budget; raise it with --max-trace' \
 	workloads/jobs/llama3.1-405b-16k.yaml --full --trace "$tmp/t.json"
 [ -e "$tmp/t.json" ] && { echo "FAIL: a refused trace was created"; fail=1; }
+# A slow GPU makes its peers unlike: the symmetric mode cannot show it.
+refused "straggler without --full" 'straggler: GPU 3 computes 1\.3 times slower.*run with --full' \
+	workloads/jobs/default.yaml --set straggler.gpu=3 \
+	--set straggler.compute_scale=1.3
 refused "a budget without a unit" "--max-memory '12': expected a size" \
 	workloads/jobs/default.yaml --max-memory 12
 

@@ -13,6 +13,7 @@
  *   parallelism: {tp, pp, cp, ep, dp, vpp, sequence_parallel, schedule,
  *                 pp_layers, tp_comm_overlap}
  *   full_fidelity: false
+ *   straggler: {gpu, compute_scale}  (none: gpu -1; full fidelity only)
  *
  * A framework (workloads/frameworks/) holds what the training software
  * does that is not the model or the layout: gradient and optimizer-state
@@ -157,6 +158,14 @@ struct parallel_spec {
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
 };
 
+/* One GPU whose kernels run slower than its peers' (a thermally throttled
+ * or degraded part): every compute kernel of that GPU takes compute_scale
+ * times as long. It makes the GPUs unlike, so it needs full fidelity. */
+struct straggler_spec {
+	int64_t gpu;			/* global GPU id, or -1 for none */
+	double compute_scale;		/* kernel time factor, >= 1 */
+};
+
 struct job_spec {
 	const char *name;			/* job name */
 	const struct model_spec *model;
@@ -166,6 +175,7 @@ struct job_spec {
 	struct training_spec training;
 	struct parallel_spec parallelism;
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
+	struct straggler_spec straggler;	/* a slow GPU, or gpu -1 */
 };
 
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */

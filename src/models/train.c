@@ -87,8 +87,12 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 
 	if (op->kind == LOP_KERNEL) {
 		for (k = 0; k < n; k++) {
+			double dur_s = op->time_s;
+
+			if (t->ranks[k] == t->slow_rank)
+				dur_s *= t->job->straggler.compute_scale;
 			ids[i * (int)n + (int)k] = prog_task(t->prog, t->ranks[k],
-				TRAIN_ST_COMPUTE, op->time_s, info);
+				TRAIN_ST_COMPUTE, dur_s, info);
 			if (ids[i * (int)n + (int)k] == TASK_NONE)
 				return -1;
 		}
@@ -298,6 +302,26 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
+/* The simulated rank of the job's straggler GPU (gpu = tp_i + tp (cp_i +
+ * cp (dp_i + dp pp_i)), layout.h), or UINT32_MAX when there is none or
+ * ranks are not GPUs (the symmetric mode, which step_run refuses for a
+ * straggler). */
+static uint32_t straggler_rank(const struct train *t)
+{
+	const struct layout *l = &t->lay;
+	int64_t g = t->job->straggler.gpu, per_pp = l->tp * l->cp * l->dp;
+	int64_t pp_i, rem;
+
+	if (g < 0 || !(t->job->straggler.compute_scale > 1) ||
+	    l->sim_tp != l->tp || l->sim_dp != l->dp)
+		return UINT32_MAX;
+	pp_i = g / per_pp;
+	rem = g % per_pp;
+	if (rem / l->tp % l->cp != 0)
+		return UINT32_MAX;	/* a CP rank other than 0: not simulated */
+	return layout_rank(l, pp_i, rem / (l->tp * l->cp), rem % l->tp);
+}
+
 /* Everything but the program; t->lay is set. */
 static int setup(struct train *t, const struct job_spec *j)
 {
@@ -321,6 +345,7 @@ static int setup(struct train *t, const struct job_spec *j)
 	for (s = 0; s < t->pp; s++)
 		if (plan_stage(t, s) != 0)
 			return -1;
+	t->slow_rank = straggler_rank(t);
 	return alloc_ranks(t);
 }
 

@@ -51,6 +51,8 @@ struct train {
 	task_id *scratch;		/* LAYER_MAX_OPS * sim_tp task ids */
 	uint32_t *gpus;			/* scratch: max(tp, dp, 2) GPU ids */
 	uint32_t *ranks;		/* scratch: max(sim_tp, sim_dp, 2) ranks */
+	uint32_t slow_rank;		/* the straggler's simulated rank, or
+					 * UINT32_MAX (full fidelity only) */
 };
 
 /* The share of a GPU's compute units collective op over gpus[0..n-1]

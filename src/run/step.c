@@ -276,13 +276,30 @@ out:
 	return rc;
 }
 
+/* A straggler makes GPUs unlike: refuse it where one simulated rank
+ * stands for a group (0, or -2 after reporting). */
+static int check_straggler(const struct job_spec *j, int full,
+			   struct diag *d)
+{
+	const struct straggler_spec *s = &j->straggler;
+
+	if (s->gpu < 0 || !(s->compute_scale > 1) || full || j->full_fidelity)
+		return 0;
+	diag_error(d, NULL, 0, 0, "straggler: GPU %lld computes %g times "
+		   "slower than its peers, which the symmetric mode (one "
+		   "simulated rank per group of identical GPUs) cannot show; "
+		   "run with --full (or full_fidelity: true)",
+		   (long long)s->gpu, s->compute_scale);
+	return -2;
+}
+
 int step_estimate(const struct job_spec *j, int full,
 		  struct step_estimate *e, struct diag *d)
 {
 	struct train_estimate te;
 
 	memset(e, 0, sizeof(*e));
-	if (train_check(j, d) != 0)
+	if (train_check(j, d) != 0 || check_straggler(j, full, d) != 0)
 		return -2;
 	if (train_estimate(j, full, &te, d) != 0)
 		return -1;
@@ -304,7 +321,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (train_check(j, d) != 0)
+	if (train_check(j, d) != 0 || check_straggler(j, full, d) != 0)
 		return -2;
 	p = train_build(j, full, &out->plan, d);
 	if (!p)

@@ -324,3 +324,40 @@ Test(train, optimizer_step_passes)
 	t = optimizer_time(&f);
 	cr_assert_float_eq(t, 88 * P / bw, t * 1e-6);
 }
+
+Test(train, straggler_delays_the_step_by_its_extra_compute)
+{
+	struct fixture f;
+	struct run_result fast, slow;
+	double c, expect;
+	/* 4 layers forward and backward, embedding and head, kernels only:
+	 * at most 1 ns of rounding per kernel (each is rounded on its own,
+	 * scaled or not). */
+	double tol = 4 * LAYER_MAX_OPS * 1e-9 * 3;
+
+	/* tp 8 on one node, dp 1; collectives take no time, so each rank's
+	 * compute stream runs its kernels back to back unless it waits for
+	 * a late peer at a TP rendezvous. Without a straggler no rank ever
+	 * waits: T = C + the rest (optimizer, host), C one rank's kernel
+	 * time (the final rank's compute_s). With GPU 5 at 1.5 x, GPU 5
+	 * never waits (every peer is faster) and every peer waits for it at
+	 * each rendezvous, so the step ends when GPU 5's chain does:
+	 * T' = 1.5 C + the rest = T + (1.5 - 1) C. (With time-consuming
+	 * collectives the backward's weight-gradient GEMMs overlap them and
+	 * the difference is smaller: the critical path decides.) */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 1, 8, 1, 8, 1);
+	run(&f, 1, 0, 0, &fast);
+	f.job.straggler = (struct straggler_spec){ 5, 1.5 };
+	run(&f, 1, 0, 0, &slow);
+	c = fast.part_s[EXEC_COMPUTE];
+	expect = fast.step_s + 0.5 * c;
+	cr_assert_float_eq(slow.step_s, expect, tol, "step %.9f s with the "
+			   "straggler, %.9f s predicted (%.9f s + 0.5 x %.9f s)",
+			   slow.step_s, expect, fast.step_s, c);
+	/* The slow GPU's compute is the final rank's now: 1.5 C. */
+	cr_assert_float_eq(slow.part_s[EXEC_COMPUTE], 1.5 * c, tol);
+	/* Without a straggler (gpu -1) nothing changes. */
+	f.job.straggler = (struct straggler_spec){ -1, 1.5 };
+	run(&f, 1, 0, 0, &slow);
+	cr_assert_eq(slow.step_s, fast.step_s);
+}
