@@ -318,6 +318,11 @@ void flow_observe(struct flownet *f,
 	f->observe = fn;
 }
 
+size_t flow_record_bytes(void)
+{
+	return sizeof(struct flow);
+}
+
 uint64_t flow_solves(const struct flownet *f)
 {
 	return f->solves;

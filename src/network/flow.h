@@ -17,6 +17,7 @@
 #ifndef LLMSIM_NETWORK_FLOW_H
 #define LLMSIM_NETWORK_FLOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/sim.h"
@@ -75,6 +76,10 @@ void flow_release(struct flownet *f, const uint32_t *links, uint32_t n);
 void flow_observe(struct flownet *f,
 		  void (*fn)(void *arg, units_ns_t now, double left_B,
 			     double rate_Bps));
+
+/* Bytes a live flow's own record takes (its max-min variable aside),
+ * for the benches' memory per flow. */
+size_t flow_record_bytes(void);
 
 /* Re-solves done and flows re-solved in total (for reports and benches). */
 uint64_t flow_solves(const struct flownet *f);

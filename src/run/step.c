@@ -265,6 +265,15 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	out->step_p90_s = er.step_s + 1.2815516 * er.step_sd_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
 	out->events = er.events;
+	if (net) {
+		struct net_stats ns;
+
+		net_get_stats(net, &ns);
+		out->calls = ns.collectives;
+		out->replayed = ns.replays;
+		out->flows = ns.flows;
+		out->solves = ns.solves;
+	}
 	out->tasks = prog_tasks(p);
 	rc = 0;
 	goto out;

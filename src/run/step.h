@@ -56,6 +56,12 @@ struct step_result {
 	uint32_t ncolls;		/* entries of colls */
 	uint32_t tasks;			/* tasks in the program */
 	uint64_t events;		/* engine events */
+	uint64_t calls;			/* collective calls started */
+	uint64_t replayed;		/* of those, replayed from their idle
+					 * trajectory (network/crun.h) */
+	uint64_t flows;			/* flows started (replays that became
+					 * flows not counted) */
+	uint64_t solves;		/* max-min re-solves */
 };
 
 /* Another comm backend than the fabric model (tests): its ops, its
