@@ -44,6 +44,7 @@
 #include "base/mem.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +71,27 @@ struct rank_load {
 				 * task (streams past 63: always looked at) */
 };
 
+/* A collective during a run: 12 bytes; its run is found from its index
+ * (the array sits in a struct coll_runs after the run's address). */
 struct coll_run {
-	struct run *run;
 	uint32_t k;		/* collective index */
 	uint32_t arrived;	/* members that reached it */
-	int state;		/* 0 waiting, 1 started, 2 done */
+	uint8_t state;		/* 0 waiting, 1 started, 2 done */
 };
+
+struct coll_runs {
+	struct run *run;
+	struct coll_run c[];	/* per collective */
+};
+
+/* The run collective cr belongs to (the backend's token is cr). */
+static struct run *run_of(const struct coll_run *cr)
+{
+	const struct coll_run *first = cr - cr->k;
+
+	return ((const struct coll_runs *)(const void *)((const char *)first -
+		offsetof(struct coll_runs, c)))->run;
+}
 
 /* A candidate cause of a collective's members. */
 struct cand {
@@ -96,6 +112,7 @@ struct run {
 	uint32_t qhead, qlen, qcap;	/* qcap a power of two */
 	uint32_t nfinished;		/* tasks finished */
 	struct lane_run *lanes;
+	struct coll_runs *colls_mem;	/* the run's address, then colls */
 	struct coll_run *colls;
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
@@ -464,9 +481,9 @@ static void coll_go_event(struct sim *sim, void *arg)
 	struct coll_run *cr = arg;
 
 	(void)sim;
-	tick(cr->run);
-	coll_go(cr->run, cr);
-	release(cr->run);
+	tick(run_of(cr));
+	coll_go(run_of(cr), cr);
+	release(run_of(cr));
 }
 
 /* Task t has no unfinished predecessor. */
@@ -613,7 +630,7 @@ static void lane_end(struct sim *sim, void *arg)
 static void coll_done(void *token)
 {
 	struct coll_run *cr = token;
-	struct run *r = cr->run;
+	struct run *r = run_of(cr);
 	const struct pcoll *pc = &r->p->colls[cr->k];
 	uint32_t i;
 
@@ -650,7 +667,12 @@ static int run_alloc(struct run *r, struct prog *p)
 	r->qcap = 1024;
 	r->queue = mem_alloc(r->qcap * sizeof(*r->queue));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
-	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
+	r->colls_mem = mem_alloc(sizeof(*r->colls_mem) +
+				 (size_t)p->ncolls * sizeof(*r->colls));
+	if (r->colls_mem) {
+		r->colls_mem->run = r;
+		r->colls = r->colls_mem->c;
+	}
 	r->load = mem_calloc(p->nranks, sizeof(*r->load));
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
@@ -674,7 +696,7 @@ static void run_free(struct run *r)
 	mem_free(r->cand);
 	mem_free(r->queue);
 	mem_free(r->lanes);
-	mem_free(r->colls);
+	mem_free(r->colls_mem);
 	mem_free(r->load);
 	mem_free(r->jit_ranks);
 	mem_free(r->compute_end);
@@ -708,7 +730,6 @@ static void run_init(struct run *r)
 		r->lanes[t].cur = TASK_NONE;
 	}
 	for (k = 0; k < p->ncolls; k++) {
-		r->colls[k].run = r;
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;

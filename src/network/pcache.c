@@ -6,23 +6,36 @@
  * 64 pipeline stages has more distinct collectives than that, and
  * re-choosing their algorithms took 90 % of the Megatron 1T job's 22 s.)
  * Its size is bounded by the distinct collectives of one simulation:
- * about 100 bytes an entry plus the member list.
+ * about 100 bytes an entry (twice that in slots, at most half full);
+ * member lists are kept once per distinct group (a second table), not
+ * once per entry: a 16k-GPU --full step has a million entries over
+ * 36,000 groups.
  */
 #include "pcache.h"
 
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/mem.h"
 
 struct entry {
 	uint64_t hash;		/* 0 = empty slot */
-	struct pkey key;	/* key.gpus owned */
+	struct pkey key;	/* key.gpus in lists, key.a2a owned */
 	struct pval val;
+};
+
+/* A member list kept once for every entry over that group. */
+struct list_slot {
+	uint64_t hash;		/* 0 = empty */
+	uint32_t *ids;		/* owned */
+	uint32_t n;
 };
 
 struct pcache {
 	struct entry *slots;
 	uint32_t cap, used;
+	struct list_slot *lists;	/* distinct member lists */
+	uint32_t lcap, lused;
 };
 
 #define PCACHE_SLOTS 4096	/* first size; a power of two */
@@ -51,7 +64,6 @@ static void clear(struct pcache *pc)
 
 		if (!e->hash)
 			continue;
-		mem_free((void *)e->key.gpus);
 		mem_free((void *)e->key.a2a);
 		if (e->val.plan)
 			pcache_plan_unref(e->val.plan);
@@ -64,9 +76,14 @@ static void clear(struct pcache *pc)
 
 void pcache_free(struct pcache *pc)
 {
+	uint32_t i;
+
 	if (!pc)
 		return;
 	clear(pc);
+	for (i = 0; i < pc->lcap; i++)
+		mem_free(pc->lists[i].ids);
+	mem_free(pc->lists);
 	mem_free(pc->slots);
 	mem_free(pc);
 }
@@ -105,6 +122,71 @@ static uint64_t hash_key(const struct pkey *k)
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
 	return h ? h : 1;
+}
+
+/* A member list's hash (never 0). */
+static uint64_t hash_list(const uint32_t *ids, uint32_t n)
+{
+	uint64_t h = 0x243f6a8885a308d3ull ^ n;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		h = mix(h, ids[i]);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
+/* The slot of list ids[0..n-1] in lists (lcap slots), or the free one
+ * where it would go. */
+static struct list_slot *find_list(struct list_slot *lists, uint32_t lcap,
+				   const uint32_t *ids, uint32_t n,
+				   uint64_t h)
+{
+	uint32_t i = (uint32_t)h & (lcap - 1);
+
+	while (lists[i].hash &&
+	       !(lists[i].hash == h && lists[i].n == n &&
+		 memcmp(lists[i].ids, ids, n * sizeof(*ids)) == 0))
+		i = (i + 1) & (lcap - 1);
+	return &lists[i];
+}
+
+/* The cache's copy of ids[0..n-1], made if new; NULL when out of
+ * memory. */
+static const uint32_t *intern_list(struct pcache *pc, const uint32_t *ids,
+				   uint32_t n)
+{
+	uint64_t h = hash_list(ids, n);
+	struct list_slot *sl;
+
+	if (pc->lused * 2 >= pc->lcap) {
+		uint32_t nc = pc->lcap ? 2 * pc->lcap : 256, i;
+		struct list_slot *nl = mem_calloc(nc, sizeof(*nl));
+
+		if (!nl)
+			return NULL;
+		for (i = 0; i < pc->lcap; i++)
+			if (pc->lists[i].hash)
+				*find_list(nl, nc, pc->lists[i].ids,
+					   pc->lists[i].n,
+					   pc->lists[i].hash) = pc->lists[i];
+		mem_free(pc->lists);
+		pc->lists = nl;
+		pc->lcap = nc;
+	}
+	sl = find_list(pc->lists, pc->lcap, ids, n, h);
+	if (sl->hash)
+		return sl->ids;
+	sl->ids = mem_alloc(n * sizeof(*ids) + 1);
+	if (!sl->ids)
+		return NULL;
+	memcpy(sl->ids, ids, n * sizeof(*ids));
+	sl->n = n;
+	sl->hash = h;
+	pc->lused++;
+	return sl->ids;
 }
 
 static int same(const struct pkey *a, const struct pkey *b)
@@ -165,7 +247,7 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 {
 	uint64_t h = hash_key(k);
 	struct entry *e;
-	uint32_t *gpus;
+	const uint32_t *gpus;
 	double *a2a = NULL;
 
 	if (pc->used * 2 >= pc->cap && grow(pc) != 0)
@@ -176,15 +258,13 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 			v->own_free(v->own);
 		return 0;
 	}
-	gpus = mem_alloc(k->ngpus * sizeof(*gpus) + 1);
+	gpus = intern_list(pc, k->gpus, k->ngpus);
 	if (k->a2a)
 		a2a = mem_alloc((size_t)k->ngpus * k->ngpus * sizeof(*a2a) + 1);
 	if (!gpus || (k->a2a && !a2a)) {
-		mem_free(gpus);
 		mem_free(a2a);
 		return -1;
 	}
-	memcpy(gpus, k->gpus, k->ngpus * sizeof(*gpus));
 	if (a2a)
 		memcpy(a2a, k->a2a, (size_t)k->ngpus * k->ngpus * sizeof(*a2a));
 	e->hash = h;
@@ -195,6 +275,20 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	if (v->plan)
 		pcache_plan_ref(v->plan);
 	pc->used++;
+	return 0;
+}
+
+int pcache_set(struct pcache *pc, const struct pkey *k, const struct pval *v)
+{
+	struct entry *e = find(pc, k, hash_key(k));
+
+	if (v->plan || v->own)
+		BUG("pcache_set: only for values that own nothing");
+	if (!e->hash)
+		return pcache_put(pc, k, v);
+	if (e->val.plan || e->val.own)
+		BUG("pcache_set: the entry owns something");
+	e->val = *v;
 	return 0;
 }
 

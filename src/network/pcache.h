@@ -36,8 +36,11 @@ enum pkey_kind {
 	PK_TIME,		/* a plan's time on the idle fabric at one size */
 	PK_LIBTIME,		/* the same as the library's tuning model sees it */
 	PK_CHOICE,		/* the algorithm and protocol chosen at one size */
-	PK_TRAJ			/* a plan's trajectory on the idle fabric at one
-				 * size (run.h), for replays */
+	PK_TRAJ,		/* a plan's trajectory on the idle fabric at one
+				 * size (crun.h), for replays */
+	PK_NOAPPLY		/* the (algorithm, protocol) pairs known not to
+				 * apply to a group: bit a * PROTO_COUNT + p of
+				 * val.algo (bytes as for plans) */
 };
 
 struct pkey {
@@ -72,6 +75,10 @@ const struct pval *pcache_get(const struct pcache *pc, const struct pkey *k);
  * Returns 0, or -1 when out of memory (nothing stored; the caller keeps
  * its reference and v->own). */
 int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v);
+
+/* Store v for k, replacing what is stored (for values that own no plan
+ * and nothing else). 0, or -1 when out of memory. */
+int pcache_set(struct pcache *pc, const struct pkey *k, const struct pval *v);
 
 /* A new plan with one reference; NULL when out of memory. */
 struct cplan *pcache_plan_new(void);
