@@ -124,7 +124,7 @@ struct prog {
 	struct itab kind_tab;		/* ... and their table */
 	struct kind_memo {		/* recent lookups, by name address */
 		const char *name;
-		int64_t dur;
+		uint64_t dur_bits;	/* the duration in s, as bits */
 		uint32_t cat, index;
 	} kind_memo[64];
 	struct ptag *tags;		/* layer and microbatch runs */
@@ -302,6 +302,11 @@ void prog_itab_release(struct itab *t);
 uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
 			  enum task_cat cat);
 
+/* The same for a duration in seconds (dur_s >= 0, converted to ns once
+ * per distinct value), through a memo of recent lookups. */
+uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
+			    enum task_cat cat);
+
 /* prog_intern.c: the index of a descriptor equal to *c (whose gpus and
  * a2a_B are already the program's copies) in p->descs, added if new;
  * UINT32_MAX when out of memory. */
@@ -329,6 +334,11 @@ int prog_build_csr(struct prog *p);
 
 /* The layer and microbatch run task t belongs to. */
 const struct ptag *prog_task_tag(const struct prog *p, task_id t);
+
+/* The same, searching on from run *hint (updated) when t is at or after
+ * it: O(1) for a caller walking one lane's tasks in order. */
+const struct ptag *prog_task_tag_near(const struct prog *p, task_id t,
+				      uint32_t *hint);
 
 /* exec_run.c: "compute", "comm", "optimizer", "other". */
 const char *exec_cat_name(enum task_cat cat);

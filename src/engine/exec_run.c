@@ -57,6 +57,7 @@ struct lane_run {
 	sim_id ev;		/* its end event */
 	units_ns_t start;	/* ns, when it started */
 	int64_t dur;		/* ns, its duration at full speed */
+	uint32_t tag_hint;	/* run of its last task (variability) */
 	double left_ns;		/* ns of work left at full speed, as of since */
 	units_ns_t since;	/* ns, run time left_ns was last brought up */
 	double rate;		/* speed now (1 = full) */
@@ -303,12 +304,12 @@ static void slow_bit(struct run *r, const struct lane_run *l, int on)
 /* Compute task t ended: its work (at full speed) adds lateness. Counted
  * when done, so a rendezvous sees exactly the work finished before it,
  * however same-time events are ordered. */
-static void jit_compute(struct run *r, task_id t)
+static void jit_compute(struct run *r, struct lane_run *l, task_id t)
 {
 	const struct prog *p = r->p;
 
 	exec_jit_compute(&r->jit, task_rank(p, t),
-			 prog_task_tag(p, t)->microbatch,
+			 prog_task_tag_near(p, t, &l->tag_hint)->microbatch,
 			 units_ns_to_s(p->kinds[p->task[t].kind].dur));
 }
 
@@ -611,7 +612,7 @@ static void lane_end(struct sim *sim, void *arg)
 		slow_bit(r, l, 0);
 	if (r->jit.on && l->slowable) {
 		r->compute_end[task_rank(r->p, t)] = r->now;
-		jit_compute(r, t);
+		jit_compute(r, l, t);
 	}
 	l->cur = TASK_NONE;
 	r->p->state[t].stamp = r->now;
@@ -728,6 +729,7 @@ static void run_init(struct run *r)
 	for (t = 0; t < nlanes; t++) {
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;
+		r->lanes[t].tag_hint = 0;
 	}
 	for (k = 0; k < p->ncolls; k++) {
 		r->colls[k].k = k;

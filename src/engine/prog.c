@@ -186,7 +186,7 @@ static int tag(struct prog *p, const struct task_info *info)
 /* Room for n more tasks, their layer-and-microbatch run and the index of
  * their kind (dur ns, *info's name and category); UINT32_MAX (and the
  * program failed) when out of memory. */
-static uint32_t prepare(struct prog *p, uint32_t n, int64_t dur,
+static uint32_t prepare(struct prog *p, uint32_t n, double dur_s,
 			const struct task_info *info)
 {
 	uint32_t k;
@@ -195,11 +195,12 @@ static uint32_t prepare(struct prog *p, uint32_t n, int64_t dur,
 		BUG("prog_task: task_info needs a name and a category");
 	if (p->failed)
 		return UINT32_MAX;
-	prog_drop_results(p);
+	if (p->state || p->coll_time || p->critical || p->far)
+		prog_drop_results(p);
 	if (n > PROG_MAX_TASKS - p->ntasks || grow_tasks(p, p->ntasks + n) ||
 	    tag(p, info))
 		goto oom;
-	k = prog_intern_kind(p, dur, info->name, info->cat);
+	k = prog_intern_kind_s(p, dur_s, info->name, info->cat);
 	if (k == UINT32_MAX || k >= KIND_COLL)
 		goto oom;
 	return k;
@@ -215,7 +216,7 @@ task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 
 	if (rank >= p->nranks || stream >= p->nstreams)
 		BUG("prog_task: rank or stream out of range");
-	k = prepare(p, 1, units_s_to_ns(dur_s), info);
+	k = prepare(p, 1, dur_s, info);
 	if (k == UINT32_MAX)
 		return TASK_NONE;
 	return append(p, rank, stream, k);
@@ -274,7 +275,7 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 	for (i = 0; i < n; i++)
 		if (ranks[i] >= p->nranks)
 			BUG("prog_coll: rank out of range");
-	k = prepare(p, n, 0, info);
+	k = prepare(p, n, 0.0, info);
 	if (k == UINT32_MAX)
 		return TASK_NONE;
 	if (p->ncolls >= KIND_COLL - 1 || grow_colls(p) ||
@@ -301,7 +302,8 @@ int prog_dep(struct prog *p, task_id before, task_id after)
 		return -1;
 	if (before >= p->ntasks || after >= p->ntasks)
 		BUG("prog_dep: unknown task");
-	prog_drop_results(p);
+	if (p->state || p->coll_time || p->critical || p->far)
+		prog_drop_results(p);
 	if (p->nedges == p->capedges) {
 		ncap = next_cap(p->capedges, 1024);
 		if (ncap == 0 || regrow(&p->edge, 2 * sizeof(*p->edge), ncap)) {
@@ -465,6 +467,28 @@ oom:
 }
 
 /* prog_task_tag() by binary search over the runs. */
+const struct ptag *prog_task_tag_near(const struct prog *p, task_id t,
+				      uint32_t *hint)
+{
+	uint32_t h = *hint, steps;
+
+	/* From the run of a task a little before t (a lane's tasks come in
+	 * id order, its next one mostly in the same run): a few steps on,
+	 * else the binary search. */
+	if (h < p->ntags && p->tags[h].first <= t && t < p->ntasks) {
+		for (steps = 0; steps < 16; steps++) {
+			if (h + 1 == p->ntags || p->tags[h + 1].first > t) {
+				*hint = h;
+				return &p->tags[h];
+			}
+			h++;
+		}
+	}
+	h = (uint32_t)(prog_task_tag(p, t) - p->tags);
+	*hint = h;
+	return &p->tags[h];
+}
+
 const struct ptag *prog_task_tag(const struct prog *p, task_id t)
 {
 	uint32_t lo = 0, hi = p->ntags;

@@ -158,18 +158,28 @@ uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
 			  enum task_cat cat)
 {
 	struct kind_key k = { dur, name, (uint32_t)cat };
-	uint64_t x = ((uint64_t)(uintptr_t)name ^ (uint64_t)dur) *
-		     0x9e3779b97f4a7c15u;
-	struct kind_memo *m = &p->kind_memo[x >> 58];
+
+	return intern_kind(p, &k);
+}
+
+uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
+			    enum task_cat cat)
+{
+	uint64_t bits, x;
+	struct kind_memo *m;
 	uint32_t i;
 
+	memcpy(&bits, &dur_s, sizeof(bits));
+	x = ((uint64_t)(uintptr_t)name ^ bits) * 0x9e3779b97f4a7c15u;
+	m = &p->kind_memo[x >> 58];
 	/* A builder adds the same kernel for every layer, microbatch and
-	 * rank: most lookups repeat one of the last few. */
-	if (m->name == name && m->dur == dur && m->cat == (uint32_t)cat)
+	 * rank: most lookups repeat one of the last few, by the same
+	 * duration in seconds (no conversion to ns, no table). */
+	if (m->name == name && m->dur_bits == bits && m->cat == (uint32_t)cat)
 		return m->index;
-	i = intern_kind(p, &k);
+	i = prog_intern_kind(p, units_s_to_ns(dur_s), name, cat);
 	if (i != UINT32_MAX)
-		*m = (struct kind_memo){ name, dur, (uint32_t)cat, i };
+		*m = (struct kind_memo){ name, bits, (uint32_t)cat, i };
 	return i;
 }
 
