@@ -5,13 +5,13 @@
 # microbatches. One line per run: GPUs, mode, tasks, engine events,
 # collective calls (and of those replayed), flows, max-min solves, wall and
 # CPU seconds, peak memory, bytes per task. A --full run whose estimate is
-# past the memory budget (--max-memory, default 80 % of this machine's) is
-# not run: its line gives the estimate and "refused". docs/scaling.md
-# has a run of it and what the numbers say.
+# past the memory budget (--max-memory $BUDGET, 8 GiB unless set: this is
+# a shared machine) is not run: its line gives the estimate and "refused".
+# docs/scaling.md has a run of it and what the numbers say.
 #
 #   scripts/scaling.sh [--quick]     (--quick: up to 4k GPUs)
 #
-# Environment: LLMSIM (the binary; default build/llmsim).
+# Environment: LLMSIM (the binary; default build/llmsim), BUDGET.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-$root/build/llmsim}
@@ -31,9 +31,9 @@ run() {
 	label=$1 gpus=$2 mode=$3
 	shift 3
 	full=
-	[ "$mode" = full ] && full=--full
+	[ "$mode" = full ] && set -- --full --max-memory "${BUDGET:-8 GiB}" "$@"
 	if /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$llmsim" run "$job" \
-	   $full --json --no-store "$@" >"$tmp/out" 2>"$tmp/err"; then
+	   --json --no-store "$@" >"$tmp/out" 2>"$tmp/err"; then
 		read -r wall user sys rss <"$tmp/time"
 		awk -v l="$label" -v g="$gpus" -v m="$mode" -v t="$(num tasks)" \
 		    -v e="$(num events)" -v c="$(num collective_calls)" \

@@ -29,9 +29,11 @@
  * Together they give the measured peaks (1,031 MB for 25.7 M tasks and
  * 1.03 M calls; 176 MB for 3.2 M tasks and 0.52 M calls). STEP_NODE_B:
  * the topology, flow model and caches, 24 KiB a node (62 MB for 2,048
- * nodes, 405 MB for 16,384 in the symmetric mode). STEP_TASK_S: 160 ns a
- * task on this project's reference machine (a 2-core AMD EPYC; 4.0 s for
- * 25.7 M tasks). STEP_TRACE_B: 167 bytes of trace JSON a task, measured.
+ * nodes, 405 MB for 16,384 in the symmetric mode). STEP_TASK_S: 300 ns a
+ * task on this project's reference machine (a 2-core AMD EPYC: 200 ns at
+ * 4k GPUs, 27 M tasks in 5.3 s; 370 ns at 16k, 107 M in 40 s, where the
+ * program no longer sits in the caches). STEP_TRACE_B: 167 bytes of
+ * trace JSON a task, measured.
  */
 #include "step.h"
 
@@ -55,7 +57,7 @@
 #define STEP_CALL_B 64.0	/* B a collective call, at peak */
 #define STEP_FIXED_B 16777216.0	/* B whatever the job (16 MiB) */
 #define STEP_NODE_B 24576.0	/* B a node: topology, flows, caches */
-#define STEP_TASK_S 160e-9	/* s of CPU a task */
+#define STEP_TASK_S 300e-9	/* s of CPU a task */
 #define STEP_TRACE_B 170.0	/* B of trace a task */
 
 /* The stat for (name, op, group) in out->colls, added when new (the
