@@ -139,6 +139,9 @@ struct prog {
 	struct coll_desc *descs;	/* distinct descriptors (gpus, a2a_B
 					 * in the arena, interned) */
 	struct itab desc_tab;
+	struct coll_path *path;		/* the last non-library path copied (in
+					 * arena); collectives with an equal one
+					 * share it */
 
 	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */

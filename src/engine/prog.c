@@ -236,6 +236,18 @@ static uint32_t copy_desc(struct prog *p, const struct coll_desc *c)
 	d.gpus = prog_intern_group(p, c->gpus, c->ngpus);
 	if (!d.gpus)
 		return UINT32_MAX;
+	/* A non-library path: the program keeps the last one copied and
+	 * collectives with an equal one share it (so equal descriptors stay
+	 * equal for interning). */
+	if (c->path && !(p->path && memcmp(p->path, c->path,
+					   sizeof(*c->path)) == 0)) {
+		p->path = arena_alloc(&p->arena, sizeof(*p->path));
+		if (!p->path)
+			return UINT32_MAX;
+		*p->path = *c->path;
+	}
+	if (c->path)
+		d.path = p->path;
 	if (c->a2a_B) {
 		if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)
 			return UINT32_MAX;

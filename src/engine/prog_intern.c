@@ -219,7 +219,8 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	return a->op == b->op && a->bytes == b->bytes && a->gpus == b->gpus &&
 	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
 	       a->algo == b->algo && a->proto == b->proto &&
-	       a->replicas == b->replicas && a->sm_share == b->sm_share;
+	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
+	       a->a2a_key == b->a2a_key && a->path == b->path;
 }
 
 /* A word for the hash from a double's bits. */
@@ -241,7 +242,8 @@ uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c)
 	    0xc2b2ae3d27d4eb4fu;
 	x ^= (uint64_t)c->op << 56 ^ (uint64_t)(uint32_t)c->algo << 40 ^
 	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
-	     (uint64_t)c->ngpus << 8;
+	     (uint64_t)c->ngpus << 8 ^ c->a2a_key ^
+	     (uint64_t)(uintptr_t)c->path;
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdu;
 	x ^= x >> 33;

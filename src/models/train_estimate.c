@@ -1,180 +1,167 @@
 /*
- * train_estimate.c - how many tasks a step program will hold, before it
- * is built: what a budget on memory and time is checked against.
+ * train_estimate.c - how many tasks and collective calls a step program
+ * will hold, before it is built: what a budget on memory and time is
+ * checked against (src/run/step.c).
  *
- * Every simulated rank of pipeline rank s runs, for each of m
- * microbatches and each of its v chunks (virtual stage vs = c pp + s),
- * the units of that stage forward and backward: one task per op of the
- * unit's costed block (a kernel, or its member of a TP collective), on
- * each of its sim_tp x sim_dp ranks:
+ * The builder makes, on every simulated GPU of pipeline rank s, for each
+ * of m microbatches and each chunk c (virtual stage vs = c pp + s), the
+ * units of vs forward and backward: one task per op of each unit's costed
+ * block (a kernel, or the GPU's member of a collective). A collective op
+ * over a group of kind g is one call per group, so 1 / k of a call per
+ * simulated GPU, k the group's simulated members (its size in full
+ * fidelity, 1 where one rank stands for its stage). Beside the units:
+ *   - the all-gather rebuilding a scattered pipeline transfer, before
+ *     each action that receives one (pp_gather);
+ *   - transfers: after each forward of vs < S-1 and each backward of
+ *     vs > 0 a two-member send/recv (two tasks, one call);
+ *   - data parallelism, when a stage has more GPUs than its TP group and
+ *     only over groups of more than one GPU: per gradient bucket its
+ *     reduction and, under ZeRO 1-2, its all-gather; under ZeRO-3 per
+ *     unit, kind (dense, experts) and microbatch an all-gather before the
+ *     forward and the backward and a reduce-scatter after the backward;
+ *   - the tied embedding's all-reduce on the first and the last stage;
+ *   - the optimizer step and the host overhead, a task each per GPU.
+ * Every simulated GPU of a stage runs the same program, so a stage counts
+ * sim times one GPU's. This is the builder's count, not a model of it;
+ * tests/unit/models/test_train.c compares it with built programs.
  *
- *   compute(s) = m sum_c [ L_vs (n_lf + n_lb) + [vs = 0] (n_ef + n_eb)
- *                        + [vs = S-1] (n_hf + n_hb)
- *                        + n_pg ([vs > 0] + [vs < S-1]) ]
- *
- * (n_pg: the all-gather rebuilding a scattered transfer, when used).
- * Each forward of vs < S-1 and backward of vs > 0 sends one transfer,
- * two tasks: 2 * 2 m (S - 1) per simulated TP-and-DP position. The
- * data-parallel part (gradient buckets, optimizer, ZeRO gathers) is
- * bounded by two tasks per unit and microbatch (three under ZeRO-3) plus
- * a few per rank; it is counted as that bound, so the estimate is an
- * upper bound within a few per cent (tests/unit/models/test_train.c
- * compares with built programs).
+ * Costs the blocks (microseconds) and walks stages, chunks and units:
+ * no schedule, no per-rank state, so any job can be estimated.
  */
 #include "base/diag.h"
-#include "split.h"
 #include "train_impl.h"
 
 #include <string.h>
 
-/* Tasks per rank outside the units: optimizer, host overhead, loss. */
-#define RANK_EXTRA 16
+/* Per simulated GPU of a stage. */
+struct count {
+	double tasks;
+	double calls;
+};
 
-/* Costed block ops of the job, into t (t->prog set). */
-static int blocks(struct train *t)
+/* Simulated members of a group of kind g. */
+static double group_sim(const struct train *t, int g)
 {
-	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
-	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
-	struct block **b[6] = { &t->lf, &t->lb, &t->ef, &t->eb, &t->hf, &t->hb };
-	int i;
-
-	if (!o)
-		return -1;
-	for (i = 0; i < 6; i++) {
-		*b[i] = arena_alloc(&t->arena, sizeof(struct block));
-		if (!*b[i])
-			return -1;
-	}
-	layer_fwd(&t->dims, o);
-	if (block_cost(t->lf, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	layer_bwd(&t->dims, rc, o);
-	if (block_cost(t->lb, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	layer_embed_fwd(&t->dims, o);
-	if (block_cost(t->ef, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	layer_embed_bwd(&t->dims, o);
-	if (block_cost(t->eb, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	layer_head_fwd(&t->dims, o);
-	if (block_cost(t->hf, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	layer_head_bwd(&t->dims, o);
-	if (block_cost(t->hb, o, t->gpu, &t->dt, t->prog) != 0)
-		return -1;
-	if (t->dims.pp_gather && t->stages > 1) {
-		t->pg = arena_alloc(&t->arena, sizeof(struct block));
-		layer_pp_gather(&t->dims, o);
-		if (!t->pg || block_cost(t->pg, o, t->gpu, &t->dt, t->prog) != 0)
-			return -1;
-	}
-	return 0;
+	if (t->lay.sim != t->lay.stage)
+		return 1;
+	return (double)layout_group_size(&t->lay, (enum layout_group)g);
 }
 
-/* Data-parallel tasks per unit and microbatch, at most: a gradient
- * reduction and its wait; ZeRO-3 adds the parameter all-gather before
- * the forward and again before the backward. */
-static double dp_per_unit(const struct train *t)
-{
-	if (t->lay.dp <= 1)
-		return 0;	/* no data-parallel collectives */
-	return t->job->training.zero_stage >= 3 ? 3 : 2;
-}
-
-/* Ops of b, and its collectives (each a call over the TP group). */
-static double ops(const struct block *b, double *calls)
+/* Block b, times times. */
+static void add_block(const struct train *t, const struct block *b,
+		      double times, struct count *c)
 {
 	int i;
 
+	c->tasks += times * b->n;
 	for (i = 0; i < b->n; i++)
-		*calls += b->op[i].kind != LOP_KERNEL;
-	return b->n;
+		if (b->op[i].kind != LOP_KERNEL)
+			c->calls += times / group_sim(t, b->op[i].group);
 }
 
-/* Tasks of one simulated rank of pipeline rank s (without transfers):
- * its units forward and backward, and the data-parallel bound; *tp_calls
- * gets the TP collective calls of its TP group, *dp_calls the data-
- * parallel ones of its DP group (the bound: one a task). */
-static double rank_tasks(const struct train *t, int64_t s, double *tp_calls,
-			 double *dp_calls)
+/* The units of every action of pipeline rank s, and its transfers. */
+static void count_units(const struct train *t, int64_t s, struct count *c)
 {
-	double n = 0, units = 0, c_tp = 0, dp;
-	int64_t c, last = t->stages - 1;
+	double m = (double)t->m;
+	int64_t ch, u, n;
 
-	for (c = 0; c < t->v; c++) {
-		int64_t vs = c * t->pp + s;
-		double l = (double)t->split[vs], cl = 0;
+	for (ch = 0; ch < t->v; ch++) {
+		int64_t vs = train_vs(t, s, ch);
+		int first = vs == 0, last = vs == t->stages - 1;
+		int32_t layer;
 
-		n += l * (ops(t->lf, &cl) + ops(t->lb, &cl));
-		c_tp += l * cl;
-		units += l;
-		if (vs == 0) {
-			n += ops(t->ef, &c_tp) + ops(t->eb, &c_tp);
-			units++;
+		n = train_units(t, vs);
+		for (u = 0; u < n; u++) {
+			add_block(t, train_unit_block(t, vs, 0, u, &layer), m, c);
+			add_block(t, train_unit_block(t, vs, 1, u, &layer), m, c);
 		}
-		if (vs == last) {
-			n += ops(t->hf, &c_tp) + ops(t->hb, &c_tp);
-			units++;
-		}
-		if (t->pg) {
-			double cg = 0, ng = ops(t->pg, &cg);
-
-			n += ng * ((vs > 0) + (vs < last));
-			c_tp += cg * ((vs > 0) + (vs < last));
-		}
+		if (t->pg)	/* forward receives unless first, backward
+				 * unless last */
+			add_block(t, t->pg, m * (!first + !last), c);
+		/* sends: the forward unless last, the backward unless first;
+		 * a task at each end, one call */
+		c->tasks += 2 * m * (!first + !last);
+		c->calls += m * (!first + !last);
 	}
-	dp = dp_per_unit(t) * units * (double)t->m + RANK_EXTRA;
-	*tp_calls = (double)t->m * c_tp;
-	*dp_calls = dp;
-	return (double)t->m * n + dp;
+}
+
+/* Data-parallel collectives of one GPU of pipeline rank s. */
+static void count_dp(struct train *t, int64_t s, struct count *c)
+{
+	int zero = (int)t->job->training.zero_stage;
+	int kinds = model_is_moe(t->job->model) ? 2 : 1, e;
+	int64_t ch, u;
+
+	if (t->lay.stage <= t->lay.tp)
+		return;
+	for (e = 0; e < kinds; e++) {
+		enum layout_group g = e ? LG_EDP : LG_DP;
+		double per = 1 / group_sim(t, g), n = 0;
+
+		if (layout_group_size(&t->lay, g) <= 1)
+			continue;
+		if (zero < 3) {	/* reduction (+ all-gather) per bucket */
+			n = (double)train_dp_buckets(t, s, e) * (1 + (zero >= 1));
+		} else {	/* all-gather per use, reduce-scatter per bwd */
+			for (ch = 0; ch < t->v; ch++) {
+				int64_t vs = train_vs(t, s, ch);
+
+				for (u = 0; u < train_units(t, vs); u++) {
+					double d, x;
+
+					train_unit_params(t, vs, 0, u, &d, &x);
+					n += (e ? x : d) > 0;
+					train_unit_params(t, vs, 1, u, &d, &x);
+					n += 2 * ((e ? x : d) > 0);
+				}
+			}
+			n *= (double)t->m;
+		}
+		c->tasks += n;
+		c->calls += n * per;
+	}
+}
+
+/* Per GPU of pipeline rank s: tied embedding, optimizer, overhead. */
+static void count_rest(const struct train *t, int64_t s, struct count *c)
+{
+	if (t->job->model->tie_word_embeddings && t->pp >= 2 &&
+	    (s == 0 || s == t->pp - 1)) {
+		c->tasks += 1;
+		c->calls += s == 0;	/* one call a pair */
+	}
+	c->tasks += 1 + (t->job->framework->step_overhead_s > 0);
 }
 
 int train_estimate(const struct job_spec *j, int full,
 		   struct train_estimate *e, struct diag *d)
 {
 	struct train t;
-	double per_pos = 0, tp_calls = 0, dp_calls = 0, ct, cd;
+	struct train_plan plan;
 	int64_t s;
 	int rc = -1;
 
 	memset(&t, 0, sizeof(t));
 	memset(e, 0, sizeof(*e));
 	arena_init(&t.arena);
-	layout_init(&t.lay, j->parallelism.tp, j->parallelism.cp,
-		    j->parallelism.pp, j->parallelism.dp,
-		    full || j->full_fidelity);
-	t.job = j;
-	t.gpu = j->system->gpu;
-	t.m = job_microbatches(j);
-	t.v = j->parallelism.vpp;
-	t.pp = j->parallelism.pp;
-	t.stages = t.pp * t.v;
-	layer_dims_from_job(j, &t.dims);
-	t.dt.base = layer_base_dtype((enum dtype)j->training.dtype);
-	t.dt.gemm_lowp = (enum dtype)j->training.dtype;
-	t.split = arena_alloc(&t.arena, (size_t)t.stages * sizeof(*t.split));
+	train_layout(&t.lay, j, full);
 	t.prog = prog_new(1, TRAIN_ST_COUNT);	/* for the blocks' names */
-	if (!t.split || !t.prog || blocks(&t) != 0) {
-		diag_oom(d);
+	if (!t.prog || train_shape(&t, j, &plan, d) != 0 ||
+	    train_cost_blocks(&t) != 0) {
+		if (!d->oom)
+			diag_oom(d);
 		goto out;
 	}
-	split_layers(j, t.split);
 	for (s = 0; s < t.pp; s++) {
-		per_pos += rank_tasks(&t, s, &ct, &cd);
-		tp_calls += ct;
-		dp_calls += cd;
+		struct count c = { 0, 0 };
+
+		count_units(&t, s, &c);
+		count_dp(&t, s, &c);
+		count_rest(&t, s, &c);
+		e->tasks += c.tasks * (double)t.lay.sim;
+		e->calls += c.calls * (double)t.lay.sim;
 	}
-	/* Transfers: 2 tasks each, m (S - 1) each way per position. */
-	per_pos += 4.0 * (double)t.m * (double)(t.stages - 1);
 	e->ranks = (double)t.lay.nranks;
-	e->tasks = per_pos * (double)t.lay.sim_tp * (double)t.lay.sim_dp;
-	/* A TP group's calls once per DP replica, a DP group's once per TP
-	 * position; transfers one per pair. */
-	e->calls = tp_calls * (double)t.lay.sim_dp +
-		   dp_calls * (double)t.lay.sim_tp +
-		   2.0 * (double)t.m * (double)(t.stages - 1) *
-		   (double)t.lay.sim_tp * (double)t.lay.sim_dp;
 	rc = 0;
 out:
 	prog_free(t.prog);

@@ -175,7 +175,7 @@ static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
 			      c->replicas > 1 ? c->replicas : 1,
 			      kind == PK_PLAN && per_byte(c) ? -1 : c->bytes,
-			      c->gpus, c->a2a_B };
+			      c->gpus, c->a2a_B, c->path };
 }
 
 /* Whether a new entry for c may be cached: always, but for uneven
@@ -203,12 +203,18 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	cp->per_byte = per_byte(c);
 	if (cp->per_byte)
 		unit.bytes = 1;
-	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
-			 proto, &cp->plan, why);
+	if (c->path)
+		*rc = algo_path_build(n->topo, n->sys->collectives, &n->ham,
+				      &unit, &cp->plan, why);
+	else
+		*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit,
+				 algo, proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
 	    crun_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
-	if (*rc == 0 && cp->plan.nphases > 0)
+	/* a host-launched library call pays the system's launch overhead;
+	 * a GPU-initiated path its own setup (in the plan) */
+	if (*rc == 0 && cp->plan.nphases > 0 && !c->path)
 		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
 		pcache_plan_unref(cp);
@@ -496,6 +502,8 @@ static struct cplan *plan_for(struct net *n, const struct coll_desc *c,
 		*rc = -2;
 		return NULL;
 	}
+	if (c->path)	/* not the library's: its own plan, no choice */
+		return get_plan(n, c, ALGO_COUNT, 0, rc, why);
 	*rc = choose(n, c, &algo, &proto, why);
 	if (*rc != 0)
 		return NULL;
@@ -521,8 +529,14 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 		return -1;
 	}
 	rc = idle_time(n, cp, c, CRUN_FULL, &t);
-	out->algorithm = coll_algo_names[cp->plan.algo];
-	out->protocol = coll_proto_names[cp->plan.proto];
+	if (c->path) {
+		out->algorithm = c->path->mode == COLL_PATH_FORWARD ?
+				 "forward" : "direct";
+		out->protocol = "gpu";
+	} else {
+		out->algorithm = coll_algo_names[cp->plan.algo];
+		out->protocol = coll_proto_names[cp->plan.proto];
+	}
 	pcache_plan_unref(cp);
 	if (rc != 0) {
 		diag_oom(d);
@@ -674,15 +688,17 @@ static int memo_same(const struct memo *m, const struct coll_desc *c)
 	return 1;
 }
 
-/* Remember cp and tr for c (not for uneven all-to-alls: the memo keys
- * on the members only). A failed copy only costs a lookup later. */
+/* Remember cp and tr for c (not for uneven all-to-alls nor non-library
+ * paths: the memo keys on the members and sizes only, the cache on the
+ * matrix and the path's numbers). A failed copy only costs a lookup
+ * later. */
 static void memo_put(struct net *n, const struct coll_desc *c,
 		     struct cplan *cp, const struct ctraj *tr)
 {
 	struct memo *m = memo_slot(n, c);
 	uint32_t *copy;
 
-	if (c->a2a_B)
+	if (c->a2a_B || c->path)
 		return;
 	if (++n->memo_misses > n->nmemo / 2) {
 		memo_grow(n);
@@ -719,7 +735,7 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	if (!n->sim)
 		BUG("net_comm_ops on a net built without an engine");
 	n->stats.collectives++;
-	m = c->a2a_B ? NULL : memo_slot(n, c);
+	m = c->a2a_B || c->path ? NULL : memo_slot(n, c);
 	if (m && memo_same(m, c)) {
 		cp = m->cp;
 		pcache_plan_ref(cp);

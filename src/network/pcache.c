@@ -20,7 +20,7 @@
 
 struct entry {
 	uint64_t hash;		/* 0 = empty slot */
-	struct pkey key;	/* key.gpus in lists, key.a2a owned */
+	struct pkey key;	/* key.gpus in lists, key.a2a, key.path owned */
 	struct pval val;
 };
 
@@ -65,6 +65,7 @@ static void clear(struct pcache *pc)
 		if (!e->hash)
 			continue;
 		mem_free((void *)e->key.a2a);
+		mem_free((void *)e->key.path);
 		if (e->val.plan)
 			pcache_plan_unref(e->val.plan);
 		if (e->val.own)
@@ -115,6 +116,10 @@ static uint64_t hash_key(const struct pkey *k)
 	for (i = 0; k->a2a && i < k->ngpus * k->ngpus; i++) {
 		memcpy(&b, &k->a2a[i], sizeof(b));
 		h = mix(h, b);
+	}
+	if (k->path) {
+		memcpy(&b, &k->path->setup_s, sizeof(b));
+		h = mix(h, (uint64_t)(uint32_t)k->path->mode << 32 ^ b);
 	}
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
@@ -189,6 +194,20 @@ static const uint32_t *intern_list(struct pcache *pc, const uint32_t *ids,
 	return sl->ids;
 }
 
+/* Whether two paths shape plans alike: both the library's, or equal in
+ * every number (the name only labels tables). */
+static int path_same(const struct coll_path *a, const struct coll_path *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a->mode == b->mode && a->setup_s == b->setup_s &&
+	       a->hop_scale_up_s == b->hop_scale_up_s &&
+	       a->hop_scale_out_s == b->hop_scale_out_s &&
+	       a->gpu_Bps == b->gpu_Bps && a->eff_scale_up == b->eff_scale_up &&
+	       a->eff_scale_out == b->eff_scale_out &&
+	       a->node_share == b->node_share;
+}
+
 static int same(const struct pkey *a, const struct pkey *b)
 {
 	return a->kind == b->kind && a->op == b->op && a->algo == b->algo &&
@@ -198,7 +217,8 @@ static int same(const struct pkey *a, const struct pkey *b)
 	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0 &&
 	       !a->a2a == !b->a2a &&
 	       (!a->a2a || memcmp(a->a2a, b->a2a, (size_t)a->ngpus * a->ngpus *
-				  sizeof(*a->a2a)) == 0);
+				  sizeof(*a->a2a)) == 0) &&
+	       path_same(a->path, b->path);
 }
 
 static struct entry *find(const struct pcache *pc, const struct pkey *k,
@@ -249,6 +269,7 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	struct entry *e;
 	const uint32_t *gpus;
 	double *a2a = NULL;
+	struct coll_path *path = NULL;
 
 	if (pc->used * 2 >= pc->cap && grow(pc) != 0)
 		return -1;
@@ -261,16 +282,22 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	gpus = intern_list(pc, k->gpus, k->ngpus);
 	if (k->a2a)
 		a2a = mem_alloc((size_t)k->ngpus * k->ngpus * sizeof(*a2a) + 1);
-	if (!gpus || (k->a2a && !a2a)) {
+	if (k->path)
+		path = mem_alloc(sizeof(*path));
+	if (!gpus || (k->a2a && !a2a) || (k->path && !path)) {
 		mem_free(a2a);
+		mem_free(path);
 		return -1;
 	}
+	if (path)
+		*path = *k->path;
 	if (a2a)
 		memcpy(a2a, k->a2a, (size_t)k->ngpus * k->ngpus * sizeof(*a2a));
 	e->hash = h;
 	e->key = *k;
 	e->key.gpus = gpus;
 	e->key.a2a = a2a;
+	e->key.path = path;
 	e->val = *v;
 	if (v->plan)
 		pcache_plan_ref(v->plan);

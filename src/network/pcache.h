@@ -51,6 +51,8 @@ struct pkey {
 	double bytes;		/* B; -1 for plans that scale with it */
 	const uint32_t *gpus;
 	const double *a2a;	/* ngpus * ngpus B, or NULL (even) */
+	const struct coll_path *path;	/* NULL: the library's; compared by
+					 * value (every field but the name) */
 };
 
 /* What the cache holds for a key. */

@@ -217,8 +217,8 @@ Test(train, out_of_memory_is_clean)
 }
 
 /* The estimate against the program the builder makes: tasks and
- * collective calls counted in the built program. */
-static void assert_estimate(struct fixture *f, int full, double calls_max)
+ * collective calls counted in the built program, exactly. */
+static void assert_estimate(struct fixture *f, int full)
 {
 	struct train_estimate e;
 	struct train_plan plan;
@@ -237,21 +237,15 @@ static void assert_estimate(struct fixture *f, int full, double calls_max)
 		calls += id != UINT32_MAX && id != last;
 		last = id;
 	}
-	cr_log_info("estimate: %.0f tasks for %u, %.0f calls for %u", e.tasks,
-		    n, e.calls, calls);
-	/* An upper bound within 10 % for tasks (the data-parallel part is
-	 * counted at its bound), and a bound for the calls. */
-	cr_assert_geq(e.tasks, n);
-	cr_assert_leq(e.tasks, 1.10 * n, "%.0f tasks estimated, %u built",
-		      e.tasks, n);
-	cr_assert_geq(e.calls, calls);
-	cr_assert_leq(e.calls, calls_max * calls, "%.0f calls estimated, %u",
-		      e.calls, calls);
+	cr_assert_eq(e.tasks, n, "full %d: %.0f tasks estimated, %u built",
+		     full, e.tasks, n);
+	cr_assert_eq(e.calls, calls, "full %d: %.0f calls estimated, %u built",
+		     full, e.calls, calls);
 	cr_assert_eq(e.ranks, prog_ranks(p));
 	prog_free(p);
 }
 
-Test(train, estimate_bounds_the_built_program)
+Test(train, estimate_counts_the_built_program)
 {
 	struct fixture f;
 	int full;
@@ -265,15 +259,27 @@ Test(train, estimate_bounds_the_built_program)
 		f.job.parallelism.schedule = SCHED_INTERLEAVED;
 		f.job.training.zero_stage = 1;
 		f.job.training.recompute = RECOMPUTE_SELECTIVE;
-		assert_estimate(&f, full, 2.0);
+		f.fw.overlap_param_gather = 1;
+		assert_estimate(&f, full);
+		/* the same, gathers after the optimizer, tied embeddings */
+		f.fw.overlap_param_gather = 0;
+		f.model.tie_word_embeddings = 1;
+		assert_estimate(&f, full);
 		/* dp 8, ZeRO-3, full recompute, 4 microbatches. */
 		fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 64, 1, 1, 1);
 		f.job.training.zero_stage = 3;
 		f.job.training.recompute = RECOMPUTE_FULL;
-		assert_estimate(&f, full, 2.0);
-		/* tp 8, pp 4 on 4 nodes, 1F1B, 32 microbatches. */
+		assert_estimate(&f, full);
+		/* tp 8, pp 4 on 4 nodes, 1F1B, 32 microbatches, ZeRO-0. */
 		fixture_gpt(&f, 16, 2048, 16, 1024, 1024, 1, 64, 4, 8, 4);
-		assert_estimate(&f, full, 2.0);
+		assert_estimate(&f, full);
+		/* tp 2, pp 2, dp 2 with scattered transfers (no SP), host
+		 * overhead */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 16, 1, 2, 2);
+		f.job.training.zero_stage = 2;
+		f.fw.pp_scatter_gather = 1;
+		f.fw.step_overhead_s = 1e-3;
+		assert_estimate(&f, full);
 	}
 }
 

@@ -14,7 +14,7 @@ static struct pkey key8(uint32_t *gpus, uint32_t g0, double bytes)
 
 	for (i = 0; i < 8; i++)
 		gpus[i] = g0 + i;
-	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, bytes, gpus, NULL };
+	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, bytes, gpus, NULL, NULL };
 }
 
 Test(net_pcache, keeps_every_entry_past_its_first_size)
@@ -62,6 +62,52 @@ Test(net_pcache, keys_differ_by_members_size_and_kind)
 	cr_assert_null(pcache_get(pc, &kb));
 	kb = key8(b, 0, 4096);
 	kb.kind = PK_TIME;
+	cr_assert_null(pcache_get(pc, &kb));
+	pcache_free(pc);
+}
+
+/* The key rule for what else shapes a plan: an uneven all-to-all's
+ * matrix and a GPU-initiated path count by value (every per-peer size,
+ * every number of the path), never by the caller's pointer. */
+Test(net_pcache, matrix_and_path_count_by_value)
+{
+	struct pcache *pc = pcache_new();
+	uint32_t a[8], b[8];
+	double ma[64], mb[64];
+	struct coll_path pa = { COLL_PATH_FORWARD, 5e-6, 1e-6, 3e-6, 0, 0.8,
+				0.9, 0.5, "deepep" }, pb = pa;
+	struct pkey ka = key8(a, 0, 4096), kb = key8(b, 0, 4096);
+	struct pval v = { NULL, NULL, 1, 2, 0, NULL, NULL };
+	int i;
+
+	for (i = 0; i < 64; i++)
+		ma[i] = mb[i] = 100.0 * i;
+	ka.a2a = ma;
+	ka.path = &pa;
+	kb.a2a = mb;
+	kb.path = &pb;
+	cr_assert_eq(pcache_put(pc, &ka, &v), 0);
+	/* equal matrices and paths in other arrays: found */
+	cr_assert_not_null(pcache_get(pc, &kb));
+	/* the cache holds copies: the caller's arrays may change */
+	ma[5] = -1;
+	pa.setup_s = 1;
+	cr_assert_not_null(pcache_get(pc, &kb));
+	/* one peer's size: another collective */
+	mb[9] += 1;
+	cr_assert_null(pcache_get(pc, &kb));
+	mb[9] -= 1;
+	/* one number of the path, or the library's instead */
+	pb.eff_scale_out = 0.6;
+	cr_assert_null(pcache_get(pc, &kb));
+	pb.eff_scale_out = 0.9;
+	pb.name = "another name";
+	cr_assert_not_null(pcache_get(pc, &kb));
+	kb.path = NULL;
+	cr_assert_null(pcache_get(pc, &kb));
+	/* even instead of the matrix */
+	kb.path = &pb;
+	kb.a2a = NULL;
 	cr_assert_null(pcache_get(pc, &kb));
 	pcache_free(pc);
 }
