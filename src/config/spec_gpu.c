@@ -95,6 +95,15 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "FlashAttention-2 kernels, backward (default bwd_efficiency)" },
+	{ .key = "flash_triton_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash_triton_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention's pre-MLIR Triton kernel (llm-foundry attn_impl "
+		  "triton), forward (default flash2_fwd_efficiency)" },
+	{ .key = "flash_triton_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash_triton_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the same, backward (default flash2_bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -232,6 +241,12 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
 	if (g->attention.flash2_bwd_efficiency == 0)
 		g->attention.flash2_bwd_efficiency = g->attention.bwd_efficiency;
+	if (g->attention.flash_triton_fwd_efficiency == 0)
+		g->attention.flash_triton_fwd_efficiency =
+			g->attention.flash2_fwd_efficiency;
+	if (g->attention.flash_triton_bwd_efficiency == 0)
+		g->attention.flash_triton_bwd_efficiency =
+			g->attention.flash2_bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct cnode *node,

@@ -55,6 +55,8 @@ struct gpu_attention_spec {
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
 	double flash2_fwd_efficiency;	/* FlashAttention-2 kernels, forward; 0 = fwd_efficiency */
 	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
+	double flash_triton_fwd_efficiency;	/* FlashAttention's pre-MLIR Triton kernel, forward; 0 = flash2's */
+	double flash_triton_bwd_efficiency;	/* the same, backward; 0 = flash2's */
 };
 
 struct gpu_spec {

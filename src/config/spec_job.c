@@ -18,7 +18,9 @@ const char *const attention_names[] = {"flash", "unfused", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
-const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
+const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
+					  NULL};
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)
 
@@ -124,6 +126,12 @@ static const struct schema_field framework_fields[] = {
 	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
 		  "parameters may be gathered at once: the one computing and "
 		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
+	{ .key = "fsdp_grad_passes", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_grad_passes), .def = "false",
+	  .help = "ZeRO-3: torch FSDP's per-unit memory passes (the gradient cast "
+		  "to the reduce dtype and its pre-division before every "
+		  "reduce-scatter; on the shard the post-division, the "
+		  "accumulation, the low-precision copies before all-gathers)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
@@ -132,6 +140,11 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(fused_cross_entropy), .def = "false",
 	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
 		  "PyTorch ops on fp32 logits)" },
+	{ .key = "cross_entropy_jit", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_jit), .def = "false",
+	  .help = "without fused_cross_entropy: Megatron-Core's "
+		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
+		  "kernels forward, one backward, two TP all-reduces)" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },
@@ -141,12 +154,21 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "fp8_amax_reduction", .type = ST_ENUM,
+	  .offset = FOFF(fp8_amax_reduction), .values = amax_reduction_names,
+	  .def = "none",
+	  .help = "fp8 delayed scaling: the group Transformer Engine reduces "
+		  "its amaxes over, blocking, at the end of every model chunk's "
+		  "forward and backward of a microbatch: none, tp_cp "
+		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
+		  "<= 0.7 and >= 0.9)" },
 	{ .key = "attention_kernel", .type = ST_ENUM,
 	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
 	  .def = "vendor",
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
-		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
-		  "PyTorch SDPA flash)" },
+		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash) or flash_triton (FlashAttention's "
+		  "pre-MLIR Triton kernel)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,

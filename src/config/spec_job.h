@@ -95,8 +95,16 @@ enum opt_update_impl {
 
 extern const char *const opt_update_names[];
 
-/* "vendor", "flash2": enum gpu_attn_kernel (gpu.h). */
+/* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
 extern const char *const attn_kernel_names[];
+/* "none", "tp_cp", "stage": enum amax_reduction. */
+extern const char *const amax_reduction_names[];
+
+enum amax_reduction {
+	AMAX_NONE,		/* no reduction (or not fp8) */
+	AMAX_TP_CP,		/* over tensor x context parallel ranks */
+	AMAX_STAGE		/* over every GPU of the pipeline stage */
+};
 
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
@@ -137,14 +145,19 @@ struct framework_spec {
 						 * (its all-gathers run on copy engines) */
 	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at
 						 * once (the one computing and those prefetched) */
+	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
+						 * its all-gathers and reduce-scatters (layer.c) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
+						 * blocking amax all-reduce per chunk pass */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 };
 

@@ -75,12 +75,15 @@ struct gpu_attn_shape {
 };
 
 /* Which fused attention kernel family runs: the vendor's (cuDNN on
- * NVIDIA, what Transformer Engine calls; CK on AMD), or FlashAttention-2
+ * NVIDIA, what Transformer Engine calls; CK on AMD), FlashAttention-2
  * (the flash-attn package and PyTorch SDPA's flash backend), which on
- * Hopper reaches about half of the vendor kernel (no TMA/wgmma). */
+ * Hopper reaches about half of the vendor kernel (no TMA/wgmma), or
+ * FlashAttention's pre-MLIR Triton kernel (flash_attn_triton.py, what
+ * llm-foundry's attn_impl: triton ran in 2023), FlashAttention-1 class. */
 enum gpu_attn_kernel {
 	GPU_ATTN_VENDOR,
-	GPU_ATTN_FLASH2
+	GPU_ATTN_FLASH2,
+	GPU_ATTN_FLASH_TRITON
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is

@@ -35,7 +35,8 @@
  *
  * (attention.flash2_fwd/bwd_efficiency when the shape asks for the
  * FlashAttention-2 kernels rather than the vendor's: the same structure,
- * a slower steady-state loop on Hopper.)
+ * a slower steady-state loop on Hopper; attention.flash_triton_fwd/
+ * bwd_efficiency for FlashAttention's pre-MLIR Triton kernel.)
  *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
@@ -311,14 +312,28 @@ static double side_s(const struct gpu_spec *g, const struct gpu_attn_shape *a,
 	return sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
 }
 
+/* The steady-state efficiency of the kernel family's unmasked tiles. */
+static double kernel_efficiency(const struct gpu_attention_spec *s,
+				int kernel, int backward)
+{
+	switch (kernel) {
+	case GPU_ATTN_FLASH2:
+		return backward ? s->flash2_bwd_efficiency
+				: s->flash2_fwd_efficiency;
+	case GPU_ATTN_FLASH_TRITON:
+		return backward ? s->flash_triton_bwd_efficiency
+				: s->flash_triton_fwd_efficiency;
+	default:
+		return backward ? s->bwd_efficiency : s->fwd_efficiency;
+	}
+}
+
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_attn_shape *a, int backward)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	const struct gpu_attention_spec *s = &g->attention;
-	int fa2 = a->kernel == GPU_ATTN_FLASH2;
-	double eta = backward ? (fa2 ? s->flash2_bwd_efficiency : s->bwd_efficiency)
-			      : (fa2 ? s->flash2_fwd_efficiency : s->fwd_efficiency);
+	double eta = kernel_efficiency(s, a->kernel, backward);
 	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
 	enum gpu_level l;
 

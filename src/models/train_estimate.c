@@ -12,6 +12,7 @@
  * fidelity, 1 where one rank stands for its stage). Beside the units:
  *   - the all-gather rebuilding a scattered pipeline transfer, before
  *     each action that receives one (pp_gather);
+ *   - fp8 delayed scaling's amax reduction after each action;
  *   - transfers: after each forward of vs < S-1 and each backward of
  *     vs > 0 a two-member send/recv (two tasks, one call);
  *   - data parallelism, when a stage has more GPUs than its TP group and
@@ -78,6 +79,10 @@ static void count_units(const struct train *t, int64_t s, struct count *c)
 		if (t->pg)	/* forward receives unless first, backward
 				 * unless last */
 			add_block(t, t->pg, m * (!first + !last), c);
+		if (t->amax[0])	/* fp8 amax reductions after each pass */
+			add_block(t, t->amax[0], m, c);
+		if (t->amax[1])
+			add_block(t, t->amax[1], m, c);
 		/* sends: the forward unless last, the backward unless first;
 		 * a task at each end, one call */
 		c->tasks += 2 * m * (!first + !last);
