@@ -133,6 +133,11 @@ struct prog {
 	struct itab str_tab;
 	const uint32_t **groups;	/* member lists: n, then n GPU ids */
 	struct itab group_tab;
+	struct pmat {			/* all-to-all matrices (in arena) */
+		const double *v;	/* n x n B */
+		uint32_t n;
+	} *mats;
+	struct itab mat_tab;
 
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
@@ -326,6 +331,11 @@ static inline const struct coll_desc *coll_desc_of(const struct prog *p,
  * collective over the same list; NULL when out of memory. */
 const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n);
+
+/* prog_intern.c: the program's copy of the n x n matrix m, shared by
+ * every collective with an equal one; NULL when out of memory. */
+const double *prog_intern_matrix(struct prog *p, const double *m,
+				 uint32_t n);
 
 /* prog.c: forget the results of the last run (the program is being
  * changed or run again). */

@@ -75,6 +75,8 @@ void prog_free(struct prog *p)
 	mem_free(p->tags);
 	mem_free(p->strs);
 	mem_free(p->groups);
+	mem_free(p->mats);
+	prog_itab_release(&p->mat_tab);
 	prog_itab_release(&p->kind_tab);
 	prog_itab_release(&p->str_tab);
 	prog_itab_release(&p->group_tab);
@@ -222,16 +224,13 @@ task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 	return append(p, rank, stream, k);
 }
 
-/* The index of the program's copy of *c: its GPU list interned, its
- * matrix copied into the arena, the descriptor interned; UINT32_MAX when
- * out of memory. */
+/* The index of the program's copy of *c: its GPU list and matrix
+ * interned, the descriptor interned; UINT32_MAX when out of memory. */
 static uint32_t copy_desc(struct prog *p, const struct coll_desc *c)
 {
-	size_t ngpus = c->ngpus;
 	struct coll_desc d = *c;
-	double *a2a;
 
-	if (ngpus == 0 || !c->gpus)
+	if (c->ngpus == 0 || !c->gpus)
 		BUG("prog_coll: a collective needs its GPU ids");
 	d.gpus = prog_intern_group(p, c->gpus, c->ngpus);
 	if (!d.gpus)
@@ -248,15 +247,8 @@ static uint32_t copy_desc(struct prog *p, const struct coll_desc *c)
 	}
 	if (c->path)
 		d.path = p->path;
-	if (c->a2a_B) {
-		if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)
-			return UINT32_MAX;
-		a2a = arena_alloc(&p->arena, ngpus * ngpus * sizeof(*a2a));
-		if (!a2a)
-			return UINT32_MAX;
-		memcpy(a2a, c->a2a_B, ngpus * ngpus * sizeof(*a2a));
-		d.a2a_B = a2a;
-	}
+	if (c->a2a_B && !(d.a2a_B = prog_intern_matrix(p, c->a2a_B, c->ngpus)))
+		return UINT32_MAX;
 	return prog_intern_desc(p, &d);
 }
 

@@ -1,7 +1,7 @@
 /*
  * prog_intern.c - one copy of each distinct thing a program repeats:
- * names (prog_intern), task kinds (duration, name, category), and
- * collective member lists.
+ * names (prog_intern), task kinds (duration, name, category), collective
+ * member lists, all-to-all matrices and descriptors.
  *
  * A 10^6-task program says "gemm_fwd" and "tp group {8..15}" thousands of
  * times; each is stored once and tasks refer to it by index or pointer.
@@ -11,8 +11,10 @@
  * grows alongside.
  */
 #include "exec_impl.h"
+#include "base/coll.h"
 #include "base/mem.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define ITAB_FIRST 64	/* entries of a new table */
@@ -220,7 +222,7 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
 	       a->algo == b->algo && a->proto == b->proto &&
 	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
-	       a->a2a_key == b->a2a_key && a->path == b->path;
+	       a->path == b->path;
 }
 
 /* A word for the hash from a double's bits. */
@@ -242,7 +244,7 @@ uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c)
 	    0xc2b2ae3d27d4eb4fu;
 	x ^= (uint64_t)c->op << 56 ^ (uint64_t)(uint32_t)c->algo << 40 ^
 	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
-	     (uint64_t)c->ngpus << 8 ^ c->a2a_key ^
+	     (uint64_t)c->ngpus << 8 ^
 	     (uint64_t)(uintptr_t)c->path;
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdu;
@@ -294,4 +296,40 @@ const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 	p->groups[p->group_tab.n] = g;
 	insert(&p->group_tab, pos, h);
 	return g + 1;
+}
+
+/* ---- all-to-all matrices ---- */
+
+static int mat_same(const void *entries, uint32_t i, const void *key)
+{
+	const struct pmat *a = &((const struct pmat *)entries)[i];
+	const struct pmat *b = key;
+
+	return a->n == b->n && memcmp(a->v, b->v, (size_t)a->n * a->n *
+				      sizeof(*a->v)) == 0;
+}
+
+const double *prog_intern_matrix(struct prog *p, const double *m,
+				 uint32_t n)
+{
+	struct pmat k = { m, n };
+	uint32_t h = (uint32_t)coll_matrix_hash(m, n), pos, i;
+	size_t bytes;
+	double *v;
+
+	if ((size_t)n > SIZE_MAX / sizeof(*v) / (n ? n : 1))
+		return NULL;
+	bytes = (size_t)n * n * sizeof(*v);
+	if (reserve(&p->mat_tab, &p->mats, sizeof(*p->mats)) != 0)
+		return NULL;
+	i = find(&p->mat_tab, h, p->mats, mat_same, &k, &pos);
+	if (i != UINT32_MAX)
+		return p->mats[i].v;
+	v = arena_alloc(&p->arena, bytes);
+	if (!v)
+		return NULL;
+	memcpy(v, m, bytes);
+	p->mats[p->mat_tab.n] = (struct pmat){ v, n };
+	insert(&p->mat_tab, pos, h);
+	return v;
 }

@@ -77,8 +77,6 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 		.replicas = layout_replicas(&t->lay, (enum layout_group)op->group),
 	};
 
-	if (op->a2a_B)
-		c.a2a_key = train_matrix_key(op->a2a_B, n);
 	if (op->p2p_next) {	/* ring steps: every GPU sends to the next */
 		c.algo = ALGO_P2P;
 		c.proto = PROTO_SIMPLE;

@@ -144,16 +144,3 @@ double train_sm_share(const struct train *t, enum coll_op op,
 		return 1.0;
 	return (double)units / (double)t->gpu->compute_units;
 }
-
-/* FNV-1a of an n x n matrix: the key plans of an uneven all-to-all are
- * remembered under (nonzero). */
-uint64_t train_matrix_key(const double *m, uint32_t n)
-{
-	const unsigned char *b = (const unsigned char *)m;
-	size_t i, len = (size_t)n * n * sizeof(*m);
-	uint64_t h = 1469598103934665603ull;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h ? h : 1;
-}

@@ -155,8 +155,6 @@ int train_build_pp(struct train *t);
 /* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
 int train_build_dp(struct train *t);
 
-/* FNV-1a of an n x n matrix (coll_desc.a2a_key); never 0. */
-uint64_t train_matrix_key(const double *m, uint32_t n);
 
 /* Add dependency before -> after unless before is TASK_NONE. */
 int train_dep(struct train *t, task_id before, task_id after);

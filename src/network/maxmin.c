@@ -138,6 +138,7 @@ struct mm {
 	struct vec cv, cc;	/* the component being solved */
 	struct hent *heap;	/* constraints and bounds by level */
 	uint32_t nheap, capheap;
+	uint32_t unfixed;	/* variables of the component not fixed yet */
 	uint32_t epoch;
 };
 
@@ -512,6 +513,7 @@ static void fix(struct mm *m, mm_id v, double rate)
 
 	x->fixed = 1;
 	x->new_Bps = rate;
+	m->unfixed--;
 	for (i = 0; i < x->nelems; i++) {
 		const struct elem *e = &x->elems[i];
 		struct cons *c = &m->cons[e->cons];
@@ -551,6 +553,7 @@ static int fill_start(struct mm *m)
 						      CONS_KEY | m->cc.v[i] };
 	}
 	m->nheap = n;
+	m->unfixed = m->cv.n;
 	for (i = n / 2; i-- > 0;)
 		sift_down(m->heap, n, i);
 	return 0;
@@ -573,7 +576,12 @@ static void fill(struct mm *m)
 {
 	double lvl = 0;
 
-	while (m->nheap > 0) {
+	/* Once every variable is fixed the rest of the heap (constraints
+	 * with nothing free, bounds of fixed variables) changes nothing:
+	 * stop there. A component's flows often cross far more links than
+	 * there are flows (a rank's sends to many GPUs), so this skips most
+	 * of its entries. */
+	while (m->nheap > 0 && m->unfixed > 0) {
 		struct hent top = m->heap[0];
 		const struct cons *c;
 		double now;

@@ -113,10 +113,8 @@ static uint64_t hash_key(const struct pkey *k)
 		h = mix(h, (uint64_t)k->gpus[i] << 32 | k->gpus[i + 1]);
 	if (i < k->ngpus)
 		h = mix(h, k->gpus[i]);
-	for (i = 0; k->a2a && i < k->ngpus * k->ngpus; i++) {
-		memcpy(&b, &k->a2a[i], sizeof(b));
-		h = mix(h, b);
-	}
+	if (k->a2a)	/* sampled: same() compares all of it */
+		h = mix(h, coll_matrix_hash(k->a2a, k->ngpus));
 	if (k->path) {
 		memcpy(&b, &k->path->setup_s, sizeof(b));
 		h = mix(h, (uint64_t)(uint32_t)k->path->mode << 32 ^ b);

@@ -452,6 +452,34 @@ Test(exec, collective_descriptor_is_copied)
 	prog_free(p);
 }
 
+Test(exec, equal_matrices_are_stored_once)
+{
+	struct prog *p = prog_new(2, 1);
+	uint32_t ranks[2] = { 0, 1 }, gpus[2] = { 8, 9 };
+	double m1[4] = { 0, 1, 2, 0 }, m2[4] = { 0, 1, 2, 0 };
+	double m3[4] = { 0, 1, 3, 0 };
+	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 3, .gpus = gpus,
+			       .ngpus = 2, .a2a_B = m1, .algo = -1,
+			       .proto = -1, .replicas = 1 };
+	struct task_info in = info("a2a", TASK_COMM);
+	task_id a, b, d;
+
+	/* An uneven all-to-all issued per layer and microbatch: equal
+	 * matrices in other buffers share the program's one copy (and so
+	 * one descriptor), a matrix differing in one peer's size does not. */
+	a = prog_coll(p, ranks, 2, 0, &c, &in);
+	c.a2a_B = m2;
+	b = prog_coll(p, ranks, 2, 0, &c, &in);
+	c.a2a_B = m3;
+	d = prog_coll(p, ranks, 2, 0, &c, &in);
+	cr_assert_eq(exec_task_coll(p, a)->a2a_B, exec_task_coll(p, b)->a2a_B);
+	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
+	cr_assert_neq(exec_task_coll(p, a)->a2a_B, exec_task_coll(p, d)->a2a_B);
+	cr_assert_eq(exec_task_coll(p, d)->a2a_B[2], 3);
+	cr_assert_eq(exec_task_coll(p, a)->a2a_B[2], 2);
+	prog_free(p);
+}
+
 Test(exec, equal_collectives_share_a_descriptor_not_an_id)
 {
 	struct prog *p = prog_new(2, 1);
