@@ -3,7 +3,8 @@
  * [--db PATH] [--no-store] [--full] [--max-memory SIZE] [--max-trace
  * SIZE]`: resolve the job, simulate one training step, print the result
  * (a summary with units, or one JSON object), optionally write the
- * Chrome trace, and store the run.
+ * Chrome trace, and store the run. The inference phases (prefill,
+ * decode, serving) go to cli_infer.c.
  *
  * Budget: before anything is built, the step's cost is estimated
  * (step_estimate: tasks, memory, time, trace size); a step whose
@@ -362,6 +363,12 @@ int cli_run(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	j->full_fidelity |= o.full;
+	if (job_is_inference(j)) {
+		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store};
+
+		rc = cli_run_inference(&io, j, cx.data_root, &d);
+		goto out;
+	}
 	rc = simulate(&o, j, r, &d);
 	if (rc == CLI_OK)
 		rc = report(&o, j, r, &json, &cx, &d);

@@ -10,7 +10,8 @@
 #include "cnode.h"
 #include "base/diag.h"
 
-const char *const job_phase_names[] = {"training", NULL};
+const char *const job_phase_names[] = {"training", "prefill", "decode",
+				       "serving", NULL};
 const char *const recompute_names[] = {"none", "selective", "full", NULL};
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
@@ -194,10 +195,12 @@ const struct schema framework_schema = {
 
 static const struct schema_field training_fields[] = {
 	{ .key = "seq_len", .type = ST_INT, .offset = TOFF(seq_len),
-	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "tokens per sequence" },
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "tokens per sequence (required for phase training)" },
 	{ .key = "global_batch_size", .type = ST_INT,
 	  .offset = TOFF(global_batch_size), .min = 1, .max = 1e9,
-	  .flags = SF_REQUIRED, .help = "sequences per step over all replicas" },
+	  .flags = SF_OPTIONAL,
+	  .help = "sequences per step over all replicas (required for phase training)" },
 	{ .key = "micro_batch_size", .type = ST_INT, .offset = TOFF(micro_batch_size),
 	  .def = "1", .min = 1, .max = 1e6,
 	  .help = "sequences per microbatch on one replica" },
@@ -256,6 +259,10 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
+	{ .key = "attention_dp", .type = ST_BOOL, .offset = POFF(attention_dp),
+	  .def = "false",
+	  .help = "inference: attention data-parallel over the dp ranks of one "
+		  "engine, MoE layers expert-parallel over all of its GPUs" },
 	{ .key = "cp_comm_type", .type = ST_ENUM, .offset = POFF(cp_comm_type),
 	  .values = cp_comm_names, .def = "p2p",
 	  .help = "context parallelism: p2p (ring attention), all_gather (of "
@@ -313,11 +320,16 @@ static const struct schema_field job_fields[] = {
 	  .sub = &framework_schema, .def = "megatron-core",
 	  .help = "training framework preset, path, or mapping" },
 	{ .key = "phase", .type = ST_ENUM, .offset = OFF(phase),
-	  .values = job_phase_names, .def = "training", .help = "what step to simulate" },
+	  .values = job_phase_names, .def = "training",
+	  .help = "what to simulate: a training step, an inference step "
+		  "(prefill, decode) or a serving run" },
 	{ .key = "training", .type = ST_SECTION, .offset = OFF(training),
-	  .sub = &training_schema, .flags = SF_REQUIRED, .help = "training settings" },
+	  .sub = &training_schema, .help = "training settings (phase training)" },
 	{ .key = "parallelism", .type = ST_SECTION, .offset = OFF(parallelism),
 	  .sub = &parallel_schema, .help = "parallel layout" },
+	{ .key = "serving", .type = ST_SECTION, .offset = OFF(serving),
+	  .sub = &serving_schema,
+	  .help = "inference and serving settings (phases prefill, decode, serving)" },
 	{ .key = "moe", .type = ST_SECTION, .offset = OFF(moe),
 	  .sub = &moe_job_schema, .flags = SF_OPTIONAL,
 	  .help = "MoE dispatch path, routing balance and overlaps" },
@@ -509,7 +521,7 @@ static void check_ep(struct job_spec *j, struct diag *d,
 		layout_error(d, node, "parallelism", "tp %lld does not divide the "
 			     "shared experts' hidden size %lld", (long long)p->tp,
 			     (long long)model_shared_ffn(m));
-	if (p->tp > 1 && !p->sequence_parallel)
+	if (p->tp > 1 && !p->sequence_parallel && !job_is_inference(j))
 		layout_error(d, node, "parallelism", "an MoE model with tp %lld "
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
@@ -569,6 +581,91 @@ static void check_cp(struct job_spec *j, struct diag *d,
 			     (long long)heads, (long long)kv);
 }
 
+/* A training key the training phase needs but the job does not give. */
+static void training_missing(struct diag *d, const struct cnode *job,
+			     const char *key)
+{
+	const struct cnode *at = job ? cnode_get(job, "training") : NULL;
+
+	cnode_error(d, at ? at : job, "'training.%s': expected an integer such "
+		    "as 8, got nothing (the key is required)", key);
+}
+
+static void check_training(struct job_spec *j, struct diag *d,
+			   const struct cnode *node)
+{
+	const struct training_spec *t = &j->training;
+	unsigned before = d->errors;
+
+	if (t->seq_len == 0)
+		training_missing(d, node, "seq_len");
+	if (t->global_batch_size == 0)
+		training_missing(d, node, "global_batch_size");
+	if (d->errors != before)
+		return;
+	check_schedule(j, d, node);
+	check_cp(j, d, node);
+}
+
+/* The experts of an inference instance span its GPUs of a stage: tp, or
+ * tp x dp with attention_dp (vLLM flattens TP across DP for the MoE
+ * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
+ * engine): ep of them hold different experts, etp = GPUs / ep shard each
+ * expert (ep 1: every expert split over all of them). */
+static void check_inference_experts(struct job_spec *j, struct diag *d,
+				    const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
+
+	if (g % p->ep != 0) {
+		layout_error(d, node, "parallelism", "ep %lld does not divide the "
+			     "%lld GPUs an instance's MoE layers span (tp%s)",
+			     (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "");
+		return;
+	}
+	if (p->etp == 0)
+		p->etp = g / p->ep;
+	else if (p->etp * p->ep != g)
+		layout_error(d, node, "parallelism", "etp x ep = %lld x %lld must "
+			     "be the %lld GPUs an instance's MoE layers span",
+			     (long long)p->etp, (long long)p->ep, (long long)g);
+}
+
+/* Inference layouts: an instance is tp x pp GPUs (x dp with
+ * attention_dp); no context parallelism or pipeline interleaving. */
+static void check_inference(struct job_spec *j, struct diag *d,
+			    const struct cnode *node)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	if (p->cp != 1)
+		layout_error(d, node, "parallelism", "cp %lld: inference "
+			     "steps run without context parallelism (use cp 1)",
+			     (long long)p->cp);
+	if (p->vpp != 1)
+		layout_error(d, node, "parallelism", "vpp %lld: inference "
+			     "pipelines have one stage per rank (use vpp 1)",
+			     (long long)p->vpp);
+	if (p->attention_dp && !model_is_moe(j->model))
+		layout_error(d, node, "parallelism", "attention_dp on a dense "
+			     "model: use dp instances instead (attention_dp "
+			     "shares MoE layers across the dp ranks)");
+	if (model_is_moe(j->model))
+		check_inference_experts(j, d, node);
+	if (p->schedule < 0)
+		j->parallelism.schedule = SCHED_1F1B;
+	if (!j->serving.engine) {
+		const struct cnode *at = node ? cnode_get(node, "serving") : NULL;
+
+		cnode_error(d, at ? at : node, "'serving.engine': expected an "
+			    "engine preset name such as 'vllm', 'sglang' or "
+			    "'trtllm', a path or a mapping, got nothing (phase "
+			    "%s needs one)", job_phase_names[j->phase]);
+	}
+}
+
 static int job_check(void *obj, const struct cnode *node, struct diag *d)
 {
 	struct job_spec *j = obj;
@@ -578,9 +675,11 @@ static int job_check(void *obj, const struct cnode *node, struct diag *d)
 
 	if (infer_dp(p, system_gpus(j->system), d, node) != 0)
 		return -1;
-	check_schedule(j, d, node);
+	if (job_is_inference(j))
+		check_inference(j, d, node);
+	else
+		check_training(j, d, node);
 	check_tp(j, d, node);
-	check_cp(j, d, node);
 	check_ep(j, d, node);
 	if (p->pp * p->vpp > m->num_hidden_layers)
 		layout_error(d, node, "parallelism", "pp*vpp = %lld*%lld exceeds "

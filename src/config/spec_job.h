@@ -6,15 +6,17 @@
  *
  *   model: NAME | path | {preset: NAME, ...overrides}
  *   system: NAME | path | {preset: NAME, ...overrides}
- *   phase: training
+ *   phase: training | prefill | decode | serving
  *   framework: NAME | path | {preset: NAME, ...overrides}  (megatron-core)
  *   training: {seq_len, global_batch_size, micro_batch_size, dtype,
  *              recompute, zero_stage, optimizer, attention, dropout}
  *   parallelism: {tp, pp, cp, ep, etp, dp, vpp, sequence_parallel,
  *                 schedule, pp_layers, tp_comm_overlap, cp_comm_type,
- *                 cp_a2a, cp_load_balance}
+ *                 cp_a2a, cp_load_balance, attention_dp}
  *   moe: {dispatcher, shared_expert_overlap, a2a_overlap, routing, ...}
  *        (spec_moe.h)
+ *   serving: {engine, dtype, kv_dtype, requests, input_len, output_len,
+ *             arrival_rate, ...}   (inference phases; spec_serving.h)
  *   full_fidelity: false
  *   straggler: {gpu, compute_scale}  (none: gpu -1; full fidelity only)
  *
@@ -41,10 +43,14 @@
 #include "schema.h"
 #include "spec_model.h"
 #include "spec_moe.h"
+#include "spec_serving.h"
 #include "spec_system.h"
 
 enum job_phase {
-	PHASE_TRAINING
+	PHASE_TRAINING,
+	PHASE_PREFILL,		/* one engine step of prompt chunks */
+	PHASE_DECODE,		/* one engine step of decoding sequences */
+	PHASE_SERVING		/* a request stream through an engine */
 };
 
 enum recompute {
@@ -193,6 +199,9 @@ struct parallel_spec {
 	int cp_comm_type;		/* enum cp_comm */
 	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */
 	int cp_load_balance;		/* 2 cp chunks per sequence (causal) */
+	int attention_dp;		/* inference: attention data-parallel over the
+					 * dp ranks of one engine (MoE layers expert-
+					 * parallel over all its GPUs) */
 };
 
 /* One GPU whose kernels run slower than its peers' (a thermally throttled
@@ -212,9 +221,16 @@ struct job_spec {
 	struct training_spec training;
 	struct parallel_spec parallelism;
 	struct moe_job_spec moe;		/* MoE models only */
+	struct serving_spec serving;		/* phases prefill, decode, serving */
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
 	struct straggler_spec straggler;	/* a slow GPU, or gpu -1 */
 };
+
+/* 1 for the inference phases (prefill, decode, serving). */
+static inline int job_is_inference(const struct job_spec *j)
+{
+	return j->phase != PHASE_TRAINING;
+}
 
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */
 static inline int64_t job_microbatches(const struct job_spec *j)

@@ -123,7 +123,7 @@
 static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4;
+	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
 }
 
 enum dtype layer_base_dtype(enum dtype training)

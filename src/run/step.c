@@ -62,13 +62,13 @@
 
 /* The stat for (name, op, group) in out->colls, added when new (the
  * array grows as needed: every kind is kept). NULL when out of memory. */
-static struct step_coll_stat *stat_of(struct step_result *out,
-				      uint32_t *cap,
+static struct step_coll_stat *stat_of(struct step_coll_stat **colls,
+				      uint32_t *ncolls, uint32_t *cap,
 				      const struct task_info *info,
 				      const struct coll_desc *c)
 {
-	struct step_coll_stat *v = out->colls;
-	uint32_t i, n = out->ncolls;
+	struct step_coll_stat *v = *colls;
+	uint32_t i, n = *ncolls;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(v[i].name, info->name) == 0 && v[i].op == c->op &&
@@ -80,14 +80,14 @@ static struct step_coll_stat *stat_of(struct step_result *out,
 		v = mem_realloc(v, (size_t)grown * sizeof(*v));
 		if (!v)
 			return NULL;
-		out->colls = v;
+		*colls = v;
 		*cap = grown;
 	}
 	memset(&v[n], 0, sizeof(v[n]));
 	snprintf(v[n].name, sizeof(v[n].name), "%s", info->name);
 	v[n].op = c->op;
 	v[n].group = c->ngpus;
-	out->ncolls = n + 1;
+	*ncolls = n + 1;
 	return &v[n];
 }
 
@@ -110,8 +110,8 @@ static int by_time(const void *a, const void *b)
 
 /* The stat of info and c through a small memo by name pointer (names
  * are interned or literals), op and group, then stat_of(). */
-static struct step_coll_stat *stat_memo(struct step_result *out,
-					uint32_t *cap,
+static struct step_coll_stat *stat_memo(struct step_coll_stat **colls,
+					uint32_t *ncolls, uint32_t *cap,
 					const struct task_info *info,
 					const struct coll_desc *c,
 					struct stat_memo *memo)
@@ -122,17 +122,18 @@ static struct step_coll_stat *stat_memo(struct step_result *out,
 	struct step_coll_stat *s;
 
 	if (m->name == info->name && m->op == c->op && m->group == c->ngpus)
-		return &out->colls[m->index];
-	s = stat_of(out, cap, info, c);
+		return &(*colls)[m->index];
+	s = stat_of(colls, ncolls, cap, info, c);
 	if (s)
 		*m = (struct stat_memo){ info->name, c->op, c->ngpus,
-					 (uint32_t)(s - out->colls) };
+					 (uint32_t)(s - *colls) };
 	return s;
 }
 
-/* Sum every collective call (in the order of their first members) into
- * out->colls, longest first. -1 when out of memory. */
-static int coll_stats(const struct prog *p, struct step_result *out)
+/* Every collective call (in the order of their first members), one
+ * memo lookup a call rather than a walk of every task. */
+int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
+		    uint32_t *ncolls)
 {
 	struct stat_memo memo[64];
 	uint32_t k, n = prog_colls(p), cap = 0;
@@ -146,7 +147,7 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 		struct task_info in;
 
 		exec_task_info(p, t, &in);
-		s = stat_memo(out, &cap, &in, c, memo);
+		s = stat_memo(colls, ncolls, &cap, &in, c, memo);
 		if (!s)
 			return -1;
 		s->count++;
@@ -159,8 +160,8 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 				break;
 			}
 	}
-	if (out->ncolls > 0)
-		qsort(out->colls, out->ncolls, sizeof(*out->colls), by_time);
+	if (*ncolls > 0)
+		qsort(*colls, *ncolls, sizeof(**colls), by_time);
 	return 0;
 }
 
@@ -342,7 +343,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 		goto out;
 	rc = -1;
 	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
-	    coll_stats(p, out) != 0) {
+	    step_coll_stats(p, &out->colls, &out->ncolls) != 0) {
 		diag_oom(d);
 		goto out;
 	}
