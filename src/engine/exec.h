@@ -99,6 +99,10 @@ double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
 /* What task t is: its name, category, layer and microbatch. */
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
+/* Task t's name, and its category into *cat: exec_task_info() without
+ * the layer and microbatch (no search of their runs). */
+const char *exec_task_name(const struct prog *p, task_id t,
+			   enum task_cat *cat);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. Calls with
  * equal descriptors share one (the program keeps one copy of each). */

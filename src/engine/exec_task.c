@@ -64,6 +64,18 @@ void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 				   g->microbatch };
 }
 
+const char *exec_task_name(const struct prog *p, task_id t,
+			   enum task_cat *cat)
+{
+	const struct pkind *k;
+
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	k = task_kind(p, t);
+	*cat = (enum task_cat)k->cat;
+	return k->name;
+}
+
 uint32_t exec_task_rank(const struct prog *p, task_id t)
 {
 	if (t >= p->ntasks)

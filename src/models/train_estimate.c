@@ -21,7 +21,11 @@
  *     unit, kind (dense, experts) and microbatch an all-gather before the
  *     forward and the backward and a reduce-scatter after the backward;
  *   - the tied embedding's all-reduce on the first and the last stage;
- *   - the optimizer step and the host overhead, a task each per GPU.
+ *   - the optimizer step and the host overhead, a task each per GPU;
+ *   - when the framework models the host thread (train_host.c): a host
+ *     task per op of a unit, gather or amax block that costs the host
+ *     time or waits for the device, and with p2p syncs one before every
+ *     action but the first.
  * Every simulated GPU of a stage runs the same program, so a stage counts
  * sim times one GPU's. This is the builder's count, not a model of it;
  * tests/unit/models/test_train.c compares it with built programs.
@@ -55,9 +59,13 @@ static void add_block(const struct train *t, const struct block *b,
 	int i;
 
 	c->tasks += times * b->n;
-	for (i = 0; i < b->n; i++)
+	for (i = 0; i < b->n; i++) {
 		if (b->op[i].kind != LOP_KERNEL)
 			c->calls += times / group_sim(t, b->op[i].group);
+		if (t->host_on && (b->op[i].host_s > 0 ||
+				   b->op[i].host_wait != LAYER_NONE))
+			c->tasks += times;	/* its host task */
+	}
 }
 
 /* The units of every action of pipeline rank s, and its transfers. */
@@ -127,9 +135,13 @@ static void count_dp(struct train *t, int64_t s, struct count *c)
 	}
 }
 
-/* Per GPU of pipeline rank s: tied embedding, optimizer, overhead. */
-static void count_rest(const struct train *t, int64_t s, struct count *c)
+/* Per GPU of pipeline rank s: tied embedding, optimizer, overhead, the
+ * host's p2p syncs (p2p: train_host_init()'s answer). */
+static void count_rest(const struct train *t, int64_t s, int p2p,
+		       struct count *c)
 {
+	if (p2p)
+		c->tasks += (double)(sched_actions(t->m, t->v) - 1);
 	if (t->job->model->tie_word_embeddings && t->pp >= 2 &&
 	    (s == 0 || s == t->pp - 1)) {
 		c->tasks += 1;
@@ -144,30 +156,33 @@ int train_estimate(const struct job_spec *j, int full,
 	struct train t;
 	struct train_plan plan;
 	int64_t s;
-	int rc = -1;
+	int rc = -1, p2p;
 
 	memset(&t, 0, sizeof(t));
 	memset(e, 0, sizeof(*e));
 	arena_init(&t.arena);
 	train_layout(&t.lay, j, full);
 	t.prog = prog_new(1, TRAIN_ST_COUNT);	/* for the blocks' names */
-	if (!t.prog || train_shape(&t, j, &plan, d) != 0 ||
-	    train_cost_blocks(&t) != 0) {
-		if (!d->oom)
-			diag_oom(d);
-		goto out;
-	}
+	if (!t.prog || train_shape(&t, j, &plan, d) != 0)
+		goto fail;
+	p2p = train_host_init(&t);
+	if (train_cost_blocks(&t) != 0)
+		goto fail;
 	for (s = 0; s < t.pp; s++) {
 		struct count c = { 0, 0 };
 
 		count_units(&t, s, &c);
 		count_dp(&t, s, &c);
-		count_rest(&t, s, &c);
+		count_rest(&t, s, p2p, &c);
 		e->tasks += c.tasks * (double)t.lay.sim;
 		e->calls += c.calls * (double)t.lay.sim;
 	}
 	e->ranks = (double)t.lay.nranks;
 	rc = 0;
+	goto out;
+fail:
+	if (!d->oom)
+		diag_oom(d);
 out:
 	prog_free(t.prog);
 	arena_release(&t.arena);

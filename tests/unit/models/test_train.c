@@ -284,6 +284,21 @@ Test(train, estimate_counts_the_built_program)
 		f.job.training.dtype = DTYPE_FP8;
 		f.fw.fp8_amax_reduction = AMAX_STAGE;
 		assert_estimate(&f, full);
+		/* the host thread modeled: a host task per op (gathers and
+		 * amax blocks too), and with p2p syncs one before every
+		 * action but the first of the non-interleaved pipeline */
+		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
+		f.fw.host.kernel_s = f.fw.host.collective_s = 2e-6;
+		f.fw.host.sync_s = 1e-5;
+		f.fw.host.p2p_sync = 1;
+		assert_estimate(&f, full);
+		/* ... on the interleaved pipeline: no p2p syncs */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 128, 1, 2, 2);
+		f.job.parallelism.vpp = 2;
+		f.job.parallelism.schedule = SCHED_INTERLEAVED;
+		f.fw.host.op_s = f.fw.host.kernel_s = 5e-6;
+		f.fw.host.p2p_sync = 1;
+		assert_estimate(&f, full);
 	}
 }
 
