@@ -420,6 +420,25 @@ Test(moe, estimate_counts_the_built_program)
 	assert_counts(&f, "ep 8");
 	f.job.moe.a2a_overlap = 1;
 	assert_counts(&f, "ep 8, paired actions");
+	/* the host thread modeled (an issue task per op that costs it),
+	 * and a dropless dispatch over a library all-to-all whose host
+	 * waits for the exchanged counts (a sync task per MoE layer) */
+	{
+		struct ep_comm_spec e;
+
+		moe_job(&f, 8, 2, 512, 8);
+		f.job.training.global_batch_size = 32;
+		memset(&e, 0, sizeof(e));
+		e.name = "test-alltoall";
+		e.mode = EP_LIBRARY;
+		e.dedup = DEDUP_NONE;
+		e.host_sync = EP_SYNC_COUNTS;
+		f.job.moe.dispatcher = &e;
+		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
+		f.fw.host.kernel_s = f.fw.host.collective_s = 2e-6;
+		f.fw.host.sync_s = 1e-5;
+		assert_counts(&f, "ep 8, host and count sync");
+	}
 	moe_job(&f, 8, 2, 512, 4);
 	f.job.training.zero_stage = 1;
 	assert_counts(&f, "ep 4, edp 2, ZeRO-1");
