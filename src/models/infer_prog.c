@@ -493,19 +493,6 @@ static struct prog *new_prog(uint32_t ranks)
 	return p;
 }
 
-/* A 64-bit key of an uneven all-to-all matrix's contents. */
-static uint64_t matrix_key(const double *m, uint32_t n)
-{
-	uint64_t h = 1469598103934665603ull, v;
-	size_t i;
-
-	for (i = 0; i < (size_t)n * n; i++) {
-		memcpy(&v, &m[i], sizeof(v));
-		h = (h ^ v) * 1099511628211ull;
-	}
-	return h ? h : 1;
-}
-
 /* The collective of op on stage s: its group's GPUs and the path. */
 static struct coll_desc coll_of(const struct infer_ctx *x,
 				const struct infer_step_units *su,
@@ -528,8 +515,6 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.ngpus = (uint32_t)x->dims.moe.ep;
 		c.replicas = (uint32_t)x->dims.moe.etp;
 		c.a2a_B = op->a2a_B;
-		if (op->a2a_B)
-			c.a2a_key = matrix_key(op->a2a_B, c.ngpus);
 		c.algo = x->ep_algo;
 		c.sm_share = x->ep_sm_share;
 		if (x->ep_has_path) {
