@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+#include "network/flow.h"
 #include "network/net.h"
 
 struct infer_comm_entry {
@@ -203,6 +204,7 @@ static void start(void *ctx, const struct coll_desc *desc,
 {
 	struct infer_comm *c = ctx;
 	struct timer *t;
+	units_ns_t at;
 	double s;
 
 	if (!c->idle) {
@@ -219,7 +221,16 @@ static void start(void *ctx, const struct coll_desc *desc,
 	}
 	t->done = done;
 	t->token = token;
-	if (!sim_after(c->sim, units_s_to_ns(fmax(s, 0)), fire, t)) {
+	/* Past the engine's horizon (a rate far too low): the run fails
+	 * with the reason, as a flow that long does on the fabric model. */
+	if (units_ns_add(sim_now(c->sim), units_s_to_ns_sat(fmax(s, 0)),
+			 &at) != 0) {
+		mem_free(t);
+		fail(c, FLOW_TOO_LONG);
+		done(token);
+		return;
+	}
+	if (!sim_at(c->sim, at, fire, t)) {
 		mem_free(t);
 		fail(c, "out of memory");
 		done(token);

@@ -60,6 +60,31 @@ static double now_s(const struct serve *s)
 	return units_ns_to_s(sim_now(s->sim));
 }
 
+/* Schedule fn(arg) dt_s seconds after base ns (engine time); 1 when
+ * scheduled. Past the engine's horizon (2^62 ns) the run fails, saying
+ * what would have happened when: never a wrapped clock or an
+ * assertion. 0 when it fails, as when out of memory (s->failed set). */
+static int serve_at(struct serve *s, units_ns_t base, double dt_s,
+		    const char *what, sim_fn fn, void *arg)
+{
+	units_ns_t at;
+
+	if (units_ns_add(base, units_s_to_ns_sat(dt_s), &at) != 0) {
+		if (!s->failed)
+			diag_error(s->d, NULL, 0, 0, "the serving simulation is "
+				   "longer than the engine represents (2^62 ns, "
+				   "about 146 years): %s at %.6g s", what,
+				   units_ns_to_s(base) + dt_s);
+		s->failed = 1;
+		return 0;
+	}
+	if (!sim_at(s->sim, at, fn, arg)) {
+		s->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
 static void account_system(struct serve *s, double now)
 {
 	if (now > s->last_area_s)
@@ -249,12 +274,13 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 	    s->job->serving.disaggregated.layerwise)
 		xfer_layerwise(s, in, now);
 	serve_trace_step(s, ev->i, now, dur, &b, pre, dec);
-	if (!sim_after(s->sim, units_s_to_ns(dur), step_end, se))
-		s->failed = 1;
+	if (!serve_at(s, sim_now(s->sim), dur, "a step would end", step_end,
+		      se))
+		return;
 	if (in->pp > 1 && hold < dur) {
 		in->busy = 1;
-		if (!sim_after(s->sim, units_s_to_ns(hold), stage_free, ev))
-			s->failed = 1;
+		(void)serve_at(s, sim_now(s->sim), hold,
+			       "a stage would be free", stage_free, ev);
 	}
 }
 
@@ -326,15 +352,15 @@ static void arrive(struct sim *sim, void *arg)
 
 	/* every request arriving at this instant, then the next event */
 	while (s->next_arrival < s->nreq &&
-	       units_s_to_ns(s->req[s->next_arrival].arrival_s) <= sim_now(sim)) {
+	       units_s_to_ns_sat(s->req[s->next_arrival].arrival_s) <=
+	       sim_now(sim)) {
 		account_system(s, now);
 		s->in_system++;
 		dispatch(s, a->evs, s->next_arrival++);
 	}
 	if (s->next_arrival < s->nreq)
-		if (!sim_at(sim, units_s_to_ns(s->req[s->next_arrival].arrival_s),
-			    arrive, a))
-			s->failed = 1;
+		(void)serve_at(s, 0, s->req[s->next_arrival].arrival_s,
+			       "a request would arrive", arrive, a);
 	if (s->failed)
 		sim_stop(sim);
 }
@@ -490,9 +516,11 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	arr.evs = evs;
 	if (trace)
 		fputs("[\n", trace);
-	if (s.nreq > 0 && !sim_at(s.sim, units_s_to_ns(s.req[0].arrival_s),
-				  arrive, &arr)) {
-		diag_oom(d);
+	if (s.nreq > 0 && !serve_at(&s, 0, s.req[0].arrival_s,
+				    "the first request would arrive", arrive,
+				    &arr)) {
+		if (!d->errors)
+			diag_oom(d);
 		goto out;
 	}
 	if (sim_run(s.sim) != 0 || s.failed) {
