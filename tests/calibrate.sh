@@ -112,6 +112,22 @@ if "$llmsim" run default --json --no-store --set "system.calibration=$tmp/h100.y
 else
 	bad "run with a calibration: exit $?"; cat "$tmp/err"
 fi
+# A value within one standard error of its bound (sustained <= 1, here
+# 0.95 +- 0.1): the error bars step the other way. They stepped to 1.05,
+# which the config refuses (exit 2; tests/measure.sh's live fit hit it
+# under load).
+sed 's/^\(      sustained:\) .*/\1 0.95/
+s/value: [0-9.e+-]*, stderr: [0-9.e+-]*,/value: 0.95, stderr: 0.1,/' \
+	"$tmp/h100.yaml" >"$tmp/edge.yaml"
+grep -q 'value: 0.95, stderr: 0.1,' "$tmp/edge.yaml" ||
+	bad "could not write the near-bound calibration"
+if "$llmsim" run default --json --no-store --set "system.calibration=$tmp/edge.yaml" \
+	>"$tmp/run.json" 2>"$tmp/err"; then
+	grep -q '"step_time_interval_s"' "$tmp/run.json" ||
+		bad "run --json near the bound: no interval"
+else
+	bad "run with a calibration near its bound: exit $?"; cat "$tmp/err"
+fi
 
 # 5. Bad input.
 status() {	# status WANT WHAT ARGS...

@@ -4,9 +4,10 @@
  * calibration file: standard errors and correlation) has variance
  *   var f = g^T Sigma g,   g_i = df/dp_i,
  * to first order. g is measured, not derived: each parameter is moved
- * one standard error up (a --set after the calibration's overlay) and
- * the prediction made again, g_i = (f(p + s_i e_i) - f(p)) / s_i: one
- * extra prediction per parameter. The 95% band is f e^(+-1.96 sd / f)
+ * one standard error up (a --set after the calibration's overlay; down
+ * where up would pass the key's bound) and the prediction made again,
+ * g_i = (f(p + s_i e_i) - f(p)) / s_i: one extra prediction per
+ * parameter. The 95% band is f e^(+-1.96 sd / f)
  * (the fit is of ln f);
  * a prediction interval for a new measurement adds the fit's residual
  * scatter s (ln ratio) as s f in quadrature.
@@ -38,12 +39,20 @@ int calib_band(struct config_ctx *cx, const char *calib_path,
 	if (!(g = mem_calloc(f.npar * m + 1, sizeof(double))))
 		goto done;
 	for (i = 0; i < f.npar; i++) {
-		double h = f.par[i].stderr_;
+		const struct calib_param *q = &f.par[i];
+		double h = q->stderr_;
 
 		if (!(h > 0))
 			continue;	/* known exactly, or not determined */
-		calib_set_text(&f.par[i], f.par[i].value + h, prefix, set,
-			       sizeof(set));
+		/* One standard error up would pass the key's upper bound
+		 * (sustained <= 1 fitted at 0.95 +- 0.1), which the config
+		 * refuses: step down instead, at most half-way to the lower
+		 * bound; the secant from below estimates the same slope. */
+		if (q->value + h > q->hi)
+			h = -fmin(h, (q->value - q->lo) / 2);
+		if (!(h != 0))
+			continue;	/* at both bounds: no room to step */
+		calib_set_text(q, q->value + h, prefix, set, sizeof(set));
 		if (fn(ctx, sets, 1, out) != 0)
 			goto done;
 		for (j = 0; j < m; j++)
