@@ -161,6 +161,8 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
 			       layer_q_width(d) + 2 * layer_kv_width(d),
 			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
 		return;
 	}
 	mla_down_fwd(o, pass, d);
@@ -432,6 +434,8 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 				     "qkv_dgrad", "qkv_grad_tp_reduce",
 				     "qkv_wgrad", d, layer_q_width(d) +
 				     2 * layer_kv_width(d), h, d->lowp);
+		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, layer_tokens(d),
+			 layer_q_width(d) + 2 * layer_kv_width(d));
 		lop_norm_bwd_after(o, "norm1_bwd", d, red);
 		return;
 	}

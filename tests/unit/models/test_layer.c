@@ -162,6 +162,34 @@ Test(layer, unfused_attention_dropout_is_its_own_kernel)
 	cr_assert_null(find_op(&f, "attn_dropout"));
 }
 
+Test(layer, bias_kernels_of_a_biased_model)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	const struct layer_op *op;
+	/* tp 2, SP: T = 4096 tokens, T' = 2048; h 1024, f 4096. QKV bias
+	 * add: T 3h/t = 4096 * 1536 elements of 2 B read and written
+	 * (12582912 B each way); bias gradients read the output gradients:
+	 * qkv T 3h/t, fc1 T f/t = 4096 * 2048, proj and fc2 T' h = 2048 *
+	 * 1024 (after the reduce-scatter), 2 B each. */
+	gpt_dims(&d, 2, 1);
+	d.bias_kernels = 1;
+	layer_fwd(&d, NULL, &f);
+	op = find_op(&f, "qkv_bias");
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, 4096.0 * 1536 * 2);
+	assert_close(op->k.write_B, 4096.0 * 1536 * 2);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	assert_close(find_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
+	assert_close(find_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
+	assert_close(find_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	assert_close(find_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	/* Fused into the GEMMs (the default): none. */
+	d.bias_kernels = 0;
+	layer_fwd(&d, NULL, &f);
+	cr_assert_null(find_op(&f, "qkv_bias"));
+}
+
 Test(layer, tp_collectives_without_sp)
 {
 	struct layer_dims d;
