@@ -449,8 +449,8 @@ static double pp_p2p_share(int64_t gpus_per_node)
 	p = train_build(&f.job, 0, &plan, &d);
 	cr_assert_not_null(p);
 	for (i = 0; i < p->ncolls; i++)
-		if (p->colls[i].desc.op == COLL_SENDRECV)
-			share = p->colls[i].desc.sm_share;
+		if (coll_desc_of(p, i)->op == COLL_SENDRECV)
+			share = coll_desc_of(p, i)->sm_share;
 	prog_free(p);
 	return share;
 }
