@@ -166,6 +166,8 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
 			       layer_q_width(d) + 2 * layer_kv_width(d),
 			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
 		return;
 	}
 	mla_down_fwd(o, pass, d);
@@ -243,6 +245,16 @@ static struct layer_op *score_gemm(struct layer_ops *o, const char *name,
 	return op;
 }
 
+/* The unfused core: scores = Q K^T (baddbmm), the fused scale-mask
+ * softmax (read the scores, write the probabilities), with dropout the
+ * attention dropout as its own kernel on the probabilities (read them,
+ * write the dropped ones and a 1-byte mask: torch.nn.Dropout after
+ * FusedScaleMaskSoftmax in Megatron-LM's ParallelAttention, NVIDIA/
+ * Megatron-LM @ 01fc083 megatron/model/transformer.py; the same in
+ * Megatron-Core's and Transformer Engine's unfused attention), then
+ * P V. Backward: the dropout's (read dP' and the mask, write dP), the
+ * softmax's (read dP and P, write dS), the four GEMMs. The model FLOPs
+ * mf of the core (forward; backward twice) split evenly over its GEMMs. */
 static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d, double mf)
 {
@@ -250,9 +262,11 @@ static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	score_gemm(o, "scores", pass, d, d->seq, d->seq, dim_qk(d),
 		   mf / 2)->host = HOST_OP;	/* torch.baddbmm */
-	lop_memop(o, "softmax", pass, scores * d->act_B,
-		  scores * d->act_B * (d->dropout ? 2 : 1) +
-		  (d->dropout ? scores : 0), CE_FLOPS * scores);
+	lop_memop(o, "softmax", pass, scores * d->act_B, scores * d->act_B,
+		  CE_FLOPS * scores);
+	if (d->dropout)
+		lop_memop(o, "attn_dropout", pass, scores * d->act_B,
+			  scores * d->act_B + scores, ADD_FLOPS * scores);
 	score_gemm(o, "attn_v", pass, d, d->seq, layer_v_dim(d), d->seq,
 		   mf / 2)->host = HOST_OP;
 }
@@ -262,11 +276,14 @@ static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d,
 {
 	double scores = layer_scores(d);
 	double s = d->seq, dq = dim_qk(d), dv = layer_v_dim(d);
-	double mask = d->dropout ? scores : 0;
 
 	score_gemm(o, "attn_v_dgrad", PASS_BWD, d, s, s, dv, mf / 4);
 	score_gemm(o, "attn_v_wgrad", PASS_BWD, d, s, dv, s, mf / 4);
-	lop_memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B + mask,
+	if (d->dropout)
+		lop_memop(o, "attn_dropout_bwd", PASS_BWD,
+			  scores * d->act_B + scores, scores * d->act_B,
+			  ADD_FLOPS * scores);
+	lop_memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B,
 		  scores * d->act_B, CE_FLOPS * scores);
 	score_gemm(o, "scores_dgrad_q", PASS_BWD, d, s, dq, s, mf / 4);
 	score_gemm(o, "scores_dgrad_k", PASS_BWD, d, s, dq, s, mf / 4);
@@ -437,6 +454,8 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 				     "qkv_dgrad", "qkv_grad_tp_reduce",
 				     "qkv_wgrad", d, layer_q_width(d) +
 				     2 * layer_kv_width(d), h, d->lowp);
+		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, layer_tokens(d),
+			 layer_q_width(d) + 2 * layer_kv_width(d));
 		lop_norm_bwd_after(o, "norm1_bwd", d, red);
 		return;
 	}
