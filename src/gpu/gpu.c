@@ -47,7 +47,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 double gpu_peak_flops(const struct gpu_spec *g, enum dtype dt)
 {

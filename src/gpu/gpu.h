@@ -29,7 +29,7 @@
 #ifndef LLMSIM_GPU_H
 #define LLMSIM_GPU_H
 
-#include "../spec_gpu.h"
+#include "config/spec_gpu.h"
 
 struct diag;
 

@@ -100,7 +100,7 @@
 
 #include <math.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 /* The unit lengths of one head (every head has the same). */
 struct units {

@@ -71,7 +71,7 @@
 
 #include <math.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 /* Everything a tile plan needs about the GEMM and the GPU. */
 struct gemm_problem {

@@ -9,8 +9,8 @@
 #ifndef LLMSIM_MODELS_BLOCK_H
 #define LLMSIM_MODELS_BLOCK_H
 
-#include "../exec.h"
-#include "../gpu/gpu.h"
+#include "engine/exec.h"
+#include "gpu/gpu.h"
 #include "layer.h"
 
 struct block_op {

@@ -58,9 +58,9 @@
 
 #include <math.h>
 
-#include "../diag.h"
-#include "../mem.h"
-#include "../spec_job.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
 #include "sched.h"
 #include "split.h"
 

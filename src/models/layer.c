@@ -102,8 +102,8 @@
 
 #include <string.h>
 
-#include "../diag.h"
-#include "../spec_job.h"
+#include "base/diag.h"
+#include "config/spec_job.h"
 
 /* Nominal vector FLOPs per element of the memory-bound kernels. */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };

@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "../coll.h"
-#include "../gpu/gpu.h"
+#include "base/coll.h"
+#include "gpu/gpu.h"
 
 struct job_spec;
 

@@ -26,8 +26,8 @@
  */
 #include "sched.h"
 
-#include "../diag.h"
-#include "../spec_job.h"
+#include "base/diag.h"
+#include "config/spec_job.h"
 
 int64_t sched_actions(int64_t m, int64_t vpp)
 {

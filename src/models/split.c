@@ -14,7 +14,7 @@
  */
 #include "split.h"
 
-#include "../spec_job.h"
+#include "config/spec_job.h"
 
 void split_even(int64_t layers, int64_t stages, int64_t *out)
 {

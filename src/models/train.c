@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../diag.h"
-#include "../gpu/gpu.h"
+#include "base/diag.h"
+#include "gpu/gpu.h"
 #include "footprint.h"
 #include "split.h"
 #include "train_impl.h"

@@ -19,8 +19,8 @@
 
 #include <stdint.h>
 
-#include "../exec.h"
-#include "../spec_job.h"
+#include "engine/exec.h"
+#include "config/spec_job.h"
 #include "layout.h"
 
 struct diag;

@@ -33,7 +33,7 @@
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
  */
-#include "../gpu/gpu.h"
+#include "gpu/gpu.h"
 #include "footprint.h"
 #include "train_impl.h"
 

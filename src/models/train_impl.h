@@ -5,7 +5,7 @@
 #ifndef LLMSIM_MODELS_TRAIN_IMPL_H
 #define LLMSIM_MODELS_TRAIN_IMPL_H
 
-#include "../mem.h"
+#include "base/mem.h"
 #include "block.h"
 #include "sched.h"
 #include "train.h"

@@ -24,7 +24,7 @@
  * posts both at once), so it has a stream of its own, pp_fwd_wrap. The
  * gradients likewise on pp_bwd and pp_bwd_wrap.
  */
-#include "../diag.h"
+#include "base/diag.h"
 #include "train_impl.h"
 
 /* A transfer, named by its sender and the sender's action. */

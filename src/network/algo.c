@@ -28,8 +28,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../diag.h"
-#include "../mem.h"
+#include "base/diag.h"
+#include "base/mem.h"
 
 double algo_busbw_factor(enum coll_op op, uint32_t p)
 {

@@ -37,8 +37,8 @@
 
 #include <stdint.h>
 
-#include "../coll.h"
-#include "../spec_collectives.h"
+#include "base/coll.h"
+#include "config/spec_collectives.h"
 #include "group.h"
 #include "ham.h"
 #include "plan.h"

@@ -37,7 +37,7 @@
  */
 #include "algo.h"
 
-#include "../mem.h"
+#include "base/mem.h"
 
 static uint32_t cap_channels(const struct algo_ctx *x, uint32_t k)
 {

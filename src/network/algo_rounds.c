@@ -25,7 +25,7 @@
  */
 #include "algo.h"
 
-#include "../mem.h"
+#include "base/mem.h"
 
 static uint32_t pow2_floor(uint32_t n)
 {

@@ -13,8 +13,8 @@
 
 #include <math.h>
 
-#include "../diag.h"
-#include "../mem.h"
+#include "base/diag.h"
+#include "base/mem.h"
 #include "maxmin.h"
 
 struct flow {

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "../sim.h"
+#include "engine/sim.h"
 #include "topo.h"
 
 struct flownet;

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "../mem.h"
+#include "base/mem.h"
 #include "route.h"
 
 struct nr {

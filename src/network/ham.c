@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "../mem.h"
+#include "base/mem.h"
 
 #define BUDGET 4000000L
 

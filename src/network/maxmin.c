@@ -47,8 +47,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../diag.h"
-#include "../mem.h"
+#include "base/diag.h"
+#include "base/mem.h"
 
 struct elem {
 	mm_id var;

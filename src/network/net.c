@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../diag.h"
-#include "../mem.h"
+#include "base/diag.h"
+#include "base/mem.h"
 #include "algo.h"
 #include "flow.h"
 #include "ham.h"

@@ -33,9 +33,9 @@
 
 #include <stdint.h>
 
-#include "../coll.h"
-#include "../sim.h"
-#include "../spec_system.h"
+#include "base/coll.h"
+#include "engine/sim.h"
+#include "config/spec_system.h"
 
 struct diag;
 struct net;

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "../mem.h"
+#include "base/mem.h"
 
 struct entry {
 	uint64_t hash;		/* 0 = empty slot */

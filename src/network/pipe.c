@@ -63,7 +63,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	       const struct pipe_shape *sh)

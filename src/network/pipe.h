@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "../spec_collectives.h"
+#include "config/spec_collectives.h"
 
 /* What an algorithm's structure says about a phase's pipeline. */
 struct pipe_shape {

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "../mem.h"
+#include "base/mem.h"
 
 void plan_init(struct plan *p, int algo, int proto)
 {

@@ -3,7 +3,7 @@
  */
 #include "route.h"
 
-#include "../diag.h"
+#include "base/diag.h"
 
 uint32_t route_node(const struct topo *t, uint32_t gpu)
 {

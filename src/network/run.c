@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#include "../mem.h"
+#include "base/mem.h"
 
 struct crun {
 	struct run_set *set;

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "../sim.h"
+#include "engine/sim.h"
 #include "flow.h"
 #include "pcache.h"
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../diag.h"
+#include "base/diag.h"
 
 uint32_t topo_add_node(struct topo *t, enum topo_node_kind kind,
 		       double latency_s)

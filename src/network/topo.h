@@ -31,8 +31,8 @@
 
 #include <stdint.h>
 
-#include "../mem.h"
-#include "../spec_system.h"
+#include "base/mem.h"
+#include "config/spec_system.h"
 
 struct diag;
 

@@ -21,7 +21,7 @@
  */
 #include "topo.h"
 
-#include "../diag.h"
+#include "base/diag.h"
 
 static int build_mesh(struct topo *t, const struct fabric_spec *f,
 		      struct diag *d)

@@ -28,7 +28,7 @@
  */
 #include "topo.h"
 
-#include "../diag.h"
+#include "base/diag.h"
 
 struct ft {
 	struct topo *t;

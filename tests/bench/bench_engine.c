@@ -26,9 +26,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "exec.h"
-#include "mem.h"
-#include "sim.h"
+#include "engine/exec.h"
+#include "base/mem.h"
+#include "engine/sim.h"
 
 #define REPS 5
 #define HOLD_EVENTS 4000000

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "diag.h"
-#include "mem.h"
-#include "schema.h"
+#include "config/config.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

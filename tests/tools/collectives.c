@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cnode.h"
-#include "config.h"
-#include "diag.h"
-#include "mem.h"
+#include "config/cnode.h"
+#include "config/config.h"
+#include "base/diag.h"
+#include "base/mem.h"
 #include "network/net.h"
-#include "spec_collectives.h"
-#include "spec_system.h"
+#include "config/spec_collectives.h"
+#include "config/spec_system.h"
 
 #define MAX_ROWS 256
 #define TARGET_BIG 0.10

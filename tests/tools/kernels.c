@@ -34,12 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cnode.h"
-#include "config.h"
-#include "diag.h"
+#include "config/cnode.h"
+#include "config/config.h"
+#include "base/diag.h"
 #include "gpu/gpu.h"
-#include "mem.h"
-#include "units.h"
+#include "base/mem.h"
+#include "base/units.h"
 
 /* One reference file's header and its GPU. */
 struct ref {

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "mem.h"
-#include "schema.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/schema.h"
 
 /*
  * Under AddressSanitizer (make check), ask LeakSanitizer now whether

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "diag.h"
-#include "store.h"
+#include "base/diag.h"
+#include "store/store.h"
 
 extern char sf_dir[64];		/* this test's temporary directory */
 extern char sf_db_path[128];	/* sf_dir/results/llmsim.db (no results/ yet) */

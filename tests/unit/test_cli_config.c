@@ -6,9 +6,9 @@
 #include <criterion/redirect.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "config_testutil.h"
-#include "mem.h"
+#include "base/mem.h"
 
 static void quiet(void)
 {

@@ -5,9 +5,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cnode.h"
+#include "config/cnode.h"
 #include "config_testutil.h"
-#include "mem.h"
+#include "base/mem.h"
 
 
 TestSuite(cnode, .init = fixture_init, .fini = fixture_fini);

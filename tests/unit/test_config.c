@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "config_testutil.h"
-#include "mem.h"
-#include "spec_job.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
 
 #define DATA "tests/data"
 

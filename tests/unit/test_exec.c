@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
-#include "mem.h"
+#include "engine/exec.h"
+#include "base/mem.h"
 
 #define US 1e-6
 

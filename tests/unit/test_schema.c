@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cnode.h"
-#include "config.h"
+#include "config/cnode.h"
+#include "config/config.h"
 #include "config_testutil.h"
-#include "mem.h"
-#include "schema.h"
+#include "base/mem.h"
+#include "config/schema.h"
 
 struct inner {
 	int64_t depth;			/* levels */

@@ -6,8 +6,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "mem.h"
-#include "sha256.h"
+#include "base/mem.h"
+#include "base/sha256.h"
 
 static void check(const void *data, size_t n, const char *want)
 {

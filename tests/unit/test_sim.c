@@ -6,8 +6,8 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 
-#include "mem.h"
-#include "sim.h"
+#include "base/mem.h"
+#include "engine/sim.h"
 
 /* A log of which events ran, and when. */
 struct log {

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mem.h"
+#include "base/mem.h"
 #include "store_fixture.h"
 
 TestSuite(store, .init = sf_setup, .fini = sf_teardown);

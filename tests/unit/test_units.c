@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "units.h"
+#include "base/units.h"
 
 static double parse_ok(const char *text, enum unit_kind kind)
 {

@@ -7,10 +7,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "config.h"
-#include "diag.h"
+#include "config/config.h"
+#include "base/diag.h"
 #include "gpu/gpu.h"
-#include "mem.h"
+#include "base/mem.h"
 
 /* The ten presets issue 2 asks for, sorted as config_list_presets
  * returns them. */

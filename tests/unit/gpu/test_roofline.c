@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "diag.h"
+#include "base/diag.h"
 #include "fixture.h"
 
 Test(gpu, peak_is_zero_for_an_unsupported_dtype)

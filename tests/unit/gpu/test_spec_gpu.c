@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "diag.h"
-#include "spec_gpu.h"
+#include "base/diag.h"
+#include "config/spec_gpu.h"
 
 static int64_t two[] = {128, 256};
 static int64_t one[] = {128};

@@ -5,10 +5,10 @@
 #ifndef LLMSIM_TEST_MODELS_FIXTURE_H
 #define LLMSIM_TEST_MODELS_FIXTURE_H
 
-#include "spec_gpu.h"
-#include "spec_job.h"
-#include "spec_model.h"
-#include "spec_system.h"
+#include "config/spec_gpu.h"
+#include "config/spec_job.h"
+#include "config/spec_model.h"
+#include "config/spec_system.h"
 
 struct fixture {
 	struct gpu_spec gpu;

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "sim.h"
-#include "units.h"
+#include "engine/sim.h"
+#include "base/units.h"
 
 struct pending {
 	void (*done)(void *token);

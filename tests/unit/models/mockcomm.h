@@ -8,9 +8,9 @@
 #ifndef LLMSIM_TEST_MODELS_MOCKCOMM_H
 #define LLMSIM_TEST_MODELS_MOCKCOMM_H
 
-#include "coll.h"
-#include "mem.h"
-#include "models/step.h"
+#include "base/coll.h"
+#include "base/mem.h"
+#include "run/step.h"
 
 struct mockcomm {
 	double alpha_s;		/* s per collective */

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "models/sched.h"
-#include "spec_job.h"
+#include "config/spec_job.h"
 
 static void expect(const struct sched_action *a, int bwd, unsigned chunk,
 		   unsigned mb)

@@ -6,12 +6,12 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "diag.h"
-#include "exec.h"
+#include "base/diag.h"
+#include "engine/exec.h"
 #include "fixture.h"
 #include "mockcomm.h"
 #include "models/train.h"
-#include "sim.h"
+#include "engine/sim.h"
 
 /* What a run gives: the executor's split and the plan. */
 struct run_result {

@@ -8,7 +8,7 @@
 #ifndef LLMSIM_TEST_NET_FIXTURES_H
 #define LLMSIM_TEST_NET_FIXTURES_H
 
-#include "spec_system.h"
+#include "config/spec_system.h"
 
 struct fx {
 	struct link_spec up_link, out_link, host_link;

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "diag.h"
+#include "base/diag.h"
 #include "fixtures.h"
 #include "network/net.h"
 

@@ -5,8 +5,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "diag.h"
-#include "exec.h"
+#include "base/diag.h"
+#include "engine/exec.h"
 #include "fixtures.h"
 #include "network/net.h"
 

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "spec_fabric.h"
+#include "config/spec_fabric.h"
 
 #define REL 1e-9
 

@@ -7,9 +7,9 @@
  */
 #include <criterion/criterion.h>
 
-#include "diag.h"
+#include "base/diag.h"
 #include "fixtures.h"
-#include "mem.h"
+#include "base/mem.h"
 #include "network/net.h"
 
 static const uint32_t gpus[16] = {

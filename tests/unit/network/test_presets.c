@@ -7,13 +7,13 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "config.h"
-#include "diag.h"
-#include "mem.h"
+#include "config/config.h"
+#include "base/diag.h"
+#include "base/mem.h"
 #include "network/net.h"
 #include "network/pipe.h"
-#include "schema.h"
-#include "spec_system.h"
+#include "config/schema.h"
+#include "config/spec_system.h"
 
 static void *load(struct arena *a, const struct schema *s, const char *name,
 		  const char *const *sets, size_t nsets)

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "diag.h"
+#include "base/diag.h"
 #include "fixtures.h"
 #include "network/route.h"
 #include "network/topo.h"

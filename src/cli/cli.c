@@ -1,0 +1,267 @@
+/*
+ * cli.c - global options, the command registry, dispatch.
+ */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/schema.h"
+#include "base/sha256.h"
+#include "store/store.h"
+#include "base/version.h"
+
+static const struct cli_command commands[] = {
+	{ "run", "simulate one step of a job and store the result",
+	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
+	  "                 [--db PATH] [--no-store] [--full]\n"
+	  "\n"
+	  "Resolve the job (model, system, layout) and simulate one step.\n"
+	  "\n"
+	  "  --set key=value  override any job field after references are\n"
+	  "                   resolved (e.g. --set system.nodes=64)\n"
+	  "  --json           print one JSON object instead of a summary\n"
+	  "  --trace FILE     write the simulated step as a Chrome trace\n"
+	  "                   (opens in Perfetto)\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --no-store       do not store the result\n"
+	  "  --full           simulate every GPU instead of one per group of\n"
+	  "                   identical TP/DP peers (slow at scale)\n",
+	  cli_run, NULL },
+	{ "sweep", "run a job over a grid of overrides into the database",
+	  NULL, NULL, "sweeps" },
+	{ "plan", "search parallel layouts for a job and rank them",
+	  NULL, NULL, "the parallelism planner" },
+	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
+	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
+	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
+	  "                        [--dtype T] [--algo A] [--proto P]\n"
+	  "                        [--set key=value]... [--json | --csv] [--db PATH]\n"
+	  "                        [--no-store]\n"
+	  "\n"
+	  "Predict one collective on an idle system over a range of sizes and\n"
+	  "print it as rccl-tests / nccl-tests do (size, count, type, time,\n"
+	  "algbw, busbw) with the algorithm and protocol chosen.\n"
+	  "\n"
+	  "  --system SYSTEM  system preset or file (configs/systems)\n"
+	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
+	  "                   broadcast, reduce, sendrecv\n"
+	  "  --ranks N        GPUs 0..N-1, filling node 0 first\n"
+	  "  --min, --max     sizes as rccl-tests takes them: bytes or K/M/G\n"
+	  "                   (2^10, 2^20, 2^30); default 32M\n"
+	  "  --step-factor F  multiply the size by F each row (default 2)\n"
+	  "  --dtype T        float (default), half, bfloat16, double, int8, ...\n"
+	  "  --algo A         ring, tree, direct, rhd, hierarchical, nvls,\n"
+	  "                   pairwise, p2p (default: the library's choice)\n"
+	  "  --proto P        ll, ll128, simple (default: the library's choice)\n"
+	  "  --set key=value  override a system field (--set system.nodes=2)\n"
+	  "  --json, --csv    print JSON (an array of rows) or CSV\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --no-store       do not store the results\n",
+	  cli_collective, NULL },
+	{ "measure", "run real collectives and kernels on hardware",
+	  NULL, NULL, "the measurement backends (HIP/RCCL, CUDA/NCCL, MPI)" },
+	{ "validate", "compare predictions with measurements; fail past a tolerance",
+	  NULL, NULL, "validation against measurements" },
+	{ "calibrate", "fit fabric and kernel parameters to measurements",
+	  NULL, NULL, "calibration" },
+	{ "report", "summarize stored results",
+	  NULL, NULL, "reports and dashboards" },
+	{ "config", "show, list and explain configs",
+	  "usage: llmsim config show FILE|PRESET [--kind KIND] [--set key=value]...\n"
+	  "                            [--json]\n"
+	  "       llmsim config list [KIND]\n"
+	  "       llmsim config help [KIND]\n"
+	  "\n"
+	  "  show   print the fully resolved config: references expanded,\n"
+	  "         defaults applied, units normalized and printed\n"
+	  "  list   list the shipped presets of one kind or of all kinds\n"
+	  "  help   every key of a kind with its type, default, bounds\n"
+	  "\n"
+	  "KIND is gpu, fabric, system, model or job; show infers it from the\n"
+	  "file's directory (configs/gpus, workloads/models, ...), else job.\n",
+	  cli_config, NULL },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const char *cli_version(void)
+{
+	return LLMSIM_VERSION_STRING;
+}
+
+const struct cli_command *cli_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void cli_print_usage(FILE *out, const struct cli_command *c)
+{
+	if (c->usage)
+		fputs(c->usage, out);
+	else
+		fprintf(out, "usage: llmsim %s ...\n\n%s.\n"
+			"Not available yet: this command is reserved for %s.\n",
+			c->name, c->summary, c->later);
+}
+
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+		       const char **missing)
+{
+	size_t n = strlen(name);
+	const char *v;
+
+	if (strncmp(argv[*i], name, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		v = argv[*i] + n + 1;
+	else if (argv[*i][n] != '\0')
+		return NULL;	/* another option with this prefix */
+	else
+		v = *i + 1 < argc ? argv[++*i] : "";
+	if (*v == '\0') {
+		*missing = name;
+		return NULL;
+	}
+	return v;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("llmsim: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nrun 'llmsim %s --help' for usage\n", cmd);
+	return CLI_USAGE;
+}
+
+static void print_help(FILE *out)
+{
+	size_t i;
+
+	fputs("usage: llmsim <command> [options]\n"
+	      "       llmsim <command> --help\n"
+	      "       llmsim --version\n"
+	      "\n"
+	      "llmsim predicts how long one step of a large language model takes\n"
+	      "on a GPU cluster, where the time goes, and whether it fits.\n"
+	      "\n"
+	      "commands:\n", out);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-11s %s%s\n", commands[i].name,
+			commands[i].summary, commands[i].fn ? "" : " (reserved)");
+	fputs("\nExit status: 0 success, 1 runtime failure, 2 bad input or usage.\n",
+	      out);
+}
+
+int cli_main(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc < 2) {
+		print_help(stderr);
+		return CLI_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		if (argc > 2 && (c = cli_command(argv[2])) != NULL) {
+			cli_print_usage(stdout, c);
+			return CLI_OK;
+		}
+		print_help(stdout);
+		return CLI_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("llmsim %s\n", cli_version());
+		return CLI_OK;
+	}
+	c = cli_command(argv[1]);
+	if (!c) {
+		fprintf(stderr, "llmsim: error: unknown command '%s'; "
+			"run 'llmsim --help' for the list\n", argv[1]);
+		return CLI_USAGE;
+	}
+	if (cli_wants_help(argc - 1, argv + 1)) {
+		cli_print_usage(stdout, c);
+		return CLI_OK;
+	}
+	if (!c->fn) {
+		fprintf(stderr, "llmsim: error: '%s' is not available yet: it is "
+			"reserved for %s\n", c->name, c->later);
+		return CLI_FAIL;
+	}
+	return c->fn(argc - 1, argv + 1, argv[0]);
+}
+
+/* DATA_ROOT/results/llmsim.db (free with mem_free), or NULL when out of
+ * memory. */
+static char *default_db(const char *data_root)
+{
+	static const char tail[] = "/results/llmsim.db";
+	size_t n = strlen(data_root) + sizeof(tail);
+	char *path = mem_alloc(n);
+
+	if (path)
+		snprintf(path, n, "%s%s", data_root, tail);
+	return path;
+}
+
+int cli_store(const char *db, const char *data_root,
+	      const struct cli_result *r, struct diag *d)
+{
+	cJSON *cfg = schema_to_json(r->schema, r->config);
+	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	char *path = db ? NULL : default_db(data_root);
+	struct store *st = NULL;
+	char hex[65];
+	struct store_run run = { r->command, r->schema->kind, cfg_s, hex,
+				 r->json, cli_version() };
+	int64_t id;
+	int rc = CLI_FAIL;
+
+	if (!cfg_s || (!db && !path)) {
+		diag_oom(d);
+		goto out;
+	}
+	sha256_hex(cfg_s, strlen(cfg_s), hex);	/* as config_hash() */
+	if (!db)
+		db = path;
+	if (!(st = store_open(db, d)))
+		goto out;
+	id = store_put(st, &run, r->step, r->rows, r->nrows, d);
+	if (id > 0) {
+		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
+			(long long)id, db);
+		rc = CLI_OK;
+	}
+out:
+	store_close(st);
+	mem_free(path);
+	cJSON_free(cfg_s);
+	cJSON_Delete(cfg);
+	return rc;
+}

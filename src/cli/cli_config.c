@@ -1,0 +1,306 @@
+/*
+ * cli_config.c - `llmsim config show|list|help`: print a resolved config,
+ * the presets of each kind, or the keys of a kind.
+ *
+ * show takes a file or a preset name. The kind comes from --kind, else
+ * from where the file is (configs/gpus -> gpu, workloads/models -> model,
+ * ..., any kind's preset folder), else .json means a model (a Hugging
+ * Face config.json) and anything else a job. A bare preset name is a job
+ * preset if there is one, else the one kind that has a preset so named.
+ *
+ * Exit status: 0 printed; 2 bad input or usage; 1 out of memory or the
+ * output could not be written.
+ */
+#include <cJSON.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config/config.h"
+#include "config/config_impl.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/schema.h"
+
+struct show_opts {
+	const char *what;		/* file or preset name */
+	const char *kind;		/* --kind, or NULL */
+	const char **sets;		/* --set arguments */
+	size_t nsets;			/* how many */
+	int json;			/* --json */
+};
+
+static int parse_show(int argc, char **argv, struct show_opts *o)
+{
+	int i, rest = 0;
+	const char *v, *missing = NULL;
+
+	for (i = 2; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (!rest && strcmp(arg, "--") == 0) {
+			rest = 1;
+		} else if (!rest && strcmp(arg, "--json") == 0) {
+			o->json = 1;
+		} else if (!rest && (v = cli_option(argc, argv, &i, "--kind",
+						    &missing))) {
+			o->kind = v;
+		} else if (!rest && (v = cli_option(argc, argv, &i, "--set",
+						    &missing))) {
+			o->sets[o->nsets++] = v;
+		} else if (missing) {
+			return cli_usage_error("config", "'%s' needs a value",
+					       missing);
+		} else if (!rest && arg[0] == '-' && arg[1] != '\0') {
+			return cli_usage_error("config", "config show: unknown "
+					       "option '%s'", arg);
+		} else if (o->what) {
+			return cli_usage_error("config", "config show takes "
+					       "one config, got '%s' and '%s'",
+					       o->what, arg);
+		} else {
+			o->what = arg;
+		}
+	}
+	if (!o->what)
+		return cli_usage_error("config", "%s", "config show needs a "
+				       "file or a preset name");
+	return CLI_OK;
+}
+
+static int unknown_kind(const char *name)
+{
+	const char *names[32];
+	char list[256];
+	size_t n, k = 0;
+	const char *near;
+
+	list[0] = '\0';
+	for (n = 0; config_kinds[n] && n < 32; n++) {
+		names[n] = config_kinds[n]->kind;
+		k += (size_t)snprintf(list + k, k < sizeof(list) ?
+				      sizeof(list) - k : 0, "%s%s",
+				      n ? ", " : "", names[n]);
+	}
+	near = schema_closest(name, names, n);
+	if (near)
+		return cli_usage_error("config", "unknown kind '%s', did you "
+				       "mean '%s'? (kinds: %s)", name, near,
+				       list);
+	return cli_usage_error("config", "unknown kind '%s' (kinds: %s)", name,
+			       list);
+}
+
+/* The kind whose preset folder holds the file, else model for .json,
+ * else job. */
+static const struct schema *kind_of_path(struct arena *a, const char *path)
+{
+	char real[PATH_MAX], *dir = config_dir_of(a, path);
+	size_t i, k, n, len = strlen(path);
+
+	if (dir && realpath(dir, real)) {
+		n = strlen(real);
+		for (i = 0; config_kinds[i]; i++) {
+			const struct schema *s = config_kinds[i];
+
+			for (k = 0; s->preset_dirs && s->preset_dirs[k]; k++) {
+				size_t m = strlen(s->preset_dirs[k]);
+
+				if (n > m && real[n - m - 1] == '/' &&
+				    strcmp(real + n - m, s->preset_dirs[k]) == 0)
+					return s;
+			}
+		}
+	}
+	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+		return config_kind("model");
+	return config_kind("job");
+}
+
+/* A bare preset name: a job's if there is one, else the only kind that
+ * has it. NULL after reporting (ambiguous, or out of memory: *oom). */
+static const struct schema *kind_of_preset(struct config_ctx *cx,
+					   const char *name, int *oom)
+{
+	const struct schema *job = config_kind("job"), *found = NULL;
+	char list[256];
+	size_t i, k = 0, hits = 0;
+
+	list[0] = '\0';
+	if (config_preset_file(cx, job, name, oom) || *oom)
+		return *oom ? NULL : job;
+	for (i = 0; config_kinds[i]; i++) {
+		if (!config_preset_file(cx, config_kinds[i], name, oom)) {
+			if (*oom)
+				return NULL;
+			continue;
+		}
+		found = config_kinds[i];
+		k += (size_t)snprintf(list + k, k < sizeof(list) ?
+				      sizeof(list) - k : 0, "%s%s",
+				      hits++ ? ", " : "", found->kind);
+	}
+	if (hits > 1) {
+		cli_usage_error("config", "'%s' is a preset of several kinds "
+				"(%s); say which with --kind", name, list);
+		return NULL;
+	}
+	return found ? found : job;
+}
+
+static int finish_output(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fputs("llmsim: error: cannot write the output\n", stderr);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+static int print_config(const struct schema *s, const void *obj, int json,
+			struct diag *d)
+{
+	cJSON *j;
+	char *text;
+
+	if (!json) {
+		schema_print_yaml(stdout, s, obj, 0);
+		return finish_output();
+	}
+	j = schema_to_json(s, obj);
+	text = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	if (!text) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	puts(text);
+	cJSON_free(text);
+	return finish_output();
+}
+
+static int show(struct config_ctx *cx, const struct show_opts *o)
+{
+	const struct schema *s;
+	void *obj;
+	int oom = 0;
+
+	if (o->kind) {
+		s = config_kind(o->kind);
+		if (!s)
+			return unknown_kind(o->kind);
+	} else if (config_is_path(o->what)) {
+		s = kind_of_path(cx->arena, o->what);
+	} else {
+		s = kind_of_preset(cx, o->what, &oom);
+		if (!s)
+			return oom ? CLI_FAIL : CLI_USAGE;
+	}
+	obj = arena_alloc(cx->arena, s->size);
+	if (!obj) {
+		diag_oom(cx->diag);
+		return CLI_FAIL;
+	}
+	if (config_load(cx, s, o->what, o->sets, o->nsets, obj) != 0)
+		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
+	return print_config(s, obj, o->json, cx->diag);
+}
+
+static int list(struct config_ctx *cx, int argc, char **argv)
+{
+	const struct schema *one = NULL;
+	const char **names;
+	size_t i, k;
+
+	if (argc > 3)
+		return cli_usage_error("config", "%s", "config list takes at "
+				       "most one kind");
+	if (argc == 3 && !(one = config_kind(argv[2])))
+		return unknown_kind(argv[2]);
+	for (i = 0; config_kinds[i]; i++) {
+		const struct schema *s = config_kinds[i];
+
+		if (one && s != one)
+			continue;
+		names = config_list_presets(cx, s);
+		if (!names) {
+			diag_oom(cx->diag);
+			return CLI_FAIL;
+		}
+		if (!one)
+			printf("%s%s:\n", i ? "\n" : "", s->kind);
+		for (k = 0; names[k]; k++)
+			printf("%s%s\n", one ? "" : "  ", names[k]);
+	}
+	return finish_output();
+}
+
+static int help(int argc, char **argv)
+{
+	const struct schema *s;
+	size_t i;
+
+	if (argc > 3)
+		return cli_usage_error("config", "%s", "config help takes at "
+				       "most one kind");
+	if (argc == 3) {
+		if (!(s = config_kind(argv[2])))
+			return unknown_kind(argv[2]);
+		schema_print_help(stdout, s);
+		return finish_output();
+	}
+	puts("config kinds:");
+	for (i = 0; config_kinds[i]; i++)
+		printf("  %-8s %s\n", config_kinds[i]->kind,
+		       config_kinds[i]->help);
+	puts("\nrun 'llmsim config help KIND' for the keys of one kind");
+	return finish_output();
+}
+
+static int dispatch(struct config_ctx *cx, int argc, char **argv)
+{
+	struct show_opts o;
+	int rc;
+
+	if (strcmp(argv[1], "list") == 0)
+		return list(cx, argc, argv);
+	if (strcmp(argv[1], "help") == 0)
+		return help(argc, argv);
+	if (strcmp(argv[1], "show") != 0)
+		return cli_usage_error("config", "unknown config command '%s' "
+				       "(show, list, help)", argv[1]);
+	memset(&o, 0, sizeof(o));
+	o.sets = arena_alloc(cx->arena, (size_t)argc * sizeof(*o.sets));
+	if (!o.sets) {
+		diag_oom(cx->diag);
+		return CLI_FAIL;
+	}
+	rc = parse_show(argc, argv, &o);
+	return rc != CLI_OK ? rc : show(cx, &o);
+}
+
+int cli_config(int argc, char **argv, const char *argv0)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	int rc;
+
+	if (argc < 2)
+		return cli_usage_error("config", "%s", "config needs a "
+				       "command: show, list or help");
+	arena_init(&a);
+	diag_init(&d, stderr);
+	cx.arena = &a;
+	cx.diag = &d;
+	cx.data_root = config_data_root(&a, argv0);
+	if (cx.data_root) {
+		rc = dispatch(&cx, argc, argv);
+	} else {
+		diag_oom(&d);
+		rc = CLI_FAIL;
+	}
+	arena_release(&a);
+	return rc;
+}

@@ -1,0 +1,182 @@
+/*
+ * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
+ * [--db PATH] [--no-store] [--full]`: resolve the job, simulate one
+ * training step, print the result (a summary with units, or one JSON
+ * object), optionally write the Chrome trace, and store the run.
+ *
+ * Exit status: 0 success; 1 runtime failure (out of memory, simulation
+ * failure, trace or database I/O); 2 bad input (job diagnostics, a layout
+ * or model llmsim cannot simulate, bad usage).
+ */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "run/step.h"
+#include "config/schema.h"
+#include "config/spec_job.h"
+#include "store/store.h"
+
+struct run_opts {
+	const char *job;		/* JOB.yaml or a job preset */
+	const char **sets;		/* "dotted.key=value" */
+	size_t nsets;
+	int json;			/* print JSON instead of the summary */
+	const char *trace;		/* Chrome trace file, or NULL */
+	const char *db;			/* database, or NULL for the default */
+	int no_store;
+	int full;			/* simulate every GPU */
+};
+
+static int flag(const char *arg, const char *name, int *out)
+{
+	if (strcmp(arg, name) != 0)
+		return 0;
+	*out = 1;
+	return 1;
+}
+
+static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
+		 struct diag *d)
+{
+	const char *v, *missing = NULL;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->sets = arena_alloc(a, (size_t)argc * sizeof(*o->sets));
+	if (!o->sets) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	for (i = 1; i < argc; i++) {
+		if ((v = cli_option(argc, argv, &i, "--set", &missing)))
+			o->sets[o->nsets++] = v;
+		else if ((v = cli_option(argc, argv, &i, "--trace", &missing)))
+			o->trace = v;
+		else if ((v = cli_option(argc, argv, &i, "--db", &missing)))
+			o->db = v;
+		else if (missing)
+			return cli_usage_error("run", "'%s' needs a value",
+					       missing);
+		else if (flag(argv[i], "--json", &o->json) ||
+			 flag(argv[i], "--no-store", &o->no_store) ||
+			 flag(argv[i], "--full", &o->full))
+			continue;
+		else if (argv[i][0] == '-' && argv[i][1] != '\0')
+			return cli_usage_error("run", "unknown option '%s'",
+					       argv[i]);
+		else if (o->job)
+			return cli_usage_error("run", "more than one job given "
+					       "('%s')", argv[i]);
+		else
+			o->job = argv[i];
+	}
+	if (!o->job)
+		return cli_usage_error("run", "%s", "no job given");
+	return CLI_OK;
+}
+
+/* Store the resolved job, the JSON result and the step summary. */
+static int store_result(const char *db, const char *data_root,
+			const struct job_spec *j, const char *result_json,
+			const struct step_result *r, struct diag *d)
+{
+	struct store_step step = {
+		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
+		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
+		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
+		.compute_s = r->part_s[EXEC_COMPUTE],
+		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
+		.bubble_s = r->part_s[EXEC_BUBBLE],
+		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
+		.other_s = r->part_s[EXEC_OTHER],
+	};
+	struct cli_result res = { "run", &job_schema, j, result_json, &step,
+				  NULL, 0 };
+
+	return cli_store(db, data_root, &res, d);
+}
+
+/* Print the result; its JSON text goes to *json_out for the store. */
+static int report(const struct run_opts *o, const struct job_spec *j,
+		  const struct step_result *r, char **json_out, struct diag *d)
+{
+	struct cJSON *obj = step_to_json(j, r);
+
+	*json_out = obj ? cJSON_Print(obj) : NULL;
+	cJSON_Delete(obj);
+	if (!*json_out) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	if (o->json)
+		printf("%s\n", *json_out);
+	else
+		step_print(stdout, j, r);
+	return CLI_OK;
+}
+
+static int simulate(const struct run_opts *o, struct job_spec *j,
+		    struct step_result *r, struct diag *d)
+{
+	FILE *trace = NULL;
+	int rc;
+
+	if (o->trace && !(trace = fopen(o->trace, "w"))) {
+		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+		return CLI_FAIL;
+	}
+	rc = step_run(j, o->full, NULL, trace, r, d);
+	if (trace && fclose(trace) != 0 && rc == 0) {
+		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+		rc = -1;
+	}
+	if (rc == -2)
+		return CLI_USAGE;
+	return rc == 0 ? CLI_OK : CLI_FAIL;
+}
+
+int cli_run(int argc, char **argv, const char *argv0)
+{
+	struct arena a;
+	struct diag d;
+	struct run_opts o;
+	struct config_ctx cx;
+	struct job_spec *j;
+	struct step_result *r = NULL;
+	char *json = NULL;
+	int rc;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	rc = parse(argc, argv, &a, &o, &d);
+	if (rc != CLI_OK)
+		goto out;
+	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
+	j = arena_alloc(&a, sizeof(*j));
+	r = mem_alloc(sizeof(*r));
+	rc = CLI_FAIL;
+	if (!j || !r || !cx.data_root) {
+		diag_oom(&d);
+		goto out;
+	}
+	if (config_load(&cx, &job_schema, o.job, o.sets, o.nsets, j) != 0) {
+		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	j->full_fidelity |= o.full;
+	rc = simulate(&o, j, r, &d);
+	if (rc == CLI_OK)
+		rc = report(&o, j, r, &json, &d);
+	if (rc == CLI_OK && !o.no_store)
+		rc = store_result(o.db, cx.data_root, j, json, r, &d);
+out:
+	cJSON_free(json);
+	mem_free(r);
+	arena_release(&a);
+	return rc;
+}

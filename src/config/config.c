@@ -1,0 +1,547 @@
+/*
+ * config.c - load a config: find its file, resolve its references into
+ * one tree, merge --set overrides onto it, and load that tree into the
+ * kind's struct through its schema (schema_load).
+ *
+ * Resolution works on the parsed trees, before any typing, so that
+ * overrides can reach into anything a reference brought in. For every
+ * ST_REF field (sections are walked for nested ones):
+ *
+ *   "NAME"            the preset file, loaded and resolved recursively
+ *   "path.yaml"       the same, relative to the referring file's directory
+ *   {preset: X, ...}  X resolved, then the other keys deep-merged onto it
+ *   {...}             an inline config, its own references resolved
+ *
+ * A file may also start with `preset: X` at its top level and override
+ * X's keys, so a config can inherit from another of its kind. A reference
+ * field with a default (a preset name) that the mapping leaves out is
+ * resolved as if the default had been written there.
+ *
+ * Deep merge of `over` onto `base`: a key in both whose values are
+ * mappings merges recursively (so {gpu: {hbm: {capacity: 96 GB}}} changes
+ * one number of a preset's GPU); otherwise over's value replaces base's,
+ * and a reference that replaces one is resolved afresh (so `--set
+ * system.gpu=mi300x` swaps the GPU). A mapping that names `preset:` is a
+ * new base, never merged into the old one. Keys are matched through the
+ * schema, so an alias replaces its field's key.
+ *
+ * Trees are never modified in place (aliases share nodes): a changed
+ * mapping is copied. Every node keeps the file:line:col it was written
+ * at, so errors found later name the file that holds the bad value.
+ *
+ * A reference that fails is reported here and replaced by a scalar, which
+ * schema_load takes as "already reported" (see schema.h); the rest of the
+ * config is still loaded so that every error is reported in one run.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cnode.h"
+#include "cnode_impl.h"
+#include "config_impl.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "schema.h"
+
+#define KEYPATH_LEN 256
+
+static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
+				 struct cnode *map, const char *keypath);
+static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
+				 struct cnode *v, const char *keypath);
+
+/* Report at `at` (or without a place for the command line). */
+static void ref_error(struct resolver *r, const struct cnode *at,
+		      const char *keypath, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void ref_error(struct resolver *r, const struct cnode *at,
+		      const char *keypath, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (at && keypath)
+		diag_error(r->cx->diag, at->file, at->line, at->col, "'%s': %s",
+			   keypath, msg);
+	else if (at)
+		diag_error(r->cx->diag, at->file, at->line, at->col, "%s", msg);
+	else
+		diag_error(r->cx->diag, NULL, 0, 0, "%s", msg);
+}
+
+static void keyjoin(char *buf, const char *prefix, const char *key)
+{
+	if (prefix)
+		snprintf(buf, KEYPATH_LEN, "%s.%s", prefix, key);
+	else
+		snprintf(buf, KEYPATH_LEN, "%s", key);
+}
+
+/* What stands in for a reference that failed (see the file comment). */
+static struct cnode *failed_ref(struct resolver *r, const struct cnode *at)
+{
+	struct cnode *n = arena_alloc(r->cx->arena, sizeof(*n));
+
+	if (!n) {
+		diag_oom(r->cx->diag);
+		return NULL;
+	}
+	*n = *at;
+	n->kind = CNODE_SCALAR;
+	n->text = "";
+	n->pairs = NULL;
+	n->npairs = 0;
+	n->items = NULL;
+	n->nitems = 0;
+	return n;
+}
+
+/* A copy of a mapping with its own pairs array (*cap slots). */
+static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
+			      size_t *cap)
+{
+	struct cnode *c = arena_alloc(r->cx->arena, sizeof(*c));
+	size_t n = map->npairs ? map->npairs : 1;
+
+	if (c)
+		*c = *map;
+	if (c && !(c->pairs = arena_alloc(r->cx->arena, n * sizeof(*c->pairs))))
+		c = NULL;
+	if (!c) {
+		diag_oom(r->cx->diag);
+		return NULL;
+	}
+	memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
+	*cap = n;
+	return c;
+}
+
+/* ---- files ---- */
+
+/* "configs/gpus/h100.yaml" -> "h100"; a Hugging Face checkout's
+ * ".../Llama-3-8B/config.json" -> "Llama-3-8B". */
+static char *name_of(struct arena *a, const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot, *start;
+
+	base = base ? base + 1 : path;
+	if (strcmp(base, "config.json") == 0 && base > path) {
+		for (start = base - 1; start > path && start[-1] != '/'; start--)
+			;
+		if (base - 1 > start && start[0] != '.')
+			return arena_strndup(a, start, (size_t)(base - 1 - start));
+	}
+	dot = strrchr(base, '.');
+	if (dot && dot > base)
+		return arena_strndup(a, base, (size_t)(dot - base));
+	return arena_strdup(a, base);
+}
+
+/* A kind with a `name` key that the file leaves out gets the file's name
+ * ("h100" for configs/gpus/h100.yaml), so a resolved config says which
+ * preset it came from. */
+static struct cnode *with_name(struct resolver *r, const struct schema *s,
+			       struct cnode *root, const char *file)
+{
+	const struct schema_field *f = schema_field(s, "name");
+	struct cnode *key, *val, *out;
+	size_t cap;
+
+	if (!f || f->type != ST_STRING || cnode_get(root, "name"))
+		return root;
+	out = copy_map(r, root, &cap);
+	key = arena_alloc(r->cx->arena, sizeof(*key));
+	val = arena_alloc(r->cx->arena, sizeof(*val));
+	if (out && key && val) {
+		*key = (struct cnode){.kind = CNODE_SCALAR, .file = root->file,
+				      .line = root->line, .col = root->col,
+				      .text = "name"};
+		*val = *key;
+		val->quoted = 1;
+		val->text = name_of(r->cx->arena, file);
+		if (val->text &&
+		    cnode_map_add(r->cx->arena, out, &cap, key, val) == 0)
+			return out;
+	}
+	if (!r->cx->diag->oom)
+		diag_oom(r->cx->diag);
+	return NULL;
+}
+
+/* Check that the file a reference names can be loaded without closing a
+ * cycle; its realpath in real (PATH_MAX). 0 or -1 after reporting. */
+static int check_target(struct resolver *r, const char *file,
+			const struct cnode *at, const char *keypath,
+			char *real)
+{
+	char chain[2048];
+	struct stat st;
+	size_t k = 0;
+	int i, first = -1;
+
+	if (stat(file, &st) != 0 || !realpath(file, real)) {
+		ref_error(r, at, keypath, "cannot read '%s': %s", file,
+			  strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ref_error(r, at, keypath, "'%s' is a directory, expected a "
+			  "YAML or JSON file", file);
+		return -1;
+	}
+	for (i = 0; i < r->depth && first < 0; i++)
+		if (strcmp(r->real[i], real) == 0)
+			first = i;
+	if (first < 0 && r->depth < CONFIG_MAX_REF_DEPTH)
+		return 0;
+	if (first < 0) {
+		ref_error(r, at, keypath, "references nested deeper than %d "
+			  "files", CONFIG_MAX_REF_DEPTH);
+		return -1;
+	}
+	chain[0] = '\0';
+	for (i = first; i < r->depth && k < sizeof(chain); i++)
+		k += (size_t)snprintf(chain + k, sizeof(chain) - k, "%s -> ",
+				      r->shown[i]);
+	ref_error(r, at, keypath, "reference cycle: %s%s", chain, file);
+	return -1;
+}
+
+static struct cnode *load_root(struct resolver *r, const struct schema *s,
+			       const char *file)
+{
+	struct diag *d = r->cx->diag;
+	size_t len = strlen(file);
+	struct cnode *root;
+
+	if (len > 5 && strcmp(file + len - 5, ".json") == 0)
+		root = cnode_load_json(r->cx->arena, file, d);
+	else
+		root = cnode_load_yaml(r->cx->arena, file, d);
+	if (root && root->kind != CNODE_MAP) {
+		diag_error(d, root->file, root->line, root->col, "expected a "
+			   "mapping (%s), got a %s", s->help,
+			   root->kind == CNODE_SEQ ? "sequence" : "scalar");
+		return NULL;
+	}
+	return root ? with_name(r, s, root, file) : NULL;
+}
+
+struct cnode *config_resolve_file(struct resolver *r, const struct schema *s,
+				  const char *file, const struct cnode *at,
+				  const char *keypath)
+{
+	char real[PATH_MAX];
+	struct cnode *root;
+
+	if (check_target(r, file, at, keypath, real) != 0)
+		return NULL;
+	root = load_root(r, s, file);
+	if (!root)
+		return NULL;
+	r->shown[r->depth] = file;
+	r->real[r->depth] = arena_strdup(r->cx->arena, real);
+	if (!r->real[r->depth]) {
+		diag_oom(r->cx->diag);
+		return NULL;
+	}
+	r->depth++;
+	/* A file may start from a preset too (`preset: NAME` at its top
+	 * level, its other keys overriding), exactly as an inline mapping. */
+	root = resolve_ref(r, s, root, keypath);
+	r->depth--;
+	return root;
+}
+
+/* ---- references ---- */
+
+static int preset_name_ok(const char *t)
+{
+	const char *p;
+
+	if (!t[0] || t[0] == '.' || t[0] == '-')
+		return 0;
+	for (p = t; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._+-", *p))
+			return 0;
+	return 1;
+}
+
+/* A scalar reference: a preset name or a path. */
+static struct cnode *resolve_name(struct resolver *r, const struct schema *s,
+				  const struct cnode *v, const char *keypath)
+{
+	const char *file;
+	char *dir;
+	int oom = 0;
+
+	if (config_is_path(v->text)) {
+		dir = config_dir_of(r->cx->arena, v->file);
+		file = dir ? config_join(r->cx->arena, dir, v->text) : NULL;
+		if (!file) {
+			diag_oom(r->cx->diag);
+			return NULL;
+		}
+		return config_resolve_file(r, s, file, v, keypath);
+	}
+	if (!preset_name_ok(v->text)) {
+		ref_error(r, v, keypath, "expected a %s preset name or a path, "
+			  "got '%s'", s->kind, v->text);
+		return NULL;
+	}
+	file = config_preset_file(r->cx, s, v->text, &oom);
+	if (!file) {
+		if (!oom)
+			config_no_preset(r->cx, s, v->text, v, keypath);
+		return NULL;
+	}
+	return config_resolve_file(r, s, file, v, keypath);
+}
+
+static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
+				 struct cnode *v, const char *keypath)
+{
+	const struct cnode *p;
+	struct cnode *base;
+	char sub[KEYPATH_LEN];
+
+	if (v->kind == CNODE_SCALAR && !cnode_is_null(v))
+		return resolve_name(r, s, v, keypath);
+	if (v->kind != CNODE_MAP) {
+		ref_error(r, v, keypath, "expected a %s preset name, a path or "
+			  "a mapping, got %s", s->kind, v->kind == CNODE_SEQ ?
+			  "a sequence" : "null");
+		return NULL;
+	}
+	p = cnode_get(v, "preset");
+	if (!p)
+		return resolve_map(r, s, v, keypath);
+	keyjoin(sub, keypath, "preset");
+	if (p->kind != CNODE_SCALAR || cnode_is_null(p)) {
+		ref_error(r, p, sub, "expected a %s preset name or a path, got "
+			  "%s", s->kind, p->kind == CNODE_SCALAR ? "null" :
+			  p->kind == CNODE_MAP ? "a mapping" : "a sequence");
+		return NULL;
+	}
+	base = resolve_name(r, s, p, keypath);
+	return base ? config_merge(r, s, base, v, keypath, 1) : NULL;
+}
+
+/* A failed reference becomes the stand-in; NULL only when out of
+ * memory. */
+static struct cnode *ref_or_stand_in(struct resolver *r, struct cnode *got,
+				     const struct cnode *v)
+{
+	if (got || r->cx->diag->oom)
+		return got;
+	return failed_ref(r, v);
+}
+
+/* The index of the pair in map for field f (any of its names), or for
+ * the literal key when f is NULL; -1 if none. */
+static long find_pair(const struct schema *s, const struct cnode *map,
+		      const struct schema_field *f, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < map->npairs; i++) {
+		const char *k = map->pairs[i].key->text;
+
+		if (f ? schema_field(s, k) == f : strcmp(k, key) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* A scalar node at `at`'s place, for text the user did not write. */
+static struct cnode *synthetic(struct resolver *r, const struct cnode *at,
+			       const char *text)
+{
+	struct cnode *n = cnode_new(r->cx->arena, CNODE_SCALAR, at->file,
+				    at->line, at->col);
+
+	if (n)
+		n->text = text;
+	return n;
+}
+
+/* A reference the mapping leaves out whose field has a default (a preset
+ * name) is resolved as if the user had written it in the mapping. */
+static struct cnode *add_ref_defaults(struct resolver *r,
+				      const struct schema *s,
+				      struct cnode *map)
+{
+	struct cnode *out = map, *k, *v;
+	size_t i, cap = 0;
+
+	for (i = 0; i < s->nfields; i++) {
+		const struct schema_field *f = &s->fields[i];
+
+		if (f->type != ST_REF || !f->def ||
+		    find_pair(s, map, f, f->key) >= 0)
+			continue;
+		if (out == map && !(out = copy_map(r, map, &cap)))
+			return NULL;
+		k = synthetic(r, map, f->key);
+		v = synthetic(r, map, f->def);
+		if (!k || !v || cnode_map_add(r->cx->arena, out, &cap, k, v)) {
+			diag_oom(r->cx->diag);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
+				 struct cnode *map, const char *keypath)
+{
+	struct cnode *out, *v, *nv;
+	char sub[KEYPATH_LEN];
+	size_t i, cap;
+
+	if (map->kind != CNODE_MAP)
+		return map;	/* schema_load says what was expected */
+	map = add_ref_defaults(r, s, map);
+	if (!map)
+		return NULL;
+	out = map;
+	for (i = 0; i < map->npairs; i++) {
+		const struct schema_field *f =
+			schema_field(s, map->pairs[i].key->text);
+
+		v = map->pairs[i].value;
+		keyjoin(sub, keypath, map->pairs[i].key->text);
+		if (f && f->type == ST_REF)
+			nv = ref_or_stand_in(r, resolve_ref(r, f->sub, v, sub),
+					     v);
+		else if (f && f->type == ST_SECTION && v->kind == CNODE_MAP)
+			nv = resolve_map(r, f->sub, v, sub);
+		else
+			continue;
+		if (!nv)
+			return NULL;
+		if (nv == v)
+			continue;
+		if (out == map && !(out = copy_map(r, map, &cap)))
+			return NULL;
+		out->pairs[i].value = nv;
+	}
+	return out;
+}
+
+/* ---- deep merge ---- */
+
+/* The merged value for one key of `over` (see the file comment). */
+static struct cnode *merge_value(struct resolver *r,
+				 const struct schema_field *f,
+				 const struct cnode *bv, struct cnode *ov,
+				 const char *keypath)
+{
+	int both_maps = bv && bv->kind == CNODE_MAP && ov->kind == CNODE_MAP;
+
+	if (!f)
+		return ov;
+	if (f->type == ST_REF) {
+		if (both_maps && !cnode_get(ov, "preset"))
+			return config_merge(r, f->sub, bv, ov, keypath, 0);
+		return ref_or_stand_in(r, resolve_ref(r, f->sub, ov, keypath),
+				       ov);
+	}
+	if (f->type == ST_SECTION && both_maps)
+		return config_merge(r, f->sub, bv, ov, keypath, 0);
+	if (f->type == ST_SECTION && ov->kind == CNODE_MAP)
+		return resolve_map(r, f->sub, ov, keypath);
+	return ov;
+}
+
+struct cnode *config_merge(struct resolver *r, const struct schema *s,
+			   const struct cnode *base, const struct cnode *over,
+			   const char *keypath, int preset_used)
+{
+	char sub[KEYPATH_LEN];
+	struct cnode *out, *nv;
+	size_t i, cap;
+
+	out = copy_map(r, base, &cap);
+	if (!out)
+		return NULL;
+	for (i = 0; i < over->npairs; i++) {
+		struct cnode *k = over->pairs[i].key;
+		const struct schema_field *f = schema_field(s, k->text);
+		long j;
+
+		if (preset_used && !f && strcmp(k->text, "preset") == 0)
+			continue;	/* resolve_ref has used it */
+		j = find_pair(s, out, f, k->text);
+		keyjoin(sub, keypath, k->text);
+		nv = merge_value(r, f, j >= 0 ? out->pairs[j].value : NULL,
+				 over->pairs[i].value, sub);
+		if (!nv)
+			return NULL;
+		if (j >= 0) {
+			out->pairs[j].key = k;
+			out->pairs[j].value = nv;
+		} else if (cnode_map_add(r->cx->arena, out, &cap, k, nv) != 0) {
+			diag_oom(r->cx->diag);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* ---- the entry point ---- */
+
+/* The file for `what` (a path, or a preset of kind s); NULL after
+ * reporting. */
+static const char *top_file(struct config_ctx *cx, const struct schema *s,
+			    const char *what)
+{
+	const char *file;
+	int oom = 0;
+
+	if (config_is_path(what))
+		return what;
+	file = config_preset_file(cx, s, what, &oom);
+	if (!file && !oom)
+		config_no_preset(cx, s, what, NULL, NULL);
+	return file;
+}
+
+int config_load(struct config_ctx *cx, const struct schema *s,
+		const char *what, const char *const *sets, size_t nsets,
+		void *out)
+{
+	struct resolver r;
+	struct cnode *root, *over;
+	unsigned before = cx->diag->errors;
+	const char *file = top_file(cx, s, what);
+	size_t i;
+
+	if (!file)
+		return -1;
+	memset(&r, 0, sizeof(r));
+	r.cx = cx;
+	root = config_resolve_file(&r, s, file, NULL, NULL);
+	for (i = 0; root && i < nsets && !cx->diag->oom; i++) {
+		over = config_set_tree(cx, sets[i], (int)i + 1);
+		if (over)
+			root = config_merge(&r, s, root, over, NULL, 0);
+	}
+	if (!root || cx->diag->oom)
+		return -1;
+	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)
+		return -1;
+	return cx->diag->errors == before ? 0 : -1;
+}

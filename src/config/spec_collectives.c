@@ -1,0 +1,372 @@
+/*
+ * spec_collectives.c - the collective-library schema.
+ *
+ * Layout of configs/collectives/NAME.yaml:
+ *
+ *   pxn: true
+ *   max_channels: 32
+ *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
+ *   protocols:
+ *     ll:     {bandwidth_factor: 0.5, max_busbw: 141 GB/s,
+ *              max_busbw_2nodes: 45 GB/s, max_busbw_4nodes: 35 GB/s}
+ *     ll128:  {bandwidth_factor: 0.9375}
+ *     simple: {bandwidth_factor: 1}
+ *   algorithms:
+ *     ring:
+ *       protocols:    {ll: true, ll128: true, simple: true}
+ *       excludes:     {alltoall: true}      (optional)
+ *       base:         {ll: 6.6 us, ll128: 14 us, simple: 8.4 us}
+ *       hop_scale_up: {ll: 0.6 us, ll128: 1.9 us, simple: 3.4 us}
+ *       hop_pcie:     {...}
+ *       hop_net:      {...}
+ *       pipeline:                            (optional, per protocol)
+ *         simple: {chunk: 2 MiB, slices: 2, sync: 3.7 us}
+ *     nvls:
+ *       pipeline:
+ *         simple: {chunk: 128 KiB, halve_below: [64, 8, 2],
+ *                  halvings: [1, 2, 3], channels: 16, stages: 3,
+ *                  sync: 1.2 us}
+ *     tree: ...
+ *   kernel_units: {scale_up: 24, scale_out: 16, p2p: 2}
+ *
+ * An algorithm absent, or with no protocol switched on, is not offered.
+ */
+#include "spec_collectives.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "cnode.h"
+#include "base/diag.h"
+
+const char *const coll_algo_names[ALGO_COUNT + 1] = {
+	"ring", "tree", "direct", "rhd", "hierarchical", "nvls", "pairwise",
+	"p2p", NULL,
+};
+
+const char *const coll_proto_names[PROTO_COUNT + 1] = {
+	"ll", "ll128", "simple", NULL,
+};
+
+int spec_name_index(const char *const *names, const char *name)
+{
+	int i;
+
+	for (i = 0; names[i]; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+#define TIME(p, k) { .key = k, .type = ST_TIME, \
+	.offset = offsetof(struct coll_proto_times, s) + (p) * sizeof(double), \
+	.def = "0 us", .max = 1e-2, .help = k " protocol" }
+
+static const struct schema_field times_fields[] = {
+	TIME(PROTO_LL, "ll"),
+	TIME(PROTO_LL128, "ll128"),
+	TIME(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema times_schema = {
+	.kind = "collectives.latency",
+	.help = "one latency per protocol",
+	.size = sizeof(struct coll_proto_times),
+	.fields = times_fields,
+	.nfields = SCHEMA_COUNT(times_fields),
+};
+
+#define FLAG(p, k) { .key = k, .type = ST_BOOL, \
+	.offset = offsetof(struct coll_proto_flags, on) + (p) * sizeof(int), \
+	.def = "false", .help = "offer the " k " protocol" }
+
+static const struct schema_field flags_fields[] = {
+	FLAG(PROTO_LL, "ll"),
+	FLAG(PROTO_LL128, "ll128"),
+	FLAG(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema flags_schema = {
+	.kind = "collectives.algorithm.protocols",
+	.help = "which protocols an algorithm runs with",
+	.size = sizeof(struct coll_proto_flags),
+	.fields = flags_fields,
+	.nfields = SCHEMA_COUNT(flags_fields),
+};
+
+#define OPF(op, k) { .key = k, .type = ST_BOOL, .def = "false", \
+	.offset = offsetof(struct coll_op_flags, off) + (op) * sizeof(int), \
+	.help = "not used for " k }
+
+static const struct schema_field ops_fields[] = {
+	OPF(COLL_ALLREDUCE, "allreduce"),
+	OPF(COLL_ALLGATHER, "allgather"),
+	OPF(COLL_REDUCESCATTER, "reducescatter"),
+	OPF(COLL_ALLTOALL, "alltoall"),
+	OPF(COLL_BROADCAST, "broadcast"),
+	OPF(COLL_REDUCE, "reduce"),
+	OPF(COLL_SENDRECV, "sendrecv"),
+};
+
+static const struct schema ops_schema = {
+	.kind = "collectives.algorithm.excludes",
+	.help = "operations the library does not use an algorithm for",
+	.size = sizeof(struct coll_op_flags),
+	.fields = ops_fields,
+	.nfields = SCHEMA_COUNT(ops_fields),
+};
+
+#define PIOFF(m) offsetof(struct coll_pipe_spec, m)
+
+static const struct schema_field pipe_fields[] = {
+	{ .key = "chunk", .type = ST_BYTES, .offset = PIOFF(chunk_B),
+	  .def = "0 B", .max = 1e12,
+	  .help = "largest chunk a channel moves per step; 0 = no pipeline model" },
+	{ .key = "halve_below", .type = ST_INT_LIST, .offset = PIOFF(halve_below),
+	  .flags = SF_OPTIONAL, .min = 1, .max = 1e9,
+	  .help = "loops per hop of pipeline depth: in turn, halve the chunk "
+		  "while the collective would make fewer" },
+	{ .key = "halvings", .type = ST_INT_LIST, .offset = PIOFF(halvings),
+	  .flags = SF_OPTIONAL, .min = 0, .max = 30,
+	  .help = "halvings in all allowed up to each halve_below entry" },
+	{ .key = "channels", .type = ST_INT, .offset = PIOFF(channels),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "channels the kernel runs; 0 = the kernel units it holds" },
+	{ .key = "slices", .type = ST_INT, .offset = PIOFF(slices),
+	  .def = "1", .min = 1, .max = 1024,
+	  .help = "sync points per chunk step" },
+	{ .key = "sync", .type = ST_TIME, .offset = PIOFF(sync_s),
+	  .def = "0 us", .max = 1e-3,
+	  .help = "a channel's idle time per sync point" },
+	{ .key = "stages", .type = ST_INT, .offset = PIOFF(stages),
+	  .def = "1", .min = 1, .max = 64,
+	  .help = "stages a chunk passes inside a rank; the pipeline fills "
+		  "in stages - 1 loops" },
+};
+
+static const struct schema pipe_schema = {
+	.kind = "collectives.algorithm.pipeline.protocol",
+	.help = "how the library cuts a collective into loops of chunks",
+	.size = sizeof(struct coll_pipe_spec),
+	.fields = pipe_fields,
+	.nfields = SCHEMA_COUNT(pipe_fields),
+};
+
+#define PIPE(p, k) { .key = k, .type = ST_SECTION, \
+	.offset = (p) * sizeof(struct coll_pipe_spec), .sub = &pipe_schema, \
+	.flags = SF_OPTIONAL, .help = "the " k " protocol's pipeline" }
+
+static const struct schema_field pipes_fields[] = {
+	PIPE(PROTO_LL, "ll"),
+	PIPE(PROTO_LL128, "ll128"),
+	PIPE(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema pipes_schema = {
+	.kind = "collectives.algorithm.pipeline",
+	.help = "chunked pipeline per protocol",
+	.size = sizeof(struct coll_pipe_spec) * PROTO_COUNT,
+	.fields = pipes_fields,
+	.nfields = SCHEMA_COUNT(pipes_fields),
+};
+
+#define AOFF(m) offsetof(struct coll_algo_spec, m)
+#define LAT(k, m, h) { .key = k, .type = ST_SECTION, .offset = AOFF(m), \
+	.sub = &times_schema, .flags = SF_OPTIONAL, .help = h }
+
+static const struct schema_field algo_fields[] = {
+	{ .key = "protocols", .type = ST_SECTION, .offset = AOFF(protocols),
+	  .sub = &flags_schema, .flags = SF_OPTIONAL,
+	  .help = "protocols this algorithm runs with (none: not offered)" },
+	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
+	  .sub = &ops_schema, .flags = SF_OPTIONAL,
+	  .help = "operations the library does not use it for" },
+	{ .key = "max_nodes", .type = ST_INT, .offset = AOFF(max_nodes),
+	  .def = "0", .min = 0, .max = 1e7,
+	  .help = "largest number of nodes it runs across; 0 = any" },
+	LAT("base", base, "fixed latency per collective"),
+	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
+	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
+	LAT("hop_net", hop_net, "latency per step over the scale-out network"),
+	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
+	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
+	  .help = "how it cuts a collective into loops of chunks, per protocol" },
+};
+
+static const struct schema algo_schema = {
+	.kind = "collectives.algorithm",
+	.help = "an algorithm's protocols and latency constants",
+	.size = sizeof(struct coll_algo_spec),
+	.fields = algo_fields,
+	.nfields = SCHEMA_COUNT(algo_fields),
+};
+
+#define ALGO(a, k, h) { .key = k, .type = ST_SECTION, \
+	.offset = (a) * sizeof(struct coll_algo_spec), .sub = &algo_schema, \
+	.flags = SF_OPTIONAL, .help = h }
+
+static const struct schema_field algos_fields[] = {
+	ALGO(ALGO_RING, "ring", "pipelined rings"),
+	ALGO(ALGO_TREE, "tree", "double binary tree across nodes, chain within"),
+	ALGO(ALGO_DIRECT, "direct", "one shot: every rank to every peer at once"),
+	ALGO(ALGO_RHD, "rhd", "recursive halving-doubling"),
+	ALGO(ALGO_HIER, "hierarchical", "intra RS, inter-node, intra AG"),
+	ALGO(ALGO_NVLS, "nvls", "in-switch reduction (NVLink SHARP)"),
+	ALGO(ALGO_PAIRWISE, "pairwise", "all-to-all in p-1 rounds"),
+	ALGO(ALGO_P2P, "p2p", "all-to-all and send/recv, every send at once"),
+};
+
+static const struct schema algos_schema = {
+	.kind = "collectives.algorithms",
+	.help = "the algorithms the library offers",
+	.size = sizeof(struct coll_algo_spec) * ALGO_COUNT,
+	.fields = algos_fields,
+	.nfields = SCHEMA_COUNT(algos_fields),
+};
+
+#define POFF(m) offsetof(struct coll_proto_spec, m)
+
+static const struct schema_field proto_fields[] = {
+	{ .key = "bandwidth_factor", .type = ST_NUM, .offset = POFF(bandwidth_factor),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "fraction of line bytes that are user data; required for "
+		  "every protocol an algorithm offers" },
+	{ .key = "max_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_1NODE * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "library cap on bus bandwidth within one node; 0 = none" },
+	{ .key = "max_busbw_2nodes", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_2NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "the cap when the group spans 2 or 3 nodes; 0 = none" },
+	{ .key = "max_busbw_4nodes", .type = ST_BANDWIDTH,
+	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "the cap when the group spans 4 or more nodes; 0 = none" },
+	{ .key = "sustained_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
+		  "the library's own choice does not see it; 0 = none" },
+};
+
+static const struct schema proto_schema = {
+	.kind = "collectives.protocol",
+	.help = "a protocol's bandwidth factor and cap",
+	.size = sizeof(struct coll_proto_spec),
+	.fields = proto_fields,
+	.nfields = SCHEMA_COUNT(proto_fields),
+};
+
+#define PROTO(p, k) { .key = k, .type = ST_SECTION, \
+	.offset = (p) * sizeof(struct coll_proto_spec), .sub = &proto_schema, \
+	.flags = SF_OPTIONAL, .help = "the " k " protocol" }
+
+static const struct schema_field protos_fields[] = {
+	PROTO(PROTO_LL, "ll"),
+	PROTO(PROTO_LL128, "ll128"),
+	PROTO(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema protos_schema = {
+	.kind = "collectives.protocols",
+	.help = "bandwidth factors and caps per protocol",
+	.size = sizeof(struct coll_proto_spec) * PROTO_COUNT,
+	.fields = protos_fields,
+	.nfields = SCHEMA_COUNT(protos_fields),
+};
+
+#define UOFF(m) offsetof(struct coll_units_spec, m)
+
+static const struct schema_field units_fields[] = {
+	{ .key = "scale_up", .type = ST_INT, .offset = UOFF(scale_up),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a collective within one node holds" },
+	{ .key = "scale_out", .type = ST_INT, .offset = UOFF(scale_out),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a collective spanning nodes holds" },
+	{ .key = "p2p", .type = ST_INT, .offset = UOFF(p2p),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a send/recv holds" },
+};
+
+static const struct schema units_schema = {
+	.kind = "collectives.kernel_units",
+	.help = "compute units (SMs/CUs) the library's kernels hold while a collective runs",
+	.size = sizeof(struct coll_units_spec),
+	.fields = units_fields,
+	.nfields = SCHEMA_COUNT(units_fields),
+};
+
+#define OFF(m) offsetof(struct coll_lib_spec, m)
+
+static const struct schema_field lib_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "pxn", .type = ST_BOOL, .offset = OFF(pxn), .def = "false",
+	  .help = "send cross-rail data through the scale-up peer on the receiver's rail" },
+	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
+	  .def = "32", .min = 1, .max = 1024,
+	  .help = "most parallel rings/trees one collective uses" },
+	{ .key = "net_overhead", .type = ST_SECTION, .offset = OFF(net_overhead),
+	  .sub = &times_schema, .flags = SF_OPTIONAL,
+	  .help = "floor of a step's latency when the group spans nodes" },
+	{ .key = "protocols", .type = ST_SECTION, .offset = OFF(proto),
+	  .sub = &protos_schema, .flags = SF_REQUIRED,
+	  .help = "bandwidth factor and cap per protocol" },
+	{ .key = "algorithms", .type = ST_SECTION, .offset = OFF(algo),
+	  .sub = &algos_schema, .flags = SF_REQUIRED,
+	  .help = "algorithms offered, with latency constants" },
+	{ .key = "kernel_units", .type = ST_SECTION, .offset = OFF(kernel_units),
+	  .sub = &units_schema, .flags = SF_OPTIONAL,
+	  .help = "compute units (SMs/CUs) a running collective holds; compute "
+		  "beside it slows by that share" },
+};
+
+/* A pipeline's halving rules come in pairs. */
+static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
+		      const struct cnode *node, struct diag *d)
+{
+	const struct coll_pipe_spec *ps = &lib->algo[a].pipe[p];
+
+	if (ps->halve_below.n == ps->halvings.n)
+		return 0;
+	cnode_error(d, node, "'algorithms.%s.pipeline.%s.halvings': "
+		   "expected one entry per 'halve_below' entry (%zu), got %zu",
+		   coll_algo_names[a], coll_proto_names[p],
+		   ps->halve_below.n, ps->halvings.n);
+	return -1;
+}
+
+/* Every protocol an algorithm offers must have a bandwidth factor. */
+static int lib_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct coll_lib_spec *lib = obj;
+	int a, p, rc = 0;
+
+	for (a = 0; a < ALGO_COUNT; a++)
+		for (p = 0; p < PROTO_COUNT; p++) {
+			if (pipe_check(lib, a, p, node, d) != 0)
+				rc = -1;
+			if (!lib->algo[a].protocols.on[p] ||
+			    lib->proto[p].bandwidth_factor > 0)
+				continue;
+			cnode_error(d, node, "'algorithms.%s.protocols.%s': expected "
+				   "'protocols.%s.bandwidth_factor' such as 0.5, "
+				   "got none", coll_algo_names[a],
+				   coll_proto_names[p], coll_proto_names[p]);
+			rc = -1;
+		}
+	return rc;
+}
+
+static const char *const lib_dirs[] = {"configs/collectives", NULL};
+
+const struct schema collectives_schema = {
+	.kind = "collectives",
+	.help = "a collective library: algorithms, protocols, latency constants",
+	.preset_dirs = lib_dirs,
+	.size = sizeof(struct coll_lib_spec),
+	.fields = lib_fields,
+	.nfields = SCHEMA_COUNT(lib_fields),
+	.check = lib_check,
+};

@@ -1,0 +1,125 @@
+/*
+ * spec_collectives.h - a collective library's behaviour as data: which
+ * algorithms and protocols it offers, their latency constants and
+ * bandwidth factors, how they cut a collective into chunks, channels and
+ * PXN forwarding.
+ *
+ * Loaded from configs/collectives/NAME.yaml (kind "collectives"; nccl,
+ * rccl) through collectives_schema. The constants mirror the libraries'
+ * own tuning models (NCCL src/graph/tuning.cc, RCCL's fork of it); each
+ * carries its source in the YAML. The fabric model (src/network) uses
+ * them to cost and select algorithms; the enums below are also the
+ * values of coll_desc.algo / coll_desc.proto (coll.h).
+ *
+ * Depends on schema.h and coll.h.
+ */
+#ifndef LLMSIM_SPEC_COLLECTIVES_H
+#define LLMSIM_SPEC_COLLECTIVES_H
+
+#include <stdint.h>
+
+#include "base/coll.h"
+#include "schema.h"
+
+enum coll_algo {
+	ALGO_RING,		/* pipelined ring(s) */
+	ALGO_TREE,		/* double binary tree across nodes, chain within */
+	ALGO_DIRECT,		/* one shot: every rank to every rank at once */
+	ALGO_RHD,		/* recursive halving-doubling */
+	ALGO_HIER,		/* intra-node RS -> inter-node -> intra-node AG */
+	ALGO_NVLS,		/* in-switch reduction and multicast */
+	ALGO_PAIRWISE,		/* all-to-all in p-1 shifted rounds */
+	ALGO_P2P,		/* all-to-all, send/recv: every send posted at once */
+	ALGO_COUNT
+};
+
+enum coll_proto {
+	PROTO_LL,		/* 8 B lines: 4 B data + 4 B flag */
+	PROTO_LL128,		/* 128 B lines: 120 B data + 8 B flag */
+	PROTO_SIMPLE,		/* bulk copies with fences */
+	PROTO_COUNT
+};
+
+/* "ring", "tree", ... and "ll", "ll128", "simple"; NULL-terminated. */
+extern const char *const coll_algo_names[ALGO_COUNT + 1];
+extern const char *const coll_proto_names[PROTO_COUNT + 1];
+
+/* One latency per protocol. */
+struct coll_proto_times {
+	double s[PROTO_COUNT];			/* s, indexed by enum coll_proto */
+};
+
+/* Which protocols an algorithm runs with. */
+struct coll_proto_flags {
+	int on[PROTO_COUNT];			/* 1 = offered */
+};
+
+/* Operations an algorithm is not used for (enum coll_op of coll.h). */
+struct coll_op_flags {
+	int off[COLL_OP_COUNT];			/* 1 = not for this op */
+};
+
+/* How the library cuts a collective into loops of chunks with one
+ * protocol (src/network/pipe.c has the model). chunk_B 0 = not modeled. */
+struct coll_pipe_spec {
+	double chunk_B;				/* B, largest chunk a channel moves per step */
+	struct schema_int_list halve_below;	/* loops per hop of depth: halve the chunk while the collective makes fewer */
+	struct schema_int_list halvings;	/* halvings in all allowed up to each halve_below entry */
+	int64_t channels;			/* channels (thread blocks); 0 = kernel_units for the group */
+	int64_t slices;				/* sync points per chunk step */
+	double sync_s;				/* s, a channel's idle time per sync point */
+	int64_t stages;				/* stages a chunk passes inside a rank (fill: stages - 1 loops) */
+};
+
+struct coll_algo_spec {
+	struct coll_proto_flags protocols;	/* offered protocols; none = algorithm off */
+	struct coll_op_flags excludes;		/* ops the library does not run it for */
+	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
+	struct coll_proto_times base;		/* s, fixed cost per collective */
+	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
+	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */
+	struct coll_proto_times hop_net;	/* s, per step over the scale-out network */
+	struct coll_pipe_spec pipe[PROTO_COUNT];	/* chunked pipeline per protocol */
+};
+
+/* Caps on bus bandwidth by how many nodes the group spans (NCCL's
+ * llMaxBws columns: 1 node, 2 nodes, 4 or more). */
+enum coll_scale {
+	SCALE_1NODE,
+	SCALE_2NODES,
+	SCALE_4NODES,
+	SCALE_COUNT
+};
+
+struct coll_proto_spec {
+	double bandwidth_factor;		/* fraction of line bytes that are user data */
+	double max_busbw_Bps[SCALE_COUNT];	/* B/s, library cap on bus bandwidth by scale; 0 = none */
+	double sustained_busbw_Bps;		/* B/s, most bus bandwidth its kernels sustain, which
+						 * the library's choice does not see; 0 = none */
+};
+
+/* Compute units (SMs / CUs) a collective's kernels hold while it runs,
+ * by where its group lies: one thread block per channel, each on its own
+ * unit (a GEMM's blocks fill a unit's registers, so they cannot share). */
+struct coll_units_spec {
+	int64_t scale_up;				/* group within one node */
+	int64_t scale_out;				/* group spanning nodes */
+	int64_t p2p;					/* a send/recv pair */
+};
+
+struct coll_lib_spec {
+	const char *name;				/* preset name */
+	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
+	int64_t max_channels;				/* parallel rings/trees per collective */
+	struct coll_proto_times net_overhead;		/* s, floor of a step when the group spans nodes */
+	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */
+	struct coll_algo_spec algo[ALGO_COUNT];		/* per algorithm */
+	struct coll_units_spec kernel_units;		/* compute units held while running */
+};
+
+extern const struct schema collectives_schema;
+
+/* The index of name in names (NULL-terminated), or -1. */
+int spec_name_index(const char *const *names, const char *name);
+
+#endif

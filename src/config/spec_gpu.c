@@ -1,0 +1,304 @@
+/*
+ * spec_gpu.c - the GPU schema: keys, units, defaults, bounds, help.
+ */
+#include "spec_gpu.h"
+
+#include <stddef.h>
+
+#include "base/diag.h"
+#include "cnode.h"
+
+const char *const dtype_names[DTYPE_COUNT + 1] = {
+	"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp6", "mxfp4", NULL,
+};
+
+double dtype_bytes(enum dtype t)
+{
+	/* OCP MX spec: one E8M0 (1 B) scale shared by a block of 32. */
+	static const double scale_per_elem = 1.0 / 32.0;
+
+	switch (t) {
+	case DTYPE_FP32: case DTYPE_TF32: return 4.0;
+	case DTYPE_BF16: case DTYPE_FP16: return 2.0;
+	case DTYPE_FP8: return 1.0;
+	case DTYPE_MXFP8: return 1.0 + scale_per_elem;
+	case DTYPE_MXFP6: return 0.75 + scale_per_elem;
+	case DTYPE_MXFP4: return 0.5 + scale_per_elem;
+	default: break;
+	}
+	BUG("unknown dtype");
+}
+
+static const char *const vendor_names[] = {"nvidia", "amd", NULL};
+
+/* Every dtype with its key, for the per-dtype sections (X-macro). */
+#define EACH_DTYPE(X)							\
+	X(DTYPE_FP32, "fp32") X(DTYPE_TF32, "tf32")			\
+	X(DTYPE_BF16, "bf16") X(DTYPE_FP16, "fp16")			\
+	X(DTYPE_FP8, "fp8") X(DTYPE_MXFP8, "mxfp8")			\
+	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")
+
+#define PEAK(dt, k) {						\
+	.key = k, .type = ST_FLOPS,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.flags = SF_OPTIONAL,						\
+	.help = "dense " k " matrix peak; absent = not supported" },
+
+static const struct schema_field peak_fields[] = { EACH_DTYPE(PEAK) };
+
+static const struct schema peak_schema = {
+	.kind = "gpu.matrix_peak",
+	.help = "dense matrix peak per dtype, at matrix_clock",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = peak_fields,
+	.nfields = SCHEMA_COUNT(peak_fields),
+};
+
+#define EFF(dt, k) {						\
+	.key = k, .type = ST_NUM,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,		\
+	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
+
+static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
+
+static const struct schema eff_schema = {
+	.kind = "gpu.gemm_efficiency_dtype",
+	.help = "fraction of the clock-scaled peak a large, well-shaped GEMM "
+		"reaches, per dtype",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = eff_fields,
+	.nfields = SCHEMA_COUNT(eff_fields),
+};
+
+static const struct schema_field attn_fields[] = {
+	{ .key = "fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "forward: fraction of the clock-scaled peak (default "
+		  "gemm_efficiency)" },
+	{ .key = "bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "backward: fraction of the clock-scaled peak (default "
+		  "gemm_efficiency)" },
+	{ .key = "block_q", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, block_q),
+	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
+	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "masked_tile_cost", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
+	  .def = "1", .min = 1, .max = 16,
+	  .help = "time of a causal-diagonal (masked) tile in unmasked tiles" },
+};
+
+static const struct schema attn_schema = {
+	.kind = "gpu.attention",
+	.help = "fused (flash) attention kernels",
+	.size = sizeof(struct gpu_attention_spec),
+	.fields = attn_fields,
+	.nfields = SCHEMA_COUNT(attn_fields),
+};
+
+static const struct schema_field mem_fields[] = {
+	{ .key = "capacity", .type = ST_BYTES,
+	  .offset = offsetof(struct gpu_mem_level, capacity_B),
+	  .flags = SF_OPTIONAL, .help = "capacity; absent = level not present" },
+	{ .key = "bandwidth", .type = ST_BANDWIDTH,
+	  .offset = offsetof(struct gpu_mem_level, bandwidth_Bps),
+	  .flags = SF_OPTIONAL, .help = "peak bandwidth" },
+	{ .key = "efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_mem_level, efficiency),
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "achievable fraction of peak bandwidth (measured streaming)" },
+};
+
+static const struct schema mem_schema = {
+	.kind = "gpu.memory_level",
+	.help = "one level of the memory hierarchy",
+	.size = sizeof(struct gpu_mem_level),
+	.fields = mem_fields,
+	.nfields = SCHEMA_COUNT(mem_fields),
+};
+
+#define OFF(m) offsetof(struct gpu_spec, m)
+
+static const struct schema_field gpu_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "vendor", .type = ST_ENUM, .offset = OFF(vendor),
+	  .values = vendor_names, .flags = SF_REQUIRED,
+	  .help = "who makes it; picks the default collective library" },
+	{ .key = "arch", .type = ST_STRING, .offset = OFF(arch),
+	  .flags = SF_OPTIONAL | SF_INFO, .help = "architecture (sm90, gfx942)" },
+	{ .key = "compute_units", .type = ST_INT, .offset = OFF(compute_units),
+	  .min = 1, .max = 100000, .flags = SF_REQUIRED,
+	  .help = "compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs)" },
+	{ .key = "max_clock", .type = ST_FREQ, .offset = OFF(max_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_REQUIRED,
+	  .help = "boost / peak engine clock" },
+	{ .key = "matrix_clock", .type = ST_FREQ, .offset = OFF(matrix_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
+	  .help = "clock the matrix peaks are quoted at (default max_clock)" },
+	{ .key = "sustained_matrix_clock", .type = ST_FREQ,
+	  .offset = OFF(sustained_matrix_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
+	  .help = "median clock under sustained GEMM load (default matrix_clock)" },
+	{ .key = "matrix_peak", .type = ST_SECTION, .offset = OFF(matrix_peak_flops),
+	  .sub = &peak_schema, .flags = SF_REQUIRED,
+	  .help = "dense matrix peak per dtype" },
+	{ .key = "vector_fp32", .type = ST_FLOPS, .offset = OFF(vector_fp32_flops),
+	  .flags = SF_OPTIONAL,
+	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
+		  "kernels ignore their FLOPs" },
+	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
+	{ .key = "gemm_efficiency_dtype", .type = ST_SECTION,
+	  .offset = OFF(gemm_efficiency_dtype), .sub = &eff_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per-dtype GEMM efficiency (overrides gemm_efficiency)" },
+	{ .key = "gemm_tile_m", .type = ST_INT_LIST, .offset = OFF(gemm_tile_m),
+	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
+	  .help = "output-tile rows of the GEMM kernels, paired with "
+		  "gemm_tile_n; absent = no tile or wave model" },
+	{ .key = "gemm_tile_n", .type = ST_INT_LIST, .offset = OFF(gemm_tile_n),
+	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
+	  .help = "output-tile columns of the GEMM kernels, one per "
+		  "gemm_tile_m entry" },
+	{ .key = "gemm_tile_overhead", .type = ST_TIME,
+	  .offset = OFF(gemm_tile_overhead_s), .def = "0 us", .max = 1e-3,
+	  .help = "per wave of tiles: pipeline fill and epilogue sync" },
+	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
+	  .sub = &attn_schema, .flags = SF_OPTIONAL,
+	  .help = "fused attention efficiency and work-unit size" },
+	{ .key = "hbm", .type = ST_SECTION, .offset = OFF(hbm), .sub = &mem_schema,
+	  .flags = SF_REQUIRED, .help = "device memory (HBM)" },
+	{ .key = "hbm_usable", .type = ST_BYTES, .offset = OFF(hbm_usable_B),
+	  .flags = SF_OPTIONAL,
+	  .help = "memory usable by a job (default: hbm.capacity)" },
+	{ .key = "llc", .type = ST_SECTION, .offset = OFF(llc), .sub = &mem_schema,
+	  .flags = SF_OPTIONAL, .help = "last-level cache (AMD Infinity Cache)" },
+	{ .key = "l2", .type = ST_SECTION, .offset = OFF(l2), .sub = &mem_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
+	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
+	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
+	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
+};
+
+static void fill_defaults(struct gpu_spec *g)
+{
+	int dt;
+
+	if (g->matrix_clock_hz == 0)
+		g->matrix_clock_hz = g->max_clock_hz;
+	if (g->sustained_matrix_clock_hz == 0)
+		g->sustained_matrix_clock_hz = g->matrix_clock_hz;
+	if (g->hbm_usable_B == 0)
+		g->hbm_usable_B = g->hbm.capacity_B;
+	for (dt = 0; dt < DTYPE_COUNT; dt++)
+		if (g->gemm_efficiency_dtype[dt] == 0)
+			g->gemm_efficiency_dtype[dt] = g->gemm_efficiency;
+	if (g->attention.fwd_efficiency == 0)
+		g->attention.fwd_efficiency = g->gemm_efficiency;
+	if (g->attention.bwd_efficiency == 0)
+		g->attention.bwd_efficiency = g->gemm_efficiency;
+}
+
+static int check_peaks(const struct gpu_spec *g, const struct cnode *node,
+		       struct diag *d)
+{
+	int dt;
+
+	for (dt = 0; dt < DTYPE_COUNT; dt++)
+		if (g->matrix_peak_flops[dt] > 0)
+			return 0;
+	cnode_error(d, node, "%s", "'matrix_peak': expected at least one dtype such as "
+		  "'bf16: 989 TFLOP/s', got none");
+	return -1;
+}
+
+static int check_tiles(const struct gpu_spec *g, const struct cnode *node,
+		       struct diag *d)
+{
+	/* Each size's bounds are the list fields' own (schema.c checks every
+	 * item where it is written); here only the pairing. */
+	if (g->gemm_tile_m.n != g->gemm_tile_n.n) {
+		cnode_error(d, node, "'gemm_tile_m' and 'gemm_tile_n': expected lists of "
+			   "the same length (one tile per pair), got %zu and %zu",
+			   g->gemm_tile_m.n, g->gemm_tile_n.n);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_levels(const struct gpu_spec *g, const struct cnode *node,
+			struct diag *d)
+{
+	int rc = 0;
+
+	if (g->hbm.capacity_B <= 0 || g->hbm.bandwidth_Bps <= 0) {
+		cnode_error(d, node, "%s", "'hbm': expected both 'capacity' (such as "
+			  "'80 GB') and 'bandwidth' (such as '3.35 TB/s')");
+		rc = -1;
+	}
+	if (g->llc.capacity_B > 0 && g->llc.bandwidth_Bps <= 0) {
+		cnode_error(d, node, "%s", "'llc.bandwidth': expected a bandwidth such "
+			  "as '17.2 TB/s' when 'llc.capacity' is given");
+		rc = -1;
+	}
+	if (g->l2.capacity_B > 0 && g->l2.bandwidth_Bps <= 0) {
+		cnode_error(d, node, "%s", "'l2.bandwidth': expected a bandwidth such "
+			  "as '7 TB/s' when 'l2.capacity' is given");
+		rc = -1;
+	}
+	if (g->hbm_usable_B > g->hbm.capacity_B) {
+		cnode_error(d, node, "%s", "'hbm_usable': expected at most "
+			  "'hbm.capacity', got more");
+		rc = -1;
+	}
+	return rc;
+}
+
+static int check_clocks(const struct gpu_spec *g, const struct cnode *node,
+			struct diag *d)
+{
+	if (g->sustained_matrix_clock_hz > g->max_clock_hz ||
+	    g->matrix_clock_hz > g->max_clock_hz) {
+		cnode_error(d, node, "%s", "'matrix_clock', 'sustained_matrix_clock': "
+			  "expected at most 'max_clock', got more");
+		return -1;
+	}
+	return 0;
+}
+
+static int gpu_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct gpu_spec *g = obj;
+	int rc = 0;
+
+	fill_defaults(g);
+	if (check_peaks(g, node, d) < 0)
+		rc = -1;
+	if (check_tiles(g, node, d) < 0)
+		rc = -1;
+	if (check_levels(g, node, d) < 0)
+		rc = -1;
+	if (check_clocks(g, node, d) < 0)
+		rc = -1;
+	return rc;
+}
+
+static const char *const gpu_dirs[] = {"configs/gpus", NULL};
+
+const struct schema gpu_schema = {
+	.kind = "gpu",
+	.help = "a GPU: compute units, clocks, dense peaks per dtype, memory hierarchy",
+	.preset_dirs = gpu_dirs,
+	.size = sizeof(struct gpu_spec),
+	.fields = gpu_fields,
+	.nfields = SCHEMA_COUNT(gpu_fields),
+	.check = gpu_check,
+};

@@ -1,0 +1,368 @@
+/*
+ * spec_job.c - the job schema and its layout checks.
+ */
+#include "spec_job.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cnode.h"
+#include "base/diag.h"
+
+const char *const job_phase_names[] = {"training", NULL};
+const char *const recompute_names[] = {"none", "selective", "full", NULL};
+const char *const optimizer_names[] = {"adam", "sgd", NULL};
+const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+const char *const attention_names[] = {"flash", "unfused", NULL};
+
+#define FOFF(m) offsetof(struct framework_spec, m)
+
+static const struct schema_field framework_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = FOFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "grad_dtype", .type = ST_ENUM, .offset = FOFF(grad_dtype),
+	  .values = dtype_names, .flags = SF_REQUIRED,
+	  .help = "dtype of gradient buffers and of their data-parallel reduction" },
+	{ .key = "master_weights", .type = ST_BOOL, .offset = FOFF(master_weights),
+	  .flags = SF_REQUIRED,
+	  .help = "the optimizer keeps an fp32 master copy of 16-bit weights" },
+	{ .key = "optimizer_state_dtype", .type = ST_ENUM,
+	  .offset = FOFF(optimizer_state_dtype), .values = dtype_names,
+	  .def = "fp32",
+	  .help = "dtype of the optimizer states (Adam's two moments, SGD's "
+		  "momentum): that of the parameters the optimizer steps" },
+	{ .key = "bucket_params", .type = ST_INT, .offset = FOFF(bucket_params),
+	  .min = 1, .max = 1e12, .flags = SF_REQUIRED,
+	  .help = "parameters per gradient-reduction bucket (at least)" },
+	{ .key = "bucket_params_per_dp", .type = ST_INT,
+	  .offset = FOFF(bucket_params_per_dp), .min = 0, .max = 1e12,
+	  .flags = SF_REQUIRED,
+	  .help = "bucket parameters per data-parallel rank (bucket = max of the two)" },
+	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
+	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
+	  .help = "gradient buckets are reduced while the backward runs" },
+	{ .key = "overlap_param_gather", .type = ST_BOOL,
+	  .offset = FOFF(overlap_param_gather), .flags = SF_REQUIRED,
+	  .help = "the distributed optimizer's parameter all-gather overlaps the next forward" },
+	{ .key = "tp_comm_overlap_chunks", .type = ST_INT,
+	  .offset = FOFF(tp_comm_overlap_chunks), .min = 0, .max = 1024,
+	  .flags = SF_REQUIRED,
+	  .help = "pieces a GEMM is split into with tp_comm_overlap (0 = tp)" },
+	{ .key = "tp_comm_overlap_units", .type = ST_INT,
+	  .offset = FOFF(tp_comm_overlap_units), .def = "0", .min = 0, .max = 1024,
+	  .help = "compute units (SMs/CUs) an overlapped TP reduce-scatter holds; "
+		  "its all-gathers use copy engines and hold none" },
+	{ .key = "fsdp_prefetch_units", .type = ST_INT,
+	  .offset = FOFF(fsdp_prefetch_units), .def = "2", .min = 1, .max = 64,
+	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
+		  "parameters may be gathered at once: the one computing and "
+		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
+	{ .key = "pp_scatter_gather", .type = ST_BOOL,
+	  .offset = FOFF(pp_scatter_gather), .def = "false",
+	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
+		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "fused_cross_entropy", .type = ST_BOOL,
+	  .offset = FOFF(fused_cross_entropy), .def = "false",
+	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
+		  "PyTorch ops on fp32 logits)" },
+	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
+	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
+	  .help = "vocabulary padded to a multiple of this times tp" },
+	{ .key = "workspace", .type = ST_BYTES, .offset = FOFF(workspace_B),
+	  .max = 1e13, .flags = SF_REQUIRED,
+	  .help = "memory per GPU for library workspaces, communication buffers, fragmentation" },
+	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
+	  .max = 1e3, .flags = SF_REQUIRED,
+	  .help = "host work per step that the GPUs wait for" },
+};
+
+static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
+
+const struct schema framework_schema = {
+	.kind = "framework",
+	.help = "what the training software does: gradient dtype, buckets, overlap, padding, overheads",
+	.preset_dirs = framework_dirs,
+	.size = sizeof(struct framework_spec),
+	.fields = framework_fields,
+	.nfields = SCHEMA_COUNT(framework_fields),
+};
+
+#define TOFF(m) offsetof(struct training_spec, m)
+
+static const struct schema_field training_fields[] = {
+	{ .key = "seq_len", .type = ST_INT, .offset = TOFF(seq_len),
+	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "tokens per sequence" },
+	{ .key = "global_batch_size", .type = ST_INT,
+	  .offset = TOFF(global_batch_size), .min = 1, .max = 1e9,
+	  .flags = SF_REQUIRED, .help = "sequences per step over all replicas" },
+	{ .key = "micro_batch_size", .type = ST_INT, .offset = TOFF(micro_batch_size),
+	  .def = "1", .min = 1, .max = 1e6,
+	  .help = "sequences per microbatch on one replica" },
+	{ .key = "dtype", .type = ST_ENUM, .offset = TOFF(dtype),
+	  .values = dtype_names, .def = "bf16",
+	  .help = "compute dtype of the matrix multiplies" },
+	{ .key = "recompute", .type = ST_ENUM, .offset = TOFF(recompute),
+	  .values = recompute_names, .def = "none",
+	  .help = "activation recomputation: none, selective (attention core), full" },
+	{ .key = "zero_stage", .type = ST_INT, .offset = TOFF(zero_stage),
+	  .def = "0", .min = 0, .max = 3,
+	  .help = "ZeRO stage: 1 optimizer, 2 +gradients, 3 +parameters (FSDP)" },
+	{ .key = "optimizer", .type = ST_ENUM, .offset = TOFF(optimizer),
+	  .values = optimizer_names, .def = "adam", .help = "optimizer" },
+	{ .key = "attention", .type = ST_ENUM, .offset = TOFF(attention),
+	  .values = attention_names, .def = "flash",
+	  .help = "flash (fused) or unfused attention (materialized scores)" },
+	{ .key = "dropout", .type = ST_BOOL, .offset = TOFF(dropout),
+	  .def = "false", .help = "dropout layers present (masks and their elementwise cost)" },
+};
+
+static const struct schema training_schema = {
+	.kind = "job.training",
+	.help = "training settings",
+	.size = sizeof(struct training_spec),
+	.fields = training_fields,
+	.nfields = SCHEMA_COUNT(training_fields),
+};
+
+#define POFF(m) offsetof(struct parallel_spec, m)
+#define DEG(k, d, h) { .key = #k, .type = ST_INT, .offset = POFF(k), \
+	.def = d, .min = 1, .max = 1e6, .help = h }
+
+static const struct schema_field parallel_fields[] = {
+	DEG(tp, "1", "tensor-parallel degree"),
+	DEG(pp, "1", "pipeline-parallel stages"),
+	DEG(cp, "1", "context-parallel degree"),
+	DEG(ep, "1", "expert-parallel degree"),
+	{ .key = "dp", .type = ST_INT, .offset = POFF(dp), .min = 1, .max = 1e7,
+	  .flags = SF_OPTIONAL,
+	  .help = "data-parallel degree (default: GPUs / (tp * pp * cp))" },
+	DEG(vpp, "1", "virtual pipeline stages per rank (interleaved schedule)"),
+	{ .key = "sequence_parallel", .type = ST_BOOL,
+	  .offset = POFF(sequence_parallel), .def = "false",
+	  .help = "sequence parallelism with TP (reduce-scatter/all-gather)" },
+	{ .key = "schedule", .type = ST_ENUM, .offset = POFF(schedule),
+	  .values = pp_schedule_names, .flags = SF_OPTIONAL,
+	  .help = "pipeline schedule (default: interleaved when vpp > 1, else 1f1b)" },
+	{ .key = "pp_layers", .type = ST_INT_LIST, .offset = POFF(pp_layers),
+	  .min = 0, .max = 1e5, .flags = SF_OPTIONAL,
+	  .help = "layers of each virtual stage, pp*vpp numbers in order chunk*pp+rank "
+		  "(default: even, fewer on the first and last when uneven)" },
+	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
+	  .def = "false",
+	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
+};
+
+static const struct schema parallel_schema = {
+	.kind = "job.parallelism",
+	.help = "parallel layout",
+	.size = sizeof(struct parallel_spec),
+	.fields = parallel_fields,
+	.nfields = SCHEMA_COUNT(parallel_fields),
+};
+
+#define OFF(m) offsetof(struct job_spec, m)
+
+static const struct schema_field job_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "job name" },
+	{ .key = "model", .type = ST_REF, .offset = OFF(model), .sub = &model_schema,
+	  .flags = SF_REQUIRED, .help = "model preset, path (YAML or config.json), or mapping" },
+	{ .key = "system", .type = ST_REF, .offset = OFF(system),
+	  .sub = &system_schema, .flags = SF_REQUIRED,
+	  .help = "system preset, path, or mapping" },
+	{ .key = "framework", .type = ST_REF, .offset = OFF(framework),
+	  .sub = &framework_schema, .def = "megatron-core",
+	  .help = "training framework preset, path, or mapping" },
+	{ .key = "phase", .type = ST_ENUM, .offset = OFF(phase),
+	  .values = job_phase_names, .def = "training", .help = "what step to simulate" },
+	{ .key = "training", .type = ST_SECTION, .offset = OFF(training),
+	  .sub = &training_schema, .flags = SF_REQUIRED, .help = "training settings" },
+	{ .key = "parallelism", .type = ST_SECTION, .offset = OFF(parallelism),
+	  .sub = &parallel_schema, .help = "parallel layout" },
+	{ .key = "full_fidelity", .type = ST_BOOL, .offset = OFF(full_fidelity),
+	  .def = "false",
+	  .help = "simulate every GPU instead of one per group of identical TP/DP peers" },
+};
+
+/* Report a layout error at the job's `key` mapping (or the job itself). */
+static void layout_error(struct diag *d, const struct cnode *job,
+			 const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void layout_error(struct diag *d, const struct cnode *job,
+			 const char *key, const char *fmt, ...)
+{
+	const struct cnode *at = job ? cnode_get(job, key) : NULL;
+	char msg[512];
+	va_list ap;
+
+	if (!at)
+		at = job;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cnode_error(d, at, "layout: %s", msg);
+}
+
+static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
+		    const struct cnode *node)
+{
+	int64_t tpc = p->tp * p->pp * p->cp;
+
+	if (p->dp == 0) {
+		if (gpus % tpc != 0) {
+			layout_error(d, node, "parallelism",
+				     "tp*pp*cp = %lld does not divide the %lld "
+				     "GPUs of the system",
+				     (long long)tpc, (long long)gpus);
+			return -1;
+		}
+		p->dp = gpus / tpc;
+	} else if (tpc * p->dp != gpus) {
+		layout_error(d, node, "parallelism",
+			     "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
+			     "system has %lld GPUs", (long long)p->tp,
+			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
+			     (long long)(tpc * p->dp), (long long)gpus);
+		return -1;
+	}
+	return 0;
+}
+
+/* Degrees against the model's dimensions (Megatron's own asserts). */
+static void check_tp(const struct job_spec *j, struct diag *d,
+		     const struct cnode *node)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+
+	if (m->num_attention_heads % p->tp != 0)
+		layout_error(d, node, "parallelism", "tp %lld does not divide "
+			     "num_attention_heads %lld", (long long)p->tp,
+			     (long long)m->num_attention_heads);
+	if (m->num_key_value_heads % p->tp != 0 &&
+	    p->tp % m->num_key_value_heads != 0)
+		layout_error(d, node, "parallelism", "tp %lld and "
+			     "num_key_value_heads %lld: one must divide the other "
+			     "(each TP rank holds whole KV heads, replicated when "
+			     "tp exceeds them)", (long long)p->tp,
+			     (long long)m->num_key_value_heads);
+	if (m->intermediate_size % p->tp != 0)
+		layout_error(d, node, "parallelism", "tp %lld does not divide "
+			     "intermediate_size %lld", (long long)p->tp,
+			     (long long)m->intermediate_size);
+	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
+		layout_error(d, node, "parallelism", "tp_comm_overlap needs "
+			     "tp >= 2 and sequence_parallel: true (got tp %lld, "
+			     "sequence_parallel %s)", (long long)p->tp,
+			     p->sequence_parallel ? "true" : "false");
+}
+
+/* The explicit layer split: pp*vpp entries summing to the layer count. */
+static void check_pp_layers(const struct job_spec *j, struct diag *d,
+			    const struct cnode *node)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t sum = 0;
+	size_t i;
+
+	if (p->pp_layers.n == 0)
+		return;
+	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
+		layout_error(d, node, "parallelism", "pp_layers has %zu entries; "
+			     "it needs pp*vpp = %lld (one per virtual stage)",
+			     p->pp_layers.n, (long long)(p->pp * p->vpp));
+		return;
+	}
+	for (i = 0; i < p->pp_layers.n; i++) {
+		sum += p->pp_layers.v[i];
+		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
+			layout_error(d, node, "parallelism", "pp_layers[%zu] is 0: "
+				     "only the first and last virtual stages (which "
+				     "hold the embedding and the LM head) may have "
+				     "no layers", i);
+			return;
+		}
+	}
+	if (sum != j->model->num_hidden_layers)
+		layout_error(d, node, "parallelism", "pp_layers sums to %lld "
+			     "layers but the model has %lld", (long long)sum,
+			     (long long)j->model->num_hidden_layers);
+}
+
+/* Pipeline schedule against vpp, pp and the microbatch count. */
+static void check_schedule(struct job_spec *j, struct diag *d,
+			   const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct training_spec *t = &j->training;
+	int64_t per_step = t->micro_batch_size * p->dp;
+
+	if (p->schedule < 0)
+		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+	if (p->schedule == SCHED_INTERLEAVED && p->vpp < 2)
+		layout_error(d, node, "parallelism", "the interleaved schedule "
+			     "needs vpp >= 2, got vpp %lld", (long long)p->vpp);
+	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
+		layout_error(d, node, "parallelism", "vpp %lld needs schedule "
+			     "'interleaved'", (long long)p->vpp);
+	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
+		layout_error(d, node, "parallelism", "the interleaved schedule "
+			     "needs pp >= 2, got pp %lld", (long long)p->pp);
+	if (t->global_batch_size % per_step != 0) {
+		layout_error(d, node, "training", "global_batch_size %lld is not "
+			     "divisible by micro_batch_size * dp = %lld * %lld",
+			     (long long)t->global_batch_size,
+			     (long long)t->micro_batch_size, (long long)p->dp);
+		return;
+	}
+	if (p->schedule == SCHED_INTERLEAVED &&
+	    (t->global_batch_size / per_step) % p->pp != 0)
+		layout_error(d, node, "parallelism", "the interleaved schedule "
+			     "needs the microbatch count global_batch_size / "
+			     "(micro_batch_size * dp) = %lld to be a multiple of "
+			     "pp %lld", (long long)(t->global_batch_size / per_step),
+			     (long long)p->pp);
+}
+
+static int job_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct job_spec *j = obj;
+	struct parallel_spec *p = &j->parallelism;
+	const struct training_spec *t = &j->training;
+	const struct model_spec *m = j->model;
+	unsigned before = d->errors;
+
+	if (infer_dp(p, system_gpus(j->system), d, node) != 0)
+		return -1;
+	check_schedule(j, d, node);
+	check_tp(j, d, node);
+	if (t->seq_len % p->cp != 0)
+		layout_error(d, node, "parallelism", "cp %lld does not divide "
+			     "seq_len %lld", (long long)p->cp,
+			     (long long)t->seq_len);
+	if (!model_is_moe(m) && p->ep != 1)
+		layout_error(d, node, "parallelism", "ep %lld on a dense model: "
+			     "expert parallelism needs 'n_routed_experts'",
+			     (long long)p->ep);
+	if (p->pp * p->vpp > m->num_hidden_layers)
+		layout_error(d, node, "parallelism", "pp*vpp = %lld*%lld exceeds "
+			     "the model's %lld layers", (long long)p->pp,
+			     (long long)p->vpp, (long long)m->num_hidden_layers);
+	else
+		check_pp_layers(j, d, node);
+	return d->errors == before ? 0 : -1;
+}
+
+static const char *const job_dirs[] = {"workloads/jobs", NULL};
+
+const struct schema job_schema = {
+	.kind = "job",
+	.help = "a job: model, system, phase, training settings, parallel layout",
+	.preset_dirs = job_dirs,
+	.size = sizeof(struct job_spec),
+	.fields = job_fields,
+	.nfields = SCHEMA_COUNT(job_fields),
+	.check = job_check,
+};

@@ -1,0 +1,84 @@
+/*
+ * spec_system.c - the system schema and its cross-field checks.
+ */
+#include "spec_system.h"
+
+#include <stddef.h>
+
+#include "cnode.h"
+#include "base/diag.h"
+
+int64_t system_gpus(const struct system_spec *s)
+{
+	return s->nodes * s->gpus_per_node;
+}
+
+#define OFF(m) offsetof(struct system_spec, m)
+
+static const struct schema_field system_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "gpu", .type = ST_REF, .offset = OFF(gpu), .sub = &gpu_schema,
+	  .flags = SF_REQUIRED, .help = "GPU preset, path, or mapping" },
+	{ .key = "nodes", .type = ST_INT, .offset = OFF(nodes), .def = "1",
+	  .min = 1, .max = 1e6, .help = "nodes (scale-up domains) in the cluster" },
+	{ .key = "gpus_per_node", .type = ST_INT, .offset = OFF(gpus_per_node),
+	  .def = "8", .min = 1, .max = 1024,
+	  .help = "GPUs per node (or per scale-up pod)" },
+	{ .key = "scale_up", .type = ST_REF, .offset = OFF(scale_up),
+	  .sub = &fabric_schema, .flags = SF_REQUIRED,
+	  .help = "fabric among the GPUs of a node (xGMI, NVLink, UALink, PCIe)" },
+	{ .key = "scale_out", .type = ST_REF, .offset = OFF(scale_out),
+	  .sub = &fabric_schema, .flags = SF_REQUIRED,
+	  .help = "fabric among nodes (RoCE, InfiniBand)" },
+	{ .key = "host", .type = ST_REF, .offset = OFF(host),
+	  .sub = &fabric_schema, .flags = SF_OPTIONAL,
+	  .help = "PCIe tree between GPUs and NICs (absent: NICs attach directly)" },
+	{ .key = "nics_per_node", .type = ST_INT, .offset = OFF(nics_per_node),
+	  .flags = SF_OPTIONAL, .min = 1, .max = 1024,
+	  .help = "scale-out NICs per node (default: gpus_per_node)" },
+	{ .key = "collectives", .type = ST_REF, .offset = OFF(collectives),
+	  .sub = &collectives_schema, .flags = SF_REQUIRED,
+	  .help = "collective library preset (rccl, nccl), path, or mapping" },
+	{ .key = "collective_overhead", .type = ST_TIME,
+	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
+	  .help = "software time every collective takes beyond the library's "
+		  "model (launch path, virtualization)" },
+	{ .key = "algorithm", .type = ST_ENUM, .offset = OFF(algorithm),
+	  .values = coll_algo_names, .flags = SF_OPTIONAL,
+	  .help = "force one collective algorithm (default: the library picks)" },
+	{ .key = "protocol", .type = ST_ENUM, .offset = OFF(protocol),
+	  .values = coll_proto_names, .flags = SF_OPTIONAL,
+	  .help = "force one protocol (default: the library picks)" },
+};
+
+static int system_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct system_spec *s = obj;
+	if (s->nics_per_node == 0)
+		s->nics_per_node = s->gpus_per_node;
+	if (s->scale_up && s->scale_up->topology == TOPO_FAT_TREE) {
+		cnode_error(d, node, "'scale_up.topology': expected "
+			   "mesh, switch or pcie_tree, got fat_tree");
+		return -1;
+	}
+	if (s->host && s->host->topology != TOPO_PCIE_TREE) {
+		cnode_error(d, node, "'host.topology': expected "
+			   "pcie_tree, got %s",
+			   fabric_topology_names[s->host->topology]);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *const system_dirs[] = {"configs/systems", NULL};
+
+const struct schema system_schema = {
+	.kind = "system",
+	.help = "a cluster: GPU, nodes, GPUs per node, fabrics, NICs, collective library",
+	.preset_dirs = system_dirs,
+	.size = sizeof(struct system_spec),
+	.fields = system_fields,
+	.nfields = SCHEMA_COUNT(system_fields),
+	.check = system_check,
+};

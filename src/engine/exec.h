@@ -1,0 +1,165 @@
+/*
+ * exec.h - a step program and its execution on the event engine.
+ *
+ * A program is what one training (or inference) step does on every
+ * simulated rank: ordered streams of tasks (at least a compute and a
+ * communication stream per rank) with explicit dependencies between tasks.
+ * A task starts when all its dependencies have finished and it is at the
+ * head of its stream (tasks on one stream run one at a time, in the order
+ * they were added). A collective is one task on each simulated member
+ * rank; it starts when every member has reached it (rendezvous), its
+ * duration comes from the comm backend (coll.h), and it finishes on all
+ * members at once. Overlap of compute and communication, and exposed
+ * communication, follow from this; nothing is bolted on.
+ *
+ * After a run, every task knows its start and end, and the step time is
+ * split along the critical path (walked back from the task that finished
+ * last, through the dependency, stream predecessor or last-arriving
+ * collective member that made each task start when it did; ties prefer the
+ * same rank, then the lower task id):
+ *
+ *   compute_s       time the final rank (that of the last task) spent
+ *                   computing: its compute tasks, on the path or beside
+ *                   it (overlaps counted once)
+ *   exposed_comm_s  communication tasks on the critical path, while the
+ *                   final rank was not computing (the part not hidden)
+ *   bubble_s        compute on the path that ran on other ranks while the
+ *                   final rank was not computing: time it spent waiting
+ *                   for other pipeline stages
+ *   optimizer_s     optimizer tasks on the path (same proviso)
+ *   other_s         tasks of category OTHER, and gaps on the path (same)
+ *
+ * These five sum to the step time. The rule, with a worked example, is at
+ * the top of src/exec_path.c.
+ *
+ * Interference: while collectives run on a rank, compute and optimizer
+ * tasks there progress at rate max(0, 1 - S), S the sum of the running
+ * collectives' coll_desc.sm_share (their kernels hold those compute units;
+ * a GEMM's waves spread over the rest, and wait when none is left). A task's end is rescheduled when
+ * S changes, so its duration is its work at full speed stretched by the
+ * communication it overlapped. With every sm_share 0 nothing changes.
+ *
+ * Programs are built by src/models; ranks here are simulated ranks (with
+ * symmetric replication one simulated rank may stand for many GPUs; the
+ * collective descriptors carry the real GPU ids).
+ *
+ * Depends on sim.h, coll.h, mem.h and libc.
+ */
+#ifndef LLMSIM_EXEC_H
+#define LLMSIM_EXEC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/coll.h"
+#include "sim.h"
+
+enum task_cat {
+	TASK_COMPUTE,		/* kernels: GEMMs, attention, elementwise */
+	TASK_COMM,		/* collectives and point-to-point transfers */
+	TASK_OPTIMIZER,		/* the optimizer step */
+	TASK_OTHER,		/* anything else (host work, fixed delays) */
+	TASK_CAT_COUNT
+};
+
+enum exec_part {
+	EXEC_COMPUTE,
+	EXEC_EXPOSED_COMM,
+	EXEC_BUBBLE,
+	EXEC_OPTIMIZER,
+	EXEC_OTHER,
+	EXEC_PART_COUNT
+};
+
+/* JSON key of each part: "compute_s", "exposed_comm_s", "bubble_s",
+ * "optimizer_s", "other_s". */
+extern const char *const exec_part_keys[EXEC_PART_COUNT];
+
+typedef uint32_t task_id;
+#define TASK_NONE UINT32_MAX
+
+/* What a task is, for traces and reports. name must outlive the program
+ * (a string literal, or interned with prog_intern()). */
+struct task_info {
+	const char *name;	/* "qkv_fwd", "tp_allreduce", ... */
+	enum task_cat cat;
+	int32_t layer;		/* -1 when not tied to a layer */
+	int32_t microbatch;	/* -1 when not tied to a microbatch */
+};
+
+struct prog;
+
+/* A program over nranks simulated ranks with nstreams streams each.
+ * NULL when out of memory. */
+struct prog *prog_new(uint32_t nranks, uint32_t nstreams);
+void prog_free(struct prog *p);
+
+/* Copy a string into the program's storage; NULL when out of memory. */
+const char *prog_intern(struct prog *p, const char *s);
+
+/* Name a stream for traces ("compute", "comm"); stream < nstreams. */
+void prog_name_stream(struct prog *p, uint32_t stream, const char *name);
+
+/* Append a task of fixed duration dur_s >= 0 to (rank, stream). Returns
+ * its id, or TASK_NONE when out of memory (the program is then failed and
+ * exec_run() returns -1). */
+task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
+		  double dur_s, const struct task_info *info);
+
+/*
+ * Append a collective over the simulated ranks ranks[0..n-1]: one task on
+ * `stream` of each. *c is copied (with its gpus and a2a_B arrays) into
+ * the program. The member task on ranks[i] is first + i. Returns the
+ * first member's id, or TASK_NONE when out of memory.
+ */
+task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
+		  uint32_t stream, const struct coll_desc *c,
+		  const struct task_info *info);
+
+/* `after` may not start until `before` has finished. Returns 0, or -1
+ * when out of memory. */
+int prog_dep(struct prog *p, task_id before, task_id after);
+
+uint32_t prog_ranks(const struct prog *p);
+uint32_t prog_streams(const struct prog *p);
+uint32_t prog_tasks(const struct prog *p);
+
+struct exec_result {
+	double step_s;				/* s, end of the last task */
+	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
+	uint32_t final_rank;			/* rank of the last task */
+	uint64_t events;			/* engine events executed */
+};
+
+/*
+ * Run the program on sim from time 0 using ops/ctx to time collectives.
+ * Returns 0, or -1 (with *why set) when out of memory, when the program
+ * deadlocks (a dependency cycle, or a collective some member can never
+ * reach), or when a collective never completes.
+ */
+int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
+	     void *ctx, struct exec_result *out, const char **why);
+
+/* After exec_run(): when a task started and ended (s). */
+double exec_task_start_s(const struct prog *p, task_id t);
+double exec_task_end_s(const struct prog *p, task_id t);
+const struct task_info *exec_task_info(const struct prog *p, task_id t);
+uint32_t exec_task_rank(const struct prog *p, task_id t);
+uint32_t exec_task_stream(const struct prog *p, task_id t);
+/* The collective a task belongs to, or NULL for a plain task. */
+const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
+/* 1 if the task lies on the critical path. */
+int exec_task_critical(const struct prog *p, task_id t);
+
+/*
+ * Write the executed program as Chrome trace-event JSON (opens in
+ * Perfetto): one process per simulated rank, one thread per stream, one
+ * complete event per task. rank_label(rank, buf, len, arg) may name ranks
+ * ("pp3 tp0 dp0"); NULL for "rank N". Returns 0 or -1 on a write error.
+ */
+int exec_write_trace(const struct prog *p, FILE *out,
+		     void (*rank_label)(uint32_t rank, char *buf, size_t len,
+					void *arg),
+		     void *arg);
+
+#endif

@@ -1,0 +1,668 @@
+/*
+ * exec_run.c - executing a step program on the event engine.
+ *
+ * Every task waits on a counter: its dependencies plus one for its stream
+ * predecessor (so "heads its stream" is just another dependency). When a
+ * task finishes, the counters of its stream successor and its dependents
+ * drop; one that reaches zero is ready:
+ *
+ *   plain task        ends dur ns later (one engine event; at once if 0)
+ *   collective member arrives; when the last member arrives the collective
+ *                     starts (comm_ops.start) and every member finishes
+ *                     when the backend calls done
+ *
+ * Finished tasks are appended to order[], the work queue of tasks whose
+ * successors are still to be released; releasing never recurses, however
+ * long a chain of zero-time tasks.
+ *
+ * Causes for the critical path (rule in exec_path.c) are recorded as the
+ * run goes: a task finishing now offers itself to each task it releases;
+ * an earlier offer is replaced by a later one, and among offers at the
+ * same time the tie rule picks. A collective's members take their causes
+ * when the last one arrives.
+ *
+ * Engine events carry a pointer to a lane record (a lane runs one task at
+ * a time, so the lane knows which task ended) or to a collective record:
+ * no per-task allocation.
+ *
+ * Interference (exec.h): a lane running a compute or optimizer task keeps
+ * the work it has left at full speed, w (ns), and its rate x. When the
+ * compute share taken by running collectives on its rank changes at time
+ * t, w -= (t - t_last) * x, x = max(0, 1 - S), and the end event moves
+ * to t + ceil(w / x); at x = 0 (the collectives hold every unit) the task
+ * makes no progress and has no end event until a collective ends. At
+ * x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
+ * depends only on the program and the engine's (time, sequence) order.
+ */
+#include "exec_impl.h"
+
+#include "base/diag.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct run;
+
+struct lane_run {
+	struct run *run;
+	task_id cur;		/* task running on the lane, or TASK_NONE */
+	sim_id ev;		/* its end event */
+	double left_ns;		/* ns of work left at full speed, as of since */
+	units_ns_t since;	/* ns, run time left_ns was last brought up */
+	double rate;		/* speed now (1 = full) */
+	int slowable;		/* a compute or optimizer task */
+};
+
+/* Compute share running collectives take on one rank. */
+struct rank_load {
+	double share;		/* sum of their sm_share */
+	uint32_t n;		/* how many with a share run */
+};
+
+struct coll_run {
+	struct run *run;
+	uint32_t k;		/* collective index */
+	uint32_t arrived;	/* members that reached it */
+	int state;		/* 0 waiting, 1 started, 2 done */
+};
+
+/* A candidate cause of a collective's members. */
+struct cand {
+	uint32_t rank;
+	task_id id;
+};
+
+struct run {
+	struct prog *p;
+	struct sim *sim;
+	const struct comm_ops *ops;
+	void *ctx;
+	units_ns_t t0;			/* ns, engine time at the start */
+	units_ns_t now;			/* ns since t0, current event */
+	struct cand *cand;		/* scratch, one per member of the
+					 * largest collective */
+	uint32_t *order;		/* finished tasks, in finish order */
+	uint32_t nfinished;		/* entries in order[] */
+	uint32_t nreleased;		/* entries whose successors were
+					 * released */
+	struct lane_run *lanes;
+	struct coll_run *colls;
+	struct rank_load *load;		/* per rank */
+	int draining;			/* release() is on the stack */
+};
+
+static const char *const cat_names[TASK_CAT_COUNT] = {
+	"compute", "comm", "optimizer", "other",
+};
+
+const char *const exec_part_keys[EXEC_PART_COUNT] = {
+	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
+};
+
+/* Enter an engine event: the clock of the run. */
+static void tick(struct run *r)
+{
+	r->now = sim_now(r->sim) - r->t0;
+}
+
+static void finish(struct run *r, task_id t)
+{
+	r->order[r->nfinished++] = t;
+}
+
+static void lane_end(struct sim *sim, void *arg);
+static void coll_done(void *token);
+
+/* 1 if a is a better cause than b (both finished at the same time) for a
+ * task on rank: the same rank first, then the lower id. */
+static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
+{
+	int a_same = task_rank(p, a) == rank, b_same = task_rank(p, b) == rank;
+
+	if (a_same != b_same)
+		return a_same;
+	return a < b;
+}
+
+/* c finished now and releases s. */
+static void offer(struct run *r, task_id c, task_id s)
+{
+	const struct prog *p = r->p;
+	task_id cur = p->state[s].cause;
+
+	if (cur == TASK_NONE || task_end_ns(p, cur) < r->now ||
+	    better(p, c, cur, task_rank(p, s)))
+		p->state[s].cause = c;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Candidates short enough to scan rather than sort. */
+#define CAND_SCAN 8
+
+/* The lowest-id candidate on rank in cand[0..n-1] (sorted by rank, id
+ * when n > CAND_SCAN), or dflt. */
+static task_id pick_for_rank(const struct cand *cand, uint32_t n,
+			     uint32_t rank, task_id dflt)
+{
+	uint32_t lo = 0, hi = n;
+	task_id best = TASK_NONE;
+
+	if (n <= CAND_SCAN) {
+		for (lo = 0; lo < n; lo++)
+			if (cand[lo].rank == rank && cand[lo].id < best)
+				best = cand[lo].id;
+		return best != TASK_NONE ? best : dflt;
+	}
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cand[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && cand[lo].rank == rank ? cand[lo].id : dflt;
+}
+
+/* The last member of collective pc arrived now: each member's cause
+ * becomes the cause of a member that arrived now - one on the member's
+ * own rank if there is one, else the lowest id. */
+static void coll_causes(struct run *r, const struct pcoll *pc)
+{
+	const struct prog *p = r->p;
+	task_id dflt = TASK_NONE;
+	uint32_t n = 0, i;
+
+	for (i = 0; i < pc->n; i++) {
+		task_id c = p->state[pc->first + i].cause;
+
+		if (p->state[pc->first + i].stamp != r->now || c == TASK_NONE)
+			continue;
+		r->cand[n].rank = task_rank(p, c);
+		r->cand[n++].id = c;
+		if (c < dflt)
+			dflt = c;
+	}
+	if (n > CAND_SCAN)
+		qsort(r->cand, n, sizeof(*r->cand), cand_cmp);
+	for (i = 0; i < pc->n; i++)
+		p->state[pc->first + i].cause = pick_for_rank(r->cand, n,
+			task_rank(p, pc->first + i), dflt);
+}
+
+/* Speed of compute on rank now. */
+static double rank_rate(const struct run *r, uint32_t rank)
+{
+	const struct rank_load *l = &r->load[rank];
+
+	if (l->n == 0)
+		return 1.0;
+	return l->share < 1.0 ? 1.0 - l->share : 0.0;
+}
+
+/* (Re)schedule the end of the task running on lane l at its rate; none
+ * while the rate is 0 (rank_rerate() schedules it when the rate rises). */
+static void lane_schedule(struct run *r, struct lane_run *l)
+{
+	double d;
+	units_ns_t dt;
+
+	if (l->rate <= 0) {
+		l->ev = 0;
+		return;
+	}
+	d = ceil(l->left_ns / l->rate);
+	dt = d > 0 ? (units_ns_t)d : 0;
+	r->p->state[l->cur].stamp = r->now + dt;
+	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
+}
+
+/* Task t of dur ns starts on lane l. */
+static void lane_start(struct run *r, struct lane_run *l, task_id t,
+		       int64_t dur)
+{
+	enum task_cat cat = r->p->infos[r->p->info[t]].cat;
+
+	l->cur = t;
+	l->left_ns = (double)dur;
+	l->since = r->now;
+	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
+	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
+	if (l->rate == 1.0) {
+		/* Exactly dur: no rounding through the rate. */
+		r->p->state[t].stamp = r->now + dur;
+		l->ev = sim_at(r->sim, sim_now(r->sim) + dur, lane_end, l);
+		return;
+	}
+	lane_schedule(r, l);
+}
+
+/* The compute share on rank changed: move the ends of its running
+ * compute tasks. */
+static void rank_rerate(struct run *r, uint32_t rank)
+{
+	const struct prog *p = r->p;
+	double x = rank_rate(r, rank);
+	uint32_t s;
+
+	for (s = 0; s < p->nstreams; s++) {
+		struct lane_run *l = &r->lanes[rank * p->nstreams + s];
+
+		if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
+			continue;
+		l->left_ns -= (double)(r->now - l->since) * l->rate;
+		if (l->left_ns < 0)
+			l->left_ns = 0;
+		l->since = r->now;
+		l->rate = x;
+		sim_cancel(r->sim, l->ev);
+		lane_schedule(r, l);
+	}
+}
+
+/* Collective pc starts (on = 1) or ends (on = 0): its compute share is
+ * taken from, or given back to, each member rank. */
+static void coll_load(struct run *r, const struct pcoll *pc, int on)
+{
+	uint32_t i;
+
+	if (!(pc->desc.sm_share > 0))
+		return;
+	for (i = 0; i < pc->n; i++) {
+		uint32_t rank = task_rank(r->p, pc->first + i);
+		struct rank_load *l = &r->load[rank];
+
+		if (on) {
+			l->share += pc->desc.sm_share;
+			l->n++;
+		} else if (--l->n == 0) {
+			l->share = 0;	/* no drift once all have ended */
+		} else {
+			l->share -= pc->desc.sm_share;
+		}
+		rank_rerate(r, rank);
+	}
+}
+
+/* Task t has no unfinished predecessor. */
+static void ready(struct run *r, task_id t)
+{
+	struct prog *p = r->p;
+	int64_t dur = p->task[t].dur;
+	struct coll_run *cr;
+
+	if (dur >= 0) {
+		p->state[t].start = r->now;
+		if (dur == 0) {
+			p->state[t].stamp = r->now;
+			finish(r, t);
+			return;
+		}
+		lane_start(r, &r->lanes[p->task[t].lane], t, dur);
+		return;
+	}
+	p->state[t].stamp = r->now;
+	cr = &r->colls[task_coll(p, t)];
+	if (++cr->arrived < p->colls[cr->k].n)
+		return;
+	cr->state = 1;
+	p->coll_time[cr->k].start_ns = r->now;
+	coll_causes(r, &p->colls[cr->k]);
+	coll_load(r, &p->colls[cr->k], 1);
+	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+}
+
+static void release_one(struct run *r, task_id c, task_id s)
+{
+	__builtin_prefetch(&r->p->task[s]);
+	offer(r, c, s);
+	if (--r->p->state[s].pending == 0)
+		ready(r, s);
+}
+
+/* Release the successors of every finished task not yet released. Safe to
+ * call from inside itself (a backend that calls done from start): the
+ * outer call does the work. */
+static void release(struct run *r)
+{
+	const struct prog *p = r->p;
+
+	if (r->draining)
+		return;
+	r->draining = 1;
+	while (r->nreleased < r->nfinished) {
+		task_id t = r->order[r->nreleased++];
+		uint32_t e;
+
+		/* Start loading the successors' records: the misses overlap
+		 * instead of queueing one behind the other. */
+		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++) {
+			__builtin_prefetch(&p->state[p->succ[e]]);
+			__builtin_prefetch(&p->task[p->succ[e]]);
+		}
+		if (p->task[t].next != TASK_NONE)
+			release_one(r, t, p->task[t].next);
+		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
+			release_one(r, t, p->succ[e]);
+	}
+	r->draining = 0;
+}
+
+static void lane_end(struct sim *sim, void *arg)
+{
+	struct lane_run *l = arg;
+	task_id t = l->cur;
+
+	(void)sim;
+	tick(l->run);
+	l->cur = TASK_NONE;
+	l->run->p->state[t].stamp = l->run->now;
+	finish(l->run, t);
+	release(l->run);
+}
+
+static void coll_done(void *token)
+{
+	struct coll_run *cr = token;
+	struct run *r = cr->run;
+	const struct pcoll *pc = &r->p->colls[cr->k];
+	uint32_t i;
+
+	if (cr->state != 1)
+		BUG("comm backend: done called for a collective not running");
+	cr->state = 2;
+	tick(r);
+	r->p->coll_time[cr->k].end_ns = r->now;
+	coll_load(r, pc, 0);
+	for (i = 0; i < pc->n; i++)
+		finish(r, pc->first + i);
+	release(r);
+}
+
+/* Members of the largest collective. */
+static uint32_t max_members(const struct prog *p)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; k < p->ncolls; k++)
+		if (p->colls[k].n > n)
+			n = p->colls[k].n;
+	return n;
+}
+
+/* Allocate the run's state and the program's result arrays; 0 or -1. */
+static int run_alloc(struct run *r, struct prog *p)
+{
+	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
+
+	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
+	r->order = mem_alloc(n * sizeof(*r->order));
+	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
+	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
+	r->load = mem_calloc(p->nranks, sizeof(*r->load));
+	p->state = mem_alloc(n * sizeof(*p->state));
+	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
+	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
+	if (!r->cand || !r->order || !r->lanes || !r->colls || !r->load ||
+	    !p->state ||
+	    !p->coll_time || !p->critical)
+		return -1;
+	return 0;
+}
+
+static void run_free(struct run *r)
+{
+	mem_free(r->cand);
+	mem_free(r->order);
+	mem_free(r->lanes);
+	mem_free(r->colls);
+	mem_free(r->load);
+}
+
+/* Counters and records at the start of a run. */
+static void run_init(struct run *r)
+{
+	struct prog *p = r->p;
+	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
+
+	for (t = 0; t < p->ntasks; t++) {
+		p->state[t].stamp = -1;
+		p->state[t].start = -1;
+		p->state[t].pending = 0;
+		p->state[t].cause = TASK_NONE;
+	}
+	for (t = 0; t < p->ntasks; t++)
+		if (p->task[t].next != TASK_NONE)
+			p->state[p->task[t].next].pending++;
+	for (e = 0; e < p->succ_off[p->ntasks]; e++)
+		p->state[p->succ[e]].pending++;
+	for (t = 0; t < nlanes; t++) {
+		r->lanes[t].run = r;
+		r->lanes[t].cur = TASK_NONE;
+	}
+	for (k = 0; k < p->ncolls; k++) {
+		r->colls[k].run = r;
+		r->colls[k].k = k;
+		r->colls[k].arrived = 0;
+		r->colls[k].state = 0;
+	}
+}
+
+/* Start every task without predecessors, in id order. */
+static void run_start(struct run *r)
+{
+	task_id t;
+
+	tick(r);
+	r->draining = 1;	/* collect zero-time finishes first */
+	for (t = 0; t < r->p->ntasks; t++)
+		if (r->p->state[t].pending == 0)
+			ready(r, t);
+	r->draining = 0;
+	release(r);
+}
+
+/* Name of a task for messages: "'name' (layer L, microbatch M) on rank R,
+ * stream S". */
+static void describe(const struct prog *p, task_id t, char *buf, size_t len)
+{
+	const struct task_info *in = &p->infos[p->info[t]];
+	uint32_t stream = p->task[t].lane % p->nstreams;
+	const char *sname = p->stream_name[stream];
+	char sbuf[16];
+
+	if (!sname) {
+		snprintf(sbuf, sizeof(sbuf), "%u", stream);
+		sname = sbuf;
+	}
+	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
+		 "stream %s", in->name, cat_names[in->cat], in->layer,
+		 in->microbatch, task_rank(p, t), sname);
+}
+
+/* A collective some members reached and another never did. */
+static int stuck_rendezvous(struct run *r)
+{
+	struct prog *p = r->p;
+	char what[200];
+	uint32_t k, i;
+
+	for (k = 0; k < p->ncolls; k++) {
+		const struct pcoll *pc = &p->colls[k];
+
+		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
+			continue;
+		for (i = 0; i < pc->n; i++)
+			if (p->state[pc->first + i].pending > 0)
+				break;
+		describe(p, pc->first + i, what, sizeof(what));
+		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
+			 "reached collective %s; that member never does",
+			 r->colls[k].arrived, pc->n, what);
+		return 1;
+	}
+	return 0;
+}
+
+/* Why tasks are left over after the engine ran dry. */
+static void diagnose(struct run *r)
+{
+	struct prog *p = r->p;
+	char what[200];
+	uint32_t k, t;
+
+	for (k = 0; k < p->ncolls; k++) {
+		if (r->colls[k].state != 1)
+			continue;
+		describe(p, p->colls[k].first, what, sizeof(what));
+		snprintf(p->why, sizeof(p->why), "collective %s started but "
+			 "never completed: the comm backend did not call done",
+			 what);
+		return;
+	}
+	if (stuck_rendezvous(r))
+		return;
+	for (t = 0; t < p->ntasks && p->state[t].pending == 0; t++)
+		;
+	if (t == p->ntasks)
+		BUG("exec: tasks left over but none waiting");
+	describe(p, t, what, sizeof(what));
+	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
+		 "(a dependency cycle); the first waits for %u more: task %s",
+		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending,
+		 what);
+}
+
+/* Run the engine until the program is done; 0 or -1 with p->why. */
+static int run_engine(struct run *r)
+{
+	struct prog *p = r->p;
+
+	run_start(r);
+	if (sim_run(r->sim) != 0) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		return -1;
+	}
+	if (r->nfinished == p->ntasks)
+		return 0;
+	if (sim_pending(r->sim) > 0) {
+		snprintf(p->why, sizeof(p->why), "the simulation was stopped "
+			 "before the program finished (%u of %u tasks done)",
+			 r->nfinished, p->ntasks);
+		return -1;
+	}
+	diagnose(r);
+	return -1;
+}
+
+int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
+	     void *ctx, struct exec_result *out, const char **why)
+{
+	struct run r = { .p = p, .sim = sim, .ops = ops, .ctx = ctx };
+	uint64_t events0 = sim_events(sim);
+	int rc = -1;
+
+	if (!ops && p->ncolls > 0)
+		BUG("exec_run: collectives need a comm backend");
+	memset(out, 0, sizeof(*out));
+	*why = p->why;
+	snprintf(p->why, sizeof(p->why), "out of memory");
+	if (p->failed)
+		goto out_nofree;
+	if (exec_build_csr(p) != 0)
+		goto out_nofree;
+	exec_drop_results(p);
+	if (run_alloc(&r, p) != 0)
+		goto out;
+	run_init(&r);
+	r.t0 = sim_now(sim);
+	if (run_engine(&r) != 0)
+		goto out;
+	out->events = sim_events(sim) - events0;
+	if (exec_path(p, out) != 0) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		goto out;
+	}
+	p->ran = 1;
+	p->why[0] = '\0';
+	rc = 0;
+out:
+	run_free(&r);
+out_nofree:
+	return rc;
+}
+
+/* ---- results ---- */
+
+static void check_ran(const struct prog *p, task_id t)
+{
+	if (!p->ran)
+		BUG("exec: results asked for before a successful exec_run");
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+}
+
+double exec_task_start_s(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return units_ns_to_s(task_start_ns(p, t));
+}
+
+double exec_task_end_s(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return units_ns_to_s(task_end_ns(p, t));
+}
+
+const struct task_info *exec_task_info(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return &p->infos[p->info[t]];
+}
+
+uint32_t exec_task_rank(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return task_rank(p, t);
+}
+
+uint32_t exec_task_stream(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return p->task[t].lane % p->nstreams;
+}
+
+const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
+{
+	uint32_t k;
+
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	k = task_coll(p, t);
+	return k == UINT32_MAX ? NULL : &p->colls[k].desc;
+}
+
+int exec_task_critical(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return (int)(p->critical[t / 64] >> (t % 64) & 1);
+}
+
+const char *exec_cat_name(enum task_cat cat)
+{
+	return cat_names[cat];
+}

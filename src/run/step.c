@@ -1,0 +1,200 @@
+/*
+ * step.c - one training step, end to end.
+ *
+ * step time       t = the end of the last task of the step program
+ * tokens/s        gbs s / t
+ * model FLOPs     F = the forward and backward FLOPs of every layer,
+ *                 embedding and head over all microbatches and GPUs, without
+ *                 recomputation, attention counted in full (layer.h)
+ * MFU             F / (t N P), N GPUs, P the dense peak of the job's dtype
+ *                 (gpu_peak_flops); TFLOP/s per GPU = F / (t N)
+ * executed        the FLOPs the GPU model executes, recomputation included
+ *                 (hardware FLOPs, HFU = executed / (t N P))
+ * breakdown       the critical-path split of exec.h
+ * memory          footprint.h against the GPU's usable memory
+ */
+#include "step.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "gpu/gpu.h"
+#include "base/mem.h"
+#include "network/net.h"
+#include "engine/sim.h"
+
+/* Progress on stderr above this many tasks (full-fidelity runs). */
+#define STEP_TASKS_NOTICE 1000000u
+
+/* The stat for (name, op, group), added when new. */
+static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
+				      int cap, const struct task_info *info,
+				      const struct coll_desc *c)
+{
+	int i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp(v[i].name, info->name) == 0 && v[i].op == c->op &&
+		    v[i].group == c->ngpus)
+			return &v[i];
+	if (*n >= cap)
+		return NULL;
+	memset(&v[*n], 0, sizeof(v[*n]));
+	snprintf(v[*n].name, sizeof(v[*n].name), "%s", info->name);
+	v[*n].op = c->op;
+	v[*n].group = c->ngpus;
+	return &v[(*n)++];
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct step_coll_stat *x = a, *y = b;
+
+	if (x->time_s != y->time_s)
+		return x->time_s > y->time_s ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Sum every collective call (counted once, at its first member task). */
+static int coll_stats(const struct prog *p, struct step_result *out)
+{
+	enum { CAP = 256 };
+	struct step_coll_stat *v = mem_calloc(CAP, sizeof(*v));
+	uint32_t t, n = prog_tasks(p);
+	int nv = 0, i;
+
+	if (!v)
+		return -1;
+	for (t = 0; t < n; t++) {
+		const struct coll_desc *c = exec_task_coll(p, t);
+		struct step_coll_stat *s;
+		uint32_t k;
+
+		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
+			continue;
+		s = stat_of(v, &nv, CAP, exec_task_info(p, t), c);
+		if (!s)
+			continue;
+		s->count++;
+		s->bytes += c->bytes;
+		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		for (k = t; k < n && exec_task_coll(p, k) == c; k++)
+			if (exec_task_critical(p, k)) {
+				s->critical_s += exec_task_end_s(p, k) -
+						 exec_task_start_s(p, k);
+				break;
+			}
+	}
+	qsort(v, (size_t)nv, sizeof(*v), by_time);
+	out->ntop = nv < STEP_TOP_COLLS ? nv : STEP_TOP_COLLS;
+	for (i = 0; i < out->ntop; i++)
+		out->top[i] = v[i];
+	mem_free(v);
+	return 0;
+}
+
+static void rates(const struct job_spec *j, struct step_result *out)
+{
+	const struct gpu_spec *g = j->system->gpu;
+	double t = out->step_s, n;
+
+	out->gpus = system_gpus(j->system);
+	n = (double)out->gpus;
+	out->peak_flops = gpu_peak_flops(g, (enum dtype)j->training.dtype);
+	if (t <= 0)
+		return;
+	out->tokens_per_s = out->plan.tokens / t;
+	out->tflops_per_gpu = out->plan.model_flops / (t * n) / 1e12;
+	out->hw_tflops_per_gpu = out->plan.exec_flops / (t * n) / 1e12;
+	out->mfu = out->plan.model_flops / (t * n * out->peak_flops);
+}
+
+/* Run the built program on a fresh simulation with the chosen backend. */
+static int simulate(const struct job_spec *j, struct prog *p,
+		    const struct step_comm *comm, struct step_result *out,
+		    struct diag *d)
+{
+	struct sim *sim = sim_new();
+	struct net *net = NULL;
+	const struct comm_ops *ops;
+	struct exec_result er;
+	const char *why = "";
+	void *ctx;
+	int rc = -1;
+
+	if (!sim) {
+		diag_oom(d);
+		goto out;
+	}
+	if (comm && comm->ops) {
+		ops = comm->ops;
+		ctx = comm->ctx;
+		if (comm->attach)
+			comm->attach(ctx, sim);
+	} else {
+		net = net_new(j->system, sim, d);
+		if (!net) {
+			rc = d->oom ? -1 : -2;
+			goto out;
+		}
+		ops = &net_comm_ops;
+		ctx = net;
+	}
+	if (prog_tasks(p) > STEP_TASKS_NOTICE)
+		fprintf(stderr, "llmsim: simulating %u tasks on %u ranks...\n",
+			prog_tasks(p), prog_ranks(p));
+	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
+		goto fail;
+	if (net && net_failed(net)) {
+		why = net_error(net);
+		goto fail;
+	}
+
+	out->step_s = er.step_s;
+	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
+	out->events = er.events;
+	out->tasks = prog_tasks(p);
+	rc = 0;
+	goto out;
+fail:
+	diag_error(d, NULL, 0, 0, "the step simulation failed: %s", why);
+out:
+	net_free(net);
+	sim_free(sim);
+	return rc;
+}
+
+int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
+	     FILE *trace, struct step_result *out, struct diag *d)
+{
+	struct prog *p;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (train_check(j, d) != 0)
+		return -2;
+	p = train_build(j, full, &out->plan, d);
+	if (!p)
+		return -1;
+	rc = simulate(j, p, comm, out, d);
+	if (rc != 0)
+		goto out;
+	rc = -1;
+	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
+	    coll_stats(p, out) != 0) {
+		diag_oom(d);
+		goto out;
+	}
+	rates(j, out);
+	if (trace && exec_write_trace(p, trace, train_rank_label,
+				      &out->plan.lay) != 0) {
+		diag_error(d, NULL, 0, 0, "could not write the trace");
+		goto out;
+	}
+	rc = 0;
+out:
+	prog_free(p);
+	return rc;
+}

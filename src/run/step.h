@@ -1,0 +1,81 @@
+/*
+ * step.h - simulate one training step of a job and say where the time
+ * went: build the step program (train.h), run it on the event engine with
+ * the fabric model as the comm backend, account model FLOPs, memory and
+ * the collectives that mattered.
+ *
+ * Depends on exec.h, network/net.h, gpu/gpu.h and the models modules.
+ */
+#ifndef LLMSIM_MODELS_STEP_H
+#define LLMSIM_MODELS_STEP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/coll.h"
+#include "engine/exec.h"
+#include "models/footprint.h"
+#include "models/train.h"
+
+struct diag;
+struct cJSON;
+struct sim;
+
+#define STEP_TOP_COLLS 8
+
+/* One kind of collective over the step (one simulated group's view). */
+struct step_coll_stat {
+	char name[64];		/* task name ("attn_tp_reduce") */
+	enum coll_op op;
+	uint32_t group;		/* GPUs in the group */
+	double bytes;		/* B, summed over the calls (coll.h convention) */
+	uint32_t count;		/* calls simulated */
+	double time_s;		/* s, summed duration of the calls */
+	double critical_s;	/* s, of that on the critical path */
+};
+
+struct step_result {
+	double step_s;			/* s, one training step */
+	double tokens_per_s;		/* tokens/s, whole job */
+	double mfu;			/* model FLOPs / (step * GPUs * dense peak) */
+	double tflops_per_gpu;		/* TFLOP/s of model FLOPs per GPU */
+	double hw_tflops_per_gpu;	/* TFLOP/s executed per GPU (recompute included) */
+	double peak_flops;		/* FLOP/s, the dtype's dense peak per GPU */
+	double part_s[EXEC_PART_COUNT];	/* s, the step split (sums to step_s) */
+	int64_t gpus;			/* GPUs of the job */
+	struct train_plan plan;		/* microbatches, tokens, FLOPs, layout */
+	struct footprint mem;		/* per GPU, worst pipeline rank */
+	struct step_coll_stat top[STEP_TOP_COLLS];	/* by time, longest first */
+	int ntop;			/* used entries of top */
+	uint32_t tasks;			/* tasks in the program */
+	uint64_t events;		/* engine events */
+};
+
+/* Another comm backend than the fabric model (tests): its ops, its
+ * context, and a hook told the simulation before the run (may be NULL). */
+struct step_comm {
+	const struct comm_ops *ops;	/* NULL: the fabric model (net.h) */
+	void *ctx;			/* the backend's context */
+	void (*attach)(void *ctx, struct sim *sim);
+};
+
+/*
+ * Simulate one step of job j (full = 1 forces every GPU to be simulated),
+ * writing a Chrome trace to trace when not NULL. comm may be NULL (the
+ * fabric model). Returns 0; -1 after reporting a runtime failure to d (out
+ * of memory, simulation failure); -2 after reporting something the job
+ * asks for that llmsim cannot simulate or build (bad input).
+ */
+int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
+	     FILE *trace, struct step_result *out, struct diag *d);
+
+/* The result as the JSON object `llmsim run --json` prints. NULL when out
+ * of memory. */
+struct cJSON *step_to_json(const struct job_spec *j,
+			   const struct step_result *r);
+
+/* A readable summary with units. */
+void step_print(FILE *out, const struct job_spec *j,
+		const struct step_result *r);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * step_report.c - a step result as JSON (`llmsim run --json`) and as a
+ * readable summary with units.
+ */
+#include "step.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "base/units.h"
+
+/* Add item under key to o, or free it: 1 if added. */
+static int add(struct cJSON *o, const char *key, struct cJSON *item)
+{
+	if (item && cJSON_AddItemToObject(o, key, item))
+		return 1;
+	cJSON_Delete(item);
+	return 0;
+}
+
+static int add_num(struct cJSON *o, const char *key, double v)
+{
+	return add(o, key, cJSON_CreateNumber(v));
+}
+
+static int add_str(struct cJSON *o, const char *key, const char *v)
+{
+	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+/* o when everything was added (ok), else NULL with o freed: out of
+ * memory never leaves a key out. */
+static struct cJSON *complete(struct cJSON *o, int ok)
+{
+	if (ok)
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static struct cJSON *breakdown_json(const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int i, ok = o != NULL;
+
+	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
+		ok = add_num(o, exec_part_keys[i], r->part_s[i]);
+	return complete(o, ok);
+}
+
+static struct cJSON *memory_json(const struct footprint *m)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 add_num(o, "weights_bytes", m->weights_B) &&
+		 add_num(o, "gradients_bytes", m->grads_B) &&
+		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 add_num(o, "activations_bytes", m->activations_B) &&
+		 add_num(o, "workspace_bytes", m->workspace_B) &&
+		 add_num(o, "usable_bytes", m->usable_B) &&
+		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 add_num(o, "pipeline_rank", (double)m->rank) &&
+		 add_num(o, "params_per_gpu", m->params);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *coll_json(const struct step_coll_stat *s)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "name", s->name) &&
+		 add_str(o, "op", coll_op_names[s->op]) &&
+		 add_num(o, "group_gpus", s->group) &&
+		 add_num(o, "bytes", s->bytes) &&	/* all calls */
+		 add_num(o, "calls", s->count) &&
+		 add_num(o, "time_s", s->time_s) &&
+		 add_num(o, "critical_path_s", s->critical_s);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *colls_json(const struct step_result *r)
+{
+	struct cJSON *a = cJSON_CreateArray();
+	int i, ok = a != NULL;
+
+	for (i = 0; ok && i < r->ntop; i++) {
+		struct cJSON *o = coll_json(&r->top[i]);
+
+		ok = o && cJSON_AddItemToArray(a, o);
+		if (!ok)
+			cJSON_Delete(o);
+	}
+	return complete(a, ok);
+}
+
+static struct cJSON *sim_json(const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	const struct layout *l = &r->plan.lay;
+	int ok = o && add_num(o, "simulated_ranks", l->nranks) &&
+		 add(o, "full_fidelity", cJSON_CreateBool(l->sim_tp == l->tp &&
+							  l->sim_dp == l->dp)) &&
+		 add_num(o, "tasks", r->tasks) &&
+		 add_num(o, "events", (double)r->events);
+
+	return complete(o, ok);
+}
+
+struct cJSON *step_to_json(const struct job_spec *j,
+			   const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "job", j->name) &&
+		 add_str(o, "model", j->model->name) &&
+		 add_str(o, "system", j->system->name) &&
+		 add_str(o, "gpu", j->system->gpu->name) &&
+		 add_num(o, "gpus", (double)r->gpus) &&
+		 add_num(o, "step_time_s", r->step_s) &&
+		 add_num(o, "tokens_per_s", r->tokens_per_s) &&
+		 add_num(o, "mfu", r->mfu) &&
+		 add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
+		 add_num(o, "hardware_tflops_per_gpu", r->hw_tflops_per_gpu) &&
+		 add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12) &&
+		 add_num(o, "tokens_per_step", r->plan.tokens) &&
+		 add_num(o, "microbatches", (double)r->plan.microbatches) &&
+		 add_num(o, "model_flops_per_step", r->plan.model_flops) &&
+		 add_num(o, "params", r->plan.params) &&
+		 add(o, "breakdown", breakdown_json(r)) &&
+		 add(o, "memory", memory_json(&r->mem)) &&
+		 add(o, "collectives", colls_json(r)) &&
+		 add(o, "simulation", sim_json(r));
+
+	return complete(o, ok);
+}
+
+/* ---- text ---- */
+
+/* A quantity for people: 4 significant digits, decimal prefixes (bytes
+ * in GB, MB, kB; time in s, ms, us, ns). */
+static const char *fmt(char *buf, size_t len, double v, enum unit_kind k)
+{
+	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
+	static const char *const time_units[] = {"s", "ms", "us", "ns"};
+	int i = 0;
+
+	if (k == UNIT_BYTES) {
+		while (v >= 999.95 && i < 4) {
+			v /= 1e3;
+			i++;
+		}
+		snprintf(buf, len, "%.4g %s", v, byte_units[i]);
+	} else if (k == UNIT_TIME) {
+		while (v != 0 && v < 0.99995 && i < 3) {
+			v *= 1e3;
+			i++;
+		}
+		snprintf(buf, len, "%.4g %s", v, time_units[i]);
+	} else {
+		units_format(buf, len, v, k);
+	}
+	return buf;
+}
+
+static void print_layout(FILE *out, const struct job_spec *j,
+			 const struct step_result *r)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	fprintf(out, "  layout         tp %lld  pp %lld", (long long)p->tp,
+		(long long)p->pp);
+	if (p->vpp > 1)
+		fprintf(out, " x vpp %lld", (long long)p->vpp);
+	fprintf(out, " (%s)  dp %lld%s%s, zero %lld, recompute %s\n",
+		pp_schedule_names[p->schedule], (long long)p->dp,
+		p->sequence_parallel && p->tp > 1 ? ", sequence parallel" : "",
+		p->tp_comm_overlap ? ", TP overlap" : "",
+		(long long)j->training.zero_stage,
+		recompute_names[j->training.recompute]);
+	fprintf(out, "  batch          %lld sequences of %lld tokens = %.0f tokens; "
+		"%lld microbatches of %lld per pipeline\n",
+		(long long)j->training.global_batch_size,
+		(long long)j->training.seq_len, r->plan.tokens,
+		(long long)r->plan.microbatches,
+		(long long)j->training.micro_batch_size);
+}
+
+static void print_speed(FILE *out, const struct job_spec *j,
+			const struct step_result *r)
+{
+	char a[32];
+
+	fprintf(out, "  step time      %s\n", fmt(a, sizeof(a), r->step_s, UNIT_TIME));
+	fprintf(out, "  throughput     %.0f tokens/s (%.0f tokens/s per GPU)\n",
+		r->tokens_per_s, r->tokens_per_s / (double)r->gpus);
+	fprintf(out, "  MFU            %.1f %% = %.1f TFLOP/s per GPU of the "
+		"%.1f TFLOP/s %s dense peak\n", 100 * r->mfu, r->tflops_per_gpu,
+		r->peak_flops / 1e12, dtype_names[j->training.dtype]);
+	fprintf(out, "  executed       %.1f TFLOP/s per GPU (recomputation "
+		"included)\n", r->hw_tflops_per_gpu);
+}
+
+static void print_breakdown(FILE *out, const struct step_result *r)
+{
+	static const char *const label[EXEC_PART_COUNT] = {
+		"compute", "exposed communication", "pipeline bubble",
+		"optimizer", "other",
+	};
+	char a[32];
+	int i;
+
+	fprintf(out, "  breakdown (critical path)\n");
+	for (i = 0; i < EXEC_PART_COUNT; i++)
+		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
+			fmt(a, sizeof(a), r->part_s[i], UNIT_TIME),
+			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
+}
+
+static void print_memory(FILE *out, const struct footprint *m)
+{
+	char a[32], b[32];
+
+	fprintf(out, "  memory per GPU %s of %s usable: %s (pipeline rank %lld)\n",
+		fmt(a, sizeof(a), m->peak_B, UNIT_BYTES),
+		fmt(b, sizeof(b), m->usable_B, UNIT_BYTES),
+		m->fits ? "fits" : "DOES NOT FIT", (long long)m->rank);
+	fprintf(out, "    weights %s", fmt(a, sizeof(a), m->weights_B, UNIT_BYTES));
+	fprintf(out, ", gradients %s", fmt(a, sizeof(a), m->grads_B, UNIT_BYTES));
+	fprintf(out, ", optimizer %s\n", fmt(a, sizeof(a), m->optimizer_B, UNIT_BYTES));
+	fprintf(out, "    activations %s", fmt(a, sizeof(a), m->activations_B, UNIT_BYTES));
+	fprintf(out, ", workspace %s\n", fmt(a, sizeof(a), m->workspace_B, UNIT_BYTES));
+}
+
+static void print_colls(FILE *out, const struct step_result *r)
+{
+	char a[32], b[32], c[32];
+	int i;
+
+	if (r->ntop == 0)
+		return;
+	fprintf(out, "  top collectives (per simulated group)\n");
+	fprintf(out, "    %-26s %-14s %5s %7s %11s %11s %11s\n", "name", "op",
+		"GPUs", "calls", "size/call", "time", "critical");
+	for (i = 0; i < r->ntop; i++) {
+		const struct step_coll_stat *s = &r->top[i];
+
+		fprintf(out, "    %-26s %-14s %5u %7u %11s %11s %11s\n", s->name,
+			coll_op_names[s->op], s->group, s->count,
+			fmt(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
+			fmt(b, sizeof(b), s->time_s, UNIT_TIME),
+			fmt(c, sizeof(c), s->critical_s, UNIT_TIME));
+	}
+}
+
+void step_print(FILE *out, const struct job_spec *j,
+		const struct step_result *r)
+{
+	fprintf(out, "%s: %s on %s (%lld GPUs, %s), %s\n",
+		j->name ? j->name : "job", j->model->name ? j->model->name : "model",
+		j->system->name ? j->system->name : "system", (long long)r->gpus,
+		j->system->gpu->name ? j->system->gpu->name : "gpu",
+		dtype_names[j->training.dtype]);
+	print_layout(out, j, r);
+	print_speed(out, j, r);
+	print_breakdown(out, r);
+	print_memory(out, &r->mem);
+	print_colls(out, r);
+}
