@@ -39,7 +39,19 @@ BASE_CFLAGS := $(filter-out -O2,$(BASE_CFLAGS)) -O1
 endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm $(MPI_LIBS)
+
+# MPI: `mpirun -n R llmsim sweep` splits a sweep over ranks when the build
+# finds mpicc (Open MPI's --showme, else MPICH's -show); NO_MPI=1 builds
+# without. Only src/sweep/sweep_mpi.c uses MPI.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(NO_MPI),1)
+ifneq ($(MPICC),)
+MPI_SHOW := $(shell $(MPICC) --showme 2>/dev/null || $(MPICC) -show 2>/dev/null)
+MPI_CFLAGS := -DLLMSIM_MPI $(patsubst -I%,-isystem %,$(filter -I%,$(MPI_SHOW)))
+MPI_LIBS := $(filter -L% -l% -Wl%,$(MPI_SHOW)) $(filter -pthread,$(MPI_SHOW))
+endif
+endif
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS))
 TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS))
 
@@ -78,6 +90,8 @@ $(BUILD)/gen/gitrev.h: FORCE
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
 
 $(BUILD)/obj/src/cli/cli.o: $(BUILD)/gen/gitrev.h
+
+$(BUILD)/obj/src/sweep/sweep_mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)

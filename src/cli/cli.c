@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -32,7 +33,32 @@ static const struct cli_command commands[] = {
 	  "                   identical TP/DP peers (slow at scale)\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
-	  NULL, NULL, "sweeps" },
+	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"
+	  "       mpirun -n R llmsim sweep SWEEP.yaml [-j N] [--db PATH]\n"
+	  "\n"
+	  "Expand a sweep file (a base job with grid, zip and cases over any\n"
+	  "dotted key; see workloads/sweeps/) and simulate every point into\n"
+	  "the database, one transaction per point. A point whose resolved\n"
+	  "job is already stored for this sweep is skipped, so an interrupted\n"
+	  "sweep (even kill -9) resumes where it stopped. A point whose job is\n"
+	  "invalid is stored with its reason and does not stop the sweep.\n"
+	  "Prints a table with one column per axis.\n"
+	  "\n"
+	  "  -j, --jobs N     worker processes (default: the CPUs online)\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --shard I/N      run only shard I of N (1 <= I <= N): the points\n"
+	  "                   whose index is I-1 modulo N (for Slurm arrays and\n"
+	  "                   other batch systems); merge the shards'\n"
+	  "                   databases with 'llmsim db merge'\n"
+	  "  --list           print the expanded points and run nothing\n"
+	  "\n"
+	  "Under mpirun (in a build with MPI) rank r runs shard r+1 of R into\n"
+	  "PATH.rank-r and rank 0 merges them into PATH at the end.\n"
+	  "Progress (done/total, rate, ETA) is shown on stderr when it is a\n"
+	  "terminal; a line of totals is printed at the end either way.\n"
+	  "Exit status: 0 all points stored (invalid ones included), 1 some\n"
+	  "point failed at run time (run again to finish), 2 bad input.\n",
+	  cli_sweep, NULL },
 	{ "plan", "search parallel layouts for a job and rank them",
 	  NULL, NULL, "the parallelism planner" },
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
@@ -68,8 +94,32 @@ static const struct cli_command commands[] = {
 	  NULL, NULL, "validation against measurements" },
 	{ "calibrate", "fit fabric and kernel parameters to measurements",
 	  NULL, NULL, "calibration" },
-	{ "report", "summarize stored results",
-	  NULL, NULL, "reports and dashboards" },
+	{ "report", "write the results database as an HTML page of plots",
+	  "usage: llmsim report [--db PATH] [-o FILE]\n"
+	  "\n"
+	  "Write one self-contained HTML file (no network needed to open it)\n"
+	  "with plots of what the database holds: step-time breakdown and\n"
+	  "memory per GPU of each job, each sweep's curves and heat map along\n"
+	  "its axes, collective bus bandwidth against message size (predicted\n"
+	  "and measured), predicted against measured time.\n"
+	  "\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  -o, --output FILE  where to write (default results/report.html;\n"
+	  "                   '-' for standard output)\n",
+	  cli_report, NULL },
+	{ "db", "list, export and merge the results database",
+	  "usage: llmsim db views [--db PATH]\n"
+	  "       llmsim db export --view NAME [--format csv|json] [--db PATH]\n"
+	  "                        [-o FILE]\n"
+	  "       llmsim db merge OUT.db IN.db...\n"
+	  "\n"
+	  "  views   every view of the database with its columns: the stable\n"
+	  "          interface for dashboards (docs/results-store.md)\n"
+	  "  export  one view as CSV (with a header row) or JSON (an array of\n"
+	  "          objects) on standard output, or FILE\n"
+	  "  merge   merge databases (sweep shards, MPI ranks) into OUT.db\n"
+	  "          without duplicates\n",
+	  cli_db, NULL },
 	{ "config", "show, list and explain configs",
 	  "usage: llmsim config show FILE|PRESET [--kind KIND] [--set key=value]...\n"
 	  "                            [--json]\n"
@@ -145,6 +195,37 @@ const char *cli_option(int argc, char **argv, int *i, const char *name,
 		return NULL;
 	}
 	return v;
+}
+
+void cli_getopt_reset(void)
+{
+	optind = 0;	/* glibc: 0 re-initializes completely */
+	opterr = 0;	/* we report, in our own words */
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *cmd)
+{
+	char opts[128];
+	int c;
+
+	/* A leading ':' makes a missing value ':' rather than '?'. GNU
+	 * getopt permutes argv, so operands end up after the options. */
+	snprintf(opts, sizeof(opts), ":%s", shortopts);
+	c = getopt_long(argc, argv, opts, longopts, NULL);
+	if (c == ':') {
+		cli_usage_error(cmd, "'%s' needs a value", argv[optind - 1]);
+		return '?';
+	}
+	if (c == '?') {
+		if (optopt && optopt != '?')
+			cli_usage_error(cmd, "unknown option '-%c'", optopt);
+		else
+			cli_usage_error(cmd, "unknown option '%s'",
+					argv[optind - 1]);
+		return '?';
+	}
+	return c;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -233,13 +314,15 @@ static char *default_db(const char *data_root)
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d)
 {
-	cJSON *cfg = schema_to_json(r->schema, r->config);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	cJSON *cfg = r->config_obj ? NULL : schema_to_json(r->schema, r->config);
+	char *cfg_s = r->config_obj ? cJSON_PrintUnformatted(r->config_obj) :
+		      cfg ? cJSON_PrintUnformatted(cfg) : NULL;
 	char *path = db ? NULL : default_db(data_root);
 	struct store *st = NULL;
 	char hex[65];
-	struct store_run run = { r->command, r->schema->kind, cfg_s, hex,
-				 r->json, cli_version() };
+	struct store_run run = { r->command, r->config_obj ? r->kind :
+				 r->schema->kind, cfg_s, hex, r->json,
+				 cli_version() };
 	int64_t id;
 	int rc = CLI_FAIL;
 

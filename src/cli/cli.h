@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cJSON;
 struct diag;
 struct schema;
 struct store_coll_row;
@@ -59,6 +60,21 @@ const struct cli_command *cli_command(const char *name);
 const char *cli_option(int argc, char **argv, int *i, const char *name,
 		       const char **missing);
 
+/*
+ * getopt_long over a command's arguments (argv[0] is the command's
+ * name), the same everywhere: options and operands in any order, "--"
+ * ends the options, "-" is an operand (standard input or output).
+ * Unknown options and missing values are reported as usage errors of
+ * cmd. Returns the option (as getopt_long: its short letter or the
+ * `val` of a long one), -1 when the options are done (operands are
+ * argv[optind..argc-1]), or '?' after reporting (return CLI_USAGE).
+ * Call cli_getopt_reset() before the first call for a new argv.
+ */
+struct option;
+int cli_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *cmd);
+void cli_getopt_reset(void);
+
 /* Report a usage error of command cmd ("run", "config", ...) on stderr:
  * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -68,6 +84,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
 int cli_collective(int argc, char **argv, const char *argv0);
+int cli_sweep(int argc, char **argv, const char *argv0);
+int cli_db(int argc, char **argv, const char *argv0);
+int cli_report(int argc, char **argv, const char *argv0);
 
 /* A result to store with cli_store(). */
 struct cli_result {
@@ -78,6 +97,11 @@ struct cli_result {
 	const struct store_step *step;		/* step summary, or NULL */
 	const struct store_coll_row *rows;	/* collective rows, or NULL */
 	uint32_t nrows;				/* entries of rows */
+	const char *kind;			/* with config_obj: its kind */
+	const struct cJSON *config_obj;		/* the resolved config as JSON
+						 * when it is not one schema's
+						 * (a collective: system and
+						 * op); NULL: schema + config */
 };
 
 /*

@@ -22,6 +22,7 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,13 @@
 #include "config/schema.h"
 #include "config/spec_system.h"
 #include "store/store.h"
+#include "base/sha256.h"
 #include "base/units.h"
 
 #define MAX_ROWS 256
+
+/* The version of the --json object's layout (docs/cli-output.md). */
+#define COLLECTIVE_JSON_SCHEMA 1
 
 enum out_fmt {
 	FMT_TABLE,
@@ -51,7 +56,9 @@ struct opts {
 	long ranks;			/* 0 unset */
 	double min_B, max_B;		/* B */
 	double factor;
-	const char *dtype;
+	const char *dtype;		/* nccl-tests' name */
+	int redop;			/* index into redop_names */
+	long root;			/* broadcast and reduce */
 	int algo, proto;		/* -1 = the library's choice */
 	int fmt;			/* enum out_fmt */
 	const char *db;			/* NULL = default */
@@ -145,86 +152,160 @@ static int parse_number(const char *opt, const char *text, double lo,
 			       "got '%s'", opt, lo, text);
 }
 
-/* One option with a value; 1 if not one of these, CLI_OK done,
- * CLI_USAGE bad (reported). */
-static int value_opt(struct opts *o, int argc, char **argv, int *i)
+/* The nccl-tests name of a dtype spelled any accepted way; NULL if none. */
+static const char *dtype_canonical(const char *v)
 {
-	const char *v, *missing = NULL;
+	static const char *const alias[] = {
+		"bf16", "bfloat16", "fp16", "half", "float16", "half",
+		"fp32", "float", "float32", "float", "fp64", "double",
+		"float64", "double", "fp8", "fp8_e4m3", "i8", "int8",
+		"u8", "uint8", "i32", "int32", "u32", "uint32", "i64", "int64",
+		"u64", "uint64", NULL,
+	};
+	size_t i;
+
+	if (dtype_size(v) > 0)
+		for (i = 0; i < NDTYPES; i++)
+			if (strcmp(dtypes[i].name, v) == 0)
+				return dtypes[i].name;
+	for (i = 0; alias[i]; i += 2)
+		if (strcmp(alias[i], v) == 0)
+			return alias[i + 1];
+	return NULL;
+}
+
+static const char *const redop_names[] = {
+	"sum", "prod", "min", "max", "avg", NULL,
+};
+
+enum {
+	OPT_SYSTEM = 256, OPT_SET, OPT_OP, OPT_ALGO, OPT_PROTO, OPT_DB,
+	OPT_JSON, OPT_CSV, OPT_NO_STORE,
+};
+
+/* One option (getopt_long's c with its optarg). CLI_OK or CLI_USAGE. */
+static int option(struct opts *o, int c, const char *v)
+{
 	double x;
 
-	if ((v = cli_option(argc, argv, i, "--system", &missing))) {
-		o->system = v;
-	} else if ((v = cli_option(argc, argv, i, "--set", &missing))) {
+	switch (c) {
+	case OPT_SYSTEM: o->system = v; break;
+	case OPT_SET:
 		/* The system is loaded on its own: 'system.nodes=2' means
 		 * 'nodes=2' here. */
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
-	} else if ((v = cli_option(argc, argv, i, "--op", &missing))) {
+		break;
+	case OPT_OP:
 		if ((o->op = spec_name_index(coll_op_names, v)) < 0)
 			return list_error("--op", v, coll_op_names);
-	} else if ((v = cli_option(argc, argv, i, "--ranks", &missing))) {
+		break;
+	case 'g':
 		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
 			return cli_usage_error("collective", "--ranks: "
 					       "expected a whole number of "
 					       "GPUs, got '%s'", v);
 		o->ranks = (long)x;
-	} else if ((v = cli_option(argc, argv, i, "--min", &missing))) {
-		return parse_size("--min", v, &o->min_B);
-	} else if ((v = cli_option(argc, argv, i, "--max", &missing))) {
-		return parse_size("--max", v, &o->max_B);
-	} else if ((v = cli_option(argc, argv, i, "--step-factor", &missing))) {
-		return parse_number("--step-factor", v, 1, &o->factor);
-	} else if ((v = cli_option(argc, argv, i, "--dtype", &missing))) {
-		if (dtype_size(v) == 0)
+		break;
+	case 'b': return parse_size("--min (-b)", v, &o->min_B);
+	case 'e': return parse_size("--max (-e)", v, &o->max_B);
+	case 'f': return parse_number("--step-factor (-f)", v, 1, &o->factor);
+	case 'd':
+		if (!(o->dtype = dtype_canonical(v)))
 			return bad_dtype(v);
-		o->dtype = v;
-	} else if ((v = cli_option(argc, argv, i, "--algo", &missing))) {
+		break;
+	case 'o':
+		if ((o->redop = spec_name_index(redop_names, v)) < 0)
+			return list_error("--redop (-o)", v, redop_names);
+		break;
+	case 'r':
+		if (!number(v, 0, &x) || x != floor(x))
+			return cli_usage_error("collective", "--root (-r): "
+					       "expected a rank, got '%s'", v);
+		o->root = (long)x;
+		break;
+	case OPT_ALGO:
 		if ((o->algo = spec_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
-	} else if ((v = cli_option(argc, argv, i, "--proto", &missing))) {
+		break;
+	case OPT_PROTO:
 		if ((o->proto = spec_name_index(coll_proto_names, v)) < 0)
 			return list_error("--proto", v, coll_proto_names);
-	} else if ((v = cli_option(argc, argv, i, "--db", &missing))) {
-		o->db = v;
-	} else if (missing) {
-		return cli_usage_error("collective", "'%s' needs a value",
-				       missing);
-	} else {
-		return 1;
+		break;
+	case OPT_DB: o->db = v; break;
+	case OPT_JSON: o->fmt = FMT_JSON; break;
+	case OPT_CSV: o->fmt = FMT_CSV; break;
+	case OPT_NO_STORE: o->store = 0; break;
+	default: return CLI_USAGE;
 	}
 	return CLI_OK;
 }
 
-/* Options into o; o->sets has room for argc entries. */
+/* Options into o; o->sets has room for argc entries. rccl-tests' and
+ * nccl-tests' short options (-b -e -f -g -d -o -r) and long spellings
+ * work alongside llmsim's. */
 static int parse(struct opts *o, int argc, char **argv)
 {
-	int i, rc;
+	static const struct option longopts[] = {
+		{ "system", required_argument, NULL, OPT_SYSTEM },
+		{ "set", required_argument, NULL, OPT_SET },
+		{ "op", required_argument, NULL, OPT_OP },
+		{ "ranks", required_argument, NULL, 'g' },
+		{ "ngpus", required_argument, NULL, 'g' },
+		{ "min", required_argument, NULL, 'b' },
+		{ "minbytes", required_argument, NULL, 'b' },
+		{ "max", required_argument, NULL, 'e' },
+		{ "maxbytes", required_argument, NULL, 'e' },
+		{ "step-factor", required_argument, NULL, 'f' },
+		{ "stepfactor", required_argument, NULL, 'f' },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "datatype", required_argument, NULL, 'd' },
+		{ "redop", required_argument, NULL, 'o' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "algo", required_argument, NULL, OPT_ALGO },
+		{ "proto", required_argument, NULL, OPT_PROTO },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "no-store", no_argument, NULL, OPT_NO_STORE },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
 
-	for (i = 1; i < argc; i++) {
-		rc = value_opt(o, argc, argv, &i);
-		if (rc == CLI_USAGE)
-			return rc;
-		if (rc == CLI_OK)
-			continue;
-		if (strcmp(argv[i], "--json") == 0)
-			o->fmt = FMT_JSON;
-		else if (strcmp(argv[i], "--csv") == 0)
-			o->fmt = FMT_CSV;
-		else if (strcmp(argv[i], "--no-store") == 0)
-			o->store = 0;
-		else
-			return cli_usage_error("collective", "unknown option "
-					       "'%s'", argv[i]);
-	}
+	cli_getopt_reset();
+	while ((c = cli_getopt(argc, argv, "b:e:f:g:d:o:r:", longopts,
+			       "collective")) != -1)
+		if (c == '?' || option(o, c, optarg) != CLI_OK)
+			return CLI_USAGE;
+	if (optind < argc)
+		return cli_usage_error("collective", "unexpected operand '%s'",
+				       argv[optind]);
 	if (!o->system || o->op < 0 || o->ranks == 0)
 		return cli_usage_error("collective", "%s", "--system, --op and "
-				       "--ranks are required");
+				       "--ranks (-g) are required");
 	if (o->min_B > o->max_B)
 		return cli_usage_error("collective", "%s", "--min is larger "
 				       "than --max");
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("collective", "%s", "--step-factor must "
 				       "be above 1 to go from --min to --max");
+	if (o->root >= o->ranks)
+		return cli_usage_error("collective", "--root %ld: the ranks "
+				       "are 0..%ld", o->root, o->ranks - 1);
 	return CLI_OK;
+}
+
+/* nccl-tests print redop "none" and root -1 where they do not apply. */
+static const char *redop_of(const struct opts *o)
+{
+	if (o->op == COLL_ALLREDUCE || o->op == COLL_REDUCESCATTER ||
+	    o->op == COLL_REDUCE)
+		return redop_names[o->redop];
+	return "none";
+}
+
+static long root_of(const struct opts *o)
+{
+	return o->op == COLL_BROADCAST || o->op == COLL_REDUCE ? o->root : -1;
 }
 
 /* Bytes a size is rounded down to a multiple of. */
@@ -303,23 +384,34 @@ static void print_table(const struct opts *o, const struct system_spec *s,
 			const struct row *rows, int n)
 {
 	double sum = 0;
-	int i;
+	int i, k;
 
 	printf("# llmsim collective: %s, %ld ranks on %s (%lld node%s x %lld "
-	       "GPUs), library %s\n#\n", coll_op_names[o->op], o->ranks,
+	       "GPUs), library %s\n", coll_op_names[o->op], o->ranks,
 	       s->name ? s->name : o->system, (long long)s->nodes,
 	       s->nodes == 1 ? "" : "s", (long long)s->gpus_per_node,
 	       s->collectives->name ? s->collectives->name : "(inline)");
-	printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size", "count",
-	       "type", "time", "algbw", "busbw", "algorithm", "protocol");
-	printf("#%11s %13s %9s %11s %11s %11s\n", "(B)", "(elements)", "",
-	       "(us)", "(GB/s)", "(GB/s)");
+	printf("# out-of-place and in-place are the same prediction (llmsim "
+	       "does not model the\n# difference); #wrong is N/A (nothing is "
+	       "checked).\n#\n");
+	printf("#%62s%34s\n", "out-of-place", "in-place");
+	printf("#%11s %13s %9s %6s %6s", "size", "count", "type", "redop",
+	       "root");
+	for (k = 0; k < 2; k++)
+		printf(" %9s %7s %7s %6s", "time", "algbw", "busbw", "#wrong");
+	printf("  %-12s %s\n", "algorithm", "protocol");
+	printf("#%11s %13s %9s %6s %6s", "(B)", "(elements)", "", "", "");
+	for (k = 0; k < 2; k++)
+		printf(" %9s %7s %7s %6s", "(us)", "(GB/s)", "(GB/s)", "");
+	printf("\n");
 	for (i = 0; i < n; i++) {
-		printf("%12.0f %13.0f %9s %11.2f %11.2f %11.2f  %-12s %s\n",
-		       rows[i].size_B, rows[i].count, o->dtype,
-		       rows[i].r.time_s * 1e6, rows[i].r.algbw_Bps / 1e9,
-		       rows[i].r.busbw_Bps / 1e9, rows[i].r.algorithm,
-		       rows[i].r.protocol);
+		printf("%12.0f %13.0f %9s %6s %6ld", rows[i].size_B,
+		       rows[i].count, o->dtype, redop_of(o), root_of(o));
+		for (k = 0; k < 2; k++)
+			printf(" %9.2f %7.2f %7.2f %6s", rows[i].r.time_s * 1e6,
+			       rows[i].r.algbw_Bps / 1e9,
+			       rows[i].r.busbw_Bps / 1e9, "N/A");
+		printf("  %-12s %s\n", rows[i].r.algorithm, rows[i].r.protocol);
 		sum += rows[i].r.busbw_Bps / 1e9;
 	}
 	printf("# Avg bus bandwidth    : %g\n", n ? sum / n : 0.0);
@@ -329,15 +421,17 @@ static void print_csv(const struct opts *o, const struct row *rows, int n)
 {
 	int i;
 
-	puts("size_B,count,type,time_us,algbw_GBps,busbw_GBps,algorithm,protocol");
+	puts("size_B,count,type,time_us,algbw_GBps,busbw_GBps,algorithm,"
+	     "protocol,redop,root");
 	for (i = 0; i < n; i++)
-		printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s\n", rows[i].size_B,
-		       rows[i].count, o->dtype, rows[i].r.time_s * 1e6,
-		       rows[i].r.algbw_Bps / 1e9, rows[i].r.busbw_Bps / 1e9,
-		       rows[i].r.algorithm, rows[i].r.protocol);
+		printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s,%s,%ld\n",
+		       rows[i].size_B, rows[i].count, o->dtype,
+		       rows[i].r.time_s * 1e6, rows[i].r.algbw_Bps / 1e9,
+		       rows[i].r.busbw_Bps / 1e9, rows[i].r.algorithm,
+		       rows[i].r.protocol, redop_of(o), root_of(o));
 }
 
-/* The --json array; NULL when out of memory. */
+/* The --json rows; NULL when out of memory. */
 static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 {
 	cJSON *a = cJSON_CreateArray();
@@ -350,6 +444,8 @@ static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 		    !cJSON_AddNumberToObject(r, "size_B", rows[i].size_B) ||
 		    !cJSON_AddNumberToObject(r, "count", rows[i].count) ||
 		    !cJSON_AddStringToObject(r, "type", o->dtype) ||
+		    !cJSON_AddStringToObject(r, "redop", redop_of(o)) ||
+		    !cJSON_AddNumberToObject(r, "root", (double)root_of(o)) ||
 		    !cJSON_AddNumberToObject(r, "time_us", rows[i].r.time_s * 1e6) ||
 		    !cJSON_AddNumberToObject(r, "algbw_GBps",
 					     rows[i].r.algbw_Bps / 1e9) ||
@@ -370,13 +466,85 @@ static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 	return a;
 }
 
+static cJSON *name_or_null(const char *const *names, int i)
+{
+	return i < 0 ? cJSON_CreateNull() : cJSON_CreateString(names[i]);
+}
+
+/*
+ * What the run was asked: the resolved system and the collective (op,
+ * ranks, type, reduction, root, sizes, forced algorithm and protocol),
+ * so runs of different ops or rank counts have different config hashes.
+ * NULL when out of memory.
+ */
+static cJSON *config_json(const struct opts *o, const struct system_spec *s)
+{
+	cJSON *cfg = cJSON_CreateObject(), *c = cJSON_CreateObject();
+	int ok = cfg && c &&
+		cJSON_AddItemToObject(cfg, "system",
+				      schema_to_json(&system_schema, s)) &&
+		cJSON_AddItemToObject(cfg, "collective", c);
+
+	if (!ok) {
+		if (!cJSON_GetObjectItem(cfg, "collective"))
+			cJSON_Delete(c);
+		cJSON_Delete(cfg);
+		return NULL;
+	}
+	ok = cJSON_AddStringToObject(c, "op", coll_op_names[o->op]) &&
+	     cJSON_AddNumberToObject(c, "ranks", (double)o->ranks) &&
+	     cJSON_AddStringToObject(c, "type", o->dtype) &&
+	     cJSON_AddStringToObject(c, "redop", redop_of(o)) &&
+	     cJSON_AddNumberToObject(c, "root", (double)root_of(o)) &&
+	     cJSON_AddNumberToObject(c, "min_bytes", o->min_B) &&
+	     cJSON_AddNumberToObject(c, "max_bytes", o->max_B) &&
+	     cJSON_AddNumberToObject(c, "step_factor", o->factor) &&
+	     cJSON_AddItemToObject(c, "algorithm",
+				   name_or_null(coll_algo_names, o->algo)) &&
+	     cJSON_AddItemToObject(c, "protocol",
+				   name_or_null(coll_proto_names, o->proto));
+	if (!ok || !cJSON_GetObjectItem(cfg, "system")) {
+		cJSON_Delete(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* The --json object: identity, then the rows. */
+static cJSON *result_json(const struct opts *o, const struct system_spec *s,
+			  const char *hash, const struct row *rows, int n)
+{
+	cJSON *r = cJSON_CreateObject(), *a = rows_json(o, rows, n);
+	int ok = r && a &&
+		cJSON_AddNumberToObject(r, "schema_version",
+					COLLECTIVE_JSON_SCHEMA) &&
+		cJSON_AddStringToObject(r, "llmsim_version", cli_version()) &&
+		cJSON_AddStringToObject(r, "config_hash", hash) &&
+		cJSON_AddStringToObject(r, "op", coll_op_names[o->op]) &&
+		cJSON_AddStringToObject(r, "system",
+					s->name ? s->name : o->system) &&
+		cJSON_AddNumberToObject(r, "ranks", (double)o->ranks) &&
+		cJSON_AddStringToObject(r, "type", o->dtype) &&
+		cJSON_AddStringToObject(r, "redop", redop_of(o)) &&
+		cJSON_AddNumberToObject(r, "root", (double)root_of(o)) &&
+		cJSON_AddItemToObject(r, "rows", a);
+
+	if (!ok) {
+		if (a && !cJSON_GetObjectItem(r, "rows"))
+			cJSON_Delete(a);
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
 static int store_rows(const struct opts *o, const char *data_root,
-		      const struct system_spec *s, const char *json,
-		      const struct row *rows, int n, struct diag *d)
+		      cJSON *cfg, const char *json, const struct row *rows,
+		      int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { "collective", &system_schema, s, json, NULL,
-				  sr, (uint32_t)n };
+	struct cli_result res = { "collective", &system_schema, NULL, json,
+				  NULL, sr, (uint32_t)n, "collective", cfg };
 	int i;
 
 	for (i = 0; i < n; i++)
@@ -392,10 +560,16 @@ static int output(const struct opts *o, const struct system_spec *s,
 		  const struct row *rows, int n, const char *data_root,
 		  struct diag *d)
 {
-	cJSON *a = rows_json(o, rows, n);
-	char *json = a ? cJSON_Print(a) : NULL;
+	cJSON *cfg = config_json(o, s), *res = NULL;
+	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL, hash[65];
+	char *json = NULL;
 	int rc = CLI_OK;
 
+	if (cfg_s) {
+		sha256_hex(cfg_s, strlen(cfg_s), hash);
+		res = result_json(o, s, hash, rows, n);
+	}
+	json = res ? cJSON_Print(res) : NULL;
 	if (!json) {
 		diag_oom(d);
 		rc = CLI_FAIL;
@@ -407,11 +581,13 @@ static int output(const struct opts *o, const struct system_spec *s,
 		print_csv(o, rows, n);
 	else
 		print_table(o, s, rows, n);
-	if (o->store && store_rows(o, data_root, s, json, rows, n, d) != CLI_OK)
+	if (o->store && store_rows(o, data_root, cfg, json, rows, n, d) != CLI_OK)
 		rc = CLI_FAIL;
 out:
 	cJSON_free(json);
-	cJSON_Delete(a);
+	cJSON_free(cfg_s);
+	cJSON_Delete(res);
+	cJSON_Delete(cfg);
 	return rc;
 }
 
@@ -471,7 +647,7 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 int cli_collective(int argc, char **argv, const char *argv0)
 {
 	struct opts o = { .op = -1, .min_B = 32 << 20, .max_B = 32 << 20,
-			  .factor = 2, .dtype = "float", .algo = -1,
+			  .factor = 2, .dtype = "float", .redop = 0, .algo = -1,
 			  .proto = -1, .fmt = FMT_TABLE, .store = 1 };
 	struct arena a;
 	struct diag d;

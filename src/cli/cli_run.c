@@ -85,19 +85,11 @@ static int store_result(const char *db, const char *data_root,
 			const struct job_spec *j, const char *result_json,
 			const struct step_result *r, struct diag *d)
 {
-	struct store_step step = {
-		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
-		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
-		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
-		.compute_s = r->part_s[EXEC_COMPUTE],
-		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
-		.bubble_s = r->part_s[EXEC_BUBBLE],
-		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
-		.other_s = r->part_s[EXEC_OTHER],
-	};
+	struct store_step step;
 	struct cli_result res = { "run", &job_schema, j, result_json, &step,
-				  NULL, 0 };
+				  NULL, 0, NULL, NULL };
 
+	step_store_summary(r, &step);
 	return cli_store(db, data_root, &res, d);
 }
 

@@ -545,3 +545,42 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 		return -1;
 	return cx->diag->errors == before ? 0 : -1;
 }
+
+struct cnode *config_resolve_node(struct config_ctx *cx,
+				  const struct schema *s,
+				  const struct cnode *ref)
+{
+	struct resolver r;
+	struct cnode *root;
+	unsigned before = cx->diag->errors;
+
+	memset(&r, 0, sizeof(r));
+	r.cx = cx;
+	root = resolve_ref(&r, s, (struct cnode *)ref, NULL);
+	/* A reference inside that failed was reported and left a stand-in
+	 * (see the file comment): the tree is no config to build on. */
+	if (!root || root->kind != CNODE_MAP || cx->diag->errors != before)
+		return NULL;
+	return root;
+}
+
+int config_load_resolved(struct config_ctx *cx, const struct schema *s,
+			 const struct cnode *base,
+			 const struct cnode *const *overs, size_t n,
+			 void *out)
+{
+	struct resolver r;
+	struct cnode *root = (struct cnode *)base;
+	unsigned before = cx->diag->errors;
+	size_t i;
+
+	memset(&r, 0, sizeof(r));
+	r.cx = cx;
+	for (i = 0; root && i < n && !cx->diag->oom; i++)
+		root = config_merge(&r, s, root, overs[i], NULL, 0);
+	if (!root || cx->diag->oom)
+		return -1;
+	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)
+		return -1;
+	return cx->diag->errors == before ? 0 : -1;
+}

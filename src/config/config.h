@@ -64,6 +64,31 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 		const char *what, const char *const *sets, size_t nsets,
 		void *out);
 
+/*
+ * Resolve `ref`, a node that names a config of kind s the way a job's
+ * `model:` does (a preset name, a path relative to ref's file, or a
+ * mapping that may say `preset:`), into one tree with every reference
+ * expanded. The tree lives in cx's arena and is never modified, so one
+ * resolved tree can be the base of many config_load_resolved() calls
+ * (a sweep resolves its base job once). NULL after reporting.
+ */
+struct cnode;
+struct cnode *config_resolve_node(struct config_ctx *cx,
+				  const struct schema *s,
+				  const struct cnode *ref);
+
+/*
+ * Load kind s into *out (s->size bytes, zeroed by the caller) from a
+ * tree that config_resolve_node() returned, with the override trees
+ * overs[0..n-1] ({a: {b: value}}, as a --set becomes) deep-merged onto
+ * it in order. Diagnostics name the place each value was written.
+ * Reports every error and returns -1; 0 on success.
+ */
+int config_load_resolved(struct config_ctx *cx, const struct schema *s,
+			 const struct cnode *base,
+			 const struct cnode *const *overs, size_t n,
+			 void *out);
+
 /* Names of the presets of kind s (sorted, NULL-terminated, in the arena). */
 const char **config_list_presets(struct config_ctx *cx,
 				 const struct schema *s);

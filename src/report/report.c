@@ -342,7 +342,8 @@ static const char STYLE[] =
 	"p.note{color:#555;font-size:12px;margin:2px 0}p.empty{color:#777}\n"
 	"table{border-collapse:collapse;font-size:12px}td,th{border:1px solid "
 	"#ddd;padding:2px 6px;text-align:left;vertical-align:top}\n"
-	"#selfcheck{color:#555;font-size:12px}\n";
+	"#selfcheck{color:#555;font-size:12px}\n"
+	"pre{white-space:pre-wrap;word-break:break-word;margin:0}\n";
 
 /* Runs in the browser: every plot must hold at least one data mark with
  * a non-empty box, and no script error may have happened; the verdict

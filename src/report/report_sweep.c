@@ -201,7 +201,9 @@ static size_t pick_x(const struct sweep_data *s)
 	return best;
 }
 
-/* The series label of point p: the other axes' values. */
+/* The label of point p: the values of the axes other than xk (every
+ * axis for xk = (size_t)-1) that take more than one value in the sweep
+ * (the others say nothing), shortened past 60 characters. */
 static const char *series_of(struct sweep_data *s, const struct point *p,
 			     size_t xk)
 {
@@ -210,10 +212,12 @@ static const char *series_of(struct sweep_data *s, const struct point *p,
 
 	buf[0] = '\0';
 	for (k = 0; k < s->nax && at < sizeof(buf); k++)
-		if (k != xk)
+		if (k != xk && s->ax[k].n > 1)
 			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s",
 					       at ? ", " : "", s->ax[k].key,
 					       p->v[k].text);
+	if (at > 60)
+		memcpy(buf + 57, "...", 4);
 	return arena_strdup(s->R->a, at ? buf : "all points");
 }
 
@@ -487,7 +491,9 @@ static int point_breakdown(struct sweep_data *s)
 		if (!s->pt[i].ok)
 			continue;
 		runs[n] = s->pt[i].run;
-		runs[n].label = series_of(s, &s->pt[i], (size_t)-1);
+		runs[n].label = arena_printf(s->R->a, "#%lld %s",
+					     (long long)s->pt[i].idx,
+					     series_of(s, &s->pt[i], (size_t)-1));
 		if (!runs[n++].label)
 			return -1;
 	}
@@ -557,7 +563,7 @@ static int one_sweep(struct rep *R, const char *name)
 		return -1;
 	}
 	for (i = 0; i < s.npt; i++)
-		ok += s.pt[i].ok;
+		ok += s.pt[i].ok ? 1u : 0u;
 	snprintf(para, sizeof(para), "%zu points stored, %zu ran, %zu did not; "
 		 "%zu axes.", s.npt, ok, s.npt - ok, s.nax);
 	fprintf(R->out, "<h3>Sweep ");

@@ -220,19 +220,22 @@ void svg_escape(FILE *out, const char *s)
 	}
 }
 
-/* v with k/M/G/T past 10^4, %g below, trailing zeros dropped. */
+/* v with k/M/G/T from 10^4 on ("20k", "1.5M"), plainly below ("5000",
+ * "0.25"). */
 static void fmt_num(double v, char *buf, size_t len)
 {
 	static const char *const sfx[] = { "", "k", "M", "G", "T", "P" };
 	double a = fabs(v);
 	int i = 0;
 
-	if (a >= 1e4) {
-		while (a >= 999.5 && i < 5) {
-			a /= 1e3;
-			v /= 1e3;
-			i++;
-		}
+	if (a < 1e4) {
+		snprintf(buf, len, "%.4g", v);
+		return;
+	}
+	while (a >= 999.5 && i < 5) {
+		a /= 1e3;
+		v /= 1e3;
+		i++;
 	}
 	snprintf(buf, len, "%.3g%s", v, sfx[i]);
 }

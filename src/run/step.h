@@ -74,6 +74,10 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
 
+/* The summary the results store keeps of r (its step_results row). */
+struct store_step;
+void step_store_summary(const struct step_result *r, struct store_step *out);
+
 /* A readable summary with units. */
 void step_print(FILE *out, const struct job_spec *j,
 		const struct step_result *r);

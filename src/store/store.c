@@ -48,19 +48,9 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "store_impl.h"
 #include "store_schema.h"
 
-struct store {
-	sqlite3 *db;
-	char *path;			/* as given, for diagnostics */
-	int busy_ms;			/* ms to wait for another writer */
-	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
-	sqlite3_stmt *commit;
-	sqlite3_stmt *rollback;
-	sqlite3_stmt *put_run;
-	sqlite3_stmt *put_step;
-	sqlite3_stmt *put_coll;
-};
 
 /* ---- SQLite's allocations through mem.h ----------------------------- */
 
@@ -173,12 +163,8 @@ static const char *hint(sqlite3 *db)
 	}
 }
 
-/* Report SQLite's last error on st->db as "PATH: error: DOING: MESSAGE
- * (OS error, for I/O errors); HINT"; fmt says what we were doing. */
-static void report(struct store *st, struct diag *d, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void report(struct store *st, struct diag *d, const char *fmt, ...)
+/* See store_impl.h. */
+void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 {
 	char doing[160];
 	char os[96] = "";
@@ -206,8 +192,8 @@ static void report_oom(const char *path, struct diag *d)
 /* ---- small helpers -------------------------------------------------- */
 
 /* Step s once and reset it; the step's result code. On an error the
- * message stays on the connection for report(). */
-static int step_once(sqlite3_stmt *s)
+ * message stays on the connection for store_report(). */
+int store_step_once(sqlite3_stmt *s)
 {
 	int rc = sqlite3_step(s);
 
@@ -239,7 +225,7 @@ static void copy_column(sqlite3_stmt *s, char *out, size_t size)
 
 /* Run constant sql; with out, copy the first column of its first row
  * (an empty string when there is none). */
-static int run_sql(sqlite3 *db, const char *sql, char *out, size_t size)
+int store_run_sql(sqlite3 *db, const char *sql, char *out, size_t size)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
@@ -334,7 +320,7 @@ static int set_wal(struct store *st, char *mode, size_t size)
 	int waited_ms = 0, rc;
 
 	for (;;) {
-		rc = run_sql(st->db, "PRAGMA journal_mode = WAL", mode, size);
+		rc = store_run_sql(st->db, "PRAGMA journal_mode = WAL", mode, size);
 		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= st->busy_ms)
 			return rc;
 		sqlite3_sleep(5);
@@ -357,7 +343,7 @@ static int connect_db(struct store *st, struct diag *d)
 		return -1;
 	}
 	if (rc != SQLITE_OK) {
-		report(st, d, "opening the results database");
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
@@ -368,9 +354,9 @@ static int connect_db(struct store *st, struct diag *d)
 			   "permissions, or use --db PATH");
 		return -1;
 	}
-	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
+	if (store_run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
 	    set_wal(st, mode, sizeof(mode))) {
-		report(st, d, "opening the results database");
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	/* Filesystems without shared memory cannot do WAL; an in-memory
@@ -380,8 +366,8 @@ static int connect_db(struct store *st, struct diag *d)
 		diag_warn(d, st->path, 0, 0,
 			  "WAL mode unavailable (journal mode '%s'): readers "
 			  "will wait for writers", mode);
-	if (run_sql(st->db, "PRAGMA synchronous = NORMAL", NULL, 0)) {
-		report(st, d, "opening the results database");
+	if (store_run_sql(st->db, "PRAGMA synchronous = NORMAL", NULL, 0)) {
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	return 0;
@@ -416,8 +402,8 @@ static int read_version(struct store *st, struct diag *d, int *version)
 {
 	char whose[16], text[32];
 
-	if (run_sql(st->db, WHOSE_SQL, whose, sizeof(whose))) {
-		report(st, d, "reading the schema version");
+	if (store_run_sql(st->db, WHOSE_SQL, whose, sizeof(whose))) {
+		store_report(st, d, "reading the schema version");
 		return -1;
 	}
 	if (strcmp(whose, "empty") == 0) {
@@ -430,9 +416,9 @@ static int read_version(struct store *st, struct diag *d, int *version)
 			   "database (no meta table); use --db PATH");
 		return -1;
 	}
-	if (run_sql(st->db, "SELECT value FROM meta "
+	if (store_run_sql(st->db, "SELECT value FROM meta "
 		    "WHERE key = 'schema_version'", text, sizeof(text))) {
-		report(st, d, "reading the schema version");
+		store_report(st, d, "reading the schema version");
 		return -1;
 	}
 	if (parse_version(text, version) < 0) {
@@ -476,8 +462,8 @@ static int apply(struct store *st, const struct store_migration *m,
 {
 	int version, rc = -1;
 
-	if (run_sql(st->db, "BEGIN IMMEDIATE", NULL, 0)) {
-		report(st, d, "migrating to schema version %d (%s)",
+	if (store_run_sql(st->db, "BEGIN IMMEDIATE", NULL, 0)) {
+		store_report(st, d, "migrating to schema version %d (%s)",
 		       m->version, m->what);
 		return -1;
 	}
@@ -490,18 +476,18 @@ static int apply(struct store *st, const struct store_migration *m,
 	if (version < m->version &&
 	    (sqlite3_exec(st->db, m->sql, NULL, NULL, NULL) != SQLITE_OK ||
 	     set_version(st->db, m->version) != SQLITE_OK)) {
-		report(st, d, "migrating to schema version %d (%s)",
+		store_report(st, d, "migrating to schema version %d (%s)",
 		       m->version, m->what);
 		goto out;
 	}
-	if (run_sql(st->db, "COMMIT", NULL, 0)) {
-		report(st, d, "committing schema version %d", m->version);
+	if (store_run_sql(st->db, "COMMIT", NULL, 0)) {
+		store_report(st, d, "committing schema version %d", m->version);
 		goto out;
 	}
 	rc = 0;
 out:
 	if (rc < 0 && !sqlite3_get_autocommit(st->db))
-		(void)run_sql(st->db, "ROLLBACK", NULL, 0);
+		(void)store_run_sql(st->db, "ROLLBACK", NULL, 0);
 	return rc;
 }
 
@@ -554,7 +540,7 @@ static int prepare_all(struct store *st, struct diag *d)
 		if (sqlite3_prepare_v3(st->db, stmts[i].sql, -1,
 				       SQLITE_PREPARE_PERSISTENT, stmts[i].s,
 				       NULL) != SQLITE_OK) {
-			report(st, d, "preparing the results statements");
+			store_report(st, d, "preparing the results statements");
 			return -1;
 		}
 	}
@@ -637,7 +623,7 @@ static int bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
 static int insert(sqlite3_stmt *s, int rc)
 {
 	if (rc == SQLITE_OK)
-		rc = step_once(s);
+		rc = store_step_once(s);
 	else
 		sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
@@ -694,7 +680,7 @@ static int put_coll(struct store *st, int64_t id, uint32_t idx,
 
 /* Everything of one result, inside the open transaction; -1 after
  * reporting. */
-static int64_t put_all(struct store *st, const struct store_run *run,
+int64_t store_put_all(struct store *st, const struct store_run *run,
 		       const struct store_step *step,
 		       const struct store_coll_row *rows, uint32_t nrows,
 		       struct diag *d)
@@ -703,17 +689,17 @@ static int64_t put_all(struct store *st, const struct store_run *run,
 	uint32_t i;
 
 	if (put_run(st, run) != SQLITE_DONE) {
-		report(st, d, "storing the run");
+		store_report(st, d, "storing the run");
 		return -1;
 	}
 	id = sqlite3_last_insert_rowid(st->db);
 	if (step && put_step(st, id, step) != SQLITE_DONE) {
-		report(st, d, "storing the step result");
+		store_report(st, d, "storing the step result");
 		return -1;
 	}
 	for (i = 0; i < nrows; i++) {
 		if (put_coll(st, id, i, &rows[i]) != SQLITE_DONE) {
-			report(st, d, "storing collective row %u of %u",
+			store_report(st, d, "storing collective row %u of %u",
 			       i + 1, nrows);
 			return -1;
 		}
@@ -732,17 +718,43 @@ int64_t store_put(struct store *st, const struct store_run *run,
 	/* A rollback that failed (out of memory) left a transaction open;
 	 * nothing of it was committed, so drop it now. */
 	if (!sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
-	if (step_once(st->begin) != SQLITE_DONE) {
-		report(st, d, "starting to store a result");
+		(void)store_step_once(st->rollback);
+	if (store_step_once(st->begin) != SQLITE_DONE) {
+		store_report(st, d, "starting to store a result");
 		return -1;
 	}
-	id = put_all(st, run, step, rows, nrows, d);
-	if (id > 0 && step_once(st->commit) != SQLITE_DONE) {
-		report(st, d, "committing run %lld", (long long)id);
+	id = store_put_all(st, run, step, rows, nrows, d);
+	if (id > 0 && store_step_once(st->commit) != SQLITE_DONE) {
+		store_report(st, d, "committing run %lld", (long long)id);
 		id = -1;
 	}
 	if (id < 0 && !sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
+		(void)store_step_once(st->rollback);
 	return id;
+}
+
+int store_tx_begin(struct store *st, const char *doing, struct diag *d)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		(void)store_step_once(st->rollback);
+	if (store_step_once(st->begin) != SQLITE_DONE) {
+		store_report(st, d, "starting %s", doing);
+		return -1;
+	}
+	return 0;
+}
+
+int store_tx_commit(struct store *st, const char *doing, struct diag *d)
+{
+	if (store_step_once(st->commit) == SQLITE_DONE)
+		return 0;
+	store_report(st, d, "committing %s", doing);
+	store_tx_rollback(st);
+	return -1;
+}
+
+void store_tx_rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		(void)store_step_once(st->rollback);
 }

@@ -53,7 +53,7 @@ out:
 
 /* ---- the summary table ---------------------------------------------- */
 
-#define FIXED 5		/* outcome, step time, tokens/s/GPU, MFU, memory */
+#define FIXED 6		/* outcome, step time, tokens/s/GPU, MFU, memory, reason */
 
 struct table {
 	struct arena *a;
@@ -91,8 +91,8 @@ static int read_result(void *ctx, int n, const char *const *names,
 	if (v[0].type != STORE_REAL && v[0].type != STORE_INT) {
 		reason = v[5].text ? v[5].text : "";
 		len = strcspn(reason, "\n");
-		f->text[0] = arena_strndup(f->a, reason, len > 100 ? 100 : len);
-		f->oom = !f->text[0];
+		f->text[4] = arena_strndup(f->a, reason, len > 160 ? 160 : len);
+		f->oom = !f->text[4];
 		return 1;
 	}
 	f->text[0] = step_text(f->a, v[0].num);
@@ -146,7 +146,7 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 		     const char *hash, struct diag *d)
 {
 	const char *p[] = { c->sw->name, hash };
-	struct found f = { t->a, { NULL, NULL, NULL, NULL }, 0 };
+	struct found f = { t->a, { "-", "-", "-", "-", "" }, 0 };
 	size_t k, at = 0;
 
 	cells[at++] = arena_printf(t->a, "%llu", (unsigned long long)idx);
@@ -178,6 +178,7 @@ int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
 {
 	static const char *const fixed[FIXED] = {
 		"outcome", "step time", "tokens/s/GPU", "MFU", "memory/GPU",
+		"reason",
 	};
 	struct arena a;
 	struct table t;
