@@ -89,7 +89,7 @@ $(BUILD)/gen/gitrev.h: FORCE
 	else line="/* not built from a git checkout */"; fi; \
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
 
-$(BUILD)/obj/src/cli/cli.o: $(BUILD)/gen/gitrev.h
+$(BUILD)/obj/src/cli/cli_store.o: $(BUILD)/gen/gitrev.h
 
 $(BUILD)/obj/src/sweep/sweep_mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
 

@@ -49,6 +49,14 @@ golden() {
 		bad "$name" "two runs printed different JSON"
 	cmp -s "$tmp/$name.1.trace" "$tmp/$name.2.trace" ||
 		bad "$name" "two runs wrote different traces"
+	# Every kind of collective the step ran (name, op and group size of
+	# its trace events) is listed in the JSON: none dropped.
+	kinds=$(grep -o '"name":"[^"]*","cat":"[^"]*","args":{[^}]*"op":"[^"]*","bytes":[^,]*,"group":[0-9]*' \
+		"$tmp/$name.1.trace" | sed 's/"cat".*"op"/"op"/; s/"bytes":[^,]*,//' |
+		sort -u | wc -l)
+	listed=$(grep -c '"critical_path_s"' "$tmp/$name.1.json")
+	[ "$kinds" -eq "$listed" ] ||
+		bad "$name" "the trace has $kinds kinds of collective, the JSON lists $listed"
 	if [ "${LLMSIM_UPDATE_GOLDEN:-0}" = 1 ]; then
 		cp "$tmp/$name.1.json" "$dir/expected.json"
 		echo "updated $name/expected.json"

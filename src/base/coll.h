@@ -1,12 +1,14 @@
 /*
- * coll.h - what a collective is, as the step program and the fabric model
- * both see it, and the interface through which the engine starts one.
+ * coll.h - what a collective is, as the configs, the step program, the
+ * engine and the fabric model all see it: its operation, its names and
+ * its descriptor. A vocabulary with no behaviour, so it sits in base and
+ * the config layer can name operations without depending on the engine.
  *
  * The step program (src/models) describes a collective by its operation,
  * its size and the global GPU ids of its members; the fabric model
  * (src/network) turns that into flows on links and calls back when the
  * last byte has arrived. Neither side knows the other: the executor
- * (exec.h) passes descriptors through a struct comm_ops.
+ * passes descriptors through a struct comm_ops (engine/comm.h).
  *
  * Size convention (nccl-tests / rccl-tests "size" column):
  *   all-reduce, broadcast, reduce   bytes of the buffer on each rank
@@ -56,17 +58,6 @@ struct coll_desc {
 				 * runs (0 = none, e.g. copy engines); the
 				 * executor slows compute on member ranks by
 				 * it (exec.h) */
-};
-
-/*
- * How the executor starts a collective. start() is called at the current
- * simulated time once every simulated member has reached it; the backend
- * must eventually call done(token) from an event of the same simulation.
- * The descriptor stays valid until then.
- */
-struct comm_ops {
-	void (*start)(void *ctx, const struct coll_desc *c,
-		      void (*done)(void *token), void *token);
 };
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * diag.c - print and count diagnostics.
+ * diag.c - print and count diagnostics; print progress.
  */
 #include "diag.h"
 
@@ -67,6 +67,19 @@ void diag_note(struct diag *d, const char *file, int line, int col,
 	va_start(ap, fmt);
 	emit(d, "note", file, line, col, fmt, ap);
 	va_end(ap);
+}
+
+void diag_progress(struct diag *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!d->out)
+		return;
+	fputs("llmsim: ", d->out);
+	va_start(ap, fmt);
+	vfprintf(d->out, fmt, ap);
+	va_end(ap);
+	fputc('\n', d->out);
 }
 
 void diag_bug(const char *file, int line, const char *msg)

@@ -7,7 +7,7 @@
  *     FILE:LINE:COL: error: MESSAGE
  *
  * (or "llmsim: error: MESSAGE" when there is no location) the moment they
- * are reported. Functions that find user errors report them here and return
+ * are reported. Progress on long work goes the same way (diag_progress). Functions that find user errors report them here and return
  * -1; only main() decides to exit (status 2 for bad input).
  *
  * Depends on libc only.
@@ -41,6 +41,12 @@ void diag_warn(struct diag *d, const char *file, int line, int col,
 /* Report "out of memory" (an error, counted in both errors and oom). The
  * caller unwinds without reporting anything else; main() exits 1. */
 void diag_oom(struct diag *d);
+
+/* Progress on long work, printed as "llmsim: MESSAGE" (not an error or a
+ * warning; nothing is counted). Library code says what it is doing
+ * through this, never by printing: the caller chose d->out. */
+void diag_progress(struct diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* A note attached to the previous error ("did you mean ...", "see ..."). */
 void diag_note(struct diag *d, const char *file, int line, int col,

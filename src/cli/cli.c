@@ -1,19 +1,14 @@
 /*
  * cli.c - global options, the command registry, dispatch.
+ *
+ * The registry lists every command; each command is its own file
+ * (cli_run.c, cli_config.c, ...). Option parsing and usage errors are in
+ * cli_opt.c, storing results in cli_store.c: leaves the commands share, so
+ * no command calls back into this file.
  */
 #include "cli.h"
 
-#include <cjson/cJSON.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <string.h>
-
-#include "base/diag.h"
-#include "base/mem.h"
-#include "config/schema.h"
-#include "base/sha256.h"
-#include "store/store.h"
-#include "base/version.h"
 
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
@@ -138,11 +133,6 @@ static const struct cli_command commands[] = {
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-const char *cli_version(void)
-{
-	return LLMSIM_VERSION_STRING;
-}
-
 const struct cli_command *cli_command(const char *name)
 {
 	size_t i;
@@ -174,70 +164,6 @@ void cli_print_usage(FILE *out, const struct cli_command *c)
 		fprintf(out, "usage: llmsim %s ...\n\n%s.\n"
 			"Not available yet: this command is reserved for %s.\n",
 			c->name, c->summary, c->later);
-}
-
-const char *cli_option(int argc, char **argv, int *i, const char *name,
-		       const char **missing)
-{
-	size_t n = strlen(name);
-	const char *v;
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		v = argv[*i] + n + 1;
-	else if (argv[*i][n] != '\0')
-		return NULL;	/* another option with this prefix */
-	else
-		v = *i + 1 < argc ? argv[++*i] : "";
-	if (*v == '\0') {
-		*missing = name;
-		return NULL;
-	}
-	return v;
-}
-
-void cli_getopt_reset(void)
-{
-	optind = 0;	/* glibc: 0 re-initializes completely */
-	opterr = 0;	/* we report, in our own words */
-}
-
-int cli_getopt(int argc, char **argv, const char *shortopts,
-	       const struct option *longopts, const char *cmd)
-{
-	char opts[128];
-	int c;
-
-	/* A leading ':' makes a missing value ':' rather than '?'. GNU
-	 * getopt permutes argv, so operands end up after the options. */
-	snprintf(opts, sizeof(opts), ":%s", shortopts);
-	c = getopt_long(argc, argv, opts, longopts, NULL);
-	if (c == ':') {
-		cli_usage_error(cmd, "'%s' needs a value", argv[optind - 1]);
-		return '?';
-	}
-	if (c == '?') {
-		if (optopt && optopt != '?')
-			cli_usage_error(cmd, "unknown option '-%c'", optopt);
-		else
-			cli_usage_error(cmd, "unknown option '%s'",
-					argv[optind - 1]);
-		return '?';
-	}
-	return c;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("llmsim: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nrun 'llmsim %s --help' for usage\n", cmd);
-	return CLI_USAGE;
 }
 
 static void print_help(FILE *out)
@@ -296,55 +222,4 @@ int cli_main(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	return c->fn(argc - 1, argv + 1, argv[0]);
-}
-
-/* DATA_ROOT/results/llmsim.db (free with mem_free), or NULL when out of
- * memory. */
-static char *default_db(const char *data_root)
-{
-	static const char tail[] = "/results/llmsim.db";
-	size_t n = strlen(data_root) + sizeof(tail);
-	char *path = mem_alloc(n);
-
-	if (path)
-		snprintf(path, n, "%s%s", data_root, tail);
-	return path;
-}
-
-int cli_store(const char *db, const char *data_root,
-	      const struct cli_result *r, struct diag *d)
-{
-	cJSON *cfg = r->config_obj ? NULL : schema_to_json(r->schema, r->config);
-	char *cfg_s = r->config_obj ? cJSON_PrintUnformatted(r->config_obj) :
-		      cfg ? cJSON_PrintUnformatted(cfg) : NULL;
-	char *path = db ? NULL : default_db(data_root);
-	struct store *st = NULL;
-	char hex[65];
-	struct store_run run = { r->command, r->config_obj ? r->kind :
-				 r->schema->kind, cfg_s, hex, r->json,
-				 cli_version() };
-	int64_t id;
-	int rc = CLI_FAIL;
-
-	if (!cfg_s || (!db && !path)) {
-		diag_oom(d);
-		goto out;
-	}
-	sha256_hex(cfg_s, strlen(cfg_s), hex);	/* as config_hash() */
-	if (!db)
-		db = path;
-	if (!(st = store_open(db, d)))
-		goto out;
-	id = store_put(st, &run, r->step, r->rows, r->nrows, d);
-	if (id > 0) {
-		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
-			(long long)id, db);
-		rc = CLI_OK;
-	}
-out:
-	store_close(st);
-	mem_free(path);
-	cJSON_free(cfg_s);
-	cJSON_Delete(cfg);
-	return rc;
 }

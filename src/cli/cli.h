@@ -4,7 +4,8 @@
  * main() hands argv to cli_main(), which handles --help/--version and
  * dispatches to one entry of the command registry (cli.c). Each command
  * lives in its own file (cli_config.c, cli_run.c, ...), parses its own
- * options and returns an exit status:
+ * options (cli_opt.c), may store its result (cli_store.c) and returns an
+ * exit status:
  *
  *   0  success
  *   1  runtime failure (I/O, database, out of memory, simulation failed)

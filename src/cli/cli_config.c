@@ -6,19 +6,17 @@
  * from where the file is (configs/gpus -> gpu, workloads/models -> model,
  * ..., any kind's preset folder), else .json means a model (a Hugging
  * Face config.json) and anything else a job. A bare preset name is a job
- * preset if there is one, else the one kind that has a preset so named.
+ * preset if there is one, else the one kind that has a preset so named
+ * (config_kind_of, config.h).
  *
  * Exit status: 0 printed; 2 bad input or usage; 1 out of memory or the
  * output could not be written.
  */
 #include <cJSON.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "config/config.h"
-#include "config/config_impl.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/schema.h"
@@ -92,63 +90,6 @@ static int unknown_kind(const char *name)
 			       list);
 }
 
-/* The kind whose preset folder holds the file, else model for .json,
- * else job. */
-static const struct schema *kind_of_path(struct arena *a, const char *path)
-{
-	char real[PATH_MAX], *dir = config_dir_of(a, path);
-	size_t i, k, n, len = strlen(path);
-
-	if (dir && realpath(dir, real)) {
-		n = strlen(real);
-		for (i = 0; config_kinds[i]; i++) {
-			const struct schema *s = config_kinds[i];
-
-			for (k = 0; s->preset_dirs && s->preset_dirs[k]; k++) {
-				size_t m = strlen(s->preset_dirs[k]);
-
-				if (n > m && real[n - m - 1] == '/' &&
-				    strcmp(real + n - m, s->preset_dirs[k]) == 0)
-					return s;
-			}
-		}
-	}
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
-		return config_kind("model");
-	return config_kind("job");
-}
-
-/* A bare preset name: a job's if there is one, else the only kind that
- * has it. NULL after reporting (ambiguous, or out of memory: *oom). */
-static const struct schema *kind_of_preset(struct config_ctx *cx,
-					   const char *name, int *oom)
-{
-	const struct schema *job = config_kind("job"), *found = NULL;
-	char list[256];
-	size_t i, k = 0, hits = 0;
-
-	list[0] = '\0';
-	if (config_preset_file(cx, job, name, oom) || *oom)
-		return *oom ? NULL : job;
-	for (i = 0; config_kinds[i]; i++) {
-		if (!config_preset_file(cx, config_kinds[i], name, oom)) {
-			if (*oom)
-				return NULL;
-			continue;
-		}
-		found = config_kinds[i];
-		k += (size_t)snprintf(list + k, k < sizeof(list) ?
-				      sizeof(list) - k : 0, "%s%s",
-				      hits++ ? ", " : "", found->kind);
-	}
-	if (hits > 1) {
-		cli_usage_error("config", "'%s' is a preset of several kinds "
-				"(%s); say which with --kind", name, list);
-		return NULL;
-	}
-	return found ? found : job;
-}
-
 static int finish_output(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -183,19 +124,21 @@ static int print_config(const struct schema *s, const void *obj, int json,
 static int show(struct config_ctx *cx, const struct show_opts *o)
 {
 	const struct schema *s;
+	const char *several = NULL;
 	void *obj;
-	int oom = 0;
 
 	if (o->kind) {
 		s = config_kind(o->kind);
 		if (!s)
 			return unknown_kind(o->kind);
-	} else if (config_is_path(o->what)) {
-		s = kind_of_path(cx->arena, o->what);
 	} else {
-		s = kind_of_preset(cx, o->what, &oom);
+		s = config_kind_of(cx, o->what, &several);
+		if (!s && several)
+			return cli_usage_error("config", "'%s' is a preset of "
+					       "several kinds (%s); say which "
+					       "with --kind", o->what, several);
 		if (!s)
-			return oom ? CLI_FAIL : CLI_USAGE;
+			return CLI_FAIL;
 	}
 	obj = arena_alloc(cx->arena, s->size);
 	if (!obj) {

@@ -168,6 +168,8 @@ int cli_run(int argc, char **argv, const char *argv0)
 		rc = store_result(o.db, cx.data_root, j, json, r, &d);
 out:
 	cJSON_free(json);
+	if (r)
+		step_result_release(r);
 	mem_free(r);
 	arena_release(&a);
 	return rc;

@@ -336,20 +336,6 @@ struct cnode *cnode_get(const struct cnode *map, const char *key)
 	return NULL;
 }
 
-struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
-			       size_t len, const char *file, struct diag *d)
-{
-	const char *name = arena_strdup(a, file);
-
-	if (!name) {
-		diag_oom(d);
-		return NULL;
-	}
-	if (cnode_check_text(text, len, name, d) != 0)
-		return NULL;
-	return cnode_yaml_build(a, text, len, name, 1, d);
-}
-
 char *cnode_read_named(struct arena *a, const char *path, const char **name,
 		       size_t *len, struct diag *d)
 {
@@ -360,22 +346,6 @@ char *cnode_read_named(struct arena *a, const char *path, const char **name,
 	}
 	return cnode_read_file(*name, len, d);
 }
-
-struct cnode *cnode_load_yaml(struct arena *a, const char *path,
-			      struct diag *d)
-{
-	struct cnode *root;
-	const char *name;
-	size_t len = 0;
-	char *text = cnode_read_named(a, path, &name, &len, d);
-
-	if (!text)
-		return NULL;
-	root = cnode_yaml_build(a, text, len, name, 0, d);
-	mem_free(text);
-	return root;
-}
-
 /* Print a scalar: plain when written plain, else double-quoted with C-like
  * escapes (enough for debugging and tests; not a full YAML emitter). */
 static void print_scalar(FILE *out, const struct cnode *n)

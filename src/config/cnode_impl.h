@@ -63,11 +63,4 @@ long cnode_check_duplicates(const struct cnode *map, struct diag *d);
 /* "expected a mapping, got an empty document" at file:1:1. */
 void cnode_empty_document(const char *file, struct diag *d);
 
-/* YAML text already checked by cnode_check_text; file names it in
- * messages; empty_ok: an empty stream is a null scalar rather than an
- * error. */
-struct cnode *cnode_yaml_build(struct arena *a, const char *text,
-			       size_t len, const char *file, int empty_ok,
-			       struct diag *d);
-
 #endif

@@ -12,6 +12,10 @@
  * of the tree (the schema loader, printing) however aliases nest, which
  * is what defeats "billion laughs". An anchor is defined when its node
  * ends, so a node cannot alias itself and the tree has no cycles.
+ *
+ * The YAML entry points of cnode.h (cnode_parse_yaml, cnode_load_yaml)
+ * live here, as cnode_load_json lives in cnode_json.c; cnode.c holds the
+ * tree and the helpers both loaders share (cnode_impl.h).
  */
 #include <stdint.h>
 #include <string.h>
@@ -385,9 +389,12 @@ static int is_empty_scalar(const struct cnode *n)
 	return n->kind == CNODE_SCALAR && !n->quoted && n->text[0] == '\0';
 }
 
-struct cnode *cnode_yaml_build(struct arena *a, const char *text,
-			       size_t len, const char *file, int empty_ok,
-			       struct diag *d)
+/* YAML text already checked by cnode_check_text; file names it in
+ * messages; empty_ok: an empty stream is a null scalar rather than an
+ * error. */
+static struct cnode *build_tree(struct arena *a, const char *text,
+				size_t len, const char *file, int empty_ok,
+				struct diag *d)
 {
 	struct builder *b = mem_calloc(1, sizeof(*b));
 	struct cnode *root = NULL;
@@ -416,5 +423,34 @@ struct cnode *cnode_yaml_build(struct arena *a, const char *text,
 	}
 out:
 	mem_free(b);
+	return root;
+}
+
+struct cnode *cnode_parse_yaml(struct arena *a, const char *text,
+			       size_t len, const char *file, struct diag *d)
+{
+	const char *name = arena_strdup(a, file);
+
+	if (!name) {
+		diag_oom(d);
+		return NULL;
+	}
+	if (cnode_check_text(text, len, name, d) != 0)
+		return NULL;
+	return build_tree(a, text, len, name, 1, d);
+}
+
+struct cnode *cnode_load_yaml(struct arena *a, const char *path,
+			      struct diag *d)
+{
+	struct cnode *root;
+	const char *name;
+	size_t len = 0;
+	char *text = cnode_read_named(a, path, &name, &len, d);
+
+	if (!text)
+		return NULL;
+	root = build_tree(a, text, len, name, 0, d);
+	mem_free(text);
 	return root;
 }

@@ -102,6 +102,20 @@ extern const struct schema *const config_kinds[];
 const struct schema *config_kind(const char *name);
 
 /*
+ * The kind of the config `what` names, for commands that take a config of
+ * any kind (`llmsim config show`). A path (it has a '/' or ends in .yaml,
+ * .yml or .json) is the kind whose preset folder holds the file
+ * (configs/gpus -> gpu, workloads/models -> model, ...), else model for
+ * .json (a Hugging Face config.json), else job. A preset name is a job
+ * preset if there is one, else the one kind that has a preset so named,
+ * else job. NULL when the name is a preset of several kinds (*several
+ * lists them, comma-separated, in the arena; the caller asks which) or
+ * when out of memory (reported; *several NULL).
+ */
+const struct schema *config_kind_of(struct config_ctx *cx, const char *what,
+				    const char **several);
+
+/*
  * A hex SHA-256 of the resolved config's canonical JSON (schema_to_json,
  * printed unformatted), so equal configs hash equal however they were
  * written. Stored with every result. Returns 0 or -1 when out of memory.

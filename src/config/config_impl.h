@@ -1,8 +1,8 @@
 /*
  * config_impl.h - what the config loader's files share: the reference
  * resolver (config.c), --set overrides (config_set.c), presets and the
- * data root (config_presets.c), and cli_config.c for kind inference.
- * Private to them; not a contract.
+ * data root (config_presets.c). Private to src/config; not a contract
+ * (config.h is).
  *
  * Depends on config.h, cnode.h, schema.h.
  */

@@ -1,11 +1,13 @@
 /*
  * config_presets.c - where configs live: the data root, preset lookup
- * and listing, the registry lookup, and the config hash.
+ * and listing, the registry lookup, the kind of a config from where it
+ * lives, and the config hash.
  */
 #include "config.h"
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -233,6 +235,78 @@ void config_no_preset(struct config_ctx *cx, const struct schema *s,
 		diag_note(cx->diag, file, line, col, "no %s presets under "
 			  "'%s' (set LLMSIM_DATA to the folder holding "
 			  "configs/ and workloads/)", s->kind, cx->data_root);
+}
+
+/* The kind whose preset folder holds the file, else model for .json,
+ * else job. */
+static const struct schema *kind_of_path(struct arena *a, const char *path)
+{
+	char real[PATH_MAX], *dir = config_dir_of(a, path);
+	size_t i, k, n, len = strlen(path);
+
+	if (dir && realpath(dir, real)) {
+		n = strlen(real);
+		for (i = 0; config_kinds[i]; i++) {
+			const struct schema *s = config_kinds[i];
+
+			for (k = 0; s->preset_dirs && s->preset_dirs[k]; k++) {
+				size_t m = strlen(s->preset_dirs[k]);
+
+				if (n > m && real[n - m - 1] == '/' &&
+				    strcmp(real + n - m, s->preset_dirs[k]) == 0)
+					return s;
+			}
+		}
+	}
+	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+		return config_kind("model");
+	return config_kind("job");
+}
+
+/* A bare preset name: a job's if there is one, else the only kind that
+ * has it. NULL when several kinds have it (*several lists them) or out
+ * of memory (*oom, reported). */
+static const struct schema *kind_of_preset(struct config_ctx *cx,
+					   const char *name,
+					   const char **several, int *oom)
+{
+	const struct schema *job = config_kind("job"), *found = NULL;
+	const char *list = "";
+	size_t i, hits = 0;
+
+	if (config_preset_file(cx, job, name, oom) || *oom)
+		return *oom ? NULL : job;
+	for (i = 0; config_kinds[i]; i++) {
+		if (!config_preset_file(cx, config_kinds[i], name, oom)) {
+			if (*oom)
+				return NULL;
+			continue;
+		}
+		found = config_kinds[i];
+		list = arena_printf(cx->arena, "%s%s%s", list,
+				    hits++ ? ", " : "", found->kind);
+		if (!list) {
+			diag_oom(cx->diag);
+			*oom = 1;
+			return NULL;
+		}
+	}
+	if (hits > 1) {
+		*several = list;
+		return NULL;
+	}
+	return found ? found : job;
+}
+
+const struct schema *config_kind_of(struct config_ctx *cx, const char *what,
+				    const char **several)
+{
+	int oom = 0;
+
+	*several = NULL;
+	if (config_is_path(what))
+		return kind_of_path(cx->arena, what);
+	return kind_of_preset(cx, what, several, &oom);
 }
 
 const struct schema *config_kind(const char *name)

@@ -3,8 +3,8 @@
  *
  * A link (configs/links/NAME.yaml, kind "link") is one port type: its
  * protocol, lanes and signalling rate, line code, packet/flit framing,
- * per-hop latency. Its payload rate is derived from those numbers
- * (link_payload_rate_Bps below), never given as one fudge factor.
+ * per-hop latency. Its payload rate is derived from those numbers by the
+ * fabric model (network/link.h), never given as one fudge factor.
  *
  * A fabric (configs/fabrics/NAME.yaml, kind "fabric") is how endpoints are
  * wired with one link type: a full mesh (xGMI), a switch pod (NVSwitch,
@@ -85,17 +85,5 @@ extern const char *const load_balance_names[];
 
 extern const struct schema link_schema;
 extern const struct schema fabric_schema;
-
-/* B/s per direction of one port after line coding, before framing:
- * lane_rate * lanes * line_code. */
-double link_data_rate_Bps(const struct link_spec *l);
-
-/* Fraction of the data rate that is payload, for a transfer of msg_B
- * bytes (msg_B <= 0: a long transfer, every packet full). */
-double link_framing_efficiency(const struct link_spec *l, double msg_B);
-
-/* B/s of payload one port carries per direction in a long transfer:
- * data rate * framing efficiency (sustained not applied). */
-double link_payload_rate_Bps(const struct link_spec *l);
 
 #endif

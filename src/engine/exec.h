@@ -43,7 +43,7 @@
  * symmetric replication one simulated rank may stand for many GPUs; the
  * collective descriptors carry the real GPU ids).
  *
- * Depends on sim.h, coll.h, mem.h and libc.
+ * Depends on sim.h, comm.h, base/coll.h, base/mem.h and libc.
  */
 #ifndef LLMSIM_EXEC_H
 #define LLMSIM_EXEC_H
@@ -52,6 +52,7 @@
 #include <stdio.h>
 
 #include "base/coll.h"
+#include "comm.h"
 #include "sim.h"
 
 enum task_cat {
@@ -121,7 +122,6 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 int prog_dep(struct prog *p, task_id before, task_id after);
 
 uint32_t prog_ranks(const struct prog *p);
-uint32_t prog_streams(const struct prog *p);
 uint32_t prog_tasks(const struct prog *p);
 
 struct exec_result {
@@ -145,7 +145,6 @@ double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
 const struct task_info *exec_task_info(const struct prog *p, task_id t);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
-uint32_t exec_task_stream(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
 /* 1 if the task lies on the critical path. */

@@ -276,11 +276,6 @@ uint32_t prog_ranks(const struct prog *p)
 	return p->nranks;
 }
 
-uint32_t prog_streams(const struct prog *p)
-{
-	return p->nstreams;
-}
-
 uint32_t prog_tasks(const struct prog *p)
 {
 	return p->ntasks;

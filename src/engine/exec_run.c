@@ -639,13 +639,6 @@ uint32_t exec_task_rank(const struct prog *p, task_id t)
 	return task_rank(p, t);
 }
 
-uint32_t exec_task_stream(const struct prog *p, task_id t)
-{
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	return p->task[t].lane % p->nstreams;
-}
-
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
 {
 	uint32_t k;

@@ -1,6 +1,7 @@
 /*
  * train_impl.h - the step-program builder's shared state (train.c,
- * train_pp.c, train_dp.c). Private to src/models.
+ * train_pp.c, train_dp.c) and the helpers they share (train_impl.c, a
+ * leaf: it calls none of them). Private to src/models.
  */
 #ifndef LLMSIM_MODELS_TRAIN_IMPL_H
 #define LLMSIM_MODELS_TRAIN_IMPL_H
@@ -77,6 +78,11 @@ struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
 
 /* The task that ends action a of rank r. */
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
+
+/* What unit u of an action on vs is: its block, its global layer index
+ * (-1 for the embedding and head) and, for backward, the reverse order. */
+const struct block *train_unit_block(const struct train *t, int64_t vs,
+				     int bwd, int64_t u, int32_t *layer);
 
 /* Parameters (per GPU) of unit u of an action on vs, bwd order if bwd. */
 double train_unit_params(const struct train *t, int64_t vs, int bwd,

@@ -79,7 +79,7 @@ double algo_busbw_factor(enum coll_op op, uint32_t p);
 /* Bytes each rank i sends to rank j in an all-to-all. */
 double algo_a2a_bytes(const struct algo_ctx *x, uint32_t i, uint32_t j);
 
-/* ---- helpers shared by the algorithm files ---- */
+/* ---- helpers shared by the algorithm files (algo_phase.c) ---- */
 
 /* Open a phase (latency set by algo_close_phase). */
 void algo_phase(struct algo_ctx *x, struct plan *p);
@@ -91,7 +91,11 @@ void algo_flow(struct algo_ctx *x, struct plan *p, double user_B);
  * entering nodes through the given rails. */
 void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      uint32_t rail_out, uint32_t rail_in, double coef);
-/* The same with the library's rail choice for a point-to-point send. */
+/* Add route r to the current flow; the phase has now crossed its
+ * transport, at least as slowly as r's latency. */
+void algo_route(struct algo_ctx *x, struct plan *p, const struct route *r,
+		double coef);
+/* algo_seg with the library's rail choice for a point-to-point send. */
 void algo_p2p(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,
 	      double coef);
 /* The rail (NIC of its node) rank r's traffic uses by default. */

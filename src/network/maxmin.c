@@ -322,19 +322,11 @@ void mm_var_remove(struct mm *m, mm_id v)
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(&m->cons[x->elems[i].cons], &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
-		 * mm_touch_all() or change to it re-solves it. */
+		 * change to it re-solves it. */
 		(void)mark_dirty(m, x->elems[i].cons);
 	}
 	var_release(m, v);
 	m->live--;
-}
-
-void mm_touch_all(struct mm *m)
-{
-	uint32_t i;
-
-	for (i = 0; i < m->ncons; i++)
-		(void)mark_dirty(m, i);
 }
 
 double mm_rate(const struct mm *m, mm_id v)

@@ -56,9 +56,6 @@ void mm_var_remove(struct mm *m, mm_id var);
  */
 long mm_solve(struct mm *m, mm_change_fn fn, void *arg);
 
-/* Mark every constraint dirty, so the next mm_solve() re-solves all. */
-void mm_touch_all(struct mm *m);
-
 /* The variable's current rate (B/s). */
 double mm_rate(const struct mm *m, mm_id var);
 

@@ -26,7 +26,8 @@
  * scale-out links between switches their traffic is charged, assuming
  * the R groups spread evenly over the system (run.c has the formula).
  *
- * Depends on the core (sim.h, coll.h, spec_system.h, diag.h, mem.h).
+ * Depends on engine/sim.h and engine/comm.h (it is a comm backend),
+ * base/coll.h, config/spec_system.h, base/diag.h, base/mem.h.
  */
 #ifndef LLMSIM_NET_H
 #define LLMSIM_NET_H
@@ -34,6 +35,7 @@
 #include <stdint.h>
 
 #include "base/coll.h"
+#include "engine/comm.h"
 #include "engine/sim.h"
 #include "config/spec_system.h"
 

@@ -4,7 +4,7 @@
  * (topo_fattree.c).
  *
  * Scale-up wiring and capacities (per direction, P = one port's payload
- * rate from spec_fabric.c, L = links_per_endpoint, s = sustained):
+ * rate from link.c, L = links_per_endpoint, s = sustained):
  *   mesh       g GPUs, L >= g-1 ports each: every ordered pair (a, b) has
  *              one link of floor(L / (g-1)) ports: cap = floor(L/(g-1))*P*s.
  *              MI300X: L = 7, g = 8 -> one 64 GB/s xGMI link per pair, so

@@ -25,27 +25,38 @@
 #include "network/net.h"
 #include "engine/sim.h"
 
-/* Progress on stderr above this many tasks (full-fidelity runs). */
+/* Progress (diag_progress) above this many tasks (full-fidelity runs). */
 #define STEP_TASKS_NOTICE 1000000u
 
-/* The stat for (name, op, group), added when new. */
-static struct step_coll_stat *stat_of(struct step_coll_stat *v, int *n,
-				      int cap, const struct task_info *info,
+/* The stat for (name, op, group) in out->colls, added when new (the
+ * array grows as needed: every kind is kept). NULL when out of memory. */
+static struct step_coll_stat *stat_of(struct step_result *out,
+				      uint32_t *cap,
+				      const struct task_info *info,
 				      const struct coll_desc *c)
 {
-	int i;
+	struct step_coll_stat *v = out->colls;
+	uint32_t i, n = out->ncolls;
 
-	for (i = 0; i < *n; i++)
+	for (i = 0; i < n; i++)
 		if (strcmp(v[i].name, info->name) == 0 && v[i].op == c->op &&
 		    v[i].group == c->ngpus)
 			return &v[i];
-	if (*n >= cap)
-		return NULL;
-	memset(&v[*n], 0, sizeof(v[*n]));
-	snprintf(v[*n].name, sizeof(v[*n].name), "%s", info->name);
-	v[*n].op = c->op;
-	v[*n].group = c->ngpus;
-	return &v[(*n)++];
+	if (n == *cap) {
+		uint32_t grown = *cap ? 2 * *cap : 16;
+
+		v = mem_realloc(v, (size_t)grown * sizeof(*v));
+		if (!v)
+			return NULL;
+		out->colls = v;
+		*cap = grown;
+	}
+	memset(&v[n], 0, sizeof(v[n]));
+	snprintf(v[n].name, sizeof(v[n].name), "%s", info->name);
+	v[n].op = c->op;
+	v[n].group = c->ngpus;
+	out->ncolls = n + 1;
+	return &v[n];
 }
 
 static int by_time(const void *a, const void *b)
@@ -57,16 +68,12 @@ static int by_time(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Sum every collective call (counted once, at its first member task). */
+/* Sum every collective call (counted once, at its first member task)
+ * into out->colls, longest first. -1 when out of memory. */
 static int coll_stats(const struct prog *p, struct step_result *out)
 {
-	enum { CAP = 256 };
-	struct step_coll_stat *v = mem_calloc(CAP, sizeof(*v));
-	uint32_t t, n = prog_tasks(p);
-	int nv = 0, i;
+	uint32_t t, n = prog_tasks(p), cap = 0;
 
-	if (!v)
-		return -1;
 	for (t = 0; t < n; t++) {
 		const struct coll_desc *c = exec_task_coll(p, t);
 		struct step_coll_stat *s;
@@ -74,9 +81,9 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 
 		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
 			continue;
-		s = stat_of(v, &nv, CAP, exec_task_info(p, t), c);
+		s = stat_of(out, &cap, exec_task_info(p, t), c);
 		if (!s)
-			continue;
+			return -1;
 		s->count++;
 		s->bytes += c->bytes;
 		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
@@ -87,11 +94,8 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 				break;
 			}
 	}
-	qsort(v, (size_t)nv, sizeof(*v), by_time);
-	out->ntop = nv < STEP_TOP_COLLS ? nv : STEP_TOP_COLLS;
-	for (i = 0; i < out->ntop; i++)
-		out->top[i] = v[i];
-	mem_free(v);
+	if (out->ncolls > 0)
+		qsort(out->colls, out->ncolls, sizeof(*out->colls), by_time);
 	return 0;
 }
 
@@ -143,8 +147,8 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		ctx = net;
 	}
 	if (prog_tasks(p) > STEP_TASKS_NOTICE)
-		fprintf(stderr, "llmsim: simulating %u tasks on %u ranks...\n",
-			prog_tasks(p), prog_ranks(p));
+		diag_progress(d, "simulating %u tasks on %u ranks...",
+			      prog_tasks(p), prog_ranks(p));
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
 		goto fail;
 	if (net && net_failed(net)) {
@@ -197,4 +201,11 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 out:
 	prog_free(p);
 	return rc;
+}
+
+void step_result_release(struct step_result *r)
+{
+	mem_free(r->colls);
+	r->colls = NULL;
+	r->ncolls = 0;
 }

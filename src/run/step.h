@@ -21,6 +21,8 @@ struct diag;
 struct cJSON;
 struct sim;
 
+/* Collectives the readable summary lists (step_print); the result and
+ * its JSON keep every one. */
 #define STEP_TOP_COLLS 8
 
 /* One kind of collective over the step (one simulated group's view). */
@@ -45,8 +47,9 @@ struct step_result {
 	int64_t gpus;			/* GPUs of the job */
 	struct train_plan plan;		/* microbatches, tokens, FLOPs, layout */
 	struct footprint mem;		/* per GPU, worst pipeline rank */
-	struct step_coll_stat top[STEP_TOP_COLLS];	/* by time, longest first */
-	int ntop;			/* used entries of top */
+	struct step_coll_stat *colls;	/* every kind, longest first (heap;
+					 * step_result_release frees it) */
+	uint32_t ncolls;		/* entries of colls */
 	uint32_t tasks;			/* tasks in the program */
 	uint64_t events;		/* engine events */
 };
@@ -64,10 +67,15 @@ struct step_comm {
  * writing a Chrome trace to trace when not NULL. comm may be NULL (the
  * fabric model). Returns 0; -1 after reporting a runtime failure to d (out
  * of memory, simulation failure); -2 after reporting something the job
- * asks for that llmsim cannot simulate or build (bad input).
+ * asks for that llmsim cannot simulate or build (bad input). Progress on
+ * long runs goes to d (diag_progress). Release *out with
+ * step_result_release() whatever it returned.
  */
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d);
+
+/* Free what step_run() allocated in r (its collective stats). */
+void step_result_release(struct step_result *r);
 
 /* The result as the JSON object `llmsim run --json` prints. NULL when out
  * of memory. */

@@ -83,10 +83,11 @@ static struct cJSON *coll_json(const struct step_coll_stat *s)
 static struct cJSON *colls_json(const struct step_result *r)
 {
 	struct cJSON *a = cJSON_CreateArray();
-	int i, ok = a != NULL;
+	uint32_t i;
+	int ok = a != NULL;
 
-	for (i = 0; ok && i < r->ntop; i++) {
-		struct cJSON *o = coll_json(&r->top[i]);
+	for (i = 0; ok && i < r->ncolls; i++) {
+		struct cJSON *o = coll_json(&r->colls[i]);
 
 		ok = o && cJSON_AddItemToArray(a, o);
 		if (!ok)
@@ -249,15 +250,16 @@ static void print_memory(FILE *out, const struct footprint *m)
 static void print_colls(FILE *out, const struct step_result *r)
 {
 	char a[32], b[32], c[32];
-	int i;
+	uint32_t i, shown = r->ncolls < STEP_TOP_COLLS ? r->ncolls :
+			    STEP_TOP_COLLS;
 
-	if (r->ntop == 0)
+	if (r->ncolls == 0)
 		return;
 	fprintf(out, "  top collectives (per simulated group)\n");
 	fprintf(out, "    %-26s %-14s %5s %7s %11s %11s %11s\n", "name", "op",
 		"GPUs", "calls", "size/call", "time", "critical");
-	for (i = 0; i < r->ntop; i++) {
-		const struct step_coll_stat *s = &r->top[i];
+	for (i = 0; i < shown; i++) {
+		const struct step_coll_stat *s = &r->colls[i];
 
 		fprintf(out, "    %-26s %-14s %5u %7u %11s %11s %11s\n", s->name,
 			coll_op_names[s->op], s->group, s->count,
@@ -265,6 +267,9 @@ static void print_colls(FILE *out, const struct step_result *r)
 			fmt(b, sizeof(b), s->time_s, UNIT_TIME),
 			fmt(c, sizeof(c), s->critical_s, UNIT_TIME));
 	}
+	if (r->ncolls > shown)
+		fprintf(out, "    ... and %u more (--json lists every one)\n",
+			r->ncolls - shown);
 }
 
 void step_print(FILE *out, const struct job_spec *j,

@@ -4,7 +4,7 @@
  * For N = 10, 100, 1000, 10000 flows, each crossing 2-6 random links of a
  * pool of max(8, N/2) links (so all flows form one connected component:
  * the worst case for the incremental solver), we time
- *   full:  every constraint dirty, solve everything;
+ *   full:  every flow restarted on its own path, solve everything;
  *   incr:  one flow ends and another starts, re-solve (what the fabric
  *          does on every flow event).
  * A second workload splits the same flows into independent groups of 10
@@ -53,31 +53,39 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* A flow's links and rate bound, kept so it can be started again. */
+struct flow_def {
+	mm_id path[6];		/* constraint ids */
+	uint32_t len;		/* entries of path */
+	double bound_Bps;	/* B/s; 0 = none */
+};
+
 /* A flow over 2-6 distinct links among [base, base + nlinks), rate-bounded
- * (1-20 GB/s) when bounded is set. */
+ * (1-20 GB/s) when bounded is set, started in m. */
 static mm_id add_flow(struct mm *m, struct rng *r, mm_id base, uint32_t nlinks,
-		      int bounded)
+		      int bounded, struct flow_def *f)
 {
-	mm_id path[6];
-	double coef[6] = {1, 1, 1, 1, 1, 1};
+	static const double coef[6] = {1, 1, 1, 1, 1, 1};
 	uint32_t len = 2 + rnd(r, 5), i, k;
 
 	if (len > nlinks)
 		len = nlinks;
 	for (i = 0; i < len; i++) {
 		do {
-			path[i] = base + rnd(r, nlinks);
-			for (k = 0; k < i && path[k] != path[i]; k++)
+			f->path[i] = base + rnd(r, nlinks);
+			for (k = 0; k < i && f->path[k] != f->path[i]; k++)
 				;
 		} while (k < i);
 	}
-	return mm_var_add(m, path, coef, len,
-			  bounded ? 1e9 * (1 + rnd(r, 20)) : 0, NULL);
+	f->len = len;
+	f->bound_Bps = bounded ? 1e9 * (1 + rnd(r, 20)) : 0;
+	return mm_var_add(m, f->path, coef, len, f->bound_Bps, NULL);
 }
 
 struct workload {
 	struct mm *m;
 	mm_id *flows;
+	struct flow_def *defs;	/* each flow's path and bound */
 	uint32_t n, group, links_per_group;
 	int bounded;		/* every other flow rate-bounded */
 };
@@ -89,11 +97,12 @@ static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group,
 
 	w->m = mm_new();
 	w->flows = malloc(n * sizeof(*w->flows));
+	w->defs = malloc(n * sizeof(*w->defs));
 	w->n = n;
 	w->group = group;
 	w->bounded = bounded;
 	w->links_per_group = group / 2 > 8 ? group / 2 : 8;
-	if (!w->m || !w->flows)
+	if (!w->m || !w->flows || !w->defs)
 		return -1;
 	for (i = 0; i < ngroups * w->links_per_group; i++)
 		if (mm_cons_add(w->m, 50e9 + 1e9 * rnd(r, 50)) == MM_NONE)
@@ -102,25 +111,52 @@ static int build(struct workload *w, struct rng *r, uint32_t n, uint32_t group,
 		mm_id g = i / group;
 
 		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
-				       w->links_per_group, bounded && i % 2);
+				       w->links_per_group, bounded && i % 2,
+				       &w->defs[i]);
 		if (w->flows[i] == MM_NONE)
 			return -1;
 	}
 	return mm_solve(w->m, NULL, NULL) < 0 ? -1 : 0;
 }
 
-/* Median us of a full solve and of an incremental one. */
-static void measure(struct workload *w, struct rng *r, int reps,
-		    double *full_us, double *incr_us, long *incr_vars)
+/* End every flow and start it again on the same path: every component
+ * then has new variables, so the next solve re-solves everything. */
+static int restart_all(struct workload *w)
+{
+	static const double coef[6] = {1, 1, 1, 1, 1, 1};
+	uint32_t i;
+
+	for (i = 0; i < w->n; i++)
+		mm_var_remove(w->m, w->flows[i]);
+	for (i = 0; i < w->n; i++) {
+		const struct flow_def *f = &w->defs[i];
+
+		w->flows[i] = mm_var_add(w->m, f->path, coef, f->len,
+					 f->bound_Bps, NULL);
+		if (w->flows[i] == MM_NONE)
+			return -1;
+	}
+	return 0;
+}
+
+/* Median us of a full solve and of an incremental one; -1 when out of
+ * memory. */
+static int measure(struct workload *w, struct rng *r, int reps,
+		   double *full_us, double *incr_us, long *incr_vars)
 {
 	double *tf = malloc((size_t)reps * sizeof(double));
 	double *ti = malloc((size_t)reps * sizeof(double));
 	int k;
 
 	for (k = 0; k < reps; k++) {
-		double t0 = now_us();
+		double t0;
 
-		mm_touch_all(w->m);
+		if (!tf || !ti || restart_all(w) != 0) {
+			free(tf);
+			free(ti);
+			return -1;
+		}
+		t0 = now_us();
 		mm_solve(w->m, NULL, NULL);
 		tf[k] = now_us() - t0;
 	}
@@ -131,7 +167,8 @@ static void measure(struct workload *w, struct rng *r, int reps,
 
 		mm_var_remove(w->m, w->flows[i]);
 		w->flows[i] = add_flow(w->m, r, g * w->links_per_group,
-				       w->links_per_group, w->bounded && i % 2);
+				       w->links_per_group, w->bounded && i % 2,
+				       &w->defs[i]);
 		*incr_vars = mm_solve(w->m, NULL, NULL);
 		ti[k] = now_us() - t0;
 	}
@@ -139,6 +176,7 @@ static void measure(struct workload *w, struct rng *r, int reps,
 	*incr_us = median(ti, reps);
 	free(tf);
 	free(ti);
+	return 0;
 }
 
 static int run(uint32_t n, uint32_t group, int bounded, const char *label)
@@ -153,11 +191,15 @@ static int run(uint32_t n, uint32_t group, int bounded, const char *label)
 		fprintf(stderr, "bench_maxmin: out of memory\n");
 		return -1;
 	}
-	measure(&w, &r, reps, &full, &incr, &vars);
+	if (measure(&w, &r, reps, &full, &incr, &vars) != 0) {
+		fprintf(stderr, "bench_maxmin: out of memory\n");
+		return -1;
+	}
 	printf("%-10s %7u flows  full %10.2f us  incremental %10.2f us"
 	       "  (%ld flows re-solved)\n", label, n, full, incr, vars);
 	mm_free(w.m);
 	free(w.flows);
+	free(w.defs);
 	return 0;
 }
 

@@ -2,13 +2,14 @@
  * test_config.c - loading configs from the fixture data root tests/data:
  * references (preset, path, inline with overrides) three deep, --set,
  * cycles, missing presets, the round trip show -> load for every kind,
- * the hash, and an allocation-failure sweep over a nested load.
+ * the kind of a path or preset name, the hash, and an allocation-failure sweep over a nested load.
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "config_testutil.h"
@@ -487,4 +488,45 @@ Test(config, out_of_memory_sweep)
 	cr_assert_gt(n, 50);
 	cr_assert_has(capture_text(&C), "llmsim: error: out of memory");
 	assert_no_leaks();
+}
+
+/* config_kind_of: a path is the kind whose preset folder holds it, else a
+ * .json is a model and anything else a job; a preset name is the one kind
+ * that has it (a job when none does); a name two kinds share is neither,
+ * and both are named so the caller can ask which. */
+Test(config, kind_of_a_path_or_a_preset_name)
+{
+	static const char *const sub[] = {"configs", "configs/links",
+					  "configs/fabrics"};
+	char root[64], path[256];
+	const char *several = "unset";
+	struct config_ctx cx = CX;
+	size_t i;
+
+	cr_assert_eq(config_kind_of(&CX, DATA "/configs/gpus/test-nv.yaml",
+				    &several), config_kind("gpu"));
+	cr_assert_null(several);
+	cr_assert_eq(config_kind_of(&CX, "elsewhere/config.json", &several),
+		     config_kind("model"));
+	cr_assert_eq(config_kind_of(&CX, "elsewhere/run.yaml", &several),
+		     config_kind("job"));
+	cr_assert_eq(config_kind_of(&CX, "test-ib", &several),
+		     config_kind("link"));
+	cr_assert_eq(config_kind_of(&CX, "no-such-preset", &several),
+		     config_kind("job"));
+	cr_assert_null(several);
+
+	tmpdir_make(root);
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, sub[i]);
+		cr_assert_eq(mkdir(path, 0700), 0);
+	}
+	write_file(path, root, "configs/links/twice.yaml", "{}\n", 3);
+	write_file(path, root, "configs/fabrics/twice.yaml", "{}\n", 3);
+	cx.data_root = root;
+	cr_assert_null(config_kind_of(&cx, "twice", &several));
+	/* in the registry's order (config_kinds.c): fabric before link */
+	cr_assert_str_eq(several, "fabric, link");
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	tmpdir_remove(root);
 }

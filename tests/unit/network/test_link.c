@@ -1,11 +1,11 @@
 /*
- * test_link.c - payload efficiency derived from framing (spec_fabric.c),
+ * test_link.c - payload efficiency derived from framing (network/link.c),
  * against the arithmetic of hardware-specs 3.3 and 3.7.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "config/spec_fabric.h"
+#include "network/link.h"
 
 #define REL 1e-9
 

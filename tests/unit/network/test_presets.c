@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "network/link.h"
 #include "network/net.h"
 #include "network/pipe.h"
 #include "config/schema.h"

@@ -1,0 +1,74 @@
+/*
+ * cli_store.c - storing a command's result in the results database, with
+ * the resolved config, its hash and the llmsim version.
+ *
+ * A leaf of the CLI: the commands and cli.c (--version) call it; it calls
+ * none of them.
+ */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "base/sha256.h"
+#include "base/version.h"
+#include "config/schema.h"
+#include "store/store.h"
+
+const char *cli_version(void)
+{
+	return LLMSIM_VERSION_STRING;
+}
+
+/* DATA_ROOT/results/llmsim.db (free with mem_free), or NULL when out of
+ * memory. */
+static char *default_db(const char *data_root)
+{
+	static const char tail[] = "/results/llmsim.db";
+	size_t n = strlen(data_root) + sizeof(tail);
+	char *path = mem_alloc(n);
+
+	if (path)
+		snprintf(path, n, "%s%s", data_root, tail);
+	return path;
+}
+
+int cli_store(const char *db, const char *data_root,
+	      const struct cli_result *r, struct diag *d)
+{
+	cJSON *cfg = r->config_obj ? NULL : schema_to_json(r->schema, r->config);
+	char *cfg_s = r->config_obj ? cJSON_PrintUnformatted(r->config_obj) :
+		      cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	char *path = db ? NULL : default_db(data_root);
+	struct store *st = NULL;
+	char hex[65];
+	struct store_run run = { r->command, r->config_obj ? r->kind :
+				 r->schema->kind, cfg_s, hex, r->json,
+				 cli_version() };
+	int64_t id;
+	int rc = CLI_FAIL;
+
+	if (!cfg_s || (!db && !path)) {
+		diag_oom(d);
+		goto out;
+	}
+	sha256_hex(cfg_s, strlen(cfg_s), hex);	/* as config_hash() */
+	if (!db)
+		db = path;
+	if (!(st = store_open(db, d)))
+		goto out;
+	id = store_put(st, &run, r->step, r->rows, r->nrows, d);
+	if (id > 0) {
+		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
+			(long long)id, db);
+		rc = CLI_OK;
+	}
+out:
+	store_close(st);
+	mem_free(path);
+	cJSON_free(cfg_s);
+	cJSON_Delete(cfg);
+	return rc;
+}
