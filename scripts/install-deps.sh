@@ -3,7 +3,9 @@
 # Idempotent: quiet and quick when everything is present. Uses sudo when not root.
 set -eu
 
-PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time"
+# openmpi: `mpirun -n R llmsim sweep` and its test (tests/sweep.sh).
+# The report's browser test installs chromium itself (tests/report-browser.sh).
+PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time openmpi-bin libopenmpi-dev"
 
 missing=""
 for p in $PKGS; do

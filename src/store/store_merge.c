@@ -158,6 +158,8 @@ static int columns(struct store *st, const char *t, char *cols, char *sel,
 		rc = sqlite3_bind_text(s, 1, t, -1, SQLITE_STATIC);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(s, 0);
+
+		rc = SQLITE_OK;
 		const char *type = (const char *)sqlite3_column_text(s, 2);
 		int rowid_pk = sqlite3_column_int(s, 1) == 1 &&
 			       sqlite3_column_int(s, 3) == 1 && type &&
@@ -167,7 +169,7 @@ static int columns(struct store *st, const char *t, char *cols, char *sel,
 			rc = SQLITE_CORRUPT;
 			break;
 		}
-		if (rowid_pk)
+		if (rowid_pk && strcmp(name, "run_id") != 0)
 			continue;	/* a new rowid in the output */
 		if (strcmp(name, "run_id") == 0)
 			*has_run = 1;
@@ -176,7 +178,6 @@ static int columns(struct store *st, const char *t, char *cols, char *sel,
 		b += (size_t)snprintf(sel + b, len > b ? len - b : 0,
 				      strcmp(name, "run_id") == 0 ? "%sm.dst" :
 				      "%st.\"%s\"", b ? ", " : "", name);
-		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(s);
 	if (a >= len || b >= len)

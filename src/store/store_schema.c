@@ -188,21 +188,55 @@ const struct store_migration store_migrations[] = {
 	  "CREATE VIEW v_sweep_points AS\n"
 	  "SELECT w.name AS sweep, p.sweep_id, p.idx, p.status, p.reason,\n"
 	  "  p.axes_json, p.point_hash, p.stored_at,\n"
-	  "  v.run_id, v.created_at, v.command, v.config_hash,\n"
-	  "  v.llmsim_version, v.job, v.model, v.system, v.gpu, v.gpus,\n"
-	  "  v.nodes, v.gpus_per_node, v.scale_up, v.scale_out,\n"
-	  "  v.framework, v.tp, v.pp, v.vpp, v.cp, v.ep, v.dp,\n"
-	  "  v.sequence_parallel, v.zero_stage, v.dtype, v.seq_len,\n"
-	  "  v.global_batch_size, v.micro_batch_size, v.recompute,\n"
-	  "  v.step_time_s, v.tokens_per_s, v.tokens_per_s_per_gpu,\n"
-	  "  v.mfu, v.tflops_per_gpu, v.compute_s, v.exposed_comm_s,\n"
-	  "  v.bubble_s, v.optimizer_s, v.other_s, v.peak_bytes_per_gpu,\n"
-	  "  v.usable_bytes_per_gpu, v.fits, v.weights_bytes,\n"
-	  "  v.gradients_bytes, v.optimizer_bytes, v.activations_bytes,\n"
-	  "  v.workspace_bytes\n"
+	  "  p.run_id,\n"
+	  "  r.created_at,\n"
+	  "  r.command,\n"
+	  "  r.config_hash,\n"
+	  "  r.llmsim_version,\n"
+	  "  json_extract(r.config_json, '$.name') AS job,\n"
+	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
+	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
+	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
+	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
+	  "  json_extract(r.config_json, '$.system.nodes') AS nodes,\n"
+	  "  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n"
+	  "  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n"
+	  "  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n"
+	  "  json_extract(r.config_json, '$.framework.name') AS framework,\n"
+	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
+	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n"
+	  "  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n"
+	  "  json_extract(r.config_json, '$.training.dtype') AS dtype,\n"
+	  "  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n"
+	  "  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.recompute') AS recompute,\n"
+	  "  s.step_time_s,\n"
+	  "  s.tokens_per_s,\n"
+	  "  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n"
+	  "  s.mfu,\n"
+	  "  s.tflops_per_gpu,\n"
+	  "  s.compute_s,\n"
+	  "  s.exposed_comm_s,\n"
+	  "  s.bubble_s,\n"
+	  "  s.optimizer_s,\n"
+	  "  s.other_s,\n"
+	  "  s.peak_bytes_per_gpu,\n"
+	  "  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n"
+	  "  s.fits,\n"
+	  "  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes\n"
 	  "FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id\n"
-	  "  LEFT JOIN v_runs v ON v.run_id = p.run_id\n"
-	  "ORDER BY p.sweep_id, p.idx;\n"
+	  "  LEFT JOIN runs r ON r.id = p.run_id\n"
+	  "  LEFT JOIN step_results s ON s.run_id = p.run_id;\n"
 	  "DROP VIEW v_collectives;\n"
 	  "CREATE VIEW v_collectives AS\n"
 	  "SELECT r.id AS run_id, r.created_at, r.config_hash,\n"
@@ -221,6 +255,62 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.config_json, '$.collective.root') AS root\n"
 	  "FROM runs r JOIN collective_results c ON c.run_id = r.id;\n" },
 };
+
+/* The columns of v_runs as expressions over runs r and step_results s
+ * (run_id from sweep_points p), for the views the store builds at run
+ * time (each sweep's v_sweep_NAME). They must stay the columns of the
+ * latest v_runs, in order: test_store_schema.c checks it. */
+const struct store_run_col store_run_cols[] = {
+	{ "run_id", "p.run_id" },
+	{ "created_at", "r.created_at" },
+	{ "command", "r.command" },
+	{ "config_hash", "r.config_hash" },
+	{ "llmsim_version", "r.llmsim_version" },
+	{ "job", "json_extract(r.config_json, '$.name')" },
+	{ "model", "json_extract(r.config_json, '$.model.name')" },
+	{ "system", "json_extract(r.config_json, '$.system.name')" },
+	{ "gpu", "json_extract(r.config_json, '$.system.gpu.name')" },
+	{ "gpus", "json_extract(r.result_json, '$.gpus')" },
+	{ "nodes", "json_extract(r.config_json, '$.system.nodes')" },
+	{ "gpus_per_node", "json_extract(r.config_json, '$.system.gpus_per_node')" },
+	{ "scale_up", "json_extract(r.config_json, '$.system.scale_up.name')" },
+	{ "scale_out", "json_extract(r.config_json, '$.system.scale_out.name')" },
+	{ "framework", "json_extract(r.config_json, '$.framework.name')" },
+	{ "tp", "json_extract(r.config_json, '$.parallelism.tp')" },
+	{ "pp", "json_extract(r.config_json, '$.parallelism.pp')" },
+	{ "vpp", "json_extract(r.config_json, '$.parallelism.vpp')" },
+	{ "cp", "json_extract(r.config_json, '$.parallelism.cp')" },
+	{ "ep", "json_extract(r.config_json, '$.parallelism.ep')" },
+	{ "dp", "json_extract(r.config_json, '$.parallelism.dp')" },
+	{ "sequence_parallel", "json_extract(r.config_json, '$.parallelism.sequence_parallel')" },
+	{ "zero_stage", "json_extract(r.config_json, '$.training.zero_stage')" },
+	{ "dtype", "json_extract(r.config_json, '$.training.dtype')" },
+	{ "seq_len", "json_extract(r.config_json, '$.training.seq_len')" },
+	{ "global_batch_size", "json_extract(r.config_json, '$.training.global_batch_size')" },
+	{ "micro_batch_size", "json_extract(r.config_json, '$.training.micro_batch_size')" },
+	{ "recompute", "json_extract(r.config_json, '$.training.recompute')" },
+	{ "step_time_s", "s.step_time_s" },
+	{ "tokens_per_s", "s.tokens_per_s" },
+	{ "tokens_per_s_per_gpu", "s.tokens_per_s / json_extract(r.result_json, '$.gpus')" },
+	{ "mfu", "s.mfu" },
+	{ "tflops_per_gpu", "s.tflops_per_gpu" },
+	{ "compute_s", "s.compute_s" },
+	{ "exposed_comm_s", "s.exposed_comm_s" },
+	{ "bubble_s", "s.bubble_s" },
+	{ "optimizer_s", "s.optimizer_s" },
+	{ "other_s", "s.other_s" },
+	{ "peak_bytes_per_gpu", "s.peak_bytes_per_gpu" },
+	{ "usable_bytes_per_gpu", "json_extract(r.result_json, '$.memory.usable_bytes')" },
+	{ "fits", "s.fits" },
+	{ "weights_bytes", "json_extract(r.result_json, '$.memory.weights_bytes')" },
+	{ "gradients_bytes", "json_extract(r.result_json, '$.memory.gradients_bytes')" },
+	{ "optimizer_bytes", "json_extract(r.result_json, '$.memory.optimizer_bytes')" },
+	{ "activations_bytes", "json_extract(r.result_json, '$.memory.activations_bytes')" },
+	{ "workspace_bytes", "json_extract(r.result_json, '$.memory.workspace_bytes')" },
+};
+
+const size_t store_nrun_cols =
+	sizeof(store_run_cols) / sizeof(store_run_cols[0]);
 
 const int store_nmigrations =
 	(int)(sizeof(store_migrations) / sizeof(store_migrations[0]));

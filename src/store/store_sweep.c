@@ -5,13 +5,13 @@
  * A sweep's view, v_sweep_NAME, has the point's index, status and
  * reason, one column per axis (the value the point gives it, from
  * axes_json: a number, or text), then the columns of v_runs, except any
- * whose name an axis column already has. It is created from the
- * database's own list of v_runs columns, so it follows that view when a
- * migration appends to it. The view's SQL names the sweep by its integer
+ * whose name an axis column already has (store_run_cols: the latest
+ * v_runs; a sweep run or a merge recreates the view). The view's SQL names the sweep by its integer
  * id and axes by keys the store checks to be [A-Za-z0-9_.-] (columns
  * [A-Za-z0-9_]): no text from outside reaches it unchecked.
  */
 #include "store_impl.h"
+#include "store_schema.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -138,30 +138,18 @@ static int axis_columns(struct store *st, int64_t id, struct sql_buf *b,
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Append ", v.col" for each column of v_runs that no axis column has. */
-static int run_columns(struct store *st, struct sql_buf *b,
-		       const struct sql_buf *cols)
+/* Append the columns of v_runs that no axis column has. */
+static void run_columns(struct sql_buf *b, const struct sql_buf *cols)
 {
-	sqlite3_stmt *s = prep(st, "SELECT name FROM pragma_table_info("
-			       "'v_runs')", "");
 	char pat[160];
-	int rc;
+	size_t i;
 
-	if (!s)
-		return SQLITE_ERROR;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(s, 0);
-
-		if (!name || !ident_ok(name, "")) {
-			rc = SQLITE_CORRUPT;
-			break;
-		}
-		snprintf(pat, sizeof(pat), " %s ", name);
+	for (i = 0; i < store_nrun_cols; i++) {
+		snprintf(pat, sizeof(pat), " %s ", store_run_cols[i].name);
 		if (!cols->s || !strstr(cols->s, pat))
-			put(b, ",\n  v.%s", name);
+			put(b, ",\n  %s AS %s", store_run_cols[i].expr,
+			    store_run_cols[i].name);
 	}
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 int store_sweep_view(struct store *st, int64_t id)
@@ -184,10 +172,13 @@ int store_sweep_view(struct store *st, int64_t id)
 	put(&b, "DROP VIEW IF EXISTS \"%s\";\nCREATE VIEW \"%s\" AS\nSELECT "
 	    "p.idx, p.status, p.reason", view, view);
 	rc = axis_columns(st, id, &b, &cols);
-	if (rc == SQLITE_OK)
-		rc = run_columns(st, &b, &cols);
-	put(&b, "\nFROM sweep_points p LEFT JOIN v_runs v ON v.run_id = "
-	    "p.run_id\nWHERE p.sweep_id = %lld\nORDER BY p.idx;\n", (long long)id);
+	run_columns(&b, &cols);
+	/* Joined to the tables, not to v_runs: SQLite cannot flatten a join
+	 * view on the right of a LEFT JOIN, and would build all of v_runs
+	 * for every lookup. */
+	put(&b, "\nFROM sweep_points p\n  LEFT JOIN runs r ON r.id = p.run_id\n"
+	    "  LEFT JOIN step_results s ON s.run_id = p.run_id\n"
+	    "WHERE p.sweep_id = %lld\nORDER BY p.idx;\n", (long long)id);
 	if (rc == SQLITE_OK)
 		rc = b.oom ? SQLITE_NOMEM :
 			sqlite3_exec(st->db, b.s, NULL, NULL, NULL);

@@ -145,22 +145,27 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 		     const struct cnode **vals, uint64_t idx, int outcome,
 		     const char *hash, struct diag *d)
 {
-	const char *p[] = { c->sw->name, hash };
+	char id[32];
+	const char *p[] = { id, hash };
 	struct found f = { t->a, { "-", "-", "-", "-", "" }, 0 };
 	size_t k, at = 0;
 
+	snprintf(id, sizeof(id), "%lld", (long long)c->sweep_id);
 	cells[at++] = arena_printf(t->a, "%llu", (unsigned long long)idx);
 	sweep_point_values(c->sw, idx, vals);
 	for (k = 0; k < c->sw->naxes; k++)
 		cells[at++] = sweep_value_text(t->a, vals[k]);
 	cells[at++] = outcome < SWEEP_OUTCOMES ? sweep_outcome_names[outcome]
 					       : "not run";
-	if (hash[0] && store_select(c->st, "SELECT step_time_s, "
-				    "tokens_per_s_per_gpu, mfu, "
-				    "peak_bytes_per_gpu, fits, reason, status "
-				    "FROM v_sweep_points WHERE sweep = ?1 AND "
-				    "point_hash = ?2", p, 2, read_result, &f,
-				    d) != 0)
+	/* The point by its key, its step by run id: two lookups. */
+	if (hash[0] && store_select(c->st, "SELECT s.step_time_s, "
+				    "s.tokens_per_s / json_extract(r.result_json,"
+				    " '$.gpus'), s.mfu, s.peak_bytes_per_gpu, "
+				    "s.fits, p.reason, p.status FROM sweep_points "
+				    "p LEFT JOIN runs r ON r.id = p.run_id LEFT "
+				    "JOIN step_results s ON s.run_id = p.run_id "
+				    "WHERE p.sweep_id = ?1 AND p.point_hash = ?2",
+				    p, 2, read_result, &f, d) != 0)
 		return -2;
 	for (k = 0; k < FIXED - 1; k++)
 		cells[at++] = f.text[k];
