@@ -44,6 +44,13 @@ grep -q "^11	roce-800g	2048	4	4	2$" "$tmp/list" || bad "count.yaml: point 11"
 [ "$(grep -v '^#\|^point' "$tmp/list" | cut -f1 | tr '\n' ' ')" = "1 6 11 " ] ||
 	bad "shard 2/5 lists $(grep -v '^#\|^point' "$tmp/list" | cut -f1 | tr '\n' ' ')"
 
+# The shipped examples expand (their comments count the points).
+for ex in gpu-generations:7 llama3-70b-nic-fabric:40 moe-scale-up-fabric:12; do
+	f=workloads/sweeps/${ex%%:*}.yaml
+	"$llmsim" sweep "$f" --list >"$tmp/ex" 2>&1 || bad "$f: $(cat "$tmp/ex")"
+	head -1 "$tmp/ex" | grep -q ": ${ex##*:} points," || bad "$f: $(head -1 "$tmp/ex")"
+done
+
 # ---- bad input: exit 2 with file:line:col ------------------------------
 expect2() {	# expect2 "stderr text" ARGS...
 	want=$1

@@ -145,8 +145,9 @@ static int list_points(const struct sweep *sw, const struct sweep_cli *o,
 
 	if (!vals)
 		return CLI_FAIL;
-	printf("# sweep %s: %llu points, %zu axes\n", sw->name,
-	       (unsigned long long)sw->npoints, sw->naxes);
+	printf("# sweep %s: %llu points, %zu ax%s\n", sw->name,
+	       (unsigned long long)sw->npoints, sw->naxes,
+	       sw->naxes == 1 ? "is" : "es");
 	printf("point");
 	for (k = 0; k < sw->naxes; k++)
 		printf("\t%s", sw->axes[k].key);
