@@ -174,8 +174,7 @@ FORCE:
 # byte of an input picks its form (see tests/fuzz/fuzz_config.c).
 FUZZ_SECONDS ?= 120
 FUZZ_CC ?= clang
-FUZZ_SRC := $(wildcard src/config/*.c) src/base/coll.c src/base/sha256.c \
-	src/base/units.c src/base/diag.c src/base/mem.c
+FUZZ_SRC := $(wildcard src/config/*.c src/base/*.c)
 
 fuzz:
 	@mkdir -p $(BUILD)/fuzz/corpus

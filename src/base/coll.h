@@ -22,8 +22,8 @@
  *
  * Depends on libc only.
  */
-#ifndef LLMSIM_COLL_H
-#define LLMSIM_COLL_H
+#ifndef LLMSIM_BASE_COLL_H
+#define LLMSIM_BASE_COLL_H
 
 #include <stdint.h>
 

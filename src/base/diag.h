@@ -12,8 +12,8 @@
  *
  * Depends on libc only.
  */
-#ifndef LLMSIM_DIAG_H
-#define LLMSIM_DIAG_H
+#ifndef LLMSIM_BASE_DIAG_H
+#define LLMSIM_BASE_DIAG_H
 
 #include <stdio.h>
 

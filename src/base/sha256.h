@@ -7,8 +7,8 @@
  *
  * Depends on libc only.
  */
-#ifndef LLMSIM_SHA256_H
-#define LLMSIM_SHA256_H
+#ifndef LLMSIM_BASE_SHA256_H
+#define LLMSIM_BASE_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -20,8 +20,8 @@
  *
  * Depends on libc only.
  */
-#ifndef LLMSIM_UNITS_H
-#define LLMSIM_UNITS_H
+#ifndef LLMSIM_BASE_UNITS_H
+#define LLMSIM_BASE_UNITS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * defines LLMSIM_GIT_REV (short commit id) when built in a git checkout,
  * so builds of the same release can be told apart.
  */
-#ifndef LLMSIM_VERSION_H
-#define LLMSIM_VERSION_H
+#ifndef LLMSIM_BASE_VERSION_H
+#define LLMSIM_BASE_VERSION_H
 
 #include "gitrev.h"
 

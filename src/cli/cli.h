@@ -13,8 +13,8 @@
  *
  * This is the application layer: it may use every module.
  */
-#ifndef LLMSIM_CLI_H
-#define LLMSIM_CLI_H
+#ifndef LLMSIM_CLI_CLI_H
+#define LLMSIM_CLI_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -29,6 +29,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/schema.h"
@@ -196,7 +197,7 @@ static int option(struct opts *o, int c, const char *v)
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
 		break;
 	case OPT_OP:
-		if ((o->op = spec_name_index(coll_op_names, v)) < 0)
+		if ((o->op = schema_name_index(coll_op_names, v)) < 0)
 			return list_error("--op", v, coll_op_names);
 		break;
 	case 'g':
@@ -214,7 +215,7 @@ static int option(struct opts *o, int c, const char *v)
 			return bad_dtype(v);
 		break;
 	case 'o':
-		if ((o->redop = spec_name_index(redop_names, v)) < 0)
+		if ((o->redop = schema_name_index(redop_names, v)) < 0)
 			return list_error("--redop (-o)", v, redop_names);
 		break;
 	case 'r':
@@ -224,11 +225,11 @@ static int option(struct opts *o, int c, const char *v)
 		o->root = (long)x;
 		break;
 	case OPT_ALGO:
-		if ((o->algo = spec_name_index(coll_algo_names, v)) < 0)
+		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
 		break;
 	case OPT_PROTO:
-		if ((o->proto = spec_name_index(coll_proto_names, v)) < 0)
+		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return list_error("--proto", v, coll_proto_names);
 		break;
 	case OPT_DB: o->db = v; break;

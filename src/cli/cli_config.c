@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "config/config.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "config/schema.h"
 
 struct show_opts {

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/config.h"
 #include "report/report.h"

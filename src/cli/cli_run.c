@@ -15,11 +15,13 @@
 
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "run/step.h"
 #include "config/schema.h"
 #include "config/spec_job.h"
 #include "store/store.h"
+#include "sweep/sweep_run.h"
 
 struct run_opts {
 	const char *job;		/* JOB.yaml or a job preset */
@@ -89,7 +91,7 @@ static int store_result(const char *db, const char *data_root,
 	struct cli_result res = { "run", &job_schema, j, result_json, &step,
 				  NULL, 0, NULL, NULL };
 
-	step_store_summary(r, &step);
+	sweep_step_row(r, &step);
 	return cli_store(db, data_root, &res, d);
 }
 
@@ -150,7 +152,7 @@ int cli_run(int argc, char **argv, const char *argv0)
 		goto out;
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
 	j = arena_alloc(&a, sizeof(*j));
-	r = mem_alloc(sizeof(*r));
+	r = mem_calloc(1, sizeof(*r));
 	rc = CLI_FAIL;
 	if (!j || !r || !cx.data_root) {
 		diag_oom(&d);

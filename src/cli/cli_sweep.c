@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"

@@ -20,6 +20,7 @@
 
 #include "cnode_impl.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 
 /* Decode one UTF-8 sequence at s (n bytes available). Returns its length

@@ -13,8 +13,8 @@
  *
  * Depends on mem.h, diag.h, libyaml, cJSON.
  */
-#ifndef LLMSIM_CNODE_H
-#define LLMSIM_CNODE_H
+#ifndef LLMSIM_CONFIG_CNODE_H
+#define LLMSIM_CONFIG_CNODE_H
 
 #include <stddef.h>
 #include <stdio.h>

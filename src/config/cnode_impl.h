@@ -6,8 +6,8 @@
  * config*.c build the override and merged mappings); not a contract.
  * Depends on cnode.h, diag.h, mem.h.
  */
-#ifndef LLMSIM_CNODE_IMPL_H
-#define LLMSIM_CNODE_IMPL_H
+#ifndef LLMSIM_CONFIG_CNODE_IMPL_H
+#define LLMSIM_CONFIG_CNODE_IMPL_H
 
 #include <stddef.h>
 

@@ -16,6 +16,7 @@
 
 #include "cnode_impl.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 
 #define JSON_MAX_NUMBER 63

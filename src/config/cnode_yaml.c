@@ -23,6 +23,7 @@
 
 #include "cnode_impl.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 
 #define ANCHOR_BUCKETS 256

@@ -47,7 +47,7 @@
 #include "cnode_impl.h"
 #include "config_impl.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "schema.h"
 
 #define KEYPATH_LEN 256

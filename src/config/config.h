@@ -36,8 +36,8 @@
  *
  * Depends on cnode.h, schema.h, diag.h, mem.h.
  */
-#ifndef LLMSIM_CONFIG_H
-#define LLMSIM_CONFIG_H
+#ifndef LLMSIM_CONFIG_CONFIG_H
+#define LLMSIM_CONFIG_CONFIG_H
 
 #include <stddef.h>
 

@@ -6,8 +6,8 @@
  *
  * Depends on config.h, cnode.h, schema.h.
  */
-#ifndef LLMSIM_CONFIG_IMPL_H
-#define LLMSIM_CONFIG_IMPL_H
+#ifndef LLMSIM_CONFIG_CONFIG_IMPL_H
+#define LLMSIM_CONFIG_CONFIG_IMPL_H
 
 #include "cnode.h"
 #include "config.h"

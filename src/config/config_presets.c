@@ -15,7 +15,7 @@
 
 #include "config_impl.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "base/sha256.h"
 
 static const char *const preset_exts[] = {".yaml", ".yml", ".json", NULL};

@@ -20,7 +20,7 @@
 #include "config_impl.h"
 #include "cnode_impl.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 #define SET_FILE "--set"
 

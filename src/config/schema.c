@@ -26,7 +26,7 @@
 
 #include "cnode.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "schema_impl.h"
 #include "base/units.h"
 

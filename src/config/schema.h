@@ -37,8 +37,8 @@
  *
  * Depends on libc only (cJSON for schema_to_json).
  */
-#ifndef LLMSIM_SCHEMA_H
-#define LLMSIM_SCHEMA_H
+#ifndef LLMSIM_CONFIG_SCHEMA_H
+#define LLMSIM_CONFIG_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -133,6 +133,9 @@ int schema_load(const struct schema *s, const struct cnode *map,
 /* The field whose key or one of whose aliases is key, or NULL. */
 const struct schema_field *schema_field(const struct schema *s,
 					const char *key);
+
+/* The index of name in names (NULL-terminated), or -1. */
+int schema_name_index(const char *const *names, const char *name);
 
 /* Of the n candidates, the one closest to word (edit distance with
  * transpositions, case-insensitive) when close enough to suggest as "did

@@ -4,8 +4,8 @@
  *
  * Depends on schema.h.
  */
-#ifndef LLMSIM_SCHEMA_IMPL_H
-#define LLMSIM_SCHEMA_IMPL_H
+#ifndef LLMSIM_CONFIG_SCHEMA_IMPL_H
+#define LLMSIM_CONFIG_SCHEMA_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>

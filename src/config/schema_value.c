@@ -299,6 +299,16 @@ static int distance(const char *a, const char *b)
 	return row[n % 3][m];
 }
 
+int schema_name_index(const char *const *names, const char *name)
+{
+	int i;
+
+	for (i = 0; names[i]; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 const char *schema_closest(const char *word, const char *const *cand,
 			   size_t n)
 {

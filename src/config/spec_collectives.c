@@ -34,7 +34,6 @@
 #include "spec_collectives.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #include "cnode.h"
 #include "base/diag.h"
@@ -47,16 +46,6 @@ const char *const coll_algo_names[ALGO_COUNT + 1] = {
 const char *const coll_proto_names[PROTO_COUNT + 1] = {
 	"ll", "ll128", "simple", NULL,
 };
-
-int spec_name_index(const char *const *names, const char *name)
-{
-	int i;
-
-	for (i = 0; names[i]; i++)
-		if (strcmp(names[i], name) == 0)
-			return i;
-	return -1;
-}
 
 #define TIME(p, k) { .key = k, .type = ST_TIME, \
 	.offset = offsetof(struct coll_proto_times, s) + (p) * sizeof(double), \

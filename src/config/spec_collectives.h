@@ -13,8 +13,8 @@
  *
  * Depends on schema.h and coll.h.
  */
-#ifndef LLMSIM_SPEC_COLLECTIVES_H
-#define LLMSIM_SPEC_COLLECTIVES_H
+#ifndef LLMSIM_CONFIG_SPEC_COLLECTIVES_H
+#define LLMSIM_CONFIG_SPEC_COLLECTIVES_H
 
 #include <stdint.h>
 
@@ -118,8 +118,5 @@ struct coll_lib_spec {
 };
 
 extern const struct schema collectives_schema;
-
-/* The index of name in names (NULL-terminated), or -1. */
-int spec_name_index(const char *const *names, const char *name);
 
 #endif

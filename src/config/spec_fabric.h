@@ -16,8 +16,8 @@
  *
  * Depends on schema.h only.
  */
-#ifndef LLMSIM_SPEC_FABRIC_H
-#define LLMSIM_SPEC_FABRIC_H
+#ifndef LLMSIM_CONFIG_SPEC_FABRIC_H
+#define LLMSIM_CONFIG_SPEC_FABRIC_H
 
 #include <stdint.h>
 

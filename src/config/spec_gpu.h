@@ -9,8 +9,8 @@
  *
  * Depends on schema.h only.
  */
-#ifndef LLMSIM_SPEC_GPU_H
-#define LLMSIM_SPEC_GPU_H
+#ifndef LLMSIM_CONFIG_SPEC_GPU_H
+#define LLMSIM_CONFIG_SPEC_GPU_H
 
 #include <stdint.h>
 

@@ -26,8 +26,8 @@
  *
  * Depends on schema.h, spec_model.h, spec_system.h.
  */
-#ifndef LLMSIM_SPEC_JOB_H
-#define LLMSIM_SPEC_JOB_H
+#ifndef LLMSIM_CONFIG_SPEC_JOB_H
+#define LLMSIM_CONFIG_SPEC_JOB_H
 
 #include <stdint.h>
 

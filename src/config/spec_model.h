@@ -11,8 +11,8 @@
  *
  * Depends on schema.h only.
  */
-#ifndef LLMSIM_SPEC_MODEL_H
-#define LLMSIM_SPEC_MODEL_H
+#ifndef LLMSIM_CONFIG_SPEC_MODEL_H
+#define LLMSIM_CONFIG_SPEC_MODEL_H
 
 #include <stdint.h>
 

@@ -11,8 +11,8 @@
  *
  * Depends on schema.h, spec_gpu.h, spec_fabric.h, spec_collectives.h.
  */
-#ifndef LLMSIM_SPEC_SYSTEM_H
-#define LLMSIM_SPEC_SYSTEM_H
+#ifndef LLMSIM_CONFIG_SPEC_SYSTEM_H
+#define LLMSIM_CONFIG_SPEC_SYSTEM_H
 
 #include <stdint.h>
 

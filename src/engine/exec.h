@@ -1,5 +1,6 @@
 /*
- * exec.h - a step program and its execution on the event engine.
+ * exec.h - a step program's execution on the event engine (the program
+ * itself, and how to build one, is prog.h).
  *
  * A program is what one training (or inference) step does on every
  * simulated rank: ordered streams of tasks (at least a compute and a
@@ -8,7 +9,7 @@
  * head of its stream (tasks on one stream run one at a time, in the order
  * they were added). A collective is one task on each simulated member
  * rank; it starts when every member has reached it (rendezvous), its
- * duration comes from the comm backend (coll.h), and it finishes on all
+ * duration comes from the comm backend (comm.h), and it finishes on all
  * members at once. Overlap of compute and communication, and exposed
  * communication, follow from this; nothing is bolted on.
  *
@@ -30,7 +31,7 @@
  *   other_s         tasks of category OTHER, and gaps on the path (same)
  *
  * These five sum to the step time. The rule, with a worked example, is at
- * the top of src/exec_path.c.
+ * the top of src/engine/exec_path.c.
  *
  * Interference: while collectives run on a rank, compute and optimizer
  * tasks there progress at rate max(0, 1 - S), S the sum of the running
@@ -43,25 +44,18 @@
  * symmetric replication one simulated rank may stand for many GPUs; the
  * collective descriptors carry the real GPU ids).
  *
- * Depends on sim.h, comm.h, base/coll.h, base/mem.h and libc.
+ * Depends on prog.h, sim.h, comm.h, base/coll.h and libc.
  */
-#ifndef LLMSIM_EXEC_H
-#define LLMSIM_EXEC_H
+#ifndef LLMSIM_ENGINE_EXEC_H
+#define LLMSIM_ENGINE_EXEC_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/coll.h"
 #include "comm.h"
+#include "prog.h"
 #include "sim.h"
-
-enum task_cat {
-	TASK_COMPUTE,		/* kernels: GEMMs, attention, elementwise */
-	TASK_COMM,		/* collectives and point-to-point transfers */
-	TASK_OPTIMIZER,		/* the optimizer step */
-	TASK_OTHER,		/* anything else (host work, fixed delays) */
-	TASK_CAT_COUNT
-};
 
 enum exec_part {
 	EXEC_COMPUTE,
@@ -75,54 +69,6 @@ enum exec_part {
 /* JSON key of each part: "compute_s", "exposed_comm_s", "bubble_s",
  * "optimizer_s", "other_s". */
 extern const char *const exec_part_keys[EXEC_PART_COUNT];
-
-typedef uint32_t task_id;
-#define TASK_NONE UINT32_MAX
-
-/* What a task is, for traces and reports. name must outlive the program
- * (a string literal, or interned with prog_intern()). */
-struct task_info {
-	const char *name;	/* "qkv_fwd", "tp_allreduce", ... */
-	enum task_cat cat;
-	int32_t layer;		/* -1 when not tied to a layer */
-	int32_t microbatch;	/* -1 when not tied to a microbatch */
-};
-
-struct prog;
-
-/* A program over nranks simulated ranks with nstreams streams each.
- * NULL when out of memory. */
-struct prog *prog_new(uint32_t nranks, uint32_t nstreams);
-void prog_free(struct prog *p);
-
-/* Copy a string into the program's storage; NULL when out of memory. */
-const char *prog_intern(struct prog *p, const char *s);
-
-/* Name a stream for traces ("compute", "comm"); stream < nstreams. */
-void prog_name_stream(struct prog *p, uint32_t stream, const char *name);
-
-/* Append a task of fixed duration dur_s >= 0 to (rank, stream). Returns
- * its id, or TASK_NONE when out of memory (the program is then failed and
- * exec_run() returns -1). */
-task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
-		  double dur_s, const struct task_info *info);
-
-/*
- * Append a collective over the simulated ranks ranks[0..n-1]: one task on
- * `stream` of each. *c is copied (with its gpus and a2a_B arrays) into
- * the program. The member task on ranks[i] is first + i. Returns the
- * first member's id, or TASK_NONE when out of memory.
- */
-task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
-		  uint32_t stream, const struct coll_desc *c,
-		  const struct task_info *info);
-
-/* `after` may not start until `before` has finished. Returns 0, or -1
- * when out of memory. */
-int prog_dep(struct prog *p, task_id before, task_id after);
-
-uint32_t prog_ranks(const struct prog *p);
-uint32_t prog_tasks(const struct prog *p);
 
 struct exec_result {
 	double step_s;				/* s, end of the last task */

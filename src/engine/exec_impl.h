@@ -1,6 +1,7 @@
 /*
- * exec_impl.h - private to the exec module (exec_*.c): how a program is
- * stored and what a run keeps. Nothing outside src/exec_*.c includes it.
+ * exec_impl.h - private to the program (prog.c, prog_intern.c) and the
+ * executor (exec_*.c): how a program is stored and what a run keeps.
+ * Nothing outside src/engine/ includes it.
  *
  * Storage is sized for programs of 10^5..10^6 tasks. What the executor
  * touches for every task sits in one 16-byte record (one cache miss, not
@@ -18,18 +19,18 @@
  * task_info records are shared by every task with the same (name,
  * category, layer, microbatch), which is most of them when peer ranks run
  * the same layers; a collective's GPU list is shared by every collective
- * over that group (exec_intern.c).
+ * over that group (prog_intern.c).
  *
  * A run adds a 24-byte state per task (start and end or arrival, pending
  * count, cause; kept for the accessors) and, while it runs, a work-queue entry per task.
  *
- * Depends on exec.h, mem.h.
+ * Depends on exec.h, base/arena.h.
  */
-#ifndef LLMSIM_EXEC_IMPL_H
-#define LLMSIM_EXEC_IMPL_H
+#ifndef LLMSIM_ENGINE_EXEC_IMPL_H
+#define LLMSIM_ENGINE_EXEC_IMPL_H
 
 #include "exec.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 /* A collective: its descriptor (arrays copied into the program's arena)
  * and its member tasks first .. first + n - 1. */
@@ -140,25 +141,25 @@ static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 		      : p->coll_time[task_coll(p, t)].start_ns;
 }
 
-/* exec_intern.c: free a table (not its entries). */
-void exec_itab_release(struct itab *t);
+/* prog_intern.c: free a table (not its entries). */
+void prog_itab_release(struct itab *t);
 
-/* exec_intern.c: index of *in in p->infos, added if new; UINT32_MAX when
+/* prog_intern.c: index of *in in p->infos, added if new; UINT32_MAX when
  * out of memory. */
-uint32_t exec_intern_info(struct prog *p, const struct task_info *in);
+uint32_t prog_intern_info(struct prog *p, const struct task_info *in);
 
-/* exec_intern.c: the program's copy of the n GPU ids, shared by every
+/* prog_intern.c: the program's copy of the n GPU ids, shared by every
  * collective over the same list; NULL when out of memory. */
-const uint32_t *exec_intern_group(struct prog *p, const uint32_t *ids,
+const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n);
 
-/* exec_build.c: forget the results of the last run (the program is being
+/* prog.c: forget the results of the last run (the program is being
  * changed or run again). */
-void exec_drop_results(struct prog *p);
+void prog_drop_results(struct prog *p);
 
-/* exec_build.c: turn the pending edges into CSR (merging with an existing
+/* prog.c: turn the pending edges into CSR (merging with an existing
  * one). Returns 0 or -1 when out of memory. */
-int exec_build_csr(struct prog *p);
+int prog_build_csr(struct prog *p);
 
 /* exec_run.c: "compute", "comm", "optimizer", "other". */
 const char *exec_cat_name(enum task_cat cat);

@@ -55,6 +55,7 @@
 #include "exec_impl.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #include <stdlib.h>
 

@@ -37,6 +37,7 @@
 #include "exec_impl.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -580,9 +581,9 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	snprintf(p->why, sizeof(p->why), "out of memory");
 	if (p->failed)
 		goto out_nofree;
-	if (exec_build_csr(p) != 0)
+	if (prog_build_csr(p) != 0)
 		goto out_nofree;
-	exec_drop_results(p);
+	prog_drop_results(p);
 	if (run_alloc(&r, p) != 0)
 		goto out;
 	run_init(&r);

@@ -14,8 +14,8 @@
  *
  * Depends on units.h and libc only.
  */
-#ifndef LLMSIM_SIM_H
-#define LLMSIM_SIM_H
+#ifndef LLMSIM_ENGINE_SIM_H
+#define LLMSIM_ENGINE_SIM_H
 
 #include <stdint.h>
 

@@ -26,8 +26,8 @@
  *
  * Depends on the core (spec_gpu.h, diag.h) only.
  */
-#ifndef LLMSIM_GPU_H
-#define LLMSIM_GPU_H
+#ifndef LLMSIM_GPU_GPU_H
+#define LLMSIM_GPU_GPU_H
 
 #include "config/spec_gpu.h"
 

@@ -5,8 +5,8 @@
  *
  * Depends on gpu.h only.
  */
-#ifndef LLMSIM_GPU_IMPL_H
-#define LLMSIM_GPU_IMPL_H
+#ifndef LLMSIM_GPU_GPU_IMPL_H
+#define LLMSIM_GPU_GPU_IMPL_H
 
 #include "gpu.h"
 

@@ -6,7 +6,7 @@
 #ifndef LLMSIM_MODELS_TRAIN_IMPL_H
 #define LLMSIM_MODELS_TRAIN_IMPL_H
 
-#include "base/mem.h"
+#include "base/arena.h"
 #include "block.h"
 #include "sched.h"
 #include "train.h"

@@ -32,8 +32,8 @@
  * Depends on plan.h, pipe.h, group.h, ham.h, route.h, topo.h, coll.h,
  * spec_collectives.h.
  */
-#ifndef LLMSIM_ALGO_H
-#define LLMSIM_ALGO_H
+#ifndef LLMSIM_NETWORK_ALGO_H
+#define LLMSIM_NETWORK_ALGO_H
 
 #include <stdint.h>
 

@@ -14,8 +14,8 @@
  *
  * Depends on sim.h, maxmin.h, topo.h, mem.h.
  */
-#ifndef LLMSIM_FLOW_H
-#define LLMSIM_FLOW_H
+#ifndef LLMSIM_NETWORK_FLOW_H
+#define LLMSIM_NETWORK_FLOW_H
 
 #include <stdint.h>
 

@@ -7,8 +7,8 @@
  *
  * Depends on topo.h, route.h, mem.h.
  */
-#ifndef LLMSIM_GROUP_H
-#define LLMSIM_GROUP_H
+#ifndef LLMSIM_NETWORK_GROUP_H
+#define LLMSIM_NETWORK_GROUP_H
 
 #include <stdint.h>
 

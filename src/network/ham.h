@@ -12,8 +12,8 @@
  *
  * Depends on mem.h.
  */
-#ifndef LLMSIM_HAM_H
-#define LLMSIM_HAM_H
+#ifndef LLMSIM_NETWORK_HAM_H
+#define LLMSIM_NETWORK_HAM_H
 
 #include <stdint.h>
 

@@ -14,8 +14,8 @@
  *
  * Depends on mem.h only. Knows nothing of links, flows or time.
  */
-#ifndef LLMSIM_MAXMIN_H
-#define LLMSIM_MAXMIN_H
+#ifndef LLMSIM_NETWORK_MAXMIN_H
+#define LLMSIM_NETWORK_MAXMIN_H
 
 #include <stdint.h>
 

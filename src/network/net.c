@@ -8,7 +8,7 @@
  * the fabric (its own event engine) and the fastest wins; ties go to the
  * earlier algorithm in enum order (ring first), then the earlier
  * protocol (LL first). The candidates are run as the library's tuning
- * model sees them (RUN_LIBRARY: latency constants and bandwidth, without
+ * model sees them (CRUN_LIBRARY: latency constants and bandwidth, without
  * the kernels' loop costs and sustained caps of pipe.h, which NCCL's
  * model does not charge), so the choice is the library's even where its
  * model is too kind; the chosen plan is then timed in full. Plans, idle
@@ -36,7 +36,7 @@
 #include "flow.h"
 #include "ham.h"
 #include "pcache.h"
-#include "run.h"
+#include "crun.h"
 #include "topo.h"
 
 struct net {
@@ -46,10 +46,10 @@ struct net {
 	struct pcache *cache;
 	struct sim *sim;		/* the step's engine, or NULL */
 	struct flownet *flows;		/* flows on it */
-	struct run_set runs;		/* collectives in flight on it */
+	struct crun_set runs;		/* collectives in flight on it */
 	struct sim *idle_sim;		/* private engine for idle timings */
 	struct flownet *idle;
-	struct run_set idle_runs;
+	struct crun_set idle_runs;
 	struct net_stats stats;
 	int failed;
 	char error[256];
@@ -81,7 +81,7 @@ oom:
 
 static void idle_release(struct net *n)
 {
-	run_set_release(&n->idle_runs);
+	crun_set_release(&n->idle_runs);
 	flow_free(n->idle);
 	sim_free(n->idle_sim);
 	n->idle = NULL;
@@ -92,7 +92,7 @@ void net_free(struct net *n)
 {
 	if (!n)
 		return;
-	run_set_release(&n->runs);
+	crun_set_release(&n->runs);
 	flow_free(n->flows);
 	idle_release(n);
 	pcache_free(n->cache);
@@ -119,7 +119,7 @@ static int shareable(const struct coll_desc *c)
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
-	struct cplan *cp = cplan_new();
+	struct cplan *cp = pcache_plan_new();
 	struct coll_desc unit = *c;
 
 	if (!cp) {
@@ -132,12 +132,12 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
 			 proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
-	    run_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
+	    crun_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
 	if (*rc == 0 && cp->plan.nphases > 0)
 		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
-		cplan_unref(cp);
+		pcache_plan_unref(cp);
 		return NULL;
 	}
 	return cp;
@@ -156,7 +156,7 @@ static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 		*rc = v->plan ? 0 : 1;
 		*why = v->why;
 		if (v->plan) {
-			cplan_ref(v->plan);
+			pcache_plan_ref(v->plan);
 			n->stats.plan_hits++;
 		}
 		return v->plan;
@@ -204,7 +204,8 @@ static int idle_engine(struct net *n)
 /* Seconds cp takes for c on the idle fabric, costed as view says. 0 or
  * -1 (memory). */
 static int run_idle(struct net *n, struct cplan *cp,
-		    const struct coll_desc *c, enum run_view view, double *t_s)
+		    const struct coll_desc *c, enum crun_view view,
+		    double *t_s)
 {
 	struct stopwatch w = { 0 };
 	units_ns_t t0;
@@ -213,8 +214,8 @@ static int run_idle(struct net *n, struct cplan *cp,
 		return -1;
 	w.sim = n->idle_sim;
 	t0 = sim_now(n->idle_sim);
-	if (run_start(&n->idle_runs, n->idle_sim, n->idle, cp, scale_of(cp, c),
-		      view, stop, &w) != 0 ||
+	if (crun_start(&n->idle_runs, n->idle_sim, n->idle, cp,
+		       scale_of(cp, c), view, stop, &w) != 0 ||
 	    sim_run(n->idle_sim) != 0 || flow_failed(n->idle) || !w.done) {
 		/* A failed run leaves the idle engine mid-flight: start over
 		 * with a fresh one next time. */
@@ -227,9 +228,9 @@ static int run_idle(struct net *n, struct cplan *cp,
 
 /* The same, remembered per plan, size and view. */
 static int idle_time(struct net *n, struct cplan *cp,
-		     const struct coll_desc *c, enum run_view view, double *t_s)
+		     const struct coll_desc *c, enum crun_view view, double *t_s)
 {
-	struct pkey k = key_of(c, view == RUN_FULL ? PK_TIME : PK_LIBTIME,
+	struct pkey k = key_of(c, view == CRUN_FULL ? PK_TIME : PK_LIBTIME,
 			       cp->plan.algo, cp->plan.proto);
 	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
 	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
@@ -272,8 +273,8 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				continue;
 			if (rc != 0)
 				return rc;
-			rc = idle_time(n, cp, c, RUN_LIBRARY, &t);
-			cplan_unref(cp);
+			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
+			pcache_plan_unref(cp);
 			if (rc != 0)
 				return -1;
 			if (best < 0 || t < best) {
@@ -360,10 +361,10 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 			diag_error(d, NULL, 0, 0, "%s: %s", what, why);
 		return -1;
 	}
-	rc = idle_time(n, cp, c, RUN_FULL, &t);
+	rc = idle_time(n, cp, c, CRUN_FULL, &t);
 	out->algorithm = coll_algo_names[cp->plan.algo];
 	out->protocol = coll_proto_names[cp->plan.proto];
-	cplan_unref(cp);
+	pcache_plan_unref(cp);
 	if (rc != 0) {
 		diag_oom(d);
 		return -1;
@@ -427,9 +428,9 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		return;
 	}
 	n->stats.flows += cp->plan.nflows;
-	rc = run_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
-		       RUN_FULL, done, token);
-	cplan_unref(cp);
+	rc = crun_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
+			CRUN_FULL, done, token);
+	pcache_plan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);
 }

@@ -24,13 +24,13 @@
  * one simulated): the others are taken to sit on other endpoints (other
  * rails or nodes), so they share no link that ends at a GPU or NIC; on
  * scale-out links between switches their traffic is charged, assuming
- * the R groups spread evenly over the system (run.c has the formula).
+ * the R groups spread evenly over the system (crun.c has the formula).
  *
  * Depends on engine/sim.h and engine/comm.h (it is a comm backend),
  * base/coll.h, config/spec_system.h, base/diag.h, base/mem.h.
  */
-#ifndef LLMSIM_NET_H
-#define LLMSIM_NET_H
+#ifndef LLMSIM_NETWORK_NET_H
+#define LLMSIM_NETWORK_NET_H
 
 #include <stdint.h>
 

@@ -49,7 +49,7 @@ static void clear(struct pcache *pc)
 			continue;
 		mem_free((void *)e->key.gpus);
 		if (e->val.plan)
-			cplan_unref(e->val.plan);
+			pcache_plan_unref(e->val.plan);
 		memset(e, 0, sizeof(*e));
 	}
 	pc->used = 0;
@@ -135,12 +135,12 @@ int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v)
 	e->key.gpus = gpus;
 	e->val = *v;
 	if (v->plan)
-		cplan_ref(v->plan);
+		pcache_plan_ref(v->plan);
 	pc->used++;
 	return 0;
 }
 
-struct cplan *cplan_new(void)
+struct cplan *pcache_plan_new(void)
 {
 	struct cplan *cp = mem_calloc(1, sizeof(*cp));
 
@@ -149,12 +149,12 @@ struct cplan *cplan_new(void)
 	return cp;
 }
 
-void cplan_ref(struct cplan *cp)
+void pcache_plan_ref(struct cplan *cp)
 {
 	cp->refs++;
 }
 
-void cplan_unref(struct cplan *cp)
+void pcache_plan_unref(struct cplan *cp)
 {
 	if (--cp->refs > 0)
 		return;

@@ -14,8 +14,8 @@
  *
  * Depends on plan.h, mem.h.
  */
-#ifndef LLMSIM_PCACHE_H
-#define LLMSIM_PCACHE_H
+#ifndef LLMSIM_NETWORK_PCACHE_H
+#define LLMSIM_NETWORK_PCACHE_H
 
 #include <stdint.h>
 
@@ -65,8 +65,8 @@ const struct pval *pcache_get(const struct pcache *pc, const struct pkey *k);
 int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v);
 
 /* A new plan with one reference; NULL when out of memory. */
-struct cplan *cplan_new(void);
-void cplan_ref(struct cplan *cp);
-void cplan_unref(struct cplan *cp);
+struct cplan *pcache_plan_new(void);
+void pcache_plan_ref(struct cplan *cp);
+void pcache_plan_unref(struct cplan *cp);
 
 #endif

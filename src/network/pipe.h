@@ -11,8 +11,8 @@
  *
  * Depends on spec_collectives.h only.
  */
-#ifndef LLMSIM_PIPE_H
-#define LLMSIM_PIPE_H
+#ifndef LLMSIM_NETWORK_PIPE_H
+#define LLMSIM_NETWORK_PIPE_H
 
 #include <stdint.h>
 

@@ -16,8 +16,8 @@
  *
  * Depends on pipe.h, route.h, mem.h.
  */
-#ifndef LLMSIM_PLAN_H
-#define LLMSIM_PLAN_H
+#ifndef LLMSIM_NETWORK_PLAN_H
+#define LLMSIM_NETWORK_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -18,8 +18,8 @@
  *
  * Depends on topo.h.
  */
-#ifndef LLMSIM_ROUTE_H
-#define LLMSIM_ROUTE_H
+#ifndef LLMSIM_NETWORK_ROUTE_H
+#define LLMSIM_NETWORK_ROUTE_H
 
 #include <stdint.h>
 

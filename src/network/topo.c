@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
 #include "link.h"
 
 uint32_t topo_add_node(struct topo *t, enum topo_node_kind kind,

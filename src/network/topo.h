@@ -24,14 +24,14 @@
  * arithmetic (up-down routing is shortest-path routing in these trees);
  * topo_distance() is a plain BFS used to check that.
  *
- * Depends on the core (spec_system.h, diag.h, mem.h) only.
+ * Depends on config/spec_system.h, base/diag.h, base/arena.h only.
  */
-#ifndef LLMSIM_TOPO_H
-#define LLMSIM_TOPO_H
+#ifndef LLMSIM_NETWORK_TOPO_H
+#define LLMSIM_NETWORK_TOPO_H
 
 #include <stdint.h>
 
-#include "base/mem.h"
+#include "base/arena.h"
 #include "config/spec_system.h"
 
 struct diag;
@@ -58,7 +58,7 @@ struct topo_node {
 	uint32_t first_out, nout;	/* its outgoing links in topo.out */
 };
 
-/* Where a scale-out link sits, for charging replica groups (run.c). */
+/* Where a scale-out link sits, for charging replica groups (crun.c). */
 enum topo_level {
 	TL_NONE,		/* scale-up, host, or anything else */
 	TL_NIC,			/* NIC <-> leaf; owner = NIC index */

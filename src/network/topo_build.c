@@ -22,6 +22,7 @@
 #include "topo.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 static int build_mesh(struct topo *t, const struct fabric_spec *f,
 		      struct diag *d)

@@ -23,7 +23,7 @@
  * NIC links carry the link's sustained fraction. Every scale-out link is
  * marked with its level and owner: TL_NIC (NIC <-> leaf, per NIC),
  * TL_LEAF_UP (leaf <-> spine/agg, per leaf), TL_AGG_UP (agg <-> core, per
- * pod); run.c finds a group's NICs by the first and charges replica
+ * pod); crun.c finds a group's NICs by the first and charges replica
  * groups' traffic on the other two.
  */
 #include "topo.h"

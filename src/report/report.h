@@ -28,8 +28,8 @@
  *
  * Depends on store.h, svg.h, cJSON.
  */
-#ifndef LLMSIM_REPORT_H
-#define LLMSIM_REPORT_H
+#ifndef LLMSIM_REPORT_REPORT_H
+#define LLMSIM_REPORT_REPORT_H
 
 #include <stdio.h>
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 
 struct xy {

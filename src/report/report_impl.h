@@ -3,8 +3,8 @@
  * they read from v_runs, and small formatting helpers. Private to
  * src/report; not a contract.
  */
-#ifndef LLMSIM_REPORT_IMPL_H
-#define LLMSIM_REPORT_IMPL_H
+#ifndef LLMSIM_REPORT_REPORT_IMPL_H
+#define LLMSIM_REPORT_REPORT_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>

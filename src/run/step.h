@@ -6,8 +6,8 @@
  *
  * Depends on exec.h, network/net.h, gpu/gpu.h and the models modules.
  */
-#ifndef LLMSIM_MODELS_STEP_H
-#define LLMSIM_MODELS_STEP_H
+#ifndef LLMSIM_RUN_STEP_H
+#define LLMSIM_RUN_STEP_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -74,17 +74,14 @@ struct step_comm {
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d);
 
-/* Free what step_run() allocated in r (its collective stats). */
+/* Free what step_run() allocated in r (its collective stats). r is
+ * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
 
 /* The result as the JSON object `llmsim run --json` prints. NULL when out
  * of memory. */
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
-
-/* The summary the results store keeps of r (its step_results row). */
-struct store_step;
-void step_store_summary(const struct step_result *r, struct store_step *out);
 
 /* A readable summary with units. */
 void step_print(FILE *out, const struct job_spec *j,

@@ -8,7 +8,6 @@
 #include <stdio.h>
 
 #include "base/units.h"
-#include "store/store.h"
 
 /* Add item under key to o, or free it: 1 if added. */
 static int add(struct cJSON *o, const char *key, struct cJSON *item)
@@ -134,20 +133,6 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 add(o, "simulation", sim_json(r));
 
 	return complete(o, ok);
-}
-
-void step_store_summary(const struct step_result *r, struct store_step *out)
-{
-	*out = (struct store_step){
-		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
-		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
-		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
-		.compute_s = r->part_s[EXEC_COMPUTE],
-		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
-		.bubble_s = r->part_s[EXEC_BUBBLE],
-		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
-		.other_s = r->part_s[EXEC_OTHER],
-	};
 }
 
 /* ---- text ---- */

@@ -12,8 +12,8 @@
  *
  * Depends on SQLite, cJSON, diag.h, mem.h.
  */
-#ifndef LLMSIM_STORE_H
-#define LLMSIM_STORE_H
+#ifndef LLMSIM_STORE_STORE_H
+#define LLMSIM_STORE_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>

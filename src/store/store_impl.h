@@ -6,8 +6,8 @@
  *
  * Depends on SQLite, store.h.
  */
-#ifndef LLMSIM_STORE_IMPL_H
-#define LLMSIM_STORE_IMPL_H
+#ifndef LLMSIM_STORE_STORE_IMPL_H
+#define LLMSIM_STORE_STORE_IMPL_H
 
 #include <sqlite3.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  *
  * Depends on nothing.
  */
-#ifndef LLMSIM_STORE_SCHEMA_H
-#define LLMSIM_STORE_SCHEMA_H
+#ifndef LLMSIM_STORE_STORE_SCHEMA_H
+#define LLMSIM_STORE_STORE_SCHEMA_H
 
 #include <stddef.h>
 

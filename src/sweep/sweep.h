@@ -47,8 +47,8 @@
  *
  * Depends on config (cnode.h, schema.h), base (mem.h, diag.h).
  */
-#ifndef LLMSIM_SWEEP_H
-#define LLMSIM_SWEEP_H
+#ifndef LLMSIM_SWEEP_SWEEP_H
+#define LLMSIM_SWEEP_SWEEP_H
 
 #include <stddef.h>
 #include <stdint.h>

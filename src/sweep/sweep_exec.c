@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "base/sha256.h"
 #include "config/cnode.h"
@@ -192,10 +193,24 @@ static enum sweep_outcome store_ran(struct sweep_ctx *c, struct point *p,
 	struct store_step step;
 	int dup = 0;
 
-	step_store_summary(p->r, &step);
+	sweep_step_row(p->r, &step);
 	if (store_put_point(c->st, &sp, &run, &step, &dup, d) < 0)
 		return SWEEP_FAILED;
 	return dup ? SWEEP_DUPLICATE : SWEEP_RAN;
+}
+
+void sweep_step_row(const struct step_result *r, struct store_step *out)
+{
+	*out = (struct store_step){
+		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
+		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
+		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
+		.compute_s = r->part_s[EXEC_COMPUTE],
+		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
+		.bubble_s = r->part_s[EXEC_BUBBLE],
+		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
+		.other_s = r->part_s[EXEC_OTHER],
+	};
 }
 
 enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/schema.h"

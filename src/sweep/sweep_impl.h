@@ -2,8 +2,8 @@
  * sweep_impl.h - what sweep_run.c (the worker pool) and sweep_exec.c
  * (one point) share. Private to src/sweep; not a contract.
  */
-#ifndef LLMSIM_SWEEP_IMPL_H
-#define LLMSIM_SWEEP_IMPL_H
+#ifndef LLMSIM_SWEEP_SWEEP_IMPL_H
+#define LLMSIM_SWEEP_SWEEP_IMPL_H
 
 #include <stdint.h>
 

@@ -19,6 +19,7 @@
 #endif
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "store/store.h"
 

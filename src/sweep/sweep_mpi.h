@@ -14,8 +14,8 @@
  *
  * Depends on sweep_run.h, store.h; MPI when LLMSIM_MPI.
  */
-#ifndef LLMSIM_SWEEP_MPI_H
-#define LLMSIM_SWEEP_MPI_H
+#ifndef LLMSIM_SWEEP_SWEEP_MPI_H
+#define LLMSIM_SWEEP_SWEEP_MPI_H
 
 #include "sweep_run.h"
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/cnode_impl.h"

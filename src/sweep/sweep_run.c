@@ -32,15 +32,12 @@
 #endif
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "store/store.h"
-
-const char *const sweep_outcome_names[SWEEP_OUTCOMES] = {
-	"ran", "invalid", "failed", "resumed", "duplicate",
-};
 
 /* Progress redraws at most this often on a terminal. */
 #define REDRAW_S 0.2

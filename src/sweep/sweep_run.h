@@ -21,8 +21,8 @@
  *
  * Depends on sweep.h, config, run (step), store.
  */
-#ifndef LLMSIM_SWEEP_RUN_H
-#define LLMSIM_SWEEP_RUN_H
+#ifndef LLMSIM_SWEEP_SWEEP_RUN_H
+#define LLMSIM_SWEEP_SWEEP_RUN_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -69,5 +69,11 @@ struct sweep_tally {
  */
 int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 	      struct sweep_tally *t, struct diag *d);
+
+/* The results store's row (step_results) of a simulated step: what a
+ * sweep point and `llmsim run` store. */
+struct step_result;
+struct store_step;
+void sweep_step_row(const struct step_result *r, struct store_step *out);
 
 #endif

@@ -13,9 +13,14 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "store/store.h"
+
+const char *const sweep_outcome_names[SWEEP_OUTCOMES] = {
+	"ran", "invalid", "failed", "resumed", "duplicate",
+};
 
 static const char *const dim_kinds[] = { "cases", "grid", "zip" };
 

@@ -21,7 +21,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "config/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

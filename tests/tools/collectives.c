@@ -26,6 +26,7 @@
 #include "config/cnode.h"
 #include "config/config.h"
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/spec_collectives.h"
@@ -83,8 +84,8 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	ranks = scalar(doc, "ranks");
 	algo = scalar(doc, "algorithm");
 	rows = cnode_get(doc, "rows");
-	r->op = op ? spec_name_index(coll_op_names, op) : -1;
-	r->algo = algo ? spec_name_index(coll_algo_names, algo) : -1;
+	r->op = op ? schema_name_index(coll_op_names, op) : -1;
+	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
 	if (algo && r->algo < 0) {
 		diag_error(d, path, 0, 0, "'algorithm': expected one of ring, "
 			   "tree, nvls, ..., got '%s'", algo);

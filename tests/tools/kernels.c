@@ -38,6 +38,7 @@
 #include "config/config.h"
 #include "base/diag.h"
 #include "gpu/gpu.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "base/units.h"
 

@@ -10,7 +10,7 @@
 #include "config/config.h"
 #include "base/diag.h"
 #include "gpu/gpu.h"
-#include "base/mem.h"
+#include "base/arena.h"
 
 /* The ten presets issue 2 asks for, sorted as config_list_presets
  * returns them. */

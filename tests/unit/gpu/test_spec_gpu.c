@@ -1,5 +1,5 @@
 /*
- * test_spec_gpu.c - the GPU schema's cross-field check (src/spec_gpu.c):
+ * test_spec_gpu.c - the GPU schema's cross-field check (src/config/spec_gpu.c):
  * defaults it derives and the errors it reports. Loading YAML is the
  * config loader's and is tested there; these call gpu_schema.check on
  * structs built here.

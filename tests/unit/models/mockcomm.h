@@ -9,7 +9,7 @@
 #define LLMSIM_TEST_MODELS_MOCKCOMM_H
 
 #include "base/coll.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "run/step.h"
 
 struct mockcomm {

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
 #include "engine/exec.h"
 #include "fixture.h"
 #include "mockcomm.h"

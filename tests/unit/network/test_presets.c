@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "base/diag.h"
-#include "base/mem.h"
+#include "base/arena.h"
 #include "network/link.h"
 #include "network/net.h"
 #include "network/pipe.h"

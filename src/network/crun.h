@@ -1,5 +1,6 @@
 /*
- * run.h - running a plan on the engine, and charging replica groups.
+ * crun.h - a collective's plan running on the engine (a crun), and
+ * charging replica groups.
  *
  * A run walks the plan's phases: wait the phase's latency, start its
  * flows together, and when the last one ends go on to the next phase;
@@ -10,8 +11,8 @@
  *
  * Depends on plan.h, pcache.h, flow.h, sim.h.
  */
-#ifndef LLMSIM_RUN_H
-#define LLMSIM_RUN_H
+#ifndef LLMSIM_NETWORK_CRUN_H
+#define LLMSIM_NETWORK_CRUN_H
 
 #include <stdint.h>
 
@@ -21,34 +22,34 @@
 
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
-struct run_set {
+struct crun_set {
 	struct crun *live;	/* doubly linked */
 };
 
 /* Free every run still in flight (their done() is never called). */
-void run_set_release(struct run_set *rs);
+void crun_set_release(struct crun_set *rs);
 
 /* How a run costs a plan. */
-enum run_view {
-	RUN_FULL,	/* everything: the kernels' pipelines (pipe.h) too */
-	RUN_LIBRARY	/* as the library's tuning model sees it: no pipeline costs */
+enum crun_view {
+	CRUN_FULL,	/* everything: the kernels' pipelines (pipe.h) too */
+	CRUN_LIBRARY	/* as the library's tuning model sees it: no pipeline costs */
 };
 
 /* Run cp (taking a reference for the run's life) on sim through fn,
  * its flow volumes multiplied by scale (the size for a per-byte plan),
  * costed as view says, keeping it in rs while in flight. Returns 0, or
  * -1 when out of memory (done is then never called). */
-int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, double scale, enum run_view view,
-	      void (*done)(void *token), void *token);
+int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, enum crun_view view,
+	       void (*done)(void *token), void *token);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links
  * between switches of plan p, whose group has group_gpus GPUs: every
- * coefficient on a leaf or aggregation uplink is multiplied (see run.c).
+ * coefficient on a leaf or aggregation uplink is multiplied (see crun.c).
  * Returns 0 or -1 when out of memory.
  */
-int run_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
-			uint32_t group_gpus);
+int crun_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
+			 uint32_t group_gpus);
 
 #endif

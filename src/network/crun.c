@@ -1,5 +1,5 @@
 /*
- * run.c - phases of flows on the engine, and replica charging.
+ * crun.c - phases of flows on the engine, and replica charging.
  *
  * Replica charging. A step program may simulate one of R identical
  * groups (coll_desc.replicas). The others are assumed to sit on other
@@ -23,21 +23,21 @@
  * the even one adaptive routing or spraying achieves; hash collisions
  * of static ECMP are not charged.)
  */
-#include "run.h"
+#include "crun.h"
 
 #include <stdlib.h>
 
 #include "base/mem.h"
 
 struct crun {
-	struct run_set *set;
+	struct crun_set *set;
 	struct crun *prev, *next;	/* in set->live */
 	struct sim *sim;
 	struct flownet *fn;
 	struct cplan *cp;
 	double scale;		/* flow volumes times this */
 	double size_B;		/* B, the collective's size (phases' pipelines); 0 = unknown */
-	int full;		/* cost the phases' pipelines (RUN_FULL) */
+	int full;		/* cost the phases' pipelines (CRUN_FULL) */
 	uint32_t phase;		/* current phase */
 	uint32_t pending;	/* its flows not yet done */
 	void (*done)(void *token);
@@ -77,18 +77,18 @@ static void finish(struct crun *r)
 	void *token = r->token;
 
 	unlink_run(r);
-	cplan_unref(r->cp);
+	pcache_plan_unref(r->cp);
 	mem_free(r);
 	done(token);
 }
 
-void run_set_release(struct run_set *rs)
+void crun_set_release(struct crun_set *rs)
 {
 	while (rs->live) {
 		struct crun *r = rs->live;
 
 		unlink_run(r);
-		cplan_unref(r->cp);
+		pcache_plan_unref(r->cp);
 		mem_free(r);
 	}
 }
@@ -149,9 +149,9 @@ static void start_flows(struct sim *sim, void *arg)
 		advance(r);
 }
 
-int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
-	      struct cplan *cp, double scale, enum run_view view,
-	      void (*done)(void *token), void *token)
+int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, enum crun_view view,
+	       void (*done)(void *token), void *token)
 {
 	struct crun *r = mem_calloc(1, sizeof(*r));
 	const struct plan *p = &cp->plan;
@@ -160,7 +160,7 @@ int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
 	if (!r)
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
-			    cp->per_byte ? scale : 0, view == RUN_FULL, 0, 0,
+			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
 			    done, token };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
@@ -173,7 +173,7 @@ int run_start(struct run_set *rs, struct sim *sim, struct flownet *fn,
 	if (rs->live)
 		rs->live->prev = r;
 	rs->live = r;
-	cplan_ref(cp);
+	pcache_plan_ref(cp);
 	return 0;
 }
 
@@ -217,8 +217,8 @@ static double clamp(double v, double lo, double hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-int run_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
-			uint32_t group_gpus)
+int crun_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
+			 uint32_t group_gpus)
 {
 	const struct topo_tree *tr = &t->tree;
 	double o = (double)R * group_gpus / t->gpus, d = tr->hosts_per_leaf;

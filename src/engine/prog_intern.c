@@ -1,5 +1,5 @@
 /*
- * exec_intern.c - one copy of each distinct thing a program repeats:
+ * prog_intern.c - one copy of each distinct thing a program repeats:
  * names (prog_intern), task descriptions, and collective member lists.
  *
  * A 10^6-task program says "gemm_fwd" and "tp group {8..15}" thousands of
@@ -10,12 +10,13 @@
  * grows alongside.
  */
 #include "exec_impl.h"
+#include "base/mem.h"
 
 #include <string.h>
 
 #define ITAB_FIRST 64	/* entries of a new table */
 
-void exec_itab_release(struct itab *t)
+void prog_itab_release(struct itab *t)
 {
 	mem_free(t->slot);
 	mem_free(t->hash);
@@ -145,7 +146,7 @@ static int info_same(const void *entries, uint32_t i, const void *key)
 	       a->layer == b->layer && a->microbatch == b->microbatch;
 }
 
-uint32_t exec_intern_info(struct prog *p, const struct task_info *in)
+uint32_t prog_intern_info(struct prog *p, const struct task_info *in)
 {
 	uint64_t x = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
 	uint32_t h, pos, i;
@@ -178,7 +179,7 @@ static int group_same(const void *entries, uint32_t i, const void *key)
 	return g[0] == k->n && memcmp(g + 1, k->ids, k->n * sizeof(*g)) == 0;
 }
 
-const uint32_t *exec_intern_group(struct prog *p, const uint32_t *ids,
+const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n)
 {
 	struct group_key k = { ids, n };

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "config_testutil.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
 

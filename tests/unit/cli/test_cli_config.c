@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "config_testutil.h"
+#include "../config/config_testutil.h"
 #include "base/mem.h"
 
 static void quiet(void)

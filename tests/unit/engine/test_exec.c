@@ -389,7 +389,7 @@ Test(exec, collective_cause_prefers_the_members_rank)
 
 Test(exec, worked_example_of_the_critical_path_rule)
 {
-	/* The example at the top of src/exec_path.c. */
+	/* The example at the top of src/engine/exec_path.c. */
 	struct prog *p = prog_new(2, 2);
 	/* 2e6 B / 1e12 B/s = 2 us for the transfer. */
 	struct mock m = mock_new(0, 1e12);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/schema.h"
 

@@ -1,5 +1,5 @@
 /*
- * exec_build.c - building a step program: tasks, collectives and edges
+ * prog.c - building a step program: tasks, collectives and edges
  * (layout in exec_impl.h), and the edges' CSR form for a run.
  *
  * Building never reports errors: an allocation failure marks the program
@@ -11,6 +11,7 @@
 #include "exec_impl.h"
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ struct prog *prog_new(uint32_t nranks, uint32_t nstreams)
 	return p;
 }
 
-void exec_drop_results(struct prog *p)
+void prog_drop_results(struct prog *p)
 {
 	if (!p->state && !p->coll_time && !p->critical)
 		return;
@@ -57,7 +58,7 @@ void prog_free(struct prog *p)
 {
 	if (!p)
 		return;
-	exec_drop_results(p);
+	prog_drop_results(p);
 	mem_free(p->task);
 	mem_free(p->info);
 	mem_free(p->lane_head);
@@ -66,9 +67,9 @@ void prog_free(struct prog *p)
 	mem_free(p->infos);
 	mem_free(p->strs);
 	mem_free(p->groups);
-	exec_itab_release(&p->info_tab);
-	exec_itab_release(&p->str_tab);
-	exec_itab_release(&p->group_tab);
+	prog_itab_release(&p->info_tab);
+	prog_itab_release(&p->str_tab);
+	prog_itab_release(&p->group_tab);
 	mem_free(p->colls);
 	mem_free(p->edge);
 	mem_free(p->succ_off);
@@ -155,10 +156,10 @@ static uint32_t prepare(struct prog *p, uint32_t n,
 		BUG("prog_task: task_info needs a name and a category");
 	if (p->failed)
 		return UINT32_MAX;
-	exec_drop_results(p);
+	prog_drop_results(p);
 	if (n > UINT32_MAX - 1 - p->ntasks || grow_tasks(p, p->ntasks + n))
 		goto oom;
-	ii = exec_intern_info(p, info);
+	ii = prog_intern_info(p, info);
 	if (ii == UINT32_MAX)
 		goto oom;
 	return ii;
@@ -190,7 +191,7 @@ static int copy_desc(struct prog *p, struct coll_desc *dst,
 	*dst = *c;
 	if (ngpus == 0 || !c->gpus)
 		BUG("prog_coll: a collective needs its GPU ids");
-	dst->gpus = exec_intern_group(p, c->gpus, c->ngpus);
+	dst->gpus = prog_intern_group(p, c->gpus, c->ngpus);
 	if (!dst->gpus)
 		return -1;
 	if (!c->a2a_B)
@@ -256,7 +257,7 @@ int prog_dep(struct prog *p, task_id before, task_id after)
 		return -1;
 	if (before >= p->ntasks || after >= p->ntasks)
 		BUG("prog_dep: unknown task");
-	exec_drop_results(p);
+	prog_drop_results(p);
 	if (p->nedges == p->capedges) {
 		ncap = next_cap(p->capedges, 1024);
 		if (ncap == 0 || regrow(&p->edge, 2 * sizeof(*p->edge), ncap)) {
@@ -287,7 +288,7 @@ static uint32_t csr_degree(const struct prog *p, task_id t)
 	return t < p->ncsr ? p->succ_off[t + 1] - p->succ_off[t] : 0;
 }
 
-int exec_build_csr(struct prog *p)
+int prog_build_csr(struct prog *p)
 {
 	uint32_t n = p->ntasks, t, e, total;
 	uint32_t *off, *succ;

@@ -14,6 +14,7 @@
 #include "config/cnode.h"
 #include "config/config.h"
 #include "config_testutil.h"
+#include "base/arena.h"
 #include "base/mem.h"
 #include "config/schema.h"
 

@@ -7,6 +7,7 @@
 
 #include "config/cnode.h"
 #include "config_testutil.h"
+#include "base/arena.h"
 #include "base/mem.h"
 
 

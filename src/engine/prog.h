@@ -1,0 +1,73 @@
+/*
+ * prog.h - a step program: what one training (or inference) step does on
+ * every simulated rank, as ordered streams of tasks with explicit
+ * dependencies, and collectives as one task on each member rank. Built
+ * by src/models, run by the executor (exec.h), which also reads each
+ * task's times back after the run.
+ *
+ * Depends on base/coll.h and libc.
+ */
+#ifndef LLMSIM_ENGINE_PROG_H
+#define LLMSIM_ENGINE_PROG_H
+
+#include <stdint.h>
+
+#include "base/coll.h"
+
+enum task_cat {
+	TASK_COMPUTE,		/* kernels: GEMMs, attention, elementwise */
+	TASK_COMM,		/* collectives and point-to-point transfers */
+	TASK_OPTIMIZER,		/* the optimizer step */
+	TASK_OTHER,		/* anything else (host work, fixed delays) */
+	TASK_CAT_COUNT
+};
+
+typedef uint32_t task_id;
+#define TASK_NONE UINT32_MAX
+
+/* What a task is, for traces and reports. name must outlive the program
+ * (a string literal, or interned with prog_intern()). */
+struct task_info {
+	const char *name;	/* "qkv_fwd", "tp_allreduce", ... */
+	enum task_cat cat;
+	int32_t layer;		/* -1 when not tied to a layer */
+	int32_t microbatch;	/* -1 when not tied to a microbatch */
+};
+
+struct prog;
+
+/* A program over nranks simulated ranks with nstreams streams each.
+ * NULL when out of memory. */
+struct prog *prog_new(uint32_t nranks, uint32_t nstreams);
+void prog_free(struct prog *p);
+
+/* Copy a string into the program's storage; NULL when out of memory. */
+const char *prog_intern(struct prog *p, const char *s);
+
+/* Name a stream for traces ("compute", "comm"); stream < nstreams. */
+void prog_name_stream(struct prog *p, uint32_t stream, const char *name);
+
+/* Append a task of fixed duration dur_s >= 0 to (rank, stream). Returns
+ * its id, or TASK_NONE when out of memory (the program is then failed and
+ * exec_run() returns -1). */
+task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
+		  double dur_s, const struct task_info *info);
+
+/*
+ * Append a collective over the simulated ranks ranks[0..n-1]: one task on
+ * `stream` of each. *c is copied (with its gpus and a2a_B arrays) into
+ * the program. The member task on ranks[i] is first + i. Returns the
+ * first member's id, or TASK_NONE when out of memory.
+ */
+task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
+		  uint32_t stream, const struct coll_desc *c,
+		  const struct task_info *info);
+
+/* `after` may not start until `before` has finished. Returns 0, or -1
+ * when out of memory. */
+int prog_dep(struct prog *p, task_id before, task_id after);
+
+uint32_t prog_ranks(const struct prog *p);
+uint32_t prog_tasks(const struct prog *p);
+
+#endif
