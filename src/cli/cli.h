@@ -10,6 +10,7 @@
  *   0  success
  *   1  runtime failure (I/O, database, out of memory, simulation failed)
  *   2  bad input or usage (diagnostics on stderr)
+ *   3  `run --require-fit`: the job does not fit in GPU memory
  *
  * This is the application layer: it may use every module.
  */
@@ -29,7 +30,8 @@ struct store_step;
 enum {
 	CLI_OK = 0,
 	CLI_FAIL = 1,
-	CLI_USAGE = 2
+	CLI_USAGE = 2,
+	CLI_NO_FIT = 3		/* run --require-fit: does not fit in memory */
 };
 
 struct cli_command {

@@ -70,9 +70,18 @@ enum exec_part {
  * "optimizer_s", "other_s". */
 extern const char *const exec_part_keys[EXEC_PART_COUNT];
 
+/* Streams told apart in exec_result.exposed_by_stream_s; later streams
+ * count in the last slot. */
+#define EXEC_MAX_STREAMS 16
+
 struct exec_result {
 	double step_s;				/* s, end of the last task */
 	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
+	double exposed_by_stream_s[EXEC_MAX_STREAMS];
+						/* s, part_s[EXEC_EXPOSED_COMM]
+						 * by the stream of the
+						 * communication task on the
+						 * path (sums to it) */
 	uint32_t final_rank;			/* rank of the last task */
 	uint64_t events;			/* engine events executed */
 };
@@ -93,6 +102,9 @@ const struct task_info *exec_task_info(const struct prog *p, task_id t);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
+/* The stream a task is on, and a stream's name (NULL if unnamed). */
+uint32_t exec_task_stream(const struct prog *p, task_id t);
+const char *exec_stream_name(const struct prog *p, uint32_t stream);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
 

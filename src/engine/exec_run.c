@@ -650,6 +650,18 @@ const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
 	return k == UINT32_MAX ? NULL : &p->colls[k].desc;
 }
 
+uint32_t exec_task_stream(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return p->task[t].lane % p->nstreams;
+}
+
+const char *exec_stream_name(const struct prog *p, uint32_t stream)
+{
+	return stream < p->nstreams ? p->stream_name[stream] : NULL;
+}
+
 int exec_task_critical(const struct prog *p, task_id t)
 {
 	check_ran(p, t);

@@ -143,7 +143,8 @@ static int info_same(const void *entries, uint32_t i, const void *key)
 	const struct task_info *b = key;
 
 	return a->name == b->name && a->cat == b->cat &&
-	       a->layer == b->layer && a->microbatch == b->microbatch;
+	       a->layer == b->layer && a->microbatch == b->microbatch &&
+	       a->phase == b->phase;
 }
 
 uint32_t prog_intern_info(struct prog *p, const struct task_info *in)
@@ -153,7 +154,7 @@ uint32_t prog_intern_info(struct prog *p, const struct task_info *in)
 
 	x ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
 	x ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
-	x ^= (uint64_t)in->cat;
+	x ^= (uint64_t)in->cat ^ (uint64_t)in->phase << 8;
 	h = (uint32_t)(x ^ x >> 29 ^ x >> 47);
 	if (reserve(&p->info_tab, &p->infos, sizeof(*p->infos)) != 0)
 		return UINT32_MAX;

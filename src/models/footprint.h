@@ -93,4 +93,10 @@ double footprint_rank_act_B(const struct job_spec *j,
 int footprint_job(const struct job_spec *j, double usable_B,
 		  struct footprint *out);
 
+/* footprint_job(), and the footprint of every pipeline rank r < nstages
+ * in stages[r] (each against usable_B, its rank in .rank). */
+int footprint_job_stages(const struct job_spec *j, double usable_B,
+			 struct footprint *out, struct footprint *stages,
+			 int64_t nstages);
+
 #endif

@@ -185,7 +185,10 @@ static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
 	for (a = 0; a < sp->nacts; a++) {
 		struct sched_action act = sp->acts[a];
 		int64_t vs = train_vs(t, s, act.chunk);
-		struct task_info info = { .microbatch = (int32_t)act.mb };
+		struct task_info info = {
+			.microbatch = (int32_t)act.mb,
+			.phase = act.bwd ? TASK_PHASE_BWD : TASK_PHASE_FWD,
+		};
 
 		for (k = 0; k < n; k++) {
 			in[k] = TASK_NONE;

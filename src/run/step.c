@@ -99,6 +99,49 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 	return 0;
 }
 
+const char *const step_dim_names[STEP_DIM_COUNT] = {
+	"tp", "cp", "ep", "pp", "dp", "other",
+};
+
+/* The dimension of a stream from its name's prefix. */
+static enum step_dim dim_of(const char *stream)
+{
+	static const char *const prefix[STEP_DIM_OTHER] = {
+		"tp", "cp", "ep", "pp", "dp",
+	};
+	int i;
+
+	for (i = 0; stream && i < STEP_DIM_OTHER; i++)
+		if (strncmp(stream, prefix[i], 2) == 0)
+			return (enum step_dim)i;
+	return STEP_DIM_OTHER;
+}
+
+/* Exposed communication by dimension, and the final rank's compute by
+ * pass (its compute stream runs one task at a time, so the durations
+ * add up to its compute time). */
+static void splits(const struct prog *p, const struct exec_result *er,
+		   struct step_result *out)
+{
+	uint32_t s, t, n = prog_tasks(p);
+
+	for (s = 0; s < EXEC_MAX_STREAMS; s++)
+		out->exposed_dim_s[dim_of(exec_stream_name(p, s))] +=
+			er->exposed_by_stream_s[s];
+	for (t = 0; t < n; t++) {
+		const struct task_info *ti = exec_task_info(p, t);
+		double d;
+
+		if (ti->cat != TASK_COMPUTE || exec_task_rank(p, t) != er->final_rank)
+			continue;
+		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		if (ti->phase == TASK_PHASE_BWD)
+			out->backward_s += d;
+		else
+			out->forward_s += d;
+	}
+}
+
 static void rates(const struct job_spec *j, struct step_result *out)
 {
 	const struct gpu_spec *g = j->system->gpu;
@@ -158,6 +201,7 @@ static int simulate(const struct job_spec *j, struct prog *p,
 
 	out->step_s = er.step_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
+	splits(p, &er, out);
 	out->events = er.events;
 	out->tasks = prog_tasks(p);
 	rc = 0;
@@ -186,7 +230,10 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	if (rc != 0)
 		goto out;
 	rc = -1;
-	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
+	out->nstages = j->parallelism.pp < STEP_MAX_STAGES ?
+		j->parallelism.pp : STEP_MAX_STAGES;
+	if (footprint_job_stages(j, gpu_usable_memory_B(j->system->gpu),
+				 &out->mem, out->stage_mem, out->nstages) != 0 ||
 	    coll_stats(p, out) != 0) {
 		diag_oom(d);
 		goto out;

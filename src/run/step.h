@@ -24,6 +24,24 @@ struct sim;
 /* Collectives the readable summary lists (step_print); the result and
  * its JSON keep every one. */
 #define STEP_TOP_COLLS 8
+/* Pipeline stages whose memory a result keeps (pp up to this). */
+#define STEP_MAX_STAGES 256
+
+/* The parallel dimensions exposed communication is split by: the stream
+ * a collective runs on names it (tp, cp, ep, pp_*, dp*); OTHER is any
+ * other stream. */
+enum step_dim {
+	STEP_DIM_TP,
+	STEP_DIM_CP,
+	STEP_DIM_EP,
+	STEP_DIM_PP,
+	STEP_DIM_DP,
+	STEP_DIM_OTHER,
+	STEP_DIM_COUNT
+};
+
+/* "tp", "cp", "ep", "pp", "dp", "other". */
+extern const char *const step_dim_names[STEP_DIM_COUNT];
 
 /* One kind of collective over the step (one simulated group's view). */
 struct step_coll_stat {
@@ -44,9 +62,19 @@ struct step_result {
 	double hw_tflops_per_gpu;	/* TFLOP/s executed per GPU (recompute included) */
 	double peak_flops;		/* FLOP/s, the dtype's dense peak per GPU */
 	double part_s[EXEC_PART_COUNT];	/* s, the step split (sums to step_s) */
+	double forward_s;		/* s, the final rank's forward compute */
+	double backward_s;		/* s, its backward compute (recomputation
+					 * included); forward_s + backward_s =
+					 * part_s[EXEC_COMPUTE] */
+	double exposed_dim_s[STEP_DIM_COUNT];	/* s, exposed communication by
+					 * dimension (sums to
+					 * part_s[EXEC_EXPOSED_COMM]) */
 	int64_t gpus;			/* GPUs of the job */
 	struct train_plan plan;		/* microbatches, tokens, FLOPs, layout */
 	struct footprint mem;		/* per GPU, worst pipeline rank */
+	struct footprint stage_mem[STEP_MAX_STAGES];	/* per GPU, each
+					 * pipeline rank (the first nstages) */
+	int64_t nstages;		/* entries of stage_mem: min(pp, max) */
 	struct step_coll_stat *colls;	/* every kind, longest first (heap;
 					 * step_result_release frees it) */
 	uint32_t ncolls;		/* entries of colls */
@@ -77,6 +105,10 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 /* Free what step_run() allocated in r (its collective stats). r is
  * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
+
+/* The version of the --json object's layout, printed as its
+ * schema_version (docs/cli-output.md documents every field). */
+#define STEP_JSON_SCHEMA 2
 
 /* The result as the JSON object `llmsim run --json` prints. NULL when out
  * of memory. */

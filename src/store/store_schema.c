@@ -183,7 +183,14 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
 	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
 	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes\n"
+	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
+	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
+	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
 	  "FROM runs r JOIN step_results s ON s.run_id = r.id;\n"
 	  "CREATE VIEW v_sweep_points AS\n"
 	  "SELECT w.name AS sweep, p.sweep_id, p.idx, p.status, p.reason,\n"
@@ -233,7 +240,14 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
 	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
 	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes\n"
+	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
+	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
+	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
 	  "FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id\n"
 	  "  LEFT JOIN runs r ON r.id = p.run_id\n"
 	  "  LEFT JOIN step_results s ON s.run_id = p.run_id;\n"
@@ -307,6 +321,13 @@ const struct store_run_col store_run_cols[] = {
 	{ "optimizer_bytes", "json_extract(r.result_json, '$.memory.optimizer_bytes')" },
 	{ "activations_bytes", "json_extract(r.result_json, '$.memory.activations_bytes')" },
 	{ "workspace_bytes", "json_extract(r.result_json, '$.memory.workspace_bytes')" },
+	{ "forward_s", "json_extract(r.result_json, '$.phases.forward_s')" },
+	{ "backward_s", "json_extract(r.result_json, '$.phases.backward_s')" },
+	{ "exposed_tp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s')" },
+	{ "exposed_cp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s')" },
+	{ "exposed_ep_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s')" },
+	{ "exposed_pp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s')" },
+	{ "exposed_dp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s')" },
 };
 
 const size_t store_nrun_cols =

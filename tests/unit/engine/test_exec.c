@@ -76,7 +76,7 @@ static long long ns(double s)
 
 static struct task_info info(const char *name, enum task_cat cat)
 {
-	return (struct task_info){ name, cat, -1, -1 };
+	return (struct task_info){ name, cat, -1, -1, TASK_PHASE_NONE };
 }
 
 /* A task of us microseconds. */
@@ -862,7 +862,7 @@ Test(exec, trace_is_chrome_json)
 	struct prog *p = prog_new(2, 2);
 	struct mock m = mock_new(0, 1e12);
 	uint32_t ranks[2] = { 0, 1 };
-	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1 };
+	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1, TASK_PHASE_FWD };
 	size_t len;
 	char *txt;
 	cJSON *root, *ev, *e;
@@ -950,7 +950,7 @@ static struct prog *build_small(void)
 	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 1e6, .gpus = ranks,
 			       .ngpus = 3, .a2a_B = a2a, .algo = -1,
 			       .proto = -1 };
-	struct task_info in = { NULL, TASK_COMM, 0, 0 };
+	struct task_info in = { NULL, TASK_COMM, 0, 0, TASK_PHASE_NONE };
 	task_id w[3], x;
 	uint32_t i;
 
