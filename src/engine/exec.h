@@ -108,15 +108,35 @@ const char *exec_stream_name(const struct prog *p, uint32_t stream);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
 
+/* Series of a counter track in a trace (memory per rank over time). */
+#define EXEC_COUNTER_SERIES 2
+
+struct exec_counter {
+	uint32_t rank;				/* simulated rank (pid) */
+	double t_s;				/* s, when the values take effect */
+	double value[EXEC_COUNTER_SERIES];	/* in the track's unit */
+};
+
+struct exec_counters {
+	const char *name;			/* "memory per GPU (GB)" */
+	const char *series[EXEC_COUNTER_SERIES];	/* names; NULL: unused */
+	const struct exec_counter *v;		/* points, any order */
+	size_t n;
+};
+
 /*
  * Write the executed program as Chrome trace-event JSON (opens in
  * Perfetto): one process per simulated rank, one thread per stream, one
- * complete event per task. rank_label(rank, buf, len, arg) may name ranks
- * ("pp3 tp0 dp0"); NULL for "rank N". Returns 0 or -1 on a write error.
+ * complete event per task inside enclosing slices for each microbatch's
+ * forward or backward pass and each layer, flow arrows along the
+ * dependencies between streams and along the critical path, and the
+ * counter points of counters (may be NULL). rank_label(rank, buf, len,
+ * arg) may name ranks ("pp3 tp0 dp0"); NULL for "rank N". Returns 0 or -1
+ * on a write error. (exec_trace.c documents the events.)
  */
 int exec_write_trace(const struct prog *p, FILE *out,
 		     void (*rank_label)(uint32_t rank, char *buf, size_t len,
 					void *arg),
-		     void *arg);
+		     void *arg, const struct exec_counters *counters);
 
 #endif

@@ -264,6 +264,13 @@ static double stage_act_B(const struct job_spec *j,
 	return b;
 }
 
+double footprint_stage_act_B(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t vs)
+{
+	return stage_act_B(j, d, split, vs);
+}
+
 double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
 			    int64_t rank, struct sched_action *scratch)

@@ -239,10 +239,10 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 		goto out;
 	}
 	rates(j, out);
-	if (trace && exec_write_trace(p, trace, train_rank_label,
-				      &out->plan.lay) != 0) {
-		diag_error(d, NULL, 0, 0, "could not write the trace");
-		goto out;
+	if (trace) {
+		rc = step_write_trace(j, p, out, trace, d);
+		if (rc != 0)
+			goto out;
 	}
 	rc = 0;
 out:

@@ -115,6 +115,19 @@ void step_result_release(struct step_result *r);
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
 
+/*
+ * Write the trace of program p, which step_run() built and ran for job j
+ * with result r: the engine's events (exec_write_trace) and a counter
+ * track per simulated rank of its memory per GPU over the step (weights,
+ * gradients, optimizer states and workspace, and the activations each
+ * microbatch keeps from the end of its forward to the end of its
+ * backward, as the footprint model counts them). 0, or -1 after
+ * reporting (a write error, out of memory).
+ */
+struct prog;
+int step_write_trace(const struct job_spec *j, const struct prog *p,
+		     const struct step_result *r, FILE *out, struct diag *d);
+
 /* A readable summary with units. */
 void step_print(FILE *out, const struct job_spec *j,
 		const struct step_result *r);

@@ -846,7 +846,7 @@ static char *trace_of(struct prog *p, size_t *len,
 	FILE *f = open_memstream(&buf, len);
 
 	cr_assert_not_null(f);
-	cr_assert_eq(exec_write_trace(p, f, label, NULL), 0);
+	cr_assert_eq(exec_write_trace(p, f, label, NULL, NULL), 0);
 	fclose(f);
 	return buf;
 }
@@ -884,8 +884,14 @@ Test(exec, trace_is_chrome_json)
 		if (strcmp(ph, "X") == 0)
 			nx++;
 	}
-	/* One complete event per task: 1 + 2 all-reduce members. */
-	cr_assert_eq(nx, 3);
+	/* One complete event per task: 1 + 2 all-reduce members; and around
+	 * qkv_fwd (phase forward, microbatch 1, layer 3) its pass and layer
+	 * slices, spanning exactly it: 5. */
+	cr_assert_eq(nx, 5);
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,\"name\":"
+			      "\"forward mb 1\",\"cat\":\"pass\""), "%s", txt);
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,\"name\":"
+			      "\"layer 3\",\"cat\":\"layer\""), "%s", txt);
 	/* 1.501 us keeps its last ns; the 2e6 B all-reduce takes 2 us. */
 	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,"
 			      "\"name\":\"qkv_fwd\""), "%s", txt);
@@ -909,7 +915,7 @@ Test(exec, trace_write_error_is_reported)
 	task(p, 0, 0, 1, "a", TASK_COMPUTE);
 	run(p, &m);
 	/* Every write to /dev/full fails with ENOSPC. */
-	cr_assert_eq(exec_write_trace(p, full, NULL, NULL), -1);
+	cr_assert_eq(exec_write_trace(p, full, NULL, NULL, NULL), -1);
 	fclose(full);
 	prog_free(p);
 }
