@@ -128,22 +128,33 @@ run: $(BIN)
 # Criterion runs each test in a worker process and ignores how it exits,
 # so a leak LeakSanitizer reports when a worker ends would pass unnoticed:
 # keep the workers' stderr and fail on any sanitizer report in it.
-RUN_UNIT = $(UNIT) --jobs 2 2>$(BUILD)/unit.log; rc=$$?; cat $(BUILD)/unit.log >&2; \
+# Quiet on success: the log (which holds the messages of the tests that
+# expect a BUG or an error) is shown only when something failed; a pass
+# prints Criterion's one-line synthesis.
+RUN_UNIT = $(UNIT) --jobs 2 2>$(BUILD)/unit.log; rc=$$?; \
 	if grep -q 'Sanitizer\|runtime error:' $(BUILD)/unit.log; then \
-		echo "unit tests: sanitizer report above" >&2; exit 1; fi; exit $$rc
+		cat $(BUILD)/unit.log >&2; \
+		echo "unit tests: sanitizer report above" >&2; exit 1; fi; \
+	if [ $$rc -ne 0 ]; then cat $(BUILD)/unit.log >&2; \
+	else grep 'Synthesis' $(BUILD)/unit.log | sed 's/^\[====\] /unit tests: /' >&2; fi; \
+	exit $$rc
 
 unit: $(UNIT)
 	@$(RUN_UNIT)
 
-# Every test: unit tests, then the tests that drive the real binary.
+# Every test: unit tests, then the tests that drive the real binary. Quiet
+# on success: a failing script's output is shown, a passing one's only
+# where it says it SKIPPED something.
 test: $(BIN) $(UNIT) $(TOOL_BIN)
 	@$(RUN_UNIT)
-	@for t in tests/*.sh; do \
+	@n=0; for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
-		echo "== $$t"; \
-		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$t" || exit 1; \
-	done
-	@echo "all tests passed"
+		if ! LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$t" \
+			>$(BUILD)/test.log 2>&1; then \
+			cat $(BUILD)/test.log; echo "FAILED: $$t"; exit 1; \
+		fi; \
+		grep 'SKIPPED' $(BUILD)/test.log || true; n=$$((n + 1)); \
+	done; echo "all tests passed ($$n test scripts)"
 
 check:
 	$(MAKE) BUILD=build/asan SAN=1 test
