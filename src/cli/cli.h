@@ -91,6 +91,10 @@ int cli_sweep(int argc, char **argv, const char *argv0);
 int cli_db(int argc, char **argv, const char *argv0);
 int cli_report(int argc, char **argv, const char *argv0);
 
+/* `config import-megatron` (cli_megatron.c); argv[0] is its name. */
+struct config_ctx;
+int cli_import_megatron(struct config_ctx *cx, int argc, char **argv);
+
 /* A result to store with cli_store(). */
 struct cli_result {
 	const char *command;			/* "run", "collective" */

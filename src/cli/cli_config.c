@@ -210,9 +210,11 @@ static int dispatch(struct config_ctx *cx, int argc, char **argv)
 		return list(cx, argc, argv);
 	if (strcmp(argv[1], "help") == 0)
 		return help(argc, argv);
+	if (strcmp(argv[1], "import-megatron") == 0)
+		return cli_import_megatron(cx, argc - 1, argv + 1);
 	if (strcmp(argv[1], "show") != 0)
 		return cli_usage_error("config", "unknown config command '%s' "
-				       "(show, list, help)", argv[1]);
+				       "(show, list, help, import-megatron)", argv[1]);
 	memset(&o, 0, sizeof(o));
 	o.sets = arena_alloc(cx->arena, (size_t)argc * sizeof(*o.sets));
 	if (!o.sets) {

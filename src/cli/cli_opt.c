@@ -58,7 +58,12 @@ int cli_getopt(int argc, char **argv, const char *shortopts,
 
 	/* A leading ':' makes a missing value ':' rather than '?'. GNU
 	 * getopt permutes argv, so operands end up after the options. */
-	snprintf(opts, sizeof(opts), ":%s", shortopts);
+	/* ('+' or '-' must come first of all, then ':') */
+	if (shortopts[0] == '+' || shortopts[0] == '-')
+		snprintf(opts, sizeof(opts), "%c:%s", shortopts[0],
+			 shortopts + 1);
+	else
+		snprintf(opts, sizeof(opts), ":%s", shortopts);
 	c = getopt_long(argc, argv, opts, longopts, NULL);
 	if (c == ':') {
 		cli_usage_error(cmd, "'%s' needs a value", argv[optind - 1]);
