@@ -13,19 +13,27 @@
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
 	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
-	  "                 [--db PATH] [--no-store] [--full]\n"
+	  "                 [--db PATH] [--no-store] [--full] [--require-fit]\n"
 	  "\n"
-	  "Resolve the job (model, system, layout) and simulate one step.\n"
+	  "Resolve the job (model, system, layout) and simulate one step. JOB\n"
+	  "is a file, a job preset, or - for standard input. The summary has\n"
+	  "the step time, its critical-path breakdown, compute by pass\n"
+	  "(forward, backward, optimizer), exposed communication by parallel\n"
+	  "dimension, and memory per GPU for every pipeline stage; it starts\n"
+	  "with DOES NOT FIT when the job does not fit in memory.\n"
 	  "\n"
 	  "  --set key=value  override any job field after references are\n"
 	  "                   resolved (e.g. --set system.nodes=64)\n"
 	  "  --json           print one JSON object instead of a summary\n"
+	  "                   (docs/cli-output.md documents every field)\n"
 	  "  --trace FILE     write the simulated step as a Chrome trace\n"
-	  "                   (opens in Perfetto)\n"
+	  "                   (opens in Perfetto); - for standard output\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the result\n"
 	  "  --full           simulate every GPU instead of one per group of\n"
-	  "                   identical TP/DP peers (slow at scale)\n",
+	  "                   identical TP/DP peers (slow at scale)\n"
+	  "  --require-fit    exit with status 3 when the job does not fit in\n"
+	  "                   GPU memory (for CI gates)\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"
@@ -59,27 +67,32 @@ static const struct cli_command commands[] = {
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
-	  "                        [--dtype T] [--algo A] [--proto P]\n"
-	  "                        [--set key=value]... [--json | --csv] [--db PATH]\n"
-	  "                        [--no-store]\n"
+	  "                        [--dtype T] [--redop R] [--root N]\n"
+	  "                        [--algo A] [--proto P] [--set key=value]...\n"
+	  "                        [--json | --csv] [--db PATH] [--no-store]\n"
 	  "\n"
 	  "Predict one collective on an idle system over a range of sizes and\n"
-	  "print it as rccl-tests / nccl-tests do (size, count, type, time,\n"
-	  "algbw, busbw) with the algorithm and protocol chosen.\n"
+	  "print it as rccl-tests / nccl-tests do (size, count, type, redop,\n"
+	  "root, then time, algbw, busbw for out-of-place and in-place) with\n"
+	  "the algorithm and protocol chosen.\n"
 	  "\n"
 	  "  --system SYSTEM  system preset or file (configs/systems)\n"
 	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
 	  "                   broadcast, reduce, sendrecv\n"
-	  "  --ranks N        GPUs 0..N-1, filling node 0 first\n"
-	  "  --min, --max     sizes as rccl-tests takes them: bytes or K/M/G\n"
-	  "                   (2^10, 2^20, 2^30); default 32M\n"
-	  "  --step-factor F  multiply the size by F each row (default 2)\n"
-	  "  --dtype T        float (default), half, bfloat16, double, int8, ...\n"
+	  "  -g, --ranks N    GPUs 0..N-1, filling node 0 first (--ngpus)\n"
+	  "  -b, --min SIZE   smallest size as rccl-tests takes it: bytes or\n"
+	  "                   K/M/G (2^10, 2^20, 2^30); default 32M (--minbytes)\n"
+	  "  -e, --max SIZE   largest size (--maxbytes)\n"
+	  "  -f, --step-factor F  multiply the size by F each row (default 2)\n"
+	  "  -d, --dtype T    float (default), half, bfloat16, double, int8, ...\n"
+	  "                   or bf16, fp16, fp32 (--datatype)\n"
+	  "  -o, --redop R    sum (default), prod, min, max, avg\n"
+	  "  -r, --root N     root rank of broadcast and reduce (default 0)\n"
 	  "  --algo A         ring, tree, direct, rhd, hierarchical, nvls,\n"
 	  "                   pairwise, p2p (default: the library's choice)\n"
 	  "  --proto P        ll, ll128, simple (default: the library's choice)\n"
 	  "  --set key=value  override a system field (--set system.nodes=2)\n"
-	  "  --json, --csv    print JSON (an array of rows) or CSV\n"
+	  "  --json, --csv    print JSON (an object around the rows) or CSV\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the results\n",
 	  cli_collective, NULL },
@@ -189,7 +202,10 @@ static void print_help(FILE *out)
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-11s %s%s\n", commands[i].name,
 			commands[i].summary, commands[i].fn ? "" : " (reserved)");
-	fputs("\nExit status: 0 success, 1 runtime failure, 2 bad input or usage.\n",
+	fputs("\nExit status: 0 success, 1 runtime failure, 2 bad input or usage,\n"
+	      "3 (run --require-fit) the job does not fit in GPU memory.\n"
+	      "'llmsim help --man' and 'llmsim help --bash-completion' print the\n"
+	      "man page and the bash completion (make install installs them).\n",
 	      out);
 }
 
@@ -203,6 +219,11 @@ int cli_main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
+		/* `make man`: the page and the completion from this registry */
+		if (argc > 2 && strcmp(argv[2], "--man") == 0)
+			return cli_doc_man(stdout, commands, NCOMMANDS);
+		if (argc > 2 && strcmp(argv[2], "--bash-completion") == 0)
+			return cli_doc_completion(stdout, commands, NCOMMANDS);
 		if (argc > 2 && (c = cli_command(argv[2])) != NULL) {
 			cli_print_usage(stdout, c);
 			return CLI_OK;

@@ -83,6 +83,11 @@ void cli_getopt_reset(void);
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The man page and the bash completion of the n commands cmds
+ * (cli_doc.c). CLI_OK, or CLI_FAIL on a write error. */
+int cli_doc_man(FILE *out, const struct cli_command *cmds, size_t n);
+int cli_doc_completion(FILE *out, const struct cli_command *cmds, size_t n);
+
 /* Commands, one per file. */
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
@@ -120,6 +125,17 @@ struct cli_result {
  */
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d);
+
+/*
+ * The default results database (free with mem_free; NULL when out of
+ * memory): DATA_ROOT/results/llmsim.db in a checkout, results/llmsim.db
+ * under the current directory for an installed llmsim (its data root,
+ * PREFIX/share/llmsim, is not the user's to write).
+ */
+char *cli_default_db(const char *data_root);
+/* The same, in the arena. */
+struct arena;
+const char *cli_default_db_in(struct arena *a, const char *data_root);
 
 /* The version string ("0.1.0" plus the git revision when built in a
  * checkout). */

@@ -54,7 +54,7 @@ static struct store *open_existing(const char *db, struct arena *a,
 
 	if (!db) {
 		root = config_data_root(a, argv0);
-		db = root ? arena_printf(a, "%s/results/llmsim.db", root) : NULL;
+		db = root ? cli_default_db_in(a, root) : NULL;
 		if (!db) {
 			diag_oom(d);
 			return NULL;

@@ -1,7 +1,7 @@
 /*
  * cli_report.c - `llmsim report [--db PATH] [-o FILE]`: the results
  * database as one self-contained HTML page of plots (report.h), by
- * default results/report.html next to the default database; "-o -"
+ * default report.html next to the default database; "-o -"
  * writes it to standard output.
  *
  * The page is written to FILE.tmp and renamed over FILE when complete,
@@ -96,11 +96,16 @@ int cli_report(int argc, char **argv, const char *argv0)
 	diag_init(&d, stderr);
 	rc = CLI_FAIL;
 	root = config_data_root(&a, argv0);
+	if (!out) {	/* next to the default database */
+		const char *def = root ? cli_default_db_in(&a, root) : NULL;
+		const char *slash = def ? strrchr(def, '/') : NULL;
+
+		out = def ? arena_printf(&a, "%.*sreport.html",
+					 slash ? (int)(slash - def) + 1 : 0, def)
+			  : NULL;
+	}
 	if (!db)
-		db = root ? arena_printf(&a, "%s/results/llmsim.db", root) : NULL;
-	if (!out)
-		out = root ? arena_printf(&a, "%s/results/report.html", root)
-			   : NULL;
+		db = root ? cli_default_db_in(&a, root) : NULL;
 	if (!db || !out) {
 		diag_oom(&d);
 		goto done;

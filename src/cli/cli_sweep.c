@@ -166,7 +166,7 @@ static int list_points(const struct sweep *sw, const struct sweep_cli *o,
 static const char *db_path(struct arena *a, const struct sweep_cli *o,
 			   const char *root)
 {
-	return o->db ? o->db : arena_printf(a, "%s/results/llmsim.db", root);
+	return o->db ? o->db : cli_default_db_in(a, root);
 }
 
 int cli_sweep(int argc, char **argv, const char *argv0)

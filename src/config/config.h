@@ -29,7 +29,9 @@
  * The data root (where configs/ and workloads/ are) is $LLMSIM_DATA if
  * set, else the nearest directory up to three levels above the running
  * binary's that holds configs/ (build/llmsim and build/asan/llmsim both
- * find the checkout), else the current directory.
+ * find the checkout) or share/llmsim/configs (an installed llmsim:
+ * PREFIX/bin/llmsim finds PREFIX/share/llmsim), else the current
+ * directory.
  *
  * Out of memory anywhere is reported as "out of memory" and counted in
  * diag.oom, so a caller can exit 1 rather than 2.
