@@ -74,8 +74,16 @@ extern const char *const exec_part_keys[EXEC_PART_COUNT];
  * count in the last slot. */
 #define EXEC_MAX_STREAMS 16
 
+/* E[max] and Var[max] of n independent standard normals (e(1) = 0,
+ * v(1) = 1), by quadrature (exec_jitter.c). */
+double exec_emax(double n);
+double exec_vmax(double n);
+
 struct exec_result {
-	double step_s;				/* s, end of the last task */
+	double step_s;				/* s, end of the last task: the
+						 * mean with variability */
+	double step_sd_s;			/* s, step-to-step standard deviation
+						 * from per-op variability (0 without) */
 	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
 	double exposed_by_stream_s[EXEC_MAX_STREAMS];
 						/* s, part_s[EXEC_EXPOSED_COMM]
