@@ -60,6 +60,9 @@ done
 HTML=$OUTDIR/report.html
 
 # ---- static checks ----------------------------------------------------
+# Deterministic: the same database gives the same bytes.
+"$LLMSIM" report --db "$DB" -o "$T/again.html" 2>/dev/null || fail "second report"
+cmp -s "$HTML" "$T/again.html" || fail "two reports of one database differ"
 # One file that loads nothing: no src= or href= attribute, no url(), and
 # no http(s) address but SVG's namespace name (an identifier, never
 # fetched).
