@@ -168,7 +168,8 @@ static int coll_plot(struct rep *R, const struct group *g, int measured)
 			       "'measured %s %d ranks: %.0f B, %.4g us, busbw "
 			       "%.4g GB/s', op, ranks, size_B, time_us, "
 			       "busbw_GBps) FROM v_measurements WHERE "
-			       "system = ?1 AND op = ?2 AND ranks = ?3 AND "
+			       "system = ?1 AND op = ?2 AND ranks = CAST(?3 AS "
+			       "INTEGER) AND "
 			       "type = ?4 ORDER BY size_B", p, 4, add_xy,
 			       &meas) != 0)
 		return -1;

@@ -148,14 +148,25 @@ void rep_heading(struct rep *R, const char *h, const char *para)
 
 /* ---- plots of runs -------------------------------------------------- */
 
+/* Row labels fit the left margin (330 px at about 6 px a character):
+ * longer ones keep their start and end with "...". */
+#define ROW_LABEL_MAX 52
+
 static const char *const *row_labels(struct rep *R, const struct rep_run *runs,
 				     size_t n)
 {
 	const char **l = arena_alloc(R->a, (n + 1) * sizeof(*l));
 	size_t i;
 
-	for (i = 0; l && i < n; i++)
-		l[i] = runs[i].label;
+	for (i = 0; l && i < n; i++) {
+		if (strlen(runs[i].label) <= ROW_LABEL_MAX)
+			l[i] = runs[i].label;
+		else
+			l[i] = arena_printf(R->a, "%.*s...", ROW_LABEL_MAX - 3,
+					    runs[i].label);
+		if (!l[i])
+			return NULL;
+	}
 	return l;
 }
 
