@@ -65,6 +65,8 @@ static void point_release(struct point *p)
 	if (p->mf)
 		fclose(p->mf);
 	free(p->msgs);		/* open_memstream's buffer is malloc'd */
+	if (p->r)
+		step_result_release(p->r);
 	mem_free(p->r);
 	cJSON_free(p->config_json);
 	cJSON_free(p->result_json);
@@ -164,7 +166,7 @@ static int simulate(struct point *p)
 	cJSON *res;
 	int rc;
 
-	p->r = mem_alloc(sizeof(*p->r));
+	p->r = mem_calloc(1, sizeof(*p->r));
 	if (!p->r) {
 		diag_oom(&p->d);
 		return -1;
