@@ -3,9 +3,12 @@
 # Idempotent: quiet and quick when everything is present. Uses sudo when not root.
 set -eu
 
-# openmpi: `mpirun -n R llmsim sweep` and its test (tests/sweep.sh).
-# The report's browser test installs chromium itself (tests/report-browser.sh).
-PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time openmpi-bin libopenmpi-dev"
+# openmpi-bin, libopenmpi-dev: the mpi measurement backend, which make test
+# runs live, and `mpirun -n R llmsim sweep` (tests/sweep.sh); hipcc,
+# libamdhip64-dev: the hip backend is compiled on every machine (it runs
+# where a GPU and RCCL are; src/backend/backend.mk). The report's browser
+# test installs chromium itself (tests/report-browser.sh).
+PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time openmpi-bin libopenmpi-dev hipcc libamdhip64-dev"
 
 missing=""
 for p in $PKGS; do

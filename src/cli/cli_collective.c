@@ -540,12 +540,14 @@ static cJSON *result_json(const struct opts *o, const struct system_spec *s,
 }
 
 static int store_rows(const struct opts *o, const char *data_root,
-		      cJSON *cfg, const char *json, const struct row *rows,
-		      int n, struct diag *d)
+		      const char *cfg_s, const char *json,
+		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { "collective", &system_schema, NULL, json,
-				  NULL, sr, (uint32_t)n, "collective", cfg };
+	struct cli_result res = { .command = "collective",
+				  .kind = "collective", .config_json = cfg_s,
+				  .json = json, .rows = sr,
+				  .nrows = (uint32_t)n };
 	int i;
 
 	for (i = 0; i < n; i++)
@@ -582,7 +584,7 @@ static int output(const struct opts *o, const struct system_spec *s,
 		print_csv(o, rows, n);
 	else
 		print_table(o, s, rows, n);
-	if (o->store && store_rows(o, data_root, cfg, json, rows, n, d) != CLI_OK)
+	if (o->store && store_rows(o, data_root, cfg_s, json, rows, n, d) != CLI_OK)
 		rc = CLI_FAIL;
 out:
 	cJSON_free(json);

@@ -9,10 +9,11 @@
  * as rccl-tests print it). Measured points come from v_measurements
  * (same op, ranks and type) when that view exists.
  *
- * Validation. Every row of v_validation: predicted time against measured
- * time on log-log axes with the y = x line; the band is the tolerance the
- * rows were validated with (the widest one, when they differ), so points
- * outside it are the failures.
+ * Validation. The rows of the latest `llmsim validate` (v_validation),
+ * one log-log plot per unit (GB/s, TFLOP/s, TB/s, s): measured on x,
+ * predicted on y, the y = x line with bands of +/-10 % and +/-25 %, and
+ * the prediction's 95 % interval as a bar where the system is
+ * calibrated.
  */
 #include "report_impl.h"
 
@@ -32,7 +33,6 @@ struct xys {
 	struct rep *R;
 	struct xy *v;
 	size_t n, cap;
-	double tol;			/* validation: widest tolerance, fraction */
 	int oom;
 };
 
@@ -52,8 +52,6 @@ static int add_xy(void *ctx, int n, const char *const *names,
 	p->x = v[0].num;
 	p->y = v[1].num;
 	p->tip = n > 2 && v[2].text ? arena_strdup(s->R->a, v[2].text) : "";
-	if (n > 3 && v[3].type != STORE_NULL)
-		s->tol = fmax(s->tol, v[3].num);
 	if (!p->tip) {
 		s->oom = 1;
 		return 1;
@@ -150,7 +148,7 @@ static int coll_plot(struct rep *R, const struct group *g, int measured)
 	const char *p[] = { g->system, g->op, g->ranks, g->type };
 	char rid[32], title[256];
 	const char *rp[] = { rid };
-	struct xys pred = { R, NULL, 0, 0, 0, 0 }, meas = pred;
+	struct xys pred = { R, NULL, 0, 0, 0 }, meas = pred;
 	double xlo = INFINITY, xhi = 0, yhi = 0;
 	struct svg_plot pl;
 
@@ -230,72 +228,177 @@ int rep_collectives(struct rep *R)
 	return 0;
 }
 
-int rep_validation(struct rep *R)
+/* ---- predicted against measured -------------------------------------- */
+
+/* One validated point (a row of v_validation). */
+struct vpt {
+	const char *unit, *kind, *tip;
+	double measured, predicted, lo, hi;	/* in unit; lo/hi NaN: none */
+};
+
+struct vpts {
+	struct rep *R;
+	struct vpt *v;
+	size_t n, cap;
+	int oom;
+};
+
+static int add_vpt(void *ctx, int n, const char *const *names,
+		   const struct store_val *v)
 {
-	static const char *names[] = { "point", "y = x", "tolerance band" };
-	static const char *colors[3];
-	struct xys s = { R, NULL, 0, 0, 0, 0 };
-	double lo = INFINITY, hi = 0, yhi = 0, xs[2], ylo[2], yup[2];
-	struct svg_plot p;
-	char note[160];
+	struct vpts *s = ctx;
+	struct vpt *p;
+
+	(void)names;
+	if (n < 7 || v[1].type == STORE_NULL || v[2].type == STORE_NULL ||
+	    !(v[1].num > 0) || !(v[2].num > 0))
+		return 0;	/* a log plot shows positive values only */
+	if (arena_grow(s->R->a, (void **)&s->v, &s->cap, s->n + 1,
+		       sizeof(*s->v)) != 0) {
+		s->oom = 1;
+		return 1;
+	}
+	p = &s->v[s->n];
+	p->unit = arena_strdup(s->R->a, v[0].text ? v[0].text : "?");
+	p->measured = v[1].num;
+	p->predicted = v[2].num;
+	p->tip = arena_strdup(s->R->a, v[3].text ? v[3].text : "");
+	p->kind = arena_strdup(s->R->a, v[4].text ? v[4].text : "?");
+	p->lo = v[5].type == STORE_NULL ? NAN : v[5].num;
+	p->hi = v[6].type == STORE_NULL ? NAN : v[6].num;
+	if (!p->unit || !p->tip || !p->kind) {
+		s->oom = 1;
+		return 1;
+	}
+	s->n++;
+	return 0;
+}
+
+/* The validation kinds in a fixed order, for colours. */
+static const char *const vkinds[] = {
+	"kernel", "collective", "training", "measured",
+};
+#define NVKINDS (sizeof(vkinds) / sizeof(vkinds[0]))
+
+static size_t vkind(const char *k)
+{
 	size_t i;
 
+	for (i = 0; i < NVKINDS; i++)
+		if (strcmp(vkinds[i], k) == 0)
+			return i;
+	return NVKINDS;
+}
+
+/* The two bands around y = x: +/-10 % and +/-25 %. */
+static void bands(struct svg_plot *p)
+{
+	static const double tol[] = { 0.25, 0.10 };
+	double xs[2] = { p->x.lo, p->x.hi }, lo[2], hi[2];
+	size_t i, k;
+
+	for (i = 0; i < 2; i++) {
+		for (k = 0; k < 2; k++) {
+			lo[k] = xs[k] * (1 - tol[i]);
+			hi[k] = xs[k] * (1 + tol[i]);
+		}
+		svg_band(p, xs, lo, hi, 2, "#9ecae1", i ? 0.45 : 0.25);
+	}
+	svg_line(p, xs, xs, 2, "#666666", 1);
+}
+
+/* One log-log plot of the points of one unit. */
+static void unit_plot(struct rep *R, const struct vpts *s, const char *unit)
+{
+	static const char *names[NVKINDS + 2];
+	static const char *colors[NVKINDS + 2];
+	char xl[64], yl[64], title[128];
+	double lo = INFINITY, hi = 0, ys[2], xs[2];
+	size_t i, n = 0, used[NVKINDS + 1] = { 0 };
+	struct svg_plot p;
+
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].unit, unit) != 0)
+			continue;
+		lo = fmin(lo, fmin(s->v[i].measured, s->v[i].predicted));
+		hi = fmax(hi, fmax(s->v[i].measured, s->v[i].predicted));
+		used[vkind(s->v[i].kind)] = 1;
+	}
+	svg_plot_init(&p, R->out, 640, 560);
+	p.x.scale = p.y.scale = SVG_LOG10;
+	snprintf(xl, sizeof(xl), "measured (%s)", unit);
+	snprintf(yl, sizeof(yl), "predicted (%s)", unit);
+	p.x.label = xl;
+	p.y.label = yl;
+	svg_axis_fit(&p.x, lo, hi, 0);
+	svg_axis_fit(&p.y, lo, hi, 0);
+	snprintf(title, sizeof(title), "Predicted against measured (%s)", unit);
+	svg_open(&p, rep_fig_id(R, "validation"), title);
+	svg_frame(&p);
+	bands(&p);
+	for (i = 0; i < s->n; i++) {
+		const struct vpt *v = &s->v[i];
+
+		if (strcmp(v->unit, unit) != 0)
+			continue;
+		if (isfinite(v->lo) && isfinite(v->hi) && v->lo > 0) {
+			xs[0] = xs[1] = v->measured;
+			ys[0] = v->lo;
+			ys[1] = v->hi;
+			svg_line(&p, xs, ys, 2, svg_color(vkind(v->kind)), 0);
+		}
+		svg_marker(&p, v->measured, v->predicted,
+			   svg_color(vkind(v->kind)), v->tip);
+	}
+	for (i = 0; i <= NVKINDS; i++)
+		if (used[i]) {
+			names[n] = i < NVKINDS ? vkinds[i] : "other";
+			colors[n++] = svg_color(i);
+		}
+	names[n] = "y = x, bands +/-10 % and +/-25 %";
+	colors[n++] = "#9ecae1";
+	svg_legend(&p, names, colors, n);
+	svg_close(&p, "The latest `llmsim validate`: each point a validated row; "
+		  "a vertical bar is the prediction's 95 % interval when the "
+		  "system is calibrated. Above the line llmsim predicts more "
+		  "(a longer time, or a higher rate) than was measured.");
+	R->plots++;
+}
+
+int rep_validation(struct rep *R)
+{
+	struct vpts s = { R, NULL, 0, 0, 0 };
+	const char *units[16];
+	size_t i, k, nu = 0;
+
 	rep_heading(R, "Predicted against measured", "Every validated point "
-		    "(`llmsim validate`): time predicted against time "
-		    "measured.");
+		    "of the latest `llmsim validate`, one plot per unit.");
 	if (!rep_has(R, "v_validation")) {
 		fprintf(R->out, "<p class=\"empty\">No validation results in "
 			"this database.</p>\n");
 		return 0;
 	}
-	if (rep_select(R, "SELECT measured_s, predicted_s, printf('%s: "
-		       "measured %.4g s, predicted %.4g s (%+.1f %%)', "
-		       "coalesce(name, '?'), measured_s, predicted_s, "
-		       "error_pct), tolerance FROM v_validation", NULL, 0,
-		       add_xy, &s) != 0)
+	if (rep_select(R, "SELECT unit, measured, predicted, kind || ' ' || "
+		       "table_id || ' ' || case_id || printf(': measured %.4g, "
+		       "predicted %.4g %s (%+.1f %%)', measured, predicted, unit, "
+		       "100 * error), kind, lo, hi FROM v_validation WHERE run_id "
+		       "= (SELECT max(run_id) FROM v_validation) ORDER BY idx",
+		       NULL, 0, add_vpt, &s) != 0)
 		return -1;
 	if (s.oom) {
 		diag_oom(R->d);
 		return -1;
 	}
-	if (s.n == 0) {
+	for (i = 0; i < s.n; i++) {
+		for (k = 0; k < nu && strcmp(units[k], s.v[i].unit); k++)
+			;
+		if (k == nu && nu < 16)
+			units[nu++] = s.v[i].unit;
+	}
+	if (nu == 0)
 		fprintf(R->out, "<p class=\"empty\">No validation results in "
 			"this database.</p>\n");
-		return 0;
-	}
-	for (i = 0; i < s.n; i++) {
-		lo = fmin(lo, fmin(s.v[i].x, s.v[i].y));
-		hi = fmax(hi, fmax(s.v[i].x, s.v[i].y));
-	}
-	(void)yhi;
-	svg_plot_init(&p, R->out, 640, 560);
-	p.x.scale = p.y.scale = SVG_LOG10;
-	p.x.label = "measured time (s)";
-	p.y.label = "predicted time (s)";
-	svg_axis_fit(&p.x, lo, hi, 0);
-	p.y.lo = p.x.lo;
-	svg_axis_fit(&p.y, lo, hi, 0);
-	svg_open(&p, rep_fig_id(R, "validation"), "Predicted against measured "
-		 "time");
-	svg_frame(&p);
-	xs[0] = p.x.lo;
-	xs[1] = p.x.hi;
-	ylo[0] = xs[0] * (1 - s.tol);
-	ylo[1] = xs[1] * (1 - s.tol);
-	yup[0] = xs[0] * (1 + s.tol);
-	yup[1] = xs[1] * (1 + s.tol);
-	colors[0] = svg_color(0);
-	colors[1] = "#666666";
-	colors[2] = "#9ecae1";
-	svg_band(&p, xs, ylo, yup, 2, colors[2], 0.45);
-	svg_line(&p, xs, xs, 2, colors[1], 1);
-	for (i = 0; i < s.n; i++)
-		svg_marker(&p, s.v[i].x, s.v[i].y, colors[0], s.v[i].tip);
-	svg_legend(&p, names, colors, 3);
-	snprintf(note, sizeof(note), "Band: +/- %.0f %% (the tolerance of the "
-		 "validation). Points above the line are over-predicted.",
-		 100 * s.tol);
-	svg_close(&p, note);
-	R->plots++;
+	for (k = 0; k < nu; k++)
+		unit_plot(R, &s, units[k]);
 	return 0;
 }

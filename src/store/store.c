@@ -163,7 +163,7 @@ static const char *hint(sqlite3 *db)
 	}
 }
 
-/* See store_impl.h. */
+/* Report SQLite's last error on st->db (store_impl.h). */
 void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 {
 	char doing[160];
@@ -225,7 +225,7 @@ static void copy_column(sqlite3_stmt *s, char *out, size_t size)
 
 /* Run constant sql; with out, copy the first column of its first row
  * (an empty string when there is none). */
-int store_run_sql(sqlite3 *db, const char *sql, char *out, size_t size)
+static int run_sql(sqlite3 *db, const char *sql, char *out, size_t size)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
@@ -320,7 +320,7 @@ static int set_wal(struct store *st, char *mode, size_t size)
 	int waited_ms = 0, rc;
 
 	for (;;) {
-		rc = store_run_sql(st->db, "PRAGMA journal_mode = WAL", mode, size);
+		rc = run_sql(st->db, "PRAGMA journal_mode = WAL", mode, size);
 		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= st->busy_ms)
 			return rc;
 		sqlite3_sleep(5);
@@ -354,7 +354,7 @@ static int connect_db(struct store *st, struct diag *d)
 			   "permissions, or use --db PATH");
 		return -1;
 	}
-	if (store_run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
+	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
 	    set_wal(st, mode, sizeof(mode))) {
 		store_report(st, d, "opening the results database");
 		return -1;
@@ -366,7 +366,7 @@ static int connect_db(struct store *st, struct diag *d)
 		diag_warn(d, st->path, 0, 0,
 			  "WAL mode unavailable (journal mode '%s'): readers "
 			  "will wait for writers", mode);
-	if (store_run_sql(st->db, "PRAGMA synchronous = NORMAL", NULL, 0)) {
+	if (run_sql(st->db, "PRAGMA synchronous = NORMAL", NULL, 0)) {
 		store_report(st, d, "opening the results database");
 		return -1;
 	}
@@ -402,7 +402,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 {
 	char whose[16], text[32];
 
-	if (store_run_sql(st->db, WHOSE_SQL, whose, sizeof(whose))) {
+	if (run_sql(st->db, WHOSE_SQL, whose, sizeof(whose))) {
 		store_report(st, d, "reading the schema version");
 		return -1;
 	}
@@ -416,7 +416,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 			   "database (no meta table); use --db PATH");
 		return -1;
 	}
-	if (store_run_sql(st->db, "SELECT value FROM meta "
+	if (run_sql(st->db, "SELECT value FROM meta "
 		    "WHERE key = 'schema_version'", text, sizeof(text))) {
 		store_report(st, d, "reading the schema version");
 		return -1;
@@ -462,7 +462,7 @@ static int apply(struct store *st, const struct store_migration *m,
 {
 	int version, rc = -1;
 
-	if (store_run_sql(st->db, "BEGIN IMMEDIATE", NULL, 0)) {
+	if (run_sql(st->db, "BEGIN IMMEDIATE", NULL, 0)) {
 		store_report(st, d, "migrating to schema version %d (%s)",
 		       m->version, m->what);
 		return -1;
@@ -480,14 +480,14 @@ static int apply(struct store *st, const struct store_migration *m,
 		       m->version, m->what);
 		goto out;
 	}
-	if (store_run_sql(st->db, "COMMIT", NULL, 0)) {
+	if (run_sql(st->db, "COMMIT", NULL, 0)) {
 		store_report(st, d, "committing schema version %d", m->version);
 		goto out;
 	}
 	rc = 0;
 out:
 	if (rc < 0 && !sqlite3_get_autocommit(st->db))
-		(void)store_run_sql(st->db, "ROLLBACK", NULL, 0);
+		(void)run_sql(st->db, "ROLLBACK", NULL, 0);
 	return rc;
 }
 
@@ -598,7 +598,7 @@ void store_close(struct store *st)
 
 /* ---- put ------------------------------------------------------------ */
 
-static int bind_texts(sqlite3_stmt *s, int first, const char *const *v,
+int store_bind_texts(sqlite3_stmt *s, int first, const char *const *v,
 		      int n)
 {
 	int rc = SQLITE_OK, i;
@@ -608,7 +608,7 @@ static int bind_texts(sqlite3_stmt *s, int first, const char *const *v,
 	return rc;
 }
 
-static int bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
+int store_bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
 {
 	int rc = SQLITE_OK, i;
 
@@ -620,7 +620,7 @@ static int bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
 /* Step s once its binding returned rc; SQLITE_DONE on success. The
  * bindings are cleared so no pointer into the caller's strings stays
  * behind. */
-static int insert(sqlite3_stmt *s, int rc)
+int store_insert(sqlite3_stmt *s, int rc)
 {
 	if (rc == SQLITE_OK)
 		rc = store_step_once(s);
@@ -637,7 +637,7 @@ static int put_run(struct store *st, const struct store_run *run)
 		run->config_json, run->result_json
 	};
 
-	return insert(st->put_run, bind_texts(st->put_run, 1, text, 6));
+	return store_insert(st->put_run, store_bind_texts(st->put_run, 1, text, 6));
 }
 
 static int put_step(struct store *st, int64_t id, const struct store_step *p)
@@ -653,8 +653,8 @@ static int put_step(struct store *st, int64_t id, const struct store_step *p)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(s, 2, p->fits);
 	if (rc == SQLITE_OK)
-		rc = bind_doubles(s, 3, v, 10);
-	return insert(s, rc);
+		rc = store_bind_doubles(s, 3, v, 10);
+	return store_insert(s, rc);
 }
 
 static int put_coll(struct store *st, int64_t id, uint32_t idx,
@@ -672,49 +672,70 @@ static int put_coll(struct store *st, int64_t id, uint32_t idx,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s, 3, r->ranks);
 	if (rc == SQLITE_OK)
-		rc = bind_texts(s, 4, text, 4);
+		rc = store_bind_texts(s, 4, text, 4);
 	if (rc == SQLITE_OK)
-		rc = bind_doubles(s, 8, v, 5);
-	return insert(s, rc);
+		rc = store_bind_doubles(s, 8, v, 5);
+	return store_insert(s, rc);
 }
 
-/* Everything of one result, inside the open transaction; -1 after
- * reporting. */
-int64_t store_put_all(struct store *st, const struct store_run *run,
-		       const struct store_step *step,
-		       const struct store_coll_row *rows, uint32_t nrows,
-		       struct diag *d)
+int64_t store_put_run(struct store *st, const struct store_run *run,
+		      struct diag *d)
 {
-	int64_t id;
-	uint32_t i;
-
 	if (put_run(st, run) != SQLITE_DONE) {
 		store_report(st, d, "storing the run");
 		return -1;
 	}
-	id = sqlite3_last_insert_rowid(st->db);
-	if (step && put_step(st, id, step) != SQLITE_DONE) {
+	return sqlite3_last_insert_rowid(st->db);
+}
+
+struct put_args {
+	const struct store_run *run;
+	const struct store_step *step;
+	const struct store_coll_row *rows;
+	uint32_t nrows;
+};
+
+/* Everything of one result, inside the open transaction; -1 after
+ * reporting. */
+static int64_t put_all(struct store *st, const void *ctx, struct diag *d)
+{
+	const struct put_args *a = ctx;
+	int64_t id = store_put_run(st, a->run, d);
+	uint32_t i;
+
+	if (id < 0)
+		return -1;
+	if (a->step && put_step(st, id, a->step) != SQLITE_DONE) {
 		store_report(st, d, "storing the step result");
 		return -1;
 	}
-	for (i = 0; i < nrows; i++) {
-		if (put_coll(st, id, i, &rows[i]) != SQLITE_DONE) {
+	for (i = 0; i < a->nrows; i++) {
+		if (put_coll(st, id, i, &a->rows[i]) != SQLITE_DONE) {
 			store_report(st, d, "storing collective row %u of %u",
-			       i + 1, nrows);
+				     i + 1, a->nrows);
 			return -1;
 		}
 	}
 	return id;
 }
 
-int64_t store_put(struct store *st, const struct store_run *run,
-		  const struct store_step *step,
-		  const struct store_coll_row *rows, uint32_t nrows,
-		  struct diag *d)
+int64_t store_put_all(struct store *st, const struct store_run *run,
+		      const struct store_step *step,
+		      const struct store_coll_row *rows, uint32_t nrows,
+		      struct diag *d)
 {
-	int64_t id = -1;
+	struct put_args a = { run, step, rows, nrows };
 
-	assert(st && run && (rows || nrows == 0));
+	return put_all(st, &a, d);
+}
+
+int64_t store_tx(struct store *st,
+		 int64_t (*fn)(struct store *st, const void *ctx,
+			       struct diag *d),
+		 const void *ctx, struct diag *d)
+{
+	int64_t id;
+
 	/* A rollback that failed (out of memory) left a transaction open;
 	 * nothing of it was committed, so drop it now. */
 	if (!sqlite3_get_autocommit(st->db))
@@ -723,9 +744,12 @@ int64_t store_put(struct store *st, const struct store_run *run,
 		store_report(st, d, "starting to store a result");
 		return -1;
 	}
-	id = store_put_all(st, run, step, rows, nrows, d);
-	if (id > 0 && store_step_once(st->commit) != SQLITE_DONE) {
-		store_report(st, d, "committing run %lld", (long long)id);
+	id = fn(st, ctx, d);
+	if (id >= 0 && store_step_once(st->commit) != SQLITE_DONE) {
+		if (id > 0)
+			store_report(st, d, "committing run %lld", (long long)id);
+		else
+			store_report(st, d, "committing the result");
 		id = -1;
 	}
 	if (id < 0 && !sqlite3_get_autocommit(st->db))
@@ -733,28 +757,13 @@ int64_t store_put(struct store *st, const struct store_run *run,
 	return id;
 }
 
-int store_tx_begin(struct store *st, const char *doing, struct diag *d)
+int64_t store_put(struct store *st, const struct store_run *run,
+		  const struct store_step *step,
+		  const struct store_coll_row *rows, uint32_t nrows,
+		  struct diag *d)
 {
-	if (!sqlite3_get_autocommit(st->db))
-		(void)store_step_once(st->rollback);
-	if (store_step_once(st->begin) != SQLITE_DONE) {
-		store_report(st, d, "starting %s", doing);
-		return -1;
-	}
-	return 0;
-}
+	struct put_args a = { run, step, rows, nrows };
 
-int store_tx_commit(struct store *st, const char *doing, struct diag *d)
-{
-	if (store_step_once(st->commit) == SQLITE_DONE)
-		return 0;
-	store_report(st, d, "committing %s", doing);
-	store_tx_rollback(st);
-	return -1;
-}
-
-void store_tx_rollback(struct store *st)
-{
-	if (!sqlite3_get_autocommit(st->db))
-		(void)store_step_once(st->rollback);
+	assert(st && run && (rows || nrows == 0));
+	return store_tx(st, put_all, &a, d);
 }

@@ -1,21 +1,25 @@
 /*
- * store_impl.h - what the store's files share: the connection and its
- * statements (store.c), error reporting and small SQL helpers, for the
- * readers (store_read.c), sweeps (store_sweep.c) and merging
- * (store_merge.c). Private to src/store; not a contract.
+ * store_impl.h - the results store's insides, shared by its files
+ * (store.c: open, migrate, runs and step results; store_meas.c:
+ * measurements and validation rows; store_read.c: queries and views;
+ * store_sweep.c: sweeps and their points; store_merge.c: merging).
+ * Not for other modules.
  *
  * Depends on SQLite, store.h.
  */
 #ifndef LLMSIM_STORE_STORE_IMPL_H
 #define LLMSIM_STORE_STORE_IMPL_H
 
-#include <sqlite3.h>
-#include <stddef.h>
 #include <stdint.h>
+
+#include <sqlite3.h>
 
 #include "store.h"
 
 struct diag;
+struct store_run;
+struct store_step;
+struct store_coll_row;
 
 struct store {
 	sqlite3 *db;
@@ -37,29 +41,37 @@ void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 /* Step s once and reset it; the step's result code. */
 int store_step_once(sqlite3_stmt *s);
 
-/* Run constant sql; with out, copy the first column of its first row
- * (an empty string when there is none). An SQLite result code. */
-int store_run_sql(sqlite3 *db, const char *sql, char *out, size_t size);
+/* Bind n texts / doubles from parameter first on. */
+int store_bind_texts(sqlite3_stmt *s, int first, const char *const *v, int n);
+int store_bind_doubles(sqlite3_stmt *s, int first, const double *v, int n);
+
+/* Step s once its binding returned rc, clear its bindings; SQLITE_DONE
+ * on success. */
+int store_insert(sqlite3_stmt *s, int rc);
+
+/* Insert the run row inside the open transaction: its id, or -1 after
+ * reporting. */
+int64_t store_put_run(struct store *st, const struct store_run *run,
+		      struct diag *d);
 
 /* Insert a run with its step summary and collective rows inside the
- * open transaction. The run id, or -1 after reporting. */
+ * open transaction (what store_put() does in its own). The run id, or
+ * -1 after reporting. */
 int64_t store_put_all(struct store *st, const struct store_run *run,
 		      const struct store_step *step,
 		      const struct store_coll_row *rows, uint32_t nrows,
 		      struct diag *d);
 
-/* Begin an immediate transaction (after dropping one a failed rollback
- * left open); 0, or -1 after reporting "starting to DOING". */
-int store_tx_begin(struct store *st, const char *doing, struct diag *d);
-
-/* Commit (0) or, on failure, report and roll back (-1). */
-int store_tx_commit(struct store *st, const char *doing, struct diag *d);
-
-/* Roll back when a transaction is open. */
-void store_tx_rollback(struct store *st);
-
 /* (Re)create the view of one sweep (store_sweep.c), inside the open
  * transaction. SQLite result code. */
 int store_sweep_view(struct store *st, int64_t sweep_id);
+
+/* Run fn inside one transaction (BEGIN IMMEDIATE ... COMMIT, rolled back
+ * when fn returns < 0, committed when it returns 0 or more); fn's
+ * result, or -1 after reporting. */
+int64_t store_tx(struct store *st,
+		 int64_t (*fn)(struct store *st, const void *ctx,
+			       struct diag *d),
+		 const void *ctx, struct diag *d);
 
 #endif

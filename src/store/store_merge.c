@@ -393,33 +393,43 @@ static int attach(struct store *st, const char *in_path, struct diag *d)
 	return 0;
 }
 
+struct merge_args {
+	const char *in_path;
+	struct store_merge_stats *s;
+};
+
+/* Inside the transaction: everything. 0, or -1 after reporting. */
+static int64_t merge_tx(struct store *st, const void *ctx, struct diag *d)
+{
+	const struct merge_args *a = ctx;
+	int rc = map_runs(st, a->s);
+
+	if (rc == SQLITE_OK)
+		rc = copy_run_tables(st, d);
+	if (rc == SQLITE_OK)
+		rc = merge_sweeps(st, a->s, d);
+	if (rc == SQLITE_OK)
+		rc = exec(st, "DROP TABLE temp.merge_runs");
+	if (rc == SQLITE_OK)
+		return 0;
+	if (rc != SQLITE_ABORT)	/* ABORT: reported already */
+		store_report(st, d, "merging '%s'", a->in_path);
+	return -1;
+}
+
 int store_merge(struct store *st, const char *in_path,
 		struct store_merge_stats *stats, struct diag *d)
 {
 	struct store_merge_stats s = { 0, 0, 0, 0 };
-	int rc;
+	struct merge_args a = { in_path, &s };
+	int64_t rc;
 
 	if (attach(st, in_path, d) != 0)
 		return -1;
-	rc = store_tx_begin(st, "to merge", d) == 0 ? SQLITE_OK : SQLITE_ABORT;
-	if (rc == SQLITE_OK)
-		rc = map_runs(st, &s);
-	if (rc == SQLITE_OK)
-		rc = copy_run_tables(st, d);
-	if (rc == SQLITE_OK)
-		rc = merge_sweeps(st, &s, d);
-	if (rc == SQLITE_OK)
-		rc = exec(st, "DROP TABLE temp.merge_runs");
-	if (rc == SQLITE_OK)
-		rc = store_tx_commit(st, "the merge", d) == 0 ? SQLITE_OK :
-								SQLITE_ABORT;
-	else if (rc != SQLITE_ABORT)
-		store_report(st, d, "merging '%s'", in_path);
-	if (rc != SQLITE_OK)
-		store_tx_rollback(st);
+	rc = store_tx(st, merge_tx, &a, d);
 	(void)exec(st, "DROP TABLE IF EXISTS temp.merge_runs");
 	(void)exec(st, "DETACH DATABASE src");
-	if (rc != SQLITE_OK)
+	if (rc < 0)
 		return -1;
 	stats->runs_added += s.runs_added;
 	stats->runs_present += s.runs_present;

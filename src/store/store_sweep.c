@@ -291,23 +291,24 @@ static int64_t find_or_add(struct store *st, const struct store_sweep *sw,
 	return add_axes(st, id, sw) == 0 ? id : -1;
 }
 
-int64_t store_sweep_begin(struct store *st, const struct store_sweep *sw,
-			  struct diag *d)
+/* Inside the transaction: find or add, and the view. The id; -2 or -1
+ * after reporting. */
+static int64_t begin_tx(struct store *st, const void *ctx, struct diag *d)
 {
-	int64_t id;
+	const struct store_sweep *sw = ctx;
+	int64_t id = find_or_add(st, sw, d);
 
-	if (store_tx_begin(st, "to record the sweep", d) != 0)
-		return -1;
-	id = find_or_add(st, sw, d);
 	if (id > 0 && store_sweep_view(st, id) != SQLITE_OK)
 		id = -1;
 	if (id == -1)
 		store_report(st, d, "recording sweep '%s'", sw->name);
-	if (id < 0) {
-		store_tx_rollback(st);
-		return id;
-	}
-	return store_tx_commit(st, "the sweep", d) == 0 ? id : -1;
+	return id;
+}
+
+int64_t store_sweep_begin(struct store *st, const struct store_sweep *sw,
+			  struct diag *d)
+{
+	return store_tx(st, begin_tx, sw, d);
 }
 
 /* ---- points --------------------------------------------------------- */
@@ -360,40 +361,53 @@ static int put_point(struct store *st, const struct store_point *p,
 	return step1(s, NULL);
 }
 
-int64_t store_put_point(struct store *st, const struct store_point *p,
-			const struct store_run *run,
-			const struct store_step *step, int *dup,
-			struct diag *d)
+struct point_args {
+	const struct store_point *p;
+	const struct store_run *run;
+	const struct store_step *step;
+	int *dup;
+};
+
+/* Inside the transaction: the run (a point that ran and is new) and the
+ * point. The run id, 0, or -1 after reporting. */
+static int64_t point_tx(struct store *st, const void *ctx, struct diag *d)
 {
+	const struct point_args *a = ctx;
+	const struct store_point *p = a->p;
 	int64_t id = 0;
 	int rc;
 
-	*dup = 0;
-	if (store_tx_begin(st, "to store a sweep point", d) != 0)
-		return -1;
 	if (p->status == STORE_POINT_OK) {
 		rc = step1(prep(st, "SELECT 1 FROM sweep_points WHERE sweep_id "
 				"= ?1 AND point_hash = ?2 AND status = 'ok'",
 				"it", p->sweep_id, p->hash), NULL);
 		if (rc == SQLITE_ROW) {
-			*dup = 1;
-			store_tx_rollback(st);
+			*a->dup = 1;
 			return 0;
 		}
-		id = rc == SQLITE_DONE ? store_put_all(st, run, step, NULL, 0, d)
-				       : -1;
-		if (id < 0) {
-			if (rc != SQLITE_DONE)
-				store_report(st, d, "looking up a sweep point");
-			store_tx_rollback(st);
+		if (rc != SQLITE_DONE) {
+			store_report(st, d, "looking up a sweep point");
 			return -1;
 		}
+		id = store_put_all(st, a->run, a->step, NULL, 0, d);
+		if (id < 0)
+			return -1;
 	}
 	if (put_point(st, p, id) != SQLITE_DONE) {
 		store_report(st, d, "storing sweep point %llu",
 			     (unsigned long long)p->idx);
-		store_tx_rollback(st);
 		return -1;
 	}
-	return store_tx_commit(st, "a sweep point", d) == 0 ? id : -1;
+	return id;
+}
+
+int64_t store_put_point(struct store *st, const struct store_point *p,
+			const struct store_run *run,
+			const struct store_step *step, int *dup,
+			struct diag *d)
+{
+	struct point_args a = { p, run, step, dup };
+
+	*dup = 0;
+	return store_tx(st, point_tx, &a, d);
 }

@@ -73,8 +73,9 @@ Test(store, creates_directory_and_schema_then_reopens)
 	char mode[16], version[16];
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives),
-	 * 4 (sweeps; v_runs, v_sweep_points). */
-	cr_assert_eq(store_schema_version(), 4);
+	 * 4 (measure_runs, measurements), 5 (validation_results), 6 (sweeps;
+	 * v_runs, v_sweep_points). */
+	cr_assert_eq(store_schema_version(), 6);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
@@ -84,13 +85,14 @@ Test(store, creates_directory_and_schema_then_reopens)
 	/* WAL is a property of the file: a new connection sees it. */
 	sf_sql_text(sf_db_path, "PRAGMA journal_mode", mode, sizeof(mode));
 	cr_assert_str_eq(mode, "wal");
-	/* meta, runs, step_results, collective_results, sweeps,
-	 * sweep_axes, sweep_points. */
+	/* meta, runs, step_results, collective_results, measure_runs,
+	 * measurements, validation_results, sweeps, sweep_axes,
+	 * sweep_points; v_step_breakdown, v_collectives, v_measurements,
+	 * v_validation, v_runs, v_sweep_points. */
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'table'"), 7);
-	/* v_step_breakdown, v_collectives, v_runs, v_sweep_points. */
+			     "WHERE type = 'table'"), 10);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'view'"), 4);
+			     "WHERE type = 'view'"), 6);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */
