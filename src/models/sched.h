@@ -32,6 +32,12 @@ int64_t sched_actions(int64_t m, int64_t vpp);
 void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		int64_t rank, struct sched_action *out);
 
+/* The same with `extra` more warm-up forwards on every rank when pp > 1
+ * (at most all of them; 1F1B and interleaved): the combined 1F1B of MoE
+ * all-to-all overlap. */
+void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		   int64_t rank, int64_t extra, struct sched_action *out);
+
 /* Forward passes a rank runs before its first backward. */
 int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		     int64_t rank);
