@@ -63,7 +63,20 @@ static const struct cli_command commands[] = {
 	  "point failed at run time (run again to finish), 2 bad input.\n",
 	  cli_sweep, NULL },
 	{ "plan", "search parallel layouts for a job and rank them",
-	  NULL, NULL, "the parallelism planner" },
+	  "usage: llmsim plan JOB.yaml --pd-ratio [--gpus N] [--set key=value]...\n"
+	  "                  [--json]\n"
+	  "\n"
+	  "--pd-ratio: for a serving job with serving.slo and the pools' layouts\n"
+	  "in serving.disaggregated, every split of the GPUs into prefill and\n"
+	  "decode instances and the colocated deployment, each with the largest\n"
+	  "Poisson arrival rate meeting the SLO (p99 TTFT, p99 TPOT), best\n"
+	  "rate per GPU first. The search over parallel layouts (the planner)\n"
+	  "is not available yet.\n"
+	  "\n"
+	  "  --gpus N         GPUs to split (default: the system's)\n"
+	  "  --set key=value  override any job field\n"
+	  "  --json           print a JSON array instead of the table\n",
+	  cli_plan, NULL },
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
@@ -173,7 +186,7 @@ static const struct cli_command commands[] = {
 	  "a table misses its gates (results/reference/validate.yaml).\n"
 	  "\n"
 	  "  --kind K         kernel, collective, training, moe, cp, dispatch,\n"
-	  "                   measured or all\n"
+	  "                   measured, inference, latency or all\n"
 	  "                   (default all; comma-separated)\n"
 	  "  --reference DIR  reference folder (default results/reference)\n"
 	  "  --db PATH        database with measurements and where the rows go\n"

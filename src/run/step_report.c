@@ -270,9 +270,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 
 /* ---- text ---- */
 
-/* A quantity for people: 4 significant digits, decimal prefixes (bytes
- * in GB, MB, kB; time in s, ms, us, ns). */
-static const char *fmt(char *buf, size_t len, double v, enum unit_kind k)
+const char *step_human(char *buf, size_t len, double v, enum unit_kind k)
 {
 	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
 	static const char *const time_units[] = {"s", "ms", "us", "ns"};
@@ -337,9 +335,9 @@ static void print_speed(FILE *out, const struct job_spec *j,
 	char a[32], b[32], c[32];
 
 	fprintf(out, "  step time      %s (p50 %s, p90 %s)\n",
-		fmt(a, sizeof(a), r->step_s, UNIT_TIME),
-		fmt(b, sizeof(b), r->step_p50_s, UNIT_TIME),
-		fmt(c, sizeof(c), r->step_p90_s, UNIT_TIME));
+		step_human(a, sizeof(a), r->step_s, UNIT_TIME),
+		step_human(b, sizeof(b), r->step_p50_s, UNIT_TIME),
+		step_human(c, sizeof(c), r->step_p90_s, UNIT_TIME));
 	fprintf(out, "  throughput     %.0f tokens/s (%.0f tokens/s per GPU)\n",
 		r->tokens_per_s, r->tokens_per_s / (double)r->gpus);
 	fprintf(out, "  MFU            %.1f %% = %.1f TFLOP/s per GPU of the "
@@ -362,9 +360,9 @@ static void print_hidden(FILE *out, const struct step_result *r,
 	if (total <= 0)
 		return;
 	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls)\n", label,
-		fmt(a, sizeof(a), total, UNIT_TIME),
-		fmt(b, sizeof(b), exposed, UNIT_TIME),
-		fmt(c, sizeof(c), total - exposed, UNIT_TIME));
+		step_human(a, sizeof(a), total, UNIT_TIME),
+		step_human(b, sizeof(b), exposed, UNIT_TIME),
+		step_human(c, sizeof(c), total - exposed, UNIT_TIME));
 }
 
 static void print_breakdown(FILE *out, const struct job_spec *j,
@@ -380,7 +378,7 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 	fprintf(out, "  breakdown (critical path)\n");
 	for (i = 0; i < EXEC_PART_COUNT; i++)
 		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
-			fmt(a, sizeof(a), r->part_s[i], UNIT_TIME),
+			step_human(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
 	if (model_is_moe(j->model))
 		print_hidden(out, r, "moe_", "dispatch/combine");
@@ -393,14 +391,14 @@ static void print_memory(FILE *out, const struct footprint *m)
 	char a[32], b[32];
 
 	fprintf(out, "  memory per GPU %s of %s usable: %s (pipeline rank %lld)\n",
-		fmt(a, sizeof(a), m->peak_B, UNIT_BYTES),
-		fmt(b, sizeof(b), m->usable_B, UNIT_BYTES),
+		step_human(a, sizeof(a), m->peak_B, UNIT_BYTES),
+		step_human(b, sizeof(b), m->usable_B, UNIT_BYTES),
 		m->fits ? "fits" : "DOES NOT FIT", (long long)m->rank);
-	fprintf(out, "    weights %s", fmt(a, sizeof(a), m->weights_B, UNIT_BYTES));
-	fprintf(out, ", gradients %s", fmt(a, sizeof(a), m->grads_B, UNIT_BYTES));
-	fprintf(out, ", optimizer %s\n", fmt(a, sizeof(a), m->optimizer_B, UNIT_BYTES));
-	fprintf(out, "    activations %s", fmt(a, sizeof(a), m->activations_B, UNIT_BYTES));
-	fprintf(out, ", workspace %s\n", fmt(a, sizeof(a), m->workspace_B, UNIT_BYTES));
+	fprintf(out, "    weights %s", step_human(a, sizeof(a), m->weights_B, UNIT_BYTES));
+	fprintf(out, ", gradients %s", step_human(a, sizeof(a), m->grads_B, UNIT_BYTES));
+	fprintf(out, ", optimizer %s\n", step_human(a, sizeof(a), m->optimizer_B, UNIT_BYTES));
+	fprintf(out, "    activations %s", step_human(a, sizeof(a), m->activations_B, UNIT_BYTES));
+	fprintf(out, ", workspace %s\n", step_human(a, sizeof(a), m->workspace_B, UNIT_BYTES));
 }
 
 /* Every pipeline stage's memory per GPU, when there is more than one. */
@@ -420,12 +418,12 @@ static void print_stages(FILE *out, const struct step_result *r)
 
 		fprintf(out, "    %5lld %11s %11s %11s %11s %11s %11s  %s\n",
 			(long long)m->rank,
-			fmt(c[0], sizeof(c[0]), m->weights_B, UNIT_BYTES),
-			fmt(c[1], sizeof(c[1]), m->grads_B, UNIT_BYTES),
-			fmt(c[2], sizeof(c[2]), m->optimizer_B, UNIT_BYTES),
-			fmt(c[3], sizeof(c[3]), m->activations_B, UNIT_BYTES),
-			fmt(c[4], sizeof(c[4]), m->workspace_B, UNIT_BYTES),
-			fmt(c[5], sizeof(c[5]), m->peak_B, UNIT_BYTES),
+			step_human(c[0], sizeof(c[0]), m->weights_B, UNIT_BYTES),
+			step_human(c[1], sizeof(c[1]), m->grads_B, UNIT_BYTES),
+			step_human(c[2], sizeof(c[2]), m->optimizer_B, UNIT_BYTES),
+			step_human(c[3], sizeof(c[3]), m->activations_B, UNIT_BYTES),
+			step_human(c[4], sizeof(c[4]), m->workspace_B, UNIT_BYTES),
+			step_human(c[5], sizeof(c[5]), m->peak_B, UNIT_BYTES),
 			m->fits ? "yes" : "NO");
 	}
 	if (r->nstages < r->plan.lay.pp)
@@ -442,15 +440,15 @@ static void print_splits(FILE *out, const struct step_result *r)
 
 	fprintf(out, "  compute by pass  forward %s, backward %s (recomputation "
 		"included), optimizer %s\n",
-		fmt(a, sizeof(a), r->forward_s, UNIT_TIME),
-		fmt(b, sizeof(b), r->backward_s, UNIT_TIME),
-		fmt(c, sizeof(c), r->part_s[EXEC_OPTIMIZER], UNIT_TIME));
+		step_human(a, sizeof(a), r->forward_s, UNIT_TIME),
+		step_human(b, sizeof(b), r->backward_s, UNIT_TIME),
+		step_human(c, sizeof(c), r->part_s[EXEC_OPTIMIZER], UNIT_TIME));
 	fprintf(out, "  exposed comm by dimension ");
 	for (i = 0; i < STEP_DIM_COUNT; i++) {
 		if (r->exposed_dim_s[i] <= 0)
 			continue;
 		fprintf(out, "%s%s %s", any ? ", " : " ", step_dim_names[i],
-			fmt(a, sizeof(a), r->exposed_dim_s[i], UNIT_TIME));
+			step_human(a, sizeof(a), r->exposed_dim_s[i], UNIT_TIME));
 		any = 1;
 	}
 	fprintf(out, "%s\n", any ? "" : " none");
@@ -472,9 +470,9 @@ static void print_colls(FILE *out, const struct step_result *r)
 
 		fprintf(out, "    %-26s %-14s %5u %7u %11s %11s %11s\n", s->name,
 			coll_op_names[s->op], s->group, s->count,
-			fmt(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
-			fmt(b, sizeof(b), s->time_s, UNIT_TIME),
-			fmt(c, sizeof(c), s->critical_s, UNIT_TIME));
+			step_human(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
+			step_human(b, sizeof(b), s->time_s, UNIT_TIME),
+			step_human(c, sizeof(c), s->critical_s, UNIT_TIME));
 	}
 	if (r->ncolls > shown)
 		fprintf(out, "    ... and %u more (--json lists every one)\n",
@@ -492,9 +490,9 @@ void step_print(FILE *out, const struct job_spec *j,
 		fprintf(out, "DOES NOT FIT: peak memory %s per GPU on pipeline "
 			"stage %lld is more than the %s usable; the step time "
 			"below assumes it fit\n",
-			fmt(a, sizeof(a), r->mem.peak_B, UNIT_BYTES),
+			step_human(a, sizeof(a), r->mem.peak_B, UNIT_BYTES),
 			(long long)r->mem.rank,
-			fmt(b, sizeof(b), r->mem.usable_B, UNIT_BYTES));
+			step_human(b, sizeof(b), r->mem.usable_B, UNIT_BYTES));
 	fprintf(out, "%s: %s on %s (%lld GPUs, %s), %s\n",
 		j->name ? j->name : "job", j->model->name ? j->model->name : "model",
 		j->system->name ? j->system->name : "system", (long long)r->gpus,

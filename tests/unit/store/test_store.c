@@ -73,9 +73,9 @@ Test(store, creates_directory_and_schema_then_reopens)
 	char mode[16], version[16];
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives),
-	 * 4 (measure_runs, measurements), 5 (validation_results), 6 (sweeps;
-	 * v_runs, v_sweep_points). */
-	cr_assert_eq(store_schema_version(), 6);
+	 * 4 (measure_runs, measurements), 5 (validation_results), 6
+	 * (serving views), 7 (sweeps; v_runs, v_sweep_points). */
+	cr_assert_eq(store_schema_version(), 7);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
@@ -88,11 +88,11 @@ Test(store, creates_directory_and_schema_then_reopens)
 	/* meta, runs, step_results, collective_results, measure_runs,
 	 * measurements, validation_results, sweeps, sweep_axes,
 	 * sweep_points; v_step_breakdown, v_collectives, v_measurements,
-	 * v_validation, v_runs, v_sweep_points. */
+	 * v_validation, v_serving, v_inference_steps, v_runs, v_sweep_points. */
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
 			     "WHERE type = 'table'"), 10);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'view'"), 6);
+			     "WHERE type = 'view'"), 8);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */
