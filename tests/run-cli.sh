@@ -59,4 +59,26 @@ printf 'model: llama3-8b\nsystem: dgx-h100\n' | "$llmsim" run - --no-store \
 "$llmsim" run "$job" --no-store --json --set training.dtype=bfloat16 | grep -v llmsim_version >"$tmp/a"
 "$llmsim" run "$job" --no-store --json --set training.dtype=bf16 | grep -v llmsim_version >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || bad "training.dtype bfloat16 and bf16 differ"
+
+# getopt_long on every command: --opt=value, unambiguous prefixes, options
+# after operands, unknown options and stray operands are usage errors.
+"$llmsim" run --no-sto "$job" --json=x >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "json" "$tmp/err" || bad "run --json=x: $(cat "$tmp/err")"
+"$llmsim" run "$job" --no-sto >/dev/null 2>&1 || bad "run JOB --no-sto (prefix)"
+for cmd in measure validate calibrate; do
+	"$llmsim" $cmd --bogus >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "unknown option '--bogus'" "$tmp/err" ||
+		bad "$cmd --bogus: $(cat "$tmp/err")"
+done
+"$llmsim" validate --kind=kernel --qui --no-sto >/dev/null 2>&1 ||
+	bad "validate --kind=kernel --qui --no-sto"
+"$llmsim" validate stray >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "unexpected argument 'stray'" "$tmp/err" ||
+	bad "validate stray: $(cat "$tmp/err")"
+"$llmsim" collective --m 4 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "ambiguous option '--m'" "$tmp/err" ||
+	bad "collective --m: $(cat "$tmp/err")"
+"$llmsim" measure --backend= --op allreduce >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "'--backend' needs a value" "$tmp/err" ||
+	bad "measure --backend=: $(cat "$tmp/err")"
 exit $fail

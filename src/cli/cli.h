@@ -86,6 +86,20 @@ int cli_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd);
 void cli_getopt_reset(void);
 
+/*
+ * cli_getopt over options given by name, for commands that dispatch on
+ * the name: valued[] (NULL-terminated) take a value, flags[] do not;
+ * each is "--long" or "-x". fn(arg, name, value) is called for each
+ * option given, in order (value NULL for a flag; an empty value is
+ * refused first as a missing one), and its status other than CLI_OK
+ * ends the parse. Operands are refused. CLI_OK, or the failing status
+ * (CLI_USAGE after reporting).
+ */
+int cli_getopt_named(int argc, char **argv, const char *cmd,
+		     const char *const *valued, const char *const *flags,
+		     int (*fn)(void *arg, const char *name, const char *value),
+		     void *arg);
+
 /* Report a usage error of command cmd ("run", "config", ...) on stderr:
  * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
