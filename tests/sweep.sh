@@ -116,6 +116,9 @@ n=$(sqlite3 :memory: "SELECT count(*) FROM json_each(readfile('$tmp/json')) WHER
 [ $? = 2 ] && grep -q "no view 'v_nope'" "$tmp/err" || bad "unknown view: $(cat "$tmp/err")"
 "$llmsim" db views --db "$tmp/s.db" | grep -q '^v_sweep_small: one row per point of sweep small' ||
 	bad "db views lists no v_sweep_small"
+# Every view the schema creates has its one-line description.
+"$llmsim" db views --db "$tmp/s.db" | grep '(not documented)' &&
+	bad "db views: a view without a description"
 # Re-running resumes everything that ran, retries the invalid points, and
 # stores nothing twice.
 "$llmsim" sweep "$tmp/small.yaml" -j 2 --db "$tmp/s.db" >/dev/null 2>"$tmp/err"

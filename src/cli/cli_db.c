@@ -41,6 +41,13 @@ static const struct {
 	{ "v_sweep_points", "point of any sweep, with its run's columns" },
 	{ "v_collectives", "line of a collective's table (rccl-tests "
 			   "columns)" },
+	{ "v_measurements", "measured point (llmsim measure): where it ran "
+			    "and what it timed" },
+	{ "v_validation", "validated point (llmsim validate): predicted "
+			  "against measured" },
+	{ "v_serving", "serving run: the deployment, its load and its "
+		       "latency and throughput" },
+	{ "v_inference_steps", "prefill or decode step" },
 };
 
 /* The database a command reads: --db, else the default. Refuses a path
@@ -123,8 +130,10 @@ static int print_view(void *ctx, int n, const char *const *names,
 			row = known_views[i].row;
 	if (!row && v[1].text)
 		row = v[1].text;
-	fprintf(vc->out, "%s: one row per %s", v[0].text,
-		row ? row : "(not documented)");
+	if (row)
+		fprintf(vc->out, "%s: one row per %s", v[0].text, row);
+	else
+		fprintf(vc->out, "%s: (not documented)", v[0].text);
 	if (store_select(vc->st, "SELECT name FROM pragma_table_info(?1)", p,
 			 1, print_col, &c, vc->d) != 0) {
 		vc->failed = 1;
