@@ -112,6 +112,8 @@ struct prog {
 	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */
 	struct exec_jitter jitter;	/* per-rank variability; 0 = none */
+	prog_progress_fn progress;	/* prog_set_progress(); NULL = none */
+	void *progress_ctx;
 };
 
 /* ---- variability during a run (exec_jitter.c) ---- */

@@ -121,6 +121,8 @@ static void tick(struct run *r)
 static void finish(struct run *r, task_id t)
 {
 	r->order[r->nfinished++] = t;
+	if (r->p->progress && r->nfinished % PROG_PROGRESS_TASKS == 0)
+		r->p->progress(r->p->progress_ctx, r->nfinished, r->p->ntasks);
 }
 
 static void lane_end(struct sim *sim, void *arg);

@@ -108,6 +108,12 @@ void prog_set_jitter(struct prog *p, const struct exec_jitter *j)
 	p->jitter = *j;
 }
 
+void prog_set_progress(struct prog *p, prog_progress_fn fn, void *ctx)
+{
+	p->progress = fn;
+	p->progress_ctx = ctx;
+}
+
 void prog_name_stream(struct prog *p, uint32_t stream, const char *name)
 {
 	if (stream >= p->nstreams)

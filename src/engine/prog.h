@@ -91,4 +91,11 @@ struct exec_jitter {
 /* Make every rendezvous of p wait for its slowest member under j. */
 void prog_set_jitter(struct prog *p, const struct exec_jitter *j);
 
+/* Called by exec_run() each time another PROG_PROGRESS_TASKS tasks of p
+ * have finished: done of total. For progress on long runs; fn must not
+ * touch p. NULL (the default) for none. */
+#define PROG_PROGRESS_TASKS 65536u
+typedef void (*prog_progress_fn)(void *ctx, uint32_t done, uint32_t total);
+void prog_set_progress(struct prog *p, prog_progress_fn fn, void *ctx);
+
 #endif

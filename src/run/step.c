@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "gpu/gpu.h"
@@ -187,6 +189,37 @@ static void rates(const struct job_spec *j, struct step_result *out)
 	out->mfu = out->plan.model_flops / (t * n * out->peak_flops);
 }
 
+/* A long run's progress on a terminal: one line, redrawn at most twice a
+ * second, cleared when the run ends. */
+struct step_progress {
+	FILE *out;
+	double t0_s, last_s;	/* wall clock at the start, last drawn */
+	int shown;
+};
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(void *ctx, uint32_t done, uint32_t total)
+{
+	struct step_progress *sp = ctx;
+	double now = wall_s(), el = now - sp->t0_s;
+
+	if (now - sp->last_s < 0.5 || el <= 0)
+		return;
+	sp->last_s = now;
+	sp->shown = 1;
+	fprintf(sp->out, "\r\033[Kllmsim: %u of %u tasks done (%.0f %%), "
+		"%.0f s elapsed, ETA %.0f s", done, total,
+		100.0 * done / total, el, (total - done) / (done / el));
+	fflush(sp->out);
+}
+
 /* Run the built program on a fresh simulation with the chosen backend. */
 static int simulate(const struct job_spec *j, struct prog *p,
 		    const struct step_comm *comm, struct step_result *out,
@@ -197,8 +230,9 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	const struct comm_ops *ops;
 	struct exec_result er;
 	const char *why = "";
+	struct step_progress sp = { 0 };
 	void *ctx;
-	int rc = -1;
+	int rc = -1, exec_rc;
 
 	if (!sim) {
 		diag_oom(d);
@@ -218,10 +252,22 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		ops = &net_comm_ops;
 		ctx = net;
 	}
-	if (prog_tasks(p) > STEP_TASKS_NOTICE)
+	if (prog_tasks(p) > STEP_TASKS_NOTICE) {
 		diag_progress(d, "simulating %u tasks on %u ranks...",
 			      prog_tasks(p), prog_ranks(p));
-	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
+		if (d->out && isatty(fileno(d->out))) {
+			sp.out = d->out;
+			sp.t0_s = sp.last_s = wall_s();
+			prog_set_progress(p, progress, &sp);
+		}
+	}
+	exec_rc = exec_run(p, sim, ops, ctx, &er, &why);
+	prog_set_progress(p, NULL, NULL);
+	if (sp.shown) {
+		fputs("\r\033[K", sp.out);
+		fflush(sp.out);
+	}
+	if (exec_rc != 0)
 		goto fail;
 	if (net && net_failed(net)) {
 		why = net_error(net);
