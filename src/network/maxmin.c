@@ -108,6 +108,10 @@ struct mm {
 	struct vec fresh;	/* variables added since the last solve */
 	struct vec cv, cc;	/* the component being solved */
 	struct vec heap;	/* constraints by level */
+	double *heap_key;	/* per heap position: its constraint's level
+				 * (kept beside the ids: comparisons read
+				 * neither the constraint nor divide) */
+	uint32_t heap_keycap;
 	struct bvec bounded;	/* bounded variables of the component */
 	uint32_t epoch;
 };
@@ -170,6 +174,7 @@ void mm_free(struct mm *m)
 	mem_free(m->cv.v);
 	mem_free(m->cc.v);
 	mem_free(m->heap.v);
+	mem_free(m->heap_key);
 	mem_free(m->bounded.v);
 	mem_free(m);
 }
@@ -348,37 +353,40 @@ static double level(const struct cons *c)
 	return c->usage > 0 ? left / c->usage : INFINITY;
 }
 
-static int heap_less(const struct mm *m, mm_id a, mm_id b)
+/* Whether the entry (level la, constraint a) goes above (lb, b): by
+ * level, then by id. */
+static int key_less(double la, mm_id a, double lb, mm_id b)
 {
-	double la = level(&m->cons[a]), lb = level(&m->cons[b]);
-
 	return la < lb || (la == lb && a < b);
 }
 
-static void heap_set(struct mm *m, uint32_t i, mm_id c)
+static void heap_set(struct mm *m, uint32_t i, mm_id c, double key)
 {
 	m->heap.v[i] = c;
+	m->heap_key[i] = key;
 	m->cons[c].heap_pos = i;
 }
 
 static void heap_up(struct mm *m, uint32_t i)
 {
 	mm_id c = m->heap.v[i];
+	double kc = m->heap_key[i];
 
 	while (i > 0) {
 		uint32_t p = (i - 1) / 2;
 
-		if (!heap_less(m, c, m->heap.v[p]))
+		if (!key_less(kc, c, m->heap_key[p], m->heap.v[p]))
 			break;
-		heap_set(m, i, m->heap.v[p]);
+		heap_set(m, i, m->heap.v[p], m->heap_key[p]);
 		i = p;
 	}
-	heap_set(m, i, c);
+	heap_set(m, i, c, kc);
 }
 
 static void heap_down(struct mm *m, uint32_t i)
 {
 	mm_id c = m->heap.v[i];
+	double kc = m->heap_key[i];
 	uint32_t n = m->heap.n;
 
 	for (;;) {
@@ -386,25 +394,26 @@ static void heap_down(struct mm *m, uint32_t i)
 
 		if (k >= n)
 			break;
-		if (k + 1 < n && heap_less(m, m->heap.v[k + 1], m->heap.v[k]))
+		if (k + 1 < n && key_less(m->heap_key[k + 1], m->heap.v[k + 1],
+					  m->heap_key[k], m->heap.v[k]))
 			k++;
-		if (!heap_less(m, m->heap.v[k], c))
+		if (!key_less(m->heap_key[k], m->heap.v[k], kc, c))
 			break;
-		heap_set(m, i, m->heap.v[k]);
+		heap_set(m, i, m->heap.v[k], m->heap_key[k]);
 		i = k;
 	}
-	heap_set(m, i, c);
+	heap_set(m, i, c, kc);
 }
 
 static void heap_remove(struct mm *m, mm_id c)
 {
-	uint32_t i = m->cons[c].heap_pos;
-	mm_id last = m->heap.v[--m->heap.n];
+	uint32_t i = m->cons[c].heap_pos, last_i = --m->heap.n;
+	mm_id last = m->heap.v[last_i];
 
 	m->cons[c].heap_pos = NO_POS;
 	if (last == c)
 		return;
-	heap_set(m, i, last);
+	heap_set(m, i, last, m->heap_key[last_i]);
 	heap_up(m, i);
 	heap_down(m, m->cons[last].heap_pos);
 }
@@ -498,10 +507,12 @@ static void fix(struct mm *m, mm_id v, double rate)
 		c->nfree--;
 		if (c->heap_pos == NO_POS)
 			continue;
-		if (c->nfree == 0)
+		if (c->nfree == 0) {
 			heap_remove(m, e->cons);
-		else
+		} else {
+			m->heap_key[c->heap_pos] = level(c);
 			heap_down(m, c->heap_pos);
+		}
 	}
 }
 
@@ -521,6 +532,15 @@ static int fill_start(struct mm *m)
 	uint32_t i, k;
 
 	m->heap.n = m->bounded.n = 0;
+	if (m->heap_keycap < m->cc.n) {	/* the heap holds at most cc.n */
+		double *nk = mem_realloc(m->heap_key,
+					 (size_t)m->cc.n * sizeof(*nk));
+
+		if (!nk)
+			return -1;
+		m->heap_key = nk;
+		m->heap_keycap = m->cc.n;
+	}
 	for (i = 0; i < m->cv.n; i++) {
 		struct var *x = &m->vars[m->cv.v[i]];
 
@@ -546,6 +566,7 @@ static int fill_start(struct mm *m)
 			continue;
 		if (vec_push(&m->heap, m->cc.v[i]) != 0)
 			return -1;
+		m->heap_key[m->heap.n - 1] = level(c);
 		heap_up(m, m->heap.n - 1);
 	}
 	return 0;
@@ -565,7 +586,7 @@ static void fill(struct mm *m)
 		if (m->heap.n == 0 && bi == m->bounded.n)
 			break;
 		c = m->heap.n ? m->heap.v[0] : MM_NONE;
-		lc = c != MM_NONE ? level(&m->cons[c]) : INFINITY;
+		lc = c != MM_NONE ? m->heap_key[0] : INFINITY;
 		b = bi < m->bounded.n ? m->bounded.v[bi].var : MM_NONE;
 		if (b != MM_NONE && m->vars[b].bound_Bps <= lc) {
 			fix(m, b, m->vars[b].bound_Bps);
