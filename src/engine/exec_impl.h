@@ -49,7 +49,8 @@ struct pcoll_time {
 /* An open-addressing table of entry indexes, for interning (entries live
  * in a parallel array of cap elements that the table grows). */
 struct itab {
-	uint32_t *slot;		/* nslots: entry index + 1, 0 = free */
+	uint64_t *slot;		/* nslots: hash << 32 | (entry index + 1),
+				 * 0 = free (a probe reads one array) */
 	uint32_t *hash;		/* cap: each entry's hash */
 	uint32_t nslots;	/* power of two, 2 * cap */
 	uint32_t n, cap;	/* entries, room for entries */

@@ -26,7 +26,8 @@ void prog_itab_release(struct itab *t)
 /* Rebuild the slots for 2 * cap positions; 0 or -1. */
 static int rehash(struct itab *t, uint32_t nslots)
 {
-	uint32_t *slot = mem_calloc(nslots, sizeof(*slot)), i;
+	uint64_t *slot = mem_calloc(nslots, sizeof(*slot));
+	uint32_t i;
 
 	if (!slot)
 		return -1;
@@ -35,7 +36,7 @@ static int rehash(struct itab *t, uint32_t nslots)
 
 		while (slot[j])
 			j = (j + 1) & (nslots - 1);
-		slot[j] = i + 1;
+		slot[j] = (uint64_t)t->hash[i] << 32 | (i + 1);
 	}
 	mem_free(t->slot);
 	t->slot = slot;
@@ -77,11 +78,12 @@ static uint32_t find(const struct itab *t, uint32_t h, const void *entries,
 		     const void *key, uint32_t *pos)
 {
 	uint32_t j = h & (t->nslots - 1);
+	uint64_t e;
 
-	for (; t->slot[j]; j = (j + 1) & (t->nslots - 1))
-		if (t->hash[t->slot[j] - 1] == h &&
-		    same(entries, t->slot[j] - 1, key))
-			return t->slot[j] - 1;
+	for (; (e = t->slot[j]) != 0; j = (j + 1) & (t->nslots - 1))
+		if ((uint32_t)(e >> 32) == h &&
+		    same(entries, (uint32_t)e - 1, key))
+			return (uint32_t)e - 1;
 	*pos = j;
 	return UINT32_MAX;
 }
@@ -90,7 +92,7 @@ static uint32_t find(const struct itab *t, uint32_t h, const void *entries,
 static uint32_t insert(struct itab *t, uint32_t pos, uint32_t h)
 {
 	t->hash[t->n] = h;
-	t->slot[pos] = t->n + 1;
+	t->slot[pos] = (uint64_t)h << 32 | (t->n + 1);
 	return t->n++;
 }
 
@@ -114,7 +116,7 @@ static int str_same(const void *entries, uint32_t i, const void *key)
 
 const char *prog_intern(struct prog *p, const char *s)
 {
-	uint32_t h = fnv(s, strlen(s)), pos, i;
+	uint32_t h = fnv(s, strlen(s)), pos = 0, i;
 	char *copy;
 
 	if (p->failed)
@@ -150,7 +152,7 @@ static int info_same(const void *entries, uint32_t i, const void *key)
 uint32_t prog_intern_info(struct prog *p, const struct task_info *in)
 {
 	uint64_t x = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
-	uint32_t h, pos, i;
+	uint32_t h, pos = 0, i;
 
 	x ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
 	x ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
@@ -184,7 +186,7 @@ const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n)
 {
 	struct group_key k = { ids, n };
-	uint32_t h = fnv(ids, (size_t)n * sizeof(*ids)), pos, i;
+	uint32_t h = fnv(ids, (size_t)n * sizeof(*ids)), pos = 0, i;
 	uint32_t *g;
 
 	if (reserve(&p->group_tab, &p->groups, sizeof(*p->groups)) != 0)
