@@ -29,7 +29,12 @@
  * R/U when R/U >= L), so the levels popped never decrease and a heap of
  * s_i keyed by (level, id) gives O(E log C) for E variable-constraint
  * elements and C constraints. Ties are broken by constraint id, so the
- * result is deterministic.
+ * result is deterministic. Because levels only rise, the heap keeps each
+ * constraint's level as it was when last checked (a lower bound) and
+ * fixing a variable does not reorder it: the top is re-checked before it
+ * is taken, and sinks with its new level when that rose, until the top's
+ * key is current. That top is the smallest (level, id), as with keys
+ * updated at every change, at a fraction of the heap work.
  *
  * Incremental. The allocation of one connected component (variables and
  * constraints linked by elements) does not depend on any other, so a
@@ -344,7 +349,9 @@ uint32_t mm_vars(const struct mm *m)
 	return m->live;
 }
 
-/* ---- the heap of constraints keyed by saturation level ---- */
+/* ---- the heap of constraints keyed by saturation level (heap_key: the
+ * level when last checked, <= the current one; fill() re-checks the
+ * top) ---- */
 
 static double level(const struct cons *c)
 {
@@ -507,12 +514,8 @@ static void fix(struct mm *m, mm_id v, double rate)
 		c->nfree--;
 		if (c->heap_pos == NO_POS)
 			continue;
-		if (c->nfree == 0) {
+		if (c->nfree == 0)
 			heap_remove(m, e->cons);
-		} else {
-			m->heap_key[c->heap_pos] = level(c);
-			heap_down(m, c->heap_pos);
-		}
 	}
 }
 
@@ -585,6 +588,14 @@ static void fill(struct mm *m)
 			bi++;
 		if (m->heap.n == 0 && bi == m->bounded.n)
 			break;
+		while (m->heap.n > 0) {
+			double l = level(&m->cons[m->heap.v[0]]);
+
+			if (l == m->heap_key[0])
+				break;
+			m->heap_key[0] = l;
+			heap_down(m, 0);
+		}
 		c = m->heap.n ? m->heap.v[0] : MM_NONE;
 		lc = c != MM_NONE ? m->heap_key[0] : INFINITY;
 		b = bi < m->bounded.n ? m->bounded.v[bi].var : MM_NONE;
