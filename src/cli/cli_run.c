@@ -1,9 +1,18 @@
 /*
  * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
- * [--db PATH] [--no-store] [--full] [--require-fit]`: resolve the job, simulate one
- * training step, print the result (a summary with units, or one JSON
- * object), optionally write the Chrome trace, and store the run. The
- * inference phases (prefill, decode, serving) go to cli_infer.c.
+ * [--db PATH] [--no-store] [--full] [--require-fit] [--max-memory SIZE]
+ * [--max-trace SIZE]`: resolve the job, simulate one training step,
+ * print the result (a summary with units, or one JSON object), optionally
+ * write the Chrome trace, and store the run. The inference phases
+ * (prefill, decode, serving) go to cli_infer.c.
+ *
+ * Budget: before anything is built, the step's cost is estimated
+ * (step_estimate: tasks, memory, time, trace size); a step whose
+ * simulation would need more memory than --max-memory (default 80 % of
+ * the machine's physical memory), or whose trace would exceed
+ * --max-trace (default 2 GB), is refused with exit 2, the estimate, and
+ * the flag that raises the budget (and, for --full, what the symmetric
+ * mode would need instead).
  *
  * JOB "-" reads the job from standard input; --trace - writes the trace
  * to standard output (the summary then goes to stderr).
@@ -21,6 +30,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "base/diag.h"
@@ -44,12 +54,31 @@ struct run_opts {
 	int no_store;
 	int full;			/* simulate every GPU */
 	int require_fit;		/* exit CLI_NO_FIT when it does not fit */
+	double max_memory_B;		/* B, memory budget; 0 = the default */
+	double max_trace_B;		/* B, trace budget; 0 = the default */
 };
+
+#define TRACE_BUDGET_B 2e9		/* B, default --max-trace */
+#define MEMORY_SHARE 0.8		/* default --max-memory: of the RAM */
+#define GiB 1073741824.0
 
 enum {
 	OPT_SET = 256, OPT_JSON, OPT_TRACE, OPT_DB, OPT_NO_STORE, OPT_FULL,
-	OPT_REQUIRE_FIT,
+	OPT_REQUIRE_FIT, OPT_MAX_MEMORY, OPT_MAX_TRACE,
 };
+
+/* A size option's value ("24 GiB"), > 0; 0 or -1 after a usage error. */
+static int size_opt(const char *opt, const char *v, double *out_B)
+{
+	const char *why = "";
+
+	if (units_parse(v, UNIT_BYTES, out_B, &why) != 0 || !(*out_B > 0)) {
+		cli_usage_error("run", "%s '%s': expected a size such as "
+				"'24 GiB'%s%s", opt, v, *why ? ": " : "", why);
+		return -1;
+	}
+	return 0;
+}
 
 static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 		 struct diag *d)
@@ -62,6 +91,8 @@ static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 		{ "no-store", no_argument, NULL, OPT_NO_STORE },
 		{ "full", no_argument, NULL, OPT_FULL },
 		{ "require-fit", no_argument, NULL, OPT_REQUIRE_FIT },
+		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+		{ "max-trace", required_argument, NULL, OPT_MAX_TRACE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -82,6 +113,16 @@ static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 		case OPT_NO_STORE: o->no_store = 1; break;
 		case OPT_FULL: o->full = 1; break;
 		case OPT_REQUIRE_FIT: o->require_fit = 1; break;
+		case OPT_MAX_MEMORY:
+			if (size_opt("--max-memory", optarg,
+				     &o->max_memory_B) != 0)
+				return CLI_USAGE;
+			break;
+		case OPT_MAX_TRACE:
+			if (size_opt("--max-trace", optarg,
+				     &o->max_trace_B) != 0)
+				return CLI_USAGE;
+			break;
 		default: return CLI_USAGE;
 		}
 	}
@@ -244,12 +285,85 @@ static int close_trace(FILE *f, const char *path, struct diag *d)
 	return CLI_FAIL;
 }
 
+/* The default memory budget: MEMORY_SHARE of the physical memory (or
+ * none when the system does not say). */
+static double default_memory_B(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || size <= 0)
+		return 0;
+	return MEMORY_SHARE * (double)pages * (double)size;
+}
+
+/* What the symmetric mode needs, for a --full run's refusal: "; without
+ * --full ... about X GiB", or "" when it cannot be had. */
+static void symmetric_note(const struct job_spec *j, char *buf, size_t len,
+			   struct diag *d)
+{
+	struct job_spec sym = *j;
+	struct step_estimate e;
+
+	buf[0] = '\0';
+	sym.full_fidelity = 0;
+	if (step_estimate(&sym, 0, &e, d) == 0)
+		snprintf(buf, len, "; without --full (one rank per group of "
+			 "identical peers) it needs about %.2f GiB for %.2f M "
+			 "tasks", e.memory_B / GiB, e.tasks / 1e6);
+}
+
+/* Refuse, before building anything, a step past the memory or trace
+ * budget: CLI_OK, CLI_USAGE (reported) or CLI_FAIL. */
+static int check_budget(const struct run_opts *o, const struct job_spec *j,
+			struct diag *d)
+{
+	struct step_estimate e;
+	double mem = o->max_memory_B > 0 ? o->max_memory_B : default_memory_B();
+	double trace = o->max_trace_B > 0 ? o->max_trace_B : TRACE_BUDGET_B;
+	int full = o->full || j->full_fidelity, rc;
+	char note[160];
+
+	rc = step_estimate(j, o->full, &e, d);
+	if (rc != 0)
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	if (!e.buildable || (mem > 0 && e.memory_B > mem)) {
+		note[0] = '\0';
+		if (full)
+			symmetric_note(j, note, sizeof(note), d);
+		if (!e.buildable)
+			diag_error(d, NULL, 0, 0, "this step would simulate "
+				   "%.1f M tasks (%.0f simulated ranks), more "
+				   "than the %.1f M a step program holds (about "
+				   "%.0f GiB)%s", e.tasks / 1e6, e.ranks,
+				   PROG_MAX_TASKS / 1e6, e.memory_B / GiB, note);
+		else
+			diag_error(d, NULL, 0, 0, "simulating this step needs "
+				   "about %.1f GiB of memory and %.0f s (%.1f M "
+				   "tasks, %.0f simulated ranks), more than the "
+				   "%.1f GiB budget; raise it with --max-memory%s",
+				   e.memory_B / GiB, e.time_s, e.tasks / 1e6,
+				   e.ranks, mem / GiB, note);
+		return CLI_USAGE;
+	}
+	if (o->trace && e.trace_B > trace) {
+		diag_error(d, NULL, 0, 0, "the trace would be about %.1f GB "
+			   "(%.1f M tasks), more than the %.1f GB budget; "
+			   "raise it with --max-trace", e.trace_B / 1e9,
+			   e.tasks / 1e6, trace / 1e9);
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
 static int simulate(const struct run_opts *o, struct job_spec *j,
 		    struct step_result *r, struct diag *d)
 {
 	FILE *trace = NULL;
 	int rc;
 
+	rc = check_budget(o, j, d);
+	if (rc != CLI_OK)
+		return rc;
 	if (o->trace && !(trace = open_trace(o->trace, d)))
 		return CLI_FAIL;
 	rc = step_run(j, o->full, NULL, trace, r, d);

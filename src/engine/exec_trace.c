@@ -124,10 +124,11 @@ static void put_rank_meta(const struct prog *p, FILE *out, int *nev,
 
 static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 {
-	const struct task_info *in = &p->infos[p->info[t]];
+	struct task_info in;
 	units_ns_t start = task_start_ns(p, t);
 	uint32_t k = task_coll(p, t);
 
+	exec_task_info(p, t, &in);
 	next_event(out, nev);
 	fprintf(out, "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
 		task_rank(p, t), p->task[t].lane % p->nstreams);
@@ -135,12 +136,12 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 	fputs(",\"dur\":", out);
 	put_us(out, task_end_ns(p, t) - start);
 	fputs(",\"name\":", out);
-	put_str(out, in->name);
+	put_str(out, in.name);
 	fprintf(out, ",\"cat\":\"%s\",\"args\":{\"category\":\"%s\","
-		"\"layer\":%d,\"microbatch\":%d", exec_cat_name(in->cat),
-		exec_cat_name(in->cat), in->layer, in->microbatch);
+		"\"layer\":%d,\"microbatch\":%d", exec_cat_name(in.cat),
+		exec_cat_name(in.cat), in.layer, in.microbatch);
 	if (k != UINT32_MAX) {
-		const struct coll_desc *c = &p->colls[k].desc;
+		const struct coll_desc *c = coll_desc_of(p, k);
 
 		fprintf(out, ",\"op\":\"%s\",\"bytes\":%.17g,\"group\":%u",
 			coll_op_names[c->op], c->bytes, c->ngpus);
@@ -152,26 +153,29 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 
 /* ---- enclosing slices ----------------------------------------------- */
 
-static const struct task_info *info_of(const struct prog *p, task_id t)
+static struct task_info info_of(const struct prog *p, task_id t)
 {
-	return &p->infos[p->info[t]];
+	struct task_info in;
+
+	exec_task_info(p, t, &in);
+	return in;
 }
 
 /* 1 when task u continues t's pass slice: both compute, same microbatch
  * and pass, a pass at all. */
 static int same_pass(const struct prog *p, task_id t, task_id u)
 {
-	const struct task_info *a = info_of(p, t), *b = info_of(p, u);
+	struct task_info a = info_of(p, t), b = info_of(p, u);
 
-	return a->cat == TASK_COMPUTE && b->cat == TASK_COMPUTE &&
-	       a->phase != TASK_PHASE_NONE && a->phase == b->phase &&
-	       a->microbatch == b->microbatch;
+	return a.cat == TASK_COMPUTE && b.cat == TASK_COMPUTE &&
+	       a.phase != TASK_PHASE_NONE && a.phase == b.phase &&
+	       a.microbatch == b.microbatch;
 }
 
 static int same_layer(const struct prog *p, task_id t, task_id u)
 {
-	return same_pass(p, t, u) && info_of(p, t)->layer >= 0 &&
-	       info_of(p, t)->layer == info_of(p, u)->layer;
+	return same_pass(p, t, u) && info_of(p, t).layer >= 0 &&
+	       info_of(p, t).layer == info_of(p, u).layer;
 }
 
 /* The last task of the run that starts at t (by pred), t itself when
@@ -187,7 +191,7 @@ static task_id run_end(const struct prog *p, task_id t,
 static void put_slice(const struct prog *p, FILE *out, int *nev, task_id a,
 		      task_id b, const char *name, const char *cat, int layer)
 {
-	const struct task_info *in = info_of(p, a);
+	struct task_info in = info_of(p, a);
 	units_ns_t s = task_start_ns(p, a);
 
 	next_event(out, nev);
@@ -200,8 +204,8 @@ static void put_slice(const struct prog *p, FILE *out, int *nev, task_id a,
 	put_str(out, name);
 	fprintf(out, ",\"cat\":\"%s\",\"args\":{", cat);
 	if (layer)
-		fprintf(out, "\"layer\":%d,", in->layer);
-	fprintf(out, "\"microbatch\":%d}}", in->microbatch);
+		fprintf(out, "\"layer\":%d,", in.layer);
+	fprintf(out, "\"microbatch\":%d}}", in.microbatch);
 }
 
 /* One lane's tasks with their pass and layer slices around them. */
@@ -211,20 +215,20 @@ static void put_lane(const struct prog *p, FILE *out, int *nev, uint32_t lane)
 	char name[64];
 
 	for (t = p->lane_head[lane]; t != TASK_NONE; t = p->task[t].next) {
-		const struct task_info *in = info_of(p, t);
+		struct task_info in = info_of(p, t);
 
-		if (pass_end == TASK_NONE && in->cat == TASK_COMPUTE &&
-		    in->phase != TASK_PHASE_NONE) {
+		if (pass_end == TASK_NONE && in.cat == TASK_COMPUTE &&
+		    in.phase != TASK_PHASE_NONE) {
 			pass_end = run_end(p, t, same_pass);
 			snprintf(name, sizeof(name), "%s mb %d",
-				 in->phase == TASK_PHASE_FWD ? "forward" :
-				 "backward", in->microbatch);
+				 in.phase == TASK_PHASE_FWD ? "forward" :
+				 "backward", in.microbatch);
 			put_slice(p, out, nev, t, pass_end, name, "pass", 0);
 		}
 		if (layer_end == TASK_NONE && pass_end != TASK_NONE &&
-		    in->layer >= 0) {
+		    in.layer >= 0) {
 			layer_end = run_end(p, t, same_layer);
-			snprintf(name, sizeof(name), "layer %d", in->layer);
+			snprintf(name, sizeof(name), "layer %d", in.layer);
 			put_slice(p, out, nev, t, layer_end, name, "layer", 1);
 		}
 		put_task(p, out, nev, t);
@@ -271,11 +275,21 @@ static void put_flows(const struct prog *p, FILE *out, int *nev)
 	uint32_t e;
 	task_id t, c;
 
-	for (t = 0; t < p->ncsr && t < p->ntasks; t++)
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
-			if (p->task[p->succ[e]].lane != p->task[t].lane)
-				put_flow(p, out, nev, t, p->succ[e], &id,
+	for (t = 0; t < p->ncsr && t < p->ntasks; t++) {
+		uint32_t s1 = p->succ1[t], lo = 0, hi = 0;
+
+		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+			lo = p->more_off[s1 & ~KIND_COLL];
+			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+			s1 = TASK_NONE;
+		}
+		if (s1 != TASK_NONE && p->task[s1].lane != p->task[t].lane)
+			put_flow(p, out, nev, t, s1, &id, "dependency");
+		for (e = lo; e < hi; e++)
+			if (p->task[p->more[e]].lane != p->task[t].lane)
+				put_flow(p, out, nev, t, p->more[e], &id,
 					 "dependency");
+	}
 	for (t = 0; t < p->ntasks; t++) {
 		if (!(p->critical[t / 64] >> (t % 64) & 1))
 			continue;

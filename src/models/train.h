@@ -76,6 +76,22 @@ int train_check(const struct job_spec *j, struct diag *d);
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d);
 
+/* What a step program will hold, before it is built. */
+struct train_estimate {
+	double tasks;		/* tasks */
+	double calls;		/* collective calls */
+	double ranks;		/* simulated ranks */
+};
+
+/*
+ * Count the tasks train_build(j, full) would make, from the costed
+ * blocks and the schedule's shape (train_estimate.c has the formula),
+ * without building: cheap at any size, so a budget can be checked
+ * first. Returns 0, or -1 after reporting to d (out of memory).
+ */
+int train_estimate(const struct job_spec *j, int full,
+		   struct train_estimate *e, struct diag *d);
+
 /* Name a simulated rank for traces: "pp3 dp0 tp0". arg is the struct
  * layout. */
 void train_rank_label(uint32_t rank, char *buf, size_t len, void *arg);

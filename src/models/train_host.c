@@ -89,16 +89,24 @@ static double cost(const struct train *t, const struct block *b, int i)
 	return (c + op->host_kernels * h->kernel_s) * t->host_scale;
 }
 
-int train_host_setup(struct train *t)
+int train_host_init(struct train *t)
 {
 	const struct host_spec *h = &t->job->framework->host;
-	uint32_t r;
-	int64_t pp_i, i, a;
 
 	t->host_on = h->op_s > 0 || h->module_s > 0 || h->kernel_s > 0 ||
 		     h->collective_s > 0 || h->graph_s > 0 || h->sync_s > 0;
 	t->host_scale = t->job->system->host_dispatch_scale > 0 ?
 			t->job->system->host_dispatch_scale : 1;
+	return t->host_on && h->p2p_sync && t->pp >= 2 && t->v == 1 &&
+	       !t->a2a_overlap;
+}
+
+int train_host_setup(struct train *t)
+{
+	uint32_t r;
+	int64_t pp_i, i, a;
+	int p2p = train_host_init(t);
+
 	if (!t->host_on)
 		return 0;
 	t->host_last = arena_alloc(&t->arena, t->lay.nranks *
@@ -107,7 +115,7 @@ int train_host_setup(struct train *t)
 		return -1;
 	for (r = 0; r < t->lay.nranks; r++)
 		t->host_last[r] = TASK_NONE;
-	if (!h->p2p_sync || t->pp < 2 || t->v > 1 || t->a2a_overlap)
+	if (!p2p)
 		return 0;
 	t->p2p_host = arena_alloc(&t->arena, t->lay.nranks *
 				  sizeof(*t->p2p_host));

@@ -122,26 +122,31 @@ static int find_runs(struct mem_walk *w, const struct prog *p)
 	uint32_t cur_rank = UINT32_MAX;
 
 	for (t = 0; t < n; t++) {
-		const struct task_info *in = exec_task_info(p, t);
+		struct task_info in;
+		enum task_cat cat;
 		uint32_t rank;
 
-		if (in->cat != TASK_COMPUTE || in->phase == TASK_PHASE_NONE)
+		exec_task_name(p, t, &cat);
+		if (cat != TASK_COMPUTE)
+			continue;
+		exec_task_info(p, t, &in);
+		if (in.phase == TASK_PHASE_NONE)
 			continue;
 		rank = exec_task_rank(p, t);
 		if (cur_rank != UINT32_MAX && (rank != cur_rank ||
-		    in->microbatch != cur.mb ||
-		    (in->phase == TASK_PHASE_BWD) != cur.bwd)) {
+		    in.microbatch != cur.mb ||
+		    (in.phase == TASK_PHASE_BWD) != cur.bwd)) {
 			if (add_run(w, &cur) != 0)
 				return -1;
 			cur_rank = UINT32_MAX;
 		}
 		if (cur_rank == UINT32_MAX) {
-			cur = (struct pass_run){ rank, in->microbatch,
-				in->phase == TASK_PHASE_BWD, -1, 0, 0 };
+			cur = (struct pass_run){ rank, in.microbatch,
+				in.phase == TASK_PHASE_BWD, -1, 0, 0 };
 			cur_rank = rank;
 		}
 		if (cur.vs < 0)
-			cur.vs = vs_of(w, in->layer);
+			cur.vs = vs_of(w, in.layer);
 		cur.end_s = exec_task_end_s(p, t);
 	}
 	return cur_rank != UINT32_MAX ? add_run(w, &cur) : 0;
