@@ -157,7 +157,7 @@ done
 
 expect 2 "collective --min 0" "$llmsim" collective --system dgx-h100 \
 	--op allreduce --ranks 8 --min 0 --no-store &&
-	says "collective --min 0" "--min: expected a size of at least 1 byte, got '0'"
+	says "collective --min 0" "--min (-b): expected a size of at least 1 byte, got '0'"
 if grep -q 'step-factor' "$tmp/err"; then
 	bad "collective --min 0 still blames the step factor"
 fi

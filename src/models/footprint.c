@@ -422,6 +422,13 @@ static double stage_act_B(const struct job_spec *j,
 	return b;
 }
 
+double footprint_stage_act_B(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t vs)
+{
+	return stage_act_B(j, d, split, vs);
+}
+
 double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
 			    int64_t rank, struct sched_action *scratch)
@@ -482,6 +489,13 @@ static void rank_footprint(const struct job_spec *j,
 int footprint_job(const struct job_spec *j, double usable_B,
 		  struct footprint *out)
 {
+	return footprint_job_stages(j, usable_B, out, NULL, 0);
+}
+
+int footprint_job_stages(const struct job_spec *j, double usable_B,
+			 struct footprint *out, struct footprint *stages,
+			 int64_t nstages)
+{
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t m = job_microbatches(j), r;
 	struct sched_action *scratch;
@@ -500,6 +514,10 @@ int footprint_job(const struct job_spec *j, double usable_B,
 		struct footprint f;
 
 		rank_footprint(j, &d, split, r, scratch, &f);
+		f.usable_B = usable_B;
+		f.fits = f.peak_B <= usable_B;
+		if (r < nstages)
+			stages[r] = f;
 		if (f.peak_B > out->peak_B)
 			*out = f;
 	}
