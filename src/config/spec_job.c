@@ -185,34 +185,51 @@ static const struct schema_field job_fields[] = {
 	  .help = "simulate every GPU instead of one per group of identical TP/DP peers" },
 };
 
-/* Report a layout error at the job's `key` mapping (or the job itself). */
-static void layout_error(struct diag *d, const struct cnode *job,
+const char *const job_rule_names[JR_COUNT + 1] = {
+	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
+	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
+	"schedule_vpp", "schedule_pp", "schedule_microbatches", NULL,
+};
+
+/* Where layout violations go: a bit per rule, and, when d is set, a
+ * diagnostic at the job's `key` mapping (or the job itself). */
+struct layout_sink {
+	struct diag *d;			/* NULL: only the bits */
+	const struct cnode *node;	/* the job's mapping, or NULL */
+	uint32_t broken;		/* 1 << enum job_rule */
+};
+
+static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void layout_error(struct diag *d, const struct cnode *job,
+static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
 {
-	const struct cnode *at = job ? cnode_get(job, key) : NULL;
+	const struct cnode *at;
 	char msg[512];
 	va_list ap;
 
+	s->broken |= 1u << rule;
+	if (!s->d)
+		return;
+	at = s->node ? cnode_get(s->node, key) : NULL;
 	if (!at)
-		at = job;
+		at = s->node;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cnode_error(d, at, "layout: %s", msg);
+	cnode_error(s->d, at, "layout: %s", msg);
 }
 
-static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
-		    const struct cnode *node)
+static int infer_dp(struct parallel_spec *p, int64_t gpus,
+		    struct layout_sink *s)
 {
 	int64_t tpc = p->tp * p->pp * p->cp;
 
 	if (p->dp == 0) {
 		if (gpus % tpc != 0) {
-			layout_error(d, node, "parallelism",
+			layout_error(s, JR_WORLD, "parallelism",
 				     "tp*pp*cp = %lld does not divide the %lld "
 				     "GPUs of the system",
 				     (long long)tpc, (long long)gpus);
@@ -220,7 +237,7 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
 		}
 		p->dp = gpus / tpc;
 	} else if (tpc * p->dp != gpus) {
-		layout_error(d, node, "parallelism",
+		layout_error(s, JR_WORLD, "parallelism",
 			     "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
 			     "system has %lld GPUs", (long long)p->tp,
 			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
@@ -231,37 +248,35 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
 }
 
 /* Degrees against the model's dimensions (Megatron's own asserts). */
-static void check_tp(const struct job_spec *j, struct diag *d,
-		     const struct cnode *node)
+static void check_tp(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 
 	if (m->num_attention_heads % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide "
-			     "num_attention_heads %lld", (long long)p->tp,
+		layout_error(s, JR_TP_HEADS, "parallelism", "tp %lld does not "
+			     "divide num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
 	if (m->num_key_value_heads % p->tp != 0 &&
 	    p->tp % m->num_key_value_heads != 0)
-		layout_error(d, node, "parallelism", "tp %lld and "
+		layout_error(s, JR_TP_KV_HEADS, "parallelism", "tp %lld and "
 			     "num_key_value_heads %lld: one must divide the other "
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
 	if (m->intermediate_size % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide "
-			     "intermediate_size %lld", (long long)p->tp,
+		layout_error(s, JR_TP_FFN, "parallelism", "tp %lld does not "
+			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
 	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
-		layout_error(d, node, "parallelism", "tp_comm_overlap needs "
-			     "tp >= 2 and sequence_parallel: true (got tp %lld, "
-			     "sequence_parallel %s)", (long long)p->tp,
+		layout_error(s, JR_TP_OVERLAP, "parallelism", "tp_comm_overlap "
+			     "needs tp >= 2 and sequence_parallel: true (got tp "
+			     "%lld, sequence_parallel %s)", (long long)p->tp,
 			     p->sequence_parallel ? "true" : "false");
 }
 
 /* The explicit layer split: pp*vpp entries summing to the layer count. */
-static void check_pp_layers(const struct job_spec *j, struct diag *d,
-			    const struct cnode *node)
+static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t sum = 0;
@@ -270,30 +285,29 @@ static void check_pp_layers(const struct job_spec *j, struct diag *d,
 	if (p->pp_layers.n == 0)
 		return;
 	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
-		layout_error(d, node, "parallelism", "pp_layers has %zu entries; "
-			     "it needs pp*vpp = %lld (one per virtual stage)",
-			     p->pp_layers.n, (long long)(p->pp * p->vpp));
+		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers has %zu "
+			     "entries; it needs pp*vpp = %lld (one per virtual "
+			     "stage)", p->pp_layers.n, (long long)(p->pp * p->vpp));
 		return;
 	}
 	for (i = 0; i < p->pp_layers.n; i++) {
 		sum += p->pp_layers.v[i];
 		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
-			layout_error(d, node, "parallelism", "pp_layers[%zu] is 0: "
-				     "only the first and last virtual stages (which "
-				     "hold the embedding and the LM head) may have "
-				     "no layers", i);
+			layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers[%zu] "
+				     "is 0: only the first and last virtual stages "
+				     "(which hold the embedding and the LM head) may "
+				     "have no layers", i);
 			return;
 		}
 	}
 	if (sum != j->model->num_hidden_layers)
-		layout_error(d, node, "parallelism", "pp_layers sums to %lld "
-			     "layers but the model has %lld", (long long)sum,
+		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers sums to "
+			     "%lld layers but the model has %lld", (long long)sum,
 			     (long long)j->model->num_hidden_layers);
 }
 
 /* Pipeline schedule against vpp, pp and the microbatch count. */
-static void check_schedule(struct job_spec *j, struct diag *d,
-			   const struct cnode *node)
+static void check_schedule(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct training_spec *t = &j->training;
@@ -302,57 +316,66 @@ static void check_schedule(struct job_spec *j, struct diag *d,
 	if (p->schedule < 0)
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
 	if (p->schedule == SCHED_INTERLEAVED && p->vpp < 2)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs vpp >= 2, got vpp %lld", (long long)p->vpp);
+		layout_error(s, JR_SCHED_VPP, "parallelism", "the interleaved "
+			     "schedule needs vpp >= 2, got vpp %lld",
+			     (long long)p->vpp);
 	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
-		layout_error(d, node, "parallelism", "vpp %lld needs schedule "
-			     "'interleaved'", (long long)p->vpp);
+		layout_error(s, JR_SCHED_VPP, "parallelism", "vpp %lld needs "
+			     "schedule 'interleaved'", (long long)p->vpp);
 	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs pp >= 2, got pp %lld", (long long)p->pp);
+		layout_error(s, JR_SCHED_PP, "parallelism", "the interleaved "
+			     "schedule needs pp >= 2, got pp %lld",
+			     (long long)p->pp);
 	if (t->global_batch_size % per_step != 0) {
-		layout_error(d, node, "training", "global_batch_size %lld is not "
-			     "divisible by micro_batch_size * dp = %lld * %lld",
+		layout_error(s, JR_BATCH, "training", "global_batch_size %lld is "
+			     "not divisible by micro_batch_size * dp = %lld * %lld",
 			     (long long)t->global_batch_size,
 			     (long long)t->micro_batch_size, (long long)p->dp);
 		return;
 	}
 	if (p->schedule == SCHED_INTERLEAVED &&
 	    (t->global_batch_size / per_step) % p->pp != 0)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs the microbatch count global_batch_size / "
-			     "(micro_batch_size * dp) = %lld to be a multiple of "
-			     "pp %lld", (long long)(t->global_batch_size / per_step),
+		layout_error(s, JR_SCHED_MICRO, "parallelism", "the interleaved "
+			     "schedule needs the microbatch count "
+			     "global_batch_size / (micro_batch_size * dp) = %lld "
+			     "to be a multiple of pp %lld",
+			     (long long)(t->global_batch_size / per_step),
 			     (long long)p->pp);
+}
+
+uint32_t job_layout_check(struct job_spec *j, struct diag *d,
+			  const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct training_spec *t = &j->training;
+	const struct model_spec *m = j->model;
+	struct layout_sink s = { d, node, 0 };
+
+	if (infer_dp(p, system_gpus(j->system), &s) != 0)
+		return s.broken;
+	check_schedule(j, &s);
+	check_tp(j, &s);
+	if (t->seq_len % p->cp != 0)
+		layout_error(&s, JR_CP_SEQ, "parallelism", "cp %lld does not "
+			     "divide seq_len %lld", (long long)p->cp,
+			     (long long)t->seq_len);
+	if (!model_is_moe(m) && p->ep != 1)
+		layout_error(&s, JR_EP_DENSE, "parallelism", "ep %lld on a dense "
+			     "model: expert parallelism needs 'n_routed_experts'",
+			     (long long)p->ep);
+	if (p->pp * p->vpp > m->num_hidden_layers)
+		layout_error(&s, JR_PP_LAYERS, "parallelism", "pp*vpp = "
+			     "%lld*%lld exceeds the model's %lld layers",
+			     (long long)p->pp, (long long)p->vpp,
+			     (long long)m->num_hidden_layers);
+	else
+		check_pp_layers(j, &s);
+	return s.broken;
 }
 
 static int job_check(void *obj, const struct cnode *node, struct diag *d)
 {
-	struct job_spec *j = obj;
-	struct parallel_spec *p = &j->parallelism;
-	const struct training_spec *t = &j->training;
-	const struct model_spec *m = j->model;
-	unsigned before = d->errors;
-
-	if (infer_dp(p, system_gpus(j->system), d, node) != 0)
-		return -1;
-	check_schedule(j, d, node);
-	check_tp(j, d, node);
-	if (t->seq_len % p->cp != 0)
-		layout_error(d, node, "parallelism", "cp %lld does not divide "
-			     "seq_len %lld", (long long)p->cp,
-			     (long long)t->seq_len);
-	if (!model_is_moe(m) && p->ep != 1)
-		layout_error(d, node, "parallelism", "ep %lld on a dense model: "
-			     "expert parallelism needs 'n_routed_experts'",
-			     (long long)p->ep);
-	if (p->pp * p->vpp > m->num_hidden_layers)
-		layout_error(d, node, "parallelism", "pp*vpp = %lld*%lld exceeds "
-			     "the model's %lld layers", (long long)p->pp,
-			     (long long)p->vpp, (long long)m->num_hidden_layers);
-	else
-		check_pp_layers(j, d, node);
-	return d->errors == before ? 0 : -1;
+	return job_layout_check(obj, d, node) == 0 ? 0 : -1;
 }
 
 static const char *const job_dirs[] = {"workloads/jobs", NULL};

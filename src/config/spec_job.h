@@ -138,4 +138,38 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 
 extern const struct schema job_schema;
 
+/* The layout rules of a job (Megatron's own asserts and what llmsim's
+ * step program needs), one bit each in job_layout_check()'s result. */
+enum job_rule {
+	JR_WORLD,		/* tp*pp*cp*dp = the system's GPUs */
+	JR_TP_HEADS,		/* tp divides the attention heads */
+	JR_TP_KV_HEADS,		/* tp and the KV heads: one divides the other */
+	JR_TP_FFN,		/* tp divides intermediate_size */
+	JR_TP_OVERLAP,		/* tp_comm_overlap needs tp >= 2 and SP */
+	JR_CP_SEQ,		/* cp divides seq_len */
+	JR_EP_DENSE,		/* ep > 1 needs routed experts */
+	JR_PP_LAYERS,		/* pp*vpp <= layers */
+	JR_PP_SPLIT,		/* pp_layers: pp*vpp entries summing to the layers */
+	JR_BATCH,		/* micro_batch_size * dp divides global_batch_size */
+	JR_SCHED_VPP,		/* vpp > 1 <=> the interleaved schedule */
+	JR_SCHED_PP,		/* the interleaved schedule needs pp >= 2 */
+	JR_SCHED_MICRO,		/* interleaved: microbatches a multiple of pp */
+	JR_COUNT
+};
+
+/* "world", "tp_heads", ...: one name per rule; NULL-terminated. */
+extern const char *const job_rule_names[JR_COUNT + 1];
+
+/*
+ * Check job j's layout against every rule: infers parallelism.dp when it
+ * is 0 and the schedule when it is negative (as the schema's check does),
+ * then tests each rule. With d, each broken rule is reported as an error
+ * at node's `parallelism` or `training` key (node may be NULL); with d
+ * NULL nothing is formatted, so the planner can call it per candidate.
+ * Returns the broken rules, bit 1 << enum job_rule each (0: valid). When
+ * the world size is broken nothing else is checked.
+ */
+uint32_t job_layout_check(struct job_spec *j, struct diag *d,
+			  const struct cnode *node);
+
 #endif
