@@ -266,30 +266,28 @@ static double stage_act_B(const struct job_spec *j,
 
 double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
-			    int64_t rank, struct sched_action *scratch)
+			    int64_t rank, const struct sched_live *live)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t m = job_microbatches(j), n = sched_actions(m, p->vpp), i;
-	double live = 0, peak = 0;
+	double w_small[16] = { 0 }, *w = w_small, peak;
+	int64_t c;
 
-	sched_rank(p->schedule, p->pp, p->vpp, m, rank, scratch);
-	for (i = 0; i < n; i++) {
-		int64_t vs = (int64_t)scratch[i].chunk * p->pp + rank;
-		double b = stage_act_B(j, d, split, vs);
-
-		live += scratch[i].bwd ? -b : b;
-		if (live > peak)
-			peak = live;
-	}
+	if (p->vpp > 16 && !(w = mem_alloc((size_t)p->vpp * sizeof(*w))))
+		return -1;
+	for (c = 0; c < p->vpp; c++)
+		w[c] = stage_act_B(j, d, split, c * p->pp + rank);
+	peak = sched_live_peak(live, w);
+	if (w != w_small)
+		mem_free(w);
 	return peak + transient_act_B(d,
 		(enum layer_recompute)j->training.recompute);
 }
 
 /* The footprint of one pipeline rank. */
-static void rank_footprint(const struct job_spec *j,
-			   const struct layer_dims *d, const int64_t *split,
-			   int64_t rank, struct sched_action *scratch,
-			   struct footprint *f)
+static int rank_footprint(const struct job_spec *j,
+			  const struct layer_dims *d, const int64_t *split,
+			  int64_t rank, const struct sched_live *live,
+			  struct footprint *f)
 {
 	double w, g, o, params = footprint_rank_params(j, d, split, rank);
 
@@ -299,7 +297,9 @@ static void rank_footprint(const struct job_spec *j,
 	f->weights_B = params * w;
 	f->grads_B = params * g;
 	f->optimizer_B = params * o;
-	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
+	f->activations_B = footprint_rank_act_B(j, d, split, rank, live);
+	if (f->activations_B < 0)
+		return -1;
 	f->workspace_B = j->framework->workspace_B;
 	if (j->training.zero_stage >= 3)
 		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
@@ -307,29 +307,34 @@ static void rank_footprint(const struct job_spec *j,
 				  d->tp * (w * (double)j->parallelism.dp);
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
+	return 0;
 }
 
-int footprint_job(const struct job_spec *j, double usable_B,
-		  struct footprint *out)
+int footprint_job_live(const struct job_spec *j, double usable_B,
+		       const struct sched_live *live, struct footprint *out)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t m = job_microbatches(j), r;
-	struct sched_action *scratch;
-	int64_t *split;
+	int64_t split_small[256], *split = split_small, stages = p->pp * p->vpp;
+	int64_t r, m = job_microbatches(j);
+	struct sched_live mine = { 0 };
 	struct layer_dims d;
 	int rc = -1;
 
-	scratch = mem_alloc((size_t)sched_actions(m, p->vpp) * sizeof(*scratch));
-	split = mem_alloc((size_t)(p->pp * p->vpp) * sizeof(*split));
-	if (!scratch || !split)
-		goto out;
+	if (stages > 256 && !(split = mem_alloc((size_t)stages * sizeof(*split))))
+		return -1;
 	layer_dims_from_job(j, &d);
 	split_layers(j, split);
 	out->peak_B = -1;
 	for (r = 0; r < p->pp; r++) {
 		struct footprint f;
+		const struct sched_live *l = live ? &live[r] : &mine;
 
-		rank_footprint(j, &d, split, r, scratch, &f);
+		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
+					     m, r) != 0)
+			goto out;
+		if (rank_footprint(j, &d, split, r, l, &f) != 0)
+			goto out;
+		sched_live_release(&mine);
 		if (f.peak_B > out->peak_B)
 			*out = f;
 	}
@@ -337,7 +342,14 @@ int footprint_job(const struct job_spec *j, double usable_B,
 	out->fits = out->peak_B <= usable_B;
 	rc = 0;
 out:
-	mem_free(scratch);
-	mem_free(split);
+	sched_live_release(&mine);
+	if (split != split_small)
+		mem_free(split);
 	return rc;
+}
+
+int footprint_job(const struct job_spec *j, double usable_B,
+		  struct footprint *out)
+{
+	return footprint_job_live(j, usable_B, NULL, out);
 }

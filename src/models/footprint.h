@@ -15,7 +15,7 @@
 #include "layer.h"
 
 struct job_spec;
-struct sched_action;
+struct sched_live;
 
 struct footprint {
 	double weights_B;	/* B, parameters held (16-bit, sharded by ZeRO-3) */
@@ -82,15 +82,22 @@ double footprint_rank_params(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t rank);
 
-/* Peak activation bytes of pipeline rank `rank` over its schedule;
- * scratch holds sched_actions(m, vpp) actions. */
+/* Peak activation bytes of pipeline rank `rank` over its schedule, whose
+ * live vectors (sched.h) are live; -1 when out of memory. */
 double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
-			    int64_t rank, struct sched_action *scratch);
+			    int64_t rank, const struct sched_live *live);
 
 /* The footprint of the worst pipeline rank against usable_B. Returns 0,
  * or -1 when out of memory. */
 int footprint_job(const struct job_spec *j, double usable_B,
 		  struct footprint *out);
+
+/* footprint_job with each pipeline rank's live vectors given (live[r]
+ * for rank r = sched_live_init of the job's schedule, pp, vpp,
+ * microbatches and r), so a caller costing many layouts that share a
+ * schedule computes them once (the planner); NULL computes them. */
+int footprint_job_live(const struct job_spec *j, double usable_B,
+		       const struct sched_live *live, struct footprint *out);
 
 #endif
