@@ -21,12 +21,14 @@ struct block_op {
 	enum coll_op coll;	/* LOP_TP: the collective */
 	double bytes;		/* B, LOP_TP size per coll.h */
 	int16_t dep[2];		/* as in struct layer_op */
+	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
 };
 
 struct block {
 	struct block_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
 	double time_s;		/* s, sum of kernel times */
+	double mem_s;		/* s, of that in bandwidth-bound kernels */
 	double flops;		/* FLOP executed (recomputation included) */
 	double model_flops;	/* FLOP of the forward and backward passes
 				 * (model FLOPs, no recomputation) */
@@ -39,8 +41,9 @@ struct block_dtypes {
 };
 
 /* Cost o's kernels on g into b; recomputed ops are named
- * "recompute <name>" (interned in p). Returns 0, or -1 when out of
- * memory. */
+ * "recompute <name>" (interned in p; with p NULL they keep their base
+ * name, for callers that only want the times). Returns 0, or -1 when out
+ * of memory. */
 int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p);

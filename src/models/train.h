@@ -21,6 +21,7 @@
 
 #include "engine/exec.h"
 #include "config/spec_job.h"
+#include "layer.h"
 #include "layout.h"
 
 struct diag;
@@ -63,6 +64,39 @@ int train_check(const struct job_spec *j, struct diag *d);
  */
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d);
+
+/*
+ * The share of a GPU's compute units collective op over gpus[0..n-1]
+ * holds while it runs (coll_desc.sm_share): the library's kernel units
+ * for the group's scope (within a node, across nodes, send/recv) or, for
+ * a TP collective overlapped with GEMM pieces (tp_overlap), the
+ * framework's: reduce-scatters hold tp_comm_overlap_units, all-gathers
+ * run on copy engines. A fraction of the GPU's compute units.
+ */
+double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
+			   const uint32_t *gpus, uint32_t n, int tp_overlap);
+
+/* Parameters per gradient bucket of one GPU (ZeRO 0-2): at least
+ * max(bucket_params, bucket_params_per_dp * dp) (Megatron-Core DDP). */
+double train_bucket_size(const struct job_spec *j);
+
+/*
+ * The gradient buckets of virtual stage vs (split: layers per virtual
+ * stage): its units (head, layers, embedding: backward order) grouped in
+ * order into buckets of at least `size` parameters of one GPU, the last
+ * taking what is left. Bucket i ends at unit last[i] (backward order)
+ * and holds params[i] parameters. Returns the count, at most the units
+ * of vs (split[vs] + 2); last or params may be NULL.
+ */
+int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
+		      const int64_t *split, int64_t vs, double size,
+		      int64_t *last, double *params);
+
+/* The optimizer step's time on a GPU of pipeline rank `stage`: its
+ * memory traffic over the rank's parameters (sharded by dp under ZeRO
+ * >= 1), as train_build costs it. */
+double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, int64_t stage);
 
 /* Name a simulated rank for traces: "pp3 dp0 tp0". arg is the struct
  * layout. */

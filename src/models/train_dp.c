@@ -91,25 +91,65 @@ static int64_t chunk_action(const struct train *t, const struct stage_plan *sp,
 	return sp->lookup[((int64_t)bwd * t->v + c) * t->m + mb];
 }
 
-/* Chunk c's units, completed by action a, into buckets of at least size
- * parameters at out; returns how many. */
-static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
-			     int64_t a, double size, struct bucket *out)
+double train_bucket_size(const struct job_spec *j)
 {
-	int64_t vs = train_vs(t, s, c), u, n = 0;
-	struct bucket b = { .chunk = c, .bact = a, .params = 0,
-			    .fact = chunk_action(t, &t->stage[s], c, 0) };
+	const struct framework_spec *fw = j->framework;
+	double size = (double)fw->bucket_params;
+	double per_dp = (double)fw->bucket_params_per_dp *
+			(double)j->parallelism.dp;
 
-	for (u = 0; u < train_units(t, vs); u++) {
-		if (b.params == 0)
-			b.u0 = u;
-		b.params += train_unit_params(t, vs, 1, u);
-		b.u1 = u;
-		if (b.params >= size || u == train_units(t, vs) - 1) {
-			out[n++] = b;
-			b.params = 0;
+	return per_dp > size ? per_dp : size;
+}
+
+int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
+		      const int64_t *split, int64_t vs, double size,
+		      int64_t *last, double *params)
+{
+	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
+	int has_embed = vs == 0, has_head = vs == stages - 1;
+	int64_t units = split[vs] + has_embed + has_head, u, n = 0;
+	/* pp = 1: the one rank holds the embedding with the head */
+	int both = j->parallelism.pp == 1;
+	double layer = footprint_unit_params(j, d, UNIT_LAYER, both) / d->tp;
+	double acc = 0;
+
+	for (u = 0; u < units; u++) {	/* backward order: head first */
+		if (has_head && u == 0)
+			acc += footprint_unit_params(j, d, UNIT_HEAD, both) / d->tp;
+		else if (has_embed && u == units - 1)
+			acc += footprint_unit_params(j, d, UNIT_EMBED, both) / d->tp;
+		else
+			acc += layer;
+		if (acc >= size || u == units - 1) {
+			if (last)
+				last[n] = u;
+			if (params)
+				params[n] = acc;
+			n++;
+			acc = 0;
 		}
 	}
+	return n;
+}
+
+/* Chunk c's units, completed by action a, into buckets of at least size
+ * parameters at out; returns how many, or -1 when out of memory. */
+static int64_t chunk_buckets(struct train *t, int64_t s, int64_t c,
+			     int64_t a, double size, struct bucket *out)
+{
+	int64_t vs = train_vs(t, s, c), i, n, units = train_units(t, vs);
+	int64_t *last = arena_alloc(&t->arena, (size_t)units * sizeof(*last));
+	double *params = arena_alloc(&t->arena, (size_t)units * sizeof(*params));
+
+	if (!last || !params)
+		return -1;
+	n = train_buckets(t->job, &t->dims, t->split, vs, size, last, params);
+	for (i = 0; i < n; i++)
+		out[i] = (struct bucket){
+			.chunk = c, .bact = a, .params = params[i],
+			.fact = chunk_action(t, &t->stage[s], c, 0),
+			.u0 = i == 0 ? 0 : last[i - 1] + 1, .u1 = last[i],
+		};
 	return n;
 }
 
@@ -118,12 +158,9 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 static int plan_buckets(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	const struct framework_spec *fw = t->job->framework;
-	double size = (double)fw->bucket_params;
+	double size = train_bucket_size(t->job);
 	int64_t a, c, max = 0;
 
-	if ((double)fw->bucket_params_per_dp * (double)t->lay.dp > size)
-		size = (double)fw->bucket_params_per_dp * (double)t->lay.dp;
 	for (c = 0; c < t->v; c++)	/* at most one bucket per unit */
 		max += train_units(t, train_vs(t, s, c));
 	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
@@ -132,9 +169,14 @@ static int plan_buckets(struct train *t, int64_t s)
 	sp->nbuckets = 0;
 	for (a = 0; a < sp->nacts; a++) {
 		c = sp->acts[a].chunk;
-		if (sp->acts[a].bwd && chunk_action(t, sp, c, 1) == a)
-			sp->nbuckets += chunk_buckets(t, s, c, a, size,
-						      sp->buckets + sp->nbuckets);
+		if (sp->acts[a].bwd && chunk_action(t, sp, c, 1) == a) {
+			int64_t n = chunk_buckets(t, s, c, a, size,
+						  sp->buckets + sp->nbuckets);
+
+			if (n < 0)
+				return -1;
+			sp->nbuckets += n;
+		}
 	}
 	return 0;
 }
@@ -327,12 +369,11 @@ static int tie_embeddings(struct train *t)
  */
 enum { ADAM_FLOPS = 10, SGD_FLOPS = 3, GRAD_NORM_FLOPS = 2 };
 
-/* The optimizer's memory traffic over this rank's shard. */
-static double optimizer_s(const struct train *t, int64_t s)
+double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, int64_t s)
 {
-	const struct job_spec *j = t->job;
 	struct footprint_param_bytes b;
-	double p = footprint_rank_params(j, &t->dims, t->split, s);
+	double p = footprint_rank_params(j, d, split, s);
 	double flops = (j->training.optimizer == OPT_ADAM ? ADAM_FLOPS :
 			SGD_FLOPS) + GRAD_NORM_FLOPS;
 	double master, read, write;
@@ -340,11 +381,11 @@ static double optimizer_s(const struct train *t, int64_t s)
 	footprint_param_bytes(j, &b);
 	master = b.master_B;
 	if (j->training.zero_stage >= 1)
-		p /= (double)t->lay.dp;
+		p /= (double)j->parallelism.dp;
 	read = b.grads_B + b.grads_B + (master > 0 ? master : b.weights_B) +
 	       b.states_B;
 	write = (master > 0 ? master + b.weights_B : b.weights_B) + b.states_B;
-	return gpu_memory_op(t->gpu, read * p, write * p, flops * p,
+	return gpu_memory_op(j->system->gpu, read * p, write * p, flops * p,
 			     (read + write) * p).time_s;
 }
 
@@ -425,7 +466,7 @@ int train_build_dp(struct train *t)
 	if (tie_embeddings(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)	/* the same on every GPU of a stage */
-		opt_s[s] = optimizer_s(t, s);
+		opt_s[s] = train_optimizer_s(j, &t->dims, t->split, s);
 	for (r = 0; r < t->lay.nranks; r++)
 		if ((opt[r] = optimizer(t, r, opt_s)) == TASK_NONE)
 			return -1;

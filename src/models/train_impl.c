@@ -80,7 +80,13 @@ double train_unit_params(const struct train *t, int64_t vs, int bwd,
 double train_sm_share(const struct train *t, enum coll_op op,
 		      const uint32_t *gpus, uint32_t n, int tp_overlap)
 {
-	const struct system_spec *sys = t->job->system;
+	return train_coll_sm_share(t->job, op, gpus, n, tp_overlap);
+}
+
+double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
+			   const uint32_t *gpus, uint32_t n, int tp_overlap)
+{
+	const struct system_spec *sys = j->system;
 	const struct coll_units_spec *u;
 	int64_t units;
 	uint32_t i;
@@ -91,7 +97,7 @@ double train_sm_share(const struct train *t, enum coll_op op,
 	units = u->scale_up;
 	if (tp_overlap)
 		units = op == COLL_REDUCESCATTER ?
-			t->job->framework->tp_comm_overlap_units : 0;
+			j->framework->tp_comm_overlap_units : 0;
 	else if (op == COLL_SENDRECV)
 		units = u->p2p;
 	else
@@ -101,7 +107,7 @@ double train_sm_share(const struct train *t, enum coll_op op,
 				units = u->scale_out;
 				break;
 			}
-	if (units >= t->gpu->compute_units)
+	if (units >= sys->gpu->compute_units)
 		return 1.0;
-	return (double)units / (double)t->gpu->compute_units;
+	return (double)units / (double)sys->gpu->compute_units;
 }
