@@ -30,7 +30,39 @@ static const struct cli_command commands[] = {
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  NULL, NULL, "sweeps" },
 	{ "plan", "search parallel layouts for a job and rank them",
-	  NULL, NULL, "the parallelism planner" },
+	  "usage: llmsim plan JOB.yaml [--top K] [--objective O] [--max-gpus N]\n"
+	  "                  [--headroom F] [--set key=value]... [--json]\n"
+	  "                  [--db PATH] [--no-store] [--full] [--analytical-only]\n"
+	  "\n"
+	  "Search tp, pp, vpp, cp, ep, etp, dp, micro-batch size, recompute,\n"
+	  "ZeRO stage, sequence parallelism and pipeline schedule for the job's\n"
+	  "model on its system. Every layout that passes the job's layout rules\n"
+	  "and fits in memory is estimated in closed form from the same GPU and\n"
+	  "fabric models a run uses; the best K are simulated in full and ranked\n"
+	  "by that. Prints the ranked table (layout, step time, tokens/s, MFU,\n"
+	  "memory per GPU, bound), why the best beats the runner-up, and how\n"
+	  "many layouts were pruned and why.\n"
+	  "\n"
+	  "  --top K          layouts simulated in full (default 20)\n"
+	  "  --objective O    throughput (shortest step, default), memory\n"
+	  "                   (smallest peak per GPU) or cost (step x GPUs)\n"
+	  "  --max-gpus N     search the node count too, up to N GPUs, and\n"
+	  "                   print the Pareto front of step time against GPUs\n"
+	  "  --headroom F     keep this fraction of usable memory free\n"
+	  "                   (5% or 0.05; default 0)\n"
+	  "  --set key=value  override a job field; a searched dimension\n"
+	  "                   (parallelism.tp, parallelism.pp, parallelism.vpp,\n"
+	  "                   parallelism.cp, parallelism.ep, parallelism.etp,\n"
+	  "                   parallelism.dp, parallelism.sequence_parallel,\n"
+	  "                   parallelism.schedule, training.micro_batch_size,\n"
+	  "                   training.recompute, training.zero_stage) is\n"
+	  "                   pinned to the value and not searched\n"
+	  "  --json           print one JSON object instead of the table\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --no-store       do not store the plan\n"
+	  "  --full           simulate every GPU in the full tier (slow)\n"
+	  "  --analytical-only  rank by the analytical tier alone\n",
+	  cli_plan, NULL },
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"

@@ -69,6 +69,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
 int cli_collective(int argc, char **argv, const char *argv0);
+int cli_plan(int argc, char **argv, const char *argv0);
 
 /* A result to store with cli_store(). */
 struct cli_result {

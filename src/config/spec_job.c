@@ -196,8 +196,15 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 struct layout_sink {
 	struct diag *d;			/* NULL: only the bits */
 	const struct cnode *node;	/* the job's mapping, or NULL */
-	uint32_t broken;		/* 1 << enum job_rule */
+	uint32_t rules;			/* the rules to check, 1 << enum job_rule */
+	uint32_t broken;		/* those broken */
 };
+
+/* Whether rule r is to be checked. */
+static int want(const struct layout_sink *s, enum job_rule r)
+{
+	return (s->rules >> r) & 1u;
+}
 
 static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
@@ -210,6 +217,8 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 	char msg[512];
 	va_list ap;
 
+	if (!want(s, rule))
+		return;
 	s->broken |= 1u << rule;
 	if (!s->d)
 		return;
@@ -222,6 +231,8 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 	cnode_error(s->d, at, "layout: %s", msg);
 }
 
+/* Infer dp when absent; check tp*pp*cp*dp against the GPUs. -1 when dp
+ * cannot be inferred (nothing else can be checked then). */
 static int infer_dp(struct parallel_spec *p, int64_t gpus,
 		    struct layout_sink *s)
 {
@@ -242,7 +253,7 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus,
 			     "system has %lld GPUs", (long long)p->tp,
 			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
 			     (long long)(tpc * p->dp), (long long)gpus);
-		return -1;
+		return want(s, JR_WORLD) ? -1 : 0;
 	}
 	return 0;
 }
@@ -253,18 +264,18 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 	const struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 
-	if (m->num_attention_heads % p->tp != 0)
+	if (want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
 		layout_error(s, JR_TP_HEADS, "parallelism", "tp %lld does not "
 			     "divide num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
-	if (m->num_key_value_heads % p->tp != 0 &&
+	if (want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
 	    p->tp % m->num_key_value_heads != 0)
 		layout_error(s, JR_TP_KV_HEADS, "parallelism", "tp %lld and "
 			     "num_key_value_heads %lld: one must divide the other "
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
-	if (m->intermediate_size % p->tp != 0)
+	if (want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
 		layout_error(s, JR_TP_FFN, "parallelism", "tp %lld does not "
 			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
@@ -282,7 +293,7 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 	int64_t sum = 0;
 	size_t i;
 
-	if (p->pp_layers.n == 0)
+	if (p->pp_layers.n == 0 || !want(s, JR_PP_SPLIT))
 		return;
 	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
 		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers has %zu "
@@ -343,13 +354,13 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 			     (long long)p->pp);
 }
 
-uint32_t job_layout_check(struct job_spec *j, struct diag *d,
+uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 			  const struct cnode *node)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct training_spec *t = &j->training;
 	const struct model_spec *m = j->model;
-	struct layout_sink s = { d, node, 0 };
+	struct layout_sink s = { d, node, rules, 0 };
 
 	if (infer_dp(p, system_gpus(j->system), &s) != 0)
 		return s.broken;
@@ -375,7 +386,7 @@ uint32_t job_layout_check(struct job_spec *j, struct diag *d,
 
 static int job_check(void *obj, const struct cnode *node, struct diag *d)
 {
-	return job_layout_check(obj, d, node) == 0 ? 0 : -1;
+	return job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
 }
 
 static const char *const job_dirs[] = {"workloads/jobs", NULL};
@@ -388,4 +399,16 @@ const struct schema job_schema = {
 	.fields = job_fields,
 	.nfields = SCHEMA_COUNT(job_fields),
 	.check = job_check,
+};
+
+/* The planner's job: the same keys, no layout check (the planner checks
+ * every layout it tries with job_layout_check). */
+const struct schema job_plan_schema = {
+	.kind = "job",
+	.help = "a job to plan: model, system, training settings; the layout "
+		"is searched",
+	.preset_dirs = job_dirs,
+	.size = sizeof(struct job_spec),
+	.fields = job_fields,
+	.nfields = SCHEMA_COUNT(job_fields),
 };

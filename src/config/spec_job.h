@@ -138,6 +138,11 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 
 extern const struct schema job_schema;
 
+/* job_schema without its layout check, for `llmsim plan`: a job's
+ * parallelism (dp and schedule left 0 and -1 when not given) is a
+ * starting point the planner searches from, not a layout to refuse. */
+extern const struct schema job_plan_schema;
+
 /* The layout rules of a job (Megatron's own asserts and what llmsim's
  * step program needs), one bit each in job_layout_check()'s result. */
 enum job_rule {
@@ -160,16 +165,19 @@ enum job_rule {
 /* "world", "tp_heads", ...: one name per rule; NULL-terminated. */
 extern const char *const job_rule_names[JR_COUNT + 1];
 
+#define JOB_RULES_ALL ((1u << JR_COUNT) - 1)
+
 /*
- * Check job j's layout against every rule: infers parallelism.dp when it
- * is 0 and the schedule when it is negative (as the schema's check does),
- * then tests each rule. With d, each broken rule is reported as an error
- * at node's `parallelism` or `training` key (node may be NULL); with d
- * NULL nothing is formatted, so the planner can call it per candidate.
- * Returns the broken rules, bit 1 << enum job_rule each (0: valid). When
- * the world size is broken nothing else is checked.
+ * Check job j's layout against the rules in `rules` (1 << enum job_rule
+ * each; JOB_RULES_ALL for every one): infers parallelism.dp when it is 0
+ * and the schedule when it is negative (as the schema's check does),
+ * then tests each rule asked for. With d, each broken rule is reported as
+ * an error at node's `parallelism` or `training` key (node may be NULL);
+ * with d NULL nothing is formatted, so the planner can call it per
+ * candidate. Returns the broken rules among those asked (0: valid). When
+ * dp cannot be inferred nothing else is checked.
  */
-uint32_t job_layout_check(struct job_spec *j, struct diag *d,
+uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 			  const struct cnode *node);
 
 #endif

@@ -1,0 +1,261 @@
+/*
+ * cli_plan.c - `llmsim plan JOB.yaml [--top K] [--objective O]
+ * [--max-gpus N] [--headroom F] [--set k=v]... [--json] [--db PATH]
+ * [--no-store] [--full] [--analytical-only]`: search the job's parallel
+ * layouts (plan.h), print the ranked table (or one JSON object), store
+ * the plan with the job it came from.
+ *
+ * A --set of a searched dimension (parallelism.tp, training.recompute,
+ * ...) pins it; any other --set overrides the job as in `llmsim run`.
+ *
+ * Exit status: 0 success; 1 runtime failure; 2 bad input (job
+ * diagnostics, an impossible pin, no layout that is valid or fits).
+ */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/units.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "plan/plan.h"
+
+struct plan_cli {
+	const char *job;
+	const char **sets;
+	size_t nsets;
+	int json;
+	const char *db;
+	int no_store;
+	struct plan_opts o;
+};
+
+static int parse_int(const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long n = strtoll(v, &end, 10);
+
+	if (*v == '\0' || *end != '\0' || n < lo || n > hi)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+/* "5%" or "0.05": a fraction in [0, 1). */
+static int parse_fraction(const char *v, double *out)
+{
+	char *end;
+	double x = strtod(v, &end);
+
+	if (end == v)
+		return -1;
+	if (strcmp(end, "%") == 0)
+		x /= 100;
+	else if (*end != '\0')
+		return -1;
+	if (!(x >= 0 && x < 1))
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int objective(const char *v, int *out)
+{
+	int i;
+
+	for (i = 0; plan_objective_names[i]; i++)
+		if (strcmp(v, plan_objective_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Pin the searched dimensions a --set names: "parallelism.tp=8", or a
+ * flow mapping "parallelism={tp: 8, pp: 2}" (its keys). */
+static void pin_set(struct plan_opts *o, const char *set)
+{
+	const char *eq = strchr(set, '='), *p;
+	char key[128];
+	size_t n;
+
+	if (!eq || (size_t)(eq - set) >= sizeof(key))
+		return;
+	memcpy(key, set, (size_t)(eq - set));
+	key[eq - set] = '\0';
+	if (plan_pin_key(o, key))
+		return;
+	if (strcmp(key, "parallelism") != 0 && strcmp(key, "training") != 0)
+		return;
+	for (p = eq + 1; *p; p++) {	/* each "name:" inside the braces */
+		const char *s = p;
+
+		while (*s == '{' || *s == ',' || *s == ' ')
+			s++;
+		n = strcspn(s, ":,}");
+		if (s[n] == ':' && n > 0 && n < 64) {
+			char name[64];
+
+			memcpy(name, s, n);
+			name[n] = '\0';
+			(void)plan_pin_key(o, name);
+		}
+		p = s + n;
+		if (!*p)
+			break;
+	}
+}
+
+static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
+{
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'k' },
+		{ "objective", required_argument, NULL, 'o' },
+		{ "max-gpus", required_argument, NULL, 'g' },
+		{ "headroom", required_argument, NULL, 'r' },
+		{ "set", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "no-store", no_argument, NULL, 'n' },
+		{ "full", no_argument, NULL, 'F' },
+		{ "analytical-only", no_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t v;
+	int ch;
+
+	memset(c, 0, sizeof(*c));
+	plan_opts_init(&c->o);
+	c->sets = arena_alloc(a, (size_t)argc * sizeof(*c->sets));
+	if (!c->sets)
+		return CLI_FAIL;
+	optind = 0;	/* glibc: start over (and permute operands last) */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k':
+			if (parse_int(optarg, 1, 1000, &v) != 0)
+				return cli_usage_error("plan", "--top: expected a "
+					"count from 1 to 1000, got '%s'", optarg);
+			c->o.top_k = (int)v;
+			break;
+		case 'o':
+			if (objective(optarg, &c->o.objective) != 0)
+				return cli_usage_error("plan", "--objective: expected "
+					"throughput, memory or cost, got '%s'", optarg);
+			break;
+		case 'g':
+			if (parse_int(optarg, 1, 100000000, &v) != 0)
+				return cli_usage_error("plan", "--max-gpus: expected a "
+					"GPU count, got '%s'", optarg);
+			c->o.max_gpus = v;
+			break;
+		case 'r':
+			if (parse_fraction(optarg, &c->o.headroom) != 0)
+				return cli_usage_error("plan", "--headroom: expected "
+					"a fraction of the usable memory such as 5%% or "
+					"0.05, got '%s'", optarg);
+			break;
+		case 's':
+			c->sets[c->nsets++] = optarg;
+			pin_set(&c->o, optarg);
+			break;
+		case 'j':
+			c->json = 1;
+			break;
+		case 'd':
+			c->db = optarg;
+			break;
+		case 'n':
+			c->no_store = 1;
+			break;
+		case 'F':
+			c->o.full_fidelity = 1;
+			break;
+		case 'A':
+			c->o.no_full = 1;
+			break;
+		default:
+			return cli_usage_error("plan", "unknown option or missing "
+					       "value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("plan", "%s", "no job given");
+	if (optind + 1 < argc)
+		return cli_usage_error("plan", "more than one job given ('%s')",
+				       argv[optind + 1]);
+	c->job = argv[optind];
+	return CLI_OK;
+}
+
+static int report(const struct plan_cli *c, const struct job_spec *j,
+		  const struct plan_result *r, char **json, struct diag *d)
+{
+	struct cJSON *o = plan_to_json(j, &c->o, r);
+
+	*json = o ? cJSON_Print(o) : NULL;
+	cJSON_Delete(o);
+	if (!*json) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	if (c->json)
+		printf("%s\n", *json);
+	else
+		plan_print(stdout, j, &c->o, r);
+	return CLI_OK;
+}
+
+int cli_plan(int argc, char **argv, const char *argv0)
+{
+	struct arena a;
+	struct diag d;
+	struct plan_cli c;
+	struct config_ctx cx;
+	struct job_spec *j;
+	struct plan_result r;
+	char *json = NULL;
+	int rc;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	memset(&r, 0, sizeof(r));
+	rc = parse(argc, argv, &a, &c);
+	if (rc != CLI_OK)
+		goto out;
+	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
+	j = arena_alloc(&a, sizeof(*j));
+	rc = CLI_FAIL;
+	if (!j || !cx.data_root) {
+		diag_oom(&d);
+		goto out;
+	}
+	if (config_load(&cx, &job_plan_schema, c.job, c.sets, c.nsets, j) != 0) {
+		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	rc = plan_run(j, &c.o, &r, &d);
+	if (rc != 0) {
+		rc = rc == 2 ? CLI_USAGE : CLI_FAIL;
+		goto out;
+	}
+	rc = report(&c, j, &r, &json, &d);
+	if (rc == CLI_OK && !c.no_store) {
+		struct cli_result res = { "plan", &job_schema, j, json, NULL,
+					  NULL, 0 };
+
+		rc = cli_store(c.db, cx.data_root, &res, &d);
+	}
+out:
+	cJSON_free(json);
+	plan_result_release(&r);
+	arena_release(&a);
+	return rc;
+}

@@ -1,0 +1,258 @@
+/*
+ * est_block.c - layer blocks and collective times for the analytical
+ * tier, each costed once.
+ *
+ * A block's kernels are costed by block_cost (the GPU model, as the step
+ * program costs them). Its latency is then found by running its op list
+ * as the executor would on one GPU with two streams, compute and tp,
+ * without an event queue: in list order (every dependency points back),
+ * op i starts at
+ *
+ *   start_i = max(free(stream_i), max_{d in deps(i)} end_d)
+ *
+ * and a collective ends at start_i + T_i, T_i its time on the idle fabric
+ * (the TP group of the first pipeline stage, with the replicas a run
+ * gives it). A kernel of work w ends when
+ *
+ *   integral_{start}^{end} max(0, 1 - S(t)) dt = w,
+ *
+ * S(t) the summed sm_share of the collectives already placed that run at
+ * t (exec.h's interference rule; a collective placed later in the list
+ * that overlaps an earlier kernel is not charged: in the blocks llmsim
+ * builds those are copy-engine all-gathers, share 0). The latency is the
+ * end of the block's last op, which the next unit waits for (train.c).
+ *
+ * Collective times are remembered by (op, group as g0 + k stride, size,
+ * replicas); a TP group inside one node sees no other group's traffic, so
+ * its block set is shared across data-parallel degrees (replicas 1).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "models/train.h"
+#include "network/net.h"
+#include "est_impl.h"
+
+double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
+		  uint32_t stride, uint32_t replicas, double bytes,
+		  struct diag *d)
+{
+	struct est_ckey k;
+	struct coll_desc c;
+	struct net_coll_result r;
+	const double *hit;
+	uint32_t i;
+
+	if (n < 2 || bytes <= 0)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k = (struct est_ckey){ (int32_t)op, n, g0, stride, replicas > 1 ? replicas : 1,
+			   0, bytes };
+	e->stats.coll_lookups++;
+	if ((hit = memo_get(&e->colls, &k)))
+		return *hit;
+	for (i = 0; i < n; i++)
+		e->gpus[i] = g0 + i * stride;
+	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
+				.ngpus = n, .algo = -1, .proto = -1,
+				.replicas = k.replicas };
+	if (net_collective_time(e->net, &c, &r, d) != 0)
+		return -1;
+	e->stats.colls++;
+	if (!memo_put(&e->colls, &k, &r.time_s)) {
+		diag_oom(d);
+		return -1;
+	}
+	return r.time_s;
+}
+
+/* ---- one block on two streams ---- */
+
+struct interval {
+	double s, e;		/* s */
+	double share;		/* compute units held */
+};
+
+static int by_time(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Rate of compute at time t: 1 - the shares of collectives running. */
+static double rate_at(const struct interval *iv, int n, double t)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (iv[i].s <= t && t < iv[i].e)
+			s += iv[i].share;
+	return s >= 1 ? 0 : 1 - s;
+}
+
+/* When a kernel of work w (s at full rate) started at t0 ends. */
+static double stretched_end(const struct interval *iv, int n, double t0,
+			    double w, double *ev)
+{
+	double t = t0, rem = w;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (iv[i].e > t0 && iv[i].share > 0) {
+			if (iv[i].s > t0)
+				ev[k++] = iv[i].s;
+			ev[k++] = iv[i].e;
+		}
+	if (k == 0)
+		return t0 + w;
+	qsort(ev, (size_t)k, sizeof(*ev), by_time);
+	for (i = 0; i < k; i++) {
+		double r = rate_at(iv, n, 0.5 * (t + ev[i]));
+
+		if (ev[i] <= t)
+			continue;
+		if (r > 0 && rem <= r * (ev[i] - t))
+			return t + rem / r;
+		rem -= r * (ev[i] - t);
+		t = ev[i];
+	}
+	return t + rem;
+}
+
+struct tp_group {
+	const uint32_t *gpus;	/* 0 .. n-1 */
+	uint32_t n;		/* tp */
+	uint32_t replicas;	/* identical groups a run charges */
+	int overlap;		/* GEMM pieces pipelined with the collectives */
+};
+
+static int run_pass(struct est *e, const struct job_spec *j,
+		    const struct block *b, const struct tp_group *g,
+		    struct est_pass *out, struct diag *d)
+{
+	double end[LAYER_MAX_OPS], ev[2 * LAYER_MAX_OPS];
+	struct interval iv[LAYER_MAX_OPS];
+	double comp_free = 0, tp_free = 0;
+	int i, k, niv = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < b->n; i++) {
+		const struct block_op *op = &b->op[i];
+		double ready = 0;
+
+		for (k = 0; k < 2; k++)
+			if (op->dep[k] >= 0 && end[op->dep[k]] > ready)
+				ready = end[op->dep[k]];
+		if (op->kind == LOP_KERNEL) {
+			double t0 = fmax(comp_free, ready);
+
+			end[i] = stretched_end(iv, niv, t0, op->time_s, ev);
+			comp_free = end[i];
+			out->kern_s += op->time_s;
+			if (op->mem_bound)
+				out->mem_s += op->time_s;
+		} else {
+			double t = est_coll_s(e, op->coll, g->n, 0, 1, g->replicas,
+					      op->bytes, d);
+
+			if (t < 0)
+				return -1;
+			iv[niv].s = fmax(tp_free, ready);
+			iv[niv].e = end[i] = iv[niv].s + t;
+			iv[niv].share = train_coll_sm_share(j, op->coll, g->gpus,
+							    g->n, g->overlap);
+			tp_free = end[i];
+			niv++;
+		}
+	}
+	out->lat_s = b->n > 0 ? end[b->n - 1] : 0;
+	out->model_flops = b->model_flops;
+	return 0;
+}
+
+/* Cost o's ops and run them into out. */
+static int block(struct est *e, const struct job_spec *j,
+		 const struct tp_group *g, struct est_pass *out, struct diag *d)
+{
+	struct block_dtypes dt = {
+		.gemm_lowp = (enum dtype)j->training.dtype,
+		.base = layer_base_dtype((enum dtype)j->training.dtype),
+	};
+
+	if (block_cost(e->blk, e->ops, j->system->gpu, &dt, NULL) != 0) {
+		diag_oom(d);
+		return -1;
+	}
+	return run_pass(e, j, e->blk, g, out, d);
+}
+
+static int cost_blocks(struct est *e, const struct job_spec *j,
+		       const struct layer_dims *dm, const struct tp_group *g,
+		       struct est_blocks *b, struct diag *d)
+{
+	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
+
+	memset(b, 0, sizeof(*b));
+	layer_fwd(dm, e->ops);
+	if (block(e, j, g, &b->lf, d) != 0)
+		return -1;
+	layer_bwd(dm, rc, e->ops);
+	if (block(e, j, g, &b->lb, d) != 0)
+		return -1;
+	layer_embed_fwd(dm, e->ops);
+	if (block(e, j, g, &b->ef, d) != 0)
+		return -1;
+	layer_embed_bwd(dm, e->ops);
+	if (block(e, j, g, &b->eb, d) != 0)
+		return -1;
+	layer_head_fwd(dm, e->ops);
+	if (block(e, j, g, &b->hf, d) != 0)
+		return -1;
+	layer_head_bwd(dm, e->ops);
+	if (block(e, j, g, &b->hb, d) != 0)
+		return -1;
+	if (dm->pp_gather && j->parallelism.pp > 1) {
+		layer_pp_gather(dm, e->ops);
+		if (block(e, j, g, &b->pg, d) != 0)
+			return -1;
+	}
+	b->pp_B = layer_pp_bytes(dm);
+	return 0;
+}
+
+const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
+				       const struct layer_dims *dm,
+				       struct diag *d)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t gpn = e->sys->gpus_per_node;
+	struct tp_group g = { e->tp_gpus, (uint32_t)p->tp, 1, dm->chunks > 1 };
+	struct est_bkey k;
+	struct est_blocks b;
+	const struct est_blocks *hit;
+
+	/* a TP group within a node shares no link with the others */
+	if (!(p->tp <= gpn && gpn % p->tp == 0))
+		g.replicas = (uint32_t)p->dp;
+	memset(&k, 0, sizeof(k));
+	k.tp = p->tp;
+	k.mbs = j->training.micro_batch_size;
+	k.seq = j->training.seq_len / p->cp;
+	k.sp = dm->sp;
+	k.rc = j->training.recompute;
+	k.chunks = dm->chunks;
+	k.pp_gather = dm->pp_gather && p->pp > 1;
+	k.tp_replicas = g.replicas;
+	if ((hit = memo_get(&e->blocks, &k)))
+		return hit;
+	if (cost_blocks(e, j, dm, &g, &b, d) != 0)
+		return NULL;
+	e->stats.block_sets++;
+	if (!(hit = memo_put(&e->blocks, &k, &b)))
+		diag_oom(d);
+	return hit;
+}

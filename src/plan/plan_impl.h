@@ -1,0 +1,60 @@
+/*
+ * plan_impl.h - what the planner's files share (plan.c: the two tiers;
+ * plan_space.c: the search space, a leaf; plan_report.c: output). Private
+ * to src/plan.
+ */
+#ifndef LLMSIM_PLAN_PLAN_IMPL_H
+#define LLMSIM_PLAN_PLAN_IMPL_H
+
+#include "memo.h"
+#include "plan.h"
+
+/* A layout the analytical tier costed. */
+struct scored {
+	struct plan_layout lay;
+	double est_s;		/* s, estimated step */
+	double peak_B;		/* B, peak memory per GPU */
+	double score;		/* the objective's value, lower is better */
+};
+
+/* The nearest miss when nothing is feasible. */
+struct miss {
+	struct plan_layout lay;	/* the layout (or the partial one that broke a rule) */
+	uint64_t count;		/* layouts lost to the reason */
+	int have;
+};
+
+/* The search over one node count (plan_space.c). */
+struct search {
+	const struct job_spec *base;	/* the job planned */
+	const struct plan_opts *o;
+	struct diag *d;
+	struct system_spec sys;		/* base's system with this node count */
+	struct est *est;		/* the analytical tier on sys */
+	double usable_B;		/* B, usable memory less the headroom */
+	struct memo lives;		/* (schedule, pp, vpp, m) -> struct sched_live * */
+	struct live_set *live_list;	/* every entry of lives, to free */
+	struct scored *v;		/* costed layouts of this node count */
+	size_t n, cap;
+	uint64_t searched;
+	uint64_t pruned[PR_COUNT];
+	struct miss rule_miss[PR_COUNT];	/* a layout each reason pruned */
+	struct footprint min_mem;	/* the smallest peak among the valid */
+	struct plan_layout min_mem_lay;
+	int have_min_mem;
+};
+
+/* Prepare s for base's system with `nodes` nodes. Returns 0, or -1 after
+ * reporting to d. */
+int space_init(struct search *s, const struct job_spec *base,
+	       const struct plan_opts *o, int64_t nodes, struct diag *d);
+void space_release(struct search *s);
+
+/* Search every layout of s's node count, costing the valid ones that fit
+ * into s->v. Returns 0, or -1 after reporting a runtime failure. */
+int space_search(struct search *s);
+
+/* The objective's value of a costed layout (lower is better). */
+double plan_score(int objective, double step_s, double peak_B, int64_t gpus);
+
+#endif
