@@ -1,0 +1,127 @@
+/*
+ * plan_layout.c - the planner's vocabulary: names of objectives,
+ * dimensions, bounds and pruning reasons; options; a layout as a job and
+ * as text; the objective's score. A leaf of the planner: plan.c,
+ * plan_space.c and plan_report.c call it, it calls none of them.
+ */
+#include "plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "plan_impl.h"
+
+const char *const plan_objective_names[PLAN_OBJECTIVE_COUNT + 1] = {
+	"throughput", "memory", "cost", NULL,
+};
+
+const char *const plan_dim_keys[PD_COUNT + 1] = {
+	"parallelism.tp", "parallelism.pp", "parallelism.vpp", "parallelism.cp",
+	"parallelism.ep", "parallelism.etp", "parallelism.dp",
+	"training.micro_batch_size", "training.recompute",
+	"training.zero_stage", "parallelism.sequence_parallel",
+	"parallelism.schedule", NULL,
+};
+
+const char *const plan_bound_names[PB_COUNT + 1] = {
+	"compute", "memory", "communication", "bubble", NULL,
+};
+
+const char *plan_prune_name(int reason)
+{
+	static const char *const own[] = {
+		"layer_split", "redundant", "unsupported", "memory",
+	};
+
+	if (reason >= 0 && reason < JR_COUNT)
+		return job_rule_names[reason];
+	if (reason >= JR_COUNT && reason < PR_COUNT)
+		return own[reason - JR_COUNT];
+	return "?";
+}
+
+const char *plan_prune_group(int reason)
+{
+	switch (reason) {
+	case JR_SCHED_VPP:
+	case JR_SCHED_PP:
+	case JR_SCHED_MICRO:
+		return "schedule";
+	case PR_REDUNDANT:
+		return "redundant";
+	case PR_UNSUPPORTED:
+		return "unsupported";
+	case PR_MEMORY:
+		return "memory";
+	default:
+		return "divisibility";
+	}
+}
+
+void plan_opts_init(struct plan_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->top_k = 20;
+	o->objective = PLAN_THROUGHPUT;
+}
+
+int plan_pin_key(struct plan_opts *o, const char *key)
+{
+	int i;
+
+	for (i = 0; i < PD_COUNT; i++)
+		if (strcmp(key, plan_dim_keys[i]) == 0 ||
+		    strcmp(key, strchr(plan_dim_keys[i], '.') + 1) == 0) {
+			o->pinned |= 1u << i;
+			return 1;
+		}
+	return 0;
+}
+
+double plan_score(int objective, double step_s, double peak_B, int64_t gpus)
+{
+	switch (objective) {
+	case PLAN_MEMORY:	/* bytes first; the step breaks ties */
+		return peak_B * 1e6 + step_s;
+	case PLAN_COST:
+		return step_s * (double)gpus;
+	default:
+		return step_s;
+	}
+}
+
+void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
+		     const struct plan_layout *l, struct job_spec *out)
+{
+	struct parallel_spec *p = &out->parallelism;
+
+	*out = *j;
+	if (sys)
+		out->system = sys;
+	p->tp = l->tp;
+	p->cp = l->cp;
+	p->pp = l->pp;
+	p->vpp = l->vpp;
+	p->ep = l->ep;
+	p->dp = l->dp;
+	p->sequence_parallel = l->sp;
+	p->schedule = l->schedule;
+	p->tp_comm_overlap = l->tp_overlap;
+	out->training.micro_batch_size = l->mbs;
+	out->training.recompute = l->recompute;
+	out->training.zero_stage = l->zero;
+}
+
+void plan_layout_str(const struct plan_layout *l, char *buf, size_t len)
+{
+	static const char *const rc[] = { "no-rc", "sel-rc", "full-rc" };
+	char vpp[32] = "";
+
+	if (l->vpp > 1)
+		snprintf(vpp, sizeof(vpp), " vpp %lld", (long long)l->vpp);
+	snprintf(buf, len, "tp %lld pp %lld%s dp %lld mbs %lld%s %s zero%d %s",
+		 (long long)l->tp, (long long)l->pp, vpp, (long long)l->dp,
+		 (long long)l->mbs, l->sp ? " sp" : "", rc[l->recompute],
+		 l->zero, pp_schedule_names[l->schedule]);
+}
+
