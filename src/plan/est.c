@@ -628,6 +628,28 @@ static void parts(const struct cand *c, int i, double step, double delay,
 			       ps[EXEC_EXPOSED_COMM]);
 }
 
+int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
+	      struct diag *d)
+{
+	struct layer_dims dims;
+	struct cand c = { .j = j, .d = &dims };
+	const struct parallel_spec *p = &j->parallelism;
+
+	layer_dims_from_job(j, &dims);
+	c.m = job_microbatches(j);
+	c.p = p->pp;
+	c.v = p->vpp;
+	c.S = c.p * c.v;
+	if (!(c.b = est_blocks_of(e, j, &dims, d)) ||
+	    !(c.split = split_of(e, j, c.S, d)))
+		return -1;
+	if (j->training.zero_stage >= 3)
+		fsdp_alone(&c);	/* a unit takes at least its block */
+	*lb_s = pipeline(&c) + train_optimizer_s(j, &dims, c.split, 0) +
+		j->framework->step_overhead_s;
+	return 0;
+}
+
 int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 	     struct diag *d)
 {

@@ -60,6 +60,18 @@ void est_free(struct est *e);
 int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 	     struct diag *d);
 
+/*
+ * A lower bound of est_step's step time for job j, without any data-
+ * parallel or pipeline-transfer collective: the pipeline of the blocks
+ * alone (x = 0, every ZeRO-3 unit at its block's latency), the first
+ * rank's optimizer and the host overhead. est_step adds only
+ * non-negative terms to these, so a layout whose bound is already
+ * slower than K estimated layouts cannot be among the best K. Returns 0,
+ * or -1 after reporting to d.
+ */
+int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
+	      struct diag *d);
+
 void est_get_stats(const struct est *e, struct est_stats *out);
 
 #endif

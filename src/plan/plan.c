@@ -28,6 +28,7 @@
 #include "base/units.h"
 #include "gpu/gpu.h"
 #include "models/train.h"
+#include "network/net.h"
 #include "run/step.h"
 #include "plan_impl.h"
 
@@ -40,15 +41,6 @@ static double now_s(void)
 }
 
 /* ---- the analytical tier over every node count ---- */
-
-static int by_score(const void *a, const void *b)
-{
-	const struct scored *x = a, *y = b;
-
-	if (x->score != y->score)
-		return x->score < y->score ? -1 : 1;
-	return memcmp(&x->lay, &y->lay, sizeof(x->lay));	/* a total order */
-}
 
 /* What the searches of every node count found, merged. */
 struct found {
@@ -75,10 +67,10 @@ static int merge(struct found *f, struct search *s, size_t keep)
 		f->agg.min_mem_lay = s->min_mem_lay;
 		f->agg.have_min_mem = 1;
 	}
-	qsort(s->v, s->n, sizeof(*s->v), by_score);
-	f->agg.n += s->n;	/* estimated */
-	if (keep > s->n)
-		keep = s->n;
+	f->agg.n += s->n;		/* ranked */
+	f->agg.nest += s->nest;		/* of them estimated in full */
+	if (keep > s->nest)
+		keep = s->nest;
 	if (f->n + keep > f->cap) {
 		size_t cap = f->cap * 2 > f->n + keep ? f->cap * 2 : f->n + keep;
 		struct scored *v = mem_realloc(f->v, cap * sizeof(*v));
@@ -98,8 +90,7 @@ static int search_all(const struct job_spec *j, const struct plan_opts *o,
 {
 	int64_t gpn = j->system->gpus_per_node, lo = j->system->nodes;
 	int64_t hi = lo, nodes;
-	/* one node count: keep every layout (its analytical rank is exact) */
-	size_t keep = o->max_gpus > 0 ? (size_t)o->top_k : (size_t)-1;
+	size_t keep = (size_t)o->top_k;
 
 	if (o->max_gpus > 0) {
 		lo = 1;
@@ -112,6 +103,8 @@ static int search_all(const struct job_spec *j, const struct plan_opts *o,
 
 		if (rc == 0)
 			rc = space_search(&s);
+		if (rc == 0)
+			rc = space_estimate(&s, (size_t)o->top_k);
 		if (rc == 0)
 			rc = merge(f, &s, keep);
 		if (rc == 0) {
@@ -258,23 +251,17 @@ static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 {
 	struct system_spec sys;
 	struct job_spec jj;
-	struct est *e;
 	double peak;
-	int rc;
 
 	job_for(j, &s->lay, &sys, &jj);
 	memset(c, 0, sizeof(*c));
 	c->lay = s->lay;
 	c->gpus = system_gpus(&sys);
 	c->est_rank = rank;
-	if (!(e = est_new(&sys, d)))
-		return -1;
-	rc = est_step(e, &jj, &c->est, d);
-	est_free(e);
-	if (rc != 0 || footprint_job(&jj, gpu_usable_memory_B(sys.gpu) *
-				     (1 - o->headroom), &c->mem) != 0) {
-		if (!d->errors)
-			diag_oom(d);
+	c->est = s->est;
+	if (footprint_job(&jj, gpu_usable_memory_B(sys.gpu) * (1 - o->headroom),
+			  &c->mem) != 0) {
+		diag_oom(d);
 		return -1;
 	}
 	peak = gpu_peak_flops(sys.gpu, (enum dtype)jj.training.dtype);
@@ -287,17 +274,75 @@ static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 	return 0;
 }
 
+/* The fabric models the full tier shares across its runs, one per node
+ * count: the topology and the collectives' plans are built once
+ * (net_attach binds one to each run's engine). */
+struct fabrics {
+	struct system_spec sys[64];
+	struct net *net[64];
+	int n;
+};
+
+static int attach_shared(void *ctx, struct sim *sim)
+{
+	return net_attach(ctx, sim);
+}
+
+static const char *shared_failed(void *ctx)
+{
+	return net_failed(ctx) ? net_error(ctx) : NULL;
+}
+
+/* The shared fabric of node count `nodes` (its system in *sys), built on
+ * first use; NULL after reporting to d. A node count past the table's
+ * size gets none (NULL, nothing reported): the run builds its own. */
+static struct net *fabric_of(struct fabrics *fb, const struct job_spec *j,
+			     int64_t nodes, struct diag *d, int *err)
+{
+	int i;
+
+	*err = 0;
+	for (i = 0; i < fb->n; i++)
+		if (fb->sys[i].nodes == nodes)
+			return fb->net[i];
+	if (fb->n == (int)(sizeof(fb->net) / sizeof(fb->net[0])))
+		return NULL;
+	fb->sys[fb->n] = *j->system;
+	fb->sys[fb->n].nodes = nodes;
+	fb->net[fb->n] = net_new(&fb->sys[fb->n], NULL, d);
+	if (!fb->net[fb->n]) {
+		*err = 1;
+		return NULL;
+	}
+	return fb->net[fb->n++];
+}
+
+static void fabrics_release(struct fabrics *fb)
+{
+	int i;
+
+	for (i = 0; i < fb->n; i++)
+		net_free(fb->net[i]);
+	fb->n = 0;
+}
+
 /* Simulate c in full and take the run's numbers. */
 static int run_full(const struct job_spec *j, const struct plan_opts *o,
-		    struct plan_cand *c, struct diag *d)
+		    struct fabrics *fb, struct plan_cand *c, struct diag *d)
 {
 	struct system_spec sys;
 	struct job_spec jj;
 	struct step_result r;
-	int rc;
+	struct step_comm comm = { &net_comm_ops, NULL, attach_shared,
+				  shared_failed };
+	int rc, err;
 
 	job_for(j, &c->lay, &sys, &jj);
-	rc = step_run(&jj, o->full_fidelity, NULL, NULL, &r, d);
+	comm.ctx = fabric_of(fb, j, c->lay.nodes, d, &err);
+	if (err)
+		return -1;
+	rc = step_run(&jj, o->full_fidelity, comm.ctx ? &comm : NULL, NULL,
+		      &r, d);
 	if (rc == 0) {
 		c->full = 1;
 		c->step_s = r.step_s;
@@ -532,6 +577,7 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 		     struct diag *d)
 {
 	size_t *idx = mem_alloc((f->n ? f->n : 1) * sizeof(*idx)), n, i;
+	struct fabrics fb = { .n = 0 };
 	int rc = -1;
 
 	if (!idx) {
@@ -545,10 +591,10 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 		goto out;
 	}
 	if (!o->no_full && n > 0)
-		diag_progress(d, "plan: %llu layouts searched, %llu estimated in "
+		diag_progress(d, "plan: %llu layouts searched, %llu ranked in "
 			      "%.2f s; simulating the best %zu in full",
 			      (unsigned long long)r->searched,
-			      (unsigned long long)r->estimated, r->est_wall_s, n);
+			      (unsigned long long)r->ranked, r->est_wall_s, n);
 	for (i = 0; i < n; i++) {
 		const struct scored *s = &f->v[idx[i]];
 		struct plan_cand *c = &r->cands[i];
@@ -558,7 +604,7 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 		while (first > 0 && f->v[first - 1].lay.nodes == s->lay.nodes)
 			first--;
 		if (fill_estimate(j, o, s, (int64_t)(idx[i] - first) + 1, c, d) != 0 ||
-		    (!o->no_full && run_full(j, o, c, d) != 0))
+		    (!o->no_full && run_full(j, o, &fb, c, d) != 0))
 			goto out;
 		c->score = plan_score(o->objective, c->step_s, c->mem.peak_B,
 				      c->gpus);
@@ -566,6 +612,7 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 	}
 	rc = 0;
 out:
+	fabrics_release(&fb);
 	mem_free(idx);
 	return rc;
 }
@@ -585,7 +632,8 @@ int plan_run(const struct job_spec *j, const struct plan_opts *o,
 	if (search_all(j, o, &f, &r->stats, d) != 0)
 		goto out;
 	r->searched = f.agg.searched;
-	r->estimated = f.agg.n;
+	r->ranked = f.agg.n;
+	r->estimated = f.agg.nest;
 	memcpy(r->pruned, f.agg.pruned, sizeof(r->pruned));
 	t1 = now_s();
 	r->est_wall_s = t1 - t0;

@@ -146,7 +146,11 @@ struct plan_result {
 					 * Pareto front, fewest GPUs first */
 	int64_t nfront;
 	uint64_t searched;		/* layouts in the search space */
-	uint64_t estimated;		/* layouts the analytical tier costed */
+	uint64_t ranked;		/* valid layouts that fit: ranked by the
+					 * analytical tier */
+	uint64_t estimated;		/* of them estimated in full; the others
+					 * rank below the best top_k by their
+					 * lower bound alone (est_bound) */
 	uint64_t pruned[PR_COUNT];	/* layouts not estimated, by reason */
 	double est_wall_s;		/* s, the analytical tier */
 	double full_wall_s;		/* s, the full runs */

@@ -12,9 +12,12 @@
 /* A layout the analytical tier costed. */
 struct scored {
 	struct plan_layout lay;
-	double est_s;		/* s, estimated step */
+	double est_s;		/* s, estimated step (the bound while bounded) */
+	double lb_s;		/* s, est_bound's lower bound */
 	double peak_B;		/* B, peak memory per GPU */
 	double score;		/* the objective's value, lower is better */
+	int bounded;		/* 1: ranked by its bound alone (below the best k) */
+	struct est_step est;	/* the estimate (when not bounded) */
 };
 
 /* The nearest miss when nothing is feasible. */
@@ -34,8 +37,10 @@ struct search {
 	double usable_B;		/* B, usable memory less the headroom */
 	struct memo lives;		/* (schedule, pp, vpp, m) -> struct sched_live * */
 	struct live_set *live_list;	/* every entry of lives, to free */
-	struct scored *v;		/* costed layouts of this node count */
+	struct scored *v;		/* valid layouts that fit, of this node count */
 	size_t n, cap;
+	size_t nest;			/* of those, estimated in full (space_estimate):
+					 * v[0 .. nest-1], best first */
 	uint64_t searched;
 	uint64_t pruned[PR_COUNT];
 	struct miss rule_miss[PR_COUNT];	/* a layout each reason pruned */
@@ -53,6 +58,12 @@ void space_release(struct search *s);
 /* Search every layout of s's node count, costing the valid ones that fit
  * into s->v. Returns 0, or -1 after reporting a runtime failure. */
 int space_search(struct search *s);
+
+/* Estimate s->v best first until the best k are known: in order of
+ * their bound (est_bound), stopping at the first bound no better than
+ * the k-th estimate so far. Sets s->nest. Returns 0, or -1 after
+ * reporting to s->d. */
+int space_estimate(struct search *s, size_t k);
 
 /* The objective's value of a costed layout (lower is better). */
 double plan_score(int objective, double step_s, double peak_B, int64_t gpus);

@@ -199,7 +199,7 @@ static struct cJSON *stats_json(const struct plan_result *r)
 		 add_num(o, "collectives_timed", (double)r->stats.colls) &&
 		 add_num(o, "collective_lookups", (double)r->stats.coll_lookups) &&
 		 add_num(o, "candidates_per_s", r->est_wall_s > 0 ?
-			 (double)r->estimated / r->est_wall_s : 0);
+			 (double)r->ranked / r->est_wall_s : 0);
 
 	return complete(o, ok);
 }
@@ -221,6 +221,7 @@ struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 		 add(root, "candidates", cands_json(r)) &&
 		 (o->max_gpus <= 0 || add(root, "front", front_json(r))) &&
 		 add_num(root, "searched", (double)r->searched) &&
+		 add_num(root, "ranked", (double)r->ranked) &&
 		 add_num(root, "estimated", (double)r->estimated) &&
 		 add_num(root, "simulated", (double)r->ncands) &&
 		 add(root, "pruned", pruned_json(r)) &&
@@ -277,12 +278,13 @@ static void print_header(FILE *out, const struct job_spec *j,
 		dtype_names[j->training.dtype],
 		(long long)j->training.global_batch_size,
 		(long long)j->training.seq_len, plan_objective_names[o->objective]);
-	fprintf(out, "  searched %llu layouts: %llu estimated in %.2f s (%.0f "
-		"layouts/s), %lld simulated in full in %.2f s\n",
-		(unsigned long long)r->searched, (unsigned long long)r->estimated,
-		r->est_wall_s, r->est_wall_s > 0 ? (double)r->estimated /
-		r->est_wall_s : 0, (long long)(r->ncands && r->cands[0].full ?
-					       r->ncands : 0), r->full_wall_s);
+	fprintf(out, "  searched %llu layouts; %llu valid that fit ranked by the "
+		"analytical tier in %.2f s (%llu estimated in full, the rest "
+		"bounded below the best %d); %lld simulated in full in %.2f s\n",
+		(unsigned long long)r->searched, (unsigned long long)r->ranked,
+		r->est_wall_s, (unsigned long long)r->estimated, o->top_k,
+		(long long)(r->ncands && r->cands[0].full ? r->ncands : 0),
+		r->full_wall_s);
 }
 
 static void print_pruned(FILE *out, const struct plan_result *r)

@@ -27,6 +27,7 @@
  * footprint_job_live (the live vectors of its schedule remembered per
  * (schedule, pp, vpp, microbatches)), and costed by est_step.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -243,7 +244,7 @@ static const struct sched_live *lives_of(struct search *s,
 	return ls->live;
 }
 
-static int keep(struct search *s, const struct plan_layout *l, double est_s,
+static int keep(struct search *s, const struct plan_layout *l, double lb_s,
 		double peak_B)
 {
 	if (s->n == s->cap) {
@@ -256,10 +257,12 @@ static int keep(struct search *s, const struct plan_layout *l, double est_s,
 		s->cap = cap;
 	}
 	s->v[s->n].lay = *l;
-	s->v[s->n].est_s = est_s;
+	s->v[s->n].est_s = lb_s;
+	s->v[s->n].lb_s = lb_s;
 	s->v[s->n].peak_B = peak_B;
-	s->v[s->n].score = plan_score(s->o->objective, est_s, peak_B,
+	s->v[s->n].score = plan_score(s->o->objective, lb_s, peak_B,
 				      system_gpus(&s->sys));
+	s->v[s->n].bounded = 1;
 	s->n++;
 	return 0;
 }
@@ -269,7 +272,7 @@ static int leaf(struct walk *w)
 	struct search *s = w->s;
 	const struct sched_live *live;
 	struct footprint fp;
-	struct est_step es;
+	double lb;
 	int r = broken(w, JOB_RULES_ALL);
 
 	if (r >= 0) {	/* the rules decided above already passed */
@@ -290,9 +293,9 @@ static int leaf(struct walk *w)
 		}
 		return 0;
 	}
-	if (est_step(s->est, &w->j, &es, s->d) != 0)
+	if (est_bound(s->est, &w->j, &lb, s->d) != 0)
 		return -1;
-	return keep(s, &w->l, es.step_s, fp.peak_B) == 0 ? 0 : (diag_oom(s->d), -1);
+	return keep(s, &w->l, lb, fp.peak_B) == 0 ? 0 : (diag_oom(s->d), -1);
 }
 
 /* ---- the levels, outermost first ---- */
@@ -483,6 +486,68 @@ int space_search(struct search *s)
 	w.j.parallelism.schedule = SCHED_1F1B;
 	w.j.training.micro_batch_size = 1;
 	return level_tp(&w);
+}
+
+/* ---- the analytical tier: best first, by bound ---- */
+
+static int by_score(const void *a, const void *b)
+{
+	const struct scored *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score < y->score ? -1 : 1;
+	return memcmp(&x->lay, &y->lay, sizeof(x->lay));	/* a total order */
+}
+
+/* Insert score v into the sorted best[0..*n-1] of at most k. */
+static void best_insert(double *best, size_t *n, size_t k, double v)
+{
+	size_t i;
+
+	if (*n == k && v >= best[k - 1])
+		return;
+	i = *n < k ? (*n)++ : k - 1;
+	for (; i > 0 && best[i - 1] > v; i--)
+		best[i] = best[i - 1];
+	best[i] = v;
+}
+
+int space_estimate(struct search *s, size_t k)
+{
+	double *best = mem_alloc((k ? k : 1) * sizeof(*best));
+	size_t nbest = 0, i;
+	int64_t gpus = system_gpus(&s->sys);
+
+	if (!best) {
+		diag_oom(s->d);
+		return -1;
+	}
+	/* by bound: once a bound is no better than the k-th estimate, no
+	 * later layout can enter the best k */
+	qsort(s->v, s->n, sizeof(*s->v), by_score);
+	for (i = 0; i < s->n; i++) {
+		struct scored *c = &s->v[i];
+		struct job_spec j;
+		struct est_step es;
+
+		if (k > 0 && nbest == k && c->score >= best[k - 1])
+			break;
+		plan_layout_job(s->base, &s->sys, &c->lay, &j);
+		if (est_step(s->est, &j, &es, s->d) != 0) {
+			mem_free(best);
+			return -1;
+		}
+		c->est_s = es.step_s;
+		c->est = es;
+		c->bounded = 0;
+		c->score = plan_score(s->o->objective, es.step_s, c->peak_B, gpus);
+		best_insert(best, &nbest, k, c->score);
+	}
+	s->nest = i;
+	/* the estimated first, best first; the bounded after, by bound */
+	qsort(s->v, i, sizeof(*s->v), by_score);
+	mem_free(best);
+	return 0;
 }
 
 /* ---- setup ---- */

@@ -135,8 +135,10 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	if (comm && comm->ops) {
 		ops = comm->ops;
 		ctx = comm->ctx;
-		if (comm->attach)
-			comm->attach(ctx, sim);
+		if (comm->attach && comm->attach(ctx, sim) != 0) {
+			diag_oom(d);
+			goto out;
+		}
 	} else {
 		net = net_new(j->system, sim, d);
 		if (!net) {
@@ -155,6 +157,8 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		why = net_error(net);
 		goto fail;
 	}
+	if (comm && comm->failed && (why = comm->failed(comm->ctx)))
+		goto fail;
 
 	out->step_s = er.step_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
