@@ -9,6 +9,7 @@
 #include "base/coll.h"
 #include "models/block.h"
 #include "models/layer.h"
+#include "models/sched.h"
 #include "est.h"
 #include "memo.h"
 
@@ -56,16 +57,124 @@ struct est {
 	struct net *net;		/* the system's fabric, idle */
 	struct memo blocks;		/* struct bkey -> struct est_blocks */
 	struct memo colls;		/* struct ckey -> double (s) */
-	struct memo dpplans;		/* struct dkey -> struct dplan * */
-	struct dplan *dplan_list;	/* every dplan, to free */
+	struct memo dpplans;		/* (tp, cp, pp, vpp, dp, zero > 0) ->
+					 * struct est_dplan * */
+	struct est_dplan *dplan_list;	/* every dplan, to free */
 	uint32_t *gpus;			/* scratch: a group's GPU ids (world) */
 	uint32_t *tp_gpus;		/* 0, 1, ..., world - 1 */
 	struct layer_ops *ops;		/* scratch */
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
 	size_t split_cap;
+	struct sched_action *pipe_acts;	/* scratch of est_pipe_run */
+	size_t pipe_acts_cap;
+	double *pipe_t;
+	size_t pipe_t_cap;
+	double *stage_t;		/* scratch: f, b per virtual stage, then
+					 * rank and chunk ends */
+	size_t stage_t_cap;
 	struct est_stats stats;
 };
+
+/* ---- one candidate (est.c, est_stage.c, est_dp.c) ---- */
+
+enum { EST_LAYER, EST_EMBED, EST_HEAD };	/* unit kinds */
+
+/* What est_step works through for one layout. */
+struct est_cand {
+	const struct job_spec *j;
+	const struct est_blocks *b;
+	const struct layer_dims *d;
+	const int64_t *split;		/* layers per virtual stage */
+	int64_t m, p, v, S;		/* microbatches, pp, vpp, pp vpp */
+	double x;			/* s, one pipeline transfer */
+	double s_dp;			/* compute share a DP collective holds */
+	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit with its collectives */
+	double fsdp_first_ag, fsdp_last_rs;	/* s, exposed at the ends */
+	const double *rank_end;		/* s, rank r's last action ends */
+	const double *chunk_end;	/* s, [r v + c]: chunk c's last backward ends */
+};
+
+/* est_stage.c: a unit's forward / backward (ZeRO 3 folded in), a
+ * virtual stage's per microbatch, the backward time of stage s through
+ * unit u (backward order: head, layers, embedding) and the forward time
+ * before unit u (forward order), the scattered receive's all-gather
+ * first. */
+double est_unit_f(const struct est_cand *c, int u);
+double est_unit_b(const struct est_cand *c, int u);
+double est_stage_f(const struct est_cand *c, int64_t s);
+double est_stage_b(const struct est_cand *c, int64_t s);
+double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u);
+double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u);
+
+/* The ranks evaluated one by one: 0, 1 and p-1 (entry i); whether entry
+ * i is a rank of its own (p = 1 has only rank 0, p = 2 no middle one);
+ * the entry standing for rank r (a middle rank is like rank 1). */
+int64_t est_rank_of(const struct est_cand *c, int i);
+int est_rank_used(const struct est_cand *c, int i);
+int est_rank_index(const struct est_cand *c, int64_t r);
+
+/* est_dp.c: data parallelism. A rank's gradient buckets (ZeRO 0-2) in
+ * the order they complete, with their collectives' times. */
+struct est_dbucket {
+	int64_t chunk;		/* model chunk on the rank */
+	int64_t last;		/* its last unit, backward order */
+	double params;		/* parameters of one GPU */
+	double red_s;		/* s, its all-reduce (ZeRO 0) or reduce-scatter */
+	double ag_s;		/* s, its parameters' all-gather (ZeRO 1-2) */
+};
+
+struct est_dplan {
+	struct est_dplan *next;	/* every plan of the estimator, to free */
+	int64_t n[3];		/* buckets of ranks 0, 1, p-1 */
+	struct est_dbucket *b[3];
+};
+
+/* The buckets of candidate c, remembered per (tp, cp, pp, vpp, dp, ZeRO
+ * 0 or not). NULL after reporting to d. */
+const struct est_dplan *est_dplan_of(struct est *e, const struct est_cand *c,
+				     struct diag *d);
+
+/* The first microbatch's forward and the last one's backward of each
+ * virtual stage, slowed by the data-parallel collectives they overlap
+ * (f_first[s], b_last[s]; est.c has the rule). */
+void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
+		    double *f_first, double *b_last);
+
+/* What data parallelism adds to rank entry i after its last backward
+ * ends at E. */
+struct est_tail {
+	double exposed;		/* s, reductions after the rank's backward */
+	double after;		/* s, non-overlapped gathers after the optimizer */
+	double delay;		/* s, start delay from overlapped gathers */
+};
+
+void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
+		 double E, struct est_tail *t);
+
+/* A collective over the data-parallel group of the first stage. */
+double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
+		   double bytes, struct diag *d);
+
+/* ZeRO 3: every unit's time with its gathers and reduce-scatters into
+ * c->fsdp_*. 0, or -1 after reporting to d. */
+int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d);
+
+/* A pipeline to run (est_pipe.c). */
+struct est_pipe {
+	int schedule;		/* enum pp_schedule */
+	int64_t p, v, m;	/* ranks, chunks per rank, microbatches */
+	const double *f, *b;	/* s, per virtual stage and microbatch */
+	const double *f_first;	/* s, per virtual stage: microbatch 0's forward */
+	const double *b_last;	/* s, per virtual stage: the last one's backward */
+	double x;		/* s, one transfer between stages */
+};
+
+/* Run pipeline in: rank_end[r] = when rank r's last action ends,
+ * chunk_end[r v + c] (may be NULL) = when chunk c's last backward on
+ * rank r ends. Returns 0, or -1 when out of memory. */
+int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
+		 double *chunk_end);
 
 /*
  * The time (s) of collective op of `bytes` over the n GPUs g0, g0 +
