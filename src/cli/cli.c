@@ -33,6 +33,7 @@ static const struct cli_command commands[] = {
 	  "usage: llmsim plan JOB.yaml [--top K] [--objective O] [--max-gpus N]\n"
 	  "                  [--headroom F] [--set key=value]... [--json]\n"
 	  "                  [--db PATH] [--no-store] [--full] [--analytical-only]\n"
+	  "                  [--cross-node-tp] [--jobs N]\n"
 	  "\n"
 	  "Search tp, pp, vpp, cp, ep, etp, dp, micro-batch size, recompute,\n"
 	  "ZeRO stage, sequence parallelism and pipeline schedule for the job's\n"
@@ -61,7 +62,10 @@ static const struct cli_command commands[] = {
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the plan\n"
 	  "  --full           simulate every GPU in the full tier (slow)\n"
-	  "  --analytical-only  rank by the analytical tier alone\n",
+	  "  --analytical-only  rank by the analytical tier alone\n"
+	  "  --cross-node-tp  search tp beyond one node too (pinning tp does)\n"
+	  "  --jobs N         processes for the full runs (default: one per CPU;\n"
+	  "                   the results are the same for any N)\n",
 	  cli_plan, NULL },
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"

@@ -125,6 +125,8 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 		{ "no-store", no_argument, NULL, 'n' },
 		{ "full", no_argument, NULL, 'F' },
 		{ "analytical-only", no_argument, NULL, 'A' },
+		{ "cross-node-tp", no_argument, NULL, 'X' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t v;
@@ -180,6 +182,16 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 			break;
 		case 'A':
 			c->o.no_full = 1;
+			break;
+		case 'X':
+			c->o.cross_node_tp = 1;
+			break;
+		case 'J':
+			if (parse_int(optarg, 1, 256, &v) != 0)
+				return cli_usage_error("plan", "--jobs: expected a "
+					"count of processes from 1 to 256, got '%s'",
+					optarg);
+			c->o.jobs = (int)v;
 			break;
 		default:
 			return cli_usage_error("plan", "unknown option or missing "

@@ -93,6 +93,20 @@ const struct est_dplan *est_dplan_of(struct est *e, const struct est_cand *c,
 
 /* ---- what the collectives slow ---- */
 
+/* The TP collectives' share of stage s's forward (or backward) when the
+ * TP group leaves the node: the part a data-parallel collective on the
+ * same NICs would share (0 inside a node). */
+static double tp_wire_s(const struct est_cand *c, int64_t s, int bwd)
+{
+	int64_t gpn = c->j->system->gpus_per_node, tp = c->j->parallelism.tp;
+	const struct est_blocks *b = c->b;
+	const struct est_pass *l = bwd ? &b->lb : &b->lf;
+
+	if (tp <= gpn && gpn % tp == 0)
+		return 0;
+	return (double)c->split[s] * fmax(0, l->lat_s - l->kern_s);
+}
+
 void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		    double *f_first, double *b_last)
 {
@@ -104,6 +118,7 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		int64_t r = s % c->p, ch = s / c->p;
 		int i = est_rank_index(c, r);
 		double f = est_stage_f(c, s), b = est_stage_b(c, s);
+		double tpf = tp_wire_s(c, s, 0), tpb = tp_wire_s(c, s, 1);
 		double red = 0, gathers = 0, first = -1, lead = 0;
 
 		for (k = 0; k < dp->n[i]; k++) {
@@ -117,13 +132,21 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 				first = est_bwd_through(c, s, bk->last);
 		}
 		b_last[s] = b;
-		if (fw->overlap_grad_reduce && first >= 0)
-			b_last[s] = b + c->s_dp * fmin(b - first, red);
+		if (fw->overlap_grad_reduce && first >= 0) {
+			double over = fmin(b - first, red);
+
+			/* compute units held; a cross-node TP collective
+			 * shares the NIC with the reductions it meets */
+			b_last[s] = b + c->s_dp * over + fmin(tpb * over / b, red);
+		}
 		f_first[s] = f;
 		if (zero >= 1 && fw->overlap_param_gather && ch == 0) {
+			double over;
+
 			for (q = 0; q < r; q++)
 				lead += est_stage_f(c, q) + c->x;
-			f_first[s] = f + c->s_dp * fmin(f, fmax(0, gathers - lead));
+			over = fmin(f, fmax(0, gathers - lead));
+			f_first[s] = f + c->s_dp * over + tpf * over / f;
 		}
 	}
 }

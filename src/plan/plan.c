@@ -28,7 +28,6 @@
 #include "base/units.h"
 #include "gpu/gpu.h"
 #include "models/train.h"
-#include "network/net.h"
 #include "run/step.h"
 #include "plan_impl.h"
 
@@ -126,13 +125,7 @@ static int search_all(const struct job_spec *j, const struct plan_opts *o,
 
 /* ---- nothing feasible ---- */
 
-static void job_for(const struct job_spec *j, const struct plan_layout *l,
-		    struct system_spec *sys, struct job_spec *out)
-{
-	*sys = *j->system;
-	sys->nodes = l->nodes;
-	plan_layout_job(j, sys, l, out);
-}
+#define job_for plan_job_for
 
 static void pinned_note(const struct plan_opts *o, struct diag *d)
 {
@@ -272,88 +265,6 @@ static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 	c->mfu = c->tflops_per_gpu * 1e12 / peak;
 	c->bound = bound_of(c->part_s, mem_frac(&c->est));
 	return 0;
-}
-
-/* The fabric models the full tier shares across its runs, one per node
- * count: the topology and the collectives' plans are built once
- * (net_attach binds one to each run's engine). */
-struct fabrics {
-	struct system_spec sys[64];
-	struct net *net[64];
-	int n;
-};
-
-static int attach_shared(void *ctx, struct sim *sim)
-{
-	return net_attach(ctx, sim);
-}
-
-static const char *shared_failed(void *ctx)
-{
-	return net_failed(ctx) ? net_error(ctx) : NULL;
-}
-
-/* The shared fabric of node count `nodes` (its system in *sys), built on
- * first use; NULL after reporting to d. A node count past the table's
- * size gets none (NULL, nothing reported): the run builds its own. */
-static struct net *fabric_of(struct fabrics *fb, const struct job_spec *j,
-			     int64_t nodes, struct diag *d, int *err)
-{
-	int i;
-
-	*err = 0;
-	for (i = 0; i < fb->n; i++)
-		if (fb->sys[i].nodes == nodes)
-			return fb->net[i];
-	if (fb->n == (int)(sizeof(fb->net) / sizeof(fb->net[0])))
-		return NULL;
-	fb->sys[fb->n] = *j->system;
-	fb->sys[fb->n].nodes = nodes;
-	fb->net[fb->n] = net_new(&fb->sys[fb->n], NULL, d);
-	if (!fb->net[fb->n]) {
-		*err = 1;
-		return NULL;
-	}
-	return fb->net[fb->n++];
-}
-
-static void fabrics_release(struct fabrics *fb)
-{
-	int i;
-
-	for (i = 0; i < fb->n; i++)
-		net_free(fb->net[i]);
-	fb->n = 0;
-}
-
-/* Simulate c in full and take the run's numbers. */
-static int run_full(const struct job_spec *j, const struct plan_opts *o,
-		    struct fabrics *fb, struct plan_cand *c, struct diag *d)
-{
-	struct system_spec sys;
-	struct job_spec jj;
-	struct step_result r;
-	struct step_comm comm = { &net_comm_ops, NULL, attach_shared,
-				  shared_failed };
-	int rc, err;
-
-	job_for(j, &c->lay, &sys, &jj);
-	comm.ctx = fabric_of(fb, j, c->lay.nodes, d, &err);
-	if (err)
-		return -1;
-	rc = step_run(&jj, o->full_fidelity, comm.ctx ? &comm : NULL, NULL,
-		      &r, d);
-	if (rc == 0) {
-		c->full = 1;
-		c->step_s = r.step_s;
-		memcpy(c->part_s, r.part_s, sizeof(c->part_s));
-		c->tokens_per_s = r.tokens_per_s;
-		c->mfu = r.mfu;
-		c->tflops_per_gpu = r.tflops_per_gpu;
-		c->bound = bound_of(c->part_s, mem_frac(&c->est));
-	}
-	step_result_release(&r);
-	return rc == 0 ? 0 : -1;
 }
 
 /* The end of the node count's block starting at i in f->v (blocks are
@@ -577,7 +488,6 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 		     struct diag *d)
 {
 	size_t *idx = mem_alloc((f->n ? f->n : 1) * sizeof(*idx)), n, i;
-	struct fabrics fb = { .n = 0 };
 	int rc = -1;
 
 	if (!idx) {
@@ -597,22 +507,27 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 			      (unsigned long long)r->ranked, r->est_wall_s, n);
 	for (i = 0; i < n; i++) {
 		const struct scored *s = &f->v[idx[i]];
-		struct plan_cand *c = &r->cands[i];
 		size_t first = idx[i];
 
 		/* its analytical rank within its node count */
 		while (first > 0 && f->v[first - 1].lay.nodes == s->lay.nodes)
 			first--;
-		if (fill_estimate(j, o, s, (int64_t)(idx[i] - first) + 1, c, d) != 0 ||
-		    (!o->no_full && run_full(j, o, &fb, c, d) != 0))
+		if (fill_estimate(j, o, s, (int64_t)(idx[i] - first) + 1,
+				  &r->cands[i], d) != 0)
 			goto out;
+		r->ncands = (int64_t)i + 1;
+	}
+	if (!o->no_full && full_runs(j, o, r->cands, n, d) != 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct plan_cand *c = &r->cands[i];
+
+		c->bound = bound_of(c->part_s, mem_frac(&c->est));
 		c->score = plan_score(o->objective, c->step_s, c->mem.peak_B,
 				      c->gpus);
-		r->ncands = (int64_t)i + 1;
 	}
 	rc = 0;
 out:
-	fabrics_release(&fb);
 	mem_free(idx);
 	return rc;
 }

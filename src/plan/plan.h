@@ -69,14 +69,18 @@ enum plan_prune {
 					 * sequence_parallel with tp 1, a ZeRO
 					 * stage with dp 1 */
 	PR_UNSUPPORTED,			/* cp or ep > 1, not simulated yet */
+	PR_TP_NODE,			/* a TP group beyond one node (scale-up
+					 * domain): searched only with
+					 * cross_node_tp or a pinned tp */
 	PR_MEMORY,			/* peak above the usable memory less
 					 * the headroom */
 	PR_COUNT
 };
 
 /* Name of each reason (job_rule_names, then "layer_split", "redundant",
- * "unsupported", "memory"); and its group: "divisibility", "schedule",
- * "redundant", "unsupported" or "memory". */
+ * "unsupported", "tp_beyond_node", "memory"); and its group:
+ * "divisibility", "schedule", "redundant", "unsupported", "topology" or
+ * "memory". */
 const char *plan_prune_name(int reason);
 const char *plan_prune_group(int reason);
 
@@ -88,6 +92,8 @@ struct plan_opts {
 	uint32_t pinned;	/* 1 << enum plan_dim: the job's value, not searched */
 	int full_fidelity;	/* the full tier simulates every GPU */
 	int no_full;		/* analytical tier only (tests, benchmarks) */
+	int cross_node_tp;	/* search tp beyond one node too */
+	int jobs;		/* processes for the full tier; 0 = one per CPU */
 };
 
 /* Defaults: top 20, throughput, the job's GPUs, no headroom, nothing

@@ -65,6 +65,17 @@ int space_search(struct search *s);
  * reporting to s->d. */
 int space_estimate(struct search *s, size_t k);
 
+/* Layout l as a job of j's model on j's system with l's nodes (*sys
+ * receives that system; out points at it). */
+void plan_job_for(const struct job_spec *j, const struct plan_layout *l,
+		  struct system_spec *sys, struct job_spec *out);
+
+/* Simulate c[0..n-1] in full (plan_full.c), in o->jobs worker processes
+ * when more than one: each fills step_s, part_s, tokens_per_s, mfu,
+ * tflops_per_gpu and full. Returns 0, or -1 after reporting to d. */
+int full_runs(const struct job_spec *j, const struct plan_opts *o,
+	      struct plan_cand *c, size_t n, struct diag *d);
+
 /* The objective's value of a costed layout (lower is better). */
 double plan_score(int objective, double step_s, double peak_B, int64_t gpus);
 

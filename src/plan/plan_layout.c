@@ -30,7 +30,8 @@ const char *const plan_bound_names[PB_COUNT + 1] = {
 const char *plan_prune_name(int reason)
 {
 	static const char *const own[] = {
-		"layer_split", "redundant", "unsupported", "memory",
+		"layer_split", "redundant", "unsupported", "tp_beyond_node",
+		"memory",
 	};
 
 	if (reason >= 0 && reason < JR_COUNT)
@@ -51,6 +52,8 @@ const char *plan_prune_group(int reason)
 		return "redundant";
 	case PR_UNSUPPORTED:
 		return "unsupported";
+	case PR_TP_NODE:
+		return "topology";
 	case PR_MEMORY:
 		return "memory";
 	default:
@@ -125,3 +128,11 @@ void plan_layout_str(const struct plan_layout *l, char *buf, size_t len)
 		 l->zero, pp_schedule_names[l->schedule]);
 }
 
+
+void plan_job_for(const struct job_spec *j, const struct plan_layout *l,
+		  struct system_spec *sys, struct job_spec *out)
+{
+	*sys = *j->system;
+	sys->nodes = l->nodes;
+	plan_layout_job(j, sys, l, out);
+}

@@ -161,12 +161,13 @@ static struct cJSON *front_json(const struct plan_result *r)
 static struct cJSON *pruned_json(const struct plan_result *r)
 {
 	static const char *const groups[] = {
-		"memory", "divisibility", "schedule", "redundant", "unsupported",
+		"memory", "divisibility", "schedule", "topology", "redundant",
+		"unsupported",
 	};
 	struct cJSON *o = cJSON_CreateObject(), *by;
 	int ok = o != NULL, g, k;
 
-	for (g = 0; ok && g < 5; g++) {
+	for (g = 0; ok && g < 6; g++) {
 		double sum = 0;
 
 		for (k = 0; k < PR_COUNT; k++)
@@ -290,12 +291,13 @@ static void print_header(FILE *out, const struct job_spec *j,
 static void print_pruned(FILE *out, const struct plan_result *r)
 {
 	static const char *const groups[] = {
-		"memory", "divisibility", "schedule", "redundant", "unsupported",
+		"memory", "divisibility", "schedule", "topology", "redundant",
+		"unsupported",
 	};
 	int g, k, first;
 
 	fprintf(out, "  pruned:");
-	for (g = 0; g < 5; g++) {
+	for (g = 0; g < 6; g++) {
 		unsigned long long sum = 0;
 
 		for (k = 0; k < PR_COUNT; k++)
@@ -309,7 +311,8 @@ static void print_pruned(FILE *out, const struct plan_result *r)
 		first = 1;
 		for (k = 0; k < PR_COUNT; k++)
 			if (r->pruned[k] && strcmp(plan_prune_group(k), groups[g]) == 0 &&
-			    k != PR_REDUNDANT && k != PR_UNSUPPORTED) {
+			    k != PR_REDUNDANT && k != PR_UNSUPPORTED &&
+			    k != PR_TP_NODE) {
 				fprintf(out, "%s%s %llu", first ? " (" : ", ",
 					plan_prune_name(k),
 					(unsigned long long)r->pruned[k]);

@@ -429,6 +429,19 @@ static int level_pp(struct walk *w)
 	return 0;
 }
 
+/* Whether the TP group may be searched: inside one node (its GPUs
+ * divide the node's), unless asked for or pinned. TP across nodes is
+ * valid but runs its per-layer collectives over the scale-out fabric
+ * (and the analytical tier, timing each collective alone, misses how
+ * they share the NICs with data-parallel and pipeline traffic). */
+static int tp_in_node(const struct walk *w)
+{
+	int64_t gpn = w->s->sys.gpus_per_node;
+
+	return w->s->o->cross_node_tp || pinned(w->s, PD_TP) ||
+	       (w->l.tp <= gpn && gpn % w->l.tp == 0);
+}
+
 static int level_tp(struct walk *w)
 {
 	const struct lists *li = &w->li;
@@ -450,6 +463,10 @@ static int level_tp(struct walk *w)
 		}
 		if (li->cp > 1) {
 			prune(w, PR_UNSUPPORTED, size);
+			continue;
+		}
+		if (!tp_in_node(w)) {
+			prune(w, PR_TP_NODE, size);
 			continue;
 		}
 		if (level_pp(w) != 0)

@@ -1,0 +1,266 @@
+/*
+ * plan_full.c - the planner's full tier: the chosen layouts simulated
+ * with step_run (the event engine on the fabric model), as `llmsim run`
+ * would, in worker processes when there are CPUs for them.
+ *
+ * Each worker shares one fabric model per node count across its runs
+ * (net_attach: the topology and the collectives' plans are built once);
+ * a run's result does not depend on what ran before it on the same
+ * fabric model (the caches are pure), so the results are the same for
+ * any number of workers. Workers are forked, take layouts i, i + W, ...,
+ * and send back fixed-size records over a pipe; the parent waits for all
+ * of them and fails if any failed.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "network/net.h"
+#include "run/step.h"
+#include "plan_impl.h"
+
+/* The fabric models the full tier shares across its runs, one per node
+ * count: the topology and the collectives' plans are built once
+ * (net_attach binds one to each run's engine). */
+struct fabrics {
+	struct system_spec sys[64];
+	struct net *net[64];
+	int n;
+};
+
+static int attach_shared(void *ctx, struct sim *sim)
+{
+	return net_attach(ctx, sim);
+}
+
+static const char *shared_failed(void *ctx)
+{
+	return net_failed(ctx) ? net_error(ctx) : NULL;
+}
+
+/* The shared fabric of node count `nodes` (its system in *sys), built on
+ * first use; NULL after reporting to d. A node count past the table's
+ * size gets none (NULL, nothing reported): the run builds its own. */
+static struct net *fabric_of(struct fabrics *fb, const struct job_spec *j,
+			     int64_t nodes, struct diag *d, int *err)
+{
+	int i;
+
+	*err = 0;
+	for (i = 0; i < fb->n; i++)
+		if (fb->sys[i].nodes == nodes)
+			return fb->net[i];
+	if (fb->n == (int)(sizeof(fb->net) / sizeof(fb->net[0])))
+		return NULL;
+	fb->sys[fb->n] = *j->system;
+	fb->sys[fb->n].nodes = nodes;
+	fb->net[fb->n] = net_new(&fb->sys[fb->n], NULL, d);
+	if (!fb->net[fb->n]) {
+		*err = 1;
+		return NULL;
+	}
+	return fb->net[fb->n++];
+}
+
+static void fabrics_release(struct fabrics *fb)
+{
+	int i;
+
+	for (i = 0; i < fb->n; i++)
+		net_free(fb->net[i]);
+	fb->n = 0;
+}
+
+/* Simulate c in full and take the run's numbers. */
+static int run_full(const struct job_spec *j, const struct plan_opts *o,
+		    struct fabrics *fb, struct plan_cand *c, struct diag *d)
+{
+	struct system_spec sys;
+	struct job_spec jj;
+	struct step_result r;
+	struct step_comm comm = { &net_comm_ops, NULL, attach_shared,
+				  shared_failed };
+	int rc, err;
+
+	plan_job_for(j, &c->lay, &sys, &jj);
+	comm.ctx = fabric_of(fb, j, c->lay.nodes, d, &err);
+	if (err)
+		return -1;
+	rc = step_run(&jj, o->full_fidelity, comm.ctx ? &comm : NULL, NULL,
+		      &r, d);
+	if (rc == 0) {
+		c->full = 1;
+		c->step_s = r.step_s;
+		memcpy(c->part_s, r.part_s, sizeof(c->part_s));
+		c->tokens_per_s = r.tokens_per_s;
+		c->mfu = r.mfu;
+		c->tflops_per_gpu = r.tflops_per_gpu;
+	}
+	step_result_release(&r);
+	return rc == 0 ? 0 : -1;
+}
+
+/* What a worker sends back for one layout. */
+struct rec {
+	uint64_t idx;			/* index into c[] */
+	double step_s;
+	double part_s[EXEC_PART_COUNT];
+	double tokens_per_s, mfu, tflops_per_gpu;
+};
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Read one record; 1, 0 at the end, -1 on error. */
+static int read_rec(int fd, struct rec *r)
+{
+	char *p = (char *)r;
+	size_t n = sizeof(*r);
+
+	while (n > 0) {
+		ssize_t k = read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return n == sizeof(*r) ? 0 : -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 1;
+}
+
+/* A worker: layouts w, w + W, ... into fd. Never returns. */
+static void worker(const struct job_spec *j, const struct plan_opts *o,
+		   struct plan_cand *c, size_t n, size_t w, size_t nw, int fd,
+		   struct diag *d)
+{
+	struct fabrics fb = { .n = 0 };
+	size_t i;
+	int status = 0;
+
+	for (i = w; i < n && status == 0; i += nw) {
+		struct rec r = { .idx = i };
+
+		if (run_full(j, o, &fb, &c[i], d) != 0) {
+			status = 1;
+			break;
+		}
+		r.step_s = c[i].step_s;
+		memcpy(r.part_s, c[i].part_s, sizeof(r.part_s));
+		r.tokens_per_s = c[i].tokens_per_s;
+		r.mfu = c[i].mfu;
+		r.tflops_per_gpu = c[i].tflops_per_gpu;
+		if (write_all(fd, &r, sizeof(r)) != 0)
+			status = 1;
+	}
+	fabrics_release(&fb);
+	_exit(status);
+}
+
+static void apply(struct plan_cand *c, const struct rec *r)
+{
+	c->full = 1;
+	c->step_s = r->step_s;
+	memcpy(c->part_s, r->part_s, sizeof(c->part_s));
+	c->tokens_per_s = r->tokens_per_s;
+	c->mfu = r->mfu;
+	c->tflops_per_gpu = r->tflops_per_gpu;
+}
+
+static int in_process(const struct job_spec *j, const struct plan_opts *o,
+		      struct plan_cand *c, size_t n, struct diag *d)
+{
+	struct fabrics fb = { .n = 0 };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++)
+		rc = run_full(j, o, &fb, &c[i], d);
+	fabrics_release(&fb);
+	return rc;
+}
+
+static size_t workers(const struct plan_opts *o, size_t n)
+{
+	long cpus = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		cpus = 1;
+	return (size_t)cpus < n ? (size_t)cpus : n;
+}
+
+int full_runs(const struct job_spec *j, const struct plan_opts *o,
+	      struct plan_cand *c, size_t n, struct diag *d)
+{
+	size_t nw = workers(o, n), w, started = 0, got = 0;
+	int fds[2], rc = 0, status;
+	pid_t pid, pids[256];
+	struct rec r;
+
+	if (nw > sizeof(pids) / sizeof(pids[0]))
+		nw = sizeof(pids) / sizeof(pids[0]);
+	if (nw <= 1)
+		return in_process(j, o, c, n, d);
+	if (pipe(fds) != 0) {
+		diag_error(d, NULL, 0, 0, "plan: cannot make a pipe for the "
+			   "full runs: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);	/* nothing buffered is written twice */
+	for (w = 0; w < nw; w++) {
+		pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			worker(j, o, c, n, w, nw, fds[1], d);
+		}
+		if (pid < 0) {
+			diag_error(d, NULL, 0, 0, "plan: cannot start a worker: %s",
+				   strerror(errno));
+			rc = -1;
+			break;
+		}
+		pids[started++] = pid;
+	}
+	close(fds[1]);
+	while (read_rec(fds[0], &r) == 1)
+		if (r.idx < n) {
+			apply(&c[r.idx], &r);
+			got++;
+		}
+	close(fds[0]);
+	for (w = 0; w < started; w++) {	/* only ours: the caller may have others */
+		pid_t got_pid;
+
+		while ((got_pid = waitpid(pids[w], &status, 0)) < 0 &&
+		       errno == EINTR)
+			;
+		if (got_pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			rc = -1;
+	}
+	if (rc == 0 && got != n) {
+		diag_error(d, NULL, 0, 0, "plan: %zu of %zu full runs came back",
+			   got, n);
+		rc = -1;
+	}
+	return rc;
+}
