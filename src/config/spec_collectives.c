@@ -8,7 +8,7 @@
  *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
  *   protocols:
  *     ll:     {bandwidth_factor: 0.5, max_busbw: 141 GB/s,
- *              max_busbw_2nodes: 45 GB/s, max_busbw_4nodes: 35 GB/s}
+ *              max_busbw_2nodes: 39 GB/s, max_busbw_4nodes: 20.4 GB/s}
  *     ll128:  {bandwidth_factor: 0.9375}
  *     simple: {bandwidth_factor: 1}
  *   algorithms:
@@ -63,6 +63,25 @@ static const struct schema times_schema = {
 	.size = sizeof(struct coll_proto_times),
 	.fields = times_fields,
 	.nfields = SCHEMA_COUNT(times_fields),
+};
+
+#define RATIO(p, k) { .key = k, .type = ST_NUM, \
+	.offset = offsetof(struct coll_proto_ratios, r) + (p) * sizeof(double), \
+	.def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL, \
+	.help = k " protocol" }
+
+static const struct schema_field ratios_fields[] = {
+	RATIO(PROTO_LL, "ll"),
+	RATIO(PROTO_LL128, "ll128"),
+	RATIO(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema ratios_schema = {
+	.kind = "collectives.algorithm.select_bw",
+	.help = "one factor per protocol",
+	.size = sizeof(struct coll_proto_ratios),
+	.fields = ratios_fields,
+	.nfields = SCHEMA_COUNT(ratios_fields),
 };
 
 #define FLAG(p, k) { .key = k, .type = ST_BOOL, \
@@ -173,10 +192,28 @@ static const struct schema_field algo_fields[] = {
 	{ .key = "max_nodes", .type = ST_INT, .offset = AOFF(max_nodes),
 	  .def = "0", .min = 0, .max = 1e7,
 	  .help = "largest number of nodes it runs across; 0 = any" },
+	{ .key = "max_bytes", .type = ST_BYTES, .offset = AOFF(max_bytes),
+	  .def = "0 B", .max = 1e15,
+	  .help = "largest collective (bytes) the library runs it for, as "
+		  "MSCCL's maxBytes; 0 = any" },
 	LAT("base", base, "fixed latency per collective"),
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
 	LAT("hop_net", hop_net, "latency per step over the scale-out network"),
+	{ .key = "select_bw", .type = ST_SECTION,
+	  .offset = AOFF(select_bw) + SCALE_1NODE * sizeof(struct coll_proto_ratios),
+	  .sub = &ratios_schema, .flags = SF_OPTIONAL,
+	  .help = "one node: factor on this algorithm's bandwidth as the "
+		  "library's tuning model sees it (RCCL bwRatio), for its choice "
+		  "only; the chosen plan runs at the fabric's rate" },
+	{ .key = "select_bw_2nodes", .type = ST_SECTION,
+	  .offset = AOFF(select_bw) + SCALE_2NODES * sizeof(struct coll_proto_ratios),
+	  .sub = &ratios_schema, .flags = SF_OPTIONAL,
+	  .help = "the same across 2 nodes" },
+	{ .key = "select_bw_4nodes", .type = ST_SECTION,
+	  .offset = AOFF(select_bw) + SCALE_4NODES * sizeof(struct coll_proto_ratios),
+	  .sub = &ratios_schema, .flags = SF_OPTIONAL,
+	  .help = "the same across more than 2 nodes" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -227,11 +264,12 @@ static const struct schema_field proto_fields[] = {
 	{ .key = "max_busbw_2nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_2NODES * sizeof(double),
 	  .def = "0 B/s", .max = 1e14,
-	  .help = "the cap when the group spans 2 or 3 nodes; 0 = none" },
+	  .help = "the cap when the group spans 2 nodes; 0 = none" },
 	{ .key = "max_busbw_4nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
 	  .def = "0 B/s", .max = 1e14,
-	  .help = "the cap when the group spans 4 or more nodes; 0 = none" },
+	  .help = "the cap when the group spans more than 2 nodes (NCCL's "
+		  "third llMaxBws column); 0 = none" },
 	{ .key = "sustained_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
@@ -298,7 +336,8 @@ static const struct schema_field lib_fields[] = {
 	  .help = "most parallel rings/trees one collective uses" },
 	{ .key = "net_overhead", .type = ST_SECTION, .offset = OFF(net_overhead),
 	  .sub = &times_schema, .flags = SF_OPTIONAL,
-	  .help = "floor of a step's latency when the group spans nodes" },
+	  .help = "floor of a ring's intra-node step latency when the ring "
+		  "spans nodes (NCCL's getNetOverhead)" },
 	{ .key = "protocols", .type = ST_SECTION, .offset = OFF(proto),
 	  .sub = &protos_schema, .flags = SF_REQUIRED,
 	  .help = "bandwidth factor and cap per protocol" },

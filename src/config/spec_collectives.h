@@ -54,6 +54,11 @@ struct coll_proto_flags {
 	int on[PROTO_COUNT];			/* 1 = offered */
 };
 
+/* One dimensionless factor per protocol. */
+struct coll_proto_ratios {
+	double r[PROTO_COUNT];			/* indexed by enum coll_proto */
+};
+
 /* Operations an algorithm is not used for (enum coll_op of coll.h). */
 struct coll_op_flags {
 	int off[COLL_OP_COUNT];			/* 1 = not for this op */
@@ -71,24 +76,28 @@ struct coll_pipe_spec {
 	int64_t stages;				/* stages a chunk passes inside a rank (fill: stages - 1 loops) */
 };
 
+/* Node-count classes of the libraries' tuning tables (NCCL's index2 of
+ * llMaxBws: 1 node, 2 nodes, more than 2; RCCL's bwRatio: up to 2 nodes,
+ * more than 2). */
+enum coll_scale {
+	SCALE_1NODE,
+	SCALE_2NODES,
+	SCALE_4NODES,		/* more than 2 nodes */
+	SCALE_COUNT
+};
+
 struct coll_algo_spec {
 	struct coll_proto_flags protocols;	/* offered protocols; none = algorithm off */
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
 	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
+	double max_bytes;			/* B, largest collective it runs for; 0 = any */
 	struct coll_proto_times base;		/* s, fixed cost per collective */
 	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
 	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */
 	struct coll_proto_times hop_net;	/* s, per step over the scale-out network */
 	struct coll_pipe_spec pipe[PROTO_COUNT];	/* chunked pipeline per protocol */
-};
-
-/* Caps on bus bandwidth by how many nodes the group spans (NCCL's
- * llMaxBws columns: 1 node, 2 nodes, 4 or more). */
-enum coll_scale {
-	SCALE_1NODE,
-	SCALE_2NODES,
-	SCALE_4NODES,
-	SCALE_COUNT
+	struct coll_proto_ratios select_bw[SCALE_COUNT];	/* factor on its bandwidth in the
+						 * library's choice only (RCCL's bwRatio), by scale */
 };
 
 struct coll_proto_spec {

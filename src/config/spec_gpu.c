@@ -86,6 +86,15 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, block_q),
 	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
 	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "flash2_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels (flash-attn, PyTorch SDPA flash), "
+		  "forward (default fwd_efficiency: the same kernel)" },
+	{ .key = "flash2_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention-2 kernels, backward (default bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -184,6 +193,18 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "multi_tensor_efficiency", .type = ST_NUM,
+	  .offset = OFF(multi_tensor_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
+		  "kernels of fused optimizers reach (chunks of 65536 elements, "
+		  "at most 320 blocks a launch)" },
+	{ .key = "strided_efficiency", .type = ST_NUM,
+	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
+	  .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth PyTorch's generic "
+		  "elementwise path (non-contiguous views: per-element offset "
+		  "arithmetic, no vector loads) reaches" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
 };
@@ -205,6 +226,10 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.fwd_efficiency = g->gemm_efficiency;
 	if (g->attention.bwd_efficiency == 0)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
+	if (g->attention.flash2_fwd_efficiency == 0)
+		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
+	if (g->attention.flash2_bwd_efficiency == 0)
+		g->attention.flash2_bwd_efficiency = g->attention.bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct cnode *node,

@@ -53,6 +53,8 @@ struct gpu_attention_spec {
 	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
 	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
+	double flash2_fwd_efficiency;	/* FlashAttention-2 kernels, forward; 0 = fwd_efficiency */
+	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
 };
 
 struct gpu_spec {
@@ -79,6 +81,10 @@ struct gpu_spec {
 	struct gpu_mem_level l2;		/* L2 a kernel can count on for reuse; may be absent */
 	double lds_per_cu_B;			/* B, LDS / shared memory per CU or SM */
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
+	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
+						 * kernels (fused optimizers, norms, casts) reach */
+	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
+						 * (non-contiguous, non-vectorized) elementwise path reaches */
 };
 
 extern const struct schema gpu_schema;

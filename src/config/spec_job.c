@@ -16,6 +16,71 @@ const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 
+const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
+
+#define SOFF(m) offsetof(struct opt_step_spec, m)
+
+static const struct schema_field opt_step_fields[] = {
+	{ .key = "grad_unscale", .type = ST_BOOL, .offset = SOFF(grad_unscale),
+	  .def = "false",
+	  .help = "fp16 jobs: unscale the gradients and check them for inf/NaN "
+		  "(read and write the gradient buffer)" },
+	{ .key = "grad_norm", .type = ST_BOOL, .offset = SOFF(grad_norm),
+	  .def = "false", .help = "gradient-norm pass of clipping (read the gradients)" },
+	{ .key = "grad_clip", .type = ST_BOOL, .offset = SOFF(grad_clip),
+	  .def = "false",
+	  .help = "gradients multiplied by the clip coefficient every step "
+		  "(read and write them)" },
+	{ .key = "update", .type = ST_ENUM, .offset = SOFF(update),
+	  .values = opt_update_names, .def = "fused",
+	  .help = "fused: one multi_tensor_apply pass; eager: a per-tensor loop "
+		  "of PyTorch ops (9 kernels with intermediates)" },
+	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
+	  .def = "false",
+	  .help = "with master weights, copy them to the 16-bit model weights "
+		  "(read fp32, write 16-bit)" },
+	{ .key = "zero_grad", .type = ST_BOOL, .offset = SOFF(zero_grad),
+	  .def = "false", .help = "zero the gradient buffer (write it)" },
+};
+
+static const struct schema opt_step_schema = {
+	.kind = "framework.optimizer_step",
+	.help = "the passes of the optimizer step over a rank's parameters",
+	.size = sizeof(struct opt_step_spec),
+	.fields = opt_step_fields,
+	.nfields = SCHEMA_COUNT(opt_step_fields),
+};
+
+#define EOFF(m) offsetof(struct elementwise_spec, m)
+
+static const struct schema_field elementwise_fields[] = {
+	{ .key = "norm_bwd_passes", .type = ST_INT, .offset = EOFF(norm_bwd_passes),
+	  .def = "1", .min = 1, .max = 2,
+	  .help = "kernels of a norm backward that read x and dy: 1 (apex, "
+		  "Transformer Engine), 2 (PyTorch: dgamma re-reads them)" },
+	{ .key = "eager_rope", .type = ST_BOOL, .offset = EOFF(eager_rope),
+	  .def = "false",
+	  .help = "rotary embedding as PyTorch ops on the q and k views "
+		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "eager_activation", .type = ST_BOOL,
+	  .offset = EOFF(eager_activation), .def = "false",
+	  .help = "gated activation as act(g) * u on the halves of the first "
+		  "MLP GEMM's output (two kernels; four backward)" },
+	{ .key = "expand_kv", .type = ST_BOOL, .offset = EOFF(expand_kv),
+	  .def = "false",
+	  .help = "GQA keys and values copied to the query heads before "
+		  "attention (repeat_interleave), summed back in backward" },
+};
+
+static const struct schema elementwise_schema = {
+	.kind = "framework.elementwise",
+	.help = "how the memory-bound ops of a layer run",
+	.size = sizeof(struct elementwise_spec),
+	.fields = elementwise_fields,
+	.nfields = SCHEMA_COUNT(elementwise_fields),
+};
+
 #define FOFF(m) offsetof(struct framework_spec, m)
 
 static const struct schema_field framework_fields[] = {
@@ -75,6 +140,20 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "attention_kernel", .type = ST_ENUM,
+	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
+	  .def = "vendor",
+	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
+		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash)" },
+	{ .key = "elementwise", .type = ST_SECTION,
+	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "how the memory-bound ops of a layer run (absent: fused)" },
+	{ .key = "optimizer_step", .type = ST_SECTION,
+	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "passes of the optimizer step (absent: one fused update)" },
 };
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};

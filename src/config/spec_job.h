@@ -67,6 +67,42 @@ enum attention_impl {
 	ATTN_UNFUSED		/* QK^T and AV GEMMs with a materialized softmax */
 };
 
+/* How the framework runs the optimizer's parameter update. */
+enum opt_update_impl {
+	OPT_UPDATE_FUSED,	/* one multi_tensor_apply pass (apex/torch fused Adam) */
+	OPT_UPDATE_EAGER	/* a per-tensor loop of PyTorch ops (Composer's
+				 * DecoupledAdamW): 9 kernels, intermediates */
+};
+
+extern const char *const opt_update_names[];
+
+/* "vendor", "flash2": enum gpu_attn_kernel (gpu.h). */
+extern const char *const attn_kernel_names[];
+
+/* The passes of the optimizer step over a rank's shard, as the framework
+ * runs them (train_dp.c costs each). */
+struct opt_step_spec {
+	int grad_unscale;	/* fp16 loss scaling: unscale + inf check (fp16 jobs only) */
+	int grad_norm;		/* the gradient-norm pass of clipping */
+	int grad_clip;		/* gradients scaled by the clip coefficient every step */
+	int update;		/* enum opt_update_impl */
+	int copy_params;	/* fp32 master weights copied to the 16-bit model weights */
+	int zero_grad;		/* the gradient buffer zeroed for the next step */
+};
+
+/* How the framework runs the memory-bound ops of a layer (fused kernels
+ * or PyTorch ops one by one); layer.c has the bytes of each form. */
+struct elementwise_spec {
+	int64_t norm_bwd_passes;	/* kernels of a norm backward reading x and dy:
+					 * 1 (apex/TE: dx and dgamma partials at once) or
+					 * 2 (PyTorch: dx, then dgamma re-reading both) */
+	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
+	int eager_activation;		/* gated activation as act(g) * u, two kernels
+					 * on the halves of the first MLP GEMM's output */
+	int expand_kv;			/* GQA: K and V expanded to the query heads
+					 * before attention (repeat_interleave) */
+};
+
 /* What the training framework does beyond the model and the layout. */
 struct framework_spec {
 	const char *name;			/* preset name */
@@ -88,6 +124,9 @@ struct framework_spec {
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
+	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
+	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 };
 
 extern const struct schema framework_schema;

@@ -15,6 +15,28 @@ int64_t system_gpus(const struct system_spec *s)
 
 #define OFF(m) offsetof(struct system_spec, m)
 
+static const struct schema_field variability_fields[] = {
+	{ .key = "op_jitter", .type = ST_NUM,
+	  .offset = offsetof(struct variability_spec, op_jitter),
+	  .def = "0", .min = 0, .max = 0.5,
+	  .help = "relative standard deviation of a GPU's compute pace over "
+		  "one op (a microbatch's forward or backward on a stage), "
+		  "independent between ops and GPUs" },
+	{ .key = "gpu_spread", .type = ST_NUM,
+	  .offset = offsetof(struct variability_spec, gpu_spread),
+	  .def = "0", .min = 0, .max = 0.5,
+	  .help = "relative standard deviation of a GPU's persistent pace "
+		  "over the GPUs of the fleet" },
+};
+
+static const struct schema variability_schema = {
+	.kind = "system.variability",
+	.help = "how the fleet's GPUs vary in pace",
+	.size = sizeof(struct variability_spec),
+	.fields = variability_fields,
+	.nfields = SCHEMA_COUNT(variability_fields),
+};
+
 static const struct schema_field system_fields[] = {
 	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
 	  .flags = SF_OPTIONAL, .help = "preset name" },
@@ -40,6 +62,10 @@ static const struct schema_field system_fields[] = {
 	{ .key = "collectives", .type = ST_REF, .offset = OFF(collectives),
 	  .sub = &collectives_schema, .flags = SF_REQUIRED,
 	  .help = "collective library preset (rccl, nccl), path, or mapping" },
+	{ .key = "variability", .type = ST_SECTION, .offset = OFF(variability),
+	  .sub = &variability_schema, .flags = SF_OPTIONAL,
+	  .help = "per-GPU pace variability: every rendezvous waits for its "
+		  "slowest member (absent: none)" },
 	{ .key = "collective_overhead", .type = ST_TIME,
 	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
 	  .help = "software time every collective takes beyond the library's "

@@ -21,6 +21,13 @@
 #include "spec_fabric.h"
 #include "spec_gpu.h"
 
+/* How the fleet's GPUs vary (src/engine/exec_jitter.c has the model). */
+struct variability_spec {
+	double op_jitter;	/* relative sd of a GPU's pace over one op
+				 * (a microbatch's forward or backward) */
+	double gpu_spread;	/* relative sd of a GPU's persistent pace */
+};
+
 struct system_spec {
 	const char *name;			/* preset name */
 	const struct gpu_spec *gpu;		/* the GPU every node has */
@@ -34,6 +41,7 @@ struct system_spec {
 	double collective_overhead_s;		/* s, software time per collective beyond the library's model */
 	int algorithm;				/* enum coll_algo forced for every collective; -1 = auto */
 	int protocol;				/* enum coll_proto forced; -1 = auto */
+	struct variability_spec variability;	/* per-GPU variability; 0 = none */
 };
 
 /* nodes * gpus_per_node. */

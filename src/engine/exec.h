@@ -70,8 +70,16 @@ enum exec_part {
  * "optimizer_s", "other_s". */
 extern const char *const exec_part_keys[EXEC_PART_COUNT];
 
+/* E[max] and Var[max] of n independent standard normals (e(1) = 0,
+ * v(1) = 1), by quadrature (exec_jitter.c). */
+double exec_emax(double n);
+double exec_vmax(double n);
+
 struct exec_result {
-	double step_s;				/* s, end of the last task */
+	double step_s;				/* s, end of the last task: the
+						 * mean with variability */
+	double step_sd_s;			/* s, step-to-step standard deviation
+						 * from per-op variability (0 without) */
 	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
 	uint32_t final_rank;			/* rank of the last task */
 	uint64_t events;			/* engine events executed */

@@ -108,7 +108,64 @@ struct prog {
 
 	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */
+	struct exec_jitter jitter;	/* per-rank variability; 0 = none */
 };
+
+/* ---- variability during a run (exec_jitter.c) ---- */
+
+#define JIT_MEMO 4096		/* group sizes whose e(N), v(N) are kept */
+
+/* Variance terms a rank gathered since it last met a group. */
+struct jit_acc {
+	double closed;		/* s^2, sum of closed ops' parts squared */
+	double since;		/* s, the open op's part */
+	double comp;		/* s, compute (for the persistent pace) */
+};
+
+struct jit_group {
+	uint64_t key;		/* exec_jit_group_key of its GPUs */
+	struct jit_acc acc;
+};
+
+struct jit_rank {
+	uint32_t op_mb;		/* microbatch of the open op, or UINT32_MAX */
+	double op_len;		/* s of compute in the open op */
+	double var;		/* s^2, spread of its lateness (closed ops) */
+	struct jit_acc total;	/* since the step began */
+	struct jit_group *g;	/* per group it met */
+	uint32_t n, cap;
+};
+
+struct exec_jit {
+	struct exec_jitter spec;
+	int on;
+	uint32_t nranks;
+	struct jit_rank *rank;	/* per simulated rank */
+	double memo_e[JIT_MEMO], memo_v[JIT_MEMO];
+	unsigned char memo_ok[JIT_MEMO];
+};
+
+/* 0, or -1 when out of memory (release anyway). */
+int exec_jit_init(struct exec_jit *j, const struct exec_jitter *spec,
+		  uint32_t nranks);
+void exec_jit_release(struct exec_jit *j);
+/* A compute task of dur_s for microbatch mb (-1: none) ran on rank. */
+void exec_jit_compute(struct exec_jit *j, uint32_t rank, int32_t mb,
+		      double dur_s);
+/* The members ranks[0..n-1] (simulated) of a collective of group key
+ * over gpus GPUs all arrived: *wait_s = the expected lateness of the
+ * slowest. 0, or -1 out of memory. */
+int exec_jit_rendezvous(struct exec_jit *j, const uint32_t *ranks,
+			uint32_t n, uint64_t key, uint32_t gpus,
+			double *wait_s);
+/* rank's compute waited for a collective of group key (gpus GPUs): its
+ * lateness is the group's now. 0, or -1 out of memory. */
+int exec_jit_realign(struct exec_jit *j, uint32_t rank, uint64_t key,
+		     uint32_t gpus);
+/* The group key of a set of GPU ids (order-independent). */
+uint64_t exec_jit_group_key(const uint32_t *gpus, uint32_t n);
+/* Standard deviation (s) of rank's lateness at the end of the run. */
+double exec_jit_sd(struct exec_jit *j, uint32_t rank);
 
 /* The simulated rank a task runs on. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)

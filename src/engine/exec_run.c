@@ -33,6 +33,10 @@
  * makes no progress and has no end event until a collective ends. At
  * x = 1 the end is exactly start + dur. Everything is deterministic: the order of work
  * depends only on the program and the engine's (time, sequence) order.
+ *
+ * Variability (exec_jitter.c): with prog_set_jitter, a collective whose
+ * last member arrived starts after the expected wait for its slowest
+ * GPU; compute tasks feed the members' lateness as they start.
  */
 #include "exec_impl.h"
 
@@ -92,6 +96,12 @@ struct run {
 	struct coll_run *colls;
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
+	struct exec_jit jit;		/* variability, when the program has it */
+	uint32_t *jit_ranks;		/* scratch: a collective's member ranks */
+	units_ns_t *compute_end;	/* per rank: ns, end of its last compute
+					 * task so far (variability only) */
+	uint64_t *group_key;		/* per collective: its GPUs' group key */
+	int jit_failed;			/* out of memory in the variability model */
 };
 
 static const char *const cat_names[TASK_CAT_COUNT] = {
@@ -115,6 +125,7 @@ static void finish(struct run *r, task_id t)
 
 static void lane_end(struct sim *sim, void *arg);
 static void coll_done(void *token);
+static void release(struct run *r);
 
 /* 1 if a is a better cause than b (both finished at the same time) for a
  * task on rank: the same rank first, then the lower id. */
@@ -229,6 +240,51 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
 }
 
+/* Compute task t ended: its work (at full speed) adds lateness. Counted
+ * when done, so a rendezvous sees exactly the work finished before it,
+ * however same-time events are ordered. */
+static void jit_compute(struct run *r, task_id t)
+{
+	const struct prog *p = r->p;
+
+	exec_jit_compute(&r->jit, task_rank(p, t),
+			 p->infos[p->info[t]].microbatch,
+			 units_ns_to_s(p->task[t].dur));
+}
+
+/* Collective pc ended: a member whose rank goes on from its result (a
+ * compute or optimizer task depends on the member, or another collective
+ * on another stream that compute then waits for: a received activation
+ * all-gathered over TP) waited for the group and carries its lateness
+ * from now on. */
+static void jit_realign(struct run *r, const struct pcoll *pc)
+{
+	const struct prog *p = r->p;
+	uint32_t i, e;
+
+	for (i = 0; i < pc->n; i++) {
+		task_id m = pc->first + i;
+		uint32_t rank = task_rank(p, m);
+
+		for (e = p->succ_off[m]; e < p->succ_off[m + 1]; e++) {
+			task_id s = p->succ[e];
+			enum task_cat cat = p->infos[p->info[s]].cat;
+
+			int gates = p->task[s].dur >= 0 ?
+				    cat == TASK_COMPUTE || cat == TASK_OPTIMIZER :
+				    p->task[s].lane != p->task[m].lane;
+
+			if (task_rank(p, s) == rank && gates) {
+				if (exec_jit_realign(&r->jit, rank,
+						     r->group_key[pc - p->colls],
+						     pc->desc.ngpus) != 0)
+					r->jit_failed = 1;
+				break;
+			}
+		}
+	}
+}
+
 /* Task t of dur ns starts on lane l. */
 static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		       int64_t dur)
@@ -296,12 +352,62 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 	}
 }
 
+/* The expected wait (ns) of collective pc for its slowest GPU. The
+ * lateness is in the members' compute: it delays the collective past the
+ * end of their last compute task, and a member that arrived later than
+ * that (its stream was still busy with earlier collectives) has already
+ * absorbed that much of it. */
+static units_ns_t coll_wait_ns(struct run *r, const struct pcoll *pc)
+{
+	units_ns_t ready_ns = 0, wait;
+	uint32_t i;
+	double s;
+
+	if (!r->jit.on)
+		return 0;
+	for (i = 0; i < pc->n; i++) {
+		r->jit_ranks[i] = task_rank(r->p, pc->first + i);
+		if (r->compute_end[r->jit_ranks[i]] > ready_ns)
+			ready_ns = r->compute_end[r->jit_ranks[i]];
+	}
+	if (exec_jit_rendezvous(&r->jit, r->jit_ranks, pc->n,
+				r->group_key[pc - r->p->colls], pc->desc.ngpus,
+				&s) != 0) {
+		r->jit_failed = 1;
+		return 0;
+	}
+	wait = ready_ns + units_s_to_ns(s) - r->now;
+	return wait > 0 ? wait : 0;
+}
+
+/* Collective cr starts now. */
+static void coll_go(struct run *r, struct coll_run *cr)
+{
+	struct prog *p = r->p;
+
+	cr->state = 1;
+	p->coll_time[cr->k].start_ns = r->now;
+	coll_load(r, &p->colls[cr->k], 1);
+	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+}
+
+static void coll_go_event(struct sim *sim, void *arg)
+{
+	struct coll_run *cr = arg;
+
+	(void)sim;
+	tick(cr->run);
+	coll_go(cr->run, cr);
+	release(cr->run);
+}
+
 /* Task t has no unfinished predecessor. */
 static void ready(struct run *r, task_id t)
 {
 	struct prog *p = r->p;
 	int64_t dur = p->task[t].dur;
 	struct coll_run *cr;
+	units_ns_t wait;
 
 	if (dur >= 0) {
 		p->state[t].start = r->now;
@@ -317,11 +423,13 @@ static void ready(struct run *r, task_id t)
 	cr = &r->colls[task_coll(p, t)];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
-	cr->state = 1;
-	p->coll_time[cr->k].start_ns = r->now;
 	coll_causes(r, &p->colls[cr->k]);
-	coll_load(r, &p->colls[cr->k], 1);
-	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+	wait = coll_wait_ns(r, &p->colls[cr->k]);
+	if (wait > 0) {		/* the slowest GPU is not here yet */
+		sim_at(r->sim, sim_now(r->sim) + wait, coll_go_event, cr);
+		return;
+	}
+	coll_go(r, cr);
 }
 
 static void release_one(struct run *r, task_id c, task_id s)
@@ -367,6 +475,10 @@ static void lane_end(struct sim *sim, void *arg)
 
 	(void)sim;
 	tick(l->run);
+	if (l->run->jit.on && l->slowable) {
+		l->run->compute_end[task_rank(l->run->p, t)] = l->run->now;
+		jit_compute(l->run, t);
+	}
 	l->cur = TASK_NONE;
 	l->run->p->state[t].stamp = l->run->now;
 	finish(l->run, t);
@@ -386,6 +498,8 @@ static void coll_done(void *token)
 	tick(r);
 	r->p->coll_time[cr->k].end_ns = r->now;
 	coll_load(r, pc, 0);
+	if (r->jit.on)
+		jit_realign(r, pc);
 	for (i = 0; i < pc->n; i++)
 		finish(r, pc->first + i);
 	release(r);
@@ -415,11 +529,15 @@ static int run_alloc(struct run *r, struct prog *p)
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
+	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
+	r->compute_end = mem_calloc(p->nranks, sizeof(*r->compute_end));
+	r->group_key = mem_alloc((p->ncolls + 1) * sizeof(*r->group_key));
 	if (!r->cand || !r->order || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
-	    !p->coll_time || !p->critical)
+	    !p->coll_time || !p->critical || !r->jit_ranks ||
+	    !r->compute_end || !r->group_key)
 		return -1;
-	return 0;
+	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
 }
 
 static void run_free(struct run *r)
@@ -429,6 +547,10 @@ static void run_free(struct run *r)
 	mem_free(r->lanes);
 	mem_free(r->colls);
 	mem_free(r->load);
+	mem_free(r->jit_ranks);
+	mem_free(r->compute_end);
+	mem_free(r->group_key);
+	exec_jit_release(&r->jit);
 }
 
 /* Counters and records at the start of a run. */
@@ -457,6 +579,9 @@ static void run_init(struct run *r)
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
+		if (r->jit.on)
+			r->group_key[k] = exec_jit_group_key(p->colls[k].desc.gpus,
+							     p->colls[k].desc.ngpus);
 	}
 }
 
@@ -590,11 +715,16 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	r.t0 = sim_now(sim);
 	if (run_engine(&r) != 0)
 		goto out;
+	if (r.jit_failed) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		goto out;
+	}
 	out->events = sim_events(sim) - events0;
 	if (exec_path(p, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;
 	}
+	out->step_sd_s = exec_jit_sd(&r.jit, out->final_rank);
 	p->ran = 1;
 	p->why[0] = '\0';
 	rc = 0;

@@ -10,6 +10,8 @@
  */
 #include "exec_impl.h"
 
+#include <math.h>
+
 #include "base/diag.h"
 #include "base/mem.h"
 
@@ -96,6 +98,14 @@ static uint32_t next_cap(uint32_t cap, uint32_t first)
 	if (cap == 0)
 		return first;
 	return cap >= UINT32_MAX / 2 ? 0 : cap * 2;
+}
+
+void prog_set_jitter(struct prog *p, const struct exec_jitter *j)
+{
+	if (!(j->op_sigma >= 0) || !(j->gpu_sigma >= 0) ||
+	    !isfinite(j->op_sigma) || !isfinite(j->gpu_sigma))
+		BUG("prog_set_jitter: sigmas must be finite and >= 0");
+	p->jitter = *j;
 }
 
 void prog_name_stream(struct prog *p, uint32_t stream, const char *name)

@@ -70,4 +70,15 @@ int prog_dep(struct prog *p, task_id before, task_id after);
 uint32_t prog_ranks(const struct prog *p);
 uint32_t prog_tasks(const struct prog *p);
 
+/* Per-rank variability (exec_jitter.c has the model and its sources):
+ * both 0 = a deterministic fleet, no synchronization tax. */
+struct exec_jitter {
+	double op_sigma;	/* relative sd of a GPU's pace over one op (a
+				 * microbatch's compute run on one rank) */
+	double gpu_sigma;	/* relative sd of a GPU's persistent pace */
+};
+
+/* Make every rendezvous of p wait for its slowest member under j. */
+void prog_set_jitter(struct prog *p, const struct exec_jitter *j);
+
 #endif

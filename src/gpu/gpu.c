@@ -36,6 +36,29 @@
  * its few FLOPs hide under the memory time (or the reverse). Valid for
  * coalesced streaming access; gathers and atomics run slower.
  *
+ * Multi-tensor kernels (PyTorch's and apex's multi_tensor_apply: fused
+ * Adam/AdamW, gradient norms, unscale, master-to-model copies) walk
+ * lists of tensors in chunks of 65536 elements, at most 320 blocks per
+ * launch, a block per chunk; they stream at a measured fraction e_mt of
+ * the level's bandwidth:
+ *
+ *     t = n_launch t_launch + max(F / R_vec, (r + w) / (B_l e_mt))
+ *
+ * (H200: PyTorch 2.11's fused AdamW moved 14 B per parameter of 1.92e9
+ * at 2.19 TB/s in a profiled training step, 0.52 of the copy rate;
+ * results/reference/device/h200-train-step-4layers-2026-11-29.json.)
+ *
+ * Eager chains (PyTorch ops one by one on views): n kernels, S of the
+ * bytes through the generic elementwise path (non-contiguous operands:
+ * per-element offset arithmetic, scalar loads) at e_s of the bandwidth:
+ *
+ *     t = n t_launch + max(F / R_vec, (r + w - S) / B_l + S / (B_l e_s))
+ *
+ * (H200: the rotary multiplies on the q view of the QKV output moved
+ * 134 MB in 104 us, SiLU on the gate half 470 MB in 349 us: 1.29-1.35
+ * TB/s of 4.18, e_s = 0.31; results/reference/device/h200-train-step-
+ * 4layers-2026-11-29.json.)
+ *
  * t_launch is the per-kernel cost of a kernel in a back-to-back stream
  * (dispatch, drain, host issue), added rather than overlapped because a
  * kernel's blocks cannot start before it is dispatched nor the next kernel
@@ -177,6 +200,62 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 		comp_s = flops / g->vector_fp32_flops;
 	return gpu_make_cost(g, flops, bytes, (int)l, 1, fmax(comp_s, mem_s),
 			     comp_s, mem_s);
+}
+
+struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
+			       double write_B, double strided_B,
+			       double flops, double working_set_B,
+			       double launches)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	double bytes, bw, mem_s, comp_s = 0, es = g->strided_efficiency;
+	enum gpu_level l;
+
+	gpu_require_size(read_B, "bytes read");
+	gpu_require_size(write_B, "bytes written");
+	gpu_require_size(strided_B, "strided bytes");
+	gpu_require_size(flops, "FLOPs");
+	gpu_require_size(launches, "launches");
+	bytes = read_B + write_B;
+	if (bytes == 0 && flops == 0)
+		return zero;
+	if (strided_B > bytes)
+		BUG("more strided bytes than bytes moved");
+	if (!(es > 0) || es > 1)
+		es = 1;
+	l = gpu_serving_level(g, working_set_B);
+	bw = gpu_level_bandwidth_Bps(g, l);
+	mem_s = (bytes - strided_B) / bw + strided_B / (bw * es);
+	if (g->vector_fp32_flops > 0)
+		comp_s = flops / g->vector_fp32_flops;
+	return gpu_make_cost(g, flops, bytes, (int)l,
+			     launches < 1 ? 1 : (int)launches,
+			     fmax(comp_s, mem_s), comp_s, mem_s);
+}
+
+struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
+				    double write_B, double flops,
+				    double launches)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	double bytes, mem_s, comp_s = 0, eff = g->multi_tensor_efficiency;
+
+	gpu_require_size(read_B, "bytes read");
+	gpu_require_size(write_B, "bytes written");
+	gpu_require_size(flops, "FLOPs");
+	gpu_require_size(launches, "launches");
+	bytes = read_B + write_B;
+	if (bytes == 0 && flops == 0)
+		return zero;
+	if (!(eff > 0) || eff > 1)
+		eff = 1;
+	/* optimizer states are far larger than any cache: HBM */
+	mem_s = bytes / (gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM) * eff);
+	if (g->vector_fp32_flops > 0)
+		comp_s = flops / g->vector_fp32_flops;
+	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM,
+			     launches < 1 ? 1 : (int)launches,
+			     fmax(comp_s, mem_s), comp_s, mem_s);
 }
 
 double gpu_usable_memory_B(const struct gpu_spec *g)

@@ -66,6 +66,16 @@ struct gpu_attn_shape {
 	double head_dim_qk;	/* Q/K per-head dimension */
 	double head_dim_v;	/* V per-head dimension */
 	int causal;		/* causal mask (about half the score matrix) */
+	int kernel;		/* enum gpu_attn_kernel */
+};
+
+/* Which fused attention kernel family runs: the vendor's (cuDNN on
+ * NVIDIA, what Transformer Engine calls; CK on AMD), or FlashAttention-2
+ * (the flash-attn package and PyTorch SDPA's flash backend), which on
+ * Hopper reaches about half of the vendor kernel (no TMA/wgmma). */
+enum gpu_attn_kernel {
+	GPU_ATTN_VENDOR,
+	GPU_ATTN_FLASH2
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is
@@ -115,6 +125,23 @@ struct gpu_cost gpu_attention_bwd(const struct gpu_spec *g, enum dtype dt,
 struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 			      double write_B, double flops,
 			      double working_set_B);
+
+/* Memory-bound work of `launches` kernels (PyTorch ops run one by one),
+ * strided_B of whose bytes go through the generic non-vectorized path
+ * (non-contiguous inputs) at strided_efficiency of the bandwidth; the
+ * rest streams as gpu_memory_op. */
+struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
+			       double write_B, double strided_B,
+			       double flops, double working_set_B,
+			       double launches);
+
+/* A pass of multi_tensor_apply kernels (PyTorch/apex fused optimizers,
+ * gradient norms, unscaling, casts over lists of tensors): a memory-bound
+ * op at multi_tensor_efficiency of the serving level's bandwidth, with
+ * `launches` kernel launches. */
+struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
+				    double write_B, double flops,
+				    double launches);
 
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */

@@ -26,6 +26,10 @@
  *
  *     R_a = P(dt) (f_s / f_q) eta_a          eta_a = attention.fwd/bwd_efficiency
  *
+ * (attention.flash2_fwd/bwd_efficiency when the shape asks for the
+ * FlashAttention-2 kernels rather than the vendor's: the same structure,
+ * a slower steady-state loop on Hopper.)
+ *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
  * query blocks, n_k = ceil(s_kv/B) key blocks, a tile of time
@@ -264,8 +268,10 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_attn_shape *a, int backward)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
-	double eta = backward ? g->attention.bwd_efficiency
-			      : g->attention.fwd_efficiency;
+	const struct gpu_attention_spec *s = &g->attention;
+	int fa2 = a->kernel == GPU_ATTN_FLASH2;
+	double eta = backward ? (fa2 ? s->flash2_bwd_efficiency : s->bwd_efficiency)
+			      : (fa2 ? s->flash2_fwd_efficiency : s->fwd_efficiency);
 	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
 	enum gpu_level l;
 

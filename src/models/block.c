@@ -47,6 +47,10 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 	case KERN_MEM:
 		break;
 	}
+	if (k->launches > 1 || k->strided_B > 0)
+		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
+				      k->vec_flops, k->read_B + k->write_B,
+				      k->launches);
 	return gpu_memory_op(g, k->read_B, k->write_B, k->vec_flops,
 			     k->read_B + k->write_B);
 }

@@ -95,6 +95,28 @@
  * write 4) and casts it to 16-bit (read 4, write B): 8 read, 4 + B
  * written.
  *
+ * Backward of a residual connection: the norm's backward reads x and dy
+ * and writes dx (PyTorch's runs a second kernel for dgamma, re-reading x
+ * and dy: framework elementwise.norm_bwd_passes 2), and autograd sums
+ * the residual branch's gradient with it in an add of its own (read 2n,
+ * write n): add1_bwd, add2_bwd, in every framework.
+ *
+ * Eager forms (framework elementwise; fused kernels otherwise), n the
+ * elements of the tensor, PyTorch's generic path for ops on views
+ * (strided bytes, gpu.strided_efficiency):
+ *   rotary    x cos (r n, w n), -x2 (r n/2, w n/2), cat(-x2, x1) (r n,
+ *             w n), * sin (r n, w n), + (r 2n, w n) on q and on k: 10
+ *             kernels, 5.5n read, 4.5n written, 7n strided; the backward
+ *             runs the same chain
+ *   K/V       GQA K and V repeat_interleave'd to the query heads (read
+ *             2 T kv, write 2 T q, strided), summed back in backward
+ *   gated act act(g) (r f', w f') then * u (r 2f', w f'), both on the
+ *             halves of the fc1 output (strided 3f'); backward dy u, dy
+ *             act(g), act'(g) and the cat of the halves' gradients: read
+ *             8f', write 5f', 6f' strided, 4 kernels
+ * (kernel by kernel in results/reference/device/h200-train-step-4layers-
+ * 2026-11-29.json, scripts/classify-train-step.py).
+ *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
  */
@@ -160,6 +182,14 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->attn_kernel = j->framework->attention_kernel;
+	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
+			     2 : 1;
+	d->eager_rope = j->framework->elementwise.eager_rope == 1;
+	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
+		       d->gated;
+	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
+		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)
 		d->chunks = j->framework->tp_comm_overlap_chunks > 0 ?
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
@@ -217,6 +247,20 @@ static struct layer_op *memop(struct layer_ops *o, const char *name,
 	op->k.read_B = read_B;
 	op->k.write_B = write_B;
 	op->k.vec_flops = flops;
+	return op;
+}
+
+/* A chain of k PyTorch kernels moving read_B and write_B, strided_B of
+ * them through the generic elementwise path. */
+static struct layer_op *eager(struct layer_ops *o, const char *name,
+			      enum layer_pass pass, double read_B,
+			      double write_B, double strided_B, double k,
+			      double flops)
+{
+	struct layer_op *op = memop(o, name, pass, read_B, write_B, flops);
+
+	op->k.launches = k;
+	op->k.strided_B = strided_B;
 	return op;
 }
 
@@ -338,6 +382,7 @@ static void attn_shape(const struct layer_dims *d, struct gpu_attn_shape *a)
 	a->head_dim_qk = d->head_dim;
 	a->head_dim_v = d->head_dim;
 	a->causal = 1;
+	a->kernel = d->attn_kernel;
 }
 
 static void attn_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -358,30 +403,91 @@ static void rope(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d)
 {
 	double n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
+	double B = d->act_B;
 
-	if (d->rope)
-		memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
+	if (!d->rope)
+		return;
+	if (!d->eager_rope) {
+		memop(o, name, pass, n * B, n * B, 4 * n);
+		return;
+	}
+	/* x cos (r n, w n), -x2 (r n/2, w n/2), cat (r n, w n), * sin (r n,
+	 * w n), + (r 2n, w n), on q and on k: 10 kernels, the first four of
+	 * each on the strided views (7n); backward the same chain reversed */
+	eager(o, name, pass, 5.5 * n * B, 4.5 * n * B, 7 * n * B, 10, 4 * n);
+}
+
+/* GQA keys and values copied to the query heads (repeat_interleave on
+ * strided views: read T kv, write T q, each), or in backward summed back
+ * (two reductions: read T q, write T kv each, contiguous). */
+static void expand_kv(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), q = layer_q_width(d);
+	double kv = layer_kv_width(d), B = d->act_B;
+
+	if (!d->expand_kv)
+		return;
+	if (pass == PASS_BWD)
+		eager(o, name, pass, 2 * t * q * B, 2 * t * kv * B, 0, 2,
+		      2 * t * q);
+	else
+		eager(o, name, pass, 2 * t * kv * B, 2 * t * q * B,
+		      2 * t * (q + kv) * B, 2, 0);
+}
+
+/* The first MLP GEMM's output through the activation: one fused kernel
+ * (read u, write f'), or act(g) (r f', w f', strided) then * u (r 2f',
+ * w f', u strided) as PyTorch runs a gated MLP on the two halves. */
+static void act_fwd(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d), B = d->act_B;
+
+	if (!d->eager_act) {
+		memop(o, "act", pass, t * u * B, t * f * B, ACT_FLOPS * t * f);
+		return;
+	}
+	eager(o, "act", pass, 3 * t * f * B, 2 * t * f * B, 3 * t * f * B, 2,
+	      ACT_FLOPS * t * f);
+}
+
+/* Its backward: one fused kernel (read u + f', write u), or dy * u
+ * (r 2f', w f'), dy * act(g) (r 2f', w f'), act'(g) (r 2f', w f', g
+ * strided) and the cat of the two halves' gradients (r 2f', w 2f'). */
+static void act_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), u = layer_fc1_width(d);
+	double f = layer_ffn_local(d), B = d->act_B;
+
+	if (!d->eager_act) {
+		memop(o, "act_bwd", PASS_BWD, t * (u + f) * B, t * u * B,
+		      ACT_FLOPS * t * f);
+		return;
+	}
+	eager(o, "act_bwd", PASS_BWD, 8 * t * f * B, 5 * t * f * B,
+	      6 * t * f * B, 4, ACT_FLOPS * t * f);
 }
 
 /* One layer forward, for the forward pass or a full recomputation. */
 static void layer_fwd_pass(const struct layer_dims *d, enum layer_pass pass,
 			   struct layer_ops *o)
 {
-	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d);
+	double u = layer_fc1_width(d), f = layer_ffn_local(d);
 
 	norm_fwd(o, "norm1", pass, d);
 	column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
 		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
 	rope(o, "rope", pass, d);
+	expand_kv(o, "kv_expand", pass, d);
 	attn_fwd(o, pass, d);
 	row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
 		layer_q_width(d));
 	add_fwd(o, "add1", pass, d);
 	norm_fwd(o, "norm2", pass, d);
 	column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u, d->lowp);
-	memop(o, "act", pass, t * u * d->act_B, t * f * d->act_B,
-	      ACT_FLOPS * t * f);
+	act_fwd(o, pass, d);
 	row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d, f);
 	add_fwd(o, "add2", pass, d);
 }
@@ -407,10 +513,23 @@ static void norm_bwd(struct layer_ops *o, const char *name,
 {
 	double n = layer_sp_tokens(d) * d->hidden;
 	double mask = d->dropout ? n : 0;
+	struct layer_op *op;
 
-	/* x, dy and the residual's gradient in; dx out. */
-	memop(o, name, PASS_BWD, 3 * n * d->act_B + mask, n * d->act_B,
-	      NORM_FLOPS * n);
+	/* x and dy in (again for dgamma when it is a second kernel), dx out */
+	op = memop(o, name, PASS_BWD, 2 * d->norm_bwd_passes * n * d->act_B +
+		   mask, n * d->act_B, NORM_FLOPS * n);
+	op->k.launches = d->norm_bwd_passes;
+}
+
+/* Autograd sums the two gradients of a residual connection (the norm's
+ * dx and the residual branch's): one add kernel, read 2n, write n. */
+static void residual_grad(struct layer_ops *o, const char *name,
+			  const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+
+	memop(o, name, PASS_BWD, 2 * n * d->act_B, n * d->act_B,
+	      ADD_FLOPS * n);
 }
 
 /* Row-parallel GEMM (k inputs -> h outputs) backward: [SP all-gather of
@@ -507,26 +626,27 @@ static void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
 void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
 	       struct layer_ops *o)
 {
-	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d);
+	double u = layer_fc1_width(d), f = layer_ffn_local(d);
 
 	o->n = 0;
 	if (rc == LREC_FULL)
 		layer_fwd_pass(d, PASS_RECOMPUTE, o);
 	row_bwd(o, "fc2_grad_allgather", "fc2_grad_cast", "fc2_dgrad",
 		"fc2_wgrad", d, f);
-	memop(o, "act_bwd", PASS_BWD, t * (u + f) * d->act_B,
-	      t * u * d->act_B, ACT_FLOPS * t * f);
+	act_bwd(o, d);
 	column_bwd(o, "fc1_input_allgather", "fc1_grad_cast", "fc1_dgrad",
 		   "fc1_grad_tp_reduce", "fc1_wgrad", "norm2_bwd", d, u,
 		   d->lowp);
+	residual_grad(o, "add2_bwd", d);
 	row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		"proj_wgrad", d, layer_q_width(d));
 	attn_bwd(o, rc, d);
+	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope(o, "rope_bwd", PASS_BWD, d);
 	column_bwd(o, "qkv_input_allgather", "qkv_grad_cast", "qkv_dgrad",
 		   "qkv_grad_tp_reduce", "qkv_wgrad", "norm1_bwd", d,
 		   layer_q_width(d) + 2 * layer_kv_width(d), d->lowp);
+	residual_grad(o, "add1_bwd", d);
 }
 
 /* ---- pipeline transfers ---- */

@@ -46,6 +46,11 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
+	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
+	int eager_rope;		/* rotary as PyTorch ops */
+	int eager_act;		/* gated activation as two PyTorch ops */
+	int expand_kv;		/* GQA K/V copied to the query heads */
 };
 
 /* Shapes of one microbatch on one GPU (layer.c's notation). */
@@ -123,6 +128,9 @@ struct kern {
 	double read_B;		/* B read (memory-bound op) */
 	double write_B;		/* B written (memory-bound op) */
 	double vec_flops;	/* FLOP, vector work of a memory-bound op */
+	double launches;	/* kernels a memory-bound op is (0 or 1: one) */
+	double strided_B;	/* B of it on PyTorch's generic (non-contiguous)
+				 * elementwise path */
 };
 
 enum layer_op_kind {

@@ -385,6 +385,18 @@ static int build_all(struct train *t)
 	return 0;
 }
 
+/* Every rendezvous of the step waits for its slowest GPU, under the
+ * system's variability (src/engine/exec_jitter.c). */
+static void set_jitter(struct prog *p, const struct job_spec *j)
+{
+	struct exec_jitter jit = {
+		j->system->variability.op_jitter,
+		j->system->variability.gpu_spread,
+	};
+
+	prog_set_jitter(p, &jit);
+}
+
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d)
 {
@@ -404,6 +416,7 @@ struct prog *train_build(const struct job_spec *j, int full,
 	}
 	fill_plan(&t, plan);
 	p = t.prog;
+	set_jitter(p, j);
 out:
 	arena_release(&t.arena);
 	return p;

@@ -25,14 +25,30 @@
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
  *
  * Optimizer (memory-bound, per parameter of the local shard, P / dp under
- * ZeRO >= 1; bytes per parameter from footprint_param_bytes): the
- * gradient-norm pass reads G; the update reads G, the master weights M
- * (4 B when kept, else the W-byte weights) and the optimizer states S
- * (Adam's two moments, SGD's momentum), and writes M, S and the W-byte
- * weights. It waits for every gradient reduction of its rank.
+ * ZeRO >= 1; bytes per parameter from footprint_param_bytes: gradients G,
+ * the parameters the optimizer steps M (the fp32 master copy when kept,
+ * else the W-byte weights), states S = k s (Adam k = 2, SGD 1)). The
+ * framework's optimizer_step lists its passes; multi_tensor_apply passes
+ * (gpu_multi_tensor_op, one launch per 320 chunks of 65536 elements) are
+ *   grad_unscale  fp16 jobs: read G, write G (unscale, inf check)
+ *   grad_norm     read G
+ *   grad_clip     read G, write G
+ *   update fused  read G + M + S, write M + S
+ *   copy_params   with master weights: read M, write W
+ * and streaming kernels (gpu_memory_op)
+ *   update eager  Composer's DecoupledAdamW loop, per element: p *= 1 -
+ *                 wd (r M, w M); m = b1 m (r s, w s) + (1-b1) g (r s + G,
+ *                 w s); v = b2 v (r s, w s) + (1-b2) g g (r s + G, w s);
+ *                 d = sqrt(v) (r s, w s) / c (r s, w s) + eps (r s, w s);
+ *                 p -= a m / d (r M + 2 s, w M): read 2M + 9s + 2G, write
+ *                 2M + 7s, 9 kernels per tensor
+ *   zero_grad     write G.
+ * It waits for every gradient reduction of its rank.
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
  */
+#include <math.h>
+
 #include "gpu/gpu.h"
 #include "footprint.h"
 #include "train_impl.h"
@@ -369,24 +385,60 @@ static int tie_embeddings(struct train *t)
  */
 enum { ADAM_FLOPS = 10, SGD_FLOPS = 3, GRAD_NORM_FLOPS = 2 };
 
+/* multi_tensor_apply launches a pass over p elements needs: 320 blocks
+ * of one 65536-element chunk each per launch (PyTorch's and apex's
+ * MultiTensorApply: depth_to_max_blocks 320, kChunkSize 65536). */
+static double mt_launches(double p)
+{
+	return ceil(p / (320.0 * 65536.0));
+}
+
+/* One multi_tensor_apply pass reading r and writing w bytes per element. */
+static double mt_pass(const struct gpu_spec *g, double p, double r, double w,
+		      double flops)
+{
+	return gpu_multi_tensor_op(g, r * p, w * p, flops * p,
+				   mt_launches(p)).time_s;
+}
+
+/* The optimizer step over this rank's shard of p parameters: the passes
+ * of the framework's optimizer_step (see the top of the file). */
 double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, int64_t s)
 {
+	const struct opt_step_spec *o = &j->framework->optimizer_step;
+	const struct gpu_spec *g = j->system->gpu;
 	struct footprint_param_bytes b;
 	double p = footprint_rank_params(j, d, split, s);
-	double flops = (j->training.optimizer == OPT_ADAM ? ADAM_FLOPS :
-			SGD_FLOPS) + GRAD_NORM_FLOPS;
-	double master, read, write;
+	double upd = j->training.optimizer == OPT_ADAM ? ADAM_FLOPS : SGD_FLOPS;
+	double G, M, S, sum = 0;
 
 	footprint_param_bytes(j, &b);
-	master = b.master_B;
+	G = b.grads_B;
+	M = b.master_B > 0 ? b.master_B : b.weights_B;
+	S = b.states_B;
 	if (j->training.zero_stage >= 1)
 		p /= (double)j->parallelism.dp;
-	read = b.grads_B + b.grads_B + (master > 0 ? master : b.weights_B) +
-	       b.states_B;
-	write = (master > 0 ? master + b.weights_B : b.weights_B) + b.states_B;
-	return gpu_memory_op(j->system->gpu, read * p, write * p, flops * p,
-			     (read + write) * p).time_s;
+	if (o->grad_unscale && j->training.dtype == DTYPE_FP16)
+		sum += mt_pass(g, p, G, G, 1);
+	if (o->grad_norm)
+		sum += mt_pass(g, p, G, 0, GRAD_NORM_FLOPS);
+	if (o->grad_clip)
+		sum += mt_pass(g, p, G, G, 1);
+	if (o->update == OPT_UPDATE_EAGER && j->training.optimizer == OPT_ADAM) {
+		double st = S / 2;	/* one moment */
+
+		sum += gpu_memory_op(g, (2 * M + 9 * st + 2 * G) * p,
+				     (2 * M + 7 * st) * p, upd * p,
+				     (M + S + G) * p).time_s;
+	} else {
+		sum += mt_pass(g, p, G + M + S, M + S, upd);
+	}
+	if (o->copy_params && b.master_B > 0)
+		sum += mt_pass(g, p, b.master_B, b.weights_B, 0);
+	if (o->zero_grad)
+		sum += gpu_memory_op(g, 0, G * p, 0, G * p).time_s;
+	return sum;
 }
 
 /* The optimizer step of rank r; stage_s[pp] is its time on each

@@ -5,11 +5,16 @@
  * the helpers they all share (flows, segments, latency constants, ring
  * orders) in algo_phase.c.
  *
- * Direct (one shot) and p2p (all-to-all, send/recv: the libraries post
- * every send at once): every rank sends to every peer at once, and a
- * rank's sends progress together (NCCL and RCCL interleave peers over
- * channels), so each source is one flow over all its paths:
- *   all-reduce      n to each peer (each reduces locally): link load n
+ * Direct and p2p (all-to-all, send/recv: the libraries post every send
+ * at once): every rank sends to every peer at once, and a rank's sends
+ * progress together (NCCL and RCCL interleave peers over channels), so
+ * each source is one flow over all its paths:
+ *   all-reduce      two shots, as RCCL's MSCCL all-pairs algorithm runs
+ *                   it (tools/msccl-algorithms/allreduce-allpairs-8n-*.xml:
+ *                   each GPU sends 448 of its 512 chunks, receives and
+ *                   reduces 7 x 64, then sends its reduced 64 to each
+ *                   peer): a reduce-scatter phase, n/p to each peer, then
+ *                   an all-gather phase, n/p to each peer; link load 2n/p
  *   all-gather      n/p (its shard) to each peer
  *   reduce-scatter  n/p (the peer's slice) to each peer
  *   all-to-all      v_ij to each peer j; the flow moves V = max_j v_ij
@@ -32,18 +37,39 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
+/* One all-pairs phase in which every rank sends `share` to every peer;
+ * the first phase also pays the base latency. */
+static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
+			int first)
+{
+	uint32_t P = x->g.p, i, j;
+
+	algo_phase(x, p);
+	for (i = 0; i < P; i++) {
+		algo_flow(x, p, share);
+		for (j = 0; j < P; j++)
+			if (j != i)
+				algo_p2p(x, p, i, j, 1);
+	}
+	algo_close_phase(x, p, (first ? algo_base(x) : 0) + algo_step(x));
+}
+
 int algo_direct(struct algo_ctx *x, struct plan *p)
 {
 	const struct coll_desc *c = x->c;
 	uint32_t P = x->g.p, i, j;
 	double n = c->bytes, share = n / P;
 
+	if (c->op == COLL_ALLREDUCE) {	/* reduce-scatter, then all-gather */
+		pairs_phase(x, p, share, 1);
+		pairs_phase(x, p, share, 0);
+		return 0;
+	}
 	algo_phase(x, p);
 	for (i = 0; i < P; i++) {
 		double V = 0;
 
 		switch (c->op) {
-		case COLL_ALLREDUCE: V = n; break;
 		case COLL_ALLGATHER:
 		case COLL_REDUCESCATTER: V = share; break;
 		case COLL_ALLTOALL:
@@ -164,6 +190,13 @@ static int offered(const struct coll_lib_spec *lib, int algo, int proto,
 	return 1;
 }
 
+enum coll_scale algo_scale(uint32_t nnodes)
+{
+	/* NCCL's index2 (tuning.cc): nNodes <= 2 ? nNodes - 1 : 2 */
+	return nnodes > 2 ? SCALE_4NODES : nnodes == 2 ? SCALE_2NODES :
+	       SCALE_1NODE;
+}
+
 typedef int (*builder)(struct algo_ctx *, struct plan *);
 
 static const builder builders[ALGO_COUNT] = {
@@ -180,9 +213,7 @@ static void setup(struct algo_ctx *x)
 			x->algo == ALGO_DIRECT || x->algo == ALGO_P2P ||
 			x->algo == ALGO_NVLS;
 
-	uint32_t N = x->g.nnodes;
-	double cap = ps->max_busbw_Bps[N >= 4 ? SCALE_4NODES :
-				       N >= 2 ? SCALE_2NODES : SCALE_1NODE];
+	double cap = ps->max_busbw_Bps[algo_scale(x->g.nnodes)];
 	double bus_B = algo_busbw_factor(x->c->op, x->g.p) * x->c->bytes;
 
 	x->inflate = 1 / ps->bandwidth_factor;

@@ -107,9 +107,15 @@ uint32_t algo_rail(const struct algo_ctx *x, uint32_t r);
  * units the group's collective holds, else fallback. */
 void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback);
 
+/* The node-count class of the libraries' tuning tables for a group
+ * spanning nnodes nodes (1, 2, more than 2). */
+enum coll_scale algo_scale(uint32_t nnodes);
+
 /* Latency constants (s) for the current protocol. */
 double algo_base(const struct algo_ctx *x);
-/* One step over transport tr, floored at the physical latency seen. */
+/* One step over transport tr, floored at the physical latency seen (and,
+ * for a ring's intra-node steps when it spans nodes, at the library's
+ * net_overhead, as NCCL's and RCCL's tuning models charge it). */
 double algo_hop(const struct algo_ctx *x, int tr);
 /* One step of the current phase: the slowest transport it crossed. */
 double algo_step(const struct algo_ctx *x);

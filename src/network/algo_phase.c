@@ -123,7 +123,11 @@ double algo_hop(const struct algo_ctx *x, int tr)
 
 	if (x->phys_s[tr] > v)
 		v = x->phys_s[tr];
-	if (tr != TT_NET && x->g.nnodes > 1 &&
+	/* NCCL and RCCL floor a ring's intra-node steps at the net overhead
+	 * when the ring spans nodes ("inter-node rings still have to launch
+	 * nsteps * net overhead", src/graph/tuning.cc, ncclTopoTuneModel);
+	 * trees and the other algorithms keep their intra-node latency. */
+	if (tr != TT_NET && x->g.nnodes > 1 && x->algo == ALGO_RING &&
 	    x->lib->net_overhead.s[x->proto] > v)
 		v = x->lib->net_overhead.s[x->proto];
 	return v;

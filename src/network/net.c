@@ -11,7 +11,13 @@
  * model sees them (CRUN_LIBRARY: latency constants and bandwidth, without
  * the kernels' loop costs and sustained caps of pipe.h, which NCCL's
  * model does not charge), so the choice is the library's even where its
- * model is too kind; the chosen plan is then timed in full. Plans, idle
+ * model is too kind; the chosen plan is then timed in full. Where the
+ * library's tuner scales an algorithm's bandwidth by a measured ratio
+ * (RCCL's bwRatio per algorithm, protocol and node count: its model of
+ * what the kernels reach, e.g. trees across 2 MI300X nodes at 0.11 of a
+ * ring's Simple bandwidth), the candidate's transfer time is divided by
+ * that ratio for the choice only: t_choice = L + (t - L) / r, L the
+ * plan's latency constants. Plans, idle
  * times and choices are cached by collective (pcache.h), so a step that
  * repeats a collective pays once.
  *
@@ -27,6 +33,7 @@
 #include "net.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -266,13 +273,71 @@ static int forced(int desc, int sys, int count)
 	return v >= 0 && v < count ? v : -1;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nodes (scale-up domains) the collective's GPUs span; 0 when out of
+ * memory. */
+static uint32_t span_nodes(const struct net *n, const struct coll_desc *c)
+{
+	uint32_t per = n->topo->gpus_per_node ? n->topo->gpus_per_node : 1;
+	uint32_t *k, i, count = 0;
+
+	if (c->ngpus == 0 || !c->gpus)
+		return 1;	/* check_desc reports it */
+	if (!(k = mem_alloc((size_t)c->ngpus * sizeof(*k))))
+		return 0;
+	for (i = 0; i < c->ngpus; i++)
+		k[i] = c->gpus[i] / per;
+	qsort(k, c->ngpus, sizeof(*k), cmp_u32);
+	for (i = 0; i < c->ngpus; i++)
+		if (i == 0 || k[i] != k[i - 1])
+			count++;
+	mem_free(k);
+	return count;
+}
+
+/* The plan's latency constants: the sum of its phases' (s). */
+static double plan_latency_s(const struct plan *pl)
+{
+	double s = 0;
+	uint32_t i;
+
+	for (i = 0; i < pl->nphases; i++)
+		s += pl->phases[i].latency_s;
+	return s;
+}
+
+/* What the library's tuner believes candidate cp takes from its idle
+ * library-view time t_s, for a group over `nodes` nodes (see the file
+ * comment). */
+static double choice_time(const struct net *n, const struct cplan *cp,
+			  uint32_t nodes, double t_s)
+{
+	const struct coll_lib_spec *lib = n->sys->collectives;
+	double lat = plan_latency_s(&cp->plan);
+	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
+			   .r[cp->plan.proto];
+
+	if (r > 0 && r < 1 && t_s > lat)
+		return lat + (t_s - lat) / r;
+	return t_s;
+}
+
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
 {
 	double best = -1;
 	int a, p, rc;
+	uint32_t nodes = span_nodes(n, c);
 
+	if (nodes == 0)
+		return -1;	/* out of memory */
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
 			struct cplan *cp;
@@ -280,12 +345,17 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 
 			if ((fa >= 0 && a != fa) || (fp >= 0 && p != fp))
 				continue;
+			if (fa < 0 && n->sys->collectives->algo[a].max_bytes > 0 &&
+			    c->bytes > n->sys->collectives->algo[a].max_bytes)
+				continue;	/* the library hands it on */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;
 			if (rc != 0)
 				return rc;
 			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
+			if (rc == 0)
+				t = choice_time(n, cp, nodes, t);
 			pcache_plan_unref(cp);
 			if (rc != 0)
 				return -1;

@@ -37,7 +37,11 @@ struct step_coll_stat {
 };
 
 struct step_result {
-	double step_s;			/* s, one training step */
+	double step_s;			/* s, one training step: the mean, with
+					 * the synchronization tax */
+	double step_sd_s;		/* s, its step-to-step standard deviation */
+	double step_p50_s;		/* s, median step (normal model: the mean) */
+	double step_p90_s;		/* s, 90th percentile: mean + 1.2816 sd */
 	double tokens_per_s;		/* tokens/s, whole job */
 	double mfu;			/* model FLOPs / (step * GPUs * dense peak) */
 	double tflops_per_gpu;		/* TFLOP/s of model FLOPs per GPU */

@@ -118,6 +118,8 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 add_str(o, "gpu", j->system->gpu->name) &&
 		 add_num(o, "gpus", (double)r->gpus) &&
 		 add_num(o, "step_time_s", r->step_s) &&
+		 add_num(o, "step_time_p50_s", r->step_p50_s) &&
+		 add_num(o, "step_time_p90_s", r->step_p90_s) &&
 		 add_num(o, "tokens_per_s", r->tokens_per_s) &&
 		 add_num(o, "mfu", r->mfu) &&
 		 add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
@@ -189,9 +191,12 @@ static void print_layout(FILE *out, const struct job_spec *j,
 static void print_speed(FILE *out, const struct job_spec *j,
 			const struct step_result *r)
 {
-	char a[32];
+	char a[32], b[32], c[32];
 
-	fprintf(out, "  step time      %s\n", fmt(a, sizeof(a), r->step_s, UNIT_TIME));
+	fprintf(out, "  step time      %s (p50 %s, p90 %s)\n",
+		fmt(a, sizeof(a), r->step_s, UNIT_TIME),
+		fmt(b, sizeof(b), r->step_p50_s, UNIT_TIME),
+		fmt(c, sizeof(c), r->step_p90_s, UNIT_TIME));
 	fprintf(out, "  throughput     %.0f tokens/s (%.0f tokens/s per GPU)\n",
 		r->tokens_per_s, r->tokens_per_s / (double)r->gpus);
 	fprintf(out, "  MFU            %.1f %% = %.1f TFLOP/s per GPU of the "

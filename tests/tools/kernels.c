@@ -206,6 +206,8 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	a.seq_q = a.seq_kv = get_num(row, "seq");
 	a.head_dim_qk = a.head_dim_v = get_num(row, "head_dim");
 	a.causal = causal && strcmp(causal, "true") == 0;
+	a.kernel = backend && strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
+							       GPU_ATTN_VENDOR;
 	if (!(a.batch > 0 && a.heads_q > 0 && a.heads_kv > 0 && a.seq_q > 0 &&
 	      a.head_dim_qk > 0 && t > 0 && tf > 0))
 		return -1;

@@ -1005,3 +1005,112 @@ Test(exec, allocation_failure_sweep)
 	/* Building and running take more than a handful of allocations. */
 	cr_assert_gt(n, 10);
 }
+
+/* ---- variability: the synchronization tax ---- */
+
+Test(exec, expected_maximum_of_normals)
+{
+	/* E[max] of n standard normals: 0 for one; 1/sqrt(pi) = 0.5642 for
+	 * two; 1.0294 for four; 1.4236 for eight (Harter's 1961 tables).
+	 * Var[max]: 1 for one; 1 - 1/pi = 0.6817 for two; 0.3729 for eight. */
+	cr_assert_float_eq(exec_emax(1), 0, 1e-12);
+	cr_assert_float_eq(exec_emax(2), 1 / sqrt(M_PI), 1e-6);
+	cr_assert_float_eq(exec_emax(4), 1.029375, 1e-5);
+	cr_assert_float_eq(exec_emax(8), 1.423600, 1e-5);
+	cr_assert_float_eq(exec_vmax(1), 1, 1e-12);
+	cr_assert_float_eq(exec_vmax(2), 1 - 1 / M_PI, 1e-6);
+	cr_assert_float_eq(exec_vmax(8), 0.372900, 1e-4);
+	/* The maximum grows with the group, slowly (about sqrt(2 ln n)). */
+	cr_assert_gt(exec_emax(1024), 3.0);
+	cr_assert_lt(exec_emax(1024), 3.3);
+}
+
+/* Two ranks compute `us` each (microbatch 0), then all-reduce; then one
+ * more op (microbatch 1) each; jitter as given. */
+static struct exec_result two_ranks(double op_sigma, double gpu_sigma,
+				    double us)
+{
+	static const uint32_t ranks[2] = {0, 1};
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(10 * US, 1e12);
+	struct exec_jitter j = { op_sigma, gpu_sigma };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct exec_result r;
+	task_id a0, a1, c, b0, b1;
+
+	a0 = prog_task(p, 0, 0, us * US, &in);
+	a1 = prog_task(p, 1, 0, us * US, &in);
+	c = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "ar");
+	in.microbatch = 1;
+	b0 = prog_task(p, 0, 0, us * US, &in);
+	b1 = prog_task(p, 1, 0, us * US, &in);
+	cr_assert_eq(prog_dep(p, a0, c), 0);
+	cr_assert_eq(prog_dep(p, a1, c + 1), 0);
+	cr_assert_eq(prog_dep(p, c, b0), 0);
+	cr_assert_eq(prog_dep(p, c + 1, b1), 0);
+	prog_set_jitter(p, &j);
+	r = run(p, &m);
+	prog_free(p);
+	return r;
+}
+
+Test(exec, rendezvous_waits_for_the_expected_slowest)
+{
+	struct exec_result r;
+
+	/* No variability: 1000 + 10 + 1000 us, no spread. */
+	r = two_ranks(0, 0, 1000);
+	cr_assert_eq(ns(r.step_s), ns(2010 * US));
+	cr_assert_eq(r.step_sd_s, 0);
+	/* Op jitter 1 %: each rank's first op is 1000 (1 + 0.01 Z); the
+	 * all-reduce waits for the later, E[max of 2] = 0.5642 x 10 us =
+	 * 5.642 us more: 2015.642 us (a gap on the path: other). */
+	r = two_ranks(0.01, 0, 1000);
+	cr_assert_eq(ns(r.step_s), ns((2010 + 10 / sqrt(M_PI)) * US));
+	cr_assert_eq(ns(r.part_s[EXEC_OTHER]), ns(10 / sqrt(M_PI) * US));
+	assert_parts_sum(&r);
+	/* Spread of the final rank: the first op's 10 us deviation became
+	 * the maximum's, Var = v(2) 10^2 = 68.17 us^2; the second op adds
+	 * 10^2: sd = sqrt(168.17) = 12.968 us. */
+	cr_assert_float_eq(r.step_sd_s, sqrt((1 - 1 / M_PI) * 100 + 100) * US,
+			   1e-9, "sd %.6g us", r.step_sd_s / US);
+	/* A persistent spread of 0.5 % adds 5 us of sd to the wait (to the
+	 * mean only): 0.5642 x sqrt(10^2 + 5^2) = 6.308 us. */
+	r = two_ranks(0.01, 0.005, 1000);
+	cr_assert_eq(ns(r.step_s), ns((2010 + sqrt(125 / M_PI)) * US));
+}
+
+Test(exec, overlapped_collectives_do_not_realign)
+{
+	static const uint32_t ranks[2] = {0, 1};
+	struct prog *p = prog_new(2, 2);
+	struct mock m = mock_new(1 * US, 1e12);
+	struct exec_jitter j = { 0.01, 0 };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct exec_result r;
+	task_id a[2][4], c[3];
+	int i, k;
+
+	/* Each rank computes four ops of 1000 us (microbatches 0..3); after
+	 * the first three a bucket is all-reduced beside the compute (no
+	 * compute waits for it); the last all-reduce waits for the fourth.
+	 * The slow rank stays late through the overlapped buckets: the last
+	 * rendezvous waits for the maximum of the whole lateness,
+	 * 0.5642 x 10 us x sqrt(4) = 11.28 us, not 0.5642 x 10 us. */
+	for (k = 0; k < 4; k++)
+		for (i = 0; i < 2; i++) {
+			in.microbatch = k;
+			a[i][k] = prog_task(p, (uint32_t)i, 0, 1000 * US, &in);
+		}
+	for (k = 0; k < 3; k++) {
+		c[k] = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "bucket");
+		for (i = 0; i < 2; i++)
+			cr_assert_eq(prog_dep(p, a[i][k == 2 ? 3 : k],
+					      c[k] + (uint32_t)i), 0);
+	}
+	prog_set_jitter(p, &j);
+	r = run(p, &m);
+	/* The last bucket arrives at 4000 us, waits 2 x 5.642 us, runs 1 us. */
+	cr_assert_eq(ns(r.step_s), ns((4000 + 20 / sqrt(M_PI) + 1) * US));
+	prog_free(p);
+}

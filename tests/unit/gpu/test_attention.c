@@ -220,3 +220,26 @@ Test(gpu, attention_unaligned_causal_queries_see_the_tail)
 				   25.0 * (1024.0 * 3072 + 1024.0 * 1025 / 2) *
 				   512, 1e-12));
 }
+
+Test(gpu, flash2_kernels_run_at_their_own_efficiency)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g;
+	struct gpu_cost vendor, fa2;
+
+	gpu_fixture_toy(&g);
+	g.attention.flash2_fwd_efficiency = g.attention.fwd_efficiency / 2;
+	g.attention.flash2_bwd_efficiency = g.attention.bwd_efficiency;
+	vendor = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	a.kernel = GPU_ATTN_FLASH2;
+	fa2 = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	/* Half the steady-state rate doubles every tile: 8 (t_uf + 32 x 2
+	 * tau_f); the loads of the units (t_uf, bandwidth-bound) stay. */
+	cr_assert(gpu_fixture_near(fa2.time_s, 8 * (TU_F + 64 * TAU_F), 1e-9),
+		  "got %g, vendor %g", fa2.time_s, vendor.time_s);
+	/* The backward keeps its efficiency here: the same time. */
+	fa2 = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	a.kernel = GPU_ATTN_VENDOR;
+	vendor = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(fa2.time_s, vendor.time_s, 1e-12));
+}

@@ -120,3 +120,23 @@ Test(gpu, usable_memory_is_the_configured_figure)
 	gpu_fixture_toy(&g);
 	cr_assert_eq(gpu_usable_memory_B(&g), 90e9);
 }
+
+Test(gpu, multi_tensor_op_streams_at_its_efficiency)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 5e-6;
+	g.multi_tensor_efficiency = 0.52;
+	/* 14 B x 1.923e9 parameters (fused AdamW on bf16: read p, g, m, v,
+	 * write p, m, v) from HBM at 5 TB/s x 0.52 = 2.6 TB/s, with 92
+	 * launches of 5 us: 26.92e9 / 2.6e12 + 460 us = 10.354 + 0.46 ms. */
+	c = gpu_multi_tensor_op(&g, 8 * 1.923e9, 6 * 1.923e9, 0, 92);
+	cr_assert(gpu_fixture_near(c.time_s, 14 * 1.923e9 / 2.6e12 + 92 * 5e-6,
+				   1e-9), "got %g s", c.time_s);
+	cr_assert_eq(c.level, GPU_LEVEL_HBM);
+	/* A small list still streams from HBM (states are never cached). */
+	c = gpu_multi_tensor_op(&g, 1e6, 0, 0, 1);
+	cr_assert_eq(c.level, GPU_LEVEL_HBM);
+}

@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "fixture.h"
 #include "models/layer.h"
@@ -277,4 +278,90 @@ Test(layer, embedding_gradient_in_the_gradient_dtype)
 	layer_embed_bwd(&d, &o);
 	assert_close(o.op[i].k.read_B, T * h * 4);
 	assert_close(o.op[i].k.write_B, T * h * 2);
+}
+
+/* The op named name in o, or NULL. */
+static const struct layer_op *find_op(const struct layer_ops *o,
+				      const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+Test(layer, residual_gradients_are_summed_by_their_own_kernel)
+{
+	struct layer_dims d;
+	struct layer_ops o;
+	double n = 4096.0 * 1024;	/* T h */
+	const struct layer_op *op;
+
+	/* Autograd sums a residual connection's two gradients (the norm's dx
+	 * and the residual branch's) with an add: read 2 T h B, write T h B
+	 * (B = 2): 16.8 / 8.4 MB; the fused norm backward reads x and dy
+	 * (2 T h B) and writes dx, in one kernel. */
+	gpt_dims(&d, 1, 0);
+	layer_bwd(&d, LREC_NONE, &o);
+	op = find_op(&o, "add1_bwd");
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, 2 * n * 2);
+	assert_close(op->k.write_B, n * 2);
+	cr_assert_not_null(find_op(&o, "add2_bwd"));
+	op = find_op(&o, "norm1_bwd");
+	assert_close(op->k.read_B, 2 * n * 2);
+	/* PyTorch's norm backward re-reads x and dy for dgamma: 4 T h B in
+	 * two kernels. */
+	d.norm_bwd_passes = 2;
+	layer_bwd(&d, LREC_NONE, &o);
+	op = find_op(&o, "norm1_bwd");
+	assert_close(op->k.read_B, 4 * n * 2);
+	assert_close(op->k.launches, 2);
+}
+
+Test(layer, eager_ops_move_more_bytes_in_more_kernels)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	double T = 4096, q = 1024, kv = 256, fp = 4096, B = 2;
+
+	/* A Llama-like layer: h 1024, 16 heads of 64, 4 KV heads (kv width
+	 * 256), gated MLP f' = 4096 (u = 8192), rotary, T = 4096. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.num_key_value_heads = 4;
+	f.model.gated_mlp = 1;
+	f.model.position_embedding = POS_ROPE;
+	f.fw.elementwise.eager_rope = 1;
+	f.fw.elementwise.eager_activation = 1;
+	f.fw.elementwise.expand_kv = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, &o);
+	/* Rotary on q and k (n = T (q + kv) = 5.24e6 elements): x cos, -x2,
+	 * cat, * sin, + on each: read 5.5 n B, write 4.5 n B, 10 kernels,
+	 * 7 n B of them on strided views. */
+	op = find_op(&o, "rope");
+	assert_close(op->k.read_B, 5.5 * T * (q + kv) * B);
+	assert_close(op->k.write_B, 4.5 * T * (q + kv) * B);
+	assert_close(op->k.strided_B, 7 * T * (q + kv) * B);
+	assert_close(op->k.launches, 10);
+	/* K and V copied to the 16 query heads: read 2 T kv B, write
+	 * 2 T q B, two strided copies. */
+	op = find_op(&o, "kv_expand");
+	assert_close(op->k.read_B, 2 * T * kv * B);
+	assert_close(op->k.write_B, 2 * T * q * B);
+	/* silu(g) * u: read 3 T f' B, write 2 T f' B (fused: read 2 T f' B,
+	 * write T f' B), two kernels. */
+	op = find_op(&o, "act");
+	assert_close(op->k.read_B, 3 * T * fp * B);
+	assert_close(op->k.write_B, 2 * T * fp * B);
+	assert_close(op->k.launches, 2);
+	/* Without GQA there is nothing to expand. */
+	f.model.num_key_value_heads = 16;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, &o);
+	cr_assert_null(find_op(&o, "kv_expand"));
 }

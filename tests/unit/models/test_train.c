@@ -5,12 +5,14 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
 #include "engine/exec.h"
 #include "fixture.h"
 #include "mockcomm.h"
+#include "models/footprint.h"
 #include "models/train.h"
 #include "engine/sim.h"
 
@@ -212,4 +214,52 @@ Test(train, out_of_memory_is_clean)
 	}
 	cr_assert_gt(n, 10);
 	prog_free(p);
+}
+
+/* The optimizer step's time on the critical path of a one-GPU-per-replica
+ * job (tp 1, pp 1, dp 8, ZeRO 0: every GPU steps all P parameters). */
+static double optimizer_time(struct fixture *f)
+{
+	struct run_result r;
+
+	run(f, 0, 0, 1e12, &r);
+	return r.part_s[EXEC_OPTIMIZER];
+}
+
+Test(train, optimizer_step_passes)
+{
+	struct fixture f;
+	double bw = 3.35e12 * 0.88, P, fused, t;
+
+	fixture_gpt(&f, 2, 1024, 16, 1024, 1024, 1, 8, 1, 1, 1);
+	f.gpu.kernel_launch_s = 0;
+	f.gpu.multi_tensor_efficiency = 0.5;
+	P = footprint_model_params(&f.job);
+	/* Fused update alone (fp32 grads G = 4, master M = 4, Adam states
+	 * S = 8): read G + M + S = 16, write M + S = 12: 28 B per parameter
+	 * at half the 2.948 TB/s stream: 28 P / 1.474e12. */
+	fused = optimizer_time(&f);
+	cr_assert_float_eq(fused, 28 * P / (bw * 0.5), fused * 1e-6);
+	/* Megatron's passes: fp16 unscale (r G, w G: 8), norm (r G: 4),
+	 * update (28), copy to 16-bit weights (r M 4, w W 2: 6) in multi-
+	 * tensor kernels, and the zeroed buffer (w G: 4) at the stream rate:
+	 * (8 + 4 + 28 + 6) P / 1.474e12 + 4 P / 2.948e12. */
+	f.fw.optimizer_step.grad_unscale = 1;
+	f.fw.optimizer_step.grad_norm = 1;
+	f.fw.optimizer_step.copy_params = 1;
+	f.fw.optimizer_step.zero_grad = 1;
+	f.job.training.dtype = DTYPE_FP16;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 46 * P / (bw * 0.5) + 4 * P / bw, t * 1e-6);
+	/* Unscaling is fp16's only: in bf16 it is gone (8 B fewer). */
+	f.job.training.dtype = DTYPE_BF16;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 38 * P / (bw * 0.5) + 4 * P / bw, t * 1e-6);
+	/* Composer's eager DecoupledAdamW loop instead of the fused update,
+	 * nothing else: read 2M + 9s + 2G = 52, write 2M + 7s = 36 (s = 4 B
+	 * a moment) at the stream rate: 88 P / 2.948e12, 1.57 x the fused. */
+	memset(&f.fw.optimizer_step, 0, sizeof(f.fw.optimizer_step));
+	f.fw.optimizer_step.update = OPT_UPDATE_EAGER;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 88 * P / bw, t * 1e-6);
 }

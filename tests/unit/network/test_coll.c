@@ -8,6 +8,7 @@
 
 #include "base/diag.h"
 #include "fixtures.h"
+#include "network/algo.h"
 #include "network/net.h"
 
 #define GiB 1073741824.0
@@ -520,4 +521,102 @@ Test(net_coll, sustained_busbw_bounds_the_kernels)
 	out = timed(&f.sys, &r);
 	cr_assert_str_eq(out.protocol, "simple");
 	EQ_REL(out.busbw_Bps, 100e9, 1e-6);
+}
+
+Test(net_coll, net_overhead_floors_ring_steps_not_tree_steps)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 0, NULL, 16, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring;
+
+	fx_switch(&f, 2);
+	ring = &f.lib.algo[ALGO_RING];
+	ring->base.s[PROTO_SIMPLE] = 10e-6;
+	ring->hop_scale_up.s[PROTO_SIMPLE] = 1e-6;
+	ring->hop_net.s[PROTO_SIMPLE] = 5e-6;
+	f.lib.algo[ALGO_TREE] = *ring;
+	f.lib.net_overhead.s[PROTO_SIMPLE] = 3e-6;
+	/* NCCL's tuning.cc floors a ring's intra-node steps at the net
+	 * overhead when the ring spans nodes: p = 16, N = 2: 28 intra steps
+	 * at max(1, 3) us and 2 net steps: 10 + 28 * 3 + 2 * 5 = 104 us. */
+	EQ_REL(timed(&f.sys, &r).time_s, 104e-6, 1e-6);
+	/* The tree keeps its intra-node latency (RCCL's 2-node MI300X tree
+	 * LL is 12 + 2 (7 x 0.9 + 10.5) = 45.6 us, the 47.2 us rccl-tests
+	 * shows at 1 KiB on MI355X): 10 + 2 (7 * 1 + 1 * 5) = 34 us. */
+	r.algo = ALGO_TREE;
+	EQ_REL(timed(&f.sys, &r).time_s, 34e-6, 1e-6);
+}
+
+Test(net_coll, select_bw_steers_the_choice_not_the_time)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_TREE, 1, NULL };
+	struct net_coll_result tree, ring, chosen;
+
+	fx_mesh(&f, 2);
+	f.lib.algo[ALGO_DIRECT].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_RHD].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_HIER].protocols.on[PROTO_SIMPLE] = 0;
+	tree = timed(&f.sys, &r);
+	r.algo = ALGO_RING;
+	ring = timed(&f.sys, &r);
+	/* With latencies 0 the fabric moves 1 GiB faster by tree than by
+	 * ring here (a tree link carries n, a ring link 2(p-1)/p n), so the
+	 * ideal library picks the tree. */
+	cr_assert_lt(tree.time_s, ring.time_s);
+	r.algo = -1;
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "tree");
+	/* RCCL's tuner sees trees across 2 nodes at 0.11 of their bandwidth
+	 * (bwRatio, tuning_model_5): t_choice = 0 + t_tree / 0.11, far above
+	 * t_ring, so it runs the ring, at the ring's own time. */
+	f.lib.algo[ALGO_TREE].select_bw[SCALE_2NODES].r[PROTO_SIMPLE] = 0.11;
+	chosen = timed(&f.sys, &r);
+	cr_assert_str_eq(chosen.algorithm, "ring");
+	EQ_REL(chosen.time_s, ring.time_s, 1e-9);
+	/* The ratio is per node-count class: on one node it does not apply. */
+	r.n = 8;
+	f.lib.algo[ALGO_TREE].select_bw[SCALE_1NODE].r[PROTO_SIMPLE] = 1;
+	cr_assert_eq(algo_scale(1), SCALE_1NODE);
+	cr_assert_eq(algo_scale(2), SCALE_2NODES);
+	/* NCCL's index2: 3 nodes already use the "more than 2" column. */
+	cr_assert_eq(algo_scale(3), SCALE_4NODES);
+}
+
+Test(net_coll, direct_allreduce_is_two_all_pairs_shots)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 8, ALGO_DIRECT, 1, NULL };
+	struct net_coll_result out;
+
+	fx_mesh(&f, 1);
+	f.lib.algo[ALGO_DIRECT].base.s[PROTO_SIMPLE] = 4e-6;
+	f.lib.algo[ALGO_DIRECT].hop_scale_up.s[PROTO_SIMPLE] = 1e-6;
+	out = timed(&f.sys, &r);
+	/* MSCCL's all-pairs all-reduce (RCCL allreduce-allpairs-8n-*.xml):
+	 * a reduce-scatter phase sending n/p = 128 MiB over each of the 7
+	 * links of 64 GB/s, then an all-gather phase doing the same:
+	 * 2 * (134217728 / 64e9) = 4.194 ms, plus 4 + 1 us (first phase:
+	 * base and one step) and 1 us (second phase: one step). */
+	EQ_REL(out.time_s, 2 * (GiB / 8) / 64e9 + 6e-6, 1e-6);
+}
+
+Test(net_coll, max_bytes_hands_large_collectives_on)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, -1, 1, NULL };
+
+	fx_mesh(&f, 1);
+	f.lib.algo[ALGO_RHD].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_HIER].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_TREE].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_RING].base.s[PROTO_SIMPLE] = 20e-6;
+	/* Direct moves 2n/p per link vs the ring's 2(p-1)/p n/7 per cycle
+	 * link: with the ring's 20 us base, direct wins at 1 MB... */
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "direct");
+	/* ...unless the library runs it only up to 512 KB (MSCCL maxBytes):
+	 * then the tuner's ring. */
+	f.lib.algo[ALGO_DIRECT].max_bytes = 512e3;
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "ring");
+	r.bytes = 4096;
+	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "direct");
 }
