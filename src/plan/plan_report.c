@@ -237,30 +237,6 @@ struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 
 /* ---- text ---- */
 
-/* A quantity for people: 4 significant digits, decimal prefixes (bytes
- * in GB, MB, kB; time in s, ms, us), as `llmsim run` prints them. */
-static const char *fmt(char *buf, size_t len, double v, enum unit_kind k)
-{
-	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
-	static const char *const time_units[] = {"s", "ms", "us", "ns"};
-	int i = 0;
-
-	if (k == UNIT_BYTES) {
-		while (v >= 999.95 && i < 4) {
-			v /= 1e3;
-			i++;
-		}
-		snprintf(buf, len, "%.4g %s", v, byte_units[i]);
-	} else {
-		while (v != 0 && fabs(v) < 0.99995 && i < 3) {
-			v *= 1e3;
-			i++;
-		}
-		snprintf(buf, len, "%.4g %s", v, time_units[i]);
-	}
-	return buf;
-}
-
 static void print_header(FILE *out, const struct job_spec *j,
 			 const struct plan_opts *o, const struct plan_result *r)
 {
@@ -331,9 +307,9 @@ static void print_row(FILE *out, int64_t rank, const struct plan_cand *c,
 	char lay[160], st[32], mem[32], est[32];
 
 	plan_layout_str(&c->lay, lay, sizeof(lay));
-	fmt(st, sizeof(st), c->step_s, UNIT_TIME);
-	fmt(mem, sizeof(mem), c->mem.peak_B, UNIT_BYTES);
-	fmt(est, sizeof(est), c->est.step_s, UNIT_TIME);
+	plan_fmt(st, sizeof(st), c->step_s, UNIT_TIME);
+	plan_fmt(mem, sizeof(mem), c->mem.peak_B, UNIT_BYTES);
+	plan_fmt(est, sizeof(est), c->est.step_s, UNIT_TIME);
 	fprintf(out, "  %4lld ", (long long)rank);
 	if (show_gpus)
 		fprintf(out, "%6lld ", (long long)c->gpus);

@@ -179,6 +179,27 @@ static uint64_t below_tp(const struct walk *w, int64_t tp)
 
 /* ---- pruning ---- */
 
+/* The layout of the walk's job: the dimensions set so far, the neutral
+ * values (pp 1, vpp 1, 1f1b, mbs 1, ...) for the others. */
+static struct plan_layout so_far(const struct walk *w)
+{
+	const struct parallel_spec *p = &w->j.parallelism;
+	struct plan_layout l = w->l;
+
+	l.tp = p->tp;
+	l.cp = p->cp;
+	l.pp = p->pp;
+	l.vpp = p->vpp;
+	l.dp = p->dp;
+	l.ep = p->ep;
+	l.schedule = (int8_t)p->schedule;
+	l.sp = (int8_t)p->sequence_parallel;
+	l.mbs = w->j.training.micro_batch_size;
+	l.recompute = (int8_t)w->j.training.recompute;
+	l.zero = (int8_t)w->j.training.zero_stage;
+	return l;
+}
+
 static void prune(struct walk *w, int reason, uint64_t count)
 {
 	struct search *s = w->s;
@@ -186,7 +207,7 @@ static void prune(struct walk *w, int reason, uint64_t count)
 	s->pruned[reason] += count;
 	s->rule_miss[reason].count += count;
 	if (!s->rule_miss[reason].have) {
-		s->rule_miss[reason].lay = w->l;
+		s->rule_miss[reason].lay = so_far(w);
 		s->rule_miss[reason].have = 1;
 	}
 }
