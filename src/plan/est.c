@@ -106,6 +106,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->blocks, sizeof(struct est_bkey), sizeof(struct est_blocks));
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
 	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
 	e->net = net_new(sys, NULL, d);
 	if (!e->net) {
 		est_free(e);
@@ -126,6 +127,17 @@ oom:
 	return NULL;
 }
 
+/* Free the action lists the memo points to, and the memo. */
+static void free_lists(struct memo *m)
+{
+	size_t i = 0;
+	void **v;
+
+	while ((v = memo_next(m, &i)))
+		mem_free(*v);
+	memo_release(m);
+}
+
 void est_free(struct est *e)
 {
 	struct est_dplan *dp, *next;
@@ -142,14 +154,15 @@ void est_free(struct est *e)
 	memo_release(&e->blocks);
 	memo_release(&e->colls);
 	memo_release(&e->dpplans);
+	free_lists(&e->pipe_lists);
 	net_free(e->net);
 	mem_free(e->gpus);
 	mem_free(e->tp_gpus);
 	mem_free(e->ops);
 	mem_free(e->blk);
 	mem_free(e->split);
-	mem_free(e->pipe_acts);
 	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
 	mem_free(e->stage_t);
 	mem_free(e);
 }

@@ -66,10 +66,12 @@ struct est {
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
 	size_t split_cap;
-	struct sched_action *pipe_acts;	/* scratch of est_pipe_run */
-	size_t pipe_acts_cap;
-	double *pipe_t;
+	struct memo pipe_lists;		/* (schedule, p, v, m) -> the ranks'
+					 * struct sched_action lists */
+	double *pipe_t;			/* scratch of est_pipe_run */
 	size_t pipe_t_cap;
+	double *pipe_x;			/* scratch: three runs' ends */
+	size_t pipe_x_cap;
 	double *stage_t;		/* scratch: f, b per virtual stage, then
 					 * rank and chunk ends */
 	size_t stage_t_cap;
@@ -171,8 +173,8 @@ struct est_pipe {
 };
 
 /* Run pipeline in: rank_end[r] = when rank r's last action ends,
- * chunk_end[r v + c] (may be NULL) = when chunk c's last backward on
- * rank r ends. Returns 0, or -1 when out of memory. */
+ * chunk_end[r v + c] = when chunk c's last backward on rank r ends.
+ * Returns 0, or -1 when out of memory. */
 int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		 double *chunk_end);
 

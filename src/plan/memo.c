@@ -115,3 +115,14 @@ void *memo_put(struct memo *m, const void *key, const void *val)
 	memcpy(s + 1 + m->key_B, val, m->val_B);
 	return s + 1 + m->key_B;
 }
+
+void *memo_next(const struct memo *m, size_t *i)
+{
+	while (*i < m->cap) {
+		unsigned char *s = slot(m, (*i)++);
+
+		if (s[0])
+			return s + 1 + m->key_B;
+	}
+	return NULL;
+}

@@ -34,4 +34,8 @@ void *memo_get(struct memo *m, const void *key);
  * the stored value, or NULL when out of memory. */
 void *memo_put(struct memo *m, const void *key, const void *val);
 
+/* Visit the stored values: *i starts at 0; returns the next value (and
+ * advances *i past it), or NULL when there is none left. */
+void *memo_next(const struct memo *m, size_t *i);
+
 #endif

@@ -215,28 +215,6 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 
 /* ---- the full tier ---- */
 
-static int bound_of(const double *part, double mem_frac)
-{
-	double v[PB_COUNT] = {
-		part[EXEC_COMPUTE] * (1 - mem_frac),
-		part[EXEC_COMPUTE] * mem_frac,
-		part[EXEC_EXPOSED_COMM],
-		part[EXEC_BUBBLE],
-	};
-	int i, best = 0;
-
-	for (i = 1; i < PB_COUNT; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
-static double mem_frac(const struct est_step *e)
-{
-	return e->part_s[EXEC_COMPUTE] > 0 ?
-	       e->mem_bound_s / e->part_s[EXEC_COMPUTE] : 0;
-}
-
 /* Fill c from the analytical tier (estimate and memory) for layout s. */
 static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 			 const struct scored *s, int64_t rank,
@@ -244,7 +222,6 @@ static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 {
 	struct system_spec sys;
 	struct job_spec jj;
-	double peak;
 
 	job_for(j, &s->lay, &sys, &jj);
 	memset(c, 0, sizeof(*c));
@@ -257,13 +234,7 @@ static int fill_estimate(const struct job_spec *j, const struct plan_opts *o,
 		diag_oom(d);
 		return -1;
 	}
-	peak = gpu_peak_flops(sys.gpu, (enum dtype)jj.training.dtype);
-	c->step_s = c->est.step_s;
-	memcpy(c->part_s, c->est.part_s, sizeof(c->part_s));
-	c->tokens_per_s = c->est.tokens / c->step_s;
-	c->tflops_per_gpu = c->est.model_flops / (c->step_s * (double)c->gpus) / 1e12;
-	c->mfu = c->tflops_per_gpu * 1e12 / peak;
-	c->bound = bound_of(c->part_s, mem_frac(&c->est));
+	plan_cand_from_estimate(&jj, c);
 	return 0;
 }
 
@@ -522,7 +493,7 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 	for (i = 0; i < n; i++) {
 		struct plan_cand *c = &r->cands[i];
 
-		c->bound = bound_of(c->part_s, mem_frac(&c->est));
+		c->bound = plan_bound_of(c);
 		c->score = plan_score(o->objective, c->step_s, c->mem.peak_B,
 				      c->gpus);
 	}

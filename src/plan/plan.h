@@ -179,6 +179,29 @@ int plan_run(const struct job_spec *j, const struct plan_opts *o,
 
 void plan_result_release(struct plan_result *r);
 
+/*
+ * The analytical tier of one job on one node count (nodes; 0 = the
+ * job's), for callers that estimate layouts of their own one at a time
+ * (benchmarks, the ranking test, serving's searches): its memo tables
+ * stay warm across calls.
+ */
+struct plan_ctx;
+
+struct plan_ctx *plan_ctx_new(const struct job_spec *j,
+			      const struct plan_opts *o, int64_t nodes,
+			      struct diag *d);
+void plan_ctx_free(struct plan_ctx *x);
+
+/*
+ * Estimate layout l (its nodes are the context's): c gets the estimate,
+ * the memory and the rates from the estimate (c->full 0). Returns 0; 1
+ * when the layout breaks a rule (*why = the enum plan_prune reason; for
+ * PR_MEMORY c is filled, for the others not); -1 after reporting a
+ * runtime failure to d.
+ */
+int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
+		      struct plan_cand *c, int *why, struct diag *d);
+
 /* The job of layout l on job j's model and system (sys: j's system with
  * l's nodes, or NULL for j's own). */
 void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,

@@ -70,6 +70,14 @@ int space_estimate(struct search *s, size_t k);
 void plan_job_for(const struct job_spec *j, const struct plan_layout *l,
 		  struct system_spec *sys, struct job_spec *out);
 
+/* The bound of c from its step's split, the estimate telling how much of
+ * the compute is bandwidth-bound (plan.h: enum plan_bound). */
+int plan_bound_of(const struct plan_cand *c);
+
+/* c's step, rates and bound from its estimate (c->est, c->gpus set) on
+ * job j (the layout's job). */
+void plan_cand_from_estimate(const struct job_spec *j, struct plan_cand *c);
+
 /* Simulate c[0..n-1] in full (plan_full.c), in o->jobs worker processes
  * when more than one: each fills step_s, part_s, tokens_per_s, mfu,
  * tflops_per_gpu and full. Returns 0, or -1 after reporting to d. */

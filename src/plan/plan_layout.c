@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu/gpu.h"
 #include "plan_impl.h"
 
 const char *const plan_objective_names[PLAN_OBJECTIVE_COUNT + 1] = {
@@ -162,3 +163,35 @@ const char *plan_fmt(char *buf, size_t len, double v, enum unit_kind k)
 	return buf;
 }
 
+
+int plan_bound_of(const struct plan_cand *c)
+{
+	double mem = c->est.part_s[EXEC_COMPUTE] > 0 ?
+		     c->est.mem_bound_s / c->est.part_s[EXEC_COMPUTE] : 0;
+	double v[PB_COUNT] = {
+		c->part_s[EXEC_COMPUTE] * (1 - mem),
+		c->part_s[EXEC_COMPUTE] * mem,
+		c->part_s[EXEC_EXPOSED_COMM],
+		c->part_s[EXEC_BUBBLE],
+	};
+	int i, best = 0;
+
+	for (i = 1; i < PB_COUNT; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+void plan_cand_from_estimate(const struct job_spec *j, struct plan_cand *c)
+{
+	double peak = gpu_peak_flops(j->system->gpu, (enum dtype)j->training.dtype);
+
+	c->full = 0;
+	c->step_s = c->est.step_s;
+	memcpy(c->part_s, c->est.part_s, sizeof(c->part_s));
+	c->tokens_per_s = c->est.tokens / c->step_s;
+	c->tflops_per_gpu = c->est.model_flops / (c->step_s * (double)c->gpus) /
+			    1e12;
+	c->mfu = c->tflops_per_gpu * 1e12 / peak;
+	c->bound = plan_bound_of(c);
+}

@@ -588,6 +588,75 @@ int space_estimate(struct search *s, size_t k)
 	return 0;
 }
 
+/* ---- one layout at a time (plan_ctx) ---- */
+
+struct plan_ctx {
+	struct search s;
+};
+
+struct plan_ctx *plan_ctx_new(const struct job_spec *j,
+			      const struct plan_opts *o, int64_t nodes,
+			      struct diag *d)
+{
+	struct plan_ctx *x = mem_calloc(1, sizeof(*x));
+
+	if (!x) {
+		diag_oom(d);
+		return NULL;
+	}
+	if (space_init(&x->s, j, o, nodes > 0 ? nodes : j->system->nodes,
+		       d) != 0) {
+		plan_ctx_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+void plan_ctx_free(struct plan_ctx *x)
+{
+	if (!x)
+		return;
+	space_release(&x->s);
+	mem_free(x);
+}
+
+int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
+		      struct plan_cand *c, int *why, struct diag *d)
+{
+	struct search *s = &x->s;
+	const struct sched_live *live;
+	struct plan_layout lay = *l;
+	struct job_spec j;
+	uint32_t b;
+	int r;
+
+	lay.nodes = s->sys.nodes;
+	plan_layout_job(s->base, &s->sys, &lay, &j);
+	memset(c, 0, sizeof(*c));
+	c->lay = lay;
+	c->gpus = system_gpus(&s->sys);
+	b = job_layout_check(&j, JOB_RULES_ALL, NULL, NULL);
+	for (r = 0; b && r < JR_COUNT; r++)
+		if (b & (1u << r)) {
+			*why = r;
+			return 1;
+		}
+	s->d = d;
+	if (!(live = lives_of(s, &j)) ||
+	    footprint_job_live(&j, s->usable_B, live, &c->mem) != 0) {
+		diag_oom(d);
+		return -1;
+	}
+	if (est_step(s->est, &j, &c->est, d) != 0)
+		return -1;
+	plan_cand_from_estimate(&j, c);
+	if (!c->mem.fits) {
+		*why = PR_MEMORY;
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- setup ---- */
 
 int space_init(struct search *s, const struct job_spec *base,
