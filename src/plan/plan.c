@@ -555,3 +555,15 @@ void plan_result_release(struct plan_result *r)
 	r->front = NULL;
 	r->ncands = r->nfront = 0;
 }
+
+int plan_simulate(const struct job_spec *j, const struct plan_opts *o,
+		  struct plan_cand *c, size_t n, struct diag *d)
+{
+	size_t i;
+
+	if (full_runs(j, o, c, n, d) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		c[i].bound = plan_bound_of(&c[i]);
+	return 0;
+}

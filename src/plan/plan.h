@@ -202,6 +202,13 @@ void plan_ctx_free(struct plan_ctx *x);
 int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 		      struct plan_cand *c, int *why, struct diag *d);
 
+/* Simulate c[0..n-1] (each with its layout, gpus and estimate set, as
+ * plan_ctx_estimate fills them) in full as plan_run's full tier does (in
+ * o->jobs processes), replacing their step, rates, split and bound with
+ * the run's. Returns 0, or -1 after reporting to d. */
+int plan_simulate(const struct job_spec *j, const struct plan_opts *o,
+		  struct plan_cand *c, size_t n, struct diag *d);
+
 /* The job of layout l on job j's model and system (sys: j's system with
  * l's nodes, or NULL for j's own). */
 void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
