@@ -23,6 +23,7 @@
 struct diag;
 struct schema;
 struct store_coll_row;
+struct store_plan_row;
 struct store_step;
 
 enum {
@@ -80,6 +81,8 @@ struct cli_result {
 	const struct store_step *step;		/* step summary, or NULL */
 	const struct store_coll_row *rows;	/* collective rows, or NULL */
 	uint32_t nrows;				/* entries of rows */
+	const struct store_plan_row *plan;	/* a plan's ranking, or NULL */
+	uint32_t nplan;				/* entries of plan */
 };
 
 /*

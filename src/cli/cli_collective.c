@@ -377,7 +377,7 @@ static int store_rows(const struct opts *o, const char *data_root,
 {
 	struct store_coll_row sr[MAX_ROWS];
 	struct cli_result res = { "collective", &system_schema, s, json, NULL,
-				  sr, (uint32_t)n };
+				  sr, (uint32_t)n, NULL, 0 };
 	int i;
 
 	for (i = 0; i < n; i++)

@@ -21,10 +21,12 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "base/mem.h"
 #include "base/units.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "plan/plan.h"
+#include "store/store.h"
 
 struct plan_cli {
 	const char *job;
@@ -225,6 +227,73 @@ static int report(const struct plan_cli *c, const struct job_spec *j,
 	return CLI_OK;
 }
 
+/* The ranking as store rows (on_front from r->front). */
+static void plan_row(const struct plan_result *r, int64_t i,
+		     struct store_plan_row *row)
+{
+	const struct plan_cand *c = &r->cands[i];
+	const struct plan_layout *l = &c->lay;
+	int64_t k;
+
+	memset(row, 0, sizeof(*row));
+	row->rank = i + 1;
+	row->gpus = c->gpus;
+	row->nodes = l->nodes;
+	row->tp = l->tp;
+	row->pp = l->pp;
+	row->vpp = l->vpp;
+	row->cp = l->cp;
+	row->ep = l->ep;
+	row->etp = l->etp > 0 ? l->etp : l->tp;
+	row->dp = l->dp;
+	row->micro_batch_size = l->mbs;
+	row->recompute = recompute_names[l->recompute];
+	row->zero_stage = l->zero;
+	row->sequence_parallel = l->sp;
+	row->schedule = pp_schedule_names[l->schedule];
+	row->tp_comm_overlap = l->tp_overlap;
+	row->simulated = c->full;
+	for (k = 0; k < r->nfront; k++)
+		row->on_front |= r->front[k] == i;
+	row->step_time_s = c->step_s;
+	row->tokens_per_s = c->tokens_per_s;
+	row->mfu = c->mfu;
+	row->tflops_per_gpu = c->tflops_per_gpu;
+	row->peak_bytes_per_gpu = c->mem.peak_B;
+	row->fits = c->mem.fits;
+	row->compute_s = c->part_s[EXEC_COMPUTE];
+	row->exposed_comm_s = c->part_s[EXEC_EXPOSED_COMM];
+	row->bubble_s = c->part_s[EXEC_BUBBLE];
+	row->optimizer_s = c->part_s[EXEC_OPTIMIZER];
+	row->other_s = c->part_s[EXEC_OTHER];
+	row->bound = plan_bound_names[c->bound];
+	row->est_step_time_s = c->est.step_s;
+	row->est_rank = c->est_rank;
+}
+
+/* Store the plan with the job it came from and its ranking. */
+static int store_plan(const struct plan_cli *c, const char *data_root,
+		      const struct job_spec *j, const struct plan_result *r,
+		      const char *json, struct diag *d)
+{
+	struct store_plan_row *rows = mem_calloc((size_t)(r->ncands ? r->ncands : 1),
+						 sizeof(*rows));
+	struct cli_result res = { "plan", &job_schema, j, json, NULL, NULL, 0,
+				  rows, (uint32_t)r->ncands };
+	int64_t i;
+	int rc;
+
+	if (!rows) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	for (i = 0; i < r->ncands; i++)
+		plan_row(r, i, &rows[i]);
+	rc = cli_store(c->db, data_root, &res, d);
+	mem_free(rows);
+	return rc;
+}
+
 int cli_plan(int argc, char **argv, const char *argv0)
 {
 	struct arena a;
@@ -259,12 +328,8 @@ int cli_plan(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	rc = report(&c, j, &r, &json, &d);
-	if (rc == CLI_OK && !c.no_store) {
-		struct cli_result res = { "plan", &job_schema, j, json, NULL,
-					  NULL, 0 };
-
-		rc = cli_store(c.db, cx.data_root, &res, &d);
-	}
+	if (rc == CLI_OK && !c.no_store)
+		rc = store_plan(&c, cx.data_root, j, &r, json, &d);
 out:
 	cJSON_free(json);
 	plan_result_release(&r);

@@ -97,7 +97,7 @@ static int store_result(const char *db, const char *data_root,
 		.other_s = r->part_s[EXEC_OTHER],
 	};
 	struct cli_result res = { "run", &job_schema, j, result_json, &step,
-				  NULL, 0 };
+				  NULL, 0, NULL, 0 };
 
 	return cli_store(db, data_root, &res, d);
 }

@@ -57,7 +57,8 @@ int cli_store(const char *db, const char *data_root,
 		db = path;
 	if (!(st = store_open(db, d)))
 		goto out;
-	id = store_put(st, &run, r->step, r->rows, r->nrows, d);
+	id = r->plan ? store_put_plan(st, &run, r->plan, r->nplan, d) :
+		       store_put(st, &run, r->step, r->rows, r->nrows, d);
 	if (id > 0) {
 		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
 			(long long)id, db);

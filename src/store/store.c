@@ -746,3 +746,80 @@ int64_t store_put(struct store *st, const struct store_run *run,
 		(void)step_once(st->rollback);
 	return id;
 }
+
+/* ---- plans ---------------------------------------------------------- */
+
+static const char put_plan_sql[] =
+	"INSERT INTO plan_candidates(run_id, rank, gpus, nodes, tp, pp, vpp, "
+	"cp, ep, etp, dp, micro_batch_size, zero_stage, est_rank, "
+	"sequence_parallel, tp_comm_overlap, simulated, on_front, fits, "
+	"recompute, schedule, bound, step_time_s, tokens_per_s, mfu, "
+	"tflops_per_gpu, peak_bytes_per_gpu, compute_s, exposed_comm_s, "
+	"bubble_s, optimizer_s, other_s, est_step_time_s) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+	"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
+	"?29, ?30, ?31, ?32, ?33)";
+
+static int put_plan_row(sqlite3_stmt *s, int64_t id,
+			const struct store_plan_row *p)
+{
+	const int64_t ints[] = {
+		id, p->rank, p->gpus, p->nodes, p->tp, p->pp, p->vpp, p->cp,
+		p->ep, p->etp, p->dp, p->micro_batch_size, p->zero_stage,
+		p->est_rank, p->sequence_parallel, p->tp_comm_overlap,
+		p->simulated, p->on_front, p->fits,
+	};
+	const char *text[] = { p->recompute, p->schedule, p->bound };
+	const double v[] = {
+		p->step_time_s, p->tokens_per_s, p->mfu, p->tflops_per_gpu,
+		p->peak_bytes_per_gpu, p->compute_s, p->exposed_comm_s,
+		p->bubble_s, p->optimizer_s, p->other_s, p->est_step_time_s,
+	};
+	int rc = SQLITE_OK, i;
+
+	for (i = 0; i < 19 && rc == SQLITE_OK; i++)
+		rc = sqlite3_bind_int64(s, i + 1, ints[i]);
+	if (rc == SQLITE_OK)
+		rc = bind_texts(s, 20, text, 3);
+	if (rc == SQLITE_OK)
+		rc = bind_doubles(s, 23, v, 11);
+	return insert(s, rc);
+}
+
+int64_t store_put_plan(struct store *st, const struct store_run *run,
+		       const struct store_plan_row *rows, uint32_t nrows,
+		       struct diag *d)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t id = -1;
+	uint32_t i;
+
+	assert(st && run && (rows || nrows == 0));
+	if (!sqlite3_get_autocommit(st->db))
+		(void)step_once(st->rollback);
+	if (sqlite3_prepare_v3(st->db, put_plan_sql, -1, 0, &s, NULL) !=
+	    SQLITE_OK) {
+		report(st, d, "preparing the plan statement");
+		return -1;
+	}
+	if (step_once(st->begin) != SQLITE_DONE) {
+		report(st, d, "starting to store a plan");
+		goto out;
+	}
+	id = put_all(st, run, NULL, NULL, 0, d);
+	for (i = 0; id > 0 && i < nrows; i++)
+		if (put_plan_row(s, id, &rows[i]) != SQLITE_DONE) {
+			report(st, d, "storing layout %u of %u of the plan",
+			       i + 1, nrows);
+			id = -1;
+		}
+	if (id > 0 && step_once(st->commit) != SQLITE_DONE) {
+		report(st, d, "committing run %lld", (long long)id);
+		id = -1;
+	}
+	if (id < 0 && !sqlite3_get_autocommit(st->db))
+		(void)step_once(st->rollback);
+out:
+	sqlite3_finalize(s);
+	return id;
+}
