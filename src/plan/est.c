@@ -396,6 +396,38 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	return 0;
 }
 
+/* The synchronization tax at the end of the step (exec_jitter.c): the
+ * step's last rendezvous, the final gradient reduction over the stage's
+ * dp x tp GPUs (every one of them, replicas counted), waits for the
+ * lateness rank r gathered over the whole step,
+ *
+ *   e(N) sqrt(sigma_op^2 sum_ops t_op^2 + sigma_gpu^2 C^2),
+ *
+ * its ops the forward and backward of each (chunk, microbatch), C its
+ * compute. The rendezvous inside the step (TP collectives, transfers)
+ * add their own smaller waits, left out. */
+static double sync_tax(const struct est_cand *c, int64_t r)
+{
+	const struct variability_spec *v = &c->j->system->variability;
+	double sq = 0, sum = 0, f, b, n;
+	int64_t ch;
+
+	if (v->op_jitter <= 0 && v->gpu_spread <= 0)
+		return 0;
+	n = (double)(c->j->parallelism.dp * c->j->parallelism.tp *
+		     c->j->parallelism.cp);
+	if (n < 2)
+		return 0;
+	for (ch = 0; ch < c->v; ch++) {
+		f = est_stage_f(c, ch * c->p + r);
+		b = est_stage_b(c, ch * c->p + r);
+		sq += (double)c->m * (f * f + b * b);
+		sum += (double)c->m * (f + b);
+	}
+	return exec_emax(n) * sqrt(v->op_jitter * v->op_jitter * sq +
+				   v->gpu_spread * v->gpu_spread * sum * sum);
+}
+
 /* Split the step of the rank that ends last (entry i) into exec.h's
  * parts. */
 static void parts(const struct est_cand *c, int i, double step, double delay,
@@ -408,10 +440,10 @@ static void parts(const struct est_cand *c, int i, double step, double delay,
 	ps[EXEC_COMPUTE] = (double)c->m * k;
 	out->mem_bound_s = (double)c->m * mem;
 	ps[EXEC_OPTIMIZER] = opt;
-	ps[EXEC_OTHER] = over;
+	ps[EXEC_OTHER] = over + t->tax;
 	ps[EXEC_EXPOSED_COMM] = (double)c->m * (w - k) + delay + t->exposed +
 				t->after;
-	ps[EXEC_BUBBLE] = fmax(0, step - ps[EXEC_COMPUTE] - opt - over -
+	ps[EXEC_BUBBLE] = fmax(0, step - ps[EXEC_COMPUTE] - opt - over - t->tax -
 			       ps[EXEC_EXPOSED_COMM]);
 }
 
@@ -460,7 +492,8 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 		if (rank_tail(e, &c, dp, i, E, &tl[i], d) != 0)
 			return -1;
 		opt[i] = train_optimizer_s(j, &dims, c.split, r);
-		fin = E + tl[i].exposed + opt[i] + tl[i].after;
+		tl[i].tax = sync_tax(&c, r);
+		fin = E + tl[i].exposed + opt[i] + tl[i].after + tl[i].tax;
 		delay = fmax(delay, tl[i].delay);
 		if (fin > best) {
 			best = fin;

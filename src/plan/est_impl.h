@@ -149,6 +149,7 @@ struct est_tail {
 	double exposed;		/* s, reductions after the rank's backward */
 	double after;		/* s, non-overlapped gathers after the optimizer */
 	double delay;		/* s, start delay from overlapped gathers */
+	double tax;		/* s, the final rendezvous' wait (variability) */
 };
 
 void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
