@@ -1,6 +1,7 @@
 /*
  * memo.c - the memo table (memo.h). Hash: FNV-1a over the key bytes,
- * 64-bit; slots hold a used byte, the key and the value.
+ * 64-bit; a slot holds a used word, the key and the value, each starting
+ * on an 8-byte boundary so a value may hold doubles and pointers.
  */
 #include "memo.h"
 
@@ -23,9 +24,22 @@ static uint64_t hash(const void *key, size_t n)
 	return h ^ (h >> 29);
 }
 
+static size_t round8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Offsets in a slot: used word at 0, key at KEY, value at val_at(m). */
+enum { KEY = 8 };
+
+static size_t val_at(const struct memo *m)
+{
+	return KEY + round8(m->key_B);
+}
+
 static size_t slot_B(const struct memo *m)
 {
-	return 1 + m->key_B + m->val_B;
+	return val_at(m) + round8(m->val_B);
 }
 
 static unsigned char *slot(const struct memo *m, size_t i)
@@ -55,7 +69,7 @@ static unsigned char *find(const struct memo *m, const void *key)
 	for (;;) {
 		unsigned char *s = slot(m, i);
 
-		if (!s[0] || memcmp(s + 1, key, m->key_B) == 0)
+		if (!s[0] || memcmp(s + KEY, key, m->key_B) == 0)
 			return s;
 		i = (i + 1) & (m->cap - 1);
 	}
@@ -75,7 +89,7 @@ void *memo_get(struct memo *m, const void *key)
 		return NULL;
 	}
 	m->hits++;
-	return s + 1 + m->key_B;
+	return s + val_at(m);
 }
 
 static int grow(struct memo *m)
@@ -94,7 +108,7 @@ static int grow(struct memo *m)
 		unsigned char *s = old + i * slot_B(m);
 
 		if (s[0])
-			memcpy(find(m, s + 1), s, slot_B(m));
+			memcpy(find(m, s + KEY), s, slot_B(m));
 	}
 	mem_free(old);
 	return 0;
@@ -109,11 +123,11 @@ void *memo_put(struct memo *m, const void *key, const void *val)
 	s = find(m, key);
 	if (!s[0]) {
 		s[0] = 1;
-		memcpy(s + 1, key, m->key_B);
+		memcpy(s + KEY, key, m->key_B);
 		m->n++;
 	}
-	memcpy(s + 1 + m->key_B, val, m->val_B);
-	return s + 1 + m->key_B;
+	memcpy(s + val_at(m), val, m->val_B);
+	return s + val_at(m);
 }
 
 void *memo_next(const struct memo *m, size_t *i)
@@ -122,7 +136,7 @@ void *memo_next(const struct memo *m, size_t *i)
 		unsigned char *s = slot(m, (*i)++);
 
 		if (s[0])
-			return s + 1 + m->key_B;
+			return s + val_at(m);
 	}
 	return NULL;
 }

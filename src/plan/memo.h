@@ -20,7 +20,7 @@
 struct memo {
 	size_t key_B, val_B;	/* B, per entry */
 	size_t cap, n;		/* slots (a power of 2), entries */
-	unsigned char *slots;	/* cap * (1 + key_B + val_B): used flag, key, value */
+	unsigned char *slots;	/* cap slots: used word, key, value (8-aligned) */
 	uint64_t hits, misses;	/* lookups, for reports */
 };
 

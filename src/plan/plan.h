@@ -163,7 +163,7 @@ struct plan_result {
 	double full_wall_s;		/* s, the full runs */
 	double wall_s;			/* s, the whole plan */
 	struct est_stats stats;		/* the analytical tier's counters */
-	char why[768];			/* why the best beats the runner-up */
+	char why[1280];			/* why the best beats the runner-up */
 };
 
 /*

@@ -562,7 +562,8 @@ int space_estimate(struct search *s, size_t k)
 	}
 	/* by bound: once a bound is no better than the k-th estimate, no
 	 * later layout can enter the best k */
-	qsort(s->v, s->n, sizeof(*s->v), by_score);
+	if (s->n > 0)
+		qsort(s->v, s->n, sizeof(*s->v), by_score);
 	for (i = 0; i < s->n; i++) {
 		struct scored *c = &s->v[i];
 		struct job_spec j;
@@ -583,7 +584,8 @@ int space_estimate(struct search *s, size_t k)
 	}
 	s->nest = i;
 	/* the estimated first, best first; the bounded after, by bound */
-	qsort(s->v, i, sizeof(*s->v), by_score);
+	if (i > 0)
+		qsort(s->v, i, sizeof(*s->v), by_score);
 	mem_free(best);
 	return 0;
 }

@@ -161,16 +161,22 @@ int main(int argc, char **argv)
 	       (unsigned long long)r.ranked, n, rho_all, rho_top,
 	       (long long)s[best].est_rank, 100 * err[n / 2], 100 * err[n - 1]);
 	plan_result_release(&r);
+	argi = 0;
 	if ((size_t)s[best].est_rank > top) {
 		fprintf(stderr, "plan_rank: %s: the fastest simulated layout is "
 			"%lld-th by the estimate, outside the top %zu\n", job,
 			(long long)s[best].est_rank, top);
-		return 1;
+		argi = 1;
 	}
 	if (!(rho_all >= min_rho)) {
 		fprintf(stderr, "plan_rank: %s: Spearman %.3f < %.3f\n", job,
 			rho_all, min_rho);
-		return 1;
+		argi = 1;
 	}
-	return 0;
+	mem_free(s);
+	mem_free(est);
+	mem_free(sim);
+	mem_free(err);
+	arena_release(&a);
+	return argi;
 }
