@@ -1,11 +1,13 @@
 # llmsim - a boring Makefile.
 #
-#   make            build build/llmsim
+#   make            build build/llmsim and the measurement backends whose
+#                   compilers are installed (src/backend/backend.mk)
 #   make run        run the default job (workloads/jobs/default.yaml)
 #   make test       build and run every test
 #   make check      the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      benchmarks (engine events/s, a 16k-GPU run, max-min re-solve)
-#   make validate   predicted vs measured for the reference cases
+#   make validate   predicted vs measured for the reference cases and any
+#                   stored measurements (llmsim validate, the targets)
 #   make clean
 #
 # Local overrides (CC, extra flags) go in config.mak, which is not tracked.
@@ -19,9 +21,11 @@ PKGS := yaml-0.1 libcjson gsl sqlite3
 TEST_PKGS := criterion
 
 # A fresh machine needs no manual step: when pkg-config cannot find a
-# dependency, install them all (scripts/install-deps.sh is idempotent).
+# dependency, or the backends' compilers (mpicc, hipcc) are missing,
+# install them all (scripts/install-deps.sh is idempotent).
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
-ifneq ($(shell pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null && echo ok),ok)
+ifneq ($(shell pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null && \
+	command -v mpicc >/dev/null && command -v hipcc >/dev/null && echo ok),ok)
 $(info llmsim: installing build dependencies (scripts/install-deps.sh))
 ifneq ($(shell scripts/install-deps.sh >&2; echo $$?),0)
 $(error scripts/install-deps.sh failed; install the packages it names and run make again)
@@ -49,7 +53,7 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # Every folder of src/ is one layer (docs/architecture.md); the library is
 # all of them but the program's entry point.
-LIB_SRC := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
+LIB_SRC := $(filter-out src/cli/main.c src/backend/%,$(wildcard src/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/unit/*.c tests/unit/*/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
@@ -64,9 +68,11 @@ LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit tools check bench validate clean fuzz FORCE
+.PHONY: all run test unit tools backends check bench validate clean fuzz FORCE
 
-all: $(BIN)
+all: $(BIN) backends
+
+include src/backend/backend.mk
 
 # The git revision goes into the version string; the header is rewritten
 # only when it changes, so an unchanged tree does not rebuild.
@@ -95,8 +101,11 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(BUILD)/obj/src/cli/main.o $(LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(UNIT): $(TEST_OBJ) $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(PKG_LIBS)
+# The backends' shared data and check code is plain C with no dependency:
+# its unit tests (tests/unit/backend) link it in.
+$(UNIT): $(TEST_OBJ) $(LIB) $(BK_COMMON)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(BK_COMMON) $(TEST_LIBS) \
+		$(PKG_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
@@ -122,7 +131,7 @@ unit: $(UNIT)
 	@$(RUN_UNIT)
 
 # Every test: unit tests, then the tests that drive the real binary.
-test: $(BIN) $(UNIT) $(TOOL_BIN)
+test: $(BIN) $(UNIT) $(TOOL_BIN) backends
 	@$(RUN_UNIT)
 	@for t in tests/*.sh; do \
 		[ -x "$$t" ] || continue; \
@@ -141,11 +150,8 @@ bench: $(BIN) $(BENCH_BIN) $(TOOL_BIN)
 		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || exit 1; \
 	done
 
-validate: $(BIN) $(TOOL_BIN)
-	@rc=0; for s in scripts/validate-*.sh; do \
-		[ -x "$$s" ] || continue; echo "== $$s"; \
-		LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools "$$s" || rc=1; \
-	done; exit $$rc
+validate: $(BIN)
+	$(BIN) validate --no-store
 
 clean:
 	rm -rf $(BUILD) build

@@ -3,7 +3,10 @@
 # Idempotent: quiet and quick when everything is present. Uses sudo when not root.
 set -eu
 
-PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time"
+# openmpi-bin, libopenmpi-dev: the mpi measurement backend, which make test
+# runs live; hipcc, libamdhip64-dev: the hip backend is compiled on every
+# machine (it runs where a GPU and RCCL are; src/backend/backend.mk).
+PKGS="build-essential pkg-config libyaml-dev libcjson-dev libgsl-dev libsqlite3-dev libcriterion-dev sqlite3 time openmpi-bin libopenmpi-dev hipcc libamdhip64-dev"
 
 missing=""
 for p in $PKGS; do

@@ -10,6 +10,9 @@
  *   0  success
  *   1  runtime failure (I/O, database, out of memory, simulation failed)
  *   2  bad input or usage (diagnostics on stderr)
+ *   3  `measure` only: no device (no GPU, or no driver)
+ *   4  `measure` only: a library or backend is missing (RCCL, NCCL,
+ *      rocBLAS, cuBLAS, MPI, or the backend was not built)
  *
  * This is the application layer: it may use every module.
  */
@@ -23,13 +26,18 @@
 struct diag;
 struct schema;
 struct store_coll_row;
+struct store_meas_info;
+struct store_meas_row;
 struct store_plan_row;
 struct store_step;
+struct store_valid_row;
 
 enum {
 	CLI_OK = 0,
 	CLI_FAIL = 1,
-	CLI_USAGE = 2
+	CLI_USAGE = 2,
+	CLI_NO_DEVICE = 3,
+	CLI_NO_LIBRARY = 4
 };
 
 struct cli_command {
@@ -70,17 +78,28 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
 int cli_collective(int argc, char **argv, const char *argv0);
+int cli_measure(int argc, char **argv, const char *argv0);
+int cli_validate(int argc, char **argv, const char *argv0);
+int cli_calibrate(int argc, char **argv, const char *argv0);
 int cli_plan(int argc, char **argv, const char *argv0);
 
 /* A result to store with cli_store(). */
 struct cli_result {
 	const char *command;			/* "run", "collective" */
-	const struct schema *schema;		/* kind of the resolved config */
+	const struct schema *schema;		/* kind of the resolved config;
+						   NULL: kind and config_json */
 	const void *config;			/* the resolved config */
 	const char *json;			/* the command's --json output */
 	const struct store_step *step;		/* step summary, or NULL */
 	const struct store_coll_row *rows;	/* collective rows, or NULL */
 	uint32_t nrows;				/* entries of rows */
+	const char *kind;			/* without a schema: the kind */
+	const char *config_json;		/* without a schema: the input */
+	const struct store_meas_info *meas_info;	/* measure: where */
+	const struct store_meas_row *meas;	/* measure: the points */
+	uint32_t nmeas;
+	const struct store_valid_row *valid;	/* validate: the rows */
+	uint32_t nvalid;
 	const struct store_plan_row *plan;	/* a plan's ranking, or NULL */
 	uint32_t nplan;				/* entries of plan */
 };

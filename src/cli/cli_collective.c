@@ -376,8 +376,10 @@ static int store_rows(const struct opts *o, const char *data_root,
 		      const struct row *rows, int n, struct diag *d)
 {
 	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { "collective", &system_schema, s, json, NULL,
-				  sr, (uint32_t)n, NULL, 0 };
+	struct cli_result res = { .command = "collective",
+				  .schema = &system_schema, .config = s,
+				  .json = json, .rows = sr,
+				  .nrows = (uint32_t)n };
 	int i;
 
 	for (i = 0; i < n; i++)

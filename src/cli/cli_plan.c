@@ -278,8 +278,9 @@ static int store_plan(const struct plan_cli *c, const char *data_root,
 {
 	struct store_plan_row *rows = mem_calloc((size_t)(r->ncands ? r->ncands : 1),
 						 sizeof(*rows));
-	struct cli_result res = { "plan", &job_schema, j, json, NULL, NULL, 0,
-				  rows, (uint32_t)r->ncands };
+	struct cli_result res = { .command = "plan", .schema = &job_schema,
+				  .config = j, .json = json, .plan = rows,
+				  .nplan = (uint32_t)r->ncands };
 	int64_t i;
 	int rc;
 

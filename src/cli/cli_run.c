@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -21,6 +22,8 @@
 #include "config/schema.h"
 #include "config/spec_job.h"
 #include "store/store.h"
+#include "calib/calib.h"
+#include "config/spec_system.h"
 
 struct run_opts {
 	const char *job;		/* JOB.yaml or a job preset */
@@ -96,17 +99,95 @@ static int store_result(const char *db, const char *data_root,
 		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 		.other_s = r->part_s[EXEC_OTHER],
 	};
-	struct cli_result res = { "run", &job_schema, j, result_json, &step,
-				  NULL, 0, NULL, 0 };
+	struct cli_result res = { .command = "run", .schema = &job_schema,
+				  .config = j, .json = result_json,
+				  .step = &step };
 
 	return cli_store(db, data_root, &res, d);
 }
 
+/* The step again with extra --set overrides (calib_band's fn). */
+struct band_ctx {
+	const struct run_opts *o;
+	struct config_ctx *cx;
+};
+
+static int band_eval(void *ctx, const char *const *extra, size_t nextra,
+		     double *out)
+{
+	struct band_ctx *b = ctx;
+	const char **sets = mem_alloc((b->o->nsets + nextra + 1) *
+				      sizeof(*sets));
+	struct config_ctx cx = *b->cx;
+	struct step_result r;
+	struct job_spec *j;
+	struct arena a;
+	size_t i;
+	int rc = -1;
+
+	arena_init(&a);
+	cx.arena = &a;
+	memset(&r, 0, sizeof(r));
+	j = arena_alloc(&a, sizeof(*j));
+	if (sets && j) {
+		memset(j, 0, sizeof(*j));
+		for (i = 0; i < b->o->nsets; i++)
+			sets[i] = b->o->sets[i];
+		for (i = 0; i < nextra; i++)
+			sets[b->o->nsets + i] = extra[i];
+		if (config_load(&cx, &job_schema, b->o->job, sets,
+				b->o->nsets + nextra, j) == 0 &&
+		    step_run(j, b->o->full, NULL, NULL, &r, cx.diag) == 0) {
+			*out = r.step_s;
+			rc = 0;
+		}
+	}
+	step_result_release(&r);
+	mem_free(sets);
+	arena_release(&a);
+	return rc;
+}
+
+/* With a calibrated system: step_time_stderr_s and the 95% interval
+ * from the calibration's covariance (calib_band.c), added to obj. */
+static int add_band(const struct run_opts *o, const struct job_spec *j,
+		    const struct step_result *r, struct cJSON *obj,
+		    struct config_ctx *cx)
+{
+	struct band_ctx b = { o, cx };
+	double sigma = 0, lo, hi;
+	struct cJSON *iv;
+
+	if (!j->system->calibration)
+		return 0;
+	if (calib_band(cx, j->system->calibration, "system.", 0, band_eval, &b,
+		       &r->step_s, 1, &sigma) != 0)
+		return -1;
+	/* The fit is of ln time: the band is one there. */
+	lo = r->step_s * exp(-1.96 * sigma / r->step_s);
+	hi = r->step_s * exp(1.96 * sigma / r->step_s);
+	iv = cJSON_CreateArray();
+	if (!iv || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(lo))
+	    || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(hi)) ||
+	    !cJSON_AddItemToObject(obj, "step_time_interval_s", iv) ||
+	    !cJSON_AddNumberToObject(obj, "step_time_stderr_s", sigma) ||
+	    !cJSON_AddStringToObject(obj, "calibration",
+				     j->system->calibration))
+		return -1;
+	return 0;
+}
+
 /* Print the result; its JSON text goes to *json_out for the store. */
 static int report(const struct run_opts *o, const struct job_spec *j,
-		  const struct step_result *r, char **json_out, struct diag *d)
+		  const struct step_result *r, char **json_out,
+		  struct config_ctx *cx, struct diag *d)
 {
 	struct cJSON *obj = step_to_json(j, r);
+
+	if (obj && add_band(o, j, r, obj, cx) != 0) {
+		cJSON_Delete(obj);
+		return d->oom ? CLI_FAIL : CLI_USAGE;
+	}
 
 	*json_out = obj ? cJSON_Print(obj) : NULL;
 	cJSON_Delete(obj);
@@ -172,7 +253,7 @@ int cli_run(int argc, char **argv, const char *argv0)
 	j->full_fidelity |= o.full;
 	rc = simulate(&o, j, r, &d);
 	if (rc == CLI_OK)
-		rc = report(&o, j, r, &json, &d);
+		rc = report(&o, j, r, &json, &cx, &d);
 	if (rc == CLI_OK && !o.no_store)
 		rc = store_result(o.db, cx.data_root, j, json, r, &d);
 out:

@@ -35,16 +35,32 @@ static char *default_db(const char *data_root)
 	return path;
 }
 
+/* The result's rows into the open store: the run id, or -1. */
+static int64_t put(struct store *st, const struct store_run *run,
+		   const struct cli_result *r, struct diag *d)
+{
+	if (r->meas_info)
+		return store_put_measure(st, run, r->meas_info, r->meas,
+					 r->nmeas, d);
+	if (r->valid)
+		return store_put_validation(st, run, r->valid, r->nvalid, d);
+	if (r->plan)
+		return store_put_plan(st, run, r->plan, r->nplan, d);
+	return store_put(st, run, r->step, r->rows, r->nrows, d);
+}
+
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d)
 {
-	cJSON *cfg = schema_to_json(r->schema, r->config);
-	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	cJSON *cfg = r->schema ? schema_to_json(r->schema, r->config) : NULL;
+	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) :
+		      r->schema ? NULL : mem_strdup(r->config_json);
 	char *path = db ? NULL : default_db(data_root);
 	struct store *st = NULL;
 	char hex[65];
-	struct store_run run = { r->command, r->schema->kind, cfg_s, hex,
-				 r->json, cli_version() };
+	struct store_run run = { r->command,
+				 r->schema ? r->schema->kind : r->kind, cfg_s,
+				 hex, r->json, cli_version() };
 	int64_t id;
 	int rc = CLI_FAIL;
 
@@ -57,8 +73,7 @@ int cli_store(const char *db, const char *data_root,
 		db = path;
 	if (!(st = store_open(db, d)))
 		goto out;
-	id = r->plan ? store_put_plan(st, &run, r->plan, r->nplan, d) :
-		       store_put(st, &run, r->step, r->rows, r->nrows, d);
+	id = put(st, &run, r, d);
 	if (id > 0) {
 		fprintf(stderr, "llmsim: stored as run %lld in %s\n",
 			(long long)id, db);
@@ -67,7 +82,10 @@ int cli_store(const char *db, const char *data_root,
 out:
 	store_close(st);
 	mem_free(path);
-	cJSON_free(cfg_s);
+	if (cfg)
+		cJSON_free(cfg_s);
+	else
+		mem_free(cfg_s);
 	cJSON_Delete(cfg);
 	return rc;
 }

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cnode.h"
 #include "cnode_impl.h"
@@ -56,6 +57,10 @@ static struct cnode *resolve_map(struct resolver *r, const struct schema *s,
 				 struct cnode *map, const char *keypath);
 static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
 				 struct cnode *v, const char *keypath);
+static struct cnode *apply_overlays(struct resolver *r, const struct schema *s,
+				    struct cnode *map, const char *keypath);
+static long find_pair(const struct schema *s, const struct cnode *map,
+		      const struct schema_field *f, const char *key);
 
 /* Report at `at` (or without a place for the command line). */
 static void ref_error(struct resolver *r, const struct cnode *at,
@@ -327,7 +332,8 @@ static struct cnode *resolve_ref(struct resolver *r, const struct schema *s,
 	}
 	p = cnode_get(v, "preset");
 	if (!p)
-		return resolve_map(r, s, v, keypath);
+		return apply_overlays(r, s, resolve_map(r, s, v, keypath),
+				      keypath);
 	keyjoin(sub, keypath, "preset");
 	if (p->kind != CNODE_SCALAR || cnode_is_null(p)) {
 		ref_error(r, p, sub, "expected a %s preset name or a path, got "
@@ -498,7 +504,105 @@ struct cnode *config_merge(struct resolver *r, const struct schema *s,
 			return NULL;
 		}
 	}
+	return apply_overlays(r, s, out, keypath);
+}
+
+/* ---- overlays ---- */
+
+/* The file of an overlay field's value once applied (compared by
+ * address): its text is then the file's path. */
+static const char overlay_applied[] = "(overlay applied)";
+
+/* The file an overlay field names: absolute, or relative to the folder
+ * of the file that names it, else to the data root. NULL when none is
+ * readable. */
+static const char *overlay_file(struct resolver *r, const struct cnode *v)
+{
+	struct arena *a = r->cx->arena;
+	const char *c[2] = {NULL, NULL};
+	char *dir;
+	int i;
+
+	if (v->text[0] == '/')
+		return access(v->text, R_OK) == 0 ? v->text : NULL;
+	dir = config_dir_of(a, v->file);
+	c[0] = dir ? config_join(a, dir, v->text) : NULL;
+	c[1] = config_join(a, r->cx->data_root ? r->cx->data_root : ".",
+			   v->text);
+	for (i = 0; i < 2; i++)
+		if (c[i] && access(c[i], R_OK) == 0)
+			return c[i];
+	return NULL;
+}
+
+/* Merge the `overlay:` mapping of the file map's pair j names onto map;
+ * the pair's value becomes the file's path. NULL after reporting. */
+static struct cnode *overlay_one(struct resolver *r, const struct schema *s,
+				 struct cnode *map, size_t j,
+				 const char *keypath)
+{
+	const struct schema_field *f = schema_field(s, map->pairs[j].key->text);
+	struct cnode *v = map->pairs[j].value, *doc, *ov, *out, *path, *marked;
+	const char *file;
+	char sub[KEYPATH_LEN];
+	size_t cap = 0;
+	long k;
+
+	keyjoin(sub, keypath, map->pairs[j].key->text);
+	if (v->kind != CNODE_SCALAR || cnode_is_null(v))
+		return map;	/* schema_load says what was expected */
+	if (!(file = overlay_file(r, v))) {
+		ref_error(r, v, sub, "cannot read '%s' (relative to this file's "
+			  "folder or the data root)", v->text);
+		return NULL;
+	}
+	if (!(doc = cnode_load_yaml(r->cx->arena, file, r->cx->diag)))
+		return NULL;
+	ov = cnode_get(doc, "overlay");
+	if (!ov || ov->kind != CNODE_MAP) {
+		diag_error(r->cx->diag, doc->file, doc->line, doc->col,
+			   "expected an 'overlay:' mapping of %s keys (a file "
+			   "`llmsim calibrate` writes)", s->kind);
+		return NULL;
+	}
+	if (cnode_get(ov, f->key)) {
+		ref_error(r, cnode_get(ov, f->key), sub, "an overlay cannot "
+			  "name another");
+		return NULL;
+	}
+	/* Marked applied before merging: the merge applies overlays too. */
+	if (!(path = synthetic(r, v, file)) || !(marked = copy_map(r, map, &cap))) {
+		diag_oom(r->cx->diag);
+		return NULL;
+	}
+	path->file = overlay_applied;
+	marked->pairs[j].value = path;
+	out = config_merge(r, s, marked, ov, keypath, 0);
+	if (out && (k = find_pair(s, out, f, f->key)) >= 0)
+		out->pairs[k].value = path;
 	return out;
+}
+
+/* Apply every SF_OVERLAY field of map (a system's `calibration:`). */
+static struct cnode *apply_overlays(struct resolver *r, const struct schema *s,
+				    struct cnode *map, const char *keypath)
+{
+	size_t i;
+	long j;
+
+	for (i = 0; map && map->kind == CNODE_MAP && i < s->nfields; i++) {
+		const struct schema_field *f = &s->fields[i];
+
+		if (!(f->flags & SF_OVERLAY) ||
+		    (j = find_pair(s, map, f, f->key)) < 0)
+			continue;
+		/* Once: later merges (a --set) must not re-apply it over
+		 * what they change. */
+		if (map->pairs[j].value->file == overlay_applied)
+			continue;
+		map = overlay_one(r, s, map, (size_t)j, keypath);
+	}
+	return map;
 }
 
 /* ---- the entry point ---- */

@@ -536,6 +536,49 @@ static void unknown_key(struct loader *ld, const struct schema *s,
 		  list);
 }
 
+/* `fitted_on: {KEY: [CASE, ...]}`: provenance of fitted fields (see
+ * schema.h). 0, or -1 after reporting. */
+static int check_fitted_on(struct loader *ld, const struct schema *s,
+			   const struct cnode *v, const char *path)
+{
+	char got[96];
+	size_t i, j;
+	int rc = 0;
+
+	if (v->kind != CNODE_MAP) {
+		errf(ld, v, path, "expected a mapping of fitted keys to the "
+		     "case ids they were fitted on, such as '{sync: "
+		     "[C-MI300X-1N8G-ALLREDUCE]}', got %s",
+		     shown(v, got, sizeof(got)));
+		return -1;
+	}
+	for (i = 0; i < v->npairs; i++) {
+		const struct cnode *k = v->pairs[i].key, *ids = v->pairs[i].value;
+
+		if (!schema_field(s, k->text)) {
+			errf(ld, k, path, "'%s' is not a key of this mapping: "
+			     "fitted_on names fields beside it", k->text);
+			rc = -1;
+			continue;
+		}
+		if (ids->kind != CNODE_SEQ || ids->nitems == 0) {
+			errf(ld, ids, path, "'%s': expected a list of case ids, "
+			     "got %s", k->text, shown(ids, got, sizeof(got)));
+			rc = -1;
+			continue;
+		}
+		for (j = 0; j < ids->nitems; j++)
+			if (ids->items[j]->kind != CNODE_SCALAR ||
+			    cnode_is_null(ids->items[j])) {
+				errf(ld, ids->items[j], path, "'%s': expected "
+				     "a case id, got %s", k->text,
+				     shown(ids->items[j], got, sizeof(got)));
+				rc = -1;
+			}
+	}
+	return rc;
+}
+
 /* The first pass: every key in document order. seen[i] is the key that
  * set field i. Returns 0 or -1 (some error). */
 static int load_pairs(struct loader *ld, const struct schema *s,
@@ -553,6 +596,11 @@ static int load_pairs(struct loader *ld, const struct schema *s,
 		size_t fi;
 
 		join(sub, path, k->text);
+		if (!f && strcmp(k->text, "fitted_on") == 0) {
+			if (check_fitted_on(ld, s, v, sub) != 0)
+				rc = -1;
+			continue;
+		}
 		if (!f) {
 			if (!ignored(s, k->text) && !lenient(s, k)) {
 				unknown_key(ld, s, k, sub);

@@ -35,6 +35,12 @@
  * Bounds: min/max in the field's storage units (SI for quantities); both
  * zero means unbounded; SF_MIN_EXCL makes min exclusive (e.g. > 0).
  *
+ * Provenance: any mapping may hold `fitted_on: {KEY: [CASE, ...]}`, which
+ * records that its field KEY was fitted to the measurements of those
+ * reference cases (`llmsim validate` reports their rows as in-sample).
+ * The loader checks that every KEY is a field of that mapping and every
+ * case a string; the struct does not keep it (validate reads the files).
+ *
  * Depends on libc only (cJSON for schema_to_json).
  */
 #ifndef LLMSIM_CONFIG_SCHEMA_H
@@ -71,6 +77,11 @@ enum schema_flags {
 	SF_OPTIONAL = 1u << 1,	/* absent: zero / NULL / -1, derived later */
 	SF_MIN_EXCL = 1u << 2,	/* value must be > min, not >= */
 	SF_INFO = 1u << 3,	/* informational only; not used by models */
+	SF_FIT = 1u << 4,	/* a model parameter `llmsim calibrate` may
+				 * fit to measurements, within min/max */
+	SF_OVERLAY = 1u << 5,	/* ST_STRING: names a file whose `overlay:`
+				 * mapping is merged onto the mapping that
+				 * holds the field (config.h) */
 };
 
 struct schema_int_list {

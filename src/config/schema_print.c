@@ -308,6 +308,9 @@ static void help_terms(const struct schema_field *f, char *buf, size_t n)
 		schema_expect_text(f, what, sizeof(what));
 		snprintf(buf + k, n - k, "; %s", what);
 	}
+	k = strlen(buf);
+	if ((f->flags & SF_FIT) && k < n)
+		snprintf(buf + k, n - k, "; fittable (llmsim calibrate)");
 }
 
 static void help_fields(FILE *out, const struct schema *s, const char *pre)

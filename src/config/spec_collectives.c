@@ -49,7 +49,7 @@ const char *const coll_proto_names[PROTO_COUNT + 1] = {
 
 #define TIME(p, k) { .key = k, .type = ST_TIME, \
 	.offset = offsetof(struct coll_proto_times, s) + (p) * sizeof(double), \
-	.def = "0 us", .max = 1e-2, .help = k " protocol" }
+	.def = "0 us", .max = 1e-2, .flags = SF_FIT, .help = k " protocol" }
 
 static const struct schema_field times_fields[] = {
 	TIME(PROTO_LL, "ll"),
@@ -145,6 +145,7 @@ static const struct schema_field pipe_fields[] = {
 	  .help = "sync points per chunk step" },
 	{ .key = "sync", .type = ST_TIME, .offset = PIOFF(sync_s),
 	  .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
 	  .help = "a channel's idle time per sync point" },
 	{ .key = "stages", .type = ST_INT, .offset = PIOFF(stages),
 	  .def = "1", .min = 1, .max = 64,

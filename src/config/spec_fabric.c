@@ -10,7 +10,7 @@
 #include "base/diag.h"
 
 const char *const link_protocol_names[] = {
-	"xgmi", "nvlink", "ualink", "roce", "infiniband", "pcie", NULL,
+	"xgmi", "nvlink", "ualink", "roce", "infiniband", "pcie", "shm", NULL,
 };
 
 const char *const fabric_topology_names[] = {
@@ -47,9 +47,10 @@ static const struct schema_field link_fields[] = {
 	  .offset = LOFF(flit_overhead_B), .def = "0 B", .max = 1e5,
 	  .help = "bytes per flit besides packet bytes: flit header, CRC, FEC" },
 	{ .key = "latency", .type = ST_TIME, .offset = LOFF(latency_s),
-	  .def = "0 ns", .max = 1e-3, .help = "one hop: wire, PHY, controller" },
+	  .def = "0 ns", .max = 1e-3, .flags = SF_FIT,
+	  .help = "one hop: wire, PHY, controller" },
 	{ .key = "sustained", .type = ST_NUM, .offset = LOFF(sustained),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
 	  .help = "fraction of framed payload rate endpoints sustain (measured)" },
 };
 
@@ -91,9 +92,11 @@ static const struct schema_field fabric_fields[] = {
 	  .offset = OFF(links_per_endpoint), .def = "1", .min = 1, .max = 1024,
 	  .help = "ports each GPU (scale-up) or NIC (scale-out) has into the fabric" },
 	{ .key = "switch_latency", .type = ST_TIME, .offset = OFF(switch_latency_s),
-	  .def = "0 ns", .max = 1e-3, .help = "port to port through one switch" },
+	  .def = "0 ns", .max = 1e-3, .flags = SF_FIT,
+	  .help = "port to port through one switch" },
 	{ .key = "endpoint_latency", .type = ST_TIME,
 	  .offset = OFF(endpoint_latency_s), .def = "0 ns", .max = 1e-3,
+	  .flags = SF_FIT,
 	  .help = "NIC / software overhead per message" },
 	{ .key = "max_endpoints", .type = ST_INT, .offset = OFF(max_endpoints),
 	  .def = "0", .min = 0, .max = 1e9, .help = "largest pod; 0 = unbounded" },

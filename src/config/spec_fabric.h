@@ -30,6 +30,7 @@ enum link_protocol {
 	LINK_ROCE,
 	LINK_INFINIBAND,
 	LINK_PCIE,
+	LINK_SHM,			/* shared memory between processes of one host */
 	LINK_PROTOCOL_COUNT
 };
 

@@ -57,7 +57,7 @@ static const struct schema peak_schema = {
 #define EFF(dt, k) {						\
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,		\
+	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,	\
 	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
 
 static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
@@ -74,12 +74,12 @@ static const struct schema eff_schema = {
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
 	  .help = "forward: fraction of the clock-scaled peak (default "
 		  "gemm_efficiency)" },
 	{ .key = "bwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, bwd_efficiency),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
 	  .help = "backward: fraction of the clock-scaled peak (default "
 		  "gemm_efficiency)" },
 	{ .key = "block_q", .type = ST_INT,
@@ -118,7 +118,7 @@ static const struct schema_field mem_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "peak bandwidth" },
 	{ .key = "efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_mem_level, efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
 	  .help = "achievable fraction of peak bandwidth (measured streaming)" },
 };
 
@@ -161,7 +161,7 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
 		  "kernels ignore their FLOPs" },
 	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
 	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
 	{ .key = "gemm_efficiency_dtype", .type = ST_SECTION,
 	  .offset = OFF(gemm_efficiency_dtype), .sub = &eff_schema,
@@ -177,6 +177,7 @@ static const struct schema_field gpu_fields[] = {
 		  "gemm_tile_m entry" },
 	{ .key = "gemm_tile_overhead", .type = ST_TIME,
 	  .offset = OFF(gemm_tile_overhead_s), .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
 	  .help = "per wave of tiles: pipeline fill and epilogue sync" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
@@ -206,7 +207,8 @@ static const struct schema_field gpu_fields[] = {
 		  "elementwise path (non-contiguous views: per-element offset "
 		  "arithmetic, no vector loads) reaches" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
-	  .def = "0 us", .max = 1e-3, .help = "per-kernel launch overhead" },
+	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
+	  .help = "per-kernel launch overhead" },
 };
 
 static void fill_defaults(struct gpu_spec *g)

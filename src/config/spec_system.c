@@ -68,8 +68,14 @@ static const struct schema_field system_fields[] = {
 		  "slowest member (absent: none)" },
 	{ .key = "collective_overhead", .type = ST_TIME,
 	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
+	  .flags = SF_FIT,
 	  .help = "software time every collective takes beyond the library's "
 		  "model (launch path, virtualization)" },
+	{ .key = "calibration", .type = ST_STRING, .offset = OFF(calibration),
+	  .flags = SF_OPTIONAL | SF_OVERLAY,
+	  .help = "a fit of `llmsim calibrate` (configs/calibrated/S.yaml): "
+		  "its values overlay this system, its covariance gives "
+		  "predictions error bars" },
 	{ .key = "algorithm", .type = ST_ENUM, .offset = OFF(algorithm),
 	  .values = coll_algo_names, .flags = SF_OPTIONAL,
 	  .help = "force one collective algorithm (default: the library picks)" },

@@ -41,6 +41,8 @@ struct system_spec {
 	double collective_overhead_s;		/* s, software time per collective beyond the library's model */
 	int algorithm;				/* enum coll_algo forced for every collective; -1 = auto */
 	int protocol;				/* enum coll_proto forced; -1 = auto */
+	const char *calibration;		/* the calibration file applied
+						   (path as resolved), or NULL */
 	struct variability_spec variability;	/* per-GPU variability; 0 = none */
 };
 

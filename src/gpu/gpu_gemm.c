@@ -65,7 +65,7 @@
  * Range: dense GEMMs with vendor-library kernels. Persistent and stream-K
  * kernels overlap epilogues and balance tails better than this, so short-K
  * GEMMs come out a little slow. Checked against measured TFLOP/s in
- * results/reference/kernels (scripts/validate-kernels.sh).
+ * results/reference/kernels (llmsim validate --kind kernel).
  */
 #include "gpu_impl.h"
 

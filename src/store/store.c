@@ -48,19 +48,9 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "store_impl.h"
 #include "store_schema.h"
 
-struct store {
-	sqlite3 *db;
-	char *path;			/* as given, for diagnostics */
-	int busy_ms;			/* ms to wait for another writer */
-	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
-	sqlite3_stmt *commit;
-	sqlite3_stmt *rollback;
-	sqlite3_stmt *put_run;
-	sqlite3_stmt *put_step;
-	sqlite3_stmt *put_coll;
-};
 
 /* ---- SQLite's allocations through mem.h ----------------------------- */
 
@@ -173,12 +163,8 @@ static const char *hint(sqlite3 *db)
 	}
 }
 
-/* Report SQLite's last error on st->db as "PATH: error: DOING: MESSAGE
- * (OS error, for I/O errors); HINT"; fmt says what we were doing. */
-static void report(struct store *st, struct diag *d, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void report(struct store *st, struct diag *d, const char *fmt, ...)
+/* Report SQLite's last error on st->db (store_impl.h). */
+void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 {
 	char doing[160];
 	char os[96] = "";
@@ -206,8 +192,8 @@ static void report_oom(const char *path, struct diag *d)
 /* ---- small helpers -------------------------------------------------- */
 
 /* Step s once and reset it; the step's result code. On an error the
- * message stays on the connection for report(). */
-static int step_once(sqlite3_stmt *s)
+ * message stays on the connection for store_report(). */
+int store_step_once(sqlite3_stmt *s)
 {
 	int rc = sqlite3_step(s);
 
@@ -357,7 +343,7 @@ static int connect_db(struct store *st, struct diag *d)
 		return -1;
 	}
 	if (rc != SQLITE_OK) {
-		report(st, d, "opening the results database");
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
@@ -370,7 +356,7 @@ static int connect_db(struct store *st, struct diag *d)
 	}
 	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
 	    set_wal(st, mode, sizeof(mode))) {
-		report(st, d, "opening the results database");
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	/* Filesystems without shared memory cannot do WAL; an in-memory
@@ -381,7 +367,7 @@ static int connect_db(struct store *st, struct diag *d)
 			  "WAL mode unavailable (journal mode '%s'): readers "
 			  "will wait for writers", mode);
 	if (run_sql(st->db, "PRAGMA synchronous = NORMAL", NULL, 0)) {
-		report(st, d, "opening the results database");
+		store_report(st, d, "opening the results database");
 		return -1;
 	}
 	return 0;
@@ -417,7 +403,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 	char whose[16], text[32];
 
 	if (run_sql(st->db, WHOSE_SQL, whose, sizeof(whose))) {
-		report(st, d, "reading the schema version");
+		store_report(st, d, "reading the schema version");
 		return -1;
 	}
 	if (strcmp(whose, "empty") == 0) {
@@ -432,7 +418,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 	}
 	if (run_sql(st->db, "SELECT value FROM meta "
 		    "WHERE key = 'schema_version'", text, sizeof(text))) {
-		report(st, d, "reading the schema version");
+		store_report(st, d, "reading the schema version");
 		return -1;
 	}
 	if (parse_version(text, version) < 0) {
@@ -477,7 +463,7 @@ static int apply(struct store *st, const struct store_migration *m,
 	int version, rc = -1;
 
 	if (run_sql(st->db, "BEGIN IMMEDIATE", NULL, 0)) {
-		report(st, d, "migrating to schema version %d (%s)",
+		store_report(st, d, "migrating to schema version %d (%s)",
 		       m->version, m->what);
 		return -1;
 	}
@@ -490,12 +476,12 @@ static int apply(struct store *st, const struct store_migration *m,
 	if (version < m->version &&
 	    (sqlite3_exec(st->db, m->sql, NULL, NULL, NULL) != SQLITE_OK ||
 	     set_version(st->db, m->version) != SQLITE_OK)) {
-		report(st, d, "migrating to schema version %d (%s)",
+		store_report(st, d, "migrating to schema version %d (%s)",
 		       m->version, m->what);
 		goto out;
 	}
 	if (run_sql(st->db, "COMMIT", NULL, 0)) {
-		report(st, d, "committing schema version %d", m->version);
+		store_report(st, d, "committing schema version %d", m->version);
 		goto out;
 	}
 	rc = 0;
@@ -554,7 +540,7 @@ static int prepare_all(struct store *st, struct diag *d)
 		if (sqlite3_prepare_v3(st->db, stmts[i].sql, -1,
 				       SQLITE_PREPARE_PERSISTENT, stmts[i].s,
 				       NULL) != SQLITE_OK) {
-			report(st, d, "preparing the results statements");
+			store_report(st, d, "preparing the results statements");
 			return -1;
 		}
 	}
@@ -612,7 +598,7 @@ void store_close(struct store *st)
 
 /* ---- put ------------------------------------------------------------ */
 
-static int bind_texts(sqlite3_stmt *s, int first, const char *const *v,
+int store_bind_texts(sqlite3_stmt *s, int first, const char *const *v,
 		      int n)
 {
 	int rc = SQLITE_OK, i;
@@ -622,7 +608,7 @@ static int bind_texts(sqlite3_stmt *s, int first, const char *const *v,
 	return rc;
 }
 
-static int bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
+int store_bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
 {
 	int rc = SQLITE_OK, i;
 
@@ -634,10 +620,10 @@ static int bind_doubles(sqlite3_stmt *s, int first, const double *v, int n)
 /* Step s once its binding returned rc; SQLITE_DONE on success. The
  * bindings are cleared so no pointer into the caller's strings stays
  * behind. */
-static int insert(sqlite3_stmt *s, int rc)
+int store_insert(sqlite3_stmt *s, int rc)
 {
 	if (rc == SQLITE_OK)
-		rc = step_once(s);
+		rc = store_step_once(s);
 	else
 		sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
@@ -651,7 +637,7 @@ static int put_run(struct store *st, const struct store_run *run)
 		run->config_json, run->result_json
 	};
 
-	return insert(st->put_run, bind_texts(st->put_run, 1, text, 6));
+	return store_insert(st->put_run, store_bind_texts(st->put_run, 1, text, 6));
 }
 
 static int put_step(struct store *st, int64_t id, const struct store_step *p)
@@ -667,8 +653,8 @@ static int put_step(struct store *st, int64_t id, const struct store_step *p)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(s, 2, p->fits);
 	if (rc == SQLITE_OK)
-		rc = bind_doubles(s, 3, v, 10);
-	return insert(s, rc);
+		rc = store_bind_doubles(s, 3, v, 10);
+	return store_insert(s, rc);
 }
 
 static int put_coll(struct store *st, int64_t id, uint32_t idx,
@@ -686,38 +672,75 @@ static int put_coll(struct store *st, int64_t id, uint32_t idx,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s, 3, r->ranks);
 	if (rc == SQLITE_OK)
-		rc = bind_texts(s, 4, text, 4);
+		rc = store_bind_texts(s, 4, text, 4);
 	if (rc == SQLITE_OK)
-		rc = bind_doubles(s, 8, v, 5);
-	return insert(s, rc);
+		rc = store_bind_doubles(s, 8, v, 5);
+	return store_insert(s, rc);
 }
+
+int64_t store_put_run(struct store *st, const struct store_run *run,
+		      struct diag *d)
+{
+	if (put_run(st, run) != SQLITE_DONE) {
+		store_report(st, d, "storing the run");
+		return -1;
+	}
+	return sqlite3_last_insert_rowid(st->db);
+}
+
+struct put_args {
+	const struct store_run *run;
+	const struct store_step *step;
+	const struct store_coll_row *rows;
+	uint32_t nrows;
+};
 
 /* Everything of one result, inside the open transaction; -1 after
  * reporting. */
-static int64_t put_all(struct store *st, const struct store_run *run,
-		       const struct store_step *step,
-		       const struct store_coll_row *rows, uint32_t nrows,
-		       struct diag *d)
+static int64_t put_all(struct store *st, const void *ctx, struct diag *d)
 {
-	int64_t id;
+	const struct put_args *a = ctx;
+	int64_t id = store_put_run(st, a->run, d);
 	uint32_t i;
 
-	if (put_run(st, run) != SQLITE_DONE) {
-		report(st, d, "storing the run");
+	if (id < 0)
+		return -1;
+	if (a->step && put_step(st, id, a->step) != SQLITE_DONE) {
+		store_report(st, d, "storing the step result");
 		return -1;
 	}
-	id = sqlite3_last_insert_rowid(st->db);
-	if (step && put_step(st, id, step) != SQLITE_DONE) {
-		report(st, d, "storing the step result");
-		return -1;
-	}
-	for (i = 0; i < nrows; i++) {
-		if (put_coll(st, id, i, &rows[i]) != SQLITE_DONE) {
-			report(st, d, "storing collective row %u of %u",
-			       i + 1, nrows);
+	for (i = 0; i < a->nrows; i++) {
+		if (put_coll(st, id, i, &a->rows[i]) != SQLITE_DONE) {
+			store_report(st, d, "storing collective row %u of %u",
+				     i + 1, a->nrows);
 			return -1;
 		}
 	}
+	return id;
+}
+
+int64_t store_tx(struct store *st,
+		 int64_t (*fn)(struct store *st, const void *ctx,
+			       struct diag *d),
+		 const void *ctx, struct diag *d)
+{
+	int64_t id;
+
+	/* A rollback that failed (out of memory) left a transaction open;
+	 * nothing of it was committed, so drop it now. */
+	if (!sqlite3_get_autocommit(st->db))
+		(void)store_step_once(st->rollback);
+	if (store_step_once(st->begin) != SQLITE_DONE) {
+		store_report(st, d, "starting to store a result");
+		return -1;
+	}
+	id = fn(st, ctx, d);
+	if (id > 0 && store_step_once(st->commit) != SQLITE_DONE) {
+		store_report(st, d, "committing run %lld", (long long)id);
+		id = -1;
+	}
+	if (id < 0 && !sqlite3_get_autocommit(st->db))
+		(void)store_step_once(st->rollback);
 	return id;
 }
 
@@ -726,100 +749,8 @@ int64_t store_put(struct store *st, const struct store_run *run,
 		  const struct store_coll_row *rows, uint32_t nrows,
 		  struct diag *d)
 {
-	int64_t id = -1;
+	struct put_args a = { run, step, rows, nrows };
 
 	assert(st && run && (rows || nrows == 0));
-	/* A rollback that failed (out of memory) left a transaction open;
-	 * nothing of it was committed, so drop it now. */
-	if (!sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
-	if (step_once(st->begin) != SQLITE_DONE) {
-		report(st, d, "starting to store a result");
-		return -1;
-	}
-	id = put_all(st, run, step, rows, nrows, d);
-	if (id > 0 && step_once(st->commit) != SQLITE_DONE) {
-		report(st, d, "committing run %lld", (long long)id);
-		id = -1;
-	}
-	if (id < 0 && !sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
-	return id;
-}
-
-/* ---- plans ---------------------------------------------------------- */
-
-static const char put_plan_sql[] =
-	"INSERT INTO plan_candidates(run_id, rank, gpus, nodes, tp, pp, vpp, "
-	"cp, ep, etp, dp, micro_batch_size, zero_stage, est_rank, "
-	"sequence_parallel, tp_comm_overlap, simulated, on_front, fits, "
-	"recompute, schedule, bound, step_time_s, tokens_per_s, mfu, "
-	"tflops_per_gpu, peak_bytes_per_gpu, compute_s, exposed_comm_s, "
-	"bubble_s, optimizer_s, other_s, est_step_time_s) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-	"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
-	"?29, ?30, ?31, ?32, ?33)";
-
-static int put_plan_row(sqlite3_stmt *s, int64_t id,
-			const struct store_plan_row *p)
-{
-	const int64_t ints[] = {
-		id, p->rank, p->gpus, p->nodes, p->tp, p->pp, p->vpp, p->cp,
-		p->ep, p->etp, p->dp, p->micro_batch_size, p->zero_stage,
-		p->est_rank, p->sequence_parallel, p->tp_comm_overlap,
-		p->simulated, p->on_front, p->fits,
-	};
-	const char *text[] = { p->recompute, p->schedule, p->bound };
-	const double v[] = {
-		p->step_time_s, p->tokens_per_s, p->mfu, p->tflops_per_gpu,
-		p->peak_bytes_per_gpu, p->compute_s, p->exposed_comm_s,
-		p->bubble_s, p->optimizer_s, p->other_s, p->est_step_time_s,
-	};
-	int rc = SQLITE_OK, i;
-
-	for (i = 0; i < 19 && rc == SQLITE_OK; i++)
-		rc = sqlite3_bind_int64(s, i + 1, ints[i]);
-	if (rc == SQLITE_OK)
-		rc = bind_texts(s, 20, text, 3);
-	if (rc == SQLITE_OK)
-		rc = bind_doubles(s, 23, v, 11);
-	return insert(s, rc);
-}
-
-int64_t store_put_plan(struct store *st, const struct store_run *run,
-		       const struct store_plan_row *rows, uint32_t nrows,
-		       struct diag *d)
-{
-	sqlite3_stmt *s = NULL;
-	int64_t id = -1;
-	uint32_t i;
-
-	assert(st && run && (rows || nrows == 0));
-	if (!sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
-	if (sqlite3_prepare_v3(st->db, put_plan_sql, -1, 0, &s, NULL) !=
-	    SQLITE_OK) {
-		report(st, d, "preparing the plan statement");
-		return -1;
-	}
-	if (step_once(st->begin) != SQLITE_DONE) {
-		report(st, d, "starting to store a plan");
-		goto out;
-	}
-	id = put_all(st, run, NULL, NULL, 0, d);
-	for (i = 0; id > 0 && i < nrows; i++)
-		if (put_plan_row(s, id, &rows[i]) != SQLITE_DONE) {
-			report(st, d, "storing layout %u of %u of the plan",
-			       i + 1, nrows);
-			id = -1;
-		}
-	if (id > 0 && step_once(st->commit) != SQLITE_DONE) {
-		report(st, d, "committing run %lld", (long long)id);
-		id = -1;
-	}
-	if (id < 0 && !sqlite3_get_autocommit(st->db))
-		(void)step_once(st->rollback);
-out:
-	sqlite3_finalize(s);
-	return id;
+	return store_tx(st, put_all, &a, d);
 }

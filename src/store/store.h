@@ -113,4 +113,76 @@ int64_t store_put(struct store *st, const struct store_run *run,
 		  const struct store_coll_row *rows, uint32_t nrows,
 		  struct diag *d);
 
+/* Where and how `llmsim measure` measured (the backend's hello line). */
+struct store_meas_info {
+	const char *backend;		/* "mpi", "hip", "cuda" */
+	const char *system;		/* the system config, as given */
+	const char *sets_json;		/* its --set overrides, a JSON array */
+	const char *host, *device;	/* hostname; device model and count */
+	const char *library, *library_version, *library_path;
+	const char *runtime;		/* "CUDA 12.4 (driver 12.6)", "MPI 3.1" */
+	int ranks, nodes, devices_per_node;
+	int cpus;			/* online CPUs of the host (0: unknown) */
+	const char *command;		/* the command line that measured */
+};
+
+/* One measured point (a backend's point line). NaN = not applicable. */
+struct store_meas_row {
+	const char *op;			/* bk op name: "allreduce", "gemm", ... */
+	const char *type;		/* dtype: "float", "bfloat16", ... */
+	double size_B, count;		/* B, elements */
+	uint32_t ranks;
+	int root;			/* broadcast, reduce; -1 = none */
+	int64_t m, n, k;		/* gemm; 0 = none */
+	int iters;
+	double time_s, time_min_s, time_max_s;	/* s: median, min, max */
+	double algbw_Bps, busbw_Bps;	/* B/s (collectives; NaN otherwise) */
+	double rate;			/* FLOP/s (gemm), B/s (copy), else NaN */
+	const char *check;		/* "ok", "wrong", "skipped" */
+};
+
+/* Store one measure run with its points (one transaction). The run id,
+ * or -1 after reporting. */
+int64_t store_put_measure(struct store *st, const struct store_run *run,
+			  const struct store_meas_info *info,
+			  const struct store_meas_row *rows, uint32_t nrows,
+			  struct diag *d);
+
+/* One row of `llmsim validate`. */
+struct store_valid_row {
+	const char *kind;		/* kernel, collective, training, measured */
+	const char *table_id;		/* reference id, or "measure run N" */
+	const char *case_id;		/* the row */
+	const char *unit;		/* of measured and predicted */
+	double measured, predicted;
+	double error;			/* predicted / measured - 1 */
+	int scored, in_sample;		/* 1/0 */
+	double lo, hi;			/* predicted interval; NaN = none */
+};
+
+int64_t store_put_validation(struct store *st, const struct store_run *run,
+			     const struct store_valid_row *rows, uint32_t nrows,
+			     struct diag *d);
+
+/* A stored measure run as read back (strings live until the callback
+ * returns). */
+struct store_meas_run {
+	int64_t id;
+	const char *created_at;
+	const char *config_json;	/* the resolved system it ran on */
+	struct store_meas_info info;
+	const struct store_meas_row *rows;
+	uint32_t nrows;
+};
+
+/*
+ * Call fn for each measure run (only run `id` when id > 0), oldest
+ * first. fn returns 0 to go on, else stops the walk with its value.
+ * Returns the number of runs visited, fn's nonzero value, or -1 after
+ * reporting (a run id that is not a measure run: -1 with a message).
+ */
+int64_t store_each_measure(struct store *st, int64_t id,
+			   int (*fn)(void *ctx, const struct store_meas_run *r),
+			   void *ctx, struct diag *d);
+
 #endif

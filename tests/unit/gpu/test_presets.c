@@ -2,7 +2,7 @@
  * test_presets.c - every shipped GPU preset (configs/gpus, from the
  * repository root where `make test` runs) loads and passes sanity bounds
  * that any real GPU meets. Accuracy against measurements is
- * scripts/validate-kernels.sh's job, not this one's.
+ * `llmsim validate --kind kernel`'s job, not this one's.
  */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * test_presets.c - the shipped links, fabrics, collective libraries and
  * systems (configs/, from the repository root where `make test` runs)
  * load, build, and give the figures their sources state. Accuracy
- * against measurements is scripts/validate-collectives.sh's job.
+ * against measurements is `llmsim validate --kind collective`'s job.
  */
 #include <criterion/criterion.h>
 #include <string.h>

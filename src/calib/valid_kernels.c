@@ -1,46 +1,38 @@
 /*
- * kernels.c - the GPU model against measured kernels: for every row of
- * every reference file, the measured and the predicted rate (TFLOP/s for
- * GEMMs and attention, TB/s for memory kernels) and the error, then the
- * median and largest error per file and over all files.
+ * valid_kernels.c - the GPU model against measured kernels
+ * (results/reference/kernels/NAME.yaml, format in its README): for every
+ * row the measured and the predicted rate (TFLOP/s for GEMMs and
+ * attention, TB/s for memory kernels); error = predicted rate /
+ * measured rate - 1 (= measured time / predicted time - 1).
  *
- * Usage: kernels [--max-error PCT] [--set KEY=VALUE]... FILE.yaml...
- *
- * --set overrides a key of every file's GPU preset, as llmsim's --set
- * does (--set gemm_efficiency_dtype.fp8=0.7): what-if and calibration.
- *
- * A reference file (results/reference/kernels/, format in its README)
- * names the GPU preset it was measured on, the kind of kernel (gemm,
- * attention, stream, memory), how it was timed, and its rows. Timing
- * "stream" means back-to-back launches: the model's time as is. Timing
- * "single" (one kernel between two events recorded from the host) and
- * "graph" (kernels replayed from a CUDA graph) have their own per-kernel
- * cost, the file's launch_overhead, which replaces the GPU's
+ * A file names the GPU preset it was measured on, the kind of kernel
+ * (gemm, attention, stream, memory), how it was timed, and its rows.
+ * Timing "stream" means back-to-back launches: the model's time as is.
+ * Timing "single" (one kernel between two events recorded from the
+ * host) and "graph" (kernels replayed from a CUDA graph) have their own
+ * per-kernel cost, the file's launch_overhead, which replaces the GPU's
  * kernel_launch for every kernel the model launches (a backward
  * attention is three). Rows measured under min_time are shown but not
- * scored. A row with
- * `scored: false` (for attention also fwd_scored or bwd_scored: false)
- * is shown, not scored.
+ * scored; so is a row with `scored: false` (for attention also
+ * fwd_scored or bwd_scored: false).
  *
- * error = predicted rate / measured rate - 1 (= measured time / predicted
- * time - 1). Exit status: 0; 1 when --max-error is given and a scored
- * row's |error| exceeds it (percent); 2 on a bad file or option.
- *
- * A validation helper run by scripts/validate-kernels.sh, not part of
- * llmsim.
+ * (Was tests/tools/kernels.c, run by scripts/validate-kernels.sh.)
  */
+#include "valid.h"
+
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/cnode.h"
-#include "config/config.h"
-#include "base/diag.h"
-#include "gpu/gpu.h"
 #include "base/arena.h"
+#include "base/diag.h"
 #include "base/mem.h"
 #include "base/units.h"
+#include "config/cnode.h"
+#include "config/config.h"
+#include "gpu/gpu.h"
 
 /* One reference file's header and its GPU. */
 struct ref {
@@ -55,13 +47,6 @@ struct ref {
 	double min_time_s;		/* s, shorter rows not scored */
 	double array_B;			/* B, stream arrays */
 	struct gpu_spec g;		/* the GPU */
-};
-
-/* Absolute errors of scored rows, for medians. */
-struct errs {
-	double *v;			/* |error|, fraction */
-	double *sv;			/* signed error, fraction */
-	size_t n, cap;
 };
 
 /* One printed row. */
@@ -274,85 +259,35 @@ static int row_memory(const struct ref *r, const struct cnode *row,
 	return 0;
 }
 
-static int errs_add(struct errs *e, double err)
-{
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? 2 * e->cap : 64;
-		double *v = mem_realloc(e->v, cap * sizeof(double));
-		double *sv;
 
-		if (!v)
-			return -1;
-		e->v = v;
-		sv = mem_realloc(e->sv, cap * sizeof(double));
-		if (!sv)
-			return -1;
-		e->sv = sv;
-		e->cap = cap;
-	}
-	e->v[e->n] = fabs(err);
-	e->sv[e->n++] = err;
-	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void print_summary(const char *what, struct errs *e)
-{
-	double mx;
-
-	if (e->n == 0) {
-		printf("%s: no scored rows\n", what);
-		return;
-	}
-	printf("%s: %zu scored rows, median |error| %.1f%%, ", what, e->n,
-	       100 * median(e->v, e->n));
-	mx = e->v[e->n - 1];
-	printf("max |error| %.1f%%, median error %+.1f%%\n", 100 * mx,
-	       100 * median(e->sv, e->n));
-}
-
-/* Print one line; add its error to both tallies when scored. pass_key
- * names a per-pass flag (attention: fwd_scored, bwd_scored) or is NULL. */
-static int report(const struct ref *r, const struct cnode *row,
-		  const char *pass_key, struct line *l, struct errs *file,
-		  struct errs *all)
+/* One row (two for attention: forward, backward) into t. */
+static int add_line(struct valid_table *t, const struct ref *r,
+		    const struct cnode *row, const char *pass_key,
+		    const struct line *l, struct diag *d)
 {
 	const char *scored = get_str(row, "scored");
 	const char *pass = pass_key ? get_str(row, pass_key) : NULL;
-	double err = l->pred / l->meas - 1;
-	const char *note = "";
+	struct valid_row *v = valid_row_add(t, d);
 
-	l->scored = !(scored && strcmp(scored, "false") == 0) &&
-		    !(pass && strcmp(pass, "false") == 0);
-	if (!l->scored)
-		note = "  (shown, not scored)";
-	else if (l->meas_s < r->min_time_s) {
-		l->scored = 0;
-		note = "  (under min_time, not scored)";
-	}
-	printf("  %-52s %9.2f %9.2f %-7s %+7.1f%%%s\n", l->label, l->meas,
-	       l->pred, l->unit, 100 * err, note);
-	if (!l->scored)
-		return 0;
-	if (errs_add(file, err) < 0 || errs_add(all, err) < 0)
+	if (!v)
 		return -1;
+	snprintf(v->label, sizeof(v->label), "%s", l->label);
+	v->measured = l->meas;
+	v->predicted = l->pred;
+	v->error = l->pred / l->meas - 1;
+	if ((scored && strcmp(scored, "false") == 0) ||
+	    (pass && strcmp(pass, "false") == 0)) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(shown, not scored)");
+	} else if (l->meas_s < r->min_time_s) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(under min_time, not scored)");
+	}
 	return 0;
 }
 
-static int do_row(const struct ref *r, const struct cnode *row,
-		  struct errs *file, struct errs *all, struct diag *d)
+static int do_row(struct valid_table *t, const struct ref *r,
+		  const struct cnode *row, struct diag *d)
 {
 	struct line l;
 	int pass, rc = -1;
@@ -362,8 +297,8 @@ static int do_row(const struct ref *r, const struct cnode *row,
 		for (pass = 0; pass < 2; pass++) {
 			if (row_attention(r, row, pass, &l) < 0)
 				break;
-			if (report(r, row, pass ? "bwd_scored" : "fwd_scored",
-				   &l, file, all) < 0)
+			if (add_line(t, r, row, pass ? "bwd_scored" :
+				     "fwd_scored", &l, d) < 0)
 				return -1;
 		}
 		return pass == 2 ? 0 : bad(d, row, "attention row: expected batch, "
@@ -378,17 +313,16 @@ static int do_row(const struct ref *r, const struct cnode *row,
 		rc = row_memory(r, row, &l);
 	if (rc < 0)
 		return bad(d, row, "row: missing or malformed values for this kind");
-	return report(r, row, NULL, &l, file, all);
+	return add_line(t, r, row, NULL, &l, d);
 }
 
-static int do_file(struct config_ctx *cx, const char *path,
-		   const char *const *sets, size_t nsets, struct errs *all)
+static int do_file(struct valid_set *set, struct config_ctx *cx,
+		   const char *path, const char *const *sets, size_t nsets)
 {
-	struct errs file = {NULL, NULL, 0, 0};
 	struct cnode *root, *rows;
+	struct valid_table *t;
 	struct ref r;
 	size_t i;
-	int rc = -1;
 
 	memset(&r, 0, sizeof(r));
 	r.path = path;
@@ -401,89 +335,80 @@ static int do_file(struct config_ctx *cx, const char *path,
 		return -1;
 	}
 	if (read_header(cx, root, &r) < 0)
-		goto out;
+		return -1;
 	r.array_B = get_num(root, "array_bytes");
 	rows = cnode_get(root, "rows");
-	if (!rows || rows->kind != CNODE_SEQ) {
-		bad(cx->diag, root, "'rows': expected a list");
-		goto out;
-	}
-	printf("== %s: %s on %s (%s)\n", r.id, r.kind, r.gpu_name, path);
-	printf("  %-52s %9s %9s\n", "case", "measured", "predicted");
+	if (!rows || rows->kind != CNODE_SEQ)
+		return bad(cx->diag, root, "'rows': expected a list");
+	if (!(t = valid_table_add(set, VK_KERNEL, cx->diag)))
+		return -1;
+	snprintf(t->id, sizeof(t->id), "%s", r.id);
+	snprintf(t->title, sizeof(t->title), "%s on %s (%s)", r.kind,
+		 r.gpu_name, path);
+	t->unit = strcmp(r.kind, "gemm") == 0 ||
+		  strcmp(r.kind, "attention") == 0 ? "TFLOP/s" : "TB/s";
 	for (i = 0; i < rows->nitems; i++)
-		if (do_row(&r, rows->items[i], &file, all, cx->diag) < 0)
-			goto out;
-	print_summary("  file", &file);
-	rc = 0;
-out:
-	mem_free(file.v);
-	mem_free(file.sv);
-	return rc;
-}
-
-static int exceeds(const struct errs *e, double max_pct)
-{
-	size_t i;
-
-	for (i = 0; i < e->n; i++)
-		if (100 * e->v[i] > max_pct)
-			return 1;
+		if (do_row(t, &r, rows->items[i], cx->diag) < 0)
+			return -1;
+	for (i = 0; i < t->n; i++)
+		t->rows[i].in_sample = valid_is_fitted(set, t->id);
 	return 0;
 }
 
-/* Options before the files; returns the index of the first file or -1. */
-static int parse_options(int argc, char **argv, double *max_pct,
-			 const char **sets, size_t *nsets)
+static int cmp_str(const void *a, const void *b)
 {
-	int i = 1;
-
-	for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
-		if (strcmp(argv[i], "--max-error") == 0)
-			*max_pct = atof(argv[i + 1]);
-		else if (strcmp(argv[i], "--set") == 0)
-			sets[(*nsets)++] = argv[i + 1];
-		else
-			return -1;
-		if (*max_pct == 0 || *nsets == 16)
-			return -1;
-	}
-	return i < argc && argv[i][0] != '-' ? i : -1;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int main(int argc, char **argv)
+int valid_list_yaml(struct config_ctx *cx, const char *dir,
+		    const char ***out, size_t *n)
 {
-	struct errs all = {NULL, NULL, 0, 0};
-	const char *sets[16];
-	size_t nsets = 0;
-	struct arena a;
-	struct diag d;
-	struct config_ctx cx;
-	double max_pct = -1;
-	int i, rc = 0;
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	const char **v = NULL;
+	size_t cap = 0;
 
-	i = parse_options(argc, argv, &max_pct, sets, &nsets);
-	if (i < 0) {
-		fprintf(stderr, "usage: kernels [--max-error PCT] "
-			"[--set KEY=VALUE]... FILE.yaml...\n");
-		return 2;
+	*n = 0;
+	if (!dp) {
+		diag_error(cx->diag, dir, 0, 0, "cannot read the folder");
+		return -1;
 	}
-	arena_init(&a);
-	diag_init(&d, stderr);
-	cx.arena = &a;
-	cx.diag = &d;
-	cx.data_root = config_data_root(&a, argv[0]);
-	for (; i < argc && rc == 0; i++)
-		if (do_file(&cx, argv[i], sets, nsets, &all) < 0)
-			rc = d.oom ? 1 : 2;
-	if (rc == 0) {
-		print_summary("all files", &all);
-		if (max_pct > 0 && exceeds(&all, max_pct)) {
-			printf("some |error| exceeds %.0f%%\n", max_pct);
-			rc = 1;
-		}
+	while ((e = readdir(dp))) {
+		size_t len = strlen(e->d_name);
+		char *p;
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+			continue;
+		if (*n == cap && arena_grow(cx->arena, (void **)&v, &cap,
+					    *n + 1, sizeof(*v)) != 0)
+			break;
+		p = arena_alloc(cx->arena, strlen(dir) + len + 2);
+		if (!p)
+			break;
+		sprintf(p, "%s/%s", dir, e->d_name);
+		v[(*n)++] = p;
 	}
-	mem_free(all.v);
-	mem_free(all.sv);
-	arena_release(&a);
-	return rc;
+	closedir(dp);
+	if (e) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_str);
+	*out = v;
+	return 0;
+}
+
+int valid_kernels(struct valid_set *set, struct config_ctx *cx,
+		  const char *dir, const char *const *sets, size_t nsets)
+{
+	const char **files;
+	size_t n, i;
+
+	if (valid_list_yaml(cx, dir, &files, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (do_file(set, cx, files[i], sets, nsets) != 0)
+			return -1;
+	return 0;
 }

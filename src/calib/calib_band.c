@@ -1,0 +1,65 @@
+/*
+ * calib_band.c - error bars from a calibration: a prediction f made on a
+ * system whose fitted parameters p have covariance Sigma (the
+ * calibration file: standard errors and correlation) has variance
+ *   var f = g^T Sigma g,   g_i = df/dp_i,
+ * to first order. g is measured, not derived: each parameter is moved
+ * one standard error up (a --set after the calibration's overlay) and
+ * the prediction made again, g_i = (f(p + s_i e_i) - f(p)) / s_i: one
+ * extra prediction per parameter. The 95% band is f e^(+-1.96 sd / f)
+ * (the fit is of ln f);
+ * a prediction interval for a new measurement adds the fit's residual
+ * scatter s (ln ratio) as s f in quadrature.
+ */
+#include "calib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+
+int calib_band(struct config_ctx *cx, const char *calib_path,
+	       const char *prefix, int scatter, calib_eval_fn fn, void *ctx,
+	       const double *base, size_t m, double *sigma)
+{
+	struct calib_file f;
+	double *out = mem_alloc((m + 1) * sizeof(double)), *g;
+	char set[256];
+	const char *sets[1] = { set };
+	size_t i, j;
+	int rc = -1;
+
+	g = NULL;
+	if (!out || calib_file_load(cx, calib_path, &f) != 0)
+		goto done;
+	if (!(g = mem_calloc(f.npar * m + 1, sizeof(double))))
+		goto done;
+	for (i = 0; i < f.npar; i++) {
+		double h = f.par[i].stderr_;
+
+		if (!(h > 0))
+			continue;	/* known exactly, or not determined */
+		calib_set_text(&f.par[i], f.par[i].value + h, prefix, set,
+			       sizeof(set));
+		if (fn(ctx, sets, 1, out) != 0)
+			goto done;
+		for (j = 0; j < m; j++)
+			g[j * f.npar + i] = (out[j] - base[j]) / h;
+	}
+	for (j = 0; j < m; j++) {
+		double sp = calib_sigma(&f, g + j * f.npar);
+		double sr = scatter ? f.residual_ln * base[j] : 0;
+
+		sigma[j] = sqrt(sp * sp + sr * sr);
+	}
+	rc = 0;
+done:
+	if (rc && !out)
+		diag_oom(cx->diag);
+	mem_free(out);
+	mem_free(g);
+	return rc;
+}

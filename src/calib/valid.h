@@ -1,0 +1,198 @@
+/*
+ * valid.h - predicted against measured: the tables `llmsim validate`
+ * prints, stores and gates, and how their rows are made.
+ *
+ * Sources of measurements, one kind each:
+ *   kernel      results/reference/kernels/NAME.yaml: GEMM, attention,
+ *               BabelStream and memory kernels (valid_kernels.c)
+ *   collective  results/reference/collectives/NAME.yaml: rccl-tests /
+ *               nccl-tests tables (valid_coll.c)
+ *   training    results/reference/training/cases.tsv (gated) and
+ *               extra-cases.tsv (shown): step times (valid_train.c)
+ *   measured    what `llmsim measure` stored in a database
+ *               (valid_meas.c)
+ *
+ * A row's error is predicted / measured - 1 of the quantity its table
+ * shows: a rate for kernels, collectives (bus bandwidth) and measured
+ * points (+ = llmsim faster than measured), a time for training cases
+ * (+ = llmsim slower). Rows outside what a table scores (under
+ * min_time, marked `scored: false`, sizes outside 1 KiB - 8 GiB, a
+ * measured 0.00) are shown and not counted.
+ *
+ * In-sample: a row whose case (its table's id, or for training its case
+ * id) is named by some `fitted_on:` in configs/ (schema.h) measured a
+ * constant the model uses, so it does not test the model; summaries
+ * give independent rows apart, and the headline is theirs.
+ *
+ * This is the application layer's engine: it uses config, gpu, network,
+ * models, run and store; the CLI (cli_validate.c, cli_calibrate.c)
+ * drives it.
+ */
+#ifndef LLMSIM_CALIB_VALID_H
+#define LLMSIM_CALIB_VALID_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config_ctx;
+struct diag;
+struct net;
+struct store;
+struct store_meas_row;
+struct store_meas_run;
+struct system_spec;
+
+enum valid_kind {
+	VK_KERNEL,
+	VK_COLLECTIVE,
+	VK_TRAINING,
+	VK_MEASURED,
+	VK_COUNT
+};
+
+extern const char *const valid_kind_names[VK_COUNT + 1];
+
+struct valid_row {
+	char label[112];		/* what was measured */
+	double measured, predicted;	/* in the table's unit */
+	double error;			/* predicted / measured - 1 */
+	double size_B;			/* collectives: the size (large-size
+					   gate), else 0 */
+	double lo, hi;			/* predicted interval; NaN: none */
+	int scored;			/* counts in the statistics */
+	int in_sample;			/* its case was fitted on */
+	int failed;			/* no prediction (reported): a miss */
+	char note[64];			/* algorithm/protocol, why not scored */
+};
+
+struct valid_table {
+	enum valid_kind kind;
+	char id[96];			/* case or table id ("measure run 3") */
+	char title[256];		/* what and where */
+	const char *unit;		/* "GB/s", "TFLOP/s", "TB/s", "s" */
+	int is_time;			/* error of a time (training), not a rate */
+	int gated;			/* 0: shown only (extra cases) */
+	struct valid_row *rows;		/* mem_alloc'd */
+	size_t n, cap;
+};
+
+/* Every table of one validation. */
+struct valid_set {
+	struct valid_table *t;		/* mem_alloc'd */
+	size_t n, cap;
+	const char **fitted;		/* case ids some fitted_on names
+					   (arena) */
+	size_t nfitted, fitted_cap;
+};
+
+/* Gates on a table's scored rows; NaN = none. Fractions. */
+struct valid_gate {
+	double median_abs;		/* median |error| */
+	double median_abs_large;	/* the same at >= 64 MB (collectives) */
+	double bias_abs;		/* |median signed error| */
+	double max_abs;			/* largest |error| */
+};
+
+/* A table's numbers (its scored rows, all or independent only). */
+struct valid_stats {
+	size_t n;			/* scored rows */
+	double median, median_abs, p90_abs, max_abs;	/* fractions */
+	size_t nlarge;			/* of them >= 64 MB (collectives) */
+	double median_abs_large;
+	size_t nwith_interval, ninside;	/* rows with an interval, and in it */
+};
+
+/* A new table at the end of set (NULL after reporting OOM). */
+struct valid_table *valid_table_add(struct valid_set *set,
+				    enum valid_kind kind, struct diag *d);
+
+/* A new row at the end of t, zeroed but lo = hi = NaN, scored = 1. */
+struct valid_row *valid_row_add(struct valid_table *t, struct diag *d);
+
+void valid_set_release(struct valid_set *set);
+
+/* Whether case id was fitted on (set->fitted). */
+int valid_is_fitted(const struct valid_set *set, const char *id);
+
+/* Every case id that a `fitted_on:` names in the YAML files under
+ * DATA_ROOT/configs (recursively), into set->fitted. 0 or -1. */
+int valid_load_fitted(struct valid_set *set, struct config_ctx *cx);
+
+/* The same for one file (a calibration overlay given by path). */
+int valid_load_fitted_file(struct valid_set *set, struct config_ctx *cx,
+			   const char *path);
+
+/* Sources. Each adds its tables to set; 0, or -1 after reporting (a
+ * bad reference file is bad input: d->errors says so). */
+/* sets: --set overrides applied to every kernel file's GPU preset
+ * (what-ifs while fitting a GPU's efficiencies). */
+int valid_kernels(struct valid_set *set, struct config_ctx *cx,
+		  const char *dir, const char *const *sets, size_t nsets);
+int valid_collectives(struct valid_set *set, struct config_ctx *cx,
+		      const char *dir);
+/* jobs: worker processes for the training cases (1 = in this one). */
+int valid_training(struct valid_set *set, struct config_ctx *cx,
+		   const char *dir, int jobs);
+
+/* Options of the measured source. */
+struct valid_meas_opts {
+	int64_t run;			/* only this measure run; 0 = all */
+	const char *system;		/* predict on this system instead of
+					   the one each run names */
+	int use_min;			/* compare the fastest iteration, not
+					   the median (noisy shared hosts) */
+	const char *db;			/* the database, as calibrations name
+					   their runs ("measure run N in DB") */
+};
+
+/* The measure runs predicted (0: the database holds none), or -1. */
+int valid_measured(struct valid_set *set, struct config_ctx *cx,
+		   struct store *st, const struct valid_meas_opts *o);
+
+/* A system loaded for predicting measured points (valid_meas.c). */
+struct valid_pred {
+	struct system_spec *sys;	/* in the config_ctx's arena */
+	struct net *net;		/* its idle fabric */
+	uint32_t *gpus;			/* 0 .. ngpus - 1 */
+	uint32_t ngpus;
+};
+
+/* Load system with sets; 0, or -1 after reporting. */
+int valid_pred_open(struct valid_pred *p, struct config_ctx *cx,
+		    const char *system, const char *const *sets, size_t nsets);
+void valid_pred_close(struct valid_pred *p);
+
+/* The predicted time (s) of measured point r; note gets the algorithm
+ * and protocol of a collective. 0, or -1 after reporting. */
+int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
+			double *time_s, char *note, size_t len, struct diag *d);
+
+/* r's rate (B/s of bus bandwidth or copy traffic, FLOP/s) had it taken
+ * time_s; its unit as printed and the scale from SI to it. */
+double valid_point_rate(const struct store_meas_row *r, double time_s);
+const char *valid_point_unit(const struct store_meas_row *r);
+double valid_point_scale(const struct store_meas_row *r);
+
+/* The --set list predictions of a run use: its own, then its rank
+ * layout (nodes, devices per node). Count, or -1. */
+int valid_run_sets(struct config_ctx *cx, const struct store_meas_run *run,
+		   const char **sets, int max);
+
+/* The *.yaml files of dir, sorted, as paths (arena). 0 or -1. */
+int valid_list_yaml(struct config_ctx *cx, const char *dir,
+		    const char ***out, size_t *n);
+
+/* Statistics of t's scored rows (independent only when indep). */
+void valid_stats(const struct valid_table *t, int indep,
+		 struct valid_stats *out);
+
+/* Print one table with its summary and gate verdict; returns 1 when a
+ * gate is missed, else 0. */
+int valid_print_table(FILE *out, const struct valid_table *t,
+		      const struct valid_gate *g);
+
+/* Print the summary over every table, per kind and overall. */
+void valid_print_summary(FILE *out, const struct valid_set *set);
+
+#endif

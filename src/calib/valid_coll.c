@@ -1,0 +1,191 @@
+/*
+ * valid_coll.c - the fabric model against measured collective tables
+ * (results/reference/collectives/NAME.yaml): for every row the measured and
+ * the predicted bus bandwidth on the idle system; error = predicted /
+ * measured - 1.
+ *
+ * A table names the llmsim system it was measured on (and its node
+ * count, `nodes`, when the preset's differs), the op, the ranks,
+ * optionally the algorithm the measurement forced (NCCL_ALGO; absent:
+ * the library's choice), and rows of [size_B, time_us, busbw_GBps] as
+ * rccl-tests / nccl-tests printed them. Rows outside 1 KiB - 8 GiB, and
+ * rows whose busbw printed as 0.00 (no defined error), are shown and not
+ * scored.
+ *
+ * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
+ */
+#include "valid.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/cnode.h"
+#include "config/config.h"
+#include "config/spec_collectives.h"
+#include "config/spec_system.h"
+#include "network/net.h"
+
+#define MAX_ROWS 256
+
+struct ref {
+	const char *id, *system;
+	const char *nodes;		/* system.nodes override, or NULL */
+	int op;				/* enum coll_op */
+	int algo;			/* enum coll_algo forced, or -1 */
+	uint32_t ranks;
+	double size_B[MAX_ROWS];	/* B */
+	double time_us[MAX_ROWS];	/* us, 0 = not published */
+	double busbw_GBps[MAX_ROWS];	/* GB/s */
+	int n;
+};
+
+static const char *scalar(const struct cnode *map, const char *key)
+{
+	const struct cnode *v = cnode_get(map, key);
+
+	return v && v->kind == CNODE_SCALAR ? v->text : NULL;
+}
+
+static int read_rows(const struct cnode *rows, struct ref *r)
+{
+	size_t i;
+
+	for (i = 0; i < rows->nitems && r->n < MAX_ROWS; i++) {
+		const struct cnode *row = rows->items[i];
+
+		if (row->kind != CNODE_SEQ || row->nitems != 3)
+			return -1;
+		r->size_B[r->n] = atof(row->items[0]->text);
+		r->time_us[r->n] = atof(row->items[1]->text);
+		r->busbw_GBps[r->n] = atof(row->items[2]->text);
+		r->n++;
+	}
+	return 0;
+}
+
+static int read_ref(struct arena *a, const char *path, struct ref *r,
+		    struct diag *d)
+{
+	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
+	const char *op, *ranks, *algo;
+
+	if (!doc)
+		return -1;
+	r->id = scalar(doc, "id");
+	r->system = scalar(doc, "system");
+	r->nodes = scalar(doc, "nodes");
+	op = scalar(doc, "op");
+	ranks = scalar(doc, "ranks");
+	algo = scalar(doc, "algorithm");
+	rows = cnode_get(doc, "rows");
+	r->op = op ? schema_name_index(coll_op_names, op) : -1;
+	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
+	if (algo && r->algo < 0) {
+		diag_error(d, path, 0, 0, "'algorithm': expected one of ring, "
+			   "tree, nvls, ..., got '%s'", algo);
+		return -1;
+	}
+	r->ranks = ranks ? (uint32_t)atoi(ranks) : 0;
+	r->n = 0;
+	if (!r->id || !r->system || r->op < 0 || r->ranks == 0 || !rows ||
+	    rows->kind != CNODE_SEQ || read_rows(rows, r) != 0) {
+		diag_error(d, path, 0, 0, "expected 'id', 'system', 'op', "
+			   "'ranks' and 'rows' of [size_B, time_us, busbw_GBps]");
+		return -1;
+	}
+	return 0;
+}
+
+static int add_row(struct valid_table *t, const struct ref *r, int i,
+		   const struct net_coll_result *p, struct diag *d)
+{
+	struct valid_row *v = valid_row_add(t, d);
+	double s = r->size_B[i];
+
+	if (!v)
+		return -1;
+	snprintf(v->label, sizeof(v->label), "%.0f B", s);
+	v->size_B = s;
+	v->measured = r->busbw_GBps[i];
+	v->predicted = p->busbw_Bps / 1e9;
+	v->error = v->measured > 0 ? v->predicted / v->measured - 1 : NAN;
+	snprintf(v->note, sizeof(v->note), "%s/%s, %.2f us (measured %.2f)",
+		 p->algorithm, p->protocol, p->time_s * 1e6, r->time_us[i]);
+	if (!(v->measured > 0) || s < 1024 || s > 8589934592.0) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "%s", v->measured > 0 ?
+			 "(outside 1 KiB - 8 GiB, not scored)" :
+			 "(measured 0.00, not scored)");
+	}
+	return 0;
+}
+
+/* Predict one table. */
+static int do_file(struct valid_set *set, struct config_ctx *cx,
+		   const char *path)
+{
+	struct ref r;
+	struct system_spec *s = arena_alloc(cx->arena, sizeof(*s));
+	struct valid_table *t;
+	struct net *n = NULL;
+	uint32_t *gpus = NULL, i;
+	char set_nodes[64];
+	const char *sets[1] = { set_nodes };
+	int k, rc = -1;
+
+	if (!s || read_ref(cx->arena, path, &r, cx->diag) != 0)
+		return -1;
+	memset(s, 0, sizeof(*s));
+	if (r.nodes)
+		snprintf(set_nodes, sizeof(set_nodes), "nodes=%s", r.nodes);
+	if (config_load(cx, &system_schema, r.system, sets, r.nodes ? 1 : 0,
+			s) != 0)
+		return -1;
+	gpus = mem_alloc(r.ranks * sizeof(*gpus));
+	n = net_new(s, NULL, cx->diag);
+	if (!gpus || !n || !(t = valid_table_add(set, VK_COLLECTIVE, cx->diag)))
+		goto out;
+	for (i = 0; i < r.ranks; i++)
+		gpus[i] = i;
+	snprintf(t->id, sizeof(t->id), "%s", r.id);
+	snprintf(t->title, sizeof(t->title), "%s, %u ranks on %s%s%s%s (%s)",
+		 coll_op_names[r.op], r.ranks, r.system, r.nodes ? ", " : "",
+		 r.nodes ? r.nodes : "", r.nodes ? " nodes" : "", path);
+	t->unit = "GB/s";
+	for (k = 0; k < r.n; k++) {
+		struct coll_desc c = { (enum coll_op)r.op, r.size_B[k], gpus,
+				       r.ranks, NULL, r.algo, -1, 1, 0 };
+		struct net_coll_result p;
+
+		if (net_collective_time(n, &c, &p, cx->diag) != 0 ||
+		    add_row(t, &r, k, &p, cx->diag) != 0)
+			goto out;
+		t->rows[t->n - 1].in_sample = valid_is_fitted(set, t->id);
+	}
+	rc = 0;
+out:
+	if (rc && !cx->diag->errors)
+		diag_oom(cx->diag);
+	net_free(n);
+	mem_free(gpus);
+	return rc;
+}
+
+int valid_collectives(struct valid_set *set, struct config_ctx *cx,
+		      const char *dir)
+{
+	const char **files;
+	size_t n, i;
+
+	if (valid_list_yaml(cx, dir, &files, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (do_file(set, cx, files[i]) != 0)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,431 @@
+/*
+ * valid_meas.c - predicting what `llmsim measure` measured: each stored
+ * point on the system it ran on (or another, --system), and the tables
+ * `llmsim validate` prints for them. `llmsim calibrate` predicts through
+ * the same calls.
+ *
+ * The ranks' layout is the measurement's (its nodes and devices per
+ * node override the system's), so a preset that describes a host's
+ * hardware predicts a run on any number of its cores. Per op:
+ *   collectives  net_collective_time() on the idle fabric, as `llmsim
+ *                collective`: send/recv as nccl-tests' ring (every rank
+ *                to the next, busbw = algbw), all-to-all-v with the mpi
+ *                backend's skew (bk_a2av_count in src/backend/bk_main.c:
+ *                rank i sends rank j a share (i + j mod p) + 1 of
+ *                p (p + 1) / 2)
+ *   copy         gpu_memory_op(): read and write the size, working set
+ *                twice the size
+ *   gemm         gpu_gemm() in the dtype
+ * Rows compare rates (bus bandwidth, GB/s of copy traffic, TFLOP/s);
+ * error = predicted rate / measured rate - 1 = measured time / predicted
+ * time - 1.
+ */
+#include "valid.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_collectives.h"
+#include "config/spec_system.h"
+#include "gpu/gpu.h"
+#include "network/net.h"
+#include "store/store.h"
+#include "calib.h"
+
+#define MAX_SETS 64
+
+void valid_pred_close(struct valid_pred *p)
+{
+	net_free(p->net);
+	mem_free(p->gpus);
+	memset(p, 0, sizeof(*p));
+}
+
+int valid_pred_open(struct valid_pred *p, struct config_ctx *cx,
+		    const char *system, const char *const *sets, size_t nsets)
+{
+	memset(p, 0, sizeof(*p));
+	if (!(p->sys = arena_alloc(cx->arena, sizeof(*p->sys)))) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	memset(p->sys, 0, sizeof(*p->sys));
+	if (config_load(cx, &system_schema, system, sets, nsets, p->sys) != 0)
+		return -1;
+	p->ngpus = (uint32_t)system_gpus(p->sys);
+	p->gpus = mem_alloc(p->ngpus * sizeof(*p->gpus));
+	if (p->gpus)
+		p->net = net_new(p->sys, NULL, cx->diag);
+	if (!p->gpus || !p->net) {
+		if (!p->gpus)
+			diag_oom(cx->diag);
+		valid_pred_close(p);
+		return -1;
+	}
+	for (uint32_t i = 0; i < p->ngpus; i++)
+		p->gpus[i] = i;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int op;				/* enum coll_op, or -1 */
+} op_map[] = {
+	{"allreduce", COLL_ALLREDUCE}, {"allgather", COLL_ALLGATHER},
+	{"reducescatter", COLL_REDUCESCATTER}, {"alltoall", COLL_ALLTOALL},
+	{"alltoallv", COLL_ALLTOALL}, {"broadcast", COLL_BROADCAST},
+	{"reduce", COLL_REDUCE}, {"sendrecv", COLL_SENDRECV},
+};
+
+/* The byte matrix of a send/recv ring or the all-to-all-v skew. */
+static double *matrix(const char *op, uint32_t p, double bytes)
+{
+	double *m = mem_calloc((size_t)p * p, sizeof(*m)), W = p * (p + 1.0) / 2;
+	uint32_t i, j;
+
+	for (i = 0; m && i < p; i++)
+		for (j = 0; j < p; j++) {
+			if (strcmp(op, "sendrecv") == 0)
+				m[i * p + j] = j == (i + 1) % p ? bytes : 0;
+			else
+				m[i * p + j] = bytes / p * ((i + j) % p + 1) / W;
+		}
+	return m;
+}
+
+static int predict_coll(struct valid_pred *p, const struct store_meas_row *r,
+			int op, double *t, char *note, size_t len,
+			struct diag *d)
+{
+	struct coll_desc c = { (enum coll_op)op, r->size_B, p->gpus, r->ranks,
+			       NULL, -1, -1, 1, 0 };
+	struct net_coll_result res;
+	double *m = NULL;
+	int rc;
+
+	if (r->ranks > p->ngpus) {
+		diag_error(d, NULL, 0, 0, "%u ranks measured, the system has %u",
+			   r->ranks, p->ngpus);
+		return -1;
+	}
+	if (strcmp(r->op, "sendrecv") == 0 || strcmp(r->op, "alltoallv") == 0) {
+		if (!(m = matrix(r->op, r->ranks, r->size_B))) {
+			diag_oom(d);
+			return -1;
+		}
+		c.op = COLL_ALLTOALL;
+		c.a2a_B = m;
+		if (strcmp(r->op, "sendrecv") == 0)
+			c.algo = ALGO_P2P;
+	}
+	rc = net_collective_time(p->net, &c, &res, d);
+	mem_free(m);
+	if (rc != 0)
+		return -1;
+	*t = res.time_s;
+	snprintf(note, len, "%s/%s", res.algorithm, res.protocol);
+	return 0;
+}
+
+static int dtype_of(const char *t)
+{
+	if (strcmp(t, "float") == 0)
+		return DTYPE_FP32;
+	if (strcmp(t, "half") == 0)
+		return DTYPE_FP16;
+	if (strcmp(t, "bfloat16") == 0)
+		return DTYPE_BF16;
+	return -1;
+}
+
+int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
+			double *time_s, char *note, size_t len, struct diag *d)
+{
+	size_t i;
+	int dt;
+
+	note[0] = '\0';
+	if (strcmp(r->op, "copy") == 0) {
+		*time_s = gpu_memory_op(p->sys->gpu, r->size_B, r->size_B, 0,
+					2 * r->size_B).time_s;
+		return 0;
+	}
+	if (strcmp(r->op, "gemm") == 0) {
+		if ((dt = dtype_of(r->type)) < 0) {
+			diag_error(d, NULL, 0, 0, "gemm in %s: not modelled",
+				   r->type);
+			return -1;
+		}
+		*time_s = gpu_gemm(p->sys->gpu, (enum dtype)dt, (double)r->m,
+				   (double)r->n, (double)r->k, 1).time_s;
+		return 0;
+	}
+	for (i = 0; i < sizeof(op_map) / sizeof(op_map[0]); i++)
+		if (strcmp(op_map[i].name, r->op) == 0)
+			return predict_coll(p, r, op_map[i].op, time_s, note, len,
+					    d);
+	diag_error(d, NULL, 0, 0, "op '%s': not one llmsim predicts", r->op);
+	return -1;
+}
+
+double valid_point_rate(const struct store_meas_row *r, double time_s)
+{
+	double med = strcmp(r->op, "gemm") == 0 ? r->rate :
+		     strcmp(r->op, "copy") == 0 ? r->rate : r->busbw_Bps;
+
+	/* The stored rate is at the median time; any other time scales it. */
+	return med * r->time_s / time_s;
+}
+
+const char *valid_point_unit(const struct store_meas_row *r)
+{
+	return strcmp(r->op, "gemm") == 0 ? "TFLOP/s" : "GB/s";
+}
+
+double valid_point_scale(const struct store_meas_row *r)
+{
+	return strcmp(r->op, "gemm") == 0 ? 1e12 : 1e9;
+}
+
+/* The --set list a run's predictions use: its own sets (sets_json),
+ * then its rank layout. Strings in the arena; count, or -1. */
+int valid_run_sets(struct config_ctx *cx, const struct store_meas_run *run,
+		   const char **sets, int max)
+{
+	cJSON *a = cJSON_Parse(run->info.sets_json), *it;
+	int n = 0;
+
+	cJSON_ArrayForEach(it, a)
+		if (cJSON_IsString(it) && n < max - 2)
+			sets[n++] = arena_strdup(cx->arena, it->valuestring);
+	cJSON_Delete(a);
+	sets[n++] = arena_printf(cx->arena, "nodes=%d", run->info.nodes);
+	sets[n++] = arena_printf(cx->arena, "gpus_per_node=%d",
+				 run->info.devices_per_node);
+	for (int i = 0; i < n; i++)
+		if (!sets[i]) {
+			diag_oom(cx->diag);
+			return -1;
+		}
+	return n;
+}
+
+struct meas_ctx {
+	struct valid_set *set;
+	struct config_ctx *cx;
+	const struct valid_meas_opts *o;
+	int rc;
+};
+
+static int add_point(struct valid_table *t, struct valid_pred *p,
+		     const struct store_meas_row *r, int use_min,
+		     double *pred_s, struct diag *d)
+{
+	struct valid_row *v = valid_row_add(t, d);
+	double meas_s = use_min ? r->time_min_s : r->time_s;
+	double scale = valid_point_scale(r);
+
+	if (!v)
+		return -1;
+	if (strcmp(r->op, "gemm") == 0)
+		snprintf(v->label, sizeof(v->label), "%s %lld x %lld x %lld",
+			 r->type, (long long)r->m, (long long)r->n,
+			 (long long)r->k);
+	else
+		snprintf(v->label, sizeof(v->label), "%s %.0f B", r->op,
+			 r->size_B);
+	v->size_B = r->size_B;
+	if (valid_predict_point(p, r, pred_s, v->note, sizeof(v->note),
+				d) != 0)
+		return -1;
+	v->measured = valid_point_rate(r, meas_s) / scale;
+	v->predicted = valid_point_rate(r, *pred_s) / scale;
+	v->error = meas_s / *pred_s - 1;
+	if (strcmp(r->check, "wrong") == 0) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(check failed, not scored)");
+	} else if (!(v->measured > 0) || !isfinite(v->error)) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(no rate, not scored)");
+	}
+	return 0;
+}
+
+/* Predictions of a run's points with extra sets (calib_band's fn). */
+struct band_ctx {
+	struct config_ctx *cx;
+	const char *system;
+	const char **sets;
+	int nsets;
+	const struct store_meas_run *run;
+};
+
+static int band_eval(void *ctx, const char *const *extra, size_t nextra,
+		     double *out)
+{
+	struct band_ctx *b = ctx;
+	const char *sets[MAX_SETS + 4];
+	struct config_ctx cx = *b->cx;
+	struct valid_pred p;
+	struct arena a;
+	char note[64];
+	size_t i, n = 0;
+	int rc = 0;
+
+	for (i = 0; i < (size_t)b->nsets; i++)
+		sets[n++] = b->sets[i];
+	for (i = 0; i < nextra && n < MAX_SETS + 4; i++)
+		sets[n++] = extra[i];
+	arena_init(&a);
+	cx.arena = &a;
+	rc = valid_pred_open(&p, &cx, b->system, sets, n);
+	for (i = 0; rc == 0 && i < b->run->nrows; i++)
+		rc = valid_predict_point(&p, &b->run->rows[i], &out[i], note,
+					 sizeof(note), cx.diag);
+	if (p.net)
+		valid_pred_close(&p);
+	arena_release(&a);
+	return rc;
+}
+
+/* The 95% band of every row of t from the system's calibration. */
+static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
+		 const double *pred_s)
+{
+	size_t n = b->run->nrows, i;
+	double *sig = mem_alloc((n + 1) * sizeof(double));
+	int rc = -1;
+
+	if (sig && calib_band(b->cx, calib, "", 1, band_eval, b, pred_s, n,
+			      sig) == 0) {
+		for (i = 0; i < n && i < t->n; i++) {
+			/* The fit is of ln time: the band is one there. */
+			const struct store_meas_row *r = &b->run->rows[i];
+			double z = 1.96 * sig[i] / pred_s[i];
+			double hi_s = pred_s[i] * exp(z), lo_s = pred_s[i] * exp(-z);
+
+			t->rows[i].lo = valid_point_rate(r, hi_s) /
+					valid_point_scale(r);
+			t->rows[i].hi = valid_point_rate(r, lo_s) /
+					valid_point_scale(r);
+		}
+		rc = 0;
+	}
+	if (!sig)
+		diag_oom(b->cx->diag);
+	mem_free(sig);
+	return rc;
+}
+
+static void title(struct valid_table *t, const struct store_meas_run *run,
+		  const char *system, int use_min)
+{
+	snprintf(t->id, sizeof(t->id), "measure run %lld", (long long)run->id);
+	snprintf(t->title, sizeof(t->title), "%s, %d ranks (%d x %d), %s "
+		 "backend, %s on %s (%s), %s; predicted on %s%s",
+		 run->nrows ? run->rows[0].op : "?", run->info.ranks,
+		 run->info.nodes, run->info.devices_per_node,
+		 run->info.backend, run->info.library_version, run->info.host,
+		 run->info.device, run->created_at, system,
+		 use_min ? "; fastest iterations" : "");
+	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
+}
+
+/* Whether the calibration at path was fitted on the run id names (its
+ * rows are then in-sample when predicted with it). */
+static int calib_names(struct config_ctx *cx, const char *path,
+		       const char *id)
+{
+	struct calib_file f;
+	size_t i;
+
+	if (calib_file_load(cx, path, &f) != 0)
+		return 0;
+	for (i = 0; i < f.nfitted; i++)
+		if (strcmp(f.fitted_on[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+/* More mpi ranks than the host has CPUs time-share them, which llmsim
+ * does not model (each rank is a core of its own): shown, not scored. */
+static void oversubscribed(struct valid_table *t,
+			   const struct store_meas_run *run)
+{
+	size_t i;
+
+	if (strcmp(run->info.backend, "mpi") != 0 || run->info.cpus < 1 ||
+	    run->info.devices_per_node <= run->info.cpus)
+		return;
+	for (i = 0; i < t->n; i++)
+		if (t->rows[i].scored) {
+			t->rows[i].scored = 0;
+			snprintf(t->rows[i].note, sizeof(t->rows[i].note),
+				 "(%d ranks on %d CPUs, not scored)",
+				 run->info.devices_per_node, run->info.cpus);
+		}
+}
+
+static int one_run(void *ctx, const struct store_meas_run *run)
+{
+	struct meas_ctx *m = ctx;
+	struct config_ctx *cx = m->cx;
+	const char *sets[MAX_SETS], *system = m->o->system ? m->o->system :
+					      run->info.system;
+	double *pred_s = NULL;
+	struct valid_table *t;
+	struct valid_pred p;
+	char fit_id[600];
+	const char *p_calib = NULL;
+	int n, rc = 0, fitted;
+	uint32_t i;
+
+	if (!system || !system[0]) {
+		fprintf(stderr, "llmsim: validate: measure run %lld names no "
+			"system (measured without --system): not predicted\n",
+			(long long)run->id);
+		return 0;
+	}
+	if ((n = valid_run_sets(cx, run, sets, MAX_SETS)) < 0 ||
+	    !(t = valid_table_add(m->set, VK_MEASURED, cx->diag)) ||
+	    !(pred_s = mem_alloc((run->nrows + 1) * sizeof(double))))
+		return -1;
+	title(t, run, system, m->o->use_min);
+	if (valid_pred_open(&p, cx, system, sets, (size_t)n) != 0) {
+		mem_free(pred_s);
+		return -1;
+	}
+	for (i = 0; i < run->nrows && rc == 0; i++)
+		rc = add_point(t, &p, &run->rows[i], m->o->use_min, &pred_s[i],
+			       cx->diag);
+	if (rc == 0 && (p_calib = p.sys->calibration)) {
+		struct band_ctx b = { cx, system, sets, n, run };
+
+		rc = bands(t, &b, p.sys->calibration, pred_s);
+	}
+	valid_pred_close(&p);
+	snprintf(fit_id, sizeof(fit_id), "measure run %lld in %s",
+		 (long long)run->id, m->o->db ? m->o->db : "");
+	fitted = p_calib && calib_names(cx, p_calib, fit_id);
+	for (i = 0; i < t->n; i++)
+		t->rows[i].in_sample = fitted;
+	oversubscribed(t, run);
+	mem_free(pred_s);
+	return rc;
+}
+
+int valid_measured(struct valid_set *set, struct config_ctx *cx,
+		   struct store *st, const struct valid_meas_opts *o)
+{
+	struct meas_ctx m = { set, cx, o, 0 };
+	int64_t n = store_each_measure(st, o->run, one_run, &m, cx->diag);
+
+	return n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int)n;
+}

@@ -1,0 +1,254 @@
+/*
+ * valid_train.c - predicted against measured step times of the training
+ * reference cases: results/reference/training/cases.tsv (a gated table)
+ * and extra-cases.tsv (measurements outside the issue's reference set,
+ * e.g. llmsim's own: shown, not gated). Each line: id, job file (in the
+ * same folder), measured step time in seconds, where the number comes
+ * from. error = predicted / measured - 1 of the step time.
+ *
+ * Each case is one full step simulation (`llmsim run` without storing),
+ * some of them tens of seconds, so with jobs > 1 they run in that many
+ * worker processes (fork); a worker sends "INDEX STEP_S" or "INDEX ! WHY"
+ * lines back through a pipe. A case that fails to run is a table row
+ * with no prediction and an error: reported, and the validation fails.
+ *
+ * (Was scripts/validate-training.sh.)
+ */
+#include "valid.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "run/step.h"
+
+#define MAX_CASES 256
+
+struct tcase {
+	char id[96];
+	char job[512];			/* path */
+	double measured_s;		/* s */
+	double predicted_s;		/* s; NaN until run */
+	char why[200];			/* why it failed */
+};
+
+/* Read a cases file; the count, or -1 after reporting. */
+static int read_cases(const char *dir, const char *name, struct tcase *c,
+		      int max, struct diag *d)
+{
+	char path[1024], line[2048];
+	FILE *f;
+	int n = 0, ln = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r")))
+		return 0;	/* an absent file has no cases */
+	while (fgets(line, sizeof(line), f) && n < max) {
+		char *id, *job, *meas, *save = NULL;
+
+		ln++;
+		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		id = strtok_r(line, "\t\n", &save);
+		job = strtok_r(NULL, "\t\n", &save);
+		meas = strtok_r(NULL, "\t\n", &save);
+		if (!id || !job || !meas || !(atof(meas) > 0)) {
+			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
+				   "measured_step_s<TAB>source'");
+			fclose(f);
+			return -1;
+		}
+		memset(&c[n], 0, sizeof(c[n]));
+		snprintf(c[n].id, sizeof(c[n].id), "%s", id);
+		snprintf(c[n].job, sizeof(c[n].job), "%s/%s", dir, job);
+		c[n].measured_s = atof(meas);
+		c[n].predicted_s = NAN;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Simulate one case: its step time, or NaN with why. */
+static double run_case(struct tcase *c, const char *data_root)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	struct job_spec *j;
+	struct step_result r;
+	FILE *err = tmpfile();
+	double t = NAN;
+
+	arena_init(&a);
+	diag_init(&d, err ? err : stderr);
+	cx = (struct config_ctx){ &a, &d, data_root };
+	memset(&r, 0, sizeof(r));
+	j = arena_alloc(&a, sizeof(*j));
+	if (j) {
+		memset(j, 0, sizeof(*j));
+		if (config_load(&cx, &job_schema, c->job, NULL, 0, j) == 0 &&
+		    step_run(j, 0, NULL, NULL, &r, &d) == 0)
+			t = r.step_s;
+	}
+	step_result_release(&r);
+	snprintf(c->why, sizeof(c->why), "failed");
+	if (isnan(t) && err) {
+		char line[512];
+
+		rewind(err);
+		while (fgets(line, sizeof(line), err))
+			if (strstr(line, "error:")) {
+				snprintf(c->why, sizeof(c->why), "%.199s", line);
+				break;
+			}
+		c->why[strcspn(c->why, "\n")] = '\0';
+	}
+	if (err)
+		fclose(err);
+	arena_release(&a);
+	return t;
+}
+
+/* Worker w of jobs: cases w, w + jobs, ... into fd. */
+static void worker(struct tcase *c, int n, int w, int jobs,
+		   const char *data_root, int fd)
+{
+	FILE *out = fdopen(fd, "w");
+	int i;
+
+	for (i = w; out && i < n; i += jobs) {
+		double t = run_case(&c[i], data_root);
+
+		if (isnan(t))
+			fprintf(out, "%d ! %s\n", i, c[i].why);
+		else
+			fprintf(out, "%d %.17g\n", i, t);
+		fflush(out);
+	}
+	_exit(out ? 0 : 1);
+}
+
+static void take_line(struct tcase *c, int n, char *line)
+{
+	char *rest;
+	long i = strtol(line, &rest, 10);
+
+	if (i < 0 || i >= n)
+		return;
+	rest += strspn(rest, " ");
+	if (rest[0] == '!') {
+		snprintf(c[i].why, sizeof(c[i].why), "%s", rest + 2);
+		c[i].why[strcspn(c[i].why, "\n")] = '\0';
+	} else {
+		c[i].predicted_s = strtod(rest, NULL);
+	}
+}
+
+/* Every case's prediction, in jobs processes. */
+static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
+		   struct diag *d)
+{
+	pid_t pid[16];
+	char line[512];
+	int fds[2], w, started = 0;
+	FILE *in;
+
+	if (jobs <= 1 || n <= 1) {
+		for (w = 0; w < n; w++)
+			c[w].predicted_s = run_case(&c[w], data_root);
+		return 0;
+	}
+	if (jobs > 16)
+		jobs = 16;
+	if (pipe(fds) != 0) {
+		diag_error(d, NULL, 0, 0, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	for (w = 0; w < jobs && w < n; w++) {
+		if ((pid[w] = fork()) == 0) {
+			close(fds[0]);
+			worker(c, n, w, jobs, data_root, fds[1]);
+		}
+		started += pid[w] > 0;
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	while (in && fgets(line, sizeof(line), in))
+		take_line(c, n, line);
+	if (in)
+		fclose(in);
+	for (w = 0; w < jobs && w < n; w++)
+		if (pid[w] > 0)
+			waitpid(pid[w], NULL, 0);
+	return started ? 0 : -1;
+}
+
+static int add_table(struct valid_set *set, struct tcase *c, int n,
+		     const char *name, int gated, struct diag *d)
+{
+	struct valid_table *t = valid_table_add(set, VK_TRAINING, d);
+	int i;
+
+	if (!t)
+		return -1;
+	snprintf(t->id, sizeof(t->id), "%s", name);
+	snprintf(t->title, sizeof(t->title), "step time of %s cases (%s)",
+		 gated ? "the reference" : "extra (not gated)", name);
+	t->unit = "s";
+	t->is_time = 1;
+	t->gated = gated;
+	for (i = 0; i < n; i++) {
+		struct valid_row *v = valid_row_add(t, d);
+
+		if (!v)
+			return -1;
+		snprintf(v->label, sizeof(v->label), "%s", c[i].id);
+		v->measured = c[i].measured_s;
+		v->predicted = c[i].predicted_s;
+		v->error = v->predicted / v->measured - 1;
+		v->in_sample = valid_is_fitted(set, c[i].id);
+		if (isnan(v->predicted)) {
+			v->scored = 0;
+			v->failed = 1;
+			snprintf(v->note, sizeof(v->note), "FAILED");
+			fprintf(stderr, "llmsim: validate: %s did not run: %s\n",
+				c[i].id, c[i].why[0] ? c[i].why :
+				"its worker process ended without a result");
+		}
+	}
+	return 0;
+}
+
+int valid_training(struct valid_set *set, struct config_ctx *cx,
+		   const char *dir, int jobs)
+{
+	static const char *const files[2] = {"cases.tsv", "extra-cases.tsv"};
+	struct tcase *c = mem_calloc(MAX_CASES, sizeof(*c));
+	int f, n, rc = 0;
+
+	if (!c) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	for (f = 0; f < 2 && rc == 0; f++) {
+		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
+		if (n < 0 || run_all(c, n, jobs, cx->data_root, cx->diag) != 0)
+			rc = -1;
+		else if (n > 0 && add_table(set, c, n, files[f], f == 0,
+					    cx->diag) != 0)
+			rc = -1;
+	}
+	mem_free(c);
+	return rc;
+}

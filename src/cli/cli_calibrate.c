@@ -1,0 +1,399 @@
+/*
+ * cli_calibrate.c - `llmsim calibrate`: fit named model parameters of a
+ * system to measurements stored by `llmsim measure`, with confidence
+ * intervals and cross-validated error, and write the fit as a
+ * calibration file a system applies by reference (calib.h).
+ *
+ *   llmsim calibrate --db PATH [--run N[,N]...] [--system S]
+ *                    [--params KEY[,KEY]...] [--max-params N] [--folds K]
+ *                    [--fastest] [-o FILE]
+ *
+ * Exit status: 0; 1 the fit did not converge (or a runtime failure); 2
+ * bad input (an unknown or unfittable key, a database without
+ * measurements, runs on different systems without --system).
+ */
+#include "cli.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_system.h"
+#include "store/store.h"
+#include "calib/calib.h"
+#include "calib/valid.h"
+
+#define MAX_RUNS 64
+#define MAX_SETS 64
+
+struct copts {
+	const char *db, *system, *params, *out;
+	int64_t runs[MAX_RUNS];
+	int nruns, folds, use_min, max_iter;
+	long max_params;
+};
+
+/* What the runs held, copied out of the store's callbacks (arena). */
+struct gathered {
+	struct config_ctx *cx;
+	const struct copts *o;
+	struct store_meas_row *rows;
+	struct calib_point *pts;
+	size_t n, cap;
+	const char *system;		/* the runs' system, if one */
+	int mixed;			/* runs name different systems */
+	char runs[4096];		/* "measure run 1 in DB, ..." */
+	char what[256];			/* backend, library, host of the first */
+};
+
+static int parse_runs(struct copts *o, const char *v)
+{
+	char buf[512], *save = NULL, *t, *end;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		long long r = strtoll(t, &end, 10);
+
+		if (*end || r < 1 || o->nruns == MAX_RUNS)
+			return cli_usage_error("calibrate", "--run: expected run "
+					       "ids such as '3' or '3,4', got "
+					       "'%s'", v);
+		o->runs[o->nruns++] = r;
+	}
+	return CLI_OK;
+}
+
+static int parse(struct copts *o, int argc, char **argv)
+{
+	const char *v, *missing = NULL;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if ((v = cli_option(argc, argv, &i, "--db", &missing)))
+			o->db = v;
+		else if ((v = cli_option(argc, argv, &i, "--system", &missing)))
+			o->system = v;
+		else if ((v = cli_option(argc, argv, &i, "--params", &missing)))
+			o->params = v;
+		else if ((v = cli_option(argc, argv, &i, "-o", &missing)) ||
+			 (v = cli_option(argc, argv, &i, "--output", &missing)))
+			o->out = v;
+		else if ((v = cli_option(argc, argv, &i, "--run", &missing))) {
+			if (parse_runs(o, v) != CLI_OK)
+				return CLI_USAGE;
+		} else if ((v = cli_option(argc, argv, &i, "--folds", &missing))) {
+			o->folds = atoi(v);
+			if (o->folds < 0 || o->folds > 20)
+				return cli_usage_error("calibrate", "--folds: "
+						       "expected 0 to 20, got "
+						       "'%s'", v);
+		} else if ((v = cli_option(argc, argv, &i, "--max-iter",
+					   &missing))) {
+			o->max_iter = atoi(v);
+			if (o->max_iter < 1 || o->max_iter > 10000)
+				return cli_usage_error("calibrate", "--max-iter: "
+						       "expected 1 to 10000, "
+						       "got '%s'", v);
+		} else if ((v = cli_option(argc, argv, &i, "--max-params",
+					   &missing))) {
+			o->max_params = atol(v);
+			if (o->max_params < 1 || o->max_params > 16)
+				return cli_usage_error("calibrate", "--max-params: "
+						       "expected 1 to 16, got "
+						       "'%s'", v);
+		} else if (missing)
+			return cli_usage_error("calibrate", "'%s' needs a value",
+					       missing);
+		else if (strcmp(argv[i], "--fastest") == 0)
+			o->use_min = 1;
+		else
+			return cli_usage_error("calibrate", "unknown option '%s'",
+					       argv[i]);
+	}
+	if (!o->db)
+		return cli_usage_error("calibrate", "%s", "--db is required (the "
+				       "database `llmsim measure` stored into)");
+	return CLI_OK;
+}
+
+static int wanted(const struct copts *o, int64_t id)
+{
+	int i;
+
+	for (i = 0; i < o->nruns; i++)
+		if (o->runs[i] == id)
+			return 1;
+	return o->nruns == 0;
+}
+
+static int copy_row(struct arena *a, struct store_meas_row *to,
+		    const struct store_meas_row *from)
+{
+	*to = *from;
+	to->op = arena_strdup(a, from->op);
+	to->type = arena_strdup(a, from->type);
+	to->check = arena_strdup(a, from->check);
+	return to->op && to->type && to->check ? 0 : -1;
+}
+
+static void note_run(struct gathered *g, const struct store_meas_run *r)
+{
+	size_t len = strlen(g->runs);
+	char real[PATH_MAX];
+	const char *db = realpath(g->o->db, real) ? real : g->o->db;
+
+	snprintf(g->runs + len, sizeof(g->runs) - len, "%smeasure run %lld in "
+		 "%s", len ? ", " : "", (long long)r->id, db);
+	if (!g->what[0])
+		snprintf(g->what, sizeof(g->what), "%s backend, %s on %s",
+			 r->info.backend, r->info.library_version, r->info.host);
+	if (!g->system)
+		g->system = arena_strdup(g->cx->arena, r->info.system);
+	else if (strcmp(g->system, r->info.system) != 0)
+		g->mixed = 1;
+}
+
+static int take_run(void *ctx, const struct store_meas_run *r)
+{
+	struct gathered *g = ctx;
+	struct arena *a = g->cx->arena;
+	const char **sets;
+	int ns;
+	uint32_t i;
+
+	if (!wanted(g->o, r->id))
+		return 0;
+	note_run(g, r);
+	sets = arena_alloc(a, MAX_SETS * sizeof(*sets));
+	if (!sets || (ns = valid_run_sets(g->cx, r, sets, MAX_SETS)) < 0)
+		return -1;
+	for (i = 0; i < r->nrows; i++) {
+		const struct store_meas_row *m = &r->rows[i];
+
+		if (strcmp(m->check, "wrong") == 0)
+			continue;	/* a wrong result's time is no datum */
+		if (g->n == g->cap &&
+		    (arena_grow(a, (void **)&g->rows, &g->cap, g->n + 1,
+				sizeof(*g->rows)) ||
+		     !(g->pts = mem_realloc(g->pts, g->cap * sizeof(*g->pts)))))
+			return -1;
+		if (copy_row(a, &g->rows[g->n], m) != 0)
+			return -1;
+		g->pts[g->n] = (struct calib_point){ NULL, g->o->use_min ?
+			m->time_min_s : m->time_s, sets, ns };
+		g->n++;
+	}
+	return 0;
+}
+
+/* Points of the wanted runs; CLI status. */
+static int gather(struct gathered *g, struct diag *d)
+{
+	struct store *st = store_open(g->o->db, d);
+	int64_t n;
+	size_t i;
+
+	if (!st)
+		return CLI_FAIL;
+	n = store_each_measure(st, 0, take_run, g, d);
+	store_close(st);
+	if (n < 0)
+		return d->oom ? CLI_FAIL : CLI_USAGE;
+	for (i = 0; i < g->n; i++)	/* rows moved while growing */
+		g->pts[i].row = &g->rows[i];
+	if (g->n == 0) {
+		diag_error(d, g->o->db, 0, 0, "no measurements%s to fit (llmsim "
+			   "measure stores them)", g->o->nruns ? " in the runs "
+			   "given" : "");
+		return CLI_USAGE;
+	}
+	if (g->mixed && !g->o->system) {
+		diag_error(d, g->o->db, 0, 0, "the runs were measured on "
+			   "different systems: choose with --run or --system");
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
+/* Of the candidates, those the system sets inside their bounds (a zero
+ * latency is a mechanism the preset leaves out, an efficiency of 1 says
+ * the rate beside it is itself measured: neither is a value to tune);
+ * they move to the front; the count. */
+static long keep_set(struct calib_param *c, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (c[i].start > c[i].lo && c[i].start < c[i].hi) {
+			struct calib_param t = c[k];
+
+			c[k++] = c[i];
+			c[i] = t;
+		}
+	return (long)k;
+}
+
+/* The named parameters (--params), or a choice of them. CLI status. */
+static int params(const struct copts *o, struct calib_problem *pb,
+		  const struct system_spec *sys, struct diag *d)
+{
+	struct arena *a = pb->cx->arena;
+	struct calib_param *all;
+	char buf[1024], *save = NULL, *k, why[256];
+	long n;
+
+	if (o->params) {
+		snprintf(buf, sizeof(buf), "%s", o->params);
+		pb->par = arena_alloc(a, 32 * sizeof(*pb->par));
+		pb->npar = 0;
+		for (k = strtok_r(buf, ",", &save); k && pb->par;
+		     k = strtok_r(NULL, ",", &save)) {
+			const char *key = arena_strdup(a, strncmp(k, "system.",
+					7) == 0 ? k + 7 : k);
+
+			if (pb->npar == 32 || !key)
+				break;
+			if (calib_param_find(sys, key, &pb->par[pb->npar], why,
+					     sizeof(why)) != 0)
+				return cli_usage_error("calibrate", "--params: "
+						       "%s: %s", key, why);
+			pb->npar++;
+		}
+		return pb->par ? CLI_OK : CLI_FAIL;
+	}
+	if ((n = calib_param_all(sys, a, &all)) < 0)
+		return CLI_FAIL;
+	n = keep_set(all, (size_t)n);
+	n = calib_choose(pb, all, (size_t)n, (size_t)o->max_params, &pb->par, d);
+	if (n < 0)
+		return CLI_FAIL;
+	pb->npar = (size_t)n;
+	if (n == 0) {
+		diag_error(d, NULL, 0, 0, "no fittable parameter moves these "
+			   "predictions: name some with --params");
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
+static void print_param(const struct calib_param *p)
+{
+	char s[48], v[48], e[48], lo[48], hi[48];
+
+	calib_value_text(p, p->start, s, sizeof(s));
+	calib_value_text(p, p->value, v, sizeof(v));
+	calib_value_text(p, p->stderr_, e, sizeof(e));
+	calib_value_text(p, p->ci_lo, lo, sizeof(lo));
+	calib_value_text(p, p->ci_hi, hi, sizeof(hi));
+	printf("  %-50s %12s %12s %12s  [%s, %s]%s\n", p->key, s, v, e, lo, hi,
+	       p->ci_lo <= p->lo * 1.0001 + 1e-300 || p->ci_hi >= p->hi * 0.9999
+	       ? "  (at a bound)" : "");
+}
+
+static void report(const struct calib_problem *pb,
+		   const struct calib_result *r, const struct gathered *g,
+		   const char *out)
+{
+	size_t i, j;
+
+	printf("llmsim calibrate: %zu points of %s (%s), on %s; %zu "
+	       "parameter%s\n", pb->npts, g->runs, g->what, pb->system,
+	       pb->npar, pb->npar == 1 ? "" : "s");
+	printf("  %-50s %12s %12s %12s  %s\n", "parameter", "start", "fitted",
+	       "stderr", "95% interval");
+	for (i = 0; i < pb->npar; i++)
+		print_param(&pb->par[i]);
+	if (pb->npar > 1) {
+		printf("  correlation:\n");
+		for (i = 0; i < pb->npar; i++) {
+			printf("   ");
+			for (j = 0; j < pb->npar; j++)
+				printf(" %+6.3f", r->corr[i * pb->npar + j]);
+			printf("\n");
+		}
+	}
+	printf("  error over the points, median |predicted / measured - 1|: "
+	       "%.1f%% with the preset, %.1f%% fitted (rms of ln ratio %.3f -> "
+	       "%.3f); %d iterations, %zu degrees of freedom\n",
+	       100 * r->med_before, 100 * r->med_after, r->rms_before,
+	       r->rms_after, r->iters, r->dof);
+	if (r->folds)
+		printf("  cross-validated (%d folds, each point predicted by a "
+		       "fit without its fold): median |error| %.1f%% (the preset: "
+		       "%.1f%%), rms of ln ratio %.3f (%.3f)\n", r->folds,
+		       100 * r->cv_med, 100 * r->cv_med_before, r->cv_rms,
+		       r->cv_rms_before);
+	printf("  wrote %s; a system applies it with 'calibration: %s'\n", out,
+	       out);
+}
+
+static const char *out_path(const struct copts *o, struct config_ctx *cx,
+			    const struct system_spec *sys)
+{
+	if (o->out)
+		return o->out;
+	return arena_printf(cx->arena, "%s/configs/calibrated/%s.yaml",
+			    cx->data_root, sys->name ? sys->name : "system");
+}
+
+int cli_calibrate(int argc, char **argv, const char *argv0)
+{
+	struct copts o = { .folds = 5, .max_params = 4, .max_iter = 60 };
+	struct calib_problem pb;
+	struct calib_result res;
+	struct gathered g;
+	struct valid_pred pred;
+	struct config_ctx cx;
+	struct arena a;
+	struct diag d;
+	const char *out;
+	int rc, fit;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	memset(&g, 0, sizeof(g));
+	memset(&res, 0, sizeof(res));
+	memset(&pred, 0, sizeof(pred));
+	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
+	g.cx = &cx;
+	g.o = &o;
+	if ((rc = parse(&o, argc, argv)) != CLI_OK || !cx.data_root ||
+	    (rc = gather(&g, &d)) != CLI_OK)
+		goto out;
+	pb = (struct calib_problem){ &cx, o.system ? o.system : g.system,
+				     g.pts, g.n, NULL, 0, o.max_iter };
+	if (!pb.system || !pb.system[0]) {
+		rc = cli_usage_error("calibrate", "%s", "the runs name no system: "
+				     "give --system");
+		goto out;
+	}
+	if (valid_pred_open(&pred, &cx, pb.system, g.pts[0].sets,
+			    (size_t)g.pts[0].nsets) != 0) {
+		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	if ((rc = params(&o, &pb, pred.sys, &d)) != CLI_OK)
+		goto out;
+	fit = calib_fit(&pb, &res, &d);
+	if (fit == 0 && o.folds > 1)
+		fit = calib_cross_validate(&pb, (int)((size_t)o.folds < g.n ?
+			(size_t)o.folds : g.n), &res, &d);
+	rc = fit == 0 ? CLI_OK : fit == -2 ? CLI_USAGE : CLI_FAIL;
+	if (fit == 0 && (!(out = out_path(&o, &cx, pred.sys)) ||
+			 calib_file_write(out, &pb, &res, o.db, g.runs,
+					  cli_version(), &d) != 0))
+		rc = CLI_FAIL;
+	else if (fit == 0)
+		report(&pb, &res, &g, out);
+out:
+	valid_pred_close(&pred);
+	mem_free(res.corr);
+	mem_free(g.pts);
+	arena_release(&a);
+	return rc;
+}

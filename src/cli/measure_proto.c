@@ -1,0 +1,221 @@
+/*
+ * measure_proto.c - the backends' JSON-lines protocol (docs/measure.md),
+ * read into the results store's rows: one object per line, by "type":
+ *
+ *   hello  backend, host, device, library, library_version, library_path,
+ *          runtime, ranks, nodes, devices_per_node
+ *   point  op, dtype, bytes, count, ranks, iters, time_us, time_min_us,
+ *          time_max_us, check; algbw_GBps and busbw_GBps (collectives),
+ *          m, n, k and tflops (gemm), GBps (copy), root (broadcast,
+ *          reduce)
+ *   error  status, reason, message
+ *   end    points
+ *
+ * Units are converted to the store's SI: us -> s, GB/s -> B/s, TFLOP/s
+ * -> FLOP/s. Unknown keys are ignored (a newer backend may say more);
+ * a missing required key is an error naming it.
+ */
+#include "measure.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+
+void measure_init(struct measure_log *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->points = cJSON_CreateArray();
+}
+
+static void free_info(struct store_meas_info *i)
+{
+	mem_free((char *)i->backend);
+	mem_free((char *)i->host);
+	mem_free((char *)i->device);
+	mem_free((char *)i->library);
+	mem_free((char *)i->library_version);
+	mem_free((char *)i->library_path);
+	mem_free((char *)i->runtime);
+}
+
+void measure_release(struct measure_log *m)
+{
+	uint32_t i;
+
+	free_info(&m->info);
+	for (i = 0; i < m->npts; i++) {
+		mem_free((char *)m->pts[i].op);
+		mem_free((char *)m->pts[i].type);
+		mem_free((char *)m->pts[i].check);
+	}
+	mem_free(m->err_msg);
+	cJSON_Delete(m->points);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A string member, or "" when absent; owned copy (NULL when OOM). */
+static char *str_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return mem_strdup(cJSON_IsString(v) ? v->valuestring : "");
+}
+
+/* A number member, or NAN. */
+static double num_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static int hello(struct measure_log *m, const cJSON *o, const char *where,
+		 struct diag *d)
+{
+	struct store_meas_info *i = &m->info;
+	double ranks = num_of(o, "ranks"), nodes = num_of(o, "nodes");
+	double per = num_of(o, "devices_per_node");
+
+	free_info(i);
+	i->backend = str_of(o, "backend");
+	i->host = str_of(o, "host");
+	i->device = str_of(o, "device");
+	i->library = str_of(o, "library");
+	i->library_version = str_of(o, "library_version");
+	i->library_path = str_of(o, "library_path");
+	i->runtime = str_of(o, "runtime");
+	if (!i->backend || !i->host || !i->device || !i->library ||
+	    !i->library_version || !i->library_path || !i->runtime) {
+		diag_oom(d);
+		return -1;
+	}
+	if (!(ranks >= 1) || !(nodes >= 1) || !(per >= 1) || !i->backend[0]) {
+		diag_error(d, where, 0, 0, "hello: expected backend, ranks, "
+			   "nodes and devices_per_node (>= 1)");
+		return -1;
+	}
+	i->ranks = (int)ranks;
+	i->nodes = (int)nodes;
+	i->devices_per_node = (int)per;
+	i->cpus = num_of(o, "cpus") >= 1 ? (int)num_of(o, "cpus") : 0;
+	m->have_hello = 1;
+	return 0;
+}
+
+/* Required numbers of a point, each > 0 (bytes, count: >= 0). */
+static int point_numbers(const cJSON *o, struct store_meas_row *r,
+			 const char **missing)
+{
+	const struct { const char *key; double *to; double scale, lo; } f[] = {
+		{ "bytes", &r->size_B, 1, 0 },
+		{ "count", &r->count, 1, 0 },
+		{ "time_us", &r->time_s, 1e-6, 1e-15 },
+		{ "time_min_us", &r->time_min_s, 1e-6, 1e-15 },
+		{ "time_max_us", &r->time_max_s, 1e-6, 1e-15 },
+	};
+	double ranks = num_of(o, "ranks"), iters = num_of(o, "iters");
+	size_t i;
+
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		double v = num_of(o, f[i].key);
+
+		if (!(v >= f[i].lo) || !isfinite(v)) {
+			*missing = f[i].key;
+			return -1;
+		}
+		*f[i].to = v * f[i].scale;
+	}
+	if (!(ranks >= 1) || !(iters >= 1)) {
+		*missing = !(ranks >= 1) ? "ranks" : "iters";
+		return -1;
+	}
+	r->ranks = (uint32_t)ranks;
+	r->iters = (int)iters;
+	return 0;
+}
+
+static int point(struct measure_log *m, const cJSON *o, const char *where,
+		 struct diag *d)
+{
+	struct store_meas_row *r;
+	const char *missing = NULL;
+	double root = num_of(o, "root");
+
+	if (m->npts == MEASURE_MAX_POINTS) {
+		diag_error(d, where, 0, 0, "more than %d points",
+			   MEASURE_MAX_POINTS);
+		return -1;
+	}
+	r = &m->pts[m->npts];
+	memset(r, 0, sizeof(*r));
+	r->op = str_of(o, "op");
+	r->type = str_of(o, "dtype");
+	r->check = str_of(o, "check");
+	m->npts++;
+	if (!r->op || !r->type || !r->check) {
+		diag_oom(d);
+		return -1;
+	}
+	if (!r->op[0] || !r->type[0] || point_numbers(o, r, &missing) != 0 ||
+	    (strcmp(r->check, "ok") && strcmp(r->check, "wrong") &&
+	     strcmp(r->check, "skipped"))) {
+		diag_error(d, where, 0, 0, "point: missing or bad '%s'",
+			   missing ? missing : !r->op[0] ? "op" :
+			   !r->type[0] ? "dtype" : "check");
+		return -1;
+	}
+	r->root = isnan(root) ? -1 : (int)root;
+	r->m = isnan(num_of(o, "m")) ? 0 : (int64_t)num_of(o, "m");
+	r->n = isnan(num_of(o, "n")) ? 0 : (int64_t)num_of(o, "n");
+	r->k = isnan(num_of(o, "k")) ? 0 : (int64_t)num_of(o, "k");
+	r->algbw_Bps = num_of(o, "algbw_GBps") * 1e9;
+	r->busbw_Bps = num_of(o, "busbw_GBps") * 1e9;
+	r->rate = strcmp(r->op, "gemm") == 0 ? num_of(o, "tflops") * 1e12 :
+		  num_of(o, "GBps") * 1e9;
+	return 1;
+}
+
+static int error_line(struct measure_log *m, const cJSON *o)
+{
+	double st = num_of(o, "status");
+
+	m->err_status = st >= 1 && st <= 4 ? (int)st : 1;
+	mem_free(m->err_msg);
+	m->err_msg = str_of(o, "message");
+	return 0;
+}
+
+int measure_line(struct measure_log *m, const char *line, const char *where,
+		 struct diag *d)
+{
+	cJSON *o;
+	const cJSON *t;
+	int rc = 0;
+
+	m->lines++;
+	if (line[strspn(line, " \t\r\n")] == '\0')
+		return 0;
+	o = cJSON_Parse(line);
+	t = o ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
+	if (!cJSON_IsString(t)) {
+		diag_error(d, where, (int)m->lines, 0, "not a protocol line "
+			   "(a JSON object with a \"type\"): '%.60s'", line);
+		cJSON_Delete(o);
+		return -1;
+	}
+	if (strcmp(t->valuestring, "hello") == 0)
+		rc = hello(m, o, where, d);
+	else if (strcmp(t->valuestring, "point") == 0)
+		rc = point(m, o, where, d);
+	else if (strcmp(t->valuestring, "error") == 0)
+		rc = error_line(m, o);
+	else if (strcmp(t->valuestring, "end") == 0)
+		m->ended = 1;
+	if (rc == 1 && m->points && cJSON_AddItemToArray(m->points, o))
+		return 1;
+	cJSON_Delete(o);
+	return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * store_impl.h - the results store's insides, shared by its files
+ * (store.c: open, migrate, runs and step results; store_meas.c:
+ * measurements and validation rows; store_plan.c: plans). Not for other
+ * modules.
+ *
+ * Depends on SQLite.
+ */
+#ifndef LLMSIM_STORE_STORE_IMPL_H
+#define LLMSIM_STORE_STORE_IMPL_H
+
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+struct diag;
+struct store_run;
+
+struct store {
+	sqlite3 *db;
+	char *path;			/* as given, for diagnostics */
+	int busy_ms;			/* ms to wait for another writer */
+	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
+	sqlite3_stmt *commit;
+	sqlite3_stmt *rollback;
+	sqlite3_stmt *put_run;
+	sqlite3_stmt *put_step;
+	sqlite3_stmt *put_coll;
+};
+
+/* Report SQLite's last error on st->db as "PATH: error: DOING: MESSAGE
+ * (OS error, for I/O errors); HINT"; fmt says what we were doing. */
+void store_report(struct store *st, struct diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Step s once and reset it; the step's result code. */
+int store_step_once(sqlite3_stmt *s);
+
+/* Bind n texts / doubles from parameter first on. */
+int store_bind_texts(sqlite3_stmt *s, int first, const char *const *v, int n);
+int store_bind_doubles(sqlite3_stmt *s, int first, const double *v, int n);
+
+/* Step s once its binding returned rc, clear its bindings; SQLITE_DONE
+ * on success. */
+int store_insert(sqlite3_stmt *s, int rc);
+
+/* Insert the run row inside the open transaction: its id, or -1 after
+ * reporting. */
+int64_t store_put_run(struct store *st, const struct store_run *run,
+		      struct diag *d);
+
+/* Run fn inside one transaction (BEGIN IMMEDIATE ... COMMIT, rolled back
+ * when fn returns < 0); fn's result, or -1 after reporting. */
+int64_t store_tx(struct store *st,
+		 int64_t (*fn)(struct store *st, const void *ctx,
+			       struct diag *d),
+		 const void *ctx, struct diag *d);
+
+#endif

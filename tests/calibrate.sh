@@ -1,0 +1,133 @@
+#!/bin/sh
+# calibrate.sh - `llmsim calibrate` round trip on synthetic measurements
+# generated from known parameters, and its error bars downstream:
+#
+#  1. Truth: cpu-host with scale_up.link.sustained = 0.55 and Open MPI's
+#     p2p step latencies 2.2 us (simple) and 0.7 us (ll), instead of the
+#     preset's 0.77, 3.5 us and 0.4 us. `llmsim collective` predicts the
+#     send/recv table from 1 KiB to 64 MiB (17 sizes, x2); each time is
+#     scaled by a deterministic +-3 % (an LCG in awk) and imported as a
+#     measurement (`llmsim measure --import`).
+#  2. `llmsim calibrate` with no --params picks the three parameters the
+#     table depends on and recovers each truth inside its 95 % interval.
+#  3. Fitting half the table (even sizes) improves the other half (odd
+#     sizes): validate's median |error| on it falls from the preset's to
+#     below 3 % (the noise is uniform +-3 %: median |noise| 1.5 %), and
+#     the held-out values lie in their predicted 95 % intervals.
+#  4. `llmsim run --json` on a calibrated system gives step_time_s an
+#     interval: a synthetic 8 x H100 all-reduce table with the NVLink
+#     links' sustained fraction at 0.8 (preset 0.824) fitted, then the
+#     default job on dgx-h100 with that calibration.
+#  5. Bad input: unknown and unfittable keys, a parameter nothing depends
+#     on (2), a fit stopped before converging (1), an empty database (2),
+#     a calibration file that is not there (2).
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# to_lines OP RANKS EVERY PART < CSV: rows i with (i mod EVERY) == PART.
+to_lines() {
+	awk -v op="$1" -v ranks="$2" -v every="$3" -v part="$4" '
+	BEGIN { FS = ","; seed = 12345
+		printf "{\"type\":\"hello\",\"protocol\":1,\"backend\":\"mpi\","
+		printf "\"host\":\"synthetic\",\"device\":\"synthetic\","
+		printf "\"library\":\"synthetic\",\"library_version\":\"synthetic\","
+		printf "\"library_path\":\"\",\"runtime\":\"\",\"ranks\":%d,", ranks
+		printf "\"nodes\":1,\"devices_per_node\":%d,\"iters\":1,\"warmup\":0}\n", ranks }
+	NR > 1 {
+		seed = (seed * 1103515245 + 12345) % 2147483648
+		f = 1 + 0.06 * (seed / 2147483648 - 0.5)	# +-3 %
+		if ((NR - 2) % every != part) next
+		t = $4 * f
+		printf "{\"type\":\"point\",\"op\":\"%s\",\"dtype\":\"float\",", op
+		printf "\"bytes\":%s,\"count\":%s,\"ranks\":%d,\"iters\":1,", $1, $2, ranks
+		printf "\"time_us\":%.6f,\"time_min_us\":%.6f,\"time_max_us\":%.6f,", t, t, t
+		printf "\"algbw_GBps\":%.6f,\"busbw_GBps\":%.6f,", $1 / t / 1e3, $6 * $4 / t
+		printf "\"check\":\"ok\",\"wrong\":0}\n" }'
+}
+
+truth="--set scale_up.link.sustained=0.55"
+"$llmsim" collective --system cpu-host $truth \
+	--set 'collectives.algorithms.p2p.hop_scale_up.simple=2.2 us' \
+	--set 'collectives.algorithms.p2p.hop_scale_up.ll=0.7 us' \
+	--op sendrecv --ranks 2 --min 1K --max 64M --csv --no-store >"$tmp/truth.csv" ||
+	bad "collective (the truth)"
+
+# 2. The whole table; parameters chosen by calibrate itself.
+to_lines sendrecv 2 1 0 <"$tmp/truth.csv" >"$tmp/all.jsonl"
+"$llmsim" measure --import "$tmp/all.jsonl" --system cpu-host --db "$tmp/all.db" \
+	>/dev/null 2>&1 || bad "measure --import"
+if "$llmsim" calibrate --db "$tmp/all.db" -o "$tmp/all.yaml" >"$tmp/out" 2>&1; then
+	for kv in scale_up.link.sustained:0.55 \
+		collectives.algorithms.p2p.hop_scale_up.simple:2.2e-6 \
+		collectives.algorithms.p2p.hop_scale_up.ll:0.7e-6; do
+		key=${kv%%:*} want=${kv#*:}
+		line=$(grep "key: $key," "$tmp/all.yaml")
+		[ -n "$line" ] || { bad "calibrate did not choose $key"; continue; }
+		echo "$line" | sed 's/.*ci95: \[\([^,]*\), \([^]]*\)\].*/\1 \2/' |
+			awk -v w="$want" '{ exit !(w >= $1 && w <= $2) }' ||
+			bad "$key: truth $want outside the interval ($line)"
+	done
+	grep -q 'cross-validated' "$tmp/out" || bad "no cross-validated error"
+else
+	bad "calibrate: exit $?"; cat "$tmp/out"
+fi
+
+# 3. Half the table fits the other half.
+to_lines sendrecv 2 2 0 <"$tmp/truth.csv" >"$tmp/even.jsonl"
+to_lines sendrecv 2 2 1 <"$tmp/truth.csv" >"$tmp/odd.jsonl"
+"$llmsim" measure --import "$tmp/even.jsonl" --system cpu-host --db "$tmp/h.db" >/dev/null 2>&1
+"$llmsim" measure --import "$tmp/odd.jsonl" --system cpu-host --db "$tmp/h.db" >/dev/null 2>&1
+"$llmsim" calibrate --db "$tmp/h.db" --run 1 -o "$tmp/half.yaml" >/dev/null 2>&1 ||
+	bad "calibrate on half the table"
+printf 'preset: cpu-host\ncalibration: %s\n' "$tmp/half.yaml" >"$tmp/halfsys.yaml"
+med() { sed -n 's/.*all rows: .*|error| median \([0-9.]*\)%.*/\1/p' "$1"; }
+"$llmsim" validate --kind measured --db "$tmp/h.db" --run 2 --no-store >"$tmp/before" 2>&1
+"$llmsim" validate --kind measured --db "$tmp/h.db" --run 2 --system "$tmp/halfsys.yaml" \
+	--no-store >"$tmp/after" 2>&1 || bad "validate with the calibration: exit $?"
+b=$(med "$tmp/before") a=$(med "$tmp/after")
+awk -v b="$b" -v a="$a" 'BEGIN { exit !(a != "" && b != "" && a < 3 && a < b / 5) }' ||
+	bad "half the table: held-out median |error| $a % (preset $b %), expected < 3 % and < a fifth"
+inside=$(sed -n 's/^  \([0-9]*\) of \([0-9]*\) measured values inside.*/\1 \2/p' "$tmp/after" | head -1)
+echo "$inside" | awk '{ exit !($2 > 0 && $1 >= 0.75 * $2) }' ||
+	bad "held-out values inside their 95 % intervals: '$inside', expected >= 3/4"
+grep -q '(in-sample' "$tmp/after" && bad "held-out rows reported in-sample"
+
+# 4. Error bars on a step: a calibrated DGX H100.
+"$llmsim" collective --system dgx-h100 --set scale_up.link.sustained=0.8 \
+	--op allreduce --ranks 8 --min 1M --max 1G --step-factor 4 --csv --no-store |
+	to_lines allreduce 8 1 0 >"$tmp/h100.jsonl"
+"$llmsim" measure --import "$tmp/h100.jsonl" --system dgx-h100 --db "$tmp/g.db" >/dev/null 2>&1
+"$llmsim" calibrate --db "$tmp/g.db" --params scale_up.link.sustained \
+	-o "$tmp/h100.yaml" >/dev/null 2>&1 || bad "calibrate dgx-h100"
+if "$llmsim" run default --json --no-store --set "system.calibration=$tmp/h100.yaml" \
+	>"$tmp/run.json" 2>"$tmp/err"; then
+	step=$(sed -n 's/^	"step_time_s":	\(.*\),$/\1/p' "$tmp/run.json")
+	iv=$(tr -d '\n\t ' <"$tmp/run.json" | sed -n 's/.*"step_time_interval_s":\[\([^]]*\)\].*/\1/p')
+	echo "$iv" | awk -F, -v s="$step" '{ exit !(NF == 2 && $1 < s && s < $2) }' ||
+		bad "run --json: step $step not inside its interval [$iv]"
+else
+	bad "run with a calibration: exit $?"; cat "$tmp/err"
+fi
+
+# 5. Bad input.
+status() {	# status WANT WHAT ARGS...
+	want=$1 what=$2
+	shift 2
+	"$llmsim" "$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	[ "$got" = "$want" ] && grep -q 'error' "$tmp/err" ||
+		{ bad "$what: exit $got, expected $want with an error"; cat "$tmp/err"; }
+}
+status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
+status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
+status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency
+status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.yaml"
+status 2 "no measurements" calibrate --db "$tmp/empty.db"
+status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty.db" --no-store
+status 2 "missing calibration file" collective --system cpu-host --op allreduce \
+	--ranks 2 --set calibration=/nonexistent.yaml --no-store
+exit $fail

@@ -1,0 +1,129 @@
+/*
+ * test_store_meas.c - measurements and validation rows in the results
+ * store (store_meas.c): stored as given, read back by
+ * store_each_measure(), the views' units, NaN as NULL where a column
+ * does not apply. (Suite `store`, set up in test_store.c.)
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "store_fixture.h"
+
+static const struct store_meas_info INFO = {
+	"mpi", "cpu-host", "[\"nodes=1\"]", "vm", "AMD EPYC (2 CPUs)",
+	"Open MPI", "Open MPI v4.1.4", "", "MPI 3.1", 2, 1, 2, 2,
+	"mpirun -n 2 llmsim-backend-mpi --op allreduce",
+};
+
+/* An all-reduce of 1 MiB in 100 us on 2 ranks: algbw = 2^20 / 1e-4 =
+ * 10.49 GB/s, busbw = algbw x 2(2-1)/2 = the same; then a copy of 1 MiB
+ * in 50 us: 2 x 2^20 / 5e-5 = 41.9 GB/s of traffic. */
+static const struct store_meas_row POINTS[2] = {
+	{ "allreduce", "float", 1048576, 262144, 2, -1, 0, 0, 0, 20,
+	  100e-6, 95e-6, 130e-6, 1048576 / 100e-6, 1048576 / 100e-6, NAN,
+	  "ok" },
+	{ "copy", "float", 1048576, 262144, 1, -1, 0, 0, 0, 10,
+	  50e-6, 49e-6, 60e-6, NAN, NAN, 2 * 1048576 / 50e-6, "ok" },
+};
+
+struct seen {
+	int runs;
+	int64_t id;
+	char system[32], first_op[32];
+	uint32_t n;
+	double busbw, copy_rate, copy_busbw;
+};
+
+static int collect(void *ctx, const struct store_meas_run *r)
+{
+	struct seen *s = ctx;
+
+	s->runs++;
+	s->id = r->id;
+	snprintf(s->system, sizeof(s->system), "%s", r->info.system);
+	snprintf(s->first_op, sizeof(s->first_op), "%s", r->rows[0].op);
+	s->n = r->nrows;
+	s->busbw = r->rows[0].busbw_Bps;
+	s->copy_rate = r->rows[1].rate;
+	s->copy_busbw = r->rows[1].busbw_Bps;
+	return 0;
+}
+
+Test(store, measurements_round_trip)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN;
+	struct seen s;
+	int64_t id;
+
+	memset(&s, 0, sizeof(s));
+	run.command = "measure";
+	run.kind = "system";
+	id = store_put_measure(st, &run, &INFO, POINTS, 2, NULL);
+	cr_assert_eq(id, 1);
+	cr_assert_eq(store_each_measure(st, 0, collect, &s, NULL), 1);
+	cr_assert_eq(s.runs, 1);
+	cr_assert_eq(s.n, 2);
+	cr_assert_str_eq(s.system, "cpu-host");
+	cr_assert_str_eq(s.first_op, "allreduce");
+	sf_assert_near(s.busbw, 1048576 / 100e-6, "busbw back");
+	sf_assert_near(s.copy_rate, 2 * 1048576 / 50e-6, "copy rate back");
+	/* Not applicable to a copy: stored as NULL, read back as NaN. */
+	cr_assert(isnan(s.copy_busbw));
+	store_close(st);
+	/* The view in its units: 100 us, 10.49 GB/s (2^20 B / 100 us). */
+	sf_assert_near((double)sf_sql_int(sf_db_path, "SELECT round(time_us) "
+		       "FROM v_measurements WHERE idx = 0"), 100, "time_us");
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT round(busbw_GBps * 100) "
+			     "FROM v_measurements WHERE idx = 0"), 1049);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM "
+			     "v_measurements WHERE busbw_GBps IS NULL"), 1);
+	sf_assert_no_leaks();
+}
+
+Test(store, each_measure_refuses_a_run_that_is_not_one)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct sf_capture c;
+	struct seen s;
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(sf_put_ok(st), 1);		/* a `run`, not a measure */
+	sf_cap_init(&c);
+	cr_assert_eq(store_each_measure(st, 1, collect, &s, &c.d), -1);
+	sf_assert_says(&c, "not a measure run");
+	sf_cap_release(&c);
+	/* No measure run at all: 0 visited, not an error. */
+	cr_assert_eq(store_each_measure(st, 0, collect, &s, NULL), 0);
+	store_close(st);
+	sf_assert_no_leaks();
+}
+
+Test(store, validation_rows_and_view)
+{
+	/* Predicted 110 against 100 measured: error +10 %, inside [105,
+	 * 115]? No: the measured 100 is outside, so inside = 0. */
+	const struct store_valid_row rows[2] = {
+		{ "measured", "measure run 1", "allreduce 1048576 B", "GB/s",
+		  100, 110, 0.1, 1, 0, 105, 115 },
+		{ "training", "cases.tsv", "T-X", "s", 2, 1.8, -0.1, 1, 1,
+		  NAN, NAN },
+	};
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN;
+
+	run.command = "validate";
+	run.kind = "validate";
+	cr_assert_eq(store_put_validation(st, &run, rows, 2, NULL), 1);
+	store_close(st);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT inside FROM v_validation "
+			     "WHERE idx = 0"), 0);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM v_validation "
+			     "WHERE idx = 1 AND inside IS NULL AND in_sample = 1"),
+		     1);
+	/* abs_error of -0.1 is 0.1. */
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT round(abs_error * 10) FROM "
+			     "v_validation WHERE idx = 1"), 1);
+	sf_assert_no_leaks();
+}

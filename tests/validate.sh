@@ -1,0 +1,49 @@
+#!/bin/sh
+# validate.sh - `llmsim validate` on the reference cases as CI's
+# regression check: every kernel set, collective table and training case
+# of results/reference predicted, each table within the `regression`
+# gates of results/reference/validate.yaml (a little above what the
+# model reaches today), so a change that makes predictions worse fails
+# `make test`. Then what validate must refuse, and a gate that must fail.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+if ! "$llmsim" validate --kind kernel,collective,training --gates regression \
+	--quiet --no-store >"$tmp/out" 2>"$tmp/err"; then
+	bad "validate --gates regression: exit $?"
+	cat "$tmp/out" "$tmp/err"
+fi
+# The summary: every kind, independent rows apart, the gate verdict.
+for k in kernel collective training; do
+	grep -q "^  $k, independent " "$tmp/out" || bad "summary lacks $k"
+done
+grep -q '^  overall, independent ' "$tmp/out" || bad "no overall independent line"
+grep -q 'in-sample rows' "$tmp/out" || bad "no in-sample count"
+
+# A gate that cannot hold: every collective table within 0.1 %.
+"$llmsim" validate --kind collective --tolerance 0.1% --quiet --no-store \
+	>"$tmp/out" 2>&1
+[ $? = 1 ] && grep -q MISSED "$tmp/out" || bad "--tolerance 0.1%: expected exit 1"
+
+status() {	# status WANT WHAT ARGS...
+	want=$1 what=$2
+	shift 2
+	"$llmsim" validate "$@" --no-store >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	[ "$got" = "$want" ] && grep -q error "$tmp/err" ||
+		{ bad "$what: exit $got, expected $want with an error"; cat "$tmp/err"; }
+}
+status 2 "unknown kind" --kind kernels
+status 2 "bad tolerance" --kind kernel --tolerance much
+status 2 "unknown gate set" --kind kernel --gates nightly
+# A reference folder with a kernel file that lacks its GPU.
+mkdir -p "$tmp/ref/kernels" "$tmp/ref/collectives" "$tmp/ref/training"
+cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
+printf 'id: K-BROKEN\nkind: gemm\ntiming: stream\nrows: []\n' \
+	>"$tmp/ref/kernels/broken.yaml"
+status 2 "a broken reference file" --kind kernel --reference "$tmp/ref"
+exit $fail
