@@ -68,7 +68,7 @@ LIB := $(BUILD)/libllmsim.a
 BIN := $(BUILD)/llmsim
 UNIT := $(BUILD)/unit-tests
 
-.PHONY: all run test unit tools backends check bench validate clean fuzz FORCE
+.PHONY: all run test unit tools backends check bench validate validate-plan clean fuzz FORCE
 
 all: $(BIN) backends
 
@@ -152,6 +152,11 @@ bench: $(BIN) $(BENCH_BIN) $(TOOL_BIN)
 
 validate: $(BIN)
 	$(BIN) validate --no-store
+
+# The planner's checks (issue 12): the analytical tier's ranking against
+# the full simulation, the practitioners' layouts in the plan (slow).
+validate-plan: $(BIN) $(TOOL_BIN)
+	LLMSIM=$(BIN) LLMSIM_TOOLS=$(BUILD)/tools scripts/validate-plan.sh
 
 clean:
 	rm -rf $(BUILD) build

@@ -1,6 +1,6 @@
 /*
  * plan_rank.c - does the planner's analytical tier rank layouts as the
- * full simulation does? For tests/plan-rank.sh and
+ * full simulation does? For tests/plan-cli.sh and
  * scripts/validate-plan.sh.
  *
  *   plan_rank [--top K] [--sample M] [--min-rho R] JOB [key=value]...
