@@ -414,15 +414,24 @@ static void explain(const struct plan_result *r, int objective, char *buf,
 			 dif[0] ? dif : "nothing but rank");
 		return;
 	}
+	if (objective == PLAN_COST) {
+		snprintf(buf, len, "The best layout (%s on %lld GPUs) costs %.4g "
+			 "GPU-s a step, %.1f %% less than the runner-up (%s on "
+			 "%lld GPUs, %.4g GPU-s); they differ in %s.", la,
+			 (long long)a->gpus, a->score,
+			 100 * (b->score - a->score) / b->score, lb,
+			 (long long)b->gpus, b->score,
+			 dif[0] ? dif : "nothing but rank");
+		return;
+	}
 	if (dv[down] < 0)
 		snprintf(off, sizeof(off), ", partly offset by %s more %s",
 			 seconds(t3, sizeof(t3), -dv[down]), part[down]);
 	seconds(t1, sizeof(t1), b->step_s - a->step_s);
 	seconds(t2, sizeof(t2), dv[up]);
 	snprintf(buf, len, "The best layout (%s) beats the runner-up (%s) by %s "
-		 "(%.1f %%%s): its %s is %s shorter%s; they differ in %s.",
+		 "(%.1f %%): its %s is %s shorter%s; they differ in %s.",
 		 la, lb, t1, 100 * (b->step_s - a->step_s) / b->step_s,
-		 objective == PLAN_COST ? " of step time; cost is step x GPUs" : "",
 		 part[up], t2, off, dif[0] ? dif : "nothing but rank");
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/diag.h"
@@ -187,15 +188,46 @@ static void apply(struct plan_cand *c, const struct rec *r)
 	c->tflops_per_gpu = r->tflops_per_gpu;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Progress on a long full tier: a line at most every PROGRESS_S once it
+ * has run that long. */
+#define PROGRESS_S 10.0
+
+struct progress {
+	double t0, last;	/* s, monotonic */
+};
+
+static void progress(struct progress *p, size_t done, size_t n,
+		     struct diag *d)
+{
+	double t = now_s();
+
+	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
+		return;
+	p->last = t;
+	diag_progress(d, "plan: %zu of %zu layouts simulated in full (%.0f s)",
+		      done, n, t - p->t0);
+}
+
 static int in_process(const struct job_spec *j, const struct plan_opts *o,
 		      struct plan_cand *c, size_t n, struct diag *d)
 {
 	struct fabrics fb = { .n = 0 };
+	struct progress pr = { now_s(), 0 };
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < n && rc == 0; i++)
+	for (i = 0; i < n && rc == 0; i++) {
 		rc = run_full(j, o, &fb, &c[i], d);
+		progress(&pr, i + 1, n, d);
+	}
 	fabrics_release(&fb);
 	return rc;
 }
@@ -215,6 +247,7 @@ int full_runs(const struct job_spec *j, const struct plan_opts *o,
 	size_t nw = workers(o, n), w, started = 0, got = 0;
 	int fds[2], rc = 0, status;
 	pid_t pid, pids[256];
+	struct progress pr = { now_s(), 0 };
 	struct rec r;
 
 	if (nw > sizeof(pids) / sizeof(pids[0]))
@@ -245,7 +278,7 @@ int full_runs(const struct job_spec *j, const struct plan_opts *o,
 	while (read_rec(fds[0], &r) == 1)
 		if (r.idx < n) {
 			apply(&c[r.idx], &r);
-			got++;
+			progress(&pr, ++got, n, d);
 		}
 	close(fds[0]);
 	for (w = 0; w < started; w++) {	/* only ours: the caller may have others */
