@@ -107,6 +107,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
 	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->emax, sizeof(double), sizeof(double));
 	e->net = net_new(sys, NULL, d);
 	if (!e->net) {
 		est_free(e);
@@ -155,6 +156,7 @@ void est_free(struct est *e)
 	memo_release(&e->colls);
 	memo_release(&e->dpplans);
 	free_lists(&e->pipe_lists);
+	memo_release(&e->emax);
 	net_free(e->net);
 	mem_free(e->gpus);
 	mem_free(e->tp_gpus);
@@ -406,7 +408,20 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
  * its ops the forward and backward of each (chunk, microbatch), C its
  * compute. The rendezvous inside the step (TP collectives, transfers)
  * add their own smaller waits, left out. */
-static double sync_tax(const struct est_cand *c, int64_t r)
+/* exec_emax(n), remembered (each is a quadrature of 3601 points). */
+static double emax(struct est *e, double n)
+{
+	const double *hit = memo_get(&e->emax, &n);
+	double v;
+
+	if (hit)
+		return *hit;
+	v = exec_emax(n);
+	(void)memo_put(&e->emax, &n, &v);	/* full: computed again */
+	return v;
+}
+
+static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 {
 	const struct variability_spec *v = &c->j->system->variability;
 	double sq = 0, sum = 0, f, b, n;
@@ -424,7 +439,7 @@ static double sync_tax(const struct est_cand *c, int64_t r)
 		sq += (double)c->m * (f * f + b * b);
 		sum += (double)c->m * (f + b);
 	}
-	return exec_emax(n) * sqrt(v->op_jitter * v->op_jitter * sq +
+	return emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
 				   v->gpu_spread * v->gpu_spread * sum * sum);
 }
 
@@ -492,7 +507,7 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 		if (rank_tail(e, &c, dp, i, E, &tl[i], d) != 0)
 			return -1;
 		opt[i] = train_optimizer_s(j, &dims, c.split, r);
-		tl[i].tax = sync_tax(&c, r);
+		tl[i].tax = sync_tax(e, &c, r);
 		fin = E + tl[i].exposed + opt[i] + tl[i].after + tl[i].tax;
 		delay = fmax(delay, tl[i].delay);
 		if (fin > best) {

@@ -66,6 +66,7 @@ struct est {
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
 	size_t split_cap;
+	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo pipe_lists;		/* (schedule, p, v, m) -> the ranks'
 					 * struct sched_action lists */
 	double *pipe_t;			/* scratch of est_pipe_run */
