@@ -74,10 +74,16 @@
  * rank holds the same layers and rank 1, whose last backward ends
  * latest among them, bounds the others.
  *
+ * Variability (the system's, exec_jitter.c): every TP collective waits
+ * for its group's slowest member (est_block.c), and the step's last
+ * rendezvous for the lateness a rank gathered over the step:
+ * e(N) sqrt(sigma_op^2 sum_ops t^2 + sigma_gpu^2 C^2).
+ *
  * Assumptions beyond the step program's structure: collectives of
  * different streams do not slow each other (each is timed alone on the
- * idle fabric); the steady state has no stall from transfers (x is
- * hidden behind compute after the fill).
+ * idle fabric), beyond the data-parallel ones slowing the compute and a
+ * cross-node TP group they overlap; the pipeline transfers' own
+ * synchronization tax is left out (est_pipe.c).
  */
 #include "est.h"
 
@@ -104,6 +110,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 		goto oom;
 	e->sys = sys;
 	memo_init(&e->blocks, sizeof(struct est_bkey), sizeof(struct est_blocks));
+	memo_init(&e->kernels, sizeof(struct est_bkey), sizeof(void *));
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
 	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
@@ -153,6 +160,8 @@ void est_free(struct est *e)
 		mem_free(dp);
 	}
 	memo_release(&e->blocks);
+	memo_release(&e->kernels);
+	est_ksets_free(e);
 	memo_release(&e->colls);
 	memo_release(&e->dpplans);
 	free_lists(&e->pipe_lists);
@@ -166,6 +175,7 @@ void est_free(struct est *e)
 	mem_free(e->pipe_t);
 	mem_free(e->pipe_x);
 	mem_free(e->stage_t);
+	mem_free(e->xfer);
 	mem_free(e);
 }
 
@@ -246,20 +256,40 @@ static double model_flops(const struct est_cand *c)
 	       (double)c->j->parallelism.dp;
 }
 
-/* The send/recv of one activation between stage 0 and 1, and the DP
- * collectives' compute share. */
+/* The send/recv of one activation between each pair of neighbouring
+ * ranks (their first GPUs), and the DP collectives' compute share. */
 static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 {
 	const struct parallel_spec *p = &c->j->parallelism;
 	uint32_t stage_gpus = (uint32_t)(p->tp * p->cp * p->dp), g[2];
+	int64_t r;
 
-	c->x = 0;
-	if (c->p > 1) {
-		c->x = est_coll_s(e, COLL_SENDRECV, 2, 0, stage_gpus,
-				  (uint32_t)(p->tp * p->dp), c->b->pp_B, d);
-		if (c->x < 0)
+	if ((size_t)c->p > e->xfer_cap) {
+		double *x = mem_realloc(e->xfer, (size_t)c->p * sizeof(*x));
+
+		if (!x) {
+			diag_oom(d);
 			return -1;
+		}
+		e->xfer = x;
+		e->xfer_cap = (size_t)c->p;
 	}
+	for (r = 0; r < c->p; r++) {
+		/* r -> r + 1, and the wrap p-1 -> 0 as the pair {0, p-1} */
+		uint32_t g0 = r < c->p - 1 ? (uint32_t)r * stage_gpus : 0;
+		uint32_t stride = r < c->p - 1 ? stage_gpus :
+				  (uint32_t)(c->p - 1) * stage_gpus;
+
+		e->xfer[r] = 0;
+		if (c->p > 1 && (r < c->p - 1 || c->v > 1))
+			e->xfer[r] = est_coll_s(e, COLL_SENDRECV, 2, g0, stride,
+						(uint32_t)(p->tp * p->dp),
+						c->b->pp_B, d);
+		if (e->xfer[r] < 0)
+			return -1;
+
+	}
+	c->x = e->xfer;
 	g[0] = 0;
 	g[1] = (uint32_t)(p->tp * p->cp);
 	c->s_dp = p->dp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,
@@ -408,19 +438,6 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
  * its ops the forward and backward of each (chunk, microbatch), C its
  * compute. The rendezvous inside the step (TP collectives, transfers)
  * add their own smaller waits, left out. */
-/* exec_emax(n), remembered (each is a quadrature of 3601 points). */
-static double emax(struct est *e, double n)
-{
-	const double *hit = memo_get(&e->emax, &n);
-	double v;
-
-	if (hit)
-		return *hit;
-	v = exec_emax(n);
-	(void)memo_put(&e->emax, &n, &v);	/* full: computed again */
-	return v;
-}
-
 static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 {
 	const struct variability_spec *v = &c->j->system->variability;
@@ -439,7 +456,7 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 		sq += (double)c->m * (f * f + b * b);
 		sum += (double)c->m * (f + b);
 	}
-	return emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
+	return est_emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
 				   v->gpu_spread * v->gpu_spread * sum * sum);
 }
 

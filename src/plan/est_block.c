@@ -22,15 +22,25 @@
  * builds those are copy-engine all-gathers, share 0). The latency is the
  * end of the block's last op, which the next unit waits for (train.c).
  *
+ * A collective also waits for its group's slowest member, the engine's
+ * synchronization tax (exec_jitter.c): e(N) sqrt(sigma_op^2 +
+ * sigma_gpu^2) times the compute since the group last met, N its GPUs
+ * with every replica; where the compute does not wait for the collective
+ * the wait costs nothing, as in a run.
+ *
  * Collective times are remembered by (op, group as g0 + k stride, size,
- * replicas); a TP group inside one node sees no other group's traffic, so
- * its block set is shared across data-parallel degrees (replicas 1).
+ * replicas); the GPU model's kernel costs of a block set by (tp,
+ * microbatch, recompute, SP, overlap), the block passes by that with the
+ * TP group's replicas (a group inside one node sees no other group's
+ * traffic: 1) and tax.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
+#include "engine/exec.h"
 #include "models/train.h"
 #include "network/net.h"
 #include "est_impl.h"
@@ -128,15 +138,36 @@ struct tp_group {
 	uint32_t n;		/* tp */
 	uint32_t replicas;	/* identical groups a run charges */
 	int overlap;		/* GEMM pieces pipelined with the collectives */
+	double tax;		/* s of wait per s computed since the group met */
 };
 
+/* A block's ops as costed once by the GPU model. */
+struct kblock {
+	int n;
+	double model_flops;	/* FLOP */
+	struct block_op *op;	/* n */
+};
+
+/* The kernel costs of one block set, before any collective is timed. */
+struct kset {
+	struct kset *next;	/* every kset of the estimator, to free */
+	struct kblock b[7];	/* lf, lb, ef, eb, hf, hb, pg (n 0: none) */
+	double pp_B;		/* B, one pipeline transfer */
+};
+
+/*
+ * Run a block on two streams. A collective starts when its stream is free
+ * and its inputs are there, plus the synchronization tax of its group
+ * (exec_jitter.c: the members' lateness gathered over the compute since
+ * the group last met, tax per second of it); it then realigns them.
+ */
 static int run_pass(struct est *e, const struct job_spec *j,
-		    const struct block *b, const struct tp_group *g,
+		    const struct kblock *b, const struct tp_group *g,
 		    struct est_pass *out, struct diag *d)
 {
 	double end[LAYER_MAX_OPS], ev[2 * LAYER_MAX_OPS];
 	struct interval iv[LAYER_MAX_OPS];
-	double comp_free = 0, tp_free = 0;
+	double comp_free = 0, tp_free = 0, since = 0;
 	int i, k, niv = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -153,6 +184,7 @@ static int run_pass(struct est *e, const struct job_spec *j,
 			end[i] = stretched_end(iv, niv, t0, op->time_s, ev);
 			comp_free = end[i];
 			out->kern_s += op->time_s;
+			since += op->time_s;
 			if (op->mem_bound)
 				out->mem_s += op->time_s;
 		} else {
@@ -161,11 +193,12 @@ static int run_pass(struct est *e, const struct job_spec *j,
 
 			if (t < 0)
 				return -1;
-			iv[niv].s = fmax(tp_free, ready);
+			iv[niv].s = fmax(tp_free, ready) + g->tax * since;
 			iv[niv].e = end[i] = iv[niv].s + t;
 			iv[niv].share = train_coll_sm_share(j, op->coll, g->gpus,
 							    g->n, g->overlap);
 			tp_free = end[i];
+			since = 0;
 			niv++;
 		}
 	}
@@ -174,54 +207,123 @@ static int run_pass(struct est *e, const struct job_spec *j,
 	return 0;
 }
 
-/* Cost o's ops and run them into out. */
-static int block(struct est *e, const struct job_spec *j,
-		 const struct tp_group *g, struct est_pass *out, struct diag *d)
+/* Cost e->ops on the GPU model into kb. */
+static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
+		struct diag *d)
 {
 	struct block_dtypes dt = {
 		.gemm_lowp = (enum dtype)j->training.dtype,
 		.base = layer_base_dtype((enum dtype)j->training.dtype),
 	};
 
-	if (block_cost(e->blk, e->ops, j->system->gpu, &dt, NULL) != 0) {
+	if (block_cost(e->blk, e->ops, j->system->gpu, &dt, NULL) != 0 ||
+	    !(kb->op = mem_alloc((size_t)(e->blk->n ? e->blk->n : 1) *
+				 sizeof(*kb->op)))) {
 		diag_oom(d);
 		return -1;
 	}
-	return run_pass(e, j, e->blk, g, out, d);
+	kb->n = e->blk->n;
+	kb->model_flops = e->blk->model_flops;
+	memcpy(kb->op, e->blk->op, (size_t)kb->n * sizeof(*kb->op));
+	return 0;
 }
 
-static int cost_blocks(struct est *e, const struct job_spec *j,
-		       const struct layer_dims *dm, const struct tp_group *g,
-		       struct est_blocks *b, struct diag *d)
+static int cost_all(struct est *e, const struct job_spec *j,
+		    const struct layer_dims *dm, struct kset *ks,
+		    struct diag *d)
 {
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 
-	memset(b, 0, sizeof(*b));
 	layer_fwd(dm, e->ops);
-	if (block(e, j, g, &b->lf, d) != 0)
+	if (cost(e, j, &ks->b[0], d) != 0)
 		return -1;
 	layer_bwd(dm, rc, e->ops);
-	if (block(e, j, g, &b->lb, d) != 0)
+	if (cost(e, j, &ks->b[1], d) != 0)
 		return -1;
 	layer_embed_fwd(dm, e->ops);
-	if (block(e, j, g, &b->ef, d) != 0)
+	if (cost(e, j, &ks->b[2], d) != 0)
 		return -1;
 	layer_embed_bwd(dm, e->ops);
-	if (block(e, j, g, &b->eb, d) != 0)
+	if (cost(e, j, &ks->b[3], d) != 0)
 		return -1;
 	layer_head_fwd(dm, e->ops);
-	if (block(e, j, g, &b->hf, d) != 0)
+	if (cost(e, j, &ks->b[4], d) != 0)
 		return -1;
 	layer_head_bwd(dm, e->ops);
-	if (block(e, j, g, &b->hb, d) != 0)
+	if (cost(e, j, &ks->b[5], d) != 0)
 		return -1;
 	if (dm->pp_gather && j->parallelism.pp > 1) {
 		layer_pp_gather(dm, e->ops);
-		if (block(e, j, g, &b->pg, d) != 0)
+		if (cost(e, j, &ks->b[6], d) != 0)
 			return -1;
 	}
-	b->pp_B = layer_pp_bytes(dm);
+	ks->pp_B = layer_pp_bytes(dm);
 	return 0;
+}
+
+void est_ksets_free(struct est *e)
+{
+	struct kset *ks = e->ksets, *next;
+	int i;
+
+	for (; ks; ks = next) {
+		next = ks->next;
+		for (i = 0; i < 7; i++)
+			mem_free(ks->b[i].op);
+		mem_free(ks);
+	}
+	e->ksets = NULL;
+}
+
+/* The kernels of key k (its tax and replicas ignored), costed on first
+ * use. */
+static const struct kset *kset_of(struct est *e, const struct job_spec *j,
+				  const struct layer_dims *dm,
+				  const struct est_bkey *k, struct diag *d)
+{
+	struct est_bkey kk = *k;
+	struct kset *const *hit, *ks;
+
+	kk.tax = 0;
+	kk.tp_replicas = 0;
+	if ((hit = memo_get(&e->kernels, &kk)))
+		return *hit;
+	if (!(ks = mem_calloc(1, sizeof(*ks)))) {
+		diag_oom(d);
+		return NULL;
+	}
+	ks->next = e->ksets;
+	e->ksets = ks;
+	if (cost_all(e, j, dm, ks, d) != 0)
+		return NULL;
+	if (!memo_put(&e->kernels, &kk, &ks)) {
+		diag_oom(d);
+		return NULL;
+	}
+	e->stats.block_sets++;
+	return ks;
+}
+
+double est_emax(struct est *e, double n)
+{
+	const double *hit = memo_get(&e->emax, &n);
+	double v;
+
+	if (hit)
+		return *hit;
+	v = exec_emax(n);
+	(void)memo_put(&e->emax, &n, &v);	/* full: computed again */
+	return v;
+}
+
+double est_tax_rate(struct est *e, const struct job_spec *j, double n)
+{
+	const struct variability_spec *v = &j->system->variability;
+
+	if (n < 2 || (v->op_jitter <= 0 && v->gpu_spread <= 0))
+		return 0;
+	return est_emax(e, n) * sqrt(v->op_jitter * v->op_jitter +
+				 v->gpu_spread * v->gpu_spread);
 }
 
 const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
@@ -230,14 +332,18 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t gpn = e->sys->gpus_per_node;
-	struct tp_group g = { e->tp_gpus, (uint32_t)p->tp, 1, dm->chunks > 1 };
+	struct tp_group g = { e->tp_gpus, (uint32_t)p->tp, 1, dm->chunks > 1, 0 };
 	struct est_bkey k;
 	struct est_blocks b;
 	const struct est_blocks *hit;
+	const struct kset *ks;
+	int i;
 
 	/* a TP group within a node shares no link with the others */
 	if (!(p->tp <= gpn && gpn % p->tp == 0))
 		g.replicas = (uint32_t)p->dp;
+	/* the group's GPUs for the tax: every replica (dp of them) */
+	g.tax = est_tax_rate(e, j, (double)(p->tp * p->dp * p->cp));
 	memset(&k, 0, sizeof(k));
 	k.tp = p->tp;
 	k.mbs = j->training.micro_batch_size;
@@ -247,11 +353,22 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 	k.chunks = dm->chunks;
 	k.pp_gather = dm->pp_gather && p->pp > 1;
 	k.tp_replicas = g.replicas;
+	k.tax = g.tax;
 	if ((hit = memo_get(&e->blocks, &k)))
 		return hit;
-	if (cost_blocks(e, j, dm, &g, &b, d) != 0)
+	if (!(ks = kset_of(e, j, dm, &k, d)))
 		return NULL;
-	e->stats.block_sets++;
+	memset(&b, 0, sizeof(b));
+	{
+		struct est_pass *out[7] = { &b.lf, &b.lb, &b.ef, &b.eb, &b.hf,
+					    &b.hb, &b.pg };
+
+		for (i = 0; i < 7; i++)
+			if (ks->b[i].n > 0 &&
+			    run_pass(e, j, &ks->b[i], &g, out[i], d) != 0)
+				return NULL;
+	}
+	b.pp_B = ks->pp_B;
 	if (!(hit = memo_put(&e->blocks, &k, &b)))
 		diag_oom(d);
 	return hit;

@@ -144,7 +144,7 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 			double over;
 
 			for (q = 0; q < r; q++)
-				lead += est_stage_f(c, q) + c->x;
+				lead += est_stage_f(c, q) + c->x[q];
 			over = fmin(f, fmax(0, gathers - lead));
 			f_first[s] = f + c->s_dp * over + tpf * over / f;
 		}
@@ -160,7 +160,7 @@ void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
 
 	memset(t, 0, sizeof(*t));
 	for (q = 0; q < r; q++)	/* rank r's first forward starts after these */
-		lead += est_stage_f(c, q) + c->x;
+		lead += est_stage_f(c, q) + c->x[q];
 	for (k = 0; k < dp->n[i]; k++) {
 		const struct est_dbucket *bk = &dp->b[i][k];
 		int64_t vs = bk->chunk * c->p + r;

@@ -14,6 +14,7 @@
 #include "memo.h"
 
 struct net;
+struct kset;
 
 /* One block (a layer's forward or backward, the embedding's, the head's)
  * as the step program runs it on one GPU: kernels on the compute stream,
@@ -50,12 +51,17 @@ struct est_bkey {
 	int32_t sp, rc, chunks, pp_gather;
 	uint32_t tp_replicas;
 	uint32_t pad;
+	double tax;		/* the TP group's synchronization tax rate */
 };
 
 struct est {
 	const struct system_spec *sys;
 	struct net *net;		/* the system's fabric, idle */
-	struct memo blocks;		/* struct bkey -> struct est_blocks */
+	struct memo blocks;		/* struct est_bkey -> struct est_blocks */
+	struct memo kernels;		/* struct est_bkey without tax and
+					 * replicas -> struct kset * (the GPU
+					 * model's costs, timed once) */
+	struct kset *ksets;		/* every kset, to free */
 	struct memo colls;		/* struct ckey -> double (s) */
 	struct memo dpplans;		/* (tp, cp, pp, vpp, dp, zero > 0) ->
 					 * struct est_dplan * */
@@ -76,6 +82,8 @@ struct est {
 	double *stage_t;		/* scratch: f, b per virtual stage, then
 					 * rank and chunk ends */
 	size_t stage_t_cap;
+	double *xfer;			/* scratch: transfers per rank */
+	size_t xfer_cap;
 	struct est_stats stats;
 };
 
@@ -90,7 +98,8 @@ struct est_cand {
 	const struct layer_dims *d;
 	const int64_t *split;		/* layers per virtual stage */
 	int64_t m, p, v, S;		/* microbatches, pp, vpp, pp vpp */
-	double x;			/* s, one pipeline transfer */
+	const double *x;		/* s, [r]: a transfer between rank r and
+					 * r + 1 (r = p-1: the wrap to rank 0) */
 	double s_dp;			/* compute share a DP collective holds */
 	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit with its collectives */
 	double fsdp_first_ag, fsdp_last_rs;	/* s, exposed at the ends */
@@ -171,7 +180,8 @@ struct est_pipe {
 	const double *f, *b;	/* s, per virtual stage and microbatch */
 	const double *f_first;	/* s, per virtual stage: microbatch 0's forward */
 	const double *b_last;	/* s, per virtual stage: the last one's backward */
-	double x;		/* s, one transfer between stages */
+	const double *x;	/* s, [r]: a transfer between ranks r and r + 1
+				 * (r = p-1: the wrap to rank 0) */
 };
 
 /* Run pipeline in: rank_end[r] = when rank r's last action ends,
@@ -189,6 +199,18 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  uint32_t stride, uint32_t replicas, double bytes,
 		  struct diag *d);
+
+/* exec_emax(n), remembered (each is a quadrature of 3601 points). */
+double est_emax(struct est *e, double n);
+
+/* The synchronization tax rate of a group of n GPUs (replicas counted):
+ * the wait per second its members computed since it last met,
+ * e(n) sqrt(sigma_op^2 + sigma_gpu^2) (exec_jitter.c); 0 without
+ * variability. */
+double est_tax_rate(struct est *e, const struct job_spec *j, double n);
+
+/* Free the kernel sets (est_free). */
+void est_ksets_free(struct est *e);
 
 /* The blocks of job j (dims d: one microbatch on one GPU), costed on
  * first use. NULL after reporting to d. */

@@ -11,9 +11,19 @@
  *   B(S-1, i) = max(free_r, F_end(S-1, i)) + b_{S-1}
  *
  * (the first microbatch's forward and the last one's backward may take
- * longer: the data-parallel collectives they overlap, est_dp.c)
- * x the transfer between stages (the step program's send/recv; across
- * the interleaved schedule's wrap too). Ranks are advanced in turn, each
+ * longer: the data-parallel collectives they overlap, est_dp.c). As in
+ * the step program, each rank's transfers of one direction go on one
+ * stream in the rank's own action order: a receive starts only when the
+ * rank's previous transfer on that stream (often its send of the action
+ * before) is done, and a send when the rank has produced the tensor and
+ * its stream is free; the wrap between the last and the first rank has
+ * streams of its own. (The synchronization tax of the pair's rendezvous,
+ * exec_jitter.c, is left out: charged per transfer it overshot 1F1B
+ * pipelines by 3-5 % against the engine.)
+ * x the transfer between the stages' ranks (the step program's send/
+ * recv: each pair of neighbouring ranks has its own, as their GPUs sit
+ * in one node or two; the interleaved schedule's wrap from the last rank
+ * to the first too). Ranks are advanced in turn, each
  * as far as its next action's input allows, until every action is
  * placed; a valid schedule always advances. This is the step program's
  * pipeline with each stage's work as one block of time and every
@@ -32,7 +42,7 @@
 #include "models/sched.h"
 #include "est_impl.h"
 
-/* Grow the scratch to hold 2 S m times. */
+/* Grow the scratch to hold `times` doubles. */
 static int room(struct est *e, int64_t n, int64_t times)
 {
 	(void)n;
@@ -47,40 +57,101 @@ static int room(struct est *e, int64_t n, int64_t times)
 	return 0;
 }
 
+/* The recurrence's state: per (virtual stage, microbatch) the end of
+ * its forward and backward (fe, be) and when their outputs are ready to
+ * send (fs, bs: the sender's transfer stream is free); per rank its
+ * compute stream and its four transfer streams (forward, forward wrap,
+ * backward, backward wrap). */
+struct run {
+	const struct est_pipe *in;
+	int64_t m, S;
+	double *fe, *be, *fs, *bs;
+	double *free_s;		/* [p] compute stream */
+	double *stream;		/* [4 p] transfer streams */
+};
+
+enum { ST_F, ST_FW, ST_B, ST_BW };
+
+/* A receive on rank r's stream k of a tensor ready to send at sent over
+ * pair x: when its data is there (the stream takes the transfers in the
+ * rank's own order, so a receive waits for the rank's earlier send). */
+static double receive(struct run *u, int64_t r, int k, double sent, double x)
+{
+	double *free_k = &u->stream[4 * r + k];
+	double start = sent > *free_k ? sent : *free_k;
+
+	*free_k = start + x;
+	return *free_k;
+}
+
+/* A send of a tensor produced at end on rank r's stream k over pair x:
+ * when the transfer may start. */
+static double send(struct run *u, int64_t r, int k, double end, double x)
+{
+	double *free_k = &u->stream[4 * r + k];
+	double start = end > *free_k ? end : *free_k;
+
+	*free_k = start + x;
+	return start;
+}
+
+static int place_fwd(struct run *u, int64_t r, int64_t s, int64_t i)
+{
+	const struct est_pipe *in = u->in;
+	int64_t p = in->p, m = u->m;
+	double ready = 0, end;
+
+	if (s > 0) {
+		if (u->fs[(s - 1) * m + i] < 0)
+			return 0;
+		ready = receive(u, r, r == 0 ? ST_FW : ST_F, u->fs[(s - 1) * m + i],
+				in->x[(s - 1) % p]);
+	}
+	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
+	      (i == 0 && in->f_first ? in->f_first[s] : in->f[s]);
+	u->fe[s * m + i] = u->free_s[r] = end;
+	if (s < u->S - 1)
+		u->fs[s * m + i] = send(u, r, r == p - 1 ? ST_FW : ST_F, end,
+					in->x[r]);
+	return 1;
+}
+
+static int place_bwd(struct run *u, int64_t r, int64_t s, int64_t i)
+{
+	const struct est_pipe *in = u->in;
+	int64_t p = in->p, m = u->m;
+	double ready, end;
+
+	if (s < u->S - 1) {
+		if (u->bs[(s + 1) * m + i] < 0)
+			return 0;
+		ready = receive(u, r, r == p - 1 ? ST_BW : ST_B,
+				u->bs[(s + 1) * m + i], in->x[s % p]);
+	} else {
+		ready = u->fe[s * m + i];
+	}
+	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
+	      (i == m - 1 && in->b_last ? in->b_last[s] : in->b[s]);
+	u->be[s * m + i] = u->free_s[r] = end;
+	if (s > 0)
+		u->bs[s * m + i] = send(u, r, r == 0 ? ST_BW : ST_B, end,
+					in->x[(s - 1) % p]);
+	return 1;
+}
+
 /* Place rank r's actions from pos[r] on while their inputs are known;
  * returns how many it placed. */
-static int64_t advance(const struct est_pipe *in, int64_t r,
-		       const struct sched_action *acts, int64_t n,
-		       int64_t *pos, double *free_s, double *fe, double *be)
+static int64_t advance(struct run *u, int64_t r,
+		       const struct sched_action *acts, int64_t n, int64_t *pos)
 {
-	int64_t p = in->p, m = in->m, S = p * in->v, placed = 0;
+	int64_t p = u->in->p, placed = 0;
 
 	while (pos[r] < n) {
 		struct sched_action a = acts[pos[r]];
-		int64_t s = (int64_t)a.chunk * p + r, i = a.mb;
-		double ready = 0, t;
+		int64_t s = (int64_t)a.chunk * p + r;
 
-		if (!a.bwd) {
-			if (s > 0) {
-				if ((t = fe[(s - 1) * m + i]) < 0)
-					break;
-				ready = t + in->x;
-			}
-			fe[s * m + i] = (ready > free_s[r] ? ready : free_s[r]) +
-					(i == 0 && in->f_first ? in->f_first[s] : in->f[s]);
-			free_s[r] = fe[s * m + i];
-		} else {
-			if (s < S - 1) {
-				if ((t = be[(s + 1) * m + i]) < 0)
-					break;
-				ready = t + in->x;
-			} else {
-				ready = fe[s * m + i];
-			}
-			be[s * m + i] = (ready > free_s[r] ? ready : free_s[r]) +
-					(i == m - 1 && in->b_last ? in->b_last[s] : in->b[s]);
-			free_s[r] = be[s * m + i];
-		}
+		if (!(a.bwd ? place_bwd(u, r, s, a.mb) : place_fwd(u, r, s, a.mb)))
+			break;
 		pos[r]++;
 		placed++;
 	}
@@ -118,49 +189,43 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	int64_t p = in->p, v = in->v, S = p * v;
 	int64_t n = sched_actions(m, v), r, c, left = p * n, i;
 	int64_t pos_small[64], *pos = pos_small;
-	double free_small[64], *free_s = free_small, *fe, *be;
 	const struct sched_action *acts = actions(e, in->schedule, p, v, m);
-	struct est_pipe at = *in;
+	struct run u = { .in = in, .m = m, .S = S };
 	int rc = -1;
 
-	at.m = m;
-	if (!acts || room(e, 0, 2 * S * m) != 0)
+	if (!acts || room(e, 0, 4 * S * m + 5 * p) != 0)
 		return -1;
-	if (p > 64) {
-		pos = mem_alloc((size_t)p * sizeof(*pos));
-		free_s = mem_alloc((size_t)p * sizeof(*free_s));
-		if (!pos || !free_s)
-			goto out;
-	}
-	fe = e->pipe_t;
-	be = e->pipe_t + S * m;
-	for (i = 0; i < 2 * S * m; i++)
+	if (p > 64 && !(pos = mem_alloc((size_t)p * sizeof(*pos))))
+		return -1;
+	u.fe = e->pipe_t;
+	u.be = u.fe + S * m;
+	u.fs = u.be + S * m;
+	u.bs = u.fs + S * m;
+	u.free_s = u.bs + S * m;
+	u.stream = u.free_s + p;
+	for (i = 0; i < 4 * S * m; i++)
 		e->pipe_t[i] = -1;
-	for (r = 0; r < p; r++) {
+	for (i = 0; i < 5 * p; i++)
+		u.free_s[i] = 0;
+	for (r = 0; r < p; r++)
 		pos[r] = 0;
-		free_s[r] = 0;
-	}
 	while (left > 0) {
 		int64_t placed = 0;
 
 		for (r = 0; r < p; r++)
-			placed += advance(&at, r, acts + r * n, n, pos, free_s,
-					  fe, be);
+			placed += advance(&u, r, acts + r * n, n, pos);
 		if (placed == 0)
 			BUG("a pipeline schedule that cannot advance");
 		left -= placed;
 	}
 	for (r = 0; r < p; r++) {
-		rank_end[r] = free_s[r];
+		rank_end[r] = u.free_s[r];
 		for (c = 0; c < v; c++)
-			chunk_end[r * v + c] = be[(c * p + r) * m + m - 1];
+			chunk_end[r * v + c] = u.be[(c * p + r) * m + m - 1];
 	}
 	rc = 0;
-out:
 	if (pos != pos_small)
 		mem_free(pos);
-	if (free_s != free_small)
-		mem_free(free_s);
 	return rc;
 }
 

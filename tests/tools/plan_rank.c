@@ -153,6 +153,15 @@ int main(int argc, char **argv)
 		if (sim[i] < sim[best])
 			best = i;
 	}
+	if (getenv("PLAN_RANK_VERBOSE"))	/* every simulated layout */
+		for (i = 0; i < n; i++) {
+			char lay[160];
+
+			plan_layout_str(&s[i].lay, lay, sizeof(lay));
+			fprintf(stderr, "%5lld %-56s est %9.4f s  full %9.4f s  %+6.1f %%\n",
+				(long long)s[i].est_rank, lay, est[i], sim[i],
+				100 * (est[i] - sim[i]) / sim[i]);
+		}
 	rho_all = spearman(est, sim, n);
 	rho_top = spearman(est, sim, n < top ? n : top);
 	qsort(err, n, sizeof(*err), by_double);

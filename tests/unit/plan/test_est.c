@@ -17,7 +17,10 @@
 
 /* The recurrence of est_pipe.c written as directly as possible: repeat
  * passes over the ranks, placing each rank's next action when its input
- * is known. */
+ * is known. Transfers: each rank has one stream per direction (and one
+ * per direction for the wrap between the last and the first rank) that
+ * takes them in the rank's order: a receive starts at max(sent, stream
+ * free) and takes x; a send may start at max(produced, stream free). */
 static void reference(const struct est_pipe *in, double *rank_end,
 		      double *chunk_end)
 {
@@ -26,19 +29,21 @@ static void reference(const struct est_pipe *in, double *rank_end,
 	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
 	double *fe = mem_alloc((size_t)(S * m) * sizeof(*fe));
 	double *be = mem_alloc((size_t)(S * m) * sizeof(*be));
-	double freet[64] = { 0 };
+	double *fs = mem_alloc((size_t)(S * m) * sizeof(*fs));
+	double *bs = mem_alloc((size_t)(S * m) * sizeof(*bs));
+	double freet[64] = { 0 }, strm[64][4] = { { 0 } };
 	int64_t pos[64] = { 0 }, i;
 
-	cr_assert(a && fe && be && p <= 64);
+	cr_assert(a && fe && be && fs && bs && p <= 64);
 	for (i = 0; i < S * m; i++)
-		fe[i] = be[i] = -1;
+		fe[i] = be[i] = fs[i] = bs[i] = -1;
 	for (r = 0; r < p; r++)
 		sched_rank(in->schedule, p, v, m, r, a + r * n);
 	while (left > 0)
 		for (r = 0; r < p; r++) {
 			struct sched_action x;
 			int64_t s, mb;
-			double ready, dur;
+			double ready = 0, dur, *st;
 
 			if (pos[r] == n)
 				continue;
@@ -46,21 +51,40 @@ static void reference(const struct est_pipe *in, double *rank_end,
 			s = (int64_t)x.chunk * p + r;
 			mb = x.mb;
 			if (!x.bwd) {
-				if (s > 0 && fe[(s - 1) * m + mb] < 0)
+				if (s > 0 && fs[(s - 1) * m + mb] < 0)
 					continue;
-				ready = s > 0 ? fe[(s - 1) * m + mb] + in->x : 0;
+				if (s > 0) {	/* receive: wrap stream on rank 0 */
+					st = &strm[r][r == 0 ? 1 : 0];
+					*st = fmax(fs[(s - 1) * m + mb], *st) +
+					      in->x[(s - 1) % p];
+					ready = *st;
+				}
 				dur = mb == 0 && in->f_first ? in->f_first[s] : in->f[s];
-				fe[s * m + mb] = fmax(ready, freet[r]) + dur;
-				freet[r] = fe[s * m + mb];
+				fe[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
+				if (s < S - 1) {	/* send: wrap stream on rank p-1 */
+					st = &strm[r][r == p - 1 ? 1 : 0];
+					fs[s * m + mb] = fmax(fe[s * m + mb], *st);
+					*st = fs[s * m + mb] + in->x[r];
+				}
 			} else {
-				if (s < S - 1 && be[(s + 1) * m + mb] < 0)
+				if (s < S - 1 && bs[(s + 1) * m + mb] < 0)
 					continue;
-				ready = s < S - 1 ? be[(s + 1) * m + mb] + in->x :
-						    fe[s * m + mb];
+				if (s < S - 1) {	/* wrap stream on rank p-1 */
+					st = &strm[r][r == p - 1 ? 3 : 2];
+					*st = fmax(bs[(s + 1) * m + mb], *st) +
+					      in->x[s % p];
+					ready = *st;
+				} else {
+					ready = fe[s * m + mb];
+				}
 				dur = mb == m - 1 && in->b_last ? in->b_last[s] :
 								  in->b[s];
-				be[s * m + mb] = fmax(ready, freet[r]) + dur;
-				freet[r] = be[s * m + mb];
+				be[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
+				if (s > 0) {	/* wrap stream on rank 0 */
+					st = &strm[r][r == 0 ? 3 : 2];
+					bs[s * m + mb] = fmax(be[s * m + mb], *st);
+					*st = bs[s * m + mb] + in->x[(s - 1) % p];
+				}
 			}
 			pos[r]++;
 			left--;
@@ -73,12 +97,15 @@ static void reference(const struct est_pipe *in, double *rank_end,
 	mem_free(a);
 	mem_free(fe);
 	mem_free(be);
+	mem_free(fs);
+	mem_free(bs);
 }
 
 Test(est, pipeline_recurrence_matches_the_reference)
 {
 	/* Uneven stages (the first and last heavier, as with the embedding
-	 * and the head), a transfer a tenth of a stage, the first forward
+	 * and the head), transfers of a tenth and three tenths of a stage
+	 * between alternate pairs of ranks, the first forward
 	 * and last backward of each stage slowed: every schedule, m from
 	 * the fill to far past it (extended linearly there). */
 	static const struct { int sched; int64_t p, v, m; } cases[] = {
@@ -100,11 +127,13 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
 	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		int64_t p = cases[k].p, v = cases[k].v, S = p * v, s, i;
-		double f[64], b[64], ff[64], bl[64];
+		double f[64], b[64], ff[64], bl[64], x[64];
 		double re[64], ce[512], rr[64], rc[512];
 		struct est_pipe in = { cases[k].sched, p, v, cases[k].m, f, b, ff,
-				       bl, 0.1 };
+				       bl, x };
 
+		for (i = 0; i < p; i++)	/* neighbours in one node or two */
+			x[i] = i % 2 ? 0.3 : 0.1;
 		for (s = 0; s < S; s++) {
 			f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
 			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
