@@ -135,14 +135,14 @@ oom:
 	return NULL;
 }
 
-/* Free the action lists the memo points to, and the memo. */
+/* Free the pipeline orders the memo points to, and the memo. */
 static void free_lists(struct memo *m)
 {
 	size_t i = 0;
 	void **v;
 
 	while ((v = memo_next(m, &i)))
-		mem_free(*v);
+		est_pipe_order_free(*v);
 	memo_release(m);
 }
 

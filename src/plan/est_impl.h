@@ -73,8 +73,8 @@ struct est {
 	int64_t *split;			/* scratch: layers per virtual stage */
 	size_t split_cap;
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
-	struct memo pipe_lists;		/* (schedule, p, v, m) -> the ranks'
-					 * struct sched_action lists */
+	struct memo pipe_lists;		/* (schedule, p, v, m) -> the actions
+					 * in dependency order (est_pipe.c) */
 	double *pipe_t;			/* scratch of est_pipe_run */
 	size_t pipe_t_cap;
 	double *pipe_x;			/* scratch: three runs' ends */
@@ -183,6 +183,9 @@ struct est_pipe {
 	const double *x;	/* s, [r]: a transfer between ranks r and r + 1
 				 * (r = p-1: the wrap to rank 0) */
 };
+
+/* Free one entry of pipe_lists. */
+void est_pipe_order_free(void *order);
 
 /* Run pipeline in: rank_end[r] = when rank r's last action ends,
  * chunk_end[r v + c] = when chunk c's last backward on rank r ends.

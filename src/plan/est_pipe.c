@@ -95,107 +95,147 @@ static double send(struct run *u, int64_t r, int k, double end, double x)
 	return start;
 }
 
-static int place_fwd(struct run *u, int64_t r, int64_t s, int64_t i)
+static void place_fwd(struct run *u, int64_t r, int64_t s, int64_t i)
 {
 	const struct est_pipe *in = u->in;
 	int64_t p = in->p, m = u->m;
 	double ready = 0, end;
 
-	if (s > 0) {
-		if (u->fs[(s - 1) * m + i] < 0)
-			return 0;
+	if (s > 0)
 		ready = receive(u, r, r == 0 ? ST_FW : ST_F, u->fs[(s - 1) * m + i],
 				in->x[(s - 1) % p]);
-	}
 	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
 	      (i == 0 && in->f_first ? in->f_first[s] : in->f[s]);
 	u->fe[s * m + i] = u->free_s[r] = end;
 	if (s < u->S - 1)
 		u->fs[s * m + i] = send(u, r, r == p - 1 ? ST_FW : ST_F, end,
 					in->x[r]);
-	return 1;
 }
 
-static int place_bwd(struct run *u, int64_t r, int64_t s, int64_t i)
+static void place_bwd(struct run *u, int64_t r, int64_t s, int64_t i)
 {
 	const struct est_pipe *in = u->in;
 	int64_t p = in->p, m = u->m;
 	double ready, end;
 
-	if (s < u->S - 1) {
-		if (u->bs[(s + 1) * m + i] < 0)
-			return 0;
+	if (s < u->S - 1)
 		ready = receive(u, r, r == p - 1 ? ST_BW : ST_B,
 				u->bs[(s + 1) * m + i], in->x[s % p]);
-	} else {
+	else
 		ready = u->fe[s * m + i];
-	}
 	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
 	      (i == m - 1 && in->b_last ? in->b_last[s] : in->b[s]);
 	u->be[s * m + i] = u->free_s[r] = end;
 	if (s > 0)
 		u->bs[s * m + i] = send(u, r, r == 0 ? ST_BW : ST_B, end,
 					in->x[(s - 1) % p]);
-	return 1;
 }
 
-/* Place rank r's actions from pos[r] on while their inputs are known;
- * returns how many it placed. */
-static int64_t advance(struct run *u, int64_t r,
-		       const struct sched_action *acts, int64_t n, int64_t *pos)
+/* One action of the order below. */
+struct pstep {
+	int32_t s;		/* virtual stage */
+	int32_t i;		/* microbatch */
+	int32_t r;		/* rank */
+	int32_t bwd;		/* 0 forward, 1 backward */
+};
+
+/* Every rank's actions in an order each action comes after its input's
+ * producer (and after its rank's earlier actions): the ranks taken in
+ * turn, each advanced as far as its next action's input is placed. It
+ * depends on (schedule, p, v, m) only, so it is built once and every
+ * layout of that shape runs along it. */
+struct porder {
+	int64_t n;
+	struct pstep *v;
+};
+
+static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
+		       struct porder *o)
 {
-	int64_t p = u->in->p, placed = 0;
+	int64_t S = p * v, n = sched_actions(m, v), left = p * n, r, k = 0;
+	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
+	uint8_t *fp = mem_calloc((size_t)(2 * S * m), 1), *bp = fp + S * m;
+	int64_t *pos = mem_calloc((size_t)p, sizeof(*pos));
+	int rc = -1;
 
-	while (pos[r] < n) {
-		struct sched_action a = acts[pos[r]];
-		int64_t s = (int64_t)a.chunk * p + r;
+	o->n = p * n;
+	o->v = mem_alloc((size_t)(p * n) * sizeof(*o->v));
+	if (!a || !fp || !pos || !o->v)
+		goto out;
+	for (r = 0; r < p; r++)
+		sched_rank(schedule, p, v, m, r, a + r * n);
+	while (left > 0) {
+		int64_t placed = 0;
 
-		if (!(a.bwd ? place_bwd(u, r, s, a.mb) : place_fwd(u, r, s, a.mb)))
-			break;
-		pos[r]++;
-		placed++;
+		for (r = 0; r < p; r++)
+			while (pos[r] < n) {
+				struct sched_action x = a[r * n + pos[r]];
+				int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
+
+				if (x.bwd ? (s < S - 1 && !bp[(s + 1) * m + i]) :
+					    (s > 0 && !fp[(s - 1) * m + i]))
+					break;
+				(x.bwd ? bp : fp)[s * m + i] = 1;
+				o->v[k++] = (struct pstep){ (int32_t)s, (int32_t)i,
+							    (int32_t)r, x.bwd };
+				pos[r]++;
+				placed++;
+			}
+		if (placed == 0)
+			BUG("a pipeline schedule that cannot advance");
+		left -= placed;
 	}
-	return placed;
+	rc = 0;
+out:
+	mem_free(a);
+	mem_free(fp);
+	mem_free(pos);
+	if (rc != 0) {
+		mem_free(o->v);
+		o->v = NULL;
+	}
+	return rc;
 }
 
-/* The action lists of every rank of (schedule, p, v, m), remembered
- * (est_pipe_run asks for a few m per (p, v): its lists are small). NULL
- * when out of memory. */
-static const struct sched_action *actions(struct est *e, int schedule,
-					  int64_t p, int64_t v, int64_t m)
+/* The order of (schedule, p, v, m), remembered (est_pipe_run asks for a
+ * few m per (p, v)). NULL when out of memory. */
+static const struct porder *order_of(struct est *e, int schedule, int64_t p,
+				     int64_t v, int64_t m)
 {
-	int64_t key[4] = { schedule, p, v, m }, n = sched_actions(m, v), r;
-	struct sched_action *const *hit = memo_get(&e->pipe_lists, key);
-	struct sched_action *a;
+	int64_t key[4] = { schedule, p, v, m };
+	struct porder *const *hit = memo_get(&e->pipe_lists, key);
+	struct porder *o;
 
 	if (hit)
 		return *hit;
-	a = mem_alloc((size_t)(p * n) * sizeof(*a));
-	if (!a)
+	if (!(o = mem_calloc(1, sizeof(*o))))
 		return NULL;
-	for (r = 0; r < p; r++)
-		sched_rank(schedule, p, v, m, r, a + r * n);
-	if (!memo_put(&e->pipe_lists, key, &a)) {
-		mem_free(a);
+	if (build_order(schedule, p, v, m, o) != 0 ||
+	    !memo_put(&e->pipe_lists, key, &o)) {
+		est_pipe_order_free(o);
 		return NULL;
 	}
-	return a;
+	return o;
+}
+
+void est_pipe_order_free(void *order)
+{
+	struct porder *o = order;
+
+	if (o)
+		mem_free(o->v);
+	mem_free(o);
 }
 
 /* The recurrence for m microbatches. */
 static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		    double *rank_end, double *chunk_end)
 {
-	int64_t p = in->p, v = in->v, S = p * v;
-	int64_t n = sched_actions(m, v), r, c, left = p * n, i;
-	int64_t pos_small[64], *pos = pos_small;
-	const struct sched_action *acts = actions(e, in->schedule, p, v, m);
+	int64_t p = in->p, v = in->v, S = p * v, r, c, k;
+	const struct porder *o = order_of(e, in->schedule, p, v, m);
 	struct run u = { .in = in, .m = m, .S = S };
-	int rc = -1;
 
-	if (!acts || room(e, 0, 4 * S * m + 5 * p) != 0)
-		return -1;
-	if (p > 64 && !(pos = mem_alloc((size_t)p * sizeof(*pos))))
+	if (!o || room(e, 0, 4 * S * m + 5 * p) != 0)
 		return -1;
 	u.fe = e->pipe_t;
 	u.be = u.fe + S * m;
@@ -203,40 +243,32 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	u.bs = u.fs + S * m;
 	u.free_s = u.bs + S * m;
 	u.stream = u.free_s + p;
-	for (i = 0; i < 4 * S * m; i++)
-		e->pipe_t[i] = -1;
-	for (i = 0; i < 5 * p; i++)
-		u.free_s[i] = 0;
-	for (r = 0; r < p; r++)
-		pos[r] = 0;
-	while (left > 0) {
-		int64_t placed = 0;
+	for (k = 0; k < 5 * p; k++)
+		u.free_s[k] = 0;
+	for (k = 0; k < o->n; k++) {
+		const struct pstep *x = &o->v[k];
 
-		for (r = 0; r < p; r++)
-			placed += advance(&u, r, acts + r * n, n, pos);
-		if (placed == 0)
-			BUG("a pipeline schedule that cannot advance");
-		left -= placed;
+		if (x->bwd)
+			place_bwd(&u, x->r, x->s, x->i);
+		else
+			place_fwd(&u, x->r, x->s, x->i);
 	}
 	for (r = 0; r < p; r++) {
 		rank_end[r] = u.free_s[r];
 		for (c = 0; c < v; c++)
 			chunk_end[r * v + c] = u.be[(c * p + r) * m + m - 1];
 	}
-	rc = 0;
-	if (pos != pos_small)
-		mem_free(pos);
-	return rc;
+	return 0;
 }
 
 /*
  * Past its fill the schedule repeats: every further group of g
  * microbatches (p for the interleaved schedule, whose groups are p, else
  * 1) adds the same time to every end. So for m well past the fill the
- * recurrence is run for m0, m0 + g and m0 + 2g (m0 the first multiple of
- * g at or above 2p) and extended linearly, after checking that the two
- * steps agree on every end (else it runs for m itself). Exact, cheaper
- * by m / 9p.
+ * recurrence is run for m0, m0 + g and m0 + 2g (m0 = p, or 2p for the
+ * interleaved schedule) and extended linearly, after checking that the
+ * two steps agree on every end (else it runs for m itself). Exact, and
+ * cheaper when m is past a few p.
  */
 int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		 double *chunk_end)
@@ -244,8 +276,11 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	int64_t p = in->p, v = in->v, m = in->m, g, m0, k, ends = p + p * v;
 	double *x;
 
+	/* 1F1B and GPipe repeat once every rank is past its warm-up (p
+	 * microbatches); the interleaved schedule needs m > p (m = p runs
+	 * every forward first) */
 	g = in->schedule == SCHED_INTERLEAVED ? p : 1;
-	m0 = (2 * p + g - 1) / g * g;
+	m0 = g == 1 ? p : 2 * p;
 	if (m <= m0 + 3 * g || (in->schedule == SCHED_INTERLEAVED && m % p))
 		return run_once(e, in, m, rank_end, chunk_end);
 	if ((size_t)(3 * ends) > e->pipe_x_cap) {

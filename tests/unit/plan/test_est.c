@@ -155,7 +155,7 @@ Test(est, pipeline_recurrence_matches_the_reference)
 		void **lists;
 
 		while ((lists = memo_next(&e->pipe_lists, &i)))
-			mem_free(*lists);
+			est_pipe_order_free(*lists);
 	}
 	memo_release(&e->pipe_lists);
 	mem_free(e->pipe_t);
