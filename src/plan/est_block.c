@@ -71,9 +71,6 @@ double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 	if (net_collective_time(e->net, &c, &r, d) != 0)
 		return -1;
 	e->stats.colls++;
-	if (getenv("PLAN_DEBUG_COLL"))
-		fprintf(stderr, "coll op %d n %u g0 %u stride %u rep %u bytes %.17g\n",
-			op, n, g0, stride, k.replicas, bytes);
 	if (!memo_put(&e->colls, &k, &r.time_s)) {
 		diag_oom(d);
 		return -1;
