@@ -71,4 +71,32 @@ status 2 "missing op" --system dgx-h100 --ranks 8
 status 2 "bad set" --system dgx-h100 --set system.nodez=2 --op allreduce --ranks 8
 status 0 "forced ring" --system dgx-h100 --op allreduce --ranks 8 --algo ring --proto ll128
 
+# dispatch / combine: one row per token count, DeepEP's logical size; the
+# GPU-initiated path is named in the table; deeper checks of the numbers
+# are llmsim validate --kind dispatch's.
+check "dispatch" "$llmsim" collective --system dgx-h800 --set nodes=2 \
+	--op dispatch --ranks 16 --tokens 128,4096 --dtype fp8_e4m3 \
+	--groups nodes --topk-groups 2 --no-store
+[ "$(grep -vc '^#' "$tmp/out")" = 2 ] || { echo "FAIL: dispatch rows"; fail=1; }
+grep -q 'deepep' "$tmp/out" || { echo "FAIL: dispatch path"; fail=1; }
+check "combine json" "$llmsim" collective --system dgx-h100 --op combine \
+	--ranks 8 --dispatcher deepep-ll --tokens 128 --json --no-store
+for k in tokens ranks_hit nodes_hit send_B node_share; do
+	grep -q "\"$k\"" "$tmp/out" || { echo "FAIL: combine json key $k"; fail=1; }
+done
+status 2 "dispatch: experts not a multiple of ranks" --system dgx-h100 \
+	--op dispatch --ranks 6 --experts 256
+status 2 "dispatch: topk above experts" --system dgx-h100 --op dispatch \
+	--ranks 8 --experts 8 --topk 16
+status 2 "dispatch: bad tokens" --system dgx-h100 --op dispatch --ranks 8 \
+	--tokens 12,x
+status 2 "dispatch: unknown dispatcher" --system dgx-h100 --op dispatch \
+	--ranks 8 --dispatcher deepepp
+status 2 "dispatch options on allreduce" --system dgx-h100 --op allreduce \
+	--ranks 8 --tokens 128
+status 2 "dispatch: topk-groups without groups" --system dgx-h100 \
+	--op dispatch --ranks 8 --topk-groups 2
+status 2 "dispatch: int8 rows" --system dgx-h100 --op dispatch --ranks 8 \
+	--dtype int8
+
 exit $fail

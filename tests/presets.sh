@@ -1,7 +1,7 @@
 #!/bin/sh
 # presets.sh - every shipped config loads: `llmsim config show` on each
 # preset of every kind (configs/, workloads/) and on every reference job
-# (results/reference/training), through the real binary ($LLMSIM). The
+# (results/reference/training, moe, cp), through the real binary ($LLMSIM). The
 # printed YAML must load back as the same kind (a file written with units
 # is read back to the same values; schema tests check equality).
 set -u
@@ -38,7 +38,9 @@ for f in "$root"/configs/collectives/*.yaml; do check collectives "$f"; done
 for f in "$root"/configs/systems/*.yaml; do check system "$f"; done
 for f in "$root"/workloads/models/*.yaml; do check model "$f"; done
 for f in "$root"/workloads/frameworks/*.yaml; do check framework "$f"; done
-for f in "$root"/workloads/jobs/*.yaml "$root"/results/reference/training/*.yaml; do
+for f in "$root"/configs/ep/*.yaml; do check ep_comm "$f"; done
+for f in "$root"/workloads/jobs/*.yaml "$root"/results/reference/training/*.yaml \
+	 "$root"/results/reference/moe/*.yaml "$root"/results/reference/cp/*.yaml; do
 	check job "$f"
 done
 # Listing every kind must work too.

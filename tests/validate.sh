@@ -4,7 +4,9 @@
 # of results/reference predicted, each table within the `regression`
 # gates of results/reference/validate.yaml (a little above what the
 # model reaches today), so a change that makes predictions worse fails
-# `make test`. Then what validate must refuse, and a gate that must fail.
+# `make test` (MoE dispatch/combine too; the MoE and CP training cases,
+# a minute of simulation, are `make validate`'s). Then what validate must
+# refuse, and a gate that must fail.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 tmp=$(mktemp -d)
@@ -12,13 +14,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-if ! "$llmsim" validate --kind kernel,collective,training --gates regression \
+if ! "$llmsim" validate --kind kernel,collective,training,dispatch --gates regression \
 	--quiet --no-store >"$tmp/out" 2>"$tmp/err"; then
 	bad "validate --gates regression: exit $?"
 	cat "$tmp/out" "$tmp/err"
 fi
 # The summary: every kind, independent rows apart, the gate verdict.
-for k in kernel collective training; do
+for k in kernel collective training dispatch; do
 	grep -q "^  $k, independent " "$tmp/out" || bad "summary lacks $k"
 done
 grep -q '^  overall, independent ' "$tmp/out" || bad "no overall independent line"

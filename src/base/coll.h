@@ -41,6 +41,34 @@ enum coll_op {
 /* "allreduce", "allgather", ... (CLI spelling); NULL-terminated table. */
 extern const char *const coll_op_names[COLL_OP_COUNT + 1];
 
+/* A path other than the collective library's (coll_desc.path): expert
+ * dispatch/combine kernels that move tokens themselves, GPU-initiated
+ * (NVSHMEM/IBGDA-style: no host launch, no proxy thread). All-to-all
+ * only; the fabric model builds its flows (network/algo_path.c). */
+enum coll_path_mode {
+	COLL_PATH_FORWARD,	/* to the same-rail GPU of each destination node
+				 * once over scale-out, then forwarded over
+				 * scale-up (DeepEP normal, Hybrid-EP) */
+	COLL_PATH_DIRECT	/* every GPU writes to every destination GPU
+				 * (DeepEP low-latency) */
+};
+
+struct coll_path {
+	int mode;		/* enum coll_path_mode */
+	double setup_s;		/* s before data moves (launch, notify) */
+	double hop_scale_up_s;	/* s, latency of a scale-up transfer */
+	double hop_scale_out_s;	/* s, latency of a scale-out transfer */
+	double gpu_Bps;		/* B/s a GPU's kernels copy at most (its SMs
+				 * times their rate); 0 = no bound */
+	double eff_scale_up;	/* share of a scale-up link's rate its kernels
+				 * reach; 0 = 1 */
+	double eff_scale_out;	/* the same for scale-out links */
+	double node_share;	/* forward: scale-out bytes to a node per byte
+				 * of rank-level sends to its GPUs (node
+				 * deduplication), in (0, 1] */
+	const char *name;	/* for tables ("deepep", ...) */
+};
+
 struct coll_desc {
 	enum coll_op op;
 	double bytes;		/* B, per the size convention above */
@@ -58,6 +86,9 @@ struct coll_desc {
 				 * runs (0 = none, e.g. copy engines); the
 				 * executor slows compute on member ranks by
 				 * it (exec.h) */
+	uint64_t a2a_key;	/* nonzero: a hash of a2a_B's contents under
+				 * which plans and times may be remembered */
+	const struct coll_path *path;	/* NULL: the collective library */
 };
 
 #endif

@@ -9,6 +9,11 @@
  *               nccl-tests tables (valid_coll.c)
  *   training    results/reference/training/cases.tsv (gated) and
  *               extra-cases.tsv (shown): step times (valid_train.c)
+ *   moe, cp     the same for results/reference/moe and .../cp: MoE and
+ *               context-parallel training steps (valid_train.c)
+ *   dispatch    results/reference/ep/cases.tsv (gated) and
+ *               extra-cases.tsv: MoE dispatch/combine bandwidth, DeepEP's
+ *               logical count (valid_ep.c)
  *   measured    what `llmsim measure` stored in a database
  *               (valid_meas.c)
  *
@@ -47,6 +52,9 @@ enum valid_kind {
 	VK_KERNEL,
 	VK_COLLECTIVE,
 	VK_TRAINING,
+	VK_MOE,			/* MoE training steps (results/reference/moe) */
+	VK_CP,			/* context-parallel steps (reference/cp) */
+	VK_DISPATCH,		/* MoE dispatch/combine (reference/ep) */
 	VK_MEASURED,
 	VK_COUNT
 };
@@ -131,9 +139,12 @@ int valid_kernels(struct valid_set *set, struct config_ctx *cx,
 		  const char *dir, const char *const *sets, size_t nsets);
 int valid_collectives(struct valid_set *set, struct config_ctx *cx,
 		      const char *dir);
-/* jobs: worker processes for the training cases (1 = in this one). */
+/* jobs: worker processes for the training cases (1 = in this one);
+ * kind: VK_TRAINING, VK_MOE or VK_CP (the tables' kind). */
 int valid_training(struct valid_set *set, struct config_ctx *cx,
-		   const char *dir, int jobs);
+		   const char *dir, int jobs, enum valid_kind kind);
+int valid_dispatch(struct valid_set *set, struct config_ctx *cx,
+		   const char *dir);
 
 /* Options of the measured source. */
 struct valid_meas_opts {

@@ -181,7 +181,7 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	const char *key_tf = pass ? "bwd_tflops" : "fwd_tflops";
 	const char *causal = get_str(row, "causal"), *label = get_str(row, "label");
 	const char *backend = get_str(row, "backend");
-	struct gpu_attn_shape a;
+	struct gpu_attn_shape a = {0};
 	struct gpu_cost c;
 	double t = get_num(row, key_s), tf = get_num(row, key_tf);
 

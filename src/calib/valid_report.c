@@ -28,7 +28,8 @@
 #define LARGEST_B 8589934592.0
 
 const char *const valid_kind_names[VK_COUNT + 1] = {
-	"kernel", "collective", "training", "measured", NULL,
+	"kernel", "collective", "training", "moe", "cp", "dispatch",
+	"measured", NULL,
 };
 
 struct valid_table *valid_table_add(struct valid_set *set,

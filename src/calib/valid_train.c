@@ -195,14 +195,19 @@ static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 }
 
 static int add_table(struct valid_set *set, struct tcase *c, int n,
-		     const char *name, int gated, struct diag *d)
+		     const char *name, int gated, enum valid_kind kind,
+		     struct diag *d)
 {
-	struct valid_table *t = valid_table_add(set, VK_TRAINING, d);
+	struct valid_table *t = valid_table_add(set, kind, d);
 	int i;
 
 	if (!t)
 		return -1;
-	snprintf(t->id, sizeof(t->id), "%s", name);
+	if (kind == VK_TRAINING)
+		snprintf(t->id, sizeof(t->id), "%s", name);
+	else
+		snprintf(t->id, sizeof(t->id), "%s/%s", valid_kind_names[kind],
+			 name);
 	snprintf(t->title, sizeof(t->title), "step time of %s cases (%s)",
 		 gated ? "the reference" : "extra (not gated)", name);
 	t->unit = "s";
@@ -231,7 +236,7 @@ static int add_table(struct valid_set *set, struct tcase *c, int n,
 }
 
 int valid_training(struct valid_set *set, struct config_ctx *cx,
-		   const char *dir, int jobs)
+		   const char *dir, int jobs, enum valid_kind kind)
 {
 	static const char *const files[2] = {"cases.tsv", "extra-cases.tsv"};
 	struct tcase *c = mem_calloc(MAX_CASES, sizeof(*c));
@@ -245,7 +250,7 @@ int valid_training(struct valid_set *set, struct config_ctx *cx,
 		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
 		if (n < 0 || run_all(c, n, jobs, cx->data_root, cx->diag) != 0)
 			rc = -1;
-		else if (n > 0 && add_table(set, c, n, files[f], f == 0,
+		else if (n > 0 && add_table(set, c, n, files[f], f == 0, kind,
 					    cx->diag) != 0)
 			rc = -1;
 	}

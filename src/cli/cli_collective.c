@@ -16,6 +16,18 @@
  * `sendrecv` is nccl-tests' pattern: every rank sends the size to the next
  * rank and receives from the previous one, all at once.
  *
+ * `dispatch` and `combine` are an MoE layer's token exchange over an
+ * expert-parallel group of --ranks GPUs (models/ep.h): each GPU routes
+ * --tokens tokens of --hidden elements to --topk of --experts experts
+ * (uniformly; within --topk-groups of --groups groups first when given),
+ * through the --dispatcher path of configs/ep (deepep, deepep-ll,
+ * hybridep: GPU-initiated, own latency and SM budget; alltoall,
+ * hierarchical: the library's all-to-all). One row per token count; size
+ * is DeepEP's logical byte count (ep.h logical_B) and algbw that over the
+ * time, the "bottleneck bandwidth" DeepEP's and Hybrid-EP's tests print;
+ * busbw the bytes that leave the GPU (send_B less its own share) over the
+ * time.
+ *
  * Results go to the database (one run, one row per size) unless
  * --no-store. Exit status: 0, 1 runtime failure, 2 bad input.
  */
@@ -32,7 +44,10 @@
 #include "base/mem.h"
 #include "network/net.h"
 #include "config/schema.h"
+#include "config/spec_gpu.h"
+#include "config/spec_moe.h"
 #include "config/spec_system.h"
+#include "models/ep.h"
 #include "store/store.h"
 #include "base/units.h"
 
@@ -57,6 +72,27 @@ struct opts {
 	int fmt;			/* enum out_fmt */
 	const char *db;			/* NULL = default */
 	int store;
+	/* dispatch / combine (ep != EP_OP_NONE) */
+	int ep;				/* enum ep_op */
+	double tokens[MAX_ROWS];	/* per GPU, one row each */
+	int ntokens;
+	double hidden, topk, experts;
+	double groups;			/* 0 none, -1 = the nodes spanned */
+	double topk_groups;
+	const char *dispatcher;		/* configs/ep preset or file */
+	long sms;			/* 0 = the dispatcher's */
+	int dtype_set;
+};
+
+enum ep_op {
+	EP_OP_NONE,
+	EP_OP_DISPATCH,
+	EP_OP_COMBINE
+};
+
+static const char *const op_names_ep[] = {
+	"allreduce", "allgather", "reducescatter", "alltoall", "broadcast",
+	"reduce", "sendrecv", "dispatch", "combine", NULL
 };
 
 /* nccl-tests data types and their sizes. */
@@ -72,8 +108,9 @@ static const struct {
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
 struct row {
-	double size_B, count;		/* B, elements */
+	double size_B, count;		/* B, elements (tokens for dispatch) */
 	struct net_coll_result r;
+	struct ep_traffic ep;		/* dispatch / combine */
 };
 
 /* A usage error naming what was expected: one of names. */
@@ -99,6 +136,20 @@ static double dtype_size(const char *name)
 		if (strcmp(dtypes[i].name, name) == 0)
 			return dtypes[i].bytes;
 	return 0;
+}
+
+/* The enum dtype a dispatch row travels in, or -1. */
+static int ep_dtype(const char *name)
+{
+	if (strcmp(name, "bfloat16") == 0)
+		return DTYPE_BF16;
+	if (strcmp(name, "half") == 0)
+		return DTYPE_FP16;
+	if (strcmp(name, "float") == 0)
+		return DTYPE_FP32;
+	if (strncmp(name, "fp8_", 4) == 0)
+		return DTYPE_FP8;
+	return -1;
 }
 
 static int bad_dtype(const char *got)
@@ -146,12 +197,87 @@ static int parse_number(const char *opt, const char *text, double lo,
 			       "got '%s'", opt, lo, text);
 }
 
+/* A whole number >= lo for option opt; CLI_OK or CLI_USAGE. */
+static int whole(const char *opt, const char *v, double lo, double *out)
+{
+	if (number(v, lo, out) && *out == floor(*out) && *out <= 1 << 24)
+		return CLI_OK;
+	return cli_usage_error("collective", "%s: expected a whole number "
+			       ">= %g, got '%s'", opt, lo, v);
+}
+
+/* --tokens 128,4096: token counts per GPU, one row each. */
+static int parse_tokens(struct opts *o, const char *v)
+{
+	const char *p = v;
+
+	o->ntokens = 0;
+	while (*p) {
+		char item[32];
+		size_t n = strcspn(p, ",");
+		double t;
+
+		if (n == 0 || n >= sizeof(item) || o->ntokens == MAX_ROWS)
+			return cli_usage_error("collective", "--tokens: expected "
+					       "up to %d counts such as "
+					       "'128,4096', got '%s'",
+					       MAX_ROWS, v);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		if (whole("--tokens", item, 1, &t) != CLI_OK)
+			return CLI_USAGE;
+		o->tokens[o->ntokens++] = t;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return CLI_OK;
+}
+
+/* The options of dispatch and combine; as value_opt. */
+static int ep_opt(struct opts *o, int argc, char **argv, int *i,
+		  const char **missing)
+{
+	const char *v;
+	double x;
+
+	if ((v = cli_option(argc, argv, i, "--tokens", missing)))
+		return parse_tokens(o, v);
+	if ((v = cli_option(argc, argv, i, "--hidden", missing)))
+		return whole("--hidden", v, 1, &o->hidden);
+	if ((v = cli_option(argc, argv, i, "--topk", missing)))
+		return whole("--topk", v, 1, &o->topk);
+	if ((v = cli_option(argc, argv, i, "--experts", missing)))
+		return whole("--experts", v, 1, &o->experts);
+	if ((v = cli_option(argc, argv, i, "--groups", missing))) {
+		if (strcmp(v, "nodes") == 0) {
+			o->groups = -1;
+			return CLI_OK;
+		}
+		return whole("--groups", v, 1, &o->groups);
+	}
+	if ((v = cli_option(argc, argv, i, "--topk-groups", missing)))
+		return whole("--topk-groups", v, 1, &o->topk_groups);
+	if ((v = cli_option(argc, argv, i, "--dispatcher", missing))) {
+		o->dispatcher = v;
+		return CLI_OK;
+	}
+	if ((v = cli_option(argc, argv, i, "--sms", missing))) {
+		if (whole("--sms", v, 1, &x) != CLI_OK)
+			return CLI_USAGE;
+		o->sms = (long)x;
+		return CLI_OK;
+	}
+	return 1;
+}
+
 /* One option with a value; 1 if not one of these, CLI_OK done,
  * CLI_USAGE bad (reported). */
 static int value_opt(struct opts *o, int argc, char **argv, int *i)
 {
 	const char *v, *missing = NULL;
 	double x;
+	int rc;
 
 	if ((v = cli_option(argc, argv, i, "--system", &missing))) {
 		o->system = v;
@@ -160,8 +286,12 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i)
 		 * 'nodes=2' here. */
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
 	} else if ((v = cli_option(argc, argv, i, "--op", &missing))) {
-		if ((o->op = schema_name_index(coll_op_names, v)) < 0)
-			return list_error("--op", v, coll_op_names);
+		o->ep = strcmp(v, "dispatch") == 0 ? EP_OP_DISPATCH :
+			strcmp(v, "combine") == 0 ? EP_OP_COMBINE : EP_OP_NONE;
+		if (o->ep != EP_OP_NONE)
+			o->op = COLL_ALLTOALL;
+		else if ((o->op = schema_name_index(coll_op_names, v)) < 0)
+			return list_error("--op", v, op_names_ep);
 	} else if ((v = cli_option(argc, argv, i, "--ranks", &missing))) {
 		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
 			return cli_usage_error("collective", "--ranks: "
@@ -178,6 +308,7 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i)
 		if (dtype_size(v) == 0)
 			return bad_dtype(v);
 		o->dtype = v;
+		o->dtype_set = 1;
 	} else if ((v = cli_option(argc, argv, i, "--algo", &missing))) {
 		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
@@ -186,12 +317,48 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i)
 			return list_error("--proto", v, coll_proto_names);
 	} else if ((v = cli_option(argc, argv, i, "--db", &missing))) {
 		o->db = v;
+	} else if ((rc = ep_opt(o, argc, argv, i, &missing)) != 1) {
+		return rc;
 	} else if (missing) {
 		return cli_usage_error("collective", "'%s' needs a value",
 				       missing);
 	} else {
 		return 1;
 	}
+	return CLI_OK;
+}
+
+/* Defaults of dispatch and combine: DeepSeek-V3's layer as DeepEP's
+ * tests run it (4096 tokens, hidden 7168, top-8 of 256, bf16). */
+static int ep_defaults(struct opts *o)
+{
+	if (!o->ntokens)
+		o->tokens[o->ntokens++] = 4096;
+	if (!o->hidden)
+		o->hidden = 7168;
+	if (!o->topk)
+		o->topk = 8;
+	if (!o->experts)
+		o->experts = 256;
+	if (!o->dispatcher)
+		o->dispatcher = "deepep";
+	if (!o->dtype_set)
+		o->dtype = "bfloat16";
+	if (ep_dtype(o->dtype) < 0)
+		return cli_usage_error("collective", "--dtype %s: dispatch and "
+				       "combine move bfloat16, half, float or "
+				       "fp8_e4m3 / fp8_e5m2 rows", o->dtype);
+	if (o->topk > o->experts)
+		return cli_usage_error("collective", "--topk %g is above "
+				       "--experts %g", o->topk, o->experts);
+	if ((long)o->experts % o->ranks != 0)
+		return cli_usage_error("collective", "--experts %g is not a "
+				       "multiple of --ranks %ld (experts are "
+				       "spread evenly over the EP group)",
+				       o->experts, o->ranks);
+	if (o->topk_groups && !o->groups)
+		return cli_usage_error("collective", "%s", "--topk-groups "
+				       "needs --groups (a number or 'nodes')");
 	return CLI_OK;
 }
 
@@ -219,6 +386,15 @@ static int parse(struct opts *o, int argc, char **argv)
 	if (!o->system || o->op < 0 || o->ranks == 0)
 		return cli_usage_error("collective", "%s", "--system, --op and "
 				       "--ranks are required");
+	if (o->ep == EP_OP_NONE && (o->ntokens || o->dispatcher || o->sms ||
+				    o->hidden || o->topk || o->experts ||
+				    o->groups || o->topk_groups))
+		return cli_usage_error("collective", "%s", "--tokens, --hidden, "
+				       "--topk, --experts, --groups, "
+				       "--topk-groups, --dispatcher and --sms "
+				       "go with --op dispatch or combine");
+	if (o->ep != EP_OP_NONE)
+		return ep_defaults(o);
 	if (o->min_B > o->max_B)
 		return cli_usage_error("collective", "%s", "--min is larger "
 				       "than --max");
@@ -255,8 +431,9 @@ static int time_size(struct net *n, const struct opts *o,
 		     const uint32_t *gpus, double size, struct row *row,
 		     struct diag *d)
 {
-	struct coll_desc c = { (enum coll_op)o->op, size, gpus,
-			       (uint32_t)o->ranks, NULL, o->algo, o->proto, 1, 0 };
+	struct coll_desc c = { .op = (enum coll_op)o->op, .bytes = size,
+			       .gpus = gpus, .ngpus = (uint32_t)o->ranks,
+			       .algo = o->algo, .proto = o->proto, .replicas = 1 };
 	double *m = NULL;
 	int rc;
 
@@ -277,6 +454,44 @@ static int time_size(struct net *n, const struct opts *o,
 	row->size_B = size;
 	row->count = size / dtype_size(o->dtype);
 	return rc;
+}
+
+/* One dispatch or combine of `tokens` tokens per GPU over path e. */
+static int ep_time(struct net *n, const struct opts *o,
+		   const struct system_spec *s, const struct ep_comm_spec *e,
+		   const uint32_t *gpus, double tokens, struct row *row,
+		   struct diag *d)
+{
+	struct ep_call c = {
+		.gpus = gpus, .ranks = (uint32_t)o->ranks,
+		.gpus_per_node = (double)s->gpus_per_node, .tokens = tokens,
+		.hidden = o->hidden,
+		.routing = { o->experts, o->topk, o->groups, o->topk_groups },
+		.dtype = ep_dtype(o->dtype), .combine = o->ep == EP_OP_COMBINE,
+		.sms = o->sms, .algo = o->algo, .proto = o->proto,
+	};
+	struct ep_call_result res;
+
+	if (ep_call_time(n, e, &c, &res, d) != 0)
+		return -1;
+	row->ep = res.traffic;
+	row->r = res.r;
+	row->size_B = res.logical_B;
+	row->count = tokens;
+	return 0;
+}
+
+static int run_ep(struct net *n, const struct opts *o,
+		  const struct system_spec *s, const struct ep_comm_spec *e,
+		  const uint32_t *gpus, struct row *rows, int *nrows,
+		  struct diag *d)
+{
+	int i;
+
+	for (*nrows = 0, i = 0; i < o->ntokens; i++, ++*nrows)
+		if (ep_time(n, o, s, e, gpus, o->tokens[i], &rows[i], d))
+			return -1;
+	return 0;
 }
 
 static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
@@ -300,20 +515,61 @@ static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 	return 0;
 }
 
+/* The op as the user named it. */
+static const char *op_name(const struct opts *o)
+{
+	if (o->ep == EP_OP_DISPATCH)
+		return "dispatch";
+	if (o->ep == EP_OP_COMBINE)
+		return "combine";
+	return coll_op_names[o->op];
+}
+
+/* dispatch / combine: the routing and the path in the table's head. */
+static void print_ep_head(const struct opts *o, const struct ep_comm_spec *e,
+			  const struct row *rows, int n)
+{
+	long sms = o->sms ? o->sms : (long)e->sms;
+
+	printf("# %s path %s (%s, dedup %s, ", op_name(o),
+	       e->name ? e->name : "(inline)", ep_mode_names[e->mode],
+	       ep_dedup_names[e->dedup]);
+	if (sms)
+		printf("%ld SMs", sms);
+	else
+		printf("the library's SMs");
+	printf("%s), top-%g of %g experts, hidden %g", e->gpu_initiated ?
+	       ", GPU-initiated" : "", o->topk, o->experts, o->hidden);
+	if (o->groups)
+		printf(", top-%g of %s groups", o->topk_groups,
+		       o->groups < 0 ? "node" : "the");
+	printf("\n# a token reaches %.2f GPUs, %.2f nodes on average; size: "
+	       "DeepEP's logical bytes per GPU, algbw = size / time\n#\n",
+	       n ? rows[0].ep.ranks_hit : 0, n ? rows[0].ep.nodes_hit : 0);
+	printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size", "tokens",
+	       "type", "time", "algbw", "busbw", "path", "protocol");
+}
+
 static void print_table(const struct opts *o, const struct system_spec *s,
-			const struct row *rows, int n)
+			const struct ep_comm_spec *e, const struct row *rows,
+			int n)
 {
 	double sum = 0;
 	int i;
 
 	printf("# llmsim collective: %s, %ld ranks on %s (%lld node%s x %lld "
-	       "GPUs), library %s\n#\n", coll_op_names[o->op], o->ranks,
+	       "GPUs), library %s\n#\n", op_name(o), o->ranks,
 	       s->name ? s->name : o->system, (long long)s->nodes,
 	       s->nodes == 1 ? "" : "s", (long long)s->gpus_per_node,
 	       s->collectives->name ? s->collectives->name : "(inline)");
-	printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size", "count",
-	       "type", "time", "algbw", "busbw", "algorithm", "protocol");
-	printf("#%11s %13s %9s %11s %11s %11s\n", "(B)", "(elements)", "",
+	if (e)
+		print_ep_head(o, e, rows, n);
+	else
+		printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size",
+		       "count", "type", "time", "algbw", "busbw", "algorithm",
+		       "protocol");
+	printf("#%11s %13s %9s %11s %11s %11s\n", "(B)",
+	       e ? "(per GPU)" : "(elements)", "",
 	       "(us)", "(GB/s)", "(GB/s)");
 	for (i = 0; i < n; i++) {
 		printf("%12.0f %13.0f %9s %11.2f %11.2f %11.2f  %-12s %s\n",
@@ -338,6 +594,20 @@ static void print_csv(const struct opts *o, const struct row *rows, int n)
 		       rows[i].r.algorithm, rows[i].r.protocol);
 }
 
+/* dispatch / combine fields of a --json row; 0 when out of memory. */
+static int ep_json(cJSON *r, const struct opts *o, const struct row *row)
+{
+	return cJSON_AddStringToObject(r, "op", op_name(o)) &&
+	       cJSON_AddNumberToObject(r, "tokens", row->count) &&
+	       cJSON_AddNumberToObject(r, "hidden", o->hidden) &&
+	       cJSON_AddNumberToObject(r, "topk", o->topk) &&
+	       cJSON_AddNumberToObject(r, "experts", o->experts) &&
+	       cJSON_AddNumberToObject(r, "ranks_hit", row->ep.ranks_hit) &&
+	       cJSON_AddNumberToObject(r, "nodes_hit", row->ep.nodes_hit) &&
+	       cJSON_AddNumberToObject(r, "send_B", row->ep.send_B) &&
+	       cJSON_AddNumberToObject(r, "node_share", row->ep.node_share);
+}
+
 /* The --json array; NULL when out of memory. */
 static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 {
@@ -357,7 +627,8 @@ static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
 		    !cJSON_AddNumberToObject(r, "busbw_GBps",
 					     rows[i].r.busbw_Bps / 1e9) ||
 		    !cJSON_AddStringToObject(r, "algorithm", rows[i].r.algorithm) ||
-		    !cJSON_AddStringToObject(r, "protocol", rows[i].r.protocol)) {
+		    !cJSON_AddStringToObject(r, "protocol", rows[i].r.protocol) ||
+		    (o->ep && !ep_json(r, o, &rows[i]))) {
 			if (!r)
 				break;
 			cJSON_Delete(a);
@@ -384,7 +655,7 @@ static int store_rows(const struct opts *o, const char *data_root,
 
 	for (i = 0; i < n; i++)
 		sr[i] = (struct store_coll_row){ rows[i].size_B, rows[i].count,
-			o->dtype, coll_op_names[o->op], (uint32_t)o->ranks,
+			o->dtype, op_name(o), (uint32_t)o->ranks,
 			rows[i].r.time_s, rows[i].r.algbw_Bps,
 			rows[i].r.busbw_Bps, rows[i].r.algorithm,
 			rows[i].r.protocol };
@@ -392,8 +663,8 @@ static int store_rows(const struct opts *o, const char *data_root,
 }
 
 static int output(const struct opts *o, const struct system_spec *s,
-		  const struct row *rows, int n, const char *data_root,
-		  struct diag *d)
+		  const struct ep_comm_spec *e, const struct row *rows, int n,
+		  const char *data_root, struct diag *d)
 {
 	cJSON *a = rows_json(o, rows, n);
 	char *json = a ? cJSON_Print(a) : NULL;
@@ -409,7 +680,7 @@ static int output(const struct opts *o, const struct system_spec *s,
 	else if (o->fmt == FMT_CSV)
 		print_csv(o, rows, n);
 	else
-		print_table(o, s, rows, n);
+		print_table(o, s, e, rows, n);
 	if (o->store && store_rows(o, data_root, s, json, rows, n, d) != CLI_OK)
 		rc = CLI_FAIL;
 out:
@@ -442,9 +713,11 @@ static int check_ranks(const struct opts *o, const struct system_spec *s,
 
 /* Load the system and time every size; rows filled. CLI status. */
 static int simulate(const struct opts *o, struct config_ctx *cx,
-		    struct system_spec *s, struct row *rows, int *n)
+		    struct system_spec *s, const struct ep_comm_spec **ep,
+		    struct row *rows, int *n)
 {
 	struct diag *d = cx->diag;
+	struct ep_comm_spec *e = NULL;
 	struct net *net = NULL;
 	uint32_t *gpus;
 	long i;
@@ -452,6 +725,17 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 
 	if (config_load(cx, &system_schema, o->system, o->sets, o->nsets, s))
 		return d->oom ? CLI_FAIL : CLI_USAGE;
+	if (o->ep != EP_OP_NONE) {
+		e = arena_alloc(cx->arena, ep_comm_schema.size);
+		if (!e) {
+			diag_oom(d);
+			return CLI_FAIL;
+		}
+		memset(e, 0, ep_comm_schema.size);
+		if (config_load(cx, &ep_comm_schema, o->dispatcher, NULL, 0, e))
+			return d->oom ? CLI_FAIL : CLI_USAGE;
+		*ep = e;
+	}
 	if (check_ranks(o, s, d) != 0)
 		return CLI_USAGE;
 	gpus = mem_alloc((size_t)o->ranks * sizeof(*gpus));
@@ -463,7 +747,8 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 		gpus[i] = (uint32_t)i;
 	net = net_new(s, NULL, d);
 	if (net)
-		rc = run_sizes(net, o, gpus, rows, n, d);
+		rc = e ? run_ep(net, o, s, e, gpus, rows, n, d) :
+			 run_sizes(net, o, gpus, rows, n, d);
 	net_free(net);
 	mem_free(gpus);
 	if (rc == 0)
@@ -480,6 +765,7 @@ int cli_collective(int argc, char **argv, const char *argv0)
 	struct diag d;
 	struct config_ctx cx;
 	struct system_spec *s;
+	const struct ep_comm_spec *ep = NULL;
 	struct row *rows = NULL;
 	int n = 0, rc = CLI_FAIL;
 
@@ -500,9 +786,9 @@ int cli_collective(int argc, char **argv, const char *argv0)
 		rc = CLI_FAIL;
 		goto out;
 	}
-	rc = simulate(&o, &cx, s, rows, &n);
+	rc = simulate(&o, &cx, s, &ep, rows, &n);
 	if (rc == CLI_OK)
-		rc = output(&o, s, rows, n, cx.data_root, &d);
+		rc = output(&o, s, ep, rows, n, cx.data_root, &d);
 out:
 	mem_free(rows);
 	arena_release(&a);

@@ -71,7 +71,8 @@ static int parse_kinds(struct vopts *o, const char *v)
 		if (i == VK_COUNT)
 			return cli_usage_error("validate", "--kind: expected "
 					       "kernel, collective, training, "
-					       "measured or all; got '%s'", k);
+					       "moe, cp, dispatch, measured or "
+					       "all; got '%s'", k);
 		o->kinds[i] = 1;
 	}
 	return CLI_OK;
@@ -315,16 +316,18 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 
 
 	static const char *const sub[] = {"kernels", "collectives",
-					  "training"};
+					  "training", "moe", "cp", "ep"};
 
-	for (k = 0; k <= VK_TRAINING && rc == 0; k++) {
+	for (k = 0; k <= VK_DISPATCH && rc == 0; k++) {
 		if (!o->kinds[k])
 			continue;
 		if (!(dir = arena_printf(cx->arena, "%s/%s", ref, sub[k]))) {
 			diag_oom(cx->diag);
 			return -1;
 		}
-		rc = k == VK_TRAINING ? valid_training(set, cx, dir, o->jobs) :
+		rc = k == VK_TRAINING || k == VK_MOE || k == VK_CP ?
+		     valid_training(set, cx, dir, o->jobs, (enum valid_kind)k) :
+		     k == VK_DISPATCH ? valid_dispatch(set, cx, dir) :
 		     k == VK_KERNEL ? valid_kernels(set, cx, dir, o->sets,
 						    o->nsets) :
 		     valid_collectives(set, cx, dir);

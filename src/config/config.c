@@ -383,8 +383,25 @@ static struct cnode *synthetic(struct resolver *r, const struct cnode *at,
 	return n;
 }
 
+/* Whether a section (or one nested in it) has a reference with a
+ * default, which must be resolved even when the section is left out. */
+static int has_ref_default(const struct schema *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < s->nfields; i++) {
+		const struct schema_field *f = &s->fields[i];
+
+		if ((f->type == ST_REF && f->def) ||
+		    (f->type == ST_SECTION && has_ref_default(f->sub)))
+			return 1;
+	}
+	return 0;
+}
+
 /* A reference the mapping leaves out whose field has a default (a preset
- * name) is resolved as if the user had written it in the mapping. */
+ * name) is resolved as if the user had written it in the mapping; a
+ * section left out that holds such a reference as if written empty. */
 static struct cnode *add_ref_defaults(struct resolver *r,
 				      const struct schema *s,
 				      struct cnode *map)
@@ -394,14 +411,21 @@ static struct cnode *add_ref_defaults(struct resolver *r,
 
 	for (i = 0; i < s->nfields; i++) {
 		const struct schema_field *f = &s->fields[i];
+		int section = f->type == ST_SECTION && has_ref_default(f->sub);
 
-		if (f->type != ST_REF || !f->def ||
-		    find_pair(s, map, f, f->key) >= 0)
+		if ((f->type != ST_REF || !f->def) && !section)
+			continue;
+		if (find_pair(s, map, f, f->key) >= 0)
 			continue;
 		if (out == map && !(out = copy_map(r, map, &cap)))
 			return NULL;
 		k = synthetic(r, map, f->key);
-		v = synthetic(r, map, f->def);
+		if (section) {
+			v = cnode_new(r->cx->arena, CNODE_MAP, map->file,
+				      map->line, map->col);
+		} else {
+			v = synthetic(r, map, f->def);
+		}
 		if (!k || !v || cnode_map_add(r->cx->arena, out, &cap, k, v)) {
 			diag_oom(r->cx->diag);
 			return NULL;

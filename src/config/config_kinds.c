@@ -9,6 +9,7 @@
 #include "spec_gpu.h"
 #include "spec_job.h"
 #include "spec_model.h"
+#include "spec_moe.h"
 #include "spec_system.h"
 
 const struct schema *const config_kinds[] = {
@@ -20,5 +21,6 @@ const struct schema *const config_kinds[] = {
 	&link_schema,
 	&collectives_schema,
 	&framework_schema,
+	&ep_comm_schema,
 	NULL,
 };

@@ -293,7 +293,7 @@ static int load_list(struct loader *ld, const struct schema_field *f,
 	size_t i;
 	int rc = 0;
 
-	each.type = ST_INT;
+	each.type = f->values ? ST_ENUM : ST_INT;
 	each.def = NULL;
 	if (v->kind != CNODE_SEQ)
 		return type_error(ld, f, v, path, NULL);
@@ -306,8 +306,15 @@ static int load_list(struct loader *ld, const struct schema_field *f,
 	}
 	for (i = 0; i < v->nitems && !too_many_errors(ld); i++) {
 		snprintf(item, sizeof(item), "%s[%zu]", path, i);
-		if (load_int(ld, &each, v->items[i], item, &vals[i]) != 0)
+		if (f->values) {	/* a list of enum names, kept as indices */
+			int choice = -1;
+
+			if (load_enum(ld, &each, v->items[i], item, &choice) != 0)
+				rc = -1;
+			vals[i] = choice;
+		} else if (load_int(ld, &each, v->items[i], item, &vals[i]) != 0) {
 			rc = -1;
+		}
 	}
 	out->v = vals;
 	out->n = v->nitems;
@@ -536,6 +543,26 @@ static void unknown_key(struct loader *ld, const struct schema *s,
 		  list);
 }
 
+/* A key of a foreign format (config.json) that is neither modeled nor
+ * known to be irrelevant: real files carry many keys, so it is a
+ * warning, with the modeled key it may be a typo of. */
+static void foreign_key(struct loader *ld, const struct schema *s,
+			const struct cnode *key, const char *path)
+{
+	const char *keys[256], *near;
+	size_t n = all_keys(s, keys, 256);
+
+	near = schema_closest(key->text, keys, n);
+	if (near)
+		diag_warn(ld->d, key->file, key->line, key->col, "'%s': key not "
+			  "modeled by llmsim and ignored; did you mean '%s'?",
+			  path, near);
+	else
+		diag_warn(ld->d, key->file, key->line, key->col, "'%s': key not "
+			  "modeled by llmsim and not known to be irrelevant; "
+			  "ignored", path);
+}
+
 /* `fitted_on: {KEY: [CASE, ...]}`: provenance of fitted fields (see
  * schema.h). 0, or -1 after reporting. */
 static int check_fitted_on(struct loader *ld, const struct schema *s,
@@ -602,10 +629,14 @@ static int load_pairs(struct loader *ld, const struct schema *s,
 			continue;
 		}
 		if (!f) {
-			if (!ignored(s, k->text) && !lenient(s, k)) {
-				unknown_key(ld, s, k, sub);
-				rc = -1;
+			if (ignored(s, k->text))
+				continue;
+			if (lenient(s, k)) {
+				foreign_key(ld, s, k, sub);
+				continue;
 			}
+			unknown_key(ld, s, k, sub);
+			rc = -1;
 			continue;
 		}
 		fi = (size_t)(f - s->fields);

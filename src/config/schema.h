@@ -20,7 +20,8 @@
  *   ST_STRING     const char * (arena); NULL when optional and absent
  *   ST_ENUM       int, index into `values`; -1 when SF_OPTIONAL and absent
  *   ST_BYTES ... ST_FREQ   double in SI base units (see units.h)
- *   ST_INT_LIST   struct schema_int_list
+ *   ST_INT_LIST   struct schema_int_list (of enum indices when `values`
+ *                 is set: a list of names)
  *   ST_SECTION    a nested struct laid out inline, described by `sub`
  *   ST_REF        const void *, pointing at a resolved struct of kind
  *                 `sub`; in YAML a preset name, a path, or a mapping
@@ -134,7 +135,9 @@ struct schema {
  * (FILE:LINE:COL: error: 'dotted.key': expected ..., got '...') and
  * returns -1; 0 on success. In a mapping that came from a JSON file, a
  * kind with ignored_keys (a foreign format: Hugging Face config.json)
- * ignores unknown keys and treats null as absent.
+ * treats null as absent, accepts the ignored keys silently and any other
+ * unknown key with a warning (with the closest modeled key: a typo such
+ * as 'num_hiden_layers' shows).
  */
 int schema_load(const struct schema *s, const struct cnode *map,
 		struct arena *a, struct diag *d, void *obj);

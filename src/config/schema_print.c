@@ -106,13 +106,18 @@ static void print_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void print_list(FILE *out, const struct schema_int_list *l)
+/* A list of integers, or of enum names when values is not NULL. */
+static void print_list(FILE *out, const struct schema_int_list *l,
+		       const char *const *values)
 {
 	size_t i;
 
 	fputc('[', out);
 	for (i = 0; i < l->n; i++)
-		fprintf(out, "%s%lld", i ? ", " : "", (long long)l->v[i]);
+		if (values)
+			fprintf(out, "%s%s", i ? ", " : "", values[l->v[i]]);
+		else
+			fprintf(out, "%s%lld", i ? ", " : "", (long long)l->v[i]);
 	fputc(']', out);
 }
 
@@ -169,7 +174,7 @@ static void print_field(FILE *out, const struct schema_field *f,
 		return;
 	case ST_INT_LIST:
 		fputc(' ', out);
-		print_list(out, slot);
+		print_list(out, slot, f->values);
 		fputc('\n', out);
 		return;
 	case ST_SECTION:
@@ -202,13 +207,15 @@ void schema_print_yaml(FILE *out, const struct schema *s, const void *obj,
 
 /* -------- JSON -------- */
 
-static cJSON *list_json(const struct schema_int_list *l)
+static cJSON *list_json(const struct schema_int_list *l,
+			const char *const *values)
 {
 	cJSON *arr = cJSON_CreateArray(), *item;
 	size_t i;
 
 	for (i = 0; arr && i < l->n; i++) {
-		item = cJSON_CreateNumber((double)l->v[i]);
+		item = values ? cJSON_CreateString(values[l->v[i]]) :
+		       cJSON_CreateNumber((double)l->v[i]);
 		if (!item || !cJSON_AddItemToArray(arr, item)) {
 			cJSON_Delete(item);
 			cJSON_Delete(arr);
@@ -236,7 +243,7 @@ static cJSON *field_json(const struct schema_field *f, const void *slot)
 		       cJSON_CreateString(*(const char *const *)slot) :
 		       cJSON_CreateNull();
 	case ST_INT_LIST:
-		return list_json(slot);
+		return list_json(slot, f->values);
 	case ST_SECTION:
 		return schema_to_json(f->sub, slot);
 	case ST_REF:

@@ -222,7 +222,12 @@ void schema_expect_text(const struct schema_field *f, char *buf, size_t n)
 		snprintf(buf, n, "one of %s", list);
 		break;
 	case ST_INT_LIST:
-		snprintf(buf, n, "a list of integers such as [1, 2, 4]");
+		if (f->values) {
+			enum_list(f, list, sizeof(list));
+			snprintf(buf, n, "a list of %s", list);
+		} else {
+			snprintf(buf, n, "a list of integers such as [1, 2, 4]");
+		}
 		break;
 	case ST_SECTION:
 		snprintf(buf, n, "a mapping (%s)", f->sub->help);

@@ -15,6 +15,7 @@ const char *const recompute_names[] = {"none", "selective", "full", NULL};
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
+const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
@@ -213,6 +214,9 @@ static const struct schema_field parallel_fields[] = {
 	DEG(pp, "1", "pipeline-parallel stages"),
 	DEG(cp, "1", "context-parallel degree"),
 	DEG(ep, "1", "expert-parallel degree"),
+	{ .key = "etp", .type = ST_INT, .offset = POFF(etp), .min = 1, .max = 1e6,
+	  .flags = SF_OPTIONAL,
+	  .help = "expert tensor-parallel degree (default: tp, as Megatron)" },
 	{ .key = "dp", .type = ST_INT, .offset = POFF(dp), .min = 1, .max = 1e7,
 	  .flags = SF_OPTIONAL,
 	  .help = "data-parallel degree (default: GPUs / (tp * pp * cp))" },
@@ -230,6 +234,19 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
+	{ .key = "cp_comm_type", .type = ST_ENUM, .offset = POFF(cp_comm_type),
+	  .values = cp_comm_names, .def = "p2p",
+	  .help = "context parallelism: p2p (ring attention), all_gather (of "
+		  "K/V), a2a (Ulysses), a2a+p2p (a2a in groups of cp_a2a, ring "
+		  "across them)" },
+	{ .key = "cp_a2a", .type = ST_INT, .offset = POFF(cp_a2a), .min = 1,
+	  .max = 1e6, .flags = SF_OPTIONAL,
+	  .help = "a2a+p2p: size of the inner all-to-all groups (default: the "
+		  "CP ranks of one node)" },
+	{ .key = "cp_load_balance", .type = ST_BOOL,
+	  .offset = POFF(cp_load_balance), .def = "true",
+	  .help = "each sequence in 2 cp chunks, rank r holding chunks r and "
+		  "2cp-1-r, so causal attention work is even" },
 };
 
 static const struct schema parallel_schema = {
@@ -259,6 +276,9 @@ static const struct schema_field job_fields[] = {
 	  .sub = &training_schema, .flags = SF_REQUIRED, .help = "training settings" },
 	{ .key = "parallelism", .type = ST_SECTION, .offset = OFF(parallelism),
 	  .sub = &parallel_schema, .help = "parallel layout" },
+	{ .key = "moe", .type = ST_SECTION, .offset = OFF(moe),
+	  .sub = &moe_job_schema, .flags = SF_OPTIONAL,
+	  .help = "MoE dispatch path, routing balance and overlaps" },
 	{ .key = "full_fidelity", .type = ST_BOOL, .offset = OFF(full_fidelity),
 	  .def = "false",
 	  .help = "simulate every GPU instead of one per group of identical TP/DP peers" },
@@ -267,7 +287,9 @@ static const struct schema_field job_fields[] = {
 const char *const job_rule_names[JR_COUNT + 1] = {
 	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
 	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
-	"schedule_vpp", "schedule_pp", "schedule_microbatches", NULL,
+	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
+	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "cp_a2a",
+	"cp_heads", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -433,11 +455,107 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 			     (long long)p->pp);
 }
 
+/* Expert parallelism folded over a stage's tp * cp * dp GPUs
+ * (Megatron-Core: world size divisible by etp * ep * pp). */
+static void check_ep(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	int64_t stage = p->tp * p->cp * p->dp;
+
+	if (p->etp == 0)
+		p->etp = p->tp;
+	p->edp = 0;
+	if (!model_is_moe(m)) {
+		if (p->ep != 1)
+			layout_error(s, JR_EP_DENSE, "parallelism", "ep %lld on a dense "
+				     "model: expert parallelism needs "
+				     "'n_routed_experts'", (long long)p->ep);
+		p->edp = p->dp * p->cp;
+		return;
+	}
+	if (m->n_routed_experts % p->ep != 0)
+		layout_error(s, JR_EP_EXPERTS, "parallelism", "ep %lld does not divide the "
+			     "model's %lld routed experts", (long long)p->ep,
+			     (long long)m->n_routed_experts);
+	if (stage % (p->etp * p->ep) != 0)
+		layout_error(s, JR_EP_FOLD, "parallelism", "etp*ep = %lld*%lld does not "
+			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "
+			     "the experts fold over", (long long)p->etp,
+			     (long long)p->ep, (long long)stage);
+	else
+		p->edp = stage / (p->etp * p->ep);
+	if (m->moe_intermediate_size % p->etp != 0)
+		layout_error(s, JR_ETP_FFN, "parallelism", "etp %lld does not divide "
+			     "moe_intermediate_size %lld", (long long)p->etp,
+			     (long long)m->moe_intermediate_size);
+	if (model_shared_ffn(m) % p->tp != 0)
+		layout_error(s, JR_TP_SHARED, "parallelism", "tp %lld does not divide the "
+			     "shared experts' hidden size %lld", (long long)p->tp,
+			     (long long)model_shared_ffn(m));
+	if (p->tp > 1 && !p->sequence_parallel)
+		layout_error(s, JR_MOE_SP, "parallelism", "an MoE model with tp %lld "
+			     "needs sequence_parallel: true (Megatron-Core's MoE "
+			     "layer takes the sequence-parallel shard)",
+			     (long long)p->tp);
+	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
+	    m->num_nextn_predict_layers > 0)
+		layout_error(s, JR_MTP, "moe", "mtp_layers %lld exceeds the model's "
+			     "num_nextn_predict_layers %lld",
+			     (long long)j->moe.mtp_layers,
+			     (long long)m->num_nextn_predict_layers);
+}
+
+/* The largest divisor of n that is at most cap (at least 1). */
+static int64_t divisor_at_most(int64_t n, int64_t cap)
+{
+	int64_t k;
+
+	for (k = cap < n ? cap : n; k > 1; k--)
+		if (n % k == 0)
+			return k;
+	return 1;
+}
+
+/* Context parallelism against the sequence and the heads. */
+static void check_cp(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	int64_t seq = j->training.seq_len, chunks = p->cp_load_balance ? 2 * p->cp : p->cp;
+	int64_t heads = m->num_attention_heads / p->tp, inner;
+	int64_t kv = m->num_key_value_heads >= p->tp ?
+		     m->num_key_value_heads / p->tp : 1;
+
+	if (seq % chunks != 0)
+		layout_error(s, JR_CP_SEQ, "parallelism", "cp %lld does not divide "
+			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
+			     (long long)seq, (long long)chunks, p->cp_load_balance ?
+			     " (2 cp with cp_load_balance)" : "");
+	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a == 0)
+		p->cp_a2a = divisor_at_most(p->cp, j->system->gpus_per_node /
+					    (p->tp < j->system->gpus_per_node ?
+					     p->tp : j->system->gpus_per_node));
+	if (p->cp_comm_type == CP_A2A)
+		p->cp_a2a = p->cp;
+	if (p->cp_comm_type != CP_A2A && p->cp_comm_type != CP_A2A_P2P)
+		return;
+	inner = p->cp_a2a;
+	if (p->cp % inner != 0)
+		layout_error(s, JR_CP_A2A, "parallelism", "cp_a2a %lld does not divide "
+			     "cp %lld", (long long)inner, (long long)p->cp);
+	if (heads % inner != 0 || (kv % inner != 0 && inner % kv != 0))
+		layout_error(s, JR_CP_HEADS, "parallelism", "%s over %lld ranks needs the "
+			     "%lld query heads and %lld KV heads of a TP rank "
+			     "divisible by it (KV heads may also divide it)",
+			     cp_comm_names[p->cp_comm_type], (long long)inner,
+			     (long long)heads, (long long)kv);
+}
+
 uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 			  const struct cnode *node)
 {
 	struct parallel_spec *p = &j->parallelism;
-	const struct training_spec *t = &j->training;
 	const struct model_spec *m = j->model;
 	struct layout_sink s = { d, node, rules, 0 };
 
@@ -445,14 +563,8 @@ uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 		return s.broken;
 	check_schedule(j, &s);
 	check_tp(j, &s);
-	if (t->seq_len % p->cp != 0)
-		layout_error(&s, JR_CP_SEQ, "parallelism", "cp %lld does not "
-			     "divide seq_len %lld", (long long)p->cp,
-			     (long long)t->seq_len);
-	if (!model_is_moe(m) && p->ep != 1)
-		layout_error(&s, JR_EP_DENSE, "parallelism", "ep %lld on a dense "
-			     "model: expert parallelism needs 'n_routed_experts'",
-			     (long long)p->ep);
+	check_cp(j, &s);
+	check_ep(j, &s);
 	if (p->pp * p->vpp > m->num_hidden_layers)
 		layout_error(&s, JR_PP_LAYERS, "parallelism", "pp*vpp = "
 			     "%lld*%lld exceeds the model's %lld layers",

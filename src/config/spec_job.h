@@ -10,8 +10,11 @@
  *   framework: NAME | path | {preset: NAME, ...overrides}  (megatron-core)
  *   training: {seq_len, global_batch_size, micro_batch_size, dtype,
  *              recompute, zero_stage, optimizer, attention, dropout}
- *   parallelism: {tp, pp, cp, ep, dp, vpp, sequence_parallel, schedule,
- *                 pp_layers, tp_comm_overlap}
+ *   parallelism: {tp, pp, cp, ep, etp, dp, vpp, sequence_parallel,
+ *                 schedule, pp_layers, tp_comm_overlap, cp_comm_type,
+ *                 cp_a2a, cp_load_balance}
+ *   moe: {dispatcher, shared_expert_overlap, a2a_overlap, routing, ...}
+ *        (spec_moe.h)
  *   full_fidelity: false
  *
  * A framework (workloads/frameworks/) holds what the training software
@@ -19,12 +22,15 @@
  * dtypes, bucket sizes, overlap switches, padding, workspace, host
  * overhead; each number with its source in the preset.
  *
- * dp is optional and inferred as GPUs / (tp * pp * cp). The schema's check
+ * dp is optional and inferred as GPUs / (tp * pp * cp). The experts of a
+ * pipeline stage fold over the same tp * cp * dp GPUs as etp * ep * edp
+ * (Megatron-Core parallel folding): etp defaults to tp (as Megatron's
+ * expert_tensor_parallel_size), edp is inferred. The schema's check
  * enforces the layout constraints that need no performance model (world
  * size, batch divisibility, heads divisible by tp, ...), each a diagnostic
  * naming the constraint.
  *
- * Depends on schema.h, spec_model.h, spec_system.h.
+ * Depends on schema.h, spec_model.h, spec_system.h, spec_moe.h.
  */
 #ifndef LLMSIM_CONFIG_SPEC_JOB_H
 #define LLMSIM_CONFIG_SPEC_JOB_H
@@ -33,6 +39,7 @@
 
 #include "schema.h"
 #include "spec_model.h"
+#include "spec_moe.h"
 #include "spec_system.h"
 
 enum job_phase {
@@ -61,6 +68,17 @@ extern const char *const recompute_names[];
 extern const char *const optimizer_names[];
 extern const char *const pp_schedule_names[];
 extern const char *const attention_names[];
+
+/* How context parallelism exchanges keys and values (Megatron
+ * --cp-comm-type, TransformerEngine's implementations). */
+enum cp_comm {
+	CP_P2P,			/* ring: KV blocks passed to the next rank */
+	CP_ALLGATHER,		/* KV all-gathered, dKV reduce-scattered */
+	CP_A2A,			/* Ulysses: Q, K, V, O all-to-all, heads / cp */
+	CP_A2A_P2P		/* a2a inside groups of cp_a2a, ring across them */
+};
+
+extern const char *const cp_comm_names[];
 
 enum attention_impl {
 	ATTN_FLASH,		/* fused (flash) attention, scores never stored */
@@ -148,6 +166,9 @@ struct parallel_spec {
 	int64_t pp;			/* pipeline stages */
 	int64_t cp;			/* context parallel */
 	int64_t ep;			/* expert parallel */
+	int64_t etp;			/* expert tensor parallel (default tp) */
+	int64_t edp;			/* expert data parallel, inferred:
+					 * tp cp dp / (etp ep) */
 	int64_t dp;			/* data parallel (inferred when absent) */
 	int64_t vpp;			/* virtual stages per pipeline rank */
 	int sequence_parallel;		/* shard norms/dropout along sequence with TP */
@@ -155,6 +176,9 @@ struct parallel_spec {
 	struct schema_int_list pp_layers;	/* layers per virtual stage (pp*vpp, in
 					 * stage order chunk*pp + rank); empty = even */
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
+	int cp_comm_type;		/* enum cp_comm */
+	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */
+	int cp_load_balance;		/* 2 cp chunks per sequence (causal) */
 };
 
 struct job_spec {
@@ -165,6 +189,7 @@ struct job_spec {
 	int phase;				/* enum job_phase */
 	struct training_spec training;
 	struct parallel_spec parallelism;
+	struct moe_job_spec moe;		/* MoE models only */
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
 };
 
@@ -190,7 +215,7 @@ enum job_rule {
 	JR_TP_KV_HEADS,		/* tp and the KV heads: one divides the other */
 	JR_TP_FFN,		/* tp divides intermediate_size */
 	JR_TP_OVERLAP,		/* tp_comm_overlap needs tp >= 2 and SP */
-	JR_CP_SEQ,		/* cp divides seq_len */
+	JR_CP_SEQ,		/* cp divides seq_len (2 cp chunks when balanced) */
 	JR_EP_DENSE,		/* ep > 1 needs routed experts */
 	JR_PP_LAYERS,		/* pp*vpp <= layers */
 	JR_PP_SPLIT,		/* pp_layers: pp*vpp entries summing to the layers */
@@ -198,6 +223,14 @@ enum job_rule {
 	JR_SCHED_VPP,		/* vpp > 1 <=> the interleaved schedule */
 	JR_SCHED_PP,		/* the interleaved schedule needs pp >= 2 */
 	JR_SCHED_MICRO,		/* interleaved: microbatches a multiple of pp */
+	JR_EP_EXPERTS,		/* ep divides the routed experts */
+	JR_EP_FOLD,		/* etp*ep divides a stage's tp*cp*dp GPUs */
+	JR_ETP_FFN,		/* etp divides moe_intermediate_size */
+	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */
+	JR_MOE_SP,		/* an MoE model with tp > 1 needs SP */
+	JR_MTP,			/* mtp_layers within the model's */
+	JR_CP_A2A,		/* cp_a2a divides cp */
+	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
 	JR_COUNT
 };
 

@@ -4,6 +4,7 @@
 #include "spec_model.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "cnode.h"
 #include "base/diag.h"
@@ -19,19 +20,80 @@ static const char *const experts_aliases[] = {
 	"num_local_experts", "num_experts", NULL,
 };
 
-/* Keys found in real config.json files that do not change performance. */
+/* Keys found in real config.json files that do not change the time or
+ * memory of a training step: tokenizer ids, initialization, dropout
+ * probabilities (dropout itself is a job setting), rotary bases and
+ * scaling, norm epsilons, loss coefficients, routing details that do not
+ * change the work (probability normalization, scaling, bias update), and
+ * bookkeeping. */
 static const char *const ignored[] = {
-	"architectures", "auto_map", "torch_dtype", "transformers_version",
-	"bos_token_id", "eos_token_id", "pad_token_id", "initializer_range",
-	"use_cache", "attention_dropout", "hidden_dropout", "rope_scaling",
-	"rope_theta", "rms_norm_eps", "layer_norm_eps", "quantization_config",
-	"mlp_bias", "pretraining_tp", "sliding_window", "use_sliding_window",
-	"max_window_layers", "output_router_logits", "router_aux_loss_coef",
-	"router_jitter_noise", "norm_topk_prob", "scoring_func", "topk_method",
-	"n_group", "topk_group", "routed_scaling_factor", "aux_loss_alpha",
-	"seq_aux", "ep_size", "moe_layer_freq", "num_nextn_predict_layers",
-	"ffn_hidden_size", "_name_or_path", "model_name", "attn_implementation",
-	"mlp_only_layers", "qk_layernorm", "head_dim_original", NULL,
+	"architectures", "auto_map", "torch_dtype", "dtype",
+	"transformers_version", "bos_token_id", "eos_token_id",
+	"pad_token_id", "initializer_range", "use_cache", "attention_dropout",
+	"hidden_dropout", "embd_pdrop", "resid_pdrop", "rope_scaling",
+	"rope_theta", "rope_interleave", "rope_ntk_alpha", "rope_ntk_beta",
+	"rope_scaling_factor", "partial_rotary_factor", "rms_norm_eps",
+	"layer_norm_eps", "pretraining_tp", "output_router_logits",
+	"router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
+	"topk_method", "routed_scaling_factor", "aux_loss_alpha", "seq_aux",
+	"ep_size", "_name_or_path", "model_name", "attn_implementation",
+	"qk_layernorm", "head_dim_original", "initial_context_length",
+	"swiglu_limit", "mlp_bias", "ffn_hidden_size", "tokenizer_class",
+	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
+	NULL,
+};
+
+/* quantization_config keys that do not change what is modeled. */
+static const char *const quant_ignored[] = {
+	"fmt", "activation_scheme", "modules_to_not_convert", "quant_type",
+	"ignored_layers", "bits", "group_size", "zero_point", "version",
+	"desc_act", "sym", "backend", NULL,
+};
+
+static const char *const layer_type_names[] = {
+	"full_attention", "sliding_attention", NULL,
+};
+
+static const char *const scoring_names[] = {"softmax", "sigmoid", NULL};
+
+#define QOFF(m) offsetof(struct quant_spec, m)
+
+static const struct schema_field quant_fields[] = {
+	{ .key = "quant_method", .type = ST_STRING, .offset = QOFF(quant_method),
+	  .flags = SF_OPTIONAL,
+	  .help = "checkpoint weight format: fp8 (128x128 block scales), mxfp4" },
+	{ .key = "weight_block_size", .type = ST_INT_LIST,
+	  .offset = QOFF(weight_block_size), .min = 1, .max = 1e6,
+	  .flags = SF_OPTIONAL, .help = "rows and columns sharing one scale" },
+};
+
+static int quant_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct quant_spec *q = obj;
+
+	q->method = QUANT_NONE;
+	if (!q->quant_method)
+		return 0;
+	if (strcmp(q->quant_method, "fp8") == 0)
+		q->method = QUANT_FP8;
+	else if (strcmp(q->quant_method, "mxfp4") == 0)
+		q->method = QUANT_MXFP4;
+	else
+		diag_warn(d, node ? node->file : NULL, node ? node->line : 0,
+			  node ? node->col : 0, "quantization_config.quant_method "
+			  "'%s' is not modeled (fp8, mxfp4 are); weights are "
+			  "taken in the job's dtype", q->quant_method);
+	return 0;
+}
+
+static const struct schema quant_schema = {
+	.kind = "model.quantization_config",
+	.help = "a checkpoint's weight quantization",
+	.size = sizeof(struct quant_spec),
+	.fields = quant_fields,
+	.nfields = SCHEMA_COUNT(quant_fields),
+	.check = quant_check,
+	.ignored_keys = quant_ignored,
 };
 
 #define OFF(m) offsetof(struct model_spec, m)
@@ -88,6 +150,39 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(first_k_dense_replace), .min = 0, .max = 1e5,
 	  .flags = SF_OPTIONAL, .help = "the first k layers are dense (DeepSeek)" },
 	DIM(decoder_sparse_step, "every n-th layer is MoE (Qwen-MoE)"),
+	DIM(moe_layer_freq, "DeepSeek: layers i >= first_k_dense_replace with "
+	    "i % moe_layer_freq == 0 are MoE"),
+	{ .key = "mlp_only_layers", .type = ST_INT_LIST,
+	  .offset = OFF(mlp_only_layers), .min = 0, .max = 1e5,
+	  .flags = SF_OPTIONAL, .help = "layers kept dense (Qwen-MoE)" },
+	DIM(experts_per_token, "top-k as gpt-oss spells it (= num_experts_per_tok)"),
+	{ .key = "scoring_func", .type = ST_ENUM, .offset = OFF(scoring_func),
+	  .values = scoring_names, .def = "softmax",
+	  .help = "router scores: softmax or sigmoid (DeepSeek-V3)" },
+	DIM(n_group, "expert groups of group-limited routing (DeepSeek)"),
+	DIM(topk_group, "groups one token's experts may come from"),
+	{ .key = "num_nextn_predict_layers", .type = ST_INT,
+	  .offset = OFF(num_nextn_predict_layers), .min = 0, .max = 64,
+	  .flags = SF_OPTIONAL,
+	  .help = "multi-token-prediction modules (DeepSeek-V3); a job turns them on" },
+	{ .key = "sliding_window", .type = ST_INT, .offset = OFF(sliding_window),
+	  .min = 1, .max = 1e9, .flags = SF_OPTIONAL,
+	  .help = "keys a sliding-window attention layer sees" },
+	{ .key = "use_sliding_window", .type = ST_BOOL,
+	  .offset = OFF(use_sliding_window), .flags = SF_OPTIONAL,
+	  .help = "Qwen2/3: whether sliding_window applies" },
+	{ .key = "max_window_layers", .type = ST_INT,
+	  .offset = OFF(max_window_layers), .min = 0, .max = 1e5,
+	  .flags = SF_OPTIONAL,
+	  .help = "Qwen2/3: layers from this index on use the sliding window" },
+	{ .key = "layer_types", .type = ST_INT_LIST, .offset = OFF(layer_types),
+	  .values = layer_type_names, .flags = SF_OPTIONAL,
+	  .help = "attention of each layer (gpt-oss)" },
+	{ .key = "quantization_config", .type = ST_SECTION,
+	  .offset = OFF(quantization), .sub = &quant_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "checkpoint weight format (used for inference memory; "
+		  "training runs in training.dtype)" },
 	DIM(q_lora_rank, "MLA query low-rank dimension"),
 	DIM(kv_lora_rank, "MLA key/value low-rank dimension"),
 	DIM(qk_nope_head_dim, "MLA per-head non-rotary Q/K dimension"),
@@ -105,6 +200,153 @@ int model_is_mla(const struct model_spec *m)
 	return m->kv_lora_rank > 0;
 }
 
+static int in_list(const struct schema_int_list *l, int64_t v)
+{
+	size_t k;
+
+	for (k = 0; k < l->n; k++)
+		if (l->v[k] == v)
+			return 1;
+	return 0;
+}
+
+int model_layer_moe(const struct model_spec *m, int64_t i)
+{
+	if (!model_is_moe(m) || i < m->first_k_dense_replace ||
+	    in_list(&m->mlp_only_layers, i))
+		return 0;
+	return (i + 1) % m->decoder_sparse_step == 0 &&
+	       i % m->moe_layer_freq == 0;
+}
+
+int64_t model_layer_window(const struct model_spec *m, int64_t i)
+{
+	if (m->layer_types.n > 0)
+		return m->layer_types.v[i] == LTYPE_SLIDING ? m->sliding_window : 0;
+	if (m->sliding_window == 0 || m->use_sliding_window == 0 ||
+	    i < m->max_window_layers)
+		return 0;
+	return m->sliding_window;
+}
+
+int64_t model_shared_ffn(const struct model_spec *m)
+{
+	if (!model_is_moe(m))
+		return 0;
+	if (m->shared_expert_intermediate_size > 0)
+		return m->shared_expert_intermediate_size;
+	return m->n_shared_experts * m->moe_intermediate_size;
+}
+
+double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
+{
+	double per_layer = model_is_mla(m) ?
+		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
+		2.0 * (double)(m->num_key_value_heads * m->head_dim);
+
+	return per_layer * (double)m->num_hidden_layers * elem_B;
+}
+
+/* Top-k: num_experts_per_tok, or gpt-oss's experts_per_token (both
+ * present in its config.json, with the same value). */
+static int check_topk(struct model_spec *m, const struct cnode *node,
+		      struct diag *d)
+{
+	if (m->experts_per_token > 0 && m->num_experts_per_tok > 0 &&
+	    m->experts_per_token != m->num_experts_per_tok) {
+		cnode_error(d, node, "'experts_per_token' %lld and "
+			    "'num_experts_per_tok' %lld disagree",
+			    (long long)m->experts_per_token,
+			    (long long)m->num_experts_per_tok);
+		return -1;
+	}
+	if (m->num_experts_per_tok == 0)
+		m->num_experts_per_tok = m->experts_per_token;
+	if (m->num_experts_per_tok == 0) {
+		cnode_error(d, node, "%s", "an MoE model ('n_routed_experts') also "
+			    "needs 'num_experts_per_tok'");
+		return -1;
+	}
+	if (m->num_experts_per_tok > m->n_routed_experts) {
+		cnode_error(d, node, "'num_experts_per_tok' %lld exceeds "
+			    "'n_routed_experts' %lld: a token cannot pick more "
+			    "experts than there are",
+			    (long long)m->num_experts_per_tok,
+			    (long long)m->n_routed_experts);
+		return -1;
+	}
+	return 0;
+}
+
+/* Group-limited routing: groups divide the experts and a token's top-k
+ * fits in the groups it may use. */
+static int check_groups(const struct model_spec *m, const struct cnode *node,
+			struct diag *d)
+{
+	if (m->n_group == 0 && m->topk_group == 0)
+		return 0;
+	if (m->n_group == 0 || m->topk_group == 0 || m->topk_group > m->n_group ||
+	    m->n_routed_experts % m->n_group != 0) {
+		cnode_error(d, node, "group-limited routing needs 'n_group' "
+			    "dividing 'n_routed_experts' %lld and 1 <= "
+			    "'topk_group' <= 'n_group' (got %lld, %lld)",
+			    (long long)m->n_routed_experts, (long long)m->n_group,
+			    (long long)m->topk_group);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_moe(struct model_spec *m, const struct cnode *node,
+		     struct diag *d)
+{
+	int rc = 0;
+
+	if (!model_is_moe(m)) {
+		if (m->num_experts_per_tok > 0 || m->experts_per_token > 0) {
+			cnode_error(d, node, "%s", "'num_experts_per_tok' without "
+				    "'n_routed_experts' (or num_experts, "
+				    "num_local_experts)");
+			return -1;
+		}
+		return 0;
+	}
+	/* Mixtral's and gpt-oss's config.json give the expert size as
+	 * intermediate_size and have no moe_intermediate_size. */
+	if (m->moe_intermediate_size == 0)
+		m->moe_intermediate_size = m->intermediate_size;
+	if (check_topk(m, node, d) != 0 || check_groups(m, node, d) != 0)
+		rc = -1;
+	if (m->decoder_sparse_step == 0)
+		m->decoder_sparse_step = 1;
+	if (m->moe_layer_freq == 0)
+		m->moe_layer_freq = 1;
+	return rc;
+}
+
+/* Sliding-window keys: a window for the layers that slide, one entry
+ * of layer_types per layer. */
+static int check_window(const struct model_spec *m, const struct cnode *node,
+			struct diag *d)
+{
+	size_t i;
+
+	if (m->layer_types.n > 0 &&
+	    m->layer_types.n != (size_t)m->num_hidden_layers) {
+		cnode_error(d, node, "'layer_types' has %zu entries for %lld "
+			    "layers", m->layer_types.n,
+			    (long long)m->num_hidden_layers);
+		return -1;
+	}
+	for (i = 0; i < m->layer_types.n; i++)
+		if (m->layer_types.v[i] == LTYPE_SLIDING && m->sliding_window == 0) {
+			cnode_error(d, node, "'layer_types' has sliding_attention "
+				    "layers but no 'sliding_window'");
+			return -1;
+		}
+	return 0;
+}
+
 static int model_check(void *obj, const struct cnode *node, struct diag *d)
 {
 	struct model_spec *m = obj;
@@ -112,6 +354,8 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 
 	if (m->num_key_value_heads == 0)
 		m->num_key_value_heads = m->num_attention_heads;
+	if (m->head_dim == 0 && model_is_mla(m))	/* Q/K per head */
+		m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	if (m->head_dim == 0) {
 		if (m->hidden_size % m->num_attention_heads != 0) {
 			cnode_error(d, node, "%s", "'hidden_size' must be a multiple of "
@@ -127,23 +371,8 @@ static int model_check(void *obj, const struct cnode *node, struct diag *d)
 	}
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
-	if (model_is_moe(m)) {
-		/* Mixtral's config.json gives the expert size as
-		 * intermediate_size and has no moe_intermediate_size. */
-		if (m->moe_intermediate_size == 0)
-			m->moe_intermediate_size = m->intermediate_size;
-		if (m->num_experts_per_tok == 0) {
-			cnode_error(d, node, "%s", "an MoE model ('n_routed_experts') also needs "
-			       "'num_experts_per_tok'");
-			rc = -1;
-		} else if (m->num_experts_per_tok > m->n_routed_experts) {
-			cnode_error(d, node, "%s", "'num_experts_per_tok' must not exceed "
-			       "'n_routed_experts'");
-			rc = -1;
-		}
-		if (m->decoder_sparse_step == 0)
-			m->decoder_sparse_step = 1;
-	}
+	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0)
+		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
 				m->qk_rope_head_dim == 0 || m->v_head_dim == 0)) {
 		cnode_error(d, node, "%s", "an MLA model ('kv_lora_rank') also needs "

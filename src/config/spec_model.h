@@ -1,13 +1,25 @@
 /*
  * spec_model.h - an LLM architecture, in Hugging Face config.json terms.
  *
- * Keys are the ones Hugging Face uses for the Llama, Mixtral, Qwen-MoE and
- * DeepSeek-V3 families, so a model is either YAML in workloads/models/ or
- * an actual config.json (read with cJSON; keys that do not affect
- * performance are ignored there). Derived values are filled in by the
- * schema's check: head_dim = hidden_size / num_attention_heads,
- * num_key_value_heads = num_attention_heads, gated_mlp from hidden_act
- * (silu: gated 3-matrix MLP; gelu/relu2: plain 2-matrix) unless given.
+ * Keys are the ones Hugging Face uses for the Llama, Mistral, Mixtral,
+ * Qwen2/3(-MoE), gpt-oss and DeepSeek-V2/V3 families, so a model is either
+ * YAML in workloads/models/ or an actual config.json (read with cJSON).
+ * In a config.json the keys known not to affect performance are accepted
+ * silently; any other key llmsim does not model is a warning naming the
+ * modeled key it may be a typo of. Derived values are filled in by the
+ * schema's check: head_dim = hidden_size / num_attention_heads (MLA:
+ * qk_nope_head_dim + qk_rope_head_dim), num_key_value_heads =
+ * num_attention_heads, gated_mlp from hidden_act (silu: gated 3-matrix
+ * MLP; gelu/relu2: plain 2-matrix) unless given.
+ *
+ * Which layers are what (model_layer_moe, model_layer_window):
+ *   MoE      n_routed_experts > 0, not in mlp_only_layers, index >=
+ *            first_k_dense_replace, (i + 1) % decoder_sparse_step == 0
+ *            (Qwen-MoE) and i % moe_layer_freq == 0 (DeepSeek)
+ *   sliding  layer_types[i] == sliding_attention (gpt-oss); else, with a
+ *            sliding_window and use_sliding_window not false, every layer
+ *            from max_window_layers on (Mistral: all; Qwen2/3: i >=
+ *            max_window_layers)
  *
  * Depends on schema.h only.
  */
@@ -40,6 +52,32 @@ enum pos_embedding {
 	POS_NONE
 };
 
+/* Hugging Face layer_types entries. */
+enum layer_type {
+	LTYPE_FULL,		/* "full_attention" */
+	LTYPE_SLIDING		/* "sliding_attention" */
+};
+
+/* Router scoring (DeepSeek scoring_func). */
+enum scoring_func {
+	SCORE_SOFTMAX,
+	SCORE_SIGMOID
+};
+
+/* quantization_config.quant_method: the checkpoint's weight format. */
+enum quant_method {
+	QUANT_NONE,
+	QUANT_FP8,		/* DeepSeek-V3: fp8 e4m3, 128 x 128 block scales */
+	QUANT_MXFP4		/* gpt-oss: MoE weights in mxfp4 */
+};
+
+/* A checkpoint's quantization_config (weights as stored). */
+struct quant_spec {
+	const char *quant_method;		/* as written ("fp8", "mxfp4", ...) */
+	struct schema_int_list weight_block_size;	/* scale block (rows, cols) */
+	int method;				/* enum quant_method, from quant_method */
+};
+
 struct model_spec {
 	const char *name;			/* preset name */
 	const char *model_type;			/* "llama", "mixtral", "deepseek_v3" (info) */
@@ -65,6 +103,19 @@ struct model_spec {
 	int64_t shared_expert_intermediate_size;/* shared expert hidden size (Qwen-MoE) */
 	int64_t first_k_dense_replace;		/* first k layers dense (DeepSeek) */
 	int64_t decoder_sparse_step;		/* every n-th layer is MoE (Qwen-MoE) */
+	int64_t moe_layer_freq;			/* DeepSeek: layer i MoE when i % freq == 0 */
+	struct schema_int_list mlp_only_layers;	/* Qwen-MoE: layers kept dense */
+	int64_t experts_per_token;		/* gpt-oss spelling of top-k */
+	int scoring_func;			/* enum scoring_func */
+	int64_t n_group;			/* expert groups for group-limited routing */
+	int64_t topk_group;			/* groups a token may use (DeepSeek: nodes) */
+	int64_t num_nextn_predict_layers;	/* MTP modules (DeepSeek-V3: 1) */
+	/* Attention window */
+	int64_t sliding_window;			/* keys a sliding-window layer sees; 0 = none */
+	int use_sliding_window;			/* Qwen2/3 switch; -1 absent */
+	int64_t max_window_layers;		/* Qwen2/3: first sliding layer */
+	struct schema_int_list layer_types;	/* per layer, enum layer_type (gpt-oss) */
+	struct quant_spec quantization;		/* checkpoint weight format */
 	/* Multi-head latent attention (DeepSeek); 0 = not MLA */
 	int64_t q_lora_rank;
 	int64_t kv_lora_rank;
@@ -78,6 +129,24 @@ int model_is_moe(const struct model_spec *m);
 
 /* 1 for multi-head latent attention. */
 int model_is_mla(const struct model_spec *m);
+
+/* 1 when layer i (0-based) has a routed-expert MLP (see the top). */
+int model_layer_moe(const struct model_spec *m, int64_t i);
+
+/* Keys layer i's attention sees per query: its sliding window, or 0 for
+ * full (causal) attention. */
+int64_t model_layer_window(const struct model_spec *m, int64_t i);
+
+/* Routed and shared expert MLP sizes: the shared experts of a layer
+ * (DeepSeek n_shared_experts x moe_intermediate_size, Qwen-MoE
+ * shared_expert_intermediate_size) as one MLP of this hidden size; 0 =
+ * none. */
+int64_t model_shared_ffn(const struct model_spec *m);
+
+/* Bytes of the key/value cache one token keeps over all layers at
+ * elem_B bytes per element: MLA keeps the latent kv_lora_rank +
+ * qk_rope_head_dim per layer; GQA 2 num_key_value_heads head_dim. */
+double model_kv_bytes_per_token(const struct model_spec *m, double elem_B);
 
 extern const struct schema model_schema;
 

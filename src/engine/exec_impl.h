@@ -91,6 +91,9 @@ struct prog {
 
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
+	struct coll_path *path;		/* the last non-library path copied (in
+					 * arena); collectives with an equal one
+					 * share it */
 
 	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */

@@ -204,6 +204,15 @@ static int copy_desc(struct prog *p, struct coll_desc *dst,
 	dst->gpus = prog_intern_group(p, c->gpus, c->ngpus);
 	if (!dst->gpus)
 		return -1;
+	if (c->path && !(p->path && memcmp(p->path, c->path,
+					   sizeof(*c->path)) == 0)) {
+		p->path = arena_alloc(&p->arena, sizeof(*p->path));
+		if (!p->path)
+			return -1;
+		*p->path = *c->path;
+	}
+	if (c->path)
+		dst->path = p->path;
 	if (!c->a2a_B)
 		return 0;
 	if (ngpus > SIZE_MAX / sizeof(*a2a) / ngpus)

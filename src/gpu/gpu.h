@@ -13,7 +13,8 @@
  * models (src/models composes these costs into a step). The mathematics
  * of each model is at the top of its file: gpu.c (peaks, memory levels,
  * memory-bound kernels), gpu_gemm.c (tiles, waves, split-K),
- * gpu_attention.c (fused attention).
+ * gpu_grouped.c (grouped GEMMs of MoE experts), gpu_attention.c (fused
+ * attention).
  *
  * Unsupported dtypes: a GPU supports dt when gpu_peak_flops(g, dt) > 0.
  * Callers validate the job's dtype once with gpu_check_dtype(), which
@@ -28,6 +29,8 @@
  */
 #ifndef LLMSIM_GPU_GPU_H
 #define LLMSIM_GPU_GPU_H
+
+#include <stddef.h>
 
 #include "config/spec_gpu.h"
 
@@ -66,6 +69,8 @@ struct gpu_attn_shape {
 	double head_dim_qk;	/* Q/K per-head dimension */
 	double head_dim_v;	/* V per-head dimension */
 	int causal;		/* causal mask (about half the score matrix) */
+	double window;		/* causal: keys a query sees at most (sliding
+				 * window); 0 = all before it */
 	int kernel;		/* enum gpu_attn_kernel */
 };
 
@@ -109,6 +114,18 @@ double gpu_level_bandwidth_Bps(const struct gpu_spec *g, enum gpu_level l);
  * level (gpu_serving_level). */
 struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 			 double n, double k, double batch);
+
+/* One GEMM of a grouped launch: C[m,n] = A[m,k] B[k,n] (elements). */
+struct gpu_gemm_group {
+	double m, n, k;
+};
+
+/* A grouped GEMM (MoE experts): the ngroups GEMMs in one kernel whose
+ * tiles share the waves (gpu_grouped.c). Operands in dt, the result as
+ * gpu_gemm's. Groups with a zero dimension cost nothing. */
+struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
+				 const struct gpu_gemm_group *groups,
+				 size_t ngroups);
 
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The

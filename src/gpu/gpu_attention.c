@@ -9,7 +9,14 @@
  *     P = s_q (s_kv - s_q) + s_q (s_q + 1) / 2       causal, s_q <= s_kv
  *     P = s_kv (s_kv + 1) / 2                        causal, s_q > s_kv
  *
- * (causal self-attention, s_q = s_kv = s: P = s(s+1)/2, about half). Per
+ * (causal self-attention, s_q = s_kv = s: P = s(s+1)/2, about half). A
+ * sliding window of w keys (causal) lets query p (0-based among the keys)
+ * see min(p + 1, w) of them:
+ *
+ *     P = sum over p = s_kv - s_q .. s_kv - 1 of min(p + 1, w)
+ *
+ * and its tiles start at key block floor((p - w + 1) / B) instead of 0.
+ * Per
  * pair, with head dims d (Q, K) and d_v (V):
  *
  *     forward   S = Q K^T, O = P V:                  2 (d + d_v)     FLOP
@@ -114,12 +121,29 @@ struct units {
 	double longest_s;	/* s, the longest */
 };
 
+/* sum of min(P, w) for P = lo .. hi (1 <= lo <= hi). */
+static double window_sum(double lo, double hi, double w)
+{
+	if (hi <= w)
+		return (lo + hi) * (hi - lo + 1) / 2;
+	if (lo >= w)
+		return (hi - lo + 1) * w;
+	return (lo + w) * (w - lo + 1) / 2 + (hi - w) * w;
+}
+
+static int windowed(const struct gpu_attn_shape *a)
+{
+	return a->causal && a->window > 0 && a->seq_q <= a->seq_kv;
+}
+
 static double visible_pairs(const struct gpu_attn_shape *a)
 {
 	double sq = a->seq_q, skv = a->seq_kv;
 
 	if (!a->causal)
 		return sq * skv;
+	if (windowed(a))
+		return window_sum(skv - sq + 1, skv, a->window);
 	if (sq <= skv)
 		return sq * (skv - sq) + sq * (sq + 1) / 2;
 	return skv * (skv + 1) / 2;
@@ -188,6 +212,27 @@ static double unit_tiles(const struct gpu_attn_shape *a, double nq,
 	return fmin(fmax(c0 + u + 1, 0), nk);
 }
 
+/* The same under a sliding window (windowed(a)): query block i sees key
+ * blocks first_i .. c0 + i, first_i = floor((s_kv - s_q + i b - w + 1)/b);
+ * key block j is seen by the query blocks with first_i <= j <= c0 + i. */
+static double window_tiles(const struct gpu_attn_shape *a, double b,
+			   double nq, double nk, double c0, double u,
+			   int backward, int *masked)
+{
+	double off = a->seq_kv - a->seq_q, w = a->window, lo, hi;
+
+	if (backward) {
+		*masked = u - c0 >= 0 && u - c0 < nq;
+		lo = fmax(u - c0, 0);
+		hi = fmin(ceil(((u + 1) * b + w - 1 - off) / b) - 1, nq - 1);
+		return fmax(hi - lo + 1, 0);
+	}
+	*masked = c0 + u >= 0 && c0 + u < nk;
+	lo = fmax(floor((off + u * b - w + 1) / b), 0);
+	hi = fmin(c0 + u, nk - 1);
+	return fmax(hi - lo + 1, 0);
+}
+
 /* The lengths of one head's units: unit_s fixed, tile_s per tile. */
 static struct units unit_lengths(const struct gpu_spec *g,
 				 const struct gpu_attn_shape *a, double b,
@@ -202,7 +247,9 @@ static struct units unit_lengths(const struct gpu_spec *g,
 	if (!(mu >= 1))
 		BUG("attention.masked_tile_cost below 1 (the schema's minimum)");
 	for (u = 0; u < (backward ? nk : nq); u++) {
-		tiles = unit_tiles(a, nq, nk, c0, u, backward, &masked);
+		tiles = windowed(a) ?
+			window_tiles(a, b, nq, nk, c0, u, backward, &masked) :
+			unit_tiles(a, nq, nk, c0, u, backward, &masked);
 		if (tiles <= 0)
 			continue;
 		l = unit_s + tile_s * (tiles + (masked ? mu - 1 : 0));

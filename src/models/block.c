@@ -15,6 +15,11 @@
 
 #include <stdio.h>
 
+#include "base/diag.h"
+
+/* Local experts a grouped GEMM holds at most (Kimi-K2: 384 on one GPU). */
+#define GROUPED_MAX 1024
+
 /* A GEMM whose result is added into a gradient buffer: the roofline with
  * the buffer's accum_B bytes added to the GEMM's own traffic. */
 static struct gpu_cost accumulating_gemm(const struct kern *k,
@@ -33,13 +38,57 @@ static struct gpu_cost accumulating_gemm(const struct kern *k,
 	return c;
 }
 
+/* A grouped GEMM over the experts (rows in m or k), with the weight
+ * gradients' accumulation as accumulating_gemm's. */
+static struct gpu_cost grouped_gemm(const struct kern *k,
+				    const struct gpu_spec *g, enum dtype dt)
+{
+	struct gpu_gemm_group groups[GROUPED_MAX];
+	double each, ws, mem_s;
+	struct gpu_cost c;
+	int e, n = k->ngroups;
+
+	if (n > GROUPED_MAX)
+		BUG("more local experts than a grouped GEMM holds");
+	/* rows not given: a balanced rank, k->m or k->k is the total */
+	each = 0;
+	for (e = 0; e < n; e++) {
+		double r = k->rows ? k->rows[e] : each;
+
+		groups[e] = (struct gpu_gemm_group){ k->m, k->n, k->k };
+		if (k->group_dim == GROUP_M)
+			groups[e].m = r;
+		else
+			groups[e].k = r;
+	}
+	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	ws = c.bytes + k->accum_B;
+	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
+	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
+		c.time_s = g->kernel_launch_s + mem_s;
+		c.bound = GPU_BOUND_MEMORY;
+	}
+	c.bytes = ws;
+	return c;
+}
+
+/* The GEMM dtype: an explicit one (the router's), else low or base. */
+static enum dtype gemm_dt(const struct kern *k, const struct block_dtypes *dt)
+{
+	if (k->dt >= 0)
+		return (enum dtype)k->dt;
+	return k->lowp ? dt->gemm_lowp : dt->base;
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
 {
 	switch (k->kind) {
 	case KERN_GEMM:
-		return accumulating_gemm(k, g, k->lowp ? dt->gemm_lowp : dt->base);
+		return accumulating_gemm(k, g, gemm_dt(k, dt));
+	case KERN_GROUPED:
+		return grouped_gemm(k, g, gemm_dt(k, dt));
 	case KERN_ATTN_FWD:
 		return gpu_attention_fwd(g, dt->base, &k->attn);
 	case KERN_ATTN_BWD:
@@ -76,6 +125,11 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->kind = op->kind;
 	bo->coll = op->coll;
 	bo->bytes = op->coll_B;
+	bo->a2a_B = op->a2a_B;
+	bo->group = op->group;
+	bo->stream = op->stream;
+	bo->ep_path = op->ep_path;
+	bo->p2p_next = op->p2p_next;
 	bo->dep[0] = op->dep[0];
 	bo->dep[1] = op->dep[1];
 	if (op->kind == LOP_KERNEL)

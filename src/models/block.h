@@ -15,11 +15,16 @@
 
 struct block_op {
 	const char *name;	/* task name (static or interned in the program) */
-	enum layer_op_kind kind;	/* LOP_KERNEL or LOP_TP */
+	enum layer_op_kind kind;	/* LOP_KERNEL or LOP_COLL */
 	double time_s;		/* s, kernel time on one GPU */
 	double flops;		/* FLOP the GPU executes for the kernel */
-	enum coll_op coll;	/* LOP_TP: the collective */
-	double bytes;		/* B, LOP_TP size per coll.h */
+	enum coll_op coll;	/* LOP_COLL: the collective */
+	double bytes;		/* B, LOP_COLL size per coll.h */
+	const double *a2a_B;	/* LOP_COLL: uneven all-to-all or NULL */
+	uint8_t group;		/* LOP_COLL: enum layout_group */
+	uint8_t stream;		/* LOP_COLL: enum layer_stream */
+	uint8_t ep_path;	/* LOP_COLL: on the expert-parallel path */
+	uint8_t p2p_next;	/* LOP_COLL sendrecv to the next group rank */
 	int16_t dep[2];		/* as in struct layer_op */
 	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
 };

@@ -52,7 +52,9 @@
  * by its backward and an embedding's backward by the next forward, so two
  * of them are gathered together), else a layer.
  *
- * Workspace: the framework's (library workspaces, communication buffers).
+ * Workspace: the framework's (library workspaces, communication buffers),
+ * plus a GPU-initiated dispatcher's all-to-all buffers (ep.h
+ * ep_buffer_bytes: DeepEP's NVLink and RDMA receive buffers).
  */
 #include "footprint.h"
 
@@ -61,6 +63,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+#include "ep.h"
 #include "sched.h"
 #include "split.h"
 
@@ -76,46 +79,95 @@ static double core_act_B(const struct layer_dims *d)
 	return scores * d->act_B;
 }
 
-/* Everything but the core, with no recomputation. */
-static double layer_stored_B(const struct layer_dims *d)
+/* The attention's stored tensors but the core's. GQA: norm input,
+ * QKV input, Q and K (rotary output), V, projection input. MLA: norm
+ * input, down projections' input, the latents (q_norm, kv_norm inputs
+ * and the up projections' inputs, sharded with SP), Q (d_n + d_r), K
+ * (d_n + d_r) and V (d_v) per head, projection input (d_v per head). */
+static double attn_stored_B(const struct layer_dims *d)
 {
 	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
 	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
 	double q = layer_q_width(d), kv = layer_kv_width(d);
-	double f = layer_ffn_local(d), u = layer_fc1_width(d);
 	double mask = d->dropout ? ts * h : 0;
-	double attn = ts * h * B + ts * h * L + t * (q + kv) * B +
-		      t * kv * B + t * q * L + mask;
-	double mlp = ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
+	const struct mla_dims *m = &d->mla_d;
+	double a = d->heads / d->tp;
 
-	return attn + mlp;
+	if (!d->mla)
+		return ts * h * B + ts * h * L + t * (q + kv) * B +
+		       t * kv * B + t * q * L + mask;
+	return ts * h * B + ts * h * L +
+	       ts * (m->q_lora + m->kv_lora + m->rope) * (B + L) +
+	       t * a * ((m->nope + m->rope) * 2 + m->v) * B +
+	       t * a * m->v * L + mask;
 }
 
-double footprint_layer_act_B(const struct layer_dims *d,
-			     enum layer_recompute rc)
+/* The MLP's stored tensors. Dense: norm input, fc1 input, fc1 output,
+ * fc2 input. MoE (moe.c): norm input, routing probabilities and map,
+ * the experts' fc1 input, fc1 output, fc2 input and output (unpermute),
+ * R rows each, and the shared experts as a dense MLP. */
+static double mlp_stored_B(const struct layer_dims *d, int moe)
 {
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
+	double f = layer_ffn_local(d), u = layer_fc1_width(d);
+	double mask = d->dropout ? ts * h : 0;
+	const struct moe_dims *m = &d->moe;
+	double fe, ue, fs, us, rows;
+
+	if (!moe)
+		return ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
+	fe = m->ffn / m->etp;
+	ue = (d->gated ? 2 : 1) * fe;
+	fs = m->shared_ffn / d->tp;
+	us = (d->gated ? 2 : 1) * fs;
+	rows = m->rows;
+	return ts * h * B + m->tokens * m->experts * 5 +
+	       rows * (h * L + ue * B + fe * L + h * B) +
+	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
+}
+
+static double layer_stored_B(const struct layer_dims *d, int moe)
+{
+	return attn_stored_B(d) + mlp_stored_B(d, moe);
+}
+
+double footprint_kind_act_B(const struct layer_dims *d,
+			    const struct layer_kind *k,
+			    enum layer_recompute rc)
+{
+	int moe = k && k->moe;
+
 	switch (rc) {
 	case LREC_NONE:
-		return layer_stored_B(d) + core_act_B(d);
+		return layer_stored_B(d, moe) + core_act_B(d);
 	case LREC_SELECTIVE:
-		return layer_stored_B(d);
+		return layer_stored_B(d, moe);
 	case LREC_FULL:
 		return layer_sp_tokens(d) * d->hidden * d->act_B;
 	}
 	return 0;
 }
 
+double footprint_layer_act_B(const struct layer_dims *d,
+			     enum layer_recompute rc)
+{
+	return footprint_kind_act_B(d, NULL, rc);
+}
+
 /* Live only while one layer's backward runs. */
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc)
 {
+	struct layer_kind moe_kind = { d->moe.experts > 0, 0 };
+
 	switch (rc) {
 	case LREC_NONE:
 		return 0;
 	case LREC_SELECTIVE:
 		return core_act_B(d);
-	case LREC_FULL:
-		return footprint_layer_act_B(d, LREC_NONE);
+	case LREC_FULL:	/* the largest layer, recomputed whole */
+		return footprint_kind_act_B(d, &moe_kind, LREC_NONE);
 	}
 	return 0;
 }
@@ -147,17 +199,80 @@ void footprint_param_bytes(const struct job_spec *j,
 	out->states_B = states * dtype_bytes(state);
 }
 
-void footprint_per_param(const struct job_spec *j, double *w_B,
-			 double *g_B, double *o_B)
+/* Model-state bytes per parameter sharded over dp ranks by ZeRO. */
+static void per_param(const struct job_spec *j, double dp, double *w_B,
+		      double *g_B, double *o_B)
 {
 	struct footprint_param_bytes b;
-	double dp = (double)j->parallelism.dp;
 	int64_t zero = j->training.zero_stage;
 
 	footprint_param_bytes(j, &b);
 	*w_B = zero >= 3 ? b.weights_B / dp : b.weights_B;
 	*g_B = b.grads_B / (zero >= 2 ? dp : 1);
 	*o_B = (b.states_B + b.master_B) / (zero >= 1 ? dp : 1);
+}
+
+void footprint_per_param(const struct job_spec *j, double *w_B,
+			 double *g_B, double *o_B)
+{
+	/* dense parameters' data-parallel group is dp x cp (Megatron) */
+	per_param(j, (double)(j->parallelism.dp * j->parallelism.cp), w_B,
+		  g_B, o_B);
+}
+
+void footprint_expert_per_param(const struct job_spec *j, double *w_B,
+				double *g_B, double *o_B)
+{
+	per_param(j, (double)(j->parallelism.edp > 0 ? j->parallelism.edp : 1),
+		  w_B, g_B, o_B);
+}
+
+/* The kind of layer i. */
+static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
+{
+	struct layer_kind k = { model_layer_moe(j->model, i),
+				(double)model_layer_window(j->model, i) };
+
+	return k;
+}
+
+void footprint_layer_params(const struct job_spec *j,
+			    const struct layer_dims *d, int64_t layer,
+			    double *dense, double *experts)
+{
+	const struct model_spec *m = j->model;
+	struct layer_kind k = kind_of(j, layer);
+
+	layer_kind_params(d, &k, m->attention_bias, m->norm == NORM_LAYER,
+			  dense, experts);
+}
+
+void footprint_mtp_params(const struct job_spec *j,
+			  const struct layer_dims *d, double *dense,
+			  double *experts)
+{
+	const struct model_spec *m = j->model;
+	double h = d->hidden;
+
+	/* a layer of the last layer's kind, two norms, the 2h x h projection */
+	footprint_layer_params(j, d, m->num_hidden_layers - 1, dense, experts);
+	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
+}
+
+double footprint_active_params(const struct job_spec *j)
+{
+	struct layer_dims d;
+	double sum = 0, dense, experts;
+	int64_t i;
+
+	layer_dims_from_job(j, &d);
+	for (i = 0; i < j->model->num_hidden_layers; i++) {
+		footprint_layer_params(j, &d, i, &dense, &experts);
+		sum += dense + (experts > 0 ? experts * d.moe.topk /
+				d.moe.experts : 0);
+	}
+	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
+	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
 }
 
 double footprint_unit_params(const struct job_spec *j,
@@ -185,23 +300,30 @@ double footprint_unit_params(const struct job_spec *j,
 double footprint_model_params(const struct job_spec *j)
 {
 	struct layer_dims d;
+	double sum = 0, dense, experts;
+	int64_t i;
 
 	layer_dims_from_job(j, &d);
-	return (double)j->model->num_hidden_layers *
-	       footprint_unit_params(j, &d, UNIT_LAYER, 1) +
-	       footprint_unit_params(j, &d, UNIT_EMBED, 1) +
+	for (i = 0; i < j->model->num_hidden_layers; i++) {
+		footprint_layer_params(j, &d, i, &dense, &experts);
+		sum += dense + experts;
+	}
+	if (model_is_moe(j->model) && j->moe.mtp_layers > 0) {
+		footprint_mtp_params(j, &d, &dense, &experts);
+		sum += (double)j->moe.mtp_layers * (dense + experts);
+	}
+	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
 }
 
-/* Layers pipeline rank `rank` holds over its chunks. */
-static int64_t rank_layers(const struct parallel_spec *p, const int64_t *split,
-			   int64_t rank)
+/* Index of the first layer of virtual stage vs. */
+static int64_t first_layer(const int64_t *split, int64_t vs)
 {
-	int64_t c, layers = 0;
+	int64_t i, n = 0;
 
-	for (c = 0; c < p->vpp; c++)
-		layers += split[c * p->pp + rank];
-	return layers;
+	for (i = 0; i < vs; i++)
+		n += split[i];
+	return n;
 }
 
 /* Whether pipeline rank `rank` holds the LM head (the last virtual
@@ -211,20 +333,46 @@ static int holds_head(const struct parallel_spec *p, int64_t rank)
 	return (p->pp * p->vpp - 1) % p->pp == rank;
 }
 
+void footprint_rank_params_split(const struct job_spec *j,
+				 const struct layer_dims *d,
+				 const int64_t *split, int64_t rank,
+				 double *dense, double *experts)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	double dn = 0, ex = 0, a, b;
+	int64_t c, i, vs;
+
+	for (c = 0; c < p->vpp; c++) {
+		vs = c * p->pp + rank;
+		for (i = 0; i < split[vs]; i++) {
+			footprint_layer_params(j, d, first_layer(split, vs) + i,
+					       &a, &b);
+			dn += a;
+			ex += b;
+		}
+	}
+	if (rank == 0)
+		dn += footprint_unit_params(j, d, UNIT_EMBED, 0);
+	if (holds_head(p, rank)) {
+		dn += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
+		if (model_is_moe(j->model) && j->moe.mtp_layers > 0) {
+			footprint_mtp_params(j, d, &a, &b);
+			dn += (double)j->moe.mtp_layers * a;
+			ex += (double)j->moe.mtp_layers * b;
+		}
+	}
+	*dense = dn / d->tp;
+	*experts = ex / ((double)p->ep * (double)(p->etp > 0 ? p->etp : p->tp));
+}
+
 double footprint_rank_params(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t rank)
 {
-	const struct parallel_spec *p = &j->parallelism;
-	double params;
+	double dense, experts;
 
-	params = (double)rank_layers(p, split, rank) *
-		 footprint_unit_params(j, d, UNIT_LAYER, 0);
-	if (rank == 0)
-		params += footprint_unit_params(j, d, UNIT_EMBED, 0);
-	if (holds_head(p, rank))
-		params += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
-	return params / d->tp;
+	footprint_rank_params_split(j, d, split, rank, &dense, &experts);
+	return dense + experts;
 }
 
 /* Parameters (whole model, not / tp) of the largest unit pipeline rank
@@ -236,10 +384,14 @@ static double largest_unit_params(const struct job_spec *j,
 				  const int64_t *split, int64_t rank)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	double big = 0;
+	double big = 0, a, b;
+	int64_t i;
 
-	if (rank_layers(p, split, rank) > 0)
-		big = footprint_unit_params(j, d, UNIT_LAYER, 0);
+	for (i = 0; i < p->pp * p->vpp; i++)
+		if (i % p->pp == rank && split[i] > 0) {
+			footprint_layer_params(j, d, first_layer(split, i), &a, &b);
+			big = fmax(big, a + b / (double)p->ep);
+		}
 	if (rank == 0)
 		big = fmax(big, footprint_unit_params(j, d, UNIT_EMBED, 0));
 	if (holds_head(p, rank))
@@ -255,13 +407,26 @@ static double stage_act_B(const struct job_spec *j,
 {
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
-	double b = (double)split[vs] * footprint_layer_act_B(d, rc);
+	int64_t i, first = first_layer(split, vs);
+	double b = 0;
 
+	for (i = first; i < first + split[vs]; i++) {
+		struct layer_kind k = kind_of(j, i);
+
+		b += footprint_kind_act_B(d, &k, rc);
+	}
 	if (vs == 0)
 		b += footprint_embed_act_B(d);
 	if (vs == stages - 1)
 		b += footprint_head_act_B(d);
 	return b;
+}
+
+int64_t footprint_extra_warmup(const struct job_spec *j)
+{
+	/* MoE all-to-all overlap runs one more warm-up forward (sched.h) */
+	return model_is_moe(j->model) && j->moe.a2a_overlap &&
+	       j->parallelism.ep > 1;
 }
 
 double footprint_rank_act_B(const struct job_spec *j,
@@ -289,22 +454,31 @@ static int rank_footprint(const struct job_spec *j,
 			  int64_t rank, const struct sched_live *live,
 			  struct footprint *f)
 {
-	double w, g, o, params = footprint_rank_params(j, d, split, rank);
+	double w, g, o, we, ge, oe, dense, experts;
 
+	footprint_rank_params_split(j, d, split, rank, &dense, &experts);
 	footprint_per_param(j, &w, &g, &o);
+	footprint_expert_per_param(j, &we, &ge, &oe);
 	f->rank = rank;
-	f->params = params;
-	f->weights_B = params * w;
-	f->grads_B = params * g;
-	f->optimizer_B = params * o;
+	f->params = dense + experts;
+	f->weights_B = dense * w + experts * we;
+	f->grads_B = dense * g + experts * ge;
+	f->optimizer_B = dense * o + experts * oe;
 	f->activations_B = footprint_rank_act_B(j, d, split, rank, live);
 	if (f->activations_B < 0)
 		return -1;
 	f->workspace_B = j->framework->workspace_B;
+	if (model_is_moe(j->model) && j->parallelism.ep > 1)
+		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
+			d->hidden * d->act_B, (double)j->parallelism.ep,
+			(double)j->system->gpus_per_node /
+			(double)(j->parallelism.etp > 0 ? j->parallelism.etp :
+				 j->parallelism.tp));
 	if (j->training.zero_stage >= 3)
 		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
 				  largest_unit_params(j, d, split, rank) /
-				  d->tp * (w * (double)j->parallelism.dp);
+				  d->tp * (w * (double)(j->parallelism.dp *
+							j->parallelism.cp));
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 	return 0;
@@ -330,7 +504,7 @@ int footprint_job_live(const struct job_spec *j, double usable_B,
 		const struct sched_live *l = live ? &live[r] : &mine;
 
 		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
-					     m, r) != 0)
+					     m, r, footprint_extra_warmup(j)) != 0)
 			goto out;
 		if (rank_footprint(j, &d, split, r, l, &f) != 0)
 			goto out;

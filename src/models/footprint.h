@@ -30,9 +30,13 @@ struct footprint {
 	double params;		/* parameters of that rank's GPU */
 };
 
-/* Bytes one transformer layer keeps for its backward, one microbatch. */
+/* Bytes one transformer layer keeps for its backward, one microbatch:
+ * a dense one, or one of kind k (MoE MLP, MLA from d). */
 double footprint_layer_act_B(const struct layer_dims *d,
 			     enum layer_recompute rc);
+double footprint_kind_act_B(const struct layer_dims *d,
+			    const struct layer_kind *k,
+			    enum layer_recompute rc);
 
 /* Extra bytes kept by the first virtual stage (embedding) and by the last
  * (final norm, LM head input, fp32 softmax of the loss). */
@@ -53,9 +57,34 @@ void footprint_param_bytes(const struct job_spec *j,
 			   struct footprint_param_bytes *out);
 
 /* Model-state bytes per parameter of a GPU's share (weights, gradients,
- * optimizer) for the job's dtype, framework and ZeRO stage. */
+ * optimizer) for the job's dtype, framework and ZeRO stage: dense
+ * parameters sharded over dp x cp, routed experts over edp. */
 void footprint_per_param(const struct job_spec *j, double *w_B,
 			 double *g_B, double *o_B);
+void footprint_expert_per_param(const struct job_spec *j, double *w_B,
+				double *g_B, double *o_B);
+
+/* Parameters of layer `layer` (whole model, not divided by any degree):
+ * dense (attention, norms, router, shared experts, dense MLP) and routed
+ * experts (all E). */
+void footprint_layer_params(const struct job_spec *j,
+			    const struct layer_dims *d, int64_t layer,
+			    double *dense, double *experts);
+
+/* The same for one multi-token-prediction module. */
+void footprint_mtp_params(const struct job_spec *j,
+			  const struct layer_dims *d, double *dense,
+			  double *experts);
+
+/* Parameters one token uses: every dense one and k of the E experts of
+ * each MoE layer (the "active" count of MoE model cards, without MTP). */
+double footprint_active_params(const struct job_spec *j);
+
+/* Parameters one GPU of pipeline rank `rank` holds: dense and experts. */
+void footprint_rank_params_split(const struct job_spec *j,
+				 const struct layer_dims *d,
+				 const int64_t *split, int64_t rank,
+				 double *dense, double *experts);
 
 /* The units a model chunk is made of. */
 enum footprint_unit {
@@ -82,6 +111,10 @@ double footprint_rank_params(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t rank);
 
+/* Extra warm-up forwards the job's schedule runs on every rank
+ * (sched_rank_ex's extra: MoE all-to-all overlap). */
+int64_t footprint_extra_warmup(const struct job_spec *j);
+
 /* Peak activation bytes of pipeline rank `rank` over its schedule, whose
  * live vectors (sched.h) are live; -1 when out of memory. */
 double footprint_rank_act_B(const struct job_spec *j,
@@ -95,7 +128,7 @@ int footprint_job(const struct job_spec *j, double usable_B,
 
 /* footprint_job with each pipeline rank's live vectors given (live[r]
  * for rank r = sched_live_init of the job's schedule, pp, vpp,
- * microbatches and r), so a caller costing many layouts that share a
+ * microbatches, r and footprint_extra_warmup), so a caller costing many layouts that share a
  * schedule computes them once (the planner); NULL computes them. */
 int footprint_job_live(const struct job_spec *j, double usable_B,
 		       const struct sched_live *live, struct footprint *out);

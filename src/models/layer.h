@@ -8,7 +8,15 @@
  * the GPU model and the step program (train.c) instantiates the lists for
  * every layer and microbatch. The arithmetic is in layer.c's header.
  *
- * Depends on coll.h and the shape types of gpu.h (no GPU calls).
+ * Layer kinds (struct layer_kind): the MLP is dense or a routed-expert
+ * MoE (moe.c), the attention full or a sliding window; MLA projections
+ * (mla.c) and context-parallel attention (attn_cp.c) follow the model
+ * and the job. An op is a kernel on the compute stream or a collective
+ * over one of the layout's groups (layout.h) on its communication
+ * stream.
+ *
+ * Depends on coll.h, layout.h and the shape types of gpu.h (no GPU
+ * calls).
  */
 #ifndef LLMSIM_MODELS_LAYER_H
 #define LLMSIM_MODELS_LAYER_H
@@ -17,8 +25,61 @@
 
 #include "base/coll.h"
 #include "gpu/gpu.h"
+#include "layout.h"
 
 struct job_spec;
+
+/* A routed-expert MLP on one GPU for one microbatch (route.c fills it). */
+struct moe_dims {
+	double experts;		/* routed experts (E) */
+	double topk;		/* experts per token (k) */
+	double ffn;		/* hidden size of one expert (f_e) */
+	double shared_ffn;	/* hidden size of the shared experts; 0 = none */
+	double ep, etp;		/* expert parallel, expert tensor parallel */
+	double local;		/* experts on one GPU: E / ep */
+	double tokens;		/* tokens entering the layer on one GPU (T_in) */
+	double rows;		/* rows the pace GPU's experts process (after
+				 * dispatch and the ETP gather) */
+	const double *expert_rows;	/* rows of each local expert on the pace
+					 * GPU [local] */
+	double elem_B;		/* B per element of a dispatched token */
+	int dispatch_dt;	/* enum dtype tokens travel in */
+	double dispatch_B;	/* B one GPU sends in dispatch (coll.h size) */
+	double combine_B;	/* B one GPU sends in combine (16-bit rows) */
+	double row_B;		/* B of a dispatched token row (ep.h) */
+	double row16_B;		/* B of a 16-bit row (combine, backward) */
+	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL = even */
+	double node_share;	/* node deduplication of the scale-out bytes
+				 * (coll_path.node_share); 1 = none */
+	int allgather;		/* allgather dispatcher instead of all-to-all */
+	int router_dt;		/* enum dtype of the router GEMM */
+	int permute_fusion;	/* fused permute / unpermute kernels */
+	int shared_overlap;	/* shared experts beside dispatch/combine */
+	int sigmoid;		/* sigmoid router scores (else softmax) */
+};
+
+/* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */
+struct mla_dims {
+	double q_lora;		/* query low rank; 0 = Q projected directly */
+	double kv_lora;		/* key/value latent rank */
+	double nope;		/* per-head Q/K dims without rotary */
+	double rope;		/* per-head rotary Q/K dims (K's shared by heads) */
+	double v;		/* per-head value dims */
+};
+
+/* Context parallelism of the attention core. */
+struct cp_dims {
+	double cp;		/* degree (1 = none) */
+	int comm;		/* enum cp_comm (spec_job.h) */
+	double a2a;		/* a2a / a2a+p2p: inner all-to-all group size */
+	int load_balance;	/* 2 cp chunks per sequence */
+};
+
+/* What one layer of a model is, beyond the shared dims. */
+struct layer_kind {
+	int moe;		/* routed-expert MLP (else dense) */
+	double window;		/* sliding-window keys per query; 0 = full */
+};
 
 /* One GPU's view of one microbatch of one layer. */
 struct layer_dims {
@@ -46,6 +107,10 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int mla;		/* multi-head latent attention (d->mla) */
+	struct mla_dims mla_d;
+	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */
+	struct moe_dims moe;	/* routed experts (MoE layers) */
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
@@ -79,10 +144,17 @@ static inline double layer_kv_heads_local(const struct layer_dims *d)
 	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
 }
 
-/* Key (or value) width: kv = d times the local KV heads. */
+/* Key (or value) width: kv = d times the local KV heads (MLA: the
+ * per-head K is nope + rope, V v_head_dim; K and V are per query head). */
 static inline double layer_kv_width(const struct layer_dims *d)
 {
 	return layer_kv_heads_local(d) * d->head_dim;
+}
+
+/* Value head dimension: head_dim, or MLA's v_head_dim. */
+static inline double layer_v_dim(const struct layer_dims *d)
+{
+	return d->mla ? d->mla_d.v : d->head_dim;
 }
 
 /* MLP hidden size on one GPU: f' = f / t. */
@@ -112,16 +184,30 @@ static inline double layer_scores(const struct layer_dims *d)
 /* A kernel: a GEMM, a fused attention call, or a memory-bound op. */
 enum kern_kind {
 	KERN_GEMM,
+	KERN_GROUPED,		/* one GEMM per local expert in one kernel */
 	KERN_ATTN_FWD,
 	KERN_ATTN_BWD,
 	KERN_MEM
 };
 
+/* Which GEMM dimension a grouped GEMM takes from the experts' rows. */
+enum group_dim {
+	GROUP_M,		/* forward and data gradient: rows are m */
+	GROUP_K			/* weight gradient: rows are k */
+};
+
 struct kern {
 	enum kern_kind kind;
 	int lowp;		/* GEMM in the job's low-precision dtype */
+	int dt;			/* GEMM in this dtype (enum dtype); -1 = by lowp */
 	double m, n, k;		/* GEMM C[m,n] = A[m,k] B[k,n] (elements) */
 	double batch;		/* independent GEMMs of that shape */
+	const double *rows;	/* KERN_GROUPED: rows of each group */
+	int ngroups;		/* KERN_GROUPED: groups */
+	int group_dim;		/* KERN_GROUPED: enum group_dim */
+	double model_flops;	/* attention: model FLOPs to count instead of
+				 * the shape's (context parallelism splits
+				 * the core into blocks); 0 = from the shape */
 	double accum_B;		/* B, GEMM: read and written in the gradient
 				 * buffer the result is added to; 0 = none */
 	struct gpu_attn_shape attn;	/* attention */
@@ -135,7 +221,14 @@ struct kern {
 
 enum layer_op_kind {
 	LOP_KERNEL,		/* runs on the compute stream */
-	LOP_TP			/* a collective over the tensor-parallel group */
+	LOP_COLL		/* a collective over one of the layout's groups */
+};
+
+/* The communication stream a collective runs on. */
+enum layer_stream {
+	LS_TP,			/* tensor parallel (and expert TP) */
+	LS_CP,			/* context parallel */
+	LS_EP			/* expert dispatch and combine */
 };
 
 /* Which pass an op belongs to (names and accounting). */
@@ -147,15 +240,23 @@ enum layer_pass {
 
 #define LAYER_IN (-2)		/* dependency on the list's input */
 #define LAYER_NONE (-1)
-#define LAYER_MAX_OPS 256
+#define LAYER_MAX_OPS 512
 
 struct layer_op {
 	const char *name;	/* base name, static ("qkv", "fc1_dgrad") */
 	enum layer_op_kind kind;
 	enum layer_pass pass;
 	struct kern k;		/* LOP_KERNEL */
-	enum coll_op coll;	/* LOP_TP */
-	double coll_B;		/* B, LOP_TP size per coll.h's convention */
+	enum coll_op coll;	/* LOP_COLL */
+	double coll_B;		/* B, LOP_COLL size per coll.h's convention */
+	const double *a2a_B;	/* LOP_COLL all-to-all: uneven matrix or NULL */
+	uint8_t group;		/* LOP_COLL: enum layout_group */
+	uint8_t stream;		/* LOP_COLL: enum layer_stream */
+	uint8_t ep_path;	/* LOP_COLL: dispatch/combine, on the job's
+				 * path: 1 dispatch rows, 2 16-bit rows;
+				 * expert-parallel path */
+	uint8_t p2p_next;	/* LOP_COLL sendrecv: to the next rank of
+				 * the group (a ring step); else group order */
 	int16_t dep[2];		/* earlier ops (index), LAYER_IN or LAYER_NONE */
 };
 
@@ -181,10 +282,21 @@ enum dtype layer_base_dtype(enum dtype training);
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);
 
 /* Transformer layer forward / backward (backward preceded by the
- * recomputation the mode asks for). */
-void layer_fwd(const struct layer_dims *d, struct layer_ops *o);
-void layer_bwd(const struct layer_dims *d, enum layer_recompute rc,
+ * recomputation the mode asks for) of kind k (NULL: dense, full
+ * attention). */
+void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	       struct layer_ops *o);
+void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
+	       enum layer_recompute rc, struct layer_ops *o);
+
+/* A multi-token-prediction module (DeepSeek-V3): norms of the hidden
+ * state and of the next token's embedding, their concatenation projected
+ * 2h -> h, one transformer layer of kind k, and the shared LM head and
+ * loss. */
+void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
+		   struct layer_ops *o);
+void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
+		   enum layer_recompute rc, struct layer_ops *o);
 
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);
@@ -213,6 +325,14 @@ double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass);
  * learned position table), and of the LM head plus final norm. Whole
  * model, not divided by tp. vocab is the padded vocabulary. */
 double layer_params(const struct layer_dims *d, int bias, int layernorm);
+
+/* Parameters of one layer split by how they are sharded: dense (the
+ * attention, norms, router, shared experts and a dense MLP: over tp,
+ * gradients over dp x cp) and routed experts (over etp x ep, gradients
+ * over edp). Whole model, not divided by any degree. */
+void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
+		       int bias, int layernorm, double *dense,
+		       double *experts);
 double layer_embed_params(const struct layer_dims *d, double max_positions);
 double layer_head_params(const struct layer_dims *d, int layernorm);
 

@@ -23,6 +23,11 @@
  * Warm-up: w = min(2 (p - r - 1) + (v - 1) p, m v) forwards (all of them
  * when m == p, as Megatron does), then 1F1B steady state, then cool-down.
  * The bubble shrinks by v: (p - 1) / (v m) of the ideal time.
+ *
+ * With MoE all-to-all overlap (Megatron-Core's combined 1F1B, schedules.py
+ * get_pp_rank_microbatches) every pipelined rank runs one more warm-up
+ * forward, so that the forward and the backward run together in each
+ * steady-state step are independent (sched_rank_ex's extra).
  */
 #include "sched.h"
 
@@ -79,10 +84,18 @@ static struct sched_action nth(int schedule, int64_t pp, int64_t vpp,
 void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		int64_t rank, struct sched_action *out)
 {
+	sched_rank_ex(schedule, pp, vpp, m, rank, 0, out);
+}
+
+void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		   int64_t rank, int64_t extra, struct sched_action *out)
+{
 	int64_t total = m * vpp;
 	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
 	int64_t i, n = 0, f = 0, b = 0;
 
+	if (pp > 1 && schedule != SCHED_GPIPE)
+		w = w + extra < total ? w + extra : total;
 	if (schedule != SCHED_INTERLEAVED && vpp != 1)
 		BUG("vpp > 1 needs the interleaved schedule");
 	for (i = 0; i < w; i++)
@@ -130,7 +143,7 @@ static void keep_maximal(struct sched_live *l)
 }
 
 int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
-		    int64_t vpp, int64_t m, int64_t rank)
+		    int64_t vpp, int64_t m, int64_t rank, int64_t extra)
 {
 	int64_t n = sched_actions(m, vpp), i;
 	struct sched_action *acts = mem_alloc((size_t)n * sizeof(*acts));
@@ -147,7 +160,7 @@ int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
 		sched_live_release(l);
 		return -1;
 	}
-	sched_rank(schedule, pp, vpp, m, rank, acts);
+	sched_rank_ex(schedule, pp, vpp, m, rank, extra, acts);
 	for (i = 0; i < n; i++) {
 		live[acts[i].chunk] += acts[i].bwd ? -1 : 1;
 		if (acts[i].bwd || (i + 1 < n && !acts[i + 1].bwd))

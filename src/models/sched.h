@@ -32,6 +32,12 @@ int64_t sched_actions(int64_t m, int64_t vpp);
 void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		int64_t rank, struct sched_action *out);
 
+/* The same with `extra` more warm-up forwards on every rank when pp > 1
+ * (at most all of them; 1F1B and interleaved): the combined 1F1B of MoE
+ * all-to-all overlap. */
+void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+		   int64_t rank, int64_t extra, struct sched_action *out);
+
 /*
  * The microbatches a rank holds activations for, per chunk, at the
  * moments their total can peak. The activations in flight on a rank are
@@ -48,10 +54,10 @@ struct sched_live {
 	int32_t *count;		/* n * vpp: vector i at count[i * vpp] */
 };
 
-/* The live vectors of rank `rank` (arguments as sched_rank). Returns 0,
- * or -1 when out of memory. Release with sched_live_release. */
+/* The live vectors of rank `rank` (arguments as sched_rank_ex). Returns
+ * 0, or -1 when out of memory. Release with sched_live_release. */
 int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
-		    int64_t vpp, int64_t m, int64_t rank);
+		    int64_t vpp, int64_t m, int64_t rank, int64_t extra);
 void sched_live_release(struct sched_live *l);
 
 /* The peak of sum_c count[c] w[c] over l's vectors (w[0..vpp-1] >= 0). */

@@ -27,34 +27,17 @@
 
 #include "base/diag.h"
 #include "gpu/gpu.h"
+#include "ep.h"
 #include "footprint.h"
+#include "route.h"
 #include "split.h"
 #include "train_impl.h"
 
 int train_check(const struct job_spec *j, struct diag *d)
 {
-	const struct model_spec *m = j->model;
 	const struct gpu_spec *g = j->system->gpu;
 	enum dtype dt = (enum dtype)j->training.dtype;
 
-	if (model_is_moe(m)) {
-		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts "
-			   "(%lld routed experts): MoE simulation is not "
-			   "available yet, only dense models can be run",
-			   m->name ? m->name : "?", (long long)m->n_routed_experts);
-		return -1;
-	}
-	if (model_is_mla(m)) {
-		diag_error(d, NULL, 0, 0, "model '%s' uses multi-head latent "
-			   "attention: MLA is not available yet",
-			   m->name ? m->name : "?");
-		return -1;
-	}
-	if (j->parallelism.cp > 1) {
-		diag_error(d, NULL, 0, 0, "context parallelism (cp %lld) is not "
-			   "available yet; use cp 1", (long long)j->parallelism.cp);
-		return -1;
-	}
 	if (gpu_check_dtype(g, dt, d) != 0) {
 		diag_note(d, NULL, 0, 0, "training.dtype is '%s'", dtype_names[dt]);
 		return -1;
@@ -63,6 +46,12 @@ int train_check(const struct job_spec *j, struct diag *d)
 		diag_note(d, NULL, 0, 0, "training.dtype '%s' keeps attention and "
 			  "the LM head in %s", dtype_names[dt],
 			  dtype_names[layer_base_dtype(dt)]);
+		return -1;
+	}
+	if (model_is_moe(j->model) &&
+	    gpu_check_dtype(g, (enum dtype)j->moe.router_dtype, d) != 0) {
+		diag_note(d, NULL, 0, 0, "moe.router_dtype is '%s'",
+			  dtype_names[j->moe.router_dtype]);
 		return -1;
 	}
 	return 0;
@@ -77,7 +66,85 @@ static void record_first(struct unit_rec *rec, task_id id)
 	rec->first[rec->nfirst++] = id;
 }
 
-/* Op i of block b on the n members of a TP group (t->ranks) into
+/* The descriptor of collective op on the group whose GPUs are in
+ * t->gpus (n of them). */
+static struct coll_desc coll_of(struct train *t, const struct block_op *op,
+				uint32_t n)
+{
+	struct coll_desc c = {
+		.op = op->coll, .bytes = op->bytes, .gpus = t->gpus,
+		.ngpus = n, .a2a_B = op->a2a_B, .algo = -1, .proto = -1,
+		.replicas = layout_replicas(&t->lay, (enum layout_group)op->group),
+	};
+
+	if (op->a2a_B)
+		c.a2a_key = train_matrix_key(op->a2a_B, n);
+	if (op->p2p_next) {	/* ring steps: every GPU sends to the next */
+		c.algo = ALGO_P2P;
+		c.proto = PROTO_SIMPLE;
+	}
+	if (op->ep_path) {
+		c.path = t->path[op->ep_path == 2];
+		/* hierarchical inside one node is the plain all-to-all */
+		c.algo = c.path || !ep_spans_nodes(t->gpus, n,
+				t->job->system->gpus_per_node) ? -1 : t->ep_algo;
+		if (t->ep_units > 0)
+			c.sm_share = t->ep_units >= (double)t->gpu->compute_units ?
+				     1 : t->ep_units / (double)t->gpu->compute_units;
+		else
+			c.sm_share = train_sm_share(t, op->coll, t->gpus, n, 0);
+		return c;
+	}
+	c.sm_share = train_sm_share(t, op->coll, t->gpus, n,
+				    op->group == LG_TP && t->dims.chunks > 1);
+	return c;
+}
+
+static uint32_t stream_of(const struct block_op *op)
+{
+	switch (op->stream) {
+	case LS_CP: return TRAIN_ST_CP;
+	case LS_EP: return TRAIN_ST_EP;
+	default: return TRAIN_ST_TP;
+	}
+}
+
+/* Collective op i of block b on the n simulated ranks t->stage_ranks:
+ * one collective per group, ids[i * n + k] its task on rank k. */
+static int inst_coll(struct train *t, const struct block *b, int i,
+		     uint32_t n, const struct task_info *info, task_id *ids)
+{
+	const struct block_op *op = &b->op[i];
+	uint32_t k, j, sim, size;
+
+	memset(t->done, 0, n);
+	for (k = 0; k < n; k++) {
+		struct coll_desc c;
+		task_id first;
+
+		if (t->done[k])
+			continue;
+		sim = train_group(t, (enum layout_group)op->group,
+				  t->stage_ranks[k], &size);
+		c = coll_of(t, op, size);
+		first = prog_coll(t->prog, t->ranks, sim, stream_of(op), &c,
+				  info);
+		if (first == TASK_NONE)
+			return -1;
+		/* the members are simulated ranks of this stage: their index
+		 * among t->stage_ranks is their stage index */
+		for (j = 0; j < sim; j++) {
+			int64_t pp_i, si;
+
+			layout_where(&t->lay, t->ranks[j], &pp_i, &si);
+			ids[i * (int)n + (int)si] = first + j;
+			t->done[si] = 1;
+		}
+	}
+	return 0;
+}
+
+/* Op i of block b on the n simulated ranks of a stage into
  * ids[i * n + k]. */
 static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 		   const struct task_info *info, task_id *ids)
@@ -85,46 +152,31 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 	const struct block_op *op = &b->op[i];
 	uint32_t k;
 
-	if (op->kind == LOP_KERNEL) {
-		for (k = 0; k < n; k++) {
-			ids[i * (int)n + (int)k] = prog_task(t->prog, t->ranks[k],
-				TRAIN_ST_COMPUTE, op->time_s, info);
-			if (ids[i * (int)n + (int)k] == TASK_NONE)
-				return -1;
-		}
-	} else {
-		struct coll_desc c = {
-			.op = op->coll, .bytes = op->bytes, .gpus = t->gpus,
-			.ngpus = (uint32_t)t->lay.tp, .algo = -1, .proto = -1,
-			.replicas = layout_tp_replicas(&t->lay),
-		};
-		c.sm_share = train_sm_share(t, op->coll, t->gpus, c.ngpus,
-					    t->dims.chunks > 1);
-		task_id first = prog_coll(t->prog, t->ranks, n, TRAIN_ST_TP,
-					  &c, info);
-
-		if (first == TASK_NONE)
+	if (op->kind != LOP_KERNEL)
+		return inst_coll(t, b, i, n, info, ids);
+	for (k = 0; k < n; k++) {
+		ids[i * (int)n + (int)k] = prog_task(t->prog, t->stage_ranks[k],
+			TRAIN_ST_COMPUTE, op->time_s, info);
+		if (ids[i * (int)n + (int)k] == TASK_NONE)
 			return -1;
-		for (k = 0; k < n; k++)
-			ids[i * (int)n + (int)k] = first + k;
 	}
 	return 0;
 }
 
-/* Block b as unit u of action a on the TP group t->ranks[0..n-1], each
- * member waiting for in[k] (TASK_NONE: nothing). The tasks waiting for
- * in[] are the unit's first tasks when `first` is set. */
-static int inst_block(struct train *t, const struct block *b, uint32_t n,
+/* Ops [lo, hi) of block b as unit u of action a on the stage's
+ * simulated ranks t->stage_ranks[0..n-1], their task ids in ids (op i of
+ * rank k at ids[i * n + k]), the ops taking the unit's input waiting for
+ * in[k] (TASK_NONE: nothing) and recorded as the unit's first tasks when
+ * `first` is set. */
+static int inst_range(struct train *t, const struct block *b, uint32_t n,
 		      const task_id *in, int64_t a, int64_t u,
-		      const struct task_info *tmpl, int first)
+		      const struct task_info *tmpl, int first, int lo, int hi,
+		      task_id *ids)
 {
-	task_id *ids = t->scratch;
 	int i, e;
 	uint32_t k;
 
-	for (k = 0; k < n && first; k++)
-		train_unit(t, t->ranks[k], a, u)->nfirst = 0;
-	for (i = 0; i < b->n; i++) {
+	for (i = lo; i < hi; i++) {
 		struct task_info info = *tmpl;
 
 		info.name = b->op[i].name;
@@ -140,14 +192,45 @@ static int inst_block(struct train *t, const struct block *b, uint32_t n,
 						 ids[dep * (int)n + (int)k];
 
 				if (dep == LAYER_IN && first)
-					record_first(train_unit(t, t->ranks[k], a, u), me);
+					record_first(train_unit(t, t->stage_ranks[k],
+								a, u), me);
 				if (train_dep(t, before, me) != 0)
 					return -1;
 			}
 		}
 	}
+	return 0;
+}
+
+static void unit_begin(struct train *t, uint32_t n, int64_t a, int64_t u,
+		       int first)
+{
+	uint32_t k;
+
+	for (k = 0; k < n && first; k++)
+		train_unit(t, t->stage_ranks[k], a, u)->nfirst = 0;
+}
+
+static void unit_end(struct train *t, const struct block *b, uint32_t n,
+		     int64_t a, int64_t u, const task_id *ids)
+{
+	uint32_t k;
+
 	for (k = 0; k < n; k++)
-		train_unit(t, t->ranks[k], a, u)->last = ids[(b->n - 1) * (int)n + (int)k];
+		train_unit(t, t->stage_ranks[k], a, u)->last =
+			ids[(b->n - 1) * (int)n + (int)k];
+}
+
+/* Block b as unit u of action a (inst_range over all its ops). */
+static int inst_block(struct train *t, const struct block *b, uint32_t n,
+		      const task_id *in, int64_t a, int64_t u,
+		      const struct task_info *tmpl, int first)
+{
+	unit_begin(t, n, a, u, first);
+	if (inst_range(t, b, n, in, a, u, tmpl, first, 0, b->n,
+		       t->scratch) != 0)
+		return -1;
+	unit_end(t, b, n, a, u, t->scratch);
 	return 0;
 }
 
@@ -167,45 +250,176 @@ static int gather_input(struct train *t, uint32_t n, task_id *in, int64_t a,
 	if (inst_block(t, t->pg, n, in, a, 0, info, 1) != 0)
 		return -1;
 	for (k = 0; k < n; k++)
-		in[k] = train_unit(t, t->ranks[k], a, 0)->last;
+		in[k] = train_unit(t, t->stage_ranks[k], a, 0)->last;
 	return 0;
 }
 
-/* Every action of pipeline rank s on the TP group of data-parallel index
- * dp_i: its units chained, the head's backward after its forward. */
-static int build_group(struct train *t, int64_t s, int64_t dp_i, task_id *in)
+/* Action a's input before its first unit (in[k] per simulated GPU): the
+ * head's forward for the last stage's backward, and the gather of a
+ * scattered pipeline transfer. */
+static int action_begin(struct train *t, int64_t s, uint32_t n, int64_t a,
+			task_id *in, struct task_info *info)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	uint32_t n = (uint32_t)t->lay.sim_tp, k;
+	struct sched_action act = sp->acts[a];
+	int64_t vs = train_vs(t, s, act.chunk);
+	uint32_t k;
+
+	*info = (struct task_info){ .microbatch = (int32_t)act.mb };
+	for (k = 0; k < n; k++) {
+		in[k] = TASK_NONE;
+		if (act.bwd && vs == t->stages - 1)
+			in[k] = train_action_end(t, t->stage_ranks[k],
+				sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
+	}
+	if (t->pg && receives(t, act, vs) && gather_input(t, n, in, a, info) != 0)
+		return -1;
+	return 0;
+}
+
+/* Unit u of action a as a whole; in[] advances to its end. */
+static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
+		       int64_t u, task_id *in, struct task_info *info)
+{
+	struct sched_action act = t->stage[s].acts[a];
+	int64_t vs = train_vs(t, s, act.chunk);
+	const struct block *b = train_unit_block(t, vs, act.bwd, u,
+						 &info->layer);
+	uint32_t k;
+
+	if (inst_block(t, b, n, in, a, u, info,
+		       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		in[k] = train_unit(t, t->stage_ranks[k], a, u)->last;
+	return 0;
+}
+
+/* The ends of block b's segments: each runs to and includes one of its
+ * dispatch/combine all-to-alls, the last to the block's end. Returns the
+ * count (1: no all-to-all). */
+static int segments(const struct block *b, int *ends)
+{
+	int i, c = 0;
+
+	for (i = 0; i < b->n; i++)
+		if (b->op[i].kind != LOP_KERNEL && b->op[i].ep_path)
+			ends[c++] = i + 1;
+	if (c == 0 || ends[c - 1] < b->n)
+		ends[c++] = b->n;
+	return c;
+}
+
+/* Unit u of the paired actions x (backward) and y (forward), their
+ * blocks' segments alternating on the compute stream, x's first: each
+ * all-to-all (issued at the end of a segment, on the EP stream) runs
+ * under the other action's next segment (Megatron-Core's
+ * overlap_moe_expert_parallel_comm: combine backward under attention,
+ * dispatch under the experts' backward, ...). */
+static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
+		     int64_t y, int64_t u, task_id *inx, task_id *iny,
+		     struct task_info *ix, struct task_info *iy)
+{
+	struct sched_action ax = t->stage[s].acts[x], ay = t->stage[s].acts[y];
+	int64_t vx = train_vs(t, s, ax.chunk), vy = train_vs(t, s, ay.chunk);
+	const struct block *bx = train_unit_block(t, vx, ax.bwd, u, &ix->layer);
+	const struct block *by = train_unit_block(t, vy, ay.bwd, u, &iy->layer);
+	int fx = !(u == 0 && t->pg && receives(t, ax, vx));
+	int fy = !(u == 0 && t->pg && receives(t, ay, vy));
+	int ex[LAYER_MAX_OPS + 1], ey[LAYER_MAX_OPS + 1];
+	int cx = segments(bx, ex), cy = segments(by, ey), i, lx = 0, ly = 0;
+	uint32_t k;
+
+	unit_begin(t, n, x, u, fx);
+	unit_begin(t, n, y, u, fy);
+	for (i = 0; i < cx || i < cy; i++) {
+		if (i < cx && inst_range(t, bx, n, inx, x, u, ix, fx, lx, ex[i],
+					 t->scratch) != 0)
+			return -1;
+		if (i < cy && inst_range(t, by, n, iny, y, u, iy, fy, ly, ey[i],
+					 t->scratch2) != 0)
+			return -1;
+		lx = i < cx ? ex[i] : lx;
+		ly = i < cy ? ey[i] : ly;
+	}
+	unit_end(t, bx, n, x, u, t->scratch);
+	unit_end(t, by, n, y, u, t->scratch2);
+	for (k = 0; k < n; k++) {
+		inx[k] = train_unit(t, t->stage_ranks[k], x, u)->last;
+		iny[k] = train_unit(t, t->stage_ranks[k], y, u)->last;
+	}
+	return 0;
+}
+
+/* Whether actions a and a + 1 of a stage run as a pair: a forward and a
+ * backward of different microbatches (or chunks), so neither waits for
+ * the other, both of MoE layers. */
+static int pairs(const struct train *t, int64_t s, int64_t a)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	struct sched_action p, q;
+
+	if (!t->a2a_overlap || a + 1 >= sp->nacts)
+		return 0;
+	p = sp->acts[a];
+	q = sp->acts[a + 1];
+	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
+}
+
+/* Actions a and a + 1 paired (pairs()): unit by unit, the backward's
+ * segments first. */
+static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
+		      task_id *in, task_id *in2)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t x = sp->acts[a].bwd ? a : a + 1, y = x == a ? a + 1 : a, u;
+	int64_t nx = train_units(t, train_vs(t, s, sp->acts[x].chunk));
+	int64_t ny = train_units(t, train_vs(t, s, sp->acts[y].chunk));
+	struct task_info ix, iy;
+
+	if (action_begin(t, s, n, x, in, &ix) != 0 ||
+	    action_begin(t, s, n, y, in2, &iy) != 0)
+		return -1;
+	for (u = 0; u < nx || u < ny; u++) {
+		if (u < nx && u < ny) {
+			if (pair_unit(t, s, n, x, y, u, in, in2, &ix, &iy) != 0)
+				return -1;
+			continue;
+		}
+		if (u < nx && action_unit(t, s, n, x, u, in, &ix) != 0)
+			return -1;
+		if (u < ny && action_unit(t, s, n, y, u, in2, &iy) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every action of pipeline rank s on all its simulated GPUs: its units
+ * chained, the head's backward after its forward; with moe.a2a_overlap
+ * neighbouring forward and backward actions paired (build_pair). */
+static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	uint32_t n = (uint32_t)t->lay.sim, k;
 	int64_t a, u;
 
 	for (k = 0; k < n; k++)
-		t->ranks[k] = layout_rank(&t->lay, s, dp_i, (int64_t)k);
-	layout_tp_gpus(&t->lay, s, dp_i, t->gpus);
+		t->stage_ranks[k] = layout_rank(&t->lay, s, (int64_t)k);
 	for (a = 0; a < sp->nacts; a++) {
-		struct sched_action act = sp->acts[a];
-		int64_t vs = train_vs(t, s, act.chunk);
-		struct task_info info = { .microbatch = (int32_t)act.mb };
+		struct task_info info;
 
-		for (k = 0; k < n; k++) {
-			in[k] = TASK_NONE;
-			if (act.bwd && vs == t->stages - 1)
-				in[k] = train_action_end(t, t->ranks[k],
-					sp->lookup[(int64_t)act.chunk * t->m + act.mb]);
-		}
-		if (t->pg && receives(t, act, vs) &&
-		    gather_input(t, n, in, a, &info) != 0)
-			return -1;
-		for (u = 0; u < train_units(t, vs); u++) {
-			const struct block *b = train_unit_block(t, vs, act.bwd,
-								 u, &info.layer);
-
-			if (inst_block(t, b, n, in, a, u, &info,
-				       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
+		if (pairs(t, s, a)) {
+			if (build_pair(t, s, n, a, in, in2) != 0)
 				return -1;
-			for (k = 0; k < n; k++)
-				in[k] = train_unit(t, t->ranks[k], a, u)->last;
+			a++;
+			continue;
 		}
+		if (action_begin(t, s, n, a, in, &info) != 0)
+			return -1;
+		for (u = 0; u < train_units(t, train_vs(t, s, sp->acts[a].chunk));
+		     u++)
+			if (action_unit(t, s, n, a, u, in, &info) != 0)
+				return -1;
 	}
 	return 0;
 }
@@ -224,8 +438,8 @@ static int plan_stage(struct train *t, int64_t s)
 				   (size_t)(n + 1) * sizeof(*sp->unit_off));
 	if (!sp->acts || !sp->lookup || !sp->unit_off)
 		return -1;
-	sched_rank(t->job->parallelism.schedule, t->pp, t->v, t->m, s,
-		   sp->acts);
+	sched_rank_ex(t->job->parallelism.schedule, t->pp, t->v, t->m, s,
+		      t->a2a_overlap, sp->acts);
 	sp->unit_off[0] = 0;
 	for (a = 0; a < n; a++) {
 		struct sched_action act = sp->acts[a];
@@ -237,26 +451,92 @@ static int plan_stage(struct train *t, int64_t s)
 	return 0;
 }
 
+/* FNV-1a of an n x n matrix: the key plans of an uneven all-to-all are
+ * remembered under (nonzero). */
+uint64_t train_matrix_key(const double *m, uint32_t n)
+{
+	const unsigned char *b = (const unsigned char *)m;
+	size_t i, len = (size_t)n * n * sizeof(*m);
+	uint64_t h = 1469598103934665603ull;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+/* The matrix of a ring step over a group of n: each GPU sends `bytes` to
+ * the next. */
+static double *ring_matrix(struct train *t, uint32_t n, double bytes)
+{
+	double *m = arena_alloc(&t->arena, (size_t)n * n * sizeof(*m));
+	uint32_t i;
+
+	if (!m)
+		return NULL;
+	memset(m, 0, (size_t)n * n * sizeof(*m));
+	for (i = 0; i < n; i++)
+		m[i * n + (i + 1) % n] = bytes;
+	return m;
+}
+
 static struct block *new_block(struct train *t, const struct layer_ops *o)
 {
 	struct block *b = arena_alloc(&t->arena, sizeof(*b));
+	int i;
 
-	if (b && block_cost(b, o, t->gpu, &t->dt, t->prog) != 0)
+	if (!b || block_cost(b, o, t->gpu, &t->dt, t->prog) != 0)
 		return NULL;
+	for (i = 0; i < b->n; i++) {
+		struct block_op *op = &b->op[i];
+		uint32_t n;
+
+		if (op->kind != LOP_COLL || !op->p2p_next)
+			continue;
+		n = layout_group_size(&t->lay, (enum layout_group)op->group);
+		op->coll = COLL_ALLTOALL;
+		op->a2a_B = ring_matrix(t, n, op->bytes);
+		op->bytes *= n;	/* all-to-all size: bytes each rank sends */
+		if (!op->a2a_B)
+			return NULL;
+	}
 	return b;
+}
+
+/* The layer kinds the model has, their blocks. */
+static int cost_layers(struct train *t, struct layer_ops *o,
+		       enum layer_recompute rc)
+{
+	const struct model_spec *m = t->job->model;
+	int64_t i;
+	int k;
+
+	for (i = 0; i < m->num_hidden_layers; i++) {
+		int moe = model_layer_moe(m, i);
+		int64_t w = model_layer_window(m, i);
+
+		k = train_kind_index(moe, w > 0);
+		if (t->lf[k])
+			continue;
+		t->kinds[k] = (struct layer_kind){ moe, (double)w };
+		layer_fwd(&t->dims, &t->kinds[k], o);
+		t->lf[k] = new_block(t, o);
+		layer_bwd(&t->dims, &t->kinds[k], rc, o);
+		t->lb[k] = new_block(t, o);
+		if (!t->lf[k] || !t->lb[k])
+			return -1;
+	}
+	return 0;
 }
 
 static int cost_blocks(struct train *t)
 {
 	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
 	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
+	const struct model_spec *m = t->job->model;
+	int64_t last = m->num_hidden_layers - 1;
 
-	if (!o)
+	if (!o || cost_layers(t, o, rc) != 0)
 		return -1;
-	layer_fwd(&t->dims, o);
-	t->lf = new_block(t, o);
-	layer_bwd(&t->dims, rc, o);
-	t->lb = new_block(t, o);
 	layer_embed_fwd(&t->dims, o);
 	t->ef = new_block(t, o);
 	layer_embed_bwd(&t->dims, o);
@@ -265,30 +545,50 @@ static int cost_blocks(struct train *t)
 	t->hf = new_block(t, o);
 	layer_head_bwd(&t->dims, o);
 	t->hb = new_block(t, o);
+	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
+		int k = train_kind_index(model_layer_moe(m, last),
+					 model_layer_window(m, last) > 0);
+
+		layer_mtp_fwd(&t->dims, &t->kinds[k], o);
+		t->mf = new_block(t, o);
+		layer_mtp_bwd(&t->dims, &t->kinds[k], rc, o);
+		t->mb = new_block(t, o);
+		if (!t->mf || !t->mb)
+			return -1;
+	}
 	if (t->dims.pp_gather && t->stages > 1) {
 		layer_pp_gather(&t->dims, o);
 		if (!(t->pg = new_block(t, o)))
 			return -1;
 	}
-	return t->lf && t->lb && t->ef && t->eb && t->hf && t->hb ? 0 : -1;
+	return t->ef && t->eb && t->hf && t->hb ? 0 : -1;
 }
 
 static int alloc_ranks(struct train *t)
 {
 	uint32_t r, nu;
-	int64_t pp_i, dp_i, tp_i;
-	size_t width = (size_t)(t->lay.tp > t->lay.dp ? t->lay.tp : t->lay.dp) + 2;
+	int64_t pp_i, i;
+	size_t width = (size_t)t->lay.stage + 2;
 
 	t->units = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->units));
 	t->last_dp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_dp));
 	t->scratch = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
-				 (size_t)t->lay.sim_tp * sizeof(*t->scratch));
+				 (size_t)t->lay.sim * sizeof(*t->scratch));
+	t->scratch2 = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
+				  (size_t)t->lay.sim * sizeof(*t->scratch2));
+	t->stage_ranks = arena_alloc(&t->arena, (size_t)t->lay.sim *
+				     sizeof(*t->stage_ranks));
+	t->done = arena_alloc(&t->arena, (size_t)t->lay.sim);
+	t->idx = arena_alloc(&t->arena, width * sizeof(*t->idx));
 	t->gpus = arena_alloc(&t->arena, width * sizeof(*t->gpus));
 	t->ranks = arena_alloc(&t->arena, width * sizeof(*t->ranks));
-	if (!t->units || !t->last_dp || !t->scratch || !t->gpus || !t->ranks)
+	t->pos = arena_alloc(&t->arena, width * sizeof(*t->pos));
+	if (!t->units || !t->last_dp || !t->scratch || !t->scratch2 ||
+	    !t->gpus || !t->ranks ||
+	    !t->stage_ranks || !t->done || !t->idx || !t->pos)
 		return -1;
 	for (r = 0; r < t->lay.nranks; r++) {
-		layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+		layout_where(&t->lay, r, &pp_i, &i);
 		nu = t->stage[pp_i].unit_off[t->stage[pp_i].nacts];
 		t->units[r] = arena_alloc(&t->arena, nu * sizeof(struct unit_rec));
 		t->last_dp[r] = TASK_NONE;
@@ -298,10 +598,32 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
+/* The dispatcher's path: a GPU-initiated one, or the library's with the
+ * algorithm it forces (hierarchical). */
+static void ep_path(struct train *t)
+{
+	const struct ep_comm_spec *e = t->job->moe.dispatcher;
+
+	const struct moe_dims *m = &t->dims.moe;
+
+	t->path[0] = t->path[1] = NULL;
+	t->ep_algo = -1;
+	t->ep_units = e ? (double)e->sms : 0;
+	if (!e || !model_is_moe(t->job->model))
+		return;
+	t->path[0] = ep_coll_path(e, m->node_share, m->row_B,
+				  m->dispatch_dt == DTYPE_FP8, 0, &t->ep_path[0],
+				  &t->ep_algo);
+	t->path[1] = ep_coll_path(e, m->node_share, m->row16_B, 0, 0,
+				  &t->ep_path[1], &t->ep_algo);
+}
+
 /* Everything but the program; t->lay is set. */
-static int setup(struct train *t, const struct job_spec *j)
+static int setup(struct train *t, const struct job_spec *j,
+		 struct train_plan *plan, struct diag *d)
 {
 	const struct parallel_spec *p = &j->parallelism;
+	struct route_result route;
 	int64_t s;
 
 	t->job = j;
@@ -310,7 +632,17 @@ static int setup(struct train *t, const struct job_spec *j)
 	t->v = p->vpp;
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
+	t->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	t->a2a_overlap = model_is_moe(j->model) && j->moe.a2a_overlap &&
+			 j->parallelism.ep > 1;
 	layer_dims_from_job(j, &t->dims);
+	if (model_is_moe(j->model)) {
+		if (route_plan(j, &t->dims, &t->arena, &route, d) != 0)
+			return -1;
+		plan->routing = route.method;
+		plan->max_mean = route.max_mean;
+	}
+	ep_path(t);
 	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
@@ -328,7 +660,7 @@ static void name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
-		"pp_bwd_wrap", "dp", "dp_gather",
+		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep",
 	};
 	uint32_t s;
 
@@ -341,45 +673,45 @@ static void fill_plan(const struct train *t, struct train_plan *plan)
 {
 	const struct job_spec *j = t->job;
 	double model = 0, exec = 0, scale;
-	int64_t vs;
+	int64_t vs, u, n;
 
 	for (vs = 0; vs < t->stages; vs++) {
-		double n = (double)t->split[vs];
+		n = train_units(t, vs);
+		for (u = 0; u < n; u++) {
+			int32_t layer;
+			const struct block *f = train_unit_block(t, vs, 0, u, &layer);
+			const struct block *b = train_unit_block(t, vs, 1, n - 1 - u,
+								 &layer);
 
-		model += n * (t->lf->model_flops + t->lb->model_flops);
-		exec += n * (t->lf->flops + t->lb->flops);
-		if (vs == 0) {
-			model += t->ef->model_flops + t->eb->model_flops;
-			exec += t->ef->flops + t->eb->flops;
-		}
-		if (vs == t->stages - 1) {
-			model += t->hf->model_flops + t->hb->model_flops;
-			exec += t->hf->flops + t->hb->flops;
+			model += f->model_flops + b->model_flops;
+			exec += f->flops + b->flops;
 		}
 	}
-	scale = (double)t->m * (double)t->lay.tp * (double)t->lay.dp;
+	scale = (double)t->m * (double)t->lay.stage;
 	plan->lay = t->lay;
 	plan->microbatches = t->m;
 	plan->tokens = (double)j->training.global_batch_size *
 		       (double)j->training.seq_len;
+	/* every GPU of a stage computes the same share of its microbatch
+	 * (tp splits it; cp, dp and ep each hold other tokens) */
 	plan->model_flops = model * scale;
 	plan->exec_flops = exec * scale;
 	plan->params = footprint_model_params(j);
+	plan->active_params = footprint_active_params(j);
 }
 
 static int build_all(struct train *t)
 {
-	task_id *in = arena_alloc(&t->arena,
-				  (size_t)t->lay.sim_tp * sizeof(*in));
-	int64_t s, dp_i;
+	task_id *in = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in));
+	task_id *in2 = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in2));
+	int64_t s;
 
 	name_streams(t->prog);
-	if (!in || cost_blocks(t) != 0)
+	if (!in || !in2 || cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
-		for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
-			if (build_group(t, s, dp_i, in) != 0)
-				return -1;
+		if (build_stage(t, s, in, in2) != 0)
+			return -1;
 	if (train_build_pp(t) != 0 || train_build_dp(t) != 0)
 		return -1;
 	return 0;
@@ -400,38 +732,46 @@ static void set_jitter(struct prog *p, const struct job_spec *j)
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d)
 {
+	const struct parallel_spec *p = &j->parallelism;
 	struct train t;
-	struct prog *p = NULL;
+	struct prog *prog = NULL;
 
 	memset(&t, 0, sizeof(t));
+	memset(plan, 0, sizeof(*plan));
 	arena_init(&t.arena);
-	layout_init(&t.lay, j->parallelism.tp, j->parallelism.cp,
-		    j->parallelism.pp, j->parallelism.dp,
+	layout_init(&t.lay, p->tp, p->cp, p->pp, p->dp,
+		    p->etp > 0 ? p->etp : p->tp, p->ep,
 		    full || j->full_fidelity);
+	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0)
+		layout_set_cp_a2a(&t.lay, p->cp_a2a);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
-	if (!t.prog || setup(&t, j) != 0 || build_all(&t) != 0) {
-		diag_oom(d);
+	if (!t.prog || setup(&t, j, plan, d) != 0 || build_all(&t) != 0) {
+		if (!d->oom)
+			diag_oom(d);
 		prog_free(t.prog);
 		goto out;
 	}
 	fill_plan(&t, plan);
-	p = t.prog;
-	set_jitter(p, j);
+	prog = t.prog;
+	set_jitter(prog, j);
 out:
 	arena_release(&t.arena);
-	return p;
+	return prog;
 }
 
 void train_rank_label(uint32_t rank, char *buf, size_t len, void *arg)
 {
 	const struct layout *l = arg;
-	int64_t pp_i, dp_i, tp_i;
+	struct layout_coord c;
+	int64_t pp_i, i;
 
-	layout_coords(l, rank, &pp_i, &dp_i, &tp_i);
-	if (l->sim_tp == l->tp && l->sim_dp == l->dp)
-		snprintf(buf, len, "pp%lld dp%lld tp%lld", (long long)pp_i,
-			 (long long)dp_i, (long long)tp_i);
+	layout_where(l, rank, &pp_i, &i);
+	layout_coord(l, i, &c);
+	if (l->sim == l->stage)
+		snprintf(buf, len, "pp%lld dp%lld cp%lld tp%lld",
+			 (long long)pp_i, (long long)c.dp_i, (long long)c.cp_i,
+			 (long long)c.tp_i);
 	else
 		snprintf(buf, len, "pp%lld (stands for its %lld GPUs)",
-			 (long long)pp_i, (long long)(l->tp * l->dp));
+			 (long long)pp_i, (long long)l->stage);
 }

@@ -1,10 +1,12 @@
 /*
- * train.h - the step program of one dense training step: every simulated
- * rank's kernels, tensor-, pipeline- and data-parallel collectives and
- * optimizer step, on ordered streams with their dependencies (exec.h).
+ * train.h - the step program of one training step: every simulated
+ * rank's kernels, tensor-, context-, expert-, pipeline- and data-parallel
+ * collectives and optimizer step, on ordered streams with their
+ * dependencies (exec.h).
  *
- * Streams of each simulated rank: compute, tp (tensor-parallel
- * collectives), pp_fwd and pp_bwd (activations to the next stage,
+ * Streams of each simulated rank: compute, tp (tensor-parallel and
+ * expert tensor-parallel collectives), cp (context-parallel K/V
+ * exchange), ep (expert dispatch and combine), pp_fwd and pp_bwd (activations to the next stage,
  * gradients to the previous), pp_fwd_wrap and pp_bwd_wrap (the same
  * between the last and the first rank, for the interleaved schedule's
  * next chunk), dp (gradient reduction) and dp_gather (parameter
@@ -35,6 +37,8 @@ enum train_stream {
 	TRAIN_ST_PP_BWD_WRAP,
 	TRAIN_ST_DP,
 	TRAIN_ST_DP_GATHER,
+	TRAIN_ST_CP,		/* context-parallel K/V exchange */
+	TRAIN_ST_EP,		/* expert dispatch and combine */
 	TRAIN_ST_COUNT
 };
 
@@ -46,12 +50,18 @@ struct train_plan {
 	double model_flops;		/* FLOP per step, whole job, no recompute */
 	double exec_flops;		/* FLOP per step, whole job, as executed */
 	double params;			/* model parameters */
+	double active_params;		/* parameters one token uses (MoE: top-k
+					 * experts and the shared ones) */
+	const char *routing;		/* MoE: how the busiest rank's load was
+					 * found ("exact", "closed_form", "draws",
+					 * "measured"); NULL for dense */
+	double max_mean;		/* MoE: busiest EP rank's rows / mean */
 };
 
 /*
- * Whether llmsim can simulate the job's step yet: dense models without
- * context or expert parallelism, phase training. Returns 0, or -1 after
- * reporting what is not available (a bad-input error: exit 2).
+ * Whether llmsim can simulate the job's step: the GPU has its dtypes.
+ * Returns 0, or -1 after reporting what is not available (a bad-input
+ * error: exit 2).
  */
 int train_check(const struct job_spec *j, struct diag *d);
 
@@ -77,16 +87,19 @@ double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 			   const uint32_t *gpus, uint32_t n, int tp_overlap);
 
 /* Parameters per gradient bucket of one GPU (ZeRO 0-2): at least
- * max(bucket_params, bucket_params_per_dp * dp) (Megatron-Core DDP). */
-double train_bucket_size(const struct job_spec *j);
+ * max(bucket_params, bucket_params_per_dp * group) (Megatron-Core DDP),
+ * the group dp x cp for dense parameters, edp for the routed experts'
+ * (experts 1). */
+double train_bucket_size(const struct job_spec *j, int experts);
 
 /*
  * The gradient buckets of virtual stage vs (split: layers per virtual
- * stage): its units (head, layers, embedding: backward order) grouped in
- * order into buckets of at least `size` parameters of one GPU, the last
- * taking what is left. Bucket i ends at unit last[i] (backward order)
- * and holds params[i] parameters. Returns the count, at most the units
- * of vs (split[vs] + 2); last or params may be NULL.
+ * stage) of a dense model: its units (head, layers, embedding: backward
+ * order) grouped in order into buckets of at least `size` parameters of
+ * one GPU, the last taking what is left, as the builder groups them
+ * (train_dp.c). Bucket i ends at unit last[i] (backward order) and holds
+ * params[i] parameters. Returns the count, at most the units of vs
+ * (split[vs] + 2); last or params may be NULL.
  */
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 		      const int64_t *split, int64_t vs, double size,

@@ -21,6 +21,12 @@
  * finish (at most that many units gathered at once), and its gradient
  * reduce-scattered after each backward (P G bytes).
  *
+ * Groups: dense parameters' gradients reduce over the data-parallel group
+ * with CP (dp x cp GPUs, Megatron's), routed experts' over the expert
+ * data-parallel group (edp GPUs); each has its own buckets (Megatron's
+ * expert-parallel gradient buffers) and, under ZeRO >= 1, its own shard
+ * of the optimizer.
+ *
  * Tied embeddings on pp > 1: the first and last stages all-reduce the
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
  *
@@ -48,9 +54,12 @@
  * Host overhead: the framework's step_overhead, after the optimizer.
  */
 #include <math.h>
+#include <string.h>
 
+#include "base/diag.h"
 #include "gpu/gpu.h"
 #include "footprint.h"
+#include "split.h"
 #include "train_impl.h"
 
 struct bucket {
@@ -59,29 +68,25 @@ struct bucket {
 	int64_t fact;		/* the chunk's first forward action */
 	int64_t u0, u1;		/* units [u0, u1] in backward order */
 	double params;		/* parameters of one GPU */
+	int experts;		/* routed experts' (over edp) or dense (dp x cp) */
 };
 
-/* Members of the DP group of (stage s, tp_i) into t->ranks, GPU ids into
- * t->gpus; returns the member count. */
-static uint32_t dp_group(struct train *t, int64_t s, int64_t tp_i)
+/* The group gradients of this kind reduce over. */
+static enum layout_group grad_group(int experts)
 {
-	int64_t k;
-
-	for (k = 0; k < t->lay.sim_dp; k++)
-		t->ranks[k] = layout_rank(&t->lay, s, k, tp_i);
-	layout_dp_gpus(&t->lay, s, tp_i, t->gpus);
-	return (uint32_t)t->lay.sim_dp;
+	return experts ? LG_EDP : LG_DP;
 }
 
-static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
-		       double bytes, int stream, const char *name)
+/* A data-parallel collective over the group whose members train_group
+ * put in t->gpus (size of them) and t->ranks (n simulated). */
+static task_id dp_coll(struct train *t, enum layout_group g, uint32_t n,
+		       uint32_t size, enum coll_op op, double bytes,
+		       int stream, const char *name)
 {
 	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = t->gpus,
-			       .ngpus = (uint32_t)t->lay.dp, .algo = -1,
-			       .proto = -1,
-			       .replicas = layout_dp_replicas(&t->lay),
-			       .sm_share = train_sm_share(t, op, t->gpus,
-					(uint32_t)t->lay.dp, 0) };
+			       .ngpus = size, .algo = -1, .proto = -1,
+			       .replicas = layout_replicas(&t->lay, g),
+			       .sm_share = train_sm_share(t, op, t->gpus, size, 0) };
 	struct task_info info = { .name = name, .cat = TASK_COMM,
 				  .layer = -1, .microbatch = -1 };
 	task_id first = prog_coll(t->prog, t->ranks, n, (uint32_t)stream, &c,
@@ -92,6 +97,16 @@ static task_id dp_coll(struct train *t, uint32_t n, enum coll_op op,
 		for (k = 0; k < n; k++)
 			t->last_dp[t->ranks[k]] = first + k;
 	return first;
+}
+
+/* Unit u's parameters of one kind (dense or experts) on one GPU. */
+static double unit_params(const struct train *t, int64_t vs, int bwd,
+			  int64_t u, int experts)
+{
+	double dense, ex;
+
+	train_unit_params(t, vs, bwd, u, &dense, &ex);
+	return experts ? ex : dense;
 }
 
 /* ---- buckets (ZeRO 0-2) ---- */
@@ -107,36 +122,67 @@ static int64_t chunk_action(const struct train *t, const struct stage_plan *sp,
 	return sp->lookup[((int64_t)bwd * t->v + c) * t->m + mb];
 }
 
-double train_bucket_size(const struct job_spec *j)
+/* Chunk c's units of one kind, completed by action a, into buckets of
+ * at least size parameters at out; returns how many. */
+static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
+			     int64_t a, double size, int experts,
+			     struct bucket *out)
+{
+	int64_t vs = train_vs(t, s, c), u, n = 0, units = train_units(t, vs);
+	struct bucket b = { .chunk = c, .bact = a, .params = 0,
+			    .fact = chunk_action(t, &t->stage[s], c, 0),
+			    .experts = experts };
+
+	for (u = 0; u < units; u++) {
+		if (b.params == 0)
+			b.u0 = u;
+		b.params += unit_params(t, vs, 1, u, experts);
+		b.u1 = u;
+		if (b.params > 0 && (b.params >= size || u == units - 1)) {
+			out[n++] = b;
+			b.params = 0;
+		}
+	}
+	return n;
+}
+
+double train_bucket_size(const struct job_spec *j, int experts)
 {
 	const struct framework_spec *fw = j->framework;
+	const struct parallel_spec *p = &j->parallelism;
 	double size = (double)fw->bucket_params;
-	double per_dp = (double)fw->bucket_params_per_dp *
-			(double)j->parallelism.dp;
+	double dp = experts ? (double)(p->edp > 0 ? p->edp : 1) :
+			      (double)(p->dp * p->cp);
 
-	return per_dp > size ? per_dp : size;
+	if ((double)fw->bucket_params_per_dp * dp > size)
+		size = (double)fw->bucket_params_per_dp * dp;
+	return size;
 }
 
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 		      const int64_t *split, int64_t vs, double size,
 		      int64_t *last, double *params)
 {
-	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
+	int64_t stages = j->parallelism.pp * j->parallelism.vpp, u, n = 0;
 	int has_embed = vs == 0, has_head = vs == stages - 1;
-	int64_t units = split[vs] + has_embed + has_head, u, n = 0;
+	int64_t units = split[vs] + has_embed + has_head;
+	int64_t first = split_first_layer(split, vs);
 	/* pp = 1: the one rank holds the embedding with the head */
 	int both = j->parallelism.pp == 1;
-	double layer = footprint_unit_params(j, d, UNIT_LAYER, both) / d->tp;
-	double acc = 0;
+	double acc = 0, dense, ex;
 
+	if (model_is_moe(j->model))
+		BUG("train_buckets: dense models only");
 	for (u = 0; u < units; u++) {	/* backward order: head first */
 		if (has_head && u == 0)
-			acc += footprint_unit_params(j, d, UNIT_HEAD, both) / d->tp;
+			dense = footprint_unit_params(j, d, UNIT_HEAD, both);
 		else if (has_embed && u == units - 1)
-			acc += footprint_unit_params(j, d, UNIT_EMBED, both) / d->tp;
+			dense = footprint_unit_params(j, d, UNIT_EMBED, both);
 		else
-			acc += layer;
-		if (acc >= size || u == units - 1) {
+			footprint_layer_params(j, d, first + split[vs] - 1 -
+					       (u - has_head), &dense, &ex);
+		acc += dense / d->tp;
+		if (acc > 0 && (acc >= size || u == units - 1)) {
 			if (last)
 				last[n] = u;
 			if (params)
@@ -148,158 +194,191 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	return n;
 }
 
-/* Chunk c's units, completed by action a, into buckets of at least size
- * parameters at out; returns how many, or -1 when out of memory. */
-static int64_t chunk_buckets(struct train *t, int64_t s, int64_t c,
-			     int64_t a, double size, struct bucket *out)
-{
-	int64_t vs = train_vs(t, s, c), i, n, units = train_units(t, vs);
-	int64_t *last = arena_alloc(&t->arena, (size_t)units * sizeof(*last));
-	double *params = arena_alloc(&t->arena, (size_t)units * sizeof(*params));
-
-	if (!last || !params)
-		return -1;
-	n = train_buckets(t->job, &t->dims, t->split, vs, size, last, params);
-	for (i = 0; i < n; i++)
-		out[i] = (struct bucket){
-			.chunk = c, .bact = a, .params = params[i],
-			.fact = chunk_action(t, &t->stage[s], c, 0),
-			.u0 = i == 0 ? 0 : last[i - 1] + 1, .u1 = last[i],
-		};
-	return n;
-}
-
 /* The stage's buckets in the order their gradients complete, into
  * t->stage[s]. Returns 0, or -1 when out of memory. */
 static int plan_buckets(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	double size = train_bucket_size(t->job);
+	const struct framework_spec *fw = t->job->framework;
+	double size[2] = { (double)fw->bucket_params, (double)fw->bucket_params };
+	double dp[2] = { (double)(t->lay.dp * t->lay.cp), (double)t->lay.edp };
 	int64_t a, c, max = 0;
+	int e;
 
-	for (c = 0; c < t->v; c++)	/* at most one bucket per unit */
-		max += train_units(t, train_vs(t, s, c));
+	for (e = 0; e < 2; e++)
+		if ((double)fw->bucket_params_per_dp * dp[e] > size[e])
+			size[e] = (double)fw->bucket_params_per_dp * dp[e];
+	for (c = 0; c < t->v; c++)	/* at most one bucket per unit and kind */
+		max += 2 * train_units(t, train_vs(t, s, c));
 	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
 	if (!sp->buckets)
 		return -1;
 	sp->nbuckets = 0;
 	for (a = 0; a < sp->nacts; a++) {
 		c = sp->acts[a].chunk;
-		if (sp->acts[a].bwd && chunk_action(t, sp, c, 1) == a) {
-			int64_t n = chunk_buckets(t, s, c, a, size,
-						  sp->buckets + sp->nbuckets);
-
-			if (n < 0)
-				return -1;
-			sp->nbuckets += n;
-		}
+		if (!sp->acts[a].bwd || chunk_action(t, sp, c, 1) != a)
+			continue;
+		for (e = 0; e < 2; e++)
+			sp->nbuckets += chunk_buckets(t, s, c, a, size[e], e,
+						      sp->buckets + sp->nbuckets);
 	}
 	return 0;
 }
 
-/* Gradient reductions of one DP group, after their units (or the whole
- * backward). */
-static int reduce_buckets(struct train *t, uint32_t n,
-			  const struct bucket *bk, int64_t nb)
+/* Each data-parallel group of stage s of one kind (dense or experts),
+ * its members in t->gpus (size of them) and its simulated members in
+ * t->ranks (n): fn(t, n, size, arg) once per group. Groups are visited
+ * per item (bucket, unit) so that the collectives of both kinds keep
+ * the items' order on their streams. */
+static int for_groups(struct train *t, int64_t s, int experts,
+		      int (*fn)(struct train *, uint32_t, uint32_t, void *),
+		      void *arg)
 {
+	uint32_t k, j, n, size;
+
+	memset(t->done, 0, (size_t)t->lay.sim);
+	for (k = 0; k < (uint32_t)t->lay.sim; k++) {
+		if (t->done[k])
+			continue;
+		n = train_group(t, grad_group(experts),
+				layout_rank(&t->lay, s, k), &size);
+		for (j = 0; j < n; j++) {
+			int64_t pp_i, i;
+
+			layout_where(&t->lay, t->ranks[j], &pp_i, &i);
+			t->done[i] = 1;
+		}
+		if (size > 1 && fn(t, n, size, arg) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A bucket's gradient reduction on one group, after its units (or the
+ * whole backward). */
+static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
+{
+	const struct bucket *b = arg;
 	int zero = (int)t->job->training.zero_stage;
-	int64_t i;
+	task_id first = dp_coll(t, grad_group(b->experts), n, size,
+				zero == 0 ? COLL_ALLREDUCE : COLL_REDUCESCATTER,
+				b->params * t->dims.grad_B, TRAIN_ST_DP,
+				b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
 	uint32_t k;
 
-	for (i = 0; i < nb; i++) {
-		task_id first = dp_coll(t, n, zero == 0 ? COLL_ALLREDUCE :
-					COLL_REDUCESCATTER, bk[i].params * t->dims.grad_B,
-					TRAIN_ST_DP, "dp_grad_reduce");
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++) {
+		uint32_t r = t->ranks[k];
+		task_id ready = t->job->framework->overlap_grad_reduce ?
+			train_unit(t, r, b->bact, b->u1)->last :
+			train_action_end(t, r, t->stage[0].nacts - 1);
 
-		if (first == TASK_NONE)
+		if (train_dep(t, ready, first + k) != 0)
 			return -1;
-		for (k = 0; k < n; k++) {
-			uint32_t r = t->ranks[k];
-			task_id ready = t->job->framework->overlap_grad_reduce ?
-				train_unit(t, r, bk[i].bact, bk[i].u1)->last :
-				train_action_end(t, r, t->stage[0].nacts - 1);
-
-			if (train_dep(t, ready, first + k) != 0)
-				return -1;
-		}
 	}
 	return 0;
 }
 
 /* The distributed optimizer's all-gather of a bucket's 16-bit weights. */
-static task_id param_gather(struct train *t, uint32_t n, const struct bucket *b)
+static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
+			    const struct bucket *b)
 {
-	return dp_coll(t, n, COLL_ALLGATHER, b->params * t->dims.act_B,
-		       TRAIN_ST_DP_GATHER, "dp_param_allgather");
+	return dp_coll(t, grad_group(b->experts), n, size, COLL_ALLGATHER,
+		       b->params * t->dims.act_B, TRAIN_ST_DP_GATHER,
+		       b->experts ? "edp_param_allgather" : "dp_param_allgather");
 }
 
-/* The distributed optimizer's all-gathers at the start of the step, in
- * forward order, each chunk's first forward waiting for its buckets. */
-static int gather_at_start(struct train *t, uint32_t n, const struct bucket *bk,
-			   int64_t nb, int64_t s)
+struct gather_arg {
+	const struct bucket *b;
+	int64_t s;
+};
+
+/* A bucket's all-gather at the start of the step on one group; its
+ * chunk's first forward waits for it. */
+static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
-	int64_t i, u, units;
+	const struct gather_arg *g = arg;
+	const struct bucket *b = g->b;
+	task_id first = param_gather(t, n, size, b);
+	int64_t u, units = train_units(t, train_vs(t, g->s, b->chunk));
 	uint32_t k, f;
 
-	for (i = nb - 1; i >= 0; i--) {
-		task_id first = param_gather(t, n, &bk[i]);
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++)
+		for (u = b->u0; u <= b->u1; u++) {
+			struct unit_rec *rec = train_unit(t, t->ranks[k], b->fact,
+							  units - 1 - u);
 
-		if (first == TASK_NONE)
-			return -1;
-		units = train_units(t, train_vs(t, s, bk[i].chunk));
-		for (k = 0; k < n; k++)
-			for (u = bk[i].u0; u <= bk[i].u1; u++) {
-				struct unit_rec *rec = train_unit(t, t->ranks[k],
-					bk[i].fact, units - 1 - u);
-
-				for (f = 0; f < rec->nfirst; f++)
-					if (train_dep(t, first + k, rec->first[f]) != 0)
-						return -1;
-			}
-	}
+			for (f = 0; f < rec->nfirst; f++)
+				if (train_dep(t, first + k, rec->first[f]) != 0)
+					return -1;
+		}
 	return 0;
 }
 
 /* ---- FSDP (ZeRO 3) ---- */
 
-static int fsdp_group(struct train *t, uint32_t n, int64_t s)
+struct fsdp_arg {
+	int64_t a, u, q;	/* action, unit, units before it on the rank */
+	double params;		/* of this kind, one GPU */
+	int bwd, experts;
+};
+
+/* One unit's parameter all-gather (and after a backward its gradients'
+ * reduce-scatter) on one group. */
+static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
-	const struct stage_plan *sp = &t->stage[s];
-	int64_t a, u, q = 0, ahead = t->job->framework->fsdp_prefetch_units;
+	const struct fsdp_arg *x = arg;
+	int64_t ahead = t->job->framework->fsdp_prefetch_units;
+	enum layout_group g = grad_group(x->experts);
+	task_id ag, rs = TASK_NONE;
 	uint32_t k, f;
 
-	for (a = 0; a < sp->nacts; a++) {
-		int64_t vs = train_vs(t, s, sp->acts[a].chunk);
+	ag = dp_coll(t, g, n, size, COLL_ALLGATHER, x->params * t->dims.act_B,
+		     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
+	if (ag == TASK_NONE)
+		return -1;
+	if (x->bwd) {
+		rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
+			     x->params * t->dims.grad_B, TRAIN_ST_DP,
+			     "fsdp_grad_reducescatter");
+		if (rs == TASK_NONE)
+			return -1;
+	}
+	for (k = 0; k < n; k++) {
+		struct unit_rec *rec = train_unit(t, t->ranks[k], x->a, x->u);
+		struct unit_rec *all = t->units[t->ranks[k]];
 
-		for (u = 0; u < train_units(t, vs); u++, q++) {
-			double p = train_unit_params(t, vs, sp->acts[a].bwd, u);
-			task_id ag = dp_coll(t, n, COLL_ALLGATHER, p * t->dims.act_B,
-					     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
-			task_id rs = TASK_NONE;
-
-			if (ag == TASK_NONE)
+		if (x->q >= ahead &&
+		    train_dep(t, all[x->q - ahead].last, ag + k) != 0)
+			return -1;
+		for (f = 0; f < rec->nfirst; f++)
+			if (train_dep(t, ag + k, rec->first[f]) != 0)
 				return -1;
-			if (sp->acts[a].bwd) {
-				rs = dp_coll(t, n, COLL_REDUCESCATTER, p * t->dims.grad_B,
-					     TRAIN_ST_DP, "fsdp_grad_reducescatter");
-				if (rs == TASK_NONE)
-					return -1;
-			}
-			for (k = 0; k < n; k++) {
-				struct unit_rec *rec = train_unit(t, t->ranks[k], a, u);
-				struct unit_rec *all = t->units[t->ranks[k]];
+		if (rs != TASK_NONE && train_dep(t, rec->last, rs + k) != 0)
+			return -1;
+	}
+	return 0;
+}
 
-				if (q >= ahead &&
-				    train_dep(t, all[q - ahead].last, ag + k) != 0)
-					return -1;
-				for (f = 0; f < rec->nfirst; f++)
-					if (train_dep(t, ag + k, rec->first[f]) != 0)
-						return -1;
-				if (rs != TASK_NONE &&
-				    train_dep(t, rec->last, rs + k) != 0)
+static int fsdp_stage(struct train *t, int64_t s, int kinds)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	struct fsdp_arg x = { 0, 0, 0, 0, 0, 0 };
+
+	for (x.a = 0; x.a < sp->nacts; x.a++) {
+		int64_t vs = train_vs(t, s, sp->acts[x.a].chunk);
+
+		x.bwd = sp->acts[x.a].bwd;
+		for (x.u = 0; x.u < train_units(t, vs); x.u++, x.q++)
+			for (x.experts = 0; x.experts < kinds; x.experts++) {
+				x.params = unit_params(t, vs, x.bwd, x.u, x.experts);
+				if (x.params > 0 &&
+				    for_groups(t, s, x.experts, fsdp_one, &x) != 0)
 					return -1;
 			}
-		}
 	}
 	return 0;
 }
@@ -308,24 +387,24 @@ static int fsdp_group(struct train *t, uint32_t n, int64_t s)
 
 static int stage_dp(struct train *t, int64_t s)
 {
-	int zero = (int)t->job->training.zero_stage;
 	const struct bucket *bk = t->stage[s].buckets;
-	int64_t tp_i, nb = t->stage[s].nbuckets;
+	int64_t i, nb = t->stage[s].nbuckets;
+	int kinds = model_is_moe(t->job->model) ? 2 : 1;
 
-	for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
-		uint32_t n = dp_group(t, s, tp_i);
+	if (t->job->training.zero_stage >= 3)
+		return fsdp_stage(t, s, kinds);
+	if (t->job->training.zero_stage >= 1 &&
+	    t->job->framework->overlap_param_gather)
+		for (i = nb - 1; i >= 0; i--) {
+			struct gather_arg g = { &bk[i], s };
 
-		if (zero >= 3) {
-			if (fsdp_group(t, n, s) != 0)
+			if (for_groups(t, s, bk[i].experts, gather_one, &g) != 0)
 				return -1;
-			continue;
 		}
-		if (zero >= 1 && t->job->framework->overlap_param_gather &&
-		    gather_at_start(t, n, bk, nb, s) != 0)
+	for (i = 0; i < nb; i++)
+		if (for_groups(t, s, bk[i].experts, reduce_one,
+			       (void *)&bk[i]) != 0)
 			return -1;
-		if (reduce_buckets(t, n, bk, nb) != 0)
-			return -1;
-	}
 	return 0;
 }
 
@@ -334,7 +413,7 @@ static int stage_dp(struct train *t, int64_t s)
 static int tie_embeddings(struct train *t)
 {
 	const struct layer_dims *d = &t->dims;
-	int64_t dp_i, tp_i;
+	int64_t i;
 	uint32_t gpus[2];
 	struct coll_desc c = { .op = COLL_ALLREDUCE, .gpus = gpus, .ngpus = 2,
 			       .algo = -1, .proto = -1,
@@ -346,17 +425,16 @@ static int tie_embeddings(struct train *t)
 	if (!t->job->model->tie_word_embeddings || t->pp < 2)
 		return 0;
 	c.bytes = d->vocab / d->tp * d->hidden * d->grad_B;
-	for (dp_i = 0; dp_i < t->lay.sim_dp; dp_i++)
-		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
+	for (i = 0; i < t->lay.sim; i++) {
 			uint32_t ranks[2] = {
-				layout_rank(&t->lay, 0, dp_i, tp_i),
-				layout_rank(&t->lay, t->pp - 1, dp_i, tp_i),
+				layout_rank(&t->lay, 0, i),
+				layout_rank(&t->lay, t->pp - 1, i),
 			};
 			task_id first;
 			uint32_t k;
 
-			gpus[0] = layout_gpu(&t->lay, 0, dp_i, tp_i);
-			gpus[1] = layout_gpu(&t->lay, t->pp - 1, dp_i, tp_i);
+			gpus[0] = layout_gpu(&t->lay, 0, i);
+			gpus[1] = layout_gpu(&t->lay, t->pp - 1, i);
 			c.sm_share = train_sm_share(t, COLL_ALLREDUCE, gpus, 2, 0);
 			first = prog_coll(t->prog, ranks, 2, TRAIN_ST_DP, &c, &info);
 			if (first == TASK_NONE)
@@ -406,19 +484,24 @@ static double mt_pass(const struct gpu_spec *g, double p, double r, double w,
 double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, int64_t s)
 {
+	const struct parallel_spec *pl = &j->parallelism;
 	const struct opt_step_spec *o = &j->framework->optimizer_step;
 	const struct gpu_spec *g = j->system->gpu;
 	struct footprint_param_bytes b;
-	double p = footprint_rank_params(j, d, split, s);
+	double dense, experts, p;
 	double upd = j->training.optimizer == OPT_ADAM ? ADAM_FLOPS : SGD_FLOPS;
 	double G, M, S, sum = 0;
 
+	footprint_rank_params_split(j, d, split, s, &dense, &experts);
 	footprint_param_bytes(j, &b);
 	G = b.grads_B;
 	M = b.master_B > 0 ? b.master_B : b.weights_B;
 	S = b.states_B;
-	if (j->training.zero_stage >= 1)
-		p /= (double)j->parallelism.dp;
+	if (j->training.zero_stage >= 1) {	/* the distributed optimizer's shard */
+		dense /= (double)(pl->dp * pl->cp);
+		experts /= (double)(pl->edp > 0 ? pl->edp : 1);
+	}
+	p = dense + experts;
 	if (o->grad_unscale && j->training.dtype == DTYPE_FP16)
 		sum += mt_pass(g, p, G, G, 1);
 	if (o->grad_norm)
@@ -445,40 +528,45 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
  * pipeline stage. */
 static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 {
-	int64_t pp_i, dp_i, tp_i;
+	int64_t pp_i, i;
 	struct task_info info = { .name = "optimizer", .cat = TASK_OPTIMIZER,
 				  .layer = -1, .microbatch = -1 };
 	task_id id;
 
-	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	layout_where(&t->lay, r, &pp_i, &i);
 	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
 	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0)
 		return TASK_NONE;
 	return id;
 }
 
-/* The distributed optimizer's all-gathers after the step when they are
+/* A bucket's all-gather after the optimizer on one group, when it is
  * not overlapped with the next forward. */
-static int gather_after(struct train *t, const task_id *opt)
+static int gather_after_one(struct train *t, uint32_t n, uint32_t size,
+			    void *arg)
 {
-	int64_t s, tp_i, i;
-	uint32_t k, n;
+	task_id first = param_gather(t, n, size, arg);
+	uint32_t k;
+
+	if (first == TASK_NONE)
+		return -1;
+	for (k = 0; k < n; k++)
+		if (train_dep(t, t->opt[t->ranks[k]], first + k) != 0)
+			return -1;
+	return 0;
+}
+
+static int gather_after(struct train *t)
+{
+	int64_t s, i;
 
 	for (s = 0; s < t->pp; s++) {
 		const struct bucket *bk = t->stage[s].buckets;
 
-		for (tp_i = 0; tp_i < t->lay.sim_tp; tp_i++) {
-			n = dp_group(t, s, tp_i);
-			for (i = t->stage[s].nbuckets - 1; i >= 0; i--) {
-				task_id first = param_gather(t, n, &bk[i]);
-
-				if (first == TASK_NONE)
-					return -1;
-				for (k = 0; k < n; k++)
-					if (train_dep(t, opt[t->ranks[k]], first + k) != 0)
-						return -1;
-			}
-		}
+		for (i = t->stage[s].nbuckets - 1; i >= 0; i--)
+			if (for_groups(t, s, bk[i].experts, gather_after_one,
+				       (void *)&bk[i]) != 0)
+				return -1;
 	}
 	return 0;
 }
@@ -511,7 +599,8 @@ int train_build_dp(struct train *t)
 
 	if (!opt || !opt_s)
 		return -1;
-	for (s = 0; t->lay.dp > 1 && s < t->pp; s++)
+	t->opt = opt;
+	for (s = 0; t->lay.stage > t->lay.tp && s < t->pp; s++)
 		if ((j->training.zero_stage < 3 && plan_buckets(t, s) != 0) ||
 		    stage_dp(t, s) != 0)
 			return -1;
@@ -522,9 +611,9 @@ int train_build_dp(struct train *t)
 	for (r = 0; r < t->lay.nranks; r++)
 		if ((opt[r] = optimizer(t, r, opt_s)) == TASK_NONE)
 			return -1;
-	if (t->lay.dp > 1 && j->training.zero_stage >= 1 &&
+	if (t->lay.stage > t->lay.tp && j->training.zero_stage >= 1 &&
 	    j->training.zero_stage < 3 && !j->framework->overlap_param_gather &&
-	    gather_after(t, opt) != 0)
+	    gather_after(t) != 0)
 		return -1;
 	return overhead(t, opt);
 }

@@ -1,7 +1,8 @@
 /*
  * train_impl.c - what the step-program builder's files share (declared in
  * train_impl.h): dependencies, the units of an action and their records,
- * the parameters a unit holds, and the compute share a collective holds.
+ * the parameters a unit holds, groups of simulated ranks, and the compute
+ * share a collective holds.
  *
  * A leaf of the builder: train.c, train_pp.c and train_dp.c call it; it
  * calls none of them.
@@ -20,61 +21,99 @@ int train_dep(struct train *t, task_id before, task_id after)
 
 int64_t train_units(const struct train *t, int64_t vs)
 {
-	return t->split[vs] + (vs == 0) + (vs == t->stages - 1);
+	int last = vs == t->stages - 1;
+
+	return t->split[vs] + (vs == 0) + last + (last ? t->mtp : 0);
 }
 
 struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
 			    int64_t u)
 {
-	int64_t pp_i, dp_i, tp_i;
+	int64_t pp_i, i;
 
-	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	layout_where(&t->lay, r, &pp_i, &i);
 	return &t->units[r][t->stage[pp_i].unit_off[a] + u];
 }
 
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a)
 {
-	int64_t pp_i, dp_i, tp_i;
+	int64_t pp_i, i;
 	const struct stage_plan *sp;
 
-	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	layout_where(&t->lay, r, &pp_i, &i);
 	sp = &t->stage[pp_i];
 	return t->units[r][sp->unit_off[a + 1] - 1].last;
 }
 
-/* What unit u of an action on vs is: its block, its global layer index
- * (-1 for the embedding and head) and, for backward, the reverse order. */
+/* The kind index of layer i. */
+static int layer_kind(const struct train *t, int64_t i)
+{
+	const struct model_spec *m = t->job->model;
+
+	return train_kind_index(model_layer_moe(m, i),
+				model_layer_window(m, i) > 0);
+}
+
 const struct block *train_unit_block(const struct train *t, int64_t vs,
 				     int bwd, int64_t u, int32_t *layer)
 {
 	int64_t n = train_units(t, vs), first = split_first_layer(t->split, vs);
 	int64_t k = bwd ? n - 1 - u : u;	/* position in forward order */
-	int has_embed = vs == 0, has_head = vs == t->stages - 1;
+	int has_embed = vs == 0, last = vs == t->stages - 1;
+	int64_t head = last ? n - 1 - t->mtp : n;	/* the head's position */
+	int kind;
 
 	*layer = -1;
 	if (has_embed && k == 0)
 		return bwd ? t->eb : t->ef;
-	if (has_head && k == n - 1)
+	if (last && k == head)
 		return bwd ? t->hb : t->hf;
+	if (last && k > head)
+		return bwd ? t->mb : t->mf;
 	*layer = (int32_t)(first + k - has_embed);
-	return bwd ? t->lb : t->lf;
+	kind = layer_kind(t, *layer);
+	return bwd ? t->lb[kind] : t->lf[kind];
 }
 
-double train_unit_params(const struct train *t, int64_t vs, int bwd,
-			 int64_t u)
+void train_unit_params(const struct train *t, int64_t vs, int bwd,
+		       int64_t u, double *dense, double *experts)
 {
 	const struct block *b;
-	enum footprint_unit kind = UNIT_LAYER;
 	int32_t layer;
+	double d = 0, e = 0;
 
 	b = train_unit_block(t, vs, bwd, u, &layer);
 	if (b == t->ef || b == t->eb)
-		kind = UNIT_EMBED;
+		d = footprint_unit_params(t->job, &t->dims, UNIT_EMBED, 0);
 	else if (b == t->hf || b == t->hb)
-		kind = UNIT_HEAD;
-	/* pp = 1: the one rank holds the embedding with the head */
-	return footprint_unit_params(t->job, &t->dims, kind, t->pp == 1) /
-	       t->dims.tp;
+		/* pp = 1: the one rank holds the embedding with the head */
+		d = footprint_unit_params(t->job, &t->dims, UNIT_HEAD, t->pp == 1);
+	else if (b == t->mf || b == t->mb)
+		footprint_mtp_params(t->job, &t->dims, &d, &e);
+	else
+		footprint_layer_params(t->job, &t->dims, layer, &d, &e);
+	*dense = d / t->dims.tp;
+	*experts = e / (double)(t->lay.ep * t->lay.etp);
+}
+
+uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
+		     uint32_t *size)
+{
+	int64_t pp_i, i;
+	uint32_t n, k, sim = 0;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	n = layout_group_size(&t->lay, g);
+	layout_group(&t->lay, g, i, t->idx);
+	for (k = 0; k < n; k++) {
+		t->gpus[k] = layout_gpu(&t->lay, pp_i, t->idx[k]);
+		if (t->idx[k] < t->lay.sim) {
+			t->ranks[sim] = layout_rank(&t->lay, pp_i, t->idx[k]);
+			t->pos[sim++] = k;
+		}
+	}
+	*size = n;
+	return sim;
 }
 
 double train_sm_share(const struct train *t, enum coll_op op,

@@ -31,6 +31,14 @@ struct stage_plan {
 	int64_t nbuckets;		/* entries of buckets */
 };
 
+/* Layer kinds: MoE or dense MLP x sliding window or full attention. */
+#define TRAIN_KINDS 4
+
+static inline int train_kind_index(int moe, int sliding)
+{
+	return 2 * moe + sliding;
+}
+
 struct train {
 	const struct job_spec *job;
 	const struct gpu_spec *gpu;
@@ -40,17 +48,39 @@ struct train {
 	int64_t m, v, pp, stages;	/* microbatches, vpp, pp, pp*vpp */
 	int64_t *split;			/* layers per virtual stage */
 	struct layer_dims dims;		/* one microbatch on one GPU */
-	struct block *lf, *lb;		/* layer forward, backward (+ recompute) */
+	struct layer_kind kinds[TRAIN_KINDS];	/* what each kind index is */
+	struct block *lf[TRAIN_KINDS];	/* layer forward by kind (NULL: unused) */
+	struct block *lb[TRAIN_KINDS];	/* layer backward (+ recompute) */
 	struct block *ef, *eb;		/* embedding */
 	struct block *hf, *hb;		/* final norm, LM head, loss */
+	struct block *mf, *mb;		/* a multi-token-prediction module */
+	int64_t mtp;			/* MTP modules on the last virtual stage */
 	struct block *pg;		/* all-gather of a scattered transfer, or NULL */
 	struct block_dtypes dt;
+	struct coll_path ep_path[2];	/* the dispatcher's GPU-initiated path
+					 * for dispatch rows, 16-bit rows */
+	const struct coll_path *path[2];	/* &ep_path[i], or NULL: the
+						 * library's */
+	int ep_algo;			/* the library algorithm the dispatcher
+					 * forces (hierarchical), or -1 */
+	double ep_units;		/* SMs dispatch/combine hold (0: the
+					 * library's kernel units) */
 	struct stage_plan *stage;	/* [pp] */
 	struct unit_rec **units;	/* [simulated rank][unit] */
 	task_id *last_dp;		/* [rank] last task on the dp stream */
-	task_id *scratch;		/* LAYER_MAX_OPS * sim_tp task ids */
-	uint32_t *gpus;			/* scratch: max(tp, dp, 2) GPU ids */
-	uint32_t *ranks;		/* scratch: max(sim_tp, sim_dp, 2) ranks */
+	task_id *opt;			/* [rank] the optimizer step (train_dp.c) */
+	task_id *scratch;		/* LAYER_MAX_OPS * sim task ids */
+	task_id *scratch2;		/* the same, for the other action of a
+					 * pair (moe.a2a_overlap) */
+	int a2a_overlap;		/* pair forward and backward actions,
+					 * their dispatch/combine under each
+					 * other's compute */
+	uint32_t *stage_ranks;		/* scratch: the simulated ranks of a stage */
+	uint8_t *done;			/* scratch: sim flags */
+	int64_t *idx;			/* scratch: stage indices of a group */
+	uint32_t *gpus;			/* scratch: GPU ids of a group */
+	uint32_t *ranks;		/* scratch: simulated ranks of a group */
+	uint32_t *pos;			/* scratch: group position of those */
 };
 
 /* train_coll_sm_share for the program's job. */
@@ -64,7 +94,8 @@ static inline int64_t train_vs(const struct train *t, int64_t rank,
 	return chunk * t->pp + rank;
 }
 
-/* Units of an action on virtual stage vs: [embedding] layers [head]. */
+/* Units of an action on virtual stage vs: [embedding] layers [head]
+ * [MTP modules]. */
 int64_t train_units(const struct train *t, int64_t vs);
 
 /* The unit record of simulated rank r, action a, unit u. */
@@ -79,15 +110,27 @@ task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
 const struct block *train_unit_block(const struct train *t, int64_t vs,
 				     int bwd, int64_t u, int32_t *layer);
 
-/* Parameters (per GPU) of unit u of an action on vs, bwd order if bwd. */
-double train_unit_params(const struct train *t, int64_t vs, int bwd,
-			 int64_t u);
+/* Parameters per GPU of unit u of an action on vs (bwd order if bwd):
+ * dense ones (over tp; gradients over dp x cp) and routed experts' (over
+ * etp x ep; gradients over edp). */
+void train_unit_params(const struct train *t, int64_t vs, int bwd,
+		       int64_t u, double *dense, double *experts);
+
+/* The members of the kind-g group of simulated rank r: GPU ids into
+ * t->gpus, the simulated members into t->ranks (their group positions
+ * in t->pos); returns how many are simulated; *size gets the group's
+ * size. */
+uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
+		     uint32_t *size);
 
 /* Pipeline transfers between stages (train_pp.c). */
 int train_build_pp(struct train *t);
 
 /* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
 int train_build_dp(struct train *t);
+
+/* FNV-1a of an n x n matrix (coll_desc.a2a_key); never 0. */
+uint64_t train_matrix_key(const double *m, uint32_t n);
 
 /* Add dependency before -> after unless before is TASK_NONE. */
 int train_dep(struct train *t, task_id before, task_id after);

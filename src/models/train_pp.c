@@ -48,10 +48,10 @@ static int64_t target_vs(int dir, int64_t vs)
 static void peer(const struct train *t, uint32_t r, int bwd, uint32_t mb,
 		 int64_t peer_vs, uint32_t *pr, uint32_t *pa)
 {
-	int64_t pp_i, dp_i, tp_i, ps = peer_vs % t->pp, pc = peer_vs / t->pp;
+	int64_t pp_i, i, ps = peer_vs % t->pp, pc = peer_vs / t->pp;
 
-	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
-	*pr = layout_rank(&t->lay, ps, dp_i, tp_i);
+	layout_where(&t->lay, r, &pp_i, &i);
+	*pr = layout_rank(&t->lay, ps, i);
 	*pa = (uint32_t)t->stage[ps].lookup[((int64_t)bwd * t->v + pc) * t->m + mb];
 }
 
@@ -75,11 +75,11 @@ static int in_range(const struct train *t, int64_t vs)
 static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
 			  int wrap, struct xfer *l)
 {
-	int64_t pp_i, dp_i, tp_i, a;
+	int64_t pp_i, i, a;
 	uint32_t n = 0;
 	const struct stage_plan *sp;
 
-	layout_coords(&t->lay, r, &pp_i, &dp_i, &tp_i);
+	layout_where(&t->lay, r, &pp_i, &i);
 	sp = &t->stage[pp_i];
 	for (a = 0; a < sp->nacts; a++) {
 		struct sched_action act = sp->acts[a];
@@ -116,7 +116,7 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 		     uint32_t to, uint32_t to_act)
 {
 	double bytes = layer_pp_bytes(&t->dims);
-	int64_t pp_i, dp_i, tp_i;
+	int64_t pp_i, si;
 	struct unit_rec *rec = train_unit(t, to, to_act, 0);
 	uint32_t ranks[2] = { x.from, to }, gpus[2], i;
 	struct coll_desc c = { .op = COLL_SENDRECV, .bytes = bytes, .gpus = gpus,
@@ -129,8 +129,8 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 	task_id first;
 
 	for (i = 0; i < 2; i++) {
-		layout_coords(&t->lay, ranks[i], &pp_i, &dp_i, &tp_i);
-		gpus[i] = layout_gpu(&t->lay, pp_i, dp_i, tp_i);
+		layout_where(&t->lay, ranks[i], &pp_i, &si);
+		gpus[i] = layout_gpu(&t->lay, pp_i, si);
 	}
 	info.microbatch = (int32_t)t->stage[pp_i].acts[to_act].mb;
 	c.sm_share = train_sm_share(t, COLL_SENDRECV, gpus, 2, 0);
@@ -148,10 +148,10 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 static void destination(const struct train *t, int dir, struct xfer x,
 			uint32_t *to, uint32_t *to_act)
 {
-	int64_t pp_i, dp_i, tp_i;
+	int64_t pp_i, i;
 	struct sched_action act;
 
-	layout_coords(&t->lay, x.from, &pp_i, &dp_i, &tp_i);
+	layout_where(&t->lay, x.from, &pp_i, &i);
 	act = t->stage[pp_i].acts[x.act];
 	peer(t, x.from, dir, act.mb,
 	     target_vs(dir, train_vs(t, pp_i, act.chunk)), to, to_act);

@@ -70,6 +70,16 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 	       struct ham_cache *ham, const struct coll_desc *c, int algo,
 	       int proto, struct plan *out, const char **why);
 
+/*
+ * The plan of an all-to-all on a non-library path (c->path: GPU-initiated
+ * dispatch/combine, algo_path.c): one phase, the path's latencies.
+ * Returns 0; 1 when the op is not an all-to-all (*why); -1 when out of
+ * memory; -2 when c is bad.
+ */
+int algo_path_build(const struct topo *t, const struct coll_lib_spec *lib,
+		    struct ham_cache *ham, const struct coll_desc *c,
+		    struct plan *out, const char **why);
+
 /* nccl-tests bus-bandwidth factor of an op over p ranks, busbw = algbw *
  * factor: all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all
  * (p-1)/p; broadcast, reduce, send/recv (and p = 1) 1. It is also the

@@ -120,17 +120,43 @@ void net_free(struct net *n)
 	mem_free(n);
 }
 
+/* FNV-1a of a non-library path's numbers (they shape the plan). */
+static uint64_t path_hash(const struct coll_path *p)
+{
+	const double v[8] = { p->mode, p->setup_s, p->hop_scale_up_s,
+			      p->hop_scale_out_s, p->gpu_Bps, p->node_share,
+			      p->eff_scale_up, p->eff_scale_out };
+	const unsigned char *b = (const unsigned char *)v;
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < sizeof(v); i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 			  int proto)
 {
+	uint64_t tag = c->a2a_B ? c->a2a_key : 0;
+
+	if (c->path)
+		tag ^= path_hash(c->path);
 	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
 			      c->replicas > 1 ? c->replicas : 1,
-			      kind == PK_PLAN ? -1 : c->bytes, c->gpus };
+			      kind == PK_PLAN ? -1 : c->bytes, c->gpus, tag };
+}
+
+/* Plans can be remembered unless the collective is an uneven all-to-all
+ * whose matrix the caller gave no key for. */
+static int shareable(const struct coll_desc *c)
+{
+	return !c->a2a_B || c->a2a_key != 0;
 }
 
 /* Plans are built per byte of size (shared by every size) unless the
  * collective is an uneven all-to-all, whose matrix is its size. */
-static int shareable(const struct coll_desc *c)
+static int per_byte(const struct coll_desc *c)
 {
 	return !c->a2a_B;
 }
@@ -145,15 +171,21 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 		*rc = -1;
 		return NULL;
 	}
-	cp->per_byte = shareable(c);
+	cp->per_byte = per_byte(c);
 	if (cp->per_byte)
 		unit.bytes = 1;
-	*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit, algo,
-			 proto, &cp->plan, why);
+	if (c->path)
+		*rc = algo_path_build(n->topo, n->sys->collectives, &n->ham,
+				      &unit, &cp->plan, why);
+	else
+		*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit,
+				 algo, proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
 	    crun_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;
-	if (*rc == 0 && cp->plan.nphases > 0)
+	/* a host-launched library call pays the system's launch overhead;
+	 * a GPU-initiated path its own setup (in the plan) */
+	if (*rc == 0 && cp->plan.nphases > 0 && !c->path)
 		cp->plan.phases[0].latency_s += n->sys->collective_overhead_s;
 	if (*rc != 0) {
 		pcache_plan_unref(cp);
@@ -419,6 +451,8 @@ static struct cplan *plan_for(struct net *n, const struct coll_desc *c,
 		*rc = -2;
 		return NULL;
 	}
+	if (c->path)	/* not the library's: its own plan, no choice */
+		return get_plan(n, c, ALGO_COUNT, 0, rc, why);
 	*rc = choose(n, c, &algo, &proto, why);
 	if (*rc != 0)
 		return NULL;
@@ -444,8 +478,14 @@ int net_collective_time(struct net *n, const struct coll_desc *c,
 		return -1;
 	}
 	rc = idle_time(n, cp, c, CRUN_FULL, &t);
-	out->algorithm = coll_algo_names[cp->plan.algo];
-	out->protocol = coll_proto_names[cp->plan.proto];
+	if (c->path) {
+		out->algorithm = c->path->mode == COLL_PATH_FORWARD ?
+				 "forward" : "direct";
+		out->protocol = "gpu";
+	} else {
+		out->algorithm = coll_algo_names[cp->plan.algo];
+		out->protocol = coll_proto_names[cp->plan.proto];
+	}
 	pcache_plan_unref(cp);
 	if (rc != 0) {
 		diag_oom(d);

@@ -81,6 +81,7 @@ static uint64_t hash_key(const struct pkey *k)
 		h = (h ^ b[i]) * 1099511628211ull;
 	for (i = 0; i < k->ngpus; i++)
 		h = (h ^ k->gpus[i]) * 1099511628211ull;
+	h = (h ^ k->tag) * 1099511628211ull;
 	return h ? h : 1;
 }
 
@@ -89,7 +90,7 @@ static int same(const struct pkey *a, const struct pkey *b)
 	return a->kind == b->kind && a->op == b->op && a->algo == b->algo &&
 	       a->proto == b->proto &&
 	       a->ngpus == b->ngpus && a->replicas == b->replicas &&
-	       a->bytes == b->bytes &&
+	       a->bytes == b->bytes && a->tag == b->tag &&
 	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0;
 }
 

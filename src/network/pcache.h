@@ -42,6 +42,8 @@ struct pkey {
 	uint32_t replicas;
 	double bytes;		/* B; -1 for plans */
 	const uint32_t *gpus;
+	uint64_t tag;		/* what else the plan depends on: an uneven
+				 * all-to-all's matrix, a non-library path */
 };
 
 /* What the cache holds for a key. */

@@ -233,11 +233,13 @@ static int cost_all(struct est *e, const struct job_spec *j,
 		    struct diag *d)
 {
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
+	/* every layer is of this kind (plan_run refuses models that mix) */
+	struct layer_kind kind = { 0, (double)model_layer_window(j->model, 0) };
 
-	layer_fwd(dm, e->ops);
+	layer_fwd(dm, &kind, e->ops);
 	if (cost(e, j, &ks->b[0], d) != 0)
 		return -1;
-	layer_bwd(dm, rc, e->ops);
+	layer_bwd(dm, &kind, rc, e->ops);
 	if (cost(e, j, &ks->b[1], d) != 0)
 		return -1;
 	layer_embed_fwd(dm, e->ops);

@@ -29,7 +29,7 @@ double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
 static int rank_buckets(struct est *e, const struct est_cand *c,
 			struct est_dplan *dp, int i, struct diag *d)
 {
-	double size = train_bucket_size(c->j), params[1024];
+	double size = train_bucket_size(c->j, 0), params[1024];
 	int64_t r = est_rank_of(c, i), total = 0, ch, k, n, vs, last[1024];
 	int zero = (int)c->j->training.zero_stage;
 

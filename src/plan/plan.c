@@ -195,8 +195,9 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 		(void)job_layout_check(&jj, 1u << worst, d, NULL);
 	else if (worst == PR_UNSUPPORTED)
 		diag_error(d, NULL, 0, 0, "context and expert parallelism (cp %lld, "
-			   "ep %lld) are not simulated yet; the planner searches "
-			   "cp = ep = 1", (long long)j->parallelism.cp,
+			   "ep %lld) are not estimated by the planner's "
+			   "analytical tier yet; it searches cp = ep = 1",
+			   (long long)j->parallelism.cp,
 			   (long long)j->parallelism.ep);
 	else
 		diag_error(d, NULL, 0, 0, "layout: pp*vpp = %lld*%lld divides "
@@ -443,13 +444,26 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 {
 	struct job_spec jj = *j;
 
+	int64_t i;
+
 	if (model_is_moe(j->model)) {
 		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts: "
-			   "the planner searches dense models only until MoE "
-			   "(ep, etp) is simulated", j->model->name ?
+			   "the planner's analytical tier models dense layers "
+			   "only (MoE, ep and etp are simulated by `llmsim run`, "
+			   "not yet estimated by the planner)", j->model->name ?
 			   j->model->name : "?");
 		return 2;
 	}
+	for (i = 1; i < j->model->num_hidden_layers; i++)
+		if (model_layer_window(j->model, i) !=
+		    model_layer_window(j->model, 0)) {
+			diag_error(d, NULL, 0, 0, "model '%s' mixes layers with "
+				   "and without a sliding window (layer %lld): the "
+				   "planner's analytical tier takes every layer "
+				   "alike", j->model->name ? j->model->name : "?",
+				   (long long)i);
+			return 2;
+		}
 	if (!((o->pinned >> PD_CP) & 1u))
 		jj.parallelism.cp = 1;
 	if (train_check(&jj, d) != 0)

@@ -240,7 +240,8 @@ static const struct sched_live *lives_of(struct search *s,
 					 const struct job_spec *j)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t key[4] = { p->schedule, p->pp, p->vpp, job_microbatches(j) };
+	int64_t key[5] = { p->schedule, p->pp, p->vpp, job_microbatches(j),
+			   footprint_extra_warmup(j) };
 	struct live_set *const *hit = memo_get(&s->lives, key);
 	struct live_set *ls;
 	int64_t r;
@@ -258,7 +259,7 @@ static const struct sched_live *lives_of(struct search *s,
 		return NULL;
 	for (r = 0; r < p->pp; r++)
 		if (sched_live_init(&ls->live[r], p->schedule, p->pp, p->vpp,
-				    key[3], r) != 0)
+				    key[3], r, key[4]) != 0)
 			return NULL;
 	if (!memo_put(&s->lives, key, &ls))
 		return NULL;
@@ -671,7 +672,7 @@ int space_init(struct search *s, const struct job_spec *base,
 	s->sys = *base->system;
 	s->sys.nodes = nodes;
 	s->usable_B = gpu_usable_memory_B(base->system->gpu) * (1 - o->headroom);
-	memo_init(&s->lives, 4 * sizeof(int64_t), sizeof(struct live_set *));
+	memo_init(&s->lives, 5 * sizeof(int64_t), sizeof(struct live_set *));
 	s->est = est_new(&s->sys, d);
 	return s->est ? 0 : -1;
 }

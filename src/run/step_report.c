@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/units.h"
 
@@ -100,11 +101,70 @@ static struct cJSON *sim_json(const struct step_result *r)
 	struct cJSON *o = cJSON_CreateObject();
 	const struct layout *l = &r->plan.lay;
 	int ok = o && add_num(o, "simulated_ranks", l->nranks) &&
-		 add(o, "full_fidelity", cJSON_CreateBool(l->sim_tp == l->tp &&
-							  l->sim_dp == l->dp)) &&
+		 add(o, "full_fidelity", cJSON_CreateBool(l->sim == l->stage)) &&
 		 add_num(o, "tasks", r->tasks) &&
 		 add_num(o, "events", (double)r->events);
 
+	return complete(o, ok);
+}
+
+/* Time of the collectives whose names start with prefix, and the part
+ * of it on the critical path (exposed). */
+static void comm_time(const struct step_result *r, const char *prefix,
+		      double *total_s, double *exposed_s)
+{
+	uint32_t i;
+	size_t n = strlen(prefix);
+
+	*total_s = *exposed_s = 0;
+	for (i = 0; i < r->ncolls; i++)
+		if (strncmp(r->colls[i].name, prefix, n) == 0) {
+			*total_s += r->colls[i].time_s;
+			*exposed_s += r->colls[i].critical_s;
+		}
+}
+
+/* MoE: routing and the dispatch/combine time exposed and hidden. */
+static struct cJSON *moe_json(const struct job_spec *j,
+			      const struct step_result *r)
+{
+	struct cJSON *o;
+	double total, exposed;
+	int ok;
+
+	if (!model_is_moe(j->model))
+		return cJSON_CreateNull();
+	comm_time(r, "moe_", &total, &exposed);
+	o = cJSON_CreateObject();
+	ok = o && add_num(o, "active_params", r->plan.active_params) &&
+	     add_str(o, "dispatcher", j->moe.dispatcher ?
+		     j->moe.dispatcher->name : NULL) &&
+	     add_str(o, "routing", routing_balance_names[j->moe.routing.balance]) &&
+	     add_str(o, "routing_method", r->plan.routing) &&
+	     add_num(o, "max_mean_load", r->plan.max_mean) &&
+	     add_num(o, "dispatch_combine_s", total) &&
+	     add_num(o, "dispatch_combine_exposed_s", exposed) &&
+	     add_num(o, "dispatch_combine_hidden_s", total - exposed);
+	return complete(o, ok);
+}
+
+/* CP: the K/V exchange's time exposed and hidden. */
+static struct cJSON *cp_json(const struct job_spec *j,
+			     const struct step_result *r)
+{
+	struct cJSON *o;
+	double total, exposed;
+	int ok;
+
+	if (j->parallelism.cp <= 1)
+		return cJSON_CreateNull();
+	comm_time(r, "cp_", &total, &exposed);
+	o = cJSON_CreateObject();
+	ok = o && add_str(o, "comm_type",
+			  cp_comm_names[j->parallelism.cp_comm_type]) &&
+	     add_num(o, "exchange_s", total) &&
+	     add_num(o, "exchange_exposed_s", exposed) &&
+	     add_num(o, "exchange_hidden_s", total - exposed);
 	return complete(o, ok);
 }
 
@@ -131,6 +191,8 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 add_num(o, "params", r->plan.params) &&
 		 add(o, "breakdown", breakdown_json(r)) &&
 		 add(o, "memory", memory_json(&r->mem)) &&
+		 add(o, "moe", moe_json(j, r)) &&
+		 add(o, "context_parallel", cp_json(j, r)) &&
 		 add(o, "collectives", colls_json(r)) &&
 		 add(o, "simulation", sim_json(r));
 
@@ -180,6 +242,18 @@ static void print_layout(FILE *out, const struct job_spec *j,
 		p->tp_comm_overlap ? ", TP overlap" : "",
 		(long long)j->training.zero_stage,
 		recompute_names[j->training.recompute]);
+	if (p->cp > 1)
+		fprintf(out, "  context        cp %lld (%s%s)\n", (long long)p->cp,
+			cp_comm_names[p->cp_comm_type],
+			p->cp_load_balance ? ", load balanced" : "");
+	if (model_is_moe(j->model))
+		fprintf(out, "  experts        ep %lld  etp %lld  edp %lld, "
+			"dispatcher %s, routing %s (%s, busiest rank %.3g x "
+			"mean)\n", (long long)p->ep, (long long)p->etp,
+			(long long)p->edp, j->moe.dispatcher->name ?
+			j->moe.dispatcher->name : "inline",
+			routing_balance_names[j->moe.routing.balance],
+			r->plan.routing ? r->plan.routing : "?", r->plan.max_mean);
 	fprintf(out, "  batch          %lld sequences of %lld tokens = %.0f tokens; "
 		"%lld microbatches of %lld per pipeline\n",
 		(long long)j->training.global_batch_size,
@@ -206,7 +280,26 @@ static void print_speed(FILE *out, const struct job_spec *j,
 		"included)\n", r->hw_tflops_per_gpu);
 }
 
-static void print_breakdown(FILE *out, const struct step_result *r)
+/* A kind of communication's time summed over the simulated calls, and
+ * how much of it is on the critical path (exposed) or off it (hidden),
+ * under the breakdown. */
+static void print_hidden(FILE *out, const struct step_result *r,
+			 const char *prefix, const char *label)
+{
+	char a[32], b[32], c[32];
+	double total, exposed;
+
+	comm_time(r, prefix, &total, &exposed);
+	if (total <= 0)
+		return;
+	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls)\n", label,
+		fmt(a, sizeof(a), total, UNIT_TIME),
+		fmt(b, sizeof(b), exposed, UNIT_TIME),
+		fmt(c, sizeof(c), total - exposed, UNIT_TIME));
+}
+
+static void print_breakdown(FILE *out, const struct job_spec *j,
+			    const struct step_result *r)
 {
 	static const char *const label[EXEC_PART_COUNT] = {
 		"compute", "exposed communication", "pipeline bubble",
@@ -220,6 +313,10 @@ static void print_breakdown(FILE *out, const struct step_result *r)
 		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
 			fmt(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
+	if (model_is_moe(j->model))
+		print_hidden(out, r, "moe_", "dispatch/combine");
+	if (j->parallelism.cp > 1)
+		print_hidden(out, r, "cp_", "CP K/V exchange");
 }
 
 static void print_memory(FILE *out, const struct footprint *m)
@@ -272,7 +369,7 @@ void step_print(FILE *out, const struct job_spec *j,
 		dtype_names[j->training.dtype]);
 	print_layout(out, j, r);
 	print_speed(out, j, r);
-	print_breakdown(out, r);
+	print_breakdown(out, j, r);
 	print_memory(out, &r->mem);
 	print_colls(out, r);
 }

@@ -119,7 +119,7 @@ static double in_flight_layers(struct fixture *f, int64_t rank)
 	transient = footprint_layer_act_B(&d, LREC_NONE);
 	cr_assert_eq(sched_live_init(&live, f->job.parallelism.schedule,
 				     f->job.parallelism.pp, f->job.parallelism.vpp,
-				     job_microbatches(&f->job), rank), 0);
+				     job_microbatches(&f->job), rank, 0), 0);
 	act = footprint_rank_act_B(&f->job, &d, split, rank, &live);
 	sched_live_release(&live);
 	return (act - transient) / per_layer;

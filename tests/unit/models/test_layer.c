@@ -24,7 +24,7 @@ static int count_tp(const struct layer_ops *o, enum coll_op op, double *bytes)
 	int i, n = 0;
 
 	for (i = 0; i < o->n; i++)
-		if (o->op[i].kind == LOP_TP && o->op[i].coll == op) {
+		if (o->op[i].kind == LOP_COLL && o->op[i].coll == op) {
 			n++;
 			*bytes = o->op[i].coll_B;
 		}
@@ -46,7 +46,7 @@ Test(layer, forward_flops_match_closed_form)
 	/* Narayanan et al. SC'21: 24 T h^2 + 4 b s^2 h per layer forward
 	 * = 24*4096*1024^2 + 4*2*2048^2*1024 = 1.374e11 FLOP. */
 	gpt_dims(&d, 1, 0);
-	layer_fwd(&d, &o);
+	layer_fwd(&d, NULL, &o);
 	assert_close(layer_ops_flops(&o, PASS_FWD),
 		     24 * T * h * h + 4 * b * s * s * h);
 }
@@ -59,7 +59,7 @@ Test(layer, tensor_parallel_divides_flops)
 
 	/* tp 4: each GPU does a quarter, 3.436e10 FLOP. */
 	gpt_dims(&d, 4, 1);
-	layer_fwd(&d, &o);
+	layer_fwd(&d, NULL, &o);
 	assert_close(layer_ops_flops(&o, PASS_FWD),
 		     (24 * T * h * h + 4 * b * s * s * h) / 4);
 }
@@ -71,8 +71,8 @@ Test(layer, backward_is_twice_forward)
 
 	/* Every GEMM's backward is two GEMMs of its size; attention 2x. */
 	gpt_dims(&d, 2, 0);
-	layer_fwd(&d, &f);
-	layer_bwd(&d, LREC_NONE, &bw);
+	layer_fwd(&d, NULL, &f);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	assert_close(layer_ops_flops(&bw, PASS_BWD),
 		     2 * layer_ops_flops(&f, PASS_FWD));
 	cr_assert_eq(layer_ops_flops(&bw, PASS_RECOMPUTE), 0);
@@ -85,13 +85,13 @@ Test(layer, recompute_costs)
 	double s = 2048, b = 2, h = 1024;
 
 	gpt_dims(&d, 2, 1);
-	layer_fwd(&d, &f);
+	layer_fwd(&d, NULL, &f);
 	/* Full: the whole forward again. */
-	layer_bwd(&d, LREC_FULL, &full);
+	layer_bwd(&d, NULL, LREC_FULL, &full);
 	assert_close(layer_ops_flops(&full, PASS_RECOMPUTE),
 		     layer_ops_flops(&f, PASS_FWD));
 	/* Selective: only the attention core, 4 b s^2 h / t = 1.718e10. */
-	layer_bwd(&d, LREC_SELECTIVE, &sel);
+	layer_bwd(&d, NULL, LREC_SELECTIVE, &sel);
 	assert_close(layer_ops_flops(&sel, PASS_RECOMPUTE),
 		     4 * b * s * s * h / 2);
 }
@@ -104,9 +104,9 @@ Test(layer, unfused_attention_same_model_flops)
 	/* QK^T (s,s,d) and AV (s,d,s) per head: 2 * 2 s^2 d * b a / t, the
 	 * same 4 b s^2 h / t as the fused kernel. */
 	gpt_dims(&d, 2, 0);
-	layer_fwd(&d, &fused);
+	layer_fwd(&d, NULL, &fused);
 	d.unfused_attn = 1;
-	layer_fwd(&d, &unfused);
+	layer_fwd(&d, NULL, &unfused);
 	assert_close(layer_ops_flops(&unfused, PASS_FWD),
 		     layer_ops_flops(&fused, PASS_FWD));
 }
@@ -120,11 +120,11 @@ Test(layer, tp_collectives_without_sp)
 	/* Forward: 2 all-reduces of T h B = 4096*1024*2 = 8 MiB; backward:
 	 * 2 (the column-parallel input gradients). */
 	gpt_dims(&d, 4, 0);
-	layer_fwd(&d, &f);
+	layer_fwd(&d, NULL, &f);
 	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 2);
 	assert_close(bytes, 4096.0 * 1024 * 2);
 	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 0);
-	layer_bwd(&d, LREC_NONE, &bw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	cr_assert_eq(count_tp(&bw, COLL_ALLREDUCE, &bytes), 2);
 }
 
@@ -139,12 +139,12 @@ Test(layer, tp_collectives_with_sp)
 	 * and of the two re-gathered inputs, reduce-scatters of the two input
 	 * gradients. Sizes are the full T h B = 8 MiB (coll.h convention). */
 	gpt_dims(&d, 4, 1);
-	layer_fwd(&d, &f);
+	layer_fwd(&d, NULL, &f);
 	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 2);
 	cr_assert_eq(count_tp(&f, COLL_REDUCESCATTER, &bytes), 2);
 	assert_close(bytes, 4096.0 * 1024 * 2);
 	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 0);
-	layer_bwd(&d, LREC_NONE, &bw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	cr_assert_eq(count_tp(&bw, COLL_ALLGATHER, &bytes), 4);
 	cr_assert_eq(count_tp(&bw, COLL_REDUCESCATTER, &bytes), 2);
 }
@@ -158,9 +158,9 @@ Test(layer, tp_overlap_splits_into_pieces)
 	/* 4 pieces: 4 all-gathers and 4 reduce-scatters per GEMM pair, each
 	 * a quarter of 8 MiB = 2 MiB; FLOPs unchanged. */
 	gpt_dims(&d, 4, 1);
-	layer_fwd(&d, &plain);
+	layer_fwd(&d, NULL, &plain);
 	d.chunks = 4;
-	layer_fwd(&d, &split);
+	layer_fwd(&d, NULL, &split);
 	cr_assert_eq(count_tp(&split, COLL_ALLGATHER, &bytes), 8);
 	assert_close(bytes, 4096.0 * 1024 * 2 / 4);
 	cr_assert_eq(count_tp(&split, COLL_REDUCESCATTER, &bytes), 8);
@@ -176,7 +176,7 @@ Test(layer, dependencies_point_backwards)
 
 	gpt_dims(&d, 4, 1);
 	d.chunks = 4;
-	layer_bwd(&d, LREC_FULL, &o);
+	layer_bwd(&d, NULL, LREC_FULL, &o);
 	cr_assert_eq(o.op[0].dep[0], LAYER_IN);
 	for (i = 0; i < o.n; i++)
 		for (k = 0; k < 2; k++)
@@ -214,7 +214,7 @@ Test(layer, six_n_per_token)
 	f.model.intermediate_size = 14336;
 	f.model.gated_mlp = 1;
 	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, &o);
+	layer_fwd(&d, NULL, &o);
 	for (i = 0; i < o.n; i++)
 		if (o.op[i].kind == LOP_KERNEL && o.op[i].k.kind == KERN_GEMM)
 			gemm += layer_kern_model_flops(&o.op[i].k);
@@ -304,7 +304,7 @@ Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 	 * (B = 2): 16.8 / 8.4 MB; the fused norm backward reads x and dy
 	 * (2 T h B) and writes dx, in one kernel. */
 	gpt_dims(&d, 1, 0);
-	layer_bwd(&d, LREC_NONE, &o);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
 	op = find_op(&o, "add1_bwd");
 	cr_assert_not_null(op);
 	assert_close(op->k.read_B, 2 * n * 2);
@@ -315,7 +315,7 @@ Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 	/* PyTorch's norm backward re-reads x and dy for dgamma: 4 T h B in
 	 * two kernels. */
 	d.norm_bwd_passes = 2;
-	layer_bwd(&d, LREC_NONE, &o);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
 	op = find_op(&o, "norm1_bwd");
 	assert_close(op->k.read_B, 4 * n * 2);
 	assert_close(op->k.launches, 2);
@@ -339,7 +339,7 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	f.fw.elementwise.eager_activation = 1;
 	f.fw.elementwise.expand_kv = 1;
 	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, &o);
+	layer_fwd(&d, NULL, &o);
 	/* Rotary on q and k (n = T (q + kv) = 5.24e6 elements): x cos, -x2,
 	 * cat, * sin, + on each: read 5.5 n B, write 4.5 n B, 10 kernels,
 	 * 7 n B of them on strided views. */
@@ -362,6 +362,6 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	/* Without GQA there is nothing to expand. */
 	f.model.num_key_value_heads = 16;
 	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, &o);
+	layer_fwd(&d, NULL, &o);
 	cr_assert_null(find_op(&o, "kv_expand"));
 }

@@ -1,5 +1,6 @@
 /*
- * test_layout.c - global GPU ids, groups and symmetric replication.
+ * test_layout.c - global GPU ids, groups (attention and the experts'
+ * folded ones) and symmetric replication.
  */
 #include <criterion/criterion.h>
 
@@ -8,47 +9,95 @@
 Test(layout, megatron_rank_order)
 {
 	struct layout l;
-	uint32_t g[8];
+	int64_t idx[16];
 
 	/* tp 8, pp 4, dp 2 on 64 GPUs: gpu = tp_i + 8 (dp_i + 2 pp_i);
-	 * (pp 1, dp 1, tp 3) -> 3 + 8 * 3 = 27. */
-	layout_init(&l, 8, 1, 4, 2, 0);
-	cr_assert_eq(layout_gpu(&l, 1, 1, 3), 27);
-	/* TP group of (pp 2, dp 0): 32..39, one node of 8. */
-	layout_tp_gpus(&l, 2, 0, g);
-	cr_assert(g[0] == 32 && g[7] == 39);
-	/* DP group of (pp 1, tp 3): 3 + 8*2 = 19 and 27. */
-	layout_dp_gpus(&l, 1, 3, g);
-	cr_assert(g[0] == 19 && g[1] == 27);
+	 * (pp 1, dp 1, tp 3): stage index 3 + 8 = 11 -> 11 + 16 = 27. */
+	layout_init(&l, 8, 1, 4, 2, 8, 1, 0);
+	cr_assert_eq(layout_gpu(&l, 1, 11), 27);
+	/* TP group of stage index 0: 0..7, one node of 8. */
+	cr_assert_eq(layout_group(&l, LG_TP, 0, idx), 0);
+	cr_assert(idx[0] == 0 && idx[7] == 7);
+	/* DP group of tp index 3: 3 and 11 (stride tp). */
+	cr_assert_eq(layout_group(&l, LG_DP, 11, idx), 1);
+	cr_assert(idx[0] == 3 && idx[1] == 11);
+}
+
+Test(layout, context_parallel_groups)
+{
+	struct layout l;
+	int64_t idx[16];
+
+	/* tp 2, cp 4, dp 2: i = tp_i + 2 (cp_i + 4 dp_i). The CP group of
+	 * i = 3 (tp 1, cp 1, dp 0) strides by tp: 1, 3, 5, 7; the dense
+	 * gradients' group (dp x cp = 8) holds every index of tp_i = 1. */
+	layout_init(&l, 2, 4, 1, 2, 2, 1, 0);
+	cr_assert_eq(layout_group(&l, LG_CP, 3, idx), 1);
+	cr_assert(idx[0] == 1 && idx[1] == 3 && idx[3] == 7);
+	cr_assert_eq(layout_group_size(&l, LG_DP), 8);
+	cr_assert_eq(layout_group(&l, LG_DP, 3, idx), 1);
+	cr_assert(idx[7] == 15);
+	/* a2a+p2p with groups of 2: inner {1, 3}, ring {1, 5} */
+	layout_set_cp_a2a(&l, 2);
+	cr_assert_eq(layout_group(&l, LG_CP_A2A, 3, idx), 1);
+	cr_assert(idx[0] == 1 && idx[1] == 3);
+	cr_assert_eq(layout_group(&l, LG_CP_RING, 5, idx), 1);
+	cr_assert(idx[0] == 1 && idx[1] == 5);
+}
+
+Test(layout, experts_fold_over_the_stage)
+{
+	struct layout l;
+	int64_t idx[64];
+	struct layout_coord c;
+
+	/* tp 2, cp 1, dp 16 = 32 GPUs a stage; experts etp 1, ep 8 ->
+	 * edp 4. EP groups are 8 consecutive GPUs (stride etp = 1) across
+	 * the attention TP groups; EDP strides by etp ep = 8. */
+	layout_init(&l, 2, 1, 1, 16, 1, 8, 0);
+	cr_assert_eq(l.edp, 4);
+	cr_assert_eq(layout_group(&l, LG_EP, 13, idx), 5);
+	cr_assert(idx[0] == 8 && idx[7] == 15);
+	cr_assert_eq(layout_group(&l, LG_EDP, 13, idx), 1);
+	cr_assert(idx[0] == 5 && idx[1] == 13 && idx[3] == 29);
+	layout_coord(&l, 13, &c);
+	cr_assert(c.tp_i == 1 && c.dp_i == 6 && c.ep_i == 5 && c.edp_i == 1);
+	/* etp 2: ETP pairs, EP strides by 2 */
+	layout_init(&l, 2, 1, 1, 16, 2, 8, 0);
+	cr_assert_eq(l.edp, 2);
+	cr_assert_eq(layout_group(&l, LG_ETP, 13, idx), 1);
+	cr_assert(idx[0] == 12);
+	cr_assert_eq(layout_group(&l, LG_EP, 13, idx), 6);
+	cr_assert(idx[0] == 1 && idx[7] == 15);
 }
 
 Test(layout, symmetric_simulates_one_rank_per_stage)
 {
 	struct layout l;
 
-	/* One simulated rank per stage; a TP collective stands for dp = 2
-	 * groups, a DP one for tp = 8, a p2p for 16. */
-	layout_init(&l, 8, 1, 4, 2, 0);
+	/* One simulated rank per stage of 16 GPUs; a TP collective stands
+	 * for dp = 2 groups, a DP one for tp = 8, a p2p for 16. */
+	layout_init(&l, 8, 1, 4, 2, 8, 1, 0);
 	cr_assert_eq(l.nranks, 4);
-	cr_assert_eq(layout_tp_replicas(&l), 2);
-	cr_assert_eq(layout_dp_replicas(&l), 8);
+	cr_assert_eq(layout_replicas(&l, LG_TP), 2);
+	cr_assert_eq(layout_replicas(&l, LG_DP), 8);
 	cr_assert_eq(layout_pp_replicas(&l), 16);
 }
 
 Test(layout, full_fidelity_simulates_every_gpu)
 {
 	struct layout l;
-	int64_t pp, dp, tp;
+	int64_t pp, i;
 	uint32_t r;
 
-	layout_init(&l, 8, 1, 4, 2, 1);
-	cr_assert_eq(l.nranks, 64);
-	cr_assert_eq(layout_tp_replicas(&l), 1);
+	layout_init(&l, 8, 2, 4, 2, 8, 1, 1);
+	cr_assert_eq(l.nranks, 128);
+	cr_assert_eq(layout_replicas(&l, LG_TP), 1);
 	cr_assert_eq(layout_pp_replicas(&l), 1);
 	for (r = 0; r < l.nranks; r++) {
-		layout_coords(&l, r, &pp, &dp, &tp);
-		cr_assert_eq(layout_rank(&l, pp, dp, tp), r);
-		/* with cp 1 the simulated rank is the global GPU id */
-		cr_assert_eq(layout_gpu(&l, pp, dp, tp), r);
+		layout_where(&l, r, &pp, &i);
+		cr_assert_eq(layout_rank(&l, pp, i), r);
+		/* every GPU simulated: the rank is the global GPU id */
+		cr_assert_eq(layout_gpu(&l, pp, i), r);
 	}
 }

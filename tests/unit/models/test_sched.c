@@ -175,16 +175,16 @@ Test(sched, live_vectors_one_f_one_b)
 
 	/* 1F1B, p 4, m 8: rank r holds p - r microbatches at its peak, one
 	 * vector: rank 0 -> 4, rank 3 -> 1. */
-	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 0), 0);
+	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 0, 0), 0);
 	cr_assert_eq(l.n, 1);
 	cr_assert_eq(l.count[0], 4);
 	sched_live_release(&l);
-	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 3), 0);
+	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 3, 0), 0);
 	cr_assert_eq(l.n, 1);
 	cr_assert_eq(l.count[0], 1);
 	sched_live_release(&l);
 	/* GPipe keeps all m = 8. */
-	cr_assert_eq(sched_live_init(&l, SCHED_GPIPE, 4, 1, 8, 2), 0);
+	cr_assert_eq(sched_live_init(&l, SCHED_GPIPE, 4, 1, 8, 2, 0), 0);
 	cr_assert_eq(l.count[0], 8);
 	sched_live_release(&l);
 }
@@ -210,7 +210,7 @@ Test(sched, live_vectors_match_the_walk)
 			double got, want;
 
 			cr_assert_eq(sched_live_init(&l, cases[k].sched, cases[k].pp,
-						     cases[k].vpp, cases[k].m, r), 0);
+						     cases[k].vpp, cases[k].m, r, 0), 0);
 			got = sched_live_peak(&l, w);
 			want = walk_peak(cases[k].sched, cases[k].pp, cases[k].vpp,
 					 cases[k].m, r, w);

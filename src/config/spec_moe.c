@@ -1,0 +1,186 @@
+/*
+ * spec_moe.c - the expert-parallel path kind and the job's moe section.
+ */
+#include "spec_moe.h"
+
+#include <stddef.h>
+
+#include "cnode.h"
+#include "base/diag.h"
+#include "spec_gpu.h"
+
+const char *const ep_mode_names[] = {
+	"library", "hierarchical", "forward", "direct", "allgather", NULL,
+};
+const char *const ep_dedup_names[] = {"none", "rank", "node", NULL};
+const char *const routing_balance_names[] = {
+	"uniform", "random", "zipf", "max_mean", NULL,
+};
+const char *const routing_method_names[] = {"closed_form", "draws", NULL};
+
+#define EOFF(m) offsetof(struct ep_comm_spec, m)
+
+static const struct schema_field ep_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = EOFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "mode", .type = ST_ENUM, .offset = EOFF(mode),
+	  .values = ep_mode_names, .flags = SF_REQUIRED,
+	  .help = "library (the collective library's all-to-all), hierarchical, "
+		  "forward (once per node, then scale-up), direct (every GPU "
+		  "to every GPU), allgather" },
+	{ .key = "dedup", .type = ST_ENUM, .offset = EOFF(dedup),
+	  .values = ep_dedup_names, .def = "none",
+	  .help = "a token is sent once per (token, expert), per GPU, or per node" },
+	{ .key = "gpu_initiated", .type = ST_BOOL, .offset = EOFF(gpu_initiated),
+	  .def = "false",
+	  .help = "the GPU issues the transfers (NVSHMEM/IBGDA): no host launch, "
+		  "no proxy thread, this path's own latencies" },
+	{ .key = "sms", .type = ST_INT, .offset = EOFF(sms), .def = "0",
+	  .min = 0, .max = 1024,
+	  .help = "SMs/CUs its kernels hold (0: the collective library's)" },
+	{ .key = "sm_rate", .type = ST_BANDWIDTH, .offset = EOFF(sm_rate_Bps),
+	  .def = "0 GB/s", .max = 1e13,
+	  .help = "bytes one SM copies per second (bounds a GPU at sms x rate)" },
+	{ .key = "fp8_row_cost", .type = ST_TIME, .offset = EOFF(fp8_row_cost_s),
+	  .def = "0 us", .max = 1e-3,
+	  .help = "SM time per fp8 row for its block scales beyond its bytes, "
+		  "per SM: with sm_rate a GPU's kernels move fp8 rows of B "
+		  "bytes at sms B / (fp8_row_cost + B / sm_rate)" },
+	{ .key = "scale_up_efficiency", .type = ST_NUM,
+	  .offset = EOFF(scale_up_eff), .def = "1", .min = 0.01, .max = 1,
+	  .help = "share of the scale-up links' sustained rate the kernels "
+		  "reach" },
+	{ .key = "scale_out_efficiency", .type = ST_NUM,
+	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
+	  .help = "share of the scale-out links' sustained rate the kernels "
+		  "reach" },
+	{ .key = "setup", .type = ST_TIME, .offset = EOFF(setup_s), .def = "0 us",
+	  .max = 1,
+	  .help = "time per call before data moves (launch, notify, barrier)" },
+	{ .key = "hop_scale_up", .type = ST_TIME, .offset = EOFF(hop_scale_up_s),
+	  .def = "0 us", .max = 1, .help = "latency of a scale-up transfer" },
+	{ .key = "hop_scale_out", .type = ST_TIME, .offset = EOFF(hop_scale_out_s),
+	  .def = "0 us", .max = 1, .help = "latency of a scale-out transfer" },
+	{ .key = "buffer_tokens_scale_up", .type = ST_INT,
+	  .offset = EOFF(buffer_tokens_up), .def = "0", .min = 0, .max = 1e7,
+	  .help = "receive-buffer tokens per channel (sms / 2 of them) and "
+		  "scale-up peer (the all-to-all buffer; 0 = none)" },
+	{ .key = "buffer_tokens_scale_out", .type = ST_INT,
+	  .offset = EOFF(buffer_tokens_out), .def = "0", .min = 0, .max = 1e7,
+	  .help = "receive-buffer tokens per channel and scale-out peer node, "
+		  "double-buffered (send and receive)" },
+	{ .key = "buffer_token_meta", .type = ST_BYTES,
+	  .offset = EOFF(buffer_token_meta_B), .def = "0 B", .max = 1e6,
+	  .help = "buffer bytes a token slot holds beyond its hidden vector "
+		  "(room for the largest top-k and scales)" },
+	{ .key = "bytes_per_token_extra", .type = ST_BYTES,
+	  .offset = EOFF(bytes_per_token_extra), .def = "0 B", .max = 1e6,
+	  .help = "bytes a token carries beyond its hidden vector (top-k "
+		  "indices and weights, scales)" },
+};
+
+static int ep_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	const struct ep_comm_spec *e = obj;
+
+	if (e->mode == EP_FORWARD && e->dedup != DEDUP_NODE) {
+		cnode_error(d, node, "%s", "mode 'forward' sends each token once "
+			    "per node: it needs dedup 'node'");
+		return -1;
+	}
+	if (e->gpu_initiated && (e->mode == EP_LIBRARY ||
+				 e->mode == EP_HIERARCHICAL)) {
+		cnode_error(d, node, "%s", "a library mode is host-launched: "
+			    "gpu_initiated needs mode 'forward' or 'direct'");
+		return -1;
+	}
+	return 0;
+}
+
+static const char *const ep_dirs[] = {"configs/ep", NULL};
+
+const struct schema ep_comm_schema = {
+	.kind = "ep_comm",
+	.help = "how MoE dispatch and combine move tokens (an expert-parallel "
+		"communication path)",
+	.preset_dirs = ep_dirs,
+	.size = sizeof(struct ep_comm_spec),
+	.fields = ep_fields,
+	.nfields = SCHEMA_COUNT(ep_fields),
+	.check = ep_check,
+};
+
+#define ROFF(m) offsetof(struct routing_spec, m)
+
+static const struct schema_field routing_fields[] = {
+	{ .key = "balance", .type = ST_ENUM, .offset = ROFF(balance),
+	  .values = routing_balance_names, .def = "uniform",
+	  .help = "uniform (exactly balanced, as force-balanced benchmarks), "
+		  "random (multinomial), zipf (popularity ~ 1/rank^s), max_mean "
+		  "(a measured busiest-rank / mean ratio)" },
+	{ .key = "zipf_exponent", .type = ST_NUM, .offset = ROFF(zipf_exponent),
+	  .def = "1", .min = 0, .max = 10, .help = "s of zipf" },
+	{ .key = "max_mean_ratio", .type = ST_NUM, .offset = ROFF(max_mean_ratio),
+	  .def = "1", .min = 1, .max = 1e4,
+	  .help = "max_mean: tokens of the busiest EP rank over the mean" },
+	{ .key = "method", .type = ST_ENUM, .offset = ROFF(method),
+	  .values = routing_method_names, .def = "closed_form",
+	  .help = "expected maximum load: closed_form (Gaussian) or draws (seeded)" },
+	{ .key = "draws", .type = ST_INT, .offset = ROFF(draws), .def = "256",
+	  .min = 1, .max = 1e6, .help = "multinomial draws for method draws" },
+	{ .key = "seed", .type = ST_INT, .offset = ROFF(seed), .def = "1",
+	  .min = 0, .max = 4294967295.0,
+	  .help = "GSL seed of the draws and of zipf's expert placement" },
+};
+
+static const struct schema routing_schema = {
+	.kind = "job.moe.routing",
+	.help = "how tokens spread over experts",
+	.size = sizeof(struct routing_spec),
+	.fields = routing_fields,
+	.nfields = SCHEMA_COUNT(routing_fields),
+};
+
+#define MOFF(m) offsetof(struct moe_job_spec, m)
+
+static const struct schema_field moe_fields[] = {
+	{ .key = "dispatcher", .type = ST_REF, .offset = MOFF(dispatcher),
+	  .sub = &ep_comm_schema, .def = "alltoall",
+	  .help = "token dispatch/combine path (configs/ep): alltoall, "
+		  "hierarchical, deepep, deepep-ll, hybridep, allgather" },
+	{ .key = "shared_expert_overlap", .type = ST_BOOL,
+	  .offset = MOFF(shared_expert_overlap), .def = "false",
+	  .help = "shared experts run beside dispatch/combine (Megatron "
+		  "--moe-shared-expert-overlap)" },
+	{ .key = "a2a_overlap", .type = ST_BOOL, .offset = MOFF(a2a_overlap),
+	  .def = "false",
+	  .help = "1F1B all-to-all overlap: another microbatch's forward or "
+		  "backward hides dispatch/combine (Megatron "
+		  "--overlap-moe-expert-parallel-comm, DualPipe-style)" },
+	{ .key = "capacity_factor", .type = ST_NUM, .offset = MOFF(capacity_factor),
+	  .def = "0", .min = 0, .max = 1e3,
+	  .help = "tokens per expert capped at this times the mean, the rest "
+		  "dropped (0: dropless)" },
+	{ .key = "router_dtype", .type = ST_ENUM, .offset = MOFF(router_dtype),
+	  .values = dtype_names, .def = "fp32",
+	  .help = "dtype of the router GEMM (--moe-router-dtype)" },
+	{ .key = "dispatch_dtype", .type = ST_ENUM, .offset = MOFF(dispatch_dtype),
+	  .values = dtype_names, .flags = SF_OPTIONAL,
+	  .help = "dtype tokens travel in (default: the activations')" },
+	{ .key = "permute_fusion", .type = ST_BOOL, .offset = MOFF(permute_fusion),
+	  .def = "true", .help = "fused permute/unpermute kernels (--moe-permute-fusion)" },
+	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
+	  .def = "0", .min = 0, .max = 64,
+	  .help = "multi-token-prediction modules trained with the model" },
+	{ .key = "routing", .type = ST_SECTION, .offset = MOFF(routing),
+	  .sub = &routing_schema, .flags = SF_OPTIONAL,
+	  .help = "how tokens spread over experts" },
+};
+
+const struct schema moe_job_schema = {
+	.kind = "job.moe",
+	.help = "MoE dispatch, routing and overlap",
+	.size = sizeof(struct moe_job_spec),
+	.fields = moe_fields,
+	.nfields = SCHEMA_COUNT(moe_fields),
+};

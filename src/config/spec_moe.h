@@ -1,0 +1,128 @@
+/*
+ * spec_moe.h - what a job does with a Mixture-of-Experts model beyond its
+ * parallel degrees: how tokens travel to the experts (an expert-parallel
+ * communication path, configs/ep/), how they are routed (balance), and
+ * which overlaps the framework runs.
+ *
+ *   moe:
+ *     dispatcher: alltoall | hierarchical | deepep | deepep-ll | hybridep
+ *                 | allgather   (a preset of configs/ep/, or a mapping)
+ *     shared_expert_overlap: false   # Megatron --moe-shared-expert-overlap
+ *     a2a_overlap: false             # --overlap-moe-expert-parallel-comm
+ *     capacity_factor: 0             # 0: dropless
+ *     router_dtype: fp32
+ *     dispatch_dtype: bf16           # fp8: DeepEP-style fp8 dispatch
+ *     permute_fusion: true
+ *     mtp_layers: 0                  # multi-token prediction modules run
+ *     routing: {balance: uniform | random | zipf | max_mean,
+ *               zipf_exponent, max_mean_ratio,
+ *               method: closed_form | draws, draws, seed}
+ *
+ * An expert-parallel path (kind "ep_comm") is data: whether the host
+ * launches a library collective (NCCL/RCCL all-to-all, its algorithm
+ * chosen by the library) or the GPU initiates the transfers itself
+ * (NVSHMEM/IBGDA-style: no host launch, no proxy thread), how tokens are
+ * deduplicated, the SMs its kernels hold, the rate one SM copies at, and
+ * its own latencies. Each number has its source in the preset.
+ *
+ * Depends on schema.h, spec_gpu.h.
+ */
+#ifndef LLMSIM_CONFIG_SPEC_MOE_H
+#define LLMSIM_CONFIG_SPEC_MOE_H
+
+#include <stdint.h>
+
+#include "schema.h"
+
+/* How an expert-parallel path moves tokens. */
+enum ep_mode {
+	EP_LIBRARY,		/* the collective library's all-to-all(v) */
+	EP_HIERARCHICAL,	/* library, intra-node exchange first */
+	EP_FORWARD,		/* once per node over scale-out to the same-rail
+				 * GPU, then forwarded over scale-up (DeepEP
+				 * normal, Hybrid-EP) */
+	EP_DIRECT,		/* every GPU writes to every destination GPU
+				 * (DeepEP low-latency, pplx) */
+	EP_ALLGATHER		/* all-gather tokens, reduce-scatter results
+				 * (Megatron allgather dispatcher) */
+};
+
+/* What a token is sent once for. */
+enum ep_dedup {
+	DEDUP_NONE,		/* once per (token, expert): the permuted rows */
+	DEDUP_RANK,		/* once per destination GPU */
+	DEDUP_NODE		/* once per destination node over scale-out,
+				 * then once per GPU inside it */
+};
+
+extern const char *const ep_mode_names[];
+extern const char *const ep_dedup_names[];
+
+struct ep_comm_spec {
+	const char *name;		/* preset name */
+	int mode;			/* enum ep_mode */
+	int dedup;			/* enum ep_dedup */
+	int gpu_initiated;		/* transfers issued by the GPU: no host
+					 * launch, no proxy thread */
+	int64_t sms;			/* SMs its kernels hold; 0 = the collective
+					 * library's kernel units */
+	double sm_rate_Bps;		/* B/s one SM copies (a GPU's traffic is at
+					 * most sms x this); 0 = no bound */
+	double fp8_row_cost_s;		/* SM time per fp8 row for its scales */
+	double scale_up_eff;		/* share of scale-up's sustained rate */
+	double scale_out_eff;		/* share of scale-out's sustained rate */
+	double setup_s;			/* s per call before data moves (launch,
+					 * layout notify, barrier) */
+	double hop_scale_up_s;		/* s, latency of a scale-up transfer */
+	double hop_scale_out_s;		/* s, latency of a scale-out transfer */
+	int64_t buffer_tokens_up;	/* buffer tokens per channel, scale-up peer */
+	int64_t buffer_tokens_out;	/* per channel and scale-out node, x 2 */
+	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
+	double bytes_per_token_extra;	/* B per token beyond the hidden vector
+					 * (top-k indices, weights, scales) */
+};
+
+extern const struct schema ep_comm_schema;
+
+enum routing_balance {
+	ROUTE_UNIFORM,		/* every expert gets exactly T k / E tokens */
+	ROUTE_RANDOM,		/* multinomial, every expert equally likely */
+	ROUTE_ZIPF,		/* expert popularity ~ 1 / rank^s */
+	ROUTE_MAX_MEAN		/* a measured busiest-rank / mean load ratio */
+};
+
+enum routing_method {
+	ROUTE_CLOSED_FORM,	/* expected maximum from a Gaussian approximation */
+	ROUTE_DRAWS		/* mean over seeded multinomial draws */
+};
+
+extern const char *const routing_balance_names[];
+extern const char *const routing_method_names[];
+
+struct routing_spec {
+	int balance;			/* enum routing_balance */
+	double zipf_exponent;		/* s of zipf */
+	double max_mean_ratio;		/* max_mean: busiest EP rank / mean */
+	int method;			/* enum routing_method */
+	int64_t draws;			/* draws for method draws */
+	int64_t seed;			/* GSL seed for draws and placement */
+};
+
+struct moe_job_spec {
+	const struct ep_comm_spec *dispatcher;	/* token dispatch/combine path */
+	int shared_expert_overlap;	/* shared experts beside dispatch/combine */
+	int a2a_overlap;		/* 1F1B: another microbatch's compute hides
+					 * dispatch and combine */
+	double capacity_factor;		/* tokens per expert capped at this x
+					 * mean (dropped beyond); 0 = dropless */
+	int router_dtype;		/* enum dtype of the router GEMM */
+	int dispatch_dtype;		/* enum dtype tokens travel in; -1 = the
+					 * activations' */
+	int permute_fusion;		/* permute/unpermute as fused kernels */
+	int64_t mtp_layers;		/* multi-token-prediction modules run */
+	struct routing_spec routing;
+};
+
+extern const struct schema moe_job_schema;
+
+#endif

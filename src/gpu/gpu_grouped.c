@@ -1,0 +1,168 @@
+/*
+ * gpu_grouped.c - a grouped GEMM: many independent GEMMs of different
+ * sizes in one kernel (the MoE experts: CUTLASS grouped GEMM, TE
+ * GroupedLinear, DeepGEMM), costed with the tile and wave model of
+ * gpu_gemm.c applied to all groups at once.
+ *
+ * Group e is C_e[m_e, n_e] = A_e[m_e, k_e] B_e[k_e, n_e]. The kernel cuts
+ * every group into BM x BN output tiles of one shape (the library picks
+ * it for the whole launch) and hands them to the U compute units as one
+ * list, so a small group does not get a wave of its own:
+ *
+ *     T = sum_e ceil(m_e/BM) ceil(n_e/BN)                       tiles
+ *     floor(T/U) full waves and one of T mod U tiles
+ *
+ * A tile of group e runs its whole k_e (no split-K in grouped kernels);
+ * a wave lasts as long as its longest tile. With equal k (the forward and
+ * dgrad GEMMs of the experts, k = h or f) every tile costs
+ *
+ *     t_c = 2 BM BN k / R_u                  R_u = R(dt) / U
+ *
+ * and for the weight-gradient GEMMs, where k_e is the expert's token
+ * count, the tiles are ordered by group and a wave's k is the mean k of
+ * the tiles it holds, except the last wave, which waits for its longest.
+ *
+ * Operand traffic. Every group's A and B are read once from the serving
+ * level (its tiles share them through L2, as gpu_gemm.c's grouped
+ * rasterization), D = sum_e (m_e k_e + k_e n_e) b_in, spread over the
+ * waves in proportion to their tiles; each tile stores BM BN b_out:
+ *
+ *     t_m = D a / (T B_l)    t_e = a BM BN b_out / B_l
+ *     t_wave = t_0 + max(t_c, t_m) + t_e                (a tiles in it)
+ *
+ * This is where many small experts lose against one big GEMM: each
+ * expert's padding to BM rows (a tile costs the same full or not), a
+ * partial last wave, and weights k n that every expert must read however
+ * few tokens it has (memory-bound when m_e is small). Groups with no rows
+ * cost nothing (their weights are not read).
+ *
+ *     t = t_launch + min over tile shapes of the sum of t_wave
+ *
+ * Constants as gpu_gemm.c (configs/gpus/: tiles, t_0, launch, R, B_l).
+ * Without tile data: the roofline t = t_launch + max(F / R, W / B_l).
+ * Range: grouped GEMMs with equal n within a launch (MoE experts).
+ */
+#include "gpu_impl.h"
+
+#include <math.h>
+
+#include "base/diag.h"
+
+/* What one tile shape needs to know about the problem and the GPU. */
+struct grouped {
+	const struct gpu_gemm_group *g;
+	size_t n;			/* groups */
+	double b_in, b_out;		/* B per element */
+	double bw_Bps;			/* B/s at the serving level */
+	double unit_flops;		/* FLOP/s per CU/SM */
+	double units;			/* CUs/SMs */
+	double wave_overhead_s;		/* s, t_0 */
+	double operand_B;		/* B, D */
+};
+
+/* Tiles of group e for a BM x BN tile. */
+static double group_tiles(const struct gpu_gemm_group *e, double bm,
+			  double bn)
+{
+	if (e->m <= 0 || e->n <= 0 || e->k <= 0)
+		return 0;
+	return ceil(e->m / bm) * ceil(e->n / bn);
+}
+
+/* One wave of a tiles whose k averages k_s. */
+static double wave_s(const struct grouped *p, double bm, double bn,
+		     double a, double k_s, double tiles)
+{
+	double tc = 2 * bm * bn * k_s / p->unit_flops;
+	double tm = p->operand_B * a / tiles / p->bw_Bps;
+	double te = a * bm * bn * p->b_out / p->bw_Bps;
+
+	return p->wave_overhead_s + fmax(tc, tm) + te;
+}
+
+/* The waves of one tile shape: tiles in group order, a wave's k the
+ * mean of its tiles' (the last wave's the largest it holds). */
+static double plan_shape(const struct grouped *p, double bm, double bn)
+{
+	double tiles = 0, total = 0, in_wave = 0, k_sum = 0, k_max = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		tiles += group_tiles(&p->g[i], bm, bn);
+	if (tiles == 0)
+		return 0;
+	for (i = 0; i < p->n; i++) {
+		double left = group_tiles(&p->g[i], bm, bn);
+
+		while (left > 0) {
+			double take = fmin(left, p->units - in_wave);
+
+			in_wave += take;
+			left -= take;
+			k_sum += take * p->g[i].k;
+			k_max = fmax(k_max, p->g[i].k);
+			if (in_wave == p->units) {
+				total += wave_s(p, bm, bn, in_wave,
+						k_sum / in_wave, tiles);
+				in_wave = k_sum = k_max = 0;
+			}
+		}
+	}
+	if (in_wave > 0)
+		total += wave_s(p, bm, bn, in_wave, k_max, tiles);
+	return total;
+}
+
+static double result_bytes(enum dtype dt)
+{
+	double b = dtype_bytes(dt);
+
+	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
+}
+
+struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
+				 const struct gpu_gemm_group *groups,
+				 size_t ngroups)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0};
+	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
+	enum gpu_level l;
+	size_t i;
+
+	gpu_require_dtype(g, dt);
+	p.b_in = dtype_bytes(dt);
+	p.b_out = result_bytes(dt);
+	for (i = 0; i < ngroups; i++) {
+		const struct gpu_gemm_group *e = &groups[i];
+
+		gpu_require_size(e->m, "grouped GEMM m");
+		gpu_require_size(e->n, "grouped GEMM n");
+		gpu_require_size(e->k, "grouped GEMM k");
+		if (e->m == 0 || e->n == 0 || e->k == 0)
+			continue;
+		flops += 2 * e->m * e->n * e->k;
+		p.operand_B += (e->m * e->k + e->k * e->n) * p.b_in;
+		out_B += e->m * e->n * p.b_out;
+	}
+	if (flops == 0)
+		return zero;
+	ws = p.operand_B + out_B;
+	l = gpu_serving_level(g, ws);
+	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
+	p.units = (double)g->compute_units;
+	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
+	p.wave_overhead_s = g->gemm_tile_overhead_s;
+	comp_s = flops / (p.unit_flops * p.units);
+	mem_s = ws / p.bw_Bps;
+	for (i = 0; i < g->gemm_tile_m.n; i++) {
+		double t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
+				      (double)g->gemm_tile_n.v[i]);
+
+		if (best < 0 || t < best)
+			best = t;
+	}
+	if (best < 0)	/* no tile data: the roofline */
+		best = fmax(comp_s, mem_s);
+	return gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
+}

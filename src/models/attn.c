@@ -1,0 +1,478 @@
+/*
+ * attn.c - the attention half of a layer: projections (GQA or multi-head
+ * latent attention), rotary embedding and the attention core, with
+ * context parallelism and sliding windows.
+ *
+ * Notation as layer.c (T tokens of the microbatch on one GPU, s = S/cp
+ * tokens of each sequence on one GPU, t = tp, B bytes per element).
+ *
+ * Projections. GQA: one column-parallel QKV GEMM (n = q + 2 kv, k = h).
+ * MLA (DeepSeek-V2/V3, Megatron-Core MLASelfAttention): the down
+ * projections are not split over TP (TELinear "duplicated") and run on
+ * the sequence-parallel shard T' (the whole T without SP):
+ *   q_down  GEMM (T', r_q, h)          kv_down GEMM (T', r_kv + d_r, h)
+ *   q_norm  over T' r_q                kv_norm over T' r_kv
+ * then column-parallel up projections over the gathered T tokens:
+ *   q_up    GEMM (T, a/t (d_n + d_r), r_q)   [SP: all-gather T r_q]
+ *   kv_up   GEMM (T, a/t (d_n + d_v), r_kv)  [SP: all-gather T r_kv,
+ *                                              and the shared k_rope T d_r]
+ * and attention with Q/K heads of d_n + d_r and V heads of d_v, one K/V
+ * head per query head. The output projection reads a/t d_v.
+ *
+ * Attention core, one flash call per block of the score matrix (the GPU
+ * model, gpu_attention.c, costs each), by context-parallel method
+ * (TransformerEngine's implementations, Megatron --cp-comm-type):
+ *
+ *   none     one causal call, q = kv = s (a window w: each query sees
+ *            min(position, w) keys)
+ *   p2p      ring of cp steps. With load balancing each sequence is cut
+ *            in 2 cp chunks of c = s/2 and rank r holds chunks r and
+ *            2cp-1-r: step 0 is causal over its own 2c tokens; each
+ *            later step an unmasked half block (2c queries x c keys, or
+ *            c x 2c), so every rank does the same work. While step i
+ *            computes, the K/V block of step i+1 moves to the next rank
+ *            of the CP ring (a send/recv on the cp stream, s (k + v) B),
+ *            so a step's transfer hides behind the previous step's
+ *            compute when it is shorter. The partial outputs are merged
+ *            with their log-sum-exps (read and write s a/t d_v fp32 per
+ *            step). Backward: the same blocks, each step passing K/V and
+ *            the accumulated dK/dV on (twice the bytes), and a last
+ *            transfer returns dK/dV to their owner. Without load
+ *            balancing the slowest rank (the last) does a causal step and
+ *            cp - 1 full s x s blocks; symmetric simulation models it.
+ *   all_gather  K and V all-gathered over CP (S (k + v) B), then one
+ *            causal call per local chunk against the keys up to it: c x c
+ *            and c x 2cp c on rank 0 (every rank the same total); the
+ *            backward re-gathers K/V and reduce-scatters dK/dV.
+ *   a2a      (Ulysses) Q, K, V all-to-all over CP (each rank sends its
+ *            s (q + 2 kv) B), attention over the whole sequence S with
+ *            a/(t cp) heads, the output all-to-all back (s q B); the
+ *            backward mirrors it.
+ *   a2a+p2p  a2a inside groups of cp_a2a ranks (the heads / cp_a2a, the
+ *            sequence cp_a2a s), a p2p ring over the cp / cp_a2a groups.
+ *
+ * Model FLOPs of the core are counted in full (4 b (a/t) s S (d + d_v)/2
+ * forward per GPU under CP, as Megatron's and PaLM's MFU formulas count
+ * attention), whatever blocks the method computes.
+ */
+#include "layer_impl.h"
+
+#include "base/diag.h"
+#include "config/spec_job.h"
+
+/* Heads of Q on one GPU, and per-head widths. */
+static double heads_q(const struct layer_dims *d)
+{
+	return d->heads / d->tp;
+}
+
+static double dim_qk(const struct layer_dims *d)
+{
+	return d->mla ? d->mla_d.nope + d->mla_d.rope : d->head_dim;
+}
+
+/* K/V heads on one GPU: MLA expands one per query head. */
+static double heads_kv(const struct layer_dims *d)
+{
+	return d->mla ? heads_q(d) : layer_kv_heads_local(d);
+}
+
+/* Bytes per token of this GPU's K and V. */
+static double kv_B(const struct layer_dims *d)
+{
+	return heads_kv(d) * (dim_qk(d) + layer_v_dim(d)) * d->act_B;
+}
+
+double attn_out_width(const struct layer_dims *d)
+{
+	return heads_q(d) * layer_v_dim(d);
+}
+
+/* ---- projections ---- */
+
+static void rope_op(struct layer_ops *o, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d)
+{
+	double n;
+
+	if (!d->rope)
+		return;
+	if (d->mla)	/* Q's rotary part per head, K's one shared */
+		n = layer_tokens(d) * (heads_q(d) + 1) * d->mla_d.rope;
+	else
+		n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
+	if (!d->eager_rope) {
+		lop_memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
+		return;
+	}
+	/* x cos (r n, w n), -x2 (r n/2, w n/2), cat (r n, w n), * sin (r n,
+	 * w n), + (r 2n, w n), on q and on k: 10 kernels, the first four of
+	 * each on the strided views (7n); backward the same chain reversed */
+	lop_eager(o, name, pass, 5.5 * n * d->act_B, 4.5 * n * d->act_B,
+		  7 * n * d->act_B, 10, 4 * n);
+}
+
+/* GQA keys and values copied to the query heads (repeat_interleave on
+ * strided views: read T kv, write T q, each), or in backward summed back
+ * (two reductions: read T q, write T kv each, contiguous). */
+static void expand_kv(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), q = layer_q_width(d);
+	double kv = layer_kv_width(d), B = d->act_B;
+
+	if (!d->expand_kv || d->mla)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 2 * t * q * B, 2 * t * kv * B, 0, 2,
+			  2 * t * q);
+	else
+		lop_eager(o, name, pass, 2 * t * kv * B, 2 * t * q * B,
+			  2 * t * (q + kv) * B, 2, 0);
+}
+
+/* MLA down projections on the SP shard (duplicated over TP). */
+static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double ts = layer_sp_tokens(d), h = d->hidden;
+	int16_t in = lop_tail(o);
+
+	lop_cast(o, "mla_down_cast", pass, d, d->lowp, ts * h);
+	if (m->q_lora > 0) {
+		lop_gemm(o, "q_down", pass, ts, m->q_lora, h, d->lowp);
+		lop_memop(o, "q_norm", pass, ts * m->q_lora * d->act_B,
+			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
+	}
+	lop_gemm(o, "kv_down", pass, ts, m->kv_lora + m->rope, h, d->lowp)
+		->dep[0] = d->lowp ? in + 1 : in;
+	lop_memop(o, "kv_norm", pass, ts * m->kv_lora * d->act_B,
+		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
+}
+
+static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double hq = heads_q(d), t = layer_tokens(d);
+
+	if (!d->mla) {
+		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
+			       layer_q_width(d) + 2 * layer_kv_width(d),
+			       d->hidden, d->lowp);
+		return;
+	}
+	mla_down_fwd(o, pass, d);
+	if (m->q_lora > 0)
+		lop_column_fwd(o, "q_up_cast", "q_up_allgather", "q_up", pass,
+			       d, hq * (m->nope + m->rope), m->q_lora, d->lowp);
+	else
+		lop_column_fwd(o, "q_cast", "q_allgather", "q_proj", pass, d,
+			       hq * (m->nope + m->rope), d->hidden, d->lowp);
+	lop_column_fwd(o, "kv_up_cast", "kv_up_allgather", "kv_up", pass, d,
+		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
+	lop_tpcoll(o, "k_rope_allgather", pass, d, COLL_ALLGATHER,
+		   d->sp ? t * m->rope * d->act_B : 0);
+}
+
+/* ---- the core ---- */
+
+static void shape(const struct layer_dims *d, double batch, double heads,
+		  double sq, double skv, int causal, double window,
+		  struct gpu_attn_shape *a)
+{
+	a->batch = batch;
+	a->heads_q = heads;
+	a->heads_kv = heads * heads_kv(d) / heads_q(d);
+	a->seq_q = sq;
+	a->seq_kv = skv;
+	a->head_dim_qk = dim_qk(d);
+	a->head_dim_v = layer_v_dim(d);
+	a->causal = causal;
+	a->window = window;
+	a->kernel = d->attn_kernel;
+}
+
+/* One flash call; model_flops 0: counted from its shape. */
+static struct layer_op *flash(struct layer_ops *o, const char *name,
+			      enum layer_pass pass, int bwd,
+			      const struct gpu_attn_shape *a, double model_flops)
+{
+	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
+
+	op->k.kind = bwd ? KERN_ATTN_BWD : KERN_ATTN_FWD;
+	op->k.attn = *a;
+	op->k.model_flops = model_flops;
+	return op;
+}
+
+/* Model FLOPs of the core on one GPU (forward; backward twice):
+ * 4 b (a/t) s_q S (d + d_v)/2 over the whole sequence S, a window w
+ * counted as min(w, S) keys. */
+static double core_model_flops(const struct layer_dims *d, double window,
+			       int bwd)
+{
+	double S = d->seq * d->cpd.cp, keys = window > 0 && window < S ?
+		   window : S;
+	double f = 4 * d->batch * heads_q(d) * d->seq * keys *
+		   (dim_qk(d) + layer_v_dim(d)) / 2;
+
+	return bwd ? 2 * f : f;
+}
+
+static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d)
+{
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
+	struct layer_op *op;
+
+	op = lop_gemm(o, "scores", pass, d->seq, d->seq, dim_qk(d), 0);
+	op->k.batch = heads;
+	lop_memop(o, "softmax", pass, scores * d->act_B,
+		  scores * d->act_B * (d->dropout ? 2 : 1) +
+		  (d->dropout ? scores : 0), CE_FLOPS * scores);
+	op = lop_gemm(o, "attn_v", pass, d->seq, layer_v_dim(d), d->seq, 0);
+	op->k.batch = heads;
+}
+
+static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double heads = layer_attn_heads(d), scores = layer_scores(d);
+	double s = d->seq, dq = dim_qk(d), dv = layer_v_dim(d);
+	double mask = d->dropout ? scores : 0;
+
+	lop_gemm(o, "attn_v_dgrad", PASS_BWD, s, s, dv, 0)->k.batch = heads;
+	lop_gemm(o, "attn_v_wgrad", PASS_BWD, s, dv, s, 0)->k.batch = heads;
+	lop_memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B + mask,
+		  scores * d->act_B, CE_FLOPS * scores);
+	lop_gemm(o, "scores_dgrad_q", PASS_BWD, s, dq, s, 0)->k.batch = heads;
+	lop_gemm(o, "scores_dgrad_k", PASS_BWD, s, dq, s, 0)->k.batch = heads;
+}
+
+/* The ring of one p2p method over `ring` ranks of ring_group, each
+ * holding `seq` query tokens (a2a+p2p: the inner group's gathered
+ * sequence) of `heads` heads. Forward: transfer i (after the one before
+ * it: a rank forwards the block it received) brings the block of step
+ * i + 1; step i waits for the block of transfer i - 1. Backward: each
+ * transfer also carries the dK/dV accumulated so far, added (a
+ * memory-bound op) once the step's own gradients are computed. */
+static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
+		 const struct layer_dims *d, enum layout_group ring_group,
+		 double ring, double seq, double heads, double model_flops)
+{
+	double c = seq / 2, kv = d->batch * seq * kv_B(d) * heads / heads_q(d);
+	double out = d->batch * seq * heads * layer_v_dim(d) * 4;
+	int lb = d->cpd.load_balance, i, steps = (int)ring;
+	struct gpu_attn_shape a;
+	int16_t in = lop_tail(o), deliver = LAYER_NONE, last = in;
+	int16_t acc = LAYER_NONE, comm;
+	const char *name = bwd ? "attn_bwd" : "attn";
+	struct layer_op *op;
+
+	for (i = 0; i < steps; i++) {
+		comm = LAYER_NONE;
+		if (i + 1 < steps || bwd) {
+			op = lop_coll(o, bwd ? "cp_kv_dkv_sendrecv" :
+				      "cp_kv_sendrecv", pass, ring_group, LS_CP,
+				      COLL_SENDRECV, bwd ? 2 * kv : kv);
+			op->p2p_next = 1;
+			op->dep[0] = deliver == LAYER_NONE ? in : deliver;
+			op->dep[1] = acc;
+			comm = lop_tail(o);
+		}
+		if (i == 0)
+			shape(d, d->batch, heads, seq, seq, 1, 0, &a);
+		else if (lb)
+			shape(d, d->batch, heads, c, 2 * c, 0, 0, &a);
+		else
+			shape(d, d->batch, heads, seq, seq, 0, 0, &a);
+		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		op->dep[0] = last;
+		op->dep[1] = deliver;
+		last = lop_tail(o);
+		if (bwd) {	/* add this step's dK/dV to the received sum */
+			op = lop_memop(o, "cp_dkv_add", pass, 2 * kv, kv,
+				       kv / d->act_B);
+			op->dep[1] = deliver;
+			acc = last = lop_tail(o);
+		} else if (i > 0) {	/* rescale by the log-sum-exps, add */
+			lop_memop(o, "attn_lse_merge", pass, 2 * out, out,
+				  out / 4);
+			last = lop_tail(o);
+		}
+		deliver = comm;
+	}
+	if (bwd)	/* the last transfer brings this rank's dK/dV home */
+		lop_memop(o, "cp_dkv_done", pass, kv, kv, 0)->dep[1] = deliver;
+}
+
+/* All-gather of K/V, then one call per local chunk (rank 0's). */
+static void all_gather(struct layer_ops *o, enum layer_pass pass, int bwd,
+		       const struct layer_dims *d, double model_flops)
+{
+	double cp = d->cpd.cp, s = d->seq, c = s / 2;
+	double kv_total = cp * s * d->batch * kv_B(d);
+	struct gpu_attn_shape a;
+
+	lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP, COLL_ALLGATHER,
+		 kv_total);
+	if (d->cpd.load_balance) {
+		shape(d, d->batch, heads_q(d), c, c, 1, 0, &a);
+		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+		shape(d, d->batch, heads_q(d), c, 2 * cp * c, 1, 0, &a);
+		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, -1);
+	} else {	/* the last rank, the slowest: all keys */
+		shape(d, d->batch, heads_q(d), s, cp * s, 1, 0, &a);
+		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+	}
+	if (bwd)
+		lop_coll(o, "cp_dkv_reducescatter", pass, LG_CP, LS_CP,
+			 COLL_REDUCESCATTER, kv_total);
+}
+
+/* Ulysses all-to-all over `inner` ranks of group g around the core;
+ * a2a+p2p runs the ring over the rest. */
+static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
+		const struct layer_dims *d, double model_flops)
+{
+	double inner = d->cpd.a2a, heads = heads_q(d) / inner;
+	double tok = d->batch * d->seq;
+	double qkv_B = tok * (layer_q_width(d) * (d->mla ? dim_qk(d) /
+			d->head_dim : 1) * d->act_B + kv_B(d));
+	double o_B = tok * attn_out_width(d) * d->act_B;
+	enum layout_group g = inner == d->cpd.cp ? LG_CP : LG_CP_A2A;
+	double outer = d->cpd.cp / inner;
+	struct gpu_attn_shape a;
+
+	lop_coll(o, bwd ? "cp_dout_a2a" : "cp_qkv_a2a", pass, g, LS_CP,
+		 COLL_ALLTOALL, bwd ? o_B : qkv_B);
+	if (outer > 1) {
+		ring(o, pass, bwd, d, LG_CP_RING, outer, d->seq * inner, heads,
+		     model_flops);
+	} else {
+		shape(d, d->batch, heads, d->seq * inner, d->seq * inner, 1, 0,
+		      &a);
+		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+	}
+	lop_coll(o, bwd ? "cp_dqkv_a2a" : "cp_out_a2a", pass, g, LS_CP,
+		 COLL_ALLTOALL, bwd ? qkv_B : o_B);
+}
+
+static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
+		 const struct layer_dims *d, const struct layer_kind *k)
+{
+	double window = k ? k->window : 0;
+	double mf = core_model_flops(d, window, bwd);
+	struct gpu_attn_shape a;
+
+	if (d->cpd.cp <= 1) {
+		if (d->unfused_attn) {
+			if (bwd)
+				unfused_bwd(o, d);
+			else
+				unfused_fwd(o, pass, d);
+			return;
+		}
+		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
+		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
+		return;
+	}
+	switch (d->cpd.comm) {
+	case CP_P2P:
+		ring(o, pass, bwd, d, LG_CP, d->cpd.cp, d->seq, heads_q(d), mf);
+		return;
+	case CP_ALLGATHER:
+		all_gather(o, pass, bwd, d, mf);
+		return;
+	default:
+		a2a(o, pass, bwd, d, mf);
+		return;
+	}
+}
+
+void attn_fwd(struct layer_ops *o, enum layer_pass pass,
+	      const struct layer_dims *d, const struct layer_kind *k)
+{
+	proj_fwd(o, pass, d);
+	rope_op(o, "rope", pass, d);
+	expand_kv(o, "kv_expand", pass, d);
+	core(o, pass, 0, d, k);
+}
+
+/* ---- backward ---- */
+
+static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double hq = heads_q(d), ts = layer_sp_tokens(d), h = d->hidden;
+	int16_t red;
+
+	if (!d->mla) {
+		red = lop_column_bwd(o, "qkv_input_allgather", "qkv_grad_cast",
+				     "qkv_dgrad", "qkv_grad_tp_reduce",
+				     "qkv_wgrad", d, layer_q_width(d) +
+				     2 * layer_kv_width(d), h, d->lowp);
+		lop_norm_bwd_after(o, "norm1_bwd", d, red);
+		return;
+	}
+	lop_tpcoll(o, "k_rope_grad_reduce", PASS_BWD, d,
+		   COLL_REDUCESCATTER, d->sp ? layer_tokens(d) * m->rope *
+		   d->act_B : 0);
+	lop_column_bwd(o, "kv_up_input_allgather", "kv_up_grad_cast",
+		       "kv_up_dgrad", "kv_up_grad_tp_reduce", "kv_up_wgrad", d,
+		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
+	lop_memop(o, "kv_norm_bwd", PASS_BWD, 3 * ts * m->kv_lora * d->act_B,
+		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
+	if (m->q_lora > 0) {
+		lop_column_bwd(o, "q_up_input_allgather", "q_up_grad_cast",
+			       "q_up_dgrad", "q_up_grad_tp_reduce", "q_up_wgrad",
+			       d, hq * (m->nope + m->rope), m->q_lora, d->lowp);
+		lop_memop(o, "q_norm_bwd", PASS_BWD,
+			  3 * ts * m->q_lora * d->act_B,
+			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
+		lop_gemm(o, "q_down_dgrad", PASS_BWD, ts, h, m->q_lora, d->lowp);
+		lop_gemm(o, "q_down_wgrad", PASS_BWD, h, m->q_lora, ts, d->lowp);
+		lop_accumulate(o, d, h * m->q_lora);
+	} else {
+		lop_column_bwd(o, "q_input_allgather", "q_grad_cast", "q_dgrad",
+			       "q_grad_tp_reduce", "q_wgrad", d,
+			       hq * (m->nope + m->rope), h, d->lowp);
+	}
+	lop_gemm(o, "kv_down_dgrad", PASS_BWD, ts, h, m->kv_lora + m->rope,
+		 d->lowp);
+	lop_gemm(o, "kv_down_wgrad", PASS_BWD, h, m->kv_lora + m->rope, ts,
+		 d->lowp);
+	lop_accumulate(o, d, h * (m->kv_lora + m->rope));
+	lop_norm_bwd(o, "norm1_bwd", d);
+}
+
+void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
+	      const struct layer_dims *d, const struct layer_kind *k)
+{
+	if (rc == LREC_SELECTIVE)
+		core(o, PASS_RECOMPUTE, 0, d, k);
+	core(o, PASS_BWD, 1, d, k);
+	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
+	rope_op(o, "rope_bwd", PASS_BWD, d);
+	proj_bwd(o, d);
+}
+
+double attn_params(const struct layer_dims *d, int bias)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double h = d->hidden, a = d->heads;
+	double qkv, out;
+
+	if (!d->mla) {
+		qkv = (d->heads + 2 * d->kv_heads) * d->head_dim;
+		out = d->heads * d->head_dim;
+		return h * qkv + out * h + (bias ? qkv + h : 0);
+	}
+	qkv = (m->q_lora > 0 ? h * m->q_lora + m->q_lora +
+	       m->q_lora * a * (m->nope + m->rope) :
+	       h * a * (m->nope + m->rope)) +
+	      h * (m->kv_lora + m->rope) + m->kv_lora +
+	      m->kv_lora * a * (m->nope + m->v);
+	return qkv + a * m->v * h + (bias ? h : 0);
+}

@@ -1,0 +1,210 @@
+/*
+ * ep.c - expert dispatch traffic and path.
+ *
+ * A token picks k of E experts (ep_hit: uniformly, or within
+ * topk_group of n_group groups first); an EP group of p GPUs holds L =
+ * E / p experts each, m GPUs per node, N = p / m nodes. The probability
+ * that a token needs GPU r is P_rank = ep_hit(L experts), node K
+ * P_node = ep_hit(m L experts), so a token goes to p P_rank GPUs and
+ * N P_node nodes on average. One GPU's T tokens, a row being B_r bytes:
+ *
+ *   dedup none   T k B_r sent (one row per chosen expert; Megatron's
+ *                all-to-all, DeepEP low-latency)
+ *   dedup rank   T p P_rank B_r (one row per destination GPU)
+ *   dedup node   the same at GPU level; across nodes a token crosses the
+ *                scale-out network once per node, so of the GPU-level
+ *                bytes to a node's m GPUs the share P_node / (m P_rank)
+ *                goes over it (coll_path.node_share), the rest is
+ *                forwarded over scale-up
+ *
+ * DeepEP's benchmarks count a "logical" bandwidth: tokens x nodes hit x
+ * row across nodes (RDMA), tokens x GPUs hit x row within a node (NVL),
+ * tokens x selections x row for the low-latency kernels; the sender's own
+ * node and GPU included (logical_B).
+ *
+ * A row: h elements of the dispatch dtype, fp8 with a fp32 scale per
+ * 128 elements (1 + 4/128 B per element: DeepEP's per_token_cast_to_fp8
+ * and Transformer Engine's blockwise FP8), MX formats with their E8M0
+ * scale per 32 (dtype_bytes), plus the path's extra bytes (top-k indices
+ * and weights).
+ *
+ * A GPU-initiated path's kernels run on n SMs; each copies r bytes per
+ * second (sm_rate), and an fp8 row costs it c more (fp8_row_cost: the
+ * block scales, one fp32 per 128 elements, gathered from their own,
+ * token-strided tensor), so the GPU moves at most n r (16-bit rows) or
+ * n B / (c + B / r) (fp8 rows of B bytes) (coll_path.gpu_Bps).
+ */
+#include "ep.h"
+
+#include <math.h>
+
+#include "config/spec_collectives.h"
+#include "config/spec_gpu.h"
+
+/* log C(n, r), 0 for r <= 0, -inf for r > n. */
+static double log_choose(double n, double r)
+{
+	if (r <= 0)
+		return 0;
+	if (r > n)
+		return -INFINITY;
+	return lgamma(n + 1) - lgamma(r + 1) - lgamma(n - r + 1);
+}
+
+double ep_hit_prob(double E, double k, double g)
+{
+	if (g <= 0)
+		return 0;
+	if (g >= E)
+		return 1;
+	return 1 - exp(log_choose(E - g, k) - log_choose(E, k));
+}
+
+double ep_hit_prob_grouped(double E, double k, double g, double n_group,
+			      double topk_group)
+{
+	double m = topk_group * E / n_group;
+
+	return topk_group / n_group * ep_hit_prob(m, k, g);
+}
+
+double ep_hit(double E, double k, double ng, double tg, double g)
+{
+	double ge = ng > 0 ? E / ng : 0, q, miss = 0, j, mm;
+
+	if (ng <= 0 || tg <= 0 || tg >= ng)
+		return ep_hit_prob(E, k, g);
+	if (g <= ge)
+		return ep_hit_prob_grouped(E, k, g, ng, tg);
+	q = floor(g / ge);	/* whole groups on the node */
+	mm = tg * ge;
+	for (j = 0; j <= q && j <= tg; j++) {
+		double pj = exp(log_choose(q, j) + log_choose(ng - q, tg - j) -
+				log_choose(ng, tg));
+
+		if (isfinite(pj))
+			miss += pj * (1 - ep_hit_prob(mm, k, j * ge));
+	}
+	return 1 - miss;
+}
+
+double ep_row_bytes(double hidden, int dtype, double extra_B)
+{
+	double e = dtype_bytes((enum dtype)dtype);
+
+	if (dtype == DTYPE_FP8)
+		e += 4.0 / 128.0;
+	return hidden * e + extra_B;
+}
+
+void ep_traffic(const struct ep_routing *r, double ranks, double m,
+		double tokens, double row_B, int dedup, struct ep_traffic *out)
+{
+	double L = r->experts / ranks, nodes, p_rank, p_node;
+
+	m = fmin(fmax(m, 1), ranks);
+	nodes = ceil(ranks / m);
+	p_rank = ep_hit(r->experts, r->topk, r->n_group, r->topk_group, L);
+	p_node = ep_hit(r->experts, r->topk, r->n_group, r->topk_group,
+			   L * m);
+	out->ranks_hit = ranks * p_rank;
+	out->nodes_hit = nodes * p_node;
+	out->node_share = 1;
+	if (dedup == DEDUP_NONE) {
+		out->send_B = tokens * r->topk * row_B;
+		out->logical_B = out->send_B;
+		return;
+	}
+	out->send_B = tokens * out->ranks_hit * row_B;
+	out->logical_B = nodes > 1 ? tokens * out->nodes_hit * row_B :
+				     out->send_B;
+	if (dedup == DEDUP_NODE && m > 1 && p_rank > 0)
+		out->node_share = fmin(p_node / (m * p_rank), 1);
+}
+
+const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
+				     double node_share, double row_B, int fp8,
+				     int64_t sms, struct coll_path *path,
+				     int *algo)
+{
+	double n = (double)(sms > 0 ? sms : e ? e->sms : 0), per_sm = 0;
+
+	*algo = -1;
+	if (!e)
+		return NULL;
+	if (e->mode == EP_HIERARCHICAL)
+		*algo = ALGO_HIER;
+	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
+		return NULL;
+	if (e->sm_rate_Bps > 0 && row_B > 0)
+		per_sm = row_B / ((fp8 ? e->fp8_row_cost_s : 0) +
+				  row_B / e->sm_rate_Bps);
+	*path = (struct coll_path){
+		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
+						COLL_PATH_DIRECT,
+		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
+		.hop_scale_out_s = e->hop_scale_out_s,
+		.gpu_Bps = n * per_sm, .eff_scale_up = e->scale_up_eff,
+		.eff_scale_out = e->scale_out_eff,
+		.node_share = node_share, .name = e->name,
+	};
+	return path;
+}
+
+int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn)
+{
+	uint32_t i;
+
+	for (i = 1; i < n && gpn > 0; i++)
+		if (gpus[i] / (uint64_t)gpn != gpus[0] / (uint64_t)gpn)
+			return 1;
+	return 0;
+}
+
+double ep_buffer_bytes(const struct ep_comm_spec *e, double hidden_B,
+		       double ep, double m)
+{
+	double ch, up, nodes, slot;
+
+	if (!e || (e->mode != EP_FORWARD && e->mode != EP_DIRECT))
+		return 0;
+	ch = (double)e->sms / 2;
+	up = fmin(ep, fmax(m, 1));
+	nodes = ep > m ? ceil(ep / m) : 0;
+	slot = hidden_B + e->buffer_token_meta_B;
+	return ch * slot * (up * (double)e->buffer_tokens_up +
+			    2 * nodes * (double)e->buffer_tokens_out);
+}
+
+int ep_call_time(struct net *n, const struct ep_comm_spec *e,
+		 const struct ep_call *c, struct ep_call_result *out,
+		 struct diag *d)
+{
+	double p = (double)c->ranks, m = c->gpus_per_node;
+	struct ep_routing r = c->routing;
+	double extra = c->combine ? 0 : e->bytes_per_token_extra;
+	double row_B = ep_row_bytes(c->hidden, c->dtype, extra);
+	struct coll_path path;
+	struct coll_desc cd = { .op = COLL_ALLTOALL, .gpus = c->gpus,
+				.ngpus = c->ranks, .proto = c->proto,
+				.replicas = 1 };
+	int algo;
+
+	if (r.n_group < 0)
+		r.n_group = ceil(p / fmin(m, p));
+	ep_traffic(&r, p, m, c->tokens, row_B, e->dedup, &out->traffic);
+	cd.bytes = out->traffic.send_B;
+	cd.path = ep_coll_path(e, out->traffic.node_share, row_B,
+			       c->dtype == DTYPE_FP8, c->sms, &path, &algo);
+	if (!ep_spans_nodes(c->gpus, c->ranks, (int64_t)m))
+		algo = -1;	/* hierarchical inside a node: plain */
+	cd.algo = c->algo >= 0 ? c->algo : algo;
+	if (net_collective_time(n, &cd, &out->r, d) != 0)
+		return -1;
+	out->logical_B = out->traffic.logical_B * (row_B - extra) / row_B;
+	out->r.algbw_Bps = out->logical_B / out->r.time_s;
+	out->r.busbw_Bps = out->traffic.send_B * (p - 1) / p / out->r.time_s;
+	if (cd.path)
+		out->r.algorithm = e->name;
+	return 0;
+}

@@ -1,0 +1,140 @@
+/*
+ * layer_impl.h - what the op-list builders of src/models share
+ * (layer_ops.c defines them; layer.c, attn.c and moe.c use them).
+ * Private to src/models.
+ *
+ * Every function appends to the list o; an appended op depends on the
+ * op before it (or on the list's input) unless the caller rewires its
+ * dep[]. Names are static strings.
+ */
+#ifndef LLMSIM_MODELS_LAYER_IMPL_H
+#define LLMSIM_MODELS_LAYER_IMPL_H
+
+#include "layer.h"
+
+/* Nominal vector FLOPs per element of the memory-bound kernels. */
+enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
+
+/* The index a new op would use to wait for the current last op. */
+int16_t lop_tail(const struct layer_ops *o);
+
+/* Append an op depending on the previous one (or the list's input). */
+struct layer_op *lop_push(struct layer_ops *o, const char *name,
+			  enum layer_op_kind kind, enum layer_pass pass);
+
+/* A GEMM C[m,n] = A[m,k] B[k,n], in the low dtype when lowp. */
+struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
+			  enum layer_pass pass, double m, double n, double k,
+			  int lowp);
+
+/* A memory-bound kernel: bytes read and written, vector FLOPs. */
+struct layer_op *lop_memop(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double read_B, double write_B,
+			   double flops);
+
+/* A collective over a layout group on a communication stream. */
+struct layer_op *lop_coll(struct layer_ops *o, const char *name,
+			  enum layer_pass pass, enum layout_group group,
+			  enum layer_stream stream, enum coll_op c, double bytes);
+
+/* A TP collective; none when t = 1 (returns NULL). */
+struct layer_op *lop_tpcoll(struct layer_ops *o, const char *name,
+			    enum layer_pass pass, const struct layer_dims *d,
+			    enum coll_op c, double bytes);
+
+/* Norm (width h) forward over the SP shard; residual add (+ dropout). */
+void lop_norm_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
+		  const struct layer_dims *d);
+void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
+		 const struct layer_dims *d);
+
+/* Quantize n elements to the low dtype, both layouts (none when !lowp). */
+void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
+	      const struct layer_dims *d, int lowp, double n);
+
+/* Column-parallel GEMM forward: n outputs from k inputs over T tokens,
+ * with its SP all-gather of the input. */
+void lop_column_fwd(struct layer_ops *o, const char *cast_name,
+		    const char *ag_name, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d,
+		    double n, double k, int lowp);
+
+/* Row-parallel GEMM forward: h outputs from k inputs, then its all-reduce
+ * (reduce-scatter with SP). */
+void lop_row_fwd(struct layer_ops *o, const char *cast_name,
+		 const char *name, const char *coll_name, enum layer_pass pass,
+		 const struct layer_dims *d, double k);
+
+/* The wgrad GEMM just pushed adds its n elements into the gradient
+ * buffer. */
+void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
+
+/* A chain of k PyTorch kernels moving read_B and write_B, strided_B of
+ * them through the generic elementwise path. */
+struct layer_op *lop_eager(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double read_B, double write_B,
+			   double strided_B, double k, double flops);
+
+/* Autograd sums the two gradients of a residual connection (the norm's
+ * dx and the residual branch's): one add kernel, read 2n, write n. */
+void lop_residual_grad(struct layer_ops *o, const char *name,
+		       const struct layer_dims *d);
+
+void lop_norm_bwd(struct layer_ops *o, const char *name,
+		  const struct layer_dims *d);
+
+/* Row-parallel GEMM (k inputs -> h outputs) backward. */
+void lop_row_bwd(struct layer_ops *o, const char *ag_name,
+		 const char *cast_name, const char *dgrad, const char *wgrad,
+		 const struct layer_dims *d, double k);
+
+/* Column-parallel GEMM (k inputs -> n outputs) backward; returns the
+ * index of its input-gradient reduction (LAYER_NONE without TP). */
+int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
+		       const char *cast_name, const char *dgrad,
+		       const char *coll_name, const char *wgrad,
+		       const struct layer_dims *d, double n, double k, int lowp);
+
+/* Norm backward waiting also for the reduction red. */
+void lop_norm_bwd_after(struct layer_ops *o, const char *name,
+			const struct layer_dims *d, int16_t red);
+
+/* ---- attention (attn.c) ---- */
+
+/* From the first norm's output to the input of the output projection:
+ * Q/K/V projections (or MLA's down and up projections), rotary, the
+ * attention core (context-parallel as the job says, over kind's window),
+ * for a forward or a full recomputation. */
+void attn_fwd(struct layer_ops *o, enum layer_pass pass,
+	      const struct layer_dims *d, const struct layer_kind *k);
+
+/* The attention core's backward (after its selective recomputation),
+ * rotary and the projections' backward down to the norm1 backward
+ * (included). */
+void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
+	      const struct layer_dims *d, const struct layer_kind *k);
+
+/* Width of the attention output the projection reads: a/t v. */
+double attn_out_width(const struct layer_dims *d);
+
+/* Parameters of the attention (projections, biases, MLA norms), whole
+ * model. */
+double attn_params(const struct layer_dims *d, int bias);
+
+/* ---- routed experts (moe.c) ---- */
+
+/* The MoE MLP from the second norm's output to the residual add
+ * (excluded): router, permute, dispatch, experts, combine, unpermute,
+ * shared experts. */
+void moe_fwd(struct layer_ops *o, enum layer_pass pass,
+	     const struct layer_dims *d);
+
+/* Its backward, down to the norm2 backward (included). */
+void moe_bwd(struct layer_ops *o, const struct layer_dims *d);
+
+/* Parameters: routed experts (all E) and the rest (router, shared
+ * experts), whole model. */
+void moe_params(const struct layer_dims *d, int bias, double *dense,
+		double *experts);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * layer_ops.c - building blocks of layer op lists: kernels, collectives,
+ * norms, residual adds, casts, and the column- and row-parallel GEMMs
+ * with their tensor-parallel collectives (the arithmetic is in layer.c's
+ * header). Shared by layer.c, attn.c and moe.c through layer_impl.h.
+ */
+#include "layer_impl.h"
+
+#include <string.h>
+
+#include "base/diag.h"
+
+/* The index a new op would use to wait for the current last op. */
+int16_t lop_tail(const struct layer_ops *o)
+{
+	return (int16_t)(o->n == 0 ? LAYER_IN : o->n - 1);
+}
+
+/* Append an op depending on the previous one (or the list's input). */
+struct layer_op *lop_push(struct layer_ops *o, const char *name,
+			     enum layer_op_kind kind, enum layer_pass pass)
+{
+	struct layer_op *op;
+
+	if (o->n >= LAYER_MAX_OPS)
+		BUG("layer op list full");
+	op = &o->op[o->n];
+	memset(op, 0, sizeof(*op));
+	op->name = name;
+	op->kind = kind;
+	op->pass = pass;
+	op->k.dt = -1;
+	op->dep[0] = lop_tail(o);
+	op->dep[1] = LAYER_NONE;
+	o->n++;
+	return op;
+}
+
+struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
+			     enum layer_pass pass, double m, double n,
+			     double k, int lowp)
+{
+	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
+
+	op->k.kind = KERN_GEMM;
+	op->k.m = m;
+	op->k.n = n;
+	op->k.k = k;
+	op->k.batch = 1;
+	op->k.lowp = lowp;
+	return op;
+}
+
+struct layer_op *lop_memop(struct layer_ops *o, const char *name,
+			      enum layer_pass pass, double read_B,
+			      double write_B, double flops)
+{
+	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
+
+	op->k.kind = KERN_MEM;
+	op->k.read_B = read_B;
+	op->k.write_B = write_B;
+	op->k.vec_flops = flops;
+	return op;
+}
+
+struct layer_op *lop_coll(struct layer_ops *o, const char *name,
+			  enum layer_pass pass, enum layout_group group,
+			  enum layer_stream stream, enum coll_op c, double bytes)
+{
+	struct layer_op *op = lop_push(o, name, LOP_COLL, pass);
+
+	op->coll = c;
+	op->coll_B = bytes;
+	op->group = (uint8_t)group;
+	op->stream = (uint8_t)stream;
+	return op;
+}
+
+struct layer_op *lop_tpcoll(struct layer_ops *o, const char *name,
+			    enum layer_pass pass, const struct layer_dims *d,
+			    enum coll_op c, double bytes)
+{
+	if (d->tp <= 1)
+		return NULL;
+	return lop_coll(o, name, pass, LG_TP, LS_TP, c, bytes);
+}
+
+/* ---- forward pieces ---- */
+
+void lop_norm_fwd(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+
+	lop_memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n);
+}
+
+void lop_add_fwd(struct layer_ops *o, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+	double mask = d->dropout ? n : 0;
+
+	lop_memop(o, name, pass, 2 * n * d->act_B, n * d->act_B + mask,
+	      ADD_FLOPS * n);
+}
+
+/* Quantize n elements to the low dtype, both layouts (none in 16-bit). */
+void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
+		 const struct layer_dims *d, int lowp, double n)
+{
+	if (lowp)
+		lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n);
+}
+
+/* Input side of a column-parallel GEMM: [cast], [SP all-gather], GEMM of
+ * n outputs from k inputs (h, or a latent's width). With overlap, piece
+ * i of the all-gather feeds piece i of the GEMM; the streams keep the
+ * pieces in order. */
+void lop_column_fwd(struct layer_ops *o, const char *cast_name,
+		    const char *ag_name, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d,
+		    double n, double k, int lowp)
+{
+	double t = layer_tokens(d);
+	double ag_B = t * k * (lowp ? d->lowp_B : d->act_B);
+	int16_t before;
+	int i;
+
+	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
+	if (!d->sp) {
+		lop_gemm(o, name, pass, t, n, k, lowp);
+		return;
+	}
+	before = lop_tail(o);
+	for (i = 0; i < d->chunks; i++) {
+		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
+			->dep[0] = i == 0 ? before : LAYER_NONE;
+		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
+	}
+}
+
+/* Output side of a row-parallel GEMM: [cast], GEMM of h outputs from k
+ * inputs, then the all-reduce (reduce-scatter with SP). With overlap,
+ * piece i of the reduce-scatter moves while GEMM piece i+1 runs. */
+void lop_row_fwd(struct layer_ops *o, const char *cast_name,
+		    const char *name, const char *coll_name,
+		    enum layer_pass pass, const struct layer_dims *d,
+		    double k)
+{
+	double t = layer_tokens(d), h = d->hidden;
+	int c = d->sp ? d->chunks : 1;
+	int16_t before;
+	int i;
+
+	lop_cast(o, cast_name, pass, d, d->lowp, t * k);
+	before = lop_tail(o);
+	for (i = 0; i < c; i++) {
+		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
+			i == 0 ? before : LAYER_NONE;
+		lop_tpcoll(o, coll_name, pass, d,
+		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
+		       t * h * d->act_B / c);
+	}
+}
+
+/* ---- backward pieces ---- */
+
+/* The wgrad GEMM just pushed adds its n elements into the gradient
+ * buffer: it reads and writes them there (in its epilogue). */
+void lop_accumulate(struct layer_ops *o, const struct layer_dims *d,
+		       double n)
+{
+	o->op[o->n - 1].k.accum_B = 2 * n * d->grad_B;
+}
+
+void lop_norm_bwd(struct layer_ops *o, const char *name,
+		     const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+	double mask = d->dropout ? n : 0;
+
+	struct layer_op *op;
+
+	/* x and dy in (again for dgamma when it is a second kernel), dx out */
+	op = lop_memop(o, name, PASS_BWD, 2 * d->norm_bwd_passes * n *
+		       d->act_B + mask, n * d->act_B, NORM_FLOPS * n);
+	op->k.launches = d->norm_bwd_passes;
+}
+
+void lop_residual_grad(struct layer_ops *o, const char *name,
+		       const struct layer_dims *d)
+{
+	double n = layer_sp_tokens(d) * d->hidden;
+
+	lop_memop(o, name, PASS_BWD, 2 * n * d->act_B, n * d->act_B,
+		  ADD_FLOPS * n);
+}
+
+struct layer_op *lop_eager(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double read_B, double write_B,
+			   double strided_B, double k, double flops)
+{
+	struct layer_op *op = lop_memop(o, name, pass, read_B, write_B, flops);
+
+	op->k.launches = k;
+	op->k.strided_B = strided_B;
+	return op;
+}
+
+/* Row-parallel GEMM (k inputs -> h outputs) backward: [SP all-gather of
+ * the output gradient, pieces pipelined with dgrad under overlap], [cast],
+ * dgrad (T, k, h), wgrad (k, h, T). */
+void lop_row_bwd(struct layer_ops *o, const char *ag_name,
+		    const char *cast_name, const char *dgrad,
+		    const char *wgrad, const struct layer_dims *d, double k)
+{
+	double t = layer_tokens(d), h = d->hidden;
+	double el_B = d->lowp ? d->lowp_B : d->act_B;
+	int c = d->sp ? d->chunks : 1;
+	int16_t before;
+	int i;
+
+	/* with SP, quantize the local shard and gather low-precision */
+	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
+	before = lop_tail(o);
+	for (i = 0; i < c; i++) {
+		if (d->sp)
+			lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
+			       t * h * el_B / c)->dep[0] =
+				i == 0 ? before : LAYER_NONE;
+		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
+	}
+	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
+	lop_accumulate(o, d, k * h);
+}
+
+/* Column-parallel GEMM (k inputs -> n outputs) backward: [cast], [SP
+ * re-gather of the input, during dgrad], dgrad (T, k, n), the input
+ * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T).
+ * Returns the reduction's index (LAYER_NONE without TP): what comes next
+ * (the norm backward) waits for it besides the wgrad. */
+int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
+		       const char *cast_name, const char *dgrad,
+		       const char *coll_name, const char *wgrad,
+		       const struct layer_dims *d, double n, double k, int lowp)
+{
+	double t = layer_tokens(d);
+	struct layer_op *op;
+	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
+
+	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
+	before = lop_tail(o);
+	if (d->sp) {
+		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
+			   t * k * (lowp ? d->lowp_B : d->act_B));
+		ag = lop_tail(o);
+	}
+	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
+	dg = lop_tail(o);
+	if (lop_tpcoll(o, coll_name, PASS_BWD, d,
+		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
+		       t * k * d->act_B))
+		red = lop_tail(o);
+	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
+	op->dep[0] = dg;
+	op->dep[1] = ag;
+	lop_accumulate(o, d, k * n);
+	return red;
+}
+
+/* The norm backward (width h) after a column-parallel GEMM's backward,
+ * waiting for its input-gradient reduction red as well. */
+void lop_norm_bwd_after(struct layer_ops *o, const char *name,
+			const struct layer_dims *d, int16_t red)
+{
+	lop_norm_bwd(o, name, d);
+	o->op[o->n - 1].dep[1] = red;
+}

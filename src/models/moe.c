@@ -1,0 +1,339 @@
+/*
+ * moe.c - the routed-expert MLP of a layer on one GPU (Megatron-Core
+ * MoELayer with its token dispatcher), for one microbatch.
+ *
+ * Notation: T_in tokens enter the layer on this GPU (the SP shard), E
+ * experts, top-k, L = E / ep local experts of hidden size f_e split over
+ * etp (f = f_e / etp here, u = 2 f gated), R rows processed here (route.c:
+ * the busiest rank's, after the ETP gather; R_e per local expert; R =
+ * T_in k etp when balanced), h width, B bytes per activation, e bytes per
+ * dispatched element.
+ *
+ * Forward (token_dispatcher.py, experts.py; Megatron's alltoall
+ * dispatcher, or a flex dispatcher that deduplicates: DeepEP/Hybrid-EP):
+ *   [shared experts, unless overlapped]: a dense MLP of the shared
+ *            hidden size over the attention TP (column fc1, act, row fc2)
+ *   router   GEMM (T_in, E, h) in the router dtype (fp32: cuBLAS runs it
+ *            on the CUDA cores); scores and top-k: read T_in E 4,
+ *            write T_in k 12
+ *   permute  alltoall: gather T_in k rows, read T_in h B, write T_in k h e
+ *            (unfused: twice, index sort and gather); a deduplicating
+ *            dispatcher sends tokens as they are and permutes after
+ *   dispatch all-to-all(v) over EP on the expert-parallel path (the job's
+ *            moe.dispatcher; route.c's bytes); the allgather dispatcher
+ *            all-gathers the EP group's tokens instead
+ *   [etp > 1: all-gather of the received rows over ETP, R h B]
+ *   sort     rows by local expert (L > 1, or after a deduplicating
+ *            dispatch): read and write R h B
+ *   fc1      grouped GEMM, expert e: (R_e, u, h)
+ *   act      SwiGLU (and the routing probabilities): read R u B, write R f B
+ *   fc2      grouped GEMM, expert e: (R_e, h, f)
+ *   [etp > 1: reduce-scatter over ETP]
+ *   unsort, combine (the reverse all-to-all, in 16-bit), unpermute
+ *            (weighted scatter-add of T_in k rows into T_in tokens)
+ *   [shared experts when overlapped: beside dispatch and combine, on the
+ *            compute stream while the EP stream moves tokens]
+ *   add      routed + shared outputs, over T_in h
+ * Low precision: each grouped GEMM's input is quantized first (layer.c's
+ * cast). Backward mirrors it: unpermute's gather, the combine's reverse
+ * all-to-all, fc2 dgrad (R_e, f, h) and wgrad (f, h, R_e), act, fc1 dgrad
+ * (R_e, h, u) and wgrad (h, u, R_e), the dispatch's reverse all-to-all,
+ * the permute's scatter-add and the router's dgrad (T_in, h, E) and wgrad
+ * (h, E, T_in); the shared experts' backward last.
+ *
+ * Model FLOPs of a grouped GEMM count the mean rank's rows, T_in k etp,
+ * so an imbalanced (slower) pace rank does not inflate MFU.
+ */
+#include "layer_impl.h"
+
+#include "base/diag.h"
+
+/* Rows of a balanced rank (model FLOPs). */
+static double mean_rows(const struct moe_dims *m)
+{
+	return m->tokens * m->topk * m->etp;
+}
+
+static double local_ffn(const struct moe_dims *m)
+{
+	return m->ffn / m->etp;
+}
+
+static double fc1_width(const struct layer_dims *d)
+{
+	return (d->gated ? 2 : 1) * local_ffn(&d->moe);
+}
+
+/* A grouped GEMM over the local experts: rows in dimension gd. */
+static struct layer_op *grouped(struct layer_ops *o, const char *name,
+				enum layer_pass pass,
+				const struct layer_dims *d, enum group_dim gd,
+				double m, double n, double k)
+{
+	const struct moe_dims *e = &d->moe;
+	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
+	double mean = mean_rows(e);
+
+	op->k.kind = KERN_GROUPED;
+	op->k.lowp = d->lowp;
+	op->k.m = m;
+	op->k.n = n;
+	op->k.k = k;
+	op->k.batch = 1;
+	op->k.rows = e->expert_rows;
+	op->k.ngroups = (int)e->local;
+	op->k.group_dim = gd;
+	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
+	return op;
+}
+
+/* Rows one grouped GEMM sees in total (the group dimension's sum). */
+static double rows(const struct layer_dims *d)
+{
+	return d->moe.rows;
+}
+
+static int dedups(const struct layer_dims *d)
+{
+	return d->moe.node_share < 1 || d->moe.dispatch_B <
+	       d->moe.tokens * d->moe.topk * d->hidden * d->moe.elem_B;
+}
+
+/* Dispatch or combine (forward or backward) over EP. */
+static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
+		const struct layer_dims *d, double bytes, int wide)
+{
+	const struct moe_dims *m = &d->moe;
+	struct layer_op *op;
+
+	if (m->ep <= 1)
+		return;
+	if (m->allgather) {
+		op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLGATHER,
+			      m->tokens * m->ep * d->hidden * d->act_B);
+		return;
+	}
+	op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL, bytes);
+	op->a2a_B = m->a2a_B;
+	op->ep_path = wide ? 2 : 1;
+}
+
+/* Combine bytes: the dispatch's rows in 16-bit. */
+static double combine_B(const struct layer_dims *d)
+{
+	return d->moe.combine_B;
+}
+
+static void etp_coll(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d,
+		     enum coll_op c)
+{
+	if (d->moe.etp > 1)
+		lop_coll(o, name, pass, LG_ETP, LS_TP, c,
+			 rows(d) * d->hidden * d->act_B);
+}
+
+/* The shared experts as a dense MLP over the attention TP. */
+static void shared_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	double t = layer_tokens(d), f = d->moe.shared_ffn / d->tp;
+	double u = (d->gated ? 2 : 1) * f;
+
+	if (d->moe.shared_ffn <= 0)
+		return;
+	lop_column_fwd(o, "shared_fc1_cast", "shared_fc1_allgather",
+		       "shared_fc1", pass, d, u, d->hidden, d->lowp);
+	lop_memop(o, "shared_act", pass, t * u * d->act_B, t * f * d->act_B,
+		  ACT_FLOPS * t * f);
+	lop_row_fwd(o, "shared_fc2_cast", "shared_fc2", "shared_tp_reduce",
+		    pass, d, f);
+}
+
+static void router_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+	struct layer_op *op;
+
+	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
+	op->k.dt = m->router_dt;
+	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
+		  (m->sigmoid ? 4 : 6) * T * E);
+}
+
+static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, k = m->topk, h = d->hidden;
+	double twice = m->permute_fusion ? 1 : 2;
+
+	if (dedups(d) || m->allgather)
+		return;	/* tokens travel as they are; sorted on arrival */
+	lop_memop(o, "permute", pass, twice * T * h * d->act_B,
+		  twice * T * k * h * m->elem_B, 0);
+}
+
+/* Sort the received rows by local expert. */
+static void sort_fwd(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * d->hidden * d->act_B;
+
+	if (d->moe.local > 1 || dedups(d) || d->moe.allgather)
+		lop_memop(o, name, pass, n, n, 0);
+}
+
+static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d)
+{
+	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
+	double u = fc1_width(d);
+
+	lop_cast(o, "expert_fc1_cast", pass, d, d->lowp, R * h);
+	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
+	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
+		  ACT_FLOPS * R * f);
+	lop_cast(o, "expert_fc2_cast", pass, d, d->lowp, R * f);
+	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
+}
+
+void moe_fwd(struct layer_ops *o, enum layer_pass pass,
+	     const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, h = d->hidden, k = m->topk;
+	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
+	int overlap = m->shared_overlap && m->ep > 1;
+	struct layer_op *op;
+
+	if (!overlap)
+		shared_fwd(o, pass, d);
+	shared_end = d->moe.shared_ffn > 0 ? lop_tail(o) : LAYER_NONE;
+	router_fwd(o, pass, d);
+	o->op[o->n - 2].dep[0] = in;	/* the router reads the norm's output */
+	permute_fwd(o, pass, d);
+	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, 0);
+	dispatched = lop_tail(o);
+	if (overlap) {	/* on the compute stream while dispatch moves */
+		int16_t first = (int16_t)o->n;
+
+		shared_fwd(o, pass, d);
+		if (o->n > first)
+			o->op[first].dep[0] = in;
+		shared_end = lop_tail(o);
+	}
+	after = (int16_t)o->n;
+	etp_coll(o, "expert_tp_allgather", pass, d, COLL_ALLGATHER);
+	sort_fwd(o, "expert_sort", pass, d);
+	experts_fwd(o, pass, d);
+	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
+		o->op[after].dep[0] = dispatched;
+	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
+	sort_fwd(o, "expert_unsort", pass, d);
+	a2a(o, "moe_combine", pass, d, combine_B(d), 1);
+	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
+		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
+	if (shared_end != LAYER_NONE) {
+		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
+			       T * h * d->act_B, T * h);
+		op->dep[1] = shared_end;
+	}
+}
+
+/* ---- backward ---- */
+
+static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
+	double u = fc1_width(d), L = d->moe.local;
+
+	lop_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, d->lowp, R * h);
+	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
+	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
+	o->op[o->n - 1].k.accum_B = 2 * L * f * h * d->grad_B;
+	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
+		  R * u * d->act_B, ACT_FLOPS * R * f);
+	lop_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, d->lowp, R * u);
+	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
+	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
+	o->op[o->n - 1].k.accum_B = 2 * L * h * u * d->grad_B;
+}
+
+static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, h = d->hidden;
+	struct layer_op *op;
+
+	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
+		  T * E * 4, 6 * T * E);
+	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
+	op->k.dt = m->router_dt;
+	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
+	op->k.dt = m->router_dt;
+	lop_accumulate(o, d, h * E);
+}
+
+static int16_t shared_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), f = d->moe.shared_ffn / d->tp;
+	double u = (d->gated ? 2 : 1) * f;
+
+	lop_row_bwd(o, "shared_fc2_grad_allgather", "shared_fc2_grad_cast",
+		    "shared_fc2_dgrad", "shared_fc2_wgrad", d, f);
+	lop_memop(o, "shared_act_bwd", PASS_BWD, t * (u + f) * d->act_B,
+		  t * u * d->act_B, ACT_FLOPS * t * f);
+	return lop_column_bwd(o, "shared_fc1_input_allgather",
+			      "shared_fc1_grad_cast", "shared_fc1_dgrad",
+			      "shared_fc1_grad_tp_reduce", "shared_fc1_wgrad",
+			      d, u, d->hidden, d->lowp);
+}
+
+void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, h = d->hidden, k = m->topk;
+	int16_t in = lop_tail(o), red = LAYER_NONE, routed;
+
+	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
+		  T * k * h * d->act_B, T * k * h);
+	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
+	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
+	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
+	experts_bwd(o, d);
+	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,
+		 COLL_REDUCESCATTER);
+	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
+	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, combine_B(d), 1);
+	if (!dedups(d) && !m->allgather)
+		lop_memop(o, "permute_bwd", PASS_BWD,
+			  T * k * h * d->act_B, T * h * d->act_B, T * k * h);
+	router_bwd(o, d);
+	routed = lop_tail(o);
+	if (m->shared_ffn > 0) {
+		int16_t first = (int16_t)o->n;
+
+		red = shared_bwd(o, d);
+		o->op[first].dep[0] = in;	/* from the output's gradient */
+	}
+	lop_norm_bwd_after(o, "norm2_bwd", d, red);
+	o->op[o->n - 1].dep[0] = routed;
+	if (red == LAYER_NONE && m->shared_ffn > 0)
+		o->op[o->n - 1].dep[1] = (int16_t)(o->n - 2);
+}
+
+void moe_params(const struct layer_dims *d, int bias, double *dense,
+		double *experts)
+{
+	const struct moe_dims *m = &d->moe;
+	double h = d->hidden, mats = d->gated ? 3 : 2;
+	double fs = m->shared_ffn;
+
+	*experts = m->experts * (mats * h * m->ffn +
+				 (bias ? (d->gated ? 2 : 1) * m->ffn + h : 0));
+	*dense = h * m->experts + (bias ? m->experts : 0) +
+		 (fs > 0 ? mats * h * fs + (bias ? (d->gated ? 2 : 1) * fs + h : 0) : 0);
+}

@@ -1,0 +1,49 @@
+/*
+ * route.h - how a microbatch's tokens spread over the experts of an
+ * expert-parallel group, what the busiest GPU (which sets the pace of the
+ * all-to-all and of the expert GEMMs) receives, and the bytes dispatch
+ * moves per GPU with and without deduplication. The mathematics is at the
+ * top of route.c.
+ *
+ * Depends on spec_job.h, layer.h, mem.h, diag.h and GSL.
+ */
+#ifndef LLMSIM_MODELS_ROUTE_H
+#define LLMSIM_MODELS_ROUTE_H
+
+#include <stddef.h>
+
+#include "base/arena.h"
+#include "base/mem.h"
+#include "layer.h"
+
+struct job_spec;
+struct diag;
+
+struct route_result {
+	const char *method;	/* "exact", "closed_form", "draws", "measured" */
+	double max_mean;	/* rows of the busiest EP rank / the mean rank's */
+	double *rows;		/* the busiest rank's rows per local expert,
+				 * largest first [local] (arena) */
+	double *a2a_B;		/* uneven dispatch matrix [ep x ep] (arena), or
+				 * NULL when every rank receives the same */
+	int64_t draws;		/* draws taken (method draws) */
+};
+
+/*
+ * Expected maximum of n independent normal variables of means mu[i] and
+ * standard deviations sd[i] (sd may be 0), by numerical integration of
+ * 1 - prod_i Phi((x - mu_i) / sd_i).
+ */
+double route_expected_max(const double *mu, const double *sd, size_t n);
+
+/*
+ * Fill d->moe's routing fields (rows of the pace GPU, its per-expert
+ * rows, dispatch bytes, node deduplication) for job j, whose layout and
+ * moe section are already in d (layer_dims_from_job), and describe the
+ * routing in *out. Arrays live in a. Returns 0, or -1 when out of memory
+ * (reported to dg).
+ */
+int route_plan(const struct job_spec *j, struct layer_dims *d,
+	       struct arena *a, struct route_result *out, struct diag *dg);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * test_hf_model.c - Hugging Face config.json files as a new user would
+ * try them: the keys that change time or memory are modeled (MoE layer
+ * placement, sliding windows, MLA, group-limited routing, MTP, weight
+ * quantization), known-irrelevant keys pass silently, and any other key
+ * is a warning with the modeled key it may be a typo of.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config_testutil.h"
+#include "config/spec_model.h"
+
+#define DATA "tests/data"
+
+static struct config_ctx CX;
+
+static void setup(void)
+{
+	fixture_init();
+	CX.arena = &A;
+	CX.diag = &C.d;
+	CX.data_root = DATA;
+}
+
+TestSuite(hf_model, .init = setup, .fini = fixture_fini);
+
+static const struct model_spec *load(const char *what)
+{
+	struct model_spec *m = arena_alloc(&A, sizeof(*m));
+
+	cr_assert_eq(config_load(&CX, &model_schema, what, NULL, 0, m), 0,
+		     "%s: %s", what, capture_text(&C));
+	return m;
+}
+
+static const char *write_json(char dir[64], char path[256], const char *text)
+{
+	tmpdir_make(dir);
+	write_file(path, dir, "config.json", text, strlen(text));
+	return path;
+}
+
+Test(hf_model, typo_is_a_warning_with_did_you_mean)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_hiden_layers\": 3, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"rope_theta\": 10000, \"frobnicate\": 1}"));
+
+	cr_assert_eq(m->num_hidden_layers, 2);
+	cr_assert_has(capture_text(&C), "'num_hiden_layers': key not modeled "
+		      "by llmsim and ignored; did you mean 'num_hidden_layers'?");
+	cr_assert_has(capture_text(&C), "'frobnicate': key not modeled");
+	/* rope_theta is known not to matter: no word about it. */
+	cr_assert_null(strstr(capture_text(&C), "rope_theta"));
+	cr_assert_eq(C.d.warnings, 2);
+	cr_assert_eq(C.d.errors, 0);
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, typo_of_a_required_key_still_fails)
+{
+	char dir[64], path[256];
+	struct model_spec m;
+
+	write_json(dir, path, "{\"hidden_size\": 1024, \"num_hiden_layers\": 3,"
+		   " \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		   " \"vocab_size\": 1000}");
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &m), -1);
+	cr_assert_has(capture_text(&C), "did you mean 'num_hidden_layers'?");
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, gpt_oss_layer_types_and_both_topk_spellings)
+{
+	const struct model_spec *m = load(DATA "/workloads/models/hf-gpt-oss/config.json");
+
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(m->n_routed_experts, 32);
+	cr_assert_eq(m->num_experts_per_tok, 4);
+	/* no moe_intermediate_size: the experts are intermediate_size wide */
+	cr_assert_eq(m->moe_intermediate_size, 2880);
+	cr_assert_eq(model_layer_window(m, 0), 128);
+	cr_assert_eq(model_layer_window(m, 1), 0);
+	cr_assert_eq(model_layer_window(m, 2), 128);
+	cr_assert(model_layer_moe(m, 0) && model_layer_moe(m, 3));
+	cr_assert_eq(m->quantization.method, QUANT_MXFP4);
+}
+
+Test(hf_model, top_k_spellings_must_agree)
+{
+	char dir[64], path[256];
+	struct model_spec m;
+
+	write_json(dir, path, "{\"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		   " \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		   " \"vocab_size\": 1000, \"num_local_experts\": 8,"
+		   " \"experts_per_token\": 2, \"num_experts_per_tok\": 4}");
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &m), -1);
+	cr_assert_has(capture_text(&C), "'experts_per_token' 2 and "
+		      "'num_experts_per_tok' 4 disagree");
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, deepseek_v3_mla_groups_mtp_and_kv_bytes)
+{
+	const struct model_spec *m = load(DATA "/workloads/models/hf-deepseek/config.json");
+
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	/* MLA: head_dim is the Q/K head, nope + rope = 128 + 64, not the
+	 * meaningless hidden / heads = 56. */
+	cr_assert_eq(m->head_dim, 192);
+	cr_assert_eq(m->n_group, 8);
+	cr_assert_eq(m->topk_group, 4);
+	cr_assert_eq(m->scoring_func, SCORE_SIGMOID);
+	cr_assert_eq(m->num_nextn_predict_layers, 1);
+	cr_assert_eq(m->quantization.method, QUANT_FP8);
+	/* first_k_dense_replace 3: layers 0-2 dense, 3-60 MoE */
+	cr_assert(!model_layer_moe(m, 2) && model_layer_moe(m, 3) &&
+		  model_layer_moe(m, 60));
+	/* one shared expert of moe_intermediate_size */
+	cr_assert_eq(model_shared_ffn(m), 2048);
+	/* latent KV per token, bf16: (kv_lora 512 + rope 64) x 61 layers x
+	 * 2 B = 70,272 B */
+	cr_assert_eq(model_kv_bytes_per_token(m, 2), 70272);
+}
+
+Test(hf_model, qwen_layer_placement_and_window)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"hidden_size\": 1024, \"num_hidden_layers\": 6,"
+		" \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"num_experts\": 16, \"num_experts_per_tok\": 2,"
+		" \"moe_intermediate_size\": 512, \"decoder_sparse_step\": 2,"
+		" \"mlp_only_layers\": [3], \"shared_expert_intermediate_size\": 1024,"
+		" \"sliding_window\": 256, \"use_sliding_window\": true,"
+		" \"max_window_layers\": 4}"));
+
+	/* (i + 1) % 2 == 0: layers 1, 3, 5; layer 3 kept dense */
+	cr_assert(!model_layer_moe(m, 0) && model_layer_moe(m, 1));
+	cr_assert(!model_layer_moe(m, 3) && model_layer_moe(m, 5));
+	/* sliding from max_window_layers = 4 on */
+	cr_assert_eq(model_layer_window(m, 3), 0);
+	cr_assert_eq(model_layer_window(m, 4), 256);
+	cr_assert_eq(model_shared_ffn(m), 1024);
+	/* GQA: 2 x 2 KV heads x 128 x 6 layers x 2 B = 6144 B per token */
+	cr_assert_eq(model_kv_bytes_per_token(m, 2), 6144);
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, layer_types_must_cover_every_layer)
+{
+	char dir[64], path[256];
+	struct model_spec m;
+
+	write_json(dir, path, "{\"hidden_size\": 1024, \"num_hidden_layers\": 3,"
+		   " \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		   " \"vocab_size\": 1000, \"sliding_window\": 64,"
+		   " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}");
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &m), -1);
+	cr_assert_has(capture_text(&C), "'layer_types' has 2 entries for 3 layers");
+	tmpdir_remove(dir);
+}

@@ -1,0 +1,113 @@
+/*
+ * test_grouped.c - the grouped GEMM of MoE experts (src/gpu/gpu_grouped.c)
+ * against derived numbers on the toy GPU of fixture.h (U = 100 units, one
+ * 128 x 128 tile, R_u = 4 TFLOP/s bf16, HBM 5 TB/s, L2 20 TB/s).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+
+Test(gpu, grouped_experts_share_waves)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[8];
+	struct gpu_cost c;
+	double tc, tm, te, D, expect;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* 8 experts of m = 1280 tokens, n = 1280, k = 4096: 10 x 10 = 100
+	 * tiles each, 800 in all = 8 full waves of 100 (one launch, not 8).
+	 *   t_c = 2 x 128 x 128 x 4096 / 4e12 = 33.554 us
+	 * D = 8 x (1280 x 4096 + 4096 x 1280) x 2 B = 167.8 MB; working set
+	 * D + 8 x 1280^2 x 2 B = 194 MB -> HBM 5 TB/s; per wave 1/8 of D:
+	 *   t_m = 20.97 MB / 5e12 = 4.19 us (under t_c)
+	 *   t_e = 100 x 128^2 x 2 B / 5e12 = 0.655 us
+	 * t = 8 x (1 us + 33.554 + 0.655) = 273.7 us */
+	for (i = 0; i < 8; i++)
+		e[i] = (struct gpu_gemm_group){1280, 1280, 4096};
+	tc = 2.0 * 128 * 128 * 4096 / 4e12;
+	D = 8 * (1280.0 * 4096 + 4096.0 * 1280) * 2;
+	tm = D / 8 / 5e12;
+	te = 100.0 * 128 * 128 * 2 / 5e12;
+	cr_assert_lt(tm, tc);
+	expect = 8 * (1e-6 + tc + te);
+	c = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8);
+	cr_assert(gpu_fixture_near(c.time_s, expect, 1e-9),
+		  "got %g s, expected %g s", c.time_s, expect);
+	cr_assert(gpu_fixture_near(c.flops, 8 * 2.0 * 1280 * 1280 * 4096, 1e-12));
+}
+
+Test(gpu, grouped_small_experts_pay_padding_and_weights)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[100];
+	struct gpu_cost c;
+	double D, tm, tc, te, expect;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* 100 experts of 16 tokens each (m = 16, n = 128, k = 4096): one
+	 * tile each, padded from 16 to 128 rows: 100 tiles = 1 wave.
+	 *   t_c = 2 x 128 x 128 x 4096 / 4e12 = 33.554 us (the padded tile)
+	 * Every expert reads its 4096 x 128 weights:
+	 *   D = 100 x (16 x 4096 + 4096 x 128) x 2 B = 117.96 MB -> HBM
+	 *   t_m = 117.96 MB / 5e12 = 23.59 us  (under t_c)
+	 *   t_e = 100 x 128 x 128 x 2 / 5e12 = 0.655 us
+	 * t = 1 + 33.554 + 0.655 = 35.21 us for 2 x 1600 x 128 x 4096 =
+	 * 1.68 GFLOP: 47.7 TFLOP/s, 12% of R; one 1600 x 128 GEMM would
+	 * have 13 tiles, not 100. */
+	for (i = 0; i < 100; i++)
+		e[i] = (struct gpu_gemm_group){16, 128, 4096};
+	D = 100 * (16.0 * 4096 + 4096.0 * 128) * 2;
+	tm = D / 5e12;
+	tc = 2.0 * 128 * 128 * 4096 / 4e12;
+	te = 100.0 * 128 * 128 * 2 / 5e12;
+	expect = 1e-6 + fmax(tc, tm) + te;
+	c = gpu_grouped_gemm(&g, DTYPE_BF16, e, 100);
+	cr_assert(gpu_fixture_near(c.time_s, expect, 1e-9),
+		  "got %g s, expected %g s", c.time_s, expect);
+}
+
+Test(gpu, grouped_empty_experts_cost_nothing)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[3] = {{0, 128, 128}, {256, 128, 128},
+				      {0, 128, 128}};
+	struct gpu_cost one, three;
+
+	gpu_fixture_toy(&g);
+	/* the two experts with no tokens add no tile and no weight read */
+	one = gpu_grouped_gemm(&g, DTYPE_BF16, &e[1], 1);
+	three = gpu_grouped_gemm(&g, DTYPE_BF16, e, 3);
+	cr_assert(gpu_fixture_near(three.time_s, one.time_s, 1e-12));
+	e[1].m = 0;
+	cr_assert_eq(gpu_grouped_gemm(&g, DTYPE_BF16, e, 3).time_s, 0);
+}
+
+Test(gpu, grouped_wgrad_waits_for_the_longest_k_in_the_last_wave)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[2] = {{128, 128, 1024}, {128, 128, 4096}};
+	struct gpu_cost c;
+	double tc, D, tm, te;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 0;
+	/* Weight gradients: k is each expert's token count. Two tiles, one
+	 * partial wave, which waits for the k = 4096 tile:
+	 *   t_c = 2 x 128 x 128 x 4096 / 4e12 = 33.554 us
+	 *   D = (128 x 1024 + 1024 x 128 + 128 x 4096 + 4096 x 128) x 2 B
+	 *     = 2.62 MB -> L2 (working set <= 10 MB) at 20 TB/s: t_m = 0.13 us
+	 *   t_e = 2 x 128^2 x 2 / 20e12 = 3.3 ns */
+	tc = 2.0 * 128 * 128 * 4096 / 4e12;
+	D = (128.0 * 1024 * 2 + 128.0 * 4096 * 2) * 2;
+	tm = D / 20e12;
+	te = 2.0 * 128 * 128 * 2 / 20e12;
+	c = gpu_grouped_gemm(&g, DTYPE_BF16, e, 2);
+	cr_assert(gpu_fixture_near(c.time_s, fmax(tc, tm) + te, 1e-9),
+		  "got %g s", c.time_s);
+}

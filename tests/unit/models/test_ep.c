@@ -1,0 +1,140 @@
+/*
+ * test_ep.c - expert dispatch traffic and path (src/models/ep.c) against
+ * derived numbers: hit probabilities from binomial coefficients, bytes
+ * per GPU with and without rank and node deduplication, the fp8 row, the
+ * GPU-initiated path's copy bound.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "config/spec_gpu.h"
+#include "models/ep.h"
+
+static int near(double got, double want, double rel)
+{
+	return fabs(got - want) <= rel * fabs(want);
+}
+
+/* C(224, 8) / C(256, 8) as a product: prod_{i<8} (224 - i) / (256 - i). */
+static double miss(double E, double g, int k)
+{
+	double p = 1;
+	int i;
+
+	for (i = 0; i < k; i++)
+		p *= (E - g - i) / (E - i);
+	return p;
+}
+
+Test(ep, hit_probability_is_one_minus_the_binomial_ratio)
+{
+	/* a GPU of 8 holding 32 of 256 experts, top-8: 1 - C(224,8)/C(256,8)
+	 * = 0.66183 */
+	cr_assert(near(ep_hit_prob(256, 8, 32), 1 - miss(256, 32, 8), 1e-12));
+	cr_assert(near(ep_hit_prob(256, 8, 32), 0.6618315, 1e-6));
+	cr_assert_eq(ep_hit_prob(256, 8, 0), 0);
+	cr_assert_eq(ep_hit_prob(256, 8, 256), 1);
+	/* topk_group >= n_group: no limit */
+	cr_assert(near(ep_hit(256, 8, 2, 2, 16), ep_hit_prob(256, 8, 16), 1e-12));
+	/* 8 groups of 32, top-4 groups: a group is picked with 1/2 and then
+	 * hit among the 128 experts of the picked: 0.5 (1 - C(96,8)/C(128,8)) */
+	cr_assert(near(ep_hit(256, 8, 8, 4, 32), 0.5 * (1 - miss(128, 32, 8)),
+		       1e-12));
+	cr_assert(near(ep_hit(256, 8, 8, 4, 32), 0.4536264, 1e-6));
+}
+
+Test(ep, rows_bytes_fp8_carries_its_scales)
+{
+	/* 7168 fp8 elements + one fp32 scale per 128 (224 B) + 96 B of
+	 * indices and weights */
+	cr_assert(near(ep_row_bytes(7168, DTYPE_FP8, 96), 7168 + 224 + 96, 1e-12));
+	cr_assert(near(ep_row_bytes(7168, DTYPE_BF16, 0), 14336, 1e-12));
+	/* MX: one E8M0 byte per 32 */
+	cr_assert(near(ep_row_bytes(4096, DTYPE_MXFP8, 0), 4096 + 128, 1e-12));
+}
+
+Test(ep, traffic_deduplicates_by_rank_and_node)
+{
+	struct ep_routing r = { 256, 8, 0, 0 };
+	struct ep_traffic t;
+	double p_rank = 1 - miss(256, 16, 8), p_node = 1 - miss(256, 128, 8);
+
+	/* no dedup: one row per (token, expert) */
+	ep_traffic(&r, 16, 8, 4096, 7488, DEDUP_NONE, &t);
+	cr_assert(near(t.send_B, 4096.0 * 8 * 7488, 1e-12));
+	cr_assert(near(t.logical_B, t.send_B, 1e-12));
+	cr_assert_eq(t.node_share, 1);
+
+	/* 16 GPUs on 2 nodes, 16 experts each: a token reaches 16 P_rank =
+	 * 6.523 GPUs and 2 P_node = 1.993 nodes */
+	ep_traffic(&r, 16, 8, 4096, 7488, DEDUP_NODE, &t);
+	cr_assert(near(t.ranks_hit, 16 * p_rank, 1e-12));
+	cr_assert(near(t.ranks_hit, 6.5232795, 1e-6));
+	cr_assert(near(t.nodes_hit, 2 * p_node, 1e-12));
+	cr_assert(near(t.send_B, 4096 * 16 * p_rank * 7488, 1e-12));
+	/* DeepEP's count across nodes: tokens x nodes reached x row */
+	cr_assert(near(t.logical_B, 4096 * 2 * p_node * 7488, 1e-12));
+	/* a token crosses to a node once for its 8 p_rank GPU rows there */
+	cr_assert(near(t.node_share, p_node / (8 * p_rank), 1e-12));
+	cr_assert(near(t.node_share, 0.3055243, 1e-6));
+
+	/* rank dedup inside one node: logical = GPU-level bytes */
+	ep_traffic(&r, 8, 8, 4096, 7392, DEDUP_RANK, &t);
+	cr_assert(near(t.ranks_hit, 8 * (1 - miss(256, 32, 8)), 1e-12));
+	cr_assert(near(t.logical_B, t.send_B, 1e-12));
+	cr_assert_eq(t.node_share, 1);
+}
+
+Test(ep, gpu_initiated_path_copy_bound)
+{
+	struct ep_comm_spec e = {
+		.name = "x", .mode = EP_FORWARD, .dedup = DEDUP_NODE,
+		.gpu_initiated = 1, .sms = 24, .sm_rate_Bps = 18.5e9,
+		.fp8_row_cost_s = 165e-9, .scale_up_eff = 0.8,
+		.scale_out_eff = 0.89, .setup_s = 15e-6,
+	};
+	struct coll_path p;
+	int algo;
+	const struct coll_path *got;
+
+	/* 16-bit rows: 24 SMs x 18.5 GB/s */
+	got = ep_coll_path(&e, 0.3, 14336, 0, 0, &p, &algo);
+	cr_assert_eq(got, &p);
+	cr_assert_eq(algo, -1);
+	cr_assert_eq(p.mode, COLL_PATH_FORWARD);
+	cr_assert(near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
+	cr_assert(near(p.node_share, 0.3, 1e-12));
+	cr_assert(near(p.eff_scale_up, 0.8, 1e-12));
+	/* fp8 rows of 7488 B: 24 x 7488 / (165 ns + 7488 / 18.5e9) */
+	ep_coll_path(&e, 0.3, 7488, 1, 0, &p, &algo);
+	cr_assert(near(p.gpu_Bps, 24 * 7488 / (165e-9 + 7488 / 18.5e9), 1e-12));
+	/* --sms overrides */
+	ep_coll_path(&e, 0.3, 14336, 0, 12, &p, &algo);
+	cr_assert(near(p.gpu_Bps, 12 * 18.5e9, 1e-12));
+	/* a library mode has no path; hierarchical forces its algorithm */
+	e.mode = EP_LIBRARY;
+	cr_assert_null(ep_coll_path(&e, 1, 14336, 0, 0, &p, &algo));
+	cr_assert_eq(algo, -1);
+	e.mode = EP_HIERARCHICAL;
+	cr_assert_null(ep_coll_path(&e, 1, 14336, 0, 0, &p, &algo));
+	cr_assert_geq(algo, 0);
+}
+
+Test(ep, all_to_all_buffers)
+{
+	struct ep_comm_spec e = {
+		.name = "x", .mode = EP_FORWARD, .dedup = DEDUP_NODE, .sms = 20,
+		.buffer_tokens_up = 288, .buffer_tokens_out = 128,
+		.buffer_token_meta_B = 2048,
+	};
+
+	/* DeepSeek-V3 (hidden 7168 bf16) at EP 64 on 8-GPU nodes, 20 SMs:
+	 * 10 channels x (14336 + 2048) B x (8 x 288 + 2 x 8 x 128) = 713 MB */
+	cr_assert(near(ep_buffer_bytes(&e, 14336, 64, 8),
+		       10 * 16384.0 * (8 * 288 + 2 * 8 * 128), 1e-12));
+	/* inside one node: the NVLink buffers only, for the 8 peers */
+	cr_assert(near(ep_buffer_bytes(&e, 14336, 8, 8), 10 * 16384.0 * 8 * 288,
+		       1e-12));
+	e.mode = EP_LIBRARY;
+	cr_assert_eq(ep_buffer_bytes(&e, 14336, 64, 8), 0);
+}

@@ -1,0 +1,344 @@
+/*
+ * test_moe.c - MoE layers, routing and context parallelism against
+ * derived numbers: FLOPs per token of a routed layer, the busiest EP
+ * rank's expected load (closed form vs seeded draws), expert-state memory
+ * over ep x edp, the context-parallel ring's steps, and the all-to-all
+ * overlap's effect on a step.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "engine/exec.h"
+#include "engine/sim.h"
+#include "fixture.h"
+#include "mockcomm.h"
+#include "models/footprint.h"
+#include "models/layer.h"
+#include "models/route.h"
+#include "models/train.h"
+
+/* The GPT fixture (h 1024, 16 heads, s 2048, b 2: T = 4096 tokens) with
+ * every layer MoE: E routed experts of width fe, top-k, ungated (as the
+ * fixture's MLP), ep on 8 GPUs of one node. */
+static void moe_job(struct fixture *f, int64_t E, int64_t k, int64_t fe,
+		    int64_t ep)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->model.n_routed_experts = E;
+	f->model.num_experts_per_tok = k;
+	f->model.moe_intermediate_size = fe;
+	f->model.decoder_sparse_step = 1;
+	f->model.moe_layer_freq = 1;
+	f->job.parallelism.ep = ep;
+	f->job.moe.routing.balance = ROUTE_UNIFORM;
+	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
+	f->job.moe.routing.draws = 64;
+	f->job.moe.routing.seed = 1;
+	f->job.moe.router_dtype = DTYPE_BF16;
+	f->job.moe.dispatch_dtype = -1;
+}
+
+static void dims(struct fixture *f, struct arena *a, struct layer_dims *d,
+		 struct route_result *r)
+{
+	struct diag dg;
+
+	diag_init(&dg, stderr);
+	layer_dims_from_job(&f->job, d);
+	cr_assert_eq(route_plan(&f->job, d, a, r, &dg), 0);
+}
+
+static int near(double got, double want, double rel)
+{
+	return fabs(got - want) <= rel * fabs(want);
+}
+
+Test(moe, forward_flops_per_token)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	double T = 4096, h = 1024, s = 2048, b = 2, E = 8, k = 2, fe = 512;
+	double want;
+
+	/* Attention as the dense layer (8 T h^2 + 4 b s^2 h), the router
+	 * (2 T h E) and k experts per token, fc1 and fc2 (2 x 2 T k h fe):
+	 * 8*4096*1024^2 + 4*2*2048^2*1024 + 2*4096*1024*8 + 4*4096*2*1024*512
+	 * = 8.59e10 FLOP. */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	dims(&f, &a, &d, &r);
+	cr_assert_str_eq(r.method, "exact");
+	layer_fwd(&d, &kind, &o);
+	want = 8 * T * h * h + 4 * b * s * s * h + 2 * T * h * E +
+	       4 * T * k * h * fe;
+	cr_assert(near(layer_ops_flops(&o, PASS_FWD), want, 1e-9),
+		  "got %.6g, want %.6g", layer_ops_flops(&o, PASS_FWD), want);
+	arena_release(&a);
+}
+
+Test(moe, expert_parallel_keeps_a_gpus_work)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d1, d8;
+	struct route_result r;
+	struct layer_ops o1, o8;
+	struct layer_kind kind = { .moe = 1 };
+	double comm = 0;
+	int i;
+
+	/* Uniform routing: with ep 8 a GPU's 1 expert of 8 sees the k T rows
+	 * the 8 GPUs route to it, 8 x 2 x 4096 / 8: its FLOPs are ep 1's.
+	 * Dispatch and combine appear, forward and backward. */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	dims(&f, &a, &d1, &r);
+	moe_job(&f, 8, 2, 512, 8);
+	dims(&f, &a, &d8, &r);
+	cr_assert(near(d8.moe.rows, 2 * 4096, 1e-12));
+	cr_assert(near(d8.moe.local, 1, 1e-12));
+	layer_fwd(&d1, &kind, &o1);
+	layer_fwd(&d8, &kind, &o8);
+	cr_assert(near(layer_ops_flops(&o8, PASS_FWD),
+		       layer_ops_flops(&o1, PASS_FWD), 1e-9));
+	for (i = 0; i < o8.n; i++)
+		if (o8.op[i].kind == LOP_COLL && o8.op[i].coll == COLL_ALLTOALL)
+			comm += 1;
+	cr_assert_eq(comm, 2, "dispatch and combine: %g all-to-alls", comm);
+	/* no dedup (library all-to-all): T k rows of h 16-bit elements */
+	cr_assert(near(d8.moe.dispatch_B, 4096.0 * 2 * 1024 * 2, 1e-12));
+	arena_release(&a);
+}
+
+Test(moe, busiest_rank_closed_form_agrees_with_draws)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result cf, dr;
+	double S = 8 * 4096 * 8.0, mu = S / 8, sd;
+
+	/* Random routing, 64 experts top-8 over ep 8: a rank's rows are
+	 * Binomial(S, 1/8), S = 8 x 4096 x 8 = 262144: mean 32768, sd
+	 * sqrt(S p (1-p)) = 169.3; the expected maximum of 8 nearly
+	 * independent normals is mu + 1.4236 sd (Tippett's table, n = 8), so
+	 * max/mean = 1 + 1.4236 x 169.3 / 32768 = 1.00736. */
+	arena_init(&a);
+	moe_job(&f, 64, 8, 256, 8);
+	f.job.moe.routing.balance = ROUTE_RANDOM;
+	dims(&f, &a, &d, &cf);
+	cr_assert_str_eq(cf.method, "closed_form");
+	sd = sqrt(S * (1.0 / 8) * (7.0 / 8));
+	cr_assert(near(cf.max_mean, 1 + 1.4236 * sd / mu, 2e-4),
+		  "closed form %.6f", cf.max_mean);
+	f.job.moe.routing.method = ROUTE_DRAWS;
+	f.job.moe.routing.draws = 400;
+	dims(&f, &a, &d, &dr);
+	cr_assert_str_eq(dr.method, "draws");
+	cr_assert_eq(dr.draws, 400);
+	/* 400 draws: the mean's sd is about 0.5 sd / sqrt(400) / mu */
+	cr_assert(fabs(dr.max_mean - cf.max_mean) < 1e-3,
+		  "draws %.6f vs closed form %.6f", dr.max_mean, cf.max_mean);
+	/* a measured ratio is taken as given */
+	f.job.moe.routing.balance = ROUTE_MAX_MEAN;
+	f.job.moe.routing.max_mean_ratio = 1.3;
+	dims(&f, &a, &d, &dr);
+	cr_assert_str_eq(dr.method, "measured");
+	cr_assert(near(dr.max_mean, 1.3, 1e-12));
+	cr_assert(near(d.moe.rows, 1.3 * S / 8, 1e-12));
+	arena_release(&a);
+}
+
+Test(moe, expert_parameters_shard_over_ep_and_edp)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_kind kind = { .moe = 1 };
+	double dense, experts, want_e;
+
+	/* 8 experts of h x fe x 2 (ungated fc1 and fc2) = 8 x 2 x 1024 x 512
+	 * = 8.39e6 parameters in a layer, besides the router's h E. */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 4);
+	dims(&f, &a, &d, &r);
+	layer_kind_params(&d, &kind, 0, 1, &dense, &experts);
+	want_e = 8 * 2 * 1024.0 * 512;
+	cr_assert(near(experts, want_e, 1e-12), "experts %.6g", experts);
+	/* ep 4 on the node's 8 GPUs: edp = 8 / 4 = 2; the ZeRO-1 optimizer
+	 * state of experts is split over edp = 2, the dense over dp = 8 */
+	cr_assert_eq(f.job.parallelism.dp, 8);
+	arena_release(&a);
+}
+
+/* A step through the builder and executor (alpha-beta comm). */
+static double step_full(struct fixture *f, int full, double beta_Bps,
+			double *exposed)
+{
+	struct mockcomm m;
+	struct step_comm c = mockcomm_init(&m, 5e-6, beta_Bps);
+	struct exec_result er;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	const char *why = NULL;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, full, &plan, &d);
+	cr_assert_not_null(p);
+	m.sim = sim_new();
+	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
+	*exposed = er.part_s[EXEC_EXPOSED_COMM];
+	sim_free(m.sim);
+	prog_free(p);
+	mockcomm_release(&m);
+	return er.step_s;
+}
+
+static double step(struct fixture *f, double beta_Bps, double *exposed)
+{
+	return step_full(f, 0, beta_Bps, exposed);
+}
+
+Test(moe, symmetric_equals_full)
+{
+	struct fixture f;
+	double ts, tf, es, ef;
+
+	/* uniform routing: every GPU of the EP group does the same, one
+	 * simulated GPU stands for all 8 (with and without the overlap) */
+	moe_job(&f, 8, 2, 512, 8);
+	f.job.training.global_batch_size = 32;
+	ts = step_full(&f, 0, 100e9, &es);
+	tf = step_full(&f, 1, 100e9, &ef);
+	cr_assert_eq(ts, tf, "symmetric %.9g s, full %.9g s", ts, tf);
+	cr_assert_eq(es, ef);
+	f.job.moe.a2a_overlap = 1;
+	ts = step_full(&f, 0, 100e9, &es);
+	tf = step_full(&f, 1, 100e9, &ef);
+	cr_assert_eq(ts, tf, "overlap: symmetric %.9g s, full %.9g s", ts, tf);
+}
+
+Test(moe, all_to_all_overlap_hides_dispatch_and_combine)
+{
+	struct fixture f;
+	double t0, t1, e0, e1;
+
+	/* 8 microbatches per GPU, ep 8: paired forward and backward
+	 * actions run each other's all-to-alls under their compute. At 400
+	 * GB/s the all-to-alls are shorter than a layer's compute: without
+	 * the overlap all are exposed, with it most are hidden (the first
+	 * forward and the last backward run alone, the step's other
+	 * collectives stay) */
+	moe_job(&f, 8, 2, 512, 8);
+	f.job.training.global_batch_size = 64;
+	t0 = step(&f, 400e9, &e0);
+	f.job.moe.a2a_overlap = 1;
+	t1 = step(&f, 400e9, &e1);
+	cr_assert_lt(e1, 0.5 * e0, "exposed %.6g -> %.6g s", e0, e1);
+	cr_assert_lt(t1, t0, "step %.6g -> %.6g s", t0, t1);
+}
+
+Test(cp, ring_splits_the_work_into_cp_steps)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d1, d4;
+	struct route_result r;
+	struct layer_ops o1, o4;
+	int i, attn = 0, xfer = 0;
+	double kv = 0;
+
+	/* cp 4, p2p ring with load balancing: each GPU holds 2048 / 4 = 512
+	 * tokens of each sequence; the forward runs 4 attention steps and 3
+	 * K/V transfers of b s kv_width 2 B = 2 x 512 x 2048 x 2 = 4.19 MB;
+	 * every GEMM and the attention core do a quarter of cp 1's work */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	f.model.n_routed_experts = 0;
+	dims(&f, &a, &d1, &r);
+	f.job.parallelism.cp = 4;
+	f.job.parallelism.dp = 2;
+	f.job.parallelism.cp_comm_type = CP_P2P;
+	f.job.parallelism.cp_load_balance = 1;
+	dims(&f, &a, &d4, &r);
+	cr_assert(near(d4.seq, 512, 1e-12));
+	layer_fwd(&d1, NULL, &o1);
+	layer_fwd(&d4, NULL, &o4);
+	for (i = 0; i < o4.n; i++) {
+		if (o4.op[i].kind == LOP_KERNEL && o4.op[i].k.kind == KERN_ATTN_FWD)
+			attn++;
+		if (o4.op[i].kind == LOP_COLL && o4.op[i].p2p_next) {
+			xfer++;
+			kv = o4.op[i].coll_B;
+		}
+	}
+	cr_assert_eq(attn, 4);
+	cr_assert_eq(xfer, 3);
+	cr_assert(near(kv, 2 * 512 * 2048 * 2.0, 1e-12), "K/V %.6g B", kv);
+	cr_assert(near(layer_ops_flops(&o4, PASS_FWD),
+		       layer_ops_flops(&o1, PASS_FWD) / 4, 1e-9));
+	arena_release(&a);
+}
+
+Test(moe, expert_state_over_ep_and_edp)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct footprint fp;
+	int64_t split[1] = { 4 };
+	double dense, experts;
+
+	/* 4 MoE layers of 8 experts (2 x 1024 x 512 each) over ep 4 on the
+	 * node's 8 GPUs: a GPU holds 2 experts of each layer, 4 x 2 x
+	 * 1.049e6 = 8.39e6 expert parameters; edp = 8 / 4 = 2. ZeRO-1: the
+	 * fp32 master and two moments (12 B a parameter) of the dense part
+	 * split over dp = 8, of the experts over edp = 2; 16-bit weights and
+	 * fp32 gradients of everything held */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 4);
+	f.job.training.zero_stage = 1;
+	f.job.parallelism.edp = 2;	/* what the job check infers */
+	dims(&f, &a, &d, &r);
+	footprint_rank_params_split(&f.job, &d, split, 0, &dense, &experts);
+	cr_assert(near(experts, 4 * 2 * 2 * 1024.0 * 512, 1e-12),
+		  "experts %.6g", experts);
+	cr_assert_eq(footprint_job(&f.job, 79e9, &fp), 0);
+	cr_assert(near(fp.optimizer_B, 12 * (dense / 8 + experts / 2), 1e-9),
+		  "optimizer %.6g B", fp.optimizer_B);
+	cr_assert(near(fp.weights_B, 2 * (dense + experts), 1e-9));
+	cr_assert(near(fp.grads_B, 4 * (dense + experts), 1e-9));
+	arena_release(&a);
+}
+
+Test(cp, ring_transfers_hide_behind_attention)
+{
+	struct fixture f;
+	double tf, ts, ef, es;
+
+	/* cp 2 at 8K tokens: a ring step's K/V (b s kv 2 B = 4096 x 2048 x 2
+	 * = 16.8 MB) moves while the step before it computes (about 0.6 ms
+	 * of causal attention per step here). At 1 TB/s it takes 17 us and
+	 * hides (what stays exposed is the step's gradient reduction); at
+	 * 1 GB/s it takes 17 ms and the steps wait for it. */
+	fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
+	f.job.parallelism.cp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.cp_comm_type = CP_P2P;
+	f.job.parallelism.cp_load_balance = 1;
+	tf = step(&f, 1e12, &ef);
+	ts = step(&f, 1e9, &es);
+	cr_assert_lt(ef, 0.05 * tf, "fast: %.6g s exposed of %.6g", ef, tf);
+	cr_assert_gt(es, 0.3 * ts, "slow: %.6g s exposed of %.6g", es, ts);
+}
