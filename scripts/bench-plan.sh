@@ -3,7 +3,7 @@
 # tiers: every layout ranked, the best 20 simulated in full) for the
 # issue's two jobs: Llama 3.1 405B on 16,384 H100s
 # (workloads/jobs/llama3.1-405b-16k.yaml) and DeepSeek-V3 on 2,048 H100s
-# (workloads/models/deepseek-v3 on 256 DGX H100 nodes).
+# (workloads/jobs/deepseek-v3-2048.yaml).
 #
 # Three runs each; prints each run (wall, CPU of the process and its
 # worker processes) and the medians against the target of issue 12 (a
@@ -59,7 +59,5 @@ bench() {	# bench NAME JOB [--set ...]
 }
 
 bench "llama3.1-405b on 16384 H100" "$root/workloads/jobs/llama3.1-405b-16k.yaml"
-bench "deepseek-v3 on 2048 H100" "$root/workloads/jobs/llama3.1-405b-16k.yaml" \
-	--set model=deepseek-v3 --set system.nodes=256 \
-	--set training.seq_len=4096 --set training.global_batch_size=15360
+bench "deepseek-v3 on 2048 H100" "$root/workloads/jobs/deepseek-v3-2048.yaml"
 exit $failed

@@ -120,14 +120,18 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 void plan_layout_str(const struct plan_layout *l, char *buf, size_t len)
 {
 	static const char *const rc[] = { "no-rc", "sel-rc", "full-rc" };
-	char vpp[32] = "";
+	char vpp[32] = "", cp[32] = "", ep[32] = "";
 
 	if (l->vpp > 1)
 		snprintf(vpp, sizeof(vpp), " vpp %lld", (long long)l->vpp);
-	snprintf(buf, len, "tp %lld pp %lld%s dp %lld mbs %lld%s %s zero%d %s",
-		 (long long)l->tp, (long long)l->pp, vpp, (long long)l->dp,
-		 (long long)l->mbs, l->sp ? " sp" : "", rc[l->recompute],
-		 l->zero, pp_schedule_names[l->schedule]);
+	if (l->cp > 1)
+		snprintf(cp, sizeof(cp), " cp %lld", (long long)l->cp);
+	if (l->ep > 1)
+		snprintf(ep, sizeof(ep), " ep %lld", (long long)l->ep);
+	snprintf(buf, len, "tp %lld pp %lld%s%s%s dp %lld mbs %lld%s %s zero%d %s",
+		 (long long)l->tp, (long long)l->pp, vpp, cp, ep,
+		 (long long)l->dp, (long long)l->mbs, l->sp ? " sp" : "",
+		 rc[l->recompute], l->zero, pp_schedule_names[l->schedule]);
 }
 
 

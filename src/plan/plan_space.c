@@ -644,6 +644,10 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 			*why = r;
 			return 1;
 		}
+	if (lay.cp > 1 || lay.ep > 1 || model_is_moe(j.model)) {
+		*why = PR_UNSUPPORTED;	/* not estimated yet (plan.h) */
+		return 1;
+	}
 	s->d = d;
 	if (!(live = lives_of(s, &j)) ||
 	    footprint_job_live(&j, s->usable_B, live, &c->mem) != 0) {

@@ -63,9 +63,9 @@ int main(int argc, char **argv)
 	struct plan_ctx *x;
 	struct plan_cand own;
 	const char *job = NULL;
-	char lay_own[160], lay_best[160], why[96] = "";
+	char lay_own[160], lay_best[160], why[96] = "", ar[24];
 	int64_t i, rank = 1, arank = 1;
-	int top = 20, argi, pruned = -1, rc;
+	int top = 20, argi, pruned = -1, rc, estimated = 1;
 
 	for (argi = 1; argi < argc; argi++) {
 		if (strcmp(argv[argi], "--top") == 0 && argi + 1 < argc)
@@ -97,8 +97,14 @@ int main(int argc, char **argv)
 	 * would be is part of the answer */
 	if (rc == 1 && pruned == PR_MEMORY)
 		rc = 0;
-	else
+	else if (rc == 1 && pruned == PR_UNSUPPORTED) {
+		/* not estimated (cp or ep > 1): simulated all the same */
+		own.gpus = system_gpus(j.system);
+		estimated = 0;
+		rc = 0;
+	} else {
 		pruned = -1;
+	}
 	if (rc == 0 && plan_simulate(&j, &o, &own, 1, &d) != 0)
 		return 1;
 	/* its analytical rank among every layout ranked */
@@ -106,7 +112,7 @@ int main(int argc, char **argv)
 	o.top_k = 1000000;
 	if (plan_run(&j, &o, &all, &d) != 0)
 		return 1;
-	for (i = 0; rc == 0 && i < all.ncands; i++)
+	for (i = 0; rc == 0 && estimated && i < all.ncands; i++)
 		if (all.cands[i].est.step_s < own.est.step_s &&
 		    memcmp(&all.cands[i].lay, &own.lay, sizeof(own.lay)) != 0)
 			arank++;
@@ -131,11 +137,13 @@ int main(int argc, char **argv)
 		       j.name ? j.name : job, (long long)system_gpus(j.system),
 		       lay_own, lay_best, r.cands[0].step_s);
 	else
-		printf("%-34s %6lld | %-52s %8.3f s | %-52s %8.3f s | %4lld %6lld | %s%s\n",
+		printf("%-34s %6lld | %-52s %8.3f s | %-52s %8.3f s | %4lld %6s | %s%s%s\n",
 		       j.name ? j.name : job, (long long)system_gpus(j.system),
 		       lay_own, own.step_s, lay_best, r.cands[0].step_s,
-		       (long long)rank, (long long)arank, why,
-		       pruned == PR_MEMORY ? " | does not fit the memory model" : "");
+		       (long long)rank, estimated ? (snprintf(ar, sizeof(ar), "%lld",
+				(long long)arank), ar) : "-", why,
+		       pruned == PR_MEMORY ? " | does not fit the memory model" : "",
+		       estimated ? "" : " | cp/ep > 1: not estimated, simulated");
 	if (pruned == PR_MEMORY)
 		printf("%-34s        peak %.4g GB per GPU > %.4g GB usable\n", "",
 		       own.mem.peak_B / 1e9, own.mem.usable_B / 1e9);
