@@ -127,7 +127,8 @@ static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
 		diag_oom(r->cx->diag);
 		return NULL;
 	}
-	memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
+	if (map->npairs > 0)	/* an empty mapping may have no pairs array */
+		memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
 	*cap = n;
 	return c;
 }
