@@ -339,14 +339,20 @@ void footprint_rank_params_split(const struct job_spec *j,
 				 double *dense, double *experts)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	double dn = 0, ex = 0, a, b;
-	int64_t c, i, vs;
+	double dn = 0, ex = 0, a = 0, b = 0;
+	int64_t c, i, vs, first;
+	struct layer_kind prev = { -1, -1 };
 
 	for (c = 0; c < p->vpp; c++) {
 		vs = c * p->pp + rank;
+		first = first_layer(split, vs);
 		for (i = 0; i < split[vs]; i++) {
-			footprint_layer_params(j, d, first_layer(split, vs) + i,
-					       &a, &b);
+			struct layer_kind k = kind_of(j, first + i);
+
+			/* a run of layers of one kind: the same parameters */
+			if (k.moe != prev.moe || k.window != prev.window)
+				footprint_layer_params(j, d, first + i, &a, &b);
+			prev = k;
 			dn += a;
 			ex += b;
 		}
@@ -408,12 +414,16 @@ static double stage_act_B(const struct job_spec *j,
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i, first = first_layer(split, vs);
-	double b = 0;
+	double b = 0, one = 0;
+	struct layer_kind prev = { -1, -1 };
 
 	for (i = first; i < first + split[vs]; i++) {
 		struct layer_kind k = kind_of(j, i);
 
-		b += footprint_kind_act_B(d, &k, rc);
+		if (k.moe != prev.moe || k.window != prev.window)
+			one = footprint_kind_act_B(d, &k, rc);
+		prev = k;
+		b += one;
 	}
 	if (vs == 0)
 		b += footprint_embed_act_B(d);

@@ -34,6 +34,7 @@
  * closed form.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -57,86 +58,16 @@ static int room(struct est *e, int64_t n, int64_t times)
 	return 0;
 }
 
-/* The recurrence's state: per (virtual stage, microbatch) the end of
- * its forward and backward (fe, be) and when their outputs are ready to
- * send (fs, bs: the sender's transfer stream is free); per rank its
- * compute stream and its four transfer streams (forward, forward wrap,
- * backward, backward wrap). */
-struct run {
-	const struct est_pipe *in;
-	int64_t m, S;
-	double *fe, *be, *fs, *bs;
-	double *free_s;		/* [p] compute stream */
-	double *stream;		/* [4 p] transfer streams */
-};
-
-enum { ST_F, ST_FW, ST_B, ST_BW };
-
-/* A receive on rank r's stream k of a tensor ready to send at sent over
- * pair x: when its data is there (the stream takes the transfers in the
- * rank's own order, so a receive waits for the rank's earlier send). */
-static double receive(struct run *u, int64_t r, int k, double sent, double x)
-{
-	double *free_k = &u->stream[4 * r + k];
-	double start = sent > *free_k ? sent : *free_k;
-
-	*free_k = start + x;
-	return *free_k;
-}
-
-/* A send of a tensor produced at end on rank r's stream k over pair x:
- * when the transfer may start. */
-static double send(struct run *u, int64_t r, int k, double end, double x)
-{
-	double *free_k = &u->stream[4 * r + k];
-	double start = end > *free_k ? end : *free_k;
-
-	*free_k = start + x;
-	return start;
-}
-
-static void place_fwd(struct run *u, int64_t r, int64_t s, int64_t i)
-{
-	const struct est_pipe *in = u->in;
-	int64_t p = in->p, m = u->m;
-	double ready = 0, end;
-
-	if (s > 0)
-		ready = receive(u, r, r == 0 ? ST_FW : ST_F, u->fs[(s - 1) * m + i],
-				in->x[(s - 1) % p]);
-	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
-	      (i == 0 && in->f_first ? in->f_first[s] : in->f[s]);
-	u->fe[s * m + i] = u->free_s[r] = end;
-	if (s < u->S - 1)
-		u->fs[s * m + i] = send(u, r, r == p - 1 ? ST_FW : ST_F, end,
-					in->x[r]);
-}
-
-static void place_bwd(struct run *u, int64_t r, int64_t s, int64_t i)
-{
-	const struct est_pipe *in = u->in;
-	int64_t p = in->p, m = u->m;
-	double ready, end;
-
-	if (s < u->S - 1)
-		ready = receive(u, r, r == p - 1 ? ST_BW : ST_B,
-				u->bs[(s + 1) * m + i], in->x[s % p]);
-	else
-		ready = u->fe[s * m + i];
-	end = (ready > u->free_s[r] ? ready : u->free_s[r]) +
-	      (i == m - 1 && in->b_last ? in->b_last[s] : in->b[s]);
-	u->be[s * m + i] = u->free_s[r] = end;
-	if (s > 0)
-		u->bs[s * m + i] = send(u, r, r == 0 ? ST_BW : ST_B, end,
-					in->x[(s - 1) % p]);
-}
-
-/* One action of the order below. */
+/* One action of an order (below), with everything the recurrence needs
+ * precomputed: where its end goes (end[at]: forwards at s m + i,
+ * backwards at S m + s m + i), its input (sent[src] plus the transfer
+ * x[xin] on the stream slot sin; src = -1 none, -2 its own forward's end
+ * end[own]), its duration (dur[d]), its rank, and its output (a send on
+ * slot sout over x[xout]; sout = -1 none). */
 struct pstep {
-	int32_t s;		/* virtual stage */
-	int32_t i;		/* microbatch */
-	int32_t r;		/* rank */
-	int32_t bwd;		/* 0 forward, 1 backward */
+	int32_t at, src, own, d;
+	int32_t r, sin, xin;
+	int32_t sout, xout;
 };
 
 /* Every rank's actions in an order each action comes after its input's
@@ -149,6 +80,48 @@ struct porder {
 	struct pstep *v;
 };
 
+enum { ST_F, ST_FW, ST_B, ST_BW };	/* a rank's transfer streams */
+
+/* The step of action x of rank r. Durations: f[s], b[s], the first
+ * microbatch's forward f_first[s] at 2S + s, the last one's backward
+ * b_last[s] at 3S + s. */
+static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
+			    int64_t S, int64_t m)
+{
+	int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
+	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1 };
+
+	if (!x.bwd) {
+		t.at = (int32_t)(s * m + i);
+		t.d = (int32_t)(i == 0 ? 2 * S + s : s);
+		if (s > 0) {
+			t.src = (int32_t)((s - 1) * m + i);
+			t.sin = (int32_t)(4 * r + (r == 0 ? ST_FW : ST_F));
+			t.xin = (int32_t)((s - 1) % p);
+		}
+		if (s < S - 1) {
+			t.sout = (int32_t)(4 * r + (r == p - 1 ? ST_FW : ST_F));
+			t.xout = (int32_t)r;
+		}
+		return t;
+	}
+	t.at = (int32_t)(S * m + s * m + i);
+	t.d = (int32_t)(i == m - 1 ? 3 * S + s : S + s);
+	if (s < S - 1) {
+		t.src = (int32_t)(S * m + (s + 1) * m + i);
+		t.sin = (int32_t)(4 * r + (r == p - 1 ? ST_BW : ST_B));
+		t.xin = (int32_t)(s % p);
+	} else {
+		t.src = -2;
+		t.own = (int32_t)(s * m + i);
+	}
+	if (s > 0) {
+		t.sout = (int32_t)(4 * r + (r == 0 ? ST_BW : ST_B));
+		t.xout = (int32_t)((s - 1) % p);
+	}
+	return t;
+}
+
 static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 		       struct porder *o)
 {
@@ -160,7 +133,7 @@ static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 
 	o->n = p * n;
 	o->v = mem_alloc((size_t)(p * n) * sizeof(*o->v));
-	if (!a || !fp || !pos || !o->v)
+	if (!a || !fp || !pos || !o->v || 2 * S * m > INT32_MAX)
 		goto out;
 	for (r = 0; r < p; r++)
 		sched_rank(schedule, p, v, m, r, a + r * n);
@@ -176,8 +149,7 @@ static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 					    (s > 0 && !fp[(s - 1) * m + i]))
 					break;
 				(x.bwd ? bp : fp)[s * m + i] = 1;
-				o->v[k++] = (struct pstep){ (int32_t)s, (int32_t)i,
-							    (int32_t)r, x.bwd };
+				o->v[k++] = step_of(x, r, p, S, m);
 				pos[r]++;
 				placed++;
 			}
@@ -227,36 +199,56 @@ void est_pipe_order_free(void *order)
 	mem_free(o);
 }
 
-/* The recurrence for m microbatches. */
+/* The recurrence for m microbatches along its order. */
 static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		    double *rank_end, double *chunk_end)
 {
 	int64_t p = in->p, v = in->v, S = p * v, r, c, k;
 	const struct porder *o = order_of(e, in->schedule, p, v, m);
-	struct run u = { .in = in, .m = m, .S = S };
+	double *end, *sent, *fr, *stream, *dur;
+	const double *x = in->x;
 
-	if (!o || room(e, 0, 4 * S * m + 5 * p) != 0)
+	if (!o || room(e, 0, 4 * S * m + 5 * p + 4 * S) != 0)
 		return -1;
-	u.fe = e->pipe_t;
-	u.be = u.fe + S * m;
-	u.fs = u.be + S * m;
-	u.bs = u.fs + S * m;
-	u.free_s = u.bs + S * m;
-	u.stream = u.free_s + p;
+	end = e->pipe_t;
+	sent = end + 2 * S * m;
+	fr = sent + 2 * S * m;
+	stream = fr + p;
+	dur = stream + 4 * p;
 	for (k = 0; k < 5 * p; k++)
-		u.free_s[k] = 0;
+		fr[k] = 0;
+	for (k = 0; k < S; k++) {
+		dur[k] = in->f[k];
+		dur[S + k] = in->b[k];
+		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
+		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
+	}
 	for (k = 0; k < o->n; k++) {
-		const struct pstep *x = &o->v[k];
+		const struct pstep *t = &o->v[k];
+		double ready = 0, done;
 
-		if (x->bwd)
-			place_bwd(&u, x->r, x->s, x->i);
-		else
-			place_fwd(&u, x->r, x->s, x->i);
+		if (t->src >= 0) {
+			double *slot = &stream[t->sin];
+			double start = sent[t->src] > *slot ? sent[t->src] : *slot;
+
+			ready = *slot = start + x[t->xin];
+		} else if (t->src == -2) {
+			ready = end[t->own];
+		}
+		done = (ready > fr[t->r] ? ready : fr[t->r]) + dur[t->d];
+		end[t->at] = fr[t->r] = done;
+		if (t->sout >= 0) {
+			double *slot = &stream[t->sout];
+			double start = done > *slot ? done : *slot;
+
+			sent[t->at] = start;
+			*slot = start + x[t->xout];
+		}
 	}
 	for (r = 0; r < p; r++) {
-		rank_end[r] = u.free_s[r];
+		rank_end[r] = fr[r];
 		for (c = 0; c < v; c++)
-			chunk_end[r * v + c] = u.be[(c * p + r) * m + m - 1];
+			chunk_end[r * v + c] = end[S * m + (c * p + r) * m + m - 1];
 	}
 	return 0;
 }
