@@ -444,8 +444,8 @@ static double largest_unit_params(const struct job_spec *j,
 	double big = 0, a, b;
 	int64_t i;
 
-	for (i = 0; i < p->pp * p->vpp; i++)
-		if (i % p->pp == rank && split[i] > 0) {
+	for (i = rank; i < p->pp * p->vpp; i += p->pp)
+		if (split[i] > 0) {
 			footprint_layer_params(j, d, first[i], &a, &b);
 			big = fmax(big, a + b / (double)p->ep);
 		}
