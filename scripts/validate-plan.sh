@@ -34,7 +34,9 @@ for j in workloads/jobs/default.yaml workloads/jobs/llama2-7b-mi300x.yaml \
 	 results/reference/training/T-NEMO2407-LLAMA2-13B-16.yaml \
 	 results/reference/training/T-DGXC-NEM4-15B-BF16-16.yaml \
 	 results/reference/training/T-KOR-22B-seqsel.yaml \
-	 results/reference/training/T-NAR21-7p5B.yaml; do
+	 results/reference/training/T-NAR21-7p5B.yaml \
+	 results/reference/training/T-DGXC-L31-8B-BF16-8.yaml \
+	 results/reference/training/T-DGXC-L31-70B-BF16-64.yaml; do
 	"$tools/plan_rank" "$j" 2>/dev/null || failed=1
 done
 

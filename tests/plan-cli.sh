@@ -54,6 +54,12 @@ if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv '^ *[0-9]  tp 2 '; then
 	echo "FAIL: --set parallelism.tp=2 not respected"; cat "$tmp/out"; fail=1
 fi
 
+# Context parallelism pinned: every row has cp 2.
+check "cp pin" "$llmsim" plan "$job" --top 3 --set parallelism.cp=2 --no-store
+if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' cp 2 '; then
+	echo "FAIL: --set parallelism.cp=2 not respected"; cat "$tmp/out"; fail=1
+fi
+
 # --max-gpus: a Pareto front over node counts.
 check "max-gpus" "$llmsim" plan "$job" --top 6 --max-gpus 32 --no-store
 grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
@@ -65,6 +71,8 @@ grep -q 'stored as run' "$tmp/err" || { echo "FAIL: not stored"; fail=1; }
 # Bad input: exit 2 naming the rule, and by how much memory.
 status 2 "impossible pin" 'tp 3 does not divide num_attention_heads 32' \
 	"$job" --set parallelism.tp=3
+status 2 "impossible cp" 'cp 3 does not divide seq_len 8192' \
+	"$job" --set parallelism.cp=3
 status 2 "model too big" 'no layout fits in memory: the smallest peak is' \
 	"$job" --set model=llama3.1-405b
 grep -q 'GB more than the' "$tmp/err" || { echo "FAIL: by how much"; fail=1; }

@@ -122,9 +122,10 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	}
 	e->gpus = mem_alloc((size_t)world * sizeof(*e->gpus));
 	e->tp_gpus = mem_alloc((size_t)world * sizeof(*e->tp_gpus));
+	e->ggpus = mem_alloc((size_t)world * sizeof(*e->ggpus));
 	e->ops = mem_alloc(sizeof(*e->ops));
 	e->blk = mem_alloc(sizeof(*e->blk));
-	if (!e->gpus || !e->tp_gpus || !e->ops || !e->blk)
+	if (!e->gpus || !e->tp_gpus || !e->ggpus || !e->ops || !e->blk)
 		goto oom;
 	for (i = 0; i < world; i++)
 		e->tp_gpus[i] = (uint32_t)i;
@@ -169,6 +170,7 @@ void est_free(struct est *e)
 	net_free(e->net);
 	mem_free(e->gpus);
 	mem_free(e->tp_gpus);
+	mem_free(e->ggpus);
 	mem_free(e->ops);
 	mem_free(e->blk);
 	mem_free(e->split);
@@ -253,7 +255,7 @@ static double model_flops(const struct est_cand *c)
 		per_mb += (double)c->split[s] * (b->lf.model_flops +
 						 b->lb.model_flops);
 	return per_mb * (double)c->m * (double)c->j->parallelism.tp *
-	       (double)c->j->parallelism.dp;
+	       (double)c->j->parallelism.cp * (double)c->j->parallelism.dp;
 }
 
 /* The send/recv of one activation between each pair of neighbouring
@@ -283,7 +285,7 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 		e->xfer[r] = 0;
 		if (c->p > 1 && (r < c->p - 1 || c->v > 1))
 			e->xfer[r] = est_coll_s(e, COLL_SENDRECV, 2, g0, stride,
-						(uint32_t)(p->tp * p->dp),
+						(uint32_t)(p->tp * p->cp * p->dp),
 						c->b->pp_B, d);
 		if (e->xfer[r] < 0)
 			return -1;
@@ -291,8 +293,8 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 	}
 	c->x = e->xfer;
 	g[0] = 0;
-	g[1] = (uint32_t)(p->tp * p->cp);
-	c->s_dp = p->dp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,
+	g[1] = (uint32_t)p->tp;	/* the DP group: dp cp GPUs, stride tp */
+	c->s_dp = p->dp * p->cp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,
 						  2, 0) : 0;
 	return 0;
 }
@@ -309,7 +311,7 @@ static double tie_s(struct est *e, const struct est_cand *c, int64_t r,
 		return 0;
 	return est_coll_s(e, COLL_ALLREDUCE, 2, 0,
 			  (uint32_t)((c->p - 1) * p->tp * p->cp * p->dp),
-			  (uint32_t)(p->tp * p->dp),
+			  (uint32_t)(p->tp * p->cp * p->dp),
 			  c->d->vocab / c->d->tp * c->d->hidden * c->d->grad_B, d);
 }
 
@@ -324,7 +326,8 @@ static int rank_tail(struct est *e, const struct est_cand *c,
 	memset(t, 0, sizeof(*t));
 	if (dp)
 		est_dp_tail(c, dp, i, E, t);
-	if (c->j->training.zero_stage >= 3 && c->j->parallelism.dp > 1 && r == 0)
+	if (c->j->training.zero_stage >= 3 &&
+	    c->j->parallelism.dp * c->j->parallelism.cp > 1 && r == 0)
 		t->exposed = c->fsdp_last_rs;
 	if ((tie = tie_s(e, c, r, d)) < 0)
 		return -1;
@@ -422,7 +425,7 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 		return 0;
 	if (transfers(e, c, d) != 0)
 		return -1;
-	if (j->training.zero_stage >= 3 && p->dp > 1 &&
+	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
 	    est_fsdp_units(e, c, d) != 0)
 		return -1;
 	return 0;
@@ -510,7 +513,8 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 	layer_dims_from_job(j, &dims);
 	if (setup(e, &c, 0, d) != 0)
 		return -1;
-	if (p->dp > 1 && j->training.zero_stage < 3 && !(dp = est_dplan_of(e, &c, d)))
+	if (p->dp * p->cp > 1 && j->training.zero_stage < 3 &&
+	    !(dp = est_dplan_of(e, &c, d)))
 		return -1;
 	if (pipeline(e, &c, dp, d) != 0)
 		return -1;
@@ -532,7 +536,7 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 			last = i;
 		}
 	}
-	if (j->training.zero_stage >= 3 && p->dp > 1)
+	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1)
 		delay += c.fsdp_first_ag;
 	out->step_s = best + delay + j->framework->step_overhead_s;
 	parts(&c, last, out->step_s, delay, opt[last], &tl[last], out);

@@ -40,13 +40,15 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "config/spec_collectives.h"
 #include "engine/exec.h"
+#include "models/layout.h"
 #include "models/train.h"
 #include "network/net.h"
 #include "est_impl.h"
 
-double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
-		  uint32_t stride, uint32_t replicas, double bytes,
+double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
+		  uint32_t stride, uint32_t replicas, double bytes, int ring,
 		  struct diag *d)
 {
 	struct est_ckey k;
@@ -59,7 +61,7 @@ double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		return 0;
 	memset(&k, 0, sizeof(k));
 	k = (struct est_ckey){ (int32_t)op, n, g0, stride, replicas > 1 ? replicas : 1,
-			   0, bytes };
+			   (uint32_t)(ring != 0), bytes };
 	e->stats.coll_lookups++;
 	if ((hit = memo_get(&e->colls, &k)))
 		return *hit;
@@ -68,14 +70,41 @@ double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
 				.ngpus = n, .algo = -1, .proto = -1,
 				.replicas = k.replicas };
-	if (net_collective_time(e->net, &c, &r, d) != 0)
+	if (ring) {
+		/* a ring step as the step program sends it (train.c
+		 * new_block): an all-to-all in which each GPU sends
+		 * bytes / n to the next, point to point */
+		double *m = mem_calloc((size_t)n * n, sizeof(*m));
+
+		if (!m) {
+			diag_oom(d);
+			return -1;
+		}
+		for (i = 0; i < n; i++)
+			m[i * n + (i + 1) % n] = bytes / n;
+		c.a2a_B = m;
+		c.algo = ALGO_P2P;
+		c.proto = PROTO_SIMPLE;
+		i = (uint32_t)net_collective_time(e->net, &c, &r, d);
+		mem_free(m);
+		if (i != 0)
+			return -1;
+	} else if (net_collective_time(e->net, &c, &r, d) != 0) {
 		return -1;
+	}
 	e->stats.colls++;
 	if (!memo_put(&e->colls, &k, &r.time_s)) {
 		diag_oom(d);
 		return -1;
 	}
 	return r.time_s;
+}
+
+double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
+		  uint32_t stride, uint32_t replicas, double bytes,
+		  struct diag *d)
+{
+	return est_coll_x(e, op, n, g0, stride, replicas, bytes, 0, d);
 }
 
 /* ---- one block on two streams ---- */
@@ -133,13 +162,44 @@ static double stretched_end(const struct interval *iv, int n, double t0,
 	return t + rem;
 }
 
-struct tp_group {
-	const uint32_t *gpus;	/* 0 .. n-1 */
-	uint32_t n;		/* tp */
+/* A group a block's collectives run over (enum layout_group: TP and the
+ * context-parallel ones), as the first one of its kind: GPUs 0, stride,
+ * ..., (n-1) stride. */
+struct bgroup {
+	uint32_t n, stride;
 	uint32_t replicas;	/* identical groups a run charges */
-	int overlap;		/* GEMM pieces pipelined with the collectives */
-	double tax;		/* s of wait per s computed since the group met */
 };
+
+struct pass_groups {
+	struct bgroup g[LG_COUNT];
+	int overlap;		/* TP: GEMM pieces pipelined with the collectives */
+	double tax;		/* s of wait per s computed since a group met */
+};
+
+/* The group of kind g of job j (layout.c's sizes and strides; a group
+ * inside one node shares no link with the others: 1 replica, else the
+ * stage's GPUs / n as a run charges them). */
+static struct bgroup group_of(const struct job_spec *j, enum layout_group g)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t gpn = j->system->gpus_per_node, stage = p->tp * p->cp * p->dp;
+	int64_t a2a = p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0 ?
+		      p->cp_a2a : 1, n, stride;
+	struct bgroup r;
+
+	switch (g) {
+	case LG_TP: n = p->tp; stride = 1; break;
+	case LG_CP: n = p->cp; stride = p->tp; break;
+	case LG_CP_A2A: n = a2a; stride = p->tp; break;
+	case LG_CP_RING: n = p->cp / a2a; stride = p->tp * a2a; break;
+	default: n = 1; stride = 1; break;	/* not in a dense layer */
+	}
+	r.n = (uint32_t)n;
+	r.stride = (uint32_t)stride;
+	r.replicas = n * stride <= gpn && gpn % (n * stride) == 0 ? 1 :
+		     (uint32_t)(stage / n);
+	return r;
+}
 
 /* A block's ops as costed once by the GPU model. */
 struct kblock {
@@ -156,18 +216,19 @@ struct kset {
 };
 
 /*
- * Run a block on two streams. A collective starts when its stream is free
- * and its inputs are there, plus the synchronization tax of its group
- * (exec_jitter.c: the members' lateness gathered over the compute since
- * the group last met, tax per second of it); it then realigns them.
+ * Run a block on its streams (compute, tp, cp). A collective starts when
+ * its stream is free and its inputs are there, plus the synchronization
+ * tax of its group (exec_jitter.c: the members' lateness gathered over
+ * the compute since the group last met, tax per second of it); it then
+ * realigns them.
  */
 static int run_pass(struct est *e, const struct job_spec *j,
-		    const struct kblock *b, const struct tp_group *g,
+		    const struct kblock *b, const struct pass_groups *pg,
 		    struct est_pass *out, struct diag *d)
 {
 	double end[LAYER_MAX_OPS], ev[2 * LAYER_MAX_OPS];
 	struct interval iv[LAYER_MAX_OPS];
-	double comp_free = 0, tp_free = 0, since = 0;
+	double comp_free = 0, free[3] = { 0, 0, 0 }, since[LG_COUNT] = { 0 };
 	int i, k, niv = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -184,21 +245,29 @@ static int run_pass(struct est *e, const struct job_spec *j,
 			end[i] = stretched_end(iv, niv, t0, op->time_s, ev);
 			comp_free = end[i];
 			out->kern_s += op->time_s;
-			since += op->time_s;
+			for (k = 0; k < LG_COUNT; k++)
+				since[k] += op->time_s;
 			if (op->mem_bound)
 				out->mem_s += op->time_s;
 		} else {
-			double t = est_coll_s(e, op->coll, g->n, 0, 1, g->replicas,
-					      op->bytes, d);
+			const struct bgroup *g = &pg->g[op->group < LG_COUNT ?
+							op->group : LG_TP];
+			int st = op->stream < 3 ? op->stream : LS_TP;
+			double t = est_coll_x(e, op->coll, g->n, 0, g->stride,
+					      g->replicas, op->bytes,
+					      op->p2p_next, d);
+			uint32_t m;
 
 			if (t < 0)
 				return -1;
-			iv[niv].s = fmax(tp_free, ready) + g->tax * since;
+			for (m = 0; m < g->n; m++)
+				e->ggpus[m] = m * g->stride;
+			iv[niv].s = fmax(free[st], ready) + pg->tax * since[op->group];
 			iv[niv].e = end[i] = iv[niv].s + t;
-			iv[niv].share = train_coll_sm_share(j, op->coll, g->gpus,
-							    g->n, g->overlap);
-			tp_free = end[i];
-			since = 0;
+			iv[niv].share = train_coll_sm_share(j, op->coll, e->ggpus,
+				g->n, op->group == LG_TP && pg->overlap);
+			free[st] = end[i];
+			since[op->group] = 0;
 			niv++;
 		}
 	}
@@ -215,6 +284,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 		.gemm_lowp = (enum dtype)j->training.dtype,
 		.base = layer_base_dtype((enum dtype)j->training.dtype),
 	};
+	int i;
 
 	if (block_cost(e->blk, e->ops, j->system->gpu, &dt, NULL) != 0 ||
 	    !(kb->op = mem_alloc((size_t)(e->blk->n ? e->blk->n : 1) *
@@ -225,6 +295,15 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 	kb->n = e->blk->n;
 	kb->model_flops = e->blk->model_flops;
 	memcpy(kb->op, e->blk->op, (size_t)kb->n * sizeof(*kb->op));
+	for (i = 0; i < kb->n; i++) {
+		struct block_op *op = &kb->op[i];
+
+		if (op->kind != LOP_COLL || !op->p2p_next)
+			continue;
+		/* a ring step: the all-to-all train.c new_block makes of it */
+		op->coll = COLL_ALLTOALL;
+		op->bytes *= group_of(j, (enum layout_group)op->group).n;
+	}
 	return 0;
 }
 
@@ -288,6 +367,7 @@ static const struct kset *kset_of(struct est *e, const struct job_spec *j,
 
 	kk.tax = 0;
 	kk.tp_replicas = 0;
+	kk.cp_replicas = kk.a2a_replicas = kk.ring_replicas = 0;
 	if ((hit = memo_get(&e->kernels, &kk)))
 		return *hit;
 	if (!(ks = mem_calloc(1, sizeof(*ks)))) {
@@ -333,29 +413,40 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 				       struct diag *d)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t gpn = e->sys->gpus_per_node;
-	struct tp_group g = { e->tp_gpus, (uint32_t)p->tp, 1, dm->chunks > 1, 0 };
+	struct pass_groups pg;
 	struct est_bkey k;
 	struct est_blocks b;
 	const struct est_blocks *hit;
 	const struct kset *ks;
 	int i;
 
-	/* a TP group within a node shares no link with the others */
-	if (!(p->tp <= gpn && gpn % p->tp == 0))
-		g.replicas = (uint32_t)p->dp;
-	/* the group's GPUs for the tax: every replica (dp of them) */
-	g.tax = est_tax_rate(e, j, (double)(p->tp * p->dp * p->cp));
+	memset(&pg, 0, sizeof(pg));
+	for (i = 0; i < LG_COUNT; i++)
+		pg.g[i] = group_of(j, (enum layout_group)i);
+	pg.overlap = dm->chunks > 1;
+	/* a group's GPUs for the tax: every replica (the stage's) */
+	pg.tax = est_tax_rate(e, j, (double)(p->tp * p->dp * p->cp));
 	memset(&k, 0, sizeof(k));
 	k.tp = p->tp;
 	k.mbs = j->training.micro_batch_size;
 	k.seq = j->training.seq_len / p->cp;
+	k.cp = p->cp;
+	if (p->cp > 1) {
+		k.cp_a2a = pg.g[LG_CP_A2A].n;
+		k.cp_type = p->cp_comm_type;
+		k.cp_lb = p->cp_load_balance;
+	}
 	k.sp = dm->sp;
 	k.rc = j->training.recompute;
 	k.chunks = dm->chunks;
 	k.pp_gather = dm->pp_gather && p->pp > 1;
-	k.tp_replicas = g.replicas;
-	k.tax = g.tax;
+	k.tp_replicas = pg.g[LG_TP].replicas;
+	if (p->cp > 1) {
+		k.cp_replicas = pg.g[LG_CP].replicas;
+		k.a2a_replicas = pg.g[LG_CP_A2A].replicas;
+		k.ring_replicas = pg.g[LG_CP_RING].replicas;
+	}
+	k.tax = pg.tax;
 	if ((hit = memo_get(&e->blocks, &k)))
 		return hit;
 	if (!(ks = kset_of(e, j, dm, &k, d)))
@@ -367,7 +458,7 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 
 		for (i = 0; i < 7; i++)
 			if (ks->b[i].n > 0 &&
-			    run_pass(e, j, &ks->b[i], &g, out[i], d) != 0)
+			    run_pass(e, j, &ks->b[i], &pg, out[i], d) != 0)
 				return NULL;
 	}
 	b.pp_B = ks->pp_B;

@@ -18,7 +18,8 @@ double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
 {
 	const struct parallel_spec *p = &c->j->parallelism;
 
-	return est_coll_s(e, op, (uint32_t)p->dp, 0, (uint32_t)(p->tp * p->cp),
+	/* LG_DP: the dense gradients' group, dp cp GPUs, stride tp */
+	return est_coll_s(e, op, (uint32_t)(p->dp * p->cp), 0, (uint32_t)p->tp,
 			  (uint32_t)p->tp, bytes, d);
 }
 

@@ -42,15 +42,16 @@ struct est_blocks {
 struct est_ckey {
 	int32_t op;		/* enum coll_op */
 	uint32_t n, g0, stride, replicas;
-	uint32_t pad;
+	uint32_t ring;		/* a ring step (est_coll_x) */
 	double bytes;		/* B */
 };
 
 struct est_bkey {
 	int64_t tp, mbs, seq;
+	int64_t cp, cp_a2a;	/* context parallelism (seq: per rank) */
 	int32_t sp, rc, chunks, pp_gather;
-	uint32_t tp_replicas;
-	uint32_t pad;
+	int32_t cp_type, cp_lb;	/* enum cp_comm, load balancing */
+	uint32_t tp_replicas, cp_replicas, a2a_replicas, ring_replicas;
 	double tax;		/* the TP group's synchronization tax rate */
 };
 
@@ -68,6 +69,7 @@ struct est {
 	struct est_dplan *dplan_list;	/* every dplan, to free */
 	uint32_t *gpus;			/* scratch: a group's GPU ids (world) */
 	uint32_t *tp_gpus;		/* 0, 1, ..., world - 1 */
+	uint32_t *ggpus;		/* scratch: a block group's GPU ids */
 	struct layer_ops *ops;		/* scratch */
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
@@ -201,6 +203,13 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
  */
 double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  uint32_t stride, uint32_t replicas, double bytes,
+		  struct diag *d);
+
+/* est_coll_s of a ring step (ring != 0: the all-to-all of `bytes` in
+ * which each GPU sends bytes / n to the next, point to point, as
+ * train.c sends a context-parallel ring's transfers). */
+double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
+		  uint32_t stride, uint32_t replicas, double bytes, int ring,
 		  struct diag *d);
 
 /* exec_emax(n), remembered (each is a quadrature of 3601 points). */

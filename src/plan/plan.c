@@ -194,11 +194,9 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 	if (worst < JR_COUNT)
 		(void)job_layout_check(&jj, 1u << worst, d, NULL);
 	else if (worst == PR_UNSUPPORTED)
-		diag_error(d, NULL, 0, 0, "context and expert parallelism (cp %lld, "
-			   "ep %lld) are not estimated by the planner's "
-			   "analytical tier yet; it searches cp = ep = 1",
-			   (long long)j->parallelism.cp,
-			   (long long)j->parallelism.ep);
+		diag_error(d, NULL, 0, 0, "expert parallelism (ep %lld) is not "
+			   "estimated by the planner's analytical tier yet; it "
+			   "searches ep = 1", (long long)j->parallelism.ep);
 	else
 		diag_error(d, NULL, 0, 0, "layout: pp*vpp = %lld*%lld divides "
 			   "neither the %lld layers nor %lld (layers with the "

@@ -69,7 +69,7 @@ enum plan_prune {
 	PR_REDUNDANT,			/* the same step as another layout:
 					 * sequence_parallel with tp 1, a ZeRO
 					 * stage with dp 1 */
-	PR_UNSUPPORTED,			/* cp or ep > 1, not simulated yet */
+	PR_UNSUPPORTED,			/* ep > 1 (MoE), not estimated yet */
 	PR_TP_NODE,			/* a TP group beyond one node (scale-up
 					 * domain): searched only with
 					 * cross_node_tp or a pinned tp */
@@ -95,10 +95,14 @@ struct plan_opts {
 	int no_full;		/* analytical tier only (tests, benchmarks) */
 	int cross_node_tp;	/* search tp beyond one node too */
 	int jobs;		/* processes for the full tier; 0 = one per CPU */
+	int64_t cp_min_seq;	/* cp is searched where each CP rank keeps at
+				 * least this many tokens of a sequence
+				 * (seq_len / cp >= it; default 4096; <= 0:
+				 * every divisor of the GPUs) */
 };
 
 /* Defaults: top 20, throughput, the job's GPUs, no headroom, nothing
- * pinned. */
+ * pinned, cp_min_seq 4096. */
 void plan_opts_init(struct plan_opts *o);
 
 /* Pin the dimension a job key names ("parallelism.tp", "tp" within

@@ -10,6 +10,14 @@
  * any number of workers. Workers are forked, take layouts i, i + W, ...,
  * and send back fixed-size records over a pipe; the parent waits for all
  * of them and fails if any failed.
+ *
+ * Layouts whose step programs are the same are simulated once: ZeRO 1
+ * and 2 differ only in memory (train_dp.c builds both alike: gradients
+ * reduce-scattered, parameters all-gathered, the optimizer stepping the
+ * shard; ZeRO 2 frees the gradients outside the shard, which
+ * footprint.c counts), so a layout with ZeRO 2 takes the run of the same
+ * layout with ZeRO 1 (tests/unit/plan: plan.zero1_and_zero2_step_alike
+ * checks that the runs agree).
  */
 #include <errno.h>
 #include <string.h>
@@ -19,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
 #include "network/net.h"
 #include "run/step.h"
 #include "plan_impl.h"
@@ -241,8 +250,8 @@ static size_t workers(const struct plan_opts *o, size_t n)
 	return (size_t)cpus < n ? (size_t)cpus : n;
 }
 
-int full_runs(const struct job_spec *j, const struct plan_opts *o,
-	      struct plan_cand *c, size_t n, struct diag *d)
+static int runs(const struct job_spec *j, const struct plan_opts *o,
+		struct plan_cand *c, size_t n, struct diag *d)
 {
 	size_t nw = workers(o, n), w, started = 0, got = 0;
 	int fds[2], rc = 0, status;
@@ -295,5 +304,72 @@ int full_runs(const struct job_spec *j, const struct plan_opts *o,
 			   got, n);
 		rc = -1;
 	}
+	return rc;
+}
+
+/* The layout whose step program l's is: ZeRO 2 as ZeRO 1 (see the top
+ * of the file). */
+static struct plan_layout step_class(const struct plan_layout *l)
+{
+	struct plan_layout k = *l;
+
+	if (k.zero == 2)
+		k.zero = 1;
+	return k;
+}
+
+static int same_layout(const struct plan_layout *a, const struct plan_layout *b)
+{
+	return a->nodes == b->nodes && a->tp == b->tp && a->cp == b->cp &&
+	       a->pp == b->pp && a->vpp == b->vpp && a->ep == b->ep &&
+	       a->etp == b->etp && a->dp == b->dp && a->mbs == b->mbs &&
+	       a->recompute == b->recompute && a->zero == b->zero &&
+	       a->sp == b->sp && a->schedule == b->schedule &&
+	       a->tp_overlap == b->tp_overlap;
+}
+
+int full_runs(const struct job_spec *j, const struct plan_opts *o,
+	      struct plan_cand *c, size_t n, struct diag *d)
+{
+	struct plan_cand *u;
+	size_t *rep, nu = 0, i, k;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	u = mem_alloc(n * sizeof(*u));
+	rep = mem_alloc(n * sizeof(*rep));
+	if (!u || !rep) {
+		mem_free(u);
+		mem_free(rep);
+		diag_oom(d);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct plan_layout ki = step_class(&c[i].lay);
+
+		for (k = 0; k < nu; k++) {
+			struct plan_layout kk = step_class(&u[k].lay);
+
+			if (same_layout(&ki, &kk))
+				break;
+		}
+		if (k == nu)	/* the first of its class runs as itself */
+			u[nu++] = c[i];
+		rep[i] = k;
+	}
+	rc = runs(j, o, u, nu, d);
+	for (i = 0; rc == 0 && i < n; i++) {
+		const struct plan_cand *s = &u[rep[i]];
+
+		c[i].full = s->full;
+		c[i].step_s = s->step_s;
+		memcpy(c[i].part_s, s->part_s, sizeof(c[i].part_s));
+		c[i].tokens_per_s = s->tokens_per_s;
+		c[i].mfu = s->mfu;
+		c[i].tflops_per_gpu = s->tflops_per_gpu;
+	}
+	mem_free(u);
+	mem_free(rep);
 	return rc;
 }

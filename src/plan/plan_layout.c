@@ -68,6 +68,7 @@ void plan_opts_init(struct plan_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->top_k = 20;
 	o->objective = PLAN_THROUGHPUT;
+	o->cp_min_seq = 4096;
 }
 
 int plan_pin_key(struct plan_opts *o, const char *key)

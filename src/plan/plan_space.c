@@ -6,7 +6,8 @@
  * dimension lists only the job's value):
  *
  *   tp        divisors of the GPUs
- *   cp        1 (context parallelism is not simulated yet)
+ *   cp        divisors of the GPUs leaving each CP rank at least
+ *             plan_opts.cp_min_seq tokens of a sequence (1 always)
  *   pp        divisors of GPUs / (tp cp); dp = GPUs / (tp cp pp)
  *   vpp       1 .. layers / pp
  *   schedule  gpipe, 1f1b, interleaved
@@ -38,7 +39,7 @@
 
 /* Rules decidable once each dimension is set. */
 #define RULES_TP ((1u << JR_TP_HEADS) | (1u << JR_TP_KV_HEADS) | (1u << JR_TP_FFN))
-#define RULES_CP (1u << JR_CP_SEQ)
+#define RULES_CP ((1u << JR_CP_SEQ) | (1u << JR_CP_A2A) | (1u << JR_CP_HEADS))
 #define RULES_PP (1u << JR_WORLD)
 #define RULES_VPP ((1u << JR_PP_LAYERS) | (1u << JR_PP_SPLIT))
 #define RULES_SCHED ((1u << JR_SCHED_VPP) | (1u << JR_SCHED_PP))
@@ -54,7 +55,7 @@ struct lists {
 	int64_t sp[2], nsp;
 	int64_t rc[3], nrc;
 	int64_t zero[4], nzero;
-	int64_t cp;
+	int64_t cp[MAX_DIV], ncp;
 };
 
 struct walk {
@@ -126,7 +127,17 @@ static void make_lists(struct walk *w)
 			 li->rc);
 	li->nzero = one_or(pinned(s, PD_ZERO), b->training.zero_stage, zero, 4,
 			   li->zero);
-	li->cp = pinned(s, PD_CP) ? b->parallelism.cp : 1;
+	li->ncp = 0;
+	if (pinned(s, PD_CP)) {
+		li->cp[li->ncp++] = b->parallelism.cp;
+	} else {
+		int64_t i, seq = b->training.seq_len, min = s->o->cp_min_seq;
+
+		n = divisors(w->world, all);
+		for (i = 0; i < n; i++)
+			if (all[i] == 1 || min <= 0 || seq / all[i] >= min)
+				li->cp[li->ncp++] = all[i];
+	}
 }
 
 /* ---- counting subtrees ---- */
@@ -148,10 +159,11 @@ static int64_t nvpp(const struct walk *w, int64_t pp)
 	return w->layers / pp > 1 ? w->layers / pp : 1;
 }
 
-static int64_t pp_list(const struct walk *w, int64_t tp, int64_t *out)
+static int64_t pp_list(const struct walk *w, int64_t tp, int64_t cp,
+		       int64_t *out)
 {
 	const struct job_spec *b = w->s->base;
-	int64_t tc = tp * w->li.cp;
+	int64_t tc = tp * cp;
 
 	if (pinned(w->s, PD_PP)) {
 		out[0] = b->parallelism.pp;
@@ -167,9 +179,9 @@ static uint64_t below_pp(const struct walk *w, int64_t pp)
 	return (uint64_t)nvpp(w, pp) * below_vpp(&w->li);
 }
 
-static uint64_t below_tp(const struct walk *w, int64_t tp)
+static uint64_t below_tc(const struct walk *w, int64_t tp, int64_t cp)
 {
-	int64_t pps[MAX_DIV], n = pp_list(w, tp, pps), i;
+	int64_t pps[MAX_DIV], n = pp_list(w, tp, cp, pps), i;
 	uint64_t sum = 0;
 
 	for (i = 0; i < n; i++)
@@ -426,7 +438,7 @@ static int level_vpp(struct walk *w)
 
 static int level_pp(struct walk *w)
 {
-	int64_t pps[MAX_DIV], n = pp_list(w, w->l.tp, pps), i;
+	int64_t pps[MAX_DIV], n = pp_list(w, w->l.tp, w->l.cp, pps), i;
 	const struct job_spec *b = w->s->base;
 	int r;
 
@@ -467,33 +479,31 @@ static int tp_in_node(const struct walk *w)
 static int level_tp(struct walk *w)
 {
 	const struct lists *li = &w->li;
-	int64_t i;
+	int64_t i, k, tc;
 	int r;
 
-	for (i = 0; i < li->ntp; i++) {
-		uint64_t size;
+	for (i = 0; i < li->ntp; i++)
+		for (k = 0; k < li->ncp; k++) {
+			uint64_t size;
 
-		w->l.tp = w->j.parallelism.tp = li->tp[i];
-		w->l.cp = w->j.parallelism.cp = li->cp;
-		size = below_tp(w, li->tp[i]);
-		w->j.parallelism.pp = 1;
-		w->j.parallelism.dp = w->world % (li->tp[i] * li->cp) == 0 ?
-				      w->world / (li->tp[i] * li->cp) : 1;
-		if ((r = broken(w, RULES_TP | RULES_CP)) >= 0) {
-			prune(w, r, size);
-			continue;
+			w->l.tp = w->j.parallelism.tp = li->tp[i];
+			w->l.cp = w->j.parallelism.cp = li->cp[k];
+			tc = li->tp[i] * li->cp[k];
+			size = below_tc(w, li->tp[i], li->cp[k]);
+			w->j.parallelism.pp = 1;
+			w->j.parallelism.dp = w->world % tc == 0 ?
+					      w->world / tc : 1;
+			if ((r = broken(w, RULES_TP | RULES_CP)) >= 0) {
+				prune(w, r, size);
+				continue;
+			}
+			if (!tp_in_node(w)) {
+				prune(w, PR_TP_NODE, size);
+				continue;
+			}
+			if (level_pp(w) != 0)
+				return -1;
 		}
-		if (li->cp > 1) {
-			prune(w, PR_UNSUPPORTED, size);
-			continue;
-		}
-		if (!tp_in_node(w)) {
-			prune(w, PR_TP_NODE, size);
-			continue;
-		}
-		if (level_pp(w) != 0)
-			return -1;
-	}
 	return 0;
 }
 
@@ -501,7 +511,7 @@ int space_search(struct search *s)
 {
 	struct walk w;
 	uint64_t total = 0;
-	int64_t i;
+	int64_t i, k;
 
 	memset(&w, 0, sizeof(w));
 	w.s = s;
@@ -509,7 +519,8 @@ int space_search(struct search *s)
 	w.layers = s->base->model->num_hidden_layers;
 	make_lists(&w);
 	for (i = 0; i < w.li.ntp; i++)
-		total += below_tp(&w, w.li.tp[i]);
+		for (k = 0; k < w.li.ncp; k++)
+			total += below_tc(&w, w.li.tp[i], w.li.cp[k]);
 	s->searched += total;
 	w.j = *s->base;
 	w.j.system = &s->sys;
@@ -644,7 +655,7 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 			*why = r;
 			return 1;
 		}
-	if (lay.cp > 1 || lay.ep > 1 || model_is_moe(j.model)) {
+	if (lay.ep > 1 || model_is_moe(j.model)) {
 		*why = PR_UNSUPPORTED;	/* not estimated yet (plan.h) */
 		return 1;
 	}

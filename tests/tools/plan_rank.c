@@ -3,12 +3,14 @@
  * full simulation does? For tests/plan-cli.sh and
  * scripts/validate-plan.sh.
  *
- *   plan_rank [--top K] [--sample M] [--min-rho R] JOB [key=value]...
+ *   plan_rank [--top K] [--sample M] [--min-rho R] [--pin KEY]... JOB
+ *             [key=value]...
  *
  * Every valid layout of JOB that fits (with the key=value overrides,
  * nothing pinned) is estimated (plan_run, analytical tier only); the
  * best K by the estimate and M more spread evenly over the rest of the
- * ranking are simulated in full. Printed, one line: the job, GPUs,
+ * ranking are simulated in full. --pin KEY keeps the job's value of a
+ * searched dimension (as `llmsim plan --set KEY=...` does). Printed, one line: the job, GPUs,
  * layouts ranked, the sample, Spearman's rank correlation between the
  * estimated and the simulated step time over the sample and over the
  * best K, the analytical rank of the full simulation's fastest layout of
@@ -85,7 +87,8 @@ int main(int argc, char **argv)
 	struct plan_opts o;
 	struct plan_result r;
 	struct plan_cand *s;
-	const char *job = NULL, *sets[32];
+	const char *job = NULL, *sets[32], *pins[16];
+	size_t npins = 0;
 	size_t nsets = 0, n = 0, top = 20, more = 20, i, best = 0;
 	double min_rho = 0.9, *est, *sim, *err, rho_all, rho_top;
 	int argi;
@@ -97,6 +100,9 @@ int main(int argc, char **argv)
 			more = (size_t)atoi(argv[++argi]);
 		else if (strcmp(argv[argi], "--min-rho") == 0 && argi + 1 < argc)
 			min_rho = atof(argv[++argi]);
+		else if (strcmp(argv[argi], "--pin") == 0 && argi + 1 < argc &&
+			 npins < 16)
+			pins[npins++] = argv[++argi];
 		else if (!job)
 			job = argv[argi];
 		else if (nsets < 32)
@@ -104,7 +110,7 @@ int main(int argc, char **argv)
 	}
 	if (!job || top < 2) {
 		fprintf(stderr, "usage: plan_rank [--top K] [--sample M] "
-			"[--min-rho R] JOB [key=value]...\n");
+			"[--min-rho R] [--pin KEY]... JOB [key=value]...\n");
 		return 2;
 	}
 	arena_init(&a);
@@ -116,6 +122,12 @@ int main(int argc, char **argv)
 	plan_opts_init(&o);
 	o.no_full = 1;
 	o.top_k = 1000000;	/* every layout estimated in full */
+	for (i = 0; i < npins; i++)
+		if (!plan_pin_key(&o, pins[i])) {
+			fprintf(stderr, "plan_rank: %s is not a searched "
+				"dimension\n", pins[i]);
+			return 2;
+		}
 	if (plan_run(&j, &o, &r, &d) != 0)
 		return 2;
 	s = mem_calloc(top + more, sizeof(*s));

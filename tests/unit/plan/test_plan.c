@@ -114,6 +114,43 @@ Test(plan, search_space_counted_by_hand)
 	done(&p);
 }
 
+Test(plan, context_parallel_candidates_counted_by_hand)
+{
+	static const char *const sets[] = {
+		"training.seq_len=8192", "parallelism.pp=1",
+		"parallelism.vpp=1", "parallelism.schedule=1f1b",
+		"parallelism.sequence_parallel=false", "training.recompute=none",
+		"training.zero_stage=1", "training.micro_batch_size=1",
+	};
+	struct planned p;
+
+	load(&p, sets, 8);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* tp: 1, 2, 4, 8; cp: the divisors of 8 leaving each CP rank 4096
+	 * of the 8192 tokens, 1 and 2: 4 x 2 = 8 layouts; tp 8 cp 2 needs
+	 * 16 GPUs (the world rule); the other 7 have dp = 8 / (tp cp) | 16
+	 * and 8192 divisible by 2 cp (load balancing). */
+	cr_assert_eq(p.r.searched, 8);
+	cr_assert_eq(p.r.pruned[JR_WORLD], 1);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 7);
+	done(&p);
+	/* every divisor: cp 1, 2, 4, 8 x tp 1, 2, 4, 8 = 16; tp cp | 8 in
+	 * 10 of them (tp 1: 4, tp 2: 3, tp 4: 2, tp 8: 1) */
+	load(&p, sets, 8);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	p.o.cp_min_seq = 0;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_eq(p.r.searched, 16);
+	cr_assert_eq(p.r.pruned[JR_WORLD], 6);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 10);
+	done(&p);
+}
+
 Test(plan, redundant_and_schedule_rules_counted)
 {
 	static const char *const sets[] = {
@@ -216,6 +253,38 @@ Test(plan, full_runs_same_in_one_or_two_processes)
 	}
 	done(&a);
 	done(&b);
+}
+
+/* The full tier runs a ZeRO 2 layout as its ZeRO 1 twin (plan_full.c):
+ * the step program must be the same, whatever the engine does. */
+Test(plan, zero1_and_zero2_step_alike)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=2", "parallelism.pp=2",
+		"training.recompute=selective", "training.zero_stage=1",
+		"training.micro_batch_size=1", "parallelism.sequence_parallel=true",
+	};
+	struct planned a;
+	struct plan_cand c[2];
+	struct diag d;
+	int k;
+
+	load(&a, sets, 6);
+	a.o.no_full = 1;
+	run(&a);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert(a.r.ncands > 0);
+	diag_init(&d, stderr);
+	for (k = 0; k < 2; k++) {
+		c[k] = a.r.cands[0];
+		c[k].lay.zero = (int8_t)(k + 1);
+		/* one at a time: plan_simulate shares runs within a call */
+		cr_assert_eq(plan_simulate(a.j, &a.o, &c[k], 1, &d), 0);
+		cr_assert(c[k].full);
+	}
+	cr_assert_eq(c[0].step_s, c[1].step_s);
+	cr_assert_eq(memcmp(c[0].part_s, c[1].part_s, sizeof(c[0].part_s)), 0);
+	done(&a);
 }
 
 /* The peak of llama3-8b tp 1 pp 1 dp 8, mbs 1, no recompute, ZeRO 1
