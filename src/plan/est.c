@@ -115,6 +115,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->emax, sizeof(double), sizeof(double));
+	memo_init(&e->xfers, 4 * sizeof(int64_t), sizeof(double *));
 	e->net = net_new(sys, NULL, d);
 	if (!e->net) {
 		est_free(e);
@@ -167,6 +168,14 @@ void est_free(struct est *e)
 	memo_release(&e->dpplans);
 	free_lists(&e->pipe_lists);
 	memo_release(&e->emax);
+	{
+		size_t i = 0;
+		double **x;
+
+		while ((x = memo_next(&e->xfers, &i)))
+			mem_free(*x);
+		memo_release(&e->xfers);
+	}
 	net_free(e->net);
 	mem_free(e->gpus);
 	mem_free(e->tp_gpus);
@@ -177,7 +186,6 @@ void est_free(struct est *e)
 	mem_free(e->pipe_t);
 	mem_free(e->pipe_x);
 	mem_free(e->stage_t);
-	mem_free(e->xfer);
 	mem_free(e);
 }
 
@@ -264,34 +272,39 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 {
 	const struct parallel_spec *p = &c->j->parallelism;
 	uint32_t stage_gpus = (uint32_t)(p->tp * p->cp * p->dp), g[2];
-	int64_t r;
+	int64_t r, key[4] = { c->p, c->v > 1, stage_gpus, 0 };
+	double *const *hit, *x;
 
-	if ((size_t)c->p > e->xfer_cap) {
-		double *x = mem_realloc(e->xfer, (size_t)c->p * sizeof(*x));
-
-		if (!x) {
+	memcpy(&key[3], &c->b->pp_B, sizeof(double));
+	if ((hit = memo_get(&e->xfers, key))) {
+		x = *hit;
+	} else {
+		if (!(x = mem_alloc((size_t)c->p * sizeof(*x)))) {
 			diag_oom(d);
 			return -1;
 		}
-		e->xfer = x;
-		e->xfer_cap = (size_t)c->p;
-	}
-	for (r = 0; r < c->p; r++) {
-		/* r -> r + 1, and the wrap p-1 -> 0 as the pair {0, p-1} */
-		uint32_t g0 = r < c->p - 1 ? (uint32_t)r * stage_gpus : 0;
-		uint32_t stride = r < c->p - 1 ? stage_gpus :
-				  (uint32_t)(c->p - 1) * stage_gpus;
+		for (r = 0; r < c->p; r++) {
+			/* r -> r + 1, and the wrap p-1 -> 0 as the pair {0, p-1} */
+			uint32_t g0 = r < c->p - 1 ? (uint32_t)r * stage_gpus : 0;
+			uint32_t stride = r < c->p - 1 ? stage_gpus :
+					  (uint32_t)(c->p - 1) * stage_gpus;
 
-		e->xfer[r] = 0;
-		if (c->p > 1 && (r < c->p - 1 || c->v > 1))
-			e->xfer[r] = est_coll_s(e, COLL_SENDRECV, 2, g0, stride,
-						(uint32_t)(p->tp * p->cp * p->dp),
-						c->b->pp_B, d);
-		if (e->xfer[r] < 0)
+			x[r] = 0;
+			if (c->p > 1 && (r < c->p - 1 || c->v > 1))
+				x[r] = est_coll_s(e, COLL_SENDRECV, 2, g0, stride,
+						  stage_gpus, c->b->pp_B, d);
+			if (x[r] < 0) {
+				mem_free(x);
+				return -1;
+			}
+		}
+		if (!memo_put(&e->xfers, key, &x)) {
+			mem_free(x);
+			diag_oom(d);
 			return -1;
-
+		}
 	}
-	c->x = e->xfer;
+	c->x = x;
 	g[0] = 0;
 	g[1] = (uint32_t)p->tp;	/* the DP group: dp cp GPUs, stride tp */
 	c->s_dp = p->dp * p->cp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,

@@ -84,8 +84,8 @@ struct est {
 	double *stage_t;		/* scratch: f, b per virtual stage, then
 					 * rank and chunk ends */
 	size_t stage_t_cap;
-	double *xfer;			/* scratch: transfers per rank */
-	size_t xfer_cap;
+	struct memo xfers;		/* (p, wrap, stage GPUs, bytes) -> double *:
+					 * the transfers per rank pair */
 	struct est_stats stats;
 };
 
