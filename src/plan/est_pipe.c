@@ -19,7 +19,15 @@
  * its stream is free; the wrap between the last and the first rank has
  * streams of its own. (The synchronization tax of the pair's rendezvous,
  * exec_jitter.c, is left out: charged per transfer it overshot 1F1B
- * pipelines by 3-5 % against the engine.)
+ * pipelines by 3-5 % against the engine. So is the rendezvous itself: in
+ * the step program a transfer holds both ranks' streams from when both
+ * are free until it ends, here the sender's from its start and the
+ * receiver's from when the tensor is sent; where transfers are about as
+ * long as a virtual stage's work, tp > 1 without SP or scatter/gather
+ * sending the whole activation with one layer a chunk, the estimate is
+ * low, 21 % on one such layout of llama3-70b-h100-64. Doing it right
+ * takes the transfers as steps of their own, ordered along both ends'
+ * streams, the rendezvous' start not being an action's.)
  * x the transfer between the stages' ranks (the step program's send/
  * recv: each pair of neighbouring ranks has its own, as their GPUs sit
  * in one node or two; the interleaved schedule's wrap from the last rank
