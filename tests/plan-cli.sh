@@ -79,6 +79,9 @@ grep -q 'GB more than the' "$tmp/err" || { echo "FAIL: by how much"; fail=1; }
 status 2 "bad objective" 'expected throughput, memory or cost' "$job" \
 	--objective speed
 status 2 "moe" 'Mixture of Experts' "$job" --set model=mixtral-8x7b
+status 2 "serving job" 'searches the prefill:decode splits' \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml
+status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
 
 # The analytical tier ranks like the full simulation.
 printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \

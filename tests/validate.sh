@@ -1,8 +1,8 @@
 #!/bin/sh
 # validate.sh - `llmsim validate` on the reference cases as CI's
-# regression check: every kernel set, collective table and training case
-# of results/reference predicted, each table within the `regression`
-# gates of results/reference/validate.yaml (a little above what the
+# regression check: every kernel set, collective table, training case
+# and inference case of results/reference predicted, each table within
+# the `regression` gates of results/reference/validate.yaml (a little above what the
 # model reaches today), so a change that makes predictions worse fails
 # `make test` (MoE dispatch/combine too; the MoE and CP training cases,
 # a minute of simulation, are `make validate`'s). Then what validate must
@@ -14,13 +14,14 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-if ! "$llmsim" validate --kind kernel,collective,training,dispatch --gates regression \
+if ! "$llmsim" validate --kind kernel,collective,training,dispatch,inference,latency \
+	--gates regression \
 	--quiet --no-store >"$tmp/out" 2>"$tmp/err"; then
 	bad "validate --gates regression: exit $?"
 	cat "$tmp/out" "$tmp/err"
 fi
 # The summary: every kind, independent rows apart, the gate verdict.
-for k in kernel collective training dispatch; do
+for k in kernel collective training dispatch inference latency; do
 	grep -q "^  $k, independent " "$tmp/out" || bad "summary lacks $k"
 done
 grep -q '^  overall, independent ' "$tmp/out" || bad "no overall independent line"

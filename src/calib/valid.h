@@ -16,6 +16,9 @@
  *               logical count (valid_ep.c)
  *   measured    what `llmsim measure` stored in a database
  *               (valid_meas.c)
+ *   inference   results/reference/inference/cases.tsv: serving
+ *               throughput (valid_infer.c)
+ *   latency     the same file's single-request latency cases
  *
  * A row's error is predicted / measured - 1 of the quantity its table
  * shows: a rate for kernels, collectives (bus bandwidth) and measured
@@ -30,7 +33,7 @@
  * give independent rows apart, and the headline is theirs.
  *
  * This is the application layer's engine: it uses config, gpu, network,
- * models, run and store; the CLI (cli_validate.c, cli_calibrate.c)
+ * models, run, serve and store; the CLI (cli_validate.c, cli_calibrate.c)
  * drives it.
  */
 #ifndef LLMSIM_CALIB_VALID_H
@@ -56,6 +59,8 @@ enum valid_kind {
 	VK_CP,			/* context-parallel steps (reference/cp) */
 	VK_DISPATCH,		/* MoE dispatch/combine (reference/ep) */
 	VK_MEASURED,
+	VK_INFERENCE,
+	VK_LATENCY,
 	VK_COUNT
 };
 
@@ -72,6 +77,8 @@ struct valid_row {
 	int in_sample;			/* its case was fitted on */
 	int failed;			/* no prediction (reported): a miss */
 	char note[64];			/* algorithm/protocol, why not scored */
+	const char *why;		/* a longer reason it misses, printed
+					   under it (arena); NULL: none */
 };
 
 struct valid_table {
@@ -145,6 +152,11 @@ int valid_training(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir, int jobs, enum valid_kind kind);
 int valid_dispatch(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir);
+
+/* The inference cases of dir/cases.tsv: the throughput table, the
+ * latency table, or both. */
+int valid_inference(struct valid_set *set, struct config_ctx *cx,
+		    const char *dir, int throughput, int latency);
 
 /* Options of the measured source. */
 struct valid_meas_opts {

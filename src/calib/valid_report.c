@@ -29,7 +29,7 @@
 
 const char *const valid_kind_names[VK_COUNT + 1] = {
 	"kernel", "collective", "training", "moe", "cp", "dispatch",
-	"measured", NULL,
+	"measured", "inference", "latency", NULL,
 };
 
 struct valid_table *valid_table_add(struct valid_set *set,
@@ -372,6 +372,8 @@ int valid_print_table(FILE *out, const struct valid_table *t,
 			fprintf(out, "  [%.4g, %.4g]", r->lo, r->hi);
 		fprintf(out, "  %s%s\n", r->in_sample && nin < t->n ?
 			"(in-sample) " : "", r->note);
+		if (r->why)
+			fprintf(out, "      why: %s\n", r->why);
 	}
 	valid_stats(t, 0, &all);
 	print_stats(out, "all rows", &all, t->kind == VK_COLLECTIVE ||
@@ -444,8 +446,8 @@ void valid_print_summary(FILE *out, const struct valid_set *set)
 	if (!(e = mem_alloc((rows + 1) * sizeof(*e))))
 		return;
 	fprintf(out, "== summary: error = predicted / measured - 1 (kernel, "
-		"collective, measured: of a rate, + = llmsim faster; training: "
-		"of a step time, + = llmsim slower)\n");
+		"collective, measured, inference: of a rate, + = llmsim "
+		"faster; training, latency: of a time, + = llmsim slower)\n");
 	fprintf(out, "  %-24s %6s %9s %9s %8s %8s\n", "rows", "n", "median",
 		"|median|", "p90", "max");
 	for (k = 0; k < VK_COUNT; k++) {

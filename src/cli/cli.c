@@ -34,6 +34,8 @@ static const struct cli_command commands[] = {
 	  "                  [--headroom F] [--set key=value]... [--json]\n"
 	  "                  [--db PATH] [--no-store] [--full] [--analytical-only]\n"
 	  "                  [--cross-node-tp] [--jobs N]\n"
+	  "       llmsim plan JOB.yaml --pd-ratio [--gpus N] [--set key=value]...\n"
+	  "                  [--json]\n"
 	  "\n"
 	  "Search tp, pp, vpp, cp, ep, etp, dp, micro-batch size, recompute,\n"
 	  "ZeRO stage, sequence parallelism and pipeline schedule for the job's\n"
@@ -65,7 +67,16 @@ static const struct cli_command commands[] = {
 	  "  --analytical-only  rank by the analytical tier alone\n"
 	  "  --cross-node-tp  search tp beyond one node too (pinning tp does)\n"
 	  "  --jobs N         processes for the full runs (default: one per CPU;\n"
-	  "                   the results are the same for any N)\n",
+	  "                   the results are the same for any N)\n"
+	  "\n"
+	  "--pd-ratio: for a serving job with serving.slo and the pools' layouts\n"
+	  "in serving.disaggregated, every split of the GPUs into prefill and\n"
+	  "decode instances and the colocated deployment, each with the largest\n"
+	  "Poisson arrival rate meeting the SLO (p99 TTFT, p99 TPOT), best\n"
+	  "rate per GPU first.\n"
+	  "\n"
+	  "  --gpus N         GPUs to split (default: the system's)\n"
+	  "  --json           print a JSON array instead of the table\n",
 	  cli_plan, NULL },
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
@@ -171,7 +182,7 @@ static const struct cli_command commands[] = {
 	  "a table misses its gates (results/reference/validate.yaml).\n"
 	  "\n"
 	  "  --kind K         kernel, collective, training, moe, cp, dispatch,\n"
-	  "                   measured or all\n"
+	  "                   measured, inference, latency or all\n"
 	  "                   (default all; comma-separated)\n"
 	  "  --reference DIR  reference folder (default results/reference)\n"
 	  "  --db PATH        database with measurements and where the rows go\n"

@@ -114,6 +114,24 @@ struct cli_result {
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d);
 
+/* What `run` was asked to do with a result. */
+struct cli_run_io {
+	int json;			/* print JSON instead of the summary */
+	const char *trace;		/* Chrome trace file, or NULL */
+	const char *db;			/* database, or NULL for the default */
+	int no_store;
+};
+
+struct job_spec;
+
+/* `plan` (cli_plan.c): the prefill:decode ratio search for now. */
+int cli_plan(int argc, char **argv, const char *argv0);
+
+/* `run` of an inference phase (cli_infer.c): prefill and decode steps,
+ * serving runs. Returns CLI_OK, CLI_FAIL or CLI_USAGE. */
+int cli_run_inference(const struct cli_run_io *io, const struct job_spec *j,
+		      const char *data_root, struct diag *d);
+
 /* The version string ("0.1.0" plus the git revision when built in a
  * checkout). */
 const char *cli_version(void);

@@ -5,6 +5,10 @@
  * layouts (plan.h), print the ranked table (or one JSON object), store
  * the plan with the job it came from.
  *
+ * `llmsim plan JOB.yaml --pd-ratio [--gpus N] [--set k=v]... [--json]`:
+ * the prefill:decode ratio search of a disaggregated serving job against
+ * its SLO (serve/serve_plan.h).
+ *
  * A --set of a searched dimension (parallelism.tp, training.recompute,
  * ...) pins it; any other --set overrides the job as in `llmsim run`.
  *
@@ -26,6 +30,8 @@
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "plan/plan.h"
+#include "run/step.h"
+#include "serve/serve_plan.h"
 #include "store/store.h"
 
 struct plan_cli {
@@ -35,6 +41,8 @@ struct plan_cli {
 	int json;
 	const char *db;
 	int no_store;
+	int pd_ratio;		/* --pd-ratio: prefill:decode splits */
+	int64_t gpus;		/* --gpus, with --pd-ratio */
 	struct plan_opts o;
 };
 
@@ -129,6 +137,8 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 		{ "analytical-only", no_argument, NULL, 'A' },
 		{ "cross-node-tp", no_argument, NULL, 'X' },
 		{ "jobs", required_argument, NULL, 'J' },
+		{ "pd-ratio", no_argument, NULL, 'P' },
+		{ "gpus", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t v;
@@ -195,6 +205,16 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 					optarg);
 			c->o.jobs = (int)v;
 			break;
+		case 'P':
+			c->pd_ratio = 1;
+			break;
+		case 'G':
+			if (parse_int(optarg, 1, 100000000, &v) != 0)
+				return cli_usage_error("plan", "'--gpus' expects a "
+						       "positive integer, got '%s'",
+						       optarg);
+			c->gpus = v;
+			break;
 		default:
 			return cli_usage_error("plan", "unknown option or missing "
 					       "value: '%s'", argv[optind - 1]);
@@ -206,6 +226,9 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 		return cli_usage_error("plan", "more than one job given ('%s')",
 				       argv[optind + 1]);
 	c->job = argv[optind];
+	if (c->gpus > 0 && !c->pd_ratio)
+		return cli_usage_error("plan", "%s", "--gpus goes with --pd-ratio "
+				       "(the layout search takes --max-gpus)");
 	return CLI_OK;
 }
 
@@ -295,6 +318,109 @@ static int store_plan(const struct plan_cli *c, const char *data_root,
 	return rc;
 }
 
+static void pd_table(const struct serve_plan_point *v, int n)
+{
+	char a[24], b[24];
+	int i;
+
+	printf("%-14s %6s %14s %14s %14s %12s %12s\n", "split", "GPUs",
+	       "max rate", "per GPU", "output tok/s", "TTFT p99", "TPOT p99");
+	for (i = 0; i < n; i++) {
+		char split[32];
+
+		if (v[i].prefill_instances == 0)
+			snprintf(split, sizeof(split), "colocated x%lld",
+				 (long long)v[i].decode_instances);
+		else
+			snprintf(split, sizeof(split), "P%lld:D%lld",
+				 (long long)v[i].prefill_instances,
+				 (long long)v[i].decode_instances);
+		step_human(a, sizeof(a), v[i].ttft_p99_s, UNIT_TIME);
+		step_human(b, sizeof(b), v[i].tpot_p99_s, UNIT_TIME);
+		printf("%-14s %6lld %10.4g r/s %10.4g r/s %14.0f %12s %12s\n",
+		       split, (long long)v[i].gpus, v[i].max_rate,
+		       v[i].rate_per_gpu, v[i].output_tokens_per_s, a, b);
+	}
+}
+
+static int pd_json(const struct serve_plan_point *v, int n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	char *text;
+	int i;
+
+	for (i = 0; arr && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			cJSON_Delete(arr);
+			return CLI_FAIL;
+		}
+		if (!cJSON_AddNumberToObject(o, "prefill_instances",
+					     (double)v[i].prefill_instances) ||
+		    !cJSON_AddNumberToObject(o, "decode_instances",
+					     (double)v[i].decode_instances) ||
+		    !cJSON_AddNumberToObject(o, "gpus", (double)v[i].gpus) ||
+		    !cJSON_AddNumberToObject(o, "max_rate", v[i].max_rate) ||
+		    !cJSON_AddNumberToObject(o, "rate_per_gpu", v[i].rate_per_gpu) ||
+		    !cJSON_AddNumberToObject(o, "output_tokens_per_s",
+					     v[i].output_tokens_per_s) ||
+		    !cJSON_AddNumberToObject(o, "ttft_p99_s", v[i].ttft_p99_s) ||
+		    !cJSON_AddNumberToObject(o, "tpot_p99_s", v[i].tpot_p99_s)) {
+			cJSON_Delete(arr);
+			return CLI_FAIL;
+		}
+	}
+	text = arr ? cJSON_Print(arr) : NULL;
+	cJSON_Delete(arr);
+	if (!text)
+		return CLI_FAIL;
+	printf("%s\n", text);
+	cJSON_free(text);
+	return CLI_OK;
+}
+
+/* --pd-ratio: the prefill:decode splits of serving job j. */
+static int pd_ratio(const struct plan_cli *c, struct config_ctx *cx,
+		    struct diag *d)
+{
+	struct serve_plan_opts po = {0, 0, 0, 0};
+	struct serve_plan_point *v = NULL;
+	struct job_spec *j = arena_alloc(cx->arena, sizeof(*j));
+	int rc, n = 0;
+
+	if (!j) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	memset(j, 0, sizeof(*j));
+	if (config_load(cx, &job_schema, c->job, c->sets, c->nsets, j) != 0)
+		return d->oom ? CLI_FAIL : CLI_USAGE;
+	if (!job_is_inference(j)) {
+		diag_error(d, NULL, 0, 0, "plan --pd-ratio needs a serving job "
+			   "(phase serving), got phase %s",
+			   job_phase_names[j->phase]);
+		return CLI_USAGE;
+	}
+	po.gpus = c->gpus;
+	rc = serve_plan_ratio(j, &po, &v, &n, d);
+	if (rc != 0) {
+		mem_free(v);
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	}
+	if (c->json)
+		rc = pd_json(v, n);
+	else {
+		pd_table(v, n);
+		rc = CLI_OK;
+	}
+	if (rc != CLI_OK)
+		diag_oom(d);
+	mem_free(v);
+	return rc;
+}
+
 int cli_plan(int argc, char **argv, const char *argv0)
 {
 	struct arena a;
@@ -319,8 +445,20 @@ int cli_plan(int argc, char **argv, const char *argv0)
 		diag_oom(&d);
 		goto out;
 	}
+	if (c.pd_ratio) {
+		rc = pd_ratio(&c, &cx, &d);
+		goto out;
+	}
 	if (config_load(&cx, &job_plan_schema, c.job, c.sets, c.nsets, j) != 0) {
 		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	if (job_is_inference(j)) {
+		diag_error(&d, NULL, 0, 0, "plan searches the parallel layouts of "
+			   "a training job; job '%s' is phase %s (--pd-ratio "
+			   "searches the prefill:decode splits of a serving job)",
+			   j->name ? j->name : c.job, job_phase_names[j->phase]);
+		rc = CLI_USAGE;
 		goto out;
 	}
 	rc = plan_run(j, &c.o, &r, &d);

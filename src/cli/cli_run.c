@@ -2,7 +2,8 @@
  * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
  * [--db PATH] [--no-store] [--full]`: resolve the job, simulate one
  * training step, print the result (a summary with units, or one JSON
- * object), optionally write the Chrome trace, and store the run.
+ * object), optionally write the Chrome trace, and store the run. The
+ * inference phases (prefill, decode, serving) go to cli_infer.c.
  *
  * Exit status: 0 success; 1 runtime failure (out of memory, simulation
  * failure, trace or database I/O); 2 bad input (job diagnostics, a layout
@@ -251,6 +252,12 @@ int cli_run(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	j->full_fidelity |= o.full;
+	if (job_is_inference(j)) {
+		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store};
+
+		rc = cli_run_inference(&io, j, cx.data_root, &d);
+		goto out;
+	}
 	rc = simulate(&o, j, r, &d);
 	if (rc == CLI_OK)
 		rc = report(&o, j, r, &json, &cx, &d);

@@ -71,7 +71,8 @@ static int parse_kinds(struct vopts *o, const char *v)
 		if (i == VK_COUNT)
 			return cli_usage_error("validate", "--kind: expected "
 					       "kernel, collective, training, "
-					       "moe, cp, dispatch, measured or "
+					       "moe, cp, dispatch, measured, "
+					       "inference, latency or "
 					       "all; got '%s'", k);
 		o->kinds[i] = 1;
 	}
@@ -331,6 +332,14 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 		     k == VK_KERNEL ? valid_kernels(set, cx, dir, o->sets,
 						    o->nsets) :
 		     valid_collectives(set, cx, dir);
+	}
+	if (rc == 0 && (o->kinds[VK_INFERENCE] || o->kinds[VK_LATENCY])) {
+		if (!(dir = arena_printf(cx->arena, "%s/inference", ref))) {
+			diag_oom(cx->diag);
+			return -1;
+		}
+		rc = valid_inference(set, cx, dir, o->kinds[VK_INFERENCE],
+				     o->kinds[VK_LATENCY]);
 	}
 	if (rc == 0 && o->kinds[VK_MEASURED])
 		rc = measured(o, cx, set);

@@ -127,7 +127,7 @@ static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
 		diag_oom(r->cx->diag);
 		return NULL;
 	}
-	if (map->npairs > 0)	/* an empty mapping may have no pairs array */
+	if (map->npairs)	/* an empty mapping may have no pairs array */
 		memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
 	*cap = n;
 	return c;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "spec_collectives.h"
+#include "spec_engine.h"
 #include "spec_fabric.h"
 #include "spec_gpu.h"
 #include "spec_job.h"
@@ -21,6 +22,7 @@ const struct schema *const config_kinds[] = {
 	&link_schema,
 	&collectives_schema,
 	&framework_schema,
+	&engine_schema,
 	&ep_comm_schema,
 	NULL,
 };

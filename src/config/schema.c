@@ -179,6 +179,10 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 
 	if (v->kind != CNODE_SCALAR)
 		return type_error(ld, f, v, path, NULL);
+	if ((f->flags & SF_INF) && !v->quoted && schema_is_inf(v->text)) {
+		*out = INFINITY;
+		return 0;
+	}
 	rc = schema_parse_num(v->text, &x);
 	if (number_text(ld, f, v, path, rc) != 0)
 		return -1;
@@ -359,6 +363,33 @@ static int null_error(struct loader *ld, const struct schema_field *f,
 	return -1;
 }
 
+/* A scalar where a section with a scalar_key is expected: load it as the
+ * mapping {scalar_key: scalar}, located where the scalar is. */
+static int load_scalar_section(struct loader *ld,
+			       const struct schema_field *f,
+			       const struct cnode *v, const char *path,
+			       void *slot)
+{
+	struct cnode *map = arena_alloc(ld->a, 2 * sizeof(*map));
+	struct cnode_pair *pair = arena_alloc(ld->a, sizeof(*pair));
+
+	if (!map || !pair) {
+		diag_oom(ld->d);
+		return -1;
+	}
+	map[0] = *v;
+	map[0].kind = CNODE_MAP;
+	map[0].text = NULL;
+	map[0].pairs = pair;
+	map[0].npairs = 1;
+	map[1] = *v;
+	map[1].text = f->sub->scalar_key;
+	map[1].quoted = 0;
+	pair->key = &map[1];
+	pair->value = (struct cnode *)v;
+	return load_map(ld, f->sub, map, path, slot);
+}
+
 static int load_value(struct loader *ld, const struct schema_field *f,
 		      const struct cnode *v, const char *path, void *slot)
 {
@@ -374,6 +405,8 @@ static int load_value(struct loader *ld, const struct schema_field *f,
 	case ST_ENUM: return load_enum(ld, f, v, path, slot);
 	case ST_INT_LIST: return load_list(ld, f, v, path, slot);
 	case ST_SECTION:
+		if (v->kind == CNODE_SCALAR && f->sub->scalar_key)
+			return load_scalar_section(ld, f, v, path, slot);
 		if (v->kind != CNODE_MAP)
 			return type_error(ld, f, v, path, NULL);
 		return load_map(ld, f->sub, v, path, slot);
@@ -757,8 +790,9 @@ static void check_field(struct loader *ld, const struct schema *s,
 			    "SF_OPTIONAL");
 	else if (f->max != 0 && f->max < f->min)
 		table_error(d, s, f, "max below min");
-	else if (f->def && f->type == ST_SECTION)
-		table_error(d, s, f, "a default for a section");
+	else if (f->def && f->type == ST_SECTION && !f->sub->scalar_key)
+		table_error(d, s, f, "a default for a section without a "
+			    "scalar_key");
 	else if (f->def && f->type == ST_REF && !f->def[0])
 		table_error(d, s, f, "an empty default for a reference");
 	else if (f->def && f->type != ST_REF)

@@ -15,7 +15,8 @@
  *
  * Storage by type (at `offset` in the struct):
  *   ST_INT        int64_t
- *   ST_NUM        double, a bare number (ratios, efficiencies)
+ *   ST_NUM        double, a bare number (ratios, efficiencies); with
+ *                 SF_INF also 'inf' (printed 'inf', JSON "inf")
  *   ST_BOOL       int: 1/0; -1 when SF_OPTIONAL and absent
  *   ST_STRING     const char * (arena); NULL when optional and absent
  *   ST_ENUM       int, index into `values`; -1 when SF_OPTIONAL and absent
@@ -83,6 +84,7 @@ enum schema_flags {
 	SF_OVERLAY = 1u << 5,	/* ST_STRING: names a file whose `overlay:`
 				 * mapping is merged onto the mapping that
 				 * holds the field (config.h) */
+	SF_INF = 1u << 6,	/* ST_NUM: 'inf' is accepted (+infinity) */
 };
 
 struct schema_int_list {
@@ -121,6 +123,10 @@ struct schema {
 	/* Keys accepted and ignored, NULL-terminated (e.g. Hugging Face
 	 * config.json keys that do not affect performance). May be NULL. */
 	const char *const *ignored_keys;
+	/* Sections only: a scalar written where the section is expected
+	 * stands for {scalar_key: scalar} (`input_len: 1024` for
+	 * `input_len: {mean: 1024}`). NULL: a scalar is an error. */
+	const char *scalar_key;
 };
 
 #define SCHEMA_COUNT(a) (sizeof(a) / sizeof((a)[0]))

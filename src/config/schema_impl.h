@@ -22,6 +22,10 @@ enum schema_parse_status {
 /* Scalar text to a value; enum schema_parse_status. */
 int schema_parse_int(const char *s, int64_t *out);
 int schema_parse_num(const char *s, double *out);
+
+/* 1 for YAML's spellings of +infinity ('inf' and '.inf', any case of
+ * the letters), accepted by ST_NUM fields with SF_INF. */
+int schema_is_inf(const char *s);
 int schema_parse_bool(const char *s, int *out);
 
 /* Index of s among the field's enum values, or -1. */

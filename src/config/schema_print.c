@@ -12,6 +12,7 @@
  */
 #include <cJSON.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -156,6 +157,10 @@ static void print_field(FILE *out, const struct schema_field *f,
 		fprintf(out, " %lld\n", (long long)*(const int64_t *)slot);
 		return;
 	case ST_NUM:
+		if (isinf(*(const double *)slot)) {
+			fprintf(out, " inf\n");
+			return;
+		}
 		format_double(buf, sizeof(buf), *(const double *)slot);
 		fprintf(out, " %s\n", buf);
 		return;
@@ -249,6 +254,8 @@ static cJSON *field_json(const struct schema_field *f, const void *slot)
 	case ST_REF:
 		return schema_to_json(f->sub, *(const void *const *)slot);
 	default:	/* ST_NUM and quantities: SI doubles */
+		if (isinf(*(const double *)slot))	/* SF_INF */
+			return cJSON_CreateString("inf");
 		return cJSON_CreateNumber(*(const double *)slot);
 	}
 }

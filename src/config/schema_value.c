@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "schema_impl.h"
 #include "base/units.h"
@@ -80,6 +81,13 @@ int schema_parse_num(const char *s, double *out)
 		return SCHEMA_PARSE_BAD;
 	*out = strtod(s, NULL);
 	return isfinite(*out) ? SCHEMA_PARSE_OK : SCHEMA_PARSE_RANGE;
+}
+
+int schema_is_inf(const char *s)
+{
+	if (*s == '.')
+		s++;
+	return strcasecmp(s, "inf") == 0;
 }
 
 int schema_parse_bool(const char *s, int *out)
@@ -334,6 +342,8 @@ static double default_double(const struct schema_field *f)
 
 	if (!f->def)
 		return 0;
+	if (f->type == ST_NUM && (f->flags & SF_INF) && schema_is_inf(f->def))
+		return INFINITY;
 	if (f->type == ST_NUM)
 		return schema_parse_num(f->def, &x) == SCHEMA_PARSE_OK ? x : -1;
 	return units_parse(f->def, (enum unit_kind)schema_unit_kind(f->type),

@@ -325,6 +325,45 @@ static const struct schema units_schema = {
 	.nfields = SCHEMA_COUNT(units_fields),
 };
 
+#define RGOFF(p) (offsetof(struct coll_proto_ranges, proto) + \
+	(p) * sizeof(struct schema_int_list))
+
+static const struct schema_field range_fields[] = {
+	{ .key = "ll", .type = ST_INT_LIST, .offset = RGOFF(PROTO_LL),
+	  .help = "[lo, hi] bytes: LL for lo < size <= hi" },
+	{ .key = "ll128", .type = ST_INT_LIST, .offset = RGOFF(PROTO_LL128),
+	  .help = "[lo, hi] bytes: LL128 for lo < size <= hi (over LL)" },
+};
+
+static const struct schema range_schema = {
+	.kind = "collectives.protocol_ranges.op",
+	.help = "the sizes at which the library forces LL and LL128",
+	.size = sizeof(struct coll_proto_ranges),
+	.fields = range_fields,
+	.nfields = SCHEMA_COUNT(range_fields),
+};
+
+#define RANGE(op, k) { .key = k, .type = ST_SECTION, \
+	.offset = (op) * sizeof(struct coll_proto_ranges), .sub = &range_schema, \
+	.flags = SF_OPTIONAL, .help = "the " k " ranges" }
+
+static const struct schema_field ranges_fields[] = {
+	RANGE(COLL_ALLREDUCE, "allreduce"),
+	RANGE(COLL_ALLGATHER, "allgather"),
+	RANGE(COLL_REDUCESCATTER, "reducescatter"),
+	RANGE(COLL_BROADCAST, "broadcast"),
+	RANGE(COLL_REDUCE, "reduce"),
+};
+
+static const struct schema ranges_schema = {
+	.kind = "collectives.protocol_ranges",
+	.help = "protocols the library forces by size on groups over >= 2 "
+		"nodes (RCCL llProtoRanges)",
+	.size = sizeof(struct coll_proto_ranges) * COLL_OP_COUNT,
+	.fields = ranges_fields,
+	.nfields = SCHEMA_COUNT(ranges_fields),
+};
+
 #define OFF(m) offsetof(struct coll_lib_spec, m)
 
 static const struct schema_field lib_fields[] = {
@@ -349,6 +388,11 @@ static const struct schema_field lib_fields[] = {
 	  .sub = &units_schema, .flags = SF_OPTIONAL,
 	  .help = "compute units (SMs/CUs) a running collective holds; compute "
 		  "beside it slows by that share" },
+	{ .key = "protocol_ranges", .type = ST_SECTION, .offset = OFF(ranges),
+	  .sub = &ranges_schema, .flags = SF_OPTIONAL,
+	  .help = "sizes at which the library forces LL / LL128 on groups "
+		  "spanning nodes (RCCL llProtoRanges); absent = its tuner's "
+		  "choice" },
 };
 
 /* A pipeline's halving rules come in pairs. */
@@ -366,11 +410,60 @@ static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 	return -1;
 }
 
+/* A range is empty or [lo, hi] with 0 <= lo < hi. */
+static int range_check(const struct coll_lib_spec *lib, int op, int p,
+		       const struct cnode *node, struct diag *d)
+{
+	const struct schema_int_list *r = &lib->ranges[op].proto[p];
+
+	if (r->n == 0 || (r->n == 2 && r->v[0] >= 0 && r->v[0] < r->v[1]))
+		return 0;
+	cnode_error(d, node, "'protocol_ranges.%s.%s': expected [lo, hi] "
+		   "bytes with 0 <= lo < hi", coll_op_names[op],
+		   coll_proto_names[p]);
+	return -1;
+}
+
+static int in_range(const struct schema_int_list *r, double size_B)
+{
+	return r->n == 2 && size_B > (double)r->v[0] &&
+	       size_B <= (double)r->v[1];
+}
+
+int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,
+			 double size_B, uint32_t nranks, uint32_t nnodes)
+{
+	const struct coll_proto_ranges *r;
+	double per_rank;
+
+	if (nnodes < 2 || (unsigned)op >= COLL_OP_COUNT)
+		return -1;
+	r = &lib->ranges[op];
+	if (r->proto[PROTO_LL].n == 0 && r->proto[PROTO_LL128].n == 0)
+		return -1;
+	/* rcclGetSizePerRank: the buffer for all-reduce, a rank's share of
+	 * the gathered or scattered buffer otherwise (size / ranks; for
+	 * broadcast and reduce, whose size is the buffer, RCCL divides the
+	 * same way). */
+	per_rank = op == COLL_ALLREDUCE || nranks == 0 ? size_B :
+		   size_B / nranks;
+	if (in_range(&r->proto[PROTO_LL128], per_rank))
+		return PROTO_LL128;
+	if (in_range(&r->proto[PROTO_LL], per_rank))
+		return PROTO_LL;
+	return PROTO_SIMPLE;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct cnode *node, struct diag *d)
 {
 	struct coll_lib_spec *lib = obj;
 	int a, p, rc = 0;
+
+	for (a = 0; a < COLL_OP_COUNT; a++)
+		for (p = 0; p < PROTO_COUNT; p++)
+			if (range_check(lib, a, p, node, d) != 0)
+				rc = -1;
 
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {

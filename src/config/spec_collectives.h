@@ -116,6 +116,16 @@ struct coll_units_spec {
 	int64_t p2p;					/* a send/recv pair */
 };
 
+/* Sizes at which the library forces a protocol on groups spanning two or
+ * more nodes (RCCL's llProtoRanges, rcclUpdateCollectiveProtocol): per
+ * operation and protocol, [lo, hi] in bytes, the protocol for lo < size
+ * <= hi, LL128 over LL, Simple outside both; the size is RCCL's size per
+ * rank (the buffer for all-reduce, bytes / ranks otherwise). An empty
+ * list: no range; no list for an operation: the tuner's own choice. */
+struct coll_proto_ranges {
+	struct schema_int_list proto[PROTO_COUNT];	/* B, [lo, hi] or empty; Simple unused */
+};
+
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
@@ -124,7 +134,14 @@ struct coll_lib_spec {
 	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */
 	struct coll_algo_spec algo[ALGO_COUNT];		/* per algorithm */
 	struct coll_units_spec kernel_units;		/* compute units held while running */
+	struct coll_proto_ranges ranges[COLL_OP_COUNT];	/* forced protocols across nodes */
 };
+
+/* The protocol lib forces on a collective of op and size_B (coll.h's
+ * convention) over nranks GPUs spanning nnodes nodes, or -1 when it
+ * leaves the choice to its tuner. */
+int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,
+			 double size_B, uint32_t nranks, uint32_t nnodes);
 
 extern const struct schema collectives_schema;
 

@@ -91,6 +91,11 @@ static const struct schema_field fabric_fields[] = {
 	{ .key = "links_per_endpoint", .type = ST_INT,
 	  .offset = OFF(links_per_endpoint), .def = "1", .min = 1, .max = 1024,
 	  .help = "ports each GPU (scale-up) or NIC (scale-out) has into the fabric" },
+	{ .key = "endpoint_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(endpoint_bandwidth_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "mesh: what one GPU's ports carry together, per direction, "
+		  "when all are busy (below the sum of their links); 0 = that "
+		  "sum" },
 	{ .key = "switch_latency", .type = ST_TIME, .offset = OFF(switch_latency_s),
 	  .def = "0 ns", .max = 1e-3, .flags = SF_FIT,
 	  .help = "port to port through one switch" },

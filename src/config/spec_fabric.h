@@ -66,6 +66,7 @@ struct fabric_spec {
 	int topology;				/* enum fabric_topology */
 	const struct link_spec *link;		/* the port type every link uses */
 	int64_t links_per_endpoint;		/* ports each GPU (scale-up) or NIC (scale-out) has */
+	double endpoint_bandwidth_Bps;		/* B/s per direction, all of a GPU's mesh ports at once; 0 = their sum */
 	double switch_latency_s;		/* s, port to port through one switch */
 	double endpoint_latency_s;		/* s, NIC / software overhead per message */
 	int64_t max_endpoints;			/* largest pod the fabric builds; 0 = unbounded */

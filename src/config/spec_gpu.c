@@ -9,13 +9,16 @@
 #include "cnode.h"
 
 const char *const dtype_names[DTYPE_COUNT + 1] = {
-	"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp6", "mxfp4", NULL,
+	"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp6", "mxfp4",
+	"nvfp4", NULL,
 };
 
 double dtype_bytes(enum dtype t)
 {
-	/* OCP MX spec: one E8M0 (1 B) scale shared by a block of 32. */
+	/* OCP MX spec: one E8M0 (1 B) scale shared by a block of 32.
+	 * NVFP4 (NVIDIA, Blackwell): one E4M3 (1 B) scale per 16. */
 	static const double scale_per_elem = 1.0 / 32.0;
+	static const double nv_scale_per_elem = 1.0 / 16.0;
 
 	switch (t) {
 	case DTYPE_FP32: case DTYPE_TF32: return 4.0;
@@ -24,6 +27,7 @@ double dtype_bytes(enum dtype t)
 	case DTYPE_MXFP8: return 1.0 + scale_per_elem;
 	case DTYPE_MXFP6: return 0.75 + scale_per_elem;
 	case DTYPE_MXFP4: return 0.5 + scale_per_elem;
+	case DTYPE_NVFP4: return 0.5 + nv_scale_per_elem;
 	default: break;
 	}
 	BUG("unknown dtype");
@@ -36,7 +40,8 @@ static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 	X(DTYPE_FP32, "fp32") X(DTYPE_TF32, "tf32")			\
 	X(DTYPE_BF16, "bf16") X(DTYPE_FP16, "fp16")			\
 	X(DTYPE_FP8, "fp8") X(DTYPE_MXFP8, "mxfp8")			\
-	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")
+	X(DTYPE_MXFP6, "mxfp6") X(DTYPE_MXFP4, "mxfp4")			\
+	X(DTYPE_NVFP4, "nvfp4")
 
 #define PEAK(dt, k) {						\
 	.key = k, .type = ST_FLOPS,					\
@@ -95,10 +100,24 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "FlashAttention-2 kernels, backward (default bwd_efficiency)" },
+	{ .key = "flash_triton_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash_triton_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "FlashAttention's pre-MLIR Triton kernel (llm-foundry attn_impl "
+		  "triton), forward (default flash2_fwd_efficiency)" },
+	{ .key = "flash_triton_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, flash_triton_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the same, backward (default flash2_bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
 	  .help = "time of a causal-diagonal (masked) tile in unmasked tiles" },
+	{ .key = "mma_rows", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
+	  .def = "16", .min = 1, .max = 256,
+	  .help = "query rows one matrix instruction computes; a decode "
+		  "kernel pads its rows per KV head up to a multiple" },
 };
 
 static const struct schema attn_schema = {
@@ -209,6 +228,10 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },
+	{ .key = "kernel_launch_graph", .type = ST_TIME,
+	  .offset = OFF(kernel_launch_graph_s), .flags = SF_OPTIONAL, .max = 1e-3,
+	  .help = "per-kernel overhead when replayed from a captured CUDA/HIP "
+		  "graph (default: kernel_launch)" },
 };
 
 static void fill_defaults(struct gpu_spec *g)
@@ -228,10 +251,18 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.fwd_efficiency = g->gemm_efficiency;
 	if (g->attention.bwd_efficiency == 0)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
+	if (g->kernel_launch_graph_s == 0)
+		g->kernel_launch_graph_s = g->kernel_launch_s;
 	if (g->attention.flash2_fwd_efficiency == 0)
 		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
 	if (g->attention.flash2_bwd_efficiency == 0)
 		g->attention.flash2_bwd_efficiency = g->attention.bwd_efficiency;
+	if (g->attention.flash_triton_fwd_efficiency == 0)
+		g->attention.flash_triton_fwd_efficiency =
+			g->attention.flash2_fwd_efficiency;
+	if (g->attention.flash_triton_bwd_efficiency == 0)
+		g->attention.flash_triton_bwd_efficiency =
+			g->attention.flash2_bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct cnode *node,

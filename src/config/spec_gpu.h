@@ -26,6 +26,9 @@ enum dtype {
 	DTYPE_MXFP8,
 	DTYPE_MXFP6,
 	DTYPE_MXFP4,
+	DTYPE_NVFP4,		/* NVIDIA FP4: E2M1 in blocks of 16, one FP8
+				 * (E4M3) scale per block (and one FP32 per
+				 * tensor) */
 	DTYPE_COUNT
 };
 
@@ -33,7 +36,8 @@ enum dtype {
 extern const char *const dtype_names[DTYPE_COUNT + 1];
 
 /* Storage bytes per element, block scales included (MX formats carry one
- * 8-bit E8M0 scale per 32 elements: mxfp4 = 4/8 + 1/32 B). */
+ * 8-bit E8M0 scale per 32 elements: mxfp4 = 4/8 + 1/32 B; nvfp4 one
+ * 8-bit E4M3 scale per 16: 4/8 + 1/16 B). */
 double dtype_bytes(enum dtype t);
 
 enum gpu_vendor {
@@ -53,8 +57,12 @@ struct gpu_attention_spec {
 	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
 	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
+	int64_t mma_rows;		/* query rows one attention MMA computes: a decode
+					 * kernel pads its rows to a multiple */
 	double flash2_fwd_efficiency;	/* FlashAttention-2 kernels, forward; 0 = fwd_efficiency */
 	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
+	double flash_triton_fwd_efficiency;	/* FlashAttention's pre-MLIR Triton kernel, forward; 0 = flash2's */
+	double flash_triton_bwd_efficiency;	/* the same, backward; 0 = flash2's */
 };
 
 struct gpu_spec {
@@ -81,6 +89,8 @@ struct gpu_spec {
 	struct gpu_mem_level l2;		/* L2 a kernel can count on for reuse; may be absent */
 	double lds_per_cu_B;			/* B, LDS / shared memory per CU or SM */
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
+	double kernel_launch_graph_s;		/* s, the same for a kernel replayed from a
+						 * captured CUDA/HIP graph */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic

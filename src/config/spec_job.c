@@ -10,7 +10,8 @@
 #include "cnode.h"
 #include "base/diag.h"
 
-const char *const job_phase_names[] = {"training", NULL};
+const char *const job_phase_names[] = {"training", "prefill", "decode",
+				       "serving", NULL};
 const char *const recompute_names[] = {"none", "selective", "full", NULL};
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
@@ -18,7 +19,9 @@ const char *const attention_names[] = {"flash", "unfused", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
-const char *const attn_kernel_names[] = {"vendor", "flash2", NULL};
+const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
+					  NULL};
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)
 
@@ -124,6 +127,12 @@ static const struct schema_field framework_fields[] = {
 	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
 		  "parameters may be gathered at once: the one computing and "
 		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
+	{ .key = "fsdp_grad_passes", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_grad_passes), .def = "false",
+	  .help = "ZeRO-3: torch FSDP's per-unit memory passes (the gradient cast "
+		  "to the reduce dtype and its pre-division before every "
+		  "reduce-scatter; on the shard the post-division, the "
+		  "accumulation, the low-precision copies before all-gathers)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
@@ -132,6 +141,11 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(fused_cross_entropy), .def = "false",
 	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
 		  "PyTorch ops on fp32 logits)" },
+	{ .key = "cross_entropy_jit", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_jit), .def = "false",
+	  .help = "without fused_cross_entropy: Megatron-Core's "
+		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
+		  "kernels forward, one backward, two TP all-reduces)" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },
@@ -141,12 +155,21 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
 	  .max = 1e3, .flags = SF_REQUIRED,
 	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "fp8_amax_reduction", .type = ST_ENUM,
+	  .offset = FOFF(fp8_amax_reduction), .values = amax_reduction_names,
+	  .def = "none",
+	  .help = "fp8 delayed scaling: the group Transformer Engine reduces "
+		  "its amaxes over, blocking, at the end of every model chunk's "
+		  "forward and backward of a microbatch: none, tp_cp "
+		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
+		  "<= 0.7 and >= 0.9)" },
 	{ .key = "attention_kernel", .type = ST_ENUM,
 	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
 	  .def = "vendor",
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
-		  "calls it; CK on AMD) or flash2 (FlashAttention-2: flash-attn, "
-		  "PyTorch SDPA flash)" },
+		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash) or flash_triton (FlashAttention's "
+		  "pre-MLIR Triton kernel)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,
@@ -172,10 +195,12 @@ const struct schema framework_schema = {
 
 static const struct schema_field training_fields[] = {
 	{ .key = "seq_len", .type = ST_INT, .offset = TOFF(seq_len),
-	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "tokens per sequence" },
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "tokens per sequence (required for phase training)" },
 	{ .key = "global_batch_size", .type = ST_INT,
 	  .offset = TOFF(global_batch_size), .min = 1, .max = 1e9,
-	  .flags = SF_REQUIRED, .help = "sequences per step over all replicas" },
+	  .flags = SF_OPTIONAL,
+	  .help = "sequences per step over all replicas (required for phase training)" },
 	{ .key = "micro_batch_size", .type = ST_INT, .offset = TOFF(micro_batch_size),
 	  .def = "1", .min = 1, .max = 1e6,
 	  .help = "sequences per microbatch on one replica" },
@@ -234,6 +259,10 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
+	{ .key = "attention_dp", .type = ST_BOOL, .offset = POFF(attention_dp),
+	  .def = "false",
+	  .help = "inference: attention data-parallel over the dp ranks of one "
+		  "engine, MoE layers expert-parallel over all of its GPUs" },
 	{ .key = "cp_comm_type", .type = ST_ENUM, .offset = POFF(cp_comm_type),
 	  .values = cp_comm_names, .def = "p2p",
 	  .help = "context parallelism: p2p (ring attention), all_gather (of "
@@ -271,11 +300,16 @@ static const struct schema_field job_fields[] = {
 	  .sub = &framework_schema, .def = "megatron-core",
 	  .help = "training framework preset, path, or mapping" },
 	{ .key = "phase", .type = ST_ENUM, .offset = OFF(phase),
-	  .values = job_phase_names, .def = "training", .help = "what step to simulate" },
+	  .values = job_phase_names, .def = "training",
+	  .help = "what to simulate: a training step, an inference step "
+		  "(prefill, decode) or a serving run" },
 	{ .key = "training", .type = ST_SECTION, .offset = OFF(training),
-	  .sub = &training_schema, .flags = SF_REQUIRED, .help = "training settings" },
+	  .sub = &training_schema, .help = "training settings (phase training)" },
 	{ .key = "parallelism", .type = ST_SECTION, .offset = OFF(parallelism),
 	  .sub = &parallel_schema, .help = "parallel layout" },
+	{ .key = "serving", .type = ST_SECTION, .offset = OFF(serving),
+	  .sub = &serving_schema,
+	  .help = "inference and serving settings (phases prefill, decode, serving)" },
 	{ .key = "moe", .type = ST_SECTION, .offset = OFF(moe),
 	  .sub = &moe_job_schema, .flags = SF_OPTIONAL,
 	  .help = "MoE dispatch path, routing balance and overlaps" },
@@ -289,7 +323,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
 	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
 	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "cp_a2a",
-	"cp_heads", NULL,
+	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
+	"inference_attention_dp", "inference_ep", "serving_engine", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -493,7 +528,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 		layout_error(s, JR_TP_SHARED, "parallelism", "tp %lld does not divide the "
 			     "shared experts' hidden size %lld", (long long)p->tp,
 			     (long long)model_shared_ffn(m));
-	if (p->tp > 1 && !p->sequence_parallel)
+	if (p->tp > 1 && !p->sequence_parallel && !job_is_inference(j))
 		layout_error(s, JR_MOE_SP, "parallelism", "an MoE model with tp %lld "
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
@@ -552,6 +587,115 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 			     (long long)heads, (long long)kv);
 }
 
+/* A rule about the job's keys rather than its layout (a key its phase
+ * needs): the bit, and with d the error at `at`. */
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!want(s, rule))
+		return;
+	s->broken |= 1u << rule;
+	if (!s->d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cnode_error(s->d, at, "%s", msg);
+}
+
+/* A training key the training phase needs but the job does not give. */
+static void training_missing(struct layout_sink *s, const char *key)
+{
+	const struct cnode *at = s->node ? cnode_get(s->node, "training") : NULL;
+
+	key_error(s, JR_TRAINING_KEYS, at ? at : s->node, "'training.%s': "
+		  "expected an integer such as 8, got nothing (the key is "
+		  "required)", key);
+}
+
+static void check_training(struct job_spec *j, struct layout_sink *s)
+{
+	const struct training_spec *t = &j->training;
+
+	if (t->seq_len == 0 || t->global_batch_size == 0) {
+		if (t->seq_len == 0)
+			training_missing(s, "seq_len");
+		if (t->global_batch_size == 0)
+			training_missing(s, "global_batch_size");
+		return;	/* nothing else can be checked */
+	}
+	check_schedule(j, s);
+	check_cp(j, s);
+}
+
+/* The experts of an inference instance span its GPUs of a stage: tp, or
+ * tp x dp with attention_dp (vLLM flattens TP across DP for the MoE
+ * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
+ * engine): ep of them hold different experts, etp = GPUs / ep shard each
+ * expert (ep 1: every expert split over all of them). */
+static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
+
+	if (g % p->ep != 0) {
+		layout_error(s, JR_INF_EP, "parallelism", "ep %lld does not "
+			     "divide the %lld GPUs an instance's MoE layers "
+			     "span (tp%s)", (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "");
+		return;
+	}
+	if (p->etp == 0)
+		p->etp = g / p->ep;
+	else if (p->etp * p->ep != g)
+		layout_error(s, JR_INF_EP, "parallelism", "etp x ep = %lld x %lld "
+			     "must be the %lld GPUs an instance's MoE layers "
+			     "span", (long long)p->etp, (long long)p->ep,
+			     (long long)g);
+}
+
+/* Inference layouts: an instance is tp x pp GPUs (x dp with
+ * attention_dp); no context parallelism or pipeline interleaving. */
+static void check_inference(struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	if (p->cp != 1)
+		layout_error(s, JR_INF_CP, "parallelism", "cp %lld: inference "
+			     "steps run without context parallelism (use cp 1)",
+			     (long long)p->cp);
+	if (p->vpp != 1)
+		layout_error(s, JR_INF_VPP, "parallelism", "vpp %lld: inference "
+			     "pipelines have one stage per rank (use vpp 1)",
+			     (long long)p->vpp);
+	if (p->attention_dp && !model_is_moe(j->model))
+		layout_error(s, JR_INF_ATTN_DP, "parallelism", "attention_dp on "
+			     "a dense model: use dp instances instead "
+			     "(attention_dp shares MoE layers across the dp "
+			     "ranks)");
+	if (model_is_moe(j->model))
+		check_inference_experts(j, s);
+	if (p->schedule < 0)
+		j->parallelism.schedule = SCHED_1F1B;
+	if (!j->serving.engine) {
+		const struct cnode *at = s->node ? cnode_get(s->node, "serving") :
+			NULL;
+
+		key_error(s, JR_SERVING_ENGINE, at ? at : s->node,
+			  "'serving.engine': expected an engine preset name "
+			  "such as 'vllm', 'sglang' or 'trtllm', a path or a "
+			  "mapping, got nothing (phase %s needs one)",
+			  job_phase_names[j->phase]);
+	}
+}
+
 uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 			  const struct cnode *node)
 {
@@ -561,9 +705,11 @@ uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 
 	if (infer_dp(p, system_gpus(j->system), &s) != 0)
 		return s.broken;
-	check_schedule(j, &s);
+	if (job_is_inference(j))
+		check_inference(j, &s);
+	else
+		check_training(j, &s);
 	check_tp(j, &s);
-	check_cp(j, &s);
 	check_ep(j, &s);
 	if (p->pp * p->vpp > m->num_hidden_layers)
 		layout_error(&s, JR_PP_LAYERS, "parallelism", "pp*vpp = "

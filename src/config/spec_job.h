@@ -6,15 +6,17 @@
  *
  *   model: NAME | path | {preset: NAME, ...overrides}
  *   system: NAME | path | {preset: NAME, ...overrides}
- *   phase: training
+ *   phase: training | prefill | decode | serving
  *   framework: NAME | path | {preset: NAME, ...overrides}  (megatron-core)
  *   training: {seq_len, global_batch_size, micro_batch_size, dtype,
  *              recompute, zero_stage, optimizer, attention, dropout}
  *   parallelism: {tp, pp, cp, ep, etp, dp, vpp, sequence_parallel,
  *                 schedule, pp_layers, tp_comm_overlap, cp_comm_type,
- *                 cp_a2a, cp_load_balance}
+ *                 cp_a2a, cp_load_balance, attention_dp}
  *   moe: {dispatcher, shared_expert_overlap, a2a_overlap, routing, ...}
  *        (spec_moe.h)
+ *   serving: {engine, dtype, kv_dtype, requests, input_len, output_len,
+ *             arrival_rate, ...}   (inference phases; spec_serving.h)
  *   full_fidelity: false
  *
  * A framework (workloads/frameworks/) holds what the training software
@@ -40,10 +42,14 @@
 #include "schema.h"
 #include "spec_model.h"
 #include "spec_moe.h"
+#include "spec_serving.h"
 #include "spec_system.h"
 
 enum job_phase {
-	PHASE_TRAINING
+	PHASE_TRAINING,
+	PHASE_PREFILL,		/* one engine step of prompt chunks */
+	PHASE_DECODE,		/* one engine step of decoding sequences */
+	PHASE_SERVING		/* a request stream through an engine */
 };
 
 enum recompute {
@@ -94,8 +100,16 @@ enum opt_update_impl {
 
 extern const char *const opt_update_names[];
 
-/* "vendor", "flash2": enum gpu_attn_kernel (gpu.h). */
+/* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
 extern const char *const attn_kernel_names[];
+/* "none", "tp_cp", "stage": enum amax_reduction. */
+extern const char *const amax_reduction_names[];
+
+enum amax_reduction {
+	AMAX_NONE,		/* no reduction (or not fp8) */
+	AMAX_TP_CP,		/* over tensor x context parallel ranks */
+	AMAX_STAGE		/* over every GPU of the pipeline stage */
+};
 
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
@@ -136,14 +150,19 @@ struct framework_spec {
 						 * (its all-gathers run on copy engines) */
 	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at
 						 * once (the one computing and those prefetched) */
+	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
+						 * its all-gathers and reduce-scatters (layer.c) */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
+						 * blocking amax all-reduce per chunk pass */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 };
 
@@ -179,6 +198,9 @@ struct parallel_spec {
 	int cp_comm_type;		/* enum cp_comm */
 	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */
 	int cp_load_balance;		/* 2 cp chunks per sequence (causal) */
+	int attention_dp;		/* inference: attention data-parallel over the
+					 * dp ranks of one engine (MoE layers expert-
+					 * parallel over all its GPUs) */
 };
 
 struct job_spec {
@@ -190,8 +212,15 @@ struct job_spec {
 	struct training_spec training;
 	struct parallel_spec parallelism;
 	struct moe_job_spec moe;		/* MoE models only */
+	struct serving_spec serving;		/* phases prefill, decode, serving */
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
 };
+
+/* 1 for the inference phases (prefill, decode, serving). */
+static inline int job_is_inference(const struct job_spec *j)
+{
+	return j->phase != PHASE_TRAINING;
+}
 
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */
 static inline int64_t job_microbatches(const struct job_spec *j)
@@ -231,6 +260,12 @@ enum job_rule {
 	JR_MTP,			/* mtp_layers within the model's */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
+	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */
+	JR_INF_CP,		/* inference: cp 1 */
+	JR_INF_VPP,		/* inference: vpp 1 */
+	JR_INF_ATTN_DP,		/* attention_dp needs an MoE model */
+	JR_INF_EP,		/* inference: ep (x etp) spans an instance's GPUs */
+	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
 	JR_COUNT
 };
 

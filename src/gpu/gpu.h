@@ -75,12 +75,15 @@ struct gpu_attn_shape {
 };
 
 /* Which fused attention kernel family runs: the vendor's (cuDNN on
- * NVIDIA, what Transformer Engine calls; CK on AMD), or FlashAttention-2
+ * NVIDIA, what Transformer Engine calls; CK on AMD), FlashAttention-2
  * (the flash-attn package and PyTorch SDPA's flash backend), which on
- * Hopper reaches about half of the vendor kernel (no TMA/wgmma). */
+ * Hopper reaches about half of the vendor kernel (no TMA/wgmma), or
+ * FlashAttention's pre-MLIR Triton kernel (flash_attn_triton.py, what
+ * llm-foundry's attn_impl: triton ran in 2023), FlashAttention-1 class. */
 enum gpu_attn_kernel {
 	GPU_ATTN_VENDOR,
-	GPU_ATTN_FLASH2
+	GPU_ATTN_FLASH2,
+	GPU_ATTN_FLASH_TRITON
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is
@@ -115,6 +118,23 @@ double gpu_level_bandwidth_Bps(const struct gpu_spec *g, enum gpu_level l);
 struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 			 double n, double k, double batch);
 
+/* A GEMM whose operands differ (inference with quantized weights): the
+ * matrix rate of `compute`, A (activations) of a_B bytes per element, B
+ * (weights) of b_B bytes per element block scales included (a weight-only
+ * quantized B is dequantized in the mainloop), C of c_B; b_cold: B is
+ * read from HBM whatever the working set (weights in an inference step). */
+struct gpu_gemm_dtypes {
+	enum dtype compute;	/* dtype whose matrix rate the MMAs run at */
+	double a_B;		/* B per element of A */
+	double b_B;		/* B per element of B */
+	double c_B;		/* B per element of C */
+	int b_cold;		/* B streams from HBM */
+};
+
+struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
+			   const struct gpu_gemm_dtypes *q, double m,
+			   double n, double k, double batch);
+
 /* One GEMM of a grouped launch: C[m,n] = A[m,k] B[k,n] (elements). */
 struct gpu_gemm_group {
 	double m, n, k;
@@ -127,6 +147,13 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_gemm_group *groups,
 				 size_t ngroups);
 
+/* The same with operands of different widths (gpu_gemm_q's dtypes): the
+ * experts' weights in q->b_B, read from HBM when q->b_cold. */
+struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
+				   const struct gpu_gemm_dtypes *q,
+				   const struct gpu_gemm_group *groups,
+				   size_t ngroups);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),
@@ -135,6 +162,42 @@ struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,
 				  const struct gpu_attn_shape *a);
 struct gpu_cost gpu_attention_bwd(const struct gpu_spec *g, enum dtype dt,
 				  const struct gpu_attn_shape *a);
+
+/* Attention in an inference step over a paged KV cache: `count`
+ * sequences with q new query tokens each attending (causally) to kv keys,
+ * the q new ones last (kv = cached context + q). */
+struct gpu_attn_group {
+	double count;		/* sequences */
+	double q;		/* query tokens per sequence this step */
+	double kv;		/* keys per sequence (context + q) */
+};
+
+/* The heads of an inference attention call on one GPU. */
+struct gpu_attn_heads {
+	double heads_q;		/* query heads */
+	double heads_kv;	/* key/value heads (1 for absorbed MLA) */
+	double head_dim_qk;	/* Q/K per-head dimension */
+	double head_dim_v;	/* V per-head dimension */
+	double kv_B;		/* B per element of the K/V cache */
+	int shared_kv;		/* K and V are one cached vector (absorbed MLA:
+				 * the latent, head_dim_qk wide, V its first
+				 * head_dim_v elements) */
+	double window;		/* sliding window: keys a query sees at most;
+				 * 0 = every earlier one */
+};
+
+/* Prefill (chunks of q >= 1 tokens, flash attention over the cached
+ * prefix and the chunk, one variable-length kernel for all groups) and
+ * decode (paged split-KV kernel, for q of one or a few verified draft
+ * tokens). Q and O in dt, K/V read at kv_B from HBM. */
+struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
+				      const struct gpu_attn_heads *h,
+				      const struct gpu_attn_group *grp,
+				      int ngroups);
+struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
+				     const struct gpu_attn_heads *h,
+				     const struct gpu_attn_group *grp,
+				     int ngroups);
 
 /* A memory-bound kernel (elementwise, norm, softmax, rotary, cross-
  * entropy, optimizer update): reads and writes these many bytes, does

@@ -35,7 +35,8 @@
  *
  * (attention.flash2_fwd/bwd_efficiency when the shape asks for the
  * FlashAttention-2 kernels rather than the vendor's: the same structure,
- * a slower steady-state loop on Hopper.)
+ * a slower steady-state loop on Hopper; attention.flash_triton_fwd/
+ * bwd_efficiency for FlashAttention's pre-MLIR Triton kernel.)
  *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
@@ -113,14 +114,6 @@
 
 #include "base/diag.h"
 
-/* The unit lengths of one head (every head has the same). */
-struct units {
-	double n;		/* units with work */
-	double sum_s;		/* s, sum of their times */
-	double sum2_s2;		/* s^2, sum of their squared times */
-	double longest_s;	/* s, the longest */
-};
-
 /* sum of min(P, w) for P = lo .. hi (1 <= lo <= hi). */
 static double window_sum(double lo, double hi, double w)
 {
@@ -136,7 +129,7 @@ static int windowed(const struct gpu_attn_shape *a)
 	return a->causal && a->window > 0 && a->seq_q <= a->seq_kv;
 }
 
-static double visible_pairs(const struct gpu_attn_shape *a)
+double gpu_attn_pairs(const struct gpu_attn_shape *a)
 {
 	double sq = a->seq_q, skv = a->seq_kv;
 
@@ -166,7 +159,7 @@ double gpu_attention_flops(const struct gpu_attn_shape *a, int backward)
 	double per_pair = backward ? 2 * (3 * d + 2 * dv) : 2 * (d + dv);
 
 	check_shape(a);
-	return a->batch * a->heads_q * visible_pairs(a) * per_pair;
+	return a->batch * a->heads_q * gpu_attn_pairs(a) * per_pair;
 }
 
 /* Bytes of the main kernel: Q, K, V, O (+ LSE) and, in backward, dO, dQ,
@@ -234,14 +227,14 @@ static double window_tiles(const struct gpu_attn_shape *a, double b,
 }
 
 /* The lengths of one head's units: unit_s fixed, tile_s per tile. */
-static struct units unit_lengths(const struct gpu_spec *g,
+struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 				 const struct gpu_attn_shape *a, double b,
 				 double unit_s, double tile_s, int backward)
 {
 	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
 	double mu = g->attention.masked_tile_cost;
-	struct units r = {0, 0, 0, 0};
+	struct gpu_units r = {0, 0, 0, 0};
 	int masked;
 
 	if (!(mu >= 1))
@@ -261,9 +254,8 @@ static struct units unit_lengths(const struct gpu_spec *g,
 	return r;
 }
 
-/* t_c of N = heads x u.n units on `cus` CUs (see the top). */
-static double schedule_s(const struct units *u, double heads, double cus,
-			 int causal)
+double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
+			   double cus, int causal)
 {
 	double n = heads * u->n, rho;
 
@@ -287,17 +279,17 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 {
 	double cus = (double)g->compute_units;
 	double b = (double)g->attention.block_q, heads, tile_s, kept_B;
-	struct units u;
+	struct gpu_units u;
 
 	if (b <= 0)
 		return flops / rate;
 	heads = a->batch * a->heads_q;
-	tile_s = b * b * flops / (heads * visible_pairs(a)) / (rate / cus);
+	tile_s = b * b * flops / (heads * gpu_attn_pairs(a)) / (rate / cus);
 	kept_B = b * (a->head_dim_qk + (backward ? a->head_dim_v : 0)) *
 		 dtype_bytes(dt);
-	u = unit_lengths(g, a, b, g->gemm_tile_overhead_s +
-			 kept_B / (bw_Bps / cus), tile_s, backward);
-	return schedule_s(&u, heads, cus, a->causal);
+	u = gpu_attn_units(g, a, b, g->gemm_tile_overhead_s +
+			   kept_B / (bw_Bps / cus), tile_s, backward);
+	return gpu_attn_schedule_s(&u, heads, cus, a->causal);
 }
 
 /* The backward's pre- and post-pass: their bytes' time, without their
@@ -311,14 +303,28 @@ static double side_s(const struct gpu_spec *g, const struct gpu_attn_shape *a,
 	return sb / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, sb));
 }
 
+/* The steady-state efficiency of the kernel family's unmasked tiles. */
+static double kernel_efficiency(const struct gpu_attention_spec *s,
+				int kernel, int backward)
+{
+	switch (kernel) {
+	case GPU_ATTN_FLASH2:
+		return backward ? s->flash2_bwd_efficiency
+				: s->flash2_fwd_efficiency;
+	case GPU_ATTN_FLASH_TRITON:
+		return backward ? s->flash_triton_bwd_efficiency
+				: s->flash_triton_fwd_efficiency;
+	default:
+		return backward ? s->bwd_efficiency : s->fwd_efficiency;
+	}
+}
+
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_attn_shape *a, int backward)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	const struct gpu_attention_spec *s = &g->attention;
-	int fa2 = a->kernel == GPU_ATTN_FLASH2;
-	double eta = backward ? (fa2 ? s->flash2_bwd_efficiency : s->bwd_efficiency)
-			      : (fa2 ? s->flash2_fwd_efficiency : s->fwd_efficiency);
+	double eta = kernel_efficiency(s, a->kernel, backward);
 	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
 	enum gpu_level l;
 

@@ -55,6 +55,15 @@
  * 2 (BF16) when dt is narrower than 16 bits. The serving level comes from
  * the working set W = batch (m k b_in + k n b_in + m n b_out) (gpu.c).
  *
+ * Mixed operands (gpu_gemm_q, inference): A (activations) and B (weights)
+ * may have different element sizes b_a and b_b (a weight-only quantized
+ * B is dequantized in the kernel's mainloop and multiplied at the rate of
+ * the compute dtype), so D(a) = (r BM b_a + c BN b_b) k_s. A cold B (a
+ * weight read once per inference step, long evicted from every cache)
+ * makes the kernel's serving level HBM whatever its working set: the
+ * capacity rule of gpu.c assumes the operands were just produced, which
+ * weights in inference never are.
+ *
  *     t = t_launch + min over tiles and s of (sum of t_wave + t_red)
  *
  * Without tile data the model is the plain roofline
@@ -76,7 +85,7 @@
 /* Everything a tile plan needs about the GEMM and the GPU. */
 struct gemm_problem {
 	double m, n, k, batch;		/* elements, count */
-	double b_in, b_out;		/* B per element: operands, result */
+	double b_a, b_b, b_out;		/* B per element: A, B, result */
 	double bw_Bps;			/* B/s, achievable at the serving level */
 	double unit_flops;		/* FLOP/s per CU/SM */
 	double units;			/* CUs/SMs */
@@ -96,6 +105,16 @@ struct gemm_tile {
 	double split;			/* k slices */
 };
 
+/* Bytes of `rows` rows of A and `cols` columns of B per unit of k (the
+ * single-width form keeps the arithmetic of equal operands exact). */
+static double operands_B(const struct gemm_problem *p, double rows,
+			 double cols)
+{
+	if (p->b_a == p->b_b)
+		return (rows + cols) * p->b_a;
+	return rows * p->b_a + cols * p->b_b;
+}
+
 /* Operand bytes one wave of `active` tiles fetches (see the top). */
 static double wave_operand_B(const struct gemm_problem *p,
 			     const struct gemm_tile *t, double ks,
@@ -105,11 +124,11 @@ static double wave_operand_B(const struct gemm_problem *p,
 	double r, c;
 
 	if (active >= gm * gn)
-		return active / (gm * gn) * (p->m + p->n) * ks * p->b_in;
+		return active / (gm * gn) * operands_B(p, p->m, p->n) * ks;
 	c = fmin(fmax(round(sqrt(active * t->bm / t->bn)), 1), gn);
 	r = fmin(ceil(active / c), gm);
 	c = fmin(ceil(active / r), gn);
-	return (r * t->bm + c * t->bn) * ks * p->b_in;
+	return operands_B(p, r * t->bm, c * t->bn) * ks;
 }
 
 /* Add `count` waves of `active` tiles to plan. */
@@ -189,39 +208,72 @@ static double result_bytes(enum dtype dt)
 	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
 }
 
-struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
-			 double n, double k, double batch)
+/* The cost of p (sizes and byte widths set) at rate dt on g; cold: the
+ * serving level is HBM whatever the working set. */
+static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
+				 struct gemm_problem *p, int cold)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
-	struct gemm_problem p;
 	struct gemm_plan best, cand;
-	double ws;
+	double ws, m = p->m, n = p->n, k = p->k, batch = p->batch;
 	enum gpu_level l;
 	size_t i;
 
-	gpu_require_size(m, "GEMM m");
-	gpu_require_size(n, "GEMM n");
-	gpu_require_size(k, "GEMM k");
-	gpu_require_size(batch, "GEMM batch");
-	gpu_require_dtype(g, dt);
-	if (m == 0 || n == 0 || k == 0 || batch == 0)
-		return zero;
-	p.m = m, p.n = n, p.k = k, p.batch = batch;
-	p.b_in = dtype_bytes(dt);
-	p.b_out = result_bytes(dt);
-	ws = batch * ((m * k + k * n) * p.b_in + m * n * p.b_out);
-	l = gpu_serving_level(g, ws);
-	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
-	p.units = (double)g->compute_units;
-	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
-	p.wave_overhead_s = g->gemm_tile_overhead_s;
-	best = plan_roofline(&p, ws);
+	ws = batch * (operands_B(p, m, n) * k + m * n * p->b_out);
+	l = cold ? GPU_LEVEL_HBM : gpu_serving_level(g, ws);
+	p->bw_Bps = gpu_level_bandwidth_Bps(g, l);
+	p->units = (double)g->compute_units;
+	p->unit_flops = gpu_sustained_flops(g, dt) / p->units;
+	p->wave_overhead_s = g->gemm_tile_overhead_s;
+	best = plan_roofline(p, ws);
 	for (i = 0; i < g->gemm_tile_m.n; i++) {
-		cand = plan_splits(&p, (double)g->gemm_tile_m.v[i],
+		cand = plan_splits(p, (double)g->gemm_tile_m.v[i],
 				   (double)g->gemm_tile_n.v[i]);
 		if (i == 0 || cand.time_s < best.time_s)
 			best = cand;
 	}
 	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l, 1,
 			     best.time_s, best.compute_s, best.memory_s);
+}
+
+static int check_gemm(double m, double n, double k, double batch)
+{
+	gpu_require_size(m, "GEMM m");
+	gpu_require_size(n, "GEMM n");
+	gpu_require_size(k, "GEMM k");
+	gpu_require_size(batch, "GEMM batch");
+	return m == 0 || n == 0 || k == 0 || batch == 0;
+}
+
+struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
+			 double n, double k, double batch)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gemm_problem p;
+
+	gpu_require_dtype(g, dt);
+	if (check_gemm(m, n, k, batch))
+		return zero;
+	p.m = m, p.n = n, p.k = k, p.batch = batch;
+	p.b_a = p.b_b = dtype_bytes(dt);
+	p.b_out = result_bytes(dt);
+	return gemm_cost(g, dt, &p, 0);
+}
+
+struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
+			   const struct gpu_gemm_dtypes *q, double m,
+			   double n, double k, double batch)
+{
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gemm_problem p;
+
+	gpu_require_dtype(g, q->compute);
+	if (check_gemm(m, n, k, batch))
+		return zero;
+	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
+		BUG("GEMM operand without a byte width");
+	p.m = m, p.n = n, p.k = k, p.batch = batch;
+	p.b_a = q->a_B;
+	p.b_b = q->b_B;
+	p.b_out = q->c_B;
+	return gemm_cost(g, q->compute, &p, q->b_cold);
 }

@@ -38,6 +38,12 @@
  *
  *     t = t_launch + min over tile shapes of the sum of t_wave
  *
+ * Mixed operands (gpu_grouped_gemm_q, inference): A in b_a and the
+ * experts' weights in b_b bytes per element (block scales included; a
+ * weight-only quantized B is dequantized in the mainloop), D = sum_e (m_e
+ * k_e b_a + k_e n_e b_b); cold weights are served by HBM whatever the
+ * working set, as gpu_gemm_q's.
+ *
  * Constants as gpu_gemm.c (configs/gpus/: tiles, t_0, launch, R, B_l).
  * Without tile data: the roofline t = t_launch + max(F / R, W / B_l).
  * Range: grouped GEMMs with equal n within a launch (MoE experts).
@@ -120,9 +126,13 @@ static double result_bytes(enum dtype dt)
 	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
 }
 
-struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
-				 const struct gpu_gemm_group *groups,
-				 size_t ngroups)
+/* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
+ * (B, the experts' weights) and out_B; cold: B streams from HBM (see
+ * gpu_gemm_q). */
+static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
+				    double a_B, double b_B, double out_B_el,
+				    int cold, const struct gpu_gemm_group *groups,
+				    size_t ngroups)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0};
@@ -131,8 +141,8 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 	size_t i;
 
 	gpu_require_dtype(g, dt);
-	p.b_in = dtype_bytes(dt);
-	p.b_out = result_bytes(dt);
+	p.b_in = a_B;
+	p.b_out = out_B_el;
 	for (i = 0; i < ngroups; i++) {
 		const struct gpu_gemm_group *e = &groups[i];
 
@@ -142,13 +152,13 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 		if (e->m == 0 || e->n == 0 || e->k == 0)
 			continue;
 		flops += 2 * e->m * e->n * e->k;
-		p.operand_B += (e->m * e->k + e->k * e->n) * p.b_in;
+		p.operand_B += e->m * e->k * a_B + e->k * e->n * b_B;
 		out_B += e->m * e->n * p.b_out;
 	}
 	if (flops == 0)
 		return zero;
 	ws = p.operand_B + out_B;
-	l = gpu_serving_level(g, ws);
+	l = cold ? GPU_LEVEL_HBM : gpu_serving_level(g, ws);
 	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
 	p.units = (double)g->compute_units;
 	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
@@ -165,4 +175,23 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 	if (best < 0)	/* no tile data: the roofline */
 		best = fmax(comp_s, mem_s);
 	return gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
+}
+
+struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
+				 const struct gpu_gemm_group *groups,
+				 size_t ngroups)
+{
+	return grouped_cost(g, dt, dtype_bytes(dt), dtype_bytes(dt),
+			    result_bytes(dt), 0, groups, ngroups);
+}
+
+struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
+				   const struct gpu_gemm_dtypes *q,
+				   const struct gpu_gemm_group *groups,
+				   size_t ngroups)
+{
+	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
+		BUG("grouped GEMM operand without a byte width");
+	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
+			    groups, ngroups);
 }

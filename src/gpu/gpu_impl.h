@@ -33,4 +33,28 @@ struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
 			      double body_s, double compute_s,
 			      double memory_s);
 
+/* The work units of one head of attention shape a (gpu_attention.c):
+ * how many, the sum and sum of squares of their times and the longest,
+ * for tiles of b x b pairs taking tile_s each and unit_s fixed per unit;
+ * a unit is a query block (forward) or a key block (backward). */
+struct gpu_units {
+	double n;		/* units with work */
+	double sum_s;		/* s, sum of their times */
+	double sum2_s2;		/* s^2, sum of their squared times */
+	double longest_s;	/* s, the longest */
+};
+
+struct gpu_units gpu_attn_units(const struct gpu_spec *g,
+				const struct gpu_attn_shape *a, double b,
+				double unit_s, double tile_s, int backward);
+
+/* Time of heads x u->n units list-scheduled on cus compute units
+ * (gpu_attention.c): whole waves of equal units without a mask, else
+ * max(L, W/U + L - rho). */
+double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
+			   double cus, int causal);
+
+/* Visible (query, key) pairs of one sequence and head of shape a. */
+double gpu_attn_pairs(const struct gpu_attn_shape *a);
+
 #endif

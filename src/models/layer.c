@@ -99,7 +99,15 @@
  * softmax (read 4 and write 4 each but the sum): B + 20 read and 16
  * written per logit; the backward scales the softmax in place (read 4,
  * write 4) and casts it to 16-bit (read 4, write B): 8 read, 4 + B
- * written.
+ * written. Megatron-Core's --cross-entropy-loss-fusion (0.8, 0.9:
+ * megatron/core/fusions/fused_cross_entropy.py, jit_fuser functions)
+ * keeps the steps but fuses each function: the fp32 logits and their
+ * max (read B, write 4), the shifted exponentials with their sum and the
+ * target logit (read 4, write 4), the softmax in place (read 4, write 4):
+ * B + 8 read and 12 written in three kernels, and two TP all-reduces
+ * (the max; the target logit and the sum, concatenated); its backward
+ * one kernel, reading the softmax and writing the 16-bit gradient: 4
+ * read, B written.
  *
  * Vector FLOPs of memory-bound ops are nominal (a few per element); they
  * are memory-bound on every GPU llmsim knows.
@@ -115,7 +123,7 @@
 static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4;
+	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
 }
 
 enum dtype layer_base_dtype(enum dtype training)
@@ -184,6 +192,47 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 }
 
+/* torch FSDP's gradient division factors for a group of n
+ * (torch.distributed.algorithms._comm_hooks.default_hooks DefaultState:
+ * the pre-division doubles while it divides n and stays below n over
+ * it; the post-division is the rest). */
+static double fsdp_predivide(int64_t n)
+{
+	int64_t f = 1;
+
+	while (n % f == 0 && n / f > f)
+		f *= 2;
+	return (double)f;
+}
+
+/* The FSDP fields of d (0 unless zero 3 with fsdp_grad_passes). Needs
+ * d's widths. */
+static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
+{
+	const struct model_spec *m = j->model;
+	int64_t n = j->parallelism.dp * j->parallelism.cp;
+	double mb = (double)job_microbatches(j);
+	int layernorm = m->norm == NORM_LAYER;
+
+	if (j->training.zero_stage < 3 || !j->framework->fsdp_grad_passes ||
+	    n < 1)
+		return;
+	d->fsdp_n = (double)n;
+	d->fsdp_pre = fsdp_predivide(n);
+	d->fsdp_post = (double)n / d->fsdp_pre;
+	d->fsdp_master_B = j->framework->master_weights ? 4 : d->act_B;
+	d->fsdp_accum = mb > 1 ? (mb - 1) / mb : 0;
+	d->fsdp_P[LU_LAYER] = layer_params(d, m->attention_bias, layernorm) /
+			      d->tp;
+	d->fsdp_P[LU_EMBED] = layer_embed_params(d,
+		(double)m->max_position_embeddings) / d->tp;
+	d->fsdp_P[LU_HEAD] = layer_head_params(d, layernorm) / d->tp;
+	/* a tied head on the embedding's rank adds no parameters of its own
+	 * (footprint_unit_params) */
+	if (m->tie_word_embeddings && j->parallelism.pp == 1)
+		d->fsdp_P[LU_HEAD] -= d->vocab / d->tp * d->hidden;
+}
+
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
@@ -214,6 +263,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
@@ -227,6 +277,11 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			    (int)j->framework->tp_comm_overlap_chunks : (int)p->tp;
 	attn_dims(j, d);
 	moe_dims(j, d);
+	fsdp_dims(j, d);
+	d->amax_group = -1;
+	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
+		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?
+				LG_TPCP : LG_STAGE;
 }
 
 /* ---- a layer ---- */
@@ -321,6 +376,50 @@ void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	layer_fwd_pass(d, k, PASS_FWD, o);
 }
 
+/* torch FSDP's passes over one unit of P parameters on this GPU, charged
+ * after its backward (the post-backward hook runs them on a side stream
+ * beside the next unit's backward; a memory-bound kernel beside a
+ * compute-bound one takes the SM time it would take alone, so they add
+ * up): the unsharded gradient cast to the reduce dtype (read P W, write
+ * P G), its pre-division (read and write P G) before the reduce-scatter,
+ * and on the shard of S = P / N parameters the post-division (read and
+ * write S G), the addition into the saved sharded gradient on all but a
+ * step's first microbatch (read 2 S G, write S G, weighted by that
+ * share) and the copies of the sharded M-byte parameters to W bytes
+ * before the unit's two all-gathers (forward and backward: read 2 S M,
+ * write 2 S W). A MoE layer's P is that of a dense layer of its widths
+ * (layer_params) [?]. */
+static void fsdp_passes(struct layer_ops *o, const struct layer_dims *d,
+			double P)
+{
+	double W = d->act_B, G = d->grad_B, M = d->fsdp_master_B;
+	double S = P / (d->fsdp_n > 0 ? d->fsdp_n : 1), r = 0, w = 0, k = 0;
+
+	if (!(d->fsdp_n > 0) || !(P > 0))
+		return;
+	if (G != W)
+		lop_memop(o, "fsdp_grad_cast", PASS_BWD, P * W, P * G, 0);
+	if (d->fsdp_pre > 1)
+		lop_memop(o, "fsdp_grad_prediv", PASS_BWD, P * G, P * G, P);
+	if (d->fsdp_post > 1) {
+		r += S * G;
+		w += S * G;
+		k++;
+	}
+	if (d->fsdp_accum > 0) {
+		r += d->fsdp_accum * 2 * S * G;
+		w += d->fsdp_accum * S * G;
+		k++;
+	}
+	if (M != W) {
+		r += 2 * S * M;
+		w += 2 * S * W;
+		k += 2;
+	}
+	if (k > 0)
+		lop_memop(o, "fsdp_shard_passes", PASS_BWD, r, w, S)->k.launches = k;
+}
+
 static void layer_bwd_pass(const struct layer_dims *d,
 			   const struct layer_kind *k, enum layer_recompute rc,
 			   struct layer_ops *o)
@@ -343,6 +442,7 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 {
 	o->n = 0;
 	layer_bwd_pass(d, k, rc, o);
+	fsdp_passes(o, d, d->fsdp_P[LU_LAYER]);
 }
 
 /* ---- pipeline transfers ---- */
@@ -388,6 +488,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	/* scatter-add of T rows into the gradient buffer (G bytes each) */
 	lop_memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
 		  t * h * d->grad_B, t * h);
+	fsdp_passes(o, d, d->fsdp_P[LU_EMBED]);
 }
 
 static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
@@ -402,12 +503,17 @@ static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 	if (d->fused_ce)
 		lop_memop(o, "cross_entropy", pass, t * v * d->act_B, t * v * 4,
 			  CE_FLOPS * t * v);
+	else if (d->jit_ce)
+		lop_memop(o, "cross_entropy", pass, t * v * (d->act_B + 8),
+			  t * v * 12, CE_FLOPS * t * v)->k.launches = 3;
 	else
 		lop_memop(o, "cross_entropy", pass, t * v * (d->act_B + 20),
 			  t * v * 16, CE_FLOPS * t * v);
-	for (i = 0; i < 3; i++)	/* max, sum of exp, target logit */
+	/* max, sum of exp, target logit (the jit path sends the last two in
+	 * one) */
+	for (i = 0; i < (d->jit_ce ? 2 : 3); i++)
 		lop_tpcoll(o, "loss_tp_allreduce", pass, d, COLL_ALLREDUCE,
-			   t * 4);
+			   (d->jit_ce && i == 1 ? 2 : 1) * t * 4);
 }
 
 static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
@@ -415,7 +521,7 @@ static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
 	double t = layer_tokens(d), v = d->vocab / d->tp;
 	int16_t red;
 
-	if (d->fused_ce)
+	if (d->fused_ce || d->jit_ce)
 		lop_memop(o, "cross_entropy_bwd", PASS_BWD, t * v * 4,
 			  t * v * d->act_B, CE_FLOPS * t * v);
 	else
@@ -437,6 +543,45 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
 	head_bwd(d, o);
+	fsdp_passes(o, d, d->fsdp_P[LU_HEAD]);
+}
+
+/* ---- fp8 delayed scaling ----
+ *
+ * Transformer Engine (transformer_engine/pytorch/fp8.py, v1.8 and on:
+ * FP8GlobalStateManager.reduce_and_update_fp8_tensors) concatenates the
+ * amaxes its modules recorded and all-reduces them (MAX, async_op
+ * False, on the compute stream) over the autocast's fp8_group when its
+ * fp8_autocast region exits, i.e. after every forward of a model chunk
+ * (Megatron-Core wraps a TransformerBlock's forward in it), and again
+ * when the backward reaches the region's first fp8 module (its
+ * reduce_and_update_bwd_fp8_tensors). The buffer holds one fp32 amax per
+ * tensor: per linear layer input, weight and output forward (3),
+ * output and input gradients backward (2); four linear layers per
+ * transformer layer. Megatron-Core passes fp8_group = get_amax_reduction_
+ * group(with_context_parallel=True): tensor x context parallel in 0.8,
+ * tensor x data x context (the whole stage) in <= 0.7 and >= 0.9 (unless
+ * --tp-only-amax-red). A rendezvous of that group: every member waits
+ * for the slowest (src/engine/exec_jitter.c). */
+
+void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
+		    int64_t group_size, struct layer_ops *o)
+{
+	double tensors = (bwd ? 2 : 3) * 4 * layers;
+
+	o->n = 0;
+	if (d->amax_group < 0 || group_size < 2 || !(layers > 0))
+		return;
+	lop_coll(o, bwd ? "fp8_amax_reduce_bwd" : "fp8_amax_reduce",
+		 bwd ? PASS_BWD : PASS_FWD, (enum layout_group)d->amax_group,
+		 LS_COMPUTE, COLL_ALLREDUCE, tensors * 4);
+	/* then tex.fused_amax_and_scale_update_after_reduction: one kernel
+	 * reading the reduced amaxes and the scales, writing each tensor's
+	 * history slot, scale and inverse scale (its read of the amax
+	 * history, 4 KB a tensor at TE's default length 1024, is left out:
+	 * about a microsecond) */
+	lop_memop(o, "fp8_scale_update", bwd ? PASS_BWD : PASS_FWD,
+		  tensors * 4 * 2, tensors * 4 * 3, tensors);
 }
 
 /* ---- multi-token prediction (DeepSeek-V3 MTP, Megatron-Core

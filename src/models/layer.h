@@ -107,6 +107,7 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
 	int mla;		/* multi-head latent attention (d->mla) */
 	struct mla_dims mla_d;
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */
@@ -116,7 +117,23 @@ struct layer_dims {
 	int eager_rope;		/* rotary as PyTorch ops */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
+	/* torch FSDP's per-unit passes (framework fsdp_grad_passes, zero 3;
+	 * all 0 otherwise): the unit's parameters on this GPU (layer,
+	 * embedding, head), the FSDP group size N, the gradient pre- and
+	 * post-division factors, the bytes of a sharded parameter M and the
+	 * share of microbatches that add into the sharded gradient */
+	double fsdp_P[3];	/* layer_unit order: layer, embedding, head */
+	double fsdp_n;		/* N; 0 = no FSDP passes */
+	double fsdp_pre, fsdp_post;
+	double fsdp_master_B;
+	double fsdp_accum;
+	/* fp8 delayed scaling's amax all-reduce (framework
+	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
+	int amax_group;
 };
+
+/* The units of a stage, as fsdp_P indexes them. */
+enum layer_unit { LU_LAYER, LU_EMBED, LU_HEAD };
 
 /* Shapes of one microbatch on one GPU (layer.c's notation). */
 
@@ -228,7 +245,8 @@ enum layer_op_kind {
 enum layer_stream {
 	LS_TP,			/* tensor parallel (and expert TP) */
 	LS_CP,			/* context parallel */
-	LS_EP			/* expert dispatch and combine */
+	LS_EP,			/* expert dispatch and combine */
+	LS_COMPUTE		/* the compute stream: compute waits for it */
 };
 
 /* Which pass an op belongs to (names and accounting). */
@@ -312,6 +330,14 @@ double layer_pp_bytes(const struct layer_dims *d);
 /* Final norm, LM head and cross-entropy loss (last pipeline stage). */
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
+
+/* Transformer Engine's fp8 delayed scaling at the end of one model
+ * chunk's forward (bwd 0) or backward (bwd 1) of a microbatch over
+ * `layers` layers: the blocking all-reduce (MAX) of the chunk's amaxes
+ * over d->amax_group. o->n = 0 when there is none (not fp8, no reduction,
+ * a group of one GPU). */
+void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
+		    int64_t group_size, struct layer_ops *o);
 
 /* Model FLOPs of a kernel: GEMMs 2mnk per batch, attention counted in full
  * (no causal saving: 4 b a s^2 d forward, twice that backward, as

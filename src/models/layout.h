@@ -42,6 +42,8 @@ enum layout_group {
 			 * group, cp_a2a GPUs of a CP group, stride tp */
 	LG_CP_RING,	/* ... and the ring across those groups, cp / cp_a2a
 			 * GPUs, stride tp cp_a2a */
+	LG_TPCP,	/* tensor x context parallel: tp cp consecutive GPUs */
+	LG_STAGE,	/* every GPU of the stage: tp cp dp */
 	LG_COUNT
 };
 

@@ -105,6 +105,7 @@ static uint32_t stream_of(const struct block_op *op)
 	switch (op->stream) {
 	case LS_CP: return TRAIN_ST_CP;
 	case LS_EP: return TRAIN_ST_EP;
+	case LS_COMPUTE: return TRAIN_ST_COMPUTE;
 	default: return TRAIN_ST_TP;
 	}
 }
@@ -277,6 +278,23 @@ static int action_begin(struct train *t, int64_t s, uint32_t n, int64_t a,
 	return 0;
 }
 
+/* Action a's fp8 amax reduction after its last unit (in[] at its end),
+ * on the compute stream: the next action's compute waits for it. */
+static int action_end(struct train *t, int64_t s, uint32_t n, int64_t a,
+		      task_id *in, const struct task_info *info)
+{
+	const struct block *b = t->amax[t->stage[s].acts[a].bwd];
+	uint32_t k;
+
+	if (!b)
+		return 0;
+	if (inst_range(t, b, n, in, a, 0, info, 0, 0, b->n, t->scratch) != 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		in[k] = t->scratch[(b->n - 1) * (int)n + (int)k];
+	return 0;
+}
+
 /* Unit u of action a as a whole; in[] advances to its end. */
 static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 		       int64_t u, task_id *in, struct task_info *info)
@@ -391,6 +409,9 @@ static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 		if (u < ny && action_unit(t, s, n, y, u, in2, &iy) != 0)
 			return -1;
 	}
+	if (action_end(t, s, n, x, in, &ix) != 0 ||
+	    action_end(t, s, n, y, in2, &iy) != 0)
+		return -1;
 	return 0;
 }
 
@@ -420,6 +441,8 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 		     u++)
 			if (action_unit(t, s, n, a, u, in, &info) != 0)
 				return -1;
+		if (action_end(t, s, n, a, in, &info) != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -528,6 +551,28 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 	return 0;
 }
 
+/* fp8 delayed scaling's amax reductions, one per chunk pass, for a
+ * chunk of the stages' mean layer count (the buffer's few KB cost its
+ * latency: the count hardly matters). */
+static int cost_amax(struct train *t, struct layer_ops *o)
+{
+	double layers = (double)t->job->model->num_hidden_layers /
+			(double)t->stages;
+	int bwd;
+
+	if (t->dims.amax_group < 0)
+		return 0;
+	for (bwd = 0; bwd < 2; bwd++) {
+		layer_fp8_amax(&t->dims, bwd, layers, layout_group_size(&t->lay,
+			(enum layout_group)t->dims.amax_group), o);
+		if (o->n == 0)
+			continue;
+		if (!(t->amax[bwd] = new_block(t, o)))
+			return -1;
+	}
+	return 0;
+}
+
 static int cost_blocks(struct train *t)
 {
 	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
@@ -561,6 +606,8 @@ static int cost_blocks(struct train *t)
 		if (!(t->pg = new_block(t, o)))
 			return -1;
 	}
+	if (cost_amax(t, o) != 0)
+		return -1;
 	return t->ef && t->eb && t->hf && t->hb ? 0 : -1;
 }
 

@@ -56,6 +56,8 @@ struct train {
 	struct block *mf, *mb;		/* a multi-token-prediction module */
 	int64_t mtp;			/* MTP modules on the last virtual stage */
 	struct block *pg;		/* all-gather of a scattered transfer, or NULL */
+	struct block *amax[2];		/* fp8 amax reduction after a chunk's forward
+					 * [0] and backward [1], or NULL */
 	struct block_dtypes dt;
 	struct coll_path ep_path[2];	/* the dispatcher's GPU-initiated path
 					 * for dispatch rows, 16-bit rows */

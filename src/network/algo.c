@@ -175,8 +175,8 @@ static int check_desc(const struct coll_desc *c, const char **why)
 	return *why ? -2 : 0;
 }
 
-static int offered(const struct coll_lib_spec *lib, int algo, int proto,
-		   enum coll_op op, const char **why)
+int algo_offered(const struct coll_lib_spec *lib, int algo, int proto,
+		 enum coll_op op, const char **why)
 {
 	if (lib->algo[algo].excludes.off[op]) {
 		*why = "the library does not use this algorithm for this operation";
@@ -240,7 +240,7 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 		*why = "the algorithm does not implement this operation";
 		return 1;
 	}
-	if (!offered(lib, algo, proto, c->op, why))
+	if (!algo_offered(lib, algo, proto, c->op, why))
 		return 1;
 	x.as = &lib->algo[algo];
 	rc = group_init(&x.g, t, c->gpus, c->ngpus, why);

@@ -117,6 +117,11 @@ uint32_t algo_rail(const struct algo_ctx *x, uint32_t r);
  * units the group's collective holds, else fallback. */
 void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback);
 
+/* Whether lib runs algo with proto for op; when not, 0 and *why says
+ * why. */
+int algo_offered(const struct coll_lib_spec *lib, int algo, int proto,
+		 enum coll_op op, const char **why);
+
 /* The node-count class of the libraries' tuning tables for a group
  * spanning nnodes nodes (1, 2, more than 2). */
 enum coll_scale algo_scale(uint32_t nnodes);

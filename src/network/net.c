@@ -400,6 +400,25 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 	return best < 0 ? 1 : 0;
 }
 
+/* RCCL's protocol ranges (rcclUpdateCollectiveProtocol): after its tuner
+ * picked (algorithm, protocol), a group spanning nodes gets the protocol
+ * its size falls in, the algorithm kept, when that algorithm runs it.
+ * 0, or -1 out of memory. */
+static int forced_range(struct net *n, const struct coll_desc *c, int algo,
+			int *proto, const char **why)
+{
+	uint32_t nodes = span_nodes(n, c);
+	int p;
+
+	if (nodes == 0)
+		return -1;
+	p = coll_lib_range_proto(n->sys->collectives, c->op, c->bytes,
+				 c->ngpus, nodes);
+	if (p >= 0 && algo_offered(n->sys->collectives, algo, p, c->op, why))
+		*proto = p;
+	return 0;
+}
+
 /* The (algorithm, protocol) for c: forced, remembered, or picked. */
 static int choose(struct net *n, const struct coll_desc *c, int *algo,
 		  int *proto, const char **why)
@@ -423,6 +442,8 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 		return 0;
 	}
 	rc = pick(n, c, fa, fp, algo, proto, why);
+	if (rc == 0 && fp < 0)
+		rc = forced_range(n, c, *algo, proto, why);
 	if (rc == 0 && shareable(c)) {
 		struct pval nv = { NULL, NULL, *algo, *proto, 0 };
 

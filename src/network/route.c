@@ -41,7 +41,11 @@ static void intra(const struct topo *t, uint32_t a, uint32_t b,
 
 	switch (t->up_topology) {
 	case TOPO_MESH:
+		if (t->mesh_out)
+			push(r, t->mesh_out[a]);
 		push(r, t->mesh_base[n] + la * (g - 1) + (lb < la ? lb : lb - 1));
+		if (t->mesh_in)
+			push(r, t->mesh_in[b]);
 		return;
 	case TOPO_SWITCH:
 		push(r, t->gpu_up[a]);

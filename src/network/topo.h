@@ -111,6 +111,8 @@ struct topo {
 
 	int up_topology;		/* enum fabric_topology of the scale-up fabric */
 	uint32_t *mesh_base;		/* mesh: per node, first of its g(g-1) pair links */
+	uint32_t *mesh_out, *mesh_in;	/* mesh with an endpoint bandwidth: per GPU, its ports
+					 * together out and in; NULL = none */
 	uint32_t *gpu_up, *gpu_down;	/* switch / pcie_tree: per GPU, to and from its switch */
 	uint32_t *psw_up, *psw_down;	/* pcie_tree: per PCIe switch, to and from the CPU */
 	uint32_t psw_per_node;		/* pcie_tree: PCIe switches per node */

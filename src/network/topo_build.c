@@ -8,7 +8,12 @@
  *   mesh       g GPUs, L >= g-1 ports each: every ordered pair (a, b) has
  *              one link of floor(L / (g-1)) ports: cap = floor(L/(g-1))*P*s.
  *              MI300X: L = 7, g = 8 -> one 64 GB/s xGMI link per pair, so
- *              two GPUs talk over one link, never all seven.
+ *              two GPUs talk over one link, never all seven. With an
+ *              endpoint_bandwidth E, every route also crosses its source
+ *              GPU's "ports out" and its destination's "ports in" (cap E
+ *              each): a GPU whose links are all busy moves E, not their
+ *              sum (RCCL's documentation: 46-48 GB/s per MI300X xGMI
+ *              link, 7 x 46 = 322 GB/s with all seven busy).
  *   switch     one logical non-blocking switch per node; each GPU has an
  *              up and a down link bundling its L ports: cap = L*P*s. The
  *              NVSwitch chips (or UALink switches) a GPU spreads its ports
@@ -23,6 +28,27 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+
+/* Every GPU's ports together, out and in: a link from the GPU to itself
+ * (no hop, no latency) that every mesh route crosses. 0 or -1 (memory). */
+static int mesh_ports(struct topo *t, const struct fabric_spec *f)
+{
+	uint32_t i;
+
+	t->mesh_out = topo_table(t, t->gpus);
+	t->mesh_in = topo_table(t, t->gpus);
+	if (!t->mesh_out || !t->mesh_in)
+		return -1;
+	for (i = 0; i < t->gpus; i++) {
+		t->mesh_out[i] = topo_add_link(t, i, i, f->endpoint_bandwidth_Bps,
+					       0, TT_SCALE_UP);
+		t->mesh_in[i] = topo_add_link(t, i, i, f->endpoint_bandwidth_Bps,
+					      0, TT_SCALE_UP);
+		if (t->mesh_out[i] == TOPO_NONE || t->mesh_in[i] == TOPO_NONE)
+			return -1;
+	}
+	return 0;
+}
 
 static int build_mesh(struct topo *t, const struct fabric_spec *f,
 		      struct diag *d)
@@ -40,6 +66,8 @@ static int build_mesh(struct topo *t, const struct fabric_spec *f,
 	}
 	t->mesh_base = topo_table(t, t->sys_nodes);
 	if (!t->mesh_base)
+		return topo_oom(d);
+	if (f->endpoint_bandwidth_Bps > 0 && mesh_ports(t, f) != 0)
 		return topo_oom(d);
 	for (n = 0; n < t->sys_nodes; n++) {
 		t->mesh_base[n] = t->nlinks;

@@ -30,13 +30,13 @@
 
 /* The stat for (name, op, group) in out->colls, added when new (the
  * array grows as needed: every kind is kept). NULL when out of memory. */
-static struct step_coll_stat *stat_of(struct step_result *out,
-				      uint32_t *cap,
+static struct step_coll_stat *stat_of(struct step_coll_stat **colls,
+				      uint32_t *ncolls, uint32_t *cap,
 				      const struct task_info *info,
 				      const struct coll_desc *c)
 {
-	struct step_coll_stat *v = out->colls;
-	uint32_t i, n = out->ncolls;
+	struct step_coll_stat *v = *colls;
+	uint32_t i, n = *ncolls;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(v[i].name, info->name) == 0 && v[i].op == c->op &&
@@ -48,14 +48,14 @@ static struct step_coll_stat *stat_of(struct step_result *out,
 		v = mem_realloc(v, (size_t)grown * sizeof(*v));
 		if (!v)
 			return NULL;
-		out->colls = v;
+		*colls = v;
 		*cap = grown;
 	}
 	memset(&v[n], 0, sizeof(v[n]));
 	snprintf(v[n].name, sizeof(v[n].name), "%s", info->name);
 	v[n].op = c->op;
 	v[n].group = c->ngpus;
-	out->ncolls = n + 1;
+	*ncolls = n + 1;
 	return &v[n];
 }
 
@@ -68,9 +68,8 @@ static int by_time(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Sum every collective call (counted once, at its first member task)
- * into out->colls, longest first. -1 when out of memory. */
-static int coll_stats(const struct prog *p, struct step_result *out)
+int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
+		    uint32_t *ncolls)
 {
 	uint32_t t, n = prog_tasks(p), cap = 0;
 
@@ -81,7 +80,7 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 
 		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
 			continue;
-		s = stat_of(out, &cap, exec_task_info(p, t), c);
+		s = stat_of(colls, ncolls, &cap, exec_task_info(p, t), c);
 		if (!s)
 			return -1;
 		s->count++;
@@ -94,8 +93,8 @@ static int coll_stats(const struct prog *p, struct step_result *out)
 				break;
 			}
 	}
-	if (out->ncolls > 0)
-		qsort(out->colls, out->ncolls, sizeof(*out->colls), by_time);
+	if (*ncolls > 0)
+		qsort(*colls, *ncolls, sizeof(**colls), by_time);
 	return 0;
 }
 
@@ -197,7 +196,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 		goto out;
 	rc = -1;
 	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
-	    coll_stats(p, out) != 0) {
+	    step_coll_stats(p, &out->colls, &out->ncolls) != 0) {
 		diag_oom(d);
 		goto out;
 	}

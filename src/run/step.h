@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "base/coll.h"
+#include "base/units.h"
 #include "engine/exec.h"
 #include "models/footprint.h"
 #include "models/train.h"
@@ -82,6 +83,12 @@ struct step_comm {
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d);
 
+/* Sum every collective call of an executed program (counted once, at its
+ * first member task) by (task name, op, group) into *colls (grown with
+ * mem_realloc, *ncolls entries), longest first. -1 when out of memory. */
+int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
+		    uint32_t *ncolls);
+
 /* Free what step_run() allocated in r (its collective stats). r is
  * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
@@ -90,6 +97,11 @@ void step_result_release(struct step_result *r);
  * of memory. */
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
+
+/* A quantity for people: 4 significant digits, decimal prefixes (bytes
+ * in GB, MB, kB; time in s, ms, us, ns; other kinds as units_format).
+ * Returns buf. */
+const char *step_human(char *buf, size_t len, double v, enum unit_kind k);
 
 /* A readable summary with units. */
 void step_print(FILE *out, const struct job_spec *j,

@@ -201,9 +201,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 
 /* ---- text ---- */
 
-/* A quantity for people: 4 significant digits, decimal prefixes (bytes
- * in GB, MB, kB; time in s, ms, us, ns). */
-static const char *fmt(char *buf, size_t len, double v, enum unit_kind k)
+const char *step_human(char *buf, size_t len, double v, enum unit_kind k)
 {
 	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
 	static const char *const time_units[] = {"s", "ms", "us", "ns"};
@@ -268,9 +266,9 @@ static void print_speed(FILE *out, const struct job_spec *j,
 	char a[32], b[32], c[32];
 
 	fprintf(out, "  step time      %s (p50 %s, p90 %s)\n",
-		fmt(a, sizeof(a), r->step_s, UNIT_TIME),
-		fmt(b, sizeof(b), r->step_p50_s, UNIT_TIME),
-		fmt(c, sizeof(c), r->step_p90_s, UNIT_TIME));
+		step_human(a, sizeof(a), r->step_s, UNIT_TIME),
+		step_human(b, sizeof(b), r->step_p50_s, UNIT_TIME),
+		step_human(c, sizeof(c), r->step_p90_s, UNIT_TIME));
 	fprintf(out, "  throughput     %.0f tokens/s (%.0f tokens/s per GPU)\n",
 		r->tokens_per_s, r->tokens_per_s / (double)r->gpus);
 	fprintf(out, "  MFU            %.1f %% = %.1f TFLOP/s per GPU of the "
@@ -293,9 +291,9 @@ static void print_hidden(FILE *out, const struct step_result *r,
 	if (total <= 0)
 		return;
 	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls)\n", label,
-		fmt(a, sizeof(a), total, UNIT_TIME),
-		fmt(b, sizeof(b), exposed, UNIT_TIME),
-		fmt(c, sizeof(c), total - exposed, UNIT_TIME));
+		step_human(a, sizeof(a), total, UNIT_TIME),
+		step_human(b, sizeof(b), exposed, UNIT_TIME),
+		step_human(c, sizeof(c), total - exposed, UNIT_TIME));
 }
 
 static void print_breakdown(FILE *out, const struct job_spec *j,
@@ -311,7 +309,7 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 	fprintf(out, "  breakdown (critical path)\n");
 	for (i = 0; i < EXEC_PART_COUNT; i++)
 		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
-			fmt(a, sizeof(a), r->part_s[i], UNIT_TIME),
+			step_human(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
 	if (model_is_moe(j->model))
 		print_hidden(out, r, "moe_", "dispatch/combine");
@@ -324,14 +322,14 @@ static void print_memory(FILE *out, const struct footprint *m)
 	char a[32], b[32];
 
 	fprintf(out, "  memory per GPU %s of %s usable: %s (pipeline rank %lld)\n",
-		fmt(a, sizeof(a), m->peak_B, UNIT_BYTES),
-		fmt(b, sizeof(b), m->usable_B, UNIT_BYTES),
+		step_human(a, sizeof(a), m->peak_B, UNIT_BYTES),
+		step_human(b, sizeof(b), m->usable_B, UNIT_BYTES),
 		m->fits ? "fits" : "DOES NOT FIT", (long long)m->rank);
-	fprintf(out, "    weights %s", fmt(a, sizeof(a), m->weights_B, UNIT_BYTES));
-	fprintf(out, ", gradients %s", fmt(a, sizeof(a), m->grads_B, UNIT_BYTES));
-	fprintf(out, ", optimizer %s\n", fmt(a, sizeof(a), m->optimizer_B, UNIT_BYTES));
-	fprintf(out, "    activations %s", fmt(a, sizeof(a), m->activations_B, UNIT_BYTES));
-	fprintf(out, ", workspace %s\n", fmt(a, sizeof(a), m->workspace_B, UNIT_BYTES));
+	fprintf(out, "    weights %s", step_human(a, sizeof(a), m->weights_B, UNIT_BYTES));
+	fprintf(out, ", gradients %s", step_human(a, sizeof(a), m->grads_B, UNIT_BYTES));
+	fprintf(out, ", optimizer %s\n", step_human(a, sizeof(a), m->optimizer_B, UNIT_BYTES));
+	fprintf(out, "    activations %s", step_human(a, sizeof(a), m->activations_B, UNIT_BYTES));
+	fprintf(out, ", workspace %s\n", step_human(a, sizeof(a), m->workspace_B, UNIT_BYTES));
 }
 
 static void print_colls(FILE *out, const struct step_result *r)
@@ -350,9 +348,9 @@ static void print_colls(FILE *out, const struct step_result *r)
 
 		fprintf(out, "    %-26s %-14s %5u %7u %11s %11s %11s\n", s->name,
 			coll_op_names[s->op], s->group, s->count,
-			fmt(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
-			fmt(b, sizeof(b), s->time_s, UNIT_TIME),
-			fmt(c, sizeof(c), s->critical_s, UNIT_TIME));
+			step_human(a, sizeof(a), s->bytes / s->count, UNIT_BYTES),
+			step_human(b, sizeof(b), s->time_s, UNIT_TIME),
+			step_human(c, sizeof(c), s->critical_s, UNIT_TIME));
 	}
 	if (r->ncolls > shown)
 		fprintf(out, "    ... and %u more (--json lists every one)\n",

@@ -420,15 +420,15 @@ Test(config, kinds_registry)
 {
 	static const char *const names[] = {"gpu", "fabric", "system", "model",
 					    "job", "link", "collectives",
-					    "framework", "ep_comm"};
+					    "framework", "engine", "ep_comm"};
 	size_t i;
 
-	for (i = 0; i < 9; i++) {
+	for (i = 0; i < 10; i++) {
 		cr_assert_not_null(config_kinds[i]);
 		cr_assert_str_eq(config_kinds[i]->kind, names[i]);
 		cr_assert_eq(config_kind(names[i]), config_kinds[i]);
 	}
-	cr_assert_null(config_kinds[9]);
+	cr_assert_null(config_kinds[10]);
 	cr_assert_null(config_kind("gpux"));
 }
 

@@ -243,3 +243,32 @@ Test(gpu, flash2_kernels_run_at_their_own_efficiency)
 	vendor = gpu_attention_bwd(&g, DTYPE_BF16, &a);
 	cr_assert(gpu_fixture_near(fa2.time_s, vendor.time_s, 1e-12));
 }
+
+Test(gpu, triton_kernels_run_at_their_own_efficiency)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	/* FlashAttention-2 at the toy's rates, the Triton kernel at 1/1.4
+	 * of its forward rate and 1/2 of its backward (FlashAttention-2
+	 * paper, 4.1: FA2 is 1.3-1.5x faster forward, about 2x backward). */
+	g.attention.flash2_fwd_efficiency = g.attention.fwd_efficiency;
+	g.attention.flash2_bwd_efficiency = g.attention.bwd_efficiency;
+	g.attention.flash_triton_fwd_efficiency = g.attention.fwd_efficiency / 1.4;
+	g.attention.flash_triton_bwd_efficiency = g.attention.bwd_efficiency / 2;
+	a.kernel = GPU_ATTN_FLASH_TRITON;
+	/* Forward: every tile 1.4 tau_f; the unit loads stay:
+	 * 8 (t_uf + 32 x 1.4 tau_f) = 8 (0.655 + 150.32) us = 1207.8 us. */
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (TU_F + 32 * 1.4 * TAU_F),
+				   1e-9), "got %g", c.time_s);
+	/* Backward: the same time as the vendor kernel at half its rate. */
+	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	a.kernel = GPU_ATTN_VENDOR;
+	g.attention.bwd_efficiency /= 2;
+	cr_assert(gpu_fixture_near(c.time_s,
+				   gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+				   1e-12));
+}

@@ -58,6 +58,23 @@ Test(spec_gpu, check_derives_defaults)
 	cr_assert_eq(g.attention.bwd_efficiency, 0.8);
 }
 
+Test(spec_gpu, attention_families_default_down_the_chain)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* vendor (0.8 from gemm_efficiency) -> flash2 (given 0.4 forward,
+	 * the vendor's 0.8 backward) -> flash_triton (given 0.2 backward,
+	 * flash2's 0.4 forward). */
+	minimal(&g);
+	g.attention.flash2_fwd_efficiency = 0.4;
+	g.attention.flash_triton_bwd_efficiency = 0.2;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.flash2_bwd_efficiency, 0.8);
+	cr_assert_eq(g.attention.flash_triton_fwd_efficiency, 0.4);
+	cr_assert_eq(g.attention.flash_triton_bwd_efficiency, 0.2);
+}
+
 /* check() must fail on g and say each of the needles. */
 static void expect_rejected(struct gpu_spec *g, const char *const *needles)
 {

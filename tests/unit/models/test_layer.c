@@ -365,3 +365,125 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	layer_fwd(&d, NULL, &o);
 	cr_assert_null(find_op(&o, "kv_expand"));
 }
+
+Test(layer, fsdp_passes_follow_torch_fsdp)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	/* GPT layer of 12 h^2 + 4 h = 12587008 parameters (test
+	 * "parameters"), 8 GPUs, tp 1: N = dp = 8, a shard S = P / 8 =
+	 * 1573376. gbs 64 over 8 replicas of b 2: 4 microbatches, so the
+	 * shard is added into on 3 of 4. bf16 parameters (W 2), fp32
+	 * gradients and master copies (G = M = 4). */
+	double P = 12 * 1024.0 * 1024 + 4 * 1024, S = P / 8;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	/* Off unless the framework runs torch FSDP's passes. */
+	cr_assert_null(find_op(&o, "fsdp_grad_cast"));
+	f.fw.fsdp_grad_passes = 1;
+	layer_dims_from_job(&f.job, &d);
+	/* torch's DefaultState for 8 ranks: pre-division 4 (2 and 4 divide
+	 * 8 while 8 / f > f), post-division 8 / 4 = 2. */
+	cr_assert_eq(d.fsdp_pre, 4);
+	cr_assert_eq(d.fsdp_post, 2);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	/* The cast: read P x 2, write P x 4, after the layer's backward. */
+	op = find_op(&o, "fsdp_grad_cast");
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, P * 2);
+	assert_close(op->k.write_B, P * 4);
+	/* The pre-division of the fp32 gradient: read and write P x 4. */
+	op = find_op(&o, "fsdp_grad_prediv");
+	assert_close(op->k.read_B, P * 4);
+	assert_close(op->k.write_B, P * 4);
+	/* On the shard: post-division (r 4 S, w 4 S), the addition on 3/4 of
+	 * the microbatches (r 8 S, w 4 S, x 0.75), two bf16 copies of the
+	 * fp32 shard (r 8 S, w 4 S): read 4 S + 6 S + 8 S = 18 S, written
+	 * 4 S + 3 S + 4 S = 11 S, 4 kernels. */
+	op = find_op(&o, "fsdp_shard_passes");
+	assert_close(op->k.read_B, 18 * S);
+	assert_close(op->k.write_B, 11 * S);
+	assert_close(op->k.launches, 4);
+	cr_assert_str_eq(o.op[o.n - 1].name, "fsdp_shard_passes");
+	/* Two ranks: pre-division 2 (2 / 2 = 1 is not > 2), no post-
+	 * division. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 4, 1);
+	f.job.parallelism.tp = 4;
+	f.job.parallelism.dp = 2;
+	f.job.training.zero_stage = 3;
+	f.fw.fsdp_grad_passes = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fsdp_pre, 2);
+	cr_assert_eq(d.fsdp_post, 1);
+}
+
+Test(layer, fp8_amax_reduction_per_chunk_pass)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+
+	/* bf16: no amax reduction whatever the framework says. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.fp8_amax_reduction = AMAX_STAGE;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, -1);
+	/* fp8: over the stage; a forward pass of 8 layers reduces 3 amaxes
+	 * of 4 linear layers each, 96 x 4 B = 384 B, a backward 2 x 4 x 8 x
+	 * 4 B = 256 B, each followed by the scale update kernel. */
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, LG_STAGE);
+	layer_fp8_amax(&d, 0, 8, 8, &o);
+	cr_assert_eq(o.n, 2);
+	cr_assert_eq(o.op[0].kind, LOP_COLL);
+	cr_assert_eq(o.op[0].coll, COLL_ALLREDUCE);
+	cr_assert_eq(o.op[0].stream, LS_COMPUTE);
+	assert_close(o.op[0].coll_B, 384);
+	cr_assert_str_eq(o.op[1].name, "fp8_scale_update");
+	layer_fp8_amax(&d, 1, 8, 8, &o);
+	assert_close(o.op[0].coll_B, 256);
+	/* A group of one GPU: nothing. */
+	layer_fp8_amax(&d, 0, 8, 1, &o);
+	cr_assert_eq(o.n, 0);
+	f.fw.fp8_amax_reduction = AMAX_TP_CP;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, LG_TPCP);
+}
+
+Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	/* T = 4096 tokens over V = 51200 logits, B = 2. Megatron-Core's
+	 * jit-fused loss: forward read (B + 8) = 10, written 12 bytes a
+	 * logit in 3 kernels (unfused: 22 and 16); backward read 4, written
+	 * B = 2 (unfused: 8 and 6), as the one-kernel fused loss. */
+	double n = 4096.0 * 51200;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.cross_entropy_jit = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_head_fwd(&d, &o);
+	op = find_op(&o, "cross_entropy");
+	assert_close(op->k.read_B, n * 10);
+	assert_close(op->k.write_B, n * 12);
+	assert_close(op->k.launches, 3);
+	layer_head_bwd(&d, &o);
+	op = find_op(&o, "cross_entropy_bwd");
+	assert_close(op->k.read_B, n * 4);
+	assert_close(op->k.write_B, n * 2);
+	/* The one-kernel fused loss wins when both are set. */
+	f.fw.fused_cross_entropy = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.jit_ce, 0);
+	layer_head_fwd(&d, &o);
+	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
+}

@@ -43,6 +43,15 @@ Test(layout, context_parallel_groups)
 	cr_assert(idx[0] == 1 && idx[1] == 3);
 	cr_assert_eq(layout_group(&l, LG_CP_RING, 5, idx), 1);
 	cr_assert(idx[0] == 1 && idx[1] == 5);
+	/* fp8 amax groups: tensor x context, tp cp = 8 consecutive indices
+	 * (index 11 = tp 1, cp 1, dp 1: 8..15, at position 3); the stage,
+	 * all 16. */
+	cr_assert_eq(layout_group_size(&l, LG_TPCP), 8);
+	cr_assert_eq(layout_group(&l, LG_TPCP, 11, idx), 3);
+	cr_assert(idx[0] == 8 && idx[7] == 15);
+	cr_assert_eq(layout_group_size(&l, LG_STAGE), 16);
+	cr_assert_eq(layout_group(&l, LG_STAGE, 11, idx), 11);
+	cr_assert(idx[0] == 0 && idx[15] == 15);
 }
 
 Test(layout, experts_fold_over_the_stage)

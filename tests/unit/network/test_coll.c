@@ -582,6 +582,114 @@ Test(net_coll, select_bw_steers_the_choice_not_the_time)
 	cr_assert_eq(algo_scale(3), SCALE_4NODES);
 }
 
+/* RCCL's gfx950 all-reduce ranges (tuning_model_6 llProtoRanges). */
+static int64_t ar_ll[] = {0, 131071}, ar_ll128[] = {131071, 17660227};
+static int64_t ag_ll128[] = {7, 8388608};
+
+static void gfx950_ranges(struct fx *f)
+{
+	int a;
+
+	f->lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	f->lib.proto[PROTO_LL128].bandwidth_factor = 0.875;
+	for (a = ALGO_RING; a <= ALGO_TREE; a++) {
+		f->lib.algo[a].protocols.on[PROTO_LL] = 1;
+		f->lib.algo[a].protocols.on[PROTO_LL128] = 1;
+	}
+	f->lib.ranges[COLL_ALLREDUCE].proto[PROTO_LL] =
+		(struct schema_int_list){ ar_ll, 2 };
+	f->lib.ranges[COLL_ALLREDUCE].proto[PROTO_LL128] =
+		(struct schema_int_list){ ar_ll128, 2 };
+	f->lib.ranges[COLL_ALLGATHER].proto[PROTO_LL128] =
+		(struct schema_int_list){ ag_ll128, 2 };
+}
+
+Test(net_coll, protocol_ranges_pick_the_size_class)
+{
+	struct fx f;
+
+	fx_mesh(&f, 2);
+	gfx950_ranges(&f);
+	/* All-reduce: the buffer decides (rcclGetSizePerRank). 64 KiB is in
+	 * LL's (0, 131071], 128 KiB = 131072 just past it and in LL128's,
+	 * 17660227 the last LL128 size, 32 MiB Simple. */
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLREDUCE, 65536, 16, 2),
+		     PROTO_LL);
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLREDUCE, 131072, 16, 2),
+		     PROTO_LL128);
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLREDUCE, 17660227, 16, 2),
+		     PROTO_LL128);
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLREDUCE, 33554432, 16, 2),
+		     PROTO_SIMPLE);
+	/* All-gather: a rank's share. 128 MiB over 16 ranks is 8 MiB =
+	 * 8388608, LL128's last size; 256 MiB gives 16 MiB: Simple. */
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLGATHER, 134217728, 16, 2),
+		     PROTO_LL128);
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLGATHER, 268435456, 16, 2),
+		     PROTO_SIMPLE);
+	/* One node, or an operation without ranges: the tuner decides. */
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_ALLREDUCE, 65536, 8, 1), -1);
+	cr_assert_eq(coll_lib_range_proto(&f.lib, COLL_REDUCESCATTER, 65536, 16, 2),
+		     -1);
+}
+
+Test(net_coll, protocol_ranges_override_the_tuner_across_nodes)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 1048576, NULL, 16, ALGO_RING, 1, NULL };
+	struct net_coll_result out;
+
+	fx_mesh(&f, 2);
+	gfx950_ranges(&f);
+	/* Every latency 0, so the tuner takes Simple at any size (the most
+	 * bytes per line); RCCL then forces LL128 on 1 MiB across 2 nodes,
+	 * keeping the ring, and the time is LL128's: its 1/0.875 line bytes
+	 * over the same links, 8/7 of Simple's. */
+	f.sys.algorithm = ALGO_RING;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll128");
+	f.sys.protocol = PROTO_SIMPLE;
+	EQ_REL(out.time_s, timed(&f.sys, &r).time_s / 0.875, 1e-9);
+	/* A forced protocol (NCCL_PROTO) wins over the ranges. */
+	cr_assert_str_eq(timed(&f.sys, &r).protocol, "simple");
+	f.sys.protocol = -1;
+	/* 64 KiB: LL. */
+	r.bytes = 65536;
+	cr_assert_str_eq(timed(&f.sys, &r).protocol, "ll");
+	/* The same sizes on one node keep the tuner's Simple. */
+	r.n = 8;
+	cr_assert_str_eq(timed(&f.sys, &r).protocol, "simple");
+	/* An algorithm without LL128 keeps its protocol. */
+	r.n = 16;
+	r.bytes = 1048576;
+	f.lib.algo[ALGO_RING].protocols.on[PROTO_LL128] = 0;
+	cr_assert_str_eq(timed(&f.sys, &r).protocol, "simple");
+}
+
+Test(net_coll, endpoint_bandwidth_caps_a_gpu_with_all_links_busy)
+{
+	struct fx f;
+	struct run r = { COLL_ALLGATHER, GiB, NULL, 8, ALGO_DIRECT, 1, NULL };
+	struct net_coll_result out;
+	double one;
+
+	fx_mesh(&f, 1);
+	/* All-gather in one shot: each GPU sends its GiB/8 to each of its 7
+	 * peers, one per 64 GB/s link: GiB/8 / 64 GB/s = 2.097 ms. */
+	one = timed(&f.sys, &r).time_s;
+	EQ_REL(one, GiB / 8 / 64e9, 1e-6);
+	/* With the GPU's ports together capped at 224 GB/s (half of 7 x 64)
+	 * its 7 x GiB/8 out go at 224 GB/s: twice as long, 4.194 ms. */
+	f.up.endpoint_bandwidth_Bps = 224e9;
+	out = timed(&f.sys, &r);
+	EQ_REL(out.time_s, 7 * GiB / 8 / 224e9, 1e-6);
+	/* A send between two GPUs uses one link, below the cap: 64 GB/s. */
+	r.op = COLL_SENDRECV;
+	r.n = 2;
+	r.algo = -1;
+	EQ_REL(timed(&f.sys, &r).time_s, GiB / 64e9, 1e-6);
+}
+
 Test(net_coll, direct_allreduce_is_two_all_pairs_shots)
 {
 	struct fx f;

@@ -73,26 +73,26 @@ Test(store, creates_directory_and_schema_then_reopens)
 	char mode[16], version[16];
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives),
-	 * 4 (measure_runs, measurements), 5 (validation_results),
-	 * 6 (plan_candidates). */
-	cr_assert_eq(store_schema_version(), 6);
+	 * 4 (measure_runs, measurements), 5 (validation_results), 6
+	 * (serving views), 7 (plan_candidates). */
+	cr_assert_eq(store_schema_version(), 7);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
-	cr_assert_str_eq(version, "6");
+	cr_assert_str_eq(version, "7");
 	/* WAL is a property of the file: a new connection sees it. */
 	sf_sql_text(sf_db_path, "PRAGMA journal_mode", mode, sizeof(mode));
 	cr_assert_str_eq(mode, "wal");
 	/* meta, runs, step_results, collective_results, measure_runs,
 	 * measurements, validation_results, plan_candidates;
 	 * v_step_breakdown, v_collectives, v_measurements, v_validation,
-	 * v_plans. */
+	 * v_serving, v_inference_steps, v_plans. */
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
 			     "WHERE type = 'table'"), 8);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'view'"), 5);
+			     "WHERE type = 'view'"), 7);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */
@@ -101,7 +101,7 @@ Test(store, creates_directory_and_schema_then_reopens)
 	store_close(st);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
-	cr_assert_str_eq(version, "6");
+	cr_assert_str_eq(version, "7");
 	cr_assert_eq(sf_count_rows(sf_db_path, "meta"), 1);
 	sf_assert_no_leaks();
 }
@@ -115,7 +115,7 @@ Test(store, migrates_a_version_1_database_keeping_its_rows)
 	st = sf_open_ok(sf_db_path);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", text, sizeof(text));
-	cr_assert_str_eq(text, "6");
+	cr_assert_str_eq(text, "7");
 	/* The old run is untouched. */
 	cr_assert_eq(sf_count_rows(sf_db_path, "runs"), 1);
 	sf_sql_text(sf_db_path, "SELECT created_at || ' ' || llmsim_version || ' ' "
@@ -310,7 +310,7 @@ Test(store, reports_a_locked_database_on_open)
 	sqlite3_close(other);
 	/* Unlocked, it migrates. */
 	store_close(sf_open_ok(sf_db_path));
-	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"), 6);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"), 7);
 	sf_assert_no_leaks();
 }
 

@@ -1,0 +1,266 @@
+/*
+ * valid_infer.c - predicted against measured inference: the cases of
+ * results/reference/inference/cases.tsv, one job file each (serving
+ * runs, or prefill/decode steps).
+ *
+ * Each line: id, job (in the same folder), the `run --json` path of the
+ * metric compared (serving.output_tokens_per_s, serving.duration_s, ...),
+ * the measured value, kind (throughput: a rate, + = llmsim faster;
+ * latency: a time, + = llmsim slower), gate (scored or shown), a note,
+ * and optionally why the case misses. Throughput cases make the
+ * "inference" table, latency cases the "latency" table, each gated by
+ * its kind in validate.yaml (issue 15: output-throughput median |error|
+ * <= 15 %, every single-request latency within 10 %). A case that fails
+ * to run is a row with no prediction: reported, and the gate misses.
+ *
+ * (Was scripts/validate-inference.sh.)
+ */
+#include "valid.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "run/infer_run.h"
+#include "serve/serve.h"
+
+#define MAX_CASES 256
+
+struct icase {
+	char id[96];
+	char job[512];			/* path */
+	char metric[96];		/* dotted JSON path */
+	double measured;
+	int latency;			/* kind latency (a time) */
+	int scored;			/* gate scored */
+	char note[64];
+	char why[512];			/* why it misses (optional) */
+	double predicted;		/* NaN until run */
+	char err[200];			/* why it failed to run */
+};
+
+/* Field k (0-based) of a tab-separated line, copied into buf. */
+static int field(const char *line, int k, char *buf, size_t len)
+{
+	const char *p = line, *e;
+	int i;
+
+	for (i = 0; i < k; i++) {
+		p = strchr(p, '\t');
+		if (!p)
+			return 0;
+		p++;
+	}
+	e = p + strcspn(p, "\t\r\n");
+	snprintf(buf, len, "%.*s", (int)(e - p), p);
+	return e > p;
+}
+
+/* Read cases.tsv of dir; the count, or -1 after reporting. */
+static int read_cases(const char *dir, struct icase *c, int max,
+		      struct diag *d)
+{
+	char path[1024], line[4096], kind[32], gate[32], meas[64], job[256];
+	FILE *f;
+	int n = 0, ln = 0;
+
+	snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+	if (!(f = fopen(path, "r")))
+		return 0;	/* an absent file has no cases */
+	while (fgets(line, sizeof(line), f) && n < max) {
+		struct icase *x = &c[n];
+
+		ln++;
+		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		memset(x, 0, sizeof(*x));
+		if (!field(line, 0, x->id, sizeof(x->id)) ||
+		    !field(line, 1, job, sizeof(job)) ||
+		    !field(line, 2, x->metric, sizeof(x->metric)) ||
+		    !field(line, 3, meas, sizeof(meas)) ||
+		    !field(line, 4, kind, sizeof(kind)) ||
+		    !field(line, 5, gate, sizeof(gate)) ||
+		    !(atof(meas) > 0) ||
+		    (strcmp(kind, "throughput") && strcmp(kind, "latency")) ||
+		    (strcmp(gate, "scored") && strcmp(gate, "shown"))) {
+			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
+				   "metric<TAB>measured<TAB>throughput|latency"
+				   "<TAB>scored|shown<TAB>note[<TAB>why]'");
+			fclose(f);
+			return -1;
+		}
+		snprintf(x->job, sizeof(x->job), "%s/%s", dir, job);
+		field(line, 6, x->note, sizeof(x->note));
+		field(line, 7, x->why, sizeof(x->why));
+		x->measured = atof(meas);
+		x->latency = strcmp(kind, "latency") == 0;
+		x->scored = strcmp(gate, "scored") == 0;
+		x->predicted = NAN;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The number at dotted path p of o, or NaN. */
+static double json_path(const cJSON *o, const char *p)
+{
+	char key[96];
+	const char *dot;
+
+	while (o && *p) {
+		dot = strchr(p, '.');
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(dot ? dot - p : (ptrdiff_t)strlen(p)), p);
+		o = cJSON_GetObjectItemCaseSensitive(o, key);
+		p = dot ? dot + 1 : p + strlen(p);
+	}
+	return o && cJSON_IsNumber(o) ? o->valuedouble : NAN;
+}
+
+/* The run's --json (NULL after reporting). */
+static cJSON *predict(const struct job_spec *j, struct diag *d)
+{
+	cJSON *o = NULL;
+
+	if (j->phase == PHASE_SERVING) {
+		struct serve_result *r = mem_calloc(1, sizeof(*r));
+
+		if (r && serve_run(j, NULL, r, d) == 0)
+			o = serve_to_json(j, r);
+		if (r)
+			serve_result_release(r);
+		mem_free(r);
+	} else {
+		struct infer_result *r = mem_calloc(1, sizeof(*r));
+
+		if (r && infer_run(j, NULL, r, d) == 0)
+			o = infer_to_json(j, r);
+		if (r)
+			infer_result_release(r);
+		mem_free(r);
+	}
+	return o;
+}
+
+/* Run case x: its metric, or NaN with x->err. */
+static void run_case(struct icase *x, const char *data_root)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	struct job_spec *j;
+	FILE *err = tmpfile();
+	cJSON *o = NULL;
+
+	arena_init(&a);
+	diag_init(&d, err ? err : stderr);
+	cx = (struct config_ctx){ &a, &d, data_root };
+	j = arena_alloc(&a, sizeof(*j));
+	if (j) {
+		memset(j, 0, sizeof(*j));
+		if (config_load(&cx, &job_schema, x->job, NULL, 0, j) == 0)
+			o = predict(j, &d);
+	}
+	x->predicted = o ? json_path(o, x->metric) : NAN;
+	snprintf(x->err, sizeof(x->err), o ? "no number at '%s'" : "failed",
+		 x->metric);
+	if (!o && err) {
+		char line[512];
+
+		rewind(err);
+		while (fgets(line, sizeof(line), err))
+			if (strstr(line, "error:")) {
+				snprintf(x->err, sizeof(x->err), "%.199s", line);
+				break;
+			}
+		x->err[strcspn(x->err, "\n")] = '\0';
+	}
+	cJSON_Delete(o);
+	if (err)
+		fclose(err);
+	arena_release(&a);
+}
+
+/* The table of kind k (latency or not) from the cases. */
+static int add_table(struct valid_set *set, struct config_ctx *cx,
+		     struct icase *c, int n, int latency)
+{
+	struct valid_table *t = NULL;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct valid_row *v;
+
+		if (c[i].latency != latency)
+			continue;
+		if (!t) {
+			t = valid_table_add(set, latency ? VK_LATENCY :
+					    VK_INFERENCE, cx->diag);
+			if (!t)
+				return -1;
+			snprintf(t->id, sizeof(t->id), "inference/cases.tsv");
+			snprintf(t->title, sizeof(t->title), "%s of the "
+				 "inference reference cases", latency ?
+				 "single-request latency (s)" :
+				 "serving throughput");
+			t->unit = latency ? "s" : "tok/s";
+			t->is_time = latency;
+			t->gated = 1;
+		}
+		if (!(v = valid_row_add(t, cx->diag)))
+			return -1;
+		snprintf(v->label, sizeof(v->label), "%s", c[i].id);
+		v->measured = c[i].measured;
+		v->predicted = c[i].predicted;
+		v->error = v->predicted / v->measured - 1;
+		v->scored = c[i].scored;
+		v->in_sample = valid_is_fitted(set, c[i].id);
+		snprintf(v->note, sizeof(v->note), "%s%.55s",
+			 c[i].scored ? "" : "(shown) ", c[i].note);
+		if (c[i].why[0] &&
+		    !(v->why = arena_strdup(cx->arena, c[i].why))) {
+			diag_oom(cx->diag);
+			return -1;
+		}
+		if (isnan(v->predicted)) {
+			v->scored = 0;
+			v->failed = 1;
+			snprintf(v->note, sizeof(v->note), "FAILED");
+			fprintf(stderr, "llmsim: validate: %s did not run: %s\n",
+				c[i].id, c[i].err);
+		}
+	}
+	return 0;
+}
+
+int valid_inference(struct valid_set *set, struct config_ctx *cx,
+		    const char *dir, int throughput, int latency)
+{
+	struct icase *c = mem_calloc(MAX_CASES, sizeof(*c));
+	int n, i, rc = 0;
+
+	if (!c) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	n = read_cases(dir, c, MAX_CASES, cx->diag);
+	if (n < 0)
+		rc = -1;
+	for (i = 0; rc == 0 && i < n; i++)
+		if (c[i].latency ? latency : throughput)
+			run_case(&c[i], cx->data_root);
+	if (rc == 0 && throughput && add_table(set, cx, c, n, 0) != 0)
+		rc = -1;
+	if (rc == 0 && latency && add_table(set, cx, c, n, 1) != 0)
+		rc = -1;
+	mem_free(c);
+	return rc;
+}

@@ -1,0 +1,163 @@
+/*
+ * spec_engine.c - the serving-engine schema.
+ */
+#include "spec_engine.h"
+
+#include <stddef.h>
+
+#include "base/diag.h"
+#include "cnode.h"
+
+const char *const engine_scheduler_names[] = {"vllm", "sglang", "trtllm",
+					      "vllm-v0", NULL};
+const char *const engine_memory_rule_names[] = {"total", "static", "free",
+						NULL};
+const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
+const char *const engine_capacity_names[] = {"guaranteed_no_evict",
+					     "max_utilization", NULL};
+const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
+						 NULL};
+
+#define OFF(m) offsetof(struct engine_spec, m)
+
+static const struct schema_field engine_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = OFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "version", .type = ST_STRING, .offset = OFF(version),
+	  .flags = SF_OPTIONAL | SF_INFO,
+	  .help = "engine version the defaults were read from" },
+	{ .key = "scheduler", .type = ST_ENUM, .offset = OFF(scheduler),
+	  .values = engine_scheduler_names, .flags = SF_REQUIRED,
+	  .help = "scheduling policy: vllm (V1 token budget, preemption), "
+		  "sglang (prefill first, retraction), trtllm (in-flight "
+		  "batching, capacity policy), vllm-v0 (prefill-only steps "
+		  "first, preemption)" },
+	{ .key = "max_num_seqs", .type = ST_INT, .offset = OFF(max_num_seqs),
+	  .min = 1, .max = 1e7, .flags = SF_REQUIRED,
+	  .help = "sequences in one engine step, at most" },
+	{ .key = "max_num_batched_tokens", .type = ST_INT,
+	  .offset = OFF(max_num_batched_tokens), .min = 1, .max = 1e8,
+	  .flags = SF_REQUIRED,
+	  .help = "tokens in one engine step, at most (the prefill budget)" },
+	{ .key = "chunked_prefill", .type = ST_BOOL,
+	  .offset = OFF(chunked_prefill), .flags = SF_REQUIRED,
+	  .help = "a prompt may be prefilled over several steps" },
+	{ .key = "block_size", .type = ST_INT, .offset = OFF(block_size),
+	  .min = 1, .max = 1e5, .flags = SF_REQUIRED,
+	  .help = "tokens per KV-cache page" },
+	{ .key = "memory_fraction", .type = ST_NUM,
+	  .offset = OFF(memory_fraction), .min = 0, .max = 1,
+	  .flags = SF_REQUIRED | SF_MIN_EXCL,
+	  .help = "fraction of GPU memory the engine takes, by memory_rule" },
+	{ .key = "memory_rule", .type = ST_ENUM, .offset = OFF(memory_rule),
+	  .values = engine_memory_rule_names, .flags = SF_REQUIRED,
+	  .help = "total: fraction x memory holds weights, activations, KV "
+		  "(vLLM); static: weights and KV (SGLang); free: KV is the "
+		  "fraction of what weights and activations leave (TensorRT-LLM)" },
+	{ .key = "workspace", .type = ST_BYTES, .offset = OFF(workspace_B),
+	  .max = 1e13, .flags = SF_REQUIRED,
+	  .help = "memory per GPU outside weights, KV and activations (graph "
+		  "pool, library workspaces, communication buffers)" },
+	{ .key = "prefix_caching", .type = ST_BOOL,
+	  .offset = OFF(prefix_caching), .flags = SF_REQUIRED,
+	  .help = "cached prompt prefixes are reused (serving.prefix_cache_hit_rate applies)" },
+	{ .key = "cuda_graphs", .type = ST_ENUM, .offset = OFF(cuda_graphs),
+	  .values = engine_graphs_names, .flags = SF_REQUIRED,
+	  .help = "kernels launched from a captured graph: none, piecewise "
+		  "(all but attention), full (decode-only steps)" },
+	{ .key = "cuda_graph_max", .type = ST_INT, .offset = OFF(cuda_graph_max),
+	  .min = 0, .max = 1e7, .def = "0",
+	  .help = "largest captured step: sequences (full) or tokens (piecewise)" },
+	{ .key = "cuda_graph_pad", .type = ST_INT, .offset = OFF(cuda_graph_pad),
+	  .min = 1, .max = 1e5, .def = "1",
+	  .help = "captured sizes are multiples of this (a step is padded up "
+		  "to the next captured size)" },
+	{ .key = "custom_allreduce", .type = ST_BOOL,
+	  .offset = OFF(custom_allreduce), .def = "false",
+	  .help = "TP all-reduces up to custom_allreduce_max use the engine's "
+		  "own kernels (custom_allreduce_collectives)" },
+	{ .key = "custom_allreduce_max", .type = ST_BYTES,
+	  .offset = OFF(custom_allreduce_max_B), .def = "0 B", .max = 1e12,
+	  .help = "largest all-reduce the custom kernels take" },
+	{ .key = "custom_allreduce_collectives", .type = ST_REF,
+	  .offset = OFF(custom_allreduce_lib), .sub = &collectives_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "latency model of the custom all-reduce (a collectives preset)" },
+	{ .key = "step_overhead", .type = ST_TIME, .offset = OFF(step_overhead_s),
+	  .max = 10, .flags = SF_REQUIRED,
+	  .help = "host time per engine step (scheduling, input preparation, "
+		  "output processing)" },
+	{ .key = "seq_overhead", .type = ST_TIME, .offset = OFF(seq_overhead_s),
+	  .max = 1, .def = "0 us",
+	  .help = "host time per sequence per engine step" },
+	{ .key = "overlap_scheduling", .type = ST_BOOL,
+	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
+	  .help = "a step's host work runs under the previous step's GPU time" },
+	{ .key = "quant_fusion", .type = ST_ENUM, .offset = OFF(quant_fusion),
+	  .values = engine_quant_fusion_names, .def = "none",
+	  .help = "kernels that write quantized GEMM inputs themselves: none "
+		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
+		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
+	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
+	  .max = 1e-2, .def = "0 us",
+	  .help = "host time per kernel launched outside a CUDA graph (the "
+		  "framework's op dispatch and launch): a step cannot run faster "
+		  "than its host issues its eager kernels" },
+	{ .key = "multi_step", .type = ST_INT, .offset = OFF(multi_step),
+	  .min = 1, .max = 1024, .def = "1",
+	  .help = "decode steps per scheduler call (vLLM V0 num_scheduler_steps): "
+		  "their host work is shared" },
+	{ .key = "admit_watermark", .type = ST_NUM,
+	  .offset = OFF(admit_watermark), .min = 0, .max = 1, .def = "0",
+	  .help = "fraction of the KV pages an admission must leave free "
+		  "(vLLM V0: 0.01)" },
+	{ .key = "new_token_ratio", .type = ST_NUM, .offset = OFF(new_token_ratio),
+	  .min = 0, .max = 1, .def = "0",
+	  .help = "sglang: fraction of running requests' remaining output "
+		  "reserved when admitting (initial value)" },
+	{ .key = "min_new_token_ratio_factor", .type = ST_NUM,
+	  .offset = OFF(min_new_token_ratio_factor), .min = 0, .max = 1,
+	  .def = "0", .help = "sglang: floor of the ratio, as a factor of the initial" },
+	{ .key = "new_token_ratio_decay_steps", .type = ST_INT,
+	  .offset = OFF(new_token_ratio_decay_steps), .min = 0, .max = 1e9,
+	  .def = "0", .help = "sglang: steps the ratio takes to decay to its floor" },
+	{ .key = "capacity", .type = ST_ENUM, .offset = OFF(capacity),
+	  .values = engine_capacity_names, .def = "guaranteed_no_evict",
+	  .help = "trtllm: capacity scheduler policy" },
+	{ .key = "auto_size", .type = ST_BOOL, .offset = OFF(auto_size),
+	  .def = "false",
+	  .help = "trtllm-bench sizing: max_num_seqs and max_num_batched_tokens "
+		  "from the KV capacity and the job's lengths" },
+};
+
+static int engine_check(void *obj, const struct cnode *node, struct diag *d)
+{
+	struct engine_spec *e = obj;
+
+	if (e->custom_allreduce && !e->custom_allreduce_lib) {
+		cnode_error(d, node, "'custom_allreduce' is true but "
+			    "'custom_allreduce_collectives' names no latency "
+			    "model (a collectives preset)");
+		return -1;
+	}
+	if (e->cuda_graphs != ENGINE_GRAPHS_NONE && e->cuda_graph_max < 1) {
+		cnode_error(d, node, "'cuda_graphs' is %s but 'cuda_graph_max' "
+			    "is %lld: give the largest captured size",
+			    engine_graphs_names[e->cuda_graphs],
+			    (long long)e->cuda_graph_max);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *const engine_dirs[] = {"workloads/engines", NULL};
+
+const struct schema engine_schema = {
+	.kind = "engine",
+	.help = "a serving engine: scheduler, KV sizing, graphs, all-reduce, host overhead",
+	.preset_dirs = engine_dirs,
+	.size = sizeof(struct engine_spec),
+	.fields = engine_fields,
+	.nfields = SCHEMA_COUNT(engine_fields),
+	.check = engine_check,
+};

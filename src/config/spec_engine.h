@@ -1,0 +1,131 @@
+/*
+ * spec_engine.h - a serving engine as configured: how it schedules, how
+ * it sizes its KV cache, what it launches through CUDA/HIP graphs, how
+ * it reduces across tensor-parallel GPUs, and its host overhead.
+ *
+ * Loaded from workloads/engines/NAME.yaml (kind "engine"; vllm, sglang,
+ * trtllm) through engine_schema; every number carries its source in the
+ * preset (the engines' own defaults, read from their code). The serving
+ * simulation (src/serve) runs the scheduler the preset names; the
+ * inference step model (src/models/infer*) reads the graph, all-reduce
+ * and memory settings.
+ *
+ * Depends on schema.h and spec_collectives.h.
+ */
+#ifndef LLMSIM_CONFIG_SPEC_ENGINE_H
+#define LLMSIM_CONFIG_SPEC_ENGINE_H
+
+#include <stdint.h>
+
+#include "schema.h"
+#include "spec_collectives.h"
+
+/* Whose scheduling policy the engine runs (src/serve/serve_sched.c). */
+enum engine_scheduler {
+	ENGINE_SCHED_VLLM,	/* vLLM V1: one token budget, running first,
+				 * on-demand KV blocks, preempt on exhaustion */
+	ENGINE_SCHED_SGLANG,	/* SGLang: prefill batches first, admission
+				 * by new_token_ratio, retract on exhaustion */
+	ENGINE_SCHED_TRTLLM,	/* TensorRT-LLM in-flight batching with a
+				 * capacity policy */
+	ENGINE_SCHED_VLLM_V0,	/* vLLM V0 without chunked prefill: prefill-only
+				 * steps first, decode steps otherwise */
+	ENGINE_SCHED_COUNT
+};
+
+/* How the engine sizes the memory it takes (section 5 of the design). */
+enum engine_memory_rule {
+	ENGINE_MEM_TOTAL,	/* fraction x total = weights + activations +
+				 * KV (vLLM gpu_memory_utilization) */
+	ENGINE_MEM_STATIC,	/* fraction x total = weights + KV; activations
+				 * from the rest (SGLang mem_fraction_static) */
+	ENGINE_MEM_FREE,	/* KV = fraction x (total - weights -
+				 * activations) (TensorRT-LLM
+				 * kv_cache_free_gpu_mem_fraction) */
+	ENGINE_MEM_COUNT
+};
+
+/* Which kernels of a step run from a captured CUDA/HIP graph. */
+enum engine_graphs {
+	ENGINE_GRAPHS_NONE,	/* eager: every kernel launched by the host */
+	ENGINE_GRAPHS_PIECEWISE,/* all but attention, steps of up to
+				 * cuda_graph_max tokens (vLLM V1) */
+	ENGINE_GRAPHS_FULL,	/* every kernel of a decode-only step of up
+				 * to cuda_graph_max sequences (SGLang,
+				 * TensorRT-LLM generation) */
+	ENGINE_GRAPHS_COUNT
+};
+
+/* TensorRT-LLM's capacity scheduler. */
+enum engine_capacity {
+	ENGINE_CAP_NO_EVICT,	/* GUARANTEED_NO_EVICT: admit when prompt +
+				 * max output fit; never evict */
+	ENGINE_CAP_MAX_UTIL,	/* MAX_UTILIZATION: admit when the prompt
+				 * fits; evict on exhaustion */
+	ENGINE_CAP_COUNT
+};
+
+extern const char *const engine_scheduler_names[];
+extern const char *const engine_memory_rule_names[];
+extern const char *const engine_graphs_names[];
+extern const char *const engine_capacity_names[];
+extern const char *const engine_quant_fusion_names[];
+
+/* Which kernels write a quantized GEMM input themselves (when the GEMMs
+ * run in a dtype narrower than 16 bits); the others' outputs take a
+ * separate quantization kernel. */
+enum engine_quant_fusion {
+	ENGINE_QFUSE_NONE,	/* every quantized GEMM quantizes its input in
+				 * a kernel of its own */
+	ENGINE_QFUSE_NORM_ACT,	/* RMSNorm and SiLU-mul write it; the
+				 * attention output is quantized apart */
+	ENGINE_QFUSE_ALL,	/* the attention output too */
+	ENGINE_QFUSE_COUNT
+};
+
+struct engine_spec {
+	const char *name;			/* preset name */
+	const char *version;			/* engine version the defaults come from (info) */
+	int scheduler;				/* enum engine_scheduler */
+	int64_t max_num_seqs;			/* sequences in one step, at most */
+	int64_t max_num_batched_tokens;		/* tokens in one step, at most (the prefill budget) */
+	int chunked_prefill;			/* prompts may be split over steps */
+	int64_t block_size;			/* tokens per KV-cache page */
+	double memory_fraction;			/* fraction of GPU memory, by memory_rule */
+	int memory_rule;			/* enum engine_memory_rule */
+	double workspace_B;			/* B per GPU outside weights, KV and activations
+						 * (graph pool, library workspaces, runtime) */
+	int prefix_caching;			/* reuses cached prompt prefixes */
+	int cuda_graphs;			/* enum engine_graphs */
+	int64_t cuda_graph_max;			/* largest captured step: sequences (full) or
+						 * tokens (piecewise) */
+	int64_t cuda_graph_pad;			/* captured sizes are multiples of this above it:
+						 * a step is padded up to the next */
+	int custom_allreduce;			/* TP all-reduces below custom_allreduce_max use
+						 * the engine's own kernels */
+	double custom_allreduce_max_B;		/* B, largest custom all-reduce */
+	const struct coll_lib_spec *custom_allreduce_lib; /* its latency model */
+	double step_overhead_s;			/* s of host work per step (schedule, inputs, outputs) */
+	double seq_overhead_s;			/* s of host work per sequence per step */
+	int overlap_scheduling;			/* host work of a step runs under the previous
+						 * step's GPU time */
+	int quant_fusion;			/* enum engine_quant_fusion */
+	double eager_op_s;			/* s of host time per kernel launched outside a
+						 * graph (the framework's op dispatch and launch) */
+	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0
+						 * num_scheduler_steps): their host work shared */
+	double admit_watermark;			/* fraction of KV pages an admission must leave
+						 * free (vLLM V0 watermark) */
+	/* SGLang's admission estimate of the tokens running requests will still add */
+	double new_token_ratio;			/* initial fraction of remaining output reserved */
+	double min_new_token_ratio_factor;	/* floor = new_token_ratio x this */
+	int64_t new_token_ratio_decay_steps;	/* steps from the initial ratio to the floor */
+	/* TensorRT-LLM */
+	int capacity;				/* enum engine_capacity */
+	int auto_size;				/* trtllm-bench: max seqs and tokens from KV
+						 * capacity and the job's lengths */
+};
+
+extern const struct schema engine_schema;
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * gpu_attn_infer.c - attention in an inference step: prefill chunks over
+ * a cached prefix, and decode over a paged KV cache.
+ *
+ * A step's attention sees groups of sequences: `count` sequences with q
+ * new query tokens each and kv keys (kv - q cached, then the q new ones;
+ * causal). Per sequence and query head the visible pairs P(q, kv) and the
+ * FLOPs per pair 2 (d + d_v) are those of gpu_attention.c.
+ *
+ * Bytes. Q and O in the step's dtype (e bytes), K and V read from the
+ * cache at e_kv bytes (fp8 caches are dequantized in the kernel):
+ *
+ *     D = sum over groups  count (q h_q (d + d_v) e + kv h_kv w e_kv + q h_q 4)
+ *
+ * with w = d + d_v, or d when K and V are one cached vector (absorbed MLA,
+ * V being the first d_v elements of the latent), and the fp32 row
+ * log-sum-exp. The cache was written in earlier steps and has been evicted
+ * since (a step touches every layer's KV once): the serving level is HBM.
+ *
+ * Prefill: one variable-length flash kernel for all groups (FlashAttention
+ * varlen, FlashInfer's batch prefill): the work units of every group's
+ * query blocks and heads share the CUs, list-scheduled as in
+ * gpu_attention.c (a group alone gives gpu_attention_fwd's time when its
+ * bytes are served by HBM there too):
+ *
+ *     t = t_launch + max(t_c(all units), D / B_hbm)
+ *
+ * Decode (q small: one token, or 1 + k draft tokens under verification):
+ * flash-decoding with split KV (Dao et al. 2023; FlashInfer, vLLM's paged
+ * attention v2, FlashMLA). A work unit is one (sequence, KV head); its
+ * g = h_q / h_kv query heads ride along (GQA packing), so a unit reads its
+ * keys once. When the units cannot fill the U compute units the keys of
+ * each are split into s chunks, s = min(ceil(U / N0), ceil(kv / B_k)),
+ * N0 = sum count h_kv, B_k = attention.block_q the KV tile; a unit then
+ * reads kv/s keys at its CU's share of the bandwidth and computes on its
+ * share of the rate:
+ *
+ *     t_u = t_0 + max(kv/s w e_kv / (B_hbm / U),
+ *                     2 q g (kv/s) (d + d_v) / (R_a rho / U))
+ *
+ * rho = r / (M ceil(r / M)) the fill of the MMAs: r = q g query rows per
+ * unit padded to the MMA's row granule M = attention.mma_rows (a decode
+ * with one query and 8-way GQA fills half of a 16-row MMA; absorbed MLA's
+ * 128 heads fill them). R_a, t_0 as for prefill. Units of a group are
+ * equal; groups differ, so the units are list-scheduled as above. Split
+ * units leave fp32 partial outputs and log-sum-exps that a second kernel
+ * merges (vLLM's paged attention v2 reduce, FlashInfer's merge states):
+ *
+ *     D_m = sum count q h_q (s (d_v + 1) 4 + d_v e),  t_m = D_m / B_hbm
+ *
+ *     t = t_launch (1 + [s > 1]) + max(t_c, D / B_hbm) + t_m
+ *
+ * Sliding windows (h->window = w): a group's kernel reads the keys
+ * within w of its queries, min(kv, q + w - 1) per sequence, and its
+ * pairs are gpu_attention.c's windowed ones.
+ *
+ * Range: paged layouts cost as contiguous (page-table reads and partial
+ * last pages ignored: a page is 16-64 tokens of 256+ bytes each); sparse
+ * attention (DeepSeek V3.2's DSA) is not modelled. A unit on few CUs is
+ * charged its 1/U share of the bandwidth, which understates what one
+ * CU pulls when the kernel has fewer units than CUs (short single-
+ * sequence decode), where launch time dominates anyway.
+ */
+#include "gpu_impl.h"
+
+#include <math.h>
+
+#include "base/diag.h"
+
+/* Bytes of K and V (or the shared latent) per key and KV head. */
+static double kv_width(const struct gpu_attn_heads *h)
+{
+	return h->shared_kv ? h->head_dim_qk : h->head_dim_qk + h->head_dim_v;
+}
+
+static void check_heads(const struct gpu_attn_heads *h)
+{
+	gpu_require_size(h->heads_q, "attention query heads");
+	gpu_require_size(h->heads_kv, "attention key/value heads");
+	gpu_require_size(h->head_dim_qk, "attention head dim");
+	gpu_require_size(h->head_dim_v, "attention value head dim");
+	if (!(h->kv_B > 0) || !(h->heads_kv > 0))
+		BUG("inference attention without KV heads or KV bytes");
+}
+
+static void check_group(const struct gpu_attn_group *grp)
+{
+	gpu_require_size(grp->count, "attention sequences");
+	gpu_require_size(grp->q, "attention query tokens");
+	gpu_require_size(grp->kv, "attention keys");
+	if (grp->q > grp->kv)
+		BUG("an attention group with more queries than keys");
+}
+
+/* The shape of one sequence of a group (gpu_attention.c's terms). */
+static struct gpu_attn_shape group_shape(const struct gpu_attn_heads *h,
+					 const struct gpu_attn_group *grp)
+{
+	struct gpu_attn_shape a = {
+		.batch = 1, .heads_q = h->heads_q, .heads_kv = h->heads_kv,
+		.seq_q = grp->q, .seq_kv = grp->kv,
+		.head_dim_qk = h->head_dim_qk, .head_dim_v = h->head_dim_v,
+		.causal = 1, .window = h->window,
+	};
+
+	return a;
+}
+
+/* Keys of a group's sequence the kernel reads: all of them, or under a
+ * sliding window of w those within w of one of its q queries. */
+static double keys_read(const struct gpu_attn_heads *h,
+			const struct gpu_attn_group *grp)
+{
+	if (h->window > 0)
+		return fmin(grp->kv, grp->q + h->window - 1);
+	return grp->kv;
+}
+
+/* D of one group (see the top). */
+static double group_bytes(const struct gpu_attn_heads *h,
+			  const struct gpu_attn_group *grp, double e)
+{
+	double qo = grp->q * h->heads_q * (h->head_dim_qk + h->head_dim_v) * e;
+	double kv = keys_read(h, grp) * h->heads_kv * kv_width(h) * h->kv_B;
+	double lse = grp->q * h->heads_q * dtype_bytes(DTYPE_FP32);
+
+	return grp->count * (qo + kv + lse);
+}
+
+static double pair_flops(const struct gpu_attn_heads *h)
+{
+	return 2 * (h->head_dim_qk + h->head_dim_v);
+}
+
+/* Add `copies` times the units u to the union acc. */
+static void add_units(struct gpu_units *acc, const struct gpu_units *u,
+		      double copies)
+{
+	acc->n += copies * u->n;
+	acc->sum_s += copies * u->sum_s;
+	acc->sum2_s2 += copies * u->sum2_s2;
+	acc->longest_s = fmax(acc->longest_s, u->longest_s);
+}
+
+/* Compute time of the union of units on the GPU's CUs: whole waves when
+ * every unit is equal, else the list-scheduling bound. */
+static double union_s(const struct gpu_units *u, double cus)
+{
+	int equal = u->n > 0 &&
+		    fabs(u->sum_s - u->n * u->longest_s) <= 1e-12 * u->sum_s;
+
+	return gpu_attn_schedule_s(u, 1, cus, !equal);
+}
+
+struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
+				      const struct gpu_attn_heads *h,
+				      const struct gpu_attn_group *grp,
+				      int ngroups)
+{
+	double cus = (double)g->compute_units, b = (double)g->attention.block_q;
+	double rate, bw, e = dtype_bytes(dt), flops = 0, bytes = 0, comp_s;
+	double tile_s, unit_s;
+	struct gpu_units all = {0, 0, 0, 0};
+	int i;
+
+	gpu_require_dtype(g, dt);
+	check_heads(h);
+	rate = gpu_clock_peak_flops(g, dt) * g->attention.fwd_efficiency;
+	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+	tile_s = b * b * pair_flops(h) / (rate / cus);
+	unit_s = g->gemm_tile_overhead_s + b * h->head_dim_qk * e / (bw / cus);
+	for (i = 0; i < ngroups; i++) {
+		struct gpu_attn_shape a;
+		struct gpu_units u;
+
+		check_group(&grp[i]);
+		if (grp[i].count == 0 || grp[i].q == 0)
+			continue;
+		a = group_shape(h, &grp[i]);
+		flops += grp[i].count * h->heads_q * gpu_attn_pairs(&a) *
+			 pair_flops(h);
+		bytes += group_bytes(h, &grp[i], e);
+		if (b > 0) {
+			u = gpu_attn_units(g, &a, b, unit_s, tile_s, 0);
+			add_units(&all, &u, grp[i].count * h->heads_q);
+		}
+	}
+	if (flops == 0)
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	comp_s = b > 0 ? gpu_attn_schedule_s(&all, 1, cus, 1) : flops / rate;
+	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
+			     fmax(comp_s, bytes / bw), comp_s, bytes / bw);
+}
+
+/* Splits of a group's keys (see the top). */
+static double kv_splits(const struct gpu_spec *g, double n0, double kv)
+{
+	double cus = (double)g->compute_units, bk = (double)g->attention.block_q;
+
+	if (n0 >= cus || bk <= 0)
+		return 1;
+	return fmax(1, fmin(ceil(cus / n0), ceil(kv / bk)));
+}
+
+/* The MMA fill rho of r query rows (see the top). */
+static double mma_fill(const struct gpu_spec *g, double rows)
+{
+	double m = (double)g->attention.mma_rows;
+
+	if (m <= 1 || rows <= 0)
+		return 1;
+	return rows / (m * ceil(rows / m));
+}
+
+struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
+				     const struct gpu_attn_heads *h,
+				     const struct gpu_attn_group *grp,
+				     int ngroups)
+{
+	double cus = (double)g->compute_units, e = dtype_bytes(dt);
+	double rate, bw, flops = 0, bytes = 0, merge_B = 0, n0 = 0, comp_s;
+	double gq = h->heads_q / h->heads_kv;
+	struct gpu_units all = {0, 0, 0, 0};
+	int i, launches = 1;
+
+	gpu_require_dtype(g, dt);
+	check_heads(h);
+	rate = gpu_clock_peak_flops(g, dt) * g->attention.fwd_efficiency;
+	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+	for (i = 0; i < ngroups; i++) {
+		check_group(&grp[i]);
+		n0 += grp[i].count * h->heads_kv;
+	}
+	for (i = 0; i < ngroups; i++) {
+		const struct gpu_attn_group *x = &grp[i];
+		struct gpu_attn_shape a;
+		struct gpu_units u;
+		double s, keys, mem_s, comp;
+
+		if (x->count == 0 || x->q == 0)
+			continue;
+		a = group_shape(h, x);
+		flops += x->count * h->heads_q * gpu_attn_pairs(&a) *
+			 pair_flops(h);
+		bytes += group_bytes(h, x, e);
+		s = kv_splits(g, n0, keys_read(h, x));
+		keys = keys_read(h, x) / s;
+		mem_s = keys * kv_width(h) * h->kv_B / (bw / cus);
+		comp = x->q * gq * keys * pair_flops(h) /
+		       (rate * mma_fill(g, x->q * gq) / cus);
+		u.n = 1;
+		u.longest_s = u.sum_s = g->gemm_tile_overhead_s +
+					fmax(mem_s, comp);
+		u.sum2_s2 = u.sum_s * u.sum_s;
+		add_units(&all, &u, x->count * h->heads_kv * s);
+		if (s > 1) {
+			merge_B += x->count * x->q * h->heads_q *
+				   (s * (h->head_dim_v + 1) *
+				    dtype_bytes(DTYPE_FP32) + h->head_dim_v * e);
+			launches = 2;
+		}
+	}
+	if (flops == 0)
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	comp_s = union_s(&all, cus);
+	return gpu_make_cost(g, flops, bytes + merge_B, GPU_LEVEL_HBM, launches,
+			     fmax(comp_s, bytes / bw) + merge_B / bw, comp_s,
+			     bytes / bw);
+}

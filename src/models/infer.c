@@ -1,0 +1,678 @@
+/*
+ * infer.c - the ops of an inference step on one GPU.
+ *
+ * Notation (one GPU of a TP group of t): a step computes T = sum count q
+ * tokens of its sequence groups and scores S = sum count sampled rows in
+ * the LM head; width h, a query heads and g KV heads of dimension d
+ * (local: a/t, and g/t or 1 when t > g), MLP hidden f (f' = f/t), padded
+ * vocabulary V. Dtypes: weights W bytes per element (block scales
+ * included), GEMM inputs A bytes (the compute dtype), everything else B
+ * (bf16), KV cache K bytes.
+ *
+ * A layer, as vLLM's LlamaDecoderLayer (SGLang's and TensorRT-LLM's
+ * PyTorch models alike) runs it:
+ *
+ *   norm      memory  fused residual add + RMSNorm, read 2 T h B, write
+ *                     T h B + T h A (the residual, the normed input); the
+ *                     first layer of a model has no residual to add yet,
+ *                     costed alike (T h B more than it reads, once per
+ *                     stage, so that every layer is the same)
+ *   qkv       GEMM    (T, (a + 2g) d / t, h), weights cold (gpu_gemm_q)
+ *   rope+cache memory read T (a + g) d/t B, write the same rotated and
+ *                     the new K and V into the cache, T 2 g d/t K
+ *   attention prefill groups: one varlen flash kernel over their chunks
+ *                     and cached prefixes; decode groups: one split-KV
+ *                     kernel (gpu_attn_infer.c)
+ *   o_proj    GEMM    (T, h, a d / t)
+ *   all-reduce T h B over TP
+ *   norm      fused add + RMSNorm as above
+ *   gate_up   GEMM    (T, 2 f', h)      (up only, (T, f', h), ungated)
+ *   act       memory  SiLU-and-mul: read T 2 f' B, write T f' A
+ *   down      GEMM    (T, h, f')
+ *   all-reduce T h B over TP
+ *
+ * GEMM inputs narrower than 16 bits (A < B) are written by the kernel
+ * before the GEMM when the engine fuses the quantization into it
+ * (engine quant_fusion: norm_act, the RMSNorms and the SiLU-mul, as
+ * vLLM V1's compiled graphs do; all, the attention output too, as
+ * TensorRT-LLM's attention does); otherwise that kernel writes B and a
+ * quantization kernel of its own (read T x B, write T x A) runs before
+ * the GEMM (vLLM V0 and SGLang without torch.compile: before each of the
+ * four GEMMs of a layer). The last layer's residual add is fused into
+ * the final norm.
+ *
+ * MLA (DeepSeek V2/V3; q_lora rank r_q, kv_lora rank r, rotary width
+ * d_r, per-head non-rotary width d_n and value width d_v), as vLLM's and
+ * SGLang's MLA backends run it:
+ *
+ *   q_a    GEMM (T, r_q, h), norm; q_b GEMM (T, a/t (d_n + d_r), r_q)
+ *          (or q GEMM (T, a/t (d_n + d_r), h) without r_q)
+ *   kv_a   GEMM (T, r + d_r, h) (replicated over TP), norm, rope, cache
+ *          write T (r + d_r) K
+ *   decode (absorbed): q_nope into the latent, a/t GEMMs (T_d, r, d_n);
+ *          attention with a/t query heads on one latent "head" of width
+ *          r + d_r, values its first r elements; out of the latent, a/t
+ *          GEMMs (T_d, d_v, r)
+ *   prefill: kv_b GEMM (C, a/t (d_n + d_v), r) over the C = sum count kv
+ *          keys of the prompt groups (their cached prefix decompressed
+ *          again), then flash attention of head dims d_n + d_r and d_v
+ *   o_proj GEMM (T, h, a/t d_v), all-reduce
+ *
+ * Embedding (first stage): the rows of T tokens, read T h B write T h B,
+ * then an all-reduce of T h B over TP (vocabulary-parallel table).
+ * Head (last stage): final norm (fused add) over T, the S sampled rows
+ * gathered (read and write S h B), logits GEMM (S, V/t, h) with bf16
+ * weights (engines keep the LM head unquantized), an all-gather of the S
+ * V B logits over TP, then sampling: logits to fp32 (read S V B, write
+ * S V 4) and one pass over them (read S V 4).
+ *
+ * Parameters per GPU: a layer holds h (a + 2g) d / t + a d h / t +
+ * (2 or 3) h f / t weights in W and 2 h norm weights in B; the
+ * embedding and LM head V h / t each in B (tied: one table).
+ *
+ * KV bytes per token per layer on one GPU: 2 (g/t) d K (Llama 3 70B bf16,
+ * t = 1: 2 x 8 x 128 x 2 = 4096 B; x 80 layers = 327,680 B a token); MLA:
+ * (r + d_r) K on every TP rank.
+ */
+#include "infer_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "config/spec_job.h"
+
+/* Vocabulary-parallel tables pad each rank's share to a multiple of this
+ * (vLLM vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64;
+ * SGLang the same). */
+#define VOCAB_PAD 64.0
+
+/* ---- batches ---- */
+
+double infer_batch_tokens(const struct infer_batch *b)
+{
+	double t = 0;
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		t += b->g[i].count * b->g[i].q;
+	return t;
+}
+
+double infer_batch_sampled(const struct infer_batch *b)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		s += b->g[i].count * b->g[i].sampled;
+	return s;
+}
+
+double infer_batch_seqs(const struct infer_batch *b)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		s += b->g[i].count;
+	return s;
+}
+
+int infer_batch_decode_only(const struct infer_batch *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		if (b->g[i].prefill && b->g[i].count > 0)
+			return 0;
+	return 1;
+}
+
+int infer_batch_add(struct infer_batch *b, double count, double q,
+		    double ctx, int prefill, double sampled)
+{
+	int i;
+
+	if (count <= 0)
+		return 0;
+	for (i = 0; i < b->n; i++) {
+		struct infer_seqs *s = &b->g[i];
+
+		if (s->q == q && s->ctx == ctx && s->prefill == prefill &&
+		    s->sampled == sampled && !s->pad) {
+			s->count += count;
+			return 0;
+		}
+	}
+	if (b->n >= INFER_MAX_GROUPS)
+		return -1;
+	b->g[b->n++] = (struct infer_seqs){count, q, ctx, prefill, sampled, 0};
+	return 0;
+}
+
+/* ---- dims ---- */
+
+static double pad_up(double v, double multiple)
+{
+	return ceil(v / multiple) * multiple;
+}
+
+enum dtype infer_compute_dtype(const struct job_spec *j,
+			       const struct gpu_spec *g)
+{
+	const struct serving_spec *s = &j->serving;
+	enum dtype w = (enum dtype)s->dtype;
+
+	if (s->activation_dtype >= 0)
+		return (enum dtype)s->activation_dtype;
+	if (gpu_peak_flops(g, w) > 0)
+		return w;
+	return DTYPE_BF16;
+}
+
+void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
+			 struct infer_dims *d)
+{
+	const struct model_spec *m = j->model;
+	const struct serving_spec *s = &j->serving;
+
+	memset(d, 0, sizeof(*d));
+	d->hidden = (double)m->hidden_size;
+	d->heads = (double)m->num_attention_heads;
+	d->kv_heads = (double)m->num_key_value_heads;
+	d->head_dim = (double)m->head_dim;
+	d->ffn = (double)m->intermediate_size;
+	d->layers = (double)m->num_hidden_layers;
+	d->tp = (double)j->parallelism.tp;
+	d->vocab = pad_up((double)m->vocab_size / d->tp, VOCAB_PAD) * d->tp;
+	d->gated = m->gated_mlp;
+	d->rope = m->position_embedding == POS_ROPE;
+	d->mla = model_is_mla(m);
+	d->q_lora_rank = (double)m->q_lora_rank;
+	d->kv_lora_rank = (double)m->kv_lora_rank;
+	d->rope_dim = (double)m->qk_rope_head_dim;
+	d->nope_dim = (double)m->qk_nope_head_dim;
+	d->v_head_dim = (double)m->v_head_dim;
+	d->base = DTYPE_BF16;
+	d->weight = (enum dtype)s->dtype;
+	d->compute = infer_compute_dtype(j, g);
+	d->kv = (enum dtype)s->kv_dtype;
+	d->act_B = dtype_bytes(d->base);
+	d->gemm_a_B = fmin(dtype_bytes(d->compute), d->act_B);
+	d->weight_B = dtype_bytes(d->weight);
+	d->kv_B = dtype_bytes(d->kv);
+	d->quant_fusion = s->engine ? s->engine->quant_fusion
+				    : ENGINE_QFUSE_ALL;
+	d->moe_model = model_is_moe(m);
+	if (d->moe_model)
+		infer_moe_dims(j, g, d);
+}
+
+void infer_kind_of(const struct job_spec *j, int64_t layer,
+		   struct infer_kind *k)
+{
+	k->moe = model_layer_moe(j->model, layer);
+	k->window = (double)model_layer_window(j->model, layer);
+}
+
+/* Local query heads a/t and KV heads (g/t, or 1 replicated). */
+static double heads_local(const struct infer_dims *d)
+{
+	return d->heads / d->tp;
+}
+
+static double kv_heads_local(const struct infer_dims *d)
+{
+	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
+}
+
+double infer_kv_token_layer_B(const struct infer_dims *d)
+{
+	if (d->mla)
+		return (d->kv_lora_rank + d->rope_dim) * d->kv_B;
+	return 2 * kv_heads_local(d) * d->head_dim * d->kv_B;
+}
+
+static double mla_q_params(const struct infer_dims *d)
+{
+	double qw = d->heads * (d->nope_dim + d->rope_dim);
+
+	if (d->q_lora_rank > 0)
+		return d->hidden * d->q_lora_rank + d->q_lora_rank * qw;
+	return d->hidden * qw;
+}
+
+double infer_layer_params(const struct infer_dims *d)
+{
+	double h = d->hidden, attn, mlp = (d->gated ? 3 : 2) * h * d->ffn;
+
+	if (d->mla) {
+		/* kv_a is replicated on every TP rank: counted t times */
+		attn = mla_q_params(d) +
+		       d->tp * h * (d->kv_lora_rank + d->rope_dim) +
+		       d->kv_lora_rank * d->heads * (d->nope_dim + d->v_head_dim) +
+		       d->heads * d->v_head_dim * h;
+	} else {
+		attn = h * (d->heads + 2 * d->kv_heads) * d->head_dim +
+		       d->heads * d->head_dim * h;
+	}
+	return (attn + mlp) / d->tp;
+}
+
+/* Attention parameters of a layer on one GPU (/t; MLA's replicated kv_a
+ * counted on every rank). */
+static double attn_params(const struct infer_dims *d)
+{
+	double h = d->hidden;
+
+	if (d->mla)
+		return (mla_q_params(d) +
+			d->tp * h * (d->kv_lora_rank + d->rope_dim) +
+			d->kv_lora_rank * d->heads *
+			(d->nope_dim + d->v_head_dim) +
+			d->heads * d->v_head_dim * h) / d->tp;
+	return (h * (d->heads + 2 * d->kv_heads) * d->head_dim +
+		d->heads * d->head_dim * h) / d->tp;
+}
+
+double infer_kind_params(const struct infer_dims *d,
+			 const struct infer_kind *k)
+{
+	if (k && k->moe)
+		return attn_params(d) + infer_moe_params(d);
+	return infer_layer_params(d);
+}
+
+double infer_kind_weight_B(const struct infer_dims *d,
+			   const struct infer_kind *k)
+{
+	double norms = 2 * d->hidden * d->act_B;
+
+	if (k && k->moe)
+		return attn_params(d) * d->weight_B + infer_moe_weight_B(d) +
+		       norms;
+	return infer_layer_params(d) * d->weight_B + norms;
+}
+
+double infer_embed_params(const struct infer_dims *d)
+{
+	return d->vocab * d->hidden / d->tp;
+}
+
+double infer_head_params(const struct infer_dims *d)
+{
+	return d->vocab * d->hidden / d->tp;
+}
+
+/* ---- the op list ---- */
+
+#define gemm infer_op_gemm
+
+static void memop(struct infer_ops *o, const char *name, double read_B,
+		  double write_B, double flops)
+{
+	infer_op_mem(o, name, read_B, write_B, flops);
+}
+
+static void tpcoll(struct infer_ops *o, const struct infer_dims *d,
+		   const char *name, enum coll_op c, double bytes)
+{
+	infer_op_coll(o, name, IOP_TP, d->tp, c, bytes);
+}
+
+static void attention(struct infer_ops *o, const struct infer_batch *b)
+{
+	struct infer_op *op;
+	int i, pre = 0, dec = 0;
+
+	for (i = 0; i < b->n; i++) {
+		if (b->g[i].count <= 0 || b->g[i].q <= 0 || b->g[i].pad)
+			continue;
+		if (b->g[i].prefill)
+			pre = 1;
+		else
+			dec = 1;
+	}
+	if (pre) {
+		op = infer_op_push(o, "attn_prefill", IOP_KERNEL);
+		op->kern = IK_ATTN_PREFILL;
+		op->attention = 1;
+	}
+	if (dec) {
+		op = infer_op_push(o, "attn_decode", IOP_KERNEL);
+		op->kern = IK_ATTN_DECODE;
+		op->attention = 1;
+	}
+}
+
+/* Tokens of the decoding (and prompt) groups, and keys of the prompts. */
+static void split_tokens(const struct infer_batch *b, double *t_dec,
+			 double *kv_pre)
+{
+	int i;
+
+	*t_dec = *kv_pre = 0;
+	for (i = 0; i < b->n; i++) {
+		if (b->g[i].pad)
+			continue;
+		if (b->g[i].prefill)
+			*kv_pre += b->g[i].count * (b->g[i].ctx + b->g[i].q);
+		else
+			*t_dec += b->g[i].count * b->g[i].q;
+	}
+}
+
+#define quant_apart infer_quant_apart
+#define quant infer_op_quant
+
+/* B per element a GEMM-input producer of fusion level `level` writes. */
+static double out_B(const struct infer_dims *d, int level)
+{
+	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
+}
+
+static void norm(struct infer_ops *o, const struct infer_dims *d,
+		 const char *name, double t, int fused_add)
+{
+	double n = t * d->hidden, w = out_B(d, ENGINE_QFUSE_NORM_ACT);
+
+	if (fused_add)
+		memop(o, name, 2 * n * d->act_B, n * (d->act_B + w),
+		      NORM_FLOPS * n);
+	else
+		memop(o, name, n * d->act_B, n * w, NORM_FLOPS * n);
+	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		quant(o, d, "quant", n);
+}
+
+static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
+		     double t, struct infer_ops *o)
+{
+	double q = heads_local(d) * d->head_dim;
+	double kv = kv_heads_local(d) * d->head_dim;
+
+	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
+	if (d->rope)
+		memop(o, "rope_cache", t * (q + 2 * kv) * d->act_B,
+		      t * (q + kv) * d->act_B + t * 2 * kv * d->kv_B,
+		      ROPE_FLOPS * t * (q + kv));
+	else
+		memop(o, "cache_write", t * 2 * kv * d->act_B,
+		      t * 2 * kv * d->kv_B, 0);
+	attention(o, b);
+	if (quant_apart(d, ENGINE_QFUSE_ALL))
+		quant(o, d, "quant_attn", t * q);
+	gemm(o, "o_proj", t, d->hidden, q);
+}
+
+static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
+		     double t, struct infer_ops *o)
+{
+	double a = heads_local(d), qw = a * (d->nope_dim + d->rope_dim);
+	double lat = d->kv_lora_rank + d->rope_dim, t_dec, kv_pre;
+	struct infer_op *op;
+
+	split_tokens(b, &t_dec, &kv_pre);
+	if (d->q_lora_rank > 0) {
+		gemm(o, "q_a", t, d->q_lora_rank, d->hidden);
+		memop(o, "q_a_norm", t * d->q_lora_rank * d->act_B,
+		      t * d->q_lora_rank * out_B(d, ENGINE_QFUSE_NORM_ACT),
+		      NORM_FLOPS * t * d->q_lora_rank);
+		if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+			quant(o, d, "quant", t * d->q_lora_rank);
+		gemm(o, "q_b", t, qw, d->q_lora_rank);
+	} else {
+		gemm(o, "q", t, qw, d->hidden);
+	}
+	gemm(o, "kv_a", t, lat, d->hidden);
+	memop(o, "kv_norm_rope_cache", t * lat * d->act_B + t * a *
+	      d->rope_dim * d->act_B, t * lat * d->kv_B + t * a * d->rope_dim *
+	      d->act_B, ROPE_FLOPS * t * lat);
+	if (kv_pre > 0) {
+		op = gemm(o, "kv_b", kv_pre, a * (d->nope_dim + d->v_head_dim),
+			  d->kv_lora_rank);
+		op->attention = 1;
+	}
+	if (t_dec > 0) {
+		/* q_nope into the latent: a GEMMs (T_d, r, d_n) */
+		op = gemm(o, "q_absorb", t_dec, d->kv_lora_rank, d->nope_dim);
+		op->batch = a;
+		op->attention = 1;
+	}
+	attention(o, b);
+	if (t_dec > 0) {
+		/* out of the latent: a GEMMs (T_d, d_v, r) */
+		op = gemm(o, "v_absorb", t_dec, d->v_head_dim, d->kv_lora_rank);
+		op->batch = a;
+		op->attention = 1;
+	}
+	if (quant_apart(d, ENGINE_QFUSE_ALL))
+		quant(o, d, "quant_attn", t * a * d->v_head_dim);
+	gemm(o, "o_proj", t, d->hidden, a * d->v_head_dim);
+}
+
+static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
+{
+	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+
+	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
+	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
+	      t * f * out_B(d, ENGINE_QFUSE_NORM_ACT), ACT_FLOPS * t * f);
+	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		quant(o, d, "quant", t * f);
+	gemm(o, "down", t, d->hidden, f);
+}
+
+void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     const struct infer_kind *k, const struct infer_route *r,
+		     struct infer_ops *o)
+{
+	double t = infer_batch_tokens(b);
+
+	o->n = 0;
+	norm(o, d, "add_norm", t, 1);
+	if (d->mla)
+		attn_mla(d, b, t, o);
+	else
+		attn_gqa(d, b, t, o);
+	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
+	norm(o, d, "add_norm", t, 1);
+	if (k && k->moe) {
+		if (!r)
+			BUG("an MoE layer without its routing");
+		infer_moe_ops(d, t, r, o);
+		return;
+	}
+	mlp(d, t, o);
+	tpcoll(o, d, "mlp_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
+}
+
+void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     struct infer_ops *o)
+{
+	double n = infer_batch_tokens(b) * d->hidden;
+
+	o->n = 0;
+	memop(o, "embed", n * d->act_B, n * d->act_B, 0);
+	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
+}
+
+void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
+		    struct infer_ops *o)
+{
+	double t = infer_batch_tokens(b), s = infer_batch_sampled(b);
+	double v = d->vocab / d->tp, f32 = dtype_bytes(DTYPE_FP32);
+	struct infer_op *op;
+
+	o->n = 0;
+	memop(o, "final_norm", 2 * t * d->hidden * d->act_B,
+	      t * d->hidden * d->act_B, NORM_FLOPS * t * d->hidden);
+	if (s <= 0)
+		return;
+	memop(o, "gather_sampled", s * d->hidden * d->act_B,
+	      s * d->hidden * d->act_B, 0);
+	op = gemm(o, "lm_head", s, v, d->hidden);
+	op->weight_B_base = 1;
+	tpcoll(o, d, "logits_allgather", COLL_ALLGATHER,
+	       s * d->vocab * d->act_B);
+	memop(o, "logits_fp32", s * d->vocab * d->act_B, s * d->vocab * f32,
+	      s * d->vocab);
+	memop(o, "sample", s * d->vocab * f32, s * f32,
+	      SAMPLE_FLOPS * s * d->vocab);
+}
+
+/* ---- costing ---- */
+
+/* The attention groups of b of one kind (prefill or decode). */
+static int groups_of(const struct infer_batch *b, int prefill,
+		     struct gpu_attn_group *out)
+{
+	int i, n = 0;
+
+	for (i = 0; i < b->n; i++) {
+		const struct infer_seqs *s = &b->g[i];
+
+		if (s->prefill != prefill || s->count <= 0 || s->q <= 0 ||
+		    s->pad)
+			continue;
+		out[n].count = s->count;
+		out[n].q = s->q;
+		out[n].kv = s->ctx + s->q;
+		n++;
+	}
+	return n;
+}
+
+static void attn_heads(const struct infer_dims *d, int decode,
+		       const struct infer_kind *k, struct gpu_attn_heads *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->window = k ? k->window : 0;
+	h->heads_q = heads_local(d);
+	h->kv_B = d->kv_B;
+	if (!d->mla) {
+		h->heads_kv = kv_heads_local(d);
+		h->head_dim_qk = h->head_dim_v = d->head_dim;
+	} else if (decode) {
+		/* absorbed: MQA over the latent, values its first r */
+		h->heads_kv = 1;
+		h->head_dim_qk = d->kv_lora_rank + d->rope_dim;
+		h->head_dim_v = d->kv_lora_rank;
+		h->shared_kv = 1;
+	} else {
+		/* decompressed prompt keys: per-head K and V in bf16 */
+		h->heads_kv = heads_local(d);
+		h->head_dim_qk = d->nope_dim + d->rope_dim;
+		h->head_dim_v = d->v_head_dim;
+		h->kv_B = d->act_B;
+	}
+}
+
+/* The local experts' grouped GEMM: op->m rows over op->groups experts
+ * (at least one), evenly; weights in the experts' dtype, read cold. */
+static struct gpu_cost grouped_cost(const struct infer_op *op,
+				    const struct infer_dims *d,
+				    const struct gpu_spec *g)
+{
+	struct gpu_gemm_group grp[INFER_MAX_EXPERT_GROUPS];
+	struct gpu_gemm_dtypes q;
+	size_t n = (size_t)fmax(1, fmin(round(op->groups),
+					INFER_MAX_EXPERT_GROUPS)), i;
+
+	q.compute = d->moe.compute;
+	q.a_B = d->moe.gemm_a_B;
+	q.b_B = d->moe.weight_B;
+	q.c_B = d->act_B;
+	q.b_cold = 1;
+	for (i = 0; i < n; i++)
+		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
+	return gpu_grouped_gemm_q(g, &q, grp, n);
+}
+
+static struct gpu_cost kern_cost(const struct infer_op *op,
+				 const struct infer_dims *d,
+				 const struct infer_batch *b,
+				 const struct infer_kind *kind,
+				 const struct gpu_spec *g)
+{
+	struct gpu_attn_group grp[INFER_MAX_GROUPS];
+	struct gpu_attn_heads h;
+	struct gpu_gemm_dtypes q;
+	int n;
+
+	switch (op->kern) {
+	case IK_GEMM:
+		q.compute = op->weight_B_base ? d->base : d->compute;
+		q.a_B = op->weight_B_base ? d->act_B : d->gemm_a_B;
+		q.b_B = op->weight_B_base ? d->act_B : d->weight_B;
+		q.c_B = d->act_B;
+		q.b_cold = 1;
+		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
+	case IK_GROUPED:
+		return grouped_cost(op, d, g);
+	case IK_ATTN_PREFILL:
+		n = groups_of(b, 1, grp);
+		attn_heads(d, 0, kind, &h);
+		return gpu_attention_prefill(g, d->base, &h, grp, n);
+	case IK_ATTN_DECODE:
+		n = groups_of(b, 0, grp);
+		attn_heads(d, 1, kind, &h);
+		return gpu_attention_decode(g, d->base, &h, grp, n);
+	case IK_MEM:
+		break;
+	}
+	return gpu_memory_op(g, op->read_B, op->write_B, op->vec_flops,
+			     op->read_B + op->write_B);
+}
+
+/* Weights a GEMM op reads (B). */
+static double weights_read_B(const struct infer_op *op,
+			     const struct infer_dims *d)
+{
+	if (op->kern == IK_GROUPED)
+		return op->groups * op->n * op->k * d->moe.weight_B;
+	if (op->kern != IK_GEMM || op->attention)
+		return 0;
+	return op->batch * op->n * op->k *
+	       (op->weight_B_base ? d->act_B : d->weight_B);
+}
+
+void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
+		const struct infer_batch *b, const struct infer_kind *kind,
+		const struct gpu_spec *g, enum infer_graph graph,
+		struct infer_unit *u)
+{
+	struct gpu_spec captured = *g;
+	int i;
+
+	captured.kernel_launch_s = g->kernel_launch_graph_s;
+	memset(u, 0, sizeof(*u));
+	u->n = o->n;
+	for (i = 0; i < o->n; i++) {
+		const struct infer_op *op = &o->op[i];
+		struct infer_cost_op *c = &u->op[i];
+		int in_graph = graph == IGRAPH_FULL ||
+			       (graph == IGRAPH_PIECEWISE && !op->attention);
+		struct gpu_cost k;
+
+		c->name = op->name;
+		c->kind = op->kind;
+		c->coll = op->coll;
+		c->a2a_B = op->a2a_B;
+		if (op->kind != IOP_KERNEL) {
+			c->bytes = op->coll_B;
+			continue;
+		}
+		k = kern_cost(op, d, b, kind, in_graph ? &captured : g);
+		u->weights_B += weights_read_B(op, d);
+		c->eager = !in_graph;
+		u->eager += !in_graph;
+		c->time_s = k.time_s;
+		c->flops = k.flops;
+		c->bytes = k.bytes;
+		u->kernel_s += k.time_s;
+		u->flops += k.flops;
+		u->bytes += k.bytes;
+	}
+}

@@ -1,0 +1,291 @@
+/*
+ * infer.h - the kernels and collectives of one inference step on one GPU:
+ * a forward pass of a batch of sequences over a paged KV cache (prefill
+ * chunks and decode tokens together), the embedding at the first pipeline
+ * stage, the LM head and sampling at the last; shapes, bytes and FLOPs,
+ * and their cost through the GPU model.
+ *
+ * A unit (embedding, one layer, head) is a chain of ops: each waits for
+ * the one before; a collective runs on the TP (or EP) stream between two
+ * kernels. Nothing here knows about ranks or time beyond one kernel:
+ * infer_prog.c instantiates units into a step program, src/run runs it.
+ * The arithmetic is in infer.c's header.
+ *
+ * Depends on gpu.h, coll.h, spec_job.h.
+ */
+#ifndef LLMSIM_MODELS_INFER_H
+#define LLMSIM_MODELS_INFER_H
+
+#include <stdint.h>
+
+#include "base/coll.h"
+#include "gpu/gpu.h"
+
+struct job_spec;
+
+/* A group of sequences of a step: count sequences, each with q new tokens
+ * on top of ctx cached ones. */
+struct infer_seqs {
+	double count;		/* sequences */
+	double q;		/* tokens computed this step, per sequence */
+	double ctx;		/* tokens already in the KV cache, per sequence */
+	int prefill;		/* 1: a prompt chunk (flash prefill kernel);
+				 * 0: decode (split-KV kernel) */
+	double sampled;		/* tokens per sequence the LM head scores: 1
+				 * when the step ends its prompt or decodes, q
+				 * when verifying q - 1 drafts, 0 mid-prompt */
+	int pad;		/* padding of a captured graph: computed by the
+				 * token-wise kernels, no attention, no sample */
+};
+
+#define INFER_MAX_GROUPS 64
+
+struct infer_batch {
+	struct infer_seqs g[INFER_MAX_GROUPS];
+	int n;			/* groups used */
+};
+
+/* Tokens T (sum count q), sampled rows S (sum count sampled), sequences,
+ * and whether every group decodes. */
+double infer_batch_tokens(const struct infer_batch *b);
+double infer_batch_sampled(const struct infer_batch *b);
+double infer_batch_seqs(const struct infer_batch *b);
+int infer_batch_decode_only(const struct infer_batch *b);
+
+/* Append a group (merging it into an equal one). Returns 0, or -1 when
+ * the batch already holds INFER_MAX_GROUPS distinct groups. */
+int infer_batch_add(struct infer_batch *b, double count, double q,
+		    double ctx, int prefill, double sampled);
+
+/* The routed experts of an MoE layer as one GPU sees them
+ * (infer_moe.c). */
+struct infer_moe {
+	double experts;		/* routed experts (E) */
+	double topk;		/* experts per token (k) */
+	double ffn;		/* hidden size of one expert (f_e) */
+	double shared_ffn;	/* shared experts' hidden size; 0 = none */
+	double ep, etp;		/* expert parallel, expert tensor parallel */
+	double local;		/* experts on one GPU: E / ep */
+	double adp;		/* attention data-parallel ranks (1: none) */
+	int dispatch;		/* 1: tokens are dispatched to and combined
+				 * from the experts' GPUs over EP (attention
+				 * DP: every GPU has tokens of its own); 0:
+				 * every GPU holds its TP group's tokens, runs
+				 * its experts on those routed to them and the
+				 * outputs are all-reduced over TP */
+	int allgather;		/* dispatch by all-gather + reduce-scatter */
+	enum dtype weight;	/* experts' weights */
+	enum dtype compute;	/* experts' GEMM inputs */
+	double weight_B;	/* B per expert weight element */
+	double gemm_a_B;	/* B per expert GEMM input element */
+	double elem_B;		/* B per element of a dispatched token */
+	int sigmoid;		/* sigmoid router scores (else softmax) */
+};
+
+/* The model and its dtypes on one GPU of a TP group. */
+struct infer_dims {
+	double hidden;		/* h */
+	double heads;		/* query heads, whole model (a) */
+	double kv_heads;	/* KV heads, whole model (g) */
+	double head_dim;	/* d */
+	double ffn;		/* dense MLP hidden size (f) */
+	double vocab;		/* padded vocabulary (V) */
+	double layers;		/* transformer layers, whole model */
+	double tp;		/* tensor-parallel degree (t) */
+	int gated;		/* gate+up+down MLP */
+	int rope;		/* rotary embedding on Q and K */
+	int mla;		/* multi-head latent attention (absorbed decode) */
+	double q_lora_rank;	/* MLA: query low-rank width (0: none) */
+	double kv_lora_rank;	/* MLA: compressed KV width */
+	double rope_dim;	/* MLA: decoupled rotary width */
+	double nope_dim;	/* MLA: per-head non-rotary Q/K width */
+	double v_head_dim;	/* MLA: per-head V width */
+	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
+	enum dtype weight;	/* weights of the linear layers */
+	enum dtype compute;	/* matrix rate of the linear layers */
+	enum dtype kv;		/* KV cache */
+	double act_B;		/* B per activation element (base) */
+	double gemm_a_B;	/* B per GEMM input element (compute dtype) */
+	double weight_B;	/* B per weight element, scales included */
+	double kv_B;		/* B per KV-cache element */
+	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
+	int moe_model;		/* some layers have routed experts */
+	struct infer_moe moe;	/* their experts */
+};
+
+/* What one layer is: a routed-expert MLP or a dense one, full attention
+ * or a sliding window. */
+struct infer_kind {
+	int moe;
+	double window;		/* keys a query sees; 0 = all (causal) */
+};
+
+#define INFER_MAX_KINDS 4
+
+/* The kind of layer i (0-based) of the job's model. */
+void infer_kind_of(const struct job_spec *j, int64_t layer,
+		   struct infer_kind *k);
+
+/* Where the tokens of one step go in an MoE layer (infer_moe_route). */
+struct infer_route {
+	double tokens;		/* tokens entering the MoE layer on one GPU */
+	double rows;		/* rows the busiest GPU's experts compute */
+	double active;		/* of its experts, those with at least one
+				 * row (expected) */
+	double dispatch_B;	/* B one GPU sends in dispatch (coll.h) */
+	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL:
+				 * even */
+	double max_mean;	/* busiest GPU's rows over the mean GPU's */
+	double node_share;	/* node deduplication of the scale-out bytes
+				 * (coll_path.node_share); 1 = none */
+};
+
+/* The dtype GEMM inputs run in: the job's activation_dtype, else the
+ * weights' dtype when g has a matrix rate for it, else base (weight-only
+ * quantization dequantizes in the kernel). */
+enum dtype infer_compute_dtype(const struct job_spec *j,
+			       const struct gpu_spec *g);
+
+/* Fill d for one GPU of the job's TP group (vocabulary padded to 64 per
+ * rank, as vLLM's and SGLang's vocab-parallel embeddings pad it). */
+void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
+			 struct infer_dims *d);
+
+/* KV-cache bytes one token takes on one GPU, per layer: 2 (g/t, at least
+ * 1) d B_kv, or (kv_lora_rank + rope_dim) B_kv with MLA (not split by
+ * TP). Times the layers a GPU holds for a token's total. */
+double infer_kv_token_layer_B(const struct infer_dims *d);
+
+/* Weight parameters of one dense layer on one GPU (/t), of the embedding
+ * and of the LM head with the final norm. */
+double infer_layer_params(const struct infer_dims *d);
+
+/* Parameters and bytes of the weights of one layer of kind k on one GPU
+ * (the experts' in their own dtype; norms in the base dtype). */
+double infer_kind_params(const struct infer_dims *d,
+			 const struct infer_kind *k);
+double infer_kind_weight_B(const struct infer_dims *d,
+			   const struct infer_kind *k);
+double infer_embed_params(const struct infer_dims *d);
+double infer_head_params(const struct infer_dims *d);
+
+enum iop_kind {
+	IOP_KERNEL,		/* on the compute stream */
+	IOP_TP,			/* a collective over the (attention) TP group */
+	IOP_EP,			/* dispatch or combine over the EP group, on
+				 * the job's expert-parallel path */
+	IOP_ETP			/* a collective over the expert TP group */
+};
+
+/* What a kernel is, for costing. */
+enum iop_kern {
+	IK_GEMM,		/* linear layer: C[m,n] = A[m,k] W[k,n] */
+	IK_GROUPED,		/* the local experts' GEMMs in one kernel */
+	IK_ATTN_PREFILL,	/* flash attention of the batch's prompt chunks */
+	IK_ATTN_DECODE,		/* split-KV attention of the decoding sequences */
+	IK_MEM			/* memory-bound */
+};
+
+struct infer_op {
+	const char *name;	/* static */
+	enum iop_kind kind;
+	enum iop_kern kern;	/* IOP_KERNEL */
+	int attention;		/* part of attention (not captured piecewise) */
+	double m, n, k;		/* IK_GEMM */
+	double batch;		/* IK_GEMM: independent GEMMs of that shape */
+	int weight_B_base;	/* IK_GEMM: weights in the base dtype (LM head) */
+	double groups;		/* IK_GROUPED: experts with rows (m: all rows) */
+	double read_B;		/* IK_MEM: bytes read */
+	double write_B;		/* IK_MEM: bytes written */
+	double vec_flops;	/* IK_MEM: vector FLOPs */
+	enum coll_op coll;	/* collectives */
+	double coll_B;		/* collectives: size per coll.h */
+	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
+};
+
+#define INFER_MAX_OPS 64
+#define INFER_MAX_EXPERT_GROUPS 512	/* experts one GPU holds, at most */
+
+struct infer_ops {
+	struct infer_op op[INFER_MAX_OPS];
+	int n;
+};
+
+/* The ops of one transformer layer of kind k (NULL: dense, full
+ * attention; an MoE layer needs the step's routing r), of the embedding
+ * (first stage) and of the final norm, LM head and sampling (last stage),
+ * for batch b. */
+void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     const struct infer_kind *k, const struct infer_route *r,
+		     struct infer_ops *o);
+void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     struct infer_ops *o);
+void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
+		    struct infer_ops *o);
+
+/* A costed op. */
+struct infer_cost_op {
+	const char *name;
+	enum iop_kind kind;
+	double time_s;		/* s, kernel time (IOP_KERNEL) */
+	double flops;		/* FLOP executed */
+	double bytes;		/* B moved at the serving level (kernels) or
+				 * the collective's size (collectives) */
+	enum coll_op coll;
+	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
+	int eager;		/* a kernel launched by the host (not replayed
+				 * from a captured graph) */
+};
+
+/* A costed unit, ready to instantiate. */
+struct infer_unit {
+	struct infer_cost_op op[INFER_MAX_OPS];
+	int n;
+	double kernel_s;	/* s, sum of kernel times */
+	double flops;		/* FLOP executed */
+	double bytes;		/* B moved by the kernels */
+	double weights_B;	/* B of weights the GEMMs read */
+	int eager;		/* kernels the host launches one by one */
+};
+
+/* Launch cost: kernels of a step captured in a graph pay
+ * gpu.kernel_launch_graph instead of gpu.kernel_launch. */
+enum infer_graph {
+	IGRAPH_NONE,		/* every kernel eager */
+	IGRAPH_PIECEWISE,	/* all but attention captured */
+	IGRAPH_FULL		/* every kernel captured */
+};
+
+/* Cost o for batch b on g (launch cost by graph) into u. Attention is
+ * costed over b's groups with the model's heads on one GPU. */
+void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
+		const struct infer_batch *b, const struct infer_kind *k,
+		const struct gpu_spec *g, enum infer_graph graph,
+		struct infer_unit *u);
+
+/* ---- MoE (infer_moe.c) ---- */
+
+/* Fill d->moe for job j (d->moe_model set). */
+void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
+		    struct infer_dims *d);
+
+/* The routing of a step of `tokens` tokens per attention group (TP
+ * group) through an MoE layer: route.c's busiest GPU and dispatch bytes
+ * for the job's moe.routing and moe.dispatcher, and the experts that
+ * get rows. Arrays in a. 0, or -1 when out of memory (reported). */
+struct arena;
+struct diag;
+int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
+		    double tokens, struct arena *a, struct infer_route *out,
+		    struct diag *dg);
+
+/* The MoE MLP of a layer (after its second norm) into o. */
+void infer_moe_ops(const struct infer_dims *d, double tokens,
+		   const struct infer_route *r, struct infer_ops *o);
+
+/* Weight parameters and bytes of an MoE MLP (router, shared experts,
+ * local experts) on one GPU. */
+double infer_moe_params(const struct infer_dims *d);
+double infer_moe_weight_B(const struct infer_dims *d);
+
+#endif

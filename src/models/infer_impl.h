@@ -1,0 +1,37 @@
+/*
+ * infer_impl.h - the op-list builders infer.c and infer_moe.c share.
+ *
+ * Depends on infer.h.
+ */
+#ifndef LLMSIM_MODELS_INFER_IMPL_H
+#define LLMSIM_MODELS_INFER_IMPL_H
+
+#include "infer.h"
+
+/* Nominal vector FLOPs per element of the memory-bound kernels (as
+ * layer.c: they are memory-bound on every GPU llmsim knows). */
+enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ROPE_FLOPS = 4, SAMPLE_FLOPS = 6 };
+
+/* Append an op of kind `kind` (zeroed but for its name and kind). */
+struct infer_op *infer_op_push(struct infer_ops *o, const char *name,
+			       enum iop_kind kind);
+
+/* Append a GEMM (m, n, k) (NULL when m is 0), a memory-bound kernel, a
+ * collective of kind `kind` over its group (none when the group has one
+ * GPU or bytes is 0). */
+struct infer_op *infer_op_gemm(struct infer_ops *o, const char *name,
+			       double m, double n, double k);
+struct infer_op *infer_op_mem(struct infer_ops *o, const char *name,
+			      double read_B, double write_B, double flops);
+struct infer_op *infer_op_coll(struct infer_ops *o, const char *name,
+			       enum iop_kind kind, double members,
+			       enum coll_op c, double bytes);
+
+/* Whether a GEMM input produced by a kernel of fusion level `level`
+ * (enum engine_quant_fusion) needs a quantization kernel of its own, and
+ * that kernel over n elements. */
+int infer_quant_apart(const struct infer_dims *d, int level);
+void infer_op_quant(struct infer_ops *o, const struct infer_dims *d,
+		    const char *name, double n);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * infer_mem.c - memory of a serving instance per GPU.
+ *
+ * Notation of infer.c (one GPU of a TP group of t; W, B, K bytes per
+ * weight, activation and KV element). Pipeline rank r holds L_r layers.
+ *
+ * Weights: L_r (P_layer W + 2 h B) (the linear layers in the weights'
+ * dtype, the two norms in bf16), plus the embedding V h / t B on the first
+ * rank and the LM head V h / t B + h B (final norm) on the last; with tied
+ * embeddings and one rank the table is held once.
+ *
+ * Activations: the engine sizes its buffers by a forward of its largest
+ * step (vLLM profiles a dummy run of max_num_batched_tokens tokens and
+ * max_num_seqs sequences; SGLang and TensorRT-LLM reserve the same
+ * buffers): T_max tokens keep the residual and the hidden state (2 h B),
+ * and the widest intermediate of a layer, max(q + 2 kv, u + f') B; the
+ * last rank adds the logits of S_max = max_num_seqs rows, gathered over
+ * TP (V B) and in fp32 for sampling (V 4).
+ *
+ * KV cache, by the engine's memory rule, C the device memory, C_u the
+ * usable memory (C less the runtime context, spec_gpu), f the engine's
+ * fraction, A the activations, X the workspace, M the weights:
+ *
+ *   total  (vLLM)     KV = f C - (C - C_u) - M - A - X
+ *   static (SGLang)   KV = f C - (C - C_u) - M       (A + X from the rest)
+ *   free   (TRT-LLM)  KV = f (C_u - M - A - X)
+ *
+ * A token takes L_r infer_kv_token_layer_B bytes on rank r; the instance
+ * holds as many tokens as its tightest rank, in whole pages of block_size
+ * tokens; sequences = tokens / tokens per sequence.
+ */
+#include "infer_mem.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "config/spec_job.h"
+
+/* Weights and parameters of the layers of pipeline rank r (from layer
+ * first on), by each layer's kind. */
+static void rank_layers(const struct job_spec *j, const struct infer_dims *d,
+			int64_t first, int64_t layers, double *w_B,
+			double *params)
+{
+	struct infer_kind k;
+	int64_t i;
+
+	*w_B = *params = 0;
+	for (i = first; i < first + layers; i++) {
+		infer_kind_of(j, i, &k);
+		*w_B += infer_kind_weight_B(d, &k);
+		*params += infer_kind_params(d, &k);
+	}
+}
+
+/* Weights of pipeline rank r of pp. */
+static double rank_weights_B(const struct job_spec *j,
+			     const struct infer_dims *d, int64_t first,
+			     int64_t layers, int64_t r, int64_t pp)
+{
+	double w, params;
+
+	rank_layers(j, d, first, layers, &w, &params);
+	if (r == 0)
+		w += infer_embed_params(d) * d->act_B;
+	if (r == pp - 1) {
+		w += d->hidden * d->act_B;
+		if (!(j->model->tie_word_embeddings && pp == 1))
+			w += infer_head_params(d) * d->act_B;
+	}
+	return w;
+}
+
+static double activations_B(const struct infer_dims *d, double tokens,
+			    double seqs, int last)
+{
+	double q = d->heads / d->tp * d->head_dim;
+	double kv = (d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1) *
+		    d->head_dim;
+	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	double widest = fmax(q + 2 * kv, u + f);
+
+	if (d->moe_model) {
+		/* fused MoE caches: every token's k rows through the local
+		 * experts' widths (vLLM's intermediate_cache1..3) */
+		double fe = d->moe.ffn / d->moe.etp;
+
+		widest = fmax(widest, d->moe.topk *
+			      ((d->gated ? 2 : 1) * fe + fe + d->hidden));
+	}
+	double a = tokens * (2 * d->hidden + widest) * d->act_B;
+
+	if (last)
+		a += seqs * d->vocab * (d->act_B + 4);
+	return a;
+}
+
+static double kv_by_rule(const struct engine_spec *e, double cap,
+			 double usable, double weights, double act,
+			 double work)
+{
+	double f = e->memory_fraction;
+
+	switch (e->memory_rule) {
+	case ENGINE_MEM_STATIC:
+		return f * cap - (cap - usable) - weights;
+	case ENGINE_MEM_FREE:
+		return f * (usable - weights - act - work);
+	default:
+		return f * cap - (cap - usable) - weights - act - work;
+	}
+}
+
+void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
+		   const struct infer_dims *d, const int64_t *split,
+		   double max_tokens, double max_seqs, double seq_tokens,
+		   struct infer_mem *out)
+{
+	const struct gpu_spec *g = j->system->gpu;
+	int64_t pp = j->parallelism.pp, r;
+	double cap = g->hbm.capacity_B, usable = gpu_usable_memory_B(g);
+	double best = INFINITY, per_layer = infer_kv_token_layer_B(d), w_unused;
+
+	memset(out, 0, sizeof(*out));
+	out->usable_B = usable;
+	out->workspace_B = e->workspace_B;
+	int64_t first = 0;
+
+	for (r = 0; r < pp; r++, first += split[r - 1]) {
+		double w = rank_weights_B(j, d, first, split[r], r, pp);
+		double a = activations_B(d, max_tokens, max_seqs, r == pp - 1);
+		double kv = kv_by_rule(e, cap, usable, w, a, e->workspace_B);
+		double tok_B = (double)split[r] * per_layer;
+		double tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
+
+		if (tokens < best || r == 0) {
+			best = tokens;
+			out->rank = r;
+			out->weights_B = w;
+			out->activations_B = a;
+			out->kv_cache_B = kv;
+			out->kv_token_B = tok_B;
+		}
+	}
+	for (first = 0, r = 0; r < out->rank; r++)
+		first += split[r];
+	rank_layers(j, d, first, split[out->rank], &w_unused, &out->params);
+	out->params += (out->rank == 0 ? infer_embed_params(d) : 0) +
+		      (out->rank == pp - 1 ? infer_head_params(d) : 0);
+	out->kv_pages = isfinite(best) ?
+			floor(best / (double)e->block_size) : 0;
+	out->kv_tokens = out->kv_pages * (double)e->block_size;
+	out->kv_sequences = seq_tokens > 0 ? floor(out->kv_tokens / seq_tokens)
+					   : 0;
+	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
+		      fmax(out->kv_cache_B, 0);
+	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;
+}

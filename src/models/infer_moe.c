@@ -1,0 +1,285 @@
+/*
+ * infer_moe.c - the routed-expert MLP of an inference step on one GPU.
+ *
+ * The MoE layer structure, the routing and the grouped GEMMs are the
+ * training model's (moe.c, route.c, gpu_grouped.c): the same router and
+ * top-k, route.c's busiest GPU and dispatch bytes for the job's
+ * moe.routing and moe.dispatcher, grouped expert GEMMs that share waves.
+ * What inference adds is how the engines lay the experts out and which
+ * experts a small batch touches.
+ *
+ * Layout. The MoE layers of an instance span its G GPUs of a stage (tp,
+ * or tp x dp with attention_dp): ep of them hold E / ep experts each,
+ * etp = G / ep shard every expert's hidden size f_e (spec_job.c).
+ *
+ *   TP attention (no attention_dp): every GPU of the TP group holds the
+ *   step's T tokens. A GPU runs its local experts on the tokens routed to
+ *   them and the partial outputs are summed by the all-reduce that ends
+ *   the layer, as vLLM's FusedMoE (expert_map under EP, tensor_model_
+ *   parallel_all_reduce after it) and SGLang's EP/TP MoE do. No dispatch.
+ *   route.c sees T / G tokens per GPU, so S = T k rows in all.
+ *
+ *   Attention DP: each attention group (tp GPUs) has tokens of its own;
+ *   each GPU sends its share T / tp to the experts' GPUs and gets the
+ *   results back over EP (dispatch and combine on the job's
+ *   moe.dispatcher path: the library's all-to-all, DeepEP's, or all-gather
+ *   + reduce-scatter), as SGLang's DeepEP MoE, vLLM's DP+EP and
+ *   TensorRT-LLM's attention-DP MoE do; with tp > 1 the group's tokens
+ *   are all-gathered again after the combine.
+ *
+ * Ops, T tokens of the TP group, R = route rows of the busiest GPU,
+ * h width, u = 2 f_e / etp (gated), f = f_e / etp:
+ *   [shared experts]  GEMM (T, u_s, h), SiLU-mul, GEMM (T, h, f_s), f_s =
+ *                     shared size / tp
+ *   router            GEMM (T, E, h) (bf16 weights), top-k: read T E B,
+ *                     write T k 8 (ids and weights)
+ *   [dispatch]        all-to-all over EP (route.c's bytes), or all-gather
+ *   align / sort      the fused MoE kernels' sort of rows by expert
+ *                     (moe_align_block_size): ids only without dispatch;
+ *                     received rows sorted with it
+ *   [quantize]        the experts' input (T h, or the R received rows),
+ *                     unless the engine fuses it (quant_fusion all)
+ *   fc1               grouped GEMM over the experts with rows: R rows, u
+ *                     outputs, k = h
+ *   act               SiLU-mul over R rows, [quantize]
+ *   fc2               grouped GEMM: R rows, h outputs, k = f
+ *   reduce            without dispatch: sum of each token's k rows (read
+ *                     T k h B, write T h B; vLLM's moe_sum), the shared
+ *                     output added, all-reduce of T h B over TP; with
+ *                     dispatch: combine (the dispatch's rows in 16-bit),
+ *                     unpermute (weighted sum into T / tp tokens), the
+ *                     shared output added, all-gather over TP when tp > 1
+ *
+ * Experts touched. A grouped GEMM reads the weights of the experts that
+ * have rows only (gpu_grouped.c). With route.c's expected rows n_e of
+ * local expert e, a Poisson approximation of the multinomial gives
+ * P(n_e > 0) = 1 - exp(-n_e); the busiest GPU's R rows are spread
+ * evenly over its sum of those, A, experts. A decode step of one token
+ * (T k / E rows per expert) touches about k experts, not E: the weights
+ * it reads are k / E of the experts', which is what makes small-batch MoE
+ * decode cheap.
+ *
+ * Weights: the experts in the checkpoint's format when it quantizes them
+ * (gpt-oss: MXFP4 experts, the rest in the job's dtype), else the job's
+ * dtype; the router in the base dtype.
+ */
+#include "infer_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "config/spec_job.h"
+#include "layer.h"
+#include "route.h"
+
+void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
+		    struct infer_dims *d)
+{
+	const struct model_spec *m = j->model;
+	const struct parallel_spec *p = &j->parallelism;
+	const struct serving_spec *s = &j->serving;
+	struct infer_moe *e = &d->moe;
+	double group;
+
+	memset(e, 0, sizeof(*e));
+	e->experts = (double)m->n_routed_experts;
+	e->topk = (double)(m->num_experts_per_tok > 0 ? m->num_experts_per_tok
+						       : m->experts_per_token);
+	e->ffn = (double)m->moe_intermediate_size;
+	e->shared_ffn = (double)model_shared_ffn(m);
+	e->adp = p->attention_dp ? (double)p->dp : 1;
+	e->ep = (double)p->ep;
+	group = (double)p->tp * e->adp;
+	e->etp = p->etp > 0 ? (double)p->etp : group / e->ep;
+	e->local = e->experts / e->ep;
+	e->dispatch = p->attention_dp && group > 1;
+	e->allgather = j->moe.dispatcher &&
+		       j->moe.dispatcher->mode == EP_ALLGATHER;
+	e->weight = m->quantization.method == QUANT_MXFP4 &&
+		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
+		    DTYPE_MXFP4 : d->weight;
+	if (s->activation_dtype >= 0)
+		e->compute = (enum dtype)s->activation_dtype;
+	else
+		e->compute = gpu_peak_flops(g, e->weight) > 0 ? e->weight
+							       : d->base;
+	e->weight_B = dtype_bytes(e->weight);
+	e->gemm_a_B = fmin(dtype_bytes(e->compute), d->act_B);
+	e->elem_B = j->moe.dispatch_dtype >= 0 ?
+		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) : d->act_B;
+	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+}
+
+/* Weight matrices of an expert MLP: gate, up, down (or up, down). */
+static double mats(const struct infer_dims *d)
+{
+	return d->gated ? 3 : 2;
+}
+
+double infer_moe_params(const struct infer_dims *d)
+{
+	const struct infer_moe *e = &d->moe;
+
+	return d->hidden * e->experts +
+	       mats(d) * d->hidden * e->shared_ffn / d->tp +
+	       e->local * mats(d) * d->hidden * e->ffn / e->etp;
+}
+
+double infer_moe_weight_B(const struct infer_dims *d)
+{
+	const struct infer_moe *e = &d->moe;
+
+	return d->hidden * e->experts * d->act_B +
+	       mats(d) * d->hidden * e->shared_ffn / d->tp * d->weight_B +
+	       e->local * mats(d) * d->hidden * e->ffn / e->etp * e->weight_B;
+}
+
+int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
+		    double tokens, struct arena *a, struct infer_route *out,
+		    struct diag *dg)
+{
+	const struct infer_moe *e = &d->moe;
+	struct layer_dims ld;
+	struct route_result rr;
+	double group = e->ep * e->etp, active = 0;
+	int64_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->node_share = 1;
+	layer_dims_from_job(j, &ld);
+	ld.hidden = d->hidden;
+	ld.act_B = d->act_B;
+	ld.moe.ep = e->ep;
+	ld.moe.etp = e->etp;
+	ld.moe.local = e->local;
+	ld.moe.tokens = e->dispatch ? tokens / d->tp : tokens / group;
+	ld.moe.rows = ld.moe.tokens * e->topk * e->etp;
+	ld.moe.elem_B = e->elem_B;
+	if (tokens <= 0)
+		return 0;
+	if (route_plan(j, &ld, a, &rr, dg) != 0)
+		return -1;
+	for (i = 0; i < (int64_t)e->local; i++)
+		active += 1 - exp(-rr.rows[i]);
+	out->tokens = ld.moe.tokens;
+	out->rows = ld.moe.rows;
+	out->active = active;
+	out->dispatch_B = ld.moe.dispatch_B;
+	out->a2a_B = ld.moe.a2a_B;
+	out->max_mean = rr.max_mean;
+	out->node_share = ld.moe.node_share;
+	return 0;
+}
+
+/* A grouped GEMM of the experts with rows. */
+static void grouped(struct infer_ops *o, const char *name,
+		    const struct infer_route *r, double n, double k)
+{
+	struct infer_op *op = infer_op_gemm(o, name, r->rows, n, k);
+
+	if (op) {
+		op->kern = IK_GROUPED;
+		op->groups = fmax(1, r->active);
+	}
+}
+
+/* The shared experts over the TP group's T tokens. */
+static void shared(struct infer_ops *o, const struct infer_dims *d, double T)
+{
+	double f = d->moe.shared_ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	double w = infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ? d->act_B
+							       : d->gemm_a_B;
+
+	if (f <= 0)
+		return;
+	infer_op_gemm(o, "shared_gate_up", T, u, d->hidden);
+	infer_op_mem(o, "shared_act", T * u * d->act_B, T * f * w,
+		     ACT_FLOPS * T * f);
+	if (infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		infer_op_quant(o, d, "quant", T * f);
+	infer_op_gemm(o, "shared_down", T, d->hidden, f);
+}
+
+/* Quantization of n expert-input elements, unless fused. */
+static void expert_quant(struct infer_ops *o, const struct infer_dims *d,
+			 double n)
+{
+	const struct infer_moe *e = &d->moe;
+
+	if (e->gemm_a_B < d->act_B && d->quant_fusion < ENGINE_QFUSE_ALL)
+		infer_op_mem(o, "expert_quant", n * d->act_B, n * e->gemm_a_B,
+			     2 * n);
+}
+
+void infer_moe_ops(const struct infer_dims *d, double T,
+		   const struct infer_route *r, struct infer_ops *o)
+{
+	const struct infer_moe *e = &d->moe;
+	double h = d->hidden, k = e->topk, E = e->experts, R = r->rows;
+	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
+	double Tin = r->tokens, B = d->act_B, in_rows;
+	struct infer_op *op;
+
+	shared(o, d, T);
+	op = infer_op_gemm(o, "router", T, E, h);
+	if (op)
+		op->weight_B_base = 1;
+	infer_op_mem(o, "router_topk", T * E * B, T * k * 8,
+		     (e->sigmoid ? 4 : 6) * T * E);
+	if (e->dispatch) {
+		if (e->allgather) {
+			infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+				      COLL_ALLGATHER,
+				      Tin * e->ep * h * e->elem_B);
+		} else {
+			op = infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+					   COLL_ALLTOALL, r->dispatch_B);
+			if (op)
+				op->a2a_B = r->a2a_B;
+		}
+		infer_op_coll(o, "expert_tp_allgather", IOP_ETP, e->etp,
+			      COLL_ALLGATHER, R * h * B);
+		infer_op_mem(o, "expert_sort", R * h * B, R * h * B, 0);
+		in_rows = R;
+	} else {
+		infer_op_mem(o, "moe_align", T * k * 4, (R + e->local) * 4, 0);
+		in_rows = T;
+	}
+	expert_quant(o, d, in_rows * h);
+	grouped(o, "expert_gate_up", r, u, h);
+	infer_op_mem(o, "expert_act", R * u * B, R * f * e->gemm_a_B,
+		     ACT_FLOPS * R * f);
+	grouped(o, "expert_down", r, h, f);
+	if (!e->dispatch) {
+		infer_op_mem(o, "moe_sum", T * k * h * B, T * h * B, T * k * h);
+		if (e->shared_ffn > 0)
+			infer_op_mem(o, "moe_shared_add", 2 * T * h * B,
+				     T * h * B, T * h);
+		infer_op_coll(o, "moe_tp_allreduce", IOP_TP, d->tp,
+			      COLL_ALLREDUCE, T * h * B);
+		return;
+	}
+	infer_op_coll(o, "expert_tp_reducescatter", IOP_ETP, e->etp,
+		      COLL_REDUCESCATTER, R * h * B);
+	infer_op_mem(o, "expert_unsort", R * h * B, R * h * B, 0);
+	if (e->allgather) {
+		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+			      COLL_REDUCESCATTER, Tin * e->ep * h * B);
+	} else {
+		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
+		if (op && e->elem_B == B)
+			op->a2a_B = r->a2a_B;	/* the same bytes back */
+		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
+			     Tin * h * B, 2 * Tin * k * h);
+	}
+	if (e->shared_ffn > 0) {
+		infer_op_coll(o, "shared_tp_allreduce", IOP_TP, d->tp,
+			      COLL_ALLREDUCE, T * h * B);
+		infer_op_mem(o, "moe_shared_add", 2 * Tin * h * B,
+			     Tin * h * B, Tin * h);
+	}
+	infer_op_coll(o, "moe_tp_allgather", IOP_TP, d->tp, COLL_ALLGATHER,
+		      T * h * B);
+}

@@ -1,0 +1,650 @@
+/*
+ * infer_prog.c - the step program of an inference step.
+ *
+ * A stage runs, for each microbatch in turn, its units: the embedding
+ * (first stage), its layers, the head (last stage); a unit is a chain of
+ * kernels on the compute stream with its TP collectives on the tp stream
+ * between them (inference has nothing to overlap them with: every kernel
+ * needs the previous one's output). A microbatch's activation (T h B per
+ * TP rank, each rank sending its own copy as vLLM's and SGLang's pipeline
+ * groups do) goes to the next stage on the pp stream once the stage has
+ * finished it; the next stage starts it when it has arrived.
+ *
+ * Host time: the scheduler, input preparation and output processing of a
+ * step (engine step_overhead + seq_overhead per sequence) run on the host
+ * before the GPU can start, unless the engine overlaps them with the
+ * previous step (overlap_scheduling), in which case the serving loop
+ * takes max(GPU, host) per step and the program holds the GPU's part.
+ *
+ * Eager kernels (not in a captured graph) are launched one by one by the
+ * host; at the framework's eager_op per kernel the host may issue them
+ * slower than the GPU runs them (a small model's mixed prefill+decode
+ * steps, TensorRT-LLM PR #9703): a step then takes the issue time
+ * instead of its kernels' time (infer_issue_s; applied by src/run).
+ *
+ * Graphs (engine cuda_graphs): a decode-only step of up to cuda_graph_max
+ * sequences replays a fully captured graph (full), a step of up to
+ * cuda_graph_max tokens a piecewise one (all but attention); captured
+ * sizes are 1, 2, 4, ... up to cuda_graph_pad, then its multiples (vLLM:
+ * [1, 2, 4] + range(8, 513, 8); SGLang alike), and a step runs padded to
+ * the next one: the padding rows go through the token-wise kernels only.
+ */
+#include "infer_prog.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "split.h"
+
+/* ---- the instance ---- */
+
+/* The model's weights in all (B): every layer's on one GPU times the GPUs
+ * a stage's layer spans, embedding and head once. */
+static double model_weights_B(const struct infer_ctx *x)
+{
+	const struct infer_dims *d = &x->dims;
+	double w = (infer_embed_params(d) + infer_head_params(d)) * d->tp *
+		   d->act_B;
+	int64_t i;
+
+	for (i = 0; i < x->job->model->num_hidden_layers; i++)
+		w += infer_kind_weight_B(d, &x->kinds[x->kind_of[i]]) *
+		     (double)(x->tp * x->adp);
+	return w;
+}
+
+/* The longest prompt the job can have. */
+static double max_input(const struct job_spec *j)
+{
+	const struct len_spec *l = &j->serving.input_len;
+
+	if (l->dist == LEN_FIXED)
+		return l->mean;
+	return l->max > 0 ? (double)l->max : l->mean;
+}
+
+/* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
+ * calc_engine_setting and finetune_setting): requests the KV memory holds
+ * at the job's mean lengths, then rounded up optimistically. */
+static void trtllm_auto_size(struct infer_ctx *x)
+{
+	const struct job_spec *j = x->job;
+	const struct model_spec *m = j->model;
+	const struct serving_spec *s = &j->serving;
+	double gib = 1024.0 * 1024.0 * 1024.0;
+	double n = (double)(x->tp * x->adp * x->pp);
+	double kv_heads = fmax((double)x->tp, (double)m->num_key_value_heads);
+	double tok_gib = 2 * (double)m->num_hidden_layers * kv_heads *
+			 (double)m->head_dim * x->dims.kv_B / gib;
+	double engine_gib = model_weights_B(x) / gib;
+	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
+	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);
+	double reqs = avail * 0.95 / (tok_gib * (isl + osl));
+	double bs = fmin(reqs, 4096) / (double)x->pp;
+	double tok = fmin(bs * (1 + isl / osl), 32768);
+
+	if (bs < 256)
+		bs = fmax(64, 32 * ceil(bs / 32));
+	else if (bs < 1024)
+		bs = 128 * ceil(bs / 128);
+	else
+		bs = 256 * ceil(bs / 256);
+	if (tok < 4096)
+		tok = fmax(2048, 256 * ceil(tok / 256));
+	else if (tok < 8192)
+		tok = 512 * ceil(tok / 512);
+	else
+		tok = 1024 * ceil(tok / 1024);
+	x->max_seqs = (int64_t)bs;
+	x->max_tokens = (int64_t)tok;
+	/* without chunked prefill the longest prompt must fit a step, with a
+	 * token for every sequence (bench/benchmark/utils/general.py
+	 * get_settings: max(max_num_tokens, max_isl + max_batch_size)) */
+	if (!x->chunked)
+		x->max_tokens = (int64_t)fmax(tok, max_input(j) + bs);
+}
+
+static int check_job(const struct infer_ctx *x, struct diag *d)
+{
+	const struct model_spec *m = x->job->model;
+
+	if (model_is_moe(m) && x->dims.moe.local > INFER_MAX_EXPERT_GROUPS) {
+		diag_error(d, NULL, 0, 0, "model '%s': %g experts on one GPU, "
+			   "more than the %d llmsim handles: use a larger ep",
+			   m->name ? m->name : "?", x->dims.moe.local,
+			   INFER_MAX_EXPERT_GROUPS);
+		return -1;
+	}
+	if (model_is_moe(m) &&
+	    fmod((double)x->job->parallelism.tp * x->dims.moe.adp,
+		 x->dims.moe.ep) != 0) {
+		diag_error(d, NULL, 0, 0, "ep %g does not divide the %g GPUs "
+			   "an instance's MoE layers span",
+			   x->dims.moe.ep, (double)x->job->parallelism.tp *
+			   x->dims.moe.adp);
+		return -1;
+	}
+	if (model_is_moe(m) &&
+	    gpu_check_dtype(x->gpu, x->dims.moe.compute, d) != 0)
+		return -1;
+	if (!model_is_moe(m) && x->job->parallelism.ep > 1) {
+		diag_error(d, NULL, 0, 0, "ep %lld: expert parallelism needs a "
+			   "MoE model", (long long)x->job->parallelism.ep);
+		return -1;
+	}
+	if (gpu_check_dtype(x->gpu, x->dims.compute, d) != 0) {
+		diag_note(d, NULL, 0, 0, "serving.activation_dtype (or the "
+			  "weights' dtype) is '%s'", dtype_names[x->dims.compute]);
+		return -1;
+	}
+	if (gpu_check_dtype(x->gpu, x->dims.base, d) != 0)
+		return -1;
+	return 0;
+}
+
+/* The kinds of layer of the model and each layer's (x->kind_of). */
+static int find_kinds(struct infer_ctx *x, struct diag *d)
+{
+	int64_t L = x->job->model->num_hidden_layers, i;
+	int k;
+
+	for (i = 0; i < L; i++) {
+		struct infer_kind kind;
+
+		infer_kind_of(x->job, i, &kind);
+		for (k = 0; k < x->nkinds; k++)
+			if (x->kinds[k].moe == kind.moe &&
+			    x->kinds[k].window == kind.window)
+				break;
+		if (k == x->nkinds) {
+			if (x->nkinds == INFER_MAX_KINDS) {
+				diag_error(d, NULL, 0, 0, "model '%s' has more "
+					   "than %d kinds of layer (dense or "
+					   "MoE, attention windows)",
+					   x->job->model->name ?
+					   x->job->model->name : "?",
+					   INFER_MAX_KINDS);
+				return -2;
+			}
+			x->kinds[x->nkinds++] = kind;
+		}
+		x->kind_of[i] = (uint8_t)k;
+	}
+	return 0;
+}
+
+/* The dispatcher's path (as train.c's): GPU-initiated, or the library's
+ * all-to-all with the algorithm it forces. */
+static void ep_path(struct infer_ctx *x)
+{
+	const struct ep_comm_spec *e = x->job->moe.dispatcher;
+
+	x->ep_algo = -1;
+	x->ep_has_path = 0;
+	x->ep_sm_share = 0;
+	if (!e || !x->dims.moe_model)
+		return;
+	if (e->sms > 0)
+		x->ep_sm_share = fmin((double)e->sms /
+				      (double)x->gpu->compute_units, 1);
+	if (e->mode == EP_HIERARCHICAL)
+		x->ep_algo = ALGO_HIER;
+	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
+		return;
+	x->ep_path = (struct coll_path){
+		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
+						COLL_PATH_DIRECT,
+		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
+		.hop_scale_out_s = e->hop_scale_out_s,
+		.gpu_Bps = (double)e->sms * e->sm_rate_Bps,
+		.node_share = 1, .name = e->name,
+	};
+	x->ep_has_path = 1;
+}
+
+int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
+		   struct diag *d)
+{
+	const struct serving_spec *s = &j->serving;
+	int64_t i, k, g, ep;
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	x->job = j;
+	x->gpu = j->system->gpu;
+	x->eng = s->engine;
+	x->tp = j->parallelism.tp;
+	x->pp = j->parallelism.pp;
+	x->adp = j->parallelism.attention_dp ? j->parallelism.dp : 1;
+	infer_dims_from_job(j, x->gpu, &x->dims);
+	if (check_job(x, d) != 0)
+		return -2;
+	g = x->tp * x->adp;
+	ep = x->dims.moe_model ? (int64_t)x->dims.moe.ep : 1;
+	x->split = mem_calloc((size_t)x->pp, sizeof(*x->split));
+	x->gpus = mem_calloc((size_t)(x->pp * g), sizeof(*x->gpus));
+	x->ep_gpus = mem_calloc((size_t)(x->pp * ep), sizeof(*x->ep_gpus));
+	x->kind_of = mem_calloc((size_t)j->model->num_hidden_layers + 1,
+				sizeof(*x->kind_of));
+	if (!x->split || !x->gpus || !x->ep_gpus || !x->kind_of) {
+		infer_ctx_release(x);
+		diag_oom(d);
+		return -1;
+	}
+	rc = find_kinds(x, d);
+	if (rc != 0) {
+		infer_ctx_release(x);
+		return rc;
+	}
+	ep_path(x);
+	split_layers(j, x->split);
+	for (i = 0; i < x->pp; i++) {
+		for (k = 0; k < g; k++)
+			x->gpus[i * g + k] = (uint32_t)(k + g * i);
+		/* EP peers are etp apart (consecutive GPUs share an expert) */
+		for (k = 0; k < ep; k++)
+			x->ep_gpus[i * ep + k] = (uint32_t)(g * i + k *
+				(x->dims.moe_model ? (int64_t)x->dims.moe.etp : 1));
+	}
+	x->max_seqs = s->max_num_seqs ? s->max_num_seqs : x->eng->max_num_seqs;
+	x->max_tokens = s->max_num_batched_tokens ? s->max_num_batched_tokens
+						  : x->eng->max_num_batched_tokens;
+	x->chunked = s->chunked_prefill >= 0 ? s->chunked_prefill
+					     : x->eng->chunked_prefill;
+	if (x->eng->auto_size && !s->max_num_seqs && !s->max_num_batched_tokens)
+		trtllm_auto_size(x);
+	return 0;
+}
+
+void infer_ctx_release(struct infer_ctx *x)
+{
+	mem_free(x->split);
+	mem_free(x->gpus);
+	mem_free(x->ep_gpus);
+	mem_free(x->kind_of);
+	x->split = NULL;
+	x->gpus = NULL;
+	x->ep_gpus = NULL;
+	x->kind_of = NULL;
+}
+
+/* ---- graphs and host ---- */
+
+/* The captured size at or above n: 1, 2, 4, ... below pad, then
+ * multiples of pad. */
+static double captured_size(double n, double pad)
+{
+	double c = 1;
+
+	if (pad <= 1)
+		return ceil(n);
+	while (c < n && c < pad)
+		c *= 2;
+	if (c >= n)
+		return c;
+	return pad * ceil(n / pad);
+}
+
+enum infer_graph infer_graph_for(const struct infer_ctx *x,
+				 const struct infer_batch *b,
+				 struct infer_batch *padded)
+{
+	const struct engine_spec *e = x->eng;
+	double pad = (double)e->cuda_graph_pad, max = (double)e->cuda_graph_max;
+	double n, c;
+	enum infer_graph g = IGRAPH_NONE;
+
+	*padded = *b;
+	if (e->cuda_graphs == ENGINE_GRAPHS_FULL && infer_batch_decode_only(b) &&
+	    infer_batch_seqs(b) <= max) {
+		/* decode-only: one token per sequence unless verifying */
+		g = IGRAPH_FULL;
+		n = infer_batch_tokens(b);
+	} else if (e->cuda_graphs == ENGINE_GRAPHS_PIECEWISE &&
+		   infer_batch_tokens(b) <= max) {
+		g = IGRAPH_PIECEWISE;
+		n = infer_batch_tokens(b);
+	} else {
+		return IGRAPH_NONE;
+	}
+	c = captured_size(n, pad);
+	if (c > n && padded->n < INFER_MAX_GROUPS)
+		padded->g[padded->n++] =
+			(struct infer_seqs){c - n, 1, 0, 0, 0, 1};
+	return g;
+}
+
+double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
+{
+	double h = x->eng->step_overhead_s +
+		   x->eng->seq_overhead_s * infer_batch_seqs(b);
+
+	/* multi-step scheduling: one scheduler call per multi_step decodes */
+	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)
+		h /= (double)x->eng->multi_step;
+	return h;
+}
+
+int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
+		enum infer_graph graph, struct infer_step_units *u,
+		struct diag *d)
+{
+	struct infer_ops o;
+	int k;
+
+	memset(&u->route, 0, sizeof(u->route));
+	u->route.node_share = 1;
+	if (x->dims.moe_model &&
+	    infer_moe_route(x->job, &x->dims, infer_batch_tokens(b), &u->arena,
+			    &u->route, d) != 0)
+		return -1;
+	infer_embed_ops(&x->dims, b, &o);
+	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
+	for (k = 0; k < x->nkinds; k++) {
+		infer_layer_ops(&x->dims, b, &x->kinds[k], &u->route, &o);
+		infer_cost(&o, &x->dims, b, &x->kinds[k], x->gpu, graph,
+			   &u->layer[k]);
+	}
+	infer_head_ops(&x->dims, b, &o);
+	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->head);
+	return 0;
+}
+
+void infer_step_units_release(struct infer_step_units *u)
+{
+	arena_release(&u->arena);
+}
+
+double infer_issue_s(const struct infer_ctx *x,
+		     const struct infer_step_units *u)
+{
+	double best = 0, n;
+	int64_t s;
+	int k;
+
+	if (x->eng->eager_op_s <= 0)
+		return 0;
+	for (s = 0; s < x->pp; s++) {
+		n = (s == 0 ? u->embed.eager : 0) +
+		    (s == x->pp - 1 ? u->head.eager : 0);
+		for (k = 0; k < x->nkinds; k++)
+			n += (double)infer_stage_kind_layers(x, s, k) *
+			     u->layer[k].eager;
+		best = fmax(best, n);
+	}
+	return best * x->eng->eager_op_s;
+}
+
+int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)
+{
+	int64_t first = split_first_layer(x->split, s), i, n = 0;
+
+	for (i = first; i < first + x->split[s]; i++)
+		n += x->kind_of[i] == k;
+	return n;
+}
+
+/* ---- instantiating units ---- */
+
+static const char *const stream_names[IST_COUNT] = {
+	"compute", "tp", "pp", "host", "ep",
+};
+
+static struct prog *new_prog(uint32_t ranks)
+{
+	struct prog *p = prog_new(ranks, IST_COUNT);
+	uint32_t s;
+
+	if (!p)
+		return NULL;
+	for (s = 0; s < IST_COUNT; s++)
+		prog_name_stream(p, s, stream_names[s]);
+	return p;
+}
+
+/* A 64-bit key of an uneven all-to-all matrix's contents. */
+static uint64_t matrix_key(const double *m, uint32_t n)
+{
+	uint64_t h = 1469598103934665603ull, v;
+	size_t i;
+
+	for (i = 0; i < (size_t)n * n; i++) {
+		memcpy(&v, &m[i], sizeof(v));
+		h = (h ^ v) * 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+/* The collective of op on stage s: its group's GPUs and the path. */
+static struct coll_desc coll_of(const struct infer_ctx *x,
+				const struct infer_step_units *su,
+				const struct infer_cost_op *op, int64_t s,
+				struct coll_path *path, uint32_t *stream)
+{
+	int64_t g = x->tp * x->adp;
+	struct coll_desc c = {
+		.op = op->coll, .bytes = op->bytes, .gpus = x->gpus + s * g,
+		.ngpus = (uint32_t)x->tp, .algo = -1, .proto = -1,
+		.replicas = (uint32_t)x->adp, .sm_share = 0,
+	};
+
+	*stream = IST_TP;
+	if (op->kind == IOP_ETP) {
+		c.ngpus = (uint32_t)x->dims.moe.etp;
+		c.replicas = (uint32_t)x->dims.moe.ep;
+	} else if (op->kind == IOP_EP) {
+		c.gpus = x->ep_gpus + s * (int64_t)x->dims.moe.ep;
+		c.ngpus = (uint32_t)x->dims.moe.ep;
+		c.replicas = (uint32_t)x->dims.moe.etp;
+		c.a2a_B = op->a2a_B;
+		if (op->a2a_B)
+			c.a2a_key = matrix_key(op->a2a_B, c.ngpus);
+		c.algo = x->ep_algo;
+		c.sm_share = x->ep_sm_share;
+		if (x->ep_has_path) {
+			*path = x->ep_path;
+			path->node_share = su ? su->route.node_share : 1;
+			c.path = path;
+			c.algo = -1;
+		}
+		*stream = IST_EP;
+	}
+	return c;
+}
+
+/* Unit u on `rank` (stage s) after task `after`; its last task into
+ * *last. Returns 0, or -1 when out of memory. */
+static int inst_unit(struct prog *p, const struct infer_ctx *x,
+		     const struct infer_step_units *su,
+		     const struct infer_unit *u, uint32_t rank, int64_t s,
+		     int32_t layer, int32_t mb, task_id after, task_id *last)
+{
+	task_id prev = after, t;
+	int i;
+
+	for (i = 0; i < u->n; i++) {
+		const struct infer_cost_op *op = &u->op[i];
+		struct task_info info = {op->name, TASK_COMPUTE, layer, mb};
+
+		if (op->kind == IOP_KERNEL) {
+			t = prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
+		} else {
+			struct coll_path path;
+			uint32_t stream;
+			struct coll_desc c = coll_of(x, su, op, s, &path,
+						     &stream);
+
+			info.cat = TASK_COMM;
+			t = prog_coll(p, &rank, 1, stream, &c, &info);
+		}
+		if (t == TASK_NONE || (prev != TASK_NONE &&
+				       prog_dep(p, prev, t) != 0))
+			return -1;
+		prev = t;
+	}
+	*last = prev;
+	return 0;
+}
+
+/* The send of a microbatch's activation from stage s to s + 1, after
+ * task `after` on s; the receiver's member task into *recv. */
+static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
+		     int64_t s, uint32_t from, uint32_t to, int32_t mb,
+		     task_id after, task_id *recv)
+{
+	uint32_t ranks[2] = {from, to};
+	int64_t g = x->tp * x->adp;
+	uint32_t gpus[2] = {x->gpus[s * g], x->gpus[(s + 1) * g]};
+	struct coll_desc c = {
+		.op = COLL_SENDRECV,
+		.bytes = tokens * x->dims.hidden * x->dims.act_B,
+		.gpus = gpus, .ngpus = 2, .algo = -1, .proto = -1,
+		.replicas = (uint32_t)g, .sm_share = 0,
+	};
+	struct task_info info = {"pp_send", TASK_COMM, -1, mb};
+	task_id first = prog_coll(p, ranks, 2, IST_PP, &c, &info);
+
+	if (first == TASK_NONE ||
+	    (after != TASK_NONE && prog_dep(p, after, first) != 0))
+		return -1;
+	*recv = first + 1;
+	return 0;
+}
+
+/* One microbatch mb of b on stage s, after `after`. */
+static int inst_stage(struct prog *p, const struct infer_ctx *x,
+		      const struct infer_step_units *u, int64_t s, int32_t mb,
+		      task_id after, task_id *last)
+{
+	int64_t first = split_first_layer(x->split, s), k;
+	uint32_t rank = (uint32_t)s;
+	task_id t = after;
+
+	if (s == 0 && inst_unit(p, x, u, &u->embed, rank, s, -1, mb, t, &t))
+		return -1;
+	for (k = first; k < first + x->split[s]; k++)
+		if (inst_unit(p, x, u, &u->layer[x->kind_of[k]], rank, s,
+			      (int32_t)k, mb, t, &t))
+			return -1;
+	if (s == x->pp - 1 &&
+	    inst_unit(p, x, u, &u->head, rank, s, -1, mb, t, &t))
+		return -1;
+	*last = t;
+	return 0;
+}
+
+/* b with every group's count divided by m. */
+static void micro_batch(const struct infer_batch *b, int64_t m,
+			struct infer_batch *out)
+{
+	int i;
+
+	*out = *b;
+	for (i = 0; i < out->n; i++)
+		out->g[i].count /= (double)m;
+}
+
+struct prog *infer_prog_step(const struct infer_ctx *x,
+			     const struct infer_batch *b, int64_t micro,
+			     struct infer_prog_info *info, struct diag *d)
+{
+	struct infer_step_units *u = mem_calloc(1, sizeof(*u));
+	struct infer_batch mbat, padded;
+	struct prog *p = new_prog((uint32_t)x->pp);
+	task_id host = TASK_NONE, t, recv;
+	int64_t mb, s;
+
+	memset(info, 0, sizeof(*info));
+	if (!u || !p)
+		goto oom;
+	arena_init(&u->arena);
+	if (micro < 1)
+		micro = 1;
+	micro_batch(b, micro, &mbat);
+	info->graph = infer_graph_for(x, &mbat, &padded);
+	if (infer_units(x, &padded, info->graph, u, d) != 0) {
+		infer_step_units_release(u);
+		mem_free(u);
+		prog_free(p);
+		return NULL;
+	}
+	info->microbatches = micro;
+	info->tokens = infer_batch_tokens(b);
+	info->sampled = infer_batch_sampled(b);
+	info->host_s = infer_host_s(x, b);
+	info->host_in_prog = !x->eng->overlap_scheduling;
+	if (info->host_in_prog) {
+		struct task_info hi = {"host_step", TASK_OTHER, -1, -1};
+
+		host = prog_task(p, 0, IST_HOST, info->host_s, &hi);
+		if (host == TASK_NONE)
+			goto oom;
+	}
+	for (mb = 0; mb < micro; mb++) {
+		t = host;
+		for (s = 0; s < x->pp; s++) {
+			if (inst_stage(p, x, u, s, (int32_t)mb, t, &t))
+				goto oom;
+			if (s + 1 < x->pp &&
+			    inst_send(p, x, infer_batch_tokens(&mbat), s,
+				      (uint32_t)s, (uint32_t)(s + 1),
+				      (int32_t)mb, t, &recv))
+				goto oom;
+			if (s + 1 < x->pp)
+				t = recv;
+		}
+	}
+	infer_step_units_release(u);
+	mem_free(u);
+	return p;
+oom:
+	if (u)
+		infer_step_units_release(u);
+	mem_free(u);
+	prog_free(p);
+	diag_oom(d);
+	return NULL;
+}
+
+struct prog *infer_prog_unit(const struct infer_ctx *x,
+			     const struct infer_step_units *su,
+			     const struct infer_unit *u, int64_t stage)
+{
+	struct prog *p = new_prog((uint32_t)x->pp);
+	task_id last;
+
+	if (!p)
+		return NULL;
+	if (inst_unit(p, x, su, u, (uint32_t)stage, stage, -1, 0, TASK_NONE,
+		      &last) != 0) {
+		prog_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct prog *infer_prog_send(const struct infer_ctx *x, double tokens,
+			     int64_t stage)
+{
+	struct prog *p = new_prog((uint32_t)x->pp);
+	task_id recv;
+
+	if (!p)
+		return NULL;
+	if (inst_send(p, x, tokens, stage, (uint32_t)stage,
+		      (uint32_t)(stage + 1), 0, TASK_NONE, &recv) != 0) {
+		prog_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void infer_rank_label(uint32_t rank, char *buf, size_t len, void *arg)
+{
+	(void)arg;
+	snprintf(buf, len, "stage %u", rank);
+}

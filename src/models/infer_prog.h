@@ -1,0 +1,152 @@
+/*
+ * infer_prog.h - the step program of one inference step of a serving
+ * instance: its pipeline stages, each a chain of units (embedding,
+ * layers, LM head) of costed kernels on the compute stream and TP
+ * collectives on the tp stream, activations sent between stages, and the
+ * host's share of the step.
+ *
+ * Two builds of the same step (design, section 4):
+ *   infer_prog_step   every layer of every stage, the batch split in
+ *                     microbatches that flow through the pipeline (phase
+ *                     prefill/decode jobs, traces);
+ *   infer_prog_unit   one unit (the embedding, one layer or the head) of
+ *                     one stage alone: a layer ends with a collective every
+ *                     member reaches together (or, at tp 1, a serial
+ *                     chain), so a stage of L layers takes L times one
+ *                     layer; serving runs these and replicates.
+ *
+ * The symmetric TP peers of a stage are simulated once (one rank per
+ * stage); collectives list every member GPU. Instance GPUs are numbered
+ * as layout.h numbers them: tp_i + tp * stage.
+ *
+ * Depends on infer.h, infer_mem.h, exec.h and the job/engine specs.
+ */
+#ifndef LLMSIM_MODELS_INFER_PROG_H
+#define LLMSIM_MODELS_INFER_PROG_H
+
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "engine/exec.h"
+#include "infer.h"
+#include "infer_mem.h"
+
+struct job_spec;
+struct engine_spec;
+struct diag;
+
+enum infer_stream {
+	IST_COMPUTE,
+	IST_TP,
+	IST_PP,
+	IST_HOST,
+	IST_EP,
+	IST_COUNT
+};
+
+/* Everything about an instance that does not change from step to step. */
+struct infer_ctx {
+	const struct job_spec *job;
+	const struct gpu_spec *gpu;
+	const struct engine_spec *eng;
+	struct infer_dims dims;		/* one GPU of a TP group */
+	int64_t tp, pp;			/* instance layout */
+	int64_t adp;			/* attention data-parallel ranks (1:
+					 * none): a stage is tp x adp GPUs */
+	int64_t *split;			/* [pp] layers per stage */
+	uint32_t *gpus;			/* [pp * tp * adp] GPU ids, stage-major */
+	uint32_t *ep_gpus;		/* [pp * ep] each stage's first EP group */
+	int nkinds;			/* kinds of layer the model has */
+	struct infer_kind kinds[INFER_MAX_KINDS];
+	uint8_t *kind_of;		/* [layers] index into kinds */
+	struct coll_path ep_path;	/* the dispatcher's GPU-initiated path */
+	int ep_has_path;		/* ep_path applies (else the library) */
+	int ep_algo;			/* the library algorithm it forces; -1 */
+	double ep_sm_share;		/* its kernels' share of the SMs */
+	int64_t max_seqs;		/* sequences per step, at most */
+	int64_t max_tokens;		/* tokens per step, at most */
+	int chunked;			/* chunked prefill */
+};
+
+/*
+ * Set up x for job j (an inference phase), checking what llmsim cannot
+ * simulate yet (reported as bad input, returns -2) and the GPU's dtypes;
+ * -1 when out of memory. Release with infer_ctx_release().
+ */
+int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
+		   struct diag *d);
+void infer_ctx_release(struct infer_ctx *x);
+
+/* The launch mode of batch b under the engine's graphs, and b padded to
+ * the captured size it replays (padding sequences have no context and are
+ * not sampled) into *padded. */
+enum infer_graph infer_graph_for(const struct infer_ctx *x,
+				 const struct infer_batch *b,
+				 struct infer_batch *padded);
+
+/* Host time of a step of b (s): the engine's per-step and per-sequence
+ * overheads (a decode step's shared by the engine's multi_step steps). */
+double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b);
+
+/* What a built step stands for. */
+struct infer_prog_info {
+	int64_t microbatches;		/* through the pipeline */
+	double tokens;			/* T of the batch */
+	double sampled;			/* S of the batch */
+	double host_s;			/* s, host time of the step */
+	int host_in_prog;		/* 1: host time is a task of the program
+					 * (not overlapped with the GPU) */
+	enum infer_graph graph;		/* launch mode */
+};
+
+/* The costed units of one step: embedding, head, one layer of each
+ * kind, and the step's MoE routing. */
+struct infer_step_units {
+	struct infer_unit embed, head;
+	struct infer_unit layer[INFER_MAX_KINDS];
+	struct infer_route route;	/* MoE layers (its matrix in arena) */
+	struct arena arena;		/* holds the route's arrays */
+};
+
+/* Costed units of batch b (padded per the graph mode) into u (its arena
+ * initialized by the caller, released with infer_step_units_release()).
+ * 0, or -1 when out of memory (reported to d). */
+int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
+		enum infer_graph graph, struct infer_step_units *u,
+		struct diag *d);
+
+void infer_step_units_release(struct infer_step_units *u);
+
+/* The host's time to issue the eager kernels of the fullest stage of a
+ * step of units u (engine eager_op per kernel): the GPU cannot finish the
+ * step before it (infer_prog.c's header). */
+double infer_issue_s(const struct infer_ctx *x,
+		     const struct infer_step_units *u);
+
+/* Layers of kind k on stage s. */
+int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k);
+
+/*
+ * The full program of one step of batch b over every stage and layer, the
+ * batch split into `micro` microbatches (1..: counts divided evenly).
+ * NULL when out of memory (reported to d).
+ */
+struct prog *infer_prog_step(const struct infer_ctx *x,
+			     const struct infer_batch *b, int64_t micro,
+			     struct infer_prog_info *info, struct diag *d);
+
+/* The program of one costed unit u of step units su on stage s. NULL
+ * when out of memory. */
+struct prog *infer_prog_unit(const struct infer_ctx *x,
+			     const struct infer_step_units *su,
+			     const struct infer_unit *u, int64_t stage);
+
+/* The program of the activation transfer of T tokens from stage s to
+ * s + 1 (one send per TP rank). NULL when out of memory. */
+struct prog *infer_prog_send(const struct infer_ctx *x, double tokens,
+			     int64_t stage);
+
+/* Name a simulated rank for traces: "stage 2". */
+void infer_rank_label(uint32_t rank, char *buf, size_t len, void *arg);
+
+#endif

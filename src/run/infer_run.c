@@ -1,0 +1,406 @@
+/*
+ * infer_run.c - one inference step end to end, and the per-engine-step
+ * model of serving.
+ *
+ * step latency     t = the end of the step program's last task, plus the
+ *                  host's share when the engine does not overlap it with
+ *                  the GPU (it is then a task of the program); with
+ *                  overlap_scheduling t = max(GPU, host), as one step of a
+ *                  steady stream of steps
+ * tokens/s         prefill: T / t (prompt tokens); decode: S / t (tokens
+ *                  generated, one per sequence), per instance; the job's
+ *                  dp instances run alike
+ * HBM floor        (weights read + KV read) / HBM peak bandwidth of the
+ *                  fullest stage: no decode step can beat it
+ * memory           infer_mem.h
+ *
+ * Serving (infer_stepper): the same units, costed for the step's batch,
+ * each run alone on the event engine (the stage's one rank, collectives
+ * timed on the idle fabric); a stage of L layers takes L layer times
+ * (infer_prog.h), the pipeline's latency is the sum of its stages and
+ * transfers and it accepts a batch every slowest-stage time.
+ */
+#include "infer_run.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "engine/sim.h"
+#include "gpu/gpu.h"
+#include "network/net.h"
+
+void infer_job_batch(const struct job_spec *j, struct infer_batch *b)
+{
+	const struct serving_spec *s = &j->serving;
+	double n = (double)s->batch, ctx = (double)s->context_len;
+
+	memset(b, 0, sizeof(*b));
+	if (j->phase == PHASE_PREFILL)
+		infer_batch_add(b, n, fmax(1, round(s->input_len.mean)), ctx,
+				1, 1);
+	else
+		infer_batch_add(b, n, 1, ctx, 0, 1);
+}
+
+/* ---- floors and rates ---- */
+
+/* Weights the GEMMs of stage r read per step (the units': an MoE layer's
+ * experts with rows only), and the cached KV its attention reads (a
+ * sliding-window layer's last w tokens), per GPU. */
+static void stage_reads(const struct infer_ctx *x, const struct infer_batch *b,
+			const struct infer_step_units *u, int64_t r,
+			double *w_B, double *kv_B)
+{
+	const struct infer_dims *d = &x->dims;
+	int i, k;
+
+	*w_B = *kv_B = 0;
+	for (k = 0; k < x->nkinds; k++) {
+		double n = (double)infer_stage_kind_layers(x, r, k), w;
+		double ctx = 0;
+
+		w = x->kinds[k].window;
+		for (i = 0; i < b->n; i++)
+			if (!b->g[i].pad)
+				ctx += b->g[i].count * (w > 0 ?
+					fmin(b->g[i].ctx, w) : b->g[i].ctx);
+		*w_B += n * u->layer[k].weights_B;
+		*kv_B += n * ctx * infer_kv_token_layer_B(d);
+	}
+	if (r == x->pp - 1)
+		*w_B += u->head.weights_B;
+}
+
+static void floors(const struct infer_ctx *x, const struct infer_batch *b,
+		   const struct infer_step_units *u, struct infer_result *out)
+{
+	double bw = x->gpu->hbm.bandwidth_Bps, w, kv, best = -1;
+	int64_t r;
+
+	for (r = 0; r < x->pp; r++) {
+		stage_reads(x, b, u, r, &w, &kv);
+		if ((w + kv) / bw > best) {
+			best = (w + kv) / bw;
+			out->weights_read_B = w;
+			out->kv_read_B = kv;
+		}
+	}
+	out->hbm_floor_s = best;
+}
+
+static void rates(const struct infer_ctx *x, const struct job_spec *j,
+		  const struct infer_step_units *u, struct infer_result *out)
+{
+	double peak = gpu_peak_flops(x->gpu, x->dims.compute), f;
+	int64_t r;
+	int k;
+
+	out->flops_per_gpu = 0;
+	for (r = 0; r < x->pp; r++) {
+		f = (r == 0 ? u->embed.flops : 0) +
+		    (r == x->pp - 1 ? u->head.flops : 0);
+		for (k = 0; k < x->nkinds; k++)
+			f += (double)infer_stage_kind_layers(x, r, k) *
+			     u->layer[k].flops;
+		out->flops_per_gpu = fmax(out->flops_per_gpu, f);
+	}
+	out->gpus = system_gpus(j->system);
+	out->instances = j->parallelism.dp / x->adp;
+	if (out->step_s <= 0)
+		return;
+	out->tokens_per_s = (j->phase == PHASE_PREFILL ? out->tokens
+						       : out->info.sampled) /
+			    out->step_s;
+	out->tokens_per_s_total = out->tokens_per_s * (double)out->instances;
+	out->tflops_per_gpu = out->flops_per_gpu / out->step_s / 1e12;
+	out->mfu = peak > 0 ? out->flops_per_gpu / out->step_s / peak : 0;
+}
+
+/* ---- the full program ---- */
+
+static int simulate(const struct job_spec *j, struct prog *p, FILE *trace,
+		    struct infer_result *out, struct diag *d)
+{
+	struct sim *sim = sim_new();
+	struct infer_comm comm;
+	struct exec_result er;
+	const char *why = "";
+	int rc = -1, crc;
+
+	memset(&comm, 0, sizeof(comm));
+	if (!sim) {
+		diag_oom(d);
+		return -1;
+	}
+	crc = infer_comm_init(&comm, j, sim, 0, d);
+	if (crc != 0) {
+		rc = crc;
+		goto out;
+	}
+	if (exec_run(p, sim, &infer_comm_ops, &comm, &er, &why) != 0)
+		goto fail;
+	why = comm.failed ? comm.why :
+	      net_failed(comm.net) ? net_error(comm.net) :
+	      comm.custom && net_failed(comm.custom) ? net_error(comm.custom) :
+	      NULL;
+	if (why)
+		goto fail;
+	out->gpu_s = er.step_s;
+	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
+	out->events = er.events;
+	out->tasks = prog_tasks(p);
+	if (step_coll_stats(p, &out->colls, &out->ncolls) != 0) {
+		diag_oom(d);
+		goto out;
+	}
+	if (trace && exec_write_trace(p, trace, infer_rank_label, NULL) != 0) {
+		diag_error(d, NULL, 0, 0, "could not write the trace");
+		goto out;
+	}
+	rc = 0;
+	goto out;
+fail:
+	diag_error(d, NULL, 0, 0, "the step simulation failed: %s", why);
+out:
+	infer_comm_release(&comm);
+	sim_free(sim);
+	return rc;
+}
+
+/* The step's latency from the program's time, the host's share and the
+ * time the host takes to issue the eager kernels (issue_s: the GPU
+ * cannot finish before, infer_prog.h). */
+static void latency(const struct infer_ctx *x, double issue_s,
+		    struct infer_result *out)
+{
+	out->host_s = out->info.host_s;
+	if (out->info.host_in_prog)
+		out->gpu_s -= out->host_s;
+	if (issue_s > out->gpu_s) {
+		out->part_s[EXEC_OTHER] += issue_s - out->gpu_s;
+		out->gpu_s = issue_s;
+	}
+	out->step_s = out->gpu_s + (out->info.host_in_prog ? out->host_s : 0);
+	if (x->eng->overlap_scheduling && out->host_s > out->gpu_s) {
+		out->part_s[EXEC_OTHER] += out->host_s - out->gpu_s;
+		out->step_s = out->host_s;
+	}
+}
+
+int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
+	      struct diag *d)
+{
+	struct infer_ctx x;
+	struct infer_batch b, padded;
+	struct infer_step_units *u = NULL;
+	struct prog *p = NULL;
+	double seq_tokens;
+	int64_t micro;
+	int rc, k;
+
+	memset(out, 0, sizeof(*out));
+	rc = infer_ctx_init(&x, j, d);
+	if (rc != 0)
+		return rc;
+	infer_job_batch(j, &b);
+	out->batch = infer_batch_seqs(&b);
+	out->tokens = infer_batch_tokens(&b);
+	for (k = 0; x.adp > 1 && k < b.n; k++)	/* one attention-DP rank's */
+		b.g[k].count /= (double)x.adp;
+	micro = x.pp > 1 ? (int64_t)fmin((double)x.pp, infer_batch_seqs(&b))
+			 : 1;
+	rc = -1;
+	u = mem_calloc(1, sizeof(*u));
+	if (u)
+		arena_init(&u->arena);
+	p = infer_prog_step(&x, &b, micro, &out->info, d);
+	if (!u || !p)
+		goto out;
+	out->info.tokens *= (double)x.adp;
+	out->info.sampled *= (double)x.adp;
+	if (simulate(j, p, trace, out, d) != 0)
+		goto out;
+	infer_graph_for(&x, &b, &padded);
+	if (infer_units(&x, &padded, out->info.graph, u, d) != 0)
+		goto out;
+	latency(&x, infer_issue_s(&x, u), out);
+	rates(&x, j, u, out);
+	floors(&x, &b, u, out);
+	seq_tokens = (double)j->serving.context_len +
+		     (j->phase == PHASE_PREFILL ? j->serving.input_len.mean : 1);
+	infer_mem_job(j, x.eng, &x.dims, x.split, (double)x.max_tokens,
+		      (double)x.max_seqs, seq_tokens, &out->mem);
+	rc = 0;
+out:
+	if (!u)
+		diag_oom(d);
+	else
+		infer_step_units_release(u);
+	mem_free(u);
+	prog_free(p);
+	infer_ctx_release(&x);
+	return rc;
+}
+
+void infer_result_release(struct infer_result *r)
+{
+	mem_free(r->colls);
+	r->colls = NULL;
+	r->ncolls = 0;
+}
+
+/* ---- the stepper ---- */
+
+int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
+		       struct diag *d)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = infer_ctx_init(&s->ctx, j, d);
+	if (rc != 0)
+		return rc;
+	s->sim = sim_new();
+	if (!s->sim) {
+		infer_ctx_release(&s->ctx);
+		diag_oom(d);
+		return -1;
+	}
+	rc = infer_comm_init(&s->comm, j, s->sim, 1, d);
+	if (rc != 0) {
+		sim_free(s->sim);
+		infer_ctx_release(&s->ctx);
+		s->sim = NULL;
+	}
+	return rc;
+}
+
+void infer_stepper_release(struct infer_stepper *s)
+{
+	infer_comm_release(&s->comm);
+	sim_free(s->sim);
+	infer_ctx_release(&s->ctx);
+	s->sim = NULL;
+}
+
+/* Run program p (freed here) alone; its time and split into *t and part.
+ * -1 after reporting. */
+static int run_alone(struct infer_stepper *s, struct prog *p, double *t,
+		     double *part, struct diag *d)
+{
+	struct exec_result er;
+	const char *why = "";
+	int rc = -1;
+
+	if (!p) {
+		diag_oom(d);
+		return -1;
+	}
+	if (exec_run(p, s->sim, &infer_comm_ops, &s->comm, &er, &why) != 0) {
+		diag_error(d, NULL, 0, 0, "the step simulation failed: %s", why);
+		goto out;
+	}
+	if (s->comm.failed) {
+		diag_error(d, NULL, 0, 0, "the step simulation failed: %s",
+			   s->comm.why);
+		goto out;
+	}
+	*t = er.step_s;
+	memcpy(part, er.part_s, sizeof(er.part_s));
+	s->events += er.events;
+	rc = 0;
+out:
+	prog_free(p);
+	return rc;
+}
+
+static void add_parts(double *acc, const double *part, double times)
+{
+	int k;
+
+	for (k = 0; k < EXEC_PART_COUNT; k++)
+		acc[k] += times * part[k];
+}
+
+/* The units of a step, each run alone: t[k] and part[k] for the layer
+ * kinds k, then embedding (nkinds) and head (nkinds + 1). */
+static int unit_times(struct infer_stepper *s, const struct infer_step_units *u,
+		      double *t, double (*part)[EXEC_PART_COUNT],
+		      struct diag *d)
+{
+	const struct infer_ctx *x = &s->ctx;
+	int k, n = x->nkinds;
+
+	for (k = 0; k < n; k++)
+		if (run_alone(s, infer_prog_unit(x, u, &u->layer[k], 0), &t[k],
+			      part[k], d) != 0)
+			return -1;
+	if (run_alone(s, infer_prog_unit(x, u, &u->embed, 0), &t[n], part[n],
+		      d) != 0 ||
+	    run_alone(s, infer_prog_unit(x, u, &u->head, x->pp - 1),
+		      &t[n + 1], part[n + 1], d) != 0)
+		return -1;
+	return 0;
+}
+
+int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
+		       struct infer_step_cost *out, struct diag *d)
+{
+	const struct infer_ctx *x = &s->ctx;
+	struct infer_step_units *u = &s->units;
+	struct infer_batch padded, rank;
+	double t[INFER_MAX_KINDS + 2], part[INFER_MAX_KINDS + 2][EXEC_PART_COUNT];
+	double ts, ps[EXEC_PART_COUNT], stage, n, issue;
+	int64_t r;
+	int k, e = x->nkinds, h = x->nkinds + 1, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (x->adp > 1) {	/* one attention-DP rank's even share */
+		rank = *b;
+		for (k = 0; k < rank.n; k++)
+			rank.g[k].count /= (double)x->adp;
+		b = &rank;
+	}
+	out->graph = infer_graph_for(x, b, &padded);
+	out->host_s = infer_host_s(x, b);
+	arena_init(&u->arena);
+	rc = infer_units(x, &padded, out->graph, u, d);
+	if (rc == 0)
+		rc = unit_times(s, u, t, part, d);
+	issue = rc == 0 ? infer_issue_s(x, u) : 0;
+	infer_step_units_release(u);
+	if (rc != 0)
+		return -1;
+	for (r = 0; r < x->pp; r++) {
+		stage = (r == 0 ? t[e] : 0) + (r == x->pp - 1 ? t[h] : 0);
+		for (k = 0; k < x->nkinds; k++) {
+			n = (double)infer_stage_kind_layers(x, r, k);
+			stage += n * t[k];
+			add_parts(out->part_s, part[k], n);
+		}
+		if (r == 0)
+			add_parts(out->part_s, part[e], 1);
+		if (r == x->pp - 1)
+			add_parts(out->part_s, part[h], 1);
+		out->latency_s += stage;
+		out->interval_s = fmax(out->interval_s, stage);
+		if (r + 1 < x->pp) {
+			if (run_alone(s, infer_prog_send(x,
+				      infer_batch_tokens(&padded), r), &ts, ps,
+				      d) != 0)
+				return -1;
+			out->latency_s += ts;
+			add_parts(out->part_s, ps, 1);
+		}
+	}
+	if (issue > out->interval_s) {	/* the host issues slower */
+		out->part_s[EXEC_OTHER] += issue - out->interval_s;
+		out->latency_s += issue - out->interval_s;
+		out->interval_s = issue;
+	}
+	s->steps++;
+	return 0;
+}

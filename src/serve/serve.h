@@ -1,0 +1,93 @@
+/*
+ * serve.h - the serving simulation: a stream of requests through one or
+ * more engine instances, each scheduling every engine step the way its
+ * engine does (continuous batching over a paged KV cache, chunked
+ * prefill, preemption when the cache is full, prefix-cache hits,
+ * speculative decoding, separate prefill and decode pools), every step
+ * costed by the inference step model (run/infer_run.h), so serving reuses
+ * the GPU and fabric models.
+ *
+ * The models behind it are in docs/serving.md and at the top of each
+ * file: serve_req.c (requests, arrivals, trace files), serve_sched.c (the
+ * engines' policies), serve_sim.c (instances, the event loop, metrics),
+ * serve_disagg.c (prefill/decode pools and KV transfer).
+ *
+ * Depends on run/infer_run.h, engine/sim.h, network/net.h, GSL.
+ */
+#ifndef LLMSIM_SERVE_SERVE_H
+#define LLMSIM_SERVE_SERVE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "models/infer_mem.h"
+
+struct job_spec;
+struct diag;
+struct cJSON;
+
+/* A latency distribution over the completed requests. */
+struct serve_stats {
+	double mean, p50, p90, p99;	/* s */
+};
+
+struct serve_result {
+	int64_t requests;		/* simulated */
+	int64_t completed;		/* finished */
+	int64_t instances;		/* engine instances (all pools) */
+	int64_t gpus;			/* GPUs they use */
+	double duration_s;		/* s, first arrival to last completion */
+	double output_tokens;		/* generated, all requests */
+	double input_tokens;		/* prompt tokens, all requests */
+	double output_tokens_per_s;	/* output_tokens / duration */
+	double input_tokens_per_s;
+	double requests_per_s;		/* completed / duration */
+	double offered_rate;		/* requests/s asked for (inf: 0; a trace: its mean) */
+	struct serve_stats ttft;	/* arrival to first token */
+	struct serve_stats tpot;	/* (e2e - ttft) / (output - 1), output > 1 */
+	struct serve_stats e2e;		/* arrival to last token */
+	struct serve_stats queue;	/* arrival to first scheduled */
+	double mean_in_system;		/* time-average requests present (queued
+					 * or running), for Little's law */
+	double mean_e2e_s;		/* s, mean of e2e over all requests */
+	int64_t steps;			/* engine steps, all instances */
+	double mean_step_s;		/* s, mean step time */
+	double mean_batch;		/* sequences per step */
+	double mean_step_tokens;	/* tokens per step */
+	int64_t preemptions;		/* preempted or retracted requests */
+	double prefix_hit_tokens;	/* prompt tokens found in the prefix cache */
+	double kv_peak_frac;		/* largest KV occupancy (pages used / pages) */
+	double kv_mean_frac;		/* time-average KV occupancy */
+	double spec_tokens_per_step;	/* speculative: mean tokens per verify step */
+	double kv_transfer_mean_s;	/* disaggregated: mean KV transfer */
+	double kv_transfer_bytes;	/* disaggregated: KV moved */
+	struct infer_mem mem;		/* per GPU of a (decode) instance */
+	double kv_tokens;		/* KV pool of a (decode) instance, tokens
+					 * (all its attention-DP ranks) */
+	double kv_sequences;		/* sequences of mean length it holds */
+	struct infer_mem prefill_mem;	/* disaggregated: of a prefill instance */
+	uint64_t cost_calls;		/* step-model evaluations */
+	uint64_t events;		/* engine events of the serving loop */
+};
+
+/*
+ * Simulate job j (phase serving); write the Chrome trace (engine steps,
+ * batch composition, KV occupancy) to trace when not NULL. Returns 0, -1
+ * after a runtime failure, -2 after reporting bad input (a trace file's
+ * bad rows, output length 0, a KV cache that cannot hold one sequence,
+ * what llmsim cannot simulate). Release with serve_result_release().
+ */
+int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
+	      struct diag *d);
+void serve_result_release(struct serve_result *r);
+
+/* The result as the JSON object `llmsim run --json` prints (serving.*,
+ * memory.*, and the training contract's keys). NULL when out of memory. */
+struct cJSON *serve_to_json(const struct job_spec *j,
+			    const struct serve_result *r);
+
+/* A readable summary with units. */
+void serve_print(FILE *out, const struct job_spec *j,
+		 const struct serve_result *r);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * serve_impl.h - the serving simulation's shared state. Private to
+ * src/serve.
+ */
+#ifndef LLMSIM_SERVE_SERVE_IMPL_H
+#define LLMSIM_SERVE_SERVE_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "models/infer.h"
+#include "run/infer_run.h"
+#include "serve.h"
+
+struct job_spec;
+struct diag;
+struct sim;
+struct net;
+struct inst_ev;
+
+enum req_state {
+	REQ_FUTURE,		/* not arrived yet */
+	REQ_WAITING,		/* queued at its instance */
+	REQ_RUNNING,		/* admitted: prefilling or decoding */
+	REQ_TRANSFER,		/* disaggregated: KV on its way to decode */
+	REQ_DONE
+};
+
+struct serve_req {
+	double arrival_s;	/* s */
+	int64_t input;		/* prompt tokens */
+	int64_t output;		/* tokens to generate */
+	int64_t cached;		/* prompt tokens the prefix cache holds */
+	int64_t prompt;		/* tokens to compute before sampling: the
+				 * input, plus what it had generated when it
+				 * was preempted (recomputed) */
+	/* state */
+	int state;		/* enum req_state */
+	int instance;		/* where it is (or was) served */
+	int64_t computed;	/* tokens in the KV cache (prompt, then the
+				 * generated ones fed back) */
+	int64_t generated;	/* output tokens produced */
+	int64_t pages;		/* KV pages held */
+	int64_t reserved;	/* tokens reserved by admission (trtllm) */
+	int64_t preempted;	/* times preempted or retracted */
+	int64_t in_step;	/* tag of the step it is in (0: none) */
+	int64_t step_q;		/* tokens it computes in that step */
+	int step_prefill;	/* that step is a prompt chunk */
+	double first_scheduled_s;	/* s, -1 before */
+	double first_token_s;	/* s, -1 before */
+	double done_s;		/* s, -1 before */
+	double transfer_s;	/* s, disaggregated KV transfer time */
+	int xfer;		/* disaggregated: 0 no send, 1 sending, 2 sent */
+	int prefilled;		/* disaggregated: its prefill step has ended */
+	int prefill_inst;	/* disaggregated: where it was prefilled */
+	int handoff_to;		/* disaggregated: its decode instance */
+};
+
+/* A FIFO of request indices (a ring buffer that grows). */
+struct req_queue {
+	int64_t *v;
+	int64_t cap, head, n;
+};
+
+int rq_push_back(struct req_queue *q, int64_t id);
+int rq_push_front(struct req_queue *q, int64_t id);
+int64_t rq_front(const struct req_queue *q);
+int64_t rq_at(const struct req_queue *q, int64_t i);
+void rq_pop_front(struct req_queue *q);
+void rq_release(struct req_queue *q);
+
+/* What an instance does: serve everything, prefill only, decode only. */
+enum inst_role {
+	ROLE_BOTH,
+	ROLE_PREFILL,
+	ROLE_DECODE
+};
+
+struct serve_inst {
+	int role;			/* enum inst_role */
+	struct infer_stepper *step;	/* its step model (shared per pool) */
+	int64_t pages;			/* KV pages */
+	int64_t free_pages;
+	int64_t block;			/* tokens per page */
+	int64_t max_seqs, max_tokens;
+	int chunked;
+	struct req_queue waiting;
+	int64_t *running;		/* admitted requests, in admission order */
+	int64_t nrunning, cap_running;
+	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
+	double new_token_ratio;		/* sglang admission estimate */
+	int busy;			/* stage 0 is running a step */
+	int64_t pp;			/* steps in flight at most (pipeline stages) */
+	int64_t inflight;		/* steps in flight */
+	int64_t tag;			/* tag of the step being formed (> 0) */
+	double kv_area;			/* integral of pages used dt */
+	double last_change_s;		/* s, of pages used */
+	double peak_frac;
+	int64_t steps;
+	double step_time_s, batch_sum, tokens_sum;
+	int64_t preemptions;
+};
+
+/* The whole simulation. */
+struct serve {
+	const struct job_spec *job;
+	struct serve_req *req;
+	int64_t nreq;
+	struct serve_inst *inst;
+	int ninst;			/* all instances */
+	int nprefill;			/* disaggregated: the first nprefill are prefill */
+	struct infer_stepper *steppers;	/* one per pool (1 or 2) */
+	int nsteppers;
+	struct infer_stepper *draft;	/* speculative: the draft's step model */
+	struct sim *sim;
+	gsl_rng *rng;			/* speculative acceptance draws */
+	FILE *trace;			/* Chrome trace, or NULL */
+	int trace_first;		/* no event written yet */
+	int64_t next_arrival;		/* index of the next request to arrive */
+	int64_t dispatch_rr;		/* round-robin cursor */
+	int64_t in_system;		/* arrived and not done */
+	double area_in_system;		/* integral of in_system dt */
+	double last_area_s;
+	int64_t done;
+	double spec_tokens, spec_steps;	/* verify steps and their tokens */
+	struct diag *d;
+	int failed;			/* a step could not be costed */
+	struct net *xfer_net;		/* disaggregated: KV transfer fabric */
+	double xfer_sum_s, xfer_bytes;
+	int64_t xfers;
+	int64_t handoff_rr;		/* decode-instance round-robin cursor */
+	int64_t *first_gpu;		/* [ninst] first GPU of each instance */
+	void *pools_mem;		/* the pools' jobs (serve_setup.c) */
+	struct inst_ev *evs;		/* [ninst] events of each instance */
+	void (*wake)(struct serve *s, int i);	/* serve_wake, for the
+						 * files the loop calls */
+};
+
+/* ---- requests (serve_req.c) ---- */
+
+/* The job's requests, arrivals ascending: drawn (serving.requests,
+ * input_len, output_len, arrival_rate, seed) or read from serving.trace.
+ * Returns 0, -1 out of memory, -2 bad input (reported with
+ * file:line:col). The array is mem_alloc'd. */
+int serve_requests(const struct job_spec *j, struct serve_req **out,
+		   int64_t *n, struct diag *d);
+
+/* ---- scheduling (serve_sched.c) ---- */
+
+/* Form the next step of instance in at time now (tagged in->tag): set
+ * in_step/step_q of the requests it computes (requests already in a step
+ * in flight are left out) and fill b. Returns the sequences scheduled (0:
+ * nothing to do). */
+int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
+		       struct infer_batch *b);
+
+/* After the step tagged `tag` ended at now: advance its requests
+ * (tokens, first tokens, completions, KV). */
+void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
+		     double now);
+
+/* KV pages for tokens. */
+static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)
+{
+	return (tokens + in->block - 1) / in->block;
+}
+
+/* Pages in use changed at now: accumulate the occupancy integral. */
+void serve_kv_account(struct serve_inst *in, double now);
+
+/* Free request r's KV pages. */
+void serve_kv_free(struct serve_inst *in, struct serve_req *r, double now);
+
+/* Remove request id from in's running list. */
+void serve_running_remove(struct serve_inst *in, int64_t id);
+int serve_running_add(struct serve_inst *in, int64_t id);
+
+/* ---- the loop (serve_sim.c) ---- */
+
+/* Request r finished at now (metrics, in-system count). */
+void serve_finish(struct serve *s, struct serve_req *r, double now);
+
+/* Disaggregated (serve_setup.c): start sending request id's KV to a
+ * decode instance (at the start of its last prefill step when layer-wise,
+ * else from serve_handoff); and the prefill instance finished its prompt
+ * at now: once the KV has arrived the request waits at the decode
+ * instance. Return 0 or -1 (out of memory). */
+int serve_xfer_begin(struct serve *s, int64_t id, double now);
+int serve_handoff(struct serve *s, int64_t id, double now);
+
+/* Instance i may have work: start a step if it is idle (serve_sim.c's,
+ * reached through struct serve's wake). */
+void serve_wake(struct serve *s, int i);
+
+/* Set up the instances, step models and fabric of s (serve_setup.c);
+ * tear them down. serve_setup returns 0, -1 (runtime) or -2 (bad input,
+ * reported). */
+int serve_setup(struct serve *s, struct serve_result *out);
+void serve_teardown(struct serve *s);
+
+/* Write one Chrome trace event (a complete event or a counter). */
+void serve_trace_step(struct serve *s, int inst, double start_s, double dur_s,
+		      const struct infer_batch *b, int64_t prefill_tokens,
+		      int64_t decode_seqs);
+void serve_trace_counters(struct serve *s, int inst, double now);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * serve_report.c - a serving run's result as JSON and as a summary, and
+ * its Chrome trace.
+ *
+ * JSON (`llmsim run --json`, the contract of issue 15): serving.{
+ * output_tokens_per_s, requests_per_s, ttft_s, tpot_s, e2e_s (each
+ * {mean, p50, p90, p99}), ...}, memory.* as training's (per GPU of a
+ * (decode) instance, with the KV cache and its capacity), and the
+ * training contract's step_time_s (the mean engine step), tokens_per_s
+ * (output tokens/s), mfu and tflops_per_gpu (0: not computed for a run),
+ * breakdown (the mean step as "compute").
+ *
+ * Trace (Chrome trace events, ui.perfetto.dev): one process per engine
+ * instance; each engine step a complete event with its batch (sequences,
+ * prompt tokens, decoding sequences); counters of KV occupancy (fraction
+ * of pages), running and waiting requests after each step.
+ */
+#include "serve_impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "base/units.h"
+#include "config/spec_job.h"
+#include "run/infer_run.h"
+
+/* ---- trace ---- */
+
+static void sep(struct serve *s)
+{
+	if (!s->trace_first)
+		fputs(",\n", s->trace);
+	s->trace_first = 0;
+}
+
+void serve_trace_step(struct serve *s, int inst, double start_s, double dur_s,
+		      const struct infer_batch *b, int64_t prefill_tokens,
+		      int64_t decode_seqs)
+{
+	if (!s->trace)
+		return;
+	sep(s);
+	fprintf(s->trace, "{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
+		"\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"sequences\":%.0f,"
+		"\"tokens\":%.0f,\"prompt_tokens\":%lld,\"decode_seqs\":%lld}}",
+		prefill_tokens > 0 ? (decode_seqs > 0 ? "mixed" : "prefill")
+				   : "decode",
+		inst, start_s * 1e6, dur_s * 1e6, infer_batch_seqs(b),
+		infer_batch_tokens(b), (long long)prefill_tokens,
+		(long long)decode_seqs);
+}
+
+void serve_trace_counters(struct serve *s, int inst, double now)
+{
+	const struct serve_inst *in = &s->inst[inst];
+
+	if (!s->trace)
+		return;
+	sep(s);
+	fprintf(s->trace, "{\"name\":\"kv_occupancy\",\"ph\":\"C\",\"pid\":%d,"
+		"\"ts\":%.3f,\"args\":{\"used\":%.4f}}", inst, now * 1e6,
+		in->pages ? (double)(in->pages - in->free_pages) /
+			    (double)in->pages : 0);
+	sep(s);
+	fprintf(s->trace, "{\"name\":\"requests\",\"ph\":\"C\",\"pid\":%d,"
+		"\"ts\":%.3f,\"args\":{\"running\":%lld,\"waiting\":%lld}}",
+		inst, now * 1e6, (long long)in->nrunning,
+		(long long)in->waiting.n);
+}
+
+/* ---- JSON ---- */
+
+static int add(struct cJSON *o, const char *key, struct cJSON *item)
+{
+	if (item && cJSON_AddItemToObject(o, key, item))
+		return 1;
+	cJSON_Delete(item);
+	return 0;
+}
+
+static int add_num(struct cJSON *o, const char *key, double v)
+{
+	return add(o, key, cJSON_CreateNumber(isfinite(v) ? v : 0));
+}
+
+static int add_str(struct cJSON *o, const char *key, const char *v)
+{
+	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+static struct cJSON *complete(struct cJSON *o, int ok)
+{
+	if (ok)
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static struct cJSON *stats_json(const struct serve_stats *st)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_num(o, "mean", st->mean) &&
+		 add_num(o, "p50", st->p50) && add_num(o, "p90", st->p90) &&
+		 add_num(o, "p99", st->p99);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *serving_json(const struct job_spec *j,
+				  const struct serve_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "engine", j->serving.engine->name) &&
+		 add_num(o, "requests", (double)r->requests) &&
+		 add_num(o, "completed", (double)r->completed) &&
+		 add_num(o, "instances", (double)r->instances) &&
+		 add_num(o, "arrival_rate", r->offered_rate) &&
+		 add_num(o, "duration_s", r->duration_s) &&
+		 add_num(o, "output_tokens", r->output_tokens) &&
+		 add_num(o, "input_tokens", r->input_tokens) &&
+		 add_num(o, "output_tokens_per_s", r->output_tokens_per_s) &&
+		 add_num(o, "input_tokens_per_s", r->input_tokens_per_s) &&
+		 add_num(o, "requests_per_s", r->requests_per_s) &&
+		 add(o, "ttft_s", stats_json(&r->ttft)) &&
+		 add(o, "tpot_s", stats_json(&r->tpot)) &&
+		 add(o, "e2e_s", stats_json(&r->e2e)) &&
+		 add(o, "queue_s", stats_json(&r->queue)) &&
+		 add_num(o, "mean_in_system", r->mean_in_system) &&
+		 add_num(o, "steps", (double)r->steps) &&
+		 add_num(o, "mean_step_s", r->mean_step_s) &&
+		 add_num(o, "mean_batch", r->mean_batch) &&
+		 add_num(o, "mean_step_tokens", r->mean_step_tokens) &&
+		 add_num(o, "preemptions", (double)r->preemptions) &&
+		 add_num(o, "prefix_hit_tokens", r->prefix_hit_tokens) &&
+		 add_num(o, "kv_capacity_tokens", r->kv_tokens) &&
+		 add_num(o, "kv_capacity_sequences", r->kv_sequences) &&
+		 add_num(o, "kv_peak_occupancy", r->kv_peak_frac) &&
+		 add_num(o, "kv_mean_occupancy", r->kv_mean_frac) &&
+		 add_num(o, "spec_tokens_per_step", r->spec_tokens_per_step) &&
+		 add_num(o, "kv_transfer_mean_s", r->kv_transfer_mean_s) &&
+		 add_num(o, "kv_transfer_bytes", r->kv_transfer_bytes) &&
+		 add_num(o, "step_model_calls", (double)r->cost_calls);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *breakdown_json(const struct serve_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int i, ok = o != NULL;
+
+	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
+		ok = add_num(o, exec_part_keys[i],
+			     i == EXEC_COMPUTE ? r->mean_step_s : 0);
+	return complete(o, ok);
+}
+
+struct cJSON *serve_to_json(const struct job_spec *j,
+			    const struct serve_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_str(o, "job", j->name) &&
+		 add_str(o, "model", j->model->name) &&
+		 add_str(o, "system", j->system->name) &&
+		 add_str(o, "gpu", j->system->gpu->name) &&
+		 add_num(o, "gpus", (double)r->gpus) &&
+		 add_num(o, "step_time_s", r->mean_step_s) &&
+		 add_num(o, "tokens_per_s", r->output_tokens_per_s) &&
+		 add_num(o, "mfu", 0) && add_num(o, "tflops_per_gpu", 0) &&
+		 add(o, "memory", infer_mem_json(&r->mem)) &&
+		 add(o, "breakdown", breakdown_json(r)) &&
+		 add(o, "serving", serving_json(j, r)) &&
+		 add_num(o, "events", (double)r->events);
+
+	if (ok && j->serving.disaggregated.enabled)
+		ok = add(o, "prefill_memory", infer_mem_json(&r->prefill_mem));
+	return complete(o, ok);
+}
+
+/* ---- summary ---- */
+
+static void stat_line(FILE *out, const char *name,
+		      const struct serve_stats *st)
+{
+	char a[24], b[24], c[24], d[24];
+
+	step_human(a, sizeof(a), st->mean, UNIT_TIME);
+	step_human(b, sizeof(b), st->p50, UNIT_TIME);
+	step_human(c, sizeof(c), st->p90, UNIT_TIME);
+	step_human(d, sizeof(d), st->p99, UNIT_TIME);
+	fprintf(out, "  %-6s mean %10s  p50 %10s  p90 %10s  p99 %10s\n", name,
+		a, b, c, d);
+}
+
+void serve_print(FILE *out, const struct job_spec *j,
+		 const struct serve_result *r)
+{
+	const struct infer_mem *m = &r->mem;
+	char a[24], b[24], c[24];
+
+	fprintf(out, "%s: serving %s on %s (%lld GPUs, %s), engine %s\n",
+		j->name ? j->name : "job", j->model->name, j->system->name,
+		(long long)r->gpus, j->system->gpu->name,
+		j->serving.engine->name);
+	fprintf(out, "  requests     %lld (%lld completed); arrivals %s\n",
+		(long long)r->requests, (long long)r->completed,
+		j->serving.trace ? "from the trace" : r->offered_rate > 0 ?
+		"Poisson" : "all at t = 0 (offline)");
+	if (r->offered_rate > 0)
+		fprintf(out, "               %.4g requests/s offered%s\n",
+			r->offered_rate, j->serving.trace ? " (its mean)" : "");
+	step_human(a, sizeof(a), r->duration_s, UNIT_TIME);
+	fprintf(out, "  duration     %s\n", a);
+	fprintf(out, "  throughput   %.1f output tokens/s, %.1f input tokens/s, "
+		"%.3f requests/s\n", r->output_tokens_per_s,
+		r->input_tokens_per_s, r->requests_per_s);
+	stat_line(out, "TTFT", &r->ttft);
+	stat_line(out, "TPOT", &r->tpot);
+	stat_line(out, "E2E", &r->e2e);
+	step_human(a, sizeof(a), r->mean_step_s, UNIT_TIME);
+	fprintf(out, "  engine       %lld steps, mean %s, %.1f sequences and "
+		"%.0f tokens a step\n", (long long)r->steps, a, r->mean_batch,
+		r->mean_step_tokens);
+	fprintf(out, "  KV cache     peak %.1f %%, mean %.1f %% of %.0f tokens "
+		"per instance; %lld preemptions\n", 100 * r->kv_peak_frac,
+		100 * r->kv_mean_frac, r->kv_tokens, (long long)r->preemptions);
+	if (r->spec_tokens_per_step > 0)
+		fprintf(out, "  speculative  %.2f tokens per verify step\n",
+			r->spec_tokens_per_step);
+	if (r->kv_transfer_bytes > 0) {
+		step_human(a, sizeof(a), r->kv_transfer_mean_s, UNIT_TIME);
+		step_human(b, sizeof(b), r->kv_transfer_bytes, UNIT_BYTES);
+		fprintf(out, "  KV transfer  mean %s, %s in all\n", a, b);
+	}
+	step_human(a, sizeof(a), m->weights_B, UNIT_BYTES);
+	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
+	step_human(c, sizeof(c), m->usable_B, UNIT_BYTES);
+	fprintf(out, "  memory/GPU   weights %s, KV cache %s of %s usable; "
+		"%.0f sequences of mean length fit an instance\n", a, b, c,
+		r->kv_sequences);
+	fprintf(out, "  Little       %.2f requests in system (time average)\n",
+		r->mean_in_system);
+}

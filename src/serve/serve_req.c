@@ -1,0 +1,347 @@
+/*
+ * serve_req.c - the requests of a serving run: drawn, or read from a
+ * trace file.
+ *
+ * Drawn (GSL's MT19937 seeded with serving.seed; the draws for request i
+ * are its arrival gap, then its input length, then its output length):
+ *
+ *   arrivals   arrival_rate = inf: all at t = 0 (offline, as
+ *              `vllm bench throughput`, `trtllm-bench` and MLPerf Offline
+ *              queue them); else a Poisson process of that rate,
+ *              exponential gaps of mean 1/rate from t = 0 (the first
+ *              request arrives after one gap)
+ *   lengths    fixed: round(mean); normal(mean, stddev); lognormal with
+ *              that mean and stddev (sigma^2 = ln(1 + s^2/m^2),
+ *              mu = ln m - sigma^2/2); uniform integers in [min, max];
+ *              exponential of that mean; rounded to the nearest integer
+ *              and clamped to [min, max] (max 0: no bound)
+ *
+ * Prefix cache: a request's first floor(hit_rate x input / page) pages
+ * of its prompt are found cached (a hit never covers the whole prompt:
+ * the last token is always computed, as vLLM and SGLang keep one token to
+ * compute the first output's logits).
+ *
+ * Trace file (serving.trace, relative to the job file): CSV, one request
+ * a row, `arrival_s,input_len,output_len`; an optional header row of
+ * those names (the first row that is not blank or a comment); blank lines and lines starting with '#' ignored. Arrival
+ * in seconds (>= 0), lengths integers >= 1. Rows are sorted by arrival
+ * (stable). A bad row is reported as FILE:LINE:COL: error: ... for every
+ * bad field, and the run stops (exit 2).
+ */
+#include "serve_impl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+
+/* ---- drawn ---- */
+
+static double draw_len(const struct len_spec *l, gsl_rng *r)
+{
+	double m = l->mean, s = l->stddev, v, s2;
+
+	switch (l->dist) {
+	case LEN_NORMAL:
+		v = m + gsl_ran_gaussian(r, s);
+		break;
+	case LEN_LOGNORMAL:
+		s2 = log(1 + s * s / (m * m));
+		v = gsl_ran_lognormal(r, log(m) - s2 / 2, sqrt(s2));
+		break;
+	case LEN_UNIFORM:
+		v = (double)l->min + (double)gsl_rng_uniform_int(r,
+			(unsigned long)(l->max - l->min + 1));
+		break;
+	case LEN_EXPONENTIAL:
+		v = gsl_ran_exponential(r, m);
+		break;
+	default:
+		v = m;
+		break;
+	}
+	v = round(v);
+	if (v < (double)l->min)
+		v = (double)l->min;
+	if (l->max > 0 && v > (double)l->max)
+		v = (double)l->max;
+	return fmax(v, 1);
+}
+
+static int64_t prefix_hit(const struct job_spec *j, int64_t input)
+{
+	const struct serving_spec *s = &j->serving;
+	int64_t page = s->engine->block_size, hit;
+
+	if (!s->engine->prefix_caching || s->prefix_cache_hit_rate <= 0)
+		return 0;
+	hit = (int64_t)floor(s->prefix_cache_hit_rate * (double)input /
+			     (double)page) * page;
+	return hit >= input ? ((input - 1) / page) * page : hit;
+}
+
+static void init_req(struct serve_req *r, double t, int64_t in, int64_t out)
+{
+	memset(r, 0, sizeof(*r));
+	r->arrival_s = t;
+	r->input = in;
+	r->prompt = in;
+	r->output = out;
+	r->instance = -1;
+	r->first_scheduled_s = r->first_token_s = r->done_s = -1;
+}
+
+static int draw(const struct job_spec *j, struct serve_req *v, int64_t n)
+{
+	const struct serving_spec *s = &j->serving;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	double t = 0;
+	int64_t i;
+
+	if (!r)
+		return -1;
+	gsl_rng_set(r, (unsigned long)s->seed);
+	for (i = 0; i < n; i++) {
+		double in, out;
+
+		if (isfinite(s->arrival_rate))
+			t += gsl_ran_exponential(r, 1 / s->arrival_rate);
+		in = draw_len(&s->input_len, r);
+		out = draw_len(&s->output_len, r);
+		init_req(&v[i], t, (int64_t)in, (int64_t)out);
+		v[i].cached = prefix_hit(j, v[i].input);
+	}
+	gsl_rng_free(r);
+	return 0;
+}
+
+/* ---- trace files ---- */
+
+struct row_parser {
+	const char *path;
+	int line;
+	struct diag *d;
+	int bad;
+};
+
+/* The trace path: relative to the file that named it (not "--set"). */
+static char *trace_path(const struct serving_spec *s)
+{
+	const char *from = s->trace_from, *slash;
+	size_t dir;
+	char *p;
+
+	if (s->trace[0] == '/' || !from || !strchr(from, '/') ||
+	    strcmp(from, "--set") == 0)
+		return mem_strdup(s->trace);
+	slash = strrchr(from, '/');
+	dir = (size_t)(slash - from) + 1;
+	p = mem_alloc(dir + strlen(s->trace) + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, from, dir);
+	strcpy(p + dir, s->trace);
+	return p;
+}
+
+static void row_error(struct row_parser *rp, int col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void row_error(struct row_parser *rp, int col, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag_error(rp->d, rp->path, rp->line, col, "%s", msg);
+	rp->bad = 1;
+}
+
+/* Field `name` at col: a number (integer when want_int), >= lo. */
+static double field(struct row_parser *rp, const char *text, int col,
+		    const char *name, int want_int, double lo)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (end == text || *end != '\0' || errno || !isfinite(v)) {
+		row_error(rp, col, "'%s': expected a number, got '%s'", name,
+			  text);
+		return 0;
+	}
+	if (want_int && v != floor(v)) {
+		row_error(rp, col, "'%s': expected a whole number of tokens, "
+			  "got '%s'", name, text);
+		return 0;
+	}
+	if (v < lo || v > 1e9) {
+		if (lo > 0)
+			row_error(rp, col, "'%s': expected at least 1 token "
+				  "(and at most 1e9), got '%s'", name, text);
+		else
+			row_error(rp, col, "'%s': expected 0 s or later (and "
+				  "at most 1e9 s), got '%s'", name, text);
+		return 0;
+	}
+	return v;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' ||
+			 e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+static const char *const columns[] = {"arrival_s", "input_len",
+				      "output_len"};
+
+/* Parse one data row into r; errors to rp. */
+static void parse_row(struct row_parser *rp, char *line, struct serve_req *r)
+{
+	double v[3] = {0, 0, 0};
+	char *p = line, *next;
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		int col = (int)(p - line) + 1;
+
+		next = strchr(p, ',');
+		if (next)
+			*next = '\0';
+		else if (k < 2) {
+			row_error(rp, (int)strlen(line) + 1, "expected 3 "
+				  "fields (%s,...), the row ends after '%s'",
+				  "arrival_s,input_len,output_len", columns[k]);
+			return;
+		}
+		v[k] = field(rp, trim(p), col, columns[k], k > 0, k ? 1 : 0);
+		if (!next)
+			break;
+		p = next + 1;
+	}
+	if (next) {
+		row_error(rp, (int)(p - line) + 1, "expected 3 fields, got "
+			  "more: '%s'", trim(p));
+		return;
+	}
+	init_req(r, v[0], (int64_t)v[1], (int64_t)v[2]);
+}
+
+static int is_header(const char *line)
+{
+	return strncmp(line, "arrival_s", 9) == 0;
+}
+
+static int by_arrival(const void *a, const void *b)
+{
+	const struct serve_req *x = a, *y = b;
+
+	if (x->arrival_s != y->arrival_s)
+		return x->arrival_s < y->arrival_s ? -1 : 1;
+	return x->instance < y->instance ? -1 : x->instance > y->instance;
+}
+
+static int read_trace(const struct job_spec *j, struct serve_req **out,
+		      int64_t *n, struct diag *d)
+{
+	struct row_parser rp = {NULL, 0, d, 0};
+	struct serve_req *v = NULL, *grown;
+	int64_t cap = 0, k = 0;
+	char buf[4096], *line;
+	FILE *f;
+	int rc = -2, seen_row = 0;
+
+	rp.path = trace_path(&j->serving);
+	if (!rp.path) {
+		diag_oom(d);
+		return -1;
+	}
+	f = fopen(rp.path, "r");
+	if (!f) {
+		diag_error(d, j->serving.file, j->serving.line, j->serving.col,
+			   "'serving.trace': cannot read '%s': %s", rp.path,
+			   strerror(errno));
+		goto out;
+	}
+	while (fgets(buf, sizeof(buf), f)) {
+		rp.line++;
+		line = trim(buf);
+		if (!*line || *line == '#')
+			continue;
+		if (!seen_row++ && is_header(line))
+			continue;	/* the first row may name the columns */
+		if (k == cap) {
+			cap = cap ? 2 * cap : 1024;
+			grown = mem_realloc(v, (size_t)cap * sizeof(*v));
+			if (!grown) {
+				diag_oom(d);
+				rc = -1;
+				goto close;
+			}
+			v = grown;
+		}
+		parse_row(&rp, line, &v[k]);
+		v[k].instance = (int)(k & INT_MAX);	/* file order, for the sort */
+		v[k].cached = prefix_hit(j, v[k].input);
+		k++;
+	}
+	if (!rp.bad && k == 0) {
+		diag_error(d, rp.path, rp.line ? rp.line : 1, 1, "the trace "
+			   "has no request rows (arrival_s,input_len,output_len)");
+		goto close;
+	}
+	if (rp.bad)
+		goto close;
+	qsort(v, (size_t)k, sizeof(*v), by_arrival);
+	for (cap = 0; cap < k; cap++)
+		v[cap].instance = -1;
+	*out = v;
+	*n = k;
+	v = NULL;
+	rc = 0;
+close:
+	fclose(f);
+out:
+	mem_free(v);
+	mem_free((char *)rp.path);
+	return rc;
+}
+
+int serve_requests(const struct job_spec *j, struct serve_req **out,
+		   int64_t *n, struct diag *d)
+{
+	int64_t count = j->serving.requests;
+
+	*out = NULL;
+	*n = 0;
+	if (j->serving.trace)
+		return read_trace(j, out, n, d);
+	*out = mem_calloc((size_t)count, sizeof(**out));
+	if (!*out || draw(j, *out, count) != 0) {
+		mem_free(*out);
+		*out = NULL;
+		diag_oom(d);
+		return -1;
+	}
+	*n = count;
+	return 0;
+}

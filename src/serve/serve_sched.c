@@ -1,0 +1,685 @@
+/*
+ * serve_sched.c - what each engine computes in its next step.
+ *
+ * A request holds KV pages for `computed` tokens (its prompt so far, then
+ * the tokens it generated, fed back); a step gives it q new tokens and it
+ * needs pages for computed + q. Pages come from the instance's pool
+ * (infer_mem.h capacity / block_size). A prompt chunk that reaches the end
+ * of the prompt samples a token, as does every decode step (speculative:
+ * the verified draft tokens plus one). A request is done when it has
+ * generated its output; its pages return to the pool.
+ *
+ * vLLM (v1/core/sched/scheduler.py Scheduler.schedule): one budget of
+ * max_num_batched_tokens per step. Running requests first, in admission
+ * order: a decode token (1 + k drafts when speculating), or the next chunk
+ * of an unfinished prompt, cut to the budget. When the pool cannot hold a
+ * request's new tokens the LAST running request is preempted (pages freed,
+ * progress dropped: it recomputes its prompt and what it had generated,
+ * and goes to the front of the waiting queue), until the request fits or
+ * is itself the one preempted. Then, unless something was preempted this
+ * step, waiting requests FCFS while running < max_num_seqs and budget
+ * remains: its prompt less what the prefix cache holds, cut to the budget
+ * (without chunked prefill a prompt that does not fit waits), if the pool
+ * has its pages. Preemption therefore happens exactly when the pool is
+ * full.
+ *
+ * SGLang (managers/scheduler.py get_next_batch_to_run, schedule_policy.py
+ * PrefillAdder): a prefill batch whenever one can be formed, else a decode
+ * step of all running requests. A prefill batch takes the request being
+ * chunked first, then waiting requests FCFS within chunked_prefill_size
+ * tokens while the pool, less the estimated remaining output of running
+ * requests (new_token_ratio x their remaining tokens, each capped at
+ * 4096, CLIP_MAX_NEW_TOKENS_ESTIMATION), holds the request's prompt and
+ * its own estimate; a request cut by the budget becomes the chunked one.
+ * The ratio starts at new_token_ratio, decays linearly to its floor over
+ * new_token_ratio_decay_steps decode steps, and is reset when a decode
+ * step cannot get its pages: requests are then retracted (the latest
+ * admitted first, as retract_decode's sort by output length puts them)
+ * back to the waiting queue until the step fits.
+ *
+ * vLLM V0 without chunked prefill (core/scheduler.py _schedule_default):
+ * waiting requests FCFS, whole prompts within max_num_batched_tokens and
+ * max_num_seqs, while their pages leave admit_watermark of the pool free,
+ * make a prefill-only step; when none can be admitted, a decode step of
+ * every running request, preempting the last running ones (recompute)
+ * when a page is missing.
+ *
+ * TensorRT-LLM (batch_manager capacity and micro-batch schedulers): the
+ * capacity scheduler admits waiting requests FCFS up to max_batch_size:
+ * GUARANTEED_NO_EVICT only when the pages of its whole sequence (prompt +
+ * output) are free beyond what the running ones have reserved for theirs,
+ * so it never evicts; MAX_UTILIZATION when its prompt's pages are free,
+ * evicting the latest request when the pool runs out. The micro-batch
+ * scheduler then fills max_num_tokens: generation requests first, then
+ * context requests, whole (or chunked with chunked context). (A prompt
+ * longer than max_num_tokens without chunking is refused before the run,
+ * serve_setup.c, as the engines refuse it.)
+ */
+#include "serve_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+
+/* SGLang's cap on one request's estimated remaining output
+ * (schedule_policy.py CLIP_MAX_NEW_TOKENS_ESTIMATION). */
+#define SGLANG_CLIP_NEW_TOKENS 4096
+
+/* ---- queues and lists ---- */
+
+static int rq_grow(struct req_queue *q)
+{
+	int64_t cap = q->cap ? 2 * q->cap : 64, i;
+	int64_t *v = mem_alloc((size_t)cap * sizeof(*v));
+
+	if (!v)
+		return -1;
+	for (i = 0; i < q->n; i++)
+		v[i] = q->v[(q->head + i) % q->cap];
+	mem_free(q->v);
+	q->v = v;
+	q->cap = cap;
+	q->head = 0;
+	return 0;
+}
+
+int rq_push_back(struct req_queue *q, int64_t id)
+{
+	if (q->n == q->cap && rq_grow(q) != 0)
+		return -1;
+	q->v[(q->head + q->n) % q->cap] = id;
+	q->n++;
+	return 0;
+}
+
+int rq_push_front(struct req_queue *q, int64_t id)
+{
+	if (q->n == q->cap && rq_grow(q) != 0)
+		return -1;
+	q->head = (q->head + q->cap - 1) % q->cap;
+	q->v[q->head] = id;
+	q->n++;
+	return 0;
+}
+
+int64_t rq_front(const struct req_queue *q)
+{
+	return q->n ? q->v[q->head] : -1;
+}
+
+int64_t rq_at(const struct req_queue *q, int64_t i)
+{
+	return q->v[(q->head + i) % q->cap];
+}
+
+void rq_pop_front(struct req_queue *q)
+{
+	if (q->n) {
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+	}
+}
+
+void rq_release(struct req_queue *q)
+{
+	mem_free(q->v);
+	memset(q, 0, sizeof(*q));
+}
+
+int serve_running_add(struct serve_inst *in, int64_t id)
+{
+	if (in->nrunning == in->cap_running) {
+		int64_t cap = in->cap_running ? 2 * in->cap_running : 64;
+		int64_t *v = mem_realloc(in->running, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		in->running = v;
+		in->cap_running = cap;
+	}
+	in->running[in->nrunning++] = id;
+	return 0;
+}
+
+void serve_running_remove(struct serve_inst *in, int64_t id)
+{
+	int64_t i;
+
+	for (i = 0; i < in->nrunning; i++)
+		if (in->running[i] == id) {
+			memmove(&in->running[i], &in->running[i + 1],
+				(size_t)(in->nrunning - i - 1) *
+				sizeof(*in->running));
+			in->nrunning--;
+			return;
+		}
+}
+
+/* ---- KV pages ---- */
+
+void serve_kv_account(struct serve_inst *in, double now)
+{
+	double used = (double)(in->pages - in->free_pages);
+
+	if (now > in->last_change_s)
+		in->kv_area += used * (now - in->last_change_s);
+	in->last_change_s = now;
+	if (in->pages > 0 && used / (double)in->pages > in->peak_frac)
+		in->peak_frac = used / (double)in->pages;
+}
+
+/* Pages for r to hold `tokens`; 0 when the pool cannot give them. */
+static int kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
+		   double now)
+{
+	int64_t need = kv_pages_for(in, tokens) - r->pages;
+
+	if (need <= 0)
+		return 1;
+	if (need > in->free_pages)
+		return 0;
+	serve_kv_account(in, now);
+	in->free_pages -= need;
+	r->pages += need;
+	serve_kv_account(in, now);
+	return 1;
+}
+
+void serve_kv_free(struct serve_inst *in, struct serve_req *r, double now)
+{
+	serve_kv_account(in, now);
+	in->free_pages += r->pages;
+	r->pages = 0;
+	r->reserved = 0;
+}
+
+/* ---- common pieces ---- */
+
+static int spec_k(const struct serve *s)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+
+	return sp->method == SPEC_NONE ? 0 : (int)sp->tokens;
+}
+
+static int decoding(const struct serve_req *r)
+{
+	return r->computed >= r->prompt;
+}
+
+static void mark(struct serve_inst *in, struct serve_req *r, int64_t q,
+		 int prefill, double now)
+{
+	r->in_step = in->tag;
+	r->step_q = q;
+	r->step_prefill = prefill;
+	if (r->first_scheduled_s < 0)
+		r->first_scheduled_s = now;
+}
+
+/* Drop r's progress and put it back at the front of the waiting queue. */
+static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
+		    double now)
+{
+	struct serve_req *r = &s->req[id];
+
+	serve_kv_free(in, r, now);
+	serve_running_remove(in, id);
+	r->prompt = r->input + r->generated;
+	r->computed = 0;
+	r->in_step = 0;
+	r->state = REQ_WAITING;
+	r->preempted++;
+	in->preemptions++;
+	if (rq_push_front(&in->waiting, id) != 0)
+		s->failed = 1;
+}
+
+/* The request to preempt: the last running one not in a step still in
+ * flight (with one step in flight at a time, the last running one). */
+static int64_t victim_of(const struct serve *s, const struct serve_inst *in)
+{
+	int64_t i;
+
+	for (i = in->nrunning - 1; i > 0; i--)
+		if (!s->req[in->running[i]].in_step)
+			return in->running[i];
+	return in->running[0];
+}
+
+/* First admission of waiting request r: the prefix cache's tokens count
+ * as computed. The tokens it starts from. */
+static int64_t start_of(const struct serve_req *r)
+{
+	return r->computed > r->cached ? r->computed : r->cached;
+}
+
+static int admit(struct serve *s, struct serve_inst *in, int64_t id)
+{
+	struct serve_req *r = &s->req[id];
+
+	rq_pop_front(&in->waiting);
+	r->state = REQ_RUNNING;
+	r->computed = start_of(r);
+	if (serve_running_add(in, id) != 0) {
+		s->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the batch of the marked requests ---- */
+
+static void batch_of(struct serve *s, struct serve_inst *in,
+		     struct infer_batch *b)
+{
+	double dec_n[2] = {0, 0}, dec_ctx[2] = {0, 0}, q_spec;
+	double extra_n = 0, extra_q = 0, extra_ctx = 0, extra_s = 0;
+	int64_t i;
+
+	memset(b, 0, sizeof(*b));
+	q_spec = 1 + spec_k(s);
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *r = &s->req[in->running[i]];
+		double sampled;
+
+		if (r->in_step != in->tag)
+			continue;
+		if (!r->step_prefill) {
+			int sp = r->step_q > 1;
+
+			dec_n[sp] += 1;
+			dec_ctx[sp] += (double)r->computed;
+			continue;
+		}
+		sampled = r->computed + r->step_q >= r->prompt ? 1 : 0;
+		if (b->n < INFER_MAX_GROUPS - 3) {
+			b->g[b->n++] = (struct infer_seqs){1, (double)r->step_q,
+				(double)r->computed, 1, sampled, 0};
+		} else {	/* many chunks: one more group of their means */
+			extra_n += 1;
+			extra_q += (double)r->step_q;
+			extra_ctx += (double)r->computed;
+			extra_s += sampled;
+		}
+	}
+	if (extra_n > 0)
+		b->g[b->n++] = (struct infer_seqs){extra_n, extra_q / extra_n,
+			extra_ctx / extra_n, 1, extra_s / extra_n, 0};
+	/* decode: one group per width, at the mean context (the KV read,
+	 * sum count ctx, is exact) */
+	if (dec_n[0] > 0)
+		b->g[b->n++] = (struct infer_seqs){dec_n[0], 1,
+			dec_ctx[0] / dec_n[0], 0, 1, 0};
+	if (dec_n[1] > 0)
+		b->g[b->n++] = (struct infer_seqs){dec_n[1], q_spec,
+			dec_ctx[1] / dec_n[1], 0, q_spec, 0};
+}
+
+/* ---- vLLM ---- */
+
+static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
+{
+	int64_t budget = in->max_tokens, n = 0, i, id, q, need;
+	int preempted = 0;
+
+	for (i = 0; i < in->nrunning && budget > 0; i++) {
+		struct serve_req *r;
+
+		id = in->running[i];
+		r = &s->req[id];
+		if (r->in_step)
+			continue;	/* in a step still in flight (pipeline) */
+		q = decoding(r) ? 1 + spec_k(s) : r->prompt - r->computed;
+		if (q > budget) {
+			if (decoding(r))
+				continue;
+			q = budget;
+		}
+		while (!kv_grow(in, r, r->computed + q, now)) {
+			int64_t victim = victim_of(s, in);
+
+			preempt(s, in, victim, now);
+			preempted = 1;
+			if (victim == id)
+				break;
+		}
+		if (r->state != REQ_RUNNING)
+			break;	/* it was the last one: nothing after it */
+		mark(in, r, q, !decoding(r), now);
+		budget -= q;
+		n++;
+	}
+	if (preempted)
+		return n;
+	while (in->waiting.n > 0 && budget > 0 && in->nrunning < in->max_seqs) {
+		struct serve_req *r;
+
+		id = rq_front(&in->waiting);
+		r = &s->req[id];
+		need = r->prompt - start_of(r);
+		if (!in->chunked && need > budget)
+			break;
+		q = need < budget ? need : budget;
+		if (!kv_grow(in, r, start_of(r) + q, now))
+			break;
+		if (admit(s, in, id) != 0)
+			return -1;
+		mark(in, r, q, 1, now);
+		budget -= q;
+		n++;
+	}
+	return n;
+}
+
+/* ---- SGLang ---- */
+
+/* Pages the running requests are estimated to still need. */
+static double sglang_reserve(const struct serve *s,
+			     const struct serve_inst *in)
+{
+	double tokens = 0;
+	int64_t i;
+
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *r = &s->req[in->running[i]];
+		double left = (double)(r->output - r->generated);
+
+		tokens += fmin(left, SGLANG_CLIP_NEW_TOKENS) *
+			  in->new_token_ratio;
+	}
+	return tokens / (double)in->block;
+}
+
+static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
+			      double now)
+{
+	int64_t budget = in->max_tokens, n = 0, id, q, need;
+	double avail = (double)in->free_pages - sglang_reserve(s, in);
+	struct serve_req *r;
+
+	if (in->chunked_req >= 0 && s->req[in->chunked_req].in_step)
+		return 0;	/* its previous chunk is still in flight */
+	if (in->chunked_req >= 0) {
+		r = &s->req[in->chunked_req];
+		q = r->prompt - r->computed < budget ? r->prompt - r->computed
+						     : budget;
+		if (!kv_grow(in, r, r->computed + q, now))
+			return 0;
+		mark(in, r, q, 1, now);
+		budget -= q;
+		n++;
+		in->chunked_req = r->computed + q < r->prompt ? in->chunked_req
+							      : -1;
+	}
+	while (in->chunked_req < 0 && in->waiting.n > 0 && budget > 0 &&
+	       in->nrunning < in->max_seqs) {
+		double est;
+
+		id = rq_front(&in->waiting);
+		r = &s->req[id];
+		need = r->prompt - start_of(r);
+		est = (double)need + fmin((double)(r->output - r->generated),
+					  SGLANG_CLIP_NEW_TOKENS) *
+					  in->new_token_ratio;
+		if (est / (double)in->block > avail && in->nrunning > 0)
+			break;
+		q = need < budget ? need : budget;
+		if (q < need && !in->chunked && n > 0)
+			break;
+		if (!in->chunked)
+			q = need;
+		if (!kv_grow(in, r, start_of(r) + q, now))
+			break;
+		if (admit(s, in, id) != 0)
+			return -1;
+		mark(in, r, q, 1, now);
+		avail -= est / (double)in->block;
+		budget -= q;
+		n++;
+		if (q < need)
+			in->chunked_req = id;
+	}
+	return n;
+}
+
+static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
+			     double now)
+{
+	const struct engine_spec *e = s->job->serving.engine;
+	double floor_ratio = e->new_token_ratio * e->min_new_token_ratio_factor;
+	double decay = e->new_token_ratio_decay_steps > 0 ?
+		       (e->new_token_ratio - floor_ratio) /
+		       (double)e->new_token_ratio_decay_steps : 0;
+	int64_t i, n = 0, k = 1 + spec_k(s);
+
+	for (i = 0; i < in->nrunning; i++) {
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+
+		if (!decoding(r) || id == in->chunked_req || r->in_step)
+			continue;
+		while (!kv_grow(in, r, r->computed + k, now)) {
+			int64_t victim = victim_of(s, in);
+
+			preempt(s, in, victim, now);
+			in->new_token_ratio = e->new_token_ratio;
+			if (victim == id)
+				break;
+		}
+		if (r->state != REQ_RUNNING)
+			break;
+		mark(in, r, k, 0, now);
+		n++;
+	}
+	in->new_token_ratio = fmax(floor_ratio, in->new_token_ratio - decay);
+	return n;
+}
+
+static int64_t sched_sglang(struct serve *s, struct serve_inst *in,
+			    double now)
+{
+	int64_t n = 0;
+
+	if (in->waiting.n > 0 || in->chunked_req >= 0)
+		n = sglang_prefill(s, in, now);
+	if (n != 0)
+		return n;
+	return sglang_decode(s, in, now);
+}
+
+/* ---- vLLM V0 ---- */
+
+static int64_t v0_prefill(struct serve *s, struct serve_inst *in, double now)
+{
+	double keep = s->job->serving.engine->admit_watermark *
+		      (double)in->pages;
+	int64_t budget = in->max_tokens, n = 0;
+
+	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
+		int64_t id = rq_front(&in->waiting);
+		struct serve_req *r = &s->req[id];
+		int64_t need = r->prompt - start_of(r);
+
+		if (need > budget && n > 0)
+			break;
+		if ((double)(in->free_pages -
+			     kv_pages_for(in, start_of(r) + need)) < keep)
+			break;
+		if (!kv_grow(in, r, start_of(r) + need, now))
+			break;
+		if (admit(s, in, id) != 0)
+			return -1;
+		mark(in, r, need, 1, now);
+		budget -= need;
+		n++;
+	}
+	return n;
+}
+
+static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
+			     double now)
+{
+	int64_t i, n = v0_prefill(s, in, now), k = 1 + spec_k(s);
+
+	if (n != 0)
+		return n;
+	for (i = 0; i < in->nrunning; i++) {
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+
+		if (r->in_step)
+			continue;
+		while (!kv_grow(in, r, r->computed + k, now)) {
+			int64_t victim = victim_of(s, in);
+
+			preempt(s, in, victim, now);
+			if (victim == id)
+				break;
+		}
+		if (r->state != REQ_RUNNING)
+			break;
+		mark(in, r, k, 0, now);
+		n++;
+	}
+	return n;
+}
+
+/* ---- TensorRT-LLM ---- */
+
+static int64_t reserved_pages(const struct serve *s,
+			      const struct serve_inst *in)
+{
+	int64_t i, p = 0;
+
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *r = &s->req[in->running[i]];
+		int64_t want = kv_pages_for(in, r->reserved);
+
+		p += want > r->pages ? want : r->pages;
+	}
+	return p;
+}
+
+static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
+{
+	int no_evict = s->job->serving.engine->capacity == ENGINE_CAP_NO_EVICT;
+	int64_t held = no_evict ? reserved_pages(s, in) : 0;
+
+	(void)now;
+	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
+		int64_t id = rq_front(&in->waiting);
+		struct serve_req *r = &s->req[id];
+		int64_t whole = r->prompt + (r->output - r->generated);
+
+		if (no_evict && held + kv_pages_for(in, whole) > in->pages)
+			break;
+		if (!no_evict &&
+		    kv_pages_for(in, r->prompt - start_of(r)) > in->free_pages)
+			break;
+		if (admit(s, in, id) != 0)
+			return -1;
+		r->reserved = no_evict ? whole : 0;
+		held += no_evict ? kv_pages_for(in, whole) : 0;
+	}
+	return 0;
+}
+
+static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
+			    double now)
+{
+	int64_t budget = in->max_tokens, n = 0, i, k = 1 + spec_k(s), q;
+
+	if (trtllm_admit(s, in, now) != 0)
+		return -1;
+	for (i = 0; i < in->nrunning && budget > 0; i++) {	/* generation */
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+
+		if (!decoding(r) || k > budget || r->in_step)
+			continue;
+		while (!kv_grow(in, r, r->computed + k, now)) {
+			int64_t victim = victim_of(s, in);
+
+			preempt(s, in, victim, now);
+			if (victim == id)
+				break;
+		}
+		if (r->state != REQ_RUNNING)
+			break;
+		mark(in, r, k, 0, now);
+		budget -= k;
+		n++;
+	}
+	for (i = 0; i < in->nrunning && budget > 0; i++) {
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+		int64_t need = r->prompt - r->computed;
+
+		if (decoding(r) || r->in_step)
+			continue;
+		q = need;
+		if (need > budget) {
+			if (!in->chunked)
+				break;
+			q = budget;
+		}
+		if (!kv_grow(in, r, r->computed + q, now))
+			break;
+		mark(in, r, q, 1, now);
+		budget -= q;
+		n++;
+	}
+	return n;
+}
+
+/* A decode instance (disaggregated): requests whose KV has arrived join
+ * the running ones while the pool has their pages and room is left. */
+static void admit_transferred(struct serve *s, struct serve_inst *in,
+			      double now)
+{
+	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
+		int64_t id = rq_front(&in->waiting);
+		struct serve_req *r = &s->req[id];
+
+		if (r->computed < r->prompt)	/* preempted: recompute */
+			return;
+		if (!kv_grow(in, r, r->computed + 1 + spec_k(s), now))
+			return;
+		rq_pop_front(&in->waiting);
+		r->state = REQ_RUNNING;
+		if (serve_running_add(in, id) != 0) {
+			s->failed = 1;
+			return;
+		}
+	}
+}
+
+int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
+		       struct infer_batch *b)
+{
+	int64_t n;
+
+	if (in->role == ROLE_DECODE)
+		admit_transferred(s, in, now);
+	switch (s->job->serving.engine->scheduler) {
+	case ENGINE_SCHED_SGLANG:
+		n = sched_sglang(s, in, now);
+		break;
+	case ENGINE_SCHED_TRTLLM:
+		n = sched_trtllm(s, in, now);
+		break;
+	case ENGINE_SCHED_VLLM_V0:
+		n = sched_vllm_v0(s, in, now);
+		break;
+	default:
+		n = sched_vllm(s, in, now);
+		break;
+	}
+	if (n > 0)
+		batch_of(s, in, b);
+	return n < 0 ? 0 : n;
+}

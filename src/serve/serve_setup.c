@@ -1,0 +1,324 @@
+/*
+ * serve_setup.c - the instances of a serving run and their handoffs.
+ *
+ * Instances: the job's dp replicas of tp x pp GPUs, all alike (one step
+ * model shared); or, disaggregated, a prefill pool and a decode pool, each
+ * of its own layout (a job like the original with that pool's
+ * parallelism), prefill instances on the first GPUs and decode instances
+ * after them, from the next node when the KV is to move over the
+ * scale-out fabric.
+ *
+ * Each instance's KV pool: infer_mem.h's capacity for its layout (pages of
+ * the engine's block_size). A pool that cannot hold the longest request
+ * (prompt + output) is bad input: no scheduler could ever finish it.
+ *
+ * The handoff of a prefilled request to a decode instance is
+ * serve_xfer.c's.
+ */
+#include "serve_impl.h"
+
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "engine/sim.h"
+#include "network/net.h"
+
+/* The pools' jobs and models live as long as the run. */
+struct pool_jobs {
+	struct job_spec job[2];		/* prefill, decode (disaggregated) */
+	struct job_spec draft;		/* speculative: the draft's job */
+	struct model_spec draft_model;
+};
+
+/* A pool's instances as a job: tp x pp GPUs each; with attention_dp its
+ * tp GPUs are attention data-parallel ranks (attention TP 1, as SGLang's
+ * --tp N --dp N --enable-dp-attention) that the MoE layers span. */
+static void pool_job(const struct job_spec *j, const struct pool_spec *p,
+		     struct job_spec *out)
+{
+	*out = *j;
+	out->parallelism.tp = p->attention_dp ? 1 : p->tp;
+	out->parallelism.pp = p->pp;
+	out->parallelism.ep = p->ep;
+	out->parallelism.etp = 0;	/* the experts' GPUs over ep */
+	out->parallelism.attention_dp = p->attention_dp;
+	out->parallelism.dp = p->attention_dp ? p->tp : p->instances;
+	out->parallelism.pp_layers.n = 0;
+}
+
+/* Report at the serving section (a problem the simulation found). */
+static void serving_error(const struct job_spec *j, struct diag *d,
+			  const char *msg)
+{
+	diag_error(d, j->serving.file, j->serving.line, j->serving.col,
+		   "serving: %s", msg);
+}
+
+static int64_t longest_prompt(const struct serve *s)
+{
+	int64_t i, m = 0;
+
+	for (i = 0; i < s->nreq; i++)
+		if (s->req[i].input > m)
+			m = s->req[i].input;
+	return m;
+}
+
+static int64_t longest_request(const struct serve *s)
+{
+	int64_t i, m = 0;
+
+	for (i = 0; i < s->nreq; i++)
+		if (s->req[i].input + s->req[i].output > m)
+			m = s->req[i].input + s->req[i].output;
+	return m;
+}
+
+/* Size instance in from its step model's context and memory; check that
+ * it can hold the longest request. -2 after reporting bad input. */
+static int size_inst(struct serve *s, struct serve_inst *in,
+		     struct infer_stepper *st, struct infer_mem *mem,
+		     int64_t longest)
+{
+	const struct infer_ctx *x = &st->ctx;
+	const struct serving_spec *sv = &s->job->serving;
+	char msg[400];
+
+	infer_mem_job(x->job, x->eng, &x->dims, x->split,
+		      (double)x->max_tokens, (double)x->max_seqs,
+		      sv->input_len.mean + sv->output_len.mean, mem);
+	in->step = st;
+	in->pp = x->pp > 0 ? x->pp : 1;
+	in->block = x->eng->block_size;
+	/* attention DP: adp engine ranks, each with its pool and budgets,
+	 * scheduled here as one (requests spread evenly over them) */
+	in->pages = in->free_pages = (int64_t)mem->kv_pages * x->adp;
+	in->max_seqs = x->max_seqs * x->adp;
+	in->max_tokens = x->max_tokens * x->adp;
+	in->chunked = x->chunked;
+	in->chunked_req = -1;
+	in->new_token_ratio = x->eng->new_token_ratio;
+	if (mem->weights_B + mem->activations_B + mem->workspace_B >
+	    mem->usable_B) {
+		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "
+			 "activations and workspace do not fit in the %.3g GB "
+			 "a GPU has: use more GPUs (tp/pp) or a smaller dtype",
+			 mem->weights_B / 1e9, mem->usable_B / 1e9);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	if (!in->chunked && longest_prompt(s) > in->max_tokens) {
+		snprintf(msg, sizeof(msg), "a prompt of %lld tokens exceeds "
+			 "max_num_batched_tokens %lld and chunked prefill is off "
+			 "(the engine would reject it): set chunked_prefill: true "
+			 "or a larger max_num_batched_tokens",
+			 (long long)longest_prompt(s), (long long)in->max_tokens);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	if ((int64_t)mem->kv_pages * in->block < longest) {
+		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
+			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
+			 "than one sequence of %lld tokens (the longest prompt "
+			 "+ output): use more GPUs, a smaller kv_dtype or "
+			 "shorter requests",
+			 (long long)((int64_t)mem->kv_pages * in->block),
+			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
+			 (long long)longest);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	return 0;
+}
+
+/* The draft's job for speculative decoding (or none). */
+static int draft_setup(struct serve *s, struct pool_jobs *pj,
+		       const struct job_spec *target)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+	int rc;
+
+	if (sp->method == SPEC_NONE)
+		return 0;
+	pj->draft = *target;
+	pj->draft.serving.speculative.method = SPEC_NONE;
+	pj->draft.parallelism.pp = 1;
+	pj->draft.parallelism.pp_layers.n = 0;
+	if (sp->method == SPEC_DRAFT) {
+		pj->draft.model = sp->draft_model;
+	} else {
+		/* an MTP / EAGLE head: draft_layers layers of the target's
+		 * shape, with its embedding and LM head */
+		pj->draft_model = *target->model;
+		pj->draft_model.num_hidden_layers = sp->draft_layers;
+		if (sp->method == SPEC_MTP && model_is_moe(target->model)) {
+			/* DeepSeek-V3's MTP module is an MoE layer */
+			pj->draft_model.first_k_dense_replace = 0;
+			pj->draft_model.decoder_sparse_step = 1;
+			pj->draft_model.moe_layer_freq = 1;
+			pj->draft_model.mlp_only_layers.n = 0;
+		}
+		pj->draft.model = &pj->draft_model;
+	}
+	s->draft = mem_calloc(1, sizeof(*s->draft));
+	if (!s->draft)
+		return -1;
+	rc = infer_stepper_init(s->draft, &pj->draft, s->d);
+	if (rc != 0) {
+		mem_free(s->draft);
+		s->draft = NULL;
+	}
+	return rc;
+}
+
+static int pools(struct serve *s, struct pool_jobs *pj, int64_t *sizes,
+		 int64_t *counts, int *npools)
+{
+	const struct job_spec *j = s->job;
+	const struct disagg_spec *dg = &j->serving.disaggregated;
+
+	if (!dg->enabled) {
+		pj->job[0] = *j;
+		sizes[0] = j->parallelism.tp * j->parallelism.pp;
+		counts[0] = j->parallelism.dp;
+		if (j->parallelism.attention_dp) {	/* one instance */
+			sizes[0] *= j->parallelism.dp;
+			counts[0] = 1;
+		}
+		*npools = 1;
+		return 0;
+	}
+	pool_job(j, &dg->prefill, &pj->job[0]);
+	pool_job(j, &dg->decode, &pj->job[1]);
+	sizes[0] = dg->prefill.tp * dg->prefill.pp;
+	sizes[1] = dg->decode.tp * dg->decode.pp;
+	counts[0] = dg->prefill.instances;
+	counts[1] = dg->decode.instances;
+	*npools = 2;
+	return 0;
+}
+
+/* GPUs of instance k: where its first GPU is. */
+static int64_t place(const struct serve *s, int pool, int64_t k,
+		     const int64_t *sizes, const int64_t *counts)
+{
+	const struct job_spec *j = s->job;
+	int64_t per_node = j->system->gpus_per_node, base;
+
+	if (pool == 0)
+		return k * sizes[0];
+	base = counts[0] * sizes[0];
+	if (j->serving.disaggregated.transfer == KV_VIA_SCALE_OUT)
+		base = (base + per_node - 1) / per_node * per_node;
+	return base + k * sizes[1];
+}
+
+int serve_setup(struct serve *s, struct serve_result *out)
+{
+	struct pool_jobs *pj = mem_calloc(1, sizeof(*pj));
+	int64_t sizes[2] = {0, 0}, counts[2] = {0, 0}, k;
+	int64_t longest = longest_request(s);
+	int npools, p, rc = -1, i = 0;
+	char msg[256];
+
+	s->sim = sim_new();
+	s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+	s->pools_mem = pj;
+	if (!pj || !s->sim || !s->rng) {
+		diag_oom(s->d);
+		return -1;
+	}
+	gsl_rng_set(s->rng, (unsigned long)s->job->serving.seed + 1);
+	pools(s, pj, sizes, counts, &npools);
+	if (place(s, npools - 1, counts[npools - 1], sizes, counts) >
+	    system_gpus(s->job->system)) {
+		snprintf(msg, sizeof(msg), "the pools need %lld GPUs, the "
+			 "system has %lld", (long long)place(s, npools - 1,
+			 counts[npools - 1], sizes, counts),
+			 (long long)system_gpus(s->job->system));
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	s->steppers = mem_calloc((size_t)npools, sizeof(*s->steppers));
+	s->ninst = (int)(counts[0] + (npools > 1 ? counts[1] : 0));
+	s->inst = mem_calloc((size_t)s->ninst, sizeof(*s->inst));
+	s->first_gpu = mem_calloc((size_t)s->ninst, sizeof(*s->first_gpu));
+	if (!s->steppers || !s->inst || !s->first_gpu) {
+		diag_oom(s->d);
+		return -1;
+	}
+	for (p = 0; p < npools; p++) {
+		rc = infer_stepper_init(&s->steppers[p], &pj->job[p], s->d);
+		if (rc != 0)
+			return rc;
+		s->nsteppers = p + 1;
+		for (k = 0; k < counts[p]; k++, i++) {
+			struct infer_mem *mem = p == npools - 1 ? &out->mem
+							      : &out->prefill_mem;
+
+			s->inst[i].role = npools == 1 ? ROLE_BOTH :
+					  p == 0 ? ROLE_PREFILL : ROLE_DECODE;
+			s->first_gpu[i] = place(s, p, k, sizes, counts);
+			rc = size_inst(s, &s->inst[i], &s->steppers[p], mem,
+				       longest);
+			if (rc != 0)
+				return rc;
+			if (p == npools - 1) {
+				double adp = (double)s->steppers[p].ctx.adp;
+
+				out->kv_tokens = (double)(s->inst[i].pages *
+							  s->inst[i].block);
+				out->kv_sequences = mem->kv_sequences * adp;
+			}
+		}
+	}
+	s->nprefill = npools > 1 ? (int)counts[0] : 0;
+	out->instances = s->ninst;
+	out->gpus = counts[0] * sizes[0] + (npools > 1 ? counts[1] * sizes[1] : 0);
+	out->offered_rate = isfinite(s->job->serving.arrival_rate) ?
+			    s->job->serving.arrival_rate : 0;
+	if (s->job->serving.trace) {
+		/* the trace's mean rate (requests are sorted by arrival) */
+		double span = s->nreq > 1 ? s->req[s->nreq - 1].arrival_s -
+					    s->req[0].arrival_s : 0;
+
+		out->offered_rate = span > 0 ? (double)(s->nreq - 1) / span : 0;
+	}
+	rc = draft_setup(s, pj, &pj->job[npools - 1]);
+	if (rc != 0)
+		return rc == -1 ? (diag_oom(s->d), -1) : rc;
+	if (npools > 1) {
+		s->xfer_net = net_new(s->job->system, s->sim, s->d);
+		if (!s->xfer_net)
+			return s->d->oom ? -1 : -2;
+	}
+	return 0;
+}
+
+void serve_teardown(struct serve *s)
+{
+	int i;
+
+	for (i = 0; i < s->ninst; i++) {
+		rq_release(&s->inst[i].waiting);
+		mem_free(s->inst[i].running);
+	}
+	for (i = 0; i < s->nsteppers; i++)
+		infer_stepper_release(&s->steppers[i]);
+	if (s->draft)
+		infer_stepper_release(s->draft);
+	net_free(s->xfer_net);
+	mem_free(s->draft);
+	mem_free(s->steppers);
+	mem_free(s->inst);
+	mem_free(s->first_gpu);
+	mem_free(s->pools_mem);
+	mem_free(s->req);
+	if (s->rng)
+		gsl_rng_free(s->rng);
+	sim_free(s->sim);
+}

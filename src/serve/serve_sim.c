@@ -1,0 +1,532 @@
+/*
+ * serve_sim.c - the serving loop: arrivals, engine steps, metrics.
+ *
+ * One event queue (engine/sim.h) carries the arrivals and the ends of
+ * engine steps of every instance. An instance is idle or running one
+ * step; when a step ends, its requests advance (serve_sched.c) and the
+ * next step is formed at once; an arrival at an idle instance starts
+ * one. Requests go to instances round-robin in arrival order (vLLM's and
+ * SGLang's data-parallel front ends dispatch that way by default).
+ *
+ * A step's time is the step model's (run/infer_run.h: the batch through
+ * every stage) plus the host's share: added when the engine does not
+ * overlap scheduling (or when the step starts an idle engine, there being
+ * no previous step to hide it under), else max(GPU, host). Speculative
+ * decoding adds the draft's k steps over the decoding sequences
+ * (serve_spec: a draft model's, or an MTP/EAGLE head's of draft_layers
+ * layers) before the verify step; each decoding sequence then keeps
+ * 1 + a tokens, a the leading accepted drafts: P(a = n) = p^n (1 - p)
+ * for n < k, P(a = k) = p^k (p = acceptance_rate), drawn per sequence
+ * and step from a seeded GSL generator.
+ *
+ * Metrics: TTFT = first token - arrival (the token the prompt's last
+ * chunk samples; in a disaggregated run, the prefill's token reaching
+ * the user once its step ends); TPOT = (E2E - TTFT) / (output - 1) over
+ * requests with more than one output token; E2E = last token - arrival;
+ * percentiles by the nearest rank over completed requests. Throughput =
+ * tokens / (last completion - first arrival). The time-average number of
+ * requests in the system (arrived, not done) is integrated exactly, so
+ * Little's law, L = lambda W, holds up to the sampling error of lambda
+ * and W.
+ */
+#include "serve_impl.h"
+
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "engine/sim.h"
+
+/* The argument of an instance's events. */
+struct inst_ev {
+	struct serve *s;
+	int i;
+	double last_end_s;		/* s, when its last step ended */
+	struct step_ev *slot;		/* [pp] steps in flight */
+};
+
+/* A step in flight: its end's argument. */
+struct step_ev {
+	struct inst_ev *ev;
+	int64_t tag;			/* 0: slot free */
+};
+
+static double now_s(const struct serve *s)
+{
+	return units_ns_to_s(sim_now(s->sim));
+}
+
+static void account_system(struct serve *s, double now)
+{
+	if (now > s->last_area_s)
+		s->area_in_system += (double)s->in_system *
+				     (now - s->last_area_s);
+	s->last_area_s = now;
+}
+
+void serve_finish(struct serve *s, struct serve_req *r, double now)
+{
+	account_system(s, now);
+	r->state = REQ_DONE;
+	r->done_s = now;
+	s->in_system--;
+	s->done++;
+}
+
+/* ---- steps ---- */
+
+static void step_end(struct sim *sim, void *arg);
+static void stage_free(struct sim *sim, void *arg);
+
+/* Accepted drafts of one verify step (see the top). */
+static int64_t accepted(struct serve *s)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+	int64_t n = 0;
+
+	while (n < sp->tokens && gsl_rng_uniform(s->rng) < sp->acceptance_rate)
+		n++;
+	return n;
+}
+
+void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
+		     double now)
+{
+	int64_t i = 0;
+
+	while (i < in->nrunning) {
+		int64_t id = in->running[i], made;
+		struct serve_req *r = &s->req[id];
+
+		if (r->in_step != tag) {
+			i++;
+			continue;
+		}
+		r->in_step = 0;
+		if (r->step_prefill) {
+			r->computed += r->step_q;
+			if (r->computed < r->prompt) {
+				i++;
+				continue;
+			}
+			made = 1;
+		} else {
+			made = r->step_q > 1 ? 1 + accepted(s) : 1;
+			if (r->step_q > 1) {
+				s->spec_tokens += (double)made;
+				s->spec_steps += 1;
+			}
+			r->computed += made;
+		}
+		if (made > r->output - r->generated)
+			made = r->output - r->generated;
+		r->generated += made;
+		if (r->first_token_s < 0)
+			r->first_token_s = now;
+		if (r->generated >= r->output) {
+			serve_kv_free(in, r, now);
+			serve_running_remove(in, id);
+			serve_finish(s, r, now);
+			continue;
+		}
+		if (in->role == ROLE_PREFILL) {
+			serve_running_remove(in, id);
+			if (serve_handoff(s, id, now) != 0)
+				s->failed = 1;
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Draft cost of a step whose decoding sequences verify k drafts: k
+ * steps of the draft over them, one token each. */
+static int draft_cost(struct serve *s, const struct infer_batch *b,
+		      double *t)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+	struct infer_batch db;
+	struct infer_step_cost c;
+	int i;
+
+	*t = 0;
+	if (!s->draft)
+		return 0;
+	memset(&db, 0, sizeof(db));
+	for (i = 0; i < b->n; i++)
+		if (!b->g[i].prefill && b->g[i].q > 1)
+			infer_batch_add(&db, b->g[i].count, 1, b->g[i].ctx, 0, 1);
+	if (db.n == 0)
+		return 0;
+	if (infer_stepper_cost(s->draft, &db, &c, s->d) != 0)
+		return -1;
+	*t = (double)sp->tokens * c.latency_s;
+	return 0;
+}
+
+/* Layer-wise KV transfer: the requests whose prompt this step ends
+ * start sending now (serve_setup.c). */
+static void xfer_layerwise(struct serve *s, struct serve_inst *in, double now)
+{
+	int64_t i;
+
+	for (i = 0; i < in->nrunning; i++) {
+		int64_t id = in->running[i];
+		struct serve_req *r = &s->req[id];
+
+		if (r->in_step == in->tag && r->step_prefill &&
+		    r->computed + r->step_q >= r->prompt &&
+		    r->output > 1 && serve_xfer_begin(s, id, now) != 0)
+			s->failed = 1;
+	}
+}
+
+/* Start the next step of ev's instance if it has one and its first stage
+ * is free. One step is in flight at a time without a pipeline; with pp
+ * stages, vLLM and SGLang keep up to pp micro-batches in flight (vLLM's
+ * batch queue of pipeline_parallel_size, SGLang's pp event loop), each
+ * of requests not in another one. A step holds the first stage for the
+ * slowest stage's time (interval_s; the pipeline accepts a batch that
+ * often) and ends after every stage (latency_s); without a pipeline the
+ * two are equal. */
+static void start_step(struct serve *s, struct inst_ev *ev)
+{
+	struct serve_inst *in = &s->inst[ev->i];
+	struct infer_batch b;
+	struct infer_step_cost c;
+	struct step_ev *se = NULL;
+	double now = now_s(s), dur, hold, host, draft_s, t;
+	int64_t n, pre = 0, dec = 0, k;
+
+	if (in->busy || in->inflight >= in->pp || s->failed)
+		return;
+	for (k = 0; k < in->pp && !se; k++)
+		if (ev->slot[k].tag == 0)
+			se = &ev->slot[k];
+	if (!se)
+		return;
+	in->tag++;
+	n = serve_schedule(s, in, now, &b);
+	if (s->failed || n == 0)
+		return;
+	if (infer_stepper_cost(in->step, &b, &c, s->d) != 0 ||
+	    draft_cost(s, &b, &draft_s) != 0) {
+		s->failed = 1;
+		return;
+	}
+	/* the host's share: hidden under the previous step when the engine
+	 * overlaps scheduling and one was running, else added */
+	host = s->job->serving.engine->overlap_scheduling &&
+	       (ev->last_end_s >= now || in->inflight > 0) ? 0 : c.host_s;
+	dur = c.latency_s + draft_s;
+	hold = c.interval_s + draft_s;
+	if (host == 0) {
+		dur = fmax(dur, c.host_s);
+		hold = fmax(hold, c.host_s);
+	} else {
+		dur += host;
+		hold += host;
+	}
+	for (k = 0; k < b.n; k++) {
+		t = b.g[k].count * b.g[k].q;
+		if (b.g[k].prefill)
+			pre += (int64_t)llround(t);
+		else
+			dec += (int64_t)llround(b.g[k].count);
+	}
+	se->ev = ev;
+	se->tag = in->tag;
+	in->inflight++;
+	in->steps++;
+	in->step_time_s += dur;
+	in->batch_sum += (double)n;
+	in->tokens_sum += infer_batch_tokens(&b);
+	if (in->role == ROLE_PREFILL &&
+	    s->job->serving.disaggregated.layerwise)
+		xfer_layerwise(s, in, now);
+	serve_trace_step(s, ev->i, now, dur, &b, pre, dec);
+	if (!sim_after(s->sim, units_s_to_ns(dur), step_end, se))
+		s->failed = 1;
+	if (in->pp > 1 && hold < dur) {
+		in->busy = 1;
+		if (!sim_after(s->sim, units_s_to_ns(hold), stage_free, ev))
+			s->failed = 1;
+	}
+}
+
+/* The first stage took the step: the next may start. */
+static void stage_free(struct sim *sim, void *arg)
+{
+	struct inst_ev *ev = arg;
+	struct serve *s = ev->s;
+
+	s->inst[ev->i].busy = 0;
+	start_step(s, ev);
+	if (s->failed)
+		sim_stop(sim);
+}
+
+static void step_end(struct sim *sim, void *arg)
+{
+	struct step_ev *se = arg;
+	struct inst_ev *ev = se->ev;
+	struct serve *s = ev->s;
+	struct serve_inst *in = &s->inst[ev->i];
+	double now = units_ns_to_s(sim_now(sim));
+	int64_t tag = se->tag;
+
+	se->tag = 0;
+	in->inflight--;
+	ev->last_end_s = now;
+	serve_step_done(s, in, tag, now);
+	serve_trace_counters(s, ev->i, now);
+	start_step(s, ev);
+	if (s->failed)
+		sim_stop(sim);
+}
+
+void serve_wake(struct serve *s, int i)
+{
+	start_step(s, &s->evs[i]);
+}
+
+/* ---- arrivals ---- */
+
+struct arrivals {
+	struct serve *s;
+	struct inst_ev *evs;
+};
+
+/* Enqueue request id at its instance (round-robin over those that take
+ * new requests) and wake it. */
+static void dispatch(struct serve *s, struct inst_ev *evs, int64_t id)
+{
+	int count = s->nprefill > 0 ? s->nprefill : s->ninst;
+	int i = (int)(s->dispatch_rr++ % count);
+	struct serve_req *r = &s->req[id];
+
+	r->state = REQ_WAITING;
+	r->instance = i;
+	if (rq_push_back(&s->inst[i].waiting, id) != 0) {
+		s->failed = 1;
+		return;
+	}
+	start_step(s, &evs[i]);
+}
+
+static void arrive(struct sim *sim, void *arg)
+{
+	struct arrivals *a = arg;
+	struct serve *s = a->s;
+	double now = units_ns_to_s(sim_now(sim));
+
+	/* every request arriving at this instant, then the next event */
+	while (s->next_arrival < s->nreq &&
+	       units_s_to_ns(s->req[s->next_arrival].arrival_s) <= sim_now(sim)) {
+		account_system(s, now);
+		s->in_system++;
+		dispatch(s, a->evs, s->next_arrival++);
+	}
+	if (s->next_arrival < s->nreq)
+		if (!sim_at(sim, units_s_to_ns(s->req[s->next_arrival].arrival_s),
+			    arrive, a))
+			s->failed = 1;
+	if (s->failed)
+		sim_stop(sim);
+}
+
+/* ---- metrics ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Mean and nearest-rank percentiles of v[0..n-1] (sorted here). */
+static void stats(double *v, int64_t n, struct serve_stats *out)
+{
+	double sum = 0;
+	int64_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (n == 0)
+		return;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	for (i = 0; i < n; i++)
+		sum += v[i];
+	out->mean = sum / (double)n;
+	out->p50 = v[(int64_t)ceil(0.50 * (double)n) - 1];
+	out->p90 = v[(int64_t)ceil(0.90 * (double)n) - 1];
+	out->p99 = v[(int64_t)ceil(0.99 * (double)n) - 1];
+}
+
+static int metrics(struct serve *s, struct serve_result *out)
+{
+	double *ttft = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
+	double *tpot = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
+	double *e2e = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
+	double *queue = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
+	double first = INFINITY, last = 0, e2e_sum = 0;
+	int64_t i, nt = 0, np = 0;
+	int k;
+
+	if (!ttft || !tpot || !e2e || !queue) {
+		mem_free(ttft), mem_free(tpot), mem_free(e2e), mem_free(queue);
+		return -1;
+	}
+	for (i = 0; i < s->nreq; i++) {
+		const struct serve_req *r = &s->req[i];
+
+		first = fmin(first, r->arrival_s);
+		out->input_tokens += (double)r->input;
+		out->prefix_hit_tokens += (double)r->cached;
+		if (r->state != REQ_DONE)
+			continue;
+		last = fmax(last, r->done_s);
+		out->output_tokens += (double)r->output;
+		ttft[nt] = r->first_token_s - r->arrival_s;
+		e2e[nt] = r->done_s - r->arrival_s;
+		queue[nt] = r->first_scheduled_s - r->arrival_s;
+		e2e_sum += e2e[nt];
+		nt++;
+		if (r->output > 1)
+			tpot[np++] = (r->done_s - r->first_token_s) /
+				     (double)(r->output - 1);
+	}
+	out->completed = nt;
+	out->duration_s = nt ? last - first : 0;
+	out->mean_e2e_s = nt ? e2e_sum / (double)nt : 0;
+	stats(ttft, nt, &out->ttft);
+	stats(tpot, np, &out->tpot);
+	stats(e2e, nt, &out->e2e);
+	stats(queue, nt, &out->queue);
+	mem_free(ttft), mem_free(tpot), mem_free(e2e), mem_free(queue);
+	if (out->duration_s > 0) {
+		out->output_tokens_per_s = out->output_tokens / out->duration_s;
+		out->input_tokens_per_s = out->input_tokens / out->duration_s;
+		out->requests_per_s = (double)nt / out->duration_s;
+		out->mean_in_system = s->area_in_system / (last - first);
+	}
+	for (k = 0; k < s->ninst; k++) {
+		const struct serve_inst *in = &s->inst[k];
+
+		out->steps += in->steps;
+		out->preemptions += in->preemptions;
+		out->mean_step_s += in->step_time_s;
+		out->mean_batch += in->batch_sum;
+		out->mean_step_tokens += in->tokens_sum;
+		out->kv_peak_frac = fmax(out->kv_peak_frac, in->peak_frac);
+		if (in->pages > 0 && last > 0)
+			out->kv_mean_frac += in->kv_area / (double)in->pages /
+					     last / (double)s->ninst;
+	}
+	if (out->steps > 0) {
+		out->mean_step_s /= (double)out->steps;
+		out->mean_batch /= (double)out->steps;
+		out->mean_step_tokens /= (double)out->steps;
+	}
+	for (k = 0; k < s->nsteppers; k++)
+		out->cost_calls += s->steppers[k].steps;
+	if (s->draft)
+		out->cost_calls += s->draft->steps;
+	out->spec_tokens_per_step = s->spec_steps > 0 ?
+				    s->spec_tokens / s->spec_steps : 0;
+	if (s->xfers > 0) {
+		out->kv_transfer_mean_s = s->xfer_sum_s / (double)s->xfers;
+		out->kv_transfer_bytes = s->xfer_bytes;
+	}
+	return 0;
+}
+
+/* ---- the run ---- */
+
+int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
+	      struct diag *d)
+{
+	struct serve s;
+	struct inst_ev *evs = NULL;
+	struct arrivals arr;
+	int rc, i;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	s.job = j;
+	s.d = d;
+	s.wake = serve_wake;
+	s.trace = trace;
+	s.trace_first = 1;
+	rc = serve_requests(j, &s.req, &s.nreq, d);
+	if (rc != 0)
+		return rc;
+	out->requests = s.nreq;
+	rc = serve_setup(&s, out);
+	if (rc != 0)
+		goto out;
+	rc = -1;
+	evs = mem_calloc((size_t)s.ninst, sizeof(*evs));
+	if (!evs) {
+		diag_oom(d);
+		goto out;
+	}
+	s.evs = evs;
+	for (i = 0; i < s.ninst; i++) {
+		evs[i].s = &s;
+		evs[i].i = i;
+		evs[i].last_end_s = -1;
+		evs[i].slot = mem_calloc((size_t)s.inst[i].pp,
+					 sizeof(*evs[i].slot));
+		if (!evs[i].slot) {
+			diag_oom(d);
+			goto out;
+		}
+	}
+	arr.s = &s;
+	arr.evs = evs;
+	if (trace)
+		fputs("[\n", trace);
+	if (s.nreq > 0 && !sim_at(s.sim, units_s_to_ns(s.req[0].arrival_s),
+				  arrive, &arr)) {
+		diag_oom(d);
+		goto out;
+	}
+	if (sim_run(s.sim) != 0 || s.failed) {
+		if (!d->errors)
+			diag_error(d, NULL, 0, 0, "the serving simulation "
+				   "failed (out of memory)");
+		goto out;
+	}
+	if (trace)
+		fputs("\n]\n", trace);
+	if (s.done < s.nreq) {
+		diag_error(d, NULL, 0, 0, "the serving simulation stopped with "
+			   "%lld of %lld requests unfinished (a request the "
+			   "engine can never schedule)",
+			   (long long)(s.nreq - s.done), (long long)s.nreq);
+		goto out;
+	}
+	for (i = 0; i < s.ninst; i++)
+		serve_kv_account(&s.inst[i], now_s(&s));
+	if (metrics(&s, out) != 0) {
+		diag_oom(d);
+		goto out;
+	}
+	out->events = sim_events(s.sim);
+	rc = 0;
+out:
+	for (i = 0; evs && i < s.ninst; i++)
+		mem_free(evs[i].slot);
+	mem_free(evs);
+	serve_teardown(&s);
+	return rc;
+}
+
+void serve_result_release(struct serve_result *r)
+{
+	(void)r;
+}

@@ -1,0 +1,126 @@
+#!/bin/sh
+# serving-cli.sh - `llmsim run` of the inference phases end to end: the
+# JSON contract of a serving run and of a decode step, the trace, and
+# exit status 2 with FILE:LINE:COL on bad input (output length 0, a KV
+# cache that cannot hold one sequence, a trace file with bad rows), an MoE
+# run, and the engines' custom all-reduce against its source tables.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+job=tests/data/serve/l8-h100-tp1.yaml
+
+check() {	# check DESCRIPTION COMMAND...: the command must succeed
+	what=$1
+	shift
+	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $what"; cat "$tmp/err"; fail=1
+	fi
+}
+
+has() {		# has DESCRIPTION PATTERN: $tmp/out holds the pattern
+	grep -q -- "$2" "$tmp/out" || { echo "FAIL: $1: no '$2'"; fail=1; }
+}
+
+bad() {		# bad DESCRIPTION MESSAGE ARGS...: exit 2 and the message
+	what=$1 msg=$2
+	shift 2
+	"$llmsim" run "$@" --no-store >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" != 2 ] || ! grep -q -- "$msg" "$tmp/err"; then
+		echo "FAIL: $what: exit $got, expected 2 and '$msg'"
+		cat "$tmp/err"; fail=1
+	fi
+	if [ -s "$tmp/out" ]; then
+		echo "FAIL: $what printed on stdout"; fail=1
+	fi
+}
+
+# The serving contract (issue 15): serving.* and memory.*.
+check "serving --json" "$llmsim" run "$job" --json --no-store \
+	--set serving.requests=50 --trace "$tmp/trace.json"
+for key in '"output_tokens_per_s"' '"requests_per_s"' '"ttft_s"' \
+	'"tpot_s"' '"e2e_s"' '"p50"' '"p90"' '"p99"' '"mean"' \
+	'"peak_bytes_per_gpu"' '"kv_capacity_tokens"' \
+	'"kv_capacity_sequences"' '"fits"' '"step_time_s"'; do
+	has "serving json" "$key"
+done
+grep -q '"ph":"X"' "$tmp/trace.json" && grep -q 'kv_occupancy' "$tmp/trace.json" ||
+	{ echo "FAIL: the trace lacks steps or KV occupancy"; fail=1; }
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/trace.json" 2>/dev/null ||
+	{ command -v python3 >/dev/null && { echo "FAIL: the trace is not JSON"; fail=1; }; }
+
+# A decode step: the training contract's keys and the KV capacity.
+check "decode --json" "$llmsim" run "$job" --json --no-store \
+	--set phase=decode --set serving.batch=32 --set serving.context_len=1000
+for key in '"step_time_s"' '"tokens_per_s"' '"mfu"' '"breakdown"' \
+	'"hbm_floor_s"' '"kv_capacity_tokens"'; do
+	has "decode json" "$key"
+done
+
+# An MoE model with attention DP and expert parallelism (the DeepSeek-V3
+# example): the dispatch and combine over EP, every request served.
+check "moe serving" "$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml \
+	--json --no-store --set serving.requests=16
+has "moe serving" '"completed":	16'
+check "moe decode" "$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml \
+	--no-store --set phase=decode --set serving.batch=64 \
+	--set serving.context_len=1000 --set serving.speculative.method=none
+has "moe decode" 'moe_dispatch'
+
+# The engines' custom all-reduce presets still reproduce the tables they
+# were fitted to (sgl-project/sglang PR #2904, 8 x H100): every size
+# within 20 % (the fits: -16 .. +16 %).
+for preset in "vllm-custom-allreduce 10.1 9.3 11.8 24.1 30.4 45.0" \
+	      "sglang-custom-allreduce 5.9 5.7 7.8 16.7 22.1 33.8"; do
+	set -- $preset
+	printf 'preset: dgx-h100\ncollectives: %s\n' "$1" >"$tmp/sys.yaml"
+	name=$1
+	shift
+	"$llmsim" collective --no-store --system "$tmp/sys.yaml" --op allreduce \
+		--ranks 8 --min 512 --max 1M >"$tmp/ar" 2>&1 ||
+		{ echo "FAIL: collective $name"; fail=1; }
+	for size in 512 4096 32768 262144 524288 1048576; do
+		got=$(awk -v s=$size '$1 == s { print $4 }' "$tmp/ar")
+		awk -v g="${got:-0}" -v m="$1" 'BEGIN { exit !(g > 0.8 * m && g < 1.2 * m) }' ||
+			{ echo "FAIL: $name at $size B: $got us, measured $1 us"; fail=1; }
+		shift
+	done
+done
+
+# Stored with the dashboard views: v_serving, v_inference_steps.
+"$llmsim" run "$job" --db "$tmp/r.db" --set serving.requests=20 >/dev/null 2>&1 &&
+"$llmsim" run "$job" --db "$tmp/r.db" --set phase=decode --set serving.batch=4 >/dev/null 2>&1 ||
+	{ echo "FAIL: storing runs"; fail=1; }
+got=$(sqlite3 "$tmp/r.db" "SELECT completed, engine, ttft_p99_s > 0, tpot_p50_s > 0,
+	output_tokens_per_s > 0, kv_capacity_tokens > 0 FROM v_serving" 2>&1)
+[ "$got" = "20|vllm|1|1|1|1" ] || { echo "FAIL: v_serving: '$got'"; fail=1; }
+got=$(sqlite3 "$tmp/r.db" "SELECT phase, batch, step_time_s >= hbm_floor_s FROM v_inference_steps" 2>&1)
+[ "$got" = "decode|4|1" ] || { echo "FAIL: v_inference_steps: '$got'"; fail=1; }
+
+# Bad input: exit 2 with where.
+bad "output length 0" \
+	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
+	tests/data/serve/bad-output-zero.yaml
+bad "output length 0 (--set)" "'serving.output_len': expected at least 1 token" \
+	"$job" --set serving.output_len=0
+bad "KV smaller than one sequence" \
+	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \
+	"$job" --set serving.input_len=600000
+bad "trace with bad rows" \
+	"tests/data/serve/bad-trace.csv:3:3: error: 'input_len': expected a number, got 'abc'" \
+	tests/data/serve/bad-trace.yaml
+grep -q "bad-trace.csv:4:7: error: 'output_len': expected at least 1 token" "$tmp/err" ||
+	{ echo "FAIL: trace: every bad row reported"; cat "$tmp/err"; fail=1; }
+grep -q "bad-trace.csv:5:" "$tmp/err" ||
+	{ echo "FAIL: trace: a short row"; fail=1; }
+bad "weights that do not fit" "do not fit" \
+	tests/data/serve/l70-h100-tp8.yaml --set parallelism.tp=1 \
+	--set system.gpus_per_node=1
+bad "an engine is required" \
+	"tests/data/serve/bad-no-engine.yaml:7:3: error: 'serving.engine': expected an engine preset" \
+	tests/data/serve/bad-no-engine.yaml
+
+[ $fail = 0 ] && exit 0
+exit 1

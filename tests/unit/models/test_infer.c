@@ -1,0 +1,340 @@
+/*
+ * test_infer.c - the inference step model: KV bytes, the HBM floor of a
+ * decode step, and the two builds of a step agreeing.
+ *
+ * Jobs are the YAML files of tests/data/serve over the shipped presets (the tests
+ * run from the repository root), varied by --set style overrides.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/arena.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "models/infer.h"
+#include "run/infer_run.h"
+
+static struct job_spec *load(struct arena *a, const char *path,
+			     const char *const *sets, size_t n)
+{
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	struct job_spec *j = arena_alloc(a, sizeof(*j));
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
+		     "loading %s", path);
+	return j;
+}
+
+#define L70 "tests/data/serve/l70-h100-tp8.yaml"
+
+Test(infer, kv_bytes_per_token_llama3_70b)
+{
+	struct arena a;
+	const char *tp1[] = {"parallelism.tp=1", "system.gpus_per_node=1"};
+	struct job_spec *j;
+	struct infer_dims d;
+
+	arena_init(&a);
+	j = load(&a, L70, tp1, 2);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	/* 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B */
+	cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers, 327680.0,
+			   1e-9);
+	j = load(&a, L70, NULL, 0);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	/* tp 8: one KV head per GPU: 2 x 80 x 1 x 128 x 2 B = 40,960 B */
+	cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers, 40960.0,
+			   1e-9);
+	/* fp8 cache: half */
+	{
+		const char *fp8[] = {"serving.kv_dtype=fp8"};
+
+		j = load(&a, L70, fp8, 1);
+		infer_dims_from_job(j, j->system->gpu, &d);
+		cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers,
+				   20480.0, 1e-9);
+	}
+	arena_release(&a);
+}
+
+/*
+ * Weights one GPU of tp 8 reads per step (bf16):
+ *   layer: h (a + 2g) d + a d h + 3 h f = 8192 x 80 x 128 + 64 x 128 x 8192
+ *          + 3 x 8192 x 28672 = 855,638,016 parameters, / 8 x 2 B x 80
+ *          = 17,112,760,320 B
+ *   LM head: V padded to 64 per rank, ceil(128256 / 8 / 64) x 64 = 16064
+ *          rows x 8192 x 2 B = 263,192,576 B
+ * KV: batch x ctx x 40,960 B (one KV head per GPU, 80 layers).
+ * H100 HBM peak 3.35 TB/s.
+ */
+Test(infer, decode_never_beats_the_hbm_floor)
+{
+	static const int64_t batch[] = {1, 16, 64, 256};
+	static const int64_t ctx[] = {128, 2048, 8192};
+	double w = 17112760320.0 + 263192576.0;
+	struct arena a;
+	size_t bi, ci;
+
+	arena_init(&a);
+	for (bi = 0; bi < 4; bi++)
+		for (ci = 0; ci < 3; ci++) {
+			char b[64], c[64];
+			const char *sets[] = {"phase=decode", b, c};
+			struct job_spec *j;
+			struct infer_result r;
+			struct diag d;
+			double kv = (double)batch[bi] * (double)ctx[ci] * 40960;
+			double floor_s = (w + kv) / 3.35e12;
+
+			snprintf(b, sizeof(b), "serving.batch=%lld",
+				 (long long)batch[bi]);
+			snprintf(c, sizeof(c), "serving.context_len=%lld",
+				 (long long)ctx[ci]);
+			j = load(&a, L70, sets, 3);
+			diag_init(&d, stderr);
+			cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+			cr_assert_float_eq(r.hbm_floor_s, floor_s, 1e-9 * floor_s);
+			cr_assert_geq(r.gpu_s, floor_s, "batch %lld ctx %lld: "
+				      "%g s beats the floor %g s",
+				      (long long)batch[bi], (long long)ctx[ci],
+				      r.gpu_s, floor_s);
+			infer_result_release(&r);
+		}
+	arena_release(&a);
+}
+
+/* The stepper (one unit at a time, replicated) gives the full program's
+ * time: every layer ends in a TP all-reduce all members reach together. */
+static void same_step(const char *const *sets, size_t n)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_result r;
+	struct infer_stepper st;
+	struct infer_step_cost c;
+	struct infer_batch b;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L70, sets, n);
+	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_stepper_cost(&st, &b, &c, &d), 0);
+	cr_assert_float_eq(c.latency_s, r.gpu_s, 1e-6 * r.gpu_s,
+			   "replicated %.9g s, full %.9g s", c.latency_s,
+			   r.gpu_s);
+	infer_stepper_release(&st);
+	infer_result_release(&r);
+	arena_release(&a);
+}
+
+Test(infer, replicated_layers_equal_the_full_program)
+{
+	const char *dec[] = {"phase=decode", "serving.batch=64",
+			     "serving.context_len=1024"};
+	const char *pre[] = {"phase=prefill", "serving.batch=2",
+			     "serving.input_len=2048"};
+	const char *pp[] = {"phase=decode", "serving.batch=1",
+			    "serving.context_len=512", "parallelism.tp=4",
+			    "parallelism.pp=2"};
+
+	same_step(dec, 3);
+	same_step(pre, 3);
+	same_step(pp, 5);
+}
+
+/* A step with host overhead not overlapped: latency = program time, and
+ * the program holds the host's share before the GPU's. */
+Test(infer, host_time_adds_without_overlap)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=8",
+			      "serving.context_len=256"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_result r;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L70, sets, 3);
+	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+	/* vllm.yaml: 0.5 ms + 2 us x 8 sequences = 516 us */
+	cr_assert_float_eq(r.host_s, 516e-6, 1e-12);
+	cr_assert_float_eq(r.step_s, r.gpu_s + r.host_s, 1e-12);
+	infer_result_release(&r);
+	arena_release(&a);
+}
+
+/* Quantization kernels of an fp8 layer: one before each of the four
+ * GEMMs with no fusion (vLLM V0, SGLang), the attention output's only
+ * with norm_act (vLLM V1), none with all (TensorRT-LLM) and none in
+ * bf16. */
+static int quant_ops(const char *engine, const char *dtype)
+{
+	char e[64], t[64];
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", e, t};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	int i, n = 0;
+
+	snprintf(e, sizeof(e), "serving.engine=%s", engine);
+	snprintf(t, sizeof(t), "serving.dtype=%s", dtype);
+	arena_init(&a);
+	j = load(&a, L70, sets, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_layer_ops(&d, &b, NULL, NULL, &o);
+	for (i = 0; i < o.n; i++)
+		n += strncmp(o.op[i].name, "quant", 5) == 0;
+	arena_release(&a);
+	return n;
+}
+
+Test(infer, quantization_kernels_follow_the_engine)
+{
+	cr_assert_eq(quant_ops("vllm-v0", "fp8"), 4);
+	cr_assert_eq(quant_ops("sglang", "fp8"), 4);
+	cr_assert_eq(quant_ops("vllm", "fp8"), 1);
+	cr_assert_eq(quant_ops("trtllm", "fp8"), 0);
+	cr_assert_eq(quant_ops("vllm-v0", "bf16"), 0);
+}
+
+#define Q30 "tests/data/serve/q30-h100.yaml"
+
+/*
+ * Weights of Qwen3-30B-A3B in bf16 on one GPU (h 2048, 48 layers, 32
+ * query and 4 KV heads of 128, 128 experts of 768, vocabulary 151,936 =
+ * 2374 x 64, untied):
+ *   attention  2048 x (32 + 8) x 128 + 32 x 128 x 2048 = 18,874,368
+ *   router     2048 x 128                               =    262,144
+ *   experts    128 x 3 x 2048 x 768                     = 603,979,776
+ *   a layer    623,116,288 parameters, x 48 = 29,909,581,824
+ *   embedding and LM head 2 x 151,936 x 2048 = 622,329,856
+ *   30,531,911,680 parameters (the model's 30.5 B) x 2 B, plus the norms
+ *   2 x 2048 x 2 B a layer and the final 2048 x 2 B:
+ *   61,063,823,360 + 393,216 + 4,096 = 61,064,220,672 B.
+ */
+Test(infer, moe_weights_qwen3_30b)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_result r;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, Q30, NULL, 0);
+	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+	cr_assert_float_eq(r.mem.weights_B, 61064220672.0, 1.0);
+	infer_result_release(&r);
+	arena_release(&a);
+}
+
+/*
+ * A decode step of one token touches about top-k experts: each of the 128
+ * gets 8 / 128 rows in expectation, so P(used) = 1 - exp(-1/16) and the
+ * grouped GEMMs read 128 (1 - exp(-1/16)) = 7.755 experts' weights (3 x
+ * 2048 x 768 x 2 B = 9,437,184 B each) instead of all 128. With the
+ * attention's qkv (2048 x 5120) and o (4096 x 2048) and the router (2048
+ * x 128) in bf16 the layer reads
+ *   20,971,520 + 16,777,216 + 524,288 + 7.755 x 9,437,184 B.
+ */
+Test(infer, moe_decode_reads_the_experts_it_uses)
+{
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0};
+	struct infer_ops o;
+	struct infer_unit u;
+	struct diag dg;
+	double used = 128 * (1 - exp(-1.0 / 16)), expert = 9437184.0;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = load(&a, Q30, NULL, 0);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, &d, 1, &ra, &r, &dg), 0);
+	cr_assert_float_eq(r.rows, 8.0, 1e-12);
+	cr_assert_float_eq(r.active, used, 1e-9);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	infer_cost(&o, &d, &b, &k, j->system->gpu, IGRAPH_FULL, &u);
+	cr_assert_float_eq(u.weights_B, 20971520.0 + 16777216.0 + 524288.0 +
+			   used * expert, 1.0);
+	cr_assert_lt(u.weights_B, 0.1 * 128 * expert);
+	arena_release(&ra);
+	arena_release(&a);
+}
+
+/* Whether the layer's ops include a collective named `name`. */
+static int has_op(const struct infer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * TP attention keeps every token on every GPU: the experts' partial
+ * outputs are all-reduced over TP, nothing is dispatched. Attention DP
+ * (tp 1, dp 8, ep 8) dispatches each GPU's tokens to the experts' GPUs
+ * and combines them back: 64 tokens x top-8 x (2048 x 2 B + the
+ * alltoall path's 4 B of routing data) = 2,099,200 B sent per GPU.
+ */
+Test(infer, moe_attention_dp_dispatches)
+{
+	const char *tp[] = {"system.gpus_per_node=8", "parallelism.tp=8",
+			    "parallelism.ep=8"};
+	const char *adp[] = {"system.gpus_per_node=8", "parallelism.tp=1",
+			     "parallelism.dp=8", "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0};
+	struct infer_ops o;
+	struct diag dg;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = load(&a, Q30, tp, 3);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	cr_assert(has_op(&o, "moe_tp_allreduce"));
+	cr_assert(!has_op(&o, "moe_dispatch"));
+	j = load(&a, Q30, adp, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
+	cr_assert_float_eq(r.dispatch_B, 2099200.0, 1e-6);
+	infer_layer_ops(&d, &b, &k, &r, &o);
+	cr_assert(has_op(&o, "moe_dispatch"));
+	cr_assert(has_op(&o, "moe_combine"));
+	cr_assert(!has_op(&o, "moe_tp_allreduce"));
+	arena_release(&ra);
+	arena_release(&a);
+}

@@ -1,0 +1,330 @@
+/*
+ * test_serve.c - the serving simulation: Little's law, saturation with
+ * the arrival rate, preemption exactly when the KV pool is full,
+ * determinism, trace files, speculative decoding and the disaggregated
+ * KV transfer.
+ *
+ * Jobs are the YAML files of tests/data/serve over the shipped presets
+ * (the tests run from the repository root).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../config/config_testutil.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "serve/serve_impl.h"
+
+#define L8 "tests/data/serve/l8-h100-tp1.yaml"
+#define L70 "tests/data/serve/l70-h100-tp8.yaml"
+
+static struct job_spec *load(struct arena *a, const char *path,
+			     const char *const *sets, size_t n)
+{
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	struct job_spec *j = arena_alloc(a, sizeof(*j));
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
+		     "loading %s", path);
+	return j;
+}
+
+static void run(const char *path, const char *const *sets, size_t n,
+		struct serve_result *r)
+{
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, path, sets, n);
+	cr_assert_eq(serve_run(j, NULL, r, &d), 0);
+	serve_result_release(r);
+	arena_release(&a);
+}
+
+/*
+ * Little's law, L = lambda W. Over the run's span T (first arrival to last
+ * completion) the time-average in-system count is the integral of N(t)
+ * over T, which is the sum of the requests' times in the system, so
+ * L = (n / T) W exactly (to rounding) for the realized rate n / T. Against
+ * the offered rate it holds within the sampling error of a Poisson count:
+ * 400 arrivals, relative standard deviation 1 / sqrt(400) = 5 %: 3 sigma,
+ * 15 %.
+ */
+Test(serve, littles_law)
+{
+	const char *sets[] = {"serving.arrival_rate=4", "serving.requests=400"};
+	struct serve_result r;
+	double lw;
+
+	run(L8, sets, 2, &r);
+	cr_assert_eq(r.completed, 400);
+	lw = r.requests_per_s * r.mean_e2e_s;
+	cr_assert_float_eq(r.mean_in_system, lw, 1e-9 * lw,
+			   "L %g, lambda W %g", r.mean_in_system, lw);
+	cr_assert_float_eq(r.offered_rate * r.mean_e2e_s, r.mean_in_system,
+			   0.15 * r.mean_in_system);
+}
+
+/*
+ * Throughput saturates with the arrival rate. 1000 requests of 200 prompt
+ * and 100 output tokens (their KV, 300k tokens at most, fits the pool's
+ * 436k: no preemption to muddy it). At 2 requests/s the engine keeps up:
+ * 2 x 100 = 200 output tokens/s, within 10 % (the sampling error of 1000
+ * Poisson arrivals, 3 / sqrt(1000) = 9.5 %). It grows with the rate
+ * (never falling by more than 2 %), and no rate beats the offline run by
+ * more than 2 %, which it approaches: at 512 requests/s within 10 %.
+ */
+Test(serve, throughput_saturates_with_arrival_rate)
+{
+	static const char *const rates[] = {"2", "8", "32", "128", "512",
+					    "inf"};
+	double tput[6];
+	size_t i;
+
+	for (i = 0; i < 6; i++) {
+		char set[64];
+		const char *sets[] = {set, "serving.requests=1000",
+				      "serving.input_len=200",
+				      "serving.output_len=100"};
+		struct serve_result r;
+
+		snprintf(set, sizeof(set), "serving.arrival_rate=%s", rates[i]);
+		run(L8, sets, 4, &r);
+		cr_assert_eq(r.preemptions, 0);
+		tput[i] = r.output_tokens_per_s;
+	}
+	cr_assert_float_eq(tput[0], 200.0, 20.0);
+	for (i = 1; i < 6; i++)
+		cr_assert_geq(tput[i], 0.98 * tput[i - 1], "rate %s: %g < %g",
+			      rates[i], tput[i], tput[i - 1]);
+	for (i = 0; i < 5; i++)
+		cr_assert_leq(tput[i], 1.02 * tput[5]);
+	cr_assert_float_eq(tput[4], tput[5], 0.1 * tput[5]);
+	cr_assert_gt(tput[5], 20 * tput[0]);
+}
+
+/*
+ * Preemption happens exactly when the KV pool is full. One vLLM instance
+ * of 10 pages of 16 tokens, three requests of 48 prompt tokens (3 pages
+ * each). Step 1 prefills all three: 9 pages, 1 free. Step 2 decodes:
+ * request 0 needs 49 tokens = 4 pages, takes the free one (0 left);
+ * request 1 needs a 4th page, none is free, so the last running request
+ * (2) is preempted, freeing 3; request 1 takes one. Exactly one
+ * preemption, and only at that moment.
+ */
+Test(serve, preemption_exactly_when_full)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[3];
+	struct infer_batch b;
+	int64_t i;
+
+	arena_init(&a);
+	j = load(&a, L8, NULL, 0);
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	s.job = j;
+	s.req = req;
+	s.nreq = 3;
+	in.role = ROLE_BOTH;
+	in.pages = in.free_pages = 10;
+	in.block = 16;
+	in.max_seqs = 8;
+	in.max_tokens = 2048;
+	in.chunked = 1;
+	in.chunked_req = -1;
+	in.pp = 1;
+	in.tag = 1;
+	for (i = 0; i < 3; i++) {
+		memset(&req[i], 0, sizeof(req[i]));
+		req[i].input = req[i].prompt = 48;
+		req[i].output = 100;
+		req[i].instance = 0;
+		req[i].first_scheduled_s = req[i].first_token_s = -1;
+		req[i].done_s = -1;
+		req[i].state = REQ_WAITING;
+		cr_assert_eq(rq_push_back(&in.waiting, i), 0);
+	}
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 3);
+	cr_assert_eq(in.free_pages, 1);
+	cr_assert_eq(in.preemptions, 0);
+	serve_step_done(&s, &in, 1, 1);
+	in.tag = 2;
+	cr_assert_eq(serve_schedule(&s, &in, 1, &b), 2);
+	cr_assert_eq(in.preemptions, 1);
+	cr_assert_eq(req[2].state, REQ_WAITING);
+	cr_assert_eq(req[2].pages, 0);
+	cr_assert_eq(req[0].pages, 4);
+	cr_assert_eq(req[1].pages, 4);
+	cr_assert_eq(in.free_pages, 2);
+	/* it recomputes its prompt and the token it had generated */
+	cr_assert_eq(req[2].prompt, 49);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	arena_release(&a);
+}
+
+/* With ample KV (436k tokens for 300 requests of ~600) no request is
+ * preempted and the pool never fills; with a pool of about 18k tokens
+ * (memory_fraction 0.26: 30 sequences of mean length) preemptions happen,
+ * the pool fills, and every request still completes. */
+Test(serve, preemptions_only_with_a_full_pool)
+{
+	const char *small[] = {"serving.engine.memory_fraction=0.26"};
+	struct serve_result r;
+
+	run(L8, NULL, 0, &r);
+	cr_assert_eq(r.preemptions, 0);
+	cr_assert_lt(r.kv_peak_frac, 1.0);
+	run(L8, small, 1, &r);
+	cr_assert_gt(r.preemptions, 0);
+	cr_assert_float_eq(r.kv_peak_frac, 1.0, 1e-12);
+	cr_assert_eq(r.completed, r.requests);
+}
+
+Test(serve, same_seed_same_run)
+{
+	const char *s2[] = {"serving.seed=2"};
+	struct serve_result a, b, c;
+
+	run(L8, NULL, 0, &a);
+	run(L8, NULL, 0, &b);
+	run(L8, s2, 1, &c);
+	cr_assert_eq(a.output_tokens_per_s, b.output_tokens_per_s);
+	cr_assert_eq(a.ttft.p99, b.ttft.p99);
+	cr_assert_neq(a.output_tokens, c.output_tokens);
+}
+
+/*
+ * Speculative decoding: with k = 4 drafts accepted with probability p
+ * each (given the ones before), a verify step keeps 1 + a tokens, E[1 + a]
+ * = (1 - p^5) / (1 - p). acceptance_length 3 sets that mean; the run's
+ * mean over thousands of verify steps is within 3 % of it (requests
+ * ending early cut some steps short, which can only lower it).
+ */
+Test(serve, speculative_tokens_per_step)
+{
+	const char *sets[] = {"serving.speculative.method=eagle",
+			      "serving.speculative.tokens=4",
+			      "serving.speculative.acceptance_length=3"};
+	struct serve_result r, base;
+
+	run(L8, sets, 3, &r);
+	run(L8, NULL, 0, &base);
+	cr_assert_float_eq(r.spec_tokens_per_step, 3.0, 0.09);
+	cr_assert_leq(r.spec_tokens_per_step, 3.0 + 0.03);
+	/* fewer steps, lower per-token latency */
+	cr_assert_lt(r.tpot.mean, base.tpot.mean);
+}
+
+/*
+ * Disaggregated: the KV sent is each prompt's tokens x the KV of one
+ * token of the whole model: 2 x 80 layers x 8 KV heads x 128 x 2 B =
+ * 327,680 B for Llama 3 70B bf16 (tp 4 prefill instances: 1/4 of it per
+ * GPU, from all four). 200 requests of 512 tokens, all with more than
+ * one output token: 200 x 512 x 327,680 B.
+ */
+Test(serve, disaggregated_kv_transfer)
+{
+	const char *sets[] = {"serving.disaggregated.enabled=true",
+			      "serving.disaggregated.prefill={instances: 1, tp: 4}",
+			      "serving.disaggregated.decode={instances: 1, tp: 4}",
+			      "serving.disaggregated.transfer=scale_up",
+			      "system.nodes=1"};
+	struct serve_result r;
+
+	run(L70, sets, 5, &r);
+	cr_assert_eq(r.completed, 200);
+	cr_assert_float_eq(r.kv_transfer_bytes, 200.0 * 512 * 327680,
+			   1e-6 * 200.0 * 512 * 327680);
+	cr_assert_gt(r.kv_transfer_mean_s, 0);
+	cr_assert_eq(r.instances, 2);
+	cr_assert_eq(r.gpus, 8);
+}
+
+/* A trace file: rows sorted by arrival; bad rows reported at their
+ * line and column, all of them. */
+Test(serve, trace_files)
+{
+	char dir[] = "/tmp/llmsim-trace-XXXXXX", good[256], bad[256], set[300];
+	const char *sets[] = {set};
+	struct arena a;
+	struct job_spec *j;
+	struct serve_req *req;
+	struct capture c;
+	int64_t n;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.csv", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.csv", dir);
+	f = fopen(good, "w");
+	fputs("arrival_s,input_len,output_len\n# a comment\n"
+	      "2.5,100,10\n0,200,20\n\n1.0, 300 , 30\n", f);
+	fclose(f);
+	f = fopen(bad, "w");
+	fputs("0,100,10\n1,abc,10\n2,100,0\n3,100\n", f);
+	fclose(f);
+	arena_init(&a);
+	snprintf(set, sizeof(set), "serving.trace=%s", good);
+	j = load(&a, L8, sets, 1);
+	capture_begin(&c);
+	cr_assert_eq(serve_requests(j, &req, &n, &c.d), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(req[0].arrival_s, 0);
+	cr_assert_eq(req[0].input, 200);
+	cr_assert_eq(req[1].input, 300);
+	cr_assert_eq(req[2].output, 10);
+	mem_free(req);
+	snprintf(set, sizeof(set), "serving.trace=%s", bad);
+	j = load(&a, L8, sets, 1);
+	cr_assert_eq(serve_requests(j, &req, &n, &c.d), -2);
+	cr_assert(strstr(capture_text(&c), "bad.csv:2:3: error: 'input_len': "
+			 "expected a number, got 'abc'"), "%s", capture_text(&c));
+	cr_assert(strstr(capture_text(&c), "bad.csv:3:7: error: 'output_len': "
+			 "expected at least 1 token"), "%s", capture_text(&c));
+	cr_assert(strstr(capture_text(&c), "bad.csv:4:") &&
+		  strstr(capture_text(&c), "expected 3 fields"), "%s",
+		  capture_text(&c));
+	capture_end(&c);
+	unlink(good);
+	unlink(bad);
+	rmdir(dir);
+	arena_release(&a);
+}
+
+/*
+ * A pipelined instance keeps up to pp steps in flight: with pp = 2 and a
+ * queue that never empties, the steps' durations add up to well over the
+ * run's span (two overlap at a time), and every request still completes.
+ * With pp = 1 steps never overlap: their sum is at most the span.
+ */
+Test(serve, pipeline_keeps_steps_in_flight)
+{
+	const char *pp2[] = {"parallelism.tp=4", "parallelism.pp=2",
+			     "serving.arrival_rate=inf"};
+	const char *pp1[] = {"serving.arrival_rate=inf"};
+	struct serve_result r;
+
+	run(L70, pp2, 3, &r);
+	cr_assert_eq(r.completed, r.requests);
+	cr_assert_gt(r.mean_step_s * (double)r.steps, 1.5 * r.duration_s,
+		     "steps %.4g s over a span of %.4g s",
+		     r.mean_step_s * (double)r.steps, r.duration_s);
+	run(L70, pp1, 1, &r);
+	cr_assert_eq(r.completed, r.requests);
+	cr_assert_leq(r.mean_step_s * (double)r.steps, r.duration_s * 1.0001);
+}
