@@ -115,6 +115,8 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->emax, sizeof(double), sizeof(double));
+	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
+		  2 * sizeof(struct est_pass));
 	memo_init(&e->xfers, 4 * sizeof(int64_t), sizeof(double *));
 	e->net = net_new(sys, NULL, d);
 	if (!e->net) {
@@ -168,6 +170,7 @@ void est_free(struct est *e)
 	memo_release(&e->dpplans);
 	free_lists(&e->pipe_lists);
 	memo_release(&e->emax);
+	memo_release(&e->amax);
 	{
 		size_t i = 0;
 		double **x;

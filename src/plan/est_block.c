@@ -192,6 +192,8 @@ static struct bgroup group_of(const struct job_spec *j, enum layout_group g)
 	case LG_CP: n = p->cp; stride = p->tp; break;
 	case LG_CP_A2A: n = a2a; stride = p->tp; break;
 	case LG_CP_RING: n = p->cp / a2a; stride = p->tp * a2a; break;
+	case LG_TPCP: n = p->tp * p->cp; stride = 1; break;
+	case LG_STAGE: n = stage; stride = 1; break;
 	default: n = 1; stride = 1; break;	/* not in a dense layer */
 	}
 	r.n = (uint32_t)n;
@@ -253,6 +255,7 @@ static int run_pass(struct est *e, const struct job_spec *j,
 			const struct bgroup *g = &pg->g[op->group < LG_COUNT ?
 							op->group : LG_TP];
 			int st = op->stream < 3 ? op->stream : LS_TP;
+			int on_compute = op->stream == LS_COMPUTE;
 			double t = est_coll_x(e, op->coll, g->n, 0, g->stride,
 					      g->replicas, op->bytes,
 					      op->p2p_next, d);
@@ -262,8 +265,14 @@ static int run_pass(struct est *e, const struct job_spec *j,
 				return -1;
 			for (m = 0; m < g->n; m++)
 				e->ggpus[m] = m * g->stride;
-			iv[niv].s = fmax(free[st], ready) + pg->tax * since[op->group];
+			iv[niv].s = fmax(on_compute ? comp_free : free[st], ready) +
+				    pg->tax * since[op->group];
 			iv[niv].e = end[i] = iv[niv].s + t;
+			if (on_compute) {	/* compute waits for it */
+				comp_free = end[i];
+				since[op->group] = 0;
+				continue;
+			}
 			iv[niv].share = train_coll_sm_share(j, op->coll, e->ggpus,
 				g->n, op->group == LG_TP && pg->overlap);
 			free[st] = end[i];
@@ -308,8 +317,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 }
 
 static int cost_all(struct est *e, const struct job_spec *j,
-		    const struct layer_dims *dm, struct kset *ks,
-		    struct diag *d)
+		    const struct layer_dims *dm, struct kset *ks, struct diag *d)
 {
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	/* every layer is of this kind (plan_run refuses models that mix) */
@@ -368,6 +376,9 @@ static const struct kset *kset_of(struct est *e, const struct job_spec *j,
 	kk.tax = 0;
 	kk.tp_replicas = 0;
 	kk.cp_replicas = kk.a2a_replicas = kk.ring_replicas = 0;
+	kk.amax_replicas = 0;
+	kk.amax_n = 0;		/* the amax blocks are costed apart (amax_of) */
+	kk.amax_layers = 0;
 	if ((hit = memo_get(&e->kernels, &kk)))
 		return *hit;
 	if (!(ks = mem_calloc(1, sizeof(*ks)))) {
@@ -408,6 +419,52 @@ double est_tax_rate(struct est *e, const struct job_spec *j, double n)
 				 v->gpu_spread * v->gpu_spread);
 }
 
+/* The fp8 amax reductions after a chunk's forward and backward (train.c
+ * cost_amax: one per chunk pass over key k's group, for its layers),
+ * remembered apart from the layer blocks: they depend on the group and
+ * the layers of a chunk, the layers' kernels on neither. */
+static int amax_of(struct est *e, const struct job_spec *j,
+		   const struct layer_dims *dm, const struct est_bkey *k,
+		   const struct pass_groups *pg, struct est_blocks *b,
+		   struct diag *d)
+{
+	struct { int64_t n; double layers, tax; uint32_t replicas, group; } key;
+	const struct est_pass *hit;
+	struct est_pass two[2];
+	int bwd;
+
+	memset(&key, 0, sizeof(key));
+	key.n = k->amax_n;
+	key.layers = k->amax_layers;
+	key.tax = pg->tax;
+	key.replicas = k->amax_replicas;
+	key.group = (uint32_t)dm->amax_group;
+	if (!(hit = memo_get(&e->amax, &key))) {
+		memset(two, 0, sizeof(two));
+		for (bwd = 0; bwd < 2; bwd++) {
+			struct kblock kb = { 0, 0, NULL };
+			int rc;
+
+			layer_fp8_amax(dm, bwd, k->amax_layers, k->amax_n, e->ops);
+			if (e->ops->n == 0)
+				continue;
+			rc = cost(e, j, &kb, d) != 0 ||
+			     run_pass(e, j, &kb, pg, &two[bwd], d) != 0;
+			mem_free(kb.op);
+			if (rc)
+				return -1;
+		}
+		if (!(hit = memo_put(&e->amax, &key, two))) {
+			diag_oom(d);
+			return -1;
+		}
+	}
+	b->af = hit[0];
+	b->ab = hit[1];
+	b->amax_tax = pg->tax;
+	return 0;
+}
+
 const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 				       const struct layer_dims *dm,
 				       struct diag *d)
@@ -441,6 +498,18 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 	k.chunks = dm->chunks;
 	k.pp_gather = dm->pp_gather && p->pp > 1;
 	k.tp_replicas = pg.g[LG_TP].replicas;
+	if (dm->amax_group >= 0) {
+		const struct bgroup *g = &pg.g[dm->amax_group];
+
+		if (g->n >= 2) {
+			k.amax_n = g->n;
+			k.amax_layers = (double)j->model->num_hidden_layers /
+					(double)(p->pp * p->vpp);
+			k.amax_replicas = g->replicas;
+		}
+	}
+	k.fsdp_n = dm->fsdp_n;
+	k.fsdp_accum = dm->fsdp_accum;
 	if (p->cp > 1) {
 		k.cp_replicas = pg.g[LG_CP].replicas;
 		k.a2a_replicas = pg.g[LG_CP_A2A].replicas;
@@ -462,6 +531,8 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 				return NULL;
 	}
 	b.pp_B = ks->pp_B;
+	if (k.amax_n > 0 && amax_of(e, j, dm, &k, &pg, &b, d) != 0)
+		return NULL;
 	if (!(hit = memo_put(&e->blocks, &k, &b)))
 		diag_oom(d);
 	return hit;

@@ -34,6 +34,10 @@ struct est_blocks {
 	struct est_pass ef, eb;		/* embedding */
 	struct est_pass hf, hb;		/* final norm, LM head, loss */
 	struct est_pass pg;		/* all-gather of a scattered transfer (0: none) */
+	struct est_pass af, ab;		/* fp8 amax reduction after a chunk's
+					 * forward, backward (0: none) */
+	double amax_tax;		/* its group's synchronization tax rate
+					 * (0: no amax reduction) */
 	double pp_B;			/* B, one pipeline transfer per TP rank */
 };
 
@@ -51,7 +55,11 @@ struct est_bkey {
 	int64_t cp, cp_a2a;	/* context parallelism (seq: per rank) */
 	int32_t sp, rc, chunks, pp_gather;
 	int32_t cp_type, cp_lb;	/* enum cp_comm, load balancing */
+	int64_t amax_n;		/* fp8 amax reduction: its group's GPUs (0: none) */
+	double amax_layers;	/* ... and the layers of a chunk it covers */
+	double fsdp_n, fsdp_accum;	/* ZeRO 3 with FSDP's passes (layer.h) */
 	uint32_t tp_replicas, cp_replicas, a2a_replicas, ring_replicas;
+	uint32_t amax_replicas, pad;
 	double tax;		/* the TP group's synchronization tax rate */
 };
 
@@ -75,6 +83,8 @@ struct est {
 	int64_t *split;			/* scratch: layers per virtual stage */
 	size_t split_cap;
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
+	struct memo amax;		/* fp8 amax reductions (est_block.c
+					 * amax_of) -> struct est_pass[2] */
 	struct memo pipe_lists;		/* (schedule, p, v, m) -> the actions
 					 * in dependency order (est_pipe.c) */
 	double *pipe_t;			/* scratch of est_pipe_run */

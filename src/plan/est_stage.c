@@ -20,20 +20,32 @@ double est_unit_b(const struct est_cand *c, int u)
 	return c->j->training.zero_stage >= 3 ? c->fsdp_b[u] : e[u]->lat_s;
 }
 
+/* A chunk pass of time t with the fp8 amax reduction at its end
+ * (train.c): the reduction, and the wait for its group's slowest member
+ * over the compute since the group last met, the pass (exec_jitter.c;
+ * 0 without variability). */
+static double with_amax(const struct est_cand *c, const struct est_pass *a,
+			double t)
+{
+	return a->lat_s > 0 ? t + a->lat_s + c->b->amax_tax * t : t;
+}
+
 double est_stage_f(const struct est_cand *c, int64_t s)
 {
-	return (double)c->split[s] * est_unit_f(c, EST_LAYER) +
-	       (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
-	       (s == c->S - 1 ? est_unit_f(c, EST_HEAD) : 0) +
-	       (s > 0 ? c->b->pg.lat_s : 0);
+	return with_amax(c, &c->b->af,
+			 (double)c->split[s] * est_unit_f(c, EST_LAYER) +
+			 (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
+			 (s == c->S - 1 ? est_unit_f(c, EST_HEAD) : 0) +
+			 (s > 0 ? c->b->pg.lat_s : 0));
 }
 
 double est_stage_b(const struct est_cand *c, int64_t s)
 {
-	return (double)c->split[s] * est_unit_b(c, EST_LAYER) +
-	       (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
-	       (s == c->S - 1 ? est_unit_b(c, EST_HEAD) : 0) +
-	       (s < c->S - 1 ? c->b->pg.lat_s : 0);
+	return with_amax(c, &c->b->ab,
+			 (double)c->split[s] * est_unit_b(c, EST_LAYER) +
+			 (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
+			 (s == c->S - 1 ? est_unit_b(c, EST_HEAD) : 0) +
+			 (s < c->S - 1 ? c->b->pg.lat_s : 0));
 }
 
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u)
