@@ -49,4 +49,18 @@ cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 printf 'id: K-BROKEN\nkind: gemm\ntiming: stream\nrows: []\n' \
 	>"$tmp/ref/kernels/broken.yaml"
 status 2 "a broken reference file" --kind kernel --reference "$tmp/ref"
+# An attention row may carry one pass (the FlashAttention-3 paper's H100
+# causal rows: forward only), not none.
+rm "$tmp/ref/kernels/broken.yaml"
+printf '%s\n' 'id: K-ONE-PASS' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {label: fwd-only, backend: flash, batch: 1, heads_q: 16, heads_kv: 16, seq: 16384, head_dim: 128, causal: true, fwd_s: 3.2821e-03, fwd_tflops: 335}' \
+	>"$tmp/ref/kernels/one.yaml"
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || bad "a forward-only attention row: exit $?"
+grep -q 'fwd-only flash fwd' "$tmp/out" && ! grep -q 'fwd-only flash bwd' "$tmp/out" ||
+	bad "a forward-only attention row: expected one forward line"
+printf '%s\n' '  - {label: none, backend: flash, batch: 1, heads_q: 16, heads_kv: 16, seq: 512, head_dim: 128, causal: true}' \
+	>>"$tmp/ref/kernels/one.yaml"
+status 2 "an attention row without a pass" --kind kernel --reference "$tmp/ref"
 exit $fail

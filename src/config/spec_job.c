@@ -22,6 +22,9 @@ const char *const opt_update_names[] = {"fused", "eager", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  NULL};
+const char *const graph_scope_names[] = {
+	"attn", "mlp", "moe", "moe_router", "moe_preprocess", NULL,
+};
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)
 
@@ -83,6 +86,49 @@ static const struct schema elementwise_schema = {
 	.size = sizeof(struct elementwise_spec),
 	.fields = elementwise_fields,
 	.nfields = SCHEMA_COUNT(elementwise_fields),
+};
+
+#define HOFF(m) offsetof(struct host_spec, m)
+#define HTIME(k, m, h) { .key = k, .type = ST_TIME, .offset = HOFF(m), \
+	.def = "0 us", .max = 1e-2, .help = h }
+
+static const struct schema_field host_fields[] = {
+	HTIME("op", op_s, "a PyTorch op issued from Python: dispatch, autograd "
+	      "record, kernel launch"),
+	HTIME("module", module_s, "a fused-extension module's forward call "
+	      "(Transformer Engine) with its first kernel"),
+	HTIME("backward_op", bwd_op_s, "an autograd-engine node of a PyTorch op "
+	      "(C++), its kernel launched"),
+	HTIME("backward_module", bwd_module_s, "a module's backward (a Python "
+	      "autograd.Function) with its first kernel"),
+	HTIME("kernel", kernel_s, "each further kernel a call launches from C++"),
+	HTIME("collective", collective_s, "a torch.distributed collective call "
+	      "(Python, c10d, the library's enqueue)"),
+	HTIME("graph", graph_s, "one CUDA graph replay (a captured scope)"),
+	HTIME("sync", sync_s, "the host resuming after a device sync (the "
+	      "awaited copy landed, the thread woken)"),
+	{ .key = "p2p_sync", .type = ST_BOOL, .offset = HOFF(p2p_sync),
+	  .def = "false",
+	  .help = "a device synchronize after each batched pipeline send/recv "
+		  "on non-interleaved schedules (Megatron batch_p2p_sync)" },
+	{ .key = "router_ops", .type = ST_INT, .offset = HOFF(router_ops),
+	  .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: small PyTorch ops the router issues beyond its GEMM and "
+		  "top-k (aux losses, bookkeeping), per forward" },
+	{ .key = "dispatch_ops", .type = ST_INT, .offset = HOFF(dispatch_ops),
+	  .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: small PyTorch ops of the dispatcher's preprocessing "
+		  "(token counts, splits and their copies to the host), per forward" },
+};
+
+static const struct schema host_schema = {
+	.kind = "framework.host",
+	.help = "the host thread issuing a rank's GPU work: the cost of each "
+		"kind of call on the reference CPU (Xeon Platinum 8480C), the "
+		"device syncs",
+	.size = sizeof(struct host_spec),
+	.fields = host_fields,
+	.nfields = SCHEMA_COUNT(host_fields),
 };
 
 #define FOFF(m) offsetof(struct framework_spec, m)
@@ -178,6 +224,10 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
 	  .flags = SF_OPTIONAL,
 	  .help = "passes of the optimizer step (absent: one fused update)" },
+	{ .key = "host", .type = ST_SECTION, .offset = FOFF(host),
+	  .sub = &host_schema, .flags = SF_OPTIONAL,
+	  .help = "the host thread's cost per call and its device syncs "
+		  "(absent: the host is not modeled, kernels start when ready)" },
 };
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
@@ -220,6 +270,11 @@ static const struct schema_field training_fields[] = {
 	  .help = "flash (fused) or unfused attention (materialized scores)" },
 	{ .key = "dropout", .type = ST_BOOL, .offset = TOFF(dropout),
 	  .def = "false", .help = "dropout layers present (masks and their elementwise cost)" },
+	{ .key = "cuda_graphs", .type = ST_INT_LIST, .offset = TOFF(cuda_graphs),
+	  .values = graph_scope_names, .flags = SF_OPTIONAL,
+	  .help = "parts of a layer captured in CUDA graphs and replayed with "
+		  "one host call: attn, mlp, moe, moe_router, moe_preprocess "
+		  "(Megatron cuda_graph_scope)" },
 };
 
 static const struct schema training_schema = {
@@ -322,7 +377,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
 	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
 	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
-	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "cp_a2a",
+	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
+	"a2a_overlap_vpp", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine", NULL,
 };
@@ -533,6 +589,23 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
 			     (long long)p->tp);
+	if (j->moe.dispatcher && j->moe.dispatcher->vendor != EP_VENDOR_ANY &&
+	    (j->moe.dispatcher->vendor == EP_VENDOR_NVIDIA) !=
+	    (j->system->gpu->vendor == GPU_NVIDIA))
+		layout_error(s, JR_EP_VENDOR, "moe", "dispatcher '%s' runs on %s GPUs "
+			     "only, the system's %s is not one (alltoall or "
+			     "hierarchical run on any)",
+			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
+			     ep_vendor_names[j->moe.dispatcher->vendor],
+			     j->system->gpu->name ? j->system->gpu->name : "GPU");
+	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
+		layout_error(s, JR_A2A_VPP, "moe", "a2a_overlap with pp %lld needs "
+			     "virtual pipeline stages (vpp > 1): Megatron-Core "
+			     "runs the combined 1F1B all-to-all overlap only in the "
+			     "interleaved schedule (transformer_config.py: "
+			     "overlap_moe_expert_parallel_comm asserts "
+			     "virtual_pipeline_model_parallel_size when "
+			     "pipeline_model_parallel_size > 1)", (long long)p->pp);
 	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
 		layout_error(s, JR_MTP, "moe", "mtp_layers %lld exceeds the model's "

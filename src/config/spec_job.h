@@ -100,6 +100,22 @@ enum opt_update_impl {
 
 extern const char *const opt_update_names[];
 
+/* Parts of a layer a framework can capture in CUDA graphs (Megatron-Core
+ * cuda_graph_scope with cuda_graph_impl transformer_engine): replayed
+ * with one host call instead of an issue per kernel. */
+enum graph_scope {
+	SCOPE_NONE,		/* not captured */
+	SCOPE_ATTN,		/* the self-attention block */
+	SCOPE_MLP,		/* a dense MLP */
+	SCOPE_MOE,		/* a whole MoE MLP (static shapes only) */
+	SCOPE_MOE_ROUTER,	/* the router */
+	SCOPE_MOE_PREPROCESS,	/* the dispatcher's preprocessing */
+	SCOPE_COUNT
+};
+
+/* "attn", "mlp", "moe", "moe_router", "moe_preprocess" (from SCOPE_ATTN). */
+extern const char *const graph_scope_names[];
+
 /* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
 extern const char *const attn_kernel_names[];
 /* "none", "tp_cp", "stage": enum amax_reduction. */
@@ -135,6 +151,30 @@ struct elementwise_spec {
 					 * before attention (repeat_interleave) */
 };
 
+/* The host (CPU) thread that issues a rank's GPU work: what each kind of
+ * call costs it on the reference CPU (an Intel Xeon Platinum 8480C; a
+ * system's host_dispatch_scale rescales), and the device syncs the
+ * framework makes. All zero (section absent): the host is not modeled.
+ * src/models/train.c has the model. */
+struct host_spec {
+	double op_s;		/* s, a PyTorch op issued from Python (dispatch,
+				 * autograd record, kernel launch) */
+	double module_s;	/* s, a fused-extension module's forward call
+				 * (Transformer Engine), its first kernel */
+	double bwd_op_s;	/* s, an autograd-engine node of a PyTorch op (C++) */
+	double bwd_module_s;	/* s, a module's backward (Python autograd.Function) */
+	double kernel_s;	/* s, each further kernel a call launches from C++ */
+	double collective_s;	/* s, a torch.distributed collective call */
+	double graph_s;		/* s, one CUDA graph replay */
+	double sync_s;		/* s, the host resuming after a device sync */
+	int p2p_sync;		/* a device synchronize after each batched
+				 * pipeline send/recv (non-interleaved schedules) */
+	int64_t router_ops;	/* MoE: small PyTorch ops of the router beyond its
+				 * GEMM and top-k (aux loss, bookkeeping) */
+	int64_t dispatch_ops;	/* MoE: small PyTorch ops of the dispatcher's
+				 * preprocessing (counts, splits, their copies) */
+};
+
 /* What the training framework does beyond the model and the layout. */
 struct framework_spec {
 	const char *name;			/* preset name */
@@ -164,6 +204,7 @@ struct framework_spec {
 	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
 						 * blocking amax all-reduce per chunk pass */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
+	struct host_spec host;			/* the host thread's costs; 0 = not modeled */
 };
 
 extern const struct schema framework_schema;
@@ -178,6 +219,8 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	struct schema_int_list cuda_graphs;	/* enum graph_scope values captured in
+					 * CUDA graphs (Megatron cuda_graph_scope) */
 };
 
 struct parallel_spec {
@@ -258,6 +301,8 @@ enum job_rule {
 	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */
 	JR_MOE_SP,		/* an MoE model with tp > 1 needs SP */
 	JR_MTP,			/* mtp_layers within the model's */
+	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs */
+	JR_A2A_VPP,		/* a2a_overlap with pp > 1 needs vpp > 1 */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
 	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */

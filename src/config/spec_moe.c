@@ -13,6 +13,8 @@ const char *const ep_mode_names[] = {
 	"library", "hierarchical", "forward", "direct", "allgather", NULL,
 };
 const char *const ep_dedup_names[] = {"none", "rank", "node", NULL};
+const char *const ep_host_sync_names[] = {"none", "counts", "dispatch", NULL};
+const char *const ep_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const routing_balance_names[] = {
 	"uniform", "random", "zipf", "max_mean", NULL,
 };
@@ -77,6 +79,15 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(bytes_per_token_extra), .def = "0 B", .max = 1e6,
 	  .help = "bytes a token carries beyond its hidden vector (top-k "
 		  "indices and weights, scales)" },
+	{ .key = "host_sync", .type = ST_ENUM, .offset = EOFF(host_sync),
+	  .values = ep_host_sync_names, .def = "none",
+	  .help = "dropless: what the host waits for before it issues the "
+		  "dispatch (none; counts: the exchange of per-expert token "
+		  "counts; dispatch: the dispatch itself)" },
+	{ .key = "vendor", .type = ST_ENUM, .offset = EOFF(vendor),
+	  .values = ep_vendor_names, .def = "any",
+	  .help = "the GPUs it runs on: any (a collective library), nvidia "
+		  "(NVSHMEM/IBGDA kernels: DeepEP, Hybrid-EP) or amd" },
 };
 
 static int ep_check(void *obj, const struct cnode *node, struct diag *d)
@@ -161,6 +172,11 @@ static const struct schema_field moe_fields[] = {
 	  .def = "0", .min = 0, .max = 1e3,
 	  .help = "tokens per expert capped at this times the mean, the rest "
 		  "dropped (0: dropless)" },
+	{ .key = "pad_to_capacity", .type = ST_BOOL,
+	  .offset = MOFF(pad_to_capacity), .def = "false",
+	  .help = "with capacity_factor, every expert's input padded to its "
+		  "capacity: static sizes, the host never waits for token "
+		  "counts (--moe-pad-expert-input-to-capacity)" },
 	{ .key = "router_dtype", .type = ST_ENUM, .offset = MOFF(router_dtype),
 	  .values = dtype_names, .def = "fp32",
 	  .help = "dtype of the router GEMM (--moe-router-dtype)" },

@@ -55,6 +55,26 @@ enum ep_dedup {
 				 * then once per GPU inside it */
 };
 
+/* What the host waits for before it can issue a dispatch (the sizes of a
+ * dropless, variable-size exchange are needed on the CPU). */
+enum ep_host_sync {
+	EP_SYNC_NONE,		/* static sizes: the host never waits */
+	EP_SYNC_COUNTS,		/* the exchange of per-expert token counts
+				 * (and their copy to the host) */
+	EP_SYNC_DISPATCH	/* the dispatch itself (sizes read after it) */
+};
+
+extern const char *const ep_host_sync_names[];
+
+/* The GPUs a path runs on: any (a collective library: NCCL, RCCL) or one
+ * vendor's (DeepEP and Hybrid-EP need NVSHMEM and IBGDA on NVIDIA GPUs). */
+enum ep_vendor {
+	EP_VENDOR_ANY,
+	EP_VENDOR_NVIDIA,
+	EP_VENDOR_AMD
+};
+
+extern const char *const ep_vendor_names[];
 extern const char *const ep_mode_names[];
 extern const char *const ep_dedup_names[];
 
@@ -80,6 +100,8 @@ struct ep_comm_spec {
 	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
 	double bytes_per_token_extra;	/* B per token beyond the hidden vector
 					 * (top-k indices, weights, scales) */
+	int host_sync;			/* enum ep_host_sync, dropless */
+	int vendor;			/* enum ep_vendor: GPUs it runs on */
 };
 
 extern const struct schema ep_comm_schema;
@@ -115,6 +137,8 @@ struct moe_job_spec {
 					 * dispatch and combine */
 	double capacity_factor;		/* tokens per expert capped at this x
 					 * mean (dropped beyond); 0 = dropless */
+	int pad_to_capacity;		/* every expert padded to its capacity:
+					 * static sizes, no host sync */
 	int router_dtype;		/* enum dtype of the router GEMM */
 	int dispatch_dtype;		/* enum dtype tokens travel in; -1 = the
 					 * activations' */

@@ -66,6 +66,12 @@ static const struct schema_field system_fields[] = {
 	  .sub = &variability_schema, .flags = SF_OPTIONAL,
 	  .help = "per-GPU pace variability: every rendezvous waits for its "
 		  "slowest member (absent: none)" },
+	{ .key = "host_dispatch_scale", .type = ST_NUM,
+	  .offset = OFF(host_dispatch_scale), .def = "1", .min = 0.05,
+	  .max = 100,
+	  .help = "the host CPU's time per framework call (a PyTorch op, a "
+		  "module, a launch) over the reference CPU's, an Intel Xeon "
+		  "Platinum 8480C (DGX H100): 1" },
 	{ .key = "collective_overhead", .type = ST_TIME,
 	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
 	  .flags = SF_FIT,

@@ -44,6 +44,8 @@ struct system_spec {
 	const char *calibration;		/* the calibration file applied
 						   (path as resolved), or NULL */
 	struct variability_spec variability;	/* per-GPU variability; 0 = none */
+	double host_dispatch_scale;		/* the host CPU's time per framework call over
+						 * the reference CPU's (Xeon Platinum 8480C) */
 };
 
 /* nodes * gpus_per_node. */

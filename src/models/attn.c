@@ -204,6 +204,7 @@ static struct layer_op *flash(struct layer_ops *o, const char *name,
 	op->k.kind = bwd ? KERN_ATTN_BWD : KERN_ATTN_FWD;
 	op->k.attn = *a;
 	op->k.model_flops = model_flops;
+	op->host = HOST_MODULE;	/* Transformer Engine's DotProductAttention */
 	return op;
 }
 
@@ -229,11 +230,13 @@ static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	op = lop_gemm(o, "scores", pass, d->seq, d->seq, dim_qk(d), 0);
 	op->k.batch = heads;
+	op->host = HOST_OP;	/* torch.baddbmm */
 	lop_memop(o, "softmax", pass, scores * d->act_B,
 		  scores * d->act_B * (d->dropout ? 2 : 1) +
 		  (d->dropout ? scores : 0), CE_FLOPS * scores);
 	op = lop_gemm(o, "attn_v", pass, d->seq, layer_v_dim(d), d->seq, 0);
 	op->k.batch = heads;
+	op->host = HOST_OP;
 }
 
 static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
@@ -288,6 +291,8 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		else
 			shape(d, d->batch, heads, seq, seq, 0, 0, &a);
 		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		if (i > 0)	/* the ring's later steps: calls inside it */
+			op->host = HOST_OP;
 		op->dep[0] = last;
 		op->dep[1] = deliver;
 		last = lop_tail(o);

@@ -130,6 +130,14 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->stream = op->stream;
 	bo->ep_path = op->ep_path;
 	bo->p2p_next = op->p2p_next;
+	bo->bwd = op->pass == PASS_BWD;
+	bo->host = op->host;
+	bo->scope = op->scope;
+	bo->host_n = op->host_n;
+	bo->host_kernels = op->host_kernels;
+	bo->host_wait = op->host_wait;
+	bo->host_s = 0;
+	bo->host_name = NULL;
 	bo->dep[0] = op->dep[0];
 	bo->dep[1] = op->dep[1];
 	if (op->kind == LOP_KERNEL)

@@ -25,8 +25,16 @@ struct block_op {
 	uint8_t stream;		/* LOP_COLL: enum layer_stream */
 	uint8_t ep_path;	/* LOP_COLL: on the expert-parallel path */
 	uint8_t p2p_next;	/* LOP_COLL sendrecv to the next group rank */
+	uint8_t bwd;		/* in the backward pass (not a recomputation) */
+	uint8_t host;		/* enum host_call (layer.h) */
+	uint8_t scope;		/* enum graph_scope */
+	uint16_t host_n;	/* calls of its kind (0: one) */
+	uint16_t host_kernels;	/* further kernels launched from C++ */
+	int16_t host_wait;	/* op the host waits for first, or LAYER_NONE */
 	int16_t dep[2];		/* as in struct layer_op */
 	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
+	double host_s;		/* s, host time to issue it (train.c fills) */
+	const char *host_name;	/* name of its host task (train.c fills) */
 };
 
 struct block {

@@ -190,6 +190,12 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->permute_fusion = mj->permute_fusion;
 	e->shared_overlap = mj->shared_expert_overlap;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+	/* static sizes (capacity with padding) need no host sync */
+	e->host_sync = mj->dispatcher ? mj->dispatcher->host_sync : EP_SYNC_NONE;
+	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
+		e->host_sync = EP_SYNC_NONE;
+	e->router_ops = (double)j->framework->host.router_ops;
+	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
 }
 
 /* torch FSDP's gradient division factors for a group of n
@@ -352,27 +358,37 @@ static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 }
 
 /* One layer forward, for the forward pass or a full recomputation. */
+/* CUDA-graph scopes (Megatron-Core TransformerLayer): attn from the
+ * input norm to the attention's residual add; the MLP's norm with the
+ * dense MLP or with the MoE router; the rest of an MoE layer (moe.c). */
 static void layer_fwd_pass(const struct layer_dims *d,
 			   const struct layer_kind *k, enum layer_pass pass,
 			   struct layer_ops *o)
 {
+	uint8_t mlp = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
+
+	o->scope = SCOPE_ATTN;
 	lop_norm_fwd(o, "norm1", pass, d);
 	attn_fwd(o, pass, d, k);
 	lop_row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
 		    attn_out_width(d));
 	lop_add_fwd(o, "add1", pass, d);
+	o->scope = is_moe(k) ? SCOPE_MOE_ROUTER : SCOPE_MLP;
 	lop_norm_fwd(o, "norm2", pass, d);
 	if (is_moe(k))
 		moe_fwd(o, pass, d);
 	else
 		mlp_fwd(o, pass, d);
+	o->scope = mlp;
 	lop_add_fwd(o, "add2", pass, d);
+	o->scope = SCOPE_NONE;
 }
 
 void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	       struct layer_ops *o)
 {
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	layer_fwd_pass(d, k, PASS_FWD, o);
 }
 
@@ -426,21 +442,25 @@ static void layer_bwd_pass(const struct layer_dims *d,
 {
 	if (rc == LREC_FULL)
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
+	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 	if (is_moe(k))
 		moe_bwd(o, d);
 	else
 		mlp_bwd(o, d);
 	lop_residual_grad(o, "add2_bwd", d);
+	o->scope = SCOPE_ATTN;
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, attn_out_width(d));
 	attn_bwd(o, rc, d, k);
 	lop_residual_grad(o, "add1_bwd", d);
+	o->scope = SCOPE_NONE;
 }
 
 void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 	       enum layer_recompute rc, struct layer_ops *o)
 {
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	layer_bwd_pass(d, k, rc, o);
 	fsdp_passes(o, d, d->fsdp_P[LU_LAYER]);
 }
@@ -450,6 +470,7 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 void layer_pp_gather(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	lop_tpcoll(o, "pp_recv_allgather", PASS_FWD, d, COLL_ALLGATHER,
 		   layer_tokens(d) * d->hidden * d->act_B);
 }
@@ -469,6 +490,7 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 	double pos = d->learned_pos ? d->seq * h * d->act_B + t * h * d->act_B : 0;
 
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	lop_memop(o, "embed", PASS_FWD, t * h * d->act_B + pos,
 		  t * h * d->act_B, d->learned_pos ? t * h : 0);
 	lop_tpcoll(o, "embed_tp_reduce", PASS_FWD, d,
@@ -482,6 +504,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	double t = layer_tokens(d), h = d->hidden;
 
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	if (d->sp)
 		lop_tpcoll(o, "embed_grad_allgather", PASS_BWD, d,
 			   COLL_ALLGATHER, t * h * d->act_B);
@@ -536,12 +559,14 @@ static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	head_fwd(d, PASS_FWD, o);
 }
 
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	head_bwd(d, o);
 	fsdp_passes(o, d, d->fsdp_P[LU_HEAD]);
 }
@@ -596,6 +621,7 @@ void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	double t = layer_tokens(d), h = d->hidden;
 
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	lop_memop(o, "mtp_embed", PASS_FWD, t * h * d->act_B, t * h * d->act_B, 0);
 	lop_norm_fwd(o, "mtp_enorm", PASS_FWD, d);
 	lop_norm_fwd(o, "mtp_hnorm", PASS_FWD, d);
@@ -614,6 +640,7 @@ void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 	int16_t red;
 
 	o->n = 0;
+	o->scope = SCOPE_NONE;
 	head_bwd(d, o);
 	layer_bwd_pass(d, k, rc, o);
 	lop_tpcoll(o, "mtp_proj_grad_gather", PASS_BWD, d, COLL_ALLGATHER,

@@ -56,6 +56,12 @@ struct moe_dims {
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int host_sync;		/* enum ep_host_sync the dispatch needs (none
+				 * with static sizes) */
+	double router_ops;	/* small PyTorch ops of the router beyond its
+				 * GEMM and top-k (framework host data) */
+	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
+				 * preprocessing (framework host data) */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */
@@ -249,6 +255,19 @@ enum layer_stream {
 	LS_COMPUTE		/* the compute stream: compute waits for it */
 };
 
+/* How the host issues an op (the framework's cost of each kind is in
+ * struct host_spec; train.c has the host model). */
+enum host_call {
+	HOST_OP,		/* a PyTorch op from Python (in backward: an
+				 * autograd-engine node) */
+	HOST_MODULE,		/* a module call (Transformer Engine), its
+				 * first kernel (in backward: the module's
+				 * Python backward) */
+	HOST_FREE,		/* launched inside the call of an earlier op
+				 * (one more kernel from C++) */
+	HOST_COLL		/* a torch.distributed collective call */
+};
+
 /* Which pass an op belongs to (names and accounting). */
 enum layer_pass {
 	PASS_FWD,
@@ -275,12 +294,19 @@ struct layer_op {
 				 * expert-parallel path */
 	uint8_t p2p_next;	/* LOP_COLL sendrecv: to the next rank of
 				 * the group (a ring step); else group order */
+	uint8_t host;		/* enum host_call */
+	uint8_t scope;		/* enum graph_scope (spec_job.h) it is part of */
+	uint16_t host_n;	/* calls of its kind it stands for (0: one) */
+	uint16_t host_kernels;	/* further kernels its call launches from C++ */
+	int16_t host_wait;	/* the op the host waits for (a device sync)
+				 * before it issues this one, or LAYER_NONE */
 	int16_t dep[2];		/* earlier ops (index), LAYER_IN or LAYER_NONE */
 };
 
 struct layer_ops {
 	struct layer_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
+	uint8_t scope;		/* enum graph_scope of the ops pushed next */
 };
 
 enum layer_recompute {

@@ -30,6 +30,9 @@ struct layer_op *lop_push(struct layer_ops *o, const char *name,
 	op->kind = kind;
 	op->pass = pass;
 	op->k.dt = -1;
+	op->host = kind == LOP_COLL ? HOST_COLL : HOST_OP;
+	op->scope = o->scope;
+	op->host_wait = LAYER_NONE;
 	op->dep[0] = lop_tail(o);
 	op->dep[1] = LAYER_NONE;
 	o->n++;
@@ -48,6 +51,7 @@ struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
 	op->k.k = k;
 	op->k.batch = 1;
 	op->k.lowp = lowp;
+	op->host = HOST_MODULE;
 	return op;
 }
 
@@ -111,7 +115,15 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d, int lowp, double n)
 {
 	if (lowp)
-		lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n);
+		lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n)
+			->host = HOST_MODULE;
+}
+
+/* The GEMM just pushed runs inside the module call its cast opened
+ * (lowp), or opens it. */
+static void in_module(struct layer_ops *o, int lowp)
+{
+	o->op[o->n - 1].host = lowp ? HOST_FREE : HOST_MODULE;
 }
 
 /* Input side of a column-parallel GEMM: [cast], [SP all-gather], GEMM of
@@ -131,6 +143,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
 	if (!d->sp) {
 		lop_gemm(o, name, pass, t, n, k, lowp);
+		in_module(o, lowp);
 		return;
 	}
 	before = lop_tail(o);
@@ -138,6 +151,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
 			->dep[0] = i == 0 ? before : LAYER_NONE;
 		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
+		in_module(o, lowp || i > 0);
 	}
 }
 
@@ -159,6 +173,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	for (i = 0; i < c; i++) {
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
 			i == 0 ? before : LAYER_NONE;
+		in_module(o, d->lowp || i > 0);
 		lop_tpcoll(o, coll_name, pass, d,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * h * d->act_B / c);
@@ -206,6 +221,7 @@ struct layer_op *lop_eager(struct layer_ops *o, const char *name,
 
 	op->k.launches = k;
 	op->k.strided_B = strided_B;
+	op->host_n = (uint16_t)(k > 1 ? k : 1);
 	return op;
 }
 
@@ -231,8 +247,10 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 			       t * h * el_B / c)->dep[0] =
 				i == 0 ? before : LAYER_NONE;
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
+		in_module(o, d->lowp || i > 0);
 	}
 	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
+	in_module(o, 1);
 	lop_accumulate(o, d, k * h);
 }
 
@@ -258,12 +276,14 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		ag = lop_tail(o);
 	}
 	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
+	in_module(o, lowp);
 	dg = lop_tail(o);
 	if (lop_tpcoll(o, coll_name, PASS_BWD, d,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * k * d->act_B))
 		red = lop_tail(o);
 	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
+	op->host = HOST_FREE;
 	op->dep[0] = dg;
 	op->dep[1] = ag;
 	lop_accumulate(o, d, k * n);

@@ -43,10 +43,32 @@
  *
  * Model FLOPs of a grouped GEMM count the mean rank's rows, T_in k etp,
  * so an imbalanced (slower) pace rank does not inflate MFU.
+ *
+ * Host (train.c's host model): a dropless dispatch has variable sizes the
+ * host must know before it issues the exchange (the all-to-all-v splits,
+ * the receive buffer, the grouped GEMM's m_splits), so the forward holds
+ * one device sync. Megatron-Core's alltoall dispatcher all-gathers the
+ * per-expert token counts over EP and copies them to the host
+ * (token_dispatcher.py preprocess and _maybe_dtoh_and_synchronize: the
+ * sync point before_ep_alltoall); DeepEP's normal dispatch exchanges them
+ * in notify_dispatch and the CPU waits for the receive counter; Hybrid-EP
+ * without num_permuted_tokens copies the count back (fused_a2a.py,
+ * non_blocking False). All three: a small exchange of E counts (moe_counts,
+ * an all-gather of 8-byte counts over EP), then the host waits for it
+ * before it issues the dispatch (host_sync counts). Megatron's allgather
+ * dispatcher reads tokens_per_expert.cpu() after the gather (host_sync
+ * dispatch). Static sizes (capacity with padding, DeepEP low-latency's
+ * fixed buffers) need none. Around it the router's and the preprocess's
+ * small PyTorch ops (router_ops, dispatch_ops: framework data) each cost
+ * a host call and a short kernel. Transformer Engine's GroupedLinear runs
+ * one cuBLAS GEMM per local expert (nvte_multi_tensor_gemm on four
+ * compute streams), and in low precision quantizes each expert's input
+ * separately: a module call plus L - 1 more launches each.
  */
 #include "layer_impl.h"
 
 #include "base/diag.h"
+#include "config/spec_job.h"
 
 /* Rows of a balanced rank (model FLOPs). */
 static double mean_rows(const struct moe_dims *m)
@@ -62,6 +84,33 @@ static double local_ffn(const struct moe_dims *m)
 static double fc1_width(const struct layer_dims *d)
 {
 	return (d->gated ? 2 : 1) * local_ffn(&d->moe);
+}
+
+/* Kernels beyond one a GroupedLinear step launches: one per local
+ * expert (Transformer Engine's per-expert cuBLAS GEMMs and quantizes). */
+static uint16_t per_expert(const struct layer_dims *d)
+{
+	double l = d->moe.local - 1;
+
+	return (uint16_t)(l < 0 ? 0 : l > 65535 ? 65535 : l);
+}
+
+/* The grouped cast just pushed (if any) quantizes every expert's input:
+ * it opens the module call; else the grouped GEMM that follows does. */
+static void grouped_cast(struct layer_ops *o, const char *name,
+			 enum layer_pass pass, const struct layer_dims *d,
+			 double n)
+{
+	lop_cast(o, name, pass, d, d->lowp, n);
+	if (d->lowp)
+		o->op[o->n - 1].host_kernels = per_expert(d);
+}
+
+/* The grouped GEMM just pushed opens its module call (no cast before). */
+static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
+{
+	if (!d->lowp)
+		o->op[o->n - 1].host = HOST_MODULE;
 }
 
 /* A grouped GEMM over the local experts: rows in dimension gd. */
@@ -84,6 +133,8 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.ngroups = (int)e->local;
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
+	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
+	op->host_kernels = per_expert(d);
 	return op;
 }
 
@@ -159,8 +210,33 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
 	op->k.dt = m->router_dt;
+	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
 	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
 		  (m->sigmoid ? 4 : 6) * T * E);
+	if (m->router_ops > 0)	/* aux losses and bookkeeping on [T, E] */
+		lop_eager(o, "router_aux", pass, T * E * 4, E * 4, 0,
+			  m->router_ops, T * E);
+}
+
+/* The dispatcher's preprocessing on the counts (framework's small ops),
+ * and the exchange of per-expert token counts the host waits for: its
+ * index, or LAYER_NONE when the sizes are static. */
+static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double E = m->experts;
+
+	if (m->host_sync == EP_SYNC_NONE)
+		return LAYER_NONE;
+	if (m->dispatch_ops > 0)
+		lop_eager(o, "moe_preprocess", pass, m->tokens * E, E * 8 * m->ep,
+			  0, m->dispatch_ops, m->tokens * E);
+	if (m->host_sync != EP_SYNC_COUNTS || m->ep <= 1)
+		return o->n > 0 ? lop_tail(o) : LAYER_NONE;
+	lop_coll(o, "moe_counts", pass, LG_EP, LS_EP, COLL_ALLGATHER,
+		 E * 8 * m->ep);
+	return lop_tail(o);
 }
 
 static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -192,12 +268,33 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
-	lop_cast(o, "expert_fc1_cast", pass, d, d->lowp, R * h);
+	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
+	grouped_opens(o, d);
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
-	lop_cast(o, "expert_fc2_cast", pass, d, d->lowp, R * f);
+	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
+	grouped_opens(o, d);
+}
+
+/* The host waits before it issues op `at`: for the counts exchange
+ * (the dispatch waits), or for the dispatch itself / the preprocessing
+ * without EP (the first op after the dispatch waits). */
+static void host_sync(struct layer_ops *o, const struct layer_dims *d,
+		      int16_t counts, int16_t dispatched, int16_t after)
+{
+	const struct moe_dims *m = &d->moe;
+
+	if (counts == LAYER_NONE && m->host_sync != EP_SYNC_DISPATCH)
+		return;
+	if (m->host_sync == EP_SYNC_COUNTS && m->ep > 1) {
+		o->op[dispatched].host_wait = counts;
+		return;
+	}
+	if (after < o->n)
+		o->op[after].host_wait = m->host_sync == EP_SYNC_DISPATCH &&
+					 m->ep > 1 ? dispatched : counts;
 }
 
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -206,15 +303,22 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
+	int16_t router, counts;
 	int overlap = m->shared_overlap && m->ep > 1;
+	uint8_t scope = o->scope;
 	struct layer_op *op;
 
+	o->scope = SCOPE_MOE_ROUTER;
 	if (!overlap)
 		shared_fwd(o, pass, d);
 	shared_end = d->moe.shared_ffn > 0 ? lop_tail(o) : LAYER_NONE;
+	router = (int16_t)o->n;
 	router_fwd(o, pass, d);
-	o->op[o->n - 2].dep[0] = in;	/* the router reads the norm's output */
+	o->op[router].dep[0] = in;	/* the router reads the norm's output */
+	o->scope = SCOPE_MOE_PREPROCESS;
+	counts = counts_fwd(o, pass, d);
 	permute_fwd(o, pass, d);
+	o->scope = SCOPE_MOE;
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, 0);
 	dispatched = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
@@ -231,6 +335,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	experts_fwd(o, pass, d);
 	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
 		o->op[after].dep[0] = dispatched;
+	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
 	a2a(o, "moe_combine", pass, d, combine_B(d), 1);
@@ -241,6 +346,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 			       T * h * d->act_B, T * h);
 		op->dep[1] = shared_end;
 	}
+	o->scope = scope;
 }
 
 /* ---- backward ---- */
@@ -250,14 +356,16 @@ static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
-	lop_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, d->lowp, R * h);
+	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
+	grouped_opens(o, d);
 	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
 	o->op[o->n - 1].k.accum_B = 2 * L * f * h * d->grad_B;
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
-	lop_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, d->lowp, R * u);
+	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
+	grouped_opens(o, d);
 	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
 	o->op[o->n - 1].k.accum_B = 2 * L * h * u * d->grad_B;
 }
@@ -272,8 +380,10 @@ static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
 		  T * E * 4, 6 * T * E);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
 	op->k.dt = m->router_dt;
+	op->host = HOST_OP;	/* router_gating_linear's backward */
 	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
 	op->k.dt = m->router_dt;
+	op->host = HOST_FREE;
 	lop_accumulate(o, d, h * E);
 }
 
@@ -298,6 +408,7 @@ void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), red = LAYER_NONE, routed;
 
+	o->scope = SCOPE_MOE;
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
@@ -308,9 +419,11 @@ void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
 		 COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, combine_B(d), 1);
+	o->scope = SCOPE_MOE_PREPROCESS;
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,
 			  T * k * h * d->act_B, T * h * d->act_B, T * k * h);
+	o->scope = SCOPE_MOE_ROUTER;
 	router_bwd(o, d);
 	routed = lop_tail(o);
 	if (m->shared_ffn > 0) {

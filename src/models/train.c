@@ -182,7 +182,8 @@ static int inst_range(struct train *t, const struct block *b, uint32_t n,
 
 		info.name = b->op[i].name;
 		info.cat = b->op[i].kind == LOP_KERNEL ? TASK_COMPUTE : TASK_COMM;
-		if (inst_op(t, b, i, n, &info, ids) != 0)
+		if (inst_op(t, b, i, n, &info, ids) != 0 ||
+		    train_host_issue(t, b, i, n, ids, tmpl) != 0)
 			return -1;
 		for (e = 0; e < 2; e++) {
 			int dep = b->op[i].dep[e];
@@ -267,6 +268,8 @@ static int action_begin(struct train *t, int64_t s, uint32_t n, int64_t a,
 	uint32_t k;
 
 	*info = (struct task_info){ .microbatch = (int32_t)act.mb };
+	if (train_host_p2p(t, s, n, a) != 0)
+		return -1;
 	for (k = 0; k < n; k++) {
 		in[k] = TASK_NONE;
 		if (act.bwd && vs == t->stages - 1)
@@ -507,7 +510,8 @@ static struct block *new_block(struct train *t, const struct layer_ops *o)
 	struct block *b = arena_alloc(&t->arena, sizeof(*b));
 	int i;
 
-	if (!b || block_cost(b, o, t->gpu, &t->dt, t->prog) != 0)
+	if (!b || block_cost(b, o, t->gpu, &t->dt, t->prog) != 0 ||
+	    train_host_cost(t, b) != 0)
 		return NULL;
 	for (i = 0; i < b->n; i++) {
 		struct block_op *op = &b->op[i];
@@ -700,14 +704,14 @@ static int setup(struct train *t, const struct job_spec *j,
 	for (s = 0; s < t->pp; s++)
 		if (plan_stage(t, s) != 0)
 			return -1;
-	return alloc_ranks(t);
+	return alloc_ranks(t) != 0 ? -1 : train_host_setup(t);
 }
 
 static void name_streams(struct prog *p)
 {
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
-		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep",
+		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep", "host",
 	};
 	uint32_t s;
 

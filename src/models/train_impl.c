@@ -14,7 +14,7 @@
 
 int train_dep(struct train *t, task_id before, task_id after)
 {
-	if (before == TASK_NONE)
+	if (before == TASK_NONE || after == TASK_NONE)
 		return 0;
 	return prog_dep(t->prog, before, after);
 }

@@ -77,6 +77,12 @@ struct train {
 	int a2a_overlap;		/* pair forward and backward actions,
 					 * their dispatch/combine under each
 					 * other's compute */
+	int host_on;			/* the framework models the host thread */
+	double host_scale;		/* the system CPU's time per call over the
+					 * reference CPU's */
+	task_id *host_last;		/* [rank] the last host task issued */
+	task_id **p2p_host;		/* [rank][action] the device sync before
+					 * the action (batch_p2p_sync), or NULL */
 	uint32_t *stage_ranks;		/* scratch: the simulated ranks of a stage */
 	uint8_t *done;			/* scratch: sim flags */
 	int64_t *idx;			/* scratch: stage indices of a group */
@@ -125,6 +131,22 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
 		     uint32_t *size);
 
+/* The host model (train_host.c). Setup after the stages are planned;
+ * the host cost of each op of a costed block; the host tasks issuing op
+ * i of b on the stage's n simulated ranks (ids as inst_range's); the
+ * device sync before action a of stage s. Each returns 0, or -1 when out
+ * of memory; all do nothing when the framework has no host model. */
+int train_host_setup(struct train *t);
+int train_host_cost(const struct train *t, struct block *b);
+int train_host_issue(struct train *t, const struct block *b, int i,
+		     uint32_t n, const task_id *ids,
+		     const struct task_info *tmpl);
+int train_host_p2p(struct train *t, int64_t s, uint32_t n, int64_t a);
+
+/* The device sync simulated rank r's host makes before its action a
+ * (after a batched pipeline send/recv), or TASK_NONE. */
+task_id train_p2p_sync(const struct train *t, uint32_t r, int64_t a);
+
 /* Pipeline transfers between stages (train_pp.c). */
 int train_build_pp(struct train *t);
 
@@ -134,7 +156,7 @@ int train_build_dp(struct train *t);
 /* FNV-1a of an n x n matrix (coll_desc.a2a_key); never 0. */
 uint64_t train_matrix_key(const double *m, uint32_t n);
 
-/* Add dependency before -> after unless before is TASK_NONE. */
+/* Add dependency before -> after unless either is TASK_NONE. */
 int train_dep(struct train *t, task_id before, task_id after);
 
 #endif

@@ -138,6 +138,11 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 	if (first == TASK_NONE ||
 	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)
 		return -1;
+	/* a device sync after the batched send/recv: the sender's host
+	 * before its next action, the receiver's before this one */
+	if (train_dep(t, first, train_p2p_sync(t, x.from, (int64_t)x.act + 1)) != 0 ||
+	    train_dep(t, first + 1, train_p2p_sync(t, to, to_act)) != 0)
+		return -1;
 	for (i = 0; i < rec->nfirst; i++)
 		if (train_dep(t, first + 1, rec->first[i]) != 0)
 			return -1;

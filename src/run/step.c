@@ -98,6 +98,36 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 	return 0;
 }
 
+/* The host model's tasks (category other, on the host stream: "issue
+ * ...", "sync, ..."): the busiest rank's total and the critical part.
+ * -1 when out of memory. */
+static int host_stats(const struct prog *p, struct step_result *out)
+{
+	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p);
+	double *busy = mem_alloc((size_t)nr * sizeof(*busy));
+
+	if (!busy)
+		return -1;
+	memset(busy, 0, (size_t)nr * sizeof(*busy));
+	for (t = 0; t < n; t++) {
+		const struct task_info *info = exec_task_info(p, t);
+		double d;
+
+		if (info->cat != TASK_OTHER || (strncmp(info->name, "issue", 5) != 0 &&
+		    strncmp(info->name, "sync", 4) != 0))
+			continue;
+		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		busy[exec_task_rank(p, t)] += d;
+		if (exec_task_critical(p, t))
+			out->host_critical_s += d;
+	}
+	for (t = 0; t < nr; t++)
+		if (busy[t] > out->host_busy_s)
+			out->host_busy_s = busy[t];
+	mem_free(busy);
+	return 0;
+}
+
 static void rates(const struct job_spec *j, struct step_result *out)
 {
 	const struct gpu_spec *g = j->system->gpu;
@@ -196,7 +226,8 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 		goto out;
 	rc = -1;
 	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
-	    step_coll_stats(p, &out->colls, &out->ncolls) != 0) {
+	    step_coll_stats(p, &out->colls, &out->ncolls) != 0 ||
+	    host_stats(p, out) != 0) {
 		diag_oom(d);
 		goto out;
 	}

@@ -55,6 +55,10 @@ struct step_result {
 	struct step_coll_stat *colls;	/* every kind, longest first (heap;
 					 * step_result_release frees it) */
 	uint32_t ncolls;		/* entries of colls */
+	double host_busy_s;		/* s, the busiest simulated rank's host
+					 * thread issuing work (0: no host model) */
+	double host_critical_s;		/* s, host issue and syncs on the
+					 * critical path (the GPUs waited) */
 	uint32_t tasks;			/* tasks in the program */
 	uint64_t events;		/* engine events */
 };

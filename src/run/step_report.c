@@ -148,6 +148,21 @@ static struct cJSON *moe_json(const struct job_spec *j,
 	return complete(o, ok);
 }
 
+/* The host threads: the busiest one's issue time and what of the host's
+ * work the GPUs waited for. */
+static struct cJSON *host_json(const struct step_result *r)
+{
+	struct cJSON *o;
+	int ok;
+
+	if (r->host_busy_s <= 0)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	ok = o && add_num(o, "busy_s", r->host_busy_s) &&
+	     add_num(o, "critical_s", r->host_critical_s);
+	return complete(o, ok);
+}
+
 /* CP: the K/V exchange's time exposed and hidden. */
 static struct cJSON *cp_json(const struct job_spec *j,
 			     const struct step_result *r)
@@ -193,6 +208,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 add(o, "memory", memory_json(&r->mem)) &&
 		 add(o, "moe", moe_json(j, r)) &&
 		 add(o, "context_parallel", cp_json(j, r)) &&
+		 add(o, "host", host_json(r)) &&
 		 add(o, "collectives", colls_json(r)) &&
 		 add(o, "simulation", sim_json(r));
 
@@ -303,7 +319,7 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 		"compute", "exposed communication", "pipeline bubble",
 		"optimizer", "other",
 	};
-	char a[32];
+	char a[32], b[32];
 	int i;
 
 	fprintf(out, "  breakdown (critical path)\n");
@@ -315,6 +331,11 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 		print_hidden(out, r, "moe_", "dispatch/combine");
 	if (j->parallelism.cp > 1)
 		print_hidden(out, r, "cp_", "CP K/V exchange");
+	if (r->host_busy_s > 0)
+		fprintf(out, "    %-22s %12s  (%s of it on the critical path: "
+			"the GPUs waited; in other)\n", "host issue and syncs",
+			step_human(a, sizeof(a), r->host_busy_s, UNIT_TIME),
+			step_human(b, sizeof(b), r->host_critical_s, UNIT_TIME));
 }
 
 static void print_memory(FILE *out, const struct footprint *m)

@@ -1,0 +1,237 @@
+/*
+ * test_host.c - the host thread (train_host.c) against derived numbers: a
+ * host that issues faster than the GPU executes hides but for the first
+ * issue; a host slower than the GPU sets the pace (the step is its issue
+ * time plus the GPU work it leaves behind); an MoE dispatch that must
+ * wait for the token counts costs the sync on every MoE layer forward;
+ * CUDA-graph scopes replace a scope's issues by one replay.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "engine/exec.h"
+#include "engine/sim.h"
+#include "fixture.h"
+#include "mockcomm.h"
+#include "models/train.h"
+
+struct host_run {
+	double step_s;		/* s */
+	uint32_t issues;	/* host tasks ("issue ...") */
+	double host_s;		/* s, their summed duration */
+};
+
+static void run(struct fixture *f, struct host_run *r)
+{
+	struct mockcomm m;
+	struct step_comm c = mockcomm_init(&m, 5e-6, 100e9);
+	struct exec_result er;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	const char *why = NULL;
+	uint32_t t;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	m.sim = sim_new();
+	cr_assert_not_null(m.sim);
+	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
+		     "exec_run: %s", why);
+	memset(r, 0, sizeof(*r));
+	r->step_s = er.step_s;
+	for (t = 0; t < prog_tasks(p); t++) {
+		const struct task_info *i = exec_task_info(p, t);
+
+		if (i->cat == TASK_OTHER && strncmp(i->name, "issue", 5) == 0) {
+			r->issues++;
+			r->host_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		}
+	}
+	sim_free(m.sim);
+	prog_free(p);
+	mockcomm_release(&m);
+}
+
+/* Every kind of host call costs c. */
+static void host_costs(struct fixture *f, double c)
+{
+	struct host_spec *h = &f->fw.host;
+
+	h->op_s = h->module_s = h->bwd_op_s = h->bwd_module_s = c;
+	h->kernel_s = h->collective_s = h->graph_s = c;
+}
+
+/* A GPT of 2 layers, h 4096, 32 heads, s 2048 on one 8-GPU node (tp 1,
+ * pp 1, dp 8), 2 microbatches of 1. */
+static void gpt(struct fixture *f)
+{
+	fixture_gpt(f, 2, 4096, 32, 128, 2048, 1, 16, 1, 1, 1);
+}
+
+Test(host, fast_host_hides_but_its_first_issue)
+{
+	struct fixture f;
+	struct host_run off, on;
+
+	/* Each call costs the host 1 us; every kernel of this layer (GEMMs
+	 * of 2048 x 4096 x 4096 and up, 3.3 MB elementwise ops: at least the
+	 * 4 us launch) takes longer, so the host is ahead from the second op
+	 * on: only the first op (the embedding) waits, 1 us, and everything
+	 * after it moves by that: step(on) = step(off) + 1 us. */
+	gpt(&f);
+	run(&f, &off);
+	cr_assert_eq(off.issues, 0, "no host model without host costs");
+	host_costs(&f, 1e-6);
+	run(&f, &on);
+	cr_assert_gt(on.issues, 0);
+	cr_assert_float_eq(on.step_s - off.step_s, 1e-6, 1e-9,
+			   "on %.9f s, off %.9f s", on.step_s, off.step_s);
+}
+
+Test(host, slow_host_sets_the_pace)
+{
+	struct fixture f;
+	struct host_run off, on;
+	double issue_s;
+
+	/* Each call costs 10 ms, far above any kernel here: the host is the
+	 * bottleneck. The last layer op is issued at N x 10 ms (N host
+	 * tasks), and what remains after it (that op, the data-parallel
+	 * reduction and the optimizer, not host-issued) is at most the
+	 * whole step without the host model:
+	 *   N x 10 ms <= step(on) <= N x 10 ms + step(off). */
+	gpt(&f);
+	run(&f, &off);
+	host_costs(&f, 10e-3);
+	run(&f, &on);
+	issue_s = on.issues * 10e-3;
+	cr_assert_float_eq(on.host_s, issue_s, 1e-9);
+	cr_assert_geq(on.step_s, issue_s, "step %.6f s, issue %.6f s",
+		      on.step_s, issue_s);
+	cr_assert_leq(on.step_s, issue_s + off.step_s, "step %.6f s, "
+		      "issue %.6f s, GPU alone %.6f s", on.step_s, issue_s,
+		      off.step_s);
+}
+
+Test(host, graph_scope_is_one_replay)
+{
+	struct fixture f;
+	struct host_run all, graphed;
+	int64_t scope = SCOPE_ATTN - 1;	/* list values are name indices */
+
+	/* Capturing the attention scope replays each run of its ops with
+	 * one host call: forward norm1, qkv, attn, proj, add1 (5 ops, 4
+	 * issues saved), backward proj dgrad and wgrad, attention, qkv
+	 * dgrad and wgrad, norm1's backward, add1's residual gradient (7
+	 * ops, 6 saved): 10 per layer and microbatch, 2 layers x 2
+	 * microbatches (gbs 16 / dp 8): 40 issues fewer, 40 ms of host time
+	 * at 1 ms a call. */
+	gpt(&f);
+	host_costs(&f, 1e-3);
+	run(&f, &all);
+	f.job.training.cuda_graphs.v = &scope;
+	f.job.training.cuda_graphs.n = 1;
+	run(&f, &graphed);
+	cr_assert_eq(all.issues - graphed.issues, 40, "%u -> %u issues",
+		     all.issues, graphed.issues);
+	cr_assert_float_eq(all.host_s - graphed.host_s, 40e-3, 1e-9);
+}
+
+/* The MoE fixture of test_moe.c (4 layers of 8 experts, top-2, width
+ * 512, h 1024, T 4096) with ep 8 over the library all-to-all. */
+static void moe(struct fixture *f, struct ep_comm_spec *e, int sync)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->model.n_routed_experts = 8;
+	f->model.num_experts_per_tok = 2;
+	f->model.moe_intermediate_size = 512;
+	f->model.decoder_sparse_step = 1;
+	f->model.moe_layer_freq = 1;
+	f->job.parallelism.ep = 8;
+	f->job.moe.routing.balance = ROUTE_UNIFORM;
+	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
+	f->job.moe.router_dtype = DTYPE_BF16;
+	f->job.moe.dispatch_dtype = -1;
+	f->job.moe.permute_fusion = 1;
+	memset(e, 0, sizeof(*e));
+	e->name = "test-alltoall";
+	e->mode = EP_LIBRARY;
+	e->dedup = DEDUP_NONE;
+	e->host_sync = sync ? EP_SYNC_COUNTS : EP_SYNC_NONE;
+	f->job.moe.dispatcher = e;
+}
+
+Test(host, dropless_dispatch_waits_for_the_counts)
+{
+	struct fixture f;
+	struct ep_comm_spec e;
+	struct host_run none, sync;
+	double n = 4 * 1;	/* MoE layer forwards per rank: 4 layers, 1
+				 * microbatch (gbs 16 / (mbs 2 x dp 8)) */
+
+	/* No issue costs, a 1 ms resume after each sync: the host waits for
+	 * the count exchange (moe_counts, an 8 x 8 B all-gather: alpha 5 us),
+	 * then 1 ms, before it issues the dispatch; the GPU meanwhile only
+	 * runs the permute (4096 x 1024 x 2 B read, x 2 written: under
+	 * 10 us on 3 TB/s), so each MoE forward waits about 1 ms more:
+	 * step(sync) - step(none) = n x (1 ms - the permute) in
+	 * [n x 0.98 ms, n x 1 ms]. */
+	moe(&f, &e, 0);
+	f.fw.host.sync_s = 1e-3;
+	run(&f, &none);
+	moe(&f, &e, 1);
+	f.fw.host.sync_s = 1e-3;
+	run(&f, &sync);
+	cr_assert_geq(sync.step_s - none.step_s, n * 0.98e-3,
+		      "sync %.6f s, none %.6f s", sync.step_s, none.step_s);
+	cr_assert_leq(sync.step_s - none.step_s, n * 1e-3 + 1e-9,
+		      "sync %.6f s, none %.6f s", sync.step_s, none.step_s);
+}
+
+Test(host, capacity_padding_needs_no_sync)
+{
+	struct fixture f;
+	struct ep_comm_spec e;
+	struct host_run none, padded;
+
+	/* Capacity with padding has static sizes: a dispatcher that would
+	 * sync does not, the step is the one without a sync. */
+	moe(&f, &e, 0);
+	f.fw.host.sync_s = 1e-3;
+	run(&f, &none);
+	moe(&f, &e, 1);
+	f.fw.host.sync_s = 1e-3;
+	f.job.moe.capacity_factor = 1;
+	f.job.moe.pad_to_capacity = 1;
+	run(&f, &padded);
+	cr_assert_eq(padded.step_s, none.step_s);
+}
+
+Test(host, p2p_sync_delays_every_action)
+{
+	struct fixture f;
+	struct host_run off, on;
+
+	/* pp 2, 1F1B, 4 microbatches (gbs 16 / dp 4, mbs 1): each rank runs
+	 * 8 actions. With p2p_sync the host waits, before every action but
+	 * its first, for the previous action and the transfers around it,
+	 * then 1 ms to resume, before it can issue the action (issues cost
+	 * nothing here): every action boundary on a rank gains 1 ms after
+	 * whatever it waited for. The path crosses at least one such
+	 * boundary and at most the 7 of each rank:
+	 *   step(off) + 1 ms <= step(on) <= step(off) + 14 ms. */
+	fixture_gpt(&f, 4, 4096, 32, 128, 2048, 1, 16, 1, 1, 2);
+	f.fw.host.sync_s = 1e-3;
+	run(&f, &off);
+	f.fw.host.p2p_sync = 1;
+	run(&f, &on);
+	cr_assert_geq(on.step_s - off.step_s, 1e-3 - 1e-9, "on %.6f, off %.6f",
+		      on.step_s, off.step_s);
+	cr_assert_leq(on.step_s - off.step_s, 14e-3 + 1e-9, "on %.6f, off %.6f",
+		      on.step_s, off.step_s);
+}
