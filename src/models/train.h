@@ -27,6 +27,8 @@
 #include "layer.h"
 #include "layout.h"
 
+struct block;
+
 struct diag;
 
 enum train_stream {
@@ -96,15 +98,16 @@ double train_bucket_size(const struct job_spec *j, int experts);
 
 /*
  * The gradient buckets of virtual stage vs (split: layers per virtual
- * stage) of a dense model: its units (head, layers, embedding: backward
- * order) grouped in order into buckets of at least `size` parameters of
- * one GPU, the last taking what is left, as the builder groups them
- * (train_dp.c). Bucket i ends at unit last[i] (backward order) and holds
+ * stage) of one kind (experts 0: dense parameters, over dp x cp; 1: the
+ * routed experts', over edp): its units (head with the MTP modules,
+ * layers, embedding: backward order) grouped in order into buckets of at
+ * least `size` parameters of one GPU, the last taking what is left, as
+ * the builder groups them (train_dp.c). Bucket i ends at unit last[i] (backward order) and holds
  * params[i] parameters. Returns the count, at most the units of vs
  * (split[vs] + 2); last or params may be NULL.
  */
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
-		      const int64_t *split, int64_t vs, double size,
+		      const int64_t *split, int64_t vs, double size, int experts,
 		      int64_t *last, double *params);
 
 /* The optimizer step's time on a GPU of pipeline rank `stage`: its
@@ -112,6 +115,11 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
  * >= 1), as train_build costs it. */
 double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, int64_t stage);
+
+/* Whether the job's framework models the host thread (train_host.c),
+ * and the host seconds to issue op i of costed block b. */
+int train_host_on(const struct job_spec *j);
+double train_host_op_s(const struct job_spec *j, const struct block *b, int i);
 
 /* Name a simulated rank for traces: "pp3 dp0 tp0". arg is the struct
  * layout. */

@@ -160,28 +160,37 @@ double train_bucket_size(const struct job_spec *j, int experts)
 }
 
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
-		      const int64_t *split, int64_t vs, double size,
+		      const int64_t *split, int64_t vs, double size, int experts,
 		      int64_t *last, double *params)
 {
-	int64_t stages = j->parallelism.pp * j->parallelism.vpp, u, n = 0;
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t stages = p->pp * p->vpp, u, n = 0;
 	int has_embed = vs == 0, has_head = vs == stages - 1;
 	int64_t units = split[vs] + has_embed + has_head;
 	int64_t first = split_first_layer(split, vs);
+	int64_t mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
 	/* pp = 1: the one rank holds the embedding with the head */
-	int both = j->parallelism.pp == 1;
-	double acc = 0, dense, ex;
+	int both = p->pp == 1;
+	double acc = 0, dense, ex, md, me;
+	double ep = (double)(p->ep * (p->etp > 0 ? p->etp : 1));
 
-	if (model_is_moe(j->model))
-		BUG("train_buckets: dense models only");
 	for (u = 0; u < units; u++) {	/* backward order: head first */
-		if (has_head && u == 0)
+		ex = 0;
+		if (has_head && u == 0) {
+			/* the MTP modules, after the head, with it */
 			dense = footprint_unit_params(j, d, UNIT_HEAD, both);
-		else if (has_embed && u == units - 1)
+			if (mtp > 0) {
+				footprint_mtp_params(j, d, &md, &me);
+				dense += (double)mtp * md;
+				ex = (double)mtp * me;
+			}
+		} else if (has_embed && u == units - 1) {
 			dense = footprint_unit_params(j, d, UNIT_EMBED, both);
-		else
+		} else {
 			footprint_layer_params(j, d, first + split[vs] - 1 -
 					       (u - has_head), &dense, &ex);
-		acc += dense / d->tp;
+		}
+		acc += experts ? ex / ep : dense / d->tp;
 		if (acc > 0 && (acc >= size || u == units - 1)) {
 			if (last)
 				last[n] = u;

@@ -112,7 +112,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->blocks, sizeof(struct est_bkey), sizeof(struct est_blocks));
 	memo_init(&e->kernels, sizeof(struct est_bkey), sizeof(void *));
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
-	memo_init(&e->dpplans, 6 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->dpplans, 8 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
 	memo_init(&e->emax, sizeof(double), sizeof(double));
 	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
@@ -186,6 +186,7 @@ void est_free(struct est *e)
 	mem_free(e->ops);
 	mem_free(e->blk);
 	mem_free(e->split);
+	mem_free(e->nmoe);
 	mem_free(e->pipe_t);
 	mem_free(e->pipe_x);
 	mem_free(e->stage_t);
@@ -199,21 +200,41 @@ void est_get_stats(const struct est *e, struct est_stats *out)
 
 /* ---- the step ---- */
 
-static int64_t *split_of(struct est *e, const struct job_spec *j, int64_t S,
-			 struct diag *d)
+/* The layers of each virtual stage into c->split and, for an MoE
+ * model, how many of them are MoE layers into c->nmoe. */
+static int split_of(struct est *e, struct est_cand *c, struct diag *d)
 {
-	if ((size_t)S > e->split_cap) {
-		int64_t *s = mem_realloc(e->split, (size_t)S * sizeof(*s));
+	const struct model_spec *m = c->j->model;
+	int64_t S = c->S, s, i, first = 0;
 
-		if (!s) {
+	if ((size_t)S > e->split_cap) {
+		int64_t *sp = mem_realloc(e->split, (size_t)S * sizeof(*sp));
+		int64_t *nm = sp ? mem_realloc(e->nmoe, (size_t)S * sizeof(*nm)) :
+			      NULL;
+
+		if (sp)
+			e->split = sp;
+		if (nm)
+			e->nmoe = nm;
+		if (!sp || !nm) {
 			diag_oom(d);
-			return NULL;
+			return -1;
 		}
-		e->split = s;
 		e->split_cap = (size_t)S;
 	}
-	split_layers(j, e->split);
-	return e->split;
+	split_layers(c->j, e->split);
+	c->split = e->split;
+	c->nmoe = NULL;
+	if (!model_is_moe(m))
+		return 0;
+	for (s = 0; s < S; s++) {
+		e->nmoe[s] = 0;
+		for (i = first; i < first + e->split[s]; i++)
+			e->nmoe[s] += model_layer_moe(m, i) != 0;
+		first += e->split[s];
+	}
+	c->nmoe = e->nmoe;
+	return 0;
 }
 
 /* Kernel time of stage s per microbatch (forward and backward), and of
@@ -221,17 +242,24 @@ static int64_t *split_of(struct est *e, const struct job_spec *j, int64_t S,
 static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
 {
 	const struct est_blocks *b = c->b;
-	double n = (double)c->split[s], k, m_s;
+	double nm = c->nmoe ? (double)c->nmoe[s] : 0;
+	double n = (double)c->split[s] - nm, k, m_s;
 
 	k = n * (b->lf.kern_s + b->lb.kern_s);
 	m_s = n * (b->lf.mem_s + b->lb.mem_s);
+	if (nm > 0) {
+		k += nm * (b->mf.kern_s + b->mb.kern_s);
+		m_s += nm * (b->mf.mem_s + b->mb.mem_s);
+	}
 	if (s == 0) {
 		k += b->ef.kern_s + b->eb.kern_s;
 		m_s += b->ef.mem_s + b->eb.mem_s;
 	}
 	if (s == c->S - 1) {
-		k += b->hf.kern_s + b->hb.kern_s;
-		m_s += b->hf.mem_s + b->hb.mem_s;
+		k += b->hf.kern_s + b->hb.kern_s +
+		     (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
+		m_s += b->hf.mem_s + b->hb.mem_s +
+		       (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
 	}
 	*mem = m_s;
 	return k;
@@ -259,12 +287,17 @@ static double model_flops(const struct est_cand *c)
 {
 	const struct est_blocks *b = c->b;
 	double per_mb = (b->ef.model_flops + b->eb.model_flops +
-			 b->hf.model_flops + b->hb.model_flops);
+			 b->hf.model_flops + b->hb.model_flops) +
+			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops);
 	int64_t s;
 
-	for (s = 0; s < c->S; s++)
-		per_mb += (double)c->split[s] * (b->lf.model_flops +
-						 b->lb.model_flops);
+	for (s = 0; s < c->S; s++) {
+		double nm = c->nmoe ? (double)c->nmoe[s] : 0;
+
+		per_mb += ((double)c->split[s] - nm) * (b->lf.model_flops +
+							b->lb.model_flops) +
+			  nm * (b->mf.model_flops + b->mb.model_flops);
+	}
 	return per_mb * (double)c->m * (double)c->j->parallelism.tp *
 	       (double)c->j->parallelism.cp * (double)c->j->parallelism.dp;
 }
@@ -432,8 +465,18 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	c->p = p->pp;
 	c->v = p->vpp;
 	c->S = c->p * c->v;
-	if (!(c->b = est_blocks_of(e, j, c->d, d)) ||
-	    !(c->split = split_of(e, j, c->S, d)))
+	c->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	/* a2a_overlap pairs a forward with a backward of another
+	 * microbatch (sched.h; 1F1B orders): all but a rank's warm-up, about (v - 1) p +
+	 * p - 1 actions of its m v forwards, and the first (pp 1: F0, then
+	 * B0 F1, ...) */
+	c->ov = 0;
+	if (model_is_moe(j->model) && j->moe.a2a_overlap && p->ep > 1 &&
+	    p->schedule != SCHED_GPIPE)	/* GPipe: forwards, then backwards */
+		c->ov = fmax(0, (double)(c->m * c->v - (c->v - 1) * c->p -
+					 (c->p - 1) - 1) /
+			     (double)(c->m * c->v));
+	if (!(c->b = est_blocks_of(e, j, c->d, d)) || split_of(e, c, d) != 0)
 		return -1;
 	if (j->training.zero_stage >= 3)
 		fsdp_alone(c);	/* at least the blocks (the bound) */
@@ -529,8 +572,8 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 	layer_dims_from_job(j, &dims);
 	if (setup(e, &c, 0, d) != 0)
 		return -1;
-	if (p->dp * p->cp > 1 && j->training.zero_stage < 3 &&
-	    !(dp = est_dplan_of(e, &c, d)))
+	if ((p->dp * p->cp > 1 || (model_is_moe(j->model) && p->edp > 1)) &&
+	    j->training.zero_stage < 3 && !(dp = est_dplan_of(e, &c, d)))
 		return -1;
 	if (pipeline(e, &c, dp, d) != 0)
 		return -1;

@@ -42,8 +42,11 @@
 #include "base/mem.h"
 #include "config/spec_collectives.h"
 #include "engine/exec.h"
+#include "models/ep.h"
 #include "models/layout.h"
+#include "models/route.h"
 #include "models/train.h"
+#include "models/train_impl.h"
 #include "network/net.h"
 #include "est_impl.h"
 
@@ -60,8 +63,13 @@ double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 	if (n < 2 || bytes <= 0)
 		return 0;
 	memset(&k, 0, sizeof(k));
-	k = (struct est_ckey){ (int32_t)op, n, g0, stride, replicas > 1 ? replicas : 1,
-			   (uint32_t)(ring != 0), bytes };
+	k.op = (int32_t)op;
+	k.n = n;
+	k.g0 = g0;
+	k.stride = stride;
+	k.replicas = replicas > 1 ? replicas : 1;
+	k.ring = (uint32_t)(ring != 0);
+	k.bytes = bytes;
 	e->stats.coll_lookups++;
 	if ((hit = memo_get(&e->colls, &k)))
 		return *hit;
@@ -170,10 +178,15 @@ struct bgroup {
 	uint32_t replicas;	/* identical groups a run charges */
 };
 
+struct kset;
+
 struct pass_groups {
 	struct bgroup g[LG_COUNT];
 	int overlap;		/* TP: GEMM pieces pipelined with the collectives */
 	double tax;		/* s of wait per s computed since a group met */
+	const struct kset *ks;	/* the dispatcher's paths (MoE) */
+	int hide_ep;		/* dispatch/combine under another action's
+				 * compute (moe.a2a_overlap) */
 };
 
 /* The group of kind g of job j (layout.c's sizes and strides; a group
@@ -194,6 +207,13 @@ static struct bgroup group_of(const struct job_spec *j, enum layout_group g)
 	case LG_CP_RING: n = p->cp / a2a; stride = p->tp * a2a; break;
 	case LG_TPCP: n = p->tp * p->cp; stride = 1; break;
 	case LG_STAGE: n = stage; stride = 1; break;
+	case LG_DP: n = p->cp * p->dp; stride = p->tp; break;
+	case LG_EP: n = p->ep; stride = p->etp > 0 ? p->etp : 1; break;
+	case LG_ETP: n = p->etp > 0 ? p->etp : 1; stride = 1; break;
+	case LG_EDP:
+		n = p->edp > 0 ? p->edp : 1;
+		stride = (p->etp > 0 ? p->etp : 1) * p->ep;
+		break;
 	default: n = 1; stride = 1; break;	/* not in a dense layer */
 	}
 	r.n = (uint32_t)n;
@@ -210,12 +230,70 @@ struct kblock {
 	struct block_op *op;	/* n */
 };
 
+enum { KB_COUNT = 11 };
+
 /* The kernel costs of one block set, before any collective is timed. */
 struct kset {
 	struct kset *next;	/* every kset of the estimator, to free */
-	struct kblock b[7];	/* lf, lb, ef, eb, hf, hb, pg (n 0: none) */
+	struct kblock b[KB_COUNT];	/* lf, lb, ef, eb, hf, hb, pg, then
+					 * the MoE layer's mf, mb and the MTP
+					 * module's tf, tb (n 0: none) */
 	double pp_B;		/* B, one pipeline transfer */
+	struct arena arena;	/* the routing's arrays the ops point to */
+	struct coll_path ep_path[2];	/* the dispatcher's paths (train.c) */
+	const struct coll_path *path[2];
+	int ep_algo;		/* the algorithm it forces, or -1 */
+	double ep_share;	/* compute share dispatch/combine hold (0:
+				 * the library's) */
 };
+
+/* Dispatch or combine op (ep_path set) over group g: the dispatcher's
+ * path, its forced algorithm across nodes, the uneven matrix of the
+ * routing, as train.c's coll_of describes it; remembered with the
+ * matrix' hash. */
+static double coll_ep(struct est *e, const struct job_spec *j,
+		      const struct kset *ks, const struct block_op *op,
+		      const struct bgroup *g, struct diag *d)
+{
+	struct est_ckey k;
+	struct coll_desc c;
+	struct net_coll_result r;
+	const double *hit;
+	uint32_t i;
+
+	if (g->n < 2 || op->bytes <= 0)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.op = (int32_t)op->coll;
+	k.n = g->n;
+	k.stride = g->stride;
+	k.replicas = g->replicas > 1 ? g->replicas : 1;
+	k.bytes = op->bytes;
+	k.a2a_key = op->a2a_B ? train_matrix_key(op->a2a_B, g->n) : 0;
+	k.path = op->ep_path;
+	e->stats.coll_lookups++;
+	if ((hit = memo_get(&e->colls, &k)))
+		return *hit;
+	for (i = 0; i < g->n; i++)
+		e->gpus[i] = i * g->stride;
+	c = (struct coll_desc){ .op = op->coll, .bytes = op->bytes,
+				.gpus = e->gpus, .ngpus = g->n,
+				.a2a_B = op->a2a_B, .a2a_key = k.a2a_key,
+				.algo = -1, .proto = -1,
+				.replicas = k.replicas };
+	c.path = ks->path[op->ep_path == 2];
+	c.algo = c.path || !ep_spans_nodes(e->gpus, g->n,
+					   j->system->gpus_per_node) ?
+		 -1 : ks->ep_algo;
+	if (net_collective_time(e->net, &c, &r, d) != 0)
+		return -1;
+	e->stats.colls++;
+	if (!memo_put(&e->colls, &k, &r.time_s)) {
+		diag_oom(d);
+		return -1;
+	}
+	return r.time_s;
+}
 
 /*
  * Run a block on its streams (compute, tp, cp). A collective starts when
@@ -231,6 +309,10 @@ static int run_pass(struct est *e, const struct job_spec *j,
 	double end[LAYER_MAX_OPS], ev[2 * LAYER_MAX_OPS];
 	struct interval iv[LAYER_MAX_OPS];
 	double comp_free = 0, free[3] = { 0, 0, 0 }, since[LG_COUNT] = { 0 };
+	double ep_total = 0, host = -HUGE_VAL, host_sum = 0;
+	double sync_s = j->framework->host.sync_s *
+			(j->system->host_dispatch_scale > 0 ?
+			 j->system->host_dispatch_scale : 1);
 	int i, k, niv = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -241,6 +323,15 @@ static int run_pass(struct est *e, const struct job_spec *j,
 		for (k = 0; k < 2; k++)
 			if (op->dep[k] >= 0 && end[op->dep[k]] > ready)
 				ready = end[op->dep[k]];
+		/* the host issues it (train_host.c): ahead of the GPU but
+		 * where it waits for the device */
+		if (op->host_wait != LAYER_NONE && op->host_wait < i)
+			host = fmax(host, end[op->host_wait] + sync_s);
+		if (op->host_s > 0 || op->host_wait != LAYER_NONE) {
+			host += op->host_s;
+			host_sum += op->host_s;
+			ready = fmax(ready, host);
+		}
 		if (op->kind == LOP_KERNEL) {
 			double t0 = fmax(comp_free, ready);
 
@@ -256,13 +347,37 @@ static int run_pass(struct est *e, const struct job_spec *j,
 							op->group : LG_TP];
 			int st = op->stream < 3 ? op->stream : LS_TP;
 			int on_compute = op->stream == LS_COMPUTE;
-			double t = est_coll_x(e, op->coll, g->n, 0, g->stride,
+			int ep = op->ep_path && pg->ks;
+			double t = ep ? coll_ep(e, j, pg->ks, op, g, d) :
+				   est_coll_x(e, op->coll, g->n, 0, g->stride,
 					      g->replicas, op->bytes,
 					      op->p2p_next, d);
 			uint32_t m;
 
 			if (t < 0)
 				return -1;
+			for (m = 0; m < g->n; m++)
+				e->ggpus[m] = m * g->stride;
+			if (ep) {
+				iv[niv].s = fmax(free[st], ready);
+				iv[niv].e = iv[niv].s + t;
+				iv[niv].share = pg->ks->ep_share > 0 ?
+					pg->ks->ep_share :
+					train_coll_sm_share(j, op->coll, e->ggpus,
+							    g->n, 0);
+				if (pg->hide_ep) {
+					/* under the paired action's compute:
+					 * what follows waits for none of it */
+					end[i] = iv[niv].s;
+					ep_total += t;
+				} else {
+					end[i] = iv[niv].e;
+					free[st] = end[i];
+				}
+				since[op->group] = 0;
+				niv++;
+				continue;
+			}
 			for (m = 0; m < g->n; m++)
 				e->ggpus[m] = m * g->stride;
 			iv[niv].s = fmax(on_compute ? comp_free : free[st], ready) +
@@ -281,6 +396,10 @@ static int run_pass(struct est *e, const struct job_spec *j,
 		}
 	}
 	out->lat_s = b->n > 0 ? end[b->n - 1] : 0;
+	if (pg->hide_ep)	/* the pair runs at the pace of the slower */
+		out->lat_s = fmax(out->lat_s, ep_total);
+	/* a host slower than the GPU sets the pace of every block */
+	out->lat_s = fmax(out->lat_s, host_sum);
 	out->model_flops = b->model_flops;
 	return 0;
 }
@@ -307,6 +426,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 	for (i = 0; i < kb->n; i++) {
 		struct block_op *op = &kb->op[i];
 
+		op->host_s = train_host_on(j) ? train_host_op_s(j, e->blk, i) : 0;
 		if (op->kind != LOP_COLL || !op->p2p_next)
 			continue;
 		/* a ring step: the all-to-all train.c new_block makes of it */
@@ -347,6 +467,61 @@ static int cost_all(struct est *e, const struct job_spec *j,
 			return -1;
 	}
 	ks->pp_B = layer_pp_bytes(dm);
+	if (model_is_moe(j->model)) {
+		const struct model_spec *m = j->model;
+		int64_t i, last = m->num_hidden_layers - 1;
+		struct layer_kind moe = { 1, (double)model_layer_window(m, 0) };
+		struct layer_kind lk = { model_layer_moe(m, last),
+					 (double)model_layer_window(m, last) };
+
+		for (i = 0; i < m->num_hidden_layers; i++)
+			if (model_layer_moe(m, i)) {
+				moe.window = (double)model_layer_window(m, i);
+				break;
+			}
+		layer_fwd(dm, &moe, e->ops);
+		if (cost(e, j, &ks->b[7], d) != 0)
+			return -1;
+		layer_bwd(dm, &moe, rc, e->ops);
+		if (cost(e, j, &ks->b[8], d) != 0)
+			return -1;
+		if (j->moe.mtp_layers > 0) {	/* a layer of the last one's kind */
+			layer_mtp_fwd(dm, &lk, e->ops);
+			if (cost(e, j, &ks->b[9], d) != 0)
+				return -1;
+			layer_mtp_bwd(dm, &lk, rc, e->ops);
+			if (cost(e, j, &ks->b[10], d) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Job j's routing into a copy of dm (route.h: the pace GPU's rows per
+ * expert, the uneven dispatch matrix) and the dispatcher's paths, as
+ * train.c's setup and ep_path have them; dense models: dm as it is. */
+static int route_of(const struct job_spec *j, const struct layer_dims *dm,
+		    struct kset *ks, struct layer_dims *out, struct diag *d)
+{
+	const struct ep_comm_spec *ep = j->moe.dispatcher;
+	const struct moe_dims *m = &out->moe;
+	struct route_result rr;
+
+	*out = *dm;
+	ks->ep_algo = -1;
+	if (!model_is_moe(j->model))
+		return 0;
+	if (route_plan(j, out, &ks->arena, &rr, d) != 0)
+		return -1;
+	if (!ep)
+		return 0;
+	ks->ep_share = ep->sms > 0 ? fmin(1, (double)ep->sms /
+				 (double)j->system->gpu->compute_units) : 0;
+	ks->path[0] = ep_coll_path(ep, m->node_share, m->row_B,
+				   m->dispatch_dt == DTYPE_FP8, 0,
+				   &ks->ep_path[0], &ks->ep_algo);
+	ks->path[1] = ep_coll_path(ep, m->node_share, m->row16_B, 0, 0,
+				   &ks->ep_path[1], &ks->ep_algo);
 	return 0;
 }
 
@@ -357,8 +532,9 @@ void est_ksets_free(struct est *e)
 
 	for (; ks; ks = next) {
 		next = ks->next;
-		for (i = 0; i < 7; i++)
+		for (i = 0; i < KB_COUNT; i++)
 			mem_free(ks->b[i].op);
+		arena_release(&ks->arena);
 		mem_free(ks);
 	}
 	e->ksets = NULL;
@@ -372,11 +548,14 @@ static const struct kset *kset_of(struct est *e, const struct job_spec *j,
 {
 	struct est_bkey kk = *k;
 	struct kset *const *hit, *ks;
+	struct layer_dims rd;
 
 	kk.tax = 0;
 	kk.tp_replicas = 0;
 	kk.cp_replicas = kk.a2a_replicas = kk.ring_replicas = 0;
 	kk.amax_replicas = 0;
+	kk.ep_ov = 0;
+	kk.ep_replicas = kk.etp_replicas = 0;
 	kk.amax_n = 0;		/* the amax blocks are costed apart (amax_of) */
 	kk.amax_layers = 0;
 	if ((hit = memo_get(&e->kernels, &kk)))
@@ -385,9 +564,10 @@ static const struct kset *kset_of(struct est *e, const struct job_spec *j,
 		diag_oom(d);
 		return NULL;
 	}
+	arena_init(&ks->arena);
 	ks->next = e->ksets;
 	e->ksets = ks;
-	if (cost_all(e, j, dm, ks, d) != 0)
+	if (route_of(j, dm, ks, &rd, d) != 0 || cost_all(e, j, &rd, ks, d) != 0)
 		return NULL;
 	if (!memo_put(&e->kernels, &kk, &ks)) {
 		diag_oom(d);
@@ -516,19 +696,34 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 		k.ring_replicas = pg.g[LG_CP_RING].replicas;
 	}
 	k.tax = pg.tax;
+	if (model_is_moe(j->model)) {
+		k.ep = p->ep;
+		k.etp = p->etp;
+		k.ep_replicas = pg.g[LG_EP].replicas;
+		k.etp_replicas = pg.g[LG_ETP].replicas;
+		k.ep_ov = j->moe.a2a_overlap && p->ep > 1;
+	}
 	if ((hit = memo_get(&e->blocks, &k)))
 		return hit;
 	if (!(ks = kset_of(e, j, dm, &k, d)))
 		return NULL;
+	pg.ks = ks;
 	memset(&b, 0, sizeof(b));
 	{
-		struct est_pass *out[7] = { &b.lf, &b.lb, &b.ef, &b.eb, &b.hf,
-					    &b.hb, &b.pg };
+		struct est_pass *out[KB_COUNT] = { &b.lf, &b.lb, &b.ef, &b.eb,
+						   &b.hf, &b.hb, &b.pg, &b.mf,
+						   &b.mb, &b.tf, &b.tb };
 
-		for (i = 0; i < 7; i++)
+		for (i = 0; i < KB_COUNT; i++)
 			if (ks->b[i].n > 0 &&
 			    run_pass(e, j, &ks->b[i], &pg, out[i], d) != 0)
 				return NULL;
+		if (k.ep_ov) {	/* a2a overlap: the MoE layers paired */
+			pg.hide_ep = 1;
+			if (run_pass(e, j, &ks->b[7], &pg, &b.mfo, d) != 0 ||
+			    run_pass(e, j, &ks->b[8], &pg, &b.mbo, d) != 0)
+				return NULL;
+		}
 	}
 	b.pp_B = ks->pp_B;
 	if (k.amax_n > 0 && amax_of(e, j, dm, &k, &pg, &b, d) != 0)

@@ -13,11 +13,16 @@
 #include "models/train.h"
 #include "est_impl.h"
 
-double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
-		   double bytes, struct diag *d)
+double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
+		   enum coll_op op, double bytes, struct diag *d)
 {
 	const struct parallel_spec *p = &c->j->parallelism;
+	int64_t ex = (p->etp > 0 ? p->etp : 1) * p->ep;
 
+	/* LG_EDP: the routed experts' group, edp GPUs, stride etp ep */
+	if (experts)
+		return est_coll_s(e, op, (uint32_t)(p->edp > 0 ? p->edp : 1), 0,
+				  (uint32_t)ex, (uint32_t)ex, bytes, d);
 	/* LG_DP: the dense gradients' group, dp cp GPUs, stride tp */
 	return est_coll_s(e, op, (uint32_t)(p->dp * p->cp), 0, (uint32_t)p->tp,
 			  (uint32_t)p->tp, bytes, d);
@@ -25,17 +30,19 @@ double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
 
 /* ---- buckets ---- */
 
-/* Rank entry i's buckets, completion order (chunks v-1 .. 0), with the
- * times of their collectives. */
+/* Rank entry i's buckets, completion order (chunks v-1 .. 0; in a
+ * chunk the dense ones, then the routed experts'), with the times of
+ * their collectives. */
 static int rank_buckets(struct est *e, const struct est_cand *c,
 			struct est_dplan *dp, int i, struct diag *d)
 {
-	double size = train_bucket_size(c->j, 0), params[1024];
+	double size, params[1024];
 	int64_t r = est_rank_of(c, i), total = 0, ch, k, n, vs, last[1024];
 	int zero = (int)c->j->training.zero_stage;
+	int kinds = model_is_moe(c->j->model) ? 2 : 1, ex;
 
 	for (ch = 0; ch < c->v; ch++)
-		total += c->split[ch * c->p + r] + 2;
+		total += kinds * (c->split[ch * c->p + r] + 2);
 	dp->b[i] = mem_alloc((size_t)total * sizeof(*dp->b[i]));
 	if (!dp->b[i]) {
 		diag_oom(d);
@@ -45,19 +52,23 @@ static int rank_buckets(struct est *e, const struct est_cand *c,
 		vs = ch * c->p + r;
 		if (c->split[vs] + 2 > 1024)
 			BUG("more than 1022 layers on a virtual stage");
-		n = train_buckets(c->j, c->d, c->split, vs, size, last, params);
-		for (k = 0; k < n; k++) {
-			struct est_dbucket *b = &dp->b[i][dp->n[i]++];
+		for (ex = 0; ex < kinds; ex++) {
+			size = train_bucket_size(c->j, ex);
+			n = train_buckets(c->j, c->d, c->split, vs, size, ex, last,
+					  params);
+			for (k = 0; k < n; k++) {
+				struct est_dbucket *b = &dp->b[i][dp->n[i]++];
 
-			*b = (struct est_dbucket){ ch, last[k], params[k], 0, 0 };
-			b->red_s = est_dp_coll(e, c, zero == 0 ? COLL_ALLREDUCE :
-					       COLL_REDUCESCATTER,
-					       params[k] * c->d->grad_B, d);
-			b->ag_s = zero == 0 ? 0 :
-				  est_dp_coll(e, c, COLL_ALLGATHER,
-					      params[k] * c->d->act_B, d);
-			if (b->red_s < 0 || b->ag_s < 0)
-				return -1;
+				*b = (struct est_dbucket){ ch, ex, last[k], params[k], 0, 0 };
+				b->red_s = est_dp_coll(e, c, ex, zero == 0 ?
+						       COLL_ALLREDUCE : COLL_REDUCESCATTER,
+						       params[k] * c->d->grad_B, d);
+				b->ag_s = zero == 0 ? 0 :
+					  est_dp_coll(e, c, ex, COLL_ALLGATHER,
+						      params[k] * c->d->act_B, d);
+				if (b->red_s < 0 || b->ag_s < 0)
+					return -1;
+			}
 		}
 	}
 	return 0;
@@ -67,8 +78,9 @@ const struct est_dplan *est_dplan_of(struct est *e, const struct est_cand *c,
 				     struct diag *d)
 {
 	const struct parallel_spec *p = &c->j->parallelism;
-	int64_t key[6] = { p->tp, p->cp, p->pp, p->vpp, p->dp,
-			   c->j->training.zero_stage > 0 };
+	int64_t key[8] = { p->tp, p->cp, p->pp, p->vpp, p->dp,
+			   c->j->training.zero_stage > 0, p->ep,
+			   model_is_moe(c->j->model) ? p->etp : 0 };
 	struct est_dplan *const *hit = memo_get(&e->dpplans, key);
 	struct est_dplan *dp;
 	int i;
@@ -205,8 +217,8 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 	for (u = 0; u < 3; u++) {
 		double pu = footprint_unit_params(c->j, c->d, kinds[u], both) /
 			    c->d->tp;
-		double ag = est_dp_coll(e, c, COLL_ALLGATHER, pu * c->d->act_B, d);
-		double rs = est_dp_coll(e, c, COLL_REDUCESCATTER,
+		double ag = est_dp_coll(e, c, 0, COLL_ALLGATHER, pu * c->d->act_B, d);
+		double rs = est_dp_coll(e, c, 0, COLL_REDUCESCATTER,
 					pu * c->d->grad_B, d);
 		double cf = f[u]->lat_s, cb = b[u]->lat_s;
 

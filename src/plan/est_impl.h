@@ -31,6 +31,11 @@ struct est_pass {
 /* The blocks of one (tp, microbatch, recompute, SP, ...) setting. */
 struct est_blocks {
 	struct est_pass lf, lb;		/* layer forward, backward (+ recompute) */
+	struct est_pass mf, mb;		/* MoE layer (routed experts) */
+	struct est_pass mfo, mbo;	/* ... paired under moe.a2a_overlap: the
+					 * dispatch/combine beside the other
+					 * action's compute (est_block.c) */
+	struct est_pass tf, tb;		/* an MTP module (moe.mtp_layers) */
 	struct est_pass ef, eb;		/* embedding */
 	struct est_pass hf, hb;		/* final norm, LM head, loss */
 	struct est_pass pg;		/* all-gather of a scattered transfer (0: none) */
@@ -48,6 +53,8 @@ struct est_ckey {
 	uint32_t n, g0, stride, replicas;
 	uint32_t ring;		/* a ring step (est_coll_x) */
 	double bytes;		/* B */
+	uint64_t a2a_key;	/* dispatch/combine: its matrix' hash (0: even) */
+	int32_t path, pad;	/* ... its ep_path (block_op) */
 };
 
 struct est_bkey {
@@ -59,8 +66,10 @@ struct est_bkey {
 	double amax_layers;	/* ... and the layers of a chunk it covers */
 	double fsdp_n, fsdp_accum;	/* ZeRO 3 with FSDP's passes (layer.h) */
 	uint32_t tp_replicas, cp_replicas, a2a_replicas, ring_replicas;
-	uint32_t amax_replicas, pad;
+	uint32_t amax_replicas, ep_ov;	/* ep_ov: a2a_overlap pairs MoE layers */
 	double tax;		/* the TP group's synchronization tax rate */
+	int64_t ep, etp;	/* expert parallelism (MoE; 0 dense) */
+	uint32_t ep_replicas, etp_replicas;
 };
 
 struct est {
@@ -72,7 +81,8 @@ struct est {
 					 * model's costs, timed once) */
 	struct kset *ksets;		/* every kset, to free */
 	struct memo colls;		/* struct ckey -> double (s) */
-	struct memo dpplans;		/* (tp, cp, pp, vpp, dp, zero > 0) ->
+	struct memo dpplans;		/* (tp, cp, pp, vpp, dp, zero > 0, ep,
+					 * etp) ->
 					 * struct est_dplan * */
 	struct est_dplan *dplan_list;	/* every dplan, to free */
 	uint32_t *gpus;			/* scratch: a group's GPU ids (world) */
@@ -81,6 +91,7 @@ struct est {
 	struct layer_ops *ops;		/* scratch */
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
+	int64_t *nmoe;			/* scratch: MoE layers per virtual stage */
 	size_t split_cap;
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo amax;		/* fp8 amax reductions (est_block.c
@@ -109,6 +120,10 @@ struct est_cand {
 	const struct est_blocks *b;
 	const struct layer_dims *d;
 	const int64_t *split;		/* layers per virtual stage */
+	const int64_t *nmoe;		/* of those MoE layers (NULL: dense) */
+	int64_t mtp;			/* MTP modules after the head (last stage) */
+	double ov;			/* share of MoE layer passes paired
+					 * (a2a_overlap; est.c setup) */
 	int64_t m, p, v, S;		/* microbatches, pp, vpp, pp vpp */
 	const double *x;		/* s, [r]: a transfer between rank r and
 					 * r + 1 (r = p-1: the wrap to rank 0) */
@@ -142,6 +157,7 @@ int est_rank_index(const struct est_cand *c, int64_t r);
  * the order they complete, with their collectives' times. */
 struct est_dbucket {
 	int64_t chunk;		/* model chunk on the rank */
+	int64_t experts;	/* routed experts' (over edp), else dense */
 	int64_t last;		/* its last unit, backward order */
 	double params;		/* parameters of one GPU */
 	double red_s;		/* s, its all-reduce (ZeRO 0) or reduce-scatter */
@@ -177,9 +193,16 @@ struct est_tail {
 void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
 		 double E, struct est_tail *t);
 
-/* A collective over the data-parallel group of the first stage. */
-double est_dp_coll(struct est *e, const struct est_cand *c, enum coll_op op,
-		   double bytes, struct diag *d);
+/* A collective over the data-parallel group of the first stage (dense
+ * gradients: dp cp GPUs, stride tp; experts 1: the expert data-parallel
+ * group, edp GPUs, stride etp ep). */
+double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
+		   enum coll_op op, double bytes, struct diag *d);
+
+/* A stage's layers forward / backward per microbatch: dense and MoE
+ * layers each at their block's time (est_stage.c). */
+double est_layers_f(const struct est_cand *c, int64_t s);
+double est_layers_b(const struct est_cand *c, int64_t s);
 
 /* ZeRO 3: every unit's time with its gathers and reduce-scatters into
  * c->fsdp_*. 0, or -1 after reporting to d. */

@@ -194,9 +194,9 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 	if (worst < JR_COUNT)
 		(void)job_layout_check(&jj, 1u << worst, d, NULL);
 	else if (worst == PR_UNSUPPORTED)
-		diag_error(d, NULL, 0, 0, "expert parallelism (ep %lld) is not "
-			   "estimated by the planner's analytical tier yet; it "
-			   "searches ep = 1", (long long)j->parallelism.ep);
+		diag_error(d, NULL, 0, 0, "ZeRO 3 on an MoE model is not "
+			   "estimated by the planner's analytical tier; it "
+			   "searches ZeRO 0-2 there");
 	else
 		diag_error(d, NULL, 0, 0, "layout: pp*vpp = %lld*%lld divides "
 			   "neither the %lld layers nor %lld (layers with the "
@@ -444,14 +444,6 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 
 	int64_t i;
 
-	if (model_is_moe(j->model)) {
-		diag_error(d, NULL, 0, 0, "model '%s' is a Mixture of Experts: "
-			   "the planner's analytical tier models dense layers "
-			   "only (MoE, ep and etp are simulated by `llmsim run`, "
-			   "not yet estimated by the planner)", j->model->name ?
-			   j->model->name : "?");
-		return 2;
-	}
 	for (i = 1; i < j->model->num_hidden_layers; i++)
 		if (model_layer_window(j->model, i) !=
 		    model_layer_window(j->model, 0)) {
@@ -517,6 +509,8 @@ static int full_tier(const struct job_spec *j, const struct plan_opts *o,
 		c->bound = plan_bound_of(c);
 		c->score = plan_score(o->objective, c->step_s, c->mem.peak_B,
 				      c->gpus);
+		if (c->full_failed)	/* not simulated: after every one that was */
+			c->score = HUGE_VAL;
 	}
 	rc = 0;
 out:

@@ -69,7 +69,8 @@ enum plan_prune {
 	PR_REDUNDANT,			/* the same step as another layout:
 					 * sequence_parallel with tp 1, a ZeRO
 					 * stage with dp 1 */
-	PR_UNSUPPORTED,			/* ep > 1 (MoE), not estimated yet */
+	PR_UNSUPPORTED,			/* ZeRO 3 on an MoE model: not
+					 * estimated */
 	PR_TP_NODE,			/* a TP group beyond one node (scale-up
 					 * domain): searched only with
 					 * cross_node_tp or a pinned tp */
@@ -141,6 +142,9 @@ struct plan_cand {
 	int64_t est_rank;		/* 1 = the analytical best */
 	struct footprint mem;		/* per GPU, worst pipeline rank */
 	int full;			/* 1: simulated in full (below is set) */
+	int full_failed;		/* 1: its full simulation failed (the
+					 * step program's error, warned); it
+					 * keeps its estimate and ranks last */
 	double step_s;			/* s, one step (full run; else the estimate) */
 	double part_s[EXEC_PART_COUNT];	/* s, the step's split */
 	double tokens_per_s;		/* tokens/s, whole job */

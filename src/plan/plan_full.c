@@ -20,6 +20,8 @@
  * checks that the runs agree).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -94,13 +96,25 @@ static int run_full(const struct job_spec *j, const struct plan_opts *o,
 	struct step_comm comm = { &net_comm_ops, NULL, attach_shared,
 				  shared_failed };
 	int rc, err;
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct diag ld;
 
 	plan_job_for(j, &c->lay, &sys, &jj);
 	comm.ctx = fabric_of(fb, j, c->lay.nodes, d, &err);
 	if (err)
 		return -1;
+	/* the run's own diagnostics, kept: a layout the step program
+	 * cannot simulate is warned about, not the end of the plan */
+	if (!(f = open_memstream(&msg, &len))) {
+		diag_oom(d);
+		return -1;
+	}
+	diag_init(&ld, f);
 	rc = step_run(&jj, o->full_fidelity, comm.ctx ? &comm : NULL, NULL,
-		      &r, d);
+		      &r, &ld);
+	fclose(f);
 	if (rc == 0) {
 		c->full = 1;
 		c->step_s = r.step_s;
@@ -110,6 +124,22 @@ static int run_full(const struct job_spec *j, const struct plan_opts *o,
 		c->tflops_per_gpu = r.tflops_per_gpu;
 	}
 	step_result_release(&r);
+	if (rc != 0 && ld.oom == 0) {
+		char lay[160];
+
+		plan_layout_str(&c->lay, lay, sizeof(lay));
+		while (len > 0 && msg[len - 1] == '\n')
+			msg[--len] = 0;
+		diag_warn(d, NULL, 0, 0, "plan: the full simulation of %s on "
+			  "%lld nodes failed (%s); it keeps its analytical "
+			  "estimate and ranks last", lay, (long long)c->lay.nodes,
+			  msg ? msg : "");
+		c->full_failed = 1;
+		rc = 0;
+	} else if (rc != 0) {
+		diag_oom(d);
+	}
+	free(msg);
 	return rc == 0 ? 0 : -1;
 }
 
@@ -119,6 +149,7 @@ struct rec {
 	double step_s;
 	double part_s[EXEC_PART_COUNT];
 	double tokens_per_s, mfu, tflops_per_gpu;
+	int64_t failed;			/* the full run failed (full_failed) */
 };
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -175,6 +206,7 @@ static void worker(const struct job_spec *j, const struct plan_opts *o,
 			status = 1;
 			break;
 		}
+		r.failed = c[i].full_failed;
 		r.step_s = c[i].step_s;
 		memcpy(r.part_s, c[i].part_s, sizeof(r.part_s));
 		r.tokens_per_s = c[i].tokens_per_s;
@@ -189,6 +221,10 @@ static void worker(const struct job_spec *j, const struct plan_opts *o,
 
 static void apply(struct plan_cand *c, const struct rec *r)
 {
+	if (r->failed) {
+		c->full_failed = 1;
+		return;
+	}
 	c->full = 1;
 	c->step_s = r->step_s;
 	memcpy(c->part_s, r->part_s, sizeof(c->part_s));

@@ -110,6 +110,18 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 	p->vpp = l->vpp;
 	p->ep = l->ep;
 	p->dp = l->dp;
+	if (model_is_moe(j->model)) {
+		int64_t stage = l->tp * l->cp * l->dp;
+
+		p->etp = l->etp > 0 ? l->etp : l->tp;
+		p->edp = stage % (p->etp * p->ep) == 0 ?
+			 stage / (p->etp * p->ep) : 0;
+	} else {
+		p->edp = l->dp * l->cp;
+	}
+	/* the job's own split, for its own stages only */
+	if ((int64_t)p->pp_layers.n != l->pp * l->vpp)
+		p->pp_layers.n = 0;
 	p->sequence_parallel = l->sp;
 	p->schedule = l->schedule;
 	p->tp_comm_overlap = l->tp_overlap;
@@ -121,13 +133,16 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 void plan_layout_str(const struct plan_layout *l, char *buf, size_t len)
 {
 	static const char *const rc[] = { "no-rc", "sel-rc", "full-rc" };
-	char vpp[32] = "", cp[32] = "", ep[32] = "";
+	char vpp[32] = "", cp[32] = "", ep[48] = "";
 
 	if (l->vpp > 1)
 		snprintf(vpp, sizeof(vpp), " vpp %lld", (long long)l->vpp);
 	if (l->cp > 1)
 		snprintf(cp, sizeof(cp), " cp %lld", (long long)l->cp);
-	if (l->ep > 1)
+	if (l->ep > 1 && l->etp > 1)
+		snprintf(ep, sizeof(ep), " ep %lld etp %lld", (long long)l->ep,
+			 (long long)l->etp);
+	else if (l->ep > 1)
 		snprintf(ep, sizeof(ep), " ep %lld", (long long)l->ep);
 	snprintf(buf, len, "tp %lld pp %lld%s%s%s dp %lld mbs %lld%s %s zero%d %s",
 		 (long long)l->tp, (long long)l->pp, vpp, cp, ep,

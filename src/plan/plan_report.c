@@ -131,6 +131,7 @@ static struct cJSON *cand_json(const struct plan_cand *c, int64_t rank)
 		 add(o, "breakdown", parts_json(c->part_s)) &&
 		 add_str(o, "bound", plan_bound_names[c->bound]) &&
 		 add_bool(o, "simulated", c->full) &&
+		 (!c->full_failed || add_bool(o, "full_run_failed", 1)) &&
 		 add(o, "estimate", estimate_json(c));
 
 	return complete(o, ok);

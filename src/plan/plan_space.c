@@ -16,14 +16,25 @@
  *   recompute none, selective, full
  *   zero      0, 1, 2, 3
  *
- * (ep and etp are 1 on a dense model.) It is walked in that order; each
+ * and, on an MoE model, between pp and vpp,
+ *
+ *   etp       divisors of tp (the expert tensor-parallel group inside
+ *             the attention's TP group)
+ *   ep        divisors of the routed experts; edp = tp cp dp / (etp ep)
+ *
+ * (ep is 1 and etp the job's on a dense model.) It is walked in that
+ * order; each
  * rule is tested as soon as the dimensions it reads are set, through the
  * job's own checks (job_layout_check with the rules decidable there), and
  * a broken rule prunes the whole subtree, counted by its size. The
  * planner's own rules: pp vpp must divide the layers or the layers + 2
  * (Megatron's even split, or the embedding and head counted as a layer
- * each: split.h), otherwise no split is balanced; sequence parallelism
- * with tp 1 and a ZeRO stage with dp 1 repeat another layout's step. A
+ * each: split.h), otherwise no split is balanced (MoE models take
+ * split_even's spread of the remainder, as Megatron's uneven layouts do
+ * for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for its own
+ * pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
+ * repeat another layout's step; ZeRO 3 on an MoE model is not estimated
+ * (unsupported). A
  * layout left is checked against every rule once more, its memory by
  * footprint_job_live (the live vectors of its schedule remembered per
  * (schedule, pp, vpp, microbatches)), and costed by est_step.
@@ -38,10 +49,15 @@
 #include "plan_impl.h"
 
 /* Rules decidable once each dimension is set. */
-#define RULES_TP ((1u << JR_TP_HEADS) | (1u << JR_TP_KV_HEADS) | (1u << JR_TP_FFN))
+#define RULES_TP ((1u << JR_TP_HEADS) | (1u << JR_TP_KV_HEADS) | \
+		  (1u << JR_TP_FFN) | (1u << JR_TP_SHARED))
 #define RULES_CP ((1u << JR_CP_SEQ) | (1u << JR_CP_A2A) | (1u << JR_CP_HEADS))
 #define RULES_PP (1u << JR_WORLD)
-#define RULES_VPP ((1u << JR_PP_LAYERS) | (1u << JR_PP_SPLIT))
+#define RULES_EP ((1u << JR_EP_DENSE) | (1u << JR_EP_EXPERTS) | \
+		  (1u << JR_EP_FOLD) | (1u << JR_ETP_FFN) | (1u << JR_EP_VENDOR) | \
+		  (1u << JR_MTP))
+#define RULES_VPP ((1u << JR_PP_LAYERS) | (1u << JR_PP_SPLIT) | \
+		   (1u << JR_A2A_VPP))
 #define RULES_SCHED ((1u << JR_SCHED_VPP) | (1u << JR_SCHED_PP))
 #define RULES_MBS ((1u << JR_BATCH) | (1u << JR_SCHED_MICRO))
 
@@ -56,6 +72,7 @@ struct lists {
 	int64_t rc[3], nrc;
 	int64_t zero[4], nzero;
 	int64_t cp[MAX_DIV], ncp;
+	int64_t ep[MAX_DIV], nep;	/* MoE: divisors of the experts */
 };
 
 struct walk {
@@ -64,6 +81,7 @@ struct walk {
 	struct plan_layout l;
 	struct lists li;
 	int64_t world, layers;
+	int moe;			/* an MoE model: ep, etp searched */
 };
 
 struct live_set {
@@ -127,6 +145,12 @@ static void make_lists(struct walk *w)
 			 li->rc);
 	li->nzero = one_or(pinned(s, PD_ZERO), b->training.zero_stage, zero, 4,
 			   li->zero);
+	li->nep = 1;
+	li->ep[0] = 1;
+	if (w->moe && pinned(s, PD_EP))
+		li->ep[0] = b->parallelism.ep;
+	else if (w->moe)
+		li->nep = divisors(b->model->n_routed_experts, li->ep);
 	li->ncp = 0;
 	if (pinned(s, PD_CP)) {
 		li->cp[li->ncp++] = b->parallelism.cp;
@@ -174,9 +198,33 @@ static int64_t pp_list(const struct walk *w, int64_t tp, int64_t cp,
 	return divisors(w->world / tc, out);
 }
 
-static uint64_t below_pp(const struct walk *w, int64_t pp)
+/* The etp values of a TP group of tp (MoE: its divisors, or the pin;
+ * dense: the job's). */
+static int64_t etp_list(const struct walk *w, int64_t tp, int64_t *out)
+{
+	const struct job_spec *b = w->s->base;
+
+	if (!w->moe) {
+		out[0] = b->parallelism.etp;
+		return 1;
+	}
+	if (pinned(w->s, PD_ETP)) {
+		out[0] = b->parallelism.etp > 0 ? b->parallelism.etp : tp;
+		return 1;
+	}
+	return divisors(tp, out);
+}
+
+static uint64_t below_ep(const struct walk *w, int64_t pp)
 {
 	return (uint64_t)nvpp(w, pp) * below_vpp(&w->li);
+}
+
+static uint64_t below_pp(const struct walk *w, int64_t tp, int64_t pp)
+{
+	int64_t etps[MAX_DIV];
+
+	return (uint64_t)(etp_list(w, tp, etps) * w->li.nep) * below_ep(w, pp);
 }
 
 static uint64_t below_tc(const struct walk *w, int64_t tp, int64_t cp)
@@ -185,7 +233,7 @@ static uint64_t below_tc(const struct walk *w, int64_t tp, int64_t cp)
 	uint64_t sum = 0;
 
 	for (i = 0; i < n; i++)
-		sum += below_pp(w, pps[i]);
+		sum += below_pp(w, tp, pps[i]);
 	return n ? sum : 1;
 }
 
@@ -204,6 +252,7 @@ static struct plan_layout so_far(const struct walk *w)
 	l.vpp = p->vpp;
 	l.dp = p->dp;
 	l.ep = p->ep;
+	l.etp = p->etp;
 	l.schedule = (int8_t)p->schedule;
 	l.sp = (int8_t)p->sequence_parallel;
 	l.mbs = w->j.training.micro_batch_size;
@@ -241,8 +290,10 @@ static int even_split(const struct walk *w)
 {
 	int64_t stages = w->l.pp * w->l.vpp;
 
-	if (w->s->base->parallelism.pp_layers.n > 0)
+	if (w->j.parallelism.pp_layers.n > 0)
 		return 1;	/* the job's own split; JR_PP_SPLIT checks it */
+	if (w->moe)
+		return 1;	/* split_even's spread (the header) */
 	return w->layers % stages == 0 || (w->layers + 2) % stages == 0;
 }
 
@@ -354,8 +405,13 @@ static int level_zero(struct walk *w)
 	for (i = 0; i < li->nzero; i++) {
 		w->l.zero = (int8_t)li->zero[i];
 		w->j.training.zero_stage = li->zero[i];
-		if (w->l.dp == 1 && li->zero[i] > 0 && !pinned(w->s, PD_ZERO)) {
+		if (w->l.dp == 1 && li->zero[i] > 0 && !pinned(w->s, PD_ZERO) &&
+		    !(w->moe && w->j.parallelism.edp > 1)) {
 			prune(w, PR_REDUNDANT, 1);
+			continue;
+		}
+		if (w->moe && li->zero[i] >= 3) {
+			prune(w, PR_UNSUPPORTED, 1);
 			continue;
 		}
 		if (leaf(w) != 0)
@@ -368,6 +424,7 @@ static int level_sp_rc(struct walk *w)
 {
 	const struct lists *li = &w->li;
 	int64_t i, k;
+	int r;
 
 	for (i = 0; i < li->nsp; i++) {
 		w->l.sp = (int8_t)li->sp[i];
@@ -375,6 +432,10 @@ static int level_sp_rc(struct walk *w)
 		set_tp_overlap(w);
 		if (w->l.tp == 1 && li->sp[i] && !pinned(w->s, PD_SP)) {
 			prune(w, PR_REDUNDANT, (uint64_t)(li->nrc * li->nzero));
+			continue;
+		}
+		if ((r = broken(w, 1u << JR_MOE_SP)) >= 0) {
+			prune(w, r, (uint64_t)(li->nrc * li->nzero));
 			continue;
 		}
 		for (k = 0; k < li->nrc; k++) {
@@ -420,8 +481,14 @@ static int level_vpp(struct walk *w)
 	int r;
 
 	for (v = 1; v <= n; v++) {
-		w->l.vpp = pinned(w->s, PD_VPP) ? w->s->base->parallelism.vpp : v;
+		const struct parallel_spec *bp = &w->s->base->parallelism;
+
+		w->l.vpp = pinned(w->s, PD_VPP) ? bp->vpp : v;
 		w->j.parallelism.vpp = w->l.vpp;
+		/* the job's own split, for its own stages only */
+		w->j.parallelism.pp_layers.n =
+			(int64_t)bp->pp_layers.n == w->l.pp * w->l.vpp ?
+			bp->pp_layers.n : 0;
 		if ((r = broken(w, RULES_VPP)) >= 0) {
 			prune(w, r, below_vpp(&w->li));
 			continue;
@@ -433,6 +500,31 @@ static int level_vpp(struct walk *w)
 		if (level_sched_mbs(w) != 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* Expert parallelism over the stage's tp cp dp GPUs (MoE). */
+static int level_ep(struct walk *w)
+{
+	int64_t etps[MAX_DIV], ne = etp_list(w, w->l.tp, etps), i, k;
+	struct parallel_spec *p = &w->j.parallelism;
+	int r;
+
+	for (i = 0; i < ne; i++)
+		for (k = 0; k < w->li.nep; k++) {
+			int64_t stage = p->tp * p->cp * p->dp;
+
+			w->l.etp = p->etp = etps[i];
+			w->l.ep = p->ep = w->li.ep[k];
+			p->edp = stage % (p->etp * p->ep) == 0 ?
+				 stage / (p->etp * p->ep) : 0;
+			if ((r = broken(w, RULES_EP)) >= 0) {
+				prune(w, r, below_ep(w, w->l.pp));
+				continue;
+			}
+			if (level_vpp(w) != 0)
+				return -1;
+		}
 	return 0;
 }
 
@@ -454,10 +546,10 @@ static int level_pp(struct walk *w)
 			  (w->world % tcp == 0 ? w->world / tcp : 1);
 		w->j.parallelism.dp = w->l.dp;
 		if ((r = broken(w, RULES_PP)) >= 0) {
-			prune(w, r, below_pp(w, pps[i]));
+			prune(w, r, below_pp(w, w->l.tp, pps[i]));
 			continue;
 		}
-		if (level_vpp(w) != 0)
+		if (level_ep(w) != 0)
 			return -1;
 	}
 	return 0;
@@ -517,6 +609,7 @@ int space_search(struct search *s)
 	w.s = s;
 	w.world = system_gpus(&s->sys);
 	w.layers = s->base->model->num_hidden_layers;
+	w.moe = model_is_moe(s->base->model);
 	make_lists(&w);
 	for (i = 0; i < w.li.ntp; i++)
 		for (k = 0; k < w.li.ncp; k++)
@@ -525,13 +618,11 @@ int space_search(struct search *s)
 	w.j = *s->base;
 	w.j.system = &s->sys;
 	w.j.parallelism.ep = 1;
+	if (w.j.parallelism.etp < 1)
+		w.j.parallelism.etp = 1;
 	w.l.nodes = s->sys.nodes;
 	w.l.ep = 1;
-	if (s->base->parallelism.ep > 1 && pinned(s, PD_EP)) {
-		w.l.ep = s->base->parallelism.ep;
-		prune(&w, PR_UNSUPPORTED, total);
-		return 0;
-	}
+	w.l.etp = w.j.parallelism.etp;
 	w.j.parallelism.vpp = 1;
 	w.j.parallelism.schedule = SCHED_1F1B;
 	w.j.training.micro_batch_size = 1;
@@ -655,8 +746,8 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 			*why = r;
 			return 1;
 		}
-	if (lay.ep > 1 || model_is_moe(j.model)) {
-		*why = PR_UNSUPPORTED;	/* not estimated yet (plan.h) */
+	if (model_is_moe(j.model) && j.training.zero_stage >= 3) {
+		*why = PR_UNSUPPORTED;	/* not estimated (plan_space.c) */
 		return 1;
 	}
 	s->d = d;

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	struct plan_cand *s;
 	const char *job = NULL, *sets[32], *pins[16];
 	size_t npins = 0;
-	size_t nsets = 0, n = 0, top = 20, more = 20, i, best = 0;
+	size_t nsets = 0, n = 0, top = 20, more = 20, i, kept, best = 0;
 	double min_rho = 0.9, *est, *sim, *err, rho_all, rho_top;
 	int argi;
 
@@ -158,6 +158,13 @@ int main(int argc, char **argv)
 	o.jobs = 0;
 	if (plan_simulate(&j, &o, s, n, &d) != 0)
 		return 1;
+	for (i = 0, kept = 0; i < n; i++)	/* a failed full run: no comparison */
+		if (!s[i].full_failed)
+			s[kept++] = s[i];
+	if (kept < n)
+		fprintf(stderr, "plan_rank: %zu full runs failed (left out)\n",
+			n - kept);
+	n = kept;
 	for (i = 0; i < n; i++) {
 		est[i] = s[i].est.step_s;
 		sim[i] = s[i].step_s;
