@@ -2,7 +2,7 @@
 # plan-cli.sh - `llmsim plan` end to end: the ranked table, --json and its
 # keys, pins, --max-gpus, the database, exit status 2 with the binding
 # rule on bad input; then the analytical tier's ranking against the full
-# simulation on three jobs (tests/tools/plan_rank.c: Spearman's rank
+# simulation on four jobs, one MoE (tests/tools/plan_rank.c: Spearman's rank
 # correlation over the best 20 and 20 more spread over the ranking, the
 # fastest simulated layout within the analytical top 20).
 set -u
@@ -60,6 +60,13 @@ if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' cp 2 '; then
 	echo "FAIL: --set parallelism.cp=2 not respected"; cat "$tmp/out"; fail=1
 fi
 
+# An MoE job: expert parallelism searched, a pinned ep respected.
+check "moe ep pin" "$llmsim" plan tests/scenarios/qwen3-30b-ep8-deepep/job.yaml \
+	--top 3 --set parallelism.ep=8 --no-store
+if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' ep 8 '; then
+	echo "FAIL: --set parallelism.ep=8 not respected"; cat "$tmp/out"; fail=1
+fi
+
 # --max-gpus: a Pareto front over node counts.
 check "max-gpus" "$llmsim" plan "$job" --top 6 --max-gpus 32 --no-store
 grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
@@ -78,7 +85,9 @@ status 2 "model too big" 'no layout fits in memory: the smallest peak is' \
 grep -q 'GB more than the' "$tmp/err" || { echo "FAIL: by how much"; fail=1; }
 status 2 "bad objective" 'expected throughput, memory or cost' "$job" \
 	--objective speed
-status 2 "moe" 'Mixture of Experts' "$job" --set model=mixtral-8x7b
+moe=tests/scenarios/qwen3-30b-ep8-deepep/job.yaml
+status 2 "moe zero 3" 'ZeRO 3 on an MoE model' "$moe" \
+	--set training.zero_stage=3
 status 2 "serving job" 'searches the prefill:decode splits' \
 	workloads/jobs/serve-llama3-70b-pd-h100.yaml
 status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
@@ -87,7 +96,7 @@ status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
 printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \
 	rho_top20 fastest med_err max_err
 for j in workloads/jobs/default.yaml workloads/jobs/llama2-7b-mi300x.yaml \
-	 workloads/jobs/llama3-8b-fsdp-mi355x.yaml; do
+	 workloads/jobs/llama3-8b-fsdp-mi355x.yaml "$moe"; do
 	"$tools/plan_rank" "$j" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 done
 [ $fail = 0 ] && echo "plan-cli: ok"

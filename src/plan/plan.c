@@ -184,6 +184,12 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 		if (r != PR_REDUNDANT && r != PR_MEMORY && a->pruned[r] > 0 &&
 		    (worst < 0 || a->pruned[r] > a->pruned[worst]))
 			worst = r;
+	/* rules that only a pin can break (sequence parallelism off on an
+	 * MoE model, ZeRO 3 there) bind whatever else was pruned */
+	if (a->pruned[JR_MOE_SP] > 0 && ((o->pinned >> PD_SP) & 1u))
+		worst = JR_MOE_SP;
+	if (a->pruned[PR_UNSUPPORTED] > 0 && ((o->pinned >> PD_ZERO) & 1u))
+		worst = PR_UNSUPPORTED;
 	if (worst < 0) {
 		diag_error(d, NULL, 0, 0, "no layout to search (%llu searched)",
 			   (unsigned long long)a->searched);

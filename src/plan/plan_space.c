@@ -205,7 +205,7 @@ static int64_t etp_list(const struct walk *w, int64_t tp, int64_t *out)
 	const struct job_spec *b = w->s->base;
 
 	if (!w->moe) {
-		out[0] = b->parallelism.etp;
+		out[0] = b->parallelism.etp;	/* not searched */
 		return 1;
 	}
 	if (pinned(w->s, PD_ETP)) {
@@ -252,7 +252,7 @@ static struct plan_layout so_far(const struct walk *w)
 	l.vpp = p->vpp;
 	l.dp = p->dp;
 	l.ep = p->ep;
-	l.etp = p->etp;
+	l.etp = w->moe ? p->etp : 0;
 	l.schedule = (int8_t)p->schedule;
 	l.sp = (int8_t)p->sequence_parallel;
 	l.mbs = w->j.training.micro_batch_size;
@@ -510,6 +510,8 @@ static int level_ep(struct walk *w)
 	struct parallel_spec *p = &w->j.parallelism;
 	int r;
 
+	if (!w->moe)	/* ep 1, the job's etp */
+		return level_vpp(w);
 	for (i = 0; i < ne; i++)
 		for (k = 0; k < w->li.nep; k++) {
 			int64_t stage = p->tp * p->cp * p->dp;
@@ -618,11 +620,11 @@ int space_search(struct search *s)
 	w.j = *s->base;
 	w.j.system = &s->sys;
 	w.j.parallelism.ep = 1;
-	if (w.j.parallelism.etp < 1)
+	if (w.moe && w.j.parallelism.etp < 1)
 		w.j.parallelism.etp = 1;
 	w.l.nodes = s->sys.nodes;
 	w.l.ep = 1;
-	w.l.etp = w.j.parallelism.etp;
+	w.l.etp = w.moe ? w.j.parallelism.etp : 0;
 	w.j.parallelism.vpp = 1;
 	w.j.parallelism.schedule = SCHED_1F1B;
 	w.j.training.micro_batch_size = 1;

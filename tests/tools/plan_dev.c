@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	if (rc == 1 && pruned == PR_MEMORY)
 		rc = 0;
 	else if (rc == 1 && pruned == PR_UNSUPPORTED) {
-		/* not estimated (cp or ep > 1): simulated all the same */
+		/* not estimated (ZeRO 3 on an MoE model): simulated all the same */
 		own.gpus = system_gpus(j.system);
 		estimated = 0;
 		rc = 0;
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 		       (long long)rank, estimated ? (snprintf(ar, sizeof(ar), "%lld",
 				(long long)arank), ar) : "-", why,
 		       pruned == PR_MEMORY ? " | does not fit the memory model" : "",
-		       estimated ? "" : " | cp/ep > 1: not estimated, simulated");
+		       estimated ? "" : " | ZeRO 3 MoE: not estimated, simulated");
 	if (pruned == PR_MEMORY)
 		printf("%-34s        peak %.4g GB per GPU > %.4g GB usable\n", "",
 		       own.mem.peak_B / 1e9, own.mem.usable_B / 1e9);

@@ -399,3 +399,111 @@ Test(plan, bound_never_above_the_estimate)
 	est_free(e);
 	done(&p);
 }
+
+/* Qwen3-30B-A3B (128 routed experts of 768, 32 heads, 4 KV heads, no
+ * shared experts) on the one node, everything but tp, etp and ep pinned. */
+static const char *const moe_sets[] = {
+	"model=qwen3-30b-a3b", "parallelism.pp=1", "parallelism.vpp=1",
+	"parallelism.cp=1", "parallelism.schedule=1f1b",
+	"parallelism.sequence_parallel=true", "training.recompute=full",
+	"training.zero_stage=1", "training.micro_batch_size=1",
+};
+
+Test(plan, moe_expert_layouts_counted_by_hand)
+{
+	struct planned p;
+
+	load(&p, moe_sets, 9);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* tp 1, 2, 4, 8; etp a divisor of tp: 1 + 2 + 3 + 4 = 10 (tp, etp)
+	 * pairs; ep a divisor of the 128 experts: 1, 2, ..., 128 (8): 80
+	 * layouts. tp divides 32 heads, the 4 KV heads divide tp 8 (or tp
+	 * them), 6144 and 768: no TP or etp rule. pp 1: a stage is the 8
+	 * GPUs, and etp ep must divide them: ep <= 8 / etp, of the 8
+	 * values 4 (etp 1), 3 (etp 2), 2 (etp 4), 1 (etp 8) are valid.
+	 * Valid: tp 1: 4; tp 2: 4 + 3; tp 4: 4 + 3 + 2; tp 8: 4 + 3 + 2 +
+	 * 1: 30; the 50 others pruned by ep_fold. */
+	cr_assert_eq(p.r.searched, 80);
+	cr_assert_eq(p.r.pruned[JR_EP_FOLD], 50);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 30);
+	done(&p);
+}
+
+Test(plan, moe_pins_and_rules)
+{
+	static const char *const pin_ep[] = {
+		"model=qwen3-30b-a3b", "parallelism.ep=4",
+		"parallelism.pp=1", "training.recompute=full",
+	};
+	static const char *const no_sp[] = {
+		"model=qwen3-30b-a3b", "parallelism.tp=2", "parallelism.ep=1",
+		"parallelism.sequence_parallel=false", "parallelism.pp=1",
+		"parallelism.vpp=1", "parallelism.schedule=1f1b",
+		"training.micro_batch_size=1",
+	};
+	static const char *const zero3[] = {
+		"model=qwen3-30b-a3b", "training.zero_stage=3",
+	};
+	struct planned p;
+	int64_t i;
+
+	load(&p, pin_ep, 4);
+	p.o.no_full = 1;
+	p.o.top_k = 50;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_gt(p.r.ncands, 0);
+	for (i = 0; i < p.r.ncands; i++) {
+		cr_assert_eq(p.r.cands[i].lay.ep, 4);
+		cr_assert_eq(p.r.cands[i].lay.zero < 3, 1);
+	}
+	done(&p);
+	/* an MoE layer takes the sequence-parallel shard (Megatron-Core) */
+	load(&p, no_sp, 8);
+	p.o.no_full = 1;
+	run(&p);
+	cr_assert_eq(p.rc, 2);
+	cr_assert_not_null(strstr(p.err, "needs sequence_parallel"), "%s", p.err);
+	done(&p);
+	load(&p, zero3, 2);
+	p.o.no_full = 1;
+	run(&p);
+	cr_assert_eq(p.rc, 2);
+	cr_assert_not_null(strstr(p.err, "ZeRO 3 on an MoE model"), "%s", p.err);
+	done(&p);
+}
+
+Test(plan, moe_bound_never_above_the_estimate)
+{
+	struct planned p;
+	struct diag d;
+	struct est *e;
+	int64_t i;
+
+	load(&p, moe_sets + 0, 1);
+	p.o.no_full = 1;
+	p.o.top_k = 100;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_gt(p.r.ncands, 10);
+	diag_init(&d, stderr);
+	e = est_new(p.j->system, &d);
+	cr_assert_not_null(e);
+	for (i = 0; i < p.r.ncands; i++) {
+		struct job_spec j;
+		struct est_step s;
+		double lb;
+
+		plan_layout_job(p.j, NULL, &p.r.cands[i].lay, &j);
+		cr_assert_eq(est_bound(e, &j, &lb, &d), 0);
+		cr_assert_eq(est_step(e, &j, &s, &d), 0);
+		cr_assert_leq(lb, s.step_s * (1 + 1e-12), "rank %lld: %g > %g",
+			      i, lb, s.step_s);
+		cr_assert_eq(s.step_s, p.r.cands[i].est.step_s);
+	}
+	est_free(e);
+	done(&p);
+}
