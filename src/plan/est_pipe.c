@@ -267,13 +267,16 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
  * 1) adds the same time to every end. So for m well past the fill the
  * recurrence is run for m0, m0 + g and m0 + 2g (m0 = p, or 2p for the
  * interleaved schedule) and extended linearly, after checking that the
- * two steps agree on every end (else it runs for m itself). Exact, and
- * cheaper when m is past a few p.
+ * two steps agree on every end (else it tries again from 4 m0 and 16
+ * m0: stages of unequal time, an MoE model's dense-first layers or an
+ * uneven split, settle into the slowest stage's pace later; then it
+ * runs for m itself). Exact, and cheaper when m is past a few p.
  */
 int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		 double *chunk_end)
 {
 	int64_t p = in->p, v = in->v, m = in->m, g, m0, k, ends = p + p * v;
+	int tries;
 	double *x;
 
 	/* 1F1B and GPipe repeat once every rank is past its warm-up (p
@@ -291,14 +294,22 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		e->pipe_x_cap = (size_t)(3 * ends);
 	}
 	x = e->pipe_x;
-	for (k = 0; k < 3; k++)
-		if (run_once(e, in, m0 + k * g, x + k * ends, x + k * ends + p) != 0)
-			return -1;
-	for (k = 0; k < ends; k++) {
-		double d1 = x[ends + k] - x[k], d2 = x[2 * ends + k] - x[ends + k];
-
-		if (fabs(d1 - d2) > 1e-9 * fabs(x[2 * ends + k]))
+	for (tries = 0;; tries++, m0 *= 4) {
+		if (tries == 3 || m <= m0 + 3 * g)
 			return run_once(e, in, m, rank_end, chunk_end);
+		for (k = 0; k < 3; k++)
+			if (run_once(e, in, m0 + k * g, x + k * ends,
+				     x + k * ends + p) != 0)
+				return -1;
+		for (k = 0; k < ends; k++) {
+			double d1 = x[ends + k] - x[k];
+			double d2 = x[2 * ends + k] - x[ends + k];
+
+			if (fabs(d1 - d2) > 1e-9 * fabs(x[2 * ends + k]))
+				break;
+		}
+		if (k == ends)
+			break;
 	}
 	for (k = 0; k < ends; k++) {
 		double d = x[2 * ends + k] - x[ends + k];
