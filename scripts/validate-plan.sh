@@ -9,8 +9,9 @@
 #     analytical rank of the fastest simulated layout, the estimate's
 #     median and largest error. Fails when the fastest is outside the
 #     analytical top 20 or the correlation is below 0.9.
-#  2. Practitioners: for each dense training case of
-#     results/reference/training/cases.tsv, the rank of the layout that
+#  2. Practitioners: for each training case of
+#     results/reference/training/cases.tsv and of the MoE cases
+#     (results/reference/moe/cases.tsv), the rank of the layout that
 #     was measured among the plan's best 20 simulated in full for its GPU
 #     count (tests/tools/plan_dev.c), with the part of the step that
 #     differs most when the plan's best is faster. A report, not a gate
@@ -36,17 +37,22 @@ for j in workloads/jobs/default.yaml workloads/jobs/llama2-7b-mi300x.yaml \
 	 results/reference/training/T-KOR-22B-seqsel.yaml \
 	 results/reference/training/T-NAR21-7p5B.yaml \
 	 results/reference/training/T-DGXC-L31-8B-BF16-8.yaml \
-	 results/reference/training/T-DGXC-L31-70B-BF16-64.yaml; do
+	 results/reference/training/T-DGXC-L31-70B-BF16-64.yaml \
+	 tests/scenarios/qwen3-30b-ep8-deepep/job.yaml \
+	 results/reference/moe/T-MB260401-H100-QWEN3-30B-FP8-EP16.yaml; do
 	"$tools/plan_rank" "$j" 2>/dev/null || failed=1
 done
 
 echo
 echo "practitioners: the measured layout's rank among the plan's best 20"
 echo "case | GPUs | measured layout, simulated step | plan's best, step | rank among the 20 simulated, analytical rank | what the best saves"
-grep -v '^#' results/reference/training/cases.tsv | while IFS='	' read -r id file rest; do
-	[ -n "$id" ] || continue
-	timeout "$max_s" "$tools/plan_dev" \
-		"results/reference/training/$file" 2>/dev/null ||
-		echo "$id: no plan within $max_s s (or it failed)"
+for dir in training moe; do
+	grep -v '^#' "results/reference/$dir/cases.tsv" |
+	while IFS='	' read -r id file rest; do
+		[ -n "$id" ] || continue
+		timeout "$max_s" "$tools/plan_dev" \
+			"results/reference/$dir/$file" 2>/dev/null ||
+			echo "$id: no plan within $max_s s (or it failed)"
+	done
 done
 exit $failed
