@@ -361,6 +361,10 @@ static void differences(const struct plan_layout *a, const struct plan_layout *b
 	DIFF(a->pp != b->pp, "pp %lld vs %lld", (long long)a->pp, (long long)b->pp);
 	DIFF(a->vpp != b->vpp, "vpp %lld vs %lld", (long long)a->vpp,
 	     (long long)b->vpp);
+	DIFF(a->cp != b->cp, "cp %lld vs %lld", (long long)a->cp, (long long)b->cp);
+	DIFF(a->ep != b->ep, "ep %lld vs %lld", (long long)a->ep, (long long)b->ep);
+	DIFF(a->etp != b->etp, "etp %lld vs %lld", (long long)a->etp,
+	     (long long)b->etp);
 	DIFF(a->dp != b->dp, "dp %lld vs %lld", (long long)a->dp, (long long)b->dp);
 	DIFF(a->mbs != b->mbs, "micro-batch %lld vs %lld", (long long)a->mbs,
 	     (long long)b->mbs);
