@@ -60,6 +60,30 @@ printf '%s\n' 'id: K-ONE-PASS' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
 	>"$tmp/out" 2>&1 || bad "a forward-only attention row: exit $?"
 grep -q 'fwd-only flash fwd' "$tmp/out" && ! grep -q 'fwd-only flash bwd' "$tmp/out" ||
 	bad "a forward-only attention row: expected one forward line"
+# Optional head_dim_v (MLA's V) and window. The same measured time with V
+# 128 instead of QK's 192: forward FLOPs per pair 2 (192 + 128) against
+# 2 (192 + 192), so in the compute-bound limit (16K tokens, no mask) the
+# modeled time is 320/384 as long and the predicted rate (measured rate x
+# measured time / modeled time) 384/320 = 1.2x; the per-unit loads keep
+# it a little under that.
+printf '%s\n' 'id: K-DV' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {label: dv192, backend: cudnn, batch: 1, heads_q: 16, heads_kv: 16, seq: 16384, head_dim: 192, causal: false, fwd_s: 0.01, fwd_tflops: 500}' \
+	'  - {label: dv128, backend: cudnn, batch: 1, heads_q: 16, heads_kv: 16, seq: 16384, head_dim: 192, head_dim_v: 128, causal: false, fwd_s: 0.01, fwd_tflops: 500}' \
+	>"$tmp/ref/kernels/dv.yaml"
+# (The made-up measured rates miss the gate: exit 1 is expected.)
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "head_dim_v rows: exit $rc"
+r=$(awk '/dv192 cudnn fwd/ {a = $(NF-2)} /dv128 cudnn fwd/ {b = $(NF-2)}
+	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
+awk -v r="$r" 'BEGIN {exit !(r >= 1.15 && r <= 1.2)}' ||
+	bad "head_dim_v 128 against 192: predicted rate ratio $r, expected 1.15-1.2"
+printf '%s\n' '  - {label: badwin, backend: cudnn, batch: 1, heads_q: 16, heads_kv: 16, seq: 4096, head_dim: 64, window: -1, causal: true, fwd_s: 0.001, fwd_tflops: 100}' \
+	>>"$tmp/ref/kernels/dv.yaml"
+status 2 "an attention row with a negative window" --kind kernel --reference "$tmp/ref"
+rm "$tmp/ref/kernels/dv.yaml"
 printf '%s\n' '  - {label: none, backend: flash, batch: 1, heads_q: 16, heads_kv: 16, seq: 512, head_dim: 128, causal: true}' \
 	>>"$tmp/ref/kernels/one.yaml"
 status 2 "an attention row without a pass" --kind kernel --reference "$tmp/ref"

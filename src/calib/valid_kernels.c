@@ -191,11 +191,16 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	a.heads_kv = get_num(row, "heads_kv");
 	a.seq_q = a.seq_kv = get_num(row, "seq");
 	a.head_dim_qk = a.head_dim_v = get_num(row, "head_dim");
+	if (get_str(row, "head_dim_v"))		/* MLA-style: V narrower */
+		a.head_dim_v = get_num(row, "head_dim_v");
 	a.causal = causal && strcmp(causal, "true") == 0;
+	if (get_str(row, "window"))		/* sliding window, keys */
+		a.window = get_num(row, "window");
 	a.kernel = backend && strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
 							       GPU_ATTN_VENDOR;
 	if (!(a.batch > 0 && a.heads_q > 0 && a.heads_kv > 0 && a.seq_q > 0 &&
-	      a.head_dim_qk > 0 && t > 0 && tf > 0))
+	      a.head_dim_qk > 0 && a.head_dim_v > 0 && a.window >= 0 &&
+	      t > 0 && tf > 0))
 		return -1;
 	c = pass ? gpu_attention_bwd(&r->g, r->dt, &a)
 		 : gpu_attention_fwd(&r->g, r->dt, &a);
@@ -310,9 +315,9 @@ static int do_row(struct valid_table *t, const struct ref *r,
 		}
 		return pass == 2 && lines > 0 ? 0 :
 		       bad(d, row, "attention row: expected batch, heads_q, "
-			   "heads_kv, seq, head_dim and a pass's time and rate "
-			   "(fwd_s and fwd_tflops, bwd_s and bwd_tflops, or "
-			   "both)");
+			   "heads_kv, seq, head_dim (optional head_dim_v, "
+			   "window) and a pass's time and rate (fwd_s and "
+			   "fwd_tflops, bwd_s and bwd_tflops, or both)");
 	}
 	if (strcmp(r->kind, "gemm") == 0)
 		rc = row_gemm(r, row, &l);
