@@ -86,9 +86,17 @@ struct coll_desc {
 				 * runs (0 = none, e.g. copy engines); the
 				 * executor slows compute on member ranks by
 				 * it (exec.h) */
-	uint64_t a2a_key;	/* nonzero: a hash of a2a_B's contents under
-				 * which plans and times may be remembered */
 	const struct coll_path *path;	/* NULL: the collective library */
 };
+
+/* Entries of a matrix coll_matrix_hash reads at most (plus the last). */
+#define COLL_MATRIX_SAMPLES 64
+
+/* A hash of the n x n matrix m from n and at most COLL_MATRIX_SAMPLES + 1
+ * of its entries (evenly spaced): equal matrices hash alike, in time
+ * independent of n; whoever keys on a matrix compares the whole of it
+ * too (a table's chains stay short as long as matrices that differ
+ * differ somewhere among the samples). */
+uint64_t coll_matrix_hash(const double *m, uint32_t n);
 
 #endif

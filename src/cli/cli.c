@@ -14,6 +14,7 @@ static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
 	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
 	  "                 [--db PATH] [--no-store] [--full]\n"
+	  "                 [--max-memory SIZE] [--max-trace SIZE]\n"
 	  "\n"
 	  "Resolve the job (model, system, layout) and simulate one step.\n"
 	  "\n"
@@ -25,7 +26,13 @@ static const struct cli_command commands[] = {
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the result\n"
 	  "  --full           simulate every GPU instead of one per group of\n"
-	  "                   identical TP/DP peers (slow at scale)\n",
+	  "                   identical TP/DP peers (slow at scale)\n"
+	  "  --max-memory SIZE  refuse (exit 2) a step whose simulation would\n"
+	  "                   need more memory than SIZE, e.g. '24 GiB'; the\n"
+	  "                   estimate is checked before anything is built\n"
+	  "                   (default: 80 %% of this machine's memory)\n"
+	  "  --max-trace SIZE refuse a --trace file larger than SIZE\n"
+	  "                   (default 2 GB)\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  NULL, NULL, "sweeps" },

@@ -1,9 +1,18 @@
 /*
  * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
- * [--db PATH] [--no-store] [--full]`: resolve the job, simulate one
- * training step, print the result (a summary with units, or one JSON
- * object), optionally write the Chrome trace, and store the run. The
- * inference phases (prefill, decode, serving) go to cli_infer.c.
+ * [--db PATH] [--no-store] [--full] [--max-memory SIZE] [--max-trace
+ * SIZE]`: resolve the job, simulate one training step, print the result
+ * (a summary with units, or one JSON object), optionally write the
+ * Chrome trace, and store the run. The inference phases (prefill,
+ * decode, serving) go to cli_infer.c.
+ *
+ * Budget: before anything is built, the step's cost is estimated
+ * (step_estimate: tasks, memory, time, trace size); a step whose
+ * simulation would need more memory than --max-memory (default 80 % of
+ * the machine's physical memory), or whose trace would exceed
+ * --max-trace (default 2 GB), is refused with exit 2, the estimate, and
+ * the flag that raises the budget (and, for --full, what the symmetric
+ * mode would need instead).
  *
  * Exit status: 0 success; 1 runtime failure (out of memory, simulation
  * failure, trace or database I/O); 2 bad input (job diagnostics, a layout
@@ -14,6 +23,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "base/diag.h"
@@ -35,7 +45,13 @@ struct run_opts {
 	const char *db;			/* database, or NULL for the default */
 	int no_store;
 	int full;			/* simulate every GPU */
+	double max_memory_B;		/* B, memory budget; 0 = the default */
+	double max_trace_B;		/* B, trace budget; 0 = the default */
 };
+
+#define TRACE_BUDGET_B 2e9		/* B, default --max-trace */
+#define MEMORY_SHARE 0.8		/* default --max-memory: of the RAM */
+#define GiB 1073741824.0
 
 static int flag(const char *arg, const char *name, int *out)
 {
@@ -43,6 +59,19 @@ static int flag(const char *arg, const char *name, int *out)
 		return 0;
 	*out = 1;
 	return 1;
+}
+
+/* A size option's value ("24 GiB"), > 0; 0 or -1 after a usage error. */
+static int size_opt(const char *opt, const char *v, double *out_B)
+{
+	const char *why = "";
+
+	if (units_parse(v, UNIT_BYTES, out_B, &why) != 0 || !(*out_B > 0)) {
+		cli_usage_error("run", "%s '%s': expected a size such as "
+				"'24 GiB'%s%s", opt, v, *why ? ": " : "", why);
+		return -1;
+	}
+	return 0;
 }
 
 static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
@@ -64,6 +93,15 @@ static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 			o->trace = v;
 		else if ((v = cli_option(argc, argv, &i, "--db", &missing)))
 			o->db = v;
+		else if ((v = cli_option(argc, argv, &i, "--max-memory",
+					 &missing))) {
+			if (size_opt("--max-memory", v, &o->max_memory_B) != 0)
+				return CLI_USAGE;
+		} else if ((v = cli_option(argc, argv, &i, "--max-trace",
+					   &missing))) {
+			if (size_opt("--max-trace", v, &o->max_trace_B) != 0)
+				return CLI_USAGE;
+		}
 		else if (missing)
 			return cli_usage_error("run", "'%s' needs a value",
 					       missing);
@@ -203,12 +241,85 @@ static int report(const struct run_opts *o, const struct job_spec *j,
 	return CLI_OK;
 }
 
+/* The default memory budget: MEMORY_SHARE of the physical memory (or
+ * none when the system does not say). */
+static double default_memory_B(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || size <= 0)
+		return 0;
+	return MEMORY_SHARE * (double)pages * (double)size;
+}
+
+/* What the symmetric mode needs, for a --full run's refusal: "; without
+ * --full ... about X GiB", or "" when it cannot be had. */
+static void symmetric_note(const struct job_spec *j, char *buf, size_t len,
+			   struct diag *d)
+{
+	struct job_spec sym = *j;
+	struct step_estimate e;
+
+	buf[0] = '\0';
+	sym.full_fidelity = 0;
+	if (step_estimate(&sym, 0, &e, d) == 0)
+		snprintf(buf, len, "; without --full (one rank per group of "
+			 "identical peers) it needs about %.2f GiB for %.2f M "
+			 "tasks", e.memory_B / GiB, e.tasks / 1e6);
+}
+
+/* Refuse, before building anything, a step past the memory or trace
+ * budget: CLI_OK, CLI_USAGE (reported) or CLI_FAIL. */
+static int check_budget(const struct run_opts *o, const struct job_spec *j,
+			struct diag *d)
+{
+	struct step_estimate e;
+	double mem = o->max_memory_B > 0 ? o->max_memory_B : default_memory_B();
+	double trace = o->max_trace_B > 0 ? o->max_trace_B : TRACE_BUDGET_B;
+	int full = o->full || j->full_fidelity, rc;
+	char note[160];
+
+	rc = step_estimate(j, o->full, &e, d);
+	if (rc != 0)
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	if (!e.buildable || (mem > 0 && e.memory_B > mem)) {
+		note[0] = '\0';
+		if (full)
+			symmetric_note(j, note, sizeof(note), d);
+		if (!e.buildable)
+			diag_error(d, NULL, 0, 0, "this step would simulate "
+				   "%.1f M tasks (%.0f simulated ranks), more "
+				   "than the %.1f M a step program holds (about "
+				   "%.0f GiB)%s", e.tasks / 1e6, e.ranks,
+				   PROG_MAX_TASKS / 1e6, e.memory_B / GiB, note);
+		else
+			diag_error(d, NULL, 0, 0, "simulating this step needs "
+				   "about %.1f GiB of memory and %.0f s (%.1f M "
+				   "tasks, %.0f simulated ranks), more than the "
+				   "%.1f GiB budget; raise it with --max-memory%s",
+				   e.memory_B / GiB, e.time_s, e.tasks / 1e6,
+				   e.ranks, mem / GiB, note);
+		return CLI_USAGE;
+	}
+	if (o->trace && e.trace_B > trace) {
+		diag_error(d, NULL, 0, 0, "the trace would be about %.1f GB "
+			   "(%.1f M tasks), more than the %.1f GB budget; "
+			   "raise it with --max-trace", e.trace_B / 1e9,
+			   e.tasks / 1e6, trace / 1e9);
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
 static int simulate(const struct run_opts *o, struct job_spec *j,
 		    struct step_result *r, struct diag *d)
 {
 	FILE *trace = NULL;
 	int rc;
 
+	rc = check_budget(o, j, d);
+	if (rc != CLI_OK)
+		return rc;
 	if (o->trace && !(trace = fopen(o->trace, "w"))) {
 		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
 		return CLI_FAIL;

@@ -197,6 +197,12 @@ static const struct schema_field algo_fields[] = {
 	  .def = "0 B", .max = 1e15,
 	  .help = "largest collective (bytes) the library runs it for, as "
 		  "MSCCL's maxBytes; 0 = any" },
+	{ .key = "reduce_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = AOFF(reduce_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "direct all-reduce: rate of the separate local reduction "
+		  "between its two shots, in bytes of the collective per second "
+		  "(MSCCL all-pairs reduces the received shards from a scratch "
+		  "buffer in a step of its own); 0 = none" },
 	LAT("base", base, "fixed latency per collective"),
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),

@@ -93,6 +93,13 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
+	{ .key = "adp_moe_allgather", .type = ST_BOOL,
+	  .offset = OFF(adp_moe_allgather), .def = "false",
+	  .help = "with attention DP the MoE layers all-gather every rank's "
+		  "tokens before the experts and reduce-scatter their outputs "
+		  "(TensorRT-LLM without its all-to-all) in place of the library "
+		  "all-to-all (moe.dispatcher alltoall, the default); other "
+		  "dispatchers (deepep, ...) stay as the job names them" },
 	{ .key = "quant_fusion", .type = ST_ENUM, .offset = OFF(quant_fusion),
 	  .values = engine_quant_fusion_names, .def = "none",
 	  .help = "kernels that write quantized GEMM inputs themselves: none "

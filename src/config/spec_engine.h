@@ -110,6 +110,9 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
+						 * rank's tokens and reduce-scatter the outputs
+						 * (in place of the library all-to-all) */
 	double eager_op_s;			/* s of host time per kernel launched outside a
 						 * graph (the framework's op dispatch and launch) */
 	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0

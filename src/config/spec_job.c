@@ -341,6 +341,26 @@ static const struct schema parallel_schema = {
 	.nfields = SCHEMA_COUNT(parallel_fields),
 };
 
+#define GOFF(m) offsetof(struct straggler_spec, m)
+
+static const struct schema_field straggler_fields[] = {
+	{ .key = "gpu", .type = ST_INT, .offset = GOFF(gpu), .def = "-1",
+	  .min = -1, .max = 1e8,
+	  .help = "global id of the slow GPU (node * gpus_per_node + local); "
+		  "-1 for none" },
+	{ .key = "compute_scale", .type = ST_NUM, .offset = GOFF(compute_scale),
+	  .def = "1", .min = 1, .max = 1000,
+	  .help = "how many times longer its kernels take" },
+};
+
+static const struct schema straggler_schema = {
+	.kind = "job.straggler",
+	.help = "a slow GPU",
+	.size = sizeof(struct straggler_spec),
+	.fields = straggler_fields,
+	.nfields = SCHEMA_COUNT(straggler_fields),
+};
+
 #define OFF(m) offsetof(struct job_spec, m)
 
 static const struct schema_field job_fields[] = {
@@ -371,6 +391,9 @@ static const struct schema_field job_fields[] = {
 	{ .key = "full_fidelity", .type = ST_BOOL, .offset = OFF(full_fidelity),
 	  .def = "false",
 	  .help = "simulate every GPU instead of one per group of identical TP/DP peers" },
+	{ .key = "straggler", .type = ST_SECTION, .offset = OFF(straggler),
+	  .sub = &straggler_schema,
+	  .help = "one GPU whose kernels run slower (needs full fidelity)" },
 };
 
 const char *const job_rule_names[JR_COUNT + 1] = {
@@ -796,7 +819,18 @@ uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 
 static int job_check(void *obj, const struct cnode *node, struct diag *d)
 {
-	return job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
+	struct job_spec *j = obj;
+	int rc = job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
+
+	if (j->straggler.gpu >= system_gpus(j->system)) {
+		cnode_error(d, node ? cnode_get(node, "straggler") : NULL,
+			    "straggler.gpu %lld: the system has %lld GPUs (ids "
+			    "0 to %lld)", (long long)j->straggler.gpu,
+			    (long long)system_gpus(j->system),
+			    (long long)system_gpus(j->system) - 1);
+		rc = -1;
+	}
+	return rc;
 }
 
 static const char *const job_dirs[] = {"workloads/jobs", NULL};

@@ -18,6 +18,7 @@
  *   serving: {engine, dtype, kv_dtype, requests, input_len, output_len,
  *             arrival_rate, ...}   (inference phases; spec_serving.h)
  *   full_fidelity: false
+ *   straggler: {gpu, compute_scale}  (none: gpu -1; full fidelity only)
  *
  * A framework (workloads/frameworks/) holds what the training software
  * does that is not the model or the layout: gradient and optimizer-state
@@ -246,6 +247,14 @@ struct parallel_spec {
 					 * parallel over all its GPUs) */
 };
 
+/* One GPU whose kernels run slower than its peers' (a thermally throttled
+ * or degraded part): every compute kernel of that GPU takes compute_scale
+ * times as long. It makes the GPUs unlike, so it needs full fidelity. */
+struct straggler_spec {
+	int64_t gpu;			/* global GPU id, or -1 for none */
+	double compute_scale;		/* kernel time factor, >= 1 */
+};
+
 struct job_spec {
 	const char *name;			/* job name */
 	const struct model_spec *model;
@@ -257,6 +266,7 @@ struct job_spec {
 	struct moe_job_spec moe;		/* MoE models only */
 	struct serving_spec serving;		/* phases prefill, decode, serving */
 	int full_fidelity;			/* simulate every GPU, not one per symmetric group */
+	struct straggler_spec straggler;	/* a slow GPU, or gpu -1 */
 };
 
 /* 1 for the inference phases (prefill, decode, serving). */

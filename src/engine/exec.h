@@ -97,10 +97,19 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 /* After exec_run(): when a task started and ended (s). */
 double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
-const struct task_info *exec_task_info(const struct prog *p, task_id t);
+/* What task t is: its name, category, layer and microbatch. */
+void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
+/* Task t's name, and its category into *cat: exec_task_info() without
+ * the layer and microbatch (no search of their runs). */
+const char *exec_task_name(const struct prog *p, task_id t,
+			   enum task_cat *cat);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
-/* The collective a task belongs to, or NULL for a plain task. */
+/* The collective a task belongs to, or NULL for a plain task. Calls with
+ * equal descriptors share one (the program keeps one copy of each). */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
+/* Which call of a collective a task is a member of (members of one call
+ * share it, and are consecutive tasks), or UINT32_MAX for a plain task. */
+uint32_t exec_task_coll_id(const struct prog *p, task_id t);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
 

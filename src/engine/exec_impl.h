@@ -3,26 +3,29 @@
  * executor (exec_*.c): how a program is stored and what a run keeps.
  * Nothing outside src/engine/ includes it.
  *
- * Storage is sized for programs of 10^5..10^6 tasks. What the executor
- * touches for every task sits in one 16-byte record (one cache miss, not
- * one per field):
+ * Storage is sized for programs of 10^6..10^8 tasks (every GPU of a
+ * 16k-GPU job), so a task costs as few bytes as the executor can use
+ * without a second cache miss. What it touches for every task sits in
+ * one 12-byte record:
  *
- *   dur    i64   duration in ns (>= 0), or -(k + 1) for a member of
- *                collective k
+ *   kind   u32   index into the kinds table (duration, name, category,
+ *                shared by every task alike: a GEMM of one shape is one
+ *                kind however many microbatches, layers and ranks run it),
+ *                or KIND_COLL | k for a member of collective k
  *   lane   u32   rank * nstreams + stream
  *   next   u32   next task on the same lane (the stream's FIFO order)
  *
- * and the task's description is an index (u32) into the deduplicated
- * task_info table: 20 bytes a task, plus 8 bytes a dependency edge while
- * building (4 once the edges are turned into CSR at run time), plus 64
- * bytes a collective. Names are interned once per distinct string;
- * task_info records are shared by every task with the same (name,
- * category, layer, microbatch), which is most of them when peer ranks run
- * the same layers; a collective's GPU list is shared by every collective
- * over that group (prog_intern.c).
- *
- * A run adds a 24-byte state per task (start and end or arrival, pending
- * count, cause; kept for the accessors) and, while it runs, a work-queue entry per task.
+ * A task's layer and microbatch are kept as runs (a run: consecutive
+ * tasks with the same pair, as the builders add a layer's kernels one
+ * after another), found by binary search when a report asks. Edges cost
+ * 8 bytes each while building; for a run they become one successor per
+ * task (4 bytes; most tasks have one besides their stream successor)
+ * and a CSR for the few with more. A collective costs 16 bytes; its
+ * descriptor is shared by every collective alike (same op, size, group,
+ * overrides), and a GPU list by every descriptor over that group
+ * (prog_intern.c). A run adds a 16-byte state per task (end or arrival,
+ * then a pending count or the stretch that gives the start, and the
+ * critical-path cause) and 32 bytes per collective.
  *
  * Depends on exec.h, base/arena.h.
  */
@@ -32,12 +35,33 @@
 #include "exec.h"
 #include "base/arena.h"
 
-/* A collective: its descriptor (arrays copied into the program's arena)
- * and its member tasks first .. first + n - 1. */
+/* ptask.kind of a collective member: KIND_COLL | collective index. */
+#define KIND_COLL 0x80000000u
+
+/* Most tasks a program holds: ids stay below KIND_COLL (the successor
+ * lists mark tasks with several by that bit). */
+
+/* What every task of one kind shares. */
+struct pkind {
+	int64_t dur;		/* ns >= 0 (0 for collective members) */
+	const char *name;	/* interned, or a literal */
+	uint32_t cat;		/* enum task_cat */
+};
+
+/* A run of consecutive tasks with the same layer and microbatch. */
+struct ptag {
+	task_id first;		/* first task of the run */
+	int32_t layer;		/* -1 when not tied to a layer */
+	int32_t microbatch;	/* -1 when not tied to a microbatch */
+};
+
+/* A collective: its descriptor and its member tasks first .. first +
+ * n - 1. */
 struct pcoll {
-	struct coll_desc desc;	/* gpus, a2a_B point into prog->arena */
+	uint32_t desc;		/* index into descs */
 	task_id first;		/* task id of the member on ranks[0] */
 	uint32_t n;		/* simulated members */
+	uint32_t kind;		/* the members' name and category */
 };
 
 /* When a collective ran, relative to the start of the run. */
@@ -57,63 +81,119 @@ struct itab {
 
 /* A task as the executor sees it. */
 struct ptask {
-	int64_t dur;		/* ns, or -(collective + 1) for a member */
+	uint32_t kind;		/* index into kinds, or KIND_COLL | k */
 	uint32_t lane;		/* rank * nstreams + stream */
 	uint32_t next;		/* next task on the lane, or TASK_NONE */
 };
 
+/* pstate.aux of a plain task whose stretch does not fit in 31 bits: its
+ * start is in prog->far. */
+#define STRETCH_FAR INT32_MAX
+
 /* A task during and after a run. */
 struct pstate {
 	int64_t stamp;		/* ns; plain task: end; collective member:
-				 * arrival */
-	int64_t start;		/* ns; plain task: start (compute may stretch
-				 * past dur, see exec.h) */
-	uint32_t pending;	/* unfinished predecessors (run only) */
+				 * arrival; before either: when its critical-
+				 * path cause ended */
+	uint32_t aux;		/* until ready: unfinished predecessors;
+				 * a plain task once ended: its stretch
+				 * (int32), end - start - dur in ns (compute
+				 * slowed by collectives, see exec.h), or
+				 * STRETCH_FAR */
 	uint32_t cause;		/* critical-path cause, or TASK_NONE */
+};
+
+/* The start of a task whose stretch is STRETCH_FAR. */
+struct pfar {
+	task_id t;
+	int64_t start;		/* ns */
 };
 
 struct prog {
 	uint32_t nranks;		/* simulated ranks */
 	uint32_t nstreams;		/* streams per rank */
+	uint32_t stream_shift;		/* log2 nstreams when a power of two,
+					 * else NO_SHIFT */
 	uint32_t ntasks, cap;		/* tasks, allocated task slots */
 	struct ptask *task;		/* per task */
-	uint32_t *info;			/* per task: index into infos */
 	uint32_t *lane_head;		/* per lane: first task or none */
 	uint32_t *lane_tail;		/* per lane: last task or none */
 	const char **stream_name;	/* per stream: name or NULL */
 
-	struct task_info *infos;	/* distinct task descriptions */
-	struct itab info_tab;		/* ... and their table */
+	struct pkind *kinds;		/* distinct task kinds */
+	struct itab kind_tab;		/* ... and their table */
+	struct kind_memo {		/* recent lookups, by name address */
+		const char *name;
+		uint64_t dur_bits;	/* the duration in s, as bits */
+		uint32_t cat, index;
+	} kind_memo[64];
+	struct ptag *tags;		/* layer and microbatch runs */
+	uint32_t ntags, captags;
 	const char **strs;		/* interned strings (in arena) */
 	struct itab str_tab;
 	const uint32_t **groups;	/* member lists: n, then n GPU ids */
 	struct itab group_tab;
+	struct pmat {			/* all-to-all matrices (in arena) */
+		const double *v;	/* n x n B */
+		uint32_t n;
+	} *mats;
+	struct itab mat_tab;
 
 	struct pcoll *colls;		/* collectives */
 	uint32_t ncolls, capcolls;
+	struct coll_desc *descs;	/* distinct descriptors (gpus, a2a_B
+					 * in the arena, interned) */
+	struct itab desc_tab;
 	struct coll_path *path;		/* the last non-library path copied (in
 					 * arena); collectives with an equal one
 					 * share it */
 
 	uint32_t *edge;			/* edges to add: before, after */
 	uint32_t nedges, capedges;	/* pairs */
-	uint32_t *succ_off;		/* CSR: ncsr + 1 offsets into succ */
-	uint32_t *succ;			/* CSR: successors by task */
-	uint32_t ncsr;			/* tasks the CSR covers */
+	uint32_t *succ1;		/* per task (ncsr of them): its one
+					 * successor, TASK_NONE, or KIND_COLL |
+					 * j for several: more[more_off[j] ..
+					 * more_off[j + 1]) */
+	uint32_t *more_off;		/* nmore + 1 */
+	uint32_t *more;			/* successors of tasks with several */
+	uint32_t nmore;			/* tasks with several successors */
+	uint32_t ncsr;			/* tasks succ1 covers */
 
 	struct arena arena;		/* strings, collective arrays */
 
 	/* results of the last successful exec_run() */
 	struct pstate *state;		/* per task */
+	struct pfar *far;		/* starts of far-stretched tasks, by id */
+	uint32_t nfar, capfar;
 	struct pcoll_time *coll_time;	/* per collective */
 	uint64_t *critical;		/* bitmap: on the critical path */
 	int ran;			/* results are valid */
+
+	void (*progress)(void *arg, uint32_t done, uint32_t total,
+			 double now_s);	/* or NULL */
+	void *progress_arg;
 
 	int failed;			/* an allocation failed (build) */
 	char why[320];			/* exec_run()'s message */
 	struct exec_jitter jitter;	/* per-rank variability; 0 = none */
 };
 
+#define NO_SHIFT 32u
+
+/* The rank and stream of a lane (a shift and a mask when nstreams is a
+ * power of two, as the step builder's 8 streams are: these run for every
+ * task, and a division costs tens of cycles). */
+static inline uint32_t lane_rank(const struct prog *p, uint32_t lane)
+{
+	return p->stream_shift != NO_SHIFT ? lane >> p->stream_shift
+					   : lane / p->nstreams;
+}
+
+static inline uint32_t lane_stream(const struct prog *p, uint32_t lane)
+{
+	return p->stream_shift != NO_SHIFT ? lane & (p->nstreams - 1)
+					   : lane % p->nstreams;
+}
 /* ---- variability during a run (exec_jitter.c) ---- */
 
 #define JIT_MEMO 4096		/* group sizes whose e(N), v(N) are kept */
@@ -173,53 +253,105 @@ double exec_jit_sd(struct exec_jit *j, uint32_t rank);
 /* The simulated rank a task runs on. */
 static inline uint32_t task_rank(const struct prog *p, task_id t)
 {
-	return p->task[t].lane / p->nstreams;
+	return lane_rank(p, p->task[t].lane);
 }
 
 /* Collective index of a member task, or UINT32_MAX for a plain task. */
 static inline uint32_t task_coll(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
 
-	return d < 0 ? (uint32_t)(-(d + 1)) : UINT32_MAX;
+	return k & KIND_COLL ? k & ~KIND_COLL : UINT32_MAX;
+}
+
+/* The kind of a task (a member's: its collective's). */
+static inline const struct pkind *task_kind(const struct prog *p, task_id t)
+{
+	uint32_t k = p->task[t].kind;
+
+	return &p->kinds[k & KIND_COLL ? p->colls[k & ~KIND_COLL].kind : k];
+}
+
+static inline enum task_cat task_cat(const struct prog *p, task_id t)
+{
+	return (enum task_cat)task_kind(p, t)->cat;
 }
 
 /* Times of an executed task (ns from the start of the run). */
 static inline units_ns_t task_end_ns(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
 
-	return d >= 0 ? p->state[t].stamp
-		      : p->coll_time[task_coll(p, t)].end_ns;
+	return k & KIND_COLL ? p->coll_time[k & ~KIND_COLL].end_ns
+			     : p->state[t].stamp;
 }
+
+/* exec_run.c: the start of a plain task whose stretch is STRETCH_FAR. */
+units_ns_t exec_far_start(const struct prog *p, task_id t);
 
 static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 {
-	int64_t d = p->task[t].dur;
+	uint32_t k = p->task[t].kind;
+	int32_t stretch;
 
-	return d >= 0 ? p->state[t].start
-		      : p->coll_time[task_coll(p, t)].start_ns;
+	if (k & KIND_COLL)
+		return p->coll_time[k & ~KIND_COLL].start_ns;
+	stretch = (int32_t)p->state[t].aux;
+	if (stretch == STRETCH_FAR)
+		return exec_far_start(p, t);
+	return p->state[t].stamp - p->kinds[k].dur - stretch;
 }
 
 /* prog_intern.c: free a table (not its entries). */
 void prog_itab_release(struct itab *t);
 
-/* prog_intern.c: index of *in in p->infos, added if new; UINT32_MAX when
- * out of memory. */
-uint32_t prog_intern_info(struct prog *p, const struct task_info *in);
+/* prog_intern.c: index of the kind (dur ns, name, cat) in p->kinds,
+ * added if new; UINT32_MAX when out of memory. */
+uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
+			  enum task_cat cat);
+
+/* The same for a duration in seconds (dur_s >= 0, converted to ns once
+ * per distinct value), through a memo of recent lookups. */
+uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
+			    enum task_cat cat);
+
+/* prog_intern.c: the index of a descriptor equal to *c (whose gpus and
+ * a2a_B are already the program's copies) in p->descs, added if new;
+ * UINT32_MAX when out of memory. */
+uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c);
+
+/* The descriptor of collective k. */
+static inline const struct coll_desc *coll_desc_of(const struct prog *p,
+						   uint32_t k)
+{
+	return &p->descs[p->colls[k].desc];
+}
 
 /* prog_intern.c: the program's copy of the n GPU ids, shared by every
  * collective over the same list; NULL when out of memory. */
 const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 				  uint32_t n);
 
+/* prog_intern.c: the program's copy of the n x n matrix m, shared by
+ * every collective with an equal one; NULL when out of memory. */
+const double *prog_intern_matrix(struct prog *p, const double *m,
+				 uint32_t n);
+
 /* prog.c: forget the results of the last run (the program is being
  * changed or run again). */
 void prog_drop_results(struct prog *p);
 
-/* prog.c: turn the pending edges into CSR (merging with an existing
- * one). Returns 0 or -1 when out of memory. */
+/* prog.c: turn the pending edges into successor lists (merging with
+ * existing ones). Returns 0 or -1 when out of memory. */
 int prog_build_csr(struct prog *p);
+
+/* The layer and microbatch run task t belongs to. */
+const struct ptag *prog_task_tag(const struct prog *p, task_id t);
+
+/* The same, searching on from run *hint (updated) when t is at or after
+ * it: O(1) for a caller walking one lane's tasks in order. */
+const struct ptag *prog_task_tag_near(const struct prog *p, task_id t,
+				      uint32_t *hint);
 
 /* exec_run.c: "compute", "comm", "optimizer", "other". */
 const char *exec_cat_name(enum task_cat cat);

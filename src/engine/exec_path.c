@@ -93,7 +93,7 @@ static enum exec_part part_of(const struct path *pa, task_id t)
 {
 	const struct prog *p = pa->p;
 
-	switch (p->infos[p->info[t]].cat) {
+	switch (task_cat(p, t)) {
 	case TASK_COMPUTE:
 		return task_rank(p, t) == pa->final_rank ? EXEC_COMPUTE
 							 : EXEC_BUBBLE;
@@ -115,30 +115,58 @@ static int span_cmp(const void *a, const void *b)
 	return (x->end > y->end) - (x->end < y->end);
 }
 
+/* Append [start, end) to pa->busy (cap entries allocated), or extend the
+ * last span when from_lane says it is of the same lane and [start, end)
+ * starts within it (a lane's tasks come in time order); 0 or -1. */
+static int push_span(struct path *pa, uint32_t *cap, int same_lane,
+		     units_ns_t start, units_ns_t end)
+{
+	struct span *top = pa->nbusy ? &pa->busy[pa->nbusy - 1] : NULL;
+
+	if (same_lane && top && start <= top->end) {
+		if (end > top->end)
+			top->end = end;
+		return 0;
+	}
+	if (pa->nbusy == *cap) {
+		uint32_t ncap = *cap ? 2 * *cap : 64;
+		struct span *nb = mem_realloc(pa->busy, ncap * sizeof(*nb));
+
+		if (!nb)
+			return -1;
+		pa->busy = nb;
+		*cap = ncap;
+	}
+	pa->busy[pa->nbusy++] = (struct span){ start, end };
+	return 0;
+}
+
 /* Collect the final rank's compute tasks as sorted disjoint spans; 0 or
- * -1 when out of memory. */
+ * -1 when out of memory. Each lane's tasks run in order, so touching
+ * ones merge as they come: memory goes with the rank's idle gaps, not
+ * its tasks (a one-rank program of 10^8 tasks has a few spans). */
 static int collect_busy(struct path *pa)
 {
 	const struct prog *p = pa->p;
-	uint32_t lane = pa->final_rank * p->nstreams, s, n = 0, i, cap = 0;
+	uint32_t lane = pa->final_rank * p->nstreams, s, n, i, cap = 0;
 	task_id t;
 
-	for (s = 0; s < p->nstreams; s++)
+	pa->nbusy = 0;
+	for (s = 0; s < p->nstreams; s++) {
+		uint32_t first = pa->nbusy;
+
 		for (t = p->lane_head[lane + s]; t != TASK_NONE;
 		     t = p->task[t].next)
-			cap++;
-	pa->busy = mem_alloc((size_t)cap * sizeof(*pa->busy));
-	if (!pa->busy)
-		return -1;
-	for (s = 0; s < p->nstreams; s++)
-		for (t = p->lane_head[lane + s]; t != TASK_NONE;
-		     t = p->task[t].next)
-			if (p->infos[p->info[t]].cat == TASK_COMPUTE &&
-			    task_end_ns(p, t) > task_start_ns(p, t)) {
-				pa->busy[n].start = task_start_ns(p, t);
-				pa->busy[n++].end = task_end_ns(p, t);
-			}
-	qsort(pa->busy, n, sizeof(*pa->busy), span_cmp);
+			if (task_cat(p, t) == TASK_COMPUTE &&
+			    task_end_ns(p, t) > task_start_ns(p, t) &&
+			    push_span(pa, &cap, pa->nbusy > first,
+				      task_start_ns(p, t),
+				      task_end_ns(p, t)) != 0)
+				return -1;
+	}
+	n = pa->nbusy;
+	if (n > 1)
+		qsort(pa->busy, n, sizeof(*pa->busy), span_cmp);
 	/* Merge overlapping or touching spans in place. */
 	for (i = 0, pa->nbusy = 0; i < n; i++) {
 		struct span *top = pa->nbusy ? &pa->busy[pa->nbusy - 1] : NULL;

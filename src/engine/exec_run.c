@@ -11,7 +11,7 @@
  *                     starts (comm_ops.start) and every member finishes
  *                     when the backend calls done
  *
- * Finished tasks are appended to order[], the work queue of tasks whose
+ * Finished tasks are appended to a work queue (a ring) of tasks whose
  * successors are still to be released; releasing never recurses, however
  * long a chain of zero-time tasks.
  *
@@ -44,6 +44,7 @@
 #include "base/mem.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,9 @@ struct lane_run {
 	struct run *run;
 	task_id cur;		/* task running on the lane, or TASK_NONE */
 	sim_id ev;		/* its end event */
+	units_ns_t start;	/* ns, when it started */
+	int64_t dur;		/* ns, its duration at full speed */
+	uint32_t tag_hint;	/* run of its last task (variability) */
 	double left_ns;		/* ns of work left at full speed, as of since */
 	units_ns_t since;	/* ns, run time left_ns was last brought up */
 	double rate;		/* speed now (1 = full) */
@@ -64,14 +68,31 @@ struct lane_run {
 struct rank_load {
 	double share;		/* sum of their sm_share */
 	uint32_t n;		/* how many with a share run */
+	uint64_t slow;		/* bit s: stream s runs a compute or optimizer
+				 * task (streams past 63: always looked at) */
 };
 
+/* A collective during a run: 12 bytes; its run is found from its index
+ * (the array sits in a struct coll_runs after the run's address). */
 struct coll_run {
-	struct run *run;
 	uint32_t k;		/* collective index */
 	uint32_t arrived;	/* members that reached it */
-	int state;		/* 0 waiting, 1 started, 2 done */
+	uint8_t state;		/* 0 waiting, 1 started, 2 done */
 };
+
+struct coll_runs {
+	struct run *run;
+	struct coll_run c[];	/* per collective */
+};
+
+/* The run collective cr belongs to (the backend's token is cr). */
+static struct run *run_of(const struct coll_run *cr)
+{
+	const struct coll_run *first = cr - cr->k;
+
+	return ((const struct coll_runs *)(const void *)((const char *)first -
+		offsetof(struct coll_runs, c)))->run;
+}
 
 /* A candidate cause of a collective's members. */
 struct cand {
@@ -88,14 +109,15 @@ struct run {
 	units_ns_t now;			/* ns since t0, current event */
 	struct cand *cand;		/* scratch, one per member of the
 					 * largest collective */
-	uint32_t *order;		/* finished tasks, in finish order */
-	uint32_t nfinished;		/* entries in order[] */
-	uint32_t nreleased;		/* entries whose successors were
-					 * released */
+	uint32_t *queue;		/* ring: finished, not yet released */
+	uint32_t qhead, qlen, qcap;	/* qcap a power of two */
+	uint32_t nfinished;		/* tasks finished */
 	struct lane_run *lanes;
+	struct coll_runs *colls_mem;	/* the run's address, then colls */
 	struct coll_run *colls;
 	struct rank_load *load;		/* per rank */
 	int draining;			/* release() is on the stack */
+	int failed;			/* out of memory while running */
 	struct exec_jit jit;		/* variability, when the program has it */
 	uint32_t *jit_ranks;		/* scratch: a collective's member ranks */
 	units_ns_t *compute_end;	/* per rank: ns, end of its last compute
@@ -104,9 +126,6 @@ struct run {
 	int jit_failed;			/* out of memory in the variability model */
 };
 
-static const char *const cat_names[TASK_CAT_COUNT] = {
-	"compute", "comm", "optimizer", "other",
-};
 
 const char *const exec_part_keys[EXEC_PART_COUNT] = {
 	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
@@ -118,9 +137,33 @@ static void tick(struct run *r)
 	r->now = sim_now(r->sim) - r->t0;
 }
 
+/* Queue t, finished, for release; out of memory stops the run (the
+ * engine's sticky failure reports it). */
 static void finish(struct run *r, task_id t)
 {
-	r->order[r->nfinished++] = t;
+	if (r->qlen == r->qcap) {
+		uint32_t ncap = r->qcap * 2, i;
+		uint32_t *nq = mem_alloc((size_t)ncap * sizeof(*nq));
+
+		if (!nq) {
+			r->failed = 1;
+			sim_stop(r->sim);
+			return;
+		}
+		for (i = 0; i < r->qlen; i++)
+			nq[i] = r->queue[(r->qhead + i) & (r->qcap - 1)];
+		mem_free(r->queue);
+		r->queue = nq;
+		r->qhead = 0;
+		r->qcap = ncap;
+	}
+	r->queue[(r->qhead + r->qlen++) & (r->qcap - 1)] = t;
+	/* The critical-path bitmap marks finished tasks while running (for
+	 * diagnose()); it is cleared before the path is marked. */
+	r->p->critical[t / 64] |= (uint64_t)1 << (t % 64);
+	if (++r->nfinished % PROG_PROGRESS_TASKS == 0 && r->p->progress)
+		r->p->progress(r->p->progress_arg, r->nfinished, r->p->ntasks,
+			       units_ns_to_s(r->now));
 }
 
 static void lane_end(struct sim *sim, void *arg);
@@ -138,15 +181,18 @@ static int better(const struct prog *p, task_id a, task_id b, uint32_t rank)
 	return a < b;
 }
 
-/* c finished now and releases s. */
+/* c finished now and releases s. Until s is ready its stamp holds when
+ * its cause ended (every task released in one event ended at that
+ * event's time), so the choice reads s's record only. */
 static void offer(struct run *r, task_id c, task_id s)
 {
-	const struct prog *p = r->p;
-	task_id cur = p->state[s].cause;
+	struct pstate *st = &r->p->state[s];
 
-	if (cur == TASK_NONE || task_end_ns(p, cur) < r->now ||
-	    better(p, c, cur, task_rank(p, s)))
-		p->state[s].cause = c;
+	if (st->cause == TASK_NONE || st->stamp < r->now ||
+	    better(r->p, c, st->cause, task_rank(r->p, s))) {
+		st->cause = c;
+		st->stamp = r->now;
+	}
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -236,20 +282,49 @@ static void lane_schedule(struct run *r, struct lane_run *l)
 	}
 	d = ceil(l->left_ns / l->rate);
 	dt = d > 0 ? (units_ns_t)d : 0;
-	r->p->state[l->cur].stamp = r->now + dt;
 	l->ev = sim_at(r->sim, sim_now(r->sim) + dt, lane_end, l);
+}
+
+/* Set (on) or clear the bit of lane l's stream in its rank's slowable
+ * set. */
+static void slow_bit(struct run *r, const struct lane_run *l, int on)
+{
+	uint32_t lane = (uint32_t)(l - r->lanes);
+	uint32_t s = lane_stream(r->p, lane);
+	uint64_t *bits = &r->load[lane_rank(r->p, lane)].slow;
+
+	if (s >= 64)
+		return;
+	if (on)
+		*bits |= (uint64_t)1 << s;
+	else
+		*bits &= ~((uint64_t)1 << s);
 }
 
 /* Compute task t ended: its work (at full speed) adds lateness. Counted
  * when done, so a rendezvous sees exactly the work finished before it,
  * however same-time events are ordered. */
-static void jit_compute(struct run *r, task_id t)
+static void jit_compute(struct run *r, struct lane_run *l, task_id t)
 {
 	const struct prog *p = r->p;
 
 	exec_jit_compute(&r->jit, task_rank(p, t),
-			 p->infos[p->info[t]].microbatch,
-			 units_ns_to_s(p->task[t].dur));
+			 prog_task_tag_near(p, t, &l->tag_hint)->microbatch,
+			 units_ns_to_s(p->kinds[p->task[t].kind].dur));
+}
+
+/* Whether successor s of member m (on rank) goes on from the member's
+ * result on its rank: a compute or optimizer task, or a collective on
+ * another stream (that compute then waits for). */
+static int gates(const struct prog *p, task_id m, task_id s, uint32_t rank)
+{
+	enum task_cat cat = task_cat(p, s);
+
+	if (task_rank(p, s) != rank)
+		return 0;
+	return !(p->task[s].kind & KIND_COLL) ?
+	       cat == TASK_COMPUTE || cat == TASK_OPTIMIZER :
+	       p->task[s].lane != p->task[m].lane;
 }
 
 /* Collective pc ended: a member whose rank goes on from its result (a
@@ -260,28 +335,24 @@ static void jit_compute(struct run *r, task_id t)
 static void jit_realign(struct run *r, const struct pcoll *pc)
 {
 	const struct prog *p = r->p;
-	uint32_t i, e;
+	uint32_t i, e, k = (uint32_t)(pc - p->colls);
 
 	for (i = 0; i < pc->n; i++) {
-		task_id m = pc->first + i;
-		uint32_t rank = task_rank(p, m);
+		task_id m = pc->first + i, s1 = p->succ1[m];
+		uint32_t rank = task_rank(p, m), lo = 0, hi = 0;
+		int hit;
 
-		for (e = p->succ_off[m]; e < p->succ_off[m + 1]; e++) {
-			task_id s = p->succ[e];
-			enum task_cat cat = p->infos[p->info[s]].cat;
-
-			int gates = p->task[s].dur >= 0 ?
-				    cat == TASK_COMPUTE || cat == TASK_OPTIMIZER :
-				    p->task[s].lane != p->task[m].lane;
-
-			if (task_rank(p, s) == rank && gates) {
-				if (exec_jit_realign(&r->jit, rank,
-						     r->group_key[pc - p->colls],
-						     pc->desc.ngpus) != 0)
-					r->jit_failed = 1;
-				break;
-			}
+		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+			lo = p->more_off[s1 & ~KIND_COLL];
+			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+			s1 = TASK_NONE;
 		}
+		hit = s1 != TASK_NONE && gates(p, m, s1, rank);
+		for (e = lo; e < hi && !hit; e++)
+			hit = gates(p, m, p->more[e], rank);
+		if (hit && exec_jit_realign(&r->jit, rank, r->group_key[k],
+					    coll_desc_of(p, k)->ngpus) != 0)
+			r->jit_failed = 1;
 	}
 }
 
@@ -289,16 +360,19 @@ static void jit_realign(struct run *r, const struct pcoll *pc)
 static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		       int64_t dur)
 {
-	enum task_cat cat = r->p->infos[r->p->info[t]].cat;
+	enum task_cat cat = task_cat(r->p, t);
 
 	l->cur = t;
+	l->start = r->now;
+	l->dur = dur;
 	l->left_ns = (double)dur;
 	l->since = r->now;
 	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
+	if (l->slowable)
+		slow_bit(r, l, 1);
 	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
-		r->p->state[t].stamp = r->now + dur;
 		l->ev = sim_at(r->sim, sim_now(r->sim) + dur, lane_end, l);
 		return;
 	}
@@ -307,46 +381,57 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 
 /* The compute share on rank changed: move the ends of its running
  * compute tasks. */
+/* Lane l's task now runs at rate x: bring its work left up to date and
+ * move its end. */
+static void rerate_lane(struct run *r, struct lane_run *l, double x)
+{
+	if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
+		return;
+	l->left_ns -= (double)(r->now - l->since) * l->rate;
+	if (l->left_ns < 0)
+		l->left_ns = 0;
+	l->since = r->now;
+	l->rate = x;
+	sim_cancel(r->sim, l->ev);
+	lane_schedule(r, l);
+}
+
 static void rank_rerate(struct run *r, uint32_t rank)
 {
 	const struct prog *p = r->p;
+	struct lane_run *lanes = &r->lanes[rank * p->nstreams];
 	double x = rank_rate(r, rank);
+	uint64_t bits;
 	uint32_t s;
 
-	for (s = 0; s < p->nstreams; s++) {
-		struct lane_run *l = &r->lanes[rank * p->nstreams + s];
-
-		if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
-			continue;
-		l->left_ns -= (double)(r->now - l->since) * l->rate;
-		if (l->left_ns < 0)
-			l->left_ns = 0;
-		l->since = r->now;
-		l->rate = x;
-		sim_cancel(r->sim, l->ev);
-		lane_schedule(r, l);
-	}
+	/* The streams running a slowable task, a bit each (streams past 63
+	 * are looked at every time). */
+	for (bits = r->load[rank].slow; bits; bits &= bits - 1)
+		rerate_lane(r, &lanes[__builtin_ctzll(bits)], x);
+	for (s = 64; s < p->nstreams; s++)
+		rerate_lane(r, &lanes[s], x);
 }
 
 /* Collective pc starts (on = 1) or ends (on = 0): its compute share is
  * taken from, or given back to, each member rank. */
 static void coll_load(struct run *r, const struct pcoll *pc, int on)
 {
+	const struct coll_desc *desc = &r->p->descs[pc->desc];
 	uint32_t i;
 
-	if (!(pc->desc.sm_share > 0))
+	if (!(desc->sm_share > 0))
 		return;
 	for (i = 0; i < pc->n; i++) {
 		uint32_t rank = task_rank(r->p, pc->first + i);
 		struct rank_load *l = &r->load[rank];
 
 		if (on) {
-			l->share += pc->desc.sm_share;
+			l->share += desc->sm_share;
 			l->n++;
 		} else if (--l->n == 0) {
 			l->share = 0;	/* no drift once all have ended */
 		} else {
-			l->share -= pc->desc.sm_share;
+			l->share -= desc->sm_share;
 		}
 		rank_rerate(r, rank);
 	}
@@ -371,7 +456,8 @@ static units_ns_t coll_wait_ns(struct run *r, const struct pcoll *pc)
 			ready_ns = r->compute_end[r->jit_ranks[i]];
 	}
 	if (exec_jit_rendezvous(&r->jit, r->jit_ranks, pc->n,
-				r->group_key[pc - r->p->colls], pc->desc.ngpus,
+				r->group_key[pc - r->p->colls],
+				coll_desc_of(r->p, (uint32_t)(pc - r->p->colls))->ngpus,
 				&s) != 0) {
 		r->jit_failed = 1;
 		return 0;
@@ -388,7 +474,7 @@ static void coll_go(struct run *r, struct coll_run *cr)
 	cr->state = 1;
 	p->coll_time[cr->k].start_ns = r->now;
 	coll_load(r, &p->colls[cr->k], 1);
-	r->ops->start(r->ctx, &p->colls[cr->k].desc, coll_done, cr);
+	r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
 }
 
 static void coll_go_event(struct sim *sim, void *arg)
@@ -396,23 +482,25 @@ static void coll_go_event(struct sim *sim, void *arg)
 	struct coll_run *cr = arg;
 
 	(void)sim;
-	tick(cr->run);
-	coll_go(cr->run, cr);
-	release(cr->run);
+	tick(run_of(cr));
+	coll_go(run_of(cr), cr);
+	release(run_of(cr));
 }
 
 /* Task t has no unfinished predecessor. */
 static void ready(struct run *r, task_id t)
 {
 	struct prog *p = r->p;
-	int64_t dur = p->task[t].dur;
+	uint32_t kind = p->task[t].kind;
 	struct coll_run *cr;
 	units_ns_t wait;
 
-	if (dur >= 0) {
-		p->state[t].start = r->now;
+	if (!(kind & KIND_COLL)) {
+		int64_t dur = p->kinds[kind].dur;
+
 		if (dur == 0) {
 			p->state[t].stamp = r->now;
+			p->state[t].aux = 0;	/* no stretch */
 			finish(r, t);
 			return;
 		}
@@ -420,7 +508,7 @@ static void ready(struct run *r, task_id t)
 		return;
 	}
 	p->state[t].stamp = r->now;
-	cr = &r->colls[task_coll(p, t)];
+	cr = &r->colls[kind & ~KIND_COLL];
 	if (++cr->arrived < p->colls[cr->k].n)
 		return;
 	coll_causes(r, &p->colls[cr->k]);
@@ -436,7 +524,7 @@ static void release_one(struct run *r, task_id c, task_id s)
 {
 	__builtin_prefetch(&r->p->task[s]);
 	offer(r, c, s);
-	if (--r->p->state[s].pending == 0)
+	if (--r->p->state[s].aux == 0)
 		ready(r, s);
 }
 
@@ -450,45 +538,100 @@ static void release(struct run *r)
 	if (r->draining)
 		return;
 	r->draining = 1;
-	while (r->nreleased < r->nfinished) {
-		task_id t = r->order[r->nreleased++];
-		uint32_t e;
+	while (r->qlen > 0) {
+		task_id t = r->queue[r->qhead], s1;
+		uint32_t e, lo = 0, hi = 0;
 
+		r->qhead = (r->qhead + 1) & (r->qcap - 1);
+		r->qlen--;
+		s1 = p->succ1[t];
+		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+			lo = p->more_off[s1 & ~KIND_COLL];
+			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+			s1 = TASK_NONE;
+		}
 		/* Start loading the successors' records: the misses overlap
 		 * instead of queueing one behind the other. */
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++) {
-			__builtin_prefetch(&p->state[p->succ[e]]);
-			__builtin_prefetch(&p->task[p->succ[e]]);
+		if (s1 != TASK_NONE) {
+			__builtin_prefetch(&p->state[s1]);
+			__builtin_prefetch(&p->task[s1]);
+		}
+		for (e = lo; e < hi; e++) {
+			__builtin_prefetch(&p->state[p->more[e]]);
+			__builtin_prefetch(&p->task[p->more[e]]);
 		}
 		if (p->task[t].next != TASK_NONE)
 			release_one(r, t, p->task[t].next);
-		for (e = p->succ_off[t]; e < p->succ_off[t + 1]; e++)
-			release_one(r, t, p->succ[e]);
+		if (s1 != TASK_NONE)
+			release_one(r, t, s1);
+		for (e = lo; e < hi; e++)
+			release_one(r, t, p->more[e]);
 	}
 	r->draining = 0;
+}
+
+/* Record the start of a task stretched beyond what pstate.aux holds
+ * (tasks end in time order, so far[] is sorted by end, not id: sorted
+ * by id after the run). */
+static void far_start(struct run *r, task_id t, units_ns_t start)
+{
+	struct prog *p = r->p;
+
+	if (p->nfar == p->capfar) {
+		uint32_t ncap = p->capfar ? 2 * p->capfar : 16;
+		struct pfar *nf = mem_realloc(p->far, ncap * sizeof(*nf));
+
+		if (!nf) {
+			r->failed = 1;
+			sim_stop(r->sim);
+			return;
+		}
+		p->far = nf;
+		p->capfar = ncap;
+	}
+	p->far[p->nfar++] = (struct pfar){ t, start };
+}
+
+static int far_cmp(const void *a, const void *b)
+{
+	const struct pfar *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
 }
 
 static void lane_end(struct sim *sim, void *arg)
 {
 	struct lane_run *l = arg;
+	struct run *r = l->run;
 	task_id t = l->cur;
+	int64_t stretch;
 
 	(void)sim;
-	tick(l->run);
-	if (l->run->jit.on && l->slowable) {
-		l->run->compute_end[task_rank(l->run->p, t)] = l->run->now;
-		jit_compute(l->run, t);
+	tick(r);
+	if (l->slowable)
+		slow_bit(r, l, 0);
+	if (r->jit.on && l->slowable) {
+		r->compute_end[task_rank(r->p, t)] = r->now;
+		jit_compute(r, l, t);
 	}
 	l->cur = TASK_NONE;
-	l->run->p->state[t].stamp = l->run->now;
-	finish(l->run, t);
-	release(l->run);
+	r->p->state[t].stamp = r->now;
+	/* The start, kept as how much longer than dur the task took. */
+	stretch = r->now - l->start - l->dur;
+	if (stretch > INT32_MIN && stretch < STRETCH_FAR) {
+		r->p->state[t].aux = (uint32_t)(int32_t)stretch;
+	} else {
+		r->p->state[t].aux = (uint32_t)STRETCH_FAR;
+		far_start(r, t, l->start);
+	}
+	finish(r, t);
+	release(r);
 }
 
 static void coll_done(void *token)
 {
 	struct coll_run *cr = token;
-	struct run *r = cr->run;
+	struct run *r = run_of(cr);
 	const struct pcoll *pc = &r->p->colls[cr->k];
 	uint32_t i;
 
@@ -522,17 +665,26 @@ static int run_alloc(struct run *r, struct prog *p)
 	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
 
 	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
-	r->order = mem_alloc(n * sizeof(*r->order));
+	r->qcap = 1024;
+	r->queue = mem_alloc(r->qcap * sizeof(*r->queue));
 	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
-	r->colls = mem_alloc(p->ncolls * sizeof(*r->colls));
+	r->colls_mem = mem_alloc(sizeof(*r->colls_mem) +
+				 (size_t)p->ncolls * sizeof(*r->colls));
+	if (r->colls_mem) {
+		r->colls_mem->run = r;
+		r->colls = r->colls_mem->c;
+	}
 	r->load = mem_calloc(p->nranks, sizeof(*r->load));
 	p->state = mem_alloc(n * sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
 	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
 	r->compute_end = mem_calloc(p->nranks, sizeof(*r->compute_end));
-	r->group_key = mem_alloc((p->ncolls + 1) * sizeof(*r->group_key));
-	if (!r->cand || !r->order || !r->lanes || !r->colls || !r->load ||
+	/* A group key per call, only with variability (8 bytes a call). */
+	r->group_key = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
+		       mem_alloc((p->ncolls + 1) * sizeof(*r->group_key)) :
+		       mem_alloc(sizeof(*r->group_key));
+	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
 	    !p->coll_time || !p->critical || !r->jit_ranks ||
 	    !r->compute_end || !r->group_key)
@@ -543,9 +695,9 @@ static int run_alloc(struct run *r, struct prog *p)
 static void run_free(struct run *r)
 {
 	mem_free(r->cand);
-	mem_free(r->order);
+	mem_free(r->queue);
 	mem_free(r->lanes);
-	mem_free(r->colls);
+	mem_free(r->colls_mem);
 	mem_free(r->load);
 	mem_free(r->jit_ranks);
 	mem_free(r->compute_end);
@@ -561,27 +713,31 @@ static void run_init(struct run *r)
 
 	for (t = 0; t < p->ntasks; t++) {
 		p->state[t].stamp = -1;
-		p->state[t].start = -1;
-		p->state[t].pending = 0;
+		p->state[t].aux = 0;
 		p->state[t].cause = TASK_NONE;
 	}
-	for (t = 0; t < p->ntasks; t++)
+	for (t = 0; t < p->ntasks; t++) {
+		uint32_t s1 = p->succ1[t];
+
 		if (p->task[t].next != TASK_NONE)
-			p->state[p->task[t].next].pending++;
-	for (e = 0; e < p->succ_off[p->ntasks]; e++)
-		p->state[p->succ[e]].pending++;
+			p->state[p->task[t].next].aux++;
+		if (s1 != TASK_NONE && !(s1 & KIND_COLL))
+			p->state[s1].aux++;
+	}
+	for (e = 0; e < p->more_off[p->nmore]; e++)
+		p->state[p->more[e]].aux++;
 	for (t = 0; t < nlanes; t++) {
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;
+		r->lanes[t].tag_hint = 0;
 	}
 	for (k = 0; k < p->ncolls; k++) {
-		r->colls[k].run = r;
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
 		if (r->jit.on)
-			r->group_key[k] = exec_jit_group_key(p->colls[k].desc.gpus,
-							     p->colls[k].desc.ngpus);
+			r->group_key[k] = exec_jit_group_key(
+				coll_desc_of(p, k)->gpus, coll_desc_of(p, k)->ngpus);
 	}
 }
 
@@ -593,7 +749,7 @@ static void run_start(struct run *r)
 	tick(r);
 	r->draining = 1;	/* collect zero-time finishes first */
 	for (t = 0; t < r->p->ntasks; t++)
-		if (r->p->state[t].pending == 0)
+		if (r->p->state[t].aux == 0)
 			ready(r, t);
 	r->draining = 0;
 	release(r);
@@ -603,18 +759,26 @@ static void run_start(struct run *r)
  * stream S". */
 static void describe(const struct prog *p, task_id t, char *buf, size_t len)
 {
-	const struct task_info *in = &p->infos[p->info[t]];
-	uint32_t stream = p->task[t].lane % p->nstreams;
+	struct task_info in;
+	uint32_t stream = lane_stream(p, p->task[t].lane);
 	const char *sname = p->stream_name[stream];
 	char sbuf[16];
 
+	exec_task_info(p, t, &in);
 	if (!sname) {
 		snprintf(sbuf, sizeof(sbuf), "%u", stream);
 		sname = sbuf;
 	}
 	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
-		 "stream %s", in->name, cat_names[in->cat], in->layer,
-		 in->microbatch, task_rank(p, t), sname);
+		 "stream %s", in.name, exec_cat_name(in.cat), in.layer,
+		 in.microbatch, task_rank(p, t), sname);
+}
+
+/* Whether task t still waits for a predecessor (after a run that did
+ * not finish): not finished, with a pending count. */
+static int waiting(const struct prog *p, task_id t)
+{
+	return !(p->critical[t / 64] >> (t % 64) & 1) && p->state[t].aux > 0;
 }
 
 /* A collective some members reached and another never did. */
@@ -630,7 +794,7 @@ static int stuck_rendezvous(struct run *r)
 		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
 			continue;
 		for (i = 0; i < pc->n; i++)
-			if (p->state[pc->first + i].pending > 0)
+			if (waiting(p, pc->first + i))
 				break;
 		describe(p, pc->first + i, what, sizeof(what));
 		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
@@ -659,14 +823,14 @@ static void diagnose(struct run *r)
 	}
 	if (stuck_rendezvous(r))
 		return;
-	for (t = 0; t < p->ntasks && p->state[t].pending == 0; t++)
+	for (t = 0; t < p->ntasks && !waiting(p, t); t++)
 		;
 	if (t == p->ntasks)
 		BUG("exec: tasks left over but none waiting");
 	describe(p, t, what, sizeof(what));
 	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
 		 "(a dependency cycle); the first waits for %u more: task %s",
-		 p->ntasks - r->nfinished, p->ntasks, p->state[t].pending,
+		 p->ntasks - r->nfinished, p->ntasks, p->state[t].aux,
 		 what);
 }
 
@@ -676,10 +840,12 @@ static int run_engine(struct run *r)
 	struct prog *p = r->p;
 
 	run_start(r);
-	if (sim_run(r->sim) != 0) {
+	if (sim_run(r->sim) != 0 || r->failed) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		return -1;
 	}
+	if (p->nfar > 1)
+		qsort(p->far, p->nfar, sizeof(*p->far), far_cmp);
 	if (r->nfinished == p->ntasks)
 		return 0;
 	if (sim_pending(r->sim) > 0) {
@@ -720,6 +886,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 		goto out;
 	}
 	out->events = sim_events(sim) - events0;
+	memset(p->critical, 0, (p->ntasks / 64 + 1) * sizeof(*p->critical));
 	if (exec_path(p, out) != 0) {
 		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto out;
@@ -732,61 +899,4 @@ out:
 	run_free(&r);
 out_nofree:
 	return rc;
-}
-
-/* ---- results ---- */
-
-static void check_ran(const struct prog *p, task_id t)
-{
-	if (!p->ran)
-		BUG("exec: results asked for before a successful exec_run");
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-}
-
-double exec_task_start_s(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return units_ns_to_s(task_start_ns(p, t));
-}
-
-double exec_task_end_s(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return units_ns_to_s(task_end_ns(p, t));
-}
-
-const struct task_info *exec_task_info(const struct prog *p, task_id t)
-{
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	return &p->infos[p->info[t]];
-}
-
-uint32_t exec_task_rank(const struct prog *p, task_id t)
-{
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	return task_rank(p, t);
-}
-
-const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
-{
-	uint32_t k;
-
-	if (t >= p->ntasks)
-		BUG("exec: unknown task");
-	k = task_coll(p, t);
-	return k == UINT32_MAX ? NULL : &p->colls[k].desc;
-}
-
-int exec_task_critical(const struct prog *p, task_id t)
-{
-	check_ran(p, t);
-	return (int)(p->critical[t / 64] >> (t % 64) & 1);
-}
-
-const char *exec_cat_name(enum task_cat cat)
-{
-	return cat_names[cat];
 }

@@ -94,10 +94,11 @@ static void put_rank_meta(const struct prog *p, FILE *out, int *nev,
 
 static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 {
-	const struct task_info *in = &p->infos[p->info[t]];
+	struct task_info in;
 	units_ns_t start = task_start_ns(p, t);
 	uint32_t k = task_coll(p, t);
 
+	exec_task_info(p, t, &in);
 	next_event(out, nev);
 	fprintf(out, "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
 		task_rank(p, t), p->task[t].lane % p->nstreams);
@@ -105,12 +106,12 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 	fputs(",\"dur\":", out);
 	put_us(out, task_end_ns(p, t) - start);
 	fputs(",\"name\":", out);
-	put_str(out, in->name);
+	put_str(out, in.name);
 	fprintf(out, ",\"cat\":\"%s\",\"args\":{\"category\":\"%s\","
-		"\"layer\":%d,\"microbatch\":%d", exec_cat_name(in->cat),
-		exec_cat_name(in->cat), in->layer, in->microbatch);
+		"\"layer\":%d,\"microbatch\":%d", exec_cat_name(in.cat),
+		exec_cat_name(in.cat), in.layer, in.microbatch);
 	if (k != UINT32_MAX) {
-		const struct coll_desc *c = &p->colls[k].desc;
+		const struct coll_desc *c = coll_desc_of(p, k);
 
 		fprintf(out, ",\"op\":\"%s\",\"bytes\":%.17g,\"group\":%u",
 			coll_op_names[c->op], c->bytes, c->ngpus);

@@ -70,6 +70,25 @@ int prog_dep(struct prog *p, task_id before, task_id after);
 uint32_t prog_ranks(const struct prog *p);
 uint32_t prog_tasks(const struct prog *p);
 
+/* The most tasks a program holds. */
+#define PROG_MAX_TASKS 0x7ffffffdu
+
+/* Collective calls in the program, in the order they were added (their
+ * first members' order); call k's members are the tasks
+ * prog_coll_first(p, k) .. + prog_coll_members(p, k) - 1. */
+uint32_t prog_colls(const struct prog *p);
+task_id prog_coll_first(const struct prog *p, uint32_t k);
+uint32_t prog_coll_members(const struct prog *p, uint32_t k);
+
+/* Call fn(arg, done, total, now_s) while exec_run() runs, every
+ * PROG_PROGRESS_TASKS tasks finished (done of total, the simulated clock
+ * at now_s): long runs can say how far they are. NULL for none. */
+#define PROG_PROGRESS_TASKS (1u << 20)
+void prog_set_progress(struct prog *p,
+		       void (*fn)(void *arg, uint32_t done, uint32_t total,
+				  double now_s),
+		       void *arg);
+
 /* Per-rank variability (exec_jitter.c has the model and its sources):
  * both 0 = a deterministic fleet, no synchronization tax. */
 struct exec_jitter {

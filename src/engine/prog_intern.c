@@ -1,6 +1,7 @@
 /*
  * prog_intern.c - one copy of each distinct thing a program repeats:
- * names (prog_intern), task descriptions, and collective member lists.
+ * names (prog_intern), task kinds (duration, name, category), collective
+ * member lists, all-to-all matrices and descriptors.
  *
  * A 10^6-task program says "gemm_fwd" and "tp group {8..15}" thousands of
  * times; each is stored once and tasks refer to it by index or pointer.
@@ -10,8 +11,10 @@
  * grows alongside.
  */
 #include "exec_impl.h"
+#include "base/coll.h"
 #include "base/mem.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define ITAB_FIRST 64	/* entries of a new table */
@@ -135,33 +138,127 @@ oom:
 	return NULL;
 }
 
-/* ---- task descriptions (the name by pointer: interned or literal) ---- */
+/* ---- task kinds (the name by pointer: interned or literal) ---- */
 
-static int info_same(const void *entries, uint32_t i, const void *key)
+struct kind_key {
+	int64_t dur;
+	const char *name;
+	uint32_t cat;
+};
+
+static int kind_same(const void *entries, uint32_t i, const void *key)
 {
-	const struct task_info *a = &((const struct task_info *)entries)[i];
-	const struct task_info *b = key;
+	const struct pkind *a = &((const struct pkind *)entries)[i];
+	const struct kind_key *b = key;
 
-	return a->name == b->name && a->cat == b->cat &&
-	       a->layer == b->layer && a->microbatch == b->microbatch;
+	return a->dur == b->dur && a->name == b->name && a->cat == b->cat;
 }
 
-uint32_t prog_intern_info(struct prog *p, const struct task_info *in)
-{
-	uint64_t x = (uint64_t)(uintptr_t)in->name * 0x9e3779b97f4a7c15u;
-	uint32_t h, pos, i;
+static uint32_t intern_kind(struct prog *p, const struct kind_key *kk);
 
-	x ^= (uint64_t)(uint32_t)in->layer * 0xc2b2ae3d27d4eb4fu;
-	x ^= (uint64_t)(uint32_t)in->microbatch * 0x165667b19e3779f9u;
-	x ^= (uint64_t)in->cat;
-	h = (uint32_t)(x ^ x >> 29 ^ x >> 47);
-	if (reserve(&p->info_tab, &p->infos, sizeof(*p->infos)) != 0)
+uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
+			  enum task_cat cat)
+{
+	struct kind_key k = { dur, name, (uint32_t)cat };
+
+	return intern_kind(p, &k);
+}
+
+uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
+			    enum task_cat cat)
+{
+	uint64_t bits, x;
+	struct kind_memo *m;
+	uint32_t i;
+
+	memcpy(&bits, &dur_s, sizeof(bits));
+	x = ((uint64_t)(uintptr_t)name ^ bits) * 0x9e3779b97f4a7c15u;
+	m = &p->kind_memo[x >> 58];
+	/* A builder adds the same kernel for every layer, microbatch and
+	 * rank: most lookups repeat one of the last few, by the same
+	 * duration in seconds (no conversion to ns, no table). */
+	if (m->name == name && m->dur_bits == bits && m->cat == (uint32_t)cat)
+		return m->index;
+	i = prog_intern_kind(p, units_s_to_ns(dur_s), name, cat);
+	if (i != UINT32_MAX)
+		*m = (struct kind_memo){ name, bits, (uint32_t)cat, i };
+	return i;
+}
+
+/* prog_intern_kind() past its memo. */
+static uint32_t intern_kind(struct prog *p, const struct kind_key *kk)
+{
+	uint64_t x = (uint64_t)(uintptr_t)kk->name;
+	int64_t dur = kk->dur;
+	uint32_t cat = kk->cat, h, pos, i;
+
+	/* Each field folded in, then murmur3's fmix64, so the low bits that
+	 * pick a slot depend on every bit of every field. */
+	x = (x ^ (uint64_t)dur) * 0x9e3779b97f4a7c15u;
+	x ^= (uint64_t)cat << 59;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdu;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53u;
+	x ^= x >> 33;
+	h = (uint32_t)x;
+	if (reserve(&p->kind_tab, &p->kinds, sizeof(*p->kinds)) != 0)
 		return UINT32_MAX;
-	i = find(&p->info_tab, h, p->infos, info_same, in, &pos);
+	i = find(&p->kind_tab, h, p->kinds, kind_same, kk, &pos);
 	if (i != UINT32_MAX)
 		return i;
-	p->infos[p->info_tab.n] = *in;
-	return insert(&p->info_tab, pos, h);
+	p->kinds[p->kind_tab.n] = (struct pkind){ dur, kk->name, cat };
+	return insert(&p->kind_tab, pos, h);
+}
+
+/* ---- collective descriptors (members and matrix already interned) ---- */
+
+static int desc_same(const void *entries, uint32_t i, const void *key)
+{
+	const struct coll_desc *a = &((const struct coll_desc *)entries)[i];
+	const struct coll_desc *b = key;
+
+	return a->op == b->op && a->bytes == b->bytes && a->gpus == b->gpus &&
+	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
+	       a->algo == b->algo && a->proto == b->proto &&
+	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
+	       a->path == b->path;
+}
+
+/* A word for the hash from a double's bits. */
+static uint64_t dbits(double x)
+{
+	uint64_t b;
+
+	memcpy(&b, &x, sizeof(b));
+	return b;
+}
+
+uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c)
+{
+	uint64_t x = (uint64_t)(uintptr_t)c->gpus;
+	uint32_t h, pos, i;
+
+	x = (x ^ dbits(c->bytes)) * 0x9e3779b97f4a7c15u;
+	x = (x ^ (uint64_t)(uintptr_t)c->a2a_B ^ dbits(c->sm_share) >> 3) *
+	    0xc2b2ae3d27d4eb4fu;
+	x ^= (uint64_t)c->op << 56 ^ (uint64_t)(uint32_t)c->algo << 40 ^
+	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
+	     (uint64_t)c->ngpus << 8 ^
+	     (uint64_t)(uintptr_t)c->path;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdu;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53u;
+	x ^= x >> 33;
+	h = (uint32_t)x;
+	if (reserve(&p->desc_tab, &p->descs, sizeof(*p->descs)) != 0)
+		return UINT32_MAX;
+	i = find(&p->desc_tab, h, p->descs, desc_same, c, &pos);
+	if (i != UINT32_MAX)
+		return i;
+	p->descs[p->desc_tab.n] = *c;
+	return insert(&p->desc_tab, pos, h);
 }
 
 /* ---- member lists: stored as n, then the n ids ---- */
@@ -199,4 +296,40 @@ const uint32_t *prog_intern_group(struct prog *p, const uint32_t *ids,
 	p->groups[p->group_tab.n] = g;
 	insert(&p->group_tab, pos, h);
 	return g + 1;
+}
+
+/* ---- all-to-all matrices ---- */
+
+static int mat_same(const void *entries, uint32_t i, const void *key)
+{
+	const struct pmat *a = &((const struct pmat *)entries)[i];
+	const struct pmat *b = key;
+
+	return a->n == b->n && memcmp(a->v, b->v, (size_t)a->n * a->n *
+				      sizeof(*a->v)) == 0;
+}
+
+const double *prog_intern_matrix(struct prog *p, const double *m,
+				 uint32_t n)
+{
+	struct pmat k = { m, n };
+	uint32_t h = (uint32_t)coll_matrix_hash(m, n), pos, i;
+	size_t bytes;
+	double *v;
+
+	if ((size_t)n > SIZE_MAX / sizeof(*v) / (n ? n : 1))
+		return NULL;
+	bytes = (size_t)n * n * sizeof(*v);
+	if (reserve(&p->mat_tab, &p->mats, sizeof(*p->mats)) != 0)
+		return NULL;
+	i = find(&p->mat_tab, h, p->mats, mat_same, &k, &pos);
+	if (i != UINT32_MAX)
+		return p->mats[i].v;
+	v = arena_alloc(&p->arena, bytes);
+	if (!v)
+		return NULL;
+	memcpy(v, m, bytes);
+	p->mats[p->mat_tab.n] = (struct pmat){ v, n };
+	insert(&p->mat_tab, pos, h);
+	return v;
 }

@@ -23,8 +23,9 @@
  *   each GPU sends its share T / tp to the experts' GPUs and gets the
  *   results back over EP (dispatch and combine on the job's
  *   moe.dispatcher path: the library's all-to-all, DeepEP's, or all-gather
- *   + reduce-scatter), as SGLang's DeepEP MoE, vLLM's DP+EP and
- *   TensorRT-LLM's attention-DP MoE do; with tp > 1 the group's tokens
+ *   + reduce-scatter; the engine's adp_moe_allgather turns the default
+ *   library all-to-all into all-gather + reduce-scatter), as SGLang's DeepEP MoE, vLLM's DP+EP and TensorRT-LLM's
+ *   attention-DP MoE (all-gather + reduce-scatter) do; with tp > 1 the group's tokens
  *   are all-gathered again after the combine.
  *
  * Ops, T tokens of the TP group, R = route rows of the busiest GPU,
@@ -94,8 +95,13 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->etp = p->etp > 0 ? (double)p->etp : group / e->ep;
 	e->local = e->experts / e->ep;
 	e->dispatch = p->attention_dp && group > 1;
+	/* the engine's own exchange replaces the library all-to-all (the
+	 * default dispatcher); a job naming DeepEP and the like keeps it */
 	e->allgather = j->moe.dispatcher &&
-		       j->moe.dispatcher->mode == EP_ALLGATHER;
+		       (j->moe.dispatcher->mode == EP_ALLGATHER ||
+			(j->moe.dispatcher->mode == EP_LIBRARY &&
+			 j->serving.engine &&
+			 j->serving.engine->adp_moe_allgather));
 	e->weight = m->quantization.method == QUANT_MXFP4 &&
 		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
 		    DTYPE_MXFP4 : d->weight;

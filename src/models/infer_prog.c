@@ -329,18 +329,105 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 	return h;
 }
 
+#define ADP_MAX_RANKS 256
+
+void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
+		    struct infer_batch *rank, double *route_T)
+{
+	double n = (double)x->adp, load[ADP_MAX_RANKS], got[INFER_MAX_GROUPS];
+	double best;
+	int64_t r, m = x->adp < ADP_MAX_RANKS ? x->adp : ADP_MAX_RANKS, c;
+	int k, order[INFER_MAX_GROUPS], i, j, busiest = 0;
+
+	*rank = *b;
+	*route_T = 0;
+	if (x->adp <= 1)
+		return;
+	*route_T = infer_batch_tokens(b) / n;
+	/* prompts, longest first, each whole onto the rank with the fewest
+	 * prompt tokens (TensorRT-LLM balances new requests by their tokens
+	 * on a heap); keep the prompts of the rank that ends with most */
+	for (k = 0; k < b->n; k++)
+		order[k] = k;
+	for (i = 1; i < b->n; i++)
+		for (j = i; j > 0 && b->g[order[j]].q > b->g[order[j - 1]].q;
+		     j--) {
+			k = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = k;
+		}
+	for (r = 0; r < m; r++)
+		load[r] = 0;
+	for (k = 0; k < b->n; k++)
+		got[k] = 0;
+	/* placed twice: first to find the busiest rank, then its share of
+	 * each group (the placement is deterministic) */
+	for (i = 0; i < b->n; i++) {
+		const struct infer_seqs *g = &b->g[order[i]];
+
+		if (!g->prefill)
+			continue;
+		for (c = 0; c < (int64_t)ceil(g->count - 1e-9); c++) {
+			int64_t lo = 0;
+
+			for (r = 1; r < m; r++)
+				if (load[r] < load[lo])
+					lo = r;
+			load[lo] += g->q * fmin(1, g->count - (double)c);
+		}
+	}
+	for (r = 1, best = load[0]; r < m; r++)
+		if (load[r] > best) {
+			best = load[r];
+			busiest = (int)r;
+		}
+	for (r = 0; r < m; r++)
+		load[r] = 0;
+	for (i = 0; i < b->n; i++) {
+		const struct infer_seqs *g = &b->g[order[i]];
+
+		if (!g->prefill)
+			continue;
+		for (c = 0; c < (int64_t)ceil(g->count - 1e-9); c++) {
+			int64_t lo = 0;
+			double w = fmin(1, g->count - (double)c);
+
+			for (r = 1; r < m; r++)
+				if (load[r] < load[lo])
+					lo = r;
+			load[lo] += g->q * w;
+			if (lo == busiest)
+				got[order[i]] += w;
+		}
+	}
+	rank->n = 0;
+	for (k = 0; k < b->n; k++) {
+		struct infer_seqs g = b->g[k];
+
+		/* decoding sequences spread evenly (balanced by count) */
+		g.count = g.prefill ? got[k] : g.count / n;
+		if (g.count > 0)
+			rank->g[rank->n++] = g;
+	}
+}
+
 int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
-		enum infer_graph graph, struct infer_step_units *u,
-		struct diag *d)
+		enum infer_graph graph, double route_T,
+		struct infer_step_units *u, struct diag *d)
 {
 	struct infer_ops o;
 	int k;
 
 	memset(&u->route, 0, sizeof(u->route));
 	u->route.node_share = 1;
+	/* a captured graph's padding rows go through the experts too */
+	for (k = 0; route_T > 0 && k < b->n; k++)
+		if (b->g[k].pad)
+			route_T += b->g[k].count * b->g[k].q;
 	if (x->dims.moe_model &&
-	    infer_moe_route(x->job, &x->dims, infer_batch_tokens(b), &u->arena,
-			    &u->route, d) != 0)
+	    infer_moe_route(x->job, &x->dims,
+			    route_T > 0 ? route_T : infer_batch_tokens(b),
+			    &u->arena, &u->route, d) != 0)
 		return -1;
 	infer_embed_ops(&x->dims, b, &o);
 	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
@@ -406,19 +493,6 @@ static struct prog *new_prog(uint32_t ranks)
 	return p;
 }
 
-/* A 64-bit key of an uneven all-to-all matrix's contents. */
-static uint64_t matrix_key(const double *m, uint32_t n)
-{
-	uint64_t h = 1469598103934665603ull, v;
-	size_t i;
-
-	for (i = 0; i < (size_t)n * n; i++) {
-		memcpy(&v, &m[i], sizeof(v));
-		h = (h ^ v) * 1099511628211ull;
-	}
-	return h ? h : 1;
-}
-
 /* The collective of op on stage s: its group's GPUs and the path. */
 static struct coll_desc coll_of(const struct infer_ctx *x,
 				const struct infer_step_units *su,
@@ -441,8 +515,6 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.ngpus = (uint32_t)x->dims.moe.ep;
 		c.replicas = (uint32_t)x->dims.moe.etp;
 		c.a2a_B = op->a2a_B;
-		if (op->a2a_B)
-			c.a2a_key = matrix_key(op->a2a_B, c.ngpus);
 		c.algo = x->ep_algo;
 		c.sm_share = x->ep_sm_share;
 		if (x->ep_has_path) {
@@ -550,7 +622,8 @@ static void micro_batch(const struct infer_batch *b, int64_t m,
 
 struct prog *infer_prog_step(const struct infer_ctx *x,
 			     const struct infer_batch *b, int64_t micro,
-			     struct infer_prog_info *info, struct diag *d)
+			     double route_T, struct infer_prog_info *info,
+			     struct diag *d)
 {
 	struct infer_step_units *u = mem_calloc(1, sizeof(*u));
 	struct infer_batch mbat, padded;
@@ -566,7 +639,8 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 		micro = 1;
 	micro_batch(b, micro, &mbat);
 	info->graph = infer_graph_for(x, &mbat, &padded);
-	if (infer_units(x, &padded, info->graph, u, d) != 0) {
+	if (infer_units(x, &padded, info->graph, route_T / (double)micro, u,
+			d) != 0) {
 		infer_step_units_release(u);
 		mem_free(u);
 		prog_free(p);

@@ -110,10 +110,27 @@ struct infer_step_units {
 
 /* Costed units of batch b (padded per the graph mode) into u (its arena
  * initialized by the caller, released with infer_step_units_release()).
- * 0, or -1 when out of memory (reported to d). */
+ * route_T: tokens per rank the MoE layers' routing sees (attention DP:
+ * the ranks' mean share, infer_adp_rank); 0 = b's own. 0, or -1 when out
+ * of memory (reported to d). */
 int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
-		enum infer_graph graph, struct infer_step_units *u,
-		struct diag *d);
+		enum infer_graph graph, double route_T,
+		struct infer_step_units *u, struct diag *d);
+
+/*
+ * The batch of the busiest attention-DP rank of a step of batch b over
+ * x->adp ranks (b itself without attention DP), into *rank, and the mean
+ * tokens per rank into *route_T (0 without attention DP). The engines
+ * keep each request on one rank (TensorRT-LLM's _fetch_new_requests and
+ * SGLang's DP controller assign whole requests) and the ranks run each
+ * layer in lockstep (the MoE collectives): decoding sequences spread
+ * evenly (the engines balance them by count), but a prompt (or its chunk)
+ * is not split, so the busiest rank holds ceil(n / adp) of a group of n
+ * prompts and the step takes its time; the experts still see the ranks'
+ * tokens as a whole (route_T).
+ */
+void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
+		    struct infer_batch *rank, double *route_T);
 
 void infer_step_units_release(struct infer_step_units *u);
 
@@ -128,12 +145,13 @@ int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k);
 
 /*
  * The full program of one step of batch b over every stage and layer, the
- * batch split into `micro` microbatches (1..: counts divided evenly).
- * NULL when out of memory (reported to d).
+ * batch split into `micro` microbatches (1..: counts divided evenly);
+ * route_T as infer_units'. NULL when out of memory (reported to d).
  */
 struct prog *infer_prog_step(const struct infer_ctx *x,
 			     const struct infer_batch *b, int64_t micro,
-			     struct infer_prog_info *info, struct diag *d);
+			     double route_T, struct infer_prog_info *info,
+			     struct diag *d);
 
 /* The program of one costed unit u of step units su on stage s. NULL
  * when out of memory. */

@@ -77,8 +77,6 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 		.replicas = layout_replicas(&t->lay, (enum layout_group)op->group),
 	};
 
-	if (op->a2a_B)
-		c.a2a_key = train_matrix_key(op->a2a_B, n);
 	if (op->p2p_next) {	/* ring steps: every GPU sends to the next */
 		c.algo = ALGO_P2P;
 		c.proto = PROTO_SIMPLE;
@@ -156,8 +154,12 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 	if (op->kind != LOP_KERNEL)
 		return inst_coll(t, b, i, n, info, ids);
 	for (k = 0; k < n; k++) {
+		double dur_s = op->time_s;
+
+		if (t->stage_ranks[k] == t->slow_rank)
+			dur_s *= t->job->straggler.compute_scale;
 		ids[i * (int)n + (int)k] = prog_task(t->prog, t->stage_ranks[k],
-			TRAIN_ST_COMPUTE, op->time_s, info);
+			TRAIN_ST_COMPUTE, dur_s, info);
 		if (ids[i * (int)n + (int)k] == TASK_NONE)
 			return -1;
 	}
@@ -477,19 +479,6 @@ static int plan_stage(struct train *t, int64_t s)
 	return 0;
 }
 
-/* FNV-1a of an n x n matrix: the key plans of an uneven all-to-all are
- * remembered under (nonzero). */
-uint64_t train_matrix_key(const double *m, uint32_t n)
-{
-	const unsigned char *b = (const unsigned char *)m;
-	size_t i, len = (size_t)n * n * sizeof(*m);
-	uint64_t h = 1469598103934665603ull;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h ? h : 1;
-}
-
 /* The matrix of a ring step over a group of n: each GPU sends `bytes` to
  * the next. */
 static double *ring_matrix(struct train *t, uint32_t n, double bytes)
@@ -577,7 +566,7 @@ static int cost_amax(struct train *t, struct layer_ops *o)
 	return 0;
 }
 
-static int cost_blocks(struct train *t)
+int train_cost_blocks(struct train *t)
 {
 	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
 	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
@@ -649,6 +638,20 @@ static int alloc_ranks(struct train *t)
 	return 0;
 }
 
+/* The simulated rank of the job's straggler GPU (gpu = i + stage pp_i,
+ * layout.h), or UINT32_MAX when there is none or ranks are not GPUs (the
+ * symmetric mode, which step_run refuses for a straggler). */
+static uint32_t straggler_rank(const struct train *t)
+{
+	const struct layout *l = &t->lay;
+	int64_t g = t->job->straggler.gpu;
+
+	if (g < 0 || !(t->job->straggler.compute_scale > 1) ||
+	    l->sim != l->stage || g >= l->stage * l->pp)
+		return UINT32_MAX;
+	return layout_rank(l, g / l->stage, g % l->stage);
+}
+
 /* The dispatcher's path: a GPU-initiated one, or the library's with the
  * algorithm it forces (hierarchical). */
 static void ep_path(struct train *t)
@@ -669,13 +672,21 @@ static void ep_path(struct train *t)
 				  &t->ep_path[1], &t->ep_algo);
 }
 
-/* Everything but the program; t->lay is set. */
-static int setup(struct train *t, const struct job_spec *j,
-		 struct train_plan *plan, struct diag *d)
+void train_layout(struct layout *l, const struct job_spec *j, int full)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	layout_init(l, p->tp, p->cp, p->pp, p->dp, p->etp > 0 ? p->etp : p->tp,
+		    p->ep, full || j->full_fidelity);
+	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0)
+		layout_set_cp_a2a(l, p->cp_a2a);
+}
+
+int train_shape(struct train *t, const struct job_spec *j,
+		struct train_plan *plan, struct diag *d)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	struct route_result route;
-	int64_t s;
 
 	t->job = j;
 	t->gpu = j->system->gpu;
@@ -697,13 +708,27 @@ static int setup(struct train *t, const struct job_spec *j,
 	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
-	t->stage = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*t->stage));
-	if (!t->split || !t->stage)
+	if (!t->split)
 		return -1;
 	split_layers(j, t->split);
+	return 0;
+}
+
+/* Everything but the program; t->lay is set. */
+static int setup(struct train *t, const struct job_spec *j,
+		 struct train_plan *plan, struct diag *d)
+{
+	int64_t s;
+
+	if (train_shape(t, j, plan, d) != 0)
+		return -1;
+	t->stage = arena_alloc(&t->arena, (size_t)t->pp * sizeof(*t->stage));
+	if (!t->stage)
+		return -1;
 	for (s = 0; s < t->pp; s++)
 		if (plan_stage(t, s) != 0)
 			return -1;
+	t->slow_rank = straggler_rank(t);
 	return alloc_ranks(t) != 0 ? -1 : train_host_setup(t);
 }
 
@@ -758,7 +783,7 @@ static int build_all(struct train *t)
 	int64_t s;
 
 	name_streams(t->prog);
-	if (!in || !in2 || cost_blocks(t) != 0)
+	if (!in || !in2 || train_cost_blocks(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
 		if (build_stage(t, s, in, in2) != 0)
@@ -783,18 +808,13 @@ static void set_jitter(struct prog *p, const struct job_spec *j)
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d)
 {
-	const struct parallel_spec *p = &j->parallelism;
 	struct train t;
 	struct prog *prog = NULL;
 
 	memset(&t, 0, sizeof(t));
 	memset(plan, 0, sizeof(*plan));
 	arena_init(&t.arena);
-	layout_init(&t.lay, p->tp, p->cp, p->pp, p->dp,
-		    p->etp > 0 ? p->etp : p->tp, p->ep,
-		    full || j->full_fidelity);
-	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0)
-		layout_set_cp_a2a(&t.lay, p->cp_a2a);
+	train_layout(&t.lay, j, full);
 	t.prog = prog_new(t.lay.nranks, TRAIN_ST_COUNT);
 	if (!t.prog || setup(&t, j, plan, d) != 0 || build_all(&t) != 0) {
 		if (!d->oom)

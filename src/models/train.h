@@ -121,6 +121,22 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 int train_host_on(const struct job_spec *j);
 double train_host_op_s(const struct job_spec *j, const struct block *b, int i);
 
+/* What a step program will hold, before it is built. */
+struct train_estimate {
+	double tasks;		/* tasks */
+	double calls;		/* collective calls */
+	double ranks;		/* simulated ranks */
+};
+
+/*
+ * Count the tasks train_build(j, full) would make, from the costed
+ * blocks and the schedule's shape (train_estimate.c has the formula),
+ * without building: cheap at any size, so a budget can be checked
+ * first. Returns 0, or -1 after reporting to d (out of memory).
+ */
+int train_estimate(const struct job_spec *j, int full,
+		   struct train_estimate *e, struct diag *d);
+
 /* Name a simulated rank for traces: "pp3 dp0 tp0". arg is the struct
  * layout. */
 void train_rank_label(uint32_t rank, char *buf, size_t len, void *arg);

@@ -123,14 +123,14 @@ static int64_t chunk_action(const struct train *t, const struct stage_plan *sp,
 }
 
 /* Chunk c's units of one kind, completed by action a, into buckets of
- * at least size parameters at out; returns how many. */
+ * at least size parameters at out (NULL: count only); returns how many. */
 static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 			     int64_t a, double size, int experts,
 			     struct bucket *out)
 {
 	int64_t vs = train_vs(t, s, c), u, n = 0, units = train_units(t, vs);
 	struct bucket b = { .chunk = c, .bact = a, .params = 0,
-			    .fact = chunk_action(t, &t->stage[s], c, 0),
+			    .fact = out ? chunk_action(t, &t->stage[s], c, 0) : 0,
 			    .experts = experts };
 
 	for (u = 0; u < units; u++) {
@@ -139,7 +139,9 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 		b.params += unit_params(t, vs, 1, u, experts);
 		b.u1 = u;
 		if (b.params > 0 && (b.params >= size || u == units - 1)) {
-			out[n++] = b;
+			if (out)
+				out[n] = b;
+			n++;
 			b.params = 0;
 		}
 	}
@@ -203,20 +205,41 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	return n;
 }
 
+/* The least parameters of a bucket of each kind (dense, experts). */
+static void bucket_sizes(const struct train *t, double size[2])
+{
+	const struct framework_spec *fw = t->job->framework;
+	double dp[2] = { (double)(t->lay.dp * t->lay.cp), (double)t->lay.edp };
+	int e;
+
+	for (e = 0; e < 2; e++) {
+		size[e] = (double)fw->bucket_params;
+		if ((double)fw->bucket_params_per_dp * dp[e] > size[e])
+			size[e] = (double)fw->bucket_params_per_dp * dp[e];
+	}
+}
+
+int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
+{
+	double size[2];
+	int64_t c, n = 0;
+
+	bucket_sizes(t, size);
+	for (c = 0; c < t->v; c++)
+		n += chunk_buckets(t, s, c, 0, size[experts], experts, NULL);
+	return n;
+}
+
 /* The stage's buckets in the order their gradients complete, into
  * t->stage[s]. Returns 0, or -1 when out of memory. */
 static int plan_buckets(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	const struct framework_spec *fw = t->job->framework;
-	double size[2] = { (double)fw->bucket_params, (double)fw->bucket_params };
-	double dp[2] = { (double)(t->lay.dp * t->lay.cp), (double)t->lay.edp };
+	double size[2];
 	int64_t a, c, max = 0;
 	int e;
 
-	for (e = 0; e < 2; e++)
-		if ((double)fw->bucket_params_per_dp * dp[e] > size[e])
-			size[e] = (double)fw->bucket_params_per_dp * dp[e];
+	bucket_sizes(t, size);
 	for (c = 0; c < t->v; c++)	/* at most one bucket per unit and kind */
 		max += 2 * train_units(t, train_vs(t, s, c));
 	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));

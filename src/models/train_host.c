@@ -102,14 +102,22 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	return (c + op->host_kernels * h->kernel_s) * scale;
 }
 
-int train_host_setup(struct train *t)
+int train_host_init(struct train *t)
 {
 	const struct host_spec *h = &t->job->framework->host;
-	uint32_t r;
-	int64_t pp_i, i, a;
 
 	t->host_on = train_host_on(t->job);
 	t->host_scale = scale_of(t->job);
+	return t->host_on && h->p2p_sync && t->pp >= 2 && t->v == 1 &&
+	       !t->a2a_overlap;
+}
+
+int train_host_setup(struct train *t)
+{
+	uint32_t r;
+	int64_t pp_i, i, a;
+	int p2p = train_host_init(t);
+
 	if (!t->host_on)
 		return 0;
 	t->host_last = arena_alloc(&t->arena, t->lay.nranks *
@@ -118,7 +126,7 @@ int train_host_setup(struct train *t)
 		return -1;
 	for (r = 0; r < t->lay.nranks; r++)
 		t->host_last[r] = TASK_NONE;
-	if (!h->p2p_sync || t->pp < 2 || t->v > 1 || t->a2a_overlap)
+	if (!p2p)
 		return 0;
 	t->p2p_host = arena_alloc(&t->arena, t->lay.nranks *
 				  sizeof(*t->p2p_host));

@@ -89,6 +89,8 @@ struct train {
 	uint32_t *gpus;			/* scratch: GPU ids of a group */
 	uint32_t *ranks;		/* scratch: simulated ranks of a group */
 	uint32_t *pos;			/* scratch: group position of those */
+	uint32_t slow_rank;		/* the straggler's simulated rank, or
+					 * UINT32_MAX (full fidelity only) */
 };
 
 /* train_coll_sm_share for the program's job. */
@@ -131,12 +133,35 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
 		     uint32_t *size);
 
+/* The job's layout (full: every GPU simulated). */
+void train_layout(struct layout *l, const struct job_spec *j, int full);
+
+/* t's shape from job j (t->lay set): counts, dimensions, routing, the
+ * dispatcher's path, the layer split; not the schedule nor any per-rank
+ * state, so it is cheap at any size (train_estimate.c). 0, or -1 (out of
+ * memory, or routing failed after reporting to d). */
+int train_shape(struct train *t, const struct job_spec *j,
+		struct train_plan *plan, struct diag *d);
+
+/* The costed blocks of every unit kind, into t (t->prog names them). */
+int train_cost_blocks(struct train *t);
+
+/* Gradient buckets of pipeline rank s of one kind (experts or dense),
+ * as train_build_dp makes them (ZeRO 0-2). */
+int64_t train_dp_buckets(const struct train *t, int64_t s, int experts);
+
 /* The host model (train_host.c). Setup after the stages are planned;
  * the host cost of each op of a costed block; the host tasks issuing op
  * i of b on the stage's n simulated ranks (ids as inst_range's); the
  * device sync before action a of stage s. Each returns 0, or -1 when out
  * of memory; all do nothing when the framework has no host model. */
 int train_host_setup(struct train *t);
+
+/* The part of train_host_setup() that allocates nothing (t->host_on,
+ * t->host_scale; train_estimate.c calls it alone): 1 when the host syncs
+ * before every action but the first (a p2p sync task a simulated GPU and
+ * action), else 0. */
+int train_host_init(struct train *t);
 int train_host_cost(const struct train *t, struct block *b);
 int train_host_issue(struct train *t, const struct block *b, int i,
 		     uint32_t n, const task_id *ids,
@@ -153,8 +178,6 @@ int train_build_pp(struct train *t);
 /* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
 int train_build_dp(struct train *t);
 
-/* FNV-1a of an n x n matrix (coll_desc.a2a_key); never 0. */
-uint64_t train_matrix_key(const double *m, uint32_t n);
 
 /* Add dependency before -> after unless either is TASK_NONE. */
 int train_dep(struct train *t, task_id before, task_id after);

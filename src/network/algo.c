@@ -14,7 +14,8 @@
  *                   each GPU sends 448 of its 512 chunks, receives and
  *                   reduces 7 x 64, then sends its reduced 64 to each
  *                   peer): a reduce-scatter phase, n/p to each peer, then
- *                   an all-gather phase, n/p to each peer; link load 2n/p
+ *                   an all-gather phase, n/p to each peer; link load 2n/p;
+ *                   the reduction between them at reduce_bandwidth
  *   all-gather      n/p (its shard) to each peer
  *   reduce-scatter  n/p (the peer's slice) to each peer
  *   all-to-all      v_ij to each peer j; the flow moves V = max_j v_ij
@@ -38,9 +39,11 @@
 #include "base/mem.h"
 
 /* One all-pairs phase in which every rank sends `share` to every peer;
- * the first phase also pays the base latency. */
+ * the first phase also pays the base latency, the second (per_byte_s,
+ * s per byte of the collective) the local reduction between the shots
+ * where the library runs it apart. */
 static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
-			int first)
+			int first, double per_byte_s)
 {
 	uint32_t P = x->g.p, i, j;
 
@@ -52,6 +55,8 @@ static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
 				algo_p2p(x, p, i, j, 1);
 	}
 	algo_close_phase(x, p, (first ? algo_base(x) : 0) + algo_step(x));
+	if (!p->failed && p->nphases > 0)
+		p->phases[p->nphases - 1].per_byte_s = per_byte_s;
 }
 
 int algo_direct(struct algo_ctx *x, struct plan *p)
@@ -61,8 +66,16 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 	double n = c->bytes, share = n / P;
 
 	if (c->op == COLL_ALLREDUCE) {	/* reduce-scatter, then all-gather */
-		pairs_phase(x, p, share, 1);
-		pairs_phase(x, p, share, 0);
+		/* MSCCL's all-pairs programs receive the shards into a
+		 * scratch buffer and reduce them in a step of their own
+		 * (type "re", on one threadblock per channel) before the
+		 * second shot: each rank reads its shard from all P, n
+		 * bytes, at the library's reduce_bandwidth (plans are built
+		 * per byte: a time per byte of the collective) */
+		double red = x->as->reduce_Bps > 0 ? 1 / x->as->reduce_Bps : 0;
+
+		pairs_phase(x, p, share, 1, 0);
+		pairs_phase(x, p, share, 0, red);
 		return 0;
 	}
 	algo_phase(x, p);

@@ -22,11 +22,33 @@
  * parallel ring on one rail) is charged nothing more. (The spreading is
  * the even one adaptive routing or spraying achieves; hash collisions
  * of static ECMP are not charged.)
+ *
+ * Replay, and why it is exact. Time is integer ns; a run alone on its
+ * links meets nothing but its own flows, so its rates, its flows' ends
+ * (now + round(left / rate)) and its phase waits are the same, in ns
+ * after its start, whenever it starts: on the idle engine or the step's.
+ * crun_record() keeps that trajectory; crun_replay() charges it as one end
+ * event while the run holds every link of its plan. Nothing else can
+ * touch those links meanwhile without starting a flow on one, and
+ * flow_start() first evicts the holder: the run becomes, at that instant
+ * t, exactly what the flow-level run would be at t - its current phase,
+ * its flows not yet ended, each with its bytes left as of its last rate
+ * change before t, that rate and the same end event (flow_adopt); a
+ * phase not yet started gets its start_flows event at the recorded time.
+ * Events at t itself are left to run after the one that evicts (every
+ * re-solve they ask for happens at t, after both), so the state is the
+ * one the flow-level run would re-solve at t. The key of a trajectory is
+ * what determines it: the plan (op, members, algorithm, protocol,
+ * replicas, an uneven all-to-all's matrix) and the size (net.c caches it
+ * beside the plan's idle time); whatever else a collective's cost comes
+ * to depend on (per-call jitter, a link's state) must be in that key or
+ * keep the collective from replaying.
  */
 #include "crun.h"
 
 #include <stdlib.h>
 
+#include "base/diag.h"
 #include "base/mem.h"
 
 struct crun {
@@ -42,6 +64,33 @@ struct crun {
 	uint32_t pending;	/* its flows not yet done */
 	void (*done)(void *token);
 	void *token;
+	struct recorder *rec;	/* recording its trajectory, or NULL */
+	const struct ctraj *tr;	/* replaying it (links held), or NULL */
+	units_ns_t t0;		/* ns, when a replay or recording started */
+	sim_id end_ev;		/* a replay's end event */
+};
+
+/* A flow of a recorded run: its done argument. */
+struct rec_flow {
+	struct crun *r;
+	uint32_t i;		/* plan flow index */
+};
+
+/* A rate change as it is recorded, before sorting by flow. */
+struct raw_rec {
+	uint32_t i;
+	struct ctraj_rec rec;
+};
+
+struct recorder {
+	struct sim *sim;
+	units_ns_t t0;		/* ns, when the recorded run started */
+	struct ctraj *tr;
+	struct rec_flow *rf;	/* per plan flow */
+	struct raw_rec *raw;
+	uint32_t nraw, capraw;
+	units_ns_t done_ns;	/* ns when done was called; -1 before */
+	int failed;
 };
 
 static void start_flows(struct sim *sim, void *arg);
@@ -54,10 +103,12 @@ static const struct pipe *phase_pipe(const struct crun *r, uint32_t i)
 	return r->full ? &r->cp->plan.phases[i].pipe : &none;
 }
 
-/* ns before phase i's flows start: its latency and its pipeline's sync. */
+/* ns before phase i's flows start: its latency, its per-byte step and
+ * its pipeline's sync. */
 static units_ns_t phase_wait(const struct crun *r, uint32_t i)
 {
 	return units_s_to_ns(r->cp->plan.phases[i].latency_s +
+			     r->cp->plan.phases[i].per_byte_s * r->size_B +
 			     pipe_sync_s(phase_pipe(r, i), r->size_B));
 }
 
@@ -121,6 +172,16 @@ static void flow_done(void *arg)
 		advance(r);
 }
 
+/* A recorded flow ended: note when, then as flow_done. */
+static void flow_done_rec(void *arg)
+{
+	struct rec_flow *f = arg;
+	struct crun *r = f->r;
+
+	r->rec->tr->end_ns[f->i] = sim_now(r->sim) - r->t0;
+	flow_done(r);
+}
+
 static void start_flows(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
@@ -132,6 +193,8 @@ static void start_flows(struct sim *sim, void *arg)
 
 	(void)sim;
 	r->pending = ph->n;
+	if (r->rec)
+		r->rec->tr->start_ns[r->phase] = sim_now(r->sim) - r->t0;
 	for (i = 0; i < ph->n; i++) {
 		const struct plan_flow *f = &p->flows[ph->first + i];
 
@@ -141,8 +204,9 @@ static void start_flows(struct sim *sim, void *arg)
 			       p->elem_coef + f->first, f->n,
 			       f->volume_B * vol,
 			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps),
-			       flow_done,
-			       r) != 0)
+			       r->rec ? flow_done_rec : flow_done,
+			       r->rec ? (void *)&r->rec->rf[ph->first + i]
+				      : (void *)r) != 0)
 			r->pending--;
 	}
 	if (r->pending == 0)
@@ -161,7 +225,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
-			    done, token };
+			    done, token, NULL, NULL, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -175,6 +239,272 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	rs->live = r;
 	pcache_plan_ref(cp);
 	return 0;
+}
+
+/* ---- recording and replaying ---- */
+
+void ctraj_free(struct ctraj *tr)
+{
+	if (!tr)
+		return;
+	mem_free(tr->start_ns);
+	mem_free(tr->end_ns);
+	mem_free(tr->rec_off);
+	mem_free(tr->rec);
+	mem_free(tr);
+}
+
+size_t ctraj_bytes(const struct ctraj *tr)
+{
+	return sizeof(*tr) + tr->nphases * sizeof(*tr->start_ns) +
+	       tr->nflows * (sizeof(*tr->end_ns) + sizeof(*tr->rec_off)) +
+	       tr->rec_off[tr->nflows] * sizeof(*tr->rec);
+}
+
+static struct ctraj *ctraj_new(const struct plan *p)
+{
+	struct ctraj *tr = mem_calloc(1, sizeof(*tr));
+
+	if (!tr)
+		return NULL;
+	tr->nphases = p->nphases;
+	tr->nflows = p->nflows;
+	tr->start_ns = mem_calloc(p->nphases + 1, sizeof(*tr->start_ns));
+	tr->end_ns = mem_calloc(p->nflows + 1, sizeof(*tr->end_ns));
+	tr->rec_off = mem_calloc(p->nflows + 1, sizeof(*tr->rec_off));
+	if (!tr->start_ns || !tr->end_ns || !tr->rec_off) {
+		ctraj_free(tr);
+		return NULL;
+	}
+	return tr;
+}
+
+/* flow_observe() callback while recording: keep the change. */
+static void observe(void *arg, units_ns_t now, double left_B, double rate_Bps)
+{
+	struct rec_flow *f = arg;
+	struct recorder *rc = f->r->rec;
+
+	if (rc->nraw == rc->capraw) {
+		uint32_t ncap = rc->capraw ? 2 * rc->capraw : 64;
+		struct raw_rec *nr = mem_realloc(rc->raw, ncap * sizeof(*nr));
+
+		if (!nr) {
+			rc->failed = 1;
+			return;
+		}
+		rc->raw = nr;
+		rc->capraw = ncap;
+	}
+	rc->raw[rc->nraw++] = (struct raw_rec){
+		f->i, { now - f->r->t0, left_B, rate_Bps } };
+}
+
+static void record_done(void *token)
+{
+	struct recorder *rc = token;
+
+	rc->done_ns = sim_now(rc->sim) - rc->t0;
+}
+
+/* The recorded changes by flow (a stable counting sort: each flow's stay
+ * in time order); 0 or -1. */
+static int sort_records(struct recorder *rc)
+{
+	struct ctraj *tr = rc->tr;
+	uint32_t i, *cur;
+
+	tr->rec = mem_alloc((rc->nraw + 1) * sizeof(*tr->rec));
+	cur = mem_calloc(tr->nflows + 1, sizeof(*cur));
+	if (!tr->rec || !cur) {
+		mem_free(cur);
+		return -1;
+	}
+	for (i = 0; i < rc->nraw; i++)
+		tr->rec_off[rc->raw[i].i + 1]++;
+	for (i = 0; i < tr->nflows; i++)
+		tr->rec_off[i + 1] += tr->rec_off[i];
+	for (i = 0; i < tr->nflows; i++)
+		cur[i] = tr->rec_off[i];
+	for (i = 0; i < rc->nraw; i++)
+		tr->rec[cur[rc->raw[i].i]++] = rc->raw[i].rec;
+	mem_free(cur);
+	return 0;
+}
+
+int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, struct ctraj **out)
+{
+	struct recorder rc = { .done_ns = -1 };
+	struct crun *r;
+	uint32_t i;
+	int rv = -1;
+
+	*out = NULL;
+	rc.tr = ctraj_new(&cp->plan);
+	rc.rf = mem_calloc(cp->plan.nflows + 1, sizeof(*rc.rf));
+	rc.sim = sim;
+	rc.t0 = sim_now(sim);
+	if (!rc.tr || !rc.rf || crun_start(rs, sim, fn, cp, scale, CRUN_FULL,
+					    record_done, &rc) != 0)
+		goto out;
+	/* crun_start put the new run first in rs: point it at the
+	 * recorder. */
+	r = rs->live;
+	r->rec = &rc;
+	r->t0 = rc.t0;
+	for (i = 0; i < cp->plan.nflows; i++)
+		rc.rf[i] = (struct rec_flow){ r, i };
+	flow_observe(fn, observe);
+	if (sim_run(sim) == 0 && !flow_failed(fn) && !rc.failed &&
+	    rc.done_ns >= 0 && sort_records(&rc) == 0) {
+		rc.tr->total_ns = rc.done_ns;
+		*out = rc.tr;
+		rc.tr = NULL;
+		rv = 0;
+	}
+	flow_observe(fn, NULL);
+	crun_set_release(rs);	/* what a failed run left */
+out:
+	ctraj_free(rc.tr);
+	mem_free(rc.rf);
+	mem_free(rc.raw);
+	return rv;
+}
+
+static void replay_end(struct sim *sim, void *arg)
+{
+	struct crun *r = arg;
+
+	(void)sim;
+	flow_release(r->fn, r->cp->plan.elem_link, r->cp->plan.nelems);
+	finish(r);
+}
+
+/* The last rate change of plan flow i before dt (ns after the start). */
+static const struct ctraj_rec *state_at(const struct ctraj *tr, uint32_t i,
+					units_ns_t dt)
+{
+	uint32_t k = tr->rec_off[i + 1];
+
+	while (k > tr->rec_off[i] && tr->rec[k - 1].t_ns >= dt)
+		k--;
+	if (k == tr->rec_off[i])
+		BUG("run: a replayed flow with no rate before now");
+	return &tr->rec[k - 1];
+}
+
+/* Adopt the flows of the current phase that end at or after dt; 0 or
+ * -1 (memory: the flownet's failure flag reports it). */
+static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
+{
+	const struct plan *p = &r->cp->plan;
+	const struct plan_phase *ph = &p->phases[r->phase];
+	const struct pipe *pp = phase_pipe(r, r->phase);
+	uint32_t i;
+	int rv = 0;
+
+	for (i = ph->first; i < ph->first + ph->n; i++) {
+		const struct plan_flow *f = &p->flows[i];
+		const struct ctraj_rec *st;
+
+		if (tr->end_ns[i] < dt)
+			continue;
+		st = state_at(tr, i, dt);
+		if (flow_adopt(r->fn, p->elem_link + f->first,
+			       p->elem_coef + f->first, f->n,
+			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps),
+			       flow_done, r, st->left_B, st->rate_Bps,
+			       r->t0 + st->t_ns, r->t0 + tr->end_ns[i]) != 0) {
+			r->pending--;
+			rv = -1;
+		}
+	}
+	return rv;
+}
+
+/*
+ * Replay r becomes the run it stands for, at its state now (dt after its
+ * start): events before dt have happened, those at dt and later have not.
+ * The phase is the last whose flows started before dt; if all of them
+ * ended before dt, the run waits for the next phase's start.
+ */
+static void resume(struct crun *r)
+{
+	const struct ctraj *tr = r->tr;
+	const struct plan *p = &r->cp->plan;
+	units_ns_t dt = sim_now(r->sim) - r->t0;
+	uint32_t k = 0, i, pending = 0;
+
+	r->tr = NULL;
+	r->set->resumed++;
+	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
+		k++;
+	if (tr->start_ns[k] < dt)
+		for (i = p->phases[k].first;
+		     i < p->phases[k].first + p->phases[k].n; i++)
+			pending += tr->end_ns[i] >= dt;
+	if (tr->start_ns[k] < dt && pending == 0)
+		k++;	/* between phases k and k + 1 */
+	r->phase = k;
+	if (k >= tr->nphases)
+		BUG("run: a replay resumed after its end");
+	if (pending == 0) {
+		/* Out of memory leaves the collective unfinished; the
+		 * engine's sticky failure (sim_failed) reports it. */
+		(void)sim_at(r->sim, r->t0 + tr->start_ns[k], start_flows, r);
+		return;
+	}
+	r->pending = pending;
+	(void)adopt_phase(r, tr, dt);
+	if (r->pending == 0)
+		advance(r);
+}
+
+/* flow_set_evict() callback: a flow is to start on a replay's link. */
+static void evict(void *holder)
+{
+	struct crun *r = holder;
+
+	sim_cancel(r->sim, r->end_ev);
+	flow_release(r->fn, r->cp->plan.elem_link, r->cp->plan.nelems);
+	resume(r);
+}
+
+int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, const struct ctraj *tr,
+	       void (*done)(void *token), void *token)
+{
+	struct crun *r = mem_calloc(1, sizeof(*r));
+
+	if (!r)
+		return -1;
+	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
+			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
+			    NULL, tr, sim_now(sim), 0 };
+	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
+	if (!r->end_ev) {
+		mem_free(r);
+		return -1;
+	}
+	if (rs->live)
+		rs->live->prev = r;
+	rs->live = r;
+	pcache_plan_ref(cp);
+	rs->replays++;
+	flow_set_evict(fn, evict);
+	flow_hold(fn, cp->plan.elem_link, cp->plan.nelems, r);
+	return 0;
+}
+
+uint64_t crun_replays(const struct crun_set *rs)
+{
+	return rs->replays;
+}
+
+uint64_t crun_resumed(const struct crun_set *rs)
+{
+	return rs->resumed;
 }
 
 static int by_u32(const void *a, const void *b)

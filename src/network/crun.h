@@ -9,6 +9,18 @@
  * stops to the latency, fill to the volumes, the sustained-bandwidth
  * bound to the flows.
  *
+ * Replay. A collective whose links carry nothing else runs as it would on
+ * an idle fabric: its trajectory there (when each phase's flows started,
+ * each flow's rate changes and end) is recorded once per plan and size
+ * (crun_record) and a replay (crun_replay) costs one event instead of a
+ * flow's start, solves and end per flow and phase. It holds the links of
+ * its plan; when a flow is to start on one of them, it becomes real
+ * flows at the state its trajectory gives at that instant (bytes left at
+ * the last rate change, that rate, the same end event) and goes on as a
+ * run would, sharing the links under max-min. The rule, and why the
+ * result is the flow-level simulation's to the nanosecond, is at the top
+ * of run.c.
+ *
  * Depends on plan.h, pcache.h, flow.h, sim.h.
  */
 #ifndef LLMSIM_NETWORK_CRUN_H
@@ -24,6 +36,8 @@
  * (out of memory) frees them. Zero-initialize. */
 struct crun_set {
 	struct crun *live;	/* doubly linked */
+	uint64_t replays;	/* crun_replay() calls */
+	uint64_t resumed;	/* replays that became flows */
 };
 
 /* Free every run still in flight (their done() is never called). */
@@ -42,6 +56,53 @@ enum crun_view {
 int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, enum crun_view view,
 	       void (*done)(void *token), void *token);
+
+/* A rate change of a recorded flow. */
+struct ctraj_rec {
+	units_ns_t t_ns;	/* ns after the run's start */
+	double left_B;		/* B left then */
+	double rate_Bps;	/* B/s from then on */
+};
+
+/* How a plan ran alone on an idle fabric (times in ns after its start). */
+struct ctraj {
+	units_ns_t total_ns;	/* ns, start to done */
+	uint32_t nphases, nflows;
+	units_ns_t *start_ns;	/* per phase: when its flows started */
+	units_ns_t *end_ns;	/* per plan flow: when it ended */
+	uint32_t *rec_off;	/* nflows + 1: flow i's rate changes are
+				 * rec[rec_off[i] .. rec_off[i + 1]), in time
+				 * order */
+	struct ctraj_rec *rec;
+};
+
+void ctraj_free(struct ctraj *tr);
+
+/* Bytes a trajectory holds (for reports). */
+size_t ctraj_bytes(const struct ctraj *tr);
+
+/*
+ * Run cp (CRUN_FULL, volumes times scale) on sim/fn, which must have
+ * nothing else in flight, to its end, recording its trajectory into *out
+ * (free with ctraj_free). Returns 0, or -1 when out of memory.
+ */
+int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, struct ctraj **out);
+
+/*
+ * Start cp (CRUN_FULL, volumes times scale) on sim as a replay of tr,
+ * holding its links on fn (which the caller found idle: flow_links_idle)
+ * until done(token) at now + tr->total_ns, or until a flow starts on one
+ * of them. tr must outlive the run. Returns 0 or -1 (memory; done is
+ * then never called).
+ */
+int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, const struct ctraj *tr,
+	       void (*done)(void *token), void *token);
+
+/* Replays started, and those that became flows, on this set. */
+uint64_t crun_replays(const struct crun_set *rs);
+uint64_t crun_resumed(const struct crun_set *rs);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links

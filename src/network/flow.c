@@ -36,6 +36,10 @@ struct flownet {
 	struct flow *free_list;
 	struct flow *live;	/* flows started and not yet done */
 	sim_id solve_ev;	/* pending solve event; 0 = none */
+	void **holder;		/* per link: what holds it, or NULL */
+	void (*evict)(void *holder);
+	void (*observe)(void *arg, units_ns_t now, double left_B,
+			double rate_Bps);
 	uint64_t solves, resolved;
 	int failed;
 };
@@ -50,7 +54,8 @@ struct flownet *flow_new(const struct topo *t, struct sim *sim)
 	f->topo = t;
 	f->sim = sim;
 	f->mm = mm_new();
-	if (!f->mm)
+	f->holder = mem_calloc(t->nlinks + 1, sizeof(*f->holder));
+	if (!f->mm || !f->holder)
 		goto fail;
 	for (i = 0; i < t->nlinks; i++)
 		if (mm_cons_add(f->mm, t->links[i].cap_Bps) != i)
@@ -89,6 +94,7 @@ void flow_free(struct flownet *f)
 	free_chain(f->free_list);
 	free_chain(f->live);
 	mm_free(f->mm);
+	mem_free(f->holder);
 	mem_free(f);
 }
 
@@ -145,6 +151,8 @@ static void on_change(mm_id var, double old_Bps, double new_Bps, void *data,
 		fl->left_B = 0;
 	fl->t_last = now;
 	fl->rate_Bps = new_Bps;
+	if (f->observe)
+		f->observe(fl->arg, now, fl->left_B, new_Bps);
 	sim_cancel(f->sim, fl->ev);
 	fl->ev = 0;
 	if (new_Bps <= 0)
@@ -197,6 +205,17 @@ static void complete(struct sim *sim, void *arg)
 	done(darg);
 }
 
+/* Turn whatever holds links[0..n-1] into flows first. */
+static void evict_holders(struct flownet *f, const uint32_t *links,
+			  uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (f->holder[links[i]])
+			f->evict(f->holder[links[i]]);
+}
+
 int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
 	       void *arg)
@@ -205,6 +224,8 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 
 	if (n > 0 && !coef)
 		BUG("a flow over links needs their coefficients");
+	if (volume_B > 0)
+		evict_holders(f, links, n);
 	fl = flow_take(f);
 	if (!fl)
 		goto oom;
@@ -229,6 +250,86 @@ oom:
 		flow_put(f, fl);
 	f->failed = 1;
 	return -1;
+}
+
+int flow_adopt(struct flownet *f, const uint32_t *links, const double *coef,
+	       uint32_t n, double bound_Bps, flow_done_fn done, void *arg,
+	       double left_B, double rate_Bps, units_ns_t t_last_ns,
+	       units_ns_t t_end_ns)
+{
+	struct flow *fl;
+
+	if (!(rate_Bps > 0) || (n == 0 && !(bound_Bps > 0)) ||
+	    t_last_ns > sim_now(f->sim) || t_end_ns < sim_now(f->sim))
+		BUG("flow_adopt: not a flow in progress");
+	fl = flow_take(f);
+	if (!fl)
+		goto oom;
+	*fl = (struct flow){ .net = f, .left_B = left_B, .rate_Bps = rate_Bps,
+			     .t_last = t_last_ns, .done = done, .arg = arg };
+	fl->var = mm_var_add(f->mm, links, coef, n, bound_Bps, fl);
+	if (fl->var == MM_NONE)
+		goto oom;
+	mm_preset_rate(f->mm, fl->var, rate_Bps);
+	fl->ev = sim_at(f->sim, t_end_ns, complete, fl);
+	if (!fl->ev) {
+		mm_var_remove(f->mm, fl->var);
+		goto oom;
+	}
+	link_live(f, fl);
+	return 0;
+oom:
+	if (fl)
+		flow_put(f, fl);
+	f->failed = 1;
+	return -1;
+}
+
+void flow_set_evict(struct flownet *f, void (*evict)(void *holder))
+{
+	f->evict = evict;
+}
+
+int flow_links_idle(const struct flownet *f, const uint32_t *links,
+		    uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (f->holder[links[i]] || mm_cons_vars(f->mm, links[i]) > 0)
+			return 0;
+	return 1;
+}
+
+void flow_hold(struct flownet *f, const uint32_t *links, uint32_t n,
+	       void *holder)
+{
+	uint32_t i;
+
+	if (!f->evict)
+		BUG("flow_hold: no evict callback");
+	for (i = 0; i < n; i++)
+		f->holder[links[i]] = holder;
+}
+
+void flow_release(struct flownet *f, const uint32_t *links, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		f->holder[links[i]] = NULL;
+}
+
+void flow_observe(struct flownet *f,
+		  void (*fn)(void *arg, units_ns_t now, double left_B,
+			     double rate_Bps))
+{
+	f->observe = fn;
+}
+
+size_t flow_record_bytes(void)
+{
+	return sizeof(struct flow);
 }
 
 uint64_t flow_solves(const struct flownet *f)

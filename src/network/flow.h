@@ -17,6 +17,7 @@
 #ifndef LLMSIM_NETWORK_FLOW_H
 #define LLMSIM_NETWORK_FLOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/sim.h"
@@ -44,6 +45,46 @@ int flow_attach(struct flownet *f, struct sim *sim);
 int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double volume_B, double bound_Bps, flow_done_fn done,
 	       void *arg);
+
+/*
+ * Start a flow that has been moving since t_last_ns (<= now) at rate_Bps
+ * with left_B bytes left at that time, and that ends at t_end_ns (>= now)
+ * unless its rate changes: the state flow_start would have reached had
+ * it started earlier and run alone (a collective replayed from its idle
+ * timing, run.h, becoming real flows). No re-solve is asked for; the
+ * next one reports a change only if its component gives another rate.
+ * Links held (flow_hold) are not checked. Returns 0 or -1 (memory).
+ */
+int flow_adopt(struct flownet *f, const uint32_t *links, const double *coef,
+	       uint32_t n, double bound_Bps, flow_done_fn done, void *arg,
+	       double left_B, double rate_Bps, units_ns_t t_last_ns,
+	       units_ns_t t_end_ns);
+
+/*
+ * Links held by what is not a flow: a collective replayed from its idle
+ * timing (run.h) holds every link its plan uses while it runs. A held
+ * link is busy; a flow that starts on it first calls evict(holder), which
+ * must release what the holder holds (and may adopt its flows), so that
+ * the new flow shares the links with it. flow_links_idle() says whether
+ * none of links[0..n-1] carries a flow or is held.
+ */
+void flow_set_evict(struct flownet *f, void (*evict)(void *holder));
+int flow_links_idle(const struct flownet *f, const uint32_t *links,
+		    uint32_t n);
+void flow_hold(struct flownet *f, const uint32_t *links, uint32_t n,
+	       void *holder);
+void flow_release(struct flownet *f, const uint32_t *links, uint32_t n);
+
+/* Report every rate change: fn(arg, now, left_B, rate_Bps) with the
+ * flow's done argument, its bytes left brought up to now, and its new
+ * rate (recording an idle run, run.h). NULL to stop. */
+void flow_observe(struct flownet *f,
+		  void (*fn)(void *arg, units_ns_t now, double left_B,
+			     double rate_Bps));
+
+/* Bytes a live flow's own record takes (its max-min variable aside),
+ * for the benches' memory per flow. */
+size_t flow_record_bytes(void);
 
 /* Re-solves done and flows re-solved in total (for reports and benches). */
 uint64_t flow_solves(const struct flownet *f);

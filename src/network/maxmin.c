@@ -26,10 +26,33 @@
  * constraint at that level (or the bounded variable at its bound), and
  * update F and U of every constraint those variables use. Fixing a
  * variable at level L <= s_k never lowers s_k (since (R - aL)/(U - a) >=
- * R/U when R/U >= L), so the levels popped never decrease and a heap of
- * s_i keyed by (level, id) gives O(E log C) for E variable-constraint
- * elements and C constraints. Ties are broken by constraint id, so the
- * result is deterministic.
+ * R/U when R/U >= L), so the levels popped never decrease. Ties are
+ * broken by constraint id, and a bound equal to the smallest level is
+ * met first (bounds in order of (bound, variable id)), so the result is
+ * deterministic.
+ *
+ * The heap. Constraints and bounds share one heap of (level, key)
+ * entries; key orders bounds (the variable id) before constraints (2^31
+ * + constraint id) at equal levels. Since fixing only raises a
+ * constraint's level, an entry's stored level is a lower bound of its
+ * level now, and fixing leaves the heap alone: when a constraint reaches
+ * the top, its level is recomputed; if it rose, the entry is re-keyed and
+ * sifted down, else it is the smallest (level, id) of all (every other
+ * entry's level now is at least its stored one) and is taken. This is
+ * the order an exact heap would pop (a re-keyed heap of levels, which is
+ * what this file did until it became the cost of every re-solve: two
+ * divisions per comparison on every element's fix), without touching the
+ * heap per element: O(E + (C + B + R) log(C + B)) for E elements, C
+ * constraints, B bounds and R re-keyings. Rounding can lower a level by
+ * an ulp where exact arithmetic keeps it; the lazy heap then may take two
+ * constraints tied within rounding in the other order, which moves rates
+ * by ~1e-16 relative (tests/unit/network/test_maxmin_ref.c compares with
+ * the exact heap: bit for bit, or within 1e-9).
+ *
+ * Layout. A constraint's list holds (variable, element index,
+ * coefficient) entries, so the walk over a constraint's variables and
+ * the sum of its coefficients read one array instead of chasing a
+ * pointer per element.
  *
  * Incremental. The allocation of one connected component (variables and
  * constraints linked by elements) does not depend on any other, so a
@@ -40,7 +63,8 @@
  *
  * Validity: rates are exact up to floating-point rounding (relative 1e-12
  * on the benchmarks); levels of saturated constraints are clamped at the
- * last level popped so rounding cannot make them decrease.
+ * last level popped so rounding cannot make them decrease. Ids stay below
+ * 2^31 (the heap's key needs the top bit).
  */
 #include "maxmin.h"
 
@@ -50,11 +74,21 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
+#define ID_LIMIT 0x7fffffffu	/* ids below this: the heap key's top bit */
+#define CONS_KEY 0x80000000u	/* heap key of constraint c: CONS_KEY | c */
+
+/* One constraint a variable uses (owned by the variable). */
 struct elem {
-	mm_id var;
 	mm_id cons;
-	double coef;		/* a_ij */
 	uint32_t pos;		/* index in the constraint's list */
+	double coef;		/* a_ij */
+};
+
+/* One variable on a constraint's list. */
+struct centry {
+	mm_id var;
+	uint32_t ei;		/* index in the variable's elems */
+	double coef;		/* a_ij, a copy */
 };
 
 struct var {
@@ -72,13 +106,12 @@ struct var {
 
 struct cons {
 	double cap_Bps;		/* C_i */
-	struct elem **list;	/* elements of live variables */
+	struct centry *list;	/* live variables using it */
 	uint32_t n, capn;
 	double left_Bps;	/* C_i - F_i while solving */
 	double usage;		/* U_i while solving */
 	uint32_t nfree;		/* unfixed variables while solving */
 	uint32_t mark;
-	uint32_t heap_pos;	/* NO_POS when not in the heap */
 	uint8_t dirty;
 };
 
@@ -87,15 +120,11 @@ struct vec {
 	uint32_t n, cap;
 };
 
-/* A bounded variable with its bound, the sort key of the bounded list. */
-struct bounded {
-	double bound_Bps;	/* B/s, the variable's bound */
-	mm_id var;		/* the variable */
-};
-
-struct bvec {
-	struct bounded *v;
-	uint32_t n, cap;
+/* A heap entry: a constraint at a level no higher than its level now,
+ * or a bounded variable at its bound. */
+struct hent {
+	double level;		/* B/s */
+	uint32_t key;		/* variable id, or CONS_KEY | constraint id */
 };
 
 struct mm {
@@ -107,12 +136,11 @@ struct mm {
 	struct vec dirty;	/* dirty constraints */
 	struct vec fresh;	/* variables added since the last solve */
 	struct vec cv, cc;	/* the component being solved */
-	struct vec heap;	/* constraints by level */
-	struct bvec bounded;	/* bounded variables of the component */
+	struct hent *heap;	/* constraints and bounds by level */
+	uint32_t nheap, capheap;
+	uint32_t unfixed;	/* variables of the component not fixed yet */
 	uint32_t epoch;
 };
-
-#define NO_POS UINT32_MAX
 
 static int vec_push(struct vec *v, mm_id x)
 {
@@ -126,21 +154,6 @@ static int vec_push(struct vec *v, mm_id x)
 		v->cap = ncap;
 	}
 	v->v[v->n++] = x;
-	return 0;
-}
-
-static int bvec_push(struct bvec *v, mm_id var, double bound_Bps)
-{
-	if (v->n == v->cap) {
-		uint32_t ncap = v->cap ? v->cap * 2 : 64;
-		struct bounded *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		v->v = nv;
-		v->cap = ncap;
-	}
-	v->v[v->n++] = (struct bounded){ bound_Bps, var };
 	return 0;
 }
 
@@ -169,8 +182,7 @@ void mm_free(struct mm *m)
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
 	mem_free(m->cc.v);
-	mem_free(m->heap.v);
-	mem_free(m->bounded.v);
+	mem_free(m->heap);
 	mem_free(m);
 }
 
@@ -180,6 +192,8 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 
 	if (!(cap_Bps > 0) || !isfinite(cap_Bps))
 		BUG("constraint capacity must be positive and finite");
+	if (m->ncons == ID_LIMIT)
+		return MM_NONE;
 	if (m->ncons == m->capcons) {
 		uint32_t ncap = m->capcons ? m->capcons * 2 : 64;
 		struct cons *nc = mem_realloc(m->cons, (size_t)ncap * sizeof(*nc));
@@ -190,7 +204,7 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 		m->capcons = ncap;
 	}
 	c = &m->cons[m->ncons];
-	*c = (struct cons){ .cap_Bps = cap_Bps, .heap_pos = NO_POS };
+	*c = (struct cons){ .cap_Bps = cap_Bps };
 	return m->ncons++;
 }
 
@@ -204,11 +218,16 @@ static int mark_dirty(struct mm *m, mm_id c)
 	return 0;
 }
 
-static int cons_append(struct cons *c, struct elem *e)
+/* Put element ei of variable v on its constraint's list; 0 or -1. */
+static int cons_append(struct mm *m, mm_id v, uint32_t ei)
 {
+	struct elem *e = &m->vars[v].elems[ei];
+	struct cons *c = &m->cons[e->cons];
+
 	if (c->n == c->capn) {
 		uint32_t ncap = c->capn ? c->capn * 2 : 8;
-		struct elem **nl = mem_realloc(c->list, (size_t)ncap * sizeof(*nl));
+		struct centry *nl = mem_realloc(c->list,
+						(size_t)ncap * sizeof(*nl));
 
 		if (!nl)
 			return -1;
@@ -216,16 +235,19 @@ static int cons_append(struct cons *c, struct elem *e)
 		c->capn = ncap;
 	}
 	e->pos = c->n;
-	c->list[c->n++] = e;
+	c->list[c->n++] = (struct centry){ v, ei, e->coef };
 	return 0;
 }
 
-static void cons_unlink(struct cons *c, struct elem *e)
+/* Take element e off its constraint's list: the last entry moves into
+ * its place (so list order is what additions and removals made it). */
+static void cons_unlink(struct mm *m, const struct elem *e)
 {
-	struct elem *last = c->list[--c->n];
+	struct cons *c = &m->cons[e->cons];
+	struct centry last = c->list[--c->n];
 
 	c->list[e->pos] = last;
-	last->pos = e->pos;
+	m->vars[last.var].elems[last.ei].pos = e->pos;
 }
 
 static mm_id var_slot(struct mm *m)
@@ -236,6 +258,8 @@ static mm_id var_slot(struct mm *m)
 		m->free_var = m->vars[v].next_free;
 		return v;
 	}
+	if (m->nvars == ID_LIMIT)
+		return MM_NONE;
 	if (m->nvars == m->capvars) {
 		uint32_t ncap = m->capvars ? m->capvars * 2 : 64;
 		struct var *nv = mem_realloc(m->vars, (size_t)ncap * sizeof(*nv));
@@ -267,13 +291,13 @@ static int var_link(struct mm *m, mm_id v)
 	uint32_t i;
 
 	for (i = 0; i < x->nelems; i++)
-		if (cons_append(&m->cons[x->elems[i].cons], &x->elems[i]) != 0)
+		if (cons_append(m, v, i) != 0)
 			goto undo;
 	if (vec_push(&m->fresh, v) == 0)
 		return 0;
 undo:
 	while (i-- > 0)
-		cons_unlink(&m->cons[x->elems[i].cons], &x->elems[i]);
+		cons_unlink(m, &x->elems[i]);
 	return -1;
 }
 
@@ -296,7 +320,7 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	for (i = 0; i < n; i++) {
 		if (cons[i] >= m->ncons || !(coef[i] > 0))
 			BUG("bad constraint or coefficient");
-		x->elems[i] = (struct elem){ v, cons[i], coef[i], 0 };
+		x->elems[i] = (struct elem){ cons[i], 0, coef[i] };
 	}
 	x->nelems = n;
 	x->bound_Bps = bound_Bps;
@@ -320,7 +344,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 		BUG("removing a variable that does not exist");
 	x = &m->vars[v];
 	for (i = 0; i < x->nelems; i++) {
-		cons_unlink(&m->cons[x->elems[i].cons], &x->elems[i]);
+		cons_unlink(m, &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
 		 * change to it re-solves it. */
 		(void)mark_dirty(m, x->elems[i].cons);
@@ -334,12 +358,22 @@ double mm_rate(const struct mm *m, mm_id v)
 	return m->vars[v].rate_Bps;
 }
 
+void mm_preset_rate(struct mm *m, mm_id v, double rate_Bps)
+{
+	m->vars[v].rate_Bps = rate_Bps;
+}
+
+uint32_t mm_cons_vars(const struct mm *m, mm_id c)
+{
+	return m->cons[c].n;
+}
+
 uint32_t mm_vars(const struct mm *m)
 {
 	return m->live;
 }
 
-/* ---- the heap of constraints keyed by saturation level ---- */
+/* ---- the heap of levels and bounds ---- */
 
 static double level(const struct cons *c)
 {
@@ -348,65 +382,55 @@ static double level(const struct cons *c)
 	return c->usage > 0 ? left / c->usage : INFINITY;
 }
 
-static int heap_less(const struct mm *m, mm_id a, mm_id b)
+/* (level, key) order without branches: the comparisons of a sift are
+ * unpredictable, and mispredicting half of them cost more than the
+ * arithmetic. */
+static inline int hent_less(const struct hent *a, const struct hent *b)
 {
-	double la = level(&m->cons[a]), lb = level(&m->cons[b]);
-
-	return la < lb || (la == lb && a < b);
+	return (a->level < b->level) |
+	       ((a->level == b->level) & (a->key < b->key));
 }
 
-static void heap_set(struct mm *m, uint32_t i, mm_id c)
+static void sift_down(struct hent *h, uint32_t n, uint32_t i)
 {
-	m->heap.v[i] = c;
-	m->cons[c].heap_pos = i;
-}
-
-static void heap_up(struct mm *m, uint32_t i)
-{
-	mm_id c = m->heap.v[i];
-
-	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-
-		if (!heap_less(m, c, m->heap.v[p]))
-			break;
-		heap_set(m, i, m->heap.v[p]);
-		i = p;
-	}
-	heap_set(m, i, c);
-}
-
-static void heap_down(struct mm *m, uint32_t i)
-{
-	mm_id c = m->heap.v[i];
-	uint32_t n = m->heap.n;
+	struct hent x = h[i];
 
 	for (;;) {
 		uint32_t k = 2 * i + 1;
 
 		if (k >= n)
 			break;
-		if (k + 1 < n && heap_less(m, m->heap.v[k + 1], m->heap.v[k]))
-			k++;
-		if (!heap_less(m, m->heap.v[k], c))
+		if (k + 1 < n)
+			k += (uint32_t)hent_less(&h[k + 1], &h[k]);
+		if (!hent_less(&h[k], &x))
 			break;
-		heap_set(m, i, m->heap.v[k]);
+		h[i] = h[k];
 		i = k;
 	}
-	heap_set(m, i, c);
+	h[i] = x;
 }
 
-static void heap_remove(struct mm *m, mm_id c)
+static void heap_pop(struct mm *m)
 {
-	uint32_t i = m->cons[c].heap_pos;
-	mm_id last = m->heap.v[--m->heap.n];
+	if (--m->nheap > 0) {
+		m->heap[0] = m->heap[m->nheap];
+		sift_down(m->heap, m->nheap, 0);
+	}
+}
 
-	m->cons[c].heap_pos = NO_POS;
-	if (last == c)
-		return;
-	heap_set(m, i, last);
-	heap_up(m, i);
-	heap_down(m, m->cons[last].heap_pos);
+/* Room for n entries; 0 or -1. */
+static int heap_reserve(struct mm *m, uint32_t n)
+{
+	struct hent *nh;
+
+	if (n <= m->capheap)
+		return 0;
+	nh = mem_realloc(m->heap, (size_t)n * sizeof(*nh));
+	if (!nh)
+		return -1;
+	m->heap = nh;
+	m->capheap = n;
+	return 0;
 }
 
 /* ---- collecting the component ---- */
@@ -462,10 +486,10 @@ static int collect(struct mm *m)
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
 	for (i = 0; i < m->cc.n; i++) {
-		struct cons *c = &m->cons[m->cc.v[i]];
+		const struct cons *c = &m->cons[m->cc.v[i]];
 
 		for (k = 0; k < c->n; k++)
-			if (reach_var(m, c->list[k]->var) != 0)
+			if (reach_var(m, c->list[k].var) != 0)
 				return -1;
 	}
 	return 0;
@@ -489,97 +513,102 @@ static void fix(struct mm *m, mm_id v, double rate)
 
 	x->fixed = 1;
 	x->new_Bps = rate;
+	m->unfixed--;
 	for (i = 0; i < x->nelems; i++) {
-		struct elem *e = &x->elems[i];
+		const struct elem *e = &x->elems[i];
 		struct cons *c = &m->cons[e->cons];
 
 		c->left_Bps -= e->coef * rate;
 		c->usage -= e->coef;
 		c->nfree--;
-		if (c->heap_pos == NO_POS)
-			continue;
-		if (c->nfree == 0)
-			heap_remove(m, e->cons);
-		else
-			heap_down(m, c->heap_pos);
 	}
 }
 
-/* Order bounded variables by (bound, id): ids are unique, so the order is
- * total and qsort's instability cannot show. */
-static int by_bound(const void *pa, const void *pb)
-{
-	const struct bounded *a = pa, *b = pb;
-
-	if (a->bound_Bps != b->bound_Bps)
-		return a->bound_Bps < b->bound_Bps ? -1 : 1;
-	return a->var < b->var ? -1 : a->var > b->var;
-}
-
+/* Reset the component and fill the heap with its constraints' levels and
+ * its variables' bounds; 0 or -1. */
 static int fill_start(struct mm *m)
 {
-	uint32_t i, k;
+	uint32_t i, k, n = 0;
 
-	m->heap.n = m->bounded.n = 0;
+	if (heap_reserve(m, m->cv.n + m->cc.n) != 0)
+		return -1;
 	for (i = 0; i < m->cv.n; i++) {
 		struct var *x = &m->vars[m->cv.v[i]];
 
 		x->fixed = 0;
 		x->new_Bps = 0;
-		if (x->bound_Bps > 0 &&
-		    bvec_push(&m->bounded, m->cv.v[i], x->bound_Bps) != 0)
-			return -1;
+		if (x->bound_Bps > 0)
+			m->heap[n++] = (struct hent){ x->bound_Bps, m->cv.v[i] };
 	}
-	if (m->bounded.n > 1)	/* qsort's base may not be NULL */
-		qsort(m->bounded.v, m->bounded.n, sizeof(*m->bounded.v),
-		      by_bound);
 	for (i = 0; i < m->cc.n; i++) {
 		struct cons *c = &m->cons[m->cc.v[i]];
 
 		c->left_Bps = c->cap_Bps;
 		c->usage = 0;
 		c->nfree = c->n;
-		c->heap_pos = NO_POS;
 		for (k = 0; k < c->n; k++)
-			c->usage += c->list[k]->coef;
-		if (c->n == 0)
-			continue;
-		if (vec_push(&m->heap, m->cc.v[i]) != 0)
-			return -1;
-		heap_up(m, m->heap.n - 1);
+			c->usage += c->list[k].coef;
+		if (c->n > 0)
+			m->heap[n++] = (struct hent){ level(c),
+						      CONS_KEY | m->cc.v[i] };
 	}
+	m->nheap = n;
+	m->unfixed = m->cv.n;
+	for (i = n / 2; i-- > 0;)
+		sift_down(m->heap, n, i);
 	return 0;
+}
+
+/* Take constraint c at level lvl: fix its unfixed variables there. */
+static void saturate(struct mm *m, const struct cons *c, double lvl)
+{
+	uint32_t k;
+
+	for (k = 0; k < c->n; k++) {
+		mm_id v = c->list[k].var;
+
+		if (!m->vars[v].fixed)
+			fix(m, v, lvl);
+	}
 }
 
 static void fill(struct mm *m)
 {
-	uint32_t bi = 0, k;
 	double lvl = 0;
 
-	for (;;) {
-		mm_id c, b;
-		double lc;
+	/* Once every variable is fixed the rest of the heap (constraints
+	 * with nothing free, bounds of fixed variables) changes nothing:
+	 * stop there. A component's flows often cross far more links than
+	 * there are flows (a rank's sends to many GPUs), so this skips most
+	 * of its entries. */
+	while (m->nheap > 0 && m->unfixed > 0) {
+		struct hent top = m->heap[0];
+		const struct cons *c;
+		double now;
 
-		while (bi < m->bounded.n && m->vars[m->bounded.v[bi].var].fixed)
-			bi++;
-		if (m->heap.n == 0 && bi == m->bounded.n)
-			break;
-		c = m->heap.n ? m->heap.v[0] : MM_NONE;
-		lc = c != MM_NONE ? level(&m->cons[c]) : INFINITY;
-		b = bi < m->bounded.n ? m->bounded.v[bi].var : MM_NONE;
-		if (b != MM_NONE && m->vars[b].bound_Bps <= lc) {
-			fix(m, b, m->vars[b].bound_Bps);
+		if (!(top.key & CONS_KEY)) {
+			/* A bound no higher than any level: it binds. */
+			heap_pop(m);
+			if (!m->vars[top.key].fixed)
+				fix(m, top.key, top.level);
 			continue;
 		}
-		heap_remove(m, c);
-		if (lc > lvl)
-			lvl = lc;
-		for (k = 0; k < m->cons[c].n; k++) {
-			mm_id v = m->cons[c].list[k]->var;
-
-			if (!m->vars[v].fixed)
-				fix(m, v, lvl);
+		c = &m->cons[top.key & ~CONS_KEY];
+		if (c->nfree == 0) {
+			heap_pop(m);
+			continue;
 		}
+		now = level(c);
+		if (now != top.level) {
+			/* Raised by fixes since it was keyed: re-key. */
+			m->heap[0].level = now;
+			sift_down(m->heap, m->nheap, 0);
+			continue;
+		}
+		heap_pop(m);
+		if (now > lvl)
+			lvl = now;
+		saturate(m, c, lvl);
 	}
 }
 

@@ -59,6 +59,15 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg);
 /* The variable's current rate (B/s). */
 double mm_rate(const struct mm *m, mm_id var);
 
+/* Set a new variable's rate before it is first solved: the rate it had
+ * where it was timed apart (a replayed collective becoming flows). The
+ * next solve compares with it and reports a change only if its component
+ * gives another. */
+void mm_preset_rate(struct mm *m, mm_id var, double rate_Bps);
+
+/* Live variables using constraint c. */
+uint32_t mm_cons_vars(const struct mm *m, mm_id c);
+
 /* Live variables. */
 uint32_t mm_vars(const struct mm *m);
 

@@ -28,7 +28,22 @@
  *
  * Inside a step the chosen plan runs on the step's engine through the
  * shared flows (flow.h), so it shares links with every other collective
- * in flight.
+ * in flight. A collective whose links carry nothing else when it starts
+ * is replayed from its trajectory on the idle fabric (crun.h: recorded
+ * once per plan and size, beside its idle time; it becomes real flows
+ * the moment another flow needs one of its links, so the result is the
+ * flow-level one): a step that repeats a collective 65,536 times pays
+ * for its flows, solves and events once.
+ *
+ * What a collective's cost is keyed by (plans, times, choices,
+ * trajectories): op, members, replicas, algorithm and protocol, size,
+ * and an uneven all-to-all's matrix (compared in full). Entries stay for
+ * the net's life; uneven all-to-alls, whose matrices may differ at every
+ * call, stop being cached past A2A_CACHE_MAX entries (they still run,
+ * as flows, each built for its own matrix). In front of the cache, a
+ * small memo keyed by the descriptor's member array (the executor's are
+ * interned, one per group) and its fields, checked against the members'
+ * contents, answers a repeated collective without hashing its members.
  */
 #include "net.h"
 
@@ -46,6 +61,23 @@
 #include "crun.h"
 #include "topo.h"
 
+#define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
+#define MEMO_FIRST 4096		/* entries of the comm_start memo (2^k) */
+#define MEMO_MAX (1u << 20)	/* ... at most */
+#define MEMO_INLINE 8		/* members kept in the entry itself */
+
+/* A collective comm_start has seen: its plan and trajectory. */
+struct memo {
+	const uint32_t *gpus;	/* the descriptor's member array, by address */
+	uint32_t *copy;		/* its contents then (inline, or owned) */
+	uint32_t inline_copy[MEMO_INLINE];
+	uint32_t ngpus, replicas;
+	int op, algo, proto;	/* algo, proto: the descriptor's overrides */
+	double bytes;		/* B */
+	struct cplan *cp;	/* one reference held */
+	const struct ctraj *tr;	/* owned by the cache; NULL: none */
+};
+
 struct net {
 	const struct system_spec *sys;
 	struct topo *topo;
@@ -58,6 +90,11 @@ struct net {
 	struct flownet *idle;
 	struct crun_set idle_runs;
 	struct net_stats stats;
+	struct memo *memo;		/* nmemo slots, or NULL */
+	uint32_t nmemo;			/* a power of two */
+	uint32_t memo_misses;		/* since the memo last grew */
+	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
+	int replay;			/* replay idle-link collectives */
 	int failed;
 	char error[256];
 };
@@ -71,14 +108,17 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		goto oom;
 	n->sys = sys;
 	n->sim = sim;
+	n->replay = 1;
 	n->topo = topo_build(sys, d);
 	if (!n->topo) {
 		net_free(n);
 		return NULL;
 	}
 	n->cache = pcache_new();
-	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))))
+	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))) ||
+	    (sim && !(n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo)))))
 		goto oom;
+	n->nmemo = MEMO_FIRST;
 	return n;
 oom:
 	diag_oom(d);
@@ -91,6 +131,15 @@ int net_attach(struct net *n, struct sim *sim)
 	crun_set_release(&n->runs);
 	n->sim = sim;
 	n->failed = 0;
+	/* a net built without an engine has no comm_start memo yet (its
+	 * entries, kept across engines, are checked against the members) */
+	if (!n->memo) {
+		n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo));
+		if (!n->memo)
+			return -1;
+		n->nmemo = MEMO_FIRST;
+		n->memo_misses = 0;
+	}
 	if (n->flows && flow_attach(n->flows, sim) == 0)
 		return 0;
 	flow_free(n->flows);
@@ -107,10 +156,24 @@ static void idle_release(struct net *n)
 	n->idle_sim = NULL;
 }
 
+static void memo_clear(struct memo *m)
+{
+	if (m->copy != m->inline_copy)
+		mem_free(m->copy);
+	if (m->cp)
+		pcache_plan_unref(m->cp);
+	memset(m, 0, sizeof(*m));
+}
+
 void net_free(struct net *n)
 {
+	uint32_t i;
+
 	if (!n)
 		return;
+	for (i = 0; n->memo && i < n->nmemo; i++)
+		memo_clear(&n->memo[i]);
+	mem_free(n->memo);
 	crun_set_release(&n->runs);
 	flow_free(n->flows);
 	idle_release(n);
@@ -120,45 +183,32 @@ void net_free(struct net *n)
 	mem_free(n);
 }
 
-/* FNV-1a of a non-library path's numbers (they shape the plan). */
-static uint64_t path_hash(const struct coll_path *p)
-{
-	const double v[8] = { p->mode, p->setup_s, p->hop_scale_up_s,
-			      p->hop_scale_out_s, p->gpu_Bps, p->node_share,
-			      p->eff_scale_up, p->eff_scale_out };
-	const unsigned char *b = (const unsigned char *)v;
-	uint64_t h = 1469598103934665603ull;
-	size_t i;
-
-	for (i = 0; i < sizeof(v); i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
-static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
-			  int proto)
-{
-	uint64_t tag = c->a2a_B ? c->a2a_key : 0;
-
-	if (c->path)
-		tag ^= path_hash(c->path);
-	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
-			      c->replicas > 1 ? c->replicas : 1,
-			      kind == PK_PLAN ? -1 : c->bytes, c->gpus, tag };
-}
-
-/* Plans can be remembered unless the collective is an uneven all-to-all
- * whose matrix the caller gave no key for. */
-static int shareable(const struct coll_desc *c)
-{
-	return !c->a2a_B || c->a2a_key != 0;
-}
-
 /* Plans are built per byte of size (shared by every size) unless the
  * collective is an uneven all-to-all, whose matrix is its size. */
 static int per_byte(const struct coll_desc *c)
 {
 	return !c->a2a_B;
+}
+
+static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
+			  int proto)
+{
+	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
+			      c->replicas > 1 ? c->replicas : 1,
+			      kind == PK_PLAN && per_byte(c) ? -1 : c->bytes,
+			      c->gpus, c->a2a_B, c->path };
+}
+
+/* Whether a new entry for c may be cached: always, but for uneven
+ * all-to-alls past A2A_CACHE_MAX entries (counted here). */
+static int cacheable(struct net *n, const struct coll_desc *c)
+{
+	if (!c->a2a_B)
+		return 1;
+	if (n->a2a_entries >= A2A_CACHE_MAX)
+		return 0;
+	n->a2a_entries++;
+	return 1;
 }
 
 static struct cplan *build(struct net *n, const struct coll_desc *c,
@@ -196,28 +246,45 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 
 /* The plan of (algo, proto) for c, with a reference for the caller.
  * *rc: 0; 1 does not apply (*why); -1 out of memory; -2 bad c (*why). */
+/* The PK_NOAPPLY entry's mask has a bit for every pair. */
+_Static_assert(ALGO_COUNT * PROTO_COUNT <= 31, "pairs fit an int's bits");
+
 static struct cplan *get_plan(struct net *n, const struct coll_desc *c,
 			      int algo, int proto, int *rc, const char **why)
 {
 	struct pkey k = key_of(c, PK_PLAN, algo, proto);
-	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
+	struct pkey mk = key_of(c, PK_NOAPPLY, -1, -1);
+	const struct pval *v = pcache_get(n->cache, &k);
+	const struct pval *m = pcache_get(n->cache, &mk);
+	uint32_t bit = 1u << (algo * PROTO_COUNT + proto);
 	struct cplan *cp;
 
 	if (v) {
-		*rc = v->plan ? 0 : 1;
-		*why = v->why;
-		if (v->plan) {
-			pcache_plan_ref(v->plan);
-			n->stats.plan_hits++;
-		}
+		*rc = 0;
+		pcache_plan_ref(v->plan);
+		n->stats.plan_hits++;
 		return v->plan;
 	}
+	if (m && ((uint32_t)m->algo & bit)) {
+		*rc = 1;
+		*why = m->why;
+		return NULL;
+	}
 	cp = build(n, c, algo, proto, rc, why);
-	if (shareable(c) && (*rc == 0 || *rc == 1)) {
-		struct pval nv = { cp, *why, algo, proto, 0 };
+	if (*rc == 0 && cacheable(n, c)) {
+		struct pval nv = { cp, *why, algo, proto, 0, NULL, NULL };
 
 		/* A full cache only costs a rebuild later. */
 		(void)pcache_put(n->cache, &k, &nv);
+	} else if (*rc == 1 && cacheable(n, c)) {
+		/* Pairs that do not apply are one bit each of the group's
+		 * entry (most of a library's pairs do not apply to a given
+		 * group: an entry each was most of the cache). */
+		struct pval nv = { NULL, *why, (int)(m ? (uint32_t)m->algo | bit
+						       : bit), -1, 0, NULL,
+				   NULL };
+
+		(void)pcache_set(n->cache, &mk, &nv);
 	}
 	return cp;
 }
@@ -283,8 +350,9 @@ static int idle_time(struct net *n, struct cplan *cp,
 {
 	struct pkey k = key_of(c, view == CRUN_FULL ? PK_TIME : PK_LIBTIME,
 			       cp->plan.algo, cp->plan.proto);
-	const struct pval *v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
-	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0 };
+	const struct pval *v = pcache_get(n->cache, &k);
+	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0,
+			   NULL, NULL };
 
 	if (v) {
 		*t_s = v->time_s;
@@ -293,7 +361,11 @@ static int idle_time(struct net *n, struct cplan *cp,
 	if (run_idle(n, cp, c, view, t_s) != 0)
 		return -1;
 	nv.time_s = *t_s;
-	if (shareable(c))
+	/* A candidate's library-view time serves only the choice among the
+	 * candidates, and the choice itself is cached: keeping every
+	 * candidate's time as well made up most of the cache (20 entries a
+	 * collective on a 4k-GPU --full step, 70 MB). */
+	if (view == CRUN_FULL && cacheable(n, c))
 		(void)pcache_put(n->cache, &k, &nv);
 	return 0;
 }
@@ -435,7 +507,7 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 		*proto = fp;
 		return 0;
 	}
-	v = shareable(c) ? pcache_get(n->cache, &k) : NULL;
+	v = pcache_get(n->cache, &k);
 	if (v) {
 		*algo = v->algo;
 		*proto = v->proto;
@@ -444,8 +516,8 @@ static int choose(struct net *n, const struct coll_desc *c, int *algo,
 	rc = pick(n, c, fa, fp, algo, proto, why);
 	if (rc == 0 && fp < 0)
 		rc = forced_range(n, c, *algo, proto, why);
-	if (rc == 0 && shareable(c)) {
-		struct pval nv = { NULL, NULL, *algo, *proto, 0 };
+	if (rc == 0 && cacheable(n, c)) {
+		struct pval nv = { NULL, NULL, *algo, *proto, 0, NULL, NULL };
 
 		(void)pcache_put(n->cache, &k, &nv);
 	}
@@ -554,28 +626,189 @@ static void fail(struct net *n, const struct coll_desc *c, const char *why,
 	}
 }
 
+static void free_traj(void *tr)
+{
+	ctraj_free(tr);
+}
+
+/* The trajectory of cp for c on the idle fabric, recorded once and
+ * cached beside its idle time; NULL when it cannot be had (memory, or
+ * an all-to-all matrix past the cache's limit): c then runs as flows. */
+static const struct ctraj *traj_of(struct net *n, struct cplan *cp,
+				   const struct coll_desc *c)
+{
+	struct pkey k = key_of(c, PK_TRAJ, cp->plan.algo, cp->plan.proto);
+	const struct pval *v = pcache_get(n->cache, &k);
+	struct pval nv = { NULL, NULL, cp->plan.algo, cp->plan.proto, 0,
+			   NULL, free_traj };
+	struct ctraj *tr;
+
+	if (v)
+		return v->own;
+	if (!cacheable(n, c) || idle_engine(n) != 0)
+		return NULL;
+	if (crun_record(&n->idle_runs, n->idle_sim, n->idle, cp,
+		       scale_of(cp, c), &tr) != 0) {
+		idle_release(n);	/* it may be left mid-flight */
+		return NULL;
+	}
+	nv.own = tr;
+	if (pcache_put(n->cache, &k, &nv) != 0) {
+		ctraj_free(tr);
+		return NULL;
+	}
+	return tr;
+}
+
+/* The memo slot for c (which may hold another collective) in a memo of
+ * nmemo slots. */
+static struct memo *memo_slot_in(struct memo *memo, uint32_t nmemo,
+				 const struct coll_desc *c)
+{
+	uint64_t h = (uint64_t)(uintptr_t)c->gpus, b;
+
+	memcpy(&b, &c->bytes, sizeof(b));
+	h = (h ^ b) * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)(uint32_t)c->op << 40) ^
+	     ((uint64_t)(uint32_t)c->algo << 20) ^ (uint32_t)c->proto;
+	h *= 0xc2b2ae3d27d4eb4full;
+	return &memo[(h >> 32) & (nmemo - 1)];
+}
+
+static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
+{
+	return memo_slot_in(n->memo, n->nmemo, c);
+}
+
+/* Twice the slots, the entries moved over (colliding ones dropped): the
+ * memo grows to the number of distinct collectives a step repeats (a
+ * direct-mapped memo smaller than that misses on most calls). Out of
+ * memory keeps the old one. */
+static void memo_grow(struct net *n)
+{
+	uint32_t nn = n->nmemo * 2, i;
+	struct memo *nm;
+
+	n->memo_misses = 0;
+	if (nn > MEMO_MAX || !(nm = mem_calloc(nn, sizeof(*nm))))
+		return;
+	for (i = 0; i < n->nmemo; i++) {
+		struct memo *m = &n->memo[i], *to;
+
+		if (!m->cp)
+			continue;
+		to = memo_slot_in(nm, nn, &(struct coll_desc){
+			.op = (enum coll_op)m->op, .bytes = m->bytes,
+			.gpus = m->gpus, .algo = m->algo, .proto = m->proto });
+		if (to->cp) {
+			memo_clear(m);
+			continue;
+		}
+		*to = *m;
+		if (m->copy == m->inline_copy)
+			to->copy = to->inline_copy;
+	}
+	mem_free(n->memo);
+	n->memo = nm;
+	n->nmemo = nn;
+}
+
+static int memo_same(const struct memo *m, const struct coll_desc *c)
+{
+	uint32_t i;
+
+	if (!m->cp || m->gpus != c->gpus || m->ngpus != c->ngpus ||
+	    m->op != (int)c->op || m->bytes != c->bytes ||
+	    m->algo != c->algo || m->proto != c->proto ||
+	    m->replicas != c->replicas)
+		return 0;
+	/* The same address may hold another group now (a caller's reused
+	 * buffer): compare the members too. */
+	for (i = 0; i < c->ngpus; i++)
+		if (m->copy[i] != c->gpus[i])
+			return 0;
+	return 1;
+}
+
+/* Remember cp and tr for c (not for uneven all-to-alls nor non-library
+ * paths: the memo keys on the members and sizes only, the cache on the
+ * matrix and the path's numbers). A failed copy only costs a lookup
+ * later. */
+static void memo_put(struct net *n, const struct coll_desc *c,
+		     struct cplan *cp, const struct ctraj *tr)
+{
+	struct memo *m = memo_slot(n, c);
+	uint32_t *copy;
+
+	if (c->a2a_B || c->path)
+		return;
+	if (++n->memo_misses > n->nmemo / 2) {
+		memo_grow(n);
+		m = memo_slot(n, c);
+	}
+	if (c->ngpus <= MEMO_INLINE) {
+		copy = NULL;
+	} else {
+		copy = mem_alloc(c->ngpus * sizeof(*copy) + 1);
+		if (!copy)
+			return;
+		memcpy(copy, c->gpus, c->ngpus * sizeof(*copy));
+	}
+	memo_clear(m);
+	*m = (struct memo){ c->gpus, copy, { 0 }, c->ngpus, c->replicas,
+			    (int)c->op, c->algo, c->proto, c->bytes, cp, tr };
+	if (!copy) {
+		m->copy = m->inline_copy;
+		memcpy(m->copy, c->gpus, c->ngpus * sizeof(*copy));
+	}
+	pcache_plan_ref(cp);
+}
+
 static void comm_start(void *ctx, const struct coll_desc *c,
 		       void (*done)(void *token), void *token)
 {
 	struct net *n = ctx;
 	const char *why = "out of memory";
+	const struct memo *m;
+	const struct ctraj *tr = NULL;
 	struct cplan *cp;
 	int rc;
 
 	if (!n->sim)
 		BUG("net_comm_ops on a net built without an engine");
 	n->stats.collectives++;
-	cp = plan_for(n, c, &rc, &why);
-	if (!cp) {
-		fail(n, c, rc == -1 ? "out of memory" : why, done, token);
-		return;
+	m = c->a2a_B || c->path ? NULL : memo_slot(n, c);
+	if (m && memo_same(m, c)) {
+		cp = m->cp;
+		pcache_plan_ref(cp);
+		tr = m->tr;
+	} else {
+		cp = plan_for(n, c, &rc, &why);
+		if (!cp) {
+			fail(n, c, rc == -1 ? "out of memory" : why, done,
+			     token);
+			return;
+		}
+		tr = traj_of(n, cp, c);
+		memo_put(n, c, cp, tr);
 	}
-	n->stats.flows += cp->plan.nflows;
-	rc = crun_start(&n->runs, n->sim, n->flows, cp, scale_of(cp, c),
-			CRUN_FULL, done, token);
+	if (n->replay && tr &&
+	    flow_links_idle(n->flows, cp->plan.elem_link, cp->plan.nelems)) {
+		rc = crun_replay(&n->runs, n->sim, n->flows, cp,
+				scale_of(cp, c), tr, done, token);
+	} else {
+		n->stats.flows += cp->plan.nflows;
+		rc = crun_start(&n->runs, n->sim, n->flows, cp,
+			       scale_of(cp, c), CRUN_FULL, done, token);
+	}
 	pcache_plan_unref(cp);
 	if (rc != 0)
 		fail(n, c, "out of memory", done, token);
+}
+
+void net_set_replay(struct net *n, int on)
+{
+	n->replay = on;
 }
 
 const struct comm_ops net_comm_ops = { comm_start };
@@ -587,6 +820,8 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 		out->solves = flow_solves(n->flows);
 		out->resolved = flow_resolved(n->flows);
 	}
+	out->replays = crun_replays(&n->runs);
+	out->resumed = crun_resumed(&n->runs);
 }
 
 int net_failed(const struct net *n)

@@ -86,9 +86,18 @@ struct net_stats {
 	uint64_t solves;	/* max-min re-solves */
 	uint64_t resolved;	/* flows re-solved, summed over re-solves */
 	uint64_t plan_hits;	/* plans reused from the cache */
+	uint64_t replays;	/* collectives replayed from their idle
+				 * trajectory (links found idle) */
+	uint64_t resumed;	/* of those, turned into flows when another
+				 * flow needed one of their links */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);
+
+/* Replay collectives whose links are idle from their idle trajectory
+ * (1, the default) or always run them as flows (0: tests compare). The
+ * results are the same; only the work differs. */
+void net_set_replay(struct net *n, int on);
 
 /* Non-zero once a collective started through net_comm_ops failed; the
  * step's result is then not to be trusted. net_error() says why. */

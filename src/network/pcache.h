@@ -7,10 +7,13 @@
  * once; later starts reuse it. A plan's volumes are per byte of the
  * collective's size, so one plan serves every size; its idle time and
  * the choice are remembered per size. Entries are keyed by op, members
- * (compared in full, not by hash), replicas, algorithm and protocol, and
- * size where it matters. Plans are
+ * (compared in full, not by hash), replicas, algorithm and protocol,
+ * size where it matters, and an uneven all-to-all's matrix (its plan is
+ * built for that matrix, so it is part of the key, compared in full).
+ * Plans are
  * reference counted so a collective in flight keeps its plan when the
- * cache is cleared (it is cleared whole when half full).
+ * cache is freed. Entries stay until then (the table grows), so nothing
+ * is computed twice in one simulation.
  *
  * Depends on plan.h, mem.h.
  */
@@ -32,7 +35,12 @@ enum pkey_kind {
 	PK_PLAN,		/* a plan, for any size (bytes = -1) */
 	PK_TIME,		/* a plan's time on the idle fabric at one size */
 	PK_LIBTIME,		/* the same as the library's tuning model sees it */
-	PK_CHOICE		/* the algorithm and protocol chosen at one size */
+	PK_CHOICE,		/* the algorithm and protocol chosen at one size */
+	PK_TRAJ,		/* a plan's trajectory on the idle fabric at one
+				 * size (crun.h), for replays */
+	PK_NOAPPLY		/* the (algorithm, protocol) pairs known not to
+				 * apply to a group: bit a * PROTO_COUNT + p of
+				 * val.algo (bytes as for plans) */
 };
 
 struct pkey {
@@ -40,10 +48,11 @@ struct pkey {
 	int op, algo, proto;	/* algo, proto < 0 in a choice: not forced */
 	uint32_t ngpus;
 	uint32_t replicas;
-	double bytes;		/* B; -1 for plans */
+	double bytes;		/* B; -1 for plans that scale with it */
 	const uint32_t *gpus;
-	uint64_t tag;		/* what else the plan depends on: an uneven
-				 * all-to-all's matrix, a non-library path */
+	const double *a2a;	/* ngpus * ngpus B, or NULL (even) */
+	const struct coll_path *path;	/* NULL: the library's; compared by
+					 * value (every field but the name) */
 };
 
 /* What the cache holds for a key. */
@@ -52,6 +61,8 @@ struct pval {
 	const char *why;	/* plans that did not apply: why */
 	int algo, proto;	/* choices: the chosen pair */
 	double time_s;		/* times: s on the idle fabric */
+	void *own;		/* owned by the entry (a trajectory), or NULL */
+	void (*own_free)(void *own);
 };
 
 struct pcache;
@@ -62,9 +73,14 @@ void pcache_free(struct pcache *pc);
 /* The value stored for k, or NULL. */
 const struct pval *pcache_get(const struct pcache *pc, const struct pkey *k);
 
-/* Store v for k (taking a reference on v->plan). Returns 0, or -1 when
- * out of memory (nothing stored; the caller keeps its own reference). */
+/* Store v for k (taking a reference on v->plan and ownership of v->own).
+ * Returns 0, or -1 when out of memory (nothing stored; the caller keeps
+ * its reference and v->own). */
 int pcache_put(struct pcache *pc, const struct pkey *k, const struct pval *v);
+
+/* Store v for k, replacing what is stored (for values that own no plan
+ * and nothing else). 0, or -1 when out of memory. */
+int pcache_set(struct pcache *pc, const struct pkey *k, const struct pval *v);
 
 /* A new plan with one reference; NULL when out of memory. */
 struct cplan *pcache_plan_new(void);

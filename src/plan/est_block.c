@@ -46,7 +46,6 @@
 #include "models/layout.h"
 #include "models/route.h"
 #include "models/train.h"
-#include "models/train_impl.h"
 #include "network/net.h"
 #include "est_impl.h"
 
@@ -247,6 +246,19 @@ struct kset {
 				 * the library's) */
 };
 
+/* FNV-1a of every byte of an n x n matrix: the memo's key (a sampled
+ * hash could take two matrices for one). */
+static uint64_t matrix_key(const double *m, uint32_t n)
+{
+	const unsigned char *b = (const unsigned char *)m;
+	size_t i, len = (size_t)n * n * sizeof(*m);
+	uint64_t h = 1469598103934665603ull;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
 /* Dispatch or combine op (ep_path set) over group g: the dispatcher's
  * path, its forced algorithm across nodes, the uneven matrix of the
  * routing, as train.c's coll_of describes it; remembered with the
@@ -269,7 +281,7 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 	k.stride = g->stride;
 	k.replicas = g->replicas > 1 ? g->replicas : 1;
 	k.bytes = op->bytes;
-	k.a2a_key = op->a2a_B ? train_matrix_key(op->a2a_B, g->n) : 0;
+	k.a2a_key = op->a2a_B ? matrix_key(op->a2a_B, g->n) : 0;
 	k.path = op->ep_path;
 	e->stats.coll_lookups++;
 	if ((hit = memo_get(&e->colls, &k)))
@@ -278,8 +290,7 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 		e->gpus[i] = i * g->stride;
 	c = (struct coll_desc){ .op = op->coll, .bytes = op->bytes,
 				.gpus = e->gpus, .ngpus = g->n,
-				.a2a_B = op->a2a_B, .a2a_key = k.a2a_key,
-				.algo = -1, .proto = -1,
+				.a2a_B = op->a2a_B, .algo = -1, .proto = -1,
 				.replicas = k.replicas };
 	c.path = ks->path[op->ep_path == 2];
 	c.algo = c.path || !ep_spans_nodes(e->gpus, g->n,

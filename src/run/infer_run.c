@@ -194,12 +194,12 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	      struct diag *d)
 {
 	struct infer_ctx x;
-	struct infer_batch b, padded;
+	struct infer_batch b, padded, rank;
 	struct infer_step_units *u = NULL;
 	struct prog *p = NULL;
-	double seq_tokens;
+	double seq_tokens, route_T, sampled;
 	int64_t micro;
-	int rc, k;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	rc = infer_ctx_init(&x, j, d);
@@ -208,23 +208,24 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	infer_job_batch(j, &b);
 	out->batch = infer_batch_seqs(&b);
 	out->tokens = infer_batch_tokens(&b);
-	for (k = 0; x.adp > 1 && k < b.n; k++)	/* one attention-DP rank's */
-		b.g[k].count /= (double)x.adp;
+	sampled = infer_batch_sampled(&b);
+	infer_adp_rank(&x, &b, &rank, &route_T);	/* the busiest rank's */
+	b = rank;
 	micro = x.pp > 1 ? (int64_t)fmin((double)x.pp, infer_batch_seqs(&b))
 			 : 1;
 	rc = -1;
 	u = mem_calloc(1, sizeof(*u));
 	if (u)
 		arena_init(&u->arena);
-	p = infer_prog_step(&x, &b, micro, &out->info, d);
+	p = infer_prog_step(&x, &b, micro, route_T, &out->info, d);
 	if (!u || !p)
 		goto out;
-	out->info.tokens *= (double)x.adp;
-	out->info.sampled *= (double)x.adp;
+	out->info.tokens = out->tokens;		/* the whole instance's */
+	out->info.sampled = sampled;
 	if (simulate(j, p, trace, out, d) != 0)
 		goto out;
 	infer_graph_for(&x, &b, &padded);
-	if (infer_units(&x, &padded, out->info.graph, u, d) != 0)
+	if (infer_units(&x, &padded, out->info.graph, route_T, u, d) != 0)
 		goto out;
 	latency(&x, infer_issue_s(&x, u), out);
 	rates(&x, j, u, out);
@@ -353,21 +354,17 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	struct infer_step_units *u = &s->units;
 	struct infer_batch padded, rank;
 	double t[INFER_MAX_KINDS + 2], part[INFER_MAX_KINDS + 2][EXEC_PART_COUNT];
-	double ts, ps[EXEC_PART_COUNT], stage, n, issue;
+	double ts, ps[EXEC_PART_COUNT], stage, n, issue, route_T;
 	int64_t r;
 	int k, e = x->nkinds, h = x->nkinds + 1, rc;
 
 	memset(out, 0, sizeof(*out));
-	if (x->adp > 1) {	/* one attention-DP rank's even share */
-		rank = *b;
-		for (k = 0; k < rank.n; k++)
-			rank.g[k].count /= (double)x->adp;
-		b = &rank;
-	}
+	infer_adp_rank(x, b, &rank, &route_T);	/* the busiest rank's */
+	b = &rank;
 	out->graph = infer_graph_for(x, b, &padded);
 	out->host_s = infer_host_s(x, b);
 	arena_init(&u->arena);
-	rc = infer_units(x, &padded, out->graph, u, d);
+	rc = infer_units(x, &padded, out->graph, route_T, u, d);
 	if (rc == 0)
 		rc = unit_times(s, u, t, part, d);
 	issue = rc == 0 ? infer_issue_s(x, u) : 0;

@@ -12,12 +12,35 @@
  *                 (hardware FLOPs, HFU = executed / (t N P))
  * breakdown       the critical-path split of exec.h
  * memory          footprint.h against the GPU's usable memory
+ *
+ * What simulating costs (step_estimate), before anything is built: the
+ * tasks from train_estimate(), and from them llmsim's own memory, CPU
+ * time and trace size at the rates measured on the 16k-GPU --full job
+ * (docs/scaling.md has the measurements):
+ *
+ *   memory  M = STEP_TASK_B n + STEP_CALL_B c + STEP_FIXED_B
+ *               + STEP_NODE_B nodes      (n tasks, c collective calls)
+ *   time    T = STEP_TASK_S n
+ *   trace   R = STEP_TRACE_B n
+ *
+ * STEP_TASK_B: a task's 12-byte record, 16-byte run state and 4-byte
+ * successor, its layer-and-microbatch run and the allocator's slack;
+ * STEP_CALL_B: a call's 16 bytes and 40 bytes of run state, and slack.
+ * Together they give the measured peaks (1,031 MB for 25.7 M tasks and
+ * 1.03 M calls; 176 MB for 3.2 M tasks and 0.52 M calls). STEP_NODE_B:
+ * the topology, flow model and caches, 24 KiB a node (62 MB for 2,048
+ * nodes, 405 MB for 16,384 in the symmetric mode). STEP_TASK_S: 300 ns a
+ * task on this project's reference machine (a 2-core AMD EPYC: 200 ns at
+ * 4k GPUs, 27 M tasks in 5.3 s; 370 ns at 16k, 107 M in 40 s, where the
+ * program no longer sits in the caches). STEP_TRACE_B: 167 bytes of
+ * trace JSON a task, measured.
  */
 #include "step.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/diag.h"
 #include "gpu/gpu.h"
@@ -25,8 +48,17 @@
 #include "network/net.h"
 #include "engine/sim.h"
 
-/* Progress (diag_progress) above this many tasks (full-fidelity runs). */
+/* Progress (diag_progress) above this many tasks (full-fidelity runs),
+ * at most every STEP_PROGRESS_S of wall time. */
 #define STEP_TASKS_NOTICE 1000000u
+#define STEP_PROGRESS_S 2.0
+
+#define STEP_TASK_B 36.0	/* B a task, at peak */
+#define STEP_CALL_B 64.0	/* B a collective call, at peak */
+#define STEP_FIXED_B 16777216.0	/* B whatever the job (16 MiB) */
+#define STEP_NODE_B 24576.0	/* B a node: topology, flows, caches */
+#define STEP_TASK_S 300e-9	/* s of CPU a task */
+#define STEP_TRACE_B 170.0	/* B of trace a task */
 
 /* The stat for (name, op, group) in out->colls, added when new (the
  * array grows as needed: every kind is kept). NULL when out of memory. */
@@ -59,6 +91,14 @@ static struct step_coll_stat *stat_of(struct step_coll_stat **colls,
 	return &v[n];
 }
 
+/* A remembered stat_of() answer. */
+struct stat_memo {
+	const char *name;	/* the task name's address */
+	enum coll_op op;
+	uint32_t group;
+	uint32_t index;		/* into out->colls */
+};
+
 static int by_time(const void *a, const void *b)
 {
 	const struct step_coll_stat *x = a, *y = b;
@@ -68,28 +108,55 @@ static int by_time(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The stat of info and c through a small memo by name pointer (names
+ * are interned or literals), op and group, then stat_of(). */
+static struct step_coll_stat *stat_memo(struct step_coll_stat **colls,
+					uint32_t *ncolls, uint32_t *cap,
+					const struct task_info *info,
+					const struct coll_desc *c,
+					struct stat_memo *memo)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)info->name ^
+		      (uint64_t)c->op << 48 ^ c->ngpus) * 0x9e3779b97f4a7c15ull;
+	struct stat_memo *m = &memo[h >> 58];
+	struct step_coll_stat *s;
+
+	if (m->name == info->name && m->op == c->op && m->group == c->ngpus)
+		return &(*colls)[m->index];
+	s = stat_of(colls, ncolls, cap, info, c);
+	if (s)
+		*m = (struct stat_memo){ info->name, c->op, c->ngpus,
+					 (uint32_t)(s - *colls) };
+	return s;
+}
+
+/* Every collective call (in the order of their first members), one
+ * memo lookup a call rather than a walk of every task. */
 int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 		    uint32_t *ncolls)
 {
-	uint32_t t, n = prog_tasks(p), cap = 0;
+	struct stat_memo memo[64];
+	uint32_t k, n = prog_colls(p), cap = 0;
 
-	for (t = 0; t < n; t++) {
+	memset(memo, 0, sizeof(memo));
+	for (k = 0; k < n; k++) {
+		task_id t = prog_coll_first(p, k);
+		uint32_t i, members = prog_coll_members(p, k);
 		const struct coll_desc *c = exec_task_coll(p, t);
 		struct step_coll_stat *s;
-		uint32_t k;
+		struct task_info in;
 
-		if (!c || (t > 0 && exec_task_coll(p, t - 1) == c))
-			continue;
-		s = stat_of(colls, ncolls, &cap, exec_task_info(p, t), c);
+		exec_task_info(p, t, &in);
+		s = stat_memo(colls, ncolls, &cap, &in, c, memo);
 		if (!s)
 			return -1;
 		s->count++;
 		s->bytes += c->bytes;
 		s->time_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
-		for (k = t; k < n && exec_task_coll(p, k) == c; k++)
-			if (exec_task_critical(p, k)) {
-				s->critical_s += exec_task_end_s(p, k) -
-						 exec_task_start_s(p, k);
+		for (i = 0; i < members; i++)
+			if (exec_task_critical(p, t + i)) {
+				s->critical_s += exec_task_end_s(p, t + i) -
+						 exec_task_start_s(p, t + i);
 				break;
 			}
 	}
@@ -110,11 +177,12 @@ static int host_stats(const struct prog *p, struct step_result *out)
 		return -1;
 	memset(busy, 0, (size_t)nr * sizeof(*busy));
 	for (t = 0; t < n; t++) {
-		const struct task_info *info = exec_task_info(p, t);
+		enum task_cat cat;
+		const char *name = exec_task_name(p, t, &cat);
 		double d;
 
-		if (info->cat != TASK_OTHER || (strncmp(info->name, "issue", 5) != 0 &&
-		    strncmp(info->name, "sync", 4) != 0))
+		if (cat != TASK_OTHER || (strncmp(name, "issue", 5) != 0 &&
+		    strncmp(name, "sync", 4) != 0))
 			continue;
 		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
 		busy[exec_task_rank(p, t)] += d;
@@ -144,11 +212,41 @@ static void rates(const struct job_spec *j, struct step_result *out)
 	out->mfu = out->plan.model_flops / (t * n * out->peak_flops);
 }
 
+/* Where a long run's progress goes. */
+struct progress {
+	struct diag *d;
+	double t0, last;	/* s, monotonic clock at the start, last line */
+};
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* prog_set_progress() callback: a line every STEP_PROGRESS_S at most. */
+static void progress_line(void *arg, uint32_t done, uint32_t total,
+			  double now_s)
+{
+	struct progress *pr = arg;
+	double t = wall_s();
+
+	if (t - pr->last < STEP_PROGRESS_S)
+		return;
+	pr->last = t;
+	diag_progress(pr->d, "%.1f M of %.1f M tasks (%.0f %%), %.3f s of the "
+		      "step simulated, %.0f s elapsed", done / 1e6, total / 1e6,
+		      100.0 * done / total, now_s, t - pr->t0);
+}
+
 /* Run the built program on a fresh simulation with the chosen backend. */
 static int simulate(const struct job_spec *j, struct prog *p,
 		    const struct step_comm *comm, struct step_result *out,
 		    struct diag *d)
 {
+	struct progress pr;
 	struct sim *sim = sim_new();
 	struct net *net = NULL;
 	const struct comm_ops *ops;
@@ -177,9 +275,16 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		ops = &net_comm_ops;
 		ctx = net;
 	}
-	if (prog_tasks(p) > STEP_TASKS_NOTICE)
-		diag_progress(d, "simulating %u tasks on %u ranks...",
-			      prog_tasks(p), prog_ranks(p));
+	if (prog_tasks(p) > STEP_TASKS_NOTICE) {
+		double n = prog_tasks(p);
+
+		diag_progress(d, "simulating %.1f M tasks on %u ranks (about "
+			      "%.0f s)...", n / 1e6, prog_ranks(p),
+			      STEP_TASK_S * n);
+		pr.d = d;
+		pr.t0 = pr.last = wall_s();
+		prog_set_progress(p, progress_line, &pr);
+	}
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)
 		goto fail;
 	if (net && net_failed(net)) {
@@ -198,6 +303,15 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	out->step_p90_s = er.step_s + 1.2815516 * er.step_sd_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
 	out->events = er.events;
+	if (net) {
+		struct net_stats ns;
+
+		net_get_stats(net, &ns);
+		out->calls = ns.collectives;
+		out->replayed = ns.replays;
+		out->flows = ns.flows;
+		out->solves = ns.solves;
+	}
 	out->tasks = prog_tasks(p);
 	rc = 0;
 	goto out;
@@ -209,6 +323,44 @@ out:
 	return rc;
 }
 
+/* A straggler makes GPUs unlike: refuse it where one simulated rank
+ * stands for a group (0, or -2 after reporting). */
+static int check_straggler(const struct job_spec *j, int full,
+			   struct diag *d)
+{
+	const struct straggler_spec *s = &j->straggler;
+
+	if (s->gpu < 0 || !(s->compute_scale > 1) || full || j->full_fidelity)
+		return 0;
+	diag_error(d, NULL, 0, 0, "straggler: GPU %lld computes %g times "
+		   "slower than its peers, which the symmetric mode (one "
+		   "simulated rank per group of identical GPUs) cannot show; "
+		   "run with --full (or full_fidelity: true)",
+		   (long long)s->gpu, s->compute_scale);
+	return -2;
+}
+
+int step_estimate(const struct job_spec *j, int full,
+		  struct step_estimate *e, struct diag *d)
+{
+	struct train_estimate te;
+
+	memset(e, 0, sizeof(*e));
+	if (train_check(j, d) != 0 || check_straggler(j, full, d) != 0)
+		return -2;
+	if (train_estimate(j, full, &te, d) != 0)
+		return -1;
+	e->tasks = te.tasks;
+	e->ranks = te.ranks;
+	e->calls = te.calls;
+	e->memory_B = STEP_TASK_B * te.tasks + STEP_CALL_B * te.calls +
+		      STEP_FIXED_B + STEP_NODE_B * (double)j->system->nodes;
+	e->time_s = STEP_TASK_S * te.tasks;
+	e->trace_B = STEP_TRACE_B * te.tasks;
+	e->buildable = te.tasks <= (double)PROG_MAX_TASKS;
+	return 0;
+}
+
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d)
 {
@@ -216,7 +368,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (train_check(j, d) != 0)
+	if (train_check(j, d) != 0 || check_straggler(j, full, d) != 0)
 		return -2;
 	p = train_build(j, full, &out->plan, d);
 	if (!p)

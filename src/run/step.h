@@ -61,6 +61,12 @@ struct step_result {
 					 * critical path (the GPUs waited) */
 	uint32_t tasks;			/* tasks in the program */
 	uint64_t events;		/* engine events */
+	uint64_t calls;			/* collective calls started */
+	uint64_t replayed;		/* of those, replayed from their idle
+					 * trajectory (network/crun.h) */
+	uint64_t flows;			/* flows started (replays that became
+					 * flows not counted) */
+	uint64_t solves;		/* max-min re-solves */
 };
 
 /* Another comm backend than a fresh fabric model (tests; a fabric model
@@ -96,6 +102,26 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 /* Free what step_run() allocated in r (its collective stats). r is
  * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
+
+/* What simulating a step costs, before it is built (step.c has the
+ * rates; an estimate, not a promise). */
+struct step_estimate {
+	double tasks;		/* tasks of the step program */
+	double calls;		/* collective calls */
+	double ranks;		/* simulated ranks */
+	double memory_B;	/* B, llmsim's peak memory, about */
+	double time_s;		/* s of CPU, about */
+	double trace_B;		/* B, a --trace file, about */
+	int buildable;		/* 0: more tasks than a program holds */
+};
+
+/*
+ * Estimate what step_run(j, full) would cost. Returns 0; -2 after
+ * reporting what the job asks that llmsim cannot simulate (as step_run);
+ * -1 after reporting a runtime failure (out of memory).
+ */
+int step_estimate(const struct job_spec *j, int full,
+		  struct step_estimate *e, struct diag *d);
 
 /* The result as the JSON object `llmsim run --json` prints. NULL when out
  * of memory. */

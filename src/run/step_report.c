@@ -103,7 +103,11 @@ static struct cJSON *sim_json(const struct step_result *r)
 	int ok = o && add_num(o, "simulated_ranks", l->nranks) &&
 		 add(o, "full_fidelity", cJSON_CreateBool(l->sim == l->stage)) &&
 		 add_num(o, "tasks", r->tasks) &&
-		 add_num(o, "events", (double)r->events);
+		 add_num(o, "events", (double)r->events) &&
+		 add_num(o, "collective_calls", (double)r->calls) &&
+		 add_num(o, "collectives_replayed", (double)r->replayed) &&
+		 add_num(o, "flows", (double)r->flows) &&
+		 add_num(o, "flow_solves", (double)r->solves);
 
 	return complete(o, ok);
 }

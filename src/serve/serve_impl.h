@@ -84,7 +84,9 @@ struct serve_inst {
 	int64_t pages;			/* KV pages */
 	int64_t free_pages;
 	int64_t block;			/* tokens per page */
-	int64_t max_seqs, max_tokens;
+	int64_t max_seqs, max_tokens;	/* the instance's (all its ranks') */
+	int64_t adp;			/* attention-DP ranks, each with
+					 * max_tokens / adp of the budget */
 	int chunked;
 	struct req_queue waiting;
 	int64_t *running;		/* admitted requests, in admission order */

@@ -588,10 +588,33 @@ static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
 	return 0;
 }
 
+/* Attention DP: each rank's micro-batch scheduler fills its own token
+ * budget (max_tokens / adp, less its even share of the generation
+ * tokens) with whole prompts (or chunks) of the requests it holds; the
+ * pooled scheduler places a context on the rank with the most budget
+ * left. The room rank j has left, or the pooled budget without
+ * attention DP. */
+#define ADP_MAX_BINS 256
+
+static int64_t rank_room(const struct serve_inst *in, const int64_t *bin,
+			 int64_t budget, int64_t *j)
+{
+	int64_t r;
+
+	*j = -1;
+	if (in->adp <= 1 || in->adp > ADP_MAX_BINS)
+		return budget;
+	for (r = 0; r < in->adp; r++)
+		if (*j < 0 || bin[r] > bin[*j])
+			*j = r;
+	return bin[*j] < budget ? bin[*j] : budget;
+}
+
 static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			    double now)
 {
 	int64_t budget = in->max_tokens, n = 0, i, k = 1 + spec_k(s), q;
+	int64_t bin[ADP_MAX_BINS], gen = 0, j, room;
 
 	if (trtllm_admit(s, in, now) != 0)
 		return -1;
@@ -612,8 +635,11 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			break;
 		mark(in, r, k, 0, now);
 		budget -= k;
+		gen += k;
 		n++;
 	}
+	for (j = 0; in->adp > 1 && j < in->adp && j < ADP_MAX_BINS; j++)
+		bin[j] = (in->max_tokens - gen) / in->adp;
 	for (i = 0; i < in->nrunning && budget > 0; i++) {
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
@@ -621,16 +647,19 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 
 		if (decoding(r) || r->in_step)
 			continue;
+		room = rank_room(in, bin, budget, &j);
 		q = need;
-		if (need > budget) {
-			if (!in->chunked)
+		if (need > room) {
+			if (!in->chunked || room <= 0)
 				break;
-			q = budget;
+			q = room;
 		}
 		if (!kv_grow(in, r, r->computed + q, now))
 			break;
 		mark(in, r, q, 1, now);
 		budget -= q;
+		if (j >= 0)
+			bin[j] -= q;
 		n++;
 	}
 	return n;

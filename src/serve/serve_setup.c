@@ -99,6 +99,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->pages = in->free_pages = (int64_t)mem->kv_pages * x->adp;
 	in->max_seqs = x->max_seqs * x->adp;
 	in->max_tokens = x->max_tokens * x->adp;
+	in->adp = x->adp > 0 ? x->adp : 1;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
 	in->new_token_ratio = x->eng->new_token_ratio;

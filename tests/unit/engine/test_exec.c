@@ -452,12 +452,65 @@ Test(exec, collective_descriptor_is_copied)
 	prog_free(p);
 }
 
-Test(exec, names_and_infos_are_shared)
+Test(exec, equal_matrices_are_stored_once)
+{
+	struct prog *p = prog_new(2, 1);
+	uint32_t ranks[2] = { 0, 1 }, gpus[2] = { 8, 9 };
+	double m1[4] = { 0, 1, 2, 0 }, m2[4] = { 0, 1, 2, 0 };
+	double m3[4] = { 0, 1, 3, 0 };
+	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 3, .gpus = gpus,
+			       .ngpus = 2, .a2a_B = m1, .algo = -1,
+			       .proto = -1, .replicas = 1 };
+	struct task_info in = info("a2a", TASK_COMM);
+	task_id a, b, d;
+
+	/* An uneven all-to-all issued per layer and microbatch: equal
+	 * matrices in other buffers share the program's one copy (and so
+	 * one descriptor), a matrix differing in one peer's size does not. */
+	a = prog_coll(p, ranks, 2, 0, &c, &in);
+	c.a2a_B = m2;
+	b = prog_coll(p, ranks, 2, 0, &c, &in);
+	c.a2a_B = m3;
+	d = prog_coll(p, ranks, 2, 0, &c, &in);
+	cr_assert_eq(exec_task_coll(p, a)->a2a_B, exec_task_coll(p, b)->a2a_B);
+	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
+	cr_assert_neq(exec_task_coll(p, a)->a2a_B, exec_task_coll(p, d)->a2a_B);
+	cr_assert_eq(exec_task_coll(p, d)->a2a_B[2], 3);
+	cr_assert_eq(exec_task_coll(p, a)->a2a_B[2], 2);
+	prog_free(p);
+}
+
+Test(exec, equal_collectives_share_a_descriptor_not_an_id)
+{
+	struct prog *p = prog_new(2, 1);
+	static const uint32_t ranks[2] = { 0, 1 };
+	task_id a, b, c;
+
+	/* Two calls of the same all-reduce, then one of another size: the
+	 * first two share one stored descriptor, every call has its own id,
+	 * and the ids of one call's members agree. */
+	a = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	b = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	c = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 2e6, "ar");
+	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
+	cr_assert_neq(exec_task_coll(p, a), exec_task_coll(p, c));
+	cr_assert_eq(exec_task_coll(p, c)->bytes, 2e6);
+	cr_assert_eq(exec_task_coll_id(p, a), exec_task_coll_id(p, a + 1));
+	cr_assert_neq(exec_task_coll_id(p, a + 1), exec_task_coll_id(p, b));
+	cr_assert_neq(exec_task_coll_id(p, b), exec_task_coll_id(p, c));
+	cr_assert_eq(exec_task_coll_id(p, task(p, 0, 0, 1, "x", TASK_OTHER)),
+		     UINT32_MAX);
+	prog_free(p);
+}
+
+Test(exec, names_are_shared_and_infos_read_back)
 {
 	struct prog *p = prog_new(2, 1);
 	char buf[16];
 	const char *a, *b;
-	task_id x, y;
+	struct task_info in, ix, iy;
+	task_id x, y, t[6];
+	int i;
 
 	strcpy(buf, "qkv_fwd");
 	a = prog_intern(p, buf);
@@ -467,8 +520,27 @@ Test(exec, names_and_infos_are_shared)
 	cr_assert_str_eq(a, "qkv_fwd");
 	x = task(p, 0, 0, 1, a, TASK_COMPUTE);
 	y = task(p, 1, 0, 1, a, TASK_COMPUTE);
-	cr_assert_eq(exec_task_info(p, x), exec_task_info(p, y));
-	cr_assert_eq(exec_task_info(p, y)->layer, -1);
+	exec_task_info(p, x, &ix);
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(ix.name, iy.name);
+	cr_assert_eq(iy.cat, TASK_COMPUTE);
+	cr_assert_eq(iy.layer, -1);
+	cr_assert_eq(iy.microbatch, -1);
+	/* Layers and microbatches are stored as runs of equal pairs: tasks
+	 * alternating between two pairs, and runs of one, read back as
+	 * added. */
+	for (i = 0; i < 6; i++) {
+		in = (struct task_info){ "gemm", TASK_COMPUTE, i / 2 % 2, 7 + i };
+		t[i] = prog_task(p, (uint32_t)i % 2, 0, 1e-6, &in);
+	}
+	for (i = 0; i < 6; i++) {
+		exec_task_info(p, t[i], &in);
+		cr_assert_str_eq(in.name, "gemm");
+		cr_assert_eq(in.layer, i / 2 % 2);
+		cr_assert_eq(in.microbatch, 7 + i);
+	}
+	exec_task_info(p, y, &iy);
+	cr_assert_eq(iy.layer, -1, "an earlier run is unchanged");
 	prog_free(p);
 }
 

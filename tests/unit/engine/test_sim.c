@@ -1,7 +1,9 @@
 /*
  * test_sim.c - the event engine: order by (time, insertion), lazy
  * cancellation with generation-checked handles, stepping, stopping,
- * programming errors and allocation failure.
+ * programming errors and allocation failure; and the queue's order
+ * against a plain sorted reference over random schedules that exercise
+ * its wheel, its far heap, its resizes and events due now.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -330,7 +332,13 @@ Test(sim, allocation_failure_sweep)
 		for (i = 0; i < 2000; i++)
 			if (sim_at(sim, 2000 - i, nothing, NULL) == 0)
 				failed = 1;
-		cr_assert_eq(sim_run(sim), failed ? -1 : 0);
+		/* The queue also allocates as it runs (a bucket sorted into
+		 * the run order, a resize): a failure there is reported the
+		 * same way. A failure while scheduling always is. */
+		if (failed)
+			cr_assert_eq(sim_run(sim), -1);
+		else if (sim_run(sim) != 0)
+			failed = 1;
 		cr_assert_eq(sim_failed(sim), failed);
 		if (!failed)
 			cr_assert_eq(sim_events(sim), 2000);
@@ -342,4 +350,160 @@ Test(sim, allocation_failure_sweep)
 	/* Heap and pool double from 256 to 2048: at least one failure
 	 * point was swept. */
 	cr_assert_gt(n, 1);
+}
+
+/* ---- the queue against a reference ---- */
+
+/* An event of the random workload: when it runs it logs itself and may
+ * schedule more (at now, in the near future, far ahead) or cancel one. */
+struct rw {
+	struct sim *sim;
+	uint64_t rng;
+	uint32_t left;		/* events still to schedule */
+	uint32_t nlog;
+	uint32_t *log;		/* ids in the order they ran */
+	units_ns_t *at;		/* their times */
+	sim_id *ids;		/* handle of each id */
+	units_ns_t *due;	/* time each id was scheduled for */
+	uint8_t *cancelled;
+	uint8_t *ran;
+	uint32_t next_id;
+	uint32_t cap;
+};
+
+struct rw_ev {
+	struct rw *w;
+	uint32_t id;
+};
+
+static uint64_t rw_rand(struct rw *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+static struct rw_ev *rw_evs;
+
+static void rw_run(struct sim *sim, void *arg);
+
+/* Schedule one more event dt ahead (delays from 0 to seconds, with bursts
+ * at the same instant), unless the budget is spent. */
+static void rw_schedule(struct rw *w, units_ns_t dt)
+{
+	uint32_t id;
+
+	if (w->left == 0 || w->next_id == w->cap)
+		return;
+	w->left--;
+	id = w->next_id++;
+	rw_evs[id] = (struct rw_ev){ w, id };
+	w->due[id] = sim_now(w->sim) + dt;
+	w->ids[id] = sim_at(w->sim, w->due[id], rw_run, &rw_evs[id]);
+	cr_assert_neq(w->ids[id], 0);
+}
+
+static units_ns_t rw_delay(struct rw *w)
+{
+	switch (rw_rand(w) % 8) {
+	case 0: return 0;				/* due now */
+	case 1: return (units_ns_t)(rw_rand(w) % 4);	/* same bucket */
+	case 2: return (units_ns_t)(rw_rand(w) % 5000000000u); /* far */
+	default: return (units_ns_t)(rw_rand(w) % 100000);
+	}
+}
+
+static void rw_run(struct sim *sim, void *arg)
+{
+	struct rw_ev *e = arg;
+	struct rw *w = e->w;
+	uint32_t k, n = (uint32_t)(rw_rand(w) % 3);
+
+	w->log[w->nlog] = e->id;
+	w->at[w->nlog++] = sim_now(sim);
+	w->ran[e->id] = 1;
+	for (k = 0; k < n; k++)
+		rw_schedule(w, rw_delay(w));
+	if (w->next_id > 0 && rw_rand(w) % 5 == 0) {
+		uint32_t victim = (uint32_t)(rw_rand(w) % w->next_id);
+
+		sim_cancel(sim, w->ids[victim]);
+		if (!w->ran[victim])
+			w->cancelled[victim] = 1;
+	}
+}
+
+/* The reference order: every scheduled, uncancelled id, by (due, id);
+ * ids are handed out in scheduling order, so id order is sequence
+ * order. */
+static const struct rw *rw_sorting;
+
+static int by_due(const void *a, const void *b)
+{
+	const struct rw *w = rw_sorting;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (w->due[x] != w->due[y])
+		return w->due[x] < w->due[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* Run a first wave of `wave` events, then up to n in all, and compare the
+ * order with the reference. */
+static void rw_check(uint32_t wave, uint32_t N)
+{
+	struct rw w = { 0 };
+	uint32_t *ref, nref = 0, i;
+
+	w.sim = sim_new();
+	w.rng = 0x9e3779b97f4a7c15ull;
+	w.left = N;
+	w.cap = N;
+	w.log = calloc(N, sizeof(*w.log));
+	w.at = calloc(N, sizeof(*w.at));
+	w.ids = calloc(N, sizeof(*w.ids));
+	w.due = calloc(N, sizeof(*w.due));
+	w.cancelled = calloc(N, 1);
+	w.ran = calloc(N, 1);
+	rw_evs = calloc(N, sizeof(*rw_evs));
+	ref = calloc(N, sizeof(*ref));
+	cr_assert(w.sim && w.log && w.at && w.ids && w.due && w.cancelled &&
+		  w.ran && rw_evs && ref);
+	for (i = 0; i < wave; i++)
+		rw_schedule(&w, rw_delay(&w));
+	cr_assert_eq(sim_run(w.sim), 0);
+	/* A cancel may hit an event that already ran (ignored): only those
+	 * cancelled before they ran count. */
+	for (i = 0; i < w.next_id; i++)
+		if (!w.cancelled[i])
+			ref[nref++] = i;
+	rw_sorting = &w;
+	qsort(ref, nref, sizeof(*ref), by_due);
+	cr_assert_eq(w.nlog, nref, "%u events ran, the reference has %u",
+		     w.nlog, nref);
+	for (i = 0; i < nref; i++) {
+		cr_assert_eq(w.log[i], ref[i], "event %u: ran id %u, the "
+			     "reference runs id %u", i, w.log[i], ref[i]);
+		cr_assert_eq(w.at[i], w.due[ref[i]]);
+	}
+	sim_free(w.sim);
+	free(w.log);
+	free(w.at);
+	free(w.ids);
+	free(w.due);
+	free(w.cancelled);
+	free(w.ran);
+	free(rw_evs);
+	free(ref);
+}
+
+Test(sim, order_matches_a_sorted_reference)
+{
+	/* 20,000 at random times, then what they schedule as they run: the
+	 * wheel at its smallest, the far heap, events due now. */
+	rw_check(20000, 200000);
+	/* 1,200,000 at once: past 4 x 256 x 256 pending keys the wheel grows
+	 * (twice) while they are scheduled, and shrinks as they run out. */
+	rw_check(1200000, 1300000);
 }

@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "models/infer.h"
+#include "models/infer_prog.h"
 #include "run/infer_run.h"
 
 static struct job_spec *load(struct arena *a, const char *path,
@@ -337,4 +338,48 @@ Test(infer, moe_attention_dp_dispatches)
 	cr_assert(!has_op(&o, "moe_tp_allreduce"));
 	arena_release(&ra);
 	arena_release(&a);
+}
+
+/* The busiest attention-DP rank of a step: whole prompts placed longest
+ * first on the rank with the fewest prompt tokens, decoding sequences
+ * evenly, the experts' routing at the mean tokens per rank. */
+Test(infer, attention_dp_busiest_rank)
+{
+	struct infer_ctx x;
+	struct infer_batch b = {
+		.g = {{3, 1000, 0, 1, 1, 0}, {1, 400, 0, 1, 1, 0},
+		      {16, 1, 500, 0, 1, 0}},
+		.n = 3,
+	}, r;
+	double route;
+	int k;
+
+	memset(&x, 0, sizeof(x));
+	x.adp = 8;
+	infer_adp_rank(&x, &b, &r, &route);
+	/* prompts 1000, 1000, 1000 on ranks 0-2, 400 on rank 3: rank 0
+	 * (the first of the 1000s) holds one prompt of 1000 and none of
+	 * 400; 16 / 8 = 2 decoding sequences */
+	cr_assert_eq(r.n, 2);
+	cr_assert_float_eq(r.g[0].count, 1, 1e-12);
+	cr_assert_float_eq(r.g[0].q, 1000, 1e-12);
+	cr_assert_float_eq(r.g[1].count, 2, 1e-12);
+	cr_assert_eq(r.g[1].prefill, 0);
+	/* (3 x 1000 + 400 + 16) / 8 = 427 tokens per rank */
+	cr_assert_float_eq(route, 427, 1e-9);
+
+	/* 9 prompts of 500 over 8 ranks: one rank holds two */
+	b.g[0] = (struct infer_seqs){9, 500, 0, 1, 1, 0};
+	b.n = 1;
+	infer_adp_rank(&x, &b, &r, &route);
+	cr_assert_eq(r.n, 1);
+	cr_assert_float_eq(r.g[0].count, 2, 1e-12);
+	cr_assert_float_eq(route, 9 * 500 / 8.0, 1e-9);
+
+	/* without attention DP the batch is the rank's */
+	x.adp = 1;
+	infer_adp_rank(&x, &b, &r, &route);
+	for (k = 0; k < b.n; k++)
+		cr_assert_float_eq(r.g[k].count, b.g[k].count, 1e-12);
+	cr_assert_float_eq(route, 0, 1e-12);
 }

@@ -342,3 +342,115 @@ Test(cp, ring_transfers_hide_behind_attention)
 	cr_assert_lt(ef, 0.05 * tf, "fast: %.6g s exposed of %.6g", ef, tf);
 	cr_assert_gt(es, 0.3 * ts, "slow: %.6g s exposed of %.6g", es, ts);
 }
+
+/* Step time, exposed communication and every part of the breakdown the
+ * same whether one GPU stands for its stage or every GPU is simulated. */
+static void assert_same_step(struct fixture *f, const char *what)
+{
+	double ts, tf, es, ef;
+
+	ts = step_full(f, 0, 100e9, &es);
+	tf = step_full(f, 1, 100e9, &ef);
+	cr_assert_eq(ts, tf, "%s: symmetric %.9g s, full %.9g s", what, ts, tf);
+	cr_assert_eq(es, ef, "%s: exposed %.9g s, full %.9g s", what, es, ef);
+}
+
+Test(cp, symmetric_equals_full)
+{
+	struct fixture f;
+	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
+	static const char *const names[] = { "p2p", "allgather", "a2a",
+					     "a2a+p2p" };
+	int i;
+
+	/* cp 4, dp 2 on 8 GPUs: every way of passing K/V */
+	for (i = 0; i < 4; i++) {
+		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
+		f.job.parallelism.cp = 4;
+		f.job.parallelism.dp = 2;
+		f.job.parallelism.cp_comm_type = types[i];
+		f.job.parallelism.cp_a2a = 2;
+		f.job.parallelism.cp_load_balance = 1;
+		assert_same_step(&f, names[i]);
+	}
+}
+
+/* train_estimate against the built program: its tasks and collective
+ * calls, exactly. */
+static void assert_counts(struct fixture *f, const char *what)
+{
+	struct train_estimate e;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	uint32_t t, n, calls = 0, last = UINT32_MAX;
+	int full;
+
+	for (full = 0; full <= 1; full++) {
+		diag_init(&d, stderr);
+		cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
+		p = train_build(&f->job, full, &plan, &d);
+		cr_assert_not_null(p);
+		n = prog_tasks(p);
+		for (t = 0; t < n; t++) {
+			uint32_t id = exec_task_coll_id(p, t);
+
+			calls += id != UINT32_MAX && id != last;
+			last = id;
+		}
+		cr_assert_eq(e.tasks, n, "%s, full %d: %.0f tasks estimated, "
+			     "%u built", what, full, e.tasks, n);
+		cr_assert_eq(e.calls, calls, "%s, full %d: %.0f calls "
+			     "estimated, %u built", what, full, e.calls, calls);
+		prog_free(p);
+		calls = 0;
+		last = UINT32_MAX;
+	}
+}
+
+Test(moe, estimate_counts_the_built_program)
+{
+	struct fixture f;
+	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
+	int i;
+
+	/* ep 8 (edp 1), ZeRO-1 with expert buckets over edp 2 (ep 4) */
+	moe_job(&f, 8, 2, 512, 8);
+	f.job.training.global_batch_size = 32;
+	assert_counts(&f, "ep 8");
+	f.job.moe.a2a_overlap = 1;
+	assert_counts(&f, "ep 8, paired actions");
+	/* the host thread modeled (an issue task per op that costs it),
+	 * and a dropless dispatch over a library all-to-all whose host
+	 * waits for the exchanged counts (a sync task per MoE layer) */
+	{
+		struct ep_comm_spec e;
+
+		moe_job(&f, 8, 2, 512, 8);
+		f.job.training.global_batch_size = 32;
+		memset(&e, 0, sizeof(e));
+		e.name = "test-alltoall";
+		e.mode = EP_LIBRARY;
+		e.dedup = DEDUP_NONE;
+		e.host_sync = EP_SYNC_COUNTS;
+		f.job.moe.dispatcher = &e;
+		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
+		f.fw.host.kernel_s = f.fw.host.collective_s = 2e-6;
+		f.fw.host.sync_s = 1e-5;
+		assert_counts(&f, "ep 8, host and count sync");
+	}
+	moe_job(&f, 8, 2, 512, 4);
+	f.job.training.zero_stage = 1;
+	assert_counts(&f, "ep 4, edp 2, ZeRO-1");
+	f.job.training.zero_stage = 3;
+	assert_counts(&f, "ep 4, edp 2, ZeRO-3");
+	/* context parallelism, every way */
+	for (i = 0; i < 4; i++) {
+		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
+		f.job.parallelism.cp = 4;
+		f.job.parallelism.dp = 2;
+		f.job.parallelism.cp_comm_type = types[i];
+		f.job.parallelism.cp_a2a = 2;
+		assert_counts(&f, "cp 4");
+	}
+}

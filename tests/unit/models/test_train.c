@@ -216,6 +216,92 @@ Test(train, out_of_memory_is_clean)
 	prog_free(p);
 }
 
+/* The estimate against the program the builder makes: tasks and
+ * collective calls counted in the built program, exactly. */
+static void assert_estimate(struct fixture *f, int full)
+{
+	struct train_estimate e;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	uint32_t t, n, calls = 0, last = UINT32_MAX;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
+	p = train_build(&f->job, full, &plan, &d);
+	cr_assert_not_null(p);
+	n = prog_tasks(p);
+	for (t = 0; t < n; t++) {
+		uint32_t id = exec_task_coll_id(p, t);
+
+		calls += id != UINT32_MAX && id != last;
+		last = id;
+	}
+	cr_assert_eq(e.tasks, n, "full %d: %.0f tasks estimated, %u built",
+		     full, e.tasks, n);
+	cr_assert_eq(e.calls, calls, "full %d: %.0f calls estimated, %u built",
+		     full, e.calls, calls);
+	cr_assert_eq(e.ranks, prog_ranks(p));
+	prog_free(p);
+}
+
+Test(train, estimate_counts_the_built_program)
+{
+	struct fixture f;
+	int full;
+
+	for (full = 0; full <= 1; full++) {
+		/* tp 2, pp 2 interleaved x 2, dp 2, SP, ZeRO-1, selective
+		 * recompute, 64 microbatches. */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 128, 1, 2, 2);
+		f.job.parallelism.sequence_parallel = 1;
+		f.job.parallelism.vpp = 2;
+		f.job.parallelism.schedule = SCHED_INTERLEAVED;
+		f.job.training.zero_stage = 1;
+		f.job.training.recompute = RECOMPUTE_SELECTIVE;
+		f.fw.overlap_param_gather = 1;
+		assert_estimate(&f, full);
+		/* the same, gathers after the optimizer, tied embeddings */
+		f.fw.overlap_param_gather = 0;
+		f.model.tie_word_embeddings = 1;
+		assert_estimate(&f, full);
+		/* dp 8, ZeRO-3, full recompute, 4 microbatches. */
+		fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 64, 1, 1, 1);
+		f.job.training.zero_stage = 3;
+		f.job.training.recompute = RECOMPUTE_FULL;
+		assert_estimate(&f, full);
+		/* tp 8, pp 4 on 4 nodes, 1F1B, 32 microbatches, ZeRO-0. */
+		fixture_gpt(&f, 16, 2048, 16, 1024, 1024, 1, 64, 4, 8, 4);
+		assert_estimate(&f, full);
+		/* tp 2, pp 2, dp 2 with scattered transfers (no SP), host
+		 * overhead */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 16, 1, 2, 2);
+		f.job.training.zero_stage = 2;
+		f.fw.pp_scatter_gather = 1;
+		f.fw.step_overhead_s = 1e-3;
+		assert_estimate(&f, full);
+		/* fp8 amax reductions over the stage after every pass */
+		f.job.training.dtype = DTYPE_FP8;
+		f.fw.fp8_amax_reduction = AMAX_STAGE;
+		assert_estimate(&f, full);
+		/* the host thread modeled: a host task per op (gathers and
+		 * amax blocks too), and with p2p syncs one before every
+		 * action but the first of the non-interleaved pipeline */
+		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
+		f.fw.host.kernel_s = f.fw.host.collective_s = 2e-6;
+		f.fw.host.sync_s = 1e-5;
+		f.fw.host.p2p_sync = 1;
+		assert_estimate(&f, full);
+		/* ... on the interleaved pipeline: no p2p syncs */
+		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 128, 1, 2, 2);
+		f.job.parallelism.vpp = 2;
+		f.job.parallelism.schedule = SCHED_INTERLEAVED;
+		f.fw.host.op_s = f.fw.host.kernel_s = 5e-6;
+		f.fw.host.p2p_sync = 1;
+		assert_estimate(&f, full);
+	}
+}
+
 /* The optimizer step's time on the critical path of a one-GPU-per-replica
  * job (tp 1, pp 1, dp 8, ZeRO 0: every GPU steps all P parameters). */
 static double optimizer_time(struct fixture *f)
@@ -262,6 +348,43 @@ Test(train, optimizer_step_passes)
 	f.fw.optimizer_step.update = OPT_UPDATE_EAGER;
 	t = optimizer_time(&f);
 	cr_assert_float_eq(t, 88 * P / bw, t * 1e-6);
+}
+
+Test(train, straggler_delays_the_step_by_its_extra_compute)
+{
+	struct fixture f;
+	struct run_result fast, slow;
+	double c, expect;
+	/* 4 layers forward and backward, embedding and head, kernels only:
+	 * at most 1 ns of rounding per kernel (each is rounded on its own,
+	 * scaled or not). */
+	double tol = 4 * LAYER_MAX_OPS * 1e-9 * 3;
+
+	/* tp 8 on one node, dp 1; collectives take no time, so each rank's
+	 * compute stream runs its kernels back to back unless it waits for
+	 * a late peer at a TP rendezvous. Without a straggler no rank ever
+	 * waits: T = C + the rest (optimizer, host), C one rank's kernel
+	 * time (the final rank's compute_s). With GPU 5 at 1.5 x, GPU 5
+	 * never waits (every peer is faster) and every peer waits for it at
+	 * each rendezvous, so the step ends when GPU 5's chain does:
+	 * T' = 1.5 C + the rest = T + (1.5 - 1) C. (With time-consuming
+	 * collectives the backward's weight-gradient GEMMs overlap them and
+	 * the difference is smaller: the critical path decides.) */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 1, 8, 1, 8, 1);
+	run(&f, 1, 0, 0, &fast);
+	f.job.straggler = (struct straggler_spec){ 5, 1.5 };
+	run(&f, 1, 0, 0, &slow);
+	c = fast.part_s[EXEC_COMPUTE];
+	expect = fast.step_s + 0.5 * c;
+	cr_assert_float_eq(slow.step_s, expect, tol, "step %.9f s with the "
+			   "straggler, %.9f s predicted (%.9f s + 0.5 x %.9f s)",
+			   slow.step_s, expect, fast.step_s, c);
+	/* The slow GPU's compute is the final rank's now: 1.5 C. */
+	cr_assert_float_eq(slow.part_s[EXEC_COMPUTE], 1.5 * c, tol);
+	/* Without a straggler (gpu -1) nothing changes. */
+	f.job.straggler = (struct straggler_spec){ -1, 1.5 };
+	run(&f, 1, 0, 0, &slow);
+	cr_assert_eq(slow.step_s, fast.step_s);
 }
 
 Test(train, fp8_amax_reductions_block_every_chunk_pass)

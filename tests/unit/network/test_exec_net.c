@@ -56,7 +56,7 @@ static const uint32_t ranks[2] = { 0, 1 };
 static void add_allreduce(struct step *s, uint32_t stream)
 {
 	struct coll_desc c = { COLL_ALLREDUCE, GiB, gpus, 2, NULL,
-			       ALGO_RING, -1, 1, 0, 0, NULL };
+			       ALGO_RING, -1, 1, 0, NULL };
 	struct task_info info = { "dp_allreduce", TASK_COMM, -1, -1 };
 
 	cr_assert_neq(prog_coll(s->prog, ranks, 2, stream, &c, &info), TASK_NONE);

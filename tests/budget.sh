@@ -1,0 +1,71 @@
+#!/bin/sh
+# budget.sh - `llmsim run` estimates a step's cost before building it and
+# refuses (exit 2) one past its memory or trace budget, naming the
+# estimate and the flag that raises the budget; a step within it runs.
+# Every refusal here is decided before anything is built, so each case
+# takes milliseconds however large the job.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# refused DESCRIPTION PATTERN ARGS...: exit 2 within 10 s, the error
+# matching PATTERN (grep -E).
+refused() {
+	what=$1 pat=$2
+	shift 2
+	start=$(date +%s)
+	"$llmsim" run "$@" --no-store >"$tmp/out" 2>"$tmp/err"
+	got=$? took=$(( $(date +%s) - start ))
+	if [ "$got" != 2 ] || ! grep -Eq -e "$pat" "$tmp/err" || [ "$took" -gt 10 ]; then
+		echo "FAIL: $what: exit $got after $took s, expected 2 and /$pat/"
+		cat "$tmp/err"
+		fail=1
+	fi
+}
+
+# A billion sequences on one DGX: 7.8e11 tasks (each kernel and
+# collective with its host issue task), more than a program holds.
+refused "gbs 1e9" 'M tasks .*more than the .* a step program holds' \
+	workloads/jobs/default.yaml --set training.global_batch_size=1000000000
+# A million: 7.8e8 tasks (3.9e8 on the GPU's streams, as many host
+# issue tasks), about 33.8 GiB (36 B a task, 64 B a call: 7.8e8 x 36 +
+# 1.3e8 x 64 = 3.6e10 B); past a 4 GiB budget.
+refused "gbs 1e6 over 4 GiB" \
+	'about 3[0-9]\.[0-9] GiB .* more than the 4\.0 GiB budget; raise it with --max-memory' \
+	workloads/jobs/default.yaml --set training.global_batch_size=1000000 \
+	--max-memory '4 GiB'
+# Llama 3.1 405B on 131,072 H100 with --full: 1.7e9 tasks (8.5e8 and
+# their host issue tasks), ~59 GiB, over 24 GiB; the message says what
+# the symmetric mode needs instead.
+refused "131k --full over 24 GiB" \
+	'about 5[0-9]\.[0-9] GiB.*131072 simulated ranks.*24\.0 GiB budget; raise it with --max-memory; without --full' \
+	workloads/jobs/llama3.1-405b-16k.yaml --full --set system.nodes=16384 \
+	--set parallelism.dp=1024 --set training.global_batch_size=16384 \
+	--set system.scale_out.switch_radix=128 --max-memory '24 GiB'
+# The 16k-GPU --full trace: 2.13e8 tasks x 170 B = 36.2 GB, past 2 GB.
+refused "16k --full --trace" \
+	'trace would be about 3[0-9]\.[0-9] GB .*2\.0 GB budget; raise it with --max-trace' \
+	workloads/jobs/llama3.1-405b-16k.yaml --full --trace "$tmp/t.json"
+[ -e "$tmp/t.json" ] && { echo "FAIL: a refused trace was created"; fail=1; }
+# A slow GPU makes its peers unlike: the symmetric mode cannot show it.
+refused "straggler without --full" 'straggler: GPU 3 computes 1\.3 times slower.*run with --full' \
+	workloads/jobs/default.yaml --set straggler.gpu=3 \
+	--set straggler.compute_scale=1.3
+refused "a budget without a unit" "--max-memory '12': expected a size" \
+	workloads/jobs/default.yaml --max-memory 12
+
+# Within the budget: the same 1e4-sequence step runs (7.8 M tasks with
+# the host's, about 0.3 GiB) and says what it simulates on stderr.
+if ! "$llmsim" run workloads/jobs/default.yaml --no-store --json \
+	--set training.global_batch_size=10000 --max-memory '1 GiB' \
+	>"$tmp/out" 2>"$tmp/err"; then
+	echo "FAIL: gbs 1e4 within 1 GiB did not run"; cat "$tmp/err"; fail=1
+fi
+grep -q 'simulating 7\.[0-9] M tasks on 1 ranks' "$tmp/err" ||
+	{ echo "FAIL: no progress line"; cat "$tmp/err"; fail=1; }
+grep -q '"step_time_s"' "$tmp/out" || { echo "FAIL: no result"; fail=1; }
+
+[ $fail = 0 ] && echo "budget: ok"
+exit $fail

@@ -1,0 +1,223 @@
+/*
+ * test_replay.c - collectives replayed from their idle trajectory give
+ * the flow-level simulation's result to the nanosecond: a step program
+ * whose collectives contend (a pipeline transfer on the NIC a data-
+ * parallel ring or an uneven all-to-all uses, started mid-ring, mid-
+ * phase, after rates changed within the phase; tensor-parallel all-
+ * reduces alone on their switch) runs once with replays and once
+ * with every collective as flows, and every task starts and ends at the
+ * same ns. The replays must happen, and some must become flows (the
+ * rule at the top of src/network/run.c), or the test proves nothing.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/arena.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "config/spec_system.h"
+#include "engine/exec.h"
+#include "network/net.h"
+
+enum { NODES = 4, GPN = 8, NGPU = NODES * GPN };
+enum { S_COMPUTE, S_TP, S_DP, S_PP, NSTREAMS };
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* The dgx-h100 preset at NODES nodes (NVSwitch inside, 8 NDR NICs a
+ * node on a rail-optimized fat tree). */
+static const struct system_spec *system_of(struct arena *a)
+{
+	static const char *const sets[] = { "nodes=4" };
+	struct diag d;
+	struct config_ctx cx = { a, &d, "." };
+	struct system_spec *sys = arena_alloc(a, system_schema.size);
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(sys);
+	cr_assert_eq(config_load(&cx, &system_schema, "dgx-h100", sets, 1,
+				 sys), 0);
+	return sys;
+}
+
+/* One rank per GPU. Per node, rounds of compute then a TP all-reduce
+ * over the node; on each rail, a DP all-reduce over the four nodes and,
+ * part way through it, a send of node 0's GPU to node 1's on the same
+ * rail (sharing the NIC); sizes and compute times drawn from seed. */
+static struct prog *build(uint64_t seed)
+{
+	static const char *const names[] = { "gemm", "tp_ar", "dp_ar", "pp" };
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	uint32_t tp[NODES][GPN], dp[GPN][NODES];
+	uint32_t node, i, round;
+	task_id last[NGPU];
+	double a2a[NODES * NODES];
+
+	cr_assert_not_null(p);
+	for (node = 0; node < NODES; node++)
+		for (i = 0; i < GPN; i++)
+			tp[node][i] = dp[i][node] = node * GPN + i;
+	for (i = 0; i < NGPU; i++)
+		last[i] = TASK_NONE;
+	for (round = 0; round < 6; round++) {
+		double tp_B = (double)(1 + lcg(&seed) % 64) * 1048576;
+		double dp_B = (double)(1 + lcg(&seed) % 512) * 1048576;
+		struct task_info ci = { names[0], TASK_COMPUTE, (int32_t)round, 0 };
+		struct task_info ti = { names[1], TASK_COMM, (int32_t)round, 0 };
+		struct task_info di = { names[2], TASK_COMM, (int32_t)round, 0 };
+		struct task_info pi = { names[3], TASK_COMM, (int32_t)round, 0 };
+
+		for (node = 0; node < NODES; node++) {
+			struct coll_desc c = { .op = COLL_ALLREDUCE,
+					       .bytes = tp_B, .gpus = tp[node],
+					       .ngpus = GPN, .algo = -1,
+					       .proto = -1 };
+			task_id g[GPN], t;
+
+			for (i = 0; i < GPN; i++) {
+				double us = 20 + (double)(lcg(&seed) % 400);
+
+				g[i] = prog_task(p, tp[node][i], S_COMPUTE,
+						 us * 1e-6, &ci);
+				if (last[tp[node][i]] != TASK_NONE)
+					prog_dep(p, last[tp[node][i]], g[i]);
+			}
+			t = prog_coll(p, tp[node], GPN, S_TP, &c, &ti);
+			for (i = 0; i < GPN; i++) {
+				prog_dep(p, g[i], t + i);
+				last[tp[node][i]] = t + i;
+			}
+		}
+		/* Odd rounds: an uneven all-to-all over the rail instead
+		 * (flows of different sizes on shared NICs: rates change
+		 * within a phase when the small ones end). */
+		for (node = 0; node < NODES * NODES; node++)
+			a2a[node] = node % (NODES + 1) ? (double)(1 +
+				    lcg(&seed) % 256) * 1048576 : 0;
+		for (i = 0; i < GPN; i++) {
+			struct coll_desc c = { .op = round % 2 ? COLL_ALLTOALL
+							       : COLL_ALLREDUCE,
+					       .bytes = dp_B, .gpus = dp[i],
+					       .ngpus = NODES,
+					       .a2a_B = round % 2 ? a2a : NULL,
+					       .algo = -1, .proto = -1 };
+			uint32_t pair[2] = { dp[i][0], dp[i][1] };
+			struct coll_desc s = { .op = COLL_SENDRECV,
+					       .bytes = dp_B / 2, .gpus = pair,
+					       .ngpus = 2, .algo = -1,
+					       .proto = -1 };
+			struct task_info wi = { names[0], TASK_COMPUTE,
+						(int32_t)round, 1 };
+			task_id d, x, w;
+
+			d = prog_coll(p, dp[i], NODES, S_DP, &c, &di);
+			for (node = 0; node < NODES; node++)
+				prog_dep(p, last[dp[i][node]], d + node);
+			/* The send waits a drawn time after the TP all-reduce
+			 * of node 0: it lands in the ring's middle, or in a
+			 * phase's wait, or after it. */
+			w = prog_task(p, pair[0], S_COMPUTE,
+				      (double)(lcg(&seed) % 3000) * 1e-6, &wi);
+			prog_dep(p, last[pair[0]], w);
+			x = prog_coll(p, pair, 2, S_PP, &s, &pi);
+			prog_dep(p, w, x);
+			prog_dep(p, last[pair[1]], x + 1);
+			last[pair[0]] = x;
+			last[pair[1]] = x + 1;
+		}
+	}
+	return p;
+}
+
+struct outcome {
+	struct exec_result r;
+	units_ns_t *start, *end;	/* per task, ns */
+	struct net_stats st;
+	uint32_t ntasks;
+};
+
+static void run(const struct system_spec *sys, uint64_t seed, int replay,
+		struct outcome *o)
+{
+	struct diag d;
+	struct sim *sim = sim_new();
+	struct net *net;
+	struct prog *p = build(seed);
+	const char *why = NULL;
+	uint32_t t;
+
+	diag_init(&d, stderr);
+	net = net_new(sys, sim, &d);
+	cr_assert(sim && net);
+	net_set_replay(net, replay);
+	cr_assert_eq(exec_run(p, sim, &net_comm_ops, net, &o->r, &why), 0,
+		     "exec_run: %s", why ? why : "?");
+	cr_assert(!net_failed(net), "%s", net_error(net));
+	net_get_stats(net, &o->st);
+	o->ntasks = prog_tasks(p);
+	o->start = calloc(o->ntasks, sizeof(*o->start));
+	o->end = calloc(o->ntasks, sizeof(*o->end));
+	cr_assert(o->start && o->end);
+	for (t = 0; t < o->ntasks; t++) {
+		o->start[t] = units_s_to_ns(exec_task_start_s(p, t));
+		o->end[t] = units_s_to_ns(exec_task_end_s(p, t));
+	}
+	prog_free(p);
+	net_free(net);
+	sim_free(sim);
+}
+
+Test(net_replay, replays_give_the_flow_level_times)
+{
+	struct arena a;
+	const struct system_spec *sys;
+	uint64_t seed, replays = 0, resumed = 0;
+	int k;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (seed = 1; seed <= 8; seed++) {
+		struct outcome fl, rp;
+		uint32_t t;
+
+		run(sys, seed, 0, &fl);
+		run(sys, seed, 1, &rp);
+		cr_assert_eq(fl.st.replays, 0);
+		replays += rp.st.replays;
+		resumed += rp.st.resumed;
+		cr_assert_eq(fl.ntasks, rp.ntasks);
+		cr_assert_eq(fl.r.step_s, rp.r.step_s, "seed %llu: step %.9f s "
+			     "as flows, %.9f s replayed",
+			     (unsigned long long)seed, fl.r.step_s, rp.r.step_s);
+		for (k = 0; k < EXEC_PART_COUNT; k++)
+			cr_assert_eq(fl.r.part_s[k], rp.r.part_s[k]);
+		for (t = 0; t < fl.ntasks; t++) {
+			cr_assert_eq(fl.start[t], rp.start[t], "seed %llu task "
+				     "%u: start %lld ns as flows, %lld ns "
+				     "replayed", (unsigned long long)seed, t,
+				     (long long)fl.start[t],
+				     (long long)rp.start[t]);
+			cr_assert_eq(fl.end[t], rp.end[t], "seed %llu task %u: "
+				     "end %lld ns as flows, %lld ns replayed",
+				     (unsigned long long)seed, t,
+				     (long long)fl.end[t], (long long)rp.end[t]);
+		}
+		free(fl.start);
+		free(fl.end);
+		free(rp.start);
+		free(rp.end);
+	}
+	cr_log_info("replays %llu, of which %llu became flows",
+		    (unsigned long long)replays, (unsigned long long)resumed);
+	/* Every TP all-reduce is alone on its switch: replayed. Some sends
+	 * land on a ring's NIC: those rings become flows. */
+	cr_assert_gt(replays, 0);
+	cr_assert_gt(resumed, 0);
+	cr_assert_lt(resumed, replays);
+	arena_release(&a);
+}
