@@ -321,6 +321,10 @@ static const struct schema_field units_fields[] = {
 	{ .key = "p2p", .type = ST_INT, .offset = UOFF(p2p),
 	  .def = "0", .min = 0, .max = 1024,
 	  .help = "units a send/recv holds" },
+	{ .key = "p2p_scale_up", .type = ST_INT, .offset = UOFF(p2p_scale_up),
+	  .def = "0", .min = 0, .max = 1024,
+	  .help = "units a send/recv between GPUs of one node holds "
+		  "(0: as p2p)" },
 };
 
 static const struct schema units_schema = {

@@ -117,6 +117,8 @@ struct coll_units_spec {
 	int64_t scale_up;				/* group within one node */
 	int64_t scale_out;				/* group spanning nodes */
 	int64_t p2p;					/* a send/recv pair */
+	int64_t p2p_scale_up;				/* a send/recv pair within
+							 * one node (0: p2p) */
 };
 
 /* Sizes at which the library forces a protocol on groups spanning two or

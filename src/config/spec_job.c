@@ -74,6 +74,11 @@ static const struct schema_field elementwise_fields[] = {
 	  .offset = EOFF(eager_activation), .def = "false",
 	  .help = "gated activation as act(g) * u on the halves of the first "
 		  "MLP GEMM's output (two kernels; four backward)" },
+	{ .key = "bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(bias_kernels), .def = "false",
+	  .help = "a biased model's linear biases as their own kernels: the "
+		  "QKV projection's output + bias, and each bias gradient "
+		  "summed over the tokens (false: in the GEMM epilogue)" },
 	{ .key = "expand_kv", .type = ST_BOOL, .offset = EOFF(expand_kv),
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "

@@ -148,6 +148,9 @@ struct elementwise_spec {
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
 	int eager_activation;		/* gated activation as act(g) * u, two kernels
 					 * on the halves of the first MLP GEMM's output */
+	int bias_kernels;		/* a biased model's linear biases as their own
+					 * kernels: the QKV output's bias add, every
+					 * bias gradient's sum over the tokens */
 	int expand_kv;			/* GQA: K and V expanded to the query heads
 					 * before attention (repeat_interleave) */
 };

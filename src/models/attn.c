@@ -161,6 +161,8 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
 			       layer_q_width(d) + 2 * layer_kv_width(d),
 			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
 		return;
 	}
 	mla_down_fwd(o, pass, d);
@@ -222,6 +224,15 @@ static double core_model_flops(const struct layer_dims *d, double window,
 	return bwd ? 2 * f : f;
 }
 
+/* The unfused core: scores = Q K^T (baddbmm), the fused scale-mask
+ * softmax (read the scores, write the probabilities), with dropout the
+ * attention dropout as its own kernel on the probabilities (read them,
+ * write the dropped ones and a 1-byte mask: torch.nn.Dropout after
+ * FusedScaleMaskSoftmax in Megatron-LM's ParallelAttention, NVIDIA/
+ * Megatron-LM @ 01fc083 megatron/model/transformer.py; the same in
+ * Megatron-Core's and Transformer Engine's unfused attention), then
+ * P V. Backward: the dropout's (read dP' and the mask, write dP), the
+ * softmax's (read dP and P, write dS), the four GEMMs. */
 static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -231,9 +242,11 @@ static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 	op = lop_gemm(o, "scores", pass, d->seq, d->seq, dim_qk(d), 0);
 	op->k.batch = heads;
 	op->host = HOST_OP;	/* torch.baddbmm */
-	lop_memop(o, "softmax", pass, scores * d->act_B,
-		  scores * d->act_B * (d->dropout ? 2 : 1) +
-		  (d->dropout ? scores : 0), CE_FLOPS * scores);
+	lop_memop(o, "softmax", pass, scores * d->act_B, scores * d->act_B,
+		  CE_FLOPS * scores);
+	if (d->dropout)
+		lop_memop(o, "attn_dropout", pass, scores * d->act_B,
+			  scores * d->act_B + scores, ADD_FLOPS * scores);
 	op = lop_gemm(o, "attn_v", pass, d->seq, layer_v_dim(d), d->seq, 0);
 	op->k.batch = heads;
 	op->host = HOST_OP;
@@ -243,11 +256,14 @@ static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	double heads = layer_attn_heads(d), scores = layer_scores(d);
 	double s = d->seq, dq = dim_qk(d), dv = layer_v_dim(d);
-	double mask = d->dropout ? scores : 0;
 
 	lop_gemm(o, "attn_v_dgrad", PASS_BWD, s, s, dv, 0)->k.batch = heads;
 	lop_gemm(o, "attn_v_wgrad", PASS_BWD, s, dv, s, 0)->k.batch = heads;
-	lop_memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B + mask,
+	if (d->dropout)
+		lop_memop(o, "attn_dropout_bwd", PASS_BWD,
+			  scores * d->act_B + scores, scores * d->act_B,
+			  ADD_FLOPS * scores);
+	lop_memop(o, "softmax_bwd", PASS_BWD, 2 * scores * d->act_B,
 		  scores * d->act_B, CE_FLOPS * scores);
 	lop_gemm(o, "scores_dgrad_q", PASS_BWD, s, dq, s, 0)->k.batch = heads;
 	lop_gemm(o, "scores_dgrad_k", PASS_BWD, s, dq, s, 0)->k.batch = heads;
@@ -418,6 +434,8 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 				     "qkv_dgrad", "qkv_grad_tp_reduce",
 				     "qkv_wgrad", d, layer_q_width(d) +
 				     2 * layer_kv_width(d), h, d->lowp);
+		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, layer_tokens(d),
+			 layer_q_width(d) + 2 * layer_kv_width(d));
 		lop_norm_bwd_after(o, "norm1_bwd", d, red);
 		return;
 	}

@@ -276,6 +276,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->eager_rope = j->framework->elementwise.eager_rope == 1;
 	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
 		       d->gated;
+	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
+			  m->attention_bias;
 	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
 		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)
@@ -350,7 +352,10 @@ static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	lop_row_bwd(o, "fc2_grad_allgather", "fc2_grad_cast", "fc2_dgrad",
 		    "fc2_wgrad", d, f);
+	lop_bias(o, "fc2_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
+		 d->hidden);
 	act_bwd(o, d);
+	lop_bias(o, "fc1_bias_grad", PASS_BWD, d, layer_tokens(d), u);
 	red = lop_column_bwd(o, "fc1_input_allgather", "fc1_grad_cast",
 			     "fc1_dgrad", "fc1_grad_tp_reduce", "fc1_wgrad", d,
 			     u, d->hidden, d->lowp);
@@ -451,6 +456,8 @@ static void layer_bwd_pass(const struct layer_dims *d,
 	o->scope = SCOPE_ATTN;
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, attn_out_width(d));
+	lop_bias(o, "proj_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
+		 d->hidden);
 	attn_bwd(o, rc, d, k);
 	lop_residual_grad(o, "add1_bwd", d);
 	o->scope = SCOPE_NONE;

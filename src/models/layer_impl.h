@@ -51,6 +51,8 @@ void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* Quantize n elements to the low dtype, both layouts (none when !lowp). */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n);
+void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
+	      const struct layer_dims *d, double tokens, double n);
 
 /* Column-parallel GEMM forward: n outputs from k inputs over T tokens,
  * with its SP all-gather of the input. */

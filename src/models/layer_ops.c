@@ -180,6 +180,23 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	}
 }
 
+/* A bias of n elements on `tokens` rows as its own kernels (bias_kernels):
+ * forward, the output + bias (read and write the output; the bias is
+ * noise); backward, its gradient summed over the tokens (read the
+ * output gradient). */
+void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
+	      const struct layer_dims *d, double tokens, double n)
+{
+	double x = tokens * n * d->act_B;
+
+	if (!d->bias_kernels)
+		return;
+	if (pass == PASS_BWD)
+		lop_memop(o, name, pass, x, n * d->act_B, ADD_FLOPS * tokens * n);
+	else
+		lop_memop(o, name, pass, x, x, ADD_FLOPS * tokens * n);
+}
+
 /* ---- backward pieces ---- */
 
 /* The wgrad GEMM just pushed adds its n elements into the gradient

@@ -116,6 +116,18 @@ uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
 	return sim;
 }
 
+/* Whether the n GPUs of a group lie in one node. */
+static int one_node(const struct system_spec *sys, const uint32_t *gpus,
+		    uint32_t n)
+{
+	uint32_t i, per = (uint32_t)sys->gpus_per_node;
+
+	for (i = 1; i < n; i++)
+		if (gpus[i] / per != gpus[0] / per)
+			return 0;
+	return 1;
+}
+
 double train_sm_share(const struct train *t, enum coll_op op,
 		      const uint32_t *gpus, uint32_t n, int tp_overlap)
 {
@@ -128,7 +140,6 @@ double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 	const struct system_spec *sys = j->system;
 	const struct coll_units_spec *u;
 	int64_t units;
-	uint32_t i;
 
 	if (!sys->collectives)
 		return 0;	/* a program built without a library (tests) */
@@ -138,14 +149,10 @@ double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 		units = op == COLL_REDUCESCATTER ?
 			j->framework->tp_comm_overlap_units : 0;
 	else if (op == COLL_SENDRECV)
-		units = u->p2p;
-	else
-		for (i = 1; i < n; i++)
-			if (gpus[i] / (uint32_t)sys->gpus_per_node !=
-			    gpus[0] / (uint32_t)sys->gpus_per_node) {
-				units = u->scale_out;
-				break;
-			}
+		units = u->p2p_scale_up > 0 && one_node(sys, gpus, n) ?
+			u->p2p_scale_up : u->p2p;
+	else if (!one_node(sys, gpus, n))
+		units = u->scale_out;
 	if (units >= sys->gpu->compute_units)
 		return 1.0;
 	return (double)units / (double)sys->gpu->compute_units;

@@ -111,6 +111,85 @@ Test(layer, unfused_attention_same_model_flops)
 		     layer_ops_flops(&fused, PASS_FWD));
 }
 
+/* The op named name in o, or NULL. */
+static const struct layer_op *find_op(const struct layer_ops *o,
+				      const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+Test(layer, unfused_attention_dropout_is_its_own_kernel)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	const struct layer_op *sm, *dr;
+	/* tp 2: a/t = 8 heads, b 2, s 2048: 8 * 2 * 2048^2 = 67108864 scores
+	 * of 2 B. Softmax reads and writes them (134217728 B each way); the
+	 * dropout (Megatron-LM's torch.nn.Dropout after the fused softmax)
+	 * reads P (134217728 B) and writes P' and its 1-byte mask
+	 * (134217728 + 67108864 = 201326592 B). */
+	double n = 8.0 * 2 * 2048 * 2048;
+
+	gpt_dims(&d, 2, 0);
+	d.unfused_attn = 1;
+	d.dropout = 1;
+	layer_fwd(&d, NULL, &f);
+	sm = find_op(&f, "softmax");
+	dr = find_op(&f, "attn_dropout");
+	cr_assert(sm && dr);
+	assert_close(sm->k.read_B, 2 * n);
+	assert_close(sm->k.write_B, 2 * n);
+	assert_close(dr->k.read_B, 2 * n);
+	assert_close(dr->k.write_B, 2 * n + n);
+	/* Backward: the dropout's reads dP' and the mask (3 n B), writes dP
+	 * (2 n); the softmax's reads dP and P (4 n), writes dS (2 n). */
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	dr = find_op(&bw, "attn_dropout_bwd");
+	sm = find_op(&bw, "softmax_bwd");
+	cr_assert(sm && dr);
+	assert_close(dr->k.read_B, 3 * n);
+	assert_close(dr->k.write_B, 2 * n);
+	assert_close(sm->k.read_B, 4 * n);
+	assert_close(sm->k.write_B, 2 * n);
+	/* Without dropout no dropout kernel. */
+	d.dropout = 0;
+	layer_fwd(&d, NULL, &f);
+	cr_assert_null(find_op(&f, "attn_dropout"));
+}
+
+Test(layer, bias_kernels_of_a_biased_model)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	const struct layer_op *op;
+	/* tp 2, SP: T = 4096 tokens, T' = 2048; h 1024, f 4096. QKV bias
+	 * add: T 3h/t = 4096 * 1536 elements of 2 B read and written
+	 * (12582912 B each way); bias gradients read the output gradients:
+	 * qkv T 3h/t, fc1 T f/t = 4096 * 2048, proj and fc2 T' h = 2048 *
+	 * 1024 (after the reduce-scatter), 2 B each. */
+	gpt_dims(&d, 2, 1);
+	d.bias_kernels = 1;
+	layer_fwd(&d, NULL, &f);
+	op = find_op(&f, "qkv_bias");
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, 4096.0 * 1536 * 2);
+	assert_close(op->k.write_B, 4096.0 * 1536 * 2);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	assert_close(find_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
+	assert_close(find_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
+	assert_close(find_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	assert_close(find_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	/* Fused into the GEMMs (the default): none. */
+	d.bias_kernels = 0;
+	layer_fwd(&d, NULL, &f);
+	cr_assert_null(find_op(&f, "qkv_bias"));
+}
+
 Test(layer, tp_collectives_without_sp)
 {
 	struct layer_dims d;
@@ -278,18 +357,6 @@ Test(layer, embedding_gradient_in_the_gradient_dtype)
 	layer_embed_bwd(&d, &o);
 	assert_close(o.op[i].k.read_B, T * h * 4);
 	assert_close(o.op[i].k.write_B, T * h * 2);
-}
-
-/* The op named name in o, or NULL. */
-static const struct layer_op *find_op(const struct layer_ops *o,
-				      const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
 }
 
 Test(layer, residual_gradients_are_summed_by_their_own_kernel)

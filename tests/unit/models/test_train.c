@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "engine/exec.h"
+#include "engine/exec_impl.h"
 #include "fixture.h"
 #include "mockcomm.h"
 #include "models/footprint.h"
@@ -423,4 +424,42 @@ Test(train, fp8_amax_reductions_block_every_chunk_pass)
 	f.fw.fp8_amax_reduction = AMAX_TP_CP;
 	run(&f, 0, 5e-6, 100e9, &on);
 	cr_assert_eq(on.step_s, off.step_s);
+}
+
+/* The units a pipeline send/recv holds (the share of the GPU's 132 SMs
+ * its compute loses while it runs): NCCL's p2p channels per peer, 32
+ * between GPUs of one node (NVLink: 2 x links), 2 to a network peer. */
+static double pp_p2p_share(int64_t gpus_per_node)
+{
+	static struct coll_lib_spec lib;
+	struct fixture f;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	double share = -1;
+	uint32_t i;
+
+	lib.kernel_units = (struct coll_units_spec){ .scale_up = 24,
+		.scale_out = 16, .p2p = 2, .p2p_scale_up = 32 };
+	pipeline_job(&f, 16, SCHED_1F1B);
+	f.sys.collectives = &lib;
+	f.sys.gpus_per_node = gpus_per_node;
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f.job, &d), 0);
+	p = train_build(&f.job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	for (i = 0; i < p->ncolls; i++)
+		if (coll_desc_of(p, i)->op == COLL_SENDRECV)
+			share = coll_desc_of(p, i)->sm_share;
+	prog_free(p);
+	return share;
+}
+
+Test(train, pipeline_p2p_units_by_where_the_peer_is)
+{
+	/* 8 GPUs a node: stages 0-3 and their peers in one node, 32 / 132
+	 * = 0.2424; one GPU a node: every peer over the network, 2 / 132
+	 * = 0.01515. */
+	cr_assert_float_eq(pp_p2p_share(8), 32.0 / 132, 1e-12);
+	cr_assert_float_eq(pp_p2p_share(1), 2.0 / 132, 1e-12);
 }
