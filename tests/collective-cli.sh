@@ -35,16 +35,55 @@ grep -q 'busbw' "$tmp/out" || { echo "FAIL: table header"; fail=1; }
 # Two nodes through --set, CSV.
 check "csv" "$llmsim" collective --system dgx-h100 --set system.nodes=2 \
 	--op allgather --ranks 16 --min 1M --max 1M --csv --no-store
-head -1 "$tmp/out" | grep -q '^size_B,count,type,time_us,algbw_GBps,busbw_GBps,algorithm,protocol$' ||
+head -1 "$tmp/out" | grep -q '^size_B,count,type,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,redop,root$' ||
 	{ echo "FAIL: csv header"; fail=1; }
 [ "$(wc -l <"$tmp/out")" = 2 ] || { echo "FAIL: csv rows"; fail=1; }
 
-# JSON: one object per size with the contract's keys.
+# JSON: an object naming what ran (schema version, llmsim version, config
+# hash, op, system, ranks), around one row per size with the contract's keys.
 check "json" "$llmsim" collective --system dgx-h100 --op sendrecv --ranks 2 \
 	--min 8 --max 64 --step-factor 8 --json --no-store
-for k in size_B count type time_us algbw_GBps busbw_GBps algorithm protocol; do
+for k in schema_version llmsim_version config_hash op system ranks rows \
+	size_B count type redop root time_us algbw_GBps busbw_GBps algorithm \
+	protocol; do
 	grep -q "\"$k\"" "$tmp/out" || { echo "FAIL: json key $k"; fail=1; }
 done
+head -1 "$tmp/out" | grep -q '^{$' || { echo "FAIL: json is not an object"; fail=1; }
+
+# rccl-tests' short options: -b 1K -e 8K -f 2 -g 8 -d bf16 is the same
+# table as the long options, with redop sum and root -1 columns, and the
+# out-of-place and in-place sets.
+check "short options" "$llmsim" collective --system mi300x-roce --op allreduce \
+	-g 8 -b 1K -e 8K -f 2 -d bf16 --no-store
+grep -q 'out-of-place' "$tmp/out" && grep -q 'in-place' "$tmp/out" ||
+	{ echo "FAIL: no out-of-place / in-place columns"; fail=1; }
+row=$(grep -v '^#' "$tmp/out" | head -1)
+set -- $row
+[ "$1 $3 $4 $5" = "1024 bfloat16 sum -1" ] ||
+	{ echo "FAIL: short options row '$row'"; fail=1; }
+# 1 KiB of bfloat16 is 512 elements.
+[ "$2" = 512 ] || { echo "FAIL: count $2, expected 512"; fail=1; }
+set --
+
+# dtype spellings both ways give the same prediction.
+"$llmsim" collective --system mi300x-roce --op allreduce --ranks 8 --min 1M \
+	--max 1M --dtype bfloat16 --csv --no-store >"$tmp/a" 2>&1
+"$llmsim" collective --system mi300x-roce --op allreduce --ranks 8 --min 1M \
+	--max 1M --dtype bf16 --csv --no-store >"$tmp/b" 2>&1
+cmp -s "$tmp/a" "$tmp/b" || { echo "FAIL: bf16 and bfloat16 differ"; fail=1; }
+
+# The stored config names the collective: two ops on one system have two
+# config hashes (docs/results-store.md promises equal hash = same input).
+"$llmsim" collective --system mi300x-roce --op allreduce --ranks 8 --min 1M \
+	--max 1M --db "$tmp/h.db" >/dev/null 2>&1
+"$llmsim" collective --system mi300x-roce --op allgather --ranks 8 --min 1M \
+	--max 1M --db "$tmp/h.db" >/dev/null 2>&1
+"$llmsim" collective --system mi300x-roce --op allgather --ranks 4 --min 1M \
+	--max 1M --db "$tmp/h.db" >/dev/null 2>&1
+n=$(sqlite3 "$tmp/h.db" "SELECT count(DISTINCT config_hash) FROM runs")
+[ "$n" = 3 ] || { echo "FAIL: $n distinct config hashes for 3 collectives"; fail=1; }
+n=$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM v_collectives WHERE system = 'mi300x-roce' AND redop IS NOT NULL")
+[ "$n" = 3 ] || { echo "FAIL: v_collectives system/redop ($n rows)"; fail=1; }
 
 # Same input, same bytes.
 "$llmsim" collective --system mi300x-roce --op alltoall --ranks 8 --min 1K \
@@ -70,6 +109,10 @@ status 2 "bad dtype" --system dgx-h100 --op allreduce --ranks 8 --dtype floaty
 status 2 "missing op" --system dgx-h100 --ranks 8
 status 2 "bad set" --system dgx-h100 --set system.nodez=2 --op allreduce --ranks 8
 status 0 "forced ring" --system dgx-h100 --op allreduce --ranks 8 --algo ring --proto ll128
+status 2 "bad redop" --system dgx-h100 --op allreduce --ranks 8 -o summ
+status 2 "root past the ranks" --system dgx-h100 --op broadcast --ranks 8 -r 8
+status 2 "unknown short option" --system dgx-h100 --op allreduce --ranks 8 -q
+status 2 "-b without a value" --system dgx-h100 --op allreduce --ranks 8 -b
 
 # dispatch / combine: one row per token count, DeepEP's logical size; the
 # GPU-initiated path is named in the table; deeper checks of the numbers

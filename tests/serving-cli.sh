@@ -82,7 +82,7 @@ for preset in "vllm-custom-allreduce 10.1 9.3 11.8 24.1 30.4 45.0" \
 		--ranks 8 --min 512 --max 1M >"$tmp/ar" 2>&1 ||
 		{ echo "FAIL: collective $name"; fail=1; }
 	for size in 512 4096 32768 262144 524288 1048576; do
-		got=$(awk -v s=$size '$1 == s { print $4 }' "$tmp/ar")
+		got=$(awk -v s=$size '$1 == s { print $6 }' "$tmp/ar")
 		awk -v g="${got:-0}" -v m="$1" 'BEGIN { exit !(g > 0.8 * m && g < 1.2 * m) }' ||
 			{ echo "FAIL: $name at $size B: $got us, measured $1 us"; fail=1; }
 		shift

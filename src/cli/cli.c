@@ -13,20 +13,28 @@
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
 	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
-	  "                 [--db PATH] [--no-store] [--full]\n"
+	  "                 [--db PATH] [--no-store] [--full] [--require-fit]\n"
 	  "                 [--max-memory SIZE] [--max-trace SIZE]\n"
 	  "\n"
-	  "Resolve the job (model, system, layout) and simulate one step.\n"
+	  "Resolve the job (model, system, layout) and simulate one step. JOB\n"
+	  "is a file, a job preset, or - for standard input. The summary has\n"
+	  "the step time, its critical-path breakdown, compute by pass\n"
+	  "(forward, backward, optimizer), exposed communication by parallel\n"
+	  "dimension, and memory per GPU for every pipeline stage; it starts\n"
+	  "with DOES NOT FIT when the job does not fit in memory.\n"
 	  "\n"
 	  "  --set key=value  override any job field after references are\n"
 	  "                   resolved (e.g. --set system.nodes=64)\n"
 	  "  --json           print one JSON object instead of a summary\n"
+	  "                   (docs/cli-output.md documents every field)\n"
 	  "  --trace FILE     write the simulated step as a Chrome trace\n"
-	  "                   (opens in Perfetto)\n"
+	  "                   (opens in Perfetto); - for standard output\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the result\n"
 	  "  --full           simulate every GPU instead of one per group of\n"
 	  "                   identical TP/DP peers (slow at scale)\n"
+	  "  --require-fit    exit with status 5 when the job does not fit in\n"
+	  "                   GPU memory (for CI gates)\n"
 	  "  --max-memory SIZE  refuse (exit 2) a step whose simulation would\n"
 	  "                   need more memory than SIZE, e.g. '24 GiB'; the\n"
 	  "                   estimate is checked before anything is built\n"
@@ -35,7 +43,32 @@ static const struct cli_command commands[] = {
 	  "                   (default 2 GB)\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
-	  NULL, NULL, "sweeps" },
+	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"
+	  "       mpirun -n R llmsim sweep SWEEP.yaml [-j N] [--db PATH]\n"
+	  "\n"
+	  "Expand a sweep file (a base job with grid, zip and cases over any\n"
+	  "dotted key; see workloads/sweeps/) and simulate every point into\n"
+	  "the database, one transaction per point. A point whose resolved\n"
+	  "job is already stored for this sweep is skipped, so an interrupted\n"
+	  "sweep (even kill -9) resumes where it stopped. A point whose job is\n"
+	  "invalid is stored with its reason and does not stop the sweep.\n"
+	  "Prints a table with one column per axis.\n"
+	  "\n"
+	  "  -j, --jobs N     worker processes (default: the CPUs online)\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  --shard I/N      run only shard I of N (1 <= I <= N): the points\n"
+	  "                   whose index is I-1 modulo N (for Slurm arrays and\n"
+	  "                   other batch systems); merge the shards'\n"
+	  "                   databases with 'llmsim db merge'\n"
+	  "  --list           print the expanded points and run nothing\n"
+	  "\n"
+	  "Under mpirun (in a build with MPI) rank r runs shard r+1 of R into\n"
+	  "PATH.rank-r and rank 0 merges them into PATH at the end.\n"
+	  "Progress (done/total, rate, ETA) is shown on stderr when it is a\n"
+	  "terminal; a line of totals is printed at the end either way.\n"
+	  "Exit status: 0 all points stored (invalid ones included), 1 some\n"
+	  "point failed at run time (run again to finish), 2 bad input.\n",
+	  cli_sweep, NULL },
 	{ "plan", "search parallel layouts for a job and rank them",
 	  "usage: llmsim plan JOB.yaml [--top K] [--objective O] [--max-gpus N]\n"
 	  "                  [--headroom F] [--set key=value]... [--json]\n"
@@ -88,17 +121,18 @@ static const struct cli_command commands[] = {
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
-	  "                        [--dtype T] [--algo A] [--proto P]\n"
-	  "                        [--set key=value]... [--json | --csv] [--db PATH]\n"
-	  "                        [--no-store]\n"
+	  "                        [--dtype T] [--redop R] [--root N]\n"
+	  "                        [--algo A] [--proto P] [--set key=value]...\n"
+	  "                        [--json | --csv] [--db PATH] [--no-store]\n"
 	  "       llmsim collective --system SYSTEM --op dispatch|combine --ranks N\n"
 	  "                        [--tokens T[,T...]] [--hidden H] [--topk K]\n"
 	  "                        [--experts E] [--groups G|nodes --topk-groups TG]\n"
 	  "                        [--dispatcher D] [--sms N] [--dtype T] ...\n"
 	  "\n"
 	  "Predict one collective on an idle system over a range of sizes and\n"
-	  "print it as rccl-tests / nccl-tests do (size, count, type, time,\n"
-	  "algbw, busbw) with the algorithm and protocol chosen.\n"
+	  "print it as rccl-tests / nccl-tests do (size, count, type, redop,\n"
+	  "root, then time, algbw, busbw for out-of-place and in-place) with\n"
+	  "the algorithm and protocol chosen.\n"
 	  "\n"
 	  "dispatch and combine are an MoE layer's token exchange over an\n"
 	  "expert-parallel group: one row per token count, size = DeepEP's\n"
@@ -109,12 +143,16 @@ static const struct cli_command commands[] = {
 	  "  --system SYSTEM  system preset or file (configs/systems)\n"
 	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
 	  "                   broadcast, reduce, sendrecv, dispatch, combine\n"
-	  "  --ranks N        GPUs 0..N-1, filling node 0 first\n"
-	  "  --min, --max     sizes as rccl-tests takes them: bytes or K/M/G\n"
-	  "                   (2^10, 2^20, 2^30); default 32M\n"
-	  "  --step-factor F  multiply the size by F each row (default 2)\n"
-	  "  --dtype T        float (default), half, bfloat16, double, int8, ...;\n"
-	  "                   dispatch/combine: bfloat16 (default), fp8_e4m3\n"
+	  "  -g, --ranks N    GPUs 0..N-1, filling node 0 first (--ngpus)\n"
+	  "  -b, --min SIZE   smallest size as rccl-tests takes it: bytes or\n"
+	  "                   K/M/G (2^10, 2^20, 2^30); default 32M (--minbytes)\n"
+	  "  -e, --max SIZE   largest size (--maxbytes)\n"
+	  "  -f, --step-factor F  multiply the size by F each row (default 2)\n"
+	  "  -d, --dtype T    float (default), half, bfloat16, double, int8, ...\n"
+	  "                   or bf16, fp16, fp32 (--datatype); dispatch/combine:\n"
+	  "                   bfloat16 (default), fp8_e4m3\n"
+	  "  -o, --redop R    sum (default), prod, min, max, avg\n"
+	  "  -r, --root N     root rank of broadcast and reduce (default 0)\n"
 	  "  --algo A         ring, tree, direct, rhd, hierarchical, nvls,\n"
 	  "                   pairwise, p2p (default: the library's choice)\n"
 	  "  --proto P        ll, ll128, simple (default: the library's choice)\n"
@@ -128,7 +166,7 @@ static const struct cli_command commands[] = {
 	  "                   deepep-ll, hybridep, alltoall, hierarchical\n"
 	  "  --sms N          SMs the dispatcher's kernels hold (its preset's)\n"
 	  "  --set key=value  override a system field (--set system.nodes=2)\n"
-	  "  --json, --csv    print JSON (an array of rows) or CSV\n"
+	  "  --json, --csv    print JSON (an object around the rows) or CSV\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the results\n",
 	  cli_collective, NULL },
@@ -238,18 +276,50 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "Exit status: 0, 1 the fit did not converge, 2 bad input.\n",
 	  cli_calibrate, NULL },
-	{ "report", "summarize stored results",
-	  NULL, NULL, "reports and dashboards" },
+	{ "report", "write the results database as an HTML page of plots",
+	  "usage: llmsim report [--db PATH] [-o FILE]\n"
+	  "\n"
+	  "Write one self-contained HTML file (no network needed to open it)\n"
+	  "with plots of what the database holds: step-time breakdown and\n"
+	  "memory per GPU of each job, each sweep's curves and heat map along\n"
+	  "its axes, collective bus bandwidth against message size (predicted\n"
+	  "and measured), predicted against measured time.\n"
+	  "\n"
+	  "  --db PATH        results database (default results/llmsim.db)\n"
+	  "  -o, --output FILE  where to write (default results/report.html;\n"
+	  "                   '-' for standard output)\n",
+	  cli_report, NULL },
+	{ "db", "list, export and merge the results database",
+	  "usage: llmsim db views [--db PATH]\n"
+	  "       llmsim db export --view NAME [--format csv|json] [--db PATH]\n"
+	  "                        [-o FILE]\n"
+	  "       llmsim db merge OUT.db IN.db...\n"
+	  "\n"
+	  "  views   every view of the database with its columns: the stable\n"
+	  "          interface for dashboards (docs/results-store.md)\n"
+	  "  export  one view as CSV (with a header row) or JSON (an array of\n"
+	  "          objects) on standard output, or FILE\n"
+	  "  merge   merge databases (sweep shards, MPI ranks) into OUT.db\n"
+	  "          without duplicates\n",
+	  cli_db, NULL },
 	{ "config", "show, list and explain configs",
 	  "usage: llmsim config show FILE|PRESET [--kind KIND] [--set key=value]...\n"
 	  "                            [--json]\n"
 	  "       llmsim config list [KIND]\n"
 	  "       llmsim config help [KIND]\n"
+	  "       llmsim config import-megatron \"ARGS...\" [--system SYSTEM]\n"
+	  "                                    [--gpus N] [--model PRESET]\n"
+	  "                                    [--name NAME] | --mapping\n"
 	  "\n"
 	  "  show   print the fully resolved config: references expanded,\n"
 	  "         defaults applied, units normalized and printed\n"
 	  "  list   list the shipped presets of one kind or of all kinds\n"
 	  "  help   every key of a kind with its type, default, bounds\n"
+	  "  import-megatron  a job from a Megatron-LM command line (one\n"
+	  "         quoted string, or words after --), printed as YAML;\n"
+	  "         --mapping prints which argument sets which key\n"
+	  "         (docs/megatron.md); the system defaults to dgx-h100,\n"
+	  "         the GPUs to tp x pp x cp\n"
 	  "\n"
 	  "KIND is gpu, fabric, system, model or job; show infers it from the\n"
 	  "file's directory (configs/gpus, workloads/models, ...), else job.\n",
@@ -306,7 +376,11 @@ static void print_help(FILE *out)
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-11s %s%s\n", commands[i].name,
 			commands[i].summary, commands[i].fn ? "" : " (reserved)");
-	fputs("\nExit status: 0 success, 1 runtime failure, 2 bad input or usage.\n",
+	fputs("\nExit status: 0 success, 1 runtime failure, 2 bad input or usage,\n"
+	      "3 (measure) no device, 4 (measure) a library or backend missing,\n"
+	      "5 (run --require-fit) the job does not fit in GPU memory.\n"
+	      "'llmsim help --man' and 'llmsim help --bash-completion' print the\n"
+	      "man page and the bash completion (make install installs them).\n",
 	      out);
 }
 
@@ -320,6 +394,11 @@ int cli_main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
+		/* `make man`: the page and the completion from this registry */
+		if (argc > 2 && strcmp(argv[2], "--man") == 0)
+			return cli_doc_man(stdout, commands, NCOMMANDS);
+		if (argc > 2 && strcmp(argv[2], "--bash-completion") == 0)
+			return cli_doc_completion(stdout, commands, NCOMMANDS);
 		if (argc > 2 && (c = cli_command(argv[2])) != NULL) {
 			cli_print_usage(stdout, c);
 			return CLI_OK;

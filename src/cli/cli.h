@@ -13,6 +13,7 @@
  *   3  `measure` only: no device (no GPU, or no driver)
  *   4  `measure` only: a library or backend is missing (RCCL, NCCL,
  *      rocBLAS, cuBLAS, MPI, or the backend was not built)
+ *   5  `run --require-fit`: the job does not fit in GPU memory
  *
  * This is the application layer: it may use every module.
  */
@@ -23,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cJSON;
 struct diag;
 struct schema;
 struct store_coll_row;
@@ -37,7 +39,8 @@ enum {
 	CLI_FAIL = 1,
 	CLI_USAGE = 2,
 	CLI_NO_DEVICE = 3,
-	CLI_NO_LIBRARY = 4
+	CLI_NO_LIBRARY = 4,
+	CLI_NO_FIT = 5		/* run --require-fit: does not fit in memory */
 };
 
 struct cli_command {
@@ -69,15 +72,56 @@ const struct cli_command *cli_command(const char *name);
 const char *cli_option(int argc, char **argv, int *i, const char *name,
 		       const char **missing);
 
+/*
+ * getopt_long over a command's arguments (argv[0] is the command's
+ * name), the same everywhere: options and operands in any order, "--"
+ * ends the options, "-" is an operand (standard input or output).
+ * Unknown options and missing values are reported as usage errors of
+ * cmd. Returns the option (as getopt_long: its short letter or the
+ * `val` of a long one), -1 when the options are done (operands are
+ * argv[optind..argc-1]), or '?' after reporting (return CLI_USAGE).
+ * Call cli_getopt_reset() before the first call for a new argv.
+ */
+struct option;
+int cli_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *cmd);
+void cli_getopt_reset(void);
+
+/*
+ * cli_getopt over options given by name, for commands that dispatch on
+ * the name: valued[] (NULL-terminated) take a value, flags[] do not;
+ * each is "--long" or "-x". fn(arg, name, value) is called for each
+ * option given, in order (value NULL for a flag; an empty value is
+ * refused first as a missing one), and its status other than CLI_OK
+ * ends the parse. Operands are refused. CLI_OK, or the failing status
+ * (CLI_USAGE after reporting).
+ */
+int cli_getopt_named(int argc, char **argv, const char *cmd,
+		     const char *const *valued, const char *const *flags,
+		     int (*fn)(void *arg, const char *name, const char *value),
+		     void *arg);
+
 /* Report a usage error of command cmd ("run", "config", ...) on stderr:
  * "llmsim: error: MESSAGE" and where its help is. Returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The man page and the bash completion of the n commands cmds
+ * (cli_doc.c). CLI_OK, or CLI_FAIL on a write error. */
+int cli_doc_man(FILE *out, const struct cli_command *cmds, size_t n);
+int cli_doc_completion(FILE *out, const struct cli_command *cmds, size_t n);
+
 /* Commands, one per file. */
 int cli_config(int argc, char **argv, const char *argv0);
 int cli_run(int argc, char **argv, const char *argv0);
 int cli_collective(int argc, char **argv, const char *argv0);
+int cli_sweep(int argc, char **argv, const char *argv0);
+int cli_db(int argc, char **argv, const char *argv0);
+int cli_report(int argc, char **argv, const char *argv0);
+
+/* `config import-megatron` (cli_megatron.c); argv[0] is its name. */
+struct config_ctx;
+int cli_import_megatron(struct config_ctx *cx, int argc, char **argv);
 int cli_measure(int argc, char **argv, const char *argv0);
 int cli_validate(int argc, char **argv, const char *argv0);
 int cli_calibrate(int argc, char **argv, const char *argv0);
@@ -113,6 +157,17 @@ struct cli_result {
  */
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d);
+
+/*
+ * The default results database (free with mem_free; NULL when out of
+ * memory): DATA_ROOT/results/llmsim.db in a checkout, results/llmsim.db
+ * under the current directory for an installed llmsim (its data root,
+ * PREFIX/share/llmsim, is not the user's to write).
+ */
+char *cli_default_db(const char *data_root);
+/* The same, in the arena. */
+struct arena;
+const char *cli_default_db_in(struct arena *a, const char *data_root);
 
 /* What `run` was asked to do with a result. */
 struct cli_run_io {

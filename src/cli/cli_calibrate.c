@@ -68,53 +68,54 @@ static int parse_runs(struct copts *o, const char *v)
 	return CLI_OK;
 }
 
+static int one_opt(void *arg, const char *name, const char *v)
+{
+	struct copts *o = arg;
+
+	if (strcmp(name, "--db") == 0)
+		o->db = v;
+	else if (strcmp(name, "--system") == 0)
+		o->system = v;
+	else if (strcmp(name, "--params") == 0)
+		o->params = v;
+	else if (strcmp(name, "-o") == 0 || strcmp(name, "--output") == 0)
+		o->out = v;
+	else if (strcmp(name, "--run") == 0)
+		return parse_runs(o, v) == CLI_OK ? CLI_OK : CLI_USAGE;
+	else if (strcmp(name, "--folds") == 0) {
+		o->folds = atoi(v);
+		if (o->folds < 0 || o->folds > 20)
+			return cli_usage_error("calibrate", "--folds: expected "
+					       "0 to 20, got '%s'", v);
+	} else if (strcmp(name, "--max-iter") == 0) {
+		o->max_iter = atoi(v);
+		if (o->max_iter < 1 || o->max_iter > 10000)
+			return cli_usage_error("calibrate", "--max-iter: "
+					       "expected 1 to 10000, got '%s'",
+					       v);
+	} else if (strcmp(name, "--max-params") == 0) {
+		o->max_params = atol(v);
+		if (o->max_params < 1 || o->max_params > 16)
+			return cli_usage_error("calibrate", "--max-params: "
+					       "expected 1 to 16, got '%s'", v);
+	} else if (strcmp(name, "--fastest") == 0)
+		o->use_min = 1;
+	return CLI_OK;
+}
+
 static int parse(struct copts *o, int argc, char **argv)
 {
-	const char *v, *missing = NULL;
-	int i;
+	static const char *const valued[] = {
+		"--db", "--system", "--params", "-o", "--output", "--run",
+		"--folds", "--max-iter", "--max-params", NULL,
+	};
+	static const char *const flags[] = { "--fastest", NULL };
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if ((v = cli_option(argc, argv, &i, "--db", &missing)))
-			o->db = v;
-		else if ((v = cli_option(argc, argv, &i, "--system", &missing)))
-			o->system = v;
-		else if ((v = cli_option(argc, argv, &i, "--params", &missing)))
-			o->params = v;
-		else if ((v = cli_option(argc, argv, &i, "-o", &missing)) ||
-			 (v = cli_option(argc, argv, &i, "--output", &missing)))
-			o->out = v;
-		else if ((v = cli_option(argc, argv, &i, "--run", &missing))) {
-			if (parse_runs(o, v) != CLI_OK)
-				return CLI_USAGE;
-		} else if ((v = cli_option(argc, argv, &i, "--folds", &missing))) {
-			o->folds = atoi(v);
-			if (o->folds < 0 || o->folds > 20)
-				return cli_usage_error("calibrate", "--folds: "
-						       "expected 0 to 20, got "
-						       "'%s'", v);
-		} else if ((v = cli_option(argc, argv, &i, "--max-iter",
-					   &missing))) {
-			o->max_iter = atoi(v);
-			if (o->max_iter < 1 || o->max_iter > 10000)
-				return cli_usage_error("calibrate", "--max-iter: "
-						       "expected 1 to 10000, "
-						       "got '%s'", v);
-		} else if ((v = cli_option(argc, argv, &i, "--max-params",
-					   &missing))) {
-			o->max_params = atol(v);
-			if (o->max_params < 1 || o->max_params > 16)
-				return cli_usage_error("calibrate", "--max-params: "
-						       "expected 1 to 16, got "
-						       "'%s'", v);
-		} else if (missing)
-			return cli_usage_error("calibrate", "'%s' needs a value",
-					       missing);
-		else if (strcmp(argv[i], "--fastest") == 0)
-			o->use_min = 1;
-		else
-			return cli_usage_error("calibrate", "unknown option '%s'",
-					       argv[i]);
-	}
+	rc = cli_getopt_named(argc, argv, "calibrate", valued, flags, one_opt,
+			      o);
+	if (rc != CLI_OK)
+		return rc;
 	if (!o->db)
 		return cli_usage_error("calibrate", "%s", "--db is required (the "
 				       "database `llmsim measure` stored into)");

@@ -28,12 +28,23 @@
  * busbw the bytes that leave the GPU (send_B less its own share) over the
  * time.
  *
+ * Options as rccl-tests and nccl-tests take them work too (-b, -e, -f,
+ * -g, -d, -o for the reduction, -r for the root, and their long names);
+ * dtypes in either spelling (bf16 or bfloat16). The table has rccl-tests'
+ * columns: size, count, type, redop, root, then time, algbw, busbw and
+ * #wrong for out-of-place and in-place (one prediction for both, nothing
+ * checked: N/A). --json is an object (schema_version, llmsim_version,
+ * config_hash, op, system, ranks, type, redop, root) around the rows.
+ *
  * Results go to the database (one run, one row per size) unless
- * --no-store. Exit status: 0, 1 runtime failure, 2 bad input.
+ * --no-store, with the system and the collective asked for as the
+ * config, so different ops or rank counts have different hashes. Exit
+ * status: 0, 1 runtime failure, 2 bad input.
  */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,44 +62,7 @@
 #include "store/store.h"
 #include "base/units.h"
 
-#define MAX_ROWS 256
-
-enum out_fmt {
-	FMT_TABLE,
-	FMT_CSV,
-	FMT_JSON
-};
-
-struct opts {
-	const char *system;
-	const char **sets;		/* --set values (argc entries) */
-	size_t nsets;
-	int op;				/* enum coll_op; -1 unset */
-	long ranks;			/* 0 unset */
-	double min_B, max_B;		/* B */
-	double factor;
-	const char *dtype;
-	int algo, proto;		/* -1 = the library's choice */
-	int fmt;			/* enum out_fmt */
-	const char *db;			/* NULL = default */
-	int store;
-	/* dispatch / combine (ep != EP_OP_NONE) */
-	int ep;				/* enum ep_op */
-	double tokens[MAX_ROWS];	/* per GPU, one row each */
-	int ntokens;
-	double hidden, topk, experts;
-	double groups;			/* 0 none, -1 = the nodes spanned */
-	double topk_groups;
-	const char *dispatcher;		/* configs/ep preset or file */
-	long sms;			/* 0 = the dispatcher's */
-	int dtype_set;
-};
-
-enum ep_op {
-	EP_OP_NONE,
-	EP_OP_DISPATCH,
-	EP_OP_COMBINE
-};
+#include "cli_collective.h"
 
 static const char *const op_names_ep[] = {
 	"allreduce", "allgather", "reducescatter", "alltoall", "broadcast",
@@ -106,12 +80,6 @@ static const struct {
 };
 
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
-
-struct row {
-	double size_B, count;		/* B, elements (tokens for dispatch) */
-	struct net_coll_result r;
-	struct ep_traffic ep;		/* dispatch / combine */
-};
 
 /* A usage error naming what was expected: one of names. */
 static int list_error(const char *what, const char *got,
@@ -234,96 +202,131 @@ static int parse_tokens(struct opts *o, const char *v)
 	return CLI_OK;
 }
 
-/* The options of dispatch and combine; as value_opt. */
-static int ep_opt(struct opts *o, int argc, char **argv, int *i,
-		  const char **missing)
+/* The nccl-tests name of a dtype spelled any accepted way; NULL if none. */
+static const char *dtype_canonical(const char *v)
 {
-	const char *v;
+	static const char *const alias[] = {
+		"bf16", "bfloat16", "fp16", "half", "float16", "half",
+		"fp32", "float", "float32", "float", "fp64", "double",
+		"float64", "double", "fp8", "fp8_e4m3", "i8", "int8",
+		"u8", "uint8", "i32", "int32", "u32", "uint32", "i64", "int64",
+		"u64", "uint64", NULL,
+	};
+	size_t i;
+
+	for (i = 0; i < NDTYPES; i++)
+		if (strcmp(dtypes[i].name, v) == 0)
+			return dtypes[i].name;
+	for (i = 0; alias[i]; i += 2)
+		if (strcmp(alias[i], v) == 0)
+			return alias[i + 1];
+	return NULL;
+}
+
+
+enum {
+	OPT_SYSTEM = 256, OPT_SET, OPT_OP, OPT_ALGO, OPT_PROTO, OPT_DB,
+	OPT_JSON, OPT_CSV, OPT_NO_STORE, OPT_TOKENS, OPT_HIDDEN, OPT_TOPK,
+	OPT_EXPERTS, OPT_GROUPS, OPT_TOPK_GROUPS, OPT_DISPATCHER, OPT_SMS,
+};
+
+/* The options of dispatch and combine (getopt_long's c, its optarg):
+ * CLI_OK, CLI_USAGE, or 1 when c is none of them. */
+static int ep_option(struct opts *o, int c, const char *v)
+{
 	double x;
 
-	if ((v = cli_option(argc, argv, i, "--tokens", missing)))
-		return parse_tokens(o, v);
-	if ((v = cli_option(argc, argv, i, "--hidden", missing)))
-		return whole("--hidden", v, 1, &o->hidden);
-	if ((v = cli_option(argc, argv, i, "--topk", missing)))
-		return whole("--topk", v, 1, &o->topk);
-	if ((v = cli_option(argc, argv, i, "--experts", missing)))
-		return whole("--experts", v, 1, &o->experts);
-	if ((v = cli_option(argc, argv, i, "--groups", missing))) {
+	switch (c) {
+	case OPT_TOKENS: return parse_tokens(o, v);
+	case OPT_HIDDEN: return whole("--hidden", v, 1, &o->hidden);
+	case OPT_TOPK: return whole("--topk", v, 1, &o->topk);
+	case OPT_EXPERTS: return whole("--experts", v, 1, &o->experts);
+	case OPT_GROUPS:
 		if (strcmp(v, "nodes") == 0) {
 			o->groups = -1;
 			return CLI_OK;
 		}
 		return whole("--groups", v, 1, &o->groups);
-	}
-	if ((v = cli_option(argc, argv, i, "--topk-groups", missing)))
+	case OPT_TOPK_GROUPS:
 		return whole("--topk-groups", v, 1, &o->topk_groups);
-	if ((v = cli_option(argc, argv, i, "--dispatcher", missing))) {
+	case OPT_DISPATCHER:
 		o->dispatcher = v;
 		return CLI_OK;
-	}
-	if ((v = cli_option(argc, argv, i, "--sms", missing))) {
+	case OPT_SMS:
 		if (whole("--sms", v, 1, &x) != CLI_OK)
 			return CLI_USAGE;
 		o->sms = (long)x;
 		return CLI_OK;
+	default:
+		return 1;
 	}
-	return 1;
 }
 
-/* One option with a value; 1 if not one of these, CLI_OK done,
- * CLI_USAGE bad (reported). */
-static int value_opt(struct opts *o, int argc, char **argv, int *i)
+static int op_option(struct opts *o, const char *v)
 {
-	const char *v, *missing = NULL;
+	o->ep = strcmp(v, "dispatch") == 0 ? EP_OP_DISPATCH :
+		strcmp(v, "combine") == 0 ? EP_OP_COMBINE : EP_OP_NONE;
+	if (o->ep != EP_OP_NONE)
+		o->op = COLL_ALLTOALL;
+	else if ((o->op = schema_name_index(coll_op_names, v)) < 0)
+		return list_error("--op", v, op_names_ep);
+	return CLI_OK;
+}
+
+/* One option (getopt_long's c with its optarg). CLI_OK or CLI_USAGE. */
+static int option(struct opts *o, int c, const char *v)
+{
 	double x;
 	int rc;
 
-	if ((v = cli_option(argc, argv, i, "--system", &missing))) {
-		o->system = v;
-	} else if ((v = cli_option(argc, argv, i, "--set", &missing))) {
+	switch (c) {
+	case OPT_SYSTEM: o->system = v; break;
+	case OPT_SET:
 		/* The system is loaded on its own: 'system.nodes=2' means
 		 * 'nodes=2' here. */
 		o->sets[o->nsets++] = strncmp(v, "system.", 7) == 0 ? v + 7 : v;
-	} else if ((v = cli_option(argc, argv, i, "--op", &missing))) {
-		o->ep = strcmp(v, "dispatch") == 0 ? EP_OP_DISPATCH :
-			strcmp(v, "combine") == 0 ? EP_OP_COMBINE : EP_OP_NONE;
-		if (o->ep != EP_OP_NONE)
-			o->op = COLL_ALLTOALL;
-		else if ((o->op = schema_name_index(coll_op_names, v)) < 0)
-			return list_error("--op", v, op_names_ep);
-	} else if ((v = cli_option(argc, argv, i, "--ranks", &missing))) {
+		break;
+	case OPT_OP: return op_option(o, v);
+	case 'g':
 		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
 			return cli_usage_error("collective", "--ranks: "
 					       "expected a whole number of "
 					       "GPUs, got '%s'", v);
 		o->ranks = (long)x;
-	} else if ((v = cli_option(argc, argv, i, "--min", &missing))) {
-		return parse_size("--min", v, &o->min_B);
-	} else if ((v = cli_option(argc, argv, i, "--max", &missing))) {
-		return parse_size("--max", v, &o->max_B);
-	} else if ((v = cli_option(argc, argv, i, "--step-factor", &missing))) {
-		return parse_number("--step-factor", v, 1, &o->factor);
-	} else if ((v = cli_option(argc, argv, i, "--dtype", &missing))) {
-		if (dtype_size(v) == 0)
+		break;
+	case 'b': return parse_size("--min (-b)", v, &o->min_B);
+	case 'e': return parse_size("--max (-e)", v, &o->max_B);
+	case 'f': return parse_number("--step-factor (-f)", v, 1, &o->factor);
+	case 'd':
+		if (!(o->dtype = dtype_canonical(v)))
 			return bad_dtype(v);
-		o->dtype = v;
 		o->dtype_set = 1;
-	} else if ((v = cli_option(argc, argv, i, "--algo", &missing))) {
+		break;
+	case 'o':
+		if ((o->redop = schema_name_index(coll_redop_names, v)) < 0)
+			return list_error("--redop (-o)", v, coll_redop_names);
+		break;
+	case 'r':
+		if (!number(v, 0, &x) || x != floor(x))
+			return cli_usage_error("collective", "--root (-r): "
+					       "expected a rank, got '%s'", v);
+		o->root = (long)x;
+		break;
+	case OPT_ALGO:
 		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
 			return list_error("--algo", v, coll_algo_names);
-	} else if ((v = cli_option(argc, argv, i, "--proto", &missing))) {
+		break;
+	case OPT_PROTO:
 		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return list_error("--proto", v, coll_proto_names);
-	} else if ((v = cli_option(argc, argv, i, "--db", &missing))) {
-		o->db = v;
-	} else if ((rc = ep_opt(o, argc, argv, i, &missing)) != 1) {
-		return rc;
-	} else if (missing) {
-		return cli_usage_error("collective", "'%s' needs a value",
-				       missing);
-	} else {
-		return 1;
+		break;
+	case OPT_DB: o->db = v; break;
+	case OPT_JSON: o->fmt = FMT_JSON; break;
+	case OPT_CSV: o->fmt = FMT_CSV; break;
+	case OPT_NO_STORE: o->store = 0; break;
+	default:
+		rc = ep_option(o, c, v);
+		return rc == 1 ? CLI_USAGE : rc;
 	}
 	return CLI_OK;
 }
@@ -362,30 +365,57 @@ static int ep_defaults(struct opts *o)
 	return CLI_OK;
 }
 
+/* The options, long and short (rccl-tests' and nccl-tests' short options
+ * -b -e -f -g -d -o -r and their long spellings work alongside llmsim's). */
+static const struct option longopts[] = {
+	{ "system", required_argument, NULL, OPT_SYSTEM },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "op", required_argument, NULL, OPT_OP },
+	{ "ranks", required_argument, NULL, 'g' },
+	{ "ngpus", required_argument, NULL, 'g' },
+	{ "min", required_argument, NULL, 'b' },
+	{ "minbytes", required_argument, NULL, 'b' },
+	{ "max", required_argument, NULL, 'e' },
+	{ "maxbytes", required_argument, NULL, 'e' },
+	{ "step-factor", required_argument, NULL, 'f' },
+	{ "stepfactor", required_argument, NULL, 'f' },
+	{ "dtype", required_argument, NULL, 'd' },
+	{ "datatype", required_argument, NULL, 'd' },
+	{ "redop", required_argument, NULL, 'o' },
+	{ "root", required_argument, NULL, 'r' },
+	{ "algo", required_argument, NULL, OPT_ALGO },
+	{ "proto", required_argument, NULL, OPT_PROTO },
+	{ "db", required_argument, NULL, OPT_DB },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "csv", no_argument, NULL, OPT_CSV },
+	{ "no-store", no_argument, NULL, OPT_NO_STORE },
+	{ "tokens", required_argument, NULL, OPT_TOKENS },
+	{ "hidden", required_argument, NULL, OPT_HIDDEN },
+	{ "topk", required_argument, NULL, OPT_TOPK },
+	{ "experts", required_argument, NULL, OPT_EXPERTS },
+	{ "groups", required_argument, NULL, OPT_GROUPS },
+	{ "topk-groups", required_argument, NULL, OPT_TOPK_GROUPS },
+	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
+	{ "sms", required_argument, NULL, OPT_SMS },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* Options into o; o->sets has room for argc entries. */
 static int parse(struct opts *o, int argc, char **argv)
 {
-	int i, rc;
+	int c;
 
-	for (i = 1; i < argc; i++) {
-		rc = value_opt(o, argc, argv, &i);
-		if (rc == CLI_USAGE)
-			return rc;
-		if (rc == CLI_OK)
-			continue;
-		if (strcmp(argv[i], "--json") == 0)
-			o->fmt = FMT_JSON;
-		else if (strcmp(argv[i], "--csv") == 0)
-			o->fmt = FMT_CSV;
-		else if (strcmp(argv[i], "--no-store") == 0)
-			o->store = 0;
-		else
-			return cli_usage_error("collective", "unknown option "
-					       "'%s'", argv[i]);
-	}
+	cli_getopt_reset();
+	while ((c = cli_getopt(argc, argv, "b:e:f:g:d:o:r:", longopts,
+			       "collective")) != -1)
+		if (c == '?' || option(o, c, optarg) != CLI_OK)
+			return CLI_USAGE;
+	if (optind < argc)
+		return cli_usage_error("collective", "unexpected operand '%s'",
+				       argv[optind]);
 	if (!o->system || o->op < 0 || o->ranks == 0)
 		return cli_usage_error("collective", "%s", "--system, --op and "
-				       "--ranks are required");
+				       "--ranks (-g) are required");
 	if (o->ep == EP_OP_NONE && (o->ntokens || o->dispatcher || o->sms ||
 				    o->hidden || o->topk || o->experts ||
 				    o->groups || o->topk_groups))
@@ -401,6 +431,9 @@ static int parse(struct opts *o, int argc, char **argv)
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("collective", "%s", "--step-factor must "
 				       "be above 1 to go from --min to --max");
+	if (o->root >= o->ranks)
+		return cli_usage_error("collective", "--root %ld: the ranks "
+				       "are 0..%ld", o->root, o->ranks - 1);
 	return CLI_OK;
 }
 
@@ -515,180 +548,6 @@ static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 	return 0;
 }
 
-/* The op as the user named it. */
-static const char *op_name(const struct opts *o)
-{
-	if (o->ep == EP_OP_DISPATCH)
-		return "dispatch";
-	if (o->ep == EP_OP_COMBINE)
-		return "combine";
-	return coll_op_names[o->op];
-}
-
-/* dispatch / combine: the routing and the path in the table's head. */
-static void print_ep_head(const struct opts *o, const struct ep_comm_spec *e,
-			  const struct row *rows, int n)
-{
-	long sms = o->sms ? o->sms : (long)e->sms;
-
-	printf("# %s path %s (%s, dedup %s, ", op_name(o),
-	       e->name ? e->name : "(inline)", ep_mode_names[e->mode],
-	       ep_dedup_names[e->dedup]);
-	if (sms)
-		printf("%ld SMs", sms);
-	else
-		printf("the library's SMs");
-	printf("%s), top-%g of %g experts, hidden %g", e->gpu_initiated ?
-	       ", GPU-initiated" : "", o->topk, o->experts, o->hidden);
-	if (o->groups)
-		printf(", top-%g of %s groups", o->topk_groups,
-		       o->groups < 0 ? "node" : "the");
-	printf("\n# a token reaches %.2f GPUs, %.2f nodes on average; size: "
-	       "DeepEP's logical bytes per GPU, algbw = size / time\n#\n",
-	       n ? rows[0].ep.ranks_hit : 0, n ? rows[0].ep.nodes_hit : 0);
-	printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size", "tokens",
-	       "type", "time", "algbw", "busbw", "path", "protocol");
-}
-
-static void print_table(const struct opts *o, const struct system_spec *s,
-			const struct ep_comm_spec *e, const struct row *rows,
-			int n)
-{
-	double sum = 0;
-	int i;
-
-	printf("# llmsim collective: %s, %ld ranks on %s (%lld node%s x %lld "
-	       "GPUs), library %s\n#\n", op_name(o), o->ranks,
-	       s->name ? s->name : o->system, (long long)s->nodes,
-	       s->nodes == 1 ? "" : "s", (long long)s->gpus_per_node,
-	       s->collectives->name ? s->collectives->name : "(inline)");
-	if (e)
-		print_ep_head(o, e, rows, n);
-	else
-		printf("#%11s %13s %9s %11s %11s %11s  %-12s %s\n", "size",
-		       "count", "type", "time", "algbw", "busbw", "algorithm",
-		       "protocol");
-	printf("#%11s %13s %9s %11s %11s %11s\n", "(B)",
-	       e ? "(per GPU)" : "(elements)", "",
-	       "(us)", "(GB/s)", "(GB/s)");
-	for (i = 0; i < n; i++) {
-		printf("%12.0f %13.0f %9s %11.2f %11.2f %11.2f  %-12s %s\n",
-		       rows[i].size_B, rows[i].count, o->dtype,
-		       rows[i].r.time_s * 1e6, rows[i].r.algbw_Bps / 1e9,
-		       rows[i].r.busbw_Bps / 1e9, rows[i].r.algorithm,
-		       rows[i].r.protocol);
-		sum += rows[i].r.busbw_Bps / 1e9;
-	}
-	printf("# Avg bus bandwidth    : %g\n", n ? sum / n : 0.0);
-}
-
-static void print_csv(const struct opts *o, const struct row *rows, int n)
-{
-	int i;
-
-	puts("size_B,count,type,time_us,algbw_GBps,busbw_GBps,algorithm,protocol");
-	for (i = 0; i < n; i++)
-		printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s\n", rows[i].size_B,
-		       rows[i].count, o->dtype, rows[i].r.time_s * 1e6,
-		       rows[i].r.algbw_Bps / 1e9, rows[i].r.busbw_Bps / 1e9,
-		       rows[i].r.algorithm, rows[i].r.protocol);
-}
-
-/* dispatch / combine fields of a --json row; 0 when out of memory. */
-static int ep_json(cJSON *r, const struct opts *o, const struct row *row)
-{
-	return cJSON_AddStringToObject(r, "op", op_name(o)) &&
-	       cJSON_AddNumberToObject(r, "tokens", row->count) &&
-	       cJSON_AddNumberToObject(r, "hidden", o->hidden) &&
-	       cJSON_AddNumberToObject(r, "topk", o->topk) &&
-	       cJSON_AddNumberToObject(r, "experts", o->experts) &&
-	       cJSON_AddNumberToObject(r, "ranks_hit", row->ep.ranks_hit) &&
-	       cJSON_AddNumberToObject(r, "nodes_hit", row->ep.nodes_hit) &&
-	       cJSON_AddNumberToObject(r, "send_B", row->ep.send_B) &&
-	       cJSON_AddNumberToObject(r, "node_share", row->ep.node_share);
-}
-
-/* The --json array; NULL when out of memory. */
-static cJSON *rows_json(const struct opts *o, const struct row *rows, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-	int i;
-
-	for (i = 0; a && i < n; i++) {
-		cJSON *r = cJSON_CreateObject();
-
-		if (!r || !cJSON_AddItemToArray(a, r) ||
-		    !cJSON_AddNumberToObject(r, "size_B", rows[i].size_B) ||
-		    !cJSON_AddNumberToObject(r, "count", rows[i].count) ||
-		    !cJSON_AddStringToObject(r, "type", o->dtype) ||
-		    !cJSON_AddNumberToObject(r, "time_us", rows[i].r.time_s * 1e6) ||
-		    !cJSON_AddNumberToObject(r, "algbw_GBps",
-					     rows[i].r.algbw_Bps / 1e9) ||
-		    !cJSON_AddNumberToObject(r, "busbw_GBps",
-					     rows[i].r.busbw_Bps / 1e9) ||
-		    !cJSON_AddStringToObject(r, "algorithm", rows[i].r.algorithm) ||
-		    !cJSON_AddStringToObject(r, "protocol", rows[i].r.protocol) ||
-		    (o->ep && !ep_json(r, o, &rows[i]))) {
-			if (!r)
-				break;
-			cJSON_Delete(a);
-			return NULL;
-		}
-	}
-	if (a && cJSON_GetArraySize(a) != n) {
-		cJSON_Delete(a);
-		return NULL;
-	}
-	return a;
-}
-
-static int store_rows(const struct opts *o, const char *data_root,
-		      const struct system_spec *s, const char *json,
-		      const struct row *rows, int n, struct diag *d)
-{
-	struct store_coll_row sr[MAX_ROWS];
-	struct cli_result res = { .command = "collective",
-				  .schema = &system_schema, .config = s,
-				  .json = json, .rows = sr,
-				  .nrows = (uint32_t)n };
-	int i;
-
-	for (i = 0; i < n; i++)
-		sr[i] = (struct store_coll_row){ rows[i].size_B, rows[i].count,
-			o->dtype, op_name(o), (uint32_t)o->ranks,
-			rows[i].r.time_s, rows[i].r.algbw_Bps,
-			rows[i].r.busbw_Bps, rows[i].r.algorithm,
-			rows[i].r.protocol };
-	return cli_store(o->db, data_root, &res, d);
-}
-
-static int output(const struct opts *o, const struct system_spec *s,
-		  const struct ep_comm_spec *e, const struct row *rows, int n,
-		  const char *data_root, struct diag *d)
-{
-	cJSON *a = rows_json(o, rows, n);
-	char *json = a ? cJSON_Print(a) : NULL;
-	int rc = CLI_OK;
-
-	if (!json) {
-		diag_oom(d);
-		rc = CLI_FAIL;
-		goto out;
-	}
-	if (o->fmt == FMT_JSON)
-		printf("%s\n", json);
-	else if (o->fmt == FMT_CSV)
-		print_csv(o, rows, n);
-	else
-		print_table(o, s, e, rows, n);
-	if (o->store && store_rows(o, data_root, s, json, rows, n, d) != CLI_OK)
-		rc = CLI_FAIL;
-out:
-	cJSON_free(json);
-	cJSON_Delete(a);
-	return rc;
-}
-
 static int check_ranks(const struct opts *o, const struct system_spec *s,
 		       struct diag *d)
 {
@@ -788,7 +647,7 @@ int cli_collective(int argc, char **argv, const char *argv0)
 	}
 	rc = simulate(&o, &cx, s, &ep, rows, &n);
 	if (rc == CLI_OK)
-		rc = output(&o, s, ep, rows, n, cx.data_root, &d);
+		rc = coll_output(&o, s, ep, rows, n, cx.data_root, &d);
 out:
 	mem_free(rows);
 	arena_release(&a);

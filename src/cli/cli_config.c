@@ -13,6 +13,7 @@
  * output could not be written.
  */
 #include <cJSON.h>
+#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
@@ -31,39 +32,34 @@ struct show_opts {
 
 static int parse_show(int argc, char **argv, struct show_opts *o)
 {
-	int i, rest = 0;
-	const char *v, *missing = NULL;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'J' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "set", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
 
-	for (i = 2; i < argc; i++) {
-		const char *arg = argv[i];
-
-		if (!rest && strcmp(arg, "--") == 0) {
-			rest = 1;
-		} else if (!rest && strcmp(arg, "--json") == 0) {
-			o->json = 1;
-		} else if (!rest && (v = cli_option(argc, argv, &i, "--kind",
-						    &missing))) {
-			o->kind = v;
-		} else if (!rest && (v = cli_option(argc, argv, &i, "--set",
-						    &missing))) {
-			o->sets[o->nsets++] = v;
-		} else if (missing) {
-			return cli_usage_error("config", "'%s' needs a value",
-					       missing);
-		} else if (!rest && arg[0] == '-' && arg[1] != '\0') {
-			return cli_usage_error("config", "config show: unknown "
-					       "option '%s'", arg);
-		} else if (o->what) {
-			return cli_usage_error("config", "config show takes "
-					       "one config, got '%s' and '%s'",
-					       o->what, arg);
-		} else {
-			o->what = arg;
+	cli_getopt_reset();
+	/* argv[1] is "show": options and the config after it */
+	while ((c = cli_getopt(argc - 1, argv + 1, "", longopts, "config"))
+	       != -1) {
+		switch (c) {
+		case 'J': o->json = 1; break;
+		case 'k': o->kind = optarg; break;
+		case 's': o->sets[o->nsets++] = optarg; break;
+		default: return CLI_USAGE;
 		}
 	}
-	if (!o->what)
+	if (optind + 1 >= argc)
 		return cli_usage_error("config", "%s", "config show needs a "
-				       "file or a preset name");
+				       "file, a preset name, or - for standard "
+				       "input");
+	if (optind + 2 < argc)
+		return cli_usage_error("config", "config show takes one config, "
+				       "got '%s' and '%s'", argv[optind + 1],
+				       argv[optind + 2]);
+	o->what = argv[optind + 1];
 	return CLI_OK;
 }
 
@@ -210,9 +206,11 @@ static int dispatch(struct config_ctx *cx, int argc, char **argv)
 		return list(cx, argc, argv);
 	if (strcmp(argv[1], "help") == 0)
 		return help(argc, argv);
+	if (strcmp(argv[1], "import-megatron") == 0)
+		return cli_import_megatron(cx, argc - 1, argv + 1);
 	if (strcmp(argv[1], "show") != 0)
 		return cli_usage_error("config", "unknown config command '%s' "
-				       "(show, list, help)", argv[1]);
+				       "(show, list, help, import-megatron)", argv[1]);
 	memset(&o, 0, sizeof(o));
 	o.sets = arena_alloc(cx->arena, (size_t)argc * sizeof(*o.sets));
 	if (!o.sets) {

@@ -202,6 +202,23 @@ static int num_opt(struct mopts *o, const char *opt, const char *v)
 	return 1;
 }
 
+static int one_opt(void *arg, const char *name, const char *v)
+{
+	struct mopts *o = arg;
+	int rc;
+
+	if (strcmp(name, "--json") == 0)
+		o->fmt = OUT_JSON;
+	else if (strcmp(name, "--csv") == 0)
+		o->fmt = OUT_CSV;
+	else if (strcmp(name, "--no-store") == 0)
+		o->store = 0;
+	else if ((rc = name_opt(o, name, v)) != 1 ||
+		 (rc = num_opt(o, name, v)) != 1)
+		return rc;
+	return CLI_OK;
+}
+
 static int parse(struct mopts *o, int argc, char **argv)
 {
 	static const char *const valued[] = {
@@ -210,33 +227,14 @@ static int parse(struct mopts *o, int argc, char **argv)
 		"--step-factor", "--budget", "--ranks", "--iters", "--warmup",
 		"--m", "--n", "--k", NULL,
 	};
-	const char *v, *missing = NULL;
-	int i, j, rc;
+	static const char *const flags[] = {
+		"--json", "--csv", "--no-store", NULL,
+	};
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		for (j = 0, v = NULL; valued[j] && !v && !missing; j++)
-			if ((v = cli_option(argc, argv, &i, valued[j], &missing)))
-				break;
-		if (missing)
-			return cli_usage_error("measure", "'%s' needs a value",
-					       missing);
-		if (v) {
-			rc = name_opt(o, valued[j], v);
-			if (rc == 1)
-				rc = num_opt(o, valued[j], v);
-			if (rc != CLI_OK)
-				return rc;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			o->fmt = OUT_JSON;
-		} else if (strcmp(argv[i], "--csv") == 0) {
-			o->fmt = OUT_CSV;
-		} else if (strcmp(argv[i], "--no-store") == 0) {
-			o->store = 0;
-		} else {
-			return cli_usage_error("measure", "unknown option '%s'",
-					       argv[i]);
-		}
-	}
+	rc = cli_getopt_named(argc, argv, "measure", valued, flags, one_opt, o);
+	if (rc != CLI_OK)
+		return rc;
 	if (o->import)
 		return CLI_OK;
 	if (!o->backend || !o->op)

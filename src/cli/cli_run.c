@@ -1,10 +1,10 @@
 /*
  * cli_run.c - `llmsim run JOB.yaml [--set k=v]... [--json] [--trace FILE]
- * [--db PATH] [--no-store] [--full] [--max-memory SIZE] [--max-trace
- * SIZE]`: resolve the job, simulate one training step, print the result
- * (a summary with units, or one JSON object), optionally write the
- * Chrome trace, and store the run. The inference phases (prefill,
- * decode, serving) go to cli_infer.c.
+ * [--db PATH] [--no-store] [--full] [--require-fit] [--max-memory SIZE]
+ * [--max-trace SIZE]`: resolve the job, simulate one training step,
+ * print the result (a summary with units, or one JSON object), optionally
+ * write the Chrome trace, and store the run. The inference phases
+ * (prefill, decode, serving) go to cli_infer.c.
  *
  * Budget: before anything is built, the step's cost is estimated
  * (step_estimate: tasks, memory, time, trace size); a step whose
@@ -14,13 +14,20 @@
  * the flag that raises the budget (and, for --full, what the symmetric
  * mode would need instead).
  *
+ * JOB "-" reads the job from standard input; --trace - writes the trace
+ * to standard output (the summary then goes to stderr).
+ *
  * Exit status: 0 success; 1 runtime failure (out of memory, simulation
  * failure, trace or database I/O); 2 bad input (job diagnostics, a layout
- * or model llmsim cannot simulate, bad usage).
+ * or model llmsim cannot simulate, bad usage); 3 (CLI_NO_FIT) with
+ * --require-fit, when the job does not fit in GPU memory (the result is
+ * printed and stored all the same).
  */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,16 +42,18 @@
 #include "store/store.h"
 #include "calib/calib.h"
 #include "config/spec_system.h"
+#include "sweep/sweep_run.h"
 
 struct run_opts {
-	const char *job;		/* JOB.yaml or a job preset */
+	const char *job;		/* JOB.yaml, a job preset, or "-" */
 	const char **sets;		/* "dotted.key=value" */
 	size_t nsets;
 	int json;			/* print JSON instead of the summary */
-	const char *trace;		/* Chrome trace file, or NULL */
+	const char *trace;		/* Chrome trace file, "-", or NULL */
 	const char *db;			/* database, or NULL for the default */
 	int no_store;
 	int full;			/* simulate every GPU */
+	int require_fit;		/* exit CLI_NO_FIT when it does not fit */
 	double max_memory_B;		/* B, memory budget; 0 = the default */
 	double max_trace_B;		/* B, trace budget; 0 = the default */
 };
@@ -53,13 +62,10 @@ struct run_opts {
 #define MEMORY_SHARE 0.8		/* default --max-memory: of the RAM */
 #define GiB 1073741824.0
 
-static int flag(const char *arg, const char *name, int *out)
-{
-	if (strcmp(arg, name) != 0)
-		return 0;
-	*out = 1;
-	return 1;
-}
+enum {
+	OPT_SET = 256, OPT_JSON, OPT_TRACE, OPT_DB, OPT_NO_STORE, OPT_FULL,
+	OPT_REQUIRE_FIT, OPT_MAX_MEMORY, OPT_MAX_TRACE,
+};
 
 /* A size option's value ("24 GiB"), > 0; 0 or -1 after a usage error. */
 static int size_opt(const char *opt, const char *v, double *out_B)
@@ -77,8 +83,19 @@ static int size_opt(const char *opt, const char *v, double *out_B)
 static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 		 struct diag *d)
 {
-	const char *v, *missing = NULL;
-	int i;
+	static const struct option longopts[] = {
+		{ "set", required_argument, NULL, OPT_SET },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "no-store", no_argument, NULL, OPT_NO_STORE },
+		{ "full", no_argument, NULL, OPT_FULL },
+		{ "require-fit", no_argument, NULL, OPT_REQUIRE_FIT },
+		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+		{ "max-trace", required_argument, NULL, OPT_MAX_TRACE },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->sets = arena_alloc(a, (size_t)argc * sizeof(*o->sets));
@@ -86,40 +103,40 @@ static int parse(int argc, char **argv, struct arena *a, struct run_opts *o,
 		diag_oom(d);
 		return CLI_FAIL;
 	}
-	for (i = 1; i < argc; i++) {
-		if ((v = cli_option(argc, argv, &i, "--set", &missing)))
-			o->sets[o->nsets++] = v;
-		else if ((v = cli_option(argc, argv, &i, "--trace", &missing)))
-			o->trace = v;
-		else if ((v = cli_option(argc, argv, &i, "--db", &missing)))
-			o->db = v;
-		else if ((v = cli_option(argc, argv, &i, "--max-memory",
-					 &missing))) {
-			if (size_opt("--max-memory", v, &o->max_memory_B) != 0)
+	cli_getopt_reset();
+	while ((c = cli_getopt(argc, argv, "", longopts, "run")) != -1) {
+		switch (c) {
+		case OPT_SET: o->sets[o->nsets++] = optarg; break;
+		case OPT_JSON: o->json = 1; break;
+		case OPT_TRACE: o->trace = optarg; break;
+		case OPT_DB: o->db = optarg; break;
+		case OPT_NO_STORE: o->no_store = 1; break;
+		case OPT_FULL: o->full = 1; break;
+		case OPT_REQUIRE_FIT: o->require_fit = 1; break;
+		case OPT_MAX_MEMORY:
+			if (size_opt("--max-memory", optarg,
+				     &o->max_memory_B) != 0)
 				return CLI_USAGE;
-		} else if ((v = cli_option(argc, argv, &i, "--max-trace",
-					   &missing))) {
-			if (size_opt("--max-trace", v, &o->max_trace_B) != 0)
+			break;
+		case OPT_MAX_TRACE:
+			if (size_opt("--max-trace", optarg,
+				     &o->max_trace_B) != 0)
 				return CLI_USAGE;
+			break;
+		default: return CLI_USAGE;
 		}
-		else if (missing)
-			return cli_usage_error("run", "'%s' needs a value",
-					       missing);
-		else if (flag(argv[i], "--json", &o->json) ||
-			 flag(argv[i], "--no-store", &o->no_store) ||
-			 flag(argv[i], "--full", &o->full))
-			continue;
-		else if (argv[i][0] == '-' && argv[i][1] != '\0')
-			return cli_usage_error("run", "unknown option '%s'",
-					       argv[i]);
-		else if (o->job)
-			return cli_usage_error("run", "more than one job given "
-					       "('%s')", argv[i]);
-		else
-			o->job = argv[i];
 	}
-	if (!o->job)
-		return cli_usage_error("run", "%s", "no job given");
+	if (optind >= argc)
+		return cli_usage_error("run", "%s", "no job given (a file, a "
+				       "preset, or - for standard input)");
+	if (optind + 1 < argc)
+		return cli_usage_error("run", "more than one job given ('%s')",
+				       argv[optind + 1]);
+	o->job = argv[optind];
+	if (o->trace && strcmp(o->trace, "-") == 0 && o->json)
+		return cli_usage_error("run", "%s", "--trace - and --json both "
+				       "write to standard output; give --trace "
+				       "a file");
 	return CLI_OK;
 }
 
@@ -128,20 +145,12 @@ static int store_result(const char *db, const char *data_root,
 			const struct job_spec *j, const char *result_json,
 			const struct step_result *r, struct diag *d)
 {
-	struct store_step step = {
-		.step_time_s = r->step_s, .tokens_per_s = r->tokens_per_s,
-		.mfu = r->mfu, .tflops_per_gpu = r->tflops_per_gpu,
-		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
-		.compute_s = r->part_s[EXEC_COMPUTE],
-		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
-		.bubble_s = r->part_s[EXEC_BUBBLE],
-		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
-		.other_s = r->part_s[EXEC_OTHER],
-	};
+	struct store_step step;
 	struct cli_result res = { .command = "run", .schema = &job_schema,
 				  .config = j, .json = result_json,
 				  .step = &step };
 
+	sweep_step_row(r, &step);
 	return cli_store(db, data_root, &res, d);
 }
 
@@ -234,11 +243,46 @@ static int report(const struct run_opts *o, const struct job_spec *j,
 		diag_oom(d);
 		return CLI_FAIL;
 	}
+	/* With --trace - the trace has standard output to itself. */
 	if (o->json)
 		printf("%s\n", *json_out);
 	else
-		step_print(stdout, j, r);
+		step_print(o->trace && strcmp(o->trace, "-") == 0 ? stderr
+								   : stdout, j, r);
+	if (!r->mem.fits && o->json)
+		fprintf(stderr, "llmsim: the job does not fit in GPU memory "
+			"(memory.fits is false)\n");
 	return CLI_OK;
+}
+
+/* The trace's stream: stdout for "-", else the file (NULL after
+ * reporting why it cannot be written). */
+static FILE *open_trace(const char *path, struct diag *d)
+{
+	FILE *f;
+
+	if (strcmp(path, "-") == 0)
+		return stdout;
+	f = fopen(path, "w");
+	if (!f)
+		diag_error(d, path, 0, 0, "cannot write the trace: %s; give "
+			   "--trace a writable path, or - for standard output",
+			   strerror(errno));
+	return f;
+}
+
+/* Finish the trace stream; CLI_FAIL after reporting a write error. */
+static int close_trace(FILE *f, const char *path, struct diag *d)
+{
+	int bad = fflush(f) != 0 || ferror(f);
+
+	if (f != stdout && fclose(f) != 0)
+		bad = 1;
+	if (!bad)
+		return CLI_OK;
+	diag_error(d, strcmp(path, "-") ? path : "(standard output)", 0, 0,
+		   "cannot write the trace: %s", strerror(errno));
+	return CLI_FAIL;
 }
 
 /* The default memory budget: MEMORY_SHARE of the physical memory (or
@@ -320,15 +364,11 @@ static int simulate(const struct run_opts *o, struct job_spec *j,
 	rc = check_budget(o, j, d);
 	if (rc != CLI_OK)
 		return rc;
-	if (o->trace && !(trace = fopen(o->trace, "w"))) {
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+	if (o->trace && !(trace = open_trace(o->trace, d)))
 		return CLI_FAIL;
-	}
 	rc = step_run(j, o->full, NULL, trace, r, d);
-	if (trace && fclose(trace) != 0 && rc == 0) {
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'", o->trace);
+	if (trace && close_trace(trace, o->trace, d) != CLI_OK && rc == 0)
 		rc = -1;
-	}
 	if (rc == -2)
 		return CLI_USAGE;
 	return rc == 0 ? CLI_OK : CLI_FAIL;
@@ -374,6 +414,12 @@ int cli_run(int argc, char **argv, const char *argv0)
 		rc = report(&o, j, r, &json, &cx, &d);
 	if (rc == CLI_OK && !o.no_store)
 		rc = store_result(o.db, cx.data_root, j, json, r, &d);
+	if (rc == CLI_OK && o.require_fit && !r->mem.fits) {
+		diag_error(&d, NULL, 0, 0, "--require-fit: the job does not fit "
+			   "in GPU memory (peak %.4g GB per GPU, %.4g GB usable)",
+			   r->mem.peak_B / 1e9, r->mem.usable_B / 1e9);
+		rc = CLI_NO_FIT;
+	}
 out:
 	cJSON_free(json);
 	if (r)

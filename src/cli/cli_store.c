@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "base/sha256.h"
@@ -22,17 +23,37 @@ const char *cli_version(void)
 	return LLMSIM_VERSION_STRING;
 }
 
-/* DATA_ROOT/results/llmsim.db (free with mem_free), or NULL when out of
- * memory. */
-static char *default_db(const char *data_root)
+/* 1 when the data root is an installed copy (PREFIX/share/llmsim). */
+static int installed(const char *data_root)
 {
-	static const char tail[] = "/results/llmsim.db";
-	size_t n = strlen(data_root) + sizeof(tail);
-	char *path = mem_alloc(n);
+	static const char tail[] = "/share/llmsim";
+	size_t n = strlen(data_root), t = sizeof(tail) - 1;
 
+	return n >= t && strcmp(data_root + n - t, tail) == 0;
+}
+
+char *cli_default_db(const char *data_root)
+{
+	static const char tail[] = "results/llmsim.db";
+	size_t n;
+	char *path;
+
+	if (installed(data_root))
+		return mem_strdup(tail);
+	n = strlen(data_root) + sizeof(tail) + 1;
+	path = mem_alloc(n);
 	if (path)
-		snprintf(path, n, "%s%s", data_root, tail);
+		snprintf(path, n, "%s/%s", data_root, tail);
 	return path;
+}
+
+const char *cli_default_db_in(struct arena *a, const char *data_root)
+{
+	char *p = cli_default_db(data_root);
+	const char *s = p ? arena_strdup(a, p) : NULL;
+
+	mem_free(p);
+	return s;
 }
 
 /* The result's rows into the open store: the run id, or -1. */
@@ -55,7 +76,7 @@ int cli_store(const char *db, const char *data_root,
 	cJSON *cfg = r->schema ? schema_to_json(r->schema, r->config) : NULL;
 	char *cfg_s = cfg ? cJSON_PrintUnformatted(cfg) :
 		      r->schema ? NULL : mem_strdup(r->config_json);
-	char *path = db ? NULL : default_db(data_root);
+	char *path = db ? NULL : cli_default_db(data_root);
 	struct store *st = NULL;
 	char hex[65];
 	struct store_run run = { r->command,

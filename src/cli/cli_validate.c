@@ -91,63 +91,59 @@ static int parse_pct(const char *opt, const char *v, double *out)
 	return CLI_OK;
 }
 
-static int value(struct vopts *o, int argc, char **argv, int *i)
+static int one_opt(void *arg, const char *name, const char *v)
 {
-	const char *v, *missing = NULL;
+	struct vopts *o = arg;
 	char *end;
 
-	if ((v = cli_option(argc, argv, i, "--kind", &missing)))
+	if (strcmp(name, "--kind") == 0)
 		return parse_kinds(o, v);
-	if ((v = cli_option(argc, argv, i, "--set", &missing))) {
+	if (strcmp(name, "--set") == 0)
 		o->sets[o->nsets++] = strncmp(v, "gpu.", 4) == 0 ? v + 4 : v;
-		return CLI_OK;
-	}
-	if ((v = cli_option(argc, argv, i, "--reference", &missing)))
+	else if (strcmp(name, "--reference") == 0)
 		o->reference = v;
-	else if ((v = cli_option(argc, argv, i, "--db", &missing)))
+	else if (strcmp(name, "--db") == 0)
 		o->db = v;
-	else if ((v = cli_option(argc, argv, i, "--system", &missing)))
+	else if (strcmp(name, "--system") == 0)
 		o->system = v;
-	else if ((v = cli_option(argc, argv, i, "--gates", &missing)))
+	else if (strcmp(name, "--gates") == 0)
 		o->gates = v;
-	else if ((v = cli_option(argc, argv, i, "--tolerance", &missing)))
+	else if (strcmp(name, "--tolerance") == 0)
 		return parse_pct("--tolerance", v, &o->tolerance);
-	else if ((v = cli_option(argc, argv, i, "--run", &missing))) {
+	else if (strcmp(name, "--run") == 0) {
 		o->run = strtoll(v, &end, 10);
 		if (*end || o->run < 1)
 			return cli_usage_error("validate", "--run: expected a "
 					       "run id, got '%s'", v);
-	} else if ((v = cli_option(argc, argv, i, "--jobs", &missing))) {
+	} else if (strcmp(name, "--jobs") == 0) {
 		o->jobs = atoi(v);
 		if (o->jobs < 1 || o->jobs > 16)
 			return cli_usage_error("validate", "--jobs: expected 1 "
 					       "to 16, got '%s'", v);
-	} else if (missing)
-		return cli_usage_error("validate", "'%s' needs a value", missing);
-	else
-		return 1;
+	} else if (strcmp(name, "--fastest") == 0)
+		o->use_min = 1;
+	else if (strcmp(name, "--quiet") == 0)
+		o->quiet = 1;
+	else if (strcmp(name, "--no-store") == 0)
+		o->store = 0;
 	return CLI_OK;
 }
 
 static int parse(struct vopts *o, int argc, char **argv)
 {
-	int i, rc;
+	static const char *const valued[] = {
+		"--kind", "--set", "--reference", "--db", "--system", "--gates",
+		"--tolerance", "--run", "--jobs", NULL,
+	};
+	static const char *const flags[] = {
+		"--fastest", "--quiet", "--no-store", NULL,
+	};
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if ((rc = value(o, argc, argv, &i)) == CLI_OK)
-			continue;
-		if (rc != 1)
-			return rc;
-		if (strcmp(argv[i], "--fastest") == 0)
-			o->use_min = 1;
-		else if (strcmp(argv[i], "--quiet") == 0)
-			o->quiet = 1;
-		else if (strcmp(argv[i], "--no-store") == 0)
-			o->store = 0;
-		else
-			return cli_usage_error("validate", "unknown option '%s'",
-					       argv[i]);
-	}
+	rc = cli_getopt_named(argc, argv, "validate", valued, flags, one_opt,
+			      o);
+	if (rc != CLI_OK)
+		return rc;
 	if ((o->run || o->system || o->use_min) && !o->kinds[VK_MEASURED])
 		return cli_usage_error("validate", "%s", "--run, --system and "
 				       "--fastest apply to measured tables "

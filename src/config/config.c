@@ -49,6 +49,7 @@
 #include "config_impl.h"
 #include "base/diag.h"
 #include "base/arena.h"
+#include "base/mem.h"
 #include "schema.h"
 
 #define KEYPATH_LEN 256
@@ -648,6 +649,53 @@ static const char *top_file(struct config_ctx *cx, const struct schema *s,
 	return file;
 }
 
+/* The config on standard input ("-"), resolved: YAML (JSON is YAML)
+ * named "<stdin>" in messages, paths in it relative to the current
+ * directory. NULL after reporting. */
+static struct cnode *resolve_stdin(struct resolver *r, const struct schema *s)
+{
+	struct diag *d = r->cx->diag;
+	size_t len = 0, cap = 0, n;
+	char *text = NULL, *t;
+	struct cnode *root = NULL;
+
+	do {
+		if (len + 4096 > cap) {
+			cap = cap ? 2 * cap : 65536;
+			if (cap > CONFIG_MAX_STDIN_B ||
+			    !(t = mem_realloc(text, cap + 1))) {
+				if (cap > CONFIG_MAX_STDIN_B)
+					diag_error(d, "<stdin>", 0, 0, "more than "
+						   "%d MiB on standard input",
+						   CONFIG_MAX_STDIN_B >> 20);
+				else
+					diag_oom(d);
+				goto out;
+			}
+			text = t;
+		}
+		n = fread(text + len, 1, cap - len, stdin);
+		len += n;
+	} while (n > 0);
+	if (ferror(stdin)) {
+		diag_error(d, "<stdin>", 0, 0, "cannot read standard input: %s",
+			   strerror(errno));
+		goto out;
+	}
+	text[len] = '\0';
+	root = cnode_parse_yaml(r->cx->arena, text, len, "<stdin>", d);
+	if (root && root->kind != CNODE_MAP) {
+		diag_error(d, root->file, root->line, root->col, "expected a "
+			   "mapping (%s) on standard input", s->help);
+		root = NULL;
+	}
+	if (root)
+		root = resolve_ref(r, s, root, NULL);
+out:
+	mem_free(text);
+	return root;
+}
+
 int config_load(struct config_ctx *cx, const struct schema *s,
 		const char *what, const char *const *sets, size_t nsets,
 		void *out)
@@ -655,19 +703,61 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 	struct resolver r;
 	struct cnode *root, *over;
 	unsigned before = cx->diag->errors;
-	const char *file = top_file(cx, s, what);
+	const char *file = strcmp(what, "-") == 0 ? what : top_file(cx, s, what);
 	size_t i;
 
 	if (!file)
 		return -1;
 	memset(&r, 0, sizeof(r));
 	r.cx = cx;
-	root = config_resolve_file(&r, s, file, NULL, NULL);
+	if (strcmp(what, "-") == 0)
+		root = resolve_stdin(&r, s);
+	else
+		root = config_resolve_file(&r, s, file, NULL, NULL);
 	for (i = 0; root && i < nsets && !cx->diag->oom; i++) {
 		over = config_set_tree(cx, sets[i], (int)i + 1);
 		if (over)
 			root = config_merge(&r, s, root, over, NULL, 0);
 	}
+	if (!root || cx->diag->oom)
+		return -1;
+	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)
+		return -1;
+	return cx->diag->errors == before ? 0 : -1;
+}
+
+struct cnode *config_resolve_node(struct config_ctx *cx,
+				  const struct schema *s,
+				  const struct cnode *ref)
+{
+	struct resolver r;
+	struct cnode *root;
+	unsigned before = cx->diag->errors;
+
+	memset(&r, 0, sizeof(r));
+	r.cx = cx;
+	root = resolve_ref(&r, s, (struct cnode *)ref, NULL);
+	/* A reference inside that failed was reported and left a stand-in
+	 * (see the file comment): the tree is no config to build on. */
+	if (!root || root->kind != CNODE_MAP || cx->diag->errors != before)
+		return NULL;
+	return root;
+}
+
+int config_load_resolved(struct config_ctx *cx, const struct schema *s,
+			 const struct cnode *base,
+			 const struct cnode *const *overs, size_t n,
+			 void *out)
+{
+	struct resolver r;
+	struct cnode *root = (struct cnode *)base;
+	unsigned before = cx->diag->errors;
+	size_t i;
+
+	memset(&r, 0, sizeof(r));
+	r.cx = cx;
+	for (i = 0; root && i < n && !cx->diag->oom; i++)
+		root = config_merge(&r, s, root, overs[i], NULL, 0);
 	if (!root || cx->diag->oom)
 		return -1;
 	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)

@@ -29,7 +29,9 @@
  * The data root (where configs/ and workloads/ are) is $LLMSIM_DATA if
  * set, else the nearest directory up to three levels above the running
  * binary's that holds configs/ (build/llmsim and build/asan/llmsim both
- * find the checkout), else the current directory.
+ * find the checkout) or share/llmsim/configs (an installed llmsim:
+ * PREFIX/bin/llmsim finds PREFIX/share/llmsim), else the current
+ * directory.
  *
  * Out of memory anywhere is reported as "out of memory" and counted in
  * diag.oom, so a caller can exit 1 rather than 2.
@@ -55,14 +57,43 @@ struct config_ctx {
  * result lives in the arena. */
 const char *config_data_root(struct arena *a, const char *argv0);
 
+/* Most bytes read from standard input for "-". */
+#define CONFIG_MAX_STDIN_B (16 << 20)
+
 /*
- * Load `what` (a path, or a preset name of kind s) as kind s into *out
+ * Load `what` (a path, a preset name of kind s, or "-" for standard
+ * input, named "<stdin>" in messages) as kind s into *out
  * (storage of s->size bytes, zeroed by the caller), applying sets[0..nsets-1]
  * ("dotted.key=value"). Reports every error before returning -1.
  */
 int config_load(struct config_ctx *cx, const struct schema *s,
 		const char *what, const char *const *sets, size_t nsets,
 		void *out);
+
+/*
+ * Resolve `ref`, a node that names a config of kind s the way a job's
+ * `model:` does (a preset name, a path relative to ref's file, or a
+ * mapping that may say `preset:`), into one tree with every reference
+ * expanded. The tree lives in cx's arena and is never modified, so one
+ * resolved tree can be the base of many config_load_resolved() calls
+ * (a sweep resolves its base job once). NULL after reporting.
+ */
+struct cnode;
+struct cnode *config_resolve_node(struct config_ctx *cx,
+				  const struct schema *s,
+				  const struct cnode *ref);
+
+/*
+ * Load kind s into *out (s->size bytes, zeroed by the caller) from a
+ * tree that config_resolve_node() returned, with the override trees
+ * overs[0..n-1] ({a: {b: value}}, as a --set becomes) deep-merged onto
+ * it in order. Diagnostics name the place each value was written.
+ * Reports every error and returns -1; 0 on success.
+ */
+int config_load_resolved(struct config_ctx *cx, const struct schema *s,
+			 const struct cnode *base,
+			 const struct cnode *const *overs, size_t n,
+			 void *out);
 
 /* Names of the presets of kind s (sorted, NULL-terminated, in the arena). */
 const char **config_list_presets(struct config_ctx *cx,

@@ -109,12 +109,18 @@ const char *config_data_root(struct arena *a, const char *argv0)
 		return arena_strdup(a, env);
 	dir = binary_dir(a, argv0);
 	/* build/llmsim sits one level under the root, build/asan/llmsim
-	 * two: look up to three levels for the folder holding configs/. */
+	 * two: look up to three levels for the folder holding configs/.
+	 * An installed llmsim (PREFIX/bin/llmsim, `make install`) has its
+	 * data in PREFIX/share/llmsim: look there at each level too. */
 	for (up = 0; dir && up < 3; up++) {
 		dir = parent_of(a, dir);
 		probe = dir ? arena_printf(a, "%s/configs", dir) : NULL;
 		if (probe && is_dir(probe))
 			return dir;
+		probe = dir ? arena_printf(a, "%s/share/llmsim/configs", dir)
+			    : NULL;
+		if (probe && is_dir(probe))
+			return arena_printf(a, "%s/share/llmsim", dir);
 	}
 	return arena_strdup(a, ".");
 }

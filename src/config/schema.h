@@ -105,6 +105,8 @@ struct schema_field {
 	const char *const *aliases;	/* other accepted keys, NULL-terminated */
 	unsigned flags;			/* enum schema_flags */
 	const char *help;		/* one line for `config help` */
+	const char *const *value_aliases;	/* ST_ENUM: other spellings, as
+					 * pairs {alias, value}, NULL-ended */
 };
 
 struct schema {

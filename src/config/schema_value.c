@@ -105,6 +105,18 @@ int schema_parse_bool(const char *s, int *out)
 	return SCHEMA_PARSE_BAD;
 }
 
+/* The index of s among f's values only (no aliases), or -1. */
+static int schema_enum_index_plain(const struct schema_field *f,
+				   const char *s)
+{
+	int i;
+
+	for (i = 0; f->values[i]; i++)
+		if (strcmp(f->values[i], s) == 0)
+			return i;
+	return -1;
+}
+
 int schema_enum_index(const struct schema_field *f, const char *s)
 {
 	int i;
@@ -112,6 +124,9 @@ int schema_enum_index(const struct schema_field *f, const char *s)
 	for (i = 0; f->values[i]; i++)
 		if (strcmp(f->values[i], s) == 0)
 			return i;
+	for (i = 0; f->value_aliases && f->value_aliases[i]; i += 2)
+		if (strcmp(f->value_aliases[i], s) == 0)
+			return schema_enum_index_plain(f, f->value_aliases[i + 1]);
 	return -1;
 }
 

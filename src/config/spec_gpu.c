@@ -13,6 +13,14 @@ const char *const dtype_names[DTYPE_COUNT + 1] = {
 	"nvfp4", NULL,
 };
 
+const char *const dtype_aliases[] = {
+	"float32", "fp32", "float", "fp32", "tensorfloat32", "tf32",
+	"bfloat16", "bf16", "float16", "fp16", "half", "fp16",
+	"float8", "fp8", "fp8_e4m3", "fp8", "float8_e4m3fn", "fp8",
+	"fp8_e5m2", "fp8", "float8_e5m2", "fp8",
+	NULL,
+};
+
 double dtype_bytes(enum dtype t)
 {
 	/* OCP MX spec: one E8M0 (1 B) scale shared by a block of 32.

@@ -34,6 +34,9 @@ enum dtype {
 
 /* "fp32", "tf32", "bf16", ...; NULL-terminated. */
 extern const char *const dtype_names[DTYPE_COUNT + 1];
+/* Other spellings of dtype_names (PyTorch's, nccl-tests'), as
+ * {alias, name} pairs, NULL-terminated: "bfloat16" is "bf16". */
+extern const char *const dtype_aliases[];
 
 /* Storage bytes per element, block scales included (MX formats carry one
  * 8-bit E8M0 scale per 32 elements: mxfp4 = 4/8 + 1/32 B; nvfp4 one

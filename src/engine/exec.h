@@ -70,6 +70,10 @@ enum exec_part {
  * "optimizer_s", "other_s". */
 extern const char *const exec_part_keys[EXEC_PART_COUNT];
 
+/* Streams told apart in exec_result.exposed_by_stream_s; later streams
+ * count in the last slot. */
+#define EXEC_MAX_STREAMS 16
+
 /* E[max] and Var[max] of n independent standard normals (e(1) = 0,
  * v(1) = 1), by quadrature (exec_jitter.c). */
 double exec_emax(double n);
@@ -81,6 +85,11 @@ struct exec_result {
 	double step_sd_s;			/* s, step-to-step standard deviation
 						 * from per-op variability (0 without) */
 	double part_s[EXEC_PART_COUNT];		/* s, sums to step_s */
+	double exposed_by_stream_s[EXEC_MAX_STREAMS];
+						/* s, part_s[EXEC_EXPOSED_COMM]
+						 * by the stream of the
+						 * communication task on the
+						 * path (sums to it) */
 	uint32_t final_rank;			/* rank of the last task */
 	uint64_t events;			/* engine events executed */
 };
@@ -97,7 +106,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 /* After exec_run(): when a task started and ended (s). */
 double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
-/* What task t is: its name, category, layer and microbatch. */
+/* What task t is: its name, category, layer, microbatch and phase. */
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
 /* Task t's name, and its category into *cat: exec_task_info() without
  * the layer and microbatch (no search of their runs). */
@@ -107,21 +116,44 @@ uint32_t exec_task_rank(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. Calls with
  * equal descriptors share one (the program keeps one copy of each). */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);
+/* The stream a task is on, and a stream's name (NULL if unnamed). */
+uint32_t exec_task_stream(const struct prog *p, task_id t);
+const char *exec_stream_name(const struct prog *p, uint32_t stream);
 /* Which call of a collective a task is a member of (members of one call
  * share it, and are consecutive tasks), or UINT32_MAX for a plain task. */
 uint32_t exec_task_coll_id(const struct prog *p, task_id t);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
 
+/* Series of a counter track in a trace (memory per rank over time). */
+#define EXEC_COUNTER_SERIES 2
+
+struct exec_counter {
+	uint32_t rank;				/* simulated rank (pid) */
+	double t_s;				/* s, when the values take effect */
+	double value[EXEC_COUNTER_SERIES];	/* in the track's unit */
+};
+
+struct exec_counters {
+	const char *name;			/* "memory per GPU (GB)" */
+	const char *series[EXEC_COUNTER_SERIES];	/* names; NULL: unused */
+	const struct exec_counter *v;		/* points, any order */
+	size_t n;
+};
+
 /*
  * Write the executed program as Chrome trace-event JSON (opens in
  * Perfetto): one process per simulated rank, one thread per stream, one
- * complete event per task. rank_label(rank, buf, len, arg) may name ranks
- * ("pp3 tp0 dp0"); NULL for "rank N". Returns 0 or -1 on a write error.
+ * complete event per task inside enclosing slices for each microbatch's
+ * forward or backward pass and each layer, flow arrows along the
+ * dependencies between streams and along the critical path, and the
+ * counter points of counters (may be NULL). rank_label(rank, buf, len,
+ * arg) may name ranks ("pp3 tp0 dp0"); NULL for "rank N". Returns 0 or -1
+ * on a write error. (exec_trace.c documents the events.)
  */
 int exec_write_trace(const struct prog *p, FILE *out,
 		     void (*rank_label)(uint32_t rank, char *buf, size_t len,
 					void *arg),
-		     void *arg);
+		     void *arg, const struct exec_counters *counters);
 
 #endif

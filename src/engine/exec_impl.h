@@ -53,6 +53,7 @@ struct ptag {
 	task_id first;		/* first task of the run */
 	int32_t layer;		/* -1 when not tied to a layer */
 	int32_t microbatch;	/* -1 when not tied to a microbatch */
+	int32_t phase;		/* enum task_phase */
 };
 
 /* A collective: its descriptor and its member tasks first .. first +

@@ -199,18 +199,22 @@ static units_ns_t busy_within(struct path *pa, units_ns_t s, units_ns_t e)
 	return sum;
 }
 
-/* Add segment [s, e) of kind k to the parts. */
-static void account(struct path *pa, int64_t part[], units_ns_t s,
-		    units_ns_t e, enum exec_part k)
+/* Add segment [s, e) of kind k to the parts; the time it adds to k
+ * (the segment less the final rank's compute in it). */
+static units_ns_t account(struct path *pa, int64_t part[], units_ns_t s,
+			  units_ns_t e, enum exec_part k)
 {
 	units_ns_t busy = busy_within(pa, s, e);
 
 	part[EXEC_COMPUTE] += busy;
 	part[k] += e - s - busy;
+	return e - s - busy;
 }
 
-/* Walk back from last, mark the path and sum its parts (ns). */
-static void walk(struct path *pa, task_id last, int64_t part[])
+/* Walk back from last, mark the path and sum its parts (ns), and the
+ * exposed communication by stream. */
+static void walk(struct path *pa, task_id last, int64_t part[],
+		 int64_t by_stream[])
 {
 	struct prog *p = pa->p;
 	task_id t = last;
@@ -219,11 +223,17 @@ static void walk(struct path *pa, task_id last, int64_t part[])
 		task_id c = p->state[t].cause;
 		units_ns_t start = task_start_ns(p, t);
 		units_ns_t from = c == TASK_NONE ? 0 : task_end_ns(p, c);
+		enum exec_part k = part_of(pa, t);
+		units_ns_t added;
+		uint32_t s = p->task[t].lane % p->nstreams;
 
 		if (from > start)
 			BUG("exec: critical path goes back in time");
 		p->critical[t / 64] |= (uint64_t)1 << (t % 64);
-		account(pa, part, start, task_end_ns(p, t), part_of(pa, t));
+		added = account(pa, part, start, task_end_ns(p, t), k);
+		if (k == EXEC_EXPOSED_COMM)
+			by_stream[s < EXEC_MAX_STREAMS ? s : EXEC_MAX_STREAMS - 1]
+				+= added;
 		account(pa, part, from, start, EXEC_OTHER);
 		t = c;
 	}
@@ -233,6 +243,7 @@ int exec_path(struct prog *p, struct exec_result *out)
 {
 	struct path pa = { .p = p };
 	int64_t part[EXEC_PART_COUNT] = { 0 }, sum = 0;
+	int64_t by_stream[EXEC_MAX_STREAMS] = { 0 };
 	task_id last = last_task(p);
 	int i, rc = -1;
 
@@ -241,11 +252,13 @@ int exec_path(struct prog *p, struct exec_result *out)
 	pa.final_rank = task_rank(p, last);
 	if (collect_busy(&pa) != 0)
 		goto out;
-	walk(&pa, last, part);
+	walk(&pa, last, part, by_stream);
 	for (i = 0; i < EXEC_PART_COUNT; i++) {
 		sum += part[i];
 		out->part_s[i] = units_ns_to_s(part[i]);
 	}
+	for (i = 0; i < EXEC_MAX_STREAMS; i++)
+		out->exposed_by_stream_s[i] = units_ns_to_s(by_stream[i]);
 	if (sum != task_end_ns(p, last))
 		BUG("exec: critical path parts do not sum to the step time");
 	out->step_s = units_ns_to_s(task_end_ns(p, last));

@@ -61,7 +61,7 @@ void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 	k = task_kind(p, t);
 	g = prog_task_tag(p, t);
 	*out = (struct task_info){ k->name, (enum task_cat)k->cat, g->layer,
-				   g->microbatch };
+				   g->microbatch, (enum task_phase)g->phase };
 }
 
 const char *exec_task_name(const struct prog *p, task_id t,
@@ -98,6 +98,18 @@ const struct coll_desc *exec_task_coll(const struct prog *p, task_id t)
 		BUG("exec: unknown task");
 	k = task_coll(p, t);
 	return k == UINT32_MAX ? NULL : coll_desc_of(p, k);
+}
+
+uint32_t exec_task_stream(const struct prog *p, task_id t)
+{
+	if (t >= p->ntasks)
+		BUG("exec: unknown task");
+	return p->task[t].lane % p->nstreams;
+}
+
+const char *exec_stream_name(const struct prog *p, uint32_t stream)
+{
+	return stream < p->nstreams ? p->stream_name[stream] : NULL;
 }
 
 int exec_task_critical(const struct prog *p, task_id t)

@@ -165,13 +165,14 @@ static task_id append(struct prog *p, uint32_t rank, uint32_t stream,
 }
 
 /* Start a new layer-and-microbatch run at the next task unless the last
- * run has the same pair; 0 or -1. */
+ * run has the same pair (and phase); 0 or -1. */
 static int tag(struct prog *p, const struct task_info *info)
 {
 	const struct ptag *last = p->ntags ? &p->tags[p->ntags - 1] : NULL;
 
 	if (last && last->layer == info->layer &&
-	    last->microbatch == info->microbatch)
+	    last->microbatch == info->microbatch &&
+	    last->phase == (int32_t)info->phase)
 		return 0;
 	if (p->ntags == p->captags) {
 		uint32_t ncap = next_cap(p->captags, 256);
@@ -181,7 +182,8 @@ static int tag(struct prog *p, const struct task_info *info)
 		p->captags = ncap;
 	}
 	p->tags[p->ntags++] = (struct ptag){ p->ntasks, info->layer,
-					     info->microbatch };
+					     info->microbatch,
+					     (int32_t)info->phase };
 	return 0;
 }
 

@@ -27,11 +27,21 @@ typedef uint32_t task_id;
 
 /* What a task is, for traces and reports. name must outlive the program
  * (a string literal, or interned with prog_intern()). */
+/* Which pass of a training step a task belongs to (for the forward /
+ * backward split of reports); NONE for everything else. */
+enum task_phase {
+	TASK_PHASE_NONE,
+	TASK_PHASE_FWD,		/* the forward pass */
+	TASK_PHASE_BWD,		/* the backward pass, recomputation included */
+	TASK_PHASE_COUNT
+};
+
 struct task_info {
 	const char *name;	/* "qkv_fwd", "tp_allreduce", ... */
 	enum task_cat cat;
 	int32_t layer;		/* -1 when not tied to a layer */
 	int32_t microbatch;	/* -1 when not tied to a microbatch */
+	enum task_phase phase;	/* NONE unless the builder says */
 };
 
 struct prog;

@@ -497,6 +497,14 @@ int64_t footprint_extra_warmup(const struct job_spec *j)
 	       j->parallelism.ep > 1;
 }
 
+double footprint_stage_act_B(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t vs)
+{
+	return stage_act_B(j, d, split, split_first_layer(split, vs),
+			   uniform_layers(j->model), vs);
+}
+
 static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, const int64_t *first,
 			 int uniform, int64_t rank,
@@ -571,8 +579,11 @@ static int rank_footprint(const struct job_spec *j,
 	return 0;
 }
 
-int footprint_job_live(const struct job_spec *j, double usable_B,
-		       const struct sched_live *live, struct footprint *out)
+/* The footprint of the worst rank into out and, for r < nper, of rank r
+ * into per[r]; live as footprint_job_live has it. */
+static int job_footprint(const struct job_spec *j, double usable_B,
+			 const struct sched_live *live, struct footprint *out,
+			 struct footprint *per, int64_t nper)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t split_small[512], *split = split_small, *first;
@@ -599,6 +610,10 @@ int footprint_job_live(const struct job_spec *j, double usable_B,
 		if (rank_footprint(j, &d, split, first, r, l, &f) != 0)
 			goto out;
 		sched_live_release(&mine);
+		f.usable_B = usable_B;
+		f.fits = f.peak_B <= usable_B;
+		if (r < nper)
+			per[r] = f;
 		if (f.peak_B > out->peak_B)
 			*out = f;
 	}
@@ -610,6 +625,19 @@ out:
 	if (split != split_small)
 		mem_free(split);
 	return rc;
+}
+
+int footprint_job_live(const struct job_spec *j, double usable_B,
+		       const struct sched_live *live, struct footprint *out)
+{
+	return job_footprint(j, usable_B, live, out, NULL, 0);
+}
+
+int footprint_job_stages(const struct job_spec *j, double usable_B,
+			 struct footprint *out, struct footprint *stages,
+			 int64_t nstages)
+{
+	return job_footprint(j, usable_B, NULL, out, stages, nstages);
 }
 
 int footprint_job(const struct job_spec *j, double usable_B,

@@ -121,6 +121,13 @@ double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
 			    int64_t rank, const struct sched_live *live);
 
+/* Activations one microbatch keeps on virtual stage vs from its forward
+ * to its backward (the unit footprint_rank_act_B walks the schedule
+ * with). */
+double footprint_stage_act_B(const struct job_spec *j,
+			     const struct layer_dims *d, const int64_t *split,
+			     int64_t vs);
+
 /* The footprint of the worst pipeline rank against usable_B. Returns 0,
  * or -1 when out of memory. */
 int footprint_job(const struct job_spec *j, double usable_B,
@@ -132,5 +139,11 @@ int footprint_job(const struct job_spec *j, double usable_B,
  * schedule computes them once (the planner); NULL computes them. */
 int footprint_job_live(const struct job_spec *j, double usable_B,
 		       const struct sched_live *live, struct footprint *out);
+
+/* footprint_job(), and the footprint of every pipeline rank r < nstages
+ * in stages[r] (each against usable_B, its rank in .rank). */
+int footprint_job_stages(const struct job_spec *j, double usable_B,
+			 struct footprint *out, struct footprint *stages,
+			 int64_t nstages);
 
 #endif

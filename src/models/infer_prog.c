@@ -540,7 +540,8 @@ static int inst_unit(struct prog *p, const struct infer_ctx *x,
 
 	for (i = 0; i < u->n; i++) {
 		const struct infer_cost_op *op = &u->op[i];
-		struct task_info info = {op->name, TASK_COMPUTE, layer, mb};
+		struct task_info info = {op->name, TASK_COMPUTE, layer, mb,
+					 TASK_PHASE_NONE};
 
 		if (op->kind == IOP_KERNEL) {
 			t = prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
@@ -577,7 +578,8 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
 		.gpus = gpus, .ngpus = 2, .algo = -1, .proto = -1,
 		.replicas = (uint32_t)g, .sm_share = 0,
 	};
-	struct task_info info = {"pp_send", TASK_COMM, -1, mb};
+	struct task_info info = {"pp_send", TASK_COMM, -1, mb,
+				 TASK_PHASE_NONE};
 	task_id first = prog_coll(p, ranks, 2, IST_PP, &c, &info);
 
 	if (first == TASK_NONE ||
@@ -652,7 +654,8 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 	info->host_s = infer_host_s(x, b);
 	info->host_in_prog = !x->eng->overlap_scheduling;
 	if (info->host_in_prog) {
-		struct task_info hi = {"host_step", TASK_OTHER, -1, -1};
+		struct task_info hi = {"host_step", TASK_OTHER, -1, -1,
+				       TASK_PHASE_NONE};
 
 		host = prog_task(p, 0, IST_HOST, info->host_s, &hi);
 		if (host == TASK_NONE)

@@ -269,7 +269,10 @@ static int action_begin(struct train *t, int64_t s, uint32_t n, int64_t a,
 	int64_t vs = train_vs(t, s, act.chunk);
 	uint32_t k;
 
-	*info = (struct task_info){ .microbatch = (int32_t)act.mb };
+	*info = (struct task_info){
+		.microbatch = (int32_t)act.mb,
+		.phase = act.bwd ? TASK_PHASE_BWD : TASK_PHASE_FWD,
+	};
 	if (train_host_p2p(t, s, n, a) != 0)
 		return -1;
 	for (k = 0; k < n; k++) {

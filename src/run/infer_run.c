@@ -156,7 +156,7 @@ static int simulate(const struct job_spec *j, struct prog *p, FILE *trace,
 		diag_oom(d);
 		goto out;
 	}
-	if (trace && exec_write_trace(p, trace, infer_rank_label, NULL) != 0) {
+	if (trace && exec_write_trace(p, trace, infer_rank_label, NULL, NULL) != 0) {
 		diag_error(d, NULL, 0, 0, "could not write the trace");
 		goto out;
 	}

@@ -165,6 +165,52 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 	return 0;
 }
 
+const char *const step_dim_names[STEP_DIM_COUNT] = {
+	"tp", "cp", "ep", "pp", "dp", "other",
+};
+
+/* The dimension of a stream from its name's prefix. */
+static enum step_dim dim_of(const char *stream)
+{
+	static const char *const prefix[STEP_DIM_OTHER] = {
+		"tp", "cp", "ep", "pp", "dp",
+	};
+	int i;
+
+	for (i = 0; stream && i < STEP_DIM_OTHER; i++)
+		if (strncmp(stream, prefix[i], 2) == 0)
+			return (enum step_dim)i;
+	return STEP_DIM_OTHER;
+}
+
+/* Exposed communication by dimension, and the final rank's compute by
+ * pass (its compute stream runs one task at a time, so the durations
+ * add up to its compute time). */
+static void splits(const struct prog *p, const struct exec_result *er,
+		   struct step_result *out)
+{
+	uint32_t s, t, n = prog_tasks(p);
+
+	for (s = 0; s < EXEC_MAX_STREAMS; s++)
+		out->exposed_dim_s[dim_of(exec_stream_name(p, s))] +=
+			er->exposed_by_stream_s[s];
+	for (t = 0; t < n; t++) {
+		struct task_info ti;
+		enum task_cat cat;
+		double d;
+
+		exec_task_name(p, t, &cat);
+		if (cat != TASK_COMPUTE || exec_task_rank(p, t) != er->final_rank)
+			continue;
+		exec_task_info(p, t, &ti);
+		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		if (ti.phase == TASK_PHASE_BWD)
+			out->backward_s += d;
+		else
+			out->forward_s += d;
+	}
+}
+
 /* The host model's tasks (category other, on the host stream: "issue
  * ...", "sync, ..."): the busiest rank's total and the critical part.
  * -1 when out of memory. */
@@ -302,6 +348,7 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	out->step_p50_s = er.step_s;
 	out->step_p90_s = er.step_s + 1.2815516 * er.step_sd_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
+	splits(p, &er, out);
 	out->events = er.events;
 	if (net) {
 		struct net_stats ns;
@@ -377,17 +424,20 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	if (rc != 0)
 		goto out;
 	rc = -1;
-	if (footprint_job(j, gpu_usable_memory_B(j->system->gpu), &out->mem) != 0 ||
+	out->nstages = j->parallelism.pp < STEP_MAX_STAGES ?
+		j->parallelism.pp : STEP_MAX_STAGES;
+	if (footprint_job_stages(j, gpu_usable_memory_B(j->system->gpu),
+				 &out->mem, out->stage_mem, out->nstages) != 0 ||
 	    step_coll_stats(p, &out->colls, &out->ncolls) != 0 ||
 	    host_stats(p, out) != 0) {
 		diag_oom(d);
 		goto out;
 	}
 	rates(j, out);
-	if (trace && exec_write_trace(p, trace, train_rank_label,
-				      &out->plan.lay) != 0) {
-		diag_error(d, NULL, 0, 0, "could not write the trace");
-		goto out;
+	if (trace) {
+		rc = step_write_trace(j, p, out, trace, d);
+		if (rc != 0)
+			goto out;
 	}
 	rc = 0;
 out:

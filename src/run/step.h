@@ -25,6 +25,24 @@ struct sim;
 /* Collectives the readable summary lists (step_print); the result and
  * its JSON keep every one. */
 #define STEP_TOP_COLLS 8
+/* Pipeline stages whose memory a result keeps (pp up to this). */
+#define STEP_MAX_STAGES 256
+
+/* The parallel dimensions exposed communication is split by: the stream
+ * a collective runs on names it (tp, cp, ep, pp_*, dp*); OTHER is any
+ * other stream. */
+enum step_dim {
+	STEP_DIM_TP,
+	STEP_DIM_CP,
+	STEP_DIM_EP,
+	STEP_DIM_PP,
+	STEP_DIM_DP,
+	STEP_DIM_OTHER,
+	STEP_DIM_COUNT
+};
+
+/* "tp", "cp", "ep", "pp", "dp", "other". */
+extern const char *const step_dim_names[STEP_DIM_COUNT];
 
 /* One kind of collective over the step (one simulated group's view). */
 struct step_coll_stat {
@@ -49,9 +67,19 @@ struct step_result {
 	double hw_tflops_per_gpu;	/* TFLOP/s executed per GPU (recompute included) */
 	double peak_flops;		/* FLOP/s, the dtype's dense peak per GPU */
 	double part_s[EXEC_PART_COUNT];	/* s, the step split (sums to step_s) */
+	double forward_s;		/* s, the final rank's forward compute */
+	double backward_s;		/* s, its backward compute (recomputation
+					 * included); forward_s + backward_s =
+					 * part_s[EXEC_COMPUTE] */
+	double exposed_dim_s[STEP_DIM_COUNT];	/* s, exposed communication by
+					 * dimension (sums to
+					 * part_s[EXEC_EXPOSED_COMM]) */
 	int64_t gpus;			/* GPUs of the job */
 	struct train_plan plan;		/* microbatches, tokens, FLOPs, layout */
 	struct footprint mem;		/* per GPU, worst pipeline rank */
+	struct footprint stage_mem[STEP_MAX_STAGES];	/* per GPU, each
+					 * pipeline rank (the first nstages) */
+	int64_t nstages;		/* entries of stage_mem: min(pp, max) */
 	struct step_coll_stat *colls;	/* every kind, longest first (heap;
 					 * step_result_release frees it) */
 	uint32_t ncolls;		/* entries of colls */
@@ -103,6 +131,10 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
  * step_run()'s output, or zeroed if step_run() was never called. */
 void step_result_release(struct step_result *r);
 
+/* The version of the --json object's layout, printed as its
+ * schema_version (docs/cli-output.md documents every field). */
+#define STEP_JSON_SCHEMA 2
+
 /* What simulating a step costs, before it is built (step.c has the
  * rates; an estimate, not a promise). */
 struct step_estimate {
@@ -127,6 +159,19 @@ int step_estimate(const struct job_spec *j, int full,
  * of memory. */
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
+
+/*
+ * Write the trace of program p, which step_run() built and ran for job j
+ * with result r: the engine's events (exec_write_trace) and a counter
+ * track per simulated rank of its memory per GPU over the step (weights,
+ * gradients, optimizer states and workspace, and the activations each
+ * microbatch keeps from the end of its forward to the end of its
+ * backward, as the footprint model counts them). 0, or -1 after
+ * reporting (a write error, out of memory).
+ */
+struct prog;
+int step_write_trace(const struct job_spec *j, const struct prog *p,
+		     const struct step_result *r, FILE *out, struct diag *d);
 
 /* A quantity for people: 4 significant digits, decimal prefixes (bytes
  * in GB, MB, kB; time in s, ms, us, ns; other kinds as units_format).

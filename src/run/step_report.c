@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "base/units.h"
+#include "base/version.h"
+#include "config/config.h"
+#include "config/spec_job.h"
 
 /* Add item under key to o, or free it: 1 if added. */
 static int add(struct cJSON *o, const char *key, struct cJSON *item)
@@ -49,8 +52,42 @@ static struct cJSON *breakdown_json(const struct step_result *r)
 	return complete(o, ok);
 }
 
-static struct cJSON *memory_json(const struct footprint *m)
+/* One pipeline stage's memory per GPU. */
+static struct cJSON *stage_json(const struct footprint *m)
 {
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_num(o, "pipeline_rank", (double)m->rank) &&
+		 add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 add_num(o, "weights_bytes", m->weights_B) &&
+		 add_num(o, "gradients_bytes", m->grads_B) &&
+		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 add_num(o, "activations_bytes", m->activations_B) &&
+		 add_num(o, "workspace_bytes", m->workspace_B) &&
+		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 add_num(o, "params_per_gpu", m->params);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *stages_json(const struct step_result *r)
+{
+	struct cJSON *a = cJSON_CreateArray();
+	int64_t i;
+	int ok = a != NULL;
+
+	for (i = 0; ok && i < r->nstages; i++) {
+		struct cJSON *o = stage_json(&r->stage_mem[i]);
+
+		ok = o && cJSON_AddItemToArray(a, o);
+		if (!ok)
+			cJSON_Delete(o);
+	}
+	return complete(a, ok);
+}
+
+static struct cJSON *memory_json(const struct step_result *r)
+{
+	const struct footprint *m = &r->mem;
 	struct cJSON *o = cJSON_CreateObject();
 	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
 		 add_num(o, "weights_bytes", m->weights_B) &&
@@ -61,8 +98,33 @@ static struct cJSON *memory_json(const struct footprint *m)
 		 add_num(o, "usable_bytes", m->usable_B) &&
 		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
 		 add_num(o, "pipeline_rank", (double)m->rank) &&
-		 add_num(o, "params_per_gpu", m->params);
+		 add_num(o, "params_per_gpu", m->params) &&
+		 add(o, "stages", stages_json(r));
 
+	return complete(o, ok);
+}
+
+/* The final rank's compute by pass, and the optimizer step. */
+static struct cJSON *phases_json(const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	int ok = o && add_num(o, "forward_s", r->forward_s) &&
+		 add_num(o, "backward_s", r->backward_s) &&
+		 add_num(o, "optimizer_s", r->part_s[EXEC_OPTIMIZER]);
+
+	return complete(o, ok);
+}
+
+static struct cJSON *exposed_json(const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject();
+	char key[16];
+	int i, ok = o != NULL;
+
+	for (i = 0; ok && i < STEP_DIM_COUNT; i++) {
+		snprintf(key, sizeof(key), "%s_s", step_dim_names[i]);
+		ok = add_num(o, key, r->exposed_dim_s[i]);
+	}
 	return complete(o, ok);
 }
 
@@ -191,7 +253,12 @@ struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "job", j->name) &&
+	char hash[65];
+	int ok = o && config_hash(&job_schema, j, hash) == 0 &&
+		 add_num(o, "schema_version", STEP_JSON_SCHEMA) &&
+		 add_str(o, "llmsim_version", LLMSIM_VERSION_STRING) &&
+		 add_str(o, "config_hash", hash) &&
+		 add_str(o, "job", j->name) &&
 		 add_str(o, "model", j->model->name) &&
 		 add_str(o, "system", j->system->name) &&
 		 add_str(o, "gpu", j->system->gpu->name) &&
@@ -209,7 +276,9 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 add_num(o, "model_flops_per_step", r->plan.model_flops) &&
 		 add_num(o, "params", r->plan.params) &&
 		 add(o, "breakdown", breakdown_json(r)) &&
-		 add(o, "memory", memory_json(&r->mem)) &&
+		 add(o, "phases", phases_json(r)) &&
+		 add(o, "exposed_comm_by_dim", exposed_json(r)) &&
+		 add(o, "memory", memory_json(r)) &&
 		 add(o, "moe", moe_json(j, r)) &&
 		 add(o, "context_parallel", cp_json(j, r)) &&
 		 add(o, "host", host_json(r)) &&
@@ -357,6 +426,59 @@ static void print_memory(FILE *out, const struct footprint *m)
 	fprintf(out, ", workspace %s\n", step_human(a, sizeof(a), m->workspace_B, UNIT_BYTES));
 }
 
+/* Every pipeline stage's memory per GPU, when there is more than one. */
+static void print_stages(FILE *out, const struct step_result *r)
+{
+	char c[6][32];
+	int64_t i;
+
+	if (r->nstages < 2)
+		return;
+	fprintf(out, "  memory per GPU by pipeline stage\n");
+	fprintf(out, "    %5s %11s %11s %11s %11s %11s %11s  %s\n", "stage",
+		"weights", "gradients", "optimizer", "activations",
+		"workspace", "peak", "fits");
+	for (i = 0; i < r->nstages; i++) {
+		const struct footprint *m = &r->stage_mem[i];
+
+		fprintf(out, "    %5lld %11s %11s %11s %11s %11s %11s  %s\n",
+			(long long)m->rank,
+			step_human(c[0], sizeof(c[0]), m->weights_B, UNIT_BYTES),
+			step_human(c[1], sizeof(c[1]), m->grads_B, UNIT_BYTES),
+			step_human(c[2], sizeof(c[2]), m->optimizer_B, UNIT_BYTES),
+			step_human(c[3], sizeof(c[3]), m->activations_B, UNIT_BYTES),
+			step_human(c[4], sizeof(c[4]), m->workspace_B, UNIT_BYTES),
+			step_human(c[5], sizeof(c[5]), m->peak_B, UNIT_BYTES),
+			m->fits ? "yes" : "NO");
+	}
+	if (r->nstages < r->plan.lay.pp)
+		fprintf(out, "    (the first %lld of %lld stages)\n",
+			(long long)r->nstages, (long long)r->plan.lay.pp);
+}
+
+/* Forward and backward compute, the optimizer; exposed communication by
+ * parallel dimension. */
+static void print_splits(FILE *out, const struct step_result *r)
+{
+	char a[32], b[32], c[32];
+	int i, any = 0;
+
+	fprintf(out, "  compute by pass  forward %s, backward %s (recomputation "
+		"included), optimizer %s\n",
+		step_human(a, sizeof(a), r->forward_s, UNIT_TIME),
+		step_human(b, sizeof(b), r->backward_s, UNIT_TIME),
+		step_human(c, sizeof(c), r->part_s[EXEC_OPTIMIZER], UNIT_TIME));
+	fprintf(out, "  exposed comm by dimension ");
+	for (i = 0; i < STEP_DIM_COUNT; i++) {
+		if (r->exposed_dim_s[i] <= 0)
+			continue;
+		fprintf(out, "%s%s %s", any ? ", " : " ", step_dim_names[i],
+			step_human(a, sizeof(a), r->exposed_dim_s[i], UNIT_TIME));
+		any = 1;
+	}
+	fprintf(out, "%s\n", any ? "" : " none");
+}
+
 static void print_colls(FILE *out, const struct step_result *r)
 {
 	char a[32], b[32], c[32];
@@ -385,6 +507,17 @@ static void print_colls(FILE *out, const struct step_result *r)
 void step_print(FILE *out, const struct job_spec *j,
 		const struct step_result *r)
 {
+	char a[32], b[32];
+
+	/* A job that does not fit leads with it: its step time is what it
+	 * would be with enough memory, not something that can run. */
+	if (!r->mem.fits)
+		fprintf(out, "DOES NOT FIT: peak memory %s per GPU on pipeline "
+			"stage %lld is more than the %s usable; the step time "
+			"below assumes it fit\n",
+			step_human(a, sizeof(a), r->mem.peak_B, UNIT_BYTES),
+			(long long)r->mem.rank,
+			step_human(b, sizeof(b), r->mem.usable_B, UNIT_BYTES));
 	fprintf(out, "%s: %s on %s (%lld GPUs, %s), %s\n",
 		j->name ? j->name : "job", j->model->name ? j->model->name : "model",
 		j->system->name ? j->system->name : "system", (long long)r->gpus,
@@ -393,6 +526,8 @@ void step_print(FILE *out, const struct job_spec *j,
 	print_layout(out, j, r);
 	print_speed(out, j, r);
 	print_breakdown(out, j, r);
+	print_splits(out, r);
 	print_memory(out, &r->mem);
+	print_stages(out, r);
 	print_colls(out, r);
 }

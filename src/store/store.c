@@ -719,6 +719,16 @@ static int64_t put_all(struct store *st, const void *ctx, struct diag *d)
 	return id;
 }
 
+int64_t store_put_all(struct store *st, const struct store_run *run,
+		      const struct store_step *step,
+		      const struct store_coll_row *rows, uint32_t nrows,
+		      struct diag *d)
+{
+	struct put_args a = { run, step, rows, nrows };
+
+	return put_all(st, &a, d);
+}
+
 int64_t store_tx(struct store *st,
 		 int64_t (*fn)(struct store *st, const void *ctx,
 			       struct diag *d),
@@ -735,8 +745,11 @@ int64_t store_tx(struct store *st,
 		return -1;
 	}
 	id = fn(st, ctx, d);
-	if (id > 0 && store_step_once(st->commit) != SQLITE_DONE) {
-		store_report(st, d, "committing run %lld", (long long)id);
+	if (id >= 0 && store_step_once(st->commit) != SQLITE_DONE) {
+		if (id > 0)
+			store_report(st, d, "committing run %lld", (long long)id);
+		else
+			store_report(st, d, "committing the result");
 		id = -1;
 	}
 	if (id < 0 && !sqlite3_get_autocommit(st->db))

@@ -15,6 +15,7 @@
 #ifndef LLMSIM_STORE_STORE_H
 #define LLMSIM_STORE_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct diag;
@@ -184,5 +185,128 @@ struct store_meas_run {
 int64_t store_each_measure(struct store *st, int64_t id,
 			   int (*fn)(void *ctx, const struct store_meas_run *r),
 			   void *ctx, struct diag *d);
+
+/* ---- reading (store_read.c) ----------------------------------------- */
+
+enum store_type {
+	STORE_NULL,
+	STORE_INT,
+	STORE_REAL,
+	STORE_TEXT
+};
+
+/* One value of a result row. */
+struct store_val {
+	enum store_type type;
+	int64_t i;			/* STORE_INT */
+	double num;			/* STORE_INT and STORE_REAL, as a double */
+	const char *text;		/* STORE_TEXT (UTF-8); NULL otherwise */
+};
+
+/* Called for each row: its n columns' names and values (valid during
+ * the call). Return 0 to go on, anything else to stop. */
+typedef int (*store_row_fn)(void *ctx, int n, const char *const *names,
+			    const struct store_val *v);
+
+/*
+ * Run the read-only query sql (constant text; params[0..nparams-1] bound
+ * as text to ?1, ?2, ...) and call fn for each row. 0, or -1 after
+ * reporting (the query failed or would write).
+ */
+int store_select(struct store *st, const char *sql,
+		 const char *const *params, int nparams, store_row_fn fn,
+		 void *ctx, struct diag *d);
+
+/*
+ * Call fn for every row of view `view` (SELECT * FROM it, in its
+ * natural order). The name must be a view of the database (llmsim's or
+ * a sweep's): anything else is reported, with the views there are, and
+ * returns -2. 0, or -1 after reporting a failure.
+ */
+int store_each_view_row(struct store *st, const char *view, store_row_fn fn,
+			void *ctx, struct diag *d);
+
+/* ---- sweeps (store_sweep.c) ----------------------------------------- */
+
+/* A sweep as the database records it. */
+struct store_sweep {
+	const char *name;		/* unique in a database */
+	const char *file;		/* the sweep file as given */
+	const char *base;		/* the base job as written */
+	uint64_t npoints;		/* points of the latest expansion */
+	const char *version;		/* llmsim version of the latest run */
+	size_t naxes;
+	const char *const *axis_keys;	/* [naxes] dotted keys */
+	const char *const *axis_columns;	/* [naxes] their view columns */
+	const char *const *axis_kinds;	/* [naxes] "cases", "grid", "zip" */
+};
+
+/*
+ * Record sweep sw, or find the one of the same name, and (re)create its
+ * view v_sweep_NAME (one column per axis). Returns the sweep's id (> 0);
+ * -2 after reporting that the database's sweep of that name has other
+ * axes (rename the sweep, or use another database); -1 after reporting
+ * a failure.
+ */
+int64_t store_sweep_begin(struct store *st, const struct store_sweep *sw,
+			  struct diag *d);
+
+enum store_point_status {
+	STORE_POINT_OK,			/* ran: has a run */
+	STORE_POINT_INVALID		/* bad input: has a reason */
+};
+
+/* One point of a sweep. */
+struct store_point {
+	int64_t sweep_id;
+	uint64_t idx;			/* position in the sweep's expansion */
+	const char *hash;		/* resolved-config SHA-256 (hex); for a
+					 * point that did not resolve, that of
+					 * its overrides */
+	enum store_point_status status;
+	const char *reason;		/* INVALID: the diagnostics */
+	const char *axes_json;		/* {"system.nodes": 16, ...} */
+};
+
+/* 1 when sweep sweep_id has a point that ran with config hash `hash`, 0
+ * when not, -1 after reporting. */
+int store_point_done(struct store *st, int64_t sweep_id, const char *hash,
+		     struct diag *d);
+
+/*
+ * Store point p in one transaction: for STORE_POINT_OK with its run and
+ * step summary (run and step NULL otherwise). An earlier invalid row of
+ * the same point (same axes values) is replaced. When the sweep already
+ * has a point that ran with this hash (another point of the sweep that
+ * resolves to the same job), nothing is stored and *dup is set. Returns
+ * the run id (OK), 0 (INVALID or duplicate), or -1 after reporting.
+ */
+int64_t store_put_point(struct store *st, const struct store_point *p,
+			const struct store_run *run,
+			const struct store_step *step, int *dup,
+			struct diag *d);
+
+/* ---- merging (store_merge.c) ---------------------------------------- */
+
+struct store_merge_stats {
+	uint64_t runs_added;		/* runs copied */
+	uint64_t runs_present;		/* runs the output already had */
+	uint64_t points_added;		/* sweep points copied */
+	uint64_t points_present;	/* sweep points already there */
+};
+
+/*
+ * Merge the database at in_path into st in one transaction: runs with
+ * every row that belongs to them (step summaries, collective rows and
+ * any table with a run_id column), sweeps (matched by name; their axes
+ * must agree) and their points. A run the output already has (same
+ * command, config hash, llmsim version and result) is not copied again,
+ * so merging twice, or merging overlapping shards, adds nothing twice.
+ * The input is opened read-only and must be an llmsim database of the
+ * same schema version (open it once with this llmsim to upgrade it).
+ * 0, or -1 after reporting (nothing of this input is merged).
+ */
+int store_merge(struct store *st, const char *in_path,
+		struct store_merge_stats *stats, struct diag *d);
 
 #endif

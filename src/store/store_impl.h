@@ -1,10 +1,11 @@
 /*
  * store_impl.h - the results store's insides, shared by its files
  * (store.c: open, migrate, runs and step results; store_meas.c:
- * measurements and validation rows; store_plan.c: plans). Not for other
- * modules.
+ * measurements and validation rows; store_plan.c: plans; store_read.c:
+ * queries and views; store_sweep.c: sweeps and their points;
+ * store_merge.c: merging). Not for other modules.
  *
- * Depends on SQLite.
+ * Depends on SQLite, store.h.
  */
 #ifndef LLMSIM_STORE_STORE_IMPL_H
 #define LLMSIM_STORE_STORE_IMPL_H
@@ -13,8 +14,12 @@
 
 #include <sqlite3.h>
 
+#include "store.h"
+
 struct diag;
 struct store_run;
+struct store_step;
+struct store_coll_row;
 
 struct store {
 	sqlite3 *db;
@@ -49,8 +54,21 @@ int store_insert(sqlite3_stmt *s, int rc);
 int64_t store_put_run(struct store *st, const struct store_run *run,
 		      struct diag *d);
 
+/* Insert a run with its step summary and collective rows inside the
+ * open transaction (what store_put() does in its own). The run id, or
+ * -1 after reporting. */
+int64_t store_put_all(struct store *st, const struct store_run *run,
+		      const struct store_step *step,
+		      const struct store_coll_row *rows, uint32_t nrows,
+		      struct diag *d);
+
+/* (Re)create the view of one sweep (store_sweep.c), inside the open
+ * transaction. SQLite result code. */
+int store_sweep_view(struct store *st, int64_t sweep_id);
+
 /* Run fn inside one transaction (BEGIN IMMEDIATE ... COMMIT, rolled back
- * when fn returns < 0); fn's result, or -1 after reporting. */
+ * when fn returns < 0, committed when it returns 0 or more); fn's
+ * result, or -1 after reporting. */
 int64_t store_tx(struct store *st,
 		 int64_t (*fn)(struct store *st, const void *ctx,
 			       struct diag *d),

@@ -274,7 +274,178 @@ const struct store_migration store_migrations[] = {
 	  "FROM runs r\n"
 	  "WHERE r.command = 'run' AND\n"
 	  "  json_extract(r.config_json, '$.phase') IN ('prefill', 'decode');\n" },
-	{ 7, "plan_candidates table and v_plans view",
+	{ 7, "sweeps, sweep_axes, sweep_points; views v_runs, v_sweep_points; "
+	  "v_collectives with the system",
+	  "CREATE TABLE sweeps (\n"
+	  "  id             INTEGER PRIMARY KEY,\n"
+	  "  name           TEXT NOT NULL UNIQUE,\n"
+	  "  view_name      TEXT NOT NULL UNIQUE,\n"
+	  "  created_at     TEXT NOT NULL\n"
+	  "                 DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n"
+	  "  file           TEXT NOT NULL,\n"
+	  "  base           TEXT NOT NULL,\n"
+	  "  npoints        INTEGER NOT NULL CHECK (npoints >= 1),\n"
+	  "  llmsim_version TEXT NOT NULL\n"
+	  ");\n"
+	  "CREATE TABLE sweep_axes (\n"
+	  "  sweep_id    INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,\n"
+	  "  pos         INTEGER NOT NULL CHECK (pos >= 0),\n"
+	  "  key         TEXT NOT NULL,\n"
+	  "  column_name TEXT NOT NULL,\n"
+	  "  kind        TEXT NOT NULL CHECK (kind IN ('cases', 'grid', 'zip')),\n"
+	  "  PRIMARY KEY (sweep_id, pos)\n"
+	  ");\n"
+	  "CREATE TABLE sweep_points (\n"
+	  "  sweep_id   INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,\n"
+	  "  point_hash TEXT NOT NULL CONSTRAINT point_hash_is_sha256\n"
+	  "             CHECK (length(point_hash) = 64 AND\n"
+	  "                    point_hash NOT GLOB '*[^0-9a-f]*'),\n"
+	  "  idx        INTEGER NOT NULL CHECK (idx >= 0),\n"
+	  "  status     TEXT NOT NULL CHECK (status IN ('ok', 'invalid')),\n"
+	  "  reason     TEXT,\n"
+	  "  run_id     INTEGER REFERENCES runs(id) ON DELETE CASCADE,\n"
+	  "  axes_json  TEXT NOT NULL CONSTRAINT axes_json_is_json\n"
+	  "             CHECK (json_valid(axes_json)),\n"
+	  "  stored_at  TEXT NOT NULL\n"
+	  "             DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n"
+	  "  PRIMARY KEY (sweep_id, point_hash),\n"
+	  "  CONSTRAINT ok_has_run CHECK ((status = 'ok') = (run_id IS NOT NULL)),\n"
+	  "  CONSTRAINT invalid_has_reason CHECK (status = 'ok' OR reason IS NOT NULL)\n"
+	  ");\n"
+	  "CREATE INDEX sweep_points_run ON sweep_points(run_id);\n"
+	  "CREATE VIEW v_runs AS\n"
+	  "SELECT\n"
+	  "  r.id AS run_id,\n"
+	  "  r.created_at,\n"
+	  "  r.command,\n"
+	  "  r.config_hash,\n"
+	  "  r.llmsim_version,\n"
+	  "  json_extract(r.config_json, '$.name') AS job,\n"
+	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
+	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
+	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
+	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
+	  "  json_extract(r.config_json, '$.system.nodes') AS nodes,\n"
+	  "  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n"
+	  "  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n"
+	  "  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n"
+	  "  json_extract(r.config_json, '$.framework.name') AS framework,\n"
+	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
+	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n"
+	  "  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n"
+	  "  json_extract(r.config_json, '$.training.dtype') AS dtype,\n"
+	  "  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n"
+	  "  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.recompute') AS recompute,\n"
+	  "  s.step_time_s,\n"
+	  "  s.tokens_per_s,\n"
+	  "  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n"
+	  "  s.mfu,\n"
+	  "  s.tflops_per_gpu,\n"
+	  "  s.compute_s,\n"
+	  "  s.exposed_comm_s,\n"
+	  "  s.bubble_s,\n"
+	  "  s.optimizer_s,\n"
+	  "  s.other_s,\n"
+	  "  s.peak_bytes_per_gpu,\n"
+	  "  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n"
+	  "  s.fits,\n"
+	  "  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
+	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
+	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
+	  "FROM runs r JOIN step_results s ON s.run_id = r.id;\n"
+	  "CREATE VIEW v_sweep_points AS\n"
+	  "SELECT w.name AS sweep, p.sweep_id, p.idx, p.status, p.reason,\n"
+	  "  p.axes_json, p.point_hash, p.stored_at,\n"
+	  "  p.run_id,\n"
+	  "  r.created_at,\n"
+	  "  r.command,\n"
+	  "  r.config_hash,\n"
+	  "  r.llmsim_version,\n"
+	  "  json_extract(r.config_json, '$.name') AS job,\n"
+	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
+	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
+	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
+	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
+	  "  json_extract(r.config_json, '$.system.nodes') AS nodes,\n"
+	  "  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n"
+	  "  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n"
+	  "  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n"
+	  "  json_extract(r.config_json, '$.framework.name') AS framework,\n"
+	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
+	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
+	  "  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n"
+	  "  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n"
+	  "  json_extract(r.config_json, '$.training.dtype') AS dtype,\n"
+	  "  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n"
+	  "  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n"
+	  "  json_extract(r.config_json, '$.training.recompute') AS recompute,\n"
+	  "  s.step_time_s,\n"
+	  "  s.tokens_per_s,\n"
+	  "  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n"
+	  "  s.mfu,\n"
+	  "  s.tflops_per_gpu,\n"
+	  "  s.compute_s,\n"
+	  "  s.exposed_comm_s,\n"
+	  "  s.bubble_s,\n"
+	  "  s.optimizer_s,\n"
+	  "  s.other_s,\n"
+	  "  s.peak_bytes_per_gpu,\n"
+	  "  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n"
+	  "  s.fits,\n"
+	  "  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
+	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
+	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
+	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
+	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
+	  "FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id\n"
+	  "  LEFT JOIN runs r ON r.id = p.run_id\n"
+	  "  LEFT JOIN step_results s ON s.run_id = p.run_id;\n"
+	  "DROP VIEW v_collectives;\n"
+	  "CREATE VIEW v_collectives AS\n"
+	  "SELECT r.id AS run_id, r.created_at, r.config_hash,\n"
+	  "  r.llmsim_version, c.idx, c.op, c.type, c.ranks, c.size_B,\n"
+	  "  c.count, c.time_s * 1e6 AS time_us,\n"
+	  "  c.algbw_Bps / 1e9 AS algbw_GBps,\n"
+	  "  c.busbw_Bps / 1e9 AS busbw_GBps,\n"
+	  "  c.algorithm, c.protocol,\n"
+	  "  coalesce(json_extract(r.config_json, '$.system.name'),\n"
+	  "           json_extract(r.config_json, '$.name')) AS system,\n"
+	  "  coalesce(json_extract(r.config_json, '$.system.gpu.name'),\n"
+	  "           json_extract(r.config_json, '$.gpu.name')) AS gpu,\n"
+	  "  coalesce(json_extract(r.config_json, '$.system.nodes'),\n"
+	  "           json_extract(r.config_json, '$.nodes')) AS nodes,\n"
+	  "  json_extract(r.config_json, '$.collective.redop') AS redop,\n"
+	  "  json_extract(r.config_json, '$.collective.root') AS root\n"
+	  "FROM runs r JOIN collective_results c ON c.run_id = r.id;\n" },
+	{ 8, "plan_candidates table and v_plans view",
 	  "CREATE TABLE plan_candidates (\n"
 	  "  run_id             INTEGER NOT NULL\n"
 	  "                     REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -330,6 +501,69 @@ const struct store_migration store_migrations[] = {
 	  "  c.est_step_time_s, c.est_rank\n"
 	  "FROM runs r JOIN plan_candidates c ON c.run_id = r.id;\n" },
 };
+
+/* The columns of v_runs as expressions over runs r and step_results s
+ * (run_id from sweep_points p), for the views the store builds at run
+ * time (each sweep's v_sweep_NAME). They must stay the columns of the
+ * latest v_runs, in order: test_store_schema.c checks it. */
+const struct store_run_col store_run_cols[] = {
+	{ "run_id", "p.run_id" },
+	{ "created_at", "r.created_at" },
+	{ "command", "r.command" },
+	{ "config_hash", "r.config_hash" },
+	{ "llmsim_version", "r.llmsim_version" },
+	{ "job", "json_extract(r.config_json, '$.name')" },
+	{ "model", "json_extract(r.config_json, '$.model.name')" },
+	{ "system", "json_extract(r.config_json, '$.system.name')" },
+	{ "gpu", "json_extract(r.config_json, '$.system.gpu.name')" },
+	{ "gpus", "json_extract(r.result_json, '$.gpus')" },
+	{ "nodes", "json_extract(r.config_json, '$.system.nodes')" },
+	{ "gpus_per_node", "json_extract(r.config_json, '$.system.gpus_per_node')" },
+	{ "scale_up", "json_extract(r.config_json, '$.system.scale_up.name')" },
+	{ "scale_out", "json_extract(r.config_json, '$.system.scale_out.name')" },
+	{ "framework", "json_extract(r.config_json, '$.framework.name')" },
+	{ "tp", "json_extract(r.config_json, '$.parallelism.tp')" },
+	{ "pp", "json_extract(r.config_json, '$.parallelism.pp')" },
+	{ "vpp", "json_extract(r.config_json, '$.parallelism.vpp')" },
+	{ "cp", "json_extract(r.config_json, '$.parallelism.cp')" },
+	{ "ep", "json_extract(r.config_json, '$.parallelism.ep')" },
+	{ "dp", "json_extract(r.config_json, '$.parallelism.dp')" },
+	{ "sequence_parallel", "json_extract(r.config_json, '$.parallelism.sequence_parallel')" },
+	{ "zero_stage", "json_extract(r.config_json, '$.training.zero_stage')" },
+	{ "dtype", "json_extract(r.config_json, '$.training.dtype')" },
+	{ "seq_len", "json_extract(r.config_json, '$.training.seq_len')" },
+	{ "global_batch_size", "json_extract(r.config_json, '$.training.global_batch_size')" },
+	{ "micro_batch_size", "json_extract(r.config_json, '$.training.micro_batch_size')" },
+	{ "recompute", "json_extract(r.config_json, '$.training.recompute')" },
+	{ "step_time_s", "s.step_time_s" },
+	{ "tokens_per_s", "s.tokens_per_s" },
+	{ "tokens_per_s_per_gpu", "s.tokens_per_s / json_extract(r.result_json, '$.gpus')" },
+	{ "mfu", "s.mfu" },
+	{ "tflops_per_gpu", "s.tflops_per_gpu" },
+	{ "compute_s", "s.compute_s" },
+	{ "exposed_comm_s", "s.exposed_comm_s" },
+	{ "bubble_s", "s.bubble_s" },
+	{ "optimizer_s", "s.optimizer_s" },
+	{ "other_s", "s.other_s" },
+	{ "peak_bytes_per_gpu", "s.peak_bytes_per_gpu" },
+	{ "usable_bytes_per_gpu", "json_extract(r.result_json, '$.memory.usable_bytes')" },
+	{ "fits", "s.fits" },
+	{ "weights_bytes", "json_extract(r.result_json, '$.memory.weights_bytes')" },
+	{ "gradients_bytes", "json_extract(r.result_json, '$.memory.gradients_bytes')" },
+	{ "optimizer_bytes", "json_extract(r.result_json, '$.memory.optimizer_bytes')" },
+	{ "activations_bytes", "json_extract(r.result_json, '$.memory.activations_bytes')" },
+	{ "workspace_bytes", "json_extract(r.result_json, '$.memory.workspace_bytes')" },
+	{ "forward_s", "json_extract(r.result_json, '$.phases.forward_s')" },
+	{ "backward_s", "json_extract(r.result_json, '$.phases.backward_s')" },
+	{ "exposed_tp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s')" },
+	{ "exposed_cp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s')" },
+	{ "exposed_ep_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s')" },
+	{ "exposed_pp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s')" },
+	{ "exposed_dp_s", "json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s')" },
+};
+
+const size_t store_nrun_cols =
+	sizeof(store_run_cols) / sizeof(store_run_cols[0]);
 
 const int store_nmigrations =
 	(int)(sizeof(store_migrations) / sizeof(store_migrations[0]));

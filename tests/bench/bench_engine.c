@@ -201,8 +201,10 @@ static void layer(struct prog *p, struct pipe_ends *e, uint32_t s,
 	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = 16e6,
 			       .gpus = ranks, .ngpus = TP, .algo = -1,
 			       .proto = -1 };
-	struct task_info ci = { names[0], TASK_COMPUTE, 0, (int32_t)mb };
-	struct task_info ai = { names[1], TASK_COMM, 0, (int32_t)mb };
+	struct task_info ci = { names[0], TASK_COMPUTE, 0, (int32_t)mb,
+				TASK_PHASE_NONE };
+	struct task_info ai = { names[1], TASK_COMM, 0, (int32_t)mb,
+				TASK_PHASE_NONE };
 	double gemm_s = bwd ? 80e-6 : 40e-6;
 
 	for (t = 0; t < TP; t++)
@@ -244,8 +246,8 @@ static void schedule(uint32_t s, int *order)
  * stages, one per TP rank. */
 static void p2p(struct prog *p, struct pipe_ends *e)
 {
-	struct task_info fi = { "send_act", TASK_COMM, -1, 0 };
-	struct task_info bi = { "send_grad", TASK_COMM, -1, 0 };
+	struct task_info fi = { "send_act", TASK_COMM, -1, 0, TASK_PHASE_NONE };
+	struct task_info bi = { "send_grad", TASK_COMM, -1, 0, TASK_PHASE_NONE };
 	uint32_t s, t, i;
 
 	for (i = 0; i < MB; i++)

@@ -76,7 +76,7 @@ static long long ns(double s)
 
 static struct task_info info(const char *name, enum task_cat cat)
 {
-	return (struct task_info){ name, cat, -1, -1 };
+	return (struct task_info){ name, cat, -1, -1, TASK_PHASE_NONE };
 }
 
 /* A task of us microseconds. */
@@ -530,7 +530,8 @@ Test(exec, names_are_shared_and_infos_read_back)
 	 * alternating between two pairs, and runs of one, read back as
 	 * added. */
 	for (i = 0; i < 6; i++) {
-		in = (struct task_info){ "gemm", TASK_COMPUTE, i / 2 % 2, 7 + i };
+		in = (struct task_info){ "gemm", TASK_COMPUTE, i / 2 % 2, 7 + i,
+					(i % 3) ? TASK_PHASE_FWD : TASK_PHASE_BWD };
 		t[i] = prog_task(p, (uint32_t)i % 2, 0, 1e-6, &in);
 	}
 	for (i = 0; i < 6; i++) {
@@ -538,6 +539,9 @@ Test(exec, names_are_shared_and_infos_read_back)
 		cr_assert_str_eq(in.name, "gemm");
 		cr_assert_eq(in.layer, i / 2 % 2);
 		cr_assert_eq(in.microbatch, 7 + i);
+		/* The phase is kept with the pair (i % 3: 0 for tasks 0 and
+		 * 3, the backward ones). */
+		cr_assert_eq(in.phase, (i % 3) ? TASK_PHASE_FWD : TASK_PHASE_BWD);
 	}
 	exec_task_info(p, y, &iy);
 	cr_assert_eq(iy.layer, -1, "an earlier run is unchanged");
@@ -918,7 +922,7 @@ static char *trace_of(struct prog *p, size_t *len,
 	FILE *f = open_memstream(&buf, len);
 
 	cr_assert_not_null(f);
-	cr_assert_eq(exec_write_trace(p, f, label, NULL), 0);
+	cr_assert_eq(exec_write_trace(p, f, label, NULL, NULL), 0);
 	fclose(f);
 	return buf;
 }
@@ -934,7 +938,7 @@ Test(exec, trace_is_chrome_json)
 	struct prog *p = prog_new(2, 2);
 	struct mock m = mock_new(0, 1e12);
 	uint32_t ranks[2] = { 0, 1 };
-	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1 };
+	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1, TASK_PHASE_FWD };
 	size_t len;
 	char *txt;
 	cJSON *root, *ev, *e;
@@ -956,8 +960,14 @@ Test(exec, trace_is_chrome_json)
 		if (strcmp(ph, "X") == 0)
 			nx++;
 	}
-	/* One complete event per task: 1 + 2 all-reduce members. */
-	cr_assert_eq(nx, 3);
+	/* One complete event per task: 1 + 2 all-reduce members; and around
+	 * qkv_fwd (phase forward, microbatch 1, layer 3) its pass and layer
+	 * slices, spanning exactly it: 5. */
+	cr_assert_eq(nx, 5);
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,\"name\":"
+			      "\"forward mb 1\",\"cat\":\"pass\""), "%s", txt);
+	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,\"name\":"
+			      "\"layer 3\",\"cat\":\"layer\""), "%s", txt);
 	/* 1.501 us keeps its last ns; the 2e6 B all-reduce takes 2 us. */
 	cr_assert(strstr(txt, "\"ts\":0.000,\"dur\":1.501,"
 			      "\"name\":\"qkv_fwd\""), "%s", txt);
@@ -981,7 +991,7 @@ Test(exec, trace_write_error_is_reported)
 	task(p, 0, 0, 1, "a", TASK_COMPUTE);
 	run(p, &m);
 	/* Every write to /dev/full fails with ENOSPC. */
-	cr_assert_eq(exec_write_trace(p, full, NULL, NULL), -1);
+	cr_assert_eq(exec_write_trace(p, full, NULL, NULL, NULL), -1);
 	fclose(full);
 	prog_free(p);
 }
@@ -1022,7 +1032,7 @@ static struct prog *build_small(void)
 	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 1e6, .gpus = ranks,
 			       .ngpus = 3, .a2a_B = a2a, .algo = -1,
 			       .proto = -1 };
-	struct task_info in = { NULL, TASK_COMM, 0, 0 };
+	struct task_info in = { NULL, TASK_COMM, 0, 0, TASK_PHASE_NONE };
 	task_id w[3], x;
 	uint32_t i;
 
@@ -1106,7 +1116,7 @@ static struct exec_result two_ranks(double op_sigma, double gpu_sigma,
 	struct prog *p = prog_new(2, 2);
 	struct mock m = mock_new(10 * US, 1e12);
 	struct exec_jitter j = { op_sigma, gpu_sigma };
-	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
 	struct exec_result r;
 	task_id a0, a1, c, b0, b1;
 
@@ -1158,7 +1168,7 @@ Test(exec, overlapped_collectives_do_not_realign)
 	struct prog *p = prog_new(2, 2);
 	struct mock m = mock_new(1 * US, 1e12);
 	struct exec_jitter j = { 0.01, 0 };
-	struct task_info in = { "f", TASK_COMPUTE, 0, 0 };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
 	struct exec_result r;
 	task_id a[2][4], c[3];
 	int i, k;

@@ -57,7 +57,8 @@ static void add_allreduce(struct step *s, uint32_t stream)
 {
 	struct coll_desc c = { COLL_ALLREDUCE, GiB, gpus, 2, NULL,
 			       ALGO_RING, -1, 1, 0, NULL };
-	struct task_info info = { "dp_allreduce", TASK_COMM, -1, -1 };
+	struct task_info info = { "dp_allreduce", TASK_COMM, -1, -1,
+				  TASK_PHASE_NONE };
 
 	cr_assert_neq(prog_coll(s->prog, ranks, 2, stream, &c, &info), TASK_NONE);
 }
@@ -88,7 +89,8 @@ Test(net_exec, concurrent_collectives_share_the_nic)
 Test(net_exec, compute_overlaps_communication)
 {
 	struct step s;
-	struct task_info info = { "gemm", TASK_COMPUTE, -1, -1 };
+	struct task_info info = { "gemm", TASK_COMPUTE, -1, -1,
+				  TASK_PHASE_NONE };
 	double t;
 
 	step_init(&s, 2, 2);

@@ -67,10 +67,14 @@ static struct prog *build(uint64_t seed)
 	for (round = 0; round < 6; round++) {
 		double tp_B = (double)(1 + lcg(&seed) % 64) * 1048576;
 		double dp_B = (double)(1 + lcg(&seed) % 512) * 1048576;
-		struct task_info ci = { names[0], TASK_COMPUTE, (int32_t)round, 0 };
-		struct task_info ti = { names[1], TASK_COMM, (int32_t)round, 0 };
-		struct task_info di = { names[2], TASK_COMM, (int32_t)round, 0 };
-		struct task_info pi = { names[3], TASK_COMM, (int32_t)round, 0 };
+		struct task_info ci = { names[0], TASK_COMPUTE, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info ti = { names[1], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info di = { names[2], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info pi = { names[3], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
 
 		for (node = 0; node < NODES; node++) {
 			struct coll_desc c = { .op = COLL_ALLREDUCE,
@@ -112,7 +116,7 @@ static struct prog *build(uint64_t seed)
 					       .ngpus = 2, .algo = -1,
 					       .proto = -1 };
 			struct task_info wi = { names[0], TASK_COMPUTE,
-						(int32_t)round, 1 };
+						(int32_t)round, 1, TASK_PHASE_NONE };
 			task_id d, x, w;
 
 			d = prog_coll(p, dp[i], NODES, S_DP, &c, &di);

@@ -74,25 +74,27 @@ Test(store, creates_directory_and_schema_then_reopens)
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives),
 	 * 4 (measure_runs, measurements), 5 (validation_results), 6
-	 * (serving views), 7 (plan_candidates). */
-	cr_assert_eq(store_schema_version(), 7);
+	 * (serving views), 7 (sweeps; v_runs, v_sweep_points), 8
+	 * (plan_candidates, v_plans). */
+	cr_assert_eq(store_schema_version(), 8);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
-	cr_assert_str_eq(version, "7");
+	cr_assert_eq(atoi(version), store_schema_version());
 	/* WAL is a property of the file: a new connection sees it. */
 	sf_sql_text(sf_db_path, "PRAGMA journal_mode", mode, sizeof(mode));
 	cr_assert_str_eq(mode, "wal");
 	/* meta, runs, step_results, collective_results, measure_runs,
-	 * measurements, validation_results, plan_candidates;
-	 * v_step_breakdown, v_collectives, v_measurements, v_validation,
-	 * v_serving, v_inference_steps, v_plans. */
+	 * measurements, validation_results, sweeps, sweep_axes,
+	 * sweep_points, plan_candidates; v_step_breakdown, v_collectives,
+	 * v_measurements, v_validation, v_serving, v_inference_steps, v_runs,
+	 * v_sweep_points, v_plans. */
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'table'"), 8);
+			     "WHERE type = 'table'"), 11);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'view'"), 7);
+			     "WHERE type = 'view'"), 9);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */
@@ -101,7 +103,7 @@ Test(store, creates_directory_and_schema_then_reopens)
 	store_close(st);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", version, sizeof(version));
-	cr_assert_str_eq(version, "7");
+	cr_assert_eq(atoi(version), store_schema_version());
 	cr_assert_eq(sf_count_rows(sf_db_path, "meta"), 1);
 	sf_assert_no_leaks();
 }
@@ -115,7 +117,7 @@ Test(store, migrates_a_version_1_database_keeping_its_rows)
 	st = sf_open_ok(sf_db_path);
 	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
 		 "'schema_version'", text, sizeof(text));
-	cr_assert_str_eq(text, "7");
+	cr_assert_eq(atoi(text), store_schema_version());
 	/* The old run is untouched. */
 	cr_assert_eq(sf_count_rows(sf_db_path, "runs"), 1);
 	sf_sql_text(sf_db_path, "SELECT created_at || ' ' || llmsim_version || ' ' "
@@ -310,7 +312,8 @@ Test(store, reports_a_locked_database_on_open)
 	sqlite3_close(other);
 	/* Unlocked, it migrates. */
 	store_close(sf_open_ok(sf_db_path));
-	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"), 7);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT value FROM meta"),
+		     store_schema_version());
 	sf_assert_no_leaks();
 }
 

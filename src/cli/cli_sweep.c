@@ -1,0 +1,225 @@
+/*
+ * cli_sweep.c - `llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N]
+ * [--list]`: expand a sweep file and run its points into the database
+ * (sweep.h, sweep_run.h); under mpirun, one shard per rank, merged by
+ * rank 0 at the end (sweep_mpi.h).
+ *
+ * Exit status: 0 every point ran, was already stored, or is stored as
+ * invalid; 1 a runtime failure (some point failed or a worker died: run
+ * again to finish); 2 bad input (the sweep file, the base job, usage).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "base/arena.h"
+#include "base/mem.h"
+#include "config/cnode.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_mpi.h"
+#include "sweep/sweep_run.h"
+
+struct sweep_cli {
+	const char *file;
+	const char *db;
+	int jobs;
+	uint32_t shard, nshards;
+	int list;
+};
+
+/* A positive integer of at most max, all of text[0..len). */
+static int parse_uint(const char *t, size_t len, unsigned long max,
+		      unsigned long *out)
+{
+	char *end;
+
+	if (len == 0 || t[0] < '0' || t[0] > '9')
+		return -1;
+	errno = 0;
+	*out = strtoul(t, &end, 10);
+	return errno || (size_t)(end - t) != len || *out > max ? -1 : 0;
+}
+
+/* "I/N" with 1 <= I <= N. Errors name the option as a pseudo-file,
+ * "--shard:1:COL", like --set's. */
+static int parse_shard(const char *v, struct sweep_cli *o, struct diag *d)
+{
+	const char *slash = strchr(v, '/');
+	unsigned long i, n;
+
+	if (!slash) {
+		diag_error(d, "--shard", 1, 1, "expected I/N (shard I of N, "
+			   "1 <= I <= N), got '%s'", v);
+		return -1;
+	}
+	if (parse_uint(v, (size_t)(slash - v), 1000000, &i) != 0 || i == 0) {
+		diag_error(d, "--shard", 1, 1, "'%s': I must be a whole number "
+			   "from 1 to N", v);
+		return -1;
+	}
+	if (parse_uint(slash + 1, strlen(slash + 1), 1000000, &n) != 0 ||
+	    n == 0) {
+		diag_error(d, "--shard", 1, (int)(slash - v) + 2, "'%s': N must "
+			   "be a whole number of at least 1", v);
+		return -1;
+	}
+	if (i > n) {
+		diag_error(d, "--shard", 1, 1, "'%s': shard %lu of %lu does not "
+			   "exist: I runs from 1 to N", v, i, n);
+		return -1;
+	}
+	o->shard = (uint32_t)i;
+	o->nshards = (uint32_t)n;
+	return 0;
+}
+
+static int default_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 && n < 1024 ? (int)n : 1;
+}
+
+static int parse(int argc, char **argv, struct sweep_cli *o, struct diag *d)
+{
+	static const struct option longopts[] = {
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "shard", required_argument, NULL, 's' },
+		{ "list", no_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long j;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->jobs = default_jobs();
+	o->shard = o->nshards = 1;
+	cli_getopt_reset();
+	while ((c = cli_getopt(argc, argv, "j:", longopts, "sweep")) != -1) {
+		switch (c) {
+		case 'j':
+			if (parse_uint(optarg, strlen(optarg), 4096, &j) || !j)
+				return cli_usage_error("sweep", "-j: expected a "
+						       "number of workers from 1 "
+						       "to 4096, got '%s'", optarg);
+			o->jobs = (int)j;
+			break;
+		case 'd':
+			o->db = optarg;
+			break;
+		case 's':
+			if (parse_shard(optarg, o, d) != 0)
+				return CLI_USAGE;
+			break;
+		case 'l':
+			o->list = 1;
+			break;
+		default:
+			return CLI_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("sweep", "%s", "no sweep file given");
+	if (optind + 1 < argc)
+		return cli_usage_error("sweep", "more than one sweep file given "
+				       "('%s')", argv[optind + 1]);
+	o->file = argv[optind];
+	return CLI_OK;
+}
+
+/* --list: every point's axis values, one line each. */
+static int list_points(const struct sweep *sw, const struct sweep_cli *o,
+		       struct arena *a)
+{
+	const struct cnode **vals = arena_alloc(a, (sw->naxes + 1) *
+						sizeof(*vals));
+	uint64_t i;
+	size_t k;
+
+	if (!vals)
+		return CLI_FAIL;
+	printf("# sweep %s: %llu points, %zu ax%s\n", sw->name,
+	       (unsigned long long)sw->npoints, sw->naxes,
+	       sw->naxes == 1 ? "is" : "es");
+	printf("point");
+	for (k = 0; k < sw->naxes; k++)
+		printf("\t%s", sw->axes[k].key);
+	printf("\n");
+	for (i = o->shard - 1; i < sw->npoints; i += o->nshards) {
+		sweep_point_values(sw, i, vals);
+		printf("%llu", (unsigned long long)i);
+		for (k = 0; k < sw->naxes; k++)
+			printf("\t%s", sweep_value_text(a, vals[k]));
+		printf("\n");
+	}
+	return CLI_OK;
+}
+
+static const char *db_path(struct arena *a, const struct sweep_cli *o,
+			   const char *root)
+{
+	return o->db ? o->db : cli_default_db_in(a, root);
+}
+
+int cli_sweep(int argc, char **argv, const char *argv0)
+{
+	struct sweep_opts so;
+	struct sweep_tally t;
+	struct sweep_cli o;
+	struct sweep_mpi mpi;
+	struct sweep sw;
+	struct arena a;
+	struct diag d;
+	const char *root;
+	int rc;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	rc = parse(argc, argv, &o, &d);
+	if (rc != CLI_OK)
+		goto out;
+	if (sweep_load(&a, o.file, &job_schema, &sw, &d) != 0) {
+		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	if (sw.plan) {
+		cnode_error(&d, sw.plan_at, "'plan: true' runs the parallelism "
+			    "planner at each point, and this llmsim has no "
+			    "planner yet (it comes with issue 12); remove the "
+			    "key or set it to false");
+		rc = CLI_USAGE;
+		goto out;
+	}
+	if (o.list) {
+		rc = list_points(&sw, &o, &a);
+		goto out;
+	}
+	root = config_data_root(&a, argv0);
+	memset(&so, 0, sizeof(so));
+	so = (struct sweep_opts){ db_path(&a, &o, root ? root : "."), root,
+				  cli_version(), o.jobs, o.shard, o.nshards,
+				  isatty(STDERR_FILENO), stdout };
+	if (!root || !so.db) {
+		diag_oom(&d);
+		rc = CLI_FAIL;
+		goto out;
+	}
+	rc = sweep_mpi_begin(&mpi, &so, &a, &d);
+	if (rc != 0) {
+		rc = rc < 0 ? CLI_FAIL : CLI_USAGE;
+		goto out;
+	}
+	rc = sweep_run(&sw, &so, &t, &d);
+	rc = sweep_mpi_end(&mpi, rc, &d);
+out:
+	arena_release(&a);
+	return rc;
+}

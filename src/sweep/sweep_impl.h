@@ -1,0 +1,50 @@
+/*
+ * sweep_impl.h - what sweep_run.c (the worker pool) and sweep_exec.c
+ * (one point) share. Private to src/sweep; not a contract.
+ */
+#ifndef LLMSIM_SWEEP_SWEEP_IMPL_H
+#define LLMSIM_SWEEP_SWEEP_IMPL_H
+
+#include <stdint.h>
+
+#include "sweep.h"
+#include "sweep_run.h"
+
+struct cnode;
+struct store;
+
+struct sweep_ctx {
+	const struct sweep *sw;
+	const struct sweep_opts *o;
+	const struct cnode *base;	/* the base job, references resolved */
+	int64_t sweep_id;		/* sweeps.id in the database */
+	struct store *st;		/* this process's connection */
+};
+
+/*
+ * Run point idx: resolve, skip when stored, simulate, store. The
+ * point's hash goes to hash (its resolved config's, or for an invalid
+ * point the hash of its overrides). A failure is reported to d (stderr)
+ * with the point's number; the diagnostics of an invalid point are its
+ * stored reason, not printed.
+ */
+enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
+				   char hash[65], struct diag *d);
+
+/* Create or find the sweep's row (and its view) in c->st: c->sweep_id.
+ * 0; -1 after reporting a database failure; -2 after reporting that the
+ * database's sweep of this name has other axes (bad input). */
+int sweep_store_begin(struct sweep_ctx *c, struct diag *d);
+
+/*
+ * Print the table of the count points idx[] (their outcomes and hashes
+ * as the workers reported them; outcome SWEEP_OUTCOMES: not reached) to
+ * c->o->out: the point, each axis's value, the outcome, and the stored
+ * results (step time, throughput per GPU, MFU, memory per GPU) or the
+ * first line of the reason it did not run. 0, or -1 after reporting.
+ */
+int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
+		  const unsigned char *outcome, char (*hash)[65],
+		  uint64_t count, struct diag *d);
+
+#endif

@@ -1,0 +1,75 @@
+#!/bin/sh
+# megatron.sh - `llmsim config import-megatron`: the documented mapping is
+# the one the binary uses; a Megatron-LM command line of the job in
+# workloads/jobs/llama3-70b-h100-64.yaml imports to a job with the same
+# step time and memory; Megatron's defaults; bad and incomplete command
+# lines exit 2.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# docs/megatron.md holds exactly what --mapping prints.
+"$llmsim" config import-megatron --mapping >"$tmp/map" || bad "--mapping failed"
+sed -n '/<!-- mapping:begin -->/,/<!-- mapping:end -->/p' "$root/docs/megatron.md" |
+	sed '1d;$d' >"$tmp/doc"
+cmp -s "$tmp/map" "$tmp/doc" || bad "docs/megatron.md's mapping differs from --mapping (regenerate it)"
+
+# NVIDIA's Llama 3 70B layout (the preset job): the same model, layout and
+# settings as Megatron arguments must simulate to the same step and peak.
+args="--num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672
+ --num-attention-heads 64 --group-query-attention --num-query-groups 8
+ --seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 1
+ --global-batch-size 128 --tensor-model-parallel-size 4
+ --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 4
+ --sequence-parallel --tp-comm-overlap --swiglu --normalization RMSNorm
+ --position-embedding-type rope --untie-embeddings-and-output-weights
+ --padded-vocab-size 128256 --fp8-format hybrid --use-distributed-optimizer
+ --lr 3e-4 --data-path /data/tokens --some-future-flag"
+"$llmsim" config import-megatron "$args" --gpus 64 >"$tmp/job.yaml" 2>"$tmp/err" ||
+	bad "import: $(cat "$tmp/err")"
+grep -q '^# Ignored (no effect on a step.s time): --lr --data-path$' "$tmp/job.yaml" ||
+	bad "ignored arguments not listed: $(grep Ignored "$tmp/job.yaml")"
+grep -q '^# Unknown to llmsim, ignored: --some-future-flag$' "$tmp/job.yaml" ||
+	bad "unknown argument not listed"
+# 80 layers / (pp 4 x 4 layers per virtual stage) = vpp 5, as the preset.
+grep -q '^  vpp: 5$' "$tmp/job.yaml" || bad "vpp not derived: $(grep vpp "$tmp/job.yaml")"
+key() { grep -E "\"($1)\"" "$2" | head -1; }
+"$llmsim" run "$tmp/job.yaml" --json --no-store >"$tmp/a.json" 2>&1 || bad "run imported job"
+"$llmsim" run "$root/workloads/jobs/llama3-70b-h100-64.yaml" --json --no-store \
+	>"$tmp/b.json" 2>&1 || bad "run preset job"
+for k in step_time_s peak_bytes_per_gpu tokens_per_s; do
+	[ "$(key $k "$tmp/a.json")" = "$(key $k "$tmp/b.json")" ] ||
+		bad "$k: imported $(key $k "$tmp/a.json") vs preset $(key $k "$tmp/b.json")"
+done
+
+# Words after --, Megatron's defaults: GeLU, LayerNorm, tied embeddings,
+# fp32, ffn 4 x hidden (4 x 1024 = 4096), and tp x pp GPUs (2 x 4 = 8:
+# one node of mi300x-roce).
+"$llmsim" config import-megatron --system mi300x-roce -- --num-layers 8 \
+	--hidden-size 1024 --num-attention-heads 16 --seq-length 2048 \
+	--max-position-embeddings 2048 --padded-vocab-size 32000 \
+	--micro-batch-size 1 --global-batch-size 8 \
+	--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \
+	>"$tmp/small.yaml" 2>"$tmp/err" || bad "import with --: $(cat "$tmp/err")"
+for want in "hidden_act: gelu" "norm: layernorm" "tie_word_embeddings: true" \
+	"dtype: fp32" "intermediate_size: 4096" "system: {preset: mi300x-roce, nodes: 1}"; do
+	grep -q "$want" "$tmp/small.yaml" || bad "defaults: no '$want'"
+done
+"$llmsim" run "$tmp/small.yaml" --no-store >/dev/null 2>&1 || bad "the small import does not run"
+
+# Incomplete (no --hidden-size) and bad values: exit 2 with a message.
+"$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \
+	>"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "hidden_size" "$tmp/err" && [ ! -s "$tmp/out" ] ||
+	bad "incomplete import: $(head -3 "$tmp/err")"
+"$llmsim" config import-megatron "--num-layers eighty" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "num-layers: expected a whole number" "$tmp/err" ||
+	bad "bad value: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "--normalization FancyNorm --num-layers 2" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "does not know the value 'FancyNorm'" "$tmp/err" ||
+	bad "bad choice: $(cat "$tmp/err")"
+exit $fail

@@ -1,0 +1,84 @@
+#!/bin/sh
+# run-cli.sh - `llmsim run` as a user and a CI gate see it: a job that
+# does not fit leads its summary with DOES NOT FIT and, with
+# --require-fit, exits 5 (0 without); the --json object carries
+# schema_version, llmsim_version and config_hash, the forward/backward
+# split that sums to compute_s, exposed communication by dimension that
+# sums to exposed_comm_s, and one memory entry per pipeline stage; a job
+# can come on standard input.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+llmsim=${LLMSIM:-build/llmsim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+job=$root/workloads/jobs/default.yaml
+
+# Llama 3 8B with micro batch 16 of 8,192 tokens on H100: activations
+# far past 80 GB.
+big="--set training.micro_batch_size=16 --set training.global_batch_size=256"
+"$llmsim" run "$job" --no-store $big >"$tmp/out" 2>&1
+[ $? = 0 ] || bad "a job that does not fit should still exit 0 without --require-fit"
+head -1 "$tmp/out" | grep -q '^DOES NOT FIT: peak memory' || bad "summary does not lead with DOES NOT FIT: $(head -1 "$tmp/out")"
+"$llmsim" run "$job" --no-store $big --require-fit >/dev/null 2>"$tmp/err"
+[ $? = 5 ] || bad "--require-fit on a job that does not fit: exit $?, expected 5"
+grep -q -- "--require-fit: the job does not fit" "$tmp/err" || bad "no --require-fit message"
+"$llmsim" run "$job" --no-store --require-fit >/dev/null 2>&1 || bad "--require-fit on a job that fits: exit $?"
+
+# The JSON: 4 pipeline stages for the 70B preset; sums checked with awk
+# (to 1 ns: the parts are sums of integer-ns segments).
+"$llmsim" run "$root/workloads/jobs/llama3-70b-h100-64.yaml" --json --no-store \
+	>"$tmp/j" 2>/dev/null || bad "run --json"
+num() { grep -m1 "\"$1\"" "$tmp/j" | sed 's/.*:[[:space:]]*//; s/,$//'; }
+[ "$(num schema_version)" = 2 ] || bad "schema_version $(num schema_version)"
+num config_hash | grep -Eq '^"[0-9a-f]{64}"$' || bad "config_hash $(num config_hash)"
+num llmsim_version | grep -q '^"0\.' || bad "llmsim_version $(num llmsim_version)"
+awk -v f="$(num forward_s)" -v b="$(num backward_s)" -v c="$(num compute_s)" \
+	'BEGIN { exit !(f > 0 && b > f && (f + b - c) ^ 2 < 1e-18) }' ||
+	bad "forward $(num forward_s) + backward $(num backward_s) != compute $(num compute_s)"
+# (other_s also names a breakdown part: take the one of the block)
+dim_other=$(sed -n '/"exposed_comm_by_dim"/,/}/p' "$tmp/j" | grep '"other_s"' |
+	sed 's/.*:[[:space:]]*//; s/,$//')
+awk -v a="$(num tp_s)" -v b="$(num cp_s)" -v c="$(num ep_s)" -v d="$(num pp_s)" \
+	-v e="$(num dp_s)" -v o="$dim_other" -v x="$(num exposed_comm_s)" \
+	'BEGIN { exit !((a + b + c + d + e + o - x) ^ 2 < 1e-18) }' ||
+	bad "exposed by dimension does not sum to exposed_comm_s"
+n=$(grep -c '"pipeline_rank"' "$tmp/j")
+# memory.pipeline_rank once, and once per stage: 1 + pp 4
+[ "$n" = 5 ] || bad "expected 4 pipeline stages in memory.stages, got $((n - 1))"
+grep -q '"exposed_comm_by_dim"' "$tmp/j" && grep -q '"phases"' "$tmp/j" ||
+	bad "phases or exposed_comm_by_dim missing"
+
+# Standard input, with its place in messages.
+"$llmsim" run - --no-store <"$job" >/dev/null 2>&1 || bad "run - (a job on stdin)"
+printf 'model: llama3-8b\nsystem: dgx-h100\n' | "$llmsim" run - --no-store \
+	>/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q '^<stdin>:' "$tmp/err" || bad "bad job on stdin: $(cat "$tmp/err")"
+# Dtype spellings both ways.
+"$llmsim" run "$job" --no-store --json --set training.dtype=bfloat16 | grep -v llmsim_version >"$tmp/a"
+"$llmsim" run "$job" --no-store --json --set training.dtype=bf16 | grep -v llmsim_version >"$tmp/b"
+cmp -s "$tmp/a" "$tmp/b" || bad "training.dtype bfloat16 and bf16 differ"
+
+# getopt_long on every command: --opt=value, unambiguous prefixes, options
+# after operands, unknown options and stray operands are usage errors.
+"$llmsim" run --no-sto "$job" --json=x >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "json" "$tmp/err" || bad "run --json=x: $(cat "$tmp/err")"
+"$llmsim" run "$job" --no-sto >/dev/null 2>&1 || bad "run JOB --no-sto (prefix)"
+for cmd in measure validate calibrate; do
+	"$llmsim" $cmd --bogus >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "unknown option '--bogus'" "$tmp/err" ||
+		bad "$cmd --bogus: $(cat "$tmp/err")"
+done
+"$llmsim" validate --kind=kernel --qui --no-sto >/dev/null 2>&1 ||
+	bad "validate --kind=kernel --qui --no-sto"
+"$llmsim" validate stray >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "unexpected argument 'stray'" "$tmp/err" ||
+	bad "validate stray: $(cat "$tmp/err")"
+"$llmsim" collective --m 4 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "ambiguous option '--m'" "$tmp/err" ||
+	bad "collective --m: $(cat "$tmp/err")"
+"$llmsim" measure --backend= --op allreduce >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "'--backend' needs a value" "$tmp/err" ||
+	bad "measure --backend=: $(cat "$tmp/err")"
+exit $fail

@@ -1,0 +1,56 @@
+#!/bin/sh
+# store-views.sh - every view docs/results-store.md documents returns
+# exactly its documented columns, in the documented order, on a new
+# database (the contract dashboards read by). Also runs each view once
+# on a database with a run, a sweep and a collective in it.
+#
+# Environment: LLMSIM (the binary; default build/llmsim).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+llmsim=${LLMSIM:-build/llmsim}
+case $llmsim in /*) ;; *) llmsim=$PWD/$llmsim ;; esac
+doc=$root/docs/results-store.md
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+
+# The backquoted names in the first cell of each table row under
+# "### `VIEW`", up to the next heading.
+documented() {
+	awk -v v="$1" '
+	/^#/ { on = (index($0, "### `" v "`") == 1); next }
+	on && /^\| `/ {
+		split($0, cell, "|"); c = cell[2]
+		while (match(c, /`[^`]*`/)) {
+			printf "%s%s", n++ ? "," : "", substr(c, RSTART + 1, RLENGTH - 2)
+			c = substr(c, RSTART + RLENGTH)
+		}
+	}
+	END { print "" }' "$doc"
+}
+
+cat >"$tmp/s.yaml" <<EOS
+name: views
+base: $root/workloads/jobs/llama2-7b-mi300x.yaml
+grid:
+  parallelism.tp: [3, 8]
+EOS
+"$llmsim" run "$root/workloads/jobs/llama2-7b-mi300x.yaml" --db "$tmp/r.db" >/dev/null 2>&1 &&
+"$llmsim" sweep "$tmp/s.yaml" --db "$tmp/r.db" >/dev/null 2>&1 &&
+"$llmsim" collective --system mi300x-roce --op allreduce -g 8 -b 1M -e 1M \
+	--db "$tmp/r.db" >/dev/null 2>&1 || { echo "FAIL: could not fill a database"; exit 1; }
+
+for view in v_runs v_sweep_points v_step_breakdown v_collectives; do
+	want=$(documented $view)
+	got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info('$view')")
+	[ -n "$want" ] || { echo "FAIL: $view is not documented in $doc"; fail=1; continue; }
+	[ "$got" = "$want" ] || { echo "FAIL: $view columns"; echo "  documented: $want"; echo "  database:   $got"; fail=1; }
+	n=$(sqlite3 "$tmp/r.db" "SELECT count(*) FROM $view")
+	[ "${n:-0}" -ge 1 ] || { echo "FAIL: $view is empty on a filled database"; fail=1; }
+done
+# The documented run columns are those of each sweep's view after its
+# axis columns: v_sweep_views = idx, status, reason, parallelism_tp, v_runs...
+want="idx,status,reason,parallelism_tp,$(documented v_runs)"
+got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info('v_sweep_views')")
+[ "$got" = "$want" ] || { echo "FAIL: v_sweep_views columns: $got"; fail=1; }
+exit $fail

@@ -1,0 +1,245 @@
+#!/bin/sh
+# sweep.sh - `llmsim sweep` and `llmsim db` end to end:
+#   - expansion counted by hand (tests/sweeps/count.yaml, --list)
+#   - bad sweep files and options: exit 2 with file:line:col
+#   - invalid points stored with their reason; the summary's axis columns
+#   - kill -9 mid-sweep: nothing finished is lost, the database is
+#     consistent, a re-run completes the rest without duplicates
+#   - shards + db merge equal the single run; merging again adds nothing
+#   - concurrent writers (several sweeps and runs on one database)
+#   - db views / db export (csv, json) and an unknown view
+#   - mpirun -n 2 on localhost equals the single run (when MPI is built)
+# Quiet on success; one line per failure.
+#
+# Environment: LLMSIM (the binary; default build/llmsim).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+llmsim=${LLMSIM:-build/llmsim}
+case $llmsim in /*) ;; *) llmsim=$PWD/$llmsim ;; esac
+cd "$root" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+q() { sqlite3 -cmd '.timeout 10000' "$@"; }
+
+# ---- expansion ----------------------------------------------------------
+# count.yaml: 2 cases x 3 nodes x 2 zip positions = 12 points, cases
+# outermost, zip fastest (see the file).
+"$llmsim" sweep tests/sweeps/count.yaml --list >"$tmp/list" 2>"$tmp/err" ||
+	bad "count.yaml --list: $(cat "$tmp/err")"
+n=$(grep -vc '^#\|^point' "$tmp/list")
+[ "$n" = 12 ] || bad "count.yaml: $n points, expected 12"
+# Axes in dimension order: the cases' keys, then grid, then zip.
+head -2 "$tmp/list" | tail -1 | grep -q "^point	system.scale_out	training.seq_len	system.nodes	parallelism.tp	training.micro_batch_size$" ||
+	bad "count.yaml: axis columns: $(sed -n 2p "$tmp/list")"
+# Point 0: case 0, nodes 1, zip 0 (tp 2, mbs 1); the case leaves seq_len.
+grep -q "^0	roce-400g	-	1	2	1$" "$tmp/list" || bad "count.yaml: point 0"
+# Point 7 = case 1 (7 / 6), nodes index (7 / 2) % 3 = 0 -> 1, zip 7 % 2 = 1.
+grep -q "^7	roce-800g	2048	1	4	2$" "$tmp/list" || bad "count.yaml: point 7"
+# Point 11: case 1, nodes 4, zip 1.
+grep -q "^11	roce-800g	2048	4	4	2$" "$tmp/list" || bad "count.yaml: point 11"
+# Shard 2 of 5 lists points 1, 6, 11.
+"$llmsim" sweep tests/sweeps/count.yaml --list --shard 2/5 >"$tmp/list" 2>&1
+[ "$(grep -v '^#\|^point' "$tmp/list" | cut -f1 | tr '\n' ' ')" = "1 6 11 " ] ||
+	bad "shard 2/5 lists $(grep -v '^#\|^point' "$tmp/list" | cut -f1 | tr '\n' ' ')"
+
+# The shipped examples expand (their comments count the points).
+for ex in gpu-generations:7 llama3-70b-nic-fabric:40 moe-scale-up-fabric:12; do
+	f=workloads/sweeps/${ex%%:*}.yaml
+	"$llmsim" sweep "$f" --list >"$tmp/ex" 2>&1 || bad "$f: $(cat "$tmp/ex")"
+	head -1 "$tmp/ex" | grep -q ": ${ex##*:} points," || bad "$f: $(head -1 "$tmp/ex")"
+done
+
+# ---- bad input: exit 2 with file:line:col ------------------------------
+expect2() {	# expect2 "stderr text" ARGS...
+	want=$1
+	shift
+	"$llmsim" sweep "$@" --db "$tmp/never.db" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" = 2 ] || bad "sweep $*: exit $rc, expected 2"
+	grep -qF -- "$want" "$tmp/err" || bad "sweep $*: stderr lacks '$want': $(cat "$tmp/err")"
+	[ -s "$tmp/out" ] && bad "sweep $*: printed on stdout"
+	[ -e "$tmp/never.db" ] && bad "sweep $*: created a database"
+}
+s=tests/sweeps
+expect2 "$s/bad-unknown-key.yaml:4:10: error: 'system.nodez': the job has no key 'system.nodez', did you mean 'nodes'?" $s/bad-unknown-key.yaml
+expect2 "$s/bad-zip-unequal.yaml:4:19: error: 'parallelism.pp': zip lists must have equal lengths: 2 values here, 3 in 'parallelism.tp' (line 3)" $s/bad-zip-unequal.yaml
+expect2 "$s/bad-empty-grid.yaml:2:7: error: 'grid': empty" $s/bad-empty-grid.yaml
+expect2 "$s/bad-empty-list.yaml:3:17: error: 'system.nodes': an empty list" $s/bad-empty-list.yaml
+expect2 "$s/bad-not-a-list.yaml:3:17: error: 'system.nodes': expected a list of values" $s/bad-not-a-list.yaml
+expect2 "$s/bad-twice.yaml:3:3: error: 'parallelism.tp' is swept twice" $s/bad-twice.yaml
+expect2 "$s/bad-plan.yaml:2:7: error: 'plan: true' runs the parallelism planner" $s/bad-plan.yaml
+expect2 "$s/bad-top-key.yaml:2:1: error: 'grids': unknown key in a sweep, did you mean 'grid'?" $s/bad-top-key.yaml
+expect2 "$s/bad-no-base.yaml:1:1: error: a sweep needs 'base:'" $s/bad-no-base.yaml
+expect2 "$s/bad-below-value.yaml:3:10: error: 'system.nodes.count': 'system.nodes' is a single value" $s/bad-below-value.yaml
+expect2 "$s/bad-nothing.yaml:1:1: error: nothing to sweep" $s/bad-nothing.yaml
+expect2 "--shard:1:1: error: '3/2': shard 3 of 2 does not exist" $s/count.yaml --shard 3/2
+expect2 "--shard:1:1: error: '0/2': I must be a whole number" $s/count.yaml --shard 0/2
+expect2 "--shard:1:3: error: '1/x': N must be" $s/count.yaml --shard 1/x
+expect2 "-j: expected a number of workers" $s/count.yaml -j 0
+expect2 "no sweep file given" --db "$tmp/x.db"
+
+# ---- a small sweep: invalid points, the table, the views ---------------
+cat >"$tmp/small.yaml" <<EOF
+name: small
+base: $root/workloads/jobs/llama2-7b-mi300x.yaml
+grid:
+  parallelism.tp: [2, 3, 8]
+  training.seq_len: [1024, 2048]
+EOF
+"$llmsim" sweep "$tmp/small.yaml" -j 2 --db "$tmp/s.db" >"$tmp/out" 2>"$tmp/err" ||
+	bad "small sweep: exit $?: $(cat "$tmp/err")"
+# tp 3 does not divide 8 GPUs (heads 32 are not divisible by 3 either):
+# 2 of the 6 points are invalid, stored with the reason.
+grep -q "6 points in .*: 4 ran, 2 invalid, 0 failed, 0 resumed" "$tmp/err" ||
+	bad "small sweep totals: $(cat "$tmp/err")"
+head -1 "$tmp/out" | grep -q "^point  parallelism.tp  training.seq_len  outcome" ||
+	bad "summary header: $(head -1 "$tmp/out")"
+n=$(q "$tmp/s.db" "SELECT count(*) FROM v_sweep_small WHERE status = 'invalid' AND reason LIKE '%error:%tp%' AND parallelism_tp = 3")
+[ "$n" = 2 ] || bad "v_sweep_small: $n invalid tp=3 rows with a reason, expected 2"
+n=$(q "$tmp/s.db" "SELECT count(*) FROM v_sweep_small WHERE status = 'ok' AND step_time_s > 0 AND tp = parallelism_tp AND seq_len = training_seq_len")
+[ "$n" = 4 ] || bad "v_sweep_small: $n ok rows whose axes match the run, expected 4"
+"$llmsim" db export --view v_sweep_small --db "$tmp/s.db" >"$tmp/csv" ||
+	bad "db export csv"
+# Records, not lines: a reason spans lines inside its quotes (RFC 4180).
+# (sqlite3's .import reads RFC 4180: the header names the columns.)
+n=$(sqlite3 :memory: ".import --csv $tmp/csv t" "SELECT count(*) FROM t")
+[ "$n" = 6 ] || bad "export csv: $n records, expected 6 under the header"
+head -1 "$tmp/csv" | grep -q '^idx,status,reason,parallelism_tp,training_seq_len,run_id,' ||
+	bad "export csv header: $(head -1 "$tmp/csv")"
+"$llmsim" db export --view v_runs --format json --db "$tmp/s.db" -o "$tmp/json" ||
+	bad "db export json"
+n=$(sqlite3 :memory: "SELECT count(*) FROM json_each(readfile('$tmp/json')) WHERE json_extract(value, '$.model') = 'llama2-7b'")
+[ "$n" = 4 ] || bad "export json: $n v_runs objects of llama2-7b, expected 4"
+"$llmsim" db export --view v_nope --db "$tmp/s.db" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "no view 'v_nope'" "$tmp/err" || bad "unknown view: $(cat "$tmp/err")"
+"$llmsim" db views --db "$tmp/s.db" | grep -q '^v_sweep_small: one row per point of sweep small' ||
+	bad "db views lists no v_sweep_small"
+# Every view the schema creates has its one-line description.
+"$llmsim" db views --db "$tmp/s.db" | grep '(not documented)' &&
+	bad "db views: a view without a description"
+# Re-running resumes everything that ran, retries the invalid points, and
+# stores nothing twice.
+"$llmsim" sweep "$tmp/small.yaml" -j 2 --db "$tmp/s.db" >/dev/null 2>"$tmp/err"
+grep -q ": 0 ran, 2 invalid, 0 failed, 4 resumed" "$tmp/err" || bad "re-run: $(cat "$tmp/err")"
+[ "$(q "$tmp/s.db" "SELECT count(*) FROM sweep_points")" = 6 ] || bad "re-run duplicated points"
+[ "$(q "$tmp/s.db" "SELECT count(*) FROM runs")" = 4 ] || bad "re-run duplicated runs"
+# Same name, other axes: refused (bad input).
+sed 's/training.seq_len/training.micro_batch_size/; s/\[1024, 2048\]/[1, 2]/' \
+	"$tmp/small.yaml" >"$tmp/other.yaml"
+"$llmsim" sweep "$tmp/other.yaml" --db "$tmp/s.db" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "already has a sweep 'small' over other axes" "$tmp/err" ||
+	bad "other axes under the same name: $(cat "$tmp/err")"
+
+# ---- kill -9 mid-sweep, then resume -----------------------------------
+cat >"$tmp/long.yaml" <<EOF
+name: long
+base: $root/workloads/jobs/llama2-7b-mi300x.yaml
+grid:
+  training.seq_len: [512, 1024, 1536, 2048, 2560, 3072, 3584, 4096]
+  training.global_batch_size: [64, 128, 192, 256, 320]
+  parallelism.tp: [1, 2, 4, 8]
+EOF
+"$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/k.db" >/dev/null 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 600 ]; do	# up to 60 s for the first 5 points
+	n=$(q "$tmp/k.db" "SELECT count(*) FROM sweep_points" 2>/dev/null || echo 0)
+	[ "${n:-0}" -ge 5 ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+workers=$(ps -o pid= --ppid $pid 2>/dev/null)
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+sleep 0.5
+for w in $workers; do	# gone, or a zombie waiting for init to reap it
+	case $(ps -o stat= -p "$w" 2>/dev/null) in
+	''|Z*) ;;
+	*) bad "worker $w outlived kill -9 of the sweep"; kill -9 "$w" ;;
+	esac
+done
+[ "$(q "$tmp/k.db" "PRAGMA integrity_check")" = ok ] || bad "integrity_check after kill -9"
+k=$(q "$tmp/k.db" "SELECT count(*) FROM sweep_points")
+[ "$k" -ge 5 ] && [ "$k" -lt 160 ] || bad "kill -9: $k of 160 points stored (expected some, not all)"
+# Every stored point is whole: an ok point has its run and step row.
+[ "$(q "$tmp/k.db" "SELECT count(*) FROM sweep_points p LEFT JOIN step_results s ON s.run_id = p.run_id WHERE p.status = 'ok' AND s.run_id IS NULL")" = 0 ] ||
+	bad "kill -9 left a point without its step"
+[ "$(q "$tmp/k.db" "SELECT count(*) FROM runs WHERE id NOT IN (SELECT run_id FROM sweep_points WHERE run_id IS NOT NULL)")" = 0 ] ||
+	bad "kill -9 left a run without its point"
+"$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/k.db" >/dev/null 2>"$tmp/err" ||
+	bad "resume after kill -9: $(cat "$tmp/err")"
+resumed=$(sed -n 's/.* \([0-9]*\) resumed.*/\1/p' "$tmp/err")
+[ "$resumed" -ge 1 ] || bad "resume skipped nothing: $(cat "$tmp/err")"
+[ "$(q "$tmp/k.db" "SELECT count(*) FROM sweep_points")" = 160 ] ||
+	bad "after resume: $(q "$tmp/k.db" "SELECT count(*) FROM sweep_points") of 160 points"
+[ "$(q "$tmp/k.db" "SELECT count(*) FROM runs")" = "$(q "$tmp/k.db" "SELECT count(*) FROM sweep_points WHERE status = 'ok'")" ] ||
+	bad "after resume: runs and ok points differ (duplicates?)"
+
+# ---- shards + merge = one run ------------------------------------------
+# What must agree: every point's index, status, reason, axes, config hash
+# and results (not run ids or times).
+cols="idx, status, reason, axes_json, point_hash, config_hash, step_time_s, tokens_per_s, mfu, peak_bytes_per_gpu, fits, compute_s, exposed_comm_s, bubble_s"
+dump() { q "$1" "SELECT $cols FROM v_sweep_points WHERE sweep = '$2' ORDER BY idx"; }
+"$llmsim" sweep tests/sweeps/count.yaml -j 2 --db "$tmp/one.db" >/dev/null 2>&1 ||
+	bad "count.yaml single run"
+for i in 1 2 3; do
+	"$llmsim" sweep tests/sweeps/count.yaml -j 1 --shard $i/3 \
+		--db "$tmp/shard$i.db" >/dev/null 2>&1 || bad "shard $i/3"
+done
+"$llmsim" db merge "$tmp/merged.db" "$tmp/shard1.db" "$tmp/shard2.db" \
+	"$tmp/shard3.db" 2>"$tmp/err" || bad "db merge: $(cat "$tmp/err")"
+dump "$tmp/one.db" count >"$tmp/a"
+dump "$tmp/merged.db" count >"$tmp/b"
+[ "$(wc -l <"$tmp/a")" = 12 ] || bad "single run has $(wc -l <"$tmp/a") points"
+cmp -s "$tmp/a" "$tmp/b" || bad "3 shards merged differ from the single run"
+"$llmsim" db merge "$tmp/merged.db" "$tmp/shard2.db" 2>"$tmp/err" || bad "merging again"
+grep -q "0 runs added" "$tmp/err" || bad "merging a shard again added runs: $(cat "$tmp/err")"
+[ "$(q "$tmp/merged.db" "SELECT count(*) FROM runs")" = "$(q "$tmp/one.db" "SELECT count(*) FROM runs")" ] ||
+	bad "merged database has another number of runs than the single one"
+q "$tmp/merged.db" "SELECT count(*) FROM v_sweep_count" >/dev/null 2>&1 ||
+	bad "merge did not create v_sweep_count"
+
+# ---- concurrent writers -------------------------------------------------
+# Three sweeps (2 workers each) and two runs write one database at once:
+# every row arrives, nothing is locked out.
+for name in c1 c2 c3; do
+	sed "s/^name: count/name: $name/" tests/sweeps/count.yaml >"$tmp/$name.yaml"
+	sed -i "s|\.\./\.\./workloads|$root/workloads|" "$tmp/$name.yaml"
+done
+pids=
+for name in c1 c2 c3; do
+	"$llmsim" sweep "$tmp/$name.yaml" -j 2 --db "$tmp/c.db" >/dev/null 2>"$tmp/$name.err" &
+	pids="$pids $!"
+done
+for j in default llama2-7b-mi300x; do
+	"$llmsim" run "workloads/jobs/$j.yaml" --db "$tmp/c.db" >/dev/null 2>"$tmp/$j.err" &
+	pids="$pids $!"
+done
+for p in $pids; do wait $p || bad "a concurrent writer failed: $(cat "$tmp"/*.err)"; done
+[ "$(q "$tmp/c.db" "SELECT count(*) FROM sweep_points")" = 36 ] ||
+	bad "concurrent sweeps stored $(q "$tmp/c.db" "SELECT count(*) FROM sweep_points") of 36 points"
+# 3 sweeps x 12 points, all ok, plus 2 runs.
+[ "$(q "$tmp/c.db" "SELECT count(*) FROM runs")" = 38 ] ||
+	bad "concurrent writers: $(q "$tmp/c.db" "SELECT count(*) FROM runs") runs, expected 38"
+[ "$(q "$tmp/c.db" "PRAGMA integrity_check")" = ok ] || bad "integrity_check after concurrent writers"
+
+# ---- MPI ------------------------------------------------------------------
+if command -v mpirun >/dev/null 2>&1 && ldd "$llmsim" 2>/dev/null | grep -q libmpi; then
+	# Open MPI refuses root unless told; ASan builds: MPI_Init's own
+	# allocations are not ours to judge.
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0 \
+		timeout 300 mpirun --oversubscribe -n 2 "$llmsim" sweep \
+		tests/sweeps/count.yaml -j 1 --db "$tmp/mpi.db" >"$tmp/mpi.out" 2>&1 ||
+		bad "mpirun -n 2 sweep: $(tail -5 "$tmp/mpi.out")"
+	dump "$tmp/mpi.db" count >"$tmp/m"
+	cmp -s "$tmp/a" "$tmp/m" || bad "the 2-rank MPI sweep differs from the single run"
+	ls "$tmp"/mpi.db.rank-* >/dev/null 2>&1 && bad "rank databases left behind after the merge"
+	grep -q "merged 2 ranks into" "$tmp/mpi.out" || bad "no merge message from rank 0"
+else
+	echo "sweep.sh: ***** SKIPPED the MPI sweep: no mpirun, or llmsim built without MPI (install openmpi-bin libopenmpi-dev: scripts/install-deps.sh) *****" >&2
+fi
+
+exit $fail

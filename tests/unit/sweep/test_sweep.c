@@ -1,0 +1,190 @@
+/*
+ * test_sweep.c - sweep files: the points a file expands to, counted by
+ * hand; the overrides of a point; its axis values as JSON; the errors a
+ * bad file gets, at file:line:col.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../config/config_testutil.h"
+#include "config/cnode.h"
+#include "config/spec_job.h"
+#include "sweep/sweep.h"
+
+TestSuite(sweep);
+
+/* Write text to a temporary file; its path in path (64 bytes). */
+static void write_tmp(char *path, const char *text)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, 64, "/tmp/llmsim-sweep-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+static int load(struct arena *a, const char *text, struct sweep *sw,
+		struct capture *c)
+{
+	char path[64];
+	int rc;
+
+	write_tmp(path, text);
+	rc = sweep_load(a, path, &job_schema, sw, &c->d);
+	unlink(path);
+	return rc;
+}
+
+Test(sweep, expansion_counted_by_hand)
+{
+	/* cases (2) x grid a (3) x grid b (2) x zip (2 lists of 2) = 24
+	 * points. Dimensions: cases, system.nodes, training.seq_len, the
+	 * zip group; the last varies fastest. */
+	static const char text[] =
+		"base: default\n"
+		"cases:\n"
+		"  - {system.scale_out: roce-400g}\n"
+		"  - {system.scale_out: roce-800g}\n"
+		"grid:\n"
+		"  system.nodes: [1, 2, 4]\n"
+		"  training.seq_len: [1024, 2048]\n"
+		"zip:\n"
+		"  parallelism.tp: [2, 4]\n"
+		"  training.micro_batch_size: [1, 2]\n";
+	struct arena a;
+	struct capture c;
+	struct sweep sw;
+	const struct cnode *v[8];
+
+	arena_init(&a);
+	capture_begin(&c);
+	cr_assert_eq(load(&a, text, &sw, &c), 0, "%s", capture_text(&c));
+	cr_assert_eq(sw.npoints, 24);
+	cr_assert_eq(sw.ndims, 4);
+	cr_assert_eq(sw.naxes, 5);
+	cr_assert_str_eq(sw.axes[0].key, "system.scale_out");
+	cr_assert_str_eq(sw.axes[1].key, "system.nodes");
+	cr_assert_str_eq(sw.axes[4].column, "training_micro_batch_size");
+	/* Point 13 = 13 in radix (2, 3, 2, 2): zip 13 % 2 = 1, seq_len
+	 * (13 / 2) % 2 = 0, nodes (13 / 4) % 3 = 0, case 13 / 12 = 1. */
+	sweep_point_values(&sw, 13, v);
+	cr_assert_str_eq(v[0]->text, "roce-800g");
+	cr_assert_str_eq(v[1]->text, "1");
+	cr_assert_str_eq(v[2]->text, "1024");
+	cr_assert_str_eq(v[3]->text, "4");
+	cr_assert_str_eq(v[4]->text, "2");
+	/* Point 23, the last: every dimension at its last position. */
+	sweep_point_values(&sw, 23, v);
+	cr_assert_str_eq(v[1]->text, "4");
+	cr_assert_str_eq(v[2]->text, "2048");
+	capture_end(&c);
+	arena_release(&a);
+}
+
+Test(sweep, overrides_apply_shallow_keys_first)
+{
+	/* A case sets system (a whole preset) and the grid system.nodes:
+	 * system must come first or it would undo the nodes. */
+	static const char text[] =
+		"base: default\n"
+		"set:\n"
+		"  training.seq_len: 4096\n"
+		"grid:\n"
+		"  system.nodes: [2]\n"
+		"cases:\n"
+		"  - {system: dgx-h200}\n";
+	struct arena a;
+	struct capture c;
+	struct sweep sw;
+	struct cnode **t;
+	size_t n;
+
+	arena_init(&a);
+	capture_begin(&c);
+	cr_assert_eq(load(&a, text, &sw, &c), 0, "%s", capture_text(&c));
+	cr_assert_eq(sweep_point_overrides(&a, &sw, 0, &t, &n, &c.d), 0);
+	/* depth 0: system; depth 1: training.seq_len (set), system.nodes */
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(t[0]->pairs[0].key->text, "system");
+	cr_assert_eq(t[0]->pairs[0].value->kind, CNODE_SCALAR);
+	cr_assert_str_eq(t[1]->pairs[0].key->text, "training");
+	cr_assert_str_eq(t[2]->pairs[0].key->text, "system");
+	cr_assert_str_eq(t[2]->pairs[0].value->pairs[0].key->text, "nodes");
+	capture_end(&c);
+	arena_release(&a);
+}
+
+Test(sweep, axis_values_as_json)
+{
+	static const char text[] =
+		"base: default\n"
+		"cases:\n"
+		"  - {system.nodes: 2, system.scale_out: roce-400g}\n"
+		"  - {system.gpu.hbm.capacity: 141 GB}\n";
+	struct arena a;
+	struct capture c;
+	struct sweep sw;
+	cJSON *j;
+	char *s;
+
+	arena_init(&a);
+	capture_begin(&c);
+	cr_assert_eq(load(&a, text, &sw, &c), 0, "%s", capture_text(&c));
+	/* Numbers as numbers, names and quantities as text; an axis a case
+	 * leaves out is absent. */
+	j = sweep_point_json(&sw, 0);
+	s = cJSON_PrintUnformatted(j);
+	cr_assert_str_eq(s, "{\"system.nodes\":2,"
+			 "\"system.scale_out\":\"roce-400g\"}");
+	cJSON_free(s);
+	cJSON_Delete(j);
+	j = sweep_point_json(&sw, 1);
+	s = cJSON_PrintUnformatted(j);
+	cr_assert_str_eq(s, "{\"system.gpu.hbm.capacity\":\"141 GB\"}");
+	cJSON_free(s);
+	cJSON_Delete(j);
+	capture_end(&c);
+	arena_release(&a);
+	assert_no_leaks();
+}
+
+/* The error a file gets, after "FILE:". */
+static void expect_error(const char *text, const char *want)
+{
+	struct arena a;
+	struct capture c;
+	struct sweep sw;
+
+	arena_init(&a);
+	capture_begin(&c);
+	cr_assert_neq(load(&a, text, &sw, &c), 0);
+	cr_assert(strstr(capture_text(&c), want), "got: %s", capture_text(&c));
+	capture_end(&c);
+	arena_release(&a);
+}
+
+Test(sweep, errors_at_their_place)
+{
+	/* Line 3, column 10: the segment "nodez" of "system.nodez" (which
+	 * starts at column 3). */
+	expect_error("base: default\ngrid:\n  system.nodez: [1]\n",
+		     ":3:10: error: 'system.nodez': the job has no key "
+		     "'system.nodez', did you mean 'nodes'?");
+	/* The second list (line 4), its '[' at column 19. */
+	expect_error("base: default\nzip:\n  parallelism.tp: [1, 2]\n"
+		     "  parallelism.pp: [1]\n",
+		     ":4:19: error: 'parallelism.pp': zip lists must have equal "
+		     "lengths: 1 values here, 2 in 'parallelism.tp' (line 3)");
+	expect_error("base: default\ngrid: {}\n", ":2:7: error: 'grid': empty");
+	expect_error("base: default\ngrid:\n  system.nodes: []\n",
+		     ":3:17: error: 'system.nodes': an empty list");
+	expect_error("grid:\n  system.nodes: [1]\n",
+		     ":1:1: error: a sweep needs 'base:'");
+	expect_error("base: default\n", ":1:1: error: nothing to sweep");
+}
