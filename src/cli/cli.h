@@ -30,6 +30,7 @@ struct schema;
 struct store_coll_row;
 struct store_meas_info;
 struct store_meas_row;
+struct store_plan_row;
 struct store_step;
 struct store_valid_row;
 
@@ -126,6 +127,7 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv);
 int cli_measure(int argc, char **argv, const char *argv0);
 int cli_validate(int argc, char **argv, const char *argv0);
 int cli_calibrate(int argc, char **argv, const char *argv0);
+int cli_plan(int argc, char **argv, const char *argv0);
 
 /* A result to store with cli_store(). */
 struct cli_result {
@@ -144,6 +146,8 @@ struct cli_result {
 	uint32_t nmeas;
 	const struct store_valid_row *valid;	/* validate: the rows */
 	uint32_t nvalid;
+	const struct store_plan_row *plan;	/* a plan's ranking, or NULL */
+	uint32_t nplan;				/* entries of plan */
 };
 
 /*

@@ -1,85 +1,324 @@
 /*
- * cli_plan.c - `llmsim plan JOB.yaml --pd-ratio [--gpus N] [--set k=v]...
- * [--json]`: the prefill:decode ratio search of a disaggregated serving
- * job against its SLO (serve/serve_plan.h). The layout planner of issue
- * 12 will add the search over parallel layouts to this command; until
- * then `plan` without --pd-ratio says so.
+ * cli_plan.c - `llmsim plan JOB.yaml [--top K] [--objective O]
+ * [--max-gpus N] [--headroom F] [--set k=v]... [--json] [--db PATH]
+ * [--no-store] [--full] [--analytical-only]`: search the job's parallel
+ * layouts (plan.h), print the ranked table (or one JSON object), store
+ * the plan with the job it came from.
  *
- * Exit status: 0 success; 1 runtime failure; 2 bad input or usage.
+ * `llmsim plan JOB.yaml --pd-ratio [--gpus N] [--set k=v]... [--json]`:
+ * the prefill:decode ratio search of a disaggregated serving job against
+ * its SLO (serve/serve_plan.h).
+ *
+ * A --set of a searched dimension (parallelism.tp, training.recompute,
+ * ...) pins it; any other --set overrides the job as in `llmsim run`.
+ *
+ * Exit status: 0 success; 1 runtime failure; 2 bad input (job
+ * diagnostics, an impossible pin, no layout that is valid or fits).
  */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
-#include <stdio.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/diag.h"
 #include "base/arena.h"
+#include "base/diag.h"
 #include "base/mem.h"
+#include "base/units.h"
 #include "config/config.h"
 #include "config/spec_job.h"
+#include "plan/plan.h"
 #include "run/step.h"
 #include "serve/serve_plan.h"
+#include "store/store.h"
 
-struct plan_opts {
+struct plan_cli {
 	const char *job;
 	const char **sets;
 	size_t nsets;
-	int pd_ratio;
 	int json;
-	int64_t gpus;
+	const char *db;
+	int no_store;
+	int pd_ratio;		/* --pd-ratio: prefill:decode splits */
+	int64_t gpus;		/* --gpus, with --pd-ratio */
+	struct plan_opts o;
 };
 
-static int parse(int argc, char **argv, struct arena *a, struct plan_opts *o,
-		 struct diag *d)
+static int parse_int(const char *v, int64_t lo, int64_t hi, int64_t *out)
 {
-	const char *v, *missing = NULL;
 	char *end;
+	long long n = strtoll(v, &end, 10);
+
+	if (*v == '\0' || *end != '\0' || n < lo || n > hi)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+/* "5%" or "0.05": a fraction in [0, 1). */
+static int parse_fraction(const char *v, double *out)
+{
+	char *end;
+	double x = strtod(v, &end);
+
+	if (end == v)
+		return -1;
+	if (strcmp(end, "%") == 0)
+		x /= 100;
+	else if (*end != '\0')
+		return -1;
+	if (!(x >= 0 && x < 1))
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int objective(const char *v, int *out)
+{
 	int i;
 
-	memset(o, 0, sizeof(*o));
-	o->sets = arena_alloc(a, (size_t)argc * sizeof(*o->sets));
-	if (!o->sets) {
-		diag_oom(d);
-		return CLI_FAIL;
+	for (i = 0; plan_objective_names[i]; i++)
+		if (strcmp(v, plan_objective_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Pin the searched dimensions a --set names: "parallelism.tp=8", or a
+ * flow mapping "parallelism={tp: 8, pp: 2}" (its keys). */
+static void pin_set(struct plan_opts *o, const char *set)
+{
+	const char *eq = strchr(set, '='), *p;
+	char key[128];
+	size_t n;
+
+	if (!eq || (size_t)(eq - set) >= sizeof(key))
+		return;
+	memcpy(key, set, (size_t)(eq - set));
+	key[eq - set] = '\0';
+	if (plan_pin_key(o, key))
+		return;
+	if (strcmp(key, "parallelism") != 0 && strcmp(key, "training") != 0)
+		return;
+	for (p = eq + 1; *p; p++) {	/* each "name:" inside the braces */
+		const char *s = p;
+
+		while (*s == '{' || *s == ',' || *s == ' ')
+			s++;
+		n = strcspn(s, ":,}");
+		if (s[n] == ':' && n > 0 && n < 64) {
+			char name[64];
+
+			memcpy(name, s, n);
+			name[n] = '\0';
+			(void)plan_pin_key(o, name);
+		}
+		p = s + n;
+		if (!*p)
+			break;
 	}
-	for (i = 1; i < argc; i++) {
-		if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
-			o->sets[o->nsets++] = v;
-		} else if ((v = cli_option(argc, argv, &i, "--gpus", &missing))) {
-			o->gpus = strtoll(v, &end, 10);
-			if (*end || o->gpus < 1)
+}
+
+static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
+{
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'k' },
+		{ "objective", required_argument, NULL, 'o' },
+		{ "max-gpus", required_argument, NULL, 'g' },
+		{ "headroom", required_argument, NULL, 'r' },
+		{ "set", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "no-store", no_argument, NULL, 'n' },
+		{ "full", no_argument, NULL, 'F' },
+		{ "analytical-only", no_argument, NULL, 'A' },
+		{ "cross-node-tp", no_argument, NULL, 'X' },
+		{ "jobs", required_argument, NULL, 'J' },
+		{ "pd-ratio", no_argument, NULL, 'P' },
+		{ "gpus", required_argument, NULL, 'G' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t v;
+	int ch;
+
+	memset(c, 0, sizeof(*c));
+	plan_opts_init(&c->o);
+	c->sets = arena_alloc(a, (size_t)argc * sizeof(*c->sets));
+	if (!c->sets)
+		return CLI_FAIL;
+	optind = 0;	/* glibc: start over (and permute operands last) */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k':
+			if (parse_int(optarg, 1, 1000, &v) != 0)
+				return cli_usage_error("plan", "--top: expected a "
+					"count from 1 to 1000, got '%s'", optarg);
+			c->o.top_k = (int)v;
+			break;
+		case 'o':
+			if (objective(optarg, &c->o.objective) != 0)
+				return cli_usage_error("plan", "--objective: expected "
+					"throughput, memory or cost, got '%s'", optarg);
+			break;
+		case 'g':
+			if (parse_int(optarg, 1, 100000000, &v) != 0)
+				return cli_usage_error("plan", "--max-gpus: expected a "
+					"GPU count, got '%s'", optarg);
+			c->o.max_gpus = v;
+			break;
+		case 'r':
+			if (parse_fraction(optarg, &c->o.headroom) != 0)
+				return cli_usage_error("plan", "--headroom: expected "
+					"a fraction of the usable memory such as 5%% or "
+					"0.05, got '%s'", optarg);
+			break;
+		case 's':
+			c->sets[c->nsets++] = optarg;
+			pin_set(&c->o, optarg);
+			break;
+		case 'j':
+			c->json = 1;
+			break;
+		case 'd':
+			c->db = optarg;
+			break;
+		case 'n':
+			c->no_store = 1;
+			break;
+		case 'F':
+			c->o.full_fidelity = 1;
+			break;
+		case 'A':
+			c->o.no_full = 1;
+			break;
+		case 'X':
+			c->o.cross_node_tp = 1;
+			break;
+		case 'J':
+			if (parse_int(optarg, 1, 256, &v) != 0)
+				return cli_usage_error("plan", "--jobs: expected a "
+					"count of processes from 1 to 256, got '%s'",
+					optarg);
+			c->o.jobs = (int)v;
+			break;
+		case 'P':
+			c->pd_ratio = 1;
+			break;
+		case 'G':
+			if (parse_int(optarg, 1, 100000000, &v) != 0)
 				return cli_usage_error("plan", "'--gpus' expects a "
-						       "positive integer, got '%s'", v);
-		} else if (missing) {
-			return cli_usage_error("plan", "'%s' needs a value",
-					       missing);
-		} else if (strcmp(argv[i], "--pd-ratio") == 0) {
-			o->pd_ratio = 1;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			o->json = 1;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			return cli_usage_error("plan", "unknown option '%s'",
-					       argv[i]);
-		} else if (o->job) {
-			return cli_usage_error("plan", "more than one job given "
-					       "('%s')", argv[i]);
-		} else {
-			o->job = argv[i];
+						       "positive integer, got '%s'",
+						       optarg);
+			c->gpus = v;
+			break;
+		default:
+			return cli_usage_error("plan", "unknown option or missing "
+					       "value: '%s'", argv[optind - 1]);
 		}
 	}
-	if (!o->job)
+	if (optind >= argc)
 		return cli_usage_error("plan", "%s", "no job given");
-	if (!o->pd_ratio)
-		return cli_usage_error("plan", "%s", "the layout planner is not "
-				       "available yet (issue 12); --pd-ratio "
-				       "searches prefill:decode splits of a "
-				       "serving job");
+	if (optind + 1 < argc)
+		return cli_usage_error("plan", "more than one job given ('%s')",
+				       argv[optind + 1]);
+	c->job = argv[optind];
+	if (c->gpus > 0 && !c->pd_ratio)
+		return cli_usage_error("plan", "%s", "--gpus goes with --pd-ratio "
+				       "(the layout search takes --max-gpus)");
 	return CLI_OK;
 }
 
-static void print_table(const struct serve_plan_point *v, int n)
+static int report(const struct plan_cli *c, const struct job_spec *j,
+		  const struct plan_result *r, char **json, struct diag *d)
+{
+	struct cJSON *o = plan_to_json(j, &c->o, r);
+
+	*json = o ? cJSON_Print(o) : NULL;
+	cJSON_Delete(o);
+	if (!*json) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	if (c->json)
+		printf("%s\n", *json);
+	else
+		plan_print(stdout, j, &c->o, r);
+	return CLI_OK;
+}
+
+/* The ranking as store rows (on_front from r->front). */
+static void plan_row(const struct plan_result *r, int64_t i,
+		     struct store_plan_row *row)
+{
+	const struct plan_cand *c = &r->cands[i];
+	const struct plan_layout *l = &c->lay;
+	int64_t k;
+
+	memset(row, 0, sizeof(*row));
+	row->rank = i + 1;
+	row->gpus = c->gpus;
+	row->nodes = l->nodes;
+	row->tp = l->tp;
+	row->pp = l->pp;
+	row->vpp = l->vpp;
+	row->cp = l->cp;
+	row->ep = l->ep;
+	row->etp = l->etp > 0 ? l->etp : l->tp;
+	row->dp = l->dp;
+	row->micro_batch_size = l->mbs;
+	row->recompute = recompute_names[l->recompute];
+	row->zero_stage = l->zero;
+	row->sequence_parallel = l->sp;
+	row->schedule = pp_schedule_names[l->schedule];
+	row->tp_comm_overlap = l->tp_overlap;
+	row->simulated = c->full;
+	for (k = 0; k < r->nfront; k++)
+		row->on_front |= r->front[k] == i;
+	row->step_time_s = c->step_s;
+	row->tokens_per_s = c->tokens_per_s;
+	row->mfu = c->mfu;
+	row->tflops_per_gpu = c->tflops_per_gpu;
+	row->peak_bytes_per_gpu = c->mem.peak_B;
+	row->fits = c->mem.fits;
+	row->compute_s = c->part_s[EXEC_COMPUTE];
+	row->exposed_comm_s = c->part_s[EXEC_EXPOSED_COMM];
+	row->bubble_s = c->part_s[EXEC_BUBBLE];
+	row->optimizer_s = c->part_s[EXEC_OPTIMIZER];
+	row->other_s = c->part_s[EXEC_OTHER];
+	row->bound = plan_bound_names[c->bound];
+	row->est_step_time_s = c->est.step_s;
+	row->est_rank = c->est_rank;
+}
+
+/* Store the plan with the job it came from and its ranking. */
+static int store_plan(const struct plan_cli *c, const char *data_root,
+		      const struct job_spec *j, const struct plan_result *r,
+		      const char *json, struct diag *d)
+{
+	struct store_plan_row *rows = mem_calloc((size_t)(r->ncands ? r->ncands : 1),
+						 sizeof(*rows));
+	struct cli_result res = { .command = "plan", .schema = &job_schema,
+				  .config = j, .json = json, .plan = rows,
+				  .nplan = (uint32_t)r->ncands };
+	int64_t i;
+	int rc;
+
+	if (!rows) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	for (i = 0; i < r->ncands; i++)
+		plan_row(r, i, &rows[i]);
+	rc = cli_store(c->db, data_root, &res, d);
+	mem_free(rows);
+	return rc;
+}
+
+static void pd_table(const struct serve_plan_point *v, int n)
 {
 	char a[24], b[24];
 	int i;
@@ -104,7 +343,7 @@ static void print_table(const struct serve_plan_point *v, int n)
 	}
 }
 
-static int print_json(const struct serve_plan_point *v, int n)
+static int pd_json(const struct serve_plan_point *v, int n)
 {
 	cJSON *arr = cJSON_CreateArray();
 	char *text;
@@ -142,20 +381,61 @@ static int print_json(const struct serve_plan_point *v, int n)
 	return CLI_OK;
 }
 
-int cli_plan(int argc, char **argv, const char *argv0)
+/* --pd-ratio: the prefill:decode splits of serving job j. */
+static int pd_ratio(const struct plan_cli *c, struct config_ctx *cx,
+		    struct diag *d)
 {
 	struct serve_plan_opts po = {0, 0, 0, 0};
 	struct serve_plan_point *v = NULL;
-	struct config_ctx cx;
-	struct plan_opts o;
-	struct job_spec *j;
+	struct job_spec *j = arena_alloc(cx->arena, sizeof(*j));
+	int rc, n = 0;
+
+	if (!j) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	memset(j, 0, sizeof(*j));
+	if (config_load(cx, &job_schema, c->job, c->sets, c->nsets, j) != 0)
+		return d->oom ? CLI_FAIL : CLI_USAGE;
+	if (!job_is_inference(j)) {
+		diag_error(d, NULL, 0, 0, "plan --pd-ratio needs a serving job "
+			   "(phase serving), got phase %s",
+			   job_phase_names[j->phase]);
+		return CLI_USAGE;
+	}
+	po.gpus = c->gpus;
+	rc = serve_plan_ratio(j, &po, &v, &n, d);
+	if (rc != 0) {
+		mem_free(v);
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	}
+	if (c->json)
+		rc = pd_json(v, n);
+	else {
+		pd_table(v, n);
+		rc = CLI_OK;
+	}
+	if (rc != CLI_OK)
+		diag_oom(d);
+	mem_free(v);
+	return rc;
+}
+
+int cli_plan(int argc, char **argv, const char *argv0)
+{
 	struct arena a;
 	struct diag d;
-	int rc, n = 0;
+	struct plan_cli c;
+	struct config_ctx cx;
+	struct job_spec *j;
+	struct plan_result r;
+	char *json = NULL;
+	int rc;
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	rc = parse(argc, argv, &a, &o, &d);
+	memset(&r, 0, sizeof(r));
+	rc = parse(argc, argv, &a, &c);
 	if (rc != CLI_OK)
 		goto out;
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
@@ -165,34 +445,33 @@ int cli_plan(int argc, char **argv, const char *argv0)
 		diag_oom(&d);
 		goto out;
 	}
-	memset(j, 0, sizeof(*j));
-	if (config_load(&cx, &job_schema, o.job, o.sets, o.nsets, j) != 0) {
+	if (c.pd_ratio) {
+		rc = pd_ratio(&c, &cx, &d);
+		goto out;
+	}
+	if (config_load(&cx, &job_plan_schema, c.job, c.sets, c.nsets, j) != 0) {
 		rc = d.oom ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
-	if (!job_is_inference(j)) {
-		diag_error(&d, NULL, 0, 0, "plan --pd-ratio needs a serving job "
-			   "(phase serving), got phase %s",
-			   job_phase_names[j->phase]);
+	if (job_is_inference(j)) {
+		diag_error(&d, NULL, 0, 0, "plan searches the parallel layouts of "
+			   "a training job; job '%s' is phase %s (--pd-ratio "
+			   "searches the prefill:decode splits of a serving job)",
+			   j->name ? j->name : c.job, job_phase_names[j->phase]);
 		rc = CLI_USAGE;
 		goto out;
 	}
-	po.gpus = o.gpus;
-	rc = serve_plan_ratio(j, &po, &v, &n, &d);
+	rc = plan_run(j, &c.o, &r, &d);
 	if (rc != 0) {
-		rc = rc == -2 ? CLI_USAGE : CLI_FAIL;
+		rc = rc == 2 ? CLI_USAGE : CLI_FAIL;
 		goto out;
 	}
-	if (o.json)
-		rc = print_json(v, n);
-	else {
-		print_table(v, n);
-		rc = CLI_OK;
-	}
-	if (rc != CLI_OK)
-		diag_oom(&d);
+	rc = report(&c, j, &r, &json, &d);
+	if (rc == CLI_OK && !c.no_store)
+		rc = store_plan(&c, cx.data_root, j, &r, json, &d);
 out:
-	mem_free(v);
+	cJSON_free(json);
+	plan_result_release(&r);
 	arena_release(&a);
 	return rc;
 }

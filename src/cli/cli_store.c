@@ -65,6 +65,8 @@ static int64_t put(struct store *st, const struct store_run *run,
 					 r->nmeas, d);
 	if (r->valid)
 		return store_put_validation(st, run, r->valid, r->nvalid, d);
+	if (r->plan)
+		return store_put_plan(st, run, r->plan, r->nplan, d);
 	return store_put(st, run, r->step, r->rows, r->nrows, d);
 }
 

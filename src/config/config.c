@@ -128,9 +128,7 @@ static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
 		diag_oom(r->cx->diag);
 		return NULL;
 	}
-	/* An empty mapping has no pairs array: memcpy from NULL is
-	 * undefined even for 0 bytes. */
-	if (map->npairs)
+	if (map->npairs)	/* an empty mapping may have no pairs array */
 		memcpy(c->pairs, map->pairs, map->npairs * sizeof(*c->pairs));
 	*cap = n;
 	return c;

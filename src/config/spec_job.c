@@ -404,34 +404,66 @@ static const struct schema_field job_fields[] = {
 	  .help = "one GPU whose kernels run slower (needs full fidelity)" },
 };
 
-/* Report a layout error at the job's `key` mapping (or the job itself). */
-static void layout_error(struct diag *d, const struct cnode *job,
+const char *const job_rule_names[JR_COUNT + 1] = {
+	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
+	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
+	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
+	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
+	"a2a_overlap_vpp", "cp_a2a",
+	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
+	"inference_attention_dp", "inference_ep", "serving_engine", NULL,
+};
+
+/* Where layout violations go: a bit per rule, and, when d is set, a
+ * diagnostic at the job's `key` mapping (or the job itself). */
+struct layout_sink {
+	struct diag *d;			/* NULL: only the bits */
+	const struct cnode *node;	/* the job's mapping, or NULL */
+	uint32_t rules;			/* the rules to check, 1 << enum job_rule */
+	uint32_t broken;		/* those broken */
+};
+
+/* Whether rule r is to be checked. */
+static int want(const struct layout_sink *s, enum job_rule r)
+{
+	return (s->rules >> r) & 1u;
+}
+
+static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void layout_error(struct diag *d, const struct cnode *job,
+static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
 {
-	const struct cnode *at = job ? cnode_get(job, key) : NULL;
+	const struct cnode *at;
 	char msg[512];
 	va_list ap;
 
+	if (!want(s, rule))
+		return;
+	s->broken |= 1u << rule;
+	if (!s->d)
+		return;
+	at = s->node ? cnode_get(s->node, key) : NULL;
 	if (!at)
-		at = job;
+		at = s->node;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cnode_error(d, at, "layout: %s", msg);
+	cnode_error(s->d, at, "layout: %s", msg);
 }
 
-static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
-		    const struct cnode *node)
+/* Infer dp when absent; check tp*pp*cp*dp against the GPUs. -1 when dp
+ * cannot be inferred (nothing else can be checked then). */
+static int infer_dp(struct parallel_spec *p, int64_t gpus,
+		    struct layout_sink *s)
 {
 	int64_t tpc = p->tp * p->pp * p->cp;
 
 	if (p->dp == 0) {
 		if (gpus % tpc != 0) {
-			layout_error(d, node, "parallelism",
+			layout_error(s, JR_WORLD, "parallelism",
 				     "tp*pp*cp = %lld does not divide the %lld "
 				     "GPUs of the system",
 				     (long long)tpc, (long long)gpus);
@@ -439,80 +471,77 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus, struct diag *d,
 		}
 		p->dp = gpus / tpc;
 	} else if (tpc * p->dp != gpus) {
-		layout_error(d, node, "parallelism",
+		layout_error(s, JR_WORLD, "parallelism",
 			     "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
 			     "system has %lld GPUs", (long long)p->tp,
 			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
 			     (long long)(tpc * p->dp), (long long)gpus);
-		return -1;
+		return want(s, JR_WORLD) ? -1 : 0;
 	}
 	return 0;
 }
 
 /* Degrees against the model's dimensions (Megatron's own asserts). */
-static void check_tp(const struct job_spec *j, struct diag *d,
-		     const struct cnode *node)
+static void check_tp(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 
-	if (m->num_attention_heads % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide "
-			     "num_attention_heads %lld", (long long)p->tp,
+	if (want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
+		layout_error(s, JR_TP_HEADS, "parallelism", "tp %lld does not "
+			     "divide num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
-	if (m->num_key_value_heads % p->tp != 0 &&
+	if (want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
 	    p->tp % m->num_key_value_heads != 0)
-		layout_error(d, node, "parallelism", "tp %lld and "
+		layout_error(s, JR_TP_KV_HEADS, "parallelism", "tp %lld and "
 			     "num_key_value_heads %lld: one must divide the other "
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
-	if (m->intermediate_size % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide "
-			     "intermediate_size %lld", (long long)p->tp,
+	if (want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
+		layout_error(s, JR_TP_FFN, "parallelism", "tp %lld does not "
+			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
 	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
-		layout_error(d, node, "parallelism", "tp_comm_overlap needs "
-			     "tp >= 2 and sequence_parallel: true (got tp %lld, "
-			     "sequence_parallel %s)", (long long)p->tp,
+		layout_error(s, JR_TP_OVERLAP, "parallelism", "tp_comm_overlap "
+			     "needs tp >= 2 and sequence_parallel: true (got tp "
+			     "%lld, sequence_parallel %s)", (long long)p->tp,
 			     p->sequence_parallel ? "true" : "false");
 }
 
 /* The explicit layer split: pp*vpp entries summing to the layer count. */
-static void check_pp_layers(const struct job_spec *j, struct diag *d,
-			    const struct cnode *node)
+static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t sum = 0;
 	size_t i;
 
-	if (p->pp_layers.n == 0)
+	if (p->pp_layers.n == 0 || !want(s, JR_PP_SPLIT))
 		return;
 	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
-		layout_error(d, node, "parallelism", "pp_layers has %zu entries; "
-			     "it needs pp*vpp = %lld (one per virtual stage)",
-			     p->pp_layers.n, (long long)(p->pp * p->vpp));
+		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers has %zu "
+			     "entries; it needs pp*vpp = %lld (one per virtual "
+			     "stage)", p->pp_layers.n, (long long)(p->pp * p->vpp));
 		return;
 	}
 	for (i = 0; i < p->pp_layers.n; i++) {
 		sum += p->pp_layers.v[i];
 		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
-			layout_error(d, node, "parallelism", "pp_layers[%zu] is 0: "
-				     "only the first and last virtual stages (which "
-				     "hold the embedding and the LM head) may have "
-				     "no layers", i);
+			layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers[%zu] "
+				     "is 0: only the first and last virtual stages "
+				     "(which hold the embedding and the LM head) may "
+				     "have no layers", i);
 			return;
 		}
 	}
 	if (sum != j->model->num_hidden_layers)
-		layout_error(d, node, "parallelism", "pp_layers sums to %lld "
-			     "layers but the model has %lld", (long long)sum,
+		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers sums to "
+			     "%lld layers but the model has %lld", (long long)sum,
 			     (long long)j->model->num_hidden_layers);
 }
 
 /* Pipeline schedule against vpp, pp and the microbatch count. */
-static void check_schedule(struct job_spec *j, struct diag *d,
-			   const struct cnode *node)
+static void check_schedule(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct training_spec *t = &j->training;
@@ -521,34 +550,36 @@ static void check_schedule(struct job_spec *j, struct diag *d,
 	if (p->schedule < 0)
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
 	if (p->schedule == SCHED_INTERLEAVED && p->vpp < 2)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs vpp >= 2, got vpp %lld", (long long)p->vpp);
+		layout_error(s, JR_SCHED_VPP, "parallelism", "the interleaved "
+			     "schedule needs vpp >= 2, got vpp %lld",
+			     (long long)p->vpp);
 	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
-		layout_error(d, node, "parallelism", "vpp %lld needs schedule "
-			     "'interleaved'", (long long)p->vpp);
+		layout_error(s, JR_SCHED_VPP, "parallelism", "vpp %lld needs "
+			     "schedule 'interleaved'", (long long)p->vpp);
 	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs pp >= 2, got pp %lld", (long long)p->pp);
+		layout_error(s, JR_SCHED_PP, "parallelism", "the interleaved "
+			     "schedule needs pp >= 2, got pp %lld",
+			     (long long)p->pp);
 	if (t->global_batch_size % per_step != 0) {
-		layout_error(d, node, "training", "global_batch_size %lld is not "
-			     "divisible by micro_batch_size * dp = %lld * %lld",
+		layout_error(s, JR_BATCH, "training", "global_batch_size %lld is "
+			     "not divisible by micro_batch_size * dp = %lld * %lld",
 			     (long long)t->global_batch_size,
 			     (long long)t->micro_batch_size, (long long)p->dp);
 		return;
 	}
 	if (p->schedule == SCHED_INTERLEAVED &&
 	    (t->global_batch_size / per_step) % p->pp != 0)
-		layout_error(d, node, "parallelism", "the interleaved schedule "
-			     "needs the microbatch count global_batch_size / "
-			     "(micro_batch_size * dp) = %lld to be a multiple of "
-			     "pp %lld", (long long)(t->global_batch_size / per_step),
+		layout_error(s, JR_SCHED_MICRO, "parallelism", "the interleaved "
+			     "schedule needs the microbatch count "
+			     "global_batch_size / (micro_batch_size * dp) = %lld "
+			     "to be a multiple of pp %lld",
+			     (long long)(t->global_batch_size / per_step),
 			     (long long)p->pp);
 }
 
 /* Expert parallelism folded over a stage's tp * cp * dp GPUs
  * (Megatron-Core: world size divisible by etp * ep * pp). */
-static void check_ep(struct job_spec *j, struct diag *d,
-		     const struct cnode *node)
+static void check_ep(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
@@ -559,47 +590,47 @@ static void check_ep(struct job_spec *j, struct diag *d,
 	p->edp = 0;
 	if (!model_is_moe(m)) {
 		if (p->ep != 1)
-			layout_error(d, node, "parallelism", "ep %lld on a dense "
+			layout_error(s, JR_EP_DENSE, "parallelism", "ep %lld on a dense "
 				     "model: expert parallelism needs "
 				     "'n_routed_experts'", (long long)p->ep);
 		p->edp = p->dp * p->cp;
 		return;
 	}
 	if (m->n_routed_experts % p->ep != 0)
-		layout_error(d, node, "parallelism", "ep %lld does not divide the "
+		layout_error(s, JR_EP_EXPERTS, "parallelism", "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
 			     (long long)m->n_routed_experts);
 	if (stage % (p->etp * p->ep) != 0)
-		layout_error(d, node, "parallelism", "etp*ep = %lld*%lld does not "
+		layout_error(s, JR_EP_FOLD, "parallelism", "etp*ep = %lld*%lld does not "
 			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "
 			     "the experts fold over", (long long)p->etp,
 			     (long long)p->ep, (long long)stage);
 	else
 		p->edp = stage / (p->etp * p->ep);
 	if (m->moe_intermediate_size % p->etp != 0)
-		layout_error(d, node, "parallelism", "etp %lld does not divide "
+		layout_error(s, JR_ETP_FFN, "parallelism", "etp %lld does not divide "
 			     "moe_intermediate_size %lld", (long long)p->etp,
 			     (long long)m->moe_intermediate_size);
 	if (model_shared_ffn(m) % p->tp != 0)
-		layout_error(d, node, "parallelism", "tp %lld does not divide the "
+		layout_error(s, JR_TP_SHARED, "parallelism", "tp %lld does not divide the "
 			     "shared experts' hidden size %lld", (long long)p->tp,
 			     (long long)model_shared_ffn(m));
 	if (p->tp > 1 && !p->sequence_parallel && !job_is_inference(j))
-		layout_error(d, node, "parallelism", "an MoE model with tp %lld "
+		layout_error(s, JR_MOE_SP, "parallelism", "an MoE model with tp %lld "
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
 			     (long long)p->tp);
 	if (j->moe.dispatcher && j->moe.dispatcher->vendor != EP_VENDOR_ANY &&
 	    (j->moe.dispatcher->vendor == EP_VENDOR_NVIDIA) !=
 	    (j->system->gpu->vendor == GPU_NVIDIA))
-		layout_error(d, node, "moe", "dispatcher '%s' runs on %s GPUs "
+		layout_error(s, JR_EP_VENDOR, "moe", "dispatcher '%s' runs on %s GPUs "
 			     "only, the system's %s is not one (alltoall or "
 			     "hierarchical run on any)",
 			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
 			     ep_vendor_names[j->moe.dispatcher->vendor],
 			     j->system->gpu->name ? j->system->gpu->name : "GPU");
 	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
-		layout_error(d, node, "moe", "a2a_overlap with pp %lld needs "
+		layout_error(s, JR_A2A_VPP, "moe", "a2a_overlap with pp %lld needs "
 			     "virtual pipeline stages (vpp > 1): Megatron-Core "
 			     "runs the combined 1F1B all-to-all overlap only in the "
 			     "interleaved schedule (transformer_config.py: "
@@ -608,7 +639,7 @@ static void check_ep(struct job_spec *j, struct diag *d,
 			     "pipeline_model_parallel_size > 1)", (long long)p->pp);
 	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
-		layout_error(d, node, "moe", "mtp_layers %lld exceeds the model's "
+		layout_error(s, JR_MTP, "moe", "mtp_layers %lld exceeds the model's "
 			     "num_nextn_predict_layers %lld",
 			     (long long)j->moe.mtp_layers,
 			     (long long)m->num_nextn_predict_layers);
@@ -626,20 +657,19 @@ static int64_t divisor_at_most(int64_t n, int64_t cap)
 }
 
 /* Context parallelism against the sequence and the heads. */
-static void check_cp(struct job_spec *j, struct diag *d,
-		     const struct cnode *node)
+static void check_cp(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
-	int64_t s = j->training.seq_len, chunks = p->cp_load_balance ? 2 * p->cp : p->cp;
+	int64_t seq = j->training.seq_len, chunks = p->cp_load_balance ? 2 * p->cp : p->cp;
 	int64_t heads = m->num_attention_heads / p->tp, inner;
 	int64_t kv = m->num_key_value_heads >= p->tp ?
 		     m->num_key_value_heads / p->tp : 1;
 
-	if (s % chunks != 0)
-		layout_error(d, node, "parallelism", "cp %lld does not divide "
+	if (seq % chunks != 0)
+		layout_error(s, JR_CP_SEQ, "parallelism", "cp %lld does not divide "
 			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
-			     (long long)s, (long long)chunks, p->cp_load_balance ?
+			     (long long)seq, (long long)chunks, p->cp_load_balance ?
 			     " (2 cp with cp_load_balance)" : "");
 	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a == 0)
 		p->cp_a2a = divisor_at_most(p->cp, j->system->gpus_per_node /
@@ -651,40 +681,62 @@ static void check_cp(struct job_spec *j, struct diag *d,
 		return;
 	inner = p->cp_a2a;
 	if (p->cp % inner != 0)
-		layout_error(d, node, "parallelism", "cp_a2a %lld does not divide "
+		layout_error(s, JR_CP_A2A, "parallelism", "cp_a2a %lld does not divide "
 			     "cp %lld", (long long)inner, (long long)p->cp);
 	if (heads % inner != 0 || (kv % inner != 0 && inner % kv != 0))
-		layout_error(d, node, "parallelism", "%s over %lld ranks needs the "
+		layout_error(s, JR_CP_HEADS, "parallelism", "%s over %lld ranks needs the "
 			     "%lld query heads and %lld KV heads of a TP rank "
 			     "divisible by it (KV heads may also divide it)",
 			     cp_comm_names[p->cp_comm_type], (long long)inner,
 			     (long long)heads, (long long)kv);
 }
 
-/* A training key the training phase needs but the job does not give. */
-static void training_missing(struct diag *d, const struct cnode *job,
-			     const char *key)
-{
-	const struct cnode *at = job ? cnode_get(job, "training") : NULL;
+/* A rule about the job's keys rather than its layout (a key its phase
+ * needs): the bit, and with d the error at `at`. */
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-	cnode_error(d, at ? at : job, "'training.%s': expected an integer such "
-		    "as 8, got nothing (the key is required)", key);
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!want(s, rule))
+		return;
+	s->broken |= 1u << rule;
+	if (!s->d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cnode_error(s->d, at, "%s", msg);
 }
 
-static void check_training(struct job_spec *j, struct diag *d,
-			   const struct cnode *node)
+/* A training key the training phase needs but the job does not give. */
+static void training_missing(struct layout_sink *s, const char *key)
+{
+	const struct cnode *at = s->node ? cnode_get(s->node, "training") : NULL;
+
+	key_error(s, JR_TRAINING_KEYS, at ? at : s->node, "'training.%s': "
+		  "expected an integer such as 8, got nothing (the key is "
+		  "required)", key);
+}
+
+static void check_training(struct job_spec *j, struct layout_sink *s)
 {
 	const struct training_spec *t = &j->training;
-	unsigned before = d->errors;
 
-	if (t->seq_len == 0)
-		training_missing(d, node, "seq_len");
-	if (t->global_batch_size == 0)
-		training_missing(d, node, "global_batch_size");
-	if (d->errors != before)
-		return;
-	check_schedule(j, d, node);
-	check_cp(j, d, node);
+	if (t->seq_len == 0 || t->global_batch_size == 0) {
+		if (t->seq_len == 0)
+			training_missing(s, "seq_len");
+		if (t->global_batch_size == 0)
+			training_missing(s, "global_batch_size");
+		return;	/* nothing else can be checked */
+	}
+	check_schedule(j, s);
+	check_cp(j, s);
 }
 
 /* The experts of an inference instance span its GPUs of a stage: tp, or
@@ -692,89 +744,102 @@ static void check_training(struct job_spec *j, struct diag *d,
  * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
  * engine): ep of them hold different experts, etp = GPUs / ep shard each
  * expert (ep 1: every expert split over all of them). */
-static void check_inference_experts(struct job_spec *j, struct diag *d,
-				    const struct cnode *node)
+static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
 
 	if (g % p->ep != 0) {
-		layout_error(d, node, "parallelism", "ep %lld does not divide the "
-			     "%lld GPUs an instance's MoE layers span (tp%s)",
-			     (long long)p->ep, (long long)g,
+		layout_error(s, JR_INF_EP, "parallelism", "ep %lld does not "
+			     "divide the %lld GPUs an instance's MoE layers "
+			     "span (tp%s)", (long long)p->ep, (long long)g,
 			     p->attention_dp ? " x dp, attention_dp" : "");
 		return;
 	}
 	if (p->etp == 0)
 		p->etp = g / p->ep;
 	else if (p->etp * p->ep != g)
-		layout_error(d, node, "parallelism", "etp x ep = %lld x %lld must "
-			     "be the %lld GPUs an instance's MoE layers span",
-			     (long long)p->etp, (long long)p->ep, (long long)g);
+		layout_error(s, JR_INF_EP, "parallelism", "etp x ep = %lld x %lld "
+			     "must be the %lld GPUs an instance's MoE layers "
+			     "span", (long long)p->etp, (long long)p->ep,
+			     (long long)g);
 }
 
 /* Inference layouts: an instance is tp x pp GPUs (x dp with
  * attention_dp); no context parallelism or pipeline interleaving. */
-static void check_inference(struct job_spec *j, struct diag *d,
-			    const struct cnode *node)
+static void check_inference(struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
 
 	if (p->cp != 1)
-		layout_error(d, node, "parallelism", "cp %lld: inference "
+		layout_error(s, JR_INF_CP, "parallelism", "cp %lld: inference "
 			     "steps run without context parallelism (use cp 1)",
 			     (long long)p->cp);
 	if (p->vpp != 1)
-		layout_error(d, node, "parallelism", "vpp %lld: inference "
+		layout_error(s, JR_INF_VPP, "parallelism", "vpp %lld: inference "
 			     "pipelines have one stage per rank (use vpp 1)",
 			     (long long)p->vpp);
 	if (p->attention_dp && !model_is_moe(j->model))
-		layout_error(d, node, "parallelism", "attention_dp on a dense "
-			     "model: use dp instances instead (attention_dp "
-			     "shares MoE layers across the dp ranks)");
+		layout_error(s, JR_INF_ATTN_DP, "parallelism", "attention_dp on "
+			     "a dense model: use dp instances instead "
+			     "(attention_dp shares MoE layers across the dp "
+			     "ranks)");
 	if (model_is_moe(j->model))
-		check_inference_experts(j, d, node);
+		check_inference_experts(j, s);
 	if (p->schedule < 0)
 		j->parallelism.schedule = SCHED_1F1B;
 	if (!j->serving.engine) {
-		const struct cnode *at = node ? cnode_get(node, "serving") : NULL;
+		const struct cnode *at = s->node ? cnode_get(s->node, "serving") :
+			NULL;
 
-		cnode_error(d, at ? at : node, "'serving.engine': expected an "
-			    "engine preset name such as 'vllm', 'sglang' or "
-			    "'trtllm', a path or a mapping, got nothing (phase "
-			    "%s needs one)", job_phase_names[j->phase]);
+		key_error(s, JR_SERVING_ENGINE, at ? at : s->node,
+			  "'serving.engine': expected an engine preset name "
+			  "such as 'vllm', 'sglang' or 'trtllm', a path or a "
+			  "mapping, got nothing (phase %s needs one)",
+			  job_phase_names[j->phase]);
 	}
+}
+
+uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
+			  const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	struct layout_sink s = { d, node, rules, 0 };
+
+	if (infer_dp(p, system_gpus(j->system), &s) != 0)
+		return s.broken;
+	if (job_is_inference(j))
+		check_inference(j, &s);
+	else
+		check_training(j, &s);
+	check_tp(j, &s);
+	check_ep(j, &s);
+	if (p->pp * p->vpp > m->num_hidden_layers)
+		layout_error(&s, JR_PP_LAYERS, "parallelism", "pp*vpp = "
+			     "%lld*%lld exceeds the model's %lld layers",
+			     (long long)p->pp, (long long)p->vpp,
+			     (long long)m->num_hidden_layers);
+	else
+		check_pp_layers(j, &s);
+	return s.broken;
 }
 
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
 	struct job_spec *j = obj;
-	struct parallel_spec *p = &j->parallelism;
-	const struct model_spec *m = j->model;
-	unsigned before = d->errors;
+	int rc = job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
 
-	if (infer_dp(p, system_gpus(j->system), d, node) != 0)
-		return -1;
-	if (job_is_inference(j))
-		check_inference(j, d, node);
-	else
-		check_training(j, d, node);
-	check_tp(j, d, node);
-	check_ep(j, d, node);
-	if (p->pp * p->vpp > m->num_hidden_layers)
-		layout_error(d, node, "parallelism", "pp*vpp = %lld*%lld exceeds "
-			     "the model's %lld layers", (long long)p->pp,
-			     (long long)p->vpp, (long long)m->num_hidden_layers);
-	else
-		check_pp_layers(j, d, node);
-	if (j->straggler.gpu >= system_gpus(j->system))
+	if (j->straggler.gpu >= system_gpus(j->system)) {
 		cnode_error(d, node ? cnode_get(node, "straggler") : NULL,
 			    "straggler.gpu %lld: the system has %lld GPUs (ids "
 			    "0 to %lld)", (long long)j->straggler.gpu,
 			    (long long)system_gpus(j->system),
 			    (long long)system_gpus(j->system) - 1);
-	return d->errors == before ? 0 : -1;
+		rc = -1;
+	}
+	return rc;
 }
 
 static const char *const job_dirs[] = {"workloads/jobs", NULL};
@@ -787,4 +852,16 @@ const struct schema job_schema = {
 	.fields = job_fields,
 	.nfields = SCHEMA_COUNT(job_fields),
 	.check = job_check,
+};
+
+/* The planner's job: the same keys, no layout check (the planner checks
+ * every layout it tries with job_layout_check). */
+const struct schema job_plan_schema = {
+	.kind = "job",
+	.help = "a job to plan: model, system, training settings; the layout "
+		"is searched",
+	.preset_dirs = job_dirs,
+	.size = sizeof(struct job_spec),
+	.fields = job_fields,
+	.nfields = SCHEMA_COUNT(job_fields),
 };

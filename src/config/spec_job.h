@@ -287,4 +287,62 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 
 extern const struct schema job_schema;
 
+/* job_schema without its layout check, for `llmsim plan`: a job's
+ * parallelism (dp and schedule left 0 and -1 when not given) is a
+ * starting point the planner searches from, not a layout to refuse. */
+extern const struct schema job_plan_schema;
+
+/* The layout rules of a job (Megatron's own asserts and what llmsim's
+ * step program needs), one bit each in job_layout_check()'s result. */
+enum job_rule {
+	JR_WORLD,		/* tp*pp*cp*dp = the system's GPUs */
+	JR_TP_HEADS,		/* tp divides the attention heads */
+	JR_TP_KV_HEADS,		/* tp and the KV heads: one divides the other */
+	JR_TP_FFN,		/* tp divides intermediate_size */
+	JR_TP_OVERLAP,		/* tp_comm_overlap needs tp >= 2 and SP */
+	JR_CP_SEQ,		/* cp divides seq_len (2 cp chunks when balanced) */
+	JR_EP_DENSE,		/* ep > 1 needs routed experts */
+	JR_PP_LAYERS,		/* pp*vpp <= layers */
+	JR_PP_SPLIT,		/* pp_layers: pp*vpp entries summing to the layers */
+	JR_BATCH,		/* micro_batch_size * dp divides global_batch_size */
+	JR_SCHED_VPP,		/* vpp > 1 <=> the interleaved schedule */
+	JR_SCHED_PP,		/* the interleaved schedule needs pp >= 2 */
+	JR_SCHED_MICRO,		/* interleaved: microbatches a multiple of pp */
+	JR_EP_EXPERTS,		/* ep divides the routed experts */
+	JR_EP_FOLD,		/* etp*ep divides a stage's tp*cp*dp GPUs */
+	JR_ETP_FFN,		/* etp divides moe_intermediate_size */
+	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */
+	JR_MOE_SP,		/* an MoE model with tp > 1 needs SP */
+	JR_MTP,			/* mtp_layers within the model's */
+	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs */
+	JR_A2A_VPP,		/* a2a_overlap with pp > 1 needs vpp > 1 */
+	JR_CP_A2A,		/* cp_a2a divides cp */
+	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
+	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */
+	JR_INF_CP,		/* inference: cp 1 */
+	JR_INF_VPP,		/* inference: vpp 1 */
+	JR_INF_ATTN_DP,		/* attention_dp needs an MoE model */
+	JR_INF_EP,		/* inference: ep (x etp) spans an instance's GPUs */
+	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
+	JR_COUNT
+};
+
+/* "world", "tp_heads", ...: one name per rule; NULL-terminated. */
+extern const char *const job_rule_names[JR_COUNT + 1];
+
+#define JOB_RULES_ALL ((1u << JR_COUNT) - 1)
+
+/*
+ * Check job j's layout against the rules in `rules` (1 << enum job_rule
+ * each; JOB_RULES_ALL for every one): infers parallelism.dp when it is 0
+ * and the schedule when it is negative (as the schema's check does),
+ * then tests each rule asked for. With d, each broken rule is reported as
+ * an error at node's `parallelism` or `training` key (node may be NULL);
+ * with d NULL nothing is formatted, so the planner can call it per
+ * candidate. Returns the broken rules among those asked (0: valid). When
+ * dp cannot be inferred nothing else is checked.
+ */
+uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
+			  const struct cnode *node);
+
 #endif

@@ -108,7 +108,7 @@ static const char *op_name(const struct layer_op *op, struct prog *p)
 {
 	char buf[96];
 
-	if (op->pass != PASS_RECOMPUTE)
+	if (op->pass != PASS_RECOMPUTE || !p)
 		return op->name;
 	snprintf(buf, sizeof(buf), "recompute %s", op->name);
 	return prog_intern(p, buf);
@@ -144,6 +144,7 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 		c = kern_cost(&op->k, g, dt);
 	bo->time_s = c.time_s;
 	bo->flops = c.flops;
+	bo->mem_bound = op->kind == LOP_KERNEL && c.bound == GPU_BOUND_MEMORY;
 	return bo->name ? 0 : -1;
 }
 
@@ -154,13 +155,15 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	int i;
 
 	b->n = o->n;
-	b->time_s = b->flops = b->model_flops = 0;
+	b->time_s = b->mem_s = b->flops = b->model_flops = 0;
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];
 
 		if (cost_op(&b->op[i], op, g, dt, p) != 0)
 			return -1;
 		b->time_s += b->op[i].time_s;
+		if (b->op[i].mem_bound)
+			b->mem_s += b->op[i].time_s;
 		b->flops += b->op[i].flops;
 		if (op->kind == LOP_KERNEL && op->pass != PASS_RECOMPUTE)
 			b->model_flops += layer_kern_model_flops(&op->k);

@@ -32,6 +32,7 @@ struct block_op {
 	uint16_t host_kernels;	/* further kernels launched from C++ */
 	int16_t host_wait;	/* op the host waits for first, or LAYER_NONE */
 	int16_t dep[2];		/* as in struct layer_op */
+	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
 	double host_s;		/* s, host time to issue it (train.c fills) */
 	const char *host_name;	/* name of its host task (train.c fills) */
 };
@@ -40,6 +41,7 @@ struct block {
 	struct block_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
 	double time_s;		/* s, sum of kernel times */
+	double mem_s;		/* s, of that in bandwidth-bound kernels */
 	double flops;		/* FLOP executed (recomputation included) */
 	double model_flops;	/* FLOP of the forward and backward passes
 				 * (model FLOPs, no recomputation) */
@@ -52,8 +54,9 @@ struct block_dtypes {
 };
 
 /* Cost o's kernels on g into b; recomputed ops are named
- * "recompute <name>" (interned in p). Returns 0, or -1 when out of
- * memory. */
+ * "recompute <name>" (interned in p; with p NULL they keep their base
+ * name, for callers that only want the times). Returns 0, or -1 when out
+ * of memory. */
 int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p);

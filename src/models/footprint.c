@@ -317,13 +317,56 @@ double footprint_model_params(const struct job_spec *j)
 }
 
 /* Index of the first layer of virtual stage vs. */
-static int64_t first_layer(const int64_t *split, int64_t vs)
+/* Whether every layer is of one kind (dense, one window): a range of
+ * layers then costs one layer times its length. */
+static int uniform_layers(const struct model_spec *m)
 {
-	int64_t i, n = 0;
+	if (model_is_moe(m) || m->layer_types.n > 0)
+		return 0;
+	return m->sliding_window == 0 || m->use_sliding_window == 0 ||
+	       m->max_window_layers <= 0 ||
+	       m->max_window_layers >= m->num_hidden_layers;
+}
 
-	for (i = 0; i < vs; i++)
-		n += split[i];
-	return n;
+/* first[vs] = the first layer of virtual stage vs, for vs < stages. */
+static void first_layers(const int64_t *split, int64_t stages, int64_t *first)
+{
+	int64_t vs, n = 0;
+
+	for (vs = 0; vs < stages; vs++) {
+		first[vs] = n;
+		n += split[vs];
+	}
+}
+
+/* Parameters (dense, experts; whole model, not / tp) of layers
+ * [first, first + n). */
+static void range_params(const struct job_spec *j, const struct layer_dims *d,
+			 int uniform, int64_t first, int64_t n, double *dense,
+			 double *experts)
+{
+	double dn = 0, ex = 0, a = 0, b = 0;
+	struct layer_kind prev = { -1, -1 };
+	int64_t i;
+
+	if (uniform && n > 0) {
+		footprint_layer_params(j, d, first, &a, &b);
+		*dense = a * (double)n;
+		*experts = b * (double)n;
+		return;
+	}
+	for (i = first; i < first + n; i++) {
+		struct layer_kind k = kind_of(j, i);
+
+		/* a run of layers of one kind: the same parameters */
+		if (k.moe != prev.moe || k.window != prev.window)
+			footprint_layer_params(j, d, i, &a, &b);
+		prev = k;
+		dn += a;
+		ex += b;
+	}
+	*dense = dn;
+	*experts = ex;
 }
 
 /* Whether pipeline rank `rank` holds the LM head (the last virtual
@@ -333,23 +376,27 @@ static int holds_head(const struct parallel_spec *p, int64_t rank)
 	return (p->pp * p->vpp - 1) % p->pp == rank;
 }
 
-void footprint_rank_params_split(const struct job_spec *j,
-				 const struct layer_dims *d,
-				 const int64_t *split, int64_t rank,
-				 double *dense, double *experts)
+static void rank_params_split(const struct job_spec *j,
+			      const struct layer_dims *d, const int64_t *split,
+			      const int64_t *first, int uniform, int64_t rank,
+			      double *dense, double *experts)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double dn = 0, ex = 0, a, b;
-	int64_t c, i, vs;
+	int64_t c, vs, f, at = 0, n = 0;
 
 	for (c = 0; c < p->vpp; c++) {
 		vs = c * p->pp + rank;
-		for (i = 0; i < split[vs]; i++) {
-			footprint_layer_params(j, d, first_layer(split, vs) + i,
-					       &a, &b);
-			dn += a;
-			ex += b;
+		if (first) {
+			f = first[vs];
+		} else {	/* running sum of the layers before vs */
+			while (at < vs)
+				n += split[at++];
+			f = n;
 		}
+		range_params(j, d, uniform, f, split[vs], &a, &b);
+		dn += a;
+		ex += b;
 	}
 	if (rank == 0)
 		dn += footprint_unit_params(j, d, UNIT_EMBED, 0);
@@ -363,6 +410,15 @@ void footprint_rank_params_split(const struct job_spec *j,
 	}
 	*dense = dn / d->tp;
 	*experts = ex / ((double)p->ep * (double)(p->etp > 0 ? p->etp : p->tp));
+}
+
+void footprint_rank_params_split(const struct job_spec *j,
+				 const struct layer_dims *d,
+				 const int64_t *split, int64_t rank,
+				 double *dense, double *experts)
+{
+	rank_params_split(j, d, split, NULL, uniform_layers(j->model), rank,
+			  dense, experts);
 }
 
 double footprint_rank_params(const struct job_spec *j,
@@ -381,15 +437,16 @@ double footprint_rank_params(const struct job_spec *j,
  * V > 12 h). */
 static double largest_unit_params(const struct job_spec *j,
 				  const struct layer_dims *d,
-				  const int64_t *split, int64_t rank)
+				  const int64_t *split, const int64_t *first,
+				  int64_t rank)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double big = 0, a, b;
 	int64_t i;
 
-	for (i = 0; i < p->pp * p->vpp; i++)
-		if (i % p->pp == rank && split[i] > 0) {
-			footprint_layer_params(j, d, first_layer(split, i), &a, &b);
+	for (i = rank; i < p->pp * p->vpp; i += p->pp)
+		if (split[i] > 0) {
+			footprint_layer_params(j, d, first[i], &a, &b);
 			big = fmax(big, a + b / (double)p->ep);
 		}
 	if (rank == 0)
@@ -400,20 +457,31 @@ static double largest_unit_params(const struct job_spec *j,
 	return big;
 }
 
-/* Activations a (virtual stage, microbatch) keeps until its backward. */
+/* Activations a (virtual stage, microbatch) keeps until its backward;
+ * its layers start at layer `first`. */
 static double stage_act_B(const struct job_spec *j,
 			  const struct layer_dims *d, const int64_t *split,
-			  int64_t vs)
+			  int64_t first, int uniform, int64_t vs)
 {
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
-	int64_t i, first = first_layer(split, vs);
-	double b = 0;
+	int64_t i;
+	double b = 0, one = 0;
+	struct layer_kind prev = { -1, -1 };
 
-	for (i = first; i < first + split[vs]; i++) {
-		struct layer_kind k = kind_of(j, i);
+	if (uniform && split[vs] > 0) {
+		struct layer_kind k = kind_of(j, first);
 
-		b += footprint_kind_act_B(d, &k, rc);
+		b = footprint_kind_act_B(d, &k, rc) * (double)split[vs];
+	} else {
+		for (i = first; i < first + split[vs]; i++) {
+			struct layer_kind k = kind_of(j, i);
+
+			if (k.moe != prev.moe || k.window != prev.window)
+				one = footprint_kind_act_B(d, &k, rc);
+			prev = k;
+			b += one;
+		}
 	}
 	if (vs == 0)
 		b += footprint_embed_act_B(d);
@@ -422,46 +490,68 @@ static double stage_act_B(const struct job_spec *j,
 	return b;
 }
 
+int64_t footprint_extra_warmup(const struct job_spec *j)
+{
+	/* MoE all-to-all overlap runs one more warm-up forward (sched.h) */
+	return model_is_moe(j->model) && j->moe.a2a_overlap &&
+	       j->parallelism.ep > 1;
+}
+
 double footprint_stage_act_B(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t vs)
 {
-	return stage_act_B(j, d, split, vs);
+	return stage_act_B(j, d, split, split_first_layer(split, vs),
+			   uniform_layers(j->model), vs);
 }
 
-double footprint_rank_act_B(const struct job_spec *j,
-			    const struct layer_dims *d, const int64_t *split,
-			    int64_t rank, struct sched_action *scratch)
+static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, const int64_t *first,
+			 int uniform, int64_t rank,
+			 const struct sched_live *live)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t m = job_microbatches(j), n = sched_actions(m, p->vpp), i;
-	double live = 0, peak = 0;
+	double w_small[16] = { 0 }, *w = w_small, peak;
+	int64_t c, vs, f, at = 0, n = 0;
 
-	/* MoE all-to-all overlap runs one more warm-up forward (sched.h) */
-	sched_rank_ex(p->schedule, p->pp, p->vpp, m, rank,
-		      model_is_moe(j->model) && j->moe.a2a_overlap &&
-		      p->ep > 1, scratch);
-	for (i = 0; i < n; i++) {
-		int64_t vs = (int64_t)scratch[i].chunk * p->pp + rank;
-		double b = stage_act_B(j, d, split, vs);
-
-		live += scratch[i].bwd ? -b : b;
-		if (live > peak)
-			peak = live;
+	if (p->vpp > 16 && !(w = mem_alloc((size_t)p->vpp * sizeof(*w))))
+		return -1;
+	for (c = 0; c < p->vpp; c++) {
+		vs = c * p->pp + rank;
+		if (first) {
+			f = first[vs];
+		} else {	/* running sum of the layers before vs */
+			while (at < vs)
+				n += split[at++];
+			f = n;
+		}
+		w[c] = stage_act_B(j, d, split, f, uniform, vs);
 	}
+	peak = sched_live_peak(live, w);
+	if (w != w_small)
+		mem_free(w);
 	return peak + transient_act_B(d,
 		(enum layer_recompute)j->training.recompute);
 }
 
+double footprint_rank_act_B(const struct job_spec *j,
+			    const struct layer_dims *d, const int64_t *split,
+			    int64_t rank, const struct sched_live *live)
+{
+	return rank_act_B(j, d, split, NULL, uniform_layers(j->model), rank,
+			  live);
+}
+
 /* The footprint of one pipeline rank. */
-static void rank_footprint(const struct job_spec *j,
-			   const struct layer_dims *d, const int64_t *split,
-			   int64_t rank, struct sched_action *scratch,
-			   struct footprint *f)
+static int rank_footprint(const struct job_spec *j,
+			  const struct layer_dims *d, const int64_t *split,
+			  const int64_t *first, int64_t rank,
+			  const struct sched_live *live, struct footprint *f)
 {
 	double w, g, o, we, ge, oe, dense, experts;
+	int uniform = uniform_layers(j->model);
 
-	footprint_rank_params_split(j, d, split, rank, &dense, &experts);
+	rank_params_split(j, d, split, first, uniform, rank, &dense, &experts);
 	footprint_per_param(j, &w, &g, &o);
 	footprint_expert_per_param(j, &we, &ge, &oe);
 	f->rank = rank;
@@ -469,7 +559,9 @@ static void rank_footprint(const struct job_spec *j,
 	f->weights_B = dense * w + experts * we;
 	f->grads_B = dense * g + experts * ge;
 	f->optimizer_B = dense * o + experts * oe;
-	f->activations_B = footprint_rank_act_B(j, d, split, rank, scratch);
+	f->activations_B = rank_act_B(j, d, split, first, uniform, rank, live);
+	if (f->activations_B < 0)
+		return -1;
 	f->workspace_B = j->framework->workspace_B;
 	if (model_is_moe(j->model) && j->parallelism.ep > 1)
 		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
@@ -479,45 +571,49 @@ static void rank_footprint(const struct job_spec *j,
 				 j->parallelism.tp));
 	if (j->training.zero_stage >= 3)
 		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
-				  largest_unit_params(j, d, split, rank) /
+				  largest_unit_params(j, d, split, first, rank) /
 				  d->tp * (w * (double)(j->parallelism.dp *
 							j->parallelism.cp));
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
+	return 0;
 }
 
-int footprint_job(const struct job_spec *j, double usable_B,
-		  struct footprint *out)
-{
-	return footprint_job_stages(j, usable_B, out, NULL, 0);
-}
-
-int footprint_job_stages(const struct job_spec *j, double usable_B,
-			 struct footprint *out, struct footprint *stages,
-			 int64_t nstages)
+/* The footprint of the worst rank into out and, for r < nper, of rank r
+ * into per[r]; live as footprint_job_live has it. */
+static int job_footprint(const struct job_spec *j, double usable_B,
+			 const struct sched_live *live, struct footprint *out,
+			 struct footprint *per, int64_t nper)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t m = job_microbatches(j), r;
-	struct sched_action *scratch;
-	int64_t *split;
+	int64_t split_small[512], *split = split_small, *first;
+	int64_t r, m = job_microbatches(j), stages = p->pp * p->vpp;
+	struct sched_live mine = { 0 };
 	struct layer_dims d;
 	int rc = -1;
 
-	scratch = mem_alloc((size_t)sched_actions(m, p->vpp) * sizeof(*scratch));
-	split = mem_alloc((size_t)(p->pp * p->vpp) * sizeof(*split));
-	if (!scratch || !split)
-		goto out;
+	if (stages > 256 &&
+	    !(split = mem_alloc(2 * (size_t)stages * sizeof(*split))))
+		return -1;
+	first = split + stages;
 	layer_dims_from_job(j, &d);
 	split_layers(j, split);
+	first_layers(split, stages, first);
 	out->peak_B = -1;
 	for (r = 0; r < p->pp; r++) {
 		struct footprint f;
+		const struct sched_live *l = live ? &live[r] : &mine;
 
-		rank_footprint(j, &d, split, r, scratch, &f);
+		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
+					     m, r, footprint_extra_warmup(j)) != 0)
+			goto out;
+		if (rank_footprint(j, &d, split, first, r, l, &f) != 0)
+			goto out;
+		sched_live_release(&mine);
 		f.usable_B = usable_B;
 		f.fits = f.peak_B <= usable_B;
-		if (r < nstages)
-			stages[r] = f;
+		if (r < nper)
+			per[r] = f;
 		if (f.peak_B > out->peak_B)
 			*out = f;
 	}
@@ -525,7 +621,27 @@ int footprint_job_stages(const struct job_spec *j, double usable_B,
 	out->fits = out->peak_B <= usable_B;
 	rc = 0;
 out:
-	mem_free(scratch);
-	mem_free(split);
+	sched_live_release(&mine);
+	if (split != split_small)
+		mem_free(split);
 	return rc;
+}
+
+int footprint_job_live(const struct job_spec *j, double usable_B,
+		       const struct sched_live *live, struct footprint *out)
+{
+	return job_footprint(j, usable_B, live, out, NULL, 0);
+}
+
+int footprint_job_stages(const struct job_spec *j, double usable_B,
+			 struct footprint *out, struct footprint *stages,
+			 int64_t nstages)
+{
+	return job_footprint(j, usable_B, NULL, out, stages, nstages);
+}
+
+int footprint_job(const struct job_spec *j, double usable_B,
+		  struct footprint *out)
+{
+	return footprint_job_live(j, usable_B, NULL, out);
 }

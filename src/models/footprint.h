@@ -15,7 +15,7 @@
 #include "layer.h"
 
 struct job_spec;
-struct sched_action;
+struct sched_live;
 
 struct footprint {
 	double weights_B;	/* B, parameters held (16-bit, sharded by ZeRO-3) */
@@ -111,11 +111,15 @@ double footprint_rank_params(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t rank);
 
-/* Peak activation bytes of pipeline rank `rank` over its schedule;
- * scratch holds sched_actions(m, vpp) actions. */
+/* Extra warm-up forwards the job's schedule runs on every rank
+ * (sched_rank_ex's extra: MoE all-to-all overlap). */
+int64_t footprint_extra_warmup(const struct job_spec *j);
+
+/* Peak activation bytes of pipeline rank `rank` over its schedule, whose
+ * live vectors (sched.h) are live; -1 when out of memory. */
 double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
-			    int64_t rank, struct sched_action *scratch);
+			    int64_t rank, const struct sched_live *live);
 
 /* Activations one microbatch keeps on virtual stage vs from its forward
  * to its backward (the unit footprint_rank_act_B walks the schedule
@@ -128,6 +132,13 @@ double footprint_stage_act_B(const struct job_spec *j,
  * or -1 when out of memory. */
 int footprint_job(const struct job_spec *j, double usable_B,
 		  struct footprint *out);
+
+/* footprint_job with each pipeline rank's live vectors given (live[r]
+ * for rank r = sched_live_init of the job's schedule, pp, vpp,
+ * microbatches, r and footprint_extra_warmup), so a caller costing many layouts that share a
+ * schedule computes them once (the planner); NULL computes them. */
+int footprint_job_live(const struct job_spec *j, double usable_B,
+		       const struct sched_live *live, struct footprint *out);
 
 /* footprint_job(), and the footprint of every pipeline rank r < nstages
  * in stages[r] (each against usable_B, its rank in .rank). */

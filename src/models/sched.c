@@ -31,7 +31,10 @@
  */
 #include "sched.h"
 
+#include <string.h>
+
 #include "base/diag.h"
+#include "base/mem.h"
 #include "config/spec_job.h"
 
 int64_t sched_actions(int64_t m, int64_t vpp)
@@ -103,4 +106,97 @@ void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 	}
 	while (b < total)
 		out[n++] = nth(schedule, pp, vpp, 1, b++);
+}
+
+/* Whether a >= b in every chunk. */
+static int dominates(const int32_t *a, const int32_t *b, int64_t v)
+{
+	int64_t c;
+
+	for (c = 0; c < v; c++)
+		if (a[c] < b[c])
+			return 0;
+	return 1;
+}
+
+/* Keep the vectors of l that no other dominates (the first of equals). */
+static void keep_maximal(struct sched_live *l)
+{
+	int64_t i, k, n = 0, v = l->vpp;
+
+	for (i = 0; i < l->n; i++) {
+		const int32_t *x = l->count + i * v;
+		int beaten = 0;
+
+		for (k = 0; k < n && !beaten; k++)	/* the kept ones */
+			beaten = dominates(l->count + k * v, x, v);
+		for (k = i + 1; k < l->n && !beaten; k++)
+			beaten = dominates(l->count + k * v, x, v) &&
+				 memcmp(l->count + k * v, x,
+					(size_t)v * sizeof(*x)) != 0;
+		if (beaten)
+			continue;
+		memmove(l->count + n * v, x, (size_t)v * sizeof(*x));
+		n++;
+	}
+	l->n = n;
+}
+
+int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
+		    int64_t vpp, int64_t m, int64_t rank, int64_t extra)
+{
+	int64_t n = sched_actions(m, vpp), i;
+	struct sched_action *acts = mem_alloc((size_t)n * sizeof(*acts));
+	int32_t *live = mem_calloc((size_t)vpp, sizeof(*live));
+
+	memset(l, 0, sizeof(*l));
+	l->vpp = vpp;
+	/* at most one vector per backward (it ends a run of forwards) */
+	l->count = mem_alloc((size_t)(m * vpp + 1) * (size_t)vpp *
+			     sizeof(*l->count));
+	if (!acts || !live || !l->count) {
+		mem_free(acts);
+		mem_free(live);
+		sched_live_release(l);
+		return -1;
+	}
+	sched_rank_ex(schedule, pp, vpp, m, rank, extra, acts);
+	for (i = 0; i < n; i++) {
+		live[acts[i].chunk] += acts[i].bwd ? -1 : 1;
+		if (acts[i].bwd || (i + 1 < n && !acts[i + 1].bwd))
+			continue;
+		if (l->n > 0 && memcmp(l->count + (l->n - 1) * vpp, live,
+				       (size_t)vpp * sizeof(*live)) == 0)
+			continue;
+		memcpy(l->count + l->n * vpp, live, (size_t)vpp * sizeof(*live));
+		l->n++;
+	}
+	mem_free(acts);
+	mem_free(live);
+	keep_maximal(l);
+	return 0;
+}
+
+void sched_live_release(struct sched_live *l)
+{
+	mem_free(l->count);
+	l->count = NULL;
+	l->n = 0;
+}
+
+double sched_live_peak(const struct sched_live *l, const double *w)
+{
+	double peak = 0;
+	int64_t i, c;
+
+	for (i = 0; i < l->n; i++) {
+		const int32_t *x = l->count + i * l->vpp;
+		double sum = 0;
+
+		for (c = 0; c < l->vpp; c++)
+			sum += x[c] * w[c];
+		if (sum > peak)
+			peak = sum;
+	}
+	return peak;
 }

@@ -38,6 +38,31 @@ void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		   int64_t rank, int64_t extra, struct sched_action *out);
 
+/*
+ * The microbatches a rank holds activations for, per chunk, at the
+ * moments their total can peak. The activations in flight on a rank are
+ * those of every (chunk, microbatch) whose forward has run and backward
+ * has not; with w[c] >= 0 bytes per microbatch of chunk c, the peak over
+ * the schedule is the largest sum_c count[c] w[c] over these vectors:
+ * the live counts right after each forward that a backward follows,
+ * duplicates and vectors another dominates (no larger in any chunk)
+ * dropped. 1F1B gives one vector, min(p - r, m); GPipe one, m.
+ */
+struct sched_live {
+	int64_t vpp;		/* counts per vector (chunks) */
+	int64_t n;		/* vectors */
+	int32_t *count;		/* n * vpp: vector i at count[i * vpp] */
+};
+
+/* The live vectors of rank `rank` (arguments as sched_rank_ex). Returns
+ * 0, or -1 when out of memory. Release with sched_live_release. */
+int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
+		    int64_t vpp, int64_t m, int64_t rank, int64_t extra);
+void sched_live_release(struct sched_live *l);
+
+/* The peak of sum_c count[c] w[c] over l's vectors (w[0..vpp-1] >= 0). */
+double sched_live_peak(const struct sched_live *l, const double *w);
+
 /* Forward passes a rank runs before its first backward. */
 int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		     int64_t rank);

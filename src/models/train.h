@@ -24,7 +24,10 @@
 
 #include "engine/exec.h"
 #include "config/spec_job.h"
+#include "layer.h"
 #include "layout.h"
+
+struct block;
 
 struct diag;
 
@@ -75,6 +78,48 @@ int train_check(const struct job_spec *j, struct diag *d);
  */
 struct prog *train_build(const struct job_spec *j, int full,
 			 struct train_plan *plan, struct diag *d);
+
+/*
+ * The share of a GPU's compute units collective op over gpus[0..n-1]
+ * holds while it runs (coll_desc.sm_share): the library's kernel units
+ * for the group's scope (within a node, across nodes, send/recv) or, for
+ * a TP collective overlapped with GEMM pieces (tp_overlap), the
+ * framework's: reduce-scatters hold tp_comm_overlap_units, all-gathers
+ * run on copy engines. A fraction of the GPU's compute units.
+ */
+double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
+			   const uint32_t *gpus, uint32_t n, int tp_overlap);
+
+/* Parameters per gradient bucket of one GPU (ZeRO 0-2): at least
+ * max(bucket_params, bucket_params_per_dp * group) (Megatron-Core DDP),
+ * the group dp x cp for dense parameters, edp for the routed experts'
+ * (experts 1). */
+double train_bucket_size(const struct job_spec *j, int experts);
+
+/*
+ * The gradient buckets of virtual stage vs (split: layers per virtual
+ * stage) of one kind (experts 0: dense parameters, over dp x cp; 1: the
+ * routed experts', over edp): its units (head with the MTP modules,
+ * layers, embedding: backward order) grouped in order into buckets of at
+ * least `size` parameters of one GPU, the last taking what is left, as
+ * the builder groups them (train_dp.c). Bucket i ends at unit last[i] (backward order) and holds
+ * params[i] parameters. Returns the count, at most the units of vs
+ * (split[vs] + 2); last or params may be NULL.
+ */
+int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
+		      const int64_t *split, int64_t vs, double size, int experts,
+		      int64_t *last, double *params);
+
+/* The optimizer step's time on a GPU of pipeline rank `stage`: its
+ * memory traffic over the rank's parameters (sharded by dp under ZeRO
+ * >= 1), as train_build costs it. */
+double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, int64_t stage);
+
+/* Whether the job's framework models the host thread (train_host.c),
+ * and the host seconds to issue op i of costed block b. */
+int train_host_on(const struct job_spec *j);
+double train_host_op_s(const struct job_spec *j, const struct block *b, int i);
 
 /* What a step program will hold, before it is built. */
 struct train_estimate {

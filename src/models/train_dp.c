@@ -56,8 +56,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "gpu/gpu.h"
 #include "footprint.h"
+#include "split.h"
 #include "train_impl.h"
 
 struct bucket {
@@ -141,6 +143,63 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 				out[n] = b;
 			n++;
 			b.params = 0;
+		}
+	}
+	return n;
+}
+
+double train_bucket_size(const struct job_spec *j, int experts)
+{
+	const struct framework_spec *fw = j->framework;
+	const struct parallel_spec *p = &j->parallelism;
+	double size = (double)fw->bucket_params;
+	double dp = experts ? (double)(p->edp > 0 ? p->edp : 1) :
+			      (double)(p->dp * p->cp);
+
+	if ((double)fw->bucket_params_per_dp * dp > size)
+		size = (double)fw->bucket_params_per_dp * dp;
+	return size;
+}
+
+int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
+		      const int64_t *split, int64_t vs, double size, int experts,
+		      int64_t *last, double *params)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t stages = p->pp * p->vpp, u, n = 0;
+	int has_embed = vs == 0, has_head = vs == stages - 1;
+	int64_t units = split[vs] + has_embed + has_head;
+	int64_t first = split_first_layer(split, vs);
+	int64_t mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	/* pp = 1: the one rank holds the embedding with the head */
+	int both = p->pp == 1;
+	double acc = 0, dense, ex, md, me;
+	double ep = (double)(p->ep * (p->etp > 0 ? p->etp : 1));
+
+	for (u = 0; u < units; u++) {	/* backward order: head first */
+		ex = 0;
+		if (has_head && u == 0) {
+			/* the MTP modules, after the head, with it */
+			dense = footprint_unit_params(j, d, UNIT_HEAD, both);
+			if (mtp > 0) {
+				footprint_mtp_params(j, d, &md, &me);
+				dense += (double)mtp * md;
+				ex = (double)mtp * me;
+			}
+		} else if (has_embed && u == units - 1) {
+			dense = footprint_unit_params(j, d, UNIT_EMBED, both);
+		} else {
+			footprint_layer_params(j, d, first + split[vs] - 1 -
+					       (u - has_head), &dense, &ex);
+		}
+		acc += experts ? ex / ep : dense / d->tp;
+		if (acc > 0 && (acc >= size || u == units - 1)) {
+			if (last)
+				last[n] = u;
+			if (params)
+				params[n] = acc;
+			n++;
+			acc = 0;
 		}
 	}
 	return n;
@@ -445,53 +504,55 @@ static double mt_launches(double p)
 }
 
 /* One multi_tensor_apply pass reading r and writing w bytes per element. */
-static double mt_pass(const struct train *t, double p, double r, double w,
+static double mt_pass(const struct gpu_spec *g, double p, double r, double w,
 		      double flops)
 {
-	return gpu_multi_tensor_op(t->gpu, r * p, w * p, flops * p,
+	return gpu_multi_tensor_op(g, r * p, w * p, flops * p,
 				   mt_launches(p)).time_s;
 }
 
 /* The optimizer step over this rank's shard of p parameters: the passes
  * of the framework's optimizer_step (see the top of the file). */
-static double optimizer_s(const struct train *t, int64_t s)
+double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, int64_t s)
 {
-	const struct job_spec *j = t->job;
+	const struct parallel_spec *pl = &j->parallelism;
 	const struct opt_step_spec *o = &j->framework->optimizer_step;
+	const struct gpu_spec *g = j->system->gpu;
 	struct footprint_param_bytes b;
 	double dense, experts, p;
 	double upd = j->training.optimizer == OPT_ADAM ? ADAM_FLOPS : SGD_FLOPS;
 	double G, M, S, sum = 0;
 
-	footprint_rank_params_split(j, &t->dims, t->split, s, &dense, &experts);
+	footprint_rank_params_split(j, d, split, s, &dense, &experts);
 	footprint_param_bytes(j, &b);
 	G = b.grads_B;
 	M = b.master_B > 0 ? b.master_B : b.weights_B;
 	S = b.states_B;
 	if (j->training.zero_stage >= 1) {	/* the distributed optimizer's shard */
-		dense /= (double)(t->lay.dp * t->lay.cp);
-		experts /= (double)t->lay.edp;
+		dense /= (double)(pl->dp * pl->cp);
+		experts /= (double)(pl->edp > 0 ? pl->edp : 1);
 	}
 	p = dense + experts;
 	if (o->grad_unscale && j->training.dtype == DTYPE_FP16)
-		sum += mt_pass(t, p, G, G, 1);
+		sum += mt_pass(g, p, G, G, 1);
 	if (o->grad_norm)
-		sum += mt_pass(t, p, G, 0, GRAD_NORM_FLOPS);
+		sum += mt_pass(g, p, G, 0, GRAD_NORM_FLOPS);
 	if (o->grad_clip)
-		sum += mt_pass(t, p, G, G, 1);
+		sum += mt_pass(g, p, G, G, 1);
 	if (o->update == OPT_UPDATE_EAGER && j->training.optimizer == OPT_ADAM) {
 		double st = S / 2;	/* one moment */
 
-		sum += gpu_memory_op(t->gpu, (2 * M + 9 * st + 2 * G) * p,
+		sum += gpu_memory_op(g, (2 * M + 9 * st + 2 * G) * p,
 				     (2 * M + 7 * st) * p, upd * p,
 				     (M + S + G) * p).time_s;
 	} else {
-		sum += mt_pass(t, p, G + M + S, M + S, upd);
+		sum += mt_pass(g, p, G + M + S, M + S, upd);
 	}
 	if (o->copy_params && b.master_B > 0)
-		sum += mt_pass(t, p, b.master_B, b.weights_B, 0);
+		sum += mt_pass(g, p, b.master_B, b.weights_B, 0);
 	if (o->zero_grad)
-		sum += gpu_memory_op(t->gpu, 0, G * p, 0, G * p).time_s;
+		sum += gpu_memory_op(g, 0, G * p, 0, G * p).time_s;
 	return sum;
 }
 
@@ -578,7 +639,7 @@ int train_build_dp(struct train *t)
 	if (tie_embeddings(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)	/* the same on every GPU of a stage */
-		opt_s[s] = optimizer_s(t, s);
+		opt_s[s] = train_optimizer_s(j, &t->dims, t->split, s);
 	for (r = 0; r < t->lay.nranks; r++)
 		if ((opt[r] = optimizer(t, r, opt_s)) == TASK_NONE)
 			return -1;

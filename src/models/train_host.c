@@ -52,9 +52,9 @@
 
 #include <stdio.h>
 
-static int captured(const struct train *t, int scope)
+static int captured(const struct job_spec *j, int scope)
 {
-	const struct schema_int_list *l = &t->job->training.cuda_graphs;
+	const struct schema_int_list *l = &j->training.cuda_graphs;
 	size_t i;
 
 	for (i = 0; i < l->n && scope != SCOPE_NONE; i++)
@@ -63,16 +63,29 @@ static int captured(const struct train *t, int scope)
 	return 0;
 }
 
-/* Host seconds to issue op i of b. */
-static double cost(const struct train *t, const struct block *b, int i)
+static double scale_of(const struct job_spec *j)
 {
-	const struct host_spec *h = &t->job->framework->host;
-	const struct block_op *op = &b->op[i];
-	double n = op->host_n ? op->host_n : 1, c;
+	return j->system->host_dispatch_scale > 0 ?
+	       j->system->host_dispatch_scale : 1;
+}
 
-	if (captured(t, op->scope))
+int train_host_on(const struct job_spec *j)
+{
+	const struct host_spec *h = &j->framework->host;
+
+	return h->op_s > 0 || h->module_s > 0 || h->kernel_s > 0 ||
+	       h->collective_s > 0 || h->graph_s > 0 || h->sync_s > 0;
+}
+
+double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
+{
+	const struct host_spec *h = &j->framework->host;
+	const struct block_op *op = &b->op[i];
+	double n = op->host_n ? op->host_n : 1, c, scale = scale_of(j);
+
+	if (captured(j, op->scope))
 		return i > 0 && b->op[i - 1].scope == op->scope ? 0 :
-		       h->graph_s * t->host_scale;
+		       h->graph_s * scale;
 	switch (op->host) {
 	case HOST_OP:
 		c = n * (op->bwd ? h->bwd_op_s : h->op_s);
@@ -86,17 +99,15 @@ static double cost(const struct train *t, const struct block *b, int i)
 	default:
 		c = h->kernel_s;
 	}
-	return (c + op->host_kernels * h->kernel_s) * t->host_scale;
+	return (c + op->host_kernels * h->kernel_s) * scale;
 }
 
 int train_host_init(struct train *t)
 {
 	const struct host_spec *h = &t->job->framework->host;
 
-	t->host_on = h->op_s > 0 || h->module_s > 0 || h->kernel_s > 0 ||
-		     h->collective_s > 0 || h->graph_s > 0 || h->sync_s > 0;
-	t->host_scale = t->job->system->host_dispatch_scale > 0 ?
-			t->job->system->host_dispatch_scale : 1;
+	t->host_on = train_host_on(t->job);
+	t->host_scale = scale_of(t->job);
 	return t->host_on && h->p2p_sync && t->pp >= 2 && t->v == 1 &&
 	       !t->a2a_overlap;
 }
@@ -143,7 +154,7 @@ int train_host_cost(const struct train *t, struct block *b)
 	for (i = 0; i < b->n; i++) {
 		struct block_op *op = &b->op[i];
 
-		op->host_s = cost(t, b, i);
+		op->host_s = train_host_op_s(t->job, b, i);
 		snprintf(buf, sizeof(buf), "%s %s", op->host_wait != LAYER_NONE ?
 			 "sync, issue" : "issue", op->name);
 		op->host_name = prog_intern(t->prog, buf);

@@ -131,7 +131,13 @@ static int one_node(const struct system_spec *sys, const uint32_t *gpus,
 double train_sm_share(const struct train *t, enum coll_op op,
 		      const uint32_t *gpus, uint32_t n, int tp_overlap)
 {
-	const struct system_spec *sys = t->job->system;
+	return train_coll_sm_share(t->job, op, gpus, n, tp_overlap);
+}
+
+double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
+			   const uint32_t *gpus, uint32_t n, int tp_overlap)
+{
+	const struct system_spec *sys = j->system;
 	const struct coll_units_spec *u;
 	int64_t units;
 
@@ -141,13 +147,13 @@ double train_sm_share(const struct train *t, enum coll_op op,
 	units = u->scale_up;
 	if (tp_overlap)
 		units = op == COLL_REDUCESCATTER ?
-			t->job->framework->tp_comm_overlap_units : 0;
+			j->framework->tp_comm_overlap_units : 0;
 	else if (op == COLL_SENDRECV)
 		units = u->p2p_scale_up > 0 && one_node(sys, gpus, n) ?
 			u->p2p_scale_up : u->p2p;
 	else if (!one_node(sys, gpus, n))
 		units = u->scale_out;
-	if (units >= t->gpu->compute_units)
+	if (units >= sys->gpu->compute_units)
 		return 1.0;
-	return (double)units / (double)t->gpu->compute_units;
+	return (double)units / (double)sys->gpu->compute_units;
 }

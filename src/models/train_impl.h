@@ -93,12 +93,7 @@ struct train {
 					 * UINT32_MAX (full fidelity only) */
 };
 
-/* The share of a GPU's compute units collective op over gpus[0..n-1]
- * holds while it runs (coll_desc.sm_share): the library's kernel units
- * for the group's scope (within a node, across nodes, send/recv) or, for
- * a TP collective overlapped with GEMM pieces (tp_overlap), the
- * framework's: reduce-scatters hold tp_comm_overlap_units, all-gathers
- * run on copy engines. Over the GPU's compute units. */
+/* train_coll_sm_share for the program's job. */
 double train_sm_share(const struct train *t, enum coll_op op,
 		      const uint32_t *gpus, uint32_t n, int tp_overlap);
 

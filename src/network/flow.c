@@ -74,6 +74,15 @@ fail:
 	return NULL;
 }
 
+int flow_attach(struct flownet *f, struct sim *sim)
+{
+	if (f->live || f->solve_ev || f->failed)
+		return -1;
+	f->sim = sim;
+	f->solves = f->resolved = 0;
+	return 0;
+}
+
 static void free_chain(struct flow *fl)
 {
 	while (fl) {

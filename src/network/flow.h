@@ -31,6 +31,11 @@ typedef void (*flow_done_fn)(void *arg);
 struct flownet *flow_new(const struct topo *t, struct sim *sim);
 void flow_free(struct flownet *f);
 
+/* Move an idle flownet (every flow done, nothing pending: the engine it
+ * ran on has finished) to another engine, keeping its links and solver.
+ * Returns 0, or -1 when it is not idle (the caller builds a new one). */
+int flow_attach(struct flownet *f, struct sim *sim);
+
 /*
  * Start a flow of volume_B bytes over links[0..n-1] with coefficients
  * coef[0..n-1] > 0, at most bound_Bps (0 = no bound). done(arg) runs

@@ -126,6 +126,27 @@ oom:
 	return NULL;
 }
 
+int net_attach(struct net *n, struct sim *sim)
+{
+	crun_set_release(&n->runs);
+	n->sim = sim;
+	n->failed = 0;
+	/* a net built without an engine has no comm_start memo yet (its
+	 * entries, kept across engines, are checked against the members) */
+	if (!n->memo) {
+		n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo));
+		if (!n->memo)
+			return -1;
+		n->nmemo = MEMO_FIRST;
+		n->memo_misses = 0;
+	}
+	if (n->flows && flow_attach(n->flows, sim) == 0)
+		return 0;
+	flow_free(n->flows);
+	n->flows = flow_new(n->topo, sim);
+	return n->flows ? 0 : -1;
+}
+
 static void idle_release(struct net *n)
 {
 	crun_set_release(&n->idle_runs);

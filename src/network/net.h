@@ -50,6 +50,15 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		    struct diag *d);
 void net_free(struct net *n);
 
+/*
+ * Bind n to another step's engine, keeping its topology and everything
+ * it has remembered (plans, choices, idle times), so many steps on one
+ * system build them once (the planner's full tier). The engine it was
+ * bound to must have finished (every collective done). Returns 0, or -1
+ * when out of memory (n is then bound to no engine).
+ */
+int net_attach(struct net *n, struct sim *sim);
+
 /* The executor's comm backend; ctx is the struct net (bound to its sim).
  * A collective that cannot be run (bad descriptor, no algorithm applies,
  * out of memory) completes at once and makes net_failed() true, with the

@@ -309,8 +309,10 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	if (comm && comm->ops) {
 		ops = comm->ops;
 		ctx = comm->ctx;
-		if (comm->attach)
-			comm->attach(ctx, sim);
+		if (comm->attach && comm->attach(ctx, sim) != 0) {
+			diag_oom(d);
+			goto out;
+		}
 	} else {
 		net = net_new(j->system, sim, d);
 		if (!net) {
@@ -336,6 +338,8 @@ static int simulate(const struct job_spec *j, struct prog *p,
 		why = net_error(net);
 		goto fail;
 	}
+	if (comm && comm->failed && (why = comm->failed(comm->ctx)))
+		goto fail;
 
 	out->step_s = er.step_s;
 	/* The step is a sum of many independent op deviations and waits for

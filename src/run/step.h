@@ -97,12 +97,16 @@ struct step_result {
 	uint64_t solves;		/* max-min re-solves */
 };
 
-/* Another comm backend than the fabric model (tests): its ops, its
- * context, and a hook told the simulation before the run (may be NULL). */
+/* Another comm backend than a fresh fabric model (tests; a fabric model
+ * shared by many steps, net_attach): its ops, its context, a hook told
+ * the simulation before the run (may be NULL; -1 = out of memory) and
+ * one asked after it whether the backend failed (may be NULL; the
+ * reason, or NULL when it did not). */
 struct step_comm {
 	const struct comm_ops *ops;	/* NULL: the fabric model (net.h) */
 	void *ctx;			/* the backend's context */
-	void (*attach)(void *ctx, struct sim *sim);
+	int (*attach)(void *ctx, struct sim *sim);
+	const char *(*failed)(void *ctx);
 };
 
 /*

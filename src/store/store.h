@@ -73,6 +73,37 @@ struct store_coll_row {
 	const char *protocol;
 };
 
+/* One layout of a plan's ranking (`llmsim plan`). */
+struct store_plan_row {
+	int64_t rank;			/* 1 = the best */
+	int64_t gpus, nodes;
+	int64_t tp, pp, vpp, cp, ep, etp, dp;
+	int64_t micro_batch_size;	/* sequences */
+	const char *recompute;		/* "none", "selective", "full" */
+	int64_t zero_stage;
+	int sequence_parallel;		/* 0 or 1 */
+	const char *schedule;		/* "1f1b", "interleaved", "gpipe" */
+	int tp_comm_overlap;		/* 0 or 1 */
+	int simulated;			/* 1: the numbers are a full run's */
+	int on_front;			/* 1: on the plan's Pareto front */
+	double step_time_s;		/* s */
+	double tokens_per_s;		/* tokens/s, whole job */
+	double mfu;			/* fraction */
+	double tflops_per_gpu;		/* TFLOP/s */
+	double peak_bytes_per_gpu;	/* B */
+	int fits;			/* 0 or 1 */
+	double compute_s, exposed_comm_s, bubble_s, optimizer_s, other_s; /* s */
+	const char *bound;		/* "compute", "memory", "communication", "bubble" */
+	double est_step_time_s;		/* s, the analytical tier's */
+	int64_t est_rank;		/* the analytical tier's rank */
+};
+
+/* Store a plan (its run row, whose config is the job planned) and its
+ * ranking in one transaction. The run id, or -1 after reporting. */
+int64_t store_put_plan(struct store *st, const struct store_run *run,
+		       const struct store_plan_row *rows, uint32_t nrows,
+		       struct diag *d);
+
 /*
  * Store one run with its optional step summary and collective rows in a
  * single transaction. Returns the new run id (> 0), or -1 after reporting

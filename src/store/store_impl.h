@@ -1,9 +1,9 @@
 /*
  * store_impl.h - the results store's insides, shared by its files
  * (store.c: open, migrate, runs and step results; store_meas.c:
- * measurements and validation rows; store_read.c: queries and views;
- * store_sweep.c: sweeps and their points; store_merge.c: merging).
- * Not for other modules.
+ * measurements and validation rows; store_plan.c: plans; store_read.c:
+ * queries and views; store_sweep.c: sweeps and their points;
+ * store_merge.c: merging). Not for other modules.
  *
  * Depends on SQLite, store.h.
  */

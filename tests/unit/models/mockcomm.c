@@ -50,9 +50,10 @@ static void start(void *ctx, const struct coll_desc *c,
 
 static const struct comm_ops mock_ops = { .start = start };
 
-static void attach(void *ctx, struct sim *sim)
+static int attach(void *ctx, struct sim *sim)
 {
 	((struct mockcomm *)ctx)->sim = sim;
+	return 0;
 }
 
 struct step_comm mockcomm_init(struct mockcomm *m, double alpha_s,

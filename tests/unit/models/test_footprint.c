@@ -106,8 +106,9 @@ Test(footprint, bytes_per_parameter_by_zero_stage)
 static double in_flight_layers(struct fixture *f, int64_t rank)
 {
 	struct layer_dims d;
-	struct sched_action acts[256];
+	struct sched_live live;
 	int64_t split[16];
+	double act;
 	double per_layer, transient;
 	int64_t i, stages = f->job.parallelism.pp * f->job.parallelism.vpp;
 
@@ -116,8 +117,12 @@ static double in_flight_layers(struct fixture *f, int64_t rank)
 	layer_dims_from_job(&f->job, &d);
 	per_layer = footprint_layer_act_B(&d, LREC_FULL);
 	transient = footprint_layer_act_B(&d, LREC_NONE);
-	return (footprint_rank_act_B(&f->job, &d, split, rank, acts) -
-		transient) / per_layer;
+	cr_assert_eq(sched_live_init(&live, f->job.parallelism.schedule,
+				     f->job.parallelism.pp, f->job.parallelism.vpp,
+				     job_microbatches(&f->job), rank, 0), 0);
+	act = footprint_rank_act_B(&f->job, &d, split, rank, &live);
+	sched_live_release(&live);
+	return (act - transient) / per_layer;
 }
 
 Test(footprint, one_f_one_b_keeps_p_microbatches)

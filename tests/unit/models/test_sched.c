@@ -150,3 +150,72 @@ Test(sched, chunks_run_microbatches_in_order)
 					  next[1][c] == cases[k].m);
 		}
 }
+
+/* The peak of sum_c live[c] w[c] walking every action, the reference the
+ * live vectors must reproduce. */
+static double walk_peak(int schedule, int64_t pp, int64_t vpp, int64_t m,
+			int64_t rank, const double *w)
+{
+	struct sched_action acts[2 * 64 * 8];
+	double live = 0, peak = 0;
+	int64_t i;
+
+	sched_rank(schedule, pp, vpp, m, rank, acts);
+	for (i = 0; i < sched_actions(m, vpp); i++) {
+		live += acts[i].bwd ? -w[acts[i].chunk] : w[acts[i].chunk];
+		if (live > peak)
+			peak = live;
+	}
+	return peak;
+}
+
+Test(sched, live_vectors_one_f_one_b)
+{
+	struct sched_live l;
+
+	/* 1F1B, p 4, m 8: rank r holds p - r microbatches at its peak, one
+	 * vector: rank 0 -> 4, rank 3 -> 1. */
+	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 0, 0), 0);
+	cr_assert_eq(l.n, 1);
+	cr_assert_eq(l.count[0], 4);
+	sched_live_release(&l);
+	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 8, 3, 0), 0);
+	cr_assert_eq(l.n, 1);
+	cr_assert_eq(l.count[0], 1);
+	sched_live_release(&l);
+	/* GPipe keeps all m = 8. */
+	cr_assert_eq(sched_live_init(&l, SCHED_GPIPE, 4, 1, 8, 2, 0), 0);
+	cr_assert_eq(l.count[0], 8);
+	sched_live_release(&l);
+}
+
+Test(sched, live_vectors_match_the_walk)
+{
+	/* Uneven weights per chunk (the first and last virtual stages hold
+	 * the embedding and the head): the peak from the vectors equals the
+	 * peak of walking every action, on every rank of every schedule. */
+	static const double w[8] = { 3.5, 1, 1.25, 1, 0.5, 1, 2, 7 };
+	static const struct { int sched; int64_t pp, vpp, m; } cases[] = {
+		{ SCHED_1F1B, 4, 1, 8 }, { SCHED_1F1B, 8, 1, 3 },
+		{ SCHED_GPIPE, 4, 1, 6 }, { SCHED_INTERLEAVED, 4, 2, 8 },
+		{ SCHED_INTERLEAVED, 4, 4, 4 }, { SCHED_INTERLEAVED, 2, 8, 16 },
+		{ SCHED_INTERLEAVED, 8, 3, 64 },
+	};
+	size_t k;
+	int64_t r;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (r = 0; r < cases[k].pp; r++) {
+			struct sched_live l;
+			double got, want;
+
+			cr_assert_eq(sched_live_init(&l, cases[k].sched, cases[k].pp,
+						     cases[k].vpp, cases[k].m, r, 0), 0);
+			got = sched_live_peak(&l, w);
+			want = walk_peak(cases[k].sched, cases[k].pp, cases[k].vpp,
+					 cases[k].m, r, w);
+			cr_assert_float_eq(got, want, 1e-12, "case %zu rank %lld: "
+					   "%g != %g", k, (long long)r, got, want);
+			sched_live_release(&l);
+		}
+}

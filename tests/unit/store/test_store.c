@@ -74,8 +74,9 @@ Test(store, creates_directory_and_schema_then_reopens)
 
 	/* Migrations 1 (meta, runs), 2 (step_results), 3 (collectives),
 	 * 4 (measure_runs, measurements), 5 (validation_results), 6
-	 * (serving views), 7 (sweeps; v_runs, v_sweep_points). */
-	cr_assert_eq(store_schema_version(), 7);
+	 * (serving views), 7 (sweeps; v_runs, v_sweep_points), 8
+	 * (plan_candidates, v_plans). */
+	cr_assert_eq(store_schema_version(), 8);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
@@ -87,12 +88,13 @@ Test(store, creates_directory_and_schema_then_reopens)
 	cr_assert_str_eq(mode, "wal");
 	/* meta, runs, step_results, collective_results, measure_runs,
 	 * measurements, validation_results, sweeps, sweep_axes,
-	 * sweep_points; v_step_breakdown, v_collectives, v_measurements,
-	 * v_validation, v_serving, v_inference_steps, v_runs, v_sweep_points. */
+	 * sweep_points, plan_candidates; v_step_breakdown, v_collectives,
+	 * v_measurements, v_validation, v_serving, v_inference_steps, v_runs,
+	 * v_sweep_points, v_plans. */
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'table'"), 10);
+			     "WHERE type = 'table'"), 11);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM sqlite_master "
-			     "WHERE type = 'view'"), 8);
+			     "WHERE type = 'view'"), 9);
 
 	/* Reopening changes nothing and the store still works: the first
 	 * run gets id 1. */

@@ -1,0 +1,606 @@
+/*
+ * est.c - one training step in closed form (the planner's analytical
+ * tier).
+ *
+ * Notation: m microbatches, p = pp ranks, v = vpp chunks per rank, S = p v
+ * virtual stages; virtual stage s = c p + r (chunk c of rank r) holds n_s
+ * layers (split.h). Block latencies per microbatch from est_block.c: L^f,
+ * L^b a layer's forward and backward (its recomputation included), E^f,
+ * E^b the embedding's, H^f, H^b the head's (final norm, LM head, loss), G
+ * the all-gather rebuilding a scattered transfer (0 without). x is one
+ * pipeline transfer, a send/recv of the activation between the first
+ * GPUs of adjacent stages on the idle fabric.
+ *
+ * Stages, per microbatch:
+ *
+ *   f_s = n_s L^f + [s = 0] E^f + [s = S-1] H^f + [s > 0] G
+ *   b_s = n_s L^b + [s = 0] E^b + [s = S-1] H^b + [s < S-1] G
+ *   W_r = sum_c (f_{cp+r} + b_{cp+r})            rank r's work
+ *
+ * Pipeline (1F1B, interleaved 1F1B and GPipe alike):
+ *
+ *   T_pipe = m W* + (sum_r W_r - W*) / v + 2 (p - 1) x,   W* = max_r W_r
+ *
+ * The slowest rank sets the steady state (m W*); the other ranks' work
+ * shows once, in the fill and the drain, divided by v because a chunk is
+ * 1/v of a rank's work (equal ranks give (m + (p - 1)/v) W, the bubble
+ * (p - 1)/(v m) of Narayanan et al. SC'21); the first forward and the
+ * last backward each cross p - 1 transfers. Rank r's last backward ends
+ * at E_r = T_pipe - sum_{q<r} (b_q + x), rank 0 last.
+ *
+ * Data parallelism, ZeRO 0-2 (train_dp.c): rank r's gradient buckets
+ * (train_buckets) become ready as its last backwards run. In the
+ * cool-down a rank runs the last backwards of its chunks in the order
+ * v-1, ..., 0, p microbatches each, so chunk c's last backward ends
+ * c p b_c before E_r, and a bucket ending at unit u of a chunk is ready
+ * at E_r - c p b_c - (b_s - tau_s(u)), tau_s(u) the backward time
+ * through unit u. Reductions run one at a time on the dp stream:
+ *
+ *   end_k = max(ready_k, end_{k-1}) + R_k,   R_k all-reduce (ZeRO 0) or
+ *                                             reduce-scatter (1-2) of P_k G
+ *
+ * then the tied-embedding all-reduce on the first and last ranks, then
+ * the optimizer (train_optimizer_s) at max(E_r, end), then, when the
+ * distributed optimizer's all-gathers are not overlapped, sum_k A_k
+ * (all-gathers of P_k W). Hidden reductions slow the backward they
+ * overlap by their sm_share S_dp: + S_dp (sum_k R_k - exposed).
+ * Overlapped all-gathers (overlap_param_gather) run at the start of the
+ * step in forward order and each unit's first forward waits for its
+ * bucket: rank r starts its first forward at about r (f + x), so the
+ * step is delayed by max_r max(0, max_k (sum_{i<=k} A_i - F_k) - r (f +
+ * x)), F_k the forward time before bucket k's first unit.
+ *
+ * ZeRO 3 (FSDP): every unit gathers its parameters (A_u, P_u W) before
+ * each forward and backward and reduce-scatters its gradient (R_u, P_u G)
+ * after each backward, fsdp_prefetch_units ahead of compute, so in the
+ * steady state a unit takes
+ *
+ *   forward  max(c + S_dp min(c, A_u), A_u)
+ *   backward max(c + S_dp min(c, A_u + R_u), A_u + R_u)
+ *
+ * (the gather and the reduce-scatter share the group's links), c the
+ * unit's block latency; these replace the blocks in f_s and b_s. The
+ * first gather and the last reduce-scatter are exposed.
+ *
+ * Step = max over ranks of (start delay + E_r + exposed dp tail +
+ * optimizer [+ gathers]) + the framework's host overhead. The split
+ * follows exec.h's parts for the rank that ends last: compute = m times
+ * its kernel time per microbatch; exposed communication = TP collectives
+ * beyond compute (m (W_r - K_r)), the 2 (p - 1) transfers, the start
+ * delay and the dp tail; bubble = the rest of T_pipe; optimizer; other =
+ * host overhead.
+ *
+ * Ranks 0, 1 and p - 1 are evaluated: with the even split every middle
+ * rank holds the same layers and rank 1, whose last backward ends
+ * latest among them, bounds the others.
+ *
+ * Variability (the system's, exec_jitter.c): every TP collective waits
+ * for its group's slowest member (est_block.c), and the step's last
+ * rendezvous for the lateness a rank gathered over the step:
+ * e(N) sqrt(sigma_op^2 sum_ops t^2 + sigma_gpu^2 C^2).
+ *
+ * Assumptions beyond the step program's structure: collectives of
+ * different streams do not slow each other (each is timed alone on the
+ * idle fabric), beyond the data-parallel ones slowing the compute and a
+ * cross-node TP group they overlap; the pipeline transfers' own
+ * synchronization tax is left out (est_pipe.c).
+ */
+#include "est.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "models/footprint.h"
+#include "models/layout.h"
+#include "models/split.h"
+#include "models/train.h"
+#include "network/net.h"
+#include "est_impl.h"
+
+/* ---- lifecycle ---- */
+
+struct est *est_new(const struct system_spec *sys, struct diag *d)
+{
+	struct est *e = mem_calloc(1, sizeof(*e));
+	int64_t world = system_gpus(sys), i;
+
+	if (!e)
+		goto oom;
+	e->sys = sys;
+	memo_init(&e->blocks, sizeof(struct est_bkey), sizeof(struct est_blocks));
+	memo_init(&e->kernels, sizeof(struct est_bkey), sizeof(void *));
+	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
+	memo_init(&e->dpplans, 8 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->emax, sizeof(double), sizeof(double));
+	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
+		  2 * sizeof(struct est_pass));
+	memo_init(&e->xfers, 4 * sizeof(int64_t), sizeof(double *));
+	e->net = net_new(sys, NULL, d);
+	if (!e->net) {
+		est_free(e);
+		return NULL;
+	}
+	e->gpus = mem_alloc((size_t)world * sizeof(*e->gpus));
+	e->tp_gpus = mem_alloc((size_t)world * sizeof(*e->tp_gpus));
+	e->ggpus = mem_alloc((size_t)world * sizeof(*e->ggpus));
+	e->ops = mem_alloc(sizeof(*e->ops));
+	e->blk = mem_alloc(sizeof(*e->blk));
+	if (!e->gpus || !e->tp_gpus || !e->ggpus || !e->ops || !e->blk)
+		goto oom;
+	for (i = 0; i < world; i++)
+		e->tp_gpus[i] = (uint32_t)i;
+	return e;
+oom:
+	diag_oom(d);
+	est_free(e);
+	return NULL;
+}
+
+/* Free the pipeline orders the memo points to, and the memo. */
+static void free_lists(struct memo *m)
+{
+	size_t i = 0;
+	void **v;
+
+	while ((v = memo_next(m, &i)))
+		est_pipe_order_free(*v);
+	memo_release(m);
+}
+
+void est_free(struct est *e)
+{
+	struct est_dplan *dp, *next;
+
+	if (!e)
+		return;
+	for (dp = e->dplan_list; dp; dp = next) {
+		next = dp->next;
+		mem_free(dp->b[0]);
+		mem_free(dp->b[1]);
+		mem_free(dp->b[2]);
+		mem_free(dp);
+	}
+	memo_release(&e->blocks);
+	memo_release(&e->kernels);
+	est_ksets_free(e);
+	memo_release(&e->colls);
+	memo_release(&e->dpplans);
+	free_lists(&e->pipe_lists);
+	memo_release(&e->emax);
+	memo_release(&e->amax);
+	{
+		size_t i = 0;
+		double **x;
+
+		while ((x = memo_next(&e->xfers, &i)))
+			mem_free(*x);
+		memo_release(&e->xfers);
+	}
+	net_free(e->net);
+	mem_free(e->gpus);
+	mem_free(e->tp_gpus);
+	mem_free(e->ggpus);
+	mem_free(e->ops);
+	mem_free(e->blk);
+	mem_free(e->split);
+	mem_free(e->nmoe);
+	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
+	mem_free(e->stage_t);
+	mem_free(e);
+}
+
+void est_get_stats(const struct est *e, struct est_stats *out)
+{
+	*out = e->stats;
+}
+
+/* ---- the step ---- */
+
+/* The layers of each virtual stage into c->split and, for an MoE
+ * model, how many of them are MoE layers into c->nmoe. */
+static int split_of(struct est *e, struct est_cand *c, struct diag *d)
+{
+	const struct model_spec *m = c->j->model;
+	int64_t S = c->S, s, i, first = 0;
+
+	if ((size_t)S > e->split_cap) {
+		int64_t *sp = mem_realloc(e->split, (size_t)S * sizeof(*sp));
+		int64_t *nm = sp ? mem_realloc(e->nmoe, (size_t)S * sizeof(*nm)) :
+			      NULL;
+
+		if (sp)
+			e->split = sp;
+		if (nm)
+			e->nmoe = nm;
+		if (!sp || !nm) {
+			diag_oom(d);
+			return -1;
+		}
+		e->split_cap = (size_t)S;
+	}
+	split_layers(c->j, e->split);
+	c->split = e->split;
+	c->nmoe = NULL;
+	if (!model_is_moe(m))
+		return 0;
+	for (s = 0; s < S; s++) {
+		e->nmoe[s] = 0;
+		for (i = first; i < first + e->split[s]; i++)
+			e->nmoe[s] += model_layer_moe(m, i) != 0;
+		first += e->split[s];
+	}
+	c->nmoe = e->nmoe;
+	return 0;
+}
+
+/* Kernel time of stage s per microbatch (forward and backward), and of
+ * that in bandwidth-bound kernels. */
+static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
+{
+	const struct est_blocks *b = c->b;
+	double nm = c->nmoe ? (double)c->nmoe[s] : 0;
+	double n = (double)c->split[s] - nm, k, m_s;
+
+	k = n * (b->lf.kern_s + b->lb.kern_s);
+	m_s = n * (b->lf.mem_s + b->lb.mem_s);
+	if (nm > 0) {
+		k += nm * (b->mf.kern_s + b->mb.kern_s);
+		m_s += nm * (b->mf.mem_s + b->mb.mem_s);
+	}
+	if (s == 0) {
+		k += b->ef.kern_s + b->eb.kern_s;
+		m_s += b->ef.mem_s + b->eb.mem_s;
+	}
+	if (s == c->S - 1) {
+		k += b->hf.kern_s + b->hb.kern_s +
+		     (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
+		m_s += b->hf.mem_s + b->hb.mem_s +
+		       (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
+	}
+	*mem = m_s;
+	return k;
+}
+
+/* Rank r's work, kernel time and bandwidth-bound kernel time per
+ * microbatch. */
+static void rank_work(const struct est_cand *c, int64_t r, double *w,
+		      double *k, double *mem)
+{
+	int64_t ch, s;
+	double ms;
+
+	*w = *k = *mem = 0;
+	for (ch = 0; ch < c->v; ch++) {
+		s = ch * c->p + r;
+		*w += est_stage_f(c, s) + est_stage_b(c, s);
+		*k += stage_kern(c, s, &ms);
+		*mem += ms;
+	}
+}
+
+/* The model FLOPs of one step (as train.c's fill_plan counts them). */
+static double model_flops(const struct est_cand *c)
+{
+	const struct est_blocks *b = c->b;
+	double per_mb = (b->ef.model_flops + b->eb.model_flops +
+			 b->hf.model_flops + b->hb.model_flops) +
+			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops);
+	int64_t s;
+
+	for (s = 0; s < c->S; s++) {
+		double nm = c->nmoe ? (double)c->nmoe[s] : 0;
+
+		per_mb += ((double)c->split[s] - nm) * (b->lf.model_flops +
+							b->lb.model_flops) +
+			  nm * (b->mf.model_flops + b->mb.model_flops);
+	}
+	return per_mb * (double)c->m * (double)c->j->parallelism.tp *
+	       (double)c->j->parallelism.cp * (double)c->j->parallelism.dp;
+}
+
+/* The send/recv of one activation between each pair of neighbouring
+ * ranks (their first GPUs), and the DP collectives' compute share. */
+static int transfers(struct est *e, struct est_cand *c, struct diag *d)
+{
+	const struct parallel_spec *p = &c->j->parallelism;
+	uint32_t stage_gpus = (uint32_t)(p->tp * p->cp * p->dp), g[2];
+	int64_t r, key[4] = { c->p, c->v > 1, stage_gpus, 0 };
+	double *const *hit, *x;
+
+	memcpy(&key[3], &c->b->pp_B, sizeof(double));
+	if ((hit = memo_get(&e->xfers, key))) {
+		x = *hit;
+	} else {
+		if (!(x = mem_alloc((size_t)c->p * sizeof(*x)))) {
+			diag_oom(d);
+			return -1;
+		}
+		for (r = 0; r < c->p; r++) {
+			/* r -> r + 1, and the wrap p-1 -> 0 as the pair {0, p-1} */
+			uint32_t g0 = r < c->p - 1 ? (uint32_t)r * stage_gpus : 0;
+			uint32_t stride = r < c->p - 1 ? stage_gpus :
+					  (uint32_t)(c->p - 1) * stage_gpus;
+
+			x[r] = 0;
+			if (c->p > 1 && (r < c->p - 1 || c->v > 1))
+				x[r] = est_coll_s(e, COLL_SENDRECV, 2, g0, stride,
+						  stage_gpus, c->b->pp_B, d);
+			if (x[r] < 0) {
+				mem_free(x);
+				return -1;
+			}
+		}
+		if (!memo_put(&e->xfers, key, &x)) {
+			mem_free(x);
+			diag_oom(d);
+			return -1;
+		}
+	}
+	c->x = x;
+	g[0] = 0;
+	g[1] = (uint32_t)p->tp;	/* the DP group: dp cp GPUs, stride tp */
+	c->s_dp = p->dp * p->cp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,
+						  2, 0) : 0;
+	return 0;
+}
+
+/* The tied embedding's gradient all-reduce between the first and the
+ * last stage (pp > 1), on ranks 0 and p-1. */
+static double tie_s(struct est *e, const struct est_cand *c, int64_t r,
+		    struct diag *d)
+{
+	const struct parallel_spec *p = &c->j->parallelism;
+
+	if (!c->j->model->tie_word_embeddings || c->p < 2 ||
+	    (r != 0 && r != c->p - 1))
+		return 0;
+	return est_coll_s(e, COLL_ALLREDUCE, 2, 0,
+			  (uint32_t)((c->p - 1) * p->tp * p->cp * p->dp),
+			  (uint32_t)(p->tp * p->cp * p->dp),
+			  c->d->vocab / c->d->tp * c->d->hidden * c->d->grad_B, d);
+}
+
+/* What rank entry i adds after its last backward (ends at E). */
+static int rank_tail(struct est *e, const struct est_cand *c,
+		     const struct est_dplan *dp, int i, double E,
+		     struct est_tail *t, struct diag *d)
+{
+	int64_t r = est_rank_of(c, i);
+	double tie;
+
+	memset(t, 0, sizeof(*t));
+	if (dp)
+		est_dp_tail(c, dp, i, E, t);
+	if (c->j->training.zero_stage >= 3 &&
+	    c->j->parallelism.dp * c->j->parallelism.cp > 1 && r == 0)
+		t->exposed = c->fsdp_last_rs;
+	if ((tie = tie_s(e, c, r, d)) < 0)
+		return -1;
+	t->exposed += tie;
+	return 0;
+}
+
+/* A lower bound of the pipeline's makespan: rank r cannot start before
+ * the first forward has crossed the ranks before it, runs m W_r, and its
+ * last backward still has to cross them back:
+ * max_r (sum_{q<r} (f_q + b_q) + m W_r), x = 0. With equal ranks it is
+ * (m + (p - 1)/v) W, the ideal interleaved 1F1B step. */
+static double pipeline_bound(const struct est_cand *c)
+{
+	double best = 0, chain = 0, w, k, m;
+	int64_t r;
+
+	for (r = 0; r < c->p; r++) {
+		rank_work(c, r, &w, &k, &m);
+		best = fmax(best, chain + (double)c->m * w);
+		chain += est_stage_f(c, r) + est_stage_b(c, r);
+	}
+	return best;
+}
+
+/* Run the pipeline recurrence (est_pipe.c) into c->rank_end and
+ * c->chunk_end, the first forwards and last backwards slowed by the
+ * data-parallel collectives they overlap (dp may be NULL). */
+static int pipeline(struct est *e, struct est_cand *c,
+		    const struct est_dplan *dp, struct diag *d)
+{
+	size_t need = (size_t)(4 * c->S + c->p + c->p * c->v);
+	struct est_pipe in;
+	double *t;
+	int64_t s;
+
+	if (need > e->stage_t_cap) {
+		t = mem_realloc(e->stage_t, need * sizeof(*t));
+		if (!t) {
+			diag_oom(d);
+			return -1;
+		}
+		e->stage_t = t;
+		e->stage_t_cap = need;
+	}
+	t = e->stage_t;
+	for (s = 0; s < c->S; s++) {
+		t[s] = est_stage_f(c, s);
+		t[c->S + s] = est_stage_b(c, s);
+	}
+	in = (struct est_pipe){ c->j->parallelism.schedule, c->p, c->v, c->m,
+				t, t + c->S, NULL, NULL, c->x };
+	if (dp) {
+		est_dp_stretch(c, dp, t + 2 * c->S, t + 3 * c->S);
+		in.f_first = t + 2 * c->S;
+		in.b_last = t + 3 * c->S;
+	}
+	c->rank_end = t + 4 * c->S;
+	c->chunk_end = t + 4 * c->S + c->p;
+	if (est_pipe_run(e, &in, t + 4 * c->S, t + 4 * c->S + c->p) != 0) {
+		diag_oom(d);
+		return -1;
+	}
+	return 0;
+}
+
+/* ZeRO 3 without data parallelism shards nothing: units as blocks. */
+static void fsdp_alone(struct est_cand *c)
+{
+	c->fsdp_f[EST_LAYER] = c->b->lf.lat_s;
+	c->fsdp_f[EST_EMBED] = c->b->ef.lat_s;
+	c->fsdp_f[EST_HEAD] = c->b->hf.lat_s;
+	c->fsdp_b[EST_LAYER] = c->b->lb.lat_s;
+	c->fsdp_b[EST_EMBED] = c->b->eb.lat_s;
+	c->fsdp_b[EST_HEAD] = c->b->hb.lat_s;
+}
+
+/* Blocks and split of c (and, unless bound_only, its collectives). */
+static int setup(struct est *e, struct est_cand *c, int bound_only,
+		 struct diag *d)
+{
+	const struct job_spec *j = c->j;
+	const struct parallel_spec *p = &j->parallelism;
+
+	c->m = job_microbatches(j);
+	c->p = p->pp;
+	c->v = p->vpp;
+	c->S = c->p * c->v;
+	c->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	/* a2a_overlap pairs a forward with a backward of another
+	 * microbatch (sched.h; 1F1B orders): all but a rank's warm-up, about (v - 1) p +
+	 * p - 1 actions of its m v forwards, and the first (pp 1: F0, then
+	 * B0 F1, ...) */
+	c->ov = 0;
+	if (model_is_moe(j->model) && j->moe.a2a_overlap && p->ep > 1 &&
+	    p->schedule != SCHED_GPIPE)	/* GPipe: forwards, then backwards */
+		c->ov = fmax(0, (double)(c->m * c->v - (c->v - 1) * c->p -
+					 (c->p - 1) - 1) /
+			     (double)(c->m * c->v));
+	if (!(c->b = est_blocks_of(e, j, c->d, d)) || split_of(e, c, d) != 0)
+		return -1;
+	if (j->training.zero_stage >= 3)
+		fsdp_alone(c);	/* at least the blocks (the bound) */
+	if (bound_only)
+		return 0;
+	if (transfers(e, c, d) != 0)
+		return -1;
+	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
+	    est_fsdp_units(e, c, d) != 0)
+		return -1;
+	return 0;
+}
+
+/* The synchronization tax at the end of the step (exec_jitter.c): the
+ * step's last rendezvous, the final gradient reduction over the stage's
+ * dp x tp GPUs (every one of them, replicas counted), waits for the
+ * lateness rank r gathered over the whole step,
+ *
+ *   e(N) sqrt(sigma_op^2 sum_ops t_op^2 + sigma_gpu^2 C^2),
+ *
+ * its ops the forward and backward of each (chunk, microbatch), C its
+ * compute. The rendezvous inside the step (TP collectives, transfers)
+ * add their own smaller waits, left out. */
+static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
+{
+	const struct variability_spec *v = &c->j->system->variability;
+	double sq = 0, sum = 0, f, b, n;
+	int64_t ch;
+
+	if (v->op_jitter <= 0 && v->gpu_spread <= 0)
+		return 0;
+	n = (double)(c->j->parallelism.dp * c->j->parallelism.tp *
+		     c->j->parallelism.cp);
+	if (n < 2)
+		return 0;
+	for (ch = 0; ch < c->v; ch++) {
+		f = est_stage_f(c, ch * c->p + r);
+		b = est_stage_b(c, ch * c->p + r);
+		sq += (double)c->m * (f * f + b * b);
+		sum += (double)c->m * (f + b);
+	}
+	return est_emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
+				   v->gpu_spread * v->gpu_spread * sum * sum);
+}
+
+/* Split the step of the rank that ends last (entry i) into exec.h's
+ * parts. */
+static void parts(const struct est_cand *c, int i, double step, double delay,
+		  double opt, const struct est_tail *t, struct est_step *out)
+{
+	double w, k, mem, over = c->j->framework->step_overhead_s;
+	double *ps = out->part_s;
+
+	rank_work(c, est_rank_of(c, i), &w, &k, &mem);
+	ps[EXEC_COMPUTE] = (double)c->m * k;
+	out->mem_bound_s = (double)c->m * mem;
+	ps[EXEC_OPTIMIZER] = opt;
+	ps[EXEC_OTHER] = over + t->tax;
+	ps[EXEC_EXPOSED_COMM] = (double)c->m * (w - k) + delay + t->exposed +
+				t->after;
+	ps[EXEC_BUBBLE] = fmax(0, step - ps[EXEC_COMPUTE] - opt - over - t->tax -
+			       ps[EXEC_EXPOSED_COMM]);
+}
+
+int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
+	      struct diag *d)
+{
+	struct layer_dims dims;
+	struct est_cand c = { .j = j, .d = &dims };
+
+	layer_dims_from_job(j, &dims);
+	if (setup(e, &c, 1, d) != 0)
+		return -1;
+	*lb_s = pipeline_bound(&c) + train_optimizer_s(j, &dims, c.split, 0) +
+		j->framework->step_overhead_s;
+	return 0;
+}
+
+int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
+	     struct diag *d)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	struct layer_dims dims;
+	struct est_cand c = { .j = j, .d = &dims };
+	const struct est_dplan *dp = NULL;
+	double best = -1, delay = 0, opt[3] = { 0 };
+	struct est_tail tl[3];
+	int i, last = 0;
+
+	e->stats.steps++;
+	memset(out, 0, sizeof(*out));
+	memset(tl, 0, sizeof(tl));
+	layer_dims_from_job(j, &dims);
+	if (setup(e, &c, 0, d) != 0)
+		return -1;
+	if ((p->dp * p->cp > 1 || (model_is_moe(j->model) && p->edp > 1)) &&
+	    j->training.zero_stage < 3 && !(dp = est_dplan_of(e, &c, d)))
+		return -1;
+	if (pipeline(e, &c, dp, d) != 0)
+		return -1;
+	for (i = 0; i < 3; i++) {
+		int64_t r = est_rank_of(&c, i);
+		double E, fin;
+
+		if (!est_rank_used(&c, i))
+			continue;
+		E = c.rank_end[r];
+		if (rank_tail(e, &c, dp, i, E, &tl[i], d) != 0)
+			return -1;
+		opt[i] = train_optimizer_s(j, &dims, c.split, r);
+		tl[i].tax = sync_tax(e, &c, r);
+		fin = E + tl[i].exposed + opt[i] + tl[i].after + tl[i].tax;
+		delay = fmax(delay, tl[i].delay);
+		if (fin > best) {
+			best = fin;
+			last = i;
+		}
+	}
+	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1)
+		delay += c.fsdp_first_ag;
+	out->step_s = best + delay + j->framework->step_overhead_s;
+	parts(&c, last, out->step_s, delay, opt[last], &tl[last], out);
+	out->model_flops = model_flops(&c);
+	out->tokens = (double)j->training.global_batch_size *
+		      (double)j->training.seq_len;
+	return 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * est.h - the planner's analytical tier: the step time of one training
+ * layout in closed form, from the same GPU model (every kernel of a layer
+ * costed by gpu.h through block.h) and the same fabric model (every
+ * collective timed by net_collective_time on the system's topology) that
+ * a full run uses, with no event queue.
+ *
+ * The structure of a step (which kernels wait for which collectives, the
+ * pipeline schedule, the gradient buckets, the optimizer) is the step
+ * program's (models/train*.c), reduced to formulas: est.c has them as
+ * mathematics. What many layouts share is costed once and remembered:
+ * the layer blocks of a (tp, microbatch, recompute, sequence parallelism)
+ * and the time of a collective of a given op, group and size.
+ *
+ * One estimator serves one system (its topology); jobs passed to
+ * est_step must name that system and be valid (job_layout_check), dense,
+ * without context or expert parallelism (train_check).
+ *
+ * Depends on run-path modules below it: models (layer, block, footprint,
+ * train's public costs), network (net.h), engine (exec.h part names).
+ */
+#ifndef LLMSIM_PLAN_EST_H
+#define LLMSIM_PLAN_EST_H
+
+#include <stdint.h>
+
+#include "config/spec_job.h"
+#include "engine/exec.h"
+
+struct diag;
+struct est;
+
+/* What the analytical tier says about one layout. */
+struct est_step {
+	double step_s;				/* s, one training step */
+	double part_s[EXEC_PART_COUNT];		/* s, split as exec.h splits a
+						 * simulated step; sums to step_s */
+	double mem_bound_s;			/* s, of compute_s in bandwidth-bound
+						 * kernels (the GPU model's roofline) */
+	double model_flops;			/* FLOP per step, whole job, no recompute */
+	double tokens;				/* tokens per step, whole job */
+};
+
+/* Counters, for reports and tests. */
+struct est_stats {
+	uint64_t steps;			/* est_step calls */
+	uint64_t block_sets;		/* layer-block sets costed by the GPU model */
+	uint64_t colls;			/* collectives timed by the fabric model */
+	uint64_t coll_lookups;		/* collective times asked for */
+};
+
+/* An estimator for system sys (its topology is built here). NULL after
+ * reporting to d (a system the fabric model cannot build, out of
+ * memory). */
+struct est *est_new(const struct system_spec *sys, struct diag *d);
+void est_free(struct est *e);
+
+/* Estimate job j (on e's system). Returns 0, or -1 after reporting to d
+ * (out of memory, a collective the fabric model refuses). */
+int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
+	     struct diag *d);
+
+/*
+ * A lower bound of est_step's step time for job j, without any data-
+ * parallel or pipeline-transfer collective: the pipeline of the blocks
+ * alone (x = 0, every ZeRO-3 unit at its block's latency), the first
+ * rank's optimizer and the host overhead. est_step adds only
+ * non-negative terms to these, so a layout whose bound is already
+ * slower than K estimated layouts cannot be among the best K. Returns 0,
+ * or -1 after reporting to d.
+ */
+int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
+	      struct diag *d);
+
+void est_get_stats(const struct est *e, struct est_stats *out);
+
+#endif

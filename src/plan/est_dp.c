@@ -1,0 +1,235 @@
+/*
+ * est_dp.c - data parallelism in the analytical tier: gradient buckets
+ * and their collectives (ZeRO 0-2), what they slow and what they leave
+ * exposed, and ZeRO 3's per-unit gathers. The formulas are in est.c's
+ * header; this file applies them.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "models/footprint.h"
+#include "models/train.h"
+#include "est_impl.h"
+
+double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
+		   enum coll_op op, double bytes, struct diag *d)
+{
+	const struct parallel_spec *p = &c->j->parallelism;
+	int64_t ex = (p->etp > 0 ? p->etp : 1) * p->ep;
+
+	/* LG_EDP: the routed experts' group, edp GPUs, stride etp ep */
+	if (experts)
+		return est_coll_s(e, op, (uint32_t)(p->edp > 0 ? p->edp : 1), 0,
+				  (uint32_t)ex, (uint32_t)ex, bytes, d);
+	/* LG_DP: the dense gradients' group, dp cp GPUs, stride tp */
+	return est_coll_s(e, op, (uint32_t)(p->dp * p->cp), 0, (uint32_t)p->tp,
+			  (uint32_t)p->tp, bytes, d);
+}
+
+/* ---- buckets ---- */
+
+/* Rank entry i's buckets, completion order (chunks v-1 .. 0; in a
+ * chunk the dense ones, then the routed experts'), with the times of
+ * their collectives. */
+static int rank_buckets(struct est *e, const struct est_cand *c,
+			struct est_dplan *dp, int i, struct diag *d)
+{
+	double size, params[1024];
+	int64_t r = est_rank_of(c, i), total = 0, ch, k, n, vs, last[1024];
+	int zero = (int)c->j->training.zero_stage;
+	int kinds = model_is_moe(c->j->model) ? 2 : 1, ex;
+
+	for (ch = 0; ch < c->v; ch++)
+		total += kinds * (c->split[ch * c->p + r] + 2);
+	dp->b[i] = mem_alloc((size_t)total * sizeof(*dp->b[i]));
+	if (!dp->b[i]) {
+		diag_oom(d);
+		return -1;
+	}
+	for (ch = c->v - 1; ch >= 0; ch--) {
+		vs = ch * c->p + r;
+		if (c->split[vs] + 2 > 1024)
+			BUG("more than 1022 layers on a virtual stage");
+		for (ex = 0; ex < kinds; ex++) {
+			size = train_bucket_size(c->j, ex);
+			n = train_buckets(c->j, c->d, c->split, vs, size, ex, last,
+					  params);
+			for (k = 0; k < n; k++) {
+				struct est_dbucket *b = &dp->b[i][dp->n[i]++];
+
+				*b = (struct est_dbucket){ ch, ex, last[k], params[k], 0, 0 };
+				b->red_s = est_dp_coll(e, c, ex, zero == 0 ?
+						       COLL_ALLREDUCE : COLL_REDUCESCATTER,
+						       params[k] * c->d->grad_B, d);
+				b->ag_s = zero == 0 ? 0 :
+					  est_dp_coll(e, c, ex, COLL_ALLGATHER,
+						      params[k] * c->d->act_B, d);
+				if (b->red_s < 0 || b->ag_s < 0)
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+const struct est_dplan *est_dplan_of(struct est *e, const struct est_cand *c,
+				     struct diag *d)
+{
+	const struct parallel_spec *p = &c->j->parallelism;
+	int64_t key[8] = { p->tp, p->cp, p->pp, p->vpp, p->dp,
+			   c->j->training.zero_stage > 0, p->ep,
+			   model_is_moe(c->j->model) ? p->etp : 0 };
+	struct est_dplan *const *hit = memo_get(&e->dpplans, key);
+	struct est_dplan *dp;
+	int i;
+
+	if (hit)
+		return *hit;
+	dp = mem_calloc(1, sizeof(*dp));
+	if (!dp) {
+		diag_oom(d);
+		return NULL;
+	}
+	dp->next = e->dplan_list;
+	e->dplan_list = dp;
+	for (i = 0; i < 3; i++)
+		if (est_rank_used(c, i) && rank_buckets(e, c, dp, i, d) != 0)
+			return NULL;
+	if (!memo_put(&e->dpplans, key, &dp)) {
+		diag_oom(d);
+		return NULL;
+	}
+	return dp;
+}
+
+/* ---- what the collectives slow ---- */
+
+/* The TP collectives' share of stage s's forward (or backward) when the
+ * TP group leaves the node: the part a data-parallel collective on the
+ * same NICs would share (0 inside a node). */
+static double tp_wire_s(const struct est_cand *c, int64_t s, int bwd)
+{
+	int64_t gpn = c->j->system->gpus_per_node, tp = c->j->parallelism.tp;
+	const struct est_blocks *b = c->b;
+	const struct est_pass *l = bwd ? &b->lb : &b->lf;
+
+	if (tp <= gpn && gpn % tp == 0)
+		return 0;
+	return (double)c->split[s] * fmax(0, l->lat_s - l->kern_s);
+}
+
+void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
+		    double *f_first, double *b_last)
+{
+	const struct framework_spec *fw = c->j->framework;
+	int zero = (int)c->j->training.zero_stage;
+	int64_t s, k, q;
+
+	for (s = 0; s < c->S; s++) {
+		int64_t r = s % c->p, ch = s / c->p;
+		int i = est_rank_index(c, r);
+		double f = est_stage_f(c, s), b = est_stage_b(c, s);
+		double tpf = tp_wire_s(c, s, 0), tpb = tp_wire_s(c, s, 1);
+		double red = 0, gathers = 0, first = -1, lead = 0;
+
+		for (k = 0; k < dp->n[i]; k++) {
+			const struct est_dbucket *bk = &dp->b[i][k];
+
+			gathers += bk->ag_s;
+			if (bk->chunk != ch)
+				continue;
+			red += bk->red_s;
+			if (first < 0)	/* reductions start with its first bucket */
+				first = est_bwd_through(c, s, bk->last);
+		}
+		b_last[s] = b;
+		if (fw->overlap_grad_reduce && first >= 0) {
+			double over = fmin(b - first, red);
+
+			/* compute units held; a cross-node TP collective
+			 * shares the NIC with the reductions it meets */
+			b_last[s] = b + c->s_dp * over + fmin(tpb * over / b, red);
+		}
+		f_first[s] = f;
+		if (zero >= 1 && fw->overlap_param_gather && ch == 0) {
+			double over;
+
+			for (q = 0; q < r; q++)
+				lead += est_stage_f(c, q) + c->x[q];
+			over = fmin(f, fmax(0, gathers - lead));
+			f_first[s] = f + c->s_dp * over + tpf * over / f;
+		}
+	}
+}
+
+void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
+		 double E, struct est_tail *t)
+{
+	const struct framework_spec *fw = c->j->framework;
+	int64_t r = est_rank_of(c, i), k, q;
+	double end = 0, gathered = 0, need = 0, lead = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (q = 0; q < r; q++)	/* rank r's first forward starts after these */
+		lead += est_stage_f(c, q) + c->x[q];
+	for (k = 0; k < dp->n[i]; k++) {
+		const struct est_dbucket *bk = &dp->b[i][k];
+		int64_t vs = bk->chunk * c->p + r;
+		double done = c->chunk_end[r * c->v + bk->chunk];
+		double ready = done - (est_stage_b(c, vs) -
+				       est_bwd_through(c, vs, bk->last));
+
+		if (!fw->overlap_grad_reduce)
+			ready = E;
+		end = fmax(end, ready) + bk->red_s;
+	}
+	t->exposed = fmax(0, end - E);
+	if (c->j->training.zero_stage == 0)
+		return;
+	/* the all-gathers, forward order: the reverse of completion */
+	for (k = dp->n[i] - 1; k >= 0; k--) {
+		const struct est_dbucket *bk = &dp->b[i][k];
+		int64_t vs = bk->chunk * c->p + r;
+		int64_t units = c->split[vs] + (vs == 0) + (vs == c->S - 1);
+
+		gathered += bk->ag_s;
+		if (!fw->overlap_param_gather)
+			t->after += bk->ag_s;
+		else if (bk->chunk == 0)	/* the first forward waits for these */
+			need = fmax(need, gathered -
+				    est_fwd_before(c, vs, units - 1 - bk->last));
+	}
+	t->delay = fmax(0, need - lead);
+}
+
+/* ---- ZeRO 3 ---- */
+
+int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
+{
+	static const enum footprint_unit kinds[3] = { UNIT_LAYER, UNIT_EMBED,
+						      UNIT_HEAD };
+	const struct est_pass *f[3] = { &c->b->lf, &c->b->ef, &c->b->hf };
+	const struct est_pass *b[3] = { &c->b->lb, &c->b->eb, &c->b->hb };
+	int both = c->p == 1, u;
+
+	for (u = 0; u < 3; u++) {
+		double pu = footprint_unit_params(c->j, c->d, kinds[u], both) /
+			    c->d->tp;
+		double ag = est_dp_coll(e, c, 0, COLL_ALLGATHER, pu * c->d->act_B, d);
+		double rs = est_dp_coll(e, c, 0, COLL_REDUCESCATTER,
+					pu * c->d->grad_B, d);
+		double cf = f[u]->lat_s, cb = b[u]->lat_s;
+
+		if (ag < 0 || rs < 0)
+			return -1;
+		c->fsdp_f[u] = fmax(cf + c->s_dp * fmin(cf, ag), ag);
+		c->fsdp_b[u] = fmax(cb + c->s_dp * fmin(cb, ag + rs), ag + rs);
+		if (u == EST_EMBED) {
+			c->fsdp_first_ag = ag;
+			c->fsdp_last_rs = rs;
+		}
+	}
+	return 0;
+}

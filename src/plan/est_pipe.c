@@ -1,0 +1,324 @@
+/*
+ * est_pipe.c - the pipeline schedule of one layout run as a recurrence,
+ * without an event queue.
+ *
+ * Every rank runs its actions (sched.h) in order; an action (the forward
+ * or backward of virtual stage s on microbatch i) starts when its rank is
+ * free and its input is there:
+ *
+ *   F(s, i) = max(free_r, F_end(s-1, i) + x) + f_s        s > 0
+ *   B(s, i) = max(free_r, B_end(s+1, i) + x) + b_s        s < S-1
+ *   B(S-1, i) = max(free_r, F_end(S-1, i)) + b_{S-1}
+ *
+ * (the first microbatch's forward and the last one's backward may take
+ * longer: the data-parallel collectives they overlap, est_dp.c). As in
+ * the step program, each rank's transfers of one direction go on one
+ * stream in the rank's own action order: a receive starts only when the
+ * rank's previous transfer on that stream (often its send of the action
+ * before) is done, and a send when the rank has produced the tensor and
+ * its stream is free; the wrap between the last and the first rank has
+ * streams of its own. (The synchronization tax of the pair's rendezvous,
+ * exec_jitter.c, is left out: charged per transfer it overshot 1F1B
+ * pipelines by 3-5 % against the engine. So is the rendezvous itself: in
+ * the step program a transfer holds both ranks' streams from when both
+ * are free until it ends, here the sender's from its start and the
+ * receiver's from when the tensor is sent; where transfers are about as
+ * long as a virtual stage's work, tp > 1 without SP or scatter/gather
+ * sending the whole activation with one layer a chunk, the estimate is
+ * low, 21 % on one such layout of llama3-70b-h100-64. Doing it right
+ * takes the transfers as steps of their own, ordered along both ends'
+ * streams, the rendezvous' start not being an action's.)
+ * x the transfer between the stages' ranks (the step program's send/
+ * recv: each pair of neighbouring ranks has its own, as their GPUs sit
+ * in one node or two; the interleaved schedule's wrap from the last rank
+ * to the first too). Ranks are advanced in turn, each
+ * as far as its next action's input allows, until every action is
+ * placed; a valid schedule always advances. This is the step program's
+ * pipeline with each stage's work as one block of time and every
+ * transfer taking x alone: what it leaves out is the order transfers
+ * keep on their streams and their sharing of links with other traffic.
+ *
+ * Cost O(p (2 m v)) per layout, so est_step uses it and est_bound the
+ * closed form.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "models/sched.h"
+#include "est_impl.h"
+
+/* Grow the scratch to hold `times` doubles. */
+static int room(struct est *e, int64_t n, int64_t times)
+{
+	(void)n;
+	if ((size_t)times > e->pipe_t_cap) {
+		double *t = mem_realloc(e->pipe_t, (size_t)times * sizeof(*t));
+
+		if (!t)
+			return -1;
+		e->pipe_t = t;
+		e->pipe_t_cap = (size_t)times;
+	}
+	return 0;
+}
+
+/* One action of an order (below), with everything the recurrence needs
+ * precomputed: where its end goes (end[at]: forwards at s m + i,
+ * backwards at S m + s m + i), its input (sent[src] plus the transfer
+ * x[xin] on the stream slot sin; src = -1 none, -2 its own forward's end
+ * end[own]), its duration (dur[d]), its rank, and its output (a send on
+ * slot sout over x[xout]; sout = -1 none). */
+struct pstep {
+	int32_t at, src, own, d;
+	int32_t r, sin, xin;
+	int32_t sout, xout;
+};
+
+/* Every rank's actions in an order each action comes after its input's
+ * producer (and after its rank's earlier actions): the ranks taken in
+ * turn, each advanced as far as its next action's input is placed. It
+ * depends on (schedule, p, v, m) only, so it is built once and every
+ * layout of that shape runs along it. */
+struct porder {
+	int64_t n;
+	struct pstep *v;
+};
+
+enum { ST_F, ST_FW, ST_B, ST_BW };	/* a rank's transfer streams */
+
+/* The step of action x of rank r. Durations: f[s], b[s], the first
+ * microbatch's forward f_first[s] at 2S + s, the last one's backward
+ * b_last[s] at 3S + s. */
+static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
+			    int64_t S, int64_t m)
+{
+	int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
+	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1 };
+
+	if (!x.bwd) {
+		t.at = (int32_t)(s * m + i);
+		t.d = (int32_t)(i == 0 ? 2 * S + s : s);
+		if (s > 0) {
+			t.src = (int32_t)((s - 1) * m + i);
+			t.sin = (int32_t)(4 * r + (r == 0 ? ST_FW : ST_F));
+			t.xin = (int32_t)((s - 1) % p);
+		}
+		if (s < S - 1) {
+			t.sout = (int32_t)(4 * r + (r == p - 1 ? ST_FW : ST_F));
+			t.xout = (int32_t)r;
+		}
+		return t;
+	}
+	t.at = (int32_t)(S * m + s * m + i);
+	t.d = (int32_t)(i == m - 1 ? 3 * S + s : S + s);
+	if (s < S - 1) {
+		t.src = (int32_t)(S * m + (s + 1) * m + i);
+		t.sin = (int32_t)(4 * r + (r == p - 1 ? ST_BW : ST_B));
+		t.xin = (int32_t)(s % p);
+	} else {
+		t.src = -2;
+		t.own = (int32_t)(s * m + i);
+	}
+	if (s > 0) {
+		t.sout = (int32_t)(4 * r + (r == 0 ? ST_BW : ST_B));
+		t.xout = (int32_t)((s - 1) % p);
+	}
+	return t;
+}
+
+static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
+		       struct porder *o)
+{
+	int64_t S = p * v, n = sched_actions(m, v), left = p * n, r, k = 0;
+	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
+	uint8_t *fp = mem_calloc((size_t)(2 * S * m), 1), *bp = fp + S * m;
+	int64_t *pos = mem_calloc((size_t)p, sizeof(*pos));
+	int rc = -1;
+
+	o->n = p * n;
+	o->v = mem_alloc((size_t)(p * n) * sizeof(*o->v));
+	if (!a || !fp || !pos || !o->v || 2 * S * m > INT32_MAX)
+		goto out;
+	for (r = 0; r < p; r++)
+		sched_rank(schedule, p, v, m, r, a + r * n);
+	while (left > 0) {
+		int64_t placed = 0;
+
+		for (r = 0; r < p; r++)
+			while (pos[r] < n) {
+				struct sched_action x = a[r * n + pos[r]];
+				int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
+
+				if (x.bwd ? (s < S - 1 && !bp[(s + 1) * m + i]) :
+					    (s > 0 && !fp[(s - 1) * m + i]))
+					break;
+				(x.bwd ? bp : fp)[s * m + i] = 1;
+				o->v[k++] = step_of(x, r, p, S, m);
+				pos[r]++;
+				placed++;
+			}
+		if (placed == 0)
+			BUG("a pipeline schedule that cannot advance");
+		left -= placed;
+	}
+	rc = 0;
+out:
+	mem_free(a);
+	mem_free(fp);
+	mem_free(pos);
+	if (rc != 0) {
+		mem_free(o->v);
+		o->v = NULL;
+	}
+	return rc;
+}
+
+/* The order of (schedule, p, v, m), remembered (est_pipe_run asks for a
+ * few m per (p, v)). NULL when out of memory. */
+static const struct porder *order_of(struct est *e, int schedule, int64_t p,
+				     int64_t v, int64_t m)
+{
+	int64_t key[4] = { schedule, p, v, m };
+	struct porder *const *hit = memo_get(&e->pipe_lists, key);
+	struct porder *o;
+
+	if (hit)
+		return *hit;
+	if (!(o = mem_calloc(1, sizeof(*o))))
+		return NULL;
+	if (build_order(schedule, p, v, m, o) != 0 ||
+	    !memo_put(&e->pipe_lists, key, &o)) {
+		est_pipe_order_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+void est_pipe_order_free(void *order)
+{
+	struct porder *o = order;
+
+	if (o)
+		mem_free(o->v);
+	mem_free(o);
+}
+
+/* The recurrence for m microbatches along its order. */
+static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
+		    double *rank_end, double *chunk_end)
+{
+	int64_t p = in->p, v = in->v, S = p * v, r, c, k;
+	const struct porder *o = order_of(e, in->schedule, p, v, m);
+	double *end, *sent, *fr, *stream, *dur;
+	const double *x = in->x;
+
+	if (!o || room(e, 0, 4 * S * m + 5 * p + 4 * S) != 0)
+		return -1;
+	end = e->pipe_t;
+	sent = end + 2 * S * m;
+	fr = sent + 2 * S * m;
+	stream = fr + p;
+	dur = stream + 4 * p;
+	for (k = 0; k < 5 * p; k++)
+		fr[k] = 0;
+	for (k = 0; k < S; k++) {
+		dur[k] = in->f[k];
+		dur[S + k] = in->b[k];
+		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
+		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
+	}
+	for (k = 0; k < o->n; k++) {
+		const struct pstep *t = &o->v[k];
+		double ready = 0, done;
+
+		if (t->src >= 0) {
+			double *slot = &stream[t->sin];
+			double start = sent[t->src] > *slot ? sent[t->src] : *slot;
+
+			ready = *slot = start + x[t->xin];
+		} else if (t->src == -2) {
+			ready = end[t->own];
+		}
+		done = (ready > fr[t->r] ? ready : fr[t->r]) + dur[t->d];
+		end[t->at] = fr[t->r] = done;
+		if (t->sout >= 0) {
+			double *slot = &stream[t->sout];
+			double start = done > *slot ? done : *slot;
+
+			sent[t->at] = start;
+			*slot = start + x[t->xout];
+		}
+	}
+	for (r = 0; r < p; r++) {
+		rank_end[r] = fr[r];
+		for (c = 0; c < v; c++)
+			chunk_end[r * v + c] = end[S * m + (c * p + r) * m + m - 1];
+	}
+	return 0;
+}
+
+/*
+ * Past its fill the schedule repeats: every further group of g
+ * microbatches (p for the interleaved schedule, whose groups are p, else
+ * 1) adds the same time to every end. So for m well past the fill the
+ * recurrence is run for m0, m0 + g and m0 + 2g (m0 = p, or 2p for the
+ * interleaved schedule) and extended linearly, after checking that the
+ * two steps agree on every end (else it tries again from 4 m0 and 16
+ * m0: stages of unequal time, an MoE model's dense-first layers or an
+ * uneven split, settle into the slowest stage's pace later; then it
+ * runs for m itself). Exact, and cheaper when m is past a few p.
+ */
+int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
+		 double *chunk_end)
+{
+	int64_t p = in->p, v = in->v, m = in->m, g, m0, k, ends = p + p * v;
+	int tries;
+	double *x;
+
+	/* 1F1B and GPipe repeat once every rank is past its warm-up (p
+	 * microbatches); the interleaved schedule needs m > p (m = p runs
+	 * every forward first) */
+	g = in->schedule == SCHED_INTERLEAVED ? p : 1;
+	m0 = g == 1 ? p : 2 * p;
+	if (m <= m0 + 3 * g || (in->schedule == SCHED_INTERLEAVED && m % p))
+		return run_once(e, in, m, rank_end, chunk_end);
+	if ((size_t)(3 * ends) > e->pipe_x_cap) {
+		x = mem_realloc(e->pipe_x, (size_t)(3 * ends) * sizeof(*x));
+		if (!x)
+			return -1;
+		e->pipe_x = x;
+		e->pipe_x_cap = (size_t)(3 * ends);
+	}
+	x = e->pipe_x;
+	for (tries = 0;; tries++, m0 *= 4) {
+		if (tries == 3 || m <= m0 + 3 * g)
+			return run_once(e, in, m, rank_end, chunk_end);
+		for (k = 0; k < 3; k++)
+			if (run_once(e, in, m0 + k * g, x + k * ends,
+				     x + k * ends + p) != 0)
+				return -1;
+		for (k = 0; k < ends; k++) {
+			double d1 = x[ends + k] - x[k];
+			double d2 = x[2 * ends + k] - x[ends + k];
+
+			if (fabs(d1 - d2) > 1e-9 * fabs(x[2 * ends + k]))
+				break;
+		}
+		if (k == ends)
+			break;
+	}
+	for (k = 0; k < ends; k++) {
+		double d = x[2 * ends + k] - x[ends + k];
+		double at = x[2 * ends + k] + (double)(m - m0 - 2 * g) / (double)g * d;
+
+		if (k < p)
+			rank_end[k] = at;
+		else
+			chunk_end[k - p] = at;
+	}
+	return 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * est_stage.c - a candidate's stages for the analytical tier: the time of
+ * each virtual stage's forward and backward per microbatch from its
+ * units' blocks (est.c has the formulas), and the time through a unit.
+ * A leaf: est.c and est_dp.c call it, it calls neither.
+ */
+#include "est_impl.h"
+
+double est_unit_f(const struct est_cand *c, int u)
+{
+	const struct est_pass *e[3] = { &c->b->lf, &c->b->ef, &c->b->hf };
+
+	return c->j->training.zero_stage >= 3 ? c->fsdp_f[u] : e[u]->lat_s;
+}
+
+double est_unit_b(const struct est_cand *c, int u)
+{
+	const struct est_pass *e[3] = { &c->b->lb, &c->b->eb, &c->b->hb };
+
+	return c->j->training.zero_stage >= 3 ? c->fsdp_b[u] : e[u]->lat_s;
+}
+
+/* MoE layers of stage s, and their block (paired under a2a_overlap). */
+static double nmoe(const struct est_cand *c, int64_t s)
+{
+	return c->nmoe ? (double)c->nmoe[s] : 0;
+}
+
+double est_layers_f(const struct est_cand *c, int64_t s)
+{
+	double n = nmoe(c, s);
+
+	return ((double)c->split[s] - n) * est_unit_f(c, EST_LAYER) +
+	       (n > 0 ? n * (c->ov * c->b->mfo.lat_s +
+			     (1 - c->ov) * c->b->mf.lat_s) : 0);
+}
+
+double est_layers_b(const struct est_cand *c, int64_t s)
+{
+	double n = nmoe(c, s);
+
+	return ((double)c->split[s] - n) * est_unit_b(c, EST_LAYER) +
+	       (n > 0 ? n * (c->ov * c->b->mbo.lat_s +
+			     (1 - c->ov) * c->b->mb.lat_s) : 0);
+}
+
+/* The head of the last stage with the MTP modules after it (forward
+ * order: head, MTP; backward: MTP, head). */
+static double head_f(const struct est_cand *c)
+{
+	return est_unit_f(c, EST_HEAD) + (double)c->mtp * c->b->tf.lat_s;
+}
+
+static double head_b(const struct est_cand *c)
+{
+	return est_unit_b(c, EST_HEAD) + (double)c->mtp * c->b->tb.lat_s;
+}
+
+/* A layer's mean forward / backward on stage s. */
+static double mean_f(const struct est_cand *c, int64_t s)
+{
+	if (nmoe(c, s) == 0)
+		return est_unit_f(c, EST_LAYER);
+	return c->split[s] > 0 ? est_layers_f(c, s) / (double)c->split[s] : 0;
+}
+
+static double mean_b(const struct est_cand *c, int64_t s)
+{
+	if (nmoe(c, s) == 0)
+		return est_unit_b(c, EST_LAYER);
+	return c->split[s] > 0 ? est_layers_b(c, s) / (double)c->split[s] : 0;
+}
+
+/* A chunk pass of time t with the fp8 amax reduction at its end
+ * (train.c): the reduction, and the wait for its group's slowest member
+ * over the compute since the group last met, the pass (exec_jitter.c;
+ * 0 without variability). */
+static double with_amax(const struct est_cand *c, const struct est_pass *a,
+			double t)
+{
+	return a->lat_s > 0 ? t + a->lat_s + c->b->amax_tax * t : t;
+}
+
+double est_stage_f(const struct est_cand *c, int64_t s)
+{
+	return with_amax(c, &c->b->af,
+			 est_layers_f(c, s) +
+			 (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
+			 (s == c->S - 1 ? head_f(c) : 0) +
+			 (s > 0 ? c->b->pg.lat_s : 0));
+}
+
+double est_stage_b(const struct est_cand *c, int64_t s)
+{
+	return with_amax(c, &c->b->ab,
+			 est_layers_b(c, s) +
+			 (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
+			 (s == c->S - 1 ? head_b(c) : 0) +
+			 (s < c->S - 1 ? c->b->pg.lat_s : 0));
+}
+
+double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u)
+{
+	int has_head = s == c->S - 1, has_embed = s == 0;
+	int64_t units = c->split[s] + has_head + has_embed;
+	double t = s < c->S - 1 ? c->b->pg.lat_s : 0;
+	int64_t layers = u + 1 - has_head;
+
+	if (has_head)
+		t += head_b(c);
+	if (has_embed && u == units - 1) {
+		t += est_unit_b(c, EST_EMBED);
+		layers--;
+	}
+	return t + (double)(layers > 0 ? layers : 0) * mean_b(c, s);
+}
+
+double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u)
+{
+	int has_embed = s == 0;
+	double t = s > 0 ? c->b->pg.lat_s : 0;
+	int64_t layers = u - has_embed;
+
+	if (has_embed && u > 0)
+		t += est_unit_f(c, EST_EMBED);
+	if (layers > c->split[s])
+		layers = c->split[s];
+	return t + (double)(layers > 0 ? layers : 0) * mean_f(c, s);
+}
+
+int64_t est_rank_of(const struct est_cand *c, int i)
+{
+	return i == 0 ? 0 : i == 1 ? 1 : c->p - 1;
+}
+
+int est_rank_used(const struct est_cand *c, int i)
+{
+	int64_t r = est_rank_of(c, i);
+
+	return r < c->p && !(i == 2 && (r == 0 || r == 1));
+}
+
+int est_rank_index(const struct est_cand *c, int64_t r)
+{
+	return r == 0 ? 0 : r == c->p - 1 ? 2 : 1;
+}

@@ -1,0 +1,411 @@
+/*
+ * plan_full.c - the planner's full tier: the chosen layouts simulated
+ * with step_run (the event engine on the fabric model), as `llmsim run`
+ * would, in worker processes when there are CPUs for them.
+ *
+ * Each worker shares one fabric model per node count across its runs
+ * (net_attach: the topology and the collectives' plans are built once);
+ * a run's result does not depend on what ran before it on the same
+ * fabric model (the caches are pure), so the results are the same for
+ * any number of workers. Workers are forked, take layouts i, i + W, ...,
+ * and send back fixed-size records over a pipe; the parent waits for all
+ * of them and fails if any failed.
+ *
+ * Layouts whose step programs are the same are simulated once: ZeRO 1
+ * and 2 differ only in memory (train_dp.c builds both alike: gradients
+ * reduce-scattered, parameters all-gathered, the optimizer stepping the
+ * shard; ZeRO 2 frees the gradients outside the shard, which
+ * footprint.c counts), so a layout with ZeRO 2 takes the run of the same
+ * layout with ZeRO 1 (tests/unit/plan: plan.zero1_and_zero2_step_alike
+ * checks that the runs agree).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "network/net.h"
+#include "run/step.h"
+#include "plan_impl.h"
+
+/* The fabric models the full tier shares across its runs, one per node
+ * count: the topology and the collectives' plans are built once
+ * (net_attach binds one to each run's engine). */
+struct fabrics {
+	struct system_spec sys[64];
+	struct net *net[64];
+	int n;
+};
+
+static int attach_shared(void *ctx, struct sim *sim)
+{
+	return net_attach(ctx, sim);
+}
+
+static const char *shared_failed(void *ctx)
+{
+	return net_failed(ctx) ? net_error(ctx) : NULL;
+}
+
+/* The shared fabric of node count `nodes` (its system in *sys), built on
+ * first use; NULL after reporting to d. A node count past the table's
+ * size gets none (NULL, nothing reported): the run builds its own. */
+static struct net *fabric_of(struct fabrics *fb, const struct job_spec *j,
+			     int64_t nodes, struct diag *d, int *err)
+{
+	int i;
+
+	*err = 0;
+	for (i = 0; i < fb->n; i++)
+		if (fb->sys[i].nodes == nodes)
+			return fb->net[i];
+	if (fb->n == (int)(sizeof(fb->net) / sizeof(fb->net[0])))
+		return NULL;
+	fb->sys[fb->n] = *j->system;
+	fb->sys[fb->n].nodes = nodes;
+	fb->net[fb->n] = net_new(&fb->sys[fb->n], NULL, d);
+	if (!fb->net[fb->n]) {
+		*err = 1;
+		return NULL;
+	}
+	return fb->net[fb->n++];
+}
+
+static void fabrics_release(struct fabrics *fb)
+{
+	int i;
+
+	for (i = 0; i < fb->n; i++)
+		net_free(fb->net[i]);
+	fb->n = 0;
+}
+
+/* Simulate c in full and take the run's numbers. */
+static int run_full(const struct job_spec *j, const struct plan_opts *o,
+		    struct fabrics *fb, struct plan_cand *c, struct diag *d)
+{
+	struct system_spec sys;
+	struct job_spec jj;
+	struct step_result r;
+	struct step_comm comm = { &net_comm_ops, NULL, attach_shared,
+				  shared_failed };
+	int rc, err;
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct diag ld;
+
+	plan_job_for(j, &c->lay, &sys, &jj);
+	comm.ctx = fabric_of(fb, j, c->lay.nodes, d, &err);
+	if (err)
+		return -1;
+	/* the run's own diagnostics, kept: a layout the step program
+	 * cannot simulate is warned about, not the end of the plan */
+	if (!(f = open_memstream(&msg, &len))) {
+		diag_oom(d);
+		return -1;
+	}
+	diag_init(&ld, f);
+	rc = step_run(&jj, o->full_fidelity, comm.ctx ? &comm : NULL, NULL,
+		      &r, &ld);
+	fclose(f);
+	if (rc == 0) {
+		c->full = 1;
+		c->step_s = r.step_s;
+		memcpy(c->part_s, r.part_s, sizeof(c->part_s));
+		c->tokens_per_s = r.tokens_per_s;
+		c->mfu = r.mfu;
+		c->tflops_per_gpu = r.tflops_per_gpu;
+	}
+	step_result_release(&r);
+	if (rc != 0 && ld.oom == 0) {
+		char lay[160];
+
+		plan_layout_str(&c->lay, lay, sizeof(lay));
+		while (len > 0 && msg[len - 1] == '\n')
+			msg[--len] = 0;
+		diag_warn(d, NULL, 0, 0, "plan: the full simulation of %s on "
+			  "%lld nodes failed (%s); it keeps its analytical "
+			  "estimate and ranks last", lay, (long long)c->lay.nodes,
+			  msg ? msg : "");
+		c->full_failed = 1;
+		rc = 0;
+	} else if (rc != 0) {
+		diag_oom(d);
+	}
+	free(msg);
+	return rc == 0 ? 0 : -1;
+}
+
+/* What a worker sends back for one layout. */
+struct rec {
+	uint64_t idx;			/* index into c[] */
+	double step_s;
+	double part_s[EXEC_PART_COUNT];
+	double tokens_per_s, mfu, tflops_per_gpu;
+	int64_t failed;			/* the full run failed (full_failed) */
+};
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Read one record; 1, 0 at the end, -1 on error. */
+static int read_rec(int fd, struct rec *r)
+{
+	char *p = (char *)r;
+	size_t n = sizeof(*r);
+
+	while (n > 0) {
+		ssize_t k = read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return n == sizeof(*r) ? 0 : -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 1;
+}
+
+/* A worker: layouts w, w + W, ... into fd. Never returns. */
+static void worker(const struct job_spec *j, const struct plan_opts *o,
+		   struct plan_cand *c, size_t n, size_t w, size_t nw, int fd,
+		   struct diag *d)
+{
+	struct fabrics fb = { .n = 0 };
+	size_t i;
+	int status = 0;
+
+	for (i = w; i < n && status == 0; i += nw) {
+		struct rec r = { .idx = i };
+
+		if (run_full(j, o, &fb, &c[i], d) != 0) {
+			status = 1;
+			break;
+		}
+		r.failed = c[i].full_failed;
+		r.step_s = c[i].step_s;
+		memcpy(r.part_s, c[i].part_s, sizeof(r.part_s));
+		r.tokens_per_s = c[i].tokens_per_s;
+		r.mfu = c[i].mfu;
+		r.tflops_per_gpu = c[i].tflops_per_gpu;
+		if (write_all(fd, &r, sizeof(r)) != 0)
+			status = 1;
+	}
+	fabrics_release(&fb);
+	_exit(status);
+}
+
+static void apply(struct plan_cand *c, const struct rec *r)
+{
+	if (r->failed) {
+		c->full_failed = 1;
+		return;
+	}
+	c->full = 1;
+	c->step_s = r->step_s;
+	memcpy(c->part_s, r->part_s, sizeof(c->part_s));
+	c->tokens_per_s = r->tokens_per_s;
+	c->mfu = r->mfu;
+	c->tflops_per_gpu = r->tflops_per_gpu;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Progress on a long full tier: a line at most every PROGRESS_S once it
+ * has run that long. */
+#define PROGRESS_S 10.0
+
+struct progress {
+	double t0, last;	/* s, monotonic */
+};
+
+static void progress(struct progress *p, size_t done, size_t n,
+		     struct diag *d)
+{
+	double t = now_s();
+
+	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
+		return;
+	p->last = t;
+	diag_progress(d, "plan: %zu of %zu layouts simulated in full (%.0f s)",
+		      done, n, t - p->t0);
+}
+
+static int in_process(const struct job_spec *j, const struct plan_opts *o,
+		      struct plan_cand *c, size_t n, struct diag *d)
+{
+	struct fabrics fb = { .n = 0 };
+	struct progress pr = { now_s(), 0 };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = run_full(j, o, &fb, &c[i], d);
+		progress(&pr, i + 1, n, d);
+	}
+	fabrics_release(&fb);
+	return rc;
+}
+
+static size_t workers(const struct plan_opts *o, size_t n)
+{
+	long cpus = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		cpus = 1;
+	return (size_t)cpus < n ? (size_t)cpus : n;
+}
+
+static int runs(const struct job_spec *j, const struct plan_opts *o,
+		struct plan_cand *c, size_t n, struct diag *d)
+{
+	size_t nw = workers(o, n), w, started = 0, got = 0;
+	int fds[2], rc = 0, status;
+	pid_t pid, pids[256];
+	struct progress pr = { now_s(), 0 };
+	struct rec r;
+
+	if (nw > sizeof(pids) / sizeof(pids[0]))
+		nw = sizeof(pids) / sizeof(pids[0]);
+	if (nw <= 1)
+		return in_process(j, o, c, n, d);
+	if (pipe(fds) != 0) {
+		diag_error(d, NULL, 0, 0, "plan: cannot make a pipe for the "
+			   "full runs: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);	/* nothing buffered is written twice */
+	for (w = 0; w < nw; w++) {
+		pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			worker(j, o, c, n, w, nw, fds[1], d);
+		}
+		if (pid < 0) {
+			diag_error(d, NULL, 0, 0, "plan: cannot start a worker: %s",
+				   strerror(errno));
+			rc = -1;
+			break;
+		}
+		pids[started++] = pid;
+	}
+	close(fds[1]);
+	while (read_rec(fds[0], &r) == 1)
+		if (r.idx < n) {
+			apply(&c[r.idx], &r);
+			progress(&pr, ++got, n, d);
+		}
+	close(fds[0]);
+	for (w = 0; w < started; w++) {	/* only ours: the caller may have others */
+		pid_t got_pid;
+
+		while ((got_pid = waitpid(pids[w], &status, 0)) < 0 &&
+		       errno == EINTR)
+			;
+		if (got_pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			rc = -1;
+	}
+	if (rc == 0 && got != n) {
+		diag_error(d, NULL, 0, 0, "plan: %zu of %zu full runs came back",
+			   got, n);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* The layout whose step program l's is: ZeRO 2 as ZeRO 1 (see the top
+ * of the file). */
+static struct plan_layout step_class(const struct plan_layout *l)
+{
+	struct plan_layout k = *l;
+
+	if (k.zero == 2)
+		k.zero = 1;
+	return k;
+}
+
+static int same_layout(const struct plan_layout *a, const struct plan_layout *b)
+{
+	return a->nodes == b->nodes && a->tp == b->tp && a->cp == b->cp &&
+	       a->pp == b->pp && a->vpp == b->vpp && a->ep == b->ep &&
+	       a->etp == b->etp && a->dp == b->dp && a->mbs == b->mbs &&
+	       a->recompute == b->recompute && a->zero == b->zero &&
+	       a->sp == b->sp && a->schedule == b->schedule &&
+	       a->tp_overlap == b->tp_overlap;
+}
+
+int full_runs(const struct job_spec *j, const struct plan_opts *o,
+	      struct plan_cand *c, size_t n, struct diag *d)
+{
+	struct plan_cand *u;
+	size_t *rep, nu = 0, i, k;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	u = mem_alloc(n * sizeof(*u));
+	rep = mem_alloc(n * sizeof(*rep));
+	if (!u || !rep) {
+		mem_free(u);
+		mem_free(rep);
+		diag_oom(d);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct plan_layout ki = step_class(&c[i].lay);
+
+		for (k = 0; k < nu; k++) {
+			struct plan_layout kk = step_class(&u[k].lay);
+
+			if (same_layout(&ki, &kk))
+				break;
+		}
+		if (k == nu)	/* the first of its class runs as itself */
+			u[nu++] = c[i];
+		rep[i] = k;
+	}
+	rc = runs(j, o, u, nu, d);
+	for (i = 0; rc == 0 && i < n; i++) {
+		const struct plan_cand *s = &u[rep[i]];
+
+		c[i].full = s->full;
+		c[i].step_s = s->step_s;
+		memcpy(c[i].part_s, s->part_s, sizeof(c[i].part_s));
+		c[i].tokens_per_s = s->tokens_per_s;
+		c[i].mfu = s->mfu;
+		c[i].tflops_per_gpu = s->tflops_per_gpu;
+	}
+	mem_free(u);
+	mem_free(rep);
+	return rc;
+}

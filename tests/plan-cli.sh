@@ -1,0 +1,103 @@
+#!/bin/sh
+# plan-cli.sh - `llmsim plan` end to end: the ranked table, --json and its
+# keys, pins, --max-gpus, the database, exit status 2 with the binding
+# rule on bad input; then the analytical tier's ranking against the full
+# simulation on four jobs, one MoE (tests/tools/plan_rank.c: Spearman's rank
+# correlation over the best 20 and 20 more spread over the ranking, the
+# fastest simulated layout within the analytical top 20).
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+tools=${LLMSIM_TOOLS:-build/tools}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+check() {	# check DESCRIPTION COMMAND...: the command must succeed
+	what=$1
+	shift
+	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $what"; cat "$tmp/err"; fail=1
+	fi
+}
+
+status() {	# status WANT DESCRIPTION MESSAGE ARGS...: exit WANT, MESSAGE on stderr
+	want=$1 what=$2 msg=$3
+	shift 3
+	"$llmsim" plan "$@" --no-store >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" != "$want" ] || ! grep -q -- "$msg" "$tmp/err"; then
+		echo "FAIL: $what: exit $got, expected $want and '$msg'"
+		cat "$tmp/err"; fail=1
+	fi
+}
+
+job=workloads/jobs/default.yaml
+
+# The table: ranks 1..5 simulated in full, the reason, the pruned counts.
+check "table" "$llmsim" plan "$job" --top 5 --no-store
+for want in '^ *1  tp' '^ *5  tp' 'beats the runner-up' 'pruned: memory' \
+	    'simulated in full'; do
+	grep -q -- "$want" "$tmp/out" || { echo "FAIL: table lacks '$want'"; fail=1; }
+done
+
+# --json: the keys, best first.
+check "json" "$llmsim" plan "$job" --top 3 --json --no-store
+for key in '"candidates"' '"parallelism"' '"training"' '"step_time_s"' \
+	   '"tokens_per_s"' '"mfu"' '"peak_bytes_per_gpu"' '"fits"' \
+	   '"breakdown"' '"searched"' '"pruned"' '"wall_s"' '"bound"'; do
+	grep -q "$key" "$tmp/out" || { echo "FAIL: --json lacks $key"; fail=1; }
+done
+
+# A pin is respected: every row has tp 2.
+check "pin" "$llmsim" plan "$job" --top 4 --set parallelism.tp=2 --no-store
+if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv '^ *[0-9]  tp 2 '; then
+	echo "FAIL: --set parallelism.tp=2 not respected"; cat "$tmp/out"; fail=1
+fi
+
+# Context parallelism pinned: every row has cp 2.
+check "cp pin" "$llmsim" plan "$job" --top 3 --set parallelism.cp=2 --no-store
+if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' cp 2 '; then
+	echo "FAIL: --set parallelism.cp=2 not respected"; cat "$tmp/out"; fail=1
+fi
+
+# An MoE job: expert parallelism searched, a pinned ep respected.
+check "moe ep pin" "$llmsim" plan tests/scenarios/qwen3-30b-ep8-deepep/job.yaml \
+	--top 3 --set parallelism.ep=8 --no-store
+if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' ep 8 '; then
+	echo "FAIL: --set parallelism.ep=8 not respected"; cat "$tmp/out"; fail=1
+fi
+
+# --max-gpus: a Pareto front over node counts.
+check "max-gpus" "$llmsim" plan "$job" --top 6 --max-gpus 32 --no-store
+grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
+
+# Stored with its job.
+check "store" "$llmsim" plan "$job" --top 2 --db "$tmp/p.db"
+grep -q 'stored as run' "$tmp/err" || { echo "FAIL: not stored"; fail=1; }
+
+# Bad input: exit 2 naming the rule, and by how much memory.
+status 2 "impossible pin" 'tp 3 does not divide num_attention_heads 32' \
+	"$job" --set parallelism.tp=3
+status 2 "impossible cp" 'cp 3 does not divide seq_len 8192' \
+	"$job" --set parallelism.cp=3
+status 2 "model too big" 'no layout fits in memory: the smallest peak is' \
+	"$job" --set model=llama3.1-405b
+grep -q 'GB more than the' "$tmp/err" || { echo "FAIL: by how much"; fail=1; }
+status 2 "bad objective" 'expected throughput, memory or cost' "$job" \
+	--objective speed
+moe=tests/scenarios/qwen3-30b-ep8-deepep/job.yaml
+status 2 "moe zero 3" 'ZeRO 3 on an MoE model' "$moe" \
+	--set training.zero_stage=3
+status 2 "serving job" 'searches the prefill:decode splits' \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml
+status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
+
+# The analytical tier ranks like the full simulation.
+printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \
+	rho_top20 fastest med_err max_err
+for j in workloads/jobs/default.yaml workloads/jobs/llama2-7b-mi300x.yaml \
+	 workloads/jobs/llama3-8b-fsdp-mi355x.yaml "$moe"; do
+	"$tools/plan_rank" "$j" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
+done
+[ $fail = 0 ] && echo "plan-cli: ok"
+exit $fail

@@ -1,0 +1,191 @@
+/*
+ * test_est.c - the analytical tier's pieces against references written
+ * out here: the pipeline recurrence (est_pipe.c, including its linear
+ * extension past the fill) against a plain list-scheduling loop, the
+ * memo table.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "models/sched.h"
+#include "plan/est_impl.h"
+#include "plan/memo.h"
+
+/* The recurrence of est_pipe.c written as directly as possible: repeat
+ * passes over the ranks, placing each rank's next action when its input
+ * is known. Transfers: each rank has one stream per direction (and one
+ * per direction for the wrap between the last and the first rank) that
+ * takes them in the rank's order: a receive starts at max(sent, stream
+ * free) and takes x; a send may start at max(produced, stream free). */
+static void reference(const struct est_pipe *in, double *rank_end,
+		      double *chunk_end)
+{
+	int64_t p = in->p, v = in->v, m = in->m, S = p * v;
+	int64_t n = sched_actions(m, v), r, left = p * n;
+	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
+	double *fe = mem_alloc((size_t)(S * m) * sizeof(*fe));
+	double *be = mem_alloc((size_t)(S * m) * sizeof(*be));
+	double *fs = mem_alloc((size_t)(S * m) * sizeof(*fs));
+	double *bs = mem_alloc((size_t)(S * m) * sizeof(*bs));
+	double freet[64] = { 0 }, strm[64][4] = { { 0 } };
+	int64_t pos[64] = { 0 }, i;
+
+	cr_assert(a && fe && be && fs && bs && p <= 64);
+	for (i = 0; i < S * m; i++)
+		fe[i] = be[i] = fs[i] = bs[i] = -1;
+	for (r = 0; r < p; r++)
+		sched_rank(in->schedule, p, v, m, r, a + r * n);
+	while (left > 0)
+		for (r = 0; r < p; r++) {
+			struct sched_action x;
+			int64_t s, mb;
+			double ready = 0, dur, *st;
+
+			if (pos[r] == n)
+				continue;
+			x = a[r * n + pos[r]];
+			s = (int64_t)x.chunk * p + r;
+			mb = x.mb;
+			if (!x.bwd) {
+				if (s > 0 && fs[(s - 1) * m + mb] < 0)
+					continue;
+				if (s > 0) {	/* receive: wrap stream on rank 0 */
+					st = &strm[r][r == 0 ? 1 : 0];
+					*st = fmax(fs[(s - 1) * m + mb], *st) +
+					      in->x[(s - 1) % p];
+					ready = *st;
+				}
+				dur = mb == 0 && in->f_first ? in->f_first[s] : in->f[s];
+				fe[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
+				if (s < S - 1) {	/* send: wrap stream on rank p-1 */
+					st = &strm[r][r == p - 1 ? 1 : 0];
+					fs[s * m + mb] = fmax(fe[s * m + mb], *st);
+					*st = fs[s * m + mb] + in->x[r];
+				}
+			} else {
+				if (s < S - 1 && bs[(s + 1) * m + mb] < 0)
+					continue;
+				if (s < S - 1) {	/* wrap stream on rank p-1 */
+					st = &strm[r][r == p - 1 ? 3 : 2];
+					*st = fmax(bs[(s + 1) * m + mb], *st) +
+					      in->x[s % p];
+					ready = *st;
+				} else {
+					ready = fe[s * m + mb];
+				}
+				dur = mb == m - 1 && in->b_last ? in->b_last[s] :
+								  in->b[s];
+				be[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
+				if (s > 0) {	/* wrap stream on rank 0 */
+					st = &strm[r][r == 0 ? 3 : 2];
+					bs[s * m + mb] = fmax(be[s * m + mb], *st);
+					*st = bs[s * m + mb] + in->x[(s - 1) % p];
+				}
+			}
+			pos[r]++;
+			left--;
+		}
+	for (r = 0; r < p; r++) {
+		rank_end[r] = freet[r];
+		for (i = 0; i < v; i++)
+			chunk_end[r * v + i] = be[(i * p + r) * m + m - 1];
+	}
+	mem_free(a);
+	mem_free(fe);
+	mem_free(be);
+	mem_free(fs);
+	mem_free(bs);
+}
+
+Test(est, pipeline_recurrence_matches_the_reference)
+{
+	/* Uneven stages (the first and last heavier, as with the embedding
+	 * and the head), transfers of a tenth and three tenths of a stage
+	 * between alternate pairs of ranks, the first forward
+	 * and last backward of each stage slowed: every schedule, m from
+	 * the fill to far past it (extended linearly there). */
+	static const struct { int sched; int64_t p, v, m; } cases[] = {
+		{ SCHED_1F1B, 4, 1, 3 }, { SCHED_1F1B, 4, 1, 64 },
+		{ SCHED_1F1B, 8, 1, 100 }, { SCHED_GPIPE, 4, 1, 40 },
+		{ SCHED_INTERLEAVED, 4, 2, 8 }, { SCHED_INTERLEAVED, 4, 2, 96 },
+		{ SCHED_INTERLEAVED, 8, 4, 128 }, { SCHED_INTERLEAVED, 2, 16, 64 },
+	};
+	struct diag d;
+	struct system_spec sys;
+	struct est *e;
+	size_t k;
+
+	diag_init(&d, stderr);
+	memset(&sys, 0, sizeof(sys));
+	/* est_pipe_run uses only the estimator's scratch and memos */
+	e = mem_calloc(1, sizeof(*e));
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int64_t p = cases[k].p, v = cases[k].v, S = p * v, s, i;
+		double f[64], b[64], ff[64], bl[64], x[64];
+		double re[64], ce[512], rr[64], rc[512];
+		struct est_pipe in = { cases[k].sched, p, v, cases[k].m, f, b, ff,
+				       bl, x };
+
+		for (i = 0; i < p; i++)	/* neighbours in one node or two */
+			x[i] = i % 2 ? 0.3 : 0.1;
+		for (s = 0; s < S; s++) {
+			f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
+			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
+			ff[s] = f[s] * 1.05;
+			bl[s] = b[s] * 1.1;
+		}
+		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
+		reference(&in, rr, rc);
+		for (i = 0; i < p; i++)
+			cr_assert_float_eq(re[i], rr[i], 1e-9 * rr[i],
+					   "case %zu rank %lld: %.12g vs %.12g", k,
+					   (long long)i, re[i], rr[i]);
+		for (i = 0; i < p * v; i++)
+			cr_assert_float_eq(ce[i], rc[i], 1e-9 * rc[i],
+					   "case %zu chunk end %lld", k, (long long)i);
+	}
+	{
+		size_t i = 0;
+		void **lists;
+
+		while ((lists = memo_next(&e->pipe_lists, &i)))
+			est_pipe_order_free(*lists);
+	}
+	memo_release(&e->pipe_lists);
+	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
+	mem_free(e);
+}
+
+Test(est, memo_keeps_every_entry)
+{
+	struct memo m;
+	int64_t k, v;
+	size_t i = 0, seen = 0;
+
+	memo_init(&m, sizeof(k), sizeof(v));
+	/* 10,000 keys through several doublings: every one found with its
+	 * value, one miss, and the walk visits each once */
+	for (k = 0; k < 10000; k++) {
+		v = 3 * k + 1;
+		cr_assert_not_null(memo_put(&m, &k, &v));
+	}
+	for (k = 0; k < 10000; k++) {
+		int64_t *got = memo_get(&m, &k);
+
+		cr_assert_not_null(got);
+		cr_assert_eq(*got, 3 * k + 1);
+	}
+	k = -5;
+	cr_assert_null(memo_get(&m, &k));
+	while (memo_next(&m, &i))
+		seen++;
+	cr_assert_eq(seen, 10000);
+	memo_release(&m);
+}

@@ -1,0 +1,509 @@
+/*
+ * test_plan.c - the planner: the search space counted by hand, pruning
+ * at the memory boundary, pins, determinism, the analytical tier's bound,
+ * and bad input (an impossible pin, a model too big for the cluster).
+ *
+ * Jobs are the shipped presets (llama3-8b on dgx-h100, from the
+ * repository root where `make test` runs) with --set overrides; the
+ * layout dimensions a test does not search are pinned.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/mem.h"
+#include "config/config.h"
+#include "gpu/gpu.h"
+#include "models/footprint.h"
+#include "plan/plan.h"
+#include "plan/est.h"
+
+struct planned {
+	struct arena a;
+	struct job_spec *j;
+	struct plan_opts o;
+	struct plan_result r;
+	char err[4096];		/* what plan_run reported */
+	int rc;
+};
+
+/* llama3-8b on one DGX H100 node, 16 sequences of 4096 tokens, with sets
+ * (pinning every searched dimension they name). */
+static void load(struct planned *p, const char *const *sets, size_t nsets)
+{
+	static const char *const base[] = {
+		"model=llama3-8b", "system=dgx-h100", "system.nodes=1",
+		"training.seq_len=4096", "training.global_batch_size=16",
+	};
+	const char *all[32];
+	struct diag d;
+	struct config_ctx cx;
+	size_t i, n = 0;
+
+	memset(p, 0, sizeof(*p));
+	arena_init(&p->a);
+	diag_init(&d, stderr);
+	cx = (struct config_ctx){ &p->a, &d, "." };
+	plan_opts_init(&p->o);
+	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+		all[n++] = base[i];
+	for (i = 0; i < nsets; i++) {
+		char key[96];
+		const char *eq = strchr(sets[i], '=');
+
+		all[n++] = sets[i];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
+		plan_pin_key(&p->o, key);
+	}
+	p->j = arena_alloc(&p->a, sizeof(*p->j));
+	cr_assert_eq(config_load(&cx, &job_plan_schema, "default", all, n, p->j), 0);
+}
+
+/* Run the plan, keeping what it reported. */
+static void run(struct planned *p)
+{
+	FILE *f = fmemopen(p->err, sizeof(p->err) - 1, "w");
+	struct diag d;
+
+	cr_assert_not_null(f);
+	diag_init(&d, f);
+	p->rc = plan_run(p->j, &p->o, &p->r, &d);
+	fclose(f);
+}
+
+static void done(struct planned *p)
+{
+	plan_result_release(&p->r);
+	arena_release(&p->a);
+}
+
+Test(plan, search_space_counted_by_hand)
+{
+	static const char *const sets[] = {
+		"parallelism.vpp=1", "parallelism.schedule=1f1b",
+		"parallelism.sequence_parallel=false", "training.recompute=none",
+		"training.zero_stage=1",
+	};
+	struct planned p;
+
+	load(&p, sets, 5);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* 8 GPUs: (tp, pp) with tp pp | 8: tp 1 -> pp 1, 2, 4, 8; tp 2 ->
+	 * 1, 2, 4; tp 4 -> 1, 2; tp 8 -> 1: 10 pairs; mbs any divisor of
+	 * the global batch 16: 1, 2, 4, 8, 16; every other dimension
+	 * pinned: 10 x 5 = 50 layouts. */
+	cr_assert_eq(p.r.searched, 50);
+	/* tp divides 32 heads, 8 KV heads (or the reverse), 14336 ffn; pp
+	 * divides 32 layers: no divisibility rule but the batch's, mbs dp |
+	 * 16, dp = 8 / (tp pp): dp 8 (1 pair) allows mbs 1, 2; dp 4 (2
+	 * pairs) 1, 2, 4; dp 2 (3 pairs) 1, 2, 4, 8; dp 1 (4 pairs) all 5:
+	 * 2 + 6 + 12 + 20 = 40 valid, 10 pruned by the batch rule. */
+	cr_assert_eq(p.r.pruned[JR_BATCH], 10);
+	cr_assert_eq(p.r.pruned[PR_MEMORY] + p.r.ranked, 40);
+	/* Memory: the 8B model's 8.03 G parameters need 6 + 12/dp B each
+	 * with the distributed optimizer (48 GB at tp pp dp = 1 1 8 ...)
+	 * plus activations; whatever is pruned is counted, nothing lost. */
+	cr_assert_eq(p.r.searched, p.r.ranked + p.r.pruned[JR_BATCH] +
+		     p.r.pruned[PR_MEMORY]);
+	done(&p);
+}
+
+Test(plan, context_parallel_candidates_counted_by_hand)
+{
+	static const char *const sets[] = {
+		"training.seq_len=8192", "parallelism.pp=1",
+		"parallelism.vpp=1", "parallelism.schedule=1f1b",
+		"parallelism.sequence_parallel=false", "training.recompute=none",
+		"training.zero_stage=1", "training.micro_batch_size=1",
+	};
+	struct planned p;
+
+	load(&p, sets, 8);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* tp: 1, 2, 4, 8; cp: the divisors of 8 leaving each CP rank 4096
+	 * of the 8192 tokens, 1 and 2: 4 x 2 = 8 layouts; tp 8 cp 2 needs
+	 * 16 GPUs (the world rule); the other 7 have dp = 8 / (tp cp) | 16
+	 * and 8192 divisible by 2 cp (load balancing). */
+	cr_assert_eq(p.r.searched, 8);
+	cr_assert_eq(p.r.pruned[JR_WORLD], 1);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 7);
+	done(&p);
+	/* every divisor: cp 1, 2, 4, 8 x tp 1, 2, 4, 8 = 16; tp cp | 8 in
+	 * 10 of them (tp 1: 4, tp 2: 3, tp 4: 2, tp 8: 1) */
+	load(&p, sets, 8);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	p.o.cp_min_seq = 0;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_eq(p.r.searched, 16);
+	cr_assert_eq(p.r.pruned[JR_WORLD], 6);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 10);
+	done(&p);
+}
+
+Test(plan, redundant_and_schedule_rules_counted)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=1", "parallelism.pp=2",
+		"training.micro_batch_size=1", "training.recompute=full",
+		"parallelism.sequence_parallel=true",
+	};
+	struct planned p;
+
+	load(&p, sets, 5);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* tp 1 pp 2 -> dp 4; vpp 1 .. 32/2 = 16; schedules 3; zero 0-3: 16 x
+	 * 3 x 4 = 192 layouts. Schedule rules: vpp 1 with interleaved (4
+	 * zero stages) and vpp 2..16 with gpipe or 1f1b (15 x 2 x 4 = 120):
+	 * 124. The even split: pp vpp must divide 32 or 34: vpp 1, 2, 4, 8,
+	 * 16 (32) and 17 > 16: vpp 3, 5, 6, 7, 9..15 (11 values) x 3 x 4 =
+	 * 132 pruned first (the split is checked before the schedule), so
+	 * the schedule rules keep vpp 1 interleaved (4) and vpp 2, 4, 8, 16
+	 * with gpipe or 1f1b (4 x 2 x 4 = 32): 36. Microbatches 16 / (1 x 4)
+	 * = 4, a multiple of pp 2: no interleaving rule. Left: vpp 1 gpipe or
+	 * 1f1b and vpp 2, 4, 8, 16 interleaved: 6 x 4 zero stages = 24. */
+	cr_assert_eq(p.r.searched, 192);
+	cr_assert_eq(p.r.pruned[PR_LAYER_SPLIT], 132);
+	cr_assert_eq(p.r.pruned[JR_SCHED_VPP], 36);
+	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 0);	/* sp pinned with tp 1 */
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 24);
+	done(&p);
+}
+
+Test(plan, pinned_dimensions_are_respected)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=2", "training.recompute=full",
+	};
+	struct planned p;
+	int64_t i;
+
+	load(&p, sets, 2);
+	p.o.no_full = 1;
+	p.o.top_k = 50;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_gt(p.r.ncands, 0);
+	for (i = 0; i < p.r.ncands; i++) {
+		cr_assert_eq(p.r.cands[i].lay.tp, 2);
+		cr_assert_eq(p.r.cands[i].lay.recompute, RECOMPUTE_FULL);
+	}
+	done(&p);
+}
+
+Test(plan, same_input_same_ranking)
+{
+	struct planned a, b;
+	int64_t i;
+
+	load(&a, NULL, 0);
+	load(&b, NULL, 0);
+	a.o.no_full = b.o.no_full = 1;
+	run(&a);
+	run(&b);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert_eq(a.r.ncands, b.r.ncands);
+	cr_assert_eq(a.r.searched, b.r.searched);
+	for (i = 0; i < a.r.ncands; i++) {
+		cr_assert_eq(memcmp(&a.r.cands[i].lay, &b.r.cands[i].lay,
+				    sizeof(a.r.cands[i].lay)), 0, "rank %lld", i);
+		cr_assert_eq(a.r.cands[i].step_s, b.r.cands[i].step_s);
+	}
+	done(&a);
+	done(&b);
+}
+
+Test(plan, full_runs_same_in_one_or_two_processes)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=8", "training.recompute=none",
+		"training.zero_stage=1",
+	};
+	struct planned a, b;
+	int64_t i;
+
+	load(&a, sets, 3);
+	load(&b, sets, 3);
+	a.o.top_k = b.o.top_k = 4;
+	a.o.jobs = 1;
+	b.o.jobs = 2;
+	run(&a);
+	run(&b);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert_eq(b.rc, 0, "%s", b.err);
+	cr_assert_eq(a.r.ncands, b.r.ncands);
+	for (i = 0; i < a.r.ncands; i++) {
+		cr_assert(a.r.cands[i].full && b.r.cands[i].full);
+		cr_assert_eq(a.r.cands[i].step_s, b.r.cands[i].step_s);
+		cr_assert_eq(memcmp(a.r.cands[i].part_s, b.r.cands[i].part_s,
+				    sizeof(a.r.cands[i].part_s)), 0);
+	}
+	done(&a);
+	done(&b);
+}
+
+/* The full tier runs a ZeRO 2 layout as its ZeRO 1 twin (plan_full.c):
+ * the step program must be the same, whatever the engine does. */
+Test(plan, zero1_and_zero2_step_alike)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=2", "parallelism.pp=2",
+		"training.recompute=selective", "training.zero_stage=1",
+		"training.micro_batch_size=1", "parallelism.sequence_parallel=true",
+	};
+	struct planned a;
+	struct plan_cand c[2];
+	struct diag d;
+	int k;
+
+	load(&a, sets, 6);
+	a.o.no_full = 1;
+	run(&a);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert(a.r.ncands > 0);
+	diag_init(&d, stderr);
+	for (k = 0; k < 2; k++) {
+		c[k] = a.r.cands[0];
+		c[k].lay.zero = (int8_t)(k + 1);
+		/* one at a time: plan_simulate shares runs within a call */
+		cr_assert_eq(plan_simulate(a.j, &a.o, &c[k], 1, &d), 0);
+		cr_assert(c[k].full);
+	}
+	cr_assert_eq(c[0].step_s, c[1].step_s);
+	cr_assert_eq(memcmp(c[0].part_s, c[1].part_s, sizeof(c[0].part_s)), 0);
+	done(&a);
+}
+
+/* The peak of llama3-8b tp 1 pp 1 dp 8, mbs 1, no recompute, ZeRO 1
+ * (every dimension pinned: one layout). */
+static const char *const one_layout[] = {
+	"parallelism.tp=1", "parallelism.pp=1", "parallelism.vpp=1",
+	"parallelism.schedule=1f1b", "parallelism.sequence_parallel=false",
+	"training.micro_batch_size=1", "training.recompute=selective",
+	"training.zero_stage=1", "parallelism.dp=8",
+};
+
+Test(plan, memory_pruned_at_the_boundary)
+{
+	struct planned p;
+	struct footprint fp;
+	struct job_spec j;
+	double usable, peak;
+
+	load(&p, one_layout, 9);
+	j = *p.j;
+	cr_assert_eq(footprint_job(&j, 1e30, &fp), 0);
+	usable = gpu_usable_memory_B(j.system->gpu);
+	peak = fp.peak_B;
+	cr_assert_lt(peak, usable);
+	/* headroom h leaves usable (1 - h): at h = 1 - peak/usable the
+	 * layout fits exactly (peak <= usable); 1 ppm more headroom and it
+	 * is pruned for memory. */
+	p.o.no_full = 1;
+	p.o.headroom = 1 - peak / usable;
+	while (usable * (1 - p.o.headroom) < peak)	/* rounding */
+		p.o.headroom = nextafter(p.o.headroom, 0);
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_eq(p.r.searched, 1);
+	cr_assert_eq(p.r.ranked, 1);
+	cr_assert_eq(p.r.cands[0].mem.peak_B, peak);
+	plan_result_release(&p.r);
+	p.o.headroom += 1e-6;
+	run(&p);
+	cr_assert_eq(p.rc, 2);
+	cr_assert_eq(p.r.pruned[PR_MEMORY], 1);
+	cr_assert_not_null(strstr(p.err, "no layout fits in memory"), "%s", p.err);
+	done(&p);
+}
+
+Test(plan, impossible_pin_names_the_rule)
+{
+	static const char *const sets[] = { "parallelism.tp=3" };
+	struct planned p;
+
+	load(&p, sets, 1);
+	p.o.no_full = 1;
+	run(&p);
+	/* 3 divides neither the 8 GPUs nor the 32 heads */
+	cr_assert_eq(p.rc, 2);
+	cr_assert_eq(p.r.ranked, 0);
+	cr_assert_not_null(strstr(p.err, "tp 3 does not divide"), "%s", p.err);
+	cr_assert_not_null(strstr(p.err, "parallelism.tp"), "%s", p.err);
+	done(&p);
+}
+
+Test(plan, model_too_big_says_by_how_much)
+{
+	static const char *const sets[] = { "model=llama3.1-405b" };
+	struct planned p;
+	const char *at;
+	double over;
+
+	load(&p, sets, 1);
+	p.o.no_full = 1;
+	run(&p);
+	/* 405 G parameters on 8 GPUs: at least 6 B each with ZeRO-3 over 8
+	 * (2.4 TB / 8 = 304 GB per GPU of states alone) against ~85 GB. */
+	cr_assert_eq(p.rc, 2);
+	at = strstr(p.err, "no layout fits in memory: the smallest peak is ");
+	cr_assert_not_null(at, "%s", p.err);
+	at = strstr(at, "GPUs), ");
+	cr_assert_not_null(at, "%s", p.err);
+	cr_assert_eq(sscanf(at, "GPUs), %lf GB more than", &over), 1, "%s", p.err);
+	cr_assert_gt(over, 100);
+	done(&p);
+}
+
+Test(plan, bound_never_above_the_estimate)
+{
+	struct planned p;
+	struct diag d;
+	struct est *e;
+	int64_t i;
+
+	load(&p, NULL, 0);
+	p.o.no_full = 1;
+	p.o.top_k = 200;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	diag_init(&d, stderr);
+	e = est_new(p.j->system, &d);
+	cr_assert_not_null(e);
+	/* est_bound leaves out only non-negative terms of est_step */
+	for (i = 0; i < p.r.ncands; i++) {
+		struct job_spec j;
+		struct est_step s;
+		double lb;
+
+		plan_layout_job(p.j, NULL, &p.r.cands[i].lay, &j);
+		cr_assert_eq(est_bound(e, &j, &lb, &d), 0);
+		cr_assert_eq(est_step(e, &j, &s, &d), 0);
+		cr_assert_leq(lb, s.step_s * (1 + 1e-12), "rank %lld: %g > %g",
+			      i, lb, s.step_s);
+		cr_assert_eq(s.step_s, p.r.cands[i].est.step_s);
+	}
+	est_free(e);
+	done(&p);
+}
+
+/* Qwen3-30B-A3B (128 routed experts of 768, 32 heads, 4 KV heads, no
+ * shared experts) on the one node, everything but tp, etp and ep pinned. */
+static const char *const moe_sets[] = {
+	"model=qwen3-30b-a3b", "parallelism.pp=1", "parallelism.vpp=1",
+	"parallelism.cp=1", "parallelism.schedule=1f1b",
+	"parallelism.sequence_parallel=true", "training.recompute=full",
+	"training.zero_stage=1", "training.micro_batch_size=1",
+};
+
+Test(plan, moe_expert_layouts_counted_by_hand)
+{
+	struct planned p;
+
+	load(&p, moe_sets, 9);
+	p.o.no_full = 1;
+	p.o.top_k = 1000;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	/* tp 1, 2, 4, 8; etp a divisor of tp: 1 + 2 + 3 + 4 = 10 (tp, etp)
+	 * pairs; ep a divisor of the 128 experts: 1, 2, ..., 128 (8): 80
+	 * layouts. tp divides 32 heads, the 4 KV heads divide tp 8 (or tp
+	 * them), 6144 and 768: no TP or etp rule. pp 1: a stage is the 8
+	 * GPUs, and etp ep must divide them: ep <= 8 / etp, of the 8
+	 * values 4 (etp 1), 3 (etp 2), 2 (etp 4), 1 (etp 8) are valid.
+	 * Valid: tp 1: 4; tp 2: 4 + 3; tp 4: 4 + 3 + 2; tp 8: 4 + 3 + 2 +
+	 * 1: 30; the 50 others pruned by ep_fold. */
+	cr_assert_eq(p.r.searched, 80);
+	cr_assert_eq(p.r.pruned[JR_EP_FOLD], 50);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 30);
+	done(&p);
+}
+
+Test(plan, moe_pins_and_rules)
+{
+	static const char *const pin_ep[] = {
+		"model=qwen3-30b-a3b", "parallelism.ep=4",
+		"parallelism.pp=1", "training.recompute=full",
+	};
+	static const char *const no_sp[] = {
+		"model=qwen3-30b-a3b", "parallelism.tp=2", "parallelism.ep=1",
+		"parallelism.sequence_parallel=false", "parallelism.pp=1",
+		"parallelism.vpp=1", "parallelism.schedule=1f1b",
+		"training.micro_batch_size=1",
+	};
+	static const char *const zero3[] = {
+		"model=qwen3-30b-a3b", "training.zero_stage=3",
+	};
+	struct planned p;
+	int64_t i;
+
+	load(&p, pin_ep, 4);
+	p.o.no_full = 1;
+	p.o.top_k = 50;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_gt(p.r.ncands, 0);
+	for (i = 0; i < p.r.ncands; i++) {
+		cr_assert_eq(p.r.cands[i].lay.ep, 4);
+		cr_assert_eq(p.r.cands[i].lay.zero < 3, 1);
+	}
+	done(&p);
+	/* an MoE layer takes the sequence-parallel shard (Megatron-Core) */
+	load(&p, no_sp, 8);
+	p.o.no_full = 1;
+	run(&p);
+	cr_assert_eq(p.rc, 2);
+	cr_assert_not_null(strstr(p.err, "needs sequence_parallel"), "%s", p.err);
+	done(&p);
+	load(&p, zero3, 2);
+	p.o.no_full = 1;
+	run(&p);
+	cr_assert_eq(p.rc, 2);
+	cr_assert_not_null(strstr(p.err, "ZeRO 3 on an MoE model"), "%s", p.err);
+	done(&p);
+}
+
+Test(plan, moe_bound_never_above_the_estimate)
+{
+	struct planned p;
+	struct diag d;
+	struct est *e;
+	int64_t i;
+
+	load(&p, moe_sets + 0, 1);
+	p.o.no_full = 1;
+	p.o.top_k = 100;
+	run(&p);
+	cr_assert_eq(p.rc, 0, "%s", p.err);
+	cr_assert_gt(p.r.ncands, 10);
+	diag_init(&d, stderr);
+	e = est_new(p.j->system, &d);
+	cr_assert_not_null(e);
+	for (i = 0; i < p.r.ncands; i++) {
+		struct job_spec j;
+		struct est_step s;
+		double lb;
+
+		plan_layout_job(p.j, NULL, &p.r.cands[i].lay, &j);
+		cr_assert_eq(est_bound(e, &j, &lb, &d), 0);
+		cr_assert_eq(est_step(e, &j, &s, &d), 0);
+		cr_assert_leq(lb, s.step_s * (1 + 1e-12), "rank %lld: %g > %g",
+			      i, lb, s.step_s);
+		cr_assert_eq(s.step_s, p.r.cands[i].est.step_s);
+	}
+	est_free(e);
+	done(&p);
+}
