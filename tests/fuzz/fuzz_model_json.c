@@ -11,6 +11,7 @@
  *     the same.
  * A difference aborts, so libFuzzer keeps the input.
  */
+#include <errno.h>
 #include <cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,8 +49,11 @@ static const char *scratch(const char *name)
 	static char path[64];
 
 	if (dir[sizeof(dir) - 2] == 'X') {
-		if (!mkdtemp(dir))
+		if (!mkdtemp(dir)) {
+			fprintf(stderr, "fuzz_model_json: cannot create %s: "
+				"%s\n", dir, strerror(errno));
 			abort();
+		}
 		atexit(remove_scratch);
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -60,8 +64,12 @@ static void put(const char *path, const void *data, size_t n)
 {
 	FILE *f = fopen(path, "wb");
 
-	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0)
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+		/* the harness's own scratch file, not the input's fault */
+		fprintf(stderr, "fuzz_model_json: cannot write %s: %s\n", path,
+			strerror(errno));
 		abort();
+	}
 }
 
 /* Load the text written to path as a model; compare its hash with h1. */
