@@ -223,6 +223,15 @@ static struct cJSON *cp_json(const struct job_spec *j,
 	return jobj_complete(o, ok);
 }
 
+int step_json_job(struct cJSON *o, const struct job_spec *j, int64_t gpus)
+{
+	return jobj_add_str(o, "job", j->name) &&
+	       jobj_add_str(o, "model", j->model->name) &&
+	       jobj_add_str(o, "system", j->system->name) &&
+	       jobj_add_str(o, "gpu", j->system->gpu->name) &&
+	       jobj_add_num(o, "gpus", (double)gpus);
+}
+
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r)
 {
@@ -232,11 +241,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 jobj_add_num(o, "schema_version", STEP_JSON_SCHEMA) &&
 		 jobj_add_str(o, "llmsim_version", LLMSIM_VERSION_STRING) &&
 		 jobj_add_str(o, "config_hash", hash) &&
-		 jobj_add_str(o, "job", j->name) &&
-		 jobj_add_str(o, "model", j->model->name) &&
-		 jobj_add_str(o, "system", j->system->name) &&
-		 jobj_add_str(o, "gpu", j->system->gpu->name) &&
-		 jobj_add_num(o, "gpus", (double)r->gpus) &&
+		 step_json_job(o, j, r->gpus) &&
 		 jobj_add_num(o, "step_time_s", r->step_s) &&
 		 jobj_add_num(o, "step_time_p50_s", r->step_p50_s) &&
 		 jobj_add_num(o, "step_time_p90_s", r->step_p90_s) &&

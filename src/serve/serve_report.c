@@ -141,11 +141,7 @@ struct cJSON *serve_to_json(const struct job_spec *j,
 			    const struct serve_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && jobj_add_str(o, "job", j->name) &&
-		 jobj_add_str(o, "model", j->model->name) &&
-		 jobj_add_str(o, "system", j->system->name) &&
-		 jobj_add_str(o, "gpu", j->system->gpu->name) &&
-		 jobj_add_finite(o, "gpus", (double)r->gpus) &&
+	int ok = o && step_json_job(o, j, r->gpus) &&
 		 jobj_add_finite(o, "step_time_s", r->mean_step_s) &&
 		 jobj_add_finite(o, "tokens_per_s", r->output_tokens_per_s) &&
 		 jobj_add_finite(o, "mfu", 0) &&
