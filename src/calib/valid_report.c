@@ -78,6 +78,27 @@ struct valid_row *valid_row_add(struct valid_table *t, struct diag *d)
 	return r;
 }
 
+void valid_row_failed(struct valid_row *v, const char *id, const char *why)
+{
+	v->scored = 0;
+	v->failed = 1;
+	snprintf(v->note, sizeof(v->note), "FAILED");
+	fprintf(stderr, "llmsim: validate: %s did not run: %s\n", id, why);
+}
+
+void valid_first_error(FILE *err, char *buf, size_t len)
+{
+	char line[512];
+
+	rewind(err);
+	while (fgets(line, sizeof(line), err))
+		if (strstr(line, "error:")) {
+			snprintf(buf, len, "%.199s", line);
+			break;
+		}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
 void valid_set_release(struct valid_set *set)
 {
 	size_t i;
