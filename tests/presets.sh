@@ -11,10 +11,8 @@ llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
 case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
 LLMSIM_DATA=$root
 export LLMSIM_DATA
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "$here/lib.sh"
 n=0
-fail=0
 
 check() {	# check KIND FILE
 	n=$((n + 1))
