@@ -163,12 +163,8 @@ static void run_case(struct icase *x, const char *data_root)
 	arena_init(&a);
 	diag_init(&d, err ? err : stderr);
 	cx = (struct config_ctx){ &a, &d, data_root };
-	j = arena_alloc(&a, sizeof(*j));
-	if (j) {
-		memset(j, 0, sizeof(*j));
-		if (config_load(&cx, &job_schema, x->job, NULL, 0, j) == 0)
-			o = predict(j, &d);
-	}
+	if ((j = valid_load_job(&cx, x->job)))
+		o = predict(j, &d);
 	x->predicted = o ? json_path(o, x->metric) : NAN;
 	snprintf(x->err, sizeof(x->err), o ? "no number at '%s'" : "failed",
 		 x->metric);

@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"
+#include "config/spec_job.h"
 
 #define LARGE_B 64e6
 #define LARGEST_B 8589934592.0
@@ -97,6 +98,16 @@ void valid_first_error(FILE *err, char *buf, size_t len)
 			break;
 		}
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+struct job_spec *valid_load_job(struct config_ctx *cx, const char *path)
+{
+	struct job_spec *j = arena_alloc(cx->arena, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	memset(j, 0, sizeof(*j));
+	return config_load(cx, &job_schema, path, NULL, 0, j) == 0 ? j : NULL;
 }
 
 void valid_set_release(struct valid_set *set)

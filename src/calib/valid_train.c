@@ -93,13 +93,9 @@ static double run_case(struct tcase *c, const char *data_root)
 	diag_init(&d, err ? err : stderr);
 	cx = (struct config_ctx){ &a, &d, data_root };
 	memset(&r, 0, sizeof(r));
-	j = arena_alloc(&a, sizeof(*j));
-	if (j) {
-		memset(j, 0, sizeof(*j));
-		if (config_load(&cx, &job_schema, c->job, NULL, 0, j) == 0 &&
-		    step_run(j, 0, NULL, NULL, &r, &d) == 0)
-			t = r.step_s;
-	}
+	j = valid_load_job(&cx, c->job);
+	if (j && step_run(j, 0, NULL, NULL, &r, &d) == 0)
+		t = r.step_s;
 	step_result_release(&r);
 	snprintf(c->why, sizeof(c->why), "failed");
 	if (isnan(t) && err)
