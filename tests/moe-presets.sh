@@ -7,12 +7,8 @@
 # AMD system. Fits or not, the step must simulate (exit 0).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
-case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
-LLMSIM_DATA=$root
-export LLMSIM_DATA
 . "$here/lib.sh"
+use_checkout_data
 n=0
 
 for f in "$root"/workloads/models/*.yaml; do

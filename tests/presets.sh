@@ -6,12 +6,8 @@
 # is read back to the same values; schema tests check equality).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
-case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
-LLMSIM_DATA=$root
-export LLMSIM_DATA
 . "$here/lib.sh"
+use_checkout_data
 n=0
 
 check() {	# check KIND FILE
