@@ -10,7 +10,9 @@
  *   - stores it as invalid, with the diagnostics as its reason, when the
  *     job does not load or llmsim cannot simulate it;
  *   - else simulates one step and stores the run, its step summary and
- *     the sweep point in one transaction.
+ *     the sweep point in one transaction (with `plan:`, plans the job,
+ *     and stores the winner's run and step, the plan's ranking and the
+ *     point in one transaction: sweep_exec.c).
  * A killed sweep (kill -9 included) therefore loses only the points in
  * flight, and running it again completes the rest. Workers die with the
  * process that started them.
