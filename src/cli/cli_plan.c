@@ -33,6 +33,7 @@
 #include "run/step.h"
 #include "serve/serve_plan.h"
 #include "store/store.h"
+#include "sweep/sweep_run.h"
 
 struct plan_cli {
 	const char *job;
@@ -268,7 +269,7 @@ static int store_plan(const struct plan_cli *c, const char *data_root,
 		return CLI_FAIL;
 	}
 	for (i = 0; i < r->ncands; i++)
-		plan_store_row(r, i, &rows[i]);
+		sweep_plan_row(r, i, &rows[i]);
 	rc = cli_store(c->db, data_root, &res, d);
 	mem_free(rows);
 	return rc;

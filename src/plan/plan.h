@@ -234,12 +234,6 @@ const char *plan_fmt(char *buf, size_t len, double v, enum unit_kind k);
 struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 			   const struct plan_result *r);
 
-/* Layout i of r's ranking as a row of the results store's
- * plan_candidates (rank i + 1; on_front from r->front). */
-struct store_plan_row;
-void plan_store_row(const struct plan_result *r, int64_t i,
-		    struct store_plan_row *row);
-
 /* The ranked table, the reason, the pruned counts, with units. */
 void plan_print(FILE *out, const struct job_spec *j, const struct plan_opts *o,
 		const struct plan_result *r);

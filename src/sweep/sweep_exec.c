@@ -319,7 +319,7 @@ static int plan_winner(struct point *p)
 		return -1;
 	sha256_hex(p->win_json, strlen(p->win_json), p->win_hash);
 	for (i = 0; i < p->plan.ncands; i++)
-		plan_store_row(&p->plan, i, &p->rows[i]);
+		sweep_plan_row(&p->plan, i, &p->rows[i]);
 	return 0;
 }
 

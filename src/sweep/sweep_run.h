@@ -78,4 +78,12 @@ struct step_result;
 struct store_step;
 void sweep_step_row(const struct step_result *r, struct store_step *out);
 
+/* Layout i of plan r's ranking as a row of the store's plan_candidates
+ * (rank i + 1; on_front from r->front): what a sweep point with `plan:`
+ * and `llmsim plan` store (sweep_plan_row.c). */
+struct plan_result;
+struct store_plan_row;
+void sweep_plan_row(const struct plan_result *r, int64_t i,
+		    struct store_plan_row *row);
+
 #endif

@@ -1,17 +1,19 @@
 /*
- * plan_store.c - a plan's ranking as rows of the results store
- * (plan_candidates): what `llmsim plan` and a sweep with `plan: true`
- * store.
+ * sweep_plan_row.c - a plan's ranking as rows of the results store
+ * (plan_candidates): what a sweep with `plan:` and `llmsim plan` store.
+ * In sweep, the layer that uses both the planner and the store (as
+ * sweep_step_row is the step's row for `llmsim run` too).
  */
-#include "plan.h"
+#include "sweep_run.h"
 
 #include <string.h>
 
+#include "plan/plan.h"
 #include "store/store.h"
 
 /* The ranking as store rows (on_front from r->front). */
-void plan_store_row(const struct plan_result *r, int64_t i,
-		     struct store_plan_row *row)
+void sweep_plan_row(const struct plan_result *r, int64_t i,
+		    struct store_plan_row *row)
 {
 	const struct plan_cand *c = &r->cands[i];
 	const struct plan_layout *l = &c->lay;
