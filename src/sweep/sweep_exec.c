@@ -299,6 +299,7 @@ static int plan_result_json(struct point *p, const struct plan_opts *o)
 
 	if (!ok)
 		cJSON_Delete(plan);
+	cJSON_free(p->result_json);	/* simulate()'s, without the plan */
 	p->result_json = ok ? cJSON_PrintUnformatted(res) : NULL;
 	cJSON_Delete(res);
 	return p->result_json ? 0 : -1;
