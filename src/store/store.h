@@ -73,7 +73,7 @@ struct store_coll_row {
 	const char *protocol;
 };
 
-/* One layout of a plan's ranking (`llmsim plan`). */
+/* One layout of a plan's ranking (`llmsim plan`, a sweep with `plan:`). */
 struct store_plan_row {
 	int64_t rank;			/* 1 = the best */
 	int64_t gpus, nodes;
