@@ -87,15 +87,24 @@ void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 	sched_rank_ex(schedule, pp, vpp, m, rank, 0, out);
 }
 
+int64_t sched_warmup_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+			int64_t rank, int64_t extra)
+{
+	int64_t total = m * vpp;
+	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
+
+	if (pp > 1 && schedule != SCHED_GPIPE)
+		w = w + extra < total ? w + extra : total;
+	return w;
+}
+
 void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		   int64_t rank, int64_t extra, struct sched_action *out)
 {
 	int64_t total = m * vpp;
-	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
+	int64_t w = sched_warmup_ex(schedule, pp, vpp, m, rank, extra);
 	int64_t i, n = 0, f = 0, b = 0;
 
-	if (pp > 1 && schedule != SCHED_GPIPE)
-		w = w + extra < total ? w + extra : total;
 	if (schedule != SCHED_INTERLEAVED && vpp != 1)
 		BUG("vpp > 1 needs the interleaved schedule");
 	for (i = 0; i < w; i++)
