@@ -382,7 +382,7 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
  * the other, both of MoE layers. Pipelined, only a steady-state step
  * pairs (Megatron-Core's combined_1f1b_schedule_for_interleaved_pipelining
  * runs in the steady loop; warm-up forwards and cool-down backwards run
- * alone): a rank whose warm-up holds every forward (m == pp) has none,
+ * alone): a rank whose warm-up holds every forward (rank 0 when m == pp) has none,
  * and pairing its last forward with its first backward would close a
  * cycle, that backward waiting for the next rank's gradient, which waits
  * for this forward's activation. Unpipelined, backward k pairs with
