@@ -16,30 +16,6 @@ runs=5
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT INT TERM
 
-if [ ! -x /usr/bin/time ]; then
-	echo "bench-16k: /usr/bin/time is needed (Debian package 'time')" >&2
-	exit 1
-fi
-i=0
-while [ $i -lt $runs ]; do
-	if ! /usr/bin/time -f '%e %M' -o "$out" -a \
-	     "$llmsim" run "$job" --json --no-store \
-	     > /dev/null; then
-		echo "bench-16k: llmsim run failed" >&2
-		exit 1
-	fi
-	i=$((i + 1))
-done
-awk -v runs=$runs '
-	{ wall[NR] = $1; rss[NR] = $2 }
-	END {
-		for (i = 1; i <= NR; i++)
-			printf "run %d: %.2f s wall, %.1f MiB peak RSS\n", i, wall[i], rss[i] / 1024
-	}' "$out"
-med_wall=$(awk '{ print $1 }' "$out" | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
-med_rss=$(awk '{ print $2 }' "$out" | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
-awk -v w="$med_wall" -v r="$med_rss" 'BEGIN {
-	printf "llama3.1-405b on 16384 H100s: median %.2f s wall (target < 2 s), ", w
-	printf "median %.1f MiB peak RSS (target < 1024 MiB)\n", r / 1024
-	exit (w < 2 && r < 1048576) ? 0 : 1
-}'
+. "$root/scripts/benchlib.sh"
+bench_need_time
+bench_step "$job" "$runs" "llama3.1-405b on 16384 H100s" 2 "$out"

@@ -25,10 +25,8 @@ err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT INT TERM
 failed=0
 
-if [ ! -x /usr/bin/time ]; then
-	echo "bench-plan: /usr/bin/time is needed (Debian package 'time')" >&2
-	exit 1
-fi
+. "$root/scripts/benchlib.sh"
+bench_need_time
 
 bench() {	# bench NAME JOB [--set ...]
 	name=$1

@@ -25,10 +25,8 @@ json=$(mktemp)
 trap 'rm -f "$out" "$err" "$json"' EXIT INT TERM
 fail=0
 
-if [ ! -x /usr/bin/time ]; then
-	echo "bench-scale: /usr/bin/time is needed (Debian package 'time')" >&2
-	exit 1
-fi
+. "$root/scripts/benchlib.sh"
+bench_need_time
 
 # 1. 131k symmetric.
 : >"$out"

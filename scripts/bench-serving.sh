@@ -18,10 +18,8 @@ times=$(mktemp)
 json=$(mktemp)
 trap 'rm -f "$times" "$json"' EXIT INT TERM
 
-if [ ! -x /usr/bin/time ]; then
-	echo "bench-serving: /usr/bin/time is needed (Debian package 'time')" >&2
-	exit 1
-fi
+. "$root/scripts/benchlib.sh"
+bench_need_time
 i=0
 while [ $i -lt $runs ]; do
 	if ! /usr/bin/time -f '%e %M' -o "$times" -a \

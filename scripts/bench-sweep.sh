@@ -25,10 +25,8 @@ target=60
 now() { date +%s.%N; }
 load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 
-if [ ! -x /usr/bin/time ]; then
-	echo "bench-sweep: /usr/bin/time is needed (Debian package 'time')" >&2
-	exit 1
-fi
+. "$root/scripts/benchlib.sh"
+bench_need_time
 t0=$(now)
 if ! /usr/bin/time -f '%U %S' -o "$tmp/cpu" "$llmsim" sweep "$sweep" -j 2 \
 	--db "$tmp/b.db" >"$tmp/out" 2>"$tmp/err"; then

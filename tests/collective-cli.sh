@@ -3,17 +3,7 @@
 # table, --csv, --json, the database, and exit status 2 on bad input.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-
-check() {	# check DESCRIPTION COMMAND...: the command must succeed
-	what=$1
-	shift
-	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
-		echo "FAIL: $what"; cat "$tmp/err"; fail=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 status() {	# status WANT DESCRIPTION ARGS...: exit status WANT, a message
 	want=$1 what=$2

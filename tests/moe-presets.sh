@@ -7,15 +7,9 @@
 # AMD system. Fits or not, the step must simulate (exit 0).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
-case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
-LLMSIM_DATA=$root
-export LLMSIM_DATA
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "$here/lib.sh"
+use_checkout_data
 n=0
-fail=0
 
 for f in "$root"/workloads/models/*.yaml; do
 	m=$(basename "$f" .yaml)

@@ -8,17 +8,7 @@
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 tools=${LLMSIM_TOOLS:-build/tools}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-
-check() {	# check DESCRIPTION COMMAND...: the command must succeed
-	what=$1
-	shift
-	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
-		echo "FAIL: $what"; cat "$tmp/err"; fail=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 status() {	# status WANT DESCRIPTION MESSAGE ARGS...: exit WANT, MESSAGE on stderr
 	want=$1 what=$2 msg=$3

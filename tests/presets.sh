@@ -6,15 +6,9 @@
 # is read back to the same values; schema tests check equality).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
-case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
-LLMSIM_DATA=$root
-export LLMSIM_DATA
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "$here/lib.sh"
+use_checkout_data
 n=0
-fail=0
 
 check() {	# check KIND FILE
 	n=$((n + 1))

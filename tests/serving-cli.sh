@@ -6,18 +6,8 @@
 # run, and the engines' custom all-reduce against its source tables.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
+. "$(dirname "$0")/lib.sh"
 job=tests/data/serve/l8-h100-tp1.yaml
-
-check() {	# check DESCRIPTION COMMAND...: the command must succeed
-	what=$1
-	shift
-	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
-		echo "FAIL: $what"; cat "$tmp/err"; fail=1
-	fi
-}
 
 has() {		# has DESCRIPTION PATTERN: $tmp/out holds the pattern
 	grep -q -- "$2" "$tmp/out" || { echo "FAIL: $1: no '$2'"; fail=1; }

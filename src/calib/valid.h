@@ -44,6 +44,7 @@
 #include <stdio.h>
 
 struct config_ctx;
+struct job_spec;
 struct diag;
 struct net;
 struct store;
@@ -124,6 +125,19 @@ struct valid_table *valid_table_add(struct valid_set *set,
 
 /* A new row at the end of t, zeroed but lo = hi = NaN, scored = 1. */
 struct valid_row *valid_row_add(struct valid_table *t, struct diag *d);
+
+/* Mark row v of case id as one that did not run (not scored, failed,
+ * note "FAILED") and say why on stderr. */
+void valid_row_failed(struct valid_row *v, const char *id, const char *why);
+
+/* The first "error:" line that err (a case's diagnostics, rewound here;
+ * NULL: none) holds, cut to 199 characters and without its newline, into
+ * buf; buf unchanged when there is none but still cut at a newline. */
+void valid_first_error(FILE *err, char *buf, size_t len);
+
+/* The job of reference case file path, loaded into cx's arena (it lives
+ * as long as that arena); NULL after reporting to cx's diag. */
+struct job_spec *valid_load_job(struct config_ctx *cx, const char *path);
 
 void valid_set_release(struct valid_set *set);
 

@@ -163,26 +163,13 @@ static void run_case(struct icase *x, const char *data_root)
 	arena_init(&a);
 	diag_init(&d, err ? err : stderr);
 	cx = (struct config_ctx){ &a, &d, data_root };
-	j = arena_alloc(&a, sizeof(*j));
-	if (j) {
-		memset(j, 0, sizeof(*j));
-		if (config_load(&cx, &job_schema, x->job, NULL, 0, j) == 0)
-			o = predict(j, &d);
-	}
+	if ((j = valid_load_job(&cx, x->job)))
+		o = predict(j, &d);
 	x->predicted = o ? json_path(o, x->metric) : NAN;
 	snprintf(x->err, sizeof(x->err), o ? "no number at '%s'" : "failed",
 		 x->metric);
-	if (!o && err) {
-		char line[512];
-
-		rewind(err);
-		while (fgets(line, sizeof(line), err))
-			if (strstr(line, "error:")) {
-				snprintf(x->err, sizeof(x->err), "%.199s", line);
-				break;
-			}
-		x->err[strcspn(x->err, "\n")] = '\0';
-	}
+	if (!o && err)
+		valid_first_error(err, x->err, sizeof(x->err));
 	cJSON_Delete(o);
 	if (err)
 		fclose(err);
@@ -230,13 +217,8 @@ static int add_table(struct valid_set *set, struct config_ctx *cx,
 			diag_oom(cx->diag);
 			return -1;
 		}
-		if (isnan(v->predicted)) {
-			v->scored = 0;
-			v->failed = 1;
-			snprintf(v->note, sizeof(v->note), "FAILED");
-			fprintf(stderr, "llmsim: validate: %s did not run: %s\n",
-				c[i].id, c[i].err);
-		}
+		if (isnan(v->predicted))
+			valid_row_failed(v, c[i].id, c[i].err);
 	}
 	return 0;
 }

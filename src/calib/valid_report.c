@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"
+#include "config/spec_job.h"
 
 #define LARGE_B 64e6
 #define LARGEST_B 8589934592.0
@@ -76,6 +77,37 @@ struct valid_row *valid_row_add(struct valid_table *t, struct diag *d)
 	r->lo = r->hi = NAN;
 	r->scored = 1;
 	return r;
+}
+
+void valid_row_failed(struct valid_row *v, const char *id, const char *why)
+{
+	v->scored = 0;
+	v->failed = 1;
+	snprintf(v->note, sizeof(v->note), "FAILED");
+	fprintf(stderr, "llmsim: validate: %s did not run: %s\n", id, why);
+}
+
+void valid_first_error(FILE *err, char *buf, size_t len)
+{
+	char line[512];
+
+	rewind(err);
+	while (fgets(line, sizeof(line), err))
+		if (strstr(line, "error:")) {
+			snprintf(buf, len, "%.199s", line);
+			break;
+		}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+struct job_spec *valid_load_job(struct config_ctx *cx, const char *path)
+{
+	struct job_spec *j = arena_alloc(cx->arena, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	memset(j, 0, sizeof(*j));
+	return config_load(cx, &job_schema, path, NULL, 0, j) == 0 ? j : NULL;
 }
 
 void valid_set_release(struct valid_set *set)

@@ -93,26 +93,13 @@ static double run_case(struct tcase *c, const char *data_root)
 	diag_init(&d, err ? err : stderr);
 	cx = (struct config_ctx){ &a, &d, data_root };
 	memset(&r, 0, sizeof(r));
-	j = arena_alloc(&a, sizeof(*j));
-	if (j) {
-		memset(j, 0, sizeof(*j));
-		if (config_load(&cx, &job_schema, c->job, NULL, 0, j) == 0 &&
-		    step_run(j, 0, NULL, NULL, &r, &d) == 0)
-			t = r.step_s;
-	}
+	j = valid_load_job(&cx, c->job);
+	if (j && step_run(j, 0, NULL, NULL, &r, &d) == 0)
+		t = r.step_s;
 	step_result_release(&r);
 	snprintf(c->why, sizeof(c->why), "failed");
-	if (isnan(t) && err) {
-		char line[512];
-
-		rewind(err);
-		while (fgets(line, sizeof(line), err))
-			if (strstr(line, "error:")) {
-				snprintf(c->why, sizeof(c->why), "%.199s", line);
-				break;
-			}
-		c->why[strcspn(c->why, "\n")] = '\0';
-	}
+	if (isnan(t) && err)
+		valid_first_error(err, c->why, sizeof(c->why));
 	if (err)
 		fclose(err);
 	arena_release(&a);
@@ -223,14 +210,10 @@ static int add_table(struct valid_set *set, struct tcase *c, int n,
 		v->predicted = c[i].predicted_s;
 		v->error = v->predicted / v->measured - 1;
 		v->in_sample = valid_is_fitted(set, c[i].id);
-		if (isnan(v->predicted)) {
-			v->scored = 0;
-			v->failed = 1;
-			snprintf(v->note, sizeof(v->note), "FAILED");
-			fprintf(stderr, "llmsim: validate: %s did not run: %s\n",
-				c[i].id, c[i].why[0] ? c[i].why :
-				"its worker process ended without a result");
-		}
+		if (isnan(v->predicted))
+			valid_row_failed(v, c[i].id, c[i].why[0] ? c[i].why :
+					 "its worker process ended without a "
+					 "result");
 	}
 	return 0;
 }

@@ -106,6 +106,12 @@ int cli_getopt_named(int argc, char **argv, const char *cmd,
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Report that option opt of command cmd got a value not among names
+ * (NULL-terminated): "OPT: expected one of A, B, C; got 'GOT'" (the
+ * list cut at 255 characters). Returns CLI_USAGE. */
+int cli_choice_error(const char *cmd, const char *opt, const char *got,
+		     const char *const *names);
+
 /* The man page and the bash completion of the n commands cmds
  * (cli_doc.c). CLI_OK, or CLI_FAIL on a write error. */
 int cli_doc_man(FILE *out, const struct cli_command *cmds, size_t n);

@@ -81,21 +81,6 @@ static const struct {
 
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
-/* A usage error naming what was expected: one of names. */
-static int list_error(const char *what, const char *got,
-		      const char *const *names)
-{
-	char list[256];
-	size_t i, k = 0;
-
-	list[0] = '\0';
-	for (i = 0; names[i] && k < sizeof(list); i++)
-		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s",
-				      i ? ", " : "", names[i]);
-	return cli_usage_error("collective", "%s: expected one of %s; got '%s'",
-			       what, list, got);
-}
-
 static double dtype_size(const char *name)
 {
 	size_t i;
@@ -128,7 +113,7 @@ static int bad_dtype(const char *got)
 	for (i = 0; i < NDTYPES; i++)
 		names[i] = dtypes[i].name;
 	names[NDTYPES] = NULL;
-	return list_error("--dtype", got, names);
+	return cli_choice_error("collective", "--dtype", got, names);
 }
 
 /* CLI_OK, or CLI_USAGE after reporting. */
@@ -269,7 +254,7 @@ static int op_option(struct opts *o, const char *v)
 	if (o->ep != EP_OP_NONE)
 		o->op = COLL_ALLTOALL;
 	else if ((o->op = schema_name_index(coll_op_names, v)) < 0)
-		return list_error("--op", v, op_names_ep);
+		return cli_choice_error("collective", "--op", v, op_names_ep);
 	return CLI_OK;
 }
 
@@ -304,7 +289,8 @@ static int option(struct opts *o, int c, const char *v)
 		break;
 	case 'o':
 		if ((o->redop = schema_name_index(coll_redop_names, v)) < 0)
-			return list_error("--redop (-o)", v, coll_redop_names);
+			return cli_choice_error("collective", "--redop (-o)",
+						v, coll_redop_names);
 		break;
 	case 'r':
 		if (!number(v, 0, &x) || x != floor(x))
@@ -314,11 +300,13 @@ static int option(struct opts *o, int c, const char *v)
 		break;
 	case OPT_ALGO:
 		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
-			return list_error("--algo", v, coll_algo_names);
+			return cli_choice_error("collective", "--algo", v,
+						coll_algo_names);
 		break;
 	case OPT_PROTO:
 		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
-			return list_error("--proto", v, coll_proto_names);
+			return cli_choice_error("collective", "--proto", v,
+						coll_proto_names);
 		break;
 	case OPT_DB: o->db = v; break;
 	case OPT_JSON: o->fmt = FMT_JSON; break;

@@ -92,20 +92,6 @@ static int in_list(const char *const *names, const char *s)
 	return 0;
 }
 
-static int bad_name(const char *opt, const char *got,
-		    const char *const *names)
-{
-	char list[256];
-	size_t i, k = 0;
-
-	list[0] = '\0';
-	for (i = 0; names[i] && k < sizeof(list); i++)
-		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s",
-				      i ? ", " : "", names[i]);
-	return cli_usage_error("measure", "%s: expected one of %s; got '%s'",
-			       opt, list, got);
-}
-
 /* A whole number >= lo into *out; CLI_OK or CLI_USAGE (reported). */
 static int whole(const char *opt, const char *v, long lo, long *out)
 {
@@ -146,15 +132,15 @@ static int name_opt(struct mopts *o, const char *opt, const char *v)
 {
 	if (strcmp(opt, "--backend") == 0) {
 		if (!in_list(backends, v))
-			return bad_name(opt, v, backends);
+			return cli_choice_error("measure", opt, v, backends);
 		o->backend = v;
 	} else if (strcmp(opt, "--op") == 0) {
 		if (!in_list(ops, v))
-			return bad_name(opt, v, ops);
+			return cli_choice_error("measure", opt, v, ops);
 		o->op = v;
 	} else if (strcmp(opt, "--dtype") == 0) {
 		if (!in_list(dtypes, v))
-			return bad_name(opt, v, dtypes);
+			return cli_choice_error("measure", opt, v, dtypes);
 		o->dtype = v;
 	} else if (strcmp(opt, "--system") == 0) {
 		o->system = v;

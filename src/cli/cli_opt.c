@@ -44,6 +44,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
+int cli_choice_error(const char *cmd, const char *opt, const char *got,
+		     const char *const *names)
+{
+	char list[256];
+	size_t i, k = 0;
+
+	list[0] = '\0';
+	for (i = 0; names[i] && k < sizeof(list); i++)
+		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s",
+				      i ? ", " : "", names[i]);
+	return cli_usage_error(cmd, "%s: expected one of %s; got '%s'", opt,
+			       list, got);
+}
+
 void cli_getopt_reset(void)
 {
 	optind = 0;	/* glibc: 0 re-initializes completely */

@@ -15,52 +15,27 @@
 
 #include "base/units.h"
 #include "config/spec_job.h"
-
-static int add(struct cJSON *o, const char *key, struct cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, key, item))
-		return 1;
-	cJSON_Delete(item);
-	return 0;
-}
-
-static int add_num(struct cJSON *o, const char *key, double v)
-{
-	return add(o, key, cJSON_CreateNumber(isfinite(v) ? v : 0));
-}
-
-static int add_str(struct cJSON *o, const char *key, const char *v)
-{
-	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-static struct cJSON *complete(struct cJSON *o, int ok)
-{
-	if (ok)
-		return o;
-	cJSON_Delete(o);
-	return NULL;
-}
+#include "jobj.h"
 
 static const char *const graph_names[] = {"none", "piecewise", "full"};
 
 struct cJSON *infer_mem_json(const struct infer_mem *m)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
-		 add_num(o, "weights_bytes", m->weights_B) &&
-		 add_num(o, "kv_cache_bytes", m->kv_cache_B) &&
-		 add_num(o, "activations_bytes", m->activations_B) &&
-		 add_num(o, "workspace_bytes", m->workspace_B) &&
-		 add_num(o, "usable_bytes", m->usable_B) &&
-		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
-		 add_num(o, "pipeline_rank", (double)m->rank) &&
-		 add_num(o, "params_per_gpu", m->params) &&
-		 add_num(o, "kv_bytes_per_token", m->kv_token_B) &&
-		 add_num(o, "kv_capacity_tokens", m->kv_tokens) &&
-		 add_num(o, "kv_capacity_sequences", m->kv_sequences);
+	int ok = o && jobj_add_finite(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 jobj_add_finite(o, "weights_bytes", m->weights_B) &&
+		 jobj_add_finite(o, "kv_cache_bytes", m->kv_cache_B) &&
+		 jobj_add_finite(o, "activations_bytes", m->activations_B) &&
+		 jobj_add_finite(o, "workspace_bytes", m->workspace_B) &&
+		 jobj_add_finite(o, "usable_bytes", m->usable_B) &&
+		 jobj_add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 jobj_add_finite(o, "pipeline_rank", (double)m->rank) &&
+		 jobj_add_finite(o, "params_per_gpu", m->params) &&
+		 jobj_add_finite(o, "kv_bytes_per_token", m->kv_token_B) &&
+		 jobj_add_finite(o, "kv_capacity_tokens", m->kv_tokens) &&
+		 jobj_add_finite(o, "kv_capacity_sequences", m->kv_sequences);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *breakdown_json(const double *part)
@@ -69,8 +44,8 @@ static struct cJSON *breakdown_json(const double *part)
 	int i, ok = o != NULL;
 
 	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
-		ok = add_num(o, exec_part_keys[i], part[i]);
-	return complete(o, ok);
+		ok = jobj_add_finite(o, exec_part_keys[i], part[i]);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *colls_json(const struct infer_result *r)
@@ -83,67 +58,69 @@ static struct cJSON *colls_json(const struct infer_result *r)
 		const struct step_coll_stat *s = &r->colls[i];
 		struct cJSON *o = cJSON_CreateObject();
 
-		ok = o && add_str(o, "name", s->name) &&
-		     add_str(o, "op", coll_op_names[s->op]) &&
-		     add_num(o, "group_gpus", s->group) &&
-		     add_num(o, "bytes", s->bytes) &&
-		     add_num(o, "calls", s->count) &&
-		     add_num(o, "time_s", s->time_s) &&
-		     add_num(o, "critical_path_s", s->critical_s);
+		ok = o && jobj_add_str(o, "name", s->name) &&
+		     jobj_add_str(o, "op", coll_op_names[s->op]) &&
+		     jobj_add_finite(o, "group_gpus", s->group) &&
+		     jobj_add_finite(o, "bytes", s->bytes) &&
+		     jobj_add_finite(o, "calls", s->count) &&
+		     jobj_add_finite(o, "time_s", s->time_s) &&
+		     jobj_add_finite(o, "critical_path_s", s->critical_s);
 		if (ok)
 			ok = cJSON_AddItemToArray(a, o);
 		if (!ok)
 			cJSON_Delete(o);
 	}
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *inference_json(const struct job_spec *j,
 				    const struct infer_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "phase", job_phase_names[j->phase]) &&
-		 add_str(o, "engine", j->serving.engine->name) &&
-		 add_num(o, "batch", r->batch) &&
-		 add_num(o, "tokens", r->tokens) &&
-		 add_num(o, "context_len", (double)j->serving.context_len) &&
-		 add_num(o, "microbatches", (double)r->info.microbatches) &&
-		 add_str(o, "cuda_graph", graph_names[r->info.graph]) &&
-		 add_num(o, "gpu_time_s", r->gpu_s) &&
-		 add_num(o, "host_time_s", r->host_s) &&
-		 add(o, "host_overlapped", cJSON_CreateBool(!r->info.host_in_prog)) &&
-		 add_num(o, "tokens_per_s_per_instance", r->tokens_per_s) &&
-		 add_num(o, "instances", (double)r->instances) &&
-		 add_num(o, "weights_read_bytes_per_gpu", r->weights_read_B) &&
-		 add_num(o, "kv_read_bytes_per_gpu", r->kv_read_B) &&
-		 add_num(o, "hbm_floor_s", r->hbm_floor_s) &&
-		 add_str(o, "weights_dtype", dtype_names[j->serving.dtype]) &&
-		 add_str(o, "kv_dtype", dtype_names[j->serving.kv_dtype]);
+	int ok = o && jobj_add_str(o, "phase", job_phase_names[j->phase]) &&
+		 jobj_add_str(o, "engine", j->serving.engine->name) &&
+		 jobj_add_finite(o, "batch", r->batch) &&
+		 jobj_add_finite(o, "tokens", r->tokens) &&
+		 jobj_add_finite(o, "context_len",
+				 (double)j->serving.context_len) &&
+		 jobj_add_finite(o, "microbatches",
+				 (double)r->info.microbatches) &&
+		 jobj_add_str(o, "cuda_graph", graph_names[r->info.graph]) &&
+		 jobj_add_finite(o, "gpu_time_s", r->gpu_s) &&
+		 jobj_add_finite(o, "host_time_s", r->host_s) &&
+		 jobj_add(o, "host_overlapped",
+			  cJSON_CreateBool(!r->info.host_in_prog)) &&
+		 jobj_add_finite(o, "tokens_per_s_per_instance",
+				 r->tokens_per_s) &&
+		 jobj_add_finite(o, "instances", (double)r->instances) &&
+		 jobj_add_finite(o, "weights_read_bytes_per_gpu",
+				 r->weights_read_B) &&
+		 jobj_add_finite(o, "kv_read_bytes_per_gpu", r->kv_read_B) &&
+		 jobj_add_finite(o, "hbm_floor_s", r->hbm_floor_s) &&
+		 jobj_add_str(o, "weights_dtype",
+			      dtype_names[j->serving.dtype]) &&
+		 jobj_add_str(o, "kv_dtype", dtype_names[j->serving.kv_dtype]);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 struct cJSON *infer_to_json(const struct job_spec *j,
 			    const struct infer_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "job", j->name) &&
-		 add_str(o, "model", j->model->name) &&
-		 add_str(o, "system", j->system->name) &&
-		 add_str(o, "gpu", j->system->gpu->name) &&
-		 add_num(o, "gpus", (double)r->gpus) &&
-		 add_num(o, "step_time_s", r->step_s) &&
-		 add_num(o, "tokens_per_s", r->tokens_per_s_total) &&
-		 add_num(o, "mfu", r->mfu) &&
-		 add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
-		 add(o, "memory", infer_mem_json(&r->mem)) &&
-		 add(o, "breakdown", breakdown_json(r->part_s)) &&
-		 add(o, "inference", inference_json(j, r)) &&
-		 add(o, "collectives", colls_json(r)) &&
-		 add_num(o, "tasks", r->tasks) &&
-		 add_num(o, "events", (double)r->events);
+	int ok = o && step_json_job(o, j, r->gpus) &&
+		 jobj_add_finite(o, "step_time_s", r->step_s) &&
+		 jobj_add_finite(o, "tokens_per_s", r->tokens_per_s_total) &&
+		 jobj_add_finite(o, "mfu", r->mfu) &&
+		 jobj_add_finite(o, "tflops_per_gpu", r->tflops_per_gpu) &&
+		 jobj_add(o, "memory", infer_mem_json(&r->mem)) &&
+		 jobj_add(o, "breakdown", breakdown_json(r->part_s)) &&
+		 jobj_add(o, "inference", inference_json(j, r)) &&
+		 jobj_add(o, "collectives", colls_json(r)) &&
+		 jobj_add_finite(o, "tasks", r->tasks) &&
+		 jobj_add_finite(o, "events", (double)r->events);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static void line(FILE *out, const char *label, double v, enum unit_kind k)

@@ -160,6 +160,11 @@ int step_estimate(const struct job_spec *j, int full,
 struct cJSON *step_to_json(const struct job_spec *j,
 			   const struct step_result *r);
 
+/* Add the keys that name a result's job to o (every run's JSON has them):
+ * job, model, system, gpu, and gpus (the job's GPUs). 1, or 0 when out
+ * of memory (o partly filled; the caller frees it). */
+int step_json_job(struct cJSON *o, const struct job_spec *j, int64_t gpus);
+
 /*
  * Write the trace of program p, which step_run() built and ran for job j
  * with result r: the engine's events (exec_write_trace) and a counter

@@ -12,35 +12,7 @@
 #include "base/version.h"
 #include "config/config.h"
 #include "config/spec_job.h"
-
-/* Add item under key to o, or free it: 1 if added. */
-static int add(struct cJSON *o, const char *key, struct cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, key, item))
-		return 1;
-	cJSON_Delete(item);
-	return 0;
-}
-
-static int add_num(struct cJSON *o, const char *key, double v)
-{
-	return add(o, key, cJSON_CreateNumber(v));
-}
-
-static int add_str(struct cJSON *o, const char *key, const char *v)
-{
-	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-/* o when everything was added (ok), else NULL with o freed: out of
- * memory never leaves a key out. */
-static struct cJSON *complete(struct cJSON *o, int ok)
-{
-	if (ok)
-		return o;
-	cJSON_Delete(o);
-	return NULL;
-}
+#include "jobj.h"
 
 static struct cJSON *breakdown_json(const struct step_result *r)
 {
@@ -48,25 +20,25 @@ static struct cJSON *breakdown_json(const struct step_result *r)
 	int i, ok = o != NULL;
 
 	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
-		ok = add_num(o, exec_part_keys[i], r->part_s[i]);
-	return complete(o, ok);
+		ok = jobj_add_num(o, exec_part_keys[i], r->part_s[i]);
+	return jobj_complete(o, ok);
 }
 
 /* One pipeline stage's memory per GPU. */
 static struct cJSON *stage_json(const struct footprint *m)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "pipeline_rank", (double)m->rank) &&
-		 add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
-		 add_num(o, "weights_bytes", m->weights_B) &&
-		 add_num(o, "gradients_bytes", m->grads_B) &&
-		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
-		 add_num(o, "activations_bytes", m->activations_B) &&
-		 add_num(o, "workspace_bytes", m->workspace_B) &&
-		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
-		 add_num(o, "params_per_gpu", m->params);
+	int ok = o && jobj_add_num(o, "pipeline_rank", (double)m->rank) &&
+		 jobj_add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 jobj_add_num(o, "weights_bytes", m->weights_B) &&
+		 jobj_add_num(o, "gradients_bytes", m->grads_B) &&
+		 jobj_add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 jobj_add_num(o, "activations_bytes", m->activations_B) &&
+		 jobj_add_num(o, "workspace_bytes", m->workspace_B) &&
+		 jobj_add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 jobj_add_num(o, "params_per_gpu", m->params);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *stages_json(const struct step_result *r)
@@ -82,37 +54,37 @@ static struct cJSON *stages_json(const struct step_result *r)
 		if (!ok)
 			cJSON_Delete(o);
 	}
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *memory_json(const struct step_result *r)
 {
 	const struct footprint *m = &r->mem;
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
-		 add_num(o, "weights_bytes", m->weights_B) &&
-		 add_num(o, "gradients_bytes", m->grads_B) &&
-		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
-		 add_num(o, "activations_bytes", m->activations_B) &&
-		 add_num(o, "workspace_bytes", m->workspace_B) &&
-		 add_num(o, "usable_bytes", m->usable_B) &&
-		 add(o, "fits", cJSON_CreateBool(m->fits)) &&
-		 add_num(o, "pipeline_rank", (double)m->rank) &&
-		 add_num(o, "params_per_gpu", m->params) &&
-		 add(o, "stages", stages_json(r));
+	int ok = o && jobj_add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+		 jobj_add_num(o, "weights_bytes", m->weights_B) &&
+		 jobj_add_num(o, "gradients_bytes", m->grads_B) &&
+		 jobj_add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 jobj_add_num(o, "activations_bytes", m->activations_B) &&
+		 jobj_add_num(o, "workspace_bytes", m->workspace_B) &&
+		 jobj_add_num(o, "usable_bytes", m->usable_B) &&
+		 jobj_add(o, "fits", cJSON_CreateBool(m->fits)) &&
+		 jobj_add_num(o, "pipeline_rank", (double)m->rank) &&
+		 jobj_add_num(o, "params_per_gpu", m->params) &&
+		 jobj_add(o, "stages", stages_json(r));
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 /* The final rank's compute by pass, and the optimizer step. */
 static struct cJSON *phases_json(const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "forward_s", r->forward_s) &&
-		 add_num(o, "backward_s", r->backward_s) &&
-		 add_num(o, "optimizer_s", r->part_s[EXEC_OPTIMIZER]);
+	int ok = o && jobj_add_num(o, "forward_s", r->forward_s) &&
+		 jobj_add_num(o, "backward_s", r->backward_s) &&
+		 jobj_add_num(o, "optimizer_s", r->part_s[EXEC_OPTIMIZER]);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *exposed_json(const struct step_result *r)
@@ -123,23 +95,23 @@ static struct cJSON *exposed_json(const struct step_result *r)
 
 	for (i = 0; ok && i < STEP_DIM_COUNT; i++) {
 		snprintf(key, sizeof(key), "%s_s", step_dim_names[i]);
-		ok = add_num(o, key, r->exposed_dim_s[i]);
+		ok = jobj_add_num(o, key, r->exposed_dim_s[i]);
 	}
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *coll_json(const struct step_coll_stat *s)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "name", s->name) &&
-		 add_str(o, "op", coll_op_names[s->op]) &&
-		 add_num(o, "group_gpus", s->group) &&
-		 add_num(o, "bytes", s->bytes) &&	/* all calls */
-		 add_num(o, "calls", s->count) &&
-		 add_num(o, "time_s", s->time_s) &&
-		 add_num(o, "critical_path_s", s->critical_s);
+	int ok = o && jobj_add_str(o, "name", s->name) &&
+		 jobj_add_str(o, "op", coll_op_names[s->op]) &&
+		 jobj_add_num(o, "group_gpus", s->group) &&
+		 jobj_add_num(o, "bytes", s->bytes) &&	/* all calls */
+		 jobj_add_num(o, "calls", s->count) &&
+		 jobj_add_num(o, "time_s", s->time_s) &&
+		 jobj_add_num(o, "critical_path_s", s->critical_s);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *colls_json(const struct step_result *r)
@@ -155,23 +127,24 @@ static struct cJSON *colls_json(const struct step_result *r)
 		if (!ok)
 			cJSON_Delete(o);
 	}
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *sim_json(const struct step_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
 	const struct layout *l = &r->plan.lay;
-	int ok = o && add_num(o, "simulated_ranks", l->nranks) &&
-		 add(o, "full_fidelity", cJSON_CreateBool(l->sim == l->stage)) &&
-		 add_num(o, "tasks", r->tasks) &&
-		 add_num(o, "events", (double)r->events) &&
-		 add_num(o, "collective_calls", (double)r->calls) &&
-		 add_num(o, "collectives_replayed", (double)r->replayed) &&
-		 add_num(o, "flows", (double)r->flows) &&
-		 add_num(o, "flow_solves", (double)r->solves);
+	int ok = o && jobj_add_num(o, "simulated_ranks", l->nranks) &&
+		 jobj_add(o, "full_fidelity",
+			  cJSON_CreateBool(l->sim == l->stage)) &&
+		 jobj_add_num(o, "tasks", r->tasks) &&
+		 jobj_add_num(o, "events", (double)r->events) &&
+		 jobj_add_num(o, "collective_calls", (double)r->calls) &&
+		 jobj_add_num(o, "collectives_replayed", (double)r->replayed) &&
+		 jobj_add_num(o, "flows", (double)r->flows) &&
+		 jobj_add_num(o, "flow_solves", (double)r->solves);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 /* Time of the collectives whose names start with prefix, and the part
@@ -202,16 +175,17 @@ static struct cJSON *moe_json(const struct job_spec *j,
 		return cJSON_CreateNull();
 	comm_time(r, "moe_", &total, &exposed);
 	o = cJSON_CreateObject();
-	ok = o && add_num(o, "active_params", r->plan.active_params) &&
-	     add_str(o, "dispatcher", j->moe.dispatcher ?
+	ok = o && jobj_add_num(o, "active_params", r->plan.active_params) &&
+	     jobj_add_str(o, "dispatcher", j->moe.dispatcher ?
 		     j->moe.dispatcher->name : NULL) &&
-	     add_str(o, "routing", routing_balance_names[j->moe.routing.balance]) &&
-	     add_str(o, "routing_method", r->plan.routing) &&
-	     add_num(o, "max_mean_load", r->plan.max_mean) &&
-	     add_num(o, "dispatch_combine_s", total) &&
-	     add_num(o, "dispatch_combine_exposed_s", exposed) &&
-	     add_num(o, "dispatch_combine_hidden_s", total - exposed);
-	return complete(o, ok);
+	     jobj_add_str(o, "routing",
+			  routing_balance_names[j->moe.routing.balance]) &&
+	     jobj_add_str(o, "routing_method", r->plan.routing) &&
+	     jobj_add_num(o, "max_mean_load", r->plan.max_mean) &&
+	     jobj_add_num(o, "dispatch_combine_s", total) &&
+	     jobj_add_num(o, "dispatch_combine_exposed_s", exposed) &&
+	     jobj_add_num(o, "dispatch_combine_hidden_s", total - exposed);
+	return jobj_complete(o, ok);
 }
 
 /* The host threads: the busiest one's issue time and what of the host's
@@ -224,9 +198,9 @@ static struct cJSON *host_json(const struct step_result *r)
 	if (r->host_busy_s <= 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	ok = o && add_num(o, "busy_s", r->host_busy_s) &&
-	     add_num(o, "critical_s", r->host_critical_s);
-	return complete(o, ok);
+	ok = o && jobj_add_num(o, "busy_s", r->host_busy_s) &&
+	     jobj_add_num(o, "critical_s", r->host_critical_s);
+	return jobj_complete(o, ok);
 }
 
 /* CP: the K/V exchange's time exposed and hidden. */
@@ -241,12 +215,21 @@ static struct cJSON *cp_json(const struct job_spec *j,
 		return cJSON_CreateNull();
 	comm_time(r, "cp_", &total, &exposed);
 	o = cJSON_CreateObject();
-	ok = o && add_str(o, "comm_type",
+	ok = o && jobj_add_str(o, "comm_type",
 			  cp_comm_names[j->parallelism.cp_comm_type]) &&
-	     add_num(o, "exchange_s", total) &&
-	     add_num(o, "exchange_exposed_s", exposed) &&
-	     add_num(o, "exchange_hidden_s", total - exposed);
-	return complete(o, ok);
+	     jobj_add_num(o, "exchange_s", total) &&
+	     jobj_add_num(o, "exchange_exposed_s", exposed) &&
+	     jobj_add_num(o, "exchange_hidden_s", total - exposed);
+	return jobj_complete(o, ok);
+}
+
+int step_json_job(struct cJSON *o, const struct job_spec *j, int64_t gpus)
+{
+	return jobj_add_str(o, "job", j->name) &&
+	       jobj_add_str(o, "model", j->model->name) &&
+	       jobj_add_str(o, "system", j->system->name) &&
+	       jobj_add_str(o, "gpu", j->system->gpu->name) &&
+	       jobj_add_num(o, "gpus", (double)gpus);
 }
 
 struct cJSON *step_to_json(const struct job_spec *j,
@@ -255,37 +238,35 @@ struct cJSON *step_to_json(const struct job_spec *j,
 	struct cJSON *o = cJSON_CreateObject();
 	char hash[65];
 	int ok = o && config_hash(&job_schema, j, hash) == 0 &&
-		 add_num(o, "schema_version", STEP_JSON_SCHEMA) &&
-		 add_str(o, "llmsim_version", LLMSIM_VERSION_STRING) &&
-		 add_str(o, "config_hash", hash) &&
-		 add_str(o, "job", j->name) &&
-		 add_str(o, "model", j->model->name) &&
-		 add_str(o, "system", j->system->name) &&
-		 add_str(o, "gpu", j->system->gpu->name) &&
-		 add_num(o, "gpus", (double)r->gpus) &&
-		 add_num(o, "step_time_s", r->step_s) &&
-		 add_num(o, "step_time_p50_s", r->step_p50_s) &&
-		 add_num(o, "step_time_p90_s", r->step_p90_s) &&
-		 add_num(o, "tokens_per_s", r->tokens_per_s) &&
-		 add_num(o, "mfu", r->mfu) &&
-		 add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
-		 add_num(o, "hardware_tflops_per_gpu", r->hw_tflops_per_gpu) &&
-		 add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12) &&
-		 add_num(o, "tokens_per_step", r->plan.tokens) &&
-		 add_num(o, "microbatches", (double)r->plan.microbatches) &&
-		 add_num(o, "model_flops_per_step", r->plan.model_flops) &&
-		 add_num(o, "params", r->plan.params) &&
-		 add(o, "breakdown", breakdown_json(r)) &&
-		 add(o, "phases", phases_json(r)) &&
-		 add(o, "exposed_comm_by_dim", exposed_json(r)) &&
-		 add(o, "memory", memory_json(r)) &&
-		 add(o, "moe", moe_json(j, r)) &&
-		 add(o, "context_parallel", cp_json(j, r)) &&
-		 add(o, "host", host_json(r)) &&
-		 add(o, "collectives", colls_json(r)) &&
-		 add(o, "simulation", sim_json(r));
+		 jobj_add_num(o, "schema_version", STEP_JSON_SCHEMA) &&
+		 jobj_add_str(o, "llmsim_version", LLMSIM_VERSION_STRING) &&
+		 jobj_add_str(o, "config_hash", hash) &&
+		 step_json_job(o, j, r->gpus) &&
+		 jobj_add_num(o, "step_time_s", r->step_s) &&
+		 jobj_add_num(o, "step_time_p50_s", r->step_p50_s) &&
+		 jobj_add_num(o, "step_time_p90_s", r->step_p90_s) &&
+		 jobj_add_num(o, "tokens_per_s", r->tokens_per_s) &&
+		 jobj_add_num(o, "mfu", r->mfu) &&
+		 jobj_add_num(o, "tflops_per_gpu", r->tflops_per_gpu) &&
+		 jobj_add_num(o, "hardware_tflops_per_gpu",
+			      r->hw_tflops_per_gpu) &&
+		 jobj_add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12) &&
+		 jobj_add_num(o, "tokens_per_step", r->plan.tokens) &&
+		 jobj_add_num(o, "microbatches",
+			      (double)r->plan.microbatches) &&
+		 jobj_add_num(o, "model_flops_per_step", r->plan.model_flops) &&
+		 jobj_add_num(o, "params", r->plan.params) &&
+		 jobj_add(o, "breakdown", breakdown_json(r)) &&
+		 jobj_add(o, "phases", phases_json(r)) &&
+		 jobj_add(o, "exposed_comm_by_dim", exposed_json(r)) &&
+		 jobj_add(o, "memory", memory_json(r)) &&
+		 jobj_add(o, "moe", moe_json(j, r)) &&
+		 jobj_add(o, "context_parallel", cp_json(j, r)) &&
+		 jobj_add(o, "host", host_json(r)) &&
+		 jobj_add(o, "collectives", colls_json(r)) &&
+		 jobj_add(o, "simulation", sim_json(r));
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 /* ---- text ---- */

@@ -18,12 +18,12 @@
 #include "serve_impl.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdio.h>
 
 #include "base/units.h"
 #include "config/spec_job.h"
 #include "run/infer_run.h"
+#include "run/jobj.h"
 
 /* ---- trace ---- */
 
@@ -71,78 +71,59 @@ void serve_trace_counters(struct serve *s, int inst, double now)
 
 /* ---- JSON ---- */
 
-static int add(struct cJSON *o, const char *key, struct cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, key, item))
-		return 1;
-	cJSON_Delete(item);
-	return 0;
-}
-
-static int add_num(struct cJSON *o, const char *key, double v)
-{
-	return add(o, key, cJSON_CreateNumber(isfinite(v) ? v : 0));
-}
-
-static int add_str(struct cJSON *o, const char *key, const char *v)
-{
-	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-static struct cJSON *complete(struct cJSON *o, int ok)
-{
-	if (ok)
-		return o;
-	cJSON_Delete(o);
-	return NULL;
-}
-
 static struct cJSON *stats_json(const struct serve_stats *st)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "mean", st->mean) &&
-		 add_num(o, "p50", st->p50) && add_num(o, "p90", st->p90) &&
-		 add_num(o, "p99", st->p99);
+	int ok = o && jobj_add_finite(o, "mean", st->mean) &&
+		 jobj_add_finite(o, "p50", st->p50) &&
+		 jobj_add_finite(o, "p90", st->p90) &&
+		 jobj_add_finite(o, "p99", st->p99);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *serving_json(const struct job_spec *j,
 				  const struct serve_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "engine", j->serving.engine->name) &&
-		 add_num(o, "requests", (double)r->requests) &&
-		 add_num(o, "completed", (double)r->completed) &&
-		 add_num(o, "instances", (double)r->instances) &&
-		 add_num(o, "arrival_rate", r->offered_rate) &&
-		 add_num(o, "duration_s", r->duration_s) &&
-		 add_num(o, "output_tokens", r->output_tokens) &&
-		 add_num(o, "input_tokens", r->input_tokens) &&
-		 add_num(o, "output_tokens_per_s", r->output_tokens_per_s) &&
-		 add_num(o, "input_tokens_per_s", r->input_tokens_per_s) &&
-		 add_num(o, "requests_per_s", r->requests_per_s) &&
-		 add(o, "ttft_s", stats_json(&r->ttft)) &&
-		 add(o, "tpot_s", stats_json(&r->tpot)) &&
-		 add(o, "e2e_s", stats_json(&r->e2e)) &&
-		 add(o, "queue_s", stats_json(&r->queue)) &&
-		 add_num(o, "mean_in_system", r->mean_in_system) &&
-		 add_num(o, "steps", (double)r->steps) &&
-		 add_num(o, "mean_step_s", r->mean_step_s) &&
-		 add_num(o, "mean_batch", r->mean_batch) &&
-		 add_num(o, "mean_step_tokens", r->mean_step_tokens) &&
-		 add_num(o, "preemptions", (double)r->preemptions) &&
-		 add_num(o, "prefix_hit_tokens", r->prefix_hit_tokens) &&
-		 add_num(o, "kv_capacity_tokens", r->kv_tokens) &&
-		 add_num(o, "kv_capacity_sequences", r->kv_sequences) &&
-		 add_num(o, "kv_peak_occupancy", r->kv_peak_frac) &&
-		 add_num(o, "kv_mean_occupancy", r->kv_mean_frac) &&
-		 add_num(o, "spec_tokens_per_step", r->spec_tokens_per_step) &&
-		 add_num(o, "kv_transfer_mean_s", r->kv_transfer_mean_s) &&
-		 add_num(o, "kv_transfer_bytes", r->kv_transfer_bytes) &&
-		 add_num(o, "step_model_calls", (double)r->cost_calls);
+	int ok = o && jobj_add_str(o, "engine", j->serving.engine->name) &&
+		 jobj_add_finite(o, "requests", (double)r->requests) &&
+		 jobj_add_finite(o, "completed", (double)r->completed) &&
+		 jobj_add_finite(o, "instances", (double)r->instances) &&
+		 jobj_add_finite(o, "arrival_rate", r->offered_rate) &&
+		 jobj_add_finite(o, "duration_s", r->duration_s) &&
+		 jobj_add_finite(o, "output_tokens", r->output_tokens) &&
+		 jobj_add_finite(o, "input_tokens", r->input_tokens) &&
+		 jobj_add_finite(o, "output_tokens_per_s",
+				 r->output_tokens_per_s) &&
+		 jobj_add_finite(o, "input_tokens_per_s",
+				 r->input_tokens_per_s) &&
+		 jobj_add_finite(o, "requests_per_s", r->requests_per_s) &&
+		 jobj_add(o, "ttft_s", stats_json(&r->ttft)) &&
+		 jobj_add(o, "tpot_s", stats_json(&r->tpot)) &&
+		 jobj_add(o, "e2e_s", stats_json(&r->e2e)) &&
+		 jobj_add(o, "queue_s", stats_json(&r->queue)) &&
+		 jobj_add_finite(o, "mean_in_system", r->mean_in_system) &&
+		 jobj_add_finite(o, "steps", (double)r->steps) &&
+		 jobj_add_finite(o, "mean_step_s", r->mean_step_s) &&
+		 jobj_add_finite(o, "mean_batch", r->mean_batch) &&
+		 jobj_add_finite(o, "mean_step_tokens", r->mean_step_tokens) &&
+		 jobj_add_finite(o, "preemptions", (double)r->preemptions) &&
+		 jobj_add_finite(o, "prefix_hit_tokens",
+				 r->prefix_hit_tokens) &&
+		 jobj_add_finite(o, "kv_capacity_tokens", r->kv_tokens) &&
+		 jobj_add_finite(o, "kv_capacity_sequences", r->kv_sequences) &&
+		 jobj_add_finite(o, "kv_peak_occupancy", r->kv_peak_frac) &&
+		 jobj_add_finite(o, "kv_mean_occupancy", r->kv_mean_frac) &&
+		 jobj_add_finite(o, "spec_tokens_per_step",
+				 r->spec_tokens_per_step) &&
+		 jobj_add_finite(o, "kv_transfer_mean_s",
+				 r->kv_transfer_mean_s) &&
+		 jobj_add_finite(o, "kv_transfer_bytes",
+				 r->kv_transfer_bytes) &&
+		 jobj_add_finite(o, "step_model_calls", (double)r->cost_calls);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *breakdown_json(const struct serve_result *r)
@@ -151,31 +132,29 @@ static struct cJSON *breakdown_json(const struct serve_result *r)
 	int i, ok = o != NULL;
 
 	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
-		ok = add_num(o, exec_part_keys[i],
+		ok = jobj_add_finite(o, exec_part_keys[i],
 			     i == EXEC_COMPUTE ? r->mean_step_s : 0);
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 struct cJSON *serve_to_json(const struct job_spec *j,
 			    const struct serve_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_str(o, "job", j->name) &&
-		 add_str(o, "model", j->model->name) &&
-		 add_str(o, "system", j->system->name) &&
-		 add_str(o, "gpu", j->system->gpu->name) &&
-		 add_num(o, "gpus", (double)r->gpus) &&
-		 add_num(o, "step_time_s", r->mean_step_s) &&
-		 add_num(o, "tokens_per_s", r->output_tokens_per_s) &&
-		 add_num(o, "mfu", 0) && add_num(o, "tflops_per_gpu", 0) &&
-		 add(o, "memory", infer_mem_json(&r->mem)) &&
-		 add(o, "breakdown", breakdown_json(r)) &&
-		 add(o, "serving", serving_json(j, r)) &&
-		 add_num(o, "events", (double)r->events);
+	int ok = o && step_json_job(o, j, r->gpus) &&
+		 jobj_add_finite(o, "step_time_s", r->mean_step_s) &&
+		 jobj_add_finite(o, "tokens_per_s", r->output_tokens_per_s) &&
+		 jobj_add_finite(o, "mfu", 0) &&
+		 jobj_add_finite(o, "tflops_per_gpu", 0) &&
+		 jobj_add(o, "memory", infer_mem_json(&r->mem)) &&
+		 jobj_add(o, "breakdown", breakdown_json(r)) &&
+		 jobj_add(o, "serving", serving_json(j, r)) &&
+		 jobj_add_finite(o, "events", (double)r->events);
 
 	if (ok && j->serving.disaggregated.enabled)
-		ok = add(o, "prefill_memory", infer_mem_json(&r->prefill_mem));
-	return complete(o, ok);
+		ok = jobj_add(o, "prefill_memory",
+			      infer_mem_json(&r->prefill_mem));
+	return jobj_complete(o, ok);
 }
 
 /* ---- summary ---- */

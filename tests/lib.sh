@@ -1,0 +1,30 @@
+# tests/lib.sh - what the test scripts that drive the binary share;
+# sourced (. "$(dirname "$0")/lib.sh"), never run itself: it is not
+# executable, and make test runs only the executable tests/*.sh.
+#
+# After it: tmp, a fresh folder removed when the script ends; fail=0,
+# which a failed check sets to 1; check; use_checkout_data.
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+
+check() {	# check DESCRIPTION COMMAND...: the command must succeed
+	what=$1
+	shift
+	if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $what"; cat "$tmp/err"; fail=1
+	fi
+}
+
+# use_checkout_data: the binary runs on this checkout's configs and
+# workloads from any folder. Needs here (the tests folder); sets root
+# (the checkout) and llmsim (LLMSIM made absolute; it must be set) and
+# exports LLMSIM_DATA=root.
+use_checkout_data() {
+	root=$(dirname "$here")
+	llmsim=${LLMSIM:?set LLMSIM to the llmsim binary}
+	case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
+	LLMSIM_DATA=$root
+	export LLMSIM_DATA
+}
