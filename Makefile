@@ -142,6 +142,12 @@ $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 
 tools: $(TOOL_BIN)
 
+# The bench and tool objects are intermediate files of a pattern rule: keep
+# them, so make neither deletes them ("rm build/obj/tests/tools/...") nor
+# rebuilds them on the next make test.
+.SECONDARY: $(TOOL_BIN:$(BUILD)/tools/%=$(BUILD)/obj/tests/tools/%.o) \
+	$(BENCH_BIN:$(BUILD)/bench/%=$(BUILD)/obj/tests/bench/%.o)
+
 run: $(BIN)
 	$(BIN) run workloads/jobs/default.yaml
 

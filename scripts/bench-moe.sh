@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-moe.sh - wall time and peak memory of `llmsim run` for DeepSeek-V3
-# on 2,048 H100s (PP 16, EP 64, DP 128, DeepEP; workloads/jobs/
-# deepseek-v3-2048.yaml, a dgx-h100 system of 256 nodes).
+# on 2,048 H100s (TP 4, PP 2 x VPP 16, EP 64, DP 256, DeepEP; workloads/
+# jobs/deepseek-v3-2048.yaml, a dgx-h100 system of 256 nodes).
 #
 # Five runs; prints each, then the median wall time and the median peak
 # resident set, against the targets of issue 9 (under 1 s, under 1 GiB).

@@ -8,6 +8,8 @@
 #   - shards + db merge equal the single run; merging again adds nothing
 #   - concurrent writers (several sweeps and runs on one database)
 #   - db views / db export (csv, json) and an unknown view
+#   - plan: true: the planner at each point, its winner in the sweep's
+#     view and the summary, its ranking in v_plans; resume, shards
 #   - mpirun -n 2 on localhost equals the single run (when MPI is built)
 # Quiet on success; one line per failure.
 #
@@ -45,7 +47,7 @@ grep -q "^11	roce-800g	2048	4	4	2$" "$tmp/list" || bad "count.yaml: point 11"
 	bad "shard 2/5 lists $(grep -v '^#\|^point' "$tmp/list" | cut -f1 | tr '\n' ' ')"
 
 # The shipped examples expand (their comments count the points).
-for ex in gpu-generations:7 llama3-70b-nic-fabric:40 moe-scale-up-fabric:12; do
+for ex in gpu-generations:7 llama3-70b-nic-fabric:40 moe-scale-up-fabric:12 llama3-best-layout:6; do
 	f=workloads/sweeps/${ex%%:*}.yaml
 	"$llmsim" sweep "$f" --list >"$tmp/ex" 2>&1 || bad "$f: $(cat "$tmp/ex")"
 	head -1 "$tmp/ex" | grep -q ": ${ex##*:} points," || bad "$f: $(head -1 "$tmp/ex")"
@@ -69,7 +71,8 @@ expect2 "$s/bad-empty-grid.yaml:2:7: error: 'grid': empty" $s/bad-empty-grid.yam
 expect2 "$s/bad-empty-list.yaml:3:17: error: 'system.nodes': an empty list" $s/bad-empty-list.yaml
 expect2 "$s/bad-not-a-list.yaml:3:17: error: 'system.nodes': expected a list of values" $s/bad-not-a-list.yaml
 expect2 "$s/bad-twice.yaml:3:3: error: 'parallelism.tp' is swept twice" $s/bad-twice.yaml
-expect2 "$s/bad-plan.yaml:2:7: error: 'plan: true' runs the parallelism planner" $s/bad-plan.yaml
+expect2 "$s/bad-plan.yaml:2:13: error: 'plan.top': expected a count of layouts from 1 to 1000, got '0'" $s/bad-plan.yaml
+expect2 "$s/bad-plan.yaml:2:16: error: 'plan': unknown key 'objectiv' (expected top, objective)" $s/bad-plan.yaml
 expect2 "$s/bad-top-key.yaml:2:1: error: 'grids': unknown key in a sweep, did you mean 'grid'?" $s/bad-top-key.yaml
 expect2 "$s/bad-no-base.yaml:1:1: error: a sweep needs 'base:'" $s/bad-no-base.yaml
 expect2 "$s/bad-below-value.yaml:3:10: error: 'system.nodes.count': 'system.nodes' is a single value" $s/bad-below-value.yaml
@@ -224,6 +227,62 @@ for p in $pids; do wait $p || bad "a concurrent writer failed: $(cat "$tmp"/*.er
 [ "$(q "$tmp/c.db" "SELECT count(*) FROM runs")" = 38 ] ||
 	bad "concurrent writers: $(q "$tmp/c.db" "SELECT count(*) FROM runs") runs, expected 38"
 [ "$(q "$tmp/c.db" "PRAGMA integrity_check")" = ok ] || bad "integrity_check after concurrent writers"
+
+# ---- plan: true -----------------------------------------------------------
+# tests/sweeps/plan.yaml: 3 points on one DGX H100 (see the file): 2 plan
+# (3 layouts each simulated in full: 2 x 3 = 6 plan_candidates rows), 1
+# invalid (no layout of Llama 3 70B fits in 8 x 80 GB).
+"$llmsim" sweep tests/sweeps/plan.yaml -j 2 --db "$tmp/p.db" >"$tmp/out" 2>"$tmp/err" ||
+	bad "plan sweep: exit $?: $(cat "$tmp/err")"
+grep -q "3 points in .*: 2 ran, 1 invalid, 0 failed, 0 resumed" "$tmp/err" ||
+	bad "plan sweep totals: $(cat "$tmp/err")"
+head -1 "$tmp/out" | grep -q "^point  training.seq_len  model  *outcome  layout (plan)  *step time" ||
+	bad "plan sweep summary header: $(head -1 "$tmp/out")"
+grep -q "^2 .*invalid .*no layout fits in memory" "$tmp/out" ||
+	bad "plan sweep: point 2 not invalid with the planner's reason: $(cat "$tmp/out")"
+[ "$(q "$tmp/p.db" "SELECT count(*) FROM plan_candidates")" = 6 ] ||
+	bad "plan sweep: $(q "$tmp/p.db" "SELECT count(*) FROM plan_candidates") plan rows, expected 6"
+# Point 1 is the base job: its winner is the one `llmsim plan` finds.
+"$llmsim" plan workloads/jobs/default.yaml --top 3 --json --no-store >"$tmp/plan.json" 2>/dev/null ||
+	bad "llmsim plan default.yaml"
+want=$(sqlite3 :memory: "SELECT json_extract(j, '$.candidates[0].parallelism.tp') || ' ' || json_extract(j, '$.candidates[0].parallelism.dp') || ' ' || json_extract(j, '$.candidates[0].training.micro_batch_size') || ' ' || json_extract(j, '$.candidates[0].training.zero_stage') || ' ' || json_extract(j, '$.candidates[0].step_time_s') FROM (SELECT readfile('$tmp/plan.json') AS j)")
+got=$(q "$tmp/p.db" "SELECT tp || ' ' || dp || ' ' || micro_batch_size || ' ' || zero_stage || ' ' || step_time_s FROM v_sweep_plan WHERE idx = 1")
+[ -n "$want" ] && [ "$got" = "$want" ] ||
+	bad "plan sweep point 1: winner '$got' (tp dp mbs zero step), llmsim plan: '$want'"
+# Each planned point's row in the sweep's view is its plan's rank 1 in
+# v_plans (same layout, same step time: the winner run again in full).
+n=$(q "$tmp/p.db" "SELECT count(*) FROM v_sweep_plan s JOIN v_plans v ON v.run_id = s.run_id AND v.rank = 1 WHERE s.status = 'ok' AND s.tp = v.tp AND s.pp = v.pp AND s.dp = v.dp AND s.micro_batch_size = v.micro_batch_size AND s.zero_stage = v.zero_stage AND s.step_time_s = v.step_time_s AND v.objective = 'throughput'")
+[ "$n" = 2 ] || bad "plan sweep: $n of 2 points whose view row is their plan's winner"
+# An axis on a searched dimension pins it: the winner at each tp has that
+# tp (2 points, both plan).
+cat >"$tmp/pin.yaml" <<EOF
+name: pin
+base: $root/workloads/jobs/default.yaml
+plan: {top: 2}
+grid:
+  parallelism.tp: [1, 4]
+EOF
+"$llmsim" sweep "$tmp/pin.yaml" -j 2 --db "$tmp/p.db" >/dev/null 2>"$tmp/err" ||
+	bad "pinned plan sweep: $(cat "$tmp/err")"
+n=$(q "$tmp/p.db" "SELECT count(*) FROM v_sweep_pin WHERE status = 'ok' AND tp = parallelism_tp")
+[ "$n" = 2 ] || bad "pinned plan sweep: $n of 2 winners have the swept tp"
+# Resume: the planned points are done; the invalid one is tried again.
+"$llmsim" sweep tests/sweeps/plan.yaml -j 2 --db "$tmp/p.db" >/dev/null 2>"$tmp/err"
+grep -q ": 0 ran, 1 invalid, 0 failed, 2 resumed" "$tmp/err" || bad "plan re-run: $(cat "$tmp/err")"
+# 6 plan rows of sweep plan + 2 points x top 2 of sweep pin = 10.
+[ "$(q "$tmp/p.db" "SELECT count(*) FROM plan_candidates")" = 10 ] || bad "plan re-run stored plans twice"
+# Two shards merged equal the single run, plans included.
+for i in 1 2; do
+	"$llmsim" sweep tests/sweeps/plan.yaml -j 1 --shard $i/2 \
+		--db "$tmp/ps$i.db" >/dev/null 2>&1 || bad "plan shard $i/2"
+done
+"$llmsim" db merge "$tmp/pm.db" "$tmp/ps1.db" "$tmp/ps2.db" 2>"$tmp/err" ||
+	bad "plan db merge: $(cat "$tmp/err")"
+pdump() { q "$1" "SELECT p.idx, p.status, p.point_hash, v.rank, v.tp, v.pp, v.dp, v.micro_batch_size, v.step_time_s FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id LEFT JOIN v_plans v ON v.run_id = p.run_id WHERE w.name = 'plan' ORDER BY p.idx, v.rank"; }
+pdump "$tmp/p.db" >"$tmp/pa"
+pdump "$tmp/pm.db" >"$tmp/pb"
+[ "$(wc -l <"$tmp/pa")" = 7 ] || bad "plan dump: $(wc -l <"$tmp/pa") rows, expected 3 + 3 + 1"
+cmp -s "$tmp/pa" "$tmp/pb" || bad "plan shards merged differ from the single run"
 
 # ---- MPI ------------------------------------------------------------------
 if command -v mpirun >/dev/null 2>&1 && ldd "$llmsim" 2>/dev/null | grep -q libmpi; then

@@ -48,8 +48,9 @@ static const struct {
 	{ "v_serving", "serving run: the deployment, its load and its "
 		       "latency and throughput" },
 	{ "v_inference_steps", "prefill or decode step" },
-	{ "v_plans", "layout of a plan's ranking (llmsim plan): its rank, "
-		     "layout, step time and breakdown, estimate" },
+	{ "v_plans", "layout of a plan's ranking (llmsim plan, or a sweep "
+		     "point with plan:, by run_id): its rank, layout, step "
+		     "time and breakdown, estimate" },
 };
 
 /* The database a command reads: --db, else the default. Refuses a path

@@ -146,9 +146,10 @@ static int list_points(const struct sweep *sw, const struct sweep_cli *o,
 
 	if (!vals)
 		return CLI_FAIL;
-	printf("# sweep %s: %llu points, %zu ax%s\n", sw->name,
+	printf("# sweep %s: %llu points, %zu ax%s%s\n", sw->name,
 	       (unsigned long long)sw->npoints, sw->naxes,
-	       sw->naxes == 1 ? "is" : "es");
+	       sw->naxes == 1 ? "is" : "es",
+	       sw->plan ? "; the planner at each point" : "");
 	printf("point");
 	for (k = 0; k < sw->naxes; k++)
 		printf("\t%s", sw->axes[k].key);
@@ -188,14 +189,6 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 		goto out;
 	if (sweep_load(&a, o.file, &job_schema, &sw, &d) != 0) {
 		rc = d.oom ? CLI_FAIL : CLI_USAGE;
-		goto out;
-	}
-	if (sw.plan) {
-		cnode_error(&d, sw.plan_at, "'plan: true' runs the parallelism "
-			    "planner at each point, and this llmsim has no "
-			    "planner yet (it comes with issue 12); remove the "
-			    "key or set it to false");
-		rc = CLI_USAGE;
 		goto out;
 	}
 	if (o.list) {

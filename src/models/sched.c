@@ -20,8 +20,11 @@
  * a rank are taken in groups of p microbatches per chunk. Forward number k
  * runs chunk (k mod p v) div p on microbatch (k div p v) p + k mod p;
  * backward number k the same microbatch on chunk v - 1 - (k mod p v) div p.
- * Warm-up: w = min(2 (p - r - 1) + (v - 1) p, m v) forwards (all of them
- * when m == p, as Megatron does), then 1F1B steady state, then cool-down.
+ * Warm-up: w = min(2 (p - r - 1) + (v - 1) p, m v) forwards, then 1F1B
+ * steady state, then cool-down. (Megatron-Core before 4295be1a6c, Nov
+ * 2024, ran every forward first when m == p; get_pp_rank_microbatches
+ * has no such case, and the all-to-all overlap below exists only after
+ * it: with m == p the last ranks have steady-state steps.)
  * The bubble shrinks by v: (p - 1) / (v m) of the ideal time.
  *
  * With MoE all-to-all overlap (Megatron-Core's combined 1F1B, schedules.py
@@ -54,8 +57,6 @@ int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		w = pp - rank - 1;
 		return w < m ? w : m;
 	case SCHED_INTERLEAVED:
-		if (m == pp)
-			return m * vpp;
 		w = 2 * (pp - rank - 1) + (vpp - 1) * pp;
 		return w < m * vpp ? w : m * vpp;
 	default:
@@ -87,15 +88,24 @@ void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 	sched_rank_ex(schedule, pp, vpp, m, rank, 0, out);
 }
 
+int64_t sched_warmup_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+			int64_t rank, int64_t extra)
+{
+	int64_t total = m * vpp;
+	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
+
+	if (pp > 1 && schedule != SCHED_GPIPE)
+		w = w + extra < total ? w + extra : total;
+	return w;
+}
+
 void sched_rank_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		   int64_t rank, int64_t extra, struct sched_action *out)
 {
 	int64_t total = m * vpp;
-	int64_t w = sched_warmup(schedule, pp, vpp, m, rank);
+	int64_t w = sched_warmup_ex(schedule, pp, vpp, m, rank, extra);
 	int64_t i, n = 0, f = 0, b = 0;
 
-	if (pp > 1 && schedule != SCHED_GPIPE)
-		w = w + extra < total ? w + extra : total;
 	if (schedule != SCHED_INTERLEAVED && vpp != 1)
 		BUG("vpp > 1 needs the interleaved schedule");
 	for (i = 0; i < w; i++)

@@ -67,4 +67,14 @@ double sched_live_peak(const struct sched_live *l, const double *w);
 int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
 		     int64_t rank);
 
+/* The warm-up forwards of sched_rank_ex (with `extra`), w: actions
+ * 0..w-1 are forwards, then the steady state's m vpp - w (forward,
+ * backward) steps at actions w + 2k and w + 2k + 1, then the cool-down
+ * backwards. When w reaches m vpp (every forward in warm-up) there is
+ * no steady state: the last forward and the first backward are
+ * neighbours but not a step (Megatron's are_all_microbatches_in_warmup:
+ * its combined 1F1B runs them apart). */
+int64_t sched_warmup_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
+			int64_t rank, int64_t extra);
+
 #endif

@@ -24,6 +24,8 @@ struct bucket;
 struct stage_plan {
 	struct sched_action *acts;	/* the rank's actions in order */
 	int64_t nacts;			/* 2 m vpp */
+	int64_t warmup;			/* forwards before the steady state
+					 * (sched_warmup_ex) */
 	int64_t *lookup;		/* [(bwd v + chunk) m + mb] -> action */
 	uint32_t *unit_off;		/* per action: first unit index; [nacts] = total */
 	struct bucket *buckets;		/* gradient buckets in the order they

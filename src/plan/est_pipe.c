@@ -280,8 +280,8 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	double *x;
 
 	/* 1F1B and GPipe repeat once every rank is past its warm-up (p
-	 * microbatches); the interleaved schedule needs m > p (m = p runs
-	 * every forward first) */
+	 * microbatches); the interleaved schedule needs m > p (at m = p
+	 * rank 0's warm-up holds every forward) */
 	g = in->schedule == SCHED_INTERLEAVED ? p : 1;
 	m0 = g == 1 ? p : 2 * p;
 	if (m <= m0 + 3 * g || (in->schedule == SCHED_INTERLEAVED && m % p))

@@ -73,7 +73,7 @@ struct store_coll_row {
 	const char *protocol;
 };
 
-/* One layout of a plan's ranking (`llmsim plan`). */
+/* One layout of a plan's ranking (`llmsim plan`, a sweep with `plan:`). */
 struct store_plan_row {
 	int64_t rank;			/* 1 = the best */
 	int64_t gpus, nodes;
@@ -285,6 +285,16 @@ int64_t store_put_point(struct store *st, const struct store_point *p,
 			const struct store_run *run,
 			const struct store_step *step, int *dup,
 			struct diag *d);
+
+/* store_put_point() for a point of a sweep with `plan: true`: run is the
+ * plan's winner (its job and step), step its summary, and rows[nrows]
+ * the plan's ranking (plan_candidates of the same run), all in the one
+ * transaction. */
+int64_t store_put_plan_point(struct store *st, const struct store_point *p,
+			     const struct store_run *run,
+			     const struct store_step *step,
+			     const struct store_plan_row *rows, uint32_t nrows,
+			     int *dup, struct diag *d);
 
 /* ---- merging (store_merge.c) ---------------------------------------- */
 

@@ -62,6 +62,12 @@ int64_t store_put_all(struct store *st, const struct store_run *run,
 		      const struct store_coll_row *rows, uint32_t nrows,
 		      struct diag *d);
 
+/* Insert a plan's ranking for run id inside the open transaction
+ * (store_plan.c). 0, or -1 after reporting. */
+int store_put_plan_rows(struct store *st, int64_t id,
+			const struct store_plan_row *rows, uint32_t nrows,
+			struct diag *d);
+
 /* (Re)create the view of one sweep (store_sweep.c), inside the open
  * transaction. SQLite result code. */
 int store_sweep_view(struct store *st, int64_t sweep_id);

@@ -1,7 +1,8 @@
 /*
  * store_plan.c - a plan's ranking in the store (`llmsim plan`): its run
  * row (the job planned, the plan's JSON) and one plan_candidates row per
- * layout, in one transaction.
+ * layout, in one transaction; and the rows alone, for a sweep point that
+ * stores its plan in its own transaction (store_sweep.c).
  */
 #include "store.h"
 
@@ -51,29 +52,37 @@ static int bind_row(sqlite3_stmt *s, int64_t id, const struct store_plan_row *p)
 	return rc;
 }
 
-static int64_t put_plan(struct store *st, const void *ctx, struct diag *d)
+int store_put_plan_rows(struct store *st, int64_t id,
+			const struct store_plan_row *rows, uint32_t nrows,
+			struct diag *d)
 {
-	const struct plan_args *a = ctx;
-	int64_t id = store_put_run(st, a->run, d);
 	sqlite3_stmt *s = NULL;
 	uint32_t i;
 	int rc = SQLITE_DONE;
 
-	if (id < 0)
-		return -1;
 	if (sqlite3_prepare_v3(st->db, put_plan_sql, -1, 0, &s, NULL) !=
 	    SQLITE_OK) {
 		store_report(st, d, "preparing the plan statement");
 		sqlite3_finalize(s);
 		return -1;
 	}
-	for (i = 0; i < a->nrows && rc == SQLITE_DONE; i++)
-		rc = store_insert(s, bind_row(s, id, &a->rows[i]));
+	for (i = 0; i < nrows && rc == SQLITE_DONE; i++)
+		rc = store_insert(s, bind_row(s, id, &rows[i]));
 	if (rc != SQLITE_DONE)
 		store_report(st, d, "storing layout %u of %u of the plan", i,
-			     a->nrows);
+			     nrows);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? id : -1;
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int64_t put_plan(struct store *st, const void *ctx, struct diag *d)
+{
+	const struct plan_args *a = ctx;
+	int64_t id = store_put_run(st, a->run, d);
+
+	if (id < 0)
+		return -1;
+	return store_put_plan_rows(st, id, a->rows, a->nrows, d) == 0 ? id : -1;
 }
 
 int64_t store_put_plan(struct store *st, const struct store_run *run,

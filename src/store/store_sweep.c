@@ -365,6 +365,8 @@ struct point_args {
 	const struct store_point *p;
 	const struct store_run *run;
 	const struct store_step *step;
+	const struct store_plan_row *plan;
+	uint32_t nplan;
 	int *dup;
 };
 
@@ -390,7 +392,8 @@ static int64_t point_tx(struct store *st, const void *ctx, struct diag *d)
 			return -1;
 		}
 		id = store_put_all(st, a->run, a->step, NULL, 0, d);
-		if (id < 0)
+		if (id < 0 || (a->plan && store_put_plan_rows(st, id, a->plan,
+							       a->nplan, d) != 0))
 			return -1;
 	}
 	if (put_point(st, p, id) != SQLITE_DONE) {
@@ -406,7 +409,19 @@ int64_t store_put_point(struct store *st, const struct store_point *p,
 			const struct store_step *step, int *dup,
 			struct diag *d)
 {
-	struct point_args a = { p, run, step, dup };
+	struct point_args a = { p, run, step, NULL, 0, dup };
+
+	*dup = 0;
+	return store_tx(st, point_tx, &a, d);
+}
+
+int64_t store_put_plan_point(struct store *st, const struct store_point *p,
+			     const struct store_run *run,
+			     const struct store_step *step,
+			     const struct store_plan_row *rows, uint32_t nrows,
+			     int *dup, struct diag *d)
+{
+	struct point_args a = { p, run, step, rows, nrows, dup };
 
 	*dup = 0;
 	return store_tx(st, point_tx, &a, d);

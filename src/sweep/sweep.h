@@ -16,6 +16,7 @@
  *     - {system.gpu: h100}
  *     - {system.gpu: h200, training.micro_batch_size: 2}
  *   plan: false                        # true: the planner at each point
+ *                                      # ({top: K, objective: O}: with options)
  *
  * Points. The dimensions are, in this order, `cases` (one dimension of
  * as many positions as cases), each `grid` key, each `zip` group; the
@@ -40,8 +41,8 @@
  * keys in the sweep file, an axis on a key the job does not have (with
  * "did you mean"), a value that is not a list, an empty list or an empty
  * grid/zip/cases, zip lists of unequal length, a key in two dimensions,
- * two keys with one column name. (`plan: true` is read here; whether a
- * planner exists to honour it is the runner's business.) A point whose job is invalid (a layout that does not divide
+ * two keys with one column name, a `plan:` that is not true, false or
+ * {top: K, objective: O}. A point whose job is invalid (a layout that does not divide
  * the GPUs, a preset that does not exist) is not an error of the sweep
  * file: the sweep stores it with its reason.
  *
@@ -110,6 +111,10 @@ struct sweep {
 	uint64_t npoints;		/* product of the dimensions' lengths */
 	int plan;			/* run the planner at each point */
 	const struct cnode *plan_at;	/* the `plan:` value, or NULL */
+	int plan_top;			/* plan.top: layouts simulated in
+					 * full; 0 = the planner's default */
+	int plan_objective;		/* plan.objective (enum
+					 * plan_objective); -1 = default */
 };
 
 /*

@@ -8,6 +8,13 @@
  * Those diagnostics are captured (open_memstream) and become the stored
  * reason of an invalid point.
  *
+ * With `plan: true` the point's job is planned (plan.h, both tiers), the
+ * winner simulated once more for its full step result, and the point
+ * stored as the winner's run (config and step: what every view shows)
+ * with the plan's ranking (plan_candidates, v_plans) and "objective" and
+ * "plan" added to its result JSON. Its key is the hash of the job
+ * planned and the planner's options.
+ *
  * An invalid point has no resolved config to hash; its hash is the
  * SHA-256 of "invalid", the base as written and its axis values, so the
  * same invalid point is one row however often the sweep runs (and is
@@ -28,6 +35,7 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "config/spec_job.h"
+#include "plan/plan.h"
 #include "run/step.h"
 #include "store/store.h"
 
@@ -41,6 +49,12 @@ struct point {
 	struct job_spec *job;
 	struct step_result *r;
 	char *config_json, *result_json, *axes_json;
+	/* plan: true */
+	struct plan_result plan;
+	struct job_spec win;		/* the winner's job */
+	char *win_json;			/* its config, canonical JSON */
+	char win_hash[65];
+	struct store_plan_row *rows;	/* [plan.ncands] */
 };
 
 static int point_init(struct point *p)
@@ -71,6 +85,9 @@ static void point_release(struct point *p)
 	cJSON_free(p->config_json);
 	cJSON_free(p->result_json);
 	cJSON_free(p->axes_json);
+	cJSON_free(p->win_json);
+	mem_free(p->rows);
+	plan_result_release(&p->plan);
 	arena_release(&p->a);
 }
 
@@ -140,7 +157,9 @@ static int load_job(struct sweep_ctx *c, struct point *p, uint64_t idx)
 		diag_oom(&p->d);
 		return -2;
 	}
-	if (config_load_resolved(&cx, &job_schema, c->base,
+	/* A point to plan has its layout searched, not checked. */
+	if (config_load_resolved(&cx, c->sw->plan ? &job_plan_schema :
+				 &job_schema, c->base,
 				 (const struct cnode *const *)trees, n,
 				 p->job) != 0)
 		return p->d.oom ? -2 : -1;
@@ -160,8 +179,8 @@ static int config_text(struct point *p, char hash[65])
 	return 0;
 }
 
-/* Simulate; 0, -1 runtime failure, -2 bad input (both in p->d). */
-static int simulate(struct point *p)
+/* Simulate job j; 0, -1 runtime failure, -2 bad input (both in p->d). */
+static int simulate(struct point *p, const struct job_spec *j)
 {
 	cJSON *res;
 	int rc;
@@ -171,10 +190,10 @@ static int simulate(struct point *p)
 		diag_oom(&p->d);
 		return -1;
 	}
-	rc = step_run(p->job, 0, NULL, NULL, p->r, &p->d);
+	rc = step_run(j, 0, NULL, NULL, p->r, &p->d);
 	if (rc != 0)
 		return rc;
-	res = step_to_json(p->job, p->r);
+	res = step_to_json(j, p->r);
 	p->result_json = res ? cJSON_PrintUnformatted(res) : NULL;
 	cJSON_Delete(res);
 	if (!p->result_json) {
@@ -215,6 +234,157 @@ void sweep_step_row(const struct step_result *r, struct store_step *out)
 	};
 }
 
+/* ---- plan: true ----------------------------------------------------- */
+
+/* The planner's options for this sweep: `plan:`'s top and objective, one
+ * process (the sweep's workers are the parallelism), and every searched
+ * dimension the sweep sets or sweeps pinned (a sweep over parallelism.tp
+ * with plan: true is the best layout at each tp). */
+static void plan_opts_of(const struct sweep *sw, struct plan_opts *o)
+{
+	size_t k;
+
+	plan_opts_init(o);
+	if (sw->plan_top > 0)
+		o->top_k = sw->plan_top;
+	if (sw->plan_objective >= 0)
+		o->objective = sw->plan_objective;
+	o->jobs = 1;
+	for (k = 0; k < sw->nset; k++)
+		(void)plan_pin_key(o, sw->set[k].key);
+	for (k = 0; k < sw->naxes; k++)
+		(void)plan_pin_key(o, sw->axes[k].key);
+}
+
+/* A plan point's key: the job planned and the planner's options, so a
+ * point planned with other options is planned again. */
+static void plan_hash(const struct plan_opts *o, const char *config_json,
+		      char hash[65])
+{
+	char head[96];
+	size_t n = (size_t)snprintf(head, sizeof(head), "plan top %d objective "
+				    "%s pinned %u\n", o->top_k,
+				    plan_objective_names[o->objective],
+				    (unsigned)o->pinned);
+	size_t m = strlen(config_json);
+	char *buf = mem_alloc(n + m + 1);
+
+	if (!buf) {
+		hash[0] = '\0';
+		return;
+	}
+	memcpy(buf, head, n);
+	memcpy(buf + n, config_json, m + 1);
+	sha256_hex(buf, n + m, hash);
+	mem_free(buf);
+}
+
+/* The winner's step JSON with the plan beside it: "layout" (the
+ * winner's, as `llmsim plan` prints it: the summary table's column),
+ * "objective" (as v_plans reads it) and "plan" (what `llmsim plan
+ * --json` prints). */
+static int plan_result_json(struct point *p, const struct plan_opts *o)
+{
+	cJSON *res = step_to_json(&p->win, p->r);
+	cJSON *plan = plan_to_json(p->job, o, &p->plan);
+	char lay[160];
+	int ok;
+
+	plan_layout_str(&p->plan.cands[0].lay, lay, sizeof(lay));
+	ok = res && plan &&
+		 cJSON_AddStringToObject(res, "layout", lay) &&
+		 cJSON_AddStringToObject(res, "objective",
+					 plan_objective_names[o->objective]) &&
+		 cJSON_AddItemToObject(res, "plan", plan);
+
+	if (!ok)
+		cJSON_Delete(plan);
+	cJSON_free(p->result_json);	/* simulate()'s, without the plan */
+	p->result_json = ok ? cJSON_PrintUnformatted(res) : NULL;
+	cJSON_Delete(res);
+	return p->result_json ? 0 : -1;
+}
+
+/* The winner's job, its config and hash, its rows. 0 or -1 (OOM). */
+static int plan_winner(struct point *p)
+{
+	cJSON *cfg;
+	int64_t i;
+
+	plan_layout_job(p->job, NULL, &p->plan.cands[0].lay, &p->win);
+	cfg = schema_to_json(&job_schema, &p->win);
+	p->win_json = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+	cJSON_Delete(cfg);
+	p->rows = mem_calloc((size_t)p->plan.ncands, sizeof(*p->rows));
+	if (!p->win_json || !p->rows)
+		return -1;
+	sha256_hex(p->win_json, strlen(p->win_json), p->win_hash);
+	for (i = 0; i < p->plan.ncands; i++)
+		sweep_plan_row(&p->plan, i, &p->rows[i]);
+	return 0;
+}
+
+/*
+ * Plan the point (p->job loaded with job_plan_schema, hash its config's
+ * hash on entry), simulate the winner once more for its full step
+ * result, store the winner's run, its step, the plan's ranking and the
+ * point in one transaction. The point's hash becomes plan_hash().
+ */
+static enum sweep_outcome plan_point(struct sweep_ctx *c, struct point *p,
+				     uint64_t idx, char hash[65],
+				     struct diag *d)
+{
+	struct plan_opts o;
+	struct store_run run = { "sweep", "job", NULL, p->win_hash, NULL,
+				 c->o->version };
+	struct store_point sp = { c->sweep_id, idx, hash, STORE_POINT_OK,
+				  NULL, p->axes_json };
+	struct store_step step;
+	int rc, dup = 0;
+
+	plan_opts_of(c->sw, &o);
+	plan_hash(&o, p->config_json, hash);
+	if (!hash[0]) {
+		diag_oom(d);
+		return SWEEP_FAILED;
+	}
+	rc = store_point_done(c->st, c->sweep_id, hash, d);
+	if (rc != 0)
+		return rc > 0 ? SWEEP_RESUMED : SWEEP_FAILED;
+	if (job_is_inference(p->job)) {
+		diag_error(&p->d, c->sw->file, 0, 0, "plan: true searches the "
+			   "parallel layouts of a training job; this point's "
+			   "job is phase %s", job_phase_names[p->job->phase]);
+		return not_run(c, p, idx, hash, 0, d);
+	}
+	rc = plan_run(p->job, &o, &p->plan, &p->d);
+	if (rc == 0 && p->plan.ncands < 1) {
+		diag_error(&p->d, c->sw->file, 0, 0, "%s", "the planner "
+			   "ranked no layout");
+		rc = 2;
+	}
+	if (rc != 0)	/* 2: no layout is valid or fits (bad input) */
+		return not_run(c, p, idx, hash, rc != 2, d);
+	if (plan_winner(p) != 0) {
+		diag_oom(d);
+		return SWEEP_FAILED;
+	}
+	rc = simulate(p, &p->win);
+	if (rc == 0 && plan_result_json(p, &o) != 0) {
+		diag_oom(&p->d);
+		rc = -1;
+	}
+	if (rc != 0)
+		return not_run(c, p, idx, hash, rc == -1, d);
+	run.config_json = p->win_json;
+	run.result_json = p->result_json;
+	sweep_step_row(p->r, &step);
+	if (store_put_plan_point(c->st, &sp, &run, &step, p->rows,
+				 (uint32_t)p->plan.ncands, &dup, d) < 0)
+		return SWEEP_FAILED;
+	return dup ? SWEEP_DUPLICATE : SWEEP_RAN;
+}
+
 enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 				   char hash[65], struct diag *d)
 {
@@ -247,12 +417,16 @@ enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 		out = SWEEP_FAILED;
 		goto out;
 	}
+	if (c->sw->plan) {	/* keyed by the plan's hash, not the job's */
+		out = plan_point(c, &p, idx, hash, d);
+		goto out;
+	}
 	rc = store_point_done(c->st, c->sweep_id, hash, d);
 	if (rc != 0) {
 		out = rc > 0 ? SWEEP_RESUMED : SWEEP_FAILED;
 		goto out;
 	}
-	rc = simulate(&p);
+	rc = simulate(&p, p.job);
 	if (rc != 0)
 		out = not_run(c, &p, idx, hash, rc == -1, d);
 	else

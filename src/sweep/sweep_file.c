@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -19,6 +20,7 @@
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/schema.h"
+#include "plan/plan.h"
 
 static const char *const top_keys[] = {
 	"name", "description", "base", "set", "grid", "zip", "cases", "plan",
@@ -475,15 +477,67 @@ static int load_name(struct loader *ld, const struct cnode *v)
 	return 0;
 }
 
+/* One key of a `plan:` mapping: top (layouts simulated in full, 1 to
+ * 1000, as `llmsim plan --top`) or objective (as --objective). */
+static int load_plan_key(struct loader *ld, const struct cnode_pair *p)
+{
+	const struct cnode *v = p->value;
+	const char *k = p->key->text;
+	char *end;
+	long long n;
+	int i;
+
+	if (strcmp(k, "top") == 0) {
+		n = v->kind == CNODE_SCALAR ? strtoll(v->text, &end, 10) : 0;
+		if (v->kind != CNODE_SCALAR || end == v->text || *end ||
+		    n < 1 || n > 1000) {
+			errf(ld, v, 0, "'plan.top': expected a count of layouts "
+			     "from 1 to 1000, got '%s'",
+			     v->kind == CNODE_SCALAR ? v->text : kind_name(v));
+			return -1;
+		}
+		ld->sw->plan_top = (int)n;
+		return 0;
+	}
+	if (strcmp(k, "objective") == 0) {
+		for (i = 0; v->kind == CNODE_SCALAR && plan_objective_names[i]; i++)
+			if (strcmp(v->text, plan_objective_names[i]) == 0) {
+				ld->sw->plan_objective = i;
+				return 0;
+			}
+		errf(ld, v, 0, "'plan.objective': expected throughput, memory "
+		     "or cost, got '%s'",
+		     v->kind == CNODE_SCALAR ? v->text : kind_name(v));
+		return -1;
+	}
+	errf(ld, p->key, 0, "'plan': unknown key '%s' (expected top, "
+	     "objective)", k);
+	return -1;
+}
+
+/* `plan: true|false`, or a mapping {top: K, objective: O} (the planner
+ * on, with those options). */
 static int load_plan(struct loader *ld, const struct cnode *v)
 {
+	size_t i;
+	int rc = 0;
+
+	ld->sw->plan_objective = -1;
 	if (v->kind == CNODE_SCALAR && !v->quoted &&
 	    (strcmp(v->text, "true") == 0 || strcmp(v->text, "false") == 0)) {
 		ld->sw->plan = strcmp(v->text, "true") == 0;
 		ld->sw->plan_at = v;
 		return 0;
 	}
-	errf(ld, v, 0, "'plan': expected true or false, got '%s'",
+	if (v->kind == CNODE_MAP) {
+		ld->sw->plan = 1;
+		ld->sw->plan_at = v;
+		for (i = 0; i < v->npairs; i++)
+			rc |= load_plan_key(ld, &v->pairs[i]);
+		return rc;
+	}
+	errf(ld, v, 0, "'plan': expected true, false or a mapping "
+	     "{top: K, objective: O}, got '%s'",
 	     v->kind == CNODE_SCALAR ? v->text : kind_name(v));
 	return -1;
 }
@@ -606,6 +660,7 @@ int sweep_load(struct arena *a, const char *path, const struct schema *job,
 	struct cnode *root;
 
 	memset(out, 0, sizeof(*out));
+	out->plan_objective = -1;
 	root = cnode_load_yaml(a, path, d);
 	if (!root)
 		return -1;

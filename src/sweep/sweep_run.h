@@ -10,7 +10,9 @@
  *   - stores it as invalid, with the diagnostics as its reason, when the
  *     job does not load or llmsim cannot simulate it;
  *   - else simulates one step and stores the run, its step summary and
- *     the sweep point in one transaction.
+ *     the sweep point in one transaction (with `plan:`, plans the job,
+ *     and stores the winner's run and step, the plan's ranking and the
+ *     point in one transaction: sweep_exec.c).
  * A killed sweep (kill -9 included) therefore loses only the points in
  * flight, and running it again completes the rest. Workers die with the
  * process that started them.
@@ -75,5 +77,13 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 struct step_result;
 struct store_step;
 void sweep_step_row(const struct step_result *r, struct store_step *out);
+
+/* Layout i of plan r's ranking as a row of the store's plan_candidates
+ * (rank i + 1; on_front from r->front): what a sweep point with `plan:`
+ * and `llmsim plan` store (sweep_plan_row.c). */
+struct plan_result;
+struct store_plan_row;
+void sweep_plan_row(const struct plan_result *r, int64_t i,
+		    struct store_plan_row *row);
 
 #endif

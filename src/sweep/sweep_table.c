@@ -6,6 +6,8 @@
  * writes it ("400 Gbit/s", "roce-800g", "-" where a case leaves the axis
  * at the base's value), then what happened and the stored results, read
  * back from v_sweep_points so the table shows what the database holds.
+ * A sweep with `plan: true` has a column more after the outcome: the
+ * winning layout of each point's plan.
  */
 #include "sweep_impl.h"
 
@@ -59,6 +61,7 @@ out:
 /* ---- the summary table ---------------------------------------------- */
 
 #define FIXED 6		/* outcome, step time, tokens/s/GPU, MFU, memory, reason */
+#define NFOUND 6	/* the stored results: FIXED - 1, and the layout */
 
 struct table {
 	struct arena *a;
@@ -71,7 +74,8 @@ struct table {
 /* The stored results of one point, as text. */
 struct found {
 	struct arena *a;
-	const char *text[FIXED - 1];
+	const char *text[NFOUND];	/* step, tok/s/GPU, MFU, memory,
+					 * reason; the plan's layout */
 	int oom;
 };
 
@@ -91,7 +95,7 @@ static int read_result(void *ctx, int n, const char *const *names,
 	size_t len, k;
 
 	(void)names;
-	if (n < 7)
+	if (n < 8)
 		return 1;
 	if (v[0].type != STORE_REAL && v[0].type != STORE_INT) {
 		reason = v[5].text ? v[5].text : "";
@@ -105,6 +109,10 @@ static int read_result(void *ctx, int n, const char *const *names,
 	f->text[2] = arena_printf(f->a, "%.1f %%", 100 * v[2].num);
 	f->text[3] = arena_printf(f->a, "%.4g GB%s", v[3].num / 1e9,
 				  v[4].num != 0 ? "" : " (does not fit)");
+	if (v[7].text) {
+		f->text[5] = arena_strdup(f->a, v[7].text);
+		f->oom |= !f->text[5];
+	}
 	for (k = 0; k < FIXED - 1; k++)
 		f->oom |= !f->text[k];
 	return 1;
@@ -152,7 +160,7 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 {
 	char id[32];
 	const char *p[] = { id, hash };
-	struct found f = { t->a, { "-", "-", "-", "-", "" }, 0 };
+	struct found f = { t->a, { "-", "-", "-", "-", "", "-" }, 0 };
 	size_t k, at = 0;
 
 	snprintf(id, sizeof(id), "%lld", (long long)c->sweep_id);
@@ -162,16 +170,21 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 		cells[at++] = sweep_value_text(t->a, vals[k]);
 	cells[at++] = outcome < SWEEP_OUTCOMES ? sweep_outcome_names[outcome]
 					       : "not run";
+	at += c->sw->plan ? 1 : 0;	/* the layout's cell, filled below */
 	/* The point by its key, its step by run id: two lookups. */
 	if (hash[0] && store_select(c->st, "SELECT s.step_time_s, "
 				    "s.tokens_per_s / json_extract(r.result_json,"
 				    " '$.gpus'), s.mfu, s.peak_bytes_per_gpu, "
-				    "s.fits, p.reason, p.status FROM sweep_points "
+				    "s.fits, p.reason, p.status, "
+				    "json_extract(r.result_json, '$.layout') "
+				    "FROM sweep_points "
 				    "p LEFT JOIN runs r ON r.id = p.run_id LEFT "
 				    "JOIN step_results s ON s.run_id = p.run_id "
 				    "WHERE p.sweep_id = ?1 AND p.point_hash = ?2",
 				    p, 2, read_result, &f, d) != 0)
 		return -2;
+	if (c->sw->plan)
+		cells[at - 1] = f.text[5];
 	for (k = 0; k < FIXED - 1; k++)
 		cells[at++] = f.text[k];
 	for (k = 0; k < 1 + c->sw->naxes; k++)
@@ -201,7 +214,7 @@ int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
 	arena_init(&a);
 	memset(&t, 0, sizeof(t));
 	t.a = &a;
-	t.ncols = 1 + c->sw->naxes + FIXED;
+	t.ncols = 1 + c->sw->naxes + FIXED + (size_t)c->sw->plan;
 	t.width = arena_alloc(&a, t.ncols * sizeof(*t.width));
 	cells = arena_alloc(&a, t.ncols * sizeof(*cells));
 	vals = arena_alloc(&a, (c->sw->naxes + 1) * sizeof(*vals));
@@ -213,8 +226,12 @@ int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
 	cells[0] = "point";
 	for (k = 0; k < c->sw->naxes; k++)
 		cells[1 + k] = c->sw->axes[k].key;
-	for (k = 0; k < FIXED; k++)
-		cells[1 + c->sw->naxes + k] = fixed[k];
+	k = 1 + c->sw->naxes;
+	cells[k++] = fixed[0];
+	if (c->sw->plan)
+		cells[k++] = "layout (plan)";
+	for (i = 1; i < FIXED; i++)
+		cells[k++] = fixed[i];
 	if (add_row(&t, cells) != 0)
 		goto oom;
 	for (i = 0; i < count; i++) {

@@ -77,10 +77,22 @@ Test(sched, interleaved_order)
 	expect(&a[15], 1, 0, 3);
 }
 
-Test(sched, interleaved_all_warmup_when_m_equals_p)
+Test(sched, interleaved_warmup_when_m_equals_p)
 {
-	/* Megatron runs every forward first when m == p. */
-	cr_assert_eq(sched_warmup(SCHED_INTERLEAVED, 4, 3, 4, 2), 12);
+	/* Megatron-Core's get_pp_rank_microbatches has no m == p special
+	 * case (dropped in 4295be1a6c, Nov 2024): p 4, v 3, m 4, rank 2
+	 * warms up 2 (4 - 2 - 1) + (3 - 1) 4 = 10 < m v = 12 forwards, rank
+	 * 0 min(2 (4 - 0 - 1) + 8, 12) = 12, all of them. */
+	cr_assert_eq(sched_warmup(SCHED_INTERLEAVED, 4, 3, 4, 2), 10);
+	cr_assert_eq(sched_warmup(SCHED_INTERLEAVED, 4, 3, 4, 0), 12);
+	/* one more with the all-to-all overlap, capped at m v: rank 2 11,
+	 * rank 3 2 (4 - 3 - 1) + 8 + 1 = 9, rank 1 2 2 + 8 + 1 = 13 -> 12 */
+	cr_assert_eq(sched_warmup_ex(SCHED_INTERLEAVED, 4, 3, 4, 2, 1), 11);
+	cr_assert_eq(sched_warmup_ex(SCHED_INTERLEAVED, 4, 3, 4, 3, 1), 9);
+	cr_assert_eq(sched_warmup_ex(SCHED_INTERLEAVED, 4, 3, 4, 1, 1), 12);
+	/* unpipelined: no extra (combined_1f1b_schedule_for_no_pipelining
+	 * pairs backward k with forward k + 1 without a warm-up step) */
+	cr_assert_eq(sched_warmup_ex(SCHED_1F1B, 1, 1, 4, 0, 1), 0);
 }
 
 /* Every (chunk, mb) runs forward once and backward once, forward first. */
