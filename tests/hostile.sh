@@ -191,15 +191,33 @@ if [ "$(id -u)" = 0 ]; then
 		runas=(skip)
 	fi
 fi
+# nobody must be able to run the binary and read the presets: a checkout
+# under a private folder (mktemp -d, a home of mode 700) is not, so give
+# it a world-readable copy of the binary and the data beside it.
+ro_llmsim=$llmsim
+if [ "${runas[0]:-}" != skip ] &&
+	! "${runas[@]}" test -x "$llmsim" -a -r "$root/$job" 2>/dev/null; then
+	mkdir -p "$tmp/tree/build"
+	cp "$llmsim" "$tmp/tree/build/llmsim" &&
+		cp -R "$root/configs" "$root/workloads" "$tmp/tree/" &&
+		chmod -R a+rX "$tmp/tree" ||
+		bad "could not copy the binary for the read-only case"
+	ro_llmsim=$tmp/tree/build/llmsim
+fi
 if [ "${runas[0]:-}" != skip ]; then
-	"$llmsim" run $job --db "$tmp/ro/r.db" >/dev/null 2>&1 ||
+	"$ro_llmsim" run "$job" --db "$tmp/ro/r.db" >/dev/null 2>&1 ||
 		bad "could not create the database for the read-only case"
 	rm -f "$tmp/ro/r.db-wal" "$tmp/ro/r.db-shm"
 	chmod 666 "$tmp/ro/r.db"
 	chmod 555 "$tmp/ro"
-	expect 1 "database in a read-only directory" "${runas[@]}" \
-		"$llmsim" run $job --db "$tmp/ro/r.db" &&
+	# In a subshell for the cd: its failure is counted here.
+	if (cd "$(dirname "$(dirname "$ro_llmsim")")" &&
+		expect 1 "database in a read-only directory" "${runas[@]}" \
+			"$ro_llmsim" run "$job" --db "$tmp/ro/r.db"); then
 		says "database in a read-only directory" "check the permissions of the file and its directory, or use --db PATH"
+	else
+		fail=1
+	fi
 	chmod 755 "$tmp/ro"
 else
 	echo "hostile: no setpriv to drop root; read-only directory case not run"
