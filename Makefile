@@ -146,7 +146,9 @@ tools: $(TOOL_BIN)
 # them, so make neither deletes them ("rm build/obj/tests/tools/...") nor
 # rebuilds them on the next make test.
 .SECONDARY: $(TOOL_BIN:$(BUILD)/tools/%=$(BUILD)/obj/tests/tools/%.o) \
-	$(BENCH_BIN:$(BUILD)/bench/%=$(BUILD)/obj/tests/bench/%.o)
+	$(BENCH_BIN:$(BUILD)/bench/%=$(BUILD)/obj/tests/bench/%.o) \
+	$(FUZZ_TARGETS:%=$(BUILD)/obj/tests/fuzz/fuzz_%.o) \
+	$(BUILD)/obj/tests/fuzz/replay.o
 
 run: $(BIN)
 	$(BIN) run workloads/jobs/default.yaml
