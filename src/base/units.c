@@ -586,6 +586,21 @@ char *units_format(char *buf, size_t len, double v, enum unit_kind kind)
 	return buf;
 }
 
+char *units_format_number(char *buf, size_t len, double v)
+{
+	char dig[20], num[64];
+	int e10;
+
+	if (!isfinite(v) || v == 0.0) {
+		snprintf(buf, len, "%.17g", v == 0.0 ? 0.0 : v);
+		return buf;
+	}
+	shortest_digits(fabs(v), dig, &e10);
+	render_digits(num, sizeof(num), dig, e10);
+	snprintf(buf, len, "%s%s", v < 0 ? "-" : "", num);
+	return buf;
+}
+
 units_ns_t units_s_to_ns(double s)
 {
 	assert(isfinite(s) && s >= 0.0 && s * 1e9 <= (double)UNITS_NS_MAX);

@@ -71,6 +71,15 @@ const char *units_kind_phrase(enum unit_kind kind);
  */
 char *units_format(char *buf, size_t len, double v, enum unit_kind kind);
 
+/*
+ * A unit-less number (a fraction, a ratio, an SI value written without
+ * its unit) with the fewest significant digits that strtod reads back as
+ * the identical double: "0.81", "1.5e+20", "-0.1234567891234". A value
+ * that is not finite prints as %.17g does. len >= 32 holds any value.
+ * Returns buf.
+ */
+char *units_format_number(char *buf, size_t len, double v);
+
 /* The latest engine time, ns: 2^62 (146 years). Half of int64_t's range,
  * so a time and a duration up to it add without overflow. */
 #define UNITS_NS_MAX ((units_ns_t)1 << 62)

@@ -68,9 +68,16 @@ long calib_param_all(const struct system_spec *sys, struct arena *a,
 void calib_set_text(const struct calib_param *p, double v, const char *prefix,
 		    char *buf, size_t len);
 
-/* v as YAML text with its unit ("3.2 us", "0.81"). */
+/* v as YAML text with its unit, 6 digits for a table ("3.2 us",
+ * "0.81"). */
 void calib_value_text(const struct calib_param *p, double v, char *buf,
 		      size_t len);
+
+/* v as YAML text with its unit in the fewest digits that read back
+ * (units_parse, strtod) as the identical double: what a calibration file
+ * holds ("13.411031718699088 us", "0.1234567891234"). len >= 48. */
+void calib_value_exact(const struct calib_param *p, double v, char *buf,
+		       size_t len);
 
 /* One measured point to fit: its time and the --set list that lays the
  * system out as the run was (valid_run_sets). */

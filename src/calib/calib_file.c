@@ -26,6 +26,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/units.h"
 #include "config/cnode.h"
 #include "config/config.h"
 
@@ -67,7 +68,7 @@ static void write_overlay(FILE *f, const struct calib_problem *pb)
 			seg = dot + 1;
 			depth++;
 		}
-		calib_value_text(s[i], s[i]->value, val, sizeof(val));
+		calib_value_exact(s[i], s[i]->value, val, sizeof(val));
 		fprintf(f, "%*s%s: %s\n", 2 * (depth + 1), "", seg, val);
 		prev = k;
 	}
@@ -101,9 +102,16 @@ int calib_file_write(const char *path, const struct calib_problem *pb,
 	for (i = 0; i < k; i++) {
 		const struct calib_param *p = &pb->par[i];
 
-		fprintf(f, "  - {key: %s, value: %.9g, stderr: %.6g, ci95: "
-			"[%.9g, %.9g], start: %.9g}\n", p->key, p->value,
-			p->stderr_, p->ci_lo, p->ci_hi, p->start);
+		char v[32], e[32], lo[32], hi[32], st[32];
+
+		/* SI numbers that read back (strtod) bit for bit. */
+		fprintf(f, "  - {key: %s, value: %s, stderr: %s, ci95: "
+			"[%s, %s], start: %s}\n", p->key,
+			units_format_number(v, sizeof(v), p->value),
+			units_format_number(e, sizeof(e), p->stderr_),
+			units_format_number(lo, sizeof(lo), p->ci_lo),
+			units_format_number(hi, sizeof(hi), p->ci_hi),
+			units_format_number(st, sizeof(st), p->start));
 	}
 	fputs("correlation:\n", f);
 	for (i = 0; i < k; i++) {

@@ -163,6 +163,22 @@ void calib_value_text(const struct calib_param *p, double v, char *buf,
 	}
 }
 
+void calib_value_exact(const struct calib_param *p, double v, char *buf,
+		       size_t len)
+{
+	static const char *const si[] = {"B", "B/s", "s", "FLOP/s", "Hz"};
+	char num[32];
+	int u = unit_of(p->type);
+
+	if (u < 0)
+		units_format_number(buf, len, v);
+	else if (v > 0.0 && isfinite(v))
+		units_format(buf, len, v, (enum unit_kind)u);
+	else	/* units_format reads positive values only */
+		snprintf(buf, len, "%s %s", units_format_number(num,
+			 sizeof(num), v), si[u]);
+}
+
 void calib_set_text(const struct calib_param *p, double v, const char *prefix,
 		    char *buf, size_t len)
 {

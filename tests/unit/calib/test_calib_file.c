@@ -1,0 +1,118 @@
+/*
+ * test_calib_file.c - a calibration file holds its fitted values bit for
+ * bit: the overlay (values with units, read by units_parse) and the
+ * params list (SI numbers, read by strtod) give back the identical
+ * doubles `llmsim calibrate` fitted.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "base/units.h"
+#include "calib/calib.h"
+#include "config/schema.h"
+
+/* The text after "needle" in s, up to the first of stop (a copy). */
+static char *after(const char *s, const char *needle, const char *stop,
+		   char *buf, size_t len)
+{
+	const char *p = strstr(s, needle);
+	size_t n;
+
+	cr_assert_not_null(p, "'%s' not in the file:\n%s", needle, s);
+	p += strlen(needle);
+	n = strcspn(p, stop);
+	cr_assert_lt(n, len);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+Test(calib_file, fitted_values_read_back_exactly)
+{
+	/*
+	 * 0.1234567891234 has 13 significant digits: %.6g wrote "0.123457"
+	 * and %.9g "0.123456789", both 1e-7..1e-10 away from the fit. The
+	 * time 13.411031718699088 us needs all 17 ("%.6g us" gave
+	 * "13.411 us"). A unit-less value must come back through strtod,
+	 * a time through units_parse, each == the double written.
+	 */
+	struct calib_param par[2] = {
+		{ .key = "scale_up.link.sustained", .type = ST_NUM, .lo = 0,
+		  .hi = 1, .start = 0.77, .value = 0.1234567891234,
+		  .stderr_ = 0.0123456789012, .ci_lo = 0.1000000000001,
+		  .ci_hi = 0.1469135782467 },
+		{ .key = "scale_up.link.latency", .type = ST_TIME, .lo = 0,
+		  .hi = INFINITY, .start = 1e-6,
+		  .value = 0.000013411031718699088098, .stderr_ = 1.1e-7,
+		  .ci_lo = 1.3e-5, .ci_hi = 1.4e-5 },
+	};
+	double corr[4] = { 1, 0, 0, 1 };
+	struct calib_problem pb = { .system = "cpu-host", .npts = 4,
+				    .par = par, .npar = 2 };
+	struct calib_result res = { .corr = corr, .dof = 2 };
+	struct diag d;
+	char path[] = "/tmp/llmsim-calib-XXXXXX", text[4096], v[64];
+	const char *why = NULL;
+	double got;
+	size_t n;
+	FILE *f;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	diag_init(&d, stderr);
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", "measure run 1",
+				      "test", &d), 0);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	unlink(path);
+
+	/* The overlay. */
+	after(text, "\n      sustained: ", "\n", v, sizeof(v));
+	cr_assert_eq(strtod(v, NULL), par[0].value, "overlay wrote '%s'", v);
+	after(text, "\n      latency: ", "\n", v, sizeof(v));
+	cr_assert_eq(units_parse(v, UNIT_TIME, &got, &why), 0, "%s", why);
+	cr_assert_eq(got, par[1].value, "overlay wrote '%s'", v);
+
+	/* The params list, SI numbers. */
+	after(text, "key: scale_up.link.sustained, value: ", ",", v, sizeof(v));
+	cr_assert_eq(strtod(v, NULL), par[0].value, "params wrote '%s'", v);
+	after(text, "key: scale_up.link.latency, value: ", ",", v, sizeof(v));
+	cr_assert_eq(strtod(v, NULL), par[1].value, "params wrote '%s'", v);
+	after(text, "key: scale_up.link.sustained, value: 0.1234567891234, "
+	      "stderr: ", ",", v, sizeof(v));
+	cr_assert_eq(strtod(v, NULL), par[0].stderr_, "stderr '%s'", v);
+	after(text, "ci95: [", ",", v, sizeof(v));
+	cr_assert_eq(strtod(v, NULL), par[0].ci_lo, "ci95 low '%s'", v);
+}
+
+Test(calib_file, number_text_is_shortest_and_exact)
+{
+	/* Shortest digits: 0.1 is "0.1" (not 0.10000000000000001); 1/3
+	 * needs 16 ("0.3333333333333333"); the sign and exponent forms
+	 * (render_digits: below 1e-5 and from 1e17 as d.ddde+XX). */
+	static const double vals[] = { 0.1, 1.0 / 3.0, -0.1234567891234,
+				       1.5e20, 1.2345e-7, 0.0, 5e-324,
+				       1.7976931348623157e308 };
+	char buf[32];
+	size_t i;
+
+	cr_assert_str_eq(units_format_number(buf, sizeof(buf), 0.1), "0.1");
+	cr_assert_str_eq(units_format_number(buf, sizeof(buf), 1.0 / 3.0),
+			 "0.3333333333333333");
+	cr_assert_str_eq(units_format_number(buf, sizeof(buf), -2.5), "-2.5");
+	cr_assert_str_eq(units_format_number(buf, sizeof(buf), 1.5e20),
+			 "1.5e+20");
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		units_format_number(buf, sizeof(buf), vals[i]);
+		cr_assert_eq(strtod(buf, NULL), vals[i], "'%s'", buf);
+	}
+}
