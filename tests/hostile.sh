@@ -116,13 +116,15 @@ if [ -s "$tmp/closed.db" ] && command -v sqlite3 >/dev/null; then
 		bad "run with stdout closed: the database is damaged"
 fi
 # The other output stream, a trace file: a training step, an inference
-# step and a serving run each fail when theirs cannot be written.
+# step and a serving run each fail when theirs cannot be written, and
+# say the same: which file and why (/dev/full: ENOSPC).
 if [ -w /dev/full ]; then
 	for j in $job workloads/jobs/prefill-llama3-70b-h100.yaml \
 		workloads/jobs/serve-llama3-8b-eagle-h100.yaml; do
 		expect 1 "run $j --trace /dev/full" "$llmsim" run "$j" \
 			--no-store --trace /dev/full &&
-			says "run $j --trace /dev/full" "write the trace"
+			says "run $j --trace /dev/full" \
+				"error: cannot write the trace '/dev/full': No space left on device"
 	done
 fi
 

@@ -68,7 +68,7 @@ grep -q "step time" "$tmp/stderr" || bad "--trace -: no summary on stderr"
 # An unwritable path says which and why, exit 1.
 "$llmsim" run "$root/workloads/jobs/default.yaml" --no-store \
 	--trace "$tmp/no/such/dir/t.json" >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -q "no/such/dir/t.json: error: cannot write the trace: No such file or directory" "$tmp/err" ||
+[ $? = 1 ] && grep -qF "error: cannot write the trace '$tmp/no/such/dir/t.json': No such file or directory" "$tmp/err" ||
 	bad "unwritable trace path: $(cat "$tmp/err")"
 
 exit $fail

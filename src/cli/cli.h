@@ -187,6 +187,21 @@ struct cli_run_io {
 
 struct job_spec;
 
+/*
+ * The --trace stream of `run`: stdout for "-", else PATH opened for
+ * writing; NULL after reporting "cannot write the trace 'PATH': REASON".
+ */
+FILE *cli_trace_open(const char *path, struct diag *d);
+
+/*
+ * Finish a cli_trace_open() stream: flush it and close it (stdout only
+ * flushed). CLI_OK, or CLI_FAIL after reporting a write error, one made
+ * while the run wrote the trace (the simulators leave it to this: the
+ * stream's error flag and errno) or now, as "cannot write the trace
+ * 'PATH': REASON".
+ */
+int cli_trace_close(FILE *f, const char *path, struct diag *d);
+
 /* `plan` (cli_plan.c): the prefill:decode ratio search for now. */
 int cli_plan(int argc, char **argv, const char *argv0);
 

@@ -16,31 +16,14 @@
 #include "serve/serve.h"
 #include "store/store.h"
 
-static FILE *open_trace(const struct cli_run_io *io, struct diag *d, int *rc)
-{
-	FILE *f;
-
-	*rc = CLI_OK;
-	if (!io->trace)
-		return NULL;
-	f = fopen(io->trace, "w");
-	if (!f) {
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'",
-			   io->trace);
-		*rc = CLI_FAIL;
-	}
-	return f;
-}
-
-/* Close the trace; a write error fails a run that had succeeded. */
+/* Close the trace; a write error fails a run that had succeeded (and
+ * names the file whatever the run returned: a simulator leaves a trace
+ * write error to it). */
 static int close_trace(const struct cli_run_io *io, FILE *f, int rc,
 		       struct diag *d)
 {
-	if (f && fclose(f) != 0 && rc == 0) {
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s'",
-			   io->trace);
+	if (f && cli_trace_close(f, io->trace, d) != CLI_OK && rc == 0)
 		return -1;
-	}
 	return rc;
 }
 
@@ -89,7 +72,8 @@ static int run_step(const struct cli_run_io *io, const struct job_spec *j,
 		diag_oom(d);
 		return CLI_FAIL;
 	}
-	trace = open_trace(io, d, &rc);
+	trace = io->trace ? cli_trace_open(io->trace, d) : NULL;
+	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_OK) {
 		rc = code_of(close_trace(io, trace, infer_run(j, trace, r, d),
 					 d));
@@ -134,7 +118,8 @@ static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
 		diag_oom(d);
 		return CLI_FAIL;
 	}
-	trace = open_trace(io, d, &rc);
+	trace = io->trace ? cli_trace_open(io->trace, d) : NULL;
+	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_OK) {
 		rc = code_of(close_trace(io, trace, serve_run(j, trace, r, d),
 					 d));

@@ -255,36 +255,6 @@ static int report(const struct run_opts *o, const struct job_spec *j,
 	return CLI_OK;
 }
 
-/* The trace's stream: stdout for "-", else the file (NULL after
- * reporting why it cannot be written). */
-static FILE *open_trace(const char *path, struct diag *d)
-{
-	FILE *f;
-
-	if (strcmp(path, "-") == 0)
-		return stdout;
-	f = fopen(path, "w");
-	if (!f)
-		diag_error(d, path, 0, 0, "cannot write the trace: %s; give "
-			   "--trace a writable path, or - for standard output",
-			   strerror(errno));
-	return f;
-}
-
-/* Finish the trace stream; CLI_FAIL after reporting a write error. */
-static int close_trace(FILE *f, const char *path, struct diag *d)
-{
-	int bad = fflush(f) != 0 || ferror(f);
-
-	if (f != stdout && fclose(f) != 0)
-		bad = 1;
-	if (!bad)
-		return CLI_OK;
-	diag_error(d, strcmp(path, "-") ? path : "(standard output)", 0, 0,
-		   "cannot write the trace: %s", strerror(errno));
-	return CLI_FAIL;
-}
-
 /* The default memory budget: MEMORY_SHARE of the physical memory (or
  * none when the system does not say). */
 static double default_memory_B(void)
@@ -364,10 +334,10 @@ static int simulate(const struct run_opts *o, struct job_spec *j,
 	rc = check_budget(o, j, d);
 	if (rc != CLI_OK)
 		return rc;
-	if (o->trace && !(trace = open_trace(o->trace, d)))
+	if (o->trace && !(trace = cli_trace_open(o->trace, d)))
 		return CLI_FAIL;
 	rc = step_run(j, o->full, NULL, trace, r, d);
-	if (trace && close_trace(trace, o->trace, d) != CLI_OK && rc == 0)
+	if (trace && cli_trace_close(trace, o->trace, d) != CLI_OK && rc == 0)
 		rc = -1;
 	if (rc == -2)
 		return CLI_USAGE;

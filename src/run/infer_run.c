@@ -22,6 +22,7 @@
  */
 #include "infer_run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -128,7 +129,7 @@ static int simulate(const struct job_spec *j, struct prog *p, FILE *trace,
 	struct infer_comm comm;
 	struct exec_result er;
 	const char *why = "";
-	int rc = -1, crc;
+	int rc = -1, crc, werr = 0;
 
 	memset(&comm, 0, sizeof(comm));
 	if (!sim) {
@@ -157,7 +158,9 @@ static int simulate(const struct job_spec *j, struct prog *p, FILE *trace,
 		goto out;
 	}
 	if (trace && exec_write_trace(p, trace, infer_rank_label, NULL, NULL) != 0) {
-		diag_error(d, NULL, 0, 0, "could not write the trace");
+		/* A write error: trace's error flag and errno say so to the
+		 * caller, who names the file (cli_trace_close). */
+		werr = errno;
 		goto out;
 	}
 	rc = 0;
@@ -167,6 +170,8 @@ fail:
 out:
 	infer_comm_release(&comm);
 	sim_free(sim);
+	if (werr)
+		errno = werr;
 	return rc;
 }
 

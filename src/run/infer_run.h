@@ -56,7 +56,9 @@ struct infer_result {
 };
 
 /* Simulate the job's step (phase prefill or decode), trace when not NULL.
- * Returns 0; -1 after a runtime failure; -2 after reporting bad input.
+ * Returns 0; -1 after a runtime failure (a trace write error is left to
+ * the caller, who names the file: trace's error flag is set and errno says
+ * why); -2 after reporting bad input.
  * Release *out with infer_result_release() whatever it returned. */
 int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	      struct diag *d);

@@ -113,7 +113,8 @@ struct step_comm {
  * Simulate one step of job j (full = 1 forces every GPU to be simulated),
  * writing a Chrome trace to trace when not NULL. comm may be NULL (the
  * fabric model). Returns 0; -1 after reporting a runtime failure to d (out
- * of memory, simulation failure); -2 after reporting something the job
+ * of memory, simulation failure) or on a trace write error, which the
+ * caller reports (step_write_trace); -2 after reporting something the job
  * asks for that llmsim cannot simulate or build (bad input). Progress on
  * long runs goes to d (diag_progress). Release *out with
  * step_result_release() whatever it returned.
@@ -171,8 +172,9 @@ int step_json_job(struct cJSON *o, const struct job_spec *j, int64_t gpus);
  * track per simulated rank of its memory per GPU over the step (weights,
  * gradients, optimizer states and workspace, and the activations each
  * microbatch keeps from the end of its forward to the end of its
- * backward, as the footprint model counts them). 0, or -1 after
- * reporting (a write error, out of memory).
+ * backward, as the footprint model counts them). 0; -1 after reporting
+ * out of memory; -1 unreported on a write error (out's error flag is set
+ * and errno says why: the caller names the file, cli_trace_close).
  */
 struct prog;
 int step_write_trace(const struct job_spec *j, const struct prog *p,

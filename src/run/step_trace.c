@@ -16,6 +16,7 @@
  */
 #include "step.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,7 +236,7 @@ int step_write_trace(const struct job_spec *j, const struct prog *p,
 		{ "activations", "weights, gradients, optimizer, workspace" },
 		NULL, 0
 	};
-	int rc = -1;
+	int rc = -1, werr = 0;
 
 	memset(&w, 0, sizeof(w));
 	w.j = j;
@@ -254,7 +255,9 @@ int step_write_trace(const struct job_spec *j, const struct prog *p,
 	cs.n = w.n;
 	if (exec_write_trace(p, out, train_rank_label,
 			     (void *)&r->plan.lay, &cs) != 0) {
-		diag_error(d, NULL, 0, 0, "could not write the trace");
+		/* A write error: out's error flag and errno say so to the
+		 * caller, who names the file (cli_trace_close). */
+		werr = errno;
 		goto out;
 	}
 	rc = 0;
@@ -265,5 +268,7 @@ out:
 	mem_free(w.split);
 	mem_free(w.runs);
 	mem_free(w.v);
+	if (werr)
+		errno = werr;
 	return rc;
 }

@@ -75,7 +75,9 @@ struct serve_result {
  * batch composition, KV occupancy) to trace when not NULL. Returns 0, -1
  * after a runtime failure, -2 after reporting bad input (a trace file's
  * bad rows, output length 0, a KV cache that cannot hold one sequence,
- * what llmsim cannot simulate). Release with serve_result_release().
+ * what llmsim cannot simulate). A write error on trace is not checked
+ * here: its error flag tells the caller (cli_trace_close). Release with
+ * serve_result_release().
  */
 int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	      struct diag *d);
