@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/diag.h"
-
 static const struct cli_command commands[] = {
 	{ "run", "simulate one step of a job and store the result",
 	  "usage: llmsim run JOB.yaml [--set key=value]... [--json] [--trace FILE]\n"
@@ -404,46 +402,6 @@ static void hold_std_fds(void)
 	for (fd = 0; fd <= 2; fd++)
 		if (fcntl(fd, F_GETFD) == -1 && errno == EBADF)
 			(void)open("/dev/null", O_RDONLY);	/* lowest: fd */
-}
-
-FILE *cli_trace_open(const char *path, struct diag *d)
-{
-	FILE *f;
-
-	if (strcmp(path, "-") == 0)
-		return stdout;
-	f = fopen(path, "w");
-	if (!f)
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s': %s; "
-			   "give --trace a writable path, or - for standard "
-			   "output", path, strerror(errno));
-	return f;
-}
-
-int cli_trace_close(FILE *f, const char *path, struct diag *d)
-{
-	/* errno still says why a write the run made failed */
-	int e = ferror(f) ? errno : 0, bad = e != 0 || ferror(f);
-
-	if (fflush(f) != 0) {
-		bad = 1;
-		e = errno;
-	}
-	if (f != stdout && fclose(f) != 0) {
-		bad = 1;
-		e = errno;
-	}
-	if (!bad)
-		return CLI_OK;
-	if (!e)
-		e = EIO;
-	if (f == stdout)
-		diag_error(d, NULL, 0, 0, "cannot write the trace to standard "
-			   "output: %s", strerror(e));
-	else
-		diag_error(d, NULL, 0, 0, "cannot write the trace '%s': %s",
-			   path, strerror(e));
-	return CLI_FAIL;
 }
 
 /* Flush and close stdout; on any write error say so and fail. */
