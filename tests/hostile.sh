@@ -197,6 +197,7 @@ fi
 # under a private folder (mktemp -d, a home of mode 700) is not, so give
 # it a world-readable copy of the binary and the data beside it.
 ro_llmsim=$llmsim
+ro_root=$root
 if [ "${runas[0]:-}" != skip ] &&
 	! "${runas[@]}" test -x "$llmsim" -a -r "$root/$job" 2>/dev/null; then
 	mkdir -p "$tmp/tree/build"
@@ -205,6 +206,7 @@ if [ "${runas[0]:-}" != skip ] &&
 		chmod -R a+rX "$tmp/tree" ||
 		bad "could not copy the binary for the read-only case"
 	ro_llmsim=$tmp/tree/build/llmsim
+	ro_root=$tmp/tree
 fi
 if [ "${runas[0]:-}" != skip ]; then
 	"$ro_llmsim" run "$job" --db "$tmp/ro/r.db" >/dev/null 2>&1 ||
@@ -213,7 +215,7 @@ if [ "${runas[0]:-}" != skip ]; then
 	chmod 666 "$tmp/ro/r.db"
 	chmod 555 "$tmp/ro"
 	# In a subshell for the cd: its failure is counted here.
-	if (cd "$(dirname "$(dirname "$ro_llmsim")")" &&
+	if (cd "$ro_root" &&
 		expect 1 "database in a read-only directory" "${runas[@]}" \
 			"$ro_llmsim" run "$job" --db "$tmp/ro/r.db"); then
 		says "database in a read-only directory" "check the permissions of the file and its directory, or use --db PATH"
