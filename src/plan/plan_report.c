@@ -10,29 +10,11 @@
 #include <string.h>
 
 #include "base/units.h"
-
-/* Add item under key to o, or free it: 1 if added. */
-static int add(struct cJSON *o, const char *key, struct cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, key, item))
-		return 1;
-	cJSON_Delete(item);
-	return 0;
-}
-
-static int add_num(struct cJSON *o, const char *key, double v)
-{
-	return add(o, key, cJSON_CreateNumber(v));
-}
-
-static int add_str(struct cJSON *o, const char *key, const char *v)
-{
-	return add(o, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
+#include "run/jobj.h"
 
 static int add_bool(struct cJSON *o, const char *key, int v)
 {
-	return add(o, key, cJSON_CreateBool(v));
+	return jobj_add(o, key, cJSON_CreateBool(v));
 }
 
 static int push(struct cJSON *a, struct cJSON *item)
@@ -43,98 +25,89 @@ static int push(struct cJSON *a, struct cJSON *item)
 	return 0;
 }
 
-/* o when everything was added, else NULL with o freed. */
-static struct cJSON *complete(struct cJSON *o, int ok)
-{
-	if (ok)
-		return o;
-	cJSON_Delete(o);
-	return NULL;
-}
-
 static struct cJSON *parts_json(const double *part)
 {
 	struct cJSON *o = cJSON_CreateObject();
 	int i, ok = o != NULL;
 
 	for (i = 0; ok && i < EXEC_PART_COUNT; i++)
-		ok = add_num(o, exec_part_keys[i], part[i]);
-	return complete(o, ok);
+		ok = jobj_add_num(o, exec_part_keys[i], part[i]);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *parallelism_json(const struct plan_layout *l)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "tp", (double)l->tp) &&
-		 add_num(o, "pp", (double)l->pp) &&
-		 add_num(o, "vpp", (double)l->vpp) &&
-		 add_num(o, "cp", (double)l->cp) &&
-		 add_num(o, "ep", (double)l->ep) &&
-		 add_num(o, "etp", (double)(l->etp > 0 ? l->etp : l->tp)) &&
-		 add_num(o, "dp", (double)l->dp) &&
+	int ok = o && jobj_add_num(o, "tp", (double)l->tp) &&
+		 jobj_add_num(o, "pp", (double)l->pp) &&
+		 jobj_add_num(o, "vpp", (double)l->vpp) &&
+		 jobj_add_num(o, "cp", (double)l->cp) &&
+		 jobj_add_num(o, "ep", (double)l->ep) &&
+		 jobj_add_num(o, "etp", (double)(l->etp > 0 ? l->etp : l->tp)) &&
+		 jobj_add_num(o, "dp", (double)l->dp) &&
 		 add_bool(o, "sequence_parallel", l->sp) &&
-		 add_str(o, "schedule", pp_schedule_names[l->schedule]) &&
+		 jobj_add_str(o, "schedule", pp_schedule_names[l->schedule]) &&
 		 add_bool(o, "tp_comm_overlap", l->tp_overlap);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *training_json(const struct plan_layout *l)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "micro_batch_size", (double)l->mbs) &&
-		 add_str(o, "recompute", recompute_names[l->recompute]) &&
-		 add_num(o, "zero_stage", l->zero);
+	int ok = o && jobj_add_num(o, "micro_batch_size", (double)l->mbs) &&
+		 jobj_add_str(o, "recompute", recompute_names[l->recompute]) &&
+		 jobj_add_num(o, "zero_stage", l->zero);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *memory_json(const struct footprint *m)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
+	int ok = o && jobj_add_num(o, "peak_bytes_per_gpu", m->peak_B) &&
 		 add_bool(o, "fits", m->fits) &&
-		 add_num(o, "usable_bytes", m->usable_B) &&
-		 add_num(o, "weights_bytes", m->weights_B) &&
-		 add_num(o, "gradients_bytes", m->grads_B) &&
-		 add_num(o, "optimizer_bytes", m->optimizer_B) &&
-		 add_num(o, "activations_bytes", m->activations_B) &&
-		 add_num(o, "workspace_bytes", m->workspace_B);
+		 jobj_add_num(o, "usable_bytes", m->usable_B) &&
+		 jobj_add_num(o, "weights_bytes", m->weights_B) &&
+		 jobj_add_num(o, "gradients_bytes", m->grads_B) &&
+		 jobj_add_num(o, "optimizer_bytes", m->optimizer_B) &&
+		 jobj_add_num(o, "activations_bytes", m->activations_B) &&
+		 jobj_add_num(o, "workspace_bytes", m->workspace_B);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *estimate_json(const struct plan_cand *c)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "step_time_s", c->est.step_s) &&
-		 add_num(o, "rank", (double)c->est_rank) &&
-		 add(o, "breakdown", parts_json(c->est.part_s)) &&
-		 add_num(o, "bandwidth_bound_compute_s", c->est.mem_bound_s);
+	int ok = o && jobj_add_num(o, "step_time_s", c->est.step_s) &&
+		 jobj_add_num(o, "rank", (double)c->est_rank) &&
+		 jobj_add(o, "breakdown", parts_json(c->est.part_s)) &&
+		 jobj_add_num(o, "bandwidth_bound_compute_s", c->est.mem_bound_s);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *cand_json(const struct plan_cand *c, int64_t rank)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "rank", (double)rank) &&
-		 add_num(o, "gpus", (double)c->gpus) &&
-		 add_num(o, "nodes", (double)c->lay.nodes) &&
-		 add(o, "parallelism", parallelism_json(&c->lay)) &&
-		 add(o, "training", training_json(&c->lay)) &&
-		 add_num(o, "step_time_s", c->step_s) &&
-		 add_num(o, "tokens_per_s", c->tokens_per_s) &&
-		 add_num(o, "mfu", c->mfu) &&
-		 add_num(o, "tflops_per_gpu", c->tflops_per_gpu) &&
-		 add(o, "memory", memory_json(&c->mem)) &&
-		 add(o, "breakdown", parts_json(c->part_s)) &&
-		 add_str(o, "bound", plan_bound_names[c->bound]) &&
+	int ok = o && jobj_add_num(o, "rank", (double)rank) &&
+		 jobj_add_num(o, "gpus", (double)c->gpus) &&
+		 jobj_add_num(o, "nodes", (double)c->lay.nodes) &&
+		 jobj_add(o, "parallelism", parallelism_json(&c->lay)) &&
+		 jobj_add(o, "training", training_json(&c->lay)) &&
+		 jobj_add_num(o, "step_time_s", c->step_s) &&
+		 jobj_add_num(o, "tokens_per_s", c->tokens_per_s) &&
+		 jobj_add_num(o, "mfu", c->mfu) &&
+		 jobj_add_num(o, "tflops_per_gpu", c->tflops_per_gpu) &&
+		 jobj_add(o, "memory", memory_json(&c->mem)) &&
+		 jobj_add(o, "breakdown", parts_json(c->part_s)) &&
+		 jobj_add_str(o, "bound", plan_bound_names[c->bound]) &&
 		 add_bool(o, "simulated", c->full) &&
 		 (!c->full_failed || add_bool(o, "full_run_failed", 1)) &&
-		 add(o, "estimate", estimate_json(c));
+		 jobj_add(o, "estimate", estimate_json(c));
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *cands_json(const struct plan_result *r)
@@ -145,7 +118,7 @@ static struct cJSON *cands_json(const struct plan_result *r)
 
 	for (i = 0; ok && i < r->ncands; i++)
 		ok = push(a, cand_json(&r->cands[i], i + 1));
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *front_json(const struct plan_result *r)
@@ -156,7 +129,7 @@ static struct cJSON *front_json(const struct plan_result *r)
 
 	for (i = 0; ok && i < r->nfront; i++)
 		ok = push(a, cJSON_CreateNumber((double)(r->front[i] + 1)));
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *pruned_json(const struct plan_result *r)
@@ -174,13 +147,13 @@ static struct cJSON *pruned_json(const struct plan_result *r)
 		for (k = 0; k < PR_COUNT; k++)
 			if (strcmp(plan_prune_group(k), groups[g]) == 0)
 				sum += (double)r->pruned[k];
-		ok = add_num(o, groups[g], sum);
+		ok = jobj_add_num(o, groups[g], sum);
 	}
 	by = ok ? cJSON_CreateObject() : NULL;
-	ok = ok && add(o, "by_rule", by);
+	ok = ok && jobj_add(o, "by_rule", by);
 	for (k = 0; ok && k < PR_COUNT; k++)
-		ok = add_num(by, plan_prune_name(k), (double)r->pruned[k]);
-	return complete(o, ok);
+		ok = jobj_add_num(by, plan_prune_name(k), (double)r->pruned[k]);
+	return jobj_complete(o, ok);
 }
 
 static struct cJSON *pinned_json(const struct plan_opts *opt)
@@ -191,49 +164,49 @@ static struct cJSON *pinned_json(const struct plan_opts *opt)
 	for (i = 0; ok && i < PD_COUNT; i++)
 		if ((opt->pinned >> i) & 1u)
 			ok = push(a, cJSON_CreateString(plan_dim_keys[i]));
-	return complete(a, ok);
+	return jobj_complete(a, ok);
 }
 
 static struct cJSON *stats_json(const struct plan_result *r)
 {
 	struct cJSON *o = cJSON_CreateObject();
-	int ok = o && add_num(o, "layer_block_sets", (double)r->stats.block_sets) &&
-		 add_num(o, "collectives_timed", (double)r->stats.colls) &&
-		 add_num(o, "collective_lookups", (double)r->stats.coll_lookups) &&
-		 add_num(o, "candidates_per_s", r->est_wall_s > 0 ?
+	int ok = o && jobj_add_num(o, "layer_block_sets", (double)r->stats.block_sets) &&
+		 jobj_add_num(o, "collectives_timed", (double)r->stats.colls) &&
+		 jobj_add_num(o, "collective_lookups", (double)r->stats.coll_lookups) &&
+		 jobj_add_num(o, "candidates_per_s", r->est_wall_s > 0 ?
 			 (double)r->ranked / r->est_wall_s : 0);
 
-	return complete(o, ok);
+	return jobj_complete(o, ok);
 }
 
 struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 			   const struct plan_result *r)
 {
 	struct cJSON *root = cJSON_CreateObject();
-	int ok = root && add_str(root, "job", j->name) &&
-		 add_str(root, "model", j->model->name) &&
-		 add_str(root, "system", j->system->name) &&
-		 add_str(root, "gpu", j->system->gpu->name) &&
-		 add_num(root, "gpus", (double)system_gpus(j->system)) &&
-		 add_str(root, "objective", plan_objective_names[o->objective]) &&
-		 add_num(root, "top_k", o->top_k) &&
-		 add_num(root, "max_gpus", (double)o->max_gpus) &&
-		 add_num(root, "headroom", o->headroom) &&
-		 add(root, "pinned", pinned_json(o)) &&
-		 add(root, "candidates", cands_json(r)) &&
-		 (o->max_gpus <= 0 || add(root, "front", front_json(r))) &&
-		 add_num(root, "searched", (double)r->searched) &&
-		 add_num(root, "ranked", (double)r->ranked) &&
-		 add_num(root, "estimated", (double)r->estimated) &&
-		 add_num(root, "simulated", (double)r->ncands) &&
-		 add(root, "pruned", pruned_json(r)) &&
-		 add_str(root, "why", r->why) &&
-		 add_num(root, "wall_s", r->wall_s) &&
-		 add_num(root, "analytical_wall_s", r->est_wall_s) &&
-		 add_num(root, "full_wall_s", r->full_wall_s) &&
-		 add(root, "analytical", stats_json(r));
+	int ok = root && jobj_add_str(root, "job", j->name) &&
+		 jobj_add_str(root, "model", j->model->name) &&
+		 jobj_add_str(root, "system", j->system->name) &&
+		 jobj_add_str(root, "gpu", j->system->gpu->name) &&
+		 jobj_add_num(root, "gpus", (double)system_gpus(j->system)) &&
+		 jobj_add_str(root, "objective", plan_objective_names[o->objective]) &&
+		 jobj_add_num(root, "top_k", o->top_k) &&
+		 jobj_add_num(root, "max_gpus", (double)o->max_gpus) &&
+		 jobj_add_num(root, "headroom", o->headroom) &&
+		 jobj_add(root, "pinned", pinned_json(o)) &&
+		 jobj_add(root, "candidates", cands_json(r)) &&
+		 (o->max_gpus <= 0 || jobj_add(root, "front", front_json(r))) &&
+		 jobj_add_num(root, "searched", (double)r->searched) &&
+		 jobj_add_num(root, "ranked", (double)r->ranked) &&
+		 jobj_add_num(root, "estimated", (double)r->estimated) &&
+		 jobj_add_num(root, "simulated", (double)r->ncands) &&
+		 jobj_add(root, "pruned", pruned_json(r)) &&
+		 jobj_add_str(root, "why", r->why) &&
+		 jobj_add_num(root, "wall_s", r->wall_s) &&
+		 jobj_add_num(root, "analytical_wall_s", r->est_wall_s) &&
+		 jobj_add_num(root, "full_wall_s", r->full_wall_s) &&
+		 jobj_add(root, "analytical", stats_json(r));
 
-	return complete(root, ok);
+	return jobj_complete(root, ok);
 }
 
 /* ---- text ---- */
