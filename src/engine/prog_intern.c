@@ -12,6 +12,7 @@
  */
 #include "exec_impl.h"
 #include "base/coll.h"
+#include "base/mix.h"
 #include "base/mem.h"
 
 #include <stdint.h>
@@ -198,12 +199,7 @@ static uint32_t intern_kind(struct prog *p, const struct kind_key *kk)
 	 * pick a slot depend on every bit of every field. */
 	x = (x ^ (uint64_t)dur) * 0x9e3779b97f4a7c15u;
 	x ^= (uint64_t)cat << 59;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdu;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53u;
-	x ^= x >> 33;
-	h = (uint32_t)x;
+	h = (uint32_t)mix_fmix64(x);
 	if (reserve(&p->kind_tab, &p->kinds, sizeof(*p->kinds)) != 0)
 		return UINT32_MAX;
 	i = find(&p->kind_tab, h, p->kinds, kind_same, kk, &pos);
@@ -248,12 +244,7 @@ uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c)
 	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
 	     (uint64_t)c->ngpus << 8 ^
 	     (uint64_t)(uintptr_t)c->path;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdu;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53u;
-	x ^= x >> 33;
-	h = (uint32_t)x;
+	h = (uint32_t)mix_fmix64(x);
 	if (reserve(&p->desc_tab, &p->descs, sizeof(*p->descs)) != 0)
 		return UINT32_MAX;
 	i = find(&p->desc_tab, h, p->descs, desc_same, c, &pos);

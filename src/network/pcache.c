@@ -17,6 +17,7 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/mix.h"
 
 struct entry {
 	uint64_t hash;		/* 0 = empty slot */
@@ -119,11 +120,7 @@ static uint64_t hash_key(const struct pkey *k)
 		memcpy(&b, &k->path->setup_s, sizeof(b));
 		h = mix(h, (uint64_t)(uint32_t)k->path->mode << 32 ^ b);
 	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
+	h = mix_fmix64(h);
 	return h ? h : 1;
 }
 
