@@ -26,6 +26,7 @@
 
 struct cJSON;
 struct diag;
+struct job_spec;
 struct schema;
 struct store_coll_row;
 struct store_meas_info;
@@ -165,6 +166,14 @@ struct cli_result {
  */
 int cli_store(const char *db, const char *data_root,
 	      const struct cli_result *r, struct diag *d);
+
+/*
+ * cli_store of a `run` of job j: the resolved job, its JSON result and
+ * the step summary step (training, inference or serving alike).
+ */
+int cli_store_run(const char *db, const char *data_root,
+		  const struct job_spec *j, const char *json,
+		  const struct store_step *step, struct diag *d);
 
 /*
  * The default results database (free with mem_free; NULL when out of

@@ -93,12 +93,7 @@ static int run_step(const struct cli_run_io *io, const struct job_spec *j,
 			.optimizer_s = r->part_s[EXEC_OPTIMIZER],
 			.other_s = r->part_s[EXEC_OTHER],
 		};
-		struct cli_result res = {
-			.command = "run", .schema = &job_schema, .config = j,
-			.json = json, .step = &step,
-		};
-
-		rc = cli_store(io->db, data_root, &res, d);
+		rc = cli_store_run(io->db, data_root, j, json, &step, d);
 	}
 	cJSON_free(json);
 	infer_result_release(r);
@@ -134,12 +129,7 @@ static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
 			.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
 			.compute_s = r->mean_step_s,
 		};
-		struct cli_result res = {
-			.command = "run", .schema = &job_schema, .config = j,
-			.json = json, .step = &step,
-		};
-
-		rc = cli_store(io->db, data_root, &res, d);
+		rc = cli_store_run(io->db, data_root, j, json, &step, d);
 	}
 	cJSON_free(json);
 	serve_result_release(r);

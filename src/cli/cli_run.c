@@ -146,12 +146,9 @@ static int store_result(const char *db, const char *data_root,
 			const struct step_result *r, struct diag *d)
 {
 	struct store_step step;
-	struct cli_result res = { .command = "run", .schema = &job_schema,
-				  .config = j, .json = result_json,
-				  .step = &step };
 
 	sweep_step_row(r, &step);
-	return cli_store(db, data_root, &res, d);
+	return cli_store_run(db, data_root, j, result_json, &step, d);
 }
 
 /* The step again with extra --set overrides (calib_band's fn). */

@@ -16,6 +16,7 @@
 #include "base/sha256.h"
 #include "base/version.h"
 #include "config/schema.h"
+#include "config/spec_job.h"
 #include "store/store.h"
 
 const char *cli_version(void)
@@ -109,4 +110,14 @@ out:
 		mem_free(cfg_s);
 	cJSON_Delete(cfg);
 	return rc;
+}
+
+int cli_store_run(const char *db, const char *data_root,
+		  const struct job_spec *j, const char *json,
+		  const struct store_step *step, struct diag *d)
+{
+	struct cli_result res = { .command = "run", .schema = &job_schema,
+				  .config = j, .json = json, .step = step };
+
+	return cli_store(db, data_root, &res, d);
 }
