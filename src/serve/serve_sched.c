@@ -250,6 +250,26 @@ static int64_t victim_of(const struct serve *s, const struct serve_inst *in)
 	return in->running[0];
 }
 
+/* Grow running request id's KV cache to tokens, preempting the
+ * scheduler's victims from the back of the running list, id itself last:
+ * how many it preempted (id still runs when its state is REQ_RUNNING). */
+static int make_room(struct serve *s, struct serve_inst *in, int64_t id,
+		     int64_t tokens, double now)
+{
+	struct serve_req *r = &s->req[id];
+	int n = 0;
+
+	while (!kv_grow(in, r, tokens, now)) {
+		int64_t victim = victim_of(s, in);
+
+		preempt(s, in, victim, now);
+		n++;
+		if (victim == id)
+			break;
+	}
+	return n;
+}
+
 /* First admission of waiting request r: the prefix cache's tokens count
  * as computed. The tokens it starts from. */
 static int64_t start_of(const struct serve_req *r)
@@ -339,14 +359,8 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 				continue;
 			q = budget;
 		}
-		while (!kv_grow(in, r, r->computed + q, now)) {
-			int64_t victim = victim_of(s, in);
-
-			preempt(s, in, victim, now);
+		if (make_room(s, in, id, r->computed + q, now))
 			preempted = 1;
-			if (victim == id)
-				break;
-		}
 		if (r->state != REQ_RUNNING)
 			break;	/* it was the last one: nothing after it */
 		mark(in, r, q, !decoding(r), now);
@@ -462,14 +476,8 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 
 		if (!decoding(r) || id == in->chunked_req || r->in_step)
 			continue;
-		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = victim_of(s, in);
-
-			preempt(s, in, victim, now);
+		if (make_room(s, in, id, r->computed + k, now))
 			in->new_token_ratio = e->new_token_ratio;
-			if (victim == id)
-				break;
-		}
 		if (r->state != REQ_RUNNING)
 			break;
 		mark(in, r, k, 0, now);
@@ -533,13 +541,7 @@ static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
 
 		if (r->in_step)
 			continue;
-		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = victim_of(s, in);
-
-			preempt(s, in, victim, now);
-			if (victim == id)
-				break;
-		}
+		make_room(s, in, id, r->computed + k, now);
 		if (r->state != REQ_RUNNING)
 			break;
 		mark(in, r, k, 0, now);
@@ -624,13 +626,7 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 
 		if (!decoding(r) || k > budget || r->in_step)
 			continue;
-		while (!kv_grow(in, r, r->computed + k, now)) {
-			int64_t victim = victim_of(s, in);
-
-			preempt(s, in, victim, now);
-			if (victim == id)
-				break;
-		}
+		make_room(s, in, id, r->computed + k, now);
 		if (r->state != REQ_RUNNING)
 			break;
 		mark(in, r, k, 0, now);
