@@ -16,6 +16,18 @@ const char *const hidden_act_names[] = {
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const pos_names[] = {"rope", "learned", "none", NULL};
 
+static const char *const qk_norm_aliases[] = {"qk_layernorm", NULL};
+
+/* Hugging Face model_types whose attention normalizes every query and key
+ * head (RMSNorm over head_dim, one weight per dimension) between the QKV
+ * projection and the rotary embedding: transformers' modeling_qwen3.py,
+ * modeling_qwen3_moe.py (Qwen3Attention q_norm, k_norm), modeling_olmo2.py,
+ * modeling_olmoe.py (over the whole projection: the same bytes),
+ * modeling_gemma3.py; Megatron-Core's Qwen3 specs set qk_layernorm. */
+static const char *const qk_norm_types[] = {
+	"qwen3", "qwen3_moe", "olmo2", "olmoe", "gemma3", "gemma3_text", NULL,
+};
+
 static const char *const experts_aliases[] = {
 	"num_local_experts", "num_experts", NULL,
 };
@@ -37,7 +49,7 @@ static const char *const ignored[] = {
 	"router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
 	"topk_method", "routed_scaling_factor", "aux_loss_alpha", "seq_aux",
 	"ep_size", "_name_or_path", "model_name", "attn_implementation",
-	"qk_layernorm", "head_dim_original", "initial_context_length",
+	"head_dim_original", "initial_context_length",
 	"swiglu_limit", "mlp_bias", "ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
 	NULL,
@@ -138,6 +150,11 @@ static const struct schema_field model_fields[] = {
 	  .help = "LM head shares the input embedding" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
+	{ .key = "qk_norm", .type = ST_BOOL, .offset = OFF(qk_norm),
+	  .aliases = qk_norm_aliases, .flags = SF_OPTIONAL,
+	  .help = "RMSNorm of every query and key head after the QKV "
+		  "projection (absent: by model_type: Qwen3, OLMo 2, OLMoE, "
+		  "Gemma 3)" },
 	{ .key = "n_routed_experts", .type = ST_INT, .offset = OFF(n_routed_experts),
 	  .min = 1, .max = 1e6, .aliases = experts_aliases, .flags = SF_OPTIONAL,
 	  .help = "routed experts per MoE layer (absent: dense)" },
@@ -199,6 +216,18 @@ int model_is_moe(const struct model_spec *m)
 int model_is_mla(const struct model_spec *m)
 {
 	return m->kv_lora_rank > 0;
+}
+
+int model_qk_norm(const struct model_spec *m)
+{
+	size_t i;
+
+	if (m->qk_norm >= 0)
+		return m->qk_norm;
+	for (i = 0; m->model_type && qk_norm_types[i]; i++)
+		if (strcmp(m->model_type, qk_norm_types[i]) == 0)
+			return 1;
+	return 0;
 }
 
 static int in_list(const struct schema_int_list *l, int64_t v)

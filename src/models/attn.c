@@ -117,6 +117,44 @@ static void rope_op(struct layer_ops *o, const char *name,
 		  7 * n * d->act_B, 10, 4 * n);
 }
 
+/* Q and K normalized per head after the projection, before the rotary
+ * embedding (Qwen3, OLMo 2, Gemma 3; Megatron-Core SelfAttention
+ * get_query_key_value_tensors: q_layernorm, then k_layernorm, each a norm
+ * module of its own) over n = T q (or T kv) elements: forward reads and
+ * writes n B; backward reads x and dy (again for dgamma when that is a
+ * second kernel, as lop_norm_bwd) and writes dx. */
+static void head_norm(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d,
+		      double width)
+{
+	double n = layer_tokens(d) * width;
+	struct layer_op *op;
+
+	if (pass == PASS_BWD) {
+		op = lop_memop(o, name, pass, 2 * d->norm_bwd_passes * n *
+			       d->act_B, n * d->act_B, NORM_FLOPS * n);
+		op->k.launches = d->norm_bwd_passes;
+	} else {
+		op = lop_memop(o, name, pass, n * d->act_B, n * d->act_B,
+			       NORM_FLOPS * n);
+	}
+	op->host = HOST_MODULE;
+}
+
+static void qk_norm(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	if (!d->qk_norm)
+		return;
+	if (pass == PASS_BWD) {	/* autograd: the reverse order */
+		head_norm(o, "k_layernorm_bwd", pass, d, layer_kv_width(d));
+		head_norm(o, "q_layernorm_bwd", pass, d, layer_q_width(d));
+		return;
+	}
+	head_norm(o, "q_layernorm", pass, d, layer_q_width(d));
+	head_norm(o, "k_layernorm", pass, d, layer_kv_width(d));
+}
+
 /* GQA keys and values copied to the query heads (repeat_interleave on
  * strided views: read T kv, write T q, each), or in backward summed back
  * (two reductions: read T q, write T kv each, contiguous). */
@@ -436,6 +474,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
 	proj_fwd(o, pass, d);
+	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
 	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
@@ -498,6 +537,7 @@ void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
+	qk_norm(o, PASS_BWD, d);
 	proj_bwd(o, d);
 }
 

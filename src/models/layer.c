@@ -267,6 +267,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->gated = m->gated_mlp;
 	d->sp = p->sequence_parallel && p->tp > 1;
 	d->rope = m->position_embedding == POS_ROPE;
+	d->qk_norm = model_qk_norm(m) && !model_is_mla(m);
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
 	d->dropout = j->training.dropout;

@@ -104,6 +104,7 @@ struct layer_dims {
 	int gated;		/* 1: gate+up+down MLP (SwiGLU); 0: up+down */
 	int sp;			/* sequence parallelism (norms sharded by t) */
 	int rope;		/* rotary position embedding on Q and K */
+	int qk_norm;		/* RMSNorm of each Q and K head (Qwen3) */
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */

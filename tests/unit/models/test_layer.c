@@ -559,3 +559,54 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	layer_head_fwd(&d, &o);
 	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
 }
+
+Test(layer, qk_norm_per_head_of_qwen3)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o, bw;
+	const struct layer_op *q, *k;
+	double T = 4096, qw = 1024, kv = 256, B = 2;
+
+	/* A Qwen3-like layer: h 1024, 16 query heads of 64 (q width 1024),
+	 * 4 KV heads (kv width 256), T = 4096, tp 1. q_layernorm reads and
+	 * writes T q B = 4096 * 1024 * 2 = 8388608 B, k_layernorm T kv B =
+	 * 2097152 B, one launch and one module call each. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.num_key_value_heads = 4;
+	f.model.position_embedding = POS_ROPE;
+	f.model.qk_norm = -1;
+	f.model.model_type = "qwen3_moe";	/* by model_type */
+	cr_assert_eq(model_qk_norm(&f.model), 1);
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	q = find_op(&o, "q_layernorm");
+	k = find_op(&o, "k_layernorm");
+	cr_assert(q && k);
+	assert_close(q->k.read_B, T * qw * B);
+	assert_close(q->k.write_B, T * qw * B);
+	assert_close(k->k.read_B, T * kv * B);
+	assert_close(k->k.write_B, T * kv * B);
+	cr_assert_eq(q->host, HOST_MODULE);
+	/* Before the rotary embedding, after the QKV GEMM. */
+	cr_assert_lt(q - o.op, find_op(&o, "rope") - o.op);
+	cr_assert_gt(q - o.op, find_op(&o, "qkv") - o.op);
+	/* Backward (one pass for dx and dgamma, norm_bwd_passes 1): reads x
+	 * and dy (2 T q B = 16777216 B), writes dx (8388608 B). */
+	d.norm_bwd_passes = 1;
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	q = find_op(&bw, "q_layernorm_bwd");
+	cr_assert_not_null(q);
+	assert_close(q->k.read_B, 2 * T * qw * B);
+	assert_close(q->k.write_B, T * qw * B);
+	/* A Llama (model_type llama, no key) has none; the key overrides. */
+	f.model.model_type = "llama";
+	cr_assert_eq(model_qk_norm(&f.model), 0);
+	f.model.qk_norm = 1;
+	cr_assert_eq(model_qk_norm(&f.model), 1);
+	f.model.qk_norm = 0;
+	f.model.model_type = "qwen3";
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_null(find_op(&o, "q_layernorm"));
+}
