@@ -14,6 +14,7 @@ const char *const job_phase_names[] = {"training", "prefill", "decode",
 				       "serving", NULL};
 const char *const recompute_names[] = {"none", "selective", "full", NULL};
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
+const char *const fp8_scaling_names[] = {"delayed", "current", "block", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
@@ -265,6 +266,12 @@ static const struct schema_field training_fields[] = {
 	  .values = dtype_names, .value_aliases = dtype_aliases,
 	  .def = "bf16",
 	  .help = "compute dtype of the matrix multiplies" },
+	{ .key = "fp8_scaling", .type = ST_ENUM, .offset = TOFF(fp8_scaling),
+	  .values = fp8_scaling_names, .def = "delayed",
+	  .help = "dtype fp8: how scales are chosen (Transformer Engine "
+		  "recipes): delayed (amax history), current (each tensor's "
+		  "own amax, a pass of its own), block (1x128 / 128x128 "
+		  "blocks)" },
 	{ .key = "recompute", .type = ST_ENUM, .offset = TOFF(recompute),
 	  .values = recompute_names, .def = "none",
 	  .help = "activation recomputation: none, selective (attention core), full" },

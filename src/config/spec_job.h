@@ -59,6 +59,16 @@ enum recompute {
 	RECOMPUTE_FULL			/* whole layer */
 };
 
+/* How fp8 (per-tensor e4m3/e5m2) scales are chosen (Transformer Engine
+ * recipes): from an amax history (DelayedScaling), from the tensor's own
+ * amax just computed (Float8CurrentScaling), or per 1x128 / 128x128 block
+ * (Float8BlockScaling, DeepSeek-V3's). */
+enum fp8_scaling {
+	FP8_DELAYED,
+	FP8_CURRENT,
+	FP8_BLOCK
+};
+
 enum optimizer {
 	OPT_ADAM,
 	OPT_SGD
@@ -73,6 +83,7 @@ enum pp_schedule {
 extern const char *const job_phase_names[];
 extern const char *const recompute_names[];
 extern const char *const optimizer_names[];
+extern const char *const fp8_scaling_names[];
 extern const char *const pp_schedule_names[];
 extern const char *const attention_names[];
 
@@ -219,6 +230,7 @@ struct training_spec {
 	int64_t micro_batch_size;	/* sequences per microbatch per replica */
 	int dtype;			/* enum dtype (spec_gpu.h) */
 	int recompute;			/* enum recompute */
+	int fp8_scaling;		/* enum fp8_scaling (dtype fp8) */
 	int64_t zero_stage;		/* 0-3; 3 = FSDP full sharding */
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */

@@ -291,6 +291,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	attn_dims(j, d);
 	moe_dims(j, d);
 	fsdp_dims(j, d);
+	if (dt == DTYPE_FP8)
+		moe_quant_dims(j->training.fp8_scaling, d);
 	d->amax_group = -1;
 	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
 		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?

@@ -53,6 +53,9 @@ struct moe_dims {
 				 * (coll_path.node_share); 1 = none */
 	int allgather;		/* allgather dispatcher instead of all-to-all */
 	int router_dt;		/* enum dtype of the router GEMM */
+	int quant_kernels;	/* kernels quantizing one expert's input (0:
+				 * one fused launch for all, moe.c) */
+	int amax_pass;		/* the quantize reads its input for the amax */
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */

@@ -128,6 +128,9 @@ double attn_params(const struct layer_dims *d, int bias);
 /* The MoE MLP from the second norm's output to the residual add
  * (excluded): router, permute, dispatch, experts, combine, unpermute,
  * shared experts. */
+/* How an fp8 recipe (enum fp8_scaling) quantizes the experts' inputs
+ * (moe.c: quant_kernels, amax_pass). */
+void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 

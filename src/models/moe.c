@@ -95,15 +95,44 @@ static uint16_t per_expert(const struct layer_dims *d)
 	return (uint16_t)(l < 0 ? 0 : l > 65535 ? 65535 : l);
 }
 
+/* Transformer Engine's GroupedLinear quantizes its input split by expert
+ * (tex.split_quantize -> multi_tensor_quantize_impl, transformer_engine/
+ * pytorch/csrc/extensions/cast.cpp): one fused multi_cast_transpose for
+ * all experts only under delayed scaling ("Currently only have fused
+ * kernel for FP8 delayed scaling"); any other quantizer runs per expert.
+ * Per-tensor current scaling (Float8CurrentScalingQuantizer::quantize_impl,
+ * quantizer.cpp) computes the tensor's amax (a kernel reading it), its
+ * scale (a kernel), then casts (a kernel reading it again): 3 kernels and
+ * a second read of each expert's rows; block scaling (Float8Block-
+ * Quantizer) casts in one kernel per expert. */
+void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
+{
+	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ? 3 :
+			       fp8_scaling == FP8_BLOCK ? 1 : 0;
+	d->moe.amax_pass = fp8_scaling == FP8_CURRENT;
+}
+
 /* The grouped cast just pushed (if any) quantizes every expert's input:
- * it opens the module call; else the grouped GEMM that follows does. */
+ * it opens the module call; else the grouped GEMM that follows does.
+ * Per-expert quantizers (moe_quant_dims) launch quant_kernels each. */
 static void grouped_cast(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 double n)
 {
+	struct layer_op *op;
+	double k = d->moe.quant_kernels * d->moe.local;
+
 	lop_cast(o, name, pass, d, d->lowp, n);
-	if (d->lowp)
-		o->op[o->n - 1].host_kernels = per_expert(d);
+	if (!d->lowp)
+		return;
+	op = &o->op[o->n - 1];
+	op->host_kernels = per_expert(d);
+	if (k < 1)
+		return;
+	op->k.launches = k;
+	op->host_kernels = (uint16_t)(k - 1 > 65535 ? 65535 : k - 1);
+	if (d->moe.amax_pass)
+		op->k.read_B += n * d->act_B;
 }
 
 /* The grouped GEMM just pushed opens its module call (no cast before). */
