@@ -156,21 +156,14 @@ static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
 		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
 }
 
-static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
-		     const struct layer_dims *d)
+/* MLA's up projections over the gathered tokens (recomputed whole with
+ * mla_up_proj, RoPE after them). */
+static void mla_up_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
 {
 	const struct mla_dims *m = &d->mla_d;
 	double hq = heads_q(d), t = layer_tokens(d);
 
-	if (!d->mla) {
-		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-			       layer_q_width(d) + 2 * layer_kv_width(d),
-			       d->hidden, d->lowp);
-		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
-			 2 * layer_kv_width(d));
-		return;
-	}
-	mla_down_fwd(o, pass, d);
 	if (m->q_lora > 0)
 		lop_column_fwd(o, "q_up_cast", "q_up_allgather", "q_up", pass,
 			       d, hq * (m->nope + m->rope), m->q_lora, d->lowp);
@@ -181,6 +174,23 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
 	lop_tpcoll(o, "k_rope_allgather", pass, d, COLL_ALLGATHER,
 		   d->sp ? t * m->rope * d->act_B : 0);
+}
+
+static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d)
+{
+	double t = layer_tokens(d);
+
+	if (!d->mla) {
+		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
+			       layer_q_width(d) + 2 * layer_kv_width(d),
+			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
+		return;
+	}
+	mla_down_fwd(o, pass, d);
+	mla_up_fwd(o, pass, d);
 }
 
 /* ---- the core ---- */
@@ -490,10 +500,18 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_norm_bwd(o, "norm1_bwd", d);
 }
 
-void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
-	      const struct layer_dims *d, const struct layer_kind *k)
+/* Megatron-Core recomputes MLA's up projections and RoPE
+ * (CheckpointWithoutOutput, multi_latent_attention.py) when the core's
+ * output gradient arrives, so before the core's own recomputation and
+ * backward; a checkpointed core re-runs its forward after them. */
+void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
+	      const struct layer_kind *k)
 {
-	if (rc == LREC_SELECTIVE)
+	if (d->mla && (mods & 1u << RCM_MLA_UP_PROJ)) {
+		mla_up_fwd(o, PASS_RECOMPUTE, d);
+		rope_op(o, "rope", PASS_RECOMPUTE, d);
+	}
+	if (mods & 1u << RCM_CORE_ATTN)
 		core(o, PASS_RECOMPUTE, 0, d, k);
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);

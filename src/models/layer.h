@@ -137,6 +137,10 @@ struct layer_dims {
 	/* fp8 delayed scaling's amax all-reduce (framework
 	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
 	int amax_group;
+	/* selective recomputation's modules: bit 1 << enum
+	 * recompute_module (spec_job.h) for each the job names; 0 = the
+	 * attention core only (layer_recomputes) */
+	unsigned rc_mods;
 };
 
 /* The units of a stage, as fsdp_P indexes them. */
@@ -313,9 +317,15 @@ struct layer_ops {
 
 enum layer_recompute {
 	LREC_NONE,
-	LREC_SELECTIVE,		/* attention core recomputed before its backward */
+	LREC_SELECTIVE,		/* d->rc_mods' modules (default: the attention
+				 * core) recomputed before their backward */
 	LREC_FULL		/* whole layer forward recomputed before backward */
 };
+
+/* The modules (bits 1 << enum recompute_module) recomputation rc re-runs
+ * on its own: none unless selective, the attention core when d names
+ * none. */
+unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc);
 
 /* The dtype of everything but the low-precision GEMMs for a training
  * dtype: activations, weights, attention, the LM head and the loss. fp32,
