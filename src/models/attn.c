@@ -117,6 +117,36 @@ static void rope_op(struct layer_ops *o, const char *name,
 		  7 * n * d->act_B, 10, 4 * n);
 }
 
+/* QK norm (Qwen3: Megatron-Core SelfAttention's q_layernorm and
+ * k_layernorm, Transformer Engine RMSNorms over each head's d elements
+ * of the QKV GEMM's output, before rotary): a norm over T q and one over
+ * T kv elements; backward, like the layer's norms, reads the input and
+ * the output gradient (again for dgamma when that is a second kernel)
+ * and writes the input gradient. */
+static void qk_norm(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	double t = layer_tokens(d), B = d->act_B, w[2], p;
+	int i;
+
+	if (!d->qk_norm || d->mla)
+		return;
+	w[0] = layer_q_width(d);
+	w[1] = layer_kv_width(d);
+	p = d->norm_bwd_passes;
+	for (i = 0; i < 2; i++) {
+		double n = t * w[i];
+
+		if (pass == PASS_BWD)
+			lop_memop(o, i ? "k_norm_bwd" : "q_norm_bwd", pass,
+				  2 * p * n * B, n * B, NORM_FLOPS * n)
+				->k.launches = p;
+		else
+			lop_memop(o, i ? "k_norm" : "q_norm", pass, n * B, n * B,
+				  NORM_FLOPS * n);
+	}
+}
+
 /* GQA keys and values copied to the query heads (repeat_interleave on
  * strided views: read T kv, write T q, each), or in backward summed back
  * (two reductions: read T q, write T kv each, contiguous). */
@@ -446,6 +476,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
 	proj_fwd(o, pass, d);
+	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
 	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
@@ -516,6 +547,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
+	qk_norm(o, PASS_BWD, d);
 	proj_bwd(o, d);
 }
 

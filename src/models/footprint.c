@@ -17,6 +17,8 @@
  *   MLP: norm input T'h B, fc1 input T'h L, fc1 output T u B,
  *     fc2 input T f' L, dropout mask T'h
  *
+ * With QK norm (Qwen3) the norms' inputs, T (q + kv) B, are kept too.
+ *
  * For MHA, f = 4h, dropout, unfused attention and 16-bit GEMM inputs this
  * is Korthikanti's eq. 2, s b h (10 + 24/t + 5 a s/(h t)) bytes; with SP
  * s b h (34 + 5 a s / h) / t (their eq. 5). Selective recomputation drops
@@ -94,9 +96,9 @@ static double attn_stored_B(const struct layer_dims *d)
 	const struct mla_dims *m = &d->mla_d;
 	double a = d->heads / d->tp;
 
-	if (!d->mla)
-		return ts * h * B + ts * h * L + t * (q + kv) * B +
-		       t * kv * B + t * q * L + mask;
+	if (!d->mla)	/* (QK norm: its inputs, T (q + kv) B, too) */
+		return ts * h * B + ts * h * L + t * (q + kv) * B *
+		       (d->qk_norm ? 2 : 1) + t * kv * B + t * q * L + mask;
 	return ts * h * B + ts * h * L +
 	       ts * (m->q_lora + m->kv_lora + m->rope) * (B + L) +
 	       t * a * ((m->nope + m->rope) * 2 + m->v) * B +

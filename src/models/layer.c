@@ -285,6 +285,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 		       d->gated;
 	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
 			  m->attention_bias;
+	d->qk_norm = m->qk_layernorm == 1 && !model_is_mla(m);
 	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
 		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)

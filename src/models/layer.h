@@ -124,6 +124,7 @@ struct layer_dims {
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
+	int qk_norm;		/* Q and K normalized per head (GQA layers) */
 	/* torch FSDP's per-unit passes (framework fsdp_grad_passes, zero 3;
 	 * all 0 otherwise): the unit's parameters on this GPU (layer,
 	 * embedding, head), the FSDP group size N, the gradient pre- and
