@@ -837,60 +837,13 @@ uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 	return s.broken;
 }
 
-/* Whether the job's recompute_modules name module m. */
-int job_recomputes(const struct job_spec *j, enum recompute_module m)
-{
-	const struct schema_int_list *l = &j->training.recompute_modules;
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (l->v[i] == m)
-			return 1;
-	return 0;
-}
-
-/* recompute_modules against the granularity and the model, as
- * Megatron-Core's TransformerConfig.__post_init__ refuses them. -1 after
- * an error. */
-static int check_recompute(const struct job_spec *j, struct diag *d,
-			   const struct cnode *node)
-{
-	const struct cnode *t = node ? cnode_get(node, "training") : NULL;
-	const struct cnode *at = t ? cnode_get(t, "recompute_modules") : NULL;
-
-	at = at ? at : t ? t : node;
-	if (j->training.recompute_modules.n == 0)
-		return 0;
-	if (j->training.recompute != RECOMPUTE_SELECTIVE) {
-		cnode_error(d, at, "training.recompute_modules needs recompute: "
-			    "selective (it is %s; Megatron-Core reads the "
-			    "modules only with recompute_granularity "
-			    "'selective')", recompute_names[j->training.recompute]);
-		return -1;
-	}
-	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
-		cnode_error(d, at, "training.recompute_modules: mla_up_proj needs "
-			    "a model with multi-head latent attention "
-			    "(kv_lora_rank)");
-		return -1;
-	}
-	if (job_recomputes(j, RCM_SHARED_EXPERTS) &&
-	    j->moe.shared_expert_overlap) {
-		cnode_error(d, at, "training.recompute_modules: shared_experts "
-			    "cannot be recomputed with moe.shared_expert_overlap "
-			    "(Megatron-Core refuses the pair)");
-		return -1;
-	}
-	return 0;
-}
-
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
 	struct job_spec *j = obj;
 	int rc = job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
 
-	if (check_recompute(j, d, node) != 0)
+	if (job_recompute_check(j, d, node) != 0)
 		rc = -1;
 
 	if (j->straggler.gpu >= system_gpus(j->system)) {

@@ -84,6 +84,14 @@ struct job_spec;
 /* Whether the job's training.recompute_modules names module m. */
 int job_recomputes(const struct job_spec *j, enum recompute_module m);
 
+struct diag;
+struct cnode;
+
+/* recompute_modules against recompute and the model (spec_recompute.c):
+ * 0, or -1 after an error at the job's mapping `node`. */
+int job_recompute_check(const struct job_spec *j, struct diag *d,
+			const struct cnode *node);
+
 enum optimizer {
 	OPT_ADAM,
 	OPT_SGD
