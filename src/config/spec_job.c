@@ -87,6 +87,12 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "
 		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "per_expert_quantize", .type = ST_BOOL,
+	  .offset = EOFF(per_expert_quantize), .def = "false",
+	  .help = "MX formats: the experts' grouped GEMM inputs and output "
+		  "gradients quantized by one kernel per local expert "
+		  "(Transformer Engine GroupedLinear's split_quantize) "
+		  "instead of one kernel for all" },
 };
 
 static const struct schema elementwise_schema = {

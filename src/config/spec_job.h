@@ -186,6 +186,8 @@ struct elementwise_spec {
 					 * bias gradient's sum over the tokens */
 	int expand_kv;			/* GQA: K and V expanded to the query heads
 					 * before attention (repeat_interleave) */
+	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
+					 * quantized by one kernel per expert */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of

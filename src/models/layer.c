@@ -133,6 +133,12 @@ static int is_lowp(enum dtype dt)
 	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
 }
 
+/* The OCP microscaling formats (32-element blocks, E8M0 scales). */
+static int is_mx(enum dtype dt)
+{
+	return dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 || dt == DTYPE_MXFP4;
+}
+
 enum dtype layer_base_dtype(enum dtype training)
 {
 	if (training == DTYPE_FP32 || training == DTYPE_TF32 ||
@@ -286,6 +292,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
 			  m->attention_bias;
 	d->qk_norm = m->qk_layernorm == 1 && !model_is_mla(m);
+	d->expert_casts = is_mx(dt) &&
+			  j->framework->elementwise.per_expert_quantize == 1 ?
+			  -1 : 1;	/* -1: per local expert (moe.c) */
 	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
 		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)

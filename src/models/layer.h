@@ -125,6 +125,9 @@ struct layer_dims {
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
 	int qk_norm;		/* Q and K normalized per head (GQA layers) */
+	int expert_casts;	/* kernels one grouped cast is: 1, or one per
+				 * local expert (MX formats, framework
+				 * per_expert_quantize) */
 	/* torch FSDP's per-unit passes (framework fsdp_grad_passes, zero 3;
 	 * all 0 otherwise): the unit's parameters on this GPU (layer,
 	 * embedding, head), the FSDP group size N, the gradient pre- and

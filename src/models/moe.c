@@ -95,6 +95,18 @@ static uint16_t per_expert(const struct layer_dims *d)
 	return (uint16_t)(l < 0 ? 0 : l > 65535 ? 65535 : l);
 }
 
+/* Kernels a grouped cast runs on the GPU: one, or one per local expert
+ * (Transformer Engine <= 2.17 GroupedLinear: split_quantize's
+ * multi_tensor_quantize_impl quantizes the experts' splits "individually"
+ * for every recipe but delayed-scaling FP8, whose nvte_multi_cast_transpose
+ * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
+ * per_expert_quantize, taken for the MX formats), each paying the GPU's
+ * kernel launch. */
+static double cast_kernels(const struct layer_dims *d)
+{
+	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 1;
+}
+
 /* The grouped cast just pushed (if any) quantizes every expert's input:
  * it opens the module call; else the grouped GEMM that follows does. */
 static void grouped_cast(struct layer_ops *o, const char *name,
@@ -102,8 +114,10 @@ static void grouped_cast(struct layer_ops *o, const char *name,
 			 double n)
 {
 	lop_cast(o, name, pass, d, d->lowp, n);
-	if (d->lowp)
+	if (d->lowp) {
 		o->op[o->n - 1].host_kernels = per_expert(d);
+		o->op[o->n - 1].k.launches = cast_kernels(d);
+	}
 }
 
 /* The grouped GEMM just pushed opens its module call (no cast before). */
@@ -374,6 +388,7 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 		       R * f * d->lowp_B, R * f);
 	op->host = HOST_FREE;	/* inside fc2's backward call */
 	op->host_kernels = per_expert(d);
+	op->k.launches = cast_kernels(d);
 }
 
 static void experts_bwd(struct layer_ops *o, unsigned mods,
