@@ -16,21 +16,11 @@ const char *const hidden_act_names[] = {
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const pos_names[] = {"rope", "learned", "none", NULL};
 
-static const char *const qk_norm_aliases[] = {"qk_layernorm", NULL};
-
-/* Hugging Face model_types whose attention normalizes every query and key
- * head (RMSNorm over head_dim, one weight per dimension) between the QKV
- * projection and the rotary embedding: transformers' modeling_qwen3.py,
- * modeling_qwen3_moe.py (Qwen3Attention q_norm, k_norm), modeling_olmo2.py,
- * modeling_olmoe.py (over the whole projection: the same bytes),
- * modeling_gemma3.py; Megatron-Core's Qwen3 specs set qk_layernorm. */
-static const char *const qk_norm_types[] = {
-	"qwen3", "qwen3_moe", "olmo2", "olmoe", "gemma3", "gemma3_text", NULL,
-};
-
 static const char *const experts_aliases[] = {
 	"num_local_experts", "num_experts", NULL,
 };
+
+static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
 
 /* Keys found in real config.json files that do not change the time or
  * memory of a training step: tokenizer ids, initialization, dropout
@@ -150,11 +140,11 @@ static const struct schema_field model_fields[] = {
 	  .help = "LM head shares the input embedding" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
-	{ .key = "qk_norm", .type = ST_BOOL, .offset = OFF(qk_norm),
+	{ .key = "qk_layernorm", .type = ST_BOOL, .offset = OFF(qk_layernorm),
 	  .aliases = qk_norm_aliases, .flags = SF_OPTIONAL,
-	  .help = "RMSNorm of every query and key head after the QKV "
-		  "projection (absent: by model_type: Qwen3, OLMo 2, OLMoE, "
-		  "Gemma 3)" },
+	  .help = "Q and K normalized per head before rotary (default: true "
+		  "for model_type qwen3, qwen3_moe and qwen3_next, whose "
+		  "attention always has q_norm and k_norm)" },
 	{ .key = "n_routed_experts", .type = ST_INT, .offset = OFF(n_routed_experts),
 	  .min = 1, .max = 1e6, .aliases = experts_aliases, .flags = SF_OPTIONAL,
 	  .help = "routed experts per MoE layer (absent: dense)" },
@@ -216,18 +206,6 @@ int model_is_moe(const struct model_spec *m)
 int model_is_mla(const struct model_spec *m)
 {
 	return m->kv_lora_rank > 0;
-}
-
-int model_qk_norm(const struct model_spec *m)
-{
-	size_t i;
-
-	if (m->qk_norm >= 0)
-		return m->qk_norm;
-	for (i = 0; m->model_type && qk_norm_types[i]; i++)
-		if (strcmp(m->model_type, qk_norm_types[i]) == 0)
-			return 1;
-	return 0;
 }
 
 static int in_list(const struct schema_int_list *l, int64_t v)
@@ -402,6 +380,11 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	}
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
+	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
+	 * q_norm and k_norm unconditionally; their config.json has no key */
+	if (m->qk_layernorm < 0)
+		m->qk_layernorm = m->model_type &&
+				  strncmp(m->model_type, "qwen3", 5) == 0;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||

@@ -95,7 +95,8 @@ struct model_spec {
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
 	int attention_bias;			/* QKV/out projections have bias */
-	int qk_norm;				/* RMSNorm of each Q and K head; -1 absent */
+	int qk_layernorm;			/* per-head norms of Q and K before
+						 * rotary (Qwen3, OLMo 2) */
 	/* Mixture of Experts (0 = dense) */
 	int64_t n_routed_experts;		/* experts per MoE layer */
 	int64_t num_experts_per_tok;		/* top-k */
@@ -130,10 +131,6 @@ int model_is_moe(const struct model_spec *m);
 
 /* 1 for multi-head latent attention. */
 int model_is_mla(const struct model_spec *m);
-
-/* 1 when each query and key head is RMS-normalized after the QKV
- * projection: qk_norm when given, else by model_type. */
-int model_qk_norm(const struct model_spec *m);
 
 /* 1 when layer i (0-based) has a routed-expert MLP (see the top). */
 int model_layer_moe(const struct model_spec *m, int64_t i);

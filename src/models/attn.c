@@ -117,42 +117,34 @@ static void rope_op(struct layer_ops *o, const char *name,
 		  7 * n * d->act_B, 10, 4 * n);
 }
 
-/* Q and K normalized per head after the projection, before the rotary
- * embedding (Qwen3, OLMo 2, Gemma 3; Megatron-Core SelfAttention
- * get_query_key_value_tensors: q_layernorm, then k_layernorm, each a norm
- * module of its own) over n = T q (or T kv) elements: forward reads and
- * writes n B; backward reads x and dy (again for dgamma when that is a
- * second kernel, as lop_norm_bwd) and writes dx. */
-static void head_norm(struct layer_ops *o, const char *name,
-		      enum layer_pass pass, const struct layer_dims *d,
-		      double width)
-{
-	double n = layer_tokens(d) * width;
-	struct layer_op *op;
-
-	if (pass == PASS_BWD) {
-		op = lop_memop(o, name, pass, 2 * d->norm_bwd_passes * n *
-			       d->act_B, n * d->act_B, NORM_FLOPS * n);
-		op->k.launches = d->norm_bwd_passes;
-	} else {
-		op = lop_memop(o, name, pass, n * d->act_B, n * d->act_B,
-			       NORM_FLOPS * n);
-	}
-	op->host = HOST_MODULE;
-}
-
+/* QK norm (Qwen3: Megatron-Core SelfAttention's q_layernorm and
+ * k_layernorm, Transformer Engine RMSNorms over each head's d elements
+ * of the QKV GEMM's output, before rotary): a norm over T q and one over
+ * T kv elements; backward, like the layer's norms, reads the input and
+ * the output gradient (again for dgamma when that is a second kernel)
+ * and writes the input gradient. */
 static void qk_norm(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
-	if (!d->qk_norm)
+	double t = layer_tokens(d), B = d->act_B, w[2], p;
+	int i;
+
+	if (!d->qk_norm || d->mla)
 		return;
-	if (pass == PASS_BWD) {	/* autograd: the reverse order */
-		head_norm(o, "k_layernorm_bwd", pass, d, layer_kv_width(d));
-		head_norm(o, "q_layernorm_bwd", pass, d, layer_q_width(d));
-		return;
+	w[0] = layer_q_width(d);
+	w[1] = layer_kv_width(d);
+	p = d->norm_bwd_passes;
+	for (i = 0; i < 2; i++) {
+		double n = t * w[i];
+
+		if (pass == PASS_BWD)
+			lop_memop(o, i ? "k_norm_bwd" : "q_norm_bwd", pass,
+				  2 * p * n * B, n * B, NORM_FLOPS * n)
+				->k.launches = p;
+		else
+			lop_memop(o, i ? "k_norm" : "q_norm", pass, n * B, n * B,
+				  NORM_FLOPS * n);
 	}
-	head_norm(o, "q_layernorm", pass, d, layer_q_width(d));
-	head_norm(o, "k_layernorm", pass, d, layer_kv_width(d));
 }
 
 /* GQA keys and values copied to the query heads (repeat_interleave on
@@ -194,21 +186,14 @@ static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
 		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
 }
 
-static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
-		     const struct layer_dims *d)
+/* MLA's up projections over the gathered tokens (recomputed whole with
+ * mla_up_proj, RoPE after them). */
+static void mla_up_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
 {
 	const struct mla_dims *m = &d->mla_d;
 	double hq = heads_q(d), t = layer_tokens(d);
 
-	if (!d->mla) {
-		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-			       layer_q_width(d) + 2 * layer_kv_width(d),
-			       d->hidden, d->lowp);
-		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
-			 2 * layer_kv_width(d));
-		return;
-	}
-	mla_down_fwd(o, pass, d);
 	if (m->q_lora > 0)
 		lop_column_fwd(o, "q_up_cast", "q_up_allgather", "q_up", pass,
 			       d, hq * (m->nope + m->rope), m->q_lora, d->lowp);
@@ -219,6 +204,23 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
 	lop_tpcoll(o, "k_rope_allgather", pass, d, COLL_ALLGATHER,
 		   d->sp ? t * m->rope * d->act_B : 0);
+}
+
+static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d)
+{
+	double t = layer_tokens(d);
+
+	if (!d->mla) {
+		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
+			       layer_q_width(d) + 2 * layer_kv_width(d),
+			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
+		return;
+	}
+	mla_down_fwd(o, pass, d);
+	mla_up_fwd(o, pass, d);
 }
 
 /* ---- the core ---- */
@@ -529,10 +531,18 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_norm_bwd(o, "norm1_bwd", d);
 }
 
-void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
-	      const struct layer_dims *d, const struct layer_kind *k)
+/* Megatron-Core recomputes MLA's up projections and RoPE
+ * (CheckpointWithoutOutput, multi_latent_attention.py) when the core's
+ * output gradient arrives, so before the core's own recomputation and
+ * backward; a checkpointed core re-runs its forward after them. */
+void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
+	      const struct layer_kind *k)
 {
-	if (rc == LREC_SELECTIVE)
+	if (d->mla && (mods & 1u << RCM_MLA_UP_PROJ)) {
+		mla_up_fwd(o, PASS_RECOMPUTE, d);
+		rope_op(o, "rope", PASS_RECOMPUTE, d);
+	}
+	if (mods & 1u << RCM_CORE_ATTN)
 		core(o, PASS_RECOMPUTE, 0, d, k);
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);

@@ -96,20 +96,33 @@ static uint16_t per_expert(const struct layer_dims *d)
 }
 
 /* Transformer Engine's GroupedLinear quantizes its input split by expert
- * (tex.split_quantize -> multi_tensor_quantize_impl, transformer_engine/
- * pytorch/csrc/extensions/cast.cpp): one fused multi_cast_transpose for
- * all experts only under delayed scaling ("Currently only have fused
- * kernel for FP8 delayed scaling"); any other quantizer runs per expert.
- * Per-tensor current scaling (Float8CurrentScalingQuantizer::quantize_impl,
- * quantizer.cpp) computes the tensor's amax (a kernel reading it), its
- * scale (a kernel), then casts (a kernel reading it again): 3 kernels and
- * a second read of each expert's rows; block scaling (Float8Block-
- * Quantizer) casts in one kernel per expert. */
+ * (tex.split_quantize -> multi_tensor_quantize_impl, csrc/extensions/
+ * cast.cpp; framework per_expert_quantize): one fused multi_cast_transpose
+ * for all experts only under delayed-scaling FP8; any other quantizer runs
+ * per expert. Per-tensor current scaling (Float8CurrentScalingQuantizer::
+ * quantize_impl, quantizer.cpp) computes the expert's amax (a kernel
+ * reading its rows), its scale (a kernel), then casts (a kernel reading
+ * the rows again): 3 kernels and a second read; block scaling (Float8-
+ * BlockQuantizer) casts in one kernel per expert. */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
 {
 	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ? 3 :
 			       fp8_scaling == FP8_BLOCK ? 1 : 0;
 	d->moe.amax_pass = fp8_scaling == FP8_CURRENT;
+}
+
+/* Kernels a grouped cast runs on the GPU: one, or one per local expert
+ * (Transformer Engine <= 2.17 GroupedLinear: split_quantize's
+ * multi_tensor_quantize_impl quantizes the experts' splits "individually"
+ * for every recipe but delayed-scaling FP8, whose nvte_multi_cast_transpose
+ * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
+ * per_expert_quantize, taken for the MX formats), each paying the GPU's
+ * kernel launch; fp8 recipes as moe_quant_dims. */
+static double cast_kernels(const struct layer_dims *d)
+{
+	if (d->moe.quant_kernels > 0)
+		return d->moe.quant_kernels * d->moe.local;
+	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 1;
 }
 
 /* The grouped cast just pushed (if any) quantizes every expert's input:
@@ -120,17 +133,17 @@ static void grouped_cast(struct layer_ops *o, const char *name,
 			 double n)
 {
 	struct layer_op *op;
-	double k = d->moe.quant_kernels * d->moe.local;
+	double k;
 
 	lop_cast(o, name, pass, d, d->lowp, n);
 	if (!d->lowp)
 		return;
 	op = &o->op[o->n - 1];
-	op->host_kernels = per_expert(d);
-	if (k < 1)
-		return;
+	k = cast_kernels(d);
 	op->k.launches = k;
-	op->host_kernels = (uint16_t)(k - 1 > 65535 ? 65535 : k - 1);
+	op->host_kernels = per_expert(d);
+	if (d->moe.quant_kernels > 1)	/* from C++: each expert's kernels */
+		op->host_kernels = (uint16_t)(k - 1 > 65535 ? 65535 : k - 1);
 	if (d->moe.amax_pass)
 		op->k.read_B += n * d->act_B;
 }
@@ -303,6 +316,8 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
+	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT))
+		o->op[o->n - 1].k.write_B = R * f * d->lowp_B;	/* row-wise */
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
 }
@@ -380,11 +395,38 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 
 /* ---- backward ---- */
 
-static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
+/* moe_act recomputation (Megatron-Core experts.py: the activation under
+ * CheckpointWithoutOutput, its output discarded once fc2 has run and
+ * recomputed when fc2's output gradient arrives; in low precision fc2
+ * saves its original 16-bit input, set_save_original_input, so Transformer
+ * Engine quantizes the forward's row-wise copy only and the column-wise
+ * copy the wgrad GEMM reads in the backward, from the recomputed input):
+ * the activation again, read R u B, write R f B, and the column-wise cast,
+ * read R f B, write R f L. */
+static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
+{
+	double R = rows(d), f = local_ffn(&d->moe), u = fc1_width(d);
+	struct layer_op *op;
+
+	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
+		  R * f * d->act_B, ACT_FLOPS * R * f);
+	if (!d->lowp)
+		return;
+	op = lop_memop(o, "expert_fc2_input_cast", PASS_BWD, R * f * d->act_B,
+		       R * f * d->lowp_B, R * f);
+	op->host = HOST_FREE;	/* inside fc2's backward call */
+	op->host_kernels = per_expert(d);
+	op->k.launches = cast_kernels(d);
+}
+
+static void experts_bwd(struct layer_ops *o, unsigned mods,
+			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	if (mods & 1u << RCM_MOE_ACT)
+		act_recompute(o, d);
 	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
 	grouped_opens(o, d);
@@ -431,19 +473,26 @@ static int16_t shared_bwd(struct layer_ops *o, const struct layer_dims *d)
 			      d, u, d->hidden, d->lowp);
 }
 
-void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
+/* With moe recomputed (Megatron-Core moe_layer.py: the routed MLP under
+ * tensor_parallel.checkpoint from the pre-MLP norm's output), the whole
+ * forward, dispatch and combine included, runs again first. */
+void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), red = LAYER_NONE, routed;
 
+	if (mods & 1u << RCM_MOE) {
+		moe_fwd(o, PASS_RECOMPUTE, d);
+		in = lop_tail(o);
+	}
 	o->scope = SCOPE_MOE;
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
 	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
 	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
-	experts_bwd(o, d);
+	experts_bwd(o, mods, d);
 	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,
 		 COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
@@ -458,6 +507,8 @@ void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
 	if (m->shared_ffn > 0) {
 		int16_t first = (int16_t)o->n;
 
+		if (mods & 1u << RCM_SHARED_EXPERTS)	/* checkpointed */
+			shared_fwd(o, PASS_RECOMPUTE, d);
 		red = shared_bwd(o, d);
 		o->op[first].dep[0] = in;	/* from the output's gradient */
 	}

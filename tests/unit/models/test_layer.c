@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "models/footprint.h"
 #include "models/layer.h"
 
 /* GPT layer: h 1024, a 16 (d 64), f 4096, s 2048, b 2 -> T = 4096. */
@@ -560,53 +561,43 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
 }
 
-Test(layer, qk_norm_per_head_of_qwen3)
+/* Bytes of the op named `name` in the pass (read + written). */
+static double op_bytes(const struct layer_ops *o, const char *name,
+		       enum layer_pass pass)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
+			return o->op[i].k.read_B + o->op[i].k.write_B;
+	return -1;
+}
+
+Test(layer, qk_norm_of_qwen3_attention)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_ops o, bw;
-	const struct layer_op *q, *k;
-	double T = 4096, qw = 1024, kv = 256, B = 2;
+	struct layer_ops o;
+	double T = 4096, q = 1024, kv = 1024, B = 2, plain;
 
-	/* A Qwen3-like layer: h 1024, 16 query heads of 64 (q width 1024),
-	 * 4 KV heads (kv width 256), T = 4096, tp 1. q_layernorm reads and
-	 * writes T q B = 4096 * 1024 * 2 = 8388608 B, k_layernorm T kv B =
-	 * 2097152 B, one launch and one module call each. */
+	/* GPT fixture (T 4096, 16 heads of 64: q = kv = 1024, no GQA) with
+	 * Qwen3's per-head norms of Q and K: forward read + write T q B =
+	 * 16777216 B each; backward (one fused kernel) read 2 T q B, write
+	 * T q B = 25165824 B each; the layer keeps their inputs, T (q + kv)
+	 * B = 16777216 B more. */
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.model.num_key_value_heads = 4;
-	f.model.position_embedding = POS_ROPE;
-	f.model.qk_norm = -1;
-	f.model.model_type = "qwen3_moe";	/* by model_type */
-	cr_assert_eq(model_qk_norm(&f.model), 1);
 	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &o);
-	q = find_op(&o, "q_layernorm");
-	k = find_op(&o, "k_layernorm");
-	cr_assert(q && k);
-	assert_close(q->k.read_B, T * qw * B);
-	assert_close(q->k.write_B, T * qw * B);
-	assert_close(k->k.read_B, T * kv * B);
-	assert_close(k->k.write_B, T * kv * B);
-	cr_assert_eq(q->host, HOST_MODULE);
-	/* Before the rotary embedding, after the QKV GEMM. */
-	cr_assert_lt(q - o.op, find_op(&o, "rope") - o.op);
-	cr_assert_gt(q - o.op, find_op(&o, "qkv") - o.op);
-	/* Backward (one pass for dx and dgamma, norm_bwd_passes 1): reads x
-	 * and dy (2 T q B = 16777216 B), writes dx (8388608 B). */
-	d.norm_bwd_passes = 1;
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	q = find_op(&bw, "q_layernorm_bwd");
-	cr_assert_not_null(q);
-	assert_close(q->k.read_B, 2 * T * qw * B);
-	assert_close(q->k.write_B, T * qw * B);
-	/* A Llama (model_type llama, no key) has none; the key overrides. */
-	f.model.model_type = "llama";
-	cr_assert_eq(model_qk_norm(&f.model), 0);
-	f.model.qk_norm = 1;
-	cr_assert_eq(model_qk_norm(&f.model), 1);
-	f.model.qk_norm = 0;
-	f.model.model_type = "qwen3";
+	plain = footprint_layer_act_B(&d, LREC_NONE);
+	cr_assert_eq(d.qk_norm, 0);
+	f.model.qk_layernorm = 1;
 	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.qk_norm, 1);
 	layer_fwd(&d, NULL, &o);
-	cr_assert_null(find_op(&o, "q_layernorm"));
+	assert_close(op_bytes(&o, "q_norm", PASS_FWD), 2 * T * q * B);
+	assert_close(op_bytes(&o, "k_norm", PASS_FWD), 2 * T * kv * B);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	assert_close(op_bytes(&o, "q_norm_bwd", PASS_BWD), 3 * T * q * B);
+	assert_close(op_bytes(&o, "k_norm_bwd", PASS_BWD), 3 * T * kv * B);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE) - plain,
+		     T * (q + kv) * B);
 }
