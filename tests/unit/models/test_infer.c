@@ -383,3 +383,63 @@ Test(infer, attention_dp_busiest_rank)
 		cr_assert_float_eq(r.g[k].count, b.g[k].count, 1e-12);
 	cr_assert_float_eq(route, 0, 1e-12);
 }
+
+/*
+ * trtllm-bench's auto sizing with the trtllm preset's auto_size_rule
+ * (tuning.py finetune_setting). Qwen3-30B-A3B in bf16 on one H100:
+ * memory 81,559 MiB = 79.647 GiB, weights 61,064,220,672 B = 56.870 GiB
+ * (moe_weights_qwen3_30b), so 22.777 GiB left, of which the preset's KV
+ * fraction 0.9 is 20.4995 GiB. KV per token 2 x 48 layers x 4 heads x
+ * 128 x B_kv = 98,304 B in bf16 (9.155e-5 GiB), half in fp8.
+ *   1000/1000 bf16: 20.4995 / (9.155e-5 x 2000) = 111.95 requests:
+ *     batch max(64, 32 x ceil(3.50)) = 128; tokens 223.9 -> 2048 (the
+ *     floor); unchunked: max(2048, 1000 + 128) = 2048
+ *   128/128 fp8: 1749.3 requests -> 256 x ceil(6.83) = 1792; tokens
+ *     3498.5 -> 256 x ceil(13.67) = 3584
+ *   1000/100 fp8: 407.1 -> 128 x ceil(3.18) = 512; tokens 4478.1 ->
+ *     512 x ceil(8.75) = 4608
+ *   128/16 fp8: 3109.8 -> 256 x ceil(12.15) = 3328; tokens 27988 ->
+ *     1024 x ceil(27.33) = 28672
+ *   16/16 fp8: 13994 requests, capped at 4096 (a multiple of 256);
+ *     tokens 4096 x 2 = 8192
+ */
+Test(infer, trtllm_auto_size_rounds_by_the_rule)
+{
+	static const struct {
+		const char *isl, *osl, *kv;
+		int64_t seqs, tokens;
+	} c[] = {
+		{"serving.input_len=1000", "serving.output_len=1000",
+		 "serving.kv_dtype=bf16", 128, 2048},
+		{"serving.input_len=128", "serving.output_len=128",
+		 "serving.kv_dtype=fp8", 1792, 3584},
+		{"serving.input_len=1000", "serving.output_len=100",
+		 "serving.kv_dtype=fp8", 512, 4608},
+		{"serving.input_len=128", "serving.output_len=16",
+		 "serving.kv_dtype=fp8", 3328, 28672},
+		{"serving.input_len=16", "serving.output_len=16",
+		 "serving.kv_dtype=fp8", 4096, 8192},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *sets[] = {"phase=serving", "serving.requests=10",
+				      "serving.engine.auto_size=true",
+				      c[i].isl, c[i].osl, c[i].kv};
+		struct arena a;
+		struct diag d;
+		struct infer_ctx x;
+		struct job_spec *j;
+
+		arena_init(&a);
+		diag_init(&d, stderr);
+		j = load(&a, Q30, sets, 6);
+		cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+		cr_assert_eq(x.max_seqs, c[i].seqs, "%s %s: %lld", c[i].isl,
+			     c[i].osl, (long long)x.max_seqs);
+		cr_assert_eq(x.max_tokens, c[i].tokens, "%s %s: %lld",
+			     c[i].isl, c[i].osl, (long long)x.max_tokens);
+		infer_ctx_release(&x);
+		arena_release(&a);
+	}
+}
