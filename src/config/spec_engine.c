@@ -226,6 +226,8 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    "gives no max_seqs and max_tokens");
 		return -1;
 	}
+	if (e->auto_size && cnode_get(node, "auto_size_rule"))
+		node = cnode_get(node, "auto_size_rule");
 	if (e->auto_size &&
 	    (check_steps(node, "seq", &e->auto_rule.seq_below,
 			 &e->auto_rule.seq_step, d) ||
