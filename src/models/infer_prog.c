@@ -165,13 +165,14 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 		infer_kind_of(x->job, i, &kind);
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
-			    x->kinds[k].window == kind.window)
+			    x->kinds[k].window == kind.window &&
+			    x->kinds[k].chunk == kind.chunk)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {
 				diag_error(d, NULL, 0, 0, "model '%s' has more "
 					   "than %d kinds of layer (dense or "
-					   "MoE, attention windows)",
+					   "MoE, attention windows or chunks)",
 					   x->job->model->name ?
 					   x->job->model->name : "?",
 					   INFER_MAX_KINDS);

@@ -260,7 +260,7 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0};
+	struct infer_kind k = {1, 0, 0};
 	struct infer_ops o;
 	struct infer_unit u;
 	struct diag dg;
@@ -314,7 +314,7 @@ Test(infer, moe_attention_dp_dispatches)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0};
+	struct infer_kind k = {1, 0, 0};
 	struct infer_ops o;
 	struct diag dg;
 
@@ -442,4 +442,80 @@ Test(infer, trtllm_auto_size_rounds_by_the_rule)
 		infer_ctx_release(&x);
 		arena_release(&a);
 	}
+}
+
+/*
+ * Chunked attention (Llama 4): a prompt of 20,000 tokens with chunks of
+ * 8192 is three causal attentions within chunks [0, 8192), [8192, 16384)
+ * and [16384, 20000): queries 8192, 8192, 3616 over keys 8192, 8192,
+ * 3616. A second chunk of a prompt (1000 tokens after 8000 cached)
+ * crosses the boundary at 8192: 192 queries over keys 0..8191 (8192
+ * keys), then 808 queries over keys 8192..8999 (808 keys). A decode
+ * token at position 20,999 (kv = 21,000) sees its chunk's keys from
+ * 16,384: 21,000 - 16,384 = 4616 = (21,000 - 1) mod 8192 + 1. Without a
+ * chunk the group passes unchanged. With room for two groups the rest
+ * of the queries are one last group over its chunk's keys.
+ */
+Test(infer, chunked_attention_groups)
+{
+	struct gpu_attn_group g[8];
+	int n;
+
+	n = infer_chunk_groups(2, 20000, 20000, 8192, g, 8);
+	cr_assert_eq(n, 3);
+	cr_assert_float_eq(g[0].q, 8192, 1e-9);
+	cr_assert_float_eq(g[0].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[1].q, 8192, 1e-9);
+	cr_assert_float_eq(g[1].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[2].q, 3616, 1e-9);
+	cr_assert_float_eq(g[2].kv, 3616, 1e-9);
+	cr_assert_float_eq(g[2].count, 2, 1e-12);
+
+	n = infer_chunk_groups(1, 1000, 9000, 8192, g, 8);
+	cr_assert_eq(n, 2);
+	cr_assert_float_eq(g[0].q, 192, 1e-9);
+	cr_assert_float_eq(g[0].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[1].q, 808, 1e-9);
+	cr_assert_float_eq(g[1].kv, 808, 1e-9);
+
+	n = infer_chunk_groups(64, 1, 21000, 8192, g, 8);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(g[0].q, 1, 1e-12);
+	cr_assert_float_eq(g[0].kv, 4616, 1e-9);
+
+	n = infer_chunk_groups(3, 10, 500, 0, g, 8);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(g[0].q, 10, 1e-12);
+	cr_assert_float_eq(g[0].kv, 500, 1e-12);
+
+	n = infer_chunk_groups(1, 20000, 20000, 8192, g, 2);
+	cr_assert_eq(n, 2);
+	cr_assert_float_eq(g[1].q, 20000 - 8192, 1e-9);
+	cr_assert_float_eq(g[1].kv, 20000 - 8192, 1e-9);
+}
+
+/*
+ * Llama 4 Maverick's layers (workloads/models/llama4-maverick.yaml):
+ * attention_chunk_size 8192, nope_layer_interval 4, so layers 3, 7, ...
+ * ((i + 1) % 4 == 0) are NoPE and global, the others chunked.
+ */
+Test(infer, llama4_chunked_layers)
+{
+	const char *mav[] = {"model=llama4-maverick",
+			     "system.gpus_per_node=8", "parallelism.tp=8"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_kind k;
+
+	arena_init(&a);
+	j = load(&a, L70, mav, 3);
+	infer_kind_of(j, 0, &k);
+	cr_assert_float_eq(k.chunk, 8192, 0);
+	infer_kind_of(j, 2, &k);
+	cr_assert_float_eq(k.chunk, 8192, 0);
+	infer_kind_of(j, 3, &k);
+	cr_assert_float_eq(k.chunk, 0, 0);
+	infer_kind_of(j, 47, &k);
+	cr_assert_float_eq(k.chunk, 0, 0);
+	arena_release(&a);
 }
