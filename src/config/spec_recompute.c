@@ -36,7 +36,8 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 		cnode_error(d, at, "training.recompute_modules needs recompute: "
 			    "selective (it is %s; Megatron-Core reads the "
 			    "modules only with recompute_granularity "
-			    "'selective')", recompute_names[j->training.recompute]);
+			    "'selective')", j->training.recompute == RECOMPUTE_FULL ?
+			    "full" : "none");
 		return -1;
 	}
 	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
