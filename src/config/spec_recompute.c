@@ -46,6 +46,14 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 			    "(kv_lora_rank)");
 		return -1;
 	}
+	if (job_recomputes(j, RCM_MOE) && j->moe.a2a_overlap &&
+	    j->parallelism.ep > 1) {
+		cnode_error(d, at, "training.recompute_modules: moe cannot be "
+			    "recomputed with moe.a2a_overlap (Megatron-Core: "
+			    "'disable moe in recompute_modules when enabling "
+			    "overlap_moe_expert_parallel_comm')");
+		return -1;
+	}
 	if (job_recomputes(j, RCM_SHARED_EXPERTS) &&
 	    j->moe.shared_expert_overlap) {
 		cnode_error(d, at, "training.recompute_modules: shared_experts "
