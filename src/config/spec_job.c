@@ -12,7 +12,6 @@
 
 const char *const job_phase_names[] = {"training", "prefill", "decode",
 				       "serving", NULL};
-const char *const recompute_names[] = {"none", "selective", "full", NULL};
 const char *const recompute_module_names[] = {
 	"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
 	"shared_experts", NULL,

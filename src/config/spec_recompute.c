@@ -8,6 +8,9 @@
 #include "cnode.h"
 #include "base/diag.h"
 
+/* training.recompute's values (enum recompute order). */
+const char *const recompute_names[] = {"none", "selective", "full", NULL};
+
 /* Whether the job's recompute_modules name module m. */
 int job_recomputes(const struct job_spec *j, enum recompute_module m)
 {
