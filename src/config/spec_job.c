@@ -83,6 +83,22 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "
 		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "expert_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the second expert GEMM returns "
+		  "its bias and each local expert's rows get bias x routing "
+		  "probability as PyTorch ops (mul, add per expert, cat, cast); "
+		  "false: in the GEMM's epilogue" },
+	{ .key = "glu_clamp_kernels", .type = ST_BOOL,
+	  .offset = EOFF(glu_clamp_kernels), .def = "false",
+	  .help = "a clamped GLU (swiglu_limit): the two halves clamped and "
+		  "concatenated as three PyTorch kernels before the fused "
+		  "activation (false: inside it)" },
+	{ .key = "fused_rope_mscale", .type = ST_BOOL,
+	  .offset = EOFF(fused_rope_mscale), .def = "true",
+	  .help = "the fused rotary kernel scales cos and sin by YaRN's "
+		  "attention factor (false: with a factor other than 1 the "
+		  "rope runs as PyTorch ops, as eager_rope)" },
 };
 
 static const struct schema elementwise_schema = {

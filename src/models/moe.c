@@ -262,6 +262,64 @@ static void sort_fwd(struct layer_ops *o, const char *name,
 		lop_memop(o, name, pass, n, n, 0);
 }
 
+/* A clamped GLU's clamps as their own kernels (clamp_ops): Megatron-
+ * Core's weighted_bias_quick_geglu_impl clamps the gate half (max) and
+ * the linear half (both ways) of the fc1 output and concatenates them
+ * before its fused activation (NVIDIA/Megatron-LM @ d7288711ba,
+ * megatron/core/fusions/fused_bias_geglu.py): forward three kernels,
+ * read and write R u B twice (R f each clamp, R u the cat); backward
+ * each clamp's gradient reads the gradient and the input of its half and
+ * writes its half (read 2 R u B, write R u B), then the chunk's gradient
+ * is concatenated (read and write R u B): 3 kernels, read 3 R u B,
+ * write 2 R u B. */
+static void clamp_op(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * fc1_width(d) * d->act_B;
+
+	if (!d->moe.clamp_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 3 * n, 2 * n, 0, 3, n / d->act_B);
+	else
+		lop_eager(o, name, pass, 2 * n, 2 * n, 0, 3,
+			  2 * n / d->act_B);
+}
+
+/* The experts' output bias as PyTorch ops (bias_ops): Megatron-Core's
+ * TEGroupedMLP builds fc2 with skip_bias_add and _apply_bias adds, per
+ * local expert, t + b p on its rows (experts.py @ d7288711ba): b p
+ * ([R_e, h], in the wider dtype w of the bias and the probability,
+ * probs_B), the add (read R_e h B and R_e h w, write R_e h w), then one
+ * cat of the L results (read and write R h w) and, when w > B, the cast
+ * back (read R h w, write R h B). With n = R h: forward read n (B + 2 w)
+ * [+ n w], write 3 n w [+ n B]; 2 L + 1 [+ 1] kernels. Backward: the
+ * cast's gradient [read n B, write n w], per expert the rows' gradient
+ * cast to B [read n w, write n B], b's and p's gradients each a multiply
+ * (read n w, write n w) and a sum (read n w), and the split's gradient
+ * concatenated (read and write n B): read 4 n w + n B [+ n (B + w)],
+ * write 2 n w + n B [+ n (w + B)]; 4 L + 1 [+ L + 1] kernels. */
+static void bias_op(struct layer_ops *o, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double n = rows(d) * d->hidden, B = d->act_B, L = m->local;
+	double w = m->probs_B > B ? m->probs_B : B;
+	int cast = w > B;
+
+	if (!m->bias_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 4 * n * w + n * B +
+			  (cast ? n * (B + w) : 0), 2 * n * w + n * B +
+			  (cast ? n * (w + B) : 0), 0,
+			  4 * L + 1 + (cast ? L + 1 : 0), 4 * n);
+	else
+		lop_eager(o, name, pass, n * (B + 2 * w) + (cast ? n * w : 0),
+			  3 * n * w + (cast ? n * B : 0), 0,
+			  2 * L + 1 + (cast ? 1 : 0), 2 * n);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -271,11 +329,13 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
+	clamp_op(o, "expert_clamp", pass, d);
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
+	bias_op(o, "expert_bias", pass, d);
 }
 
 /* The host waits before it issues op `at`: for the counts exchange
@@ -356,6 +416,7 @@ static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
 	grouped_opens(o, d);
@@ -363,6 +424,7 @@ static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
 	o->op[o->n - 1].k.accum_B = 2 * L * f * h * d->grad_B;
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
+	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
 	grouped_opens(o, d);
