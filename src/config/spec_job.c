@@ -89,6 +89,11 @@ static const struct schema_field elementwise_fields[] = {
 		  "its bias and each local expert's rows get bias x routing "
 		  "probability as PyTorch ops (mul, add per expert, cat, cast); "
 		  "false: in the GEMM's epilogue" },
+	{ .key = "expert_fc1_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_fc1_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the first expert GEMM takes no "
+		  "bias and each local expert's rows get it as PyTorch ops "
+		  "(add per expert, cat); false: in the GEMM's epilogue" },
 	{ .key = "glu_clamp_kernels", .type = ST_BOOL,
 	  .offset = EOFF(glu_clamp_kernels), .def = "false",
 	  .help = "a clamped GLU (swiglu_limit): the two halves clamped and "

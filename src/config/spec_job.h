@@ -156,6 +156,8 @@ struct elementwise_spec {
 	int expert_bias_kernels;	/* a biased MoE's second expert GEMM returns
 					 * its bias, added per local expert times the
 					 * routing probability by PyTorch ops */
+	int expert_fc1_bias_kernels;	/* a biased MoE's first expert GEMM's bias
+					 * added per local expert by PyTorch ops */
 	int glu_clamp_kernels;		/* a clamped GLU's clamps as their own
 					 * kernels ahead of the fused activation */
 	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's

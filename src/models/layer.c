@@ -203,6 +203,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
 	e->bias_ops = m->mlp_bias == 1 &&
 		      j->framework->elementwise.expert_bias_kernels == 1;
+	e->fc1_bias_ops = m->mlp_bias == 1 &&
+			  j->framework->elementwise.expert_fc1_bias_kernels == 1;
 	e->probs_B = dtype_bytes((enum dtype)mj->router_dtype);
 	if (mj->dispatcher && mj->dispatcher->fp32_probs && e->probs_B < 4)
 		e->probs_B = 4;

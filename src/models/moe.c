@@ -320,6 +320,28 @@ static void bias_op(struct layer_ops *o, const char *name,
 			  2 * L + 1 + (cast ? 1 : 0), 2 * n);
 }
 
+/* The first expert GEMM's bias as PyTorch ops (fc1_bias_ops): NeMo
+ * AutoModel's GroupedExpertsDeepEP runs grouped_gemm's gmm, which takes
+ * no bias, and its _apply_bias adds each local expert's bias to its rows
+ * (t + b per expert, one cat; NVIDIA-NeMo/Automodel @ 8d9bfb90e,
+ * nemo_automodel/components/moe/layers.py). n = R u elements of B:
+ * forward read and write 2 n B (the adds, the cat), L + 1 kernels;
+ * backward each expert's bias gradient sums its rows (read n B) and the
+ * split's gradient is concatenated (read and write n B): read 2 n B,
+ * write n B, L + 1 kernels. */
+static void fc1_bias_op(struct layer_ops *o, const char *name,
+			enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * fc1_width(d) * d->act_B, L = d->moe.local;
+
+	if (!d->moe.fc1_bias_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 2 * n, n, 0, L + 1, n / d->act_B);
+	else
+		lop_eager(o, name, pass, 2 * n, 2 * n, 0, L + 1, n / d->act_B);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -329,6 +351,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
+	fc1_bias_op(o, "expert_fc1_bias", pass, d);
 	clamp_op(o, "expert_clamp", pass, d);
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
@@ -425,6 +448,7 @@ static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
+	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
 	grouped_opens(o, d);

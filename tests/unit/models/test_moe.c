@@ -186,6 +186,25 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 3 * u, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	/* fc1's bias as PyTorch ops too (AutoModel): R u = 8192 x 1024
+	 * elements of 2 B (16777216 B); forward the adds and the cat read
+	 * and write it twice, L + 1 = 9 kernels; backward the per-expert
+	 * sums read it, the split's cat reads and writes it. */
+	f.fw.elementwise.expert_fc1_bias_kernels = 1;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	op = op_named(&o, "expert_fc1_bias");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.write_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.launches, 9, 0));
+	cr_assert(op < op_named(&o, "expert_act"));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	op = op_named(&o, "expert_fc1_bias_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.write_B, 16777216.0, 1e-12));
+	f.fw.elementwise.expert_fc1_bias_kernels = 0;
 	/* 16-bit probabilities: no casts. Forward read n (2 + 4) = 6 n,
 	 * write 6 n, 2 L + 1 = 17 kernels. */
 	f.job.moe.router_dtype = DTYPE_BF16;
