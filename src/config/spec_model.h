@@ -111,6 +111,8 @@ struct model_spec {
 	struct rope_scaling_spec rope_scaling;	/* rotary scaling; factor 0 = none */
 	double rope_mscale;			/* YaRN attention factor on cos/sin (1 = none),
 						 * derived */
+	int qk_layernorm;			/* per-head norms of Q and K before
+						 * rotary (Qwen3, OLMo 2) */
 	/* Mixture of Experts (0 = dense) */
 	int64_t n_routed_experts;		/* experts per MoE layer */
 	int64_t num_experts_per_tok;		/* top-k */
