@@ -235,6 +235,21 @@ static const struct schema_field model_fields[] = {
 	{ .key = "layer_types", .type = ST_INT_LIST, .offset = OFF(layer_types),
 	  .values = layer_type_names, .flags = SF_OPTIONAL,
 	  .help = "attention of each layer (gpt-oss)" },
+	{ .key = "attention_chunk_size", .type = ST_INT,
+	  .offset = OFF(attention_chunk_size), .min = 1, .max = 1e9,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: RoPE layers attend within aligned chunks of this "
+		  "many tokens (chunked attention)" },
+	{ .key = "no_rope_layers", .type = ST_INT_LIST,
+	  .offset = OFF(no_rope_layers), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: per layer 1 = RoPE (chunked attention), 0 = NoPE "
+		  "(global attention); absent: by nope_layer_interval" },
+	{ .key = "nope_layer_interval", .type = ST_INT,
+	  .offset = OFF(nope_layer_interval), .min = 1, .max = 1e5,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
+		  "absent (transformers' Llama4TextConfig default: 4)" },
 	{ .key = "quantization_config", .type = ST_SECTION,
 	  .offset = OFF(quantization), .sub = &quant_schema,
 	  .flags = SF_OPTIONAL,
@@ -284,6 +299,19 @@ int64_t model_layer_window(const struct model_spec *m, int64_t i)
 	    i < m->max_window_layers)
 		return 0;
 	return m->sliding_window;
+}
+
+int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
+{
+	int rope;
+
+	if (m->attention_chunk_size <= 0)
+		return 0;
+	if (m->no_rope_layers.n > 0)
+		rope = (size_t)i < m->no_rope_layers.n && m->no_rope_layers.v[i];
+	else
+		rope = (i + 1) % m->nope_layer_interval != 0;
+	return rope ? m->attention_chunk_size : 0;
 }
 
 int64_t model_shared_ffn(const struct model_spec *m)
@@ -401,6 +429,20 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 				    "layers but no 'sliding_window'");
 			return -1;
 		}
+	if (m->no_rope_layers.n > 0 &&
+	    m->no_rope_layers.n != (size_t)m->num_hidden_layers) {
+		cnode_error(d, node, "'no_rope_layers' has %zu entries for %lld "
+			    "layers", m->no_rope_layers.n,
+			    (long long)m->num_hidden_layers);
+		return -1;
+	}
+	if (m->attention_chunk_size > 0 && m->no_rope_layers.n == 0 &&
+	    m->nope_layer_interval <= 0) {
+		cnode_error(d, node, "'attention_chunk_size' needs "
+			    "'no_rope_layers' or 'nope_layer_interval' (which "
+			    "layers attend in chunks)");
+		return -1;
+	}
 	return 0;
 }
 
