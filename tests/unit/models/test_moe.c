@@ -670,18 +670,6 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	arena_release(&a);
 }
 
-/* The op named name in o, or NULL. */
-static const struct layer_op *op_named(const struct layer_ops *o,
-				       const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
-}
-
 Test(moe, fp8_current_scaling_quantizes_each_expert)
 {
 	struct fixture f;
