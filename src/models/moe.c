@@ -101,14 +101,13 @@ static uint16_t per_expert(const struct layer_dims *d)
  * for all experts only under delayed-scaling FP8; any other quantizer runs
  * per expert. Per-tensor current scaling (Float8CurrentScalingQuantizer::
  * quantize_impl, quantizer.cpp) computes the expert's amax (a kernel
- * reading its rows), its scale (a kernel), then casts (a kernel reading
- * the rows again): 3 kernels and a second read; block scaling (Float8-
- * BlockQuantizer) casts in one kernel per expert. */
+ * reading its rows: lop_cast's amax pass), its scale (a kernel), then
+ * casts (a kernel): 3 kernels per expert; block scaling (Float8Block-
+ * Quantizer) casts in one kernel per expert. */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
 {
 	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ? 3 :
 			       fp8_scaling == FP8_BLOCK ? 1 : 0;
-	d->moe.amax_pass = fp8_scaling == FP8_CURRENT;
 }
 
 /* Kernels a grouped cast runs on the GPU: one, or one per local expert
@@ -117,12 +116,13 @@ void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
  * for every recipe but delayed-scaling FP8, whose nvte_multi_cast_transpose
  * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
  * per_expert_quantize, taken for the MX formats), each paying the GPU's
- * kernel launch; fp8 recipes as moe_quant_dims. */
+ * kernel launch; fp8 recipes as moe_quant_dims; 0: lop_cast's count (one
+ * launch, or fp8 current scaling's amax, scale and cast over all rows). */
 static double cast_kernels(const struct layer_dims *d)
 {
 	if (d->moe.quant_kernels > 0)
 		return d->moe.quant_kernels * d->moe.local;
-	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 1;
+	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 0;
 }
 
 /* The grouped cast just pushed (if any) quantizes every expert's input:
@@ -140,12 +140,11 @@ static void grouped_cast(struct layer_ops *o, const char *name,
 		return;
 	op = &o->op[o->n - 1];
 	k = cast_kernels(d);
-	op->k.launches = k;
+	if (k > 0)
+		op->k.launches = k;
 	op->host_kernels = per_expert(d);
 	if (d->moe.quant_kernels > 1)	/* from C++: each expert's kernels */
 		op->host_kernels = (uint16_t)(k - 1 > 65535 ? 65535 : k - 1);
-	if (d->moe.amax_pass)
-		op->k.read_B += n * d->act_B;
 }
 
 /* The grouped GEMM just pushed opens its module call (no cast before). */
