@@ -75,6 +75,16 @@ enum quant_method {
 	QUANT_MXFP4		/* gpt-oss: MoE weights in mxfp4 */
 };
 
+/* Hugging Face rope_scaling: the rotary scaling (YaRN's attention
+ * factor is what changes the work: see model_check). */
+struct rope_scaling_spec {
+	const char *rope_type;			/* "yarn", "llama3", "linear", ... */
+	double factor;				/* context scaling; 0 = absent */
+	double mscale;				/* YaRN (DeepSeek): mscale */
+	double mscale_all_dim;			/* YaRN (DeepSeek): mscale_all_dim */
+	double attention_factor;		/* YaRN: given attention factor; 0 = derived */
+};
+
 /* A checkpoint's quantization_config (weights as stored). */
 struct quant_spec {
 	const char *quant_method;		/* as written ("fp8", "mxfp4", ...) */
@@ -99,6 +109,12 @@ struct model_spec {
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
 	int attention_bias;			/* QKV/out projections have bias */
+	int mlp_bias;				/* MLP / expert linears have bias (gpt-oss);
+						 * -1 absent: from model_type */
+	double swiglu_limit;			/* gated MLP's clamp (gpt-oss 7); 0 = none */
+	struct rope_scaling_spec rope_scaling;	/* rotary scaling; factor 0 = none */
+	double rope_mscale;			/* YaRN attention factor on cos/sin (1 = none),
+						 * derived */
 	int qk_layernorm;			/* per-head norms of Q and K before
 						 * rotary (Qwen3, OLMo 2) */
 	/* Mixture of Experts (0 = dense) */
