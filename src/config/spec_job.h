@@ -376,6 +376,7 @@ enum job_rule {
 	JR_MTP,			/* mtp_layers within the model's */
 	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs */
 	JR_A2A_VPP,		/* a2a_overlap with pp > 1 needs vpp > 1 */
+	JR_A2A_RECOMPUTE,	/* a2a_overlap refuses full recompute */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
 	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */
