@@ -65,6 +65,20 @@ double mm_rate(const struct mm *m, mm_id var);
  * gives another. */
 void mm_preset_rate(struct mm *m, mm_id var, double rate_Bps);
 
+/* Whether mm_solve() sets aside constraints that cannot bind (on by
+ * default; off solves with every constraint in the heap, for tests: the
+ * rates are the same bit for bit), and how often a solve had to put them
+ * back. */
+void mm_set_prune(struct mm *m, int on);
+uint64_t mm_spills(const struct mm *m);
+
+/* Whether mm_solve() settles a small batch of changes without a
+ * re-solve when it provably moves no other rate (on by default; off for
+ * tests: the rates are the re-solve's to rounding), and how many solves
+ * it settled so. */
+void mm_set_local(struct mm *m, int on);
+uint64_t mm_locals(const struct mm *m);
+
 /* Live variables using constraint c. */
 uint32_t mm_cons_vars(const struct mm *m, mm_id c);
 
