@@ -77,16 +77,15 @@
  * same bit for bit (tests/unit/network/test_maxmin_fast.c checks it
  * against the solver with everything in the heap).
  *
- * Changes settled without a re-solve (maxmin_local.c). The filling
- * records each variable's bottleneck (the constraint that fixed it, or
- * its bound). A small batch of changes that provably moves no other rate
- * (no removed variable's constraint is anyone's bottleneck; each new
- * variable's constraints have room and are nobody's bottleneck, and
- * where its residual is least no one is faster) is settled from the
- * residuals alone: the allocation stays max-min fair, which makes it the
- * re-solve's, up to rounding (1e-12 relative, asserted by the same
- * test). A TP collective starting beside an expert all-to-all whose
- * flows are bound elsewhere is such a change.
+ * Changes settled without a re-solve (maxmin_local.c). A small batch of
+ * changes that provably moves no other rate (every removed variable's
+ * constraints had room left or it was strictly the fastest there; every
+ * new variable's constraints have room, and where what is left is least
+ * no one is faster) is settled from the residuals alone: the allocation
+ * stays max-min fair, which makes it the re-solve's, up to rounding
+ * (1e-12 relative, asserted by the same test). A TP collective starting
+ * or ending beside an expert all-to-all whose flows are bound elsewhere
+ * is such a change.
  *
  * Validity: rates are exact up to floating-point rounding (relative 1e-12
  * on the benchmarks); levels of saturated constraints are clamped at the
@@ -294,7 +293,6 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	x->data = data;
 	x->live = 1;
 	x->pending = PEND_NEW;
-	x->bneck = MM_NONE;
 	if (var_link(m, v) != 0)
 		goto fail;
 	m->live++;
@@ -311,6 +309,8 @@ void mm_var_remove(struct mm *m, mm_id v)
 
 	if (v >= m->nvars || !m->vars[v].live)
 		BUG("removing a variable that does not exist");
+	if (m->local)
+		mm_local_remove(m, v);
 	x = &m->vars[v];
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(m, &x->elems[i]);
@@ -350,6 +350,7 @@ double mm_rate(const struct mm *m, mm_id v)
 void mm_preset_rate(struct mm *m, mm_id v, double rate_Bps)
 {
 	m->vars[v].rate_Bps = rate_Bps;
+	m->vars[v].pending = 0;
 }
 
 uint32_t mm_cons_vars(const struct mm *m, mm_id c)
@@ -491,18 +492,18 @@ void mm_clean(struct mm *m)
 	for (i = 0; i < m->dirty.n; i++)
 		m->cons[m->dirty.v[i]].dirty = 0;
 	m->dirty.n = m->fresh.n = 0;
+	m->need_solve = 0;
 }
 
 /* ---- progressive filling ---- */
 
-static void fix(struct mm *m, mm_id v, double rate, mm_id bneck)
+static void fix(struct mm *m, mm_id v, double rate)
 {
 	struct var *x = &m->vars[v];
 	uint32_t i;
 
 	x->fixed = 1;
 	x->new_Bps = rate;
-	x->bneck = bneck;
 	m->unfixed--;
 	for (i = 0; i < x->nelems; i++) {
 		const struct elem *e = &x->elems[i];
@@ -606,7 +607,7 @@ static void saturate(struct mm *m, mm_id ci, double lvl)
 		mm_id v = c->list[k].var;
 
 		if (!m->vars[v].fixed)
-			fix(m, v, lvl, ci);
+			fix(m, v, lvl);
 	}
 }
 
@@ -637,7 +638,7 @@ static void fill(struct mm *m)
 			/* A bound no higher than any level: it binds. */
 			heap_pop(m);
 			if (!m->vars[top.key].fixed)
-				fix(m, top.key, top.level, MM_NONE);
+				fix(m, top.key, top.level);
 			continue;
 		}
 		c = &m->cons[top.key & ~CONS_KEY];

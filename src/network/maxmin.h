@@ -60,9 +60,11 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg);
 double mm_rate(const struct mm *m, mm_id var);
 
 /* Set a new variable's rate before it is first solved: the rate it had
- * where it was timed apart (a replayed collective becoming flows). The
- * next solve compares with it and reports a change only if its component
- * gives another. */
+ * where it was timed apart (a replayed collective becoming flows), which
+ * must be part of a max-min fair allocation of links it had alone (the
+ * variables preset together). A re-solve compares with it and reports a
+ * change only if its component gives another; a batch settled without a
+ * re-solve keeps it. */
 void mm_preset_rate(struct mm *m, mm_id var, double rate_Bps);
 
 /* Whether mm_solve() sets aside constraints that cannot bind (on by

@@ -15,9 +15,9 @@
 #define CONS_KEY 0x80000000u	/* heap key of constraint c: CONS_KEY | c */
 #define PEND_NEW 1
 #define PEND_LOCAL 2
-#define LOCAL_MAX_FRESH 8	/* local(): at most these new variables, */
-#define LOCAL_MAX_ELEMS 64	/* ... each on at most these constraints, */
-#define LOCAL_MAX_DIRTY 64	/* ... these constraints of removed ones, */
+#define LOCAL_MAX_FRESH 8	/* mm_local(): at most these new variables, */
+#define LOCAL_MAX_ELEMS 64	/* ... each (and each removed one) on at
+				 * most these constraints, */
 #define LOCAL_MAX_WALK 4096	/* ... and these list entries walked */
 #define LOCAL_SLACK 1e-3	/* a constraint with less than this share of
 				 * its capacity left counts as saturated (and
@@ -49,12 +49,11 @@ struct var {
 	void *data;
 	uint32_t mark;		/* epoch of the last walk that reached it */
 	mm_id next_free;
-	mm_id bneck;		/* the constraint that fixed it; MM_NONE:
-				 * its bound */
 	uint8_t fixed;
 	uint8_t live;
-	uint8_t pending;	/* PEND_NEW until solved; PEND_LOCAL while
-				 * local() holds its rate in new_Bps */
+	uint8_t pending;	/* PEND_NEW until solved (or preset);
+				 * PEND_LOCAL while mm_local() holds its
+				 * rate in new_Bps */
 };
 
 struct cons {
@@ -94,7 +93,8 @@ struct mm {
 	uint32_t spare0, nspare;	/* set aside: heap[spare0..+nspare) */
 	struct hent spare_min;	/* the least of them */
 	int prune;		/* set constraints aside (the default) */
-	int local;		/* solve small batches locally (the default) */
+	int local;		/* settle small batches (the default) */
+	int need_solve;		/* the batch needs a re-solve */
 	uint64_t spills, locals;
 	uint32_t unfixed;	/* variables of the component not fixed yet */
 	uint32_t epoch;
@@ -113,5 +113,9 @@ void mm_clean(struct mm *m);
  * no other rate (maxmin_local.c); the variables solved, or -1 when it
  * needs a re-solve (nothing changed then). */
 long mm_local(struct mm *m, mm_change_fn fn, void *arg);
+
+/* Before variable v is removed: whether the batch still needs no
+ * re-solve (else m->need_solve is set). */
+void mm_local_remove(struct mm *m, mm_id v);
 
 #endif

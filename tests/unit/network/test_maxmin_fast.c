@@ -194,15 +194,17 @@ Test(net_mm_spare, rates_equal_the_full_heap_bit_for_bit)
 /*
  * One link c1 of 10 B/s, one c2 of 1 B/s, one c3 of 100 B/s.
  *   A on c1, bound 4: alone it gets its bound (settled: 1).
- *   B on c1: A is bound by its bound, c1 has 10 - 4 = 6 left and A is
- *     not faster than 6: B = 6, bound at c1 (settled: 2).
- *   E on c1 and c2: c1 is B's bottleneck, so a re-solve: c2 fixes E at
+ *   B on c1: c1 has 10 - 4 = 6 left and A, the only one there, is not
+ *     faster than 6: B = 6 (settled: 2).
+ *   E on c1 and c2: c1 has nothing left, so a re-solve: c2 fixes E at
  *     1, A's bound 4 comes next (c1 then at (10-1)/2 = 4.5), then c1
  *     gives B 10 - 1 - 4 = 5.
- *   F on c3 alone: 100 (settled: 3); F removed: c3 is nobody's
- *     bottleneck, nothing moves (settled: 4).
+ *   F on c3 alone: 100 (settled: 3); F removed: c3 is saturated but F
+ *     was the fastest there (the only one), nothing moves (settled: 4).
+ *   A removed: c1 is saturated and B (5) is faster than A (4): B may be
+ *     bound there, a re-solve: E stays 1 (c2), B gets 10 - 1 = 9.
  */
-Test(net_mm_local, settled_batches_and_the_one_that_is_not)
+Test(net_mm_local, settled_batches_and_the_ones_that_are_not)
 {
 	struct mm *m = mm_new();
 	mm_id c1 = mm_cons_add(m, 10), c2 = mm_cons_add(m, 1);
@@ -230,6 +232,11 @@ Test(net_mm_local, settled_batches_and_the_one_that_is_not)
 	cr_assert_eq(mm_solve(m, NULL, NULL), 0);
 	cr_assert_eq(mm_locals(m), 4);
 	cr_assert_eq(mm_rate(m, b), 5.0);
+	mm_var_remove(m, a);
+	mm_solve(m, NULL, NULL);
+	cr_assert_eq(mm_locals(m), 4);
+	cr_assert_eq(mm_rate(m, e), 1.0);
+	cr_assert_eq(mm_rate(m, b), 9.0);
 	mm_free(m);
 }
 
