@@ -485,15 +485,6 @@ static int collect(struct mm *m)
 	return 0;
 }
 
-void mm_clean(struct mm *m)
-{
-	uint32_t i;
-
-	for (i = 0; i < m->dirty.n; i++)
-		m->cons[m->dirty.v[i]].dirty = 0;
-	m->dirty.n = m->fresh.n = 0;
-	m->need_solve = 0;
-}
 
 /* ---- progressive filling ---- */
 

@@ -107,7 +107,15 @@ static inline int mm_changed(double a, double b)
 }
 
 /* Forget the batch of changes (dirty constraints, new variables). */
-void mm_clean(struct mm *m);
+static inline void mm_clean(struct mm *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->dirty.n; i++)
+		m->cons[m->dirty.v[i]].dirty = 0;
+	m->dirty.n = m->fresh.n = 0;
+	m->need_solve = 0;
+}
 
 /* Settle the batch of changes without a re-solve when it provably moves
  * no other rate (maxmin_local.c); the variables solved, or -1 when it
