@@ -138,6 +138,7 @@ void mm_free(struct mm *m)
 		mem_free(m->cons[i].list);
 	mem_free(m->vars);
 	mem_free(m->cons);
+	mem_free(m->busy);
 	mem_free(m->dirty.v);
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
@@ -157,14 +158,20 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 	if (m->ncons == m->capcons) {
 		uint32_t ncap = m->capcons ? m->capcons * 2 : 64;
 		struct cons *nc = mem_realloc(m->cons, (size_t)ncap * sizeof(*nc));
+		uint32_t *nb;
 
 		if (!nc)
 			return MM_NONE;
 		m->cons = nc;
+		nb = mem_realloc(m->busy, (size_t)ncap * sizeof(*nb));
+		if (!nb)
+			return MM_NONE;
+		m->busy = nb;
 		m->capcons = ncap;
 	}
 	c = &m->cons[m->ncons];
 	*c = (struct cons){ .cap_Bps = cap_Bps };
+	m->busy[m->ncons] = 0;
 	return m->ncons++;
 }
 
@@ -196,6 +203,7 @@ static int cons_append(struct mm *m, mm_id v, uint32_t ei)
 	}
 	e->pos = c->n;
 	c->list[c->n++] = (struct centry){ v, ei, e->coef };
+	m->busy[e->cons] = c->n;
 	return 0;
 }
 
@@ -207,6 +215,7 @@ static void cons_unlink(struct mm *m, const struct elem *e)
 	struct centry last = c->list[--c->n];
 
 	c->list[e->pos] = last;
+	m->busy[e->cons] = c->n;
 	m->vars[last.var].elems[last.ei].pos = e->pos;
 }
 
@@ -351,6 +360,16 @@ void mm_preset_rate(struct mm *m, mm_id v, double rate_Bps)
 {
 	m->vars[v].rate_Bps = rate_Bps;
 	m->vars[v].pending = 0;
+}
+
+int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (m->busy[c[i]])
+			return 0;
+	return 1;
 }
 
 uint32_t mm_cons_vars(const struct mm *m, mm_id c)

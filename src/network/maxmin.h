@@ -81,6 +81,9 @@ uint64_t mm_spills(const struct mm *m);
 void mm_set_local(struct mm *m, int on);
 uint64_t mm_locals(const struct mm *m);
 
+/* Whether no live variable uses any of c[0..n-1] (a dense scan). */
+int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n);
+
 /* Live variables using constraint c. */
 uint32_t mm_cons_vars(const struct mm *m, mm_id c);
 

@@ -84,6 +84,8 @@ struct mm {
 	uint32_t nvars, capvars, live;
 	mm_id free_var;
 	struct cons *cons;
+	uint32_t *busy;		/* per constraint: its cons.n, kept dense
+				 * for mm_cons_idle() */
 	uint32_t ncons, capcons;
 	struct vec dirty;	/* dirty constraints */
 	struct vec fresh;	/* variables added since the last solve */

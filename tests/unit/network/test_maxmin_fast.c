@@ -250,3 +250,24 @@ Test(net_mm_local, rates_equal_the_re_solve_to_rounding)
 		    (unsigned long long)same, (unsigned long long)total);
 	cr_assert_gt(locals, 0);
 }
+
+/* The dense idle check a replay's start reads: one variable on c1 makes
+ * c1 busy and leaves c2 idle; removing it frees c1 again (the count
+ * follows additions and removals, including a list's last entry moving
+ * into a removed one's place). */
+Test(net_mm_local, idle_check_follows_the_lists)
+{
+	struct mm *m = mm_new();
+	mm_id c1 = mm_cons_add(m, 1), c2 = mm_cons_add(m, 1);
+	mm_id both[2] = { c1, c2 };
+	mm_id a = var(m, &c1, 1), b = var(m, &c1, 1);
+
+	cr_assert(mm_cons_idle(m, &c2, 1));
+	cr_assert_not(mm_cons_idle(m, both, 2));
+	mm_var_remove(m, a);
+	cr_assert_not(mm_cons_idle(m, &c1, 1));
+	cr_assert_eq(mm_cons_vars(m, c1), 1);
+	mm_var_remove(m, b);
+	cr_assert(mm_cons_idle(m, both, 2));
+	mm_free(m);
+}
