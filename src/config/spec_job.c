@@ -12,7 +12,10 @@
 
 const char *const job_phase_names[] = {"training", "prefill", "decode",
 				       "serving", NULL};
-const char *const recompute_names[] = {"none", "selective", "full", NULL};
+const char *const recompute_module_names[] = {
+	"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+	"shared_experts", NULL,
+};
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
@@ -83,6 +86,12 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "
 		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "per_expert_quantize", .type = ST_BOOL,
+	  .offset = EOFF(per_expert_quantize), .def = "false",
+	  .help = "MX formats: the experts' grouped GEMM inputs and output "
+		  "gradients quantized by one kernel per local expert "
+		  "(Transformer Engine GroupedLinear's split_quantize) "
+		  "instead of one kernel for all" },
 };
 
 static const struct schema elementwise_schema = {
@@ -267,7 +276,15 @@ static const struct schema_field training_fields[] = {
 	  .help = "compute dtype of the matrix multiplies" },
 	{ .key = "recompute", .type = ST_ENUM, .offset = TOFF(recompute),
 	  .values = recompute_names, .def = "none",
-	  .help = "activation recomputation: none, selective (attention core), full" },
+	  .help = "activation recomputation: none, selective (the "
+		  "recompute_modules; attention core by default), full" },
+	{ .key = "recompute_modules", .type = ST_INT_LIST,
+	  .offset = TOFF(recompute_modules), .values = recompute_module_names,
+	  .flags = SF_OPTIONAL,
+	  .help = "what recompute: selective re-runs in the backward: "
+		  "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+		  "shared_experts (Megatron-Core recompute_modules; default "
+		  "[core_attn])" },
 	{ .key = "zero_stage", .type = ST_INT, .offset = TOFF(zero_stage),
 	  .def = "0", .min = 0, .max = 3,
 	  .help = "ZeRO stage: 1 optimizer, 2 +gradients, 3 +parameters (FSDP)" },
@@ -830,6 +847,9 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 	const struct cnode *node = at->map;
 	struct job_spec *j = obj;
 	int rc = job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
+
+	if (job_recompute_check(j, d, node) != 0)
+		rc = -1;
 
 	if (j->straggler.gpu >= system_gpus(j->system)) {
 		cnode_error(d, node ? cnode_get(node, "straggler") : NULL,

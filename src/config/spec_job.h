@@ -55,9 +55,42 @@ enum job_phase {
 
 enum recompute {
 	RECOMPUTE_NONE,
-	RECOMPUTE_SELECTIVE,		/* attention core only */
+	RECOMPUTE_SELECTIVE,		/* the modules of recompute_modules
+					 * (default: the attention core) */
 	RECOMPUTE_FULL			/* whole layer */
 };
+
+/* What selective recomputation re-runs in the backward (Megatron-Core
+ * TransformerConfig.recompute_modules, with recompute_granularity
+ * 'selective'): the module's forward runs again before its backward and
+ * the activations it kept are dropped. */
+enum recompute_module {
+	RCM_CORE_ATTN,		/* the attention core */
+	RCM_MOE_ACT,		/* the experts' activation (its output dropped) */
+	RCM_LAYERNORM,		/* the input and pre-MLP norms (outputs dropped) */
+	RCM_MLA_UP_PROJ,	/* MLA's up projections and RoPE (Q, K, V dropped) */
+	RCM_MLP,		/* a dense layer's MLP (checkpointed at its input) */
+	RCM_MOE,		/* an MoE layer's routed MLP, dispatch included */
+	RCM_SHARED_EXPERTS,	/* the shared experts (checkpointed) */
+	RCM_COUNT
+};
+
+/* "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+ * "shared_experts" (enum recompute_module order). */
+extern const char *const recompute_module_names[];
+
+struct job_spec;
+
+/* Whether the job's training.recompute_modules names module m. */
+int job_recomputes(const struct job_spec *j, enum recompute_module m);
+
+struct diag;
+struct cnode;
+
+/* recompute_modules against recompute and the model (spec_recompute.c):
+ * 0, or -1 after an error at the job's mapping `node`. */
+int job_recompute_check(const struct job_spec *j, struct diag *d,
+			const struct cnode *node);
 
 enum optimizer {
 	OPT_ADAM,
@@ -153,6 +186,8 @@ struct elementwise_spec {
 					 * bias gradient's sum over the tokens */
 	int expand_kv;			/* GQA: K and V expanded to the query heads
 					 * before attention (repeat_interleave) */
+	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
+					 * quantized by one kernel per expert */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of
@@ -219,6 +254,9 @@ struct training_spec {
 	int64_t micro_batch_size;	/* sequences per microbatch per replica */
 	int dtype;			/* enum dtype (spec_gpu.h) */
 	int recompute;			/* enum recompute */
+	struct schema_int_list recompute_modules;	/* enum recompute_module
+					 * values selective recomputes; empty:
+					 * core_attn */
 	int64_t zero_stage;		/* 0-3; 3 = FSDP full sharding */
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */

@@ -20,6 +20,8 @@ static const char *const experts_aliases[] = {
 	"num_local_experts", "num_experts", NULL,
 };
 
+static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
+
 /* Keys found in real config.json files that do not change the time or
  * memory of a training step: tokenizer ids, initialization, dropout
  * probabilities (dropout itself is a job setting), rotary bases and
@@ -37,7 +39,7 @@ static const char *const ignored[] = {
 	"router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
 	"topk_method", "routed_scaling_factor", "aux_loss_alpha", "seq_aux",
 	"ep_size", "_name_or_path", "model_name", "attn_implementation",
-	"qk_layernorm", "head_dim_original", "initial_context_length",
+	"head_dim_original", "initial_context_length",
 	"swiglu_limit", "mlp_bias", "ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
 	NULL,
@@ -138,6 +140,11 @@ static const struct schema_field model_fields[] = {
 	  .help = "LM head shares the input embedding" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
+	{ .key = "qk_layernorm", .type = ST_BOOL, .offset = OFF(qk_layernorm),
+	  .aliases = qk_norm_aliases, .flags = SF_OPTIONAL,
+	  .help = "Q and K normalized per head before rotary (default: true "
+		  "for model_type qwen3, qwen3_moe and qwen3_next, whose "
+		  "attention always has q_norm and k_norm)" },
 	{ .key = "n_routed_experts", .type = ST_INT, .offset = OFF(n_routed_experts),
 	  .min = 1, .max = 1e6, .aliases = experts_aliases, .flags = SF_OPTIONAL,
 	  .help = "routed experts per MoE layer (absent: dense)" },
@@ -373,6 +380,11 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	}
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
+	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
+	 * q_norm and k_norm unconditionally; their config.json has no key */
+	if (m->qk_layernorm < 0)
+		m->qk_layernorm = m->model_type &&
+				  strncmp(m->model_type, "qwen3", 5) == 0;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||

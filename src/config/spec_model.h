@@ -95,6 +95,8 @@ struct model_spec {
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
 	int attention_bias;			/* QKV/out projections have bias */
+	int qk_layernorm;			/* per-head norms of Q and K before
+						 * rotary (Qwen3, OLMo 2) */
 	/* Mixture of Experts (0 = dense) */
 	int64_t n_routed_experts;		/* experts per MoE layer */
 	int64_t num_experts_per_tok;		/* top-k */

@@ -117,6 +117,36 @@ static void rope_op(struct layer_ops *o, const char *name,
 		  7 * n * d->act_B, 10, 4 * n);
 }
 
+/* QK norm (Qwen3: Megatron-Core SelfAttention's q_layernorm and
+ * k_layernorm, Transformer Engine RMSNorms over each head's d elements
+ * of the QKV GEMM's output, before rotary): a norm over T q and one over
+ * T kv elements; backward, like the layer's norms, reads the input and
+ * the output gradient (again for dgamma when that is a second kernel)
+ * and writes the input gradient. */
+static void qk_norm(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	double t = layer_tokens(d), B = d->act_B, w[2], p;
+	int i;
+
+	if (!d->qk_norm || d->mla)
+		return;
+	w[0] = layer_q_width(d);
+	w[1] = layer_kv_width(d);
+	p = d->norm_bwd_passes;
+	for (i = 0; i < 2; i++) {
+		double n = t * w[i];
+
+		if (pass == PASS_BWD)
+			lop_memop(o, i ? "k_norm_bwd" : "q_norm_bwd", pass,
+				  2 * p * n * B, n * B, NORM_FLOPS * n)
+				->k.launches = p;
+		else
+			lop_memop(o, i ? "k_norm" : "q_norm", pass, n * B, n * B,
+				  NORM_FLOPS * n);
+	}
+}
+
 /* GQA keys and values copied to the query heads (repeat_interleave on
  * strided views: read T kv, write T q, each), or in backward summed back
  * (two reductions: read T q, write T kv each, contiguous). */
@@ -156,21 +186,14 @@ static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
 		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
 }
 
-static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
-		     const struct layer_dims *d)
+/* MLA's up projections over the gathered tokens (recomputed whole with
+ * mla_up_proj, RoPE after them). */
+static void mla_up_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
 {
 	const struct mla_dims *m = &d->mla_d;
 	double hq = heads_q(d), t = layer_tokens(d);
 
-	if (!d->mla) {
-		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-			       layer_q_width(d) + 2 * layer_kv_width(d),
-			       d->hidden, d->lowp);
-		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
-			 2 * layer_kv_width(d));
-		return;
-	}
-	mla_down_fwd(o, pass, d);
 	if (m->q_lora > 0)
 		lop_column_fwd(o, "q_up_cast", "q_up_allgather", "q_up", pass,
 			       d, hq * (m->nope + m->rope), m->q_lora, d->lowp);
@@ -181,6 +204,23 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
 	lop_tpcoll(o, "k_rope_allgather", pass, d, COLL_ALLGATHER,
 		   d->sp ? t * m->rope * d->act_B : 0);
+}
+
+static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d)
+{
+	double t = layer_tokens(d);
+
+	if (!d->mla) {
+		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
+			       layer_q_width(d) + 2 * layer_kv_width(d),
+			       d->hidden, d->lowp);
+		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
+			 2 * layer_kv_width(d));
+		return;
+	}
+	mla_down_fwd(o, pass, d);
+	mla_up_fwd(o, pass, d);
 }
 
 /* ---- the core ---- */
@@ -436,6 +476,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
 	proj_fwd(o, pass, d);
+	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
 	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
@@ -490,14 +531,23 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_norm_bwd(o, "norm1_bwd", d);
 }
 
-void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
-	      const struct layer_dims *d, const struct layer_kind *k)
+/* Megatron-Core recomputes MLA's up projections and RoPE
+ * (CheckpointWithoutOutput, multi_latent_attention.py) when the core's
+ * output gradient arrives, so before the core's own recomputation and
+ * backward; a checkpointed core re-runs its forward after them. */
+void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
+	      const struct layer_kind *k)
 {
-	if (rc == LREC_SELECTIVE)
+	if (d->mla && (mods & 1u << RCM_MLA_UP_PROJ)) {
+		mla_up_fwd(o, PASS_RECOMPUTE, d);
+		rope_op(o, "rope", PASS_RECOMPUTE, d);
+	}
+	if (mods & 1u << RCM_CORE_ATTN)
 		core(o, PASS_RECOMPUTE, 0, d, k);
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
+	qk_norm(o, PASS_BWD, d);
 	proj_bwd(o, d);
 }
 

@@ -17,10 +17,13 @@
  *   MLP: norm input T'h B, fc1 input T'h L, fc1 output T u B,
  *     fc2 input T f' L, dropout mask T'h
  *
+ * With QK norm (Qwen3) the norms' inputs, T (q + kv) B, are kept too.
+ *
  * For MHA, f = 4h, dropout, unfused attention and 16-bit GEMM inputs this
  * is Korthikanti's eq. 2, s b h (10 + 24/t + 5 a s/(h t)) bytes; with SP
  * s b h (34 + 5 a s / h) / t (their eq. 5). Selective recomputation drops
- * the core term (their 34 s b h / t with SP); full recomputation keeps
+ * the core term (their 34 s b h / t with SP), or what the job's
+ * recompute_modules name (recomputed_B below); full recomputation keeps
  * only the layer input, T'h B (their 2 s b h / t), and needs one layer's
  * full activations while that layer's backward runs (the transient added
  * once). The first virtual stage adds the embedding dropout mask, the last
@@ -93,9 +96,9 @@ static double attn_stored_B(const struct layer_dims *d)
 	const struct mla_dims *m = &d->mla_d;
 	double a = d->heads / d->tp;
 
-	if (!d->mla)
-		return ts * h * B + ts * h * L + t * (q + kv) * B +
-		       t * kv * B + t * q * L + mask;
+	if (!d->mla)	/* (QK norm: its inputs, T (q + kv) B, too) */
+		return ts * h * B + ts * h * L + t * (q + kv) * B *
+		       (d->qk_norm ? 2 : 1) + t * kv * B + t * q * L + mask;
 	return ts * h * B + ts * h * L +
 	       ts * (m->q_lora + m->kv_lora + m->rope) * (B + L) +
 	       t * a * ((m->nope + m->rope) * 2 + m->v) * B +
@@ -132,6 +135,61 @@ static double layer_stored_B(const struct layer_dims *d, int moe)
 	return attn_stored_B(d) + mlp_stored_B(d, moe);
 }
 
+/* What selective recomputation of the modules mods drops of a layer's
+ * stored tensors (the terms above; the recomputed forward remakes them in
+ * the backward):
+ *   core_attn       the core's own (core_act_B)
+ *   mla_up_proj     Q, K and V, T a/t ((d_n + d_r) 2 + d_v) B
+ *   layernorm       the norm outputs the next GEMMs keep, T'h L each:
+ *                   the QKV (MLA down) input, and the dense fc1 input
+ *                   (the shared experts' in an MoE layer); Transformer
+ *                   Engine keeps the 16-bit original, whose storage the
+ *                   checkpoint frees
+ *   mlp (dense)     all of the MLP's but its input: fc1 input, fc1
+ *                   output, fc2 input
+ *   moe (MoE)       all of the routed MLP's and the shared experts' but
+ *                   the norm input; the checkpoint keeps the norm output
+ *                   it starts from instead, T'h B
+ *   moe_act (MoE)   the experts' fc2 input, R f L
+ *   shared_experts  the shared experts' fc1 input, fc1 output, fc2 input
+ * Each is at most what it covers: layernorm's fc1 input is not dropped
+ * twice under mlp, moe takes moe_act's and shared_experts' with it. */
+static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
+{
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
+	const struct moe_dims *m = &d->moe;
+	double fs = m->shared_ffn / d->tp, us = (d->gated ? 2 : 1) * fs;
+	double shared = fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0;
+	double mask = d->dropout ? ts * h : 0, b = 0;
+
+#define HAS(x) (mods & 1u << (x))
+	if (HAS(RCM_CORE_ATTN))
+		b += core_act_B(d);
+	if (HAS(RCM_MLA_UP_PROJ) && d->mla)
+		b += t * d->heads / d->tp * ((d->mla_d.nope + d->mla_d.rope) * 2 +
+					    d->mla_d.v) * B;
+	if (HAS(RCM_LAYERNORM))
+		b += ts * h * L;	/* the attention's input */
+	if (!moe) {
+		if (HAS(RCM_MLP))
+			b += mlp_stored_B(d, 0) - ts * h * B - mask;
+		else if (HAS(RCM_LAYERNORM))
+			b += ts * h * L;
+		return b;
+	}
+	if (HAS(RCM_MOE))
+		return b + mlp_stored_B(d, 1) - ts * h * B - mask - ts * h * B;
+	if (HAS(RCM_MOE_ACT))
+		b += m->rows * m->ffn / m->etp * L;
+	if (HAS(RCM_SHARED_EXPERTS))
+		b += shared;
+	else if (HAS(RCM_LAYERNORM) && fs > 0)
+		b += ts * h * L;
+#undef HAS
+	return b;
+}
+
 double footprint_kind_act_B(const struct layer_dims *d,
 			    const struct layer_kind *k,
 			    enum layer_recompute rc)
@@ -142,7 +200,8 @@ double footprint_kind_act_B(const struct layer_dims *d,
 	case LREC_NONE:
 		return layer_stored_B(d, moe) + core_act_B(d);
 	case LREC_SELECTIVE:
-		return layer_stored_B(d, moe);
+		return layer_stored_B(d, moe) + core_act_B(d) -
+		       recomputed_B(d, moe, layer_rc_modules(d, rc));
 	case LREC_FULL:
 		return layer_sp_tokens(d) * d->hidden * d->act_B;
 	}
@@ -164,8 +223,10 @@ static double transient_act_B(const struct layer_dims *d,
 	switch (rc) {
 	case LREC_NONE:
 		return 0;
-	case LREC_SELECTIVE:
-		return core_act_B(d);
+	case LREC_SELECTIVE:	/* what the largest layer remakes */
+		return fmax(recomputed_B(d, 0, layer_rc_modules(d, rc)),
+			    d->moe.experts > 0 ?
+			    recomputed_B(d, 1, layer_rc_modules(d, rc)) : 0);
 	case LREC_FULL:	/* the largest layer, recomputed whole */
 		return footprint_kind_act_B(d, &moe_kind, LREC_NONE);
 	}

@@ -78,8 +78,11 @@
  * modules.
  *
  * Recomputation: selective recomputes the attention core (a second
- * attention forward before its backward, Korthikanti et al. 2022 sec. 5);
- * full recomputes the whole layer forward, its TP collectives included,
+ * attention forward before its backward, Korthikanti et al. 2022 sec. 5),
+ * or the modules the job names (Megatron-Core recompute_modules: MLA's up
+ * projections, the norms, a dense MLP, the experts' activation, the
+ * shared experts, the whole MoE MLP), each before its own backward; full
+ * recomputes the whole layer forward, its TP collectives included,
  * before the backward.
  *
  * Pipeline transfers carry the b s h B activation (or gradient) of a
@@ -128,6 +131,12 @@ static int is_lowp(enum dtype dt)
 {
 	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
 	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
+}
+
+/* The OCP microscaling formats (32-element blocks, E8M0 scales). */
+static int is_mx(enum dtype dt)
+{
+	return dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 || dt == DTYPE_MXFP4;
 }
 
 enum dtype layer_base_dtype(enum dtype training)
@@ -282,6 +291,10 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 		       d->gated;
 	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
 			  m->attention_bias;
+	d->qk_norm = m->qk_layernorm == 1 && !model_is_mla(m);
+	d->expert_casts = is_mx(dt) &&
+			  j->framework->elementwise.per_expert_quantize == 1 ?
+			  -1 : 1;	/* -1: per local expert (moe.c) */
 	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
 		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)
@@ -290,6 +303,13 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	attn_dims(j, d);
 	moe_dims(j, d);
 	fsdp_dims(j, d);
+	if (j->training.recompute == RECOMPUTE_SELECTIVE) {
+		const struct schema_int_list *l = &j->training.recompute_modules;
+		size_t i;
+
+		for (i = 0; i < l->n; i++)
+			d->rc_mods |= 1u << l->v[i];
+	}
 	d->amax_group = -1;
 	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
 		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?
@@ -445,24 +465,57 @@ static void fsdp_passes(struct layer_ops *o, const struct layer_dims *d,
 		lop_memop(o, "fsdp_shard_passes", PASS_BWD, r, w, S)->k.launches = k;
 }
 
+unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc)
+{
+	if (rc != LREC_SELECTIVE)
+		return 0;
+	return d->rc_mods ? d->rc_mods : 1u << RCM_CORE_ATTN;
+}
+
+/* Selective recomputation before the MLP's backward (Megatron-Core
+ * transformer_layer.py): the pre-MLP norm, its output discarded
+ * (layernorm: CheckpointWithoutOutput, recomputed when the MLP output's
+ * gradient arrives), or a dense MLP checkpointed at its input (mlp:
+ * tensor_parallel.checkpoint of the MLP, whose fc1 carries the norm in
+ * Transformer Engine's LayerNormLinear) re-run whole. MoE layers take
+ * "mlp" as nothing (is_moe_layer); their modules are moe.c's. */
+static void mlp_recompute(const struct layer_dims *d,
+			  const struct layer_kind *k, unsigned mods,
+			  struct layer_ops *o)
+{
+	int dense_mlp = !is_moe(k) && (mods & 1u << RCM_MLP);
+
+	if (dense_mlp || (mods & 1u << RCM_LAYERNORM))
+		lop_norm_fwd(o, "norm2", PASS_RECOMPUTE, d);
+	if (dense_mlp)
+		mlp_fwd(o, PASS_RECOMPUTE, d);
+}
+
 static void layer_bwd_pass(const struct layer_dims *d,
 			   const struct layer_kind *k, enum layer_recompute rc,
 			   struct layer_ops *o)
 {
+	unsigned mods = layer_rc_modules(d, rc);
+
 	if (rc == LREC_FULL)
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
 	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
+	mlp_recompute(d, k, mods, o);
 	if (is_moe(k))
-		moe_bwd(o, d);
+		moe_bwd(o, mods, d);
 	else
 		mlp_bwd(o, d);
 	lop_residual_grad(o, "add2_bwd", d);
 	o->scope = SCOPE_ATTN;
+	/* layernorm: the input norm's output again, when the attention
+	 * output's gradient arrives */
+	if (mods & 1u << RCM_LAYERNORM)
+		lop_norm_fwd(o, "norm1", PASS_RECOMPUTE, d);
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, attn_out_width(d));
 	lop_bias(o, "proj_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
 		 d->hidden);
-	attn_bwd(o, rc, d, k);
+	attn_bwd(o, mods, d, k);
 	lop_residual_grad(o, "add1_bwd", d);
 	o->scope = SCOPE_NONE;
 }

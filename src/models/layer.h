@@ -124,6 +124,10 @@ struct layer_dims {
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
+	int qk_norm;		/* Q and K normalized per head (GQA layers) */
+	int expert_casts;	/* kernels one grouped cast is: 1, or one per
+				 * local expert (MX formats, framework
+				 * per_expert_quantize) */
 	/* torch FSDP's per-unit passes (framework fsdp_grad_passes, zero 3;
 	 * all 0 otherwise): the unit's parameters on this GPU (layer,
 	 * embedding, head), the FSDP group size N, the gradient pre- and
@@ -137,6 +141,10 @@ struct layer_dims {
 	/* fp8 delayed scaling's amax all-reduce (framework
 	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
 	int amax_group;
+	/* selective recomputation's modules: bit 1 << enum
+	 * recompute_module (spec_job.h) for each the job names; 0 = the
+	 * attention core only (layer_recomputes) */
+	unsigned rc_mods;
 };
 
 /* The units of a stage, as fsdp_P indexes them. */
@@ -313,9 +321,15 @@ struct layer_ops {
 
 enum layer_recompute {
 	LREC_NONE,
-	LREC_SELECTIVE,		/* attention core recomputed before its backward */
+	LREC_SELECTIVE,		/* d->rc_mods' modules (default: the attention
+				 * core) recomputed before their backward */
 	LREC_FULL		/* whole layer forward recomputed before backward */
 };
+
+/* The modules (bits 1 << enum recompute_module) recomputation rc re-runs
+ * on its own: none unless selective, the attention core when d names
+ * none. */
+unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc);
 
 /* The dtype of everything but the low-precision GEMMs for a training
  * dtype: activations, weights, attention, the LM head and the loss. fp32,

@@ -110,11 +110,12 @@ void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k);
 
-/* The attention core's backward (after its selective recomputation),
+/* The attention core's backward (after the recomputation of the modules
+ * mods names: bits 1 << enum recompute_module, layer_rc_modules),
  * rotary and the projections' backward down to the norm1 backward
  * (included). */
-void attn_bwd(struct layer_ops *o, enum layer_recompute rc,
-	      const struct layer_dims *d, const struct layer_kind *k);
+void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
+	      const struct layer_kind *k);
 
 /* Width of the attention output the projection reads: a/t v. */
 double attn_out_width(const struct layer_dims *d);
@@ -131,8 +132,10 @@ double attn_params(const struct layer_dims *d, int bias);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 
-/* Its backward, down to the norm2 backward (included). */
-void moe_bwd(struct layer_ops *o, const struct layer_dims *d);
+/* Its backward, down to the norm2 backward (included), with the
+ * recomputation of the modules mods names (moe, moe_act,
+ * shared_experts). */
+void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d);
 
 /* Parameters: routed experts (all E) and the rest (router, shared
  * experts), whole model. */

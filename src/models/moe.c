@@ -95,6 +95,18 @@ static uint16_t per_expert(const struct layer_dims *d)
 	return (uint16_t)(l < 0 ? 0 : l > 65535 ? 65535 : l);
 }
 
+/* Kernels a grouped cast runs on the GPU: one, or one per local expert
+ * (Transformer Engine <= 2.17 GroupedLinear: split_quantize's
+ * multi_tensor_quantize_impl quantizes the experts' splits "individually"
+ * for every recipe but delayed-scaling FP8, whose nvte_multi_cast_transpose
+ * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
+ * per_expert_quantize, taken for the MX formats), each paying the GPU's
+ * kernel launch. */
+static double cast_kernels(const struct layer_dims *d)
+{
+	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 1;
+}
+
 /* The grouped cast just pushed (if any) quantizes every expert's input:
  * it opens the module call; else the grouped GEMM that follows does. */
 static void grouped_cast(struct layer_ops *o, const char *name,
@@ -102,8 +114,10 @@ static void grouped_cast(struct layer_ops *o, const char *name,
 			 double n)
 {
 	lop_cast(o, name, pass, d, d->lowp, n);
-	if (d->lowp)
+	if (d->lowp) {
 		o->op[o->n - 1].host_kernels = per_expert(d);
+		o->op[o->n - 1].k.launches = cast_kernels(d);
+	}
 }
 
 /* The grouped GEMM just pushed opens its module call (no cast before). */
@@ -274,6 +288,8 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
+	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT))
+		o->op[o->n - 1].k.write_B = R * f * d->lowp_B;	/* row-wise */
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
 }
@@ -351,11 +367,38 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 
 /* ---- backward ---- */
 
-static void experts_bwd(struct layer_ops *o, const struct layer_dims *d)
+/* moe_act recomputation (Megatron-Core experts.py: the activation under
+ * CheckpointWithoutOutput, its output discarded once fc2 has run and
+ * recomputed when fc2's output gradient arrives; in low precision fc2
+ * saves its original 16-bit input, set_save_original_input, so Transformer
+ * Engine quantizes the forward's row-wise copy only and the column-wise
+ * copy the wgrad GEMM reads in the backward, from the recomputed input):
+ * the activation again, read R u B, write R f B, and the column-wise cast,
+ * read R f B, write R f L. */
+static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
+{
+	double R = rows(d), f = local_ffn(&d->moe), u = fc1_width(d);
+	struct layer_op *op;
+
+	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
+		  R * f * d->act_B, ACT_FLOPS * R * f);
+	if (!d->lowp)
+		return;
+	op = lop_memop(o, "expert_fc2_input_cast", PASS_BWD, R * f * d->act_B,
+		       R * f * d->lowp_B, R * f);
+	op->host = HOST_FREE;	/* inside fc2's backward call */
+	op->host_kernels = per_expert(d);
+	op->k.launches = cast_kernels(d);
+}
+
+static void experts_bwd(struct layer_ops *o, unsigned mods,
+			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	if (mods & 1u << RCM_MOE_ACT)
+		act_recompute(o, d);
 	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
 	grouped_opens(o, d);
@@ -402,19 +445,26 @@ static int16_t shared_bwd(struct layer_ops *o, const struct layer_dims *d)
 			      d, u, d->hidden, d->lowp);
 }
 
-void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
+/* With moe recomputed (Megatron-Core moe_layer.py: the routed MLP under
+ * tensor_parallel.checkpoint from the pre-MLP norm's output), the whole
+ * forward, dispatch and combine included, runs again first. */
+void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), red = LAYER_NONE, routed;
 
+	if (mods & 1u << RCM_MOE) {
+		moe_fwd(o, PASS_RECOMPUTE, d);
+		in = lop_tail(o);
+	}
 	o->scope = SCOPE_MOE;
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
 	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
 	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
-	experts_bwd(o, d);
+	experts_bwd(o, mods, d);
 	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,
 		 COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
@@ -429,6 +479,8 @@ void moe_bwd(struct layer_ops *o, const struct layer_dims *d)
 	if (m->shared_ffn > 0) {
 		int16_t first = (int16_t)o->n;
 
+		if (mods & 1u << RCM_SHARED_EXPERTS)	/* checkpointed */
+			shared_fwd(o, PASS_RECOMPUTE, d);
 		red = shared_bwd(o, d);
 		o->op[first].dep[0] = in;	/* from the output's gradient */
 	}

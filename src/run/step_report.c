@@ -295,6 +295,20 @@ const char *step_human(char *buf, size_t len, double v, enum unit_kind k)
 	return buf;
 }
 
+/* " (mla_up_proj, mlp)": the modules selective recomputation re-runs. */
+static void print_recompute_modules(FILE *out, const struct job_spec *j)
+{
+	const struct schema_int_list *l = &j->training.recompute_modules;
+	size_t i;
+
+	if (j->training.recompute != RECOMPUTE_SELECTIVE || l->n == 0)
+		return;
+	for (i = 0; i < l->n; i++)
+		fprintf(out, "%s%s", i ? ", " : " (",
+			recompute_module_names[l->v[i]]);
+	fputc(')', out);
+}
+
 static void print_layout(FILE *out, const struct job_spec *j,
 			 const struct step_result *r)
 {
@@ -304,12 +318,14 @@ static void print_layout(FILE *out, const struct job_spec *j,
 		(long long)p->pp);
 	if (p->vpp > 1)
 		fprintf(out, " x vpp %lld", (long long)p->vpp);
-	fprintf(out, " (%s)  dp %lld%s%s, zero %lld, recompute %s\n",
+	fprintf(out, " (%s)  dp %lld%s%s, zero %lld, recompute %s",
 		pp_schedule_names[p->schedule], (long long)p->dp,
 		p->sequence_parallel && p->tp > 1 ? ", sequence parallel" : "",
 		p->tp_comm_overlap ? ", TP overlap" : "",
 		(long long)j->training.zero_stage,
 		recompute_names[j->training.recompute]);
+	print_recompute_modules(out, j);
+	fputc('\n', out);
 	if (p->cp > 1)
 		fprintf(out, "  context        cp %lld (%s%s)\n", (long long)p->cp,
 			cp_comm_names[p->cp_comm_type],

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "models/footprint.h"
 #include "models/layer.h"
 
 /* GPT layer: h 1024, a 16 (d 64), f 4096, s 2048, b 2 -> T = 4096. */
@@ -558,4 +559,45 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	cr_assert_eq(d.jit_ce, 0);
 	layer_head_fwd(&d, &o);
 	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
+}
+
+/* Bytes of the op named `name` in the pass (read + written). */
+static double op_bytes(const struct layer_ops *o, const char *name,
+		       enum layer_pass pass)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
+			return o->op[i].k.read_B + o->op[i].k.write_B;
+	return -1;
+}
+
+Test(layer, qk_norm_of_qwen3_attention)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	double T = 4096, q = 1024, kv = 1024, B = 2, plain;
+
+	/* GPT fixture (T 4096, 16 heads of 64: q = kv = 1024, no GQA) with
+	 * Qwen3's per-head norms of Q and K: forward read + write T q B =
+	 * 16777216 B each; backward (one fused kernel) read 2 T q B, write
+	 * T q B = 25165824 B each; the layer keeps their inputs, T (q + kv)
+	 * B = 16777216 B more. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	layer_dims_from_job(&f.job, &d);
+	plain = footprint_layer_act_B(&d, LREC_NONE);
+	cr_assert_eq(d.qk_norm, 0);
+	f.model.qk_layernorm = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.qk_norm, 1);
+	layer_fwd(&d, NULL, &o);
+	assert_close(op_bytes(&o, "q_norm", PASS_FWD), 2 * T * q * B);
+	assert_close(op_bytes(&o, "k_norm", PASS_FWD), 2 * T * kv * B);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	assert_close(op_bytes(&o, "q_norm_bwd", PASS_BWD), 3 * T * q * B);
+	assert_close(op_bytes(&o, "k_norm_bwd", PASS_BWD), 3 * T * kv * B);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE) - plain,
+		     T * (q + kv) * B);
 }

@@ -489,3 +489,49 @@ Test(moe, estimate_counts_the_built_program)
 		assert_counts(&f, "cp 4");
 	}
 }
+
+/* Kernels of the op named `name` in a forward op list (0: absent). */
+static double op_kernels(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return o->op[i].k.launches < 1 ? 1 : o->op[i].k.launches;
+	return 0;
+}
+
+Test(moe, mx_casts_one_kernel_per_expert)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+
+	/* 8 experts on ep 1: 8 local experts. Transformer Engine 2.14's
+	 * split_quantize quantizes each expert's rows by its own kernel in
+	 * MXFP8 (per_expert_quantize): the grouped cast is 8 kernels; with
+	 * the framework's flag off, or in (tensor-scaled) fp8, one. */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.per_expert_quantize = 1;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 8);
+	cr_assert_eq(op_kernels(&o, "expert_fc2_cast"), 8);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert_eq(op_kernels(&o, "expert_fc2_grad_cast"), 8);
+	f.fw.elementwise.per_expert_quantize = 0;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
+	f.fw.elementwise.per_expert_quantize = 1;
+	f.job.training.dtype = DTYPE_FP8;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
+	arena_release(&a);
+}

@@ -1,0 +1,59 @@
+/*
+ * spec_recompute.c - training.recompute_modules: which modules selective
+ * recomputation re-runs, checked against the granularity and the model
+ * as Megatron-Core's TransformerConfig.__post_init__ checks them.
+ */
+#include "spec_job.h"
+
+#include "cnode.h"
+#include "base/diag.h"
+
+/* training.recompute's values (enum recompute order). */
+const char *const recompute_names[] = {"none", "selective", "full", NULL};
+
+/* Whether the job's recompute_modules name module m. */
+int job_recomputes(const struct job_spec *j, enum recompute_module m)
+{
+	const struct schema_int_list *l = &j->training.recompute_modules;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i] == m)
+			return 1;
+	return 0;
+}
+
+/* recompute_modules against the granularity and the model, as
+ * Megatron-Core's TransformerConfig.__post_init__ refuses them. -1 after
+ * an error. */
+int job_recompute_check(const struct job_spec *j, struct diag *d,
+			const struct cnode *node)
+{
+	const struct cnode *t = node ? cnode_get(node, "training") : NULL;
+	const struct cnode *at = t ? cnode_get(t, "recompute_modules") : NULL;
+
+	at = at ? at : t ? t : node;
+	if (j->training.recompute_modules.n == 0)
+		return 0;
+	if (j->training.recompute != RECOMPUTE_SELECTIVE) {
+		cnode_error(d, at, "training.recompute_modules needs recompute: "
+			    "selective (it is %s; Megatron-Core reads the "
+			    "modules only with recompute_granularity "
+			    "'selective')", recompute_names[j->training.recompute]);
+		return -1;
+	}
+	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
+		cnode_error(d, at, "training.recompute_modules: mla_up_proj needs "
+			    "a model with multi-head latent attention "
+			    "(kv_lora_rank)");
+		return -1;
+	}
+	if (job_recomputes(j, RCM_SHARED_EXPERTS) &&
+	    j->moe.shared_expert_overlap) {
+		cnode_error(d, at, "training.recompute_modules: shared_experts "
+			    "cannot be recomputed with moe.shared_expert_overlap "
+			    "(Megatron-Core refuses the pair)");
+		return -1;
+	}
+	return 0;
+}
