@@ -61,6 +61,21 @@ for want in "hidden_act: gelu" "norm: layernorm" "tie_word_embeddings: true" \
 done
 "$llmsim" run "$tmp/small.yaml" --no-store >/dev/null 2>&1 || bad "the small import does not run"
 
+# --recompute-modules takes the words up to the next argument (Megatron's
+# nargs '*'): a list of llmsim's module names, the next argument read on.
+"$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
+	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
+	--max-position-embeddings 2048 --global-batch-size 8 --recompute-granularity selective \
+	--recompute-modules core_attn mlp --tensor-model-parallel-size 2 \
+	>"$tmp/rc.yaml" 2>"$tmp/err" || bad "import --recompute-modules: $(cat "$tmp/err")"
+grep -q '^  recompute_modules: \[core_attn, mlp\]$' "$tmp/rc.yaml" &&
+	grep -q '^  tp: 2$' "$tmp/rc.yaml" ||
+	bad "recompute modules: $(grep -E 'recompute|tp:' "$tmp/rc.yaml")"
+"$llmsim" config import-megatron "--num-layers 2 --recompute-modules core_attn mlpx" \
+	>/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "does not know the value 'mlpx'" "$tmp/err" ||
+	bad "bad module: $(cat "$tmp/err")"
+
 # Incomplete (no --hidden-size) and bad values: exit 2 with a message.
 "$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \
 	>"$tmp/out" 2>"$tmp/err"

@@ -40,6 +40,8 @@ enum mtype {
 	M_STR,		/* a value, mapped through `values` */
 	M_FLAG,		/* no value: sets `value` */
 	M_VPP_LAYERS,	/* --num-layers-per-virtual-pipeline-stage */
+	M_LIST,		/* the words up to the next argument, each one of
+			 * `values` (llmsim's names), as a list */
 	M_IGNORED,	/* takes a value; no effect on the step */
 	M_IGNORED_FLAG	/* no value; no effect on the step */
 };
@@ -49,7 +51,8 @@ struct marg {
 	enum mtype type;
 	const char *key;		/* "model.hidden_size" */
 	const char *value;		/* M_FLAG: the value it sets */
-	const char *const *values;	/* M_STR: {megatron, llmsim}... NULL */
+	const char *const *values;	/* M_STR: {megatron, llmsim}... NULL;
+					 * M_LIST: the names, NULL-ended */
 	const char *note;		/* for --mapping */
 };
 
@@ -113,6 +116,8 @@ static const struct marg margs[] = {
 	  NULL, NULL },
 	{ "--recompute-granularity", M_STR, "training.recompute", NULL,
 	  recompute_vals, NULL },
+	{ "--recompute-modules", M_LIST, "training.recompute_modules", NULL,
+	  recompute_module_names, "with --recompute-granularity selective" },
 	{ "--use-distributed-optimizer", M_FLAG, "training.zero_stage", "1",
 	  NULL, "optimizer states sharded over data parallel" },
 	{ "--optimizer", M_STR, "training.optimizer", NULL, opt_vals, NULL },
@@ -210,6 +215,12 @@ static const char *type_text(const struct marg *m, char *buf, size_t len)
 					       i ? ", " : "", m->values[i],
 					       m->values[i + 1]);
 		return buf;
+	case M_LIST:
+		for (i = 0; m->values[i] && at < len; i++)
+			at += (size_t)snprintf(buf + at, len - at, "%s`%s`",
+					       i ? " " : "NAME... of ",
+					       m->values[i]);
+		return buf;
 	default:
 		return "";
 	}
@@ -280,6 +291,7 @@ struct imported {
 	int nignored;
 	const char *unknown[256];
 	int nunknown;
+	struct arena *arena;		/* for values built here */
 };
 
 static void set(struct imported *im, const char *key, const char *val)
@@ -313,6 +325,43 @@ static int whole(const char *v)
 		if (!isdigit((unsigned char)*v))
 			return 0;
 	return 1;
+}
+
+/* An M_LIST value: names separated by blanks (read_args joins the
+ * words), each one llmsim knows, set as a YAML flow list. */
+static int take_list(struct imported *im, const struct marg *m,
+		     const char *arg, const char *v, struct diag *d)
+{
+	char buf[512], name[64];
+	size_t at = 0, i, k;
+
+	buf[at++] = '[';
+	while (*v) {
+		for (k = 0; *v && *v != ' ' && k + 1 < sizeof(name); v++)
+			name[k++] = *v;
+		name[k] = '\0';
+		while (*v == ' ')
+			v++;
+		for (i = 0; m->values[i] && strcmp(m->values[i], name); i++)
+			;
+		if (!m->values[i]) {
+			diag_error(d, "megatron", 0, 0, "%s: llmsim does not "
+				   "know the value '%s'", arg, name);
+			return -1;
+		}
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s",
+				       at > 1 ? ", " : "", name);
+		if (at + 2 >= sizeof(buf))
+			break;
+	}
+	buf[at++] = ']';
+	buf[at] = '\0';
+	if (!(v = arena_strdup(im->arena, buf))) {
+		diag_oom(d);
+		return -1;
+	}
+	set(im, m->key, v);
+	return 0;
 }
 
 /* One Megatron argument (with its value when it takes one). */
@@ -352,6 +401,8 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		diag_error(d, "megatron", 0, 0, "%s: llmsim does not know the "
 			   "value '%s'", arg, v);
 		return -1;
+	case M_LIST:
+		return take_list(im, m, arg, v, d);
 	case M_IGNORED_FLAG:
 		if (strcmp(arg, "--group-query-attention") == 0)
 			im->gqa = 1;
@@ -406,6 +457,27 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 			if (!v && i + 1 < n && strncmp(w[i + 1], "--", 2) != 0)
 				i++;
 			continue;
+		}
+		if (m->type == M_LIST && !v) {	/* the words up to the next -- */
+			size_t len = 1;
+			int j;
+			char *joined;
+
+			for (j = i + 1; j < n && strncmp(w[j], "--", 2) != 0; j++)
+				len += strlen(w[j]) + 1;
+			joined = arena_alloc(im->arena, len);
+			if (!joined) {
+				diag_oom(d);
+				return -1;
+			}
+			joined[0] = '\0';
+			for (j = i + 1; j < n && strncmp(w[j], "--", 2) != 0; j++) {
+				if (j > i + 1)
+					strcat(joined, " ");
+				strcat(joined, w[j]);
+			}
+			i = j - 1;
+			v = joined;
 		}
 		if (takes_value(m) && !v) {
 			if (i + 1 >= n) {
@@ -612,6 +684,7 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 		diag_oom(cx->diag);
 		return CLI_FAIL;
 	}
+	im->arena = cx->arena;
 	/* The Megatron command line as one string starts with "--" too:
 	 * take a word with a blank in it out before reading our options. */
 	for (i = 0; i < argc; i++) {

@@ -18,6 +18,45 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 
+#define AOFF(m) offsetof(struct engine_auto_size, m)
+
+static const struct schema_field auto_fields[] = {
+	{ .key = "max_seqs", .type = ST_INT, .offset = AOFF(max_seqs),
+	  .min = 0, .max = 1e7, .flags = SF_OPTIONAL,
+	  .help = "cap on the requests the KV cache holds (max batch size)" },
+	{ .key = "max_tokens", .type = ST_INT, .offset = AOFF(max_tokens),
+	  .min = 0, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "cap on max num tokens: batch size x (1 + input/output)" },
+	{ .key = "min_seqs", .type = ST_INT, .offset = AOFF(min_seqs),
+	  .min = 0, .max = 1e7, .flags = SF_OPTIONAL,
+	  .help = "max batch size, at least" },
+	{ .key = "seq_below", .type = ST_INT_LIST, .offset = AOFF(seq_below),
+	  .min = 1, .max = 1e7, .flags = SF_OPTIONAL,
+	  .help = "a batch size below entry i rounds up to a multiple of "
+		  "seq_step entry i (one more step than bounds: the last is "
+		  "for sizes above every bound)" },
+	{ .key = "seq_step", .type = ST_INT_LIST, .offset = AOFF(seq_step),
+	  .min = 1, .max = 1e7, .flags = SF_OPTIONAL,
+	  .help = "rounding steps of the batch size" },
+	{ .key = "min_tokens", .type = ST_INT, .offset = AOFF(min_tokens),
+	  .min = 0, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "max num tokens, at least" },
+	{ .key = "token_below", .type = ST_INT_LIST, .offset = AOFF(token_below),
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "as seq_below, for max num tokens" },
+	{ .key = "token_step", .type = ST_INT_LIST, .offset = AOFF(token_step),
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
+	  .help = "rounding steps of max num tokens" },
+};
+
+static const struct schema auto_schema = {
+	.kind = "engine.auto_size_rule",
+	.help = "trtllm-bench's sizing of max batch size and max num tokens",
+	.size = sizeof(struct engine_auto_size),
+	.fields = auto_fields,
+	.nfields = SCHEMA_COUNT(auto_fields),
+};
+
 #define OFF(m) offsetof(struct engine_spec, m)
 
 static const struct schema_field engine_fields[] = {
@@ -135,7 +174,33 @@ static const struct schema_field engine_fields[] = {
 	  .def = "false",
 	  .help = "trtllm-bench sizing: max_num_seqs and max_num_batched_tokens "
 		  "from the KV capacity and the job's lengths" },
+	{ .key = "auto_size_rule", .type = ST_SECTION, .offset = OFF(auto_rule),
+	  .sub = &auto_schema, .flags = SF_OPTIONAL,
+	  .help = "auto_size: caps and rounding steps (the KV fraction is "
+		  "memory_fraction, which trtllm-bench passes on)" },
 };
+
+/* Steps one longer than their bounds, bounds rising. */
+static int check_steps(const struct cnode *node, const char *what,
+		       const struct schema_int_list *below,
+		       const struct schema_int_list *step, struct diag *d)
+{
+	size_t i;
+
+	if (step->n != below->n + 1) {
+		cnode_error(d, node, "auto_size_rule: %s_step has %zu entries, "
+			    "%s_below %zu: give one step more than bounds",
+			    what, step->n, what, below->n);
+		return -1;
+	}
+	for (i = 1; i < below->n; i++)
+		if (below->v[i] <= below->v[i - 1]) {
+			cnode_error(d, node, "auto_size_rule: %s_below must "
+				    "rise", what);
+			return -1;
+		}
+	return 0;
+}
 
 static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 {
@@ -155,6 +220,20 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    (long long)e->cuda_graph_max);
 		return -1;
 	}
+	if (e->auto_size && (e->auto_rule.max_seqs < 1 ||
+			     e->auto_rule.max_tokens < 1)) {
+		cnode_error(d, node, "'auto_size' is true but 'auto_size_rule' "
+			    "gives no max_seqs and max_tokens");
+		return -1;
+	}
+	if (e->auto_size && cnode_get(node, "auto_size_rule"))
+		node = cnode_get(node, "auto_size_rule");
+	if (e->auto_size &&
+	    (check_steps(node, "seq", &e->auto_rule.seq_below,
+			 &e->auto_rule.seq_step, d) ||
+	     check_steps(node, "token", &e->auto_rule.token_below,
+			 &e->auto_rule.token_step, d)))
+		return -1;
 	return 0;
 }
 

@@ -83,6 +83,21 @@ enum engine_quant_fusion {
 	ENGINE_QFUSE_COUNT
 };
 
+/* trtllm-bench's sizing rule (tensorrt_llm/bench/build/tuning.py
+ * finetune_setting): the requests the KV cache holds at the dataset's mean
+ * lengths are capped, then rounded up, in steps that grow with the size. */
+struct engine_auto_size {
+	int64_t max_seqs;			/* cap on the requests (decoder buffers) */
+	int64_t max_tokens;			/* cap on the tokens of a step (activations) */
+	int64_t min_seqs;			/* max batch size, at least */
+	struct schema_int_list seq_below;	/* a raw batch size below entry i ... */
+	struct schema_int_list seq_step;	/* ... rounds up to a multiple of step i;
+						 * at or above the last, the last step */
+	int64_t min_tokens;			/* max num tokens, at least */
+	struct schema_int_list token_below;	/* as seq_below, for max num tokens */
+	struct schema_int_list token_step;
+};
+
 struct engine_spec {
 	const char *name;			/* preset name */
 	const char *version;			/* engine version the defaults come from (info) */
@@ -127,6 +142,7 @@ struct engine_spec {
 	int capacity;				/* enum engine_capacity */
 	int auto_size;				/* trtllm-bench: max seqs and tokens from KV
 						 * capacity and the job's lengths */
+	struct engine_auto_size auto_rule;	/* how auto_size rounds */
 };
 
 extern const struct schema engine_schema;

@@ -86,6 +86,27 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "
 		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "expert_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the second expert GEMM returns "
+		  "its bias and each local expert's rows get bias x routing "
+		  "probability as PyTorch ops (mul, add per expert, cat, cast); "
+		  "false: in the GEMM's epilogue" },
+	{ .key = "expert_fc1_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_fc1_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the first expert GEMM takes no "
+		  "bias and each local expert's rows get it as PyTorch ops "
+		  "(add per expert, cat); false: in the GEMM's epilogue" },
+	{ .key = "glu_clamp_kernels", .type = ST_BOOL,
+	  .offset = EOFF(glu_clamp_kernels), .def = "false",
+	  .help = "a clamped GLU (swiglu_limit): the two halves clamped and "
+		  "concatenated as three PyTorch kernels before the fused "
+		  "activation (false: inside it)" },
+	{ .key = "fused_rope_mscale", .type = ST_BOOL,
+	  .offset = EOFF(fused_rope_mscale), .def = "true",
+	  .help = "the fused rotary kernel scales cos and sin by YaRN's "
+		  "attention factor (false: with a factor other than 1 the "
+		  "rope runs as PyTorch ops, as eager_rope)" },
 	{ .key = "per_expert_quantize", .type = ST_BOOL,
 	  .offset = EOFF(per_expert_quantize), .def = "false",
 	  .help = "MX formats: the experts' grouped GEMM inputs and output "

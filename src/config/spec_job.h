@@ -186,6 +186,16 @@ struct elementwise_spec {
 					 * bias gradient's sum over the tokens */
 	int expand_kv;			/* GQA: K and V expanded to the query heads
 					 * before attention (repeat_interleave) */
+	int expert_bias_kernels;	/* a biased MoE's second expert GEMM returns
+					 * its bias, added per local expert times the
+					 * routing probability by PyTorch ops */
+	int expert_fc1_bias_kernels;	/* a biased MoE's first expert GEMM's bias
+					 * added per local expert by PyTorch ops */
+	int glu_clamp_kernels;		/* a clamped GLU's clamps as their own
+					 * kernels ahead of the fused activation */
+	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's
+					 * attention factor (else the rope runs as
+					 * PyTorch ops when that factor is not 1) */
 	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
 					 * quantized by one kernel per expert */
 };

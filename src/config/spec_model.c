@@ -3,6 +3,7 @@
  */
 #include "spec_model.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ static const char *const ignored[] = {
 	"architectures", "auto_map", "torch_dtype", "dtype",
 	"transformers_version", "bos_token_id", "eos_token_id",
 	"pad_token_id", "initializer_range", "use_cache", "attention_dropout",
-	"hidden_dropout", "embd_pdrop", "resid_pdrop", "rope_scaling",
+	"hidden_dropout", "embd_pdrop", "resid_pdrop",
 	"rope_theta", "rope_interleave", "rope_ntk_alpha", "rope_ntk_beta",
 	"rope_scaling_factor", "partial_rotary_factor", "rms_norm_eps",
 	"layer_norm_eps", "pretraining_tp", "output_router_logits",
@@ -40,7 +41,7 @@ static const char *const ignored[] = {
 	"topk_method", "routed_scaling_factor", "aux_loss_alpha", "seq_aux",
 	"ep_size", "_name_or_path", "model_name", "attn_implementation",
 	"head_dim_original", "initial_context_length",
-	"swiglu_limit", "mlp_bias", "ffn_hidden_size", "tokenizer_class",
+	"ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
 	NULL,
 };
@@ -50,6 +51,43 @@ static const char *const quant_ignored[] = {
 	"fmt", "activation_scheme", "modules_to_not_convert", "quant_type",
 	"ignored_layers", "bits", "group_size", "zero_point", "version",
 	"desc_act", "sym", "backend", NULL,
+};
+
+/* rope_scaling keys that do not change the work (frequencies only). */
+static const char *const rope_ignored[] = {
+	"beta_fast", "beta_slow", "original_max_position_embeddings",
+	"truncate", "low_freq_factor", "high_freq_factor", "short_factor",
+	"long_factor", "mrope_section", "mrope_interleaved", "finetuned",
+	"rope_theta", NULL,
+};
+
+static const char *const rope_type_aliases[] = {"type", NULL};
+
+#define ROFF(m) offsetof(struct rope_scaling_spec, m)
+
+static const struct schema_field rope_fields[] = {
+	{ .key = "rope_type", .type = ST_STRING, .offset = ROFF(rope_type),
+	  .aliases = rope_type_aliases, .flags = SF_OPTIONAL,
+	  .help = "yarn, llama3, linear, dynamic, ..." },
+	{ .key = "factor", .type = ST_NUM, .offset = ROFF(factor), .min = 0,
+	  .max = 1e6, .flags = SF_OPTIONAL, .help = "context scaling factor" },
+	{ .key = "mscale", .type = ST_NUM, .offset = ROFF(mscale), .min = 0,
+	  .max = 1e3, .flags = SF_OPTIONAL, .help = "YaRN mscale (DeepSeek)" },
+	{ .key = "mscale_all_dim", .type = ST_NUM, .offset = ROFF(mscale_all_dim),
+	  .min = 0, .max = 1e3, .flags = SF_OPTIONAL,
+	  .help = "YaRN mscale_all_dim (DeepSeek)" },
+	{ .key = "attention_factor", .type = ST_NUM,
+	  .offset = ROFF(attention_factor), .min = 0, .max = 1e3,
+	  .flags = SF_OPTIONAL, .help = "YaRN attention factor, when given" },
+};
+
+static const struct schema rope_schema = {
+	.kind = "model.rope_scaling",
+	.help = "rotary position scaling",
+	.size = sizeof(struct rope_scaling_spec),
+	.fields = rope_fields,
+	.nfields = SCHEMA_COUNT(rope_fields),
+	.ignored_keys = rope_ignored,
 };
 
 static const char *const layer_type_names[] = {
@@ -140,6 +178,17 @@ static const struct schema_field model_fields[] = {
 	  .help = "LM head shares the input embedding" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
+	{ .key = "mlp_bias", .type = ST_BOOL, .offset = OFF(mlp_bias),
+	  .flags = SF_OPTIONAL,
+	  .help = "MLP and expert linears have bias (default: true for "
+		  "model_type gpt_oss, whose experts carry gate_up and down "
+		  "biases, else false)" },
+	{ .key = "swiglu_limit", .type = ST_NUM, .offset = OFF(swiglu_limit),
+	  .min = 0, .max = 1e6, .flags = SF_OPTIONAL,
+	  .help = "gated MLP inputs clamped to this (gpt-oss: 7)" },
+	{ .key = "rope_scaling", .type = ST_SECTION, .offset = OFF(rope_scaling),
+	  .sub = &rope_schema, .flags = SF_OPTIONAL,
+	  .help = "rotary scaling (YaRN's attention factor scales cos and sin)" },
 	{ .key = "qk_layernorm", .type = ST_BOOL, .offset = OFF(qk_layernorm),
 	  .aliases = qk_norm_aliases, .flags = SF_OPTIONAL,
 	  .help = "Q and K normalized per head before rotary (default: true "
@@ -186,6 +235,21 @@ static const struct schema_field model_fields[] = {
 	{ .key = "layer_types", .type = ST_INT_LIST, .offset = OFF(layer_types),
 	  .values = layer_type_names, .flags = SF_OPTIONAL,
 	  .help = "attention of each layer (gpt-oss)" },
+	{ .key = "attention_chunk_size", .type = ST_INT,
+	  .offset = OFF(attention_chunk_size), .min = 1, .max = 1e9,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: RoPE layers attend within aligned chunks of this "
+		  "many tokens (chunked attention)" },
+	{ .key = "no_rope_layers", .type = ST_INT_LIST,
+	  .offset = OFF(no_rope_layers), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: per layer 1 = RoPE (chunked attention), 0 = NoPE "
+		  "(global attention); absent: by nope_layer_interval" },
+	{ .key = "nope_layer_interval", .type = ST_INT,
+	  .offset = OFF(nope_layer_interval), .min = 1, .max = 1e5,
+	  .flags = SF_OPTIONAL,
+	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
+		  "absent (transformers' Llama4TextConfig default: 4)" },
 	{ .key = "quantization_config", .type = ST_SECTION,
 	  .offset = OFF(quantization), .sub = &quant_schema,
 	  .flags = SF_OPTIONAL,
@@ -235,6 +299,19 @@ int64_t model_layer_window(const struct model_spec *m, int64_t i)
 	    i < m->max_window_layers)
 		return 0;
 	return m->sliding_window;
+}
+
+int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
+{
+	int rope;
+
+	if (m->attention_chunk_size <= 0)
+		return 0;
+	if (m->no_rope_layers.n > 0)
+		rope = (size_t)i < m->no_rope_layers.n && m->no_rope_layers.v[i];
+	else
+		rope = (i + 1) % m->nope_layer_interval != 0;
+	return rope ? m->attention_chunk_size : 0;
 }
 
 int64_t model_shared_ffn(const struct model_spec *m)
@@ -352,7 +429,45 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 				    "layers but no 'sliding_window'");
 			return -1;
 		}
+	if (m->no_rope_layers.n > 0 &&
+	    m->no_rope_layers.n != (size_t)m->num_hidden_layers) {
+		cnode_error(d, node, "'no_rope_layers' has %zu entries for %lld "
+			    "layers", m->no_rope_layers.n,
+			    (long long)m->num_hidden_layers);
+		return -1;
+	}
+	if (m->attention_chunk_size > 0 && m->no_rope_layers.n == 0 &&
+	    m->nope_layer_interval <= 0) {
+		cnode_error(d, node, "'attention_chunk_size' needs "
+			    "'no_rope_layers' or 'nope_layer_interval' (which "
+			    "layers attend in chunks)");
+		return -1;
+	}
 	return 0;
+}
+
+/* YaRN's attention factor ("mscale", "concentration factor"), which
+ * multiplies cos and sin: the given attention_factor; else with mscale
+ * and mscale_all_dim both given their ratio m(f, mscale) / m(f,
+ * mscale_all_dim) (DeepSeek-V3: 1); else m(f, 1), with m(f, s) = 0.1 s
+ * ln f + 1 for f > 1 (transformers modeling_rope_utils
+ * _compute_yarn_parameters; Megatron-Core yarn_rotary_pos_embedding.py
+ * _yarn_get_concentration_factor, the same). 1 for any other scaling. */
+static double yarn_m(double f, double s)
+{
+	return f <= 1 ? 1 : 0.1 * s * log(f) + 1;
+}
+
+static double rope_mscale(const struct rope_scaling_spec *r)
+{
+	if (!r->rope_type || strcmp(r->rope_type, "yarn") != 0)
+		return 1;
+	if (r->attention_factor > 0)
+		return r->attention_factor;
+	if (r->mscale > 0 && r->mscale_all_dim > 0)
+		return yarn_m(r->factor, r->mscale) /
+		       yarn_m(r->factor, r->mscale_all_dim);
+	return yarn_m(r->factor, 1);
 }
 
 static int model_check(void *obj, const struct schema_at *at, struct diag *d)
@@ -380,6 +495,10 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	}
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
+	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
+		m->mlp_bias = m->model_type &&
+			      strcmp(m->model_type, "gpt_oss") == 0;
+	m->rope_mscale = rope_mscale(&m->rope_scaling);
 	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
 	 * q_norm and k_norm unconditionally; their config.json has no key */
 	if (m->qk_layernorm < 0)

@@ -20,6 +20,10 @@
  *            sliding_window and use_sliding_window not false, every layer
  *            from max_window_layers on (Mistral: all; Qwen2/3: i >=
  *            max_window_layers)
+ *   chunked  attention_chunk_size > 0 and a RoPE layer: no_rope_layers[i]
+ *            == 1, or, without the list, (i + 1) % nope_layer_interval
+ *            != 0 (Llama 4: transformers' Llama4TextConfig default; its
+ *            NoPE layers attend globally)
  *
  * Depends on schema.h only.
  */
@@ -71,6 +75,16 @@ enum quant_method {
 	QUANT_MXFP4		/* gpt-oss: MoE weights in mxfp4 */
 };
 
+/* Hugging Face rope_scaling: the rotary scaling (YaRN's attention
+ * factor is what changes the work: see model_check). */
+struct rope_scaling_spec {
+	const char *rope_type;			/* "yarn", "llama3", "linear", ... */
+	double factor;				/* context scaling; 0 = absent */
+	double mscale;				/* YaRN (DeepSeek): mscale */
+	double mscale_all_dim;			/* YaRN (DeepSeek): mscale_all_dim */
+	double attention_factor;		/* YaRN: given attention factor; 0 = derived */
+};
+
 /* A checkpoint's quantization_config (weights as stored). */
 struct quant_spec {
 	const char *quant_method;		/* as written ("fp8", "mxfp4", ...) */
@@ -95,6 +109,12 @@ struct model_spec {
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
 	int attention_bias;			/* QKV/out projections have bias */
+	int mlp_bias;				/* MLP / expert linears have bias (gpt-oss);
+						 * -1 absent: from model_type */
+	double swiglu_limit;			/* gated MLP's clamp (gpt-oss 7); 0 = none */
+	struct rope_scaling_spec rope_scaling;	/* rotary scaling; factor 0 = none */
+	double rope_mscale;			/* YaRN attention factor on cos/sin (1 = none),
+						 * derived */
 	int qk_layernorm;			/* per-head norms of Q and K before
 						 * rotary (Qwen3, OLMo 2) */
 	/* Mixture of Experts (0 = dense) */
@@ -117,6 +137,11 @@ struct model_spec {
 	int use_sliding_window;			/* Qwen2/3 switch; -1 absent */
 	int64_t max_window_layers;		/* Qwen2/3: first sliding layer */
 	struct schema_int_list layer_types;	/* per layer, enum layer_type (gpt-oss) */
+	int64_t attention_chunk_size;		/* Llama 4: RoPE layers attend within aligned
+						 * chunks of this many tokens; 0 = none */
+	struct schema_int_list no_rope_layers;	/* Llama 4: per layer 1 = RoPE (chunked),
+						 * 0 = NoPE (global); empty: by interval */
+	int64_t nope_layer_interval;		/* Llama 4: every n-th layer is NoPE */
 	struct quant_spec quantization;		/* checkpoint weight format */
 	/* Multi-head latent attention (DeepSeek); 0 = not MLA */
 	int64_t q_lora_rank;
@@ -138,6 +163,10 @@ int model_layer_moe(const struct model_spec *m, int64_t i);
 /* Keys layer i's attention sees per query: its sliding window, or 0 for
  * full (causal) attention. */
 int64_t model_layer_window(const struct model_spec *m, int64_t i);
+
+/* Layer i's attention chunk: the aligned chunk of tokens a query attends
+ * within (Llama 4's chunked attention on its RoPE layers), 0 = none. */
+int64_t model_layer_chunk(const struct model_spec *m, int64_t i);
 
 /* Routed and shared expert MLP sizes: the shared experts of a layer
  * (DeepSeek n_shared_experts x moe_intermediate_size, Qwen-MoE

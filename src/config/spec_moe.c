@@ -88,6 +88,10 @@ static const struct schema_field ep_fields[] = {
 	  .values = ep_vendor_names, .def = "any",
 	  .help = "the GPUs it runs on: any (a collective library), nvidia "
 		  "(NVSHMEM/IBGDA kernels: DeepEP, Hybrid-EP) or amd" },
+	{ .key = "fp32_probs", .type = ST_BOOL, .offset = EOFF(fp32_probs),
+	  .def = "false",
+	  .help = "the routing probabilities travel in fp32 whatever the "
+		  "router's dtype (false: as the router made them)" },
 };
 
 static int ep_check(void *obj, const struct schema_at *at, struct diag *d)

@@ -102,6 +102,8 @@ struct ep_comm_spec {
 					 * (top-k indices, weights, scales) */
 	int host_sync;			/* enum ep_host_sync, dropless */
 	int vendor;			/* enum ep_vendor: GPUs it runs on */
+	int fp32_probs;			/* the routing probabilities travel, and
+					 * reach the experts, in fp32 */
 };
 
 extern const struct schema ep_comm_schema;

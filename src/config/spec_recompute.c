@@ -39,13 +39,22 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 		cnode_error(d, at, "training.recompute_modules needs recompute: "
 			    "selective (it is %s; Megatron-Core reads the "
 			    "modules only with recompute_granularity "
-			    "'selective')", recompute_names[j->training.recompute]);
+			    "'selective')", j->training.recompute == RECOMPUTE_FULL ?
+			    "full" : "none");
 		return -1;
 	}
 	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
 		cnode_error(d, at, "training.recompute_modules: mla_up_proj needs "
 			    "a model with multi-head latent attention "
 			    "(kv_lora_rank)");
+		return -1;
+	}
+	if (job_recomputes(j, RCM_MOE) && j->moe.a2a_overlap &&
+	    j->parallelism.ep > 1) {
+		cnode_error(d, at, "training.recompute_modules: moe cannot be "
+			    "recomputed with moe.a2a_overlap (Megatron-Core: "
+			    "'disable moe in recompute_modules when enabling "
+			    "overlap_moe_expert_parallel_comm')");
 		return -1;
 	}
 	if (job_recomputes(j, RCM_SHARED_EXPERTS) &&

@@ -22,7 +22,10 @@
  *                     the new K and V into the cache, T 2 g d/t K
  *   attention prefill groups: one varlen flash kernel over their chunks
  *                     and cached prefixes; decode groups: one split-KV
- *                     kernel (gpu_attn_infer.c)
+ *                     kernel (gpu_attn_infer.c); on a chunked layer
+ *                     (Llama 4) each group split at the chunk edges,
+ *                     its queries seeing the keys of their own chunk
+ *                     (infer_chunk_groups)
  *   o_proj    GEMM    (T, h, a d / t)
  *   all-reduce T h B over TP
  *   norm      fused add + RMSNorm as above
@@ -214,6 +217,7 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 {
 	k->moe = model_layer_moe(j->model, layer);
 	k->window = (double)model_layer_window(j->model, layer);
+	k->chunk = (double)model_layer_chunk(j->model, layer);
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
@@ -525,21 +529,44 @@ void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 /* ---- costing ---- */
 
 /* The attention groups of b of one kind (prefill or decode). */
-static int groups_of(const struct infer_batch *b, int prefill,
-		     struct gpu_attn_group *out)
+int infer_chunk_groups(double count, double q, double kv, double chunk,
+		       struct gpu_attn_group *out, int cap)
 {
+	double start = kv - q, cs, ce;
+	int n = 0;
+
+	if (cap < 1)
+		return 0;
+	if (!(chunk > 0)) {
+		out[0] = (struct gpu_attn_group){count, q, kv};
+		return 1;
+	}
+	while (start < kv) {
+		cs = floor(start / chunk) * chunk;
+		ce = n == cap - 1 ? kv : fmin(cs + chunk, kv);
+		out[n++] = (struct gpu_attn_group){count, ce - start, ce - cs};
+		start = ce;
+	}
+	return n;
+}
+
+/* The attention groups of b's prefill (or decode) sequences, split by
+ * the layer's attention chunks; out holds INFER_MAX_ATTN_GROUPS. */
+static int groups_of(const struct infer_batch *b, int prefill,
+		     const struct infer_kind *k, struct gpu_attn_group *out)
+{
+	double chunk = k ? k->chunk : 0;
 	int i, n = 0;
 
 	for (i = 0; i < b->n; i++) {
 		const struct infer_seqs *s = &b->g[i];
+		int left = INFER_MAX_ATTN_GROUPS - n - (b->n - i - 1);
 
 		if (s->prefill != prefill || s->count <= 0 || s->q <= 0 ||
 		    s->pad)
 			continue;
-		out[n].count = s->count;
-		out[n].q = s->q;
-		out[n].kv = s->ctx + s->q;
-		n++;
+		n += infer_chunk_groups(s->count, s->q, s->ctx + s->q, chunk,
+					out + n, left > 1 ? left : 1);
 	}
 	return n;
 }
@@ -596,7 +623,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_kind *kind,
 				 const struct gpu_spec *g)
 {
-	struct gpu_attn_group grp[INFER_MAX_GROUPS];
+	struct gpu_attn_group grp[INFER_MAX_ATTN_GROUPS];
 	struct gpu_attn_heads h;
 	struct gpu_gemm_dtypes q;
 	int n;
@@ -612,11 +639,11 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);
 	case IK_ATTN_PREFILL:
-		n = groups_of(b, 1, grp);
+		n = groups_of(b, 1, kind, grp);
 		attn_heads(d, 0, kind, &h);
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:
-		n = groups_of(b, 0, grp);
+		n = groups_of(b, 0, kind, grp);
 		attn_heads(d, 1, kind, &h);
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:

@@ -39,6 +39,8 @@ struct infer_seqs {
 };
 
 #define INFER_MAX_GROUPS 64
+/* Attention groups of a step once chunked attention splits them. */
+#define INFER_MAX_ATTN_GROUPS (8 * INFER_MAX_GROUPS)
 
 struct infer_batch {
 	struct infer_seqs g[INFER_MAX_GROUPS];
@@ -118,6 +120,8 @@ struct infer_dims {
 struct infer_kind {
 	int moe;
 	double window;		/* keys a query sees; 0 = all (causal) */
+	double chunk;		/* queries attend within aligned chunks of
+				 * this many tokens (Llama 4); 0 = none */
 };
 
 #define INFER_MAX_KINDS 4
@@ -125,6 +129,16 @@ struct infer_kind {
 /* The kind of layer i (0-based) of the job's model. */
 void infer_kind_of(const struct job_spec *j, int64_t layer,
 		   struct infer_kind *k);
+
+/* Chunked attention (Llama 4): `count` sequences whose q queries sit at
+ * positions kv - q .. kv - 1 and attend within aligned chunks of `chunk`
+ * tokens become one attention group per chunk they touch: the queries in
+ * chunk c = [cC, cC + C) and the keys from cC up to the last of them (a
+ * decode token sees (kv - 1) mod C + 1 keys). Writes at most cap groups
+ * to out (the rest of the queries, if any, as one last group over its
+ * chunk's keys) and returns how many. */
+int infer_chunk_groups(double count, double q, double kv, double chunk,
+		       struct gpu_attn_group *out, int cap);
 
 /* Where the tokens of one step go in an MoE layer (infer_moe_route). */
 struct infer_route {

@@ -67,14 +67,30 @@ static double max_input(const struct job_spec *j)
 	return l->max > 0 ? (double)l->max : l->mean;
 }
 
+/* Round v up by the step of the first bound it lies below (the last step
+ * above them all), at least lo. */
+static double round_up_by(double v, double lo,
+			  const struct schema_int_list *below,
+			  const struct schema_int_list *step)
+{
+	size_t i = 0;
+
+	while (i < below->n && v >= (double)below->v[i])
+		i++;
+	return fmax(lo, (double)step->v[i] * ceil(v / (double)step->v[i]));
+}
+
 /* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
  * calc_engine_setting and finetune_setting): requests the KV memory holds
- * at the job's mean lengths, then rounded up optimistically. */
+ * at the job's mean lengths (the engine's KV fraction of what the weights
+ * leave, as trtllm-bench passes its --kv_cache_free_gpu_mem_fraction),
+ * capped and rounded up optimistically by the engine's auto_size_rule. */
 static void trtllm_auto_size(struct infer_ctx *x)
 {
 	const struct job_spec *j = x->job;
 	const struct model_spec *m = j->model;
 	const struct serving_spec *s = &j->serving;
+	const struct engine_auto_size *r = &x->eng->auto_rule;
 	double gib = 1024.0 * 1024.0 * 1024.0;
 	double n = (double)(x->tp * x->adp * x->pp);
 	double kv_heads = fmax((double)x->tp, (double)m->num_key_value_heads);
@@ -83,22 +99,13 @@ static void trtllm_auto_size(struct infer_ctx *x)
 	double engine_gib = model_weights_B(x) / gib;
 	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
 	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);
-	double reqs = avail * 0.95 / (tok_gib * (isl + osl));
-	double bs = fmin(reqs, 4096) / (double)x->pp;
-	double tok = fmin(bs * (1 + isl / osl), 32768);
+	double reqs = avail * x->eng->memory_fraction / (tok_gib * (isl + osl));
+	double bs = fmin(reqs, (double)r->max_seqs) / (double)x->pp;
+	double tok = fmin(bs * (1 + isl / osl), (double)r->max_tokens);
 
-	if (bs < 256)
-		bs = fmax(64, 32 * ceil(bs / 32));
-	else if (bs < 1024)
-		bs = 128 * ceil(bs / 128);
-	else
-		bs = 256 * ceil(bs / 256);
-	if (tok < 4096)
-		tok = fmax(2048, 256 * ceil(tok / 256));
-	else if (tok < 8192)
-		tok = 512 * ceil(tok / 512);
-	else
-		tok = 1024 * ceil(tok / 1024);
+	bs = round_up_by(bs, (double)r->min_seqs, &r->seq_below, &r->seq_step);
+	tok = round_up_by(tok, (double)r->min_tokens, &r->token_below,
+			  &r->token_step);
 	x->max_seqs = (int64_t)bs;
 	x->max_tokens = (int64_t)tok;
 	/* without chunked prefill the longest prompt must fit a step, with a
@@ -158,13 +165,14 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 		infer_kind_of(x->job, i, &kind);
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
-			    x->kinds[k].window == kind.window)
+			    x->kinds[k].window == kind.window &&
+			    x->kinds[k].chunk == kind.chunk)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {
 				diag_error(d, NULL, 0, 0, "model '%s' has more "
 					   "than %d kinds of layer (dense or "
-					   "MoE, attention windows)",
+					   "MoE, attention windows or chunks)",
 					   x->job->model->name ?
 					   x->job->model->name : "?",
 					   INFER_MAX_KINDS);

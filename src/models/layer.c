@@ -121,6 +121,7 @@
  */
 #include "layer_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -209,6 +210,15 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->host_sync = EP_SYNC_NONE;
 	e->router_ops = (double)j->framework->host.router_ops;
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
+	e->bias_ops = m->mlp_bias == 1 &&
+		      j->framework->elementwise.expert_bias_kernels == 1;
+	e->fc1_bias_ops = m->mlp_bias == 1 &&
+			  j->framework->elementwise.expert_fc1_bias_kernels == 1;
+	e->probs_B = dtype_bytes((enum dtype)mj->router_dtype);
+	if (mj->dispatcher && mj->dispatcher->fp32_probs && e->probs_B < 4)
+		e->probs_B = 4;
+	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
+		       j->framework->elementwise.glu_clamp_kernels == 1;
 }
 
 /* torch FSDP's gradient division factors for a group of n
@@ -286,7 +296,11 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
-	d->eager_rope = j->framework->elementwise.eager_rope == 1;
+	/* Megatron-Core (rope_utils.py apply_rotary_pos_emb): TE's fused
+	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
+	d->eager_rope = j->framework->elementwise.eager_rope == 1 ||
+			(m->rope_mscale > 0 && fabs(m->rope_mscale - 1) > 1e-9 &&
+			 j->framework->elementwise.fused_rope_mscale == 0);
 	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
 		       d->gated;
 	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&

@@ -62,6 +62,11 @@ struct moe_dims {
 				 * GEMM and top-k (framework host data) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
 				 * preprocessing (framework host data) */
+	int bias_ops;		/* the experts' output bias x probability as
+				 * PyTorch ops per local expert (moe.c) */
+	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
+	double probs_B;		/* B per routing probability at the experts */
+	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */

@@ -276,6 +276,86 @@ static void sort_fwd(struct layer_ops *o, const char *name,
 		lop_memop(o, name, pass, n, n, 0);
 }
 
+/* A clamped GLU's clamps as their own kernels (clamp_ops): Megatron-
+ * Core's weighted_bias_quick_geglu_impl clamps the gate half (max) and
+ * the linear half (both ways) of the fc1 output and concatenates them
+ * before its fused activation (NVIDIA/Megatron-LM @ d7288711ba,
+ * megatron/core/fusions/fused_bias_geglu.py): forward three kernels,
+ * read and write R u B twice (R f each clamp, R u the cat); backward
+ * each clamp's gradient reads the gradient and the input of its half and
+ * writes its half (read 2 R u B, write R u B), then the chunk's gradient
+ * is concatenated (read and write R u B): 3 kernels, read 3 R u B,
+ * write 2 R u B. */
+static void clamp_op(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * fc1_width(d) * d->act_B;
+
+	if (!d->moe.clamp_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 3 * n, 2 * n, 0, 3, n / d->act_B);
+	else
+		lop_eager(o, name, pass, 2 * n, 2 * n, 0, 3,
+			  2 * n / d->act_B);
+}
+
+/* The experts' output bias as PyTorch ops (bias_ops): Megatron-Core's
+ * TEGroupedMLP builds fc2 with skip_bias_add and _apply_bias adds, per
+ * local expert, t + b p on its rows (experts.py @ d7288711ba): b p
+ * ([R_e, h], in the wider dtype w of the bias and the probability,
+ * probs_B), the add (read R_e h B and R_e h w, write R_e h w), then one
+ * cat of the L results (read and write R h w) and, when w > B, the cast
+ * back (read R h w, write R h B). With n = R h: forward read n (B + 2 w)
+ * [+ n w], write 3 n w [+ n B]; 2 L + 1 [+ 1] kernels. Backward: the
+ * cast's gradient [read n B, write n w], per expert the rows' gradient
+ * cast to B [read n w, write n B], b's and p's gradients each a multiply
+ * (read n w, write n w) and a sum (read n w), and the split's gradient
+ * concatenated (read and write n B): read 4 n w + n B [+ n (B + w)],
+ * write 2 n w + n B [+ n (w + B)]; 4 L + 1 [+ L + 1] kernels. */
+static void bias_op(struct layer_ops *o, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double n = rows(d) * d->hidden, B = d->act_B, L = m->local;
+	double w = m->probs_B > B ? m->probs_B : B;
+	int cast = w > B;
+
+	if (!m->bias_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 4 * n * w + n * B +
+			  (cast ? n * (B + w) : 0), 2 * n * w + n * B +
+			  (cast ? n * (w + B) : 0), 0,
+			  4 * L + 1 + (cast ? L + 1 : 0), 4 * n);
+	else
+		lop_eager(o, name, pass, n * (B + 2 * w) + (cast ? n * w : 0),
+			  3 * n * w + (cast ? n * B : 0), 0,
+			  2 * L + 1 + (cast ? 1 : 0), 2 * n);
+}
+
+/* The first expert GEMM's bias as PyTorch ops (fc1_bias_ops): NeMo
+ * AutoModel's GroupedExpertsDeepEP runs grouped_gemm's gmm, which takes
+ * no bias, and its _apply_bias adds each local expert's bias to its rows
+ * (t + b per expert, one cat; NVIDIA-NeMo/Automodel @ 8d9bfb90e,
+ * nemo_automodel/components/moe/layers.py). n = R u elements of B:
+ * forward read and write 2 n B (the adds, the cat), L + 1 kernels;
+ * backward each expert's bias gradient sums its rows (read n B) and the
+ * split's gradient is concatenated (read and write n B): read 2 n B,
+ * write n B, L + 1 kernels. */
+static void fc1_bias_op(struct layer_ops *o, const char *name,
+			enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * fc1_width(d) * d->act_B, L = d->moe.local;
+
+	if (!d->moe.fc1_bias_ops)
+		return;
+	if (pass == PASS_BWD)
+		lop_eager(o, name, pass, 2 * n, n, 0, L + 1, n / d->act_B);
+	else
+		lop_eager(o, name, pass, 2 * n, 2 * n, 0, L + 1, n / d->act_B);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -285,6 +365,8 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
+	fc1_bias_op(o, "expert_fc1_bias", pass, d);
+	clamp_op(o, "expert_clamp", pass, d);
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
@@ -292,6 +374,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 		o->op[o->n - 1].k.write_B = R * f * d->lowp_B;	/* row-wise */
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
+	bias_op(o, "expert_bias", pass, d);
 }
 
 /* The host waits before it issues op `at`: for the counts exchange
@@ -373,13 +456,15 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
  * saves its original 16-bit input, set_save_original_input, so Transformer
  * Engine quantizes the forward's row-wise copy only and the column-wise
  * copy the wgrad GEMM reads in the backward, from the recomputed input):
- * the activation again, read R u B, write R f B, and the column-wise cast,
- * read R f B, write R f L. */
+ * the activation again, read R u B, write R f B (with a clamped GLU its
+ * clamp kernels first: they are inside the checkpointed bias_act_func),
+ * and the column-wise cast, read R f B, write R f L. */
 static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 {
 	double R = rows(d), f = local_ffn(&d->moe), u = fc1_width(d);
 	struct layer_op *op;
 
+	clamp_op(o, "expert_clamp", PASS_RECOMPUTE, d);	/* inside bias_act_func */
 	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
 		  R * f * d->act_B, ACT_FLOPS * R * f);
 	if (!d->lowp)
@@ -397,6 +482,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
 	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
@@ -406,6 +492,8 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	o->op[o->n - 1].k.accum_B = 2 * L * f * h * d->grad_B;
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
+	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
+	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
 	grouped_opens(o, d);

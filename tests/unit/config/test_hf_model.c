@@ -90,6 +90,53 @@ Test(hf_model, gpt_oss_layer_types_and_both_topk_spellings)
 	cr_assert_eq(model_layer_window(m, 2), 128);
 	cr_assert(model_layer_moe(m, 0) && model_layer_moe(m, 3));
 	cr_assert_eq(m->quantization.method, QUANT_MXFP4);
+	/* swiglu_limit 7; experts with biases (model_type gpt_oss, no
+	 * mlp_bias key); rope_scaling yarn, factor 32, no mscale: the
+	 * attention factor 0.1 ln 32 + 1 = 1.3465736. */
+	cr_assert_float_eq(m->swiglu_limit, 7.0, 1e-12);
+	cr_assert_eq(m->mlp_bias, 1);
+	cr_assert_float_eq(m->rope_mscale, 1.3465735903, 1e-9);
+}
+
+Test(hf_model, yarn_attention_factor)
+{
+	char dir[64], path[256];
+	const struct model_spec *m;
+
+	/* DeepSeek-V3's config.json gives mscale = mscale_all_dim = 1: the
+	 * ratio m(40, 1) / m(40, 1) = 1, cos and sin unscaled. */
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40,"
+		" \"mscale\": 1.0, \"mscale_all_dim\": 1.0, \"beta_fast\": 32,"
+		" \"original_max_position_embeddings\": 4096}}"));
+	cr_assert_float_eq(m->rope_mscale, 1.0, 1e-12);
+	cr_assert_eq(m->mlp_bias, 0);
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+	/* A given attention_factor is taken as it is; llama3 scaling and
+	 * null (absent) leave the rope unscaled. */
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4,"
+		" \"attention_factor\": 1.25}}"));
+	cr_assert_float_eq(m->rope_mscale, 1.25, 1e-12);
+	tmpdir_remove(dir);
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8,"
+		" \"low_freq_factor\": 1, \"high_freq_factor\": 4}}"));
+	cr_assert_float_eq(m->rope_mscale, 1.0, 1e-12);
+	tmpdir_remove(dir);
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"rope_scaling\": null}"));
+	cr_assert_float_eq(m->rope_mscale, 1.0, 1e-12);
+	tmpdir_remove(dir);
 }
 
 Test(hf_model, top_k_spellings_must_agree)

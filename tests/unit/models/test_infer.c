@@ -260,7 +260,7 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0};
+	struct infer_kind k = {1, 0, 0};
 	struct infer_ops o;
 	struct infer_unit u;
 	struct diag dg;
@@ -314,7 +314,7 @@ Test(infer, moe_attention_dp_dispatches)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0};
+	struct infer_kind k = {1, 0, 0};
 	struct infer_ops o;
 	struct diag dg;
 
@@ -382,4 +382,140 @@ Test(infer, attention_dp_busiest_rank)
 	for (k = 0; k < b.n; k++)
 		cr_assert_float_eq(r.g[k].count, b.g[k].count, 1e-12);
 	cr_assert_float_eq(route, 0, 1e-12);
+}
+
+/*
+ * trtllm-bench's auto sizing with the trtllm preset's auto_size_rule
+ * (tuning.py finetune_setting). Qwen3-30B-A3B in bf16 on one H100:
+ * memory 81,559 MiB = 79.647 GiB, weights 61,064,220,672 B = 56.870 GiB
+ * (moe_weights_qwen3_30b), so 22.777 GiB left, of which the preset's KV
+ * fraction 0.9 is 20.4995 GiB. KV per token 2 x 48 layers x 4 heads x
+ * 128 x B_kv = 98,304 B in bf16 (9.155e-5 GiB), half in fp8.
+ *   1000/1000 bf16: 20.4995 / (9.155e-5 x 2000) = 111.95 requests:
+ *     batch max(64, 32 x ceil(3.50)) = 128; tokens 223.9 -> 2048 (the
+ *     floor); unchunked: max(2048, 1000 + 128) = 2048
+ *   128/128 fp8: 1749.3 requests -> 256 x ceil(6.83) = 1792; tokens
+ *     3498.5 -> 256 x ceil(13.67) = 3584
+ *   1000/100 fp8: 407.1 -> 128 x ceil(3.18) = 512; tokens 4478.1 ->
+ *     512 x ceil(8.75) = 4608
+ *   128/16 fp8: 3109.8 -> 256 x ceil(12.15) = 3328; tokens 27988 ->
+ *     1024 x ceil(27.33) = 28672
+ *   16/16 fp8: 13994 requests, capped at 4096 (a multiple of 256);
+ *     tokens 4096 x 2 = 8192
+ */
+Test(infer, trtllm_auto_size_rounds_by_the_rule)
+{
+	static const struct {
+		const char *isl, *osl, *kv;
+		int64_t seqs, tokens;
+	} c[] = {
+		{"serving.input_len=1000", "serving.output_len=1000",
+		 "serving.kv_dtype=bf16", 128, 2048},
+		{"serving.input_len=128", "serving.output_len=128",
+		 "serving.kv_dtype=fp8", 1792, 3584},
+		{"serving.input_len=1000", "serving.output_len=100",
+		 "serving.kv_dtype=fp8", 512, 4608},
+		{"serving.input_len=128", "serving.output_len=16",
+		 "serving.kv_dtype=fp8", 3328, 28672},
+		{"serving.input_len=16", "serving.output_len=16",
+		 "serving.kv_dtype=fp8", 4096, 8192},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *sets[] = {"phase=serving", "serving.requests=10",
+				      "serving.engine.auto_size=true",
+				      c[i].isl, c[i].osl, c[i].kv};
+		struct arena a;
+		struct diag d;
+		struct infer_ctx x;
+		struct job_spec *j;
+
+		arena_init(&a);
+		diag_init(&d, stderr);
+		j = load(&a, Q30, sets, 6);
+		cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+		cr_assert_eq(x.max_seqs, c[i].seqs, "%s %s: %lld", c[i].isl,
+			     c[i].osl, (long long)x.max_seqs);
+		cr_assert_eq(x.max_tokens, c[i].tokens, "%s %s: %lld",
+			     c[i].isl, c[i].osl, (long long)x.max_tokens);
+		infer_ctx_release(&x);
+		arena_release(&a);
+	}
+}
+
+/*
+ * Chunked attention (Llama 4): a prompt of 20,000 tokens with chunks of
+ * 8192 is three causal attentions within chunks [0, 8192), [8192, 16384)
+ * and [16384, 20000): queries 8192, 8192, 3616 over keys 8192, 8192,
+ * 3616. A second chunk of a prompt (1000 tokens after 8000 cached)
+ * crosses the boundary at 8192: 192 queries over keys 0..8191 (8192
+ * keys), then 808 queries over keys 8192..8999 (808 keys). A decode
+ * token at position 20,999 (kv = 21,000) sees its chunk's keys from
+ * 16,384: 21,000 - 16,384 = 4616 = (21,000 - 1) mod 8192 + 1. Without a
+ * chunk the group passes unchanged. With room for two groups the rest
+ * of the queries are one last group over its chunk's keys.
+ */
+Test(infer, chunked_attention_groups)
+{
+	struct gpu_attn_group g[8];
+	int n;
+
+	n = infer_chunk_groups(2, 20000, 20000, 8192, g, 8);
+	cr_assert_eq(n, 3);
+	cr_assert_float_eq(g[0].q, 8192, 1e-9);
+	cr_assert_float_eq(g[0].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[1].q, 8192, 1e-9);
+	cr_assert_float_eq(g[1].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[2].q, 3616, 1e-9);
+	cr_assert_float_eq(g[2].kv, 3616, 1e-9);
+	cr_assert_float_eq(g[2].count, 2, 1e-12);
+
+	n = infer_chunk_groups(1, 1000, 9000, 8192, g, 8);
+	cr_assert_eq(n, 2);
+	cr_assert_float_eq(g[0].q, 192, 1e-9);
+	cr_assert_float_eq(g[0].kv, 8192, 1e-9);
+	cr_assert_float_eq(g[1].q, 808, 1e-9);
+	cr_assert_float_eq(g[1].kv, 808, 1e-9);
+
+	n = infer_chunk_groups(64, 1, 21000, 8192, g, 8);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(g[0].q, 1, 1e-12);
+	cr_assert_float_eq(g[0].kv, 4616, 1e-9);
+
+	n = infer_chunk_groups(3, 10, 500, 0, g, 8);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(g[0].q, 10, 1e-12);
+	cr_assert_float_eq(g[0].kv, 500, 1e-12);
+
+	n = infer_chunk_groups(1, 20000, 20000, 8192, g, 2);
+	cr_assert_eq(n, 2);
+	cr_assert_float_eq(g[1].q, 20000 - 8192, 1e-9);
+	cr_assert_float_eq(g[1].kv, 20000 - 8192, 1e-9);
+}
+
+/*
+ * Llama 4 Maverick's layers (workloads/models/llama4-maverick.yaml):
+ * attention_chunk_size 8192, nope_layer_interval 4, so layers 3, 7, ...
+ * ((i + 1) % 4 == 0) are NoPE and global, the others chunked.
+ */
+Test(infer, llama4_chunked_layers)
+{
+	const char *mav[] = {"model=llama4-maverick",
+			     "system.gpus_per_node=8", "parallelism.tp=8"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_kind k;
+
+	arena_init(&a);
+	j = load(&a, L70, mav, 3);
+	infer_kind_of(j, 0, &k);
+	cr_assert_float_eq(k.chunk, 8192, 0);
+	infer_kind_of(j, 2, &k);
+	cr_assert_float_eq(k.chunk, 8192, 0);
+	infer_kind_of(j, 3, &k);
+	cr_assert_float_eq(k.chunk, 0, 0);
+	infer_kind_of(j, 47, &k);
+	cr_assert_float_eq(k.chunk, 0, 0);
+	arena_release(&a);
 }

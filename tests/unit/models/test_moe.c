@@ -117,6 +117,140 @@ Test(moe, expert_parallel_keeps_a_gpus_work)
 	arena_release(&a);
 }
 
+static const struct layer_op *op_named(const struct layer_ops *o,
+				       const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+Test(moe, expert_bias_and_clamp_as_framework_kernels)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *op;
+	double n, u;
+
+	/* 8 experts top-2, gated experts of 512 (fc1 u = 1024 wide), ep 1:
+	 * R = T k = 4096 x 2 = 8192 rows, L = 8 local experts, h 1024,
+	 * 16-bit activations, fp32 router (probabilities of 4 B). */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.model.mlp_bias = 1;
+	f.model.swiglu_limit = 7;
+	f.job.moe.router_dtype = DTYPE_FP32;
+	f.fw.elementwise.expert_bias_kernels = 1;
+	f.fw.elementwise.glu_clamp_kernels = 1;
+	dims(&f, &a, &d, &r);
+	cr_assert(d.moe.bias_ops && d.moe.clamp_ops);
+	cr_assert(near(d.moe.probs_B, 4, 0));
+	layer_fwd(&d, &kind, &o);
+	/* Bias: n = R h = 8192 x 1024 elements; w = 4 B > B = 2 B, so the
+	 * cast back runs. Forward read n (2 + 2 x 4 + 4) = 14 n, write
+	 * 3 x 4 n + 2 n = 14 n B, 2 L + 1 + 1 = 18 kernels. */
+	n = 8192.0 * 1024;
+	op = op_named(&o, "expert_bias");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 14 * n, 1e-12));
+	cr_assert(near(op->k.write_B, 14 * n, 1e-12));
+	cr_assert(near(op->k.launches, 18, 0));
+	/* Clamp: R u = 8192 x 1024 elements of 2 B, read and written twice
+	 * (two half clamps, the cat): 4 x 8388608 = 33554432 B each way,
+	 * 3 kernels, before the activation. */
+	u = 8192.0 * 1024 * 2;
+	op = op_named(&o, "expert_clamp");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * u, 1e-12));
+	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	cr_assert(op < op_named(&o, "expert_act"));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	/* Backward bias: read 4 x 4 n + 2 n + n (2 + 4) = 24 n, write 2 x 4 n
+	 * + 2 n + n (4 + 2) = 16 n, 4 L + 1 + L + 1 = 42 kernels, before the
+	 * fc2 dgrad; clamp: read 3 R u B, write 2 R u B after the act. */
+	op = op_named(&o, "expert_bias_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 24 * n, 1e-12));
+	cr_assert(near(op->k.write_B, 16 * n, 1e-12));
+	cr_assert(near(op->k.launches, 42, 0));
+	cr_assert(op < op_named(&o, "expert_fc2_dgrad"));
+	op = op_named(&o, "expert_clamp_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 3 * u, 1e-12));
+	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	/* fc1's bias as PyTorch ops too (AutoModel): R u = 8192 x 1024
+	 * elements of 2 B (16777216 B); forward the adds and the cat read
+	 * and write it twice, L + 1 = 9 kernels; backward the per-expert
+	 * sums read it, the split's cat reads and writes it. */
+	f.fw.elementwise.expert_fc1_bias_kernels = 1;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	op = op_named(&o, "expert_fc1_bias");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.write_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.launches, 9, 0));
+	cr_assert(op < op_named(&o, "expert_act"));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	op = op_named(&o, "expert_fc1_bias_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(near(op->k.write_B, 16777216.0, 1e-12));
+	f.fw.elementwise.expert_fc1_bias_kernels = 0;
+	/* 16-bit probabilities: no casts. Forward read n (2 + 4) = 6 n,
+	 * write 6 n, 2 L + 1 = 17 kernels. */
+	f.job.moe.router_dtype = DTYPE_BF16;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	op = op_named(&o, "expert_bias");
+	cr_assert(near(op->k.read_B, 6 * n, 1e-12));
+	cr_assert(near(op->k.write_B, 6 * n, 1e-12));
+	cr_assert(near(op->k.launches, 17, 0));
+	/* Fused (the defaults), or a model without biases or clamp: none. */
+	f.fw.elementwise.expert_bias_kernels = 0;
+	f.model.swiglu_limit = 0;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(op_named(&o, "expert_bias"));
+	cr_assert_null(op_named(&o, "expert_clamp"));
+	arena_release(&a);
+}
+
+Test(moe, yarn_factor_runs_megatrons_unfused_rope)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+
+	/* Rotary with YaRN's factor 1.3466 (gpt-oss): a framework whose
+	 * fused rope takes no scale runs it as PyTorch ops; one that scales,
+	 * or a factor of 1, keeps the fused kernel. */
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 1);
+	f.model.position_embedding = POS_ROPE;
+	f.model.rope_mscale = 1.3465735903;
+	f.fw.elementwise.fused_rope_mscale = 0;
+	dims(&f, &a, &d, &r);
+	cr_assert_eq(d.eager_rope, 1);
+	f.fw.elementwise.fused_rope_mscale = 1;
+	dims(&f, &a, &d, &r);
+	cr_assert_eq(d.eager_rope, 0);
+	f.fw.elementwise.fused_rope_mscale = 0;
+	f.model.rope_mscale = 1;
+	dims(&f, &a, &d, &r);
+	cr_assert_eq(d.eager_rope, 0);
+	arena_release(&a);
+}
+
 Test(moe, busiest_rank_closed_form_agrees_with_draws)
 {
 	struct fixture f;
