@@ -541,6 +541,11 @@ static void heapify(struct hent *h, uint32_t n)
 static int fill_start(struct mm *m)
 {
 	uint32_t i, k, n = 0, total = m->cv.n + m->cc.n, spare = total;
+	/* Setting aside pays where constraints outnumber the variables
+	 * (long flows: an all-to-all's); where they do not (every link
+	 * shared by many flows), reading each one's rate alone is all it
+	 * would do. Either way the rates are the same. */
+	int prune = m->prune && m->cc.n > m->cv.n;
 
 	if (heap_reserve(m, total) != 0)
 		return -1;
@@ -562,17 +567,18 @@ static int fill_start(struct mm *m)
 		c->left_Bps = c->cap_Bps;
 		c->usage = 0;
 		c->nfree = c->n;
-		for (k = 0; k < c->n; k++) {
+		for (k = 0; k < c->n; k++)
+			c->usage += c->list[k].coef;
+		for (k = 0; prune && k < c->n; k++) {
 			double alone = m->vars[c->list[k].var].alone_Bps;
 
-			c->usage += c->list[k].coef;
 			if (alone > most)
 				most = alone;
 		}
 		if (c->n == 0)
 			continue;
 		e = (struct hent){ level(c), CONS_KEY | m->cc.v[i] };
-		if (m->prune && e.level > most * SPARE_MARGIN) {
+		if (prune && e.level > most * SPARE_MARGIN) {
 			m->heap[--spare] = e;
 			if (hent_less(&e, &m->spare_min))
 				m->spare_min = e;
