@@ -75,7 +75,9 @@
  * the filling would have had at that point (an entry not yet at the top
  * keeps its first level), so the order of pops, and every rate, is the
  * same bit for bit (tests/unit/network/test_maxmin_fast.c checks it
- * against the solver with everything in the heap).
+ * against the solver with everything in the heap). Only components with
+ * more constraints than variables do this: where every link is shared
+ * by many flows there is little to set aside.
  *
  * Changes settled without a re-solve (maxmin_local.c). A small batch of
  * changes that provably moves no other rate (every removed variable's
