@@ -71,6 +71,15 @@ done
 grep -q '^  recompute_modules: \[core_attn, mlp\]$' "$tmp/rc.yaml" &&
 	grep -q '^  tp: 2$' "$tmp/rc.yaml" ||
 	bad "recompute modules: $(grep -E 'recompute|tp:' "$tmp/rc.yaml")"
+# A long list (32 x shared_experts, 15 characters each: past the 512-byte
+# list buffer before duplicates were dropped) imports as the one name.
+"$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
+	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
+	--max-position-embeddings 2048 --global-batch-size 8 --recompute-granularity selective \
+	--recompute-modules $(printf 'shared_experts %.0s' $(seq 32)) core_attn shared_experts --bf16 \
+	>"$tmp/rcl.yaml" 2>"$tmp/err" || bad "import a long --recompute-modules: $(cat "$tmp/err")"
+grep -q '^  recompute_modules: \[shared_experts, core_attn\]$' "$tmp/rcl.yaml" ||
+	bad "long recompute modules: $(grep recompute "$tmp/rcl.yaml")"
 "$llmsim" config import-megatron "--num-layers 2 --recompute-modules core_attn mlpx" \
 	>/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'mlpx'" "$tmp/err" ||

@@ -23,6 +23,7 @@
  */
 #include "cli.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -329,12 +330,17 @@ static int whole(const char *v)
 }
 
 /* An M_LIST value: names separated by blanks (read_args joins the
- * words), each one llmsim knows, set as a YAML flow list. */
+ * words), each one llmsim knows, set as a YAML flow list. A name given
+ * twice is kept once (Megatron's config only asks whether a module is in
+ * the list), so the list is bounded by the names llmsim knows; no words
+ * at all is the empty list (nargs '*': recompute nothing). */
 static int take_list(struct imported *im, const struct marg *m,
 		     const char *arg, const char *v, struct diag *d)
 {
 	char buf[512], name[64];
+	unsigned long long seen = 0;
 	size_t at = 0, i, k;
+	int n;
 
 	buf[at++] = '[';
 	while (*v) {
@@ -350,10 +356,19 @@ static int take_list(struct imported *im, const struct marg *m,
 				   "know the value '%s'", arg, name);
 			return -1;
 		}
-		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s",
-				       at > 1 ? ", " : "", name);
-		if (at + 2 >= sizeof(buf))
-			break;
+		assert(i < 64);
+		if (seen & (1ULL << i))
+			continue;
+		seen |= 1ULL << i;
+		n = snprintf(buf + at, sizeof(buf) - at, "%s%s",
+			     at > 1 ? ", " : "", name);
+		/* room for this name, ']' and the NUL */
+		if (n < 0 || (size_t)n + 2 > sizeof(buf) - at) {
+			diag_error(d, "megatron", 0, 0, "%s: the list is too "
+				   "long", arg);
+			return -1;
+		}
+		at += (size_t)n;
 	}
 	buf[at++] = ']';
 	buf[at] = '\0';
