@@ -329,8 +329,14 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	if (dt == DTYPE_FP8 &&
 	    j->framework->elementwise.per_expert_quantize == 1)
 		moe_quant_dims(j->training.fp8_scaling, d);
+	/* Only delayed scaling keeps an amax history that is reduced across
+	 * the group and turned into next step's scales; current and block
+	 * scaling and the MX formats scale from the tensor at hand
+	 * (Transformer Engine's DelayedScaling recipe alone has
+	 * reduce_amax). */
 	d->amax_group = -1;
-	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
+	if (dt == DTYPE_FP8 && j->training.fp8_scaling == FP8_DELAYED &&
+	    j->framework->fp8_amax_reduction != AMAX_NONE)
 		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?
 				LG_TPCP : LG_STAGE;
 }

@@ -527,6 +527,19 @@ Test(layer, fp8_amax_reduction_per_chunk_pass)
 	f.fw.fp8_amax_reduction = AMAX_TP_CP;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.amax_group, LG_TPCP);
+	/* Current and block scaling keep no amax history (Transformer
+	 * Engine's DelayedScaling alone reduces amaxes): no reduction, no
+	 * scale update. Nor MXFP8, whose scales are per 32-element block. */
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, -1);
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, -1);
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.job.training.dtype = DTYPE_MXFP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.amax_group, -1);
 }
 
 Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
