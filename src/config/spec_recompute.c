@@ -49,6 +49,17 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 			    "(kv_lora_rank)");
 		return -1;
 	}
+	if (j->training.dtype == DTYPE_FP8 &&
+	    j->training.fp8_scaling == FP8_DELAYED &&
+	    (job_recomputes(j, RCM_MOE_ACT) ||
+	     job_recomputes(j, RCM_LAYERNORM))) {
+		cnode_error(d, at, "training.recompute_modules: moe_act and "
+			    "layernorm cannot be recomputed under fp8 delayed "
+			    "scaling (Megatron-Core: 'Delayed scaling does not "
+			    "support moe_act and layernorm recompute for fp8'); "
+			    "set training.fp8_scaling: current or block");
+		return -1;
+	}
 	if (job_recomputes(j, RCM_MOE) && j->moe.a2a_overlap &&
 	    j->parallelism.ep > 1) {
 		cnode_error(d, at, "training.recompute_modules: moe cannot be "
