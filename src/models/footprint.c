@@ -214,21 +214,33 @@ double footprint_layer_act_B(const struct layer_dims *d,
 	return footprint_kind_act_B(d, NULL, rc);
 }
 
-/* Live only while one layer's backward runs. */
+/* Which kinds of MLP a rank's layers hold (bits of stage_act_B's kinds). */
+enum { HAS_DENSE = 1, HAS_MOE = 2 };
+
+/* Live only while one layer's backward runs: what the largest layer the
+ * rank holds (kinds, HAS_ bits) remakes. */
 static double transient_act_B(const struct layer_dims *d,
-			      enum layer_recompute rc)
+			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind moe_kind = { d->moe.experts > 0, 0 };
+	struct layer_kind dense = { 0, 0 }, moe = { 1, 0 };
+	double b = 0;
 
 	switch (rc) {
 	case LREC_NONE:
 		return 0;
-	case LREC_SELECTIVE:	/* what the largest layer remakes */
-		return fmax(recomputed_B(d, 0, layer_rc_modules(d, rc)),
-			    d->moe.experts > 0 ?
-			    recomputed_B(d, 1, layer_rc_modules(d, rc)) : 0);
+	case LREC_SELECTIVE:
+		if (kinds & HAS_DENSE)
+			b = recomputed_B(d, 0, layer_rc_modules(d, rc));
+		if (kinds & HAS_MOE)
+			b = fmax(b, recomputed_B(d, 1,
+						 layer_rc_modules(d, rc)));
+		return b;
 	case LREC_FULL:	/* the largest layer, recomputed whole */
-		return footprint_kind_act_B(d, &moe_kind, LREC_NONE);
+		if (kinds & HAS_DENSE)
+			b = footprint_kind_act_B(d, &dense, LREC_NONE);
+		if (kinds & HAS_MOE)
+			b = fmax(b, footprint_kind_act_B(d, &moe, LREC_NONE));
+		return b;
 	}
 	return 0;
 }
@@ -522,7 +534,8 @@ static double largest_unit_params(const struct job_spec *j,
  * its layers start at layer `first`. */
 static double stage_act_B(const struct job_spec *j,
 			  const struct layer_dims *d, const int64_t *split,
-			  int64_t first, int uniform, int64_t vs)
+			  int64_t first, int uniform, int64_t vs,
+			  unsigned *kinds)
 {
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
@@ -534,9 +547,12 @@ static double stage_act_B(const struct job_spec *j,
 		struct layer_kind k = kind_of(j, first);
 
 		b = footprint_kind_act_B(d, &k, rc) * (double)split[vs];
+		*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
 	} else {
 		for (i = first; i < first + split[vs]; i++) {
 			struct layer_kind k = kind_of(j, i);
+
+			*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
 
 			if (k.moe != prev.moe || k.window != prev.window)
 				one = footprint_kind_act_B(d, &k, rc);
@@ -562,8 +578,10 @@ double footprint_stage_act_B(const struct job_spec *j,
 			     const struct layer_dims *d, const int64_t *split,
 			     int64_t vs)
 {
+	unsigned kinds = 0;
+
 	return stage_act_B(j, d, split, split_first_layer(split, vs),
-			   uniform_layers(j->model), vs);
+			   uniform_layers(j->model), vs, &kinds);
 }
 
 static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
@@ -574,6 +592,7 @@ static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 	const struct parallel_spec *p = &j->parallelism;
 	double w_small[16] = { 0 }, *w = w_small, peak;
 	int64_t c, vs, f, at = 0, n = 0;
+	unsigned kinds = 0;
 
 	if (p->vpp > 16 && !(w = mem_alloc((size_t)p->vpp * sizeof(*w))))
 		return -1;
@@ -586,13 +605,13 @@ static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 				n += split[at++];
 			f = n;
 		}
-		w[c] = stage_act_B(j, d, split, f, uniform, vs);
+		w[c] = stage_act_B(j, d, split, f, uniform, vs, &kinds);
 	}
 	peak = sched_live_peak(live, w);
 	if (w != w_small)
 		mem_free(w);
 	return peak + transient_act_B(d,
-		(enum layer_recompute)j->training.recompute);
+		(enum layer_recompute)j->training.recompute, kinds);
 }
 
 double footprint_rank_act_B(const struct job_spec *j,

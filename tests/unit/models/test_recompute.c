@@ -14,6 +14,7 @@
 #include "models/footprint.h"
 #include "models/layer.h"
 #include "models/route.h"
+#include "models/sched.h"
 
 static void assert_close(double got, double want)
 {
@@ -220,5 +221,49 @@ Test(recompute, shared_experts_and_whole_moe)
 		     footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
 		     T * E * 5 + R * (2 * h + 2 * fe) * B +
 		     T * (h + 2 * fs) * B - T * h * B);
+	arena_release(&a);
+}
+
+/* A pp 1 rank's activations less its layers' stored ones (one
+ * microbatch in flight under 1F1B at pp 1), the embedding's and the
+ * head's: the one-layer transient of the backward. */
+static double rank_transient(struct fixture *f, const struct layer_dims *d,
+			     const struct layer_kind *k)
+{
+	struct sched_live live;
+	int64_t split[1] = { f->model.num_hidden_layers };
+	double act;
+
+	cr_assert_eq(sched_live_init(&live, f->job.parallelism.schedule, 1, 1,
+				     job_microbatches(&f->job), 0, 0), 0);
+	act = footprint_rank_act_B(&f->job, d, split, 0, &live);
+	sched_live_release(&live);
+	return act - (double)split[0] * footprint_kind_act_B(d, k,
+							     LREC_SELECTIVE) -
+	       footprint_embed_act_B(d) - footprint_head_act_B(d);
+}
+
+Test(recompute, transient_is_the_largest_layer_the_rank_holds)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct layer_kind kind = { .moe = 1 };
+	int64_t mlp[] = { RCM_MLP }, mlp_act[] = { RCM_MLP, RCM_MOE_ACT };
+	double R = 8192, fe = 512, B = 2;
+
+	/* Every layer MoE, recompute_modules [mlp]: mlp remakes the dense
+	 * MLP only, which no layer has, so nothing is remade in the
+	 * backward: 0 B (not the dense MLP's T (h + 2 f) B = 4096 * (1024
+	 * + 2 * 4096) * 2 = 75497472 B). */
+	arena_init(&a);
+	moe(&f, &a, &d, mlp, 1);
+	assert_close(rank_transient(&f, &d, &kind) + 1, 1);
+	arena_release(&a);
+	/* [mlp, moe_act]: the experts' activation output, R f_e B = 8192 *
+	 * 512 * 2 = 8388608 B, the largest a real layer remakes. */
+	arena_init(&a);
+	moe(&f, &a, &d, mlp_act, 2);
+	assert_close(rank_transient(&f, &d, &kind), R * fe * B);
 	arena_release(&a);
 }
