@@ -456,7 +456,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
 	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
-	"inference_attention_dp", "inference_ep", "serving_engine", NULL,
+	"inference_attention_dp", "inference_ep", "serving_engine",
+	"train_chunked", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -794,6 +795,15 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	}
 	check_schedule(j, s);
 	check_cp(j, s);
+	/* The training attention core knows windows, not chunks (Llama 4's
+	 * chunked layers are costed only by inference, infer.c): refused
+	 * rather than costed as global attention. */
+	if (j->model->attention_chunk_size > 0)
+		layout_error(s, JR_TRAIN_CHUNKED, "model", "the model's "
+			     "'attention_chunk_size' (%lld, chunked attention) "
+			     "is modelled for inference only; llmsim does not "
+			     "simulate training on it",
+			     (long long)j->model->attention_chunk_size);
 }
 
 /* The experts of an inference instance span its GPUs of a stage: tp, or
