@@ -485,7 +485,8 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
  * copy the wgrad GEMM reads in the backward, from the recomputed input):
  * the activation again, read R u B, write R f B (with a clamped GLU its
  * clamp kernels first: they are inside the checkpointed bias_act_func),
- * and the column-wise cast, read R f B, write R f L. */
+ * and the column-wise cast, read R f B, write R f L (as the forward
+ * casts: under fp8 current scaling the amax pass reads it again). */
 static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 {
 	double R = rows(d), f = local_ffn(&d->moe), u = fc1_width(d);
@@ -496,11 +497,12 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 		  R * f * d->act_B, ACT_FLOPS * R * f);
 	if (!d->lowp)
 		return;
-	op = lop_memop(o, "expert_fc2_input_cast", PASS_BWD, R * f * d->act_B,
-		       R * f * d->lowp_B, R * f);
+	/* the cast path of the forward's casts (fp8 current scaling's amax
+	 * pass and kernels, per-expert quantizers), one layout written */
+	grouped_cast(o, "expert_fc2_input_cast", PASS_BWD, d, R * f);
+	op = &o->op[o->n - 1];
+	op->k.write_B = R * f * d->lowp_B;
 	op->host = HOST_FREE;	/* inside fc2's backward call */
-	op->host_kernels = per_expert(d);
-	op->k.launches = cast_kernels(d);
 }
 
 static void experts_bwd(struct layer_ops *o, unsigned mods,

@@ -267,3 +267,53 @@ Test(recompute, transient_is_the_largest_layer_the_rank_holds)
 	assert_close(rank_transient(&f, &d, &kind), R * fe * B);
 	arena_release(&a);
 }
+
+/* The op named `name` of pass `pass` in o (the test fails without it). */
+static const struct layer_op *find_op(const struct layer_ops *o,
+				      enum layer_pass pass, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	cr_assert_fail("no op %s", name);
+	return NULL;
+}
+
+Test(recompute, moe_act_backward_cast_is_a_current_scaling_cast)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct layer_ops fw, bw;
+	struct layer_kind kind = { .moe = 1 };
+	int64_t act[] = { RCM_MOE_ACT };
+	struct route_result r;
+	struct diag dg;
+	const struct layer_op *c;
+	double R = 8192, fe = 512, B = 2, L = 1;
+
+	arena_init(&a);
+	moe(&f, &a, &d, act, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	f.fw.elementwise.per_expert_quantize = 0;	/* one cast, all rows */
+	diag_init(&dg, stderr);
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	layer_fwd(&d, &kind, &fw);
+	layer_bwd(&d, &kind, LREC_SELECTIVE, &bw);
+	/* fp8 current scaling over fc2's input, R f_e = 8192 * 512
+	 * elements: the amax pass and the cast each read it, 2 R f_e B =
+	 * 16777216 B, in 3 kernels (amax, scale, cast), as the forward's
+	 * expert_fc2_cast; the backward writes the column-wise copy only,
+	 * R f_e L = 4194304 B. */
+	c = find_op(&bw, PASS_BWD, "expert_fc2_input_cast");
+	assert_close(c->k.read_B, 2 * R * fe * B);
+	assert_close(c->k.launches, 3);
+	assert_close(c->k.write_B, R * fe * L);
+	assert_close(find_op(&fw, PASS_FWD, "expert_fc2_cast")->k.launches,
+		     c->k.launches);
+	arena_release(&a);
+}
