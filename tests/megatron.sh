@@ -80,6 +80,17 @@ grep -q '^  recompute_modules: \[core_attn, mlp\]$' "$tmp/rc.yaml" &&
 	>"$tmp/rcl.yaml" 2>"$tmp/err" || bad "import a long --recompute-modules: $(cat "$tmp/err")"
 grep -q '^  recompute_modules: \[shared_experts, core_attn\]$' "$tmp/rcl.yaml" ||
 	bad "long recompute modules: $(grep recompute "$tmp/rcl.yaml")"
+# --recompute-modules with no names is the empty list (Megatron: only
+# None means [core_attn]): recompute nothing, and it survives a replay.
+"$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
+	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
+	--max-position-embeddings 2048 --global-batch-size 8 --recompute-granularity selective \
+	--recompute-modules --tensor-model-parallel-size 2 \
+	>"$tmp/rce.yaml" 2>"$tmp/err" || bad "import an empty --recompute-modules: $(cat "$tmp/err")"
+grep -q '^  recompute_modules: \[\]$' "$tmp/rce.yaml" ||
+	bad "empty recompute modules: $(grep recompute "$tmp/rce.yaml")"
+"$llmsim" config show "$tmp/rce.yaml" 2>"$tmp/err" | grep -q '^  recompute_modules: \[\]$' ||
+	bad "config show drops the empty recompute_modules: $(cat "$tmp/err")"
 "$llmsim" config import-megatron "--num-layers 2 --recompute-modules core_attn mlpx" \
 	>/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'mlpx'" "$tmp/err" ||

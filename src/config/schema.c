@@ -359,6 +359,7 @@ static int load_list(struct loader *ld, const struct schema_field *f,
 	}
 	out->v = vals;
 	out->n = v->nitems;
+	out->given = 1;
 	return rc;
 }
 

@@ -90,6 +90,7 @@ enum schema_flags {
 struct schema_int_list {
 	int64_t *v;		/* values (arena) */
 	size_t n;		/* how many */
+	int given;		/* 1 when the key was given, [] included */
 };
 
 struct schema;

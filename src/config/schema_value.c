@@ -469,7 +469,10 @@ int schema_at_default(const struct schema_field *f, const void *slot)
 		str = *(const char *const *)slot;
 		return f->def ? str && strcmp(str, f->def) == 0 : !str;
 	case ST_INT_LIST:
-		return !f->def && ((const struct schema_int_list *)slot)->n == 0;
+		/* an optional list given as [] is printed (it may differ from
+		 * its absence: training.recompute_modules) */
+		return !f->def && ((const struct schema_int_list *)slot)->n == 0 &&
+		       !((const struct schema_int_list *)slot)->given;
 	case ST_SECTION: return section_at_default(f->sub, slot);
 	case ST_REF: return *(const void *const *)slot == NULL;
 	default: break;

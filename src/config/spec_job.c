@@ -312,7 +312,7 @@ static const struct schema_field training_fields[] = {
 	  .help = "what recompute: selective re-runs in the backward: "
 		  "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
 		  "shared_experts (Megatron-Core recompute_modules; default "
-		  "[core_attn])" },
+		  "[core_attn], [] recomputes nothing)" },
 	{ .key = "zero_stage", .type = ST_INT, .offset = TOFF(zero_stage),
 	  .def = "0", .min = 0, .max = 3,
 	  .help = "ZeRO stage: 1 optimizer, 2 +gradients, 3 +parameters (FSDP)" },

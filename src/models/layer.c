@@ -317,10 +317,15 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	attn_dims(j, d);
 	moe_dims(j, d);
 	fsdp_dims(j, d);
-	if (j->training.recompute == RECOMPUTE_SELECTIVE) {
+	/* Megatron-Core: recompute_modules None is ["core_attn"], [] is
+	 * nothing */
+	d->rc_mods = 1u << RCM_CORE_ATTN;
+	if (j->training.recompute == RECOMPUTE_SELECTIVE &&
+	    j->training.recompute_modules.given) {
 		const struct schema_int_list *l = &j->training.recompute_modules;
 		size_t i;
 
+		d->rc_mods = 0;
 		for (i = 0; i < l->n; i++)
 			d->rc_mods |= 1u << l->v[i];
 	}
@@ -496,7 +501,7 @@ unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc)
 {
 	if (rc != LREC_SELECTIVE)
 		return 0;
-	return d->rc_mods ? d->rc_mods : 1u << RCM_CORE_ATTN;
+	return d->rc_mods;
 }
 
 /* Selective recomputation before the MLP's backward (Megatron-Core

@@ -151,8 +151,8 @@ struct layer_dims {
 	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
 	int amax_group;
 	/* selective recomputation's modules: bit 1 << enum
-	 * recompute_module (spec_job.h) for each the job names; 0 = the
-	 * attention core only (layer_recomputes) */
+	 * recompute_module (spec_job.h) for each the job names (none for
+	 * an empty list); the attention core when the job names none */
 	unsigned rc_mods;
 };
 

@@ -301,8 +301,10 @@ static void print_recompute_modules(FILE *out, const struct job_spec *j)
 	const struct schema_int_list *l = &j->training.recompute_modules;
 	size_t i;
 
-	if (j->training.recompute != RECOMPUTE_SELECTIVE || l->n == 0)
+	if (j->training.recompute != RECOMPUTE_SELECTIVE || !l->given)
 		return;
+	if (l->n == 0)
+		fputs(" (no modules)", out);
 	for (i = 0; i < l->n; i++)
 		fprintf(out, "%s%s", i ? ", " : " (",
 			recompute_module_names[l->v[i]]);

@@ -36,6 +36,7 @@ static void modules(struct fixture *f, int64_t *v, size_t n)
 	f->job.training.recompute = RECOMPUTE_SELECTIVE;
 	f->job.training.recompute_modules.v = v;
 	f->job.training.recompute_modules.n = n;
+	f->job.training.recompute_modules.given = 1;
 }
 
 /* Bytes a recompute op named `name` reads and writes (summed). */
@@ -73,6 +74,24 @@ Test(recompute, default_selective_is_the_attention_core)
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
 	named = layer_ops_flops(&o, PASS_RECOMPUTE);
 	assert_close(named, sel);
+}
+
+Test(recompute, an_empty_list_recomputes_nothing)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+
+	/* recompute_modules: [] (Megatron-Core: only None means
+	 * ["core_attn"]): selective with nothing named re-runs nothing,
+	 * 0 FLOP, and keeps what no recomputation keeps. */
+	gpt(&f);
+	modules(&f, NULL, 0);
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
+	cr_assert_eq(layer_ops_flops(&o, PASS_RECOMPUTE), 0);
+	assert_close(footprint_layer_act_B(&d, LREC_SELECTIVE),
+		     footprint_layer_act_B(&d, LREC_NONE));
 }
 
 Test(recompute, dense_mlp_reruns_fc1_and_fc2_and_drops_their_inputs)

@@ -597,11 +597,11 @@ static void gfx950_ranges(struct fx *f)
 		f->lib.algo[a].protocols.on[PROTO_LL128] = 1;
 	}
 	f->lib.ranges[COLL_ALLREDUCE].proto[PROTO_LL] =
-		(struct schema_int_list){ ar_ll, 2 };
+		(struct schema_int_list){ ar_ll, 2, 1 };
 	f->lib.ranges[COLL_ALLREDUCE].proto[PROTO_LL128] =
-		(struct schema_int_list){ ar_ll128, 2 };
+		(struct schema_int_list){ ar_ll128, 2, 1 };
 	f->lib.ranges[COLL_ALLGATHER].proto[PROTO_LL128] =
-		(struct schema_int_list){ ag_ll128, 2 };
+		(struct schema_int_list){ ag_ll128, 2, 1 };
 }
 
 Test(net_coll, protocol_ranges_pick_the_size_class)
