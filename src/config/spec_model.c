@@ -22,6 +22,9 @@ static const char *const experts_aliases[] = {
 };
 
 static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
+/* transformers' Llama4TextConfig names it no_rope_layer_interval */
+static const char *const nope_interval_aliases[] = {
+	"no_rope_layer_interval", NULL };
 
 /* Keys found in real config.json files that do not change the time or
  * memory of a training step: tokenizer ids, initialization, dropout
@@ -244,12 +247,14 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(no_rope_layers), .min = 0, .max = 1,
 	  .flags = SF_OPTIONAL,
 	  .help = "Llama 4: per layer 1 = RoPE (chunked attention), 0 = NoPE "
-		  "(global attention); absent: by nope_layer_interval" },
+		  "(global attention), the first num_hidden_layers entries "
+		  "read; absent or []: by nope_layer_interval" },
 	{ .key = "nope_layer_interval", .type = ST_INT,
 	  .offset = OFF(nope_layer_interval), .min = 1, .max = 1e5,
-	  .flags = SF_OPTIONAL,
+	  .def = "4", .aliases = nope_interval_aliases, .flags = SF_OPTIONAL,
 	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
-		  "absent (transformers' Llama4TextConfig default: 4)" },
+		  "absent or empty (transformers' Llama4TextConfig "
+		  "no_rope_layer_interval, default 4)" },
 	{ .key = "quantization_config", .type = ST_SECTION,
 	  .offset = OFF(quantization), .sub = &quant_schema,
 	  .flags = SF_OPTIONAL,
@@ -429,18 +434,15 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 				    "layers but no 'sliding_window'");
 			return -1;
 		}
+	/* transformers reads the first num_hidden_layers entries */
 	if (m->no_rope_layers.n > 0 &&
-	    m->no_rope_layers.n != (size_t)m->num_hidden_layers) {
-		cnode_error(d, node, "'no_rope_layers' has %zu entries for %lld "
-			    "layers", m->no_rope_layers.n,
+	    m->no_rope_layers.n < (size_t)m->num_hidden_layers) {
+		const struct cnode *at = node ?
+			cnode_get(node, "no_rope_layers") : NULL;
+
+		cnode_error(d, at ? at : node, "'no_rope_layers' has %zu "
+			    "entries for %lld layers", m->no_rope_layers.n,
 			    (long long)m->num_hidden_layers);
-		return -1;
-	}
-	if (m->attention_chunk_size > 0 && m->no_rope_layers.n == 0 &&
-	    m->nope_layer_interval <= 0) {
-		cnode_error(d, node, "'attention_chunk_size' needs "
-			    "'no_rope_layers' or 'nope_layer_interval' (which "
-			    "layers attend in chunks)");
 		return -1;
 	}
 	return 0;

@@ -217,3 +217,40 @@ Test(hf_model, layer_types_must_cover_every_layer)
 	cr_assert_has(capture_text(&C), "'layer_types' has 2 entries for 3 layers");
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, llama4_no_rope_layers_from_the_interval)
+{
+	const struct model_spec *m;
+	char dir[64], path[256];
+
+	/* Llama 4's config.json (text part): attention_chunk_size 8192,
+	 * no_rope_layers [] and no no_rope_layer_interval: transformers'
+	 * Llama4TextConfig builds the list from the interval, default 4:
+	 * layer i is RoPE (chunked) unless (i + 1) % 4 == 0, so layers 3
+	 * and 7 attend globally. */
+	m = load(DATA "/workloads/models/hf-llama4/config.json");
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	cr_assert_eq(model_layer_chunk(m, 0), 8192);
+	cr_assert_eq(model_layer_chunk(m, 2), 8192);
+	cr_assert_eq(model_layer_chunk(m, 3), 0);
+	cr_assert_eq(model_layer_chunk(m, 7), 0);
+	/* transformers' own spelling no_rope_layer_interval (2: layers 1
+	 * and 3 NoPE); a list longer than the layers is read for the first
+	 * num_hidden_layers entries (layer 1 RoPE, layer 2 NoPE). */
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"attention_chunk_size\": 4096, \"no_rope_layer_interval\": 2}"));
+	cr_assert_eq(model_layer_chunk(m, 1), 0);
+	cr_assert_eq(model_layer_chunk(m, 2), 4096);
+	tmpdir_remove(dir);
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"attention_chunk_size\": 4096,"
+		" \"no_rope_layers\": [1, 1, 0, 1, 0, 0]}"));
+	cr_assert_eq(model_layer_chunk(m, 1), 4096);
+	cr_assert_eq(model_layer_chunk(m, 2), 0);
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}
