@@ -81,4 +81,10 @@ done
 "$llmsim" measure --backend= --op allreduce >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "'--backend' needs a value" "$tmp/err" ||
 	bad "measure --backend=: $(cat "$tmp/err")"
+# recompute_modules outside recompute selective are ignored (Megatron-Core
+# reads them only then), so a planner's or a sweep's recompute full on a
+# job that names modules replays: DeepSeek-V3 MB2511 ([mla_up_proj]).
+"$llmsim" run "$root/results/reference/moe/T-MB2511-GB200-DSV3-FP8MX.yaml" \
+	--set training.recompute=full --no-store >/dev/null 2>"$tmp/err" ||
+	bad "recompute full with recompute_modules: $(cat "$tmp/err")"
 exit $fail

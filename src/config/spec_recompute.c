@@ -35,14 +35,11 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 	at = at ? at : t ? t : node;
 	if (j->training.recompute_modules.n == 0)
 		return 0;
-	if (j->training.recompute != RECOMPUTE_SELECTIVE) {
-		cnode_error(d, at, "training.recompute_modules needs recompute: "
-			    "selective (it is %s; Megatron-Core reads the "
-			    "modules only with recompute_granularity "
-			    "'selective')", j->training.recompute == RECOMPUTE_FULL ?
-			    "full" : "none");
-		return -1;
-	}
+	/* Megatron-Core reads the modules only with recompute_granularity
+	 * 'selective' and ignores them otherwise: a planner's or a sweep's
+	 * recompute none/full replays the job's list untouched */
+	if (j->training.recompute != RECOMPUTE_SELECTIVE)
+		return 0;
 	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
 		cnode_error(d, at, "training.recompute_modules: mla_up_proj needs "
 			    "a model with multi-head latent attention "
