@@ -900,6 +900,7 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 
 	if (job_recompute_check(j, d, node) != 0)
 		rc = -1;
+	job_fp8_scaling_check(j, d, node);
 
 	if (j->straggler.gpu >= system_gpus(j->system)) {
 		cnode_error(d, node ? cnode_get(node, "straggler") : NULL,

@@ -74,3 +74,18 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 	}
 	return 0;
 }
+
+/* training.fp8_scaling given on a job that does not train in fp8: it
+ * has no effect (the MX and FP4 formats scale per block), say so. */
+void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
+			   const struct cnode *node)
+{
+	const struct cnode *t = node ? cnode_get(node, "training") : NULL;
+	const struct cnode *at = t ? cnode_get(t, "fp8_scaling") : NULL;
+
+	if (!at || j->training.dtype == DTYPE_FP8 || !d)
+		return;
+	diag_warn(d, at->file, at->line, at->col, "'training.fp8_scaling' "
+		  "has no effect: training.dtype is %s, not fp8",
+		  dtype_names[j->training.dtype]);
+}
