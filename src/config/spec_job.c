@@ -110,10 +110,12 @@ static const struct schema_field elementwise_fields[] = {
 		  "rope runs as PyTorch ops, as eager_rope)" },
 	{ .key = "per_expert_quantize", .type = ST_BOOL,
 	  .offset = EOFF(per_expert_quantize), .def = "false",
-	  .help = "MX formats: the experts' grouped GEMM inputs and output "
-		  "gradients quantized by one kernel per local expert "
-		  "(Transformer Engine GroupedLinear's split_quantize) "
-		  "instead of one kernel for all" },
+	  .help = "the experts' grouped GEMM inputs and output gradients "
+		  "quantized per local expert (Transformer Engine "
+		  "GroupedLinear's split_quantize) instead of by one kernel "
+		  "for all: MX formats one kernel each, fp8 current scaling "
+		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
+		  "delayed scaling keeps one fused kernel" },
 };
 
 static const struct schema elementwise_schema = {

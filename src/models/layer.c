@@ -215,8 +215,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->fc1_bias_ops = m->mlp_bias == 1 &&
 			  j->framework->elementwise.expert_fc1_bias_kernels == 1;
 	e->probs_B = dtype_bytes((enum dtype)mj->router_dtype);
-	if (mj->dispatcher && mj->dispatcher->fp32_probs && e->probs_B < 4)
-		e->probs_B = 4;
+	if (mj->dispatcher && mj->dispatcher->fp32_probs &&
+	    e->probs_B < dtype_bytes(DTYPE_FP32))
+		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
 }

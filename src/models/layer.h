@@ -314,6 +314,8 @@ struct layer_op {
 	uint8_t p2p_next;	/* LOP_COLL sendrecv: to the next rank of
 				 * the group (a ring step); else group order */
 	uint8_t host;		/* enum host_call */
+	uint8_t amax_pass;	/* LOP_KERNEL cast (lop_cast): it includes fp8
+				 * current scaling's amax pass over its input */
 	uint8_t scope;		/* enum graph_scope (spec_job.h) it is part of */
 	uint16_t host_n;	/* calls of its kind it stands for (0: one) */
 	uint16_t host_kernels;	/* further kernels its call launches from C++ */

@@ -127,6 +127,7 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
 		op->k.launches = 3;
+		op->amax_pass = 1;
 	}
 }
 
@@ -139,11 +140,11 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 {
 	struct layer_op *op = &o->op[at];
 
-	if (!d->fp8_current || at >= o->n || op->kind != LOP_KERNEL ||
-	    op->k.kind != KERN_MEM || op->k.launches != 3)
+	if (at >= o->n || op->kind != LOP_KERNEL || !op->amax_pass)
 		return;
 	op->k.read_B -= op->k.vec_flops * d->act_B;	/* vec_flops = n */
 	op->k.launches = 2;
+	op->amax_pass = 0;
 }
 
 /* The GEMM just pushed runs inside the module call its cast opened

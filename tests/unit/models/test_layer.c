@@ -9,6 +9,7 @@
 #include "fixture.h"
 #include "models/footprint.h"
 #include "models/layer.h"
+#include "models/layer_impl.h"
 
 /* GPT layer: h 1024, a 16 (d 64), f 4096, s 2048, b 2 -> T = 4096. */
 static void gpt_dims(struct layer_dims *d, double tp, int sp)
@@ -651,4 +652,12 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	assert_close(proj->k.launches, 3);
 	assert_close(qkv->k.read_B, n * 2);
 	assert_close(qkv->k.launches, 2);
+	cr_assert_eq(qkv->amax_pass, 0);
+	/* Only a cast is taken for one: a memory kernel of 3 launches that
+	 * is not a cast keeps its 3 launches and its read (n 2 B). */
+	o.n = 0;
+	lop_memop(&o, "three_kernels", PASS_FWD, n * 2, n * 2, n)->k.launches = 3;
+	lop_cast_after_norm(&o, 0, &d);
+	assert_close(o.op[0].k.launches, 3);
+	assert_close(o.op[0].k.read_B, n * 2);
 }
