@@ -1,0 +1,268 @@
+/*
+ * spec_framework.c - the framework schema: what the training software
+ * does (gradient dtype, buckets, overlap, optimizer step, element-wise
+ * kernels, host overheads). Split from spec_job.c, whose job schema
+ * refers to it as framework_schema.
+ */
+#include "spec_job.h"
+
+#include <stddef.h>
+
+const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
+					  NULL};
+const char *const graph_scope_names[] = {
+	"attn", "mlp", "moe", "moe_router", "moe_preprocess", NULL,
+};
+
+#define SOFF(m) offsetof(struct opt_step_spec, m)
+
+static const struct schema_field opt_step_fields[] = {
+	{ .key = "grad_unscale", .type = ST_BOOL, .offset = SOFF(grad_unscale),
+	  .def = "false",
+	  .help = "fp16 jobs: unscale the gradients and check them for inf/NaN "
+		  "(read and write the gradient buffer)" },
+	{ .key = "grad_norm", .type = ST_BOOL, .offset = SOFF(grad_norm),
+	  .def = "false", .help = "gradient-norm pass of clipping (read the gradients)" },
+	{ .key = "grad_clip", .type = ST_BOOL, .offset = SOFF(grad_clip),
+	  .def = "false",
+	  .help = "gradients multiplied by the clip coefficient every step "
+		  "(read and write them)" },
+	{ .key = "update", .type = ST_ENUM, .offset = SOFF(update),
+	  .values = opt_update_names, .def = "fused",
+	  .help = "fused: one multi_tensor_apply pass; eager: a per-tensor loop "
+		  "of PyTorch ops (9 kernels with intermediates)" },
+	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
+	  .def = "false",
+	  .help = "with master weights, copy them to the 16-bit model weights "
+		  "(read fp32, write 16-bit)" },
+	{ .key = "zero_grad", .type = ST_BOOL, .offset = SOFF(zero_grad),
+	  .def = "false", .help = "zero the gradient buffer (write it)" },
+};
+
+static const struct schema opt_step_schema = {
+	.kind = "framework.optimizer_step",
+	.help = "the passes of the optimizer step over a rank's parameters",
+	.size = sizeof(struct opt_step_spec),
+	.fields = opt_step_fields,
+	.nfields = SCHEMA_COUNT(opt_step_fields),
+};
+
+#define EOFF(m) offsetof(struct elementwise_spec, m)
+
+static const struct schema_field elementwise_fields[] = {
+	{ .key = "norm_bwd_passes", .type = ST_INT, .offset = EOFF(norm_bwd_passes),
+	  .def = "1", .min = 1, .max = 2,
+	  .help = "kernels of a norm backward that read x and dy: 1 (apex, "
+		  "Transformer Engine), 2 (PyTorch: dgamma re-reads them)" },
+	{ .key = "eager_rope", .type = ST_BOOL, .offset = EOFF(eager_rope),
+	  .def = "false",
+	  .help = "rotary embedding as PyTorch ops on the q and k views "
+		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "eager_activation", .type = ST_BOOL,
+	  .offset = EOFF(eager_activation), .def = "false",
+	  .help = "gated activation as act(g) * u on the halves of the first "
+		  "MLP GEMM's output (two kernels; four backward)" },
+	{ .key = "bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(bias_kernels), .def = "false",
+	  .help = "a biased model's linear biases as their own kernels: the "
+		  "QKV projection's output + bias, and each bias gradient "
+		  "summed over the tokens (false: in the GEMM epilogue)" },
+	{ .key = "expand_kv", .type = ST_BOOL, .offset = EOFF(expand_kv),
+	  .def = "false",
+	  .help = "GQA keys and values copied to the query heads before "
+		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "expert_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the second expert GEMM returns "
+		  "its bias and each local expert's rows get bias x routing "
+		  "probability as PyTorch ops (mul, add per expert, cat, cast); "
+		  "false: in the GEMM's epilogue" },
+	{ .key = "expert_fc1_bias_kernels", .type = ST_BOOL,
+	  .offset = EOFF(expert_fc1_bias_kernels), .def = "false",
+	  .help = "a biased MoE (mlp_bias): the first expert GEMM takes no "
+		  "bias and each local expert's rows get it as PyTorch ops "
+		  "(add per expert, cat); false: in the GEMM's epilogue" },
+	{ .key = "glu_clamp_kernels", .type = ST_BOOL,
+	  .offset = EOFF(glu_clamp_kernels), .def = "false",
+	  .help = "a clamped GLU (swiglu_limit): the two halves clamped and "
+		  "concatenated as three PyTorch kernels before the fused "
+		  "activation (false: inside it)" },
+	{ .key = "fused_rope_mscale", .type = ST_BOOL,
+	  .offset = EOFF(fused_rope_mscale), .def = "true",
+	  .help = "the fused rotary kernel scales cos and sin by YaRN's "
+		  "attention factor (false: with a factor other than 1 the "
+		  "rope runs as PyTorch ops, as eager_rope)" },
+	{ .key = "per_expert_quantize", .type = ST_BOOL,
+	  .offset = EOFF(per_expert_quantize), .def = "false",
+	  .help = "the experts' grouped GEMM inputs and output gradients "
+		  "quantized per local expert (Transformer Engine "
+		  "GroupedLinear's split_quantize) instead of by one kernel "
+		  "for all: MX formats one kernel each, fp8 current scaling "
+		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
+		  "delayed scaling keeps one fused kernel" },
+};
+
+static const struct schema elementwise_schema = {
+	.kind = "framework.elementwise",
+	.help = "how the memory-bound ops of a layer run",
+	.size = sizeof(struct elementwise_spec),
+	.fields = elementwise_fields,
+	.nfields = SCHEMA_COUNT(elementwise_fields),
+};
+
+#define HOFF(m) offsetof(struct host_spec, m)
+#define HTIME(k, m, h) { .key = k, .type = ST_TIME, .offset = HOFF(m), \
+	.def = "0 us", .max = 1e-2, .help = h }
+
+static const struct schema_field host_fields[] = {
+	HTIME("op", op_s, "a PyTorch op issued from Python: dispatch, autograd "
+	      "record, kernel launch"),
+	HTIME("module", module_s, "a fused-extension module's forward call "
+	      "(Transformer Engine) with its first kernel"),
+	HTIME("backward_op", bwd_op_s, "an autograd-engine node of a PyTorch op "
+	      "(C++), its kernel launched"),
+	HTIME("backward_module", bwd_module_s, "a module's backward (a Python "
+	      "autograd.Function) with its first kernel"),
+	HTIME("kernel", kernel_s, "each further kernel a call launches from C++"),
+	HTIME("collective", collective_s, "a torch.distributed collective call "
+	      "(Python, c10d, the library's enqueue)"),
+	HTIME("graph", graph_s, "one CUDA graph replay (a captured scope)"),
+	HTIME("sync", sync_s, "the host resuming after a device sync (the "
+	      "awaited copy landed, the thread woken)"),
+	{ .key = "p2p_sync", .type = ST_BOOL, .offset = HOFF(p2p_sync),
+	  .def = "false",
+	  .help = "a device synchronize after each batched pipeline send/recv "
+		  "on non-interleaved schedules (Megatron batch_p2p_sync)" },
+	{ .key = "router_ops", .type = ST_INT, .offset = HOFF(router_ops),
+	  .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: small PyTorch ops the router issues beyond its GEMM and "
+		  "top-k (aux losses, bookkeeping), per forward" },
+	{ .key = "dispatch_ops", .type = ST_INT, .offset = HOFF(dispatch_ops),
+	  .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: small PyTorch ops of the dispatcher's preprocessing "
+		  "(token counts, splits and their copies to the host), per forward" },
+};
+
+static const struct schema host_schema = {
+	.kind = "framework.host",
+	.help = "the host thread issuing a rank's GPU work: the cost of each "
+		"kind of call on the reference CPU (Xeon Platinum 8480C), the "
+		"device syncs",
+	.size = sizeof(struct host_spec),
+	.fields = host_fields,
+	.nfields = SCHEMA_COUNT(host_fields),
+};
+
+#define FOFF(m) offsetof(struct framework_spec, m)
+
+static const struct schema_field framework_fields[] = {
+	{ .key = "name", .type = ST_STRING, .offset = FOFF(name),
+	  .flags = SF_OPTIONAL, .help = "preset name" },
+	{ .key = "grad_dtype", .type = ST_ENUM, .offset = FOFF(grad_dtype),
+	  .values = dtype_names, .value_aliases = dtype_aliases,
+	  .flags = SF_REQUIRED,
+	  .help = "dtype of gradient buffers and of their data-parallel reduction" },
+	{ .key = "master_weights", .type = ST_BOOL, .offset = FOFF(master_weights),
+	  .flags = SF_REQUIRED,
+	  .help = "the optimizer keeps an fp32 master copy of 16-bit weights" },
+	{ .key = "optimizer_state_dtype", .type = ST_ENUM,
+	  .offset = FOFF(optimizer_state_dtype), .values = dtype_names,
+	  .value_aliases = dtype_aliases,
+	  .def = "fp32",
+	  .help = "dtype of the optimizer states (Adam's two moments, SGD's "
+		  "momentum): that of the parameters the optimizer steps" },
+	{ .key = "bucket_params", .type = ST_INT, .offset = FOFF(bucket_params),
+	  .min = 1, .max = 1e12, .flags = SF_REQUIRED,
+	  .help = "parameters per gradient-reduction bucket (at least)" },
+	{ .key = "bucket_params_per_dp", .type = ST_INT,
+	  .offset = FOFF(bucket_params_per_dp), .min = 0, .max = 1e12,
+	  .flags = SF_REQUIRED,
+	  .help = "bucket parameters per data-parallel rank (bucket = max of the two)" },
+	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
+	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
+	  .help = "gradient buckets are reduced while the backward runs" },
+	{ .key = "overlap_param_gather", .type = ST_BOOL,
+	  .offset = FOFF(overlap_param_gather), .flags = SF_REQUIRED,
+	  .help = "the distributed optimizer's parameter all-gather overlaps the next forward" },
+	{ .key = "tp_comm_overlap_chunks", .type = ST_INT,
+	  .offset = FOFF(tp_comm_overlap_chunks), .min = 0, .max = 1024,
+	  .flags = SF_REQUIRED,
+	  .help = "pieces a GEMM is split into with tp_comm_overlap (0 = tp)" },
+	{ .key = "tp_comm_overlap_units", .type = ST_INT,
+	  .offset = FOFF(tp_comm_overlap_units), .def = "0", .min = 0, .max = 1024,
+	  .help = "compute units (SMs/CUs) an overlapped TP reduce-scatter holds; "
+		  "its all-gathers use copy engines and hold none" },
+	{ .key = "fsdp_prefetch_units", .type = ST_INT,
+	  .offset = FOFF(fsdp_prefetch_units), .def = "2", .min = 1, .max = 64,
+	  .help = "with zero_stage 3, units (embedding, layer, head) whose "
+		  "parameters may be gathered at once: the one computing and "
+		  "those prefetched (PyTorch FSDP limit_all_gathers: 2)" },
+	{ .key = "fsdp_grad_passes", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_grad_passes), .def = "false",
+	  .help = "ZeRO-3: torch FSDP's per-unit memory passes (the gradient cast "
+		  "to the reduce dtype and its pre-division before every "
+		  "reduce-scatter; on the shard the post-division, the "
+		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "pp_scatter_gather", .type = ST_BOOL,
+	  .offset = FOFF(pp_scatter_gather), .def = "false",
+	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
+		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "fused_cross_entropy", .type = ST_BOOL,
+	  .offset = FOFF(fused_cross_entropy), .def = "false",
+	  .help = "the cross-entropy loss is one fused kernel (else a chain of "
+		  "PyTorch ops on fp32 logits)" },
+	{ .key = "cross_entropy_jit", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_jit), .def = "false",
+	  .help = "without fused_cross_entropy: Megatron-Core's "
+		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
+		  "kernels forward, one backward, two TP all-reduces)" },
+	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
+	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
+	  .help = "vocabulary padded to a multiple of this times tp" },
+	{ .key = "workspace", .type = ST_BYTES, .offset = FOFF(workspace_B),
+	  .max = 1e13, .flags = SF_REQUIRED,
+	  .help = "memory per GPU for library workspaces, communication buffers, fragmentation" },
+	{ .key = "step_overhead", .type = ST_TIME, .offset = FOFF(step_overhead_s),
+	  .max = 1e3, .flags = SF_REQUIRED,
+	  .help = "host work per step that the GPUs wait for" },
+	{ .key = "fp8_amax_reduction", .type = ST_ENUM,
+	  .offset = FOFF(fp8_amax_reduction), .values = amax_reduction_names,
+	  .def = "none",
+	  .help = "fp8 delayed scaling: the group Transformer Engine reduces "
+		  "its amaxes over, blocking, at the end of every model chunk's "
+		  "forward and backward of a microbatch: none, tp_cp "
+		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
+		  "<= 0.7 and >= 0.9)" },
+	{ .key = "attention_kernel", .type = ST_ENUM,
+	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
+	  .def = "vendor",
+	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
+		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
+		  "PyTorch SDPA flash) or flash_triton (FlashAttention's "
+		  "pre-MLIR Triton kernel)" },
+	{ .key = "elementwise", .type = ST_SECTION,
+	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "how the memory-bound ops of a layer run (absent: fused)" },
+	{ .key = "optimizer_step", .type = ST_SECTION,
+	  .offset = FOFF(optimizer_step), .sub = &opt_step_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "passes of the optimizer step (absent: one fused update)" },
+	{ .key = "host", .type = ST_SECTION, .offset = FOFF(host),
+	  .sub = &host_schema, .flags = SF_OPTIONAL,
+	  .help = "the host thread's cost per call and its device syncs "
+		  "(absent: the host is not modeled, kernels start when ready)" },
+};
+
+static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
+
+const struct schema framework_schema = {
+	.kind = "framework",
+	.help = "what the training software does: gradient dtype, buckets, overlap, padding, overheads",
+	.preset_dirs = framework_dirs,
+	.size = sizeof(struct framework_spec),
+	.fields = framework_fields,
+	.nfields = SCHEMA_COUNT(framework_fields),
+};
