@@ -1,0 +1,105 @@
+/*
+ * layer_count.c - what a layer's ops and weights count: the model FLOPs
+ * of its kernels (attention at the pairs the model computes, grouped
+ * GEMMs by their groups' rows) and its parameters, dense and routed
+ * experts. Split from layer.c, which calls it (never the reverse).
+ */
+#include "layer_impl.h"
+
+#include "base/diag.h"
+
+static double grouped_flops(const struct kern *k)
+{
+	double sum = 0, rows;
+	int e;
+
+	for (e = 0; e < k->ngroups; e++) {
+		rows = k->rows ? k->rows[e] : 0;
+		sum += 2 * (k->group_dim == GROUP_M ? rows * k->n * k->k :
+			    k->m * k->n * rows);
+	}
+	return sum;
+}
+
+/* Score pairs the model count takes (layer.h): the area under the causal
+ * diagonal when the s_q queries are the last of s_kv keys, s_q s_kv -
+ * s_q^2/2 (s^2/2 for self-attention), or every pair without a mask. */
+static double model_pairs(const struct gpu_attn_shape *a)
+{
+	double sq = a->seq_q, skv = a->seq_kv;
+
+	if (!a->causal)
+		return sq * skv;
+	if (sq <= skv)
+		return sq * skv - sq * sq / 2;
+	return skv * skv / 2;
+}
+
+double layer_kern_model_flops(const struct kern *k)
+{
+	const struct gpu_attn_shape *a = &k->attn;
+	double fwd = 4 * a->batch * a->heads_q * model_pairs(a) *
+		     (a->head_dim_qk + a->head_dim_v) / 2;
+
+	if (k->model_flops < 0)
+		return 0;
+	if (k->model_flops > 0)
+		return k->model_flops;
+	switch (k->kind) {
+	case KERN_GEMM:
+		return 2 * k->m * k->n * k->k * k->batch;
+	case KERN_GROUPED:
+		return grouped_flops(k);
+	case KERN_ATTN_FWD:
+		return fwd;
+	case KERN_ATTN_BWD:
+		return 2 * fwd;
+	case KERN_MEM:
+		return 0;
+	}
+	BUG("unknown kernel kind");
+}
+
+double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].kind == LOP_KERNEL && o->op[i].pass == pass)
+			sum += layer_kern_model_flops(&o->op[i].k);
+	return sum;
+}
+
+void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
+		       int bias, int layernorm, double *dense, double *experts)
+{
+	double h = d->hidden, norms = 2 * h * (layernorm ? 2 : 1);
+	double mlp = (d->gated ? 3 : 2) * h * d->ffn +
+		     (bias ? (d->gated ? 2 : 1) * d->ffn + h : 0);
+	double moe_dense = 0;
+
+	*experts = 0;
+	if ((k && k->moe))
+		moe_params(d, bias, &moe_dense, experts);
+	*dense = attn_params(d, bias) + norms + ((k && k->moe) ? moe_dense : mlp);
+}
+
+double layer_params(const struct layer_dims *d, int bias, int layernorm)
+{
+	double dense, experts;
+
+	layer_kind_params(d, NULL, bias, layernorm, &dense, &experts);
+	return dense + experts;
+}
+
+double layer_embed_params(const struct layer_dims *d, double max_positions)
+{
+	return d->vocab * d->hidden +
+	       (d->learned_pos ? max_positions * d->hidden : 0);
+}
+
+double layer_head_params(const struct layer_dims *d, int layernorm)
+{
+	return d->vocab * d->hidden + d->hidden * (layernorm ? 2 : 1);
+}
