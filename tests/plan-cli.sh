@@ -82,6 +82,23 @@ status 2 "serving job" 'searches the prefill:decode splits' \
 	workloads/jobs/serve-llama3-70b-pd-h100.yaml
 status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
 
+# Megatron-Core refuses full recompute with the all-to-all overlap
+# (overlap_moe_expert_parallel_comm): with recompute pinned full, the
+# a2a_overlap job ranks only ep 1 layouts (ep 2 ranked first before the
+# rule), the rule's prunes counted; with ep pinned too, exit 2 naming it.
+check "a2a full recompute" "$llmsim" plan "$moe" --top 5 --analytical-only \
+	--set training.recompute=full --no-store
+if ! grep -q '^ *1  tp' "$tmp/out" ||
+   grep '^ *[0-9]  tp' "$tmp/out" | grep -q ' ep [0-9]'; then
+	echo "FAIL: a layout with ep > 1 and full recompute ranked"
+	cat "$tmp/out"; fail=1
+fi
+grep -q 'a2a_overlap_recompute [1-9]' "$tmp/out" ||
+	{ echo "FAIL: a2a_overlap_recompute prunes not counted"; fail=1; }
+status 2 "a2a full recompute, ep pinned" \
+	"disable full recomputation when enabling overlap_moe_expert_parallel_comm" \
+	"$moe" --set training.recompute=full --set parallelism.ep=8
+
 # The analytical tier ranks like the full simulation.
 printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \
 	rho_top20 fastest med_err max_err

@@ -211,6 +211,22 @@ FILE *cli_trace_open(const char *path, struct diag *d);
  */
 int cli_trace_close(FILE *f, const char *path, struct diag *d);
 
+/*
+ * After a run that returned rc (0; -1 failure; -2 bad input) and wrote
+ * its trace to f (NULL: none): f finished with cli_trace_close, and the
+ * command's code, CLI_OK, CLI_USAGE or CLI_FAIL (also for a trace that
+ * could not be written after a run that succeeded; a simulator leaves
+ * its trace write errors to this).
+ */
+int cli_trace_finish(FILE *f, const char *path, int rc, struct diag *d);
+
+/*
+ * obj's JSON text into *json (free with cJSON_free), printed on stdout
+ * with a newline when print (--json); obj is freed here. CLI_OK, or
+ * CLI_FAIL out of memory (obj NULL counts as that).
+ */
+int cli_json_text(struct cJSON *obj, int print, char **json, struct diag *d);
+
 /* `plan` (cli_plan.c): the prefill:decode ratio search for now. */
 int cli_plan(int argc, char **argv, const char *argv0);
 

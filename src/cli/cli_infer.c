@@ -16,38 +16,30 @@
 #include "serve/serve.h"
 #include "store/store.h"
 
-/* Close the trace; a write error fails a run that had succeeded (and
- * names the file whatever the run returned: a simulator leaves a trace
- * write error to it). */
-static int close_trace(const struct cli_run_io *io, FILE *f, int rc,
-		       struct diag *d)
+/*
+ * An inference run kind: its result's size and how it is run, written
+ * (JSON, summary), summarized for the store and released. Both kinds
+ * take the same path (run_kind).
+ */
+struct kind {
+	size_t size;				/* B of its result */
+	int (*run)(const struct job_spec *j, FILE *trace, void *r,
+		   struct diag *d);
+	struct cJSON *(*to_json)(const struct job_spec *j, const void *r);
+	void (*print)(FILE *out, const struct job_spec *j, const void *r);
+	void (*row)(const void *r, struct store_step *out);
+	void (*release)(void *r);
+};
+
+static int run_step(const struct job_spec *j, FILE *trace, void *r,
+		    struct diag *d)
 {
-	if (f && cli_trace_close(f, io->trace, d) != CLI_OK && rc == 0)
-		return -1;
-	return rc;
+	return infer_run(j, trace, r, d);
 }
 
-static int code_of(int rc)
+static struct cJSON *json_step(const struct job_spec *j, const void *r)
 {
-	return rc == 0 ? CLI_OK : rc == -2 ? CLI_USAGE : CLI_FAIL;
-}
-
-/* Print obj (freed here) or the summary; its text into *json. */
-static int emit(const struct cli_run_io *io, struct cJSON *obj, char **json,
-		void (*print)(FILE *, const struct job_spec *, const void *),
-		const struct job_spec *j, const void *r, struct diag *d)
-{
-	*json = obj ? cJSON_Print(obj) : NULL;
-	cJSON_Delete(obj);
-	if (!*json) {
-		diag_oom(d);
-		return CLI_FAIL;
-	}
-	if (io->json)
-		printf("%s\n", *json);
-	else
-		print(stdout, j, r);
-	return CLI_OK;
+	return infer_to_json(j, r);
 }
 
 static void print_step(FILE *out, const struct job_spec *j, const void *r)
@@ -55,56 +47,78 @@ static void print_step(FILE *out, const struct job_spec *j, const void *r)
 	infer_print(out, j, r);
 }
 
-static void print_serving(FILE *out, const struct job_spec *j, const void *r)
+static void row_step(const void *res, struct store_step *out)
+{
+	const struct infer_result *r = res;
+
+	*out = (struct store_step){
+		.step_time_s = r->step_s,
+		.tokens_per_s = r->tokens_per_s_total, .mfu = r->mfu,
+		.tflops_per_gpu = r->tflops_per_gpu,
+		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
+		.compute_s = r->part_s[EXEC_COMPUTE],
+		.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
+		.bubble_s = r->part_s[EXEC_BUBBLE],
+		.optimizer_s = r->part_s[EXEC_OPTIMIZER],
+		.other_s = r->part_s[EXEC_OTHER],
+	};
+}
+
+static void release_step(void *r)
+{
+	infer_result_release(r);
+}
+
+static const struct kind kind_step = {
+	sizeof(struct infer_result), run_step, json_step, print_step,
+	row_step, release_step,
+};
+
+static int run_serving(const struct job_spec *j, FILE *trace, void *r,
+		       struct diag *d)
+{
+	return serve_run(j, trace, r, d);
+}
+
+static struct cJSON *json_serving(const struct job_spec *j, const void *r)
+{
+	return serve_to_json(j, r);
+}
+
+static void print_serving(FILE *out, const struct job_spec *j,
+			  const void *r)
 {
 	serve_print(out, j, r);
 }
 
-static int run_step(const struct cli_run_io *io, const struct job_spec *j,
-		    const char *data_root, struct diag *d)
+static void row_serving(const void *res, struct store_step *out)
 {
-	struct infer_result *r = mem_calloc(1, sizeof(*r));
-	char *json = NULL;
-	FILE *trace;
-	int rc;
+	const struct serve_result *r = res;
 
-	if (!r) {
-		diag_oom(d);
-		return CLI_FAIL;
-	}
-	trace = io->trace ? cli_trace_open(io->trace, d) : NULL;
-	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
-	if (rc == CLI_OK) {
-		rc = code_of(close_trace(io, trace, infer_run(j, trace, r, d),
-					 d));
-		if (rc == CLI_OK)
-			rc = emit(io, infer_to_json(j, r), &json, print_step, j,
-				  r, d);
-	}
-	if (rc == CLI_OK && !io->no_store) {
-		struct store_step step = {
-			.step_time_s = r->step_s,
-			.tokens_per_s = r->tokens_per_s_total, .mfu = r->mfu,
-			.tflops_per_gpu = r->tflops_per_gpu,
-			.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
-			.compute_s = r->part_s[EXEC_COMPUTE],
-			.exposed_comm_s = r->part_s[EXEC_EXPOSED_COMM],
-			.bubble_s = r->part_s[EXEC_BUBBLE],
-			.optimizer_s = r->part_s[EXEC_OPTIMIZER],
-			.other_s = r->part_s[EXEC_OTHER],
-		};
-		rc = cli_store_run(io->db, data_root, j, json, &step, d);
-	}
-	cJSON_free(json);
-	infer_result_release(r);
-	mem_free(r);
-	return rc;
+	*out = (struct store_step){
+		.step_time_s = r->mean_step_s,
+		.tokens_per_s = r->output_tokens_per_s,
+		.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
+		.compute_s = r->mean_step_s,
+	};
 }
 
-static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
-		       const char *data_root, struct diag *d)
+static void release_serving(void *r)
 {
-	struct serve_result *r = mem_calloc(1, sizeof(*r));
+	serve_result_release(r);
+}
+
+static const struct kind kind_serving = {
+	sizeof(struct serve_result), run_serving, json_serving,
+	print_serving, row_serving, release_serving,
+};
+
+/* Run j as kind k: traced on request, printed, stored unless told not. */
+static int run_kind(const struct kind *k, const struct cli_run_io *io,
+		    const struct job_spec *j, const char *data_root,
+		    struct diag *d)
+{
+	void *r = mem_calloc(1, k->size);
 	char *json = NULL;
 	FILE *trace;
 	int rc;
@@ -115,24 +129,22 @@ static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
 	}
 	trace = io->trace ? cli_trace_open(io->trace, d) : NULL;
 	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
+	if (rc == CLI_OK)
+		rc = cli_trace_finish(trace, io->trace,
+				      k->run(j, trace, r, d), d);
 	if (rc == CLI_OK) {
-		rc = code_of(close_trace(io, trace, serve_run(j, trace, r, d),
-					 d));
-		if (rc == CLI_OK)
-			rc = emit(io, serve_to_json(j, r), &json,
-				  print_serving, j, r, d);
+		rc = cli_json_text(k->to_json(j, r), io->json, &json, d);
+		if (rc == CLI_OK && !io->json)
+			k->print(stdout, j, r);
 	}
 	if (rc == CLI_OK && !io->no_store) {
-		struct store_step step = {
-			.step_time_s = r->mean_step_s,
-			.tokens_per_s = r->output_tokens_per_s,
-			.peak_bytes_per_gpu = r->mem.peak_B, .fits = r->mem.fits,
-			.compute_s = r->mean_step_s,
-		};
+		struct store_step step;
+
+		k->row(r, &step);
 		rc = cli_store_run(io->db, data_root, j, json, &step, d);
 	}
 	cJSON_free(json);
-	serve_result_release(r);
+	k->release(r);
 	mem_free(r);
 	return rc;
 }
@@ -140,7 +152,6 @@ static int run_serving(const struct cli_run_io *io, const struct job_spec *j,
 int cli_run_inference(const struct cli_run_io *io, const struct job_spec *j,
 		      const char *data_root, struct diag *d)
 {
-	if (j->phase == PHASE_SERVING)
-		return run_serving(io, j, data_root, d);
-	return run_step(io, j, data_root, d);
+	return run_kind(j->phase == PHASE_SERVING ? &kind_serving : &kind_step,
+			io, j, data_root, d);
 }

@@ -95,6 +95,7 @@ static const struct marg margs[] = {
 	  "model.tie_word_embeddings", "false", NULL,
 	  "Megatron ties them by default" },
 	{ "--add-qkv-bias", M_FLAG, "model.attention_bias", "true", NULL, NULL },
+	{ "--qk-layernorm", M_FLAG, "model.qk_layernorm", "true", NULL, NULL },
 	{ "--num-experts", M_INT, "model.n_routed_experts", NULL, NULL, NULL },
 	{ "--moe-router-topk", M_INT, "model.num_experts_per_tok", NULL, NULL,
 	  NULL },

@@ -236,17 +236,10 @@ static int parse(int argc, char **argv, struct arena *a, struct plan_cli *c)
 static int report(const struct plan_cli *c, const struct job_spec *j,
 		  const struct plan_result *r, char **json, struct diag *d)
 {
-	struct cJSON *o = plan_to_json(j, &c->o, r);
-
-	*json = o ? cJSON_Print(o) : NULL;
-	cJSON_Delete(o);
-	if (!*json) {
-		diag_oom(d);
+	if (cli_json_text(plan_to_json(j, &c->o, r), c->json, json,
+			  d) != CLI_OK)
 		return CLI_FAIL;
-	}
-	if (c->json)
-		printf("%s\n", *json);
-	else
+	if (!c->json)
 		plan_print(stdout, j, &c->o, r);
 	return CLI_OK;
 }

@@ -234,16 +234,10 @@ static int report(const struct run_opts *o, const struct job_spec *j,
 		return d->oom ? CLI_FAIL : CLI_USAGE;
 	}
 
-	*json_out = obj ? cJSON_Print(obj) : NULL;
-	cJSON_Delete(obj);
-	if (!*json_out) {
-		diag_oom(d);
+	if (cli_json_text(obj, o->json, json_out, d) != CLI_OK)
 		return CLI_FAIL;
-	}
 	/* With --trace - the trace has standard output to itself. */
-	if (o->json)
-		printf("%s\n", *json_out);
-	else
+	if (!o->json)
 		step_print(o->trace && strcmp(o->trace, "-") == 0 ? stderr
 								   : stdout, j, r);
 	if (!r->mem.fits && o->json)
@@ -334,11 +328,7 @@ static int simulate(const struct run_opts *o, struct job_spec *j,
 	if (o->trace && !(trace = cli_trace_open(o->trace, d)))
 		return CLI_FAIL;
 	rc = step_run(j, o->full, NULL, trace, r, d);
-	if (trace && cli_trace_close(trace, o->trace, d) != CLI_OK && rc == 0)
-		rc = -1;
-	if (rc == -2)
-		return CLI_USAGE;
-	return rc == 0 ? CLI_OK : CLI_FAIL;
+	return cli_trace_finish(trace, o->trace, rc, d);
 }
 
 int cli_run(int argc, char **argv, const char *argv0)

@@ -1,10 +1,12 @@
 /*
- * cli_trace.c - the --trace stream of `run` (training, inference and
- * serving alike): opening it and finishing it, with one message for
- * every write error that names the file and the reason.
+ * cli_trace.c - what every `run` (training, inference and serving alike)
+ * and `plan` write besides their own summary: the --trace stream, opened
+ * and finished with one message for every write error that names the
+ * file and the reason, and the result's JSON text.
  */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,4 +51,24 @@ int cli_trace_close(FILE *f, const char *path, struct diag *d)
 		diag_error(d, NULL, 0, 0, "cannot write the trace '%s': %s",
 			   path, strerror(e));
 	return CLI_FAIL;
+}
+
+int cli_trace_finish(FILE *f, const char *path, int rc, struct diag *d)
+{
+	if (f && cli_trace_close(f, path, d) != CLI_OK && rc == 0)
+		rc = -1;
+	return rc == 0 ? CLI_OK : rc == -2 ? CLI_USAGE : CLI_FAIL;
+}
+
+int cli_json_text(struct cJSON *obj, int print, char **json, struct diag *d)
+{
+	*json = obj ? cJSON_Print(obj) : NULL;
+	cJSON_Delete(obj);
+	if (!*json) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
+	if (print)
+		printf("%s\n", *json);
+	return CLI_OK;
 }

@@ -17,6 +17,7 @@ const char *const recompute_module_names[] = {
 	"shared_experts", NULL,
 };
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
+const char *const fp8_scaling_names[] = {"delayed", "current", "block", NULL};
 const char *const pp_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const attention_names[] = {"flash", "unfused", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p", NULL};
@@ -295,6 +296,12 @@ static const struct schema_field training_fields[] = {
 	  .values = dtype_names, .value_aliases = dtype_aliases,
 	  .def = "bf16",
 	  .help = "compute dtype of the matrix multiplies" },
+	{ .key = "fp8_scaling", .type = ST_ENUM, .offset = TOFF(fp8_scaling),
+	  .values = fp8_scaling_names, .def = "delayed",
+	  .help = "dtype fp8: how scales are chosen (Transformer Engine "
+		  "recipes): delayed (amax history), current (each tensor's "
+		  "own amax, a pass of its own), block (1x128 / 128x128 "
+		  "blocks)" },
 	{ .key = "recompute", .type = ST_ENUM, .offset = TOFF(recompute),
 	  .values = recompute_names, .def = "none",
 	  .help = "activation recomputation: none, selective (the "
@@ -447,7 +454,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
 	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
 	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
-	"a2a_overlap_vpp", "cp_a2a",
+	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine", NULL,
 };
@@ -675,6 +682,18 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     "overlap_moe_expert_parallel_comm asserts "
 			     "virtual_pipeline_model_parallel_size when "
 			     "pipeline_model_parallel_size > 1)", (long long)p->pp);
+	/* NVIDIA/Megatron-LM @ d98e8a6 megatron/core/transformer/
+	 * transformer_config.py, __post_init__ under
+	 * overlap_moe_expert_parallel_comm: assert recompute_granularity
+	 * != 'full' */
+	if (j->moe.a2a_overlap && p->ep > 1 &&
+	    j->training.recompute == RECOMPUTE_FULL)
+		layout_error(s, JR_A2A_RECOMPUTE, "training", "recompute 'full' "
+			     "with moe.a2a_overlap: Megatron-Core refuses full "
+			     "recomputation with the 1F1B all-to-all overlap "
+			     "(transformer_config.py: 'disable full recomputation "
+			     "when enabling overlap_moe_expert_parallel_comm'); "
+			     "use recompute 'selective' or a2a_overlap false");
 	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
 		layout_error(s, JR_MTP, "moe", "mtp_layers %lld exceeds the model's "

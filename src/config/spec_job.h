@@ -60,6 +60,16 @@ enum recompute {
 	RECOMPUTE_FULL			/* whole layer */
 };
 
+/* How fp8 (per-tensor e4m3/e5m2) scales are chosen (Transformer Engine
+ * recipes): from an amax history (DelayedScaling), from the tensor's own
+ * amax just computed (Float8CurrentScaling), or per 1x128 / 128x128 block
+ * (Float8BlockScaling, DeepSeek-V3's). */
+enum fp8_scaling {
+	FP8_DELAYED,
+	FP8_CURRENT,
+	FP8_BLOCK
+};
+
 /* What selective recomputation re-runs in the backward (Megatron-Core
  * TransformerConfig.recompute_modules, with recompute_granularity
  * 'selective'): the module's forward runs again before its backward and
@@ -106,6 +116,7 @@ enum pp_schedule {
 extern const char *const job_phase_names[];
 extern const char *const recompute_names[];
 extern const char *const optimizer_names[];
+extern const char *const fp8_scaling_names[];
 extern const char *const pp_schedule_names[];
 extern const char *const attention_names[];
 
@@ -264,6 +275,7 @@ struct training_spec {
 	int64_t micro_batch_size;	/* sequences per microbatch per replica */
 	int dtype;			/* enum dtype (spec_gpu.h) */
 	int recompute;			/* enum recompute */
+	int fp8_scaling;		/* enum fp8_scaling (dtype fp8) */
 	struct schema_int_list recompute_modules;	/* enum recompute_module
 					 * values selective recomputes; empty:
 					 * core_attn */
@@ -364,6 +376,7 @@ enum job_rule {
 	JR_MTP,			/* mtp_layers within the model's */
 	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs */
 	JR_A2A_VPP,		/* a2a_overlap with pp > 1 needs vpp > 1 */
+	JR_A2A_RECOMPUTE,	/* a2a_overlap refuses full recompute */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
 	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */

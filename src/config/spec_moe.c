@@ -48,6 +48,14 @@ static const struct schema_field ep_fields[] = {
 	  .help = "SM time per fp8 row for its block scales beyond its bytes, "
 		  "per SM: with sm_rate a GPU's kernels move fp8 rows of B "
 		  "bytes at sms B / (fp8_row_cost + B / sm_rate)" },
+	{ .key = "fp8_scale_block", .type = ST_INT,
+	  .offset = EOFF(fp8_scale_block), .def = "0", .min = 0, .max = 1e6,
+	  .help = "fp8 dispatch: elements of a token's row sharing one scale "
+		  "sent with it (DeepEP's 1x128 cast: 128; 0: no per-row "
+		  "scales)" },
+	{ .key = "fp8_scale_size", .type = ST_BYTES,
+	  .offset = EOFF(fp8_scale_B), .def = "0 B", .max = 64,
+	  .help = "fp8 dispatch: bytes of one such scale (fp32: 4 B)" },
 	{ .key = "scale_up_efficiency", .type = ST_NUM,
 	  .offset = EOFF(scale_up_eff), .def = "1", .min = 0.01, .max = 1,
 	  .help = "share of the scale-up links' sustained rate the kernels "
@@ -108,6 +116,12 @@ static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
 				 e->mode == EP_HIERARCHICAL)) {
 		cnode_error(d, node, "%s", "a library mode is host-launched: "
 			    "gpu_initiated needs mode 'forward' or 'direct'");
+		return -1;
+	}
+	if ((e->fp8_scale_block > 0) != (e->fp8_scale_B > 0)) {
+		cnode_error(d, node, "%s", "fp8_scale_block and fp8_scale_size "
+			    "go together: both set (a block of elements and "
+			    "its scale's bytes, e.g. 128 and '4 B') or neither");
 		return -1;
 	}
 	return 0;

@@ -89,6 +89,9 @@ struct ep_comm_spec {
 	double sm_rate_Bps;		/* B/s one SM copies (a GPU's traffic is at
 					 * most sms x this); 0 = no bound */
 	double fp8_row_cost_s;		/* SM time per fp8 row for its scales */
+	int64_t fp8_scale_block;	/* elements of an fp8 row sharing one
+					 * scale; 0 = no per-row scales */
+	double fp8_scale_B;		/* B per fp8 scale (fp32: 4) */
 	double scale_up_eff;		/* share of scale-up's sustained rate */
 	double scale_out_eff;		/* share of scale-out's sustained rate */
 	double setup_s;			/* s per call before data moves (launch,

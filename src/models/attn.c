@@ -212,9 +212,12 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 	double t = layer_tokens(d);
 
 	if (!d->mla) {
+		int16_t cast = (int16_t)o->n;
+
 		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
 			       layer_q_width(d) + 2 * layer_kv_width(d),
 			       d->hidden, d->lowp);
+		lop_cast_after_norm(o, cast, d);	/* LayerNormLinear */
 		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
 			 2 * layer_kv_width(d));
 		return;

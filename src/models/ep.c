@@ -22,15 +22,16 @@
  * tokens x selections x row for the low-latency kernels; the sender's own
  * node and GPU included (logical_B).
  *
- * A row: h elements of the dispatch dtype, fp8 with a fp32 scale per
- * 128 elements (1 + 4/128 B per element: DeepEP's per_token_cast_to_fp8
- * and Transformer Engine's blockwise FP8), MX formats with their E8M0
+ * A row: h elements of the dispatch dtype, fp8 with the path's scale of
+ * s bytes per block of b elements (1 + s/b B per element; the presets
+ * give DeepEP's and Transformer Engine's 1x128 cast, b = 128, s = 4 B
+ * fp32: fp8_scale_block, fp8_scale_size), MX formats with their E8M0
  * scale per 32 (dtype_bytes), plus the path's extra bytes (top-k indices
  * and weights).
  *
  * A GPU-initiated path's kernels run on n SMs; each copies r bytes per
  * second (sm_rate), and an fp8 row costs it c more (fp8_row_cost: the
- * block scales, one fp32 per 128 elements, gathered from their own,
+ * block scales, one per fp8_scale_block elements, gathered from their own,
  * token-strided tensor), so the GPU moves at most n r (16-bit rows) or
  * n B / (c + B / r) (fp8 rows of B bytes) (coll_path.gpu_Bps).
  */
@@ -88,13 +89,14 @@ double ep_hit(double E, double k, double ng, double tg, double g)
 	return 1 - miss;
 }
 
-double ep_row_bytes(double hidden, int dtype, double extra_B)
+double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
+		    double extra_B)
 {
-	double e = dtype_bytes((enum dtype)dtype);
+	double elem_B = dtype_bytes((enum dtype)dtype);
 
-	if (dtype == DTYPE_FP8)
-		e += 4.0 / 128.0;
-	return hidden * e + extra_B;
+	if (dtype == DTYPE_FP8 && e && e->fp8_scale_block > 0)
+		elem_B += e->fp8_scale_B / (double)e->fp8_scale_block;
+	return hidden * elem_B + extra_B;
 }
 
 void ep_traffic(const struct ep_routing *r, double ranks, double m,
@@ -183,7 +185,7 @@ int ep_call_time(struct net *n, const struct ep_comm_spec *e,
 	double p = (double)c->ranks, m = c->gpus_per_node;
 	struct ep_routing r = c->routing;
 	double extra = c->combine ? 0 : e->bytes_per_token_extra;
-	double row_B = ep_row_bytes(c->hidden, c->dtype, extra);
+	double row_B = ep_row_bytes(e, c->hidden, c->dtype, extra);
 	struct coll_path path;
 	struct coll_desc cd = { .op = COLL_ALLTOALL, .gpus = c->gpus,
 				.ngpus = c->ranks, .proto = c->proto,

@@ -63,11 +63,13 @@ struct ep_traffic {
 };
 
 /*
- * B a token's row takes: h elements of dtype (enum dtype; fp8 with one
- * fp32 scale per 128 elements, as DeepEP and blockwise FP8 send it; MX
- * formats with their block scales) plus the path's extra bytes.
+ * B a token's row takes on path e: h elements of dtype (enum dtype; fp8
+ * with e's scales, fp8_scale_size per fp8_scale_block elements, none
+ * when e is NULL or has none; MX formats with their block scales) plus
+ * extra_B.
  */
-double ep_row_bytes(double hidden, int dtype, double extra_B);
+double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
+		    double extra_B);
 
 /*
  * Traffic of T tokens per GPU over an EP group of `ranks` GPUs, m of

@@ -324,6 +324,11 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 		for (i = 0; i < l->n; i++)
 			d->rc_mods |= 1u << l->v[i];
 	}
+	d->fp8_current = dt == DTYPE_FP8 &&
+			 j->training.fp8_scaling == FP8_CURRENT;
+	if (dt == DTYPE_FP8 &&
+	    j->framework->elementwise.per_expert_quantize == 1)
+		moe_quant_dims(j->training.fp8_scaling, d);
 	d->amax_group = -1;
 	if (d->lowp && j->framework->fp8_amax_reduction != AMAX_NONE)
 		d->amax_group = j->framework->fp8_amax_reduction == AMAX_TP_CP ?
@@ -376,9 +381,11 @@ static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
 	double u = layer_fc1_width(d), f = layer_ffn_local(d);
+	int16_t cast = (int16_t)o->n;
 
 	lop_column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u,
 		       d->hidden, d->lowp);
+	lop_cast_after_norm(o, cast, d);	/* LayerNormMLP */
 	act_fwd(o, pass, d);
 	lop_row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d, f);
 }

@@ -53,6 +53,8 @@ struct moe_dims {
 				 * (coll_path.node_share); 1 = none */
 	int allgather;		/* allgather dispatcher instead of all-to-all */
 	int router_dt;		/* enum dtype of the router GEMM */
+	int quant_kernels;	/* kernels quantizing one expert's input (0:
+				 * one fused launch for all, moe.c) */
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
@@ -129,6 +131,8 @@ struct layer_dims {
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
+	int fp8_current;	/* fp8 current scaling: each cast first computes
+				 * its input's amax (layer_ops.c lop_cast) */
 	int qk_norm;		/* Q and K normalized per head (GQA layers) */
 	int expert_casts;	/* kernels one grouped cast is: 1, or one per
 				 * local expert (MX formats, framework

@@ -51,6 +51,12 @@ void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* Quantize n elements to the low dtype, both layouts (none when !lowp). */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n);
+
+/* The cast at index at quantizes a norm's output (lop_cast_after_norm,
+ * layer_ops.c). */
+void lop_cast_after_norm(struct layer_ops *o, int16_t at,
+			 const struct layer_dims *d);
+
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, double tokens, double n);
 
@@ -129,6 +135,9 @@ double attn_params(const struct layer_dims *d, int bias);
 /* The MoE MLP from the second norm's output to the residual add
  * (excluded): router, permute, dispatch, experts, combine, unpermute,
  * shared experts. */
+/* How an fp8 recipe (enum fp8_scaling) quantizes the experts' inputs
+ * (moe.c: quant_kernels). */
+void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 

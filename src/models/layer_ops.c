@@ -110,13 +110,40 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
 	      ADD_FLOPS * n);
 }
 
-/* Quantize n elements to the low dtype, both layouts (none in 16-bit). */
+/* Quantize n elements to the low dtype, both layouts (none in 16-bit).
+ * fp8 current scaling (Transformer Engine Float8CurrentScalingQuantizer::
+ * quantize_impl, pytorch/csrc/quantizer.cpp): the input's amax (a kernel
+ * reading it), the scale (a kernel), then the cast: 3 kernels, the input
+ * read twice. */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d, int lowp, double n)
 {
-	if (lowp)
-		lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n)
-			->host = HOST_MODULE;
+	struct layer_op *op;
+
+	if (!lowp)
+		return;
+	op = lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n);
+	op->host = HOST_MODULE;
+	if (d->fp8_current) {
+		op->k.read_B += n * d->act_B;
+		op->k.launches = 3;
+	}
+}
+
+/* The cast at index at (if it is one) quantizes a norm's output inside a
+ * LayerNormLinear: under fp8 current scaling the norm kernel computes the
+ * amax as it writes (normalization.cpp FUSED_NORM_AMAX_FP8, then
+ * quantize_with_amax): no amax pass, the scale and cast kernels left. */
+void lop_cast_after_norm(struct layer_ops *o, int16_t at,
+			 const struct layer_dims *d)
+{
+	struct layer_op *op = &o->op[at];
+
+	if (!d->fp8_current || at >= o->n || op->kind != LOP_KERNEL ||
+	    op->k.kind != KERN_MEM || op->k.launches != 3)
+		return;
+	op->k.read_B -= op->k.vec_flops * d->act_B;	/* vec_flops = n */
+	op->k.launches = 2;
 }
 
 /* The GEMM just pushed runs inside the module call its cast opened

@@ -95,29 +95,56 @@ static uint16_t per_expert(const struct layer_dims *d)
 	return (uint16_t)(l < 0 ? 0 : l > 65535 ? 65535 : l);
 }
 
+/* Transformer Engine's GroupedLinear quantizes its input split by expert
+ * (tex.split_quantize -> multi_tensor_quantize_impl, csrc/extensions/
+ * cast.cpp; framework per_expert_quantize): one fused multi_cast_transpose
+ * for all experts only under delayed-scaling FP8; any other quantizer runs
+ * per expert. Per-tensor current scaling (Float8CurrentScalingQuantizer::
+ * quantize_impl, quantizer.cpp) computes the expert's amax (a kernel
+ * reading its rows: lop_cast's amax pass), its scale (a kernel), then
+ * casts (a kernel): 3 kernels per expert; block scaling (Float8Block-
+ * Quantizer) casts in one kernel per expert. */
+void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
+{
+	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ? 3 :
+			       fp8_scaling == FP8_BLOCK ? 1 : 0;
+}
+
 /* Kernels a grouped cast runs on the GPU: one, or one per local expert
  * (Transformer Engine <= 2.17 GroupedLinear: split_quantize's
  * multi_tensor_quantize_impl quantizes the experts' splits "individually"
  * for every recipe but delayed-scaling FP8, whose nvte_multi_cast_transpose
  * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
  * per_expert_quantize, taken for the MX formats), each paying the GPU's
- * kernel launch. */
+ * kernel launch; fp8 recipes as moe_quant_dims; 0: lop_cast's count (one
+ * launch, or fp8 current scaling's amax, scale and cast over all rows). */
 static double cast_kernels(const struct layer_dims *d)
 {
-	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 1;
+	if (d->moe.quant_kernels > 0)
+		return d->moe.quant_kernels * d->moe.local;
+	return d->expert_casts < 0 && d->moe.local > 1 ? d->moe.local : 0;
 }
 
 /* The grouped cast just pushed (if any) quantizes every expert's input:
- * it opens the module call; else the grouped GEMM that follows does. */
+ * it opens the module call; else the grouped GEMM that follows does.
+ * Per-expert quantizers (moe_quant_dims) launch quant_kernels each. */
 static void grouped_cast(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 double n)
 {
+	struct layer_op *op;
+	double k;
+
 	lop_cast(o, name, pass, d, d->lowp, n);
-	if (d->lowp) {
-		o->op[o->n - 1].host_kernels = per_expert(d);
-		o->op[o->n - 1].k.launches = cast_kernels(d);
-	}
+	if (!d->lowp)
+		return;
+	op = &o->op[o->n - 1];
+	k = cast_kernels(d);
+	if (k > 0)
+		op->k.launches = k;
+	op->host_kernels = per_expert(d);
+	if (d->moe.quant_kernels > 1)	/* from C++: each expert's kernels */
+		op->host_kernels = (uint16_t)(k - 1 > 65535 ? 65535 : k - 1);
 }
 
 /* The grouped GEMM just pushed opens its module call (no cast before). */

@@ -278,11 +278,11 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 				(double)model->num_experts_per_tok,
 				(double)model->n_group, (double)model->topk_group };
 	struct ep_traffic t;
-	double row_B = ep_row_bytes(hidden, m->dispatch_dt,
+	double row_B = ep_row_bytes(path, hidden, m->dispatch_dt,
 				    path ? path->bytes_per_token_extra : 0);
 	double per_node = (double)j->system->gpus_per_node / m->etp;
 
-	double row16_B = ep_row_bytes(hidden, (int)layer_base_dtype(
+	double row16_B = ep_row_bytes(path, hidden, (int)layer_base_dtype(
 				      (enum dtype)j->training.dtype), 0);
 
 	ep_traffic(&r, m->ep, floor(per_node), m->tokens, row_B,

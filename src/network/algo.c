@@ -269,6 +269,8 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 	 * return without a kernel). */
 	rc = x.g.p == 1 ? 0 : builders[algo](&x, out);
 	plan_flow_end(out);
+	if (rc == 0)
+		plan_finish(out);
 	group_release(&x.g);
 	if (rc == 1)
 		*why = x.why;

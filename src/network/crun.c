@@ -382,9 +382,11 @@ out:
 static void replay_end(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
+	uint32_t nlinks;
+	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	(void)sim;
-	flow_release(r->fn, r->cp->plan.elem_link, r->cp->plan.nelems);
+	flow_release(r->fn, links, nlinks);
 	finish(r);
 }
 
@@ -472,9 +474,11 @@ static void resume(struct crun *r)
 static void evict(void *holder)
 {
 	struct crun *r = holder;
+	uint32_t nlinks;
+	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	sim_cancel(r->sim, r->end_ev);
-	flow_release(r->fn, r->cp->plan.elem_link, r->cp->plan.nelems);
+	flow_release(r->fn, links, nlinks);
 	resume(r);
 }
 
@@ -483,6 +487,8 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       void (*done)(void *token), void *token)
 {
 	struct crun *r = mem_calloc(1, sizeof(*r));
+	uint32_t nlinks;
+	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
 	if (!r)
 		return -1;
@@ -500,7 +506,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	pcache_plan_ref(cp);
 	rs->replays++;
 	flow_set_evict(fn, evict);
-	flow_hold(fn, cp->plan.elem_link, cp->plan.nelems, r);
+	flow_hold(fn, links, nlinks, r);
 	return 0;
 }
 

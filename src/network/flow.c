@@ -310,9 +310,9 @@ int flow_links_idle(const struct flownet *f, const uint32_t *links,
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		if (f->holder[links[i]] || mm_cons_vars(f->mm, links[i]) > 0)
+		if (f->holder[links[i]])
 			return 0;
-	return 1;
+	return mm_cons_idle(f->mm, links, n);
 }
 
 void flow_hold(struct flownet *f, const uint32_t *links, uint32_t n,

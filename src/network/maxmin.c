@@ -61,86 +61,45 @@
  * starting inside one node does not disturb a ring crossing the spine
  * unless they share a link.
  *
+ * Constraints set aside. A variable's rate can never exceed its rate
+ * alone, a_j = min(b_j, min_i C_i / a_ij) (kept from when it is added),
+ * and levels only rise, so a constraint whose first level exceeds a_j of
+ * every variable on it (times 1 + 1e-6) finds each of them fixed by the
+ * time it could be taken: the heap would pop it with no effect. A
+ * component's constraints are mostly such (a rank's all-to-all flow
+ * crosses ~90 links, a few of which bind), so fill_start() keeps them out
+ * of the heap, at the end of its array, remembering the least (level,
+ * key) among them. Whenever that least entry would be the heap's top,
+ * spill() drops the set-aside constraints that have nothing free and
+ * puts the rest in the heap with their first levels, which is the heap
+ * the filling would have had at that point (an entry not yet at the top
+ * keeps its first level), so the order of pops, and every rate, is the
+ * same bit for bit (tests/unit/network/test_maxmin_fast.c checks it
+ * against the solver with everything in the heap). Only components with
+ * more constraints than variables do this: where every link is shared
+ * by many flows there is little to set aside.
+ *
+ * Changes settled without a re-solve (maxmin_local.c). A small batch of
+ * changes that provably moves no other rate (every removed variable's
+ * constraints had room left or it was strictly the fastest there; every
+ * new variable's constraints have room, and where what is left is least
+ * no one is faster) is settled from the residuals alone: the allocation
+ * stays max-min fair, which makes it the re-solve's, up to rounding
+ * (1e-12 relative, asserted by the same test). A TP collective starting
+ * or ending beside an expert all-to-all whose flows are bound elsewhere
+ * is such a change.
+ *
  * Validity: rates are exact up to floating-point rounding (relative 1e-12
  * on the benchmarks); levels of saturated constraints are clamped at the
  * last level popped so rounding cannot make them decrease. Ids stay below
  * 2^31 (the heap's key needs the top bit).
  */
-#include "maxmin.h"
+#include "maxmin_impl.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
-
-#define ID_LIMIT 0x7fffffffu	/* ids below this: the heap key's top bit */
-#define CONS_KEY 0x80000000u	/* heap key of constraint c: CONS_KEY | c */
-
-/* One constraint a variable uses (owned by the variable). */
-struct elem {
-	mm_id cons;
-	uint32_t pos;		/* index in the constraint's list */
-	double coef;		/* a_ij */
-};
-
-/* One variable on a constraint's list. */
-struct centry {
-	mm_id var;
-	uint32_t ei;		/* index in the variable's elems */
-	double coef;		/* a_ij, a copy */
-};
-
-struct var {
-	struct elem *elems;	/* owned; nelems of them */
-	uint32_t nelems;
-	double bound_Bps;	/* B/s; 0 = none */
-	double rate_Bps;	/* B/s, last solution */
-	double new_Bps;		/* B/s, being solved */
-	void *data;
-	uint32_t mark;		/* epoch of the last walk that reached it */
-	mm_id next_free;
-	uint8_t fixed;
-	uint8_t live;
-};
-
-struct cons {
-	double cap_Bps;		/* C_i */
-	struct centry *list;	/* live variables using it */
-	uint32_t n, capn;
-	double left_Bps;	/* C_i - F_i while solving */
-	double usage;		/* U_i while solving */
-	uint32_t nfree;		/* unfixed variables while solving */
-	uint32_t mark;
-	uint8_t dirty;
-};
-
-struct vec {
-	mm_id *v;
-	uint32_t n, cap;
-};
-
-/* A heap entry: a constraint at a level no higher than its level now,
- * or a bounded variable at its bound. */
-struct hent {
-	double level;		/* B/s */
-	uint32_t key;		/* variable id, or CONS_KEY | constraint id */
-};
-
-struct mm {
-	struct var *vars;
-	uint32_t nvars, capvars, live;
-	mm_id free_var;
-	struct cons *cons;
-	uint32_t ncons, capcons;
-	struct vec dirty;	/* dirty constraints */
-	struct vec fresh;	/* variables added since the last solve */
-	struct vec cv, cc;	/* the component being solved */
-	struct hent *heap;	/* constraints and bounds by level */
-	uint32_t nheap, capheap;
-	uint32_t unfixed;	/* variables of the component not fixed yet */
-	uint32_t epoch;
-};
 
 static int vec_push(struct vec *v, mm_id x)
 {
@@ -161,8 +120,11 @@ struct mm *mm_new(void)
 {
 	struct mm *m = mem_calloc(1, sizeof(*m));
 
-	if (m)
+	if (m) {
 		m->free_var = MM_NONE;
+		m->prune = 1;
+		m->local = 1;
+	}
 	return m;
 }
 
@@ -178,6 +140,7 @@ void mm_free(struct mm *m)
 		mem_free(m->cons[i].list);
 	mem_free(m->vars);
 	mem_free(m->cons);
+	mem_free(m->busy);
 	mem_free(m->dirty.v);
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
@@ -197,14 +160,20 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 	if (m->ncons == m->capcons) {
 		uint32_t ncap = m->capcons ? m->capcons * 2 : 64;
 		struct cons *nc = mem_realloc(m->cons, (size_t)ncap * sizeof(*nc));
+		uint32_t *nb;
 
 		if (!nc)
 			return MM_NONE;
 		m->cons = nc;
+		nb = mem_realloc(m->busy, (size_t)ncap * sizeof(*nb));
+		if (!nb)
+			return MM_NONE;
+		m->busy = nb;
 		m->capcons = ncap;
 	}
 	c = &m->cons[m->ncons];
 	*c = (struct cons){ .cap_Bps = cap_Bps };
+	m->busy[m->ncons] = 0;
 	return m->ncons++;
 }
 
@@ -236,6 +205,7 @@ static int cons_append(struct mm *m, mm_id v, uint32_t ei)
 	}
 	e->pos = c->n;
 	c->list[c->n++] = (struct centry){ v, ei, e->coef };
+	m->busy[e->cons] = c->n;
 	return 0;
 }
 
@@ -247,6 +217,7 @@ static void cons_unlink(struct mm *m, const struct elem *e)
 	struct centry last = c->list[--c->n];
 
 	c->list[e->pos] = last;
+	m->busy[e->cons] = c->n;
 	m->vars[last.var].elems[last.ei].pos = e->pos;
 }
 
@@ -317,15 +288,22 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	x->elems = n ? mem_alloc((size_t)n * sizeof(*x->elems)) : NULL;
 	if (n && !x->elems)
 		goto fail;
+	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	for (i = 0; i < n; i++) {
+		double alone;
+
 		if (cons[i] >= m->ncons || !(coef[i] > 0))
 			BUG("bad constraint or coefficient");
 		x->elems[i] = (struct elem){ cons[i], 0, coef[i] };
+		alone = m->cons[cons[i]].cap_Bps / coef[i];
+		if (alone < x->alone_Bps)
+			x->alone_Bps = alone;
 	}
 	x->nelems = n;
 	x->bound_Bps = bound_Bps;
 	x->data = data;
 	x->live = 1;
+	x->pending = PEND_NEW;
 	if (var_link(m, v) != 0)
 		goto fail;
 	m->live++;
@@ -342,6 +320,8 @@ void mm_var_remove(struct mm *m, mm_id v)
 
 	if (v >= m->nvars || !m->vars[v].live)
 		BUG("removing a variable that does not exist");
+	if (m->local)
+		mm_local_remove(m, v);
 	x = &m->vars[v];
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(m, &x->elems[i]);
@@ -353,6 +333,26 @@ void mm_var_remove(struct mm *m, mm_id v)
 	m->live--;
 }
 
+void mm_set_prune(struct mm *m, int on)
+{
+	m->prune = on;
+}
+
+uint64_t mm_spills(const struct mm *m)
+{
+	return m->spills;
+}
+
+void mm_set_local(struct mm *m, int on)
+{
+	m->local = on;
+}
+
+uint64_t mm_locals(const struct mm *m)
+{
+	return m->locals;
+}
+
 double mm_rate(const struct mm *m, mm_id v)
 {
 	return m->vars[v].rate_Bps;
@@ -361,6 +361,17 @@ double mm_rate(const struct mm *m, mm_id v)
 void mm_preset_rate(struct mm *m, mm_id v, double rate_Bps)
 {
 	m->vars[v].rate_Bps = rate_Bps;
+	m->vars[v].pending = 0;
+}
+
+int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (m->busy[c[i]])
+			return 0;
+	return 1;
 }
 
 uint32_t mm_cons_vars(const struct mm *m, mm_id c)
@@ -495,14 +506,6 @@ static int collect(struct mm *m)
 	return 0;
 }
 
-static void clean(struct mm *m)
-{
-	uint32_t i;
-
-	for (i = 0; i < m->dirty.n; i++)
-		m->cons[m->dirty.v[i]].dirty = 0;
-	m->dirty.n = m->fresh.n = 0;
-}
 
 /* ---- progressive filling ---- */
 
@@ -524,14 +527,31 @@ static void fix(struct mm *m, mm_id v, double rate)
 	}
 }
 
+static void heapify(struct hent *h, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift_down(h, n, i);
+}
+
 /* Reset the component and fill the heap with its constraints' levels and
- * its variables' bounds; 0 or -1. */
+ * its variables' bounds; 0 or -1. A constraint whose level exceeds every
+ * rate its variables could have (each one's rate alone, times
+ * SPARE_MARGIN) is set aside at the heap array's end instead (see
+ * spill()). */
 static int fill_start(struct mm *m)
 {
-	uint32_t i, k, n = 0;
+	uint32_t i, k, n = 0, total = m->cv.n + m->cc.n, spare = total;
+	/* Setting aside pays where constraints outnumber the variables
+	 * (long flows: an all-to-all's); where they do not (every link
+	 * shared by many flows), reading each one's rate alone is all it
+	 * would do. Either way the rates are the same. */
+	int prune = m->prune && m->cc.n > m->cv.n;
 
-	if (heap_reserve(m, m->cv.n + m->cc.n) != 0)
+	if (heap_reserve(m, total) != 0)
 		return -1;
+	m->spare_min = (struct hent){ INFINITY, UINT32_MAX };
 	for (i = 0; i < m->cv.n; i++) {
 		struct var *x = &m->vars[m->cv.v[i]];
 
@@ -543,25 +563,62 @@ static int fill_start(struct mm *m)
 	for (i = 0; i < m->cc.n; i++) {
 		struct cons *c = &m->cons[m->cc.v[i]];
 
+		struct hent e;
+		double most = 0;	/* B/s, the largest rate alone */
+
 		c->left_Bps = c->cap_Bps;
 		c->usage = 0;
 		c->nfree = c->n;
 		for (k = 0; k < c->n; k++)
 			c->usage += c->list[k].coef;
-		if (c->n > 0)
-			m->heap[n++] = (struct hent){ level(c),
-						      CONS_KEY | m->cc.v[i] };
+		for (k = 0; prune && k < c->n; k++) {
+			double alone = m->vars[c->list[k].var].alone_Bps;
+
+			if (alone > most)
+				most = alone;
+		}
+		if (c->n == 0)
+			continue;
+		e = (struct hent){ level(c), CONS_KEY | m->cc.v[i] };
+		if (prune && e.level > most * SPARE_MARGIN) {
+			m->heap[--spare] = e;
+			if (hent_less(&e, &m->spare_min))
+				m->spare_min = e;
+		} else {
+			m->heap[n++] = e;
+		}
 	}
 	m->nheap = n;
+	m->spare0 = spare;
+	m->nspare = total - spare;
 	m->unfixed = m->cv.n;
-	for (i = n / 2; i-- > 0;)
-		sift_down(m->heap, n, i);
+	heapify(m->heap, n);
 	return 0;
 }
 
-/* Take constraint c at level lvl: fix its unfixed variables there. */
-static void saturate(struct mm *m, const struct cons *c, double lvl)
+/* The heap's least entry may now be a constraint set aside: drop those
+ * with no variable left free (the heap would pop them with no effect)
+ * and put the others in the heap, as they would have been there all
+ * along (an entry never reached the top keeps its first level). */
+static void spill(struct mm *m)
 {
+	uint32_t i;
+
+	for (i = m->spare0; i < m->spare0 + m->nspare; i++) {
+		struct hent e = m->heap[i];
+
+		if (m->cons[e.key & ~CONS_KEY].nfree > 0)
+			m->heap[m->nheap++] = e;
+	}
+	m->nspare = 0;
+	m->spills++;
+	heapify(m->heap, m->nheap);
+}
+
+/* Take constraint c at level lvl: fix its unfixed variables there. */
+static void saturate(struct mm *m, mm_id ci, double lvl)
+{
+	const struct cons *c = &m->cons[ci];
 	uint32_t k;
 
 	for (k = 0; k < c->n; k++) {
@@ -581,10 +638,19 @@ static void fill(struct mm *m)
 	 * stop there. A component's flows often cross far more links than
 	 * there are flows (a rank's sends to many GPUs), so this skips most
 	 * of its entries. */
-	while (m->nheap > 0 && m->unfixed > 0) {
-		struct hent top = m->heap[0];
+	while (m->unfixed > 0) {
+		struct hent top;
 		const struct cons *c;
 		double now;
+
+		if (m->nspare > 0 && (m->nheap == 0 ||
+				      hent_less(&m->spare_min, &m->heap[0]))) {
+			spill(m);
+			continue;
+		}
+		if (m->nheap == 0)
+			break;
+		top = m->heap[0];
 
 		if (!(top.key & CONS_KEY)) {
 			/* A bound no higher than any level: it binds. */
@@ -608,29 +674,28 @@ static void fill(struct mm *m)
 		heap_pop(m);
 		if (now > lvl)
 			lvl = now;
-		saturate(m, c, lvl);
+		saturate(m, top.key & ~CONS_KEY, lvl);
 	}
-}
-
-static int changed(double a, double b)
-{
-	return fabs(a - b) > 1e-12 * fmax(fabs(a), fabs(b));
 }
 
 long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 {
 	uint32_t i;
+	long n;
 
+	if (m->local && (n = mm_local(m, fn, arg)) >= 0)
+		return n;
 	/* On failure the dirty and fresh lists stay, so a later solve
 	 * redoes this one. */
 	if (collect(m) != 0 || fill_start(m) != 0)
 		return -1;
-	clean(m);
+	mm_clean(m);
 	fill(m);
 	for (i = 0; i < m->cv.n; i++) {
 		struct var *x = &m->vars[m->cv.v[i]];
 
-		if (!changed(x->rate_Bps, x->new_Bps))
+		x->pending = 0;
+		if (!mm_changed(x->rate_Bps, x->new_Bps))
 			continue;
 		if (fn)
 			fn(m->cv.v[i], x->rate_Bps, x->new_Bps, x->data, arg);

@@ -60,10 +60,29 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg);
 double mm_rate(const struct mm *m, mm_id var);
 
 /* Set a new variable's rate before it is first solved: the rate it had
- * where it was timed apart (a replayed collective becoming flows). The
- * next solve compares with it and reports a change only if its component
- * gives another. */
+ * where it was timed apart (a replayed collective becoming flows), which
+ * must be part of a max-min fair allocation of links it had alone (the
+ * variables preset together). A re-solve compares with it and reports a
+ * change only if its component gives another; a batch settled without a
+ * re-solve keeps it. */
 void mm_preset_rate(struct mm *m, mm_id var, double rate_Bps);
+
+/* Whether mm_solve() sets aside constraints that cannot bind (on by
+ * default; off solves with every constraint in the heap, for tests: the
+ * rates are the same bit for bit), and how often a solve had to put them
+ * back. */
+void mm_set_prune(struct mm *m, int on);
+uint64_t mm_spills(const struct mm *m);
+
+/* Whether mm_solve() settles a small batch of changes without a
+ * re-solve when it provably moves no other rate (on by default; off for
+ * tests: the rates are the re-solve's to rounding), and how many solves
+ * it settled so. */
+void mm_set_local(struct mm *m, int on);
+uint64_t mm_locals(const struct mm *m);
+
+/* Whether no live variable uses any of c[0..n-1] (a dense scan). */
+int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n);
 
 /* Live variables using constraint c. */
 uint32_t mm_cons_vars(const struct mm *m, mm_id c);

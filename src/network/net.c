@@ -783,6 +783,8 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	const struct memo *m;
 	const struct ctraj *tr = NULL;
 	struct cplan *cp;
+	const uint32_t *links;
+	uint32_t nlinks;
 	int rc;
 
 	if (!n->sim)
@@ -803,8 +805,8 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		tr = traj_of(n, cp, c);
 		memo_put(n, c, cp, tr);
 	}
-	if (n->replay && tr &&
-	    flow_links_idle(n->flows, cp->plan.elem_link, cp->plan.nelems)) {
+	links = plan_links(&cp->plan, &nlinks);
+	if (n->replay && tr && flow_links_idle(n->flows, links, nlinks)) {
 		rc = crun_replay(&n->runs, n->sim, n->flows, cp,
 				scale_of(cp, c), tr, done, token);
 	} else {

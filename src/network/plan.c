@@ -22,6 +22,7 @@ void plan_release(struct plan *p)
 	mem_free(p->flows);
 	mem_free(p->elem_link);
 	mem_free(p->elem_coef);
+	mem_free(p->links);
 	*p = (struct plan){ .algo = 0 };
 }
 
@@ -88,6 +89,43 @@ void plan_route(struct plan *p, const struct route *r, double coef)
 		p->elem_coef[p->nelems++] = coef;
 	}
 	p->flows[p->nflows - 1].n += r->n;
+}
+
+static int by_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void plan_finish(struct plan *p)
+{
+	uint32_t i, k = 0;
+
+	if (p->failed || p->links)
+		return;
+	p->links = mem_alloc((size_t)p->nelems * sizeof(*p->links) + 1);
+	if (!p->links) {
+		p->failed = 1;
+		return;
+	}
+	for (i = 0; i < p->nelems; i++)
+		p->links[i] = p->elem_link[i];
+	qsort(p->links, p->nelems, sizeof(*p->links), by_u32);
+	for (i = 0; i < p->nelems; i++)
+		if (k == 0 || p->links[k - 1] != p->links[i])
+			p->links[k++] = p->links[i];
+	p->nlinks = k;
+}
+
+const uint32_t *plan_links(const struct plan *p, uint32_t *n)
+{
+	if (p->links) {
+		*n = p->nlinks;
+		return p->links;
+	}
+	*n = p->nelems;
+	return p->elem_link;
 }
 
 struct pair {

@@ -52,6 +52,10 @@ struct plan {
 	double *elem_coef;
 	uint32_t nelems;
 	size_t capelems, capcoef;
+	uint32_t *links;		/* the distinct links of every flow,
+					 * ascending (plan_finish); NULL:
+					 * not made */
+	uint32_t nlinks;
 	int open;			/* a flow is being built */
 	int failed;			/* an allocation failed while building */
 };
@@ -74,5 +78,14 @@ void plan_route(struct plan *p, const struct route *r, double coef);
 /* Close the open flow, if any: merge repeated links. Empty flows are
  * dropped. */
 void plan_flow_end(struct plan *p);
+
+/* Make the plan's set of distinct links (a replay holds them; most
+ * links of an all-to-all's plan are in several of its flows). */
+void plan_finish(struct plan *p);
+
+/* The links the plan's flows use, each once if plan_finish() made the
+ * set, else every element's (repeats do not change who holds a link or
+ * whether it is idle). */
+const uint32_t *plan_links(const struct plan *p, uint32_t *n);
 
 #endif

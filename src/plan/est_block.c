@@ -49,6 +49,68 @@
 #include "network/net.h"
 #include "est_impl.h"
 
+/* Key k of op over n GPUs g0 + i stride (every byte set: memo.h) and the
+ * GPUs into e->gpus. */
+static void coll_key(struct est *e, struct est_ckey *k, enum coll_op op,
+		     uint32_t n, uint32_t g0, uint32_t stride,
+		     uint32_t replicas, double bytes)
+{
+	uint32_t i;
+
+	memset(k, 0, sizeof(*k));
+	k->op = (int32_t)op;
+	k->n = n;
+	k->g0 = g0;
+	k->stride = stride;
+	k->replicas = replicas > 1 ? replicas : 1;
+	k->bytes = bytes;
+	for (i = 0; i < n; i++)
+		e->gpus[i] = g0 + i * stride;
+}
+
+/* The remembered time of key k, or NULL (a lookup counted). */
+static const double *coll_hit(struct est *e, const struct est_ckey *k)
+{
+	e->stats.coll_lookups++;
+	return memo_get(&e->colls, k);
+}
+
+/* Remember t_s for key k; t_s, or -1 out of memory. */
+static double coll_keep(struct est *e, const struct est_ckey *k, double t_s,
+			struct diag *d)
+{
+	e->stats.colls++;
+	if (!memo_put(&e->colls, k, &t_s)) {
+		diag_oom(d);
+		return -1;
+	}
+	return t_s;
+}
+
+/* A ring step as the step program sends it (train.c new_block): an
+ * all-to-all in which each GPU sends bytes / n to the next, point to
+ * point. 0, or -1 after reporting. */
+static int ring_time(struct est *e, struct coll_desc *c,
+		     struct net_coll_result *r, struct diag *d)
+{
+	uint32_t i, n = c->ngpus;
+	double *m = mem_calloc((size_t)n * n, sizeof(*m));
+	int rc;
+
+	if (!m) {
+		diag_oom(d);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		m[i * n + (i + 1) % n] = c->bytes / n;
+	c->a2a_B = m;
+	c->algo = ALGO_P2P;
+	c->proto = PROTO_SIMPLE;
+	rc = net_collective_time(e->net, c, r, d);
+	mem_free(m);
+	return rc;
+}
+
 double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  uint32_t stride, uint32_t replicas, double bytes, int ring,
 		  struct diag *d)
@@ -57,54 +119,20 @@ double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 	struct coll_desc c;
 	struct net_coll_result r;
 	const double *hit;
-	uint32_t i;
 
 	if (n < 2 || bytes <= 0)
 		return 0;
-	memset(&k, 0, sizeof(k));
-	k.op = (int32_t)op;
-	k.n = n;
-	k.g0 = g0;
-	k.stride = stride;
-	k.replicas = replicas > 1 ? replicas : 1;
+	coll_key(e, &k, op, n, g0, stride, replicas, bytes);
 	k.ring = (uint32_t)(ring != 0);
-	k.bytes = bytes;
-	e->stats.coll_lookups++;
-	if ((hit = memo_get(&e->colls, &k)))
+	if ((hit = coll_hit(e, &k)))
 		return *hit;
-	for (i = 0; i < n; i++)
-		e->gpus[i] = g0 + i * stride;
 	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
 				.ngpus = n, .algo = -1, .proto = -1,
 				.replicas = k.replicas };
-	if (ring) {
-		/* a ring step as the step program sends it (train.c
-		 * new_block): an all-to-all in which each GPU sends
-		 * bytes / n to the next, point to point */
-		double *m = mem_calloc((size_t)n * n, sizeof(*m));
-
-		if (!m) {
-			diag_oom(d);
-			return -1;
-		}
-		for (i = 0; i < n; i++)
-			m[i * n + (i + 1) % n] = bytes / n;
-		c.a2a_B = m;
-		c.algo = ALGO_P2P;
-		c.proto = PROTO_SIMPLE;
-		i = (uint32_t)net_collective_time(e->net, &c, &r, d);
-		mem_free(m);
-		if (i != 0)
-			return -1;
-	} else if (net_collective_time(e->net, &c, &r, d) != 0) {
+	if ((ring ? ring_time(e, &c, &r, d) :
+		    net_collective_time(e->net, &c, &r, d)) != 0)
 		return -1;
-	}
-	e->stats.colls++;
-	if (!memo_put(&e->colls, &k, &r.time_s)) {
-		diag_oom(d);
-		return -1;
-	}
-	return r.time_s;
+	return coll_keep(e, &k, r.time_s, d);
 }
 
 double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
@@ -271,23 +299,14 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 	struct coll_desc c;
 	struct net_coll_result r;
 	const double *hit;
-	uint32_t i;
 
 	if (g->n < 2 || op->bytes <= 0)
 		return 0;
-	memset(&k, 0, sizeof(k));
-	k.op = (int32_t)op->coll;
-	k.n = g->n;
-	k.stride = g->stride;
-	k.replicas = g->replicas > 1 ? g->replicas : 1;
-	k.bytes = op->bytes;
+	coll_key(e, &k, op->coll, g->n, 0, g->stride, g->replicas, op->bytes);
 	k.a2a_key = op->a2a_B ? matrix_key(op->a2a_B, g->n) : 0;
 	k.path = op->ep_path;
-	e->stats.coll_lookups++;
-	if ((hit = memo_get(&e->colls, &k)))
+	if ((hit = coll_hit(e, &k)))
 		return *hit;
-	for (i = 0; i < g->n; i++)
-		e->gpus[i] = i * g->stride;
 	c = (struct coll_desc){ .op = op->coll, .bytes = op->bytes,
 				.gpus = e->gpus, .ngpus = g->n,
 				.a2a_B = op->a2a_B, .algo = -1, .proto = -1,
@@ -298,12 +317,7 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 		 -1 : ks->ep_algo;
 	if (net_collective_time(e->net, &c, &r, d) != 0)
 		return -1;
-	e->stats.colls++;
-	if (!memo_put(&e->colls, &k, &r.time_s)) {
-		diag_oom(d);
-		return -1;
-	}
-	return r.time_s;
+	return coll_keep(e, &k, r.time_s, d);
 }
 
 /*
@@ -389,8 +403,6 @@ static int run_pass(struct est *e, const struct job_spec *j,
 				niv++;
 				continue;
 			}
-			for (m = 0; m < g->n; m++)
-				e->ggpus[m] = m * g->stride;
 			iv[niv].s = fmax(on_compute ? comp_free : free[st], ready) +
 				    pg->tax * since[op->group];
 			iv[niv].e = end[i] = iv[niv].s + t;

@@ -190,6 +190,10 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 		worst = JR_MOE_SP;
 	if (a->pruned[PR_UNSUPPORTED] > 0 && ((o->pinned >> PD_ZERO) & 1u))
 		worst = PR_UNSUPPORTED;
+	/* full recompute and ep pinned with a2a_overlap: every layout */
+	if (a->pruned[JR_A2A_RECOMPUTE] > 0 &&
+	    ((o->pinned >> PD_RECOMPUTE) & 1u) && ((o->pinned >> PD_EP) & 1u))
+		worst = JR_A2A_RECOMPUTE;
 	if (worst < 0) {
 		diag_error(d, NULL, 0, 0, "no layout to search (%llu searched)",
 			   (unsigned long long)a->searched);

@@ -441,6 +441,10 @@ static int level_sp_rc(struct walk *w)
 		for (k = 0; k < li->nrc; k++) {
 			w->l.recompute = (int8_t)li->rc[k];
 			w->j.training.recompute = (int)li->rc[k];
+			if ((r = broken(w, 1u << JR_A2A_RECOMPUTE)) >= 0) {
+				prune(w, r, (uint64_t)li->nzero);
+				continue;
+			}
 			if (level_zero(w) != 0)
 				return -1;
 		}

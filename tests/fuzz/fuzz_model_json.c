@@ -47,14 +47,16 @@ static void remove_scratch(void)
 static const char *scratch(const char *name)
 {
 	static char path[64];
+	static int made;	/* mkdtemp's name may itself end in X */
 
-	if (dir[sizeof(dir) - 2] == 'X') {
+	if (!made) {
 		if (!mkdtemp(dir)) {
 			fprintf(stderr, "fuzz_model_json: cannot create %s: "
 				"%s\n", dir, strerror(errno));
 			abort();
 		}
 		atexit(remove_scratch);
+		made = 1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;

@@ -43,14 +43,25 @@ Test(ep, hit_probability_is_one_minus_the_binomial_ratio)
 	cr_assert(near(ep_hit(256, 8, 8, 4, 32), 0.4536264, 1e-6));
 }
 
-Test(ep, rows_bytes_fp8_carries_its_scales)
+Test(ep, rows_bytes_fp8_carries_the_paths_scales)
 {
-	/* 7168 fp8 elements + one fp32 scale per 128 (224 B) + 96 B of
-	 * indices and weights */
-	cr_assert(near(ep_row_bytes(7168, DTYPE_FP8, 96), 7168 + 224 + 96, 1e-12));
-	cr_assert(near(ep_row_bytes(7168, DTYPE_BF16, 0), 14336, 1e-12));
-	/* MX: one E8M0 byte per 32 */
-	cr_assert(near(ep_row_bytes(4096, DTYPE_MXFP8, 0), 4096 + 128, 1e-12));
+	struct ep_comm_spec e = { .fp8_scale_block = 128, .fp8_scale_B = 4 };
+	struct ep_comm_spec none = { .fp8_scale_block = 0 };
+
+	/* 7168 fp8 elements + one fp32 scale per 128 (7168 / 128 x 4 = 224
+	 * B) + 96 B of indices and weights */
+	cr_assert(near(ep_row_bytes(&e, 7168, DTYPE_FP8, 96), 7168 + 224 + 96,
+		       1e-12));
+	/* a path without per-row scales (or none): the fp8 bytes alone */
+	cr_assert(near(ep_row_bytes(&none, 7168, DTYPE_FP8, 96), 7168 + 96,
+		       1e-12));
+	cr_assert(near(ep_row_bytes(NULL, 7168, DTYPE_FP8, 0), 7168, 1e-12));
+	/* 16-bit rows carry no scales: 7168 x 2 */
+	cr_assert(near(ep_row_bytes(&e, 7168, DTYPE_BF16, 0), 14336, 1e-12));
+	/* MX: one E8M0 byte per 32 from the dtype (4096 / 32 = 128 B), the
+	 * path's fp8 scales not added */
+	cr_assert(near(ep_row_bytes(&e, 4096, DTYPE_MXFP8, 0), 4096 + 128,
+		       1e-12));
 }
 
 Test(ep, traffic_deduplicates_by_rank_and_node)

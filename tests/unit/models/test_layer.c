@@ -601,3 +601,41 @@ Test(layer, qk_norm_of_qwen3_attention)
 	assert_close(footprint_layer_act_B(&d, LREC_NONE) - plain,
 		     T * (q + kv) * B);
 }
+
+Test(layer, fp8_current_scaling_casts_read_for_the_amax)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *qkv, *proj;
+	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024). Delayed
+	 * scaling: a cast reads its input once (n 2 B) in one kernel. Current
+	 * scaling: the proj input (the attention output, n = T q = 4194304)
+	 * is read for its amax and again by the cast, 3 kernels (amax, scale,
+	 * cast): 2 n 2 B = 16777216 B; the QKV input comes out of the
+	 * LayerNormLinear's norm with its amax: one read (8388608 B), the
+	 * scale and cast kernels (2). The writes (both fp8 layouts, 2 n 1 B)
+	 * do not change. */
+	double n = 4096.0 * 1024;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	proj = find_op(&o, "proj_cast");
+	cr_assert_not_null(proj);
+	assert_close(proj->k.read_B, n * 2);
+	cr_assert(proj->k.launches <= 1);
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	proj = find_op(&o, "proj_cast");
+	qkv = find_op(&o, "qkv_cast");
+	cr_assert(proj && qkv);
+	assert_close(proj->k.read_B, 2 * n * 2);
+	assert_close(proj->k.write_B, 2 * n);
+	assert_close(proj->k.launches, 3);
+	assert_close(qkv->k.read_B, n * 2);
+	assert_close(qkv->k.launches, 2);
+}

@@ -747,3 +747,59 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
 	arena_release(&a);
 }
+
+Test(moe, fp8_current_scaling_quantizes_each_expert)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *c;
+	/* 8 experts of 512, top-2, ep 2: 4 local experts; uniform routing
+	 * gives the GPU R = k T = 2 x 4096 rows of h 1024 (the ep ranks'
+	 * tokens to its half of the experts): the fc1 input cast quantizes
+	 * n = R h = 8388608 elements. Delayed scaling: one fused kernel
+	 * (multi_cast_transpose) reading n 2 B = 16777216 B. Current
+	 * scaling: per expert amax, scale and cast, 3 x 4 = 12 kernels,
+	 * reading the rows twice (33554432 B); the writes (rowwise and
+	 * columnwise fp8, 2 n 1 B) are the same. Block scaling: one kernel
+	 * per expert (4), one read. */
+	double n = 2.0 * 4096 * 1024;
+
+	arena_init(&a);
+	moe_job(&f, 8, 2, 512, 2);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.fw.elementwise.per_expert_quantize = 1;	/* Transformer Engine's */
+	dims(&f, &a, &d, &r);
+	cr_assert(near(d.moe.rows, n / 1024, 1e-12));
+	layer_fwd(&d, &kind, &o);
+	c = op_named(&o, "expert_fc1_cast");
+	cr_assert_not_null(c);
+	cr_assert(c->k.launches <= 1);
+	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
+	cr_assert(near(c->k.write_B, 2 * n, 1e-12));
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = op_named(&o, "expert_fc1_cast");
+	cr_assert(near(c->k.launches, 12, 1e-12));
+	cr_assert(near(c->k.read_B, 4 * n, 1e-12));
+	cr_assert(near(c->k.write_B, 2 * n, 1e-12));
+	cr_assert_eq(c->host_kernels, 11);
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = op_named(&o, "expert_fc1_cast");
+	cr_assert(near(c->k.launches, 4, 1e-12));
+	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
+	/* bf16 jobs have no cast whatever the setting. */
+	f.job.training.dtype = DTYPE_BF16;
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(op_named(&o, "expert_fc1_cast"));
+	arena_release(&a);
+}

@@ -1,0 +1,131 @@
+/*
+ * maxmin_impl.h - the max-min solver's state, shared by maxmin.c (changes,
+ * components, progressive filling) and maxmin_local.c (changes settled
+ * without a re-solve). Not for other files: maxmin.h is the interface.
+ */
+#ifndef LLMSIM_NETWORK_MAXMIN_IMPL_H
+#define LLMSIM_NETWORK_MAXMIN_IMPL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "maxmin.h"
+
+#define ID_LIMIT 0x7fffffffu	/* ids below this: the heap key's top bit */
+#define CONS_KEY 0x80000000u	/* heap key of constraint c: CONS_KEY | c */
+#define PEND_NEW 1
+#define PEND_LOCAL 2
+#define LOCAL_MAX_FRESH 8	/* mm_local(): at most these new variables, */
+#define LOCAL_MAX_ELEMS 64	/* ... each (and each removed one) on at
+				 * most these constraints, */
+#define LOCAL_MAX_WALK 4096	/* ... and these list entries walked */
+#define LOCAL_SLACK 1e-3	/* a constraint with less than this share of
+				 * its capacity left counts as saturated (and
+				 * the residual's rounding, ~1e-16 n of the
+				 * capacity, stays ~1e-13 n of the rate) */
+#define SPARE_MARGIN (1 + 1e-6)	/* set aside past this times a rate alone */
+
+/* One constraint a variable uses (owned by the variable). */
+struct elem {
+	mm_id cons;
+	uint32_t pos;		/* index in the constraint's list */
+	double coef;		/* a_ij */
+};
+
+/* One variable on a constraint's list. */
+struct centry {
+	mm_id var;
+	uint32_t ei;		/* index in the variable's elems */
+	double coef;		/* a_ij, a copy */
+};
+
+struct var {
+	struct elem *elems;	/* owned; nelems of them */
+	uint32_t nelems;
+	double bound_Bps;	/* B/s; 0 = none */
+	double alone_Bps;	/* B/s, its rate alone: min(bound, C_i/a_ij) */
+	double rate_Bps;	/* B/s, last solution */
+	double new_Bps;		/* B/s, being solved */
+	void *data;
+	uint32_t mark;		/* epoch of the last walk that reached it */
+	mm_id next_free;
+	uint8_t fixed;
+	uint8_t live;
+	uint8_t pending;	/* PEND_NEW until solved (or preset);
+				 * PEND_LOCAL while mm_local() holds its
+				 * rate in new_Bps */
+};
+
+struct cons {
+	double cap_Bps;		/* C_i */
+	struct centry *list;	/* live variables using it */
+	uint32_t n, capn;
+	double left_Bps;	/* C_i - F_i while solving */
+	double usage;		/* U_i while solving */
+	uint32_t nfree;		/* unfixed variables while solving */
+	uint32_t mark;
+	uint8_t dirty;
+};
+
+struct vec {
+	mm_id *v;
+	uint32_t n, cap;
+};
+
+/* A heap entry: a constraint at a level no higher than its level now,
+ * or a bounded variable at its bound. */
+struct hent {
+	double level;		/* B/s */
+	uint32_t key;		/* variable id, or CONS_KEY | constraint id */
+};
+
+struct mm {
+	struct var *vars;
+	uint32_t nvars, capvars, live;
+	mm_id free_var;
+	struct cons *cons;
+	uint32_t *busy;		/* per constraint: its cons.n, kept dense
+				 * for mm_cons_idle() */
+	uint32_t ncons, capcons;
+	struct vec dirty;	/* dirty constraints */
+	struct vec fresh;	/* variables added since the last solve */
+	struct vec cv, cc;	/* the component being solved */
+	struct hent *heap;	/* constraints and bounds by level */
+	uint32_t nheap, capheap;
+	uint32_t spare0, nspare;	/* set aside: heap[spare0..+nspare) */
+	struct hent spare_min;	/* the least of them */
+	int prune;		/* set constraints aside (the default) */
+	int local;		/* settle small batches (the default) */
+	int need_solve;		/* the batch needs a re-solve */
+	uint64_t spills, locals;
+	uint32_t unfixed;	/* variables of the component not fixed yet */
+	uint32_t epoch;
+};
+
+/* Whether a rate moved enough to report (relative 1e-12). */
+static inline int mm_changed(double a, double b)
+{
+	return fabs(a - b) > 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+/* Forget the batch of changes (dirty constraints, new variables). */
+static inline void mm_clean(struct mm *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->dirty.n; i++)
+		m->cons[m->dirty.v[i]].dirty = 0;
+	m->dirty.n = m->fresh.n = 0;
+	m->need_solve = 0;
+}
+
+/* Settle the batch of changes without a re-solve when it provably moves
+ * no other rate (maxmin_local.c); the variables solved, or -1 when it
+ * needs a re-solve (nothing changed then). */
+long mm_local(struct mm *m, mm_change_fn fn, void *arg);
+
+/* Before variable v is removed: whether the batch still needs no
+ * re-solve (else m->need_solve is set). */
+void mm_local_remove(struct mm *m, mm_id v);
+
+#endif
