@@ -493,6 +493,24 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	sim_free(m.sim);
 	prog_free(p);
 	mockcomm_release(&m);
+	/* both chains under the interleaved schedule with paired actions
+	 * (pp 2 x vpp 2, ep 2 on the dp 4 GPUs of a stage: edp 2; m = 16 /
+	 * (2 x 4) = 2), reductions and all-gathers: the step completes (no
+	 * deadlock) and one simulated GPU per group gives the full-fidelity
+	 * step */
+	moe_job(&f, 8, 2, 512, 2);
+	f.job.parallelism.pp = 2;
+	f.job.parallelism.vpp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.edp = 2;
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	f.job.training.global_batch_size = 16;
+	f.job.training.zero_stage = 1;
+	f.job.moe.a2a_overlap = 1;
+	f.fw.bucket_params = 2000000;
+	e0 = step_full(&f, 0, 400e9, &eb);
+	e1 = step_full(&f, 1, 400e9, &db);
+	cr_assert_eq(e0, e1, "symmetric %.9g s, full %.9g s", e0, e1);
 }
 
 Test(cp, ring_splits_the_work_into_cp_steps)
