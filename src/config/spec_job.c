@@ -540,14 +540,18 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	check_schedule(j, s);
 	check_cp(j, s);
 	/* The training attention core knows windows, not chunks (Llama 4's
-	 * chunked layers are costed only by inference, infer.c): refused
-	 * rather than costed as global attention. */
-	if (j->model->attention_chunk_size > 0)
+	 * chunked layers are costed only by inference, infer.c): a sequence
+	 * past one chunk is refused rather than costed as global attention;
+	 * within one aligned chunk, chunked attention is causal attention. */
+	if (j->model->attention_chunk_size > 0 &&
+	    t->seq_len > j->model->attention_chunk_size)
 		layout_error(s, JR_TRAIN_CHUNKED, "model", "the model's "
 			     "'attention_chunk_size' (%lld, chunked attention) "
-			     "is modelled for inference only; llmsim does not "
-			     "simulate training on it",
-			     (long long)j->model->attention_chunk_size);
+			     "is shorter than training.seq_len %lld: llmsim "
+			     "models chunked attention for inference only and "
+			     "trains on sequences within one chunk",
+			     (long long)j->model->attention_chunk_size,
+			     (long long)t->seq_len);
 }
 
 /* The experts of an inference instance span its GPUs of a stage: tp, or
