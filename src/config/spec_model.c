@@ -251,7 +251,7 @@ static const struct schema_field model_fields[] = {
 		  "read; absent or []: by nope_layer_interval" },
 	{ .key = "nope_layer_interval", .type = ST_INT,
 	  .offset = OFF(nope_layer_interval), .min = 1, .max = 1e5,
-	  .def = "4", .aliases = nope_interval_aliases, .flags = SF_OPTIONAL,
+	  .aliases = nope_interval_aliases, .flags = SF_OPTIONAL,
 	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
 		  "absent or empty (transformers' Llama4TextConfig "
 		  "no_rope_layer_interval, default 4)" },
@@ -506,6 +506,10 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->qk_layernorm < 0)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;
+	/* transformers' Llama4TextConfig: no_rope_layer_interval=4 (set
+	 * only on a chunked model, so no other model's config changes) */
+	if (m->attention_chunk_size > 0 && m->nope_layer_interval == 0)
+		m->nope_layer_interval = 4;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
