@@ -492,11 +492,17 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 
 	if (!r)
 		return -1;
+	flow_set_evict(fn, evict);
+	if (!flow_try_hold(fn, links, nlinks, r)) {
+		mem_free(r);
+		return 1;
+	}
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
 			    NULL, tr, sim_now(sim), 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
+		flow_release(fn, links, nlinks);
 		mem_free(r);
 		return -1;
 	}
@@ -505,8 +511,6 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	rs->live = r;
 	pcache_plan_ref(cp);
 	rs->replays++;
-	flow_set_evict(fn, evict);
-	flow_hold(fn, links, nlinks, r);
 	return 0;
 }
 

@@ -91,10 +91,11 @@ int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 
 /*
  * Start cp (CRUN_FULL, volumes times scale) on sim as a replay of tr,
- * holding its links on fn (which the caller found idle: flow_links_idle)
- * until done(token) at now + tr->total_ns, or until a flow starts on one
- * of them. tr must outlive the run. Returns 0 or -1 (memory; done is
- * then never called).
+ * holding its links on fn until done(token) at now + tr->total_ns, or
+ * until a flow starts on one of them, if none of them carries a flow or
+ * is held (flow_try_hold). tr must outlive the run. Returns 0, 1 when a
+ * link is busy (nothing started: run it with crun_start), or -1 (memory;
+ * done is then never called).
  */
 int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,

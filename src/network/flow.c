@@ -326,6 +326,29 @@ void flow_hold(struct flownet *f, const uint32_t *links, uint32_t n,
 		f->holder[links[i]] = holder;
 }
 
+int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
+		  void *holder)
+{
+	const uint32_t *busy = mm_cons_busy(f->mm);
+	void **held = f->holder;
+	uint32_t i;
+
+	if (!f->evict)
+		BUG("flow_try_hold: no evict callback");
+	for (i = 0; i < n; i++) {
+		uint32_t l = links[i];
+
+		/* links may repeat one (a plan's element list) */
+		if ((held[l] && held[l] != holder) || busy[l]) {
+			while (i-- > 0)
+				held[links[i]] = NULL;
+			return 0;
+		}
+		held[l] = holder;
+	}
+	return 1;
+}
+
 void flow_release(struct flownet *f, const uint32_t *links, uint32_t n)
 {
 	uint32_t i;
