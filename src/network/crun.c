@@ -68,6 +68,8 @@ struct crun {
 	const struct ctraj *tr;	/* replaying it (links held), or NULL */
 	units_ns_t t0;		/* ns, when a replay or recording started */
 	sim_id end_ev;		/* a replay's end event */
+	int parked;		/* a replay over, its links still held: its
+				 * plan's cplan.parked */
 };
 
 /* A flow of a recorded run: its done argument. */
@@ -144,7 +146,13 @@ void crun_set_release(struct crun_set *rs)
 {
 	while (rs->live) {
 		struct crun *r = rs->live;
+		uint32_t nlinks;
+		const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
+		if (r->tr || r->parked)
+			flow_release(r->fn, links, nlinks);
+		if (r->parked)
+			r->cp->parked = NULL;
 		unlink_run(r);
 		pcache_plan_unref(r->cp);
 		mem_free(r);
@@ -232,7 +240,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
-			    done, token, NULL, NULL, 0, 0 };
+			    done, token, NULL, NULL, 0, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -379,6 +387,10 @@ out:
 	return rv;
 }
 
+/* A replay is over: it keeps its links parked for its plan's next replay
+ * (the plan's idle trajectory again) unless the plan has a parked run
+ * already; they stay as idle as they were, a flow or another replay
+ * wanting one takes them all back first (evict, drop). */
 static void replay_end(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
@@ -386,8 +398,29 @@ static void replay_end(struct sim *sim, void *arg)
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	(void)sim;
+	if (r->cp->parked) {
+		flow_release(r->fn, links, nlinks);
+		finish(r);
+		return;
+	}
+	r->parked = 1;
+	r->tr = NULL;
+	r->end_ev = 0;
+	r->cp->parked = r;
+	r->done(r->token);
+}
+
+/* A parked run lets its links go and ends. */
+static void unpark(struct crun *r)
+{
+	uint32_t nlinks;
+	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
+
 	flow_release(r->fn, links, nlinks);
-	finish(r);
+	r->cp->parked = NULL;
+	unlink_run(r);
+	pcache_plan_unref(r->cp);
+	mem_free(r);
 }
 
 /* The last rate change of plan flow i before dt (ns after the start). */
@@ -477,29 +510,64 @@ static void evict(void *holder)
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
+	if (r->parked) {
+		unpark(r);
+		return;
+	}
 	sim_cancel(r->sim, r->end_ev);
 	flow_release(r->fn, links, nlinks);
 	resume(r);
+}
+
+/* flow_set_evict() callback: another wants a link r holds. */
+static int drop(void *holder)
+{
+	struct crun *r = holder;
+
+	if (!r->parked)
+		return 0;
+	unpark(r);
+	return 1;
 }
 
 int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,
 	       void (*done)(void *token), void *token)
 {
-	struct crun *r = mem_calloc(1, sizeof(*r));
+	struct crun *r = cp->parked;
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
+	if (r && r->set == rs && r->fn == fn) {
+		/* its links held since its last replay: idle */
+		r->sim = sim;
+		r->scale = scale;
+		r->size_B = cp->per_byte ? scale : 0;
+		r->done = done;
+		r->token = token;
+		r->tr = tr;
+		r->t0 = sim_now(sim);
+		r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
+		if (!r->end_ev) {
+			unpark(r);
+			return -1;
+		}
+		r->parked = 0;
+		cp->parked = NULL;
+		rs->replays++;
+		return 0;
+	}
+	r = mem_calloc(1, sizeof(*r));
 	if (!r)
 		return -1;
-	flow_set_evict(fn, evict);
+	flow_set_evict(fn, evict, drop);
 	if (!flow_try_hold(fn, links, nlinks, r)) {
 		mem_free(r);
 		return 1;
 	}
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
-			    NULL, tr, sim_now(sim), 0 };
+			    NULL, tr, sim_now(sim), 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
 		flow_release(fn, links, nlinks);
