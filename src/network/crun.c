@@ -47,6 +47,7 @@
 #include "crun.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -68,8 +69,8 @@ struct crun {
 	const struct ctraj *tr;	/* replaying it (links held), or NULL */
 	units_ns_t t0;		/* ns, when a replay or recording started */
 	sim_id end_ev;		/* a replay's end event */
-	int parked;		/* a replay over, its links still held: its
-				 * plan's cplan.parked */
+	int parked;		/* a replay over, its links still held: in
+				 * set->park */
 };
 
 /* A flow of a recorded run: its done argument. */
@@ -151,12 +152,11 @@ void crun_set_release(struct crun_set *rs)
 
 		if (r->tr || r->parked)
 			flow_release(r->fn, links, nlinks);
-		if (r->parked)
-			r->cp->parked = NULL;
 		unlink_run(r);
 		pcache_plan_unref(r->cp);
 		mem_free(r);
 	}
+	memset(rs->park, 0, sizeof(rs->park));
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -387,18 +387,45 @@ out:
 	return rv;
 }
 
-/* A replay is over: it keeps its links parked for its plan's next replay
- * (the plan's idle trajectory again) unless the plan has a parked run
- * already; they stay as idle as they were, a flow or another replay
- * wanting one takes them all back first (evict, drop). */
+/* The park slot of cp's links (a hash of them, kept on cp). */
+static struct crun **park_slot(struct crun_set *rs, struct cplan *cp)
+{
+	if (!cp->links_hash) {
+		uint32_t i, n;
+		const uint32_t *l = plan_links(&cp->plan, &n);
+		uint64_t h = 14695981039346656037ull ^ n;
+
+		for (i = 0; i < n; i++)
+			h = (h ^ l[i]) * 1099511628211ull;
+		cp->links_hash = h | 1;
+	}
+	return &rs->park[cp->links_hash % CRUN_PARK_SLOTS];
+}
+
+static int same_links(const struct cplan *a, const struct cplan *b)
+{
+	uint32_t na, nb;
+	const uint32_t *la = plan_links(&a->plan, &na);
+	const uint32_t *lb = plan_links(&b->plan, &nb);
+
+	return a == b || (a->links_hash == b->links_hash && na == nb &&
+			  memcmp(la, lb, na * sizeof(*la)) == 0);
+}
+
+/* A replay is over: it keeps its links parked, as idle as they were,
+ * for the next replay of a plan with the same links (a DeepEP
+ * all-to-all's next call: thousands of links not walked twice), unless
+ * its park slot is taken. A flow or another replay that wants one of
+ * them takes them all back first (evict, drop). */
 static void replay_end(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
+	struct crun **slot = park_slot(r->set, r->cp);
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	(void)sim;
-	if (r->cp->parked) {
+	if (*slot) {
 		flow_release(r->fn, links, nlinks);
 		finish(r);
 		return;
@@ -406,7 +433,7 @@ static void replay_end(struct sim *sim, void *arg)
 	r->parked = 1;
 	r->tr = NULL;
 	r->end_ev = 0;
-	r->cp->parked = r;
+	*slot = r;
 	r->done(r->token);
 }
 
@@ -417,7 +444,7 @@ static void unpark(struct crun *r)
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	flow_release(r->fn, links, nlinks);
-	r->cp->parked = NULL;
+	*park_slot(r->set, r->cp) = NULL;
 	unlink_run(r);
 	pcache_plan_unref(r->cp);
 	mem_free(r);
@@ -534,12 +561,18 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,
 	       void (*done)(void *token), void *token)
 {
-	struct crun *r = cp->parked;
+	struct crun **slot = park_slot(rs, cp);
+	struct crun *r = *slot;
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
-	if (r && r->set == rs && r->fn == fn) {
-		/* its links held since its last replay: idle */
+	if (r && r->fn == fn && same_links(r->cp, cp)) {
+		/* the links held since the last replay on them: idle */
+		if (r->cp != cp) {
+			pcache_plan_ref(cp);
+			pcache_plan_unref(r->cp);
+			r->cp = cp;
+		}
 		r->sim = sim;
 		r->scale = scale;
 		r->size_B = cp->per_byte ? scale : 0;
@@ -553,7 +586,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 			return -1;
 		}
 		r->parked = 0;
-		cp->parked = NULL;
+		*slot = NULL;
 		rs->replays++;
 		return 0;
 	}

@@ -34,10 +34,15 @@
 
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
+#define CRUN_PARK_SLOTS 1024
+
 struct crun_set {
 	struct crun *live;	/* doubly linked */
 	uint64_t replays;	/* crun_replay() calls */
 	uint64_t resumed;	/* replays that became flows */
+	/* replays over whose links are still held, for the next replay of
+	 * a plan on the same links (crun.c), by the links' hash */
+	struct crun *park[CRUN_PARK_SLOTS];
 };
 
 /* Free every run still in flight (their done() is never called). */

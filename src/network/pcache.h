@@ -25,14 +25,11 @@
 #include "plan.h"
 
 /* A plan shared by the cache and the collectives running it. */
-struct crun;
-
 struct cplan {
 	struct plan plan;
 	uint32_t refs;
 	int per_byte;		/* volumes are per byte of the collective's size */
-	struct crun *parked;	/* a replay of it over that still holds its
-				 * links (crun.c), or NULL */
+	uint64_t links_hash;	/* of plan_links (crun.c); 0 = not yet */
 };
 
 enum pkey_kind {
