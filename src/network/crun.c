@@ -397,7 +397,11 @@ static struct crun **park_slot(struct crun_set *rs, struct cplan *cp)
 
 		for (i = 0; i < n; i++)
 			h = (h ^ l[i]) * 1099511628211ull;
-		cp->links_hash = h | 1;
+		/* FNV-1a's low bits see only the ids' low bits: mix
+		 * (splitmix64's finalizer) before the slot takes them */
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+		cp->links_hash = (h ^ (h >> 31)) | 1;
 	}
 	return &rs->park[cp->links_hash % CRUN_PARK_SLOTS];
 }
