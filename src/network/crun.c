@@ -592,6 +592,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		r->parked = 0;
 		*slot = NULL;
 		rs->replays++;
+		rs->reheld++;
 		return 0;
 	}
 	r = mem_calloc(1, sizeof(*r));
@@ -622,6 +623,11 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 uint64_t crun_replays(const struct crun_set *rs)
 {
 	return rs->replays;
+}
+
+uint64_t crun_reheld(const struct crun_set *rs)
+{
+	return rs->reheld;
 }
 
 uint64_t crun_resumed(const struct crun_set *rs)
