@@ -628,6 +628,7 @@ static int alloc_ranks(struct train *t)
 
 	t->units = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->units));
 	t->last_dp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_dp));
+	t->last_edp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_edp));
 	t->scratch = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
 				 (size_t)t->lay.sim * sizeof(*t->scratch));
 	t->scratch2 = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
@@ -639,7 +640,7 @@ static int alloc_ranks(struct train *t)
 	t->gpus = arena_alloc(&t->arena, width * sizeof(*t->gpus));
 	t->ranks = arena_alloc(&t->arena, width * sizeof(*t->ranks));
 	t->pos = arena_alloc(&t->arena, width * sizeof(*t->pos));
-	if (!t->units || !t->last_dp || !t->scratch || !t->scratch2 ||
+	if (!t->units || !t->last_dp || !t->last_edp || !t->scratch || !t->scratch2 ||
 	    !t->gpus || !t->ranks ||
 	    !t->stage_ranks || !t->done || !t->idx || !t->pos)
 		return -1;
@@ -648,6 +649,7 @@ static int alloc_ranks(struct train *t)
 		nu = t->stage[pp_i].unit_off[t->stage[pp_i].nacts];
 		t->units[r] = arena_alloc(&t->arena, nu * sizeof(struct unit_rec));
 		t->last_dp[r] = TASK_NONE;
+		t->last_edp[r] = TASK_NONE;
 		if (!t->units[r])
 			return -1;
 	}
@@ -753,6 +755,7 @@ static void name_streams(struct prog *p)
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
 		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep", "host",
+		"dp_expert", "dp_gather_expert",
 	};
 	uint32_t s;
 

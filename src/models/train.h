@@ -10,7 +10,9 @@
  * gradients to the previous), pp_fwd_wrap and pp_bwd_wrap (the same
  * between the last and the first rank, for the interleaved schedule's
  * next chunk), dp (gradient reduction) and dp_gather (parameter
- * all-gathers), and host: the CPU thread that issues the rank's kernels
+ * all-gathers), dp_expert and dp_gather_expert (the same for the routed
+ * experts' buckets over edp when they overlap compute: their own chain,
+ * train_dp.c), and host: the CPU thread that issues the rank's kernels
  * and collectives (train.c's host model, when the framework has one). Collectives carry real global GPU ids and the
  * number of identical groups they stand for (layout.h), so the fabric
  * model sees the traffic of the whole cluster.
@@ -43,6 +45,8 @@ enum train_stream {
 	TRAIN_ST_CP,		/* context-parallel K/V exchange */
 	TRAIN_ST_EP,		/* expert dispatch and combine */
 	TRAIN_ST_HOST,		/* the host thread issuing the rank's work */
+	TRAIN_ST_DP_EXPERT,	/* routed experts' gradient reductions (edp) */
+	TRAIN_ST_DP_GATHER_EXPERT,	/* their parameter all-gathers */
 	TRAIN_ST_COUNT
 };
 

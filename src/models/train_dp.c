@@ -27,6 +27,25 @@
  * expert-parallel gradient buffers) and, under ZeRO >= 1, its own shard
  * of the optimizer.
  *
+ * Two chains: Megatron-Core's DistributedDataParallel keeps the two kinds
+ * in separate buffers and bucket groups (buffers / expert_parallel_buffers,
+ * bucket_groups / expert_parallel_bucket_groups, each list with its own
+ * next_param_gather_bucket_group chain), and each bucket group launches
+ * its reduce-scatter (or all-reduce) and its param all-gather with
+ * async_op on its own process group (intra_dp_cp_group,
+ * intra_expt_dp_group; megatron/core/distributed/
+ * distributed_data_parallel.py and param_and_grad_buffer.py, NVIDIA/
+ * Megatron-LM d98e8a64). PyTorch's ProcessGroupNCCL runs each
+ * communicator's collectives on that communicator's own stream, so the
+ * two chains run concurrently, each FIFO in its bucket order, sharing
+ * the links (the fabric's flow model): with overlap_grad_reduce the
+ * routed experts' reductions go on stream dp_expert, with
+ * overlap_param_gather their all-gathers on dp_gather_expert. Without
+ * overlap the calls are synchronous (async_op False: the compute stream
+ * waits for each, and the next collective's stream waits for the compute
+ * stream), so both kinds stay on one FIFO stream in call order. FSDP's
+ * collectives (ZeRO 3) keep one stream per direction.
+ *
  * Tied embeddings on pp > 1: the first and last stages all-reduce the
  * embedding gradient, V/t h G bytes (Megatron's embedding group).
  *
@@ -49,7 +68,7 @@
  *                 p -= a m / d (r M + 2 s, w M): read 2M + 9s + 2G, write
  *                 2M + 7s, 9 kernels per tensor
  *   zero_grad     write G.
- * It waits for every gradient reduction of its rank.
+ * It waits for every gradient reduction of its rank (both chains).
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
  */
@@ -96,7 +115,25 @@ static task_id dp_coll(struct train *t, enum layout_group g, uint32_t n,
 	if (first != TASK_NONE && stream == TRAIN_ST_DP)
 		for (k = 0; k < n; k++)
 			t->last_dp[t->ranks[k]] = first + k;
+	if (first != TASK_NONE && stream == TRAIN_ST_DP_EXPERT)
+		for (k = 0; k < n; k++)
+			t->last_edp[t->ranks[k]] = first + k;
 	return first;
+}
+
+/* The stream of one kind's (experts or dense) gradient reductions
+ * (gather 0) or parameter all-gathers (gather 1) of buckets: the routed
+ * experts' own chain when the framework launches them asynchronously
+ * (overlap_grad_reduce, overlap_param_gather), else the one FIFO of
+ * synchronous calls (see the top of the file). */
+static int bucket_stream(const struct train *t, int experts, int gather)
+{
+	const struct framework_spec *fw = t->job->framework;
+	int async = gather ? fw->overlap_param_gather : fw->overlap_grad_reduce;
+
+	if (experts && async)
+		return gather ? TRAIN_ST_DP_GATHER_EXPERT : TRAIN_ST_DP_EXPERT;
+	return gather ? TRAIN_ST_DP_GATHER : TRAIN_ST_DP;
 }
 
 /* Unit u's parameters of one kind (dense or experts) on one GPU. */
@@ -294,7 +331,8 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	int zero = (int)t->job->training.zero_stage;
 	task_id first = dp_coll(t, grad_group(b->experts), n, size,
 				zero == 0 ? COLL_ALLREDUCE : COLL_REDUCESCATTER,
-				b->params * t->dims.grad_B, TRAIN_ST_DP,
+				b->params * t->dims.grad_B,
+				bucket_stream(t, b->experts, 0),
 				b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
 	uint32_t k;
 
@@ -317,7 +355,7 @@ static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
 			    const struct bucket *b)
 {
 	return dp_coll(t, grad_group(b->experts), n, size, COLL_ALLGATHER,
-		       b->params * t->dims.act_B, TRAIN_ST_DP_GATHER,
+		       b->params * t->dims.act_B, bucket_stream(t, b->experts, 1),
 		       b->experts ? "edp_param_allgather" : "dp_param_allgather");
 }
 
@@ -472,8 +510,11 @@ static int tie_embeddings(struct train *t)
 			if (first == TASK_NONE)
 				return -1;
 			for (k = 0; k < 2; k++) {
+				/* after finish_grad_sync: both chains done */
 				if (train_dep(t, train_action_end(t, ranks[k],
-					t->stage[0].nacts - 1), first + k) != 0)
+					t->stage[0].nacts - 1), first + k) != 0 ||
+				    train_dep(t, t->last_edp[ranks[k]],
+					      first + k) != 0)
 					return -1;
 				t->last_dp[ranks[k]] = first + k;
 			}
@@ -567,7 +608,8 @@ static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 
 	layout_where(&t->lay, r, &pp_i, &i);
 	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
-	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0)
+	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0 ||
+	    train_dep(t, t->last_edp[r], id) != 0)
 		return TASK_NONE;
 	return id;
 }

@@ -72,6 +72,7 @@ struct train {
 	struct stage_plan *stage;	/* [pp] */
 	struct unit_rec **units;	/* [simulated rank][unit] */
 	task_id *last_dp;		/* [rank] last task on the dp stream */
+	task_id *last_edp;		/* [rank] last on the dp_expert stream */
 	task_id *opt;			/* [rank] the optimizer step (train_dp.c) */
 	task_id *scratch;		/* LAYER_MAX_OPS * sim task ids */
 	task_id *scratch2;		/* the same, for the other action of a

@@ -34,21 +34,25 @@
  * v-1, ..., 0, p microbatches each, so chunk c's last backward ends
  * c p b_c before E_r, and a bucket ending at unit u of a chunk is ready
  * at E_r - c p b_c - (b_s - tau_s(u)), tau_s(u) the backward time
- * through unit u. Reductions run one at a time on the dp stream:
+ * through unit u. Reductions run one at a time on each chain (the dense
+ * buckets' dp stream; with overlap_grad_reduce the routed experts' own
+ * dp_expert stream, concurrently):
  *
  *   end_k = max(ready_k, end_{k-1}) + R_k,   R_k all-reduce (ZeRO 0) or
- *                                             reduce-scatter (1-2) of P_k G
+ *                                             reduce-scatter (1-2) of P_k G,
+ *                                             k-1 the chain's previous
  *
- * then the tied-embedding all-reduce on the first and last ranks, then
+ * the reductions ending at the later chain's end, then the tied-embedding all-reduce on the first and last ranks, then
  * the optimizer (train_optimizer_s) at max(E_r, end), then, when the
  * distributed optimizer's all-gathers are not overlapped, sum_k A_k
  * (all-gathers of P_k W). Hidden reductions slow the backward they
  * overlap by their sm_share S_dp: + S_dp (sum_k R_k - exposed).
  * Overlapped all-gathers (overlap_param_gather) run at the start of the
- * step in forward order and each unit's first forward waits for its
- * bucket: rank r starts its first forward at about r (f + x), so the
- * step is delayed by max_r max(0, max_k (sum_{i<=k} A_i - F_k) - r (f +
- * x)), F_k the forward time before bucket k's first unit.
+ * step in forward order, one chain per kind (dense, routed experts), and
+ * each unit's first forward waits for its bucket: rank r starts its
+ * first forward at about r (f + x), so the step is delayed by max_r
+ * max(0, max_k (sum_{i<=k, i on k's chain} A_i - F_k) - r (f + x)), F_k
+ * the forward time before bucket k's first unit.
  *
  * ZeRO 3 (FSDP): every unit gathers its parameters (A_u, P_u W) before
  * each forward and backward and reduce-scatters its gradient (R_u, P_u G)

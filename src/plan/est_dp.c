@@ -169,7 +169,8 @@ void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
 {
 	const struct framework_spec *fw = c->j->framework;
 	int64_t r = est_rank_of(c, i), k, q;
-	double end = 0, gathered = 0, need = 0, lead = 0;
+	double end[2] = { 0, 0 }, gathered[2] = { 0, 0 }, need = 0, lead = 0;
+	int ch;
 
 	memset(t, 0, sizeof(*t));
 	for (q = 0; q < r; q++)	/* rank r's first forward starts after these */
@@ -183,9 +184,11 @@ void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
 
 		if (!fw->overlap_grad_reduce)
 			ready = E;
-		end = fmax(end, ready) + bk->red_s;
+		/* the routed experts' own chain when asynchronous (train_dp.c) */
+		ch = bk->experts && fw->overlap_grad_reduce;
+		end[ch] = fmax(end[ch], ready) + bk->red_s;
 	}
-	t->exposed = fmax(0, end - E);
+	t->exposed = fmax(0, fmax(end[0], end[1]) - E);
 	if (c->j->training.zero_stage == 0)
 		return;
 	/* the all-gathers, forward order: the reverse of completion */
@@ -194,11 +197,12 @@ void est_dp_tail(const struct est_cand *c, const struct est_dplan *dp, int i,
 		int64_t vs = bk->chunk * c->p + r;
 		int64_t units = c->split[vs] + (vs == 0) + (vs == c->S - 1);
 
-		gathered += bk->ag_s;
+		ch = bk->experts && fw->overlap_param_gather;
+		gathered[ch] += bk->ag_s;
 		if (!fw->overlap_param_gather)
 			t->after += bk->ag_s;
 		else if (bk->chunk == 0)	/* the first forward waits for these */
-			need = fmax(need, gathered -
+			need = fmax(need, gathered[ch] -
 				    est_fwd_before(c, vs, units - 1 - bk->last));
 	}
 	t->delay = fmax(0, need - lead);

@@ -2,8 +2,9 @@
  * test_moe.c - MoE layers, routing and context parallelism against
  * derived numbers: FLOPs per token of a routed layer, the busiest EP
  * rank's expected load (closed form vs seeded draws), expert-state memory
- * over ep x edp, the context-parallel ring's steps, and the all-to-all
- * overlap's effect on a step.
+ * over ep x edp, the context-parallel ring's steps, the all-to-all
+ * overlap's effect on a step, and the experts' gradient reductions on
+ * their own chain.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -415,6 +416,101 @@ Test(moe, all_to_all_overlap_with_every_forward_in_warm_up)
 	f.job.training.global_batch_size = 32;
 	t1 = step(&f, 400e9, &e1);
 	cr_assert_gt(t1, 0);
+}
+
+/* Rank 0's gradient reductions of one kind ("dp_grad_reduce",
+ * "edp_grad_reduce") in program order: how many, the first one's start,
+ * the last one's end and their durations' sum (s). */
+static int reductions(const struct prog *p, const char *name, double *first_s,
+		      double *last_s, double *busy_s)
+{
+	uint32_t t, n = prog_tasks(p);
+	int k = 0;
+	enum task_cat cat;
+
+	for (t = 0; t < n; t++) {
+		if (exec_task_rank(p, t) != 0 ||
+		    strcmp(exec_task_name(p, t, &cat), name) != 0)
+			continue;
+		if (k++ == 0)
+			*first_s = exec_task_start_s(p, t);
+		*last_s = exec_task_end_s(p, t);
+		*busy_s += *last_s - exec_task_start_s(p, t);
+	}
+	return k;
+}
+
+Test(moe, expert_buckets_reduce_on_their_own_chain)
+{
+	struct fixture f;
+	struct mockcomm m;
+	struct step_comm c;
+	struct exec_result er;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	const char *why = NULL;
+	double d0 = 0, d1 = 0, db = 0, e0 = 0, e1 = 0, eb = 0, want;
+
+	/* 4 MoE layers, 8 experts of 2 x 1024 x 512 parameters, ep 4 on the
+	 * node's 8 GPUs: dense gradients reduce over dp 8, the experts' over
+	 * edp 2, ZeRO-1 (reduce-scatters), fp32 gradients. Buckets of at
+	 * least max(2e6, 1e6 x group) parameters: for the experts 2e6, so a
+	 * layer's experts on a GPU, 8 / 4 x 2 x 1024 x 512 = 2,097,152, are
+	 * a bucket, ready when the layer's last backward ends; for the dense
+	 * ones 8e6, so the head with the last two layers' attention (4 h^2 =
+	 * 4.19e6 each) and routers: the experts' first bucket (the last
+	 * layer) is ready a layer's backward before the dense first one. */
+	moe_job(&f, 8, 2, 512, 4);
+	f.job.parallelism.edp = 2;
+	f.job.training.zero_stage = 1;
+	f.job.training.global_batch_size = 32;
+	f.fw.bucket_params = 2000000;
+	f.fw.bucket_params_per_dp = 1000000;
+	c = mockcomm_init(&m, 5e-6, 1e9);
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f.job, &d), 0);
+	p = train_build(&f.job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	m.sim = sim_new();
+	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
+	cr_assert_eq(reductions(p, "edp_grad_reduce", &e0, &e1, &eb), 4);
+	cr_assert_geq(reductions(p, "dp_grad_reduce", &d0, &d1, &db), 2);
+	/* Megatron-Core's expert-parallel bucket groups reduce on their own
+	 * process group, concurrently with the dense ones: the experts'
+	 * chain starts first, as soon as its bucket is ready (one FIFO with
+	 * the dense buckets ahead started it after every dense one, at d1) */
+	cr_assert_lt(e0, d0, "experts' chain at %.9g s, dense at %.9g s", e0, d0);
+	/* the experts' reductions: 4 reduce-scatters of 2,097,152 x 4 B =
+	 * 8,388,608 B over 2 GPUs, each 5 us + (1/2) 8,388,608 B / 1e9 B/s
+	 * = 4.199304 ms (no wait behind a dense one: each starts when its
+	 * layer's backward ends), 16.797216 ms in all, done before the
+	 * dense chain ends */
+	want = 4 * (5e-6 + 0.5 * 2097152.0 * 4 / 1e9);
+	cr_assert(near(eb, want, 1e-6), "experts' reductions %.9g s, want %.9g s",
+		  eb, want);
+	cr_assert_lt(e1, d1, "experts end %.9g s, dense %.9g s", e1, d1);
+	sim_free(m.sim);
+	prog_free(p);
+	mockcomm_release(&m);
+	/* both chains under the interleaved schedule with paired actions
+	 * (pp 2 x vpp 2, ep 2 on the dp 4 GPUs of a stage: edp 2; m = 16 /
+	 * (2 x 4) = 2), reductions and all-gathers: the step completes (no
+	 * deadlock) and one simulated GPU per group gives the full-fidelity
+	 * step */
+	moe_job(&f, 8, 2, 512, 2);
+	f.job.parallelism.pp = 2;
+	f.job.parallelism.vpp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.edp = 2;
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	f.job.training.global_batch_size = 16;
+	f.job.training.zero_stage = 1;
+	f.job.moe.a2a_overlap = 1;
+	f.fw.bucket_params = 2000000;
+	e0 = step_full(&f, 0, 400e9, &eb);
+	e1 = step_full(&f, 1, 400e9, &db);
+	cr_assert_eq(e0, e1, "symmetric %.9g s, full %.9g s", e0, e1);
 }
 
 Test(cp, ring_splits_the_work_into_cp_steps)
