@@ -212,6 +212,10 @@ int algo_path_build(const struct topo *t, const struct coll_lib_spec *lib,
 		plan_flow_end(out);
 		if (!out->failed && out->nphases > 0)
 			out->phases[0].latency_s = latency;
+		/* the distinct links a replay holds: a rank's sends to its
+		 * 63 peers share its NVLink and NIC links, so 64 flows of ~88
+		 * links each are ~5,600 elements over far fewer links */
+		plan_finish(out);
 	}
 	group_release(&x.g);
 	return out->failed ? -1 : 0;

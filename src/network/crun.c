@@ -47,6 +47,7 @@
 #include "crun.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -68,6 +69,8 @@ struct crun {
 	const struct ctraj *tr;	/* replaying it (links held), or NULL */
 	units_ns_t t0;		/* ns, when a replay or recording started */
 	sim_id end_ev;		/* a replay's end event */
+	int parked;		/* a replay over, its links still held: in
+				 * set->park */
 };
 
 /* A flow of a recorded run: its done argument. */
@@ -144,11 +147,16 @@ void crun_set_release(struct crun_set *rs)
 {
 	while (rs->live) {
 		struct crun *r = rs->live;
+		uint32_t nlinks;
+		const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
+		if (r->tr || r->parked)
+			flow_release(r->fn, links, nlinks);
 		unlink_run(r);
 		pcache_plan_unref(r->cp);
 		mem_free(r);
 	}
+	memset(rs->park, 0, sizeof(rs->park));
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -232,7 +240,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
-			    done, token, NULL, NULL, 0, 0 };
+			    done, token, NULL, NULL, 0, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -379,15 +387,71 @@ out:
 	return rv;
 }
 
+/* The park slot of cp's links (a hash of them, kept on cp). */
+static struct crun **park_slot(struct crun_set *rs, struct cplan *cp)
+{
+	if (!cp->links_hash) {
+		uint32_t i, n;
+		const uint32_t *l = plan_links(&cp->plan, &n);
+		uint64_t h = 14695981039346656037ull ^ n;
+
+		for (i = 0; i < n; i++)
+			h = (h ^ l[i]) * 1099511628211ull;
+		/* FNV-1a's low bits see only the ids' low bits: mix
+		 * (splitmix64's finalizer) before the slot takes them */
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+		cp->links_hash = (h ^ (h >> 31)) | 1;
+	}
+	return &rs->park[cp->links_hash % CRUN_PARK_SLOTS];
+}
+
+static int same_links(const struct cplan *a, const struct cplan *b)
+{
+	uint32_t na, nb;
+	const uint32_t *la = plan_links(&a->plan, &na);
+	const uint32_t *lb = plan_links(&b->plan, &nb);
+
+	return a == b || (a->links_hash == b->links_hash && na == nb &&
+			  memcmp(la, lb, na * sizeof(*la)) == 0);
+}
+
+/* A replay is over: it keeps its links parked, as idle as they were,
+ * for the next replay of a plan with the same links (a DeepEP
+ * all-to-all's next call: thousands of links not walked twice), unless
+ * its park slot is taken. A flow or another replay that wants one of
+ * them takes them all back first (evict, drop). */
 static void replay_end(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
+	struct crun **slot = park_slot(r->set, r->cp);
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	(void)sim;
+	if (*slot) {
+		flow_release(r->fn, links, nlinks);
+		finish(r);
+		return;
+	}
+	r->parked = 1;
+	r->tr = NULL;
+	r->end_ev = 0;
+	*slot = r;
+	r->done(r->token);
+}
+
+/* A parked run lets its links go and ends. */
+static void unpark(struct crun *r)
+{
+	uint32_t nlinks;
+	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
+
 	flow_release(r->fn, links, nlinks);
-	finish(r);
+	*park_slot(r->set, r->cp) = NULL;
+	unlink_run(r);
+	pcache_plan_unref(r->cp);
+	mem_free(r);
 }
 
 /* The last rate change of plan flow i before dt (ns after the start). */
@@ -477,26 +541,74 @@ static void evict(void *holder)
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
+	if (r->parked) {
+		unpark(r);
+		return;
+	}
 	sim_cancel(r->sim, r->end_ev);
 	flow_release(r->fn, links, nlinks);
 	resume(r);
+}
+
+/* flow_set_evict() callback: another wants a link r holds. */
+static int drop(void *holder)
+{
+	struct crun *r = holder;
+
+	if (!r->parked)
+		return 0;
+	unpark(r);
+	return 1;
 }
 
 int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,
 	       void (*done)(void *token), void *token)
 {
-	struct crun *r = mem_calloc(1, sizeof(*r));
+	struct crun **slot = park_slot(rs, cp);
+	struct crun *r = *slot;
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
+	if (r && r->fn == fn && same_links(r->cp, cp)) {
+		/* the links held since the last replay on them: idle */
+		if (r->cp != cp) {
+			pcache_plan_ref(cp);
+			pcache_plan_unref(r->cp);
+			r->cp = cp;
+		}
+		r->sim = sim;
+		r->scale = scale;
+		r->size_B = cp->per_byte ? scale : 0;
+		r->done = done;
+		r->token = token;
+		r->tr = tr;
+		r->t0 = sim_now(sim);
+		r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
+		if (!r->end_ev) {
+			unpark(r);
+			return -1;
+		}
+		r->parked = 0;
+		*slot = NULL;
+		rs->replays++;
+		rs->reheld++;
+		return 0;
+	}
+	r = mem_calloc(1, sizeof(*r));
 	if (!r)
 		return -1;
+	flow_set_evict(fn, evict, drop);
+	if (!flow_try_hold(fn, links, nlinks, r)) {
+		mem_free(r);
+		return 1;
+	}
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
-			    NULL, tr, sim_now(sim), 0 };
+			    NULL, tr, sim_now(sim), 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
+		flow_release(fn, links, nlinks);
 		mem_free(r);
 		return -1;
 	}
@@ -505,14 +617,17 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	rs->live = r;
 	pcache_plan_ref(cp);
 	rs->replays++;
-	flow_set_evict(fn, evict);
-	flow_hold(fn, links, nlinks, r);
 	return 0;
 }
 
 uint64_t crun_replays(const struct crun_set *rs)
 {
 	return rs->replays;
+}
+
+uint64_t crun_reheld(const struct crun_set *rs)
+{
+	return rs->reheld;
 }
 
 uint64_t crun_resumed(const struct crun_set *rs)

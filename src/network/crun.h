@@ -34,10 +34,17 @@
 
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
+#define CRUN_PARK_SLOTS 1024
+
 struct crun_set {
 	struct crun *live;	/* doubly linked */
 	uint64_t replays;	/* crun_replay() calls */
 	uint64_t resumed;	/* replays that became flows */
+	uint64_t reheld;	/* replays that took back the links the last
+				 * replay on them left parked */
+	/* replays over whose links are still held, for the next replay of
+	 * a plan on the same links (crun.c), by the links' hash */
+	struct crun *park[CRUN_PARK_SLOTS];
 };
 
 /* Free every run still in flight (their done() is never called). */
@@ -91,10 +98,11 @@ int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 
 /*
  * Start cp (CRUN_FULL, volumes times scale) on sim as a replay of tr,
- * holding its links on fn (which the caller found idle: flow_links_idle)
- * until done(token) at now + tr->total_ns, or until a flow starts on one
- * of them. tr must outlive the run. Returns 0 or -1 (memory; done is
- * then never called).
+ * holding its links on fn until done(token) at now + tr->total_ns, or
+ * until a flow starts on one of them, if none of them carries a flow or
+ * is held (flow_try_hold). tr must outlive the run. Returns 0, 1 when a
+ * link is busy (nothing started: run it with crun_start), or -1 (memory;
+ * done is then never called).
  */
 int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,
@@ -102,6 +110,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 
 /* Replays started, and those that became flows, on this set. */
 uint64_t crun_replays(const struct crun_set *rs);
+uint64_t crun_reheld(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
 
 /*

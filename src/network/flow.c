@@ -38,6 +38,7 @@ struct flownet {
 	sim_id solve_ev;	/* pending solve event; 0 = none */
 	void **holder;		/* per link: what holds it, or NULL */
 	void (*evict)(void *holder);
+	int (*drop)(void *holder);
 	void (*observe)(void *arg, units_ns_t now, double left_B,
 			double rate_Bps);
 	uint64_t solves, resolved;
@@ -299,31 +300,37 @@ oom:
 	return -1;
 }
 
-void flow_set_evict(struct flownet *f, void (*evict)(void *holder))
+void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
+		    int (*drop)(void *holder))
 {
 	f->evict = evict;
+	f->drop = drop;
 }
 
-int flow_links_idle(const struct flownet *f, const uint32_t *links,
-		    uint32_t n)
+int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
+		  void *holder)
 {
+	const uint32_t *busy = mm_cons_busy(f->mm);
+	void **held = f->holder;
 	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		if (f->holder[links[i]])
-			return 0;
-	return mm_cons_idle(f->mm, links, n);
-}
+	if (!f->evict || !f->drop)
+		BUG("flow_try_hold: no evict or drop callback");
+	for (i = 0; i < n; i++) {
+		uint32_t l = links[i];
 
-void flow_hold(struct flownet *f, const uint32_t *links, uint32_t n,
-	       void *holder)
-{
-	uint32_t i;
-
-	if (!f->evict)
-		BUG("flow_hold: no evict callback");
-	for (i = 0; i < n; i++)
-		f->holder[links[i]] = holder;
+		/* links may repeat one (a plan's element list) */
+		if (held[l] && held[l] != holder && !f->drop(held[l]))
+			break;
+		if (busy[l])
+			break;
+		held[l] = holder;
+	}
+	if (i == n)
+		return 1;
+	while (i-- > 0)
+		held[links[i]] = NULL;
+	return 0;
 }
 
 void flow_release(struct flownet *f, const uint32_t *links, uint32_t n)

@@ -374,6 +374,11 @@ int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n)
 	return 1;
 }
 
+const uint32_t *mm_cons_busy(const struct mm *m)
+{
+	return m->busy;
+}
+
 uint32_t mm_cons_vars(const struct mm *m, mm_id c)
 {
 	return m->cons[c].n;

@@ -84,6 +84,10 @@ uint64_t mm_locals(const struct mm *m);
 /* Whether no live variable uses any of c[0..n-1] (a dense scan). */
 int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n);
 
+/* The live variables of every constraint, indexed by its id (the dense
+ * array mm_cons_idle() scans; valid until the next mm_cons_add). */
+const uint32_t *mm_cons_busy(const struct mm *m);
+
 /* Live variables using constraint c. */
 uint32_t mm_cons_vars(const struct mm *m, mm_id c);
 

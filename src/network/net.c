@@ -783,8 +783,6 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	const struct memo *m;
 	const struct ctraj *tr = NULL;
 	struct cplan *cp;
-	const uint32_t *links;
-	uint32_t nlinks;
 	int rc;
 
 	if (!n->sim)
@@ -805,11 +803,11 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		tr = traj_of(n, cp, c);
 		memo_put(n, c, cp, tr);
 	}
-	links = plan_links(&cp->plan, &nlinks);
-	if (n->replay && tr && flow_links_idle(n->flows, links, nlinks)) {
+	rc = 1;
+	if (n->replay && tr)
 		rc = crun_replay(&n->runs, n->sim, n->flows, cp,
 				scale_of(cp, c), tr, done, token);
-	} else {
+	if (rc == 1) {
 		n->stats.flows += cp->plan.nflows;
 		rc = crun_start(&n->runs, n->sim, n->flows, cp,
 			       scale_of(cp, c), CRUN_FULL, done, token);
@@ -835,6 +833,7 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 	}
 	out->replays = crun_replays(&n->runs);
 	out->resumed = crun_resumed(&n->runs);
+	out->reheld = crun_reheld(&n->runs);
 }
 
 int net_failed(const struct net *n)

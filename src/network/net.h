@@ -90,6 +90,9 @@ struct net_stats {
 				 * trajectory (links found idle) */
 	uint64_t resumed;	/* of those, turned into flows when another
 				 * flow needed one of their links */
+	uint64_t reheld;	/* of those, started on links the last replay
+				 * on the same links left parked (no pass over
+				 * them) */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);

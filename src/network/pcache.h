@@ -29,6 +29,7 @@ struct cplan {
 	struct plan plan;
 	uint32_t refs;
 	int per_byte;		/* volumes are per byte of the collective's size */
+	uint64_t links_hash;	/* of plan_links (crun.c); 0 = not yet */
 };
 
 enum pkey_kind {

@@ -6,8 +6,11 @@
  * phase, after rates changed within the phase; tensor-parallel all-
  * reduces alone on their switch) runs once with replays and once
  * with every collective as flows, and every task starts and ends at the
- * same ns. The replays must happen, and some must become flows (the
- * rule at the top of src/network/run.c), or the test proves nothing.
+ * same ns. The replays must happen, some must become flows (the rule at
+ * the top of src/network/crun.c) and some must start on the links the
+ * last replay on them left parked, or the test proves nothing. Run again
+ * with the all-to-alls on a GPU-initiated forwarding path (DeepEP-like:
+ * a plan whose flows repeat links, held once each).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -48,8 +51,9 @@ static const struct system_spec *system_of(struct arena *a)
 /* One rank per GPU. Per node, rounds of compute then a TP all-reduce
  * over the node; on each rail, a DP all-reduce over the four nodes and,
  * part way through it, a send of node 0's GPU to node 1's on the same
- * rail (sharing the NIC); sizes and compute times drawn from seed. */
-static struct prog *build(uint64_t seed)
+ * rail (sharing the NIC); sizes and compute times drawn from seed; the
+ * all-to-alls on path (NULL: the library's). */
+static struct prog *build(uint64_t seed, const struct coll_path *path)
 {
 	static const char *const names[] = { "gemm", "tp_ar", "dp_ar", "pp" };
 	struct prog *p = prog_new(NGPU, NSTREAMS);
@@ -109,7 +113,8 @@ static struct prog *build(uint64_t seed)
 					       .bytes = dp_B, .gpus = dp[i],
 					       .ngpus = NODES,
 					       .a2a_B = round % 2 ? a2a : NULL,
-					       .algo = -1, .proto = -1 };
+					       .algo = -1, .proto = -1,
+					       .path = round % 2 ? path : NULL };
 			uint32_t pair[2] = { dp[i][0], dp[i][1] };
 			struct coll_desc s = { .op = COLL_SENDRECV,
 					       .bytes = dp_B / 2, .gpus = pair,
@@ -145,13 +150,13 @@ struct outcome {
 	uint32_t ntasks;
 };
 
-static void run(const struct system_spec *sys, uint64_t seed, int replay,
-		struct outcome *o)
+static void run(const struct system_spec *sys, uint64_t seed,
+		const struct coll_path *path, int replay, struct outcome *o)
 {
 	struct diag d;
 	struct sim *sim = sim_new();
 	struct net *net;
-	struct prog *p = build(seed);
+	struct prog *p = build(seed, path);
 	const char *why = NULL;
 	uint32_t t;
 
@@ -176,11 +181,12 @@ static void run(const struct system_spec *sys, uint64_t seed, int replay,
 	sim_free(sim);
 }
 
-Test(net_replay, replays_give_the_flow_level_times)
+/* Seeds 1-8 as flows and replayed: the same ns for every task. */
+static void compare(const struct coll_path *path)
 {
 	struct arena a;
 	const struct system_spec *sys;
-	uint64_t seed, replays = 0, resumed = 0;
+	uint64_t seed, replays = 0, resumed = 0, reheld = 0;
 	int k;
 
 	arena_init(&a);
@@ -189,11 +195,12 @@ Test(net_replay, replays_give_the_flow_level_times)
 		struct outcome fl, rp;
 		uint32_t t;
 
-		run(sys, seed, 0, &fl);
-		run(sys, seed, 1, &rp);
+		run(sys, seed, path, 0, &fl);
+		run(sys, seed, path, 1, &rp);
 		cr_assert_eq(fl.st.replays, 0);
 		replays += rp.st.replays;
 		resumed += rp.st.resumed;
+		reheld += rp.st.reheld;
 		cr_assert_eq(fl.ntasks, rp.ntasks);
 		cr_assert_eq(fl.r.step_s, rp.r.step_s, "seed %llu: step %.9f s "
 			     "as flows, %.9f s replayed",
@@ -216,12 +223,34 @@ Test(net_replay, replays_give_the_flow_level_times)
 		free(rp.start);
 		free(rp.end);
 	}
-	cr_log_info("replays %llu, of which %llu became flows",
-		    (unsigned long long)replays, (unsigned long long)resumed);
-	/* Every TP all-reduce is alone on its switch: replayed. Some sends
-	 * land on a ring's NIC: those rings become flows. */
+	cr_log_info("replays %llu, of which %llu became flows, %llu on "
+		    "parked links", (unsigned long long)replays,
+		    (unsigned long long)resumed, (unsigned long long)reheld);
+	/* Every TP all-reduce is alone on its switch: replayed. Its links
+	 * stay parked after it unless a rail collective between needs one
+	 * of its GPUs' ports: some of the next round's take them back
+	 * (reheld), not all. Some sends land on a ring's NIC: those rings
+	 * become flows. */
 	cr_assert_gt(replays, 0);
 	cr_assert_gt(resumed, 0);
 	cr_assert_lt(resumed, replays);
+	cr_assert_gt(reheld, 0);
+	cr_assert_lt(reheld, replays);
 	arena_release(&a);
+}
+
+Test(net_replay, replays_give_the_flow_level_times)
+{
+	compare(NULL);
+}
+
+/* DeepEP-like forwarding (the numbers of configs' deepep path are not
+ * needed: any forward path's plan has flows that share links). */
+Test(net_replay, path_replays_give_the_flow_level_times)
+{
+	static const struct coll_path fwd = { COLL_PATH_FORWARD, 5e-6, 1e-6,
+					      3e-6, 0, 0.8, 0.9, 0.5,
+					      "forward" };
+
+	compare(&fwd);
 }
