@@ -51,6 +51,7 @@
 #include "base/arena.h"
 #include "base/mem.h"
 #include "schema.h"
+#include "spec_model.h"
 
 #define KEYPATH_LEN 256
 
@@ -254,6 +255,8 @@ static struct cnode *load_root(struct resolver *r, const struct schema *s,
 			   root->kind == CNODE_SEQ ? "sequence" : "scalar");
 		return NULL;
 	}
+	if (root && s == &model_schema)
+		root = model_text_config(r->cx->arena, root, d);
 	return root ? with_name(r, s, root, file) : NULL;
 }
 

@@ -22,6 +22,11 @@ static const char *const experts_aliases[] = {
 };
 
 static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
+/* transformers' Llama4TextConfig: moe_layers (when not given) =
+ * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
+ * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
+static const char *const sparse_step_aliases[] = {
+	"interleave_moe_layer_step", NULL };
 /* transformers' Llama4TextConfig names it no_rope_layer_interval */
 static const char *const nope_interval_aliases[] = {
 	"no_rope_layer_interval", NULL };
@@ -46,6 +51,20 @@ static const char *const ignored[] = {
 	"head_dim_original", "initial_context_length",
 	"ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
+	/* Llama 4: attention temperature tuning (a scale on q), cache
+	 * bookkeeping */
+	"attn_temperature_tuning", "floor_scale", "attn_scale",
+	"cache_implementation", "for_llm_compressor",
+	"_attn_implementation_autoset",
+	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
+	 * image/video token ids and the vision projector, which a language
+	 * model simulation does not run */
+	"boi_token_index", "eoi_token_index", "image_token_index",
+	"image_token_id", "video_token_id", "vision_start_token_id",
+	"vision_end_token_id", "vision_token_id", "mm_tokens_per_image",
+	"multimodal_projector_bias", "projector_hidden_act",
+	"spatial_merge_size", "vision_feature_layer",
+	"vision_feature_select_strategy", "image_seq_length",
 	NULL,
 };
 
@@ -149,6 +168,10 @@ static const struct schema_field model_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "preset name" },
 	{ .key = "model_type", .type = ST_STRING, .offset = OFF(model_type),
 	  .flags = SF_OPTIONAL | SF_INFO, .help = "Hugging Face model_type (info)" },
+	{ .key = "text_model_of", .type = ST_STRING, .offset = OFF(text_model_of),
+	  .flags = SF_OPTIONAL | SF_INFO,
+	  .help = "set when a multimodal checkpoint's config.json was read: "
+		  "its model_type; the model is its text_config (info)" },
 	{ .key = "hidden_size", .type = ST_INT, .offset = OFF(hidden_size),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED, .help = "model width d" },
 	{ .key = "num_hidden_layers", .type = ST_INT, .offset = OFF(num_hidden_layers),
@@ -159,7 +182,11 @@ static const struct schema_field model_fields[] = {
 	DIM(num_key_value_heads, "KV heads for GQA (default num_attention_heads)"),
 	DIM(head_dim, "per-head dimension (default hidden_size / num_attention_heads)"),
 	{ .key = "intermediate_size", .type = ST_INT, .offset = OFF(intermediate_size),
-	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "dense MLP hidden size" },
+	  .min = 1, .max = 1e8, .flags = SF_REQUIRED,
+	  .help = "dense MLP hidden size (with intermediate_size_mlp given, "
+		  "Llama 4 terms: the expert's and shared expert's)" },
+	DIM(intermediate_size_mlp, "Llama 4: the dense layers' MLP hidden size "
+	    "(then intermediate_size is the routed and the shared expert's)"),
 	{ .key = "vocab_size", .type = ST_INT, .offset = OFF(vocab_size),
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "vocabulary size" },
 	{ .key = "hidden_act", .type = ST_ENUM, .offset = OFF(hidden_act),
@@ -209,7 +236,14 @@ static const struct schema_field model_fields[] = {
 	{ .key = "first_k_dense_replace", .type = ST_INT,
 	  .offset = OFF(first_k_dense_replace), .min = 0, .max = 1e5,
 	  .flags = SF_OPTIONAL, .help = "the first k layers are dense (DeepSeek)" },
-	DIM(decoder_sparse_step, "every n-th layer is MoE (Qwen-MoE)"),
+	{ .key = "decoder_sparse_step", .type = ST_INT,
+	  .offset = OFF(decoder_sparse_step), .min = 1, .max = 1e9,
+	  .aliases = sparse_step_aliases, .flags = SF_OPTIONAL,
+	  .help = "every n-th layer is MoE (Qwen-MoE; Llama 4's "
+		  "interleave_moe_layer_step)" },
+	{ .key = "moe_layers", .type = ST_INT_LIST, .offset = OFF(moe_layers),
+	  .min = 0, .max = 1e5, .flags = SF_OPTIONAL,
+	  .help = "Llama 4: the MoE layers (absent: by decoder_sparse_step)" },
 	DIM(moe_layer_freq, "DeepSeek: layers i >= first_k_dense_replace with "
 	    "i % moe_layer_freq == 0 are MoE"),
 	{ .key = "mlp_only_layers", .type = ST_INT_LIST,
@@ -292,6 +326,8 @@ int model_layer_moe(const struct model_spec *m, int64_t i)
 	if (!model_is_moe(m) || i < m->first_k_dense_replace ||
 	    in_list(&m->mlp_only_layers, i))
 		return 0;
+	if (m->moe_layers.n > 0)
+		return in_list(&m->moe_layers, i);
 	return (i + 1) % m->decoder_sparse_step == 0 &&
 	       i % m->moe_layer_freq == 0;
 }
@@ -384,6 +420,71 @@ static int check_groups(const struct model_spec *m, const struct cnode *node,
 			    (long long)m->topk_group);
 		return -1;
 	}
+	return 0;
+}
+
+/* A size given both ways must agree: 0, or -1 after reporting. */
+static int same_size(const struct cnode *node, struct diag *d,
+		     const char *key, int64_t given, int64_t llama4)
+{
+	const struct cnode *at = node ? cnode_get(node, key) : NULL;
+
+	if (given == 0 || given == llama4)
+		return 0;
+	cnode_error(d, at ? at : node, "'%s' %lld contradicts "
+		    "'intermediate_size' %lld, which in Llama 4 terms "
+		    "('intermediate_size_mlp' given) is the expert's width",
+		    key, (long long)given, (long long)llama4);
+	return -1;
+}
+
+/* Llama 4 terms (intermediate_size_mlp given): intermediate_size is the
+ * routed expert's width and the one shared expert's of every MoE layer,
+ * intermediate_size_mlp the dense layers' MLP (transformers v5
+ * modeling_llama4.py: Llama4TextMoe builds experts of
+ * config.intermediate_size and shared_expert = Llama4TextMLP(config),
+ * Llama4TextDecoderLayer a dense layer's Llama4TextMLP of
+ * config.intermediate_size_mlp; configuration_llama4.py Llama4TextConfig,
+ * huggingface/transformers commit 008e574). Moved into llmsim's terms, so
+ * the resolved model prints as the preset does and reads back the same. */
+static int llama4_sizes(struct model_spec *m, const struct cnode *node,
+			struct diag *d)
+{
+	int64_t expert = m->intermediate_size;
+	int rc = 0;
+
+	if (m->intermediate_size_mlp == 0)
+		return 0;
+	if (same_size(node, d, "moe_intermediate_size",
+		      m->moe_intermediate_size, expert) != 0 ||
+	    same_size(node, d, "shared_expert_intermediate_size",
+		      m->shared_expert_intermediate_size, expert) != 0)
+		rc = -1;
+	m->intermediate_size = m->intermediate_size_mlp;
+	m->intermediate_size_mlp = 0;
+	if (model_is_moe(m)) {
+		m->moe_intermediate_size = expert;
+		if (m->n_shared_experts == 0)
+			m->shared_expert_intermediate_size = expert;
+	}
+	return rc;
+}
+
+/* moe_layers name layers of the model. */
+static int check_moe_layers(const struct model_spec *m,
+			    const struct cnode *node, struct diag *d)
+{
+	const struct cnode *at = node ? cnode_get(node, "moe_layers") : NULL;
+	size_t k;
+
+	for (k = 0; k < m->moe_layers.n; k++)
+		if (m->moe_layers.v[k] >= m->num_hidden_layers) {
+			cnode_error(d, at ? at : node, "'moe_layers' names "
+				    "layer %lld of a %lld-layer model",
+				    (long long)m->moe_layers.v[k],
+				    (long long)m->num_hidden_layers);
+			return -1;
+		}
 	return 0;
 }
 
@@ -510,6 +611,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	 * only on a chunked model, so no other model's config changes) */
 	if (m->attention_chunk_size > 0 && m->nope_layer_interval == 0)
 		m->nope_layer_interval = 4;
+	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
+		rc = -1;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||

@@ -6,7 +6,12 @@
  * YAML in workloads/models/ or an actual config.json (read with cJSON).
  * In a config.json the keys known not to affect performance are accepted
  * silently; any other key llmsim does not model is a warning naming the
- * modeled key it may be a typo of. Derived values are filled in by the
+ * modeled key it may be a typo of. A multimodal checkpoint's config.json
+ * (text_config beside vision_config: Llama 4, Gemma 3, Qwen2.5/3-VL,
+ * Mistral 3) is read as its text model (model_text_config). Llama 4's
+ * own terms (intermediate_size_mlp given: intermediate_size is the
+ * expert's width; interleave_moe_layer_step, moe_layers) are moved into
+ * these. Derived values are filled in by the
  * schema's check: head_dim = hidden_size / num_attention_heads (MLA:
  * qk_nope_head_dim + qk_rope_head_dim), num_key_value_heads =
  * num_attention_heads, gated_mlp from hidden_act (silu: gated 3-matrix
@@ -15,7 +20,8 @@
  * Which layers are what (model_layer_moe, model_layer_window):
  *   MoE      n_routed_experts > 0, not in mlp_only_layers, index >=
  *            first_k_dense_replace, (i + 1) % decoder_sparse_step == 0
- *            (Qwen-MoE) and i % moe_layer_freq == 0 (DeepSeek)
+ *            (Qwen-MoE) and i % moe_layer_freq == 0 (DeepSeek); with
+ *            moe_layers given (Llama 4), i in moe_layers instead
  *   sliding  layer_types[i] == sliding_attention (gpt-oss); else, with a
  *            sliding_window and use_sliding_window not false, every layer
  *            from max_window_layers on (Mistral: all; Qwen2/3: i >=
@@ -31,6 +37,7 @@
 #define LLMSIM_CONFIG_SPEC_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "schema.h"
 
@@ -95,12 +102,17 @@ struct quant_spec {
 struct model_spec {
 	const char *name;			/* preset name */
 	const char *model_type;			/* "llama", "mixtral", "deepseek_v3" (info) */
+	const char *text_model_of;		/* model_type of the multimodal checkpoint
+						 * whose text_config this is; NULL: none */
 	int64_t hidden_size;			/* d_model */
 	int64_t num_hidden_layers;		/* transformer layers */
 	int64_t num_attention_heads;		/* query heads */
 	int64_t num_key_value_heads;		/* KV heads (GQA); = heads for MHA */
 	int64_t head_dim;			/* per-head dimension */
 	int64_t intermediate_size;		/* dense MLP hidden size */
+	int64_t intermediate_size_mlp;		/* Llama 4 terms given: the dense MLP's
+						 * width (read, then moved into
+						 * intermediate_size; 0 after the check) */
 	int64_t vocab_size;			/* tokens */
 	int hidden_act;				/* enum hidden_act */
 	int gated_mlp;				/* 1: gate+up+down; 0: up+down */
@@ -127,6 +139,8 @@ struct model_spec {
 	int64_t decoder_sparse_step;		/* every n-th layer is MoE (Qwen-MoE) */
 	int64_t moe_layer_freq;			/* DeepSeek: layer i MoE when i % freq == 0 */
 	struct schema_int_list mlp_only_layers;	/* Qwen-MoE: layers kept dense */
+	struct schema_int_list moe_layers;	/* Llama 4: the MoE layers' indices;
+						 * empty: by decoder_sparse_step */
 	int64_t experts_per_token;		/* gpt-oss spelling of top-k */
 	int scoring_func;			/* enum scoring_func */
 	int64_t n_group;			/* expert groups for group-limited routing */
@@ -180,5 +194,21 @@ int64_t model_shared_ffn(const struct model_spec *m);
 double model_kv_bytes_per_token(const struct model_spec *m, double elem_B);
 
 extern const struct schema model_schema;
+
+/*
+ * A multimodal checkpoint's config.json (a top-level text_config): the
+ * mapping of its text model (spec_model_mm.c), with text_model_of set to
+ * the wrapper's model_type and one note naming the encoder sections
+ * left out. root itself when it has no text_config; NULL after
+ * reporting (a model key given at both levels with different values,
+ * out of memory). Nodes live in the arena a.
+ */
+struct arena;
+struct cnode *model_text_config(struct arena *a, struct cnode *root,
+				struct diag *d);
+
+/* A run summary's line saying the model is a multimodal checkpoint's
+ * text model; nothing for any other model. */
+void model_print_text_of(FILE *out, const struct model_spec *m);
 
 #endif

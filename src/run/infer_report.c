@@ -142,6 +142,7 @@ void infer_print(FILE *out, const struct job_spec *j,
 		j->name ? j->name : "job", job_phase_names[j->phase],
 		j->model->name, j->system->name, (long long)r->gpus,
 		j->system->gpu->name, j->serving.engine->name);
+	model_print_text_of(out, j->model);
 	fprintf(out, "  layout         tp %lld  pp %lld  x %lld instances; "
 		"weights %s, KV %s, GEMMs at %s\n",
 		(long long)j->parallelism.tp, (long long)j->parallelism.pp,

@@ -227,6 +227,8 @@ int step_json_job(struct cJSON *o, const struct job_spec *j, int64_t gpus)
 {
 	return jobj_add_str(o, "job", j->name) &&
 	       jobj_add_str(o, "model", j->model->name) &&
+	       (!j->model->text_model_of ||
+		jobj_add_str(o, "text_model_of", j->model->text_model_of)) &&
 	       jobj_add_str(o, "system", j->system->name) &&
 	       jobj_add_str(o, "gpu", j->system->gpu->name) &&
 	       jobj_add_num(o, "gpus", (double)gpus);
@@ -522,6 +524,7 @@ void step_print(FILE *out, const struct job_spec *j,
 		j->system->name ? j->system->name : "system", (long long)r->gpus,
 		j->system->gpu->name ? j->system->gpu->name : "gpu",
 		dtype_names[j->training.dtype]);
+	model_print_text_of(out, j->model);
 	print_layout(out, j, r);
 	print_speed(out, j, r);
 	print_breakdown(out, j, r);

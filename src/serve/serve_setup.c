@@ -162,6 +162,7 @@ static int draft_setup(struct serve *s, struct pool_jobs *pj,
 			pj->draft_model.decoder_sparse_step = 1;
 			pj->draft_model.moe_layer_freq = 1;
 			pj->draft_model.mlp_only_layers.n = 0;
+			pj->draft_model.moe_layers.n = 0;
 		}
 		pj->draft.model = &pj->draft_model;
 	}
