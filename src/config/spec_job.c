@@ -540,10 +540,13 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	check_schedule(j, s);
 	check_cp(j, s);
 	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
-	 * parallelism over it is refused: Megatron-Core's CP methods (TE's
-	 * p2p, all-gather, a2a) cut the sequence for a causal or full mask
-	 * and none splits it at chunk boundaries. Within one aligned chunk,
-	 * chunked attention is causal attention and CP applies. */
+	 * parallelism over it is refused: no framework we know of runs it.
+	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)
+	 * a chunked mask is an 'arbitrary' mask, which only the unfused
+	 * backend takes, and get_attention_backend disables that backend
+	 * under CP (transformer_engine/pytorch/attention/dot_product_attention/
+	 * utils.py). Within one aligned chunk, chunked attention is causal
+	 * attention and CP applies. */
 	if (j->model->attention_chunk_size > 0 &&
 	    t->seq_len > j->model->attention_chunk_size &&
 	    j->parallelism.cp > 1)
@@ -551,8 +554,8 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 			     ".cp' %lld with the model's 'attention_chunk_size' "
 			     "%lld (chunked attention) shorter than "
 			     "training.seq_len %lld: llmsim costs no context "
-			     "parallelism over chunked layers (Megatron-Core's "
-			     "CP assumes a causal mask over the whole sequence); "
+			     "parallelism over chunked layers (Transformer "
+			     "Engine runs no chunked mask under CP); "
 			     "use cp 1 or a seq_len within one chunk",
 			     (long long)j->parallelism.cp,
 			     (long long)j->model->attention_chunk_size,

@@ -72,8 +72,9 @@
  * for causal attention of those lengths: unchanged. The unfused core
  * computes the whole masked s x s matrix and counts the chunked P. s <= C
  * is causal attention exactly. Context parallelism over chunked layers
- * is refused (spec_job.c, rule train_chunked): Megatron-Core's CP
- * methods assume a causal (or full) mask over the whole sequence.
+ * is refused (spec_job.c, rule train_chunked): Transformer Engine runs
+ * a chunked ('arbitrary') mask only in its unfused backend, which it
+ * disables under CP.
  */
 #include "layer_impl.h"
 
