@@ -539,17 +539,25 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	}
 	check_schedule(j, s);
 	check_cp(j, s);
-	/* The training attention core knows windows, not chunks (Llama 4's
-	 * chunked layers are costed only by inference, infer.c): a sequence
-	 * past one chunk is refused rather than costed as global attention;
-	 * within one aligned chunk, chunked attention is causal attention. */
+	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
+	 * parallelism over it is refused: no framework we know of runs it.
+	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)
+	 * a chunked mask is an 'arbitrary' mask, which only the unfused
+	 * backend takes, and get_attention_backend disables that backend
+	 * under CP (transformer_engine/pytorch/attention/dot_product_attention/
+	 * utils.py). Within one aligned chunk, chunked attention is causal
+	 * attention and CP applies. */
 	if (j->model->attention_chunk_size > 0 &&
-	    t->seq_len > j->model->attention_chunk_size)
-		layout_error(s, JR_TRAIN_CHUNKED, "model", "the model's "
-			     "'attention_chunk_size' (%lld, chunked attention) "
-			     "is shorter than training.seq_len %lld: llmsim "
-			     "models chunked attention for inference only and "
-			     "trains on sequences within one chunk",
+	    t->seq_len > j->model->attention_chunk_size &&
+	    j->parallelism.cp > 1)
+		layout_error(s, JR_TRAIN_CHUNKED, "parallelism", "'parallelism"
+			     ".cp' %lld with the model's 'attention_chunk_size' "
+			     "%lld (chunked attention) shorter than "
+			     "training.seq_len %lld: llmsim costs no context "
+			     "parallelism over chunked layers (Transformer "
+			     "Engine runs no chunked mask under CP); "
+			     "use cp 1 or a seq_len within one chunk",
+			     (long long)j->parallelism.cp,
 			     (long long)j->model->attention_chunk_size,
 			     (long long)t->seq_len);
 }

@@ -389,7 +389,7 @@ enum job_rule {
 	JR_INF_ATTN_DP,		/* attention_dp needs an MoE model */
 	JR_INF_EP,		/* inference: ep (x etp) spans an instance's GPUs */
 	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
-	JR_TRAIN_CHUNKED,	/* training: seq_len within one attention chunk */
+	JR_TRAIN_CHUNKED,	/* training: cp 1 over chunks < seq_len */
 	JR_COUNT
 };
 

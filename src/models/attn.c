@@ -59,8 +59,26 @@
  * blocks the method computes and however (unfused GEMMs compute the whole
  * matrix and count the same). The GPU model executes at least that: the
  * visible pairs s(s+1)/2, the scores again in the backward (docs/mfu.md).
+ *
+ * Chunked attention (Llama 4's RoPE layers, model.attention_chunk_size
+ * C; the NoPE layers attend globally, model_layer_chunk): query p sees
+ * the keys from C floor(p/C) to p, so a sequence of s > C tokens is
+ * n = floor(s/C) independent causal attentions of C tokens and one of
+ * the remainder r = s - n C: the flash kernel runs b n sequences of C
+ * (varlen or a block mask over the chunks computes only their tiles) and
+ * b of r, backward the same; model FLOPs count P = n C^2/2 + r^2/2
+ * pairs per sequence (a window w within a chunk: each term as above).
+ * The core's stored tensors are per query token (the log-sum-exps), as
+ * for causal attention of those lengths: unchanged. The unfused core
+ * computes the whole masked s x s matrix and counts the chunked P. s <= C
+ * is causal attention exactly. Context parallelism over chunked layers
+ * is refused (spec_job.c, rule train_chunked): Transformer Engine runs
+ * a chunked ('arbitrary') mask only in its unfused backend, which it
+ * disables under CP.
  */
 #include "layer_impl.h"
+
+#include <math.h>
 
 #include "base/diag.h"
 #include "config/spec_job.h"
@@ -258,19 +276,71 @@ static struct layer_op *flash(struct layer_ops *o, const char *name,
 	return op;
 }
 
-/* Model FLOPs of the core on one GPU (forward; backward twice): 4 b (a/t)
- * P (d + d_v)/2 (s/S) with P = S^2/2 causal pairs of the whole sequence S,
- * S w - w^2/2 under a window of w < S keys (see the top). */
-static double core_model_flops(const struct layer_dims *d, double window,
+/* Causal query-key pairs of a sequence of S tokens as the model FLOPs
+ * count them: S^2/2, S w - w^2/2 under a window of w < S keys. */
+static double causal_pairs(double S, double window)
+{
+	return window > 0 && window < S ? S * window - window * window / 2
+					: S * S / 2;
+}
+
+/* Model FLOPs on one GPU of `pairs` query-key pairs per sequence of the
+ * whole sequence S (forward; backward twice): 4 b (a/t) P (d + d_v)/2
+ * (s/S), the GPU's share s/S of them under CP (see the top). */
+static double pair_model_flops(const struct layer_dims *d, double pairs,
 			       int bwd)
 {
 	double S = d->seq * d->cpd.cp;
-	double pairs = window > 0 && window < S ? S * window - window * window / 2
-						: S * S / 2;
 	double f = 4 * d->batch * heads_q(d) * pairs * (d->seq / S) *
 		   (dim_qk(d) + layer_v_dim(d)) / 2;
 
 	return bwd ? 2 * f : f;
+}
+
+static double core_model_flops(const struct layer_dims *d, double window,
+			       int bwd)
+{
+	return pair_model_flops(d, causal_pairs(d->seq * d->cpd.cp, window),
+				bwd);
+}
+
+/* Whether the core of layer kind k is chunked: the sequence is past one
+ * chunk (within one aligned chunk, chunked attention is causal
+ * attention, costed as such). Chunked layers are refused under CP
+ * (spec_job.c's train_chunked), so the sequence is d->seq. */
+static int is_chunked(const struct layer_dims *d, const struct layer_kind *k)
+{
+	return k && k->chunk > 0 && d->seq > k->chunk;
+}
+
+/* Model FLOPs of a chunked core: n = floor(s/C) chunks of C and a
+ * remainder r = s - n C, each causal on its own (a window within it). */
+static double chunked_model_flops(const struct layer_dims *d,
+				  const struct layer_kind *k, int bwd)
+{
+	double C = k->chunk, n = floor(d->seq / C), r = d->seq - n * C;
+
+	return pair_model_flops(d, n * causal_pairs(C, k->window) +
+				causal_pairs(r, k->window), bwd);
+}
+
+/* The chunked core as flash calls (see the top): the full chunks as b n
+ * sequences of C tokens, the remainder as b sequences of r. */
+static void chunked(struct layer_ops *o, enum layer_pass pass, int bwd,
+		    const struct layer_dims *d, const struct layer_kind *k)
+{
+	double C = k->chunk, n = floor(d->seq / C), r = d->seq - n * C;
+	const char *name = bwd ? "attn_bwd" : "attn";
+	struct gpu_attn_shape a;
+
+	shape(d, d->batch * n, heads_q(d), C, C, 1, k->window, &a);
+	flash(o, name, pass, bwd, &a, pair_model_flops(d, n * causal_pairs(C,
+	      k->window), bwd));
+	if (r <= 0)
+		return;
+	shape(d, d->batch, heads_q(d), r, r, 1, k->window, &a);
+	flash(o, name, pass, bwd, &a, pair_model_flops(d, causal_pairs(r,
+	      k->window), bwd));
 }
 
 /* One GEMM per head over the score matrix, in 16-bit. It computes the
@@ -447,15 +517,20 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, const struct layer_kind *k)
 {
 	double window = k ? k->window : 0;
-	double mf = core_model_flops(d, window, bwd);
+	double mf = is_chunked(d, k) ? chunked_model_flops(d, k, bwd) :
+				       core_model_flops(d, window, bwd);
 	struct gpu_attn_shape a;
 
 	if (d->cpd.cp <= 1) {
-		if (d->unfused_attn) {
+		if (d->unfused_attn) {	/* the whole masked matrix */
 			if (bwd)
 				unfused_bwd(o, d, mf);
 			else
 				unfused_fwd(o, pass, d, mf);
+			return;
+		}
+		if (is_chunked(d, k)) {
+			chunked(o, pass, bwd, d, k);
 			return;
 		}
 		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);

@@ -222,7 +222,7 @@ enum { HAS_DENSE = 1, HAS_MOE = 2 };
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind dense = { 0, 0 }, moe = { 1, 0 };
+	struct layer_kind dense = { 0, 0, 0 }, moe = { 1, 0, 0 };
 	double b = 0;
 
 	switch (rc) {
@@ -304,7 +304,8 @@ void footprint_expert_per_param(const struct job_spec *j, double *w_B,
 static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
 {
 	struct layer_kind k = { model_layer_moe(j->model, i),
-				(double)model_layer_window(j->model, i) };
+				(double)model_layer_window(j->model, i),
+				(double)model_layer_chunk(j->model, i) };
 
 	return k;
 }
@@ -419,7 +420,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 			 double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1 };
+	struct layer_kind prev = { -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
@@ -432,7 +433,8 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 		struct layer_kind k = kind_of(j, i);
 
 		/* a run of layers of one kind: the same parameters */
-		if (k.moe != prev.moe || k.window != prev.window)
+		if (k.moe != prev.moe || k.window != prev.window ||
+		    k.chunk != prev.chunk)
 			footprint_layer_params(j, d, i, &a, &b);
 		prev = k;
 		dn += a;
@@ -541,7 +543,7 @@ static double stage_act_B(const struct job_spec *j,
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
 	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1 };
+	struct layer_kind prev = { -1, -1, -1 };
 
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);
@@ -554,7 +556,8 @@ static double stage_act_B(const struct job_spec *j,
 
 			*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
 
-			if (k.moe != prev.moe || k.window != prev.window)
+			if (k.moe != prev.moe || k.window != prev.window ||
+			    k.chunk != prev.chunk)
 				one = footprint_kind_act_B(d, &k, rc);
 			prev = k;
 			b += one;

@@ -92,6 +92,9 @@ struct cp_dims {
 struct layer_kind {
 	int moe;		/* routed-expert MLP (else dense) */
 	double window;		/* sliding-window keys per query; 0 = full */
+	double chunk;		/* chunked attention (Llama 4's RoPE layers):
+				 * queries attend within aligned chunks of
+				 * this many tokens; 0 = none */
 };
 
 /* One GPU's view of one microbatch of one layer. */

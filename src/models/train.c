@@ -545,11 +545,12 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 	for (i = 0; i < m->num_hidden_layers; i++) {
 		int moe = model_layer_moe(m, i);
 		int64_t w = model_layer_window(m, i);
+		int64_t c = model_layer_chunk(m, i);
 
-		k = train_kind_index(moe, w > 0);
+		k = train_kind_index(moe, w, c);
 		if (t->lf[k])
 			continue;
-		t->kinds[k] = (struct layer_kind){ moe, (double)w };
+		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c };
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
@@ -601,7 +602,8 @@ int train_cost_blocks(struct train *t)
 	t->hb = new_block(t, o);
 	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
 		int k = train_kind_index(model_layer_moe(m, last),
-					 model_layer_window(m, last) > 0);
+					 model_layer_window(m, last),
+					 model_layer_chunk(m, last));
 
 		layer_mtp_fwd(&t->dims, &t->kinds[k], o);
 		t->mf = new_block(t, o);

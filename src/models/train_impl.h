@@ -33,12 +33,13 @@ struct stage_plan {
 	int64_t nbuckets;		/* entries of buckets */
 };
 
-/* Layer kinds: MoE or dense MLP x sliding window or full attention. */
-#define TRAIN_KINDS 4
+/* Layer kinds: MoE or dense MLP x full, sliding-window or chunked
+ * attention (a chunk takes precedence: a window then applies within it). */
+#define TRAIN_KINDS 6
 
-static inline int train_kind_index(int moe, int sliding)
+static inline int train_kind_index(int moe, int64_t window, int64_t chunk)
 {
-	return 2 * moe + sliding;
+	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
 }
 
 struct train {

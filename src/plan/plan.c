@@ -468,6 +468,18 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 				   (long long)i);
 			return 2;
 		}
+	for (i = 1; i < j->model->num_hidden_layers; i++)
+		if (j->training.seq_len > j->model->attention_chunk_size &&
+		    model_layer_chunk(j->model, i) !=
+		    model_layer_chunk(j->model, 0)) {
+			diag_error(d, NULL, 0, 0, "model '%s' mixes chunked "
+				   "and global attention layers (layer %lld) "
+				   "over a sequence past one chunk: the "
+				   "planner's analytical tier takes every layer "
+				   "alike", j->model->name ? j->model->name : "?",
+				   (long long)i);
+			return 2;
+		}
 	if (!((o->pinned >> PD_CP) & 1u))
 		jj.parallelism.cp = 1;
 	if (train_check(&jj, d) != 0)

@@ -1,0 +1,181 @@
+/*
+ * test_attn.c - the training attention core of chunked attention
+ * (Llama 4's RoPE layers) against closed forms.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "models/layer.h"
+#include "models/layer_impl.h"
+
+/* GPT layer: h 1024, a 16 (d 64), s 2560, b 2, tp 1. */
+static void dims_2560(struct layer_dims *d, struct fixture *f)
+{
+	fixture_gpt(f, 8, 1024, 16, 51200, 2560, 2, 64, 1, 1, 1);
+	layer_dims_from_job(&f->job, d);
+}
+
+static void assert_close(double got, double want)
+{
+	cr_assert(fabs(got - want) <= 1e-9 * fabs(want), "got %.6g, want %.6g",
+		  got, want);
+}
+
+/* Model FLOPs of the core's flash calls named name in o, and how many. */
+static double core_flops(const struct layer_ops *o, const char *name, int *n)
+{
+	double sum = 0;
+	int i;
+
+	*n = 0;
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].kind == LOP_KERNEL &&
+		    strcmp(o->op[i].name, name) == 0) {
+			sum += layer_kern_model_flops(&o->op[i].k);
+			(*n)++;
+		}
+	return sum;
+}
+
+static const struct kern *nth_core(const struct layer_ops *o,
+				   const char *name, int nth)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0 && nth-- == 0)
+			return &o->op[i].k;
+	return NULL;
+}
+
+Test(attn, chunked_two_and_a_half_chunks)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 1024 };
+	struct layer_ops fw, bw;
+	const struct kern *full, *rem;
+	double b = 2, h = 1024;
+	int n;
+
+	/* s = 2560 = 2.5 C with C = 1024: two full chunks and a remainder
+	 * of 512, each causal on its own. Pairs per sequence P = 2 C^2/2 +
+	 * 512^2/2 = 1048576 + 131072 = 1179648; the core's forward model
+	 * FLOPs 4 b a P (d + d)/2 = 4 b h P = 4*2*1024*1179648 = 9.664e9
+	 * (global causal: 4 b h s^2/2 = 2.684e10). */
+	dims_2560(&d, &f);
+	layer_fwd(&d, &k, &fw);
+	assert_close(core_flops(&fw, "attn", &n), 4 * b * h * 1179648.0);
+	cr_assert_eq(n, 2);
+	/* flash calls: b * 2 = 4 sequences of 1024, b = 2 of 512 */
+	full = nth_core(&fw, "attn", 0);
+	rem = nth_core(&fw, "attn", 1);
+	cr_assert_eq(full->attn.batch, 4);
+	cr_assert_eq(full->attn.seq_q, 1024);
+	cr_assert_eq(full->attn.seq_kv, 1024);
+	cr_assert(full->attn.causal);
+	cr_assert_eq(rem->attn.batch, 2);
+	cr_assert_eq(rem->attn.seq_q, 512);
+	cr_assert_eq(rem->attn.seq_kv, 512);
+	/* backward: the same calls, twice the FLOPs, 1.933e10 */
+	layer_bwd(&d, &k, LREC_NONE, &bw);
+	assert_close(core_flops(&bw, "attn_bwd", &n), 2 * 4 * b * h * 1179648.0);
+	cr_assert_eq(n, 2);
+	/* each call's count is what its own shape counts (causal s^2/2) */
+	assert_close(core_flops(&fw, "attn", &n),
+		     4 * b * h * (2 * 1024.0 * 1024 / 2 + 512.0 * 512 / 2));
+}
+
+Test(attn, chunked_full_chunks_only)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 640 };
+	struct layer_ops fw;
+	int n;
+
+	/* s = 2560 = 4 C with C = 640: one call of b 4 = 8 sequences of 640,
+	 * no remainder; P = 4 * 640^2/2 = 819200, 4 b h P = 6.711e9. */
+	dims_2560(&d, &f);
+	layer_fwd(&d, &k, &fw);
+	assert_close(core_flops(&fw, "attn", &n), 4 * 2 * 1024.0 * 819200);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(nth_core(&fw, "attn", 0)->attn.batch, 8);
+}
+
+Test(attn, nope_layer_stays_global)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind nope;
+	struct layer_ops g, o;
+	int n;
+
+	/* Llama 4: attention_chunk_size 1024, every 4th layer NoPE: layer 3
+	 * attends globally (chunk 0), its core the causal s^2/2 pairs,
+	 * 4 b h s^2/2 = 4*2*1024*2560^2/2 = 2.684e10, as a layer of no
+	 * chunked model; layer 0 is chunked. */
+	dims_2560(&d, &f);
+	f.model.attention_chunk_size = 1024;
+	f.model.nope_layer_interval = 4;
+	cr_assert_eq(model_layer_chunk(&f.model, 0), 1024);
+	cr_assert_eq(model_layer_chunk(&f.model, 3), 0);
+	nope = (struct layer_kind){ 0, 0, (double)model_layer_chunk(&f.model, 3) };
+	layer_fwd(&d, &nope, &o);
+	layer_fwd(&d, NULL, &g);
+	assert_close(core_flops(&o, "attn", &n), 4 * 2 * 1024.0 * 2560 * 2560 / 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(layer_ops_flops(&o, PASS_FWD), layer_ops_flops(&g, PASS_FWD));
+}
+
+Test(attn, within_one_chunk_is_causal_exactly)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind eq = { 0, 0, 2560 }, past = { 0, 0, 8192 };
+	struct layer_ops g, a, b;
+	int i;
+
+	/* s <= C: the one chunk is the causal sequence; every op, its
+	 * shape and its count equal the unchunked layer's, forward and
+	 * backward. */
+	dims_2560(&d, &f);
+	layer_fwd(&d, NULL, &g);
+	layer_fwd(&d, &eq, &a);
+	layer_fwd(&d, &past, &b);
+	cr_assert_eq(a.n, g.n);
+	cr_assert_eq(b.n, g.n);
+	for (i = 0; i < g.n; i++) {
+		cr_assert_str_eq(a.op[i].name, g.op[i].name);
+		cr_assert_eq(memcmp(&a.op[i].k.attn, &g.op[i].k.attn,
+				    sizeof(g.op[i].k.attn)), 0);
+		cr_assert_eq(memcmp(&b.op[i].k.attn, &g.op[i].k.attn,
+				    sizeof(g.op[i].k.attn)), 0);
+		cr_assert_eq(a.op[i].k.model_flops, g.op[i].k.model_flops);
+	}
+	layer_bwd(&d, NULL, LREC_SELECTIVE, &g);
+	layer_bwd(&d, &eq, LREC_SELECTIVE, &a);
+	cr_assert_eq(a.n, g.n);
+	cr_assert_eq(layer_ops_flops(&a, PASS_BWD), layer_ops_flops(&g, PASS_BWD));
+	cr_assert_eq(layer_ops_flops(&a, PASS_RECOMPUTE),
+		     layer_ops_flops(&g, PASS_RECOMPUTE));
+}
+
+Test(attn, unfused_chunked_counts_the_chunks)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 1024 };
+	struct layer_ops fused, unfused;
+
+	/* The unfused core computes the whole masked s x s matrix but counts
+	 * the chunked pairs, as the fused kernel: the same model FLOPs. */
+	dims_2560(&d, &f);
+	layer_fwd(&d, &k, &fused);
+	d.unfused_attn = 1;
+	layer_fwd(&d, &k, &unfused);
+	assert_close(layer_ops_flops(&unfused, PASS_FWD),
+		     layer_ops_flops(&fused, PASS_FWD));
+}
