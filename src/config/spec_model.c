@@ -113,7 +113,7 @@ static const struct schema rope_schema = {
 };
 
 static const char *const layer_type_names[] = {
-	"full_attention", "sliding_attention", NULL,
+	"full_attention", "sliding_attention", "chunked_attention", NULL,
 };
 
 static const char *const scoring_names[] = {"softmax", "sigmoid", NULL};
@@ -271,7 +271,9 @@ static const struct schema_field model_fields[] = {
 	  .help = "Qwen2/3: layers from this index on use the sliding window" },
 	{ .key = "layer_types", .type = ST_INT_LIST, .offset = OFF(layer_types),
 	  .values = layer_type_names, .flags = SF_OPTIONAL,
-	  .help = "attention of each layer (gpt-oss)" },
+	  .help = "attention of each layer (gpt-oss; Llama 4 in newer "
+		  "transformers: chunked_attention = RoPE layer, "
+		  "full_attention = NoPE layer)" },
 	{ .key = "attention_chunk_size", .type = ST_INT,
 	  .offset = OFF(attention_chunk_size), .min = 1, .max = 1e9,
 	  .flags = SF_OPTIONAL,
@@ -342,16 +344,38 @@ int64_t model_layer_window(const struct model_spec *m, int64_t i)
 	return m->sliding_window;
 }
 
+/* Whether layer_types names any chunked_attention layer (then it
+ * decides which layers are chunked; model_check has checked that it
+ * agrees with no_rope_layers or nope_layer_interval when given). */
+static int types_chunked(const struct model_spec *m)
+{
+	size_t k;
+
+	for (k = 0; k < m->layer_types.n; k++)
+		if (m->layer_types.v[k] == LTYPE_CHUNKED)
+			return 1;
+	return 0;
+}
+
+/* Whether layer i uses RoPE by no_rope_layers, else by the interval. */
+static int rope_layer(const struct model_spec *m, int64_t i, int64_t interval)
+{
+	if (m->no_rope_layers.n > 0)
+		return (size_t)i < m->no_rope_layers.n && m->no_rope_layers.v[i];
+	return (i + 1) % interval != 0;
+}
+
 int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
 {
 	int rope;
 
 	if (m->attention_chunk_size <= 0)
 		return 0;
-	if (m->no_rope_layers.n > 0)
-		rope = (size_t)i < m->no_rope_layers.n && m->no_rope_layers.v[i];
+	if (types_chunked(m))
+		rope = (size_t)i < m->layer_types.n &&
+		       m->layer_types.v[i] == LTYPE_CHUNKED;
 	else
-		rope = (i + 1) % m->nope_layer_interval != 0;
+		rope = rope_layer(m, i, m->nope_layer_interval);
 	return rope ? m->attention_chunk_size : 0;
 }
 
@@ -549,6 +573,45 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 	return 0;
 }
 
+/* layer_types with chunked_attention (Llama 4 in newer transformers,
+ * which derives it from no_rope_layers: RoPE = chunked): it needs
+ * attention_chunk_size, and must agree with no_rope_layers, or with
+ * nope_layer_interval when that is given without a list. Runs before
+ * the interval's default is set (interval 0 = not given). */
+static int check_chunked(const struct model_spec *m, const struct cnode *node,
+			 struct diag *d)
+{
+	const struct cnode *at = node ? cnode_get(node, "layer_types") : NULL;
+	int64_t i;
+
+	if (!types_chunked(m))
+		return 0;
+	if (m->attention_chunk_size <= 0) {
+		cnode_error(d, at ? at : node, "%s", "'layer_types' has "
+			    "chunked_attention layers but no "
+			    "'attention_chunk_size'");
+		return -1;
+	}
+	if (m->no_rope_layers.n == 0 && m->nope_layer_interval == 0)
+		return 0;
+	for (i = 0; i < m->num_hidden_layers &&
+		    (size_t)i < m->layer_types.n; i++) {
+		int chunked = m->layer_types.v[i] == LTYPE_CHUNKED;
+
+		if (chunked != rope_layer(m, i, m->nope_layer_interval)) {
+			cnode_error(d, at ? at : node, "'layer_types' layer "
+				    "%lld is %s but '%s' makes it %s",
+				    (long long)i, chunked ? "chunked_attention"
+				    : "not chunked", m->no_rope_layers.n > 0 ?
+				    "no_rope_layers" : "nope_layer_interval",
+				    chunked ? "NoPE (global)" :
+				    "RoPE (chunked)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* YaRN's attention factor ("mscale", "concentration factor"), which
  * multiplies cos and sin: the given attention_factor; else with mscale
  * and mscale_all_dim both given their ratio m(f, mscale) / m(f,
@@ -609,6 +672,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 				  strncmp(m->model_type, "qwen3", 5) == 0;
 	/* transformers' Llama4TextConfig: no_rope_layer_interval=4 (set
 	 * only on a chunked model, so no other model's config changes) */
+	if (check_chunked(m, node, d) != 0)
+		rc = -1;
 	if (m->attention_chunk_size > 0 && m->nope_layer_interval == 0)
 		m->nope_layer_interval = 4;
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)

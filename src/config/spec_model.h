@@ -66,7 +66,8 @@ enum pos_embedding {
 /* Hugging Face layer_types entries. */
 enum layer_type {
 	LTYPE_FULL,		/* "full_attention" */
-	LTYPE_SLIDING		/* "sliding_attention" */
+	LTYPE_SLIDING,		/* "sliding_attention" */
+	LTYPE_CHUNKED		/* "chunked_attention" (Llama 4's RoPE layers) */
 };
 
 /* Router scoring (DeepSeek scoring_func). */

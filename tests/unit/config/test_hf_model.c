@@ -254,3 +254,67 @@ Test(hf_model, llama4_no_rope_layers_from_the_interval)
 	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, llama4_chunked_attention_layer_types)
+{
+	const struct model_spec *m;
+	char dir[64], path[256];
+	struct model_spec bad;
+
+	/* Newer transformers write Llama 4's layer_types from no_rope_layers
+	 * (RoPE layer = "chunked_attention", NoPE = "full_attention"). With
+	 * the interval 4 given, layers 3 and 7 are NoPE: the list below is
+	 * that pattern, so layers 0-2, 4-6 are chunked at 4096 and 3, 7
+	 * attend globally. */
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 8, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"attention_chunk_size\": 4096, \"no_rope_layer_interval\": 4,"
+		" \"layer_types\": [\"chunked_attention\", \"chunked_attention\","
+		" \"chunked_attention\", \"full_attention\", \"chunked_attention\","
+		" \"chunked_attention\", \"chunked_attention\", \"full_attention\"]}"));
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(model_layer_chunk(m, 0), 4096);
+	cr_assert_eq(model_layer_chunk(m, 3), 0);
+	cr_assert_eq(model_layer_chunk(m, 6), 4096);
+	cr_assert_eq(model_layer_chunk(m, 7), 0);
+	cr_assert_eq(model_layer_window(m, 0), 0);
+	tmpdir_remove(dir);
+	/* layer_types alone decides: [chunked, full, full, chunked] is not
+	 * the default interval-4 pattern (which would make layer 1 chunked
+	 * and layer 3 global), and no list or interval contradicts it. */
+	m = load(write_json(dir, path, "{\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"attention_chunk_size\": 2048,"
+		" \"layer_types\": [\"chunked_attention\", \"full_attention\","
+		" \"full_attention\", \"chunked_attention\"]}"));
+	cr_assert_eq(model_layer_chunk(m, 0), 2048);
+	cr_assert_eq(model_layer_chunk(m, 1), 0);
+	cr_assert_eq(model_layer_chunk(m, 3), 2048);
+	tmpdir_remove(dir);
+	/* Contradicting no_rope_layers (layer 1 NoPE there, chunked in
+	 * layer_types): an error at the layer_types key (line 2). */
+	write_json(dir, path, "{\"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		   " \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		   " \"vocab_size\": 1000, \"attention_chunk_size\": 2048,\n"
+		   " \"no_rope_layers\": [1, 0], \"layer_types\":"
+		   " [\"chunked_attention\", \"chunked_attention\"]}");
+	memset(&bad, 0, sizeof(bad));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &bad), -1);
+	cr_assert_has(capture_text(&C), "config.json:2:");
+	cr_assert_has(capture_text(&C), "'layer_types' layer 1 is "
+		      "chunked_attention but 'no_rope_layers' makes it NoPE");
+	tmpdir_remove(dir);
+	/* chunked_attention without attention_chunk_size */
+	write_json(dir, path, "{\"hidden_size\": 1024, \"num_hidden_layers\": 1,"
+		   " \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		   " \"vocab_size\": 1000,"
+		   " \"layer_types\": [\"chunked_attention\"]}");
+	memset(&bad, 0, sizeof(bad));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &bad), -1);
+	cr_assert_has(capture_text(&C), "chunked_attention layers but no "
+		      "'attention_chunk_size'");
+	tmpdir_remove(dir);
+}
