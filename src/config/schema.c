@@ -617,7 +617,7 @@ static void unknown_key(struct loader *ld, const struct schema *s,
 /* A key of a foreign format (config.json) that is neither modeled nor
  * known to be irrelevant: real files carry many keys, so it is a
  * warning, with the modeled key it may be a typo of. */
-static void foreign_key(struct loader *ld, const struct schema *s,
+static void foreign_key(struct diag *d, const struct schema *s,
 			const struct cnode *key, const char *path)
 {
 	const char *keys[256], *near;
@@ -625,13 +625,20 @@ static void foreign_key(struct loader *ld, const struct schema *s,
 
 	near = schema_closest(key->text, keys, n);
 	if (near)
-		diag_warn(ld->d, key->file, key->line, key->col, "'%s': key not "
+		diag_warn(d, key->file, key->line, key->col, "'%s': key not "
 			  "modeled by llmsim and ignored; did you mean '%s'?",
 			  path, near);
 	else
-		diag_warn(ld->d, key->file, key->line, key->col, "'%s': key not "
+		diag_warn(d, key->file, key->line, key->col, "'%s': key not "
 			  "modeled by llmsim and not known to be irrelevant; "
 			  "ignored", path);
+}
+
+void schema_warn_foreign(struct diag *d, const struct schema *s,
+			 const struct cnode *key)
+{
+	if (!schema_field(s, key->text) && !ignored(s, key->text))
+		foreign_key(d, s, key, key->text);
 }
 
 /* `fitted_on: {KEY: [CASE, ...]}`: provenance of fitted fields (see
@@ -703,7 +710,7 @@ static int load_pairs(struct loader *ld, const struct schema *s,
 			if (ignored(s, k->text))
 				continue;
 			if (lenient(s, k)) {
-				foreign_key(ld, s, k, sub);
+				foreign_key(ld->d, s, k, sub);
 				continue;
 			}
 			unknown_key(ld, s, k, sub);

@@ -182,6 +182,14 @@ void schema_check_error(struct diag *d, const struct schema_at *at,
 const struct schema_field *schema_field(const struct schema *s,
 					const char *key);
 
+/* A top-level key of a foreign-format mapping that schema_load does not
+ * read (a multimodal wrapper's key beside text_config): nothing when it
+ * is a field or one of s->ignored_keys, else the warning schema_load
+ * gives an unknown config.json key ("key not modeled by llmsim and
+ * ignored", with "did you mean" the closest field). */
+void schema_warn_foreign(struct diag *d, const struct schema *s,
+			 const struct cnode *key);
+
 /* The index of name in names (NULL-terminated), or -1. */
 int schema_name_index(const char *const *names, const char *name);
 

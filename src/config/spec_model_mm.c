@@ -12,7 +12,9 @@
  * (Llama 4 keeps tie_word_embeddings there), and names the encoder
  * sections in one note. A model key given at both levels with different
  * values is a contradiction (an error at the top-level key); the same
- * value twice (Qwen2.5-VL repeats its text keys at the top) is fine.
+ * value twice (Qwen2.5-VL repeats its text keys at the top) is fine. A
+ * top-level key that is neither a model key nor known to be irrelevant
+ * is the warning any unknown config.json key gets (did you mean).
  * The wrapper's model_type becomes text_model_of, which config show and
  * the resolved config print.
  */
@@ -103,8 +105,10 @@ static int top_key(const struct cnode *text, const struct cnode *k,
 	const struct schema_field *f = schema_field(&model_schema, k->text);
 	const struct cnode *tv;
 
-	if (!f)
-		return 0;	/* the wrapper's own bookkeeping */
+	if (!f) {	/* the wrapper's own bookkeeping, or a typo */
+		schema_warn_foreign(d, &model_schema, k);
+		return 0;
+	}
 	tv = text_value(text, f);
 	if (!tv || cnode_is_null(tv))
 		return !cnode_is_null(v);

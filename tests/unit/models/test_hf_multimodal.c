@@ -172,3 +172,33 @@ Test(hf_multimodal, llama4_sizes_given_both_ways_must_agree)
 		      "contradicts 'intermediate_size' 8192");
 	tmpdir_remove(dir);
 }
+
+Test(hf_multimodal, unknown_wrapper_key_is_a_warning_with_did_you_mean)
+{
+	const struct model_spec *m;
+	char dir[64], path[256];
+
+	/* Top-level keys of a wrapper that are neither model keys nor
+	 * known-irrelevant get the warning any config.json key gets: a
+	 * typo of a model key (line 2, column 3) with its did-you-mean, an
+	 * unrelated key without one; known-irrelevant keys (architectures,
+	 * image_token_index) and the encoder section stay silent: two
+	 * warnings in all, and the typo is not taken as the model key. */
+	m = load(write_json(dir, path, "{\"model_type\": \"gemma3\",\n"
+		"  \"tie_word_embedings\": true, \"frobnicate\": 1,"
+		" \"architectures\": [\"Gemma3ForConditionalGeneration\"],"
+		" \"image_token_index\": 262144,"
+		" \"text_config\": {\"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000},"
+		" \"vision_config\": {\"hidden_size\": 1152}}"));
+	cr_assert_has(capture_text(&C), "config.json:2:3: warning: "
+		      "'tie_word_embedings': key not modeled by llmsim and "
+		      "ignored; did you mean 'tie_word_embeddings'?");
+	cr_assert_has(capture_text(&C), "'frobnicate': key not modeled by "
+		      "llmsim and not known to be irrelevant");
+	cr_assert_eq(C.d.warnings, 2, "%s", capture_text(&C));
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+	cr_assert_eq(m->tie_word_embeddings, 0);
+	tmpdir_remove(dir);
+}
