@@ -67,6 +67,12 @@ static const struct schema_field training_fields[] = {
 	  .help = "flash (fused) or unfused attention (materialized scores)" },
 	{ .key = "dropout", .type = ST_BOOL, .offset = TOFF(dropout),
 	  .def = "false", .help = "dropout layers present (masks and their elementwise cost)" },
+	{ .key = "gradient_accumulation_fusion", .type = ST_BOOL,
+	  .offset = TOFF(gradient_accumulation_fusion), .def = "true",
+	  .help = "Megatron --gradient-accumulation-fusion: each wgrad GEMM "
+		  "adds into the fp32 main_grad in its epilogue; false: the "
+		  "GEMM writes dW and a separate kernel per weight adds it "
+		  "(main_grad.add_)" },
 	{ .key = "cuda_graphs", .type = ST_INT_LIST, .offset = TOFF(cuda_graphs),
 	  .values = graph_scope_names, .flags = SF_OPTIONAL,
 	  .help = "parts of a layer captured in CUDA graphs and replayed with "

@@ -287,6 +287,10 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	int gradient_accumulation_fusion;	/* 1: wgrad GEMMs add into the
+					 * fp32 main_grad in their epilogue
+					 * (Megatron's default); 0: a separate
+					 * add kernel per weight per microbatch */
 	struct schema_int_list cuda_graphs;	/* enum graph_scope values captured in
 					 * CUDA graphs (Megatron cuda_graph_scope) */
 };

@@ -290,6 +290,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
 	d->dropout = j->training.dropout;
+	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;

@@ -117,6 +117,9 @@ struct layer_dims {
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
+	int unfused_grad_acc;	/* wgrad GEMMs write dW (act_B per element)
+				 * and a separate kernel adds it into the
+				 * gradient buffer; 0 = fused (epilogue) */
 	int lowp;		/* linear layers in a sub-16-bit dtype (fp8, MX) */
 	int chunks;		/* TP comm overlap: GEMMs split in this many
 				 * pieces pipelined with their collective; 1 = off */

@@ -73,8 +73,11 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 		 const char *name, const char *coll_name, enum layer_pass pass,
 		 const struct layer_dims *d, double k);
 
-/* The wgrad GEMM just pushed adds its n elements into the gradient
- * buffer. */
+/* The wgrad GEMM just pushed adds its n elements (of w weight tensors;
+ * lop_accumulate: one) into the gradient buffer: in its epilogue, or a
+ * separate add kernel per weight without gradient accumulation fusion. */
+void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
+		      double n, double w);
 void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
 
 /* A chain of k PyTorch kernels moving read_B and write_B, strided_B of

@@ -227,12 +227,37 @@ void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 
 /* ---- backward pieces ---- */
 
-/* The wgrad GEMM just pushed adds its n elements into the gradient
- * buffer: it reads and writes them there (in its epilogue). */
+/* The wgrad GEMM just pushed adds its n elements, of w weight tensors,
+ * into the gradient buffer. Fused (Megatron's gradient accumulation
+ * fusion, the default): it reads and writes them there in its epilogue,
+ * 2 n G bytes on the GEMM. Unfused: the GEMM writes dW in its output
+ * dtype (O bytes: the 16-bit base, or the GEMM's explicit dtype, fp32
+ * for the router) and each weight's main_grad.add_(grad) is one
+ * elementwise kernel reading dW and the buffer and writing the buffer,
+ * n (O + G) read, n G written, one add per element, w kernels (one
+ * Python call each, from the parameter's backward hook). */
+void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
+		      double n, double w)
+{
+	struct kern *k = &o->op[o->n - 1].k;
+	struct layer_op *op;
+	double out_B;
+
+	if (!d->unfused_grad_acc) {
+		k->accum_B = 2 * n * d->grad_B;
+		return;
+	}
+	out_B = k->dt >= 0 ? dtype_bytes((enum dtype)k->dt) : d->act_B;
+	op = lop_memop(o, "main_grad_add", PASS_BWD, n * (out_B + d->grad_B),
+		       n * d->grad_B, n);
+	op->k.launches = w;
+	op->host_kernels = (uint16_t)(w - 1);
+}
+
 void lop_accumulate(struct layer_ops *o, const struct layer_dims *d,
 		       double n)
 {
-	o->op[o->n - 1].k.accum_B = 2 * n * d->grad_B;
+	lop_accumulate_w(o, d, n, 1);
 }
 
 void lop_norm_bwd(struct layer_ops *o, const char *name,

@@ -518,7 +518,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
 	grouped_opens(o, d);
 	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
-	o->op[o->n - 1].k.accum_B = 2 * L * f * h * d->grad_B;
+	lop_accumulate_w(o, d, L * f * h, L);
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
@@ -527,7 +527,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
 	grouped_opens(o, d);
 	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
-	o->op[o->n - 1].k.accum_B = 2 * L * h * u * d->grad_B;
+	lop_accumulate_w(o, d, L * h * u, L);
 }
 
 static void router_bwd(struct layer_ops *o, const struct layer_dims *d)

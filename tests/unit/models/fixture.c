@@ -76,6 +76,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->job.training.recompute = RECOMPUTE_NONE;
 	f->job.training.optimizer = OPT_ADAM;
 	f->job.training.attention = ATTN_FLASH;
+	f->job.training.gradient_accumulation_fusion = 1;
 	f->job.parallelism.tp = tp;
 	f->job.parallelism.pp = pp;
 	f->job.parallelism.cp = 1;

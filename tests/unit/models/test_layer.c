@@ -661,3 +661,47 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	assert_close(o.op[0].k.launches, 3);
 	assert_close(o.op[0].k.read_B, n * 2);
 }
+
+Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *w;
+	double h = 1024, ff = 4096, n = ff * h;
+	int i, adds = 0;
+
+	/* GPT layer, tp 1, fp32 gradient buffers (G = 4 B), bf16 GEMMs.
+	 * Fused (the default): fc2's wgrad GEMM (f x h = 4194304 outputs)
+	 * reads and writes main_grad in its epilogue, 2 n G = 33554432 B on
+	 * the GEMM, and there is no separate add. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	w = find_op(&o, "fc2_wgrad");
+	cr_assert(w);
+	assert_close(w->k.accum_B, 2 * n * 4);
+	cr_assert_null(find_op(&o, "main_grad_add"));
+	/* training.gradient_accumulation_fusion false: the GEMM carries no
+	 * buffer bytes; right after it one add kernel (Megatron's
+	 * main_grad.add_(grad)) reads dW in bf16 and main_grad in fp32,
+	 * n (2 + 4) = 25165824 B, and writes main_grad, n 4 = 16777216 B,
+	 * one add per element. One such kernel follows each of the four
+	 * weights' wgrad GEMMs (qkv, proj, fc1, fc2). */
+	f.job.training.gradient_accumulation_fusion = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	for (i = 1; i < o.n; i++) {
+		if (strcmp(o.op[i].name, "main_grad_add") != 0)
+			continue;
+		adds++;
+		cr_assert_not_null(strstr(o.op[i - 1].name, "wgrad"));
+		cr_assert_eq(o.op[i - 1].k.accum_B, 0);
+		if (strcmp(o.op[i - 1].name, "fc2_wgrad") == 0) {
+			assert_close(o.op[i].k.read_B, n * (2 + 4));
+			assert_close(o.op[i].k.write_B, n * 4);
+			assert_close(o.op[i].k.vec_flops, n);
+		}
+	}
+	cr_assert_eq(adds, 4);
+}
