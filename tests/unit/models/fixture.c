@@ -85,3 +85,13 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->job.parallelism.dp = nodes * 8 / (tp * pp);
 	f->job.parallelism.schedule = SCHED_1F1B;
 }
+
+const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}

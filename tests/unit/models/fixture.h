@@ -9,6 +9,7 @@
 #include "config/spec_job.h"
 #include "config/spec_model.h"
 #include "config/spec_system.h"
+#include "models/layer.h"
 
 struct fixture {
 	struct gpu_spec gpu;
@@ -31,5 +32,8 @@ struct fixture {
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
 		 int64_t tp, int64_t pp);
+
+/* The first op named name in o, or NULL. */
+const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
 
 #endif

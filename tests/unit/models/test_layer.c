@@ -117,18 +117,6 @@ Test(layer, unfused_attention_same_model_flops)
 		     layer_ops_flops(&fused, PASS_FWD));
 }
 
-/* The op named name in o, or NULL. */
-static const struct layer_op *find_op(const struct layer_ops *o,
-				      const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
-}
-
 Test(layer, unfused_attention_dropout_is_its_own_kernel)
 {
 	struct layer_dims d;
@@ -145,8 +133,8 @@ Test(layer, unfused_attention_dropout_is_its_own_kernel)
 	d.unfused_attn = 1;
 	d.dropout = 1;
 	layer_fwd(&d, NULL, &f);
-	sm = find_op(&f, "softmax");
-	dr = find_op(&f, "attn_dropout");
+	sm = fixture_op(&f, "softmax");
+	dr = fixture_op(&f, "attn_dropout");
 	cr_assert(sm && dr);
 	assert_close(sm->k.read_B, 2 * n);
 	assert_close(sm->k.write_B, 2 * n);
@@ -155,8 +143,8 @@ Test(layer, unfused_attention_dropout_is_its_own_kernel)
 	/* Backward: the dropout's reads dP' and the mask (3 n B), writes dP
 	 * (2 n); the softmax's reads dP and P (4 n), writes dS (2 n). */
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	dr = find_op(&bw, "attn_dropout_bwd");
-	sm = find_op(&bw, "softmax_bwd");
+	dr = fixture_op(&bw, "attn_dropout_bwd");
+	sm = fixture_op(&bw, "softmax_bwd");
 	cr_assert(sm && dr);
 	assert_close(dr->k.read_B, 3 * n);
 	assert_close(dr->k.write_B, 2 * n);
@@ -165,7 +153,7 @@ Test(layer, unfused_attention_dropout_is_its_own_kernel)
 	/* Without dropout no dropout kernel. */
 	d.dropout = 0;
 	layer_fwd(&d, NULL, &f);
-	cr_assert_null(find_op(&f, "attn_dropout"));
+	cr_assert_null(fixture_op(&f, "attn_dropout"));
 }
 
 Test(layer, bias_kernels_of_a_biased_model)
@@ -181,19 +169,19 @@ Test(layer, bias_kernels_of_a_biased_model)
 	gpt_dims(&d, 2, 1);
 	d.bias_kernels = 1;
 	layer_fwd(&d, NULL, &f);
-	op = find_op(&f, "qkv_bias");
+	op = fixture_op(&f, "qkv_bias");
 	cr_assert_not_null(op);
 	assert_close(op->k.read_B, 4096.0 * 1536 * 2);
 	assert_close(op->k.write_B, 4096.0 * 1536 * 2);
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	assert_close(find_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
-	assert_close(find_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
-	assert_close(find_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
-	assert_close(find_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	assert_close(fixture_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
+	assert_close(fixture_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
+	assert_close(fixture_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	assert_close(fixture_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
 	/* Fused into the GEMMs (the default): none. */
 	d.bias_kernels = 0;
 	layer_fwd(&d, NULL, &f);
-	cr_assert_null(find_op(&f, "qkv_bias"));
+	cr_assert_null(fixture_op(&f, "qkv_bias"));
 }
 
 Test(layer, tp_collectives_without_sp)
@@ -379,18 +367,18 @@ Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 	 * (2 T h B) and writes dx, in one kernel. */
 	gpt_dims(&d, 1, 0);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	op = find_op(&o, "add1_bwd");
+	op = fixture_op(&o, "add1_bwd");
 	cr_assert_not_null(op);
 	assert_close(op->k.read_B, 2 * n * 2);
 	assert_close(op->k.write_B, n * 2);
-	cr_assert_not_null(find_op(&o, "add2_bwd"));
-	op = find_op(&o, "norm1_bwd");
+	cr_assert_not_null(fixture_op(&o, "add2_bwd"));
+	op = fixture_op(&o, "norm1_bwd");
 	assert_close(op->k.read_B, 2 * n * 2);
 	/* PyTorch's norm backward re-reads x and dy for dgamma: 4 T h B in
 	 * two kernels. */
 	d.norm_bwd_passes = 2;
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	op = find_op(&o, "norm1_bwd");
+	op = fixture_op(&o, "norm1_bwd");
 	assert_close(op->k.read_B, 4 * n * 2);
 	assert_close(op->k.launches, 2);
 }
@@ -417,19 +405,19 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	/* Rotary on q and k (n = T (q + kv) = 5.24e6 elements): x cos, -x2,
 	 * cat, * sin, + on each: read 5.5 n B, write 4.5 n B, 10 kernels,
 	 * 7 n B of them on strided views. */
-	op = find_op(&o, "rope");
+	op = fixture_op(&o, "rope");
 	assert_close(op->k.read_B, 5.5 * T * (q + kv) * B);
 	assert_close(op->k.write_B, 4.5 * T * (q + kv) * B);
 	assert_close(op->k.strided_B, 7 * T * (q + kv) * B);
 	assert_close(op->k.launches, 10);
 	/* K and V copied to the 16 query heads: read 2 T kv B, write
 	 * 2 T q B, two strided copies. */
-	op = find_op(&o, "kv_expand");
+	op = fixture_op(&o, "kv_expand");
 	assert_close(op->k.read_B, 2 * T * kv * B);
 	assert_close(op->k.write_B, 2 * T * q * B);
 	/* silu(g) * u: read 3 T f' B, write 2 T f' B (fused: read 2 T f' B,
 	 * write T f' B), two kernels. */
-	op = find_op(&o, "act");
+	op = fixture_op(&o, "act");
 	assert_close(op->k.read_B, 3 * T * fp * B);
 	assert_close(op->k.write_B, 2 * T * fp * B);
 	assert_close(op->k.launches, 2);
@@ -437,7 +425,7 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	f.model.num_key_value_heads = 16;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	cr_assert_null(find_op(&o, "kv_expand"));
+	cr_assert_null(fixture_op(&o, "kv_expand"));
 }
 
 Test(layer, fsdp_passes_follow_torch_fsdp)
@@ -458,7 +446,7 @@ Test(layer, fsdp_passes_follow_torch_fsdp)
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	/* Off unless the framework runs torch FSDP's passes. */
-	cr_assert_null(find_op(&o, "fsdp_grad_cast"));
+	cr_assert_null(fixture_op(&o, "fsdp_grad_cast"));
 	f.fw.fsdp_grad_passes = 1;
 	layer_dims_from_job(&f.job, &d);
 	/* torch's DefaultState for 8 ranks: pre-division 4 (2 and 4 divide
@@ -467,19 +455,19 @@ Test(layer, fsdp_passes_follow_torch_fsdp)
 	cr_assert_eq(d.fsdp_post, 2);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	/* The cast: read P x 2, write P x 4, after the layer's backward. */
-	op = find_op(&o, "fsdp_grad_cast");
+	op = fixture_op(&o, "fsdp_grad_cast");
 	cr_assert_not_null(op);
 	assert_close(op->k.read_B, P * 2);
 	assert_close(op->k.write_B, P * 4);
 	/* The pre-division of the fp32 gradient: read and write P x 4. */
-	op = find_op(&o, "fsdp_grad_prediv");
+	op = fixture_op(&o, "fsdp_grad_prediv");
 	assert_close(op->k.read_B, P * 4);
 	assert_close(op->k.write_B, P * 4);
 	/* On the shard: post-division (r 4 S, w 4 S), the addition on 3/4 of
 	 * the microbatches (r 8 S, w 4 S, x 0.75), two bf16 copies of the
 	 * fp32 shard (r 8 S, w 4 S): read 4 S + 6 S + 8 S = 18 S, written
 	 * 4 S + 3 S + 4 S = 11 S, 4 kernels. */
-	op = find_op(&o, "fsdp_shard_passes");
+	op = fixture_op(&o, "fsdp_shard_passes");
 	assert_close(op->k.read_B, 18 * S);
 	assert_close(op->k.write_B, 11 * S);
 	assert_close(op->k.launches, 4);
@@ -559,12 +547,12 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	f.fw.cross_entropy_jit = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_head_fwd(&d, &o);
-	op = find_op(&o, "cross_entropy");
+	op = fixture_op(&o, "cross_entropy");
 	assert_close(op->k.read_B, n * 10);
 	assert_close(op->k.write_B, n * 12);
 	assert_close(op->k.launches, 3);
 	layer_head_bwd(&d, &o);
-	op = find_op(&o, "cross_entropy_bwd");
+	op = fixture_op(&o, "cross_entropy_bwd");
 	assert_close(op->k.read_B, n * 4);
 	assert_close(op->k.write_B, n * 2);
 	/* The one-kernel fused loss wins when both are set. */
@@ -572,7 +560,7 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.jit_ce, 0);
 	layer_head_fwd(&d, &o);
-	assert_close(find_op(&o, "cross_entropy")->k.read_B, n * 2);
+	assert_close(fixture_op(&o, "cross_entropy")->k.read_B, n * 2);
 }
 
 /* Bytes of the op named `name` in the pass (read + written). */
@@ -637,15 +625,15 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	f.job.training.fp8_scaling = FP8_DELAYED;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	proj = find_op(&o, "proj_cast");
+	proj = fixture_op(&o, "proj_cast");
 	cr_assert_not_null(proj);
 	assert_close(proj->k.read_B, n * 2);
 	cr_assert(proj->k.launches <= 1);
 	f.job.training.fp8_scaling = FP8_CURRENT;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	proj = find_op(&o, "proj_cast");
-	qkv = find_op(&o, "qkv_cast");
+	proj = fixture_op(&o, "proj_cast");
+	qkv = fixture_op(&o, "qkv_cast");
 	cr_assert(proj && qkv);
 	assert_close(proj->k.read_B, 2 * n * 2);
 	assert_close(proj->k.write_B, 2 * n);

@@ -118,17 +118,6 @@ Test(moe, expert_parallel_keeps_a_gpus_work)
 	arena_release(&a);
 }
 
-static const struct layer_op *op_named(const struct layer_ops *o,
-				       const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
-}
-
 Test(moe, expert_bias_and_clamp_as_framework_kernels)
 {
 	struct fixture f;
@@ -159,7 +148,7 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * cast back runs. Forward read n (2 + 2 x 4 + 4) = 14 n, write
 	 * 3 x 4 n + 2 n = 14 n B, 2 L + 1 + 1 = 18 kernels. */
 	n = 8192.0 * 1024;
-	op = op_named(&o, "expert_bias");
+	op = fixture_op(&o, "expert_bias");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 14 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 14 * n, 1e-12));
@@ -168,22 +157,22 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * (two half clamps, the cat): 4 x 8388608 = 33554432 B each way,
 	 * 3 kernels, before the activation. */
 	u = 8192.0 * 1024 * 2;
-	op = op_named(&o, "expert_clamp");
+	op = fixture_op(&o, "expert_clamp");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 2 * u, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
-	cr_assert(op < op_named(&o, "expert_act"));
+	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	/* Backward bias: read 4 x 4 n + 2 n + n (2 + 4) = 24 n, write 2 x 4 n
 	 * + 2 n + n (4 + 2) = 16 n, 4 L + 1 + L + 1 = 42 kernels, before the
 	 * fc2 dgrad; clamp: read 3 R u B, write 2 R u B after the act. */
-	op = op_named(&o, "expert_bias_bwd");
+	op = fixture_op(&o, "expert_bias_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 24 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 16 * n, 1e-12));
 	cr_assert(near(op->k.launches, 42, 0));
-	cr_assert(op < op_named(&o, "expert_fc2_dgrad"));
-	op = op_named(&o, "expert_clamp_bwd");
+	cr_assert(op < fixture_op(&o, "expert_fc2_dgrad"));
+	op = fixture_op(&o, "expert_clamp_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 3 * u, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
@@ -194,14 +183,14 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	f.fw.elementwise.expert_fc1_bias_kernels = 1;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	op = op_named(&o, "expert_fc1_bias");
+	op = fixture_op(&o, "expert_fc1_bias");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.launches, 9, 0));
-	cr_assert(op < op_named(&o, "expert_act"));
+	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
-	op = op_named(&o, "expert_fc1_bias_bwd");
+	op = fixture_op(&o, "expert_fc1_bias_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.write_B, 16777216.0, 1e-12));
@@ -211,7 +200,7 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	f.job.moe.router_dtype = DTYPE_BF16;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	op = op_named(&o, "expert_bias");
+	op = fixture_op(&o, "expert_bias");
 	cr_assert(near(op->k.read_B, 6 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 6 * n, 1e-12));
 	cr_assert(near(op->k.launches, 17, 0));
@@ -220,8 +209,8 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	f.model.swiglu_limit = 0;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_null(op_named(&o, "expert_bias"));
-	cr_assert_null(op_named(&o, "expert_clamp"));
+	cr_assert_null(fixture_op(&o, "expert_bias"));
+	cr_assert_null(fixture_op(&o, "expert_clamp"));
 	arena_release(&a);
 }
 
@@ -794,7 +783,7 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	dims(&f, &a, &d, &r);
 	cr_assert(near(d.moe.rows, n / 1024, 1e-12));
 	layer_fwd(&d, &kind, &o);
-	c = op_named(&o, "expert_fc1_cast");
+	c = fixture_op(&o, "expert_fc1_cast");
 	cr_assert_not_null(c);
 	cr_assert(c->k.launches <= 1);
 	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
@@ -802,7 +791,7 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	f.job.training.fp8_scaling = FP8_CURRENT;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	c = op_named(&o, "expert_fc1_cast");
+	c = fixture_op(&o, "expert_fc1_cast");
 	cr_assert(near(c->k.launches, 12, 1e-12));
 	cr_assert(near(c->k.read_B, 4 * n, 1e-12));
 	cr_assert(near(c->k.write_B, 2 * n, 1e-12));
@@ -810,7 +799,7 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	f.job.training.fp8_scaling = FP8_BLOCK;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	c = op_named(&o, "expert_fc1_cast");
+	c = fixture_op(&o, "expert_fc1_cast");
 	cr_assert(near(c->k.launches, 4, 1e-12));
 	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
 	/* bf16 jobs have no cast whatever the setting. */
@@ -818,6 +807,6 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	f.job.training.fp8_scaling = FP8_CURRENT;
 	dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_null(op_named(&o, "expert_fc1_cast"));
+	cr_assert_null(fixture_op(&o, "expert_fc1_cast"));
 	arena_release(&a);
 }
