@@ -666,10 +666,10 @@ Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	w = find_op(&o, "fc2_wgrad");
+	w = fixture_op(&o, "fc2_wgrad");
 	cr_assert(w);
 	assert_close(w->k.accum_B, 2 * n * 4);
-	cr_assert_null(find_op(&o, "main_grad_add"));
+	cr_assert_null(fixture_op(&o, "main_grad_add"));
 	/* training.gradient_accumulation_fusion false: the GEMM carries no
 	 * buffer bytes; right after it one add kernel (Megatron's
 	 * main_grad.add_(grad)) reads dW in bf16 and main_grad in fp32,
