@@ -337,58 +337,15 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 	return h;
 }
 
-#define ADP_MAX_RANKS 256
-
-void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
-		    struct infer_batch *rank, double *route_T)
+/* The prompts of b in order, each sequence whole onto the least-loaded of
+ * m ranks (load: prompt tokens); the share of each group that lands on
+ * rank `busiest` added to got (none for busiest -1). */
+static void place_prompts(const struct infer_batch *b, const int *order,
+			  int64_t m, double *load, int busiest, double *got)
 {
-	double n = (double)x->adp, load[ADP_MAX_RANKS], got[INFER_MAX_GROUPS];
-	double best;
-	int64_t r, m = x->adp < ADP_MAX_RANKS ? x->adp : ADP_MAX_RANKS, c;
-	int k, order[INFER_MAX_GROUPS], i, j, busiest = 0;
+	int64_t r, c;
+	int i;
 
-	*rank = *b;
-	*route_T = 0;
-	if (x->adp <= 1)
-		return;
-	*route_T = infer_batch_tokens(b) / n;
-	/* prompts, longest first, each whole onto the rank with the fewest
-	 * prompt tokens (TensorRT-LLM balances new requests by their tokens
-	 * on a heap); keep the prompts of the rank that ends with most */
-	for (k = 0; k < b->n; k++)
-		order[k] = k;
-	for (i = 1; i < b->n; i++)
-		for (j = i; j > 0 && b->g[order[j]].q > b->g[order[j - 1]].q;
-		     j--) {
-			k = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = k;
-		}
-	for (r = 0; r < m; r++)
-		load[r] = 0;
-	for (k = 0; k < b->n; k++)
-		got[k] = 0;
-	/* placed twice: first to find the busiest rank, then its share of
-	 * each group (the placement is deterministic) */
-	for (i = 0; i < b->n; i++) {
-		const struct infer_seqs *g = &b->g[order[i]];
-
-		if (!g->prefill)
-			continue;
-		for (c = 0; c < (int64_t)ceil(g->count - 1e-9); c++) {
-			int64_t lo = 0;
-
-			for (r = 1; r < m; r++)
-				if (load[r] < load[lo])
-					lo = r;
-			load[lo] += g->q * fmin(1, g->count - (double)c);
-		}
-	}
-	for (r = 1, best = load[0]; r < m; r++)
-		if (load[r] > best) {
-			best = load[r];
-			busiest = (int)r;
-		}
 	for (r = 0; r < m; r++)
 		load[r] = 0;
 	for (i = 0; i < b->n; i++) {
@@ -408,6 +365,46 @@ void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
 				got[order[i]] += w;
 		}
 	}
+}
+
+#define ADP_MAX_RANKS 256
+
+void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
+		    struct infer_batch *rank, double *route_T)
+{
+	double n = (double)x->adp, load[ADP_MAX_RANKS], got[INFER_MAX_GROUPS];
+	double best;
+	int64_t r, m = x->adp < ADP_MAX_RANKS ? x->adp : ADP_MAX_RANKS;
+	int k, order[INFER_MAX_GROUPS], i, j, busiest = 0;
+
+	*rank = *b;
+	*route_T = 0;
+	if (x->adp <= 1)
+		return;
+	*route_T = infer_batch_tokens(b) / n;
+	/* prompts, longest first, each whole onto the rank with the fewest
+	 * prompt tokens (TensorRT-LLM balances new requests by their tokens
+	 * on a heap); keep the prompts of the rank that ends with most */
+	for (k = 0; k < b->n; k++)
+		order[k] = k;
+	for (i = 1; i < b->n; i++)
+		for (j = i; j > 0 && b->g[order[j]].q > b->g[order[j - 1]].q;
+		     j--) {
+			k = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = k;
+		}
+	for (k = 0; k < b->n; k++)
+		got[k] = 0;
+	/* placed twice: first to find the busiest rank, then its share of
+	 * each group (the placement is deterministic) */
+	place_prompts(b, order, m, load, -1, got);
+	for (r = 1, best = load[0]; r < m; r++)
+		if (load[r] > best) {
+			best = load[r];
+			busiest = (int)r;
+		}
+	place_prompts(b, order, m, load, busiest, got);
 	rank->n = 0;
 	for (k = 0; k < b->n; k++) {
 		struct infer_seqs g = b->g[k];

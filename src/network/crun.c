@@ -122,6 +122,15 @@ static units_ns_t phase_wait(const struct crun *r, uint32_t i)
 	return 0;
 }
 
+/* r at the head of rs's live runs, holding a reference to its plan cp. */
+static void link_run(struct crun_set *rs, struct crun *r, struct cplan *cp)
+{
+	if (rs->live)
+		rs->live->prev = r;
+	rs->live = r;
+	pcache_plan_ref(cp);
+}
+
 static void unlink_run(struct crun *r)
 {
 	if (r->prev)
@@ -249,10 +258,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		mem_free(r);
 		return -1;
 	}
-	if (rs->live)
-		rs->live->prev = r;
-	rs->live = r;
-	pcache_plan_ref(cp);
+	link_run(rs, r, cp);
 	return 0;
 }
 
@@ -612,10 +618,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		mem_free(r);
 		return -1;
 	}
-	if (rs->live)
-		rs->live->prev = r;
-	rs->live = r;
-	pcache_plan_ref(cp);
+	link_run(rs, r, cp);
 	rs->replays++;
 	return 0;
 }
