@@ -213,11 +213,8 @@ static int read_sized(FILE *f, const char *path, char *buf, size_t size,
 	return 0;
 }
 
-/* Read a pipe to its end, at most CNODE_MAX_FILE_B; the bytes (mem_alloc,
- * one more for a terminator) and their count in *len, or NULL after
- * reporting. */
-static char *read_stream(FILE *f, const char *path, size_t *len,
-			 struct diag *d)
+char *cnode_read_stream(FILE *f, const char *path, size_t *len,
+			struct diag *d)
 {
 	size_t cap = 0, n = 0, got;
 	char *buf = NULL, *nb;
@@ -243,6 +240,7 @@ static char *read_stream(FILE *f, const char *path, size_t *len,
 		diag_error(d, path, 0, 0, "cannot read: %s", strerror(errno));
 		goto fail;
 	}
+	buf[n] = '\0';
 	*len = n;
 	return buf;
 fail:
@@ -260,7 +258,7 @@ char *cnode_read_file(const char *path, size_t *len, struct diag *d)
 	if (!f)
 		return NULL;
 	if (size < 0) {
-		buf = read_stream(f, path, &n, d);
+		buf = cnode_read_stream(f, path, &n, d);
 	} else {
 		n = (size_t)size;
 		if (!(buf = mem_alloc(n + 1)))

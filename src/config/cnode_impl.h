@@ -10,6 +10,7 @@
 #define LLMSIM_CONFIG_CNODE_IMPL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cnode.h"
 
@@ -23,6 +24,15 @@
  * Checks the bytes with cnode_check_text. NULL after reporting to d.
  */
 char *cnode_read_file(const char *path, size_t *len, struct diag *d);
+
+/*
+ * Read the stream f (a pipe, standard input) to its end, at most
+ * CNODE_MAX_FILE_B, into a NUL-terminated buffer from mem_alloc; *len
+ * excludes the terminator; name is what messages call it. The bytes are
+ * not checked. NULL after reporting to d.
+ */
+char *cnode_read_stream(FILE *f, const char *name, size_t *len,
+			struct diag *d);
 
 /* cnode_read_file, with the path first copied into the arena (nodes name
  * their file by it) and returned in *name. */

@@ -670,34 +670,12 @@ static const char *top_file(struct config_ctx *cx, const struct schema *s,
 static struct cnode *resolve_stdin(struct resolver *r, const struct schema *s)
 {
 	struct diag *d = r->cx->diag;
-	size_t len = 0, cap = 0, n;
-	char *text = NULL, *t;
+	size_t len = 0;
+	char *text = cnode_read_stream(stdin, "<stdin>", &len, d);
 	struct cnode *root = NULL;
 
-	do {
-		if (len + 4096 > cap) {
-			cap = cap ? 2 * cap : 65536;
-			if (cap > CONFIG_MAX_STDIN_B ||
-			    !(t = mem_realloc(text, cap + 1))) {
-				if (cap > CONFIG_MAX_STDIN_B)
-					diag_error(d, "<stdin>", 0, 0, "more than "
-						   "%d MiB on standard input",
-						   CONFIG_MAX_STDIN_B >> 20);
-				else
-					diag_oom(d);
-				goto out;
-			}
-			text = t;
-		}
-		n = fread(text + len, 1, cap - len, stdin);
-		len += n;
-	} while (n > 0);
-	if (ferror(stdin)) {
-		diag_error(d, "<stdin>", 0, 0, "cannot read standard input: %s",
-			   strerror(errno));
+	if (!text)
 		goto out;
-	}
-	text[len] = '\0';
 	root = cnode_parse_yaml(r->cx->arena, text, len, "<stdin>", d);
 	if (root && root->kind != CNODE_MAP) {
 		diag_error(d, root->file, root->line, root->col, "expected a "

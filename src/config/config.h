@@ -57,9 +57,6 @@ struct config_ctx {
  * result lives in the arena. */
 const char *config_data_root(struct arena *a, const char *argv0);
 
-/* Most bytes read from standard input for "-". */
-#define CONFIG_MAX_STDIN_B (16 << 20)
-
 /*
  * Load `what` (a path, a preset name of kind s, or "-" for standard
  * input, named "<stdin>" in messages) as kind s into *out
