@@ -148,7 +148,7 @@ tools: $(TOOL_BIN)
 .SECONDARY: $(TOOL_BIN:$(BUILD)/tools/%=$(BUILD)/obj/tests/tools/%.o) \
 	$(BENCH_BIN:$(BUILD)/bench/%=$(BUILD)/obj/tests/bench/%.o) \
 	$(FUZZ_TARGETS:%=$(BUILD)/obj/tests/fuzz/fuzz_%.o) \
-	$(BUILD)/obj/tests/fuzz/replay.o
+	$(BUILD)/obj/tests/fuzz/replay.o $(BUILD)/obj/tests/fuzz/scratch.o
 
 run: $(BIN)
 	$(BIN) run workloads/jobs/default.yaml
@@ -279,9 +279,10 @@ FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_DEFAULT_SOURCE -Isrc
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/scratch.c $(FUZZ_SRC)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< $(FUZZ_SRC) -o $@ $(PKG_LIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< tests/fuzz/scratch.c \
+		$(FUZZ_SRC) -o $@ $(PKG_LIBS)
 
 # Seeds of the config harness beyond its kept corpus: the first byte says
 # what the rest is (tests/fuzz/fuzz_config.c).
@@ -325,7 +326,8 @@ REPLAY = n=0; for t in $(FUZZ_TARGETS); do \
 	done; echo "fuzz corpus: $$n inputs replayed"
 
 $(BUILD)/fuzz-replay/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o \
-		$(BUILD)/obj/tests/fuzz/replay.o $(LIB)
+		$(BUILD)/obj/tests/fuzz/replay.o \
+		$(BUILD)/obj/tests/fuzz/scratch.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

@@ -17,54 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "config/config.h"
 #include "base/diag.h"
 #include "base/arena.h"
 #include "config/schema.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char dir[] = "/tmp/llmsim-fuzz-XXXXXX";
-
-/* The files scratch() names, removed with the directory at exit. */
-static const char *const scratch_names[] = {"in.yaml", "in.json", "shown.yaml"};
-
-static void remove_scratch(void)
-{
-	char path[64];
-	size_t i;
-
-	for (i = 0; i < sizeof(scratch_names) / sizeof(scratch_names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, scratch_names[i]);
-		(void)unlink(path);
-	}
-	(void)rmdir(dir);
-}
-
-static const char *scratch(const char *name)
-{
-	static char path[64];
-	static int made;	/* mkdtemp's name may itself end in X */
-
-	if (!made) {
-		if (!mkdtemp(dir))
-			abort();
-		atexit(remove_scratch);
-		made = 1;
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return path;
-}
-
-static void put(const char *path, const void *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0)
-		abort();
-}
 
 /* Print obj, load the text back as kind s, compare the hashes. */
 static void round_trip(struct config_ctx *cx, const struct schema *s,
@@ -73,12 +33,12 @@ static void round_trip(struct config_ctx *cx, const struct schema *s,
 	char *text = NULL, h1[65], h2[65];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	const char *path = scratch("shown.yaml");
+	const char *path = fuzz_scratch("shown.yaml");
 	void *back = arena_alloc(cx->arena, s->size);
 
 	schema_print_yaml(f, s, obj, 0);
 	fclose(f);
-	put(path, text, len);
+	fuzz_put(path, text, len);
 	if (!back || config_load(cx, s, path, NULL, 0, back) != 0 ||
 	    config_hash(s, obj, h1) != 0 || config_hash(s, back, h2) != 0 ||
 	    strcmp(h1, h2) != 0) {
@@ -129,8 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		what = "test-job";
 		nsets = split_sets(text, sets);
 	} else {
-		what = scratch(names[data[0] % 4]);
-		put(what, data + 1, size - 1);
+		what = fuzz_scratch(names[data[0] % 4]);
+		fuzz_put(what, data + 1, size - 1);
 	}
 	obj = arena_alloc(&a, s->size);
 	if (config_load(&cx, s, what, sets, nsets, obj) == 0)

@@ -11,68 +11,20 @@
  *     the same.
  * A difference aborts, so libFuzzer keeps the input.
  */
-#include <errno.h>
 #include <cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "config/config.h"
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
 #include "config/schema.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char dir[] = "/tmp/llmsim-fuzz-model-XXXXXX";
-
-/* The files scratch() names, removed with the directory at exit. */
-static const char *const scratch_names[] = {"config.json", "shown.yaml", "shown.json"};
-
-static void remove_scratch(void)
-{
-	char path[64];
-	size_t i;
-
-	for (i = 0; i < sizeof(scratch_names) / sizeof(scratch_names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, scratch_names[i]);
-		(void)unlink(path);
-	}
-	(void)rmdir(dir);
-}
-
-static const char *scratch(const char *name)
-{
-	static char path[64];
-	static int made;	/* mkdtemp's name may itself end in X */
-
-	if (!made) {
-		if (!mkdtemp(dir)) {
-			fprintf(stderr, "fuzz_model_json: cannot create %s: "
-				"%s\n", dir, strerror(errno));
-			abort();
-		}
-		atexit(remove_scratch);
-		made = 1;
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return path;
-}
-
-static void put(const char *path, const void *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
-		/* the harness's own scratch file, not the input's fault */
-		fprintf(stderr, "fuzz_model_json: cannot write %s: %s\n", path,
-			strerror(errno));
-		abort();
-	}
-}
 
 /* Load the text written to path as a model; compare its hash with h1. */
 static void reload(struct config_ctx *cx, const struct schema *s,
@@ -101,23 +53,23 @@ static void round_trips(struct config_ctx *cx, const struct schema *s,
 		abort();
 	schema_print_yaml(f, s, obj, 0);
 	fclose(f);
-	put(scratch("shown.yaml"), yaml, len);
-	reload(cx, s, scratch("shown.yaml"), yaml, h1, "YAML");
+	fuzz_put(fuzz_scratch("shown.yaml"), yaml, len);
+	reload(cx, s, fuzz_scratch("shown.yaml"), yaml, h1, "YAML");
 	free(yaml);
 	j = schema_to_json(s, obj);
 	json = j ? cJSON_Print(j) : NULL;
 	cJSON_Delete(j);
 	if (!json)
 		abort();
-	put(scratch("shown.json"), json, strlen(json));
-	reload(cx, s, scratch("shown.json"), json, h1, "JSON");
+	fuzz_put(fuzz_scratch("shown.json"), json, strlen(json));
+	reload(cx, s, fuzz_scratch("shown.json"), json, h1, "JSON");
 	cJSON_free(json);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct schema *s = config_kind("model");
-	const char *path = scratch("config.json");
+	const char *path = fuzz_scratch("config.json");
 	struct arena a;
 	struct diag d;
 	struct config_ctx cx = {&a, &d, NULL};
@@ -127,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_init(&d, NULL);
 	cx.data_root = getenv("LLMSIM_DATA") ? getenv("LLMSIM_DATA")
 					     : "tests/data";
-	put(path, data, size);
+	fuzz_put(path, data, size);
 	obj = arena_alloc(&a, s->size);
 	if (obj && config_load(&cx, s, path, NULL, 0, obj) == 0)
 		round_trips(&cx, s, obj);
