@@ -130,6 +130,17 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
 	  .help = "time of a causal-diagonal (masked) tile in unmasked tiles" },
+	{ .key = "exp_per_clock", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, exp_per_clock),
+	  .min = 0, .max = 4096, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "exponentials the special-function units issue per clock "
+		  "per SM/CU (softmax's exp, one per score); the share of a "
+		  "tile they take at calib_head_dim does not shrink with the "
+		  "head dim; absent = no such term" },
+	{ .key = "calib_head_dim", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, calib_head_dim),
+	  .def = "128", .min = 1, .max = 1024,
+	  .help = "head dim the attention efficiencies were measured at" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

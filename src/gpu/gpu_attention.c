@@ -38,6 +38,31 @@
  * a slower steady-state loop on Hopper; attention.flash_triton_fwd/
  * bwd_efficiency for FlashAttention's pre-MLIR Triton kernel.)
  *
+ * Head dim. eta_a is measured at one head dim d_c (attention.
+ * calib_head_dim, d = d_v = d_c). Per score the steady-state loop does
+ * the two (forward) or five (backward) matrix products, whose time grows
+ * with the head dim, and the softmax, whose exponential does not: one
+ * exp per score in either pass (the forward's P = exp(S - m), the
+ * backward's recomputed P), issued by the special-function units at
+ * x = attention.exp_per_clock per clock per SM (MUFU.EX2: 16 on sm80,
+ * sm90 and sm100; doubled on Blackwell Ultra, sm103). Per pair, on the
+ * whole GPU at the sustained clock f_s,
+ *
+ *     t_e = 1 / (x U f_s)             t_c = F_pair(d_c) / R_a
+ *
+ * and t_c, the measured time per pair at d_c, holds t_e (the kernels
+ * overlap the softmax of one tile with the matrix products of the next
+ * only as far as the SFU keeps up). Scaling only the rest with the work:
+ *
+ *     t(d) = (F_pair(d) / F_pair(d_c)) (t_c - t_e) + t_e
+ *     R_a(d) = F_pair(d) / t(d) = R_a / ((1 - phi) + phi F_pair(d_c) / F_pair(d))
+ *
+ * with phi = t_e / t_c (at most 1). At d_c nothing changes; a head dim
+ * of 64 pays phi more per FLOP (forward at d_c = 128: 1 + phi), 192 less.
+ * B200 forward: eta 0.646 of 8192 FLOP per clock per SM against 16 exps
+ * of 512 FLOP each: phi = 0.646 x 8192 / (16 x 512) = 0.646. Without
+ * exp_per_clock, R_a(d) = R_a.
+ *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
  * query blocks, n_k = ceil(s_kv/B) key blocks, a tile of time
@@ -153,13 +178,17 @@ static void check_shape(const struct gpu_attn_shape *a)
 	gpu_require_size(a->head_dim_v, "attention value head dim");
 }
 
+/* FLOP per visible pair (see the top). */
+static double pair_work(double d, double dv, int backward)
+{
+	return backward ? 2 * (3 * d + 2 * dv) : 2 * (d + dv);
+}
+
 double gpu_attention_flops(const struct gpu_attn_shape *a, int backward)
 {
-	double d = a->head_dim_qk, dv = a->head_dim_v;
-	double per_pair = backward ? 2 * (3 * d + 2 * dv) : 2 * (d + dv);
-
 	check_shape(a);
-	return a->batch * a->heads_q * gpu_attn_pairs(a) * per_pair;
+	return a->batch * a->heads_q * gpu_attn_pairs(a) *
+	       pair_work(a->head_dim_qk, a->head_dim_v, backward);
 }
 
 /* Bytes of the main kernel: Q, K, V, O (+ LSE) and, in backward, dO, dQ,
@@ -270,6 +299,25 @@ double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
 		    heads * u->sum_s / cus + u->longest_s - rho);
 }
 
+double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
+		     double d_qk, double d_v, int backward)
+{
+	const struct gpu_attention_spec *s = &g->attention;
+	double rate = gpu_clock_peak_flops(g, dt) * eta, dc, t_e, t_c, phi;
+
+	if (!(s->exp_per_clock > 0) || !(rate > 0))
+		return rate;
+	if (s->calib_head_dim < 1)
+		BUG("attention.calib_head_dim below 1 (the schema's minimum)");
+	dc = (double)s->calib_head_dim;
+	t_e = 1 / (s->exp_per_clock * (double)g->compute_units *
+		   g->sustained_matrix_clock_hz);
+	t_c = pair_work(dc, dc, backward) / rate;
+	phi = fmin(t_e / t_c, 1);
+	return rate / ((1 - phi) + phi * pair_work(dc, dc, backward) /
+		       pair_work(d_qk, d_v, backward));
+}
+
 /* Compute time with the tile, unit and schedule model (see the top);
  * bw_Bps is the serving level's bandwidth. */
 static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
@@ -332,7 +380,8 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	flops = gpu_attention_flops(a, backward);
 	if (flops == 0)
 		return zero;
-	rate = gpu_clock_peak_flops(g, dt) * eta;
+	rate = gpu_attn_rate(g, dt, eta, a->head_dim_qk, a->head_dim_v,
+			     backward);
 	bytes = attention_bytes(a, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);

@@ -165,7 +165,8 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
-	rate = gpu_clock_peak_flops(g, dt) * g->attention.fwd_efficiency;
+	rate = gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
+			     h->head_dim_qk, h->head_dim_v, 0);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	tile_s = b * b * pair_flops(h) / (rate / cus);
 	unit_s = g->gemm_tile_overhead_s + b * h->head_dim_qk * e / (bw / cus);
@@ -225,7 +226,8 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
-	rate = gpu_clock_peak_flops(g, dt) * g->attention.fwd_efficiency;
+	rate = gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
+			     h->head_dim_qk, h->head_dim_v, 0);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	for (i = 0; i < ngroups; i++) {
 		check_group(&grp[i]);

@@ -57,4 +57,11 @@ double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
 /* Visible (query, key) pairs of one sequence and head of shape a. */
 double gpu_attn_pairs(const struct gpu_attn_shape *a);
 
+/* The steady-state rate (FLOP/s) of an attention kernel family of
+ * efficiency eta at head dims d_qk, d_v, forward or backward, with the
+ * softmax's exponentials as a share that does not scale with the head
+ * dim (gpu_attention.c, "Head dim"). */
+double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
+		     double d_qk, double d_v, int backward);
+
 #endif

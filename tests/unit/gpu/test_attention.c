@@ -272,3 +272,91 @@ Test(gpu, triton_kernels_run_at_their_own_efficiency)
 				   gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
 				   1e-12));
 }
+
+/*
+ * Head dim (gpu_attention.c, "Head dim"): the softmax's exponentials at
+ * x per clock per unit take t_e = 1 / (x U f_s) per pair on the whole
+ * toy GPU (U = 100, f_s = 1 GHz). With x = 10000 / 1024 = 9.765625,
+ * t_e = 1.024 ps. The forward's measured time per pair at d_c = 128 is
+ * t_c = 512 FLOP / 250 TFLOP/s = 2.048 ps: phi = 0.5. The backward's,
+ * 1280 / 125 TFLOP/s = 10.24 ps: phi = 0.1.
+ */
+static void exp_gpu(struct gpu_spec *g)
+{
+	gpu_fixture_toy(g);
+	g->attention.exp_per_clock = 10000.0 / 1024;
+	g->attention.calib_head_dim = 128;
+}
+
+/* 50 heads at head dim 64: 1600 units = 16 waves, and the same 105 MB as
+ * shape() (4 x 50 x 4096 x 64 x 2 B), so HBM still serves it. */
+static struct gpu_attn_shape shape64(void)
+{
+	struct gpu_attn_shape a = shape(0);
+
+	a.heads_q = a.heads_kv = 50;
+	a.head_dim_qk = a.head_dim_v = 64;
+	return a;
+}
+
+Test(gpu, attention_exponentials_leave_the_calibrated_head_dim_alone)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g, plain;
+
+	exp_gpu(&g);
+	gpu_fixture_toy(&plain);
+	/* At d = d_c: (1 - phi) + phi x 1 = 1, the measured rate. */
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   gpu_attention_fwd(&plain, DTYPE_BF16, &a).time_s,
+				   1e-12));
+	cr_assert(gpu_fixture_near(gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+				   gpu_attention_bwd(&plain, DTYPE_BF16, &a).time_s,
+				   1e-12));
+}
+
+Test(gpu, attention_exponentials_slow_a_small_head_dim)
+{
+	struct gpu_attn_shape a = shape64();
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	exp_gpu(&g);
+	/* Forward at d = 64: half the FLOP per pair, rate 250 / ((1 - 0.5) +
+	 * 0.5 x 512 / 256) = 250 / 1.5 TFLOP/s, so a tile takes
+	 * tau_f / 2 x 1.5 = 0.75 tau_f; a unit loads a Q block of half the
+	 * bytes, t_uf / 2: 16 waves of (t_uf / 2 + 32 x 0.75 tau_f) =
+	 * 16 (0.328 + 80.53) us = 1293.7 us (without the term: 16 (0.328 +
+	 * 53.69) us = 864.2 us, 1.5 x less in the tiles). */
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 16 * (TU_F / 2 + 32 * 0.75 * TAU_F),
+				   1e-9), "got %g", c.time_s);
+	/* Backward: rate 125 / (0.9 + 0.1 x 1280 / 640) = 125 / 1.1
+	 * TFLOP/s: the time of the toy without the term at bwd_efficiency
+	 * 0.25 / 1.1 (the rate enters only through the tiles). */
+	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	g.attention.exp_per_clock = 0;
+	g.attention.bwd_efficiency = 0.25 / 1.1;
+	cr_assert(gpu_fixture_near(c.time_s,
+				   gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+				   1e-12), "got %g", c.time_s);
+}
+
+Test(gpu, attention_exponentials_take_at_most_the_whole_tile)
+{
+	struct gpu_attn_shape a = shape64();
+	struct gpu_spec g;
+	double t;
+
+	/* One exp per clock per unit: t_e = 10 ps > t_c = 2.048 ps, so phi
+	 * = 1: a pair takes t_c whatever its head dim, and at d = 64 the
+	 * rate is 250 x 256 / 512 = 125 TFLOP/s, forward efficiency 0.25
+	 * without the term. */
+	exp_gpu(&g);
+	g.attention.exp_per_clock = 1;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	g.attention.exp_per_clock = 0;
+	g.attention.fwd_efficiency = 0.25;
+	cr_assert(gpu_fixture_near(t, gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   1e-12), "got %g", t);
+}
