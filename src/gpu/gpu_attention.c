@@ -57,8 +57,13 @@
  *     t(d) = (F_pair(d) / F_pair(d_c)) (t_c - t_e) + t_e
  *     R_a(d) = F_pair(d) / t(d) = R_a / ((1 - phi) + phi F_pair(d_c) / F_pair(d))
  *
- * with phi = t_e / t_c (at most 1). At d_c nothing changes; a head dim
- * of 64 pays phi more per FLOP (forward at d_c = 128: 1 + phi), 192 less.
+ * with phi = t_e / t_c. At d_c nothing changes; a head dim of 64 pays
+ * phi more per FLOP (forward at d_c = 128: 1 + phi), 192 less. Where the
+ * exps alone outlast the calibrated pair (phi > 1: a rate the efficiency
+ * puts above what the SFU feeds, e.g. FP8 on Blackwell, whose matrix
+ * rate doubles while the SFU's does not), the pair takes t_e:
+ *
+ *     t(d) = max(t_e, (F_pair(d) / F_pair(d_c)) (t_c - t_e) + t_e)
  * B200 forward: eta 0.646 of 8192 FLOP per clock per SM against 16 exps
  * of 512 FLOP each: phi = 0.646 x 8192 / (16 x 512) = 0.646. Without
  * exp_per_clock, R_a(d) = R_a.
@@ -313,8 +318,8 @@ double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 	t_e = 1 / (s->exp_per_clock * (double)g->compute_units *
 		   g->sustained_matrix_clock_hz);
 	t_c = pair_work(dc, dc, backward) / rate;
-	phi = fmin(t_e / t_c, 1);
-	return rate / ((1 - phi) + phi * pair_work(dc, dc, backward) /
+	phi = t_e / t_c;
+	return rate / ((1 - fmin(phi, 1)) + phi * pair_work(dc, dc, backward) /
 		       pair_work(d_qk, d_v, backward));
 }
 

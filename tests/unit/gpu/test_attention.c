@@ -342,21 +342,32 @@ Test(gpu, attention_exponentials_slow_a_small_head_dim)
 				   1e-12), "got %g", c.time_s);
 }
 
-Test(gpu, attention_exponentials_take_at_most_the_whole_tile)
+Test(gpu, attention_exponentials_bound_a_pair_from_below)
 {
 	struct gpu_attn_shape a = shape64();
 	struct gpu_spec g;
 	double t;
 
-	/* One exp per clock per unit: t_e = 10 ps > t_c = 2.048 ps, so phi
-	 * = 1: a pair takes t_c whatever its head dim, and at d = 64 the
-	 * rate is 250 x 256 / 512 = 125 TFLOP/s, forward efficiency 0.25
-	 * without the term. */
+	/* One exp per clock per unit: t_e = 1 / (1 x 100 x 1 GHz) = 10 ps,
+	 * above t_c = 2.048 ps (phi = 4.883): the SFU cannot feed the rate
+	 * the efficiency claims, and a pair takes t_e at any head dim. At
+	 * d = 64 that is 256 FLOP / 10 ps = 25.6 TFLOP/s: forward efficiency
+	 * 25.6 / 500 = 0.0512 without the term. */
 	exp_gpu(&g);
 	g.attention.exp_per_clock = 1;
 	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
 	g.attention.exp_per_clock = 0;
-	g.attention.fwd_efficiency = 0.25;
+	g.attention.fwd_efficiency = 0.0512;
+	cr_assert(gpu_fixture_near(t, gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   1e-12), "got %g", t);
+	/* The same at d = 128 (256 + 256 FLOP per pair in 10 ps: 51.2
+	 * TFLOP/s, efficiency 0.1024). */
+	a = shape(0);
+	exp_gpu(&g);
+	g.attention.exp_per_clock = 1;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	g.attention.exp_per_clock = 0;
+	g.attention.fwd_efficiency = 0.1024;
 	cr_assert(gpu_fixture_near(t, gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
 				   1e-12), "got %g", t);
 }
