@@ -312,7 +312,18 @@ static void sort_fwd(struct layer_ops *o, const char *name,
  * each clamp's gradient reads the gradient and the input of its half and
  * writes its half (read 2 R u B, write R u B), then the chunk's gradient
  * is concatenated (read and write R u B): 3 kernels, read 3 R u B,
- * write 2 R u B. */
+ * write 2 R u B.
+ *
+ * Each clamp (and each clamp's gradient) reads a half of torch.chunk, a
+ * view with a row stride of u: not contiguous, so PyTorch's elementwise
+ * loop takes its offset-calculator kernel without vector loads
+ * (aten/src/ATen/native/cuda/CUDALoops.cuh gpu_kernel_impl_nocast:
+ * launch_vectorized_kernel only when iter.is_contiguous(), else
+ * launch_legacy_kernel), the strided_efficiency path, as llmsim's H200
+ * step measured it on SiLU of the gate half. Strided: forward the two
+ * clamps' bytes, read and write R u B (the cat is a copy kernel of its
+ * own, not strided); backward the two clamp gradients', read 2 R u B,
+ * write R u B. */
 static void clamp_op(struct layer_ops *o, const char *name,
 		     enum layer_pass pass, const struct layer_dims *d)
 {
@@ -321,9 +332,10 @@ static void clamp_op(struct layer_ops *o, const char *name,
 	if (!d->moe.clamp_ops)
 		return;
 	if (pass == PASS_BWD)
-		lop_eager(o, name, pass, 3 * n, 2 * n, 0, 3, n / d->act_B);
+		lop_eager(o, name, pass, 3 * n, 2 * n, 3 * n, 3,
+			  n / d->act_B);
 	else
-		lop_eager(o, name, pass, 2 * n, 2 * n, 0, 3,
+		lop_eager(o, name, pass, 2 * n, 2 * n, 2 * n, 3,
 			  2 * n / d->act_B);
 }
 
@@ -339,7 +351,14 @@ static void clamp_op(struct layer_ops *o, const char *name,
  * cast to B [read n w, write n B], b's and p's gradients each a multiply
  * (read n w, write n w) and a sum (read n w), and the split's gradient
  * concatenated (read and write n B): read 4 n w + n B [+ n (B + w)],
- * write 2 n w + n B [+ n (w + B)]; 4 L + 1 [+ L + 1] kernels. */
+ * write 2 n w + n B [+ n (w + B)]; 4 L + 1 [+ L + 1] kernels.
+ *
+ * b p broadcasts both operands (b over the rows, p over h: stride-0
+ * dimensions), and so do the multiplies of its backward (the gradient
+ * by p, by b): TensorIterator cannot flatten them to one contiguous
+ * dimension, so they run PyTorch's elementwise kernel without vector
+ * loads (clamp_op above; CUDALoops.cuh): strided forward the n w bytes
+ * b p writes, backward the two multiplies' 4 n w. */
 static void bias_op(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
@@ -353,11 +372,11 @@ static void bias_op(struct layer_ops *o, const char *name,
 	if (pass == PASS_BWD)
 		lop_eager(o, name, pass, 4 * n * w + n * B +
 			  (cast ? n * (B + w) : 0), 2 * n * w + n * B +
-			  (cast ? n * (w + B) : 0), 0,
+			  (cast ? n * (w + B) : 0), 4 * n * w,
 			  4 * L + 1 + (cast ? L + 1 : 0), 4 * n);
 	else
 		lop_eager(o, name, pass, n * (B + 2 * w) + (cast ? n * w : 0),
-			  3 * n * w + (cast ? n * B : 0), 0,
+			  3 * n * w + (cast ? n * B : 0), n * w,
 			  2 * L + 1 + (cast ? 1 : 0), 2 * n);
 }
 
@@ -369,7 +388,10 @@ static void bias_op(struct layer_ops *o, const char *name,
  * forward read and write 2 n B (the adds, the cat), L + 1 kernels;
  * backward each expert's bias gradient sums its rows (read n B) and the
  * split's gradient is concatenated (read and write n B): read 2 n B,
- * write n B, L + 1 kernels. */
+ * write n B, L + 1 kernels. The adds broadcast b over the rows, so they
+ * run PyTorch's elementwise kernel without vector loads (clamp_op):
+ * strided forward their read and write of n B; the backward's sums are
+ * reductions. */
 static void fc1_bias_op(struct layer_ops *o, const char *name,
 			enum layer_pass pass, const struct layer_dims *d)
 {
@@ -380,7 +402,8 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
 	if (pass == PASS_BWD)
 		lop_eager(o, name, pass, 2 * n, n, 0, L + 1, n / d->act_B);
 	else
-		lop_eager(o, name, pass, 2 * n, 2 * n, 0, L + 1, n / d->act_B);
+		lop_eager(o, name, pass, 2 * n, 2 * n, 2 * n, L + 1,
+			  n / d->act_B);
 }
 
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,

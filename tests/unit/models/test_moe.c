@@ -153,6 +153,9 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert(near(op->k.read_B, 14 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 14 * n, 1e-12));
 	cr_assert(near(op->k.launches, 18, 0));
+	/* b p broadcasts both operands: PyTorch's kernel without vector
+	 * loads for the n w = 4 n B it writes. */
+	cr_assert(near(op->k.strided_B, 4 * n, 1e-12));
 	/* Clamp: R u = 8192 x 1024 elements of 2 B, read and written twice
 	 * (two half clamps, the cat): 4 x 8388608 = 33554432 B each way,
 	 * 3 kernels, before the activation. */
@@ -161,6 +164,10 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 2 * u, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	/* the two clamps read halves of torch.chunk (row stride u, not
+	 * contiguous): their read and write of R u B, 2 u, are strided; the
+	 * cat is not. */
+	cr_assert(near(op->k.strided_B, 2 * u, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	/* Backward bias: read 4 x 4 n + 2 n + n (2 + 4) = 24 n, write 2 x 4 n
@@ -171,11 +178,17 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert(near(op->k.read_B, 24 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 16 * n, 1e-12));
 	cr_assert(near(op->k.launches, 42, 0));
+	/* the gradient's multiplies by p and by b, broadcast: read and
+	 * write n w each, 4 n w = 16 n B strided. */
+	cr_assert(near(op->k.strided_B, 16 * n, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_fc2_dgrad"));
 	op = fixture_op(&o, "expert_clamp_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 3 * u, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	/* the clamp gradients read their halves of the input: read 2 u,
+	 * write u, strided; the cat is not. */
+	cr_assert(near(op->k.strided_B, 3 * u, 1e-12));
 	/* fc1's bias as PyTorch ops too (AutoModel): R u = 8192 x 1024
 	 * elements of 2 B (16777216 B); forward the adds and the cat read
 	 * and write it twice, L + 1 = 9 kernels; backward the per-expert
@@ -188,12 +201,16 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.write_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.launches, 9, 0));
+	/* t + b broadcasts b over the rows: the adds' read and write of
+	 * R u B are strided, the cat's are not. */
+	cr_assert(near(op->k.strided_B, 16777216.0 * 2, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	op = fixture_op(&o, "expert_fc1_bias_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(near(op->k.write_B, 16777216.0, 1e-12));
+	cr_assert(near(op->k.strided_B, 0, 0));	/* sums and a cat */
 	f.fw.elementwise.expert_fc1_bias_kernels = 0;
 	/* 16-bit probabilities: no casts. Forward read n (2 + 4) = 6 n,
 	 * write 6 n, 2 L + 1 = 17 kernels. */
@@ -204,6 +221,7 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	cr_assert(near(op->k.read_B, 6 * n, 1e-12));
 	cr_assert(near(op->k.write_B, 6 * n, 1e-12));
 	cr_assert(near(op->k.launches, 17, 0));
+	cr_assert(near(op->k.strided_B, 2 * n, 1e-12));	/* n w, w = 2 B */
 	/* Fused (the defaults), or a model without biases or clamp: none. */
 	f.fw.elementwise.expert_bias_kernels = 0;
 	f.model.swiglu_limit = 0;
