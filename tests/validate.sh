@@ -61,10 +61,14 @@ printf '%s\n' 'id: K-ONE-PASS' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
 grep -q 'fwd-only flash fwd' "$tmp/out" && ! grep -q 'fwd-only flash bwd' "$tmp/out" ||
 	bad "a forward-only attention row: expected one forward line"
 # Optional head_dim_v (MLA's V) and window. The same measured time with V
-# 128 instead of QK's 192: forward FLOPs per pair 2 (192 + 128) against
-# 2 (192 + 192), so in the compute-bound limit (16K tokens, no mask) the
-# modeled time is 320/384 as long and the predicted rate (measured rate x
-# measured time / modeled time) 384/320 = 1.2x; the per-unit loads keep
+# 128 instead of QK's 192: forward FLOPs per pair 2 (192 + 128) = 640
+# against 2 (192 + 192) = 768. The softmax's exps are a share of the
+# pair that does not scale with them (gpu_attention.c "Head dim"; H100:
+# phi = 0.885 x 4096 / (16 x 512) = 0.4425 at d_c 128, F(d_c) = 512), so
+# in the compute-bound limit (16K tokens, no mask) the modeled times go
+# as 768 (1 - phi) + 512 phi = 654.7 and 640 (1 - phi) + 512 phi = 583.4,
+# and the predicted rate (measured rate x measured time / modeled time)
+# 654.7 / 583.4 = 1.122x (1.2x without the exps); the per-unit loads keep
 # it a little under that.
 printf '%s\n' 'id: K-DV' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
 	'timing: stream' 'rows:' \
@@ -78,8 +82,8 @@ rc=0
 [ "$rc" -le 1 ] || bad "head_dim_v rows: exit $rc"
 r=$(awk '/dv192 cudnn fwd/ {a = $(NF-2)} /dv128 cudnn fwd/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
-awk -v r="$r" 'BEGIN {exit !(r >= 1.15 && r <= 1.2)}' ||
-	bad "head_dim_v 128 against 192: predicted rate ratio $r, expected 1.15-1.2"
+awk -v r="$r" 'BEGIN {exit !(r >= 1.10 && r <= 1.123)}' ||
+	bad "head_dim_v 128 against 192: predicted rate ratio $r, expected 1.10-1.123"
 printf '%s\n' '  - {label: badwin, backend: cudnn, batch: 1, heads_q: 16, heads_kv: 16, seq: 4096, head_dim: 64, window: -1, causal: true, fwd_s: 0.001, fwd_tflops: 100}' \
 	>>"$tmp/ref/kernels/dv.yaml"
 status 2 "an attention row with a negative window" --kind kernel --reference "$tmp/ref"
