@@ -125,6 +125,9 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	int rope_cache_fused;			/* RoPE and the KV-cache write are one
+						 * kernel (else a rotary kernel, then the
+						 * cache write) */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */
