@@ -208,6 +208,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
+	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
+	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
 		infer_moe_dims(j, g, d);
@@ -508,12 +510,32 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	tpcoll(o, d, "mlp_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
 }
 
+/* Step inputs the driver broadcasts to the other TP ranks before the
+ * forward (engine input_broadcasts; vLLM V0's broadcast_tensor_dict sends
+ * each GPU tensor of the model input with its own library broadcast over
+ * the device group). Each tensor is taken as one int64 per token: they
+ * are latency-bound. A multi-step scheduler broadcasts on the first step
+ * of a call only; its later decode steps advance the inputs on the GPU
+ * (charged none here). */
+static void input_broadcasts(const struct infer_dims *d,
+			     const struct infer_batch *b, struct infer_ops *o)
+{
+	int i;
+
+	if (d->tp <= 1 || (d->multi_step > 1 && infer_batch_decode_only(b)))
+		return;
+	for (i = 0; i < d->input_broadcasts; i++)
+		tpcoll(o, d, "input_broadcast", COLL_BROADCAST,
+		       8 * infer_batch_tokens(b));
+}
+
 void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o)
 {
 	double n = infer_batch_tokens(b) * d->hidden;
 
 	o->n = 0;
+	input_broadcasts(d, b, o);
 	memop(o, "embed", n * d->act_B, n * d->act_B, 0);
 	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
 }

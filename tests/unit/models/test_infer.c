@@ -284,6 +284,60 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 	arena_release(&a);
 }
 
+/* The step-input broadcasts of an embedding unit: their count and bytes. */
+static int broadcasts(const char *const *sets, size_t n, double *bytes)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	int i, k = 0;
+
+	arena_init(&a);
+	j = load(&a, L70, sets, n);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_embed_ops(&d, &b, &o);
+	for (i = 0; i < o.n; i++)
+		if (strcmp(o.op[i].name, "input_broadcast") == 0) {
+			cr_assert_eq(o.op[i].coll, COLL_BROADCAST);
+			*bytes = o.op[i].coll_B;
+			k++;
+		}
+	arena_release(&a);
+	return k;
+}
+
+/*
+ * vLLM V0 broadcasts a step's 9 GPU input tensors from the driver to the
+ * other TP ranks (vllm-v0.yaml input_broadcasts): 9 library broadcasts
+ * over the TP group before the embedding, 8 B x 4 tokens = 32 B each for
+ * a decode of 4 sequences. None at tp 1, none under vLLM V1 (its workers
+ * build their own inputs), and none on the decode steps of a multi-step
+ * call after its first (charged none).
+ */
+Test(infer, v0_broadcasts_the_step_inputs)
+{
+	const char *v0[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0"};
+	const char *tp1[] = {"phase=decode", "serving.batch=4",
+			     "serving.context_len=256", "serving.engine=vllm-v0",
+			     "parallelism.tp=1", "system.gpus_per_node=1"};
+	const char *v1[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm"};
+	const char *ms[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0",
+			    "serving.engine.multi_step=10"};
+	double bytes = 0;
+
+	cr_assert_eq(broadcasts(v0, 4, &bytes), 9);
+	cr_assert_float_eq(bytes, 32.0, 1e-12);
+	cr_assert_eq(broadcasts(tp1, 6, &bytes), 0);
+	cr_assert_eq(broadcasts(v1, 4, &bytes), 0);
+	cr_assert_eq(broadcasts(ms, 5, &bytes), 0);
+}
+
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
 /*
