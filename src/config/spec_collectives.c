@@ -4,6 +4,7 @@
  * Layout of configs/collectives/NAME.yaml:
  *
  *   pxn: true
+ *   ring_own_nics: true                      (optional)
  *   max_channels: 32
  *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
  *   protocols:
@@ -381,6 +382,12 @@ static const struct schema_field lib_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "preset name" },
 	{ .key = "pxn", .type = ST_BOOL, .offset = OFF(pxn), .def = "false",
 	  .help = "send cross-rail data through the scale-up peer on the receiver's rail" },
+	{ .key = "ring_own_nics", .type = ST_BOOL, .offset = OFF(ring_own_nics),
+	  .def = "false",
+	  .help = "rings across nodes leave a node through its last GPU's own "
+		  "NIC and the next node runs its order reversed from that "
+		  "rail (RCCL's rome-model rings); false: they enter and leave "
+		  "on one rail" },
 	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
 	  .def = "32", .min = 1, .max = 1024,
 	  .help = "most parallel rings/trees one collective uses" },

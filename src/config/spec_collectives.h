@@ -134,6 +134,8 @@ struct coll_proto_ranges {
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
+	int ring_own_nics;				/* a ring leaves a node on its last GPU's own NIC and
+							 * the next node runs reversed from that rail */
 	int64_t max_channels;				/* parallel rings/trees per collective */
 	struct coll_proto_times net_overhead;		/* s, floor of a step when the group spans nodes */
 	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */

@@ -14,7 +14,11 @@
  * once; on a switch or PCIe tree the members in order. The hop from a
  * node's last GPU to the next node uses rail r_c at both ends, with the
  * scale-up hop to the rail's GPU on the sending side (PXN) or on the
- * receiving side (without PXN): rail-local either way.
+ * receiving side (without PXN): rail-local either way. A library with
+ * ring_own_nics (RCCL's rome models) instead leaves each node on its last
+ * GPU's own NIC and runs the odd nodes reversed, so the next node starts
+ * on that rail: a node's part of the ring is an open chain of m-1
+ * scale-up hops, not m.
  * K = the cycles of a node's mesh (single node), or (several nodes) the
  * least common multiple of rails and cycles, so every rail and every
  * cycle carries the same share (8 rails, 7 cycles: 56 channels); past
@@ -82,16 +86,35 @@ static void root_first(struct algo_ctx *x, uint32_t *ord)
 	reverse(ord, m);
 }
 
+/* One hop a -> b leaving on rail_a and entering on rail_b, or b -> a
+ * (its rails swapped) when reverse. */
 static void seg_dir(struct algo_ctx *x, struct plan *p, uint32_t a,
-		    uint32_t b, uint32_t rail, int reverse)
+		    uint32_t b, uint32_t rail_a, uint32_t rail_b, int reverse)
 {
 	if (reverse)
-		algo_seg(x, p, b, a, rail, rail, 1);
+		algo_seg(x, p, b, a, rail_b, rail_a, 1);
 	else
-		algo_seg(x, p, a, b, rail, rail, 1);
+		algo_seg(x, p, a, b, rail_a, rail_b, 1);
 }
 
-/* One ring channel: segments through every node, closed unless chain. */
+/* RCCL's rome-model rings leave a node through the NIC of its last GPU
+ * and run the next node's GPUs in the reverse order, entering on that
+ * NIC's rail (parseGraph reverses ringBase, and swaps its input and
+ * output NICs, on odd hosts): node k's order for odd k is reversed.
+ * With every node's members alike, node k+1 then starts on the GPU of
+ * node k's exit rail, and no node pays a scale-up hop to reach a NIC. */
+static void alternate(struct algo_ctx *x, uint32_t *ord)
+{
+	uint32_t k;
+
+	for (k = 1; k < x->g.nnodes; k += 2)
+		reverse(ord + x->g.first[k], x->g.first[k + 1] - x->g.first[k]);
+}
+
+/* One ring channel: segments through every node, closed unless chain.
+ * The hop between nodes uses rail at both ends (the scale-up hop to the
+ * rail's GPU on the sending side with PXN, on the receiving side
+ * without), or with ring_own_nics the NIC of the GPU at each end. */
 static void ring_segments(struct algo_ctx *x, struct plan *p,
 			  const uint32_t *ord, uint32_t rail, int chain,
 			  int reverse)
@@ -102,13 +125,17 @@ static void ring_segments(struct algo_ctx *x, struct plan *p,
 		const uint32_t *o = ord + x->g.first[k];
 		uint32_t m = x->g.first[k + 1] - x->g.first[k];
 		uint32_t exit = o[m - 1], next = ord[x->g.first[(k + 1) % N]];
-		uint32_t r = x->lib->pxn ? rail : algo_rail(x, exit);
+		uint32_t ra = x->lib->pxn ? rail : algo_rail(x, exit), rb = ra;
 
 		for (i = 0; i + 1 < m; i++)
-			seg_dir(x, p, o[i], o[i + 1], rail, reverse);
+			seg_dir(x, p, o[i], o[i + 1], rail, rail, reverse);
 		if (chain && k + 1 == N)
 			break;
-		seg_dir(x, p, exit, next, r, reverse);
+		if (x->lib->ring_own_nics) {
+			ra = algo_rail(x, exit);
+			rb = algo_rail(x, next);
+		}
+		seg_dir(x, p, exit, next, ra, rb, reverse);
 	}
 }
 
@@ -217,6 +244,8 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	int chain = x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE;
 
 	(void)c;
+	if (x->lib->ring_own_nics)
+		alternate(x, ch->ord);
 	if (chain)
 		root_first(x, ch->ord);
 	/* Each ring link carries the bus-bandwidth share of n/K. */

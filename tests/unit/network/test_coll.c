@@ -728,3 +728,36 @@ Test(net_coll, max_bytes_hands_large_collectives_on)
 	r.bytes = 4096;
 	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "direct");
 }
+
+Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_RING, 1, NULL };
+
+	fx_mesh(&f, 2);
+	f.out_link.lane_rate_Bps = 100e9;
+	/* 2 nodes of 8 on a 64 GB/s mesh, 8 NICs of 100 GB/s; 7 cycles x 8
+	 * rails = 56 channels of rate x, each link carrying 2(p-1)/p n/56.
+	 * Rail-local rings (PXN): a node's part of a channel is its cycle
+	 * closed (7 chain hops + the hop back to the rail's GPU), so each
+	 * directed link of a cycle carries its 8 channels: 8x <= 64 GB/s;
+	 * a NIC sends 7 channels: 7x <= 100. Links bind: busbw 56 x 8 =
+	 * 448 GB/s, T = 1.875 GiB / 448 GB/s = 4.494 ms. */
+	EQ_REL(timed(&f.sys, &r).time_s, 1.875 * GiB / 448e9, 1e-6);
+	/* Own NICs: each channel leaves on its last GPU's NIC, so a node
+	 * runs 7 of its cycle's 8 links, a different one idle per rail:
+	 * 7x <= 64 GB/s (NICs still 7x <= 100): busbw 56 x 64/7 = 512
+	 * GB/s, T = 1.875 GiB / 512 GB/s = 3.932 ms. */
+	f.lib.ring_own_nics = 1;
+	EQ_REL(timed(&f.sys, &r).time_s, 1.875 * GiB / 512e9, 1e-6);
+	/* Three nodes: node 1 runs reversed and node 2 forward again, so
+	 * node 2's last GPU leaves on its own rail and node 0 takes the
+	 * data in on the channel's rail (through the spine, 16-port
+	 * switches, 2 tiers): the xGMI links still bind at 7x <= 64 GB/s.
+	 * p = 24: T = 2 x 23/24 GiB / 512 GB/s = 4.019 ms. */
+	fx_mesh(&f, 3);
+	f.out_link.lane_rate_Bps = 100e9;
+	f.lib.ring_own_nics = 1;
+	r.n = 24;
+	EQ_REL(timed(&f.sys, &r).time_s, 2.0 * 23 / 24 * GiB / 512e9, 1e-6);
+}
