@@ -103,6 +103,25 @@ static const struct schema flags_schema = {
 	.nfields = SCHEMA_COUNT(flags_fields),
 };
 
+#define SEQ(p, k) { .key = k, .type = ST_BOOL, \
+	.offset = offsetof(struct coll_proto_flags, on) + (p) * sizeof(int), \
+	.def = "false", .help = "the " k " protocol's tree reduces all the " \
+	"data before it broadcasts" }
+
+static const struct schema_field seq_fields[] = {
+	SEQ(PROTO_LL, "ll"),
+	SEQ(PROTO_LL128, "ll128"),
+	SEQ(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema seq_schema = {
+	.kind = "collectives.algorithm.up_then_down",
+	.help = "per protocol: the tree's reduce, then its broadcast",
+	.size = sizeof(struct coll_proto_flags),
+	.fields = seq_fields,
+	.nfields = SCHEMA_COUNT(seq_fields),
+};
+
 #define OPF(op, k) { .key = k, .type = ST_BOOL, .def = "false", \
 	.offset = offsetof(struct coll_op_flags, off) + (op) * sizeof(int), \
 	.help = "not used for " k }
@@ -191,6 +210,11 @@ static const struct schema_field algo_fields[] = {
 	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
 	  .sub = &ops_schema, .flags = SF_OPTIONAL,
 	  .help = "operations the library does not use it for" },
+	{ .key = "up_then_down", .type = ST_SECTION, .offset = AOFF(up_then_down),
+	  .sub = &seq_schema, .flags = SF_OPTIONAL,
+	  .help = "tree all-reduce, per protocol: the reduce runs to the root "
+		  "over all the data, then the broadcast (RCCL's runTreeUpDown); "
+		  "false: both at once on split warps (runTreeSplit)" },
 	{ .key = "max_nodes", .type = ST_INT, .offset = AOFF(max_nodes),
 	  .def = "0", .min = 0, .max = 1e7,
 	  .help = "largest number of nodes it runs across; 0 = any" },

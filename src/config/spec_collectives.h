@@ -91,6 +91,9 @@ struct coll_algo_spec {
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
 	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
 	double max_bytes;			/* B, largest collective it runs for; 0 = any */
+	struct coll_proto_flags up_then_down;	/* tree all-reduce: per protocol, the reduce
+						 * reaches the root over all the data before
+						 * the broadcast starts (else both at once) */
 	double reduce_Bps;			/* B/s, a direct all-reduce's separate local
 						 * reduction between its two shots (of the
 						 * collective's bytes); 0 = fused into the receive */

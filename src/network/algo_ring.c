@@ -31,7 +31,9 @@
  * comes down at once (pipelined), so a channel is one flow over every
  * chain and tree edge in both directions, moving n/K; channel c uses
  * tree c mod 2 (tree 1 is tree 0 mirrored for an even node count,
- * shifted by one for an odd one) and rail r_c.
+ * shifted by one for an odd one) and rail r_c. A library that runs the
+ * two one after the other (up_then_down: RCCL's Tree/Simple) gets two
+ * phases of one-way flows instead.
  *
  * Hierarchical all-reduce (uniform ranks per node, several nodes):
  *   1. ring reduce-scatter in every node at once: (m-1)/m * n per link
@@ -307,8 +309,13 @@ static uint32_t floor_log2(uint32_t n)
 	return l;
 }
 
+enum { TREE_UP = 1, TREE_DOWN = 2 };
+
+/* Tree t's edges in the directions dirs: toward the root (the reduce)
+ * and away from it (the broadcast). */
 static void tree_segments(struct algo_ctx *x, struct plan *p,
-			  const uint32_t *ord, uint32_t rail, uint32_t t)
+			  const uint32_t *ord, uint32_t rail, uint32_t t,
+			  unsigned dirs)
 {
 	uint32_t N = x->g.nnodes, k, i;
 
@@ -318,13 +325,17 @@ static void tree_segments(struct algo_ctx *x, struct plan *p,
 		uint32_t up = N > 1 ? tree_parent(k, N, t) : UINT32_MAX;
 
 		for (i = 0; i + 1 < m; i++) {
-			algo_seg(x, p, o[i + 1], o[i], rail, rail, 1);
-			algo_seg(x, p, o[i], o[i + 1], rail, rail, 1);
+			if (dirs & TREE_UP)
+				algo_seg(x, p, o[i + 1], o[i], rail, rail, 1);
+			if (dirs & TREE_DOWN)
+				algo_seg(x, p, o[i], o[i + 1], rail, rail, 1);
 		}
 		if (up == UINT32_MAX)
 			continue;
-		algo_seg(x, p, o[0], ord[x->g.first[up]], rail, rail, 1);
-		algo_seg(x, p, ord[x->g.first[up]], o[0], rail, rail, 1);
+		if (dirs & TREE_UP)
+			algo_seg(x, p, o[0], ord[x->g.first[up]], rail, rail, 1);
+		if (dirs & TREE_DOWN)
+			algo_seg(x, p, ord[x->g.first[up]], o[0], rail, rail, 1);
 	}
 }
 
@@ -332,7 +343,22 @@ static void tree_channel(struct algo_ctx *x, struct plan *p,
 			 const struct chans *ch, uint32_t c, uint32_t rail)
 {
 	algo_flow(x, p, x->c->bytes / ch->K);
-	tree_segments(x, p, ch->ord, rail, c % 2);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_UP | TREE_DOWN);
+}
+
+static void tree_channel_up(struct algo_ctx *x, struct plan *p,
+			    const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_UP);
+}
+
+static void tree_channel_down(struct algo_ctx *x, struct plan *p,
+			      const struct chans *ch, uint32_t c,
+			      uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_DOWN);
 }
 
 /* Hops from a leaf to the root: the chain inside a node, then the
@@ -354,17 +380,48 @@ static void tree_pipe(struct algo_ctx *x, uint32_t K)
 	algo_pipe(x, (struct pipe_shape){ 1, 1, D, 2 * D - 1 }, K);
 }
 
-static double tree_latency(const struct algo_ctx *x)
+/* One way from a leaf to the root (or back): D steps. */
+static double tree_way(const struct algo_ctx *x)
 {
 	uint32_t N = x->g.nnodes;
 
-	return algo_base(x) + 2 * ((x->g.ppn_max - 1) * algo_hop_intra(x) +
-		floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0));
+	return (x->g.ppn_max - 1) * algo_hop_intra(x) +
+	       floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0);
 }
 
+static double tree_latency(const struct algo_ctx *x)
+{
+	return algo_base(x) + 2 * tree_way(x);
+}
+
+/* Up then down: each way is a phase of its own, which a chunk crosses
+ * in D hops (fill D - 1 loops); the base is paid once, with the reduce. */
+static void tree_pipe_way(struct algo_ctx *x, uint32_t K)
+{
+	double D = tree_depth(x);
+
+	algo_pipe(x, (struct pipe_shape){ 1, 1, D, D - 1 }, K);
+}
+
+static double tree_latency_up(const struct algo_ctx *x)
+{
+	return algo_base(x) + tree_way(x);
+}
+
+/* The tree all-reduce: the reduce and the broadcast at once (each
+ * channel's flow runs every edge both ways), or, where the library runs
+ * them one after the other (RCCL's Tree/Simple: all_reduce.h
+ * runTreeUpDown, where NCCL runs runTreeSplit), two phases of one-way
+ * flows, each moving the channel's n/K; the latency constants are the
+ * same in sum. */
 int algo_tree(struct algo_ctx *x, struct plan *p)
 {
-	return channels(x, p, 1, tree_channel, tree_latency, tree_pipe);
+	if (!x->as->up_then_down.on[x->proto])
+		return channels(x, p, 1, tree_channel, tree_latency, tree_pipe);
+	if (channels(x, p, 1, tree_channel_up, tree_latency_up,
+		     tree_pipe_way) != 0)
+		return -1;
+	return channels(x, p, 1, tree_channel_down, tree_way, tree_pipe_way);
 }
 
 /* Phase 1 or 3 of the hierarchical all-reduce: a ring in every node. */

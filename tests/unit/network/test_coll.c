@@ -761,3 +761,35 @@ Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
 	r.n = 24;
 	EQ_REL(timed(&f.sys, &r).time_s, 2.0 * 23 / 24 * GiB / 512e9, 1e-6);
 }
+
+Test(net_coll, tree_up_then_down_runs_two_one_way_phases)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 112 * 1048576.0, NULL, 8, ALGO_TREE,
+			 1, NULL };
+	struct coll_pipe_spec *ps;
+	double n = r.bytes, both, seq;
+
+	fx_mesh(&f, 1);
+	ps = &f.lib.algo[ALGO_TREE].pipe[PROTO_SIMPLE];
+	ps->chunk_B = 1048576;
+	ps->slices = 1;
+	ps->sync_s = 1e-6;
+	f.lib.kernel_units.scale_up = 7;
+	/* One node of 8 on a 64 GB/s mesh: 7 channels, each a chain of 7
+	 * arcs of its own Hamiltonian cycle, n/7 each. At once, every arc
+	 * carries one channel's broadcast and another's reduce: 32 GB/s a
+	 * flow, n/7 / 32 GB/s = n / 224 GB/s. A loop moves 7 x 1 MiB, so
+	 * 112 MiB is 16 loops, 1 us of sync each; the chunk climbs D = 7
+	 * hops up and 7 down: fill 2D - 1 = 13 loops of the 16:
+	 *   T = n/224e9 (1 + 13/16) + 16 us = 0.9663 ms. */
+	both = timed(&f.sys, &r).time_s;
+	EQ_REL(both, n / 224e9 * (1 + 13.0 / 16) + 16e-6, 1e-6);
+	/* Up, then down: each phase has every arc to one flow, n/7 at
+	 * 64 GB/s = n / 448 GB/s, fills D - 1 = 6 loops of 16 and syncs
+	 * 16 times: T = 2 (n/448e9 (1 + 6/16) + 16 us) = 0.7528 ms: the
+	 * shorter fill outweighs the second round of syncs here. */
+	f.lib.algo[ALGO_TREE].up_then_down.on[PROTO_SIMPLE] = 1;
+	seq = timed(&f.sys, &r).time_s;
+	EQ_REL(seq, 2 * (n / 448e9 * (1 + 6.0 / 16) + 16e-6), 1e-6);
+}
