@@ -102,6 +102,14 @@ static const struct schema_field elementwise_fields[] = {
 		  "for all: MX formats one kernel each, fp8 current scaling "
 		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
 		  "delayed scaling keeps one fused kernel" },
+	{ .key = "expert_quant_padding", .type = ST_BOOL,
+	  .offset = EOFF(expert_quant_padding), .def = "false",
+	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "
+		  "expert's rows (and probabilities) to the quantization "
+		  "alignment by a copy before its first GEMM and unpads the "
+		  "output after its second, and the reverse in backward, "
+		  "unless the dispatcher or the router already aligned them "
+		  "(Megatron-Core TEGroupedMLP's Fp8Padding/Fp8Unpadding)" },
 };
 
 static const struct schema elementwise_schema = {

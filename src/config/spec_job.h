@@ -213,6 +213,9 @@ struct elementwise_spec {
 					 * PyTorch ops when that factor is not 1) */
 	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
 					 * quantized by one kernel per expert */
+	int expert_quant_padding;	/* low precision: the grouped MLP copies
+					 * its rows into per-expert aligned splits
+					 * and back (Megatron-Core Fp8Padding) */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of

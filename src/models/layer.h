@@ -69,6 +69,8 @@ struct moe_dims {
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
 	double probs_B;		/* B per routing probability at the experts */
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
+	int quant_pad;		/* the grouped MLP pads its rows for
+				 * quantization by copies (moe.c) */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */

@@ -383,12 +383,38 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
 		lop_eager(o, name, pass, 2 * n, 2 * n, 0, L + 1, n / d->act_B);
 }
 
+/* Quantization padding (moe_dims quant_pad): Megatron-Core's TEGroupedMLP
+ * in fp8/fp4/MX training (experts.py, NVIDIA/Megatron-LM @ d7288711ba)
+ * runs Transformer Engine's Fp8Padding on its input and on the routing
+ * probabilities and Fp8Unpadding on its output (TE fp8_padding.py,
+ * fp8_unpadding.py @ 71bbefbf, the commit Megatron-Bridge v0.4.1 pins):
+ * each a copy of the rows into splits rounded up to the quantization
+ * alignment (32 rows for MXFP8/NVFP4, 16 for fp8) or back, one kernel
+ * for all splits (tex.fused_multi_row_padding / _unpadding). TE skips it
+ * only when every split is already aligned, which a dropless router's
+ * counts are not in general. Backward runs each in reverse: the output's
+ * gradient padded, the input's and the probabilities' unpadded. A copy of
+ * R rows of h: read and write R h B (the padding rows, fewer than L
+ * times the alignment, are left out); with the probabilities a second
+ * kernel, R p_B each way. */
+static void pad_op(struct layer_ops *o, const char *name,
+		   enum layer_pass pass, const struct layer_dims *d, int probs)
+{
+	double n = rows(d) * d->hidden * d->act_B;
+	double p = probs ? rows(d) * d->moe.probs_B : 0;
+
+	if (!d->moe.quant_pad)
+		return;
+	lop_eager(o, name, pass, n + p, n + p, 0, probs ? 2 : 1, 0);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
+	pad_op(o, "expert_pad", pass, d, 1);
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
@@ -402,6 +428,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
 	bias_op(o, "expert_bias", pass, d);
+	pad_op(o, "expert_unpad", pass, d, 0);
 }
 
 /* The host waits before it issues op `at`: for the counts exchange
@@ -511,6 +538,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	pad_op(o, "expert_unpad_bwd", PASS_BWD, d, 0);
 	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
@@ -528,6 +556,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	grouped_opens(o, d);
 	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
 	lop_accumulate_w(o, d, L * h * u, L);
+	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);
 }
 
 static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
