@@ -110,6 +110,14 @@ static const struct schema_field elementwise_fields[] = {
 		  "output after its second, and the reverse in backward, "
 		  "unless the dispatcher or the router already aligned them "
 		  "(Megatron-Core TEGroupedMLP's Fp8Padding/Fp8Unpadding)" },
+	{ .key = "grouped_gemm_streams", .type = ST_INT,
+	  .offset = EOFF(grouped_gemm_streams), .def = "0", .min = 0,
+	  .max = 64,
+	  .help = "the experts' grouped GEMM runs as one GEMM kernel per "
+		  "local expert, round robin over this many streams "
+		  "(Transformer Engine's multi-stream cuBLAS path): each "
+		  "stream's kernels pay their launch one after another; 0: "
+		  "one grouped kernel for all experts" },
 };
 
 static const struct schema elementwise_schema = {

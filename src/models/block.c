@@ -62,6 +62,10 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 			groups[e].k = r;
 	}
 	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	/* per-expert kernels over streams: each stream's chain of launches
+	 * (moe.c stream_kernels) beyond the one the grouped cost holds */
+	if (k->launches > 1)
+		c.time_s += (k->launches - 1) * g->kernel_launch_s;
 	ws = c.bytes + k->accum_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {

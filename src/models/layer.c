@@ -223,6 +223,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */
+	e->gemm_streams = (double)j->framework->elementwise.grouped_gemm_streams;
 	e->quant_pad = d->lowp &&
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&

@@ -71,6 +71,8 @@ struct moe_dims {
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
+	double gemm_streams;	/* grouped GEMM as per-expert kernels over
+				 * this many streams; 0 = one kernel */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */

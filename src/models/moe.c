@@ -67,6 +67,8 @@
  */
 #include "layer_impl.h"
 
+#include <math.h>
+
 #include "base/diag.h"
 #include "config/spec_job.h"
 
@@ -154,6 +156,23 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
 		o->op[o->n - 1].host = HOST_MODULE;
 }
 
+/* Kernels one stream of a per-expert grouped GEMM runs back to back
+ * (framework grouped_gemm_streams S; 1 for one grouped kernel):
+ * Transformer Engine's GroupedLinear calls nvte_multi_tensor_gemm, which
+ * outside Hopper's opt-in CUTLASS path is multi_stream_cublas_gemm: one
+ * cuBLAS GEMM per local expert, expert i on compute stream i % S, S =
+ * num_compute_streams = 4 (TE @ 71bbefbf, common/gemm/cublaslt_gemm.cu,
+ * common/util/multi_stream.cpp). The streams share the GPU (block.c
+ * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
+ * kernels pay their launch one after the other [?: how much of a
+ * kernel's launch another stream's work hides is not published]. */
+static double stream_kernels(const struct layer_dims *d)
+{
+	double s = d->moe.gemm_streams, l = d->moe.local;
+
+	return s > 0 && l > 1 ? ceil(l / s) : 1;
+}
+
 /* A grouped GEMM over the local experts: rows in dimension gd. */
 static struct layer_op *grouped(struct layer_ops *o, const char *name,
 				enum layer_pass pass,
@@ -174,6 +193,7 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.ngroups = (int)e->local;
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
+	op->k.launches = stream_kernels(d);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	return op;

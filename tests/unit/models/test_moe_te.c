@@ -1,8 +1,10 @@
 /*
- * test_moe_pad.c - the grouped MLP's quantization padding (moe.c pad_op):
- * Megatron-Core TEGroupedMLP's Fp8Padding / Fp8Unpadding copies in
- * fp8/fp4/MX training, and the paths that make them unnecessary
- * (Hybrid-EP's padded permute, router padding), against derived bytes.
+ * test_moe_te.c - how Megatron-Core's TEGroupedMLP runs the experts on
+ * Transformer Engine: the quantization padding copies in fp8/fp4/MX
+ * training (moe.c pad_op: Fp8Padding / Fp8Unpadding) and the paths that
+ * make them unnecessary (Hybrid-EP's padded permute, router padding),
+ * against derived bytes; the grouped GEMM as per-expert kernels over
+ * streams (moe.c stream_kernels, block.c), against derived times.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,6 +13,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "fixture.h"
+#include "models/block.h"
 #include "models/layer.h"
 #include "models/route.h"
 
@@ -156,5 +159,62 @@ Test(moe, aligned_counts_need_no_padding_copies)
 	f.fw.elementwise.expert_quant_padding = 0;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert_null(fixture_op(&fwd, "expert_unpad"));
+	arena_release(&a);
+}
+
+/* The time of the op named name once block.c has costed o on f's GPU. */
+static double op_time(struct fixture *f, const struct layer_ops *o,
+		      const char *name)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+	int i;
+
+	cr_assert_eq(block_cost(&b, o, &f->gpu, &dt, NULL), 0);
+	for (i = 0; i < b.n; i++)
+		if (strcmp(b.op[i].name, name) == 0)
+			return b.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+Test(moe, per_expert_gemms_pay_each_streams_launches)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd, one_f, one_b;
+	const struct layer_op *op;
+	double t1, t4;
+
+	/* ep 1: all 8 experts local, bf16. One grouped kernel (streams 0):
+	 * one launch. Transformer Engine's multi-stream path, 4 streams:
+	 * experts 0..7 on streams 0,1,2,3,0,1,2,3, two kernels back to
+	 * back on each stream: ceil(8 / 4) = 2 launches in a row, so the
+	 * op costs the grouped kernel plus one kernel_launch more (the
+	 * fixture GPU's; the tile and wave cost is the same). 3 streams:
+	 * ceil(8 / 3) = 3; 8 or more streams: 1. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	f.job.training.dtype = DTYPE_BF16;
+	build(&f, &a, &one_f, &one_b);
+	op = fixture_op(&one_f, "expert_fc1");
+	cr_assert(op->k.launches <= 1);
+	t1 = op_time(&f, &one_f, "expert_fc1");
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc1")->k.launches, 2));
+	cr_assert(near(fixture_op(&bwd, "expert_fc2_wgrad")->k.launches, 2));
+	t4 = op_time(&f, &fwd, "expert_fc1");
+	cr_assert_gt(f.gpu.kernel_launch_s, 0);
+	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s),
+		  "%g s more, launch %g s", t4 - t1, f.gpu.kernel_launch_s);
+	f.fw.elementwise.grouped_gemm_streams = 3;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 3));
+	f.fw.elementwise.grouped_gemm_streams = 8;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 1));
+	cr_assert(near(op_time(&f, &fwd, "expert_fc1"), t1));
 	arena_release(&a);
 }
