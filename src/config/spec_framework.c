@@ -225,6 +225,14 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
 		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "router_gemm_te", .type = ST_BOOL,
+	  .offset = FOFF(router_gemm_te), .def = "false",
+	  .help = "MoE: the router's GEMMs run through Transformer Engine's "
+		  "general_gemm (Megatron-Core >= 0.13 RouterGatingLinear"
+		  "Function): the forward on the 16-bit activations and weight "
+		  "with the router dtype (fp32) as its output only, the "
+		  "backward in the router dtype with fp32 as TF32; false: "
+		  "every router GEMM in the router dtype" },
 	{ .key = "fused_cross_entropy", .type = ST_BOOL,
 	  .offset = FOFF(fused_cross_entropy), .def = "false",
 	  .help = "the cross-entropy loss is one fused kernel (else a chain of "

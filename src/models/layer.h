@@ -73,6 +73,8 @@ struct moe_dims {
 				 * quantization by copies (moe.c) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
 				 * this many streams; 0 = one kernel */
+	int router_fwd_dt;	/* enum dtype of the router's forward GEMM */
+	int router_bwd_dt;	/* enum dtype of its backward GEMMs */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */

@@ -270,7 +270,7 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	struct layer_op *op;
 
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
 	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
 	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
 		  (m->sigmoid ? 4 : 6) * T * E);
@@ -588,10 +588,10 @@ static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
 		  T * E * 4, 6 * T * E);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_bwd_dt;
 	op->host = HOST_OP;	/* router_gating_linear's backward */
 	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_bwd_dt;
 	op->host = HOST_FREE;
 	lop_accumulate(o, d, h * E);
 }

@@ -4,7 +4,8 @@
  * training (moe.c pad_op: Fp8Padding / Fp8Unpadding) and the paths that
  * make them unnecessary (Hybrid-EP's padded permute, router padding),
  * against derived bytes; the grouped GEMM as per-expert kernels over
- * streams (moe.c stream_kernels, block.c), against derived times.
+ * streams (moe.c stream_kernels, block.c), against derived times; the
+ * router GEMMs' dtypes through Transformer Engine (layer.c router_dtypes).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -216,5 +217,59 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 1));
 	cr_assert(near(op_time(&f, &fwd, "expert_fc1"), t1));
+	arena_release(&a);
+}
+
+Test(moe, router_gemms_through_transformer_engine)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+
+	/* An fp32 router (--moe-router-dtype fp32) in bf16 training.
+	 * Megatron-Core's RouterGatingLinearFunction through TE's
+	 * general_gemm: the forward GEMM on the bf16 input and weight (fp32
+	 * only as output), the backward's two GEMMs on operands cast to
+	 * fp32, which TE runs as TF32. Without it (an older Megatron-Core,
+	 * torch.mm): every router GEMM in fp32. A bf16 router: bf16 all
+	 * through either way. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.training.dtype = DTYPE_BF16;
+	f.job.moe.router_dtype = DTYPE_FP32;
+	f.fw.router_gemm_te = 1;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	cr_assert_eq(fixture_op(&bwd, "router_dgrad")->k.dt, DTYPE_TF32);
+	cr_assert_eq(fixture_op(&bwd, "router_wgrad")->k.dt, DTYPE_TF32);
+	f.fw.router_gemm_te = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_FP32);
+	cr_assert_eq(fixture_op(&bwd, "router_dgrad")->k.dt, DTYPE_FP32);
+	f.fw.router_gemm_te = 1;
+	f.job.moe.router_dtype = DTYPE_BF16;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	cr_assert_eq(fixture_op(&bwd, "router_wgrad")->k.dt, DTYPE_BF16);
+	/* a GPU without a TF32 rate (MI355X) runs the fp32 backward GEMMs
+	 * in fp32: the op costs what an fp32 router_dgrad costs */
+	{
+		double tf32_s, fp32_s;
+
+		f.job.moe.router_dtype = DTYPE_FP32;
+		build(&f, &a, &fwd, &bwd);
+		f.gpu.matrix_peak_flops[DTYPE_TF32] = 0;
+		tf32_s = op_time(&f, &bwd, "router_dgrad");
+		f.fw.router_gemm_te = 0;
+		build(&f, &a, &fwd, &bwd);
+		fp32_s = op_time(&f, &bwd, "router_dgrad");
+		cr_assert(near(tf32_s, fp32_s), "%g s vs %g s", tf32_s, fp32_s);
+		f.fw.router_gemm_te = 1;
+	}
+	/* MXFP8 training keeps the router in the 16-bit base dtype */
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.job.moe.router_dtype = DTYPE_FP32;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
 	arena_release(&a);
 }
