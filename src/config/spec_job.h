@@ -213,6 +213,12 @@ struct elementwise_spec {
 					 * PyTorch ops when that factor is not 1) */
 	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
 					 * quantized by one kernel per expert */
+	int expert_quant_padding;	/* low precision: the grouped MLP copies
+					 * its rows into per-expert aligned splits
+					 * and back (Megatron-Core Fp8Padding) */
+	int64_t grouped_gemm_streams;	/* the experts' grouped GEMM as one GEMM
+					 * kernel per local expert over this many
+					 * streams; 0 = one grouped kernel */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of
@@ -259,6 +265,10 @@ struct framework_spec {
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
+						 * Engine: forward on the 16-bit inputs (the
+						 * router dtype only as output), backward in
+						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
