@@ -247,6 +247,7 @@ struct framework_spec {
 	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
 	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
+	int later_stages_one_bucket;		/* pipeline ranks > 0 keep each gradient buffer in one bucket */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */

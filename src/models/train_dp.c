@@ -185,14 +185,14 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 	return n;
 }
 
-double train_bucket_size(const struct job_spec *j, int experts)
+double train_bucket_size(const struct job_spec *j, int64_t pp_rank)
 {
 	const struct framework_spec *fw = j->framework;
-	const struct parallel_spec *p = &j->parallelism;
 	double size = (double)fw->bucket_params;
-	double dp = experts ? (double)(p->edp > 0 ? p->edp : 1) :
-			      (double)(p->dp * p->cp);
+	double dp = (double)j->parallelism.dp;
 
+	if (fw->later_stages_one_bucket && pp_rank > 0)
+		return INFINITY;
 	if ((double)fw->bucket_params_per_dp * dp > size)
 		size = (double)fw->bucket_params_per_dp * dp;
 	return size;
@@ -242,28 +242,13 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	return n;
 }
 
-/* The least parameters of a bucket of each kind (dense, experts). */
-static void bucket_sizes(const struct train *t, double size[2])
-{
-	const struct framework_spec *fw = t->job->framework;
-	double dp[2] = { (double)(t->lay.dp * t->lay.cp), (double)t->lay.edp };
-	int e;
-
-	for (e = 0; e < 2; e++) {
-		size[e] = (double)fw->bucket_params;
-		if ((double)fw->bucket_params_per_dp * dp[e] > size[e])
-			size[e] = (double)fw->bucket_params_per_dp * dp[e];
-	}
-}
-
 int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
 {
-	double size[2];
+	double size = train_bucket_size(t->job, s);
 	int64_t c, n = 0;
 
-	bucket_sizes(t, size);
 	for (c = 0; c < t->v; c++)
-		n += chunk_buckets(t, s, c, 0, size[experts], experts, NULL);
+		n += chunk_buckets(t, s, c, 0, size, experts, NULL);
 	return n;
 }
 
@@ -272,11 +257,10 @@ int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
 static int plan_buckets(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	double size[2];
+	double size = train_bucket_size(t->job, s);
 	int64_t a, c, max = 0;
 	int e;
 
-	bucket_sizes(t, size);
 	for (c = 0; c < t->v; c++)	/* at most one bucket per unit and kind */
 		max += 2 * train_units(t, train_vs(t, s, c));
 	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
@@ -288,7 +272,7 @@ static int plan_buckets(struct train *t, int64_t s)
 		if (!sp->acts[a].bwd || chunk_action(t, sp, c, 1) != a)
 			continue;
 		for (e = 0; e < 2; e++)
-			sp->nbuckets += chunk_buckets(t, s, c, a, size[e], e,
+			sp->nbuckets += chunk_buckets(t, s, c, a, size, e,
 						      sp->buckets + sp->nbuckets);
 	}
 	return 0;
