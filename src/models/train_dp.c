@@ -5,7 +5,11 @@
  * gradients are complete after its last backward. Walking its units in
  * backward order (head, last layer, ..., first layer, embedding), units
  * are grouped into buckets of at least max(bucket_params,
- * bucket_params_per_dp * dp) parameters of this GPU; a bucket is reduced
+ * bucket_params_per_dp * dp) parameters of this GPU (dp without CP, the
+ * same size for both kinds below; train_bucket_size), one bucket per
+ * kind and chunk on pipeline ranks > 0 when the framework says so
+ * (later_stages_one_bucket: Megatron-Core DDP sets bucket_size None
+ * there); a bucket is reduced
  * over the DP group as soon as its last unit's backward of the last
  * microbatch is done (overlap_grad_reduce), or after the whole backward.
  * ZeRO 0 all-reduces P G bytes (P parameters, G gradient bytes each);
