@@ -115,10 +115,11 @@ static int overlaps(const struct prog *p, const char *const *a,
 	return pairs;
 }
 
-/* Run the fixture's step; the overlapping pairs of a's and b's tasks on
- * rank 0, and the step time into *step_s. */
-static int run_pairs(struct fixture *f, const char *const *a,
-		     const char *const *b, double *step_s)
+/* Run the fixture's step (every GPU simulated when full); the
+ * overlapping pairs of a's and b's tasks on rank 0, and the step time
+ * into *step_s. */
+static int run_full(struct fixture *f, int full, const char *const *a,
+		    const char *const *b, double *step_s)
 {
 	struct mockcomm m;
 	struct step_comm c = mockcomm_init(&m, 5e-6, 1e9);
@@ -131,7 +132,7 @@ static int run_pairs(struct fixture *f, const char *const *a,
 
 	diag_init(&d, stderr);
 	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
+	p = train_build(&f->job, full, &plan, &d);
 	cr_assert_not_null(p);
 	m.sim = sim_new();
 	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
@@ -141,6 +142,46 @@ static int run_pairs(struct fixture *f, const char *const *a,
 	prog_free(p);
 	mockcomm_release(&m);
 	return pairs;
+}
+
+static int run_pairs(struct fixture *f, const char *const *a,
+		     const char *const *b, double *step_s)
+{
+	return run_full(f, 0, a, b, step_s);
+}
+
+Test(queue, symmetric_equals_full)
+{
+	static const char *const none[] = { NULL };
+	struct fixture f;
+	double ts, tf;
+	int64_t q;
+
+	/* one simulated GPU per group gives the full-fidelity step with the
+	 * queue deps, on one pipeline stage and on two (pp 2, dp 4, ep 2,
+	 * edp 2: the searches for the next and the previous all-to-all cross
+	 * actions there) */
+	moe_job(&f);
+	f.fw.loss_dp_allreduce = 1;
+	for (q = 1; q <= 2; q++) {
+		f.job.training.comm_hw_queues = q;
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "q %ld: symmetric %.9g s, full %.9g s",
+			     (long)q, ts, tf);
+	}
+	f.job.parallelism.pp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.ep = 2;
+	f.job.parallelism.edp = 2;
+	f.job.training.global_batch_size = 16;
+	for (q = 1; q <= 2; q++) {
+		f.job.training.comm_hw_queues = q;
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "pp 2, q %ld: symmetric %.9g s, full %.9g s",
+			     (long)q, ts, tf);
+	}
 }
 
 Test(queue, one_queue_runs_in_issue_order)
