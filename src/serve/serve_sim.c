@@ -353,10 +353,12 @@ static void dispatch(struct serve *s, int64_t id)
  * calls it first, so a step holds the requests arriving at its start
  * time whichever event (an arrival, a step's end) comes first at that
  * instant: an offline run's first step holds every prompt the batch
- * limits let in, as the engines do (vLLM's LLM.generate adds every
- * prompt before its first step(); SGLang's scheduler drains its input
- * queue before it forms a batch; TensorRT-LLM's executor fetches the
- * queued requests at the top of an iteration). */
+ * limits let in, as the engines do: vLLM's LLM.generate adds every
+ * prompt (_validate_and_add_requests) before _run_engine calls step();
+ * SGLang's scheduler drains its tokenizer socket (recv_requests,
+ * zmq.NOBLOCK until empty) before get_next_batch_to_run; TensorRT-LLM's
+ * PyExecutor takes every queued request at the top of an iteration
+ * (_get_from_request_queue empties a non-empty queue). */
 static void admit(struct serve *s, units_ns_t now)
 {
 	double t = units_ns_to_s(now);
