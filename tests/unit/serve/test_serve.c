@@ -367,6 +367,29 @@ Test(serve, same_instant_arrivals_share_the_first_step)
 	}
 }
 
+/*
+ * The same with two instances (dp 2, round-robin): four requests at
+ * t = 0 go 0, 2 to instance 0 and 1, 3 to instance 1; each instance's
+ * first step prefills its two, its second decodes them: 4 steps of 2
+ * requests, every TTFT the same. Waking an instance at its first
+ * arrival would give each 3 steps (6 in all) of 4 / 3 requests.
+ */
+Test(serve, same_instant_arrivals_on_every_instance)
+{
+	const char *sets[] = {"parallelism.dp=2", "system.nodes=2",
+			      "serving.requests=4", "serving.input_len=128",
+			      "serving.output_len=2", "serving.max_num_seqs=2",
+			      "serving.arrival_rate=inf"};
+	struct serve_result r;
+
+	run(L8, sets, 7, &r);
+	cr_assert_eq(r.instances, 2);
+	cr_assert_eq(r.completed, 4);
+	cr_assert_eq(r.steps, 4, "%lld steps", (long long)r.steps);
+	cr_assert_float_eq(r.mean_batch, 2.0, 1e-12);
+	cr_assert_eq(r.ttft.p50, r.ttft.p99);
+}
+
 /* Write a trace of n rows (arrival_s, input_len, output_len) to path. */
 static void write_trace(const char *path, const double *at, const int *in,
 			const int *out, int n)
