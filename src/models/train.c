@@ -397,7 +397,7 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
  * cycle, that backward waiting for the next rank's gradient, which waits
  * for this forward's activation. Unpipelined, backward k pairs with
  * forward k + 1 (combined_1f1b_schedule_for_no_pipelining). */
-static int pairs(const struct train *t, int64_t s, int64_t a)
+int train_pairs(const struct train *t, int64_t s, int64_t a)
 {
 	const struct stage_plan *sp = &t->stage[s];
 	int64_t k = a - sp->warmup;
@@ -413,7 +413,7 @@ static int pairs(const struct train *t, int64_t s, int64_t a)
 	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
 }
 
-/* Actions a and a + 1 paired (pairs()): unit by unit, the backward's
+/* Actions a and a + 1 paired (train_pairs()): unit by unit, the backward's
  * segments first. */
 static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 		      task_id *in, task_id *in2)
@@ -458,7 +458,7 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 	for (a = 0; a < sp->nacts; a++) {
 		struct task_info info;
 
-		if (pairs(t, s, a)) {
+		if (train_pairs(t, s, a)) {
 			if (build_pair(t, s, n, a, in, in2) != 0)
 				return -1;
 			a++;
