@@ -21,9 +21,11 @@
  *
  * ZeRO 3 (FSDP FULL_SHARD): every unit (embedding, layer, head) is
  * all-gathered before each forward and backward that uses it (P W bytes),
- * each all-gather waiting for the unit fsdp_prefetch_units before it to
- * finish (at most that many units gathered at once), and its gradient
- * reduce-scattered after each backward (P G bytes).
+ * each all-gather waiting for the unit fsdp_prefetch_units before it in
+ * compute order to finish (at most that many units gathered at once; a
+ * moe.a2a_overlap pair runs its backward's and forward's units
+ * interleaved, so both count), and its gradient reduce-scattered after
+ * each backward (P G bytes).
  *
  * Groups: dense parameters' gradients reduce over the data-parallel group
  * with CP (dp x cp GPUs, Megatron's), routed experts' over the expert
