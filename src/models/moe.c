@@ -196,6 +196,11 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.launches = stream_kernels(d);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
+	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds
+	 * each GEMM's layouts, matmul descriptor and preference and asks
+	 * cublasLtMatmulAlgoGetHeuristic on every call (TE @ 71bbefbf,
+	 * common/gemm/cublaslt_gemm.cu cublas_gemm): host gemm each */
+	op->host_gemm = d->moe.gemm_streams > 0 && d->moe.local > 1;
 	return op;
 }
 
