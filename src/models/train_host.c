@@ -37,7 +37,9 @@
  * except that a per-expert loop of cuBLASLt GEMMs (block_op host_gemm:
  * Transformer Engine's multi_stream_cublas_gemm) costs gemm, not kernel,
  * for each of its GEMMs (itself when inside a call, and each further):
- * every call builds the GEMM's descriptors and asks the heuristic.
+ * every call builds the GEMM's descriptors and asks the heuristic; and
+ * event per cudaEventRecord the call makes (block_op host_events: the
+ * loop's stream joins).
  *
  * An op in a CUDA-graph scope the job captures (training.cuda_graphs)
  * costs nothing but the first op of each run of that scope, which costs
@@ -105,7 +107,8 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	default:
 		c = k;
 	}
-	return (c + op->host_kernels * k) * scale;
+	return (c + op->host_kernels * k + op->host_events * h->event_s) *
+	       scale;
 }
 
 int train_host_init(struct train *t)
