@@ -200,6 +200,17 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(bucket_params_per_dp), .min = 0, .max = 1e12,
 	  .flags = SF_REQUIRED,
 	  .help = "bucket parameters per data-parallel rank (bucket = max of the two)" },
+	{ .key = "later_stages_one_bucket", .type = ST_BOOL,
+	  .offset = FOFF(later_stages_one_bucket), .def = "false",
+	  .help = "pipeline ranks after the first put each gradient buffer "
+		  "in one bucket (Megatron-Core DDP: bucket_size None when "
+		  "pp_rank > 0): its reduction waits for the rank's whole "
+		  "backward, its all-gather is one call" },
+	{ .key = "loss_dp_allreduce", .type = ST_BOOL,
+	  .offset = FOFF(loss_dp_allreduce), .def = "false",
+	  .help = "the loss function all-reduces each microbatch's loss over "
+		  "the data-parallel group (without CP) in the forward (a "
+		  "communicator first used before the gradients')" },
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },

@@ -257,6 +257,9 @@ struct framework_spec {
 	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
 	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
+	int later_stages_one_bucket;		/* pipeline ranks > 0 keep each gradient buffer in one bucket */
+	int loss_dp_allreduce;			/* every microbatch's loss is all-reduced over the
+						 * data-parallel group (without CP) in its forward */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
@@ -301,6 +304,9 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	int64_t comm_hw_queues;			/* hardware queues the collective
+					 * library's streams share (HIP
+					 * GPU_MAX_HW_QUEUES); 0: one each */
 	int gradient_accumulation_fusion;	/* 1: wgrad GEMMs add into the
 					 * fp32 main_grad in their epilogue
 					 * (Megatron's default); 0: a separate
