@@ -142,6 +142,10 @@ static const struct schema_field host_fields[] = {
 	HTIME("backward_module", bwd_module_s, "a module's backward (a Python "
 	      "autograd.Function) with its first kernel"),
 	HTIME("kernel", kernel_s, "each further kernel a call launches from C++"),
+	HTIME("gemm", gemm_s, "each cuBLASLt GEMM of a per-expert GEMM loop "
+	      "(descriptors and heuristic made every call); 0: as kernel"),
+	HTIME("event", event_s, "a cudaEventRecord on a timing-enabled event "
+	      "(the stream joins around a multi-stream GEMM loop)"),
 	HTIME("collective", collective_s, "a torch.distributed collective call "
 	      "(Python, c10d, the library's enqueue)"),
 	HTIME("graph", graph_s, "one CUDA graph replay (a captured scope)"),

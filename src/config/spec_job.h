@@ -234,6 +234,10 @@ struct host_spec {
 	double bwd_op_s;	/* s, an autograd-engine node of a PyTorch op (C++) */
 	double bwd_module_s;	/* s, a module's backward (Python autograd.Function) */
 	double kernel_s;	/* s, each further kernel a call launches from C++ */
+	double gemm_s;		/* s, each cuBLASLt GEMM of a per-expert loop that
+				 * builds its descriptors and asks the heuristic
+				 * every call (0: as kernel_s) */
+	double event_s;		/* s, a cudaEventRecord on a timing-enabled event */
 	double collective_s;	/* s, a torch.distributed collective call */
 	double graph_s;		/* s, one CUDA graph replay */
 	double sync_s;		/* s, the host resuming after a device sync */
