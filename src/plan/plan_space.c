@@ -30,9 +30,9 @@
  * planner's own rules: pp vpp must divide the layers or the layers + 2
  * (Megatron's even split, or the embedding and head counted as a layer
  * each: split.h), otherwise no split is balanced (MoE models take
- * split_even's spread of the remainder, as Megatron's uneven layouts do
- * for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for its own
- * pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
+ * their framework's split, Megatron's that of the Megatron-Bridge
+ * recipes for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for
+ * its own pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
  * repeat another layout's step; ZeRO 3 on an MoE model is not estimated
  * (unsupported). A
  * layout left is checked against every rule once more, its memory by
@@ -293,7 +293,7 @@ static int even_split(const struct walk *w)
 	if (w->j.parallelism.pp_layers.n > 0)
 		return 1;	/* the job's own split; JR_PP_SPLIT checks it */
 	if (w->moe)
-		return 1;	/* split_even's spread (the header) */
+		return 1;	/* the framework's split (the header) */
 	return w->layers % stages == 0 || (w->layers + 2) % stages == 0;
 }
 
