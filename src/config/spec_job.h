@@ -324,6 +324,8 @@ struct parallel_spec {
 	int schedule;			/* enum pp_schedule */
 	struct schema_int_list pp_layers;	/* layers per virtual stage (pp*vpp, in
 					 * stage order chunk*pp + rank); empty = even */
+	const char *pp_layout;		/* Megatron's pipeline_model_parallel_layout
+					 * (config/pp_layout.h), or NULL */
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
 	int cp_comm_type;		/* enum cp_comm */
 	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */

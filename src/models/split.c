@@ -33,6 +33,7 @@
  */
 #include "split.h"
 
+#include "config/pp_layout.h"
 #include "config/spec_job.h"
 
 /* The U = L + 2 units spread with the remainder to the middle stages. */
@@ -97,6 +98,16 @@ void split_layers(const struct job_spec *j, int64_t *out)
 		for (i = 0; i < p->pp_layers.n; i++)
 			out[i] = p->pp_layers.v[i];
 		return;
+	}
+	if (p->pp_layout) {
+		struct pp_layout l;
+		char why[160];
+
+		/* job_layout_check has accepted it: stages pp*vpp, its t the
+		 * model's layers */
+		if (pp_layout_parse(p->pp_layout, &l, out, stages, why,
+				    sizeof(why)) == 0 && l.stages == stages)
+			return;
 	}
 	if (j->framework && j->framework->pp_split == PP_SPLIT_FRONT)
 		split_front(j->model->num_hidden_layers, stages, out);

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "config/pp_layout.h"
 #include "base/mem.h"
 #include "gpu/gpu.h"
 #include "models/sched.h"
@@ -290,7 +291,7 @@ static int even_split(const struct walk *w)
 {
 	int64_t stages = w->l.pp * w->l.vpp;
 
-	if (w->j.parallelism.pp_layers.n > 0)
+	if (w->j.parallelism.pp_layers.n > 0 || w->j.parallelism.pp_layout)
 		return 1;	/* the job's own split; JR_PP_SPLIT checks it */
 	if (w->moe)
 		return 1;	/* the framework's split (the header) */
@@ -493,6 +494,9 @@ static int level_vpp(struct walk *w)
 		w->j.parallelism.pp_layers.n =
 			(int64_t)bp->pp_layers.n == w->l.pp * w->l.vpp ?
 			bp->pp_layers.n : 0;
+		w->j.parallelism.pp_layout =
+			bp->pp_layout && pp_layout_stages(bp->pp_layout) ==
+			w->l.pp * w->l.vpp ? bp->pp_layout : NULL;
 		if ((r = broken(w, RULES_VPP)) >= 0) {
 			prune(w, r, below_vpp(&w->li));
 			continue;
