@@ -115,7 +115,7 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "pp_layers", .type = ST_INT_LIST, .offset = POFF(pp_layers),
 	  .min = 0, .max = 1e5, .flags = SF_OPTIONAL,
 	  .help = "layers of each virtual stage, pp*vpp numbers in order chunk*pp+rank "
-		  "(default: even, fewer on the first and last when uneven)" },
+		  "(default: the framework's split, framework.pp_split)" },
 	{ .key = "pp_layout", .type = ST_STRING, .offset = POFF(pp_layout),
 	  .flags = SF_OPTIONAL,
 	  .help = "Megatron-Core's pipeline_model_parallel_layout, e.g. "
