@@ -305,6 +305,25 @@ Test(config, layout_checks_run_on_the_resolved_job)
 		   "divide the 16 GPUs of the system");
 }
 
+Test(config, odd_seq_len_without_cp_loads)
+{
+	static const char *const odd[] = {"training.seq_len=4095"};
+	static const char *const cp2[] = {"training.seq_len=4094",
+					  "parallelism.tp=4",
+					  "parallelism.cp=2"};
+
+	/* Load balancing splits a sequence into 2 cp chunks only when
+	 * there is context parallelism (Megatron's get_batch_on_this_cp_rank
+	 * runs for cp > 1); at cp 1 the sequence is whole, so an odd
+	 * seq_len is a valid job (cp_load_balance defaults to true). */
+	cr_assert_eq(((const struct job_spec *)load_sets("job", "test-job",
+		     odd, 1))->training.seq_len, 4095);
+	/* cp 2, balanced: 4 chunks, and 4094 = 4 * 1023 + 2 does not
+	 * divide. */
+	load_fails("job", "test-job", cp2, 3, "layout: cp 2 does not divide "
+		   "seq_len 4094 into 4 chunks");
+}
+
 /* Print kind `what` as YAML into a file, load that back, and expect an
  * identical struct, JSON and hash. */
 static void round_trip(const char *kind, const char *what)
