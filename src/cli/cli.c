@@ -45,7 +45,7 @@ static const struct cli_command commands[] = {
 	  "  --max-memory SIZE  refuse (exit 2) a step whose simulation would\n"
 	  "                   need more memory than SIZE, e.g. '24 GiB'; the\n"
 	  "                   estimate is checked before anything is built\n"
-	  "                   (default: 80 %% of this machine's memory)\n"
+	  "                   (default: 80 % of this machine's memory)\n"
 	  "  --max-trace SIZE refuse a --trace file larger than SIZE\n"
 	  "                   (default 2 GB)\n",
 	  cli_run, NULL },
