@@ -85,4 +85,32 @@ else
 	echo "hostile-cli: SKIPPED the interrupted sweep (no sqlite3)"
 fi
 
+# ---- report -o onto something that is not a regular file writes
+# through it: it used to write PATH.tmp and rename it over PATH, which
+# replaced a FIFO, a symlink or (as root) a device such as /dev/full
+# with a regular file, and -o /dev/full said "wrote the report".
+here=$(cd "$(dirname "$0")" && pwd)
+use_checkout_data
+"$llmsim" run "$root/workloads/jobs/default.yaml" --db "$tmp/r.db" \
+	>/dev/null 2>&1 || { echo "FAIL: run for the report"; fail=1; }
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/via-fifo" &
+cat_pid=$!
+timeout 60 "$llmsim" report --db "$tmp/r.db" -o "$tmp/fifo" 2>"$tmp/err" ||
+	{ echo "FAIL: report -o FIFO"; cat "$tmp/err"; fail=1; }
+[ -e "$tmp/fifo" ] && exec 3<>"$tmp/fifo"	# a reader that never came: unblock cat
+wait $cat_pid
+exec 3>&- 2>/dev/null
+[ -p "$tmp/fifo" ] || { echo "FAIL: report -o FIFO replaced the FIFO"; fail=1; }
+grep -q '</html>' "$tmp/via-fifo" ||
+	{ echo "FAIL: report -o FIFO: nothing came through it"; fail=1; }
+[ -e "$tmp/fifo.tmp" ] && { echo "FAIL: report -o FIFO left fifo.tmp"; fail=1; }
+: >"$tmp/real.html"
+ln -s real.html "$tmp/link.html"
+"$llmsim" report --db "$tmp/r.db" -o "$tmp/link.html" 2>"$tmp/err" ||
+	{ echo "FAIL: report -o symlink"; cat "$tmp/err"; fail=1; }
+[ -L "$tmp/link.html" ] || { echo "FAIL: report -o symlink replaced the link"; fail=1; }
+grep -q '</html>' "$tmp/real.html" ||
+	{ echo "FAIL: report -o symlink: the file it names is not the report"; fail=1; }
+
 exit $fail
