@@ -113,4 +113,15 @@ ln -s real.html "$tmp/link.html"
 grep -q '</html>' "$tmp/real.html" ||
 	{ echo "FAIL: report -o symlink: the file it names is not the report"; fail=1; }
 
+# ---- measure --import: a directory says so (it said "expected a hello
+# line and at least one point"); a bad line is quoted without its
+# newline (the quote closed on the next line).
+"$llmsim" measure --import "$tmp" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "$tmp: error: cannot read: Is a directory" "$tmp/err" ||
+	{ echo "FAIL: measure --import DIR:"; cat "$tmp/err"; fail=1; }
+printf 'garbage line\n' >"$tmp/imp.txt"
+"$llmsim" measure --import "$tmp/imp.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "imp.txt:1: error: not a protocol line (a JSON object with a \"type\"): 'garbage line'$" "$tmp/err" ||
+	{ echo "FAIL: measure --import garbage:"; cat "$tmp/err"; fail=1; }
+
 exit $fail
