@@ -324,6 +324,33 @@ Test(config, odd_seq_len_without_cp_loads)
 		   "seq_len 4094 into 4 chunks");
 }
 
+Test(config, model_conflicts_point_at_the_key_changed)
+{
+	static const char *const heads[] = {"model.num_attention_heads=7"};
+
+	/* test-llama: hidden 2048, 16 heads (4 KV heads). A --set of 7
+	 * heads breaks both head rules; both errors are at the --set's
+	 * value (column 27 = strlen("model.num_attention_heads=") + 1),
+	 * not at the preset's mapping. */
+	load_fails("job", "test-job", heads, 1, "--set:1:27: error: "
+		   "'hidden_size' must be a multiple of 'num_attention_heads'");
+	cr_assert_has(capture_text(&C), "--set:1:27: error: "
+		      "'num_attention_heads' must be a multiple of "
+		      "'num_key_value_heads'");
+	/* In one file, at the first key of the conflict that is there:
+	 * num_experts_per_tok on line 8 (its value at column 22), the
+	 * experts given under Mixtral's alias num_local_experts. */
+	tmpdir_make(dir);
+	load_fails("model", file("m.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 2\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "num_local_experts: 8\nmoe_intermediate_size: 3584\n"
+		   "num_experts_per_tok: 9\n"), NULL, 0,
+		   "m.yaml:8:22: error: 'num_experts_per_tok' 9 exceeds "
+		   "'n_routed_experts' 8");
+	tmpdir_remove(dir);
+}
+
 /* Print kind `what` as YAML into a file, load that back, and expect an
  * identical struct, JSON and hash. */
 static void round_trip(const char *kind, const char *what)
