@@ -124,4 +124,16 @@ printf 'garbage line\n' >"$tmp/imp.txt"
 [ $? = 2 ] && grep -q "imp.txt:1: error: not a protocol line (a JSON object with a \"type\"): 'garbage line'$" "$tmp/err" ||
 	{ echo "FAIL: measure --import garbage:"; cat "$tmp/err"; fail=1; }
 
+# ---- a long serving run says what it does (300,000 requests ran 17 s
+# without a word; the schema allows 1e8, hours): a line at the start
+# past 50,000 requests, then one every 2 s of wall time.
+"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+	--set serving.requests=60000 >"$tmp/out" 2>"$tmp/err" ||
+	{ echo "FAIL: serving 60000 requests"; cat "$tmp/err"; fail=1; }
+grep -q '^llmsim: serving: simulating 60000 requests on 1 instance' "$tmp/err" ||
+	{ echo "FAIL: serving 60000 requests: no progress line"; cat "$tmp/err"; fail=1; }
+"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+	--set serving.requests=1000 >"$tmp/out" 2>"$tmp/err"
+[ -s "$tmp/err" ] && { echo "FAIL: serving 1000 requests is not quiet"; cat "$tmp/err"; fail=1; }
+
 exit $fail
