@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -325,7 +326,38 @@ void serve_wake(struct serve *s, int i)
 struct arrivals {
 	struct serve *s;
 	struct inst_ev *evs;
+	double t0, last;	/* s, wall clock at the start, last line */
 };
+
+/* Long runs say what they do: a line at the start past this many
+ * requests, then one every SERVE_PROGRESS_S of wall time at most. */
+#define SERVE_PROGRESS_REQS 50000
+#define SERVE_PROGRESS_S 2.0
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(struct arrivals *a, double now)
+{
+	struct serve *s = a->s;
+	double t;
+
+	if (s->next_arrival % 1024 != 0)	/* the clock now and then */
+		return;
+	t = wall_s();
+	if (t - a->last < SERVE_PROGRESS_S)
+		return;
+	a->last = t;
+	diag_progress(s->d, "serving: %lld of %lld requests arrived, %lld "
+		      "finished, %.1f s simulated, %.0f s elapsed",
+		      (long long)s->next_arrival, (long long)s->nreq,
+		      (long long)s->done, now, t - a->t0);
+}
 
 /* Enqueue request id at its instance (round-robin over those that take
  * new requests) and wake it. */
@@ -357,6 +389,7 @@ static void arrive(struct sim *sim, void *arg)
 		account_system(s, now);
 		s->in_system++;
 		dispatch(s, a->evs, s->next_arrival++);
+		progress(a, now);
 	}
 	if (s->next_arrival < s->nreq)
 		(void)serve_at(s, 0, s->req[s->next_arrival].arrival_s,
@@ -514,6 +547,12 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	}
 	arr.s = &s;
 	arr.evs = evs;
+	arr.t0 = arr.last = wall_s();
+	if (s.nreq >= SERVE_PROGRESS_REQS)
+		diag_progress(d, "serving: simulating %lld requests on %d "
+			      "instance%s (a line every %.0f s)",
+			      (long long)s.nreq, s.ninst, s.ninst == 1 ? "" : "s",
+			      SERVE_PROGRESS_S);
 	if (trace)
 		fputs("[\n", trace);
 	if (s.nreq > 0 && !serve_at(&s, 0, s.req[0].arrival_s,
