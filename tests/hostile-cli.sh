@@ -136,4 +136,15 @@ grep -q '^llmsim: serving: simulating 60000 requests on 1 instance' "$tmp/err" |
 	--set serving.requests=1000 >"$tmp/out" 2>"$tmp/err"
 [ -s "$tmp/err" ] && { echo "FAIL: serving 1000 requests is not quiet"; cat "$tmp/err"; fail=1; }
 
+# ---- plan --pd-ratio --gpus N must fit the system and one instance
+# (--gpus 3 with tp-8 instances, or 32 on a 16-GPU system, printed rows
+# of 0 r/s and exited 0).
+pd=$root/workloads/jobs/serve-llama3-70b-pd-h100.yaml
+"$llmsim" plan "$pd" --no-store --pd-ratio --gpus 3 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--gpus 3: fewer than the 8 GPUs of the smallest instance" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio --gpus 3:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+"$llmsim" plan "$pd" --no-store --pd-ratio --gpus 32 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--gpus 32: the system has 16 GPUs (2 nodes x 8); add --set system.nodes=4" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio --gpus 32:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+
 exit $fail
