@@ -351,6 +351,28 @@ Test(config, model_conflicts_point_at_the_key_changed)
 	tmpdir_remove(dir);
 }
 
+Test(config, layer_types_length_points_at_the_list)
+{
+	static const char *const two[] = {"num_hidden_layers=2"};
+
+	/* One entry for 3 layers: at the list (line 6, column 14). */
+	tmpdir_make(dir);
+	load_fails("model", file("lt.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 3\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "layer_types: [full_attention]\n"), NULL, 0,
+		   "lt.yaml:6:14: error: 'layer_types' has 1 entries for 3 "
+		   "layers");
+	/* The layer count changed by --set: at the --set's value. */
+	load_fails("model", file("lt2.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 1\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "layer_types: [full_attention]\n"), two, 1,
+		   "--set:1:19: error: 'layer_types' has 1 entries for 2 "
+		   "layers");
+	tmpdir_remove(dir);
+}
+
 /* Print kind `what` as YAML into a file, load that back, and expect an
  * identical struct, JSON and hash. */
 static void round_trip(const char *kind, const char *what)
