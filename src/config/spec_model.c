@@ -584,7 +584,11 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 
 	if (m->layer_types.n > 0 &&
 	    m->layer_types.n != (size_t)m->num_hidden_layers) {
-		cnode_error(d, node, "'layer_types' has %zu entries for %lld "
+		static const char *const keys[] = {"layer_types",
+						   "num_hidden_layers"};
+
+		cnode_error(d, blamed(node, keys, 2),
+			    "'layer_types' has %zu entries for %lld "
 			    "layers", m->layer_types.n,
 			    (long long)m->num_hidden_layers);
 		return -1;
