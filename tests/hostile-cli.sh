@@ -147,4 +147,16 @@ pd=$root/workloads/jobs/serve-llama3-70b-pd-h100.yaml
 [ $? = 2 ] && grep -q -- "--gpus 32: the system has 16 GPUs (2 nodes x 8); add --set system.nodes=4" "$tmp/err" ||
 	{ echo "FAIL: --pd-ratio --gpus 32:"; cat "$tmp/out" "$tmp/err"; fail=1; }
 
+# ---- a lognormal or exponential length of mean 0 is refused: the
+# lognormal's parameters were -inf and inf, every draw NaN, and NaN
+# became a 1-token prompt below the job's own min (16): 8.5 input tokens
+# a request on average, a silent wrong number.
+for dist in lognormal exponential; do
+	"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+		--set serving.input_len.dist=$dist --set serving.input_len.mean=0 \
+		>"$tmp/out" 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "a $dist length needs mean > 0" "$tmp/err" ||
+		{ echo "FAIL: $dist mean 0:"; cat "$tmp/err"; fail=1; }
+done
+
 exit $fail
