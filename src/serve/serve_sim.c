@@ -329,8 +329,8 @@ struct arrivals {
 	double t0, last;	/* s, wall clock at the start, last line */
 };
 
-/* Long runs say what they do: a line at the start past this many
- * requests, then one every SERVE_PROGRESS_S of wall time at most. */
+/* Long runs say what they do: past this many requests a line at the
+ * start, then one every SERVE_PROGRESS_S of wall time at most. */
 #define SERVE_PROGRESS_REQS 50000
 #define SERVE_PROGRESS_S 2.0
 
@@ -347,8 +347,8 @@ static void progress(struct arrivals *a, double now)
 	struct serve *s = a->s;
 	double t;
 
-	if (s->next_arrival % 1024 != 0)	/* the clock now and then */
-		return;
+	if (s->nreq < SERVE_PROGRESS_REQS || s->next_arrival % 1024 != 0)
+		return;		/* a short run; else the clock now and then */
 	t = wall_s();
 	if (t - a->last < SERVE_PROGRESS_S)
 		return;
