@@ -5,8 +5,10 @@
  * engine steps of every instance. An instance is idle or running one
  * step; when a step ends, its requests advance (serve_sched.c) and the
  * next step is formed at once; an arrival at an idle instance starts
- * one. Requests go to instances round-robin in arrival order (vLLM's and
- * SGLang's data-parallel front ends dispatch that way by default).
+ * one. A step starts only after every request arriving at its start
+ * time is queued (all of an offline run's prompts before its first
+ * step). Requests go to instances round-robin in arrival order (vLLM's
+ * and SGLang's data-parallel front ends dispatch that way by default).
  *
  * A step's time is the step model's (run/infer_run.h: the batch through
  * every stage) plus the host's share: added when the engine does not
@@ -48,6 +50,7 @@ struct inst_ev {
 	int i;
 	double last_end_s;		/* s, when its last step ended */
 	struct step_ev *slot;		/* [pp] steps in flight */
+	int arrived;			/* requests queued here, not yet woken */
 };
 
 /* A step in flight: its end's argument. */
@@ -107,6 +110,7 @@ void serve_finish(struct serve *s, struct serve_req *r, double now)
 
 static void step_end(struct sim *sim, void *arg);
 static void stage_free(struct sim *sim, void *arg);
+static void admit(struct serve *s, units_ns_t now);
 
 /* Accepted drafts of one verify step (see the top). */
 static int64_t accepted(struct serve *s)
@@ -228,6 +232,7 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 	double now = now_s(s), dur, hold, host, draft_s, t;
 	int64_t n, pre = 0, dec = 0, k;
 
+	admit(s, sim_now(s->sim));
 	if (in->busy || in->inflight >= in->pp || s->failed)
 		return;
 	for (k = 0; k < in->pp && !se; k++)
@@ -327,6 +332,7 @@ struct arrivals {
 	struct serve *s;
 	struct inst_ev *evs;
 	double t0, last;	/* s, wall clock at the start, last line */
+	uint64_t calls;		/* arrival events so far */
 };
 
 /* Long runs say what they do: past this many requests a line at the
@@ -347,7 +353,7 @@ static void progress(struct arrivals *a, double now)
 	struct serve *s = a->s;
 	double t;
 
-	if (s->nreq < SERVE_PROGRESS_REQS || s->next_arrival % 1024 != 0)
+	if (s->nreq < SERVE_PROGRESS_REQS || ++a->calls % 1024 != 0)
 		return;		/* a short run; else the clock now and then */
 	t = wall_s();
 	if (t - a->last < SERVE_PROGRESS_S)
@@ -359,9 +365,9 @@ static void progress(struct arrivals *a, double now)
 		      (long long)s->done, now, t - a->t0);
 }
 
-/* Enqueue request id at its instance (round-robin over those that take
- * new requests) and wake it. */
-static void dispatch(struct serve *s, struct inst_ev *evs, int64_t id)
+/* Queue request id at its instance (round-robin over those that take
+ * new requests), to be woken by the arrival event. */
+static void dispatch(struct serve *s, int64_t id)
 {
 	int count = s->nprefill > 0 ? s->nprefill : s->ninst;
 	int i = (int)(s->dispatch_rr++ % count);
@@ -373,24 +379,47 @@ static void dispatch(struct serve *s, struct inst_ev *evs, int64_t id)
 		s->failed = 1;
 		return;
 	}
-	start_step(s, &evs[i]);
+	s->evs[i].arrived = 1;
+}
+
+/* Queue every request that has arrived by now (ns). Every step start
+ * calls it first, so a step holds the requests arriving at its start
+ * time whichever event (an arrival, a step's end) comes first at that
+ * instant: an offline run's first step holds every prompt the batch
+ * limits let in, as the engines do: vLLM's LLM.generate adds every
+ * prompt (_validate_and_add_requests) before _run_engine calls step();
+ * SGLang's scheduler drains its tokenizer socket (recv_requests,
+ * zmq.NOBLOCK until empty) before get_next_batch_to_run; TensorRT-LLM's
+ * PyExecutor takes every queued request at the top of an iteration
+ * (_get_from_request_queue empties a non-empty queue). */
+static void admit(struct serve *s, units_ns_t now)
+{
+	double t = units_ns_to_s(now);
+
+	while (!s->failed && s->next_arrival < s->nreq &&
+	       units_s_to_ns_sat(s->req[s->next_arrival].arrival_s) <= now) {
+		account_system(s, t);
+		s->in_system++;
+		dispatch(s, s->next_arrival++);
+	}
 }
 
 static void arrive(struct sim *sim, void *arg)
 {
 	struct arrivals *a = arg;
 	struct serve *s = a->s;
-	double now = units_ns_to_s(sim_now(sim));
+	int i;
 
-	/* every request arriving at this instant, then the next event */
-	while (s->next_arrival < s->nreq &&
-	       units_s_to_ns_sat(s->req[s->next_arrival].arrival_s) <=
-	       sim_now(sim)) {
-		account_system(s, now);
-		s->in_system++;
-		dispatch(s, a->evs, s->next_arrival++);
-		progress(a, now);
-	}
+	/* every request arriving at this instant, then wake the instances
+	 * that got one (a step's end at this instant may have queued them
+	 * already), then the next arrival */
+	admit(s, sim_now(sim));
+	progress(a, units_ns_to_s(sim_now(sim)));
+	for (i = 0; i < s->ninst; i++)
+		if (a->evs[i].arrived) {
+			a->evs[i].arrived = 0;
+			start_step(s, &a->evs[i]);
+		}
 	if (s->next_arrival < s->nreq)
 		(void)serve_at(s, 0, s->req[s->next_arrival].arrival_s,
 			       "a request would arrive", arrive, a);
@@ -548,6 +577,7 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	arr.s = &s;
 	arr.evs = evs;
 	arr.t0 = arr.last = wall_s();
+	arr.calls = 0;
 	if (s.nreq >= SERVE_PROGRESS_REQS)
 		diag_progress(d, "serving: simulating %lld requests on %d "
 			      "instance%s (a line every %.0f s)",
