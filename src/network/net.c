@@ -191,12 +191,18 @@ static int per_byte(const struct coll_desc *c)
 	return !c->a2a_B;
 }
 
+/* A plan and the pairs that do not apply are keyed without the size
+ * when plans are built per byte (the build never sees it): keyed by size,
+ * the pairs that do not apply were built again for each size a group
+ * has (6,294 builds for 2,343 distinct on the DSV3 2,048 pp16 bench). */
 static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 			  int proto)
 {
+	int any_size = (kind == PK_PLAN || kind == PK_NOAPPLY) && per_byte(c);
+
 	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
 			      c->replicas > 1 ? c->replicas : 1,
-			      kind == PK_PLAN && per_byte(c) ? -1 : c->bytes,
+			      any_size ? -1 : c->bytes,
 			      c->gpus, c->a2a_B, c->path };
 }
 
