@@ -101,17 +101,23 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
-static int vec_push(struct vec *v, mm_id x)
+static int vec_grow(struct vec *v)
 {
-	if (v->n == v->cap) {
-		uint32_t ncap = v->cap ? v->cap * 2 : 64;
-		mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
+	uint32_t ncap = v->cap ? v->cap * 2 : 64;
+	mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
 
-		if (!nv)
-			return -1;
-		v->v = nv;
-		v->cap = ncap;
-	}
+	if (!nv)
+		return -1;
+	v->v = nv;
+	v->cap = ncap;
+	return 0;
+}
+
+/* Inline: the walks push an id per element they reach. */
+static inline int vec_push(struct vec *v, mm_id x)
+{
+	if (v->n == v->cap && vec_grow(v) != 0)
+		return -1;
 	v->v[v->n++] = x;
 	return 0;
 }
@@ -326,8 +332,10 @@ void mm_var_remove(struct mm *m, mm_id v)
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(m, &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
-		 * change to it re-solves it. */
-		(void)mark_dirty(m, x->elems[i].cons);
+		 * change to it re-solves it. One left with no variable
+		 * changes no rate (and collect() would skip it). */
+		if (m->cons[x->elems[i].cons].n > 0)
+			(void)mark_dirty(m, x->elems[i].cons);
 	}
 	var_release(m, v);
 	m->live--;
@@ -509,8 +517,10 @@ static int collect(struct mm *m)
 	for (i = 0; i < m->cc.n; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
 
+		/* most entries lead to a variable already reached */
 		for (k = 0; k < c->n; k++)
-			if (reach_var(m, c->list[k].var) != 0)
+			if (m->vars[c->list[k].var].mark != m->epoch &&
+			    reach_var(m, c->list[k].var) != 0)
 				return -1;
 	}
 	return 0;
