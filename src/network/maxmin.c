@@ -193,38 +193,36 @@ static int mark_dirty(struct mm *m, mm_id c)
 	return 0;
 }
 
-/* Put element ei of variable v on its constraint's list; 0 or -1. */
-static int cons_append(struct mm *m, mm_id v, uint32_t ei)
+/* Room for one more entry on c's list; 0 or -1. */
+static int cons_grow(struct cons *c)
 {
-	struct elem *e = &m->vars[v].elems[ei];
-	struct cons *c = &m->cons[e->cons];
+	uint32_t ncap = c->capn ? c->capn * 2 : 8;
+	struct centry *nl = mem_realloc(c->list, (size_t)ncap * sizeof(*nl));
 
-	if (c->n == c->capn) {
-		uint32_t ncap = c->capn ? c->capn * 2 : 8;
-		struct centry *nl = mem_realloc(c->list,
-						(size_t)ncap * sizeof(*nl));
-
-		if (!nl)
-			return -1;
-		c->list = nl;
-		c->capn = ncap;
-	}
-	e->pos = c->n;
-	c->list[c->n++] = (struct centry){ v, ei, e->coef };
-	m->busy[e->cons] = c->n;
+	if (!nl)
+		return -1;
+	c->list = nl;
+	c->capn = ncap;
 	return 0;
 }
 
 /* Take element e off its constraint's list: the last entry moves into
- * its place (so list order is what additions and removals made it). */
+ * its place (so list order is what additions and removals made it). The
+ * last entry itself (a flow alone on a link: most of a long flow's
+ * links) moves nothing. */
 static void cons_unlink(struct mm *m, const struct elem *e)
 {
 	struct cons *c = &m->cons[e->cons];
-	struct centry last = c->list[--c->n];
+	uint32_t n = c->n - 1;
 
-	c->list[e->pos] = last;
-	m->busy[e->cons] = c->n;
-	m->vars[last.var].elems[last.ei].pos = e->pos;
+	c->n = n;
+	m->busy[e->cons] = n;
+	if (e->pos != n) {
+		struct centry last = c->list[n];
+
+		c->list[e->pos] = last;
+		m->vars[last.var].elems[last.ei].pos = e->pos;
+	}
 }
 
 static mm_id var_slot(struct mm *m)
@@ -265,11 +263,25 @@ static void var_release(struct mm *m, mm_id v)
 static int var_link(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
-	uint32_t i;
+	struct elem *el = x->elems;
+	struct cons *cons = m->cons;
+	uint32_t *busy = m->busy;
+	uint32_t i, n = x->nelems;
 
-	for (i = 0; i < x->nelems; i++)
-		if (cons_append(m, v, i) != 0)
+	/* Each element at the end of its constraint's list (values held in
+	 * locals: the stores would make the compiler load them again). */
+	for (i = 0; i < n; i++) {
+		mm_id ci = el[i].cons;
+		struct cons *c = &cons[ci];
+		uint32_t k = c->n;
+
+		if (k == c->capn && cons_grow(c) != 0)
 			goto undo;
+		el[i].pos = k;
+		c->list[k] = (struct centry){ v, i, el[i].coef };
+		c->n = k + 1;
+		busy[ci] = k + 1;
+	}
 	if (vec_push(&m->fresh, v) == 0)
 		return 0;
 undo:
@@ -296,11 +308,12 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	for (i = 0; i < n; i++) {
+		struct elem *e = &x->elems[i];
 		double alone;
 
 		if (cons[i] >= m->ncons || !(coef[i] > 0))
 			BUG("bad constraint or coefficient");
-		x->elems[i] = (struct elem){ cons[i], 0, coef[i] };
+		*e = (struct elem){ cons[i], 0, coef[i] };
 		alone = m->cons[cons[i]].cap_Bps / coef[i];
 		if (alone < x->alone_Bps)
 			x->alone_Bps = alone;
