@@ -76,8 +76,10 @@ struct crun {
 	uint32_t nlost, caplost;
 };
 
-/* Links a parked run lets others take before it lets all go. */
-#define LOST_MAX 64
+/* Links a parked run lets others take before it lets all go: as many
+ * as it holds (a DeepEP all-to-all and an fp8 amax ring over the same
+ * nodes take hundreds of each other's links), at least LOST_MIN. */
+#define LOST_MIN 64
 
 static void crun_free(struct crun *r)
 {
@@ -573,7 +575,8 @@ static void evict(void *holder)
  * links and the TP collective that takes 4 of them between its calls
  * each take back what the other took (flow_reclaim) instead of a pass
  * over all of them (letting all go, then holding all again). Past
- * LOST_MAX losses, or out of memory, it lets all go. */
+ * about twice its links' count of losses (a link lost again after a
+ * failed reclaim is noted twice), or out of memory, it lets all go. */
 static int take(void *holder, uint32_t l)
 {
 	struct crun *r = holder;
@@ -581,9 +584,12 @@ static int take(void *holder, uint32_t l)
 	if (!r->parked)
 		return 0;
 	if (r->nlost == r->caplost) {
-		uint32_t ncap = r->caplost ? 2 * r->caplost : 8;
-		uint32_t *nl = ncap <= LOST_MAX ?
-			       mem_realloc(r->lost, ncap * sizeof(*nl)) : NULL;
+		uint32_t nlinks, ncap = r->caplost ? 2 * r->caplost : 8;
+		uint32_t *nl;
+
+		(void)plan_links(&r->cp->plan, &nlinks);
+		nl = ncap <= LOST_MIN || ncap <= 2 * nlinks ?
+		     mem_realloc(r->lost, ncap * sizeof(*nl)) : NULL;
 
 		if (!nl) {
 			unpark(r);
