@@ -4,6 +4,7 @@
  * Layout of configs/collectives/NAME.yaml:
  *
  *   pxn: true
+ *   ring_own_nics: true                      (optional)
  *   max_channels: 32
  *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
  *   protocols:
@@ -102,6 +103,25 @@ static const struct schema flags_schema = {
 	.nfields = SCHEMA_COUNT(flags_fields),
 };
 
+#define SEQ(p, k) { .key = k, .type = ST_BOOL, \
+	.offset = offsetof(struct coll_proto_flags, on) + (p) * sizeof(int), \
+	.def = "false", .help = "the " k " protocol's tree reduces all the " \
+	"data before it broadcasts" }
+
+static const struct schema_field seq_fields[] = {
+	SEQ(PROTO_LL, "ll"),
+	SEQ(PROTO_LL128, "ll128"),
+	SEQ(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema seq_schema = {
+	.kind = "collectives.algorithm.up_then_down",
+	.help = "per protocol: the tree's reduce, then its broadcast",
+	.size = sizeof(struct coll_proto_flags),
+	.fields = seq_fields,
+	.nfields = SCHEMA_COUNT(seq_fields),
+};
+
 #define OPF(op, k) { .key = k, .type = ST_BOOL, .def = "false", \
 	.offset = offsetof(struct coll_op_flags, off) + (op) * sizeof(int), \
 	.help = "not used for " k }
@@ -190,6 +210,11 @@ static const struct schema_field algo_fields[] = {
 	{ .key = "excludes", .type = ST_SECTION, .offset = AOFF(excludes),
 	  .sub = &ops_schema, .flags = SF_OPTIONAL,
 	  .help = "operations the library does not use it for" },
+	{ .key = "up_then_down", .type = ST_SECTION, .offset = AOFF(up_then_down),
+	  .sub = &seq_schema, .flags = SF_OPTIONAL,
+	  .help = "tree all-reduce, per protocol: the reduce runs to the root "
+		  "over all the data, then the broadcast (RCCL's runTreeUpDown); "
+		  "false: both at once on split warps (runTreeSplit)" },
 	{ .key = "max_nodes", .type = ST_INT, .offset = AOFF(max_nodes),
 	  .def = "0", .min = 0, .max = 1e7,
 	  .help = "largest number of nodes it runs across; 0 = any" },
@@ -381,6 +406,12 @@ static const struct schema_field lib_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "preset name" },
 	{ .key = "pxn", .type = ST_BOOL, .offset = OFF(pxn), .def = "false",
 	  .help = "send cross-rail data through the scale-up peer on the receiver's rail" },
+	{ .key = "ring_own_nics", .type = ST_BOOL, .offset = OFF(ring_own_nics),
+	  .def = "false",
+	  .help = "rings across nodes leave a node through its last GPU's own "
+		  "NIC and the next node runs its order reversed from that "
+		  "rail (RCCL's rome-model rings); false: they enter and leave "
+		  "on one rail" },
 	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
 	  .def = "32", .min = 1, .max = 1024,
 	  .help = "most parallel rings/trees one collective uses" },

@@ -91,6 +91,9 @@ struct coll_algo_spec {
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
 	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
 	double max_bytes;			/* B, largest collective it runs for; 0 = any */
+	struct coll_proto_flags up_then_down;	/* tree all-reduce: per protocol, the reduce
+						 * reaches the root over all the data before
+						 * the broadcast starts (else both at once) */
 	double reduce_Bps;			/* B/s, a direct all-reduce's separate local
 						 * reduction between its two shots (of the
 						 * collective's bytes); 0 = fused into the receive */
@@ -134,6 +137,8 @@ struct coll_proto_ranges {
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
+	int ring_own_nics;				/* a ring leaves a node on its last GPU's own NIC and
+							 * the next node runs reversed from that rail */
 	int64_t max_channels;				/* parallel rings/trees per collective */
 	struct coll_proto_times net_overhead;		/* s, floor of a step when the group spans nodes */
 	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */

@@ -144,6 +144,17 @@ static const struct schema_field engine_fields[] = {
 	  .help = "kernels that write quantized GEMM inputs themselves: none "
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
+	{ .key = "input_broadcasts", .type = ST_INT,
+	  .offset = OFF(input_broadcasts), .min = 0, .max = 64, .def = "0",
+	  .help = "GPU tensors of the step's inputs (tokens, positions, "
+		  "attention metadata, sampled rows) the driver broadcasts to "
+		  "the other TP ranks before each scheduler call's forward, "
+		  "one library broadcast each (vLLM V0's broadcast_tensor_dict)" },
+	{ .key = "rope_cache_fused", .type = ST_BOOL,
+	  .offset = OFF(rope_cache_fused), .def = "true",
+	  .help = "RoPE and the KV-cache write are one kernel; false: a "
+		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
+		  "rotary_embedding and reshape_and_cache)" },
 	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
 	  .max = 1e-2, .def = "0 us",
 	  .help = "host time per kernel launched outside a CUDA graph (the "

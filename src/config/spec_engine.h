@@ -125,6 +125,12 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
+						 * broadcasts over the TP group before a
+						 * scheduler call's forward (vLLM V0) */
+	int rope_cache_fused;			/* RoPE and the KV-cache write are one
+						 * kernel (else a rotary kernel, then the
+						 * cache write) */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */

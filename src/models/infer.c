@@ -207,6 +207,9 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->kv_B = dtype_bytes(d->kv);
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
+	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
+	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
+	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
 		infer_moe_dims(j, g, d);
@@ -390,6 +393,19 @@ static void norm(struct infer_ops *o, const struct infer_dims *d,
 		quant(o, d, "quant", n);
 }
 
+/* Attention, the output's quantization and o_proj (GQA). */
+static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
+		      double t, double q, struct infer_ops *o)
+{
+	attention(o, b);
+	if (quant_apart(d, ENGINE_QFUSE_ALL))
+		quant(o, d, "quant_attn", t * q);
+	gemm(o, "o_proj", t, d->hidden, q);
+}
+
+/* QKV, RoPE and the cache write: one kernel (rope_cache), or with the
+ * engine's rope_cache_fused off a rotary kernel in place on Q and K and
+ * then the cache write, which reads K again (vLLM V0). */
 static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 		     double t, struct infer_ops *o)
 {
@@ -397,17 +413,19 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	double kv = kv_heads_local(d) * d->head_dim;
 
 	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
-	if (d->rope)
+	if (d->rope && d->rope_cache_fused) {
 		memop(o, "rope_cache", t * (q + 2 * kv) * d->act_B,
 		      t * (q + kv) * d->act_B + t * 2 * kv * d->kv_B,
 		      ROPE_FLOPS * t * (q + kv));
-	else
+	} else {
+		if (d->rope)
+			memop(o, "rope", t * (q + kv) * d->act_B,
+			      t * (q + kv) * d->act_B,
+			      ROPE_FLOPS * t * (q + kv));
 		memop(o, "cache_write", t * 2 * kv * d->act_B,
 		      t * 2 * kv * d->kv_B, 0);
-	attention(o, b);
-	if (quant_apart(d, ENGINE_QFUSE_ALL))
-		quant(o, d, "quant_attn", t * q);
-	gemm(o, "o_proj", t, d->hidden, q);
+	}
+	attn_tail(d, b, t, q, o);
 }
 
 static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
@@ -492,12 +510,32 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	tpcoll(o, d, "mlp_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
 }
 
+/* Step inputs the driver broadcasts to the other TP ranks before the
+ * forward (engine input_broadcasts; vLLM V0's broadcast_tensor_dict sends
+ * each GPU tensor of the model input with its own library broadcast over
+ * the device group). Each tensor is taken as one int64 per token: they
+ * are latency-bound. A multi-step scheduler broadcasts on the first step
+ * of a call only; its later decode steps advance the inputs on the GPU
+ * (charged none here). */
+static void input_broadcasts(const struct infer_dims *d,
+			     const struct infer_batch *b, struct infer_ops *o)
+{
+	int i;
+
+	if (d->tp <= 1 || (d->multi_step > 1 && infer_batch_decode_only(b)))
+		return;
+	for (i = 0; i < d->input_broadcasts; i++)
+		tpcoll(o, d, "input_broadcast", COLL_BROADCAST,
+		       8 * infer_batch_tokens(b));
+}
+
 void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o)
 {
 	double n = infer_batch_tokens(b) * d->hidden;
 
 	o->n = 0;
+	input_broadcasts(d, b, o);
 	memop(o, "embed", n * d->act_B, n * d->act_B, 0);
 	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
 }

@@ -111,6 +111,9 @@ struct infer_dims {
 	double weight_B;	/* B per weight element, scales included */
 	double kv_B;		/* B per KV-cache element */
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
+	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
+	int input_broadcasts;	/* the engine's step-input broadcasts */
+	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */
 };

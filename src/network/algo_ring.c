@@ -14,7 +14,11 @@
  * once; on a switch or PCIe tree the members in order. The hop from a
  * node's last GPU to the next node uses rail r_c at both ends, with the
  * scale-up hop to the rail's GPU on the sending side (PXN) or on the
- * receiving side (without PXN): rail-local either way.
+ * receiving side (without PXN): rail-local either way. A library with
+ * ring_own_nics (RCCL's rome models) instead leaves each node on its last
+ * GPU's own NIC and runs the odd nodes reversed, so the next node starts
+ * on that rail: a node's part of the ring is an open chain of m-1
+ * scale-up hops, not m.
  * K = the cycles of a node's mesh (single node), or (several nodes) the
  * least common multiple of rails and cycles, so every rail and every
  * cycle carries the same share (8 rails, 7 cycles: 56 channels); past
@@ -27,7 +31,9 @@
  * comes down at once (pipelined), so a channel is one flow over every
  * chain and tree edge in both directions, moving n/K; channel c uses
  * tree c mod 2 (tree 1 is tree 0 mirrored for an even node count,
- * shifted by one for an odd one) and rail r_c.
+ * shifted by one for an odd one) and rail r_c. A library that runs the
+ * two one after the other (up_then_down: RCCL's Tree/Simple) gets two
+ * phases of one-way flows instead.
  *
  * Hierarchical all-reduce (uniform ranks per node, several nodes):
  *   1. ring reduce-scatter in every node at once: (m-1)/m * n per link
@@ -82,16 +88,35 @@ static void root_first(struct algo_ctx *x, uint32_t *ord)
 	reverse(ord, m);
 }
 
+/* One hop a -> b leaving on rail_a and entering on rail_b, or b -> a
+ * (its rails swapped) when reverse. */
 static void seg_dir(struct algo_ctx *x, struct plan *p, uint32_t a,
-		    uint32_t b, uint32_t rail, int reverse)
+		    uint32_t b, uint32_t rail_a, uint32_t rail_b, int reverse)
 {
 	if (reverse)
-		algo_seg(x, p, b, a, rail, rail, 1);
+		algo_seg(x, p, b, a, rail_b, rail_a, 1);
 	else
-		algo_seg(x, p, a, b, rail, rail, 1);
+		algo_seg(x, p, a, b, rail_a, rail_b, 1);
 }
 
-/* One ring channel: segments through every node, closed unless chain. */
+/* RCCL's rome-model rings leave a node through the NIC of its last GPU
+ * and run the next node's GPUs in the reverse order, entering on that
+ * NIC's rail (parseGraph reverses ringBase, and swaps its input and
+ * output NICs, on odd hosts): node k's order for odd k is reversed.
+ * With every node's members alike, node k+1 then starts on the GPU of
+ * node k's exit rail, and no node pays a scale-up hop to reach a NIC. */
+static void alternate(struct algo_ctx *x, uint32_t *ord)
+{
+	uint32_t k;
+
+	for (k = 1; k < x->g.nnodes; k += 2)
+		reverse(ord + x->g.first[k], x->g.first[k + 1] - x->g.first[k]);
+}
+
+/* One ring channel: segments through every node, closed unless chain.
+ * The hop between nodes uses rail at both ends (the scale-up hop to the
+ * rail's GPU on the sending side with PXN, on the receiving side
+ * without), or with ring_own_nics the NIC of the GPU at each end. */
 static void ring_segments(struct algo_ctx *x, struct plan *p,
 			  const uint32_t *ord, uint32_t rail, int chain,
 			  int reverse)
@@ -102,13 +127,17 @@ static void ring_segments(struct algo_ctx *x, struct plan *p,
 		const uint32_t *o = ord + x->g.first[k];
 		uint32_t m = x->g.first[k + 1] - x->g.first[k];
 		uint32_t exit = o[m - 1], next = ord[x->g.first[(k + 1) % N]];
-		uint32_t r = x->lib->pxn ? rail : algo_rail(x, exit);
+		uint32_t ra = x->lib->pxn ? rail : algo_rail(x, exit), rb = ra;
 
 		for (i = 0; i + 1 < m; i++)
-			seg_dir(x, p, o[i], o[i + 1], rail, reverse);
+			seg_dir(x, p, o[i], o[i + 1], rail, rail, reverse);
 		if (chain && k + 1 == N)
 			break;
-		seg_dir(x, p, exit, next, r, reverse);
+		if (x->lib->ring_own_nics) {
+			ra = algo_rail(x, exit);
+			rb = algo_rail(x, next);
+		}
+		seg_dir(x, p, exit, next, ra, rb, reverse);
 	}
 }
 
@@ -217,6 +246,8 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	int chain = x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE;
 
 	(void)c;
+	if (x->lib->ring_own_nics)
+		alternate(x, ch->ord);
 	if (chain)
 		root_first(x, ch->ord);
 	/* Each ring link carries the bus-bandwidth share of n/K. */
@@ -278,8 +309,13 @@ static uint32_t floor_log2(uint32_t n)
 	return l;
 }
 
+enum { TREE_UP = 1, TREE_DOWN = 2 };
+
+/* Tree t's edges in the directions dirs: toward the root (the reduce)
+ * and away from it (the broadcast). */
 static void tree_segments(struct algo_ctx *x, struct plan *p,
-			  const uint32_t *ord, uint32_t rail, uint32_t t)
+			  const uint32_t *ord, uint32_t rail, uint32_t t,
+			  unsigned dirs)
 {
 	uint32_t N = x->g.nnodes, k, i;
 
@@ -289,13 +325,17 @@ static void tree_segments(struct algo_ctx *x, struct plan *p,
 		uint32_t up = N > 1 ? tree_parent(k, N, t) : UINT32_MAX;
 
 		for (i = 0; i + 1 < m; i++) {
-			algo_seg(x, p, o[i + 1], o[i], rail, rail, 1);
-			algo_seg(x, p, o[i], o[i + 1], rail, rail, 1);
+			if (dirs & TREE_UP)
+				algo_seg(x, p, o[i + 1], o[i], rail, rail, 1);
+			if (dirs & TREE_DOWN)
+				algo_seg(x, p, o[i], o[i + 1], rail, rail, 1);
 		}
 		if (up == UINT32_MAX)
 			continue;
-		algo_seg(x, p, o[0], ord[x->g.first[up]], rail, rail, 1);
-		algo_seg(x, p, ord[x->g.first[up]], o[0], rail, rail, 1);
+		if (dirs & TREE_UP)
+			algo_seg(x, p, o[0], ord[x->g.first[up]], rail, rail, 1);
+		if (dirs & TREE_DOWN)
+			algo_seg(x, p, ord[x->g.first[up]], o[0], rail, rail, 1);
 	}
 }
 
@@ -303,7 +343,22 @@ static void tree_channel(struct algo_ctx *x, struct plan *p,
 			 const struct chans *ch, uint32_t c, uint32_t rail)
 {
 	algo_flow(x, p, x->c->bytes / ch->K);
-	tree_segments(x, p, ch->ord, rail, c % 2);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_UP | TREE_DOWN);
+}
+
+static void tree_channel_up(struct algo_ctx *x, struct plan *p,
+			    const struct chans *ch, uint32_t c, uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_UP);
+}
+
+static void tree_channel_down(struct algo_ctx *x, struct plan *p,
+			      const struct chans *ch, uint32_t c,
+			      uint32_t rail)
+{
+	algo_flow(x, p, x->c->bytes / ch->K);
+	tree_segments(x, p, ch->ord, rail, c % 2, TREE_DOWN);
 }
 
 /* Hops from a leaf to the root: the chain inside a node, then the
@@ -325,17 +380,48 @@ static void tree_pipe(struct algo_ctx *x, uint32_t K)
 	algo_pipe(x, (struct pipe_shape){ 1, 1, D, 2 * D - 1 }, K);
 }
 
-static double tree_latency(const struct algo_ctx *x)
+/* One way from a leaf to the root (or back): D steps. */
+static double tree_way(const struct algo_ctx *x)
 {
 	uint32_t N = x->g.nnodes;
 
-	return algo_base(x) + 2 * ((x->g.ppn_max - 1) * algo_hop_intra(x) +
-		floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0));
+	return (x->g.ppn_max - 1) * algo_hop_intra(x) +
+	       floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0);
 }
 
+static double tree_latency(const struct algo_ctx *x)
+{
+	return algo_base(x) + 2 * tree_way(x);
+}
+
+/* Up then down: each way is a phase of its own, which a chunk crosses
+ * in D hops (fill D - 1 loops); the base is paid once, with the reduce. */
+static void tree_pipe_way(struct algo_ctx *x, uint32_t K)
+{
+	double D = tree_depth(x);
+
+	algo_pipe(x, (struct pipe_shape){ 1, 1, D, D - 1 }, K);
+}
+
+static double tree_latency_up(const struct algo_ctx *x)
+{
+	return algo_base(x) + tree_way(x);
+}
+
+/* The tree all-reduce: the reduce and the broadcast at once (each
+ * channel's flow runs every edge both ways), or, where the library runs
+ * them one after the other (RCCL's Tree/Simple: all_reduce.h
+ * runTreeUpDown, where NCCL runs runTreeSplit), two phases of one-way
+ * flows, each moving the channel's n/K; the latency constants are the
+ * same in sum. */
 int algo_tree(struct algo_ctx *x, struct plan *p)
 {
-	return channels(x, p, 1, tree_channel, tree_latency, tree_pipe);
+	if (!x->as->up_then_down.on[x->proto])
+		return channels(x, p, 1, tree_channel, tree_latency, tree_pipe);
+	if (channels(x, p, 1, tree_channel_up, tree_latency_up,
+		     tree_pipe_way) != 0)
+		return -1;
+	return channels(x, p, 1, tree_channel_down, tree_way, tree_pipe_way);
 }
 
 /* Phase 1 or 3 of the hierarchical all-reduce: a ring in every node. */

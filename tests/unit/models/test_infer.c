@@ -213,6 +213,131 @@ Test(infer, quantization_kernels_follow_the_engine)
 	cr_assert_eq(quant_ops("vllm-v0", "bf16"), 0);
 }
 
+/* The op of a layer named `name`, or NULL. */
+static const struct infer_op *op_named(const struct infer_ops *o,
+				       const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+/*
+ * RoPE and the KV-cache write: one kernel by default (vLLM V1 here), two
+ * under vLLM V0 (rope_cache_fused false: ops.rotary_embedding in place,
+ * then ops.reshape_and_cache). Llama 3 70B at tp 8, 4 decode tokens,
+ * bf16 activations (2 B), fp8 cache (1 B): q = 64/8 x 128 = 1024 and
+ * kv = 8/8 x 128 = 128 elements a token.
+ *   rope:        reads and writes Q and K, 4 x (1024 + 128) x 2 B = 9,216 B
+ *   cache_write: reads K and V 4 x 256 x 2 B = 2,048 B, writes them
+ *                4 x 256 x 1 B = 1,024 B
+ *   rope_cache:  reads 4 x (1024 + 256) x 2 = 10,240 B, writes Q and K
+ *                back and K, V into the cache: 9,216 + 1,024 = 10,240 B
+ * V0 has one kernel more a layer, and reads K twice.
+ */
+Test(infer, rope_and_cache_write_follow_the_engine)
+{
+	const char *v0[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0",
+			    "serving.dtype=fp8", "serving.kv_dtype=fp8"};
+	const char *v1[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm",
+			    "serving.dtype=fp8", "serving.kv_dtype=fp8"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	const struct infer_op *op;
+	int n_v0;
+
+	arena_init(&a);
+	j = load(&a, L70, v0, 6);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_layer_ops(&d, &b, NULL, NULL, &o);
+	n_v0 = o.n;
+	cr_assert_null(op_named(&o, "rope_cache"));
+	op = op_named(&o, "rope");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 9216.0, 1e-9);
+	cr_assert_float_eq(op->write_B, 9216.0, 1e-9);
+	op = op_named(&o, "cache_write");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 2048.0, 1e-9);
+	cr_assert_float_eq(op->write_B, 1024.0, 1e-9);
+	j = load(&a, L70, v1, 6);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_layer_ops(&d, &b, NULL, NULL, &o);
+	cr_assert_null(op_named(&o, "rope"));
+	cr_assert_null(op_named(&o, "cache_write"));
+	op = op_named(&o, "rope_cache");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 10240.0, 1e-9);
+	cr_assert_float_eq(op->write_B, 10240.0, 1e-9);
+	/* vLLM V1 also quantizes one GEMM input apart, V0 all four: the
+	 * op counts differ by 1 (rope) + 3 (quant) */
+	cr_assert_eq(n_v0 - o.n, 4);
+	arena_release(&a);
+}
+
+/* The step-input broadcasts of an embedding unit: their count and bytes. */
+static int broadcasts(const char *const *sets, size_t n, double *bytes)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	int i, k = 0;
+
+	arena_init(&a);
+	j = load(&a, L70, sets, n);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_embed_ops(&d, &b, &o);
+	for (i = 0; i < o.n; i++)
+		if (strcmp(o.op[i].name, "input_broadcast") == 0) {
+			cr_assert_eq(o.op[i].coll, COLL_BROADCAST);
+			*bytes = o.op[i].coll_B;
+			k++;
+		}
+	arena_release(&a);
+	return k;
+}
+
+/*
+ * vLLM V0 broadcasts a step's 9 GPU input tensors from the driver to the
+ * other TP ranks (vllm-v0.yaml input_broadcasts): 9 library broadcasts
+ * over the TP group before the embedding, 8 B x 4 tokens = 32 B each for
+ * a decode of 4 sequences. None at tp 1, none under vLLM V1 (its workers
+ * build their own inputs), and none on the decode steps of a multi-step
+ * call after its first (charged none).
+ */
+Test(infer, v0_broadcasts_the_step_inputs)
+{
+	const char *v0[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0"};
+	const char *tp1[] = {"phase=decode", "serving.batch=4",
+			     "serving.context_len=256", "serving.engine=vllm-v0",
+			     "parallelism.tp=1", "system.gpus_per_node=1"};
+	const char *v1[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm"};
+	const char *ms[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0",
+			    "serving.engine.multi_step=10"};
+	double bytes = 0;
+
+	cr_assert_eq(broadcasts(v0, 4, &bytes), 9);
+	cr_assert_float_eq(bytes, 32.0, 1e-12);
+	cr_assert_eq(broadcasts(tp1, 6, &bytes), 0);
+	cr_assert_eq(broadcasts(v1, 4, &bytes), 0);
+	cr_assert_eq(broadcasts(ms, 5, &bytes), 0);
+}
+
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
 /*

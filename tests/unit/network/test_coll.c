@@ -728,3 +728,68 @@ Test(net_coll, max_bytes_hands_large_collectives_on)
 	r.bytes = 4096;
 	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "direct");
 }
+
+Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_RING, 1, NULL };
+
+	fx_mesh(&f, 2);
+	f.out_link.lane_rate_Bps = 100e9;
+	/* 2 nodes of 8 on a 64 GB/s mesh, 8 NICs of 100 GB/s; 7 cycles x 8
+	 * rails = 56 channels of rate x, each link carrying 2(p-1)/p n/56.
+	 * Rail-local rings (PXN): a node's part of a channel is its cycle
+	 * closed (7 chain hops + the hop back to the rail's GPU), so each
+	 * directed link of a cycle carries its 8 channels: 8x <= 64 GB/s;
+	 * a NIC sends 7 channels: 7x <= 100. Links bind: busbw 56 x 8 =
+	 * 448 GB/s, T = 1.875 GiB / 448 GB/s = 4.494 ms. */
+	EQ_REL(timed(&f.sys, &r).time_s, 1.875 * GiB / 448e9, 1e-6);
+	/* Own NICs: each channel leaves on its last GPU's NIC, so a node
+	 * runs 7 of its cycle's 8 links, a different one idle per rail:
+	 * 7x <= 64 GB/s (NICs still 7x <= 100): busbw 56 x 64/7 = 512
+	 * GB/s, T = 1.875 GiB / 512 GB/s = 3.932 ms. */
+	f.lib.ring_own_nics = 1;
+	EQ_REL(timed(&f.sys, &r).time_s, 1.875 * GiB / 512e9, 1e-6);
+	/* Three nodes: node 1 runs reversed and node 2 forward again, so
+	 * node 2's last GPU leaves on its own rail and node 0 takes the
+	 * data in on the channel's rail (through the spine, 16-port
+	 * switches, 2 tiers): the xGMI links still bind at 7x <= 64 GB/s.
+	 * p = 24: T = 2 x 23/24 GiB / 512 GB/s = 4.019 ms. */
+	fx_mesh(&f, 3);
+	f.out_link.lane_rate_Bps = 100e9;
+	f.lib.ring_own_nics = 1;
+	r.n = 24;
+	EQ_REL(timed(&f.sys, &r).time_s, 2.0 * 23 / 24 * GiB / 512e9, 1e-6);
+}
+
+Test(net_coll, tree_up_then_down_runs_two_one_way_phases)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 112 * 1048576.0, NULL, 8, ALGO_TREE,
+			 1, NULL };
+	struct coll_pipe_spec *ps;
+	double n = r.bytes, both, seq;
+
+	fx_mesh(&f, 1);
+	ps = &f.lib.algo[ALGO_TREE].pipe[PROTO_SIMPLE];
+	ps->chunk_B = 1048576;
+	ps->slices = 1;
+	ps->sync_s = 1e-6;
+	f.lib.kernel_units.scale_up = 7;
+	/* One node of 8 on a 64 GB/s mesh: 7 channels, each a chain of 7
+	 * arcs of its own Hamiltonian cycle, n/7 each. At once, every arc
+	 * carries one channel's broadcast and another's reduce: 32 GB/s a
+	 * flow, n/7 / 32 GB/s = n / 224 GB/s. A loop moves 7 x 1 MiB, so
+	 * 112 MiB is 16 loops, 1 us of sync each; the chunk climbs D = 7
+	 * hops up and 7 down: fill 2D - 1 = 13 loops of the 16:
+	 *   T = n/224e9 (1 + 13/16) + 16 us = 0.9663 ms. */
+	both = timed(&f.sys, &r).time_s;
+	EQ_REL(both, n / 224e9 * (1 + 13.0 / 16) + 16e-6, 1e-6);
+	/* Up, then down: each phase has every arc to one flow, n/7 at
+	 * 64 GB/s = n / 448 GB/s, fills D - 1 = 6 loops of 16 and syncs
+	 * 16 times: T = 2 (n/448e9 (1 + 6/16) + 16 us) = 0.7528 ms: the
+	 * shorter fill outweighs the second round of syncs here. */
+	f.lib.algo[ALGO_TREE].up_then_down.on[PROTO_SIMPLE] = 1;
+	seq = timed(&f.sys, &r).time_s;
+	EQ_REL(seq, 2 * (n / 448e9 * (1 + 6.0 / 16) + 16e-6), 1e-6);
+}
