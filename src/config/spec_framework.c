@@ -102,6 +102,22 @@ static const struct schema_field elementwise_fields[] = {
 		  "for all: MX formats one kernel each, fp8 current scaling "
 		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
 		  "delayed scaling keeps one fused kernel" },
+	{ .key = "expert_quant_padding", .type = ST_BOOL,
+	  .offset = EOFF(expert_quant_padding), .def = "false",
+	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "
+		  "expert's rows (and probabilities) to the quantization "
+		  "alignment by a copy before its first GEMM and unpads the "
+		  "output after its second, and the reverse in backward, "
+		  "unless the dispatcher or the router already aligned them "
+		  "(Megatron-Core TEGroupedMLP's Fp8Padding/Fp8Unpadding)" },
+	{ .key = "grouped_gemm_streams", .type = ST_INT,
+	  .offset = EOFF(grouped_gemm_streams), .def = "0", .min = 0,
+	  .max = 64,
+	  .help = "the experts' grouped GEMM runs as one GEMM kernel per "
+		  "local expert, round robin over this many streams "
+		  "(Transformer Engine's multi-stream cuBLAS path): each "
+		  "stream's kernels pay their launch one after another; 0: "
+		  "one grouped kernel for all experts" },
 };
 
 static const struct schema elementwise_schema = {
@@ -180,6 +196,17 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(bucket_params_per_dp), .min = 0, .max = 1e12,
 	  .flags = SF_REQUIRED,
 	  .help = "bucket parameters per data-parallel rank (bucket = max of the two)" },
+	{ .key = "later_stages_one_bucket", .type = ST_BOOL,
+	  .offset = FOFF(later_stages_one_bucket), .def = "false",
+	  .help = "pipeline ranks after the first put each gradient buffer "
+		  "in one bucket (Megatron-Core DDP: bucket_size None when "
+		  "pp_rank > 0): its reduction waits for the rank's whole "
+		  "backward, its all-gather is one call" },
+	{ .key = "loss_dp_allreduce", .type = ST_BOOL,
+	  .offset = FOFF(loss_dp_allreduce), .def = "false",
+	  .help = "the loss function all-reduces each microbatch's loss over "
+		  "the data-parallel group (without CP) in the forward (a "
+		  "communicator first used before the gradients')" },
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },
@@ -209,6 +236,14 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
 		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "router_gemm_te", .type = ST_BOOL,
+	  .offset = FOFF(router_gemm_te), .def = "false",
+	  .help = "MoE: the router's GEMMs run through Transformer Engine's "
+		  "general_gemm (Megatron-Core >= 0.13 RouterGatingLinear"
+		  "Function): the forward on the 16-bit activations and weight "
+		  "with the router dtype (fp32) as its output only, the "
+		  "backward in the router dtype with fp32 as TF32; false: "
+		  "every router GEMM in the router dtype" },
 	{ .key = "fused_cross_entropy", .type = ST_BOOL,
 	  .offset = FOFF(fused_cross_entropy), .def = "false",
 	  .help = "the cross-entropy loss is one fused kernel (else a chain of "

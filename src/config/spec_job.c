@@ -67,6 +67,13 @@ static const struct schema_field training_fields[] = {
 	  .help = "flash (fused) or unfused attention (materialized scores)" },
 	{ .key = "dropout", .type = ST_BOOL, .offset = TOFF(dropout),
 	  .def = "false", .help = "dropout layers present (masks and their elementwise cost)" },
+	{ .key = "comm_hw_queues", .type = ST_INT,
+	  .offset = TOFF(comm_hw_queues), .def = "0", .min = 0, .max = 1024,
+	  .help = "hardware queues the collective library's streams are "
+		  "multiplexed onto (HIP GPU_MAX_HW_QUEUES, per priority: "
+		  "under TORCH_NCCL_HIGH_PRIORITY=1 the communicators share "
+		  "that pool only among themselves); collectives of streams "
+		  "on one queue run in issue order. 0: a queue each" },
 	{ .key = "gradient_accumulation_fusion", .type = ST_BOOL,
 	  .offset = TOFF(gradient_accumulation_fusion), .def = "true",
 	  .help = "Megatron --gradient-accumulation-fusion: each wgrad GEMM "

@@ -213,6 +213,12 @@ struct elementwise_spec {
 					 * PyTorch ops when that factor is not 1) */
 	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
 					 * quantized by one kernel per expert */
+	int expert_quant_padding;	/* low precision: the grouped MLP copies
+					 * its rows into per-expert aligned splits
+					 * and back (Megatron-Core Fp8Padding) */
+	int64_t grouped_gemm_streams;	/* the experts' grouped GEMM as one GEMM
+					 * kernel per local expert over this many
+					 * streams; 0 = one grouped kernel */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of
@@ -247,6 +253,9 @@ struct framework_spec {
 	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */
 	int64_t bucket_params_per_dp;		/* parameters per bucket per data-parallel rank (at least) */
+	int later_stages_one_bucket;		/* pipeline ranks > 0 keep each gradient buffer in one bucket */
+	int loss_dp_allreduce;			/* every microbatch's loss is all-reduced over the
+						 * data-parallel group (without CP) in its forward */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
@@ -259,6 +268,10 @@ struct framework_spec {
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
+						 * Engine: forward on the 16-bit inputs (the
+						 * router dtype only as output), backward in
+						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
@@ -287,6 +300,9 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	int64_t comm_hw_queues;			/* hardware queues the collective
+					 * library's streams share (HIP
+					 * GPU_MAX_HW_QUEUES); 0: one each */
 	int gradient_accumulation_fusion;	/* 1: wgrad GEMMs add into the
 					 * fp32 main_grad in their epilogue
 					 * (Megatron's default); 0: a separate

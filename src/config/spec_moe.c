@@ -100,6 +100,11 @@ static const struct schema_field ep_fields[] = {
 	  .def = "false",
 	  .help = "the routing probabilities travel in fp32 whatever the "
 		  "router's dtype (false: as the router made them)" },
+	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
+	  .def = "false",
+	  .help = "its permute pads each local expert's rows to the "
+		  "quantization alignment (Hybrid-EP pad_multiple), so the "
+		  "grouped MLP's own padding copies do not run" },
 };
 
 static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
@@ -204,6 +209,12 @@ static const struct schema_field moe_fields[] = {
 	  .help = "dtype tokens travel in (default: the activations')" },
 	{ .key = "permute_fusion", .type = ST_BOOL, .offset = MOFF(permute_fusion),
 	  .def = "true", .help = "fused permute/unpermute kernels (--moe-permute-fusion)" },
+	{ .key = "router_padding", .type = ST_BOOL, .offset = MOFF(router_padding),
+	  .def = "false",
+	  .help = "low precision: the routing map padded so every expert's "
+		  "token count is a multiple of the quantization alignment "
+		  "(--moe-router-padding-for-quantization); false: the grouped "
+		  "MLP pads and unpads its rows by copies" },
 	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
 	  .def = "0", .min = 0, .max = 64,
 	  .help = "multi-token-prediction modules trained with the model" },

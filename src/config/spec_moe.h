@@ -107,6 +107,8 @@ struct ep_comm_spec {
 	int vendor;			/* enum ep_vendor: GPUs it runs on */
 	int fp32_probs;			/* the routing probabilities travel, and
 					 * reach the experts, in fp32 */
+	int quant_pad;			/* its permute pads each local expert's
+					 * rows to the quantization alignment */
 };
 
 extern const struct schema ep_comm_schema;
@@ -148,6 +150,8 @@ struct moe_job_spec {
 	int dispatch_dtype;		/* enum dtype tokens travel in; -1 = the
 					 * activations' */
 	int permute_fusion;		/* permute/unpermute as fused kernels */
+	int router_padding;		/* the routing map padded so every expert's
+					 * count is aligned for quantization */
 	int64_t mtp_layers;		/* multi-token-prediction modules run */
 	struct routing_spec routing;
 };

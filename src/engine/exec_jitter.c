@@ -33,8 +33,12 @@
  *                                   = int x N phi(x) Phi(x)^(N-1) dx
  *
  * with N the group's GPUs (every replica of a symmetric group counts).
- * The engine starts the collective delta after its last member arrived,
- * so the tax propagates through the step like any wait (it shows in the
+ * The lateness is in the compute: the engine starts the collective at
+ * max(its last member's arrival, end of the compute that feeds it +
+ * delta), U taken when that compute ended. A member held back by its
+ * stream (a chain of gradient buckets behind earlier ones) has absorbed
+ * the lateness meanwhile, so the chain pays it once, not per bucket. The
+ * tax propagates through the step like any wait (it shows in the
  * critical path as a gap: other_s). A rank is realigned with the group
  * (its gathered terms restart) only when its compute actually waited for
  * the collective (a compute task whose cause is the collective's member):

@@ -36,7 +36,9 @@
  *
  * Variability (exec_jitter.c): with prog_set_jitter, a collective whose
  * last member arrived starts after the expected wait for its slowest
- * GPU; compute tasks feed the members' lateness as they start.
+ * GPU (counted from the compute that feeds it, so a chain of buckets
+ * backed up on a stream pays it once); compute tasks feed the members'
+ * lateness as they end.
  */
 #include "exec_impl.h"
 
@@ -123,6 +125,8 @@ struct run {
 	uint32_t *jit_ranks;		/* scratch: a collective's member ranks */
 	units_ns_t *compute_end;	/* per rank: ns, end of its last compute
 					 * task so far (variability only) */
+	units_ns_t *coll_late;		/* per collective: ns, its slowest member
+					 * out of its feeding compute, or -1 */
 	uint64_t *group_key;		/* per collective: its GPUs' group key */
 	int jit_failed;			/* out of memory in the variability model */
 };
@@ -475,9 +479,10 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 
 /* The expected wait (ns) of collective pc for its slowest GPU. The
  * lateness is in the members' compute: it delays the collective past the
- * end of their last compute task, and a member that arrived later than
- * that (its stream was still busy with earlier collectives) has already
- * absorbed that much of it. */
+ * end of the compute that feeds it (jit_feed), and a member that arrived
+ * later than that (its stream was still busy with earlier collectives)
+ * has already absorbed that much of it. One no compute feeds waits from
+ * its members' last compute. */
 static units_ns_t coll_wait_ns(struct run *r, const struct pcoll *pc)
 {
 	units_ns_t ready_ns = 0, wait;
@@ -486,6 +491,10 @@ static units_ns_t coll_wait_ns(struct run *r, const struct pcoll *pc)
 
 	if (!r->jit.on)
 		return 0;
+	if (r->coll_late[pc - r->p->colls] >= 0) {
+		wait = r->coll_late[pc - r->p->colls] - r->now;
+		return wait > 0 ? wait : 0;
+	}
 	for (i = 0; i < pc->n; i++) {
 		r->jit_ranks[i] = task_rank(r->p, pc->first + i);
 		if (r->compute_end[r->jit_ranks[i]] > ready_ns)
@@ -567,10 +576,43 @@ static void ready(struct run *r, task_id t)
 	coll_go(r, cr);
 }
 
+/* Compute task c fed collective member s on its rank: when the group's
+ * slowest GPU is expected out of that compute (its end on the schedule
+ * plus the expected maximum lateness of the members then). */
+static void jit_feed(struct run *r, task_id c, task_id s)
+{
+	const struct prog *p = r->p;
+	uint32_t rank = task_rank(p, s), k = p->task[s].kind & ~KIND_COLL;
+	enum task_cat cat;
+	units_ns_t late;
+	double sec;
+
+	if (p->task[c].kind & KIND_COLL || task_rank(p, c) != rank)
+		return;
+	cat = task_cat(p, c);
+	if (cat != TASK_COMPUTE && cat != TASK_OPTIMIZER)
+		return;
+	if (exec_jit_rendezvous(&r->jit, &rank, 1, r->group_key[k],
+				coll_desc_of(p, k)->ngpus, &sec) != 0) {
+		r->jit_failed = 1;
+		return;
+	}
+	/* Past the engine's horizon: stop the run (too_long). */
+	if (units_ns_add(r->compute_end[rank], units_s_to_ns_sat(sec),
+			 &late) != 0) {
+		too_long(r, s);
+		return;
+	}
+	if (late > r->coll_late[k])
+		r->coll_late[k] = late;
+}
+
 static void release_one(struct run *r, task_id c, task_id s)
 {
 	__builtin_prefetch(&r->p->task[s]);
 	offer(r, c, s);
+	if (r->jit.on && (r->p->task[s].kind & KIND_COLL))
+		jit_feed(r, c, s);
 	if (--r->p->state[s].aux == 0)
 		ready(r, s);
 }
@@ -731,10 +773,13 @@ static int run_alloc(struct run *r, struct prog *p)
 	r->group_key = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
 		       mem_alloc((p->ncolls + 1) * sizeof(*r->group_key)) :
 		       mem_alloc(sizeof(*r->group_key));
+	r->coll_late = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
+		       mem_alloc((p->ncolls + 1) * sizeof(*r->coll_late)) :
+		       mem_alloc(sizeof(*r->coll_late));
 	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
 	    !p->coll_time || !p->critical || !r->jit_ranks ||
-	    !r->compute_end || !r->group_key)
+	    !r->compute_end || !r->group_key || !r->coll_late)
 		return -1;
 	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
 }
@@ -749,6 +794,7 @@ static void run_free(struct run *r)
 	mem_free(r->jit_ranks);
 	mem_free(r->compute_end);
 	mem_free(r->group_key);
+	mem_free(r->coll_late);
 	exec_jit_release(&r->jit);
 }
 
@@ -806,8 +852,10 @@ static void run_init(struct run *r)
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
-		if (r->jit.on)
+		if (r->jit.on) {
 			r->group_key[k] = group_key_of(coll_desc_of(p, k), memo);
+			r->coll_late[k] = -1;
+		}
 	}
 }
 

@@ -62,6 +62,10 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 			groups[e].k = r;
 	}
 	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	/* per-expert kernels over streams: each stream's chain of launches
+	 * (moe.c stream_kernels) beyond the one the grouped cost holds */
+	if (k->launches > 1)
+		c.time_s += (k->launches - 1) * g->kernel_launch_s;
 	ws = c.bytes + k->accum_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
@@ -72,9 +76,14 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	return c;
 }
 
-/* The GEMM dtype: an explicit one (the router's), else low or base. */
-static enum dtype gemm_dt(const struct kern *k, const struct block_dtypes *dt)
+/* The GEMM dtype: an explicit one (the router's), else low or base. A
+ * TF32 GEMM (an fp32 one the library runs as TF32) on a GPU without a
+ * TF32 rate runs in fp32. */
+static enum dtype gemm_dt(const struct kern *k, const struct gpu_spec *g,
+			  const struct block_dtypes *dt)
 {
+	if (k->dt == DTYPE_TF32 && !(gpu_peak_flops(g, DTYPE_TF32) > 0))
+		return DTYPE_FP32;
 	if (k->dt >= 0)
 		return (enum dtype)k->dt;
 	return k->lowp ? dt->gemm_lowp : dt->base;
@@ -86,9 +95,9 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 {
 	switch (k->kind) {
 	case KERN_GEMM:
-		return accumulating_gemm(k, g, gemm_dt(k, dt));
+		return accumulating_gemm(k, g, gemm_dt(k, g, dt));
 	case KERN_GROUPED:
-		return grouped_gemm(k, g, gemm_dt(k, dt));
+		return grouped_gemm(k, g, gemm_dt(k, g, dt));
 	case KERN_ATTN_FWD:
 		return gpu_attention_fwd(g, dt->base, &k->attn);
 	case KERN_ATTN_BWD:

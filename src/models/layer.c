@@ -175,6 +175,28 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 	d->cpd.load_balance = p->cp_load_balance;
 }
 
+/* The router GEMMs' dtypes. Megatron-Core's RouterGatingLinearFunction
+ * (moe_utils.py, core >= 0.13, @ d7288711ba) calls Transformer Engine's
+ * general_gemm (framework router_gemm_te): the forward takes the bf16
+ * input and weight and writes the router dtype; the backward casts both
+ * operands to the router dtype, and TE runs a pure-fp32 GEMM as TF32
+ * (common/gemm/cublaslt_gemm.cu @ 71bbefbf: CUBLAS_COMPUTE_32F_FAST_TF32
+ * "only for pure FP32 GEMM"). Without it every router GEMM runs in the
+ * router dtype. */
+static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
+{
+	enum dtype r = (enum dtype)j->moe.router_dtype;
+	enum dtype base = layer_base_dtype((enum dtype)j->training.dtype);
+
+	e->router_fwd_dt = e->router_bwd_dt = (int)r;
+	if (!j->framework->router_gemm_te)
+		return;
+	if (dtype_bytes(r) > dtype_bytes(base))
+		e->router_fwd_dt = (int)base;
+	if (r == DTYPE_FP32)
+		e->router_bwd_dt = DTYPE_TF32;
+}
+
 /* The routed experts' shapes; route.c fills the routing. */
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
@@ -201,6 +223,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->node_share = 1;
 	e->allgather = mj->dispatcher && mj->dispatcher->mode == EP_ALLGATHER;
 	e->router_dt = mj->router_dtype;
+	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;
 	e->shared_overlap = mj->shared_expert_overlap;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
@@ -220,6 +243,14 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
+	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
+	 * unless Hybrid-EP's permute (pad_multiple) or the router
+	 * (moe_router_padding_for_quantization) already aligned them */
+	e->gemm_streams = (double)j->framework->elementwise.grouped_gemm_streams;
+	e->quant_pad = d->lowp &&
+		       j->framework->elementwise.expert_quant_padding == 1 &&
+		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&
+		       !mj->router_padding;
 }
 
 /* torch FSDP's gradient division factors for a group of n

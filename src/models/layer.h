@@ -69,6 +69,12 @@ struct moe_dims {
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
 	double probs_B;		/* B per routing probability at the experts */
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
+	int quant_pad;		/* the grouped MLP pads its rows for
+				 * quantization by copies (moe.c) */
+	double gemm_streams;	/* grouped GEMM as per-expert kernels over
+				 * this many streams; 0 = one kernel */
+	int router_fwd_dt;	/* enum dtype of the router's forward GEMM */
+	int router_bwd_dt;	/* enum dtype of its backward GEMMs */
 };
 
 /* Multi-head latent attention (DeepSeek-V2/V3) widths, whole model. */

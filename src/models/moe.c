@@ -67,6 +67,8 @@
  */
 #include "layer_impl.h"
 
+#include <math.h>
+
 #include "base/diag.h"
 #include "config/spec_job.h"
 
@@ -154,6 +156,23 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
 		o->op[o->n - 1].host = HOST_MODULE;
 }
 
+/* Kernels one stream of a per-expert grouped GEMM runs back to back
+ * (framework grouped_gemm_streams S; 1 for one grouped kernel):
+ * Transformer Engine's GroupedLinear calls nvte_multi_tensor_gemm, which
+ * outside Hopper's opt-in CUTLASS path is multi_stream_cublas_gemm: one
+ * cuBLAS GEMM per local expert, expert i on compute stream i % S, S =
+ * num_compute_streams = 4 (TE @ 71bbefbf, common/gemm/cublaslt_gemm.cu,
+ * common/util/multi_stream.cpp). The streams share the GPU (block.c
+ * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
+ * kernels pay their launch one after the other [?: how much of a
+ * kernel's launch another stream's work hides is not published]. */
+static double stream_kernels(const struct layer_dims *d)
+{
+	double s = d->moe.gemm_streams, l = d->moe.local;
+
+	return s > 0 && l > 1 ? ceil(l / s) : 1;
+}
+
 /* A grouped GEMM over the local experts: rows in dimension gd. */
 static struct layer_op *grouped(struct layer_ops *o, const char *name,
 				enum layer_pass pass,
@@ -174,6 +193,7 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.ngroups = (int)e->local;
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
+	op->k.launches = stream_kernels(d);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	return op;
@@ -250,7 +270,7 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	struct layer_op *op;
 
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
 	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
 	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
 		  (m->sigmoid ? 4 : 6) * T * E);
@@ -383,12 +403,38 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
 		lop_eager(o, name, pass, 2 * n, 2 * n, 0, L + 1, n / d->act_B);
 }
 
+/* Quantization padding (moe_dims quant_pad): Megatron-Core's TEGroupedMLP
+ * in fp8/fp4/MX training (experts.py, NVIDIA/Megatron-LM @ d7288711ba)
+ * runs Transformer Engine's Fp8Padding on its input and on the routing
+ * probabilities and Fp8Unpadding on its output (TE fp8_padding.py,
+ * fp8_unpadding.py @ 71bbefbf, the commit Megatron-Bridge v0.4.1 pins):
+ * each a copy of the rows into splits rounded up to the quantization
+ * alignment (32 rows for MXFP8/NVFP4, 16 for fp8) or back, one kernel
+ * for all splits (tex.fused_multi_row_padding / _unpadding). TE skips it
+ * only when every split is already aligned, which a dropless router's
+ * counts are not in general. Backward runs each in reverse: the output's
+ * gradient padded, the input's and the probabilities' unpadded. A copy of
+ * R rows of h: read and write R h B (the padding rows, fewer than L
+ * times the alignment, are left out); with the probabilities a second
+ * kernel, R p_B each way. */
+static void pad_op(struct layer_ops *o, const char *name,
+		   enum layer_pass pass, const struct layer_dims *d, int probs)
+{
+	double n = rows(d) * d->hidden * d->act_B;
+	double p = probs ? rows(d) * d->moe.probs_B : 0;
+
+	if (!d->moe.quant_pad)
+		return;
+	lop_eager(o, name, pass, n + p, n + p, 0, probs ? 2 : 1, 0);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
+	pad_op(o, "expert_pad", pass, d, 1);
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
@@ -402,6 +448,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
 	bias_op(o, "expert_bias", pass, d);
+	pad_op(o, "expert_unpad", pass, d, 0);
 }
 
 /* The host waits before it issues op `at`: for the counts exchange
@@ -511,6 +558,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d), L = d->moe.local;
 
+	pad_op(o, "expert_unpad_bwd", PASS_BWD, d, 0);
 	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
@@ -528,6 +576,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	grouped_opens(o, d);
 	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
 	lop_accumulate_w(o, d, L * h * u, L);
+	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);
 }
 
 static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
@@ -539,10 +588,10 @@ static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
 		  T * E * 4, 6 * T * E);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_bwd_dt;
 	op->host = HOST_OP;	/* router_gating_linear's backward */
 	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
-	op->k.dt = m->router_dt;
+	op->k.dt = m->router_bwd_dt;
 	op->host = HOST_FREE;
 	lop_accumulate(o, d, h * E);
 }

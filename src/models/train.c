@@ -187,6 +187,16 @@ static int inst_range(struct train *t, const struct block *b, uint32_t n,
 		if (inst_op(t, b, i, n, &info, ids) != 0 ||
 		    train_host_issue(t, b, i, n, ids, tmpl) != 0)
 			return -1;
+		if (b->op[i].kind != LOP_KERNEL &&
+		    stream_of(&b->op[i]) == TRAIN_ST_EP)
+			for (k = 0; k < n; k++) {
+				struct unit_rec *rec = train_unit(t,
+					t->stage_ranks[k], a, u);
+
+				if (rec->ep_first == TASK_NONE)
+					rec->ep_first = ids[i * (int)n + (int)k];
+				rec->ep_last = ids[i * (int)n + (int)k];
+			}
 		for (e = 0; e < 2; e++) {
 			int dep = b->op[i].dep[e];
 
@@ -624,7 +634,7 @@ int train_cost_blocks(struct train *t)
 
 static int alloc_ranks(struct train *t)
 {
-	uint32_t r, nu;
+	uint32_t r, nu, u;
 	int64_t pp_i, i;
 	size_t width = (size_t)t->lay.stage + 2;
 
@@ -654,6 +664,9 @@ static int alloc_ranks(struct train *t)
 		t->last_edp[r] = TASK_NONE;
 		if (!t->units[r])
 			return -1;
+		for (u = 0; u < nu; u++)
+			t->units[r][u].ep_first = t->units[r][u].ep_last =
+				TASK_NONE;
 	}
 	return 0;
 }

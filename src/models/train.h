@@ -94,11 +94,13 @@ struct prog *train_build(const struct job_spec *j, int full,
 double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 			   const uint32_t *gpus, uint32_t n, int tp_overlap);
 
-/* Parameters per gradient bucket of one GPU (ZeRO 0-2): at least
- * max(bucket_params, bucket_params_per_dp * group) (Megatron-Core DDP),
- * the group dp x cp for dense parameters, edp for the routed experts'
- * (experts 1). */
-double train_bucket_size(const struct job_spec *j, int experts);
+/* Parameters per gradient bucket of one GPU (ZeRO 0-2) on pipeline rank
+ * pp_rank: at least max(bucket_params, bucket_params_per_dp x dp), dp
+ * the data-parallel size without CP, for the dense and the routed
+ * experts' buffers alike (Megatron-Core DDP sizes both from its dp_group);
+ * INFINITY (one bucket per buffer) on pipeline ranks > 0 when the
+ * framework's later_stages_one_bucket is set. */
+double train_bucket_size(const struct job_spec *j, int64_t pp_rank);
 
 /*
  * The gradient buckets of virtual stage vs (split: layers per virtual

@@ -5,7 +5,11 @@
  * gradients are complete after its last backward. Walking its units in
  * backward order (head, last layer, ..., first layer, embedding), units
  * are grouped into buckets of at least max(bucket_params,
- * bucket_params_per_dp * dp) parameters of this GPU; a bucket is reduced
+ * bucket_params_per_dp * dp) parameters of this GPU (dp without CP, the
+ * same size for both kinds below; train_bucket_size), one bucket per
+ * kind and chunk on pipeline ranks > 0 when the framework says so
+ * (later_stages_one_bucket: Megatron-Core DDP sets bucket_size None
+ * there); a bucket is reduced
  * over the DP group as soon as its last unit's backward of the last
  * microbatch is done (overlap_grad_reduce), or after the whole backward.
  * ZeRO 0 all-reduces P G bytes (P parameters, G gradient bytes each);
@@ -131,7 +135,8 @@ static int bucket_stream(const struct train *t, int experts, int gather)
 	const struct framework_spec *fw = t->job->framework;
 	int async = gather ? fw->overlap_param_gather : fw->overlap_grad_reduce;
 
-	if (experts && async)
+	/* on one hardware queue the two kinds are one FIFO (train_queue.c) */
+	if (experts && async && !train_queue_dp_edp(t->job))
 		return gather ? TRAIN_ST_DP_GATHER_EXPERT : TRAIN_ST_DP_EXPERT;
 	return gather ? TRAIN_ST_DP_GATHER : TRAIN_ST_DP;
 }
@@ -185,14 +190,14 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 	return n;
 }
 
-double train_bucket_size(const struct job_spec *j, int experts)
+double train_bucket_size(const struct job_spec *j, int64_t pp_rank)
 {
 	const struct framework_spec *fw = j->framework;
-	const struct parallel_spec *p = &j->parallelism;
 	double size = (double)fw->bucket_params;
-	double dp = experts ? (double)(p->edp > 0 ? p->edp : 1) :
-			      (double)(p->dp * p->cp);
+	double dp = (double)j->parallelism.dp;
 
+	if (fw->later_stages_one_bucket && pp_rank > 0)
+		return INFINITY;
 	if ((double)fw->bucket_params_per_dp * dp > size)
 		size = (double)fw->bucket_params_per_dp * dp;
 	return size;
@@ -242,29 +247,34 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	return n;
 }
 
-/* The least parameters of a bucket of each kind (dense, experts). */
-static void bucket_sizes(const struct train *t, double size[2])
-{
-	const struct framework_spec *fw = t->job->framework;
-	double dp[2] = { (double)(t->lay.dp * t->lay.cp), (double)t->lay.edp };
-	int e;
-
-	for (e = 0; e < 2; e++) {
-		size[e] = (double)fw->bucket_params;
-		if ((double)fw->bucket_params_per_dp * dp[e] > size[e])
-			size[e] = (double)fw->bucket_params_per_dp * dp[e];
-	}
-}
-
 int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
 {
-	double size[2];
+	double size = train_bucket_size(t->job, s);
 	int64_t c, n = 0;
 
-	bucket_sizes(t, size);
 	for (c = 0; c < t->v; c++)
-		n += chunk_buckets(t, s, c, 0, size[experts], experts, NULL);
+		n += chunk_buckets(t, s, c, 0, size, experts, NULL);
 	return n;
+}
+
+/* A chunk's n buckets (the dense ones, then the experts') in the order
+ * the framework issues their reductions: by the unit that completes
+ * them, and in one unit the experts' first (a MoE layer's backward runs
+ * its experts before its attention). Insertion sort: stable, and the
+ * kinds are already each in order. */
+static void ready_order(struct bucket *b, int64_t n)
+{
+	int64_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct bucket x = b[i];
+
+		for (j = i; j > 0 && (b[j - 1].u1 > x.u1 ||
+				      (b[j - 1].u1 == x.u1 && x.experts &&
+				       !b[j - 1].experts)); j--)
+			b[j] = b[j - 1];
+		b[j] = x;
+	}
 }
 
 /* The stage's buckets in the order their gradients complete, into
@@ -272,11 +282,10 @@ int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
 static int plan_buckets(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	double size[2];
+	double size = train_bucket_size(t->job, s);
 	int64_t a, c, max = 0;
 	int e;
 
-	bucket_sizes(t, size);
 	for (c = 0; c < t->v; c++)	/* at most one bucket per unit and kind */
 		max += 2 * train_units(t, train_vs(t, s, c));
 	sp->buckets = arena_alloc(&t->arena, (size_t)max * sizeof(*sp->buckets));
@@ -284,12 +293,16 @@ static int plan_buckets(struct train *t, int64_t s)
 		return -1;
 	sp->nbuckets = 0;
 	for (a = 0; a < sp->nacts; a++) {
+		int64_t lo = sp->nbuckets;
+
 		c = sp->acts[a].chunk;
 		if (!sp->acts[a].bwd || chunk_action(t, sp, c, 1) != a)
 			continue;
 		for (e = 0; e < 2; e++)
-			sp->nbuckets += chunk_buckets(t, s, c, a, size[e], e,
+			sp->nbuckets += chunk_buckets(t, s, c, a, size, e,
 						      sp->buckets + sp->nbuckets);
+		if (train_queue_dp_edp(t->job))
+			ready_order(sp->buckets + lo, sp->nbuckets - lo);
 	}
 	return 0;
 }
@@ -323,6 +336,15 @@ static int for_groups(struct train *t, int64_t s, int experts,
 	return 0;
 }
 
+/* The pipeline stage of simulated rank r. */
+static int64_t rank_stage(const struct train *t, uint32_t r)
+{
+	int64_t pp_i, i;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	return pp_i;
+}
+
 /* A bucket's gradient reduction on one group, after its units (or the
  * whole backward). */
 static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
@@ -336,15 +358,23 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 				b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
 	uint32_t k;
 
+	int overlap = t->job->framework->overlap_grad_reduce;
+	int ep = overlap && train_queue_with_ep(t->job, b->experts);
+
 	if (first == TASK_NONE)
 		return -1;
 	for (k = 0; k < n; k++) {
 		uint32_t r = t->ranks[k];
-		task_id ready = t->job->framework->overlap_grad_reduce ?
+		task_id ready = overlap ?
 			train_unit(t, r, b->bact, b->u1)->last :
 			train_action_end(t, r, t->stage[0].nacts - 1);
 
 		if (train_dep(t, ready, first + k) != 0)
+			return -1;
+		/* on the expert-parallel stream's queue: the all-to-alls
+		 * issued after it wait for it */
+		if (ep && train_dep(t, first + k, train_ep_from(t,
+				rank_stage(t, r), r, b->bact, b->u1 + 1)) != 0)
 			return -1;
 	}
 	return 0;
@@ -361,8 +391,41 @@ static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
 
 struct gather_arg {
 	const struct bucket *b;
+	const struct bucket *prev;	/* the bucket of its kind before it in
+					 * its chunk's forward, or NULL */
 	int64_t s;
 };
+
+/* On the expert-parallel stream's queue, the all-gather of bucket g->b
+ * on rank r is issued where Megatron-Core issues it: one bucket ahead,
+ * from the forward pre-hook of the previous bucket's first module (its
+ * first unit: at the unit's start for dense parameters, after the
+ * dispatch for the experts'), the chunk's first at its own first unit.
+ * It waits for the all-to-alls issued before it, and those issued after
+ * it wait for it. */
+static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
+			      uint32_t r, task_id ag)
+{
+	/* both kinds on one FIFO: in bucket order, each before its own
+	 * first unit (issue order must be the FIFO's) */
+	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
+	const struct bucket *at = prev ? prev : g->b;
+	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
+	int64_t u = units - 1 - at->u1;
+	const struct unit_rec *rec = train_unit(t, r, at->fact, u);
+	task_id before, after;
+
+	if (prev && g->b->experts && rec->ep_first != rec->ep_last) {
+		before = rec->ep_first;
+		after = rec->ep_last;
+	} else {
+		before = train_ep_before(t, g->s, r, at->fact, u);
+		after = train_ep_from(t, g->s, r, at->fact, u);
+	}
+	if (train_dep(t, before, ag) != 0 || train_dep(t, ag, after) != 0)
+		return -1;
+	return 0;
+}
 
 /* A bucket's all-gather at the start of the step on one group; its
  * chunk's first forward waits for it. */
@@ -374,8 +437,13 @@ static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	int64_t u, units = train_units(t, train_vs(t, g->s, b->chunk));
 	uint32_t k, f;
 
+	int ep = train_queue_with_ep(t->job, b->experts);
+
 	if (first == TASK_NONE)
 		return -1;
+	for (k = 0; k < n; k++)
+		if (ep && gather_on_ep_queue(t, g, t->ranks[k], first + k) != 0)
+			return -1;
 	for (k = 0; k < n; k++)
 		for (u = b->u0; u <= b->u1; u++) {
 			struct unit_rec *rec = train_unit(t, t->ranks[k], b->fact,
@@ -464,13 +532,20 @@ static int stage_dp(struct train *t, int64_t s)
 	if (t->job->training.zero_stage >= 3)
 		return fsdp_stage(t, s, kinds);
 	if (t->job->training.zero_stage >= 1 &&
-	    t->job->framework->overlap_param_gather)
-		for (i = nb - 1; i >= 0; i--) {
-			struct gather_arg g = { &bk[i], s };
+	    t->job->framework->overlap_param_gather) {
+		const struct bucket *prev[2] = { NULL, NULL };
 
+		for (i = nb - 1; i >= 0; i--) {
+			struct gather_arg g = { &bk[i], NULL, s };
+
+			if (i == nb - 1 || bk[i].chunk != bk[i + 1].chunk)
+				prev[0] = prev[1] = NULL;
+			g.prev = prev[bk[i].experts];
+			prev[bk[i].experts] = &bk[i];
 			if (for_groups(t, s, bk[i].experts, gather_one, &g) != 0)
 				return -1;
 		}
+	}
 	for (i = 0; i < nb; i++)
 		if (for_groups(t, s, bk[i].experts, reduce_one,
 			       (void *)&bk[i]) != 0)

@@ -16,6 +16,9 @@ struct unit_rec {
 	task_id first[4];	/* tasks waiting for the unit's input */
 	uint32_t nfirst;	/* used entries of first */
 	task_id last;		/* the unit's final task */
+	task_id ep_first;	/* its first and last task on the expert-
+				 * parallel stream (issue order), or */
+	task_id ep_last;	/* TASK_NONE */
 };
 
 struct bucket;
@@ -184,6 +187,22 @@ int train_build_pp(struct train *t);
 
 /* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
 int train_build_dp(struct train *t);
+
+/* Shared hardware queues (train_queue.c): whether the gradient
+ * collectives of one kind (experts 0: dense, over dp x cp; 1: routed
+ * experts', over edp) share a hardware queue with the expert-parallel
+ * stream, and whether the two kinds share one. */
+int train_queue_with_ep(const struct job_spec *j, int experts);
+int train_queue_dp_edp(const struct job_spec *j);
+
+/* Rank r (of pipeline stage s): its first task on the expert-parallel
+ * stream issued at or after unit u of action a (later units, then later
+ * actions), and its last one issued before unit u of action a; TASK_NONE
+ * when there is none. */
+task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
+		      int64_t a, int64_t u);
+task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
+			int64_t a, int64_t u);
 
 
 /* Add dependency before -> after unless either is TASK_NONE. */

@@ -53,7 +53,7 @@ static int rank_buckets(struct est *e, const struct est_cand *c,
 		if (c->split[vs] + 2 > 1024)
 			BUG("more than 1022 layers on a virtual stage");
 		for (ex = 0; ex < kinds; ex++) {
-			size = train_bucket_size(c->j, ex);
+			size = train_bucket_size(c->j, r);
 			n = train_buckets(c->j, c->d, c->split, vs, size, ex, last,
 					  params);
 			for (k = 0; k < n; k++) {

@@ -5,8 +5,10 @@
  * engine steps of every instance. An instance is idle or running one
  * step; when a step ends, its requests advance (serve_sched.c) and the
  * next step is formed at once; an arrival at an idle instance starts
- * one. Requests go to instances round-robin in arrival order (vLLM's and
- * SGLang's data-parallel front ends dispatch that way by default).
+ * one. A step starts only after every request arriving at its start
+ * time is queued (all of an offline run's prompts before its first
+ * step). Requests go to instances round-robin in arrival order (vLLM's
+ * and SGLang's data-parallel front ends dispatch that way by default).
  *
  * A step's time is the step model's (run/infer_run.h: the batch through
  * every stage) plus the host's share: added when the engine does not
@@ -47,6 +49,7 @@ struct inst_ev {
 	int i;
 	double last_end_s;		/* s, when its last step ended */
 	struct step_ev *slot;		/* [pp] steps in flight */
+	int arrived;			/* requests queued here, not yet woken */
 };
 
 /* A step in flight: its end's argument. */
@@ -106,6 +109,7 @@ void serve_finish(struct serve *s, struct serve_req *r, double now)
 
 static void step_end(struct sim *sim, void *arg);
 static void stage_free(struct sim *sim, void *arg);
+static void admit(struct serve *s, units_ns_t now);
 
 /* Accepted drafts of one verify step (see the top). */
 static int64_t accepted(struct serve *s)
@@ -227,6 +231,7 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 	double now = now_s(s), dur, hold, host, draft_s, t;
 	int64_t n, pre = 0, dec = 0, k;
 
+	admit(s, sim_now(s->sim));
 	if (in->busy || in->inflight >= in->pp || s->failed)
 		return;
 	for (k = 0; k < in->pp && !se; k++)
@@ -327,9 +332,9 @@ struct arrivals {
 	struct inst_ev *evs;
 };
 
-/* Enqueue request id at its instance (round-robin over those that take
- * new requests) and wake it. */
-static void dispatch(struct serve *s, struct inst_ev *evs, int64_t id)
+/* Queue request id at its instance (round-robin over those that take
+ * new requests), to be woken by the arrival event. */
+static void dispatch(struct serve *s, int64_t id)
 {
 	int count = s->nprefill > 0 ? s->nprefill : s->ninst;
 	int i = (int)(s->dispatch_rr++ % count);
@@ -341,23 +346,46 @@ static void dispatch(struct serve *s, struct inst_ev *evs, int64_t id)
 		s->failed = 1;
 		return;
 	}
-	start_step(s, &evs[i]);
+	s->evs[i].arrived = 1;
+}
+
+/* Queue every request that has arrived by now (ns). Every step start
+ * calls it first, so a step holds the requests arriving at its start
+ * time whichever event (an arrival, a step's end) comes first at that
+ * instant: an offline run's first step holds every prompt the batch
+ * limits let in, as the engines do: vLLM's LLM.generate adds every
+ * prompt (_validate_and_add_requests) before _run_engine calls step();
+ * SGLang's scheduler drains its tokenizer socket (recv_requests,
+ * zmq.NOBLOCK until empty) before get_next_batch_to_run; TensorRT-LLM's
+ * PyExecutor takes every queued request at the top of an iteration
+ * (_get_from_request_queue empties a non-empty queue). */
+static void admit(struct serve *s, units_ns_t now)
+{
+	double t = units_ns_to_s(now);
+
+	while (!s->failed && s->next_arrival < s->nreq &&
+	       units_s_to_ns_sat(s->req[s->next_arrival].arrival_s) <= now) {
+		account_system(s, t);
+		s->in_system++;
+		dispatch(s, s->next_arrival++);
+	}
 }
 
 static void arrive(struct sim *sim, void *arg)
 {
 	struct arrivals *a = arg;
 	struct serve *s = a->s;
-	double now = units_ns_to_s(sim_now(sim));
+	int i;
 
-	/* every request arriving at this instant, then the next event */
-	while (s->next_arrival < s->nreq &&
-	       units_s_to_ns_sat(s->req[s->next_arrival].arrival_s) <=
-	       sim_now(sim)) {
-		account_system(s, now);
-		s->in_system++;
-		dispatch(s, a->evs, s->next_arrival++);
-	}
+	/* every request arriving at this instant, then wake the instances
+	 * that got one (a step's end at this instant may have queued them
+	 * already), then the next arrival */
+	admit(s, sim_now(sim));
+	for (i = 0; i < s->ninst; i++)
+		if (a->evs[i].arrived) {
+			a->evs[i].arrived = 0;
+			start_step(s, &a->evs[i]);
+		}
 	if (s->next_arrival < s->nreq)
 		(void)serve_at(s, 0, s->req[s->next_arrival].arrival_s,
 			       "a request would arrive", arrive, a);

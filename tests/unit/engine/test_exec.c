@@ -1230,3 +1230,58 @@ Test(exec, overlapped_collectives_do_not_realign)
 	cr_assert_eq(ns(r.step_s), ns((4000 + 20 / sqrt(M_PI) + 1) * US));
 	prog_free(p);
 }
+
+Test(exec, a_backed_up_chain_pays_the_lateness_once)
+{
+	static const uint32_t ranks[4] = {0, 1, 2, 3};
+	struct prog *p = prog_new(4, 2);
+	struct mock m = mock_new(2500 * US, 1e12);
+	struct exec_jitter j = { 0.01, 0 };
+	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
+	struct exec_result r;
+	task_id a[4][80], c[3];
+	double e4 = exec_emax(4), tail;
+	int i, k;
+
+	/* Four ranks compute one op of 80 tasks of 100 us (microbatch 0,
+	 * 8000 us). Buckets of gradients are ready after tasks 10, 20 and 30
+	 * (1000, 2000, 3000 us) and reduce-scattered back to back on one
+	 * stream, 2500 us each (comm-bound: the stream backs up). No compute
+	 * waits for them.
+	 *
+	 * A rank's lateness at time t of its op is 0.01 t (sd); bucket b's
+	 * members leave their compute at t_b + L_i(t_b), the collective
+	 * starts at max(end of the previous one, t_b + max_i L_i(t_b)):
+	 * E[max_i L_i(t_b)] = e(4) 0.01 t_b, e(4) = 1.029375.
+	 *   bucket 1: 1000 + 10.29 us, ends 3510.29 us;
+	 *   bucket 2: ready by 2020.59 us, the stream is free at 3510.29:
+	 *             starts then (the lateness is already absorbed), ends
+	 *             6010.29 us;
+	 *   bucket 3: ready by 3030.88 us, starts 6010.29, ends 8510.29 us.
+	 * The step ends with the last bucket: 8510.29 us; the lateness is
+	 * paid once, not per bucket. (Counting it from each rank's latest
+	 * compute when the stream frees would add about e(4) 0.01 t - 0.1 ms
+	 * per bucket again: 35.9 - 10.3 = 25.7 us at bucket 2.) */
+	for (k = 0; k < 80; k++)
+		for (i = 0; i < 4; i++)
+			a[i][k] = prog_task(p, (uint32_t)i, 0, 100 * US, &in);
+	for (k = 0; k < 3; k++) {
+		c[k] = coll(p, COLL_REDUCESCATTER, ranks, 4, 1, 0, "bucket");
+		for (i = 0; i < 4; i++)
+			cr_assert_eq(prog_dep(p, a[i][10 * k + 9],
+					      c[k] + (uint32_t)i), 0);
+	}
+	prog_set_jitter(p, &j);
+	r = run(p, &m);
+	tail = 1000 + e4 * 10 + 3 * 2500;
+	cr_assert_float_eq(r.step_s, tail * US, 2e-9, "step %.4f us, want %.4f",
+			   r.step_s / US, tail);
+	/* On the path: the compute (8000 us), then the chain's tail past it,
+	 * exposed: 8510.29 - 8000 = 510.29 us (the first bucket's wait for
+	 * its slowest rank lies under the compute). */
+	cr_assert_float_eq(r.part_s[EXEC_COMPUTE], 8000 * US, 1e-12);
+	cr_assert_float_eq(r.part_s[EXEC_EXPOSED_COMM], (tail - 8000) * US,
+			   2e-9);
+	assert_parts_sum(&r);
+	prog_free(p);
+}

@@ -492,3 +492,88 @@ Test(train, pipeline_p2p_units_by_where_the_peer_is)
 	cr_assert_float_eq(pp_p2p_share(8), 32.0 / 132, 1e-12);
 	cr_assert_float_eq(pp_p2p_share(1), 2.0 / 132, 1e-12);
 }
+
+/* Gradient reductions ("dp_grad_reduce") on each simulated rank of p
+ * into n[rank] (at most 8 ranks). */
+static void reductions_per_rank(const struct prog *p, int n[8])
+{
+	uint32_t t;
+	enum task_cat cat;
+
+	memset(n, 0, 8 * sizeof(*n));
+	for (t = 0; t < prog_tasks(p); t++)
+		if (strcmp(exec_task_name(p, t, &cat), "dp_grad_reduce") == 0) {
+			cr_assert_lt(exec_task_rank(p, t), 8);
+			n[exec_task_rank(p, t)]++;
+		}
+}
+
+/* The sorted distinct non-zero counts of n[0..7] into d; how many. */
+static int distinct(const int n[8], int d[8])
+{
+	int i, j, k = 0;
+
+	for (i = 0; i < 8; i++) {
+		if (n[i] == 0)
+			continue;
+		for (j = 0; j < k && d[j] != n[i]; j++)
+			;
+		if (j == k)
+			d[k++] = n[i];
+	}
+	if (k == 2 && d[0] > d[1]) {
+		j = d[0];
+		d[0] = d[1];
+		d[1] = j;
+	}
+	return k;
+}
+
+Test(train, later_pipeline_ranks_reduce_one_bucket)
+{
+	struct fixture f;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	int n[8], c[8], flag;
+
+	/* Megatron-Core DDP (distributed_data_parallel.py): bucket_size =
+	 * max(40e6, 1e6 x dp), dp without CP, for the dense and the expert
+	 * buffers alike; None (one bucket) on pipeline ranks > 0. dp 64 and
+	 * cp 2: max(40e6, 64e6) = 64e6 on rank 0 (not 128e6); INFINITY on
+	 * rank 1 with the switch, 64e6 without; dp 16: 40e6. */
+	fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 16, 1, 1, 2);
+	f.fw.bucket_params_per_dp = 1000000;
+	f.fw.later_stages_one_bucket = 1;
+	f.job.parallelism.dp = 64;
+	f.job.parallelism.cp = 2;
+	cr_assert_eq(train_bucket_size(&f.job, 0), 64e6);
+	cr_assert(isinf(train_bucket_size(&f.job, 1)));
+	f.fw.later_stages_one_bucket = 0;
+	cr_assert_eq(train_bucket_size(&f.job, 1), 64e6);
+	f.job.parallelism.dp = 16;
+	cr_assert_eq(train_bucket_size(&f.job, 1), 40e6);
+
+	/* 8 layers of h 1024 (12 h^2 = 12.6e6 parameters each), vocab 1024
+	 * (1.05e6 for the embedding and for the head), pp 2 on one node (dp
+	 * 4), ZeRO-1, buckets of at least 4e6: pipeline rank 0 (layers 3, 2,
+	 * 1, 0 and the embedding, backward order) has a bucket per layer and
+	 * the embedding's, 5; rank 1 (head, layers 7 .. 4) has the head with
+	 * layer 7, then 6, 5, 4: 4, or 1 when later ranks keep one bucket. */
+	fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 16, 1, 1, 2);
+	f.job.training.zero_stage = 1;
+	f.fw.bucket_params = 4000000;
+	f.fw.bucket_params_per_dp = 0;
+	diag_init(&d, stderr);
+	for (flag = 0; flag < 2; flag++) {
+		f.fw.later_stages_one_bucket = flag;
+		cr_assert_eq(train_check(&f.job, &d), 0);
+		p = train_build(&f.job, 0, &plan, &d);
+		cr_assert_not_null(p);
+		reductions_per_rank(p, n);
+		cr_assert_eq(distinct(n, c), 2);
+		cr_assert_eq(c[0], flag ? 1 : 4, "rank 1: %d buckets", c[0]);
+		cr_assert_eq(c[1], 5, "rank 0: %d buckets", c[1]);
+		prog_free(p);
+	}
+}

@@ -328,3 +328,113 @@ Test(serve, pipeline_keeps_steps_in_flight)
 	cr_assert_eq(r.completed, r.requests);
 	cr_assert_leq(r.mean_step_s * (double)r.steps, r.duration_s * 1.0001);
 }
+
+/*
+ * Requests arriving at the same instant are all queued before a step
+ * starts (an offline run: vLLM's LLM.generate adds every prompt before
+ * its first step(), SGLang's scheduler drains its input queue before it
+ * forms a batch, TensorRT-LLM's executor fetches every queued request
+ * at the top of an iteration). Two requests at t = 0 of 128 prompt and
+ * 2 output tokens, at most 2 sequences a step: step 1 prefills both
+ * (256 tokens, under every engine's token budget) and samples both
+ * first tokens; step 2 decodes both, which then end. 2 steps of 2
+ * requests each, and the two TTFTs are the same (the end of step 1).
+ * Starting a step at the first arrival would take 3 steps (prefill 0;
+ * prefill 1 with decode 0; decode 1) of 4 / 3 requests on average, and
+ * the second TTFT would be later.
+ */
+Test(serve, same_instant_arrivals_share_the_first_step)
+{
+	static const char *const engines[] = {"vllm", "sglang", "trtllm"};
+	size_t e;
+
+	for (e = 0; e < 3; e++) {
+		char eng[64];
+		const char *sets[] = {eng, "serving.requests=2",
+				      "serving.input_len=128",
+				      "serving.output_len=2",
+				      "serving.max_num_seqs=2",
+				      "serving.arrival_rate=inf"};
+		struct serve_result r;
+
+		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
+		run(L8, sets, 6, &r);
+		cr_assert_eq(r.completed, 2, "%s", engines[e]);
+		cr_assert_eq(r.steps, 2, "%s: %lld steps", engines[e],
+			     (long long)r.steps);
+		cr_assert_float_eq(r.mean_batch, 2.0, 1e-12, "%s", engines[e]);
+		cr_assert_eq(r.ttft.p50, r.ttft.p99, "%s", engines[e]);
+	}
+}
+
+/*
+ * The same with two instances (dp 2, round-robin): four requests at
+ * t = 0 go 0, 2 to instance 0 and 1, 3 to instance 1; each instance's
+ * first step prefills its two, its second decodes them: 4 steps of 2
+ * requests, every TTFT the same. Waking an instance at its first
+ * arrival would give each 3 steps (6 in all) of 4 / 3 requests.
+ */
+Test(serve, same_instant_arrivals_on_every_instance)
+{
+	const char *sets[] = {"parallelism.dp=2", "system.nodes=2",
+			      "serving.requests=4", "serving.input_len=128",
+			      "serving.output_len=2", "serving.max_num_seqs=2",
+			      "serving.arrival_rate=inf"};
+	struct serve_result r;
+
+	run(L8, sets, 7, &r);
+	cr_assert_eq(r.instances, 2);
+	cr_assert_eq(r.completed, 4);
+	cr_assert_eq(r.steps, 4, "%lld steps", (long long)r.steps);
+	cr_assert_float_eq(r.mean_batch, 2.0, 1e-12);
+	cr_assert_eq(r.ttft.p50, r.ttft.p99);
+}
+
+/* Write a trace of n rows (arrival_s, input_len, output_len) to path. */
+static void write_trace(const char *path, const double *at, const int *in,
+			const int *out, int n)
+{
+	FILE *f = fopen(path, "w");
+	int i;
+
+	cr_assert_not_null(f);
+	fputs("arrival_s,input_len,output_len\n", f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%.17g,%d,%d\n", at[i], in[i], out[i]);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/*
+ * A step starts only after the arrivals at its start time are queued,
+ * also when a step ends at that instant. Run 1: request A alone (t = 0,
+ * 128 prompt tokens, 1 output token) is one step ending at T1 = its
+ * TTFT. Run 2: A with 2 output tokens, and B (128, 1) arriving at
+ * exactly T1, the end of A's prefill step (the trace's %.17g reads back
+ * to the same nanosecond). Step 2 starts at T1 and holds A's decode and
+ * B's prefill, after which both are done: 2 steps. Forming step 2
+ * before B is queued would take 3 (decode A; prefill B).
+ */
+Test(serve, arrival_at_a_step_end_joins_the_next_step)
+{
+	char dir[] = "/tmp/llmsim-inst-XXXXXX", path[256], set[300];
+	const char *sets[] = {set, "serving.max_num_seqs=2"};
+	double at[2] = {0, 0};
+	int in[2] = {128, 128}, out[2] = {1, 1};
+	struct serve_result r;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.csv", dir);
+	snprintf(set, sizeof(set), "serving.trace=%s", path);
+	write_trace(path, at, in, out, 1);
+	run(L8, sets, 2, &r);
+	cr_assert_eq(r.steps, 1);
+	at[1] = r.ttft.p50;
+	cr_assert_gt(at[1], 0);
+	out[0] = 2;
+	write_trace(path, at, in, out, 2);
+	run(L8, sets, 2, &r);
+	cr_assert_eq(r.completed, 2);
+	cr_assert_eq(r.steps, 2, "%lld steps", (long long)r.steps);
+	unlink(path);
+	rmdir(dir);
+}

@@ -1,0 +1,117 @@
+/*
+ * train_queue.c - the hardware queues the collective library's streams
+ * share, and where an expert-parallel stream task sits in issue order.
+ *
+ * Each communicator (process group) runs its collectives on a stream of
+ * its own (PyTorch ProcessGroupNCCL takes one from the stream pool per
+ * communicator). A stream is not a hardware queue: HIP multiplexes its
+ * streams onto at most GPU_MAX_HW_QUEUES hardware queues per priority
+ * level (ROCm/clr rocclr/device/rocm/rocdevice.cpp Device::acquireQueue
+ * and getQueueFromPool: a new queue while the priority's pool holds fewer
+ * than GPU_MAX_HW_QUEUES, then the least-used one, ties to the pool's
+ * first), and every kernel packet carries the AQL barrier bit
+ * (rocvirtual.cpp dispatchPacketHeader_), so a queue runs its packets in
+ * the order they were issued, whichever stream issued them. PyTorch on
+ * ROCm creates a pool stream when it is first used ("Note [HIP Lazy
+ * Streams]", c10/cuda/CUDAStream.cpp), and TORCH_NCCL_HIGH_PRIORITY=1
+ * takes the communicators' streams from the high-priority pool, which
+ * compute does not use: the communicators share those queues among
+ * themselves, the i-th communicator first used on queue i mod q (the
+ * pool in creation order [?: the pool is a map keyed by the queue's
+ * address]). training.comm_hw_queues is q; 0 leaves every stream its own
+ * queue (CUDA with CUDA_DEVICE_MAX_CONNECTIONS at least the streams: the
+ * Megatron-Bridge recipes set 8 or 32 where tp = cp = 1).
+ *
+ * First use, in Megatron-Core's order (NVIDIA/Megatron-LM 5a676b36 as
+ * AMD Primus e16b27b pins it): the world group (initialize.py's
+ * barriers); in the first MoE layer's forward, the token counts'
+ * all-gather on tp_ep (token_dispatcher.py preprocess) and the
+ * all-to-all on ep; with loss_dp_allreduce, the data-parallel group
+ * (without CP) in the first loss (Primus pre_trainer.py loss_func); the
+ * dense gradients' group (dp x cp; a separate group even at cp 1,
+ * parallel_state.py DATA_PARALLEL_GROUP_WITH_CP) for the first bucket of
+ * the backward (the output layer's); then the expert data-parallel
+ * group. Modeled: the expert-parallel stream (dispatch and combine; the
+ * counts ride on it although tp_ep is its own communicator [?]) with the
+ * gradient reductions and all-gathers of either kind, and the two kinds
+ * with each other; other communicators sharing a queue (tensor, context,
+ * pipeline parallel) are not.
+ */
+#include "train_impl.h"
+
+enum comm_use { CU_WORLD, CU_EP_COUNTS, CU_EP, CU_DP, CU_DP_CP, CU_EDP, CU_N };
+
+/* The hardware queue of each communicator the job uses (-1: unused or no
+ * sharing) into q[CU_N]; returns the queue count (0: no sharing). */
+static int64_t queues(const struct job_spec *j, int64_t q[CU_N])
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t n = j->training.comm_hw_queues, i = 0;
+	int moe = model_is_moe(j->model) && p->ep > 1;
+	int used[CU_N];
+	int c;
+
+	used[CU_WORLD] = 1;
+	used[CU_EP_COUNTS] = moe;
+	used[CU_EP] = moe;
+	used[CU_DP] = j->framework->loss_dp_allreduce;
+	used[CU_DP_CP] = p->dp * p->cp > 1;
+	used[CU_EDP] = moe && p->edp > 1;
+	for (c = 0; c < CU_N; c++)
+		q[c] = n > 0 && used[c] ? i++ % n : -1;
+	return n;
+}
+
+int train_queue_with_ep(const struct job_spec *j, int experts)
+{
+	int64_t q[CU_N];
+
+	if (queues(j, q) == 0 || q[CU_EP] < 0)
+		return 0;
+	return q[experts ? CU_EDP : CU_DP_CP] == q[CU_EP];
+}
+
+int train_queue_dp_edp(const struct job_spec *j)
+{
+	int64_t q[CU_N];
+
+	if (queues(j, q) == 0 || q[CU_DP_CP] < 0)
+		return 0;
+	return q[CU_DP_CP] == q[CU_EDP];
+}
+
+task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
+		      int64_t a, int64_t u)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t n;
+
+	for (; a < sp->nacts; a++, u = 0) {
+		n = train_units(t, train_vs(t, s, sp->acts[a].chunk));
+		for (; u < n; u++) {
+			const struct unit_rec *rec = train_unit(t, r, a, u);
+
+			if (rec->ep_first != TASK_NONE)
+				return rec->ep_first;
+		}
+	}
+	return TASK_NONE;
+}
+
+task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
+			int64_t a, int64_t u)
+{
+	const struct stage_plan *sp = &t->stage[s];
+
+	for (; a >= 0; a--) {
+		if (u < 0)
+			u = train_units(t, train_vs(t, s, sp->acts[a].chunk));
+		for (u--; u >= 0; u--) {
+			const struct unit_rec *rec = train_unit(t, r, a, u);
+
+			if (rec->ep_last != TASK_NONE)
+				return rec->ep_last;
+		}
+	}
+	return TASK_NONE;
+}

@@ -1,0 +1,275 @@
+/*
+ * test_moe_te.c - how Megatron-Core's TEGroupedMLP runs the experts on
+ * Transformer Engine: the quantization padding copies in fp8/fp4/MX
+ * training (moe.c pad_op: Fp8Padding / Fp8Unpadding) and the paths that
+ * make them unnecessary (Hybrid-EP's padded permute, router padding),
+ * against derived bytes; the grouped GEMM as per-expert kernels over
+ * streams (moe.c stream_kernels, block.c), against derived times; the
+ * router GEMMs' dtypes through Transformer Engine (layer.c router_dtypes).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "fixture.h"
+#include "models/block.h"
+#include "models/layer.h"
+#include "models/route.h"
+
+/* The GPT fixture (h 1024, 16 heads, s 2048, b 2: T = 4096 tokens) with
+ * every layer MoE: 8 experts of 512, top-2, ep 2 (4 local experts),
+ * uniform routing, a bf16 router, MXFP8 linear layers, the framework's
+ * padding on. */
+static void pad_job(struct fixture *f)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->model.n_routed_experts = 8;
+	f->model.num_experts_per_tok = 2;
+	f->model.moe_intermediate_size = 512;
+	f->model.decoder_sparse_step = 1;
+	f->model.moe_layer_freq = 1;
+	f->job.parallelism.ep = 2;
+	f->job.moe.routing.balance = ROUTE_UNIFORM;
+	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
+	f->job.moe.routing.draws = 64;
+	f->job.moe.routing.seed = 1;
+	f->job.moe.router_dtype = DTYPE_BF16;
+	f->job.moe.dispatch_dtype = -1;
+	f->job.training.dtype = DTYPE_MXFP8;
+	f->fw.elementwise.expert_quant_padding = 1;
+}
+
+static void build(struct fixture *f, struct arena *a, struct layer_ops *fwd,
+		  struct layer_ops *bwd)
+{
+	struct layer_kind kind = { .moe = 1 };
+	struct layer_dims d;
+	struct route_result r;
+	struct diag dg;
+
+	diag_init(&dg, stderr);
+	layer_dims_from_job(&f->job, &d);
+	cr_assert_eq(route_plan(&f->job, &d, a, &r, &dg), 0);
+	layer_fwd(&d, &kind, fwd);
+	layer_bwd(&d, &kind, LREC_NONE, bwd);
+}
+
+static int index_of(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int near(double got, double want)
+{
+	return fabs(got - want) <= 1e-12 * fabs(want);
+}
+
+Test(moe, grouped_mlp_pads_rows_for_quantization)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	const struct layer_op *op;
+	/* The GPU's experts get R = k T = 2 x 4096 = 8192 rows (the two EP
+	 * ranks' tokens for its half of the experts) of h = 1024 in bf16:
+	 *   rows  n = R h 2 B = 16777216 B
+	 *   probs p = R 2 B (bf16 router) = 16384 B
+	 * Forward: Fp8Padding of the input and of the probabilities (two
+	 * kernels, read and write n + p = 16793600 B each way) right before
+	 * fc1's quantize; Fp8Unpadding of fc2's output (one kernel, n each
+	 * way) right after fc2. Backward: the output gradient padded first
+	 * (n), the input's and the probabilities' gradients unpadded last
+	 * (n + p, two kernels). */
+	double n = 8192.0 * 1024 * 2, p = 8192.0 * 2;
+
+	arena_init(&a);
+	pad_job(&f);
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "expert_pad");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n + p), "read %g B", op->k.read_B);
+	cr_assert(near(op->k.write_B, n + p), "write %g B", op->k.write_B);
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_eq(index_of(&fwd, "expert_pad") + 1,
+		     index_of(&fwd, "expert_fc1_cast"));
+	op = fixture_op(&fwd, "expert_unpad");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n) && near(op->k.write_B, n));
+	cr_assert(near(op->k.launches, 1));
+	cr_assert_eq(index_of(&fwd, "expert_fc2") + 1,
+		     index_of(&fwd, "expert_unpad"));
+	op = fixture_op(&bwd, "expert_unpad_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n) && near(op->k.write_B, n));
+	cr_assert_lt(index_of(&bwd, "expert_unpad_bwd"),
+		     index_of(&bwd, "expert_fc2_dgrad"));
+	op = fixture_op(&bwd, "expert_pad_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n + p) && near(op->k.write_B, n + p));
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_gt(index_of(&bwd, "expert_pad_bwd"),
+		     index_of(&bwd, "expert_fc1_wgrad"));
+	arena_release(&a);
+}
+
+Test(moe, aligned_counts_need_no_padding_copies)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct ep_comm_spec e;
+
+	arena_init(&a);
+	/* Hybrid-EP's permute pads the splits itself (pad_multiple) */
+	pad_job(&f);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-hybridep";
+	e.mode = EP_FORWARD;
+	e.dedup = DEDUP_NODE;
+	e.quant_pad = 1;
+	f.job.moe.dispatcher = &e;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "expert_pad"));
+	cr_assert_null(fixture_op(&fwd, "expert_unpad"));
+	cr_assert_null(fixture_op(&bwd, "expert_pad_bwd"));
+	cr_assert_null(fixture_op(&bwd, "expert_unpad_bwd"));
+	/* the same dispatcher without it: the grouped MLP pads */
+	e.quant_pad = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_not_null(fixture_op(&fwd, "expert_pad"));
+	/* the router padded the routing map */
+	pad_job(&f);
+	f.job.moe.router_padding = 1;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "expert_pad"));
+	cr_assert_null(fixture_op(&bwd, "expert_pad_bwd"));
+	/* bf16: nothing is quantized, nothing padded */
+	pad_job(&f);
+	f.job.training.dtype = DTYPE_BF16;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "expert_pad"));
+	/* a framework without the padding (flag off) */
+	pad_job(&f);
+	f.fw.elementwise.expert_quant_padding = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "expert_unpad"));
+	arena_release(&a);
+}
+
+/* The time of the op named name once block.c has costed o on f's GPU. */
+static double op_time(struct fixture *f, const struct layer_ops *o,
+		      const char *name)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+	int i;
+
+	cr_assert_eq(block_cost(&b, o, &f->gpu, &dt, NULL), 0);
+	for (i = 0; i < b.n; i++)
+		if (strcmp(b.op[i].name, name) == 0)
+			return b.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+Test(moe, per_expert_gemms_pay_each_streams_launches)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd, one_f, one_b;
+	const struct layer_op *op;
+	double t1, t4;
+
+	/* ep 1: all 8 experts local, bf16. One grouped kernel (streams 0):
+	 * one launch. Transformer Engine's multi-stream path, 4 streams:
+	 * experts 0..7 on streams 0,1,2,3,0,1,2,3, two kernels back to
+	 * back on each stream: ceil(8 / 4) = 2 launches in a row, so the
+	 * op costs the grouped kernel plus one kernel_launch more (the
+	 * fixture GPU's; the tile and wave cost is the same). 3 streams:
+	 * ceil(8 / 3) = 3; 8 or more streams: 1. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	f.job.training.dtype = DTYPE_BF16;
+	build(&f, &a, &one_f, &one_b);
+	op = fixture_op(&one_f, "expert_fc1");
+	cr_assert(op->k.launches <= 1);
+	t1 = op_time(&f, &one_f, "expert_fc1");
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc1")->k.launches, 2));
+	cr_assert(near(fixture_op(&bwd, "expert_fc2_wgrad")->k.launches, 2));
+	t4 = op_time(&f, &fwd, "expert_fc1");
+	cr_assert_gt(f.gpu.kernel_launch_s, 0);
+	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s),
+		  "%g s more, launch %g s", t4 - t1, f.gpu.kernel_launch_s);
+	f.fw.elementwise.grouped_gemm_streams = 3;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 3));
+	f.fw.elementwise.grouped_gemm_streams = 8;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 1));
+	cr_assert(near(op_time(&f, &fwd, "expert_fc1"), t1));
+	arena_release(&a);
+}
+
+Test(moe, router_gemms_through_transformer_engine)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+
+	/* An fp32 router (--moe-router-dtype fp32) in bf16 training.
+	 * Megatron-Core's RouterGatingLinearFunction through TE's
+	 * general_gemm: the forward GEMM on the bf16 input and weight (fp32
+	 * only as output), the backward's two GEMMs on operands cast to
+	 * fp32, which TE runs as TF32. Without it (an older Megatron-Core,
+	 * torch.mm): every router GEMM in fp32. A bf16 router: bf16 all
+	 * through either way. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.training.dtype = DTYPE_BF16;
+	f.job.moe.router_dtype = DTYPE_FP32;
+	f.fw.router_gemm_te = 1;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	cr_assert_eq(fixture_op(&bwd, "router_dgrad")->k.dt, DTYPE_TF32);
+	cr_assert_eq(fixture_op(&bwd, "router_wgrad")->k.dt, DTYPE_TF32);
+	f.fw.router_gemm_te = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_FP32);
+	cr_assert_eq(fixture_op(&bwd, "router_dgrad")->k.dt, DTYPE_FP32);
+	f.fw.router_gemm_te = 1;
+	f.job.moe.router_dtype = DTYPE_BF16;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	cr_assert_eq(fixture_op(&bwd, "router_wgrad")->k.dt, DTYPE_BF16);
+	/* a GPU without a TF32 rate (MI355X) runs the fp32 backward GEMMs
+	 * in fp32: the op costs what an fp32 router_dgrad costs */
+	{
+		double tf32_s, fp32_s;
+
+		f.job.moe.router_dtype = DTYPE_FP32;
+		build(&f, &a, &fwd, &bwd);
+		f.gpu.matrix_peak_flops[DTYPE_TF32] = 0;
+		tf32_s = op_time(&f, &bwd, "router_dgrad");
+		f.fw.router_gemm_te = 0;
+		build(&f, &a, &fwd, &bwd);
+		fp32_s = op_time(&f, &bwd, "router_dgrad");
+		cr_assert(near(tf32_s, fp32_s), "%g s vs %g s", tf32_s, fp32_s);
+		f.fw.router_gemm_te = 1;
+	}
+	/* MXFP8 training keeps the router in the 16-bit base dtype */
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.job.moe.router_dtype = DTYPE_FP32;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	arena_release(&a);
+}

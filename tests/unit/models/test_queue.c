@@ -1,0 +1,222 @@
+/*
+ * test_queue.c - communicators sharing hardware queues (train_queue.c):
+ * which streams land on one queue for a given queue count and first-use
+ * order, and that collectives of streams on one queue never run at the
+ * same time in the simulated step.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "engine/exec.h"
+#include "engine/sim.h"
+#include "fixture.h"
+#include "mockcomm.h"
+#include "models/train.h"
+#include "models/train_impl.h"
+
+/* The GPT fixture's 4 layers as MoE layers of 8 routed experts (top 2,
+ * width 2048), ep 4 on one node of 8 GPUs: dp 8, edp 2, ZeRO-1, buckets
+ * of at least 2e6 parameters: a layer's experts on a GPU (8 / 4 x 2 x
+ * 1024 x 2048 = 8.4e6) are one, each layer's attention (4.19e6) with its
+ * router another. */
+static void moe_job(struct fixture *f)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 32, 1, 1, 1);
+	f->model.n_routed_experts = 8;
+	f->model.num_experts_per_tok = 2;
+	f->model.moe_intermediate_size = 2048;
+	f->model.decoder_sparse_step = 1;
+	f->model.moe_layer_freq = 1;
+	f->job.parallelism.ep = 4;
+	f->job.parallelism.edp = 2;
+	f->job.moe.routing.balance = ROUTE_UNIFORM;
+	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
+	f->job.moe.routing.draws = 64;
+	f->job.training.zero_stage = 1;
+	f->fw.bucket_params = 2000000;
+	f->fw.bucket_params_per_dp = 0;
+	f->fw.overlap_grad_reduce = 1;
+	f->fw.overlap_param_gather = 1;
+}
+
+Test(queue, first_use_order_decides_the_sharing)
+{
+	struct fixture f;
+
+	/* Communicators in first-use order: world, tp_ep (the counts), ep,
+	 * [dp, the loss's], dp x cp, edp; the i-th on queue i mod q.
+	 * q 2 with the loss's group: queues 0 1 0 1 0 1, so ep (2) with the
+	 * dense gradients' (4), edp (5) with the loss's (3). */
+	moe_job(&f);
+	f.job.training.comm_hw_queues = 2;
+	f.fw.loss_dp_allreduce = 1;
+	cr_assert(train_queue_with_ep(&f.job, 0));
+	cr_assert(!train_queue_with_ep(&f.job, 1));
+	cr_assert(!train_queue_dp_edp(&f.job));
+	/* without it: 0 1 0 1 0, ep (2) with edp (4), dp x cp (3) apart */
+	f.fw.loss_dp_allreduce = 0;
+	cr_assert(!train_queue_with_ep(&f.job, 0));
+	cr_assert(train_queue_with_ep(&f.job, 1));
+	cr_assert(!train_queue_dp_edp(&f.job));
+	/* q 3 with it: 0 1 2 0 1 2: ep with edp again */
+	f.fw.loss_dp_allreduce = 1;
+	f.job.training.comm_hw_queues = 3;
+	cr_assert(!train_queue_with_ep(&f.job, 0));
+	cr_assert(train_queue_with_ep(&f.job, 1));
+	/* q 1: everything on one queue; q 0 or 6 (>= the 6 used): none */
+	f.job.training.comm_hw_queues = 1;
+	cr_assert(train_queue_with_ep(&f.job, 0) && train_queue_with_ep(&f.job, 1));
+	cr_assert(train_queue_dp_edp(&f.job));
+	f.job.training.comm_hw_queues = 6;
+	cr_assert(!train_queue_with_ep(&f.job, 0) && !train_queue_with_ep(&f.job, 1));
+	cr_assert(!train_queue_dp_edp(&f.job));
+	f.job.training.comm_hw_queues = 0;
+	cr_assert(!train_queue_with_ep(&f.job, 0) && !train_queue_dp_edp(&f.job));
+	/* no expert parallelism (ep 1): no ep stream to share with */
+	f.job.training.comm_hw_queues = 1;
+	f.job.parallelism.ep = 1;
+	cr_assert(!train_queue_with_ep(&f.job, 0));
+}
+
+/* Rank 0's tasks whose name starts with one of the prefixes in `a` (a
+ * NULL-terminated list) overlapping in time with those of `b`: how many
+ * pairs. */
+static int overlaps(const struct prog *p, const char *const *a,
+		    const char *const *b)
+{
+	uint32_t x, y, n = prog_tasks(p);
+	int pairs = 0;
+
+	for (x = 0; x < n; x++) {
+		enum task_cat cat;
+		const char *nx = exec_task_name(p, x, &cat);
+		int i, in = 0;
+
+		if (exec_task_rank(p, x) != 0)
+			continue;
+		for (i = 0; a[i]; i++)
+			in |= strncmp(nx, a[i], strlen(a[i])) == 0;
+		if (!in)
+			continue;
+		for (y = 0; y < n; y++) {
+			const char *ny = exec_task_name(p, y, &cat);
+			int j, iny = 0;
+
+			if (exec_task_rank(p, y) != 0 || cat != TASK_COMM)
+				continue;
+			for (j = 0; b[j]; j++)
+				iny |= strncmp(ny, b[j], strlen(b[j])) == 0;
+			if (iny && exec_task_start_s(p, x) < exec_task_end_s(p, y) &&
+			    exec_task_start_s(p, y) < exec_task_end_s(p, x))
+				pairs++;
+		}
+	}
+	return pairs;
+}
+
+/* Run the fixture's step (every GPU simulated when full); the
+ * overlapping pairs of a's and b's tasks on rank 0, and the step time
+ * into *step_s. */
+static int run_full(struct fixture *f, int full, const char *const *a,
+		    const char *const *b, double *step_s)
+{
+	struct mockcomm m;
+	struct step_comm c = mockcomm_init(&m, 5e-6, 1e9);
+	struct exec_result er;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	const char *why = NULL;
+	int pairs;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, full, &plan, &d);
+	cr_assert_not_null(p);
+	m.sim = sim_new();
+	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
+	pairs = overlaps(p, a, b);
+	*step_s = er.step_s;
+	sim_free(m.sim);
+	prog_free(p);
+	mockcomm_release(&m);
+	return pairs;
+}
+
+static int run_pairs(struct fixture *f, const char *const *a,
+		     const char *const *b, double *step_s)
+{
+	return run_full(f, 0, a, b, step_s);
+}
+
+Test(queue, symmetric_equals_full)
+{
+	static const char *const none[] = { NULL };
+	struct fixture f;
+	double ts, tf;
+	int64_t q;
+
+	/* one simulated GPU per group gives the full-fidelity step with the
+	 * queue deps, on one pipeline stage and on two (pp 2, dp 4, ep 2,
+	 * edp 2: the searches for the next and the previous all-to-all cross
+	 * actions there) */
+	moe_job(&f);
+	f.fw.loss_dp_allreduce = 1;
+	for (q = 1; q <= 2; q++) {
+		f.job.training.comm_hw_queues = q;
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "q %ld: symmetric %.9g s, full %.9g s",
+			     (long)q, ts, tf);
+	}
+	f.job.parallelism.pp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.ep = 2;
+	f.job.parallelism.edp = 2;
+	f.job.training.global_batch_size = 16;
+	for (q = 1; q <= 2; q++) {
+		f.job.training.comm_hw_queues = q;
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "pp 2, q %ld: symmetric %.9g s, full %.9g s",
+			     (long)q, ts, tf);
+	}
+}
+
+Test(queue, one_queue_runs_in_issue_order)
+{
+	static const char *const ep[] = { "moe_", NULL };
+	static const char *const dense[] = { "dp_grad_reduce",
+					     "dp_param_allgather", NULL };
+	static const char *const experts[] = { "edp_grad_reduce",
+					       "edp_param_allgather", NULL };
+	struct fixture f;
+	double t0, t1;
+
+	/* The dense gradients' reduce-scatters (4.19e6 x 4 B over 8 GPUs:
+	 * 5 us + 7/8 x 16.8 MB / 1 GB/s = 14.7 ms) outlast a layer's
+	 * backward of this small model, so on streams of their own they run
+	 * under the next layers' all-to-alls; on one hardware queue with
+	 * the expert-parallel stream (q 2, the loss's group first used
+	 * between: see first_use_order_decides_the_sharing) none of them
+	 * overlaps an all-to-all, and the step is no faster. */
+	moe_job(&f);
+	f.fw.loss_dp_allreduce = 1;
+	cr_assert_gt(run_pairs(&f, dense, ep, &t0), 0);
+	f.job.training.comm_hw_queues = 2;
+	cr_assert_eq(run_pairs(&f, dense, ep, &t1), 0);
+	cr_assert_geq(t1, t0, "shared %.9g s, apart %.9g s", t1, t0);
+	/* the experts' chain is on the other queue: it still overlaps */
+	cr_assert_gt(run_pairs(&f, experts, ep, &t1), 0);
+	/* without the loss's group the experts' chain shares instead */
+	f.fw.loss_dp_allreduce = 0;
+	cr_assert_eq(run_pairs(&f, experts, ep, &t1), 0);
+	cr_assert_gt(run_pairs(&f, dense, ep, &t1), 0);
+	/* one queue for all: the two kinds never overlap each other
+	 * either, and nothing overlaps an all-to-all */
+	f.job.training.comm_hw_queues = 1;
+	cr_assert_eq(run_pairs(&f, dense, experts, &t1), 0);
+	cr_assert_eq(run_pairs(&f, dense, ep, &t1), 0);
+	cr_assert_eq(run_pairs(&f, experts, ep, &t1), 0);
+}
