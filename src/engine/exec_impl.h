@@ -255,6 +255,21 @@ int exec_jit_realign(struct exec_jit *j, uint32_t rank, uint64_t key,
 		     uint32_t gpus);
 /* The group key of a set of GPU ids (order-independent). */
 uint64_t exec_jit_group_key(const uint32_t *gpus, uint32_t n);
+
+/* Group keys of recent member lists, by the list's address (the program
+ * interns them: one address, one list). */
+#define JIT_KEY_MEMO 64
+
+struct jit_key_memo {
+	const uint32_t *gpus;
+	uint64_t key;
+};
+
+/* exec_jit_group_key of c's GPUs through memo (JIT_KEY_MEMO entries,
+ * zeroed by the caller): a step's 10^5 collectives are over a few
+ * hundred groups, of up to 128 GPUs each. */
+uint64_t exec_jit_key_of(const struct coll_desc *c,
+			 struct jit_key_memo *memo);
 /* Standard deviation (s) of rank's lateness at the end of the run. */
 double exec_jit_sd(struct exec_jit *j, uint32_t rank);
 

@@ -798,35 +798,12 @@ static void run_free(struct run *r)
 	exec_jit_release(&r->jit);
 }
 
-/* Group keys of recent member lists, by the list's address (the
- * program interns them: one address, one list). */
-#define KEY_MEMO 64
-
-struct key_memo {
-	const uint32_t *gpus;
-	uint64_t key;
-};
-
-/* exec_jit_group_key of c's GPUs, through memo (KEY_MEMO entries): a
- * step's 10^5 collectives are over a few hundred groups, of up to 128
- * GPUs each. */
-static uint64_t group_key_of(const struct coll_desc *c, struct key_memo *memo)
-{
-	struct key_memo *m = &memo[((uintptr_t)c->gpus >> 2) % KEY_MEMO];
-
-	if (m->gpus != c->gpus) {
-		m->gpus = c->gpus;
-		m->key = exec_jit_group_key(c->gpus, c->ngpus);
-	}
-	return m->key;
-}
-
 /* Counters and records at the start of a run. */
 static void run_init(struct run *r)
 {
 	struct prog *p = r->p;
 	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
-	struct key_memo memo[KEY_MEMO] = { { NULL, 0 } };
+	struct jit_key_memo memo[JIT_KEY_MEMO] = { { NULL, 0 } };
 
 	for (t = 0; t < p->ntasks; t++) {
 		p->state[t].stamp = -1;
@@ -853,7 +830,7 @@ static void run_init(struct run *r)
 		r->colls[k].arrived = 0;
 		r->colls[k].state = 0;
 		if (r->jit.on) {
-			r->group_key[k] = group_key_of(coll_desc_of(p, k), memo);
+			r->group_key[k] = exec_jit_key_of(coll_desc_of(p, k), memo);
 			r->coll_late[k] = -1;
 		}
 	}
