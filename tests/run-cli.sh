@@ -87,4 +87,10 @@ done
 "$llmsim" run "$root/results/reference/moe/T-MB2511-GB200-DSV3-FP8MX.yaml" \
 	--set training.recompute=full --no-store >/dev/null 2>"$tmp/err" ||
 	bad "recompute full with recompute_modules: $(cat "$tmp/err")"
+# ZeRO 3 with moe.a2a_overlap (Megatron-FSDP runs the 1F1B all-to-all
+# overlap): the step runs, where the FSDP all-gathers once deadlocked
+# against the paired actions (train_dp.c fsdp_stage).
+"$llmsim" run "$root/results/reference/moe/T-MB2602-H100-QWEN3-30B.yaml" \
+	--set training.zero_stage=3 --no-store >/dev/null 2>"$tmp/err" ||
+	bad "zero 3 with a2a_overlap: $(cat "$tmp/err")"
 exit $fail

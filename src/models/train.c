@@ -387,33 +387,7 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
 	return 0;
 }
 
-/* Whether actions a and a + 1 of a stage run as a pair: a forward and a
- * backward of different microbatches (or chunks), so neither waits for
- * the other, both of MoE layers. Pipelined, only a steady-state step
- * pairs (Megatron-Core's combined_1f1b_schedule_for_interleaved_pipelining
- * runs in the steady loop; warm-up forwards and cool-down backwards run
- * alone): a rank whose warm-up holds every forward (rank 0 when m == pp) has none,
- * and pairing its last forward with its first backward would close a
- * cycle, that backward waiting for the next rank's gradient, which waits
- * for this forward's activation. Unpipelined, backward k pairs with
- * forward k + 1 (combined_1f1b_schedule_for_no_pipelining). */
-static int pairs(const struct train *t, int64_t s, int64_t a)
-{
-	const struct stage_plan *sp = &t->stage[s];
-	int64_t k = a - sp->warmup;
-	struct sched_action p, q;
-
-	if (!t->a2a_overlap || a + 1 >= sp->nacts)
-		return 0;
-	if (t->pp > 1 && (k < 0 || k % 2 != 0 ||
-			  k >= 2 * (sp->nacts / 2 - sp->warmup)))
-		return 0;
-	p = sp->acts[a];
-	q = sp->acts[a + 1];
-	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
-}
-
-/* Actions a and a + 1 paired (pairs()): unit by unit, the backward's
+/* Actions a and a + 1 paired (train_pairs()): unit by unit, the backward's
  * segments first. */
 static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 		      task_id *in, task_id *in2)
@@ -458,7 +432,7 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 	for (a = 0; a < sp->nacts; a++) {
 		struct task_info info;
 
-		if (pairs(t, s, a)) {
+		if (train_pairs(t, s, a)) {
 			if (build_pair(t, s, n, a, in, in2) != 0)
 				return -1;
 			a++;

@@ -21,9 +21,11 @@
  *
  * ZeRO 3 (FSDP FULL_SHARD): every unit (embedding, layer, head) is
  * all-gathered before each forward and backward that uses it (P W bytes),
- * each all-gather waiting for the unit fsdp_prefetch_units before it to
- * finish (at most that many units gathered at once), and its gradient
- * reduce-scattered after each backward (P G bytes).
+ * each all-gather waiting for the unit fsdp_prefetch_units before it in
+ * compute order to finish (at most that many units gathered at once; a
+ * moe.a2a_overlap pair runs its backward's and forward's units
+ * interleaved, so both count), and its gradient reduce-scattered after
+ * each backward (P G bytes).
  *
  * Groups: dense parameters' gradients reduce over the data-parallel group
  * with CP (dp x cp GPUs, Megatron's), routed experts' over the expert
@@ -458,8 +460,16 @@ static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 
 /* ---- FSDP (ZeRO 3) ---- */
 
+/* How many units back an all-gather may wait on (fsdp_prefetch_units'
+ * schema maximum, spec_framework.c). */
+#define FSDP_AHEAD_MAX 64
+
 struct fsdp_arg {
-	int64_t a, u, q;	/* action, unit, units before it on the rank */
+	int64_t a, u, q;	/* action, unit, units before it on the rank
+				 * in compute order */
+	int64_t ra[FSDP_AHEAD_MAX], ru[FSDP_AHEAD_MAX];	/* ring: the
+				 * action and unit at compute position
+				 * q % FSDP_AHEAD_MAX */
 	double params;		/* of this kind, one GPU */
 	int bwd, experts;
 };
@@ -470,6 +480,7 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
 	const struct fsdp_arg *x = arg;
 	int64_t ahead = t->job->framework->fsdp_prefetch_units;
+	int64_t w = (x->q - ahead) % FSDP_AHEAD_MAX;
 	enum layout_group g = grad_group(x->experts);
 	task_id ag, rs = TASK_NONE;
 	uint32_t k, f;
@@ -487,10 +498,10 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	}
 	for (k = 0; k < n; k++) {
 		struct unit_rec *rec = train_unit(t, t->ranks[k], x->a, x->u);
-		struct unit_rec *all = t->units[t->ranks[k]];
 
 		if (x->q >= ahead &&
-		    train_dep(t, all[x->q - ahead].last, ag + k) != 0)
+		    train_dep(t, train_unit(t, t->ranks[k], x->ra[w],
+					    x->ru[w])->last, ag + k) != 0)
 			return -1;
 		for (f = 0; f < rec->nfirst; f++)
 			if (train_dep(t, ag + k, rec->first[f]) != 0)
@@ -501,22 +512,56 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	return 0;
 }
 
+/* Unit u of action a, the next in compute order: its collectives of
+ * each kind, then its place in the ring. */
+static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
+		     int64_t u, struct fsdp_arg *x)
+{
+	int64_t vs = train_vs(t, s, t->stage[s].acts[a].chunk);
+
+	x->a = a;
+	x->u = u;
+	x->bwd = t->stage[s].acts[a].bwd;
+	for (x->experts = 0; x->experts < kinds; x->experts++) {
+		x->params = unit_params(t, vs, x->bwd, u, x->experts);
+		if (x->params > 0 && for_groups(t, s, x->experts, fsdp_one, x) != 0)
+			return -1;
+	}
+	x->ra[x->q % FSDP_AHEAD_MAX] = a;
+	x->ru[x->q % FSDP_AHEAD_MAX] = u;
+	x->q++;
+	return 0;
+}
+
+/* The units of rank s in the order its compute stream runs them: an
+ * action's units in turn, a pair's (moe.a2a_overlap, train_pairs)
+ * interleaved, the backward's unit u, then the forward's, so that each
+ * all-gather waits for the unit fsdp_prefetch_units before it there
+ * (action order would make a pair's forward unit wait for a later unit
+ * of its backward: a cycle). */
 static int fsdp_stage(struct train *t, int64_t s, int kinds)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	struct fsdp_arg x = { 0, 0, 0, 0, 0, 0 };
+	struct fsdp_arg x;
+	int64_t a, u;
 
-	for (x.a = 0; x.a < sp->nacts; x.a++) {
-		int64_t vs = train_vs(t, s, sp->acts[x.a].chunk);
+	memset(&x, 0, sizeof(x));
+	for (a = 0; a < sp->nacts; a++) {
+		int64_t b = a, c = -1, nb, nc = 0;
 
-		x.bwd = sp->acts[x.a].bwd;
-		for (x.u = 0; x.u < train_units(t, vs); x.u++, x.q++)
-			for (x.experts = 0; x.experts < kinds; x.experts++) {
-				x.params = unit_params(t, vs, x.bwd, x.u, x.experts);
-				if (x.params > 0 &&
-				    for_groups(t, s, x.experts, fsdp_one, &x) != 0)
-					return -1;
-			}
+		if (train_pairs(t, s, a)) {
+			b = sp->acts[a].bwd ? a : a + 1;
+			c = b == a ? a + 1 : a;
+			nc = train_units(t, train_vs(t, s, sp->acts[c].chunk));
+			a++;
+		}
+		nb = train_units(t, train_vs(t, s, sp->acts[b].chunk));
+		for (u = 0; u < nb || u < nc; u++) {
+			if (u < nb && fsdp_unit(t, s, kinds, b, u, &x) != 0)
+				return -1;
+			if (u < nc && fsdp_unit(t, s, kinds, c, u, &x) != 0)
+				return -1;
+		}
 	}
 	return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * train_impl.c - what the step-program builder's files share (declared in
  * train_impl.h): dependencies, the units of an action and their records,
- * the parameters a unit holds, groups of simulated ranks, and the compute
- * share a collective holds.
+ * the parameters a unit holds, which actions pair (moe.a2a_overlap),
+ * groups of simulated ranks, and the compute share a collective holds.
  *
  * A leaf of the builder: train.c, train_pp.c and train_dp.c call it; it
  * calls none of them.
@@ -35,6 +35,32 @@ struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
 
 	layout_where(&t->lay, r, &pp_i, &i);
 	return &t->units[r][t->stage[pp_i].unit_off[a] + u];
+}
+
+/* Whether actions a and a + 1 of a stage run as a pair: a forward and a
+ * backward of different microbatches (or chunks), so neither waits for
+ * the other, both of MoE layers. Pipelined, only a steady-state step
+ * pairs (Megatron-Core's combined_1f1b_schedule_for_interleaved_pipelining
+ * runs in the steady loop; warm-up forwards and cool-down backwards run
+ * alone): a rank whose warm-up holds every forward (rank 0 when m == pp) has none,
+ * and pairing its last forward with its first backward would close a
+ * cycle, that backward waiting for the next rank's gradient, which waits
+ * for this forward's activation. Unpipelined, backward k pairs with
+ * forward k + 1 (combined_1f1b_schedule_for_no_pipelining). */
+int train_pairs(const struct train *t, int64_t s, int64_t a)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t k = a - sp->warmup;
+	struct sched_action p, q;
+
+	if (!t->a2a_overlap || a + 1 >= sp->nacts)
+		return 0;
+	if (t->pp > 1 && (k < 0 || k % 2 != 0 ||
+			  k >= 2 * (sp->nacts / 2 - sp->warmup)))
+		return 0;
+	p = sp->acts[a];
+	q = sp->acts[a + 1];
+	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
 }
 
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a)

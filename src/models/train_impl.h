@@ -122,6 +122,11 @@ int64_t train_units(const struct train *t, int64_t vs);
 struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
 			    int64_t u);
 
+/* Whether actions a and a + 1 of pipeline rank s run as a pair
+ * (moe.a2a_overlap): unit by unit, the backward's unit u before the
+ * forward's unit u (train.c's build_pair). */
+int train_pairs(const struct train *t, int64_t s, int64_t a);
+
 /* The task that ends action a of rank r. */
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
 

@@ -407,6 +407,39 @@ Test(moe, all_to_all_overlap_with_every_forward_in_warm_up)
 	cr_assert_gt(t1, 0);
 }
 
+Test(moe, all_to_all_overlap_with_zero3)
+{
+	struct fixture f;
+	double t1, e1, tf, ef;
+
+	/* ZeRO 3 (Megatron-FSDP optim_grads_params, which runs the 1F1B
+	 * all-to-all overlap: mcore_fsdp_adapter.py's fine-grained gather
+	 * hooks, NVIDIA/Megatron-LM d98e8a64) with moe.a2a_overlap: a
+	 * paired backward and forward run their units interleaved (B u0,
+	 * F u0, B u1, ...), so each unit's all-gather waits for the unit
+	 * fsdp_prefetch_units (2) before it in that order. In action order
+	 * (every unit of B, then F's), F u0's gather waited for B's unit
+	 * 4 + 2 - 2 = 4 (of 6: embedding, 4 layers, head), which runs after
+	 * F u0: the step deadlocked. ep 4 on 8 GPUs: dp 8 (edp 2) shards
+	 * every unit. pp 1, then pp 2 x vpp 2 (m = 2 pp microbatches). */
+	moe_job(&f, 8, 2, 512, 4);
+	f.job.training.zero_stage = 3;
+	f.job.training.global_batch_size = 32;
+	f.job.moe.a2a_overlap = 1;
+	t1 = step(&f, 400e9, &e1);
+	cr_assert_gt(t1, 0);
+	tf = step_full(&f, 1, 400e9, &ef);
+	cr_assert_eq(t1, tf, "symmetric %.9g s, full %.9g s", t1, tf);
+	f.job.parallelism.pp = 2;
+	f.job.parallelism.vpp = 2;
+	f.job.parallelism.dp = 4;
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	t1 = step(&f, 400e9, &e1);
+	cr_assert_gt(t1, 0);
+	tf = step_full(&f, 1, 400e9, &ef);
+	cr_assert_eq(t1, tf, "pp 2: symmetric %.9g s, full %.9g s", t1, tf);
+}
+
 /* Rank 0's gradient reductions of one kind ("dp_grad_reduce",
  * "edp_grad_reduce") in program order: how many, the first one's start,
  * the last one's end and their durations' sum (s). */
