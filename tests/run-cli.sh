@@ -49,6 +49,18 @@ n=$(grep -c '"pipeline_rank"' "$tmp/j")
 [ "$n" = 5 ] || bad "expected 4 pipeline stages in memory.stages, got $((n - 1))"
 grep -q '"exposed_comm_by_dim"' "$tmp/j" && grep -q '"phases"' "$tmp/j" ||
 	bad "phases or exposed_comm_by_dim missing"
+# pipeline: 64 GPUs / (tp 4 pp 4) = dp 4, 128 / (1 x 4) = 32 microbatches;
+# interleaved over vpp 5: ideal bubble (p - 1) / (v m + p - 1) = 3 / 163.
+# One compute time per stage; the final rank (stage 0: the last backward
+# of 1F1B ends there) computes breakdown.compute_s, its stage's entry.
+awk -v b="$(num ideal_bubble)" 'BEGIN { exit !((b - 3 / 163) ^ 2 < 1e-18) }' ||
+	bad "pipeline.ideal_bubble $(num ideal_bubble), expected 3/163"
+grep -m1 '"stage_compute_s"' "$tmp/j" | sed 's/.*\[//; s/\].*//' | tr ',' '\n' |
+	grep -E '[0-9]' >"$tmp/sc"
+[ "$(wc -l <"$tmp/sc")" = 4 ] || bad "pipeline.stage_compute_s: $(wc -l <"$tmp/sc") entries, expected 4"
+awk -v c="$(num compute_s)" -v s0="$(head -1 "$tmp/sc")" \
+	'BEGIN { exit !(c > 0 && (c - s0) ^ 2 < 1e-12) }' ||
+	bad "stage 0 compute $(head -1 "$tmp/sc") != breakdown.compute_s $(num compute_s)"
 
 # Standard input, with its place in messages.
 "$llmsim" run - --no-store <"$job" >/dev/null 2>&1 || bad "run - (a job on stdin)"

@@ -10,6 +10,7 @@
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  NULL};
 const char *const graph_scope_names[] = {
@@ -142,6 +143,10 @@ static const struct schema_field host_fields[] = {
 	HTIME("backward_module", bwd_module_s, "a module's backward (a Python "
 	      "autograd.Function) with its first kernel"),
 	HTIME("kernel", kernel_s, "each further kernel a call launches from C++"),
+	HTIME("gemm", gemm_s, "each cuBLASLt GEMM of a per-expert GEMM loop "
+	      "(descriptors and heuristic made every call); 0: as kernel"),
+	HTIME("event", event_s, "a cudaEventRecord on a timing-enabled event "
+	      "(the stream joins around a multi-stream GEMM loop)"),
 	HTIME("collective", collective_s, "a torch.distributed collective call "
 	      "(Python, c10d, the library's enqueue)"),
 	HTIME("graph", graph_s, "one CUDA graph replay (a captured scope)"),
@@ -232,6 +237,17 @@ static const struct schema_field framework_fields[] = {
 		  "to the reduce dtype and its pre-division before every "
 		  "reduce-scatter; on the shard the post-division, the "
 		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "pp_split", .type = ST_ENUM, .offset = FOFF(pp_split),
+	  .values = pp_split_names, .def = "megatron",
+	  .help = "how the layers are split over the pipeline stages when the "
+		  "job gives no pp_layers: megatron (even; else the embedding "
+		  "and the loss counted as a layer each, Megatron-Core's "
+		  "account_for_*_in_pipeline_split; else the Megatron-Bridge "
+		  "recipes' layouts: ceil(layers / stages) a stage, the last "
+		  "and then the first stage giving up the surplus) or front "
+		  "(floor(layers / stages) a stage, the first layers mod stages "
+		  "stages one more: NeMo AutoModel's "
+		  "generate_hf_model_fqn_per_model_part)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "

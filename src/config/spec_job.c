@@ -7,8 +7,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cnode.h"
+#include "pp_layout.h"
 #include "base/diag.h"
 
 const char *const job_phase_names[] = {"training", "prefill", "decode",
@@ -120,7 +122,13 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "pp_layers", .type = ST_INT_LIST, .offset = POFF(pp_layers),
 	  .min = 0, .max = 1e5, .flags = SF_OPTIONAL,
 	  .help = "layers of each virtual stage, pp*vpp numbers in order chunk*pp+rank "
-		  "(default: even, fewer on the first and last when uneven)" },
+		  "(default: the framework's split, framework.pp_split)" },
+	{ .key = "pp_layout", .type = ST_STRING, .offset = POFF(pp_layout),
+	  .flags = SF_OPTIONAL,
+	  .help = "Megatron-Core's pipeline_model_parallel_layout, e.g. "
+		  "\"Et*4|(t*4|)*14tmL\": E embedding, t decoder layer, m MTP "
+		  "module, L loss, '|' between the pp*vpp virtual stages "
+		  "(instead of pp_layers; MTP modules on the last stage)" },
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
@@ -239,8 +247,9 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *key, const char *fmt, ...)
 {
-	const struct cnode *at;
-	char msg[512];
+	const struct cnode *at, *sec;
+	const char *dot;
+	char msg[512], head[32];
 	va_list ap;
 
 	if (!want(s, rule))
@@ -248,7 +257,18 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 	s->broken |= 1u << rule;
 	if (!s->d)
 		return;
-	at = s->node ? cnode_get(s->node, key) : NULL;
+	dot = strchr(key, '.');
+	if (dot && (size_t)(dot - key) < sizeof(head)) {
+		/* "section.key": the key inside the section when given */
+		memcpy(head, key, (size_t)(dot - key));
+		head[dot - key] = '\0';
+		sec = s->node ? cnode_get(s->node, head) : NULL;
+		at = sec ? cnode_get(sec, dot + 1) : NULL;
+		if (!at)
+			at = sec;
+	} else {
+		at = s->node ? cnode_get(s->node, key) : NULL;
+	}
 	if (!at)
 		at = s->node;
 	va_start(ap, fmt);
@@ -341,6 +361,68 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers sums to "
 			     "%lld layers but the model has %lld", (long long)sum,
 			     (long long)j->model->num_hidden_layers);
+}
+
+/* The layout string: a layout of pp*vpp stages with every layer of the
+ * model once, the embedding first, the loss last and the MTP modules
+ * where llmsim runs them (the last virtual stage). */
+static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	struct pp_layout l;
+	char why[160];
+	int rc;
+
+	if (!p->pp_layout || !want(s, JR_PP_SPLIT))
+		return;
+	if (p->pp_layers.n > 0) {
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layers and "
+			     "pp_layout both split the layers: give one");
+		return;
+	}
+	rc = pp_layout_parse(p->pp_layout, &l, NULL, 0, why, sizeof(why));
+	if (rc == -2) {
+		if (s->d)
+			diag_oom(s->d);
+		s->broken |= 1u << JR_PP_SPLIT;
+		return;
+	}
+	if (rc != 0)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: %s", why);
+	else if (l.stages != p->pp * p->vpp)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+			     "stages; it needs pp*vpp = %lld%s", (long long)l.stages,
+			     (long long)(p->pp * p->vpp),
+			     l.stages % p->pp == 0 ? " (set vpp to stages / pp, "
+			     "as Megatron infers it)" : "");
+	else if (l.embeddings != 1 || !l.embedding_first)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: the "
+			     "embedding E comes once, first (got %lld)",
+			     (long long)l.embeddings);
+	else if (l.losses != 1 || !l.loss_last)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: the loss "
+			     "L comes once, last (got %lld)", (long long)l.losses);
+	else if (l.layers != j->model->num_hidden_layers)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+			     "decoder layers t but the model has %lld",
+			     (long long)l.layers,
+			     (long long)j->model->num_hidden_layers);
+	else if (l.mtp != j->moe.mtp_layers)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+			     "MTP modules m but moe.mtp_layers is %lld",
+			     (long long)l.mtp, (long long)j->moe.mtp_layers);
+	else if (l.mtp > 0 && (!l.mtp_after_layers || !l.mtp_one_stage ||
+			       l.mtp_stage != l.stages - 1))
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: llmsim "
+			     "runs the MTP modules m after every decoder layer, "
+			     "on the last virtual stage with the loss (got the "
+			     "first in stage %lld of %lld)",
+			     (long long)l.mtp_stage, (long long)l.stages);
+	else if (l.empty_stage >= 0 && l.empty_stage != l.stages - 1)
+		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: stage "
+			     "%lld has no decoder layer: only the first and last "
+			     "virtual stages may have none",
+			     (long long)l.empty_stage);
 }
 
 /* Pipeline schedule against vpp, pp and the microbatch count. */
@@ -656,8 +738,10 @@ uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
 			     "%lld*%lld exceeds the model's %lld layers",
 			     (long long)p->pp, (long long)p->vpp,
 			     (long long)m->num_hidden_layers);
-	else
+	else {
 		check_pp_layers(j, &s);
+		check_pp_layout(j, &s);
+	}
 	return s.broken;
 }
 

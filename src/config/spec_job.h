@@ -176,6 +176,20 @@ enum amax_reduction {
 	AMAX_STAGE		/* over every GPU of the pipeline stage */
 };
 
+/* "megatron", "front": enum pp_split. */
+extern const char *const pp_split_names[];
+
+/* How a framework splits the layers over the virtual pipeline stages
+ * when the job gives no parallelism.pp_layers (split.h). */
+enum pp_split {
+	PP_SPLIT_MEGATRON,	/* even; else the embedding and loss as a layer
+				 * each; else the recipes' layouts: ceil(L/S) a
+				 * stage, the last then the first giving up the
+				 * surplus */
+	PP_SPLIT_FRONT		/* floor(L/S) a stage, the first L mod S
+				 * stages one more (torch pipelining helpers) */
+};
+
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
 struct opt_step_spec {
@@ -234,6 +248,10 @@ struct host_spec {
 	double bwd_op_s;	/* s, an autograd-engine node of a PyTorch op (C++) */
 	double bwd_module_s;	/* s, a module's backward (Python autograd.Function) */
 	double kernel_s;	/* s, each further kernel a call launches from C++ */
+	double gemm_s;		/* s, each cuBLASLt GEMM of a per-expert loop that
+				 * builds its descriptors and asks the heuristic
+				 * every call (0: as kernel_s) */
+	double event_s;		/* s, a cudaEventRecord on a timing-enabled event */
 	double collective_s;	/* s, a torch.distributed collective call */
 	double graph_s;		/* s, one CUDA graph replay */
 	double sync_s;		/* s, the host resuming after a device sync */
@@ -265,6 +283,7 @@ struct framework_spec {
 						 * once (the one computing and those prefetched) */
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
+	int pp_split;				/* enum pp_split: the default layer split */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
@@ -325,6 +344,8 @@ struct parallel_spec {
 	int schedule;			/* enum pp_schedule */
 	struct schema_int_list pp_layers;	/* layers per virtual stage (pp*vpp, in
 					 * stage order chunk*pp + rank); empty = even */
+	const char *pp_layout;		/* Megatron's pipeline_model_parallel_layout
+					 * (config/pp_layout.h), or NULL */
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
 	int cp_comm_type;		/* enum cp_comm */
 	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */

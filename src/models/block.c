@@ -144,6 +144,8 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->scope = op->scope;
 	bo->host_n = op->host_n;
 	bo->host_kernels = op->host_kernels;
+	bo->host_gemm = op->host_gemm;
+	bo->host_events = op->host_events;
 	bo->host_wait = op->host_wait;
 	bo->host_s = 0;
 	bo->host_name = NULL;

@@ -30,6 +30,8 @@ struct block_op {
 	uint8_t scope;		/* enum graph_scope */
 	uint16_t host_n;	/* calls of its kind (0: one) */
 	uint16_t host_kernels;	/* further kernels launched from C++ */
+	uint8_t host_gemm;	/* as struct layer_op's */
+	uint8_t host_events;	/* as struct layer_op's */
 	int16_t host_wait;	/* op the host waits for first, or LAYER_NONE */
 	int16_t dep[2];		/* as in struct layer_op */
 	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */

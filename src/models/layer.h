@@ -331,6 +331,9 @@ struct layer_op {
 	uint8_t scope;		/* enum graph_scope (spec_job.h) it is part of */
 	uint16_t host_n;	/* calls of its kind it stands for (0: one) */
 	uint16_t host_kernels;	/* further kernels its call launches from C++ */
+	uint8_t host_gemm;	/* its kernels are cuBLASLt GEMMs set up per
+				 * call (host gemm cost, not kernel) */
+	uint8_t host_events;	/* cudaEventRecord calls its call makes */
 	int16_t host_wait;	/* the op the host waits for (a device sync)
 				 * before it issues this one, or LAYER_NONE */
 	int16_t dep[2];		/* earlier ops (index), LAYER_IN or LAYER_NONE */

@@ -196,6 +196,18 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.launches = stream_kernels(d);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
+	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds
+	 * each GEMM's layouts, matmul descriptor and preference and asks
+	 * cublasLtMatmulAlgoGetHeuristic on every call (TE @ 71bbefbf,
+	 * common/gemm/cublaslt_gemm.cu cublas_gemm): host gemm each */
+	op->host_gemm = d->moe.gemm_streams > 0 && d->moe.local > 1;
+	/* and joins the streams with events: multi_stream_cublas_gemm
+	 * records one on the caller's stream, then one on each of the
+	 * min(S, L) compute streams it used (the 2 min(S, L)
+	 * cudaStreamWaitEvent calls are not counted) */
+	if (op->host_gemm)
+		op->host_events = (uint8_t)(1 + fmin(d->moe.gemm_streams,
+						     fmin(d->moe.local, 254)));
 	return op;
 }
 

@@ -16,16 +16,22 @@ struct job_spec;
 
 /*
  * Layers of each of `stages` virtual stages into out[0..stages-1] for a
- * model of `layers` layers (stages <= layers): even when stages divides
- * layers; otherwise the embedding and the LM head count as one layer each
- * and the layers + 2 units are spread evenly, the remainder going to the
- * middle stages first, so the first and last stages get fewer layers
- * (Megatron-Core's account_for_embedding_in_pipeline_split and
- * account_for_loss_in_pipeline_split).
+ * model of `layers` layers (stages <= layers), Megatron's way: even when
+ * stages divides layers; else, when stages divides layers + 2, the
+ * embedding and the LM head count as one layer each (Megatron-Core's
+ * account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split); else the Megatron-Bridge recipes'
+ * layouts: ceil(layers / stages) on every stage, the last and then the
+ * first giving up the surplus (split.c has the sources and the fallback).
  */
 void split_even(int64_t layers, int64_t stages, int64_t *out);
 
-/* The job's split: parallelism.pp_layers when given, else split_even. */
+/* floor(layers / stages) a stage, the first layers mod stages stages
+ * one more (NeMo AutoModel's pipelining). */
+void split_front(int64_t layers, int64_t stages, int64_t *out);
+
+/* The job's split: parallelism.pp_layers when given, else its
+ * framework's (framework.pp_split: split_even or split_front). */
 void split_layers(const struct job_spec *j, int64_t *out);
 
 /* First layer (model order) of virtual stage vs given the split. */

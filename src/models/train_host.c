@@ -34,6 +34,13 @@
  *     collective        collective
  *   + kernel per further kernel the call launches from C++
  *
+ * except that a per-expert loop of cuBLASLt GEMMs (block_op host_gemm:
+ * Transformer Engine's multi_stream_cublas_gemm) costs gemm, not kernel,
+ * for each of its GEMMs (itself when inside a call, and each further):
+ * every call builds the GEMM's descriptors and asks the heuristic; and
+ * event per cudaEventRecord the call makes (block_op host_events: the
+ * loop's stream joins).
+ *
  * An op in a CUDA-graph scope the job captures (training.cuda_graphs)
  * costs nothing but the first op of each run of that scope, which costs
  * one graph replay (graph). Syncs: an MoE dispatch with dropless sizes
@@ -82,6 +89,7 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	const struct host_spec *h = &j->framework->host;
 	const struct block_op *op = &b->op[i];
 	double n = op->host_n ? op->host_n : 1, c, scale = scale_of(j);
+	double k = op->host_gemm && h->gemm_s > 0 ? h->gemm_s : h->kernel_s;
 
 	if (captured(j, op->scope))
 		return i > 0 && b->op[i - 1].scope == op->scope ? 0 :
@@ -97,9 +105,10 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 		c = h->collective_s;
 		break;
 	default:
-		c = h->kernel_s;
+		c = k;
 	}
-	return (c + op->host_kernels * h->kernel_s) * scale;
+	return (c + op->host_kernels * k + op->host_events * h->event_s) *
+	       scale;
 }
 
 int train_host_init(struct train *t)

@@ -4,6 +4,7 @@
  * as text; the objective's score. A leaf of the planner: plan.c,
  * plan_space.c and plan_report.c call it, it calls none of them.
  */
+#include "config/pp_layout.h"
 #include "plan.h"
 
 #include <math.h>
@@ -122,6 +123,8 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 	/* the job's own split, for its own stages only */
 	if ((int64_t)p->pp_layers.n != l->pp * l->vpp)
 		p->pp_layers.n = 0;
+	if (p->pp_layout && pp_layout_stages(p->pp_layout) != l->pp * l->vpp)
+		p->pp_layout = NULL;
 	p->sequence_parallel = l->sp;
 	p->schedule = l->schedule;
 	p->tp_comm_overlap = l->tp_overlap;

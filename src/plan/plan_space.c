@@ -30,9 +30,9 @@
  * planner's own rules: pp vpp must divide the layers or the layers + 2
  * (Megatron's even split, or the embedding and head counted as a layer
  * each: split.h), otherwise no split is balanced (MoE models take
- * split_even's spread of the remainder, as Megatron's uneven layouts do
- * for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for its own
- * pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
+ * their framework's split, Megatron's that of the Megatron-Bridge
+ * recipes for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for
+ * its own pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
  * repeat another layout's step; ZeRO 3 on an MoE model is not estimated
  * (unsupported). A
  * layout left is checked against every rule once more, its memory by
@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "config/pp_layout.h"
 #include "base/mem.h"
 #include "gpu/gpu.h"
 #include "models/sched.h"
@@ -290,10 +291,10 @@ static int even_split(const struct walk *w)
 {
 	int64_t stages = w->l.pp * w->l.vpp;
 
-	if (w->j.parallelism.pp_layers.n > 0)
+	if (w->j.parallelism.pp_layers.n > 0 || w->j.parallelism.pp_layout)
 		return 1;	/* the job's own split; JR_PP_SPLIT checks it */
 	if (w->moe)
-		return 1;	/* split_even's spread (the header) */
+		return 1;	/* the framework's split (the header) */
 	return w->layers % stages == 0 || (w->layers + 2) % stages == 0;
 }
 
@@ -493,6 +494,9 @@ static int level_vpp(struct walk *w)
 		w->j.parallelism.pp_layers.n =
 			(int64_t)bp->pp_layers.n == w->l.pp * w->l.vpp ?
 			bp->pp_layers.n : 0;
+		w->j.parallelism.pp_layout =
+			bp->pp_layout && pp_layout_stages(bp->pp_layout) ==
+			w->l.pp * w->l.vpp ? bp->pp_layout : NULL;
 		if ((r = broken(w, RULES_VPP)) >= 0) {
 			prune(w, r, below_vpp(&w->li));
 			continue;

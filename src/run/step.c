@@ -217,6 +217,42 @@ static void splits(const struct prog *p, const struct exec_result *er,
 	}
 }
 
+/* Compute per pipeline rank: the compute tasks' durations summed per
+ * simulated rank (rank r is pipeline rank r / (ranks / pp), layout.h),
+ * the busiest of a pipeline rank's simulated GPUs kept; and the bubble
+ * of the schedule with equal stages, (p - 1) / (v m + p - 1) (sched.c).
+ * -1 when out of memory. */
+static int stage_stats(const struct job_spec *j, const struct prog *p,
+		       struct step_result *out)
+{
+	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p), r;
+	int64_t pp = j->parallelism.pp, vpp = j->parallelism.vpp;
+	int64_t m = out->plan.microbatches, sim = nr / pp, st;
+	double *busy = mem_alloc((size_t)nr * sizeof(*busy));
+
+	if (!busy)
+		return -1;
+	memset(busy, 0, (size_t)nr * sizeof(*busy));
+	for (t = 0; t < n; t++) {
+		enum task_cat cat;
+
+		exec_task_name(p, t, &cat);
+		if (cat == TASK_COMPUTE)
+			busy[exec_task_rank(p, t)] +=
+				exec_task_end_s(p, t) - exec_task_start_s(p, t);
+	}
+	for (r = 0; r < nr; r++) {
+		st = sim > 0 ? (int64_t)r / sim : 0;
+		if (st < out->nstages && busy[r] > out->stage_compute_s[st])
+			out->stage_compute_s[st] = busy[r];
+	}
+	mem_free(busy);
+	out->ideal_bubble = pp > 1 && m > 0 ?
+		(double)(pp - 1) / (double)((vpp > 0 ? vpp : 1) * m + pp - 1) :
+		0;
+	return 0;
+}
+
 /* The host model's tasks (category other, on the host stream: "issue
  * ...", "sync, ..."): the busiest rank's total and the critical part.
  * -1 when out of memory. */
@@ -435,7 +471,7 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	if (footprint_job_stages(j, gpu_usable_memory_B(j->system->gpu),
 				 &out->mem, out->stage_mem, out->nstages) != 0 ||
 	    step_coll_stats(p, &out->colls, &out->ncolls) != 0 ||
-	    host_stats(p, out) != 0) {
+	    host_stats(p, out) != 0 || stage_stats(j, p, out) != 0) {
 		diag_oom(d);
 		goto out;
 	}

@@ -80,6 +80,12 @@ struct step_result {
 	struct footprint stage_mem[STEP_MAX_STAGES];	/* per GPU, each
 					 * pipeline rank (the first nstages) */
 	int64_t nstages;		/* entries of stage_mem: min(pp, max) */
+	double stage_compute_s[STEP_MAX_STAGES];	/* s, compute of the
+					 * busiest simulated GPU of each pipeline
+					 * rank (the first nstages) */
+	double ideal_bubble;		/* fraction of the step the schedule
+					 * idles with equal stages: (p - 1) /
+					 * (v m + p - 1), 0 without pipeline */
 	struct step_coll_stat *colls;	/* every kind, longest first (heap;
 					 * step_result_release frees it) */
 	uint32_t ncolls;		/* entries of colls */

@@ -57,6 +57,29 @@ static struct cJSON *stages_json(const struct step_result *r)
 	return jobj_complete(a, ok);
 }
 
+/* The schedule's bubble with equal stages and each stage's compute. */
+static struct cJSON *pipeline_json(const struct step_result *r)
+{
+	struct cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	int64_t i;
+	int ok = o != NULL && a != NULL;
+
+	for (i = 0; ok && i < r->nstages; i++) {
+		struct cJSON *v = cJSON_CreateNumber(r->stage_compute_s[i]);
+
+		ok = v && cJSON_AddItemToArray(a, v);
+		if (!ok)
+			cJSON_Delete(v);
+	}
+	if (!ok) {
+		cJSON_Delete(a);
+		return jobj_complete(o, 0);
+	}
+	ok = jobj_add_num(o, "ideal_bubble", r->ideal_bubble) &&
+	     jobj_add(o, "stage_compute_s", a);
+	return jobj_complete(o, ok);
+}
+
 static struct cJSON *memory_json(const struct step_result *r)
 {
 	const struct footprint *m = &r->mem;
@@ -261,6 +284,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 jobj_add(o, "breakdown", breakdown_json(r)) &&
 		 jobj_add(o, "phases", phases_json(r)) &&
 		 jobj_add(o, "exposed_comm_by_dim", exposed_json(r)) &&
+		 jobj_add(o, "pipeline", pipeline_json(r)) &&
 		 jobj_add(o, "memory", memory_json(r)) &&
 		 jobj_add(o, "moe", moe_json(j, r)) &&
 		 jobj_add(o, "context_parallel", cp_json(j, r)) &&
@@ -412,6 +436,38 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 			step_human(b, sizeof(b), r->host_critical_s, UNIT_TIME));
 }
 
+/* With a pipeline: the bubble its schedule would have with equal stages,
+ * and the compute of the lightest and busiest stages (the bubble on the
+ * critical path is the final rank waiting: the schedule's fill and drain,
+ * and busier stages). */
+static void print_pipeline(FILE *out, const struct job_spec *j,
+			   const struct step_result *r)
+{
+	char a[32], b[32];
+	int64_t i, lo = 0, hi = 0;
+
+	if (r->nstages < 2)
+		return;
+	for (i = 1; i < r->nstages; i++) {
+		if (r->stage_compute_s[i] < r->stage_compute_s[lo])
+			lo = i;
+		if (r->stage_compute_s[i] > r->stage_compute_s[hi])
+			hi = i;
+	}
+	fprintf(out, "  pipeline       %s, pp %lld, vpp %lld, %lld "
+		"microbatches: bubble with equal stages %.1f %% "
+		"((p - 1) / (v m + p - 1))\n",
+		pp_schedule_names[j->parallelism.schedule],
+		(long long)j->parallelism.pp, (long long)j->parallelism.vpp,
+		(long long)r->plan.microbatches, 100 * r->ideal_bubble);
+	fprintf(out, "    compute per GPU by stage %s (stage %lld) to %s "
+		"(stage %lld)\n",
+		step_human(a, sizeof(a), r->stage_compute_s[lo], UNIT_TIME),
+		(long long)lo,
+		step_human(b, sizeof(b), r->stage_compute_s[hi], UNIT_TIME),
+		(long long)hi);
+}
+
 static void print_memory(FILE *out, const struct footprint *m)
 {
 	char a[32], b[32];
@@ -528,6 +584,7 @@ void step_print(FILE *out, const struct job_spec *j,
 	print_layout(out, j, r);
 	print_speed(out, j, r);
 	print_breakdown(out, j, r);
+	print_pipeline(out, j, r);
 	print_splits(out, r);
 	print_memory(out, &r->mem);
 	print_stages(out, r);

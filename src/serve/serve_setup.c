@@ -48,6 +48,7 @@ static void pool_job(const struct job_spec *j, const struct pool_spec *p,
 	out->parallelism.attention_dp = p->attention_dp;
 	out->parallelism.dp = p->attention_dp ? p->tp : p->instances;
 	out->parallelism.pp_layers.n = 0;
+	out->parallelism.pp_layout = NULL;
 }
 
 /* Report at the serving section (a problem the simulation found). */
@@ -149,6 +150,7 @@ static int draft_setup(struct serve *s, struct pool_jobs *pj,
 	pj->draft.serving.speculative.method = SPEC_NONE;
 	pj->draft.parallelism.pp = 1;
 	pj->draft.parallelism.pp_layers.n = 0;
+	pj->draft.parallelism.pp_layout = NULL;
 	if (sp->method == SPEC_DRAFT) {
 		pj->draft.model = sp->draft_model;
 	} else {

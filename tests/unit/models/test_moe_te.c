@@ -4,8 +4,10 @@
  * training (moe.c pad_op: Fp8Padding / Fp8Unpadding) and the paths that
  * make them unnecessary (Hybrid-EP's padded permute, router padding),
  * against derived bytes; the grouped GEMM as per-expert kernels over
- * streams (moe.c stream_kernels, block.c), against derived times; the
- * router GEMMs' dtypes through Transformer Engine (layer.c router_dtypes).
+ * streams (moe.c stream_kernels, block.c), against derived times, and
+ * what issuing those per-expert cuBLASLt GEMMs costs the host
+ * (train_host.c, framework host gemm); the router GEMMs' dtypes through
+ * Transformer Engine (layer.c router_dtypes).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 #include "models/block.h"
 #include "models/layer.h"
 #include "models/route.h"
+#include "models/train.h"
 
 /* The GPT fixture (h 1024, 16 heads, s 2048, b 2: T = 4096 tokens) with
  * every layer MoE: 8 experts of 512, top-2, ep 2 (4 local experts),
@@ -271,5 +274,82 @@ Test(moe, router_gemms_through_transformer_engine)
 	f.job.moe.router_dtype = DTYPE_FP32;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert_eq(fixture_op(&fwd, "router")->k.dt, DTYPE_BF16);
+	arena_release(&a);
+}
+
+/* The host time of issuing the op named name once block.c has costed o. */
+static double host_time(struct fixture *f, const struct layer_ops *o,
+			const char *name)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+	int i;
+
+	cr_assert_eq(block_cost(&b, o, &f->gpu, &dt, NULL), 0);
+	for (i = 0; i < b.n; i++)
+		if (strcmp(b.op[i].name, name) == 0)
+			return train_host_op_s(&f->job, &b, i);
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct host_spec *h = &f.fw.host;
+	double us = 1e-6;
+
+	/* ep 1: all 8 experts local. Host costs on the reference CPU:
+	 * module 36 us, kernel 4 us, gemm 10 us, event 2.5 us (framework
+	 * data), scale 1. MXFP8: the grouped cast opens GroupedLinear's
+	 * call, so expert_fc1 is issued inside it: its 8 per-expert cuBLASLt
+	 * GEMMs (4 streams) cost 8 x 10 = 80 us, and the stream joins
+	 * record 1 + min(4, 8) = 5 events, 5 x 2.5 = 12.5 us: 92.5 us. The
+	 * backward's wgrad, inside the module's backward call, the same. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	memset(h, 0, sizeof(*h));
+	h->module_s = h->bwd_module_s = 36 * us;
+	h->op_s = 13.5 * us;
+	h->kernel_s = 4 * us;
+	h->gemm_s = 10 * us;
+	h->event_s = 2.5 * us;
+	f.sys.host_dispatch_scale = 1;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "expert_fc1")->host, HOST_FREE);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 92.5 * us),
+		  "%g s", host_time(&f, &fwd, "expert_fc1"));
+	cr_assert(near(host_time(&f, &bwd, "expert_fc1_wgrad"), 92.5 * us),
+		  "%g s", host_time(&f, &bwd, "expert_fc1_wgrad"));
+	/* a Grace host (host_dispatch_scale 2.75): 92.5 x 2.75 = 254.375 us */
+	f.sys.host_dispatch_scale = 2.75;
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 254.375 * us));
+	f.sys.host_dispatch_scale = 1;
+	/* gemm 0 falls back to kernel: 8 x 4 + 12.5 = 44.5 us */
+	h->gemm_s = 0;
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 44.5 * us));
+	h->gemm_s = 10 * us;
+	/* 8 streams: 1 + min(8, 8) = 9 events: 80 + 22.5 = 102.5 us */
+	f.fw.elementwise.grouped_gemm_streams = 8;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 102.5 * us));
+	/* one grouped kernel (streams 0): no per-call GEMM setup, no
+	 * events: 1 + 7 further kernels at 4 us = 32 us */
+	f.fw.elementwise.grouped_gemm_streams = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 32 * us));
+	/* bf16: no cast, the grouped GEMM opens the module call: the call
+	 * with its first GEMM (module, 36 us), 7 further GEMMs at 10 us and
+	 * 5 events: 36 + 70 + 12.5 = 118.5 us */
+	f.job.training.dtype = DTYPE_BF16;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_eq(fixture_op(&fwd, "expert_fc1")->host, HOST_MODULE);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 118.5 * us),
+		  "%g s", host_time(&f, &fwd, "expert_fc1"));
 	arena_release(&a);
 }
