@@ -132,4 +132,21 @@ status 2 "dispatch: topk-groups without groups" --system dgx-h100 \
 status 2 "dispatch: int8 rows" --system dgx-h100 --op dispatch --ranks 8 \
 	--dtype int8
 
+# A dispatcher that cannot run there is refused as a training job's
+# layout check refuses it (JR_EP_VENDOR): DeepEP is NVIDIA's (NVSHMEM,
+# sm90 PTX). An SM count past the GPU's (H100: 132 SMs) is refused
+# rather than silently capped.
+status 2 "dispatch: deepep on an AMD GPU" --system mi300x-roce \
+	--op dispatch --ranks 8 --dispatcher deepep
+grep -q "dispatcher 'deepep' runs on nvidia GPUs only" "$tmp/err" ||
+	{ echo "FAIL: deepep on AMD: message"; cat "$tmp/err"; fail=1; }
+status 0 "dispatch: alltoall on an AMD GPU" --system mi300x-roce \
+	--op dispatch --ranks 8 --dispatcher alltoall
+status 2 "dispatch: more SMs than the GPU has" --system dgx-h100 \
+	--op dispatch --ranks 8 --sms 1000
+grep -q -- "--sms 1000: the GPU (h100) has 132 SMs" "$tmp/err" ||
+	{ echo "FAIL: --sms 1000: message"; cat "$tmp/err"; fail=1; }
+status 0 "dispatch: every SM of the GPU" --system dgx-h100 \
+	--op dispatch --ranks 8 --sms 132
+
 exit $fail

@@ -28,6 +28,7 @@ args="--num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672
  --sequence-parallel --tp-comm-overlap --swiglu --normalization RMSNorm
  --position-embedding-type rope --untie-embeddings-and-output-weights
  --padded-vocab-size 128256 --fp8-format hybrid --use-distributed-optimizer
+ --disable-bias-linear --attention-dropout 0.0 --hidden-dropout 0.0
  --lr 3e-4 --data-path /data/tokens --some-future-flag"
 "$llmsim" config import-megatron "$args" --gpus 64 >"$tmp/job.yaml" 2>"$tmp/err" ||
 	bad "import: $(cat "$tmp/err")"
@@ -48,7 +49,9 @@ done
 
 # Words after --, Megatron's defaults: GeLU, LayerNorm, tied embeddings,
 # fp32, ffn 4 x hidden (4 x 1024 = 4096), and tp x pp GPUs (2 x 4 = 8:
-# one node of mi300x-roce).
+# one node of mi300x-roce); biases on every linear layer (add_bias_linear
+# True without --disable-bias-linear), attention and hidden dropout 0.1
+# (arguments.py), the fused wgrad accumulation.
 "$llmsim" config import-megatron --system mi300x-roce -- --num-layers 8 \
 	--hidden-size 1024 --num-attention-heads 16 --seq-length 2048 \
 	--max-position-embeddings 2048 --padded-vocab-size 32000 \
@@ -56,7 +59,8 @@ done
 	--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \
 	>"$tmp/small.yaml" 2>"$tmp/err" || bad "import with --: $(cat "$tmp/err")"
 for want in "hidden_act: gelu" "norm: layernorm" "tie_word_embeddings: true" \
-	"dtype: fp32" "intermediate_size: 4096" "system: {preset: mi300x-roce, nodes: 1}"; do
+	"dtype: fp32" "intermediate_size: 4096" "system: {preset: mi300x-roce, nodes: 1}" \
+	"attention_bias: true" "mlp_bias: true" "dropout: true"; do
 	grep -q "$want" "$tmp/small.yaml" || bad "defaults: no '$want'"
 done
 "$llmsim" run "$tmp/small.yaml" --no-store >/dev/null 2>&1 || bad "the small import does not run"
@@ -95,6 +99,34 @@ grep -q '^  recompute_modules: \[\]$' "$tmp/rce.yaml" ||
 	>/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'mlpx'" "$tmp/err" ||
 	bad "bad module: $(cat "$tmp/err")"
+
+# The arguments llmsim models since the importer was written: no
+# gradient-accumulation fusion, dropout 0 (both), no linear biases.
+"$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
+	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
+	--max-position-embeddings 2048 --global-batch-size 8 --bf16 \
+	--no-gradient-accumulation-fusion --attention-dropout 0 \
+	--hidden-dropout=0.0 --disable-bias-linear \
+	>"$tmp/nf.yaml" 2>"$tmp/err" || bad "import the modeled flags: $(cat "$tmp/err")"
+for want in "gradient_accumulation_fusion: false" "dropout: false" \
+	"attention_bias: false" "mlp_bias: false"; do
+	grep -q "^  $want$" "$tmp/nf.yaml" || bad "modeled flags: no '$want'"
+done
+grep -q 'Ignored.*\(dropout\|fusion\|bias-linear\)' "$tmp/nf.yaml" &&
+	bad "modeled flags listed as ignored: $(grep Ignored "$tmp/nf.yaml")"
+# One dropout left at Megatron's 0.1 keeps the dropout layers; --add-qkv-bias
+# puts the attention bias back.
+"$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
+	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
+	--max-position-embeddings 2048 --global-batch-size 8 --attention-dropout 0 \
+	--disable-bias-linear --add-qkv-bias >"$tmp/hd.yaml" 2>"$tmp/err" ||
+	bad "import one dropout: $(cat "$tmp/err")"
+grep -q "^  dropout: true$" "$tmp/hd.yaml" && grep -q "^  attention_bias: true$" "$tmp/hd.yaml" &&
+	grep -q "^  mlp_bias: false$" "$tmp/hd.yaml" ||
+	bad "hidden dropout default / qkv bias: $(grep -E 'dropout|bias' "$tmp/hd.yaml")"
+"$llmsim" config import-megatron "--num-layers 2 --attention-dropout lots" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "attention-dropout: expected a probability from 0 to 1, got 'lots'" "$tmp/err" ||
+	bad "bad dropout: $(cat "$tmp/err")"
 
 # Incomplete (no --hidden-size) and bad values: exit 2 with a message.
 "$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \

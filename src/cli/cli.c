@@ -45,7 +45,7 @@ static const struct cli_command commands[] = {
 	  "  --max-memory SIZE  refuse (exit 2) a step whose simulation would\n"
 	  "                   need more memory than SIZE, e.g. '24 GiB'; the\n"
 	  "                   estimate is checked before anything is built\n"
-	  "                   (default: 80 %% of this machine's memory)\n"
+	  "                   (default: 80 % of this machine's memory)\n"
 	  "  --max-trace SIZE refuse a --trace file larger than SIZE\n"
 	  "                   (default 2 GB)\n",
 	  cli_run, NULL },
@@ -74,7 +74,9 @@ static const struct cli_command commands[] = {
 	  "Progress (done/total, rate, ETA) is shown on stderr when it is a\n"
 	  "terminal; a line of totals is printed at the end either way.\n"
 	  "Exit status: 0 all points stored (invalid ones included), 1 some\n"
-	  "point failed at run time (run again to finish), 2 bad input.\n",
+	  "point failed at run time (run again to finish), 2 bad input;\n"
+	  "Ctrl-C or SIGTERM stops it, says what it stored, and it dies of\n"
+	  "the signal (130, 143).\n",
 	  cli_sweep, NULL },
 	{ "plan", "search parallel layouts for a job and rank them",
 	  "usage: llmsim plan JOB.yaml [--top K] [--objective O] [--max-gpus N]\n"

@@ -564,6 +564,30 @@ static int check_ranks(const struct opts *o, const struct system_spec *s,
 	return 0;
 }
 
+/* The dispatcher runs on the system's GPUs (the job's JR_EP_VENDOR rule)
+ * and holds at most all of a GPU's SMs. */
+static int check_dispatcher(const struct opts *o, const struct system_spec *s,
+			    const struct ep_comm_spec *e, struct diag *d)
+{
+	const char *gpu = s->gpu->name ? s->gpu->name : "GPU";
+
+	if (e->vendor != EP_VENDOR_ANY &&
+	    (e->vendor == EP_VENDOR_NVIDIA) != (s->gpu->vendor == GPU_NVIDIA)) {
+		diag_error(d, NULL, 0, 0, "dispatcher '%s' runs on %s GPUs "
+			   "only, the system's %s is not one (alltoall or "
+			   "hierarchical run on any)", e->name ? e->name : "",
+			   ep_vendor_names[e->vendor], gpu);
+		return -1;
+	}
+	if (o->sms > s->gpu->compute_units) {
+		diag_error(d, NULL, 0, 0, "--sms %ld: the GPU (%s) has %lld "
+			   "SMs (compute_units)", o->sms, gpu,
+			   (long long)s->gpu->compute_units);
+		return -1;
+	}
+	return 0;
+}
+
 /* Load the system and time every size; rows filled. CLI status. */
 static int simulate(const struct opts *o, struct config_ctx *cx,
 		    struct system_spec *s, const struct ep_comm_spec **ep,
@@ -589,7 +613,8 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 			return d->oom ? CLI_FAIL : CLI_USAGE;
 		*ep = e;
 	}
-	if (check_ranks(o, s, d) != 0)
+	if (check_ranks(o, s, d) != 0 ||
+	    (e && check_dispatcher(o, s, e, d) != 0))
 		return CLI_USAGE;
 	gpus = mem_alloc((size_t)o->ranks * sizeof(*gpus));
 	if (!gpus) {

@@ -67,7 +67,7 @@ int cli_doc_man(FILE *out, const struct cli_command *cmds, size_t n)
 	fprintf(out, ".TH LLMSIM 1 \"\" \"llmsim %s\" \"User Commands\"\n",
 		cli_version());
 	fputs(".SH NAME\nllmsim \\- predict the step time of large language "
-	      "model training on GPU clusters\n"
+	      "model training and serving on GPU clusters\n"
 	      ".SH SYNOPSIS\n.B llmsim\n.I command\n[\\fIoptions\\fR]\n"
 	      ".br\n.B llmsim\n.I command\n\\-\\-help\n"
 	      ".SH DESCRIPTION\nllmsim predicts how long one step of a large "

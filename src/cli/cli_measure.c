@@ -520,7 +520,7 @@ static int import(const struct mopts *o, struct measure_log *m,
 		  struct diag *d)
 {
 	FILE *f = strcmp(o->import, "-") == 0 ? stdin : fopen(o->import, "r");
-	int rc;
+	int rc, err;
 
 	if (!f) {
 		diag_error(d, o->import, 0, 0, "cannot read: %s",
@@ -528,10 +528,16 @@ static int import(const struct mopts *o, struct measure_log *m,
 		return CLI_USAGE;
 	}
 	rc = read_lines(f, o->import, m, o, d);
+	err = ferror(f) ? errno : 0;	/* a directory: EISDIR */
 	if (f != stdin)
 		fclose(f);
 	if (rc != 0)
 		return CLI_USAGE;
+	if (err) {
+		diag_error(d, o->import, 0, 0, "cannot read: %s",
+			   strerror(err));
+		return CLI_USAGE;
+	}
 	if (!m->have_hello || m->npts == 0) {
 		diag_error(d, o->import, 0, 0, "expected a hello line and at "
 			   "least one point (docs/measure.md)");

@@ -13,7 +13,8 @@
  * do not change a step's time (learning rate, data paths, logging) are
  * listed as ignored; any other is reported as unknown and ignored.
  * Megatron's defaults apply where it has them (tied embeddings, GeLU
- * without --swiglu, LayerNorm, fp32 without --bf16/--fp16).
+ * without --swiglu, LayerNorm, fp32 without --bf16/--fp16, linear biases
+ * without --disable-bias-linear, dropout 0.1, fused wgrad accumulation).
  *
  * The job is printed as YAML on standard output, with the system given
  * (default dgx-h100) sized to --gpus GPUs (default tp x pp x cp, data
@@ -43,6 +44,8 @@ enum mtype {
 	M_VPP_LAYERS,	/* --num-layers-per-virtual-pipeline-stage */
 	M_LIST,		/* the words up to the next argument, each one of
 			 * `values` (llmsim's names), as a list */
+	M_DROPOUT,	/* a probability; any > 0 (or absent: Megatron's
+			 * 0.1) turns training.dropout on */
 	M_IGNORED,	/* takes a value; no effect on the step */
 	M_IGNORED_FLAG	/* no value; no effect on the step */
 };
@@ -145,6 +148,18 @@ static const struct marg margs[] = {
 	  "true", NULL, NULL },
 	{ "--overlap-param-gather", M_FLAG, "framework.overlap_param_gather",
 	  "true", NULL, NULL },
+	{ "--no-gradient-accumulation-fusion", M_FLAG,
+	  "training.gradient_accumulation_fusion", "false", NULL,
+	  "Megatron fuses by default (true)" },
+	{ "--attention-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
+	  "dropout on when either probability is > 0; Megatron's default "
+	  "for both is 0.1 (on)" },
+	{ "--hidden-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
+	  "as --attention-dropout" },
+	{ "--disable-bias-linear", M_IGNORED_FLAG,
+	  "model.attention_bias, model.mlp_bias", NULL, NULL,
+	  "false; without it true (Megatron's add_bias_linear); "
+	  "--add-qkv-bias keeps the attention's" },
 };
 
 #define NMARGS (sizeof(margs) / sizeof(margs[0]))
@@ -159,7 +174,7 @@ static const char *const ignored_valued[] = {
 	"--log-interval", "--data-path", "--split", "--tokenizer-type",
 	"--fp8-amax-history-len", "--fp8-amax-compute-algo",
 	"--tokenizer-model", "--vocab-file", "--merge-file", "--seed",
-	"--attention-dropout", "--hidden-dropout", "--rotary-base",
+	"--rotary-base",
 	"--rotary-percent", "--norm-epsilon", "--data-cache-path",
 	"--tensorboard-dir", "--wandb-project", "--exit-interval",
 	"--distributed-backend", "--distributed-timeout-minutes",
@@ -169,12 +184,12 @@ static const char *const ignored_valued[] = {
 };
 
 static const char *const ignored_flags[] = {
-	"--disable-bias-linear", "--no-masked-softmax-fusion",
+	"--no-masked-softmax-fusion",
 	"--no-bias-gelu-fusion", "--no-bias-dropout-fusion",
 	"--use-mcore-models", "--mock-data",
 	"--log-throughput", "--log-timers-to-tensorboard", "--no-load-optim",
 	"--no-load-rng", "--bf16-reduce", "--accumulate-allreduce-grads-in-fp32",
-	"--no-gradient-accumulation-fusion", "--use-legacy-models",
+	"--use-legacy-models",
 	NULL,
 };
 
@@ -208,6 +223,10 @@ static const char *type_text(const struct marg *m, char *buf, size_t len)
 	case M_INT:
 	case M_VPP_LAYERS:
 		return "N";
+	case M_DROPOUT:
+		return "P";
+	case M_IGNORED_FLAG:
+		return m->key ? "(flag)" : "";
 	case M_FLAG:
 		snprintf(buf, len, "(flag): `%s`", m->value);
 		return buf;
@@ -288,6 +307,8 @@ struct imported {
 	const char *val[NMARGS + 8];
 	int n;
 	int gqa;			/* --group-query-attention seen */
+	int no_bias;			/* --disable-bias-linear seen */
+	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
 	const char *ignored[256];
 	int nignored;
@@ -419,9 +440,23 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		return -1;
 	case M_LIST:
 		return take_list(im, m, arg, v, d);
+	case M_DROPOUT: {
+		char *end;
+		double p = strtod(v, &end);
+
+		if (!*v || *end || !(p >= 0 && p <= 1)) {
+			diag_error(d, "megatron", 0, 0, "%s: expected a "
+				   "probability from 0 to 1, got '%s'", arg, v);
+			return -1;
+		}
+		im->dropout[strcmp(arg, "--hidden-dropout") == 0] = p;
+		return 0;
+	}
 	case M_IGNORED_FLAG:
 		if (strcmp(arg, "--group-query-attention") == 0)
 			im->gqa = 1;
+		if (strcmp(arg, "--disable-bias-linear") == 0)
+			im->no_bias = 1;
 		return 0;
 	default:
 		return 0;
@@ -431,7 +466,8 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 static int takes_value(const struct marg *m)
 {
 	return m->type == M_INT || m->type == M_STR ||
-	       m->type == M_VPP_LAYERS || m->type == M_IGNORED;
+	       m->type == M_VPP_LAYERS || m->type == M_IGNORED ||
+	       m->type == M_DROPOUT;
 }
 
 /* Read the Megatron words into im. 0 or -1 after reporting. */
@@ -530,6 +566,15 @@ static void finish_import(struct arena *a, struct imported *im)
 		set(im, "model.tie_word_embeddings", "true");
 	if (!get(im, "training.dtype"))
 		set(im, "training.dtype", "fp32");
+	/* Megatron's add_bias_linear (every linear layer's bias) unless
+	 * --disable-bias-linear; --add-qkv-bias sets the attention's. */
+	if (!get(im, "model.attention_bias"))
+		set(im, "model.attention_bias", im->no_bias ? "false" : "true");
+	set(im, "model.mlp_bias", im->no_bias ? "false" : "true");
+	/* arguments.py: --attention-dropout and --hidden-dropout 0.1 */
+	set(im, "training.dropout",
+	    (im->dropout[0] < 0 ? 0.1 : im->dropout[0]) > 0 ||
+	    (im->dropout[1] < 0 ? 0.1 : im->dropout[1]) > 0 ? "true" : "false");
 	if (im->vpp_layers > 0 && im->layers > 0)
 		set(im, "parallelism.vpp", arena_printf(a, "%ld", im->layers /
 			((im->pp > 0 ? im->pp : 1) * im->vpp_layers)));
@@ -701,6 +746,7 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 		return CLI_FAIL;
 	}
 	im->arena = cx->arena;
+	im->dropout[0] = im->dropout[1] = -1;	/* not given */
 	/* The Megatron command line as one string starts with "--" too:
 	 * take a word with a blank in it out before reading our options. */
 	for (i = 0; i < argc; i++) {

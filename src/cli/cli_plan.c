@@ -331,6 +331,41 @@ static int pd_json(const struct serve_plan_point *v, int n)
 	return CLI_OK;
 }
 
+/* --gpus of --pd-ratio: within the system, and room for the smallest
+ * instance (colocated tp x pp, a prefill or a decode one). 0 or -1. */
+static int check_pd_gpus(int64_t gpus, const struct job_spec *j,
+			 struct diag *d)
+{
+	const struct disagg_spec *dg = &j->serving.disaggregated;
+	const struct system_spec *s = j->system;
+	int64_t have = system_gpus(s), least;
+
+	least = j->parallelism.tp * j->parallelism.pp;
+	if (dg->prefill.tp * dg->prefill.pp > 0 &&
+	    dg->prefill.tp * dg->prefill.pp < least)
+		least = dg->prefill.tp * dg->prefill.pp;
+	if (dg->decode.tp * dg->decode.pp > 0 &&
+	    dg->decode.tp * dg->decode.pp < least)
+		least = dg->decode.tp * dg->decode.pp;
+	if (gpus > have) {
+		diag_error(d, NULL, 0, 0, "--gpus %lld: the system has %lld "
+			   "GPUs (%lld node%s x %lld); add --set system.nodes="
+			   "%lld", (long long)gpus, (long long)have,
+			   (long long)s->nodes, s->nodes == 1 ? "" : "s",
+			   (long long)s->gpus_per_node,
+			   (long long)((gpus + s->gpus_per_node - 1) /
+				       s->gpus_per_node));
+		return -1;
+	}
+	if (gpus > 0 && gpus < least) {
+		diag_error(d, NULL, 0, 0, "--gpus %lld: fewer than the %lld "
+			   "GPUs of the smallest instance (tp x pp)",
+			   (long long)gpus, (long long)least);
+		return -1;
+	}
+	return 0;
+}
+
 /* --pd-ratio: the prefill:decode splits of serving job j. */
 static int pd_ratio(const struct plan_cli *c, struct config_ctx *cx,
 		    struct diag *d)
@@ -353,6 +388,8 @@ static int pd_ratio(const struct plan_cli *c, struct config_ctx *cx,
 			   job_phase_names[j->phase]);
 		return CLI_USAGE;
 	}
+	if (check_pd_gpus(c->gpus, j, d) != 0)
+		return CLI_USAGE;
 	po.gpus = c->gpus;
 	rc = serve_plan_ratio(j, &po, &v, &n, d);
 	if (rc != 0) {

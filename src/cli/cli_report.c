@@ -48,15 +48,31 @@ static int parse(int argc, char **argv, const char **db, const char **out)
 	return CLI_OK;
 }
 
-/* Write the report of st to path ("-": stdout) through path.tmp. */
+/* Where the report goes: through path.tmp renamed over path when path
+ * is a regular file or absent (a reader never sees half a report);
+ * straight into anything else, so that a FIFO, a symlink, a device
+ * (/dev/stdout, /dev/full) stays what it is. NULL: stdout. */
+static const char *tmp_name(const char *path, struct arena *a)
+{
+	struct stat sb;
+
+	if (strcmp(path, "-") == 0)
+		return NULL;
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return path;
+	return arena_printf(a, "%s.tmp", path);
+}
+
+/* Write the report of st to path ("-": stdout). */
 static int write_to(struct store *st, const char *db, const char *path,
 		    struct arena *a, struct diag *d)
 {
-	const char *tmp = strcmp(path, "-") ? arena_printf(a, "%s.tmp", path)
-					    : NULL;
+	const char *tmp = tmp_name(path, a);
 	FILE *out = tmp ? fopen(tmp, "w") : stdout;
 	int rc;
 
+	if (tmp == path)	/* written in place: nothing to rename */
+		tmp = NULL;
 	if (!out) {
 		diag_error(d, path, 0, 0, "cannot write the report: %s",
 			   strerror(errno));
@@ -75,7 +91,7 @@ static int write_to(struct store *st, const char *db, const char *path,
 			   strerror(errno));
 	if (rc != CLI_OK && tmp)
 		(void)remove(tmp);
-	if (rc == CLI_OK && tmp)
+	if (rc == CLI_OK && strcmp(path, "-") != 0)
 		fprintf(stderr, "llmsim: wrote the report of %s to %s\n", db,
 			path);
 	return rc;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -212,6 +213,14 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 	}
 	rc = sweep_run(&sw, &so, &t, &d);
 	rc = sweep_mpi_end(&mpi, rc, &d);
+	if (t.stopped) {
+		/* Die of the signal, so that a shell or make running us
+		 * stops too (128 + the signal, as if not caught). */
+		fflush(NULL);
+		signal(t.stopped, SIG_DFL);
+		raise(t.stopped);
+		rc = 128 + t.stopped;
+	}
 out:
 	arena_release(&a);
 	return rc;

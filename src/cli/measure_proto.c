@@ -201,8 +201,11 @@ int measure_line(struct measure_log *m, const char *line, const char *where,
 	o = cJSON_Parse(line);
 	t = o ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
 	if (!cJSON_IsString(t)) {
+		size_t n = strcspn(line, "\r\n");
+
 		diag_error(d, where, (int)m->lines, 0, "not a protocol line "
-			   "(a JSON object with a \"type\"): '%.60s'", line);
+			   "(a JSON object with a \"type\"): '%.*s'",
+			   (int)(n < 60 ? n : 60), line);
 		cJSON_Delete(o);
 		return -1;
 	}

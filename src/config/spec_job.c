@@ -558,7 +558,11 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
-	int64_t seq = j->training.seq_len, chunks = p->cp_load_balance ? 2 * p->cp : p->cp;
+	/* Balancing halves each cp chunk only when there is a cp group
+	 * (Megatron's get_batch_on_this_cp_rank runs for cp > 1): at cp 1
+	 * the sequence is whole, whatever its length. */
+	int lb = p->cp > 1 && p->cp_load_balance;
+	int64_t seq = j->training.seq_len, chunks = lb ? 2 * p->cp : p->cp;
 	int64_t heads = m->num_attention_heads / p->tp, inner;
 	int64_t kv = m->num_key_value_heads >= p->tp ?
 		     m->num_key_value_heads / p->tp : 1;
@@ -566,7 +570,7 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 	if (seq % chunks != 0)
 		layout_error(s, JR_CP_SEQ, "parallelism", "cp %lld does not divide "
 			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
-			     (long long)seq, (long long)chunks, p->cp_load_balance ?
+			     (long long)seq, (long long)chunks, lb ?
 			     " (2 cp with cp_load_balance)" : "");
 	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a == 0)
 		p->cp_a2a = divisor_at_most(p->cp, j->system->gpus_per_node /

@@ -438,6 +438,9 @@ enum job_rule {
 extern const char *const job_rule_names[JR_COUNT + 1];
 
 #define JOB_RULES_ALL ((1u << JR_COUNT) - 1)
+/* A rule is a bit of a uint32_t (JOB_RULES_ALL, layout_sink.rules, the
+ * planner's masks): 1u << 32 is undefined, so widen them all first. */
+_Static_assert(JR_COUNT < 32, "enum job_rule has outgrown uint32_t masks");
 
 /*
  * Check job j's layout against the rules in `rules` (1 << enum job_rule

@@ -397,6 +397,34 @@ double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
 	return per_layer * (double)m->num_hidden_layers * elem_B;
 }
 
+/* Where a conflict among keys is reported: the value of the one the
+ * user changed (schema_check_blame: a --set, a file overriding the
+ * preset), else of the first one written, else the mapping. A key's
+ * aliases (num_local_experts for n_routed_experts) count as the key. */
+static const struct cnode *blamed(const struct cnode *node,
+				  const char *const *keys, int n)
+{
+	const char *names[24];
+	const struct schema_field *f;
+	struct schema_at at = { node, NULL };
+	int i, k, c = 0;
+
+	if (!node)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		f = schema_field(&model_schema, keys[i]);
+		if (c < 24)
+			names[c++] = keys[i];
+		for (k = 0; f && f->aliases && f->aliases[k] && c < 24; k++)
+			names[c++] = f->aliases[k];
+	}
+	for (i = 0; i < c && !cnode_get(node, names[i]); i++)
+		;
+	if (i == c)	/* none written here: the mapping */
+		return node;
+	return cnode_get(node, names[schema_check_blame(&at, names, c)]);
+}
+
 /* Top-k: num_experts_per_tok, or gpt-oss's experts_per_token (both
  * present in its config.json, with the same value). */
 static int check_topk(struct model_spec *m, const struct cnode *node,
@@ -418,7 +446,11 @@ static int check_topk(struct model_spec *m, const struct cnode *node,
 		return -1;
 	}
 	if (m->num_experts_per_tok > m->n_routed_experts) {
-		cnode_error(d, node, "'num_experts_per_tok' %lld exceeds "
+		static const char *const keys[] = {"num_experts_per_tok",
+			"experts_per_token", "n_routed_experts"};
+
+		cnode_error(d, blamed(node, keys, 3),
+			    "'num_experts_per_tok' %lld exceeds "
 			    "'n_routed_experts' %lld: a token cannot pick more "
 			    "experts than there are",
 			    (long long)m->num_experts_per_tok,
@@ -437,7 +469,11 @@ static int check_groups(const struct model_spec *m, const struct cnode *node,
 		return 0;
 	if (m->n_group == 0 || m->topk_group == 0 || m->topk_group > m->n_group ||
 	    m->n_routed_experts % m->n_group != 0) {
-		cnode_error(d, node, "group-limited routing needs 'n_group' "
+		static const char *const keys[] = {"n_group", "topk_group",
+						   "n_routed_experts"};
+
+		cnode_error(d, blamed(node, keys, 3),
+			    "group-limited routing needs 'n_group' "
 			    "dividing 'n_routed_experts' %lld and 1 <= "
 			    "'topk_group' <= 'n_group' (got %lld, %lld)",
 			    (long long)m->n_routed_experts, (long long)m->n_group,
@@ -548,7 +584,11 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 
 	if (m->layer_types.n > 0 &&
 	    m->layer_types.n != (size_t)m->num_hidden_layers) {
-		cnode_error(d, node, "'layer_types' has %zu entries for %lld "
+		static const char *const keys[] = {"layer_types",
+						   "num_hidden_layers"};
+
+		cnode_error(d, blamed(node, keys, 2),
+			    "'layer_types' has %zu entries for %lld "
 			    "layers", m->layer_types.n,
 			    (long long)m->num_hidden_layers);
 		return -1;
@@ -648,14 +688,22 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 		m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	if (m->head_dim == 0) {
 		if (m->hidden_size % m->num_attention_heads != 0) {
-			cnode_error(d, node, "%s", "'hidden_size' must be a multiple of "
+			static const char *const keys[] = {
+				"hidden_size", "num_attention_heads"};
+
+			cnode_error(d, blamed(node, keys, 2), "%s",
+				    "'hidden_size' must be a multiple of "
 			       "'num_attention_heads' unless 'head_dim' is given");
 			rc = -1;
 		}
 		m->head_dim = m->hidden_size / m->num_attention_heads;
 	}
 	if (m->num_attention_heads % m->num_key_value_heads != 0) {
-		cnode_error(d, node, "%s", "'num_attention_heads' must be a multiple of "
+		static const char *const keys[] = {"num_attention_heads",
+						   "num_key_value_heads"};
+
+		cnode_error(d, blamed(node, keys, 2), "%s",
+			    "'num_attention_heads' must be a multiple of "
 		       "'num_key_value_heads'");
 		rc = -1;
 	}

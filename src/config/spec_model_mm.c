@@ -132,9 +132,10 @@ static struct cnode *scalar(struct arena *a, const struct cnode *at,
 	return n;
 }
 
-/* The note naming the encoder sections left out (one line in all). */
+/* The note naming the encoder sections left out (one line in all);
+ * nested: the text model is text_config, else the top level. */
 static void note_encoders(const struct cnode *root, const char *wrapper,
-			  struct diag *d)
+			  int nested, struct diag *d)
 {
 	char list[256];
 	size_t i, k = 0;
@@ -146,9 +147,11 @@ static void note_encoders(const struct cnode *root, const char *wrapper,
 					      k ? ", " : "",
 					      root->pairs[i].key->text);
 	diag_note(d, root->file, root->line, root->col, "multimodal checkpoint "
-		  "(model_type '%s'): its text model (text_config) is "
-		  "simulated; %s not modeled (a language-model simulation)",
-		  wrapper, k ? list : "no encoder section");
+		  "(model_type '%s'): its %s is simulated; %s not modeled (a "
+		  "language-model simulation)", wrapper, nested ?
+		  "text model (text_config)" :
+		  "language model (the top-level keys)",
+		  k ? list : "no encoder section");
 }
 
 /* Append key: value to out; 0, or -1 when out of memory (reported). */
@@ -159,6 +162,37 @@ static int add(struct arena *a, struct cnode *out, size_t *cap,
 		return 0;
 	diag_oom(d);
 	return -1;
+}
+
+/* A multimodal config without text_config (Qwen2-VL and Qwen2.5-VL as
+ * first published: the language model's keys at the top level beside
+ * vision_config): the top level without its encoder sections, which the
+ * note names. root itself when it has none. */
+static struct cnode *flat_wrapper(struct arena *a, struct cnode *root,
+				  struct diag *d)
+{
+	const struct cnode *type = cnode_get(root, "model_type");
+	struct cnode *out;
+	size_t i, cap = 0;
+	int enc = 0;
+
+	for (i = 0; i < root->npairs; i++)
+		enc |= in_names(encoder_sections, root->pairs[i].key->text);
+	if (!enc)
+		return root;
+	out = cnode_new(a, CNODE_MAP, root->file, root->line, root->col);
+	if (!out) {
+		diag_oom(d);
+		return NULL;
+	}
+	for (i = 0; i < root->npairs; i++)
+		if (!in_names(encoder_sections, root->pairs[i].key->text) &&
+		    add(a, out, &cap, root->pairs[i].key,
+			root->pairs[i].value, d) != 0)
+			return NULL;
+	note_encoders(root, type && type->kind == CNODE_SCALAR ?
+		      type->text : "unknown", 0, d);
+	return out;
 }
 
 struct cnode *model_text_config(struct arena *a, struct cnode *root,
@@ -172,7 +206,7 @@ struct cnode *model_text_config(struct arena *a, struct cnode *root,
 	int rc = 0, bad = 0, take;
 
 	if (!text || cnode_is_null(text))
-		return root;
+		return flat_wrapper(a, root, d);
 	if (text->kind != CNODE_MAP) {
 		cnode_error(d, text, "%s", "'text_config': expected a mapping "
 			    "(the text model of a multimodal checkpoint)");
@@ -208,7 +242,7 @@ struct cnode *model_text_config(struct arena *a, struct cnode *root,
 			 scalar(a, root, wrapper, 1), d);
 	if (rc != 0 || bad)
 		return NULL;
-	note_encoders(root, wrapper, d);
+	note_encoders(root, wrapper, 1, d);
 	return out;
 }
 

@@ -53,6 +53,16 @@ static int len_check(void *obj, const struct schema_at *at, struct diag *d)
 			    (long long)l->max, (long long)l->min);
 		return -1;
 	}
+	/* ln(mean) and the exponential's rate need mean > 0 (mean 0 drew
+	 * NaN, which became a 1-token length below min) */
+	if ((l->dist == LEN_LOGNORMAL || l->dist == LEN_EXPONENTIAL) &&
+	    !(l->mean > 0)) {
+		const struct cnode *m = node ? cnode_get(node, "mean") : NULL;
+
+		cnode_error(d, m ? m : node, "a %s length needs mean > 0",
+			    len_dist_names[l->dist]);
+		return -1;
+	}
 	if ((l->dist == LEN_NORMAL || l->dist == LEN_LOGNORMAL) &&
 	    !(l->stddev > 0)) {
 		cnode_error(d, node, "a %s length needs stddev > 0",

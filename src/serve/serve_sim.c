@@ -37,6 +37,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -330,7 +331,39 @@ void serve_wake(struct serve *s, int i)
 struct arrivals {
 	struct serve *s;
 	struct inst_ev *evs;
+	double t0, last;	/* s, wall clock at the start, last line */
+	uint64_t calls;		/* arrival events so far */
 };
+
+/* Long runs say what they do: past this many requests a line at the
+ * start, then one every SERVE_PROGRESS_S of wall time at most. */
+#define SERVE_PROGRESS_REQS 50000
+#define SERVE_PROGRESS_S 2.0
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(struct arrivals *a, double now)
+{
+	struct serve *s = a->s;
+	double t;
+
+	if (s->nreq < SERVE_PROGRESS_REQS || ++a->calls % 1024 != 0)
+		return;		/* a short run; else the clock now and then */
+	t = wall_s();
+	if (t - a->last < SERVE_PROGRESS_S)
+		return;
+	a->last = t;
+	diag_progress(s->d, "serving: %lld of %lld requests arrived, %lld "
+		      "finished, %.1f s simulated, %.0f s elapsed",
+		      (long long)s->next_arrival, (long long)s->nreq,
+		      (long long)s->done, now, t - a->t0);
+}
 
 /* Queue request id at its instance (round-robin over those that take
  * new requests), to be woken by the arrival event. */
@@ -381,6 +414,7 @@ static void arrive(struct sim *sim, void *arg)
 	 * that got one (a step's end at this instant may have queued them
 	 * already), then the next arrival */
 	admit(s, sim_now(sim));
+	progress(a, units_ns_to_s(sim_now(sim)));
 	for (i = 0; i < s->ninst; i++)
 		if (a->evs[i].arrived) {
 			a->evs[i].arrived = 0;
@@ -542,6 +576,13 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	}
 	arr.s = &s;
 	arr.evs = evs;
+	arr.t0 = arr.last = wall_s();
+	arr.calls = 0;
+	if (s.nreq >= SERVE_PROGRESS_REQS)
+		diag_progress(d, "serving: simulating %lld requests on %d "
+			      "instance%s (a line every %.0f s)",
+			      (long long)s.nreq, s.ninst, s.ninst == 1 ? "" : "s",
+			      SERVE_PROGRESS_S);
 	if (trace)
 		fputs("[\n", trace);
 	if (s.nreq > 0 && !serve_at(&s, 0, s.req[0].arrival_s,

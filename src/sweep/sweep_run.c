@@ -42,6 +42,51 @@
 /* Progress redraws at most this often on a terminal. */
 #define REDRAW_S 0.2
 
+/* SIGINT or SIGTERM received while the points run (0: none). The sweep
+ * stops taking points, stops its workers, prints what it stored and
+ * dies of the signal; a second one kills it at once (SA_RESETHAND). */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	static const char msg[] = "\nllmsim sweep: stopping (a second "
+				  "signal stops it at once)\n";
+	ssize_t n;
+
+	stop_sig = sig;
+	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+}
+
+static const int stop_sigs[] = { SIGINT, SIGTERM };
+
+/* Catch the stop signals (a signal ignored when we started, as in a
+ * background job or under nohup, stays ignored); old[] to restore. */
+static void catch_stops(struct sigaction *old)
+{
+	struct sigaction sa;
+	size_t i;
+
+	stop_sig = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sa.sa_flags = (int)SA_RESETHAND; /* no SA_RESTART: poll returns */
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 2; i++) {
+		sigaction(stop_sigs[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(stop_sigs[i], &sa, NULL);
+	}
+}
+
+static void restore_stops(const struct sigaction *old)
+{
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		sigaction(stop_sigs[i], &old[i], NULL);
+}
+
 struct rec {
 	uint64_t k;			/* position in the shard's point list */
 	uint32_t outcome;		/* enum sweep_outcome */
@@ -138,7 +183,7 @@ static void work(struct pool *p, atomic_uint_fast64_t *next,
 	struct rec r;
 	uint64_t k;
 
-	while ((k = atomic_fetch_add(next, 1)) < p->count) {
+	while (!stop_sig && (k = atomic_fetch_add(next, 1)) < p->count) {
 		memset(&r, 0, sizeof(r));
 		r.k = k;
 		r.outcome = sweep_point_run(p->c, p->idx[k], r.hash, d);
@@ -175,6 +220,11 @@ static void worker(struct pool *p, atomic_uint_fast64_t *next, int fd,
 	if (getppid() != parent)
 		_exit(3);	/* the parent died before the call */
 	signal(SIGPIPE, SIG_DFL);
+	/* A worker stopped mid-point loses that point only (its
+	 * transaction is all or nothing): it dies at once, as before the
+	 * parent caught the signals. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	diag_init(&d, stderr);
 	p->c->st = store_open(p->c->o->db, &d);
 	if (!p->c->st)
@@ -184,16 +234,27 @@ static void worker(struct pool *p, atomic_uint_fast64_t *next, int fd,
 	_exit(0);
 }
 
-/* Read records until every worker closed its end. */
-static void collect(struct pool *p, int fd)
+/* Read records until every worker closed its end. On a stop signal,
+ * pass it on to the workers (SIGTERM or kill's reaches this process
+ * only) and read on until they are gone. */
+static void collect(struct pool *p, int fd, const pid_t *pid, int started)
 {
 	unsigned char buf[sizeof(struct rec) * 64];
 	size_t have = 0, off;
 	struct pollfd pfd = { fd, POLLIN, 0 };
 	ssize_t n;
+	int i, passed = 0, rc;
 
 	for (;;) {
-		if (poll(&pfd, 1, (int)(REDRAW_S * 1000)) == 0) {
+		if (stop_sig && !passed) {
+			for (i = 0; i < started; i++)
+				kill(pid[i], SIGTERM);
+			passed = 1;
+		}
+		rc = poll(&pfd, 1, (int)(REDRAW_S * 1000));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc == 0) {
 			draw(p, 1);
 			continue;
 		}
@@ -251,11 +312,13 @@ static int run_pool(struct pool *p, int jobs, struct diag *d)
 		started++;
 	}
 	close(fds[1]);
-	collect(p, fds[0]);
+	collect(p, fds[0], pid, started);
 	close(fds[0]);
 	for (i = 0; i < started; i++) {
 		while (waitpid(pid[i], &status, 0) < 0 && errno == EINTR)
 			;
+		if (stop_sig && WIFSIGNALED(status))
+			continue;	/* stopped: said once, by sweep_run */
 		if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) {
 			if (p->drawn)
 				fputc('\n', stderr), p->drawn = 0;
@@ -343,7 +406,7 @@ static void totals(const struct pool *p, const char *db)
 
 	fprintf(stderr, "sweep %s: %llu points in %.1f s (%.1f points/s):",
 		p->c->sw->name, (unsigned long long)p->count, t->seconds,
-		t->seconds > 0 ? (double)p->count / t->seconds : 0);
+		t->seconds > 0 ? (double)done_count(t) / t->seconds : 0);
 	for (i = 0; i < SWEEP_OUTCOMES; i++)
 		fprintf(stderr, "%s %llu %s", i ? "," : "",
 			(unsigned long long)t->n[i], sweep_outcome_names[i]);
@@ -355,6 +418,7 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 {
 	struct sweep_ctx c = { sw, o, NULL, 0, NULL };
 	struct pool p = { &c, NULL, 0, NULL, NULL, t, 0, 0, 0 };
+	struct sigaction old[2];
 	struct arena a;
 	int rc, jobs = o->jobs;
 
@@ -372,7 +436,10 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 	p.t0 = now_s();
 	if ((uint64_t)jobs > p.count)
 		jobs = p.count ? (int)p.count : 1;
+	catch_stops(old);
 	rc = jobs == 1 ? run_here(&p, d) : run_pool(&p, jobs, d);
+	restore_stops(old);
+	t->stopped = stop_sig;
 	t->seconds = now_s() - p.t0;
 	if (p.drawn)
 		fputc('\n', stderr);
@@ -380,6 +447,13 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 				    d) != 0)
 		rc = -1;
 	totals(&p, o->db);
+	if (t->stopped)
+		fprintf(stderr, "sweep %s: interrupted by %s after %llu of %llu "
+			"points; every finished point is stored in %s: run the "
+			"same command again to resume\n", sw->name,
+			t->stopped == SIGINT ? "INT" : "TERM",
+			(unsigned long long)done_count(t),
+			(unsigned long long)p.count, o->db);
 	rc = rc != 0 || t->n[SWEEP_FAILED] || done_count(t) < p.count ? 1 : 0;
 out:
 	pool_release(&p);

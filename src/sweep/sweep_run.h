@@ -58,6 +58,7 @@ struct sweep_tally {
 	uint64_t points;		/* points of this shard */
 	uint64_t n[SWEEP_OUTCOMES];	/* by outcome */
 	double seconds;			/* wall time */
+	int stopped;			/* SIGINT or SIGTERM stopped it, or 0 */
 };
 
 /*
@@ -67,7 +68,10 @@ struct sweep_tally {
  * as invalid; 1 when some point failed at run time or a worker died
  * (the rest is stored: run again to finish); 2 after reporting bad
  * input that concerns the whole sweep (the base job does not load, the
- * database holds a sweep of this name with other axes).
+ * database holds a sweep of this name with other axes). SIGINT and
+ * SIGTERM stop it between points (workers at once): it prints the
+ * table and totals of what it did, says so, sets t->stopped and
+ * returns 1; the caller dies of that signal (cli_sweep).
  */
 int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 	      struct sweep_tally *t, struct diag *d);

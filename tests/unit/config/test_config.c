@@ -305,6 +305,74 @@ Test(config, layout_checks_run_on_the_resolved_job)
 		   "divide the 16 GPUs of the system");
 }
 
+Test(config, odd_seq_len_without_cp_loads)
+{
+	static const char *const odd[] = {"training.seq_len=4095"};
+	static const char *const cp2[] = {"training.seq_len=4094",
+					  "parallelism.tp=4",
+					  "parallelism.cp=2"};
+
+	/* Load balancing splits a sequence into 2 cp chunks only when
+	 * there is context parallelism (Megatron's get_batch_on_this_cp_rank
+	 * runs for cp > 1); at cp 1 the sequence is whole, so an odd
+	 * seq_len is a valid job (cp_load_balance defaults to true). */
+	cr_assert_eq(((const struct job_spec *)load_sets("job", "test-job",
+		     odd, 1))->training.seq_len, 4095);
+	/* cp 2, balanced: 4 chunks, and 4094 = 4 * 1023 + 2 does not
+	 * divide. */
+	load_fails("job", "test-job", cp2, 3, "layout: cp 2 does not divide "
+		   "seq_len 4094 into 4 chunks");
+}
+
+Test(config, model_conflicts_point_at_the_key_changed)
+{
+	static const char *const heads[] = {"model.num_attention_heads=7"};
+
+	/* test-llama: hidden 2048, 16 heads (4 KV heads). A --set of 7
+	 * heads breaks both head rules; both errors are at the --set's
+	 * value (column 27 = strlen("model.num_attention_heads=") + 1),
+	 * not at the preset's mapping. */
+	load_fails("job", "test-job", heads, 1, "--set:1:27: error: "
+		   "'hidden_size' must be a multiple of 'num_attention_heads'");
+	cr_assert_has(capture_text(&C), "--set:1:27: error: "
+		      "'num_attention_heads' must be a multiple of "
+		      "'num_key_value_heads'");
+	/* In one file, at the first key of the conflict that is there:
+	 * num_experts_per_tok on line 8 (its value at column 22), the
+	 * experts given under Mixtral's alias num_local_experts. */
+	tmpdir_make(dir);
+	load_fails("model", file("m.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 2\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "num_local_experts: 8\nmoe_intermediate_size: 3584\n"
+		   "num_experts_per_tok: 9\n"), NULL, 0,
+		   "m.yaml:8:22: error: 'num_experts_per_tok' 9 exceeds "
+		   "'n_routed_experts' 8");
+	tmpdir_remove(dir);
+}
+
+Test(config, layer_types_length_points_at_the_list)
+{
+	static const char *const two[] = {"num_hidden_layers=2"};
+
+	/* One entry for 3 layers: at the list (line 6, column 14). */
+	tmpdir_make(dir);
+	load_fails("model", file("lt.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 3\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "layer_types: [full_attention]\n"), NULL, 0,
+		   "lt.yaml:6:14: error: 'layer_types' has 1 entries for 3 "
+		   "layers");
+	/* The layer count changed by --set: at the --set's value. */
+	load_fails("model", file("lt2.yaml", "hidden_size: 1024\n"
+		   "num_hidden_layers: 1\nnum_attention_heads: 8\n"
+		   "intermediate_size: 3584\nvocab_size: 32000\n"
+		   "layer_types: [full_attention]\n"), two, 1,
+		   "--set:1:19: error: 'layer_types' has 1 entries for 2 "
+		   "layers");
+	tmpdir_remove(dir);
+}
+
 /* Print kind `what` as YAML into a file, load that back, and expect an
  * identical struct, JSON and hash. */
 static void round_trip(const char *kind, const char *what)

@@ -154,6 +154,32 @@ Test(hf_multimodal, generic_text_config_and_one_note)
 	tmpdir_remove(dir);
 }
 
+Test(hf_multimodal, flat_wrapper_encoder_section_is_one_note)
+{
+	const struct model_spec *m;
+	char dir[64], path[256];
+
+	/* Qwen2-VL / Qwen2.5-VL as first published (transformers < 4.52):
+	 * the language model's keys at the top level, the vision encoder
+	 * under vision_config, no text_config. The encoder section is
+	 * named in the one note, not warned about as an unknown key, and
+	 * the language model loads from the top level. */
+	m = load(write_json(dir, path, "{\"model_type\": \"qwen2_5_vl\","
+		" \"architectures\": [\"Qwen2_5_VLForConditionalGeneration\"],"
+		" \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"hidden_act\": \"silu\","
+		" \"vision_config\": {\"depth\": 32, \"hidden_size\": 1280}}"));
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_has(capture_text(&C), "multimodal checkpoint (model_type "
+		      "'qwen2_5_vl'): its language model (the top-level keys) "
+		      "is simulated; vision_config not modeled");
+	cr_assert_eq(m->hidden_size, 1024);
+	cr_assert_eq(m->num_key_value_heads, 2);
+	tmpdir_remove(dir);
+}
+
 Test(hf_multimodal, llama4_sizes_given_both_ways_must_agree)
 {
 	struct model_spec *m = arena_alloc(&A, sizeof(*m));

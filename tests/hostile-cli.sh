@@ -1,0 +1,162 @@
+#!/bin/bash
+# hostile-cli.sh - a new user's first hour, done with hostility (round 5):
+# every command's help, interruption of long work, and the edge cases
+# that slipped past tests/hostile.sh and tests/bad. Each block names the
+# defect it keeps fixed.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+. "$(dirname "$0")/lib.sh"
+
+# ---- help texts are printed verbatim: no printf escapes left in them
+# (run --help said "80 %% of this machine's memory").
+for c in run sweep plan collective measure validate calibrate report db \
+	config; do
+	"$llmsim" "$c" --help >"$tmp/out" 2>&1 ||
+		{ echo "FAIL: $c --help exits non-zero"; fail=1; }
+	if grep -n '%%\|\\n\|%s\|%d' "$tmp/out"; then
+		echo "FAIL: $c --help prints a printf escape"; fail=1
+	fi
+done
+
+# ---- an interrupted sweep says what it did, stops its workers and
+# resumes (it died silently with status 130: no totals, no word on what
+# was stored). Ctrl-C reaches the whole process group (set -m: the job
+# gets a group of its own, and SIGINT is not ignored in it as it is in
+# a background job without job control); a scheduler's or kill's
+# SIGTERM only the sweep itself.
+here=$(cd "$(dirname "$0")" && pwd)
+use_checkout_data
+q() { sqlite3 -cmd '.timeout 10000' "$@"; }
+cat >"$tmp/long.yaml" <<YAML
+name: long
+base: $root/workloads/jobs/llama3-70b-h100-64.yaml
+grid:
+  training.global_batch_size: [128, 256, 384, 512]
+  system.gpu.hbm.bandwidth: [3 TB/s, 3.35 TB/s, 4 TB/s, 4.8 TB/s]
+YAML
+# interrupt SIGNAL HOW: start the sweep, wait for 2 stored points, send
+# SIGNAL (HOW: group or parent), check what it says and leaves.
+interrupt() {
+	sig=$1 how=$2
+	set -m
+	"$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/i.db" \
+		>"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	set +m
+	i=0
+	while [ $i -lt 600 ]; do	# up to 60 s for 2 more points
+		n=$(q "$tmp/i.db" "SELECT count(*) FROM sweep_points" 2>/dev/null)
+		[ "${n:-0}" -ge $(($3 + 2)) ] && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	workers=$(ps -o pid= --ppid $pid 2>/dev/null)
+	if [ "$how" = group ]; then kill -$sig -- -$pid; else kill -$sig $pid; fi
+	wait $pid
+	st=$?
+	want=$((128 + $(kill -l $sig)))
+	[ $st = $want ] || { echo "FAIL: sweep after $sig: status $st, expected $want"; fail=1; }
+	sleep 0.5
+	for w in $workers; do
+		case $(ps -o stat= -p "$w" 2>/dev/null) in
+		''|Z*) ;;
+		*) echo "FAIL: worker $w outlived $sig of the sweep"; fail=1; kill -9 "$w" ;;
+		esac
+	done
+	grep -q "sweep long: interrupted by $sig after [0-9]* of 16 points" "$tmp/err" &&
+		grep -q "run the same command again to resume" "$tmp/err" ||
+		{ echo "FAIL: sweep after $sig does not say so:"; cat "$tmp/err"; fail=1; }
+	[ "$(q "$tmp/i.db" "PRAGMA integrity_check")" = ok ] ||
+		{ echo "FAIL: integrity_check after $sig"; fail=1; }
+	# What it says it stored is what the database holds.
+	said=$(sed -n "s/.*interrupted by $sig after \([0-9]*\) of.*/\1/p" "$tmp/err")
+	have=$(q "$tmp/i.db" "SELECT count(*) FROM sweep_points")
+	[ "$said" = "$have" ] ||
+		{ echo "FAIL: after $sig: says $said points, the database has $have"; fail=1; }
+}
+if command -v sqlite3 >/dev/null; then
+	interrupt INT group 0
+	interrupt TERM parent "$have"
+	"$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/i.db" >/dev/null 2>"$tmp/err" ||
+		{ echo "FAIL: resume after interruption"; cat "$tmp/err"; fail=1; }
+	grep -q "16 points.* $have resumed" "$tmp/err" ||
+		{ echo "FAIL: resume did not skip the $have stored points"; cat "$tmp/err"; fail=1; }
+else
+	echo "hostile-cli: SKIPPED the interrupted sweep (no sqlite3)"
+fi
+
+# ---- report -o onto something that is not a regular file writes
+# through it: it used to write PATH.tmp and rename it over PATH, which
+# replaced a FIFO, a symlink or (as root) a device such as /dev/full
+# with a regular file, and -o /dev/full said "wrote the report".
+here=$(cd "$(dirname "$0")" && pwd)
+use_checkout_data
+"$llmsim" run "$root/workloads/jobs/default.yaml" --db "$tmp/r.db" \
+	>/dev/null 2>&1 || { echo "FAIL: run for the report"; fail=1; }
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/via-fifo" &
+cat_pid=$!
+timeout 60 "$llmsim" report --db "$tmp/r.db" -o "$tmp/fifo" 2>"$tmp/err" ||
+	{ echo "FAIL: report -o FIFO"; cat "$tmp/err"; fail=1; }
+[ -e "$tmp/fifo" ] && exec 3<>"$tmp/fifo"	# a reader that never came: unblock cat
+wait $cat_pid
+exec 3>&- 2>/dev/null
+[ -p "$tmp/fifo" ] || { echo "FAIL: report -o FIFO replaced the FIFO"; fail=1; }
+grep -q '</html>' "$tmp/via-fifo" ||
+	{ echo "FAIL: report -o FIFO: nothing came through it"; fail=1; }
+[ -e "$tmp/fifo.tmp" ] && { echo "FAIL: report -o FIFO left fifo.tmp"; fail=1; }
+: >"$tmp/real.html"
+ln -s real.html "$tmp/link.html"
+"$llmsim" report --db "$tmp/r.db" -o "$tmp/link.html" 2>"$tmp/err" ||
+	{ echo "FAIL: report -o symlink"; cat "$tmp/err"; fail=1; }
+[ -L "$tmp/link.html" ] || { echo "FAIL: report -o symlink replaced the link"; fail=1; }
+grep -q '</html>' "$tmp/real.html" ||
+	{ echo "FAIL: report -o symlink: the file it names is not the report"; fail=1; }
+
+# ---- measure --import: a directory says so (it said "expected a hello
+# line and at least one point"); a bad line is quoted without its
+# newline (the quote closed on the next line).
+"$llmsim" measure --import "$tmp" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "$tmp: error: cannot read: Is a directory" "$tmp/err" ||
+	{ echo "FAIL: measure --import DIR:"; cat "$tmp/err"; fail=1; }
+printf 'garbage line\n' >"$tmp/imp.txt"
+"$llmsim" measure --import "$tmp/imp.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "imp.txt:1: error: not a protocol line (a JSON object with a \"type\"): 'garbage line'$" "$tmp/err" ||
+	{ echo "FAIL: measure --import garbage:"; cat "$tmp/err"; fail=1; }
+
+# ---- a long serving run says what it does (300,000 requests ran 17 s
+# without a word; the schema allows 1e8, hours): a line at the start
+# past 50,000 requests, then one every 2 s of wall time.
+"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+	--set serving.requests=60000 >"$tmp/out" 2>"$tmp/err" ||
+	{ echo "FAIL: serving 60000 requests"; cat "$tmp/err"; fail=1; }
+grep -q '^llmsim: serving: simulating 60000 requests on 1 instance' "$tmp/err" ||
+	{ echo "FAIL: serving 60000 requests: no progress line"; cat "$tmp/err"; fail=1; }
+"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+	--set serving.requests=1000 >"$tmp/out" 2>"$tmp/err"
+[ -s "$tmp/err" ] && { echo "FAIL: serving 1000 requests is not quiet"; cat "$tmp/err"; fail=1; }
+
+# ---- plan --pd-ratio --gpus N must fit the system and one instance
+# (--gpus 3 with tp-8 instances, or 32 on a 16-GPU system, printed rows
+# of 0 r/s and exited 0).
+pd=$root/workloads/jobs/serve-llama3-70b-pd-h100.yaml
+"$llmsim" plan "$pd" --no-store --pd-ratio --gpus 3 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--gpus 3: fewer than the 8 GPUs of the smallest instance" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio --gpus 3:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+"$llmsim" plan "$pd" --no-store --pd-ratio --gpus 32 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--gpus 32: the system has 16 GPUs (2 nodes x 8); add --set system.nodes=4" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio --gpus 32:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+
+# ---- a lognormal or exponential length of mean 0 is refused: the
+# lognormal's parameters were -inf and inf, every draw NaN, and NaN
+# became a 1-token prompt below the job's own min (16): 8.5 input tokens
+# a request on average, a silent wrong number.
+for dist in lognormal exponential; do
+	"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
+		--set serving.input_len.dist=$dist --set serving.input_len.mean=0 \
+		>"$tmp/out" 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "a $dist length needs mean > 0" "$tmp/err" ||
+		{ echo "FAIL: $dist mean 0:"; cat "$tmp/err"; fail=1; }
+done
+
+exit $fail
