@@ -300,3 +300,14 @@ uint64_t exec_jit_group_key(const uint32_t *gpus, uint32_t n)
 	}
 	return sum ^ n;
 }
+
+uint64_t exec_jit_key_of(const struct coll_desc *c, struct jit_key_memo *memo)
+{
+	struct jit_key_memo *m = &memo[((uintptr_t)c->gpus >> 2) % JIT_KEY_MEMO];
+
+	if (m->gpus != c->gpus) {
+		m->gpus = c->gpus;
+		m->key = exec_jit_group_key(c->gpus, c->ngpus);
+	}
+	return m->key;
+}

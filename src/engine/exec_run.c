@@ -40,7 +40,7 @@
  * backed up on a stream pays it once); compute tasks feed the members'
  * lateness as they end.
  */
-#include "exec_impl.h"
+#include "exec_run.h"
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -51,42 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct run;
-
-struct lane_run {
-	struct run *run;
-	task_id cur;		/* task running on the lane, or TASK_NONE */
-	sim_id ev;		/* its end event */
-	units_ns_t start;	/* ns, when it started */
-	int64_t dur;		/* ns, its duration at full speed */
-	uint32_t tag_hint;	/* run of its last task (variability) */
-	double left_ns;		/* ns of work left at full speed, as of since */
-	units_ns_t since;	/* ns, run time left_ns was last brought up */
-	double rate;		/* speed now (1 = full) */
-	int slowable;		/* a compute or optimizer task */
-};
-
-/* Compute share running collectives take on one rank. */
-struct rank_load {
-	double share;		/* sum of their sm_share */
-	uint32_t n;		/* how many with a share run */
-	uint64_t slow;		/* bit s: stream s runs a compute or optimizer
-				 * task (streams past 63: always looked at) */
-};
-
-/* A collective during a run: 12 bytes; its run is found from its index
- * (the array sits in a struct coll_runs after the run's address). */
-struct coll_run {
-	uint32_t k;		/* collective index */
-	uint32_t arrived;	/* members that reached it */
-	uint8_t state;		/* 0 waiting, 1 started, 2 done */
-};
-
-struct coll_runs {
-	struct run *run;
-	struct coll_run c[];	/* per collective */
-};
-
 /* The run collective cr belongs to (the backend's token is cr). */
 static struct run *run_of(const struct coll_run *cr)
 {
@@ -95,41 +59,6 @@ static struct run *run_of(const struct coll_run *cr)
 	return ((const struct coll_runs *)(const void *)((const char *)first -
 		offsetof(struct coll_runs, c)))->run;
 }
-
-/* A candidate cause of a collective's members. */
-struct cand {
-	uint32_t rank;
-	task_id id;
-};
-
-struct run {
-	struct prog *p;
-	struct sim *sim;
-	const struct comm_ops *ops;
-	void *ctx;
-	units_ns_t t0;			/* ns, engine time at the start */
-	units_ns_t now;			/* ns since t0, current event */
-	struct cand *cand;		/* scratch, one per member of the
-					 * largest collective */
-	uint32_t *queue;		/* ring: finished, not yet released */
-	uint32_t qhead, qlen, qcap;	/* qcap a power of two */
-	uint32_t nfinished;		/* tasks finished */
-	struct lane_run *lanes;
-	struct coll_runs *colls_mem;	/* the run's address, then colls */
-	struct coll_run *colls;
-	struct rank_load *load;		/* per rank */
-	int draining;			/* release() is on the stack */
-	int too_long;			/* a task would end past the horizon */
-	int failed;			/* out of memory while running */
-	struct exec_jit jit;		/* variability, when the program has it */
-	uint32_t *jit_ranks;		/* scratch: a collective's member ranks */
-	units_ns_t *compute_end;	/* per rank: ns, end of its last compute
-					 * task so far (variability only) */
-	units_ns_t *coll_late;		/* per collective: ns, its slowest member
-					 * out of its feeding compute, or -1 */
-	uint64_t *group_key;		/* per collective: its GPUs' group key */
-	int jit_failed;			/* out of memory in the variability model */
-};
 
 
 const char *const exec_part_keys[EXEC_PART_COUNT] = {
@@ -164,7 +93,7 @@ static void finish(struct run *r, task_id t)
 	}
 	r->queue[(r->qhead + r->qlen++) & (r->qcap - 1)] = t;
 	/* The critical-path bitmap marks finished tasks while running (for
-	 * diagnose()); it is cleared before the path is marked. */
+	 * exec_run_diagnose()); it is cleared before the path is marked. */
 	r->p->critical[t / 64] |= (uint64_t)1 << (t % 64);
 	if (++r->nfinished % PROG_PROGRESS_TASKS == 0 && r->p->progress)
 		r->p->progress(r->p->progress_arg, r->nfinished, r->p->ntasks,
@@ -274,8 +203,6 @@ static double rank_rate(const struct run *r, uint32_t rank)
 	return l->share < 1.0 ? 1.0 - l->share : 0.0;
 }
 
-static void describe(const struct prog *p, task_id t, char *buf, size_t len);
-
 /* Task t would end dt ns from now, past the engine's horizon: stop the
  * run with the reason (exec_run returns -1). */
 static void too_long(struct run *r, task_id t)
@@ -285,7 +212,7 @@ static void too_long(struct run *r, task_id t)
 	if (r->too_long)
 		return;
 	r->too_long = 1;
-	describe(r->p, t, what, sizeof(what));
+	exec_describe_task(r->p, t, what, sizeof(what));
 	snprintf(r->p->why, sizeof(r->p->why), "the step is longer than the "
 		 "engine represents (2^62 ns, about 146 years): task %s would "
 		 "end past it", what);
@@ -737,105 +664,6 @@ static void coll_done(void *token)
 	release(r);
 }
 
-/* Members of the largest collective. */
-static uint32_t max_members(const struct prog *p)
-{
-	uint32_t k, n = 0;
-
-	for (k = 0; k < p->ncolls; k++)
-		if (p->colls[k].n > n)
-			n = p->colls[k].n;
-	return n;
-}
-
-/* Allocate the run's state and the program's result arrays; 0 or -1. */
-static int run_alloc(struct run *r, struct prog *p)
-{
-	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
-
-	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
-	r->qcap = 1024;
-	r->queue = mem_alloc(r->qcap * sizeof(*r->queue));
-	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
-	r->colls_mem = mem_alloc(sizeof(*r->colls_mem) +
-				 (size_t)p->ncolls * sizeof(*r->colls));
-	if (r->colls_mem) {
-		r->colls_mem->run = r;
-		r->colls = r->colls_mem->c;
-	}
-	r->load = mem_calloc(p->nranks, sizeof(*r->load));
-	p->state = mem_alloc(n * sizeof(*p->state));
-	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
-	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
-	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
-	r->compute_end = mem_calloc(p->nranks, sizeof(*r->compute_end));
-	/* A group key per call, only with variability (8 bytes a call). */
-	r->group_key = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
-		       mem_alloc((p->ncolls + 1) * sizeof(*r->group_key)) :
-		       mem_alloc(sizeof(*r->group_key));
-	r->coll_late = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
-		       mem_alloc((p->ncolls + 1) * sizeof(*r->coll_late)) :
-		       mem_alloc(sizeof(*r->coll_late));
-	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
-	    !p->state ||
-	    !p->coll_time || !p->critical || !r->jit_ranks ||
-	    !r->compute_end || !r->group_key || !r->coll_late)
-		return -1;
-	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
-}
-
-static void run_free(struct run *r)
-{
-	mem_free(r->cand);
-	mem_free(r->queue);
-	mem_free(r->lanes);
-	mem_free(r->colls_mem);
-	mem_free(r->load);
-	mem_free(r->jit_ranks);
-	mem_free(r->compute_end);
-	mem_free(r->group_key);
-	mem_free(r->coll_late);
-	exec_jit_release(&r->jit);
-}
-
-/* Counters and records at the start of a run. */
-static void run_init(struct run *r)
-{
-	struct prog *p = r->p;
-	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
-
-	for (t = 0; t < p->ntasks; t++) {
-		p->state[t].stamp = -1;
-		p->state[t].aux = 0;
-		p->state[t].cause = TASK_NONE;
-	}
-	for (t = 0; t < p->ntasks; t++) {
-		uint32_t s1 = p->succ1[t];
-
-		if (p->task[t].next != TASK_NONE)
-			p->state[p->task[t].next].aux++;
-		if (s1 != TASK_NONE && !(s1 & KIND_COLL))
-			p->state[s1].aux++;
-	}
-	for (e = 0; e < p->more_off[p->nmore]; e++)
-		p->state[p->more[e]].aux++;
-	for (t = 0; t < nlanes; t++) {
-		r->lanes[t].run = r;
-		r->lanes[t].cur = TASK_NONE;
-		r->lanes[t].tag_hint = 0;
-	}
-	for (k = 0; k < p->ncolls; k++) {
-		r->colls[k].k = k;
-		r->colls[k].arrived = 0;
-		r->colls[k].state = 0;
-		if (r->jit.on) {
-			r->group_key[k] = exec_jit_group_key(
-				coll_desc_of(p, k)->gpus, coll_desc_of(p, k)->ngpus);
-			r->coll_late[k] = -1;
-		}
-	}
-}
-
 /* Start every task without predecessors, in id order. */
 static void run_start(struct run *r)
 {
@@ -848,85 +676,6 @@ static void run_start(struct run *r)
 			ready(r, t);
 	r->draining = 0;
 	release(r);
-}
-
-/* Name of a task for messages: "'name' (layer L, microbatch M) on rank R,
- * stream S". */
-static void describe(const struct prog *p, task_id t, char *buf, size_t len)
-{
-	struct task_info in;
-	uint32_t stream = lane_stream(p, p->task[t].lane);
-	const char *sname = p->stream_name[stream];
-	char sbuf[16];
-
-	exec_task_info(p, t, &in);
-	if (!sname) {
-		snprintf(sbuf, sizeof(sbuf), "%u", stream);
-		sname = sbuf;
-	}
-	snprintf(buf, len, "'%s' (%s, layer %d, microbatch %d) on rank %u, "
-		 "stream %s", in.name, exec_cat_name(in.cat), in.layer,
-		 in.microbatch, task_rank(p, t), sname);
-}
-
-/* Whether task t still waits for a predecessor (after a run that did
- * not finish): not finished, with a pending count. */
-static int waiting(const struct prog *p, task_id t)
-{
-	return !(p->critical[t / 64] >> (t % 64) & 1) && p->state[t].aux > 0;
-}
-
-/* A collective some members reached and another never did. */
-static int stuck_rendezvous(struct run *r)
-{
-	struct prog *p = r->p;
-	char what[200];
-	uint32_t k, i;
-
-	for (k = 0; k < p->ncolls; k++) {
-		const struct pcoll *pc = &p->colls[k];
-
-		if (r->colls[k].state != 0 || r->colls[k].arrived == 0)
-			continue;
-		for (i = 0; i < pc->n; i++)
-			if (waiting(p, pc->first + i))
-				break;
-		describe(p, pc->first + i, what, sizeof(what));
-		snprintf(p->why, sizeof(p->why), "deadlock: %u of %u members "
-			 "reached collective %s; that member never does",
-			 r->colls[k].arrived, pc->n, what);
-		return 1;
-	}
-	return 0;
-}
-
-/* Why tasks are left over after the engine ran dry. */
-static void diagnose(struct run *r)
-{
-	struct prog *p = r->p;
-	char what[200];
-	uint32_t k, t;
-
-	for (k = 0; k < p->ncolls; k++) {
-		if (r->colls[k].state != 1)
-			continue;
-		describe(p, p->colls[k].first, what, sizeof(what));
-		snprintf(p->why, sizeof(p->why), "collective %s started but "
-			 "never completed: the comm backend did not call done",
-			 what);
-		return;
-	}
-	if (stuck_rendezvous(r))
-		return;
-	for (t = 0; t < p->ntasks && !waiting(p, t); t++)
-		;
-	if (t == p->ntasks)
-		BUG("exec: tasks left over but none waiting");
-	describe(p, t, what, sizeof(what));
-	snprintf(p->why, sizeof(p->why), "deadlock: %u of %u tasks never ran "
-		 "(a dependency cycle); the first waits for %u more: task %s",
-		 p->ntasks - r->nfinished, p->ntasks, p->state[t].aux,
-		 what);
 }
 
 /* Run the engine until the program is done; 0 or -1 with p->why. */
@@ -951,7 +700,7 @@ static int run_engine(struct run *r)
 			 r->nfinished, p->ntasks);
 		return -1;
 	}
-	diagnose(r);
+	exec_run_diagnose(r);
 	return -1;
 }
 
@@ -972,9 +721,9 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	if (prog_build_csr(p) != 0)
 		goto out_nofree;
 	prog_drop_results(p);
-	if (run_alloc(&r, p) != 0)
+	if (exec_run_alloc(&r, p) != 0)
 		goto out;
-	run_init(&r);
+	exec_run_init(&r);
 	r.t0 = sim_now(sim);
 	if (run_engine(&r) != 0)
 		goto out;
@@ -993,7 +742,7 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	p->why[0] = '\0';
 	rc = 0;
 out:
-	run_free(&r);
+	exec_run_free(&r);
 out_nofree:
 	return rc;
 }

@@ -12,6 +12,8 @@
 #include "footprint.h"
 #include "split.h"
 
+#include <string.h>
+
 int train_dep(struct train *t, task_id before, task_id after)
 {
 	if (before == TASK_NONE || after == TASK_NONE)
@@ -122,12 +124,53 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 	*experts = e / (double)(t->lay.ep * t->lay.etp);
 }
 
+/* A group train_group() worked out: its GPUs, then its simulated ranks
+ * and their positions (arrays in the arena, room for cap GPUs each,
+ * kept when the slot takes another group). */
+struct group_memo {
+	uint32_t g, r;		/* the question; r = UINT32_MAX: empty */
+	uint32_t n, sim, cap;
+	uint32_t *gpus, *ranks, *pos;
+};
+
+#define GROUP_MEMO 256		/* entries, direct-mapped by (group, rank) */
+#define GROUP_MEMO_MAX 512	/* GPUs of a group the memo keeps, at most */
+
+/* The memo entry for (g, r), or NULL (out of memory: work it out). */
+static struct group_memo *group_memo_of(struct train *t, uint32_t g,
+					uint32_t r)
+{
+	uint32_t k;
+
+	if (!t->group_memo) {
+		t->group_memo = arena_alloc(&t->arena, GROUP_MEMO *
+					    sizeof(*t->group_memo));
+		if (!t->group_memo)
+			return NULL;
+		for (k = 0; k < GROUP_MEMO; k++)
+			t->group_memo[k] = (struct group_memo){ .r = UINT32_MAX };
+	}
+	return &t->group_memo[(r * LG_COUNT + g) % GROUP_MEMO];
+}
+
 uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
 		     uint32_t *size)
 {
 	int64_t pp_i, i;
 	uint32_t n, k, sim = 0;
+	struct group_memo *m;
 
+	/* A step asks for the same few groups of each rank for every
+	 * collective of every layer and microbatch (334k times for the
+	 * DeepSeek-V3 2,048-GPU step, groups of up to 128 GPUs). */
+	m = group_memo_of(t, (uint32_t)g, r);
+	if (m && m->r == r && m->g == (uint32_t)g) {
+		memcpy(t->gpus, m->gpus, m->n * sizeof(*t->gpus));
+		memcpy(t->ranks, m->ranks, m->sim * sizeof(*t->ranks));
+		memcpy(t->pos, m->pos, m->sim * sizeof(*t->pos));
+		*size = m->n;
+		return m->sim;
+	}
 	layout_where(&t->lay, r, &pp_i, &i);
 	n = layout_group_size(&t->lay, g);
 	layout_group(&t->lay, g, i, t->idx);
@@ -139,6 +182,26 @@ uint32_t train_group(struct train *t, enum layout_group g, uint32_t r,
 		}
 	}
 	*size = n;
+	if (m && n <= GROUP_MEMO_MAX) {
+		if (n > m->cap) {	/* a slot's room only grows: bounded */
+			uint32_t cap = n < 64 ? 64 : GROUP_MEMO_MAX;
+			uint32_t *v = arena_alloc(&t->arena, 3 * (size_t)cap *
+						  sizeof(*v));
+
+			if (!v)
+				return sim;
+			*m = (struct group_memo){ .cap = cap, .gpus = v,
+						  .ranks = v + cap,
+						  .pos = v + 2 * cap };
+		}
+		m->g = (uint32_t)g;
+		m->r = r;
+		m->n = n;
+		m->sim = sim;
+		memcpy(m->gpus, t->gpus, n * sizeof(*m->gpus));
+		memcpy(m->ranks, t->ranks, sim * sizeof(*m->ranks));
+		memcpy(m->pos, t->pos, sim * sizeof(*m->pos));
+	}
 	return sim;
 }
 

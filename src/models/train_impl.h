@@ -98,6 +98,9 @@ struct train {
 	uint32_t *pos;			/* scratch: group position of those */
 	uint32_t slow_rank;		/* the straggler's simulated rank, or
 					 * UINT32_MAX (full fidelity only) */
+	struct group_memo *group_memo;	/* train_group's answers (in the
+					 * arena), GROUP_MEMO of them; NULL
+					 * before the first */
 };
 
 /* train_coll_sm_share for the program's job. */

@@ -71,7 +71,21 @@ struct crun {
 	sim_id end_ev;		/* a replay's end event */
 	int parked;		/* a replay over, its links still held: in
 				 * set->park */
+	uint32_t *lost;		/* parked: links another took (take()),
+				 * taken back before the next replay */
+	uint32_t nlost, caplost;
 };
+
+/* Links a parked run lets others take before it lets all go: as many
+ * as it holds (a DeepEP all-to-all and an fp8 amax ring over the same
+ * nodes take hundreds of each other's links), at least LOST_MIN. */
+#define LOST_MIN 64
+
+static void crun_free(struct crun *r)
+{
+	mem_free(r->lost);
+	mem_free(r);
+}
 
 /* A flow of a recorded run: its done argument. */
 struct rec_flow {
@@ -148,7 +162,7 @@ static void finish(struct crun *r)
 
 	unlink_run(r);
 	pcache_plan_unref(r->cp);
-	mem_free(r);
+	crun_free(r);
 	done(token);
 }
 
@@ -160,10 +174,10 @@ void crun_set_release(struct crun_set *rs)
 		const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 		if (r->tr || r->parked)
-			flow_release(r->fn, links, nlinks);
+			flow_release(r->fn, links, nlinks, r);
 		unlink_run(r);
 		pcache_plan_unref(r->cp);
-		mem_free(r);
+		crun_free(r);
 	}
 	memset(rs->park, 0, sizeof(rs->park));
 }
@@ -249,7 +263,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
-			    done, token, NULL, NULL, 0, 0, 0 };
+			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -436,7 +450,7 @@ static void replay_end(struct sim *sim, void *arg)
 
 	(void)sim;
 	if (*slot) {
-		flow_release(r->fn, links, nlinks);
+		flow_release(r->fn, links, nlinks, r);
 		finish(r);
 		return;
 	}
@@ -453,11 +467,11 @@ static void unpark(struct crun *r)
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
-	flow_release(r->fn, links, nlinks);
+	flow_release(r->fn, links, nlinks, r);
 	*park_slot(r->set, r->cp) = NULL;
 	unlink_run(r);
 	pcache_plan_unref(r->cp);
-	mem_free(r);
+	crun_free(r);
 }
 
 /* The last rate change of plan flow i before dt (ns after the start). */
@@ -552,18 +566,39 @@ static void evict(void *holder)
 		return;
 	}
 	sim_cancel(r->sim, r->end_ev);
-	flow_release(r->fn, links, nlinks);
+	flow_release(r->fn, links, nlinks, r);
 	resume(r);
 }
 
-/* flow_set_evict() callback: another wants a link r holds. */
-static int drop(void *holder)
+/* flow_set_evict() callback: another wants link l, which r holds. A
+ * parked run lets it go and notes the loss: a DeepEP all-to-all's 512
+ * links and the TP collective that takes 4 of them between its calls
+ * each take back what the other took (flow_reclaim) instead of a pass
+ * over all of them (letting all go, then holding all again). Past
+ * about twice its links' count of losses (a link lost again after a
+ * failed reclaim is noted twice), or out of memory, it lets all go. */
+static int take(void *holder, uint32_t l)
 {
 	struct crun *r = holder;
 
 	if (!r->parked)
 		return 0;
-	unpark(r);
+	if (r->nlost == r->caplost) {
+		uint32_t nlinks, ncap = r->caplost ? 2 * r->caplost : 8;
+		uint32_t *nl;
+
+		(void)plan_links(&r->cp->plan, &nlinks);
+		nl = ncap <= LOST_MIN || ncap <= 2 * nlinks ?
+		     mem_realloc(r->lost, ncap * sizeof(*nl)) : NULL;
+
+		if (!nl) {
+			unpark(r);
+			return 1;
+		}
+		r->lost = nl;
+		r->caplost = ncap;
+	}
+	r->lost[r->nlost++] = l;
 	return 1;
 }
 
@@ -577,7 +612,15 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
 	if (r && r->fn == fn && same_links(r->cp, cp)) {
-		/* the links held since the last replay on them: idle */
+		/* the links held since the last replay on them: idle, but
+		 * for those another took since (held by what runs there:
+		 * as flow_try_hold would find them) */
+		if (r->nlost > 0) {
+			if (!flow_reclaim(fn, r->lost, r->nlost, r))
+				return 1;
+			r->nlost = 0;
+			rs->reclaimed++;
+		}
 		if (r->cp != cp) {
 			pcache_plan_ref(cp);
 			pcache_plan_unref(r->cp);
@@ -604,17 +647,17 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	r = mem_calloc(1, sizeof(*r));
 	if (!r)
 		return -1;
-	flow_set_evict(fn, evict, drop);
+	flow_set_evict(fn, evict, take);
 	if (!flow_try_hold(fn, links, nlinks, r)) {
 		mem_free(r);
 		return 1;
 	}
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
-			    NULL, tr, sim_now(sim), 0, 0 };
+			    NULL, tr, sim_now(sim), 0, 0, NULL, 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
-		flow_release(fn, links, nlinks);
+		flow_release(fn, links, nlinks, r);
 		mem_free(r);
 		return -1;
 	}
@@ -631,6 +674,11 @@ uint64_t crun_replays(const struct crun_set *rs)
 uint64_t crun_reheld(const struct crun_set *rs)
 {
 	return rs->reheld;
+}
+
+uint64_t crun_reclaimed(const struct crun_set *rs)
+{
+	return rs->reclaimed;
 }
 
 uint64_t crun_resumed(const struct crun_set *rs)

@@ -42,6 +42,8 @@ struct crun_set {
 	uint64_t resumed;	/* replays that became flows */
 	uint64_t reheld;	/* replays that took back the links the last
 				 * replay on them left parked */
+	uint64_t reclaimed;	/* of those, replays that first took back
+				 * links another had taken meanwhile */
 	/* replays over whose links are still held, for the next replay of
 	 * a plan on the same links (crun.c), by the links' hash */
 	struct crun *park[CRUN_PARK_SLOTS];
@@ -111,6 +113,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 /* Replays started, and those that became flows, on this set. */
 uint64_t crun_replays(const struct crun_set *rs);
 uint64_t crun_reheld(const struct crun_set *rs);
+uint64_t crun_reclaimed(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
 
 /*

@@ -38,7 +38,7 @@ struct flownet {
 	sim_id solve_ev;	/* pending solve event; 0 = none */
 	void **holder;		/* per link: what holds it, or NULL */
 	void (*evict)(void *holder);
-	int (*drop)(void *holder);
+	int (*take)(void *holder, uint32_t link);
 	void (*observe)(void *arg, units_ns_t now, double left_B,
 			double rate_Bps);
 	uint64_t solves, resolved;
@@ -301,44 +301,64 @@ oom:
 }
 
 void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
-		    int (*drop)(void *holder))
+		    int (*take)(void *holder, uint32_t link))
 {
 	f->evict = evict;
-	f->drop = drop;
+	f->take = take;
 }
 
-int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
-		  void *holder)
+/* Hold links[0..n-1] for holder up to the first that carries a flow or
+ * that a running holder holds; the count held. */
+static uint32_t hold(struct flownet *f, const uint32_t *links, uint32_t n,
+		     void *holder)
 {
 	const uint32_t *busy = mm_cons_busy(f->mm);
 	void **held = f->holder;
 	uint32_t i;
 
-	if (!f->evict || !f->drop)
-		BUG("flow_try_hold: no evict or drop callback");
+	if (!f->evict || !f->take)
+		BUG("flow_try_hold: no evict or take callback");
 	for (i = 0; i < n; i++) {
 		uint32_t l = links[i];
 
 		/* links may repeat one (a plan's element list) */
-		if (held[l] && held[l] != holder && !f->drop(held[l]))
+		if (held[l] && held[l] != holder && !f->take(held[l], l))
 			break;
 		if (busy[l])
 			break;
 		held[l] = holder;
 	}
+	return i;
+}
+
+int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
+		  void *holder)
+{
+	uint32_t i = hold(f, links, n, holder);
+
 	if (i == n)
 		return 1;
+	/* A link taken from a parked holder stays in its list of losses:
+	 * flow_reclaim() finds it free. */
 	while (i-- > 0)
-		held[links[i]] = NULL;
+		f->holder[links[i]] = NULL;
 	return 0;
 }
 
-void flow_release(struct flownet *f, const uint32_t *links, uint32_t n)
+int flow_reclaim(struct flownet *f, const uint32_t *links, uint32_t n,
+		 void *holder)
+{
+	return hold(f, links, n, holder) == n;
+}
+
+void flow_release(struct flownet *f, const uint32_t *links, uint32_t n,
+		  const void *holder)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		f->holder[links[i]] = NULL;
+		if (f->holder[links[i]] == holder)
+			f->holder[links[i]] = NULL;
 }
 
 void flow_observe(struct flownet *f,

@@ -67,21 +67,28 @@ int flow_adopt(struct flownet *f, const uint32_t *links, const double *coef,
  * replay takes them back without a pass over them). A flow that starts
  * on a held link first calls evict(holder), which must release what the
  * holder holds (and may adopt its flows), so that the new flow shares
- * the links with it. drop(holder), for a holder in another's way, lets
- * its links go and returns 1 if it only keeps them parked, and returns 0
+ * the links with it. take(holder, link), for a holder in another's way
+ * on link, returns 1 if it only keeps its links parked, letting that one
+ * go (it notes the loss; the link is then the taker's), and returns 0
  * changing nothing if it runs on them.
  *
  * flow_try_hold() holds links[0..n-1] for holder if none of them carries
- * a flow or is held by a running holder (parked ones are dropped) and
+ * a flow or is held by a running holder (parked ones are taken from) and
  * returns 1; otherwise it holds nothing and returns 0. One pass over the
  * links (a replay's start walks thousands: a 64-GPU DeepEP all-to-all's
- * plan uses ~5,600).
+ * plan uses ~5,600). flow_reclaim() is the same for a parked holder
+ * taking back links it lost, except that on failure it keeps those it
+ * already took back. flow_release() lets go of those of links[0..n-1]
+ * that holder still holds.
  */
 void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
-		    int (*drop)(void *holder));
+		    int (*take)(void *holder, uint32_t link));
 int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
 		  void *holder);
-void flow_release(struct flownet *f, const uint32_t *links, uint32_t n);
+int flow_reclaim(struct flownet *f, const uint32_t *links, uint32_t n,
+		 void *holder);
+void flow_release(struct flownet *f, const uint32_t *links, uint32_t n,
+		  const void *holder);
 
 /* Report every rate change: fn(arg, now, left_B, rate_Bps) with the
  * flow's done argument, its bytes left brought up to now, and its new

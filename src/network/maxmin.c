@@ -77,7 +77,10 @@
  * same bit for bit (tests/unit/network/test_maxmin_fast.c checks it
  * against the solver with everything in the heap). Only components with
  * more constraints than variables do this: where every link is shared
- * by many flows there is little to set aside.
+ * by many flows there is little to set aside. A constraint only one
+ * variable uses and looser than that variable's rate alone would be set
+ * aside and dropped unused every time: it is not even collected into the
+ * component (reach_var).
  *
  * Changes settled without a re-solve (maxmin_local.c). A small batch of
  * changes that provably moves no other rate (every removed variable's
@@ -101,17 +104,23 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
-static int vec_push(struct vec *v, mm_id x)
+static int vec_grow(struct vec *v)
 {
-	if (v->n == v->cap) {
-		uint32_t ncap = v->cap ? v->cap * 2 : 64;
-		mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
+	uint32_t ncap = v->cap ? v->cap * 2 : 64;
+	mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
 
-		if (!nv)
-			return -1;
-		v->v = nv;
-		v->cap = ncap;
-	}
+	if (!nv)
+		return -1;
+	v->v = nv;
+	v->cap = ncap;
+	return 0;
+}
+
+/* Inline: the walks push an id per element they reach. */
+static inline int vec_push(struct vec *v, mm_id x)
+{
+	if (v->n == v->cap && vec_grow(v) != 0)
+		return -1;
 	v->v[v->n++] = x;
 	return 0;
 }
@@ -187,38 +196,36 @@ static int mark_dirty(struct mm *m, mm_id c)
 	return 0;
 }
 
-/* Put element ei of variable v on its constraint's list; 0 or -1. */
-static int cons_append(struct mm *m, mm_id v, uint32_t ei)
+/* Room for one more entry on c's list; 0 or -1. */
+static int cons_grow(struct cons *c)
 {
-	struct elem *e = &m->vars[v].elems[ei];
-	struct cons *c = &m->cons[e->cons];
+	uint32_t ncap = c->capn ? c->capn * 2 : 8;
+	struct centry *nl = mem_realloc(c->list, (size_t)ncap * sizeof(*nl));
 
-	if (c->n == c->capn) {
-		uint32_t ncap = c->capn ? c->capn * 2 : 8;
-		struct centry *nl = mem_realloc(c->list,
-						(size_t)ncap * sizeof(*nl));
-
-		if (!nl)
-			return -1;
-		c->list = nl;
-		c->capn = ncap;
-	}
-	e->pos = c->n;
-	c->list[c->n++] = (struct centry){ v, ei, e->coef };
-	m->busy[e->cons] = c->n;
+	if (!nl)
+		return -1;
+	c->list = nl;
+	c->capn = ncap;
 	return 0;
 }
 
 /* Take element e off its constraint's list: the last entry moves into
- * its place (so list order is what additions and removals made it). */
+ * its place (so list order is what additions and removals made it). The
+ * last entry itself (a flow alone on a link: most of a long flow's
+ * links) moves nothing. */
 static void cons_unlink(struct mm *m, const struct elem *e)
 {
 	struct cons *c = &m->cons[e->cons];
-	struct centry last = c->list[--c->n];
+	uint32_t n = c->n - 1;
 
-	c->list[e->pos] = last;
-	m->busy[e->cons] = c->n;
-	m->vars[last.var].elems[last.ei].pos = e->pos;
+	c->n = n;
+	m->busy[e->cons] = n;
+	if (e->pos != n) {
+		struct centry last = c->list[n];
+
+		c->list[e->pos] = last;
+		m->vars[last.var].elems[last.ei].pos = e->pos;
+	}
 }
 
 static mm_id var_slot(struct mm *m)
@@ -259,11 +266,25 @@ static void var_release(struct mm *m, mm_id v)
 static int var_link(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
-	uint32_t i;
+	struct elem *el = x->elems;
+	struct cons *cons = m->cons;
+	uint32_t *busy = m->busy;
+	uint32_t i, n = x->nelems;
 
-	for (i = 0; i < x->nelems; i++)
-		if (cons_append(m, v, i) != 0)
+	/* Each element at the end of its constraint's list (values held in
+	 * locals: the stores would make the compiler load them again). */
+	for (i = 0; i < n; i++) {
+		mm_id ci = el[i].cons;
+		struct cons *c = &cons[ci];
+		uint32_t k = c->n;
+
+		if (k == c->capn && cons_grow(c) != 0)
 			goto undo;
+		el[i].pos = k;
+		c->list[k] = (struct centry){ v, i, el[i].coef };
+		c->n = k + 1;
+		busy[ci] = k + 1;
+	}
 	if (vec_push(&m->fresh, v) == 0)
 		return 0;
 undo:
@@ -290,11 +311,12 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	for (i = 0; i < n; i++) {
+		struct elem *e = &x->elems[i];
 		double alone;
 
 		if (cons[i] >= m->ncons || !(coef[i] > 0))
 			BUG("bad constraint or coefficient");
-		x->elems[i] = (struct elem){ cons[i], 0, coef[i] };
+		*e = (struct elem){ cons[i], 0, coef[i] };
 		alone = m->cons[cons[i]].cap_Bps / coef[i];
 		if (alone < x->alone_Bps)
 			x->alone_Bps = alone;
@@ -326,8 +348,10 @@ void mm_var_remove(struct mm *m, mm_id v)
 	for (i = 0; i < x->nelems; i++) {
 		cons_unlink(m, &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
-		 * change to it re-solves it. */
-		(void)mark_dirty(m, x->elems[i].cons);
+		 * change to it re-solves it. One left with no variable
+		 * changes no rate (and collect() would skip it). */
+		if (m->cons[x->elems[i].cons].n > 0)
+			(void)mark_dirty(m, x->elems[i].cons);
 	}
 	var_release(m, v);
 	m->live--;
@@ -469,9 +493,23 @@ static int reach_var(struct mm *m, mm_id v)
 	x->mark = m->epoch;
 	if (vec_push(&m->cv, v) != 0)
 		return -1;
-	for (i = 0; i < x->nelems; i++)
-		if (reach_cons(m, x->elems[i].cons) != 0)
+	for (i = 0; i < x->nelems; i++) {
+		const struct elem *e = &x->elems[i];
+		const struct cons *c = &m->cons[e->cons];
+
+		/* A link only this variable uses, looser than its rate
+		 * alone: fill_start() would set it aside, and it would be
+		 * dropped unused (the variable is fixed by the time its
+		 * level comes up: its tightest constraint's level never
+		 * exceeds its rate alone). Left out of the component. (A
+		 * 128-GPU ring's flow crosses ~350 links, a quarter of
+		 * them its own.) */
+		if (m->prune && c->n == 1 &&
+		    c->cap_Bps / e->coef > x->alone_Bps * SPARE_MARGIN)
+			continue;
+		if (reach_cons(m, e->cons) != 0)
 			return -1;
+	}
 	return 0;
 }
 
@@ -494,8 +532,13 @@ static int collect(struct mm *m)
 
 	next_epoch(m);
 	m->cv.n = m->cc.n = 0;
+	/* A dirty constraint left with no variable links nothing and fills
+	 * nothing: the 1,024 links a 128-GPU ring's flows leave behind
+	 * would otherwise be walked again by the re-solve of the one flow
+	 * that shared a link with them. */
 	for (i = 0; i < m->dirty.n; i++)
-		if (reach_cons(m, m->dirty.v[i]) != 0)
+		if (m->cons[m->dirty.v[i]].n > 0 &&
+		    reach_cons(m, m->dirty.v[i]) != 0)
 			return -1;
 	for (i = 0; i < m->fresh.n; i++)
 		if (m->vars[m->fresh.v[i]].live &&
@@ -504,8 +547,10 @@ static int collect(struct mm *m)
 	for (i = 0; i < m->cc.n; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
 
+		/* most entries lead to a variable already reached */
 		for (k = 0; k < c->n; k++)
-			if (reach_var(m, c->list[k].var) != 0)
+			if (m->vars[c->list[k].var].mark != m->epoch &&
+			    reach_var(m, c->list[k].var) != 0)
 				return -1;
 	}
 	return 0;

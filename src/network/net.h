@@ -93,6 +93,8 @@ struct net_stats {
 	uint64_t reheld;	/* of those, started on links the last replay
 				 * on the same links left parked (no pass over
 				 * them) */
+	uint64_t reclaimed;	/* of those, after taking back the few links
+				 * another replay had taken meanwhile */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);

@@ -191,7 +191,7 @@ static const uint32_t *intern_list(struct pcache *pc, const uint32_t *ids,
 
 /* Whether two paths shape plans alike: both the library's, or equal in
  * every number (the name only labels tables). */
-static int path_same(const struct coll_path *a, const struct coll_path *b)
+int pcache_path_same(const struct coll_path *a, const struct coll_path *b)
 {
 	if (!a || !b)
 		return a == b;
@@ -213,7 +213,7 @@ static int same(const struct pkey *a, const struct pkey *b)
 	       !a->a2a == !b->a2a &&
 	       (!a->a2a || memcmp(a->a2a, b->a2a, (size_t)a->ngpus * a->ngpus *
 				  sizeof(*a->a2a)) == 0) &&
-	       path_same(a->path, b->path);
+	       pcache_path_same(a->path, b->path);
 }
 
 static struct entry *find(const struct pcache *pc, const struct pkey *k,

@@ -88,4 +88,8 @@ struct cplan *pcache_plan_new(void);
 void pcache_plan_ref(struct cplan *cp);
 void pcache_plan_unref(struct cplan *cp);
 
+/* Whether two paths shape plans alike: both the library's (NULL), or
+ * equal in every number (the name only labels tables). */
+int pcache_path_same(const struct coll_path *a, const struct coll_path *b);
+
 #endif

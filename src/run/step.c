@@ -145,9 +145,14 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 		uint32_t i, members = prog_coll_members(p, k);
 		const struct coll_desc *c = exec_task_coll(p, t);
 		struct step_coll_stat *s;
-		struct task_info in;
+		struct task_info in = { 0 };
+		enum task_cat cat;
 
-		exec_task_info(p, t, &in);
+		/* The name is all a stat is keyed by: not the layer and
+		 * microbatch (a binary search of the task's run, 334k
+		 * times on the DSV3 2,048-GPU step). */
+		in.name = exec_task_name(p, t, &cat);
+		in.cat = cat;
 		s = stat_memo(colls, ncolls, &cap, &in, c, memo);
 		if (!s)
 			return -1;

@@ -32,14 +32,13 @@ static mm_id var(struct mm *m, const mm_id *c, uint32_t n)
 
 /*
  * Links c1..c4 of 1, 10, 100 and 1000 B/s; A crosses c1, c2, c4 and B
- * crosses c3, c4. Alone, A gets 1 (c1) and B 100 (c3). c2's level, 10,
- * exceeds A's 1 and c4's, 1000/2 = 500, exceeds B's 100: both are set
- * aside. c1 fixes A at 1; the next level, c3's 100, is above c2's 10, so
- * the set-aside ones are looked at once (one spill): c2 has nothing
- * free left and is dropped, c4 (B free) goes back in at 500 and never
- * binds: c3 fixes B at 100 (c4 carries 101 of its 1000).
+ * crosses c3, c4. Alone, A gets 1 (c1) and B 100 (c3). Only A crosses
+ * c2, and its 10 is looser than A's rate alone (1): it is left out of
+ * the component (reach_var). c4's level, 1000/2 = 500, exceeds B's 100: it
+ * is set aside. c1 fixes A at 1, c3 fixes B at 100 (c4 carries 101 of
+ * its 1000) before anything reaches c4's 500: no spill at all.
  */
-Test(net_mm_spare, set_aside_constraints_come_back_once)
+Test(net_mm_spare, a_looser_link_of_one_flow_is_left_out)
 {
 	struct mm *m = mm_new();
 	mm_id c1, c2;
@@ -54,6 +53,42 @@ Test(net_mm_spare, set_aside_constraints_come_back_once)
 	cr_assert_eq(mm_solve(m, NULL, NULL), 2);
 	cr_assert_eq(mm_rate(m, a), 1.0);
 	cr_assert_eq(mm_rate(m, b), 100.0);
+	cr_assert_eq(mm_spills(m), 0);
+	mm_free(m);
+}
+
+/*
+ * Links p1, p2 of 1 B/s, s1 of 20, q1, q2 of 100 and s2 of 1000; A1
+ * crosses p1, s1, A2 crosses p2, s1, B1 crosses q1, s2 and B2 crosses
+ * q2, s2. Alone, the A's get 1 and the B's 100. s1's level, 20/2 = 10,
+ * exceeds 1 and s2's, 1000/2 = 500, exceeds 100: both are set aside.
+ * p1 and p2 fix the A's at 1; the next level, q1's 100, is above s1's
+ * 10, so the set-aside ones are looked at once (one spill): s1 has
+ * nothing free left and is dropped, s2 (both B's free) goes back in at
+ * 500 and never binds: q1 and q2 fix the B's at 100 (s2 carries 200).
+ */
+Test(net_mm_spare, set_aside_constraints_come_back_once)
+{
+	struct mm *m = mm_new();
+	mm_id p1, p2, s1, q1, q2, s2;
+
+	mm_set_local(m, 0);
+	p1 = mm_cons_add(m, 1);
+	p2 = mm_cons_add(m, 1);
+	s1 = mm_cons_add(m, 20);
+	q1 = mm_cons_add(m, 100);
+	q2 = mm_cons_add(m, 100);
+	s2 = mm_cons_add(m, 1000);
+	mm_id pa1[2] = { p1, s1 }, pa2[2] = { p2, s1 };
+	mm_id pb1[2] = { q1, s2 }, pb2[2] = { q2, s2 };
+	mm_id a1 = var(m, pa1, 2), a2 = var(m, pa2, 2);
+	mm_id b1 = var(m, pb1, 2), b2 = var(m, pb2, 2);
+
+	cr_assert_eq(mm_solve(m, NULL, NULL), 4);
+	cr_assert_eq(mm_rate(m, a1), 1.0);
+	cr_assert_eq(mm_rate(m, a2), 1.0);
+	cr_assert_eq(mm_rate(m, b1), 100.0);
+	cr_assert_eq(mm_rate(m, b2), 100.0);
 	cr_assert_eq(mm_spills(m), 1);
 	mm_free(m);
 }

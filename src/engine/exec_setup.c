@@ -1,0 +1,115 @@
+/*
+ * exec_setup.c - setting up and tearing down one run of a step program
+ * (exec_run.c drives it): the run's state (the cause candidates sized to
+ * the largest collective, the work queue, lane and collective records,
+ * per-rank compute load, the variability scratch) and the program's
+ * result arrays (task states, collective times, the critical bitmap) are
+ * allocated here and freed again, and at the start of a run every task's
+ * pending count is set to its dependencies plus its stream predecessor,
+ * every lane is idle and every collective waits, with its GPU group key
+ * when the program has variability (exec_jitter.c).
+ */
+#include "exec_run.h"
+
+#include "base/mem.h"
+
+#include <stddef.h>
+
+/* Members of the largest collective. */
+static uint32_t max_members(const struct prog *p)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; k < p->ncolls; k++)
+		if (p->colls[k].n > n)
+			n = p->colls[k].n;
+	return n;
+}
+
+/* Allocate the run's state and the program's result arrays; 0 or -1. */
+int exec_run_alloc(struct run *r, struct prog *p)
+{
+	size_t n = p->ntasks, nlanes = (size_t)p->nranks * p->nstreams;
+
+	r->cand = mem_alloc(max_members(p) * sizeof(*r->cand));
+	r->qcap = 1024;
+	r->queue = mem_alloc(r->qcap * sizeof(*r->queue));
+	r->lanes = mem_alloc(nlanes * sizeof(*r->lanes));
+	r->colls_mem = mem_alloc(sizeof(*r->colls_mem) +
+				 (size_t)p->ncolls * sizeof(*r->colls));
+	if (r->colls_mem) {
+		r->colls_mem->run = r;
+		r->colls = r->colls_mem->c;
+	}
+	r->load = mem_calloc(p->nranks, sizeof(*r->load));
+	p->state = mem_alloc(n * sizeof(*p->state));
+	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
+	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
+	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
+	r->compute_end = mem_calloc(p->nranks, sizeof(*r->compute_end));
+	/* A group key per call, only with variability (8 bytes a call). */
+	r->group_key = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
+		       mem_alloc((p->ncolls + 1) * sizeof(*r->group_key)) :
+		       mem_alloc(sizeof(*r->group_key));
+	r->coll_late = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
+		       mem_alloc((p->ncolls + 1) * sizeof(*r->coll_late)) :
+		       mem_alloc(sizeof(*r->coll_late));
+	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
+	    !p->state ||
+	    !p->coll_time || !p->critical || !r->jit_ranks ||
+	    !r->compute_end || !r->group_key || !r->coll_late)
+		return -1;
+	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
+}
+
+void exec_run_free(struct run *r)
+{
+	mem_free(r->cand);
+	mem_free(r->queue);
+	mem_free(r->lanes);
+	mem_free(r->colls_mem);
+	mem_free(r->load);
+	mem_free(r->jit_ranks);
+	mem_free(r->compute_end);
+	mem_free(r->group_key);
+	mem_free(r->coll_late);
+	exec_jit_release(&r->jit);
+}
+
+/* Counters and records at the start of a run. */
+void exec_run_init(struct run *r)
+{
+	struct prog *p = r->p;
+	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
+	struct jit_key_memo memo[JIT_KEY_MEMO] = { { NULL, 0 } };
+
+	for (t = 0; t < p->ntasks; t++) {
+		p->state[t].stamp = -1;
+		p->state[t].aux = 0;
+		p->state[t].cause = TASK_NONE;
+	}
+	for (t = 0; t < p->ntasks; t++) {
+		uint32_t s1 = p->succ1[t];
+
+		if (p->task[t].next != TASK_NONE)
+			p->state[p->task[t].next].aux++;
+		if (s1 != TASK_NONE && !(s1 & KIND_COLL))
+			p->state[s1].aux++;
+	}
+	for (e = 0; e < p->more_off[p->nmore]; e++)
+		p->state[p->more[e]].aux++;
+	for (t = 0; t < nlanes; t++) {
+		r->lanes[t].run = r;
+		r->lanes[t].cur = TASK_NONE;
+		r->lanes[t].tag_hint = 0;
+	}
+	for (k = 0; k < p->ncolls; k++) {
+		r->colls[k].k = k;
+		r->colls[k].arrived = 0;
+		r->colls[k].state = 0;
+		if (r->jit.on) {
+			r->group_key[k] = exec_jit_key_of(coll_desc_of(p, k), memo);
+			r->coll_late[k] = -1;
+		}
+	}
+}
