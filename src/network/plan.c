@@ -96,65 +96,45 @@ struct pair {
 	double coef;
 };
 
-/* Sort v[0..n-1] by link, stably (links repeated in a flow merge their
+/* Sort v[0..n-1] by key, stably (links repeated in a flow merge their
  * coefficients in the order they were added), with tmp[0..n-1] as
  * scratch: a merge sort on the key itself. qsort's comparison through a
  * function pointer was 3 % of the DSV3 2,048-GPU step's instructions
- * (every candidate plan of every group the library chooses for). */
-static void sort_pairs(struct pair *v, struct pair *tmp, uint32_t n)
-{
-	uint32_t i, j, k, mid;
-
-	if (n <= 16) {
-		for (i = 1; i < n; i++) {
-			struct pair x = v[i];
-
-			for (j = i; j > 0 && v[j - 1].link > x.link; j--)
-				v[j] = v[j - 1];
-			v[j] = x;
-		}
-		return;
-	}
-	mid = n / 2;
-	sort_pairs(v, tmp, mid);
-	sort_pairs(v + mid, tmp, n - mid);
-	if (v[mid - 1].link <= v[mid].link)
-		return;
-	for (i = 0; i < mid; i++)
-		tmp[i] = v[i];
-	for (i = 0, j = mid, k = 0; i < mid && j < n;)
-		v[k++] = v[j].link < tmp[i].link ? v[j++] : tmp[i++];
-	while (i < mid)
-		v[k++] = tmp[i++];
+ * (every candidate plan of every group the library chooses for). One
+ * definition, two element types: the flows' (link, coefficient) pairs
+ * and the plan's link ids. */
+#define PLAN_MERGE_SORT(name, type, KEY)				\
+static void name(type *v, type *tmp, uint32_t n)			\
+{									\
+	uint32_t i, j, k, mid;						\
+									\
+	if (n <= 16) {							\
+		for (i = 1; i < n; i++) {				\
+			type x = v[i];					\
+									\
+			for (j = i; j > 0 && KEY(v[j - 1]) > KEY(x); j--) \
+				v[j] = v[j - 1];			\
+			v[j] = x;					\
+		}							\
+		return;							\
+	}								\
+	mid = n / 2;							\
+	name(v, tmp, mid);						\
+	name(v + mid, tmp, n - mid);					\
+	if (KEY(v[mid - 1]) <= KEY(v[mid]))				\
+		return;							\
+	for (i = 0; i < mid; i++)					\
+		tmp[i] = v[i];						\
+	for (i = 0, j = mid, k = 0; i < mid && j < n;)			\
+		v[k++] = KEY(v[j]) < KEY(tmp[i]) ? v[j++] : tmp[i++];	\
+	while (i < mid)							\
+		v[k++] = tmp[i++];					\
 }
 
-/* The same for link ids alone. */
-static void sort_u32(uint32_t *v, uint32_t *tmp, uint32_t n)
-{
-	uint32_t i, j, k, mid;
-
-	if (n <= 16) {
-		for (i = 1; i < n; i++) {
-			uint32_t x = v[i];
-
-			for (j = i; j > 0 && v[j - 1] > x; j--)
-				v[j] = v[j - 1];
-			v[j] = x;
-		}
-		return;
-	}
-	mid = n / 2;
-	sort_u32(v, tmp, mid);
-	sort_u32(v + mid, tmp, n - mid);
-	if (v[mid - 1] <= v[mid])
-		return;
-	for (i = 0; i < mid; i++)
-		tmp[i] = v[i];
-	for (i = 0, j = mid, k = 0; i < mid && j < n;)
-		v[k++] = v[j] < tmp[i] ? v[j++] : tmp[i++];
-	while (i < mid)
-		v[k++] = tmp[i++];
-}
+#define PAIR_KEY(x) ((x).link)
+#define U32_KEY(x) (x)
+PLAN_MERGE_SORT(sort_pairs, struct pair, PAIR_KEY)
+PLAN_MERGE_SORT(sort_u32, uint32_t, U32_KEY)
 
 void plan_finish(struct plan *p)
 {
