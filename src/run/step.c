@@ -217,6 +217,47 @@ static void splits(const struct prog *p, const struct exec_result *er,
 	}
 }
 
+/* The tasks rank_busy sums: the compute tasks, or the host model's
+ * (category other, on the host stream: "issue ...", "sync, ..."). */
+enum busy_kind { BUSY_COMPUTE, BUSY_HOST };
+
+static int busy_counts(const char *name, enum task_cat cat,
+		       enum busy_kind k)
+{
+	if (k == BUSY_COMPUTE)
+		return cat == TASK_COMPUTE;
+	return cat == TASK_OTHER && (strncmp(name, "issue", 5) == 0 ||
+				     strncmp(name, "sync", 4) == 0);
+}
+
+/* Each simulated rank's summed durations of the tasks of kind k, an
+ * array of prog_ranks(p) the caller frees, and in *critical the part of
+ * them on the critical path. NULL when out of memory. */
+static double *rank_busy(const struct prog *p, enum busy_kind k,
+			 double *critical)
+{
+	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p);
+	double *busy = mem_alloc((size_t)nr * sizeof(*busy) + 1);
+
+	*critical = 0;
+	if (!busy)
+		return NULL;
+	memset(busy, 0, (size_t)nr * sizeof(*busy));
+	for (t = 0; t < n; t++) {
+		enum task_cat cat;
+		const char *name = exec_task_name(p, t, &cat);
+		double d;
+
+		if (!busy_counts(name, cat, k))
+			continue;
+		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
+		busy[exec_task_rank(p, t)] += d;
+		if (exec_task_critical(p, t))
+			*critical += d;
+	}
+	return busy;
+}
+
 /* Compute per pipeline rank: the compute tasks' durations summed per
  * simulated rank (rank r is pipeline rank r / (ranks / pp), layout.h),
  * the busiest of a pipeline rank's simulated GPUs kept; and the bubble
@@ -225,22 +266,13 @@ static void splits(const struct prog *p, const struct exec_result *er,
 static int stage_stats(const struct job_spec *j, const struct prog *p,
 		       struct step_result *out)
 {
-	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p), r;
+	uint32_t r, nr = prog_ranks(p);
 	int64_t pp = j->parallelism.pp, vpp = j->parallelism.vpp;
 	int64_t m = out->plan.microbatches, sim = nr / pp, st;
-	double *busy = mem_alloc((size_t)nr * sizeof(*busy));
+	double crit, *busy = rank_busy(p, BUSY_COMPUTE, &crit);
 
 	if (!busy)
 		return -1;
-	memset(busy, 0, (size_t)nr * sizeof(*busy));
-	for (t = 0; t < n; t++) {
-		enum task_cat cat;
-
-		exec_task_name(p, t, &cat);
-		if (cat == TASK_COMPUTE)
-			busy[exec_task_rank(p, t)] +=
-				exec_task_end_s(p, t) - exec_task_start_s(p, t);
-	}
 	for (r = 0; r < nr; r++) {
 		st = sim > 0 ? (int64_t)r / sim : 0;
 		if (st < out->nstages && busy[r] > out->stage_compute_s[st])
@@ -253,33 +285,19 @@ static int stage_stats(const struct job_spec *j, const struct prog *p,
 	return 0;
 }
 
-/* The host model's tasks (category other, on the host stream: "issue
- * ...", "sync, ..."): the busiest rank's total and the critical part.
- * -1 when out of memory. */
+/* The host model's tasks: the busiest rank's total and the critical
+ * part. -1 when out of memory. */
 static int host_stats(const struct prog *p, struct step_result *out)
 {
-	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p);
-	double *busy = mem_alloc((size_t)nr * sizeof(*busy));
+	uint32_t r, nr = prog_ranks(p);
+	double crit, *busy = rank_busy(p, BUSY_HOST, &crit);
 
 	if (!busy)
 		return -1;
-	memset(busy, 0, (size_t)nr * sizeof(*busy));
-	for (t = 0; t < n; t++) {
-		enum task_cat cat;
-		const char *name = exec_task_name(p, t, &cat);
-		double d;
-
-		if (cat != TASK_OTHER || (strncmp(name, "issue", 5) != 0 &&
-		    strncmp(name, "sync", 4) != 0))
-			continue;
-		d = exec_task_end_s(p, t) - exec_task_start_s(p, t);
-		busy[exec_task_rank(p, t)] += d;
-		if (exec_task_critical(p, t))
-			out->host_critical_s += d;
-	}
-	for (t = 0; t < nr; t++)
-		if (busy[t] > out->host_busy_s)
-			out->host_busy_s = busy[t];
+	out->host_critical_s += crit;
+	for (r = 0; r < nr; r++)
+		if (busy[r] > out->host_busy_s)
+			out->host_busy_s = busy[r];
 	mem_free(busy);
 	return 0;
 }
