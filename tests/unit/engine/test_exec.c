@@ -1,9 +1,10 @@
 /*
  * test_exec.c - step programs on the engine: streams, dependencies,
  * rendezvous, overlap, the critical-path split (GPipe and 1F1B bubbles),
- * deadlocks, determinism of the trace, allocation failure.
+ * deadlocks, determinism of the trace (allocation failure, the horizon
+ * and variability: test_exec_var.c).
  *
- * Collectives are timed by a mock backend in this file: a collective takes
+ * Collectives are timed by exec_mock.h's backend: a collective takes
  * alpha + bytes / beta, scheduled with sim_after. Times below are in us;
  * the engine works in integer ns, so every expectation is exact.
  */
@@ -16,158 +17,27 @@
 
 #include "engine/exec.h"
 #include "base/mem.h"
-
-#define US 1e-6
-
-/* ---- mock comm backend ---- */
-
-struct pend {
-	void (*done)(void *token);
-	void *token;
-};
-
-struct mock {
-	struct sim *sim;
-	double alpha_s;		/* s per collective */
-	double beta_Bps;	/* B/s */
-	int never_done;		/* start collectives, never end them */
-	int started;		/* collectives started */
-	struct pend pend[1024];
-};
-
-static void mock_fire(struct sim *sim, void *arg)
-{
-	struct pend *pd = arg;
-
-	(void)sim;
-	pd->done(pd->token);
-}
-
-static void mock_start(void *ctx, const struct coll_desc *c,
-		       void (*done)(void *token), void *token)
-{
-	struct mock *m = ctx;
-	struct pend *pd;
-
-	cr_assert_lt(m->started, 1024);
-	pd = &m->pend[m->started++];
-	pd->done = done;
-	pd->token = token;
-	if (!m->never_done)
-		sim_after(m->sim,
-			  units_s_to_ns(m->alpha_s + c->bytes / m->beta_Bps),
-			  mock_fire, pd);
-}
-
-static const struct comm_ops mock_ops = { mock_start };
-
-/* ---- helpers ---- */
-
-static void noop(struct sim *sim, void *arg)
-{
-	(void)sim;
-	(void)arg;
-}
-
-static long long ns(double s)
-{
-	return llround(s * 1e9);
-}
-
-static struct task_info info(const char *name, enum task_cat cat)
-{
-	return (struct task_info){ name, cat, -1, -1, TASK_PHASE_NONE };
-}
-
-/* A task of us microseconds. */
-static task_id task(struct prog *p, uint32_t rank, uint32_t stream,
-		    double us, const char *name, enum task_cat cat)
-{
-	struct task_info in = info(name, cat);
-
-	return prog_task(p, rank, stream, us * US, &in);
-}
-
-/* A collective over ranks (global GPU id = rank) on stream. */
-static task_id coll(struct prog *p, enum coll_op op, const uint32_t *ranks,
-		    uint32_t n, uint32_t stream, double bytes, const char *name)
-{
-	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = ranks,
-			       .ngpus = n, .algo = -1, .proto = -1 };
-	struct task_info in = info(name, TASK_COMM);
-
-	return prog_coll(p, ranks, n, stream, &c, &in);
-}
-
-/* Run p with the mock (alpha_us, beta B/s); asserts success. */
-static struct exec_result run(struct prog *p, struct mock *m)
-{
-	struct exec_result res;
-	const char *why = NULL;
-	int rc;
-
-	m->sim = sim_new();
-	cr_assert_not_null(m->sim);
-	rc = exec_run(p, m->sim, &mock_ops, m, &res, &why);
-	cr_assert_eq(rc, 0, "exec_run failed: %s", why);
-	sim_free(m->sim);
-	m->sim = NULL;
-	return res;
-}
-
-/* Run p expecting failure; returns the reason. */
-static const char *run_fail(struct prog *p, struct mock *m)
-{
-	struct exec_result res;
-	const char *why = NULL;
-
-	m->sim = sim_new();
-	cr_assert_eq(exec_run(p, m->sim, &mock_ops, m, &res, &why), -1);
-	cr_assert_not_null(why);
-	sim_free(m->sim);
-	m->sim = NULL;
-	return why;
-}
-
-static void assert_parts_sum(const struct exec_result *r)
-{
-	long long sum = 0;
-	int i;
-
-	for (i = 0; i < EXEC_PART_COUNT; i++)
-		sum += ns(r->part_s[i]);
-	cr_assert_eq(sum, ns(r->step_s));
-}
-
-static struct mock mock_new(double alpha_s, double beta_Bps)
-{
-	struct mock m;
-
-	memset(&m, 0, sizeof(m));
-	m.alpha_s = alpha_s;
-	m.beta_Bps = beta_Bps;
-	return m;
-}
+#include "exec_mock.h"
 
 /* ---- streams and dependencies ---- */
 
 Test(exec, stream_runs_tasks_in_order_one_at_a_time)
 {
 	struct prog *p = prog_new(1, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
-	task_id b = task(p, 0, 0, 2, "b", TASK_COMPUTE);
-	task_id c = task(p, 0, 0, 3, "c", TASK_COMPUTE);
+	task_id a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = ex_task(p, 0, 0, 2, "b", TASK_COMPUTE);
+	task_id c = ex_task(p, 0, 0, 3, "c", TASK_COMPUTE);
 
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* a [0,1), b [1,3), c [3,6): step 1 + 2 + 3 = 6 us, all compute. */
-	cr_assert_eq(ns(exec_task_start_s(p, a)), 0);
-	cr_assert_eq(ns(exec_task_start_s(p, b)), 1000);
-	cr_assert_eq(ns(exec_task_start_s(p, c)), 3000);
-	cr_assert_eq(ns(exec_task_end_s(p, c)), 6000);
-	cr_assert_eq(ns(r.step_s), 6000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 6000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, a)), 0);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, c)), 3000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, c)), 6000);
+	cr_assert_eq(ex_ns(r.step_s), 6000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 6000);
 	cr_assert_eq(r.final_rank, 0);
 	/* Three tasks of non-zero length: three engine events. */
 	cr_assert_eq(r.events, 3);
@@ -177,18 +47,18 @@ Test(exec, stream_runs_tasks_in_order_one_at_a_time)
 Test(exec, streams_of_a_rank_run_concurrently)
 {
 	struct prog *p = prog_new(1, 2);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a = task(p, 0, 0, 5, "a", TASK_COMPUTE);
-	task_id b = task(p, 0, 1, 3, "b", TASK_OTHER);
+	task_id a = ex_task(p, 0, 0, 5, "a", TASK_COMPUTE);
+	task_id b = ex_task(p, 0, 1, 3, "b", TASK_OTHER);
 
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* Both start at 0; step = max(5, 3) = 5 us, ending with a. b is
 	 * off the path. */
-	cr_assert_eq(ns(exec_task_start_s(p, b)), 0);
-	cr_assert_eq(ns(r.step_s), 5000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 5000);
-	cr_assert_eq(ns(r.part_s[EXEC_OTHER]), 0);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 0);
+	cr_assert_eq(ex_ns(r.step_s), 5000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 5000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_OTHER]), 0);
 	cr_assert(exec_task_critical(p, a));
 	cr_assert_not(exec_task_critical(p, b));
 	prog_free(p);
@@ -197,61 +67,61 @@ Test(exec, streams_of_a_rank_run_concurrently)
 Test(exec, dependency_across_streams)
 {
 	struct prog *p = prog_new(1, 2);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a = task(p, 0, 0, 2, "a", TASK_COMPUTE);
-	task_id c = task(p, 0, 0, 1, "c", TASK_COMPUTE);
-	task_id b = task(p, 0, 1, 3, "b", TASK_COMM);
+	task_id a = ex_task(p, 0, 0, 2, "a", TASK_COMPUTE);
+	task_id c = ex_task(p, 0, 0, 1, "c", TASK_COMPUTE);
+	task_id b = ex_task(p, 0, 1, 3, "b", TASK_COMM);
 
 	cr_assert_eq(prog_dep(p, a, b), 0);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* a [0,2); b waits for a: [2,5); c follows a on its stream: [2,3).
 	 * Step 5 us, path a -> b. During b [2,5) the rank computed c for
 	 * 1 us: compute 2 + 1 = 3 us, exposed comm 3 - 1 = 2 us. */
-	cr_assert_eq(ns(exec_task_start_s(p, b)), 2000);
-	cr_assert_eq(ns(exec_task_start_s(p, c)), 2000);
-	cr_assert_eq(ns(r.step_s), 5000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 3000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
-	assert_parts_sum(&r);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 2000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, c)), 2000);
+	cr_assert_eq(ex_ns(r.step_s), 5000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 3000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	ex_assert_parts_sum(&r);
 	prog_free(p);
 }
 
 Test(exec, dependency_across_ranks_is_bubble)
 {
 	struct prog *p = prog_new(2, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a = task(p, 0, 0, 4, "a", TASK_COMPUTE);
-	task_id b = task(p, 1, 0, 1, "b", TASK_COMPUTE);
+	task_id a = ex_task(p, 0, 0, 4, "a", TASK_COMPUTE);
+	task_id b = ex_task(p, 1, 0, 1, "b", TASK_COMPUTE);
 
 	prog_dep(p, a, b);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* b [4,5) on rank 1, which waited 4 us for rank 0: compute 1 us,
 	 * bubble 4 us. */
-	cr_assert_eq(ns(exec_task_start_s(p, b)), 4000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 4000);
 	cr_assert_eq(r.final_rank, 1);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 1000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 4000);
-	assert_parts_sum(&r);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 1000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 4000);
+	ex_assert_parts_sum(&r);
 	prog_free(p);
 }
 
 Test(exec, zero_length_tasks_and_empty_programs)
 {
 	struct prog *p = prog_new(1, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
 
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* Nothing to do: a 0 s step. */
 	cr_assert_eq(r.step_s, 0);
-	task(p, 0, 0, 0, "z", TASK_OTHER);
-	task(p, 0, 0, 2, "a", TASK_COMPUTE);
-	task(p, 0, 0, 0, "z", TASK_OTHER);
-	r = run(p, &m);
+	ex_task(p, 0, 0, 0, "z", TASK_OTHER);
+	ex_task(p, 0, 0, 2, "a", TASK_COMPUTE);
+	ex_task(p, 0, 0, 0, "z", TASK_OTHER);
+	r = ex_run(p, &m);
 	/* 0 + 2 + 0 us; zero-length tasks need no engine event. */
-	cr_assert_eq(ns(r.step_s), 2000);
+	cr_assert_eq(ex_ns(r.step_s), 2000);
 	cr_assert_eq(r.events, 1);
 	prog_free(p);
 }
@@ -259,43 +129,43 @@ Test(exec, zero_length_tasks_and_empty_programs)
 Test(exec, program_grows_after_a_run)
 {
 	struct prog *p = prog_new(2, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
-	task_id b = task(p, 1, 0, 2, "b", TASK_COMPUTE);
+	task_id a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = ex_task(p, 1, 0, 2, "b", TASK_COMPUTE);
 	task_id c;
 
 	prog_dep(p, a, b);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* a [0,1), b [1,3). */
-	cr_assert_eq(ns(r.step_s), 3000);
-	c = task(p, 0, 0, 4, "c", TASK_COMPUTE);
+	cr_assert_eq(ex_ns(r.step_s), 3000);
+	c = ex_task(p, 0, 0, 4, "c", TASK_COMPUTE);
 	prog_dep(p, b, c);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* c waits for b (3) and for a on its stream (1): [3,7). The old edge
 	 * a -> b still holds. */
-	cr_assert_eq(ns(exec_task_start_s(p, b)), 1000);
-	cr_assert_eq(ns(exec_task_start_s(p, c)), 3000);
-	cr_assert_eq(ns(r.step_s), 7000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, c)), 3000);
+	cr_assert_eq(ex_ns(r.step_s), 7000);
 	prog_free(p);
 }
 
 Test(exec, starts_at_the_current_engine_time)
 {
 	struct prog *p = prog_new(1, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
 	const char *why;
-	task_id a = task(p, 0, 0, 2, "a", TASK_COMPUTE);
+	task_id a = ex_task(p, 0, 0, 2, "a", TASK_COMPUTE);
 
 	m.sim = sim_new();
 	/* Advance the engine to 1 us first: results are relative to the
 	 * start of the run, which ends at 1 + 2 = 3 us engine time. */
-	sim_at(m.sim, 1000, noop, NULL);
+	sim_at(m.sim, 1000, ex_noop, NULL);
 	cr_assert_eq(sim_step(m.sim), 1);
-	cr_assert_eq(exec_run(p, m.sim, &mock_ops, &m, &r, &why), 0);
-	cr_assert_eq(ns(exec_task_start_s(p, a)), 0);
-	cr_assert_eq(ns(r.step_s), 2000);
+	cr_assert_eq(exec_run(p, m.sim, &ex_mock_ops, &m, &r, &why), 0);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, a)), 0);
+	cr_assert_eq(ex_ns(r.step_s), 2000);
 	cr_assert_eq(sim_now(m.sim), 3000);
 	sim_free(m.sim);
 	prog_free(p);
@@ -307,24 +177,24 @@ Test(exec, collective_waits_for_its_last_member)
 {
 	struct prog *p = prog_new(3, 2);
 	/* alpha 1 us + 1e6 B / 1e12 B/s = 1 us: 2 us a collective. */
-	struct mock m = mock_new(1 * US, 1e12);
+	struct mock m = ex_mock_new(1 * US, 1e12);
 	struct exec_result r;
 	uint32_t ranks[3] = { 0, 1, 2 };
 	task_id w[3], ar;
 	uint32_t i;
 
 	for (i = 0; i < 3; i++)
-		w[i] = task(p, i, 0, i + 1, "work", TASK_COMPUTE);
-	ar = coll(p, COLL_ALLREDUCE, ranks, 3, 1, 1e6, "ar");
+		w[i] = ex_task(p, i, 0, i + 1, "work", TASK_COMPUTE);
+	ar = ex_coll(p, COLL_ALLREDUCE, ranks, 3, 1, 1e6, "ar");
 	for (i = 0; i < 3; i++)
 		prog_dep(p, w[i], ar + i);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* Rank i works i + 1 us; the last member arrives at 3 us, so the
 	 * all-reduce runs [3,5) on every rank. */
 	cr_assert_eq(m.started, 1);
 	for (i = 0; i < 3; i++) {
-		cr_assert_eq(ns(exec_task_start_s(p, ar + i)), 3000);
-		cr_assert_eq(ns(exec_task_end_s(p, ar + i)), 5000);
+		cr_assert_eq(ex_ns(exec_task_start_s(p, ar + i)), 3000);
+		cr_assert_eq(ex_ns(exec_task_end_s(p, ar + i)), 5000);
 		cr_assert_eq(exec_task_rank(p, ar + i), i);
 		cr_assert_eq(exec_task_coll(p, ar + i)->op, COLL_ALLREDUCE);
 	}
@@ -332,10 +202,10 @@ Test(exec, collective_waits_for_its_last_member)
 	 * cause is rank 2's work [0,3), during which rank 0 computed [0,1):
 	 * compute 1, bubble 2, exposed comm 2 us; step 5 us. */
 	cr_assert_eq(r.final_rank, 0);
-	cr_assert_eq(ns(r.step_s), 5000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 1000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 2000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	cr_assert_eq(ex_ns(r.step_s), 5000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 1000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 2000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
 	cr_assert(exec_task_critical(p, w[2]));
 	cr_assert_not(exec_task_critical(p, w[0]));
 	prog_free(p);
@@ -350,12 +220,12 @@ static struct prog *tie_program(uint32_t n, task_id *w, task_id *ar)
 
 	for (i = 0; i < n; i++) {
 		ranks[i] = i;
-		w[i] = task(p, i, 0, 2, "work", TASK_COMPUTE);
+		w[i] = ex_task(p, i, 0, 2, "work", TASK_COMPUTE);
 	}
-	*ar = coll(p, COLL_ALLREDUCE, ranks, n, 1, 1e6, "ar");
+	*ar = ex_coll(p, COLL_ALLREDUCE, ranks, n, 1, 1e6, "ar");
 	for (i = 0; i < n; i++)
 		prog_dep(p, w[i], *ar + i);
-	prog_dep(p, *ar + n / 2, task(p, n / 2, 0, 10, "tail", TASK_COMPUTE));
+	prog_dep(p, *ar + n / 2, ex_task(p, n / 2, 0, 10, "tail", TASK_COMPUTE));
 	return p;
 }
 
@@ -369,16 +239,16 @@ Test(exec, collective_cause_prefers_the_members_rank)
 		task_id w[16], ar;
 		struct prog *p = tie_program(n, w, &ar);
 		/* 1e6 B / 1e12 B/s = 1 us. */
-		struct mock m = mock_new(0, 1e12);
-		struct exec_result r = run(p, &m);
+		struct mock m = ex_mock_new(0, 1e12);
+		struct exec_result r = ex_run(p, &m);
 
 		/* Every member arrives at 2 us: a tie. The path from the tail
 		 * on rank n / 2 goes through that rank's own work: compute
 		 * 2 + 10 = 12 us, exposed comm 1 us, step 13 us. */
 		cr_assert_eq(r.final_rank, n / 2);
-		cr_assert_eq(ns(r.step_s), 13000);
-		cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 12000);
-		cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+		cr_assert_eq(ex_ns(r.step_s), 13000);
+		cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 12000);
+		cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
 		for (i = 0; i < n; i++)
 			cr_assert_eq(exec_task_critical(p, w[i]), i == n / 2,
 				     "n %u, rank %u", n, i);
@@ -392,30 +262,30 @@ Test(exec, worked_example_of_the_critical_path_rule)
 	/* The example at the top of src/engine/exec_path.c. */
 	struct prog *p = prog_new(2, 2);
 	/* 2e6 B / 1e12 B/s = 2 us for the transfer. */
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t pair[2] = { 0, 1 };
 	struct exec_result r;
-	task_id f0 = task(p, 0, 0, 3, "F0", TASK_COMPUTE);
-	task_id g = task(p, 1, 0, 1, "G", TASK_COMPUTE);
-	task_id h = task(p, 1, 0, 1, "H", TASK_COMPUTE);
-	task_id f1 = task(p, 1, 0, 4, "F1", TASK_COMPUTE);
-	task_id s = coll(p, COLL_SENDRECV, pair, 2, 1, 2e6, "S");
+	task_id f0 = ex_task(p, 0, 0, 3, "F0", TASK_COMPUTE);
+	task_id g = ex_task(p, 1, 0, 1, "G", TASK_COMPUTE);
+	task_id h = ex_task(p, 1, 0, 1, "H", TASK_COMPUTE);
+	task_id f1 = ex_task(p, 1, 0, 4, "F1", TASK_COMPUTE);
+	task_id s = ex_coll(p, COLL_SENDRECV, pair, 2, 1, 2e6, "S");
 
 	prog_dep(p, f0, s);
 	prog_dep(p, f0, h);	/* puts H at [3,4) */
 	prog_dep(p, s + 1, f1);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* F0 [0,3), S [3,5), G [0,1), H [3,4), F1 [5,9): step 9 us on
 	 * rank 1. Path F0 -> S1 -> F1; rank 1 computed G, H and F1 for
 	 * 1 + 1 + 4 = 6 us; F0's 3 us less G's 1 is bubble 2 us; S's 2 us
 	 * less H's 1 is exposed comm 1 us. */
-	cr_assert_eq(ns(exec_task_start_s(p, h)), 3000);
-	cr_assert_eq(ns(exec_task_start_s(p, f1)), 5000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, h)), 3000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, f1)), 5000);
 	cr_assert_eq(r.final_rank, 1);
-	cr_assert_eq(ns(r.step_s), 9000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 6000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 2000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
+	cr_assert_eq(ex_ns(r.step_s), 9000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 6000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 2000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 1000);
 	cr_assert(exec_task_critical(p, f0));
 	cr_assert(exec_task_critical(p, s + 1));
 	cr_assert(exec_task_critical(p, f1));
@@ -434,7 +304,7 @@ Test(exec, collective_descriptor_is_copied)
 	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 3, .gpus = gpus,
 			       .ngpus = 2, .a2a_B = a2a, .algo = -1,
 			       .proto = -1, .replicas = 4 };
-	struct task_info in = info("a2a", TASK_COMM);
+	struct task_info in = ex_info("a2a", TASK_COMM);
 	task_id t = prog_coll(p, ranks, 2, 0, &c, &in);
 	const struct coll_desc *got;
 
@@ -448,7 +318,7 @@ Test(exec, collective_descriptor_is_copied)
 	cr_assert_eq(got->a2a_B[2], 2);
 	cr_assert_eq(got->replicas, 4);
 	/* A plain task belongs to no collective. */
-	cr_assert_null(exec_task_coll(p, task(p, 0, 0, 1, "x", TASK_OTHER)));
+	cr_assert_null(exec_task_coll(p, ex_task(p, 0, 0, 1, "x", TASK_OTHER)));
 	prog_free(p);
 }
 
@@ -461,7 +331,7 @@ Test(exec, equal_matrices_are_stored_once)
 	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 3, .gpus = gpus,
 			       .ngpus = 2, .a2a_B = m1, .algo = -1,
 			       .proto = -1, .replicas = 1 };
-	struct task_info in = info("a2a", TASK_COMM);
+	struct task_info in = ex_info("a2a", TASK_COMM);
 	task_id a, b, d;
 
 	/* An uneven all-to-all issued per layer and microbatch: equal
@@ -489,16 +359,16 @@ Test(exec, equal_collectives_share_a_descriptor_not_an_id)
 	/* Two calls of the same all-reduce, then one of another size: the
 	 * first two share one stored descriptor, every call has its own id,
 	 * and the ids of one call's members agree. */
-	a = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
-	b = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
-	c = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 2e6, "ar");
+	a = ex_coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	b = ex_coll(p, COLL_ALLREDUCE, ranks, 2, 0, 1e6, "ar");
+	c = ex_coll(p, COLL_ALLREDUCE, ranks, 2, 0, 2e6, "ar");
 	cr_assert_eq(exec_task_coll(p, a), exec_task_coll(p, b));
 	cr_assert_neq(exec_task_coll(p, a), exec_task_coll(p, c));
 	cr_assert_eq(exec_task_coll(p, c)->bytes, 2e6);
 	cr_assert_eq(exec_task_coll_id(p, a), exec_task_coll_id(p, a + 1));
 	cr_assert_neq(exec_task_coll_id(p, a + 1), exec_task_coll_id(p, b));
 	cr_assert_neq(exec_task_coll_id(p, b), exec_task_coll_id(p, c));
-	cr_assert_eq(exec_task_coll_id(p, task(p, 0, 0, 1, "x", TASK_OTHER)),
+	cr_assert_eq(exec_task_coll_id(p, ex_task(p, 0, 0, 1, "x", TASK_OTHER)),
 		     UINT32_MAX);
 	prog_free(p);
 }
@@ -518,8 +388,8 @@ Test(exec, names_are_shared_and_infos_read_back)
 	b = prog_intern(p, "qkv_fwd");
 	cr_assert_eq(a, b, "one copy per distinct string");
 	cr_assert_str_eq(a, "qkv_fwd");
-	x = task(p, 0, 0, 1, a, TASK_COMPUTE);
-	y = task(p, 1, 0, 1, a, TASK_COMPUTE);
+	x = ex_task(p, 0, 0, 1, a, TASK_COMPUTE);
+	y = ex_task(p, 1, 0, 1, a, TASK_COMPUTE);
 	exec_task_info(p, x, &ix);
 	exec_task_info(p, y, &iy);
 	cr_assert_eq(ix.name, iy.name);
@@ -552,27 +422,27 @@ Test(exec, overlap_exposes_only_the_uncovered_comm)
 {
 	struct prog *p = prog_new(1, 2);
 	/* A 6e6 B all-reduce at 1e12 B/s, no latency: 6 us. */
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
 	uint32_t rank0 = 0;
-	task_id f1 = task(p, 0, 0, 4, "f1", TASK_COMPUTE);
-	task_id f2 = task(p, 0, 0, 4, "f2", TASK_COMPUTE);
-	task_id opt = task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
-	task_id ar = coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 6e6, "ar");
+	task_id f1 = ex_task(p, 0, 0, 4, "f1", TASK_COMPUTE);
+	task_id f2 = ex_task(p, 0, 0, 4, "f2", TASK_COMPUTE);
+	task_id opt = ex_task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
+	task_id ar = ex_coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 6e6, "ar");
 
 	prog_dep(p, f1, ar);
 	prog_dep(p, ar, opt);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* f1 [0,4), f2 [4,8), ar [4,10) beside f2, opt [10,11).
 	 * step = 4 + max(4, 6) + 1 = 11 us. Path f1 -> ar -> opt; f2
 	 * covers 4 of ar's 6 us: compute 4 + 4 = 8, exposed comm
 	 * 6 - 4 = 2, optimizer 1; 8 + 2 + 1 = 11. */
-	cr_assert_eq(ns(exec_task_start_s(p, opt)), 10000);
-	cr_assert_eq(ns(r.step_s), 11000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 8000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
-	cr_assert_eq(ns(r.part_s[EXEC_OPTIMIZER]), 1000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 0);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, opt)), 10000);
+	cr_assert_eq(ex_ns(r.step_s), 11000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 8000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 2000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_OPTIMIZER]), 1000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 0);
 	cr_assert(exec_task_critical(p, ar));
 	cr_assert_not(exec_task_critical(p, f2));
 	prog_free(p);
@@ -582,24 +452,24 @@ Test(exec, hidden_comm_is_not_exposed)
 {
 	struct prog *p = prog_new(1, 2);
 	/* 3e6 B at 1e12 B/s: 3 us. */
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
 	uint32_t rank0 = 0;
-	task_id f1 = task(p, 0, 0, 4, "f1", TASK_COMPUTE);
+	task_id f1 = ex_task(p, 0, 0, 4, "f1", TASK_COMPUTE);
 	task_id opt, ar;
 
-	task(p, 0, 0, 4, "f2", TASK_COMPUTE);
-	opt = task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
-	ar = coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 3e6, "ar");
+	ex_task(p, 0, 0, 4, "f2", TASK_COMPUTE);
+	opt = ex_task(p, 0, 0, 1, "opt", TASK_OPTIMIZER);
+	ar = ex_coll(p, COLL_ALLREDUCE, &rank0, 1, 1, 3e6, "ar");
 	prog_dep(p, f1, ar);
 	prog_dep(p, ar, opt);
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* ar [4,7) ends inside f2 [4,8): step 4 + 4 + 1 = 9 us, compute 8,
 	 * optimizer 1, nothing exposed. */
-	cr_assert_eq(ns(r.step_s), 9000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 8000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
-	cr_assert_eq(ns(r.part_s[EXEC_OPTIMIZER]), 1000);
+	cr_assert_eq(ex_ns(r.step_s), 9000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 8000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_OPTIMIZER]), 1000);
 	prog_free(p);
 }
 
@@ -628,10 +498,10 @@ static void pipe_compute(struct prog *pr, struct pipe *pp, uint32_t s,
 		int o = order[k];
 
 		if (o > 0)
-			pp->f[s][o - 1] = task(pr, s, 0, tf, "fwd",
+			pp->f[s][o - 1] = ex_task(pr, s, 0, tf, "fwd",
 					       TASK_COMPUTE);
 		else
-			pp->b[s][-o - 1] = task(pr, s, 0, tb, "bwd",
+			pp->b[s][-o - 1] = ex_task(pr, s, 0, tb, "bwd",
 						TASK_COMPUTE);
 	}
 }
@@ -643,9 +513,9 @@ static void pipe_p2p(struct prog *pr, struct pipe *pp)
 	for (i = 0; i < pp->m; i++) {
 		for (s = 0; s + 1 < pp->p; s++) {
 			uint32_t fw[2] = { s, s + 1 }, bw[2] = { s + 1, s };
-			task_id x = coll(pr, COLL_SENDRECV, fw, 2, 1 + s % 2, 0,
+			task_id x = ex_coll(pr, COLL_SENDRECV, fw, 2, 1 + s % 2, 0,
 					 "send_act");
-			task_id y = coll(pr, COLL_SENDRECV, bw, 2, 3 + s % 2, 0,
+			task_id y = ex_coll(pr, COLL_SENDRECV, bw, 2, 3 + s % 2, 0,
 					 "send_grad");
 
 			/* member x on stage s sends F(s,i) to x + 1 on s + 1 */
@@ -716,7 +586,7 @@ static task_id coll_sm(struct prog *p, const uint32_t *ranks, uint32_t n,
 	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = bytes,
 			       .gpus = ranks, .ngpus = n, .algo = -1,
 			       .proto = -1, .sm_share = share };
-	struct task_info in = info("ar", TASK_COMM);
+	struct task_info in = ex_info("ar", TASK_COMM);
 
 	return prog_coll(p, ranks, n, stream, &c, &in);
 }
@@ -725,33 +595,33 @@ Test(exec, overlapped_comm_slows_compute_by_its_share)
 {
 	struct prog *p = prog_new(1, 2);
 	/* 4e6 B at 1e12 B/s: a 4 us all-reduce holding half the GPU. */
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
 	uint32_t rank0 = 0;
-	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
-	task_id g = task(p, 0, 0, 3, "g", TASK_COMPUTE);
+	task_id f = ex_task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id g = ex_task(p, 0, 0, 3, "g", TASK_COMPUTE);
 	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.5);
 
-	r = run(p, &m);
+	r = ex_run(p, &m);
 	/* f starts with ar at 0: for 4 us it runs at 1 - 0.5, doing 2 us
 	 * of its 10; the other 8 run at full speed after ar ends: f ends at
 	 * 4 + 8 = 12 us. g follows at full speed: [12, 15). */
-	cr_assert_eq(ns(exec_task_end_s(p, ar)), 4000);
-	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
-	cr_assert_eq(ns(exec_task_start_s(p, g)), 12000);
-	cr_assert_eq(ns(r.step_s), 15000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 4000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 12000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, g)), 12000);
+	cr_assert_eq(ex_ns(r.step_s), 15000);
 	/* The stretch is compute time: 12 + 3 = 15, nothing exposed. */
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 15000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 15000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
 	prog_free(p);
 }
 
 Test(exec, concurrent_shares_add_up_to_a_stall)
 {
 	struct prog *p = prog_new(1, 3);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t rank0 = 0;
-	task_id f = task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id f = ex_task(p, 0, 0, 10, "f", TASK_COMPUTE);
 	task_id a, b;
 
 	/* Two 2 us collectives at once, shares 0.6 + 0.6 = 1.2: they hold
@@ -759,29 +629,29 @@ Test(exec, concurrent_shares_add_up_to_a_stall)
 	 * 10 us at full speed: ends at 12 us. */
 	a = coll_sm(p, &rank0, 1, 1, 2e6, 0.6);
 	b = coll_sm(p, &rank0, 1, 2, 2e6, 0.6);
-	run(p, &m);
-	cr_assert_eq(ns(exec_task_end_s(p, a)), 2000);
-	cr_assert_eq(ns(exec_task_end_s(p, b)), 2000);
-	cr_assert_eq(ns(exec_task_end_s(p, f)), 12000);
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, a)), 2000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, b)), 2000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 12000);
 	prog_free(p);
 }
 
 Test(exec, comm_and_other_tasks_are_not_slowed)
 {
 	struct prog *p = prog_new(2, 2);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t both[2] = { 0, 1 };
-	task_id other = task(p, 0, 0, 5, "host", TASK_OTHER);
-	task_id peer = task(p, 1, 0, 5, "peer", TASK_COMPUTE);
+	task_id other = ex_task(p, 0, 0, 5, "host", TASK_OTHER);
+	task_id peer = ex_task(p, 1, 0, 5, "peer", TASK_COMPUTE);
 
 	/* A 6 us all-reduce of both ranks holding half of each GPU: the
 	 * OTHER task on rank 0 is not slowed and ends at 5 us; the compute
 	 * task on rank 1 runs at 0.5 until the collective ends at 6 us
 	 * (3 us of its 5 done), then 2 us at full speed: ends at 8 us. */
 	coll_sm(p, both, 2, 1, 6e6, 0.5);
-	run(p, &m);
-	cr_assert_eq(ns(exec_task_end_s(p, other)), 5000);
-	cr_assert_eq(ns(exec_task_end_s(p, peer)), 8000);
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, other)), 5000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, peer)), 8000);
 	prog_free(p);
 }
 
@@ -790,8 +660,8 @@ Test(exec, gpipe_bubble)
 	struct pipe pp;
 	/* p = 4 stages, m = 8 microbatches, tf = 2 us, tb = 4 us. */
 	struct prog *p = build_pipe(&pp, 4, 8, 0, 2, 4);
-	struct mock m = mock_new(0, 1e12);
-	struct exec_result r = run(p, &m);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r = ex_run(p, &m);
 
 	/* GPipe: the last forward ends at (m + p - 1) tf, the backwards
 	 * drain in (m + p - 1) tb: step = (8 + 4 - 1)(2 + 4) = 66 us.
@@ -799,15 +669,15 @@ Test(exec, gpipe_bubble)
 	 * (p - 1)(tf + tb) = 18 us: bubble fraction 18 / 66 = (p - 1) /
 	 * (m + p - 1) = 3 / 11. Transfers take no time: no exposed comm. */
 	cr_assert_eq(r.final_rank, 0);
-	cr_assert_eq(ns(r.step_s), 66000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 48000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 18000);
-	cr_assert_eq(ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
+	cr_assert_eq(ex_ns(r.step_s), 66000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 48000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 18000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
 	cr_assert_float_eq(r.part_s[EXEC_BUBBLE] / r.step_s, 3.0 / 11.0,
 			   1e-12);
-	assert_parts_sum(&r);
+	ex_assert_parts_sum(&r);
 	/* The last forward of the last stage ends at (m + p - 1) tf = 22. */
-	cr_assert_eq(ns(exec_task_end_s(p, pp.f[3][7])), 22000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, pp.f[3][7])), 22000);
 	/* 2 (p - 1) m = 48 transfers. */
 	cr_assert_eq(m.started, 48);
 	prog_free(p);
@@ -819,11 +689,11 @@ Test(exec, gpipe_bubble_shrinks_with_more_microbatches)
 	/* p = 8, m = 16, tf = tb = 1 us: step (16 + 7)(2) = 46 us, bubble
 	 * 7 * 2 = 14 us = 7 / 23 of the step. */
 	struct prog *p = build_pipe(&pp, 8, 16, 0, 1, 1);
-	struct mock m = mock_new(0, 1e12);
-	struct exec_result r = run(p, &m);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r = ex_run(p, &m);
 
-	cr_assert_eq(ns(r.step_s), 46000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 14000);
+	cr_assert_eq(ex_ns(r.step_s), 46000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 14000);
 	cr_assert_float_eq(r.part_s[EXEC_BUBBLE] / r.step_s, 7.0 / 23.0,
 			   1e-12);
 	prog_free(p);
@@ -834,23 +704,23 @@ Test(exec, one_f_one_b_has_the_gpipe_bubble)
 	struct pipe pp;
 	/* p = 4, m = 8, tf = 2 us, tb = 4 us. */
 	struct prog *p = build_pipe(&pp, 4, 8, 1, 2, 4);
-	struct mock m = mock_new(0, 1e12);
-	struct exec_result r = run(p, &m);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r = ex_run(p, &m);
 
 	/* 1F1B reorders the work but not the bubble: stage 0 still waits
 	 * (p - 1) tf for its first gradient path to fill and (p - 1) tb to
 	 * drain, so step = (m + p - 1)(tf + tb) = 66 us, bubble 18 us,
 	 * compute m (tf + tb) = 48 us. */
 	cr_assert_eq(r.final_rank, 0);
-	cr_assert_eq(ns(r.step_s), 66000);
-	cr_assert_eq(ns(r.part_s[EXEC_COMPUTE]), 48000);
-	cr_assert_eq(ns(r.part_s[EXEC_BUBBLE]), 18000);
+	cr_assert_eq(ex_ns(r.step_s), 66000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 48000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 18000);
 	/* Stage 3 (last) runs F(3,0) at [3 tf, 4 tf) = [6,8) and its
 	 * backward right after: [8,12). */
-	cr_assert_eq(ns(exec_task_start_s(p, pp.b[3][0])), 8000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, pp.b[3][0])), 8000);
 	/* The first gradient reaches stage 0 after F(0..3, 0), p tf = 8 us,
 	 * and B(3..1, 0), (p - 1) tb = 12 us: B(0,0) starts at 20 us. */
-	cr_assert_eq(ns(exec_task_start_s(p, pp.b[0][0])), 20000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, pp.b[0][0])), 20000);
 	prog_free(p);
 }
 
@@ -859,14 +729,14 @@ Test(exec, one_f_one_b_has_the_gpipe_bubble)
 Test(exec, dependency_cycle_is_reported)
 {
 	struct prog *p = prog_new(2, 1);
-	struct mock m = mock_new(0, 1e12);
-	task_id a = task(p, 0, 0, 1, "a", TASK_COMPUTE);
-	task_id b = task(p, 1, 0, 1, "b", TASK_COMPUTE);
+	struct mock m = ex_mock_new(0, 1e12);
+	task_id a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	task_id b = ex_task(p, 1, 0, 1, "b", TASK_COMPUTE);
 	const char *why;
 
 	prog_dep(p, a, b);
 	prog_dep(p, b, a);
-	why = run_fail(p, &m);
+	why = ex_run_fail(p, &m);
 	cr_assert(strstr(why, "cycle"), "got: %s", why);
 	cr_assert(strstr(why, "'a'"), "got: %s", why);
 	prog_free(p);
@@ -875,16 +745,16 @@ Test(exec, dependency_cycle_is_reported)
 Test(exec, unreachable_rendezvous_is_reported)
 {
 	struct prog *p = prog_new(2, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t ranks[2] = { 0, 1 };
-	task_id x = coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
-	task_id y = coll(p, COLL_ALLGATHER, ranks, 2, 0, 8, "y");
+	task_id x = ex_coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
+	task_id y = ex_coll(p, COLL_ALLGATHER, ranks, 2, 0, 8, "y");
 	const char *why;
 
 	/* Rank 1 must finish y before x, but its stream has x before y:
 	 * rank 0 reaches x, rank 1 never does. */
 	prog_dep(p, y + 1, x + 1);
-	why = run_fail(p, &m);
+	why = ex_run_fail(p, &m);
 	cr_assert(strstr(why, "1 of 2 members reached collective 'x'"),
 		  "got: %s", why);
 	cr_assert(strstr(why, "rank 1"), "got: %s", why);
@@ -895,13 +765,13 @@ Test(exec, unreachable_rendezvous_is_reported)
 Test(exec, backend_that_never_completes_is_reported)
 {
 	struct prog *p = prog_new(2, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t ranks[2] = { 0, 1 };
 	const char *why;
 
-	coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
+	ex_coll(p, COLL_ALLREDUCE, ranks, 2, 0, 8, "x");
 	m.never_done = 1;
-	why = run_fail(p, &m);
+	why = ex_run_fail(p, &m);
 	cr_assert(strstr(why, "never completed"), "got: %s", why);
 	prog_free(p);
 }
@@ -910,7 +780,7 @@ Test(exec, bad_rank_is_a_bug, .signal = SIGABRT)
 {
 	struct prog *p = prog_new(2, 1);
 
-	task(p, 2, 0, 1, "a", TASK_COMPUTE);
+	ex_task(p, 2, 0, 1, "a", TASK_COMPUTE);
 }
 
 /* ---- trace ---- */
@@ -936,7 +806,7 @@ static void stage_label(uint32_t rank, char *buf, size_t len, void *arg)
 Test(exec, trace_is_chrome_json)
 {
 	struct prog *p = prog_new(2, 2);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	uint32_t ranks[2] = { 0, 1 };
 	struct task_info in = { "qkv_fwd", TASK_COMPUTE, 3, 1, TASK_PHASE_FWD };
 	size_t len;
@@ -947,8 +817,8 @@ Test(exec, trace_is_chrome_json)
 	prog_name_stream(p, 0, "compute");
 	prog_name_stream(p, 1, "comm");
 	prog_task(p, 0, 0, 1.5e-6 + 1e-9, &in);
-	coll(p, COLL_ALLREDUCE, ranks, 2, 1, 2e6, "tp_ar");
-	run(p, &m);
+	ex_coll(p, COLL_ALLREDUCE, ranks, 2, 1, 2e6, "tp_ar");
+	ex_run(p, &m);
 	txt = trace_of(p, &len, stage_label);
 	root = cJSON_Parse(txt);
 	cr_assert_not_null(root, "not JSON:\n%s", txt);
@@ -984,12 +854,12 @@ Test(exec, trace_is_chrome_json)
 Test(exec, trace_write_error_is_reported)
 {
 	struct prog *p = prog_new(1, 1);
-	struct mock m = mock_new(0, 1e12);
+	struct mock m = ex_mock_new(0, 1e12);
 	FILE *full = fopen("/dev/full", "w");
 
 	cr_assert_not_null(full);
-	task(p, 0, 0, 1, "a", TASK_COMPUTE);
-	run(p, &m);
+	ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	ex_run(p, &m);
 	/* Every write to /dev/full fails with ENOSPC. */
 	cr_assert_eq(exec_write_trace(p, full, NULL, NULL, NULL), -1);
 	fclose(full);
@@ -1001,13 +871,13 @@ Test(exec, same_program_same_trace_bytes)
 	struct pipe pp1, pp2;
 	struct prog *a = build_pipe(&pp1, 4, 8, 1, 2, 3);
 	struct prog *b = build_pipe(&pp2, 4, 8, 1, 2, 3);
-	struct mock m = mock_new(1 * US, 1e12);
-	struct exec_result ra = run(a, &m), rb;
+	struct mock m = ex_mock_new(1 * US, 1e12);
+	struct exec_result ra = ex_run(a, &m), rb;
 	size_t la, lb;
 	char *ta, *tb;
 
 	m.started = 0;
-	rb = run(b, &m);
+	rb = ex_run(b, &m);
 	ta = trace_of(a, &la, NULL);
 	tb = trace_of(b, &lb, NULL);
 	cr_assert_eq(la, lb);
@@ -1020,268 +890,3 @@ Test(exec, same_program_same_trace_bytes)
 	prog_free(b);
 }
 
-/* ---- allocation failure ---- */
-
-/* A small program touching every allocation path: interned names, infos,
- * collectives with a2a arrays, edges, a run and its path. */
-static struct prog *build_small(void)
-{
-	struct prog *p = prog_new(3, 2);
-	uint32_t ranks[3] = { 0, 1, 2 };
-	double a2a[9] = { 0 };
-	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = 1e6, .gpus = ranks,
-			       .ngpus = 3, .a2a_B = a2a, .algo = -1,
-			       .proto = -1 };
-	struct task_info in = { NULL, TASK_COMM, 0, 0, TASK_PHASE_NONE };
-	task_id w[3], x;
-	uint32_t i;
-
-	if (!p)
-		return NULL;
-	prog_name_stream(p, 1, "comm");
-	in.name = prog_intern(p, "a2a");
-	if (!in.name)
-		in.name = "a2a";
-	for (i = 0; i < 3; i++)
-		w[i] = task(p, i, 0, i + 1, "work", TASK_COMPUTE);
-	x = prog_coll(p, ranks, 3, 1, &c, &in);
-	for (i = 0; i < 3 && x != TASK_NONE; i++) {
-		prog_dep(p, w[i], x + i);
-		prog_dep(p, x + i, task(p, i, 0, 1, "after", TASK_COMPUTE));
-	}
-	return p;
-}
-
-Test(exec, allocation_failure_sweep)
-{
-	long n, calls = 0;
-
-	/* Fail the n-th allocation for n = 0, 1, ...: every run either
-	 * gives the right step or says "out of memory"; nothing leaks
-	 * (make check). Rank 2 works 3 us, the all-to-all takes
-	 * 1e6 B / 1e12 B/s = 1 us, then 1 us: step 5 us. */
-	for (n = 0;; n++) {
-		struct mock m = mock_new(0, 1e12);
-		struct exec_result r;
-		struct prog *p;
-		const char *why = NULL;
-		int rc = -1;
-
-		mem_fail_after(n);
-		p = build_small();
-		m.sim = p ? sim_new() : NULL;
-		if (m.sim)
-			rc = exec_run(p, m.sim, &mock_ops, &m, &r, &why);
-		calls = mem_fail_after(-1);
-		if (rc == 0)
-			cr_assert_eq(ns(r.step_s), 5000);
-		else if (m.sim)
-			cr_assert_str_eq(why, "out of memory");
-		sim_free(m.sim);
-		prog_free(p);
-		if (calls <= n) {
-			cr_assert_eq(rc, 0, "no failure injected: %s", why);
-			break;
-		}
-	}
-	/* Building and running take more than a handful of allocations. */
-	cr_assert_gt(n, 10);
-}
-
-/* ---- the engine's horizon ---- */
-
-static void why_has(const char *why, const char *text)
-{
-	cr_assert(strstr(why, text) != NULL, "'%s' lacks '%s'", why, text);
-}
-
-Test(exec, a_task_past_the_horizon_fails_the_run)
-{
-	/* Issue 8: a kernel of 1e10 s (1 B/s HBM) aborted the process in
-	 * units_s_to_ns. A task longer than UNITS_NS_MAX (2^62 ns, 146
-	 * years) now fails the run with a reason. */
-	struct prog *p = prog_new(1, 1);
-	struct mock m = mock_new(0, 1e12);
-
-	task(p, 0, 0, 1e10 / US, "forever", TASK_COMPUTE);
-	why_has(run_fail(p, &m), "longer than the engine represents");
-	prog_free(p);
-}
-
-Test(exec, a_step_that_adds_up_past_the_horizon_fails_the_run)
-{
-	/* Each task fits (3e9 s, 95 years) but the stream of two ends at
-	 * 6e9 s, past 2^62 ns = 4.61e9 s: the run fails, not the clock. */
-	struct prog *p = prog_new(1, 2);
-	struct mock m = mock_new(0, 1e12);
-
-	task(p, 0, 0, 3e9 / US, "long", TASK_COMPUTE);
-	task(p, 0, 0, 3e9 / US, "longer", TASK_COMPUTE);
-	task(p, 0, 1, 1, "short", TASK_COMPUTE);
-	why_has(run_fail(p, &m), "longer than the engine represents");
-	prog_free(p);
-}
-
-/* ---- variability: the synchronization tax ---- */
-
-Test(exec, expected_maximum_of_normals)
-{
-	/* E[max] of n standard normals: 0 for one; 1/sqrt(pi) = 0.5642 for
-	 * two; 1.0294 for four; 1.4236 for eight (Harter's 1961 tables).
-	 * Var[max]: 1 for one; 1 - 1/pi = 0.6817 for two; 0.3729 for eight. */
-	cr_assert_float_eq(exec_emax(1), 0, 1e-12);
-	cr_assert_float_eq(exec_emax(2), 1 / sqrt(M_PI), 1e-6);
-	cr_assert_float_eq(exec_emax(4), 1.029375, 1e-5);
-	cr_assert_float_eq(exec_emax(8), 1.423600, 1e-5);
-	cr_assert_float_eq(exec_vmax(1), 1, 1e-12);
-	cr_assert_float_eq(exec_vmax(2), 1 - 1 / M_PI, 1e-6);
-	cr_assert_float_eq(exec_vmax(8), 0.372900, 1e-4);
-	/* The maximum grows with the group, slowly (about sqrt(2 ln n)). */
-	cr_assert_gt(exec_emax(1024), 3.0);
-	cr_assert_lt(exec_emax(1024), 3.3);
-}
-
-/* Two ranks compute `us` each (microbatch 0), then all-reduce; then one
- * more op (microbatch 1) each; jitter as given. */
-static struct exec_result two_ranks(double op_sigma, double gpu_sigma,
-				    double us)
-{
-	static const uint32_t ranks[2] = {0, 1};
-	struct prog *p = prog_new(2, 2);
-	struct mock m = mock_new(10 * US, 1e12);
-	struct exec_jitter j = { op_sigma, gpu_sigma };
-	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
-	struct exec_result r;
-	task_id a0, a1, c, b0, b1;
-
-	a0 = prog_task(p, 0, 0, us * US, &in);
-	a1 = prog_task(p, 1, 0, us * US, &in);
-	c = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "ar");
-	in.microbatch = 1;
-	b0 = prog_task(p, 0, 0, us * US, &in);
-	b1 = prog_task(p, 1, 0, us * US, &in);
-	cr_assert_eq(prog_dep(p, a0, c), 0);
-	cr_assert_eq(prog_dep(p, a1, c + 1), 0);
-	cr_assert_eq(prog_dep(p, c, b0), 0);
-	cr_assert_eq(prog_dep(p, c + 1, b1), 0);
-	prog_set_jitter(p, &j);
-	r = run(p, &m);
-	prog_free(p);
-	return r;
-}
-
-Test(exec, rendezvous_waits_for_the_expected_slowest)
-{
-	struct exec_result r;
-
-	/* No variability: 1000 + 10 + 1000 us, no spread. */
-	r = two_ranks(0, 0, 1000);
-	cr_assert_eq(ns(r.step_s), ns(2010 * US));
-	cr_assert_eq(r.step_sd_s, 0);
-	/* Op jitter 1 %: each rank's first op is 1000 (1 + 0.01 Z); the
-	 * all-reduce waits for the later, E[max of 2] = 0.5642 x 10 us =
-	 * 5.642 us more: 2015.642 us (a gap on the path: other). */
-	r = two_ranks(0.01, 0, 1000);
-	cr_assert_eq(ns(r.step_s), ns((2010 + 10 / sqrt(M_PI)) * US));
-	cr_assert_eq(ns(r.part_s[EXEC_OTHER]), ns(10 / sqrt(M_PI) * US));
-	assert_parts_sum(&r);
-	/* Spread of the final rank: the first op's 10 us deviation became
-	 * the maximum's, Var = v(2) 10^2 = 68.17 us^2; the second op adds
-	 * 10^2: sd = sqrt(168.17) = 12.968 us. */
-	cr_assert_float_eq(r.step_sd_s, sqrt((1 - 1 / M_PI) * 100 + 100) * US,
-			   1e-9, "sd %.6g us", r.step_sd_s / US);
-	/* A persistent spread of 0.5 % adds 5 us of sd to the wait (to the
-	 * mean only): 0.5642 x sqrt(10^2 + 5^2) = 6.308 us. */
-	r = two_ranks(0.01, 0.005, 1000);
-	cr_assert_eq(ns(r.step_s), ns((2010 + sqrt(125 / M_PI)) * US));
-}
-
-Test(exec, overlapped_collectives_do_not_realign)
-{
-	static const uint32_t ranks[2] = {0, 1};
-	struct prog *p = prog_new(2, 2);
-	struct mock m = mock_new(1 * US, 1e12);
-	struct exec_jitter j = { 0.01, 0 };
-	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
-	struct exec_result r;
-	task_id a[2][4], c[3];
-	int i, k;
-
-	/* Each rank computes four ops of 1000 us (microbatches 0..3); after
-	 * the first three a bucket is all-reduced beside the compute (no
-	 * compute waits for it); the last all-reduce waits for the fourth.
-	 * The slow rank stays late through the overlapped buckets: the last
-	 * rendezvous waits for the maximum of the whole lateness,
-	 * 0.5642 x 10 us x sqrt(4) = 11.28 us, not 0.5642 x 10 us. */
-	for (k = 0; k < 4; k++)
-		for (i = 0; i < 2; i++) {
-			in.microbatch = k;
-			a[i][k] = prog_task(p, (uint32_t)i, 0, 1000 * US, &in);
-		}
-	for (k = 0; k < 3; k++) {
-		c[k] = coll(p, COLL_ALLREDUCE, ranks, 2, 1, 0, "bucket");
-		for (i = 0; i < 2; i++)
-			cr_assert_eq(prog_dep(p, a[i][k == 2 ? 3 : k],
-					      c[k] + (uint32_t)i), 0);
-	}
-	prog_set_jitter(p, &j);
-	r = run(p, &m);
-	/* The last bucket arrives at 4000 us, waits 2 x 5.642 us, runs 1 us. */
-	cr_assert_eq(ns(r.step_s), ns((4000 + 20 / sqrt(M_PI) + 1) * US));
-	prog_free(p);
-}
-
-Test(exec, a_backed_up_chain_pays_the_lateness_once)
-{
-	static const uint32_t ranks[4] = {0, 1, 2, 3};
-	struct prog *p = prog_new(4, 2);
-	struct mock m = mock_new(2500 * US, 1e12);
-	struct exec_jitter j = { 0.01, 0 };
-	struct task_info in = { "f", TASK_COMPUTE, 0, 0, TASK_PHASE_NONE };
-	struct exec_result r;
-	task_id a[4][80], c[3];
-	double e4 = exec_emax(4), tail;
-	int i, k;
-
-	/* Four ranks compute one op of 80 tasks of 100 us (microbatch 0,
-	 * 8000 us). Buckets of gradients are ready after tasks 10, 20 and 30
-	 * (1000, 2000, 3000 us) and reduce-scattered back to back on one
-	 * stream, 2500 us each (comm-bound: the stream backs up). No compute
-	 * waits for them.
-	 *
-	 * A rank's lateness at time t of its op is 0.01 t (sd); bucket b's
-	 * members leave their compute at t_b + L_i(t_b), the collective
-	 * starts at max(end of the previous one, t_b + max_i L_i(t_b)):
-	 * E[max_i L_i(t_b)] = e(4) 0.01 t_b, e(4) = 1.029375.
-	 *   bucket 1: 1000 + 10.29 us, ends 3510.29 us;
-	 *   bucket 2: ready by 2020.59 us, the stream is free at 3510.29:
-	 *             starts then (the lateness is already absorbed), ends
-	 *             6010.29 us;
-	 *   bucket 3: ready by 3030.88 us, starts 6010.29, ends 8510.29 us.
-	 * The step ends with the last bucket: 8510.29 us; the lateness is
-	 * paid once, not per bucket. (Counting it from each rank's latest
-	 * compute when the stream frees would add about e(4) 0.01 t - 0.1 ms
-	 * per bucket again: 35.9 - 10.3 = 25.7 us at bucket 2.) */
-	for (k = 0; k < 80; k++)
-		for (i = 0; i < 4; i++)
-			a[i][k] = prog_task(p, (uint32_t)i, 0, 100 * US, &in);
-	for (k = 0; k < 3; k++) {
-		c[k] = coll(p, COLL_REDUCESCATTER, ranks, 4, 1, 0, "bucket");
-		for (i = 0; i < 4; i++)
-			cr_assert_eq(prog_dep(p, a[i][10 * k + 9],
-					      c[k] + (uint32_t)i), 0);
-	}
-	prog_set_jitter(p, &j);
-	r = run(p, &m);
-	tail = 1000 + e4 * 10 + 3 * 2500;
-	cr_assert_float_eq(r.step_s, tail * US, 2e-9, "step %.4f us, want %.4f",
-			   r.step_s / US, tail);
-	/* On the path: the compute (8000 us), then the chain's tail past it,
-	 * exposed: 8510.29 - 8000 = 510.29 us (the first bucket's wait for
-	 * its slowest rank lies under the compute). */
-	cr_assert_float_eq(r.part_s[EXEC_COMPUTE], 8000 * US, 1e-12);
-	cr_assert_float_eq(r.part_s[EXEC_EXPOSED_COMM], (tail - 8000) * US,
-			   2e-9);
-	assert_parts_sum(&r);
-	prog_free(p);
-}
