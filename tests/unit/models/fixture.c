@@ -95,3 +95,21 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 			return &o->op[i];
 	return NULL;
 }
+
+void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
+		 int64_t ep)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->model.n_routed_experts = E;
+	f->model.num_experts_per_tok = k;
+	f->model.moe_intermediate_size = fe;
+	f->model.decoder_sparse_step = 1;
+	f->model.moe_layer_freq = 1;
+	f->job.parallelism.ep = ep;
+	f->job.moe.routing.balance = ROUTE_UNIFORM;
+	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
+	f->job.moe.routing.draws = 64;
+	f->job.moe.routing.seed = 1;
+	f->job.moe.router_dtype = DTYPE_BF16;
+	f->job.moe.dispatch_dtype = -1;
+}

@@ -33,6 +33,15 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
 		 int64_t tp, int64_t pp);
 
+/* fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1) (h 1024, 16
+ * heads, s 2048, b 2: T = 4096 tokens) with every layer MoE: E routed
+ * experts of width fe, top-k, ungated (as the fixture's MLP), ep on 8
+ * GPUs of one node; uniform routing in closed form (64 draws, seed 1 if
+ * a test switches to draws), a bf16 router, dispatch in the activations'
+ * dtype. */
+void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
+		 int64_t ep);
+
 /* The first op named name in o, or NULL. */
 const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
 

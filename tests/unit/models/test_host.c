@@ -147,17 +147,7 @@ Test(host, graph_scope_is_one_replay)
  * 512, h 1024, T 4096) with ep 8 over the library all-to-all. */
 static void moe(struct fixture *f, struct ep_comm_spec *e, int sync)
 {
-	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
-	f->model.n_routed_experts = 8;
-	f->model.num_experts_per_tok = 2;
-	f->model.moe_intermediate_size = 512;
-	f->model.decoder_sparse_step = 1;
-	f->model.moe_layer_freq = 1;
-	f->job.parallelism.ep = 8;
-	f->job.moe.routing.balance = ROUTE_UNIFORM;
-	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
-	f->job.moe.router_dtype = DTYPE_BF16;
-	f->job.moe.dispatch_dtype = -1;
+	fixture_moe(f, 8, 2, 512, 8);
 	f->job.moe.permute_fusion = 1;
 	memset(e, 0, sizeof(*e));
 	e->name = "test-alltoall";

@@ -21,27 +21,6 @@
 #include "models/route.h"
 #include "models/train.h"
 
-/* The GPT fixture (h 1024, 16 heads, s 2048, b 2: T = 4096 tokens) with
- * every layer MoE: E routed experts of width fe, top-k, ungated (as the
- * fixture's MLP), ep on 8 GPUs of one node. */
-static void moe_job(struct fixture *f, int64_t E, int64_t k, int64_t fe,
-		    int64_t ep)
-{
-	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
-	f->model.n_routed_experts = E;
-	f->model.num_experts_per_tok = k;
-	f->model.moe_intermediate_size = fe;
-	f->model.decoder_sparse_step = 1;
-	f->model.moe_layer_freq = 1;
-	f->job.parallelism.ep = ep;
-	f->job.moe.routing.balance = ROUTE_UNIFORM;
-	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
-	f->job.moe.routing.draws = 64;
-	f->job.moe.routing.seed = 1;
-	f->job.moe.router_dtype = DTYPE_BF16;
-	f->job.moe.dispatch_dtype = -1;
-}
-
 static void dims(struct fixture *f, struct arena *a, struct layer_dims *d,
 		 struct route_result *r)
 {
@@ -73,7 +52,7 @@ Test(moe, forward_flops_per_token)
 	 * fc1 and fc2 (2 x 2 T k h fe): 8*4096*1024^2 + 2*2*2048^2*1024 +
 	 * 2*4096*1024*8 + 4*4096*2*1024*512 = 6.87e10 FLOP. */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	dims(&f, &a, &d, &r);
 	cr_assert_str_eq(r.method, "exact");
 	layer_fwd(&d, &kind, &o);
@@ -99,9 +78,9 @@ Test(moe, expert_parallel_keeps_a_gpus_work)
 	 * the 8 GPUs route to it, 8 x 2 x 4096 / 8: its FLOPs are ep 1's.
 	 * Dispatch and combine appear, forward and backward. */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	dims(&f, &a, &d1, &r);
-	moe_job(&f, 8, 2, 512, 8);
+	fixture_moe(&f, 8, 2, 512, 8);
 	dims(&f, &a, &d8, &r);
 	cr_assert(near(d8.moe.rows, 2 * 4096, 1e-12));
 	cr_assert(near(d8.moe.local, 1, 1e-12));
@@ -133,7 +112,7 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * R = T k = 4096 x 2 = 8192 rows, L = 8 local experts, h 1024,
 	 * 16-bit activations, fp32 router (probabilities of 4 B). */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	f.model.gated_mlp = 1;
 	f.model.mlp_bias = 1;
 	f.model.swiglu_limit = 7;
@@ -243,7 +222,7 @@ Test(moe, yarn_factor_runs_megatrons_unfused_rope)
 	 * fused rope takes no scale runs it as PyTorch ops; one that scales,
 	 * or a factor of 1, keeps the fused kernel. */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	f.model.position_embedding = POS_ROPE;
 	f.model.rope_mscale = 1.3465735903;
 	f.fw.elementwise.fused_rope_mscale = 0;
@@ -273,7 +252,7 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 	 * independent normals is mu + 1.4236 sd (Tippett's table, n = 8), so
 	 * max/mean = 1 + 1.4236 x 169.3 / 32768 = 1.00736. */
 	arena_init(&a);
-	moe_job(&f, 64, 8, 256, 8);
+	fixture_moe(&f, 64, 8, 256, 8);
 	f.job.moe.routing.balance = ROUTE_RANDOM;
 	dims(&f, &a, &d, &cf);
 	cr_assert_str_eq(cf.method, "closed_form");
@@ -310,7 +289,7 @@ Test(moe, expert_parameters_shard_over_ep_and_edp)
 	/* 8 experts of h x fe x 2 (ungated fc1 and fc2) = 8 x 2 x 1024 x 512
 	 * = 8.39e6 parameters in a layer, besides the router's h E. */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	dims(&f, &a, &d, &r);
 	layer_kind_params(&d, &kind, 0, 1, &dense, &experts);
 	want_e = 8 * 2 * 1024.0 * 512;
@@ -358,7 +337,7 @@ Test(moe, symmetric_equals_full)
 
 	/* uniform routing: every GPU of the EP group does the same, one
 	 * simulated GPU stands for all 8 (with and without the overlap) */
-	moe_job(&f, 8, 2, 512, 8);
+	fixture_moe(&f, 8, 2, 512, 8);
 	f.job.training.global_batch_size = 32;
 	ts = step_full(&f, 0, 100e9, &es);
 	tf = step_full(&f, 1, 100e9, &ef);
@@ -381,7 +360,7 @@ Test(moe, all_to_all_overlap_hides_dispatch_and_combine)
 	 * the overlap all are exposed, with it most are hidden (the first
 	 * forward and the last backward run alone, the step's other
 	 * collectives stay) */
-	moe_job(&f, 8, 2, 512, 8);
+	fixture_moe(&f, 8, 2, 512, 8);
 	f.job.training.global_batch_size = 64;
 	t0 = step(&f, 400e9, &e0);
 	f.job.moe.a2a_overlap = 1;
@@ -406,7 +385,7 @@ Test(moe, all_to_all_overlap_with_every_forward_in_warm_up)
 	 * F(c1, m1)'s activation: the step deadlocked. Rank 1 (warm-up
 	 * min(0 + 2 + 1, 4) = 3) has one steady step, F(c1, m1) with
 	 * B(c1, m0), which are independent on the last stage. */
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.parallelism.pp = 2;
 	f.job.parallelism.vpp = 2;
 	f.job.parallelism.dp = 4;
@@ -440,7 +419,7 @@ Test(moe, all_to_all_overlap_with_zero3)
 	 * 4 + 2 - 2 = 4 (of 6: embedding, 4 layers, head), which runs after
 	 * F u0: the step deadlocked. ep 4 on 8 GPUs: dp 8 (edp 2) shards
 	 * every unit. pp 1, then pp 2 x vpp 2 (m = 2 pp microbatches). */
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.training.zero_stage = 3;
 	f.job.training.global_batch_size = 32;
 	f.job.moe.a2a_overlap = 1;
@@ -500,7 +479,7 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	 * on a GPU, 8 / 4 x 2 x 1024 x 512 = 2,097,152, are a bucket, ready
 	 * when the layer's last backward ends; the dense ones are the head,
 	 * then each layer's attention (4 h^2 = 4.19e6) with its router. */
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.parallelism.edp = 2;
 	f.job.training.zero_stage = 1;
 	f.job.training.global_batch_size = 32;
@@ -538,7 +517,7 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	 * (2 x 4) = 2), reductions and all-gathers: the step completes (no
 	 * deadlock) and one simulated GPU per group gives the full-fidelity
 	 * step */
-	moe_job(&f, 8, 2, 512, 2);
+	fixture_moe(&f, 8, 2, 512, 2);
 	f.job.parallelism.pp = 2;
 	f.job.parallelism.vpp = 2;
 	f.job.parallelism.dp = 4;
@@ -568,7 +547,7 @@ Test(cp, ring_splits_the_work_into_cp_steps)
 	 * K/V transfers of b s kv_width 2 B = 2 x 512 x 2048 x 2 = 4.19 MB;
 	 * every GEMM and the attention core do a quarter of cp 1's work */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	f.model.n_routed_experts = 0;
 	dims(&f, &a, &d1, &r);
 	f.job.parallelism.cp = 4;
@@ -612,7 +591,7 @@ Test(moe, expert_state_over_ep_and_edp)
 	 * split over dp = 8, of the experts over edp = 2; 16-bit weights and
 	 * fp32 gradients of everything held */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.training.zero_stage = 1;
 	f.job.parallelism.edp = 2;	/* what the job check infers */
 	dims(&f, &a, &d, &r);
@@ -720,7 +699,7 @@ Test(moe, estimate_counts_the_built_program)
 	int i;
 
 	/* ep 8 (edp 1), ZeRO-1 with expert buckets over edp 2 (ep 4) */
-	moe_job(&f, 8, 2, 512, 8);
+	fixture_moe(&f, 8, 2, 512, 8);
 	f.job.training.global_batch_size = 32;
 	assert_counts(&f, "ep 8");
 	f.job.moe.a2a_overlap = 1;
@@ -731,7 +710,7 @@ Test(moe, estimate_counts_the_built_program)
 	{
 		struct ep_comm_spec e;
 
-		moe_job(&f, 8, 2, 512, 8);
+		fixture_moe(&f, 8, 2, 512, 8);
 		f.job.training.global_batch_size = 32;
 		memset(&e, 0, sizeof(e));
 		e.name = "test-alltoall";
@@ -744,7 +723,7 @@ Test(moe, estimate_counts_the_built_program)
 		f.fw.host.sync_s = 1e-5;
 		assert_counts(&f, "ep 8, host and count sync");
 	}
-	moe_job(&f, 8, 2, 512, 4);
+	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.training.zero_stage = 1;
 	assert_counts(&f, "ep 4, edp 2, ZeRO-1");
 	f.job.training.zero_stage = 3;
@@ -785,7 +764,7 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	 * MXFP8 (per_expert_quantize): the grouped cast is 8 kernels; with
 	 * the framework's flag off, or in (tensor-scaled) fp8, one. */
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 1);
+	fixture_moe(&f, 8, 2, 512, 1);
 	f.job.training.dtype = DTYPE_MXFP8;
 	f.fw.elementwise.per_expert_quantize = 1;
 	dims(&f, &a, &d, &r);
@@ -827,7 +806,7 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	double n = 2.0 * 4096 * 1024;
 
 	arena_init(&a);
-	moe_job(&f, 8, 2, 512, 2);
+	fixture_moe(&f, 8, 2, 512, 2);
 	f.job.training.dtype = DTYPE_FP8;
 	f.job.training.fp8_scaling = FP8_DELAYED;
 	f.fw.elementwise.per_expert_quantize = 1;	/* Transformer Engine's */

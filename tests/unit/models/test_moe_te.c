@@ -27,19 +27,7 @@
  * padding on. */
 static void pad_job(struct fixture *f)
 {
-	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
-	f->model.n_routed_experts = 8;
-	f->model.num_experts_per_tok = 2;
-	f->model.moe_intermediate_size = 512;
-	f->model.decoder_sparse_step = 1;
-	f->model.moe_layer_freq = 1;
-	f->job.parallelism.ep = 2;
-	f->job.moe.routing.balance = ROUTE_UNIFORM;
-	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
-	f->job.moe.routing.draws = 64;
-	f->job.moe.routing.seed = 1;
-	f->job.moe.router_dtype = DTYPE_BF16;
-	f->job.moe.dispatch_dtype = -1;
+	fixture_moe(f, 8, 2, 512, 2);
 	f->job.training.dtype = DTYPE_MXFP8;
 	f->fw.elementwise.expert_quant_padding = 1;
 }

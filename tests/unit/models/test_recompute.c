@@ -156,20 +156,8 @@ static void moe(struct fixture *f, struct arena *a, struct layer_dims *d,
 	struct route_result r;
 	struct diag dg;
 
-	gpt(f);
-	f->model.n_routed_experts = 8;
-	f->model.num_experts_per_tok = 2;
-	f->model.moe_intermediate_size = 512;
+	fixture_moe(f, 8, 2, 512, 1);
 	f->model.shared_expert_intermediate_size = 1024;
-	f->model.decoder_sparse_step = 1;
-	f->model.moe_layer_freq = 1;
-	f->job.parallelism.ep = 1;
-	f->job.moe.routing.balance = ROUTE_UNIFORM;
-	f->job.moe.routing.method = ROUTE_CLOSED_FORM;
-	f->job.moe.routing.draws = 64;
-	f->job.moe.routing.seed = 1;
-	f->job.moe.router_dtype = DTYPE_BF16;
-	f->job.moe.dispatch_dtype = -1;
 	modules(f, v, n);
 	diag_init(&dg, stderr);
 	layer_dims_from_job(&f->job, d);
