@@ -16,6 +16,7 @@
  * bandwidth-bound kernels (the estimate's share of them), its exposed
  * communication and its bubble.
  */
+#include "base/clock.h"
 #include "plan.h"
 
 #include <math.h>
@@ -30,14 +31,6 @@
 #include "models/train.h"
 #include "run/step.h"
 #include "plan_impl.h"
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- the analytical tier over every node count ---- */
 
@@ -547,7 +540,7 @@ out:
 int plan_run(const struct job_spec *j, const struct plan_opts *o,
 	     struct plan_result *r, struct diag *d)
 {
-	double t0 = now_s(), t1;
+	double t0 = clock_mono_s(), t1;
 	struct found f;
 	int rc;
 
@@ -562,7 +555,7 @@ int plan_run(const struct job_spec *j, const struct plan_opts *o,
 	r->ranked = f.agg.n;
 	r->estimated = f.agg.nest;
 	memcpy(r->pruned, f.agg.pruned, sizeof(r->pruned));
-	t1 = now_s();
+	t1 = clock_mono_s();
 	r->est_wall_s = t1 - t0;
 	if (f.n == 0) {
 		if (f.agg.pruned[PR_MEMORY] > 0 && f.agg.have_min_mem)
@@ -574,7 +567,7 @@ int plan_run(const struct job_spec *j, const struct plan_opts *o,
 	}
 	if (full_tier(j, o, &f, r, d) != 0)
 		goto out;
-	r->full_wall_s = now_s() - t1;
+	r->full_wall_s = clock_mono_s() - t1;
 	qsort(r->cands, (size_t)r->ncands, sizeof(*r->cands), by_final);
 	if (o->max_gpus > 0 && front_of(r) != 0) {
 		diag_oom(d);
@@ -584,7 +577,7 @@ int plan_run(const struct job_spec *j, const struct plan_opts *o,
 	rc = 0;
 out:
 	mem_free(f.v);
-	r->wall_s = now_s() - t0;
+	r->wall_s = clock_mono_s() - t0;
 	return rc;
 }
 

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "network/net.h"
@@ -233,14 +234,6 @@ static void apply(struct plan_cand *c, const struct rec *r)
 	c->tflops_per_gpu = r->tflops_per_gpu;
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Progress on a long full tier: a line at most every PROGRESS_S once it
  * has run that long. */
 #define PROGRESS_S 10.0
@@ -252,7 +245,7 @@ struct progress {
 static void progress(struct progress *p, size_t done, size_t n,
 		     struct diag *d)
 {
-	double t = now_s();
+	double t = clock_mono_s();
 
 	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
 		return;
@@ -265,7 +258,7 @@ static int in_process(const struct job_spec *j, const struct plan_opts *o,
 		      struct plan_cand *c, size_t n, struct diag *d)
 {
 	struct fabrics fb = { .n = 0 };
-	struct progress pr = { now_s(), 0 };
+	struct progress pr = { clock_mono_s(), 0 };
 	size_t i;
 	int rc = 0;
 
@@ -292,7 +285,7 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 	size_t nw = workers(o, n), w, started = 0, got = 0;
 	int fds[2], rc = 0, status;
 	pid_t pid, pids[256];
-	struct progress pr = { now_s(), 0 };
+	struct progress pr = { clock_mono_s(), 0 };
 	struct rec r;
 
 	if (nw > sizeof(pids) / sizeof(pids[0]))

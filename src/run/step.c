@@ -36,6 +36,7 @@
  * program no longer sits in the caches). STEP_TRACE_B: 167 bytes of
  * trace JSON a task, measured.
  */
+#include "base/clock.h"
 #include "step.h"
 
 #include <stdio.h>
@@ -324,20 +325,12 @@ struct progress {
 	double t0, last;	/* s, monotonic clock at the start, last line */
 };
 
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* prog_set_progress() callback: a line every STEP_PROGRESS_S at most. */
 static void progress_line(void *arg, uint32_t done, uint32_t total,
 			  double now_s)
 {
 	struct progress *pr = arg;
-	double t = wall_s();
+	double t = clock_mono_s();
 
 	if (t - pr->last < STEP_PROGRESS_S)
 		return;
@@ -388,7 +381,7 @@ static int simulate(const struct job_spec *j, struct prog *p,
 			      "%.0f s)...", n / 1e6, prog_ranks(p),
 			      STEP_TASK_S * n);
 		pr.d = d;
-		pr.t0 = pr.last = wall_s();
+		pr.t0 = pr.last = clock_mono_s();
 		prog_set_progress(p, progress_line, &pr);
 	}
 	if (exec_run(p, sim, ops, ctx, &er, &why) != 0)

@@ -31,6 +31,7 @@
  * Little's law, L = lambda W, holds up to the sampling error of lambda
  * and W.
  */
+#include "base/clock.h"
 #include "serve_impl.h"
 
 #include <gsl/gsl_rng.h>
@@ -340,14 +341,6 @@ struct arrivals {
 #define SERVE_PROGRESS_REQS 50000
 #define SERVE_PROGRESS_S 2.0
 
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(struct arrivals *a, double now)
 {
 	struct serve *s = a->s;
@@ -355,7 +348,7 @@ static void progress(struct arrivals *a, double now)
 
 	if (s->nreq < SERVE_PROGRESS_REQS || ++a->calls % 1024 != 0)
 		return;		/* a short run; else the clock now and then */
-	t = wall_s();
+	t = clock_mono_s();
 	if (t - a->last < SERVE_PROGRESS_S)
 		return;
 	a->last = t;
@@ -576,7 +569,7 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	}
 	arr.s = &s;
 	arr.evs = evs;
-	arr.t0 = arr.last = wall_s();
+	arr.t0 = arr.last = clock_mono_s();
 	arr.calls = 0;
 	if (s.nreq >= SERVE_PROGRESS_REQS)
 		diag_progress(d, "serving: simulating %lld requests on %d "

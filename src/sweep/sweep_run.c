@@ -15,6 +15,7 @@
  * A record on the pipe is smaller than PIPE_BUF, so each write is atomic
  * and records from different workers never interleave.
  */
+#include "base/clock.h"
 #include "sweep_impl.h"
 
 #include <errno.h>
@@ -104,14 +105,6 @@ struct pool {
 	int drawn;			/* a live line is on the screen */
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- progress ------------------------------------------------------- */
 
 static void eta_text(double s, char *buf, size_t len)
@@ -141,13 +134,13 @@ static uint64_t done_count(const struct sweep_tally *t)
 static void draw(struct pool *p, int force)
 {
 	const struct sweep_tally *t = p->t;
-	double el = now_s() - p->t0, rate;
+	double el = clock_mono_s() - p->t0, rate;
 	uint64_t done = done_count(t);
 	char eta[32];
 
-	if (!p->c->o->progress || (!force && now_s() - p->last_draw < REDRAW_S))
+	if (!p->c->o->progress || (!force && clock_mono_s() - p->last_draw < REDRAW_S))
 		return;
-	p->last_draw = now_s();
+	p->last_draw = clock_mono_s();
 	rate = el > 0 ? (double)done / el : 0;
 	eta_text(rate > 0 ? (double)(p->count - done) / rate : -1, eta,
 		 sizeof(eta));
@@ -433,14 +426,14 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 		goto out;
 	}
 	t->points = p.count;
-	p.t0 = now_s();
+	p.t0 = clock_mono_s();
 	if ((uint64_t)jobs > p.count)
 		jobs = p.count ? (int)p.count : 1;
 	catch_stops(old);
 	rc = jobs == 1 ? run_here(&p, d) : run_pool(&p, jobs, d);
 	restore_stops(old);
 	t->stopped = stop_sig;
-	t->seconds = now_s() - p.t0;
+	t->seconds = clock_mono_s() - p.t0;
 	if (p.drawn)
 		fputc('\n', stderr);
 	if (o->out && sweep_summary(&c, p.idx, p.outcome, p.hash, p.count,
