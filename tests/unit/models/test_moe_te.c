@@ -154,20 +154,29 @@ Test(moe, aligned_counts_need_no_padding_copies)
 	arena_release(&a);
 }
 
+/* o costed by block.c on f's GPU (bf16 activations) into b; the index
+ * of the op named name (the test fails when there is none). */
+static int costed_op(struct fixture *f, const struct layer_ops *o,
+		     const char *name, struct block *b)
+{
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+	int i;
+
+	cr_assert_eq(block_cost(b, o, &f->gpu, &dt, NULL), 0);
+	for (i = 0; i < b->n; i++)
+		if (strcmp(b->op[i].name, name) == 0)
+			return i;
+	cr_assert_fail("no op %s", name);
+	return -1;
+}
+
 /* The time of the op named name once block.c has costed o on f's GPU. */
 static double op_time(struct fixture *f, const struct layer_ops *o,
 		      const char *name)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
-	int i;
 
-	cr_assert_eq(block_cost(&b, o, &f->gpu, &dt, NULL), 0);
-	for (i = 0; i < b.n; i++)
-		if (strcmp(b.op[i].name, name) == 0)
-			return b.op[i].time_s;
-	cr_assert_fail("no op %s", name);
-	return 0;
+	return b.op[costed_op(f, o, name, &b)].time_s;
 }
 
 Test(moe, per_expert_gemms_pay_each_streams_launches)
@@ -270,15 +279,9 @@ static double host_time(struct fixture *f, const struct layer_ops *o,
 			const char *name)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
-	int i;
+	int i = costed_op(f, o, name, &b);
 
-	cr_assert_eq(block_cost(&b, o, &f->gpu, &dt, NULL), 0);
-	for (i = 0; i < b.n; i++)
-		if (strcmp(b.op[i].name, name) == 0)
-			return train_host_op_s(&f->job, &b, i);
-	cr_assert_fail("no op %s", name);
-	return 0;
+	return train_host_op_s(&f->job, &b, i);
 }
 
 Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
