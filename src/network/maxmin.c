@@ -213,7 +213,7 @@ static int cons_grow(struct cons *c)
  * its place (so list order is what additions and removals made it). The
  * last entry itself (a flow alone on a link: most of a long flow's
  * links) moves nothing. */
-static void cons_unlink(struct mm *m, const struct elem *e)
+static inline struct cons *cons_unlink(struct mm *m, const struct elem *e)
 {
 	struct cons *c = &m->cons[e->cons];
 	uint32_t n = c->n - 1;
@@ -226,6 +226,7 @@ static void cons_unlink(struct mm *m, const struct elem *e)
 		c->list[e->pos] = last;
 		m->vars[last.var].elems[last.ei].pos = e->pos;
 	}
+	return c;
 }
 
 static mm_id var_slot(struct mm *m)
@@ -260,36 +261,50 @@ static void var_release(struct mm *m, mm_id v)
 	m->free_var = v;
 }
 
-/* Link the variable's elements into its constraints; undo on failure.
- * The new variable's component is found from the fresh list, so its
- * constraints need not be marked dirty. */
-static int var_link(struct mm *m, mm_id v)
+/* Give variable v its n elements (cons[i], coef[i]), each at the end of
+ * its constraint's list, and its rate alone; undo on failure. One pass:
+ * a constraint is read once for its capacity and its list (a 128-GPU
+ * ring's flow crosses ~350 of them). The new variable's component is
+ * found from the fresh list, so its constraints need not be marked
+ * dirty. */
+static int var_link(struct mm *m, mm_id v, const mm_id *cons,
+		    const double *coef, uint32_t n)
 {
 	struct var *x = &m->vars[v];
 	struct elem *el = x->elems;
-	struct cons *cons = m->cons;
+	struct cons *all = m->cons;
 	uint32_t *busy = m->busy;
-	uint32_t i, n = x->nelems;
+	double alone_Bps = x->alone_Bps;
+	uint32_t i;
 
-	/* Each element at the end of its constraint's list (values held in
-	 * locals: the stores would make the compiler load them again). */
+	/* Values held in locals: the stores would make the compiler load
+	 * them again. */
 	for (i = 0; i < n; i++) {
-		mm_id ci = el[i].cons;
-		struct cons *c = &cons[ci];
-		uint32_t k = c->n;
+		mm_id ci = cons[i];
+		struct cons *c;
+		double alone;
+		uint32_t k;
 
+		if (ci >= m->ncons || !(coef[i] > 0))
+			BUG("bad constraint or coefficient");
+		c = &all[ci];
+		alone = c->cap_Bps / coef[i];
+		if (alone < alone_Bps)
+			alone_Bps = alone;
+		k = c->n;
 		if (k == c->capn && cons_grow(c) != 0)
 			goto undo;
-		el[i].pos = k;
-		c->list[k] = (struct centry){ v, i, el[i].coef };
+		el[i] = (struct elem){ ci, k, coef[i] };
+		c->list[k] = (struct centry){ v, i, coef[i] };
 		c->n = k + 1;
 		busy[ci] = k + 1;
 	}
+	x->alone_Bps = alone_Bps;
 	if (vec_push(&m->fresh, v) == 0)
 		return 0;
 undo:
 	while (i-- > 0)
-		cons_unlink(m, &x->elems[i]);
+		cons_unlink(m, &el[i]);
 	return -1;
 }
 
@@ -298,7 +313,6 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 {
 	mm_id v;
 	struct var *x;
-	uint32_t i;
 
 	if (n == 0 && !(bound_Bps > 0))
 		BUG("a variable needs a constraint or a bound");
@@ -310,23 +324,12 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	if (n && !x->elems)
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
-	for (i = 0; i < n; i++) {
-		struct elem *e = &x->elems[i];
-		double alone;
-
-		if (cons[i] >= m->ncons || !(coef[i] > 0))
-			BUG("bad constraint or coefficient");
-		*e = (struct elem){ cons[i], 0, coef[i] };
-		alone = m->cons[cons[i]].cap_Bps / coef[i];
-		if (alone < x->alone_Bps)
-			x->alone_Bps = alone;
-	}
 	x->nelems = n;
 	x->bound_Bps = bound_Bps;
 	x->data = data;
 	x->live = 1;
 	x->pending = PEND_NEW;
-	if (var_link(m, v) != 0)
+	if (var_link(m, v, cons, coef, n) != 0)
 		goto fail;
 	m->live++;
 	return v;
@@ -346,11 +349,10 @@ void mm_var_remove(struct mm *m, mm_id v)
 		mm_local_remove(m, v);
 	x = &m->vars[v];
 	for (i = 0; i < x->nelems; i++) {
-		cons_unlink(m, &x->elems[i]);
 		/* Out of memory here leaves the constraint clean: the next
 		 * change to it re-solves it. One left with no variable
 		 * changes no rate (and collect() would skip it). */
-		if (m->cons[x->elems[i].cons].n > 0)
+		if (cons_unlink(m, &x->elems[i])->n > 0)
 			(void)mark_dirty(m, x->elems[i].cons);
 	}
 	var_release(m, v);
@@ -615,18 +617,23 @@ static int fill_start(struct mm *m)
 
 		struct hent e;
 		double most = 0;	/* B/s, the largest rate alone */
+		double usage = 0;
 
-		c->left_Bps = c->cap_Bps;
-		c->usage = 0;
-		c->nfree = c->n;
-		for (k = 0; k < c->n; k++)
-			c->usage += c->list[k].coef;
-		for (k = 0; prune && k < c->n; k++) {
-			double alone = m->vars[c->list[k].var].alone_Bps;
+		/* One walk of the list for both sums (usage adds up in
+		 * list order as before). */
+		for (k = 0; k < c->n; k++) {
+			usage += c->list[k].coef;
+			if (prune) {
+				double alone =
+					m->vars[c->list[k].var].alone_Bps;
 
-			if (alone > most)
-				most = alone;
+				if (alone > most)
+					most = alone;
+			}
 		}
+		c->left_Bps = c->cap_Bps;
+		c->usage = usage;
+		c->nfree = c->n;
 		if (c->n == 0)
 			continue;
 		e = (struct hent){ level(c), CONS_KEY | m->cc.v[i] };
