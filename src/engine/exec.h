@@ -106,6 +106,9 @@ int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 /* After exec_run(): when a task started and ended (s). */
 double exec_task_start_s(const struct prog *p, task_id t);
 double exec_task_end_s(const struct prog *p, task_id t);
+/* exec_task_end_s() - exec_task_start_s(), the same double, in one call
+ * (reports sum it over millions of tasks). */
+double exec_task_dur_s(const struct prog *p, task_id t);
 /* What task t is: its name, category, layer, microbatch and phase. */
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
 /* Task t's name, and its category into *cat: exec_task_info() without

@@ -51,6 +51,13 @@ double exec_task_end_s(const struct prog *p, task_id t)
 	return units_ns_to_s(task_end_ns(p, t));
 }
 
+double exec_task_dur_s(const struct prog *p, task_id t)
+{
+	check_ran(p, t);
+	return units_ns_to_s(task_end_ns(p, t)) -
+	       units_ns_to_s(task_start_ns(p, t));
+}
+
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 {
 	const struct pkind *k;

@@ -36,6 +36,11 @@ Test(exec, stream_runs_tasks_in_order_one_at_a_time)
 	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 1000);
 	cr_assert_eq(ex_ns(exec_task_start_s(p, c)), 3000);
 	cr_assert_eq(ex_ns(exec_task_end_s(p, c)), 6000);
+	/* exec_task_dur_s is end - start, the same double: b's 2 us, c's 3. */
+	cr_assert_eq(exec_task_dur_s(p, b),
+		     exec_task_end_s(p, b) - exec_task_start_s(p, b));
+	cr_assert_eq(ex_ns(exec_task_dur_s(p, b)), 2000);
+	cr_assert_eq(ex_ns(exec_task_dur_s(p, c)), 3000);
 	cr_assert_eq(ex_ns(r.step_s), 6000);
 	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 6000);
 	cr_assert_eq(r.final_rank, 0);
