@@ -140,6 +140,13 @@ static const struct schema_field engine_fields[] = {
 		  "(TensorRT-LLM without its all-to-all) in place of the library "
 		  "all-to-all (moe.dispatcher alltoall, the default); other "
 		  "dispatchers (deepep, ...) stay as the job names them" },
+	{ .key = "adp_moe_sized", .type = ST_BOOL,
+	  .offset = OFF(adp_moe_sized), .def = "false",
+	  .help = "adp_moe_allgather with each rank's own token count: the "
+		  "all-gather runs as one broadcast per rank and the "
+		  "reduce-scatter as one reduce per rank, grouped (NCCL "
+		  "ncclBroadcast / ncclReduce in a group): every ring link "
+		  "carries all ranks' slices, P/(P-1) the ring all-gather's" },
 	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
 	  .values = engine_moe_kernels_names, .def = "generic",
 	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "

@@ -146,6 +146,9 @@ struct engine_spec {
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */
+	int adp_moe_sized;			/* that all-gather and reduce-scatter take
+						 * each rank's token count: grouped
+						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int64_t moe_fused_sort_max;		/* cutlass: steps of at most this many tokens
 						 * sort the rows in one kernel, larger ones

@@ -76,6 +76,8 @@ struct infer_moe {
 				 * its experts on those routed to them and the
 				 * outputs are all-reduced over TP */
 	int allgather;		/* dispatch by all-gather + reduce-scatter */
+	int sized;		/* ... as grouped per-rank broadcasts and
+				 * reduces (engine adp_moe_sized) */
 	enum dtype weight;	/* experts' weights */
 	enum dtype compute;	/* experts' GEMM inputs */
 	double weight_B;	/* B per expert weight element */

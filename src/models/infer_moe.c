@@ -76,6 +76,13 @@
  *                     local expert took: finalizeMoeRoutingKernel's grid
  *                     is the N tokens)
  *   [reduce-scatter]  N h B, or the TP all-reduce
+ * With per-rank token counts (engine adp_moe_sized: TensorRT-LLM passes
+ * all_rank_num_tokens when it does not pad, thop/allgatherOp.cpp and
+ * reducescatterOp.cpp) the all-gather is one ncclBroadcast per rank and
+ * the reduce-scatter one ncclReduce per rank, in one NCCL group. Costed
+ * as one broadcast (reduce) of all N rows: a ring carries every rank's
+ * slice over every link, as the grouped calls do together, P/(P-1) the
+ * bytes a link carries in a ring all-gather (reduce-scatter).
  * Its all-to-all path (MNNVL, DeepEP) takes the generic list.
  *
  * Experts touched. A grouped GEMM reads the weights of the experts that
@@ -129,6 +136,8 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 			(j->moe.dispatcher->mode == EP_LIBRARY &&
 			 j->serving.engine &&
 			 j->serving.engine->adp_moe_allgather));
+	e->sized = e->allgather && j->serving.engine &&
+		   j->serving.engine->adp_moe_sized;
 	e->weight = m->quantization.method == QUANT_MXFP4 &&
 		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
 		    DTYPE_MXFP4 : d->weight;
@@ -285,7 +294,8 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 	}
 	if (e->allgather) {
 		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-			      COLL_REDUCESCATTER, Tin * e->ep * h * B);
+			      e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
+			      Tin * e->ep * h * B);
 	} else {
 		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
 				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
@@ -337,7 +347,8 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	if (a < B)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
 	if (e->dispatch) {
-		infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep, COLL_ALLGATHER,
+		infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+			      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
 			      N * (h * e->elem_B + k * 8));
 		if (e->compute == DTYPE_NVFP4)	/* swizzle_sf: 128 x 4 tiles */
 			infer_op_mem(o, "moe_sf_swizzle", N * h / 16,
@@ -388,7 +399,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	if (e->dispatch) {
 		if (e->allgather) {
 			infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-				      COLL_ALLGATHER,
+				      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
 				      Tin * e->ep * h * e->elem_B);
 		} else {
 			op = infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,

@@ -162,6 +162,8 @@ Test(infer_moe, cutlass_sorts_small_steps_in_one_kernel)
  * 64) = 622,592 B, and swizzles their NVFP4 scales (512 x 2048 / 16 =
  * 65,536 B each way). The finalize kernel writes all 512 tokens' rows,
  * 512 x 2048 x 2 = 2,097,152 B, for the reduce-scatter of as many.
+ * TensorRT-LLM passes each rank's token count (adp_moe_sized): the
+ * gather is a grouped broadcast per rank, the scatter a grouped reduce.
  */
 Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
 {
@@ -176,14 +178,36 @@ Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
 	bytes_eq(&c.o, "moe_quant", 64 * 2048 * 2.0, 64 * 2048 * 0.5625);
 	op = op_named(&c.o, "moe_dispatch");
 	cr_assert_not_null(op);
-	cr_assert_eq(op->coll, COLL_ALLGATHER);
+	cr_assert_eq(op->coll, COLL_BROADCAST);	/* adp_moe_sized */
 	cr_assert_float_eq(op->coll_B, 622592.0, 1e-6);
 	bytes_eq(&c.o, "moe_sf_swizzle", 65536.0, 65536.0);
 	cr_assert_float_eq(op_named(&c.o, "moe_finalize")->write_B, 2097152.0,
 			   1e-6);
 	op = op_named(&c.o, "moe_combine");
 	cr_assert_not_null(op);
+	cr_assert_eq(op->coll, COLL_REDUCE);
 	cr_assert_float_eq(op->coll_B, 2097152.0, 1e-6);
 	cr_assert_null(op_named(&c.o, "expert_sort"));
+	moe_case_release(&c);
+}
+
+/*
+ * Without per-rank sizes (adp_moe_sized false: padded ranks) the same
+ * bytes go by one all-gather and one reduce-scatter.
+ */
+Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "serving.engine.adp_moe_sized=false"};
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, adp, 5);
+	cr_assert(!c.d.moe.sized);
+	cr_assert_eq(op_named(&c.o, "moe_dispatch")->coll, COLL_ALLGATHER);
+	cr_assert_float_eq(op_named(&c.o, "moe_dispatch")->coll_B, 622592.0,
+			   1e-6);
+	cr_assert_eq(op_named(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
 	moe_case_release(&c);
 }
