@@ -17,6 +17,7 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
+const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -139,6 +140,24 @@ static const struct schema_field engine_fields[] = {
 		  "(TensorRT-LLM without its all-to-all) in place of the library "
 		  "all-to-all (moe.dispatcher alltoall, the default); other "
 		  "dispatchers (deepep, ...) stay as the job names them" },
+	{ .key = "adp_moe_sized", .type = ST_BOOL,
+	  .offset = OFF(adp_moe_sized), .def = "false",
+	  .help = "adp_moe_allgather with each rank's own token count: the "
+		  "all-gather runs as one broadcast per rank and the "
+		  "reduce-scatter as one reduce per rank, grouped (NCCL "
+		  "ncclBroadcast / ncclReduce in a group): every ring link "
+		  "carries all ranks' slices, P/(P-1) the ring all-gather's" },
+	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
+	  .values = engine_moe_kernels_names, .def = "generic",
+	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "
+		  "fused MoE: sorted ids, grouped GEMMs reading the tokens in "
+		  "place, a k-way sum) or cutlass (TensorRT-LLM's CUTLASS fused "
+		  "MoE: input quantization, a row sort, permuted copies of the "
+		  "rows, grouped GEMMs, a finalize kernel writing every token)" },
+	{ .key = "moe_fused_sort_max", .type = ST_INT,
+	  .offset = OFF(moe_fused_sort_max), .min = 0, .max = 1e6, .def = "0",
+	  .help = "cutlass: steps of at most this many tokens sort their rows "
+		  "in one kernel (one thread block), larger ones in three" },
 	{ .key = "quant_fusion", .type = ST_ENUM, .offset = OFF(quant_fusion),
 	  .values = engine_quant_fusion_names, .def = "none",
 	  .help = "kernels that write quantized GEMM inputs themselves: none "

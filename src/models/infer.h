@@ -76,12 +76,18 @@ struct infer_moe {
 				 * its experts on those routed to them and the
 				 * outputs are all-reduced over TP */
 	int allgather;		/* dispatch by all-gather + reduce-scatter */
+	int sized;		/* ... as grouped per-rank broadcasts and
+				 * reduces (engine adp_moe_sized) */
 	enum dtype weight;	/* experts' weights */
 	enum dtype compute;	/* experts' GEMM inputs */
 	double weight_B;	/* B per expert weight element */
 	double gemm_a_B;	/* B per expert GEMM input element */
 	double elem_B;		/* B per element of a dispatched token */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int cutlass;		/* TensorRT-LLM's CUTLASS fused-MoE kernels
+				 * (engine moe_kernels: cutlass) */
+	double fused_sort_max;	/* cutlass: tokens up to which one kernel
+				 * sorts the rows */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */
