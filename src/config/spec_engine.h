@@ -131,10 +131,10 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
-	int head_graph;				/* the LM head and the sampler replay in
-						 * the step's graph (else eager) */
-	int64_t graph_input_copies;		/* eager copies of the step inputs into a
+	int64_t graph_input_copies;		/* copies of the step inputs into a
 						 * graph's buffers before each replay */
+	double tp_step_overhead_s;		/* s of host work per scheduler call with
+						 * TP > 1 (input metadata to the workers) */
 	int64_t sampler_passes;			/* fp32 passes over the sampled rows'
 						 * logits after the cast (sampler kernels) */
 	int64_t sampler_copies;			/* host<->device copies of the sampler's

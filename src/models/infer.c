@@ -70,9 +70,9 @@
  * S V 4) and engine sampler_passes kernels over them (the first reads
  * S V 4, each further one reads and writes S V 4), and sampler_copies
  * launch-bound host-device copies (parameter tensors up, sampled ids
- * down). With engine head_graph false everything after the final norm
- * is launched eagerly after the graph replay (vLLM V0: compute_logits
- * and the Sampler run outside CUDAGraphRunner).
+ * down). vLLM V0 launches these after the graph replay, not in it, but
+ * while the GPU still runs the graph: they wait in the stream and cost
+ * what replayed kernels cost (kernel_launch_graph), not a host launch.
  *
  * Parameters per GPU: a layer holds h (a + 2g) d / t + a d h / t +
  * (2 or 3) h f / t weights in W and 2 h norm weights in B; the
@@ -214,7 +214,6 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
 	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
-	d->head_graph = s->engine ? s->engine->head_graph : 1;
 	d->graph_input_copies =
 		s->engine ? (int)s->engine->graph_input_copies : 0;
 	d->sampler_passes = s->engine ? (int)s->engine->sampler_passes : 1;
@@ -554,20 +553,17 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
  * launched before each replay (engine graph_input_copies; vLLM V0's
  * CUDAGraphRunner.forward copies input_ids, positions and slot_mapping,
  * and CommonAttentionState.prepare_graph_input_buffers seq_lens_tensor
- * and block_tables): one int64 per token each, launch-bound. */
+ * and block_tables): one int64 per token each, launch-bound. The host
+ * issues them while the GPU runs the input broadcasts, so they wait in
+ * the stream and cost what the graph's kernels cost. */
 void infer_graph_input_ops(const struct infer_dims *d,
 			   const struct infer_batch *b, struct infer_ops *o)
 {
 	double bytes = 8 * infer_batch_tokens(b);
 	int i;
 
-	struct infer_op *op;
-
-	for (i = 0; i < d->graph_input_copies; i++) {
-		op = infer_op_mem(o, "graph_input_copy", bytes, bytes, 0);
-		if (op)
-			op->eager = 1;
-	}
+	for (i = 0; i < d->graph_input_copies; i++)
+		infer_op_mem(o, "graph_input_copy", bytes, bytes, 0);
 }
 
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
@@ -577,14 +573,13 @@ void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 	double v = d->vocab / d->tp, f32 = dtype_bytes(DTYPE_FP32);
 	double row = s * d->vocab * f32;
 	struct infer_op *op;
-	int i, first;
+	int i;
 
 	o->n = 0;
 	memop(o, "final_norm", 2 * t * d->hidden * d->act_B,
 	      t * d->hidden * d->act_B, NORM_FLOPS * t * d->hidden);
 	if (s <= 0)
 		return;
-	first = o->n;
 	memop(o, "gather_sampled", s * d->hidden * d->act_B,
 	      s * d->hidden * d->act_B, 0);
 	op = gemm(o, "lm_head", s, v, d->hidden);
@@ -597,8 +592,6 @@ void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		memop(o, "sample_pass", row, row, s * d->vocab);
 	for (i = 0; i < d->sampler_copies; i++)
 		memop(o, "sampler_copy", 0, 8 * s, 0);
-	for (i = first; !d->head_graph && i < o->n; i++)
-		o->op[i].eager = 1;
 }
 
 /* ---- costing ---- */
@@ -754,9 +747,8 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 	for (i = 0; i < o->n; i++) {
 		const struct infer_op *op = &o->op[i];
 		struct infer_cost_op *c = &u->op[i];
-		int in_graph = !op->eager &&
-			       (graph == IGRAPH_FULL ||
-				(graph == IGRAPH_PIECEWISE && !op->attention));
+		int in_graph = graph == IGRAPH_FULL ||
+			       (graph == IGRAPH_PIECEWISE && !op->attention);
 		struct gpu_cost k;
 
 		c->name = op->name;

@@ -113,8 +113,7 @@ struct infer_dims {
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
 	int input_broadcasts;	/* the engine's step-input broadcasts */
-	int head_graph;		/* head and sampler in the graph (else eager) */
-	int graph_input_copies;	/* eager input copies before a graph replay */
+	int graph_input_copies;	/* input copies before a graph replay */
 	int sampler_passes;	/* sampler kernels over the fp32 logits */
 	int sampler_copies;	/* sampler host-device copies */
 	int multi_step;		/* decode steps per scheduler call */
@@ -212,7 +211,6 @@ struct infer_op {
 	enum iop_kind kind;
 	enum iop_kern kern;	/* IOP_KERNEL */
 	int attention;		/* part of attention (not captured piecewise) */
-	int eager;		/* launched outside any graph */
 	double m, n, k;		/* IK_GEMM */
 	double batch;		/* IK_GEMM: independent GEMMs of that shape */
 	int weight_B_base;	/* IK_GEMM: weights in the base dtype (LM head) */
@@ -244,8 +242,8 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o);
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		    struct infer_ops *o);
-/* Append to o the eager copies of b's inputs into a graph's buffers
- * before its replay (engine graph_input_copies). */
+/* Append to o the copies of b's inputs into a graph's buffers before
+ * its replay (engine graph_input_copies). */
 void infer_graph_input_ops(const struct infer_dims *d,
 			   const struct infer_batch *b, struct infer_ops *o);
 

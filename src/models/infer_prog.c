@@ -329,7 +329,8 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
 	double h = x->eng->step_overhead_s +
-		   x->eng->seq_overhead_s * infer_batch_seqs(b);
+		   x->eng->seq_overhead_s * infer_batch_seqs(b) +
+		   (x->tp > 1 ? x->eng->tp_step_overhead_s : 0);
 
 	/* multi-step scheduling: one scheduler call per multi_step decodes */
 	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)
