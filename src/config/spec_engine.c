@@ -164,7 +164,7 @@ static const struct schema_field engine_fields[] = {
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
 	{ .key = "input_broadcasts", .type = ST_INT,
-	  .offset = OFF(input_broadcasts), .min = 0, .max = 64, .def = "0",
+	  .offset = OFF(input_broadcasts), .min = 0, .max = 24, .def = "0",
 	  .help = "GPU tensors of the step's inputs (tokens, positions, "
 		  "attention metadata, sampled rows) the driver broadcasts to "
 		  "the other TP ranks before each scheduler call's forward, "
@@ -174,6 +174,25 @@ static const struct schema_field engine_fields[] = {
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "
 		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
 		  "rotary_embedding and reshape_and_cache)" },
+	{ .key = "graph_input_copies", .type = ST_INT,
+	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
+	  .help = "device copies of the step's inputs into a captured "
+		  "graph's static buffers before each replay (vLLM V0's "
+		  "CUDAGraphRunner.forward)" },
+	{ .key = "tp_step_overhead", .type = ST_TIME,
+	  .offset = OFF(tp_step_overhead_s), .max = 1e-2, .def = "0 us",
+	  .help = "host time per scheduler call added with TP > 1: the "
+		  "driver serializes the input metadata, a worker "
+		  "deserializes it and rebuilds its inputs (vLLM V0's "
+		  "broadcast_tensor_dict over the shared-memory queue)" },
+	{ .key = "sampler_passes", .type = ST_INT,
+	  .offset = OFF(sampler_passes), .min = 1, .max = 16, .def = "1",
+	  .help = "kernels of the sampler over the sampled rows' fp32 logits "
+		  "after the cast (each reads and writes them)" },
+	{ .key = "sampler_copies", .type = ST_INT,
+	  .offset = OFF(sampler_copies), .min = 0, .max = 16, .def = "0",
+	  .help = "host-device copies the sampler makes per step (its "
+		  "parameter tensors up, the sampled ids down)" },
 	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
 	  .max = 1e-2, .def = "0 us",
 	  .help = "host time per kernel launched outside a CUDA graph (the "

@@ -143,6 +143,14 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int64_t graph_input_copies;		/* copies of the step inputs into a
+						 * graph's buffers before each replay */
+	double tp_step_overhead_s;		/* s of host work per scheduler call with
+						 * TP > 1 (input metadata to the workers) */
+	int64_t sampler_passes;			/* fp32 passes over the sampled rows'
+						 * logits after the cast (sampler kernels) */
+	int64_t sampler_copies;			/* host<->device copies of the sampler's
+						 * tensors and sampled ids per step */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */

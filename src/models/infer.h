@@ -119,6 +119,9 @@ struct infer_dims {
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
 	int input_broadcasts;	/* the engine's step-input broadcasts */
+	int graph_input_copies;	/* input copies before a graph replay */
+	int sampler_passes;	/* sampler kernels over the fp32 logits */
+	int sampler_copies;	/* sampler host-device copies */
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */
@@ -245,6 +248,10 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o);
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		    struct infer_ops *o);
+/* Append to o the copies of b's inputs into a graph's buffers before
+ * its replay (engine graph_input_copies). */
+void infer_graph_input_ops(const struct infer_dims *d,
+			   const struct infer_batch *b, struct infer_ops *o);
 
 /* A costed op. */
 struct infer_cost_op {
