@@ -230,14 +230,14 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 struct layout_sink {
 	struct diag *d;			/* NULL: only the bits */
 	const struct cnode *node;	/* the job's mapping, or NULL */
-	uint32_t rules;			/* the rules to check, 1 << enum job_rule */
-	uint32_t broken;		/* those broken */
+	uint64_t rules;			/* the rules to check, JR_BIT(rule) each */
+	uint64_t broken;		/* those broken */
 };
 
 /* Whether rule r is to be checked. */
 static int want(const struct layout_sink *s, enum job_rule r)
 {
-	return (s->rules >> r) & 1u;
+	return (s->rules >> r) & 1;
 }
 
 static void layout_error(struct layout_sink *s, enum job_rule rule,
@@ -254,7 +254,7 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 
 	if (!want(s, rule))
 		return;
-	s->broken |= 1u << rule;
+	s->broken |= JR_BIT(rule);
 	if (!s->d)
 		return;
 	dot = strchr(key, '.');
@@ -384,7 +384,7 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 	if (rc == -2) {
 		if (s->d)
 			diag_oom(s->d);
-		s->broken |= 1u << JR_PP_SPLIT;
+		s->broken |= JR_BIT(JR_PP_SPLIT);
 		return;
 	}
 	if (rc != 0)
@@ -606,7 +606,7 @@ static void key_error(struct layout_sink *s, enum job_rule rule,
 
 	if (!want(s, rule))
 		return;
-	s->broken |= 1u << rule;
+	s->broken |= JR_BIT(rule);
 	if (!s->d)
 		return;
 	va_start(ap, fmt);
@@ -722,7 +722,7 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 	}
 }
 
-uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
+uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 			  const struct cnode *node)
 {
 	struct parallel_spec *p = &j->parallelism;

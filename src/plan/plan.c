@@ -195,7 +195,7 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 	}
 	job_for(j, &a->rule_miss[worst].lay, &sys, &jj);
 	if (worst < JR_COUNT)
-		(void)job_layout_check(&jj, 1u << worst, d, NULL);
+		(void)job_layout_check(&jj, JR_BIT(worst), d, NULL);
 	else if (worst == PR_UNSUPPORTED)
 		diag_error(d, NULL, 0, 0, "ZeRO 3 on an MoE model is not "
 			   "estimated by the planner's analytical tier; it "
