@@ -222,7 +222,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
-	"train_chunked", NULL,
+	"train_chunked", "sp_seq", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -592,6 +592,29 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 			     (long long)heads, (long long)kv);
 }
 
+/* Sequence parallelism splits each CP rank's seq_len / cp tokens over
+ * the TP group: Megatron-Core's scatter and reduce-scatter along the
+ * sequence assert it divides (tensor_parallel/mappings.py,
+ * _split_along_first_dim, _reduce_scatter_along_first_dim: "First
+ * dimension of the tensor should be divisible by tensor parallel
+ * size"). With seq_len % cp == 0 (JR_CP_SEQ), that is cp*tp dividing
+ * seq_len. */
+static void check_sp(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t seq = j->training.seq_len, split = p->cp * p->tp;
+
+	if (p->sequence_parallel && p->tp > 1 && seq % split != 0)
+		layout_error(s, JR_SP_SEQ, "parallelism", "sequence_parallel "
+			     "splits the seq_len %lld tokens over cp*tp = "
+			     "%lld*%lld ranks, which does not divide them "
+			     "(Megatron-Core asserts the sequence divisible by "
+			     "the tensor-parallel size); use a seq_len that "
+			     "is a multiple of %lld or sequence_parallel: false",
+			     (long long)seq, (long long)p->cp, (long long)p->tp,
+			     (long long)split);
+}
+
 /* A rule about the job's keys rather than its layout (a key its phase
  * needs): the bit, and with d the error at `at`. */
 static void key_error(struct layout_sink *s, enum job_rule rule,
@@ -638,6 +661,7 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	}
 	check_schedule(j, s);
 	check_cp(j, s);
+	check_sp(j, s);
 	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
 	 * parallelism over it is refused: no framework we know of runs it.
 	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)

@@ -431,6 +431,7 @@ enum job_rule {
 	JR_INF_EP,		/* inference: ep (x etp) spans an instance's GPUs */
 	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
 	JR_TRAIN_CHUNKED,	/* training: cp 1 over chunks < seq_len */
+	JR_SP_SEQ,		/* sequence_parallel: cp*tp divides seq_len */
 	JR_COUNT
 };
 

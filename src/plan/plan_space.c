@@ -435,7 +435,8 @@ static int level_sp_rc(struct walk *w)
 			prune(w, PR_REDUNDANT, (uint64_t)(li->nrc * li->nzero));
 			continue;
 		}
-		if ((r = broken(w, JR_BIT(JR_MOE_SP))) >= 0) {
+		r = broken(w, JR_BIT(JR_MOE_SP) | JR_BIT(JR_SP_SEQ));
+		if (r >= 0) {
 			prune(w, r, (uint64_t)(li->nrc * li->nzero));
 			continue;
 		}
