@@ -226,7 +226,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
- * diagnostic at the job's `key` mapping (or the job itself). */
+ * diagnostic in the job's mapping (rule_at). */
 struct layout_sink {
 	struct diag *d;			/* NULL: only the bits */
 	const struct cnode *node;	/* the job's mapping, or NULL */
@@ -240,16 +240,104 @@ static int want(const struct layout_sink *s, enum job_rule r)
 	return (s->rules >> r) & 1;
 }
 
-static void layout_error(struct layout_sink *s, enum job_rule rule,
-			 const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* The value of "section.key" in the job's mapping, else the section's
+ * mapping, else NULL. */
+static const struct cnode *job_key(const struct cnode *job, const char *key)
+{
+	const struct cnode *sec;
+	const char *dot = strchr(key, '.');
+	char head[32];
+
+	if (!job || !dot || (size_t)(dot - key) >= sizeof(head))
+		return job ? cnode_get(job, key) : NULL;
+	memcpy(head, key, (size_t)(dot - key));
+	head[dot - key] = '\0';
+	sec = cnode_get(job, head);
+	if (sec && cnode_get(sec, dot + 1))
+		return cnode_get(sec, dot + 1);
+	return sec;
+}
+
+/* Where a broken rule is reported: of the job keys it reads (`keys`,
+ * dotted, separated by blanks, the likeliest culprit first), the one the
+ * user changed (schema_check_blame: a --set, a file overriding the
+ * preset), else the first one written, else the first key's section,
+ * else the job's mapping. */
+static const struct cnode *rule_at(const struct cnode *job, const char *keys)
+{
+	char buf[256], *names[8], *save = NULL, *k;
+	struct schema_at at = { job, NULL };
+	const struct cnode *v;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", keys);
+	for (k = strtok_r(buf, " ", &save); k && n < 8;
+	     k = strtok_r(NULL, " ", &save))
+		names[n++] = k;
+	if (n == 0)
+		return job;
+	v = job_key(job, names[schema_check_blame(&at,
+			(const char *const *)names, n)]);
+	return v ? v : job;
+}
+
+/* The job keys each rule reads, the likeliest culprit first (rule_at
+ * blames the one the user changed). */
+static const char *const rule_keys[JR_COUNT] = {
+	[JR_WORLD] = "parallelism.dp parallelism.tp parallelism.pp "
+		     "parallelism.cp",
+	[JR_TP_HEADS] = "parallelism.tp",
+	[JR_TP_KV_HEADS] = "parallelism.tp",
+	[JR_TP_FFN] = "parallelism.tp",
+	[JR_TP_OVERLAP] = "parallelism.tp_comm_overlap parallelism.tp "
+			  "parallelism.sequence_parallel",
+	[JR_CP_SEQ] = "parallelism.cp training.seq_len "
+		      "parallelism.cp_load_balance",
+	[JR_EP_DENSE] = "parallelism.ep",
+	[JR_PP_LAYERS] = "parallelism.pp parallelism.vpp",
+	[JR_PP_SPLIT] = "parallelism.pp_layout parallelism.pp_layers "
+			"parallelism.pp parallelism.vpp",
+	[JR_BATCH] = "training.global_batch_size training.micro_batch_size "
+		     "parallelism.dp parallelism.tp parallelism.pp "
+		     "parallelism.cp",
+	[JR_SCHED_VPP] = "parallelism.vpp parallelism.schedule",
+	[JR_SCHED_PP] = "parallelism.schedule parallelism.pp",
+	[JR_SCHED_MICRO] = "parallelism.schedule training.global_batch_size "
+			   "training.micro_batch_size parallelism.pp "
+			   "parallelism.dp",
+	[JR_EP_EXPERTS] = "parallelism.ep",
+	[JR_EP_FOLD] = "parallelism.ep parallelism.etp parallelism.tp "
+		       "parallelism.cp parallelism.dp",
+	[JR_ETP_FFN] = "parallelism.etp parallelism.tp",
+	[JR_TP_SHARED] = "parallelism.tp",
+	[JR_MOE_SP] = "parallelism.sequence_parallel parallelism.tp",
+	[JR_MTP] = "moe.mtp_layers",
+	[JR_EP_VENDOR] = "moe.dispatcher",
+	[JR_A2A_VPP] = "moe.a2a_overlap parallelism.pp parallelism.vpp "
+		       "parallelism.ep",
+	[JR_A2A_RECOMPUTE] = "training.recompute moe.a2a_overlap "
+			     "parallelism.ep",
+	[JR_CP_A2A] = "parallelism.cp_a2a parallelism.cp",
+	[JR_CP_HEADS] = "parallelism.cp_a2a parallelism.cp_comm_type "
+			"parallelism.cp parallelism.tp",
+	[JR_INF_CP] = "parallelism.cp",
+	[JR_INF_VPP] = "parallelism.vpp",
+	[JR_INF_ATTN_DP] = "parallelism.attention_dp",
+	[JR_INF_EP] = "parallelism.ep parallelism.etp parallelism.tp "
+		      "parallelism.dp parallelism.attention_dp",
+	[JR_TRAIN_CHUNKED] = "parallelism.cp training.seq_len",
+	[JR_SP_SEQ] = "training.seq_len parallelism.sequence_parallel "
+		      "parallelism.tp parallelism.cp",
+};
 
 static void layout_error(struct layout_sink *s, enum job_rule rule,
-			 const char *key, const char *fmt, ...)
+			 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void layout_error(struct layout_sink *s, enum job_rule rule,
+			 const char *fmt, ...)
 {
-	const struct cnode *at, *sec;
-	const char *dot;
-	char msg[512], head[32];
+	char msg[512];
 	va_list ap;
 
 	if (!want(s, rule))
@@ -257,24 +345,11 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 	s->broken |= JR_BIT(rule);
 	if (!s->d)
 		return;
-	dot = strchr(key, '.');
-	if (dot && (size_t)(dot - key) < sizeof(head)) {
-		/* "section.key": the key inside the section when given */
-		memcpy(head, key, (size_t)(dot - key));
-		head[dot - key] = '\0';
-		sec = s->node ? cnode_get(s->node, head) : NULL;
-		at = sec ? cnode_get(sec, dot + 1) : NULL;
-		if (!at)
-			at = sec;
-	} else {
-		at = s->node ? cnode_get(s->node, key) : NULL;
-	}
-	if (!at)
-		at = s->node;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cnode_error(s->d, at, "layout: %s", msg);
+	cnode_error(s->d, rule_at(s->node, rule_keys[rule] ? rule_keys[rule] :
+				  "parallelism"), "layout: %s", msg);
 }
 
 /* Infer dp when absent; check tp*pp*cp*dp against the GPUs. -1 when dp
@@ -286,16 +361,14 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus,
 
 	if (p->dp == 0) {
 		if (gpus % tpc != 0) {
-			layout_error(s, JR_WORLD, "parallelism",
-				     "tp*pp*cp = %lld does not divide the %lld "
-				     "GPUs of the system",
+			layout_error(s, JR_WORLD, "tp*pp*cp = %lld does not "
+				     "divide the %lld GPUs of the system",
 				     (long long)tpc, (long long)gpus);
 			return -1;
 		}
 		p->dp = gpus / tpc;
 	} else if (tpc * p->dp != gpus) {
-		layout_error(s, JR_WORLD, "parallelism",
-			     "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
+		layout_error(s, JR_WORLD, "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
 			     "system has %lld GPUs", (long long)p->tp,
 			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
 			     (long long)(tpc * p->dp), (long long)gpus);
@@ -311,22 +384,22 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 	const struct model_spec *m = j->model;
 
 	if (want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
-		layout_error(s, JR_TP_HEADS, "parallelism", "tp %lld does not "
+		layout_error(s, JR_TP_HEADS, "tp %lld does not "
 			     "divide num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
 	if (want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
 	    p->tp % m->num_key_value_heads != 0)
-		layout_error(s, JR_TP_KV_HEADS, "parallelism", "tp %lld and "
+		layout_error(s, JR_TP_KV_HEADS, "tp %lld and "
 			     "num_key_value_heads %lld: one must divide the other "
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
 	if (want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
-		layout_error(s, JR_TP_FFN, "parallelism", "tp %lld does not "
+		layout_error(s, JR_TP_FFN, "tp %lld does not "
 			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
 	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
-		layout_error(s, JR_TP_OVERLAP, "parallelism", "tp_comm_overlap "
+		layout_error(s, JR_TP_OVERLAP, "tp_comm_overlap "
 			     "needs tp >= 2 and sequence_parallel: true (got tp "
 			     "%lld, sequence_parallel %s)", (long long)p->tp,
 			     p->sequence_parallel ? "true" : "false");
@@ -342,7 +415,7 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 	if (p->pp_layers.n == 0 || !want(s, JR_PP_SPLIT))
 		return;
 	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
-		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers has %zu "
+		layout_error(s, JR_PP_SPLIT, "pp_layers has %zu "
 			     "entries; it needs pp*vpp = %lld (one per virtual "
 			     "stage)", p->pp_layers.n, (long long)(p->pp * p->vpp));
 		return;
@@ -350,7 +423,7 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 	for (i = 0; i < p->pp_layers.n; i++) {
 		sum += p->pp_layers.v[i];
 		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
-			layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers[%zu] "
+			layout_error(s, JR_PP_SPLIT, "pp_layers[%zu] "
 				     "is 0: only the first and last virtual stages "
 				     "(which hold the embedding and the LM head) may "
 				     "have no layers", i);
@@ -358,7 +431,7 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 		}
 	}
 	if (sum != j->model->num_hidden_layers)
-		layout_error(s, JR_PP_SPLIT, "parallelism", "pp_layers sums to "
+		layout_error(s, JR_PP_SPLIT, "pp_layers sums to "
 			     "%lld layers but the model has %lld", (long long)sum,
 			     (long long)j->model->num_hidden_layers);
 }
@@ -376,7 +449,7 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 	if (!p->pp_layout || !want(s, JR_PP_SPLIT))
 		return;
 	if (p->pp_layers.n > 0) {
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layers and "
+		layout_error(s, JR_PP_SPLIT, "pp_layers and "
 			     "pp_layout both split the layers: give one");
 		return;
 	}
@@ -388,38 +461,38 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 		return;
 	}
 	if (rc != 0)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: %s", why);
+		layout_error(s, JR_PP_SPLIT, "pp_layout: %s", why);
 	else if (l.stages != p->pp * p->vpp)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
 			     "stages; it needs pp*vpp = %lld%s", (long long)l.stages,
 			     (long long)(p->pp * p->vpp),
 			     l.stages % p->pp == 0 ? " (set vpp to stages / pp, "
 			     "as Megatron infers it)" : "");
 	else if (l.embeddings != 1 || !l.embedding_first)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: the "
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the "
 			     "embedding E comes once, first (got %lld)",
 			     (long long)l.embeddings);
 	else if (l.losses != 1 || !l.loss_last)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: the loss "
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the loss "
 			     "L comes once, last (got %lld)", (long long)l.losses);
 	else if (l.layers != j->model->num_hidden_layers)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
 			     "decoder layers t but the model has %lld",
 			     (long long)l.layers,
 			     (long long)j->model->num_hidden_layers);
 	else if (l.mtp != j->moe.mtp_layers)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout has %lld "
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
 			     "MTP modules m but moe.mtp_layers is %lld",
 			     (long long)l.mtp, (long long)j->moe.mtp_layers);
 	else if (l.mtp > 0 && (!l.mtp_after_layers || !l.mtp_one_stage ||
 			       l.mtp_stage != l.stages - 1))
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: llmsim "
+		layout_error(s, JR_PP_SPLIT, "pp_layout: llmsim "
 			     "runs the MTP modules m after every decoder layer, "
 			     "on the last virtual stage with the loss (got the "
 			     "first in stage %lld of %lld)",
 			     (long long)l.mtp_stage, (long long)l.stages);
 	else if (l.empty_stage >= 0 && l.empty_stage != l.stages - 1)
-		layout_error(s, JR_PP_SPLIT, "parallelism.pp_layout", "pp_layout: stage "
+		layout_error(s, JR_PP_SPLIT, "pp_layout: stage "
 			     "%lld has no decoder layer: only the first and last "
 			     "virtual stages may have none",
 			     (long long)l.empty_stage);
@@ -435,18 +508,18 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 	if (p->schedule < 0)
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
 	if (p->schedule == SCHED_INTERLEAVED && p->vpp < 2)
-		layout_error(s, JR_SCHED_VPP, "parallelism", "the interleaved "
+		layout_error(s, JR_SCHED_VPP, "the interleaved "
 			     "schedule needs vpp >= 2, got vpp %lld",
 			     (long long)p->vpp);
 	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
-		layout_error(s, JR_SCHED_VPP, "parallelism", "vpp %lld needs "
+		layout_error(s, JR_SCHED_VPP, "vpp %lld needs "
 			     "schedule 'interleaved'", (long long)p->vpp);
 	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
-		layout_error(s, JR_SCHED_PP, "parallelism", "the interleaved "
+		layout_error(s, JR_SCHED_PP, "the interleaved "
 			     "schedule needs pp >= 2, got pp %lld",
 			     (long long)p->pp);
 	if (t->global_batch_size % per_step != 0) {
-		layout_error(s, JR_BATCH, "training", "global_batch_size %lld is "
+		layout_error(s, JR_BATCH, "global_batch_size %lld is "
 			     "not divisible by micro_batch_size * dp = %lld * %lld",
 			     (long long)t->global_batch_size,
 			     (long long)t->micro_batch_size, (long long)p->dp);
@@ -454,7 +527,7 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 	}
 	if (p->schedule == SCHED_INTERLEAVED &&
 	    (t->global_batch_size / per_step) % p->pp != 0)
-		layout_error(s, JR_SCHED_MICRO, "parallelism", "the interleaved "
+		layout_error(s, JR_SCHED_MICRO, "the interleaved "
 			     "schedule needs the microbatch count "
 			     "global_batch_size / (micro_batch_size * dp) = %lld "
 			     "to be a multiple of pp %lld",
@@ -475,47 +548,48 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 	p->edp = 0;
 	if (!model_is_moe(m)) {
 		if (p->ep != 1)
-			layout_error(s, JR_EP_DENSE, "parallelism", "ep %lld on a dense "
+			layout_error(s, JR_EP_DENSE, "ep %lld on a dense "
 				     "model: expert parallelism needs "
 				     "'n_routed_experts'", (long long)p->ep);
 		p->edp = p->dp * p->cp;
 		return;
 	}
 	if (m->n_routed_experts % p->ep != 0)
-		layout_error(s, JR_EP_EXPERTS, "parallelism", "ep %lld does not divide the "
+		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
 			     (long long)m->n_routed_experts);
 	if (stage % (p->etp * p->ep) != 0)
-		layout_error(s, JR_EP_FOLD, "parallelism", "etp*ep = %lld*%lld does not "
+		layout_error(s, JR_EP_FOLD, "etp*ep = %lld*%lld does not "
 			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "
 			     "the experts fold over", (long long)p->etp,
 			     (long long)p->ep, (long long)stage);
 	else
 		p->edp = stage / (p->etp * p->ep);
 	if (m->moe_intermediate_size % p->etp != 0)
-		layout_error(s, JR_ETP_FFN, "parallelism", "etp %lld does not divide "
+		layout_error(s, JR_ETP_FFN, "etp %lld does not divide "
 			     "moe_intermediate_size %lld", (long long)p->etp,
 			     (long long)m->moe_intermediate_size);
 	if (model_shared_ffn(m) % p->tp != 0)
-		layout_error(s, JR_TP_SHARED, "parallelism", "tp %lld does not divide the "
+		layout_error(s, JR_TP_SHARED, "tp %lld does not divide the "
 			     "shared experts' hidden size %lld", (long long)p->tp,
 			     (long long)model_shared_ffn(m));
 	if (p->tp > 1 && !p->sequence_parallel && !job_is_inference(j))
-		layout_error(s, JR_MOE_SP, "parallelism", "an MoE model with tp %lld "
+		layout_error(s, JR_MOE_SP, "an MoE model with tp %lld "
 			     "needs sequence_parallel: true (Megatron-Core's MoE "
 			     "layer takes the sequence-parallel shard)",
 			     (long long)p->tp);
 	if (j->moe.dispatcher && j->moe.dispatcher->vendor != EP_VENDOR_ANY &&
 	    (j->moe.dispatcher->vendor == EP_VENDOR_NVIDIA) !=
 	    (j->system->gpu->vendor == GPU_NVIDIA))
-		layout_error(s, JR_EP_VENDOR, "moe", "dispatcher '%s' runs on %s GPUs "
+		layout_error(s, JR_EP_VENDOR, "dispatcher '%s' runs on %s GPUs "
 			     "only, the system's %s is not one (alltoall or "
 			     "hierarchical run on any)",
 			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
 			     ep_vendor_names[j->moe.dispatcher->vendor],
 			     j->system->gpu->name ? j->system->gpu->name : "GPU");
 	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
-		layout_error(s, JR_A2A_VPP, "moe", "a2a_overlap with pp %lld needs "
+		layout_error(s, JR_A2A_VPP,
+			     "a2a_overlap with pp %lld needs "
 			     "virtual pipeline stages (vpp > 1): Megatron-Core "
 			     "runs the combined 1F1B all-to-all overlap only in the "
 			     "interleaved schedule (transformer_config.py: "
@@ -528,7 +602,8 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 	 * != 'full' */
 	if (j->moe.a2a_overlap && p->ep > 1 &&
 	    j->training.recompute == RECOMPUTE_FULL)
-		layout_error(s, JR_A2A_RECOMPUTE, "training", "recompute 'full' "
+		layout_error(s, JR_A2A_RECOMPUTE,
+			     "recompute 'full' "
 			     "with moe.a2a_overlap: Megatron-Core refuses full "
 			     "recomputation with the 1F1B all-to-all overlap "
 			     "(transformer_config.py: 'disable full recomputation "
@@ -536,7 +611,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     "use recompute 'selective' or a2a_overlap false");
 	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
-		layout_error(s, JR_MTP, "moe", "mtp_layers %lld exceeds the model's "
+		layout_error(s, JR_MTP, "mtp_layers %lld exceeds the model's "
 			     "num_nextn_predict_layers %lld",
 			     (long long)j->moe.mtp_layers,
 			     (long long)m->num_nextn_predict_layers);
@@ -568,7 +643,7 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 		     m->num_key_value_heads / p->tp : 1;
 
 	if (seq % chunks != 0)
-		layout_error(s, JR_CP_SEQ, "parallelism", "cp %lld does not divide "
+		layout_error(s, JR_CP_SEQ, "cp %lld does not divide "
 			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
 			     (long long)seq, (long long)chunks, lb ?
 			     " (2 cp with cp_load_balance)" : "");
@@ -582,10 +657,12 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 		return;
 	inner = p->cp_a2a;
 	if (p->cp % inner != 0)
-		layout_error(s, JR_CP_A2A, "parallelism", "cp_a2a %lld does not divide "
+		layout_error(s, JR_CP_A2A,
+			     "cp_a2a %lld does not divide "
 			     "cp %lld", (long long)inner, (long long)p->cp);
 	if (heads % inner != 0 || (kv % inner != 0 && inner % kv != 0))
-		layout_error(s, JR_CP_HEADS, "parallelism", "%s over %lld ranks needs the "
+		layout_error(s, JR_CP_HEADS,
+			     "%s over %lld ranks needs the "
 			     "%lld query heads and %lld KV heads of a TP rank "
 			     "divisible by it (KV heads may also divide it)",
 			     cp_comm_names[p->cp_comm_type], (long long)inner,
@@ -605,7 +682,7 @@ static void check_sp(const struct job_spec *j, struct layout_sink *s)
 	int64_t seq = j->training.seq_len, split = p->cp * p->tp;
 
 	if (p->sequence_parallel && p->tp > 1 && seq % split != 0)
-		layout_error(s, JR_SP_SEQ, "parallelism", "sequence_parallel "
+		layout_error(s, JR_SP_SEQ, "sequence_parallel "
 			     "splits the seq_len %lld tokens over cp*tp = "
 			     "%lld*%lld ranks, which does not divide them "
 			     "(Megatron-Core asserts the sequence divisible by "
@@ -673,7 +750,7 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	if (j->model->attention_chunk_size > 0 &&
 	    t->seq_len > j->model->attention_chunk_size &&
 	    j->parallelism.cp > 1)
-		layout_error(s, JR_TRAIN_CHUNKED, "parallelism", "'parallelism"
+		layout_error(s, JR_TRAIN_CHUNKED, "'parallelism"
 			     ".cp' %lld with the model's 'attention_chunk_size' "
 			     "%lld (chunked attention) shorter than "
 			     "training.seq_len %lld: llmsim costs no context "
@@ -696,7 +773,7 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
 
 	if (g % p->ep != 0) {
-		layout_error(s, JR_INF_EP, "parallelism", "ep %lld does not "
+		layout_error(s, JR_INF_EP, "ep %lld does not "
 			     "divide the %lld GPUs an instance's MoE layers "
 			     "span (tp%s)", (long long)p->ep, (long long)g,
 			     p->attention_dp ? " x dp, attention_dp" : "");
@@ -705,7 +782,7 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 	if (p->etp == 0)
 		p->etp = g / p->ep;
 	else if (p->etp * p->ep != g)
-		layout_error(s, JR_INF_EP, "parallelism", "etp x ep = %lld x %lld "
+		layout_error(s, JR_INF_EP, "etp x ep = %lld x %lld "
 			     "must be the %lld GPUs an instance's MoE layers "
 			     "span", (long long)p->etp, (long long)p->ep,
 			     (long long)g);
@@ -718,15 +795,15 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 	const struct parallel_spec *p = &j->parallelism;
 
 	if (p->cp != 1)
-		layout_error(s, JR_INF_CP, "parallelism", "cp %lld: inference "
+		layout_error(s, JR_INF_CP, "cp %lld: inference "
 			     "steps run without context parallelism (use cp 1)",
 			     (long long)p->cp);
 	if (p->vpp != 1)
-		layout_error(s, JR_INF_VPP, "parallelism", "vpp %lld: inference "
+		layout_error(s, JR_INF_VPP, "vpp %lld: inference "
 			     "pipelines have one stage per rank (use vpp 1)",
 			     (long long)p->vpp);
 	if (p->attention_dp && !model_is_moe(j->model))
-		layout_error(s, JR_INF_ATTN_DP, "parallelism", "attention_dp on "
+		layout_error(s, JR_INF_ATTN_DP, "attention_dp on "
 			     "a dense model: use dp instances instead "
 			     "(attention_dp shares MoE layers across the dp "
 			     "ranks)");
@@ -762,7 +839,7 @@ uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 	check_tp(j, &s);
 	check_ep(j, &s);
 	if (p->pp * p->vpp > m->num_hidden_layers)
-		layout_error(&s, JR_PP_LAYERS, "parallelism", "pp*vpp = "
+		layout_error(&s, JR_PP_LAYERS, "pp*vpp = "
 			     "%lld*%lld exceeds the model's %lld layers",
 			     (long long)p->pp, (long long)p->vpp,
 			     (long long)m->num_hidden_layers);

@@ -305,6 +305,38 @@ Test(config, layout_checks_run_on_the_resolved_job)
 		   "divide the 16 GPUs of the system");
 }
 
+Test(config, layout_errors_point_at_the_key_changed)
+{
+	static const char *const tp[] = {"parallelism.tp=3"};
+	static const char *const tp_dp[] = {"parallelism.tp=4",
+					    "parallelism.dp=3"};
+	static const char *const gbs[] = {"training.global_batch_size=62"};
+
+	/* A --set that breaks a rule is where the error points: column 16
+	 * = strlen("parallelism.tp=") + 1, its value. */
+	load_fails("job", "test-job", tp, 1, "--set:1:16: error: layout: "
+		   "tp*pp*cp = 3 does not divide the 16 GPUs");
+	/* Two --sets break the world size (4 * 3 = 12 of 16 GPUs): the
+	 * rule names dp first, the second --set. */
+	load_fails("job", "test-job", tp_dp, 2, "--set:2:16: error: layout: "
+		   "tp*pp*cp*dp = 4*1*1*3 = 12");
+	/* 62 sequences over micro_batch_size 2 * dp 2 = 4: at the --set,
+	 * column 28 = strlen("training.global_batch_size=") + 1. */
+	load_fails("job", "test-job", gbs, 1, "--set:1:28: error: layout: "
+		   "global_batch_size 62 is not divisible");
+	/* In one file: at the value of the key the rule reads (tp: 3 on
+	 * line 6, column 7), not at the parallelism mapping (line 5). */
+	tmpdir_make(dir);
+	load_fails("job", file("j.yaml", "model: test-llama\n"
+			       "system: test-sys\n"
+			       "training: {seq_len: 4096, global_batch_size: 64}\n"
+			       "parallelism:\n"
+			       "  pp: 1\n"
+			       "  tp: 3\n"),
+		   NULL, 0, "j.yaml:6:7: error: layout: tp*pp*cp = 3");
+	tmpdir_remove(dir);
+}
+
 Test(config, odd_seq_len_without_cp_loads)
 {
 	static const char *const odd[] = {"training.seq_len=4095",
