@@ -358,7 +358,8 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 		if (p->ep != 1)
 			layout_error(s, JR_EP_DENSE, "ep %lld on a dense "
 				     "model: expert parallelism needs "
-				     "'n_routed_experts'", (long long)p->ep);
+				     "'n_routed_experts' in at least one "
+				     "layer", (long long)p->ep);
 		p->edp = p->dp * p->cp;
 		return;
 	}
