@@ -87,6 +87,12 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(bytes_per_token_extra), .def = "0 B", .max = 1e6,
 	  .help = "bytes a token carries beyond its hidden vector (top-k "
 		  "indices and weights, scales)" },
+	{ .key = "probs_per_domain_expert", .type = ST_BYTES,
+	  .offset = EOFF(probs_per_domain_expert_B), .def = "0 B", .max = 64,
+	  .help = "bytes a dispatched row carries per expert of its NVLink "
+		  "domain beyond bytes_per_token_extra (a dense fp32 "
+		  "probability vector over the domain's experts: 4 B; 0: "
+		  "none)" },
 	{ .key = "host_sync", .type = ST_ENUM, .offset = EOFF(host_sync),
 	  .values = ep_host_sync_names, .def = "none",
 	  .help = "dropless: what the host waits for before it issues the "

@@ -103,6 +103,9 @@ struct ep_comm_spec {
 	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
 	double bytes_per_token_extra;	/* B per token beyond the hidden vector
 					 * (top-k indices, weights, scales) */
+	double probs_per_domain_expert_B; /* B a dispatched row carries per
+					 * expert of the NVLink domain (dense
+					 * fp32 probabilities: 4) */
 	int host_sync;			/* enum ep_host_sync, dropless */
 	int vendor;			/* enum ep_vendor: GPUs it runs on */
 	int fp32_probs;			/* the routing probabilities travel, and

@@ -26,8 +26,15 @@
  * s bytes per block of b elements (1 + s/b B per element; the presets
  * give DeepEP's and Transformer Engine's 1x128 cast, b = 128, s = 4 B
  * fp32: fp8_scale_block, fp8_scale_size), MX formats with their E8M0
- * scale per 32 (dtype_bytes), plus the path's extra bytes (top-k indices
- * and weights).
+ * scale per 32 (dtype_bytes), plus the path's extra bytes: DeepEP's top-k
+ * indices and weights (bytes_per_token_extra), or Hybrid-EP's dense fp32
+ * probability vector over every expert of the destination's NVLink
+ * domain, 4 B x E / p x min(m, p) (probs_per_domain_expert; its dispatch
+ * kernel's S2G warps store (NUM_OF_EXPERTS_PER_RANK x
+ * NUM_OF_RANKS_PER_NODE) floats with each token row, DeepEP @ 94a9f8f
+ * (hybrid-ep) csrc/hybrid_ep/backend/hybrid_ep_backend.cuh): 256 B a row
+ * at 8 ranks of 8 experts, 1152 B at 36, so the row grows with the
+ * domain.
  *
  * A GPU-initiated path's kernels run on n SMs; each copies r bytes per
  * second (sm_rate), and an fp8 row costs it c more (fp8_row_cost: the
@@ -97,6 +104,20 @@ double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 	if (dtype == DTYPE_FP8 && e && e->fp8_scale_block > 0)
 		elem_B += e->fp8_scale_B / (double)e->fp8_scale_block;
 	return hidden * elem_B + extra_B;
+}
+
+double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
+		      double ranks, double m)
+{
+	double domain;
+
+	if (!e)
+		return 0;
+	if (!(ranks > 0) || !(e->probs_per_domain_expert_B > 0))
+		return e->bytes_per_token_extra;
+	domain = fmin(fmax(m, 1), ranks);
+	return e->bytes_per_token_extra +
+	       e->probs_per_domain_expert_B * experts / ranks * domain;
 }
 
 void ep_traffic(const struct ep_routing *r, double ranks, double m,
@@ -184,7 +205,8 @@ int ep_call_time(struct net *n, const struct ep_comm_spec *e,
 {
 	double p = (double)c->ranks, m = c->gpus_per_node;
 	struct ep_routing r = c->routing;
-	double extra = c->combine ? 0 : e->bytes_per_token_extra;
+	double extra = c->combine ? 0 : ep_row_extra_B(e, c->routing.experts,
+							 p, m);
 	double row_B = ep_row_bytes(e, c->hidden, c->dtype, extra);
 	struct coll_path path;
 	struct coll_desc cd = { .op = COLL_ALLTOALL, .gpus = c->gpus,

@@ -72,6 +72,16 @@ double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 		    double extra_B);
 
 /*
+ * B a dispatched row carries beyond its hidden vector on path e, for E
+ * experts over an EP group of `ranks` GPUs, m per NVLink domain:
+ * bytes_per_token_extra plus probs_per_domain_expert for each of the
+ * domain's E / ranks x min(m, ranks) experts (Hybrid-EP's dense fp32
+ * probabilities). 0 when e is NULL.
+ */
+double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
+		      double ranks, double m);
+
+/*
  * Traffic of T tokens per GPU over an EP group of `ranks` GPUs, m of
  * them per node (ranks fill nodes in order), a row being row_B, with
  * deduplication dedup (enum ep_dedup).

@@ -278,9 +278,10 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 				(double)model->num_experts_per_tok,
 				(double)model->n_group, (double)model->topk_group };
 	struct ep_traffic t;
-	double row_B = ep_row_bytes(path, hidden, m->dispatch_dt,
-				    path ? path->bytes_per_token_extra : 0);
 	double per_node = (double)j->system->gpus_per_node / m->etp;
+	double row_B = ep_row_bytes(path, hidden, m->dispatch_dt,
+				    ep_row_extra_B(path, r.experts, m->ep,
+						   floor(per_node)));
 
 	double row16_B = ep_row_bytes(path, hidden, (int)layer_base_dtype(
 				      (enum dtype)j->training.dtype), 0);

@@ -64,6 +64,33 @@ Test(ep, rows_bytes_fp8_carries_the_paths_scales)
 		       1e-12));
 }
 
+Test(ep, row_extra_carries_the_domains_probabilities)
+{
+	struct ep_comm_spec deepep = { .bytes_per_token_extra = 96 };
+	struct ep_comm_spec hybrid = { .probs_per_domain_expert_B = 4 };
+
+	/* DeepEP: top-8 int64 indices and fp32 weights, 8 x 12 = 96 B,
+	 * whatever the group */
+	cr_assert(near(ep_row_extra_B(&deepep, 64, 8, 8), 96, 1e-12));
+	cr_assert(near(ep_row_extra_B(&deepep, 288, 36, 72), 96, 1e-12));
+	/* Hybrid-EP in one NVL72 (m = 72), 8 experts a GPU: the fp32
+	 * probabilities of the domain's 8 x min(72, p) experts: EP 8: 4 x 64
+	 * = 256 B; EP 36: 4 x 288 = 1152 B */
+	cr_assert(near(ep_row_extra_B(&hybrid, 64, 8, 72), 256, 1e-12));
+	cr_assert(near(ep_row_extra_B(&hybrid, 288, 36, 72), 1152, 1e-12));
+	/* EP 64 over 8-GPU nodes: the domain is a node's 8 GPUs, 4 x 8 x 8 =
+	 * 256 B, not the group's 512 experts */
+	cr_assert(near(ep_row_extra_B(&hybrid, 512, 64, 8), 256, 1e-12));
+	/* both: added */
+	hybrid.bytes_per_token_extra = 16;
+	cr_assert(near(ep_row_extra_B(&hybrid, 64, 8, 8), 16 + 256, 1e-12));
+	cr_assert_eq(ep_row_extra_B(NULL, 64, 8, 8), 0);
+	/* the fp8 row at EP 36: 7168 + 224 B of scales + 1152 B */
+	cr_assert(near(ep_row_bytes(&(struct ep_comm_spec){
+				.fp8_scale_block = 128, .fp8_scale_B = 4 },
+			7168, DTYPE_FP8, 1152), 7168 + 224 + 1152, 1e-12));
+}
+
 Test(ep, traffic_deduplicates_by_rank_and_node)
 {
 	struct ep_routing r = { 256, 8, 0, 0 };
