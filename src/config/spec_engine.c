@@ -17,6 +17,7 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
+const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -139,13 +140,31 @@ static const struct schema_field engine_fields[] = {
 		  "(TensorRT-LLM without its all-to-all) in place of the library "
 		  "all-to-all (moe.dispatcher alltoall, the default); other "
 		  "dispatchers (deepep, ...) stay as the job names them" },
+	{ .key = "adp_moe_sized", .type = ST_BOOL,
+	  .offset = OFF(adp_moe_sized), .def = "false",
+	  .help = "adp_moe_allgather with each rank's own token count: the "
+		  "all-gather runs as one broadcast per rank and the "
+		  "reduce-scatter as one reduce per rank, grouped (NCCL "
+		  "ncclBroadcast / ncclReduce in a group): every ring link "
+		  "carries all ranks' slices, P/(P-1) the ring all-gather's" },
+	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
+	  .values = engine_moe_kernels_names, .def = "generic",
+	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "
+		  "fused MoE: sorted ids, grouped GEMMs reading the tokens in "
+		  "place, a k-way sum) or cutlass (TensorRT-LLM's CUTLASS fused "
+		  "MoE: input quantization, a row sort, permuted copies of the "
+		  "rows, grouped GEMMs, a finalize kernel writing every token)" },
+	{ .key = "moe_fused_sort_max", .type = ST_INT,
+	  .offset = OFF(moe_fused_sort_max), .min = 0, .max = 1e6, .def = "0",
+	  .help = "cutlass: steps of at most this many tokens sort their rows "
+		  "in one kernel (one thread block), larger ones in three" },
 	{ .key = "quant_fusion", .type = ST_ENUM, .offset = OFF(quant_fusion),
 	  .values = engine_quant_fusion_names, .def = "none",
 	  .help = "kernels that write quantized GEMM inputs themselves: none "
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
 	{ .key = "input_broadcasts", .type = ST_INT,
-	  .offset = OFF(input_broadcasts), .min = 0, .max = 64, .def = "0",
+	  .offset = OFF(input_broadcasts), .min = 0, .max = 24, .def = "0",
 	  .help = "GPU tensors of the step's inputs (tokens, positions, "
 		  "attention metadata, sampled rows) the driver broadcasts to "
 		  "the other TP ranks before each scheduler call's forward, "
@@ -155,6 +174,25 @@ static const struct schema_field engine_fields[] = {
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "
 		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
 		  "rotary_embedding and reshape_and_cache)" },
+	{ .key = "graph_input_copies", .type = ST_INT,
+	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
+	  .help = "device copies of the step's inputs into a captured "
+		  "graph's static buffers before each replay (vLLM V0's "
+		  "CUDAGraphRunner.forward)" },
+	{ .key = "tp_step_overhead", .type = ST_TIME,
+	  .offset = OFF(tp_step_overhead_s), .max = 1e-2, .def = "0 us",
+	  .help = "host time per scheduler call added with TP > 1: the "
+		  "driver serializes the input metadata, a worker "
+		  "deserializes it and rebuilds its inputs (vLLM V0's "
+		  "broadcast_tensor_dict over the shared-memory queue)" },
+	{ .key = "sampler_passes", .type = ST_INT,
+	  .offset = OFF(sampler_passes), .min = 1, .max = 16, .def = "1",
+	  .help = "kernels of the sampler over the sampled rows' fp32 logits "
+		  "after the cast (each reads and writes them)" },
+	{ .key = "sampler_copies", .type = ST_INT,
+	  .offset = OFF(sampler_copies), .min = 0, .max = 16, .def = "0",
+	  .help = "host-device copies the sampler makes per step (its "
+		  "parameter tensors up, the sampled ids down)" },
 	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
 	  .max = 1e-2, .def = "0 us",
 	  .help = "host time per kernel launched outside a CUDA graph (the "

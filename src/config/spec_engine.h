@@ -70,6 +70,18 @@ extern const char *const engine_memory_rule_names[];
 extern const char *const engine_graphs_names[];
 extern const char *const engine_capacity_names[];
 extern const char *const engine_quant_fusion_names[];
+extern const char *const engine_moe_kernels_names[];
+
+/* How the engine runs a routed-expert layer (infer_moe.c). */
+enum engine_moe_kernels {
+	ENGINE_MOE_GENERIC,	/* the fused-MoE kernels of vLLM and SGLang:
+				 * sort ids, grouped GEMMs reading the tokens
+				 * in place, a k-way sum */
+	ENGINE_MOE_CUTLASS,	/* TensorRT-LLM's CUTLASS fused MoE: quantize,
+				 * sort, permute the rows, grouped GEMMs,
+				 * finalize (unpermute, scale, k-way sum) */
+	ENGINE_MOE_COUNT
+};
 
 /* Which kernels write a quantized GEMM input themselves (when the GEMMs
  * run in a dtype narrower than 16 bits); the others' outputs take a
@@ -131,9 +143,24 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int64_t graph_input_copies;		/* copies of the step inputs into a
+						 * graph's buffers before each replay */
+	double tp_step_overhead_s;		/* s of host work per scheduler call with
+						 * TP > 1 (input metadata to the workers) */
+	int64_t sampler_passes;			/* fp32 passes over the sampled rows'
+						 * logits after the cast (sampler kernels) */
+	int64_t sampler_copies;			/* host<->device copies of the sampler's
+						 * tensors and sampled ids per step */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */
+	int adp_moe_sized;			/* that all-gather and reduce-scatter take
+						 * each rank's token count: grouped
+						 * broadcasts and reduces, one per rank */
+	int moe_kernels;			/* enum engine_moe_kernels */
+	int64_t moe_fused_sort_max;		/* cutlass: steps of at most this many tokens
+						 * sort the rows in one kernel, larger ones
+						 * in three */
 	double eager_op_s;			/* s of host time per kernel launched outside a
 						 * graph (the framework's op dispatch and launch) */
 	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0

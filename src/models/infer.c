@@ -67,7 +67,12 @@
  * gathered (read and write S h B), logits GEMM (S, V/t, h) with bf16
  * weights (engines keep the LM head unquantized), an all-gather of the S
  * V B logits over TP, then sampling: logits to fp32 (read S V B, write
- * S V 4) and one pass over them (read S V 4).
+ * S V 4) and engine sampler_passes kernels over them (the first reads
+ * S V 4, each further one reads and writes S V 4), and sampler_copies
+ * launch-bound host-device copies (parameter tensors up, sampled ids
+ * down). vLLM V0 launches these after the graph replay, not in it, but
+ * while the GPU still runs the graph: they wait in the stream and cost
+ * what replayed kernels cost (kernel_launch_graph), not a host launch.
  *
  * Parameters per GPU: a layer holds h (a + 2g) d / t + a d h / t +
  * (2 or 3) h f / t weights in W and 2 h norm weights in B; the
@@ -209,6 +214,10 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
 	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
+	d->graph_input_copies =
+		s->engine ? (int)s->engine->graph_input_copies : 0;
+	d->sampler_passes = s->engine ? (int)s->engine->sampler_passes : 1;
+	d->sampler_copies = s->engine ? (int)s->engine->sampler_copies : 0;
 	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
@@ -540,12 +549,31 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
 }
 
+/* Copies of the step's inputs into a captured graph's static buffers,
+ * launched before each replay (engine graph_input_copies; vLLM V0's
+ * CUDAGraphRunner.forward copies input_ids, positions and slot_mapping,
+ * and CommonAttentionState.prepare_graph_input_buffers seq_lens_tensor
+ * and block_tables): one int64 per token each, launch-bound. The host
+ * issues them while the GPU runs the input broadcasts, so they wait in
+ * the stream and cost what the graph's kernels cost. */
+void infer_graph_input_ops(const struct infer_dims *d,
+			   const struct infer_batch *b, struct infer_ops *o)
+{
+	double bytes = 8 * infer_batch_tokens(b);
+	int i;
+
+	for (i = 0; i < d->graph_input_copies; i++)
+		infer_op_mem(o, "graph_input_copy", bytes, bytes, 0);
+}
+
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		    struct infer_ops *o)
 {
 	double t = infer_batch_tokens(b), s = infer_batch_sampled(b);
 	double v = d->vocab / d->tp, f32 = dtype_bytes(DTYPE_FP32);
+	double row = s * d->vocab * f32;
 	struct infer_op *op;
+	int i;
 
 	o->n = 0;
 	memop(o, "final_norm", 2 * t * d->hidden * d->act_B,
@@ -558,10 +586,12 @@ void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 	op->weight_B_base = 1;
 	tpcoll(o, d, "logits_allgather", COLL_ALLGATHER,
 	       s * d->vocab * d->act_B);
-	memop(o, "logits_fp32", s * d->vocab * d->act_B, s * d->vocab * f32,
-	      s * d->vocab);
-	memop(o, "sample", s * d->vocab * f32, s * f32,
-	      SAMPLE_FLOPS * s * d->vocab);
+	memop(o, "logits_fp32", s * d->vocab * d->act_B, row, s * d->vocab);
+	memop(o, "sample", row, s * f32, SAMPLE_FLOPS * s * d->vocab);
+	for (i = 1; i < d->sampler_passes; i++)
+		memop(o, "sample_pass", row, row, s * d->vocab);
+	for (i = 0; i < d->sampler_copies; i++)
+		memop(o, "sampler_copy", 0, 8 * s, 0);
 }
 
 /* ---- costing ---- */

@@ -76,12 +76,18 @@ struct infer_moe {
 				 * its experts on those routed to them and the
 				 * outputs are all-reduced over TP */
 	int allgather;		/* dispatch by all-gather + reduce-scatter */
+	int sized;		/* ... as grouped per-rank broadcasts and
+				 * reduces (engine adp_moe_sized) */
 	enum dtype weight;	/* experts' weights */
 	enum dtype compute;	/* experts' GEMM inputs */
 	double weight_B;	/* B per expert weight element */
 	double gemm_a_B;	/* B per expert GEMM input element */
 	double elem_B;		/* B per element of a dispatched token */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int cutlass;		/* TensorRT-LLM's CUTLASS fused-MoE kernels
+				 * (engine moe_kernels: cutlass) */
+	double fused_sort_max;	/* cutlass: tokens up to which one kernel
+				 * sorts the rows */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */
@@ -113,6 +119,9 @@ struct infer_dims {
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
 	int input_broadcasts;	/* the engine's step-input broadcasts */
+	int graph_input_copies;	/* input copies before a graph replay */
+	int sampler_passes;	/* sampler kernels over the fp32 logits */
+	int sampler_copies;	/* sampler host-device copies */
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */
@@ -239,6 +248,10 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o);
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		    struct infer_ops *o);
+/* Append to o the copies of b's inputs into a graph's buffers before
+ * its replay (engine graph_input_copies). */
+void infer_graph_input_ops(const struct infer_dims *d,
+			   const struct infer_batch *b, struct infer_ops *o);
 
 /* A costed op. */
 struct infer_cost_op {

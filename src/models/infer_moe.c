@@ -51,6 +51,40 @@
  *                     unpermute (weighted sum into T / tp tokens), the
  *                     shared output added, all-gather over TP when tp > 1
  *
+ * TensorRT-LLM (engine moe_kernels: cutlass) runs its CUTLASS fused MoE
+ * kernel by kernel (cutlass_kernels/moe_gemm/moe_kernels.cu runMoe,
+ * _torch/modules/fused_moe/fused_moe_cutlass.py forward_chunk), TP or
+ * attention DP with its all-gather. N = tokens the kernels see (T, or
+ * N = ep x T/tp after the all-gather), a = the experts' input width:
+ *   [shared experts], router, top-k   as above
+ *   quantize          fp4_quantize / static FP8 of the T (or T/tp local)
+ *                     tokens, when the experts' GEMMs are narrower
+ *   [all-gather]      N (h a + 8 k) B: the quantized rows, their ids and
+ *                     router weights; NVFP4 scale factors swizzled after
+ *   sort              one kernel for N <= moe_fused_sort_max (a single
+ *                     thread block), else three: per (expert, token
+ *                     block) counts (each block scans its tokens' ids:
+ *                     L N k 4 B read), their prefix sum, the merge
+ *                     writing the permutation maps (3 N k 4 B)
+ *   strides           per-expert problem shapes and pointers
+ *   expand            the R rows copied into expert order: R h a B read
+ *                     and written (expandInputRowsKernel)
+ *   fc1, act, fc2     as above (16-bit GEMM outputs; the gated activation
+ *                     a kernel of its own writing the quantized fc2 input)
+ *   finalize          unpermute, router scale, k-way sum: R h B read, N h
+ *                     B written (every token's row, zeros for tokens no
+ *                     local expert took: finalizeMoeRoutingKernel's grid
+ *                     is the N tokens)
+ *   [reduce-scatter]  N h B, or the TP all-reduce
+ * With per-rank token counts (engine adp_moe_sized: TensorRT-LLM passes
+ * all_rank_num_tokens when it does not pad, thop/allgatherOp.cpp and
+ * reducescatterOp.cpp) the all-gather is one ncclBroadcast per rank and
+ * the reduce-scatter one ncclReduce per rank, in one NCCL group. Costed
+ * as one broadcast (reduce) of all N rows: a ring carries every rank's
+ * slice over every link, as the grouped calls do together, P/(P-1) the
+ * bytes a link carries in a ring all-gather (reduce-scatter).
+ * Its all-to-all path (MNNVL, DeepEP) takes the generic list.
+ *
  * Experts touched. A grouped GEMM reads the weights of the experts that
  * have rows only (gpu_grouped.c). With route.c's expected rows n_e of
  * local expert e, a Poisson approximation of the multinomial gives
@@ -102,6 +136,8 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 			(j->moe.dispatcher->mode == EP_LIBRARY &&
 			 j->serving.engine &&
 			 j->serving.engine->adp_moe_allgather));
+	e->sized = e->allgather && j->serving.engine &&
+		   j->serving.engine->adp_moe_sized;
 	e->weight = m->quantization.method == QUANT_MXFP4 &&
 		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
 		    DTYPE_MXFP4 : d->weight;
@@ -112,8 +148,13 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 							       : d->base;
 	e->weight_B = dtype_bytes(e->weight);
 	e->gemm_a_B = fmin(dtype_bytes(e->compute), d->act_B);
+	e->cutlass = s->engine && s->engine->moe_kernels == ENGINE_MOE_CUTLASS;
+	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
+				      : 0;
+	/* TensorRT-LLM quantizes the experts' input before its all-gather */
 	e->elem_B = j->moe.dispatch_dtype >= 0 ?
-		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) : d->act_B;
+		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) :
+		    e->cutlass ? e->gemm_a_B : d->act_B;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 }
 
@@ -218,25 +259,147 @@ static void expert_quant(struct infer_ops *o, const struct infer_dims *d,
 			     2 * n);
 }
 
+/* The router GEMM over the TP group's T tokens (bf16 weights) and its
+ * top-k: scores read, ids and weights written. */
+static void router(struct infer_ops *o, const struct infer_dims *d, double T)
+{
+	const struct infer_moe *e = &d->moe;
+	struct infer_op *op = infer_op_gemm(o, "router", T, e->experts,
+					    d->hidden);
+
+	if (op)
+		op->weight_B_base = 1;
+	infer_op_mem(o, "router_topk", T * e->experts * d->act_B,
+		     T * e->topk * 8, (e->sigmoid ? 4 : 6) * T * e->experts);
+}
+
+/* What follows the experts in both pipelines: with dispatch the
+ * combine (reduce-scatter of N rows, or the all-to-all back and the
+ * unpermute), the shared output and the TP all-gather; without, the
+ * shared output added and the TP all-reduce. */
+static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
+		     double T, const struct infer_route *r)
+{
+	const struct infer_moe *e = &d->moe;
+	double h = d->hidden, k = e->topk, B = d->act_B, Tin = r->tokens;
+	struct infer_op *op;
+
+	if (!e->dispatch) {
+		if (e->shared_ffn > 0)
+			infer_op_mem(o, "moe_shared_add", 2 * T * h * B,
+				     T * h * B, T * h);
+		infer_op_coll(o, "moe_tp_allreduce", IOP_TP, d->tp,
+			      COLL_ALLREDUCE, T * h * B);
+		return;
+	}
+	if (e->allgather) {
+		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+			      e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
+			      Tin * e->ep * h * B);
+	} else {
+		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
+		if (op && e->elem_B == B)
+			op->a2a_B = r->a2a_B;	/* the same bytes back */
+		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
+			     Tin * h * B, 2 * Tin * k * h);
+	}
+	if (e->shared_ffn > 0) {
+		infer_op_coll(o, "shared_tp_allreduce", IOP_TP, d->tp,
+			      COLL_ALLREDUCE, T * h * B);
+		infer_op_mem(o, "moe_shared_add", 2 * Tin * h * B,
+			     Tin * h * B, Tin * h);
+	}
+	infer_op_coll(o, "moe_tp_allgather", IOP_TP, d->tp, COLL_ALLGATHER,
+		      T * h * B);
+}
+
+/* Thread blocks of TensorRT-LLM's three-kernel row sort over n tokens
+ * and `local` experts (moe_kernels.cu computeNumTokensPerBlock: the
+ * smallest power of two b from 32 to 1024 tokens a block with
+ * ceil(n / b) x local <= b). */
+static double sort_blocks(double n, double local)
+{
+	double b;
+
+	for (b = 32; b < 1024; b *= 2)
+		if (ceil(n / b) * local <= b)
+			break;
+	return ceil(n / b) * local;
+}
+
+/* TensorRT-LLM's CUTLASS fused MoE (cutlass_kernels/moe_gemm/
+ * moe_kernels.cu runMoe, _torch/modules/fused_moe/fused_moe_cutlass.py),
+ * the header's "cutlass" list. N: the tokens the kernels see (T, or
+ * every rank's after the all-gather), R: the local experts' rows. */
+static void cutlass_ops(const struct infer_dims *d, double T,
+			const struct infer_route *r, struct infer_ops *o)
+{
+	const struct infer_moe *e = &d->moe;
+	double h = d->hidden, k = e->topk, R = r->rows, L = e->local;
+	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
+	double B = d->act_B, a = e->gemm_a_B;
+	double Tq = e->dispatch ? r->tokens : T;
+	double N = e->dispatch ? r->tokens * e->ep : T, blocks;
+
+	shared(o, d, T);
+	router(o, d, T);
+	if (a < B)
+		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
+	if (e->dispatch) {
+		infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+			      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
+			      N * (h * e->elem_B + k * 8));
+		if (e->compute == DTYPE_NVFP4)	/* swizzle_sf: 128 x 4 tiles */
+			infer_op_mem(o, "moe_sf_swizzle", N * h / 16,
+				     N * h / 16, 0);
+		infer_op_coll(o, "expert_tp_allgather", IOP_ETP, e->etp,
+			      COLL_ALLGATHER, R * h * B);
+	}
+	if (N <= e->fused_sort_max) {
+		infer_op_mem(o, "moe_sort", N * k * 4, 2 * N * k * 4 +
+			     (L + 1) * 8, 0);
+	} else {
+		blocks = sort_blocks(N, L);
+		infer_op_mem(o, "moe_sort_count", L * N * k * 4,
+			     N * k * 4 + blocks * 4, 0);
+		infer_op_mem(o, "moe_sort_scan", blocks * 4,
+			     blocks * 4 + (L + 1) * 8, 0);
+		infer_op_mem(o, "moe_sort_merge", blocks * 8 + N * k * 4,
+			     3 * N * k * 4, 0);
+	}
+	infer_op_mem(o, "moe_strides", (L + 1) * 8, 0, 0);
+	infer_op_mem(o, "moe_expand", R * h * a + R * 8, R * h * a + R * 4, 0);
+	grouped(o, "expert_gate_up", r, u, h);
+	infer_op_mem(o, "expert_act", R * u * B, R * f * a, ACT_FLOPS * R * f);
+	grouped(o, "expert_down", r, h, f);
+	if (e->dispatch)
+		infer_op_coll(o, "expert_tp_reducescatter", IOP_ETP, e->etp,
+			      COLL_REDUCESCATTER, R * h * B);
+	infer_op_mem(o, "moe_finalize", R * h * B + N * k * 12, N * h * B,
+		     2 * R * h);
+	moe_tail(o, d, T, r);
+}
+
 void infer_moe_ops(const struct infer_dims *d, double T,
 		   const struct infer_route *r, struct infer_ops *o)
 {
 	const struct infer_moe *e = &d->moe;
-	double h = d->hidden, k = e->topk, E = e->experts, R = r->rows;
+	double h = d->hidden, k = e->topk, R = r->rows;
 	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
 	double Tin = r->tokens, B = d->act_B, in_rows;
 	struct infer_op *op;
 
+	if (e->cutlass && (!e->dispatch || e->allgather)) {
+		cutlass_ops(d, T, r, o);
+		return;
+	}
 	shared(o, d, T);
-	op = infer_op_gemm(o, "router", T, E, h);
-	if (op)
-		op->weight_B_base = 1;
-	infer_op_mem(o, "router_topk", T * E * B, T * k * 8,
-		     (e->sigmoid ? 4 : 6) * T * E);
+	router(o, d, T);
 	if (e->dispatch) {
 		if (e->allgather) {
 			infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-				      COLL_ALLGATHER,
+				      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
 				      Tin * e->ep * h * e->elem_B);
 		} else {
 			op = infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
@@ -259,33 +422,11 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	grouped(o, "expert_down", r, h, f);
 	if (!e->dispatch) {
 		infer_op_mem(o, "moe_sum", T * k * h * B, T * h * B, T * k * h);
-		if (e->shared_ffn > 0)
-			infer_op_mem(o, "moe_shared_add", 2 * T * h * B,
-				     T * h * B, T * h);
-		infer_op_coll(o, "moe_tp_allreduce", IOP_TP, d->tp,
-			      COLL_ALLREDUCE, T * h * B);
+		moe_tail(o, d, T, r);
 		return;
 	}
 	infer_op_coll(o, "expert_tp_reducescatter", IOP_ETP, e->etp,
 		      COLL_REDUCESCATTER, R * h * B);
 	infer_op_mem(o, "expert_unsort", R * h * B, R * h * B, 0);
-	if (e->allgather) {
-		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-			      COLL_REDUCESCATTER, Tin * e->ep * h * B);
-	} else {
-		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
-		if (op && e->elem_B == B)
-			op->a2a_B = r->a2a_B;	/* the same bytes back */
-		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
-			     Tin * h * B, 2 * Tin * k * h);
-	}
-	if (e->shared_ffn > 0) {
-		infer_op_coll(o, "shared_tp_allreduce", IOP_TP, d->tp,
-			      COLL_ALLREDUCE, T * h * B);
-		infer_op_mem(o, "moe_shared_add", 2 * Tin * h * B,
-			     Tin * h * B, Tin * h);
-	}
-	infer_op_coll(o, "moe_tp_allgather", IOP_TP, d->tp, COLL_ALLGATHER,
-		      T * h * B);
+	moe_tail(o, d, T, r);
 }

@@ -329,7 +329,8 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
 	double h = x->eng->step_overhead_s +
-		   x->eng->seq_overhead_s * infer_batch_seqs(b);
+		   x->eng->seq_overhead_s * infer_batch_seqs(b) +
+		   (x->tp > 1 ? x->eng->tp_step_overhead_s : 0);
 
 	/* multi-step scheduling: one scheduler call per multi_step decodes */
 	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)
@@ -435,6 +436,8 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 			    &u->arena, &u->route, d) != 0)
 		return -1;
 	infer_embed_ops(&x->dims, b, &o);
+	if (graph != IGRAPH_NONE)
+		infer_graph_input_ops(&x->dims, b, &o);
 	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
 	for (k = 0; k < x->nkinds; k++) {
 		infer_layer_ops(&x->dims, b, &x->kinds[k], &u->route, &o);

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -336,6 +337,168 @@ Test(infer, v0_broadcasts_the_step_inputs)
 	cr_assert_eq(broadcasts(tp1, 6, &bytes), 0);
 	cr_assert_eq(broadcasts(v1, 4, &bytes), 0);
 	cr_assert_eq(broadcasts(ms, 5, &bytes), 0);
+}
+
+/* The head unit of a 4-sequence decode of tests' Llama 3 70B (TP 8,
+ * vocabulary 128,256) under `engine`, its ops costed replaying a full
+ * graph into *full and eagerly into *none; the graph-input copies into
+ * *in; the GPU's kernel_launch - kernel_launch_graph into *launch_gap. */
+static void v0_head(const char *engine, struct infer_ops *o,
+		    struct infer_unit *full, struct infer_unit *none,
+		    struct infer_ops *in, double *launch_gap)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", NULL};
+	char eng[64];
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	sets[3] = eng;
+	arena_init(&a);
+	j = load(&a, L70, sets, 4);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_head_ops(&d, &b, o);
+	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_FULL, full);
+	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_NONE, none);
+	in->n = 0;
+	infer_graph_input_ops(&d, &b, in);
+	*launch_gap = j->system->gpu->kernel_launch_s -
+		      j->system->gpu->kernel_launch_graph_s;
+	arena_release(&a);
+}
+
+static int count_named(const struct infer_ops *o, const char *name)
+{
+	int i, k = 0;
+
+	for (i = 0; i < o->n; i++)
+		k += strcmp(o->op[i].name, name) == 0;
+	return k;
+}
+
+/*
+ * vLLM V0's Sampler with the benchmarks' temperature-1.0 sampling
+ * (vllm-v0.yaml): after the cast, sampler_passes 7 kernels (1 "sample" +
+ * 6 "sample_pass") over the 4 rows' fp32 logits of the padded vocabulary
+ * (128,256 up to a multiple of 64 x tp 8: 128,512), 4 x 128,512 x 4 B =
+ * 2,056,192 B read and written by each pass, and sampler_copies 8
+ * launch-bound copies (8 B x 4 rows = 32 B each). Kernels of the unit:
+ * final_norm, gather_sampled, lm_head, logits_fp32, sample, 6 passes, 8
+ * copies = 19 (the logits gather is a collective). V0 launches them
+ * after the graph but while the GPU runs it, so in a full graph they
+ * cost replayed kernels (none eager) and eagerly 19 host launches: the
+ * difference is 19 x (kernel_launch - kernel_launch_graph). Before each
+ * replay 5 input copies (input_ids, positions, slot_mapping,
+ * seq_lens_tensor, block_tables) of 8 B x 4 tokens = 32 B.
+ * vLLM V1 (vllm.yaml: none of the keys) keeps the generic head: one
+ * sampling pass, no copies, no input copies.
+ */
+Test(infer, v0_sampler_and_graph_input_copies)
+{
+	struct infer_ops o, in;
+	struct infer_unit full, none;
+	const struct infer_op *op;
+	double gap;
+	int i;
+
+	v0_head("vllm-v0", &o, &full, &none, &in, &gap);
+	cr_assert_eq(count_named(&o, "sample"), 1);
+	cr_assert_eq(count_named(&o, "sample_pass"), 6);
+	cr_assert_eq(count_named(&o, "sampler_copy"), 8);
+	op = op_named(&o, "sample_pass");
+	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
+	op = op_named(&o, "sampler_copy");
+	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+	cr_assert_eq(full.eager, 0);
+	cr_assert_eq(none.eager, 19);
+	cr_assert_float_eq(none.kernel_s - full.kernel_s, 19 * gap, 1e-12);
+	cr_assert_eq(in.n, 5);
+	for (i = 0; i < in.n; i++) {
+		cr_assert_str_eq(in.op[i].name, "graph_input_copy");
+		cr_assert_float_eq(in.op[i].read_B, 32.0, 1e-12);
+		cr_assert_float_eq(in.op[i].write_B, 32.0, 1e-12);
+	}
+
+	v0_head("vllm", &o, &full, &none, &in, &gap);
+	cr_assert_eq(count_named(&o, "sample"), 1);
+	cr_assert_eq(count_named(&o, "sample_pass"), 0);
+	cr_assert_eq(count_named(&o, "sampler_copy"), 0);
+	cr_assert_eq(none.eager, 5);
+	cr_assert_eq(in.n, 0);
+}
+
+/* The host time of a decode step of 4 sequences on tests' Llama 3 70B
+ * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
+ * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
+ * workers): 1.058 ms; at TP 1 nothing is sent: 1.020 ms. */
+static double v0_host_s(int tp1)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256",
+			      "serving.engine=vllm-v0", "parallelism.tp=1",
+			      "system.gpus_per_node=1"};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct infer_batch b;
+	struct job_spec *j;
+	double h;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L70, sets, tp1 ? 6 : 4);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	infer_job_batch(j, &b);
+	h = infer_host_s(&x, &b);
+	infer_ctx_release(&x);
+	arena_release(&a);
+	return h;
+}
+
+Test(infer, v0_tp_metadata_host_time)
+{
+	cr_assert_float_eq(v0_host_s(0), 1.058e-3, 1e-12);
+	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
+}
+
+/* The sampler and graph-copy keys refuse out-of-range counts with the
+ * option's location and range (sampler_passes counts the first pass: at
+ * least 1; each key at most 16, which keeps a unit within INFER_MAX_OPS). */
+Test(infer, sampler_keys_refuse_bad_counts)
+{
+	static const char *const bad[][2] = {
+		{"serving.engine.sampler_passes=0", "from 1 to 16, got '0'"},
+		{"serving.engine.sampler_copies=17", "from 0 to 16, got '17'"},
+		{"serving.engine.graph_input_copies=-1", "from 0 to 16, got '-1'"},
+		{"serving.engine.tp_step_overhead=1 s", "'serving.engine.tp_step_overhead'"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct arena a;
+		struct diag d;
+		struct config_ctx cx = {&a, &d, "."};
+		struct job_spec j;
+		char buf[512] = {0};
+		FILE *f = tmpfile();
+
+		cr_assert_not_null(f);
+		arena_init(&a);
+		diag_init(&d, f);
+		memset(&j, 0, sizeof(j));
+		cr_assert_eq(config_load(&cx, &job_schema, L70, &bad[i][0], 1,
+					 &j), -1, "%s loaded", bad[i][0]);
+		rewind(f);
+		cr_assert_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+		cr_assert_not_null(strstr(buf, bad[i][1]), "%s", buf);
+		fclose(f);
+		arena_release(&a);
+	}
 }
 
 #define Q30 "tests/data/serve/q30-h100.yaml"

@@ -1,0 +1,213 @@
+/*
+ * test_infer_moe.c - the MoE layer's kernels as the engines run them:
+ * TensorRT-LLM's CUTLASS fused MoE (engine moe_kernels: cutlass) against
+ * the generic list (vLLM, SGLang).
+ *
+ * Base job: tests/data/serve/q30-h100.yaml (Qwen3-30B-A3B: h 2048, 128
+ * experts, top-8, expert width 768; TensorRT-LLM) on a B200 in NVFP4 so
+ * the experts' input is quantized: a = 0.5 + 1/16 = 0.5625 B an element.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "models/infer.h"
+#include "run/infer_run.h"
+
+#define Q30 "tests/data/serve/q30-h100.yaml"
+
+struct moe_case {
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_ops o;
+};
+
+/* Qwen3-30B-A3B on B200 NVFP4 under `engine`, the MoE layer's ops for a
+ * decode step of `tokens` sequences (one token each) per TP group, with
+ * more overrides. */
+static void moe_case(struct moe_case *c, const char *engine, double tokens,
+		     const char *const *more, size_t nmore)
+{
+	char e[64], bt[64];
+	const char *sets[12] = {"system.preset=dgx-b200",
+				"system.gpus_per_node=8",
+				"serving.dtype=nvfp4", e, bt};
+	size_t n = 5, i;
+	struct config_ctx cx;
+	struct infer_kind k = {1, 0, 0};
+	struct diag dg;
+
+	cr_assert_leq(nmore, 8);
+	for (i = 0; i < nmore; i++)
+		sets[n++] = more[i];
+	snprintf(e, sizeof(e), "serving.engine=%s", engine);
+	snprintf(bt, sizeof(bt), "serving.batch=%.0f", tokens);
+	arena_init(&c->a);
+	arena_init(&c->ra);
+	diag_init(&dg, stderr);
+	cx = (struct config_ctx){&c->a, &dg, "."};
+	c->j = arena_alloc(&c->a, sizeof(*c->j));
+	cr_assert_not_null(c->j);
+	memset(c->j, 0, sizeof(*c->j));
+	cr_assert_eq(config_load(&cx, &job_schema, Q30, sets, n, c->j), 0);
+	infer_dims_from_job(c->j, c->j->system->gpu, &c->d);
+	infer_job_batch(c->j, &c->b);
+	cr_assert_eq(infer_moe_route(c->j, &c->d, tokens, &c->ra, &c->r, &dg),
+		     0);
+	infer_layer_ops(&c->d, &c->b, &k, &c->r, &c->o);
+}
+
+static void moe_case_release(struct moe_case *c)
+{
+	arena_release(&c->ra);
+	arena_release(&c->a);
+}
+
+static const struct infer_op *op_named(const struct infer_ops *o,
+				       const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+static void bytes_eq(const struct infer_ops *o, const char *name,
+		     double read_B, double write_B)
+{
+	const struct infer_op *op = op_named(o, name);
+
+	cr_assert_not_null(op, "no op %s", name);
+	cr_assert_float_eq(op->read_B, read_B, 1e-6, "%s read %g, want %g",
+			   name, op->read_B, read_B);
+	cr_assert_float_eq(op->write_B, write_B, 1e-6, "%s write %g, want %g",
+			   name, op->write_B, write_B);
+}
+
+/*
+ * TP 1, a 1,024-token step: N = T = 1024 tokens, R = T k = 8,192 rows.
+ *   moe_quant      reads 1024 x 2048 x 2 B = 4,194,304 B, writes
+ *                  1024 x 2048 x 0.5625 B = 1,179,648 B
+ *   sort (N > 256: three kernels). Token blocks: the smallest b in 32 ..
+ *                  1024 with ceil(1024 / b) x 128 <= b is 512 (2 x 128 =
+ *                  256 <= 512; 256 gives 4 x 128 = 512 > 256): 256 blocks.
+ *     count        reads 128 x 1024 x 8 x 4 B = 4,194,304 B (every
+ *                  expert's blocks scan their tokens' ids), writes the
+ *                  1024 x 8 x 4 = 32,768 B of rows + 256 x 4 B of counts
+ *                  = 33,792 B
+ *   moe_expand     reads 8192 x 2048 x 0.5625 + 8192 x 8 = 9,502,720 B,
+ *                  writes 9,437,184 + 8192 x 4 = 9,469,952 B
+ *   moe_finalize   reads 8192 x 2048 x 2 + 1024 x 8 x 12 = 33,652,736 B,
+ *                  writes 1024 x 2048 x 2 = 4,194,304 B
+ * The generic list has none of these but moe_align and moe_sum.
+ */
+Test(infer_moe, cutlass_kernels_of_a_prefill_step)
+{
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 1024, NULL, 0);
+	cr_assert(c.d.moe.cutlass);
+	cr_assert_float_eq(c.r.rows, 8192.0, 1e-9);
+	bytes_eq(&c.o, "moe_quant", 4194304.0, 1179648.0);
+	bytes_eq(&c.o, "moe_sort_count", 4194304.0, 33792.0);
+	cr_assert_not_null(op_named(&c.o, "moe_sort_scan"));
+	cr_assert_not_null(op_named(&c.o, "moe_sort_merge"));
+	cr_assert_null(op_named(&c.o, "moe_sort"));
+	cr_assert_not_null(op_named(&c.o, "moe_strides"));
+	bytes_eq(&c.o, "moe_expand", 9502720.0, 9469952.0);
+	bytes_eq(&c.o, "moe_finalize", 33652736.0, 4194304.0);
+	cr_assert_null(op_named(&c.o, "moe_align"));
+	cr_assert_null(op_named(&c.o, "moe_sum"));
+	cr_assert_not_null(op_named(&c.o, "expert_gate_up"));
+	cr_assert_not_null(op_named(&c.o, "expert_down"));
+	moe_case_release(&c);
+
+	moe_case(&c, "sglang", 1024, NULL, 0);
+	cr_assert(!c.d.moe.cutlass);
+	cr_assert_not_null(op_named(&c.o, "moe_align"));
+	cr_assert_not_null(op_named(&c.o, "moe_sum"));
+	cr_assert_null(op_named(&c.o, "moe_expand"));
+	cr_assert_null(op_named(&c.o, "moe_finalize"));
+	moe_case_release(&c);
+}
+
+/*
+ * A 64-token step fits one thread block: one sort kernel, reading the
+ * 64 x 8 x 4 = 2,048 B of ids and writing both maps (2 x 2,048 B) and
+ * the 129 expert offsets (8 B each): 5,128 B.
+ */
+Test(infer_moe, cutlass_sorts_small_steps_in_one_kernel)
+{
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, NULL, 0);
+	bytes_eq(&c.o, "moe_sort", 2048.0, 5128.0);
+	cr_assert_null(op_named(&c.o, "moe_sort_count"));
+	moe_case_release(&c);
+}
+
+/*
+ * Attention DP (tp 1, dp 8, ep 8), 64 tokens a rank: the rank quantizes
+ * its own 64 tokens, then all-gathers N = 512 tokens' quantized rows with
+ * their 8 ids and 8 router weights (4 B each): 512 x (2048 x 0.5625 +
+ * 64) = 622,592 B, and swizzles their NVFP4 scales (512 x 2048 / 16 =
+ * 65,536 B each way). The finalize kernel writes all 512 tokens' rows,
+ * 512 x 2048 x 2 = 2,097,152 B, for the reduce-scatter of as many.
+ * TensorRT-LLM passes each rank's token count (adp_moe_sized): the
+ * gather is a grouped broadcast per rank, the scatter a grouped reduce.
+ */
+Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	const struct infer_op *op;
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, adp, 4);
+	cr_assert(c.d.moe.dispatch && c.d.moe.allgather);
+	bytes_eq(&c.o, "moe_quant", 64 * 2048 * 2.0, 64 * 2048 * 0.5625);
+	op = op_named(&c.o, "moe_dispatch");
+	cr_assert_not_null(op);
+	cr_assert_eq(op->coll, COLL_BROADCAST);	/* adp_moe_sized */
+	cr_assert_float_eq(op->coll_B, 622592.0, 1e-6);
+	bytes_eq(&c.o, "moe_sf_swizzle", 65536.0, 65536.0);
+	cr_assert_float_eq(op_named(&c.o, "moe_finalize")->write_B, 2097152.0,
+			   1e-6);
+	op = op_named(&c.o, "moe_combine");
+	cr_assert_not_null(op);
+	cr_assert_eq(op->coll, COLL_REDUCE);
+	cr_assert_float_eq(op->coll_B, 2097152.0, 1e-6);
+	cr_assert_null(op_named(&c.o, "expert_sort"));
+	moe_case_release(&c);
+}
+
+/*
+ * Without per-rank sizes (adp_moe_sized false: padded ranks) the same
+ * bytes go by one all-gather and one reduce-scatter.
+ */
+Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "serving.engine.adp_moe_sized=false"};
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, adp, 5);
+	cr_assert(!c.d.moe.sized);
+	cr_assert_eq(op_named(&c.o, "moe_dispatch")->coll, COLL_ALLGATHER);
+	cr_assert_float_eq(op_named(&c.o, "moe_dispatch")->coll_B, 622592.0,
+			   1e-6);
+	cr_assert_eq(op_named(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
+	moe_case_release(&c);
+}
