@@ -110,7 +110,8 @@ static const struct schema_field parallel_fields[] = {
 	DEG(vpp, "1", "virtual pipeline stages per rank (interleaved schedule)"),
 	{ .key = "sequence_parallel", .type = ST_BOOL,
 	  .offset = POFF(sequence_parallel), .def = "false",
-	  .help = "sequence parallelism with TP (reduce-scatter/all-gather)" },
+	  .help = "sequence parallelism with TP (reduce-scatter/all-gather; "
+		  "cp x tp must divide training.seq_len)" },
 	{ .key = "schedule", .type = ST_ENUM, .offset = POFF(schedule),
 	  .values = pp_schedule_names, .flags = SF_OPTIONAL,
 	  .help = "pipeline schedule (default: interleaved when vpp > 1, else 1f1b)" },
