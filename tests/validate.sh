@@ -91,4 +91,35 @@ rm "$tmp/ref/kernels/dv.yaml"
 printf '%s\n' '  - {label: none, backend: flash, batch: 1, heads_q: 16, heads_kv: 16, seq: 512, head_dim: 128, causal: true}' \
 	>>"$tmp/ref/kernels/one.yaml"
 status 2 "an attention row without a pass" --kind kernel --reference "$tmp/ref"
+rm "$tmp/ref/kernels/one.yaml"
+# Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
+# groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
+# B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves
+# of 148, each tile t_c = 2 x 128 x 256 x 4096 / (4500e12 x 0.685 / 148)
+# = 12.9 us of MMAs. Loads per wave: the dense GEMM's 148-tile block is
+# 17 x 9 tiles, (17 x 128 + 9 x 256) x 4096 B = 18.3 MB; the grouped
+# one's (131072 x 4096 + 8 x 4096 x 4096) B / 110.7 waves = 6.1 MB; at
+# B200's 7.7 TB/s HBM 2.4 and 0.8 us, both under t_c: compute-bound with
+# the same waves, t_0 and epilogue, so the predicted rates agree: ratio
+# 0.97-1.03.
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {label: dense, m: 131072, n: 4096, k: 4096, tflops: 3000}' \
+	'  - {label: grp, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "grouped rows: exit $rc"
+r=$(awk '/ dense 131072/ {a = $(NF-2)} / grp 131072 .* grouped/ {b = $(NF-2)}
+	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
+awk -v r="$r" 'BEGIN {exit !(r >= 0.97 && r <= 1.03)}' ||
+	bad "8 equal groups against one GEMM: predicted rate ratio $r, expected 0.97-1.03"
+for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n'; do
+	printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+		'timing: stream' 'rows:' \
+		"  - {m: 131072, n: 4096, k: 4096, $g, tflops: 3000}" \
+		>"$tmp/ref/kernels/grp.yaml"
+	status 2 "a grouped row with $g" --kind kernel --reference "$tmp/ref"
+done
 exit $fail

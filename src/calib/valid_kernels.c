@@ -155,21 +155,54 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 }
 
 
+/* A grouped GEMM row (`groups: G`): G equal groups in one kernel
+ * (gpu_grouped_gemm), the row's m (group_dim m: the experts' forward and
+ * dgrad GEMMs) or k (group_dim k: their weight gradients) being the total
+ * over the groups, as a MoE layer's tokens. */
+#define VALID_GROUPS_MAX 256
+
+static double grouped_time(const struct ref *r, const struct cnode *row,
+			   double m, double n, double k, double groups)
+{
+	struct gpu_gemm_group g[VALID_GROUPS_MAX];
+	const char *dim = get_str(row, "group_dim");
+	int by_k = dim && strcmp(dim, "k") == 0;
+	size_t i, ng = (size_t)groups;
+
+	if (!(groups >= 1 && groups <= VALID_GROUPS_MAX &&
+	      groups == floor(groups)) ||
+	    (dim && !by_k && strcmp(dim, "m") != 0))
+		return -1;
+	for (i = 0; i < ng; i++)
+		g[i] = (struct gpu_gemm_group){ by_k ? m : m / groups, n,
+						by_k ? k / groups : k };
+	return gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
+}
+
 static int row_gemm(const struct ref *r, const struct cnode *row,
 		    struct line *l)
 {
 	double m = get_num(row, "m"), n = get_num(row, "n");
 	double k = get_num(row, "k"), tf = get_num(row, "tflops");
 	double s = get_num(row, "s"), flop = 2 * m * n * k;
+	double groups = get_num(row, "groups"), t;
 	const char *label = get_str(row, "label");
 
 	if (!(m > 0 && n > 0 && k > 0 && tf > 0))
 		return -1;
-	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f",
-		 label ? label : "", label ? " " : "", m, n, k);
+	if (get_str(row, "groups")) {
+		t = grouped_time(r, row, m, n, k, groups);
+		if (t < 0)
+			return -1;
+	} else {
+		t = gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s;
+	}
+	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f%s",
+		 label ? label : "", label ? " " : "", m, n, k,
+		 get_str(row, "groups") ? " grouped" : "");
 	l->meas = tf;
 	l->meas_s = s > 0 ? s : flop / (tf * 1e12);
-	l->pred = flop / gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s / 1e12;
+	l->pred = flop / t / 1e12;
 	l->unit = "TFLOP/s";
 	return 0;
 }

@@ -226,6 +226,11 @@ static const struct schema_field gpu_fields[] = {
 	  .offset = OFF(gemm_tile_overhead_s), .def = "0 us", .max = 1e-3,
 	  .flags = SF_FIT,
 	  .help = "per wave of tiles: pipeline fill and epilogue sync" },
+	{ .key = "gemm_kernel_overhead", .type = ST_TIME,
+	  .offset = OFF(gemm_kernel_overhead_s), .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
+	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
+		  "and drain (tile data only)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },

@@ -88,6 +88,7 @@ struct gpu_spec {
 	struct schema_int_list gemm_tile_n;	/* elements, output-tile columns, paired with gemm_tile_m;
 						 * empty = no tile model */
 	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
+	double gemm_kernel_overhead_s;		/* s per GEMM kernel: a persistent kernel's set-up and drain */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */

@@ -64,12 +64,18 @@
  * capacity rule of gpu.c assumes the operands were just produced, which
  * weights in inference never are.
  *
- *     t = t_launch + min over tiles and s of (sum of t_wave + t_red)
+ *     t = t_launch + t_k + min over tiles and s of (sum of t_wave + t_red)
+ *
+ * t_k (gemm_kernel_overhead) is paid once per kernel: a persistent kernel
+ * (Blackwell's CUTLASS/cuBLAS GEMMs: one CTA per SM walks the tile list)
+ * sets up once (tensor memory, barriers, tensor maps, the first stages'
+ * loads) and drains its last epilogue once; 0 where the wave model's t_0
+ * holds it all.
  *
  * Without tile data the model is the plain roofline
  *     t = t_launch + max(2 m n k batch / R, W / B_l).
  *
- * Constants: BM, BN, t_0, t_launch, R and B_l are per-GPU data
+ * Constants: BM, BN, t_0, t_k, t_launch, R and B_l are per-GPU data
  * (configs/gpus/) with their sources there; 4 B is the FP32 accumulator.
  * Range: dense GEMMs with vendor-library kernels. Persistent and stream-K
  * kernels overlap epilogues and balance tails better than this, so short-K
@@ -231,6 +237,8 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 		if (i == 0 || cand.time_s < best.time_s)
 			best = cand;
 	}
+	if (g->gemm_tile_m.n > 0)
+		best.time_s += g->gemm_kernel_overhead_s;
 	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l, 1,
 			     best.time_s, best.compute_s, best.memory_s);
 }

@@ -36,7 +36,9 @@
  * few tokens it has (memory-bound when m_e is small). Groups with no rows
  * cost nothing (their weights are not read).
  *
- *     t = t_launch + min over tile shapes of the sum of t_wave
+ *     t = t_launch + t_k + min over tile shapes of the sum of t_wave
+ *
+ * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead).
  *
  * Mixed operands (gpu_grouped_gemm_q, inference): A in b_a and the
  * experts' weights in b_b bytes per element (block scales included; a
@@ -174,6 +176,8 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	}
 	if (best < 0)	/* no tile data: the roofline */
 		best = fmax(comp_s, mem_s);
+	else
+		best += g->gemm_kernel_overhead_s;
 	return gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
 }
 

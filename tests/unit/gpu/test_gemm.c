@@ -211,3 +211,28 @@ Test(gpu, gemm_negative_size_is_a_bug, .signal = SIGABRT)
 	gpu_fixture_toy(&g);
 	gpu_gemm(&g, DTYPE_BF16, -1, 1024, 1024, 1);
 }
+
+Test(gpu, gemm_kernel_overhead_is_paid_once_per_kernel)
+{
+	struct gpu_spec g;
+	struct gpu_cost c0, c1, r0, r1;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* The large square of gemm_large_square_is_waves_of_tiles: 100 waves,
+	 * t = 100 x (1 us + t_c + t_e). A 3 us kernel overhead (a persistent
+	 * kernel's set-up and drain) adds 3 us once, not once per wave (that
+	 * would be 300 us): t = 10.651 ms + 3 us. */
+	c0 = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	g.gemm_kernel_overhead_s = 3e-6;
+	c1 = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	cr_assert(gpu_fixture_near(c1.time_s - c0.time_s, 3e-6, 1e-6),
+		  "got %g s more", c1.time_s - c0.time_s);
+	/* Without tile data the roofline has no kernel body to set up: the
+	 * overhead belongs to the tile model only. */
+	g.gemm_tile_m.n = g.gemm_tile_n.n = 0;
+	r1 = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	g.gemm_kernel_overhead_s = 0;
+	r0 = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	cr_assert(gpu_fixture_near(r1.time_s, r0.time_s, 1e-12));
+}

@@ -111,3 +111,24 @@ Test(gpu, grouped_wgrad_waits_for_the_longest_k_in_the_last_wave)
 	cr_assert(gpu_fixture_near(c.time_s, fmax(tc, tm) + te, 1e-9),
 		  "got %g s", c.time_s);
 }
+
+Test(gpu, grouped_kernel_overhead_is_paid_once_per_launch)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[8];
+	struct gpu_cost c0, c1;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	/* grouped_experts_share_waves' 8 experts in one launch (8 waves,
+	 * 273.7 us): a 3 us kernel overhead adds 3 us once, not once per
+	 * expert (24 us) or per wave. */
+	for (i = 0; i < 8; i++)
+		e[i] = (struct gpu_gemm_group){1280, 1280, 4096};
+	c0 = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8);
+	g.gemm_kernel_overhead_s = 3e-6;
+	c1 = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8);
+	cr_assert(gpu_fixture_near(c1.time_s - c0.time_s, 3e-6, 1e-6),
+		  "got %g s more", c1.time_s - c0.time_s);
+}
