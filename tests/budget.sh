@@ -55,6 +55,14 @@ refused "straggler without --full" 'straggler: GPU 3 computes 1\.3 times slower.
 	--set straggler.compute_scale=1.3
 refused "a budget without a unit" "--max-memory '12': expected a size" \
 	workloads/jobs/default.yaml --max-memory 12
+# A serving run holds every request (160 B of state, 4 latency samples
+# and 2 queue slots of 8 B: 208 B, serve_memory_B): 1e8 requests need
+# about 2.08e10 B = 20.8 GB, past 4 GiB (4.295 GB). Serving ignored the
+# flag and allocated ~24 GB.
+refused "serving 1e8 requests over 4 GiB" \
+	'simulating these 100000000 requests needs about 2[0-9]\.[0-9]* GB of memory \([0-9]+ B a request\), more than the 4\.295 GB budget; raise it with --max-memory' \
+	workloads/jobs/serve-llama3-70b-h100.yaml \
+	--set serving.requests=100000000 --max-memory '4 GiB'
 
 # Within the budget: the same 1e4-sequence step runs (7.8 M tasks with
 # the host's, about 0.3 GiB) and says what it simulates on stderr.
@@ -66,6 +74,11 @@ fi
 grep -q 'simulating 7\.[0-9] M tasks on 1 ranks' "$tmp/err" ||
 	{ echo "FAIL: no progress line"; cat "$tmp/err"; fail=1; }
 grep -q '"step_time_s"' "$tmp/out" || { echo "FAIL: no result"; fail=1; }
+
+# 1,000 requests (about 0.2 MB) within 1 MiB: the serving run runs.
+"$llmsim" run workloads/jobs/serve-llama3-70b-h100.yaml --no-store \
+	--set serving.requests=1000 --max-memory '1 MiB' >"$tmp/out" 2>"$tmp/err" ||
+	{ echo "FAIL: 1000 requests within 1 MiB did not run"; cat "$tmp/err"; fail=1; }
 
 [ $fail = 0 ] && echo "budget: ok"
 exit $fail

@@ -147,6 +147,27 @@ pd=$root/workloads/jobs/serve-llama3-70b-pd-h100.yaml
 [ $? = 2 ] && grep -q -- "--gpus 32: the system has 16 GPUs (2 nodes x 8); add --set system.nodes=4" "$tmp/err" ||
 	{ echo "FAIL: --pd-ratio --gpus 32:"; cat "$tmp/out" "$tmp/err"; fail=1; }
 
+# ---- plan --pd-ratio where the job's own (colocated) layout does not
+# fit: it printed a row "colocated x0  0 GPUs  0 r/s". tp-8 colocated
+# instances in 4 GPUs: none; tp-2 pools over scale-up: P1:D1 (2 + 2 = 4
+# GPUs) is the only split (P2 leaves no GPU for a decode instance).
+small="--no-store --pd-ratio --gpus 4 --set serving.requests=50
+	--set serving.disaggregated.prefill.tp=2
+	--set serving.disaggregated.decode.tp=2"
+# shellcheck disable=SC2086
+"$llmsim" plan "$pd" $small --set serving.disaggregated.transfer=scale_up \
+	>"$tmp/out" 2>"$tmp/err"
+[ $? = 0 ] && ! grep -q colocated "$tmp/out" &&
+	[ "$(grep -c ' r/s ' "$tmp/out")" = 1 ] && grep -q '^P1:D1  *4 ' "$tmp/out" &&
+	grep -q "note: colocated: an instance of the job's layout (tp x pp = 8 GPUs) does not fit in the 4 GPUs" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio, colocated too large:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+# Over scale-out the prefill instance takes a whole node (8 GPUs, +2 for
+# decode = 10 > 4): no deployment at all, exit 2.
+# shellcheck disable=SC2086
+"$llmsim" plan "$pd" $small >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "error: no deployment fits in the 4 GPUs: a colocated instance needs 8, one prefill and one decode instance 10" "$tmp/err" ||
+	{ echo "FAIL: --pd-ratio, nothing fits:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+
 # ---- a lognormal or exponential length of mean 0 is refused: the
 # lognormal's parameters were -inf and inf, every draw NaN, and NaN
 # became a 1-token prompt below the job's own min (16): 8.5 input tokens

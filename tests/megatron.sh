@@ -47,6 +47,34 @@ for k in step_time_s peak_bytes_per_gpu tokens_per_s; do
 		bad "$k: imported $(key $k "$tmp/a.json") vs preset $(key $k "$tmp/b.json")"
 done
 
+# The same job with its split as a --pipeline-model-parallel-layout: pp 4
+# x 5 virtual stages of 4 layers, the embedding first and the loss last
+# (4 + 18 x 4 + 4 = 80 layers, 20 stages): vpp = 20 / 4 = 5 as Megatron
+# infers it, and the same step and peak as the preset.
+largs=$(echo "$args" | sed 's/--num-layers-per-virtual-pipeline-stage 4/--pipeline-model-parallel-layout Et*4|(t*4|)*18t*4L/')
+"$llmsim" config import-megatron "$largs" --gpus 64 >"$tmp/lay.yaml" 2>"$tmp/err" ||
+	bad "import a layout: $(cat "$tmp/err")"
+grep -q '^  pp_layout: "Et\*4|(t\*4|)\*18t\*4L"$' "$tmp/lay.yaml" &&
+	grep -q '^  vpp: 5$' "$tmp/lay.yaml" ||
+	bad "layout: $(grep -E 'vpp|pp_layout' "$tmp/lay.yaml")"
+"$llmsim" run "$tmp/lay.yaml" --json --no-store >"$tmp/c.json" 2>&1 || bad "run the layout job"
+for k in step_time_s peak_bytes_per_gpu; do
+	[ "$(key $k "$tmp/c.json")" = "$(key $k "$tmp/b.json")" ] ||
+		bad "$k: layout $(key $k "$tmp/c.json") vs preset $(key $k "$tmp/b.json")"
+done
+# Megatron's asserts: pp divides the layout's stages (4 stages, pp 3),
+# the layout or the layers per virtual stage, not both; not a layout.
+lay8="--num-layers 8 --pipeline-model-parallel-layout Et*2|t*2|t*2|t*2L"
+"$llmsim" config import-megatron "$lay8 --pipeline-model-parallel-size 3" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "layout has 4 stages, not a multiple of --pipeline-model-parallel-size 3" "$tmp/err" ||
+	bad "layout stages: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$lay8 --num-layers-per-virtual-pipeline-stage 2" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "give one of --pipeline-model-parallel-layout and --num-layers-per-virtual-pipeline-stage" "$tmp/err" ||
+	bad "layout and vpp layers: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "--num-layers 8 --pipeline-model-parallel-layout Ex*2|t*6L" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "pipeline-model-parallel-layout 'Ex\*2|t\*6L': 'x' is not a layer" "$tmp/err" ||
+	bad "bad layout: $(cat "$tmp/err")"
+
 # Words after --, Megatron's defaults: GeLU, LayerNorm, tied embeddings,
 # fp32, ffn 4 x hidden (4 x 1024 = 4096), and tp x pp GPUs (2 x 4 = 8:
 # one node of mi300x-roce); biases on every linear layer (add_bias_linear

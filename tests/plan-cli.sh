@@ -50,6 +50,19 @@ if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv ' cp 2 '; then
 	echo "FAIL: --set parallelism.cp=2 not respected"; cat "$tmp/out"; fail=1
 fi
 
+# seq_len 4095 is odd: sequence parallelism cannot split it over tp 2, 4
+# or 8 (sp_seq), so no ranked layout has sp (8 of the top 20 do at 8192).
+# The winner and the runner-up differ in recompute only; their pipeline
+# bubbles differ by rounding (3.19e-10 us), which the explanation said
+# was an offset.
+check "odd seq_len" "$llmsim" plan "$job" --analytical-only \
+	--set training.seq_len=4095 --no-store
+grep -q '^ *[0-9]*  tp .* sp ' "$tmp/out" &&
+	{ echo "FAIL: seq_len 4095 ranked a layout with sp"; cat "$tmp/out"; fail=1; }
+grep -q 'offset by [0-9.]*e-' "$tmp/out" &&
+	{ echo "FAIL: an offset of rounding noise:"; tail -1 "$tmp/out"; fail=1; }
+grep -q 'beats the runner-up' "$tmp/out" || { echo "FAIL: no explanation"; fail=1; }
+
 # An MoE job: expert parallelism searched, a pinned ep respected.
 check "moe ep pin" "$llmsim" plan tests/scenarios/qwen3-30b-ep8-deepep/job.yaml \
 	--top 3 --set parallelism.ep=8 --no-store

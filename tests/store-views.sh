@@ -48,6 +48,21 @@ for view in v_runs v_sweep_points v_step_breakdown v_collectives; do
 	n=$(sqlite3 "$tmp/r.db" "SELECT count(*) FROM $view")
 	[ "${n:-0}" -ge 1 ] || { echo "FAIL: $view is empty on a filled database"; fail=1; }
 done
+# The serving views (empty here: their columns only); v_inference_steps
+# starts with v_serving's first 16 columns (run_id ... kv_dtype).
+want=$(documented v_serving)
+got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info('v_serving')")
+[ "$got" = "$want" ] || { echo "FAIL: v_serving columns"; echo "  documented: $want"; echo "  database:   $got"; fail=1; }
+want="$(echo "$want" | cut -d, -f1-16),$(documented v_inference_steps)"
+got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info('v_inference_steps')")
+[ "$got" = "$want" ] || { echo "FAIL: v_inference_steps columns"; echo "  documented: $want"; echo "  database:   $got"; fail=1; }
+# db views reads: a directory is not a database (exit 1, as a missing
+# file; it said "cannot open the results database for writing").
+mkdir "$tmp/dir"
+"$llmsim" db views --db "$tmp/dir" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "dir: error: a directory, not a results database" "$tmp/err" ||
+	{ echo "FAIL: db views of a directory: $(cat "$tmp/err")"; fail=1; }
+
 # The documented run columns are those of each sweep's view after its
 # axis columns: v_sweep_views = idx, status, reason, parallelism_tp, v_runs...
 want="idx,status,reason,parallelism_tp,$(documented v_runs)"

@@ -122,6 +122,20 @@ n=$(sqlite3 :memory: "SELECT count(*) FROM json_each(readfile('$tmp/json')) WHER
 # Every view the schema creates has its one-line description.
 "$llmsim" db views --db "$tmp/s.db" | grep '(not documented)' &&
 	bad "db views: a view without a description"
+# A serving job is not a training step: its points are invalid with the
+# reason (they ran as training steps of the serving model, 0 tokens/s).
+cat >"$tmp/serve.yaml" <<EOS
+name: serve_points
+base: $root/workloads/jobs/serve-llama3-70b-h100.yaml
+grid:
+  serving.requests: [50, 60]
+EOS
+"$llmsim" sweep "$tmp/serve.yaml" --db "$tmp/serve.db" >"$tmp/out" 2>"$tmp/err" ||
+	bad "serving sweep: $(cat "$tmp/err")"
+grep -q "2 points in .*: 0 ran, 2 invalid, 0 failed" "$tmp/err" &&
+	[ "$(q "$tmp/serve.db" "SELECT count(*) FROM sweep_points WHERE reason LIKE '%job is phase serving (run it with llmsim run)%'")" = 2 ] ||
+	bad "serving sweep: $(cat "$tmp/out" "$tmp/err")"
+
 # Re-running resumes everything that ran, retries the invalid points, and
 # stores nothing twice.
 "$llmsim" sweep "$tmp/small.yaml" -j 2 --db "$tmp/s.db" >/dev/null 2>"$tmp/err"

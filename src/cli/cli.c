@@ -42,10 +42,11 @@ static const struct cli_command commands[] = {
 	  "                   identical TP/DP peers (slow at scale)\n"
 	  "  --require-fit    exit with status 5 when the job does not fit in\n"
 	  "                   GPU memory (for CI gates)\n"
-	  "  --max-memory SIZE  refuse (exit 2) a step whose simulation would\n"
-	  "                   need more memory than SIZE, e.g. '24 GiB'; the\n"
-	  "                   estimate is checked before anything is built\n"
-	  "                   (default: 80 % of this machine's memory)\n"
+	  "  --max-memory SIZE  refuse (exit 2) a step or a serving run whose\n"
+	  "                   simulation would need more memory than SIZE,\n"
+	  "                   e.g. '24 GiB'; the estimate is checked before\n"
+	  "                   anything is built (default: 80 % of this\n"
+	  "                   machine's memory)\n"
 	  "  --max-trace SIZE refuse a --trace file larger than SIZE\n"
 	  "                   (default 2 GB)\n",
 	  cli_run, NULL },

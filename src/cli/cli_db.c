@@ -76,6 +76,11 @@ static struct store *open_existing(const char *db, struct arena *a,
 			   "one with --db PATH", strerror(errno));
 		return NULL;
 	}
+	if (S_ISDIR(sb.st_mode)) {	/* not "cannot open for writing" */
+		diag_error(d, db, 0, 0, "a directory, not a results "
+			   "database; give the database file with --db PATH");
+		return NULL;
+	}
 	return store_open(db, d);
 }
 

@@ -8,8 +8,9 @@
  *
  * The arguments may be one string (split at blanks; quotes group) or
  * several words after "--". Each Megatron argument llmsim knows maps to
- * one job key (the table below, printed by --mapping and copied into
- * docs/megatron.md, which tests/megatron.sh keeps equal); the ones that
+ * one job key (the table in cli_megatron_map.c, printed by --mapping
+ * and copied into docs/megatron.md, which tests/megatron.sh keeps
+ * equal); the ones that
  * do not change a step's time (learning rate, data paths, logging) are
  * listed as ignored; any other is reported as unknown and ignored.
  * Megatron's defaults apply where it has them (tied embeddings, GeLU
@@ -23,6 +24,7 @@
  * import is reported (exit 2) instead of printed.
  */
 #include "cli.h"
+#include "cli_megatron.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -34,239 +36,9 @@
 #include "base/diag.h"
 #include "config/cnode.h"
 #include "config/config.h"
+#include "config/pp_layout.h"
 #include "config/spec_job.h"
 #include "config/spec_system.h"
-
-enum mtype {
-	M_INT,		/* a whole number, copied */
-	M_STR,		/* a value, mapped through `values` */
-	M_FLAG,		/* no value: sets `value` */
-	M_VPP_LAYERS,	/* --num-layers-per-virtual-pipeline-stage */
-	M_LIST,		/* the words up to the next argument, each one of
-			 * `values` (llmsim's names), as a list */
-	M_DROPOUT,	/* a probability; any > 0 (or absent: Megatron's
-			 * 0.1) turns training.dropout on */
-	M_IGNORED,	/* takes a value; no effect on the step */
-	M_IGNORED_FLAG	/* no value; no effect on the step */
-};
-
-struct marg {
-	const char *arg;		/* "--hidden-size" */
-	enum mtype type;
-	const char *key;		/* "model.hidden_size" */
-	const char *value;		/* M_FLAG: the value it sets */
-	const char *const *values;	/* M_STR: {megatron, llmsim}... NULL;
-					 * M_LIST: the names, NULL-ended */
-	const char *note;		/* for --mapping */
-};
-
-static const char *const norm_vals[] = {
-	"LayerNorm", "layernorm", "RMSNorm", "rmsnorm", NULL };
-static const char *const pos_vals[] = {
-	"rope", "rope", "learned_absolute", "learned", "none", "none", NULL };
-static const char *const recompute_vals[] = {
-	"full", "full", "selective", "selective", NULL };
-static const char *const opt_vals[] = { "adam", "adam", "sgd", "sgd", NULL };
-static const char *const fp8_vals[] = {
-	"e4m3", "fp8", "hybrid", "fp8", NULL };
-
-static const struct marg margs[] = {
-	{ "--num-layers", M_INT, "model.num_hidden_layers", NULL, NULL, NULL },
-	{ "--hidden-size", M_INT, "model.hidden_size", NULL, NULL, NULL },
-	{ "--ffn-hidden-size", M_INT, "model.intermediate_size", NULL, NULL,
-	  "default 4 x hidden size, as Megatron" },
-	{ "--num-attention-heads", M_INT, "model.num_attention_heads", NULL,
-	  NULL, NULL },
-	{ "--num-query-groups", M_INT, "model.num_key_value_heads", NULL, NULL,
-	  "with --group-query-attention (ignored without, as Megatron)" },
-	{ "--group-query-attention", M_IGNORED_FLAG, NULL, NULL, NULL,
-	  "enables --num-query-groups" },
-	{ "--kv-channels", M_INT, "model.head_dim", NULL, NULL, NULL },
-	{ "--padded-vocab-size", M_INT, "model.vocab_size", NULL, NULL, NULL },
-	{ "--vocab-size", M_INT, "model.vocab_size", NULL, NULL, NULL },
-	{ "--max-position-embeddings", M_INT, "model.max_position_embeddings",
-	  NULL, NULL, NULL },
-	{ "--swiglu", M_FLAG, "model.hidden_act", "silu", NULL,
-	  "gated SiLU MLP; without it Megatron's GeLU (gelu)" },
-	{ "--squared-relu", M_FLAG, "model.hidden_act", "relu2", NULL, NULL },
-	{ "--normalization", M_STR, "model.norm", NULL, norm_vals,
-	  "LayerNorm (Megatron's default) or RMSNorm" },
-	{ "--position-embedding-type", M_STR, "model.position_embedding", NULL,
-	  pos_vals, "rope, learned_absolute (default), none" },
-	{ "--use-rotary-position-embeddings", M_FLAG,
-	  "model.position_embedding", "rope", NULL, "older Megatron" },
-	{ "--untie-embeddings-and-output-weights", M_FLAG,
-	  "model.tie_word_embeddings", "false", NULL,
-	  "Megatron ties them by default" },
-	{ "--add-qkv-bias", M_FLAG, "model.attention_bias", "true", NULL, NULL },
-	{ "--qk-layernorm", M_FLAG, "model.qk_layernorm", "true", NULL, NULL },
-	{ "--num-experts", M_INT, "model.n_routed_experts", NULL, NULL, NULL },
-	{ "--moe-router-topk", M_INT, "model.num_experts_per_tok", NULL, NULL,
-	  NULL },
-	{ "--moe-ffn-hidden-size", M_INT, "model.moe_intermediate_size", NULL,
-	  NULL, NULL },
-	{ "--moe-shared-expert-intermediate-size", M_INT,
-	  "model.shared_expert_intermediate_size", NULL, NULL, NULL },
-	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },
-	{ "--micro-batch-size", M_INT, "training.micro_batch_size", NULL, NULL,
-	  NULL },
-	{ "--global-batch-size", M_INT, "training.global_batch_size", NULL,
-	  NULL, NULL },
-	{ "--bf16", M_FLAG, "training.dtype", "bf16", NULL,
-	  "without --bf16, --fp16 or --fp8-format: fp32" },
-	{ "--fp16", M_FLAG, "training.dtype", "fp16", NULL, NULL },
-	{ "--fp8-format", M_STR, "training.dtype", NULL, fp8_vals,
-	  "e4m3 or hybrid: FP8 GEMMs" },
-	{ "--recompute-activations", M_FLAG, "training.recompute", "selective",
-	  NULL, NULL },
-	{ "--recompute-granularity", M_STR, "training.recompute", NULL,
-	  recompute_vals, NULL },
-	{ "--recompute-modules", M_LIST, "training.recompute_modules", NULL,
-	  recompute_module_names, "with --recompute-granularity selective" },
-	{ "--use-distributed-optimizer", M_FLAG, "training.zero_stage", "1",
-	  NULL, "optimizer states sharded over data parallel" },
-	{ "--optimizer", M_STR, "training.optimizer", NULL, opt_vals, NULL },
-	{ "--use-flash-attn", M_FLAG, "training.attention", "flash", NULL,
-	  NULL },
-	{ "--tensor-model-parallel-size", M_INT, "parallelism.tp", NULL, NULL,
-	  NULL },
-	{ "--pipeline-model-parallel-size", M_INT, "parallelism.pp", NULL,
-	  NULL, NULL },
-	{ "--virtual-pipeline-model-parallel-size", M_INT, "parallelism.vpp",
-	  NULL, NULL, NULL },
-	{ "--num-layers-per-virtual-pipeline-stage", M_VPP_LAYERS,
-	  "parallelism.vpp", NULL, NULL, "vpp = layers / (pp x this)" },
-	{ "--context-parallel-size", M_INT, "parallelism.cp", NULL, NULL,
-	  NULL },
-	{ "--expert-model-parallel-size", M_INT, "parallelism.ep", NULL, NULL,
-	  NULL },
-	{ "--sequence-parallel", M_FLAG, "parallelism.sequence_parallel",
-	  "true", NULL, NULL },
-	{ "--tp-comm-overlap", M_FLAG, "parallelism.tp_comm_overlap", "true",
-	  NULL, NULL },
-	{ "--overlap-grad-reduce", M_FLAG, "framework.overlap_grad_reduce",
-	  "true", NULL, NULL },
-	{ "--overlap-param-gather", M_FLAG, "framework.overlap_param_gather",
-	  "true", NULL, NULL },
-	{ "--no-gradient-accumulation-fusion", M_FLAG,
-	  "training.gradient_accumulation_fusion", "false", NULL,
-	  "Megatron fuses by default (true)" },
-	{ "--attention-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
-	  "dropout on when either probability is > 0; Megatron's default "
-	  "for both is 0.1 (on)" },
-	{ "--hidden-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
-	  "as --attention-dropout" },
-	{ "--disable-bias-linear", M_IGNORED_FLAG,
-	  "model.attention_bias, model.mlp_bias", NULL, NULL,
-	  "false; without it true (Megatron's add_bias_linear); "
-	  "--add-qkv-bias keeps the attention's" },
-};
-
-#define NMARGS (sizeof(margs) / sizeof(margs[0]))
-
-/* Arguments that take a value and do not change a step's time. */
-static const char *const ignored_valued[] = {
-	"--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-iters",
-	"--lr-warmup-fraction", "--lr-decay-iters", "--weight-decay",
-	"--clip-grad", "--adam-beta1", "--adam-beta2", "--adam-eps",
-	"--init-method-std", "--train-iters", "--train-samples", "--save",
-	"--load", "--save-interval", "--eval-interval", "--eval-iters",
-	"--log-interval", "--data-path", "--split", "--tokenizer-type",
-	"--fp8-amax-history-len", "--fp8-amax-compute-algo",
-	"--tokenizer-model", "--vocab-file", "--merge-file", "--seed",
-	"--rotary-base",
-	"--rotary-percent", "--norm-epsilon", "--data-cache-path",
-	"--tensorboard-dir", "--wandb-project", "--exit-interval",
-	"--distributed-backend", "--distributed-timeout-minutes",
-	"--attention-backend", "--transformer-impl", "--initial-loss-scale",
-	"--loss-scale-window", "--hysteresis", "--micro-batch-size-start",
-	NULL,
-};
-
-static const char *const ignored_flags[] = {
-	"--no-masked-softmax-fusion",
-	"--no-bias-gelu-fusion", "--no-bias-dropout-fusion",
-	"--use-mcore-models", "--mock-data",
-	"--log-throughput", "--log-timers-to-tensorboard", "--no-load-optim",
-	"--no-load-rng", "--bf16-reduce", "--accumulate-allreduce-grads-in-fp32",
-	"--use-legacy-models",
-	NULL,
-};
-
-static int in_list(const char *const *list, const char *a)
-{
-	size_t i;
-
-	for (i = 0; list[i]; i++)
-		if (strcmp(list[i], a) == 0)
-			return 1;
-	return 0;
-}
-
-static const struct marg *find_marg(const char *a)
-{
-	size_t i;
-
-	for (i = 0; i < NMARGS; i++)
-		if (strcmp(margs[i].arg, a) == 0)
-			return &margs[i];
-	return NULL;
-}
-
-/* ---- the mapping, for docs/megatron.md --------------------------------- */
-
-static const char *type_text(const struct marg *m, char *buf, size_t len)
-{
-	size_t i, at = 0;
-
-	switch (m->type) {
-	case M_INT:
-	case M_VPP_LAYERS:
-		return "N";
-	case M_DROPOUT:
-		return "P";
-	case M_IGNORED_FLAG:
-		return m->key ? "(flag)" : "";
-	case M_FLAG:
-		snprintf(buf, len, "(flag): `%s`", m->value);
-		return buf;
-	case M_STR:
-		for (i = 0; m->values[i] && at < len; i += 2)
-			at += (size_t)snprintf(buf + at, len - at, "%s`%s` -> `%s`",
-					       i ? ", " : "", m->values[i],
-					       m->values[i + 1]);
-		return buf;
-	case M_LIST:
-		for (i = 0; m->values[i] && at < len; i++)
-			at += (size_t)snprintf(buf + at, len - at, "%s`%s`",
-					       i ? " " : "NAME... of ",
-					       m->values[i]);
-		return buf;
-	default:
-		return "";
-	}
-}
-
-static int print_mapping(void)
-{
-	char buf[256];
-	size_t i;
-
-	puts("| Megatron-LM argument | value | llmsim job key | note |");
-	puts("| --- | --- | --- | --- |");
-	for (i = 0; i < NMARGS; i++)
-		printf("| `%s` | %s | %s | %s |\n", margs[i].arg,
-		       type_text(&margs[i], buf, sizeof(buf)),
-		       margs[i].key ? margs[i].key : "-",
-		       margs[i].note ? margs[i].note : "");
-	printf("\nIgnored (no effect on the time of a step):");
-	for (i = 0; ignored_valued[i]; i++)
-		printf(" `%s`", ignored_valued[i]);
-	for (i = 0; ignored_flags[i]; i++)
-		printf(" `%s`", ignored_flags[i]);
-	printf(".\n");
-	return CLI_OK;
-}
 
 /* ---- reading the command line ---------------------------------------- */
 
@@ -303,13 +75,15 @@ static int split_words(struct arena *a, const char *s, char ***out, int *n)
 
 /* The job built from the arguments: key = value pairs in order. */
 struct imported {
-	const char *key[NMARGS + 8];
-	const char *val[NMARGS + 8];
+	const char *key[CLI_MEGATRON_KEYS];
+	const char *val[CLI_MEGATRON_KEYS];
 	int n;
 	int gqa;			/* --group-query-attention seen */
 	int no_bias;			/* --disable-bias-linear seen */
 	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
+	int64_t layout_stages;		/* --pipeline-model-parallel-layout's;
+					 * 0: not given */
 	const char *ignored[256];
 	int nignored;
 	const char *unknown[256];
@@ -401,6 +175,34 @@ static int take_list(struct imported *im, const struct marg *m,
 	return 0;
 }
 
+/* A pipeline layout string (config/pp_layout.h): checked here so that
+ * a string that is not one is named by its argument, then set quoted
+ * (its '|' and '*' are YAML syntax). */
+static int take_layout(struct imported *im, const struct marg *m,
+		       const char *arg, const char *v, struct diag *d)
+{
+	struct pp_layout l;
+	char why[160];
+	const char *q;
+	int rc = pp_layout_parse(v, &l, NULL, 0, why, sizeof(why));
+
+	if (rc == -2) {
+		diag_oom(d);
+		return -1;
+	}
+	if (rc != 0) {
+		diag_error(d, "megatron", 0, 0, "%s '%s': %s", arg, v, why);
+		return -1;
+	}
+	if (!(q = arena_printf(im->arena, "\"%s\"", v))) {
+		diag_oom(d);
+		return -1;
+	}
+	set(im, m->key, q);
+	im->layout_stages = l.stages;
+	return 0;
+}
+
 /* One Megatron argument (with its value when it takes one). */
 static int take(struct imported *im, const struct marg *m, const char *arg,
 		const char *v, struct diag *d)
@@ -452,6 +254,8 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		im->dropout[strcmp(arg, "--hidden-dropout") == 0] = p;
 		return 0;
 	}
+	case M_PP_LAYOUT:
+		return take_layout(im, m, arg, v, d);
 	case M_IGNORED_FLAG:
 		if (strcmp(arg, "--group-query-attention") == 0)
 			im->gqa = 1;
@@ -467,7 +271,7 @@ static int takes_value(const struct marg *m)
 {
 	return m->type == M_INT || m->type == M_STR ||
 	       m->type == M_VPP_LAYERS || m->type == M_IGNORED ||
-	       m->type == M_DROPOUT;
+	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT;
 }
 
 /* Read the Megatron words into im. 0 or -1 after reporting. */
@@ -489,15 +293,15 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 			*eq = '\0';
 			v = eq + 1;
 		}
-		m = find_marg(a);
-		if (!m && in_list(ignored_valued, a)) {
+		m = cli_megatron_arg(a);
+		if (!m && cli_megatron_ignored(a) == 2) {
 			if (!v && i + 1 < n)
 				i++;
 			if (im->nignored < 256)
 				im->ignored[im->nignored++] = a;
 			continue;
 		}
-		if (!m && in_list(ignored_flags, a)) {
+		if (!m && cli_megatron_ignored(a) == 1) {
 			if (im->nignored < 256)
 				im->ignored[im->nignored++] = a;
 			continue;
@@ -544,6 +348,35 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 			rc = -1;
 	}
 	return rc;
+}
+
+/* vpp from the layout's stages, as Megatron's arguments.py infers it
+ * (virtual_pipeline_model_parallel_size = stages / pp, after asserting
+ * that at most one of the layout and the per-stage layer count is given
+ * and that pp divides the stages). 0 or -1 after reporting. */
+static int layout_vpp(struct arena *a, struct imported *im, struct diag *d)
+{
+	long pp = im->pp > 0 ? im->pp : 1;
+
+	if (im->layout_stages == 0)
+		return 0;
+	if (im->vpp_layers > 0) {
+		diag_error(d, "megatron", 0, 0, "%s", "give one of "
+			   "--pipeline-model-parallel-layout and "
+			   "--num-layers-per-virtual-pipeline-stage (Megatron "
+			   "refuses both)");
+		return -1;
+	}
+	if (im->layout_stages % pp != 0) {
+		diag_error(d, "megatron", 0, 0, "--pipeline-model-parallel-layout "
+			   "has %lld stages, not a multiple of "
+			   "--pipeline-model-parallel-size %ld",
+			   (long long)im->layout_stages, pp);
+		return -1;
+	}
+	set(im, "parallelism.vpp", arena_printf(a, "%lld",
+		(long long)(im->layout_stages / pp)));
+	return 0;
 }
 
 /* Megatron's defaults and the derived keys. */
@@ -757,7 +590,7 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	}
 	rc = parse_opts(n, ours, &o, &mapping);
 	if (rc != CLI_OK || mapping)
-		return rc != CLI_OK ? rc : print_mapping();
+		return rc != CLI_OK ? rc : cli_megatron_mapping();
 	if (line && optind < n)
 		return cli_usage_error("config", "import-megatron: give the "
 				       "Megatron arguments as one string or as "
@@ -776,8 +609,9 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 		return cli_usage_error("config", "%s", "import-megatron needs "
 				       "the Megatron-LM arguments (one quoted "
 				       "string, or words after --)");
-	if (read_args(im, words, nwords, cx->diag) != 0)
-		return CLI_USAGE;
+	if (read_args(im, words, nwords, cx->diag) != 0 ||
+	    layout_vpp(cx->arena, im, cx->diag) != 0)
+		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
 	finish_import(cx->arena, im);
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));
 	if (nodes == 0)

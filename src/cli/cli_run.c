@@ -12,7 +12,8 @@
  * the machine's physical memory), or whose trace would exceed
  * --max-trace (default 2 GB), is refused with exit 2, the estimate, and
  * the flag that raises the budget (and, for --full, what the symmetric
- * mode would need instead).
+ * mode would need instead). A serving run is held to the same memory
+ * budget (serve_memory_B: its simulation keeps every request).
  *
  * JOB "-" reads the job from standard input; --trace - writes the trace
  * to standard output (the summary then goes to stderr).
@@ -42,6 +43,7 @@
 #include "store/store.h"
 #include "calib/calib.h"
 #include "config/spec_system.h"
+#include "serve/serve.h"
 #include "sweep/sweep_run.h"
 
 struct run_opts {
@@ -316,6 +318,29 @@ static int check_budget(const struct run_opts *o, const struct job_spec *j,
 	return CLI_OK;
 }
 
+/* The same budget for a serving run, whose simulation holds every
+ * request (serve_memory_B): CLI_OK or CLI_USAGE (reported). */
+static int check_serving_budget(const struct run_opts *o,
+				const struct job_spec *j, struct diag *d)
+{
+	double mem = o->max_memory_B > 0 ? o->max_memory_B : default_memory_B();
+	int64_t n;
+	double need = serve_memory_B(j, &n);
+	char a[32], b[32];
+
+	if (mem > 0 && need > mem) {
+		diag_error(d, NULL, 0, 0, "simulating these %lld requests needs "
+			   "about %s of memory (%.0f B a request), more than the "
+			   "%s budget; raise it with --max-memory or simulate "
+			   "fewer requests", (long long)n,
+			   step_human(a, sizeof(a), need, UNIT_BYTES),
+			   need / (double)n,
+			   step_human(b, sizeof(b), mem, UNIT_BYTES));
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
 static int simulate(const struct run_opts *o, struct job_spec *j,
 		    struct step_result *r, struct diag *d)
 {
@@ -363,7 +388,10 @@ int cli_run(int argc, char **argv, const char *argv0)
 	if (job_is_inference(j)) {
 		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store};
 
-		rc = cli_run_inference(&io, j, cx.data_root, &d);
+		rc = j->phase == PHASE_SERVING ?
+		     check_serving_budget(&o, j, &d) : CLI_OK;
+		if (rc == CLI_OK)
+			rc = cli_run_inference(&io, j, cx.data_root, &d);
 		goto out;
 	}
 	rc = simulate(&o, j, r, &d);

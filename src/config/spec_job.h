@@ -431,20 +431,22 @@ enum job_rule {
 	JR_INF_EP,		/* inference: ep (x etp) spans an instance's GPUs */
 	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
 	JR_TRAIN_CHUNKED,	/* training: cp 1 over chunks < seq_len */
+	JR_SP_SEQ,		/* sequence_parallel: cp*tp divides seq_len */
 	JR_COUNT
 };
 
 /* "world", "tp_heads", ...: one name per rule; NULL-terminated. */
 extern const char *const job_rule_names[JR_COUNT + 1];
 
-#define JOB_RULES_ALL ((1u << JR_COUNT) - 1)
-/* A rule is a bit of a uint32_t (JOB_RULES_ALL, layout_sink.rules, the
- * planner's masks): 1u << 32 is undefined, so widen them all first. */
-_Static_assert(JR_COUNT < 32, "enum job_rule has outgrown uint32_t masks");
+/* A rule is a bit of a uint64_t mask (job_layout_check's, the planner's). */
+#define JR_BIT(r) ((uint64_t)1 << (r))
+#define JOB_RULES_ALL (JR_BIT(JR_COUNT) - 1)
+/* 1 << 64 is undefined: past 63 rules the masks need another type. */
+_Static_assert(JR_COUNT < 64, "enum job_rule has outgrown uint64_t masks");
 
 /*
- * Check job j's layout against the rules in `rules` (1 << enum job_rule
- * each; JOB_RULES_ALL for every one): infers parallelism.dp when it is 0
+ * Check job j's layout against the rules in `rules` (JR_BIT(enum
+ * job_rule) each; JOB_RULES_ALL for every one): infers parallelism.dp when it is 0
  * and the schedule when it is negative (as the schema's check does),
  * then tests each rule asked for. With d, each broken rule is reported as
  * an error at node's `parallelism` or `training` key (node may be NULL);
@@ -452,7 +454,7 @@ _Static_assert(JR_COUNT < 32, "enum job_rule has outgrown uint32_t masks");
  * candidate. Returns the broken rules among those asked (0: valid). When
  * dp cannot be inferred nothing else is checked.
  */
-uint32_t job_layout_check(struct job_spec *j, uint32_t rules, struct diag *d,
+uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 			  const struct cnode *node);
 
 #endif

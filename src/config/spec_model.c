@@ -305,7 +305,7 @@ static const struct schema_field model_fields[] = {
 
 int model_is_moe(const struct model_spec *m)
 {
-	return m->n_routed_experts > 0;
+	return m->n_routed_experts > 0 && !m->no_moe_layer;
 }
 
 int model_is_mla(const struct model_spec *m)
@@ -548,6 +548,36 @@ static int check_moe_layers(const struct model_spec *m,
 	return 0;
 }
 
+/* A model whose MoE keys select none of its layers (DeepSeek's
+ * first_k_dense_replace at or past num_hidden_layers, every layer in
+ * mlp_only_layers) builds only dense MLPs of intermediate_size in
+ * transformers (modeling_deepseek_v3.py DeepseekV3DecoderLayer,
+ * modeling_qwen2_moe.py Qwen2MoeDecoderLayer): it is simulated as the
+ * dense model it is, with a note. */
+static void check_moe_any_layer(struct model_spec *m,
+				const struct cnode *node, struct diag *d)
+{
+	static const char *const keys[] = {"first_k_dense_replace",
+		"mlp_only_layers", "moe_layers", "decoder_sparse_step",
+		"moe_layer_freq"};
+	const struct cnode *at;
+	int64_t i;
+
+	for (i = 0; i < m->num_hidden_layers; i++)
+		if (model_layer_moe(m, i))
+			return;
+	m->no_moe_layer = 1;
+	at = blamed(node, keys, 5);
+	diag_note(d, at ? at->file : NULL, at ? at->line : 0, at ? at->col : 0,
+		  "the model's %lld routed experts are in none of its %lld "
+		  "layers (first_k_dense_replace, mlp_only_layers, "
+		  "moe_layers, decoder_sparse_step): every layer is a dense "
+		  "MLP of intermediate_size %lld, as transformers builds it; "
+		  "simulated as a dense model", (long long)m->n_routed_experts,
+		  (long long)m->num_hidden_layers,
+		  (long long)m->intermediate_size);
+}
+
 static int check_moe(struct model_spec *m, const struct cnode *node,
 		     struct diag *d)
 {
@@ -572,6 +602,8 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 		m->decoder_sparse_step = 1;
 	if (m->moe_layer_freq == 0)
 		m->moe_layer_freq = 1;
+	if (rc == 0)
+		check_moe_any_layer(m, node, d);
 	return rc;
 }
 

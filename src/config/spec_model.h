@@ -147,6 +147,8 @@ struct model_spec {
 	int64_t n_group;			/* expert groups for group-limited routing */
 	int64_t topk_group;			/* groups a token may use (DeepSeek: nodes) */
 	int64_t num_nextn_predict_layers;	/* MTP modules (DeepSeek-V3: 1) */
+	int no_moe_layer;			/* derived: experts given, but the keys
+						 * above select no layer (dense) */
 	/* Attention window */
 	int64_t sliding_window;			/* keys a sliding-window layer sees; 0 = none */
 	int use_sliding_window;			/* Qwen2/3 switch; -1 absent */
@@ -166,7 +168,10 @@ struct model_spec {
 	int64_t v_head_dim;
 };
 
-/* 1 for a Mixture-of-Experts model. */
+/* 1 for a Mixture-of-Experts model: routed experts in at least one
+ * layer (experts whose layers first_k_dense_replace, mlp_only_layers,
+ * decoder_sparse_step or moe_layers all make dense leave a dense model,
+ * as transformers builds it). */
 int model_is_moe(const struct model_spec *m);
 
 /* 1 for multi-head latent attention. */

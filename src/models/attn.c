@@ -72,7 +72,7 @@
  * for causal attention of those lengths: unchanged. The unfused core
  * computes the whole masked s x s matrix and counts the chunked P. s <= C
  * is causal attention exactly. Context parallelism over chunked layers
- * is refused (spec_job.c, rule train_chunked): Transformer Engine runs
+ * is refused (spec_job_layout.c, rule train_chunked): Transformer Engine runs
  * a chunked ('arbitrary') mask only in its unfused backend, which it
  * disables under CP.
  */
@@ -307,7 +307,7 @@ static double core_model_flops(const struct layer_dims *d, double window,
 /* Whether the core of layer kind k is chunked: the sequence is past one
  * chunk (within one aligned chunk, chunked attention is causal
  * attention, costed as such). Chunked layers are refused under CP
- * (spec_job.c's train_chunked), so the sequence is d->seq. */
+ * (spec_job_layout.c's train_chunked), so the sequence is d->seq. */
 static int is_chunked(const struct layer_dims *d, const struct layer_kind *k)
 {
 	return k && k->chunk > 0 && d->seq > k->chunk;

@@ -195,7 +195,7 @@ static void no_valid(const struct job_spec *j, const struct plan_opts *o,
 	}
 	job_for(j, &a->rule_miss[worst].lay, &sys, &jj);
 	if (worst < JR_COUNT)
-		(void)job_layout_check(&jj, 1u << worst, d, NULL);
+		(void)job_layout_check(&jj, JR_BIT(worst), d, NULL);
 	else if (worst == PR_UNSUPPORTED)
 		diag_error(d, NULL, 0, 0, "ZeRO 3 on an MoE model is not "
 			   "estimated by the planner's analytical tier; it "
@@ -430,7 +430,9 @@ static void explain(const struct plan_result *r, int objective, char *buf,
 			 dif[0] ? dif : "nothing but rank");
 		return;
 	}
-	if (dv[down] < 0)
+	/* the engine's clock counts whole ns: less is rounding (it said
+	 * "offset by 3.19e-10 us more pipeline bubble") */
+	if (dv[down] <= -1e-9)
 		snprintf(off, sizeof(off), ", partly offset by %s more %s",
 			 seconds(t3, sizeof(t3), -dv[down]), part[down]);
 	seconds(t1, sizeof(t1), b->step_s - a->step_s);

@@ -50,17 +50,17 @@
 #include "plan_impl.h"
 
 /* Rules decidable once each dimension is set. */
-#define RULES_TP ((1u << JR_TP_HEADS) | (1u << JR_TP_KV_HEADS) | \
-		  (1u << JR_TP_FFN) | (1u << JR_TP_SHARED))
-#define RULES_CP ((1u << JR_CP_SEQ) | (1u << JR_CP_A2A) | (1u << JR_CP_HEADS))
-#define RULES_PP (1u << JR_WORLD)
-#define RULES_EP ((1u << JR_EP_DENSE) | (1u << JR_EP_EXPERTS) | \
-		  (1u << JR_EP_FOLD) | (1u << JR_ETP_FFN) | (1u << JR_EP_VENDOR) | \
-		  (1u << JR_MTP))
-#define RULES_VPP ((1u << JR_PP_LAYERS) | (1u << JR_PP_SPLIT) | \
-		   (1u << JR_A2A_VPP))
-#define RULES_SCHED ((1u << JR_SCHED_VPP) | (1u << JR_SCHED_PP))
-#define RULES_MBS ((1u << JR_BATCH) | (1u << JR_SCHED_MICRO))
+#define RULES_TP (JR_BIT(JR_TP_HEADS) | JR_BIT(JR_TP_KV_HEADS) | \
+		  JR_BIT(JR_TP_FFN) | JR_BIT(JR_TP_SHARED))
+#define RULES_CP (JR_BIT(JR_CP_SEQ) | JR_BIT(JR_CP_A2A) | JR_BIT(JR_CP_HEADS))
+#define RULES_PP JR_BIT(JR_WORLD)
+#define RULES_EP (JR_BIT(JR_EP_DENSE) | JR_BIT(JR_EP_EXPERTS) | \
+		  JR_BIT(JR_EP_FOLD) | JR_BIT(JR_ETP_FFN) | JR_BIT(JR_EP_VENDOR) | \
+		  JR_BIT(JR_MTP))
+#define RULES_VPP (JR_BIT(JR_PP_LAYERS) | JR_BIT(JR_PP_SPLIT) | \
+		   JR_BIT(JR_A2A_VPP))
+#define RULES_SCHED (JR_BIT(JR_SCHED_VPP) | JR_BIT(JR_SCHED_PP))
+#define RULES_MBS (JR_BIT(JR_BATCH) | JR_BIT(JR_SCHED_MICRO))
 
 enum { MAX_DIV = 512 };
 
@@ -275,13 +275,13 @@ static void prune(struct walk *w, int reason, uint64_t count)
 }
 
 /* The first rule of `rules` the layout so far breaks, or -1. */
-static int broken(struct walk *w, uint32_t rules)
+static int broken(struct walk *w, uint64_t rules)
 {
-	uint32_t b = job_layout_check(&w->j, rules, NULL, NULL);
+	uint64_t b = job_layout_check(&w->j, rules, NULL, NULL);
 	int r;
 
 	for (r = 0; b && r < JR_COUNT; r++)
-		if (b & (1u << r))
+		if (b & JR_BIT(r))
 			return r;
 	return -1;
 }
@@ -435,14 +435,15 @@ static int level_sp_rc(struct walk *w)
 			prune(w, PR_REDUNDANT, (uint64_t)(li->nrc * li->nzero));
 			continue;
 		}
-		if ((r = broken(w, 1u << JR_MOE_SP)) >= 0) {
+		r = broken(w, JR_BIT(JR_MOE_SP) | JR_BIT(JR_SP_SEQ));
+		if (r >= 0) {
 			prune(w, r, (uint64_t)(li->nrc * li->nzero));
 			continue;
 		}
 		for (k = 0; k < li->nrc; k++) {
 			w->l.recompute = (int8_t)li->rc[k];
 			w->j.training.recompute = (int)li->rc[k];
-			if ((r = broken(w, 1u << JR_A2A_RECOMPUTE)) >= 0) {
+			if ((r = broken(w, JR_BIT(JR_A2A_RECOMPUTE))) >= 0) {
 				prune(w, r, (uint64_t)li->nzero);
 				continue;
 			}
@@ -742,7 +743,7 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 	const struct sched_live *live;
 	struct plan_layout lay = *l;
 	struct job_spec j;
-	uint32_t b;
+	uint64_t b;
 	int r;
 
 	lay.nodes = s->sys.nodes;
@@ -752,7 +753,7 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 	c->gpus = system_gpus(&s->sys);
 	b = job_layout_check(&j, JOB_RULES_ALL, NULL, NULL);
 	for (r = 0; b && r < JR_COUNT; r++)
-		if (b & (1u << r)) {
+		if (b & JR_BIT(r)) {
 			*why = r;
 			return 1;
 		}

@@ -132,7 +132,7 @@ int serve_plan_ratio(const struct job_spec *j, const struct serve_plan_opts *o,
 	int64_t size = j->parallelism.tp * j->parallelism.pp;
 	struct serve_plan_point *v;
 	struct job_spec jj;
-	int k = 0, cap;
+	int k = 0, cap, colocated;
 
 	*out = NULL;
 	*n = 0;
@@ -152,11 +152,18 @@ int serve_plan_ratio(const struct job_spec *j, const struct serve_plan_opts *o,
 	jj.phase = PHASE_SERVING;
 	jj.serving.disaggregated.enabled = 0;
 	jj.parallelism.dp = gpus / size;
-	v[k] = (struct serve_plan_point){0, jj.parallelism.dp,
-		jj.parallelism.dp * size, 0, 0, 0, 0, 0};
-	if (jj.parallelism.dp >= 1 && search(&jj, o, &v[k], d) != 0)
-		goto fail;
-	k++;
+	if (jj.parallelism.dp >= 1) {
+		v[k] = (struct serve_plan_point){0, jj.parallelism.dp,
+			jj.parallelism.dp * size, 0, 0, 0, 0, 0};
+		if (search(&jj, o, &v[k], d) != 0)
+			goto fail;
+		k++;
+	} else {
+		diag_note(d, NULL, 0, 0, "colocated: an instance of the job's "
+			  "layout (tp x pp = %lld GPUs) does not fit in the "
+			  "%lld GPUs; only prefill:decode splits are compared",
+			  (long long)size, (long long)gpus);
+	}
 	for (p = 1; p * sp < gpus; p++) {
 		for (dn = (gpus - p * sp) / sd; dn >= 1; dn--)
 			if (footprint(j, p, sp, dn, sd) <= gpus)
@@ -173,8 +180,17 @@ int serve_plan_ratio(const struct job_spec *j, const struct serve_plan_opts *o,
 			goto fail;
 		k++;
 	}
-	if (k > 1)
-		qsort(v + 1, (size_t)(k - 1), sizeof(*v), by_goodput);
+	if (k == 0) {
+		diag_error(d, NULL, 0, 0, "no deployment fits in the %lld GPUs: "
+			   "a colocated instance needs %lld, one prefill and one "
+			   "decode instance %lld", (long long)gpus,
+			   (long long)size, (long long)footprint(j, 1, sp, 1, sd));
+		mem_free(v);
+		return -2;
+	}
+	/* the colocated baseline stays first */
+	colocated = v[0].prefill_instances == 0;
+	qsort(v + colocated, (size_t)(k - colocated), sizeof(*v), by_goodput);
 	*out = v;
 	*n = k;
 	return 0;

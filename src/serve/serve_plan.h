@@ -41,9 +41,10 @@ struct serve_plan_point {
 /*
  * Search job j (phase serving, with serving.slo and the pools' layouts in
  * serving.disaggregated) over the splits. *out (mem_alloc'd, caller
- * frees) gets one point per split, the colocated baseline first, the
- * rest by rate_per_gpu, best first. Returns 0, -1 (runtime), -2 (bad
- * input, reported: no SLO, no split fits).
+ * frees) gets one point per split, the colocated baseline first (left
+ * out, with a note on d, when one instance of the job's layout does not
+ * fit in the GPUs), the rest by rate_per_gpu, best first. Returns 0, -1
+ * (runtime), -2 (bad input, reported: no SLO, no deployment fits).
  */
 int serve_plan_ratio(const struct job_spec *j, const struct serve_plan_opts *o,
 		     struct serve_plan_point **out, int *n, struct diag *d);

@@ -326,6 +326,41 @@ out:
 	return rc;
 }
 
+/* Lines of the trace file (its rows, header and comments included). */
+static int64_t trace_lines(const struct job_spec *j)
+{
+	char *path = trace_path(&j->serving), buf[65536];
+	int64_t lines = 0;
+	size_t got, i;
+	char last = '\n';
+	FILE *f = path ? fopen(path, "r") : NULL;
+
+	mem_free(path);
+	if (!f)
+		return 0;
+	while ((got = fread(buf, 1, sizeof(buf), f)) > 0) {
+		for (i = 0; i < got; i++)
+			lines += buf[i] == '\n';
+		last = buf[got - 1];
+	}
+	fclose(f);
+	return lines + (last != '\n');
+}
+
+double serve_memory_B(const struct job_spec *j, int64_t *n)
+{
+	double per = (double)(sizeof(struct serve_req) + 4 * sizeof(double) +
+			      2 * sizeof(int64_t));
+
+	if (j->serving.trace) {
+		*n = trace_lines(j);
+		per += (double)sizeof(struct serve_req);
+	} else {
+		*n = j->serving.requests;
+	}
+	return per * (double)*n;
+}
+
 int serve_requests(const struct job_spec *j, struct serve_req **out,
 		   int64_t *n, struct diag *d)
 {

@@ -426,6 +426,13 @@ enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 		out = rc > 0 ? SWEEP_RESUMED : SWEEP_FAILED;
 		goto out;
 	}
+	if (job_is_inference(p.job)) {	/* step_run costs training steps */
+		diag_error(&p.d, c->sw->file, 0, 0, "a sweep simulates "
+			   "training steps; this point's job is phase %s (run "
+			   "it with llmsim run)", job_phase_names[p.job->phase]);
+		out = not_run(c, &p, idx, hash, 0, d);
+		goto out;
+	}
 	rc = simulate(&p, p.job);
 	if (rc != 0)
 		out = not_run(c, &p, idx, hash, rc == -1, d);

@@ -305,9 +305,42 @@ Test(config, layout_checks_run_on_the_resolved_job)
 		   "divide the 16 GPUs of the system");
 }
 
+Test(config, layout_errors_point_at_the_key_changed)
+{
+	static const char *const tp[] = {"parallelism.tp=3"};
+	static const char *const tp_dp[] = {"parallelism.tp=4",
+					    "parallelism.dp=3"};
+	static const char *const gbs[] = {"training.global_batch_size=62"};
+
+	/* A --set that breaks a rule is where the error points: column 16
+	 * = strlen("parallelism.tp=") + 1, its value. */
+	load_fails("job", "test-job", tp, 1, "--set:1:16: error: layout: "
+		   "tp*pp*cp = 3 does not divide the 16 GPUs");
+	/* Two --sets break the world size (4 * 3 = 12 of 16 GPUs): the
+	 * rule names dp first, the second --set. */
+	load_fails("job", "test-job", tp_dp, 2, "--set:2:16: error: layout: "
+		   "tp*pp*cp*dp = 4*1*1*3 = 12");
+	/* 62 sequences over micro_batch_size 2 * dp 2 = 4: at the --set,
+	 * column 28 = strlen("training.global_batch_size=") + 1. */
+	load_fails("job", "test-job", gbs, 1, "--set:1:28: error: layout: "
+		   "global_batch_size 62 is not divisible");
+	/* In one file: at the value of the key the rule reads (tp: 3 on
+	 * line 6, column 7), not at the parallelism mapping (line 5). */
+	tmpdir_make(dir);
+	load_fails("job", file("j.yaml", "model: test-llama\n"
+			       "system: test-sys\n"
+			       "training: {seq_len: 4096, global_batch_size: 64}\n"
+			       "parallelism:\n"
+			       "  pp: 1\n"
+			       "  tp: 3\n"),
+		   NULL, 0, "j.yaml:6:7: error: layout: tp*pp*cp = 3");
+	tmpdir_remove(dir);
+}
+
 Test(config, odd_seq_len_without_cp_loads)
 {
-	static const char *const odd[] = {"training.seq_len=4095"};
+	static const char *const odd[] = {"training.seq_len=4095",
+					  "parallelism.sequence_parallel=false"};
 	static const char *const cp2[] = {"training.seq_len=4094",
 					  "parallelism.tp=4",
 					  "parallelism.cp=2"};
@@ -315,13 +348,43 @@ Test(config, odd_seq_len_without_cp_loads)
 	/* Load balancing splits a sequence into 2 cp chunks only when
 	 * there is context parallelism (Megatron's get_batch_on_this_cp_rank
 	 * runs for cp > 1); at cp 1 the sequence is whole, so an odd
-	 * seq_len is a valid job (cp_load_balance defaults to true). */
+	 * seq_len is a valid job (cp_load_balance defaults to true) when
+	 * no sequence parallelism splits it over tp 8 (sp_seq, below). */
 	cr_assert_eq(((const struct job_spec *)load_sets("job", "test-job",
-		     odd, 1))->training.seq_len, 4095);
+		     odd, 2))->training.seq_len, 4095);
 	/* cp 2, balanced: 4 chunks, and 4094 = 4 * 1023 + 2 does not
 	 * divide. */
 	load_fails("job", "test-job", cp2, 3, "layout: cp 2 does not divide "
 		   "seq_len 4094 into 4 chunks");
+}
+
+Test(config, sequence_parallel_splits_seq_len_over_cp_tp)
+{
+	static const char *const tp8[] = {"training.seq_len=4100"};
+	static const char *const no_sp[] = {"training.seq_len=4100",
+					    "parallelism.sequence_parallel=false"};
+	static const char *const cp2[] = {"training.seq_len=4100",
+					  "parallelism.tp=4",
+					  "parallelism.cp=2"};
+	static const char *const cp2_ok[] = {"training.seq_len=4104",
+					     "parallelism.tp=4",
+					     "parallelism.cp=2"};
+
+	/* test-job: tp 8 with sequence_parallel on 16 GPUs. Megatron
+	 * scatters a CP rank's seq_len / cp tokens over tp: 4100 = 8 * 512
+	 * + 4 does not split over 8. */
+	load_fails("job", "test-job", tp8, 1, "layout: sequence_parallel "
+		   "splits the seq_len 4100 tokens over cp*tp = 1*8 ranks");
+	/* Without sequence parallelism nothing is split along the
+	 * sequence: the same seq_len loads. */
+	cr_assert_eq(((const struct job_spec *)load_sets("job", "test-job",
+		     no_sp, 2))->training.seq_len, 4100);
+	/* cp 2 x tp 4: 4100 / 2 = 2050 tokens a CP rank (4 balanced
+	 * chunks of 1025: JR_CP_SEQ holds), 2050 = 4 * 512 + 2 does not
+	 * split over tp 4; 4104 / 2 = 2052 = 4 * 513 does. */
+	load_fails("job", "test-job", cp2, 3, "over cp*tp = 2*4 ranks");
+	cr_assert_eq(((const struct job_spec *)load_sets("job", "test-job",
+		     cp2_ok, 3))->parallelism.cp, 2);
 }
 
 Test(config, model_conflicts_point_at_the_key_changed)

@@ -318,3 +318,25 @@ Test(hf_model, llama4_chunked_attention_layer_types)
 		      "'attention_chunk_size'");
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, experts_in_no_layer_make_a_dense_model)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"model_type\": \"deepseek_v3\", \"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000,"
+		" \"n_routed_experts\": 16, \"num_experts_per_tok\": 2,"
+		" \"moe_intermediate_size\": 512, \"first_k_dense_replace\": 3}"));
+
+	/* transformers' DeepseekV3DecoderLayer: layer i is MoE when i >=
+	 * first_k_dense_replace; with 3 >= 3 layers none is, so every MLP
+	 * is dense and the model is not MoE (no EP, no expert lines). */
+	cr_assert_not(model_is_moe(m));
+	cr_assert_eq(model_layer_moe(m, 0) + model_layer_moe(m, 1) +
+		     model_layer_moe(m, 2), 0);
+	cr_assert_has(capture_text(&C), "note: the model's 16 routed experts "
+		      "are in none of its 3 layers");
+	cr_assert_eq(C.d.errors, 0);
+	tmpdir_remove(dir);
+}

@@ -1,0 +1,660 @@
+/*
+ * spec_job_layout.c - a job's layout rules (job_layout_check): the
+ * parallel degrees against the system's GPUs, the model's dimensions,
+ * the batch and the pipeline schedule, as Megatron-Core and the serving
+ * engines assert them, each broken rule reported at the job key the user
+ * changed. The job schema that runs them is spec_job.c.
+ */
+#include "spec_job.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cnode.h"
+#include "pp_layout.h"
+#include "base/diag.h"
+
+/* Here rather than in spec_job.c, whose schema reads them too, so that
+ * the rules' messages do not call back into the schema's file. */
+const char *const job_phase_names[] = {"training", "prefill", "decode",
+				       "serving", NULL};
+const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p",
+				     NULL};
+
+const char *const job_rule_names[JR_COUNT + 1] = {
+	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
+	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
+	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
+	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
+	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
+	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
+	"inference_attention_dp", "inference_ep", "serving_engine",
+	"train_chunked", "sp_seq", NULL,
+};
+
+/* Where layout violations go: a bit per rule, and, when d is set, a
+ * diagnostic in the job's mapping (rule_at). */
+struct layout_sink {
+	struct diag *d;			/* NULL: only the bits */
+	const struct cnode *node;	/* the job's mapping, or NULL */
+	uint64_t rules;			/* the rules to check, JR_BIT(rule) each */
+	uint64_t broken;		/* those broken */
+};
+
+/* Whether rule r is to be checked. */
+static int want(const struct layout_sink *s, enum job_rule r)
+{
+	return (s->rules >> r) & 1;
+}
+
+/* The value of "section.key" in the job's mapping, else the section's
+ * mapping, else NULL. */
+static const struct cnode *job_key(const struct cnode *job, const char *key)
+{
+	const struct cnode *sec;
+	const char *dot = strchr(key, '.');
+	char head[32];
+
+	if (!job || !dot || (size_t)(dot - key) >= sizeof(head))
+		return job ? cnode_get(job, key) : NULL;
+	memcpy(head, key, (size_t)(dot - key));
+	head[dot - key] = '\0';
+	sec = cnode_get(job, head);
+	if (sec && cnode_get(sec, dot + 1))
+		return cnode_get(sec, dot + 1);
+	return sec;
+}
+
+/* Where a broken rule is reported: of the job keys it reads (`keys`,
+ * dotted, separated by blanks, the likeliest culprit first), the one the
+ * user changed (schema_check_blame: a --set, a file overriding the
+ * preset), else the first one written, else the first key's section,
+ * else the job's mapping. */
+static const struct cnode *rule_at(const struct cnode *job, const char *keys)
+{
+	char buf[256], *names[8], *save = NULL, *k;
+	struct schema_at at = { job, NULL };
+	const struct cnode *v;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", keys);
+	for (k = strtok_r(buf, " ", &save); k && n < 8;
+	     k = strtok_r(NULL, " ", &save))
+		names[n++] = k;
+	if (n == 0)
+		return job;
+	v = job_key(job, names[schema_check_blame(&at,
+			(const char *const *)names, n)]);
+	return v ? v : job;
+}
+
+/* The job keys each rule reads, the likeliest culprit first (rule_at
+ * blames the one the user changed). */
+static const char *const rule_keys[JR_COUNT] = {
+	[JR_WORLD] = "parallelism.dp parallelism.tp parallelism.pp "
+		     "parallelism.cp",
+	[JR_TP_HEADS] = "parallelism.tp",
+	[JR_TP_KV_HEADS] = "parallelism.tp",
+	[JR_TP_FFN] = "parallelism.tp",
+	[JR_TP_OVERLAP] = "parallelism.tp_comm_overlap parallelism.tp "
+			  "parallelism.sequence_parallel",
+	[JR_CP_SEQ] = "parallelism.cp training.seq_len "
+		      "parallelism.cp_load_balance",
+	[JR_EP_DENSE] = "parallelism.ep",
+	[JR_PP_LAYERS] = "parallelism.pp parallelism.vpp",
+	[JR_PP_SPLIT] = "parallelism.pp_layout parallelism.pp_layers "
+			"parallelism.pp parallelism.vpp",
+	[JR_BATCH] = "training.global_batch_size training.micro_batch_size "
+		     "parallelism.dp parallelism.tp parallelism.pp "
+		     "parallelism.cp",
+	[JR_SCHED_VPP] = "parallelism.vpp parallelism.schedule",
+	[JR_SCHED_PP] = "parallelism.schedule parallelism.pp",
+	[JR_SCHED_MICRO] = "parallelism.schedule training.global_batch_size "
+			   "training.micro_batch_size parallelism.pp "
+			   "parallelism.dp",
+	[JR_EP_EXPERTS] = "parallelism.ep",
+	[JR_EP_FOLD] = "parallelism.ep parallelism.etp parallelism.tp "
+		       "parallelism.cp parallelism.dp",
+	[JR_ETP_FFN] = "parallelism.etp parallelism.tp",
+	[JR_TP_SHARED] = "parallelism.tp",
+	[JR_MOE_SP] = "parallelism.sequence_parallel parallelism.tp",
+	[JR_MTP] = "moe.mtp_layers",
+	[JR_EP_VENDOR] = "moe.dispatcher",
+	[JR_A2A_VPP] = "moe.a2a_overlap parallelism.pp parallelism.vpp "
+		       "parallelism.ep",
+	[JR_A2A_RECOMPUTE] = "training.recompute moe.a2a_overlap "
+			     "parallelism.ep",
+	[JR_CP_A2A] = "parallelism.cp_a2a parallelism.cp",
+	[JR_CP_HEADS] = "parallelism.cp_a2a parallelism.cp_comm_type "
+			"parallelism.cp parallelism.tp",
+	[JR_INF_CP] = "parallelism.cp",
+	[JR_INF_VPP] = "parallelism.vpp",
+	[JR_INF_ATTN_DP] = "parallelism.attention_dp",
+	[JR_INF_EP] = "parallelism.ep parallelism.etp parallelism.tp "
+		      "parallelism.dp parallelism.attention_dp",
+	[JR_TRAIN_CHUNKED] = "parallelism.cp training.seq_len",
+	[JR_SP_SEQ] = "training.seq_len parallelism.sequence_parallel "
+		      "parallelism.tp parallelism.cp",
+};
+
+static void layout_error(struct layout_sink *s, enum job_rule rule,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void layout_error(struct layout_sink *s, enum job_rule rule,
+			 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!want(s, rule))
+		return;
+	s->broken |= JR_BIT(rule);
+	if (!s->d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cnode_error(s->d, rule_at(s->node, rule_keys[rule] ? rule_keys[rule] :
+				  "parallelism"), "layout: %s", msg);
+}
+
+/* Infer dp when absent; check tp*pp*cp*dp against the GPUs. -1 when dp
+ * cannot be inferred (nothing else can be checked then). */
+static int infer_dp(struct parallel_spec *p, int64_t gpus,
+		    struct layout_sink *s)
+{
+	int64_t tpc = p->tp * p->pp * p->cp;
+
+	if (p->dp == 0) {
+		if (gpus % tpc != 0) {
+			layout_error(s, JR_WORLD, "tp*pp*cp = %lld does not "
+				     "divide the %lld GPUs of the system",
+				     (long long)tpc, (long long)gpus);
+			return -1;
+		}
+		p->dp = gpus / tpc;
+	} else if (tpc * p->dp != gpus) {
+		layout_error(s, JR_WORLD, "tp*pp*cp*dp = %lld*%lld*%lld*%lld = %lld but the "
+			     "system has %lld GPUs", (long long)p->tp,
+			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
+			     (long long)(tpc * p->dp), (long long)gpus);
+		return want(s, JR_WORLD) ? -1 : 0;
+	}
+	return 0;
+}
+
+/* Degrees against the model's dimensions (Megatron's own asserts). */
+static void check_tp(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+
+	if (want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
+		layout_error(s, JR_TP_HEADS, "tp %lld does not "
+			     "divide num_attention_heads %lld", (long long)p->tp,
+			     (long long)m->num_attention_heads);
+	if (want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
+	    p->tp % m->num_key_value_heads != 0)
+		layout_error(s, JR_TP_KV_HEADS, "tp %lld and "
+			     "num_key_value_heads %lld: one must divide the other "
+			     "(each TP rank holds whole KV heads, replicated when "
+			     "tp exceeds them)", (long long)p->tp,
+			     (long long)m->num_key_value_heads);
+	if (want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
+		layout_error(s, JR_TP_FFN, "tp %lld does not "
+			     "divide intermediate_size %lld", (long long)p->tp,
+			     (long long)m->intermediate_size);
+	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
+		layout_error(s, JR_TP_OVERLAP, "tp_comm_overlap "
+			     "needs tp >= 2 and sequence_parallel: true (got tp "
+			     "%lld, sequence_parallel %s)", (long long)p->tp,
+			     p->sequence_parallel ? "true" : "false");
+}
+
+/* The explicit layer split: pp*vpp entries summing to the layer count. */
+static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t sum = 0;
+	size_t i;
+
+	if (p->pp_layers.n == 0 || !want(s, JR_PP_SPLIT))
+		return;
+	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
+		layout_error(s, JR_PP_SPLIT, "pp_layers has %zu "
+			     "entries; it needs pp*vpp = %lld (one per virtual "
+			     "stage)", p->pp_layers.n, (long long)(p->pp * p->vpp));
+		return;
+	}
+	for (i = 0; i < p->pp_layers.n; i++) {
+		sum += p->pp_layers.v[i];
+		if (p->pp_layers.v[i] == 0 && i != 0 && i != p->pp_layers.n - 1) {
+			layout_error(s, JR_PP_SPLIT, "pp_layers[%zu] "
+				     "is 0: only the first and last virtual stages "
+				     "(which hold the embedding and the LM head) may "
+				     "have no layers", i);
+			return;
+		}
+	}
+	if (sum != j->model->num_hidden_layers)
+		layout_error(s, JR_PP_SPLIT, "pp_layers sums to "
+			     "%lld layers but the model has %lld", (long long)sum,
+			     (long long)j->model->num_hidden_layers);
+}
+
+/* The layout string: a layout of pp*vpp stages with every layer of the
+ * model once, the embedding first, the loss last and the MTP modules
+ * where llmsim runs them (the last virtual stage). */
+static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	struct pp_layout l;
+	char why[160];
+	int rc;
+
+	if (!p->pp_layout || !want(s, JR_PP_SPLIT))
+		return;
+	if (p->pp_layers.n > 0) {
+		layout_error(s, JR_PP_SPLIT, "pp_layers and "
+			     "pp_layout both split the layers: give one");
+		return;
+	}
+	rc = pp_layout_parse(p->pp_layout, &l, NULL, 0, why, sizeof(why));
+	if (rc == -2) {
+		if (s->d)
+			diag_oom(s->d);
+		s->broken |= JR_BIT(JR_PP_SPLIT);
+		return;
+	}
+	if (rc != 0)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: %s", why);
+	else if (l.stages != p->pp * p->vpp)
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
+			     "stages; it needs pp*vpp = %lld%s", (long long)l.stages,
+			     (long long)(p->pp * p->vpp),
+			     l.stages % p->pp == 0 ? " (set vpp to stages / pp, "
+			     "as Megatron infers it)" : "");
+	else if (l.embeddings != 1 || !l.embedding_first)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the "
+			     "embedding E comes once, first (got %lld)",
+			     (long long)l.embeddings);
+	else if (l.losses != 1 || !l.loss_last)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the loss "
+			     "L comes once, last (got %lld)", (long long)l.losses);
+	else if (l.layers != j->model->num_hidden_layers)
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
+			     "decoder layers t but the model has %lld",
+			     (long long)l.layers,
+			     (long long)j->model->num_hidden_layers);
+	else if (l.mtp != j->moe.mtp_layers)
+		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
+			     "MTP modules m but moe.mtp_layers is %lld",
+			     (long long)l.mtp, (long long)j->moe.mtp_layers);
+	else if (l.mtp > 0 && (!l.mtp_after_layers || !l.mtp_one_stage ||
+			       l.mtp_stage != l.stages - 1))
+		layout_error(s, JR_PP_SPLIT, "pp_layout: llmsim "
+			     "runs the MTP modules m after every decoder layer, "
+			     "on the last virtual stage with the loss (got the "
+			     "first in stage %lld of %lld)",
+			     (long long)l.mtp_stage, (long long)l.stages);
+	else if (l.empty_stage >= 0 && l.empty_stage != l.stages - 1)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: stage "
+			     "%lld has no decoder layer: only the first and last "
+			     "virtual stages may have none",
+			     (long long)l.empty_stage);
+}
+
+/* Pipeline schedule against vpp, pp and the microbatch count. */
+static void check_schedule(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct training_spec *t = &j->training;
+	int64_t per_step = t->micro_batch_size * p->dp;
+
+	if (p->schedule < 0)
+		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+	if (p->schedule == SCHED_INTERLEAVED && p->vpp < 2)
+		layout_error(s, JR_SCHED_VPP, "the interleaved "
+			     "schedule needs vpp >= 2, got vpp %lld",
+			     (long long)p->vpp);
+	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
+		layout_error(s, JR_SCHED_VPP, "vpp %lld needs "
+			     "schedule 'interleaved'", (long long)p->vpp);
+	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
+		layout_error(s, JR_SCHED_PP, "the interleaved "
+			     "schedule needs pp >= 2, got pp %lld",
+			     (long long)p->pp);
+	if (t->global_batch_size % per_step != 0) {
+		layout_error(s, JR_BATCH, "global_batch_size %lld is "
+			     "not divisible by micro_batch_size * dp = %lld * %lld",
+			     (long long)t->global_batch_size,
+			     (long long)t->micro_batch_size, (long long)p->dp);
+		return;
+	}
+	if (p->schedule == SCHED_INTERLEAVED &&
+	    (t->global_batch_size / per_step) % p->pp != 0)
+		layout_error(s, JR_SCHED_MICRO, "the interleaved "
+			     "schedule needs the microbatch count "
+			     "global_batch_size / (micro_batch_size * dp) = %lld "
+			     "to be a multiple of pp %lld",
+			     (long long)(t->global_batch_size / per_step),
+			     (long long)p->pp);
+}
+
+/* Expert parallelism folded over a stage's tp * cp * dp GPUs
+ * (Megatron-Core: world size divisible by etp * ep * pp). */
+static void check_ep(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	int64_t stage = p->tp * p->cp * p->dp;
+
+	if (p->etp == 0)
+		p->etp = p->tp;
+	p->edp = 0;
+	if (!model_is_moe(m)) {
+		if (p->ep != 1)
+			layout_error(s, JR_EP_DENSE, "ep %lld on a dense "
+				     "model: expert parallelism needs "
+				     "'n_routed_experts' in at least one "
+				     "layer", (long long)p->ep);
+		p->edp = p->dp * p->cp;
+		return;
+	}
+	if (m->n_routed_experts % p->ep != 0)
+		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
+			     "model's %lld routed experts", (long long)p->ep,
+			     (long long)m->n_routed_experts);
+	if (stage % (p->etp * p->ep) != 0)
+		layout_error(s, JR_EP_FOLD, "etp*ep = %lld*%lld does not "
+			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "
+			     "the experts fold over", (long long)p->etp,
+			     (long long)p->ep, (long long)stage);
+	else
+		p->edp = stage / (p->etp * p->ep);
+	if (m->moe_intermediate_size % p->etp != 0)
+		layout_error(s, JR_ETP_FFN, "etp %lld does not divide "
+			     "moe_intermediate_size %lld", (long long)p->etp,
+			     (long long)m->moe_intermediate_size);
+	if (model_shared_ffn(m) % p->tp != 0)
+		layout_error(s, JR_TP_SHARED, "tp %lld does not divide the "
+			     "shared experts' hidden size %lld", (long long)p->tp,
+			     (long long)model_shared_ffn(m));
+	if (p->tp > 1 && !p->sequence_parallel && !job_is_inference(j))
+		layout_error(s, JR_MOE_SP, "an MoE model with tp %lld "
+			     "needs sequence_parallel: true (Megatron-Core's MoE "
+			     "layer takes the sequence-parallel shard)",
+			     (long long)p->tp);
+	if (j->moe.dispatcher && j->moe.dispatcher->vendor != EP_VENDOR_ANY &&
+	    (j->moe.dispatcher->vendor == EP_VENDOR_NVIDIA) !=
+	    (j->system->gpu->vendor == GPU_NVIDIA))
+		layout_error(s, JR_EP_VENDOR, "dispatcher '%s' runs on %s GPUs "
+			     "only, the system's %s is not one (alltoall or "
+			     "hierarchical run on any)",
+			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
+			     ep_vendor_names[j->moe.dispatcher->vendor],
+			     j->system->gpu->name ? j->system->gpu->name : "GPU");
+	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
+		layout_error(s, JR_A2A_VPP,
+			     "a2a_overlap with pp %lld needs "
+			     "virtual pipeline stages (vpp > 1): Megatron-Core "
+			     "runs the combined 1F1B all-to-all overlap only in the "
+			     "interleaved schedule (transformer_config.py: "
+			     "overlap_moe_expert_parallel_comm asserts "
+			     "virtual_pipeline_model_parallel_size when "
+			     "pipeline_model_parallel_size > 1)", (long long)p->pp);
+	/* NVIDIA/Megatron-LM @ d98e8a6 megatron/core/transformer/
+	 * transformer_config.py, __post_init__ under
+	 * overlap_moe_expert_parallel_comm: assert recompute_granularity
+	 * != 'full' */
+	if (j->moe.a2a_overlap && p->ep > 1 &&
+	    j->training.recompute == RECOMPUTE_FULL)
+		layout_error(s, JR_A2A_RECOMPUTE,
+			     "recompute 'full' "
+			     "with moe.a2a_overlap: Megatron-Core refuses full "
+			     "recomputation with the 1F1B all-to-all overlap "
+			     "(transformer_config.py: 'disable full recomputation "
+			     "when enabling overlap_moe_expert_parallel_comm'); "
+			     "use recompute 'selective' or a2a_overlap false");
+	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
+	    m->num_nextn_predict_layers > 0)
+		layout_error(s, JR_MTP, "mtp_layers %lld exceeds the model's "
+			     "num_nextn_predict_layers %lld",
+			     (long long)j->moe.mtp_layers,
+			     (long long)m->num_nextn_predict_layers);
+}
+
+/* The largest divisor of n that is at most cap (at least 1). */
+static int64_t divisor_at_most(int64_t n, int64_t cap)
+{
+	int64_t k;
+
+	for (k = cap < n ? cap : n; k > 1; k--)
+		if (n % k == 0)
+			return k;
+	return 1;
+}
+
+/* Context parallelism against the sequence and the heads. */
+static void check_cp(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	/* Balancing halves each cp chunk only when there is a cp group
+	 * (Megatron's get_batch_on_this_cp_rank runs for cp > 1): at cp 1
+	 * the sequence is whole, whatever its length. */
+	int lb = p->cp > 1 && p->cp_load_balance;
+	int64_t seq = j->training.seq_len, chunks = lb ? 2 * p->cp : p->cp;
+	int64_t heads = m->num_attention_heads / p->tp, inner;
+	int64_t kv = m->num_key_value_heads >= p->tp ?
+		     m->num_key_value_heads / p->tp : 1;
+
+	if (seq % chunks != 0)
+		layout_error(s, JR_CP_SEQ, "cp %lld does not divide "
+			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
+			     (long long)seq, (long long)chunks, lb ?
+			     " (2 cp with cp_load_balance)" : "");
+	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a == 0)
+		p->cp_a2a = divisor_at_most(p->cp, j->system->gpus_per_node /
+					    (p->tp < j->system->gpus_per_node ?
+					     p->tp : j->system->gpus_per_node));
+	if (p->cp_comm_type == CP_A2A)
+		p->cp_a2a = p->cp;
+	if (p->cp_comm_type != CP_A2A && p->cp_comm_type != CP_A2A_P2P)
+		return;
+	inner = p->cp_a2a;
+	if (p->cp % inner != 0)
+		layout_error(s, JR_CP_A2A,
+			     "cp_a2a %lld does not divide "
+			     "cp %lld", (long long)inner, (long long)p->cp);
+	if (heads % inner != 0 || (kv % inner != 0 && inner % kv != 0))
+		layout_error(s, JR_CP_HEADS,
+			     "%s over %lld ranks needs the "
+			     "%lld query heads and %lld KV heads of a TP rank "
+			     "divisible by it (KV heads may also divide it)",
+			     cp_comm_names[p->cp_comm_type], (long long)inner,
+			     (long long)heads, (long long)kv);
+}
+
+/* Sequence parallelism splits each CP rank's seq_len / cp tokens over
+ * the TP group: Megatron-Core's scatter and reduce-scatter along the
+ * sequence assert it divides (tensor_parallel/mappings.py,
+ * _split_along_first_dim, _reduce_scatter_along_first_dim: "First
+ * dimension of the tensor should be divisible by tensor parallel
+ * size"). With seq_len % cp == 0 (JR_CP_SEQ), that is cp*tp dividing
+ * seq_len. */
+static void check_sp(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t seq = j->training.seq_len, split = p->cp * p->tp;
+
+	if (p->sequence_parallel && p->tp > 1 && seq % split != 0)
+		layout_error(s, JR_SP_SEQ, "sequence_parallel "
+			     "splits the seq_len %lld tokens over cp*tp = "
+			     "%lld*%lld ranks, which does not divide them "
+			     "(Megatron-Core asserts the sequence divisible by "
+			     "the tensor-parallel size); use a seq_len that "
+			     "is a multiple of %lld or sequence_parallel: false",
+			     (long long)seq, (long long)p->cp, (long long)p->tp,
+			     (long long)split);
+}
+
+/* A rule about the job's keys rather than its layout (a key its phase
+ * needs): the bit, and with d the error at `at`. */
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void key_error(struct layout_sink *s, enum job_rule rule,
+		      const struct cnode *at, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!want(s, rule))
+		return;
+	s->broken |= JR_BIT(rule);
+	if (!s->d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cnode_error(s->d, at, "%s", msg);
+}
+
+/* A training key the training phase needs but the job does not give. */
+static void training_missing(struct layout_sink *s, const char *key)
+{
+	const struct cnode *at = s->node ? cnode_get(s->node, "training") : NULL;
+
+	key_error(s, JR_TRAINING_KEYS, at ? at : s->node, "'training.%s': "
+		  "expected an integer such as 8, got nothing (the key is "
+		  "required)", key);
+}
+
+static void check_training(struct job_spec *j, struct layout_sink *s)
+{
+	const struct training_spec *t = &j->training;
+
+	if (t->seq_len == 0 || t->global_batch_size == 0) {
+		if (t->seq_len == 0)
+			training_missing(s, "seq_len");
+		if (t->global_batch_size == 0)
+			training_missing(s, "global_batch_size");
+		return;	/* nothing else can be checked */
+	}
+	check_schedule(j, s);
+	check_cp(j, s);
+	check_sp(j, s);
+	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
+	 * parallelism over it is refused: no framework we know of runs it.
+	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)
+	 * a chunked mask is an 'arbitrary' mask, which only the unfused
+	 * backend takes, and get_attention_backend disables that backend
+	 * under CP (transformer_engine/pytorch/attention/dot_product_attention/
+	 * utils.py). Within one aligned chunk, chunked attention is causal
+	 * attention and CP applies. */
+	if (j->model->attention_chunk_size > 0 &&
+	    t->seq_len > j->model->attention_chunk_size &&
+	    j->parallelism.cp > 1)
+		layout_error(s, JR_TRAIN_CHUNKED, "'parallelism"
+			     ".cp' %lld with the model's 'attention_chunk_size' "
+			     "%lld (chunked attention) shorter than "
+			     "training.seq_len %lld: llmsim costs no context "
+			     "parallelism over chunked layers (Transformer "
+			     "Engine runs no chunked mask under CP); "
+			     "use cp 1 or a seq_len within one chunk",
+			     (long long)j->parallelism.cp,
+			     (long long)j->model->attention_chunk_size,
+			     (long long)t->seq_len);
+}
+
+/* The experts of an inference instance span its GPUs of a stage: tp, or
+ * tp x dp with attention_dp (vLLM flattens TP across DP for the MoE
+ * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
+ * engine): ep of them hold different experts, etp = GPUs / ep shard each
+ * expert (ep 1: every expert split over all of them). */
+static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
+{
+	struct parallel_spec *p = &j->parallelism;
+	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
+
+	if (g % p->ep != 0) {
+		layout_error(s, JR_INF_EP, "ep %lld does not "
+			     "divide the %lld GPUs an instance's MoE layers "
+			     "span (tp%s)", (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "");
+		return;
+	}
+	if (p->etp == 0)
+		p->etp = g / p->ep;
+	else if (p->etp * p->ep != g)
+		layout_error(s, JR_INF_EP, "etp x ep = %lld x %lld "
+			     "must be the %lld GPUs an instance's MoE layers "
+			     "span", (long long)p->etp, (long long)p->ep,
+			     (long long)g);
+}
+
+/* Inference layouts: an instance is tp x pp GPUs (x dp with
+ * attention_dp); no context parallelism or pipeline interleaving. */
+static void check_inference(struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	if (p->cp != 1)
+		layout_error(s, JR_INF_CP, "cp %lld: inference "
+			     "steps run without context parallelism (use cp 1)",
+			     (long long)p->cp);
+	if (p->vpp != 1)
+		layout_error(s, JR_INF_VPP, "vpp %lld: inference "
+			     "pipelines have one stage per rank (use vpp 1)",
+			     (long long)p->vpp);
+	if (p->attention_dp && !model_is_moe(j->model))
+		layout_error(s, JR_INF_ATTN_DP, "attention_dp on "
+			     "a dense model: use dp instances instead "
+			     "(attention_dp shares MoE layers across the dp "
+			     "ranks)");
+	if (model_is_moe(j->model))
+		check_inference_experts(j, s);
+	if (p->schedule < 0)
+		j->parallelism.schedule = SCHED_1F1B;
+	if (!j->serving.engine) {
+		const struct cnode *at = s->node ? cnode_get(s->node, "serving") :
+			NULL;
+
+		key_error(s, JR_SERVING_ENGINE, at ? at : s->node,
+			  "'serving.engine': expected an engine preset name "
+			  "such as 'vllm', 'sglang' or 'trtllm', a path or a "
+			  "mapping, got nothing (phase %s needs one)",
+			  job_phase_names[j->phase]);
+	}
+}
+
+uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
+			  const struct cnode *node)
+{
+	struct parallel_spec *p = &j->parallelism;
+	const struct model_spec *m = j->model;
+	struct layout_sink s = { d, node, rules, 0 };
+
+	if (infer_dp(p, system_gpus(j->system), &s) != 0)
+		return s.broken;
+	if (job_is_inference(j))
+		check_inference(j, &s);
+	else
+		check_training(j, &s);
+	check_tp(j, &s);
+	check_ep(j, &s);
+	if (p->pp * p->vpp > m->num_hidden_layers)
+		layout_error(&s, JR_PP_LAYERS, "pp*vpp = "
+			     "%lld*%lld exceeds the model's %lld layers",
+			     (long long)p->pp, (long long)p->vpp,
+			     (long long)m->num_hidden_layers);
+	else {
+		check_pp_layers(j, &s);
+		check_pp_layout(j, &s);
+	}
+	return s.broken;
+}
