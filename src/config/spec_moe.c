@@ -106,6 +106,12 @@ static const struct schema_field ep_fields[] = {
 	  .def = "false",
 	  .help = "the routing probabilities travel in fp32 whatever the "
 		  "router's dtype (false: as the router made them)" },
+	{ .key = "routing_map_gather", .type = ST_BOOL,
+	  .offset = EOFF(map_gather), .def = "false",
+	  .help = "host_sync counts: the exchange before the dispatch "
+		  "all-gathers every rank's routing map (tokens x experts, "
+		  "1 B each: Hybrid-EP's metadata preprocessing), not E "
+		  "8-byte per-expert counts" },
 	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
 	  .def = "false",
 	  .help = "its permute pads each local expert's rows to the "

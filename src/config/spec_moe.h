@@ -110,6 +110,9 @@ struct ep_comm_spec {
 	int vendor;			/* enum ep_vendor: GPUs it runs on */
 	int fp32_probs;			/* the routing probabilities travel, and
 					 * reach the experts, in fp32 */
+	int map_gather;			/* its count exchange all-gathers every
+					 * rank's [tokens, experts] bool routing
+					 * map, not E per-expert counts */
 	int quant_pad;			/* its permute pads each local expert's
 					 * rows to the quantization alignment */
 };

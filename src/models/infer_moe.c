@@ -10,7 +10,7 @@
  *
  * Layout. The MoE layers of an instance span its G GPUs of a stage (tp,
  * or tp x dp with attention_dp): ep of them hold E / ep experts each,
- * etp = G / ep shard every expert's hidden size f_e (spec_job.c).
+ * etp = G / ep shard every expert's hidden size f_e (spec_job_layout.c).
  *
  *   TP attention (no attention_dp): every GPU of the TP group holds the
  *   step's T tokens. A GPU runs its local experts on the tokens routed to

@@ -60,6 +60,9 @@ struct moe_dims {
 	int sigmoid;		/* sigmoid router scores (else softmax) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
+	int map_gather;		/* the count exchange all-gathers the bool
+				 * routing map [tokens, experts] of every
+				 * rank, not E counts (moe.c counts_fwd) */
 	double router_ops;	/* small PyTorch ops of the router beyond its
 				 * GEMM and top-k (framework host data) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's

@@ -53,9 +53,11 @@
  * sync point before_ep_alltoall); DeepEP's normal dispatch exchanges them
  * in notify_dispatch and the CPU waits for the receive counter; Hybrid-EP
  * without num_permuted_tokens copies the count back (fused_a2a.py,
- * non_blocking False). All three: a small exchange of E counts (moe_counts,
- * an all-gather of 8-byte counts over EP), then the host waits for it
- * before it issues the dispatch (host_sync counts). Megatron's allgather
+ * non_blocking False) after all-gathering every rank's routing map for
+ * its metadata kernel (map_gather, counts_fwd). All three: an exchange
+ * before the dispatch (moe_counts, an all-gather over EP: E 8-byte counts,
+ * or Hybrid-EP's T x E bool map), then the host waits for it before it
+ * issues the dispatch (host_sync counts). Megatron's allgather
  * dispatcher reads tokens_per_expert.cpu() after the gather (host_sync
  * dispatch). Static sizes (capacity with padding, DeepEP low-latency's
  * fixed buffers) need none. Around it the router's and the preprocess's
@@ -293,7 +295,14 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 
 /* The dispatcher's preprocessing on the counts (framework's small ops),
  * and the exchange of per-expert token counts the host waits for: its
- * index, or LAYER_NONE when the sizes are static. */
+ * index, or LAYER_NONE when the sizes are static. The exchange is an
+ * all-gather of E 8-byte counts per rank, or, for a dispatcher that
+ * plans its transfers from every rank's routing map (map_gather:
+ * Hybrid-EP's dispatch_with_permute all-gathers the [T, E] torch.bool
+ * routing map over the EP group before its metadata preprocessing
+ * kernel, deepseek-ai/DeepEP hybrid-ep deep_ep/hybrid_ep_buffer.py), T E
+ * bytes per rank. Only the forward's first dispatch of a layer does it:
+ * the backward reuses the handle. */
 static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 			  const struct layer_dims *d)
 {
@@ -308,7 +317,7 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	if (m->host_sync != EP_SYNC_COUNTS || m->ep <= 1)
 		return o->n > 0 ? lop_tail(o) : LAYER_NONE;
 	lop_coll(o, "moe_counts", pass, LG_EP, LS_EP, COLL_ALLGATHER,
-		 E * 8 * m->ep);
+		 (m->map_gather ? m->tokens * E : E * 8) * m->ep);
 	return lop_tail(o);
 }
 

@@ -840,3 +840,46 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	cr_assert_null(fixture_op(&o, "expert_fc1_cast"));
 	arena_release(&a);
 }
+
+Test(moe, hybridep_gathers_the_routing_map)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	/* fixture_moe: 8 experts, top-2, ep 2; mbs 2 x seq 2048 = T 4096
+	 * tokens a rank. The count exchange before a dropless dispatch is an
+	 * all-gather over the 2 EP ranks (coll.h: total bytes of all ranks).
+	 * E counts of 8 B: 8 x 8 x 2 = 128 B. Hybrid-EP all-gathers every
+	 * rank's [T, E] torch.bool routing map instead (map_gather): 4096 x
+	 * 8 x 1 B x 2 = 65536 B. Only the forward exchanges: the backward
+	 * reuses the dispatch handle, so no moe_counts there. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-counts";
+	e.mode = EP_FORWARD;
+	e.dedup = DEDUP_NODE;
+	e.host_sync = EP_SYNC_COUNTS;
+	f.job.moe.dispatcher = &e;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_counts");
+	cr_assert_not_null(c);
+	cr_assert_eq(c->coll, COLL_ALLGATHER);
+	cr_assert_float_eq(c->coll_B, 128, 1e-9);
+	e.map_gather = 1;
+	dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_counts");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->coll_B, 65536, 1e-9);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert_null(fixture_op(&o, "moe_counts"));
+	arena_release(&a);
+}
