@@ -145,8 +145,8 @@ static const struct schema_field engine_fields[] = {
 	  .help = "adp_moe_allgather with each rank's own token count: the "
 		  "all-gather runs as one broadcast per rank and the "
 		  "reduce-scatter as one reduce per rank, grouped (NCCL "
-		  "ncclBroadcast / ncclReduce in a group): every ring link "
-		  "carries all ranks' slices, P/(P-1) the ring all-gather's" },
+		  "ncclBroadcast / ncclReduce in a group), costed as one "
+		  "broadcast (reduce) of all the ranks' rows" },
 	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
 	  .values = engine_moe_kernels_names, .def = "generic",
 	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "

@@ -80,9 +80,13 @@
  * all_rank_num_tokens when it does not pad, thop/allgatherOp.cpp and
  * reducescatterOp.cpp) the all-gather is one ncclBroadcast per rank and
  * the reduce-scatter one ncclReduce per rank, in one NCCL group. Costed
- * as one broadcast (reduce) of all N rows: a ring carries every rank's
- * slice over every link, as the grouped calls do together, P/(P-1) the
- * bytes a link carries in a ring all-gather (reduce-scatter).
+ * as one broadcast (reduce) of all N rows, an upper bound on the bytes:
+ * in P ring broadcasts a link carries every slice but the one rooted at
+ * the rank it feeds, (P-1)/P N as in a ring all-gather, where the one
+ * broadcast puts N on it. The time still comes out below the all-gather
+ * model's because the library model runs broadcast at a higher bus
+ * bandwidth than all-gather (dgx-b200, 8 ranks, 64 MB: 536 vs 415 GB/s),
+ * a difference no reference table here measures [?].
  * Its all-to-all path (MNNVL, DeepEP) takes the generic list.
  *
  * Experts touched. A grouped GEMM reads the weights of the experts that
@@ -151,10 +155,13 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->cutlass = s->engine && s->engine->moe_kernels == ENGINE_MOE_CUTLASS;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
-	/* TensorRT-LLM quantizes the experts' input before its all-gather */
+	/* TensorRT-LLM quantizes the experts' input before its all-gather;
+	 * on an all-to-all path (the generic list) the rows travel as
+	 * route.c sizes them (moe.dispatch_dtype, else 16-bit), and the
+	 * combine's bytes scale by act_B / elem_B from those */
 	e->elem_B = j->moe.dispatch_dtype >= 0 ?
 		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) :
-		    e->cutlass ? e->gemm_a_B : d->act_B;
+		    e->cutlass && e->allgather ? e->gemm_a_B : d->act_B;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 }
 

@@ -96,6 +96,17 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 	return NULL;
 }
 
+const struct infer_op *fixture_infer_op(const struct infer_ops *o,
+					const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
 void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
 		 int64_t ep)
 {

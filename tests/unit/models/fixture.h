@@ -9,6 +9,7 @@
 #include "config/spec_job.h"
 #include "config/spec_model.h"
 #include "config/spec_system.h"
+#include "models/infer.h"
 #include "models/layer.h"
 
 struct fixture {
@@ -44,5 +45,9 @@ void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
 
 /* The first op named name in o, or NULL. */
 const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
+
+/* The first inference op named name in o, or NULL. */
+const struct infer_op *fixture_infer_op(const struct infer_ops *o,
+					const char *name);
 
 #endif

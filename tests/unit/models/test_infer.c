@@ -19,6 +19,8 @@
 #include "models/infer_prog.h"
 #include "run/infer_run.h"
 
+#include "fixture.h"
+
 static struct job_spec *load(struct arena *a, const char *path,
 			     const char *const *sets, size_t n)
 {
@@ -215,17 +217,6 @@ Test(infer, quantization_kernels_follow_the_engine)
 }
 
 /* The op of a layer named `name`, or NULL. */
-static const struct infer_op *op_named(const struct infer_ops *o,
-				       const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
-}
-
 /*
  * RoPE and the KV-cache write: one kernel by default (vLLM V1 here), two
  * under vLLM V0 (rope_cache_fused false: ops.rotary_embedding in place,
@@ -261,21 +252,21 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 	infer_job_batch(j, &b);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);
 	n_v0 = o.n;
-	cr_assert_null(op_named(&o, "rope_cache"));
-	op = op_named(&o, "rope");
+	cr_assert_null(fixture_infer_op(&o, "rope_cache"));
+	op = fixture_infer_op(&o, "rope");
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 9216.0, 1e-9);
 	cr_assert_float_eq(op->write_B, 9216.0, 1e-9);
-	op = op_named(&o, "cache_write");
+	op = fixture_infer_op(&o, "cache_write");
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 2048.0, 1e-9);
 	cr_assert_float_eq(op->write_B, 1024.0, 1e-9);
 	j = load(&a, L70, v1, 6);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);
-	cr_assert_null(op_named(&o, "rope"));
-	cr_assert_null(op_named(&o, "cache_write"));
-	op = op_named(&o, "rope_cache");
+	cr_assert_null(fixture_infer_op(&o, "rope"));
+	cr_assert_null(fixture_infer_op(&o, "cache_write"));
+	op = fixture_infer_op(&o, "rope_cache");
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 10240.0, 1e-9);
 	cr_assert_float_eq(op->write_B, 10240.0, 1e-9);
@@ -409,10 +400,10 @@ Test(infer, v0_sampler_and_graph_input_copies)
 	cr_assert_eq(count_named(&o, "sample"), 1);
 	cr_assert_eq(count_named(&o, "sample_pass"), 6);
 	cr_assert_eq(count_named(&o, "sampler_copy"), 8);
-	op = op_named(&o, "sample_pass");
+	op = fixture_infer_op(&o, "sample_pass");
 	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
 	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
-	op = op_named(&o, "sampler_copy");
+	op = fixture_infer_op(&o, "sampler_copy");
 	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
 	cr_assert_eq(full.eager, 0);
 	cr_assert_eq(none.eager, 19);

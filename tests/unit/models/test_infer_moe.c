@@ -18,6 +18,8 @@
 #include "models/infer.h"
 #include "run/infer_run.h"
 
+#include "fixture.h"
+
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
 struct moe_case {
@@ -70,21 +72,10 @@ static void moe_case_release(struct moe_case *c)
 	arena_release(&c->a);
 }
 
-static const struct infer_op *op_named(const struct infer_ops *o,
-				       const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return &o->op[i];
-	return NULL;
-}
-
 static void bytes_eq(const struct infer_ops *o, const char *name,
 		     double read_B, double write_B)
 {
-	const struct infer_op *op = op_named(o, name);
+	const struct infer_op *op = fixture_infer_op(o, name);
 
 	cr_assert_not_null(op, "no op %s", name);
 	cr_assert_float_eq(op->read_B, read_B, 1e-6, "%s read %g, want %g",
@@ -119,24 +110,24 @@ Test(infer_moe, cutlass_kernels_of_a_prefill_step)
 	cr_assert_float_eq(c.r.rows, 8192.0, 1e-9);
 	bytes_eq(&c.o, "moe_quant", 4194304.0, 1179648.0);
 	bytes_eq(&c.o, "moe_sort_count", 4194304.0, 33792.0);
-	cr_assert_not_null(op_named(&c.o, "moe_sort_scan"));
-	cr_assert_not_null(op_named(&c.o, "moe_sort_merge"));
-	cr_assert_null(op_named(&c.o, "moe_sort"));
-	cr_assert_not_null(op_named(&c.o, "moe_strides"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_sort_scan"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_sort_merge"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_sort"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_strides"));
 	bytes_eq(&c.o, "moe_expand", 9502720.0, 9469952.0);
 	bytes_eq(&c.o, "moe_finalize", 33652736.0, 4194304.0);
-	cr_assert_null(op_named(&c.o, "moe_align"));
-	cr_assert_null(op_named(&c.o, "moe_sum"));
-	cr_assert_not_null(op_named(&c.o, "expert_gate_up"));
-	cr_assert_not_null(op_named(&c.o, "expert_down"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_align"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_sum"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "expert_gate_up"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "expert_down"));
 	moe_case_release(&c);
 
 	moe_case(&c, "sglang", 1024, NULL, 0);
 	cr_assert(!c.d.moe.cutlass);
-	cr_assert_not_null(op_named(&c.o, "moe_align"));
-	cr_assert_not_null(op_named(&c.o, "moe_sum"));
-	cr_assert_null(op_named(&c.o, "moe_expand"));
-	cr_assert_null(op_named(&c.o, "moe_finalize"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_align"));
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_sum"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_expand"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_finalize"));
 	moe_case_release(&c);
 }
 
@@ -151,7 +142,7 @@ Test(infer_moe, cutlass_sorts_small_steps_in_one_kernel)
 
 	moe_case(&c, "trtllm", 64, NULL, 0);
 	bytes_eq(&c.o, "moe_sort", 2048.0, 5128.0);
-	cr_assert_null(op_named(&c.o, "moe_sort_count"));
+	cr_assert_null(fixture_infer_op(&c.o, "moe_sort_count"));
 	moe_case_release(&c);
 }
 
@@ -176,18 +167,18 @@ Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
 	moe_case(&c, "trtllm", 64, adp, 4);
 	cr_assert(c.d.moe.dispatch && c.d.moe.allgather);
 	bytes_eq(&c.o, "moe_quant", 64 * 2048 * 2.0, 64 * 2048 * 0.5625);
-	op = op_named(&c.o, "moe_dispatch");
+	op = fixture_infer_op(&c.o, "moe_dispatch");
 	cr_assert_not_null(op);
 	cr_assert_eq(op->coll, COLL_BROADCAST);	/* adp_moe_sized */
 	cr_assert_float_eq(op->coll_B, 622592.0, 1e-6);
 	bytes_eq(&c.o, "moe_sf_swizzle", 65536.0, 65536.0);
-	cr_assert_float_eq(op_named(&c.o, "moe_finalize")->write_B, 2097152.0,
+	cr_assert_float_eq(fixture_infer_op(&c.o, "moe_finalize")->write_B, 2097152.0,
 			   1e-6);
-	op = op_named(&c.o, "moe_combine");
+	op = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert_not_null(op);
 	cr_assert_eq(op->coll, COLL_REDUCE);
 	cr_assert_float_eq(op->coll_B, 2097152.0, 1e-6);
-	cr_assert_null(op_named(&c.o, "expert_sort"));
+	cr_assert_null(fixture_infer_op(&c.o, "expert_sort"));
 	moe_case_release(&c);
 }
 
@@ -205,9 +196,47 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 
 	moe_case(&c, "trtllm", 64, adp, 5);
 	cr_assert(!c.d.moe.sized);
-	cr_assert_eq(op_named(&c.o, "moe_dispatch")->coll, COLL_ALLGATHER);
-	cr_assert_float_eq(op_named(&c.o, "moe_dispatch")->coll_B, 622592.0,
+	cr_assert_eq(fixture_infer_op(&c.o, "moe_dispatch")->coll, COLL_ALLGATHER);
+	cr_assert_float_eq(fixture_infer_op(&c.o, "moe_dispatch")->coll_B, 622592.0,
 			   1e-6);
-	cr_assert_eq(op_named(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
+	cr_assert_eq(fixture_infer_op(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
+	moe_case_release(&c);
+}
+
+/*
+ * TensorRT-LLM on an all-to-all dispatcher (DeepEP here) takes the
+ * generic list, whose rows route.c sizes in the job's 16-bit dtype (no
+ * moe.dispatch_dtype). The combine sends the same rows back in 16 bits,
+ * so its bytes equal the dispatch's: dispatch_B x act_B / elem_B with
+ * elem_B = act_B = 2, not the CUTLASS all-gather's quantized 0.5625
+ * (which gave 2 / 0.5625 = 3.56x the dispatch's bytes). SGLang on the
+ * same path gives the same two numbers.
+ */
+Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
+{
+	const char *a2a[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=deepep"};
+	const struct infer_op *dsp, *cmb;
+	double trt_B, sgl_B;
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, a2a, 5);
+	cr_assert(c.d.moe.dispatch && !c.d.moe.allgather);
+	cr_assert_float_eq(c.d.moe.elem_B, 2.0, 1e-12);
+	dsp = fixture_infer_op(&c.o, "moe_dispatch");
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert(dsp && cmb);
+	cr_assert_eq(cmb->coll, COLL_ALLTOALL);
+	cr_assert_float_eq(cmb->coll_B, dsp->coll_B, 1e-6 * dsp->coll_B,
+			   "combine %g B, dispatch %g B", cmb->coll_B,
+			   dsp->coll_B);
+	trt_B = cmb->coll_B;
+	moe_case_release(&c);
+
+	moe_case(&c, "sglang", 64, a2a, 5);
+	sgl_B = fixture_infer_op(&c.o, "moe_combine")->coll_B;
+	cr_assert_float_eq(trt_B, sgl_B, 1e-6 * sgl_B);
 	moe_case_release(&c);
 }
