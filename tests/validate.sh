@@ -128,7 +128,8 @@ r=$(awk '/ dense 131072/ {a = $(NF-2)} / grp 131072 .* grouped/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
 awk -v r="$r" 'BEGIN {exit !(r >= 0.97 && r <= 1.03)}' ||
 	bad "8 equal groups against one GEMM: predicted rate ratio $r, expected 0.97-1.03"
-for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n'; do
+for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n' \
+	'groups: [8]' 'group_dim: k' 'groups: 8, group_dim: [m]'; do
 	printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
 		'timing: stream' 'rows:' \
 		"  - {m: 131072, n: 4096, k: 4096, $g, tflops: 3000}" \

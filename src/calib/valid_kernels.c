@@ -171,6 +171,7 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 
 	if (!(groups >= 1 && groups <= VALID_GROUPS_MAX &&
 	      groups == floor(groups)) ||
+	    (cnode_get(row, "group_dim") && !dim) ||
 	    (dim && !by_k && strcmp(dim, "m") != 0))
 		return -1;
 	for (i = 0; i < ng; i++)
@@ -187,10 +188,14 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	double s = get_num(row, "s"), flop = 2 * m * n * k;
 	double groups = get_num(row, "groups"), t;
 	const char *label = get_str(row, "label");
+	int grouped = cnode_get(row, "groups") != NULL;
 
-	if (!(m > 0 && n > 0 && k > 0 && tf > 0))
+	/* group_dim alone, or groups not a number, is a malformed row (it
+	 * would be scored as one dense GEMM) */
+	if (!(m > 0 && n > 0 && k > 0 && tf > 0) ||
+	    (!grouped && cnode_get(row, "group_dim")))
 		return -1;
-	if (get_str(row, "groups")) {
+	if (grouped) {
 		t = grouped_time(r, row, m, n, k, groups);
 		if (t < 0)
 			return -1;
@@ -199,7 +204,7 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	}
 	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f%s",
 		 label ? label : "", label ? " " : "", m, n, k,
-		 get_str(row, "groups") ? " grouped" : "");
+		 grouped ? " grouped" : "");
 	l->meas = tf;
 	l->meas_s = s > 0 ? s : flop / (tf * 1e12);
 	l->pred = flop / t / 1e12;

@@ -63,9 +63,12 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	}
 	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
 	/* per-expert kernels over streams: each stream's chain of launches
-	 * (moe.c stream_kernels) beyond the one the grouped cost holds */
+	 * (moe.c stream_kernels) beyond the one the grouped cost holds, each
+	 * a GEMM kernel of its own with its set-up and drain
+	 * (gemm_kernel_overhead, gpu_gemm.c) */
 	if (k->launches > 1)
-		c.time_s += (k->launches - 1) * g->kernel_launch_s;
+		c.time_s += (k->launches - 1) *
+			    (g->kernel_launch_s + g->gemm_kernel_overhead_s);
 	ws = c.bytes + k->accum_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {

@@ -151,10 +151,13 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->cutlass = s->engine && s->engine->moe_kernels == ENGINE_MOE_CUTLASS;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
-	/* TensorRT-LLM quantizes the experts' input before its all-gather */
+	/* TensorRT-LLM quantizes the experts' input before its all-gather;
+	 * on an all-to-all path (the generic list) the rows travel as
+	 * route.c sizes them (moe.dispatch_dtype, else 16-bit), and the
+	 * combine's bytes scale by act_B / elem_B from those */
 	e->elem_B = j->moe.dispatch_dtype >= 0 ?
 		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) :
-		    e->cutlass ? e->gemm_a_B : d->act_B;
+		    e->cutlass && e->allgather ? e->gemm_a_B : d->act_B;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 }
 

@@ -83,3 +83,31 @@ Test(gpu, presets_load_with_sane_numbers)
 	}
 	arena_release(&a);
 }
+
+/* b300.yaml declares B200's GEMM constants (same sm100 tensor cores and
+ * kernels, no measured B300 set): the efficiencies and the per-kernel
+ * overhead were fitted together on B200's sets, so B300 takes them as
+ * one (round 7 left B300 with the efficiencies of the fit without the
+ * overhead, 0.710 / 0.685 / 0.723, and the overhead on top). */
+Test(gpu, b300_takes_b200s_gemm_fit)
+{
+	static const enum dtype dts[] = {DTYPE_BF16, DTYPE_FP8, DTYPE_MXFP8,
+					 DTYPE_MXFP6, DTYPE_MXFP4};
+	struct arena a;
+	struct gpu_spec b200, b300;
+	size_t i;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "b200", &b200), 0);
+	cr_assert_eq(load(&a, "b300", &b300), 0);
+	cr_assert_eq(b300.gemm_efficiency, b200.gemm_efficiency);
+	for (i = 0; i < sizeof(dts) / sizeof(dts[0]); i++)
+		cr_assert_eq(b300.gemm_efficiency_dtype[dts[i]],
+			     b200.gemm_efficiency_dtype[dts[i]],
+			     "dtype %d: b300 %g, b200 %g", (int)dts[i],
+			     b300.gemm_efficiency_dtype[dts[i]],
+			     b200.gemm_efficiency_dtype[dts[i]]);
+	cr_assert_eq(b300.gemm_kernel_overhead_s, b200.gemm_kernel_overhead_s);
+	cr_assert_eq(b300.gemm_tile_overhead_s, b200.gemm_tile_overhead_s);
+	arena_release(&a);
+}

@@ -211,3 +211,41 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 	cr_assert_eq(op_named(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
 	moe_case_release(&c);
 }
+
+/*
+ * TensorRT-LLM on an all-to-all dispatcher (DeepEP here) takes the
+ * generic list, whose rows route.c sizes in the job's 16-bit dtype (no
+ * moe.dispatch_dtype). The combine sends the same rows back in 16 bits,
+ * so its bytes equal the dispatch's: dispatch_B x act_B / elem_B with
+ * elem_B = act_B = 2, not the CUTLASS all-gather's quantized 0.5625
+ * (which gave 2 / 0.5625 = 3.56x the dispatch's bytes). SGLang on the
+ * same path gives the same two numbers.
+ */
+Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
+{
+	const char *a2a[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=deepep"};
+	const struct infer_op *dsp, *cmb;
+	double trt_B, sgl_B;
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, a2a, 5);
+	cr_assert(c.d.moe.dispatch && !c.d.moe.allgather);
+	cr_assert_float_eq(c.d.moe.elem_B, 2.0, 1e-12);
+	dsp = op_named(&c.o, "moe_dispatch");
+	cmb = op_named(&c.o, "moe_combine");
+	cr_assert(dsp && cmb);
+	cr_assert_eq(cmb->coll, COLL_ALLTOALL);
+	cr_assert_float_eq(cmb->coll_B, dsp->coll_B, 1e-6 * dsp->coll_B,
+			   "combine %g B, dispatch %g B", cmb->coll_B,
+			   dsp->coll_B);
+	trt_B = cmb->coll_B;
+	moe_case_release(&c);
+
+	moe_case(&c, "sglang", 64, a2a, 5);
+	sgl_B = op_named(&c.o, "moe_combine")->coll_B;
+	cr_assert_float_eq(trt_B, sgl_B, 1e-6 * sgl_B);
+	moe_case_release(&c);
+}

@@ -210,6 +210,15 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	cr_assert_gt(f.gpu.kernel_launch_s, 0);
 	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s),
 		  "%g s more, launch %g s", t4 - t1, f.gpu.kernel_launch_s);
+	/* with a per-GEMM-kernel set-up t_k (B200's 3.2 us): the one kernel
+	 * of ep 1's grouped cost pays it once, the second kernel of each
+	 * stream's chain once more: launch + 3.2 us over t1 + 3.2 us */
+	f.gpu.gemm_kernel_overhead_s = 3.2e-6;
+	t1 = op_time(&f, &one_f, "expert_fc1");
+	t4 = op_time(&f, &fwd, "expert_fc1");
+	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s + 3.2e-6),
+		  "%g s more", t4 - t1);
+	f.gpu.gemm_kernel_overhead_s = 0;
 	f.fw.elementwise.grouped_gemm_streams = 3;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 3));
