@@ -49,6 +49,19 @@ cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 printf 'id: K-BROKEN\nkind: gemm\ntiming: stream\nrows: []\n' \
 	>"$tmp/ref/kernels/broken.yaml"
 status 2 "a broken reference file" --kind kernel --reference "$tmp/ref"
+# A collective table marked `gated: false` is shown, not gated: a
+# measurement 1000x off passes; `gated` takes true or false only.
+printf '%s\n' 'id: C-EXTRA' 'system: dgx-h100' 'op: alltoall' 'ranks: 8' \
+	'gated: false' 'rows:' '  - [1073741824, 0, 1000000]' \
+	>"$tmp/ref/collectives/extra.yaml"
+"$llmsim" validate --kind collective --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || bad "a table with gated: false: exit $?"
+grep -q 'extra (not gated)' "$tmp/out" || bad "gated: false not shown as extra"
+sed 's/gated: false/gated: maybe/' "$tmp/ref/collectives/extra.yaml" \
+	>"$tmp/ref/collectives/bad.yaml"
+rm "$tmp/ref/collectives/extra.yaml"
+status 2 "gated: maybe" --kind collective --reference "$tmp/ref"
+rm "$tmp/ref/collectives/bad.yaml"
 # An attention row may carry one pass (the FlashAttention-3 paper's H100
 # causal rows: forward only), not none.
 rm "$tmp/ref/kernels/broken.yaml"

@@ -10,7 +10,8 @@
  * the library's choice), and rows of [size_B, time_us, busbw_GBps] as
  * rccl-tests / nccl-tests printed them. Rows outside 1 KiB - 8 GiB, and
  * rows whose busbw printed as 0.00 (no defined error), are shown and not
- * scored.
+ * scored. `gated: false` marks a table shown and not gated (a measurement
+ * outside the issue's reference set: valid_report.c skips its gates).
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -36,6 +37,7 @@ struct ref {
 	const char *id, *system;
 	const char *nodes;		/* system.nodes override, or NULL */
 	int op;				/* enum coll_op */
+	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
 	uint32_t ranks;
 	double size_B[MAX_ROWS];	/* B */
@@ -72,7 +74,7 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		    struct diag *d)
 {
 	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
-	const char *op, *ranks, *algo;
+	const char *op, *ranks, *algo, *gated;
 
 	if (!doc)
 		return -1;
@@ -82,6 +84,7 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	op = scalar(doc, "op");
 	ranks = scalar(doc, "ranks");
 	algo = scalar(doc, "algorithm");
+	gated = scalar(doc, "gated");
 	rows = cnode_get(doc, "rows");
 	r->op = op ? schema_name_index(coll_op_names, op) : -1;
 	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
@@ -90,6 +93,12 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			   "tree, nvls, ..., got '%s'", algo);
 		return -1;
 	}
+	if (gated && strcmp(gated, "true") != 0 && strcmp(gated, "false") != 0) {
+		diag_error(d, path, 0, 0, "'gated': expected true or false, "
+			   "got '%s'", gated);
+		return -1;
+	}
+	r->gated = !gated || strcmp(gated, "false") != 0;
 	r->ranks = ranks ? (uint32_t)atoi(ranks) : 0;
 	r->n = 0;
 	if (!r->id || !r->system || r->op < 0 || r->ranks == 0 || !rows ||
@@ -153,10 +162,12 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	for (i = 0; i < r.ranks; i++)
 		gpus[i] = i;
 	snprintf(t->id, sizeof(t->id), "%s", r.id);
-	snprintf(t->title, sizeof(t->title), "%s, %u ranks on %s%s%s%s (%s)",
+	snprintf(t->title, sizeof(t->title), "%s, %u ranks on %s%s%s%s%s (%s)",
 		 coll_op_names[r.op], r.ranks, r.system, r.nodes ? ", " : "",
-		 r.nodes ? r.nodes : "", r.nodes ? " nodes" : "", path);
+		 r.nodes ? r.nodes : "", r.nodes ? " nodes" : "",
+		 r.gated ? "" : ", extra (not gated)", path);
 	t->unit = "GB/s";
+	t->gated = r.gated;
 	for (k = 0; k < r.n; k++) {
 		struct coll_desc c = { (enum coll_op)r.op, r.size_B[k], gpus,
 				       r.ranks, NULL, r.algo, -1, 1, 0, NULL };

@@ -138,6 +138,16 @@ static const char *const rule_keys[JR_COUNT] = {
 		      "parallelism.tp parallelism.cp",
 };
 
+/* Whether the sink takes a breach of rule: marks it broken when wanted;
+ * true when there is a diagnostics list to write the message to. */
+static int sink_take(struct layout_sink *s, enum job_rule rule)
+{
+	if (!want(s, rule))
+		return 0;
+	s->broken |= JR_BIT(rule);
+	return s->d != NULL;
+}
+
 static void layout_error(struct layout_sink *s, enum job_rule rule,
 			 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -148,10 +158,7 @@ static void layout_error(struct layout_sink *s, enum job_rule rule,
 	char msg[512];
 	va_list ap;
 
-	if (!want(s, rule))
-		return;
-	s->broken |= JR_BIT(rule);
-	if (!s->d)
+	if (!sink_take(s, rule))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -513,10 +520,7 @@ static void key_error(struct layout_sink *s, enum job_rule rule,
 	char msg[512];
 	va_list ap;
 
-	if (!want(s, rule))
-		return;
-	s->broken |= JR_BIT(rule);
-	if (!s->d)
+	if (!sink_take(s, rule))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
