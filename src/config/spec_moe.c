@@ -48,6 +48,12 @@ static const struct schema_field ep_fields[] = {
 	  .help = "SM time per fp8 row for its block scales beyond its bytes, "
 		  "per SM: with sm_rate a GPU's kernels move fp8 rows of B "
 		  "bytes at sms B / (fp8_row_cost + B / sm_rate)" },
+	{ .key = "combine_row_cost", .type = ST_TIME,
+	  .offset = EOFF(combine_row_cost_s), .def = "0 us", .max = 1e-3,
+	  .help = "SM time per row a combine kernel reduces (reads every "
+		  "source's row of a token, sums in fp32) beyond its bytes, "
+		  "per SM: a combine moves rows of B bytes at sms B / "
+		  "(combine_row_cost + B / sm_rate)" },
 	{ .key = "fp8_scale_block", .type = ST_INT,
 	  .offset = EOFF(fp8_scale_block), .def = "0", .min = 0, .max = 1e6,
 	  .help = "fp8 dispatch: elements of a token's row sharing one scale "

@@ -89,6 +89,8 @@ struct ep_comm_spec {
 	double sm_rate_Bps;		/* B/s one SM copies (a GPU's traffic is at
 					 * most sms x this); 0 = no bound */
 	double fp8_row_cost_s;		/* SM time per fp8 row for its scales */
+	double combine_row_cost_s;	/* SM time per combined row for its
+					 * reduction, beyond its bytes */
 	int64_t fp8_scale_block;	/* elements of an fp8 row sharing one
 					 * scale; 0 = no per-row scales */
 	double fp8_scale_B;		/* B per fp8 scale (fp32: 4) */

@@ -41,6 +41,21 @@
  * block scales, one per fp8_scale_block elements, gathered from their own,
  * token-strided tensor), so the GPU moves at most n r (16-bit rows) or
  * n B / (c + B / r) (fp8 rows of B bytes) (coll_path.gpu_Bps).
+ *
+ * A combine kernel is not a dispatch run backwards: its receiver reads
+ * every row sent back for a token (one from each GPU that held one of its
+ * experts) and sums them in fp32 before it stores the token (DeepEP
+ * intranode.cu combine: ld_nc_global of each source's row, waiting for
+ * all of them; Hybrid-EP's intra-node red warp group, hybrid_ep_backend.cuh,
+ * accumulating each source's bf16x2 into fp32). That reduction costs the
+ * SMs combine_row_cost per row beyond its bytes, so a combine moves n B /
+ * (w + B / r) (EP_ROW_COMBINE). Training runs a combine kernel twice a
+ * layer: the forward combine and the backward of the dispatch; the
+ * backward of the combine is a dispatch kernel. Hybrid-EP's backward
+ * combine (combine_impl<BACKWARD_COMBINE>) also TMA-loads each row's
+ * fp32 probability gradients over the domain's experts with its hidden
+ * vector (intra_node_G2S_warp_group_device_function, remote_expert_input_
+ * prob) and reduces them: ep_row_probs_B more a row.
  */
 #include "ep.h"
 
@@ -106,18 +121,21 @@ double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 	return hidden * elem_B + extra_B;
 }
 
+double ep_row_probs_B(const struct ep_comm_spec *e, double experts,
+		      double ranks, double m)
+{
+	if (!e || !(ranks > 0) || !(e->probs_per_domain_expert_B > 0))
+		return 0;
+	return e->probs_per_domain_expert_B * experts / ranks *
+	       fmin(fmax(m, 1), ranks);
+}
+
 double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
 		      double ranks, double m)
 {
-	double domain;
-
 	if (!e)
 		return 0;
-	if (!(ranks > 0) || !(e->probs_per_domain_expert_B > 0))
-		return e->bytes_per_token_extra;
-	domain = fmin(fmax(m, 1), ranks);
-	return e->bytes_per_token_extra +
-	       e->probs_per_domain_expert_B * experts / ranks * domain;
+	return e->bytes_per_token_extra + ep_row_probs_B(e, experts, ranks, m);
 }
 
 void ep_traffic(const struct ep_routing *r, double ranks, double m,
@@ -146,11 +164,12 @@ void ep_traffic(const struct ep_routing *r, double ranks, double m,
 }
 
 const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
-				     double node_share, double row_B, int fp8,
+				     double node_share, double row_B, int kind,
 				     int64_t sms, struct coll_path *path,
 				     int *algo)
 {
 	double n = (double)(sms > 0 ? sms : e ? e->sms : 0), per_sm = 0;
+	double row_s;
 
 	*algo = -1;
 	if (!e)
@@ -159,9 +178,10 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 		*algo = ALGO_HIER;
 	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
 		return NULL;
+	row_s = (kind & EP_ROW_FP8 ? e->fp8_row_cost_s : 0) +
+		(kind & EP_ROW_COMBINE ? e->combine_row_cost_s : 0);
 	if (e->sm_rate_Bps > 0 && row_B > 0)
-		per_sm = row_B / ((fp8 ? e->fp8_row_cost_s : 0) +
-				  row_B / e->sm_rate_Bps);
+		per_sm = row_B / (row_s + row_B / e->sm_rate_Bps);
 	*path = (struct coll_path){
 		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
 						COLL_PATH_DIRECT,
@@ -219,7 +239,9 @@ int ep_call_time(struct net *n, const struct ep_comm_spec *e,
 	ep_traffic(&r, p, m, c->tokens, row_B, e->dedup, &out->traffic);
 	cd.bytes = out->traffic.send_B;
 	cd.path = ep_coll_path(e, out->traffic.node_share, row_B,
-			       c->dtype == DTYPE_FP8, c->sms, &path, &algo);
+			       (c->dtype == DTYPE_FP8 ? EP_ROW_FP8 : 0) |
+			       (c->combine ? EP_ROW_COMBINE : 0), c->sms,
+			       &path, &algo);
 	if (!ep_spans_nodes(c->gpus, c->ranks, (int64_t)m))
 		algo = -1;	/* hierarchical inside a node: plain */
 	cd.algo = c->algo >= 0 ? c->algo : algo;

@@ -81,6 +81,18 @@ double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
 		      double ranks, double m);
 
+/* Of that, the domain's probabilities alone (probs_per_domain_expert x E
+ * / ranks x min(m, ranks)): what Hybrid-EP's backward combine reduces
+ * with each row. 0 when e is NULL or carries none. */
+double ep_row_probs_B(const struct ep_comm_spec *e, double experts,
+		      double ranks, double m);
+
+/* The rows a path's kernel moves (ep_coll_path's kind, bits). */
+enum {
+	EP_ROW_FP8 = 1,		/* fp8 rows: fp8_row_cost more a row */
+	EP_ROW_COMBINE = 2,	/* a combine kernel: combine_row_cost more */
+};
+
 /*
  * Traffic of T tokens per GPU over an EP group of `ranks` GPUs, m of
  * them per node (ranks fill nodes in order), a row being row_B, with
@@ -90,14 +102,14 @@ void ep_traffic(const struct ep_routing *r, double ranks, double m,
 		double tokens, double row_B, int dedup, struct ep_traffic *out);
 
 /*
- * The dispatcher's path for rows of row_B bytes (fp8: with block scales):
- * fills *path and returns
+ * The dispatcher's path for rows of row_B bytes, kind EP_ROW_* bits (fp8:
+ * with block scales; combine: with its reduction): fills *path and returns
  * it for a GPU-initiated dispatcher (forward, direct), else NULL (the
  * library's all-to-all); *algo is the algorithm to force (hierarchical)
  * or -1. sms overrides the preset's SM count when > 0.
  */
 const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
-				     double node_share, double row_B, int fp8,
+				     double node_share, double row_B, int kind,
 				     int64_t sms, struct coll_path *path,
 				     int *algo);
 

@@ -48,6 +48,10 @@ struct moe_dims {
 	double combine_B;	/* B one GPU sends in combine (16-bit rows) */
 	double row_B;		/* B of a dispatched token row (ep.h) */
 	double row16_B;		/* B of a 16-bit row (combine, backward) */
+	double combine_bwd_B;	/* B one GPU sends in the backward of the
+				 * dispatch (a combine kernel: 16-bit rows
+				 * and the path's probability gradients) */
+	double row_cbwd_B;	/* B of such a row (ep.h ep_row_probs_B) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL = even */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
@@ -313,6 +317,17 @@ enum layer_pass {
 #define LAYER_NONE (-1)
 #define LAYER_MAX_OPS 512
 
+/* Which kernel an EP all-to-all runs (layer_op.ep_path; 0: none). */
+enum ep_pass {
+	EP_PASS_DISPATCH = 1,	/* dispatch rows (fp8 with scales) */
+	EP_PASS_DISPATCH16,	/* a dispatch kernel on 16-bit rows (the
+				 * backward of the combine) */
+	EP_PASS_COMBINE,	/* the forward combine's reduction */
+	EP_PASS_COMBINE_BWD,	/* the backward of the dispatch: a combine
+				 * with the probability gradients */
+	EP_PASSES = EP_PASS_COMBINE_BWD
+};
+
 struct layer_op {
 	const char *name;	/* base name, static ("qkv", "fc1_dgrad") */
 	enum layer_op_kind kind;
@@ -323,9 +338,8 @@ struct layer_op {
 	const double *a2a_B;	/* LOP_COLL all-to-all: uneven matrix or NULL */
 	uint8_t group;		/* LOP_COLL: enum layout_group */
 	uint8_t stream;		/* LOP_COLL: enum layer_stream */
-	uint8_t ep_path;	/* LOP_COLL: dispatch/combine, on the job's
-				 * path: 1 dispatch rows, 2 16-bit rows;
-				 * expert-parallel path */
+	uint8_t ep_path;	/* LOP_COLL: dispatch/combine on the job's
+				 * expert-parallel path: enum ep_pass */
 	uint8_t p2p_next;	/* LOP_COLL sendrecv: to the next rank of
 				 * the group (a ring step); else group order */
 	uint8_t host;		/* enum host_call */

@@ -227,7 +227,7 @@ static int dedups(const struct layer_dims *d)
 
 /* Dispatch or combine (forward or backward) over EP. */
 static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
-		const struct layer_dims *d, double bytes, int wide)
+		const struct layer_dims *d, double bytes, enum ep_pass kind)
 {
 	const struct moe_dims *m = &d->moe;
 	struct layer_op *op;
@@ -241,7 +241,7 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	}
 	op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL, bytes);
 	op->a2a_B = m->a2a_B;
-	op->ep_path = wide ? 2 : 1;
+	op->ep_path = (uint8_t)kind;
 }
 
 /* Combine bytes: the dispatch's rows in 16-bit. */
@@ -536,7 +536,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	counts = counts_fwd(o, pass, d);
 	permute_fwd(o, pass, d);
 	o->scope = SCOPE_MOE;
-	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, 0);
+	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
 		int16_t first = (int16_t)o->n;
@@ -555,7 +555,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
-	a2a(o, "moe_combine", pass, d, combine_B(d), 1);
+	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
 	if (shared_end != LAYER_NONE) {
@@ -671,14 +671,16 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	o->scope = SCOPE_MOE;
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
-	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), 1);
+	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
 	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
 	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
 	experts_bwd(o, mods, d);
 	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,
 		 COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_sort_bwd", PASS_BWD, d);
-	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, combine_B(d), 1);
+	/* a combine kernel (ep.c), with Hybrid-EP's probability gradients */
+	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
+	    EP_PASS_COMBINE_BWD);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,

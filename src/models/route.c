@@ -289,9 +289,14 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 	ep_traffic(&r, m->ep, floor(per_node), m->tokens, row_B,
 		   path ? path->dedup : DEDUP_NONE, &t);
 	m->dispatch_B = t.send_B;
+	double cbwd_B = row16_B + ep_row_probs_B(path, r.experts, m->ep,
+						    floor(per_node));
+
 	m->combine_B = t.send_B * row16_B / row_B;
+	m->combine_bwd_B = t.send_B * cbwd_B / row_B;
 	m->row_B = row_B;
 	m->row16_B = row16_B;
+	m->row_cbwd_B = cbwd_B;
 	m->node_share = t.node_share;
 }
 
@@ -331,4 +336,23 @@ oom:
 	gsl_set_error_handler(old);
 	diag_oom(dg);
 	return -1;
+}
+
+void route_ep_paths(const struct ep_comm_spec *e, const struct moe_dims *m,
+		    struct coll_path *store, const struct coll_path **path,
+		    int *algo)
+{
+	static const int kind[EP_PASSES] = {
+		0, 0, EP_ROW_COMBINE, EP_ROW_COMBINE,
+	};
+	double row[EP_PASSES] = { m->row_B, m->row16_B, m->row16_B,
+				  m->row_cbwd_B };
+	int i;
+
+	*algo = -1;
+	for (i = 0; i < EP_PASSES; i++)
+		path[i] = ep_coll_path(e, m->node_share, row[i],
+				       kind[i] | (i == 0 && m->dispatch_dt ==
+						  DTYPE_FP8 ? EP_ROW_FP8 : 0),
+				       0, &store[i], algo);
 }

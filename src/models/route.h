@@ -17,6 +17,8 @@
 #include "layer.h"
 
 struct job_spec;
+struct ep_comm_spec;
+struct coll_path;
 struct diag;
 
 struct route_result {
@@ -45,5 +47,14 @@ double route_expected_max(const double *mu, const double *sd, size_t n);
  */
 int route_plan(const struct job_spec *j, struct layer_dims *d,
 	       struct arena *a, struct route_result *out, struct diag *dg);
+
+/*
+ * Dispatcher e's path for each kernel of enum ep_pass (layer.h), rows of
+ * m (route_plan): store[i] filled and path[i] = &store[i] for pass i + 1,
+ * or NULL (the library's all-to-all); *algo the algorithm it forces.
+ */
+void route_ep_paths(const struct ep_comm_spec *e, const struct moe_dims *m,
+		    struct coll_path *store, const struct coll_path **path,
+		    int *algo);
 
 #endif

@@ -82,7 +82,7 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 		c.proto = PROTO_SIMPLE;
 	}
 	if (op->ep_path) {
-		c.path = t->path[op->ep_path == 2];
+		c.path = t->path[op->ep_path - 1];
 		/* hierarchical inside one node is the plain all-to-all */
 		c.algo = c.path || !ep_spans_nodes(t->gpus, n,
 				t->job->system->gpus_per_node) ? -1 : t->ep_algo;
@@ -667,16 +667,12 @@ static void ep_path(struct train *t)
 
 	const struct moe_dims *m = &t->dims.moe;
 
-	t->path[0] = t->path[1] = NULL;
+	memset(t->path, 0, sizeof(t->path));
 	t->ep_algo = -1;
 	t->ep_units = e ? (double)e->sms : 0;
 	if (!e || !model_is_moe(t->job->model))
 		return;
-	t->path[0] = ep_coll_path(e, m->node_share, m->row_B,
-				  m->dispatch_dt == DTYPE_FP8, 0, &t->ep_path[0],
-				  &t->ep_algo);
-	t->path[1] = ep_coll_path(e, m->node_share, m->row16_B, 0, 0,
-				  &t->ep_path[1], &t->ep_algo);
+	route_ep_paths(e, m, t->ep_path, t->path, &t->ep_algo);
 }
 
 void train_layout(struct layout *l, const struct job_spec *j, int full)

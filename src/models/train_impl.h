@@ -65,10 +65,10 @@ struct train {
 	struct block *amax[2];		/* fp8 amax reduction after a chunk's forward
 					 * [0] and backward [1], or NULL */
 	struct block_dtypes dt;
-	struct coll_path ep_path[2];	/* the dispatcher's GPU-initiated path
-					 * for dispatch rows, 16-bit rows */
-	const struct coll_path *path[2];	/* &ep_path[i], or NULL: the
-						 * library's */
+	struct coll_path ep_path[EP_PASSES];	/* the dispatcher's GPU-
+					 * initiated path, each enum ep_pass */
+	const struct coll_path *path[EP_PASSES];	/* &ep_path[i], or
+						 * NULL: the library's */
 	int ep_algo;			/* the library algorithm the dispatcher
 					 * forces (hierarchical), or -1 */
 	double ep_units;		/* SMs dispatch/combine hold (0: the

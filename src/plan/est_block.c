@@ -267,8 +267,9 @@ struct kset {
 					 * module's tf, tb (n 0: none) */
 	double pp_B;		/* B, one pipeline transfer */
 	struct arena arena;	/* the routing's arrays the ops point to */
-	struct coll_path ep_path[2];	/* the dispatcher's paths (train.c) */
-	const struct coll_path *path[2];
+	struct coll_path ep_path[EP_PASSES];	/* the dispatcher's paths
+						 * (route_ep_paths) */
+	const struct coll_path *path[EP_PASSES];
 	int ep_algo;		/* the algorithm it forces, or -1 */
 	double ep_share;	/* compute share dispatch/combine hold (0:
 				 * the library's) */
@@ -311,7 +312,7 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 				.gpus = e->gpus, .ngpus = g->n,
 				.a2a_B = op->a2a_B, .algo = -1, .proto = -1,
 				.replicas = k.replicas };
-	c.path = ks->path[op->ep_path == 2];
+	c.path = ks->path[op->ep_path - 1];
 	c.algo = c.path || !ep_spans_nodes(e->gpus, g->n,
 					   j->system->gpus_per_node) ?
 		 -1 : ks->ep_algo;
@@ -544,11 +545,7 @@ static int route_of(const struct job_spec *j, const struct layer_dims *dm,
 		return 0;
 	ks->ep_share = ep->sms > 0 ? fmin(1, (double)ep->sms /
 				 (double)j->system->gpu->compute_units) : 0;
-	ks->path[0] = ep_coll_path(ep, m->node_share, m->row_B,
-				   m->dispatch_dt == DTYPE_FP8, 0,
-				   &ks->ep_path[0], &ks->ep_algo);
-	ks->path[1] = ep_coll_path(ep, m->node_share, m->row16_B, 0, 0,
-				   &ks->ep_path[1], &ks->ep_algo);
+	route_ep_paths(ep, m, ks->ep_path, ks->path, &ks->ep_algo);
 	return 0;
 }
 

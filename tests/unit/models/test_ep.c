@@ -9,6 +9,7 @@
 
 #include "config/spec_gpu.h"
 #include "models/ep.h"
+#include "models/route.h"
 
 static int near(double got, double want, double rel)
 {
@@ -91,6 +92,48 @@ Test(ep, row_extra_carries_the_domains_probabilities)
 			7168, DTYPE_FP8, 1152), 7168 + 224 + 1152, 1e-12));
 }
 
+Test(ep, each_pass_runs_its_kernel)
+{
+	/* Hybrid-EP-like: 16 SMs x 40.9 GB/s, fp8 39 ns, combine 61 ns a
+	 * row; EP 8 of 8 experts each: 256 B of probabilities a row */
+	struct ep_comm_spec e = {
+		.name = "x", .mode = EP_FORWARD, .dedup = DEDUP_NODE,
+		.sms = 16, .sm_rate_Bps = 40.9e9, .fp8_row_cost_s = 39e-9,
+		.combine_row_cost_s = 61e-9, .probs_per_domain_expert_B = 4,
+	};
+	struct moe_dims m = { .dispatch_dt = DTYPE_FP8, .node_share = 1,
+			      .row_B = 7168 + 224 + 256, .row16_B = 14336,
+			      .row_cbwd_B = 14336 + 256 };
+	struct coll_path store[EP_PASSES];
+	const struct coll_path *path[EP_PASSES];
+	int algo;
+
+	cr_assert(near(ep_row_probs_B(&e, 64, 8, 8), 256, 1e-12));
+	/* DeepEP's indices and weights are the dispatch's, not gradients */
+	cr_assert_eq(ep_row_probs_B(&(struct ep_comm_spec){
+				.bytes_per_token_extra = 96 }, 64, 8, 8), 0);
+	route_ep_paths(&e, &m, store, path, &algo);
+	/* forward dispatch: fp8 rows of 7648 B, 7648 / (39 ns + 7648 / r) */
+	cr_assert(near(path[EP_PASS_DISPATCH - 1]->gpu_Bps,
+		       16 * 7648 / (39e-9 + 7648 / 40.9e9), 1e-12));
+	/* backward of the combine: a dispatch kernel, 16-bit rows: n r */
+	cr_assert(near(path[EP_PASS_DISPATCH16 - 1]->gpu_Bps, 16 * 40.9e9,
+		       1e-12));
+	/* forward combine: 16 x 14336 / (61 ns + 350.5 ns) = 557.4 GB/s */
+	cr_assert(near(path[EP_PASS_COMBINE - 1]->gpu_Bps,
+		       16 * 14336 / (61e-9 + 14336 / 40.9e9), 1e-12));
+	cr_assert(near(path[EP_PASS_COMBINE - 1]->gpu_Bps, 557.4e9, 1e-3));
+	/* backward of the dispatch: a combine of rows with their 256 B of
+	 * probability gradients, 16 x 14592 / (61 ns + 14592 / r) */
+	cr_assert(near(path[EP_PASS_COMBINE_BWD - 1]->gpu_Bps,
+		       16 * 14592 / (61e-9 + 14592 / 40.9e9), 1e-12));
+	cr_assert_eq(algo, -1);
+	/* no dispatcher: the library's, every pass */
+	route_ep_paths(NULL, &m, store, path, &algo);
+	cr_assert_null(path[0]);
+	cr_assert_null(path[EP_PASS_COMBINE_BWD - 1]);
+}
+
 Test(ep, traffic_deduplicates_by_rank_and_node)
 {
 	struct ep_routing r = { 256, 8, 0, 0 };
@@ -146,6 +189,20 @@ Test(ep, gpu_initiated_path_copy_bound)
 	/* fp8 rows of 7488 B: 24 x 7488 / (165 ns + 7488 / 18.5e9) */
 	ep_coll_path(&e, 0.3, 7488, 1, 0, &p, &algo);
 	cr_assert(near(p.gpu_Bps, 24 * 7488 / (165e-9 + 7488 / 18.5e9), 1e-12));
+	/* a combine kernel (DeepEP's 155 ns a row for its fp32 reduction):
+	 * 24 x 14336 / (155 ns + 14336 / 18.5e9) = 370.0 GB/s, 16.7 % below
+	 * the 444 GB/s of a dispatch of the same rows */
+	e.combine_row_cost_s = 155e-9;
+	ep_coll_path(&e, 0.3, 14336, EP_ROW_COMBINE, 0, &p, &algo);
+	cr_assert(near(p.gpu_Bps, 24 * 14336 / (155e-9 + 14336 / 18.5e9),
+		       1e-12));
+	cr_assert(near(p.gpu_Bps, 370.0e9, 1e-3));
+	/* a dispatch does not pay it; fp8 and combine together add both */
+	ep_coll_path(&e, 0.3, 14336, 0, 0, &p, &algo);
+	cr_assert(near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
+	ep_coll_path(&e, 0.3, 7488, EP_ROW_FP8 | EP_ROW_COMBINE, 0, &p, &algo);
+	cr_assert(near(p.gpu_Bps, 24 * 7488 / (320e-9 + 7488 / 18.5e9), 1e-12));
+	e.combine_row_cost_s = 0;
 	/* --sms overrides */
 	ep_coll_path(&e, 0.3, 14336, 0, 12, &p, &algo);
 	cr_assert(near(p.gpu_Bps, 12 * 18.5e9, 1e-12));

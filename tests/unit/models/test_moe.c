@@ -883,3 +883,59 @@ Test(moe, hybridep_gathers_the_routing_map)
 	cr_assert_null(fixture_op(&o, "moe_counts"));
 	arena_release(&a);
 }
+
+Test(moe, combine_kernels_run_on_their_own_path)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	/* fixture_moe: 8 experts, top-2, hidden 1024 in bf16, ep 2 in one
+	 * node. A Hybrid-EP-like path carries 4 B of fp32 probability per
+	 * expert of the domain, 4 x 8 / 2 x 2 = 32 B a row: dispatch rows
+	 * 2048 + 32 B. Of the four all-to-alls a layer runs, two are combine
+	 * kernels: the forward combine (16-bit rows, 2048 B: combine_B =
+	 * dispatch_B x 2048 / 2080) and the backward of the dispatch, which
+	 * carries the probability gradients back, 2048 + 32 B a row:
+	 * dispatch_B again. The backward of the combine is a dispatch kernel
+	 * on 16-bit rows. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-combine";
+	e.mode = EP_FORWARD;
+	e.dedup = DEDUP_NODE;
+	e.probs_per_domain_expert_B = 4;
+	f.job.moe.dispatcher = &e;
+	dims(&f, &a, &d, &r);
+	cr_assert_float_eq(d.moe.row_B, 2080, 1e-9);
+	cr_assert_float_eq(d.moe.row_cbwd_B, 2080, 1e-9);
+	cr_assert(near(d.moe.combine_B, d.moe.dispatch_B * 2048 / 2080, 1e-12));
+	cr_assert(near(d.moe.combine_bwd_B, d.moe.dispatch_B, 1e-12));
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_dispatch");
+	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH);
+	c = fixture_op(&o, "moe_combine");
+	cr_assert_eq(c->ep_path, EP_PASS_COMBINE);
+	cr_assert(near(c->coll_B, d.moe.combine_B, 1e-12));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "moe_combine_bwd");
+	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH16);
+	cr_assert(near(c->coll_B, d.moe.combine_B, 1e-12));
+	c = fixture_op(&o, "moe_dispatch_bwd");
+	cr_assert_eq(c->ep_path, EP_PASS_COMBINE_BWD);
+	cr_assert(near(c->coll_B, d.moe.dispatch_B, 1e-12));
+	/* DeepEP-like (96 B of indices and weights, no probabilities): the
+	 * backward of the dispatch moves 16-bit rows, as the combine */
+	e.probs_per_domain_expert_B = 0;
+	e.bytes_per_token_extra = 96;
+	dims(&f, &a, &d, &r);
+	cr_assert_float_eq(d.moe.row_cbwd_B, 2048, 1e-9);
+	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
+	arena_release(&a);
+}
