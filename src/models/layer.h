@@ -30,6 +30,17 @@
 struct job_spec;
 
 /* A routed-expert MLP on one GPU for one microbatch (route.c fills it). */
+/* Which kernel an EP all-to-all runs (layer_op.ep_path; 0: none). */
+enum ep_pass {
+	EP_PASS_DISPATCH = 1,	/* dispatch rows (fp8 with scales) */
+	EP_PASS_DISPATCH16,	/* a dispatch kernel on 16-bit rows (the
+				 * backward of the combine) */
+	EP_PASS_COMBINE,	/* the forward combine's reduction */
+	EP_PASS_COMBINE_BWD,	/* the backward of the dispatch: a combine
+				 * with the probability gradients */
+	EP_PASSES = EP_PASS_COMBINE_BWD
+};
+
 struct moe_dims {
 	double experts;		/* routed experts (E) */
 	double topk;		/* experts per token (k) */
@@ -53,6 +64,10 @@ struct moe_dims {
 				 * and the path's probability gradients) */
 	double row_cbwd_B;	/* B of such a row (ep.h ep_row_probs_B) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL = even */
+	const double *a2a_pass_B[EP_PASSES];	/* the same for each enum
+					 * ep_pass - 1: its bytes, the pace GPU
+					 * receiving (dispatch kernels) or sending
+					 * (combine kernels) */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
 	int allgather;		/* allgather dispatcher instead of all-to-all */
@@ -316,17 +331,6 @@ enum layer_pass {
 #define LAYER_IN (-2)		/* dependency on the list's input */
 #define LAYER_NONE (-1)
 #define LAYER_MAX_OPS 512
-
-/* Which kernel an EP all-to-all runs (layer_op.ep_path; 0: none). */
-enum ep_pass {
-	EP_PASS_DISPATCH = 1,	/* dispatch rows (fp8 with scales) */
-	EP_PASS_DISPATCH16,	/* a dispatch kernel on 16-bit rows (the
-				 * backward of the combine) */
-	EP_PASS_COMBINE,	/* the forward combine's reduction */
-	EP_PASS_COMBINE_BWD,	/* the backward of the dispatch: a combine
-				 * with the probability gradients */
-	EP_PASSES = EP_PASS_COMBINE_BWD
-};
 
 struct layer_op {
 	const char *name;	/* base name, static ("qkv", "fc1_dgrad") */

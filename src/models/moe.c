@@ -240,7 +240,8 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		return;
 	}
 	op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL, bytes);
-	op->a2a_B = m->a2a_B;
+	op->a2a_B = kind == EP_PASS_DISPATCH ? m->a2a_B :
+		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */
 	op->ep_path = (uint8_t)kind;
 }
 

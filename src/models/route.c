@@ -251,7 +251,7 @@ static double pace(const struct job_spec *j, const struct moe_dims *m,
 
 /* The uneven dispatch matrix when the busiest rank receives more. */
 static double *uneven(double per_rank_B, double ep, double max_mean,
-		      struct arena *a)
+		      int back, struct arena *a)
 {
 	size_t n = (size_t)ep, i, k;
 	double *m, to_pace = per_rank_B / ep * max_mean;
@@ -264,7 +264,7 @@ static double *uneven(double per_rank_B, double ep, double max_mean,
 		return NULL;
 	for (i = 0; i < n; i++)
 		for (k = 0; k < n; k++)
-			m[i * n + k] = k == 0 ? to_pace : rest;
+			m[i * n + k] = (back ? i : k) == 0 ? to_pace : rest;
 	return m;
 }
 
@@ -300,6 +300,29 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 	m->node_share = t.node_share;
 }
 
+/* Each kernel's uneven matrix (moe_dims.a2a_pass_B): its own bytes; a
+ * combine kernel runs the dispatch backwards, so the pace GPU, which
+ * received the surplus rows, sends them back (the transpose). 0, or -1
+ * out of memory. */
+static int pass_matrices(struct moe_dims *m, double max_mean, struct arena *a)
+{
+	double bytes[EP_PASSES] = { m->dispatch_B, m->combine_B, m->combine_B,
+				    m->combine_bwd_B };
+	int i;
+
+	memset(m->a2a_pass_B, 0, sizeof(m->a2a_pass_B));
+	if (!m->a2a_B)
+		return 0;
+	m->a2a_pass_B[0] = m->a2a_B;
+	for (i = 1; i < EP_PASSES; i++) {
+		m->a2a_pass_B[i] = uneven(bytes[i], m->ep, max_mean,
+					  i + 1 >= EP_PASS_COMBINE, a);
+		if (!m->a2a_pass_B[i])
+			return -1;
+	}
+	return 0;
+}
+
 int route_plan(const struct job_spec *j, struct layer_dims *d,
 	       struct arena *a, struct route_result *out, struct diag *dg)
 {
@@ -326,10 +349,12 @@ int route_plan(const struct job_spec *j, struct layer_dims *d,
 	m->rows = total;
 	m->expert_rows = out->rows;
 	dispatch_bytes(j, m, d->hidden);
-	out->a2a_B = uneven(m->dispatch_B, m->ep, out->max_mean, a);
+	out->a2a_B = uneven(m->dispatch_B, m->ep, out->max_mean, 0, a);
 	if (out->max_mean > 1 + 1e-9 && m->ep > 1 && !out->a2a_B)
 		goto oom;
 	m->a2a_B = out->a2a_B;
+	if (pass_matrices(m, out->max_mean, a) != 0)
+		goto oom;
 	gsl_set_error_handler(old);
 	return 0;
 oom:

@@ -939,3 +939,67 @@ Test(moe, combine_kernels_run_on_their_own_path)
 	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
 	arena_release(&a);
 }
+
+/* Sum of row i (dir 0) or column i (dir 1) of an n x n matrix. */
+static double line(const double *m, int n, int i, int dir)
+{
+	double s = 0;
+	int k;
+
+	for (k = 0; k < n; k++)
+		s += dir ? m[k * n + i] : m[i * n + k];
+	return s;
+}
+
+Test(moe, uneven_combine_sends_its_own_bytes_back)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	/* Random routing over ep 2: the pace GPU (rank 0) receives more
+	 * than the mean (max_mean > 1), so the dispatch matrix has every GPU
+	 * send it to_pace = dispatch_B / 2 x max_mean. Each other pass sends
+	 * its own bytes through the same shape: the forward combine 2048 B
+	 * rows of the 2080 B dispatched (combine_B), and being a combine it
+	 * runs backwards: the pace GPU sends to_pace to every GPU, its row
+	 * of the matrix 2 to_pace and column 0 to_pace + rest = combine_B. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	f.job.moe.routing.balance = ROUTE_RANDOM;
+	memset(&e, 0, sizeof(e));
+	e.name = "test-uneven";
+	e.mode = EP_FORWARD;
+	e.dedup = DEDUP_NODE;
+	e.probs_per_domain_expert_B = 4;
+	f.job.moe.dispatcher = &e;
+	dims(&f, &a, &d, &r);
+	cr_assert_gt(r.max_mean, 1);
+	cr_assert_not_null(d.moe.a2a_B);
+	/* dispatch: every GPU sends dispatch_B, rank 0 receives to_pace x 2 */
+	cr_assert(near(line(d.moe.a2a_B, 2, 1, 0), d.moe.dispatch_B, 1e-12));
+	cr_assert(near(line(d.moe.a2a_B, 2, 0, 1),
+		       d.moe.dispatch_B * r.max_mean, 1e-12));
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_dispatch");
+	cr_assert_eq(c->a2a_B, d.moe.a2a_B);
+	c = fixture_op(&o, "moe_combine");
+	cr_assert(near(line(c->a2a_B, 2, 0, 0), d.moe.combine_B * r.max_mean,
+		       1e-12));
+	cr_assert(near(line(c->a2a_B, 2, 1, 1), d.moe.combine_B, 1e-12));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	/* the backward of the combine is a dispatch: rank 0 receives */
+	c = fixture_op(&o, "moe_combine_bwd");
+	cr_assert(near(line(c->a2a_B, 2, 0, 1), d.moe.combine_B * r.max_mean,
+		       1e-12));
+	/* the backward of the dispatch, a combine with the gradients */
+	c = fixture_op(&o, "moe_dispatch_bwd");
+	cr_assert(near(line(c->a2a_B, 2, 0, 0),
+		       d.moe.combine_bwd_B * r.max_mean, 1e-12));
+	arena_release(&a);
+}
