@@ -223,7 +223,20 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	out->a2a_B = ld.moe.a2a_B;
 	out->max_mean = rr.max_mean;
 	out->node_share = ld.moe.node_share;
+	out->row_B = ld.moe.row_B;
+	out->row_fp8 = ld.moe.dispatch_dt == DTYPE_FP8;
 	return 0;
+}
+
+/* op (an IOP_EP collective, or NULL) moves rows of row_B bytes, FP8 or
+ * not: what the dispatcher's path costs per row (ep_coll_path). */
+static struct infer_op *ep_row(struct infer_op *op, double row_B, int fp8)
+{
+	if (op) {
+		op->ep_row_B = row_B;
+		op->ep_fp8 = fp8;
+	}
+	return op;
 }
 
 /* A grouped GEMM of the experts with rows. */
@@ -300,13 +313,17 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 		return;
 	}
 	if (e->allgather) {
-		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-			      e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
-			      Tin * e->ep * h * B);
+		ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+				     e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
+				     Tin * e->ep * h * B), h * B, 0);
 	} else {
-		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
-		if (op && e->elem_B == B)
+		/* the dispatched rows come back as h activations, without
+		 * the dispatch's extras (route.c's combine_B) */
+		op = ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+					  COLL_ALLTOALL, r->row_B > 0 ?
+					  r->dispatch_B * h * B / r->row_B : 0),
+			    h * B, 0);
+		if (op && r->row_B == h * B)
 			op->a2a_B = r->a2a_B;	/* the same bytes back */
 		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
 			     Tin * h * B, 2 * Tin * k * h);
@@ -354,9 +371,10 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	if (a < B)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
 	if (e->dispatch) {
-		infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-			      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
-			      N * (h * e->elem_B + k * 8));
+		ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+				     e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
+				     N * (h * e->elem_B + k * 8)),
+		       h * e->elem_B + k * 8, 0);
 		if (e->compute == DTYPE_NVFP4)	/* swizzle_sf: 128 x 4 tiles */
 			infer_op_mem(o, "moe_sf_swizzle", N * h / 16,
 				     N * h / 16, 0);
@@ -405,12 +423,16 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	router(o, d, T);
 	if (e->dispatch) {
 		if (e->allgather) {
-			infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-				      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
-				      Tin * e->ep * h * e->elem_B);
+			ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+					     e->sized ? COLL_BROADCAST :
+							COLL_ALLGATHER,
+					     Tin * e->ep * h * e->elem_B),
+			       h * e->elem_B, 0);
 		} else {
-			op = infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-					   COLL_ALLTOALL, r->dispatch_B);
+			op = ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP,
+						  e->ep, COLL_ALLTOALL,
+						  r->dispatch_B),
+				    r->row_B, r->row_fp8);
 			if (op)
 				op->a2a_B = r->a2a_B;
 		}
