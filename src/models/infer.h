@@ -161,6 +161,8 @@ struct infer_route {
 	double dispatch_B;	/* B one GPU sends in dispatch (coll.h) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL:
 				 * even */
+	const double *combine_a2a_B;	/* the same pairs' combine bytes:
+					 * a2a_B x (h act_B) / row_B */
 	double max_mean;	/* busiest GPU's rows over the mean GPU's */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */

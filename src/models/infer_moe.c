@@ -107,6 +107,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "config/spec_job.h"
 #include "layer.h"
@@ -225,6 +226,20 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	out->node_share = ld.moe.node_share;
 	out->row_B = ld.moe.row_B;
 	out->row_fp8 = ld.moe.dispatch_dt == DTYPE_FP8;
+	if (ld.moe.a2a_B && ld.moe.row_B > 0) {
+		/* the same rows come back, h act_B bytes each */
+		size_t n = (size_t)(e->ep * e->ep), l;
+		double f = d->hidden * d->act_B / ld.moe.row_B;
+		double *m = arena_alloc(a, n * sizeof(*m));
+
+		if (!m) {
+			diag_oom(dg);
+			return -1;
+		}
+		for (l = 0; l < n; l++)
+			m[l] = ld.moe.a2a_B[l] * f;
+		out->combine_a2a_B = m;
+	}
 	return 0;
 }
 
@@ -323,8 +338,8 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 					  COLL_ALLTOALL, r->row_B > 0 ?
 					  r->dispatch_B * h * B / r->row_B : 0),
 			    h * B, 0);
-		if (op && r->row_B == h * B)
-			op->a2a_B = r->a2a_B;	/* the same bytes back */
+		if (op)
+			op->a2a_B = r->combine_a2a_B;
 		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
 			     Tin * h * B, 2 * Tin * k * h);
 	}

@@ -311,3 +311,36 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
 	moe_case_release(&c);
 }
+
+/*
+ * Under skewed routing (moe.routing max_mean 1.5) the combine sends the
+ * dispatch's pairs back: every entry of its uneven matrix is the
+ * dispatch's x (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the
+ * probabilities stay behind), and it sums to the combine's bytes x ep.
+ */
+Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
+{
+	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=hybridep",
+			     "moe.routing.balance=max_mean",
+			     "moe.routing.max_mean_ratio=1.5"};
+	const struct infer_op *dsp, *cmb;
+	struct moe_case c;
+	double sum_d = 0, sum_c = 0;
+	int i;
+
+	moe_case(&c, "sglang", 64, hep, 7);
+	dsp = fixture_infer_op(&c.o, "moe_dispatch");
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert(dsp && cmb && dsp->a2a_B && cmb->a2a_B);
+	for (i = 0; i < 64; i++) {
+		cr_assert_float_eq(cmb->a2a_B[i], dsp->a2a_B[i] * 8 / 9,
+				   1e-9 * (dsp->a2a_B[i] + 1));
+		sum_d += dsp->a2a_B[i];
+		sum_c += cmb->a2a_B[i];
+	}
+	cr_assert_float_eq(sum_c / sum_d, 8.0 / 9, 1e-12);
+	moe_case_release(&c);
+}
