@@ -161,9 +161,15 @@ struct infer_route {
 	double dispatch_B;	/* B one GPU sends in dispatch (coll.h) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL:
 				 * even */
+	const double *combine_a2a_B;	/* the same pairs' combine bytes:
+					 * a2a_B x (h act_B) / row_B */
 	double max_mean;	/* busiest GPU's rows over the mean GPU's */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
+	double row_B;		/* B of one dispatched row, extras included
+				 * (route.c, as training's) */
+	int row_fp8;		/* the rows are FP8 (the dispatcher's
+				 * per-row quantization cost applies) */
 };
 
 /* The dtype GEMM inputs run in: the job's activation_dtype, else the
@@ -227,6 +233,8 @@ struct infer_op {
 	enum coll_op coll;	/* collectives */
 	double coll_B;		/* collectives: size per coll.h */
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
+	double ep_row_B;	/* IOP_EP: B of a row the dispatcher moves */
+	int ep_fp8;		/* IOP_EP: FP8 rows (ep_coll_path) */
 };
 
 #define INFER_MAX_OPS 64
@@ -263,6 +271,8 @@ struct infer_cost_op {
 				 * the collective's size (collectives) */
 	enum coll_op coll;
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
+	double ep_row_B;	/* IOP_EP: as infer_op's */
+	int ep_fp8;
 	int eager;		/* a kernel launched by the host (not replayed
 				 * from a captured graph) */
 };

@@ -107,6 +107,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "config/spec_job.h"
 #include "layer.h"
@@ -223,7 +224,34 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	out->a2a_B = ld.moe.a2a_B;
 	out->max_mean = rr.max_mean;
 	out->node_share = ld.moe.node_share;
+	out->row_B = ld.moe.row_B;
+	out->row_fp8 = ld.moe.dispatch_dt == DTYPE_FP8;
+	if (ld.moe.a2a_B && ld.moe.row_B > 0) {
+		/* the same rows come back, h act_B bytes each */
+		size_t n = (size_t)(e->ep * e->ep), l;
+		double f = d->hidden * d->act_B / ld.moe.row_B;
+		double *m = arena_alloc(a, n * sizeof(*m));
+
+		if (!m) {
+			diag_oom(dg);
+			return -1;
+		}
+		for (l = 0; l < n; l++)
+			m[l] = ld.moe.a2a_B[l] * f;
+		out->combine_a2a_B = m;
+	}
 	return 0;
+}
+
+/* op (an IOP_EP collective, or NULL) moves rows of row_B bytes, FP8 or
+ * not: what the dispatcher's path costs per row (ep_coll_path). */
+static struct infer_op *ep_row(struct infer_op *op, double row_B, int fp8)
+{
+	if (op) {
+		op->ep_row_B = row_B;
+		op->ep_fp8 = fp8;
+	}
+	return op;
 }
 
 /* A grouped GEMM of the experts with rows. */
@@ -300,14 +328,18 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 		return;
 	}
 	if (e->allgather) {
-		infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-			      e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
-			      Tin * e->ep * h * B);
+		ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+				     e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
+				     Tin * e->ep * h * B), h * B, 0);
 	} else {
-		op = infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-				   COLL_ALLTOALL, r->dispatch_B * B / e->elem_B);
-		if (op && e->elem_B == B)
-			op->a2a_B = r->a2a_B;	/* the same bytes back */
+		/* the dispatched rows come back as h activations, without
+		 * the dispatch's extras (route.c's combine_B) */
+		op = ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
+					  COLL_ALLTOALL, r->row_B > 0 ?
+					  r->dispatch_B * h * B / r->row_B : 0),
+			    h * B, 0);
+		if (op)
+			op->a2a_B = r->combine_a2a_B;
 		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
 			     Tin * h * B, 2 * Tin * k * h);
 	}
@@ -354,9 +386,10 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	if (a < B)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
 	if (e->dispatch) {
-		infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-			      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
-			      N * (h * e->elem_B + k * 8));
+		ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+				     e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
+				     N * (h * e->elem_B + k * 8)),
+		       h * e->elem_B + k * 8, 0);
 		if (e->compute == DTYPE_NVFP4)	/* swizzle_sf: 128 x 4 tiles */
 			infer_op_mem(o, "moe_sf_swizzle", N * h / 16,
 				     N * h / 16, 0);
@@ -405,12 +438,16 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	router(o, d, T);
 	if (e->dispatch) {
 		if (e->allgather) {
-			infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-				      e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
-				      Tin * e->ep * h * e->elem_B);
+			ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
+					     e->sized ? COLL_BROADCAST :
+							COLL_ALLGATHER,
+					     Tin * e->ep * h * e->elem_B),
+			       h * e->elem_B, 0);
 		} else {
-			op = infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
-					   COLL_ALLTOALL, r->dispatch_B);
+			op = ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP,
+						  e->ep, COLL_ALLTOALL,
+						  r->dispatch_B),
+				    r->row_B, r->row_fp8);
 			if (op)
 				op->a2a_B = r->a2a_B;
 		}

@@ -38,6 +38,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+#include "ep.h"
 #include "split.h"
 
 /* ---- the instance ---- */
@@ -185,33 +186,17 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 	return 0;
 }
 
-/* The dispatcher's path (as train.c's): GPU-initiated, or the library's
- * all-to-all with the algorithm it forces. */
-static void ep_path(struct infer_ctx *x)
+/* The dispatcher's kernels' share of the SMs. Its path is built per
+ * collective by ep_coll_path from the rows the op moves (coll_of), the
+ * one function training's dispatch and combine use (train.c ep_path). */
+static void ep_share(struct infer_ctx *x)
 {
 	const struct ep_comm_spec *e = x->job->moe.dispatcher;
 
-	x->ep_algo = -1;
-	x->ep_has_path = 0;
 	x->ep_sm_share = 0;
-	if (!e || !x->dims.moe_model)
-		return;
-	if (e->sms > 0)
+	if (e && x->dims.moe_model && e->sms > 0)
 		x->ep_sm_share = fmin((double)e->sms /
 				      (double)x->gpu->compute_units, 1);
-	if (e->mode == EP_HIERARCHICAL)
-		x->ep_algo = ALGO_HIER;
-	if (e->mode != EP_FORWARD && e->mode != EP_DIRECT)
-		return;
-	x->ep_path = (struct coll_path){
-		.mode = e->mode == EP_FORWARD ? COLL_PATH_FORWARD :
-						COLL_PATH_DIRECT,
-		.setup_s = e->setup_s, .hop_scale_up_s = e->hop_scale_up_s,
-		.hop_scale_out_s = e->hop_scale_out_s,
-		.gpu_Bps = (double)e->sms * e->sm_rate_Bps,
-		.node_share = 1, .name = e->name,
-	};
-	x->ep_has_path = 1;
 }
 
 int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
@@ -248,7 +233,7 @@ int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
 		infer_ctx_release(x);
 		return rc;
 	}
-	ep_path(x);
+	ep_share(x);
 	split_layers(j, x->split);
 	for (i = 0; i < x->pp; i++) {
 		for (k = 0; k < g; k++)
@@ -523,14 +508,16 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.ngpus = (uint32_t)x->dims.moe.ep;
 		c.replicas = (uint32_t)x->dims.moe.etp;
 		c.a2a_B = op->a2a_B;
-		c.algo = x->ep_algo;
 		c.sm_share = x->ep_sm_share;
-		if (x->ep_has_path) {
-			*path = x->ep_path;
-			path->node_share = su ? su->route.node_share : 1;
-			c.path = path;
+		c.path = ep_coll_path(x->job->moe.dispatcher,
+				      su ? su->route.node_share : 1,
+				      op->ep_row_B, op->ep_fp8, 0, path,
+				      &c.algo);
+		/* hierarchical inside one node is the plain all-to-all
+		 * (train.c coll_of, ep.c ep_call_time) */
+		if (c.path || !ep_spans_nodes(c.gpus, c.ngpus,
+					      x->job->system->gpus_per_node))
 			c.algo = -1;
-		}
 		*stream = IST_EP;
 	}
 	return c;

@@ -59,9 +59,6 @@ struct infer_ctx {
 	int nkinds;			/* kinds of layer the model has */
 	struct infer_kind kinds[INFER_MAX_KINDS];
 	uint8_t *kind_of;		/* [layers] index into kinds */
-	struct coll_path ep_path;	/* the dispatcher's GPU-initiated path */
-	int ep_has_path;		/* ep_path applies (else the library) */
-	int ep_algo;			/* the library algorithm it forces; -1 */
 	double ep_sm_share;		/* its kernels' share of the SMs */
 	int64_t max_seqs;		/* sequences per step, at most */
 	int64_t max_tokens;		/* tokens per step, at most */

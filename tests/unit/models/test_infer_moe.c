@@ -15,6 +15,7 @@
 #include "base/diag.h"
 #include "config/config.h"
 #include "config/spec_job.h"
+#include "models/ep.h"
 #include "models/infer.h"
 #include "run/infer_run.h"
 
@@ -206,11 +207,13 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 /*
  * TensorRT-LLM on an all-to-all dispatcher (DeepEP here) takes the
  * generic list, whose rows route.c sizes in the job's 16-bit dtype (no
- * moe.dispatch_dtype). The combine sends the same rows back in 16 bits,
- * so its bytes equal the dispatch's: dispatch_B x act_B / elem_B with
- * elem_B = act_B = 2, not the CUTLASS all-gather's quantized 0.5625
- * (which gave 2 / 0.5625 = 3.56x the dispatch's bytes). SGLang on the
- * same path gives the same two numbers.
+ * moe.dispatch_dtype). The combine sends the same rows back in 16 bits
+ * without the dispatch's extras (configs/ep/deepep.yaml
+ * bytes_per_token_extra 96 B: top-k indices and weights), as training's
+ * combine_B: dispatch_B x (2048 x 2) / (2048 x 2 + 96) = x 4096/4192,
+ * not the CUTLASS all-gather's quantized 0.5625 (which gave 2 / 0.5625
+ * = 3.56x the dispatch's bytes). SGLang on the same path gives the same
+ * two numbers.
  */
 Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
 {
@@ -229,7 +232,8 @@ Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert(dsp && cmb);
 	cr_assert_eq(cmb->coll, COLL_ALLTOALL);
-	cr_assert_float_eq(cmb->coll_B, dsp->coll_B, 1e-6 * dsp->coll_B,
+	cr_assert_float_eq(cmb->coll_B, dsp->coll_B * 4096 / 4192,
+			   1e-6 * dsp->coll_B,
 			   "combine %g B, dispatch %g B", cmb->coll_B,
 			   dsp->coll_B);
 	trt_B = cmb->coll_B;
@@ -238,5 +242,105 @@ Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
 	moe_case(&c, "sglang", 64, a2a, 5);
 	sgl_B = fixture_infer_op(&c.o, "moe_combine")->coll_B;
 	cr_assert_float_eq(trt_B, sgl_B, 1e-6 * sgl_B);
+	moe_case_release(&c);
+}
+
+/*
+ * Serving over Hybrid-EP costs its dispatch and combine as training does:
+ * route.c's rows (ep_row_extra_B) on ep.c's path (ep_coll_path), so the
+ * dispatcher's probabilities, efficiencies and FP8 row cost all apply.
+ * Qwen3-30B-A3B (h 2048, E 128, top-8), SGLang, attention DP 8 over EP 8
+ * in one 8-GPU node; configs/ep/hybridep.yaml: probs_per_domain_expert
+ * 4 B, 32 SMs at sm_rate 40.9 GB/s, fp8_row_cost 39 ns, scale_up 0.95,
+ * scale_out 0.85, fp8 scales 4 B per 128 elements.
+ *   extras: 4 B x E/ep x min(m, ep) = 4 x 128/8 x 8 = 512 B a row
+ *   bf16 row: 2048 x 2 + 512 = 4608 B; the combine sends 2048 x 2 = 4096 B
+ *     rows back, so its bytes are the dispatch's x 4096/4608 = 8/9
+ *   path: 32 x 40.9 GB/s = 1308.8 GB/s of SM copy rate (no FP8 cost)
+ *   fp8 row (moe.dispatch_dtype=fp8): 2048 x (1 + 4/128) + 512 = 2624 B;
+ *     per SM 2624 / (39 ns + 2624 B / 40.9 GB/s) = 2624 / 103.156 ns
+ *     = 25.437 GB/s, x 32 = 813.99 GB/s; the combine: 8/9 no longer,
+ *     4096/2624 of the dispatch's bytes, at the bf16 row's 1308.8 GB/s.
+ * Before: serving built its own path (sm_rate x SMs, no efficiencies, no
+ * FP8 row cost) and combined dispatch_B x act_B / elem_B, the extras too.
+ */
+Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
+{
+	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=hybridep",
+			     "moe.dispatch_dtype=fp8"};
+	const struct infer_op *dsp, *cmb;
+	struct coll_path p;
+	const struct coll_path *pp;
+	struct moe_case c;
+	int algo;
+
+	moe_case(&c, "sglang", 64, hep, 5);
+	cr_assert_float_eq(c.r.row_B, 4608.0, 1e-9);
+	dsp = fixture_infer_op(&c.o, "moe_dispatch");
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert(dsp && cmb);
+	cr_assert_float_eq(dsp->ep_row_B, 4608.0, 1e-9);
+	cr_assert_eq(dsp->ep_fp8, 0);
+	cr_assert_float_eq(cmb->ep_row_B, 4096.0, 1e-9);
+	cr_assert_float_eq(cmb->coll_B, dsp->coll_B * 8 / 9,
+			   1e-9 * dsp->coll_B);
+	pp = ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_fp8,
+			  0, &p, &algo);
+	cr_assert_not_null(pp);
+	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
+	cr_assert_float_eq(p.eff_scale_up, 0.95, 1e-12);
+	cr_assert_float_eq(p.eff_scale_out, 0.85, 1e-12);
+	moe_case_release(&c);
+
+	moe_case(&c, "sglang", 64, hep, 6);
+	cr_assert_float_eq(c.r.row_B, 2624.0, 1e-9);
+	dsp = fixture_infer_op(&c.o, "moe_dispatch");
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert(dsp && cmb);
+	cr_assert_eq(dsp->ep_fp8, 1);
+	cr_assert_float_eq(cmb->coll_B, dsp->coll_B * 4096 / 2624,
+			   1e-9 * dsp->coll_B);
+	ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_fp8, 0, &p,
+		     &algo);
+	cr_assert_float_eq(p.gpu_Bps, 813.99e9, 0.05e9, "%g", p.gpu_Bps);
+	ep_coll_path(c.j->moe.dispatcher, 1, cmb->ep_row_B, cmb->ep_fp8, 0, &p,
+		     &algo);
+	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
+	moe_case_release(&c);
+}
+
+/*
+ * Under skewed routing (moe.routing max_mean 1.5) the combine sends the
+ * dispatch's pairs back: every entry of its uneven matrix is the
+ * dispatch's x (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the
+ * probabilities stay behind), and it sums to the combine's bytes x ep.
+ */
+Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
+{
+	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=hybridep",
+			     "moe.routing.balance=max_mean",
+			     "moe.routing.max_mean_ratio=1.5"};
+	const struct infer_op *dsp, *cmb;
+	struct moe_case c;
+	double sum_d = 0, sum_c = 0;
+	int i;
+
+	moe_case(&c, "sglang", 64, hep, 7);
+	dsp = fixture_infer_op(&c.o, "moe_dispatch");
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert(dsp && cmb && dsp->a2a_B && cmb->a2a_B);
+	for (i = 0; i < 64; i++) {
+		cr_assert_float_eq(cmb->a2a_B[i], dsp->a2a_B[i] * 8 / 9,
+				   1e-9 * (dsp->a2a_B[i] + 1));
+		sum_d += dsp->a2a_B[i];
+		sum_c += cmb->a2a_B[i];
+	}
+	cr_assert_float_eq(sum_c / sum_d, 8.0 / 9, 1e-12);
 	moe_case_release(&c);
 }
