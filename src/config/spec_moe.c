@@ -99,6 +99,11 @@ static const struct schema_field ep_fields[] = {
 		  "domain beyond bytes_per_token_extra (a dense fp32 "
 		  "probability vector over the domain's experts: 4 B; 0: "
 		  "none)" },
+	{ .key = "topk_weight_grad", .type = ST_BYTES,
+	  .offset = EOFF(topk_weight_grad_B), .def = "0 B", .max = 64,
+	  .help = "bytes the backward of the dispatch (a combine) carries "
+		  "with a row per top-k selection of its token: the top-k "
+		  "weights' gradients (fp32: 4 B; 0: none)" },
 	{ .key = "host_sync", .type = ST_ENUM, .offset = EOFF(host_sync),
 	  .values = ep_host_sync_names, .def = "none",
 	  .help = "dropless: what the host waits for before it issues the "

@@ -108,6 +108,8 @@ struct ep_comm_spec {
 	double probs_per_domain_expert_B; /* B a dispatched row carries per
 					 * expert of the NVLink domain (dense
 					 * fp32 probabilities: 4) */
+	double topk_weight_grad_B;	/* B the backward of the dispatch carries
+					 * per top-k weight gradient of a row */
 	int host_sync;			/* enum ep_host_sync, dropless */
 	int vendor;			/* enum ep_vendor: GPUs it runs on */
 	int fp32_probs;			/* the routing probabilities travel, and

@@ -55,7 +55,9 @@
  * combine (combine_impl<BACKWARD_COMBINE>) also TMA-loads each row's
  * fp32 probability gradients over the domain's experts with its hidden
  * vector (intra_node_G2S_warp_group_device_function, remote_expert_input_
- * prob) and reduces them: ep_row_probs_B more a row.
+ * prob) and reduces them: ep_row_probs_B more a row. DeepEP's carries
+ * the top-k weights' gradients, num_topk fp32 a row (topk_weight_grad;
+ * Megatron's FusedDispatch.backward passes them to Buffer.combine).
  */
 #include "ep.h"
 
@@ -128,6 +130,15 @@ double ep_row_probs_B(const struct ep_comm_spec *e, double experts,
 		return 0;
 	return e->probs_per_domain_expert_B * experts / ranks *
 	       fmin(fmax(m, 1), ranks);
+}
+
+double ep_row_grads_B(const struct ep_comm_spec *e, double experts,
+		      double topk, double ranks, double m)
+{
+	if (!e)
+		return 0;
+	return e->topk_weight_grad_B * topk +
+	       ep_row_probs_B(e, experts, ranks, m);
 }
 
 double ep_row_extra_B(const struct ep_comm_spec *e, double experts,

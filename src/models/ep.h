@@ -87,6 +87,14 @@ double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
 double ep_row_probs_B(const struct ep_comm_spec *e, double experts,
 		      double ranks, double m);
 
+/* B a row of the backward of the dispatch (a combine) carries beyond
+ * its 16-bit hidden vector: topk_weight_grad per top-k selection
+ * (DeepEP: Megatron's FusedDispatch.backward passes the weights'
+ * gradients to Buffer.combine as topk_weights, num_topk fp32 a row) and
+ * the domain's probability gradients (Hybrid-EP, ep_row_probs_B). */
+double ep_row_grads_B(const struct ep_comm_spec *e, double experts,
+		      double topk, double ranks, double m);
+
 /* The rows a path's kernel moves (ep_coll_path's kind, bits). */
 enum {
 	EP_ROW_FP8 = 1,		/* fp8 rows: fp8_row_cost more a row */

@@ -289,8 +289,8 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 	ep_traffic(&r, m->ep, floor(per_node), m->tokens, row_B,
 		   path ? path->dedup : DEDUP_NONE, &t);
 	m->dispatch_B = t.send_B;
-	double cbwd_B = row16_B + ep_row_probs_B(path, r.experts, m->ep,
-						    floor(per_node));
+	double cbwd_B = row16_B + ep_row_grads_B(path, r.experts, r.topk,
+						    m->ep, floor(per_node));
 
 	m->combine_B = t.send_B * row16_B / row_B;
 	m->combine_bwd_B = t.send_B * cbwd_B / row_B;

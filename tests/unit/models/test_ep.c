@@ -109,6 +109,13 @@ Test(ep, each_pass_runs_its_kernel)
 	int algo;
 
 	cr_assert(near(ep_row_probs_B(&e, 64, 8, 8), 256, 1e-12));
+	/* gradients of the backward dispatch: the probabilities, plus 4 B a
+	 * top-k weight where the path sends them (DeepEP, top-8: 32 B) */
+	cr_assert(near(ep_row_grads_B(&e, 64, 8, 8, 8), 256, 1e-12));
+	cr_assert(near(ep_row_grads_B(&(struct ep_comm_spec){
+				.topk_weight_grad_B = 4 }, 256, 8, 8, 8), 32,
+		       1e-12));
+	cr_assert_eq(ep_row_grads_B(NULL, 64, 8, 8, 8), 0);
 	/* DeepEP's indices and weights are the dispatch's, not gradients */
 	cr_assert_eq(ep_row_probs_B(&(struct ep_comm_spec){
 				.bytes_per_token_extra = 96 }, 64, 8, 8), 0);

@@ -82,6 +82,13 @@ Test(moe, combine_kernels_run_on_their_own_path)
 	dims(&f, &a, &d, &r);
 	cr_assert_float_eq(d.moe.row_cbwd_B, 2048, 1e-9);
 	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
+	/* with the top-k weights' gradients, 4 B a selection, top-2: the
+	 * backward of the dispatch moves rows of 2048 + 8 B */
+	e.topk_weight_grad_B = 4;
+	dims(&f, &a, &d, &r);
+	cr_assert_float_eq(d.moe.row_cbwd_B, 2056, 1e-9);
+	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B * 2056 / 2048,
+		       1e-12));
 	arena_release(&a);
 }
 
