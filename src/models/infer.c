@@ -756,7 +756,7 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 		c->coll = op->coll;
 		c->a2a_B = op->a2a_B;
 		c->ep_row_B = op->ep_row_B;
-		c->ep_fp8 = op->ep_fp8;
+		c->ep_kind = op->ep_kind;
 		if (op->kind != IOP_KERNEL) {
 			c->bytes = op->coll_B;
 			continue;

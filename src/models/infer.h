@@ -234,7 +234,7 @@ struct infer_op {
 	double coll_B;		/* collectives: size per coll.h */
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
 	double ep_row_B;	/* IOP_EP: B of a row the dispatcher moves */
-	int ep_fp8;		/* IOP_EP: FP8 rows (ep_coll_path) */
+	int ep_kind;		/* IOP_EP: EP_ROW_* bits (ep_coll_path) */
 };
 
 #define INFER_MAX_OPS 64
@@ -272,7 +272,7 @@ struct infer_cost_op {
 	enum coll_op coll;
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
 	double ep_row_B;	/* IOP_EP: as infer_op's */
-	int ep_fp8;
+	int ep_kind;		/* EP_ROW_* bits of the op's rows */
 	int eager;		/* a kernel launched by the host (not replayed
 				 * from a captured graph) */
 };

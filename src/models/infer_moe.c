@@ -110,6 +110,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "config/spec_job.h"
+#include "ep.h"
 #include "layer.h"
 #include "route.h"
 
@@ -243,13 +244,14 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	return 0;
 }
 
-/* op (an IOP_EP collective, or NULL) moves rows of row_B bytes, FP8 or
- * not: what the dispatcher's path costs per row (ep_coll_path). */
-static struct infer_op *ep_row(struct infer_op *op, double row_B, int fp8)
+/* op (an IOP_EP collective, or NULL) moves rows of row_B bytes of kind
+ * EP_ROW_* (FP8 rows, a combine's reduction): what the dispatcher's path
+ * costs per row (ep_coll_path), as training's passes (moe.c). */
+static struct infer_op *ep_row(struct infer_op *op, double row_B, int kind)
 {
 	if (op) {
 		op->ep_row_B = row_B;
-		op->ep_fp8 = fp8;
+		op->ep_kind = kind;
 	}
 	return op;
 }
@@ -330,14 +332,15 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 	if (e->allgather) {
 		ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
 				     e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
-				     Tin * e->ep * h * B), h * B, 0);
+				     Tin * e->ep * h * B), h * B,
+		       EP_ROW_COMBINE);
 	} else {
 		/* the dispatched rows come back as h activations, without
 		 * the dispatch's extras (route.c's combine_B) */
 		op = ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
 					  COLL_ALLTOALL, r->row_B > 0 ?
 					  r->dispatch_B * h * B / r->row_B : 0),
-			    h * B, 0);
+			    h * B, EP_ROW_COMBINE);
 		if (op)
 			op->a2a_B = r->combine_a2a_B;
 		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
@@ -447,7 +450,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 			op = ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP,
 						  e->ep, COLL_ALLTOALL,
 						  r->dispatch_B),
-				    r->row_B, r->row_fp8);
+				    r->row_B, r->row_fp8 ? EP_ROW_FP8 : 0);
 			if (op)
 				op->a2a_B = r->a2a_B;
 		}

@@ -511,7 +511,7 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.sm_share = x->ep_sm_share;
 		c.path = ep_coll_path(x->job->moe.dispatcher,
 				      su ? su->route.node_share : 1,
-				      op->ep_row_B, op->ep_fp8, 0, path,
+				      op->ep_row_B, op->ep_kind, 0, path,
 				      &c.algo);
 		/* hierarchical inside one node is the plain all-to-all
 		 * (train.c coll_of, ep.c ep_call_time) */

@@ -260,7 +260,11 @@ Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
  *   fp8 row (moe.dispatch_dtype=fp8): 2048 x (1 + 4/128) + 512 = 2624 B;
  *     per SM 2624 / (39 ns + 2624 B / 40.9 GB/s) = 2624 / 103.156 ns
  *     = 25.437 GB/s, x 32 = 813.99 GB/s; the combine: 8/9 no longer,
- *     4096/2624 of the dispatch's bytes, at the bf16 row's 1308.8 GB/s.
+ *     4096/2624 of the dispatch's bytes
+ *   the combine is a combine kernel (EP_ROW_COMBINE, as training's
+ *     forward combine): combine_row_cost 61 ns a row more, per SM
+ *     4096 / (61 ns + 4096 B / 40.9 GB/s) = 4096 / 161.147 ns
+ *     = 25.418 GB/s, x 32 = 813.37 GB/s, whatever the dispatch's dtype.
  * Before: serving built its own path (sm_rate x SMs, no efficiencies, no
  * FP8 row cost) and combined dispatch_B x act_B / elem_B, the extras too.
  */
@@ -283,11 +287,12 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert(dsp && cmb);
 	cr_assert_float_eq(dsp->ep_row_B, 4608.0, 1e-9);
-	cr_assert_eq(dsp->ep_fp8, 0);
+	cr_assert_eq(dsp->ep_kind, 0);
+	cr_assert_eq(cmb->ep_kind, EP_ROW_COMBINE);
 	cr_assert_float_eq(cmb->ep_row_B, 4096.0, 1e-9);
 	cr_assert_float_eq(cmb->coll_B, dsp->coll_B * 8 / 9,
 			   1e-9 * dsp->coll_B);
-	pp = ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_fp8,
+	pp = ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_kind,
 			  0, &p, &algo);
 	cr_assert_not_null(pp);
 	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
@@ -300,15 +305,15 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	dsp = fixture_infer_op(&c.o, "moe_dispatch");
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert(dsp && cmb);
-	cr_assert_eq(dsp->ep_fp8, 1);
+	cr_assert_eq(dsp->ep_kind, EP_ROW_FP8);
 	cr_assert_float_eq(cmb->coll_B, dsp->coll_B * 4096 / 2624,
 			   1e-9 * dsp->coll_B);
-	ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_fp8, 0, &p,
+	ep_coll_path(c.j->moe.dispatcher, 1, dsp->ep_row_B, dsp->ep_kind, 0, &p,
 		     &algo);
 	cr_assert_float_eq(p.gpu_Bps, 813.99e9, 0.05e9, "%g", p.gpu_Bps);
-	ep_coll_path(c.j->moe.dispatcher, 1, cmb->ep_row_B, cmb->ep_fp8, 0, &p,
+	ep_coll_path(c.j->moe.dispatcher, 1, cmb->ep_row_B, cmb->ep_kind, 0, &p,
 		     &algo);
-	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
+	cr_assert_float_eq(p.gpu_Bps, 813.37e9, 0.01e9, "%g", p.gpu_Bps);
 	moe_case_release(&c);
 }
 
