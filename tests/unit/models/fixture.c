@@ -3,7 +3,12 @@
  */
 #include "fixture.h"
 
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "base/diag.h"
 
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
@@ -123,4 +128,19 @@ void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
 	f->job.moe.routing.seed = 1;
 	f->job.moe.router_dtype = DTYPE_BF16;
 	f->job.moe.dispatch_dtype = -1;
+}
+
+void fixture_dims(struct fixture *f, struct arena *a, struct layer_dims *d,
+		  struct route_result *r)
+{
+	struct diag dg;
+
+	diag_init(&dg, stderr);
+	layer_dims_from_job(&f->job, d);
+	cr_assert_eq(route_plan(&f->job, d, a, r, &dg), 0);
+}
+
+int fixture_near(double got, double want, double rel)
+{
+	return fabs(got - want) <= rel * fabs(want);
 }

@@ -11,6 +11,7 @@
 #include "config/spec_system.h"
 #include "models/infer.h"
 #include "models/layer.h"
+#include "models/route.h"
 
 struct fixture {
 	struct gpu_spec gpu;
@@ -49,5 +50,13 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
 /* The first inference op named name in o, or NULL. */
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name);
+
+/* The job's layer dimensions and routing (route_plan), asserting it
+ * succeeds; r's arrays in a. */
+void fixture_dims(struct fixture *f, struct arena *a, struct layer_dims *d,
+		  struct route_result *r);
+
+/* Whether got is within rel (a fraction) of want. */
+int fixture_near(double got, double want, double rel);
 
 #endif

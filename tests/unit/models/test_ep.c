@@ -11,10 +11,7 @@
 #include "models/ep.h"
 #include "models/route.h"
 
-static int near(double got, double want, double rel)
-{
-	return fabs(got - want) <= rel * fabs(want);
-}
+#include "fixture.h"
 
 /* C(224, 8) / C(256, 8) as a product: prod_{i<8} (224 - i) / (256 - i). */
 static double miss(double E, double g, int k)
@@ -31,17 +28,17 @@ Test(ep, hit_probability_is_one_minus_the_binomial_ratio)
 {
 	/* a GPU of 8 holding 32 of 256 experts, top-8: 1 - C(224,8)/C(256,8)
 	 * = 0.66183 */
-	cr_assert(near(ep_hit_prob(256, 8, 32), 1 - miss(256, 32, 8), 1e-12));
-	cr_assert(near(ep_hit_prob(256, 8, 32), 0.6618315, 1e-6));
+	cr_assert(fixture_near(ep_hit_prob(256, 8, 32), 1 - miss(256, 32, 8), 1e-12));
+	cr_assert(fixture_near(ep_hit_prob(256, 8, 32), 0.6618315, 1e-6));
 	cr_assert_eq(ep_hit_prob(256, 8, 0), 0);
 	cr_assert_eq(ep_hit_prob(256, 8, 256), 1);
 	/* topk_group >= n_group: no limit */
-	cr_assert(near(ep_hit(256, 8, 2, 2, 16), ep_hit_prob(256, 8, 16), 1e-12));
+	cr_assert(fixture_near(ep_hit(256, 8, 2, 2, 16), ep_hit_prob(256, 8, 16), 1e-12));
 	/* 8 groups of 32, top-4 groups: a group is picked with 1/2 and then
 	 * hit among the 128 experts of the picked: 0.5 (1 - C(96,8)/C(128,8)) */
-	cr_assert(near(ep_hit(256, 8, 8, 4, 32), 0.5 * (1 - miss(128, 32, 8)),
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 32), 0.5 * (1 - miss(128, 32, 8)),
 		       1e-12));
-	cr_assert(near(ep_hit(256, 8, 8, 4, 32), 0.4536264, 1e-6));
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 32), 0.4536264, 1e-6));
 }
 
 Test(ep, rows_bytes_fp8_carries_the_paths_scales)
@@ -51,17 +48,17 @@ Test(ep, rows_bytes_fp8_carries_the_paths_scales)
 
 	/* 7168 fp8 elements + one fp32 scale per 128 (7168 / 128 x 4 = 224
 	 * B) + 96 B of indices and weights */
-	cr_assert(near(ep_row_bytes(&e, 7168, DTYPE_FP8, 96), 7168 + 224 + 96,
+	cr_assert(fixture_near(ep_row_bytes(&e, 7168, DTYPE_FP8, 96), 7168 + 224 + 96,
 		       1e-12));
 	/* a path without per-row scales (or none): the fp8 bytes alone */
-	cr_assert(near(ep_row_bytes(&none, 7168, DTYPE_FP8, 96), 7168 + 96,
+	cr_assert(fixture_near(ep_row_bytes(&none, 7168, DTYPE_FP8, 96), 7168 + 96,
 		       1e-12));
-	cr_assert(near(ep_row_bytes(NULL, 7168, DTYPE_FP8, 0), 7168, 1e-12));
+	cr_assert(fixture_near(ep_row_bytes(NULL, 7168, DTYPE_FP8, 0), 7168, 1e-12));
 	/* 16-bit rows carry no scales: 7168 x 2 */
-	cr_assert(near(ep_row_bytes(&e, 7168, DTYPE_BF16, 0), 14336, 1e-12));
+	cr_assert(fixture_near(ep_row_bytes(&e, 7168, DTYPE_BF16, 0), 14336, 1e-12));
 	/* MX: one E8M0 byte per 32 from the dtype (4096 / 32 = 128 B), the
 	 * path's fp8 scales not added */
-	cr_assert(near(ep_row_bytes(&e, 4096, DTYPE_MXFP8, 0), 4096 + 128,
+	cr_assert(fixture_near(ep_row_bytes(&e, 4096, DTYPE_MXFP8, 0), 4096 + 128,
 		       1e-12));
 }
 
@@ -72,22 +69,22 @@ Test(ep, row_extra_carries_the_domains_probabilities)
 
 	/* DeepEP: top-8 int64 indices and fp32 weights, 8 x 12 = 96 B,
 	 * whatever the group */
-	cr_assert(near(ep_row_extra_B(&deepep, 64, 8, 8), 96, 1e-12));
-	cr_assert(near(ep_row_extra_B(&deepep, 288, 36, 72), 96, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 64, 8, 8), 96, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 288, 36, 72), 96, 1e-12));
 	/* Hybrid-EP in one NVL72 (m = 72), 8 experts a GPU: the fp32
 	 * probabilities of the domain's 8 x min(72, p) experts: EP 8: 4 x 64
 	 * = 256 B; EP 36: 4 x 288 = 1152 B */
-	cr_assert(near(ep_row_extra_B(&hybrid, 64, 8, 72), 256, 1e-12));
-	cr_assert(near(ep_row_extra_B(&hybrid, 288, 36, 72), 1152, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 72), 256, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 288, 36, 72), 1152, 1e-12));
 	/* EP 64 over 8-GPU nodes: the domain is a node's 8 GPUs, 4 x 8 x 8 =
 	 * 256 B, not the group's 512 experts */
-	cr_assert(near(ep_row_extra_B(&hybrid, 512, 64, 8), 256, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 512, 64, 8), 256, 1e-12));
 	/* both: added */
 	hybrid.bytes_per_token_extra = 16;
-	cr_assert(near(ep_row_extra_B(&hybrid, 64, 8, 8), 16 + 256, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 8), 16 + 256, 1e-12));
 	cr_assert_eq(ep_row_extra_B(NULL, 64, 8, 8), 0);
 	/* the fp8 row at EP 36: 7168 + 224 B of scales + 1152 B */
-	cr_assert(near(ep_row_bytes(&(struct ep_comm_spec){
+	cr_assert(fixture_near(ep_row_bytes(&(struct ep_comm_spec){
 				.fp8_scale_block = 128, .fp8_scale_B = 4 },
 			7168, DTYPE_FP8, 1152), 7168 + 224 + 1152, 1e-12));
 }
@@ -108,11 +105,11 @@ Test(ep, each_pass_runs_its_kernel)
 	const struct coll_path *path[EP_PASSES];
 	int algo;
 
-	cr_assert(near(ep_row_probs_B(&e, 64, 8, 8), 256, 1e-12));
+	cr_assert(fixture_near(ep_row_probs_B(&e, 64, 8, 8), 256, 1e-12));
 	/* gradients of the backward dispatch: the probabilities, plus 4 B a
 	 * top-k weight where the path sends them (DeepEP, top-8: 32 B) */
-	cr_assert(near(ep_row_grads_B(&e, 64, 8, 8, 8), 256, 1e-12));
-	cr_assert(near(ep_row_grads_B(&(struct ep_comm_spec){
+	cr_assert(fixture_near(ep_row_grads_B(&e, 64, 8, 8, 8), 256, 1e-12));
+	cr_assert(fixture_near(ep_row_grads_B(&(struct ep_comm_spec){
 				.topk_weight_grad_B = 4 }, 256, 8, 8, 8), 32,
 		       1e-12));
 	cr_assert_eq(ep_row_grads_B(NULL, 64, 8, 8, 8), 0);
@@ -121,18 +118,18 @@ Test(ep, each_pass_runs_its_kernel)
 				.bytes_per_token_extra = 96 }, 64, 8, 8), 0);
 	route_ep_paths(&e, &m, store, path, &algo);
 	/* forward dispatch: fp8 rows of 7648 B, 7648 / (39 ns + 7648 / r) */
-	cr_assert(near(path[EP_PASS_DISPATCH - 1]->gpu_Bps,
+	cr_assert(fixture_near(path[EP_PASS_DISPATCH - 1]->gpu_Bps,
 		       16 * 7648 / (39e-9 + 7648 / 40.9e9), 1e-12));
 	/* backward of the combine: a dispatch kernel, 16-bit rows: n r */
-	cr_assert(near(path[EP_PASS_DISPATCH16 - 1]->gpu_Bps, 16 * 40.9e9,
+	cr_assert(fixture_near(path[EP_PASS_DISPATCH16 - 1]->gpu_Bps, 16 * 40.9e9,
 		       1e-12));
 	/* forward combine: 16 x 14336 / (61 ns + 350.5 ns) = 557.4 GB/s */
-	cr_assert(near(path[EP_PASS_COMBINE - 1]->gpu_Bps,
+	cr_assert(fixture_near(path[EP_PASS_COMBINE - 1]->gpu_Bps,
 		       16 * 14336 / (61e-9 + 14336 / 40.9e9), 1e-12));
-	cr_assert(near(path[EP_PASS_COMBINE - 1]->gpu_Bps, 557.4e9, 1e-3));
+	cr_assert(fixture_near(path[EP_PASS_COMBINE - 1]->gpu_Bps, 557.4e9, 1e-3));
 	/* backward of the dispatch: a combine of rows with their 256 B of
 	 * probability gradients, 16 x 14592 / (61 ns + 14592 / r) */
-	cr_assert(near(path[EP_PASS_COMBINE_BWD - 1]->gpu_Bps,
+	cr_assert(fixture_near(path[EP_PASS_COMBINE_BWD - 1]->gpu_Bps,
 		       16 * 14592 / (61e-9 + 14592 / 40.9e9), 1e-12));
 	cr_assert_eq(algo, -1);
 	/* no dispatcher: the library's, every pass */
@@ -149,27 +146,27 @@ Test(ep, traffic_deduplicates_by_rank_and_node)
 
 	/* no dedup: one row per (token, expert) */
 	ep_traffic(&r, 16, 8, 4096, 7488, DEDUP_NONE, &t);
-	cr_assert(near(t.send_B, 4096.0 * 8 * 7488, 1e-12));
-	cr_assert(near(t.logical_B, t.send_B, 1e-12));
+	cr_assert(fixture_near(t.send_B, 4096.0 * 8 * 7488, 1e-12));
+	cr_assert(fixture_near(t.logical_B, t.send_B, 1e-12));
 	cr_assert_eq(t.node_share, 1);
 
 	/* 16 GPUs on 2 nodes, 16 experts each: a token reaches 16 P_rank =
 	 * 6.523 GPUs and 2 P_node = 1.993 nodes */
 	ep_traffic(&r, 16, 8, 4096, 7488, DEDUP_NODE, &t);
-	cr_assert(near(t.ranks_hit, 16 * p_rank, 1e-12));
-	cr_assert(near(t.ranks_hit, 6.5232795, 1e-6));
-	cr_assert(near(t.nodes_hit, 2 * p_node, 1e-12));
-	cr_assert(near(t.send_B, 4096 * 16 * p_rank * 7488, 1e-12));
+	cr_assert(fixture_near(t.ranks_hit, 16 * p_rank, 1e-12));
+	cr_assert(fixture_near(t.ranks_hit, 6.5232795, 1e-6));
+	cr_assert(fixture_near(t.nodes_hit, 2 * p_node, 1e-12));
+	cr_assert(fixture_near(t.send_B, 4096 * 16 * p_rank * 7488, 1e-12));
 	/* DeepEP's count across nodes: tokens x nodes reached x row */
-	cr_assert(near(t.logical_B, 4096 * 2 * p_node * 7488, 1e-12));
+	cr_assert(fixture_near(t.logical_B, 4096 * 2 * p_node * 7488, 1e-12));
 	/* a token crosses to a node once for its 8 p_rank GPU rows there */
-	cr_assert(near(t.node_share, p_node / (8 * p_rank), 1e-12));
-	cr_assert(near(t.node_share, 0.3055243, 1e-6));
+	cr_assert(fixture_near(t.node_share, p_node / (8 * p_rank), 1e-12));
+	cr_assert(fixture_near(t.node_share, 0.3055243, 1e-6));
 
 	/* rank dedup inside one node: logical = GPU-level bytes */
 	ep_traffic(&r, 8, 8, 4096, 7392, DEDUP_RANK, &t);
-	cr_assert(near(t.ranks_hit, 8 * (1 - miss(256, 32, 8)), 1e-12));
-	cr_assert(near(t.logical_B, t.send_B, 1e-12));
+	cr_assert(fixture_near(t.ranks_hit, 8 * (1 - miss(256, 32, 8)), 1e-12));
+	cr_assert(fixture_near(t.logical_B, t.send_B, 1e-12));
 	cr_assert_eq(t.node_share, 1);
 }
 
@@ -190,29 +187,29 @@ Test(ep, gpu_initiated_path_copy_bound)
 	cr_assert_eq(got, &p);
 	cr_assert_eq(algo, -1);
 	cr_assert_eq(p.mode, COLL_PATH_FORWARD);
-	cr_assert(near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
-	cr_assert(near(p.node_share, 0.3, 1e-12));
-	cr_assert(near(p.eff_scale_up, 0.8, 1e-12));
+	cr_assert(fixture_near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
+	cr_assert(fixture_near(p.node_share, 0.3, 1e-12));
+	cr_assert(fixture_near(p.eff_scale_up, 0.8, 1e-12));
 	/* fp8 rows of 7488 B: 24 x 7488 / (165 ns + 7488 / 18.5e9) */
 	ep_coll_path(&e, 0.3, 7488, 1, 0, &p, &algo);
-	cr_assert(near(p.gpu_Bps, 24 * 7488 / (165e-9 + 7488 / 18.5e9), 1e-12));
+	cr_assert(fixture_near(p.gpu_Bps, 24 * 7488 / (165e-9 + 7488 / 18.5e9), 1e-12));
 	/* a combine kernel (DeepEP's 155 ns a row for its fp32 reduction):
 	 * 24 x 14336 / (155 ns + 14336 / 18.5e9) = 370.0 GB/s, 16.7 % below
 	 * the 444 GB/s of a dispatch of the same rows */
 	e.combine_row_cost_s = 155e-9;
 	ep_coll_path(&e, 0.3, 14336, EP_ROW_COMBINE, 0, &p, &algo);
-	cr_assert(near(p.gpu_Bps, 24 * 14336 / (155e-9 + 14336 / 18.5e9),
+	cr_assert(fixture_near(p.gpu_Bps, 24 * 14336 / (155e-9 + 14336 / 18.5e9),
 		       1e-12));
-	cr_assert(near(p.gpu_Bps, 370.0e9, 1e-3));
+	cr_assert(fixture_near(p.gpu_Bps, 370.0e9, 1e-3));
 	/* a dispatch does not pay it; fp8 and combine together add both */
 	ep_coll_path(&e, 0.3, 14336, 0, 0, &p, &algo);
-	cr_assert(near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
+	cr_assert(fixture_near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
 	ep_coll_path(&e, 0.3, 7488, EP_ROW_FP8 | EP_ROW_COMBINE, 0, &p, &algo);
-	cr_assert(near(p.gpu_Bps, 24 * 7488 / (320e-9 + 7488 / 18.5e9), 1e-12));
+	cr_assert(fixture_near(p.gpu_Bps, 24 * 7488 / (320e-9 + 7488 / 18.5e9), 1e-12));
 	e.combine_row_cost_s = 0;
 	/* --sms overrides */
 	ep_coll_path(&e, 0.3, 14336, 0, 12, &p, &algo);
-	cr_assert(near(p.gpu_Bps, 12 * 18.5e9, 1e-12));
+	cr_assert(fixture_near(p.gpu_Bps, 12 * 18.5e9, 1e-12));
 	/* a library mode has no path; hierarchical forces its algorithm */
 	e.mode = EP_LIBRARY;
 	cr_assert_null(ep_coll_path(&e, 1, 14336, 0, 0, &p, &algo));
@@ -232,10 +229,10 @@ Test(ep, all_to_all_buffers)
 
 	/* DeepSeek-V3 (hidden 7168 bf16) at EP 64 on 8-GPU nodes, 20 SMs:
 	 * 10 channels x (14336 + 2048) B x (8 x 288 + 2 x 8 x 128) = 713 MB */
-	cr_assert(near(ep_buffer_bytes(&e, 14336, 64, 8),
+	cr_assert(fixture_near(ep_buffer_bytes(&e, 14336, 64, 8),
 		       10 * 16384.0 * (8 * 288 + 2 * 8 * 128), 1e-12));
 	/* inside one node: the NVLink buffers only, for the 8 peers */
-	cr_assert(near(ep_buffer_bytes(&e, 14336, 8, 8), 10 * 16384.0 * 8 * 288,
+	cr_assert(fixture_near(ep_buffer_bytes(&e, 14336, 8, 8), 10 * 16384.0 * 8 * 288,
 		       1e-12));
 	e.mode = EP_LIBRARY;
 	cr_assert_eq(ep_buffer_bytes(&e, 14336, 64, 8), 0);

@@ -21,21 +21,6 @@
 #include "models/route.h"
 #include "models/train.h"
 
-static void dims(struct fixture *f, struct arena *a, struct layer_dims *d,
-		 struct route_result *r)
-{
-	struct diag dg;
-
-	diag_init(&dg, stderr);
-	layer_dims_from_job(&f->job, d);
-	cr_assert_eq(route_plan(&f->job, d, a, r, &dg), 0);
-}
-
-static int near(double got, double want, double rel)
-{
-	return fabs(got - want) <= rel * fabs(want);
-}
-
 Test(moe, forward_flops_per_token)
 {
 	struct fixture f;
@@ -53,12 +38,12 @@ Test(moe, forward_flops_per_token)
 	 * 2*4096*1024*8 + 4*4096*2*1024*512 = 6.87e10 FLOP. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 1);
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_str_eq(r.method, "exact");
 	layer_fwd(&d, &kind, &o);
 	want = 8 * T * h * h + 2 * b * s * s * h + 2 * T * h * E +
 	       4 * T * k * h * fe;
-	cr_assert(near(layer_ops_flops(&o, PASS_FWD), want, 1e-9),
+	cr_assert(fixture_near(layer_ops_flops(&o, PASS_FWD), want, 1e-9),
 		  "got %.6g, want %.6g", layer_ops_flops(&o, PASS_FWD), want);
 	arena_release(&a);
 }
@@ -79,21 +64,21 @@ Test(moe, expert_parallel_keeps_a_gpus_work)
 	 * Dispatch and combine appear, forward and backward. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 1);
-	dims(&f, &a, &d1, &r);
+	fixture_dims(&f, &a, &d1, &r);
 	fixture_moe(&f, 8, 2, 512, 8);
-	dims(&f, &a, &d8, &r);
-	cr_assert(near(d8.moe.rows, 2 * 4096, 1e-12));
-	cr_assert(near(d8.moe.local, 1, 1e-12));
+	fixture_dims(&f, &a, &d8, &r);
+	cr_assert(fixture_near(d8.moe.rows, 2 * 4096, 1e-12));
+	cr_assert(fixture_near(d8.moe.local, 1, 1e-12));
 	layer_fwd(&d1, &kind, &o1);
 	layer_fwd(&d8, &kind, &o8);
-	cr_assert(near(layer_ops_flops(&o8, PASS_FWD),
+	cr_assert(fixture_near(layer_ops_flops(&o8, PASS_FWD),
 		       layer_ops_flops(&o1, PASS_FWD), 1e-9));
 	for (i = 0; i < o8.n; i++)
 		if (o8.op[i].kind == LOP_COLL && o8.op[i].coll == COLL_ALLTOALL)
 			comm += 1;
 	cr_assert_eq(comm, 2, "dispatch and combine: %g all-to-alls", comm);
 	/* no dedup (library all-to-all): T k rows of h 16-bit elements */
-	cr_assert(near(d8.moe.dispatch_B, 4096.0 * 2 * 1024 * 2, 1e-12));
+	cr_assert(fixture_near(d8.moe.dispatch_B, 4096.0 * 2 * 1024 * 2, 1e-12));
 	arena_release(&a);
 }
 
@@ -119,9 +104,9 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	f.job.moe.router_dtype = DTYPE_FP32;
 	f.fw.elementwise.expert_bias_kernels = 1;
 	f.fw.elementwise.glu_clamp_kernels = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert(d.moe.bias_ops && d.moe.clamp_ops);
-	cr_assert(near(d.moe.probs_B, 4, 0));
+	cr_assert(fixture_near(d.moe.probs_B, 4, 0));
 	layer_fwd(&d, &kind, &o);
 	/* Bias: n = R h = 8192 x 1024 elements; w = 4 B > B = 2 B, so the
 	 * cast back runs. Forward read n (2 + 2 x 4 + 4) = 14 n, write
@@ -129,24 +114,24 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	n = 8192.0 * 1024;
 	op = fixture_op(&o, "expert_bias");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 14 * n, 1e-12));
-	cr_assert(near(op->k.write_B, 14 * n, 1e-12));
-	cr_assert(near(op->k.launches, 18, 0));
+	cr_assert(fixture_near(op->k.read_B, 14 * n, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 14 * n, 1e-12));
+	cr_assert(fixture_near(op->k.launches, 18, 0));
 	/* b p broadcasts both operands: PyTorch's kernel without vector
 	 * loads for the n w = 4 n B it writes. */
-	cr_assert(near(op->k.strided_B, 4 * n, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 4 * n, 1e-12));
 	/* Clamp: R u = 8192 x 1024 elements of 2 B, read and written twice
 	 * (two half clamps, the cat): 4 x 8388608 = 33554432 B each way,
 	 * 3 kernels, before the activation. */
 	u = 8192.0 * 1024 * 2;
 	op = fixture_op(&o, "expert_clamp");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 2 * u, 1e-12));
-	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	cr_assert(fixture_near(op->k.read_B, 2 * u, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 2 * u, 1e-12));
 	/* the two clamps read halves of torch.chunk (row stride u, not
 	 * contiguous): their read and write of R u B, 2 u, are strided; the
 	 * cat is not. */
-	cr_assert(near(op->k.strided_B, 2 * u, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 2 * u, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	/* Backward bias: read 4 x 4 n + 2 n + n (2 + 4) = 24 n, write 2 x 4 n
@@ -154,57 +139,57 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * fc2 dgrad; clamp: read 3 R u B, write 2 R u B after the act. */
 	op = fixture_op(&o, "expert_bias_bwd");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 24 * n, 1e-12));
-	cr_assert(near(op->k.write_B, 16 * n, 1e-12));
-	cr_assert(near(op->k.launches, 42, 0));
+	cr_assert(fixture_near(op->k.read_B, 24 * n, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 16 * n, 1e-12));
+	cr_assert(fixture_near(op->k.launches, 42, 0));
 	/* the gradient's multiplies by p and by b, broadcast: read and
 	 * write n w each, 4 n w = 16 n B strided. */
-	cr_assert(near(op->k.strided_B, 16 * n, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 16 * n, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_fc2_dgrad"));
 	op = fixture_op(&o, "expert_clamp_bwd");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 3 * u, 1e-12));
-	cr_assert(near(op->k.write_B, 2 * u, 1e-12));
+	cr_assert(fixture_near(op->k.read_B, 3 * u, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 2 * u, 1e-12));
 	/* the clamp gradients read their halves of the input: read 2 u,
 	 * write u, strided; the cat is not. */
-	cr_assert(near(op->k.strided_B, 3 * u, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 3 * u, 1e-12));
 	/* fc1's bias as PyTorch ops too (AutoModel): R u = 8192 x 1024
 	 * elements of 2 B (16777216 B); forward the adds and the cat read
 	 * and write it twice, L + 1 = 9 kernels; backward the per-expert
 	 * sums read it, the split's cat reads and writes it. */
 	f.fw.elementwise.expert_fc1_bias_kernels = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	op = fixture_op(&o, "expert_fc1_bias");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
-	cr_assert(near(op->k.write_B, 2 * 16777216.0, 1e-12));
-	cr_assert(near(op->k.launches, 9, 0));
+	cr_assert(fixture_near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 2 * 16777216.0, 1e-12));
+	cr_assert(fixture_near(op->k.launches, 9, 0));
 	/* t + b broadcasts b over the rows: the adds' read and write of
 	 * R u B are strided, the cat's are not. */
-	cr_assert(near(op->k.strided_B, 16777216.0 * 2, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 16777216.0 * 2, 1e-12));
 	cr_assert(op < fixture_op(&o, "expert_act"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	op = fixture_op(&o, "expert_fc1_bias_bwd");
 	cr_assert_not_null(op);
-	cr_assert(near(op->k.read_B, 2 * 16777216.0, 1e-12));
-	cr_assert(near(op->k.write_B, 16777216.0, 1e-12));
-	cr_assert(near(op->k.strided_B, 0, 0));	/* sums and a cat */
+	cr_assert(fixture_near(op->k.read_B, 2 * 16777216.0, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 16777216.0, 1e-12));
+	cr_assert(fixture_near(op->k.strided_B, 0, 0));	/* sums and a cat */
 	f.fw.elementwise.expert_fc1_bias_kernels = 0;
 	/* 16-bit probabilities: no casts. Forward read n (2 + 4) = 6 n,
 	 * write 6 n, 2 L + 1 = 17 kernels. */
 	f.job.moe.router_dtype = DTYPE_BF16;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	op = fixture_op(&o, "expert_bias");
-	cr_assert(near(op->k.read_B, 6 * n, 1e-12));
-	cr_assert(near(op->k.write_B, 6 * n, 1e-12));
-	cr_assert(near(op->k.launches, 17, 0));
-	cr_assert(near(op->k.strided_B, 2 * n, 1e-12));	/* n w, w = 2 B */
+	cr_assert(fixture_near(op->k.read_B, 6 * n, 1e-12));
+	cr_assert(fixture_near(op->k.write_B, 6 * n, 1e-12));
+	cr_assert(fixture_near(op->k.launches, 17, 0));
+	cr_assert(fixture_near(op->k.strided_B, 2 * n, 1e-12));	/* n w, w = 2 B */
 	/* Fused (the defaults), or a model without biases or clamp: none. */
 	f.fw.elementwise.expert_bias_kernels = 0;
 	f.model.swiglu_limit = 0;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_null(fixture_op(&o, "expert_bias"));
 	cr_assert_null(fixture_op(&o, "expert_clamp"));
@@ -226,14 +211,14 @@ Test(moe, yarn_factor_runs_megatrons_unfused_rope)
 	f.model.position_embedding = POS_ROPE;
 	f.model.rope_mscale = 1.3465735903;
 	f.fw.elementwise.fused_rope_mscale = 0;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_eq(d.eager_rope, 1);
 	f.fw.elementwise.fused_rope_mscale = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_eq(d.eager_rope, 0);
 	f.fw.elementwise.fused_rope_mscale = 0;
 	f.model.rope_mscale = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_eq(d.eager_rope, 0);
 	arena_release(&a);
 }
@@ -254,14 +239,14 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 	arena_init(&a);
 	fixture_moe(&f, 64, 8, 256, 8);
 	f.job.moe.routing.balance = ROUTE_RANDOM;
-	dims(&f, &a, &d, &cf);
+	fixture_dims(&f, &a, &d, &cf);
 	cr_assert_str_eq(cf.method, "closed_form");
 	sd = sqrt(S * (1.0 / 8) * (7.0 / 8));
-	cr_assert(near(cf.max_mean, 1 + 1.4236 * sd / mu, 2e-4),
+	cr_assert(fixture_near(cf.max_mean, 1 + 1.4236 * sd / mu, 2e-4),
 		  "closed form %.6f", cf.max_mean);
 	f.job.moe.routing.method = ROUTE_DRAWS;
 	f.job.moe.routing.draws = 400;
-	dims(&f, &a, &d, &dr);
+	fixture_dims(&f, &a, &d, &dr);
 	cr_assert_str_eq(dr.method, "draws");
 	cr_assert_eq(dr.draws, 400);
 	/* 400 draws: the mean's sd is about 0.5 sd / sqrt(400) / mu */
@@ -270,10 +255,10 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 	/* a measured ratio is taken as given */
 	f.job.moe.routing.balance = ROUTE_MAX_MEAN;
 	f.job.moe.routing.max_mean_ratio = 1.3;
-	dims(&f, &a, &d, &dr);
+	fixture_dims(&f, &a, &d, &dr);
 	cr_assert_str_eq(dr.method, "measured");
-	cr_assert(near(dr.max_mean, 1.3, 1e-12));
-	cr_assert(near(d.moe.rows, 1.3 * S / 8, 1e-12));
+	cr_assert(fixture_near(dr.max_mean, 1.3, 1e-12));
+	cr_assert(fixture_near(d.moe.rows, 1.3 * S / 8, 1e-12));
 	arena_release(&a);
 }
 
@@ -290,10 +275,10 @@ Test(moe, expert_parameters_shard_over_ep_and_edp)
 	 * = 8.39e6 parameters in a layer, besides the router's h E. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 4);
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_kind_params(&d, &kind, 0, 1, &dense, &experts);
 	want_e = 8 * 2 * 1024.0 * 512;
-	cr_assert(near(experts, want_e, 1e-12), "experts %.6g", experts);
+	cr_assert(fixture_near(experts, want_e, 1e-12), "experts %.6g", experts);
 	/* ep 4 on the node's 8 GPUs: edp = 8 / 4 = 2; the ZeRO-1 optimizer
 	 * state of experts is split over edp = 2, the dense over dp = 8 */
 	cr_assert_eq(f.job.parallelism.dp, 8);
@@ -506,7 +491,7 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	 * layer's backward ends), 16.797216 ms in all, done before the
 	 * dense chain ends */
 	want = 4 * (5e-6 + 0.5 * 2097152.0 * 4 / 1e9);
-	cr_assert(near(eb, want, 1e-6), "experts' reductions %.9g s, want %.9g s",
+	cr_assert(fixture_near(eb, want, 1e-6), "experts' reductions %.9g s, want %.9g s",
 		  eb, want);
 	cr_assert_lt(e1, d1, "experts end %.9g s, dense %.9g s", e1, d1);
 	sim_free(m.sim);
@@ -549,13 +534,13 @@ Test(cp, ring_splits_the_work_into_cp_steps)
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 1);
 	f.model.n_routed_experts = 0;
-	dims(&f, &a, &d1, &r);
+	fixture_dims(&f, &a, &d1, &r);
 	f.job.parallelism.cp = 4;
 	f.job.parallelism.dp = 2;
 	f.job.parallelism.cp_comm_type = CP_P2P;
 	f.job.parallelism.cp_load_balance = 1;
-	dims(&f, &a, &d4, &r);
-	cr_assert(near(d4.seq, 512, 1e-12));
+	fixture_dims(&f, &a, &d4, &r);
+	cr_assert(fixture_near(d4.seq, 512, 1e-12));
 	layer_fwd(&d1, NULL, &o1);
 	layer_fwd(&d4, NULL, &o4);
 	for (i = 0; i < o4.n; i++) {
@@ -568,8 +553,8 @@ Test(cp, ring_splits_the_work_into_cp_steps)
 	}
 	cr_assert_eq(attn, 4);
 	cr_assert_eq(xfer, 3);
-	cr_assert(near(kv, 2 * 512 * 2048 * 2.0, 1e-12), "K/V %.6g B", kv);
-	cr_assert(near(layer_ops_flops(&o4, PASS_FWD),
+	cr_assert(fixture_near(kv, 2 * 512 * 2048 * 2.0, 1e-12), "K/V %.6g B", kv);
+	cr_assert(fixture_near(layer_ops_flops(&o4, PASS_FWD),
 		       layer_ops_flops(&o1, PASS_FWD) / 4, 1e-9));
 	arena_release(&a);
 }
@@ -594,15 +579,15 @@ Test(moe, expert_state_over_ep_and_edp)
 	fixture_moe(&f, 8, 2, 512, 4);
 	f.job.training.zero_stage = 1;
 	f.job.parallelism.edp = 2;	/* what the job check infers */
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	footprint_rank_params_split(&f.job, &d, split, 0, &dense, &experts);
-	cr_assert(near(experts, 4 * 2 * 2 * 1024.0 * 512, 1e-12),
+	cr_assert(fixture_near(experts, 4 * 2 * 2 * 1024.0 * 512, 1e-12),
 		  "experts %.6g", experts);
 	cr_assert_eq(footprint_job(&f.job, 79e9, &fp), 0);
-	cr_assert(near(fp.optimizer_B, 12 * (dense / 8 + experts / 2), 1e-9),
+	cr_assert(fixture_near(fp.optimizer_B, 12 * (dense / 8 + experts / 2), 1e-9),
 		  "optimizer %.6g B", fp.optimizer_B);
-	cr_assert(near(fp.weights_B, 2 * (dense + experts), 1e-9));
-	cr_assert(near(fp.grads_B, 4 * (dense + experts), 1e-9));
+	cr_assert(fixture_near(fp.weights_B, 2 * (dense + experts), 1e-9));
+	cr_assert(fixture_near(fp.grads_B, 4 * (dense + experts), 1e-9));
 	arena_release(&a);
 }
 
@@ -767,19 +752,19 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	fixture_moe(&f, 8, 2, 512, 1);
 	f.job.training.dtype = DTYPE_MXFP8;
 	f.fw.elementwise.per_expert_quantize = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 8);
 	cr_assert_eq(op_kernels(&o, "expert_fc2_cast"), 8);
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	cr_assert_eq(op_kernels(&o, "expert_fc2_grad_cast"), 8);
 	f.fw.elementwise.per_expert_quantize = 0;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
 	f.fw.elementwise.per_expert_quantize = 1;
 	f.job.training.dtype = DTYPE_FP8;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
 	arena_release(&a);
@@ -810,32 +795,32 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	f.job.training.dtype = DTYPE_FP8;
 	f.job.training.fp8_scaling = FP8_DELAYED;
 	f.fw.elementwise.per_expert_quantize = 1;	/* Transformer Engine's */
-	dims(&f, &a, &d, &r);
-	cr_assert(near(d.moe.rows, n / 1024, 1e-12));
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(fixture_near(d.moe.rows, n / 1024, 1e-12));
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "expert_fc1_cast");
 	cr_assert_not_null(c);
 	cr_assert(c->k.launches <= 1);
-	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
-	cr_assert(near(c->k.write_B, 2 * n, 1e-12));
+	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, 2 * n, 1e-12));
 	f.job.training.fp8_scaling = FP8_CURRENT;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "expert_fc1_cast");
-	cr_assert(near(c->k.launches, 12, 1e-12));
-	cr_assert(near(c->k.read_B, 4 * n, 1e-12));
-	cr_assert(near(c->k.write_B, 2 * n, 1e-12));
+	cr_assert(fixture_near(c->k.launches, 12, 1e-12));
+	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, 2 * n, 1e-12));
 	cr_assert_eq(c->host_kernels, 11);
 	f.job.training.fp8_scaling = FP8_BLOCK;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "expert_fc1_cast");
-	cr_assert(near(c->k.launches, 4, 1e-12));
-	cr_assert(near(c->k.read_B, 2 * n, 1e-12));
+	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
+	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
 	/* bf16 jobs have no cast whatever the setting. */
 	f.job.training.dtype = DTYPE_BF16;
 	f.job.training.fp8_scaling = FP8_CURRENT;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_null(fixture_op(&o, "expert_fc1_cast"));
 	arena_release(&a);
@@ -867,14 +852,14 @@ Test(moe, hybridep_gathers_the_routing_map)
 	e.dedup = DEDUP_NODE;
 	e.host_sync = EP_SYNC_COUNTS;
 	f.job.moe.dispatcher = &e;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "moe_counts");
 	cr_assert_not_null(c);
 	cr_assert_eq(c->coll, COLL_ALLGATHER);
 	cr_assert_float_eq(c->coll_B, 128, 1e-9);
 	e.map_gather = 1;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "moe_counts");
 	cr_assert_not_null(c);

@@ -14,21 +14,6 @@
 #include "models/layer.h"
 #include "models/route.h"
 
-static void dims(struct fixture *f, struct arena *a, struct layer_dims *d,
-		 struct route_result *r)
-{
-	struct diag dg;
-
-	diag_init(&dg, stderr);
-	layer_dims_from_job(&f->job, d);
-	cr_assert_eq(route_plan(&f->job, d, a, r, &dg), 0);
-}
-
-static int near(double got, double want, double rel)
-{
-	return fabs(got - want) <= rel * fabs(want);
-}
-
 Test(moe, combine_kernels_run_on_their_own_path)
 {
 	struct fixture f;
@@ -57,37 +42,37 @@ Test(moe, combine_kernels_run_on_their_own_path)
 	e.dedup = DEDUP_NODE;
 	e.probs_per_domain_expert_B = 4;
 	f.job.moe.dispatcher = &e;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_float_eq(d.moe.row_B, 2080, 1e-9);
 	cr_assert_float_eq(d.moe.row_cbwd_B, 2080, 1e-9);
-	cr_assert(near(d.moe.combine_B, d.moe.dispatch_B * 2048 / 2080, 1e-12));
-	cr_assert(near(d.moe.combine_bwd_B, d.moe.dispatch_B, 1e-12));
+	cr_assert(fixture_near(d.moe.combine_B, d.moe.dispatch_B * 2048 / 2080, 1e-12));
+	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.dispatch_B, 1e-12));
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "moe_dispatch");
 	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH);
 	c = fixture_op(&o, "moe_combine");
 	cr_assert_eq(c->ep_path, EP_PASS_COMBINE);
-	cr_assert(near(c->coll_B, d.moe.combine_B, 1e-12));
+	cr_assert(fixture_near(c->coll_B, d.moe.combine_B, 1e-12));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	c = fixture_op(&o, "moe_combine_bwd");
 	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH16);
-	cr_assert(near(c->coll_B, d.moe.combine_B, 1e-12));
+	cr_assert(fixture_near(c->coll_B, d.moe.combine_B, 1e-12));
 	c = fixture_op(&o, "moe_dispatch_bwd");
 	cr_assert_eq(c->ep_path, EP_PASS_COMBINE_BWD);
-	cr_assert(near(c->coll_B, d.moe.dispatch_B, 1e-12));
+	cr_assert(fixture_near(c->coll_B, d.moe.dispatch_B, 1e-12));
 	/* DeepEP-like (96 B of indices and weights, no probabilities): the
 	 * backward of the dispatch moves 16-bit rows, as the combine */
 	e.probs_per_domain_expert_B = 0;
 	e.bytes_per_token_extra = 96;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_float_eq(d.moe.row_cbwd_B, 2048, 1e-9);
-	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
+	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
 	/* with the top-k weights' gradients, 4 B a selection, top-2: the
 	 * backward of the dispatch moves rows of 2048 + 8 B */
 	e.topk_weight_grad_B = 4;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_float_eq(d.moe.row_cbwd_B, 2056, 1e-9);
-	cr_assert(near(d.moe.combine_bwd_B, d.moe.combine_B * 2056 / 2048,
+	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.combine_B * 2056 / 2048,
 		       1e-12));
 	arena_release(&a);
 }
@@ -130,28 +115,28 @@ Test(moe, uneven_combine_sends_its_own_bytes_back)
 	e.dedup = DEDUP_NODE;
 	e.probs_per_domain_expert_B = 4;
 	f.job.moe.dispatcher = &e;
-	dims(&f, &a, &d, &r);
+	fixture_dims(&f, &a, &d, &r);
 	cr_assert_gt(r.max_mean, 1);
 	cr_assert_not_null(d.moe.a2a_B);
 	/* dispatch: every GPU sends dispatch_B, rank 0 receives to_pace x 2 */
-	cr_assert(near(line(d.moe.a2a_B, 2, 1, 0), d.moe.dispatch_B, 1e-12));
-	cr_assert(near(line(d.moe.a2a_B, 2, 0, 1),
+	cr_assert(fixture_near(line(d.moe.a2a_B, 2, 1, 0), d.moe.dispatch_B, 1e-12));
+	cr_assert(fixture_near(line(d.moe.a2a_B, 2, 0, 1),
 		       d.moe.dispatch_B * r.max_mean, 1e-12));
 	layer_fwd(&d, &kind, &o);
 	c = fixture_op(&o, "moe_dispatch");
 	cr_assert_eq(c->a2a_B, d.moe.a2a_B);
 	c = fixture_op(&o, "moe_combine");
-	cr_assert(near(line(c->a2a_B, 2, 0, 0), d.moe.combine_B * r.max_mean,
+	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 0), d.moe.combine_B * r.max_mean,
 		       1e-12));
-	cr_assert(near(line(c->a2a_B, 2, 1, 1), d.moe.combine_B, 1e-12));
+	cr_assert(fixture_near(line(c->a2a_B, 2, 1, 1), d.moe.combine_B, 1e-12));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
 	/* the backward of the combine is a dispatch: rank 0 receives */
 	c = fixture_op(&o, "moe_combine_bwd");
-	cr_assert(near(line(c->a2a_B, 2, 0, 1), d.moe.combine_B * r.max_mean,
+	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 1), d.moe.combine_B * r.max_mean,
 		       1e-12));
 	/* the backward of the dispatch, a combine with the gradients */
 	c = fixture_op(&o, "moe_dispatch_bwd");
-	cr_assert(near(line(c->a2a_B, 2, 0, 0),
+	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 0),
 		       d.moe.combine_bwd_B * r.max_mean, 1e-12));
 	arena_release(&a);
 }
