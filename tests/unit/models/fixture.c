@@ -144,3 +144,11 @@ int fixture_near(double got, double want, double rel)
 {
 	return fabs(got - want) <= rel * fabs(want);
 }
+
+void fixture_ep_forward(struct ep_comm_spec *e, const char *name)
+{
+	memset(e, 0, sizeof(*e));
+	e->name = name;
+	e->mode = EP_FORWARD;
+	e->dedup = DEDUP_NODE;
+}

@@ -8,6 +8,7 @@
 #include "config/spec_gpu.h"
 #include "config/spec_job.h"
 #include "config/spec_model.h"
+#include "config/spec_moe.h"
 #include "config/spec_system.h"
 #include "models/infer.h"
 #include "models/layer.h"
@@ -58,5 +59,9 @@ void fixture_dims(struct fixture *f, struct arena *a, struct layer_dims *d,
 
 /* Whether got is within rel (a fraction) of want. */
 int fixture_near(double got, double want, double rel);
+
+/* A GPU-initiated forwarding dispatcher named name (DeepEP normal mode,
+ * Hybrid-EP), deduplicating per node, every other field zero. */
+void fixture_ep_forward(struct ep_comm_spec *e, const char *name);
 
 #endif

@@ -846,10 +846,7 @@ Test(moe, hybridep_gathers_the_routing_map)
 	 * reuses the dispatch handle, so no moe_counts there. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-counts";
-	e.mode = EP_FORWARD;
-	e.dedup = DEDUP_NODE;
+	fixture_ep_forward(&e, "test-counts");
 	e.host_sync = EP_SYNC_COUNTS;
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);

@@ -36,10 +36,7 @@ Test(moe, combine_kernels_run_on_their_own_path)
 	 * on 16-bit rows. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-combine";
-	e.mode = EP_FORWARD;
-	e.dedup = DEDUP_NODE;
+	fixture_ep_forward(&e, "test-combine");
 	e.probs_per_domain_expert_B = 4;
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);
@@ -109,10 +106,7 @@ Test(moe, uneven_combine_sends_its_own_bytes_back)
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
 	f.job.moe.routing.balance = ROUTE_RANDOM;
-	memset(&e, 0, sizeof(e));
-	e.name = "test-uneven";
-	e.mode = EP_FORWARD;
-	e.dedup = DEDUP_NODE;
+	fixture_ep_forward(&e, "test-uneven");
 	e.probs_per_domain_expert_B = 4;
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);

@@ -120,10 +120,7 @@ Test(moe, aligned_counts_need_no_padding_copies)
 	arena_init(&a);
 	/* Hybrid-EP's permute pads the splits itself (pad_multiple) */
 	pad_job(&f);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-hybridep";
-	e.mode = EP_FORWARD;
-	e.dedup = DEDUP_NODE;
+	fixture_ep_forward(&e, "test-hybridep");
 	e.quant_pad = 1;
 	f.job.moe.dispatcher = &e;
 	build(&f, &a, &fwd, &bwd);
