@@ -161,8 +161,12 @@ struct infer_route {
 	double dispatch_B;	/* B one GPU sends in dispatch (coll.h) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL:
 				 * even */
-	const double *combine_a2a_B;	/* the same pairs' combine bytes:
-					 * a2a_B x (h act_B) / row_B */
+	double combine_B;	/* B one GPU sends in the combine: the
+				 * dispatched rows as h act_B each */
+	const double *combine_a2a_B;	/* the combine's uneven matrix, the
+					 * transpose of a2a_B's pattern
+					 * (route.c's a2a_pass_B of
+					 * EP_PASS_COMBINE); NULL: even */
 	double max_mean;	/* busiest GPU's rows over the mean GPU's */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
