@@ -125,6 +125,13 @@ struct infer_dims {
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */
+	/* a speculative draft head (serve_setup.c draft_setup), 0 for a
+	 * model: its input projection from draft_in x h to h, unquantized
+	 * and replicated on every GPU (DeepSeek MTP's eh_proj, EAGLE's fc,
+	 * 2 h), after draft_norms RMSNorms of the inputs (MTP's enorm and
+	 * hnorm) */
+	double draft_in;
+	int draft_norms;
 };
 
 /* What one layer is: a routed-expert MLP or a dense one, full attention

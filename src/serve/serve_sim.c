@@ -15,8 +15,8 @@
  * overlap scheduling (or when the step starts an idle engine, there being
  * no previous step to hide it under), else max(GPU, host). Speculative
  * decoding adds the draft's k steps over the decoding sequences
- * (serve_spec: a draft model's, or an MTP/EAGLE head's of draft_layers
- * layers) before the verify step; each decoding sequence then keeps
+ * (serve_setup.c draft_head: a draft model's, or an MTP/EAGLE head's as
+ * its method builds it) before the verify step; each decoding sequence then keeps
  * 1 + a tokens, a the leading accepted drafts: P(a = n) = p^n (1 - p)
  * for n < k, P(a = k) = p^k (p = acceptance_rate), drawn per sequence
  * and step from a seeded GSL generator.
