@@ -577,3 +577,100 @@ Test(serve, mtp_without_mtp_layers_is_refused)
 	capture_end(&c);
 	arena_release(&a);
 }
+
+/*
+ * The trace estimate before a run (serve_trace_estimate). Ten requests
+ * of 100 prompt and 51 output tokens on one vLLM instance of at most 4
+ * sequences and 2048 tokens a step, chunked: a request takes ceil(100 /
+ * 2048) = 1 prompt step and 50 decode steps, 51 steps alone, 510 for
+ * all ten if no two shared a step (steps_hi). Packed: 10 x (100 + 50) =
+ * 1500 tokens fit one step of 2048, 510 sequence-steps need ceil(510 /
+ * 4) = 128 steps of 4, and one request's 51 follow each other: steps_lo
+ * 128. With EAGLE proposing 3 tokens accepted with p = 0.5 a verify step
+ * keeps (1 - 0.5^4) / (1 - 0.5) = 1.875 tokens: ceil(50 / 1.875) = 27
+ * decode steps, 28 a request, 280 alone, ceil(280 / 4) = 70 packed.
+ */
+Test(serve, trace_estimate_bounds)
+{
+	const char *sets[] = {"serving.requests=10", "serving.input_len=100",
+			      "serving.output_len=51",
+			      "serving.max_num_seqs=4",
+			      "serving.max_num_batched_tokens=2048",
+			      "serving.chunked_prefill=true",
+			      "serving.speculative.method=eagle",
+			      "serving.speculative.tokens=3",
+			      "serving.speculative.acceptance_rate=0.5"};
+	struct serve_trace_est e;
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L8, sets, 6);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(e.requests, 10);
+	cr_assert_float_eq(e.steps_hi, 510, 0);
+	cr_assert_float_eq(e.steps_lo, 128, 0);
+	j = load(&a, L8, sets, 9);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_float_eq(e.steps_hi, 280, 0);
+	cr_assert_float_eq(e.steps_lo, 70, 0);
+	arena_release(&a);
+}
+
+/* Bytes and engine steps a trace stream holds. */
+static void trace_size(FILE *f, double *bytes, double *steps)
+{
+	char line[512];
+
+	*bytes = (double)ftell(f);
+	*steps = 0;
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		*steps += strstr(line, "\"ph\":\"X\"") != NULL;
+}
+
+/*
+ * The 300 requests of tests/data/serve/l8-h100-tp1.yaml: the trace the
+ * run writes has between steps_lo and steps_hi steps (measured 852 in
+ * [843, 62154]: the longest request's 843 steps bound it; most requests
+ * overlap it), each within 5 % of step_B's bytes (measured 318 B a step,
+ * estimated 325 B). Under a budget of 40 % of that trace the run stops
+ * with -2 once it has written past the budget, by less than one step's
+ * events.
+ */
+Test(serve, trace_estimate_against_the_run)
+{
+	struct serve_trace_est e;
+	struct serve_result r;
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+	double bytes, steps, cut_B, cut_steps;
+	FILE *f = tmpfile(), *g = tmpfile(), *null = fopen("/dev/null", "w");
+
+	cr_assert(f && g && null);
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L8, NULL, 0);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
+	trace_size(f, &bytes, &steps);
+	cr_assert(steps >= e.steps_lo && steps <= e.steps_hi,
+		  "%g steps, estimated %g to %g", steps, e.steps_lo,
+		  e.steps_hi);
+	cr_assert_float_eq(bytes / steps, e.step_B, 0.05 * e.step_B,
+			   "%g B a step, estimated %g", bytes / steps,
+			   e.step_B);
+	diag_init(&d, null);
+	cr_assert_eq(serve_run_traced(j, g, 0.4 * bytes, &r, &d), -2);
+	trace_size(g, &cut_B, &cut_steps);
+	cr_assert(cut_B > 0.4 * bytes && cut_B < 0.4 * bytes + 2 * e.step_B,
+		  "%g B written under a %g B budget", cut_B, 0.4 * bytes);
+	cr_assert_lt(cut_steps, steps);
+	fclose(f);
+	fclose(g);
+	fclose(null);
+	arena_release(&a);
+}
