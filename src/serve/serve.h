@@ -94,9 +94,9 @@ int serve_run_traced(const struct job_spec *j, FILE *trace,
 /*
  * The trace of job j's serving run, before it runs (`run --max-trace`).
  * Each engine step writes one complete event and two counter events
- * (serve_report.c), step_B bytes (their formats printed with the run's
- * numbers: times up to the last arrival plus a second per request
- * of output, a full batch). How many steps the engines take depends on
+ * (serve_report.c), step_B bytes (their formats printed with a step
+ * at the middle of the arrivals plus 1 s, 20 ms long, a full batch).
+ * How many steps the engines take depends on
  * how requests share them, which only the run finds out; it lies
  * between
  *   steps_hi  no two requests share a step: each takes ceil(p / c)
