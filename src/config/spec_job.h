@@ -190,6 +190,19 @@ enum pp_split {
 				 * stages one more (torch pipelining helpers) */
 };
 
+/* "random", "round_robin": enum balanced_gate. */
+extern const char *const balanced_gate_names[];
+
+/* How a framework's force-balanced benchmark gate (a job's routing
+ * balance uniform) picks a token's k experts. */
+enum balanced_gate {
+	GATE_RANDOM,		/* k distinct experts at random (Megatron-Core
+				 * --moe-router-force-load-balancing: random
+				 * logits, then the model's top-k) */
+	GATE_ROUND_ROBIN	/* token t takes experts k t .. k t + k - 1
+				 * mod E (NeMo AutoModel FakeBalancedGate) */
+};
+
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
 struct opt_step_spec {
@@ -284,6 +297,7 @@ struct framework_spec {
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
 	int pp_split;				/* enum pp_split: the default layer split */
+	int balanced_gate;			/* enum balanced_gate: routing balance uniform */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
