@@ -323,6 +323,9 @@ struct training_spec {
 	int64_t seq_len;		/* tokens per sequence */
 	int64_t global_batch_size;	/* sequences per step, all replicas */
 	int64_t micro_batch_size;	/* sequences per microbatch per replica */
+	int64_t local_batch_size;	/* sequences per replica one pipeline
+					 * schedule runs (it drains after each);
+					 * 0 = the whole step */
 	int dtype;			/* enum dtype (spec_gpu.h) */
 	int recompute;			/* enum recompute */
 	int fp8_scaling;		/* enum fp8_scaling (dtype fp8) */
@@ -402,6 +405,17 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 {
 	return j->training.global_batch_size /
 	       (j->training.micro_batch_size * j->parallelism.dp);
+}
+
+/* Pipeline schedules a step runs one after another (training.
+ * local_batch_size): 1 unless a local batch is given. */
+static inline int64_t job_schedule_runs(const struct job_spec *j)
+{
+	int64_t lbs = j->training.local_batch_size;
+
+	if (lbs <= 0)
+		return 1;
+	return j->training.global_batch_size / (lbs * j->parallelism.dp);
 }
 
 extern const struct schema job_schema;

@@ -92,6 +92,24 @@ Test(train, one_f_one_b_same_bubble)
 			   "bubble %.4f", bubble_fraction(&r));
 }
 
+Test(train, local_batches_drain_the_pipeline_each)
+{
+	struct fixture f;
+	struct run_result r;
+
+	/* 1F1B, m = 32 / 2 = 16 microbatches a replica, but a local batch
+	 * of 4 (AutoModel: schedule.step once per local batch): 4 runs of
+	 * m' = 4, each filled and drained; rank 0 ends every run with its
+	 * last backward and starts the next at once, so the step is
+	 * 4 (m' + p - 1)(f + b) and the bubble 3/7 = 0.4286 (one schedule
+	 * over 16: 3/19) */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	f.job.training.local_batch_size = 4;
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 7, 0.005,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
 Test(train, interleaving_shrinks_the_bubble)
 {
 	struct fixture f;
