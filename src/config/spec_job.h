@@ -407,6 +407,14 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 	       (j->training.micro_batch_size * j->parallelism.dp);
 }
 
+/* Whether the job's routing is the framework's round-robin balanced gate
+ * (routing balance uniform with framework.balanced_gate round_robin). */
+static inline int job_round_robin_gate(const struct job_spec *j)
+{
+	return j->moe.routing.balance == ROUTE_UNIFORM &&
+	       j->framework->balanced_gate == GATE_ROUND_ROBIN;
+}
+
 /* Pipeline schedules a step runs one after another (training.
  * local_batch_size): 1 unless a local batch is given. */
 static inline int64_t job_schedule_runs(const struct job_spec *j)

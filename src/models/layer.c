@@ -227,6 +227,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->permute_fusion = mj->permute_fusion;
 	e->shared_overlap = mj->shared_expert_overlap;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+	e->fixed_gate = job_round_robin_gate(j);
 	/* static sizes (capacity with padding) need no host sync */
 	e->host_sync = mj->dispatcher ? mj->dispatcher->host_sync : EP_SYNC_NONE;
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)

@@ -77,6 +77,8 @@ struct moe_dims {
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int fixed_gate;		/* no router: fixed round-robin indices and
+				 * 1/k weights (AutoModel FakeBalancedGate) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
 	int map_gather;		/* the count exchange all-gathers the bool
