@@ -416,14 +416,26 @@ static inline int job_round_robin_gate(const struct job_spec *j)
 }
 
 /* Pipeline schedules a step runs one after another (training.
- * local_batch_size): 1 unless a local batch is given. */
+ * local_batch_size): 1 unless a local batch is given that splits this
+ * layout's microbatches evenly (the layout check refuses a job whose
+ * local batch does not; a planner's candidate layout falls back to one
+ * schedule). */
 static inline int64_t job_schedule_runs(const struct job_spec *j)
 {
-	int64_t lbs = j->training.local_batch_size;
+	const struct training_spec *t = &j->training;
+	int64_t lbs = t->local_batch_size, dp = j->parallelism.dp, per, g;
 
-	if (lbs <= 0)
+	if (lbs <= 0 || dp <= 0 || t->micro_batch_size <= 0 ||
+	    lbs % t->micro_batch_size != 0)
 		return 1;
-	return j->training.global_batch_size / (lbs * j->parallelism.dp);
+	per = t->global_batch_size / dp;
+	if (per <= 0 || per % lbs != 0)
+		return 1;
+	g = per / lbs;
+	if (j->parallelism.schedule == SCHED_INTERLEAVED &&
+	    (lbs / t->micro_batch_size) % j->parallelism.pp != 0)
+		return 1;
+	return g > 0 && job_microbatches(j) % g == 0 ? g : 1;
 }
 
 extern const struct schema job_schema;
