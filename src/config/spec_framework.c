@@ -62,6 +62,13 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "rotary embedding as PyTorch ops on the q and k views "
 		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "mla_concat", .type = ST_BOOL, .offset = EOFF(mla_concat),
+	  .def = "false",
+	  .help = "MLA: q = cat(q_nope, q_rope) and k = cat(k_nope, k_rope "
+		  "expanded to every head) as PyTorch copies (two kernels); "
+		  "backward the splits' cats of the q and kv up-projection "
+		  "gradients and the expanded k_rope's sum over the heads "
+		  "(false: the fused rope writes them in place)" },
 	{ .key = "eager_activation", .type = ST_BOOL,
 	  .offset = EOFF(eager_activation), .def = "false",
 	  .help = "gated activation as act(g) * u on the halves of the first "

@@ -221,6 +221,8 @@ struct elementwise_spec {
 					 * 1 (apex/TE: dx and dgamma partials at once) or
 					 * 2 (PyTorch: dx, then dgamma re-reading both) */
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
+	int mla_concat;			/* MLA's q and k assembled by torch.cat
+					 * (k's rotary part expanded to every head) */
 	int eager_activation;		/* gated activation as act(g) * u, two kernels
 					 * on the halves of the first MLP GEMM's output */
 	int bias_kernels;		/* a biased model's linear biases as their own

@@ -164,6 +164,7 @@ struct layer_dims {
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
+	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
