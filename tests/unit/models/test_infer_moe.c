@@ -318,12 +318,23 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 }
 
 /*
- * Under skewed routing (moe.routing max_mean 1.5) the combine sends the
- * dispatch's pairs back: every entry of its uneven matrix is the
- * dispatch's x (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the
- * probabilities stay behind), and it sums to the combine's bytes x ep.
+ * Under skewed routing (moe.routing max_mean 1.5) the combine runs the
+ * dispatch backwards: it is route.c's EP_PASS_COMBINE matrix, the one
+ * training's forward combine takes, and the pace GPU (member 0), which
+ * received the surplus rows, sends them back. Entry (i, k) of the
+ * combine (GPU i sends to GPU k) is entry (k, i) of the dispatch x
+ * (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the probabilities
+ * stay behind). With C the combine's bytes a GPU sends (8/9 of the
+ * dispatch's D):
+ *   to the pace GPU in dispatch    D / 8 x 1.5       (column 0)
+ *   to each other GPU              (D - D 1.5 / 8) / 7 = D 6.5 / 56
+ *   the pace GPU's combine row     C / 8 x 1.5 to each GPU (row 0)
+ *   every other combine row        C 6.5 / 56, the pace GPU included
+ * Before (infer_moe.c built its own copy): the dispatch's pattern not
+ * transposed, cmb[i][k] = dsp[i][k] x 8/9, so the pace GPU received its
+ * surplus a second time instead of sending it back.
  */
-Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
+Test(infer_moe, serving_ep_combine_is_the_transposed_dispatch)
 {
 	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
 			     "parallelism.ep=8",
@@ -333,19 +344,28 @@ Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
 			     "moe.routing.max_mean_ratio=1.5"};
 	const struct infer_op *dsp, *cmb;
 	struct moe_case c;
-	double sum_d = 0, sum_c = 0;
-	int i;
+	double sum_d = 0, sum_c = 0, C;
+	int i, k;
 
 	moe_case(&c, "sglang", 64, hep, 7);
 	dsp = fixture_infer_op(&c.o, "moe_dispatch");
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert(dsp && cmb && dsp->a2a_B && cmb->a2a_B);
-	for (i = 0; i < 64; i++) {
-		cr_assert_float_eq(cmb->a2a_B[i], dsp->a2a_B[i] * 8 / 9,
-				   1e-9 * (dsp->a2a_B[i] + 1));
-		sum_d += dsp->a2a_B[i];
-		sum_c += cmb->a2a_B[i];
-	}
+	C = cmb->coll_B;
+	cr_assert_float_eq(C, dsp->coll_B * 8 / 9, 1e-9 * C);
+	for (i = 0; i < 8; i++)
+		for (k = 0; k < 8; k++) {
+			double want = i == 0 ? C / 8 * 1.5 : C * 6.5 / 56;
+
+			cr_assert_float_eq(cmb->a2a_B[i * 8 + k],
+					   dsp->a2a_B[k * 8 + i] * 8 / 9,
+					   1e-9 * C);
+			cr_assert_float_eq(cmb->a2a_B[i * 8 + k], want,
+					   1e-9 * C, "(%d, %d)", i, k);
+			sum_d += dsp->a2a_B[i * 8 + k];
+			sum_c += cmb->a2a_B[i * 8 + k];
+		}
 	cr_assert_float_eq(sum_c / sum_d, 8.0 / 9, 1e-12);
+	cr_assert_eq(cmb->a2a_B, c.r.combine_a2a_B);
 	moe_case_release(&c);
 }
