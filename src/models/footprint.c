@@ -670,7 +670,10 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t split_small[512], *split = split_small, *first;
-	int64_t r, m = job_microbatches(j), stages = p->pp * p->vpp;
+	/* a schedule holds one local batch's microbatches in flight (each
+	 * run drains before the next: job_schedule_runs) */
+	int64_t r, m = job_microbatches(j) / job_schedule_runs(j);
+	int64_t stages = p->pp * p->vpp;
 	struct sched_live mine = { 0 };
 	struct layer_dims d;
 	int rc = -1;

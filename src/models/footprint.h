@@ -135,7 +135,8 @@ int footprint_job(const struct job_spec *j, double usable_B,
 
 /* footprint_job with each pipeline rank's live vectors given (live[r]
  * for rank r = sched_live_init of the job's schedule, pp, vpp,
- * microbatches, r and footprint_extra_warmup), so a caller costing many layouts that share a
+ * microbatches of one schedule run (job_microbatches /
+ * job_schedule_runs), r and footprint_extra_warmup), so a caller costing many layouts that share a
  * schedule computes them once (the planner); NULL computes them. */
 int footprint_job_live(const struct job_spec *j, double usable_B,
 		       const struct sched_live *live, struct footprint *out);

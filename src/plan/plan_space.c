@@ -304,7 +304,9 @@ static const struct sched_live *lives_of(struct search *s,
 					 const struct job_spec *j)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int64_t key[5] = { p->schedule, p->pp, p->vpp, job_microbatches(j),
+	/* one local batch's schedule (job_schedule_runs), as footprint.c */
+	int64_t key[5] = { p->schedule, p->pp, p->vpp,
+			   job_microbatches(j) / job_schedule_runs(j),
 			   footprint_extra_warmup(j) };
 	struct live_set *const *hit = memo_get(&s->lives, key);
 	struct live_set *ls;

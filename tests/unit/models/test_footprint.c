@@ -148,6 +148,33 @@ Test(footprint, gpipe_keeps_all_microbatches)
 	cr_assert_float_eq(in_flight_layers(&f, 0), 64, 1e-9);
 }
 
+Test(footprint, local_batches_keep_one_run_in_flight)
+{
+	struct fixture f;
+	struct footprint one, runs, eight;
+
+	/* GPipe keeps every microbatch of its schedule: one schedule of
+	 * m = 32 holds 32 x 2 = 64 layer-inputs on rank 0; a local batch of
+	 * 8 (training.local_batch_size: 4 runs of 8, each drained before
+	 * the next) holds 8 x 2 = 16, as a step of 8 microbatches does
+	 * (global_batch_size 8): the same activations, a quarter of the
+	 * checkpoints of one schedule of 32. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 32, 1, 2, 4);
+	f.job.training.recompute = RECOMPUTE_FULL;
+	f.job.parallelism.schedule = SCHED_GPIPE;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &one), 0);
+	f.job.training.local_batch_size = 8;
+	cr_assert_eq(job_schedule_runs(&f.job), 4);
+	cr_assert_eq(footprint_job(&f.job, 80e9, &runs), 0);
+	f.job.training.local_batch_size = 0;
+	f.job.training.global_batch_size = 8;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &eight), 0);
+	cr_assert_float_eq(runs.activations_B, eight.activations_B, 1e-3);
+	cr_assert(runs.activations_B < one.activations_B,
+		  "runs %g B, one schedule %g B", runs.activations_B,
+		  one.activations_B);
+}
+
 Test(footprint, interleaving_keeps_more)
 {
 	struct fixture f;
