@@ -379,7 +379,7 @@ static double step_activations_B(const struct moe_case *c, double tokens)
 	struct infer_mem m;
 
 	infer_mem_job(c->j, c->j->serving.engine, &c->d, &split, tokens, 1, 0,
-		      &m);
+		      NULL, &m);
 	return m.activations_B;
 }
 
