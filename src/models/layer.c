@@ -148,6 +148,13 @@ enum dtype layer_base_dtype(enum dtype training)
 	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
 }
 
+enum dtype layer_job_act_dtype(const struct job_spec *j)
+{
+	if (job_is_inference(j))
+		return DTYPE_BF16;
+	return layer_base_dtype((enum dtype)j->training.dtype);
+}
+
 static double pad_up(double v, double multiple)
 {
 	double n = (double)(int64_t)(v / multiple);
@@ -216,8 +223,10 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->local = e->experts / e->ep;
 	e->tokens = layer_sp_tokens(d);
 	e->rows = e->tokens * e->topk * e->etp;
+	/* unset: the rows travel in the job's activation dtype (a serving
+	 * job's, not training.dtype's, which it does not set) */
 	e->dispatch_dt = mj->dispatch_dtype >= 0 ? mj->dispatch_dtype :
-			 (int)layer_base_dtype((enum dtype)j->training.dtype);
+			 (int)layer_job_act_dtype(j);
 	e->elem_B = dtype_bytes((enum dtype)e->dispatch_dt);
 	e->dispatch_B = e->tokens * e->topk * d->hidden * e->elem_B;
 	e->node_share = 1;

@@ -391,6 +391,12 @@ unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc);
  * (TransformerEngine keeps the rest in bf16). */
 enum dtype layer_base_dtype(enum dtype training);
 
+/* The job's activation dtype: layer_base_dtype of training.dtype for a
+ * training job; for an inference job (prefill, decode, serving: no
+ * training.dtype) the serving engines' bf16 activations, infer.c's base
+ * (infer_dims_from_job). */
+enum dtype layer_job_act_dtype(const struct job_spec *j);
+
 /* Fill d from the job for one microbatch on one GPU (vocabulary padded to
  * vocab_multiple * tp, as Megatron pads it). */
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);
