@@ -123,7 +123,7 @@ double ep_hit(double E, double k, double ng, double tg, double g)
 double ep_hit_round_robin(double E, double k, double g)
 {
 	int64_t e = (int64_t)E, kk = (int64_t)k, gg = (int64_t)g;
-	int64_t d = e, b = kk, s, j, blocks, sum = 0, n = 0;
+	int64_t d = e, b = kk, s, blocks, sum = 0, n = 0;
 
 	if (e < 1 || kk < 1 || gg < 1)
 		return 0;
@@ -136,17 +136,19 @@ double ep_hit_round_robin(double E, double k, double g)
 		d = b;
 		b = t;
 	}
-	/* the blocks are visited in cyclic order: count the changes; one
-	 * back in the first block has passed through all of them */
+	/* start s covers s .. s + k - 1 (mod E): the blocks from s's to
+	 * the last one's, or, wrapping, from s's to the last block and
+	 * from block 0 to the end's (one run fewer when there is one
+	 * block); runs that meet or pass block s / g have covered every
+	 * block. O(E / d), not O(E k / d): k is at most E (10^6). */
 	for (s = 0; s < e; s += d, n++) {
-		int64_t c = 1, prev = s / gg;
+		int64_t end = s + kk - 1, c;
 
-		for (j = 1; j < kk; j++) {
-			int64_t blk = (s + j) % e / gg;
-
-			c += blk != prev;
-			prev = blk;
-		}
+		if (end < e)
+			c = end / gg - s / gg + 1;
+		else
+			c = (e - 1) / gg - s / gg + 1 + (end - e) / gg + 1 -
+			    (blocks == 1);
 		sum += c < blocks ? c : blocks;
 	}
 	return (double)sum / (double)n;

@@ -274,3 +274,59 @@ Test(ep, round_robin_routing_reaches_consecutive_blocks)
 	/* bad sizes: nothing */
 	cr_assert_float_eq(ep_hit_round_robin(0, 8, 4), 0, 1e-12);
 }
+
+/* The mean over the starts s (the multiples of gcd(k, E), which token
+ * t's k t mod E visits equally often) of the blocks of g experts (the
+ * last short when g does not divide E) that the k consecutive experts
+ * from s (mod E) touch, one expert at a time: the definition
+ * ep_hit_round_robin computes in closed form. */
+static double rr_blocks_by_walk(int64_t e, int64_t k, int64_t g)
+{
+	int64_t blocks = (e + g - 1) / g, s, j, sum = 0, n = 0, d = 1;
+
+	for (j = 1; j <= k; j++)	/* d = gcd(k, E), by trial */
+		if (k % j == 0 && e % j == 0)
+			d = j;
+	for (s = 0; s < e; s += d, n++) {
+		char seen[64] = {0};
+		int64_t c = 0;
+
+		for (j = 0; j < k && j < e; j++) {
+			int64_t blk = (s + j) % e / g;
+
+			c += !seen[blk];
+			seen[blk] = 1;
+		}
+		sum += c < blocks ? c : blocks;
+	}
+	return (double)sum / (double)n;
+}
+
+Test(ep, round_robin_blocks_match_the_walk)
+{
+	int64_t e, k, g;
+
+	/* every E <= 24, k <= E, g <= E: the closed form equals the walk */
+	for (e = 1; e <= 24; e++)
+		for (k = 1; k <= e; k++)
+			for (g = 1; g <= e; g++)
+				cr_assert_float_eq(ep_hit_round_robin(
+						   (double)e, (double)k,
+						   (double)g),
+						   rr_blocks_by_walk(e, k, g),
+						   1e-12, "E %lld k %lld g %lld",
+						   (long long)e, (long long)k,
+						   (long long)g);
+}
+
+/* A hostile model (65536 experts, top 65535, 64 a GPU) took the walk
+ * 65536 x 65535 steps (minutes in a run); the closed form takes 65536.
+ * Start 0 covers experts 0 .. 65534, blocks 0 .. 1023: all 1024; a
+ * wrapping start s covers 1024 - s / 64 blocks up to the end and
+ * (s - 2) / 64 + 1 from block 0, at least 1024 together: every start
+ * touches all 1024 blocks. */
+Test(ep, round_robin_blocks_of_a_huge_model_are_quick, .timeout = 2)
+{
+	cr_assert_float_eq(ep_hit_round_robin(65536, 65535, 64), 1024,
+			   1e-12);
+}
