@@ -333,9 +333,10 @@ static int set_wal(struct store *st, char *mode, size_t size)
 /* Open the file and set the connection up: foreign keys, lock wait. The
  * journal mode comes later (set_journal), once the file is known to be
  * ours: a foreign database is refused untouched. */
-static int connect_db(struct store *st, struct diag *d)
+static int connect_db(struct store *st, int readonly, struct diag *d)
 {
-	int rc = sqlite3_open_v2(st->path, &st->db,
+	int rc = sqlite3_open_v2(st->path, &st->db, readonly ?
+				 SQLITE_OPEN_READONLY :
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 				 NULL);
 
@@ -349,7 +350,7 @@ static int connect_db(struct store *st, struct diag *d)
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, st->busy_ms);
-	if (sqlite3_db_readonly(st->db, "main") == 1) {
+	if (!readonly && sqlite3_db_readonly(st->db, "main") == 1) {
 		diag_error(d, st->path, 0, 0,
 			   "the results database is read-only; check its "
 			   "permissions, or use --db PATH");
@@ -565,6 +566,22 @@ struct store *store_open(const char *path, struct diag *d)
 	return store_open_timeout(path, STORE_BUSY_TIMEOUT_MS, d);
 }
 
+static struct store *new_store(const char *path, int busy_ms,
+			       struct diag *d)
+{
+	struct store *st = mem_calloc(1, sizeof(*st));
+
+	if (st)
+		st->path = mem_strdup(path);
+	if (!st || !st->path) {
+		report_oom(path, d);
+		mem_free(st);
+		return NULL;
+	}
+	st->busy_ms = busy_ms;
+	return st;
+}
+
 struct store *store_open_timeout(const char *path, int busy_ms,
 				 struct diag *d)
 {
@@ -575,21 +592,136 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 	route_sqlite_allocations();
 	if (make_parent_dirs(path, d) < 0 || probe_writable(path, d) < 0)
 		return NULL;
-	st = mem_calloc(1, sizeof(*st));
-	if (st)
-		st->path = mem_strdup(path);
-	if (!st || !st->path) {
-		report_oom(path, d);
-		mem_free(st);
+	if (!(st = new_store(path, busy_ms, d)))
 		return NULL;
-	}
-	st->busy_ms = busy_ms;
-	if (connect_db(st, d) < 0 || read_version(st, d, &version) < 0 ||
+	if (connect_db(st, 0, d) < 0 || read_version(st, d, &version) < 0 ||
 	    set_journal(st, d) < 0 || migrate(st, d) < 0 ||
 	    prepare_all(st, d) < 0) {
 		store_close(st);
 		return NULL;
 	}
+	return st;
+}
+
+/* "file:" URI of path, for sqlite3_open_v2(SQLITE_OPEN_URI): '%', '?'
+ * and '#' escaped. NULL when out of memory. */
+static char *file_uri(const char *path, const char *query)
+{
+	size_t n = strlen(path), i, o = 0;
+	char *u = mem_alloc(3 * n + strlen(query) + 8);
+
+	if (!u)
+		return NULL;
+	memcpy(u, "file:", 5);
+	o = 5;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '%' || c == '?' || c == '#') {
+			o += (size_t)sprintf(u + o, "%%%02X", c);
+			continue;
+		}
+		u[o++] = (char)c;
+	}
+	strcpy(u + o, query);
+	return u;
+}
+
+/* A WAL database read by a connection that can create neither its -shm
+ * nor -wal file (a read-only directory) fails at its first read with
+ * SQLITE_CANTOPEN or SQLITE_READONLY (it cannot set the -shm up). With no -wal file beside it no writer is at work and
+ * every commit is in the file itself, so it is reopened immutable (no
+ * locks, no -shm). 0, or -1 after reporting. */
+static int open_immutable_if_needed(struct store *st, struct diag *d)
+{
+	int rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master",
+			      NULL, NULL, NULL);
+	char *wal, *uri;
+	struct stat sb;
+	int have_wal;
+
+	if (((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY) ||
+	    strcmp(st->path, ":memory:") == 0)
+		return 0;	/* read_version reports any other error */
+	wal = mem_alloc(strlen(st->path) + 5);
+	if (!wal) {
+		report_oom(st->path, d);
+		return -1;
+	}
+	sprintf(wal, "%s-wal", st->path);
+	have_wal = stat(wal, &sb) == 0;
+	mem_free(wal);
+	if (have_wal)
+		return 0;
+	if (!(uri = file_uri(st->path, "?immutable=1"))) {
+		report_oom(st->path, d);
+		return -1;
+	}
+	sqlite3_close(st->db);
+	st->db = NULL;
+	rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
+			     SQLITE_OPEN_URI, NULL);
+	mem_free(uri);
+	if (!st->db) {
+		report_oom(st->path, d);
+		return -1;
+	}
+	if (rc != SQLITE_OK) {
+		store_report(st, d, "opening the results database");
+		return -1;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	return 0;
+}
+
+/* A reader's open: SQLITE_OPEN_READONLY, so nothing is created,
+ * migrated or switched to WAL, and a read-only file works. Opening a
+ * WAL database needs its -shm file; in a directory the reader cannot
+ * write, with no -wal file (so no writer is at work), the file is
+ * opened immutable instead. */
+struct store *store_open_readonly(const char *path, struct diag *d)
+{
+	struct store *st;
+	int version;
+	struct stat sb;
+
+	assert(path);
+	route_sqlite_allocations();
+	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) != 0) {
+		diag_error(d, path, 0, 0, "no results database here (%s); "
+			   "give one with --db PATH", strerror(errno));
+		return NULL;
+	}
+	if (strcmp(path, ":memory:") != 0 && !S_ISREG(sb.st_mode)) {
+		diag_error(d, path, 0, 0, "%s, not a results database; give "
+			   "the database file with --db PATH",
+			   S_ISDIR(sb.st_mode) ? "a directory" :
+			   "not a regular file");
+		return NULL;
+	}
+	if (!(st = new_store(path, STORE_BUSY_TIMEOUT_MS, d)))
+		return NULL;
+	if (connect_db(st, 1, d) < 0 || open_immutable_if_needed(st, d) < 0 ||
+	    read_version(st, d, &version) < 0) {
+		store_close(st);
+		return NULL;
+	}
+	if (version > store_schema_version()) {
+		refuse_newer(st, d, version);
+		store_close(st);
+		return NULL;
+	}
+	if (version == 0) {
+		diag_error(d, path, 0, 0, "an empty file, not a results "
+			   "database: nothing is stored in it yet");
+		store_close(st);
+		return NULL;
+	}
+	if (version < store_schema_version())
+		diag_note(d, path, 0, 0, "schema version %d, older than this "
+			  "llmsim's %d: the views added since are missing "
+			  "until a command stores into it", version,
+			  store_schema_version());
 	return st;
 }
 
