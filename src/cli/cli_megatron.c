@@ -478,6 +478,10 @@ static void put_job(FILE *out, const struct imported *im,
 		fprintf(out, "parallelism:\n");
 		put_section(out, im, "parallelism", 2);
 	}
+	if (section_count(im, "moe")) {
+		fprintf(out, "moe:\n");
+		put_section(out, im, "moe", 2);
+	}
 }
 
 /* tp x pp x cp from the import (1 where absent). */
