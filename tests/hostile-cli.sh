@@ -180,4 +180,28 @@ for dist in lognormal exponential; do
 		{ echo "FAIL: $dist mean 0:"; cat "$tmp/err"; fail=1; }
 done
 
+# ---- round 8: messages that mislead.
+# A bare name is a preset; one that is a folder or file here said only
+# "no job preset 'NAME'": now a note says what is here and how to give it.
+mkdir "$tmp/here" "$tmp/here/jobs"
+(cd "$tmp/here" && "$llmsim" run jobs --no-store) >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "note: 'jobs' in this folder is a directory, not a config file; a bare name is a preset: give a config file as a path (./jobs)" "$tmp/err" ||
+	{ echo "FAIL: run DIR by bare name:"; cat "$tmp/err"; fail=1; }
+# --ranks past its bound said "expected a whole number of GPUs" of a
+# whole number: the bound (2^22 = 4194304) is named.
+"$llmsim" collective --system dgx-h100 --op allreduce --ranks 99999999 \
+	--no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--ranks: expected a whole number of GPUs from 1 to 4194304, got '99999999'" "$tmp/err" ||
+	{ echo "FAIL: collective --ranks 99999999:"; cat "$tmp/err"; fail=1; }
+# An empty argument string ended import-megatron's options: --gpus 8
+# became a Megatron argument and the error asked for --gpus.
+"$llmsim" config import-megatron "" --gpus 8 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "import-megatron needs the Megatron-LM arguments" "$tmp/err" ||
+	{ echo "FAIL: import-megatron '':"; cat "$tmp/err"; fail=1; }
+# A folder as an input of db merge said "cannot open the results
+# database for writing".
+"$llmsim" db merge "$tmp/m.db" "$tmp/here" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "here: error: a directory, not a results database to merge" "$tmp/err" ||
+	{ echo "FAIL: db merge DIR:"; cat "$tmp/err"; fail=1; }
+
 exit $fail
