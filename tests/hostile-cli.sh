@@ -203,5 +203,10 @@ mkdir "$tmp/here" "$tmp/here/jobs"
 "$llmsim" db merge "$tmp/m.db" "$tmp/here" >/dev/null 2>"$tmp/err"
 [ $? = 1 ] && grep -q "here: error: a directory, not a results database to merge" "$tmp/err" ||
 	{ echo "FAIL: db merge DIR:"; cat "$tmp/err"; fail=1; }
+# sweep - said "-: error: cannot read: No such file or directory" (run
+# and plan read '-' as standard input).
+"$llmsim" sweep - --db "$tmp/m.db" </dev/null >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "a sweep is read from a file, not standard input ('-')" "$tmp/err" ||
+	{ echo "FAIL: sweep -:"; cat "$tmp/err"; fail=1; }
 
 exit $fail

@@ -712,8 +712,8 @@ struct store *store_open_readonly(const char *path, struct diag *d)
 		return NULL;
 	}
 	if (version == 0) {
-		diag_error(d, path, 0, 0, "an empty file, not a results "
-			   "database: nothing is stored in it yet");
+		diag_error(d, path, 0, 0, "empty, not a results database: "
+			   "nothing is stored in it yet");
 		store_close(st);
 		return NULL;
 	}

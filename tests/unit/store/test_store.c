@@ -508,8 +508,7 @@ Test(store, reader_leaves_an_empty_file_empty)
 	f = fopen(sf_db_path, "w");
 	cr_assert_not_null(f);
 	fclose(f);
-	expect_readonly_fails(sf_db_path, "an empty file, not a results "
-			      "database");
+	expect_readonly_fails(sf_db_path, "empty, not a results database");
 	cr_assert_eq(stat(sf_db_path, &sb), 0);
 	cr_assert_eq(sb.st_size, 0, "the empty file grew to %lld B",
 		     (long long)sb.st_size);
