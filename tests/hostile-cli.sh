@@ -208,5 +208,11 @@ mkdir "$tmp/here" "$tmp/here/jobs"
 "$llmsim" sweep - --db "$tmp/m.db" </dev/null >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "a sweep is read from a file, not standard input ('-')" "$tmp/err" ||
 	{ echo "FAIL: sweep -:"; cat "$tmp/err"; fail=1; }
+# moe.mtp_layers on a dense model ran without the MTP module, its cost
+# dropped without a word (train.c costs MTP for MoE models only).
+"$llmsim" run "$root/workloads/jobs/default.yaml" --no-store \
+	--set moe.mtp_layers=1 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--set:1:16: error: layout: mtp_layers 1 on a dense model" "$tmp/err" ||
+	{ echo "FAIL: mtp_layers on a dense model:"; cat "$tmp/err"; fail=1; }
 
 exit $fail
