@@ -119,7 +119,7 @@ static void sq_shutdown(void *unused)
 
 /* Install the table unless SQLite is already running (then SQLite
  * refuses with SQLITE_MISUSE and keeps its allocator, which is fine). */
-static void route_sqlite_allocations(void)
+void store_route_allocations(void)
 {
 	sqlite3_mem_methods m = {
 		sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup,
@@ -185,7 +185,7 @@ void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 		   sqlite3_errmsg(st->db), os, hint(st->db));
 }
 
-static void report_oom(const char *path, struct diag *d)
+void store_report_oom(const char *path, struct diag *d)
 {
 	diag_error(d, path, 0, 0,
 		   "out of memory opening the results database");
@@ -257,7 +257,7 @@ static int make_parent_dirs(const char *path, struct diag *d)
 		return 0;
 	dir = mem_strdup(path);
 	if (!dir) {
-		report_oom(path, d);
+		store_report_oom(path, d);
 		return -1;
 	}
 	dir[slash - path] = '\0';
@@ -333,7 +333,7 @@ static int set_wal(struct store *st, char *mode, size_t size)
 /* Open the file and set the connection up: foreign keys, lock wait. The
  * journal mode comes later (set_journal), once the file is known to be
  * ours: a foreign database is refused untouched. */
-static int connect_db(struct store *st, int readonly, struct diag *d)
+int store_connect(struct store *st, int readonly, struct diag *d)
 {
 	int rc = sqlite3_open_v2(st->path, &st->db, readonly ?
 				 SQLITE_OPEN_READONLY :
@@ -341,7 +341,7 @@ static int connect_db(struct store *st, int readonly, struct diag *d)
 				 NULL);
 
 	if (!st->db) {
-		report_oom(st->path, d);
+		store_report_oom(st->path, d);
 		return -1;
 	}
 	if (rc != SQLITE_OK) {
@@ -412,7 +412,7 @@ static const char WHOSE_SQL[] =
 
 /* The stored schema version: 0 for an empty database; -1 after
  * reporting a database that is not ours, unreadable or inconsistent. */
-static int read_version(struct store *st, struct diag *d, int *version)
+int store_read_version(struct store *st, struct diag *d, int *version)
 {
 	char whose[16], text[32];
 
@@ -444,7 +444,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 	return 0;
 }
 
-static int refuse_newer(struct store *st, struct diag *d, int version)
+int store_refuse_newer(struct store *st, struct diag *d, int version)
 {
 	diag_error(d, st->path, 0, 0,
 		   "the results database has schema version %d; this llmsim "
@@ -481,10 +481,10 @@ static int apply(struct store *st, const struct store_migration *m,
 		       m->version, m->what);
 		return -1;
 	}
-	if (read_version(st, d, &version) < 0)
+	if (store_read_version(st, d, &version) < 0)
 		goto out;
 	if (version > store_schema_version()) {
-		refuse_newer(st, d, version);
+		store_refuse_newer(st, d, version);
 		goto out;
 	}
 	if (version < m->version &&
@@ -509,10 +509,10 @@ static int migrate(struct store *st, struct diag *d)
 {
 	int version, i;
 
-	if (read_version(st, d, &version) < 0)
+	if (store_read_version(st, d, &version) < 0)
 		return -1;
 	if (version > store_schema_version())
-		return refuse_newer(st, d, version);
+		return store_refuse_newer(st, d, version);
 	for (i = 0; i < store_nmigrations; i++)
 		if (store_migrations[i].version > version &&
 		    apply(st, &store_migrations[i], d) < 0)
@@ -566,15 +566,14 @@ struct store *store_open(const char *path, struct diag *d)
 	return store_open_timeout(path, STORE_BUSY_TIMEOUT_MS, d);
 }
 
-static struct store *new_store(const char *path, int busy_ms,
-			       struct diag *d)
+struct store *store_new(const char *path, int busy_ms, struct diag *d)
 {
 	struct store *st = mem_calloc(1, sizeof(*st));
 
 	if (st)
 		st->path = mem_strdup(path);
 	if (!st || !st->path) {
-		report_oom(path, d);
+		store_report_oom(path, d);
 		mem_free(st);
 		return NULL;
 	}
@@ -589,139 +588,17 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 	int version;
 
 	assert(path && busy_ms >= 0);
-	route_sqlite_allocations();
+	store_route_allocations();
 	if (make_parent_dirs(path, d) < 0 || probe_writable(path, d) < 0)
 		return NULL;
-	if (!(st = new_store(path, busy_ms, d)))
+	if (!(st = store_new(path, busy_ms, d)))
 		return NULL;
-	if (connect_db(st, 0, d) < 0 || read_version(st, d, &version) < 0 ||
+	if (store_connect(st, 0, d) < 0 || store_read_version(st, d, &version) < 0 ||
 	    set_journal(st, d) < 0 || migrate(st, d) < 0 ||
 	    prepare_all(st, d) < 0) {
 		store_close(st);
 		return NULL;
 	}
-	return st;
-}
-
-/* "file:" URI of path, for sqlite3_open_v2(SQLITE_OPEN_URI): '%', '?'
- * and '#' escaped. NULL when out of memory. */
-static char *file_uri(const char *path, const char *query)
-{
-	size_t n = strlen(path), i, o = 0;
-	char *u = mem_alloc(3 * n + strlen(query) + 8);
-
-	if (!u)
-		return NULL;
-	memcpy(u, "file:", 5);
-	o = 5;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)path[i];
-
-		if (c == '%' || c == '?' || c == '#') {
-			o += (size_t)sprintf(u + o, "%%%02X", c);
-			continue;
-		}
-		u[o++] = (char)c;
-	}
-	strcpy(u + o, query);
-	return u;
-}
-
-/* A WAL database read by a connection that can create neither its -shm
- * nor -wal file (a read-only directory) fails at its first read with
- * SQLITE_CANTOPEN or SQLITE_READONLY (it cannot set the -shm up). With no -wal file beside it no writer is at work and
- * every commit is in the file itself, so it is reopened immutable (no
- * locks, no -shm). 0, or -1 after reporting. */
-static int open_immutable_if_needed(struct store *st, struct diag *d)
-{
-	int rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master",
-			      NULL, NULL, NULL);
-	char *wal, *uri;
-	struct stat sb;
-	int have_wal;
-
-	if (((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY) ||
-	    strcmp(st->path, ":memory:") == 0)
-		return 0;	/* read_version reports any other error */
-	wal = mem_alloc(strlen(st->path) + 5);
-	if (!wal) {
-		report_oom(st->path, d);
-		return -1;
-	}
-	sprintf(wal, "%s-wal", st->path);
-	have_wal = stat(wal, &sb) == 0;
-	mem_free(wal);
-	if (have_wal)
-		return 0;
-	if (!(uri = file_uri(st->path, "?immutable=1"))) {
-		report_oom(st->path, d);
-		return -1;
-	}
-	sqlite3_close(st->db);
-	st->db = NULL;
-	rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
-			     SQLITE_OPEN_URI, NULL);
-	mem_free(uri);
-	if (!st->db) {
-		report_oom(st->path, d);
-		return -1;
-	}
-	if (rc != SQLITE_OK) {
-		store_report(st, d, "opening the results database");
-		return -1;
-	}
-	sqlite3_extended_result_codes(st->db, 1);
-	return 0;
-}
-
-/* A reader's open: SQLITE_OPEN_READONLY, so nothing is created,
- * migrated or switched to WAL, and a read-only file works. Opening a
- * WAL database needs its -shm file; in a directory the reader cannot
- * write, with no -wal file (so no writer is at work), the file is
- * opened immutable instead. */
-struct store *store_open_readonly(const char *path, struct diag *d)
-{
-	struct store *st;
-	int version;
-	struct stat sb;
-
-	assert(path);
-	route_sqlite_allocations();
-	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) != 0) {
-		diag_error(d, path, 0, 0, "no results database here (%s); "
-			   "give one with --db PATH", strerror(errno));
-		return NULL;
-	}
-	if (strcmp(path, ":memory:") != 0 && !S_ISREG(sb.st_mode)) {
-		diag_error(d, path, 0, 0, "%s, not a results database; give "
-			   "the database file with --db PATH",
-			   S_ISDIR(sb.st_mode) ? "a directory" :
-			   "not a regular file");
-		return NULL;
-	}
-	if (!(st = new_store(path, STORE_BUSY_TIMEOUT_MS, d)))
-		return NULL;
-	if (connect_db(st, 1, d) < 0 || open_immutable_if_needed(st, d) < 0 ||
-	    read_version(st, d, &version) < 0) {
-		store_close(st);
-		return NULL;
-	}
-	if (version > store_schema_version()) {
-		refuse_newer(st, d, version);
-		store_close(st);
-		return NULL;
-	}
-	if (version == 0) {
-		diag_error(d, path, 0, 0, "empty, not a results database: "
-			   "nothing is stored in it yet");
-		store_close(st);
-		return NULL;
-	}
-	if (version < store_schema_version())
-		diag_note(d, path, 0, 0, "schema version %d, older than this "
-			  "llmsim's %d: the views added since are missing "
-			  "until a command stores into it", version,
-			  store_schema_version());
 	return st;
 }
 
