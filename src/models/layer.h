@@ -77,6 +77,8 @@ struct moe_dims {
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int fixed_gate;		/* no router: fixed round-robin indices and
+				 * 1/k weights (AutoModel FakeBalancedGate) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
 	int map_gather;		/* the count exchange all-gathers the bool
@@ -162,6 +164,7 @@ struct layer_dims {
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
+	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */

@@ -284,6 +284,13 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	double T = m->tokens, E = m->experts, k = m->topk;
 	struct layer_op *op;
 
+	/* AutoModel's FakeBalancedGate: no weight, no scores; its indices
+	 * (arange(T k) % E) and weights (ones / k, cast to the activations'
+	 * dtype) are written, T k (8 + 4 + 2) B, and nothing flows back */
+	if (m->fixed_gate) {
+		lop_memop(o, "router_fixed", pass, 0, T * k * 14, 2 * T * k);
+		return;
+	}
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
 	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
 	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
@@ -630,6 +637,8 @@ static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double T = m->tokens, E = m->experts, h = d->hidden;
 	struct layer_op *op;
 
+	if (m->fixed_gate)	/* constants: no gradient */
+		return;
 	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
 		  T * E * 4, 6 * T * E);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
