@@ -233,6 +233,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
 		e->host_sync = EP_SYNC_NONE;
 	e->map_gather = mj->dispatcher && mj->dispatcher->map_gather;
+	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
+					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
 	e->bias_ops = m->mlp_bias == 1 &&

@@ -81,6 +81,8 @@ struct moe_dims {
 				 * 1/k weights (AutoModel FakeBalancedGate) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
+	double call_host_s;	/* s, the dispatcher's host time per dispatch
+				 * call (reference CPU; 0: a PyTorch op) */
 	int map_gather;		/* the count exchange all-gathers the bool
 				 * routing map [tokens, experts] of every
 				 * rank, not E counts (moe.c counts_fwd) */
@@ -360,6 +362,8 @@ struct layer_op {
 	uint8_t host_events;	/* cudaEventRecord calls its call makes */
 	int16_t host_wait;	/* the op the host waits for (a device sync)
 				 * before it issues this one, or LAYER_NONE */
+	double host_call_s;	/* s, its call's host time on the reference
+				 * CPU in place of its kind's (0: the kind's) */
 	int16_t dep[2];		/* earlier ops (index), LAYER_IN or LAYER_NONE */
 };
 

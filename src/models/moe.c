@@ -243,6 +243,10 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op->a2a_B = kind == EP_PASS_DISPATCH ? m->a2a_B :
 		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */
 	op->ep_path = (uint8_t)kind;
+	/* the dispatcher's own call (Hybrid-EP dispatch_with_permute: the
+	 * forward's dispatch and the combine's backward) */
+	if (kind == EP_PASS_DISPATCH || kind == EP_PASS_DISPATCH16)
+		op->host_call_s = m->call_host_s;
 }
 
 /* Combine bytes: the dispatch's rows in 16-bit. */
