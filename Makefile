@@ -125,14 +125,24 @@ $(BUILD)/gen/gitrev.h: FORCE
 
 $(BUILD)/obj/src/cli/cli_store.o: $(BUILD)/gen/gitrev.h
 
+# The compiler and flags, rewritten only when they change: every object
+# depends on them, so a build folder made with other flags (LTO=0, an
+# older Makefile) is rebuilt, not linked as it was. (Expanded here, once:
+# an object's own additions, sweep_mpi.o's, must not leak into it.)
+FLAGS_STAMP := $(CC) $(BASE_CFLAGS) $(WARN) $(SAN_FLAGS) $(LTO_FLAGS) $(CFLAGS)
+$(BUILD)/gen/cflags: FORCE
+	@mkdir -p $(@D)
+	@line='$(FLAGS_STAMP)'; \
+	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
+
 $(BUILD)/obj/src/sweep/sweep_mpi.o: ALL_CFLAGS += $(SWEEP_MPI_CFLAGS)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(BUILD)/gen/cflags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Tests use Criterion's macros, which trip -Wconversion; keep the rest.
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/gen/cflags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-conversion $(TEST_CFLAGS) -c $< -o $@
 
