@@ -142,9 +142,11 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/gen/cflags
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Tests use Criterion's macros, which trip -Wconversion; keep the rest.
+# They never link with LTO: no bytecode.
 $(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/gen/cflags
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Wno-conversion $(TEST_CFLAGS) -c $< -o $@
+	$(CC) $(filter-out $(LTO_FLAGS),$(ALL_CFLAGS)) -Wno-conversion \
+		$(TEST_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
