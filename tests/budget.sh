@@ -80,5 +80,25 @@ grep -q '"step_time_s"' "$tmp/out" || { echo "FAIL: no result"; fail=1; }
 	--set serving.requests=1000 --max-memory '1 MiB' >"$tmp/out" 2>"$tmp/err" ||
 	{ echo "FAIL: 1000 requests within 1 MiB did not run"; cat "$tmp/err"; fail=1; }
 
+# A serving trace (serve_trace_estimate): the 300 requests of the unit
+# tests' Llama 3 8B job take at least 843 engine steps (the longest
+# request's, one after the other) of about 325 B of events each (a step
+# and two counters): 274 kB at the fewest, past a 100 kB budget; refused
+# before the run.
+refused "serving trace over 100 kB" \
+	'the trace of these 300 requests would be at least 27[0-9] kB \(843 engine steps at the fewest, 3[0-9][0-9] B each; .* if no two requests shared a step\), more than the 100 kB budget; raise it with --max-trace' \
+	tests/data/serve/l8-h100-tp1.yaml --trace "$tmp/trace.json" \
+	--max-trace '100 kB'
+# DeepSeek-V3's 400 requests: at least 809 steps (265 kB), 2974 when run
+# (960 kB); under 500 kB the run starts and stops once its trace passes
+# the budget, exit 2, the file holding what was written.
+refused "serving trace stopped at 500 kB" \
+	'the trace passed the 500 kB budget after [0-9]+ engine steps .* raise the budget with --max-trace' \
+	workloads/jobs/serve-deepseek-v3-h200.yaml --trace "$tmp/trace.json" \
+	--max-trace '500 kB'
+size=$(wc -c <"$tmp/trace.json")
+[ "$size" -gt 500000 ] && [ "$size" -lt 501000 ] ||
+	{ echo "FAIL: the stopped trace is $size B, expected just past 500 kB"; fail=1; }
+
 [ $fail = 0 ] && echo "budget: ok"
 exit $fail

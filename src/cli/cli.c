@@ -48,7 +48,9 @@ static const struct cli_command commands[] = {
 	  "                   anything is built (default: 80 % of this\n"
 	  "                   machine's memory)\n"
 	  "  --max-trace SIZE refuse a --trace file larger than SIZE\n"
-	  "                   (default 2 GB)\n",
+	  "                   (default 2 GB); a serving run is refused when\n"
+	  "                   its fewest possible engine steps pass it, and\n"
+	  "                   stopped (exit 2) when its trace does\n",
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"

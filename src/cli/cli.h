@@ -192,6 +192,7 @@ struct cli_run_io {
 	const char *trace;		/* Chrome trace file, or NULL */
 	const char *db;			/* database, or NULL for the default */
 	int no_store;
+	double max_trace_B;		/* B, a serving trace's budget; 0: none */
 };
 
 struct job_spec;

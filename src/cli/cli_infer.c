@@ -23,17 +23,18 @@
  */
 struct kind {
 	size_t size;				/* B of its result */
-	int (*run)(const struct job_spec *j, FILE *trace, void *r,
-		   struct diag *d);
+	int (*run)(const struct job_spec *j, FILE *trace, double trace_max_B,
+		   void *r, struct diag *d);
 	struct cJSON *(*to_json)(const struct job_spec *j, const void *r);
 	void (*print)(FILE *out, const struct job_spec *j, const void *r);
 	void (*row)(const void *r, struct store_step *out);
 	void (*release)(void *r);
 };
 
-static int run_step(const struct job_spec *j, FILE *trace, void *r,
-		    struct diag *d)
+static int run_step(const struct job_spec *j, FILE *trace,
+		    double trace_max_B, void *r, struct diag *d)
 {
+	(void)trace_max_B;	/* one step's trace: a few thousand events */
 	return infer_run(j, trace, r, d);
 }
 
@@ -74,10 +75,10 @@ static const struct kind kind_step = {
 	row_step, release_step,
 };
 
-static int run_serving(const struct job_spec *j, FILE *trace, void *r,
-		       struct diag *d)
+static int run_serving(const struct job_spec *j, FILE *trace,
+		       double trace_max_B, void *r, struct diag *d)
 {
-	return serve_run(j, trace, r, d);
+	return serve_run_traced(j, trace, trace_max_B, r, d);
 }
 
 static struct cJSON *json_serving(const struct job_spec *j, const void *r)
@@ -131,7 +132,8 @@ static int run_kind(const struct kind *k, const struct cli_run_io *io,
 	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_OK)
 		rc = cli_trace_finish(trace, io->trace,
-				      k->run(j, trace, r, d), d);
+				      k->run(j, trace, io->max_trace_B, r, d),
+				      d);
 	if (rc == CLI_OK) {
 		rc = cli_json_text(k->to_json(j, r), io->json, &json, d);
 		if (rc == CLI_OK && !io->json)

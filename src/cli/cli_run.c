@@ -13,7 +13,10 @@
  * --max-trace (default 2 GB), is refused with exit 2, the estimate, and
  * the flag that raises the budget (and, for --full, what the symmetric
  * mode would need instead). A serving run is held to the same memory
- * budget (serve_memory_B: its simulation keeps every request).
+ * budget (serve_memory_B: its simulation keeps every request) and trace
+ * budget: refused when even its fewest engine steps would pass it
+ * (serve_trace_estimate), stopped with exit 2 when its trace passes it
+ * while it runs (serve_run_traced).
  *
  * JOB "-" reads the job from standard input; --trace - writes the trace
  * to standard output (the summary then goes to stderr).
@@ -318,8 +321,41 @@ static int check_budget(const struct run_opts *o, const struct job_spec *j,
 	return CLI_OK;
 }
 
+/* A serving trace: refused when even its fewest steps pass the budget
+ * (serve_trace_estimate; serve_run_traced stops a run whose trace does
+ * not fit after all). CLI_OK, CLI_USAGE (reported) or CLI_FAIL. */
+static int check_serving_trace(const struct run_opts *o,
+			       const struct job_spec *j, struct diag *d)
+{
+	double trace = o->max_trace_B > 0 ? o->max_trace_B : TRACE_BUDGET_B;
+	struct serve_trace_est e;
+	char lo[32], hi[32], b[32];
+	int rc;
+
+	if (!o->trace)
+		return CLI_OK;
+	rc = serve_trace_estimate(j, &e, d);
+	if (rc != 0)
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	if (e.lo_B > trace) {
+		diag_error(d, NULL, 0, 0, "the trace of these %lld requests "
+			   "would be at least %s (%.0f engine steps at the "
+			   "fewest, %.0f B each; %s if no two requests shared "
+			   "a step), more than the %s budget; raise it with "
+			   "--max-trace, or simulate fewer requests",
+			   (long long)e.requests,
+			   step_human(lo, sizeof(lo), e.lo_B, UNIT_BYTES),
+			   e.steps_lo, e.step_B,
+			   step_human(hi, sizeof(hi), e.hi_B, UNIT_BYTES),
+			   step_human(b, sizeof(b), trace, UNIT_BYTES));
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
 /* The same budget for a serving run, whose simulation holds every
- * request (serve_memory_B): CLI_OK or CLI_USAGE (reported). */
+ * request (serve_memory_B), and its trace: CLI_OK, CLI_USAGE (reported)
+ * or CLI_FAIL. */
 static int check_serving_budget(const struct run_opts *o,
 				const struct job_spec *j, struct diag *d)
 {
@@ -338,7 +374,7 @@ static int check_serving_budget(const struct run_opts *o,
 			   step_human(b, sizeof(b), mem, UNIT_BYTES));
 		return CLI_USAGE;
 	}
-	return CLI_OK;
+	return check_serving_trace(o, j, d);
 }
 
 static int simulate(const struct run_opts *o, struct job_spec *j,
@@ -386,7 +422,9 @@ int cli_run(int argc, char **argv, const char *argv0)
 	}
 	j->full_fidelity |= o.full;
 	if (job_is_inference(j)) {
-		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store};
+		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store,
+					o.max_trace_B > 0 ? o.max_trace_B :
+							    TRACE_BUDGET_B};
 
 		rc = j->phase == PHASE_SERVING ?
 		     check_serving_budget(&o, j, &d) : CLI_OK;

@@ -432,6 +432,8 @@ enum job_rule {
 	JR_SERVING_ENGINE,	/* inference phases: serving.engine given */
 	JR_TRAIN_CHUNKED,	/* training: cp 1 over chunks < seq_len */
 	JR_SP_SEQ,		/* sequence_parallel: cp*tp divides seq_len */
+	JR_SPEC_MTP,		/* speculative mtp: the model has MTP layers,
+				 * draft_layers of them at most */
 	JR_COUNT
 };
 

@@ -30,7 +30,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
-	"train_chunked", "sp_seq", NULL,
+	"train_chunked", "sp_seq", "spec_mtp", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -601,6 +601,42 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 			     (long long)g);
 }
 
+/* Speculative decoding by MTP drafts with the model's own multi-token
+ * prediction modules (num_nextn_predict_layers; DeepSeek-V3: 1), one a
+ * draft step at most draft_layers of them: vLLM's DeepSeekMTP runs
+ * module spec_step_idx % num_mtp_layers a step, SGLang's NextN its one
+ * module. A model without them has nothing to draft with. */
+static void check_spec_mtp(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct speculative_spec *sp = &j->serving.speculative;
+	const struct model_spec *m = j->model;
+	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
+	const struct cnode *spn = at ? cnode_get(at, "speculative") : NULL;
+	const struct cnode *v;
+
+	if (sp->method != SPEC_MTP)
+		return;
+	if (spn)
+		at = spn;
+	v = spn ? cnode_get(spn, "method") : NULL;
+	if (m->num_nextn_predict_layers <= 0)
+		key_error(s, JR_SPEC_MTP, v ? v : at ? at : s->node,
+			  "speculative method 'mtp' drafts with the model's "
+			  "multi-token prediction layers, and model '%s' has "
+			  "none (num_nextn_predict_layers 0): use method "
+			  "'eagle' or 'draft' with a draft_model",
+			  m->name ? m->name : "(unnamed)");
+	else if (sp->draft_layers > m->num_nextn_predict_layers) {
+		v = spn ? cnode_get(spn, "draft_layers") : NULL;
+		key_error(s, JR_SPEC_MTP, v ? v : at ? at : s->node,
+			  "speculative draft_layers %lld: model '%s' has %lld "
+			  "MTP layer(s) (num_nextn_predict_layers)",
+			  (long long)sp->draft_layers,
+			  m->name ? m->name : "(unnamed)",
+			  (long long)m->num_nextn_predict_layers);
+	}
+}
+
 /* Inference layouts: an instance is tp x pp GPUs (x dp with
  * attention_dp); no context parallelism or pipeline interleaving. */
 static void check_inference(struct job_spec *j, struct layout_sink *s)
@@ -622,6 +658,7 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 			     "ranks)");
 	if (model_is_moe(j->model))
 		check_inference_experts(j, s);
+	check_spec_mtp(j, s);
 	if (p->schedule < 0)
 		j->parallelism.schedule = SCHED_1F1B;
 	if (!j->serving.engine) {

@@ -538,6 +538,27 @@ static void input_broadcasts(const struct infer_dims *d,
 		       8 * infer_batch_tokens(b));
 }
 
+/* A draft head's input (infer_dims.draft_in): the token's embedding and
+ * the target's hidden state, each RMS-normed (MTP), concatenated and
+ * projected back to h by one bf16 GEMM (SGLang deepseek_nextn.py: enorm,
+ * hnorm, eh_proj = nn.Linear(2 h, h), not sharded over TP). */
+static void draft_input_ops(const struct infer_dims *d,
+			   const struct infer_batch *b, struct infer_ops *o)
+{
+	double t = infer_batch_tokens(b), n = t * d->hidden;
+	struct infer_op *op;
+	int i;
+
+	if (!(d->draft_in > 0))
+		return;
+	for (i = 0; i < d->draft_norms; i++)
+		memop(o, "draft_norm", 2 * n * d->act_B, n * d->act_B,
+		      NORM_FLOPS * n);
+	op = gemm(o, "draft_proj", t, d->hidden, d->draft_in * d->hidden);
+	if (op)
+		op->weight_B_base = 1;
+}
+
 void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o)
 {
@@ -547,6 +568,7 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 	input_broadcasts(d, b, o);
 	memop(o, "embed", n * d->act_B, n * d->act_B, 0);
 	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
+	draft_input_ops(d, b, o);
 }
 
 /* Copies of the step's inputs into a captured graph's static buffers,

@@ -125,6 +125,13 @@ struct infer_dims {
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */
+	/* a speculative draft head (serve_setup.c draft_setup), 0 for a
+	 * model: its input projection from draft_in x h to h, unquantized
+	 * and replicated on every GPU (DeepSeek MTP's eh_proj, EAGLE's fc,
+	 * 2 h), after draft_norms RMSNorms of the inputs (MTP's enorm and
+	 * hnorm) */
+	double draft_in;
+	int draft_norms;
 };
 
 /* What one layer is: a routed-expert MLP or a dense one, full attention
@@ -161,8 +168,12 @@ struct infer_route {
 	double dispatch_B;	/* B one GPU sends in dispatch (coll.h) */
 	const double *a2a_B;	/* uneven dispatch matrix [ep x ep]; NULL:
 				 * even */
-	const double *combine_a2a_B;	/* the same pairs' combine bytes:
-					 * a2a_B x (h act_B) / row_B */
+	double combine_B;	/* B one GPU sends in the combine: the
+				 * dispatched rows as h act_B each */
+	const double *combine_a2a_B;	/* the combine's uneven matrix, the
+					 * transpose of a2a_B's pattern
+					 * (route.c's a2a_pass_B of
+					 * EP_PASS_COMBINE); NULL: even */
 	double max_mean;	/* busiest GPU's rows over the mean GPU's */
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */

@@ -15,7 +15,12 @@
  * buffers): T_max tokens keep the residual and the hidden state (2 h B),
  * and the widest intermediate of a layer, max(q + 2 kv, u + f') B; the
  * last rank adds the logits of S_max = max_num_seqs rows, gathered over
- * TP (V B) and in fp32 for sampling (V 4).
+ * TP (V B) and in fp32 for sampling (V 4). TensorRT-LLM's CUTLASS fused
+ * MoE (engine moe_kernels: cutlass) instead allocates its workspace over
+ * the n k rows of the n tokens the op sees: under attention DP with the
+ * all-gather, every rank's T_max (the KV estimation's dummy requests of
+ * max_num_tokens are repeated tp_size times, _torch/pyexecutor/_util.py
+ * KvCacheCreator), so n = adp T_max (cutlass_moe_B).
  *
  * KV cache, by the engine's memory rule, C the device memory, C_u the
  * usable memory (C less the runtime context, spec_gpu), f the engine's
@@ -71,6 +76,26 @@ static double rank_weights_B(const struct job_spec *j,
 	return w;
 }
 
+/* TensorRT-LLM's CUTLASS fused MoE on n tokens (the local ones, or
+ * every attention-DP rank's after the all-gather): the op's workspace
+ * over its M = n k permuted rows (moe_kernels.cu
+ * getWorkspaceDeviceBufferSizes: the GEMM inputs' buffer max(permuted
+ * data M h a, fc1 result M f a, fc2 result M h 2) and the outputs'
+ * max(fc1 result, gated-activation input M 2f 2, fc2 result); the
+ * unfused GEMM output is bf16), plus the gathered quantized input n h a
+ * and the finalized output n h 2 (fused_moe_cutlass.py forward_chunk).
+ * The KV estimation's forward of max_num_tokens a rank holds them all. */
+static double cutlass_moe_B(const struct infer_dims *d, double tokens,
+			    double fe)
+{
+	double n = tokens * (d->moe.allgather ? d->moe.adp : 1);
+	double m = n * d->moe.topk, a = d->moe.gemm_a_B, h = d->hidden;
+	double in = fmax(fmax(h * a, h * 2), fe * a);
+	double out = fmax(fmax(fe * a, (d->gated ? 2 : 1) * fe * 2), h * 2);
+
+	return m * (in + out) + n * h * (a + 2);
+}
+
 static double activations_B(const struct infer_dims *d, double tokens,
 			    double seqs, int last)
 {
@@ -80,15 +105,18 @@ static double activations_B(const struct infer_dims *d, double tokens,
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
 	double widest = fmax(q + 2 * kv, u + f);
 
-	if (d->moe_model) {
+	double fe = d->moe_model ? d->moe.ffn / d->moe.etp : 0;
+
+	if (d->moe_model && !d->moe.cutlass)
 		/* fused MoE caches: every token's k rows through the local
 		 * experts' widths (vLLM's intermediate_cache1..3) */
-		double fe = d->moe.ffn / d->moe.etp;
-
 		widest = fmax(widest, d->moe.topk *
 			      ((d->gated ? 2 : 1) * fe + fe + d->hidden));
-	}
 	double a = tokens * (2 * d->hidden + widest) * d->act_B;
+
+	if (d->moe_model && d->moe.cutlass)
+		a = fmax(a, tokens * 2 * d->hidden * d->act_B +
+			 cutlass_moe_B(d, tokens, fe));
 
 	if (last)
 		a += seqs * d->vocab * (d->act_B + 4);

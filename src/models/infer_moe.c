@@ -227,20 +227,11 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	out->node_share = ld.moe.node_share;
 	out->row_B = ld.moe.row_B;
 	out->row_fp8 = ld.moe.dispatch_dt == DTYPE_FP8;
-	if (ld.moe.a2a_B && ld.moe.row_B > 0) {
-		/* the same rows come back, h act_B bytes each */
-		size_t n = (size_t)(e->ep * e->ep), l;
-		double f = d->hidden * d->act_B / ld.moe.row_B;
-		double *m = arena_alloc(a, n * sizeof(*m));
-
-		if (!m) {
-			diag_oom(dg);
-			return -1;
-		}
-		for (l = 0; l < n; l++)
-			m[l] = ld.moe.a2a_B[l] * f;
-		out->combine_a2a_B = m;
-	}
+	/* the combine is training's forward combine (route.c): the same
+	 * rows back as h act_B bytes each, the pace GPU sending its
+	 * surplus back (the dispatch's matrix transposed) */
+	out->combine_B = ld.moe.combine_B;
+	out->combine_a2a_B = ld.moe.a2a_pass_B[EP_PASS_COMBINE - 1];
 	return 0;
 }
 
@@ -338,8 +329,7 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 		/* the dispatched rows come back as h activations, without
 		 * the dispatch's extras (route.c's combine_B) */
 		op = ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
-					  COLL_ALLTOALL, r->row_B > 0 ?
-					  r->dispatch_B * h * B / r->row_B : 0),
+					  COLL_ALLTOALL, r->combine_B),
 			    h * B, EP_ROW_COMBINE);
 		if (op)
 			op->a2a_B = r->combine_a2a_B;

@@ -268,9 +268,12 @@ static double *uneven(double per_rank_B, double ep, double max_mean,
 	return m;
 }
 
-/* Dispatch bytes per GPU and the node share, by the path's dedup. */
+/* Dispatch bytes per GPU and the node share, by the path's dedup. A
+ * combine row is h activations of the layer's base dtype (act_B:
+ * layer_base_dtype of training.dtype for training, the serving model's
+ * base dtype for inference), without the dispatch's extras. */
 static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
-			   double hidden)
+			   double hidden, double act_B)
 {
 	const struct ep_comm_spec *path = j->moe.dispatcher;
 	const struct model_spec *model = j->model;
@@ -283,8 +286,7 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 				    ep_row_extra_B(path, r.experts, m->ep,
 						   floor(per_node)));
 
-	double row16_B = ep_row_bytes(path, hidden, (int)layer_base_dtype(
-				      (enum dtype)j->training.dtype), 0);
+	double row16_B = hidden * act_B;
 
 	ep_traffic(&r, m->ep, floor(per_node), m->tokens, row_B,
 		   path ? path->dedup : DEDUP_NONE, &t);
@@ -348,7 +350,7 @@ int route_plan(const struct job_spec *j, struct layer_dims *d,
 	out->max_mean = total / (S / m->ep);
 	m->rows = total;
 	m->expert_rows = out->rows;
-	dispatch_bytes(j, m, d->hidden);
+	dispatch_bytes(j, m, d->hidden, d->act_B);
 	out->a2a_B = uneven(m->dispatch_B, m->ep, out->max_mean, 0, a);
 	if (out->max_mean > 1 + 1e-9 && m->ep > 1 && !out->a2a_B)
 		goto oom;

@@ -81,6 +81,45 @@ struct serve_result {
  */
 int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	      struct diag *d);
+
+/* serve_run with a budget on the trace (`run --max-trace`): once what
+ * it wrote passes trace_max_B (> 0) the run stops, says so with the
+ * flag that raises it, and returns -2; the file then holds the events
+ * up to there (a JSON array without its closing bracket, which trace
+ * viewers read). */
+int serve_run_traced(const struct job_spec *j, FILE *trace,
+		     double trace_max_B, struct serve_result *out,
+		     struct diag *d);
+
+/*
+ * The trace of job j's serving run, before it runs (`run --max-trace`).
+ * Each engine step writes one complete event and two counter events
+ * (serve_report.c), step_B bytes (their formats printed with a step
+ * at the middle of the arrivals plus 1 s, 20 ms long, a full batch).
+ * How many steps the engines take depends on
+ * how requests share them, which only the run finds out; it lies
+ * between
+ *   steps_hi  no two requests share a step: each takes ceil(p / c)
+ *             prompt steps (c the chunk: max_num_batched_tokens with
+ *             chunked prefill, else the prompt) and (o - 1) / tau
+ *             decode steps (tau the mean tokens a verify step keeps
+ *             under speculative decoding, else 1)
+ *   steps_lo  every step full: the most of sum(tokens) /
+ *             max_num_batched_tokens, sum(prompt and decode steps of
+ *             every request) / max_num_seqs and one request's steps
+ *             (a request's steps follow each other)
+ * (preemption recomputes prompts: more steps than steps_hi when the KV
+ * pool overflows). 0, -1 out of memory, -2 bad input (reported, as
+ * serve_run would).
+ */
+struct serve_trace_est {
+	int64_t requests;
+	double steps_lo, steps_hi;
+	double step_B;		/* B one step's three events take */
+	double lo_B, hi_B;	/* B, the trace at steps_lo, steps_hi */
+};
+int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
+			 struct diag *d);
 void serve_result_release(struct serve_result *r);
 
 /*

@@ -120,6 +120,10 @@ struct serve {
 	gsl_rng *rng;			/* speculative acceptance draws */
 	FILE *trace;			/* Chrome trace, or NULL */
 	int trace_first;		/* no event written yet */
+	double trace_B;			/* B written to it */
+	double trace_max_B;		/* B, its budget; 0 = none */
+	int trace_over;			/* the budget is spent: stopped */
+	int64_t trace_steps;		/* engine steps written */
 	int64_t next_arrival;		/* index of the next request to arrive */
 	int64_t dispatch_rr;		/* round-robin cursor */
 	int64_t in_system;		/* arrived and not done */
@@ -207,5 +211,11 @@ void serve_trace_step(struct serve *s, int inst, double start_s, double dur_s,
 		      const struct infer_batch *b, int64_t prefill_tokens,
 		      int64_t decode_seqs);
 void serve_trace_counters(struct serve *s, int inst, double now);
+
+/* B of one step's events in the trace (a step and its two counters) of
+ * instance inst at time t_s, dur_s long, seqs sequences of tokens
+ * tokens, waiting requests queued. */
+double serve_trace_step_B(int inst, double t_s, double dur_s, double seqs,
+			  double tokens, int64_t waiting);
 
 #endif

@@ -27,46 +27,77 @@
 
 /* ---- trace ---- */
 
+/* The events' formats (serve_trace_step_B sizes them). */
+#define STEP_FMT "{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0," \
+	"\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"sequences\":%.0f," \
+	"\"tokens\":%.0f,\"prompt_tokens\":%lld,\"decode_seqs\":%lld}}"
+#define KV_FMT "{\"name\":\"kv_occupancy\",\"ph\":\"C\",\"pid\":%d," \
+	"\"ts\":%.3f,\"args\":{\"used\":%.4f}}"
+#define REQS_FMT "{\"name\":\"requests\",\"ph\":\"C\",\"pid\":%d," \
+	"\"ts\":%.3f,\"args\":{\"running\":%lld,\"waiting\":%lld}}"
+#define SEP ",\n"
+
+/* What the trace took: n more bytes; past the budget the run stops
+ * (serve_run_traced reports it). */
+static void wrote(struct serve *s, int n)
+{
+	if (n > 0)
+		s->trace_B += (double)n;
+	if (s->trace_max_B > 0 && s->trace_B > s->trace_max_B &&
+	    !s->trace_over) {
+		s->trace_over = 1;
+		s->failed = 1;
+	}
+}
+
 static void sep(struct serve *s)
 {
 	if (!s->trace_first)
-		fputs(",\n", s->trace);
+		wrote(s, fputs(SEP, s->trace) >= 0 ? 2 : 0);
 	s->trace_first = 0;
+}
+
+double serve_trace_step_B(int inst, double t_s, double dur_s, double seqs,
+			  double tokens, int64_t waiting)
+{
+	return (double)(snprintf(NULL, 0, STEP_FMT, "decode", inst, t_s * 1e6,
+				 dur_s * 1e6, seqs, tokens, 0LL,
+				 (long long)seqs) +
+			snprintf(NULL, 0, KV_FMT, inst, t_s * 1e6, 0.5) +
+			snprintf(NULL, 0, REQS_FMT, inst, t_s * 1e6,
+				 (long long)seqs, (long long)waiting) +
+			3 * (int)(sizeof(SEP) - 1));
 }
 
 void serve_trace_step(struct serve *s, int inst, double start_s, double dur_s,
 		      const struct infer_batch *b, int64_t prefill_tokens,
 		      int64_t decode_seqs)
 {
-	if (!s->trace)
+	if (!s->trace || s->trace_over)
 		return;
 	sep(s);
-	fprintf(s->trace, "{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
-		"\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"sequences\":%.0f,"
-		"\"tokens\":%.0f,\"prompt_tokens\":%lld,\"decode_seqs\":%lld}}",
-		prefill_tokens > 0 ? (decode_seqs > 0 ? "mixed" : "prefill")
-				   : "decode",
-		inst, start_s * 1e6, dur_s * 1e6, infer_batch_seqs(b),
-		infer_batch_tokens(b), (long long)prefill_tokens,
-		(long long)decode_seqs);
+	wrote(s, fprintf(s->trace, STEP_FMT,
+			 prefill_tokens > 0 ? (decode_seqs > 0 ? "mixed" :
+					       "prefill") : "decode",
+			 inst, start_s * 1e6, dur_s * 1e6,
+			 infer_batch_seqs(b), infer_batch_tokens(b),
+			 (long long)prefill_tokens, (long long)decode_seqs));
+	s->trace_steps++;
 }
 
 void serve_trace_counters(struct serve *s, int inst, double now)
 {
 	const struct serve_inst *in = &s->inst[inst];
 
-	if (!s->trace)
+	if (!s->trace || s->trace_over)
 		return;
 	sep(s);
-	fprintf(s->trace, "{\"name\":\"kv_occupancy\",\"ph\":\"C\",\"pid\":%d,"
-		"\"ts\":%.3f,\"args\":{\"used\":%.4f}}", inst, now * 1e6,
-		in->pages ? (double)(in->pages - in->free_pages) /
-			    (double)in->pages : 0);
+	wrote(s, fprintf(s->trace, KV_FMT, inst, now * 1e6,
+			 in->pages ? (double)(in->pages - in->free_pages) /
+				     (double)in->pages : 0));
 	sep(s);
-	fprintf(s->trace, "{\"name\":\"requests\",\"ph\":\"C\",\"pid\":%d,"
-		"\"ts\":%.3f,\"args\":{\"running\":%lld,\"waiting\":%lld}}",
-		inst, now * 1e6, (long long)in->nrunning,
-		(long long)in->waiting.n);
+	wrote(s, fprintf(s->trace, REQS_FMT, inst, now * 1e6,
+			 (long long)in->nrunning, (long long)in->waiting.n));
 }
 
 /* ---- JSON ---- */

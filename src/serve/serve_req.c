@@ -380,3 +380,103 @@ int serve_requests(const struct job_spec *j, struct serve_req **out,
 	*n = count;
 	return 0;
 }
+
+/* Mean tokens a decode (verify) step keeps: 1, or under speculative
+ * decoding (1 - p^(k+1)) / (1 - p) (serve_sim.c's acceptance). */
+static double verify_tokens(const struct speculative_spec *sp)
+{
+	double p = sp->acceptance_rate, k = (double)sp->tokens;
+
+	if (sp->method == SPEC_NONE)
+		return 1;
+	return p >= 1 ? k + 1 : (1 - pow(p, k + 1)) / (1 - p);
+}
+
+/* Steps of n requests of `steps` steps in all (the longest `longest`,
+ * the shortest `shortest`) over `inst` instances when every step is
+ * full: the batch's bounds (tokens / max_tokens, steps / max_seqs), and
+ * one request's steps on each instance that has one (round-robin: one
+ * each while there are requests), which follow each other. */
+static double packed_steps(double steps, double tokens, double longest,
+			   double shortest, double n, double inst,
+			   double seqs, double toks)
+{
+	double busy = fmin(inst, n);
+
+	if (n <= 0)
+		return 0;
+	return fmax(longest + (busy - 1) * shortest,
+		    fmax(toks > 0 ? ceil(tokens / toks) : 0,
+			 seqs > 0 ? ceil(steps / seqs) : 0));
+}
+
+int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
+			 struct diag *d)
+{
+	const struct serving_spec *sv = &j->serving;
+	const struct engine_spec *eng = sv->engine;
+	const struct disagg_spec *dg = &sv->disaggregated;
+	struct serve_req *v = NULL;
+	double seqs, toks, tau = verify_tokens(&sv->speculative);
+	/* [0] prompt steps, [1] decode steps, [2] both: sums, a request's
+	 * most and fewest */
+	double st[3] = {0, 0, 0}, tk[2] = {0, 0}, hi[3] = {0, 0, 0};
+	double lo[3] = {INFINITY, INFINITY, INFINITY}, inst[2], last = 0;
+	int chunked;
+	int64_t n = 0, i;
+	int rc, k;
+
+	memset(e, 0, sizeof(*e));
+	if (!eng)
+		return 0;
+	rc = serve_requests(j, &v, &n, d);
+	if (rc != 0)
+		return rc;
+	seqs = (double)(sv->max_num_seqs ? sv->max_num_seqs : eng->max_num_seqs);
+	toks = (double)(sv->max_num_batched_tokens ? sv->max_num_batched_tokens :
+			eng->max_num_batched_tokens);
+	chunked = sv->chunked_prefill >= 0 ? sv->chunked_prefill :
+		  eng->chunked_prefill;
+	for (i = 0; i < n; i++) {
+		double p = (double)(v[i].input - v[i].cached);
+		double o = fmax((double)v[i].output - 1, 0);
+		double one[3] = {chunked && toks > 0 ?
+				 ceil(fmax(p, 1) / toks) : 1, ceil(o / tau), 0};
+
+		one[2] = one[0] + one[1];
+		for (k = 0; k < 3; k++) {
+			st[k] += one[k];
+			hi[k] = fmax(hi[k], one[k]);
+			lo[k] = fmin(lo[k], one[k]);
+		}
+		tk[0] += p;
+		tk[1] += o;
+		last = fmax(last, v[i].arrival_s);
+	}
+	mem_free(v);
+	e->requests = n;
+	e->steps_hi = st[2];
+	if (dg->enabled) {	/* prompts and decodes on pools of their own */
+		inst[0] = (double)dg->prefill.instances;
+		inst[1] = (double)dg->decode.instances;
+		for (k = 0; k < 2; k++)
+			e->steps_lo += packed_steps(st[k], tk[k], hi[k], lo[k],
+						    (double)n, inst[k], seqs,
+						    toks);
+	} else {
+		inst[0] = j->parallelism.attention_dp ? 1 :
+			  (double)j->parallelism.dp;
+		/* one request's steps: its prompt's and its decodes' */
+		e->steps_lo = packed_steps(st[2], tk[0] + tk[1], hi[2], lo[2],
+					   (double)n, inst[0], seqs, toks);
+	}
+	e->steps_lo = fmin(e->steps_lo, e->steps_hi);
+	/* a step's events at the middle of the run, a full batch */
+	e->step_B = serve_trace_step_B(0, last / 2 + 1, 0.02,
+				       fmin(seqs, (double)n),
+				       fmin(toks, fmin(seqs, (double)n) * tau),
+				       n);
+	e->lo_B = e->steps_lo * e->step_B;
+	e->hi_B = e->steps_hi * e->step_B;
+	return 0;
+}

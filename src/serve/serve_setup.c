@@ -137,6 +137,47 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	return 0;
 }
 
+/*
+ * The draft of speculative decoding, as its method makes it:
+ *   draft  its own model (draft_model), on the target's layout
+ *   mtp    draft_layers of the target's multi-token-prediction modules
+ *          (the job check bounds them by num_nextn_predict_layers), each
+ *          a decoder layer of the type the target's layer rule gives
+ *          index num_hidden_layers + i (DeepSeek-V3 layer 61: MoE; SGLang
+ *          deepseek_nextn.py builds DeepseekV2DecoderLayer with
+ *          is_nextn, sparse), after enorm, hnorm and eh_proj (2 h -> h),
+ *          with the target's embedding and LM head (shared)
+ *   eagle  draft_layers dense decoder layers of the target's width and
+ *          intermediate_size (EAGLE's LlamaDecoderLayer, whatever the
+ *          target's MLP or window), after fc (2 h -> h), with the target's
+ *          embedding and LM head
+ * Copying the target's layer set (before) gave an all-dense target a
+ * dense MTP layer it does not have and an MoE target an MoE EAGLE layer,
+ * and left out the input projection.
+ */
+static void draft_head(const struct speculative_spec *sp,
+		       const struct model_spec *t, struct model_spec *m)
+{
+	*m = *t;
+	m->num_hidden_layers = sp->draft_layers;
+	m->num_nextn_predict_layers = 0;
+	if (sp->method == SPEC_MTP &&
+	    model_layer_moe(t, t->num_hidden_layers)) {
+		m->first_k_dense_replace = 0;
+		m->decoder_sparse_step = 1;
+		m->moe_layer_freq = 1;
+		m->mlp_only_layers.n = 0;
+		m->moe_layers.n = 0;
+	} else {
+		m->n_routed_experts = 0;	/* a dense MLP */
+	}
+	if (sp->method == SPEC_EAGLE) {	/* full causal attention */
+		m->layer_types.n = 0;
+		m->sliding_window = 0;
+		m->attention_chunk_size = 0;
+	}
+}
+
 /* The draft's job for speculative decoding (or none). */
 static int draft_setup(struct serve *s, struct pool_jobs *pj,
 		       const struct job_spec *target)
@@ -154,19 +195,12 @@ static int draft_setup(struct serve *s, struct pool_jobs *pj,
 	if (sp->method == SPEC_DRAFT) {
 		pj->draft.model = sp->draft_model;
 	} else {
-		/* an MTP / EAGLE head: draft_layers layers of the target's
-		 * shape, with its embedding and LM head */
-		pj->draft_model = *target->model;
-		pj->draft_model.num_hidden_layers = sp->draft_layers;
-		if (sp->method == SPEC_MTP && model_is_moe(target->model)) {
-			/* DeepSeek-V3's MTP module is an MoE layer */
-			pj->draft_model.first_k_dense_replace = 0;
-			pj->draft_model.decoder_sparse_step = 1;
-			pj->draft_model.moe_layer_freq = 1;
-			pj->draft_model.mlp_only_layers.n = 0;
-			pj->draft_model.moe_layers.n = 0;
-		}
+		draft_head(sp, target->model, &pj->draft_model);
 		pj->draft.model = &pj->draft_model;
+	}
+	if (!model_is_moe(pj->draft.model)) {	/* no experts to spread */
+		pj->draft.parallelism.ep = 1;
+		pj->draft.parallelism.etp = 0;
 	}
 	s->draft = mem_calloc(1, sizeof(*s->draft));
 	if (!s->draft)
@@ -175,8 +209,13 @@ static int draft_setup(struct serve *s, struct pool_jobs *pj,
 	if (rc != 0) {
 		mem_free(s->draft);
 		s->draft = NULL;
+		return rc;
 	}
-	return rc;
+	if (sp->method != SPEC_DRAFT) {
+		s->draft->ctx.dims.draft_in = 2;
+		s->draft->ctx.dims.draft_norms = sp->method == SPEC_MTP ? 2 : 0;
+	}
+	return 0;
 }
 
 static int pools(struct serve *s, struct pool_jobs *pj, int64_t *sizes,

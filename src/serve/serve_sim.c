@@ -15,8 +15,8 @@
  * overlap scheduling (or when the step starts an idle engine, there being
  * no previous step to hide it under), else max(GPU, host). Speculative
  * decoding adds the draft's k steps over the decoding sequences
- * (serve_spec: a draft model's, or an MTP/EAGLE head's of draft_layers
- * layers) before the verify step; each decoding sequence then keeps
+ * (serve_setup.c draft_head: a draft model's, or an MTP/EAGLE head's as
+ * its method builds it) before the verify step; each decoding sequence then keeps
  * 1 + a tokens, a the leading accepted drafts: P(a = n) = p^n (1 - p)
  * for n < k, P(a = k) = p^k (p = acceptance_rate), drawn per sequence
  * and step from a seeded GSL generator.
@@ -44,6 +44,7 @@
 #include "base/mem.h"
 #include "config/spec_job.h"
 #include "engine/sim.h"
+#include "run/step.h"
 
 /* The argument of an instance's events. */
 struct inst_ev {
@@ -530,6 +531,35 @@ static int metrics(struct serve *s, struct serve_result *out)
 int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	      struct diag *d)
 {
+	return serve_run_traced(j, trace, 0, out, d);
+}
+
+/* The run stopped at the trace budget: what was written, the estimate,
+ * the flag. -2. */
+static int trace_over(const struct serve *s, double done)
+{
+	struct serve_trace_est e;
+	char est[160] = "", lo[32], hi[32], b[32];
+
+	if (serve_trace_estimate(s->job, &e, s->d) == 0)
+		snprintf(est, sizeof(est), "; before the run it was estimated "
+			 "at %s to %s (%.0f to %.0f engine steps)",
+			 step_human(lo, sizeof(lo), e.lo_B, UNIT_BYTES),
+			 step_human(hi, sizeof(hi), e.hi_B, UNIT_BYTES),
+			 e.steps_lo, e.steps_hi);
+	diag_error(s->d, NULL, 0, 0, "the trace passed the %s budget after "
+		   "%lld engine steps (%.0f of %lld requests done), and the "
+		   "run stopped there%s; raise the budget with --max-trace, "
+		   "or simulate fewer requests",
+		   step_human(b, sizeof(b), s->trace_max_B, UNIT_BYTES),
+		   (long long)s->trace_steps, done, (long long)s->nreq, est);
+	return -2;
+}
+
+int serve_run_traced(const struct job_spec *j, FILE *trace,
+		     double trace_max_B, struct serve_result *out,
+		     struct diag *d)
+{
 	struct serve s;
 	struct inst_ev *evs = NULL;
 	struct arrivals arr;
@@ -542,6 +572,7 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	s.wake = serve_wake;
 	s.trace = trace;
 	s.trace_first = 1;
+	s.trace_max_B = trace ? trace_max_B : 0;
 	rc = serve_requests(j, &s.req, &s.nreq, d);
 	if (rc != 0)
 		return rc;
@@ -576,8 +607,8 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 			      "instance%s (a line every %.0f s)",
 			      (long long)s.nreq, s.ninst, s.ninst == 1 ? "" : "s",
 			      SERVE_PROGRESS_S);
-	if (trace)
-		fputs("[\n", trace);
+	if (trace && fputs("[\n", trace) >= 0)
+		s.trace_B = 2;
 	if (s.nreq > 0 && !serve_at(&s, 0, s.req[0].arrival_s,
 				    "the first request would arrive", arrive,
 				    &arr)) {
@@ -586,6 +617,10 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 		goto out;
 	}
 	if (sim_run(s.sim) != 0 || s.failed) {
+		if (s.trace_over) {
+			rc = trace_over(&s, (double)s.done);
+			goto out;
+		}
 		if (!d->errors)
 			diag_error(d, NULL, 0, 0, "the serving simulation "
 				   "failed (out of memory)");

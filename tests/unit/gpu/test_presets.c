@@ -111,3 +111,29 @@ Test(gpu, b300_takes_b200s_gemm_fit)
 	cr_assert_eq(b300.gemm_tile_overhead_s, b200.gemm_tile_overhead_s);
 	arena_release(&a);
 }
+
+/* mi300x.yaml's per-node cost of a replayed HIP graph is GraphBench's
+ * measured slope (saleelk/GraphBench results.csv at 08bc3e0, "sync",
+ * ROCm 7.2): a straight chain of empty kernels takes 6327.124 us at 4096
+ * nodes and 12614.591 us at 8192, so (12614.591 - 6327.124) / 4096 =
+ * 1.53503 us a node, written 1.535 us. The NVIDIA GPUs keep 1 us (hw §4.3), below it. A
+ * replayed 32-B copy (a graph-input copy) costs that plus its 64 B at
+ * L2 (a 64-B working set fits the 4 MB): 34.4 TB/s x 0.7, 2.7e-12 s. */
+Test(gpu, mi300x_graph_node_is_graphbench_slope)
+{
+	struct arena a;
+	struct gpu_spec amd, nv;
+	struct gpu_cost c;
+	double slope = (12614.591 - 6327.124) / (8192 - 4096) * 1e-6;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &amd), 0);
+	cr_assert_eq(load(&a, "h100", &nv), 0);
+	cr_assert_float_eq(slope, 1.535e-6, 1e-10);
+	cr_assert_float_eq(amd.kernel_launch_graph_s, 1.535e-6, 1e-15);
+	cr_assert_float_eq(nv.kernel_launch_graph_s, 1e-6, 1e-12);
+	amd.kernel_launch_s = amd.kernel_launch_graph_s;
+	c = gpu_memory_op(&amd, 32, 32, 0, 64);
+	cr_assert_float_eq(c.time_s, 1.535e-6 + 64 / (34.4e12 * 0.7), 1e-15);
+	arena_release(&a);
+}

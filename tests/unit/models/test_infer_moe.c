@@ -17,6 +17,7 @@
 #include "config/spec_job.h"
 #include "models/ep.h"
 #include "models/infer.h"
+#include "models/infer_mem.h"
 #include "run/infer_run.h"
 
 #include "fixture.h"
@@ -318,12 +319,23 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 }
 
 /*
- * Under skewed routing (moe.routing max_mean 1.5) the combine sends the
- * dispatch's pairs back: every entry of its uneven matrix is the
- * dispatch's x (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the
- * probabilities stay behind), and it sums to the combine's bytes x ep.
+ * Under skewed routing (moe.routing max_mean 1.5) the combine runs the
+ * dispatch backwards: it is route.c's EP_PASS_COMBINE matrix, the one
+ * training's forward combine takes, and the pace GPU (member 0), which
+ * received the surplus rows, sends them back. Entry (i, k) of the
+ * combine (GPU i sends to GPU k) is entry (k, i) of the dispatch x
+ * (h act_B) / row_B = 4096/4608 = 8/9 on Hybrid-EP (the probabilities
+ * stay behind). With C the combine's bytes a GPU sends (8/9 of the
+ * dispatch's D):
+ *   to the pace GPU in dispatch    D / 8 x 1.5       (column 0)
+ *   to each other GPU              (D - D 1.5 / 8) / 7 = D 6.5 / 56
+ *   the pace GPU's combine row     C / 8 x 1.5 to each GPU (row 0)
+ *   every other combine row        C 6.5 / 56, the pace GPU included
+ * Before (infer_moe.c built its own copy): the dispatch's pattern not
+ * transposed, cmb[i][k] = dsp[i][k] x 8/9, so the pace GPU received its
+ * surplus a second time instead of sending it back.
  */
-Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
+Test(infer_moe, serving_ep_combine_is_the_transposed_dispatch)
 {
 	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
 			     "parallelism.ep=8",
@@ -333,19 +345,87 @@ Test(infer_moe, serving_ep_combine_returns_the_skewed_pairs)
 			     "moe.routing.max_mean_ratio=1.5"};
 	const struct infer_op *dsp, *cmb;
 	struct moe_case c;
-	double sum_d = 0, sum_c = 0;
-	int i;
+	double sum_d = 0, sum_c = 0, C;
+	int i, k;
 
 	moe_case(&c, "sglang", 64, hep, 7);
 	dsp = fixture_infer_op(&c.o, "moe_dispatch");
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert(dsp && cmb && dsp->a2a_B && cmb->a2a_B);
-	for (i = 0; i < 64; i++) {
-		cr_assert_float_eq(cmb->a2a_B[i], dsp->a2a_B[i] * 8 / 9,
-				   1e-9 * (dsp->a2a_B[i] + 1));
-		sum_d += dsp->a2a_B[i];
-		sum_c += cmb->a2a_B[i];
-	}
+	C = cmb->coll_B;
+	cr_assert_float_eq(C, dsp->coll_B * 8 / 9, 1e-9 * C);
+	for (i = 0; i < 8; i++)
+		for (k = 0; k < 8; k++) {
+			double want = i == 0 ? C / 8 * 1.5 : C * 6.5 / 56;
+
+			cr_assert_float_eq(cmb->a2a_B[i * 8 + k],
+					   dsp->a2a_B[k * 8 + i] * 8 / 9,
+					   1e-9 * C);
+			cr_assert_float_eq(cmb->a2a_B[i * 8 + k], want,
+					   1e-9 * C, "(%d, %d)", i, k);
+			sum_d += dsp->a2a_B[i * 8 + k];
+			sum_c += cmb->a2a_B[i * 8 + k];
+		}
 	cr_assert_float_eq(sum_c / sum_d, 8.0 / 9, 1e-12);
+	cr_assert_eq(cmb->a2a_B, c.r.combine_a2a_B);
+	moe_case_release(&c);
+}
+
+/* The activations of a max_tokens-token step of case c's engine (one
+ * sequence: the logits term is V (2 + 4) B). */
+static double step_activations_B(const struct moe_case *c, double tokens)
+{
+	int64_t split = c->j->model->num_hidden_layers;
+	struct infer_mem m;
+
+	infer_mem_job(c->j, c->j->serving.engine, &c->d, &split, tokens, 1, 0,
+		      &m);
+	return m.activations_B;
+}
+
+/*
+ * The KV estimation's forward of max_num_tokens T = 1024 tokens a rank
+ * (TensorRT-LLM _util.py KvCacheCreator: dummy context requests of
+ * max_num_tokens, repeated tp_size times under attention DP; the KV
+ * cache gets the fraction of what the peak leaves). Qwen3-30B-A3B, h
+ * 2048, expert width f 768, k 8, NVFP4 input a = 0.5625 B, bf16 2 B.
+ * CUTLASS fused MoE over n tokens, m = n k rows (moe_kernels.cu
+ * getWorkspaceDeviceBufferSizes, allocated by torch::empty in moeOp.cpp):
+ *   GEMM inputs  max(m h a, m h 2 (fc2 out), m f a) = m x 4096 B
+ *   GEMM outputs max(m f a, m 2f 2 (gated act in), m h 2) = m x 4096 B
+ *   + the gathered input n h a and the output n h 2: n x 2048 x 2.5625
+ *   + the step's residual and hidden state T x 2h x 2 = 8,388,608 B.
+ * Attention DP 8 (all-gather): n = 8192, m = 65,536:
+ *   65,536 x 8192 + 8192 x 5248 + 8,388,608 = 588,251,136 B.
+ * TP 1: n = 1024, m = 8192: 8192 x 8192 + 1024 x 5248 + 8,388,608
+ *   = 80,871,424 B.
+ * vLLM's fused-MoE caches on the TP 1 job: T (2h + k (2f + f + h)) 2 =
+ *   1024 x (4096 + 34,816) x 2 = 79,691,776 B (no gather: unchanged).
+ * Each plus the logits of one sequence, V x 6 B.
+ */
+Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	struct moe_case c;
+	double logits;
+
+	moe_case(&c, "trtllm", 1024, adp, 4);
+	logits = c.d.vocab * (c.d.act_B + 4);
+	cr_assert(c.d.moe.cutlass && c.d.moe.allgather);
+	cr_assert_float_eq(step_activations_B(&c, 1024),
+			   588251136.0 + logits, 1e-3);
+	moe_case_release(&c);
+
+	moe_case(&c, "trtllm", 1024, NULL, 0);
+	cr_assert_float_eq(step_activations_B(&c, 1024),
+			   80871424.0 + logits, 1e-3);
+	moe_case_release(&c);
+
+	moe_case(&c, "vllm", 1024, NULL, 0);
+	cr_assert(!c.d.moe.cutlass);
+	cr_assert_float_eq(step_activations_B(&c, 1024),
+			   79691776.0 + logits, 1e-3);
 	moe_case_release(&c);
 }

@@ -438,3 +438,239 @@ Test(serve, arrival_at_a_step_end_joins_the_next_step)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* The draft stepper's dims of job `path` with `sets` (serve_setup's
+ * draft_setup), and its embedding unit's ops for a decode batch of 4
+ * sequences. */
+static void draft_of(const char *path, const char *const *sets, size_t n,
+		     struct infer_dims *out, struct infer_ops *ops)
+{
+	struct arena a;
+	struct diag d;
+	struct serve s;
+	struct serve_result r;
+	struct infer_batch b;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	memset(&s, 0, sizeof(s));
+	s.job = load(&a, path, sets, n);
+	s.d = &d;
+	s.wake = serve_wake;
+	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
+	cr_assert_eq(serve_setup(&s, &r), 0);
+	cr_assert_not_null(s.draft);
+	*out = s.draft->ctx.dims;
+	memset(&b, 0, sizeof(b));
+	infer_batch_add(&b, 4, 1, 512, 0, 1);
+	infer_embed_ops(out, &b, ops);
+	serve_teardown(&s);
+	arena_release(&a);
+}
+
+static const struct infer_op *op_named(const struct infer_ops *o,
+				       const char *name, int *count)
+{
+	const struct infer_op *found = NULL;
+	int i;
+
+	*count = 0;
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->op[i].name, name)) {
+			found = found ? found : &o->op[i];
+			(*count)++;
+		}
+	return found;
+}
+
+/*
+ * A draft is what its method makes it (serve_setup.c draft_head):
+ *   DeepSeek-V3 MTP: its one MTP module (num_nextn_predict_layers 1),
+ *     an MoE layer (index 61 >= first_k_dense_replace 3) with MLA, after
+ *     enorm and hnorm and eh_proj, a bf16 GEMM of 4 tokens x 7168 from
+ *     2 x 7168 = 14336 inputs
+ *   EAGLE on Qwen3-30B-A3B (every layer MoE; SGLang attention DP 8,
+ *     EP 8): one dense decoder layer of the model's intermediate_size
+ *     6144, fc a GEMM 4 x 2048 from 4096, no norms before it; the dense
+ *     draft drops the target's ep (before: "ep 8: expert parallelism
+ *     needs a MoE model" for any dense draft of an EP target)
+ *   EAGLE on Llama 3 8B: one dense layer, f 14336, fc 4 x 4096 from 8192
+ * Before, the draft was the target's first draft_layers layers: Qwen3's
+ * EAGLE head an MoE layer, and no input projection for any.
+ */
+Test(serve, draft_heads_follow_their_method)
+{
+	const char *mtp[] = {"serving.requests=4"};
+	const char *q30[] = {"phase=serving", "serving.requests=4",
+			     "serving.input_len=128", "serving.output_len=16",
+			     "serving.arrival_rate=1",
+			     "serving.speculative.method=eagle",
+			     "serving.engine=sglang", "system.gpus_per_node=8",
+			     "parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	const char *l8[] = {"serving.speculative.method=eagle"};
+	struct infer_dims dm;
+	struct infer_ops o;
+	const struct infer_op *op;
+	int n;
+
+	draft_of("workloads/jobs/serve-deepseek-v3-h200.yaml", mtp, 1, &dm, &o);
+	cr_assert_eq(dm.moe_model, 1);
+	cr_assert(dm.mla);
+	cr_assert_float_eq(dm.layers, 1, 0);
+	cr_assert_float_eq(dm.draft_in, 2, 0);
+	op = op_named(&o, "draft_norm", &n);
+	cr_assert_eq(n, 2);
+	op = op_named(&o, "draft_proj", &n);
+	cr_assert(op && n == 1);
+	cr_assert_float_eq(op->m, 4, 0);
+	cr_assert_float_eq(op->n, 7168, 0);
+	cr_assert_float_eq(op->k, 14336, 0);
+	cr_assert(op->weight_B_base);
+
+	draft_of("tests/data/serve/q30-h100.yaml", q30, 12, &dm, &o);
+	cr_assert_eq(dm.moe_model, 0);
+	cr_assert_float_eq(dm.ffn, 6144, 0);
+	cr_assert_float_eq(dm.layers, 1, 0);
+	cr_assert_null(op_named(&o, "draft_norm", &n));
+	op = op_named(&o, "draft_proj", &n);
+	cr_assert(op && n == 1);
+	cr_assert_float_eq(op->n, 2048, 0);
+	cr_assert_float_eq(op->k, 4096, 0);
+
+	draft_of(L8, l8, 1, &dm, &o);
+	cr_assert_eq(dm.moe_model, 0);
+	cr_assert_float_eq(dm.ffn, 14336, 0);
+	op = op_named(&o, "draft_proj", &n);
+	cr_assert(op && n == 1);
+	cr_assert_float_eq(op->k, 8192, 0);
+}
+
+/* MTP drafts need the model's MTP layers: Llama 3 8B has none, and
+ * DeepSeek-V3 has one; both refused at the key, exit 2's path. */
+Test(serve, mtp_without_mtp_layers_is_refused)
+{
+	const char *l8[] = {"serving.speculative.method=mtp"};
+	const char *two[] = {"serving.speculative.draft_layers=2"};
+	struct capture c;
+	struct arena a;
+	struct job_spec j;
+	struct config_ctx cx;
+
+	arena_init(&a);
+	capture_begin(&c);
+	cx = (struct config_ctx){&a, &c.d, "."};
+	memset(&j, 0, sizeof(j));
+	cr_assert_neq(config_load(&cx, &job_schema, L8, l8, 1, &j), 0);
+	cr_assert(strstr(capture_text(&c), "--set:1:") &&
+		  strstr(capture_text(&c), "has none "
+			 "(num_nextn_predict_layers 0)"),
+		  "%s", capture_text(&c));
+	memset(&j, 0, sizeof(j));
+	cr_assert_neq(config_load(&cx, &job_schema,
+				  "workloads/jobs/serve-deepseek-v3-h200.yaml",
+				  two, 1, &j), 0);
+	cr_assert(strstr(capture_text(&c), "draft_layers 2: model "
+			 "'deepseek-v3' has 1 MTP layer(s)"),
+		  "%s", capture_text(&c));
+	capture_end(&c);
+	arena_release(&a);
+}
+
+/*
+ * The trace estimate before a run (serve_trace_estimate). Ten requests
+ * of 100 prompt and 51 output tokens on one vLLM instance of at most 4
+ * sequences and 2048 tokens a step, chunked: a request takes ceil(100 /
+ * 2048) = 1 prompt step and 50 decode steps, 51 steps alone, 510 for
+ * all ten if no two shared a step (steps_hi). Packed: 10 x (100 + 50) =
+ * 1500 tokens fit one step of 2048, 510 sequence-steps need ceil(510 /
+ * 4) = 128 steps of 4, and one request's 51 follow each other: steps_lo
+ * 128. With EAGLE proposing 3 tokens accepted with p = 0.5 a verify step
+ * keeps (1 - 0.5^4) / (1 - 0.5) = 1.875 tokens: ceil(50 / 1.875) = 27
+ * decode steps, 28 a request, 280 alone, ceil(280 / 4) = 70 packed.
+ */
+Test(serve, trace_estimate_bounds)
+{
+	const char *sets[] = {"serving.requests=10", "serving.input_len=100",
+			      "serving.output_len=51",
+			      "serving.max_num_seqs=4",
+			      "serving.max_num_batched_tokens=2048",
+			      "serving.chunked_prefill=true",
+			      "serving.speculative.method=eagle",
+			      "serving.speculative.tokens=3",
+			      "serving.speculative.acceptance_rate=0.5"};
+	struct serve_trace_est e;
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L8, sets, 6);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(e.requests, 10);
+	cr_assert_float_eq(e.steps_hi, 510, 0);
+	cr_assert_float_eq(e.steps_lo, 128, 0);
+	j = load(&a, L8, sets, 9);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_float_eq(e.steps_hi, 280, 0);
+	cr_assert_float_eq(e.steps_lo, 70, 0);
+	arena_release(&a);
+}
+
+/* Bytes and engine steps a trace stream holds. */
+static void trace_size(FILE *f, double *bytes, double *steps)
+{
+	char line[512];
+
+	*bytes = (double)ftell(f);
+	*steps = 0;
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		*steps += strstr(line, "\"ph\":\"X\"") != NULL;
+}
+
+/*
+ * The 300 requests of tests/data/serve/l8-h100-tp1.yaml: the trace the
+ * run writes has between steps_lo and steps_hi steps (measured 852 in
+ * [843, 62154]: the longest request's 843 steps bound it; most requests
+ * overlap it), each within 5 % of step_B's bytes (measured 318 B a step,
+ * estimated 325 B). Under a budget of 40 % of that trace the run stops
+ * with -2 once it has written past the budget, by less than one step's
+ * events.
+ */
+Test(serve, trace_estimate_against_the_run)
+{
+	struct serve_trace_est e;
+	struct serve_result r;
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+	double bytes, steps, cut_B, cut_steps;
+	FILE *f = tmpfile(), *g = tmpfile(), *null = fopen("/dev/null", "w");
+
+	cr_assert(f && g && null);
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L8, NULL, 0);
+	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
+	trace_size(f, &bytes, &steps);
+	cr_assert(steps >= e.steps_lo && steps <= e.steps_hi,
+		  "%g steps, estimated %g to %g", steps, e.steps_lo,
+		  e.steps_hi);
+	cr_assert_float_eq(bytes / steps, e.step_B, 0.05 * e.step_B,
+			   "%g B a step, estimated %g", bytes / steps,
+			   e.step_B);
+	diag_init(&d, null);
+	cr_assert_eq(serve_run_traced(j, g, 0.4 * bytes, &r, &d), -2);
+	trace_size(g, &cut_B, &cut_steps);
+	cr_assert(cut_B > 0.4 * bytes && cut_B < 0.4 * bytes + 2 * e.step_B,
+		  "%g B written under a %g B budget", cut_B, 0.4 * bytes);
+	cr_assert_lt(cut_steps, steps);
+	fclose(f);
+	fclose(g);
+	fclose(null);
+	arena_release(&a);
+}
