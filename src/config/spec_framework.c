@@ -11,6 +11,7 @@
 const char *const opt_update_names[] = {"fused", "eager", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
+const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  NULL};
 const char *const graph_scope_names[] = {
@@ -61,6 +62,13 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "rotary embedding as PyTorch ops on the q and k views "
 		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "mla_concat", .type = ST_BOOL, .offset = EOFF(mla_concat),
+	  .def = "false",
+	  .help = "MLA: q = cat(q_nope, q_rope) and k = cat(k_nope, k_rope "
+		  "expanded to every head) as PyTorch copies (two kernels); "
+		  "backward the splits' cats of the q and kv up-projection "
+		  "gradients and the expanded k_rope's sum over the heads "
+		  "(false: the fused rope writes them in place)" },
 	{ .key = "eager_activation", .type = ST_BOOL,
 	  .offset = EOFF(eager_activation), .def = "false",
 	  .help = "gated activation as act(g) * u on the halves of the first "
@@ -248,6 +256,16 @@ static const struct schema_field framework_fields[] = {
 		  "(floor(layers / stages) a stage, the first layers mod stages "
 		  "stages one more: NeMo AutoModel's "
 		  "generate_hf_model_fqn_per_model_part)" },
+	{ .key = "balanced_gate", .type = ST_ENUM,
+	  .offset = FOFF(balanced_gate), .values = balanced_gate_names,
+	  .def = "random",
+	  .help = "MoE, routing balance uniform (a force-balanced benchmark): "
+		  "how the framework's balanced gate picks a token's k experts: "
+		  "random (k distinct experts at random, Megatron-Core's "
+		  "--moe-router-force-load-balancing) or round_robin (token t "
+		  "takes experts k t .. k t + k - 1 mod E, so a token reaches "
+		  "ceil(k / experts per GPU) GPUs: NeMo AutoModel's "
+		  "FakeBalancedGate)" },
 	{ .key = "pp_scatter_gather", .type = ST_BOOL,
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "

@@ -33,6 +33,14 @@ static const struct schema_field training_fields[] = {
 	{ .key = "micro_batch_size", .type = ST_INT, .offset = TOFF(micro_batch_size),
 	  .def = "1", .min = 1, .max = 1e6,
 	  .help = "sequences per microbatch on one replica" },
+	{ .key = "local_batch_size", .type = ST_INT,
+	  .offset = TOFF(local_batch_size), .def = "0", .min = 0, .max = 1e9,
+	  .help = "sequences one replica runs per pipeline schedule: the "
+		  "schedule fills and drains global_batch_size / (dp x "
+		  "local_batch_size) times a step (NeMo AutoModel's "
+		  "step_scheduler.local_batch_size: its recipes call "
+		  "schedule.step once per local batch); 0: one schedule over "
+		  "the whole step (Megatron)" },
 	{ .key = "dtype", .type = ST_ENUM, .offset = TOFF(dtype),
 	  .values = dtype_names, .value_aliases = dtype_aliases,
 	  .def = "bf16",

@@ -190,6 +190,19 @@ enum pp_split {
 				 * stages one more (torch pipelining helpers) */
 };
 
+/* "random", "round_robin": enum balanced_gate. */
+extern const char *const balanced_gate_names[];
+
+/* How a framework's force-balanced benchmark gate (a job's routing
+ * balance uniform) picks a token's k experts. */
+enum balanced_gate {
+	GATE_RANDOM,		/* k distinct experts at random (Megatron-Core
+				 * --moe-router-force-load-balancing: random
+				 * logits, then the model's top-k) */
+	GATE_ROUND_ROBIN	/* token t takes experts k t .. k t + k - 1
+				 * mod E (NeMo AutoModel FakeBalancedGate) */
+};
+
 /* The passes of the optimizer step over a rank's shard, as the framework
  * runs them (train_dp.c costs each). */
 struct opt_step_spec {
@@ -208,6 +221,8 @@ struct elementwise_spec {
 					 * 1 (apex/TE: dx and dgamma partials at once) or
 					 * 2 (PyTorch: dx, then dgamma re-reading both) */
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
+	int mla_concat;			/* MLA's q and k assembled by torch.cat
+					 * (k's rotary part expanded to every head) */
 	int eager_activation;		/* gated activation as act(g) * u, two kernels
 					 * on the halves of the first MLP GEMM's output */
 	int bias_kernels;		/* a biased model's linear biases as their own
@@ -284,6 +299,7 @@ struct framework_spec {
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
 	int pp_split;				/* enum pp_split: the default layer split */
+	int balanced_gate;			/* enum balanced_gate: routing balance uniform */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
@@ -309,6 +325,9 @@ struct training_spec {
 	int64_t seq_len;		/* tokens per sequence */
 	int64_t global_batch_size;	/* sequences per step, all replicas */
 	int64_t micro_batch_size;	/* sequences per microbatch per replica */
+	int64_t local_batch_size;	/* sequences per replica one pipeline
+					 * schedule runs (it drains after each);
+					 * 0 = the whole step */
 	int dtype;			/* enum dtype (spec_gpu.h) */
 	int recompute;			/* enum recompute */
 	int fp8_scaling;		/* enum fp8_scaling (dtype fp8) */
@@ -388,6 +407,37 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 {
 	return j->training.global_batch_size /
 	       (j->training.micro_batch_size * j->parallelism.dp);
+}
+
+/* Whether the job's routing is the framework's round-robin balanced gate
+ * (routing balance uniform with framework.balanced_gate round_robin). */
+static inline int job_round_robin_gate(const struct job_spec *j)
+{
+	return j->moe.routing.balance == ROUTE_UNIFORM &&
+	       j->framework->balanced_gate == GATE_ROUND_ROBIN;
+}
+
+/* Pipeline schedules a step runs one after another (training.
+ * local_batch_size): 1 unless a local batch is given that splits this
+ * layout's microbatches evenly (the layout check refuses a job whose
+ * local batch does not; a planner's candidate layout falls back to one
+ * schedule). */
+static inline int64_t job_schedule_runs(const struct job_spec *j)
+{
+	const struct training_spec *t = &j->training;
+	int64_t lbs = t->local_batch_size, dp = j->parallelism.dp, per, g;
+
+	if (lbs <= 0 || dp <= 0 || t->micro_batch_size <= 0 ||
+	    lbs % t->micro_batch_size != 0)
+		return 1;
+	per = t->global_batch_size / dp;
+	if (per <= 0 || per % lbs != 0)
+		return 1;
+	g = per / lbs;
+	if (j->parallelism.schedule == SCHED_INTERLEAVED &&
+	    (lbs / t->micro_batch_size) % j->parallelism.pp != 0)
+		return 1;
+	return g > 0 && job_microbatches(j) % g == 0 ? g : 1;
 }
 
 extern const struct schema job_schema;

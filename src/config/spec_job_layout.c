@@ -106,6 +106,7 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_PP_SPLIT] = "parallelism.pp_layout parallelism.pp_layers "
 			"parallelism.pp parallelism.vpp",
 	[JR_BATCH] = "training.global_batch_size training.micro_batch_size "
+		     "training.local_batch_size "
 		     "parallelism.dp parallelism.tp parallelism.pp "
 		     "parallelism.cp",
 	[JR_SCHED_VPP] = "parallelism.vpp parallelism.schedule",
@@ -340,7 +341,28 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 			     (long long)t->micro_batch_size, (long long)p->dp);
 		return;
 	}
-	if (p->schedule == SCHED_INTERLEAVED &&
+	if (t->local_batch_size > 0 &&
+	    (t->local_batch_size % t->micro_batch_size != 0 ||
+	     (t->global_batch_size / p->dp) % t->local_batch_size != 0)) {
+		layout_error(s, JR_BATCH, "local_batch_size %lld must be a "
+			     "multiple of micro_batch_size %lld and divide the "
+			     "%lld sequences a replica runs a step "
+			     "(global_batch_size / dp)",
+			     (long long)t->local_batch_size,
+			     (long long)t->micro_batch_size,
+			     (long long)(t->global_batch_size / p->dp));
+		return;
+	}
+	if (t->local_batch_size > 0 && p->schedule == SCHED_INTERLEAVED &&
+	    (t->local_batch_size / t->micro_batch_size) % p->pp != 0)
+		layout_error(s, JR_SCHED_MICRO, "the interleaved "
+			     "schedule needs the microbatches of a local batch, "
+			     "local_batch_size / micro_batch_size = %lld, to be "
+			     "a multiple of pp %lld",
+			     (long long)(t->local_batch_size /
+					 t->micro_batch_size),
+			     (long long)p->pp);
+	else if (p->schedule == SCHED_INTERLEAVED &&
 	    (t->global_batch_size / per_step) % p->pp != 0)
 		layout_error(s, JR_SCHED_MICRO, "the interleaved "
 			     "schedule needs the microbatch count "

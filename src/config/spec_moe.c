@@ -123,6 +123,11 @@ static const struct schema_field ep_fields[] = {
 		  "all-gathers every rank's routing map (tokens x experts, "
 		  "1 B each: Hybrid-EP's metadata preprocessing), not E "
 		  "8-byte per-expert counts" },
+	{ .key = "dispatch_call_host", .type = ST_TIME,
+	  .offset = EOFF(dispatch_call_host_s), .def = "0 us", .max = 1e-2,
+	  .help = "host time of one dispatch call (forward dispatch and the "
+		  "combine's backward) beyond its metadata preprocessing, on "
+		  "the framework's reference CPU (0: as a PyTorch op)" },
 	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
 	  .def = "false",
 	  .help = "its permute pads each local expert's rows to the "

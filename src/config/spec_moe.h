@@ -119,6 +119,9 @@ struct ep_comm_spec {
 					 * map, not E per-expert counts */
 	int quant_pad;			/* its permute pads each local expert's
 					 * rows to the quantization alignment */
+	double dispatch_call_host_s;	/* s, host time of a dispatch call
+					 * beyond its metadata preprocessing
+					 * (reference CPU); 0: a PyTorch op */
 };
 
 extern const struct schema ep_comm_schema;

@@ -135,6 +135,37 @@ static void rope_op(struct layer_ops *o, const char *name,
 		  7 * n * d->act_B, 10, 4 * n);
 }
 
+/* MLA assembled by torch.cat (framework mla_concat; NeMo AutoModel's
+ * deepseek_v3 MLA.forward @ 8d9bfb90e): q = cat(q_nope, q_pe) and k =
+ * cat(k_nope, k_pe expanded to the hq heads), n_q = T hq (nope + rope)
+ * elements each: read n_q and T hq nope + T rope (the expanded k_pe is
+ * one head re-read), write 2 n_q. Backward the cats' gradients are views,
+ * but torch.split's backward cats the q up-projection's gradient (read
+ * and write n_q) and the kv up-projection's (n_kv = T hq (nope + v)), and
+ * the expand's backward sums T hq rope into T rope. */
+static void mla_concat(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double t = layer_tokens(d), hq = heads_q(d), B = d->act_B;
+	double nq = t * hq * (m->nope + m->rope), nkv = t * hq * (m->nope + m->v);
+	struct layer_op *op;
+
+	if (!d->mla || !d->mla_concat)
+		return;
+	if (pass != PASS_BWD) {
+		op = lop_memop(o, "mla_concat", pass,
+			       (nq + t * hq * m->nope + t * m->rope) * B,
+			       2 * nq * B, 0);
+		op->k.launches = 2;
+		return;
+	}
+	op = lop_memop(o, "mla_concat_bwd", pass,
+		       (nq + nkv + t * hq * m->rope) * B,
+		       (nq + nkv + t * m->rope) * B, t * hq * m->rope);
+	op->k.launches = 3;
+}
+
 /* QK norm (Qwen3: Megatron-Core SelfAttention's q_layernorm and
  * k_layernorm, Transformer Engine RMSNorms over each head's d elements
  * of the QKV GEMM's output, before rotary): a norm over T q and one over
@@ -556,6 +587,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	proj_fwd(o, pass, d);
 	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
+	mla_concat(o, pass, d);
 	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
 }
@@ -625,6 +657,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 	core(o, PASS_BWD, 1, d, k);
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
+	mla_concat(o, PASS_BWD, d);
 	qk_norm(o, PASS_BWD, d);
 	proj_bwd(o, d);
 }

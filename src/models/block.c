@@ -150,6 +150,7 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->host_gemm = op->host_gemm;
 	bo->host_events = op->host_events;
 	bo->host_wait = op->host_wait;
+	bo->host_call_s = op->host_call_s;
 	bo->host_s = 0;
 	bo->host_name = NULL;
 	bo->dep[0] = op->dep[0];

@@ -33,6 +33,7 @@ struct block_op {
 	uint8_t host_gemm;	/* as struct layer_op's */
 	uint8_t host_events;	/* as struct layer_op's */
 	int16_t host_wait;	/* op the host waits for first, or LAYER_NONE */
+	double host_call_s;	/* as struct layer_op's */
 	int16_t dep[2];		/* as in struct layer_op */
 	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
 	double host_s;		/* s, host time to issue it (train.c fills) */

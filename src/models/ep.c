@@ -17,6 +17,13 @@
  *                goes over it (coll_path.node_share), the rest is
  *                forwarded over scale-up
  *
+ * Round-robin routing (ep_routing.round_robin, AutoModel's
+ * FakeBalancedGate: indices = arange(T k).view(T, k) % E) gives token t
+ * the k consecutive experts from k t mod E: it reaches the blocks of L
+ * (GPU) or m L (node) experts that interval covers
+ * (ep_hit_round_robin), e.g. one GPU when k divides L; every GPU's tokens
+ * still spread evenly over the group.
+ *
  * DeepEP's benchmarks count a "logical" bandwidth: tokens x nodes hit x
  * row across nodes (RDMA), tokens x GPUs hit x row within a node (NVL),
  * tokens x selections x row for the low-latency kernels; the sender's own
@@ -113,6 +120,38 @@ double ep_hit(double E, double k, double ng, double tg, double g)
 	return 1 - miss;
 }
 
+double ep_hit_round_robin(double E, double k, double g)
+{
+	int64_t e = (int64_t)E, kk = (int64_t)k, gg = (int64_t)g;
+	int64_t d = e, b = kk, s, j, blocks, sum = 0, n = 0;
+
+	if (e < 1 || kk < 1 || gg < 1)
+		return 0;
+	blocks = (e + gg - 1) / gg;
+	if (kk >= e)
+		return (double)blocks;
+	while (b) {		/* d = gcd(k, E) */
+		int64_t t = d % b;
+
+		d = b;
+		b = t;
+	}
+	/* the blocks are visited in cyclic order: count the changes; one
+	 * back in the first block has passed through all of them */
+	for (s = 0; s < e; s += d, n++) {
+		int64_t c = 1, prev = s / gg;
+
+		for (j = 1; j < kk; j++) {
+			int64_t blk = (s + j) % e / gg;
+
+			c += blk != prev;
+			prev = blk;
+		}
+		sum += c < blocks ? c : blocks;
+	}
+	return (double)sum / (double)n;
+}
+
 double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 		    double extra_B)
 {
@@ -156,9 +195,16 @@ void ep_traffic(const struct ep_routing *r, double ranks, double m,
 
 	m = fmin(fmax(m, 1), ranks);
 	nodes = ceil(ranks / m);
-	p_rank = ep_hit(r->experts, r->topk, r->n_group, r->topk_group, L);
-	p_node = ep_hit(r->experts, r->topk, r->n_group, r->topk_group,
-			   L * m);
+	if (r->round_robin) {
+		p_rank = ep_hit_round_robin(r->experts, r->topk, L) / ranks;
+		p_node = ep_hit_round_robin(r->experts, r->topk, L * m) /
+			 nodes;
+	} else {
+		p_rank = ep_hit(r->experts, r->topk, r->n_group,
+				r->topk_group, L);
+		p_node = ep_hit(r->experts, r->topk, r->n_group,
+				r->topk_group, L * m);
+	}
 	out->ranks_hit = ranks * p_rank;
 	out->nodes_hit = nodes * p_node;
 	out->node_share = 1;

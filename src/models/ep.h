@@ -20,10 +20,23 @@
 struct diag;
 
 /* How tokens choose experts: E experts, k per token, optionally first
- * topk_group of n_group equal groups (n_group 0: no groups). */
+ * topk_group of n_group equal groups (n_group 0: no groups); or, with
+ * round_robin, token t takes experts k t .. k t + k - 1 mod E (groups
+ * ignored: AutoModel's FakeBalancedGate). */
 struct ep_routing {
 	double experts, topk, n_group, topk_group;
+	int round_robin;
 };
+
+/*
+ * Round-robin routing: the mean over tokens of the distinct blocks of g
+ * consecutive experts (a GPU's, a node's) that a token's k consecutive
+ * experts (mod E) fall in. Token t starts at k t mod E, which runs over
+ * the multiples of d = gcd(k, E) equally often; a start s covers the
+ * blocks of experts s .. s + k - 1 mod E, at most ceil(E / g) of them
+ * (the last block short when g does not divide E).
+ */
+double ep_hit_round_robin(double E, double k, double g);
 
 /*
  * Probability that a token whose k distinct experts are drawn uniformly

@@ -227,11 +227,14 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->permute_fusion = mj->permute_fusion;
 	e->shared_overlap = mj->shared_expert_overlap;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+	e->fixed_gate = job_round_robin_gate(j);
 	/* static sizes (capacity with padding) need no host sync */
 	e->host_sync = mj->dispatcher ? mj->dispatcher->host_sync : EP_SYNC_NONE;
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
 		e->host_sync = EP_SYNC_NONE;
 	e->map_gather = mj->dispatcher && mj->dispatcher->map_gather;
+	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
+					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
 	e->bias_ops = m->mlp_bias == 1 &&
@@ -332,6 +335,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			     2 : 1;
 	/* Megatron-Core (rope_utils.py apply_rotary_pos_emb): TE's fused
 	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
+	d->mla_concat = j->framework->elementwise.mla_concat == 1;
 	d->eager_rope = j->framework->elementwise.eager_rope == 1 ||
 			(m->rope_mscale > 0 && fabs(m->rope_mscale - 1) > 1e-9 &&
 			 j->framework->elementwise.fused_rope_mscale == 0);

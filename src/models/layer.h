@@ -77,8 +77,12 @@ struct moe_dims {
 	int permute_fusion;	/* fused permute / unpermute kernels */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int fixed_gate;		/* no router: fixed round-robin indices and
+				 * 1/k weights (AutoModel FakeBalancedGate) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
+	double call_host_s;	/* s, the dispatcher's host time per dispatch
+				 * call (reference CPU; 0: a PyTorch op) */
 	int map_gather;		/* the count exchange all-gathers the bool
 				 * routing map [tokens, experts] of every
 				 * rank, not E counts (moe.c counts_fwd) */
@@ -162,6 +166,7 @@ struct layer_dims {
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
+	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int bias_kernels;	/* linear biases as their own kernels */
@@ -357,6 +362,8 @@ struct layer_op {
 	uint8_t host_events;	/* cudaEventRecord calls its call makes */
 	int16_t host_wait;	/* the op the host waits for (a device sync)
 				 * before it issues this one, or LAYER_NONE */
+	double host_call_s;	/* s, its call's host time on the reference
+				 * CPU in place of its kind's (0: the kind's) */
 	int16_t dep[2];		/* earlier ops (index), LAYER_IN or LAYER_NONE */
 };
 

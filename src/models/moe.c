@@ -243,6 +243,10 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op->a2a_B = kind == EP_PASS_DISPATCH ? m->a2a_B :
 		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */
 	op->ep_path = (uint8_t)kind;
+	/* the dispatcher's own call (Hybrid-EP dispatch_with_permute: the
+	 * forward's dispatch and the combine's backward) */
+	if (kind == EP_PASS_DISPATCH || kind == EP_PASS_DISPATCH16)
+		op->host_call_s = m->call_host_s;
 }
 
 /* Combine bytes: the dispatch's rows in 16-bit. */
@@ -284,6 +288,13 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	double T = m->tokens, E = m->experts, k = m->topk;
 	struct layer_op *op;
 
+	/* AutoModel's FakeBalancedGate: no weight, no scores; its indices
+	 * (arange(T k) % E) and weights (ones / k, cast to the activations'
+	 * dtype) are written, T k (8 + 4 + 2) B, and nothing flows back */
+	if (m->fixed_gate) {
+		lop_memop(o, "router_fixed", pass, 0, T * k * 14, 2 * T * k);
+		return;
+	}
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
 	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
 	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
@@ -630,6 +641,8 @@ static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double T = m->tokens, E = m->experts, h = d->hidden;
 	struct layer_op *op;
 
+	if (m->fixed_gate)	/* constants: no gradient */
+		return;
 	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
 		  T * E * 4, 6 * T * E);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);

@@ -279,7 +279,8 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 	const struct model_spec *model = j->model;
 	struct ep_routing r = { (double)model->n_routed_experts,
 				(double)model->num_experts_per_tok,
-				(double)model->n_group, (double)model->topk_group };
+				(double)model->n_group, (double)model->topk_group,
+				job_round_robin_gate(j) };
 	struct ep_traffic t;
 	double per_node = (double)j->system->gpus_per_node / m->etp;
 	double row_B = ep_row_bytes(path, hidden, m->dispatch_dt,

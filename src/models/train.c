@@ -455,7 +455,7 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 static int plan_stage(struct train *t, int64_t s)
 {
 	struct stage_plan *sp = &t->stage[s];
-	int64_t a, n = sched_actions(t->m, t->v);
+	int64_t a, r, g, mg, n = sched_actions(t->m, t->v);
 
 	sp->nacts = n;
 	sp->acts = arena_alloc(&t->arena, (size_t)n * sizeof(*sp->acts));
@@ -464,10 +464,21 @@ static int plan_stage(struct train *t, int64_t s)
 				   (size_t)(n + 1) * sizeof(*sp->unit_off));
 	if (!sp->acts || !sp->lookup || !sp->unit_off)
 		return -1;
-	sched_rank_ex(t->job->parallelism.schedule, t->pp, t->v, t->m, s,
-		      t->a2a_overlap, sp->acts);
+	/* a local batch at a time (job_schedule_runs): the schedule of m / g
+	 * microbatches, g times, each run's microbatches after the last's */
+	g = job_schedule_runs(t->job);
+	mg = t->m / g;
+	sp->run_acts = n / g;
+	for (r = 0; r < g; r++) {
+		struct sched_action *run = sp->acts + r * sp->run_acts;
+
+		sched_rank_ex(t->job->parallelism.schedule, t->pp, t->v, mg, s,
+			      t->a2a_overlap, run);
+		for (a = 0; a < sp->run_acts; a++)
+			run[a].mb += (uint32_t)(r * mg);
+	}
 	sp->warmup = sched_warmup_ex(t->job->parallelism.schedule, t->pp, t->v,
-				     t->m, s, t->a2a_overlap);
+				     mg, s, t->a2a_overlap);
 	sp->unit_off[0] = 0;
 	for (a = 0; a < n; a++) {
 		struct sched_action act = sp->acts[a];

@@ -34,8 +34,11 @@
  *     collective        collective
  *   + kernel per further kernel the call launches from C++
  *
- * except that a per-expert loop of cuBLASLt GEMMs (block_op host_gemm:
- * Transformer Engine's multi_stream_cublas_gemm) costs gemm, not kernel,
+ * An op whose call has its own measured host time (block_op
+ * host_call_s: an EP dispatcher's dispatch call, moe.c) costs that in
+ * place of its kind's. And a per-expert loop of cuBLASLt GEMMs
+ * (block_op host_gemm: Transformer Engine's multi_stream_cublas_gemm)
+ * costs gemm, not kernel,
  * for each of its GEMMs (itself when inside a call, and each further):
  * every call builds the GEMM's descriptors and asks the heuristic; and
  * event per cudaEventRecord the call makes (block_op host_events: the
@@ -107,6 +110,8 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	default:
 		c = k;
 	}
+	if (op->host_call_s > 0)	/* the dispatcher's measured call */
+		c = op->host_call_s;
 	return (c + op->host_kernels * k + op->host_events * h->event_s) *
 	       scale;
 }

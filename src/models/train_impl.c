@@ -50,13 +50,13 @@ struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
 int train_pairs(const struct train *t, int64_t s, int64_t a)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	int64_t k = a - sp->warmup;
+	int64_t in_run = a % sp->run_acts, k = in_run - sp->warmup;
 	struct sched_action p, q;
 
-	if (!t->a2a_overlap || a + 1 >= sp->nacts)
+	if (!t->a2a_overlap || in_run + 1 >= sp->run_acts)
 		return 0;
 	if (t->pp > 1 && (k < 0 || k % 2 != 0 ||
-			  k >= 2 * (sp->nacts / 2 - sp->warmup)))
+			  k >= 2 * (sp->run_acts / 2 - sp->warmup)))
 		return 0;
 	p = sp->acts[a];
 	q = sp->acts[a + 1];

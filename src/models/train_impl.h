@@ -27,6 +27,8 @@ struct bucket;
 struct stage_plan {
 	struct sched_action *acts;	/* the rank's actions in order */
 	int64_t nacts;			/* 2 m vpp */
+	int64_t run_acts;		/* actions of one pipeline schedule run
+					 * (nacts / job_schedule_runs) */
 	int64_t warmup;			/* forwards before the steady state
 					 * (sched_warmup_ex) */
 	int64_t *lookup;		/* [(bwd v + chunk) m + mb] -> action */

@@ -140,7 +140,7 @@ Test(ep, each_pass_runs_its_kernel)
 
 Test(ep, traffic_deduplicates_by_rank_and_node)
 {
-	struct ep_routing r = { 256, 8, 0, 0 };
+	struct ep_routing r = { 256, 8, 0, 0, 0 };
 	struct ep_traffic t;
 	double p_rank = 1 - miss(256, 16, 8), p_node = 1 - miss(256, 128, 8);
 
@@ -236,4 +236,41 @@ Test(ep, all_to_all_buffers)
 		       1e-12));
 	e.mode = EP_LIBRARY;
 	cr_assert_eq(ep_buffer_bytes(&e, 14336, 64, 8), 0);
+}
+
+Test(ep, round_robin_routing_reaches_consecutive_blocks)
+{
+	/* AutoModel's FakeBalancedGate: token t takes experts k t .. k t +
+	 * k - 1 mod E. Qwen3-30B (128 experts, top 8) at ep 8: 16 experts a
+	 * GPU; every start is a multiple of 8, so a token's 8 experts sit on
+	 * one GPU */
+	struct ep_routing r = { 128, 8, 0, 0, 1 };
+	struct ep_routing dsv3 = { 256, 8, 8, 4, 1 };
+	struct ep_traffic t;
+
+	cr_assert_float_eq(ep_hit_round_robin(128, 8, 16), 1, 1e-12);
+	ep_traffic(&r, 8, 8, 16384, 4096, DEDUP_RANK, &t);
+	cr_assert_float_eq(t.ranks_hit, 1, 1e-12);
+	cr_assert_float_eq(t.nodes_hit, 1, 1e-12);
+	/* one row a token: 16384 x 4096 B (random routing: 5.3 rows) */
+	cr_assert(fixture_near(t.send_B, 16384.0 * 4096, 1e-12));
+
+	/* DeepSeek-V3 (256 experts, top 8, groups ignored) at ep 64 on
+	 * nodes of 8: 4 experts a GPU, 32 a node; a token's 8 experts are two
+	 * whole GPUs of one node: 2 GPUs, 1 node, and half of the GPU-level
+	 * bytes cross the scale-out network (1 / (2 rows)) */
+	ep_traffic(&dsv3, 64, 8, 4096, 7168, DEDUP_NODE, &t);
+	cr_assert_float_eq(t.ranks_hit, 2, 1e-12);
+	cr_assert_float_eq(t.nodes_hit, 1, 1e-12);
+	cr_assert_float_eq(t.node_share, 0.5, 1e-12);
+	cr_assert(fixture_near(t.logical_B, 4096.0 * 1 * 7168, 1e-12));
+
+	/* unaligned: E 10, k 3, blocks of 4 (0-3, 4-7, 8-9); gcd 1, so every
+	 * start 0..9: blocks touched 1 1 2 2 1 1 2 2, then [8 9 0] 2 and
+	 * [9 0 1] 2 (wrapping into block 0): 16 / 10 */
+	cr_assert_float_eq(ep_hit_round_robin(10, 3, 4), 1.6, 1e-12);
+	/* k >= E: every block */
+	cr_assert_float_eq(ep_hit_round_robin(8, 8, 3), 3, 1e-12);
+	/* bad sizes: nothing */
+	cr_assert_float_eq(ep_hit_round_robin(0, 8, 4), 0, 1e-12);
 }

@@ -184,6 +184,35 @@ Test(host, dropless_dispatch_waits_for_the_counts)
 		      "sync %.6f s, none %.6f s", sync.step_s, none.step_s);
 }
 
+Test(host, dispatch_call_after_the_sync_idles_the_gpu)
+{
+	struct fixture f;
+	struct ep_comm_spec e;
+	struct host_run op, call;
+	double n = 4 * 1;	/* MoE layer forwards per rank, as above */
+
+	/* Every other call free, a 1 us resume after each sync (so the host
+	 * model is on), and the dispatcher's own call costing 1 ms
+	 * (dispatch_call_host): in the forward the host issues the dispatch
+	 * right after its sync on the counts, when the GPU's queue holds
+	 * only the permute (under 10 us), so each MoE forward waits about
+	 * 1 ms more: at least n x 0.98 ms. The combine's backward is the
+	 * same call: the host may fall behind there too, so at most all
+	 * the added host time, 2n calls x 1 ms:
+	 *   n x 0.98 ms <= step(call) - step(op) <= 2n x 1 ms. */
+	moe(&f, &e, 1);
+	f.fw.host.sync_s = 1e-6;
+	run(&f, &op);
+	moe(&f, &e, 1);
+	f.fw.host.sync_s = 1e-6;
+	e.dispatch_call_host_s = 1e-3;
+	run(&f, &call);
+	cr_assert_geq(call.step_s - op.step_s, n * 0.98e-3,
+		      "call %.6f s, op %.6f s", call.step_s, op.step_s);
+	cr_assert_leq(call.step_s - op.step_s, 2 * n * 1e-3 + 1e-9,
+		      "call %.6f s, op %.6f s", call.step_s, op.step_s);
+}
+
 Test(host, capacity_padding_needs_no_sync)
 {
 	struct fixture f;

@@ -865,3 +865,44 @@ Test(moe, hybridep_gathers_the_routing_map)
 	cr_assert_null(fixture_op(&o, "moe_counts"));
 	arena_release(&a);
 }
+
+Test(moe, fixed_round_robin_gate_has_no_router)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *op;
+
+	/* AutoModel's FakeBalancedGate (balance uniform, framework
+	 * balanced_gate round_robin): no router GEMM or top-k; its indices
+	 * (8 B) and weights (fp32 4 B, then cast to 2 B) for T k = 4096 x 2
+	 * selections are written, 8192 x 14 = 114688 B, and the backward has
+	 * no router ops. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.job.moe.routing.balance = ROUTE_UNIFORM;
+	f.fw.balanced_gate = GATE_ROUND_ROBIN;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(d.moe.fixed_gate);
+	layer_fwd(&d, &kind, &o);
+	op = fixture_op(&o, "router_fixed");
+	cr_assert_not_null(op);
+	cr_assert(fixture_near(op->k.write_B, 114688, 1e-12));
+	cr_assert(fixture_near(op->k.read_B, 0, 0));
+	cr_assert_null(fixture_op(&o, "router"));
+	cr_assert_null(fixture_op(&o, "router_topk"));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert_null(fixture_op(&o, "router_dgrad"));
+	cr_assert_null(fixture_op(&o, "router_wgrad"));
+	cr_assert_null(fixture_op(&o, "router_topk_bwd"));
+	/* Megatron's random balanced gate keeps its router */
+	f.fw.balanced_gate = GATE_RANDOM;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_not_null(fixture_op(&o, "router"));
+	cr_assert_null(fixture_op(&o, "router_fixed"));
+	arena_release(&a);
+}

@@ -350,3 +350,46 @@ Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
 		  "%g s", host_time(&f, &fwd, "expert_fc1"));
 	arena_release(&a);
 }
+
+Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct ep_comm_spec e;
+	struct host_spec *h = &f.fw.host;
+	double us = 1e-6;
+
+	/* ep 2 over a forwarding dispatcher whose dispatch call costs the
+	 * host 182 us (configs/ep/hybridep.yaml dispatch_call_host, on the
+	 * reference CPU), a torch.distributed collective 13.5 us. The call
+	 * is dispatch_with_permute: the forward's dispatch and the
+	 * combine's backward (a dispatch) each cost 182 us in place of the
+	 * collective's 13.5 us; the forward's combine and the dispatch's
+	 * backward (combine_with_unpermute, not measured) stay at 13.5 us. */
+	arena_init(&a);
+	pad_job(&f);
+	fixture_ep_forward(&e, "test-hybridep");
+	e.dispatch_call_host_s = 182 * us;
+	f.job.moe.dispatcher = &e;
+	memset(h, 0, sizeof(*h));
+	h->collective_s = 13.5 * us;
+	h->op_s = 13.5 * us;
+	f.sys.host_dispatch_scale = 1;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 182 * us),
+		  "%g s", host_time(&f, &fwd, "moe_dispatch"));
+	cr_assert(near(host_time(&f, &bwd, "moe_combine_bwd"), 182 * us));
+	cr_assert(near(host_time(&f, &fwd, "moe_combine"), 13.5 * us));
+	cr_assert(near(host_time(&f, &bwd, "moe_dispatch_bwd"), 13.5 * us));
+	/* a Grace host (host_dispatch_scale 2.75): 182 x 2.75 = 500.5 us */
+	f.sys.host_dispatch_scale = 2.75;
+	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 500.5 * us));
+	f.sys.host_dispatch_scale = 1;
+	/* 0 (every other dispatcher): the collective's 13.5 us */
+	e.dispatch_call_host_s = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 13.5 * us));
+	cr_assert(near(host_time(&f, &bwd, "moe_combine_bwd"), 13.5 * us));
+	arena_release(&a);
+}

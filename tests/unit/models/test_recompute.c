@@ -324,3 +324,52 @@ Test(recompute, moe_act_backward_cast_is_a_current_scaling_cast)
 		     c->k.launches);
 	arena_release(&a);
 }
+
+Test(recompute, mla_concat_copies_q_and_k)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	double T = 4096, a = 16, dn = 64, dr = 32, dv = 64, B = 2;
+	double nq = T * a * (dn + dr), nkv = T * a * (dn + dv);
+	int i;
+
+	/* MLA (q_lora 256, kv_lora 128, nope 64, rope 32, v 64) assembled by
+	 * torch.cat (AutoModel): forward read n_q + T a d_n + T d_r, write
+	 * 2 n_q with n_q = 4096 x 16 x 96 = 6291456 elements: read
+	 * (6291456 + 4194304 + 131072) x 2 = 21233664 B, write 25165824 B */
+	gpt(&f);
+	f.model.q_lora_rank = 256;
+	f.model.kv_lora_rank = 128;
+	f.model.qk_nope_head_dim = 64;
+	f.model.qk_rope_head_dim = 32;
+	f.model.v_head_dim = 64;
+	f.fw.elementwise.mla_concat = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	for (op = NULL, i = 0; i < o.n; i++)
+		if (strcmp(o.op[i].name, "mla_concat") == 0)
+			op = &o.op[i];
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, 21233664);
+	assert_close(op->k.write_B, 2 * nq * B);
+	/* backward: the splits' cats (n_q, n_kv = 4096 x 16 x 128) and the
+	 * expand's sum: read (n_q + n_kv + T a d_r) B = (6291456 + 8388608 +
+	 * 2097152) x 2 = 33554432 B, write
+	 * (n_q + n_kv + T d_r) B = 29622272 B */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	for (op = NULL, i = 0; i < o.n; i++)
+		if (strcmp(o.op[i].name, "mla_concat_bwd") == 0)
+			op = &o.op[i];
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, (nq + nkv + T * a * dr) * B);
+	assert_close(op->k.read_B, 33554432);
+	assert_close(op->k.write_B, 29622272);
+	/* off (the default): none */
+	f.fw.elementwise.mla_concat = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	for (i = 0; i < o.n; i++)
+		cr_assert_str_neq(o.op[i].name, "mla_concat");
+}

@@ -92,6 +92,47 @@ Test(train, one_f_one_b_same_bubble)
 			   "bubble %.4f", bubble_fraction(&r));
 }
 
+Test(train, local_batches_drain_the_pipeline_each)
+{
+	struct fixture f;
+	struct run_result r;
+
+	/* 1F1B, m = 32 / 2 = 16 microbatches a replica, but a local batch
+	 * of 4 (AutoModel: schedule.step once per local batch): 4 runs of
+	 * m' = 4, each filled and drained; rank 0 ends every run with its
+	 * last backward and starts the next at once, so the step is
+	 * 4 (m' + p - 1)(f + b) and the bubble 3/7 = 0.4286 (one schedule
+	 * over 16: 3/19) */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	f.job.training.local_batch_size = 4;
+	run(&f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 7, 0.005,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
+Test(train, schedule_runs_only_for_an_even_local_batch)
+{
+	struct fixture f;
+
+	/* gbs 32 over dp 2 = 16 sequences a replica, mbs 1, pp 4 */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	f.job.training.local_batch_size = 4;
+	cr_assert_eq(job_schedule_runs(&f.job), 4);	/* 16 / 4 */
+	f.job.training.local_batch_size = 0;
+	cr_assert_eq(job_schedule_runs(&f.job), 1);	/* the whole step */
+	/* a planner's candidate whose local batch does not split it: one
+	 * schedule (3 does not divide 16) */
+	f.job.training.local_batch_size = 3;
+	cr_assert_eq(job_schedule_runs(&f.job), 1);
+	/* interleaved: 2 microbatches a run are not a multiple of pp 4 */
+	f.job.parallelism.schedule = SCHED_INTERLEAVED;
+	f.job.parallelism.vpp = 2;
+	f.job.training.local_batch_size = 2;
+	cr_assert_eq(job_schedule_runs(&f.job), 1);
+	f.job.training.local_batch_size = 8;
+	cr_assert_eq(job_schedule_runs(&f.job), 2);	/* 16 / 8, 8 % 4 = 0 */
+}
+
 Test(train, interleaving_shrinks_the_bubble)
 {
 	struct fixture f;
