@@ -756,10 +756,12 @@ void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
  * MultiTokenPredictionLayer): the next token's embedding (a lookup) and
  * the hidden state are normed, concatenated and projected 2h -> h
  * (column-parallel over TP), then one transformer layer and the shared
- * output head with its own loss. ---- */
+ * output head with its own loss (with_head 0: without the head, which
+ * runs on the loss's stage, Megatron's process_mtp_loss, when the MTP
+ * has a stage of its own). ---- */
 
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   struct layer_ops *o)
+		   int with_head, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 
@@ -773,18 +775,20 @@ void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	lop_tpcoll(o, "mtp_proj_gather", PASS_FWD, d,
 		   d->sp ? COLL_REDUCESCATTER : COLL_ALLGATHER, t * h * d->act_B);
 	layer_fwd_pass(d, k, PASS_FWD, o);
-	head_fwd(d, PASS_FWD, o);
+	if (with_head)
+		head_fwd(d, PASS_FWD, o);
 }
 
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, struct layer_ops *o)
+		   enum layer_recompute rc, int with_head, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 	int16_t red;
 
 	o->n = 0;
 	o->scope = SCOPE_NONE;
-	head_bwd(d, o);
+	if (with_head)
+		head_bwd(d, o);
 	layer_bwd_pass(d, k, rc, o);
 	lop_tpcoll(o, "mtp_proj_grad_gather", PASS_BWD, d, COLL_ALLGATHER,
 		   t * h * d->act_B);

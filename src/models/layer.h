@@ -411,12 +411,13 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 
 /* A multi-token-prediction module (DeepSeek-V3): norms of the hidden
  * state and of the next token's embedding, their concatenation projected
- * 2h -> h, one transformer layer of kind k, and the shared LM head and
- * loss. */
+ * 2h -> h, one transformer layer of kind k, and (with_head) the shared
+ * LM head and loss; without, the head runs as a unit of its own on the
+ * loss's stage (the MTP in a stage of its own). */
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   struct layer_ops *o);
+		   int with_head, struct layer_ops *o);
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, struct layer_ops *o);
+		   enum layer_recompute rc, int with_head, struct layer_ops *o);
 
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);
