@@ -45,6 +45,23 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 BASE_CFLAGS := $(filter-out -O2,$(BASE_CFLAGS)) -O1
 endif
 
+# The program is linked with link-time optimization (LTO=1, the default
+# when the compiler takes the flags): calls between files are inlined
+# (units, the engine's task accessors, the fabric's flow and solver
+# calls), 7 % fewer instructions on the DSV3 2,048-GPU bench job with the
+# same output bit for bit (no fast-math, and without -march no FMA, so
+# inlining cannot change a rounding). The objects are fat (machine code
+# beside the LTO bytecode): the tests, tools and benchmarks link them
+# without LTO, as before. LTO=0 turns it off; the sanitizer build never
+# uses it.
+ifneq ($(SAN),1)
+LTO ?= $(shell $(CC) -flto=auto -ffat-lto-objects -x c -c /dev/null \
+	-o /dev/null 2>/dev/null && echo 1)
+endif
+ifeq ($(LTO),1)
+LTO_FLAGS := -flto=auto -ffat-lto-objects
+endif
+
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm $(SWEEP_MPI_LIBS)
 
@@ -65,8 +82,8 @@ endif
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS))
 TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS))
 
-ALL_CFLAGS = $(BASE_CFLAGS) $(WARN) $(SAN_FLAGS) -I$(BUILD)/gen -Isrc \
-	$(PKG_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_CFLAGS = $(BASE_CFLAGS) $(WARN) $(SAN_FLAGS) $(LTO_FLAGS) \
+	-I$(BUILD)/gen -Isrc $(PKG_CFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # Every folder of src/ is one layer (docs/architecture.md); the library is
@@ -108,23 +125,35 @@ $(BUILD)/gen/gitrev.h: FORCE
 
 $(BUILD)/obj/src/cli/cli_store.o: $(BUILD)/gen/gitrev.h
 
+# The compiler and flags, rewritten only when they change: every object
+# depends on them, so a build folder made with other flags (LTO=0, an
+# older Makefile) is rebuilt, not linked as it was. (Expanded here, once:
+# an object's own additions, sweep_mpi.o's, must not leak into it.)
+FLAGS_STAMP := $(CC) $(BASE_CFLAGS) $(WARN) $(SAN_FLAGS) $(LTO_FLAGS) $(CFLAGS)
+$(BUILD)/gen/cflags: FORCE
+	@mkdir -p $(@D)
+	@line='$(FLAGS_STAMP)'; \
+	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$line" ]; then echo "$$line" > $@; fi
+
 $(BUILD)/obj/src/sweep/sweep_mpi.o: ALL_CFLAGS += $(SWEEP_MPI_CFLAGS)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(BUILD)/gen/cflags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Tests use Criterion's macros, which trip -Wconversion; keep the rest.
-$(BUILD)/obj/tests/%.o: tests/%.c
+# They never link with LTO: no bytecode.
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/gen/cflags
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Wno-conversion $(TEST_CFLAGS) -c $< -o $@
+	$(CC) $(filter-out $(LTO_FLAGS),$(ALL_CFLAGS)) -Wno-conversion \
+		$(TEST_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
 $(BIN): $(BUILD)/obj/src/cli/main.o $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(BASE_CFLAGS) $(LTO_FLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The backends' shared data and check code is plain C with no dependency:
 # its unit tests (tests/unit/backend) link it in.

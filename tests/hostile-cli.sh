@@ -180,4 +180,45 @@ for dist in lognormal exponential; do
 		{ echo "FAIL: $dist mean 0:"; cat "$tmp/err"; fail=1; }
 done
 
+# ---- round 8: messages that mislead.
+# A bare name is a preset; one that is a folder or file here said only
+# "no job preset 'NAME'": now a note says what is here and how to give it.
+mkdir "$tmp/here" "$tmp/here/jobs"
+(cd "$tmp/here" && "$llmsim" run jobs --no-store) >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "note: 'jobs' in this folder is a directory, not a config file; a bare name is a preset: give a config file as a path (./jobs)" "$tmp/err" ||
+	{ echo "FAIL: run DIR by bare name:"; cat "$tmp/err"; fail=1; }
+# --ranks past its bound said "expected a whole number of GPUs" of a
+# whole number: the bound (2^22 = 4194304) is named.
+"$llmsim" collective --system dgx-h100 --op allreduce --ranks 99999999 \
+	--no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--ranks: expected a whole number of GPUs from 1 to 4194304, got '99999999'" "$tmp/err" ||
+	{ echo "FAIL: collective --ranks 99999999:"; cat "$tmp/err"; fail=1; }
+# An empty argument string ended import-megatron's options: --gpus 8
+# became a Megatron argument and the error asked for --gpus.
+"$llmsim" config import-megatron "" --gpus 8 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "import-megatron needs the Megatron-LM arguments" "$tmp/err" ||
+	{ echo "FAIL: import-megatron '':"; cat "$tmp/err"; fail=1; }
+# A folder as an input of db merge said "cannot open the results
+# database for writing".
+"$llmsim" db merge "$tmp/m.db" "$tmp/here" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "here: error: a directory, not a results database to merge" "$tmp/err" ||
+	{ echo "FAIL: db merge DIR:"; cat "$tmp/err"; fail=1; }
+# sweep - said "-: error: cannot read: No such file or directory" (run
+# and plan read '-' as standard input).
+"$llmsim" sweep - --db "$tmp/m.db" </dev/null >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "a sweep is read from a file, not standard input ('-')" "$tmp/err" ||
+	{ echo "FAIL: sweep -:"; cat "$tmp/err"; fail=1; }
+# moe.mtp_layers on a dense model ran without the MTP module, its cost
+# dropped without a word (train.c costs MTP for MoE models only).
+"$llmsim" run "$root/workloads/jobs/default.yaml" --no-store \
+	--set moe.mtp_layers=1 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--set:1:16: error: layout: mtp_layers 1 on a dense model" "$tmp/err" ||
+	{ echo "FAIL: mtp_layers on a dense model:"; cat "$tmp/err"; fail=1; }
+# calibrate reads its measurements: a missing --db was created (an
+# empty, migrated database) before "no measurements to fit".
+"$llmsim" calibrate --db "$tmp/none.db" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "none.db: error: no results database here" "$tmp/err" &&
+	[ ! -e "$tmp/none.db" ] ||
+	{ echo "FAIL: calibrate --db missing:"; cat "$tmp/err"; ls "$tmp"; fail=1; }
+
 exit $fail

@@ -222,6 +222,17 @@ if [ "${runas[0]:-}" != skip ]; then
 	else
 		fail=1
 	fi
+	# A reader needs no write access: db export of that database, its
+	# folder read-only, reads it (immutable: no -wal beside it, so no
+	# writer is at work) and leaves nothing behind; it failed with
+	# "attempt to write a readonly database".
+	if expect 0 "db export in a read-only directory" "${runas[@]}" \
+		"$ro_llmsim" db export --view v_runs --db "$tmp/ro/r.db"; then
+		[ "$(wc -l <"$tmp/out")" = 2 ] ||
+			bad "db export in a read-only directory: $(wc -l <"$tmp/out") lines, expected the header and 1 run"
+		[ ! -e "$tmp/ro/r.db-wal" ] && [ ! -e "$tmp/ro/r.db-shm" ] ||
+			bad "db export in a read-only directory left a -wal or -shm file"
+	fi
 	chmod 755 "$tmp/ro"
 else
 	echo "hostile: no setpriv to drop root; read-only directory case not run"

@@ -63,6 +63,22 @@ mkdir "$tmp/dir"
 [ $? = 1 ] && grep -q "dir: error: a directory, not a results database" "$tmp/err" ||
 	{ echo "FAIL: db views of a directory: $(cat "$tmp/err")"; fail=1; }
 
+# db views and db export open the database read-only: a missing one is
+# an error and stays missing (it was created, empty, and migrated); a
+# read-only file reads, byte for byte unchanged.
+"$llmsim" db views --db "$tmp/none.db" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "none.db: error: no results database here" "$tmp/err" &&
+	[ ! -e "$tmp/none.db" ] ||
+	{ echo "FAIL: db views of a missing database: $(cat "$tmp/err")"; fail=1; }
+"$llmsim" db export --view v_runs --db "$tmp/none2.db" >/dev/null 2>&1
+[ ! -e "$tmp/none2.db" ] || { echo "FAIL: db export created a database"; fail=1; }
+cp "$tmp/r.db" "$tmp/ro.db" && chmod 444 "$tmp/ro.db"
+before=$(cksum <"$tmp/ro.db")
+n=$("$llmsim" db export --view v_runs --db "$tmp/ro.db" 2>"$tmp/err" | wc -l)
+# the header, the run and the sweep point that ran (tp 3 is invalid)
+[ "$n" = 3 ] && [ "$(cksum <"$tmp/ro.db")" = "$before" ] ||
+	{ echo "FAIL: db export of a read-only file: $n lines, $(cat "$tmp/err")"; fail=1; }
+
 # The documented run columns are those of each sweep's view after its
 # axis columns: v_sweep_views = idx, status, reason, parallelism_tp, v_runs...
 want="idx,status,reason,parallelism_tp,$(documented v_runs)"

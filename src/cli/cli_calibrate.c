@@ -195,7 +195,7 @@ static int take_run(void *ctx, const struct store_meas_run *r)
 /* Points of the wanted runs; CLI status. */
 static int gather(struct gathered *g, struct diag *d)
 {
-	struct store *st = store_open(g->o->db, d);
+	struct store *st = store_open_readonly(g->o->db, d);	/* reads only */
 	int64_t n;
 	size_t i;
 

@@ -282,7 +282,8 @@ static int option(struct opts *o, int c, const char *v)
 		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
 			return cli_usage_error("collective", "--ranks: "
 					       "expected a whole number of "
-					       "GPUs, got '%s'", v);
+					       "GPUs from 1 to %d, got '%s'",
+					       1 << 22, v);
 		o->ranks = (long)x;
 		break;
 	case 'b': return parse_size("--min (-b)", v, &o->min_B);

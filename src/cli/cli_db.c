@@ -14,6 +14,8 @@
  * shortened when %.15g already round-trips); NULL is an empty CSV field
  * and JSON null.
  *
+ * views and export open the database read-only (store_open_readonly).
+ *
  * Exit status: 0 success; 1 runtime failure (I/O, database); 2 usage or
  * an unknown view.
  */
@@ -23,7 +25,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/diag.h"
 #include "base/arena.h"
@@ -53,14 +54,14 @@ static const struct {
 		     "time and breakdown, estimate" },
 };
 
-/* The database a command reads: --db, else the default. Refuses a path
- * that does not exist (a reader should not create an empty one). */
+/* The database a command reads: --db, else the default, opened
+ * read-only (store_open_readonly: a missing path is refused, not
+ * created; a read-only file works). */
 static struct store *open_existing(const char *db, struct arena *a,
 				   const char *argv0, const char **path,
 				   struct diag *d)
 {
 	const char *root;
-	struct stat sb;
 
 	if (!db) {
 		root = config_data_root(a, argv0);
@@ -71,17 +72,7 @@ static struct store *open_existing(const char *db, struct arena *a,
 		}
 	}
 	*path = db;
-	if (strcmp(db, ":memory:") != 0 && stat(db, &sb) != 0) {
-		diag_error(d, db, 0, 0, "no results database here (%s); give "
-			   "one with --db PATH", strerror(errno));
-		return NULL;
-	}
-	if (S_ISDIR(sb.st_mode)) {	/* not "cannot open for writing" */
-		diag_error(d, db, 0, 0, "a directory, not a results "
-			   "database; give the database file with --db PATH");
-		return NULL;
-	}
-	return store_open(db, d);
+	return store_open_readonly(db, d);
 }
 
 /* ---- views ---------------------------------------------------------- */

@@ -478,6 +478,10 @@ static void put_job(FILE *out, const struct imported *im,
 		fprintf(out, "parallelism:\n");
 		put_section(out, im, "parallelism", 2);
 	}
+	if (section_count(im, "moe")) {
+		fprintf(out, "moe:\n");
+		put_section(out, im, "moe", 2);
+	}
 }
 
 /* tp x pp x cp from the import (1 where absent). */
@@ -581,9 +585,10 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	im->arena = cx->arena;
 	im->dropout[0] = im->dropout[1] = -1;	/* not given */
 	/* The Megatron command line as one string starts with "--" too:
-	 * take a word with a blank in it out before reading our options. */
+	 * take a word with a blank in it out before reading our options
+	 * (an empty one too: it is no arguments, not the end of ours). */
 	for (i = 0; i < argc; i++) {
-		if (i > 0 && !line && strpbrk(argv[i], " \t\n"))
+		if (i > 0 && !line && (strpbrk(argv[i], " \t\n") || !*argv[i]))
 			line = argv[i];
 		else
 			ours[n++] = argv[i];

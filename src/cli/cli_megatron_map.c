@@ -59,6 +59,8 @@ static const struct marg margs[] = {
 	  NULL, NULL },
 	{ "--moe-shared-expert-intermediate-size", M_INT,
 	  "model.shared_expert_intermediate_size", NULL, NULL, NULL },
+	{ "--mtp-num-layers", M_INT, "moe.mtp_layers", NULL, NULL,
+	  "MTP modules; the layout's m count must match" },
 	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },
 	{ "--micro-batch-size", M_INT, "training.micro_batch_size", NULL, NULL,
 	  NULL },

@@ -132,6 +132,15 @@ static int parse(int argc, char **argv, struct sweep_cli *o, struct diag *d)
 	if (optind + 1 < argc)
 		return cli_usage_error("sweep", "more than one sweep file given "
 				       "('%s')", argv[optind + 1]);
+	/* run and plan read a job from standard input; a sweep is a file:
+	 * its relative paths resolve from its folder, and the same file
+	 * run again resumes it */
+	if (strcmp(argv[optind], "-") == 0)
+		return cli_usage_error("sweep", "%s", "a sweep is read from a "
+				       "file, not standard input ('-'): save it "
+				       "to a file (its relative paths resolve "
+				       "from the file's folder; running the "
+				       "same file again resumes it)");
 	o->file = argv[optind];
 	return CLI_OK;
 }

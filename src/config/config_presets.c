@@ -219,6 +219,7 @@ void config_no_preset(struct config_ctx *cx, const struct schema *s,
 	int line = at ? at->line : 0, col = at ? at->col : 0;
 	char names[2048], where[1024];
 	size_t n = 0, k = 0;
+	struct stat sb;
 
 	if (!list) {
 		diag_oom(cx->diag);
@@ -241,6 +242,13 @@ void config_no_preset(struct config_ctx *cx, const struct schema *s,
 		diag_note(cx->diag, file, line, col, "no %s presets under "
 			  "'%s' (set LLMSIM_DATA to the folder holding "
 			  "configs/ and workloads/)", s->kind, cx->data_root);
+	/* a bare name is a preset, but the user may have meant what is in
+	 * this folder under that name */
+	if (!at && !path && stat(name, &sb) == 0)
+		diag_note(cx->diag, file, line, col, "'%s' in this folder is "
+			  "%s; a bare name is a preset: give a config file as "
+			  "a path (./%s)", name, S_ISDIR(sb.st_mode) ?
+			  "a directory, not a config file" : "a file", name);
 }
 
 /* The kind whose preset folder holds the file, else model for .json,

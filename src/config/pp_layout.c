@@ -39,14 +39,15 @@ static int put(struct buf *b, const char *s, size_t len)
 }
 
 /* The count after '*' at s[*i] (the '*' itself); advances *i past it.
- * 0 when there is none. */
+ * -1 when there is none. A count may be 0 (Megatron's "\d+": "t*0" is
+ * no layer). */
 static long star_count(const char *s, size_t *i)
 {
 	long n = 0;
 	size_t k = *i;
 
 	if (s[k] != '*' || s[k + 1] < '0' || s[k + 1] > '9')
-		return 0;
+		return -1;
 	for (k++; s[k] >= '0' && s[k] <= '9'; k++) {
 		n = 10 * n + (s[k] - '0');
 		if (n > PP_LAYOUT_MAX_CHARS)
@@ -108,9 +109,9 @@ static int unroll_groups(const char *s, struct buf *b, char *why, size_t wl)
 			struct buf g = {0};
 
 			n = star_count(s, &at);
-			if (n == 0) {
+			if (n < 0) {
 				snprintf(why, wl, "the group at %zu needs '*n' "
-					 "after it, n >= 1", i + 1);
+					 "after it", i + 1);
 				return -1;
 			}
 			rc = 0;
@@ -148,12 +149,11 @@ static int unroll_chars(const char *a, struct buf *b, char *why, size_t wl)
 			snprintf(why, wl, "'*' repeats nothing");
 			return -1;
 		}
-		if (n == 0 && a[i + 1] == '*') {
-			snprintf(why, wl, "'*' after '%c' needs a count >= 1",
-				 a[i]);
+		if (n < 0 && a[i + 1] == '*') {
+			snprintf(why, wl, "'*' after '%c' needs a count", a[i]);
 			return -1;
 		}
-		rc = repeat(b, a + i, 1, n > 0 ? n : 1);
+		rc = repeat(b, a + i, 1, n >= 0 ? n : 1);
 		if (rc == -2)
 			return -2;
 		if (rc != 0) {
@@ -170,12 +170,13 @@ static int unroll_chars(const char *a, struct buf *b, char *why, size_t wl)
 static int read_layers(const char *u, struct pp_layout *out, int64_t *counts,
 		       int64_t max_stages, char *why, size_t wl)
 {
-	int64_t st = 0, in_stage = 0;
+	int64_t st = 0, in_stage = 0, held = 0;
 	size_t i, len = strlen(u);
 
 	memset(out, 0, sizeof(*out));
 	out->mtp_stage = -1;
 	out->empty_stage = -1;
+	out->bare_stage = -1;
 	out->mtp_one_stage = 1;
 	out->mtp_after_layers = 1;
 	if (counts && max_stages > 0)
@@ -187,14 +188,18 @@ static int read_layers(const char *u, struct pp_layout *out, int64_t *counts,
 			if (in_stage == 0 && st > 0 && c == '|' &&
 			    out->empty_stage < 0)
 				out->empty_stage = st;
+			if (held == 0 && out->bare_stage < 0)
+				out->bare_stage = st;
 			if (c == '\0')
 				break;
 			st++;
 			in_stage = 0;
+			held = 0;
 			if (counts && st < max_stages)
 				counts[st] = 0;
 			continue;
 		}
+		held++;
 		switch (c) {
 		case 'E':
 			out->embeddings++;

@@ -7,7 +7,9 @@
  * repeats a group and "x*n" a character, groups first (Megatron-LM
  * megatron/core/transformer/pipeline_parallel_layer_layout.py
  * parse_str_to_list). "Et*4|(t*4|)*14tmL" is the embedding and 4 layers,
- * 14 stages of 4, then 1 layer, the MTP module and the loss.
+ * 14 stages of 4, then 1 layer, the MTP module and the loss;
+ * Megatron-Bridge's "Ettt|(tt|)*29,m|L" gives the MTP module and the
+ * loss a stage each (what Megatron accepts: spec_job_layout.c).
  *
  * Depends on base/mem.h and libc.
  */
@@ -34,6 +36,8 @@ struct pp_layout {
 	int mtp_after_layers;	/* no t after the first m */
 	int64_t empty_stage;	/* first stage other than the first and
 				 * last with no t, -1 if none */
+	int64_t bare_stage;	/* first stage with no E, t, m or L at all,
+				 * -1 if none */
 };
 
 /*
@@ -41,8 +45,9 @@ struct pp_layout {
  * stage i for i < max_stages. Returns 0, or -1 with a sentence in why
  * (why_len bytes) for a string that is not a layout: a character other
  * than E t m L | , ( ) * and digits, a group not followed by *n, a
- * nested or unclosed group, a count of 0 or above PP_LAYOUT_MAX_CHARS
- * characters unrolled; -2 when out of memory.
+ * nested or unclosed group, above PP_LAYOUT_MAX_CHARS characters
+ * unrolled; -2 when out of memory. A count may be 0, as in Megatron
+ * ("t*0" and "(t|)*0" are nothing).
  */
 int pp_layout_parse(const char *s, struct pp_layout *out, int64_t *counts,
 		    int64_t max_stages, char *why, size_t why_len);

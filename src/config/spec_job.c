@@ -132,7 +132,9 @@ static const struct schema_field parallel_fields[] = {
 	  .help = "Megatron-Core's pipeline_model_parallel_layout, e.g. "
 		  "\"Et*4|(t*4|)*14tmL\": E embedding, t decoder layer, m MTP "
 		  "module, L loss, '|' between the pp*vpp virtual stages "
-		  "(instead of pp_layers; MTP modules on the last stage)" },
+		  "(instead of pp_layers; the MTP modules in one stage, the "
+		  "last chunk of its rank, as Megatron: \"...|m|L\" gives them "
+		  "a stage of their own)" },
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },

@@ -253,8 +253,12 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 }
 
 /* The layout string: a layout of pp*vpp stages with every layer of the
- * model once, the embedding first, the loss last and the MTP modules
- * where llmsim runs them (the last virtual stage). */
+ * model once, the embedding first, the loss last, and the MTP modules
+ * where Megatron-Core allows them
+ * (PipelineParallelLayerLayout.validate_layer_layout): after every
+ * decoder layer, all in one virtual stage, that stage the last chunk of
+ * its rank. A stage holding only m (Megatron-Bridge's "...|m|L", MTP
+ * standalone) is costed where it is (models/train_impl.c). */
 static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
@@ -286,11 +290,14 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 			     "as Megatron infers it)" : "");
 	else if (l.embeddings != 1 || !l.embedding_first)
 		layout_error(s, JR_PP_SPLIT, "pp_layout: the "
-			     "embedding E comes once, first (got %lld)",
+			     "embedding E comes once, first (got %lld); Megatron's "
+			     "rule: the first layer must be embedding, specified "
+			     "exactly once",
 			     (long long)l.embeddings);
 	else if (l.losses != 1 || !l.loss_last)
 		layout_error(s, JR_PP_SPLIT, "pp_layout: the loss "
-			     "L comes once, last (got %lld)", (long long)l.losses);
+			     "L comes once, last (got %lld); Megatron's rule: the "
+			     "last layer must be loss, specified exactly once", (long long)l.losses);
 	else if (l.layers != j->model->num_hidden_layers)
 		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
 			     "decoder layers t but the model has %lld",
@@ -298,20 +305,36 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 			     (long long)j->model->num_hidden_layers);
 	else if (l.mtp != j->moe.mtp_layers)
 		layout_error(s, JR_PP_SPLIT, "pp_layout has %lld "
-			     "MTP modules m but moe.mtp_layers is %lld",
+			     "MTP modules m but moe.mtp_layers is %lld; Megatron's "
+			     "rule: the number of mtp layers in the layout must "
+			     "match mtp_num_layers (--mtp-num-layers)",
 			     (long long)l.mtp, (long long)j->moe.mtp_layers);
-	else if (l.mtp > 0 && (!l.mtp_after_layers || !l.mtp_one_stage ||
-			       l.mtp_stage != l.stages - 1))
-		layout_error(s, JR_PP_SPLIT, "pp_layout: llmsim "
-			     "runs the MTP modules m after every decoder layer, "
-			     "on the last virtual stage with the loss (got the "
-			     "first in stage %lld of %lld)",
-			     (long long)l.mtp_stage, (long long)l.stages);
-	else if (l.empty_stage >= 0 && l.empty_stage != l.stages - 1)
-		layout_error(s, JR_PP_SPLIT, "pp_layout: stage "
-			     "%lld has no decoder layer: only the first and last "
-			     "virtual stages may have none",
-			     (long long)l.empty_stage);
+	else if (l.mtp > 0 && !l.mtp_after_layers)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: a decoder "
+			     "layer t comes after an MTP module m; Megatron's "
+			     "rule: decoder layers must be placed before MTP "
+			     "layers");
+	else if (l.mtp > 0 && !l.mtp_one_stage)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the MTP "
+			     "modules m are in more than one stage (the first in "
+			     "stage %lld); Megatron's rule: all of the MTP layers "
+			     "must be in the same one virtual pipeline stage",
+			     (long long)l.mtp_stage);
+	else if (l.mtp > 0 && l.mtp_stage / p->pp != p->vpp - 1)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: the MTP "
+			     "modules m are in stage %lld, chunk %lld of %lld of "
+			     "rank %lld; Megatron's rule: the MTP is always in "
+			     "the last virtual pipeline stage of its rank (a "
+			     "stage from %lld on)", (long long)l.mtp_stage,
+			     (long long)(l.mtp_stage / p->pp),
+			     (long long)p->vpp, (long long)(l.mtp_stage % p->pp),
+			     (long long)((p->vpp - 1) * p->pp));
+	else if (l.bare_stage >= 0)
+		layout_error(s, JR_PP_SPLIT, "pp_layout: stage %lld "
+			     "holds nothing (no E, t, m or L); Megatron runs it "
+			     "as a copy of the activation, which llmsim does not "
+			     "model: give the stage a layer",
+			     (long long)l.bare_stage);
 }
 
 /* Pipeline schedule against vpp, pp and the microbatch count. */
@@ -390,6 +413,14 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 				     "'n_routed_experts' in at least one "
 				     "layer", (long long)p->ep);
 		p->edp = p->dp * p->cp;
+		/* train.c costs MTP modules for MoE models only: on a dense
+		 * one they were dropped without a word */
+		if (j->moe.mtp_layers > 0)
+			layout_error(s, JR_MTP, "mtp_layers %lld on a dense "
+				     "model: llmsim costs multi-token "
+				     "prediction for MoE models only "
+				     "(DeepSeek-V3's); set it to 0",
+				     (long long)j->moe.mtp_layers);
 		return;
 	}
 	if (m->n_routed_experts % p->ep != 0)

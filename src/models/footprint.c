@@ -475,13 +475,19 @@ static void rank_params_split(const struct job_spec *j,
 	}
 	if (rank == 0)
 		dn += footprint_unit_params(j, d, UNIT_EMBED, 0);
-	if (holds_head(p, rank)) {
+	if (holds_head(p, rank))
 		dn += footprint_unit_params(j, d, UNIT_HEAD, rank == 0);
-		if (model_is_moe(j->model) && j->moe.mtp_layers > 0) {
-			footprint_mtp_params(j, d, &a, &b);
-			dn += (double)j->moe.mtp_layers * a;
-			ex += (double)j->moe.mtp_layers * b;
-		}
+	if (model_is_moe(j->model) && j->moe.mtp_layers > 0 &&
+	    split_mtp_stage(j) % p->pp == rank) {
+		int64_t ms = split_mtp_stage(j);
+
+		footprint_mtp_params(j, d, &a, &b);
+		dn += (double)j->moe.mtp_layers * a;
+		ex += (double)j->moe.mtp_layers * b;
+		/* an MTP stage before the last builds its own embedding
+		 * (Megatron GPTModel: pre_process or mtp_process) */
+		if (ms != p->pp * p->vpp - 1 && ms != 0)
+			dn += footprint_unit_params(j, d, UNIT_EMBED, 0);
 	}
 	*dense = dn / d->tp;
 	*experts = ex / ((double)p->ep * (double)(p->etp > 0 ? p->etp : p->tp));

@@ -89,6 +89,7 @@
 
 #include "base/diag.h"
 #include "config/spec_job.h"
+#include "layer.h"
 
 /* Vocabulary-parallel tables pad each rank's share to a multiple of this
  * (vLLM vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64;
@@ -202,7 +203,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->rope_dim = (double)m->qk_rope_head_dim;
 	d->nope_dim = (double)m->qk_nope_head_dim;
 	d->v_head_dim = (double)m->v_head_dim;
-	d->base = DTYPE_BF16;
+	d->base = layer_job_act_dtype(j);	/* bf16 */
 	d->weight = (enum dtype)s->dtype;
 	d->compute = infer_compute_dtype(j, g);
 	d->kv = (enum dtype)s->kv_dtype;

@@ -33,6 +33,26 @@
  * A token takes L_r infer_kv_token_layer_B bytes on rank r; the instance
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
+ *
+ * Speculative decoding's draft (infer_mem_draft_of) sits with the LM head
+ * on the last rank: its weights M_d and its layers' KV of a token K_d.
+ *   total, free  the engine loads the draft with the target before it
+ *                profiles, and pages the draft's attention layers in the
+ *                same pool: M = M_t + M_d, a token costs K_t + K_d (vLLM
+ *                v1 gpu_model_runner.py load_model loads the drafter
+ *                inside the profiled load and get_kv_cache_spec takes
+ *                every attention layer, the drafter's included;
+ *                TensorRT-LLM's MTP layers are the model's own, in its KV
+ *                cache manager's layer count)
+ *   static       SGLang sizes the target's pool from the memory left after
+ *                the target's weights (model_runner_kv_cache_mixin.py
+ *                profile_max_num_token), then the draft worker loads its
+ *                weights and a KV pool of as many tokens
+ *                (draft_runner_cache_size = the target's tokens + headroom)
+ *                of its own layers (num_nextn_predict_layers): tokens =
+ *                KV_t / K_t, both from the memory outside the static
+ *                fraction; the KV cache is tokens (K_t + K_d) and the
+ *                weights M_t + M_d, in the peak
  */
 #include "infer_mem.h"
 
@@ -123,6 +143,39 @@ static double activations_B(const struct infer_dims *d, double tokens,
 	return a;
 }
 
+void infer_mem_draft_of(const struct job_spec *dj,
+			const struct infer_dims *dd,
+			struct infer_mem_draft *out)
+{
+	double h = dd->hidden;
+
+	memset(out, 0, sizeof(*out));
+	rank_layers(dj, dd, 0, dj->model->num_hidden_layers, &out->weights_B,
+		    &out->params);
+	if (dd->draft_in > 0) {
+		/* an MTP/EAGLE head: the input projection (DeepSeek MTP's
+		 * eh_proj, EAGLE's fc: draft_in h x h, bf16, replicated; SGLang
+		 * deepseek_nextn.py and llama_eagle.py) and the input norms
+		 * (MTP's enorm and hnorm) plus MTP's shared_head.norm; the
+		 * embedding and the LM head are the target's (SGLang
+		 * eagle_worker set_embed_and_head, vLLM EagleProposer shares
+		 * them) */
+		double proj = dd->draft_in * h * h;
+
+		out->params += proj;
+		out->weights_B += proj * dd->act_B +
+				  (dd->draft_norms > 0 ? dd->draft_norms + 1 : 0) *
+				  h * dd->act_B;
+	} else {
+		/* a draft model: its own embedding, LM head and final norm
+		 * (one table when tied) */
+		out->weights_B += rank_weights_B(dj, dd, 0, 0, 0, 1);
+		out->params += infer_embed_params(dd) + infer_head_params(dd);
+	}
+	out->kv_token_B = (double)dj->model->num_hidden_layers *
+			  infer_kv_token_layer_B(dd);
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -142,7 +195,7 @@ static double kv_by_rule(const struct engine_spec *e, double cap,
 void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		   const struct infer_dims *d, const int64_t *split,
 		   double max_tokens, double max_seqs, double seq_tokens,
-		   struct infer_mem *out)
+		   const struct infer_mem_draft *draft, struct infer_mem *out)
 {
 	const struct gpu_spec *g = j->system->gpu;
 	int64_t pp = j->parallelism.pp, r;
@@ -155,16 +208,26 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	int64_t first = 0;
 
 	for (r = 0; r < pp; r++, first += split[r - 1]) {
+		int last = r == pp - 1;
+		double dw = draft && last ? draft->weights_B : 0;
+		double dk = draft && last ? draft->kv_token_B : 0;
 		double w = rank_weights_B(j, d, first, split[r], r, pp);
-		double a = activations_B(d, max_tokens, max_seqs, r == pp - 1);
-		double kv = kv_by_rule(e, cap, usable, w, a, e->workspace_B);
-		double tok_B = (double)split[r] * per_layer;
-		double tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
+		double a = activations_B(d, max_tokens, max_seqs, last);
+		int apart = e->memory_rule == ENGINE_MEM_STATIC;
+		double kv = kv_by_rule(e, cap, usable, apart ? w : w + dw, a,
+				       e->workspace_B);
+		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
+		double tokens;
 
+		if (apart && tok_t > 0)	/* the draft's pool as large */
+			kv *= tok_B / tok_t;
+		tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
 		if (tokens < best || r == 0) {
 			best = tokens;
 			out->rank = r;
-			out->weights_B = w;
+			out->weights_B = w + dw;
+			out->draft_weights_B = dw;
+			out->draft_kv_token_B = dk;
 			out->activations_B = a;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
@@ -174,7 +237,8 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		first += split[r];
 	rank_layers(j, d, first, split[out->rank], &w_unused, &out->params);
 	out->params += (out->rank == 0 ? infer_embed_params(d) : 0) +
-		      (out->rank == pp - 1 ? infer_head_params(d) : 0);
+		      (out->rank == pp - 1 ? infer_head_params(d) +
+		       (draft ? draft->params : 0) : 0);
 	out->kv_pages = isfinite(best) ?
 			floor(best / (double)e->block_size) : 0;
 	out->kv_tokens = out->kv_pages * (double)e->block_size;

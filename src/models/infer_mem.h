@@ -31,17 +31,41 @@ struct infer_mem {
 	double kv_tokens;	/* tokens the cache holds (whole pages) */
 	double kv_pages;	/* pages of block_size tokens */
 	double kv_sequences;	/* sequences of seq_tokens that fit */
+	double draft_weights_B;	/* B, the speculative draft's weights on that
+				 * GPU (in weights_B; 0 without a draft) */
+	double draft_kv_token_B; /* B, the draft's KV of one token on that GPU
+				  * (in kv_token_B) */
 };
+
+/* A speculative draft's memory on each GPU of the instance (its last
+ * pipeline rank): weights, parameters and KV bytes of one token. */
+struct infer_mem_draft {
+	double weights_B;
+	double params;
+	double kv_token_B;
+};
+
+/*
+ * The memory of the draft of job dj (serve_setup.c's draft job: its model
+ * is the draft's) with dims dd: its layers, and either its own embedding,
+ * LM head and final norm (a draft model) or, for an MTP/EAGLE head
+ * (dd->draft_in > 0), the input projection and norms, the embedding and
+ * LM head being the target's (infer_mem.c).
+ */
+void infer_mem_draft_of(const struct job_spec *dj,
+			const struct infer_dims *dd,
+			struct infer_mem_draft *out);
 
 /*
  * The memory of an instance running job j (layers per stage in split,
  * pp entries) with engine e whose largest step has max_tokens tokens and
  * max_seqs sequences; seq_tokens: the tokens of one sequence for the
- * capacity in sequences (0: not reported). d: the dims of one GPU.
+ * capacity in sequences (0: not reported). d: the dims of one GPU. draft:
+ * the speculative draft the instance also holds (NULL: none).
  */
 void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		   const struct infer_dims *d, const int64_t *split,
 		   double max_tokens, double max_seqs, double seq_tokens,
-		   struct infer_mem *out);
+		   const struct infer_mem_draft *draft, struct infer_mem *out);
 
 #endif

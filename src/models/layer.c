@@ -148,6 +148,13 @@ enum dtype layer_base_dtype(enum dtype training)
 	return DTYPE_BF16;	/* bf16, and what fp8/MX training keeps */
 }
 
+enum dtype layer_job_act_dtype(const struct job_spec *j)
+{
+	if (job_is_inference(j))
+		return DTYPE_BF16;
+	return layer_base_dtype((enum dtype)j->training.dtype);
+}
+
 static double pad_up(double v, double multiple)
 {
 	double n = (double)(int64_t)(v / multiple);
@@ -216,8 +223,10 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->local = e->experts / e->ep;
 	e->tokens = layer_sp_tokens(d);
 	e->rows = e->tokens * e->topk * e->etp;
+	/* unset: the rows travel in the job's activation dtype (a serving
+	 * job's, not training.dtype's, which it does not set) */
 	e->dispatch_dt = mj->dispatch_dtype >= 0 ? mj->dispatch_dtype :
-			 (int)layer_base_dtype((enum dtype)j->training.dtype);
+			 (int)layer_job_act_dtype(j);
 	e->elem_B = dtype_bytes((enum dtype)e->dispatch_dt);
 	e->dispatch_B = e->tokens * e->topk * d->hidden * e->elem_B;
 	e->node_share = 1;
@@ -747,10 +756,12 @@ void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
  * MultiTokenPredictionLayer): the next token's embedding (a lookup) and
  * the hidden state are normed, concatenated and projected 2h -> h
  * (column-parallel over TP), then one transformer layer and the shared
- * output head with its own loss. ---- */
+ * output head with its own loss (with_head 0: without the head, which
+ * runs on the loss's stage, Megatron's process_mtp_loss, when the MTP
+ * has a stage of its own). ---- */
 
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   struct layer_ops *o)
+		   int with_head, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 
@@ -764,18 +775,20 @@ void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	lop_tpcoll(o, "mtp_proj_gather", PASS_FWD, d,
 		   d->sp ? COLL_REDUCESCATTER : COLL_ALLGATHER, t * h * d->act_B);
 	layer_fwd_pass(d, k, PASS_FWD, o);
-	head_fwd(d, PASS_FWD, o);
+	if (with_head)
+		head_fwd(d, PASS_FWD, o);
 }
 
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, struct layer_ops *o)
+		   enum layer_recompute rc, int with_head, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 	int16_t red;
 
 	o->n = 0;
 	o->scope = SCOPE_NONE;
-	head_bwd(d, o);
+	if (with_head)
+		head_bwd(d, o);
 	layer_bwd_pass(d, k, rc, o);
 	lop_tpcoll(o, "mtp_proj_grad_gather", PASS_BWD, d, COLL_ALLGATHER,
 		   t * h * d->act_B);

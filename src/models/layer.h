@@ -391,6 +391,12 @@ unsigned layer_rc_modules(const struct layer_dims *d, enum layer_recompute rc);
  * (TransformerEngine keeps the rest in bf16). */
 enum dtype layer_base_dtype(enum dtype training);
 
+/* The job's activation dtype: layer_base_dtype of training.dtype for a
+ * training job; for an inference job (prefill, decode, serving: no
+ * training.dtype) the serving engines' bf16 activations, infer.c's base
+ * (infer_dims_from_job). */
+enum dtype layer_job_act_dtype(const struct job_spec *j);
+
 /* Fill d from the job for one microbatch on one GPU (vocabulary padded to
  * vocab_multiple * tp, as Megatron pads it). */
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);
@@ -405,12 +411,13 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 
 /* A multi-token-prediction module (DeepSeek-V3): norms of the hidden
  * state and of the next token's embedding, their concatenation projected
- * 2h -> h, one transformer layer of kind k, and the shared LM head and
- * loss. */
+ * 2h -> h, one transformer layer of kind k, and (with_head) the shared
+ * LM head and loss; without, the head runs as a unit of its own on the
+ * loss's stage (the MTP in a stage of its own). */
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   struct layer_ops *o);
+		   int with_head, struct layer_ops *o);
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, struct layer_ops *o);
+		   enum layer_recompute rc, int with_head, struct layer_ops *o);
 
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);

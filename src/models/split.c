@@ -115,6 +115,20 @@ void split_layers(const struct job_spec *j, int64_t *out)
 		split_even(j->model->num_hidden_layers, stages, out);
 }
 
+int64_t split_mtp_stage(const struct job_spec *j)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t stages = p->pp * p->vpp;
+	struct pp_layout l;
+	char why[160];
+
+	if (p->pp_layout && pp_layout_parse(p->pp_layout, &l, NULL, 0, why,
+					    sizeof(why)) == 0 &&
+	    l.stages == stages && l.mtp_stage >= 0)
+		return l.mtp_stage;
+	return stages - 1;
+}
+
 int64_t split_first_layer(const int64_t *split, int64_t vs)
 {
 	int64_t i, first = 0;

@@ -34,6 +34,10 @@ void split_front(int64_t layers, int64_t stages, int64_t *out);
  * framework's (framework.pp_split: split_even or split_front). */
 void split_layers(const struct job_spec *j, int64_t *out);
 
+/* The virtual stage holding the MTP modules: the stage of the m of
+ * parallelism.pp_layout, else the last (pp * vpp - 1). */
+int64_t split_mtp_stage(const struct job_spec *j);
+
 /* First layer (model order) of virtual stage vs given the split. */
 int64_t split_first_layer(const int64_t *split, int64_t vs);
 

@@ -600,9 +600,9 @@ int train_cost_blocks(struct train *t)
 					 model_layer_window(m, last),
 					 model_layer_chunk(m, last));
 
-		layer_mtp_fwd(&t->dims, &t->kinds[k], o);
+		layer_mtp_fwd(&t->dims, &t->kinds[k], !t->mtp_alone, o);
 		t->mf = new_block(t, o);
-		layer_mtp_bwd(&t->dims, &t->kinds[k], rc, o);
+		layer_mtp_bwd(&t->dims, &t->kinds[k], rc, !t->mtp_alone, o);
 		t->mb = new_block(t, o);
 		if (!t->mf || !t->mb)
 			return -1;
@@ -709,6 +709,8 @@ int train_shape(struct train *t, const struct job_spec *j,
 	t->pp = p->pp;
 	t->stages = p->pp * p->vpp;
 	t->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	t->mtp_stage = split_mtp_stage(j);
+	t->mtp_alone = t->mtp > 0 && t->mtp_stage != t->stages - 1;
 	t->a2a_overlap = model_is_moe(j->model) && j->moe.a2a_overlap &&
 			 j->parallelism.ep > 1;
 	layer_dims_from_job(j, &t->dims);

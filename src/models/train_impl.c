@@ -21,11 +21,18 @@ int train_dep(struct train *t, task_id before, task_id after)
 	return prog_dep(t->prog, before, after);
 }
 
+/* A virtual stage's units in forward order: the embedding (stage 0),
+ * its decoder layers, the MTP modules on their stage when it is not the
+ * last, then on the last stage the head and after it the MTP modules
+ * (with their heads), or only the MTP modules' heads when the modules
+ * ran on an earlier stage (Megatron's process_mtp_loss on the
+ * post-process stage). */
 int64_t train_units(const struct train *t, int64_t vs)
 {
 	int last = vs == t->stages - 1;
 
-	return t->split[vs] + (vs == 0) + last + (last ? t->mtp : 0);
+	return t->split[vs] + (vs == 0) + last +
+	       (vs == t->mtp_stage || (last && t->mtp_alone) ? t->mtp : 0);
 }
 
 struct unit_rec *train_unit(const struct train *t, uint32_t r, int64_t a,
@@ -116,6 +123,7 @@ const struct block *train_unit_block(const struct train *t, int64_t vs,
 	int64_t k = bwd ? n - 1 - u : u;	/* position in forward order */
 	int has_embed = vs == 0, last = vs == t->stages - 1;
 	int64_t head = last ? n - 1 - t->mtp : n;	/* the head's position */
+	int64_t layers_end = has_embed + t->split[vs];
 	int kind;
 
 	*layer = -1;
@@ -123,7 +131,10 @@ const struct block *train_unit_block(const struct train *t, int64_t vs,
 		return bwd ? t->eb : t->ef;
 	if (last && k == head)
 		return bwd ? t->hb : t->hf;
-	if (last && k > head)
+	if (last && k > head)	/* an MTP module, or its head alone */
+		return t->mtp_alone ? (bwd ? t->hb : t->hf)
+				    : (bwd ? t->mb : t->mf);
+	if (k >= layers_end)	/* an MTP module on its own stage */
 		return bwd ? t->mb : t->mf;
 	*layer = (int32_t)(first + k - has_embed);
 	kind = layer_kind(t, *layer);
@@ -137,14 +148,25 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 	int32_t layer;
 	double d = 0, e = 0;
 
+	int64_t n = train_units(t, vs), k = bwd ? n - 1 - u : u;
+	int mtp_head = vs == t->stages - 1 && t->mtp_alone && k > n - 1 - t->mtp;
+
 	b = train_unit_block(t, vs, bwd, u, &layer);
 	if (b == t->ef || b == t->eb)
 		d = footprint_unit_params(t->job, &t->dims, UNIT_EMBED, 0);
+	else if (mtp_head)
+		;	/* the output layer is the head's, shared */
 	else if (b == t->hf || b == t->hb)
 		/* pp = 1: the one rank holds the embedding with the head */
 		d = footprint_unit_params(t->job, &t->dims, UNIT_HEAD, t->pp == 1);
-	else if (b == t->mf || b == t->mb)
+	else if (b == t->mf || b == t->mb) {
 		footprint_mtp_params(t->job, &t->dims, &d, &e);
+		/* an MTP stage of its own builds the embedding too (Megatron
+		 * GPTModel: pre_process or mtp_process); its first module's
+		 * unit holds it */
+		if (t->mtp_alone && k == t->split[vs] + (vs == 0) && vs != 0)
+			d += footprint_unit_params(t->job, &t->dims, UNIT_EMBED, 0);
+	}
 	else
 		footprint_layer_params(t->job, &t->dims, layer, &d, &e);
 	*dense = d / t->dims.tp;

@@ -61,8 +61,14 @@ struct train {
 	struct block *lb[TRAIN_KINDS];	/* layer backward (+ recompute) */
 	struct block *ef, *eb;		/* embedding */
 	struct block *hf, *hb;		/* final norm, LM head, loss */
-	struct block *mf, *mb;		/* a multi-token-prediction module */
-	int64_t mtp;			/* MTP modules on the last virtual stage */
+	struct block *mf, *mb;		/* a multi-token-prediction module (with
+					 * its output head and loss unless
+					 * mtp_alone) */
+	int64_t mtp;			/* MTP modules */
+	int64_t mtp_stage;		/* the virtual stage holding them */
+	int mtp_alone;			/* mtp_stage is not the last (Megatron's
+					 * mtp_standalone): their output heads
+					 * and losses run on the last stage */
 	struct block *pg;		/* all-gather of a scattered transfer, or NULL */
 	struct block *amax[2];		/* fp8 amax reduction after a chunk's forward
 					 * [0] and backward [1], or NULL */

@@ -116,7 +116,7 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 		     uint32_t to, uint32_t to_act)
 {
 	double bytes = layer_pp_bytes(&t->dims);
-	int64_t pp_i, si;
+	int64_t pp_i, si, vs;
 	struct unit_rec *rec = train_unit(t, to, to_act, 0);
 	uint32_t ranks[2] = { x.from, to }, gpus[2], i;
 	struct coll_desc c = { .op = COLL_SENDRECV, .bytes = bytes, .gpus = gpus,
@@ -132,6 +132,15 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 		layout_where(&t->lay, ranks[i], &pp_i, &si);
 		gpus[i] = layout_gpu(&t->lay, pp_i, si);
 	}
+	/* From an MTP stage of its own on, the activation (and its
+	 * gradient) is the main hidden state with each MTP module's
+	 * concatenated along the sequence (Megatron MultiTokenPredictionBlock
+	 * torch.cat; process_mtp_loss chunks it into 1 + mtp) */
+	layout_where(&t->lay, x.from, &pp_i, &si);
+	vs = train_vs(t, pp_i, t->stage[pp_i].acts[x.act].chunk);
+	if (t->mtp_alone && (dir == 0 ? vs : vs - 1) >= t->mtp_stage)
+		c.bytes = bytes * (double)(1 + t->mtp);
+	layout_where(&t->lay, to, &pp_i, &si);
 	info.microbatch = (int32_t)t->stage[pp_i].acts[to_act].mb;
 	c.sm_share = train_sm_share(t, COLL_SENDRECV, gpus, 2, 0);
 	first = prog_coll(t->prog, ranks, 2, stream(dir, wrap), &c, &info);

@@ -260,10 +260,12 @@ static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
 		m_s += b->ef.mem_s + b->eb.mem_s;
 	}
 	if (s == c->S - 1) {
-		k += b->hf.kern_s + b->hb.kern_s +
-		     (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
-		m_s += b->hf.mem_s + b->hb.mem_s +
-		       (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
+		k += b->hf.kern_s + b->hb.kern_s;
+		m_s += b->hf.mem_s + b->hb.mem_s;
+	}
+	if (s == c->mtp_stage) {
+		k += (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
+		m_s += (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
 	}
 	*mem = m_s;
 	return k;
@@ -470,6 +472,7 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	c->v = p->vpp;
 	c->S = c->p * c->v;
 	c->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	c->mtp_stage = split_mtp_stage(j);
 	/* a2a_overlap pairs a forward with a backward of another
 	 * microbatch (sched.h; 1F1B orders): all but a rank's warm-up, about (v - 1) p +
 	 * p - 1 actions of its m v forwards, and the first (pp 1: F0, then

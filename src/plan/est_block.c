@@ -514,10 +514,10 @@ static int cost_all(struct est *e, const struct job_spec *j,
 		if (cost(e, j, &ks->b[8], d) != 0)
 			return -1;
 		if (j->moe.mtp_layers > 0) {	/* a layer of the last one's kind */
-			layer_mtp_fwd(dm, &lk, e->ops);
+			layer_mtp_fwd(dm, &lk, 1, e->ops);
 			if (cost(e, j, &ks->b[9], d) != 0)
 				return -1;
-			layer_mtp_bwd(dm, &lk, rc, e->ops);
+			layer_mtp_bwd(dm, &lk, rc, 1, e->ops);
 			if (cost(e, j, &ks->b[10], d) != 0)
 				return -1;
 		}

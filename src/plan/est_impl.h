@@ -121,7 +121,9 @@ struct est_cand {
 	const struct layer_dims *d;
 	const int64_t *split;		/* layers per virtual stage */
 	const int64_t *nmoe;		/* of those MoE layers (NULL: dense) */
-	int64_t mtp;			/* MTP modules after the head (last stage) */
+	int64_t mtp;			/* MTP modules */
+	int64_t mtp_stage;		/* their virtual stage (S - 1: after
+					 * the head) */
 	double ov;			/* share of MoE layer passes paired
 					 * (a2a_overlap; est.c setup) */
 	int64_t m, p, v, S;		/* microbatches, pp, vpp, pp vpp */

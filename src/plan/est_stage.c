@@ -45,15 +45,31 @@ double est_layers_b(const struct est_cand *c, int64_t s)
 }
 
 /* The head of the last stage with the MTP modules after it (forward
- * order: head, MTP; backward: MTP, head). */
+ * order: head, MTP; backward: MTP, head) when they are there. */
 static double head_f(const struct est_cand *c)
 {
-	return est_unit_f(c, EST_HEAD) + (double)c->mtp * c->b->tf.lat_s;
+	return est_unit_f(c, EST_HEAD) +
+	       (c->mtp_stage == c->S - 1 ? (double)c->mtp * c->b->tf.lat_s : 0);
 }
 
 static double head_b(const struct est_cand *c)
 {
-	return est_unit_b(c, EST_HEAD) + (double)c->mtp * c->b->tb.lat_s;
+	return est_unit_b(c, EST_HEAD) +
+	       (c->mtp_stage == c->S - 1 ? (double)c->mtp * c->b->tb.lat_s : 0);
+}
+
+/* MTP modules on a stage of their own before the last (the layout's
+ * "...|m|L"). */
+static double alone_f(const struct est_cand *c, int64_t s)
+{
+	return s == c->mtp_stage && s != c->S - 1 ?
+	       (double)c->mtp * c->b->tf.lat_s : 0;
+}
+
+static double alone_b(const struct est_cand *c, int64_t s)
+{
+	return s == c->mtp_stage && s != c->S - 1 ?
+	       (double)c->mtp * c->b->tb.lat_s : 0;
 }
 
 /* A layer's mean forward / backward on stage s. */
@@ -86,7 +102,7 @@ double est_stage_f(const struct est_cand *c, int64_t s)
 	return with_amax(c, &c->b->af,
 			 est_layers_f(c, s) +
 			 (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
-			 (s == c->S - 1 ? head_f(c) : 0) +
+			 (s == c->S - 1 ? head_f(c) : 0) + alone_f(c, s) +
 			 (s > 0 ? c->b->pg.lat_s : 0));
 }
 
@@ -95,7 +111,7 @@ double est_stage_b(const struct est_cand *c, int64_t s)
 	return with_amax(c, &c->b->ab,
 			 est_layers_b(c, s) +
 			 (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
-			 (s == c->S - 1 ? head_b(c) : 0) +
+			 (s == c->S - 1 ? head_b(c) : 0) + alone_b(c, s) +
 			 (s < c->S - 1 ? c->b->pg.lat_s : 0));
 }
 

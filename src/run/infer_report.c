@@ -35,6 +35,13 @@ struct cJSON *infer_mem_json(const struct infer_mem *m)
 		 jobj_add_finite(o, "kv_capacity_tokens", m->kv_tokens) &&
 		 jobj_add_finite(o, "kv_capacity_sequences", m->kv_sequences);
 
+	/* with a speculative draft: its part of weights_bytes and of
+	 * kv_bytes_per_token */
+	if (ok && (m->draft_weights_B > 0 || m->draft_kv_token_B > 0))
+		ok = jobj_add_finite(o, "draft_weights_bytes",
+				     m->draft_weights_B) &&
+		     jobj_add_finite(o, "draft_kv_bytes_per_token",
+				     m->draft_kv_token_B);
 	return jobj_complete(o, ok);
 }
 

@@ -238,7 +238,7 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	seq_tokens = (double)j->serving.context_len +
 		     (j->phase == PHASE_PREFILL ? j->serving.input_len.mean : 1);
 	infer_mem_job(j, x.eng, &x.dims, x.split, (double)x.max_tokens,
-		      (double)x.max_seqs, seq_tokens, &out->mem);
+		      (double)x.max_seqs, seq_tokens, NULL, &out->mem);
 	rc = 0;
 out:
 	if (!u)

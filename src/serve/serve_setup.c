@@ -9,7 +9,8 @@
  * scale-out fabric.
  *
  * Each instance's KV pool: infer_mem.h's capacity for its layout (pages of
- * the engine's block_size). A pool that cannot hold the longest request
+ * the engine's block_size), with the speculative draft's weights and KV
+ * on the instances that run it (the decode pool's, or all). A pool that cannot hold the longest request
  * (prompt + output) is bad input: no scheduler could ever finish it.
  *
  * The handoff of a prefilled request to a decode instance is
@@ -82,8 +83,8 @@ static int64_t longest_request(const struct serve *s)
 /* Size instance in from its step model's context and memory; check that
  * it can hold the longest request. -2 after reporting bad input. */
 static int size_inst(struct serve *s, struct serve_inst *in,
-		     struct infer_stepper *st, struct infer_mem *mem,
-		     int64_t longest)
+		     struct infer_stepper *st, const struct infer_mem_draft *dm,
+		     struct infer_mem *mem, int64_t longest)
 {
 	const struct infer_ctx *x = &st->ctx;
 	const struct serving_spec *sv = &s->job->serving;
@@ -91,7 +92,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 
 	infer_mem_job(x->job, x->eng, &x->dims, x->split,
 		      (double)x->max_tokens, (double)x->max_seqs,
-		      sv->input_len.mean + sv->output_len.mean, mem);
+		      sv->input_len.mean + sv->output_len.mean, dm, mem);
 	in->step = st;
 	in->pp = x->pp > 0 ? x->pp : 1;
 	in->block = x->eng->block_size;
@@ -266,6 +267,7 @@ int serve_setup(struct serve *s, struct serve_result *out)
 	int64_t sizes[2] = {0, 0}, counts[2] = {0, 0}, k;
 	int64_t longest = longest_request(s);
 	int npools, p, rc = -1, i = 0;
+	struct infer_mem_draft dm;
 	char msg[256];
 
 	s->sim = sim_new();
@@ -286,6 +288,12 @@ int serve_setup(struct serve *s, struct serve_result *out)
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	/* the draft first: the instances that run it hold it */
+	rc = draft_setup(s, pj, &pj->job[npools - 1]);
+	if (rc != 0)
+		return rc == -1 ? (diag_oom(s->d), -1) : rc;
+	if (s->draft)
+		infer_mem_draft_of(s->draft->ctx.job, &s->draft->ctx.dims, &dm);
 	s->steppers = mem_calloc((size_t)npools, sizeof(*s->steppers));
 	s->ninst = (int)(counts[0] + (npools > 1 ? counts[1] : 0));
 	s->inst = mem_calloc((size_t)s->ninst, sizeof(*s->inst));
@@ -306,8 +314,9 @@ int serve_setup(struct serve *s, struct serve_result *out)
 			s->inst[i].role = npools == 1 ? ROLE_BOTH :
 					  p == 0 ? ROLE_PREFILL : ROLE_DECODE;
 			s->first_gpu[i] = place(s, p, k, sizes, counts);
-			rc = size_inst(s, &s->inst[i], &s->steppers[p], mem,
-				       longest);
+			rc = size_inst(s, &s->inst[i], &s->steppers[p],
+				       s->draft && p == npools - 1 ? &dm : NULL,
+				       mem, longest);
 			if (rc != 0)
 				return rc;
 			if (p == npools - 1) {
@@ -331,9 +340,6 @@ int serve_setup(struct serve *s, struct serve_result *out)
 
 		out->offered_rate = span > 0 ? (double)(s->nreq - 1) / span : 0;
 	}
-	rc = draft_setup(s, pj, &pj->job[npools - 1]);
-	if (rc != 0)
-		return rc == -1 ? (diag_oom(s->d), -1) : rc;
 	if (npools > 1) {
 		s->xfer_net = net_new(s->job->system, s->sim, s->d);
 		if (!s->xfer_net)

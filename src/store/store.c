@@ -119,7 +119,7 @@ static void sq_shutdown(void *unused)
 
 /* Install the table unless SQLite is already running (then SQLite
  * refuses with SQLITE_MISUSE and keeps its allocator, which is fine). */
-static void route_sqlite_allocations(void)
+void store_route_allocations(void)
 {
 	sqlite3_mem_methods m = {
 		sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup,
@@ -185,7 +185,7 @@ void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 		   sqlite3_errmsg(st->db), os, hint(st->db));
 }
 
-static void report_oom(const char *path, struct diag *d)
+void store_report_oom(const char *path, struct diag *d)
 {
 	diag_error(d, path, 0, 0,
 		   "out of memory opening the results database");
@@ -257,7 +257,7 @@ static int make_parent_dirs(const char *path, struct diag *d)
 		return 0;
 	dir = mem_strdup(path);
 	if (!dir) {
-		report_oom(path, d);
+		store_report_oom(path, d);
 		return -1;
 	}
 	dir[slash - path] = '\0';
@@ -333,14 +333,15 @@ static int set_wal(struct store *st, char *mode, size_t size)
 /* Open the file and set the connection up: foreign keys, lock wait. The
  * journal mode comes later (set_journal), once the file is known to be
  * ours: a foreign database is refused untouched. */
-static int connect_db(struct store *st, struct diag *d)
+int store_connect(struct store *st, int readonly, struct diag *d)
 {
-	int rc = sqlite3_open_v2(st->path, &st->db,
+	int rc = sqlite3_open_v2(st->path, &st->db, readonly ?
+				 SQLITE_OPEN_READONLY :
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 				 NULL);
 
 	if (!st->db) {
-		report_oom(st->path, d);
+		store_report_oom(st->path, d);
 		return -1;
 	}
 	if (rc != SQLITE_OK) {
@@ -349,7 +350,7 @@ static int connect_db(struct store *st, struct diag *d)
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, st->busy_ms);
-	if (sqlite3_db_readonly(st->db, "main") == 1) {
+	if (!readonly && sqlite3_db_readonly(st->db, "main") == 1) {
 		diag_error(d, st->path, 0, 0,
 			   "the results database is read-only; check its "
 			   "permissions, or use --db PATH");
@@ -411,7 +412,7 @@ static const char WHOSE_SQL[] =
 
 /* The stored schema version: 0 for an empty database; -1 after
  * reporting a database that is not ours, unreadable or inconsistent. */
-static int read_version(struct store *st, struct diag *d, int *version)
+int store_read_version(struct store *st, struct diag *d, int *version)
 {
 	char whose[16], text[32];
 
@@ -443,7 +444,7 @@ static int read_version(struct store *st, struct diag *d, int *version)
 	return 0;
 }
 
-static int refuse_newer(struct store *st, struct diag *d, int version)
+int store_refuse_newer(struct store *st, struct diag *d, int version)
 {
 	diag_error(d, st->path, 0, 0,
 		   "the results database has schema version %d; this llmsim "
@@ -480,10 +481,10 @@ static int apply(struct store *st, const struct store_migration *m,
 		       m->version, m->what);
 		return -1;
 	}
-	if (read_version(st, d, &version) < 0)
+	if (store_read_version(st, d, &version) < 0)
 		goto out;
 	if (version > store_schema_version()) {
-		refuse_newer(st, d, version);
+		store_refuse_newer(st, d, version);
 		goto out;
 	}
 	if (version < m->version &&
@@ -508,10 +509,10 @@ static int migrate(struct store *st, struct diag *d)
 {
 	int version, i;
 
-	if (read_version(st, d, &version) < 0)
+	if (store_read_version(st, d, &version) < 0)
 		return -1;
 	if (version > store_schema_version())
-		return refuse_newer(st, d, version);
+		return store_refuse_newer(st, d, version);
 	for (i = 0; i < store_nmigrations; i++)
 		if (store_migrations[i].version > version &&
 		    apply(st, &store_migrations[i], d) < 0)
@@ -565,6 +566,21 @@ struct store *store_open(const char *path, struct diag *d)
 	return store_open_timeout(path, STORE_BUSY_TIMEOUT_MS, d);
 }
 
+struct store *store_new(const char *path, int busy_ms, struct diag *d)
+{
+	struct store *st = mem_calloc(1, sizeof(*st));
+
+	if (st)
+		st->path = mem_strdup(path);
+	if (!st || !st->path) {
+		store_report_oom(path, d);
+		mem_free(st);
+		return NULL;
+	}
+	st->busy_ms = busy_ms;
+	return st;
+}
+
 struct store *store_open_timeout(const char *path, int busy_ms,
 				 struct diag *d)
 {
@@ -572,19 +588,12 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 	int version;
 
 	assert(path && busy_ms >= 0);
-	route_sqlite_allocations();
+	store_route_allocations();
 	if (make_parent_dirs(path, d) < 0 || probe_writable(path, d) < 0)
 		return NULL;
-	st = mem_calloc(1, sizeof(*st));
-	if (st)
-		st->path = mem_strdup(path);
-	if (!st || !st->path) {
-		report_oom(path, d);
-		mem_free(st);
+	if (!(st = store_new(path, busy_ms, d)))
 		return NULL;
-	}
-	st->busy_ms = busy_ms;
-	if (connect_db(st, d) < 0 || read_version(st, d, &version) < 0 ||
+	if (store_connect(st, 0, d) < 0 || store_read_version(st, d, &version) < 0 ||
 	    set_journal(st, d) < 0 || migrate(st, d) < 0 ||
 	    prepare_all(st, d) < 0) {
 		store_close(st);

@@ -26,6 +26,14 @@ struct store;
  * its directory if missing. NULL after reporting to d. */
 struct store *store_open(const char *path, struct diag *d);
 
+/* Open an existing database to read it (db views, db export, report):
+ * read-only, so nothing is created, migrated or written and a read-only
+ * file works. A missing path, a directory, an empty file, a foreign or
+ * newer database are errors; an older one is read as it is (a note
+ * says its newer views are missing). NULL after reporting to d. The
+ * store_put*() functions must not be given it. */
+struct store *store_open_readonly(const char *path, struct diag *d);
+
 /* How long store_open() waits for another process's lock (a parallel
  * sweep writing) before reporting the database as locked. */
 #define STORE_BUSY_TIMEOUT_MS 10000	/* ms */

@@ -38,6 +38,19 @@ struct store {
 void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* What the reader's open (store_read.c) shares with store_open()
+ * (store.c): SQLite's allocations through mem.h (before any use);
+ * "out of memory" for path; a new store for path (not yet connected);
+ * the connection, read-only or read-write and creating; the stored
+ * schema version (0: an empty database); the refusal of a newer one.
+ * Each int is 0, or -1 after reporting to d. */
+void store_route_allocations(void);
+void store_report_oom(const char *path, struct diag *d);
+struct store *store_new(const char *path, int busy_ms, struct diag *d);
+int store_connect(struct store *st, int readonly, struct diag *d);
+int store_read_version(struct store *st, struct diag *d, int *version);
+int store_refuse_newer(struct store *st, struct diag *d, int version);
+
 /* Step s once and reset it; the step's result code. */
 int store_step_once(sqlite3_stmt *s);
 

@@ -375,6 +375,12 @@ static int attach(struct store *st, const char *in_path, struct diag *d)
 			   "%s", strerror(errno));
 		return -1;
 	}
+	if (!S_ISREG(sb.st_mode)) {	/* not "cannot open for writing" */
+		diag_error(d, in_path, 0, 0, "%s, not a results database to "
+			   "merge", S_ISDIR(sb.st_mode) ? "a directory" :
+			   "not a regular file");
+		return -1;
+	}
 	in = store_open(in_path, d);
 	if (!in)
 		return -1;

@@ -1,7 +1,8 @@
 /*
- * store_read.c - reading the results database: any read-only query with
- * bound text parameters, and every row of a named view (for `llmsim db
- * export` and the report).
+ * store_read.c - reading the results database: the reader's read-only
+ * open (store_open_readonly), any read-only query with bound text
+ * parameters, and every row of a named view (for `llmsim db export` and
+ * the report).
  *
  * A query that would write is refused (sqlite3_stmt_readonly), so a
  * reader can never change the database. The one SQL text built here is
@@ -10,7 +11,11 @@
  */
 #include "store_impl.h"
 
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -150,4 +155,128 @@ int store_each_view_row(struct store *st, const char *view, store_row_fn fn,
 	rc = strchr(view, '"') ? -1 : store_select(st, sql, NULL, 0, fn, ctx, d);
 	mem_free(sql);
 	return rc;
+}
+
+/* ---- the reader's open --------------------------------------------- */
+
+/* "file:" URI of path, for sqlite3_open_v2(SQLITE_OPEN_URI): '%', '?'
+ * and '#' escaped. NULL when out of memory. */
+static char *file_uri(const char *path, const char *query)
+{
+	size_t n = strlen(path), i, o = 0;
+	char *u = mem_alloc(3 * n + strlen(query) + 8);
+
+	if (!u)
+		return NULL;
+	memcpy(u, "file:", 5);
+	o = 5;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '%' || c == '?' || c == '#') {
+			o += (size_t)sprintf(u + o, "%%%02X", c);
+			continue;
+		}
+		u[o++] = (char)c;
+	}
+	strcpy(u + o, query);
+	return u;
+}
+
+/* A WAL database read by a connection that can create neither its -shm
+ * nor -wal file (a read-only directory) fails at its first read with
+ * SQLITE_CANTOPEN or SQLITE_READONLY (it cannot set the -shm up). With no -wal file beside it no writer is at work and
+ * every commit is in the file itself, so it is reopened immutable (no
+ * locks, no -shm). 0, or -1 after reporting. */
+static int open_immutable_if_needed(struct store *st, struct diag *d)
+{
+	int rc = sqlite3_exec(st->db, "SELECT count(*) FROM sqlite_master",
+			      NULL, NULL, NULL);
+	char *wal, *uri;
+	struct stat sb;
+	int have_wal;
+
+	if (((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY) ||
+	    strcmp(st->path, ":memory:") == 0)
+		return 0;	/* store_read_version reports any other error */
+	wal = mem_alloc(strlen(st->path) + 5);
+	if (!wal) {
+		store_report_oom(st->path, d);
+		return -1;
+	}
+	sprintf(wal, "%s-wal", st->path);
+	have_wal = stat(wal, &sb) == 0;
+	mem_free(wal);
+	if (have_wal)
+		return 0;
+	if (!(uri = file_uri(st->path, "?immutable=1"))) {
+		store_report_oom(st->path, d);
+		return -1;
+	}
+	sqlite3_close(st->db);
+	st->db = NULL;
+	rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
+			     SQLITE_OPEN_URI, NULL);
+	mem_free(uri);
+	if (!st->db) {
+		store_report_oom(st->path, d);
+		return -1;
+	}
+	if (rc != SQLITE_OK) {
+		store_report(st, d, "opening the results database");
+		return -1;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	return 0;
+}
+
+/* A reader's open: SQLITE_OPEN_READONLY, so nothing is created,
+ * migrated or switched to WAL, and a read-only file works. Opening a
+ * WAL database needs its -shm file; in a directory the reader cannot
+ * write, with no -wal file (so no writer is at work), the file is
+ * opened immutable instead. */
+struct store *store_open_readonly(const char *path, struct diag *d)
+{
+	struct store *st;
+	int version;
+	struct stat sb;
+
+	assert(path);
+	store_route_allocations();
+	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) != 0) {
+		diag_error(d, path, 0, 0, "no results database here (%s); "
+			   "give one with --db PATH", strerror(errno));
+		return NULL;
+	}
+	if (strcmp(path, ":memory:") != 0 && !S_ISREG(sb.st_mode)) {
+		diag_error(d, path, 0, 0, "%s, not a results database; give "
+			   "the database file with --db PATH",
+			   S_ISDIR(sb.st_mode) ? "a directory" :
+			   "not a regular file");
+		return NULL;
+	}
+	if (!(st = store_new(path, STORE_BUSY_TIMEOUT_MS, d)))
+		return NULL;
+	if (store_connect(st, 1, d) < 0 || open_immutable_if_needed(st, d) < 0 ||
+	    store_read_version(st, d, &version) < 0) {
+		store_close(st);
+		return NULL;
+	}
+	if (version > store_schema_version()) {
+		store_refuse_newer(st, d, version);
+		store_close(st);
+		return NULL;
+	}
+	if (version == 0) {
+		diag_error(d, path, 0, 0, "empty, not a results database: "
+			   "nothing is stored in it yet");
+		store_close(st);
+		return NULL;
+	}
+	if (version < store_schema_version())
+		diag_note(d, path, 0, 0, "schema version %d, older than this "
+			  "llmsim's %d: the views added since are missing "
+			  "until a command stores into it", version,
+			  store_schema_version());
+	return st;
 }

@@ -71,8 +71,8 @@ Test(pp_layout, not_a_layout)
 	cr_assert(strstr(why, "needs '*n'"), "%s", why);
 	cr_assert_eq(pp_layout_parse("E((t)*2|)*2L", &l, NULL, 0, why, sizeof(why)), -1);
 	cr_assert(strstr(why, "do not nest"), "%s", why);
-	cr_assert_eq(pp_layout_parse("Et*0|L", &l, NULL, 0, why, sizeof(why)), -1);
-	cr_assert(strstr(why, "count >= 1"), "%s", why);
+	cr_assert_eq(pp_layout_parse("Et*|L", &l, NULL, 0, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "needs a count"), "%s", why);
 	cr_assert_eq(pp_layout_parse("E*3t", &l, NULL, 0, why, sizeof(why)), 0);
 	cr_assert_eq(l.embeddings, 3);	/* parses; the job check refuses it */
 	/* 10^6 layers unrolled: over PP_LAYOUT_MAX_CHARS (10^5) */
@@ -80,4 +80,29 @@ Test(pp_layout, not_a_layout)
 				     sizeof(why)), -1);
 	cr_assert(strstr(why, "more than"), "%s", why);
 	cr_assert_eq(pp_layout_stages("E)t"), -1);
+}
+
+Test(pp_layout, counts_of_zero_and_bare_stages_as_megatron)
+{
+	struct pp_layout l;
+	int64_t c[3];
+	char why[160];
+
+	/* Megatron's "(.)\*(\d+)" takes 0: "t*0" and "(t|)*0" are
+	 * nothing. "Ett*0|(t|)*0t,m|L" = "Et|tm|L": 3 stages of 1, 1 and 0
+	 * layers, the MTP module in stage 1, no stage bare. */
+	cr_assert_eq(pp_layout_parse("Ett*0|(t|)*0t,m|L", &l, c, 3, why,
+				     sizeof(why)), 0, "%s", why);
+	cr_assert(l.stages == 3 && l.layers == 2 && l.mtp_stage == 1);
+	cr_assert(c[0] == 1 && c[1] == 1 && c[2] == 0);
+	cr_assert_eq(l.bare_stage, -1);
+	cr_assert_eq(l.empty_stage, -1);
+	/* "Et||mL": stage 1 holds nothing at all (bare); the m-only stage
+	 * of "Et|m|L" has no t (empty) but is not bare. */
+	cr_assert_eq(pp_layout_parse("Et||mL", &l, NULL, 0, why,
+				     sizeof(why)), 0, "%s", why);
+	cr_assert(l.bare_stage == 1 && l.stages == 3);
+	cr_assert_eq(pp_layout_parse("Et|m|L", &l, NULL, 0, why,
+				     sizeof(why)), 0, "%s", why);
+	cr_assert(l.bare_stage == -1 && l.empty_stage == 1 && l.mtp_stage == 1);
 }

@@ -319,6 +319,32 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 }
 
 /*
+ * A serving job's unset moe.dispatch_dtype is its activation dtype (bf16),
+ * whatever training.dtype says (layer.c moe_dims, layer_job_act_dtype):
+ * with training.dtype fp32 set on the Qwen3-30B-A3B Hybrid-EP job the
+ * rows stay 2048 x 2 B + 512 B of Hybrid-EP extras = 4,608 B (as in
+ * serving_ep_uses_training_dispatcher_costs) and not FP8; before, they
+ * were fp32: 2048 x 4 + 512 = 8,704 B.
+ */
+Test(infer_moe, serving_dispatch_dtype_is_not_training_dtype)
+{
+	const char *hep[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.dispatcher=hybridep", "training.dtype=fp32"};
+	const struct infer_op *cmb;
+	struct moe_case c;
+
+	moe_case(&c, "sglang", 64, hep, 6);
+	cr_assert_float_eq(c.r.row_B, 4608.0, 1e-9);
+	cr_assert_eq(c.r.row_fp8, 0);
+	cmb = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert_not_null(cmb);
+	cr_assert_float_eq(cmb->ep_row_B, 4096.0, 1e-9);
+	moe_case_release(&c);
+}
+
+/*
  * Under skewed routing (moe.routing max_mean 1.5) the combine runs the
  * dispatch backwards: it is route.c's EP_PASS_COMBINE matrix, the one
  * training's forward combine takes, and the pace GPU (member 0), which
@@ -379,7 +405,7 @@ static double step_activations_B(const struct moe_case *c, double tokens)
 	struct infer_mem m;
 
 	infer_mem_job(c->j, c->j->serving.engine, &c->d, &split, tokens, 1, 0,
-		      &m);
+		      NULL, &m);
 	return m.activations_B;
 }
 

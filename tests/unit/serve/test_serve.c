@@ -547,6 +547,115 @@ Test(serve, draft_heads_follow_their_method)
 	cr_assert_float_eq(op->k, 8192, 0);
 }
 
+/* The memory of the job's serving instance (the decode pool's). */
+static void mem_of(const char *path, const char *const *sets, size_t n,
+		   struct infer_mem *out)
+{
+	struct arena a;
+	struct diag d;
+	struct serve s;
+	struct serve_result r;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	memset(&s, 0, sizeof(s));
+	memset(&r, 0, sizeof(r));
+	s.job = load(&a, path, sets, n);
+	s.d = &d;
+	s.wake = serve_wake;
+	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
+	cr_assert_eq(serve_setup(&s, &r), 0);
+	*out = r.mem;
+	serve_teardown(&s);
+	arena_release(&a);
+}
+
+/*
+ * The draft's weights and KV are in the instance's memory
+ * (infer_mem.c's header).
+ *
+ * Llama 3 8B + EAGLE, tp 1, bf16 (h 4096, 32 heads, 8 KV heads of 128,
+ * f 14336): one dense layer, attention 4096 (32 + 2 x 8) 128 + 32 x 128 x
+ * 4096 = 41,943,040 and MLP 3 x 4096 x 14336 = 176,160,768 parameters,
+ * 218,103,808 x 2 B + two norms 2 x 4096 x 2 B = 436,224,000 B; fc 2 x 4096
+ * x 4096 = 33,554,432 parameters, 67,108,864 B: 503,332,864 B and
+ * 251,658,240 parameters (the embedding and head the target's). KV of a
+ * token: the target's 32 layers x 2 x 8 x 128 x 2 B = 131,072 B plus one
+ * layer's 4,096 B = 135,168 B.
+ *   SGLang (static): the target's pool as without the draft (its tokens
+ *   the same), the draft's pool of as many tokens on top: KV bytes x
+ *   135,168 / 131,072.
+ *   vLLM (total): the draft's weights come out of the KV (activations and
+ *   workspace unchanged): KV bytes 503,332,864 fewer, over 135,168 B a
+ *   token, in whole pages of 16.
+ *
+ * DeepSeek-V3 MTP (h 7168; MLA q_lora 1536, kv_lora 512, rope 64, nope
+ * 128, v 128, 128 heads; 256 experts of 2048, one shared; FP8 weights,
+ * 1 B, the router and the norms and eh_proj bf16), one MoE layer:
+ *   attention DP 8 (attention tp 1), ep 8: attention 7168 x 1536 + 1536 x
+ *   128 x 192 + 7168 x 576 + 512 x 128 x 256 + 128 x 128 x 7168 =
+ *   187,105,280; router 7168 x 256 = 1,835,008; shared expert 3 x 7168 x
+ *   2048 = 44,040,192; 32 local experts x 44,040,192 = 1,409,286,144;
+ *   eh_proj 2 x 7168 x 7168 = 102,760,448: 1,745,027,072 parameters;
+ *   bytes 187,105,280 + 3,670,016 + 44,040,192 + 1,409,286,144 + two layer
+ *   norms 28,672 + eh_proj 205,520,896 + enorm, hnorm, shared_head.norm
+ *   3 x 7168 x 2 = 43,008: 1,849,694,208 B (~1.8 GB a GPU; the whole
+ *   module 11.6B parameters without the shared embedding and head).
+ *   tp 8, ep 8: attention (48,758,784 + 8 x 4,128,768 (kv_a replicated) +
+ *   16,777,216 + 117,440,512) / 8 = 27,000,832; shared expert / 8 =
+ *   5,505,024; router, experts and eh_proj as above: bytes 27,000,832 +
+ *   3,670,016 + 5,505,024 + 1,409,286,144 + 28,672 + 205,520,896 + 43,008
+ *   = 1,651,054,592 B.
+ *   KV of a token: (512 + 64) x 1 B (FP8) for the one MTP layer.
+ */
+Test(serve, draft_memory_in_the_instance)
+{
+	const char *eagle_sgl[] = {"serving.requests=2"};
+	const char *none_sgl[] = {"serving.requests=2",
+				  "serving.speculative.method=none"};
+	const char *eagle_vllm[] = {"serving.requests=2",
+				    "serving.engine=vllm"};
+	const char *none_vllm[] = {"serving.requests=2", "serving.engine=vllm",
+				   "serving.speculative.method=none"};
+	const char *mtp[] = {"serving.requests=2"};
+	const char *mtp_tp8[] = {"serving.requests=2", "parallelism.tp=8",
+				 "parallelism.dp=1",
+				 "parallelism.attention_dp=false"};
+	const char *l8 = "workloads/jobs/serve-llama3-8b-eagle-h100.yaml";
+	const char *v3 = "workloads/jobs/serve-deepseek-v3-h200.yaml";
+	struct infer_mem m, m0;
+	double tokens;
+
+	mem_of(l8, eagle_sgl, 1, &m);
+	mem_of(l8, none_sgl, 2, &m0);
+	cr_assert_float_eq(m.draft_weights_B, 503332864.0, 0.5);
+	cr_assert_float_eq(m.weights_B - m0.weights_B, 503332864.0, 0.5);
+	cr_assert_float_eq(m.params - m0.params, 251658240.0, 0.5);
+	cr_assert_float_eq(m0.kv_token_B, 131072, 0);
+	cr_assert_float_eq(m.draft_kv_token_B, 4096, 0);
+	cr_assert_float_eq(m.kv_token_B, 135168, 0);
+	cr_assert_float_eq(m.kv_tokens, m0.kv_tokens, 0);
+	cr_assert_float_eq(m.kv_cache_B, m0.kv_cache_B * 135168 / 131072,
+			   1e-9 * m.kv_cache_B);
+	cr_assert_float_eq(m0.draft_weights_B, 0, 0);
+
+	mem_of(l8, eagle_vllm, 2, &m);
+	mem_of(l8, none_vllm, 3, &m0);
+	cr_assert_float_eq(m.activations_B, m0.activations_B, 0);
+	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 503332864.0, 1);
+	tokens = floor(m.kv_cache_B / 135168 / 16) * 16;
+	cr_assert_float_eq(m.kv_tokens, tokens, 0);
+	cr_assert(m.kv_tokens < m0.kv_tokens);
+
+	mem_of(v3, mtp, 1, &m);
+	cr_assert_float_eq(m.draft_weights_B, 1849694208.0, 0.5);
+	cr_assert_float_eq(m.draft_kv_token_B, 576, 0);
+	cr_assert_float_eq(m.kv_token_B, 61 * 576 + 576, 0);
+	mem_of(v3, mtp_tp8, 4, &m);
+	cr_assert_float_eq(m.draft_weights_B, 1651054592.0, 0.5);
+	cr_assert_float_eq(m.draft_kv_token_B, 576, 0);
+}
+
 /* MTP drafts need the model's MTP layers: Llama 3 8B has none, and
  * DeepSeek-V3 has one; both refused at the key, exit 2's path. */
 Test(serve, mtp_without_mtp_layers_is_refused)

@@ -459,3 +459,122 @@ Test(store, put_fails_cleanly_at_every_allocation)
 	sf_assert_counts(sf_db_path, 1, 1, 3);
 	sf_assert_no_leaks();
 }
+
+/* ---- the reader's open (db views, db export) ------------------------ */
+
+static int first_int(void *ctx, int n, const char *const *names,
+		     const struct store_val *v)
+{
+	(void)n;
+	(void)names;
+	*(int64_t *)ctx = v[0].i;
+	return 0;
+}
+
+/* A reader's open fails with one error naming path and saying what. */
+static void expect_readonly_fails(const char *path, const char *what)
+{
+	struct sf_capture c;
+
+	sf_cap_init(&c);
+	cr_assert_null(store_open_readonly(path, &c.d));
+	cr_assert_eq(c.d.errors, 1u, "%s", sf_cap_text(&c));
+	sf_assert_says(&c, path);
+	sf_assert_says(&c, what);
+	sf_cap_release(&c);
+}
+
+Test(store, reader_does_not_create_a_missing_database)
+{
+	struct stat sb;
+	char results[96];
+
+	/* store_open would make results/ and a new database in it. */
+	expect_readonly_fails(sf_db_path, "no results database here");
+	snprintf(results, sizeof(results), "%s/results", sf_dir);
+	cr_assert_neq(stat(results, &sb), 0, "results/ was created");
+	cr_assert_neq(stat(sf_db_path, &sb), 0, "the database was created");
+	sf_assert_no_leaks();
+}
+
+Test(store, reader_leaves_an_empty_file_empty)
+{
+	struct stat sb;
+	FILE *f;
+
+	/* store_open takes an empty file for a new database and writes
+	 * the schema (some 100 kB) into it; a reader must not. */
+	make_results_dir();
+	f = fopen(sf_db_path, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	expect_readonly_fails(sf_db_path, "empty, not a results database");
+	cr_assert_eq(stat(sf_db_path, &sb), 0);
+	cr_assert_eq(sb.st_size, 0, "the empty file grew to %lld B",
+		     (long long)sb.st_size);
+	expect_readonly_fails(sf_dir, "a directory, not a results database");
+	sf_assert_no_leaks();
+}
+
+Test(store, reader_reads_a_read_only_file_and_changes_no_byte)
+{
+	struct sf_capture c;
+	struct store *st;
+	int64_t n = -1;
+	char before[4096], after[4096];
+	FILE *f;
+	size_t got;
+
+	st = sf_open_ok(sf_db_path);
+	cr_assert_eq(sf_put_ok(st), 1);
+	store_close(st);	/* checkpoints: every commit in the file */
+	cr_assert_eq(chmod(sf_db_path, 0400), 0);
+	f = fopen(sf_db_path, "rb");
+	cr_assert_not_null(f);
+	got = fread(before, 1, sizeof(before), f);	/* the header page */
+	fclose(f);
+	sf_cap_init(&c);
+	st = store_open_readonly(sf_db_path, &c.d);
+	cr_assert_not_null(st, "%s", sf_cap_text(&c));
+	cr_assert_eq(c.d.errors + c.d.warnings, 0u, "%s", sf_cap_text(&c));
+	/* The one run sf_put_ok stored, through the documented view. */
+	cr_assert_eq(store_select(st, "SELECT count(*) FROM v_runs", NULL, 0,
+				  first_int, &n, &c.d), 0, "%s",
+		     sf_cap_text(&c));
+	cr_assert_eq(n, 1);
+	store_close(st);
+	sf_cap_release(&c);
+	f = fopen(sf_db_path, "rb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(after, 1, sizeof(after), f), got);
+	fclose(f);
+	/* The header holds the file change counter: a write bumps it. */
+	cr_assert_eq(memcmp(before, after, got), 0, "the header changed");
+	sf_assert_no_leaks();
+}
+
+Test(store, reader_reads_an_old_schema_without_migrating_it)
+{
+	struct sf_capture c;
+	struct store *st;
+	int64_t n = -1;
+	char version[16];
+
+	make_v1();
+	sf_cap_init(&c);
+	st = store_open_readonly(sf_db_path, &c.d);
+	cr_assert_not_null(st, "%s", sf_cap_text(&c));
+	/* A note, not an error: the old runs table reads as it is. */
+	cr_assert_eq(c.d.errors, 0, "%s", sf_cap_text(&c));
+	sf_assert_says(&c, "schema version 1, older than this llmsim's 8");
+	cr_assert_eq(store_select(st, "SELECT count(*) FROM runs", NULL, 0,
+				  first_int, &n, &c.d), 0, "%s",
+		     sf_cap_text(&c));
+	cr_assert_eq(n, 1);
+	store_close(st);
+	sf_cap_release(&c);
+	sf_sql_text(sf_db_path, "SELECT value FROM meta WHERE key = "
+		    "'schema_version'", version, sizeof(version));
+	cr_assert_str_eq(version, "1", "the reader migrated the database");
+	sf_assert_no_leaks();
+}
