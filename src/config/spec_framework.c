@@ -245,6 +245,13 @@ static const struct schema_field framework_fields[] = {
 		  "to the reduce dtype and its pre-division before every "
 		  "reduce-scatter; on the shard the post-division, the "
 		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
+	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "
+		  "backward_maybe_with_nosync (no reshard, no gradient sync "
+		  "until a chunk's last backward of the schedule run, then "
+		  "every unit's reduce-scatter, waited for before the chunk's "
+		  "gradient send and the next action)" },
 	{ .key = "pp_split", .type = ST_ENUM, .offset = FOFF(pp_split),
 	  .values = pp_split_names, .def = "megatron",
 	  .help = "how the layers are split over the pipeline stages when the "

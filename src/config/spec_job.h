@@ -298,6 +298,9 @@ struct framework_spec {
 						 * once (the one computing and those prefetched) */
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
+	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
+						 * their units gathered through a schedule run and
+						 * reduce-scatter after a chunk's last backward (train_dp.c) */
 	int pp_split;				/* enum pp_split: the default layer split */
 	int balanced_gate;			/* enum balanced_gate: routing balance uniform */
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's

@@ -472,24 +472,58 @@ struct fsdp_arg {
 				 * q % FSDP_AHEAD_MAX */
 	double params;		/* of this kind, one GPU */
 	int bwd, experts;
+	int gather, reduce;	/* this unit all-gathers / reduce-scatters */
+	int no_sync;		/* train_fsdp_pp_no_sync */
 };
 
+/* Under fsdp_pp_no_sync a chunk's reduce-scatters start after its whole
+ * last backward of the run (the manual post_backward), and the compute
+ * stream waits for them (_root_post_backward_final_callback) before the
+ * chunk's gradient send and the rank's next action. */
+static int no_sync_reduce(struct train *t, uint32_t r, int64_t a, task_id rs)
+{
+	int64_t pp_i, i;
+	const struct stage_plan *sp;
+	struct unit_rec *next;
+	uint32_t f;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	sp = &t->stage[pp_i];
+	if (train_dep(t, train_action_end(t, r, a), rs) != 0)
+		return -1;
+	if (t->pp_send && t->pp_send[r][a] != TASK_NONE &&
+	    train_dep(t, rs, t->pp_send[r][a]) != 0)
+		return -1;
+	if (a + 1 >= sp->nacts)
+		return 0;
+	next = train_unit(t, r, a + 1, 0);
+	for (f = 0; f < next->nfirst; f++)
+		if (train_dep(t, rs, next->first[f]) != 0)
+			return -1;
+	return 0;
+}
+
 /* One unit's parameter all-gather (and after a backward its gradients'
- * reduce-scatter) on one group. */
+ * reduce-scatter) on one group; under fsdp_pp_no_sync only a chunk's
+ * first forward of a schedule run gathers and its last backward
+ * reduces. */
 static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
 	const struct fsdp_arg *x = arg;
 	int64_t ahead = t->job->framework->fsdp_prefetch_units;
 	int64_t w = (x->q - ahead) % FSDP_AHEAD_MAX;
 	enum layout_group g = grad_group(x->experts);
-	task_id ag, rs = TASK_NONE;
+	task_id ag = TASK_NONE, rs = TASK_NONE;
 	uint32_t k, f;
 
-	ag = dp_coll(t, g, n, size, COLL_ALLGATHER, x->params * t->dims.act_B,
-		     TRAIN_ST_DP_GATHER, "fsdp_param_allgather");
-	if (ag == TASK_NONE)
-		return -1;
-	if (x->bwd) {
+	if (x->gather) {
+		ag = dp_coll(t, g, n, size, COLL_ALLGATHER,
+			     x->params * t->dims.act_B, TRAIN_ST_DP_GATHER,
+			     "fsdp_param_allgather");
+		if (ag == TASK_NONE)
+			return -1;
+	}
+	if (x->reduce) {
 		rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
 			     x->params * t->dims.grad_B, TRAIN_ST_DP,
 			     "fsdp_grad_reducescatter");
@@ -497,16 +531,26 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 			return -1;
 	}
 	for (k = 0; k < n; k++) {
-		struct unit_rec *rec = train_unit(t, t->ranks[k], x->a, x->u);
+		uint32_t r = t->ranks[k];
+		struct unit_rec *rec = train_unit(t, r, x->a, x->u);
 
-		if (x->q >= ahead &&
-		    train_dep(t, train_unit(t, t->ranks[k], x->ra[w],
-					    x->ru[w])->last, ag + k) != 0)
-			return -1;
-		for (f = 0; f < rec->nfirst; f++)
-			if (train_dep(t, ag + k, rec->first[f]) != 0)
+		if (ag != TASK_NONE) {
+			if (x->q >= ahead &&
+			    train_dep(t, train_unit(t, r, x->ra[w],
+						    x->ru[w])->last, ag + k) != 0)
 				return -1;
-		if (rs != TASK_NONE && train_dep(t, rec->last, rs + k) != 0)
+			for (f = 0; f < rec->nfirst; f++)
+				if (train_dep(t, ag + k, rec->first[f]) != 0)
+					return -1;
+		}
+		if (rs == TASK_NONE)
+			continue;
+		if (!x->no_sync) {
+			if (train_dep(t, rec->last, rs + k) != 0)
+				return -1;
+			continue;
+		}
+		if (no_sync_reduce(t, r, x->a, rs + k) != 0)
 			return -1;
 	}
 	return 0;
@@ -517,11 +561,16 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 		     int64_t u, struct fsdp_arg *x)
 {
-	int64_t vs = train_vs(t, s, t->stage[s].acts[a].chunk);
+	struct sched_action act = t->stage[s].acts[a];
+	int64_t vs = train_vs(t, s, act.chunk);
+	int64_t mg = t->m / job_schedule_runs(t->job);
 
 	x->a = a;
 	x->u = u;
-	x->bwd = t->stage[s].acts[a].bwd;
+	x->bwd = act.bwd;
+	x->no_sync = train_fsdp_pp_no_sync(t);
+	x->gather = !x->no_sync || (!act.bwd && act.mb % mg == 0);
+	x->reduce = act.bwd && (!x->no_sync || act.mb % mg == mg - 1);
 	for (x->experts = 0; x->experts < kinds; x->experts++) {
 		x->params = unit_params(t, vs, x->bwd, u, x->experts);
 		if (x->params > 0 && for_groups(t, s, x->experts, fsdp_one, x) != 0)

@@ -70,6 +70,33 @@ int train_pairs(const struct train *t, int64_t s, int64_t a)
 	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
 }
 
+int train_fsdp_pp_no_sync(const struct train *t)
+{
+	return t->job->framework->fsdp_pp_no_sync &&
+	       t->job->training.zero_stage >= 3 && t->pp >= 2;
+}
+
+int train_alloc_actions(struct train *t, task_id ***out)
+{
+	task_id **v = arena_alloc(&t->arena, t->lay.nranks * sizeof(*v));
+	int64_t pp_i, i, a;
+	uint32_t r;
+
+	if (!v)
+		return -1;
+	for (r = 0; r < t->lay.nranks; r++) {
+		layout_where(&t->lay, r, &pp_i, &i);
+		v[r] = arena_alloc(&t->arena, (size_t)t->stage[pp_i].nacts *
+				   sizeof(**v));
+		if (!v[r])
+			return -1;
+		for (a = 0; a < t->stage[pp_i].nacts; a++)
+			v[r][a] = TASK_NONE;
+	}
+	*out = v;
+	return 0;
+}
+
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a)
 {
 	int64_t pp_i, i;

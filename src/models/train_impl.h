@@ -96,6 +96,9 @@ struct train {
 	double host_scale;		/* the system CPU's time per call over the
 					 * reference CPU's */
 	task_id *host_last;		/* [rank] the last host task issued */
+	task_id **pp_send;		/* [rank][action] the gradient or
+					 * activation send after the action
+					 * (fsdp_pp_no_sync), or NULL */
 	task_id **p2p_host;		/* [rank][action] the device sync before
 					 * the action (batch_p2p_sync), or NULL */
 	uint32_t *stage_ranks;		/* scratch: the simulated ranks of a stage */
@@ -137,6 +140,13 @@ int train_pairs(const struct train *t, int64_t s, int64_t a);
 
 /* The task that ends action a of rank r. */
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
+
+/* Whether FSDP runs under torch pipelining's no-sync (framework
+ * fsdp_pp_no_sync, zero_stage 3, pp >= 2; train_dp.c). */
+int train_fsdp_pp_no_sync(const struct train *t);
+
+/* A [rank][action] table of TASK_NONE in the build's arena into *out. */
+int train_alloc_actions(struct train *t, task_id ***out);
 
 /* What unit u of an action on vs is: its block, its global layer index
  * (-1 for the embedding and head) and, for backward, the reverse order. */

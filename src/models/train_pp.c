@@ -147,6 +147,8 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 	if (first == TASK_NONE ||
 	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)
 		return -1;
+	if (t->pp_send)		/* the sender's end (train_dp.c) */
+		t->pp_send[x.from][x.act] = first;
 	/* a device sync after the batched send/recv: the sender's host
 	 * before its next action, the receiver's before this one */
 	if (train_dep(t, first, train_p2p_sync(t, x.from, (int64_t)x.act + 1)) != 0 ||
@@ -253,6 +255,8 @@ int train_build_pp(struct train *t)
 
 	if (t->stages < 2)
 		return 0;
+	if (train_fsdp_pp_no_sync(t) && train_alloc_actions(t, &t->pp_send) != 0)
+		return -1;
 	for (dir = 0; dir < 2; dir++)
 		for (wrap = 0; wrap < 2; wrap++)
 			if (build_stream(t, dir, wrap) != 0)

@@ -618,3 +618,94 @@ Test(train, later_pipeline_ranks_reduce_one_bucket)
 		prog_free(p);
 	}
 }
+
+/* Tasks named `name` on each simulated rank of p into n[rank] (at most
+ * 8 ranks). */
+static void named_per_rank(const struct prog *p, const char *name, int n[8])
+{
+	uint32_t t;
+	enum task_cat cat;
+
+	memset(n, 0, 8 * sizeof(*n));
+	for (t = 0; t < prog_tasks(p); t++)
+		if (strcmp(exec_task_name(p, t, &cat), name) == 0) {
+			cr_assert_lt(exec_task_rank(p, t), 8);
+			n[exec_task_rank(p, t)]++;
+		}
+}
+
+/* The smallest and largest non-zero counts of n[0..7]. */
+static void count_range(const int n[8], int *lo, int *hi)
+{
+	int i;
+
+	*lo = 1 << 30;
+	*hi = 0;
+	for (i = 0; i < 8; i++)
+		if (n[i] > 0) {
+			*lo = n[i] < *lo ? n[i] : *lo;
+			*hi = n[i] > *hi ? n[i] : *hi;
+		}
+}
+
+static void fsdp_counts(struct fixture *f, int ag[2], int rs[2])
+{
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	int n[8];
+
+	diag_init(&d, stderr);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	named_per_rank(p, "fsdp_param_allgather", n);
+	count_range(n, &ag[0], &ag[1]);
+	named_per_rank(p, "fsdp_grad_reducescatter", n);
+	count_range(n, &rs[0], &rs[1]);
+	prog_free(p);
+}
+
+Test(train, fsdp_pp_no_sync_gathers_and_reduces_once_a_run)
+{
+	struct fixture f;
+	int ag[2], rs[2];
+
+	/* 8 layers over pp 4: 2 a stage, plus the embedding on the first
+	 * and the head on the last: 2 or 3 FSDP units a rank; 16
+	 * microbatches a replica in 4 runs of 4 (local batch 4). Per-
+	 * microbatch FSDP: every unit gathered before each forward and
+	 * backward, 2 x 16 = 32 times (64 or 96 a rank), reduced after each
+	 * backward, 16 times (32 or 48). torch pipelining's no-sync: once a
+	 * run each, 4 times (8 or 12 a rank for both). */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	f.job.training.zero_stage = 3;
+	f.job.training.local_batch_size = 4;
+	fsdp_counts(&f, ag, rs);
+	cr_assert(ag[0] == 64 && ag[1] == 96, "gathers %d..%d", ag[0], ag[1]);
+	cr_assert(rs[0] == 32 && rs[1] == 48, "reduces %d..%d", rs[0], rs[1]);
+	f.fw.fsdp_pp_no_sync = 1;
+	fsdp_counts(&f, ag, rs);
+	cr_assert(ag[0] == 8 && ag[1] == 12, "gathers %d..%d", ag[0], ag[1]);
+	cr_assert(rs[0] == 8 && rs[1] == 12, "reduces %d..%d", rs[0], rs[1]);
+}
+
+Test(train, fsdp_pp_no_sync_needs_a_pipeline)
+{
+	struct fixture f;
+	struct run_result off, on;
+	int ag[2], rs[2];
+
+	/* dp 8, ZeRO-3, no pipeline (AutoModel's pp 1 path runs no
+	 * schedule): the flag changes nothing, 4 layers + embedding + head
+	 * = 6 units, 2 x 2 microbatches (gbs 32 / dp 8 / mbs 2) = 4
+	 * gathers each, 24 a rank, and 2 reductions each, 12. */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 32, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	run(&f, 0, 5e-6, 100e9, &off);
+	f.fw.fsdp_pp_no_sync = 1;
+	run(&f, 0, 5e-6, 100e9, &on);
+	cr_assert_float_eq(on.step_s, off.step_s, 1e-12);
+	fsdp_counts(&f, ag, rs);
+	cr_assert(ag[0] == 24 && ag[1] == 24, "gathers %d..%d", ag[0], ag[1]);
+	cr_assert(rs[0] == 12 && rs[1] == 12, "reduces %d..%d", rs[0], rs[1]);
+}
