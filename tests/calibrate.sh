@@ -142,10 +142,13 @@ status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
 status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency
 status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.yaml"
-# validate makes the database (it stores its results there); calibrate
-# only reads one: a missing one is an error (exit 1), not a new file.
+# validate makes the database (it stores its results there), except with
+# --no-store; calibrate only reads one: a missing one is an error (exit 1),
+# not a new file.
 status 1 "no database" calibrate --db "$tmp/empty.db"
-status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty.db" --no-store
+status 2 "--no-store: no database" validate --kind measured --db "$tmp/empty.db" --no-store
+[ ! -e "$tmp/empty.db" ] || bad "validate --no-store made a database"
+status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty.db"
 status 2 "no measurements" calibrate --db "$tmp/empty.db"
 status 2 "missing calibration file" collective --system cpu-host --op allreduce \
 	--ranks 2 --set calibration=/nonexistent.yaml --no-store

@@ -117,6 +117,26 @@ check "combine json" "$llmsim" collective --system dgx-h100 --op combine \
 for k in tokens ranks_hit nodes_hit send_B node_share; do
 	grep -q "\"$k\"" "$tmp/out" || { echo "FAIL: combine json key $k"; fail=1; }
 done
+# --gate round_robin (framework.balanced_gate's fixed gate): token t takes
+# experts 6t .. 6t+5 mod 256; 8 ranks hold L = 32 each. Starts run over
+# the even experts, 16 per block of 32; the 6 experts cross into the next
+# GPU for starts 28 and 30 of each block: 1 + 2/16 = 1.125 GPUs a token.
+# The random gate's k = 6 distinct experts reach 8 (1 - C(224,6)/C(256,6))
+# = 8 (1 - 0.44500) = 4.440 GPUs.
+check "dispatch round-robin gate" "$llmsim" collective --system dgx-h100 \
+	--op dispatch --ranks 8 --topk 6 --gate round_robin --tokens 128 --json --no-store
+grep -q '"ranks_hit":[[:space:]]*1.125,' "$tmp/out" ||
+	{ echo "FAIL: round-robin gate: ranks_hit"; grep ranks_hit "$tmp/out"; fail=1; }
+check "dispatch random gate" "$llmsim" collective --system dgx-h100 \
+	--op dispatch --ranks 8 --topk 6 --gate random --tokens 128 --json --no-store
+grep -q '"ranks_hit":[[:space:]]*4.440' "$tmp/out" ||
+	{ echo "FAIL: random gate: ranks_hit"; grep ranks_hit "$tmp/out"; fail=1; }
+status 2 "dispatch: unknown gate" --system dgx-h100 --op dispatch --ranks 8 \
+	--gate rr
+status 2 "dispatch: round-robin gate with groups" --system dgx-h100 \
+	--op dispatch --ranks 8 --gate round_robin --groups nodes --topk-groups 1
+status 2 "gate on allreduce" --system dgx-h100 --op allreduce --ranks 8 \
+	--gate round_robin
 status 2 "dispatch: experts not a multiple of ranks" --system dgx-h100 \
 	--op dispatch --ranks 6 --experts 256
 status 2 "dispatch: topk above experts" --system dgx-h100 --op dispatch \

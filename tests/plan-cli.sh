@@ -112,6 +112,21 @@ status 2 "a2a full recompute, ep pinned" \
 	"disable full recomputation when enabling overlap_moe_expert_parallel_comm" \
 	"$moe" --set training.recompute=full --set parallelism.ep=8
 
+# SIGTERM (or Ctrl-C's SIGINT) mid-plan: one line saying so, from the
+# planner and none from its forked workers, then death by the signal
+# (143 = 128 + 15). The 1000 full runs take ~30 s of CPU, the signal
+# comes after 1 s. (A background job of a script ignores SIGINT, so the
+# test sends SIGTERM, which takes the same handler.)
+"$llmsim" plan "$job" --top 1000 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid 2>/dev/null	# not the shell's "Terminated"
+got=$?
+n=$(grep -c 'llmsim plan: interrupted before the search finished' "$tmp/err")
+[ "$got" = 143 ] && [ "$n" = 1 ] && [ ! -s "$tmp/out" ] ||
+	{ echo "FAIL: SIGTERM mid-plan: exit $got, $n interrupted lines"; cat "$tmp/err"; fail=1; }
+
 # The analytical tier ranks like the full simulation.
 printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \
 	rho_top20 fastest med_err max_err

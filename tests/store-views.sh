@@ -78,6 +78,19 @@ n=$("$llmsim" db export --view v_runs --db "$tmp/ro.db" 2>"$tmp/err" | wc -l)
 # the header, the run and the sweep point that ran (tp 3 is invalid)
 [ "$n" = 3 ] && [ "$(cksum <"$tmp/ro.db")" = "$before" ] ||
 	{ echo "FAIL: db export of a read-only file: $n lines, $(cat "$tmp/err")"; fail=1; }
+# report and validate --no-store read the same way: a missing database
+# stays missing (report created it, empty, and migrated it; validate
+# --kind measured --no-store did too), a read-only file makes a report
+# and is byte for byte unchanged.
+"$llmsim" report --db "$tmp/none3.db" -o "$tmp/none3.html" 2>"$tmp/err"
+[ $? = 1 ] && grep -q "none3.db: error: no results database here" "$tmp/err" &&
+	[ ! -e "$tmp/none3.db" ] ||
+	{ echo "FAIL: report of a missing database: $(cat "$tmp/err")"; fail=1; }
+"$llmsim" validate --kind measured --db "$tmp/none4.db" --no-store >/dev/null 2>&1
+[ ! -e "$tmp/none4.db" ] || { echo "FAIL: validate --no-store created a database"; fail=1; }
+"$llmsim" report --db "$tmp/ro.db" -o "$tmp/ro.html" 2>"$tmp/err" &&
+	grep -q "<html" "$tmp/ro.html" && [ "$(cksum <"$tmp/ro.db")" = "$before" ] ||
+	{ echo "FAIL: report of a read-only file: $(cat "$tmp/err")"; fail=1; }
 
 # The documented run columns are those of each sweep's view after its
 # axis columns: v_sweep_views = idx, status, reason, parallelism_tp, v_runs...

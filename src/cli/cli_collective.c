@@ -19,7 +19,9 @@
  * `dispatch` and `combine` are an MoE layer's token exchange over an
  * expert-parallel group of --ranks GPUs (models/ep.h): each GPU routes
  * --tokens tokens of --hidden elements to --topk of --experts experts
- * (uniformly; within --topk-groups of --groups groups first when given),
+ * (uniformly; within --topk-groups of --groups groups first when given;
+ * --gate round_robin: token t takes experts k t .. k t + k - 1 mod E,
+ * the fixed gate of a job's framework.balanced_gate round_robin),
  * through the --dispatcher path of configs/ep (deepep, deepep-ll,
  * hybridep: GPU-initiated, own latency and SM budget; alltoall,
  * hierarchical: the library's all-to-all). One row per token count; size
@@ -56,6 +58,7 @@
 #include "network/net.h"
 #include "config/schema.h"
 #include "config/spec_gpu.h"
+#include "config/spec_job.h"
 #include "config/spec_moe.h"
 #include "config/spec_system.h"
 #include "models/ep.h"
@@ -219,6 +222,7 @@ enum {
 	OPT_SYSTEM = 256, OPT_SET, OPT_OP, OPT_ALGO, OPT_PROTO, OPT_DB,
 	OPT_JSON, OPT_CSV, OPT_NO_STORE, OPT_TOKENS, OPT_HIDDEN, OPT_TOPK,
 	OPT_EXPERTS, OPT_GROUPS, OPT_TOPK_GROUPS, OPT_DISPATCHER, OPT_SMS,
+	OPT_GATE,
 };
 
 /* The options of dispatch and combine (getopt_long's c, its optarg):
@@ -242,6 +246,11 @@ static int ep_option(struct opts *o, int c, const char *v)
 		return whole("--topk-groups", v, 1, &o->topk_groups);
 	case OPT_DISPATCHER:
 		o->dispatcher = v;
+		return CLI_OK;
+	case OPT_GATE:
+		if ((o->gate = schema_name_index(balanced_gate_names, v)) < 0)
+			return cli_choice_error("collective", "--gate", v,
+						balanced_gate_names);
 		return CLI_OK;
 	case OPT_SMS:
 		if (whole("--sms", v, 1, &x) != CLI_OK)
@@ -357,6 +366,10 @@ static int ep_defaults(struct opts *o)
 	if (o->topk_groups && !o->groups)
 		return cli_usage_error("collective", "%s", "--topk-groups "
 				       "needs --groups (a number or 'nodes')");
+	if (o->gate == GATE_ROUND_ROBIN && o->groups)
+		return cli_usage_error("collective", "%s", "--gate round_robin "
+				       "picks consecutive experts, not groups: "
+				       "drop --groups");
 	return CLI_OK;
 }
 
@@ -392,6 +405,7 @@ static const struct option longopts[] = {
 	{ "topk-groups", required_argument, NULL, OPT_TOPK_GROUPS },
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "sms", required_argument, NULL, OPT_SMS },
+	{ "gate", required_argument, NULL, OPT_GATE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -413,11 +427,11 @@ static int parse(struct opts *o, int argc, char **argv)
 				       "--ranks (-g) are required");
 	if (o->ep == EP_OP_NONE && (o->ntokens || o->dispatcher || o->sms ||
 				    o->hidden || o->topk || o->experts ||
-				    o->groups || o->topk_groups))
+				    o->groups || o->topk_groups || o->gate))
 		return cli_usage_error("collective", "%s", "--tokens, --hidden, "
 				       "--topk, --experts, --groups, "
-				       "--topk-groups, --dispatcher and --sms "
-				       "go with --op dispatch or combine");
+				       "--topk-groups, --gate, --dispatcher and "
+				       "--sms go with --op dispatch or combine");
 	if (o->ep != EP_OP_NONE)
 		return ep_defaults(o);
 	if (o->min_B > o->max_B)
@@ -494,7 +508,8 @@ static int ep_time(struct net *n, const struct opts *o,
 		.gpus = gpus, .ranks = (uint32_t)o->ranks,
 		.gpus_per_node = (double)s->gpus_per_node, .tokens = tokens,
 		.hidden = o->hidden,
-		.routing = { o->experts, o->topk, o->groups, o->topk_groups },
+		.routing = { o->experts, o->topk, o->groups, o->topk_groups,
+			     o->gate == GATE_ROUND_ROBIN },
 		.dtype = ep_dtype(o->dtype), .combine = o->ep == EP_OP_COMBINE,
 		.sms = o->sms, .algo = o->algo, .proto = o->proto,
 	};

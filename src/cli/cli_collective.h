@@ -50,6 +50,7 @@ struct opts {
 	double hidden, topk, experts;
 	double groups;			/* 0 none, -1 = the nodes spanned */
 	double topk_groups;
+	int gate;			/* enum balanced_gate (--gate) */
 	const char *dispatcher;		/* configs/ep preset or file */
 	long sms;			/* 0 = the dispatcher's */
 	int dtype_set;

@@ -15,6 +15,7 @@
 #include "base/diag.h"
 #include "base/sha256.h"
 #include "config/schema.h"
+#include "config/spec_job.h"
 #include "config/spec_moe.h"
 #include "config/spec_system.h"
 #include "store/store.h"
@@ -69,6 +70,8 @@ static void print_ep_head(const struct opts *o, const struct ep_comm_spec *e,
 	if (o->groups)
 		printf(", top-%g of %s groups", o->topk_groups,
 		       o->groups < 0 ? "node" : "the");
+	if (o->gate == GATE_ROUND_ROBIN)
+		printf(", round-robin gate");
 	printf("\n# a token reaches %.2f GPUs, %.2f nodes on average; size: "
 	       "DeepEP's logical bytes per GPU, algbw = size / time\n#\n",
 	       n ? rows[0].ep.ranks_hit : 0, n ? rows[0].ep.nodes_hit : 0);
@@ -238,7 +241,10 @@ static int ep_config(cJSON *c, const struct opts *o)
 	       cJSON_AddNumberToObject(c, "groups", o->groups) &&
 	       cJSON_AddNumberToObject(c, "topk_groups", o->topk_groups) &&
 	       cJSON_AddStringToObject(c, "dispatcher", o->dispatcher) &&
-	       cJSON_AddNumberToObject(c, "sms", (double)o->sms);
+	       cJSON_AddNumberToObject(c, "sms", (double)o->sms) &&
+	       /* only when asked: random runs keep their config hashes */
+	       (o->gate == GATE_RANDOM ||
+		cJSON_AddStringToObject(c, "gate", balanced_gate_names[o->gate]));
 }
 
 /*

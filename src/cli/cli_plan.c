@@ -14,14 +14,19 @@
  *
  * Exit status: 0 success; 1 runtime failure; 2 bad input (job
  * diagnostics, an impossible pin, no layout that is valid or fits).
+ * SIGINT or SIGTERM says in one line that the plan was interrupted and
+ * at which stage, then ends the process by that signal (exit 130 or 143
+ * in a shell), as `llmsim sweep` does.
  */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/arena.h"
 #include "base/diag.h"
@@ -408,8 +413,64 @@ static int pd_ratio(const struct plan_cli *c, struct config_ctx *cx,
 	return rc;
 }
 
+/* ---- interruption ---------------------------------------------------- */
+
+enum { STAGE_LOAD, STAGE_SEARCH, STAGE_STORE, STAGE_N };
+
+static volatile sig_atomic_t stage;
+static pid_t plan_pid;	/* forked full-run workers die silently */
+
+static void on_stop(int sig)
+{
+	static const char *const msg[STAGE_N] = {
+		"\nllmsim plan: interrupted while reading the job; nothing "
+		"was searched or stored\n",
+		"\nllmsim plan: interrupted before the search finished; "
+		"nothing was printed or stored\n",
+		"\nllmsim plan: interrupted after the search, while printing "
+		"or storing the plan (a store is one transaction: all or "
+		"nothing)\n",
+	};
+	const char *m = msg[stage >= 0 && stage < STAGE_N ? stage : 0];
+
+	if (getpid() == plan_pid)
+		(void)!write(STDERR_FILENO, m, strlen(m));
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const int stop_sigs[] = { SIGINT, SIGTERM };
+
+/* Catch the stop signals (one ignored when we started, as in a
+ * background job of a script, stays ignored). */
+static void catch_stops(struct sigaction *old)
+{
+	struct sigaction sa;
+	size_t i;
+
+	stage = STAGE_LOAD;
+	plan_pid = getpid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++) {
+		sigaction(stop_sigs[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(stop_sigs[i], &sa, NULL);
+	}
+}
+
+static void restore_stops(const struct sigaction *old)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaction(stop_sigs[i], &old[i], NULL);
+}
+
 int cli_plan(int argc, char **argv, const char *argv0)
 {
+	struct sigaction old[2];
 	struct arena a;
 	struct diag d;
 	struct plan_cli c;
@@ -419,6 +480,7 @@ int cli_plan(int argc, char **argv, const char *argv0)
 	char *json = NULL;
 	int rc;
 
+	catch_stops(old);
 	arena_init(&a);
 	diag_init(&d, stderr);
 	memset(&r, 0, sizeof(r));
@@ -433,6 +495,7 @@ int cli_plan(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	if (c.pd_ratio) {
+		stage = STAGE_SEARCH;
 		rc = pd_ratio(&c, &cx, &d);
 		goto out;
 	}
@@ -448,7 +511,9 @@ int cli_plan(int argc, char **argv, const char *argv0)
 		rc = CLI_USAGE;
 		goto out;
 	}
+	stage = STAGE_SEARCH;
 	rc = plan_run(j, &c.o, &r, &d);
+	stage = STAGE_STORE;
 	if (rc != 0) {
 		rc = rc == 2 ? CLI_USAGE : CLI_FAIL;
 		goto out;
@@ -460,5 +525,6 @@ out:
 	cJSON_free(json);
 	plan_result_release(&r);
 	arena_release(&a);
+	restore_stops(old);
 	return rc;
 }

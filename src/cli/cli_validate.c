@@ -290,7 +290,11 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 	}
 	if (!o->explicit_kinds && access(path, R_OK) != 0)
 		return 0;
-	if (!(st = store_open(path, cx->diag)))
+	/* --no-store touches no database: read-only, so a missing file is
+	 * an error and stays missing, and an old one is not migrated */
+	st = o->store ? store_open(path, cx->diag) :
+			store_open_readonly(path, cx->diag);
+	if (!st)
 		return -1;
 	/* Calibrations name their runs by the database's real path. */
 	if (realpath(path, real))

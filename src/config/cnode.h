@@ -38,12 +38,22 @@ struct cnode_pair {
 	struct cnode *value;
 };
 
+/* How a scalar was made a string (cnode.quoted; nonzero is a string). */
+enum cnode_quote {
+	CNODE_PLAIN = 0,	/* plain: typed by its key */
+	CNODE_QUOTED = 1,	/* in single or double quotes (JSON strings) */
+	CNODE_BLOCK = 2,	/* a YAML block scalar, | or > */
+	CNODE_STR_TAG = 3,	/* plain but tagged !!str */
+};
+
 struct cnode {
 	enum cnode_kind kind;
 	const char *file;		/* path as given, or "--set" */
 	int line, col;			/* 1-based; 0 when unknown */
 	const char *text;		/* CNODE_SCALAR: the scalar's text */
-	int quoted;			/* CNODE_SCALAR: written in quotes */
+	int quoted;			/* CNODE_SCALAR: a string by its
+					 * writing (enum cnode_quote; 0:
+					 * plain) */
 	struct cnode_pair *pairs;	/* CNODE_MAP, in document order */
 	size_t npairs;
 	struct cnode **items;		/* CNODE_SEQ */

@@ -283,8 +283,19 @@ static void on_scalar(struct builder *b, const yaml_event_t *e)
 		return;
 	}
 	/* A quoted or block scalar, or one tagged !!str, is a string. */
-	n->quoted = e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
-		    (tag && strcmp(tag, YAML_STR_TAG) == 0);
+	switch (e->data.scalar.style) {
+	case YAML_PLAIN_SCALAR_STYLE:
+	case YAML_ANY_SCALAR_STYLE:
+		n->quoted = tag && strcmp(tag, YAML_STR_TAG) == 0 ?
+			    CNODE_STR_TAG : CNODE_PLAIN;
+		break;
+	case YAML_LITERAL_SCALAR_STYLE:
+	case YAML_FOLDED_SCALAR_STYLE:
+		n->quoted = CNODE_BLOCK;
+		break;
+	default:
+		n->quoted = CNODE_QUOTED;
+	}
 	anchor = anchor_name(b, e->data.scalar.anchor);
 	if (b->fatal || (anchor && define_anchor(b, anchor, n, 1) != 0))
 		return;

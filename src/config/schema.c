@@ -164,12 +164,19 @@ static int range_error(struct loader *ld, const struct schema_field *f,
 	return -1;
 }
 
-/* A quoted value that would have been fine unquoted. */
+/* A value made a string (quoted, a block scalar, tagged !!str) that
+ * would have been fine plain: the hint names how it was made one. */
 static int quoted_error(struct loader *ld, const struct schema_field *f,
 			const struct cnode *v, const char *path)
 {
-	return type_error(ld, f, v, path, " (a quoted string; write it "
-			  "without quotes)");
+	return type_error(ld, f, v, path,
+			  v->quoted == CNODE_STR_TAG ?
+			  " (tagged !!str, which makes it a string; drop "
+			  "the tag)" :
+			  v->quoted == CNODE_BLOCK ?
+			  " (a block scalar, | or >, which is a string; "
+			  "write the value plain after the key)" :
+			  " (a quoted string; write it without quotes)");
 }
 
 /* -------- loading values by type -------- */

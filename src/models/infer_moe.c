@@ -225,6 +225,11 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	out->a2a_B = ld.moe.a2a_B;
 	out->max_mean = rr.max_mean;
 	out->node_share = ld.moe.node_share;
+	/* the all-to-all's bytes: route.c sizes rows in moe.dispatch_dtype,
+	 * else the 16-bit activations. The all-gather path (e->allgather)
+	 * reads none of them: its ops carry their own N h elem_B bytes
+	 * (TensorRT-LLM's rows quantized first), and ep_coll_path ignores
+	 * row_B and EP_ROW_FP8 for its EP_ALLGATHER or EP_LIBRARY modes */
 	out->row_B = ld.moe.row_B;
 	out->row_fp8 = ld.moe.dispatch_dt == DTYPE_FP8;
 	/* the combine is training's forward combine (route.c): the same

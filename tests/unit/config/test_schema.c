@@ -230,6 +230,13 @@ Test(schema, integer_errors)
 	load_err("size: 1 GB\ncount: \"8\"\n", "t.yaml:2:8: error: 'count': "
 		 "expected an integer such as 4, got '8' (a quoted string; "
 		 "write it without quotes)");
+	/* a plain 8 tagged !!str, and a block scalar ("|-": the text "8"
+	 * without its newline), are strings too, but not quoted ones */
+	load_err("size: 1 GB\ncount: !!str 8\n", "got '8' (tagged !!str, "
+		 "which makes it a string; drop the tag)");
+	load_err("size: 1 GB\ncount: |-\n  8\n", "got '8' (a block scalar, "
+		 "| or >, which is a string; write the value plain after the "
+		 "key)");
 	load_err("size: 1 GB\ncount: 0\n", "'count': expected an integer from "
 		 "1 to 64, got '0'");
 	load_err("size: 1 GB\ncount: 65\n", "from 1 to 64, got '65'");
