@@ -191,6 +191,26 @@ void store_report_oom(const char *path, struct diag *d)
 		   "out of memory opening the results database");
 }
 
+/* Open name (a path, or a "file:" URI with SQLITE_OPEN_URI in flags)
+ * as st's connection, with extended result codes. 0, or -1 after
+ * reporting against st->path. */
+int store_open_db(struct store *st, const char *name, int flags,
+		  struct diag *d)
+{
+	int rc = sqlite3_open_v2(name, &st->db, flags, NULL);
+
+	if (!st->db) {
+		store_report_oom(st->path, d);
+		return -1;
+	}
+	if (rc != SQLITE_OK) {
+		store_report(st, d, "opening the results database");
+		return -1;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	return 0;
+}
+
 /* ---- small helpers -------------------------------------------------- */
 
 /* Step s once and reset it; the step's result code. On an error the
@@ -335,20 +355,9 @@ static int set_wal(struct store *st, char *mode, size_t size)
  * ours: a foreign database is refused untouched. */
 int store_connect(struct store *st, int readonly, struct diag *d)
 {
-	int rc = sqlite3_open_v2(st->path, &st->db, readonly ?
-				 SQLITE_OPEN_READONLY :
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-				 NULL);
-
-	if (!st->db) {
-		store_report_oom(st->path, d);
+	if (store_open_db(st, st->path, readonly ? SQLITE_OPEN_READONLY :
+			  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, d) != 0)
 		return -1;
-	}
-	if (rc != SQLITE_OK) {
-		store_report(st, d, "opening the results database");
-		return -1;
-	}
-	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, st->busy_ms);
 	if (!readonly && sqlite3_db_readonly(st->db, "main") == 1) {
 		diag_error(d, st->path, 0, 0,

@@ -40,12 +40,15 @@ void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 
 /* What the reader's open (store_read.c) shares with store_open()
  * (store.c): SQLite's allocations through mem.h (before any use);
- * "out of memory" for path; a new store for path (not yet connected);
+ * "out of memory" for path; the open of a path or "file:" URI as st's
+ * connection; a new store for path (not yet connected);
  * the connection, read-only or read-write and creating; the stored
  * schema version (0: an empty database); the refusal of a newer one.
  * Each int is 0, or -1 after reporting to d. */
 void store_route_allocations(void);
 void store_report_oom(const char *path, struct diag *d);
+int store_open_db(struct store *st, const char *name, int flags,
+		  struct diag *d);
 struct store *store_new(const char *path, int busy_ms, struct diag *d);
 int store_connect(struct store *st, int readonly, struct diag *d);
 int store_read_version(struct store *st, struct diag *d, int *version);

@@ -215,19 +215,9 @@ static int open_immutable_if_needed(struct store *st, struct diag *d)
 	}
 	sqlite3_close(st->db);
 	st->db = NULL;
-	rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
-			     SQLITE_OPEN_URI, NULL);
+	rc = store_open_db(st, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, d);
 	mem_free(uri);
-	if (!st->db) {
-		store_report_oom(st->path, d);
-		return -1;
-	}
-	if (rc != SQLITE_OK) {
-		store_report(st, d, "opening the results database");
-		return -1;
-	}
-	sqlite3_extended_result_codes(st->db, 1);
-	return 0;
+	return rc;
 }
 
 /* A reader's open: SQLITE_OPEN_READONLY, so nothing is created,
