@@ -315,6 +315,17 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
  * kernel, deepseek-ai/DeepEP hybrid-ep deep_ep/hybrid_ep_buffer.py), T E
  * bytes per rank. Only the forward's first dispatch of a layer does it:
  * the backward reuses the handle. */
+/* A dispatcher whose measured call (call_host_s, charged on its
+ * dispatch op) issues this op itself: Hybrid-EP's dispatch_with_permute
+ * all-gathers the routing map and launches the permute inside the call
+ * (configs/ep/hybridep.yaml dispatch_call_host), so the op's own host
+ * cost would count them twice. For the op just added, if any. */
+static void in_dispatch_call(struct layer_ops *o, const struct layer_dims *d)
+{
+	if (d->moe.call_host_s > 0 && o->n > 0)
+		o->op[o->n - 1].host = HOST_FREE;
+}
+
 static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 			  const struct layer_dims *d)
 {
@@ -330,6 +341,7 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 		return o->n > 0 ? lop_tail(o) : LAYER_NONE;
 	lop_coll(o, "moe_counts", pass, LG_EP, LS_EP, COLL_ALLGATHER,
 		 (m->map_gather ? m->tokens * E : E * 8) * m->ep);
+	in_dispatch_call(o, d);
 	return lop_tail(o);
 }
 
@@ -347,13 +359,16 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 }
 
 /* Sort the received rows by local expert. */
-static void sort_fwd(struct layer_ops *o, const char *name,
-		     enum layer_pass pass, const struct layer_dims *d)
+/* 1 when it added the op. */
+static int sort_fwd(struct layer_ops *o, const char *name,
+		    enum layer_pass pass, const struct layer_dims *d)
 {
 	double n = rows(d) * d->hidden * d->act_B;
 
-	if (d->moe.local > 1 || dedups(d) || d->moe.allgather)
-		lop_memop(o, name, pass, n, n, 0);
+	if (!(d->moe.local > 1 || dedups(d) || d->moe.allgather))
+		return 0;
+	lop_memop(o, name, pass, n, n, 0);
+	return 1;
 }
 
 /* A clamped GLU's clamps as their own kernels (clamp_ops): Megatron-
@@ -560,7 +575,8 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	}
 	after = (int16_t)o->n;
 	etp_coll(o, "expert_tp_allgather", pass, d, COLL_ALLGATHER);
-	sort_fwd(o, "expert_sort", pass, d);
+	if (sort_fwd(o, "expert_sort", pass, d))
+		in_dispatch_call(o, d);
 	experts_fwd(o, pass, d);
 	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
 		o->op[after].dep[0] = dispatched;
@@ -686,7 +702,8 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
 		  T * k * h * d->act_B, T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
-	sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d);
+	if (sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d))
+		in_dispatch_call(o, d);
 	etp_coll(o, "expert_tp_grad_allgather", PASS_BWD, d, COLL_ALLGATHER);
 	experts_bwd(o, mods, d);
 	etp_coll(o, "expert_tp_grad_reducescatter", PASS_BWD, d,

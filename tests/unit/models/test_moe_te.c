@@ -375,6 +375,7 @@ Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 	memset(h, 0, sizeof(*h));
 	h->collective_s = 13.5 * us;
 	h->op_s = 13.5 * us;
+	h->bwd_op_s = 13.5 * us;	/* a backward op, as a forward one */
 	f.sys.host_dispatch_scale = 1;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 182 * us),
@@ -382,6 +383,11 @@ Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 	cr_assert(near(host_time(&f, &bwd, "moe_combine_bwd"), 182 * us));
 	cr_assert(near(host_time(&f, &fwd, "moe_combine"), 13.5 * us));
 	cr_assert(near(host_time(&f, &bwd, "moe_dispatch_bwd"), 13.5 * us));
+	/* the permutes the call launches itself (the forward's sort, the
+	 * combine's backward's unsort) cost nothing more: 0, not an op's
+	 * 13.5 us */
+	cr_assert(host_time(&f, &fwd, "expert_sort") == 0);
+	cr_assert(host_time(&f, &bwd, "expert_unsort_bwd") == 0);
 	/* a Grace host (host_dispatch_scale 2.75): 182 x 2.75 = 500.5 us */
 	f.sys.host_dispatch_scale = 2.75;
 	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 500.5 * us));
@@ -391,5 +397,7 @@ Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(host_time(&f, &fwd, "moe_dispatch"), 13.5 * us));
 	cr_assert(near(host_time(&f, &bwd, "moe_combine_bwd"), 13.5 * us));
+	cr_assert(near(host_time(&f, &fwd, "expert_sort"), 13.5 * us));
+	cr_assert(near(host_time(&f, &bwd, "expert_unsort_bwd"), 13.5 * us));
 	arena_release(&a);
 }
