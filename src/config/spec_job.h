@@ -499,6 +499,10 @@ extern const char *const job_rule_names[JR_COUNT + 1];
 /* 1 << 64 is undefined: past 63 rules the masks need another type. */
 _Static_assert(JR_COUNT < 64, "enum job_rule has outgrown uint64_t masks");
 
+/* The most local experts (experts / ep) a GPU may hold: the grouped
+ * GEMM model's group table (models/block.c) has this many entries. */
+#define JOB_LOCAL_EXPERTS_MAX 1024
+
 /*
  * Check job j's layout against the rules in `rules` (JR_BIT(enum
  * job_rule) each; JOB_RULES_ALL for every one): infers parallelism.dp when it is 0

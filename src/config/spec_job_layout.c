@@ -427,6 +427,12 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
 			     (long long)m->n_routed_experts);
+	else if (m->n_routed_experts / p->ep > JOB_LOCAL_EXPERTS_MAX)
+		layout_error(s, JR_EP_EXPERTS, "ep %lld leaves %lld routed "
+			     "experts on a GPU; llmsim costs at most %d local "
+			     "experts: raise ep", (long long)p->ep,
+			     (long long)(m->n_routed_experts / p->ep),
+			     JOB_LOCAL_EXPERTS_MAX);
 	if (stage % (p->etp * p->ep) != 0)
 		layout_error(s, JR_EP_FOLD, "etp*ep = %lld*%lld does not "
 			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "

@@ -16,9 +16,10 @@
 #include <stdio.h>
 
 #include "base/diag.h"
+#include "config/spec_job.h"
 
 /* Local experts a grouped GEMM holds at most (Kimi-K2: 384 on one GPU). */
-#define GROUPED_MAX 1024
+#define GROUPED_MAX JOB_LOCAL_EXPERTS_MAX	/* the job layout refuses more */
 
 /* A GEMM whose result is added into a gradient buffer: the roofline with
  * the buffer's accum_B bytes added to the GEMM's own traffic. */
