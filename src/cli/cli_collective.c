@@ -288,11 +288,12 @@ static int option(struct opts *o, int c, const char *v)
 		break;
 	case OPT_OP: return op_option(o, v);
 	case 'g':
-		if (!number(v, 1, &x) || x != floor(x) || x > 1 << 22)
+		if (!number(v, 1, &x) || x != floor(x) ||
+		    x > (double)SYSTEM_MAX_GPUS)
 			return cli_usage_error("collective", "--ranks: "
 					       "expected a whole number of "
-					       "GPUs from 1 to %d, got '%s'",
-					       1 << 22, v);
+					       "GPUs from 1 to %lld, got '%s'",
+					       (long long)SYSTEM_MAX_GPUS, v);
 		o->ranks = (long)x;
 		break;
 	case 'b': return parse_size("--min (-b)", v, &o->min_B);

@@ -288,11 +288,13 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	double T = m->tokens, E = m->experts, k = m->topk;
 	struct layer_op *op;
 
-	/* AutoModel's FakeBalancedGate: no weight, no scores; its indices
-	 * (arange(T k) % E) and weights (ones / k, cast to the activations'
-	 * dtype) are written, T k (8 + 4 + 2) B, and nothing flows back */
+	/* AutoModel's FakeBalancedGate: no weight, no scores; its int64
+	 * indices (arange(T k) % E) and fp32 weights (ones / k, then cast
+	 * to the activations' dtype) are written, T k (8 + 4 + act_B) B,
+	 * and nothing flows back */
 	if (m->fixed_gate) {
-		lop_memop(o, "router_fixed", pass, 0, T * k * 14, 2 * T * k);
+		lop_memop(o, "router_fixed", pass, 0,
+			  T * k * (8 + 4 + d->act_B), 2 * T * k);
 		return;
 	}
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
