@@ -245,6 +245,14 @@ static const struct schema_field framework_fields[] = {
 		  "to the reduce dtype and its pre-division before every "
 		  "reduce-scatter; on the shard the post-division, the "
 		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "pp_lockstep", .type = ST_BOOL,
+	  .offset = FOFF(pp_lockstep), .def = "false",
+	  .help = "interleaved 1F1B in lock step (torch.distributed."
+		  "pipelining's PipelineScheduleMulti, torch <= 2.8): every "
+		  "rank runs one action a time step of the schedule's table, "
+		  "then the step's sends and the receives of what its "
+		  "neighbours computed in that step, and waits for them "
+		  "before the next step's action" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

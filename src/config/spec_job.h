@@ -298,6 +298,11 @@ struct framework_spec {
 						 * once (the one computing and those prefetched) */
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
+	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
+						 * pipelining's PipelineScheduleMulti runs
+						 * it: one action a time step, each step's
+						 * sends and receives waited for before the
+						 * next (train_pp.c) */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */
