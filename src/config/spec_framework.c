@@ -245,6 +245,13 @@ static const struct schema_field framework_fields[] = {
 		  "to the reduce dtype and its pre-division before every "
 		  "reduce-scatter; on the shard the post-division, the "
 		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "fsdp_reshard_after_forward", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_reshard_after_forward), .def = "true",
+	  .help = "ZeRO-3: FSDP frees a unit's gathered parameters after "
+		  "its forward (false: they stay until its backward, so at "
+		  "the end of the forward every unit of the rank is held "
+		  "unsharded; with fsdp_pp_no_sync they stay through the "
+		  "schedule run)" },
 	{ .key = "pp_lockstep", .type = ST_BOOL,
 	  .offset = FOFF(pp_lockstep), .def = "false",
 	  .help = "interleaved 1F1B in lock step (torch.distributed."

@@ -298,6 +298,10 @@ struct framework_spec {
 						 * once (the one computing and those prefetched) */
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
+	int fsdp_reshard_after_forward;		/* ZeRO-3: a unit frees its gathered
+						 * parameters after its forward (else
+						 * they stay until its backward: every
+						 * unit of the rank at once, footprint.c) */
 	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
 						 * pipelining's PipelineScheduleMulti runs
 						 * it: one action a time step, each step's
