@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const opt_update_names[] = {"fused", "eager", "foreach", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
@@ -34,7 +34,10 @@ static const struct schema_field opt_step_fields[] = {
 	{ .key = "update", .type = ST_ENUM, .offset = SOFF(update),
 	  .values = opt_update_names, .def = "fused",
 	  .help = "fused: one multi_tensor_apply pass; eager: a per-tensor loop "
-		  "of PyTorch ops (9 kernels with intermediates)" },
+		  "of PyTorch ops (9 kernels with intermediates); foreach: "
+		  "torch.optim.Adam's default _multi_tensor_adam, 7 "
+		  "multi_tensor_apply passes (lerp, mul, addcmul, sqrt, div, "
+		  "add, addcdiv; SGD as fused)" },
 	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
 	  .def = "false",
 	  .help = "with master weights, copy them to the 16-bit model weights "

@@ -143,8 +143,10 @@ enum attention_impl {
 /* How the framework runs the optimizer's parameter update. */
 enum opt_update_impl {
 	OPT_UPDATE_FUSED,	/* one multi_tensor_apply pass (apex/torch fused Adam) */
-	OPT_UPDATE_EAGER	/* a per-tensor loop of PyTorch ops (Composer's
+	OPT_UPDATE_EAGER,	/* a per-tensor loop of PyTorch ops (Composer's
 				 * DecoupledAdamW): 9 kernels, intermediates */
+	OPT_UPDATE_FOREACH	/* torch.optim.Adam's default on CUDA,
+				 * _multi_tensor_adam: 7 foreach passes */
 };
 
 extern const char *const opt_update_names[];
