@@ -258,6 +258,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "fraction of the streaming bandwidth PyTorch's generic "
 		  "elementwise path (non-contiguous views: per-element offset "
 		  "arithmetic, no vector loads) reaches" },
+	{ .key = "strided_sm_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(strided_sm_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second per SM (CU) that the same generic path "
+		  "reaches when its loads in flight, not the memory, bound "
+		  "it; times compute_units, capped at the level's bandwidth "
+		  "(replaces strided_efficiency when set)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },

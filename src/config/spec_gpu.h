@@ -102,6 +102,9 @@ struct gpu_spec {
 						 * kernels (fused optimizers, norms, casts) reach */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
+	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is
+						 * bound by loads in flight per SM, not by the
+						 * memory; 0 = use strided_efficiency */
 };
 
 extern const struct schema gpu_schema;
