@@ -141,6 +141,12 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, calib_head_dim),
 	  .def = "128", .min = 1, .max = 1024,
 	  .help = "head dim the attention efficiencies were measured at" },
+	{ .key = "fp8_bwd_skips_window", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_skips_window),
+	  .def = "true",
+	  .help = "the vendor kernel's FP8 backward skips the key tiles "
+		  "outside a sliding window as its bf16 one does; false: it "
+		  "computes every tile of the causal triangle" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

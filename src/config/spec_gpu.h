@@ -69,6 +69,8 @@ struct gpu_attention_spec {
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
+	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
+					 * sliding window (0: it computes every causal tile) */
 };
 
 struct gpu_spec {

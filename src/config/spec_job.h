@@ -341,6 +341,7 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	int fp8_attention;		/* attention in FP8 (TE fp8_dot_product_attention) */
 	int64_t comm_hw_queues;			/* hardware queues the collective
 					 * library's streams share (HIP
 					 * GPU_MAX_HW_QUEUES); 0: one each */

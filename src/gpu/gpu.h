@@ -72,6 +72,8 @@ struct gpu_attn_shape {
 	double window;		/* causal: keys a query sees at most (sliding
 				 * window); 0 = all before it */
 	int kernel;		/* enum gpu_attn_kernel */
+	int fp8;		/* the kernel runs in FP8 (Transformer Engine's
+				 * fp8_dot_product_attention; rates as bf16) */
 };
 
 /* Which fused attention kernel family runs: the vendor's (cuDNN on

@@ -333,6 +333,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->rope = m->position_embedding == POS_ROPE;
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
+	d->fp8_attn = j->training.fp8_attention;
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;

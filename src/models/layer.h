@@ -148,6 +148,7 @@ struct layer_dims {
 	int rope;		/* rotary position embedding on Q and K */
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
+	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int unfused_grad_acc;	/* wgrad GEMMs write dW (act_B per element)
 				 * and a separate kernel adds it into the
