@@ -237,6 +237,9 @@ struct elementwise_spec {
 					 * added per local expert by PyTorch ops */
 	int glu_clamp_kernels;		/* a clamped GLU's clamps as their own
 					 * kernels ahead of the fused activation */
+	int glu_offset_sync;		/* that GLU's linear offset made a device
+					 * tensor each call: a blocking copy, the
+					 * host waits for the stream */
 	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's
 					 * attention factor (else the rope runs as
 					 * PyTorch ops when that factor is not 1) */

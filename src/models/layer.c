@@ -256,6 +256,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
+	e->glu_sync = m->swiglu_limit > 0 && d->gated &&
+		      j->framework->elementwise.glu_offset_sync == 1;
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */

@@ -95,6 +95,8 @@ struct moe_dims {
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
 	double probs_B;		/* B per routing probability at the experts */
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
+	int glu_sync;		/* the host waits for the stream before that
+				 * GLU's activation (glu_offset_sync) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
