@@ -137,3 +137,19 @@ Test(gpu, mi300x_graph_node_is_graphbench_slope)
 	cr_assert_float_eq(c.time_s, 1.535e-6 + 64 / (34.4e12 * 0.7), 1e-15);
 	arena_release(&a);
 }
+
+/* MI300X's hipBLASLt sums a split GEMM's slices in a second kernel
+ * (mi300x.yaml: ContractionSolution::solve's output conversion after
+ * GlobalSplitU with MultipleBuffer); H100 keeps the default one kernel. */
+Test(gpu, mi300x_split_k_runs_two_kernels)
+{
+	struct arena a;
+	struct gpu_spec amd, nv;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &amd), 0);
+	cr_assert_eq(load(&a, "h100", &nv), 0);
+	cr_assert_eq(amd.gemm_split_k_kernels, 2);
+	cr_assert_eq(nv.gemm_split_k_kernels, 1);
+	arena_release(&a);
+}
