@@ -237,6 +237,11 @@ static const struct schema_field gpu_fields[] = {
 	  .flags = SF_FIT,
 	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
 		  "and drain (tile data only)" },
+	{ .key = "gemm_split_k_kernels", .type = ST_INT,
+	  .offset = OFF(gemm_split_k_kernels), .def = "1", .min = 1, .max = 2,
+	  .help = "kernels a GEMM the tile model splits along k launches: 1 "
+		  "(the slices are summed in the kernel) or 2 (the library "
+		  "sums them in a second kernel; tile data only)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },

@@ -131,6 +131,9 @@ struct gpu_gemm_dtypes {
 	double b_B;		/* B per element of B */
 	double c_B;		/* B per element of C */
 	int b_cold;		/* B streams from HBM */
+	int one_kernel;		/* a split along k stays in one kernel (an
+				 * engine's own skinny kernel), whatever
+				 * gpu.gemm_split_k_kernels says */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

@@ -170,3 +170,19 @@ Test(gpu, strided_bytes_take_h200s_rate_a_sm)
 	}
 	arena_release(&a);
 }
+
+/* MI300X's hipBLASLt sums a split GEMM's slices in a second kernel
+ * (mi300x.yaml: ContractionSolution::solve's output conversion after
+ * GlobalSplitU with MultipleBuffer); H100 keeps the default one kernel. */
+Test(gpu, mi300x_split_k_runs_two_kernels)
+{
+	struct arena a;
+	struct gpu_spec amd, nv;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &amd), 0);
+	cr_assert_eq(load(&a, "h100", &nv), 0);
+	cr_assert_eq(amd.gemm_split_k_kernels, 2);
+	cr_assert_eq(nv.gemm_split_k_kernels, 1);
+	arena_release(&a);
+}
