@@ -242,6 +242,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
 		e->host_sync = EP_SYNC_NONE;
 	e->map_gather = mj->dispatcher && mj->dispatcher->map_gather;
+	e->probs_call = mj->dispatcher && mj->dispatcher->probs_call;
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;

@@ -249,6 +249,26 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->host_call_s = m->call_host_s;
 }
 
+/* The routing probabilities' own all-to-all (probs_call): Megatron-
+ * Core's alltoall dispatcher sends the permuted probabilities (one per
+ * row, in the router's dtype, probs_B) in a second all_to_all with the
+ * tokens' split sizes, right after the tokens' (token_dispatcher.py
+ * MoEAlltoAllTokenDispatcher.token_dispatch; mappings.py _AllToAll, an
+ * autograd function whose backward is the reverse all_to_all of the
+ * probabilities' gradients, issued beside the tokens' gradients;
+ * NVIDIA/Megatron-LM @ d7288711ba). Its bytes: the rows this GPU sends
+ * (dispatch_B / row_B) times probs_B. */
+static void probs_a2a(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+
+	if (!m->probs_call || m->ep <= 1 || m->allgather || !(m->row_B > 0))
+		return;
+	lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL,
+		 m->dispatch_B / m->row_B * m->probs_B);
+}
+
 /* Combine bytes: the dispatch's rows in 16-bit. */
 static double combine_B(const struct layer_dims *d)
 {
@@ -549,6 +569,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
+	int16_t arrived;
 	int16_t router, counts;
 	int overlap = m->shared_overlap && m->ep > 1;
 	uint8_t scope = o->scope;
@@ -567,6 +588,8 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->scope = SCOPE_MOE;
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
+	probs_a2a(o, "moe_dispatch_probs", pass, d);
+	arrived = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
 		int16_t first = (int16_t)o->n;
 
@@ -581,7 +604,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		in_dispatch_call(o, d);
 	experts_fwd(o, pass, d);
 	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
-		o->op[after].dep[0] = dispatched;
+		o->op[after].dep[0] = arrived;
 	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
@@ -714,6 +737,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* a combine kernel (ep.c), with Hybrid-EP's probability gradients */
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
 	    EP_PASS_COMBINE_BWD);
+	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,
