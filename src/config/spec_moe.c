@@ -128,6 +128,12 @@ static const struct schema_field ep_fields[] = {
 	  .help = "host time of one dispatch call (forward dispatch and the "
 		  "combine's backward) beyond its metadata preprocessing, on "
 		  "the framework's reference CPU (0: as a PyTorch op)" },
+	{ .key = "dtoh_after_graph", .type = ST_BOOL,
+	  .offset = EOFF(dtoh_after_graph), .def = "false",
+	  .help = "host_sync counts: with the moe_preprocess scope "
+		  "CUDA-graphed, the counts' copies to the host are issued "
+		  "after the graph's replay, so the host waits for the whole "
+		  "preprocessing (the permute too), not the exchange alone" },
 	{ .key = "probs_alltoall", .type = ST_BOOL,
 	  .offset = EOFF(probs_call), .def = "false",
 	  .help = "the routing probabilities (router dtype, one per row) "

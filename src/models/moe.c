@@ -547,6 +547,15 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 /* The host waits before it issues op `at`: for the counts exchange
  * (the dispatch waits), or for the dispatch itself / the preprocessing
  * without EP (the first op after the dispatch waits). */
+/* Megatron-Core's alltoall dispatcher copies the counts and splits to
+ * the host on a side stream that first waits for the compute stream, at
+ * its cuda_dtoh_point: before the permute (before_permutation_1), or,
+ * with the moe_preprocess scope CUDA-graphed, at the sync itself
+ * (before_ep_alltoall), after the graph's replay, so the host then waits
+ * for the whole preprocessing, the permute included (sync_preprocess;
+ * token_dispatcher.py MoEAlltoAllTokenDispatcher.__init__ and
+ * _maybe_dtoh_and_synchronize, NVIDIA/Megatron-LM @ d7288711ba): for op
+ * `dispatched` - 1, the last before the dispatch. */
 static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 		      int16_t counts, int16_t dispatched, int16_t after)
 {
@@ -555,7 +564,9 @@ static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 	if (counts == LAYER_NONE && m->host_sync != EP_SYNC_DISPATCH)
 		return;
 	if (m->host_sync == EP_SYNC_COUNTS && m->ep > 1) {
-		o->op[dispatched].host_wait = counts;
+		o->op[dispatched].host_wait = m->sync_preprocess &&
+			dispatched - 1 > counts ? (int16_t)(dispatched - 1) :
+			counts;
 		return;
 	}
 	if (after < o->n)
