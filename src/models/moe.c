@@ -367,6 +367,27 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	return lop_tail(o);
 }
 
+/* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
+ * map path Megatron-Core's permute takes with moe_permute_fusion) first
+ * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
+ * (make_row_id_map, TE @ 71bbefbf transformer_engine/pytorch/triton/
+ * permutation.py): pass 1 reads the [T, E] bool routing map down each
+ * expert's column and writes block cumsums into the map's first E
+ * columns (read T E, write 4 T E), pass 2 turns them into destination
+ * rows (read and write 4 T E), both column-wise through the row-major
+ * map; pass 3 sorts each token's row (read 4 T E, write T (2 k + 1) 4).
+ * The column-wise accesses, 13 T E B, go through the strided path. The
+ * unpermute and the backward reuse the map. */
+static void row_id_map(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+
+	lop_eager(o, "permute_map", pass, 9 * T * E,
+		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
+}
+
 static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -376,6 +397,8 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	if (dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
+	if (m->permute_fusion)
+		row_id_map(o, pass, d);
 	lop_memop(o, "permute", pass, twice * T * h * d->act_B,
 		  twice * T * k * h * m->elem_B, 0);
 }

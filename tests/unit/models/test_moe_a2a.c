@@ -3,7 +3,8 @@
  * (MoEAlltoAllTokenDispatcher): the routing probabilities' own
  * all-to-all and its backward (moe.c probs_a2a), and where the host's
  * dropless sync waits when the preprocessing is CUDA-graphed (moe.c
- * host_sync, sync_preprocess), against derived bytes and op indices.
+ * host_sync, sync_preprocess); Transformer Engine's fused permute's
+ * row_id_map (moe.c row_id_map), against derived bytes and op indices.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -133,5 +134,49 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, counts);
+	arena_release(&a);
+}
+
+Test(moe, fused_permute_builds_its_row_id_map)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int i;
+
+	/* T = 4096 tokens, E = 8 experts, top-2 (fixture_moe). TE's
+	 * make_row_id_map before the fused permute: three kernels reading
+	 * 9 T E = 9 x 4096 x 8 = 294912 B and writing 8 T E + T (2 k + 1)
+	 * 4 = 262144 + 81920 = 344064 B, of which 13 T E = 425984 B
+	 * column-wise (strided), right before the permute. Unfused (argsort
+	 * and index_select, moe_permute_fusion off) there is no map. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	f.job.moe.dispatcher = &e;
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	i = op_index(&o, "permute_map");
+	cr_assert(i >= 0);
+	cr_assert_str_eq(o.op[i + 1].name, "permute");
+	c = &o.op[i];
+	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 344064, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 425984, 1e-9);
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "permute_map"));
+	cr_assert_not_null(fixture_op(&o, "permute"));
 	arena_release(&a);
 }
