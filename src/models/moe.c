@@ -403,16 +403,27 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		  twice * T * k * h * m->elem_B, 0);
 }
 
-/* Sort the received rows by local expert. */
+/* Sort the received rows by local expert. On the alltoall path with
+ * moe_permute_fusion, Megatron-Core's sort_chunks_by_idxs is Transformer
+ * Engine's fused chunk sort, whose forward first maps every row to its
+ * place (make_chunk_sort_map: one Triton kernel writing an int32 a row)
+ * and then moves the rows (sort_chunks_by_map); its backward reuses the
+ * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort). */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
 	double n = rows(d) * d->hidden * d->act_B;
+	struct layer_op *op;
 
 	if (!(d->moe.local > 1 || dedups(d) || d->moe.allgather))
 		return 0;
-	lop_memop(o, name, pass, n, n, 0);
+	op = lop_memop(o, name, pass, n, n, 0);
+	if (pass != PASS_BWD && d->moe.permute_fusion && !dedups(d) &&
+	    !d->moe.allgather) {
+		op->k.launches = 2;
+		op->k.write_B += rows(d) * 4;
+	}
 	return 1;
 }
 

@@ -137,7 +137,7 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	arena_release(&a);
 }
 
-Test(moe, fused_permute_builds_its_row_id_map)
+Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 {
 	struct fixture f;
 	struct arena a;
@@ -173,10 +173,24 @@ Test(moe, fused_permute_builds_its_row_id_map)
 	cr_assert_float_eq(c->k.write_B, 344064, 1e-9);
 	cr_assert_float_eq(c->k.strided_B, 425984, 1e-9);
 	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	/* 4 local experts: the fused chunk sort maps its R = T k = 8192
+	 * rows first, two kernels writing 8192 x (1024 x 2 + 4) B =
+	 * 16809984 B (rows and map) in the forward; the backward's sort
+	 * reuses the map: one kernel, 8192 x 2048 = 16777216 B. */
+	c = fixture_op(&o, "expert_sort");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.write_B, 16809984, 1e-6);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "expert_sort_bwd");
+	cr_assert_not_null(c);
+	cr_assert(c->k.launches <= 1);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	f.job.moe.permute_fusion = 0;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_null(fixture_op(&o, "permute_map"));
+	cr_assert(fixture_op(&o, "expert_sort")->k.launches <= 1);
 	cr_assert_not_null(fixture_op(&o, "permute"));
 	arena_release(&a);
 }
