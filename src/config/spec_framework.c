@@ -127,6 +127,14 @@ static const struct schema_field elementwise_fields[] = {
 		  "(Transformer Engine's multi-stream cuBLAS path): each "
 		  "stream's kernels pay their launch one after another; 0: "
 		  "one grouped kernel for all experts" },
+	{ .key = "grouped_gemm_fwd_kernel_arch", .type = ST_STRING,
+	  .offset = EOFF(grouped_gemm_fwd_kernel_arch), .flags = SF_OPTIONAL,
+	  .help = "a GPU architecture (the GPU preset's arch, e.g. sm80) on "
+		  "which the experts' forward grouped GEMMs (untransposed "
+		  "weights) are one grouped kernel despite "
+		  "grouped_gemm_streams, the backward's keeping the streams "
+		  "(grouped_gemm built for sm80 runs CUTLASS's grouped "
+		  "kernel there); absent: none" },
 };
 
 static const struct schema elementwise_schema = {
