@@ -192,7 +192,9 @@ static const struct schema_field gpu_fields[] = {
 	  .values = vendor_names, .flags = SF_REQUIRED,
 	  .help = "who makes it; picks the default collective library" },
 	{ .key = "arch", .type = ST_STRING, .offset = OFF(arch),
-	  .flags = SF_OPTIONAL | SF_INFO, .help = "architecture (sm90, gfx942)" },
+	  .flags = SF_OPTIONAL, .help = "architecture (sm90, gfx942): what "
+	  "a framework's library choice may depend on "
+	  "(elementwise.grouped_gemm_fwd_kernel_arch)" },
 	{ .key = "compute_units", .type = ST_INT, .offset = OFF(compute_units),
 	  .min = 1, .max = 100000, .flags = SF_REQUIRED,
 	  .help = "compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs)" },
