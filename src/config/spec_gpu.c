@@ -231,6 +231,12 @@ static const struct schema_field gpu_fields[] = {
 	  .flags = SF_FIT,
 	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
 		  "and drain (tile data only)" },
+	{ .key = "fp4_grouped_tile_m", .type = ST_INT,
+	  .offset = OFF(fp4_grouped_tile_m), .min = 1,
+	  .max = 65536, .flags = SF_OPTIONAL,
+	  .help = "fewest output-tile rows of an NVFP4/MXFP4 grouped GEMM "
+		  "(MoE experts): smaller gemm_tile_m entries are not used "
+		  "there; absent = all of them" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },
@@ -311,6 +317,26 @@ static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 	return -1;
 }
 
+/* fp4_grouped_tile_m leaves at least one tile of the list. */
+static int check_fp4_tiles(const struct gpu_spec *g,
+			   const struct schema_at *at, struct diag *d)
+{
+	int64_t most = 0;
+	size_t i;
+
+	if (g->fp4_grouped_tile_m == 0)
+		return 0;
+	for (i = 0; i < g->gemm_tile_m.n; i++)
+		if (g->gemm_tile_m.v[i] > most)
+			most = g->gemm_tile_m.v[i];
+	if (most >= g->fp4_grouped_tile_m)
+		return 0;
+	schema_check_error(d, at, "fp4_grouped_tile_m", "expected at most the "
+			   "largest gemm_tile_m (%lld), got %lld", (long long)most,
+			   (long long)g->fp4_grouped_tile_m);
+	return -1;
+}
+
 static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -320,7 +346,7 @@ static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 	/* Each size's bounds are the list fields' own (schema.c checks every
 	 * item where it is written); here only the pairing. */
 	if (g->gemm_tile_m.n == g->gemm_tile_n.n)
-		return 0;
+		return check_fp4_tiles(g, at, d);
 	k = schema_check_blame(at, keys, 2);
 	schema_check_error(d, at, keys[k], "expected as many tiles as '%s' "
 			   "(one tile per pair), got %zu and %zu",

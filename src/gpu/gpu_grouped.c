@@ -38,7 +38,12 @@
  *
  *     t = t_launch + t_k + min over tile shapes of the sum of t_wave
  *
- * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead).
+ * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead). A
+ * block-scaled FP4 grouped GEMM (NVFP4, MXFP4 operands) picks only from
+ * the tiles of at least fp4_grouped_tile_m rows where the GPU sets it
+ * (sm100: TensorRT-LLM's and FlashInfer's CUTLASS MoE GEMM offers 128-row
+ * CTA tiles only for FP4, configs/gpus/b200.yaml), so an expert with a
+ * few rows pays a 128-row tile, not a 64-row one.
  *
  * Mixed operands (gpu_grouped_gemm_q, inference): A in b_a and the
  * experts' weights in b_b bytes per element (block scales included; a
@@ -139,6 +144,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0};
 	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
+	int fp4 = dt == DTYPE_NVFP4 || dt == DTYPE_MXFP4;
 	enum gpu_level l;
 	size_t i;
 
@@ -168,9 +174,12 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
 	for (i = 0; i < g->gemm_tile_m.n; i++) {
-		double t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
-				      (double)g->gemm_tile_n.v[i]);
+		double t;
 
+		if (fp4 && g->gemm_tile_m.v[i] < g->fp4_grouped_tile_m)
+			continue;
+		t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
+			       (double)g->gemm_tile_n.v[i]);
 		if (best < 0 || t < best)
 			best = t;
 	}

@@ -100,6 +100,26 @@ Test(spec_gpu, check_rejects_unpaired_tiles)
 	expect_rejected(&g, say);
 }
 
+Test(spec_gpu, check_rejects_fp4_grouped_tile_above_every_tile)
+{
+	static const char *const say[] = {"fp4_grouped_tile_m",
+					  "at most the largest gemm_tile_m (256)",
+					  "got 512", NULL};
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* 128 and 256-row tiles: 256 leaves one (accepted), 512 none */
+	minimal(&g);
+	g.gemm_tile_m.v = two;
+	g.gemm_tile_m.n = 2;
+	g.gemm_tile_n.v = two;
+	g.gemm_tile_n.n = 2;
+	g.fp4_grouped_tile_m = 256;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	g.fp4_grouped_tile_m = 512;
+	expect_rejected(&g, say);
+}
+
 Test(spec_gpu, check_requires_hbm_and_a_peak)
 {
 	/* Both problems are reported, not just the first. */
