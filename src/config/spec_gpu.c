@@ -93,6 +93,23 @@ static const struct schema eff_schema = {
 	.nfields = SCHEMA_COUNT(eff_fields),
 };
 
+#define MOETILE(dt, k) {						\
+	.key = k, .type = ST_NUM,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = 1, .max = 65536, .flags = SF_OPTIONAL,			\
+	.help = "fewest tile rows at " k "; absent = any gemm_tile_m" },
+
+static const struct schema_field moetile_fields[] = { EACH_DTYPE(MOETILE) };
+
+static const struct schema moetile_schema = {
+	.kind = "gpu.cutlass_moe_tile_m",
+	.help = "fewest output-tile rows the CUTLASS fused-MoE grouped GEMM "
+		"offers, per compute dtype",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = moetile_fields,
+	.nfields = SCHEMA_COUNT(moetile_fields),
+};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -231,12 +248,12 @@ static const struct schema_field gpu_fields[] = {
 	  .flags = SF_FIT,
 	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
 		  "and drain (tile data only)" },
-	{ .key = "fp4_grouped_tile_m", .type = ST_INT,
-	  .offset = OFF(fp4_grouped_tile_m), .min = 1,
-	  .max = 65536, .flags = SF_OPTIONAL,
-	  .help = "fewest output-tile rows of an NVFP4/MXFP4 grouped GEMM "
-		  "(MoE experts): smaller gemm_tile_m entries are not used "
-		  "there; absent = all of them" },
+	{ .key = "cutlass_moe_tile_m", .type = ST_SECTION,
+	  .offset = OFF(cutlass_moe_tile_m), .sub = &moetile_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per compute dtype, the fewest output-tile rows of the "
+		  "CUTLASS fused-MoE grouped GEMM (engine moe_kernels: "
+		  "cutlass): smaller gemm_tile_m entries are not used there" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },
@@ -317,24 +334,27 @@ static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 	return -1;
 }
 
-/* fp4_grouped_tile_m leaves at least one tile of the list. */
-static int check_fp4_tiles(const struct gpu_spec *g,
+/* cutlass_moe_tile_m leaves at least one tile of the list. */
+static int check_moe_tiles(const struct gpu_spec *g,
 			   const struct schema_at *at, struct diag *d)
 {
-	int64_t most = 0;
+	double most = 0;
 	size_t i;
+	int dt;
 
-	if (g->fp4_grouped_tile_m == 0)
-		return 0;
 	for (i = 0; i < g->gemm_tile_m.n; i++)
-		if (g->gemm_tile_m.v[i] > most)
-			most = g->gemm_tile_m.v[i];
-	if (most >= g->fp4_grouped_tile_m)
-		return 0;
-	schema_check_error(d, at, "fp4_grouped_tile_m", "expected at most the "
-			   "largest gemm_tile_m (%lld), got %lld", (long long)most,
-			   (long long)g->fp4_grouped_tile_m);
-	return -1;
+		if ((double)g->gemm_tile_m.v[i] > most)
+			most = (double)g->gemm_tile_m.v[i];
+	for (dt = 0; dt < DTYPE_COUNT; dt++) {
+		if (g->cutlass_moe_tile_m[dt] <= most)
+			continue;
+		schema_check_error(d, at, "cutlass_moe_tile_m", "expected at "
+				   "most the largest gemm_tile_m (%g) at %s, "
+				   "got %g", most, dtype_names[dt],
+				   g->cutlass_moe_tile_m[dt]);
+		return -1;
+	}
+	return 0;
 }
 
 static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
@@ -346,7 +366,7 @@ static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 	/* Each size's bounds are the list fields' own (schema.c checks every
 	 * item where it is written); here only the pairing. */
 	if (g->gemm_tile_m.n == g->gemm_tile_n.n)
-		return check_fp4_tiles(g, at, d);
+		return check_moe_tiles(g, at, d);
 	k = schema_check_blame(at, keys, 2);
 	schema_check_error(d, at, keys[k], "expected as many tiles as '%s' "
 			   "(one tile per pair), got %zu and %zu",

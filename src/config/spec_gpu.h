@@ -89,8 +89,9 @@ struct gpu_spec {
 						 * empty = no tile model */
 	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
 	double gemm_kernel_overhead_s;		/* s per GEMM kernel: a persistent kernel's set-up and drain */
-	int64_t fp4_grouped_tile_m;		/* elements, fewest output-tile rows of a block-scaled
-						 * FP4 grouped GEMM (MoE experts); 0 = any gemm_tile_m */
+	double cutlass_moe_tile_m[DTYPE_COUNT];	/* elements, fewest output-tile rows of the CUTLASS
+						 * fused-MoE grouped GEMM per compute dtype;
+						 * 0 = any gemm_tile_m */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */

@@ -129,6 +129,8 @@ struct gpu_gemm_dtypes {
 	double b_B;		/* B per element of B */
 	double c_B;		/* B per element of C */
 	int b_cold;		/* B streams from HBM */
+	double min_tile_m;	/* grouped: fewest tile rows the kernel offers;
+				 * 0 = any gemm_tile_m */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

@@ -38,12 +38,11 @@
  *
  *     t = t_launch + t_k + min over tile shapes of the sum of t_wave
  *
- * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead). A
- * block-scaled FP4 grouped GEMM (NVFP4, MXFP4 operands) picks only from
- * the tiles of at least fp4_grouped_tile_m rows where the GPU sets it
- * (sm100: TensorRT-LLM's and FlashInfer's CUTLASS MoE GEMM offers 128-row
- * CTA tiles only for FP4, configs/gpus/b200.yaml), so an expert with a
- * few rows pays a 128-row tile, not a 64-row one.
+ * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead). A caller
+ * whose kernel offers only tiles of at least min_tile_m rows
+ * (gpu_gemm_dtypes; TensorRT-LLM's CUTLASS fused MoE: the GPU's
+ * cutlass_moe_tile_m) picks from those, so an expert with a few rows
+ * pays such a tile, not a smaller one.
  *
  * Mixed operands (gpu_grouped_gemm_q, inference): A in b_a and the
  * experts' weights in b_b bytes per element (block scales included; a
@@ -138,13 +137,13 @@ static double result_bytes(enum dtype dt)
  * gpu_gemm_q). */
 static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    double a_B, double b_B, double out_B_el,
-				    int cold, const struct gpu_gemm_group *groups,
+				    int cold, double min_tile_m,
+				    const struct gpu_gemm_group *groups,
 				    size_t ngroups)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0};
 	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
-	int fp4 = dt == DTYPE_NVFP4 || dt == DTYPE_MXFP4;
 	enum gpu_level l;
 	size_t i;
 
@@ -176,7 +175,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	for (i = 0; i < g->gemm_tile_m.n; i++) {
 		double t;
 
-		if (fp4 && g->gemm_tile_m.v[i] < g->fp4_grouped_tile_m)
+		if ((double)g->gemm_tile_m.v[i] < min_tile_m)
 			continue;
 		t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
 			       (double)g->gemm_tile_n.v[i]);
@@ -195,7 +194,7 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 size_t ngroups)
 {
 	return grouped_cost(g, dt, dtype_bytes(dt), dtype_bytes(dt),
-			    result_bytes(dt), 0, groups, ngroups);
+			    result_bytes(dt), 0, 0, groups, ngroups);
 }
 
 struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
@@ -206,5 +205,5 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
 		BUG("grouped GEMM operand without a byte width");
 	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
-			    groups, ngroups);
+			    q->min_tile_m, groups, ngroups);
 }

@@ -133,13 +133,13 @@ Test(gpu, grouped_kernel_overhead_is_paid_once_per_launch)
 		  "got %g s more", c1.time_s - c0.time_s);
 }
 
-Test(gpu, grouped_fp4_tiles_rows_by_fp4_grouped_tile_m)
+Test(gpu, grouped_min_tile_m_drops_smaller_tiles)
 {
 	static int64_t tm[] = {64, 128}, tn[] = {128, 128};
 	struct gpu_spec g;
 	struct gpu_gemm_group e[100];
-	struct gpu_gemm_dtypes q = {DTYPE_NVFP4, 0.5625, 0.5625, 2, 1};
-	struct gpu_cost c, free64, bf16, bf16_free;
+	struct gpu_gemm_dtypes q = {DTYPE_NVFP4, 0.5625, 0.5625, 2, 1, 0};
+	struct gpu_cost c, free64;
 	double D, tm_s, tc64, tc128, te64, te128, expect64, expect128;
 	int i;
 
@@ -160,8 +160,8 @@ Test(gpu, grouped_fp4_tiles_rows_by_fp4_grouped_tile_m)
 	 *            t = 1 + max(4.194, 6.636) + 0.328 = 7.963 us
 	 * 128 x 128: t_c = 8.389 us, t_e = 0.655 us
 	 *            t = 1 + 8.389 + 0.655 = 10.044 us
-	 * Without fp4_grouped_tile_m the 64-row tile wins (7.963 us); with
-	 * 128 it is not offered and the expert pays 128 rows (10.044 us). */
+	 * With min_tile_m 0 the 64-row tile wins (7.963 us); with 128 it is
+	 * not offered and the expert pays 128 rows (10.044 us). */
 	for (i = 0; i < 100; i++)
 		e[i] = (struct gpu_gemm_group){16, 128, 4096};
 	D = 100 * (16.0 * 4096 + 4096.0 * 128) * 0.5625;
@@ -175,12 +175,12 @@ Test(gpu, grouped_fp4_tiles_rows_by_fp4_grouped_tile_m)
 	free64 = gpu_grouped_gemm_q(&g, &q, e, 100);
 	cr_assert(gpu_fixture_near(free64.time_s, expect64, 1e-9),
 		  "got %g s, expected %g s", free64.time_s, expect64);
-	bf16_free = gpu_grouped_gemm(&g, DTYPE_BF16, e, 100);
-	g.fp4_grouped_tile_m = 128;
+	q.min_tile_m = 128;
 	c = gpu_grouped_gemm_q(&g, &q, e, 100);
 	cr_assert(gpu_fixture_near(c.time_s, expect128, 1e-9),
 		  "got %g s, expected %g s", c.time_s, expect128);
-	/* a bf16 grouped GEMM keeps every tile */
-	bf16 = gpu_grouped_gemm(&g, DTYPE_BF16, e, 100);
-	cr_assert_eq(bf16.time_s, bf16_free.time_s);
+	/* 64 removes nothing: the 64-row tile again */
+	q.min_tile_m = 64;
+	c = gpu_grouped_gemm_q(&g, &q, e, 100);
+	cr_assert_eq(c.time_s, free64.time_s);
 }

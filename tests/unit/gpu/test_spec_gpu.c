@@ -100,11 +100,11 @@ Test(spec_gpu, check_rejects_unpaired_tiles)
 	expect_rejected(&g, say);
 }
 
-Test(spec_gpu, check_rejects_fp4_grouped_tile_above_every_tile)
+Test(spec_gpu, check_rejects_moe_tile_above_every_tile)
 {
-	static const char *const say[] = {"fp4_grouped_tile_m",
-					  "at most the largest gemm_tile_m (256)",
-					  "got 512", NULL};
+	static const char *const say[] = {"cutlass_moe_tile_m",
+					  "at most the largest gemm_tile_m (256) "
+					  "at nvfp4", "got 512", NULL};
 	struct gpu_spec g;
 	char buf[256] = "";
 
@@ -114,9 +114,9 @@ Test(spec_gpu, check_rejects_fp4_grouped_tile_above_every_tile)
 	g.gemm_tile_m.n = 2;
 	g.gemm_tile_n.v = two;
 	g.gemm_tile_n.n = 2;
-	g.fp4_grouped_tile_m = 256;
+	g.cutlass_moe_tile_m[DTYPE_NVFP4] = 256;
 	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
-	g.fp4_grouped_tile_m = 512;
+	g.cutlass_moe_tile_m[DTYPE_NVFP4] = 512;
 	expect_rejected(&g, say);
 }
 
