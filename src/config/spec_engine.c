@@ -48,6 +48,16 @@ static const struct schema_field auto_fields[] = {
 	{ .key = "token_step", .type = ST_INT_LIST, .offset = AOFF(token_step),
 	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
 	  .help = "rounding steps of max num tokens" },
+	{ .key = "param_B", .type = ST_NUM, .offset = AOFF(param_B),
+	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .help = "engine size: bytes per stored checkpoint element of an "
+		  "unquantized model (0 = the instance's weights)" },
+	{ .key = "param_B_fp8", .type = ST_NUM, .offset = AOFF(param_B_fp8),
+	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .help = "as param_B, for an fp8 checkpoint" },
+	{ .key = "param_B_fp4", .type = ST_NUM, .offset = AOFF(param_B_fp4),
+	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .help = "as param_B, for an nvfp4 checkpoint" },
 };
 
 static const struct schema auto_schema = {

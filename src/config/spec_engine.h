@@ -108,6 +108,12 @@ struct engine_auto_size {
 	int64_t min_tokens;			/* max num tokens, at least */
 	struct schema_int_list token_below;	/* as seq_below, for max num tokens */
 	struct schema_int_list token_step;
+	/* calc_engine_setting's engine size: the checkpoint's stored
+	 * elements times bytes per element by quantization (BYTES_PER_ELEM);
+	 * 0 = the instance's own weights instead */
+	double param_B;				/* unquantized checkpoints */
+	double param_B_fp8;			/* FP8 (per-tensor, block scales) */
+	double param_B_fp4;			/* NVFP4 */
 };
 
 struct engine_spec {

@@ -39,6 +39,7 @@
 #include "base/mem.h"
 #include "config/spec_job.h"
 #include "ep.h"
+#include "footprint.h"
 #include "split.h"
 
 /* ---- the instance ---- */
@@ -81,11 +82,39 @@ static double round_up_by(double v, double lo,
 	return fmax(lo, (double)step->v[i] * ceil(v / (double)step->v[i]));
 }
 
+/* calc_engine_setting's engine size (B): the checkpoint's parameter
+ * count, summed from its safetensors headers (bench/build/dataclasses.py
+ * ModelConfig.get_param_count), times the bytes the quantization algo
+ * gives an element (tuning.py BYTES_PER_ELEM), whatever each GPU holds.
+ * A quantized linear weight is stored in one-byte elements (FP8 E4M3;
+ * NVFP4 two values to a U8 plus an E4M3 scale per 16), so it counts
+ * dtype_bytes elements; the embedding and the LM head stay bf16, one
+ * element a parameter. Without the rule's bytes: the instance's own
+ * weights. */
+static double auto_engine_B(const struct infer_ctx *x)
+{
+	const struct engine_auto_size *r = &x->eng->auto_rule;
+	const struct job_spec *j = x->job;
+	double b = r->param_B, p, eh, e = fmin(1, dtype_bytes(x->dims.weight));
+
+	if (x->dims.weight == DTYPE_FP8)
+		b = r->param_B_fp8;
+	else if (x->dims.weight == DTYPE_NVFP4)
+		b = r->param_B_fp4;
+	if (!(b > 0))
+		return model_weights_B(x);
+	p = footprint_model_params(j);
+	eh = (double)j->model->vocab_size * (double)j->model->hidden_size *
+	     (j->model->tie_word_embeddings ? 1 : 2);
+	return ((p - eh) * e + eh) * b;
+}
+
 /* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
  * calc_engine_setting and finetune_setting): requests the KV memory holds
- * at the job's mean lengths (the engine's KV fraction of what the weights
- * leave, as trtllm-bench passes its --kv_cache_free_gpu_mem_fraction),
- * capped and rounded up optimistically by the engine's auto_size_rule. */
+ * at the job's mean lengths (the engine's KV fraction of what the engine
+ * size leaves of every GPU's memory, as trtllm-bench passes its
+ * --kv_cache_free_gpu_mem_fraction), capped and rounded up optimistically
+ * by the engine's auto_size_rule. */
 static void trtllm_auto_size(struct infer_ctx *x)
 {
 	const struct job_spec *j = x->job;
@@ -97,7 +126,7 @@ static void trtllm_auto_size(struct infer_ctx *x)
 	double kv_heads = fmax((double)x->tp, (double)m->num_key_value_heads);
 	double tok_gib = 2 * (double)m->num_hidden_layers * kv_heads *
 			 (double)m->head_dim * x->dims.kv_B / gib;
-	double engine_gib = model_weights_B(x) / gib;
+	double engine_gib = auto_engine_B(x) / gib;
 	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
 	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);
 	double reqs = avail * x->eng->memory_fraction / (tok_gib * (isl + osl));

@@ -17,6 +17,7 @@
 #include "config/spec_job.h"
 #include "models/infer.h"
 #include "models/infer_prog.h"
+#include "models/footprint.h"
 #include "run/infer_run.h"
 
 #include "fixture.h"
@@ -666,8 +667,9 @@ Test(infer, attention_dp_busiest_rank)
 /*
  * trtllm-bench's auto sizing with the trtllm preset's auto_size_rule
  * (tuning.py finetune_setting). Qwen3-30B-A3B in bf16 on one H100:
- * memory 81,559 MiB = 79.647 GiB, weights 61,064,220,672 B = 56.870 GiB
- * (moe_weights_qwen3_30b), so 22.777 GiB left, of which the preset's KV
+ * memory 81,559 MiB = 79.647 GiB, engine size 30.53 e9 parameters
+ * (moe_weights_qwen3_30b) x 2 B (BYTES_PER_ELEM, unquantized) = 56.87
+ * GiB, so 22.777 GiB left, of which the preset's KV
  * fraction 0.9 is 20.4995 GiB. KV per token 2 x 48 layers x 4 heads x
  * 128 x B_kv = 98,304 B in bf16 (9.155e-5 GiB), half in fp8.
  *   1000/1000 bf16: 20.4995 / (9.155e-5 x 2000) = 111.95 requests:
@@ -721,6 +723,78 @@ Test(infer, trtllm_auto_size_rounds_by_the_rule)
 		infer_ctx_release(&x);
 		arena_release(&a);
 	}
+}
+
+/*
+ * calc_engine_setting's engine size is the checkpoint's parameter count
+ * times BYTES_PER_ELEM of its quantization (trtllm.yaml param_B*), not
+ * the weights the GPUs hold.
+ * Llama 4 Maverick in fp8 on 8 H100s, attention DP 8, EP 8, 1000/1000,
+ * FP8 KV, the job's fraction 0.95:
+ *   a layer's attention 5120 x (40 + 16) x 128 + 40 x 128 x 5120 =
+ *   62,914,560 and norms 10,240; 24 dense layers add 3 x 5120 x 16384 =
+ *   251,658,240 (314,583,040 a layer); 24 MoE layers 129 x 3 x 5120 x
+ *   8192 = 16,231,956,480 (128 experts and the shared one) and the router
+ *   655,360 (16,295,536,640 a layer); embedding and LM head 2 x 202,048 x
+ *   5120 = 2,068,971,520 and the final norm 5120: 400,711,848,960;
+ *   footprint_model_params pads the vocabulary to 202,112 rows (+655,360):
+ *   400,712,504,320 parameters, every stored element an fp8 byte (1.0 B)
+ *   = 373.19 GiB of 8 x 79.647 = 637.18 GiB: 263.99 GiB left
+ *   KV per token 2 x 48 x 8 x 128 x 1 B = 98,304 B = 9.155e-5 GiB
+ *   requests 0.95 x 263.99 / (9.155e-5 x 2000) = 1369.7: batch 256 x
+ *   ceil(5.35) = 1536; tokens 2739.5 -> 256 x ceil(10.70) = 2816 >
+ *   1000 + 1536
+ * The weights the 8 GPUs hold (attention and dense layers on every rank,
+ * 8 x 64.57 GB = 481 GiB) would leave 156 GiB: 809 requests, batch 896,
+ * 2048 tokens.
+ * Qwen3-30B-A3B in nvfp4 on one B200 (183,359 MiB = 179.06 GiB),
+ * 1250/1000: the 29.91 e9 parameters outside the embedding and head
+ * (0.622 e9) are stored as 0.5625 elements each (two values to a U8 and
+ * an E4M3 scale per 16): (29.91 e9 x 0.5625 + 0.622 e9) x 0.5 B = 8.72 e9
+ * B = 8.12 GiB, 170.94 GiB left; KV per token 2 x 48 x 4 x 128 x 1 B =
+ * 4.578e-5 GiB; 0.95 x 170.94 / (4.578e-5 x 2250) = 1576.6 requests:
+ * batch 256 x ceil(6.16) = 1792, tokens 3547 -> 3584. The instance's own
+ * weights (29.91 e9 x 0.5625 + 0.622 e9 x 2 B = 16.83 GiB) would give
+ * 1496.3 requests: batch 1536.
+ */
+Test(infer, trtllm_auto_size_takes_the_checkpoint_size)
+{
+	const char *mav[] = {"phase=serving", "serving.requests=10",
+			     "serving.engine.auto_size=true",
+			     "serving.engine.memory_fraction=0.95",
+			     "model=llama4-maverick", "system.gpus_per_node=8",
+			     "parallelism.dp=8", "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "serving.dtype=fp8", "serving.kv_dtype=fp8",
+			     "serving.input_len=1000",
+			     "serving.output_len=1000"};
+	const char *q30[] = {"phase=serving", "serving.requests=10",
+			     "serving.engine.auto_size=true",
+			     "serving.engine.memory_fraction=0.95",
+			     "system.preset=dgx-b200",
+			     "serving.dtype=nvfp4", "serving.kv_dtype=fp8",
+			     "serving.input_len=1250",
+			     "serving.output_len=1000"};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, Q30, mav, sizeof(mav) / sizeof(mav[0]));
+	cr_assert_float_eq(footprint_model_params(j), 400712504320.0, 0.5);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.max_seqs, 1536);
+	cr_assert_eq(x.max_tokens, 2816);
+	infer_ctx_release(&x);
+
+	j = load(&a, Q30, q30, sizeof(q30) / sizeof(q30[0]));
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.max_seqs, 1792);
+	cr_assert_eq(x.max_tokens, 3584);
+	infer_ctx_release(&x);
+	arena_release(&a);
 }
 
 /*
