@@ -69,6 +69,8 @@ struct gpu_attention_spec {
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
+	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
+					 * sliding window (0: it computes every causal tile) */
 };
 
 struct gpu_spec {
@@ -105,6 +107,9 @@ struct gpu_spec {
 						 * kernels (fused optimizers, norms, casts) reach */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
+	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is
+						 * bound by loads in flight per SM, not by the
+						 * memory; 0 = use strided_efficiency */
 };
 
 extern const struct schema gpu_schema;
