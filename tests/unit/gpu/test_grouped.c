@@ -138,7 +138,8 @@ Test(gpu, grouped_min_tile_m_drops_smaller_tiles)
 	static int64_t tm[] = {64, 128}, tn[] = {128, 128};
 	struct gpu_spec g;
 	struct gpu_gemm_group e[100];
-	struct gpu_gemm_dtypes q = {DTYPE_NVFP4, 0.5625, 0.5625, 2, 1, 0};
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_NVFP4, .a_B = 0.5625,
+				     .b_B = 0.5625, .c_B = 2, .b_cold = 1};
 	struct gpu_cost c, free64;
 	double D, tm_s, tc64, tc128, te64, te128, expect64, expect128;
 	int i;

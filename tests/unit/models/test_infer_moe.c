@@ -486,7 +486,9 @@ static double op_time_s(const struct moe_case *c, const char *name)
 Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 {
 	struct gpu_gemm_group grp[126];
-	struct gpu_gemm_dtypes q = {DTYPE_NVFP4, 0.5625, 0.5625, 2, 1, 128};
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_NVFP4, .a_B = 0.5625,
+				     .b_B = 0.5625, .c_B = 2, .b_cold = 1,
+				     .min_tile_m = 128};
 	struct moe_case c;
 	struct gpu_spec g;	/* launched from the graph, as infer_cost */
 	double cut, gen, want128, want0;
