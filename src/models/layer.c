@@ -190,6 +190,18 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
  * (common/gemm/cublaslt_gemm.cu @ 71bbefbf: CUBLAS_COMPUTE_32F_FAST_TF32
  * "only for pure FP32 GEMM"). Without it every router GEMM runs in the
  * router dtype. */
+/* The job captures `scope` in CUDA graphs (training.cuda_graphs). */
+static int graphs_scope(const struct job_spec *j, enum graph_scope scope)
+{
+	const struct schema_int_list *l = &j->training.cuda_graphs;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i] + 1 == (int64_t)scope)	/* from SCOPE_ATTN */
+			return 1;
+	return 0;
+}
+
 static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 {
 	enum dtype r = (enum dtype)j->moe.router_dtype;
@@ -202,6 +214,18 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 		e->router_fwd_dt = (int)base;
 	if (r == DTYPE_FP32)
 		e->router_bwd_dt = DTYPE_TF32;
+}
+
+
+/* Whether the job's GPU is the arch on which the framework's forward
+ * grouped GEMMs are one grouped kernel (elementwise.
+ * grouped_gemm_fwd_kernel_arch). */
+static int fwd_one_kernel(const struct job_spec *j)
+{
+	const char *a = j->framework->elementwise.grouped_gemm_fwd_kernel_arch;
+	const char *g = j->system && j->system->gpu ? j->system->gpu->arch : NULL;
+
+	return a && g && strcmp(a, g) == 0;
 }
 
 /* The routed experts' shapes; route.c fills the routing. */
@@ -242,6 +266,10 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
 		e->host_sync = EP_SYNC_NONE;
 	e->map_gather = mj->dispatcher && mj->dispatcher->map_gather;
+	e->probs_call = mj->dispatcher && mj->dispatcher->probs_call;
+	e->sync_preprocess = mj->dispatcher &&
+			     mj->dispatcher->dtoh_after_graph &&
+			     graphs_scope(j, SCOPE_MOE_PREPROCESS);
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
@@ -262,6 +290,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */
 	e->gemm_streams = (double)j->framework->elementwise.grouped_gemm_streams;
+	e->gemm_streams_fwd = fwd_one_kernel(j) ? 0 : e->gemm_streams;
 	e->quant_pad = d->lowp &&
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&

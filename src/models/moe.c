@@ -168,9 +168,9 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
  * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
  * kernels pay their launch one after the other [?: how much of a
  * kernel's launch another stream's work hides is not published]. */
-static double stream_kernels(const struct layer_dims *d)
+static double stream_kernels(const struct layer_dims *d, double s)
 {
-	double s = d->moe.gemm_streams, l = d->moe.local;
+	double l = d->moe.local;
 
 	return s > 0 && l > 1 ? ceil(l / s) : 1;
 }
@@ -184,6 +184,10 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	const struct moe_dims *e = &d->moe;
 	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
 	double mean = mean_rows(e);
+	/* the forward's GEMMs (untransposed weights) may be one grouped
+	 * kernel where the backward's are per expert (layer.h) */
+	double streams = pass == PASS_BWD ? e->gemm_streams :
+			 e->gemm_streams_fwd;
 
 	op->k.kind = KERN_GROUPED;
 	op->k.lowp = d->lowp;
@@ -195,20 +199,25 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.ngroups = (int)e->local;
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
-	op->k.launches = stream_kernels(d);
+	op->k.launches = stream_kernels(d, streams);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds
 	 * each GEMM's layouts, matmul descriptor and preference and asks
 	 * cublasLtMatmulAlgoGetHeuristic on every call (TE @ 71bbefbf,
 	 * common/gemm/cublaslt_gemm.cu cublas_gemm): host gemm each */
-	op->host_gemm = d->moe.gemm_streams > 0 && d->moe.local > 1;
+	if (streams == 0 && e->gemm_streams > 0)	/* one grouped kernel
+		 * where the backward's are per expert: grouped_gemm's
+		 * CutlassGroupedGemm; its seven small host-to-device copies
+		 * of the arguments are not costed */
+		op->host_kernels = 0;
+	op->host_gemm = streams > 0 && d->moe.local > 1;
 	/* and joins the streams with events: multi_stream_cublas_gemm
 	 * records one on the caller's stream, then one on each of the
 	 * min(S, L) compute streams it used (the 2 min(S, L)
 	 * cudaStreamWaitEvent calls are not counted) */
 	if (op->host_gemm)
-		op->host_events = (uint8_t)(1 + fmin(d->moe.gemm_streams,
+		op->host_events = (uint8_t)(1 + fmin(streams,
 						     fmin(d->moe.local, 254)));
 	return op;
 }
@@ -247,6 +256,26 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	 * forward's dispatch and the combine's backward) */
 	if (kind == EP_PASS_DISPATCH || kind == EP_PASS_DISPATCH16)
 		op->host_call_s = m->call_host_s;
+}
+
+/* The routing probabilities' own all-to-all (probs_call): Megatron-
+ * Core's alltoall dispatcher sends the permuted probabilities (one per
+ * row, in the router's dtype, probs_B) in a second all_to_all with the
+ * tokens' split sizes, right after the tokens' (token_dispatcher.py
+ * MoEAlltoAllTokenDispatcher.token_dispatch; mappings.py _AllToAll, an
+ * autograd function whose backward is the reverse all_to_all of the
+ * probabilities' gradients, issued beside the tokens' gradients;
+ * NVIDIA/Megatron-LM @ d7288711ba). Its bytes: the rows this GPU sends
+ * (dispatch_B / row_B) times probs_B. */
+static void probs_a2a(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+
+	if (!m->probs_call || m->ep <= 1 || m->allgather || !(m->row_B > 0))
+		return;
+	lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL,
+		 m->dispatch_B / m->row_B * m->probs_B);
 }
 
 /* Combine bytes: the dispatch's rows in 16-bit. */
@@ -352,6 +381,27 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	return lop_tail(o);
 }
 
+/* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
+ * map path Megatron-Core's permute takes with moe_permute_fusion) first
+ * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
+ * (make_row_id_map, TE @ 71bbefbf transformer_engine/pytorch/triton/
+ * permutation.py): pass 1 reads the [T, E] bool routing map down each
+ * expert's column and writes block cumsums into the map's first E
+ * columns (read T E, write 4 T E), pass 2 turns them into destination
+ * rows (read and write 4 T E), both column-wise through the row-major
+ * map; pass 3 sorts each token's row (read 4 T E, write T (2 k + 1) 4).
+ * The column-wise accesses, 13 T E B, go through the strided path. The
+ * unpermute and the backward reuse the map. */
+static void row_id_map(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+
+	lop_eager(o, "permute_map", pass, 9 * T * E,
+		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
+}
+
 static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -361,20 +411,33 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	if (dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
+	if (m->permute_fusion)
+		row_id_map(o, pass, d);
 	lop_memop(o, "permute", pass, twice * T * h * d->act_B,
 		  twice * T * k * h * m->elem_B, 0);
 }
 
-/* Sort the received rows by local expert. */
+/* Sort the received rows by local expert. On the alltoall path with
+ * moe_permute_fusion, Megatron-Core's sort_chunks_by_idxs is Transformer
+ * Engine's fused chunk sort, whose forward first maps every row to its
+ * place (make_chunk_sort_map: one Triton kernel writing an int32 a row)
+ * and then moves the rows (sort_chunks_by_map); its backward reuses the
+ * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort). */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
 	double n = rows(d) * d->hidden * d->act_B;
+	struct layer_op *op;
 
 	if (!(d->moe.local > 1 || dedups(d) || d->moe.allgather))
 		return 0;
-	lop_memop(o, name, pass, n, n, 0);
+	op = lop_memop(o, name, pass, n, n, 0);
+	if (pass != PASS_BWD && d->moe.permute_fusion && !dedups(d) &&
+	    !d->moe.allgather) {
+		op->k.launches = 2;
+		op->k.write_B += rows(d) * 4;
+	}
 	return 1;
 }
 
@@ -553,6 +616,15 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 /* The host waits before it issues op `at`: for the counts exchange
  * (the dispatch waits), or for the dispatch itself / the preprocessing
  * without EP (the first op after the dispatch waits). */
+/* Megatron-Core's alltoall dispatcher copies the counts and splits to
+ * the host on a side stream that first waits for the compute stream, at
+ * its cuda_dtoh_point: before the permute (before_permutation_1), or,
+ * with the moe_preprocess scope CUDA-graphed, at the sync itself
+ * (before_ep_alltoall), after the graph's replay, so the host then waits
+ * for the whole preprocessing, the permute included (sync_preprocess;
+ * token_dispatcher.py MoEAlltoAllTokenDispatcher.__init__ and
+ * _maybe_dtoh_and_synchronize, NVIDIA/Megatron-LM @ d7288711ba): for op
+ * `dispatched` - 1, the last before the dispatch. */
 static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 		      int16_t counts, int16_t dispatched, int16_t after)
 {
@@ -561,7 +633,9 @@ static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 	if (counts == LAYER_NONE && m->host_sync != EP_SYNC_DISPATCH)
 		return;
 	if (m->host_sync == EP_SYNC_COUNTS && m->ep > 1) {
-		o->op[dispatched].host_wait = counts;
+		o->op[dispatched].host_wait = m->sync_preprocess &&
+			dispatched - 1 > counts ? (int16_t)(dispatched - 1) :
+			counts;
 		return;
 	}
 	if (after < o->n)
@@ -575,6 +649,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
+	int16_t arrived;
 	int16_t router, counts;
 	int overlap = m->shared_overlap && m->ep > 1;
 	uint8_t scope = o->scope;
@@ -593,6 +668,8 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->scope = SCOPE_MOE;
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
+	probs_a2a(o, "moe_dispatch_probs", pass, d);
+	arrived = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
 		int16_t first = (int16_t)o->n;
 
@@ -607,7 +684,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		in_dispatch_call(o, d);
 	experts_fwd(o, pass, d);
 	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
-		o->op[after].dep[0] = dispatched;
+		o->op[after].dep[0] = arrived;
 	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
@@ -742,6 +819,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* a combine kernel (ep.c), with Hybrid-EP's probability gradients */
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
 	    EP_PASS_COMBINE_BWD);
+	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,
