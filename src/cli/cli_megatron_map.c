@@ -108,6 +108,9 @@ static const struct marg margs[] = {
 	{ "--no-gradient-accumulation-fusion", M_FLAG,
 	  "training.gradient_accumulation_fusion", "false", NULL,
 	  "Megatron fuses by default (true)" },
+	{ "--fp8-dot-product-attention", M_FLAG, "training.fp8_attention",
+	  "true", NULL, "attention in FP8 (Transformer Engine's fused "
+	  "attention); costed at the bf16 rates" },
 	{ "--attention-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
 	  "dropout on when either probability is > 0; Megatron's default "
 	  "for both is 0.1 (on)" },

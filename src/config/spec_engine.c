@@ -203,6 +203,17 @@ static const struct schema_field engine_fields[] = {
 	  .offset = OFF(sampler_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "host-device copies the sampler makes per step (its "
 		  "parameter tensors up, the sampled ids down)" },
+	{ .key = "skinny_gemm_rows", .type = ST_INT,
+	  .offset = OFF(skinny_gemm_rows), .min = 0, .max = 16, .def = "0",
+	  .help = "quantized linear layers of at most this many rows (tokens) "
+		  "run the engine's own skinny GEMM kernel, which sums its k "
+		  "split in the same launch (vLLM ROCm's wvSplitKQ); 0: every "
+		  "GEMM goes to the library" },
+	{ .key = "skinny_gemm_rows_base", .type = ST_INT,
+	  .offset = OFF(skinny_gemm_rows_base), .min = 0, .max = 16,
+	  .def = "0",
+	  .help = "the same for unquantized linear layers (vLLM ROCm's "
+		  "wvSplitK and LLMM1)" },
 	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
 	  .max = 1e-2, .def = "0 us",
 	  .help = "host time per kernel launched outside a CUDA graph (the "

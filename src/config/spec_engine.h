@@ -157,6 +157,10 @@ struct engine_spec {
 						 * logits after the cast (sampler kernels) */
 	int64_t sampler_copies;			/* host<->device copies of the sampler's
 						 * tensors and sampled ids per step */
+	int64_t skinny_gemm_rows;		/* quantized GEMMs of at most this many
+						 * rows run the engine's own skinny kernel
+						 * (one launch; 0: none) */
+	int64_t skinny_gemm_rows_base;		/* the same for unquantized GEMMs */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */

@@ -98,6 +98,12 @@ static const struct schema_field elementwise_fields[] = {
 	  .help = "a clamped GLU (swiglu_limit): the two halves clamped and "
 		  "concatenated as three PyTorch kernels before the fused "
 		  "activation (false: inside it)" },
+	{ .key = "glu_offset_sync", .type = ST_BOOL,
+	  .offset = EOFF(glu_offset_sync), .def = "false",
+	  .help = "a clamped GLU (swiglu_limit): each call of the activation "
+		  "(forward and its recomputation) copies its linear offset "
+		  "to the device with a blocking copy, so the host waits for "
+		  "the stream before it issues the activation" },
 	{ .key = "fused_rope_mscale", .type = ST_BOOL,
 	  .offset = EOFF(fused_rope_mscale), .def = "true",
 	  .help = "the fused rotary kernel scales cos and sin by YaRN's "

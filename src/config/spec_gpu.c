@@ -141,6 +141,12 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, calib_head_dim),
 	  .def = "128", .min = 1, .max = 1024,
 	  .help = "head dim the attention efficiencies were measured at" },
+	{ .key = "fp8_bwd_skips_window", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_skips_window),
+	  .def = "true",
+	  .help = "the vendor kernel's FP8 backward skips the key tiles "
+		  "outside a sliding window as its bf16 one does; false: it "
+		  "computes every tile of the causal triangle" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,
@@ -231,6 +237,11 @@ static const struct schema_field gpu_fields[] = {
 	  .flags = SF_FIT,
 	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
 		  "and drain (tile data only)" },
+	{ .key = "gemm_split_k_kernels", .type = ST_INT,
+	  .offset = OFF(gemm_split_k_kernels), .def = "1", .min = 1, .max = 2,
+	  .help = "kernels a GEMM the tile model splits along k launches: 1 "
+		  "(the slices are summed in the kernel) or 2 (the library "
+		  "sums them in a second kernel; tile data only)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },
@@ -258,6 +269,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "fraction of the streaming bandwidth PyTorch's generic "
 		  "elementwise path (non-contiguous views: per-element offset "
 		  "arithmetic, no vector loads) reaches" },
+	{ .key = "strided_sm_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(strided_sm_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second per SM (CU) that the same generic path "
+		  "reaches when its loads in flight, not the memory, bound "
+		  "it; times compute_units, capped at the level's bandwidth "
+		  "(replaces strided_efficiency when set)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },

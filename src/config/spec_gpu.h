@@ -69,6 +69,8 @@ struct gpu_attention_spec {
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
+	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
+					 * sliding window (0: it computes every causal tile) */
 };
 
 struct gpu_spec {
@@ -89,6 +91,9 @@ struct gpu_spec {
 						 * empty = no tile model */
 	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
 	double gemm_kernel_overhead_s;		/* s per GEMM kernel: a persistent kernel's set-up and drain */
+	int64_t gemm_split_k_kernels;		/* kernels a split-K GEMM launches: 1 (the slices are summed
+						 * in the GEMM kernel) or 2 (the library sums them in a
+						 * second kernel) */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */
@@ -102,6 +107,9 @@ struct gpu_spec {
 						 * kernels (fused optimizers, norms, casts) reach */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
+	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is
+						 * bound by loads in flight per SM, not by the
+						 * memory; 0 = use strided_efficiency */
 };
 
 extern const struct schema gpu_schema;

@@ -72,6 +72,11 @@ static const struct schema_field training_fields[] = {
 	  .help = "flash (fused) or unfused attention (materialized scores)" },
 	{ .key = "dropout", .type = ST_BOOL, .offset = TOFF(dropout),
 	  .def = "false", .help = "dropout layers present (masks and their elementwise cost)" },
+	{ .key = "fp8_attention", .type = ST_BOOL, .offset = TOFF(fp8_attention),
+	  .def = "false",
+	  .help = "the fused attention runs in FP8 (Transformer Engine "
+		  "fp8_dot_product_attention; costed at the bf16 rates, with "
+		  "the GPU's attention.fp8_bwd_skips_window)" },
 	{ .key = "comm_hw_queues", .type = ST_INT,
 	  .offset = TOFF(comm_hw_queues), .def = "0", .min = 0, .max = 1024,
 	  .help = "hardware queues the collective library's streams are "

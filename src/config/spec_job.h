@@ -237,6 +237,9 @@ struct elementwise_spec {
 					 * added per local expert by PyTorch ops */
 	int glu_clamp_kernels;		/* a clamped GLU's clamps as their own
 					 * kernels ahead of the fused activation */
+	int glu_offset_sync;		/* that GLU's linear offset made a device
+					 * tensor each call: a blocking copy, the
+					 * host waits for the stream */
 	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's
 					 * attention factor (else the rope runs as
 					 * PyTorch ops when that factor is not 1) */
@@ -341,6 +344,7 @@ struct training_spec {
 	int optimizer;			/* enum optimizer */
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
+	int fp8_attention;		/* attention in FP8 (TE fp8_dot_product_attention) */
 	int64_t comm_hw_queues;			/* hardware queues the collective
 					 * library's streams share (HIP
 					 * GPU_MAX_HW_QUEUES); 0: one each */

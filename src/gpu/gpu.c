@@ -208,7 +208,7 @@ struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 			       double launches)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
-	double bytes, bw, mem_s, comp_s = 0, es = g->strided_efficiency;
+	double bytes, bw, sbw, mem_s, comp_s = 0, es = g->strided_efficiency;
 	enum gpu_level l;
 
 	gpu_require_size(read_B, "bytes read");
@@ -225,7 +225,10 @@ struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 		es = 1;
 	l = gpu_serving_level(g, working_set_B);
 	bw = gpu_level_bandwidth_Bps(g, l);
-	mem_s = (bytes - strided_B) / bw + strided_B / (bw * es);
+	sbw = bw * es;
+	if (g->strided_sm_Bps > 0 && g->compute_units > 0)
+		sbw = fmin(bw, g->strided_sm_Bps * (double)g->compute_units);
+	mem_s = (bytes - strided_B) / bw + strided_B / sbw;
 	if (g->vector_fp32_flops > 0)
 		comp_s = flops / g->vector_fp32_flops;
 	return gpu_make_cost(g, flops, bytes, (int)l,

@@ -72,6 +72,8 @@ struct gpu_attn_shape {
 	double window;		/* causal: keys a query sees at most (sliding
 				 * window); 0 = all before it */
 	int kernel;		/* enum gpu_attn_kernel */
+	int fp8;		/* the kernel runs in FP8 (Transformer Engine's
+				 * fp8_dot_product_attention; rates as bf16) */
 };
 
 /* Which fused attention kernel family runs: the vendor's (cuDNN on
@@ -129,6 +131,9 @@ struct gpu_gemm_dtypes {
 	double b_B;		/* B per element of B */
 	double c_B;		/* B per element of C */
 	int b_cold;		/* B streams from HBM */
+	int one_kernel;		/* a split along k stays in one kernel (an
+				 * engine's own skinny kernel), whatever
+				 * gpu.gemm_split_k_kernels says */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
@@ -208,8 +213,16 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 
 /* Memory-bound work of `launches` kernels (PyTorch ops run one by one),
  * strided_B of whose bytes go through the generic non-vectorized path
- * (non-contiguous inputs) at strided_efficiency of the bandwidth; the
- * rest streams as gpu_memory_op. */
+ * (non-contiguous inputs); the rest streams as gpu_memory_op. The
+ * strided bytes move at strided_sm_Bps x compute_units (capped at the
+ * level's bandwidth) where the GPU sets strided_sm_bandwidth, else at
+ * strided_efficiency of the level's bandwidth. PyTorch's
+ * elementwise_kernel<128, 4> (CUDALoops.cuh launch_legacy_kernel) runs
+ * its four elements a thread one after the other (load, compute, store:
+ * the store may alias the next load), so each thread has one element's
+ * loads in flight and a GPU moves (threads a SM x bytes an element x
+ * SMs) / memory latency: the rate follows the SM count, not the
+ * memory's bandwidth. */
 struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 			       double write_B, double strided_B,
 			       double flops, double working_set_B,

@@ -390,7 +390,18 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	bytes = attention_bytes(a, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);
-	comp_s = attention_compute_s(g, dt, a, flops, rate, bw, backward);
+	if (backward && a->fp8 && windowed(a) && !s->fp8_bwd_skips_window) {
+		/* every causal tile, the window's pairs still the work */
+		struct gpu_attn_shape full = *a;
+
+		full.window = 0;
+		comp_s = attention_compute_s(g, dt, &full,
+					     gpu_attention_flops(&full, 1),
+					     rate, bw, 1);
+	} else {
+		comp_s = attention_compute_s(g, dt, a, flops, rate, bw,
+					     backward);
+	}
 	mem_s = bytes / bw;
 	body_s = fmax(comp_s, mem_s);
 	if (backward)

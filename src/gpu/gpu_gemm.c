@@ -66,6 +66,14 @@
  *
  *     t = t_launch + t_k + min over tiles and s of (sum of t_wave + t_red)
  *
+ * Where the library sums the k slices in a second kernel (gpu
+ * gemm_split_k_kernels 2: hipBLASLt's GlobalSplitU with MultipleBuffer
+ * accumulation launches the GEMM, then a PostGSU conversion kernel;
+ * configs/gpus/ name the source), a split plan costs that second
+ * kernel's launch; t_red is its traffic. A GEMM marked one_kernel (an
+ * engine's own skinny kernel that splits k across the waves of one
+ * launch) keeps one launch.
+ *
  * t_k (gemm_kernel_overhead) is paid once per kernel: a persistent kernel
  * (Blackwell's CUTLASS/cuBLAS GEMMs: one CTA per SM walks the tile list)
  * sets up once (tensor memory, barriers, tensor maps, the first stages'
@@ -104,6 +112,7 @@ struct gemm_plan {
 	double compute_s;		/* s, sum of mainloop compute */
 	double memory_s;		/* s, sum of memory phases */
 	double bytes;			/* B moved at the serving level */
+	double split;			/* k slices (1: not split) */
 };
 
 struct gemm_tile {
@@ -159,7 +168,7 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 static struct gemm_plan plan_tiles(const struct gemm_problem *p,
 				   const struct gemm_tile *t)
 {
-	struct gemm_plan plan = {0, 0, 0, 0};
+	struct gemm_plan plan = {0, 0, 0, 0, 1};
 	double tiles = p->batch * ceil(p->m / t->bm) * ceil(p->n / t->bn) *
 		       t->split;
 	double full = floor(tiles / p->units);
@@ -173,6 +182,7 @@ static struct gemm_plan plan_tiles(const struct gemm_problem *p,
 		plan.time_s += red_B / p->bw_Bps;
 		plan.memory_s += red_B / p->bw_Bps;
 		plan.bytes += red_B;
+		plan.split = t->split;
 	}
 	return plan;
 }
@@ -204,6 +214,7 @@ static struct gemm_plan plan_roofline(const struct gemm_problem *p,
 	plan.memory_s = working_set_B / p->bw_Bps;
 	plan.time_s = fmax(plan.compute_s, plan.memory_s);
 	plan.bytes = working_set_B;
+	plan.split = 1;
 	return plan;
 }
 
@@ -215,11 +226,13 @@ static double result_bytes(enum dtype dt)
 }
 
 /* The cost of p (sizes and byte widths set) at rate dt on g; cold: the
- * serving level is HBM whatever the working set. */
+ * serving level is HBM whatever the working set; one_kernel: a split
+ * along k is summed in the kernel whatever the library would do. */
 static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
-				 struct gemm_problem *p, int cold)
+				 struct gemm_problem *p, int cold, int one_kernel)
 {
 	struct gemm_plan best, cand;
+	int launches = 1;
 	double ws, m = p->m, n = p->n, k = p->k, batch = p->batch;
 	enum gpu_level l;
 	size_t i;
@@ -239,8 +252,11 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 	}
 	if (g->gemm_tile_m.n > 0)
 		best.time_s += g->gemm_kernel_overhead_s;
-	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l, 1,
-			     best.time_s, best.compute_s, best.memory_s);
+	if (best.split > 1 && !one_kernel && g->gemm_split_k_kernels > 1)
+		launches = (int)g->gemm_split_k_kernels;
+	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l,
+			     launches, best.time_s, best.compute_s,
+			     best.memory_s);
 }
 
 static int check_gemm(double m, double n, double k, double batch)
@@ -264,7 +280,7 @@ struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 	p.m = m, p.n = n, p.k = k, p.batch = batch;
 	p.b_a = p.b_b = dtype_bytes(dt);
 	p.b_out = result_bytes(dt);
-	return gemm_cost(g, dt, &p, 0);
+	return gemm_cost(g, dt, &p, 0, 0);
 }
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
@@ -283,5 +299,5 @@ struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
 	p.b_a = q->a_B;
 	p.b_b = q->b_B;
 	p.b_out = q->c_B;
-	return gemm_cost(g, q->compute, &p, q->b_cold);
+	return gemm_cost(g, q->compute, &p, q->b_cold, q->one_kernel);
 }

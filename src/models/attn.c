@@ -291,6 +291,7 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 	a->causal = causal;
 	a->window = window;
 	a->kernel = d->attn_kernel;
+	a->fp8 = d->fp8_attn;
 }
 
 /* One flash call; model_flops 0: counted from its shape. */

@@ -219,6 +219,9 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		s->engine ? (int)s->engine->graph_input_copies : 0;
 	d->sampler_passes = s->engine ? (int)s->engine->sampler_passes : 1;
 	d->sampler_copies = s->engine ? (int)s->engine->sampler_copies : 0;
+	d->skinny_rows = s->engine ? (int)s->engine->skinny_gemm_rows : 0;
+	d->skinny_rows_base =
+		s->engine ? (int)s->engine->skinny_gemm_rows_base : 0;
 	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
@@ -703,6 +706,7 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.b_B = d->moe.weight_B;
 	q.c_B = d->act_B;
 	q.b_cold = 1;
+	q.one_kernel = 0;
 	for (i = 0; i < n; i++)
 		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
 	return gpu_grouped_gemm_q(g, &q, grp, n);
@@ -726,6 +730,9 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		q.b_B = op->weight_B_base ? d->act_B : d->weight_B;
 		q.c_B = d->act_B;
 		q.b_cold = 1;
+		q.one_kernel = op->m <= (op->weight_B_base ||
+					 d->weight == d->base
+					 ? d->skinny_rows_base : d->skinny_rows);
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);

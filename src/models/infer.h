@@ -122,6 +122,8 @@ struct infer_dims {
 	int graph_input_copies;	/* input copies before a graph replay */
 	int sampler_passes;	/* sampler kernels over the fp32 logits */
 	int sampler_copies;	/* sampler host-device copies */
+	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */
+	int skinny_rows_base;	/* unquantized GEMMs of <= rows: one kernel */
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */

@@ -256,6 +256,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
+	e->glu_sync = m->swiglu_limit > 0 && d->gated &&
+		      j->framework->elementwise.glu_offset_sync == 1;
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */
@@ -333,6 +335,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->rope = m->position_embedding == POS_ROPE;
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
+	d->fp8_attn = j->training.fp8_attention;
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;

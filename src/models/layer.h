@@ -95,6 +95,8 @@ struct moe_dims {
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
 	double probs_B;		/* B per routing probability at the experts */
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
+	int glu_sync;		/* the host waits for the stream before that
+				 * GLU's activation (glu_offset_sync) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
@@ -148,6 +150,7 @@ struct layer_dims {
 	int rope;		/* rotary position embedding on Q and K */
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
+	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int unfused_grad_acc;	/* wgrad GEMMs write dW (act_B per element)
 				 * and a separate kernel adds it into the

@@ -501,9 +501,27 @@ static void pad_op(struct layer_ops *o, const char *name,
 	lop_eager(o, name, pass, n + p, n + p, 0, probs ? 2 : 1, 0);
 }
 
+/* The clamped GLU's blocking offset copy (moe_dims glu_sync):
+ * Megatron-Core's weighted_bias_quick_geglu_impl builds its linear
+ * offset with torch.tensor(linear_offset, dtype=..., device=input.device)
+ * each call (megatron/core/fusions/fused_bias_geglu.py @ d7288711ba and
+ * @ 0d8e0714cd), a copy from a host tensor with non_blocking false, which
+ * PyTorch runs as cudaMemcpyAsync then cudaStreamSynchronize (torch/csrc/
+ * utils/tensor_new.cpp internal_new_from_data, aten/src/ATen/native/cuda/
+ * Copy.cu copy_kernel_cuda, memcpy_and_sync): the host waits for the
+ * stream's last op (`before`) before it issues the activation's first
+ * kernel (`first`), in the forward and in moe_act's recomputation. */
+static void glu_sync(struct layer_ops *o, const struct layer_dims *d,
+		     int16_t before, int16_t first)
+{
+	if (d->moe.glu_sync && before != LAYER_IN && first < o->n)
+		o->op[first].host_wait = before;
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
+	int16_t before, first;
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
@@ -512,9 +530,12 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
 	fc1_bias_op(o, "expert_fc1_bias", pass, d);
+	before = lop_tail(o);
+	first = (int16_t)o->n;
 	clamp_op(o, "expert_clamp", pass, d);
 	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
 		  ACT_FLOPS * R * f);
+	glu_sync(o, d, before, first);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT))
 		o->op[o->n - 1].k.write_B = R * f * d->lowp_B;	/* row-wise */
@@ -612,10 +633,12 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 {
 	double R = rows(d), f = local_ffn(&d->moe), u = fc1_width(d);
 	struct layer_op *op;
+	int16_t before = lop_tail(o), first = (int16_t)o->n;
 
 	clamp_op(o, "expert_clamp", PASS_RECOMPUTE, d);	/* inside bias_act_func */
 	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
 		  R * f * d->act_B, ACT_FLOPS * R * f);
+	glu_sync(o, d, before, first);
 	if (!d->lowp)
 		return;
 	/* the cast path of the forward's casts (fp8 current scaling's amax

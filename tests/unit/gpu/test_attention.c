@@ -371,3 +371,37 @@ Test(gpu, attention_exponentials_bound_a_pair_from_below)
 	cr_assert(gpu_fixture_near(t, gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
 				   1e-12), "got %g", t);
 }
+
+/* FP8 attention (training.fp8_attention) under a sliding window of 128
+ * keys, one head of 4096 (32 key blocks, fewer units than the 100 CUs:
+ * the step is the longest unit). With attention.fp8_bwd_skips_window
+ * the backward's key block j is seen by query blocks j and j + 1 (the
+ * band): longest unit t_ub + 2 tau_b. Without it (cuDNN 9.22 on sm100:
+ * the FP8 backward grows with s^2) key block 0 is seen by all 32 query
+ * blocks: t_ub + 32 tau_b, 30 tau_b = 503.3 us more; the work counted
+ * stays the window's pairs, and the forward does not change. */
+Test(gpu, fp8_backward_without_window_skip_computes_the_triangle)
+{
+	struct gpu_attn_shape a = shape(1), fp8;
+	struct gpu_spec g;
+	struct gpu_cost skip, full;
+	double d;
+
+	gpu_fixture_toy(&g);
+	a.heads_q = a.heads_kv = 1;
+	a.window = 128;
+	fp8 = a;
+	fp8.fp8 = 1;
+	g.attention.fp8_bwd_skips_window = 1;
+	skip = gpu_attention_bwd(&g, DTYPE_BF16, &fp8);
+	cr_assert_eq(skip.time_s, gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s);
+	g.attention.fp8_bwd_skips_window = 0;
+	full = gpu_attention_bwd(&g, DTYPE_BF16, &fp8);
+	d = full.time_s - skip.time_s;
+	cr_assert(gpu_fixture_near(d, 30 * TAU_B, 1e-9), "backward +%g s", d);
+	cr_assert_eq(full.flops, skip.flops);
+	/* bf16 (fp8 0) keeps skipping; the forward is the same kernel. */
+	cr_assert_eq(gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s, skip.time_s);
+	cr_assert_eq(gpu_attention_fwd(&g, DTYPE_BF16, &fp8).time_s,
+		     gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s);
+}

@@ -236,3 +236,43 @@ Test(gpu, gemm_kernel_overhead_is_paid_once_per_kernel)
 	r0 = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
 	cr_assert(gpu_fixture_near(r1.time_s, r0.time_s, 1e-12));
 }
+
+/*
+ * A library that sums the k slices of a split GEMM in a second kernel
+ * (gemm_split_k_kernels 2: hipBLASLt's GlobalSplitU with MultipleBuffer
+ * accumulation, then its PostGSU conversion kernel) pays a second launch
+ * for a split plan, and only for one. Toy GPU, 5 us launch.
+ *
+ * m = 1, n = 128, k = 65536, bf16: one 128 x 128 tile, so k may be split
+ * up to s = 64 (64 tiles <= U = 100, 128 > 100). Unsplit, the tile's
+ * mainloop is t_c = 2 x 128 x 128 x 65536 / 4e12 = 536.9 us; at s = 64
+ * each slice's is 8.4 us and the slices run in one wave (operands 16.9 MB
+ * in all, from the LLC at 10 TB/s: 1.7 us; FP32 partials 64 x 128^2 x 4 B
+ * = 4.2 MB: 0.42 us; their reduction 128 x (64 x 4 + 2) B: 3 ns), so the
+ * plan splits: one kernel more, 5 us more. An engine's own skinny kernel
+ * (one_kernel) keeps one launch.
+ *
+ * m = n = 1280, k = 128: 10 x 10 = 100 tiles already fill the U = 100
+ * units, so no split is allowed (200 > 100): one launch either way.
+ */
+Test(gpu, gemm_split_k_second_kernel_costs_a_launch)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {DTYPE_BF16, 2, 2, 2, 0, 0};
+	double one, two, skinny, flat1, flat2;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 5e-6;
+	g.gemm_split_k_kernels = 1;
+	one = gpu_gemm(&g, DTYPE_BF16, 1, 128, 65536, 1).time_s;
+	flat1 = gpu_gemm(&g, DTYPE_BF16, 1280, 1280, 128, 1).time_s;
+	g.gemm_split_k_kernels = 2;
+	two = gpu_gemm(&g, DTYPE_BF16, 1, 128, 65536, 1).time_s;
+	flat2 = gpu_gemm(&g, DTYPE_BF16, 1280, 1280, 128, 1).time_s;
+	q.one_kernel = 1;
+	skinny = gpu_gemm_q(&g, &q, 1, 128, 65536, 1).time_s;
+	cr_assert_lt(one, 20e-6, "not split: %g s", one);
+	cr_assert_float_eq(two - one, 5e-6, 1e-15);
+	cr_assert_float_eq(skinny, one, 1e-15);
+	cr_assert_float_eq(flat2, flat1, 1e-15);
+}

@@ -5,6 +5,7 @@
  * `llmsim validate --kind kernel`'s job, not this one's.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -135,5 +136,53 @@ Test(gpu, mi300x_graph_node_is_graphbench_slope)
 	amd.kernel_launch_s = amd.kernel_launch_graph_s;
 	c = gpu_memory_op(&amd, 32, 32, 0, 64);
 	cr_assert_float_eq(c.time_s, 1.535e-6 + 64 / (34.4e12 * 0.7), 1e-15);
+	arena_release(&a);
+}
+
+/* PyTorch's generic elementwise path (strided bytes) runs at H200's
+ * measured rate a SM on every Hopper and Blackwell preset: h200.yaml
+ * 4.8 TB/s x 0.87 x 0.31 / 132 SMs = 9.807 GB/s a SM, so 132 x 9.807 =
+ * 1.2945 TB/s on H100/H200 (the measured rate: H200 unchanged), 148 x
+ * 9.807 = 1.4514 TB/s on B200 (below its 7.7 x 0.88 = 6.776 TB/s stream),
+ * 160 x 9.807 = 1.5691 TB/s on GB300. 1 GB, all strided, past every
+ * cache (working set 1e11 B); the launch cost taken out. */
+Test(gpu, strided_bytes_take_h200s_rate_a_sm)
+{
+	static const struct {
+		const char *name;
+		double Bps;
+	} want[] = {
+		{"h100", 1.2945e12}, {"h200", 1.2945e12}, {"h800", 1.2945e12},
+		{"b200", 1.4514e12}, {"gb300", 1.5691e12},
+	};
+	struct arena a;
+	struct gpu_spec g;
+	struct gpu_cost c;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		cr_assert_eq(load(&a, want[i].name, &g), 0);
+		c = gpu_memory_ops(&g, 0.5e9, 0.5e9, 1e9, 0, 1e11, 1);
+		cr_assert(fabs((c.time_s - g.kernel_launch_s) * want[i].Bps /
+			       1e9 - 1) < 1e-3, "%s: %g s", want[i].name,
+			  c.time_s);
+	}
+	arena_release(&a);
+}
+
+/* MI300X's hipBLASLt sums a split GEMM's slices in a second kernel
+ * (mi300x.yaml: ContractionSolution::solve's output conversion after
+ * GlobalSplitU with MultipleBuffer); H100 keeps the default one kernel. */
+Test(gpu, mi300x_split_k_runs_two_kernels)
+{
+	struct arena a;
+	struct gpu_spec amd, nv;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &amd), 0);
+	cr_assert_eq(load(&a, "h100", &nv), 0);
+	cr_assert_eq(amd.gemm_split_k_kernels, 2);
+	cr_assert_eq(nv.gemm_split_k_kernels, 1);
 	arena_release(&a);
 }

@@ -140,3 +140,38 @@ Test(gpu, multi_tensor_op_streams_at_its_efficiency)
 	c = gpu_multi_tensor_op(&g, 1e6, 0, 0, 1);
 	cr_assert_eq(c.level, GPU_LEVEL_HBM);
 }
+
+Test(gpu, strided_bytes_move_at_the_per_sm_rate)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+	double ws = 1e9; /* past the toy's 100 MB caches: HBM, 5 TB/s */
+
+	gpu_fixture_toy(&g);
+	/* Without a per-SM rate: strided bytes at strided_efficiency of the
+	 * level. 4 GB moved, 2 GB strided at 0.25: 2e9 / 5e12 + 2e9 /
+	 * 1.25e12 = 0.4 + 1.6 = 2.0 ms. */
+	g.strided_efficiency = 0.25;
+	c = gpu_memory_ops(&g, 3e9, 1e9, 2e9, 0, ws, 1);
+	cr_assert(gpu_fixture_near(c.time_s, 2.0e-3, 1e-9), "got %g s",
+		  c.time_s);
+	/* 10 GB/s a SM x 100 SMs = 1 TB/s for the strided bytes, whatever
+	 * the memory (strided_efficiency no longer used): 2e9 / 5e12 + 2e9
+	 * / 1e12 = 0.4 + 2 = 2.4 ms. */
+	g.strided_sm_Bps = 10e9;
+	c = gpu_memory_ops(&g, 3e9, 1e9, 2e9, 0, ws, 1);
+	cr_assert(gpu_fixture_near(c.time_s, 2.4e-3, 1e-9), "got %g s",
+		  c.time_s);
+	/* 148 SMs instead of 100 (B200 against a 100-SM part): the strided
+	 * part 1.48x faster, 2e9 / 1.48e12 = 1.3514 ms, + 0.4 ms. */
+	g.compute_units = 148;
+	c = gpu_memory_ops(&g, 3e9, 1e9, 2e9, 0, ws, 1);
+	cr_assert(gpu_fixture_near(c.time_s, 0.4e-3 + 2e9 / 1.48e12, 1e-9),
+		  "got %g s", c.time_s);
+	/* 100 GB/s a SM x 148 = 14.8 TB/s, past the 5 TB/s the HBM
+	 * streams: capped there, all 4 GB at 5 TB/s = 0.8 ms. */
+	g.strided_sm_Bps = 100e9;
+	c = gpu_memory_ops(&g, 3e9, 1e9, 2e9, 0, ws, 1);
+	cr_assert(gpu_fixture_near(c.time_s, 0.8e-3, 1e-9), "got %g s",
+		  c.time_s);
+}

@@ -458,9 +458,61 @@ Test(infer, v0_tp_metadata_host_time)
 	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
 }
 
+/* The qkv GEMM of a decode step of `batch` sequences of tests' Llama 3
+ * 70B in fp8 on 8 MI300X under vllm-v0-rocm with skinny_gemm_rows
+ * `skinny`, costed replaying a full graph. */
+static double rocm_qkv_s(int batch, int skinny)
+{
+	char b[48], s[48];
+	const char *sets[] = {"phase=decode", b, "serving.context_len=256",
+			      "system=mi300x-roce", "serving.engine=vllm-v0-rocm",
+			      "serving.dtype=fp8", "serving.kv_dtype=fp8", s};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch bt;
+	struct infer_ops o;
+	struct infer_unit u;
+	double t;
+
+	snprintf(b, sizeof(b), "serving.batch=%d", batch);
+	snprintf(s, sizeof(s), "serving.engine.skinny_gemm_rows=%d", skinny);
+	arena_init(&a);
+	j = load(&a, L70, sets, 8);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &bt);
+	infer_layer_ops(&d, &bt, NULL, NULL, &o);
+	infer_cost(&o, &d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
+	t = u.op[fixture_infer_op(&o, "qkv") - o.op].time_s;
+	cr_assert_eq(j->system->gpu->gemm_split_k_kernels, 2);
+	arena_release(&a);
+	return t;
+}
+
+/*
+ * vLLM ROCm (v0.8.5+rocm) sends a one-row fp8 GEMM to its own wvSplitKQ
+ * kernel and two rows to hipBLASLt (vllm-v0-rocm.yaml skinny_gemm_rows 1),
+ * which sums a split-K GEMM's slices in a second kernel (mi300x.yaml
+ * gemm_split_k_kernels 2). The qkv GEMM, (a + 2g) d / t = (64 + 16) x 128
+ * / 8 = 1280 columns over k = 8192, splits: its 64 x 64 tiles are 20 of
+ * U = 304 units, and one unsplit tile's mainloop, 2 x 64 x 64 x 8192 /
+ * (R / 304) with R = 2614.9 x 1207/2100 x 0.802 = 1205.4 TFLOP/s, is
+ * 16.9 us while its 10.5 MB of fp8 weights stream in 2.5 us at 4.13 TB/s.
+ * So at one row the skinny kernel saves one replayed node, 1.535 us
+ * (kernel_launch_graph); at two rows the key changes nothing.
+ */
+Test(infer, rocm_skinny_gemm_keeps_one_kernel)
+{
+	cr_assert_float_eq(rocm_qkv_s(1, 0) - rocm_qkv_s(1, 1), 1.535e-6,
+			   1e-12);
+	cr_assert_float_eq(rocm_qkv_s(2, 0), rocm_qkv_s(2, 1), 1e-15);
+}
+
 /* The sampler and graph-copy keys refuse out-of-range counts with the
  * option's location and range (sampler_passes counts the first pass: at
- * least 1; each key at most 16, which keeps a unit within INFER_MAX_OPS). */
+ * least 1; each key at most 16, which keeps a unit within INFER_MAX_OPS);
+ * so do the skinny-GEMM row counts (0 to 16) and a GPU's split-K kernel
+ * count (1 or 2). */
 Test(infer, sampler_keys_refuse_bad_counts)
 {
 	static const char *const bad[][2] = {
@@ -468,6 +520,9 @@ Test(infer, sampler_keys_refuse_bad_counts)
 		{"serving.engine.sampler_copies=17", "from 0 to 16, got '17'"},
 		{"serving.engine.graph_input_copies=-1", "from 0 to 16, got '-1'"},
 		{"serving.engine.tp_step_overhead=1 s", "'serving.engine.tp_step_overhead'"},
+		{"serving.engine.skinny_gemm_rows=17", "from 0 to 16, got '17'"},
+		{"serving.engine.skinny_gemm_rows_base=-1", "from 0 to 16, got '-1'"},
+		{"system.gpu.gemm_split_k_kernels=3", "from 1 to 2, got '3'"},
 	};
 	size_t i;
 

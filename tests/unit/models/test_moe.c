@@ -906,3 +906,46 @@ Test(moe, fixed_round_robin_gate_has_no_router)
 	cr_assert_null(fixture_op(&o, "router_fixed"));
 	arena_release(&a);
 }
+
+/* Megatron-Core's weighted_bias_quick_geglu_impl copies its linear
+ * offset to the device with a blocking copy each call (glu_offset_sync):
+ * the host waits for the stream's last op before it issues the
+ * activation's first kernel, the clamp, in the forward (after fc1) and
+ * in moe_act's recomputation (after the bias gradient's ops, the ops
+ * before it on the stream). Without the key nothing waits there. */
+Test(moe, clamped_glu_offset_copy_syncs_the_host)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *op;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.model.mlp_bias = 1;
+	f.model.swiglu_limit = 7;
+	f.fw.elementwise.expert_bias_kernels = 1;
+	f.fw.elementwise.glu_clamp_kernels = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(!d.moe.glu_sync);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(fixture_op(&o, "expert_clamp")->host_wait, LAYER_NONE);
+	f.fw.elementwise.glu_offset_sync = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(d.moe.glu_sync);
+	layer_fwd(&d, &kind, &o);
+	op = fixture_op(&o, "expert_clamp");
+	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_fc1") - o.op);
+	cr_assert_eq(op - o.op, op->host_wait + 1);
+	d.rc_mods = 1u << RCM_MOE_ACT;
+	layer_bwd(&d, &kind, LREC_SELECTIVE, &o);
+	op = fixture_op(&o, "expert_clamp");
+	cr_assert_not_null(op);
+	cr_assert_eq(op->pass, PASS_RECOMPUTE);
+	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_bias_bwd") - o.op);
+	arena_release(&a);
+}
