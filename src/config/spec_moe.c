@@ -128,6 +128,18 @@ static const struct schema_field ep_fields[] = {
 	  .help = "host time of one dispatch call (forward dispatch and the "
 		  "combine's backward) beyond its metadata preprocessing, on "
 		  "the framework's reference CPU (0: as a PyTorch op)" },
+	{ .key = "dtoh_after_graph", .type = ST_BOOL,
+	  .offset = EOFF(dtoh_after_graph), .def = "false",
+	  .help = "host_sync counts: with the moe_preprocess scope "
+		  "CUDA-graphed, the counts' copies to the host are issued "
+		  "after the graph's replay, so the host waits for the whole "
+		  "preprocessing (the permute too), not the exchange alone" },
+	{ .key = "probs_alltoall", .type = ST_BOOL,
+	  .offset = EOFF(probs_call), .def = "false",
+	  .help = "the routing probabilities (router dtype, one per row) "
+		  "travel in a second all-to-all after the tokens', and "
+		  "their gradients in one after the backward's (Megatron's "
+		  "alltoall dispatcher); false: none, or inside the rows" },
 	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
 	  .def = "false",
 	  .help = "its permute pads each local expert's rows to the "

@@ -122,6 +122,12 @@ struct ep_comm_spec {
 	double dispatch_call_host_s;	/* s, host time of a dispatch call
 					 * beyond its metadata preprocessing
 					 * (reference CPU); 0: a PyTorch op */
+	int dtoh_after_graph;		/* with moe_preprocess CUDA-graphed,
+					 * the counts' copies to the host are
+					 * issued after the graph's replay */
+	int probs_call;			/* the routing probabilities travel in
+					 * their own all-to-all after the
+					 * tokens', and their gradients back */
 };
 
 extern const struct schema ep_comm_schema;

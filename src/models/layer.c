@@ -190,6 +190,18 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
  * (common/gemm/cublaslt_gemm.cu @ 71bbefbf: CUBLAS_COMPUTE_32F_FAST_TF32
  * "only for pure FP32 GEMM"). Without it every router GEMM runs in the
  * router dtype. */
+/* The job captures `scope` in CUDA graphs (training.cuda_graphs). */
+static int graphs_scope(const struct job_spec *j, enum graph_scope scope)
+{
+	const struct schema_int_list *l = &j->training.cuda_graphs;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i] + 1 == (int64_t)scope)	/* from SCOPE_ATTN */
+			return 1;
+	return 0;
+}
+
 static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 {
 	enum dtype r = (enum dtype)j->moe.router_dtype;
@@ -242,6 +254,10 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	if (mj->capacity_factor > 0 && mj->pad_to_capacity)
 		e->host_sync = EP_SYNC_NONE;
 	e->map_gather = mj->dispatcher && mj->dispatcher->map_gather;
+	e->probs_call = mj->dispatcher && mj->dispatcher->probs_call;
+	e->sync_preprocess = mj->dispatcher &&
+			     mj->dispatcher->dtoh_after_graph &&
+			     graphs_scope(j, SCOPE_MOE_PREPROCESS);
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;

@@ -83,6 +83,11 @@ struct moe_dims {
 				 * with static sizes) */
 	double call_host_s;	/* s, the dispatcher's host time per dispatch
 				 * call (reference CPU; 0: a PyTorch op) */
+	int sync_preprocess;	/* the host's dropless sync waits for the
+				 * whole preprocessing (the permute), not
+				 * the count exchange (moe.c host_sync) */
+	int probs_call;		/* the routing probabilities' own all-to-all
+				 * after the dispatch's, and back (moe.c) */
 	int map_gather;		/* the count exchange all-gathers the bool
 				 * routing map [tokens, experts] of every
 				 * rank, not E counts (moe.c counts_fwd) */

@@ -249,6 +249,26 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->host_call_s = m->call_host_s;
 }
 
+/* The routing probabilities' own all-to-all (probs_call): Megatron-
+ * Core's alltoall dispatcher sends the permuted probabilities (one per
+ * row, in the router's dtype, probs_B) in a second all_to_all with the
+ * tokens' split sizes, right after the tokens' (token_dispatcher.py
+ * MoEAlltoAllTokenDispatcher.token_dispatch; mappings.py _AllToAll, an
+ * autograd function whose backward is the reverse all_to_all of the
+ * probabilities' gradients, issued beside the tokens' gradients;
+ * NVIDIA/Megatron-LM @ d7288711ba). Its bytes: the rows this GPU sends
+ * (dispatch_B / row_B) times probs_B. */
+static void probs_a2a(struct layer_ops *o, const char *name,
+		      enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+
+	if (!m->probs_call || m->ep <= 1 || m->allgather || !(m->row_B > 0))
+		return;
+	lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL,
+		 m->dispatch_B / m->row_B * m->probs_B);
+}
+
 /* Combine bytes: the dispatch's rows in 16-bit. */
 static double combine_B(const struct layer_dims *d)
 {
@@ -347,6 +367,27 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	return lop_tail(o);
 }
 
+/* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
+ * map path Megatron-Core's permute takes with moe_permute_fusion) first
+ * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
+ * (make_row_id_map, TE @ 71bbefbf transformer_engine/pytorch/triton/
+ * permutation.py): pass 1 reads the [T, E] bool routing map down each
+ * expert's column and writes block cumsums into the map's first E
+ * columns (read T E, write 4 T E), pass 2 turns them into destination
+ * rows (read and write 4 T E), both column-wise through the row-major
+ * map; pass 3 sorts each token's row (read 4 T E, write T (2 k + 1) 4).
+ * The column-wise accesses, 13 T E B, go through the strided path. The
+ * unpermute and the backward reuse the map. */
+static void row_id_map(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+
+	lop_eager(o, "permute_map", pass, 9 * T * E,
+		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
+}
+
 static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -356,20 +397,33 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	if (dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
+	if (m->permute_fusion)
+		row_id_map(o, pass, d);
 	lop_memop(o, "permute", pass, twice * T * h * d->act_B,
 		  twice * T * k * h * m->elem_B, 0);
 }
 
-/* Sort the received rows by local expert. */
+/* Sort the received rows by local expert. On the alltoall path with
+ * moe_permute_fusion, Megatron-Core's sort_chunks_by_idxs is Transformer
+ * Engine's fused chunk sort, whose forward first maps every row to its
+ * place (make_chunk_sort_map: one Triton kernel writing an int32 a row)
+ * and then moves the rows (sort_chunks_by_map); its backward reuses the
+ * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort). */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
 	double n = rows(d) * d->hidden * d->act_B;
+	struct layer_op *op;
 
 	if (!(d->moe.local > 1 || dedups(d) || d->moe.allgather))
 		return 0;
-	lop_memop(o, name, pass, n, n, 0);
+	op = lop_memop(o, name, pass, n, n, 0);
+	if (pass != PASS_BWD && d->moe.permute_fusion && !dedups(d) &&
+	    !d->moe.allgather) {
+		op->k.launches = 2;
+		op->k.write_B += rows(d) * 4;
+	}
 	return 1;
 }
 
@@ -548,6 +602,15 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 /* The host waits before it issues op `at`: for the counts exchange
  * (the dispatch waits), or for the dispatch itself / the preprocessing
  * without EP (the first op after the dispatch waits). */
+/* Megatron-Core's alltoall dispatcher copies the counts and splits to
+ * the host on a side stream that first waits for the compute stream, at
+ * its cuda_dtoh_point: before the permute (before_permutation_1), or,
+ * with the moe_preprocess scope CUDA-graphed, at the sync itself
+ * (before_ep_alltoall), after the graph's replay, so the host then waits
+ * for the whole preprocessing, the permute included (sync_preprocess;
+ * token_dispatcher.py MoEAlltoAllTokenDispatcher.__init__ and
+ * _maybe_dtoh_and_synchronize, NVIDIA/Megatron-LM @ d7288711ba): for op
+ * `dispatched` - 1, the last before the dispatch. */
 static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 		      int16_t counts, int16_t dispatched, int16_t after)
 {
@@ -556,7 +619,9 @@ static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 	if (counts == LAYER_NONE && m->host_sync != EP_SYNC_DISPATCH)
 		return;
 	if (m->host_sync == EP_SYNC_COUNTS && m->ep > 1) {
-		o->op[dispatched].host_wait = counts;
+		o->op[dispatched].host_wait = m->sync_preprocess &&
+			dispatched - 1 > counts ? (int16_t)(dispatched - 1) :
+			counts;
 		return;
 	}
 	if (after < o->n)
@@ -570,6 +635,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
 	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
+	int16_t arrived;
 	int16_t router, counts;
 	int overlap = m->shared_overlap && m->ep > 1;
 	uint8_t scope = o->scope;
@@ -588,6 +654,8 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->scope = SCOPE_MOE;
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
+	probs_a2a(o, "moe_dispatch_probs", pass, d);
+	arrived = lop_tail(o);
 	if (overlap) {	/* on the compute stream while dispatch moves */
 		int16_t first = (int16_t)o->n;
 
@@ -602,7 +670,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		in_dispatch_call(o, d);
 	experts_fwd(o, pass, d);
 	if (overlap)	/* the experts wait for the dispatch, not the shared MLP */
-		o->op[after].dep[0] = dispatched;
+		o->op[after].dep[0] = arrived;
 	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
@@ -737,6 +805,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* a combine kernel (ep.c), with Hybrid-EP's probability gradients */
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
 	    EP_PASS_COMBINE_BWD);
+	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	if (!dedups(d) && !m->allgather)
 		lop_memop(o, "permute_bwd", PASS_BWD,

@@ -332,15 +332,23 @@ static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 }
 
 /* The ends of block b's segments: each runs to and includes one of its
- * dispatch/combine all-to-alls, the last to the block's end. Returns the
- * count (1: no all-to-all). */
+ * dispatch/combine all-to-alls, with the EP-stream collectives issued
+ * right after it in the same call (the alltoall dispatcher's
+ * probabilities: token_dispatch runs both all_to_alls, and Megatron-
+ * Core's overlap schedule runs token_dispatch as one node), the last to
+ * the block's end. Returns the count (1: no all-to-all). */
 static int segments(const struct block *b, int *ends)
 {
 	int i, c = 0;
 
 	for (i = 0; i < b->n; i++)
-		if (b->op[i].kind != LOP_KERNEL && b->op[i].ep_path)
+		if (b->op[i].kind != LOP_KERNEL && b->op[i].ep_path) {
+			while (i + 1 < b->n && b->op[i + 1].kind == LOP_COLL &&
+			       b->op[i + 1].stream == LS_EP &&
+			       !b->op[i + 1].ep_path)
+				i++;
 			ends[c++] = i + 1;
+		}
 	if (c == 0 || ends[c - 1] < b->n)
 		ends[c++] = b->n;
 	return c;

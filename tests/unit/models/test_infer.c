@@ -634,8 +634,10 @@ static int has_op(const struct infer_ops *o, const char *name)
  * TP attention keeps every token on every GPU: the experts' partial
  * outputs are all-reduced over TP, nothing is dispatched. Attention DP
  * (tp 1, dp 8, ep 8) dispatches each GPU's tokens to the experts' GPUs
- * and combines them back: 64 tokens x top-8 x (2048 x 2 B + the
- * alltoall path's 4 B of routing data) = 2,099,200 B sent per GPU.
+ * and combines them back: 64 tokens x top-8 x 2048 x 2 B = 2,097,152 B
+ * sent per GPU (the alltoall path's rows carry nothing more: Megatron's
+ * dispatcher sends its probabilities in a call of their own,
+ * configs/ep/alltoall.yaml probs_alltoall, which training costs).
  */
 Test(infer, moe_attention_dp_dispatches)
 {
@@ -666,7 +668,7 @@ Test(infer, moe_attention_dp_dispatches)
 	j = load(&a, Q30, adp, 5);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
-	cr_assert_float_eq(r.dispatch_B, 2099200.0, 1e-6);
+	cr_assert_float_eq(r.dispatch_B, 2097152.0, 1e-6);
 	infer_layer_ops(&d, &b, &k, &r, &o);
 	cr_assert(has_op(&o, "moe_dispatch"));
 	cr_assert(has_op(&o, "moe_combine"));

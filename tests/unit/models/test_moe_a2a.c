@@ -1,0 +1,196 @@
+/*
+ * test_moe_a2a.c - Megatron-Core's alltoall token dispatcher
+ * (MoEAlltoAllTokenDispatcher): the routing probabilities' own
+ * all-to-all and its backward (moe.c probs_a2a), and where the host's
+ * dropless sync waits when the preprocessing is CUDA-graphed (moe.c
+ * host_sync, sync_preprocess); Transformer Engine's fused permute's
+ * row_id_map (moe.c row_id_map), against derived bytes and op indices.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "fixture.h"
+#include "models/layer.h"
+#include "models/route.h"
+
+/* Index of the op named `name` in o, or -1. */
+static int op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int i;
+
+	/* fixture_moe: h 1024, T = 2 x 2048 = 4096 tokens a rank, 8 experts,
+	 * top-2, ep 2, uniform routing, a bf16 router. Megatron's alltoall
+	 * dispatcher (a library all-to-all, no dedup, no extra bytes in the
+	 * row) sends T k = 8192 rows of 1024 bf16: 8192 x 2048 B = 16777216
+	 * B, then the permuted probabilities with the same splits, one bf16
+	 * each: 8192 x 2 B = 16384 B, its own all-to-all right after the
+	 * tokens' on the EP stream; its backward sends their gradients back
+	 * right after the tokens' gradients (the same 16384 B). Without
+	 * probs_alltoall neither call exists. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	e.probs_call = 1;
+	f.job.moe.dispatcher = &e;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	i = op_index(&o, "moe_dispatch");
+	cr_assert(i >= 0);
+	cr_assert_float_eq(o.op[i].coll_B, 16777216, 1e-6);
+	c = &o.op[i + 1];
+	cr_assert_str_eq(c->name, "moe_dispatch_probs");
+	cr_assert_eq(c->kind, LOP_COLL);
+	cr_assert_eq(c->coll, COLL_ALLTOALL);
+	cr_assert_eq(c->group, LG_EP);
+	cr_assert_eq(c->stream, LS_EP);
+	cr_assert_eq(c->ep_path, 0);
+	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	i = op_index(&o, "moe_dispatch_bwd");
+	cr_assert(i >= 0);
+	c = &o.op[i + 1];
+	cr_assert_str_eq(c->name, "moe_dispatch_probs_bwd");
+	cr_assert_eq(c->coll, COLL_ALLTOALL);
+	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
+	/* a fp32 router: 4 B a probability, 32768 B */
+	f.job.moe.router_dtype = DTYPE_FP32;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_dispatch_probs");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->coll_B, 32768, 1e-9);
+	e.probs_call = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "moe_dispatch_probs"));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert_null(fixture_op(&o, "moe_dispatch_probs_bwd"));
+	arena_release(&a);
+}
+
+Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	int64_t scope = SCOPE_MOE_PREPROCESS - 1;	/* from SCOPE_ATTN */
+	int disp, counts, permute;
+
+	/* Megatron's alltoall dispatcher (host_sync counts): eager, its
+	 * copies to the host are issued before the permute, so the host
+	 * waits for the count exchange (moe_counts) before it issues the
+	 * dispatch; with moe_preprocess CUDA-graphed they are issued after
+	 * the graph's replay, so it waits for the permute, the op right
+	 * before the dispatch. A job that does not graph moe_preprocess, or
+	 * a dispatcher without dtoh_after_graph, keeps the counts. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	e.host_sync = EP_SYNC_COUNTS;
+	e.dtoh_after_graph = 1;
+	f.job.moe.dispatcher = &e;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	disp = op_index(&o, "moe_dispatch");
+	counts = op_index(&o, "moe_counts");
+	permute = op_index(&o, "permute");
+	cr_assert(counts >= 0 && permute == disp - 1 && counts < permute);
+	cr_assert_eq(o.op[disp].host_wait, counts);
+	f.job.training.cuda_graphs.v = &scope;
+	f.job.training.cuda_graphs.n = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, permute);
+	e.dtoh_after_graph = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, counts);
+	arena_release(&a);
+}
+
+Test(moe, fused_permute_and_chunk_sort_build_their_maps)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int i;
+
+	/* T = 4096 tokens, E = 8 experts, top-2 (fixture_moe). TE's
+	 * make_row_id_map before the fused permute: three kernels reading
+	 * 9 T E = 9 x 4096 x 8 = 294912 B and writing 8 T E + T (2 k + 1)
+	 * 4 = 262144 + 81920 = 344064 B, of which 13 T E = 425984 B
+	 * column-wise (strided), right before the permute. Unfused (argsort
+	 * and index_select, moe_permute_fusion off) there is no map. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	f.job.moe.dispatcher = &e;
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	i = op_index(&o, "permute_map");
+	cr_assert(i >= 0);
+	cr_assert_str_eq(o.op[i + 1].name, "permute");
+	c = &o.op[i];
+	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 344064, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 425984, 1e-9);
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	/* 4 local experts: the fused chunk sort maps its R = T k = 8192
+	 * rows first, two kernels writing 8192 x (1024 x 2 + 4) B =
+	 * 16809984 B (rows and map) in the forward; the backward's sort
+	 * reuses the map: one kernel, 8192 x 2048 = 16777216 B. */
+	c = fixture_op(&o, "expert_sort");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.write_B, 16809984, 1e-6);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "expert_sort_bwd");
+	cr_assert_not_null(c);
+	cr_assert(c->k.launches <= 1);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "permute_map"));
+	cr_assert(fixture_op(&o, "expert_sort")->k.launches <= 1);
+	cr_assert_not_null(fixture_op(&o, "permute"));
+	arena_release(&a);
+}
