@@ -146,8 +146,12 @@ status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.ya
 # --no-store; calibrate only reads one: a missing one is an error (exit 1),
 # not a new file.
 status 1 "no database" calibrate --db "$tmp/empty.db"
-status 2 "--no-store: no database" validate --kind measured --db "$tmp/empty.db" --no-store
+# A database that does not open is a runtime failure (exit 1, as calibrate
+# above, db views and report), not bad input.
+status 1 "--no-store: no database" validate --kind measured --db "$tmp/empty.db" --no-store
 [ ! -e "$tmp/empty.db" ] || bad "validate --no-store made a database"
+status 1 "a directory as the database" validate --kind measured --db "$tmp" --no-store
+status 1 "db views: no database" db views --db "$tmp/empty.db"
 status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty.db"
 status 2 "no measurements" calibrate --db "$tmp/empty.db"
 status 2 "missing calibration file" collective --system cpu-host --op allreduce \

@@ -15,8 +15,10 @@
  * run --set` does (--set gemm_efficiency_dtype.fp8=0.7): the what-if
  * behind fitting a GPU's efficiencies (configs/gpus/README.md).
  *
- * Exit status: 0 every gate met; 1 a gate missed or a case failed to
- * run; 2 bad input (a bad reference file or option, --kind measured on a
+ * Exit status: 0 every gate met; 1 a gate missed, a case failed to run
+ * or the database could not be opened (missing with --no-store, not a
+ * database, a newer schema: as `db views`, `report` and `calibrate`);
+ * 2 bad input (a bad reference file or option, --kind measured on a
  * database without measurements).
  */
 #include "cli.h"
@@ -46,6 +48,7 @@ struct vopts {
 	double tolerance;		/* fraction; NaN: the gate file's */
 	int64_t run;
 	int use_min, jobs, quiet, store;
+	int db_failed;			/* the database did not open (exit 1) */
 	const char **sets;		/* --set for the kernel sets' GPUs */
 	size_t nsets;
 };
@@ -294,8 +297,10 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 	 * an error and stays missing, and an old one is not migrated */
 	st = o->store ? store_open(path, cx->diag) :
 			store_open_readonly(path, cx->diag);
-	if (!st)
+	if (!st) {	/* a runtime failure, as the other readers' */
+		o->db_failed = 1;
 		return -1;
+	}
 	/* Calibrations name their runs by the database's real path. */
 	if (realpath(path, real))
 		mo.db = real;
@@ -410,7 +415,7 @@ int cli_validate(int argc, char **argv, const char *argv0)
 	}
 	if (load_gates(&cx, gfile, o.gates, o.tolerance, g) != 0 ||
 	    valid_load_fitted(&set, &cx) != 0 || gather(&o, &cx, ref, &set)) {
-		rc = d.oom ? CLI_FAIL : CLI_USAGE;
+		rc = d.oom || o.db_failed ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
 	rc = report(&o, &set, g) ? CLI_FAIL : CLI_OK;

@@ -7,6 +7,9 @@
 #include "spec_job.h"
 
 #include <stddef.h>
+#include <string.h>
+
+#include "cnode.h"
 
 const char *const opt_update_names[] = {"fused", "eager", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
@@ -133,6 +136,14 @@ static const struct schema_field elementwise_fields[] = {
 		  "(Transformer Engine's multi-stream cuBLAS path): each "
 		  "stream's kernels pay their launch one after another; 0: "
 		  "one grouped kernel for all experts" },
+	{ .key = "grouped_gemm_fwd_kernel_arch", .type = ST_STRING,
+	  .offset = EOFF(grouped_gemm_fwd_kernel_arch), .flags = SF_OPTIONAL,
+	  .help = "a GPU architecture (the GPU preset's arch, e.g. sm80) on "
+		  "which the experts' forward grouped GEMMs (untransposed "
+		  "weights) are one grouped kernel despite "
+		  "grouped_gemm_streams, the backward's keeping the streams "
+		  "(grouped_gemm built for sm80 runs CUTLASS's grouped "
+		  "kernel there); absent: none" },
 };
 
 static const struct schema elementwise_schema = {
@@ -340,6 +351,38 @@ static const struct schema_field framework_fields[] = {
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
 
+/* A GPU architecture as the GPU presets write it: sm and digits (NVIDIA
+ * compute capability), gfx and hex digits (AMD). */
+static int arch_name(const char *a)
+{
+	size_t k = 0;
+
+	if (strncmp(a, "sm", 2) == 0)
+		k = 2 + strspn(a + 2, "0123456789");
+	else if (strncmp(a, "gfx", 3) == 0)
+		k = 3 + strspn(a + 3, "0123456789abcdef");
+	return k > 3 && a[k] == '\0';
+}
+
+static int framework_check(void *obj, const struct schema_at *at,
+			   struct diag *d)
+{
+	const struct framework_spec *f = obj;
+	const char *a = f->elementwise.grouped_gemm_fwd_kernel_arch;
+	const struct cnode *e = at->map ? cnode_get(at->map, "elementwise") : NULL;
+	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
+			       NULL;
+
+	if (!a || arch_name(a))
+		return 0;
+	cnode_error(d, v ? v : e ? e : at->map, "'%s%selementwise."
+		    "grouped_gemm_fwd_kernel_arch': expected a GPU "
+		    "architecture as the GPU presets' arch writes it (sm80, "
+		    "sm90, gfx942), got '%s'", at->path ? at->path : "",
+		    at->path ? "." : "", a);
+	return -1;
+}
+
 const struct schema framework_schema = {
 	.kind = "framework",
 	.help = "what the training software does: gradient dtype, buckets, overlap, padding, overheads",
@@ -347,4 +390,5 @@ const struct schema framework_schema = {
 	.size = sizeof(struct framework_spec),
 	.fields = framework_fields,
 	.nfields = SCHEMA_COUNT(framework_fields),
+	.check = framework_check,
 };

@@ -93,6 +93,23 @@ static const struct schema eff_schema = {
 	.nfields = SCHEMA_COUNT(eff_fields),
 };
 
+#define MOETILE(dt, k) {						\
+	.key = k, .type = ST_NUM,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = 1, .max = 65536, .flags = SF_OPTIONAL,			\
+	.help = "fewest tile rows at " k "; absent = any gemm_tile_m" },
+
+static const struct schema_field moetile_fields[] = { EACH_DTYPE(MOETILE) };
+
+static const struct schema moetile_schema = {
+	.kind = "gpu.cutlass_moe_tile_m",
+	.help = "fewest output-tile rows the CUTLASS fused-MoE grouped GEMM "
+		"offers, per compute dtype",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = moetile_fields,
+	.nfields = SCHEMA_COUNT(moetile_fields),
+};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -192,7 +209,9 @@ static const struct schema_field gpu_fields[] = {
 	  .values = vendor_names, .flags = SF_REQUIRED,
 	  .help = "who makes it; picks the default collective library" },
 	{ .key = "arch", .type = ST_STRING, .offset = OFF(arch),
-	  .flags = SF_OPTIONAL | SF_INFO, .help = "architecture (sm90, gfx942)" },
+	  .flags = SF_OPTIONAL, .help = "architecture (sm90, gfx942): what "
+	  "a framework's library choice may depend on "
+	  "(elementwise.grouped_gemm_fwd_kernel_arch)" },
 	{ .key = "compute_units", .type = ST_INT, .offset = OFF(compute_units),
 	  .min = 1, .max = 100000, .flags = SF_REQUIRED,
 	  .help = "compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs)" },
@@ -242,6 +261,12 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "kernels a GEMM the tile model splits along k launches: 1 "
 		  "(the slices are summed in the kernel) or 2 (the library "
 		  "sums them in a second kernel; tile data only)" },
+	{ .key = "cutlass_moe_tile_m", .type = ST_SECTION,
+	  .offset = OFF(cutlass_moe_tile_m), .sub = &moetile_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per compute dtype, the fewest output-tile rows of the "
+		  "CUTLASS fused-MoE grouped GEMM (engine moe_kernels: "
+		  "cutlass): smaller gemm_tile_m entries are not used there" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },
@@ -329,6 +354,29 @@ static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 	return -1;
 }
 
+/* cutlass_moe_tile_m leaves at least one tile of the list. */
+static int check_moe_tiles(const struct gpu_spec *g,
+			   const struct schema_at *at, struct diag *d)
+{
+	double most = 0;
+	size_t i;
+	int dt;
+
+	for (i = 0; i < g->gemm_tile_m.n; i++)
+		if ((double)g->gemm_tile_m.v[i] > most)
+			most = (double)g->gemm_tile_m.v[i];
+	for (dt = 0; dt < DTYPE_COUNT; dt++) {
+		if (g->cutlass_moe_tile_m[dt] <= most)
+			continue;
+		schema_check_error(d, at, "cutlass_moe_tile_m", "expected at "
+				   "most the largest gemm_tile_m (%g) at %s, "
+				   "got %g", most, dtype_names[dt],
+				   g->cutlass_moe_tile_m[dt]);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -338,7 +386,7 @@ static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 	/* Each size's bounds are the list fields' own (schema.c checks every
 	 * item where it is written); here only the pairing. */
 	if (g->gemm_tile_m.n == g->gemm_tile_n.n)
-		return 0;
+		return check_moe_tiles(g, at, d);
 	k = schema_check_blame(at, keys, 2);
 	schema_check_error(d, at, keys[k], "expected as many tiles as '%s' "
 			   "(one tile per pair), got %zu and %zu",

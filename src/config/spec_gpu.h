@@ -94,6 +94,9 @@ struct gpu_spec {
 	int64_t gemm_split_k_kernels;		/* kernels a split-K GEMM launches: 1 (the slices are summed
 						 * in the GEMM kernel) or 2 (the library sums them in a
 						 * second kernel) */
+	double cutlass_moe_tile_m[DTYPE_COUNT];	/* elements, fewest output-tile rows of the CUTLASS
+						 * fused-MoE grouped GEMM per compute dtype;
+						 * 0 = any gemm_tile_m */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */

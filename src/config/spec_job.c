@@ -225,6 +225,56 @@ static const struct schema_field job_fields[] = {
 	  .help = "one GPU whose kernels run slower (needs full fidelity)" },
 };
 
+/* The keys of schema s, for "did you mean" (at most cap). */
+static size_t section_keys(const struct schema *s, const char **out,
+			   size_t cap)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nfields && n < cap; i++)
+		out[n++] = s->fields[i].key;
+	return n;
+}
+
+/* A section the job's phase does not read: the training section on an
+ * inference phase (prefill, decode, serving read none of its keys), the
+ * serving section on a training job. Each key written there is a
+ * warning at that key (not an error: a job file shared between phases
+ * is valid), with the other section's key of a near name. */
+static void phase_section_check(const struct job_spec *j, struct diag *d,
+				const struct cnode *node)
+{
+	int inference = job_is_inference(j);
+	const char *sec = inference ? "training" : "serving";
+	const char *other = inference ? "serving" : "training";
+	const struct schema *os = inference ? &serving_schema : &training_schema;
+	const char *phases = inference ? "phase training" :
+				 "phases prefill, decode and serving";
+	const struct cnode *m = node ? cnode_get(node, sec) : NULL;
+	const char *keys[128], *near;
+	size_t i, n;
+
+	if (!m || m->kind != CNODE_MAP || !d)
+		return;
+	n = section_keys(os, keys, 128);
+	for (i = 0; i < m->npairs; i++) {
+		const struct cnode *k = m->pairs[i].key;
+
+		near = schema_closest(k->text, keys, n);
+		if (near)
+			diag_warn(d, k->file, k->line, k->col, "'%s.%s': key "
+				  "not read by a %s job and ignored (the %s "
+				  "section is for %s); did you mean '%s.%s'?",
+				  sec, k->text, job_phase_names[j->phase], sec,
+				  phases, other, near);
+		else
+			diag_warn(d, k->file, k->line, k->col, "'%s.%s': key "
+				  "not read by a %s job and ignored (the %s "
+				  "section is for %s)", sec, k->text,
+				  job_phase_names[j->phase], sec, phases);
+	}
+}
+
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -234,6 +284,7 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (job_recompute_check(j, d, node) != 0)
 		rc = -1;
 	job_fp8_scaling_check(j, d, node);
+	phase_section_check(j, d, node);
 
 	if (j->straggler.gpu >= system_gpus(j->system)) {
 		cnode_error(d, node ? cnode_get(node, "straggler") : NULL,

@@ -251,6 +251,10 @@ struct elementwise_spec {
 	int64_t grouped_gemm_streams;	/* the experts' grouped GEMM as one GEMM
 					 * kernel per local expert over this many
 					 * streams; 0 = one grouped kernel */
+	const char *grouped_gemm_fwd_kernel_arch;	/* on a GPU of this arch
+					 * (gpu_spec.arch) the forward's grouped
+					 * GEMMs are one grouped kernel all the
+					 * same; NULL: none */
 };
 
 /* The host (CPU) thread that issues a rank's GPU work: what each kind of

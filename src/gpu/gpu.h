@@ -134,6 +134,8 @@ struct gpu_gemm_dtypes {
 	int one_kernel;		/* a split along k stays in one kernel (an
 				 * engine's own skinny kernel), whatever
 				 * gpu.gemm_split_k_kernels says */
+	double min_tile_m;	/* grouped: fewest tile rows the kernel offers;
+				 * 0 = any gemm_tile_m */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

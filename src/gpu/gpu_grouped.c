@@ -38,7 +38,11 @@
  *
  *     t = t_launch + t_k + min over tile shapes of the sum of t_wave
  *
- * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead).
+ * with t_k once per launch (gpu_gemm.c, gemm_kernel_overhead). A caller
+ * whose kernel offers only tiles of at least min_tile_m rows
+ * (gpu_gemm_dtypes; TensorRT-LLM's CUTLASS fused MoE: the GPU's
+ * cutlass_moe_tile_m) picks from those, so an expert with a few rows
+ * pays such a tile, not a smaller one.
  *
  * Mixed operands (gpu_grouped_gemm_q, inference): A in b_a and the
  * experts' weights in b_b bytes per element (block scales included; a
@@ -133,7 +137,8 @@ static double result_bytes(enum dtype dt)
  * gpu_gemm_q). */
 static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    double a_B, double b_B, double out_B_el,
-				    int cold, const struct gpu_gemm_group *groups,
+				    int cold, double min_tile_m,
+				    const struct gpu_gemm_group *groups,
 				    size_t ngroups)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
@@ -168,9 +173,12 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
 	for (i = 0; i < g->gemm_tile_m.n; i++) {
-		double t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
-				      (double)g->gemm_tile_n.v[i]);
+		double t;
 
+		if ((double)g->gemm_tile_m.v[i] < min_tile_m)
+			continue;
+		t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
+			       (double)g->gemm_tile_n.v[i]);
 		if (best < 0 || t < best)
 			best = t;
 	}
@@ -186,7 +194,7 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 size_t ngroups)
 {
 	return grouped_cost(g, dt, dtype_bytes(dt), dtype_bytes(dt),
-			    result_bytes(dt), 0, groups, ngroups);
+			    result_bytes(dt), 0, 0, groups, ngroups);
 }
 
 struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
@@ -197,5 +205,5 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
 		BUG("grouped GEMM operand without a byte width");
 	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
-			    groups, ngroups);
+			    q->min_tile_m, groups, ngroups);
 }

@@ -691,7 +691,11 @@ static void attn_heads(const struct infer_dims *d, int decode,
 }
 
 /* The local experts' grouped GEMM: op->m rows over op->groups experts
- * (at least one), evenly; weights in the experts' dtype, read cold. */
+ * (at least one), evenly; weights in the experts' dtype, read cold.
+ * TensorRT-LLM's CUTLASS fused MoE (moe_kernels: cutlass) tiles rows by
+ * no fewer than the GPU's cutlass_moe_tile_m at the compute dtype, unless
+ * the weights alone are quantized (its weight-only lists keep 64-row
+ * tiles). */
 static struct gpu_cost grouped_cost(const struct infer_op *op,
 				    const struct infer_dims *d,
 				    const struct gpu_spec *g)
@@ -707,6 +711,8 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.c_B = d->act_B;
 	q.b_cold = 1;
 	q.one_kernel = 0;
+	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute ?
+		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
 	for (i = 0; i < n; i++)
 		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
 	return gpu_grouped_gemm_q(g, &q, grp, n);
@@ -733,6 +739,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		q.one_kernel = op->m <= (op->weight_B_base ||
 					 d->weight == d->base
 					 ? d->skinny_rows_base : d->skinny_rows);
+		q.min_tile_m = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);

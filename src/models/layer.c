@@ -216,6 +216,18 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 		e->router_bwd_dt = DTYPE_TF32;
 }
 
+
+/* Whether the job's GPU is the arch on which the framework's forward
+ * grouped GEMMs are one grouped kernel (elementwise.
+ * grouped_gemm_fwd_kernel_arch). */
+static int fwd_one_kernel(const struct job_spec *j)
+{
+	const char *a = j->framework->elementwise.grouped_gemm_fwd_kernel_arch;
+	const char *g = j->system && j->system->gpu ? j->system->gpu->arch : NULL;
+
+	return a && g && strcmp(a, g) == 0;
+}
+
 /* The routed experts' shapes; route.c fills the routing. */
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
@@ -278,6 +290,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */
 	e->gemm_streams = (double)j->framework->elementwise.grouped_gemm_streams;
+	e->gemm_streams_fwd = fwd_one_kernel(j) ? 0 : e->gemm_streams;
 	e->quant_pad = d->lowp &&
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&

@@ -106,6 +106,8 @@ struct moe_dims {
 				 * quantization by copies (moe.c) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
 				 * this many streams; 0 = one kernel */
+	double gemm_streams_fwd;	/* ... the forward's (and its
+					 * recomputation's) */
 	int router_fwd_dt;	/* enum dtype of the router's forward GEMM */
 	int router_bwd_dt;	/* enum dtype of its backward GEMMs */
 };

@@ -168,9 +168,9 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
  * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
  * kernels pay their launch one after the other [?: how much of a
  * kernel's launch another stream's work hides is not published]. */
-static double stream_kernels(const struct layer_dims *d)
+static double stream_kernels(const struct layer_dims *d, double s)
 {
-	double s = d->moe.gemm_streams, l = d->moe.local;
+	double l = d->moe.local;
 
 	return s > 0 && l > 1 ? ceil(l / s) : 1;
 }
@@ -184,6 +184,10 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	const struct moe_dims *e = &d->moe;
 	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
 	double mean = mean_rows(e);
+	/* the forward's GEMMs (untransposed weights) may be one grouped
+	 * kernel where the backward's are per expert (layer.h) */
+	double streams = pass == PASS_BWD ? e->gemm_streams :
+			 e->gemm_streams_fwd;
 
 	op->k.kind = KERN_GROUPED;
 	op->k.lowp = d->lowp;
@@ -195,20 +199,25 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.ngroups = (int)e->local;
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
-	op->k.launches = stream_kernels(d);
+	op->k.launches = stream_kernels(d, streams);
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds
 	 * each GEMM's layouts, matmul descriptor and preference and asks
 	 * cublasLtMatmulAlgoGetHeuristic on every call (TE @ 71bbefbf,
 	 * common/gemm/cublaslt_gemm.cu cublas_gemm): host gemm each */
-	op->host_gemm = d->moe.gemm_streams > 0 && d->moe.local > 1;
+	if (streams == 0 && e->gemm_streams > 0)	/* one grouped kernel
+		 * where the backward's are per expert: grouped_gemm's
+		 * CutlassGroupedGemm; its seven small host-to-device copies
+		 * of the arguments are not costed */
+		op->host_kernels = 0;
+	op->host_gemm = streams > 0 && d->moe.local > 1;
 	/* and joins the streams with events: multi_stream_cublas_gemm
 	 * records one on the caller's stream, then one on each of the
 	 * min(S, L) compute streams it used (the 2 min(S, L)
 	 * cudaStreamWaitEvent calls are not counted) */
 	if (op->host_gemm)
-		op->host_events = (uint8_t)(1 + fmin(d->moe.gemm_streams,
+		op->host_events = (uint8_t)(1 + fmin(streams,
 						     fmin(d->moe.local, 254)));
 	return op;
 }

@@ -66,6 +66,20 @@
  * unit's block latency; these replace the blocks in f_s and b_s. The
  * first gather and the last reduce-scatter are exposed.
  *
+ * Under fsdp_pp_no_sync (torch pipelining, pp >= 2) a unit gathers in
+ * a schedule run's first forward only and reduce-scatters after the
+ * run's last backward of its chunk, the compute stream waiting for the
+ * chunk's reduce-scatters: between those the units cost their blocks,
+ * the run's first forward of stage s the gathering forward above, its
+ * last backward b_s + sum_u R_u.
+ *
+ * Local batches (training.local_batch_size): the step runs g =
+ * job_schedule_runs schedules of m / g microbatches back to back, each
+ * filled and drained; rank 0 starts a run when it ends the one before,
+ * so T = sum over runs of each run's pipeline (pipeline() below), the
+ * step's first forwards in the first run and its last backwards (the
+ * data-parallel tail) in the last.
+ *
  * Step = max over ranks of (start delay + E_r + exposed dp tail +
  * optimizer [+ gathers]) + the framework's host overhead. The split
  * follows exec.h's parts for the rank that ends last: compute = m times
@@ -382,7 +396,8 @@ static int rank_tail(struct est *e, const struct est_cand *c,
 	if (dp)
 		est_dp_tail(c, dp, i, E, t);
 	if (c->j->training.zero_stage >= 3 &&
-	    c->j->parallelism.dp * c->j->parallelism.cp > 1 && r == 0)
+	    c->j->parallelism.dp * c->j->parallelism.cp > 1 && r == 0 &&
+	    !c->no_sync)	/* no_sync: in the last backward (b_run) */
 		t->exposed = c->fsdp_last_rs;
 	if ((tie = tie_s(e, c, r, d)) < 0)
 		return -1;
@@ -402,21 +417,36 @@ static double pipeline_bound(const struct est_cand *c)
 
 	for (r = 0; r < c->p; r++) {
 		rank_work(c, r, &w, &k, &m);
-		best = fmax(best, chain + (double)c->m * w);
+		best = fmax(best, chain + (double)c->mg * w);
 		chain += est_stage_f(c, r) + est_stage_b(c, r);
 	}
-	return best;
+	/* g runs: rank 0 starts a run after its last backward of the one
+	 * before, and each run takes at least the bound of its mg */
+	return (double)c->g * best;
 }
 
 /* Run the pipeline recurrence (est_pipe.c) into c->rank_end and
  * c->chunk_end, the first forwards and last backwards slowed by the
- * data-parallel collectives they overlap (dp may be NULL). */
+ * data-parallel collectives they overlap (dp may be NULL).
+ *
+ * A step runs g schedules of mg microbatches one after another
+ * (job_schedule_runs; train.c plan_stage), each filled and drained: a
+ * run's first action is rank 0's forward, every other rank's first
+ * action waits for it, and rank 0's last action, the backward of the
+ * run's last microbatch, waits for every rank's last (the transfers'
+ * streams are then idle too). So the next run is the same recurrence
+ * shifted by rank 0's end of the one before, and the step is run A (the
+ * step's first forwards, a run's last backwards), g - 2 runs B (a
+ * run's both), run C (a run's first forwards, the step's last
+ * backwards), each run's first forward and last backward those of
+ * est_fsdp_run_ends. */
 static int pipeline(struct est *e, struct est_cand *c,
 		    const struct est_dplan *dp, struct diag *d)
 {
-	size_t need = (size_t)(4 * c->S + c->p + c->p * c->v);
+	int64_t S = c->S, ends = c->p + c->p * c->v, k;
+	size_t need = (size_t)(6 * S + 3 * ends);
+	double *t, *f_first, *b_last, *f_run, *b_run, *out, off;
 	struct est_pipe in;
-	double *t;
 	int64_t s;
 
 	if (need > e->stage_t_cap) {
@@ -429,24 +459,47 @@ static int pipeline(struct est *e, struct est_cand *c,
 		e->stage_t_cap = need;
 	}
 	t = e->stage_t;
-	for (s = 0; s < c->S; s++) {
+	f_first = t + 2 * S;
+	b_last = t + 3 * S;
+	f_run = t + 4 * S;
+	b_run = t + 5 * S;
+	out = t + 6 * S;	/* runs A, B, C: rank ends, then chunk ends */
+	for (s = 0; s < S; s++) {
 		t[s] = est_stage_f(c, s);
-		t[c->S + s] = est_stage_b(c, s);
+		t[S + s] = est_stage_b(c, s);
 	}
-	in = (struct est_pipe){ c->j->parallelism.schedule, c->p, c->v, c->m,
-				t, t + c->S, NULL, NULL, c->x };
-	if (dp) {
-		est_dp_stretch(c, dp, t + 2 * c->S, t + 3 * c->S);
-		in.f_first = t + 2 * c->S;
-		in.b_last = t + 3 * c->S;
+	est_fsdp_run_ends(c, f_run, b_run);
+	c->f_run = f_run;
+	c->b_run = b_run;
+	memcpy(f_first, f_run, (size_t)S * sizeof(*t));
+	memcpy(b_last, b_run, (size_t)S * sizeof(*t));
+	if (dp)
+		est_dp_stretch(c, dp, f_first, b_last);
+	in = (struct est_pipe){ c->j->parallelism.schedule, c->p, c->v, c->mg,
+				t, t + S, f_first, c->g == 1 ? b_last : b_run,
+				c->x };
+	if (est_pipe_run(e, &in, out, out + c->p) != 0)
+		goto oom;
+	c->rank_end = out;
+	c->chunk_end = out + c->p;
+	if (c->g == 1)
+		return 0;
+	off = out[0];
+	in.f_first = f_run;
+	if (c->g > 2) {
+		if (est_pipe_run(e, &in, out + ends, out + ends + c->p) != 0)
+			goto oom;
+		off += (double)(c->g - 2) * out[ends];
 	}
-	c->rank_end = t + 4 * c->S;
-	c->chunk_end = t + 4 * c->S + c->p;
-	if (est_pipe_run(e, &in, t + 4 * c->S, t + 4 * c->S + c->p) != 0) {
-		diag_oom(d);
-		return -1;
-	}
+	in.b_last = b_last;
+	if (est_pipe_run(e, &in, out + 2 * ends, out + 2 * ends + c->p) != 0)
+		goto oom;
+	for (k = 0; k < ends; k++)
+		out[k] = off + out[2 * ends + k];
 	return 0;
+oom:
+	diag_oom(d);
+	return -1;
 }
 
 /* ZeRO 3 without data parallelism shards nothing: units as blocks. */
@@ -468,6 +521,8 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	const struct parallel_spec *p = &j->parallelism;
 
 	c->m = job_microbatches(j);
+	c->g = job_schedule_runs(j);
+	c->mg = c->m / c->g;
 	c->p = p->pp;
 	c->v = p->vpp;
 	c->S = c->p * c->v;
@@ -480,9 +535,9 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	c->ov = 0;
 	if (model_is_moe(j->model) && j->moe.a2a_overlap && p->ep > 1 &&
 	    p->schedule != SCHED_GPIPE)	/* GPipe: forwards, then backwards */
-		c->ov = fmax(0, (double)(c->m * c->v - (c->v - 1) * c->p -
+		c->ov = fmax(0, (double)(c->mg * c->v - (c->v - 1) * c->p -
 					 (c->p - 1) - 1) /
-			     (double)(c->m * c->v));
+			     (double)(c->mg * c->v));	/* a run's */
 	if (!(c->b = est_blocks_of(e, j, c->d, d)) || split_of(e, c, d) != 0)
 		return -1;
 	if (j->training.zero_stage >= 3)
@@ -491,6 +546,9 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 		return 0;
 	if (transfers(e, c, d) != 0)
 		return -1;
+	c->no_sync = j->framework->fsdp_pp_no_sync &&
+		     j->training.zero_stage >= 3 && p->pp >= 2 &&
+		     p->dp * p->cp > 1;
 	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
 	    est_fsdp_units(e, c, d) != 0)
 		return -1;
@@ -534,16 +592,23 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 static void parts(const struct est_cand *c, int i, double step, double delay,
 		  double opt, const struct est_tail *t, struct est_step *out)
 {
-	double w, k, mem, over = c->j->framework->step_overhead_s;
+	double w, k, mem, over = c->j->framework->step_overhead_s, runs = 0;
 	double *ps = out->part_s;
+	int64_t r = est_rank_of(c, i), ch, s;
 
-	rank_work(c, est_rank_of(c, i), &w, &k, &mem);
+	rank_work(c, r, &w, &k, &mem);
+	/* no_sync: each run's gathers and reduce-scatters beyond the blocks */
+	for (ch = 0; c->no_sync && ch < c->v; ch++) {
+		s = ch * c->p + r;
+		runs += (double)c->g * (c->f_run[s] - est_stage_f(c, s) +
+					c->b_run[s] - est_stage_b(c, s));
+	}
 	ps[EXEC_COMPUTE] = (double)c->m * k;
 	out->mem_bound_s = (double)c->m * mem;
 	ps[EXEC_OPTIMIZER] = opt;
 	ps[EXEC_OTHER] = over + t->tax;
-	ps[EXEC_EXPOSED_COMM] = (double)c->m * (w - k) + delay + t->exposed +
-				t->after;
+	ps[EXEC_EXPOSED_COMM] = (double)c->m * (w - k) + runs + delay +
+				t->exposed + t->after;
 	ps[EXEC_BUBBLE] = fmax(0, step - ps[EXEC_COMPUTE] - opt - over - t->tax -
 			       ps[EXEC_EXPOSED_COMM]);
 }

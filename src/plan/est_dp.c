@@ -234,6 +234,36 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 			c->fsdp_first_ag = ag;
 			c->fsdp_last_rs = rs;
 		}
+		if (c->no_sync) {	/* gathered once a run, reduced once */
+			c->fsdp_gf[u] = c->fsdp_f[u];
+			c->fsdp_rs[u] = rs;
+			c->fsdp_f[u] = cf;
+			c->fsdp_b[u] = cb;
+		}
 	}
 	return 0;
+}
+
+void est_fsdp_run_ends(struct est_cand *c, double *f_run, double *b_run)
+{
+	double keep[3];
+	int64_t s;
+
+	for (s = 0; s < c->S; s++) {
+		f_run[s] = est_stage_f(c, s);
+		b_run[s] = est_stage_b(c, s);
+	}
+	if (!c->no_sync)
+		return;
+	memcpy(keep, c->fsdp_f, sizeof(keep));
+	memcpy(c->fsdp_f, c->fsdp_gf, sizeof(keep));
+	for (s = 0; s < c->S; s++) {
+		f_run[s] = est_stage_f(c, s);
+		/* the stage's units' reduce-scatters one after another on
+		 * the data-parallel stream */
+		b_run[s] += (double)c->split[s] * c->fsdp_rs[EST_LAYER] +
+			    (s == 0 ? c->fsdp_rs[EST_EMBED] : 0) +
+			    (s == c->S - 1 ? c->fsdp_rs[EST_HEAD] : 0);
+	}
+	memcpy(c->fsdp_f, keep, sizeof(keep));
 }

@@ -127,11 +127,25 @@ struct est_cand {
 	double ov;			/* share of MoE layer passes paired
 					 * (a2a_overlap; est.c setup) */
 	int64_t m, p, v, S;		/* microbatches, pp, vpp, pp vpp */
+	int64_t g, mg;			/* schedule runs a step (job_schedule_runs:
+					 * a local batch each), m / g microbatches
+					 * each */
+	int no_sync;			/* fsdp_pp_no_sync with ZeRO 3 gathering
+					 * over dp cp > 1 (train_fsdp_pp_no_sync) */
 	const double *x;		/* s, [r]: a transfer between rank r and
 					 * r + 1 (r = p-1: the wrap to rank 0) */
 	double s_dp;			/* compute share a DP collective holds */
 	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit with its collectives */
 	double fsdp_first_ag, fsdp_last_rs;	/* s, exposed at the ends */
+	double fsdp_gf[3], fsdp_rs[3];	/* s, no_sync: a unit's forward with its
+					 * gather (a run's first), its
+					 * reduce-scatter (after a run's last
+					 * backward); fsdp_f, fsdp_b are then
+					 * the blocks alone */
+	const double *f_run, *b_run;	/* s, [s]: virtual stage s's first
+					 * forward and last backward of a run
+					 * (no_sync: with the gathers, the
+					 * reduce-scatters; else f_s, b_s) */
 	const double *rank_end;		/* s, rank r's last action ends */
 	const double *chunk_end;	/* s, [r v + c]: chunk c's last backward ends */
 };
@@ -209,6 +223,13 @@ double est_layers_b(const struct est_cand *c, int64_t s);
 /* ZeRO 3: every unit's time with its gathers and reduce-scatters into
  * c->fsdp_*. 0, or -1 after reporting to d. */
 int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d);
+
+/* Each virtual stage's first forward and last backward of a schedule
+ * run (f_run[s], b_run[s]): under no_sync the forward with its units'
+ * gathers, the backward followed by its units' reduce-scatters, which
+ * the compute stream waits for (train_dp.c no_sync_reduce); else f_s
+ * and b_s. */
+void est_fsdp_run_ends(struct est_cand *c, double *f_run, double *b_run);
 
 /* A pipeline to run (est_pipe.c). */
 struct est_pipe {

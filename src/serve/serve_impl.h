@@ -153,6 +153,13 @@ struct serve {
 int serve_requests(const struct job_spec *j, struct serve_req **out,
 		   int64_t *n, struct diag *d);
 
+/* serve_trace_estimate (serve.h) from requests already generated (v[0..n-1],
+ * as serve_requests made them): a stopped run reuses its own instead of
+ * generating every request a second time. */
+void serve_trace_estimate_of(const struct job_spec *j,
+			     const struct serve_req *v, int64_t n,
+			     struct serve_trace_est *e);
+
 /* ---- scheduling (serve_sched.c) ---- */
 
 /* Form the next step of instance in at time now (tagged in->tag): set

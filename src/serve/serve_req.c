@@ -410,28 +410,25 @@ static double packed_steps(double steps, double tokens, double longest,
 			 seqs > 0 ? ceil(steps / seqs) : 0));
 }
 
-int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
-			 struct diag *d)
+void serve_trace_estimate_of(const struct job_spec *j,
+			     const struct serve_req *v, int64_t n,
+			     struct serve_trace_est *e)
 {
 	const struct serving_spec *sv = &j->serving;
 	const struct engine_spec *eng = sv->engine;
 	const struct disagg_spec *dg = &sv->disaggregated;
-	struct serve_req *v = NULL;
 	double seqs, toks, tau = verify_tokens(&sv->speculative);
 	/* [0] prompt steps, [1] decode steps, [2] both: sums, a request's
 	 * most and fewest */
 	double st[3] = {0, 0, 0}, tk[2] = {0, 0}, hi[3] = {0, 0, 0};
 	double lo[3] = {INFINITY, INFINITY, INFINITY}, inst[2], last = 0;
 	int chunked;
-	int64_t n = 0, i;
-	int rc, k;
+	int64_t i;
+	int k;
 
 	memset(e, 0, sizeof(*e));
 	if (!eng)
-		return 0;
-	rc = serve_requests(j, &v, &n, d);
-	if (rc != 0)
-		return rc;
+		return;
 	seqs = (double)(sv->max_num_seqs ? sv->max_num_seqs : eng->max_num_seqs);
 	toks = (double)(sv->max_num_batched_tokens ? sv->max_num_batched_tokens :
 			eng->max_num_batched_tokens);
@@ -453,7 +450,6 @@ int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
 		tk[1] += o;
 		last = fmax(last, v[i].arrival_s);
 	}
-	mem_free(v);
 	e->requests = n;
 	e->steps_hi = st[2];
 	if (dg->enabled) {	/* prompts and decodes on pools of their own */
@@ -478,5 +474,22 @@ int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
 				       n);
 	e->lo_B = e->steps_lo * e->step_B;
 	e->hi_B = e->steps_hi * e->step_B;
+}
+
+int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
+			 struct diag *d)
+{
+	struct serve_req *v = NULL;
+	int64_t n = 0;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if (!j->serving.engine)
+		return 0;
+	rc = serve_requests(j, &v, &n, d);
+	if (rc != 0)
+		return rc;
+	serve_trace_estimate_of(j, v, n, e);
+	mem_free(v);
 	return 0;
 }

@@ -266,7 +266,7 @@ int serve_setup(struct serve *s, struct serve_result *out)
 	struct pool_jobs *pj = mem_calloc(1, sizeof(*pj));
 	int64_t sizes[2] = {0, 0}, counts[2] = {0, 0}, k;
 	int64_t longest = longest_request(s);
-	int npools, p, rc = -1, i = 0;
+	int npools, p, rc = -1, i = 0, ninst;
 	struct infer_mem_draft dm;
 	char msg[256];
 
@@ -295,13 +295,14 @@ int serve_setup(struct serve *s, struct serve_result *out)
 	if (s->draft)
 		infer_mem_draft_of(s->draft->ctx.job, &s->draft->ctx.dims, &dm);
 	s->steppers = mem_calloc((size_t)npools, sizeof(*s->steppers));
-	s->ninst = (int)(counts[0] + (npools > 1 ? counts[1] : 0));
-	s->inst = mem_calloc((size_t)s->ninst, sizeof(*s->inst));
-	s->first_gpu = mem_calloc((size_t)s->ninst, sizeof(*s->first_gpu));
+	ninst = (int)(counts[0] + (npools > 1 ? counts[1] : 0));
+	s->inst = mem_calloc((size_t)ninst, sizeof(*s->inst));
+	s->first_gpu = mem_calloc((size_t)ninst, sizeof(*s->first_gpu));
 	if (!s->steppers || !s->inst || !s->first_gpu) {
 		diag_oom(s->d);
 		return -1;
 	}
+	s->ninst = ninst;	/* after the allocation: serve_teardown walks them */
 	for (p = 0; p < npools; p++) {
 		rc = infer_stepper_init(&s->steppers[p], &pj->job[p], s->d);
 		if (rc != 0)

@@ -534,14 +534,16 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 	return serve_run_traced(j, trace, 0, out, d);
 }
 
-/* The run stopped at the trace budget: what was written, the estimate,
- * the flag. -2. */
+/* The run stopped at the trace budget: what was written, the estimate
+ * (from the run's own requests: generating them again would hold every
+ * request twice just as the run stops), the flag. -2. */
 static int trace_over(const struct serve *s, double done)
 {
 	struct serve_trace_est e;
 	char est[160] = "", lo[32], hi[32], b[32];
 
-	if (serve_trace_estimate(s->job, &e, s->d) == 0)
+	serve_trace_estimate_of(s->job, s->req, s->nreq, &e);
+	if (s->job->serving.engine)
 		snprintf(est, sizeof(est), "; before the run it was estimated "
 			 "at %s to %s (%.0f to %.0f engine steps)",
 			 step_human(lo, sizeof(lo), e.lo_B, UNIT_BYTES),

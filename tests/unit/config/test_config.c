@@ -699,3 +699,49 @@ Test(config, kind_of_a_path_or_a_preset_name)
 	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
 	tmpdir_remove(root);
 }
+
+/*
+ * A section the job's phase does not read is a warning at each key
+ * written there, not an error, with the other section's key of a near
+ * name: the training section on a serving job (review8 finding 7:
+ * `--set training.local_batch_size=8` was silently ignored), the serving
+ * section on a training job. The serving job is tests/data/serve's,
+ * whose presets are the repository's.
+ */
+Test(config, phase_foreign_section_warns)
+{
+	static const char *const serve_sets[] = {
+		"training.local_batch_size=8", "training.dtype=fp8",
+	};
+	static const char *const train_sets[] = { "serving.dtype=fp8" };
+	struct config_ctx cx = { &A, &C.d, "." };
+	struct job_spec *j = arena_alloc(&A, sizeof(*j));
+	const char *t;
+
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_schema,
+				 "tests/data/serve/l8-h100-tp1.yaml",
+				 serve_sets, 2, j), 0, "%s", capture_text(&C));
+	t = capture_text(&C);
+	cr_assert_has(t, "--set:1:10: warning: 'training.local_batch_size': "
+		      "key not read by a serving job and ignored (the "
+		      "training section is for phase training)");
+	cr_assert_has(t, "--set:2:10: warning: 'training.dtype': key not "
+		      "read by a serving job and ignored (the training "
+		      "section is for phase training); did you mean "
+		      "'serving.dtype'?");
+	cr_assert_eq(C.d.warnings, 2);
+	cr_assert_eq(C.d.errors, 0);
+
+	j = load_sets("job", "test-job", train_sets, 1);
+	cr_assert_has(capture_text(&C), "--set:1:9: warning: 'serving.dtype': "
+		      "key not read by a training job and ignored (the "
+		      "serving section is for phases prefill, decode and "
+		      "serving); did you mean 'training.dtype'?");
+	cr_assert_eq(C.d.warnings, 3);
+	cr_assert_eq(C.d.errors, 0);
+	/* a job writing only its own phase's section: no word */
+	load("job", "test-job");
+	cr_assert_eq(C.d.warnings, 3);
+}

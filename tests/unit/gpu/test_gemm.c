@@ -258,7 +258,8 @@ Test(gpu, gemm_kernel_overhead_is_paid_once_per_kernel)
 Test(gpu, gemm_split_k_second_kernel_costs_a_launch)
 {
 	struct gpu_spec g;
-	struct gpu_gemm_dtypes q = {DTYPE_BF16, 2, 2, 2, 0, 0};
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2, .b_B = 2,
+				     .c_B = 2};
 	double one, two, skinny, flat1, flat2;
 
 	gpu_fixture_toy(&g);

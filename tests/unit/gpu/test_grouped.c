@@ -132,3 +132,56 @@ Test(gpu, grouped_kernel_overhead_is_paid_once_per_launch)
 	cr_assert(gpu_fixture_near(c1.time_s - c0.time_s, 3e-6, 1e-6),
 		  "got %g s more", c1.time_s - c0.time_s);
 }
+
+Test(gpu, grouped_min_tile_m_drops_smaller_tiles)
+{
+	static int64_t tm[] = {64, 128}, tn[] = {128, 128};
+	struct gpu_spec g;
+	struct gpu_gemm_group e[100];
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_NVFP4, .a_B = 0.5625,
+				     .b_B = 0.5625, .c_B = 2, .b_cold = 1};
+	struct gpu_cost c, free64;
+	double D, tm_s, tc64, tc128, te64, te128, expect64, expect128;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	g.gemm_tile_m.v = tm;
+	g.gemm_tile_n.v = tn;
+	g.gemm_tile_m.n = g.gemm_tile_n.n = 2;
+	g.matrix_peak_flops[DTYPE_NVFP4] = 4000e12;
+	/* 100 experts of 16 rows (m = 16, n = 128, k = 4096), NVFP4 operands
+	 * of 0.5625 B, bf16 out, cold weights (HBM, 10 TB/s x 0.5 = 5 TB/s).
+	 * R_u = 4000e12 x (1000 / 2000 MHz) x 0.8 / 100 = 16 TFLOP/s.
+	 * Either tile holds an expert's 16 rows: 100 tiles, one wave.
+	 *   D = 100 x (16 x 4096 + 4096 x 128) x 0.5625 = 33.18 MB
+	 *   t_m = D / 5e12 = 6.636 us (the whole D in the one wave)
+	 * 64 x 128:  t_c = 2 x 64 x 128 x 4096 / 16e12 = 4.194 us
+	 *            t_e = 100 x 64 x 128 x 2 / 5e12 = 0.328 us
+	 *            t = 1 + max(4.194, 6.636) + 0.328 = 7.963 us
+	 * 128 x 128: t_c = 8.389 us, t_e = 0.655 us
+	 *            t = 1 + 8.389 + 0.655 = 10.044 us
+	 * With min_tile_m 0 the 64-row tile wins (7.963 us); with 128 it is
+	 * not offered and the expert pays 128 rows (10.044 us). */
+	for (i = 0; i < 100; i++)
+		e[i] = (struct gpu_gemm_group){16, 128, 4096};
+	D = 100 * (16.0 * 4096 + 4096.0 * 128) * 0.5625;
+	tm_s = D / 5e12;
+	tc64 = 2.0 * 64 * 128 * 4096 / 16e12;
+	tc128 = 2.0 * 128 * 128 * 4096 / 16e12;
+	te64 = 100.0 * 64 * 128 * 2 / 5e12;
+	te128 = 100.0 * 128 * 128 * 2 / 5e12;
+	expect64 = 1e-6 + fmax(tc64, tm_s) + te64;
+	expect128 = 1e-6 + fmax(tc128, tm_s) + te128;
+	free64 = gpu_grouped_gemm_q(&g, &q, e, 100);
+	cr_assert(gpu_fixture_near(free64.time_s, expect64, 1e-9),
+		  "got %g s, expected %g s", free64.time_s, expect64);
+	q.min_tile_m = 128;
+	c = gpu_grouped_gemm_q(&g, &q, e, 100);
+	cr_assert(gpu_fixture_near(c.time_s, expect128, 1e-9),
+		  "got %g s, expected %g s", c.time_s, expect128);
+	/* 64 removes nothing: the 64-row tile again */
+	q.min_tile_m = 64;
+	c = gpu_grouped_gemm_q(&g, &q, e, 100);
+	cr_assert_eq(c.time_s, free64.time_s);
+}

@@ -100,6 +100,26 @@ Test(spec_gpu, check_rejects_unpaired_tiles)
 	expect_rejected(&g, say);
 }
 
+Test(spec_gpu, check_rejects_moe_tile_above_every_tile)
+{
+	static const char *const say[] = {"cutlass_moe_tile_m",
+					  "at most the largest gemm_tile_m (256) "
+					  "at nvfp4", "got 512", NULL};
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* 128 and 256-row tiles: 256 leaves one (accepted), 512 none */
+	minimal(&g);
+	g.gemm_tile_m.v = two;
+	g.gemm_tile_m.n = 2;
+	g.gemm_tile_n.v = two;
+	g.gemm_tile_n.n = 2;
+	g.cutlass_moe_tile_m[DTYPE_NVFP4] = 256;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	g.cutlass_moe_tile_m[DTYPE_NVFP4] = 512;
+	expect_rejected(&g, say);
+}
+
 Test(spec_gpu, check_requires_hbm_and_a_peak)
 {
 	/* Both problems are reported, not just the first. */

@@ -226,6 +226,87 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	arena_release(&a);
 }
 
+/* The op named name of pass `pass` in o (a recomputed forward's ops sit
+ * in the backward's list under the forward's names). */
+static const struct layer_op *pass_op(const struct layer_ops *o,
+				      const char *name, enum layer_pass pass)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+/*
+ * grouped_gemm v1.1.4 (AutoModel's ops.gmm) built for sm80 runs the
+ * untransposed grouped GEMM, the forward's (trans_b=False), as one
+ * CUTLASS grouped kernel, and the backward's dgrad (trans_b=True) and
+ * wgrad (trans_a) per expert over its 4 streams on every arch
+ * (csrc/grouped_gemm.cu GroupedGemm, GROUPED_GEMM_DEVICE_CAPABILITY):
+ * framework grouped_gemm_fwd_kernel_arch sm80. ep 1, 8 local experts,
+ * 4 streams: ceil(8 / 4) = 2 kernels a stream. On the sm90 GPU every
+ * grouped GEMM has 2; on the sm80 one the forward's and its
+ * recomputation's have 1 (and no per-expert host GEMM), the
+ * backward's still 2.
+ */
+Test(moe, grouped_gemm_forward_one_kernel_on_its_arch)
+{
+	static const char *const fwd_gemms[] = { "expert_fc1", "expert_fc2" };
+	static const char *const bwd_gemms[] = {
+		"expert_fc1_dgrad", "expert_fc1_wgrad", "expert_fc2_dgrad",
+		"expert_fc2_wgrad",
+	};
+	struct layer_kind kind = { .moe = 1 };
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct layer_dims d;
+	struct route_result r;
+	struct diag dg;
+	int arch, i;
+
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	f.job.training.dtype = DTYPE_BF16;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	f.fw.elementwise.grouped_gemm_fwd_kernel_arch = "sm80";
+	for (arch = 0; arch < 2; arch++) {
+		double want_f = arch ? 1 : 2;
+
+		f.gpu.arch = arch ? "sm80" : "sm90";
+		layer_dims_from_job(&f.job, &d);
+		cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+		layer_fwd(&d, &kind, &fwd);
+		layer_bwd(&d, &kind, LREC_FULL, &bwd);
+		for (i = 0; i < 2; i++) {
+			const struct layer_op *op = pass_op(&fwd, fwd_gemms[i],
+							    PASS_FWD);
+			const struct layer_op *rc = pass_op(&bwd, fwd_gemms[i],
+							    PASS_RECOMPUTE);
+
+			cr_assert(op && rc, "%s", fwd_gemms[i]);
+			cr_assert(near(op->k.launches, want_f), "%s %s: %g",
+				  f.gpu.arch, fwd_gemms[i], op->k.launches);
+			cr_assert(near(rc->k.launches, want_f));
+			cr_assert_eq(op->host_gemm, !arch);
+		}
+		for (i = 0; i < 4; i++) {
+			const struct layer_op *op = pass_op(&bwd, bwd_gemms[i],
+							    PASS_BWD);
+
+			cr_assert(op, "%s", bwd_gemms[i]);
+			cr_assert(near(op->k.launches, 2), "%s %s: %g",
+				  f.gpu.arch, bwd_gemms[i], op->k.launches);
+			cr_assert_eq(op->host_gemm, 1);
+		}
+	}
+	arena_release(&a);
+}
+
 Test(moe, router_gemms_through_transformer_engine)
 {
 	struct fixture f;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../config/config_testutil.h"
+#include "base/mem.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
@@ -780,6 +781,85 @@ Test(serve, trace_estimate_against_the_run)
 	cr_assert_lt(cut_steps, steps);
 	fclose(f);
 	fclose(g);
+	fclose(null);
+	arena_release(&a);
+}
+
+/* Whether the run of j under a trace budget of max_B with allocations
+ * after the first n failing reached the stop (-2); *oom whether an
+ * allocation failed on the way, *est whether the message gives the
+ * estimate. */
+static int stops_within(const struct job_spec *j, double max_B, long n,
+			int *oom, int *est)
+{
+	struct serve_result r;
+	struct diag d;
+	char msg[1024] = "";
+	FILE *g = tmpfile(), *err = tmpfile();
+	int rc;
+	size_t got;
+
+	cr_assert(g && err);
+	diag_init(&d, err);
+	mem_fail_after(n);
+	rc = serve_run_traced(j, g, max_B, &r, &d);
+	mem_fail_after(-1);
+	if (rc == 0)
+		serve_result_release(&r);
+	rewind(err);
+	got = fread(msg, 1, sizeof(msg) - 1, err);
+	msg[got] = 0;
+	*oom = d.oom > 0;
+	*est = strstr(msg, "estimated at") != NULL;
+	fclose(g);
+	fclose(err);
+	return rc == -2;
+}
+
+/*
+ * A run stopped at the trace budget reports the estimate from its own
+ * requests; it allocates nothing more (review8 finding 9: it generated
+ * every request again, briefly holding them twice). With n the fewest
+ * allocations the run needs to reach the stop (a binary search: a run
+ * that reaches it with n reaches it with more), every allocation after
+ * the n-th failing, the stop is still reported whole: no out-of-memory
+ * error and the estimate in the message. Before the fix the estimate's
+ * own request vector was allocation n + 1: "out of memory" and no
+ * estimate.
+ */
+Test(serve, trace_stop_allocates_nothing)
+{
+	struct serve_result r;
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+	FILE *f = tmpfile(), *null = fopen("/dev/null", "w");
+	double bytes, steps;
+	long lo = 0, hi, mid;
+	int oom, est;
+
+	cr_assert(f && null);
+	arena_init(&a);
+	diag_init(&d, null);
+	j = load(&a, L8, NULL, 0);
+	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
+	serve_result_release(&r);
+	trace_size(f, &bytes, &steps);
+	cr_assert(stops_within(j, 0.4 * bytes, -1, &oom, &est));
+	cr_assert(!oom && est);
+	for (hi = 1; !stops_within(j, 0.4 * bytes, hi, &oom, &est); hi *= 2)
+		lo = hi;
+	while (lo + 1 < hi) {	/* lo does not reach the stop, hi does */
+		mid = lo + (hi - lo) / 2;
+		if (stops_within(j, 0.4 * bytes, mid, &oom, &est))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	cr_assert(stops_within(j, 0.4 * bytes, hi, &oom, &est));
+	cr_assert(!oom && est, "the stop after %ld allocations: %s%s", hi,
+		  oom ? "out of memory" : "", est ? "" : ", no estimate");
+	fclose(f);
 	fclose(null);
 	arena_release(&a);
 }
