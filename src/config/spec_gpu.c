@@ -368,10 +368,18 @@ static int check_moe_tiles(const struct gpu_spec *g,
 	for (dt = 0; dt < DTYPE_COUNT; dt++) {
 		if (g->cutlass_moe_tile_m[dt] <= most)
 			continue;
-		schema_check_error(d, at, "cutlass_moe_tile_m", "expected at "
-				   "most the largest gemm_tile_m (%g) at %s, "
-				   "got %g", most, dtype_names[dt],
-				   g->cutlass_moe_tile_m[dt]);
+		if (g->gemm_tile_m.n == 0)	/* nothing to pick from */
+			schema_check_error(d, at, "cutlass_moe_tile_m",
+					   "needs the tile list gemm_tile_m/"
+					   "gemm_tile_n (it picks among its "
+					   "tiles), which this GPU does not "
+					   "give");
+		else
+			schema_check_error(d, at, "cutlass_moe_tile_m",
+					   "expected at most the largest "
+					   "gemm_tile_m (%g) at %s, got %g",
+					   most, dtype_names[dt],
+					   g->cutlass_moe_tile_m[dt]);
 		return -1;
 	}
 	return 0;
