@@ -182,14 +182,6 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 	d->cpd.load_balance = p->cp_load_balance;
 }
 
-/* The router GEMMs' dtypes. Megatron-Core's RouterGatingLinearFunction
- * (moe_utils.py, core >= 0.13, @ d7288711ba) calls Transformer Engine's
- * general_gemm (framework router_gemm_te): the forward takes the bf16
- * input and weight and writes the router dtype; the backward casts both
- * operands to the router dtype, and TE runs a pure-fp32 GEMM as TF32
- * (common/gemm/cublaslt_gemm.cu @ 71bbefbf: CUBLAS_COMPUTE_32F_FAST_TF32
- * "only for pure FP32 GEMM"). Without it every router GEMM runs in the
- * router dtype. */
 /* The job captures `scope` in CUDA graphs (training.cuda_graphs). */
 static int graphs_scope(const struct job_spec *j, enum graph_scope scope)
 {
@@ -202,6 +194,14 @@ static int graphs_scope(const struct job_spec *j, enum graph_scope scope)
 	return 0;
 }
 
+/* The router GEMMs' dtypes. Megatron-Core's RouterGatingLinearFunction
+ * (moe_utils.py, core >= 0.13, @ d7288711ba) calls Transformer Engine's
+ * general_gemm (framework router_gemm_te): the forward takes the bf16
+ * input and weight and writes the router dtype; the backward casts both
+ * operands to the router dtype, and TE runs a pure-fp32 GEMM as TF32
+ * (common/gemm/cublaslt_gemm.cu @ 71bbefbf: CUBLAS_COMPUTE_32F_FAST_TF32
+ * "only for pure FP32 GEMM"). Without it every router GEMM runs in the
+ * router dtype. */
 static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 {
 	enum dtype r = (enum dtype)j->moe.router_dtype;
@@ -215,7 +215,6 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
 	if (r == DTYPE_FP32)
 		e->router_bwd_dt = DTYPE_TF32;
 }
-
 
 /* Whether the job's GPU is the arch on which the framework's forward
  * grouped GEMMs are one grouped kernel (elementwise.
