@@ -251,7 +251,9 @@ static double unit_tiles(const struct gpu_attn_shape *a, double nq,
  * edge runs from e_0 = off + i b - w + 1 to e_0 + b - 1, and every key
  * block j it crosses (j b < e_0 + b - 1, (j + 1) b > e_0: some keys
  * masked for some rows, some visible) is a masked tile like the causal
- * diagonal. *masked counts the unit's masked tiles, each once. */
+ * diagonal (FlashAttention-2's flash_fwd_kernel.h runs apply_mask on
+ * every key block when Is_local, and masking steps ceil(B_m/B_n) + 1 at
+ * the diagonal). *masked counts the unit's masked tiles, each once. */
 static double window_tiles(const struct gpu_attn_shape *a, double b,
 			   double nq, double nk, double c0, double u,
 			   int backward, double *masked)
