@@ -194,3 +194,54 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	cr_assert_not_null(fixture_op(&o, "permute"));
 	arena_release(&a);
 }
+
+/*
+ * The alltoall dispatcher's preprocess copies its counts to the host:
+ * tokens_per_expert, input_splits, output_splits, output_splits_tp (4);
+ * with the unfused permute and more than one local expert also
+ * num_global_tokens_per_local_expert (Megatron-LM @ d7288711ba
+ * _maybe_dtoh_and_synchronize). With dispatch_ops 13 (megatron-core.yaml:
+ * 9 small ops + 4 copies) and dispatch_unfused_ops 1, moe_preprocess is
+ * 13 ops with the fused permute (8 experts, ep 2: 4 local), 13 + 1 = 14
+ * unfused with 4 local experts, and 13 unfused at ep 8 (one local
+ * expert: the fifth copy is not made).
+ */
+Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	e.host_sync = EP_SYNC_COUNTS;
+	f.job.moe.dispatcher = &e;
+	f.fw.host.dispatch_ops = 13;
+	f.fw.host.dispatch_unfused_ops = 1;
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_preprocess");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 13, 1e-12);
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+			   1e-12);
+	f.job.parallelism.ep = 8;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 13,
+			   1e-12);
+	arena_release(&a);
+}
