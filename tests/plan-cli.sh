@@ -94,6 +94,12 @@ status 2 "moe zero 3" 'ZeRO 3 on an MoE model' "$moe" \
 status 2 "serving job" 'searches the prefill:decode splits' \
 	workloads/jobs/serve-llama3-70b-pd-h100.yaml
 status 2 "--gpus alone" '--gpus goes with --pd-ratio' "$job" --gpus 8
+# plan loads its job through run's warnings (not its errors): a training
+# key on the serving job warns at its --set, the exit status stays the
+# refusal's 2.
+status 2 "serving job, training key" \
+	"--set:1:10: warning: 'training.dtype': key not read by a serving job" \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml --set training.dtype=fp8
 
 # Megatron-Core refuses full recompute with the all-to-all overlap
 # (overlap_moe_expert_parallel_comm): with recompute pinned full, the

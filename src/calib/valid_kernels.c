@@ -222,6 +222,7 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	const char *backend = get_str(row, "backend");
 	struct gpu_attn_shape a = {0};
 	struct gpu_cost c;
+	enum dtype dt;
 	double t = get_num(row, key_s), tf = get_num(row, key_tf);
 
 	a.batch = get_num(row, "batch");
@@ -236,12 +237,17 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 		a.window = get_num(row, "window");
 	a.kernel = backend && strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
 							       GPU_ATTN_VENDOR;
+	/* An FP8 or MXFP8 set is predicted as training.fp8_attention is
+	 * costed: the bf16 kernel's rates and bytes, with the FP8 kernel's
+	 * window backward (the GPU's attention.fp8_bwd_skips_window). */
+	a.fp8 = r->dt == DTYPE_FP8 || r->dt == DTYPE_MXFP8;
+	dt = a.fp8 ? DTYPE_BF16 : r->dt;
 	if (!(a.batch > 0 && a.heads_q > 0 && a.heads_kv > 0 && a.seq_q > 0 &&
 	      a.head_dim_qk > 0 && a.head_dim_v > 0 && a.window >= 0 &&
 	      t > 0 && tf > 0))
 		return -1;
-	c = pass ? gpu_attention_bwd(&r->g, r->dt, &a)
-		 : gpu_attention_fwd(&r->g, r->dt, &a);
+	c = pass ? gpu_attention_bwd(&r->g, dt, &a)
+		 : gpu_attention_fwd(&r->g, dt, &a);
 	snprintf(l->label, sizeof(l->label), "%s %s %s", label ? label : "",
 		 backend ? backend : "", pass ? "bwd" : "fwd");
 	l->meas = tf;

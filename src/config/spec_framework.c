@@ -192,6 +192,11 @@ static const struct schema_field host_fields[] = {
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops of the dispatcher's preprocessing "
 		  "(token counts, splits and their copies to the host), per forward" },
+	{ .key = "dispatch_unfused_ops", .type = ST_INT,
+	  .offset = HOFF(dispatch_unfused_ops), .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: small PyTorch ops the dispatcher's preprocessing adds "
+		  "with the unfused permute (moe.permute_fusion false) and more "
+		  "than one local expert, per forward" },
 };
 
 static const struct schema host_schema = {

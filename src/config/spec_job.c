@@ -309,8 +309,23 @@ const struct schema job_schema = {
 	.check = job_check,
 };
 
-/* The planner's job: the same keys, no layout check (the planner checks
- * every layout it tries with job_layout_check). */
+/* The planner's job check: job_check's warnings (a section the phase
+ * does not read, fp8_scaling off fp8), none of its errors. The layout
+ * and what depends on it (recompute_modules against a2a_overlap, the
+ * straggler's GPU) are the planner's to search: it checks every layout
+ * it tries with job_layout_check, so a job that run refuses for its
+ * written layout still plans, with the same exit status as before. */
+static int job_plan_check(void *obj, const struct schema_at *at,
+			  struct diag *d)
+{
+	const struct job_spec *j = obj;
+
+	job_fp8_scaling_check(j, d, at->map);
+	phase_section_check(j, d, at->map);
+	return 0;
+}
+
+/* The planner's job: the same keys, job_plan_check's warnings. */
 const struct schema job_plan_schema = {
 	.kind = "job",
 	.help = "a job to plan: model, system, training settings; the layout "
@@ -319,4 +334,5 @@ const struct schema job_plan_schema = {
 	.size = sizeof(struct job_spec),
 	.fields = job_fields,
 	.nfields = SCHEMA_COUNT(job_fields),
+	.check = job_plan_check,
 };

@@ -285,6 +285,8 @@ struct host_spec {
 				 * GEMM and top-k (aux loss, bookkeeping) */
 	int64_t dispatch_ops;	/* MoE: small PyTorch ops of the dispatcher's
 				 * preprocessing (counts, splits, their copies) */
+	int64_t dispatch_unfused_ops;	/* MoE: more of them with the unfused
+				 * permute and more than one local expert */
 };
 
 /* What the training framework does beyond the model and the layout. */

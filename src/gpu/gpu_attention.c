@@ -15,7 +15,8 @@
  *
  *     P = sum over p = s_kv - s_q .. s_kv - 1 of min(p + 1, w)
  *
- * and its tiles start at key block floor((p - w + 1) / B) instead of 0.
+ * and its tiles start at key block floor((p - w + 1) / B) instead of 0;
+ * the window's lower edge is a second masked diagonal (see Tiles).
  * Per
  * pair, with head dims d (Q, K) and d_v (V):
  *
@@ -79,7 +80,10 @@
  * waste that makes short causal sequences slower per useful FLOP). The
  * diagonal tile (i, c_0 + i) is masked: masking runs outside the loop's
  * softmax/matmul overlap, and the tile takes mu = attention.
- * masked_tile_cost unmasked tiles.
+ * masked_tile_cost unmasked tiles. Under a sliding window the tiles the
+ * window's lower edge crosses (partly inside the window: the mask test
+ * runs on every score, as on the diagonal) are masked the same way; with
+ * w = B each query block's two tiles are both masked.
  *
  * Work units. One thread block per unit: the row of tiles of one query
  * block (forward) or the column of one key block (backward), of one
@@ -225,7 +229,7 @@ static double side_bytes(const struct gpu_attn_shape *a, double e)
  * whether one of them is the masked diagonal tile (see the top). */
 static double unit_tiles(const struct gpu_attn_shape *a, double nq,
 			 double nk, double c0, double u, int backward,
-			 int *masked)
+			 double *masked)
 {
 	if (!a->causal) {
 		*masked = 0;
@@ -241,22 +245,40 @@ static double unit_tiles(const struct gpu_attn_shape *a, double nq,
 
 /* The same under a sliding window (windowed(a)): query block i sees key
  * blocks first_i .. c0 + i, first_i = floor((s_kv - s_q + i b - w + 1)/b);
- * key block j is seen by the query blocks with first_i <= j <= c0 + i. */
+ * key block j is seen by the query blocks with first_i <= j <= c0 + i.
+ * The window's lower edge is a second diagonal: row p of query block i
+ * sees keys from e(p) = off + p - w + 1, so over the block's b rows the
+ * edge runs from e_0 = off + i b - w + 1 to e_0 + b - 1, and every key
+ * block j it crosses (j b < e_0 + b - 1, (j + 1) b > e_0: some keys
+ * masked for some rows, some visible) is a masked tile like the causal
+ * diagonal (FlashAttention-2's flash_fwd_kernel.h runs apply_mask on
+ * every key block when Is_local, and masking steps ceil(B_m/B_n) + 1 at
+ * the diagonal). *masked counts the unit's masked tiles, each once. */
 static double window_tiles(const struct gpu_attn_shape *a, double b,
 			   double nq, double nk, double c0, double u,
-			   int backward, int *masked)
+			   int backward, double *masked)
 {
-	double off = a->seq_kv - a->seq_q, w = a->window, lo, hi;
+	double off = a->seq_kv - a->seq_q, w = a->window, lo, hi, e_lo, e_hi;
+	double diag;
 
 	if (backward) {
-		*masked = u - c0 >= 0 && u - c0 < nq;
 		lo = fmax(u - c0, 0);
 		hi = fmin(ceil(((u + 1) * b + w - 1 - off) / b) - 1, nq - 1);
-		return fmax(hi - lo + 1, 0);
+		/* query blocks i whose edge crosses key block u:
+		 * (u - 1) b + w - off < i b < (u + 1) b + w - 1 - off */
+		e_lo = fmax(floor(((u - 1) * b + w - off) / b) + 1, lo);
+		e_hi = fmin(ceil(((u + 1) * b + w - 1 - off) / b) - 1, hi);
+		diag = u - c0;		/* the query block on the diagonal */
+	} else {
+		lo = fmax(floor((off + u * b - w + 1) / b), 0);
+		hi = fmin(c0 + u, nk - 1);
+		e_lo = lo;		/* first_i holds the edge's first key */
+		e_hi = fmin(ceil((off + u * b + b - w) / b) - 1, hi);
+		diag = c0 + u;		/* the key block on the diagonal */
 	}
-	*masked = c0 + u >= 0 && c0 + u < nk;
-	lo = fmax(floor((off + u * b - w + 1) / b), 0);
-	hi = fmin(c0 + u, nk - 1);
+	*masked = fmax(e_hi - e_lo + 1, 0);
+	if (diag >= lo && diag <= hi && !(diag >= e_lo && diag <= e_hi))
+		*masked += 1;
 	return fmax(hi - lo + 1, 0);
 }
 
@@ -269,7 +291,7 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
 	double mu = g->attention.masked_tile_cost;
 	struct gpu_units r = {0, 0, 0, 0};
-	int masked;
+	double masked;
 
 	if (!(mu >= 1))
 		BUG("attention.masked_tile_cost below 1 (the schema's minimum)");
@@ -279,7 +301,7 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 			unit_tiles(a, nq, nk, c0, u, backward, &masked);
 		if (tiles <= 0)
 			continue;
-		l = unit_s + tile_s * (tiles + (masked ? mu - 1 : 0));
+		l = unit_s + tile_s * (tiles + masked * (mu - 1));
 		r.n++;
 		r.sum_s += l;
 		r.sum2_s2 += l * l;

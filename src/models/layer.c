@@ -273,6 +273,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
+	if (!e->permute_fusion && e->local > 1)
+		e->dispatch_ops +=
+			(double)j->framework->host.dispatch_unfused_ops;
 	e->bias_ops = m->mlp_bias == 1 &&
 		      j->framework->elementwise.expert_bias_kernels == 1;
 	e->fc1_bias_ops = m->mlp_bias == 1 &&

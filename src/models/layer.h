@@ -94,7 +94,9 @@ struct moe_dims {
 	double router_ops;	/* small PyTorch ops of the router beyond its
 				 * GEMM and top-k (framework host data) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
-				 * preprocessing (framework host data) */
+				 * preprocessing (framework host data; the
+				 * unfused permute's with more than one local
+				 * expert included) */
 	int bias_ops;		/* the experts' output bias x probability as
 				 * PyTorch ops per local expert (moe.c) */
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */

@@ -17,7 +17,8 @@
  *            on the CUDA cores); scores and top-k: read T_in E 4,
  *            write T_in k 12
  *   permute  alltoall: gather T_in k rows, read T_in h B, write T_in k h e
- *            (unfused: twice, index sort and gather); a deduplicating
+ *            (unfused: first the index sort, 8 small kernels over the
+ *            T_in x E map, permute_index); a deduplicating
  *            dispatcher sends tokens as they are and permutes after
  *   dispatch all-to-all(v) over EP on the expert-parallel path (the job's
  *            moe.dispatcher; route.c's bytes); the allgather dispatcher
@@ -402,19 +403,92 @@ static void row_id_map(struct layer_ops *o, enum layer_pass pass,
 		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
 }
 
+/* Passes of CUB's onesweep radix sort over keys of `bits` bits (8 radix
+ * bits a pass): at least one. */
+static double radix_passes(double bits)
+{
+	return bits > 8 ? ceil(bits / 8) : 1;
+}
+
+/* Megatron-Core's unfused permute (moe_permute_fusion false, dropless;
+ * moe_utils.py permute, NVIDIA/Megatron-LM @ d7288711ba) finds the rows'
+ * order with PyTorch ops before its index_select: routing_map.bool().T.
+ * contiguous() (a transposed copy of the [T, E] bool map), reshape(-1).
+ * argsort(descending, stable) (PyTorch's stable sort of T E one-byte
+ * keys: an arange of int64 values, then CUB's radix sort pairs,
+ * histogram, exclusive sum and one onesweep pass, keys and values read
+ * and written), `% num_tokens` over the T k kept indices, and the probs'
+ * probs.T.contiguous().reshape(-1)[flat_sorted] (a transposed copy of
+ * the [T, E] probs, a gather of T k): 8 kernels, the two transposed
+ * copies through the strided path. */
+static void permute_index(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
+	double TE = T * E, Tk = T * k;
+
+	lop_eager(o, "permute_index", pass,
+		  TE + TE + 9 * TE + 8 * Tk + TE * p + Tk * (8 + p),
+		  TE + 8 * TE + 9 * TE + 8 * Tk + TE * p + Tk * p,
+		  2 * TE + 2 * TE * p, 8, 0);
+}
+
+/* The unfused permute's backward of its probs gather (IndexBackward:
+ * zeros of T E, then index_put_ with accumulate, PyTorch's aten/src/
+ * ATen/native/cuda/Indexing.cu index_put_with_sort_kernel: the linear
+ * index, its divide_, an arange, CUB's radix sort pairs of T k int64
+ * keys over the bits of T E - 1 (histogram, exclusive sum, a onesweep
+ * pass per 8 bits), indexing_backward_kernel) and the transposed copy's
+ * backward: 9 + passes kernels [?: PyTorch version of the runs]. */
+static void permute_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
+	double TE = T * E, Tk = T * k;
+	double n = radix_passes(ceil(log2(fmax(TE, 2))));
+
+	lop_eager(o, "permute_probs_bwd", PASS_BWD,
+		  (40 + 16 * n) * Tk + Tk * p + TE * p,
+		  2 * TE * p + (24 + 16 * n) * Tk + Tk * p, 2 * TE * p,
+		  6 + n, 0);
+}
+
+/* Fused: TE's row_id_map, then one kernel gathering T_in k rows. Unfused:
+ * the index build above, then tokens.index_select(0, sorted_indices),
+ * one kernel reading each token (as the fused gather is costed) and the
+ * T k indices, writing T k rows. */
 static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, k = m->topk, h = d->hidden;
-	double twice = m->permute_fusion ? 1 : 2;
 
 	if (dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
-	if (m->permute_fusion)
+	if (m->permute_fusion) {
 		row_id_map(o, pass, d);
-	lop_memop(o, "permute", pass, twice * T * h * d->act_B,
-		  twice * T * k * h * m->elem_B, 0);
+		lop_memop(o, "permute", pass, T * h * d->act_B,
+			  T * k * h * m->elem_B, 0);
+		return;
+	}
+	permute_index(o, pass, d);
+	lop_memop(o, "permute", pass, T * h * d->act_B + T * k * 8,
+		  T * k * h * m->elem_B, 0);
+}
+
+/* The unfused unpermute (forward: torch.zeros of the [T, h] output, then
+ * scatter_add_ of the T k rows) and the index_select's backward (zeros,
+ * then index_add_) each write their zeroed output first: one more kernel
+ * writing T h B (moe_utils.py unpermute @ d7288711ba; the fused TE
+ * kernels write each output row once). The library paths only. */
+static void unfused_zeros(struct layer_op *op, const struct layer_dims *d)
+{
+	if (d->moe.permute_fusion || dedups(d) || d->moe.allgather)
+		return;
+	op->k.launches = 2;
+	op->host_n = 2;
+	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
 }
 
 /* Sort the received rows by local expert. On the alltoall path with
@@ -691,6 +765,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
+	unfused_zeros(op, d);
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
 			       T * h * d->act_B, T * h);
@@ -821,9 +896,13 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	    EP_PASS_COMBINE_BWD);
 	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
-	if (!dedups(d) && !m->allgather)
-		lop_memop(o, "permute_bwd", PASS_BWD,
-			  T * k * h * d->act_B, T * h * d->act_B, T * k * h);
+	if (!dedups(d) && !m->allgather) {
+		unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
+					T * k * h * d->act_B, T * h * d->act_B,
+					T * k * h), d);
+		if (!m->permute_fusion)
+			permute_probs_bwd(o, d);
+	}
 	o->scope = SCOPE_MOE_ROUTER;
 	router_bwd(o, d);
 	routed = lop_tail(o);

@@ -13,8 +13,17 @@
  * and the time of a collective of a given op, group and size.
  *
  * One estimator serves one system (its topology); jobs passed to
- * est_step must name that system and be valid (job_layout_check), dense,
- * without context or expert parallelism (train_check).
+ * est_step and est_bound must be training jobs on that system, valid
+ * for their layout (job_layout_check) and their dtypes (train_check).
+ * Dense and MoE models alike: tensor, pipeline (1F1B, interleaved,
+ * GPipe), context, data and expert parallelism (ep, etp, edp, the
+ * dispatch and a2a_overlap's paired share), MTP layers, ZeRO 0-3 with
+ * fsdp_pp_no_sync, and training.local_batch_size (the step as
+ * job_schedule_runs pipeline runs, est.c). Not estimated: ZeRO 3 on an
+ * MoE model (the MoE blocks would be costed without their FSDP
+ * collectives; plan_space.c prunes it as unsupported), models mixing
+ * sliding-window or chunked and global attention layers (plan.c refuses
+ * them: every layer is costed as layer 0).
  *
  * Depends on run-path modules below it: models (layer, block, footprint,
  * train's public costs), network (net.h), engine (exec.h part names).

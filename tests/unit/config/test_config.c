@@ -745,3 +745,50 @@ Test(config, phase_foreign_section_warns)
 	load("job", "test-job");
 	cr_assert_eq(C.d.warnings, 3);
 }
+
+/*
+ * The planner loads its job (job_plan_schema) through job_check's
+ * warnings, not its errors: before, `llmsim plan` loaded with no check,
+ * so the phase-section warnings above and the fp8_scaling one never
+ * fired on a planned job (plan9's report). Expected: the serving job's
+ * 2 foreign keys warn as under job_schema (2 warnings), fp8_scaling on a
+ * bf16 training job warns once (3), and a written layout that run
+ * refuses ("tp*pp*cp = 3 does not divide the 8 GPUs of the system")
+ * still loads with no error: the planner searches the layout, its exit
+ * status is as before.
+ */
+Test(config, plan_job_warns_as_run)
+{
+	static const char *const serve_sets[] = {
+		"training.local_batch_size=8", "training.dtype=fp8",
+	};
+	static const char *const train_sets[] = {
+		"training.dtype=bf16", "training.fp8_scaling=current",
+		"parallelism.tp=3",
+	};
+	struct config_ctx cx = { &A, &C.d, "." };
+	struct job_spec *j = arena_alloc(&A, sizeof(*j));
+	const char *t;
+
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_plan_schema,
+				 "tests/data/serve/l8-h100-tp1.yaml",
+				 serve_sets, 2, j), 0, "%s", capture_text(&C));
+	t = capture_text(&C);
+	cr_assert_has(t, "--set:1:10: warning: 'training.local_batch_size': "
+		      "key not read by a serving job and ignored");
+	cr_assert_has(t, "--set:2:10: warning: 'training.dtype': key not "
+		      "read by a serving job and ignored");
+	cr_assert_eq(C.d.warnings, 2);
+	cr_assert_eq(C.d.errors, 0);
+
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_plan_schema, "default", train_sets,
+				 3, j), 0, "%s", capture_text(&C));
+	cr_assert_has(capture_text(&C), "--set:2:22: warning: "
+		      "'training.fp8_scaling' has no effect: training.dtype "
+		      "is bf16, not fp8");
+	cr_assert_eq(C.d.warnings, 3);
+	cr_assert_eq(C.d.errors, 0, "%s", capture_text(&C));
+}

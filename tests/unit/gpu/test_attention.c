@@ -405,3 +405,50 @@ Test(gpu, fp8_backward_without_window_skip_computes_the_triangle)
 	cr_assert_eq(gpu_attention_fwd(&g, DTYPE_BF16, &fp8).time_s,
 		     gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s);
 }
+
+/* The window's lower edge masks tiles too. One head of 4096 (32 blocks
+ * of 128, fewer units than the 100 CUs: the time is the longest unit),
+ * masked_tile_cost 1 -> 2 adds one tau per masked tile of that unit.
+ * Window 128 (= B): query block i sees key blocks i - 1 (the edge runs
+ * from key 128 i - 127 to 128 i: it crosses block i - 1 only) and i (the
+ * diagonal): 2 masked tiles, +2 tau_f; backward key block j is seen by
+ * query blocks j (diagonal) and j + 1 (whose edge crosses block j): +2
+ * tau_b. Window 192: query block i's edge runs from 128 i - 191 to
+ * 128 i - 64, across blocks i - 2 and i - 1; with the diagonal all three
+ * tiles are masked: +3 tau_f. Backward: key block j is seen by query
+ * blocks j .. j + 2, the edges of j + 1 (from 128 j - 63) and j + 2 (from
+ * 128 j + 65) cross it: +3 tau_b. Before the edge was counted, each
+ * case paid +1 tau. */
+Test(gpu, window_edge_tiles_are_masked)
+{
+	static const struct { double w, fwd, bwd; } c[] = {
+		{128, 2 * TAU_F, 2 * TAU_B}, {192, 3 * TAU_F, 3 * TAU_B},
+	};
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g;
+	double f1, b1, f2, b2;
+	size_t i;
+
+	gpu_fixture_toy(&g);
+	a.heads_q = a.heads_kv = 1;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		a.window = c[i].w;
+		g.attention.masked_tile_cost = 1;
+		f1 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+		b1 = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+		g.attention.masked_tile_cost = 2;
+		f2 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+		b2 = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+		cr_assert(gpu_fixture_near(f2 - f1, c[i].fwd, 1e-9),
+			  "w %g forward +%g s", c[i].w, f2 - f1);
+		cr_assert(gpu_fixture_near(b2 - b1, c[i].bwd, 1e-9),
+			  "w %g backward +%g s", c[i].w, b2 - b1);
+	}
+	/* Without a window only the diagonal is masked: +1 tau. */
+	a.window = 0;
+	g.attention.masked_tile_cost = 1;
+	f1 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	g.attention.masked_tile_cost = 2;
+	f2 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(f2 - f1, TAU_F, 1e-9), "+%g s", f2 - f1);
+}

@@ -173,7 +173,8 @@ Test(gpu, strided_bytes_take_h200s_rate_a_sm)
 
 /* MI300X's hipBLASLt sums a split GEMM's slices in a second kernel
  * (mi300x.yaml: ContractionSolution::solve's output conversion after
- * GlobalSplitU with MultipleBuffer); H100 keeps the default one kernel. */
+ * GlobalSplitU with MultipleBuffer), and so does the MI325X (the same
+ * gfx942 library); H100 keeps the default one kernel. */
 Test(gpu, mi300x_split_k_runs_two_kernels)
 {
 	struct arena a;
@@ -184,5 +185,8 @@ Test(gpu, mi300x_split_k_runs_two_kernels)
 	cr_assert_eq(load(&a, "h100", &nv), 0);
 	cr_assert_eq(amd.gemm_split_k_kernels, 2);
 	cr_assert_eq(nv.gemm_split_k_kernels, 1);
+	/* the MI325X: the same gfx942 die and hipBLASLt logic files */
+	cr_assert_eq(load(&a, "mi325x", &amd), 0);
+	cr_assert_eq(amd.gemm_split_k_kernels, 2);
 	arena_release(&a);
 }

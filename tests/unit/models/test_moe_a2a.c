@@ -194,3 +194,133 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	cr_assert_not_null(fixture_op(&o, "permute"));
 	arena_release(&a);
 }
+
+/*
+ * The alltoall dispatcher's preprocess copies its counts to the host:
+ * tokens_per_expert, input_splits, output_splits, output_splits_tp (4);
+ * with the unfused permute and more than one local expert also
+ * num_global_tokens_per_local_expert (Megatron-LM @ d7288711ba
+ * _maybe_dtoh_and_synchronize). With dispatch_ops 13 (megatron-core.yaml:
+ * 9 small ops + 4 copies) and dispatch_unfused_ops 1, moe_preprocess is
+ * 13 ops with the fused permute (8 experts, ep 2: 4 local), 13 + 1 = 14
+ * unfused with 4 local experts, and 13 unfused at ep 8 (one local
+ * expert: the fifth copy is not made).
+ */
+Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	e.host_sync = EP_SYNC_COUNTS;
+	f.job.moe.dispatcher = &e;
+	f.fw.host.dispatch_ops = 13;
+	f.fw.host.dispatch_unfused_ops = 1;
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_preprocess");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 13, 1e-12);
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+			   1e-12);
+	f.job.parallelism.ep = 8;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 13,
+			   1e-12);
+	arena_release(&a);
+}
+
+/*
+ * Megatron-Core's unfused permute and unpermute (moe_permute_fusion
+ * false; moe_utils.py @ d7288711ba) as their PyTorch kernels. T = 4096,
+ * E = 8, k = 2, h = 1024, bf16 activations and probs (p = 2 B): T E =
+ * 32768, T k = 8192.
+ * permute_index, 8 kernels (map transpose, arange + 3 CUB radix-sort
+ * kernels, %, probs transpose, probs gather):
+ *   read  11 T E + T E p + 16 T k + T k p
+ *         = 360448 + 65536 + 131072 + 16384 = 573440 B
+ *   write 18 T E + T E p + 8 T k + T k p
+ *         = 589824 + 65536 + 65536 + 16384 = 737280 B
+ *   strided (the two transposed copies) 2 T E + 2 T E p = 196608 B
+ * permute (index_select), 1 kernel: read T h B + 8 T k = 8388608 + 65536
+ *   = 8454144 B, write T k h B = 16777216 B (was twice both).
+ * unpermute: zeros + scatter_add_, 2 kernels, write 2 T h B = 16777216 B.
+ * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B.
+ * permute_probs_bwd: keys over ceil(log2 32768) = 15 bits: 2 onesweep
+ *   passes, 6 + 2 = 8 kernels; read (40 + 16 x 2) T k + T k p + T E p =
+ *   589824 + 16384 + 65536 = 671744 B; write 2 T E p + (24 + 32) T k +
+ *   T k p = 131072 + 458752 + 16384 = 606208 B.
+ * Fused: none of these; permute reads T h B = 8388608 B, unpermute and
+ * permute_bwd one kernel each.
+ */
+Test(moe, unfused_permute_as_its_pytorch_kernels)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	f.job.moe.dispatcher = &e;
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_float_eq(d.moe.probs_B, 2, 1e-12);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "permute_index");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 573440, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 737280, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 196608, 1e-9);
+	cr_assert_float_eq(c->k.launches, 8, 1e-12);
+	c = fixture_op(&o, "permute");
+	cr_assert_float_eq(c->k.read_B, 8454144, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	c = fixture_op(&o, "unpermute");
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "permute_bwd");
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	c = fixture_op(&o, "permute_probs_bwd");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 8, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 671744, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 606208, 1e-9);
+
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "permute_index"));
+	cr_assert_float_eq(fixture_op(&o, "permute")->k.read_B, 8388608, 1e-6);
+	cr_assert(fixture_op(&o, "unpermute")->k.launches <= 1);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert(fixture_op(&o, "permute_bwd")->k.launches <= 1);
+	cr_assert_null(fixture_op(&o, "permute_probs_bwd"));
+	arena_release(&a);
+}
