@@ -70,7 +70,9 @@
  * gemm_split_k_kernels 2: hipBLASLt's GlobalSplitU with MultipleBuffer
  * accumulation launches the GEMM, then a PostGSU conversion kernel;
  * configs/gpus/ name the source), a split plan costs that second
- * kernel's launch; t_red is its traffic. A GEMM marked one_kernel (an
+ * kernel's launch, which the choice of plan weighs (a split that saves
+ * less than that launch is not taken); t_red is its traffic. A GEMM
+ * marked one_kernel (an
  * engine's own skinny kernel that splits k across the waves of one
  * launch) keeps one launch.
  *
@@ -104,6 +106,9 @@ struct gemm_problem {
 	double unit_flops;		/* FLOP/s per CU/SM */
 	double units;			/* CUs/SMs */
 	double wave_overhead_s;		/* s, t_0 */
+	double split_s;			/* s, a split plan's second kernel's
+					 * launch (0: the slices summed in the
+					 * GEMM kernel) */
 };
 
 /* Time and traffic of one candidate (tile, split). */
@@ -114,6 +119,14 @@ struct gemm_plan {
 	double bytes;			/* B moved at the serving level */
 	double split;			/* k slices (1: not split) */
 };
+
+/* A plan's time as the library weighs it: a split plan with its second
+ * kernel's launch. */
+static double plan_weight(const struct gemm_problem *p,
+			  const struct gemm_plan *pl)
+{
+	return pl->time_s + (pl->split > 1 ? p->split_s : 0);
+}
 
 struct gemm_tile {
 	double bm, bn;			/* elements */
@@ -198,7 +211,7 @@ static struct gemm_plan plan_splits(const struct gemm_problem *p, double bm,
 	for (t.split = 2; tiles * t.split <= p->units && t.split <= p->k;
 	     t.split *= 2) {
 		cand = plan_tiles(p, &t);
-		if (cand.time_s < best.time_s)
+		if (plan_weight(p, &cand) < plan_weight(p, &best))
 			best = cand;
 	}
 	return best;
@@ -243,11 +256,14 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 	p->units = (double)g->compute_units;
 	p->unit_flops = gpu_sustained_flops(g, dt) / p->units;
 	p->wave_overhead_s = g->gemm_tile_overhead_s;
+	p->split_s = !one_kernel && g->gemm_split_k_kernels > 1 ?
+		     (double)(g->gemm_split_k_kernels - 1) *
+		     g->kernel_launch_s : 0;
 	best = plan_roofline(p, ws);
 	for (i = 0; i < g->gemm_tile_m.n; i++) {
 		cand = plan_splits(p, (double)g->gemm_tile_m.v[i],
 				   (double)g->gemm_tile_n.v[i]);
-		if (i == 0 || cand.time_s < best.time_s)
+		if (i == 0 || plan_weight(p, &cand) < plan_weight(p, &best))
 			best = cand;
 	}
 	if (g->gemm_tile_m.n > 0)

@@ -277,3 +277,31 @@ Test(gpu, gemm_split_k_second_kernel_costs_a_launch)
 	cr_assert_float_eq(skinny, one, 1e-15);
 	cr_assert_float_eq(flat2, flat1, 1e-15);
 }
+
+/*
+ * The library weighs the second kernel when it picks a plan: a split
+ * that saves less than a launch is not taken. The GEMM above (m = 1,
+ * n = 128, k = 65536, toy GPU) with a 1 ms launch and the slices summed
+ * in a second kernel: split 64 ways it is two launches, 2 ms, plus its
+ * ~12 us body; unsplit it is one launch, 1 ms, plus the tile's mainloop
+ * t_c = 2 x 128 x 128 x 65536 / 4e12 = 536.87 us (its loads, 16.9 MB
+ * at 10 TB/s, hide under it): 1.537 ms, so it stays unsplit (before,
+ * the split plan: 2.01 ms). An engine's one-kernel skinny GEMM still
+ * splits: 1 ms + its ~12 us.
+ */
+Test(gpu, gemm_split_k_weighs_its_second_launch)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2, .b_B = 2,
+				     .c_B = 2, .one_kernel = 1};
+	double t, skinny;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 1e-3;
+	g.gemm_split_k_kernels = 2;
+	t = gpu_gemm(&g, DTYPE_BF16, 1, 128, 65536, 1).time_s;
+	cr_assert(gpu_fixture_near(t, 1e-3 + 2.0 * 128 * 128 * 65536 / 4e12,
+				   1e-3), "got %g s", t);
+	skinny = gpu_gemm_q(&g, &q, 1, 128, 65536, 1).time_s;
+	cr_assert(skinny > 1e-3 && skinny < 1e-3 + 20e-6, "got %g s", skinny);
+}
