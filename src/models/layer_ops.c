@@ -112,9 +112,9 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
 
 /* Quantize n elements to the low dtype, both layouts (none in 16-bit).
  * fp8 current scaling (Transformer Engine Float8CurrentScalingQuantizer::
- * quantize_impl, pytorch/csrc/quantizer.cpp): the input's amax (a kernel
- * reading it), the scale (a kernel), then the cast: 3 kernels, the input
- * read twice. */
+ * quantize_impl, pytorch/csrc/quantizer.cpp): the amax zeroed (a kernel),
+ * the input's amax (a kernel reading it), the scale (a kernel), then the
+ * cast: FP8_CS_QUANT_KERNELS (4), the input read twice. */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d, int lowp, double n)
 {
@@ -126,7 +126,7 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op->host = HOST_MODULE;
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
-		op->k.launches = 3;
+		op->k.launches = FP8_CS_QUANT_KERNELS;
 		op->amax_pass = 1;
 	}
 }
@@ -134,7 +134,8 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* The cast at index at (if it is one) quantizes a norm's output inside a
  * LayerNormLinear: under fp8 current scaling the norm kernel computes the
  * amax as it writes (normalization.cpp FUSED_NORM_AMAX_FP8, then
- * quantize_with_amax): no amax pass, the scale and cast kernels left. */
+ * quantize_with_amax): no amax pass; the amax's zeroing, the scale and
+ * the cast kernels left (FP8_CS_NORM_QUANT_KERNELS, 3). */
 void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 			 const struct layer_dims *d)
 {
@@ -143,7 +144,7 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 	if (at >= o->n || op->kind != LOP_KERNEL || !op->amax_pass)
 		return;
 	op->k.read_B -= op->k.vec_flops * d->act_B;	/* vec_flops = n */
-	op->k.launches = 2;
+	op->k.launches = FP8_CS_NORM_QUANT_KERNELS;
 	op->amax_pass = 0;
 }
 
