@@ -26,6 +26,10 @@ enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
  * then quantize_with_amax, compute_amax false): zero, scale and cast, 3. */
 enum { FP8_CS_QUANT_KERNELS = 4, FP8_CS_NORM_QUANT_KERNELS = 3 };
 
+/* The amax a current-scaling quantizer reduces across its TP group: one
+ * fp32 (quantizer.cpp quantize_impl's amax tensor), 4 B. */
+enum { FP8_AMAX_B = 4 };
+
 /* The index a new op would use to wait for the current last op. */
 int16_t lop_tail(const struct layer_ops *o);
 

@@ -148,6 +148,25 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 	op->amax_pass = 0;
 }
 
+/* A cast of a sequence-parallel shard that a TP all-gather will carry in
+ * fp8 (a column-parallel input forward, a row-parallel output gradient
+ * backward): under fp8 current scaling every TP rank must use one scale,
+ * so Transformer Engine sets the quantizer's with_amax_reduction over the
+ * TP group (Linear, LayerNormLinear, LayerNormMLP
+ * _customize_quantizers_float8_current_scaling when sequence_parallel,
+ * release_v2.14) and quantize_impl all-reduces (MAX) the fp32 amax between
+ * the amax and the scale kernels, the stream waiting for it
+ * (amax_reduction_group->allreduce(...)->wait()): a 4 B all-reduce after
+ * the cast's amax, before the gather. Here after the cast op, which holds
+ * all four kernels; the chain's time is the same. */
+static void sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
+			   const struct layer_dims *d, int lowp)
+{
+	if (lowp && d->fp8_current && d->sp)
+		lop_tpcoll(o, "fp8_amax_tp_allreduce", pass, d, COLL_ALLREDUCE,
+			   FP8_AMAX_B);
+}
+
 /* The GEMM just pushed runs inside the module call its cast opened
  * (lowp), or opens it. */
 static void in_module(struct layer_ops *o, int lowp)
@@ -170,6 +189,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	int i;
 
 	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
+	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_gemm(o, name, pass, t, n, k, lowp);
 		in_module(o, lowp);
@@ -311,6 +331,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 
 	/* with SP, quantize the local shard and gather low-precision */
 	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
+	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
