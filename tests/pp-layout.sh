@@ -102,4 +102,21 @@ args="--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432
 "$llmsim" config import-megatron "$args" --gpus 2048 >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "but moe.mtp_layers is 0; Megatron's rule" "$tmp/err" ||
 	{ echo "FAIL: import without --mtp-num-layers: $(head -2 "$tmp/err")"; fail=1; }
+# ---- as many virtual stages as layers + 2 where the end stages may hold
+# only the embedding and the loss: Megatron-Core's account_for_embedding/
+# loss_in_pipeline_split (framework pp_split megatron; Megatron-Bridge's
+# Llama 3.1 405B recipe: 126 layers on pp 16 x vp 8 = 128). Llama 3 8B,
+# 32 layers: pp 2 x vpp 17 = 34 runs; 2 x 18 = 36 is refused; the front
+# split (one layer at least a stage) refuses 34 too.
+job8=$root/workloads/jobs/default.yaml
+set8="--set training.global_batch_size=16 --set parallelism.tp=1 --set parallelism.pp=2 --set parallelism.tp_comm_overlap=false --set parallelism.sequence_parallel=false"
+"$llmsim" run "$job8" --no-store --json $set8 --set parallelism.vpp=17 \
+	>"$tmp/l34.json" 2>"$tmp/err" || { echo "FAIL: pp 2 x vpp 17 on 32 layers: $(head -2 "$tmp/err")"; fail=1; }
+"$llmsim" run "$job8" --no-store $set8 --set parallelism.vpp=18 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "exceeds the model's 32 layers plus the embedding and the loss" "$tmp/err" ||
+	{ echo "FAIL: pp 2 x vpp 18 on 32 layers: $(head -2 "$tmp/err")"; fail=1; }
+"$llmsim" run "$job8" --no-store $set8 --set parallelism.vpp=17 \
+	--set framework.pp_split=front >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "exceeds the model's 32 layers$" "$tmp/err" ||
+	{ echo "FAIL: front split, 34 stages: $(head -2 "$tmp/err")"; fail=1; }
 exit $fail

@@ -732,6 +732,26 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 	}
 }
 
+/* The most virtual stages a layout can have: one layer each, and the
+ * first and the last may hold only the embedding and the loss where the
+ * split says so: Megatron-Core's account_for_embedding_in_pipeline_split
+ * and account_for_loss_in_pipeline_split count them as a layer each
+ * (framework pp_split megatron, models/split.c: Llama 3.1 405B's 126
+ * layers on pp 16 x vpp 8 = 128 stages, Megatron-Bridge's perf recipe
+ * LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2 @ v0.4.1), or a pp_layers /
+ * pp_layout gives the end stages no layer (checked there). */
+static int64_t stages_max(const struct job_spec *j)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t layers = j->model->num_hidden_layers;
+
+	if (p->pp_layers.n > 0 || p->pp_layout ||
+	    (!job_is_inference(j) && j->framework &&
+	     j->framework->pp_split == PP_SPLIT_MEGATRON))
+		return layers + 2;
+	return layers;
+}
+
 uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 			  const struct cnode *node)
 {
@@ -747,11 +767,13 @@ uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 		check_training(j, &s);
 	check_tp(j, &s);
 	check_ep(j, &s);
-	if (p->pp * p->vpp > m->num_hidden_layers)
+	if (p->pp * p->vpp > stages_max(j))
 		layout_error(&s, JR_PP_LAYERS, "pp*vpp = "
-			     "%lld*%lld exceeds the model's %lld layers",
+			     "%lld*%lld exceeds the model's %lld layers%s",
 			     (long long)p->pp, (long long)p->vpp,
-			     (long long)m->num_hidden_layers);
+			     (long long)m->num_hidden_layers,
+			     stages_max(j) > m->num_hidden_layers ?
+			     " plus the embedding and the loss" : "");
 	else {
 		check_pp_layers(j, &s);
 		check_pp_layout(j, &s);

@@ -410,6 +410,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	}
 	d->fp8_current = dt == DTYPE_FP8 &&
 			 j->training.fp8_scaling == FP8_CURRENT;
+	d->nvfp4_amax = dt == DTYPE_NVFP4;
 	if (dt == DTYPE_FP8 &&
 	    j->framework->elementwise.per_expert_quantize == 1)
 		moe_quant_dims(j->training.fp8_scaling, d);

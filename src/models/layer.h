@@ -182,6 +182,9 @@ struct layer_dims {
 	int bias_kernels;	/* linear biases as their own kernels */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
 				 * its input's amax (layer_ops.c lop_cast) */
+	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
+				 * per-tensor amax, a kernel of its own that no
+				 * norm fuses (layer_ops.c lop_cast) */
 	int qk_norm;		/* Q and K normalized per head (GQA layers) */
 	int expert_casts;	/* kernels one grouped cast is: 1, or one per
 				 * local expert (MX formats, framework

@@ -114,7 +114,18 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * fp8 current scaling (Transformer Engine Float8CurrentScalingQuantizer::
  * quantize_impl, pytorch/csrc/quantizer.cpp): the amax zeroed (a kernel),
  * the input's amax (a kernel reading it), the scale (a kernel), then the
- * cast: FP8_CS_QUANT_KERNELS (4), the input read twice. */
+ * cast: FP8_CS_QUANT_KERNELS (4), the input read twice.
+ * NVFP4 (NVFP4Quantizer::quantize_impl, the same file, TE v2.10 through
+ * d0067d0): the second-level scale is per tensor, so the quantizer first
+ * computes the input's amax (nvte_hadamard_transform_amax for the inputs
+ * and gradients, which the NVFP4BlockScaling recipe gives a random
+ * Hadamard transform: the input's amax and its transform's in one read;
+ * nvte_compute_amax_with_config otherwise), then quantizes both layouts
+ * (nvte_quantize_with_hadamard_transform / nvte_quantize_v2), the global
+ * scale taken from the amax inside: 2 kernels, the input read twice. A
+ * norm before it does not take the amax over (extensions/normalization.cpp:
+ * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
+ * saving. */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d, int lowp, double n)
 {
@@ -128,6 +139,9 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->k.read_B += n * d->act_B;
 		op->k.launches = FP8_CS_QUANT_KERNELS;
 		op->amax_pass = 1;
+	} else if (d->nvfp4_amax) {
+		op->k.read_B += n * d->act_B;
+		op->k.launches = 2;
 	}
 }
 

@@ -652,6 +652,47 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	assert_close(o.op[0].k.read_B, n * 2);
 }
 
+Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *qkv, *proj;
+	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024), n = T q =
+	 * 4194304 elements a cast. NVFP4 (Transformer Engine's NVFP4Quantizer:
+	 * the per-tensor amax, a kernel reading the input, then the quantize
+	 * kernel reading it again): read 2 n 2 B = 16777216 B, 2 launches,
+	 * for the proj input and for the QKV input alike (the norm before
+	 * the QKV cast does not compute the post-Hadamard amax). Writes: both
+	 * layouts, 2 n x (0.5 + 1/16) B (E2M1 pairs, an E4M3 scale per 16)
+	 * = 4718592 B. */
+	double n = 4096.0 * 1024;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_NVFP4;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.nvfp4_amax, 1);
+	cr_assert_eq(d.fp8_current, 0);
+	layer_fwd(&d, NULL, &o);
+	proj = fixture_op(&o, "proj_cast");
+	qkv = fixture_op(&o, "qkv_cast");
+	cr_assert(proj && qkv);
+	assert_close(proj->k.read_B, 16777216.0);
+	assert_close(proj->k.write_B, 4718592.0);
+	assert_close(proj->k.launches, 2);
+	assert_close(qkv->k.read_B, 16777216.0);
+	assert_close(qkv->k.launches, 2);
+	cr_assert_eq(qkv->amax_pass, 0);
+	/* MXFP8's block scales need no tensor amax: one read. */
+	f.job.training.dtype = DTYPE_MXFP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.nvfp4_amax, 0);
+	layer_fwd(&d, NULL, &o);
+	proj = fixture_op(&o, "proj_cast");
+	cr_assert_not_null(proj);
+	assert_close(proj->k.read_B, n * 2);
+}
+
 Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
 {
 	struct fixture f;
