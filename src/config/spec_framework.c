@@ -11,7 +11,7 @@
 
 #include "cnode.h"
 
-const char *const opt_update_names[] = {"fused", "eager", NULL};
+const char *const opt_update_names[] = {"fused", "eager", "foreach", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
@@ -37,7 +37,10 @@ static const struct schema_field opt_step_fields[] = {
 	{ .key = "update", .type = ST_ENUM, .offset = SOFF(update),
 	  .values = opt_update_names, .def = "fused",
 	  .help = "fused: one multi_tensor_apply pass; eager: a per-tensor loop "
-		  "of PyTorch ops (9 kernels with intermediates)" },
+		  "of PyTorch ops (9 kernels with intermediates); foreach: "
+		  "torch.optim.Adam's default _multi_tensor_adam, 7 "
+		  "multi_tensor_apply passes (lerp, mul, addcmul, sqrt, div, "
+		  "add, addcdiv; SGD as fused)" },
 	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
 	  .def = "false",
 	  .help = "with master weights, copy them to the 16-bit model weights "
@@ -262,6 +265,21 @@ static const struct schema_field framework_fields[] = {
 		  "to the reduce dtype and its pre-division before every "
 		  "reduce-scatter; on the shard the post-division, the "
 		  "accumulation, the low-precision copies before all-gathers)" },
+	{ .key = "fsdp_reshard_after_forward", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_reshard_after_forward), .def = "true",
+	  .help = "ZeRO-3: FSDP frees a unit's gathered parameters after "
+		  "its forward (false: they stay until its backward, so at "
+		  "the end of the forward every unit of the rank is held "
+		  "unsharded; with fsdp_pp_no_sync they stay through the "
+		  "schedule run)" },
+	{ .key = "pp_lockstep", .type = ST_BOOL,
+	  .offset = FOFF(pp_lockstep), .def = "false",
+	  .help = "interleaved 1F1B in lock step (torch.distributed."
+		  "pipelining's PipelineScheduleMulti, torch <= 2.8): every "
+		  "rank runs one action a time step of the schedule's table, "
+		  "then the step's sends and the receives of what its "
+		  "neighbours computed in that step, and waits for them "
+		  "before the next step's action" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

@@ -143,8 +143,10 @@ enum attention_impl {
 /* How the framework runs the optimizer's parameter update. */
 enum opt_update_impl {
 	OPT_UPDATE_FUSED,	/* one multi_tensor_apply pass (apex/torch fused Adam) */
-	OPT_UPDATE_EAGER	/* a per-tensor loop of PyTorch ops (Composer's
+	OPT_UPDATE_EAGER,	/* a per-tensor loop of PyTorch ops (Composer's
 				 * DecoupledAdamW): 9 kernels, intermediates */
+	OPT_UPDATE_FOREACH	/* torch.optim.Adam's default on CUDA,
+				 * _multi_tensor_adam: 7 foreach passes */
 };
 
 extern const char *const opt_update_names[];
@@ -305,6 +307,15 @@ struct framework_spec {
 						 * once (the one computing and those prefetched) */
 	int fsdp_grad_passes;			/* ZeRO-3: torch FSDP's per-unit memory passes around
 						 * its all-gathers and reduce-scatters (layer.c) */
+	int fsdp_reshard_after_forward;		/* ZeRO-3: a unit frees its gathered
+						 * parameters after its forward (else
+						 * they stay until its backward: every
+						 * unit of the rank at once, footprint.c) */
+	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
+						 * pipelining's PipelineScheduleMulti runs
+						 * it: one action a time step, each step's
+						 * sends and receives waited for before the
+						 * next (train_pp.c) */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */

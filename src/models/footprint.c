@@ -53,7 +53,15 @@
  * embedding or the LM head where the rank holds them (V h parameters,
  * more than a layer's ~12 h^2 when V > 12 h; a head's forward is followed
  * by its backward and an embedding's backward by the next forward, so two
- * of them are gathered together), else a layer.
+ * of them are gathered together), else a layer. A framework that keeps
+ * a unit gathered from its forward to its backward (FSDP2's
+ * reshard_after_forward False: fsdp_reshard_after_forward false), or
+ * through a pipeline run (fsdp_pp_no_sync with pp >= 2: no reshard
+ * after backward either), holds every FSDP unit of the rank unsharded at
+ * the end of the forward, where the activations peak: the rank's dense
+ * parameters at W dp cp bytes each and, when the experts are sharded
+ * over their data-parallel group (edp > 1; else FSDP ignores them), its
+ * experts at W edp bytes each.
  *
  * Workspace: the framework's (library workspaces, communication buffers),
  * plus a GPU-initiated dispatcher's all-to-all buffers (ep.h
@@ -658,11 +666,23 @@ static int rank_footprint(const struct job_spec *j,
 			(double)j->system->gpus_per_node /
 			(double)(j->parallelism.etp > 0 ? j->parallelism.etp :
 				 j->parallelism.tp));
-	if (j->training.zero_stage >= 3)
-		f->workspace_B += (double)j->framework->fsdp_prefetch_units *
-				  largest_unit_params(j, d, split, first, rank) /
-				  d->tp * (w * (double)(j->parallelism.dp *
-							j->parallelism.cp));
+	if (j->training.zero_stage >= 3) {
+		double edp = (double)(j->parallelism.edp > 0 ?
+				      j->parallelism.edp : 1);
+		double held = (double)j->framework->fsdp_prefetch_units *
+			      largest_unit_params(j, d, split, first, rank) /
+			      d->tp * (w * (double)(j->parallelism.dp *
+						    j->parallelism.cp));
+		double all = dense * w * (double)(j->parallelism.dp *
+						  j->parallelism.cp) +
+			     (edp > 1 ? experts * we * edp : 0);
+
+		if ((!j->framework->fsdp_reshard_after_forward ||
+		     (j->framework->fsdp_pp_no_sync && j->parallelism.pp > 1)) &&
+		    all > held)
+			held = all;
+		f->workspace_B += held;
+	}
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 	return 0;

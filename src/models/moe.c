@@ -319,13 +319,18 @@ static void router_fwd(struct layer_ops *o, enum layer_pass pass,
 	double T = m->tokens, E = m->experts, k = m->topk;
 	struct layer_op *op;
 
-	/* AutoModel's FakeBalancedGate: no weight, no scores; its int64
-	 * indices (arange(T k) % E) and fp32 weights (ones / k, then cast
-	 * to the activations' dtype) are written, T k (8 + 4 + act_B) B,
-	 * and nothing flows back */
+	/* AutoModel's FakeBalancedGate: no weight, no scores, nothing flows
+	 * back (constants). Its forward is six PyTorch ops on T k
+	 * selections (NVIDIA-NeMo/Automodel @ 8d9bfb90e, moe/layers.py
+	 * FakeBalancedGate.forward): torch.ones fp32 (write 4 B), / k (read
+	 * 4, write 4), torch.arange int64 (write 8), % E (read 8, write 8),
+	 * + skip_first_n_experts (0, still a kernel: read 8, write 8) and
+	 * type_as(x) (read 4, write act_B): read 24 B, write 32 + act_B B a
+	 * selection, 6 kernels, all contiguous; a FLOP for each of the
+	 * divide, remainder and add */
 	if (m->fixed_gate) {
-		lop_memop(o, "router_fixed", pass, 0,
-			  T * k * (8 + 4 + d->act_B), 2 * T * k);
+		lop_eager(o, "router_fixed", pass, 24 * T * k,
+			  T * k * (32 + d->act_B), 0, 6, 3 * T * k);
 		return;
 	}
 	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
@@ -847,6 +852,8 @@ void moe_params(const struct layer_dims *d, int bias, double *dense,
 
 	*experts = m->experts * (mats * h * m->ffn +
 				 (bias ? (d->gated ? 2 : 1) * m->ffn + h : 0));
-	*dense = h * m->experts + (bias ? m->experts : 0) +
+	/* the router's weight (and bias); AutoModel's FakeBalancedGate
+	 * (fixed_gate) is a module without parameters (moe/layers.py) */
+	*dense = (m->fixed_gate ? 0 : h * m->experts + (bias ? m->experts : 0)) +
 		 (fs > 0 ? mats * h * fs + (bias ? (d->gated ? 2 : 1) * fs + h : 0) : 0);
 }

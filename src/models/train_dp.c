@@ -65,6 +65,13 @@
  *   grad_norm     read G
  *   grad_clip     read G, write G
  *   update fused  read G + M + S, write M + S
+ *   update foreach torch.optim.Adam's default on CUDA (_multi_tensor_adam,
+ *                 torch <= 2.8, no weight decay, not capturable), one
+ *                 moment s = S / 2: lerp_(m, g) (r s + G, w s), mul_(v)
+ *                 (r s, w s), addcmul_(v, g, g) (r s + G, w s), sqrt(v)
+ *                 (r s, w s), div_ and add_ (each r s, w s), addcdiv_(p,
+ *                 m, sqrt) (r M + 2 s, w M): read M + 8 s + 2 G, write
+ *                 M + 6 s, 7 passes
  *   copy_params   with master weights: read M, write W
  * and streaming kernels (gpu_memory_op)
  *   update eager  Composer's DecoupledAdamW loop, per element: p *= 1 -
@@ -756,6 +763,13 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 		sum += gpu_memory_op(g, (2 * M + 9 * st + 2 * G) * p,
 				     (2 * M + 7 * st) * p, upd * p,
 				     (M + S + G) * p).time_s;
+	} else if (o->update == OPT_UPDATE_FOREACH &&
+		   j->training.optimizer == OPT_ADAM) {
+		double st = S / 2;	/* one moment; the square root's too */
+
+		sum += 2 * mt_pass(g, p, st + G, st, 2) +	/* lerp, addcmul */
+		       4 * mt_pass(g, p, st, st, 1) +	/* mul, sqrt, div, add */
+		       mt_pass(g, p, M + 2 * st, M, 2);	/* addcdiv */
 	} else {
 		sum += mt_pass(g, p, G + M + S, M + S, upd);
 	}

@@ -23,7 +23,29 @@
  * sending microbatch 1 while rank pp-1 sends it microbatch 0: Megatron
  * posts both at once), so it has a stream of its own, pp_fwd_wrap. The
  * gradients likewise on pp_bwd and pp_bwd_wrap.
+ *
+ * Lock step (framework pp_lockstep): torch.distributed.pipelining's
+ * ScheduleInterleaved1F1B is a PipelineScheduleMulti (torch <= 2.8,
+ * the version NeMo AutoModel's uv.lock pins @ 8d9bfb90e). Its
+ * _step_microbatches walks a table of time steps, one action or None a
+ * step (_get_1f1b_rank_ops: rank r idles r steps, runs its w warm-up
+ * forwards, idles until the earliest step of its first backward,
+ * v p + 2 (p - 1 - r), then alternates forward and backward, and in the
+ * cool-down a None before each backward), and at every step batches
+ * the action's send with the receives of what its neighbours computed
+ * in the same step, then waits for the batch (_wait_batch_p2p) before
+ * the next step. So a transfer a sender's action at step T makes is
+ * posted by the receiver after its own actions up to step T, and both
+ * ranks' next actions (after step T) wait for it, whether or not they
+ * need the tensor yet. The streams then carry each rank's transfers in
+ * step order (the merge still pairs them). Its grouping of microbatches
+ * is Megatron's (sched.c) when a run's microbatches are a multiple of
+ * pp (microbatches_per_round = pp); otherwise, with the all-to-all
+ * overlap's extra warm-up, or another schedule, transfers run as
+ * above.
  */
+#include <stdlib.h>
+
 #include "base/diag.h"
 #include "train_impl.h"
 
@@ -31,12 +53,85 @@
 struct xfer {
 	uint32_t from;		/* simulated rank that sends */
 	uint32_t act;		/* its action producing the tensor */
+	int64_t step;		/* lock step: the sender's time step */
 };
 
 struct xlist {
 	struct xfer *v;		/* this rank's transfers in its order */
 	uint32_t n, pos;	/* count; next to create */
 };
+
+/* Whether the pipeline runs in lock step (pp_lockstep, above). */
+static int lockstep(const struct train *t)
+{
+	int64_t mg = t->m / job_schedule_runs(t->job);
+
+	return t->job->framework->pp_lockstep && t->pp > 1 &&
+	       t->job->parallelism.schedule == SCHED_INTERLEAVED &&
+	       !t->a2a_overlap && mg % t->pp == 0;
+}
+
+/* The time step of pipeline rank s's action a in torch's table
+ * (_get_1f1b_rank_ops), each schedule run after the last: w warm-up
+ * forwards from step s; the steady state from step
+ * max(s + w, v p + 2 (p - 1 - s)) (s when w is 0), a step an action;
+ * in the cool-down
+ * (its last w actions, backwards) a None before each. */
+static int64_t torch_step(const struct train *t, int64_t s, int64_t a)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t p = t->pp, v = t->v, n = sp->run_acts, w = sp->warmup;
+	int64_t run = a / n, k = a % n, fb = n / 2 - w;
+	int64_t steady = v * p + 2 * (p - 1 - s), at;
+
+	if (steady < s + w || w == 0)	/* the idle steps follow the last
+					 * warm-up forward: none without one */
+		steady = s + w;
+	if (k < w)
+		at = s + k;
+	else if (k < w + 2 * fb)
+		at = steady + (k - w);
+	else
+		at = steady + 2 * fb + 2 * (k - w - 2 * fb) + 1;
+	/* a run's last step is below steady + 2 n <= v p + 2 p + 2 n */
+	return run * (v * p + 2 * p + 2 * n) + at;
+}
+
+/* The first of rank r's actions after time step T (nacts if none). */
+static int64_t after_step(const struct train *t, uint32_t r, int64_t T)
+{
+	int64_t pp_i, i, lo = 0, hi;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	hi = t->stage[pp_i].nacts;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (torch_step(t, pp_i, mid) > T)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Task `before` ahead of rank r's action a (none past the last). */
+static int before_action(struct train *t, task_id before, uint32_t r,
+			 int64_t a)
+{
+	int64_t pp_i, i;
+	struct unit_rec *rec;
+	uint32_t k;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	if (a >= t->stage[pp_i].nacts)
+		return 0;
+	rec = train_unit(t, r, (uint32_t)a, 0);
+	for (k = 0; k < rec->nfirst; k++)
+		if (train_dep(t, before, rec->first[k]) != 0)
+			return -1;
+	return 0;
+}
 
 /* The virtual stage a transfer of direction dir goes to from vs. */
 static int64_t target_vs(int dir, int64_t vs)
@@ -89,14 +184,18 @@ static uint32_t list_rank(const struct train *t, uint32_t r, int dir,
 		if (act.bwd != dir)
 			continue;
 		if (in_range(t, from_vs) && is_wrap(t, dir, from_vs) == wrap) {
-			if (l)	/* receive */
+			if (l) {	/* receive */
 				peer(t, r, dir, act.mb, from_vs, &l[n].from,
 				     &l[n].act);
+				l[n].step = torch_step(t, from_vs % t->pp,
+						       l[n].act);
+			}
 			n++;
 		}
 		if (in_range(t, target_vs(dir, vs)) && is_wrap(t, dir, vs) == wrap) {
 			if (l)
-				l[n] = (struct xfer){ r, (uint32_t)a };
+				l[n] = (struct xfer){ r, (uint32_t)a,
+						      torch_step(t, pp_i, a) };
 			n++;
 		}
 	}
@@ -157,6 +256,18 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 	for (i = 0; i < rec->nfirst; i++)
 		if (train_dep(t, first + 1, rec->first[i]) != 0)
 			return -1;
+	if (lockstep(t)) {	/* the receiver posts it after its actions
+				 * up to the sender's step; both ranks' next
+				 * actions wait for it */
+		int64_t b = after_step(t, to, x.step);
+
+		if (b > 0 && train_dep(t, train_action_end(t, to, b - 1),
+				       first + 1) != 0)
+			return -1;
+		if (before_action(t, first + 1, to, b) != 0 ||
+		    before_action(t, first, x.from, (int64_t)x.act + 1) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -230,6 +341,19 @@ static int merge(struct train *t, int dir, int wrap, struct xlist *lists)
 	return 0;
 }
 
+/* Lock step: a rank's transfers in time-step order (ties by sender and
+ * action, the same order at both ends). */
+static int by_step(const void *pa, const void *pb)
+{
+	const struct xfer *a = pa, *b = pb;
+
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	if (a->from != b->from)
+		return a->from < b->from ? -1 : 1;
+	return a->act < b->act ? -1 : a->act > b->act;
+}
+
 /* The transfers of one direction on one stream. */
 static int build_stream(struct train *t, int dir, int wrap)
 {
@@ -245,6 +369,9 @@ static int build_stream(struct train *t, int dir, int wrap)
 		if (!lists[r].v)
 			return -1;
 		list_rank(t, r, dir, wrap, lists[r].v);
+		if (lockstep(t))
+			qsort(lists[r].v, lists[r].n, sizeof(*lists[r].v),
+			      by_step);
 	}
 	return merge(t, dir, wrap, lists);
 }

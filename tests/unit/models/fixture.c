@@ -70,6 +70,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->fw.overlap_grad_reduce = 1;
 	f->fw.overlap_param_gather = 1;
 	f->fw.fsdp_prefetch_units = 2;
+	f->fw.fsdp_reshard_after_forward = 1;	/* the schema default */
 	f->job.name = "test-job";
 	f->job.model = &f->model;
 	f->job.system = &f->sys;

@@ -288,3 +288,29 @@ Test(footprint, fsdp_gathers_the_largest_unit)
 	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
 	assert_close(fp.workspace_B, 1073741824.0 + 3 * (V + s) * h * W);
 }
+
+Test(footprint, fsdp_without_reshard_holds_every_unit)
+{
+	struct fixture f;
+	struct footprint fp;
+	double h = 1024, V = 51200, s = 2048, W = 2, L = 8;
+	double params = (V + s) * h + L * (12 * h * h + 4 * h) + V * h + 2 * h;
+
+	/* The job above with FSDP2's reshard_after_forward False (NeMo
+	 * AutoModel's MoE parallelizer): at the end of the forward every
+	 * unit is gathered, the embedding with its positions (V + s) h, 8
+	 * layers of 12 h^2 + 4 h and the head V h + 2 h = 207.4e6
+	 * parameters at W = 2 B: workspace 1 GiB + 2 x 207.4e6 B (more
+	 * than two units' 2 (V + s) h W). */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	f.fw.fsdp_reshard_after_forward = 0;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + params * W);
+	/* Torch pipelining's no-sync at pp 1 changes nothing; resharding
+	 * after the forward, two units as above. */
+	f.fw.fsdp_reshard_after_forward = 1;
+	f.fw.fsdp_pp_no_sync = 1;
+	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
+	assert_close(fp.workspace_B, 1073741824.0 + 2 * (V + s) * h * W);
+}

@@ -877,12 +877,17 @@ Test(moe, fixed_round_robin_gate_has_no_router)
 	struct layer_ops o;
 	struct layer_kind kind = { .moe = 1 };
 	const struct layer_op *op;
+	double dense, experts, dense_fixed, experts_fixed;
 
 	/* AutoModel's FakeBalancedGate (balance uniform, framework
-	 * balanced_gate round_robin): no router GEMM or top-k; its indices
-	 * (8 B) and weights (fp32 4 B, then cast to 2 B) for T k = 4096 x 2
-	 * selections are written, 8192 x 14 = 114688 B, and the backward has
-	 * no router ops. */
+	 * balanced_gate round_robin): no router GEMM or top-k; six PyTorch
+	 * ops on T k = 4096 x 2 = 8192 selections: ones (write 4 B), / k
+	 * (read 4, write 4), arange (write 8), % E (read 8, write 8), + 0
+	 * (read 8, write 8), type_as bf16 (read 4, write 2): read 8192 x 24
+	 * = 196608 B, write 8192 x 34 = 278528 B, 6 kernels; the backward
+	 * has no router ops, and the gate has no parameters: the layer's
+	 * dense MoE parameters lose the router's h E = 1024 x 8 = 8192
+	 * (the fixture has no biases). */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 1);
 	f.job.moe.routing.balance = ROUTE_UNIFORM;
@@ -892,8 +897,11 @@ Test(moe, fixed_round_robin_gate_has_no_router)
 	layer_fwd(&d, &kind, &o);
 	op = fixture_op(&o, "router_fixed");
 	cr_assert_not_null(op);
-	cr_assert(fixture_near(op->k.write_B, 114688, 1e-12));
-	cr_assert(fixture_near(op->k.read_B, 0, 0));
+	cr_assert(fixture_near(op->k.write_B, 278528, 1e-12));
+	cr_assert(fixture_near(op->k.read_B, 196608, 1e-12));
+	cr_assert(fixture_near(op->k.launches, 6, 0));
+	cr_assert(fixture_near(op->k.strided_B, 0, 0));
+	footprint_layer_params(&f.job, &d, 0, &dense_fixed, &experts_fixed);
 	cr_assert_null(fixture_op(&o, "router"));
 	cr_assert_null(fixture_op(&o, "router_topk"));
 	layer_bwd(&d, &kind, LREC_NONE, &o);
@@ -906,6 +914,9 @@ Test(moe, fixed_round_robin_gate_has_no_router)
 	layer_fwd(&d, &kind, &o);
 	cr_assert_not_null(fixture_op(&o, "router"));
 	cr_assert_null(fixture_op(&o, "router_fixed"));
+	footprint_layer_params(&f.job, &d, 0, &dense, &experts);
+	cr_assert(fixture_near(dense - dense_fixed, 1024.0 * 8, 1e-12));
+	cr_assert(fixture_near(experts, experts_fixed, 1e-12));
 	arena_release(&a);
 }
 
