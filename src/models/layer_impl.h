@@ -15,6 +15,21 @@
 /* Nominal vector FLOPs per element of the memory-bound kernels. */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
 
+/* GPU kernels of one Transformer Engine fp8 per-tensor current-scaling
+ * quantize (Float8CurrentScalingQuantizer::quantize_impl, pytorch/csrc/
+ * quantizer.cpp, release_v2.9 .. v2.17 alike): nvte_compute_amax, whose
+ * launch_amax_kernel first zeroes the amax (zero_amax_kernel<<<1, 1>>>)
+ * and then reduces it (amax_kernel), nvte_compute_scale_from_amax, and
+ * nvte_quantize_v2 (the cast, with its transpose on Hopper): 4. After a
+ * norm that wrote the amax (normalization.cpp FUSED_NORM_AMAX_FP8:
+ * create_unquantized_tensor_with_amax's amax.zero_() before the norm,
+ * then quantize_with_amax, compute_amax false): zero, scale and cast, 3. */
+enum { FP8_CS_QUANT_KERNELS = 4, FP8_CS_NORM_QUANT_KERNELS = 3 };
+
+/* The amax a current-scaling quantizer reduces across its TP group: one
+ * fp32 (quantizer.cpp quantize_impl's amax tensor), 4 B. */
+enum { FP8_AMAX_B = 4 };
+
 /* The index a new op would use to wait for the current last op. */
 int16_t lop_tail(const struct layer_ops *o);
 

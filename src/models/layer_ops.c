@@ -112,9 +112,9 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
 
 /* Quantize n elements to the low dtype, both layouts (none in 16-bit).
  * fp8 current scaling (Transformer Engine Float8CurrentScalingQuantizer::
- * quantize_impl, pytorch/csrc/quantizer.cpp): the input's amax (a kernel
- * reading it), the scale (a kernel), then the cast: 3 kernels, the input
- * read twice.
+ * quantize_impl, pytorch/csrc/quantizer.cpp): the amax zeroed (a kernel),
+ * the input's amax (a kernel reading it), the scale (a kernel), then the
+ * cast: FP8_CS_QUANT_KERNELS (4), the input read twice.
  * NVFP4 (NVFP4Quantizer::quantize_impl, the same file, TE v2.10 through
  * d0067d0): the second-level scale is per tensor, so the quantizer first
  * computes the input's amax (nvte_hadamard_transform_amax for the inputs
@@ -137,7 +137,7 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op->host = HOST_MODULE;
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
-		op->k.launches = 3;
+		op->k.launches = FP8_CS_QUANT_KERNELS;
 		op->amax_pass = 1;
 	} else if (d->nvfp4_amax) {
 		op->k.read_B += n * d->act_B;
@@ -148,7 +148,8 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* The cast at index at (if it is one) quantizes a norm's output inside a
  * LayerNormLinear: under fp8 current scaling the norm kernel computes the
  * amax as it writes (normalization.cpp FUSED_NORM_AMAX_FP8, then
- * quantize_with_amax): no amax pass, the scale and cast kernels left. */
+ * quantize_with_amax): no amax pass; the amax's zeroing, the scale and
+ * the cast kernels left (FP8_CS_NORM_QUANT_KERNELS, 3). */
 void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 			 const struct layer_dims *d)
 {
@@ -157,8 +158,27 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 	if (at >= o->n || op->kind != LOP_KERNEL || !op->amax_pass)
 		return;
 	op->k.read_B -= op->k.vec_flops * d->act_B;	/* vec_flops = n */
-	op->k.launches = 2;
+	op->k.launches = FP8_CS_NORM_QUANT_KERNELS;
 	op->amax_pass = 0;
+}
+
+/* A cast of a sequence-parallel shard that a TP all-gather will carry in
+ * fp8 (a column-parallel input forward, a row-parallel output gradient
+ * backward): under fp8 current scaling every TP rank must use one scale,
+ * so Transformer Engine sets the quantizer's with_amax_reduction over the
+ * TP group (Linear, LayerNormLinear, LayerNormMLP
+ * _customize_quantizers_float8_current_scaling when sequence_parallel,
+ * release_v2.14) and quantize_impl all-reduces (MAX) the fp32 amax between
+ * the amax and the scale kernels, the stream waiting for it
+ * (amax_reduction_group->allreduce(...)->wait()): a 4 B all-reduce after
+ * the cast's amax, before the gather. Here after the cast op, which holds
+ * all four kernels; the chain's time is the same. */
+static void sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
+			   const struct layer_dims *d, int lowp)
+{
+	if (lowp && d->fp8_current && d->sp)
+		lop_tpcoll(o, "fp8_amax_tp_allreduce", pass, d, COLL_ALLREDUCE,
+			   FP8_AMAX_B);
 }
 
 /* The GEMM just pushed runs inside the module call its cast opened
@@ -183,6 +203,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	int i;
 
 	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
+	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_gemm(o, name, pass, t, n, k, lowp);
 		in_module(o, lowp);
@@ -324,6 +345,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 
 	/* with SP, quantize the local shard and gather low-precision */
 	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
+	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)

@@ -106,12 +106,14 @@ static uint16_t per_expert(const struct layer_dims *d)
  * for all experts only under delayed-scaling FP8; any other quantizer runs
  * per expert. Per-tensor current scaling (Float8CurrentScalingQuantizer::
  * quantize_impl, quantizer.cpp) computes the expert's amax (a kernel
- * reading its rows: lop_cast's amax pass), its scale (a kernel), then
- * casts (a kernel): 3 kernels per expert; block scaling (Float8Block-
- * Quantizer) casts in one kernel per expert. */
+ * reading its rows: lop_cast's amax pass, after a kernel zeroing it), its
+ * scale (a kernel), then casts (a kernel): FP8_CS_QUANT_KERNELS (4) per
+ * expert; block scaling (Float8BlockQuantizer) casts in one kernel per
+ * expert. */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
 {
-	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ? 3 :
+	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ?
+			       FP8_CS_QUANT_KERNELS :
 			       fp8_scaling == FP8_BLOCK ? 1 : 0;
 }
 
@@ -122,7 +124,7 @@ void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
  * is one kernel; 2.14, csrc/extensions/cast.cpp; framework data
  * per_expert_quantize, taken for the MX formats), each paying the GPU's
  * kernel launch; fp8 recipes as moe_quant_dims; 0: lop_cast's count (one
- * launch, or fp8 current scaling's amax, scale and cast over all rows). */
+ * launch, or fp8 current scaling's 4 kernels over all rows). */
 static double cast_kernels(const struct layer_dims *d)
 {
 	if (d->moe.quant_kernels > 0)

@@ -613,10 +613,12 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024). Delayed
 	 * scaling: a cast reads its input once (n 2 B) in one kernel. Current
 	 * scaling: the proj input (the attention output, n = T q = 4194304)
-	 * is read for its amax and again by the cast, 3 kernels (amax, scale,
-	 * cast): 2 n 2 B = 16777216 B; the QKV input comes out of the
-	 * LayerNormLinear's norm with its amax: one read (8388608 B), the
-	 * scale and cast kernels (2). The writes (both fp8 layouts, 2 n 1 B)
+	 * is read for its amax and again by the cast, 4 kernels (the amax
+	 * zeroed, amax, scale, cast: TE quantize_impl, launch_amax_kernel's
+	 * zero_amax_kernel first): 2 n 2 B = 16777216 B; the QKV input comes
+	 * out of the LayerNormLinear's norm with its amax: one read
+	 * (8388608 B), the zeroing (amax.zero_() before the norm), scale and
+	 * cast kernels (3). The writes (both fp8 layouts, 2 n 1 B)
 	 * do not change. */
 	double n = 4096.0 * 1024;
 
@@ -637,16 +639,16 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	cr_assert(proj && qkv);
 	assert_close(proj->k.read_B, 2 * n * 2);
 	assert_close(proj->k.write_B, 2 * n);
-	assert_close(proj->k.launches, 3);
+	assert_close(proj->k.launches, 4);
 	assert_close(qkv->k.read_B, n * 2);
-	assert_close(qkv->k.launches, 2);
+	assert_close(qkv->k.launches, 3);
 	cr_assert_eq(qkv->amax_pass, 0);
-	/* Only a cast is taken for one: a memory kernel of 3 launches that
-	 * is not a cast keeps its 3 launches and its read (n 2 B). */
+	/* Only a cast is taken for one: a memory kernel of 4 launches that
+	 * is not a cast keeps its 4 launches and its read (n 2 B). */
 	o.n = 0;
-	lop_memop(&o, "three_kernels", PASS_FWD, n * 2, n * 2, n)->k.launches = 3;
+	lop_memop(&o, "four_kernels", PASS_FWD, n * 2, n * 2, n)->k.launches = 4;
 	lop_cast_after_norm(&o, 0, &d);
-	assert_close(o.op[0].k.launches, 3);
+	assert_close(o.op[0].k.launches, 4);
 	assert_close(o.op[0].k.read_B, n * 2);
 }
 
@@ -733,4 +735,65 @@ Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
 		}
 	}
 	cr_assert_eq(adds, 4);
+}
+
+static int count_named(const struct layer_ops *o, const char *name,
+		       enum layer_pass pass)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		n += o->op[i].pass == pass && !strcmp(o->op[i].name, name);
+	return n;
+}
+
+Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops fw, bw;
+	int i, ar = -1;
+	/* GPT layer, tp 2 with SP, fp8 current scaling. Transformer Engine
+	 * reduces (MAX) the amax of every quantizer whose fp8 output a TP
+	 * all-gather carries: the column-parallel inputs forward (QKV in the
+	 * LayerNormLinear, FC1 in the LayerNormMLP: 2) and the row-parallel
+	 * output gradients backward (proj and FC2: 2), one fp32 each, 4 B,
+	 * over the TP group, between the cast's amax and the gather. Delayed
+	 * scaling, or no SP: none. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 2);
+	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 2);
+	for (i = 0; i < fw.n; i++)
+		if (!strcmp(fw.op[i].name, "fp8_amax_tp_allreduce")) {
+			ar = i;
+			break;
+		}
+	cr_assert(ar > 0);
+	cr_assert_eq(fw.op[ar].kind, LOP_COLL);
+	cr_assert_eq(fw.op[ar].coll, COLL_ALLREDUCE);
+	cr_assert_eq(fw.op[ar].group, LG_TP);
+	assert_close(fw.op[ar].coll_B, 4);
+	/* after the cast (its amax), before the all-gather that waits */
+	cr_assert(fw.op[ar - 1].amax_pass || fw.op[ar - 1].k.launches == 3);
+	cr_assert_eq(fw.op[ar + 1].coll, COLL_ALLGATHER);
+	cr_assert_eq(fw.op[ar + 1].dep[0], ar);
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
+	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	f.job.parallelism.sequence_parallel = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
+	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
 }

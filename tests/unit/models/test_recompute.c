@@ -313,12 +313,12 @@ Test(recompute, moe_act_backward_cast_is_a_current_scaling_cast)
 	layer_bwd(&d, &kind, LREC_SELECTIVE, &bw);
 	/* fp8 current scaling over fc2's input, R f_e = 8192 * 512
 	 * elements: the amax pass and the cast each read it, 2 R f_e B =
-	 * 16777216 B, in 3 kernels (amax, scale, cast), as the forward's
-	 * expert_fc2_cast; the backward writes the column-wise copy only,
+	 * 16777216 B, in 4 kernels (amax zeroed, amax, scale, cast), as the
+	 * forward's expert_fc2_cast; the backward writes the column-wise copy only,
 	 * R f_e L = 4194304 B. */
 	c = find_op(&bw, PASS_BWD, "expert_fc2_input_cast");
 	assert_close(c->k.read_B, 2 * R * fe * B);
-	assert_close(c->k.launches, 3);
+	assert_close(c->k.launches, 4);
 	assert_close(c->k.write_B, R * fe * L);
 	assert_close(find_op(&fw, PASS_FWD, "expert_fc2_cast")->k.launches,
 		     c->k.launches);
