@@ -122,7 +122,8 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * Hadamard transform: the input's amax and its transform's in one read;
  * nvte_compute_amax_with_config otherwise), then quantizes both layouts
  * (nvte_quantize_with_hadamard_transform / nvte_quantize_v2), the global
- * scale taken from the amax inside: 2 kernels, the input read twice. A
+ * scale taken from the amax inside; each amax kernel is preceded by one
+ * zeroing the amax: 3 kernels (NVFP4_QUANT_KERNELS), the input read twice. A
  * norm before it does not take the amax over (extensions/normalization.cpp:
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
@@ -141,7 +142,7 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->amax_pass = 1;
 	} else if (d->nvfp4_amax) {
 		op->k.read_B += n * d->act_B;
-		op->k.launches = 2;
+		op->k.launches = NVFP4_QUANT_KERNELS;
 	}
 }
 
