@@ -261,6 +261,12 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "kernels a GEMM the tile model splits along k launches: 1 "
 		  "(the slices are summed in the kernel) or 2 (the library "
 		  "sums them in a second kernel; tile data only)" },
+	{ .key = "fp8_gemm_any_layout", .type = ST_BOOL,
+	  .offset = OFF(fp8_gemm_any_layout), .def = "false",
+	  .help = "per-tensor scaled FP8 GEMMs take non-TN operand layouts "
+		  "(Transformer Engine's nvte_is_non_tn_fp8_gemm_supported): "
+		  "a delayed- or current-scaling FP8 cast writes one layout, "
+		  "no transposed copy; false: both" },
 	{ .key = "cutlass_moe_tile_m", .type = ST_SECTION,
 	  .offset = OFF(cutlass_moe_tile_m), .sub = &moetile_schema,
 	  .flags = SF_OPTIONAL,

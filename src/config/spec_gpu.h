@@ -91,6 +91,9 @@ struct gpu_spec {
 						 * empty = no tile model */
 	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
 	double gemm_kernel_overhead_s;		/* s per GEMM kernel: a persistent kernel's set-up and drain */
+	int fp8_gemm_any_layout;		/* per-tensor FP8 GEMMs take any operand layout
+						 * (not only TN): an FP8 cast writes no
+						 * transposed copy */
 	int64_t gemm_split_k_kernels;		/* kernels a split-K GEMM launches: 1 (the slices are summed
 						 * in the GEMM kernel) or 2 (the library sums them in a
 						 * second kernel) */

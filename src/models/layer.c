@@ -413,6 +413,10 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->fp8_current = dt == DTYPE_FP8 &&
 			 j->training.fp8_scaling == FP8_CURRENT;
 	d->nvfp4_amax = dt == DTYPE_NVFP4;
+	d->fp8_one_layout = dt == DTYPE_FP8 &&
+			    j->training.fp8_scaling != FP8_BLOCK &&
+			    j->system && j->system->gpu &&
+			    j->system->gpu->fp8_gemm_any_layout;
 	if (dt == DTYPE_FP8 &&
 	    j->framework->elementwise.per_expert_quantize == 1)
 		moe_quant_dims(j->training.fp8_scaling, d);

@@ -184,6 +184,9 @@ struct layer_dims {
 	int bias_kernels;	/* linear biases as their own kernels */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
 				 * its input's amax (layer_ops.c lop_cast) */
+	int fp8_one_layout;	/* per-tensor FP8 on a GPU whose FP8 GEMMs take
+				 * any layout: a cast writes no transposed copy
+				 * (gpu fp8_gemm_any_layout; layer_ops.c lop_cast) */
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
 				 * norm fuses (layer_ops.c lop_cast) */

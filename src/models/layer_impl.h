@@ -26,13 +26,10 @@ enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ADD_FLOPS = 1, CE_FLOPS = 6 };
  * then quantize_with_amax, compute_amax false): zero, scale and cast, 3. */
 enum { FP8_CS_QUANT_KERNELS = 4, FP8_CS_NORM_QUANT_KERNELS = 3 };
 
-/* GPU kernels of one Transformer Engine NVFP4 quantize with its
- * per-tensor amax (NVFP4Quantizer::quantize_impl, pytorch/csrc/
- * quantizer.cpp @ d0067d0): the amax's zeroing (hadamard_transform_amax's
- * ZeroAmaxKernel<<<1, 1>>>, hadamard_transform.cu; or
- * nvte_compute_amax_with_config's launch_amax_kernel, which runs
- * zero_amax_kernel<<<1, 1>>> first, recipe/current_scaling.cu), the amax
- * reduction, then the quantize: 3. */
+/* GPU kernels of one Transformer Engine NVFP4 quantize with its per-tensor
+ * amax (NVFP4Quantizer::quantize_impl, quantizer.cpp, v2.10 through
+ * d0067d0): the amax zeroed (ZeroAmaxKernel with the Hadamard transform,
+ * zero_amax_kernel without), the amax, the quantize: 3. */
 enum { NVFP4_QUANT_KERNELS = 3 };
 
 /* The amax a current-scaling quantizer reduces across its TP group: one

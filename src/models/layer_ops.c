@@ -110,7 +110,12 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
 	      ADD_FLOPS * n);
 }
 
-/* Quantize n elements to the low dtype, both layouts (none in 16-bit).
+/* Quantize n elements to the low dtype, both layouts (none in 16-bit);
+ * per-tensor FP8 on a GPU whose FP8 GEMMs take any layout (gpu
+ * fp8_gemm_any_layout: Transformer Engine's Float8Quantizer and
+ * Float8CurrentScalingQuantizer::create_tensor allocate no transpose where
+ * nvte_is_non_tn_fp8_gemm_supported(), pytorch/csrc/quantizer.cpp,
+ * release_v2.14), one layout: n B.
  * fp8 current scaling (Transformer Engine Float8CurrentScalingQuantizer::
  * quantize_impl, pytorch/csrc/quantizer.cpp): the amax zeroed (a kernel),
  * the input's amax (a kernel reading it), the scale (a kernel), then the
@@ -120,10 +125,14 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * computes the input's amax (nvte_hadamard_transform_amax for the inputs
  * and gradients, which the NVFP4BlockScaling recipe gives a random
  * Hadamard transform: the input's amax and its transform's in one read;
- * nvte_compute_amax_with_config otherwise), then quantizes both layouts
+ * nvte_compute_amax_with_config otherwise), each of which first zeroes
+ * the amax in a kernel of its own (hadamard_transform.cu
+ * hadamard_transform_amax's ZeroAmaxKernel<<<1, 1>>>; current_scaling.cu
+ * launch_amax_kernel's zero_amax_kernel<<<1, 1>>>; v2.10 through v2.14
+ * and d0067d0), then quantizes both layouts
  * (nvte_quantize_with_hadamard_transform / nvte_quantize_v2), the global
- * scale taken from the amax inside; each amax kernel is preceded by one
- * zeroing the amax: 3 kernels (NVFP4_QUANT_KERNELS), the input read twice. A
+ * scale taken from the amax inside: NVFP4_QUANT_KERNELS (3), the input
+ * read twice. A
  * norm before it does not take the amax over (extensions/normalization.cpp:
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
@@ -134,7 +143,8 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 
 	if (!lowp)
 		return;
-	op = lop_memop(o, name, pass, n * d->act_B, 2 * n * d->lowp_B, n);
+	op = lop_memop(o, name, pass, n * d->act_B,
+		       (d->fp8_one_layout ? 1 : 2) * n * d->lowp_B, n);
 	op->host = HOST_MODULE;
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;

@@ -109,12 +109,16 @@ static uint16_t per_expert(const struct layer_dims *d)
  * reading its rows: lop_cast's amax pass, after a kernel zeroing it), its
  * scale (a kernel), then casts (a kernel): FP8_CS_QUANT_KERNELS (4) per
  * expert; block scaling (Float8BlockQuantizer) casts in one kernel per
- * expert. */
+ * expert. Delayed scaling's fused kernel needs both layouts (the check on
+ * nvte_tensor_columnwise_data there; multi_cast_transpose.cu): where a
+ * cast writes one (d->fp8_one_layout) each expert's Float8Quantizer
+ * casts in a kernel of its own. */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d)
 {
 	d->moe.quant_kernels = fp8_scaling == FP8_CURRENT ?
 			       FP8_CS_QUANT_KERNELS :
-			       fp8_scaling == FP8_BLOCK ? 1 : 0;
+			       fp8_scaling == FP8_BLOCK || d->fp8_one_layout ?
+			       1 : 0;
 }
 
 /* Kernels a grouped cast runs on the GPU: one, or one per local expert

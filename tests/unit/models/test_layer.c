@@ -660,9 +660,9 @@ Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
 	const struct layer_op *qkv, *proj;
 	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024), n = T q =
 	 * 4194304 elements a cast. NVFP4 (Transformer Engine's NVFP4Quantizer:
-	 * the amax zeroed by a <<<1, 1>>> kernel, the per-tensor amax, a
-	 * kernel reading the input, then the quantize kernel reading it
-	 * again): read 2 n 2 B = 16777216 B, 3 launches,
+	 * the per-tensor amax zeroed (ZeroAmaxKernel / zero_amax_kernel),
+	 * the amax, a kernel reading the input, then the quantize kernel
+	 * reading it again): read 2 n 2 B = 16777216 B, 3 launches,
 	 * for the proj input and for the QKV input alike (the norm before
 	 * the QKV cast does not compute the post-Hadamard amax). Writes: both
 	 * layouts, 2 n x (0.5 + 1/16) B (E2M1 pairs, an E4M3 scale per 16)
@@ -692,6 +692,57 @@ Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
 	proj = fixture_op(&o, "proj_cast");
 	cr_assert_not_null(proj);
 	assert_close(proj->k.read_B, n * 2);
+}
+
+Test(layer, fp8_casts_write_one_layout_where_gemms_take_any)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *proj;
+	/* GPT layer, tp 1: the proj input, n = T q = 4096 x 1024 = 4194304
+	 * elements. Per-tensor FP8 (delayed or current scaling) on a GPU
+	 * whose FP8 GEMMs take only TN (the fixture's H100-like one): the
+	 * data and its transpose, 2 n 1 B = 8388608 B. With gpu
+	 * fp8_gemm_any_layout (sm100/sm103: TE allocates no transpose where
+	 * nvte_is_non_tn_fp8_gemm_supported), the data only: n 1 B =
+	 * 4194304 B; the reads do not change (delayed n 2 B = 8388608 B;
+	 * current 2 n 2 B = 16777216 B, 4 kernels). Block scaling and
+	 * MXFP8 keep both layouts: MXFP8 2 n (1 + 1/32) B = 8650752 B. */
+	double n = 4096.0 * 1024;
+	int s;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	for (s = 0; s < 2; s++) {
+		f.job.training.fp8_scaling = s ? FP8_CURRENT : FP8_DELAYED;
+		f.gpu.fp8_gemm_any_layout = 0;
+		layer_dims_from_job(&f.job, &d);
+		layer_fwd(&d, NULL, &o);
+		proj = fixture_op(&o, "proj_cast");
+		cr_assert_not_null(proj);
+		assert_close(proj->k.write_B, 2 * n);
+		f.gpu.fp8_gemm_any_layout = 1;
+		layer_dims_from_job(&f.job, &d);
+		cr_assert_eq(d.fp8_one_layout, 1);
+		layer_fwd(&d, NULL, &o);
+		proj = fixture_op(&o, "proj_cast");
+		cr_assert_not_null(proj);
+		assert_close(proj->k.write_B, n);
+		assert_close(proj->k.read_B, (s ? 2 : 1) * n * 2);
+		if (s)
+			assert_close(proj->k.launches, 4);
+	}
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_one_layout, 0);
+	f.job.training.dtype = DTYPE_MXFP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_one_layout, 0);
+	layer_fwd(&d, NULL, &o);
+	proj = fixture_op(&o, "proj_cast");
+	cr_assert_not_null(proj);
+	assert_close(proj->k.write_B, 2 * n * (1 + 1.0 / 32));
 }
 
 Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)

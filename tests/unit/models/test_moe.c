@@ -819,6 +819,30 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	c = fixture_op(&o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
 	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
+	/* A GPU whose FP8 GEMMs take any layout (fp8_gemm_any_layout:
+	 * sm100/sm103): TE allocates no transposes, so delayed scaling's
+	 * fused multi_cast_transpose (which needs both layouts) is not taken
+	 * and each expert's Float8Quantizer casts alone: 4 kernels, 3 from
+	 * the host after the first, reading n 2 B, writing the rowwise
+	 * copy only, n 1 B = 8388608 B. Current scaling: 16 kernels, 4 n B
+	 * read, n 1 B written. */
+	f.gpu.fp8_gemm_any_layout = 1;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
+	cr_assert_eq(c->host_kernels, 3);
+	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, n, 1e-12));
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert(fixture_near(c->k.launches, 16, 1e-12));
+	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, n, 1e-12));
+	f.gpu.fp8_gemm_any_layout = 0;
 	/* bf16 jobs have no cast whatever the setting. */
 	f.job.training.dtype = DTYPE_BF16;
 	f.job.training.fp8_scaling = FP8_CURRENT;
