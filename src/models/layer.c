@@ -182,8 +182,7 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 	d->cpd.load_balance = p->cp_load_balance;
 }
 
-/* The job captures `scope` in CUDA graphs (training.cuda_graphs). */
-static int graphs_scope(const struct job_spec *j, enum graph_scope scope)
+int layer_job_captures(const struct job_spec *j, int scope)
 {
 	const struct schema_int_list *l = &j->training.cuda_graphs;
 	size_t i;
@@ -268,7 +267,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->probs_call = mj->dispatcher && mj->dispatcher->probs_call;
 	e->sync_preprocess = mj->dispatcher &&
 			     mj->dispatcher->dtoh_after_graph &&
-			     graphs_scope(j, SCOPE_MOE_PREPROCESS);
+			     layer_job_captures(j, SCOPE_MOE_PREPROCESS);
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;

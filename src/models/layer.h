@@ -415,6 +415,10 @@ enum dtype layer_base_dtype(enum dtype training);
  * (infer_dims_from_job). */
 enum dtype layer_job_act_dtype(const struct job_spec *j);
 
+/* The job captures `scope` in CUDA graphs (training.cuda_graphs); never
+ * SCOPE_NONE (scope: enum graph_scope, spec_job.h). */
+int layer_job_captures(const struct job_spec *j, int scope);
+
 /* Fill d from the job for one microbatch on one GPU (vocabulary padded to
  * vocab_multiple * tp, as Megatron pads it). */
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);

@@ -62,17 +62,6 @@
 
 #include <stdio.h>
 
-static int captured(const struct job_spec *j, int scope)
-{
-	const struct schema_int_list *l = &j->training.cuda_graphs;
-	size_t i;
-
-	for (i = 0; i < l->n && scope != SCOPE_NONE; i++)
-		if (l->v[i] + 1 == scope)	/* names start at SCOPE_ATTN */
-			return 1;
-	return 0;
-}
-
 static double scale_of(const struct job_spec *j)
 {
 	return j->system->host_dispatch_scale > 0 ?
@@ -94,7 +83,7 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	double n = op->host_n ? op->host_n : 1, c, scale = scale_of(j);
 	double k = op->host_gemm && h->gemm_s > 0 ? h->gemm_s : h->kernel_s;
 
-	if (captured(j, op->scope))
+	if (layer_job_captures(j, op->scope))
 		return i > 0 && b->op[i - 1].scope == op->scope ? 0 :
 		       h->graph_s * scale;
 	switch (op->host) {
