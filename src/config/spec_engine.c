@@ -140,6 +140,10 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "seq_overhead", .type = ST_TIME, .offset = OFF(seq_overhead_s),
 	  .max = 1, .def = "0 us",
 	  .help = "host time per sequence per engine step" },
+	{ .key = "prompt_token_overhead", .type = ST_TIME,
+	  .offset = OFF(prompt_token_overhead_s), .max = 1e-3, .def = "0 us",
+	  .help = "host time per prompt token a step computes (the prompt "
+		  "copied into the step's input lists and tensors)" },
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },

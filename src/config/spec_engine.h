@@ -140,6 +140,8 @@ struct engine_spec {
 	const struct coll_lib_spec *custom_allreduce_lib; /* its latency model */
 	double step_overhead_s;			/* s of host work per step (schedule, inputs, outputs) */
 	double seq_overhead_s;			/* s of host work per sequence per step */
+	double prompt_token_overhead_s;		/* s of host work per prompt token a step
+						 * computes (input lists, prompt copies) */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
