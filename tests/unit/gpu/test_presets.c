@@ -113,42 +113,6 @@ Test(gpu, b300_takes_b200s_gemm_fit)
 	arena_release(&a);
 }
 
-/* gb200.yaml's fp8 efficiency is fitted on Azure's sustained cuBLASLt
- * FP8 set (azure-nd-gb200-v6-gemm.yaml: zero median error over its six
- * rows of 20 us and more): 0.662. The clock-scaled fp8 peak is the
- * quoted one (sustained_matrix_clock = matrix_clock, 2007.7 MHz), so
- * the sustained rate is 5000 x 0.662 = 3310 TFLOP/s, under MAMF's
- * short-burst best shape (3615.6) and above the set's flat 2826-2907
- * (the tile model loses the rest on shape). MXFP8 and MXFP6 take the
- * fp8 value (no measurement), and gb300.yaml takes GB200's
- * efficiencies for every dtype (no set of its own). */
-Test(gpu, gb200_fp8_fit_and_gb300_takes_it)
-{
-	static const enum dtype dts[] = {DTYPE_BF16, DTYPE_FP8, DTYPE_MXFP8,
-					 DTYPE_MXFP6, DTYPE_MXFP4, DTYPE_NVFP4};
-	struct arena a;
-	struct gpu_spec gb200, gb300;
-	size_t i;
-
-	arena_init(&a);
-	cr_assert_eq(load(&a, "gb200", &gb200), 0);
-	cr_assert_eq(load(&a, "gb300", &gb300), 0);
-	cr_assert_float_eq(gpu_sustained_flops(&gb200, DTYPE_FP8), 3310e12,
-			   1e9);
-	cr_assert_eq(gb200.gemm_efficiency_dtype[DTYPE_MXFP8],
-		     gb200.gemm_efficiency_dtype[DTYPE_FP8]);
-	cr_assert_eq(gb200.gemm_efficiency_dtype[DTYPE_MXFP6],
-		     gb200.gemm_efficiency_dtype[DTYPE_FP8]);
-	cr_assert_eq(gb300.gemm_efficiency, gb200.gemm_efficiency);
-	for (i = 0; i < sizeof(dts) / sizeof(dts[0]); i++)
-		cr_assert_eq(gb300.gemm_efficiency_dtype[dts[i]],
-			     gb200.gemm_efficiency_dtype[dts[i]],
-			     "dtype %d: gb300 %g, gb200 %g", (int)dts[i],
-			     gb300.gemm_efficiency_dtype[dts[i]],
-			     gb200.gemm_efficiency_dtype[dts[i]]);
-	arena_release(&a);
-}
-
 /* mi300x.yaml's per-node cost of a replayed HIP graph is GraphBench's
  * measured slope (saleelk/GraphBench results.csv at 08bc3e0, "sync",
  * ROCm 7.2): a straight chain of empty kernels takes 6327.124 us at 4096
