@@ -151,6 +151,9 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int qk_norm_rope_fused;			/* a model's per-head Q/K RMSNorm and
+						 * RoPE are one in-place kernel (else a
+						 * norm kernel each for Q and K) */
 	int64_t graph_input_copies;		/* copies of the step inputs into a
 						 * graph's buffers before each replay */
 	double tp_step_overhead_s;		/* s of host work per scheduler call with
