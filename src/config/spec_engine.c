@@ -142,6 +142,10 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "seq_overhead", .type = ST_TIME, .offset = OFF(seq_overhead_s),
 	  .max = 1, .def = "0 us",
 	  .help = "host time per sequence per engine step" },
+	{ .key = "prompt_token_overhead", .type = ST_TIME,
+	  .offset = OFF(prompt_token_overhead_s), .max = 1e-3, .def = "0 us",
+	  .help = "host time per prompt token a step computes (the prompt "
+		  "copied into the step's input lists and tensors)" },
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
@@ -200,6 +204,12 @@ static const struct schema_field engine_fields[] = {
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "
 		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
 		  "rotary_embedding and reshape_and_cache)" },
+	{ .key = "qk_norm_rope_fused", .type = ST_BOOL,
+	  .offset = OFF(qk_norm_rope_fused), .def = "false",
+	  .help = "a model's per-head RMSNorm of Q and K (Qwen3) and RoPE are "
+		  "one kernel in place on Q and K (TensorRT-LLM's "
+		  "fused_qk_norm_rope); false: a norm kernel for Q and one "
+		  "for K before the rotary (vLLM's q_norm and k_norm)" },
 	{ .key = "graph_input_copies", .type = ST_INT,
 	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "device copies of the step's inputs into a captured "

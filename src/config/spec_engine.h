@@ -153,6 +153,8 @@ struct engine_spec {
 	const struct coll_lib_spec *custom_allreduce_lib; /* its latency model */
 	double step_overhead_s;			/* s of host work per step (schedule, inputs, outputs) */
 	double seq_overhead_s;			/* s of host work per sequence per step */
+	double prompt_token_overhead_s;		/* s of host work per prompt token a step
+						 * computes (input lists, prompt copies) */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
@@ -162,6 +164,9 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int qk_norm_rope_fused;			/* a model's per-head Q/K RMSNorm and
+						 * RoPE are one in-place kernel (else a
+						 * norm kernel each for Q and K) */
 	int64_t graph_input_copies;		/* copies of the step inputs into a
 						 * graph's buffers before each replay */
 	double tp_step_overhead_s;		/* s of host work per scheduler call with

@@ -214,6 +214,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
+	d->qk_norm = m->qk_layernorm == 1 && !d->mla;
+	d->qk_norm_rope_fused = s->engine ? s->engine->qk_norm_rope_fused : 0;
 	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
 	d->graph_input_copies =
 		s->engine ? (int)s->engine->graph_input_copies : 0;
@@ -416,6 +418,29 @@ static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
 	gemm(o, "o_proj", t, d->hidden, q);
 }
 
+/* A model's RMSNorm over each Q and K head (Qwen3's q_norm and k_norm,
+ * before the rotary): each reads and writes the T q (T kv) elements, in
+ * one kernel in place on Q and K with the engine's qk_norm_rope_fused
+ * (TensorRT-LLM's fused_qk_norm_rope, which also applies the rotary, so
+ * its attention op does not: the cache-write kernel's bytes stay), else
+ * a kernel each (vLLM's Qwen3MoeAttention self.q_norm / self.k_norm). */
+static void qk_norm(const struct infer_dims *d, double t, double q,
+		    double kv, struct infer_ops *o)
+{
+	if (!d->qk_norm)
+		return;
+	if (d->qk_norm_rope_fused) {
+		memop(o, "qk_norm_rope", t * (q + kv) * d->act_B,
+		      t * (q + kv) * d->act_B,
+		      (NORM_FLOPS + ROPE_FLOPS) * t * (q + kv));
+		return;
+	}
+	memop(o, "q_norm", t * q * d->act_B, t * q * d->act_B,
+	      NORM_FLOPS * t * q);
+	memop(o, "k_norm", t * kv * d->act_B, t * kv * d->act_B,
+	      NORM_FLOPS * t * kv);
+}
+
 /* QKV, RoPE and the cache write: one kernel (rope_cache), or with the
  * engine's rope_cache_fused off a rotary kernel in place on Q and K and
  * then the cache write, which reads K again (vLLM V0). */
@@ -426,6 +451,7 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	double kv = kv_heads_local(d) * d->head_dim;
 
 	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
+	qk_norm(d, t, q, kv, o);
 	if (d->rope && d->rope_cache_fused) {
 		memop(o, "rope_cache", t * (q + 2 * kv) * d->act_B,
 		      t * (q + kv) * d->act_B + t * 2 * kv * d->kv_B,
