@@ -422,19 +422,14 @@ static double out_B(const struct infer_dims *d, int level)
 	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
 }
 
-/* Whether the output of a layer norm (dense: `layer_norm`) or of the
- * SiLU-mul (`act`) feeding quantized GEMMs takes a kernel of its own. */
+/* Whether the output of a layer norm (dense: `layer_norm`) feeding
+ * quantized GEMMs takes a kernel of its own (the SiLU-mul's:
+ * infer_act_quant_apart). */
 static int norm_apart(const struct infer_dims *d, int layer_norm)
 {
 	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
 	       (layer_norm && d->norm_quant_apart &&
 		d->gemm_a_B < d->act_B);
-}
-
-static int act_apart(const struct infer_dims *d)
-{
-	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-	       (d->act_quant_apart && d->gemm_a_B < d->act_B);
 }
 
 /* A fused add + RMSNorm; `layer_norm`: its output feeds the QKV or the
@@ -563,12 +558,12 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 {
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	int apart = infer_act_quant_apart(d);
 
 	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
 	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
-	      t * f * (act_apart(d) ? d->act_B : d->gemm_a_B),
-	      ACT_FLOPS * t * f);
-	if (act_apart(d))
+	      t * f * (apart ? d->act_B : d->gemm_a_B), ACT_FLOPS * t * f);
+	if (apart)
 		quant(o, d, "quant", t * f);
 	gemm(o, "down", t, d->hidden, f);
 }

@@ -268,8 +268,7 @@ static void grouped(struct infer_ops *o, const char *name,
 static void shared(struct infer_ops *o, const struct infer_dims *d, double T)
 {
 	double f = d->moe.shared_ffn / d->tp, u = (d->gated ? 2 : 1) * f;
-	int apart = infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-		    (d->act_quant_apart && d->gemm_a_B < d->act_B);
+	int apart = infer_act_quant_apart(d);
 	double w = apart ? d->act_B : d->gemm_a_B;
 
 	if (f <= 0)
