@@ -201,11 +201,21 @@ static const struct schema_field engine_fields[] = {
 	  .help = "which RMSNorms write the quantized GEMM input when "
 		  "quant_fusion fuses it: always, or tp_allreduce (only one "
 		  "fused into the TP all-reduce: TP > 1, no attention DP, "
-		  "hidden above norm_quant_hidden; else a quantization kernel)" },
+		  "hidden above norm_quant_hidden, a message within "
+		  "norm_quant_ar_max; else a quantization kernel)" },
 	{ .key = "norm_quant_hidden", .type = ST_INT,
 	  .offset = OFF(norm_quant_hidden), .min = 0, .max = 1e7, .def = "0",
 	  .help = "norm_quant tp_allreduce: the fusion only for a hidden "
 		  "size above this" },
+	{ .key = "norm_quant_ar_max", .type = ST_BYTES,
+	  .offset = OFF(norm_quant_ar_max_B), .def = "0 B", .max = 1e12,
+	  .help = "norm_quant tp_allreduce: the fusion only for a TP "
+		  "all-reduce (T h, 16-bit) of at most this size at TP > 2; "
+		  "a larger one falls back to the library all-reduce, then "
+		  "the norm and a quantization kernel (0: no limit)" },
+	{ .key = "norm_quant_ar_max_tp2", .type = ST_BYTES,
+	  .offset = OFF(norm_quant_ar_max_tp2_B), .def = "0 B", .max = 1e12,
+	  .help = "norm_quant_ar_max at TP 2 (0: no limit)" },
 	{ .key = "act_quant", .type = ST_ENUM, .offset = OFF(act_quant),
 	  .values = engine_act_quant_names, .def = "all",
 	  .help = "GEMM-input formats the SiLU-mul writes when quant_fusion "

@@ -44,8 +44,8 @@
  * four GEMMs of a layer). The engine may narrow that fusion (TensorRT-
  * LLM): with norm_quant tp_allreduce a layer norm writes the quantized
  * QKV or gate/up input only when it runs inside the TP all-reduce (TP >
- * 1, no attention DP, hidden > norm_quant_hidden), else 16 bits and a
- * quantization kernel follows; with act_quant per_tensor the SiLU-mul
+ * 1, no attention DP, hidden > norm_quant_hidden, a step's T h B within
+ * norm_quant_ar_max), else 16 bits and a quantization kernel follows; with act_quant per_tensor the SiLU-mul
  * writes per-tensor FP8 itself but a block-scaled (NVFP4, MX) input
  * takes a quantization kernel. The last layer's residual add is fused
  * into the final norm.
@@ -189,7 +189,9 @@ enum dtype infer_compute_dtype(const struct job_spec *j,
 /* The engine's exceptions to quant_fusion (infer.c's header):
  * norm_quant tp_allreduce leaves a norm's output to a quantization kernel
  * unless the norm runs fused into the TP all-reduce, TP > 1 without
- * attention DP and hidden > norm_quant_hidden; act_quant per_tensor
+ * attention DP and hidden > norm_quant_hidden, and in a step only while
+ * the all-reduce fits the fusion's workspace (norm_quant_ar_max, at TP 2
+ * norm_quant_ar_max_tp2; norm_apart); act_quant per_tensor
  * leaves block-scaled SiLU-mul outputs (anything narrower than 16 bits
  * but per-tensor FP8) to one. */
 static void quant_rules(const struct job_spec *j, struct infer_dims *d)
@@ -203,6 +205,9 @@ static void quant_rules(const struct job_spec *j, struct infer_dims *d)
 		   d->hidden > (double)e->norm_quant_hidden;
 	d->norm_quant_apart = e->norm_quant == ENGINE_NORMQ_TP_ALLREDUCE &&
 			      !ar_fused;
+	if (e->norm_quant == ENGINE_NORMQ_TP_ALLREDUCE && ar_fused)
+		d->norm_quant_max_B = d->tp <= 2 ? e->norm_quant_ar_max_tp2_B
+						 : e->norm_quant_ar_max_B;
 	d->act_quant_apart = e->act_quant == ENGINE_ACTQ_PER_TENSOR &&
 			     d->compute != DTYPE_FP8;
 }
@@ -422,13 +427,18 @@ static double out_B(const struct infer_dims *d, int level)
 	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
 }
 
-/* Whether the output of a layer norm (dense: `layer_norm`) feeding
- * quantized GEMMs takes a kernel of its own (the SiLU-mul's:
- * infer_act_quant_apart). */
-static int norm_apart(const struct infer_dims *d, int layer_norm)
+/* Whether the output of a layer norm (dense: `layer_norm`) over t
+ * tokens feeding quantized GEMMs takes a kernel of its own (the
+ * SiLU-mul's: infer_act_quant_apart): past the engine's fusion
+ * workspace the TP all-reduce before it runs apart, and so do the norm
+ * and the quantization (quant_rules). */
+static int norm_apart(const struct infer_dims *d, int layer_norm, double t)
 {
+	int ar_apart = d->norm_quant_max_B > 0 &&
+		       t * d->hidden * d->act_B > d->norm_quant_max_B;
+
 	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-	       (layer_norm && d->norm_quant_apart &&
+	       (layer_norm && (d->norm_quant_apart || ar_apart) &&
 		d->gemm_a_B < d->act_B);
 }
 
@@ -438,7 +448,7 @@ static int norm_apart(const struct infer_dims *d, int layer_norm)
 static void norm(struct infer_ops *o, const struct infer_dims *d,
 		 const char *name, double t, int fused_add, int layer_norm)
 {
-	int apart = norm_apart(d, layer_norm);
+	int apart = norm_apart(d, layer_norm, t);
 	double n = t * d->hidden, w = apart ? d->act_B : d->gemm_a_B;
 
 	if (fused_add)
