@@ -45,10 +45,13 @@
  * LLM): with norm_quant tp_allreduce a layer norm writes the quantized
  * QKV or gate/up input only when it runs inside the TP all-reduce (TP >
  * 1, no attention DP, hidden > norm_quant_hidden, a step's T h B within
- * norm_quant_ar_max), else 16 bits and a quantization kernel follows; with act_quant per_tensor the SiLU-mul
- * writes per-tensor FP8 itself but a block-scaled (NVFP4, MX) input
- * takes a quantization kernel. The last layer's residual add is fused
- * into the final norm.
+ * norm_quant_ar_max), else 16 bits and a quantization kernel follows;
+ * with act_quant per_tensor the SiLU-mul writes per-tensor FP8 itself
+ * but a block-scaled (NVFP4, MX) input takes a quantization kernel.
+ * The norm before an MoE layer whose fused MoE quantizes its own input
+ * (moe_kernels cutlass) writes 16 bits: the router reads them, and a
+ * shared expert quantizes them in a kernel of its own (infer_moe.c).
+ * The last layer's residual add is fused into the final norm.
  *
  * MLA (DeepSeek V2/V3; q_lora rank r_q, kv_lora rank r, rotary width
  * d_r, per-head non-rotary width d_n and value width d_v), as vLLM's and
@@ -443,13 +446,17 @@ static int norm_apart(const struct infer_dims *d, int layer_norm, double t)
 }
 
 /* A fused add + RMSNorm; `layer_norm`: its output feeds the QKV or the
- * dense MLP's gate/up GEMM (not an MoE layer, whose module quantizes its
- * input itself under moe_kernels cutlass). */
+ * dense MLP's gate/up GEMM (not an MoE layer). `wide`: its consumers
+ * quantize it themselves (an MoE layer under moe_kernels cutlass: the
+ * router reads it in 16 bits, the fused MoE quantizes it, moe_quant, and
+ * so does a shared expert), so it writes 16 bits and no kernel follows. */
 static void norm(struct infer_ops *o, const struct infer_dims *d,
-		 const char *name, double t, int fused_add, int layer_norm)
+		 const char *name, double t, int fused_add, int layer_norm,
+		 int wide)
 {
-	int apart = norm_apart(d, layer_norm, t);
-	double n = t * d->hidden, w = apart ? d->act_B : d->gemm_a_B;
+	int apart = !wide && norm_apart(d, layer_norm, t);
+	double n = t * d->hidden;
+	double w = apart || wide ? d->act_B : d->gemm_a_B;
 
 	if (fused_add)
 		memop(o, name, 2 * n * d->act_B, n * (d->act_B + w),
@@ -583,16 +590,17 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o)
 {
 	double t = infer_batch_tokens(b);
+	int moe = k && k->moe;
 
 	o->n = 0;
-	norm(o, d, "add_norm", t, 1, !d->mla);
+	norm(o, d, "add_norm", t, 1, !d->mla, 0);
 	if (d->mla)
 		attn_mla(d, b, t, o);
 	else
 		attn_gqa(d, b, t, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1, !(k && k->moe));
-	if (k && k->moe) {
+	norm(o, d, "add_norm", t, 1, !moe, moe && infer_moe_quantizes_input(d));
+	if (moe) {
 		if (!r)
 			BUG("an MoE layer without its routing");
 		infer_moe_ops(d, t, r, o);
