@@ -570,16 +570,7 @@ Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
 	moe_case_release(&c);
 }
 
-/* The quantization kernels ("quant") of o, and o's n-th op named name. */
-static int quant_ops(const struct infer_ops *o)
-{
-	int i, n = 0;
-
-	for (i = 0; i < o->n; i++)
-		n += strcmp(o->op[i].name, "quant") == 0;
-	return n;
-}
-
+/* o's nth op (from 0) named name, or NULL. */
 static const struct infer_op *nth_op(const struct infer_ops *o,
 				     const char *name, int nth)
 {
@@ -627,7 +618,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 
 	moe_case(&c, "trtllm", 64, adp, 5);
 	cr_assert(c.d.moe.cutlass && c.d.moe.dispatch && c.d.moe.allgather);
-	cr_assert_eq(quant_ops(&c.o), 3);
+	cr_assert_eq(fixture_infer_count(&c.o, "quant"), 3);
 	op = nth_op(&c.o, "add_norm", 1);
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 1310720.0, 1e-6);
@@ -639,12 +630,12 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 	cr_assert_str_eq(op[1].name, "shared_gate_up");
 	bytes_eq(&c.o, "shared_act", 1048576.0, 524288.0);
 	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
-	cr_assert_eq(quant_ops(&o), 3);
+	cr_assert_eq(fixture_infer_count(&o, "quant"), 3);
 	bytes_eq(&o, "silu_mul", 2 * 1048576.0, 1048576.0);
 	moe_case_release(&c);
 
 	moe_case(&c, "trtllm", 64, tp2, 3);
 	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
-	cr_assert_eq(quant_ops(&o), 1);
+	cr_assert_eq(fixture_infer_count(&o, "quant"), 1);
 	moe_case_release(&c);
 }

@@ -19,21 +19,6 @@
 
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
 
-static struct job_spec *load(struct arena *a, const char *const *sets,
-			     size_t n)
-{
-	struct diag d;
-	struct config_ctx cx = {a, &d, "."};
-	struct job_spec *j = arena_alloc(a, sizeof(*j));
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(j);
-	memset(j, 0, sizeof(*j));
-	cr_assert_eq(config_load(&cx, &job_schema, L70, sets, n, j), 0,
-		     "loading %s", L70);
-	return j;
-}
-
 /* The layer ops of L70 with the given overrides (and a 4-sequence decode
  * step over 256 cached tokens). */
 static void layer_ops(const char *const *extra, size_t n_extra,
@@ -50,7 +35,7 @@ static void layer_ops(const char *const *extra, size_t n_extra,
 	for (i = 0; i < n_extra; i++)
 		sets[3 + i] = extra[i];
 	arena_init(&a);
-	j = load(&a, sets, 3 + n_extra);
+	j = fixture_load_job(&a, L70, sets, 3 + n_extra);
 	infer_dims_from_job(j, j->system->gpu, d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(d, &b, NULL, NULL, o);

@@ -14,17 +14,6 @@
 #include "models/layer.h"
 #include "models/route.h"
 
-/* Index of the op named `name` in o, or -1. */
-static int op_index(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 {
 	struct fixture f;
@@ -56,7 +45,7 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	i = op_index(&o, "moe_dispatch");
+	i = fixture_op_index(&o, "moe_dispatch");
 	cr_assert(i >= 0);
 	cr_assert_float_eq(o.op[i].coll_B, 16777216, 1e-6);
 	c = &o.op[i + 1];
@@ -68,7 +57,7 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	cr_assert_eq(c->ep_path, 0);
 	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
 	layer_bwd(&d, &kind, LREC_NONE, &o);
-	i = op_index(&o, "moe_dispatch_bwd");
+	i = fixture_op_index(&o, "moe_dispatch_bwd");
 	cr_assert(i >= 0);
 	c = &o.op[i + 1];
 	cr_assert_str_eq(c->name, "moe_dispatch_probs_bwd");
@@ -120,20 +109,20 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	disp = op_index(&o, "moe_dispatch");
-	counts = op_index(&o, "moe_counts");
-	permute = op_index(&o, "permute");
+	disp = fixture_op_index(&o, "moe_dispatch");
+	counts = fixture_op_index(&o, "moe_counts");
+	permute = fixture_op_index(&o, "permute");
 	cr_assert(counts >= 0 && permute == disp - 1 && counts < permute);
 	cr_assert_eq(o.op[disp].host_wait, counts);
 	f.job.training.cuda_graphs.v = &scope;
 	f.job.training.cuda_graphs.n = 1;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, permute);
+	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait, permute);
 	e.dtoh_after_graph = 0;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, counts);
+	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait, counts);
 	arena_release(&a);
 }
 
@@ -165,7 +154,7 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	f.job.moe.permute_fusion = 1;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	i = op_index(&o, "permute_map");
+	i = fixture_op_index(&o, "permute_map");
 	cr_assert(i >= 0);
 	cr_assert_str_eq(o.op[i + 1].name, "permute");
 	c = &o.op[i];
