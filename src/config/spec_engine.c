@@ -237,7 +237,9 @@ static const struct schema_field engine_fields[] = {
 	  .help = "a model's per-head RMSNorm of Q and K (Qwen3) and RoPE are "
 		  "one kernel in place on Q and K (TensorRT-LLM's "
 		  "fused_qk_norm_rope); false: a norm kernel for Q and one "
-		  "for K before the rotary (vLLM's q_norm and k_norm)" },
+		  "for K before the rotary (vLLM's q_norm and k_norm modules; "
+		  "under vLLM V1's torch.compile Inductor may fuse them with "
+		  "the rotary, not checked [?])" },
 	{ .key = "graph_input_copies", .type = ST_INT,
 	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "device copies of the step's inputs into a captured "
