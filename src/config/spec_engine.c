@@ -202,7 +202,9 @@ static const struct schema_field engine_fields[] = {
 		  "quant_fusion fuses it: always, or tp_allreduce (only one "
 		  "fused into the TP all-reduce: TP > 1, no attention DP, "
 		  "hidden above norm_quant_hidden, a message within "
-		  "norm_quant_ar_max; else a quantization kernel)" },
+		  "norm_quant_ar_max; else a quantization kernel; read from "
+		  "TensorRT-LLM's Llama-family decoder layers, applied to "
+		  "every model [?])" },
 	{ .key = "norm_quant_hidden", .type = ST_INT,
 	  .offset = OFF(norm_quant_hidden), .min = 0, .max = 1e7, .def = "0",
 	  .help = "norm_quant tp_allreduce: the fusion only for a hidden "
