@@ -341,6 +341,22 @@ static const struct schema_field framework_fields[] = {
 	  .help = "without fused_cross_entropy: Megatron-Core's "
 		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
 		  "kernels forward, one backward, two TP all-reduces)" },
+	{ .key = "cross_entropy_in_place", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_in_place), .def = "false",
+	  .help = "with fused_cross_entropy: the loss writes its gradient "
+		  "into the logits and keeps them for the backward in their "
+		  "own (16-bit) dtype (Transformer Engine "
+		  "parallel_cross_entropy); false: it keeps an fp32 softmax "
+		  "of the logits (Megatron-Core's native fused and unfused "
+		  "losses)" },
+	{ .key = "moe_probs_in_activation", .type = ST_BOOL,
+	  .offset = FOFF(moe_probs_in_activation), .def = "false",
+	  .help = "MoE: the experts multiply their rows by the routing "
+		  "probabilities in the activation (Megatron-Core >= 0.13 "
+		  "weighted SwiGLU), which keeps one fp32 probability a row, "
+		  "and unpermute takes no probabilities, so nothing of the "
+		  "fc2 output is kept; false: unpermute weights the fc2 "
+		  "output and keeps it for the backward" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

@@ -333,6 +333,12 @@ struct framework_spec {
 						 * router dtype only as output), backward in
 						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
+	int cross_entropy_in_place;		/* the fused loss writes its gradient into the
+						 * logits (TE parallel_cross_entropy) and keeps
+						 * them in their dtype, not an fp32 softmax */
+	int moe_probs_in_activation;		/* MoE: the routing probabilities are applied in
+						 * the experts' activation, unpermute keeps
+						 * nothing of the fc2 output */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */

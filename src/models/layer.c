@@ -374,6 +374,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
+	d->ce_in_place = d->fused_ce && j->framework->cross_entropy_in_place;
+	d->moe_probs_act = j->framework->moe_probs_in_activation;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
