@@ -256,7 +256,11 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->router_dt = mj->router_dtype;
 	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;
-	e->shared_overlap = mj->shared_expert_overlap;
+	/* the framework's side stream matters only with shared experts (moe.c
+	 * would add an empty shared output otherwise) */
+	e->shared_overlap = mj->shared_expert_overlap ||
+			    (j->framework->shared_expert_stream &&
+			     e->shared_ffn > 0);
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->fixed_gate = job_round_robin_gate(j);
 	/* static sizes (capacity with padding) need no host sync */
