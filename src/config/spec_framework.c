@@ -324,6 +324,12 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
 		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "shared_expert_stream", .type = ST_BOOL,
+	  .offset = FOFF(shared_expert_stream), .def = "false",
+	  .help = "MoE: the model code runs the shared experts on a side "
+		  "stream while the routed experts' tokens are dispatched "
+		  "(as moe.shared_expert_overlap does), whatever the job's "
+		  "moe.shared_expert_overlap" },
 	{ .key = "router_gemm_te", .type = ST_BOOL,
 	  .offset = FOFF(router_gemm_te), .def = "false",
 	  .help = "MoE: the router's GEMMs run through Transformer Engine's "

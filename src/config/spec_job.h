@@ -328,6 +328,8 @@ struct framework_spec {
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int shared_expert_stream;		/* MoE: the shared experts run on a side
+					 * stream beside the routed experts' dispatch */
 	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
 						 * Engine: forward on the 16-bit inputs (the
 						 * router dtype only as output), backward in
