@@ -70,7 +70,22 @@ extern const char *const engine_memory_rule_names[];
 extern const char *const engine_graphs_names[];
 extern const char *const engine_capacity_names[];
 extern const char *const engine_quant_fusion_names[];
+extern const char *const engine_norm_quant_names[];
+extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
+extern const char *const engine_vision_encoder_names[];
+
+/* Where the engine holds a multimodal model's vision encoder
+ * (model vision_params) in GPU memory. */
+enum engine_vision_encoder {
+	ENGINE_VENC_NONE,	/* nowhere (text-only use, or not loaded) */
+	ENGINE_VENC_FRONT_END,	/* in the front-end process, on the first GPU
+				 * of the instance, with that process's own
+				 * CUDA context, before the workers size their
+				 * KV caches */
+	ENGINE_VENC_WORKERS,	/* in every worker, beside its weights */
+	ENGINE_VENC_COUNT
+};
 
 /* How the engine runs a routed-expert layer (infer_moe.c). */
 enum engine_moe_kernels {
@@ -93,6 +108,28 @@ enum engine_quant_fusion {
 				 * attention output is quantized apart */
 	ENGINE_QFUSE_ALL,	/* the attention output too */
 	ENGINE_QFUSE_COUNT
+};
+
+/* Which RMSNorms write the quantized input of the GEMM after them when
+ * quant_fusion has them do so (norm_act or all). */
+enum engine_norm_quant {
+	ENGINE_NORMQ_ALWAYS,	/* every one */
+	ENGINE_NORMQ_TP_ALLREDUCE, /* only one fused into the TP all-reduce
+				 * (TP > 1, no attention DP, hidden larger
+				 * than norm_quant_hidden); else the norm
+				 * writes 16 bits and a quantization kernel
+				 * runs (TensorRT-LLM's AllReduce fusion) */
+	ENGINE_NORMQ_COUNT
+};
+
+/* Which GEMM-input formats the SiLU-mul writes itself when quant_fusion
+ * has it do so. */
+enum engine_act_quant {
+	ENGINE_ACTQ_ALL,	/* every one */
+	ENGINE_ACTQ_PER_TENSOR,	/* per-tensor-scaled FP8 only; block-scaled
+				 * inputs (NVFP4, MX) take a kernel of their
+				 * own */
+	ENGINE_ACTQ_COUNT
 };
 
 /* trtllm-bench's sizing rule (tensorrt_llm/bench/build/tuning.py
@@ -145,12 +182,19 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	int norm_quant;				/* enum engine_norm_quant */
+	int64_t norm_quant_hidden;		/* tp_allreduce: fused only above this
+						 * hidden size */
+	int act_quant;				/* enum engine_act_quant */
 	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
 						 * broadcasts over the TP group before a
 						 * scheduler call's forward (vLLM V0) */
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int qk_norm_rope_fused;			/* a model's per-head Q/K RMSNorm and
+						 * RoPE are one in-place kernel (else a
+						 * norm kernel each for Q and K) */
 	int64_t graph_input_copies;		/* copies of the step inputs into a
 						 * graph's buffers before each replay */
 	double tp_step_overhead_s;		/* s of host work per scheduler call with
@@ -170,6 +214,8 @@ struct engine_spec {
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
+	int vision_encoder;			/* enum engine_vision_encoder */
+	double vision_encoder_B;		/* B per vision parameter as held */
 	int64_t moe_fused_sort_max;		/* cutlass: steps of at most this many tokens
 						 * sort the rows in one kernel, larger ones
 						 * in three */
