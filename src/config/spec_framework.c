@@ -252,6 +252,19 @@ static const struct schema_field framework_fields[] = {
 	  .help = "the loss function all-reduces each microbatch's loss over "
 		  "the data-parallel group (without CP) in the forward (a "
 		  "communicator first used before the gradients')" },
+	{ .key = "grad_nan_check", .type = ST_BOOL,
+	  .offset = FOFF(grad_nan_check), .def = "false",
+	  .help = "before each bucket's reduction the framework takes the "
+		  "norm of its gradients and checks it for NaN and Inf on "
+		  "the host (Megatron-Core DDP check_for_nan_in_grad: a read "
+		  "of the bucket, two host syncs)" },
+	{ .key = "average_in_collective", .type = ST_BOOL,
+	  .offset = FOFF(average_in_collective), .def = "true",
+	  .help = "the gradient reduction averages (ReduceOp.AVG); false: "
+		  "each bucket is first scaled by 1/(dp cp) in a pass of its "
+		  "own (Megatron-Core DDP gradient_scaling_factor); true "
+		  "still scales the routed experts' buckets by edp/(dp cp) "
+		  "when that is not 1" },
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },

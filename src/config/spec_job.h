@@ -303,6 +303,10 @@ struct framework_spec {
 	int loss_dp_allreduce;			/* every microbatch's loss is all-reduced over the
 						 * data-parallel group (without CP) in its forward */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
+	int grad_nan_check;			/* each bucket's gradient norm is checked for
+						 * NaN/Inf (two host syncs) before its reduction */
+	int average_in_collective;		/* the reduction averages; else each bucket is
+						 * scaled by 1/(dp cp) before it */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
