@@ -121,8 +121,9 @@ static const struct schema_field elementwise_fields[] = {
 		  "quantized per local expert (Transformer Engine "
 		  "GroupedLinear's split_quantize) instead of by one kernel "
 		  "for all: MX formats one kernel each, fp8 current scaling "
-		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
-		  "delayed scaling keeps one fused kernel" },
+		  "four (amax zeroed, amax, scale, cast), fp8 block scaling "
+		  "one; fp8 delayed scaling keeps one fused kernel, NVFP4 "
+		  "its grouped quantize (three kernels for all experts)" },
 	{ .key = "expert_quant_padding", .type = ST_BOOL,
 	  .offset = EOFF(expert_quant_padding), .def = "false",
 	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "

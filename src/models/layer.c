@@ -296,6 +296,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&
 		       !mj->router_padding;
+	e->split_aligned = e->quant_pad ||
+			   (mj->dispatcher && mj->dispatcher->quant_pad) ||
+			   mj->router_padding;
 }
 
 /* torch FSDP's gradient division factors for a group of n

@@ -770,6 +770,55 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	arena_release(&a);
 }
 
+Test(moe, nvfp4_grouped_cast_is_one_split_quantize)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *c;
+	/* 8 experts of 512, top-2, ep 2: 4 local experts, R = k T = 8192
+	 * rows of h 1024: the fc1 input cast quantizes n = R h = 8388608
+	 * elements. Transformer Engine >= 2.11 (the 2.14 Megatron-Bridge
+	 * pins) quantizes NVFP4 splits together (split_quantize
+	 * FUSED_NVFP4): the amaxes zeroed by one kernel, one grouped amax
+	 * reading the input, then, every split a multiple of 128 rows (the
+	 * grouped MLP's padding), one fused cast of both layouts: 3 kernels
+	 * as the dense cast, none of them per expert (host_kernels 0), read
+	 * 2 n 2 B = 33554432 B, written 2 n (0.5 + 1/16) B = 9437184 B.
+	 * Unpadded splits: a row-wise and a column-wise grouped cast, 4. */
+	double n = 2.0 * 4096 * 1024;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	f.job.training.dtype = DTYPE_NVFP4;
+	f.fw.elementwise.per_expert_quantize = 1;	/* Megatron-Bridge's */
+	f.fw.elementwise.expert_quant_padding = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert_not_null(c);
+	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
+	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, 2 * n * (0.5 + 1.0 / 16),
+			       1e-12));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "expert_fc1_grad_cast");
+	cr_assert_not_null(c);
+	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
+	f.fw.elementwise.expert_quant_padding = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
+	arena_release(&a);
+}
+
 Test(moe, fp8_current_scaling_quantizes_each_expert)
 {
 	struct fixture f;
