@@ -646,7 +646,8 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
  * probabilities and Fp8Unpadding on its output (TE fp8_padding.py,
  * fp8_unpadding.py @ 71bbefbf, the commit Megatron-Bridge v0.4.1 pins):
  * each a copy of the rows into splits rounded up to the quantization
- * alignment (32 rows for MXFP8/NVFP4, 16 for fp8) or back, one kernel
+ * alignment (32 rows for MXFP8, 128 for NVFP4, 16 for fp8:
+ * get_align_size_for_quantization, quantization.py) or back, one kernel
  * for all splits (tex.fused_multi_row_padding / _unpadding). TE skips it
  * only when every split is already aligned, which a dropless router's
  * counts are not in general. Backward runs each in reverse: the output's
