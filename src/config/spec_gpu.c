@@ -43,6 +43,11 @@ double dtype_bytes(enum dtype t)
 	BUG("unknown dtype");
 }
 
+int dtype_low_precision(enum dtype t)
+{
+	return t >= DTYPE_FP8 && t < DTYPE_COUNT;
+}
+
 static const char *const vendor_names[] = {"nvidia", "amd", NULL};
 
 /* Every dtype with its key, for the per-dtype sections (X-macro). */

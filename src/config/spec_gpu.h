@@ -43,6 +43,10 @@ extern const char *const dtype_aliases[];
  * 8-bit E4M3 scale per 16: 4/8 + 1/16 B). */
 double dtype_bytes(enum dtype t);
 
+/* 1 for the formats Transformer Engine trains under its fp8 autocast
+ * (fp8, the MX formats, nvfp4), 0 for the 16- and 32-bit ones. */
+int dtype_low_precision(enum dtype t);
+
 enum gpu_vendor {
 	GPU_NVIDIA,
 	GPU_AMD

@@ -130,8 +130,7 @@
 /* Linear layers in a sub-16-bit dtype (fp8, MX). */
 static int is_lowp(enum dtype dt)
 {
-	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
+	return dtype_low_precision(dt);
 }
 
 /* The OCP microscaling formats (32-element blocks, E8M0 scales). */
@@ -368,7 +367,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->rope = m->position_embedding == POS_ROPE;
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
-	d->fp8_attn = j->training.fp8_attention;
+	/* off outside the fp8 autocast (job_fp8_scaling_check warns) */
+	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;
