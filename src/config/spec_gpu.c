@@ -101,7 +101,7 @@ static const struct schema eff_schema = {
 #define MOETILE(dt, k) {						\
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.min = 1, .max = 65536, .flags = SF_OPTIONAL,			\
+	.min = 1, .max = 65536, .flags = SF_OPTIONAL | SF_WHOLE,	\
 	.help = "fewest tile rows at " k "; absent = any gemm_tile_m" },
 
 static const struct schema_field moetile_fields[] = { EACH_DTYPE(MOETILE) };
