@@ -375,19 +375,6 @@ static const struct schema_field framework_fields[] = {
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
 
-/* A GPU architecture as the GPU presets write it: sm and digits (NVIDIA
- * compute capability), gfx and hex digits (AMD). */
-static int arch_name(const char *a)
-{
-	size_t k = 0;
-
-	if (strncmp(a, "sm", 2) == 0)
-		k = 2 + strspn(a + 2, "0123456789");
-	else if (strncmp(a, "gfx", 3) == 0)
-		k = 3 + strspn(a + 3, "0123456789abcdef");
-	return k > 3 && a[k] == '\0';
-}
-
 static int framework_check(void *obj, const struct schema_at *at,
 			   struct diag *d)
 {
@@ -397,7 +384,7 @@ static int framework_check(void *obj, const struct schema_at *at,
 	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
 			       NULL;
 
-	if (!a || arch_name(a))
+	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;
 	cnode_error(d, v ? v : e ? e : at->map, "'%s%selementwise."
 		    "grouped_gemm_fwd_kernel_arch': expected a GPU "

@@ -219,10 +219,8 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
  * grouped_gemm_fwd_kernel_arch). */
 static int fwd_one_kernel(const struct job_spec *j)
 {
-	const char *a = j->framework->elementwise.grouped_gemm_fwd_kernel_arch;
-	const char *g = j->system && j->system->gpu ? j->system->gpu->arch : NULL;
-
-	return a && g && strcmp(a, g) == 0;
+	return j->system && gpu_arch_is(j->system->gpu, j->framework->
+					elementwise.grouped_gemm_fwd_kernel_arch);
 }
 
 /* The routed experts' shapes; route.c fills the routing. */
