@@ -268,8 +268,13 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
+	/* the framework's count is Megatron-Core's alltoall dispatcher's;
+	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
-	if (!e->permute_fusion && e->local > 1)
+	if (e->dispatch_ops > 0 && mj->dispatcher &&
+	    mj->dispatcher->preprocess_ops > 0)
+		e->dispatch_ops = (double)mj->dispatcher->preprocess_ops;
+	else if (!e->permute_fusion && e->local > 1)
 		e->dispatch_ops +=
 			(double)j->framework->host.dispatch_unfused_ops;
 	e->bias_ops = m->mlp_bias == 1 &&

@@ -247,6 +247,55 @@ Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
 }
 
 /*
+ * A dispatcher with its own preprocess count (configs/ep preprocess_ops,
+ * Megatron-Core's flex dispatcher: Hybrid-EP's 1, the
+ * tokens_per_expert.sum() after its call) replaces the framework's
+ * alltoall count (13) and its unfused copy (+1), fused or not; absent
+ * (0) the framework's applies. A framework that models no Megatron
+ * preprocess (dispatch_ops 0: not Megatron-Core's dispatchers) pays none
+ * whatever the dispatcher says.
+ */
+Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-flex";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	e.host_sync = EP_SYNC_COUNTS;
+	e.preprocess_ops = 1;
+	f.job.moe.dispatcher = &e;
+	f.fw.host.dispatch_ops = 13;
+	f.fw.host.dispatch_unfused_ops = 1;
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 1,
+			   1e-12);
+	e.preprocess_ops = 0;		/* the framework's: 13 + 1 unfused */
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+			   1e-12);
+	e.preprocess_ops = 14;
+	f.fw.host.dispatch_ops = 0;
+	f.fw.host.dispatch_unfused_ops = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "moe_preprocess"));
+	arena_release(&a);
+}
+
+/*
  * Megatron-Core's unfused permute and unpermute (moe_permute_fusion
  * false; moe_utils.py @ d7288711ba) as their PyTorch kernels. T = 4096,
  * E = 8, k = 2, h = 1024, bf16 activations and probs (p = 2 B): T E =
