@@ -106,7 +106,8 @@ static const struct schema_field elementwise_fields[] = {
 		  "activation (false: inside it)" },
 	{ .key = "glu_offset_sync", .type = ST_BOOL,
 	  .offset = EOFF(glu_offset_sync), .def = "false",
-	  .help = "a clamped GLU (swiglu_limit): each call of the activation "
+	  .help = "a quick-GELU GLU (model quick_glu: Megatron-Core's "
+		  "weighted_bias_quick_geglu_impl): each call of the activation "
 		  "(forward and its recomputation) copies its linear offset "
 		  "to the device with a blocking copy, so the host waits for "
 		  "the stream before it issues the activation" },

@@ -1014,6 +1014,7 @@ Test(moe, clamped_glu_offset_copy_syncs_the_host)
 	f.model.gated_mlp = 1;
 	f.model.mlp_bias = 1;
 	f.model.swiglu_limit = 7;
+	f.model.quick_glu = 1;
 	f.fw.elementwise.expert_bias_kernels = 1;
 	f.fw.elementwise.glu_clamp_kernels = 1;
 	fixture_dims(&f, &a, &d, &r);
@@ -1033,5 +1034,20 @@ Test(moe, clamped_glu_offset_copy_syncs_the_host)
 	cr_assert_not_null(op);
 	cr_assert_eq(op->pass, PASS_RECOMPUTE);
 	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_bias_bwd") - o.op);
+	/* The copy is the quick-GEGLU's (weighted_bias_quick_geglu_impl,
+	 * with or without a clamp value), not the clamp's: a clamped SwiGLU
+	 * (weighted_bias_swiglu_impl) does not wait; an unclamped quick GEGLU
+	 * waits before its activation, its first kernel. */
+	f.model.quick_glu = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(!d.moe.glu_sync);
+	f.model.quick_glu = 1;
+	f.model.swiglu_limit = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(d.moe.glu_sync);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "expert_clamp"));
+	op = fixture_op(&o, "expert_act");
+	cr_assert_eq(op->host_wait, op - o.op - 1);
 	arena_release(&a);
 }
