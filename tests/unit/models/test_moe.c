@@ -697,10 +697,7 @@ Test(moe, estimate_counts_the_built_program)
 
 		fixture_moe(&f, 8, 2, 512, 8);
 		f.job.training.global_batch_size = 32;
-		memset(&e, 0, sizeof(e));
-		e.name = "test-alltoall";
-		e.mode = EP_LIBRARY;
-		e.dedup = DEDUP_NONE;
+		fixture_ep_library(&e, "test-alltoall");
 		e.host_sync = EP_SYNC_COUNTS;
 		f.job.moe.dispatcher = &e;
 		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
