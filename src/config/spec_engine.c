@@ -18,6 +18,9 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
+const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
+					       NULL};
+const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -140,6 +143,10 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "seq_overhead", .type = ST_TIME, .offset = OFF(seq_overhead_s),
 	  .max = 1, .def = "0 us",
 	  .help = "host time per sequence per engine step" },
+	{ .key = "prompt_token_overhead", .type = ST_TIME,
+	  .offset = OFF(prompt_token_overhead_s), .max = 1e-3, .def = "0 us",
+	  .help = "host time per prompt token a step computes (the prompt "
+		  "copied into the step's input lists and tensors)" },
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
@@ -173,6 +180,21 @@ static const struct schema_field engine_fields[] = {
 	  .help = "kernels that write quantized GEMM inputs themselves: none "
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
+	{ .key = "norm_quant", .type = ST_ENUM, .offset = OFF(norm_quant),
+	  .values = engine_norm_quant_names, .def = "always",
+	  .help = "which RMSNorms write the quantized GEMM input when "
+		  "quant_fusion fuses it: always, or tp_allreduce (only one "
+		  "fused into the TP all-reduce: TP > 1, no attention DP, "
+		  "hidden above norm_quant_hidden; else a quantization kernel)" },
+	{ .key = "norm_quant_hidden", .type = ST_INT,
+	  .offset = OFF(norm_quant_hidden), .min = 0, .max = 1e7, .def = "0",
+	  .help = "norm_quant tp_allreduce: the fusion only for a hidden "
+		  "size above this" },
+	{ .key = "act_quant", .type = ST_ENUM, .offset = OFF(act_quant),
+	  .values = engine_act_quant_names, .def = "all",
+	  .help = "GEMM-input formats the SiLU-mul writes when quant_fusion "
+		  "fuses it: all, or per_tensor (FP8 with one scale; NVFP4 and "
+		  "MX block-scaled inputs take a quantization kernel)" },
 	{ .key = "input_broadcasts", .type = ST_INT,
 	  .offset = OFF(input_broadcasts), .min = 0, .max = 24, .def = "0",
 	  .help = "GPU tensors of the step's inputs (tokens, positions, "
@@ -184,6 +206,12 @@ static const struct schema_field engine_fields[] = {
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "
 		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
 		  "rotary_embedding and reshape_and_cache)" },
+	{ .key = "qk_norm_rope_fused", .type = ST_BOOL,
+	  .offset = OFF(qk_norm_rope_fused), .def = "false",
+	  .help = "a model's per-head RMSNorm of Q and K (Qwen3) and RoPE are "
+		  "one kernel in place on Q and K (TensorRT-LLM's "
+		  "fused_qk_norm_rope); false: a norm kernel for Q and one "
+		  "for K before the rotary (vLLM's q_norm and k_norm)" },
 	{ .key = "graph_input_copies", .type = ST_INT,
 	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "device copies of the step's inputs into a captured "

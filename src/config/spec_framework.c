@@ -133,6 +133,13 @@ static const struct schema_field elementwise_fields[] = {
 		  "output after its second, and the reverse in backward, "
 		  "unless the dispatcher or the router already aligned them "
 		  "(Megatron-Core TEGroupedMLP's Fp8Padding/Fp8Unpadding)" },
+	{ .key = "masked_select_permute", .type = ST_BOOL,
+	  .offset = EOFF(masked_select_permute), .def = "false",
+	  .help = "MoE without permute fusion: the permute finds its rows "
+		  "with masked_select on the [E, T] routing map (Megatron-LM "
+		  "before e19fbe2e1d), two device syncs a forward (torch."
+		  "nonzero copies its count to the host); false: a stable "
+		  "argsort, no sync" },
 	{ .key = "grouped_gemm_streams", .type = ST_INT,
 	  .offset = EOFF(grouped_gemm_streams), .def = "0", .min = 0,
 	  .max = 64,

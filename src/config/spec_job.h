@@ -251,6 +251,8 @@ struct elementwise_spec {
 	int expert_quant_padding;	/* low precision: the grouped MLP copies
 					 * its rows into per-expert aligned splits
 					 * and back (Megatron-Core Fp8Padding) */
+	int masked_select_permute;	/* MoE, unfused permute: masked_select
+					 * (two device syncs), not argsort */
 	int64_t grouped_gemm_streams;	/* the experts' grouped GEMM as one GEMM
 					 * kernel per local expert over this many
 					 * streams; 0 = one grouped kernel */

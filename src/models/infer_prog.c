@@ -11,7 +11,8 @@
  * finished it; the next stage starts it when it has arrived.
  *
  * Host time: the scheduler, input preparation and output processing of a
- * step (engine step_overhead + seq_overhead per sequence) run on the host
+ * step (engine step_overhead + seq_overhead per sequence +
+ * prompt_token_overhead per prompt token computed) run on the host
  * before the GPU can start, unless the engine overlaps them with the
  * previous step (overlap_scheduling), in which case the serving loop
  * takes max(GPU, host) per step and the program holds the GPU's part.
@@ -344,7 +345,14 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
 	double h = x->eng->step_overhead_s +
 		   x->eng->seq_overhead_s * infer_batch_seqs(b) +
-		   (x->tp > 1 ? x->eng->tp_step_overhead_s : 0);
+		   (x->tp > 1 ? x->eng->tp_step_overhead_s : 0), prompt = 0;
+	int i;
+
+	/* prompt tokens computed this step (graph padding is no prompt) */
+	for (i = 0; i < b->n; i++)
+		if (b->g[i].prefill && !b->g[i].pad)
+			prompt += b->g[i].count * b->g[i].q;
+	h += x->eng->prompt_token_overhead_s * prompt;
 
 	/* multi-step scheduling: one scheduler call per multi_step decodes */
 	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)

@@ -253,6 +253,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->router_dt = mj->router_dtype;
 	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;
+	e->masked_select = !e->permute_fusion &&
+		j->framework->elementwise.masked_select_permute == 1;
 	e->shared_overlap = mj->shared_expert_overlap;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->fixed_gate = job_round_robin_gate(j);

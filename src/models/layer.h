@@ -75,6 +75,8 @@ struct moe_dims {
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */
 	int permute_fusion;	/* fused permute / unpermute kernels */
+	int masked_select;	/* the unfused permute selects its rows with
+				 * masked_select (moe_permute.c) */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
 	int fixed_gate;		/* no router: fixed round-robin indices and

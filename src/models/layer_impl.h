@@ -162,6 +162,11 @@ double attn_params(const struct layer_dims *d, int bias);
 /* How an fp8 recipe (enum fp8_scaling) quantizes the experts' inputs
  * (moe.c: quant_kernels). */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
+/* The unfused permute's row selection by masked_select (moe_permute.c:
+ * Megatron-LM before e19fbe2e1d), forward and its probs' backward. */
+void moe_masked_select_fwd(struct layer_ops *o, enum layer_pass pass,
+			   const struct layer_dims *d);
+void moe_masked_select_bwd(struct layer_ops *o, const struct layer_dims *d);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 

@@ -18,7 +18,9 @@
  *            write T_in k 12
  *   permute  alltoall: gather T_in k rows, read T_in h B, write T_in k h e
  *            (unfused: first the index sort, 8 small kernels over the
- *            T_in x E map, permute_index); a deduplicating
+ *            T_in x E map, permute_index, or older Megatron's two
+ *            masked_selects with their host syncs, moe_permute.c); a
+ *            deduplicating
  *            dispatcher sends tokens as they are and permutes after
  *   dispatch all-to-all(v) over EP on the expert-parallel path (the job's
  *            moe.dispatcher; route.c's bytes); the allgather dispatcher
@@ -494,7 +496,10 @@ static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
 			  T * k * h * m->elem_B, 0);
 		return;
 	}
-	permute_index(o, pass, d);
+	if (m->masked_select)
+		moe_masked_select_fwd(o, pass, d);
+	else
+		permute_index(o, pass, d);
 	lop_memop(o, "permute", pass, T * h * d->act_B + T * k * 8,
 		  T * k * h * m->elem_B, 0);
 }
@@ -923,7 +928,9 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
 					T * k * h * d->act_B, T * h * d->act_B,
 					T * k * h), d);
-		if (!m->permute_fusion)
+		if (m->masked_select)
+			moe_masked_select_bwd(o, d);
+		else if (!m->permute_fusion)
 			permute_probs_bwd(o, d);
 	}
 	o->scope = SCOPE_MOE_ROUTER;

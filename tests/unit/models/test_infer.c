@@ -458,6 +458,53 @@ Test(infer, v0_tp_metadata_host_time)
 	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
 }
 
+/* The host time of one step of tests' Llama 3 70B at TP 1 under the
+ * trtllm preset (step_overhead 0.5 ms, seq_overhead 20 us,
+ * prompt_token_overhead 0.14 us, tp_step_overhead 0): `phase` decode or
+ * prefill, 4 sequences, prompts of 512 tokens, 256 cached. */
+static double trtllm_host_s(const char *phase, const char *extra)
+{
+	const char *sets[] = {phase, "serving.batch=4",
+			      "serving.context_len=256",
+			      "serving.engine=trtllm", "parallelism.tp=1",
+			      "system.gpus_per_node=1", extra};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct infer_batch b;
+	struct job_spec *j;
+	double h;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = load(&a, L70, sets, extra ? 7 : 6);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	infer_job_batch(j, &b);
+	h = infer_host_s(&x, &b);
+	infer_ctx_release(&x);
+	arena_release(&a);
+	return h;
+}
+
+/*
+ * TensorRT-LLM's PyExecutor copies every context request's prompt into
+ * Python lists (_prepare_tp_inputs; trtllm.yaml prompt_token_overhead,
+ * PR #15584: 0.14 us a token). Decode, 4 sequences: 0.5 ms + 4 x 20 us
+ * = 0.580 ms, no prompt. Prefill of 4 prompts of 512 tokens: 0.580 ms
+ * + 4 x 512 x 0.14 us = 0.580 + 0.28672 = 0.86672 ms. With the key at
+ * 0 the prefill step is back to 0.580 ms.
+ */
+Test(infer, trtllm_host_time_per_prompt_token)
+{
+	cr_assert_float_eq(trtllm_host_s("phase=decode", NULL), 0.580e-3,
+			   1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=prefill", NULL), 0.86672e-3,
+			   1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=prefill",
+			   "serving.engine.prompt_token_overhead=0 us"),
+			   0.580e-3, 1e-12);
+}
+
 /* The qkv GEMM of a decode step of `batch` sequences of tests' Llama 3
  * 70B in fp8 on 8 MI300X under vllm-v0-rocm with skinny_gemm_rows
  * `skinny`, costed replaying a full graph. */
@@ -520,6 +567,11 @@ Test(infer, sampler_keys_refuse_bad_counts)
 		{"serving.engine.sampler_copies=17", "from 0 to 16, got '17'"},
 		{"serving.engine.graph_input_copies=-1", "from 0 to 16, got '-1'"},
 		{"serving.engine.tp_step_overhead=1 s", "'serving.engine.tp_step_overhead'"},
+		{"serving.engine.prompt_token_overhead=2 ms", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=-1 us", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=nan", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=fast", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhed=1 us", "'serving.engine.prompt_token_overhed'"},
 		{"serving.engine.skinny_gemm_rows=17", "from 0 to 16, got '17'"},
 		{"serving.engine.skinny_gemm_rows_base=-1", "from 0 to 16, got '-1'"},
 		{"system.gpu.gemm_split_k_kernels=3", "from 1 to 2, got '3'"},

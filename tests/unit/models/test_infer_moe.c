@@ -517,3 +517,55 @@ Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 			   want0);
 	cr_assert_gt(cut, gen);
 }
+
+/*
+ * Qwen3's per-head RMSNorm of Q and K (model qk_layernorm, derived for
+ * qwen3 model types), before the rotary. Qwen3-30B-A3B at TP 1: q = 32 x
+ * 128 = 4,096 and kv = 4 x 128 = 512 elements a token, bf16 (2 B); a
+ * 1,024-token step:
+ *   TensorRT-LLM (qk_norm_rope_fused: fused_qk_norm_rope in place):
+ *     qk_norm_rope reads and writes 1024 x (4096 + 512) x 2 = 9,437,184 B
+ *   vLLM (q_norm, k_norm kernels):
+ *     q_norm reads and writes 1024 x 4096 x 2 = 8,388,608 B
+ *     k_norm reads and writes 1024 x 512 x 2 = 1,048,576 B
+ * A model without the norm (qk_layernorm false) has none of them; its
+ * other ops are the same, two fewer than vLLM's Qwen3 layer.
+ */
+Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
+{
+	const char *off[] = {"model.qk_layernorm=false"};
+	const char *unfused[] = {"serving.engine.qk_norm_rope_fused=false"};
+	struct moe_case c;
+	int n_trt;
+
+	moe_case(&c, "trtllm", 1024, NULL, 0);
+	cr_assert(c.d.qk_norm);
+	cr_assert(c.d.qk_norm_rope_fused);
+	bytes_eq(&c.o, "qk_norm_rope", 9437184.0, 9437184.0);
+	cr_assert_null(fixture_infer_op(&c.o, "q_norm"));
+	cr_assert_null(fixture_infer_op(&c.o, "k_norm"));
+	n_trt = c.o.n;
+	moe_case_release(&c);
+
+	moe_case(&c, "vllm", 1024, NULL, 0);
+	cr_assert(!c.d.qk_norm_rope_fused);
+	bytes_eq(&c.o, "q_norm", 8388608.0, 8388608.0);
+	bytes_eq(&c.o, "k_norm", 1048576.0, 1048576.0);
+	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
+	moe_case_release(&c);
+
+	/* the engine key alone decides: TensorRT-LLM told otherwise runs
+	 * two kernels, one op more than its own */
+	moe_case(&c, "trtllm", 1024, unfused, 1);
+	cr_assert_not_null(fixture_infer_op(&c.o, "q_norm"));
+	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
+	cr_assert_eq(c.o.n, n_trt + 1);
+	moe_case_release(&c);
+
+	moe_case(&c, "trtllm", 1024, off, 1);
+	cr_assert(!c.d.qk_norm);
+	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
+	cr_assert_null(fixture_infer_op(&c.o, "q_norm"));
+	cr_assert_eq(c.o.n, n_trt - 1);
+	moe_case_release(&c);
+}

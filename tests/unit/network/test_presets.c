@@ -5,6 +5,7 @@
  * against measurements is `llmsim validate --kind collective`'s job.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -202,5 +203,42 @@ Test(net_presets, nccl_nvls_chunks_follow_enqueue)
 	cr_assert_float_eq(pipe_chunk_B(&pp, 67108864.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 33554432.0), 32768, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 16384, 0);
+	arena_release(&a);
+}
+
+/* The NVL72 systems hold their GPUs' power-limited tensor clocks, by
+ * the law dgx-b200.yaml uses for its 700 W set point (P ~ SMs x f^3),
+ * referred to B200 (148 SMs holding the quoted 1855.7 MHz at 1000 W):
+ * GB200 (152 SMs, 1200 W): 1855.7 x (1200 x 148 / (1000 x 152))^(1/3)
+ * = 1954.52 MHz, written 1954.5, under its quoted 2007.7 (which would
+ * need 1000 x 152/148 x (2007.7/1855.7)^3 = 1301 W); GB300 (160 SMs,
+ * 1400 W) needs 1000 x 160/148 x (1907.3/1855.7)^3 = 1174 W for its
+ * quoted 1907.3 MHz and keeps it. */
+Test(net_presets, nvl72_gpus_hold_their_power_limited_clock)
+{
+	struct arena a;
+	const struct system_spec *b200, *gb200, *gb300;
+	const struct gpu_spec *g;
+	double f, p;
+
+	arena_init(&a);
+	b200 = load(&a, &system_schema, "dgx-b200", NULL, 0);
+	gb200 = load(&a, &system_schema, "gb200-nvl72", NULL, 0);
+	gb300 = load(&a, &system_schema, "gb300-nvl72", NULL, 0);
+	cr_assert_float_eq(b200->gpu->matrix_clock_hz, 1855.7e6, 1);
+	cr_assert_eq(b200->gpu->compute_units, 148);
+	g = gb200->gpu;
+	cr_assert_eq(g->compute_units, 152);
+	f = b200->gpu->matrix_clock_hz *
+	    cbrt(1200.0 * 148 / (1000.0 * (double)g->compute_units));
+	cr_assert_float_eq(f, 1954.52e6, 0.01e6);
+	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
+	p = 1000 * 152.0 / 148 * pow(g->matrix_clock_hz / 1855.7e6, 3);
+	cr_assert(p > 1300 && p < 1302, "%g W", p);
+	g = gb300->gpu;
+	cr_assert_eq(g->compute_units, 160);
+	p = 1000 * 160.0 / 148 * pow(g->matrix_clock_hz / 1855.7e6, 3);
+	cr_assert(p > 1173 && p < 1175, "%g W", p);
+	cr_assert_eq(g->sustained_matrix_clock_hz, g->matrix_clock_hz);
 	arena_release(&a);
 }

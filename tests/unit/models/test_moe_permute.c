@@ -1,0 +1,138 @@
+/*
+ * test_moe_permute.c - Megatron-LM's unfused permute before its argsort
+ * rewrite (framework elementwise.masked_select_permute; moe_permute.c):
+ * two masked_selects, each a nonzero whose count the host waits for,
+ * against derived bytes, kernel counts and the ops the host waits on.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "fixture.h"
+#include "models/layer.h"
+#include "models/route.h"
+
+/* Index of the op named `name` in o, or -1. */
+static int op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * fixture_moe(8, 2, 512, 2): T = 4096 tokens, E = 8, k = 2, h = 1024,
+ * bf16 probs (p = 2 B): T E = 32768, T k = 8192.
+ * permute_mask: transposed copy of the bool map (read T E, write T E,
+ *   strided 2 T E), arange (write 8 T), the count's 2 reduce kernels
+ *   (read T E): 4 kernels; read 2 T E = 65536 B, write T E + 8 T =
+ *   32768 + 32768 = 65536 B, strided 65536 B; host: 3 Python ops
+ *   (contiguous, arange, masked_select) and 1 more kernel from C++.
+ * permute_select (after the sync on permute_mask): select (2 kernels,
+ *   read T E, write 8 T k), write_indices (read 8 T k, write 16 T k),
+ *   the gather (read 16 T k indices and 8 T k int64, write 8 T k):
+ *   4 kernels; read T E + 24 T k + 8 T k = 32768 + 262144 = 294912 B,
+ *   write 32 T k = 262144 B; host: 4 kernels from C++, no Python op.
+ * permute_probs_mask: transposed probs copy (read and write T E p,
+ *   strided 2 T E p = 131072 B) and the count (read T E): 3 kernels;
+ *   read 65536 + 32768 = 98304 B, write 65536 B; 2 Python ops.
+ * permute_probs_select (after the sync on permute_probs_mask): as
+ *   permute_select with p-byte elements: read T E + 24 T k + T k p =
+ *   32768 + 196608 + 16384 = 245760 B, write 24 T k + T k p = 212992 B.
+ * permute_probs_bwd (masked_select_backward): zeros (write T E p), the
+ *   mask's exclusive sum (read T E, write 8 T E; 2 kernels), the size
+ *   check, the scatter (read T E p + T E + 8 T E + T k p, write T E p),
+ *   the transposed copy back (read and write T E p): 6 kernels; read
+ *   10 T E + 2 T E p + T k p = 327680 + 131072 + 16384 = 475136 B,
+ *   write 8 T E + 3 T E p = 262144 + 196608 = 458752 B, strided
+ *   2 T E p = 131072 B.
+ * With the fused permute the key changes nothing.
+ */
+Test(moe, masked_select_permute_syncs_twice)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int mask, sel, pmask, psel, perm;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	memset(&e, 0, sizeof(e));
+	e.name = "test-alltoall";
+	e.mode = EP_LIBRARY;
+	e.dedup = DEDUP_NONE;
+	f.job.moe.dispatcher = &e;
+	f.job.moe.permute_fusion = 0;
+	f.fw.elementwise.masked_select_permute = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.masked_select, 1);
+	cr_assert_float_eq(d.moe.probs_B, 2, 1e-12);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_index(&o, "permute_index"), -1);
+	mask = op_index(&o, "permute_mask");
+	sel = op_index(&o, "permute_select");
+	pmask = op_index(&o, "permute_probs_mask");
+	psel = op_index(&o, "permute_probs_select");
+	perm = op_index(&o, "permute");
+	cr_assert(mask >= 0 && sel == mask + 1 && pmask == sel + 1 &&
+		  psel == pmask + 1 && perm == psel + 1);
+
+	c = &o.op[mask];
+	cr_assert_float_eq(c->k.launches, 4, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 65536, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 65536, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 65536, 1e-9);
+	cr_assert_eq(c->host, HOST_OP);
+	cr_assert_eq(c->host_n, 3);
+	cr_assert_eq(c->host_kernels, 1);
+	cr_assert_eq(c->host_wait, LAYER_NONE);
+
+	c = &o.op[sel];
+	cr_assert_float_eq(c->k.launches, 4, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 262144, 1e-9);
+	cr_assert_eq(c->host, HOST_FREE);
+	cr_assert_eq(c->host_kernels, 3);
+	cr_assert_eq(c->host_wait, mask);
+
+	c = &o.op[pmask];
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 98304, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 65536, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 131072, 1e-9);
+	cr_assert_eq(c->host_n, 2);
+	cr_assert_eq(c->host_wait, LAYER_NONE);
+
+	c = &o.op[psel];
+	cr_assert_float_eq(c->k.read_B, 245760, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 212992, 1e-9);
+	cr_assert_eq(c->host_wait, pmask);
+
+	/* the index_select that follows is the same as argsort's */
+	cr_assert_float_eq(o.op[perm].k.read_B, 8454144, 1e-6);
+
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = &o.op[op_index(&o, "permute_probs_bwd")];
+	cr_assert_float_eq(c->k.launches, 6, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 475136, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 458752, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 131072, 1e-9);
+
+	f.job.moe.permute_fusion = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.masked_select, 0);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_index(&o, "permute_mask"), -1);
+	cr_assert_eq(op_index(&o, "permute_select"), -1);
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert_eq(op_index(&o, "permute_probs_bwd"), -1);
+	arena_release(&a);
+}
