@@ -58,6 +58,10 @@ int gpu_arch_vendor(const char *a)
 		k = 3 + strspn(a + 3, "0123456789abcdef");
 		return k > 3 && a[k] == '\0' ? GPU_AMD : -1;
 	}
+	if (strncmp(a, "zen", 3) == 0) {	/* a CPU core (configs/cpus) */
+		k = 3 + strspn(a + 3, "0123456789");
+		return k > 3 && a[k] == '\0' ? GPU_AMD : -1;
+	}
 	return -1;
 }
 
@@ -431,8 +435,8 @@ static int check_arch(const struct gpu_spec *g, const struct schema_at *at,
 	if (v < 0)
 		schema_check_error(d, at, "arch", "expected sm and the compute "
 				   "capability's digits (NVIDIA: sm90, sm100) "
-				   "or gfx and hex digits (AMD: gfx942), got "
-				   "'%s'", g->arch);
+				   "or gfx and hex digits (AMD: gfx942; an AMD "
+				   "CPU core: zen5), got '%s'", g->arch);
 	else
 		schema_check_error(d, at, "arch", "'%s' is an %s architecture, "
 				   "but vendor is %s", g->arch,

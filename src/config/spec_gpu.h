@@ -46,7 +46,8 @@ double dtype_bytes(enum dtype t);
 /* The one spelling of a GPU architecture (gpu arch, framework
  * elementwise.grouped_gemm_fwd_kernel_arch): "sm" and the compute
  * capability's digits for NVIDIA (sm90, sm100), "gfx" and hex digits for
- * AMD (gfx942). The vendor the name belongs to (GPU_NVIDIA, GPU_AMD), or
+ * AMD (gfx942), zen and digits for an AMD CPU core standing in for a GPU
+ * (configs/cpus). The vendor the name belongs to (GPU_NVIDIA, GPU_AMD), or
  * -1 when a is not such a name. */
 int gpu_arch_vendor(const char *a);
 

@@ -137,6 +137,7 @@ Test(spec_gpu, arch_names_have_one_spelling)
 	cr_assert_eq(gpu_arch_vendor("sm90"), GPU_NVIDIA);
 	cr_assert_eq(gpu_arch_vendor("sm103"), GPU_NVIDIA);
 	cr_assert_eq(gpu_arch_vendor("gfx90a"), GPU_AMD);
+	cr_assert_eq(gpu_arch_vendor("zen5"), GPU_AMD);	/* configs/cpus */
 	cr_assert_eq(gpu_arch_vendor("sm9"), -1);
 	cr_assert_eq(gpu_arch_vendor("sm_90"), -1);
 	cr_assert_eq(gpu_arch_vendor("blackwell"), -1);
