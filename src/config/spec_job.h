@@ -94,7 +94,8 @@ struct job_spec;
 /* Whether the job's training.recompute_modules names module m. */
 int job_recomputes(const struct job_spec *j, enum recompute_module m);
 /* Warn (d) when training.fp8_scaling is given on a job whose dtype is
- * not fp8 (spec_recompute.c). */
+ * not fp8, or training.fp8_attention on a 16- or 32-bit one
+ * (spec_recompute.c). */
 void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			   const struct cnode *node);
 

@@ -154,3 +154,21 @@ void fixture_ep_forward(struct ep_comm_spec *e, const char *name)
 	e->mode = EP_FORWARD;
 	e->dedup = DEDUP_NODE;
 }
+
+void fixture_ep_library(struct ep_comm_spec *e, const char *name)
+{
+	memset(e, 0, sizeof(*e));
+	e->name = name;
+	e->mode = EP_LIBRARY;
+	e->dedup = DEDUP_NONE;
+}
+
+int fixture_op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
