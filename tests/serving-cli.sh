@@ -108,6 +108,18 @@ grep -q "bad-trace.csv:5:" "$tmp/err" ||
 bad "weights that do not fit" "do not fit" \
 	tests/data/serve/l70-h100-tp8.yaml --set parallelism.tp=1 \
 	--set system.gpus_per_node=1
+bad "norm_quant: an unknown value" \
+	"--set:1:27: error: 'serving.engine.norm_quant': expected one of always, tp_allreduce, got 'sometimes'" \
+	"$job" --set serving.engine.norm_quant=sometimes
+bad "norm_quant_hidden: negative" \
+	"--set:1:34: error: 'serving.engine.norm_quant_hidden': expected an integer from 0 to 10000000, got '-5'" \
+	"$job" --set serving.engine.norm_quant_hidden=-5
+bad "norm_quant_hidden: NaN" \
+	"--set:1:34: error: 'serving.engine.norm_quant_hidden': expected an integer such as 0, got 'nan'" \
+	"$job" --set serving.engine.norm_quant_hidden=nan
+bad "act_quant: a sequence" \
+	"--set:1:26: error: 'serving.engine.act_quant': expected one of all, per_tensor, got a sequence" \
+	"$job" --set 'serving.engine.act_quant=[all]'
 bad "an engine is required" \
 	"tests/data/serve/bad-no-engine.yaml:7:3: error: 'serving.engine': expected an engine preset" \
 	tests/data/serve/bad-no-engine.yaml

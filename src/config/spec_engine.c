@@ -18,6 +18,9 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
+const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
+					       NULL};
+const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -177,6 +180,21 @@ static const struct schema_field engine_fields[] = {
 	  .help = "kernels that write quantized GEMM inputs themselves: none "
 		  "(a quantization kernel before every fp8/fp4 GEMM), norm_act "
 		  "(RMSNorm and SiLU-mul; the attention output apart), all" },
+	{ .key = "norm_quant", .type = ST_ENUM, .offset = OFF(norm_quant),
+	  .values = engine_norm_quant_names, .def = "always",
+	  .help = "which RMSNorms write the quantized GEMM input when "
+		  "quant_fusion fuses it: always, or tp_allreduce (only one "
+		  "fused into the TP all-reduce: TP > 1, no attention DP, "
+		  "hidden above norm_quant_hidden; else a quantization kernel)" },
+	{ .key = "norm_quant_hidden", .type = ST_INT,
+	  .offset = OFF(norm_quant_hidden), .min = 0, .max = 1e7, .def = "0",
+	  .help = "norm_quant tp_allreduce: the fusion only for a hidden "
+		  "size above this" },
+	{ .key = "act_quant", .type = ST_ENUM, .offset = OFF(act_quant),
+	  .values = engine_act_quant_names, .def = "all",
+	  .help = "GEMM-input formats the SiLU-mul writes when quant_fusion "
+		  "fuses it: all, or per_tensor (FP8 with one scale; NVFP4 and "
+		  "MX block-scaled inputs take a quantization kernel)" },
 	{ .key = "input_broadcasts", .type = ST_INT,
 	  .offset = OFF(input_broadcasts), .min = 0, .max = 24, .def = "0",
 	  .help = "GPU tensors of the step's inputs (tokens, positions, "

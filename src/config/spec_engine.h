@@ -70,6 +70,8 @@ extern const char *const engine_memory_rule_names[];
 extern const char *const engine_graphs_names[];
 extern const char *const engine_capacity_names[];
 extern const char *const engine_quant_fusion_names[];
+extern const char *const engine_norm_quant_names[];
+extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
 
 /* How the engine runs a routed-expert layer (infer_moe.c). */
@@ -93,6 +95,28 @@ enum engine_quant_fusion {
 				 * attention output is quantized apart */
 	ENGINE_QFUSE_ALL,	/* the attention output too */
 	ENGINE_QFUSE_COUNT
+};
+
+/* Which RMSNorms write the quantized input of the GEMM after them when
+ * quant_fusion has them do so (norm_act or all). */
+enum engine_norm_quant {
+	ENGINE_NORMQ_ALWAYS,	/* every one */
+	ENGINE_NORMQ_TP_ALLREDUCE, /* only one fused into the TP all-reduce
+				 * (TP > 1, no attention DP, hidden larger
+				 * than norm_quant_hidden); else the norm
+				 * writes 16 bits and a quantization kernel
+				 * runs (TensorRT-LLM's AllReduce fusion) */
+	ENGINE_NORMQ_COUNT
+};
+
+/* Which GEMM-input formats the SiLU-mul writes itself when quant_fusion
+ * has it do so. */
+enum engine_act_quant {
+	ENGINE_ACTQ_ALL,	/* every one */
+	ENGINE_ACTQ_PER_TENSOR,	/* per-tensor-scaled FP8 only; block-scaled
+				 * inputs (NVFP4, MX) take a kernel of their
+				 * own */
+	ENGINE_ACTQ_COUNT
 };
 
 /* trtllm-bench's sizing rule (tensorrt_llm/bench/build/tuning.py
@@ -145,6 +169,10 @@ struct engine_spec {
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
 	int quant_fusion;			/* enum engine_quant_fusion */
+	int norm_quant;				/* enum engine_norm_quant */
+	int64_t norm_quant_hidden;		/* tp_allreduce: fused only above this
+						 * hidden size */
+	int act_quant;				/* enum engine_act_quant */
 	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
 						 * broadcasts over the TP group before a
 						 * scheduler call's forward (vLLM V0) */

@@ -41,8 +41,14 @@
  * TensorRT-LLM's attention does); otherwise that kernel writes B and a
  * quantization kernel of its own (read T x B, write T x A) runs before
  * the GEMM (vLLM V0 and SGLang without torch.compile: before each of the
- * four GEMMs of a layer). The last layer's residual add is fused into
- * the final norm.
+ * four GEMMs of a layer). The engine may narrow that fusion (TensorRT-
+ * LLM): with norm_quant tp_allreduce a layer norm writes the quantized
+ * QKV or gate/up input only when it runs inside the TP all-reduce (TP >
+ * 1, no attention DP, hidden > norm_quant_hidden), else 16 bits and a
+ * quantization kernel follows; with act_quant per_tensor the SiLU-mul
+ * writes per-tensor FP8 itself but a block-scaled (NVFP4, MX) input
+ * takes a quantization kernel. The last layer's residual add is fused
+ * into the final norm.
  *
  * MLA (DeepSeek V2/V3; q_lora rank r_q, kv_lora rank r, rotary width
  * d_r, per-head non-rotary width d_n and value width d_v), as vLLM's and
@@ -180,6 +186,27 @@ enum dtype infer_compute_dtype(const struct job_spec *j,
 	return DTYPE_BF16;
 }
 
+/* The engine's exceptions to quant_fusion (infer.c's header):
+ * norm_quant tp_allreduce leaves a norm's output to a quantization kernel
+ * unless the norm runs fused into the TP all-reduce, TP > 1 without
+ * attention DP and hidden > norm_quant_hidden; act_quant per_tensor
+ * leaves block-scaled SiLU-mul outputs (anything narrower than 16 bits
+ * but per-tensor FP8) to one. */
+static void quant_rules(const struct job_spec *j, struct infer_dims *d)
+{
+	const struct engine_spec *e = j->serving.engine;
+	int ar_fused;
+
+	if (!e)
+		return;
+	ar_fused = d->tp > 1 && !j->parallelism.attention_dp &&
+		   d->hidden > (double)e->norm_quant_hidden;
+	d->norm_quant_apart = e->norm_quant == ENGINE_NORMQ_TP_ALLREDUCE &&
+			      !ar_fused;
+	d->act_quant_apart = e->act_quant == ENGINE_ACTQ_PER_TENSOR &&
+			     d->compute != DTYPE_FP8;
+}
+
 void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 			 struct infer_dims *d)
 {
@@ -228,6 +255,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
 		infer_moe_dims(j, g, d);
+	quant_rules(j, d);
 }
 
 void infer_kind_of(const struct job_spec *j, int64_t layer,
@@ -394,17 +422,36 @@ static double out_B(const struct infer_dims *d, int level)
 	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
 }
 
-static void norm(struct infer_ops *o, const struct infer_dims *d,
-		 const char *name, double t, int fused_add)
+/* Whether the output of a layer norm (dense: `layer_norm`) or of the
+ * SiLU-mul (`act`) feeding quantized GEMMs takes a kernel of its own. */
+static int norm_apart(const struct infer_dims *d, int layer_norm)
 {
-	double n = t * d->hidden, w = out_B(d, ENGINE_QFUSE_NORM_ACT);
+	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
+	       (layer_norm && d->norm_quant_apart &&
+		d->gemm_a_B < d->act_B);
+}
+
+static int act_apart(const struct infer_dims *d)
+{
+	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
+	       (d->act_quant_apart && d->gemm_a_B < d->act_B);
+}
+
+/* A fused add + RMSNorm; `layer_norm`: its output feeds the QKV or the
+ * dense MLP's gate/up GEMM (not an MoE layer, whose module quantizes its
+ * input itself under moe_kernels cutlass). */
+static void norm(struct infer_ops *o, const struct infer_dims *d,
+		 const char *name, double t, int fused_add, int layer_norm)
+{
+	int apart = norm_apart(d, layer_norm);
+	double n = t * d->hidden, w = apart ? d->act_B : d->gemm_a_B;
 
 	if (fused_add)
 		memop(o, name, 2 * n * d->act_B, n * (d->act_B + w),
 		      NORM_FLOPS * n);
 	else
 		memop(o, name, n * d->act_B, n * w, NORM_FLOPS * n);
-	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+	if (apart)
 		quant(o, d, "quant", n);
 }
 
@@ -519,8 +566,9 @@ static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 
 	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
 	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
-	      t * f * out_B(d, ENGINE_QFUSE_NORM_ACT), ACT_FLOPS * t * f);
-	if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+	      t * f * (act_apart(d) ? d->act_B : d->gemm_a_B),
+	      ACT_FLOPS * t * f);
+	if (act_apart(d))
 		quant(o, d, "quant", t * f);
 	gemm(o, "down", t, d->hidden, f);
 }
@@ -532,13 +580,13 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	double t = infer_batch_tokens(b);
 
 	o->n = 0;
-	norm(o, d, "add_norm", t, 1);
+	norm(o, d, "add_norm", t, 1, !d->mla);
 	if (d->mla)
 		attn_mla(d, b, t, o);
 	else
 		attn_gqa(d, b, t, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1);
+	norm(o, d, "add_norm", t, 1, !(k && k->moe));
 	if (k && k->moe) {
 		if (!r)
 			BUG("an MoE layer without its routing");

@@ -117,6 +117,11 @@ struct infer_dims {
 	double weight_B;	/* B per weight element, scales included */
 	double kv_B;		/* B per KV-cache element */
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
+	int norm_quant_apart;	/* the layer norms' outputs take a quantization
+				 * kernel even where quant_fusion fuses it
+				 * (engine norm_quant, this layout) */
+	int act_quant_apart;	/* the SiLU-mul's output likewise (engine
+				 * act_quant, this GEMM-input format) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
 	int qk_norm;		/* RMSNorm over each Q and K head (Qwen3) */
 	int qk_norm_rope_fused;	/* that norm and RoPE in one in-place kernel */

@@ -268,15 +268,16 @@ static void grouped(struct infer_ops *o, const char *name,
 static void shared(struct infer_ops *o, const struct infer_dims *d, double T)
 {
 	double f = d->moe.shared_ffn / d->tp, u = (d->gated ? 2 : 1) * f;
-	double w = infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ? d->act_B
-							       : d->gemm_a_B;
+	int apart = infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
+		    (d->act_quant_apart && d->gemm_a_B < d->act_B);
+	double w = apart ? d->act_B : d->gemm_a_B;
 
 	if (f <= 0)
 		return;
 	infer_op_gemm(o, "shared_gate_up", T, u, d->hidden);
 	infer_op_mem(o, "shared_act", T * u * d->act_B, T * f * w,
 		     ACT_FLOPS * T * f);
-	if (infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+	if (apart)	/* a GatedMLP: engine act_quant as the dense MLP's */
 		infer_op_quant(o, d, "quant", T * f);
 	infer_op_gemm(o, "shared_down", T, d->hidden, f);
 }

@@ -1,0 +1,127 @@
+/*
+ * test_infer_quant.c - TensorRT-LLM's quantization kernels in an
+ * inference layer (engine norm_quant, norm_quant_hidden, act_quant;
+ * src/models/infer.c). Jobs are tests/data/serve's over the shipped
+ * presets, varied by --set style overrides.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "models/infer.h"
+#include "run/infer_run.h"
+
+#include "fixture.h"
+
+#define L70 "tests/data/serve/l70-h100-tp8.yaml"
+
+static struct job_spec *load(struct arena *a, const char *const *sets,
+			     size_t n)
+{
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	struct job_spec *j = arena_alloc(a, sizeof(*j));
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_schema, L70, sets, n, j), 0,
+		     "loading %s", L70);
+	return j;
+}
+
+/* The layer ops of L70 with the given overrides (and a 4-sequence decode
+ * step over 256 cached tokens). */
+static void layer_ops(const char *const *extra, size_t n_extra,
+		      struct infer_dims *d, struct infer_ops *o)
+{
+	const char *sets[12] = {"phase=decode", "serving.batch=4",
+				"serving.context_len=256"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_batch b;
+	size_t i;
+
+	cr_assert_leq(n_extra, 9u);
+	for (i = 0; i < n_extra; i++)
+		sets[3 + i] = extra[i];
+	arena_init(&a);
+	j = load(&a, sets, 3 + n_extra);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &b);
+	infer_layer_ops(d, &b, NULL, NULL, o);
+	arena_release(&a);
+}
+
+static int count_quant(const struct infer_ops *o)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		n += strncmp(o->op[i].name, "quant", 5) == 0;
+	return n;
+}
+
+/*
+ * TensorRT-LLM's exceptions to quant_fusion all (trtllm.yaml: norm_quant
+ * tp_allreduce, norm_quant_hidden 4096, act_quant per_tensor). A dense
+ * Llama layer has two norms (before QKV and before gate/up), the
+ * attention output (fused: the attention op writes o_proj's input) and
+ * the SiLU-mul (before down):
+ *   fp8,   tp 8: norms inside the all-reduce, SiLU writes FP8    -> 0
+ *   fp8,   tp 1: no all-reduce: both norms apart                  -> 2
+ *   nvfp4, tp 1: both norms, and the SiLU-mul (block-scaled)      -> 3
+ *   nvfp4, tp 8: the SiLU-mul only                                -> 1
+ *   fp8, Llama 3 8B (hidden 4096, not > 4096), tp 2: both norms   -> 2
+ * Bytes at nvfp4, tp 1 (B200), 4 tokens: the norm before gate/up writes
+ * 16 bits, 4 x 8192 x 2 = 65,536 B besides the 65,536 B of the residual;
+ * its quantization kernel reads those 65,536 B and writes 4 x 8192 x
+ * (0.5 + 1/16) = 18,432 B; the SiLU-mul writes 4 x 28,672 x 2 =
+ * 229,376 B.
+ */
+Test(infer, trtllm_quantization_kernels_follow_the_layout)
+{
+	const char *fp8_tp8[] = {"serving.engine=trtllm", "serving.dtype=fp8"};
+	const char *fp8_tp1[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "parallelism.tp=1", "system.gpus_per_node=1"};
+	const char *fp4_tp1[] = {"serving.engine=trtllm",
+				 "serving.dtype=nvfp4", "system=dgx-b200",
+				 "parallelism.tp=1", "system.gpus_per_node=1"};
+	const char *fp4_tp8[] = {"serving.engine=trtllm",
+				 "serving.dtype=nvfp4", "system=dgx-b200"};
+	const char *l8_tp2[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				"model=llama3-8b", "parallelism.tp=2",
+				"system.gpus_per_node=2"};
+	struct infer_dims d;
+	struct infer_ops o;
+	const struct infer_op *op;
+	int i, norms = 0;
+
+	layer_ops(fp8_tp8, 2, &d, &o);
+	cr_assert_eq(count_quant(&o), 0);
+	layer_ops(fp8_tp1, 4, &d, &o);
+	cr_assert_eq(count_quant(&o), 2);
+	layer_ops(fp4_tp8, 3, &d, &o);
+	cr_assert_eq(count_quant(&o), 1);
+	layer_ops(l8_tp2, 5, &d, &o);
+	cr_assert_eq(count_quant(&o), 2);
+	layer_ops(fp4_tp1, 5, &d, &o);
+	cr_assert_eq(count_quant(&o), 3);
+	for (i = 0; i < o.n; i++) {
+		if (strcmp(o.op[i].name, "add_norm") != 0)
+			continue;
+		cr_assert_float_eq(o.op[i].write_B, 131072.0, 1e-9);
+		cr_assert_str_eq(o.op[i + 1].name, "quant");
+		cr_assert_float_eq(o.op[i + 1].read_B, 65536.0, 1e-9);
+		cr_assert_float_eq(o.op[i + 1].write_B, 18432.0, 1e-9);
+		norms++;
+	}
+	cr_assert_eq(norms, 2);
+	op = fixture_infer_op(&o, "silu_mul");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->write_B, 229376.0, 1e-9);
+}
