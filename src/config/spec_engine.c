@@ -21,6 +21,8 @@ const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
 					       NULL};
 const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
+const char *const engine_vision_encoder_names[] = {"none", "front_end",
+						   "workers", NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -171,6 +173,20 @@ static const struct schema_field engine_fields[] = {
 		  "place, a k-way sum) or cutlass (TensorRT-LLM's CUTLASS fused "
 		  "MoE: input quantization, a row sort, permuted copies of the "
 		  "rows, grouped GEMMs, a finalize kernel writing every token)" },
+	{ .key = "vision_encoder", .type = ST_ENUM,
+	  .offset = OFF(vision_encoder), .values = engine_vision_encoder_names,
+	  .def = "none",
+	  .help = "where a multimodal model's vision encoder (model "
+		  "vision_params) sits in GPU memory: none, front_end (the "
+		  "front-end process holds it on the instance's first GPU, "
+		  "with a CUDA context of its own, before the workers size "
+		  "their KV caches: that GPU, the tightest, sets every rank's "
+		  "capacity) or workers (every GPU holds it); reported in "
+		  "workspace_bytes" },
+	{ .key = "vision_encoder_B", .type = ST_NUM,
+	  .offset = OFF(vision_encoder_B), .min = 0, .max = 8, .def = "2",
+	  .help = "bytes per vision-encoder parameter as the engine holds it "
+		  "(4: fp32, 2: bf16)" },
 	{ .key = "moe_fused_sort_max", .type = ST_INT,
 	  .offset = OFF(moe_fused_sort_max), .min = 0, .max = 1e6, .def = "0",
 	  .help = "cutlass: steps of at most this many tokens sort their rows "

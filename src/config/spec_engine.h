@@ -73,6 +73,19 @@ extern const char *const engine_quant_fusion_names[];
 extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
+extern const char *const engine_vision_encoder_names[];
+
+/* Where the engine holds a multimodal model's vision encoder
+ * (model vision_params) in GPU memory. */
+enum engine_vision_encoder {
+	ENGINE_VENC_NONE,	/* nowhere (text-only use, or not loaded) */
+	ENGINE_VENC_FRONT_END,	/* in the front-end process, on the first GPU
+				 * of the instance, with that process's own
+				 * CUDA context, before the workers size their
+				 * KV caches */
+	ENGINE_VENC_WORKERS,	/* in every worker, beside its weights */
+	ENGINE_VENC_COUNT
+};
 
 /* How the engine runs a routed-expert layer (infer_moe.c). */
 enum engine_moe_kernels {
@@ -201,6 +214,8 @@ struct engine_spec {
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
+	int vision_encoder;			/* enum engine_vision_encoder */
+	double vision_encoder_B;		/* B per vision parameter as held */
 	int64_t moe_fused_sort_max;		/* cutlass: steps of at most this many tokens
 						 * sort the rows in one kernel, larger ones
 						 * in three */

@@ -324,6 +324,12 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(pp_scatter_gather), .def = "false",
 	  .help = "without sequence parallelism, pipeline transfers carry 1/tp of the "
 		  "activation per TP rank and the receiving TP group all-gathers it" },
+	{ .key = "shared_expert_stream", .type = ST_BOOL,
+	  .offset = FOFF(shared_expert_stream), .def = "false",
+	  .help = "MoE: the model code runs the shared experts on a side "
+		  "stream while the routed experts' tokens are dispatched "
+		  "(as moe.shared_expert_overlap does), whatever the job's "
+		  "moe.shared_expert_overlap" },
 	{ .key = "router_gemm_te", .type = ST_BOOL,
 	  .offset = FOFF(router_gemm_te), .def = "false",
 	  .help = "MoE: the router's GEMMs run through Transformer Engine's "
@@ -341,6 +347,22 @@ static const struct schema_field framework_fields[] = {
 	  .help = "without fused_cross_entropy: Megatron-Core's "
 		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
 		  "kernels forward, one backward, two TP all-reduces)" },
+	{ .key = "cross_entropy_in_place", .type = ST_BOOL,
+	  .offset = FOFF(cross_entropy_in_place), .def = "false",
+	  .help = "with fused_cross_entropy: the loss writes its gradient "
+		  "into the logits and keeps them for the backward in their "
+		  "own (16-bit) dtype (Transformer Engine "
+		  "parallel_cross_entropy); false: it keeps an fp32 softmax "
+		  "of the logits (Megatron-Core's native fused and unfused "
+		  "losses)" },
+	{ .key = "moe_probs_in_activation", .type = ST_BOOL,
+	  .offset = FOFF(moe_probs_in_activation), .def = "false",
+	  .help = "MoE: the experts multiply their rows by the routing "
+		  "probabilities in the activation (Megatron-Core >= 0.13 "
+		  "weighted SwiGLU), which keeps one fp32 probability a row, "
+		  "and unpermute takes no probabilities, so nothing of the "
+		  "fc2 output is kept; false: unpermute weights the fc2 "
+		  "output and keeps it for the backward" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

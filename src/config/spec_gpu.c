@@ -164,6 +164,16 @@ static const struct schema_field attn_fields[] = {
 	  .help = "the vendor kernel's FP8 backward skips the key tiles "
 		  "outside a sliding window as its bf16 one does; false: it "
 		  "computes every tile of the causal triangle" },
+	{ .key = "fwd_pads_v", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, fwd_pads_v),
+	  .def = "false",
+	  .help = "the vendor kernel's forward computes a value head dim "
+		  "narrower than the query/key head dim (MLA: 192 / 128) as "
+		  "the query/key one, the padded columns' work included" },
+	{ .key = "bwd_pads_v", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, bwd_pads_v),
+	  .def = "false",
+	  .help = "the same, the backward" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

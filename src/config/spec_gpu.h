@@ -71,6 +71,9 @@ struct gpu_attention_spec {
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
 	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
 					 * sliding window (0: it computes every causal tile) */
+	int fwd_pads_v;			/* the vendor kernel's forward runs a value head dim
+					 * narrower than the query/key one at the latter */
+	int bwd_pads_v;			/* the same, backward */
 };
 
 struct gpu_spec {

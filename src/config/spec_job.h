@@ -328,11 +328,19 @@ struct framework_spec {
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int shared_expert_stream;		/* MoE: the shared experts run on a side
+					 * stream beside the routed experts' dispatch */
 	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
 						 * Engine: forward on the 16-bit inputs (the
 						 * router dtype only as output), backward in
 						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
+	int cross_entropy_in_place;		/* the fused loss writes its gradient into the
+						 * logits (TE parallel_cross_entropy) and keeps
+						 * them in their dtype, not an fp32 softmax */
+	int moe_probs_in_activation;		/* MoE: the routing probabilities are applied in
+						 * the experts' activation, unpermute keeps
+						 * nothing of the fc2 output */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */

@@ -291,6 +291,12 @@ static const struct schema_field model_fields[] = {
 	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
 		  "absent or empty (transformers' Llama4TextConfig "
 		  "no_rope_layer_interval, default 4)" },
+	{ .key = "vision_params", .type = ST_NUM, .offset = OFF(vision_params),
+	  .min = 0, .max = 1e13, .flags = SF_OPTIONAL,
+	  .help = "parameters of a multimodal checkpoint's vision encoder and "
+		  "projector (vision_config's tower, adapter and "
+		  "multi_modal_projector): not simulated, but held in GPU "
+		  "memory by an engine with vision_encoder" },
 	{ .key = "quantization_config", .type = ST_SECTION,
 	  .offset = OFF(quantization), .sub = &quant_schema,
 	  .flags = SF_OPTIONAL,

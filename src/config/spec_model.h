@@ -160,6 +160,10 @@ struct model_spec {
 						 * 0 = NoPE (global); empty: by interval */
 	int64_t nope_layer_interval;		/* Llama 4: every n-th layer is NoPE */
 	struct quant_spec quantization;		/* checkpoint weight format */
+	double vision_params;			/* parameters of a multimodal checkpoint's
+						 * vision encoder and projector (not
+						 * simulated; held in memory by engines
+						 * with vision_encoder); 0 = none */
 	/* Multi-head latent attention (DeepSeek); 0 = not MLA */
 	int64_t q_lora_rank;
 	int64_t kv_lora_rank;

@@ -30,6 +30,22 @@
  *   static (SGLang)   KV = f C - (C - C_u) - M       (A + X from the rest)
  *   free   (TRT-LLM)  KV = f (C_u - M - A - X)
  *
+ * A multimodal model's vision encoder (not simulated) is memory held
+ * before the engine sizes its cache, V = vision_params x vision_encoder_B
+ * (engine keys), subtracted with the weights under every rule and
+ * reported in the workspace: on every GPU when the workers hold it; on the
+ * instance's first GPU only, plus a second CUDA context (C - C_u), when
+ * the front-end process holds it. TensorRT-LLM 1.0's Llama 4 input
+ * processor builds the vision tower and projector in fp32 and moves them
+ * to cuda in the LLM process (modeling_llama.py Llama4InputProcessor
+ * __init__, NVIDIA/TensorRT-LLM before PR #6844, which moved it into each
+ * worker on 2025-08-28, in 1.1), and _TorchLLM._build_model creates the
+ * input processor before it spawns the workers (llmapi/llm.py): GPU 0
+ * has less free memory when its worker sizes its KV cache. That GPU is
+ * the tightest; the instance is costed with its capacity on every rank
+ * (attention DP spreads requests evenly, so the rank with the smallest
+ * pool paces the run).
+ *
  * A token takes L_r infer_kv_token_layer_B bytes on rank r; the instance
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
@@ -176,6 +192,27 @@ void infer_mem_draft_of(const struct job_spec *dj,
 			  infer_kv_token_layer_B(dd);
 }
 
+/* Memory of the model's vision encoder on pipeline rank r's GPU, by where
+ * the engine holds it (engine vision_encoder; the module header). */
+double infer_mem_vision_B(const struct job_spec *j,
+			  const struct engine_spec *e, int64_t r)
+{
+	const struct gpu_spec *g = j->system->gpu;
+	double w = j->model->vision_params * e->vision_encoder_B;
+
+	if (!(j->model->vision_params > 0))
+		return 0;
+	switch (e->vision_encoder) {
+	case ENGINE_VENC_FRONT_END:
+		return r == 0 ? w + (g->hbm.capacity_B -
+				     gpu_usable_memory_B(g)) : 0;
+	case ENGINE_VENC_WORKERS:
+		return w;
+	default:
+		return 0;
+	}
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -213,8 +250,10 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		double dk = draft && last ? draft->kv_token_B : 0;
 		double w = rank_weights_B(j, d, first, split[r], r, pp);
 		double a = activations_B(d, max_tokens, max_seqs, last);
+		double v = infer_mem_vision_B(j, e, r);
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
-		double kv = kv_by_rule(e, cap, usable, apart ? w : w + dw, a,
+		double kv = kv_by_rule(e, cap, usable,
+				       (apart ? w : w + dw) + v, a,
 				       e->workspace_B);
 		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
 		double tokens;
@@ -229,6 +268,7 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->draft_weights_B = dw;
 			out->draft_kv_token_B = dk;
 			out->activations_B = a;
+			out->workspace_B = e->workspace_B + v;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
 		}

@@ -52,6 +52,16 @@ struct infer_mem_draft {
  * (dd->draft_in > 0), the input projection and norms, the embedding and
  * LM head being the target's (infer_mem.c).
  */
+/*
+ * B of the model's vision encoder (model vision_params, engine
+ * vision_encoder and vision_encoder_B) on the GPU of pipeline rank r: on
+ * every GPU when the workers hold it; on the instance's first GPU (rank 0)
+ * when the front-end process does, plus that process's CUDA context (the
+ * GPU's capacity less its usable memory). 0 without one.
+ */
+double infer_mem_vision_B(const struct job_spec *j,
+			  const struct engine_spec *e, int64_t r);
+
 void infer_mem_draft_of(const struct job_spec *dj,
 			const struct infer_dims *dd,
 			struct infer_mem_draft *out);

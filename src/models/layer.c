@@ -258,7 +258,11 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->permute_fusion = mj->permute_fusion;
 	e->masked_select = !e->permute_fusion &&
 		j->framework->elementwise.masked_select_permute == 1;
-	e->shared_overlap = mj->shared_expert_overlap;
+	/* the framework's side stream matters only with shared experts (moe.c
+	 * would add an empty shared output otherwise) */
+	e->shared_overlap = mj->shared_expert_overlap ||
+			    (j->framework->shared_expert_stream &&
+			     e->shared_ffn > 0);
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->fixed_gate = job_round_robin_gate(j);
 	/* static sizes (capacity with padding) need no host sync */
@@ -374,6 +378,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
+	d->ce_in_place = d->fused_ce && j->framework->cross_entropy_in_place;
+	d->moe_probs_act = j->framework->moe_probs_in_activation;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;

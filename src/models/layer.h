@@ -173,6 +173,10 @@ struct layer_dims {
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
 	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
+	int ce_in_place;	/* the fused loss keeps the logits (act_B), not
+				 * an fp32 softmax (footprint.c) */
+	int moe_probs_act;	/* MoE: probabilities applied in the experts'
+				 * activation; unpermute keeps nothing */
 	int mla;		/* multi-head latent attention (d->mla) */
 	struct mla_dims mla_d;
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */

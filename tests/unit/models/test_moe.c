@@ -986,3 +986,57 @@ Test(moe, clamped_glu_offset_copy_syncs_the_host)
 	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_bias_bwd") - o.op);
 	arena_release(&a);
 }
+
+/* The index of the first op named name in o, or -1. */
+static int op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* NeMo AutoModel's MoE.forward runs the shared experts on a side stream
+ * (framework shared_expert_stream): the same layer as the job's
+ * moe.shared_expert_overlap, the shared MLP after the dispatch is issued
+ * instead of before the router. A model without shared experts gets
+ * nothing from it: no overlap and no shared output to add. */
+Test(moe, framework_shared_expert_stream_overlaps_the_dispatch)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o, job_overlap;
+	struct layer_kind kind = { .moe = 1 };
+	int i;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 8);
+	f.model.n_shared_experts = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.shared_overlap, 0);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_lt(op_index(&o, "shared_fc1"), op_index(&o, "moe_dispatch"));
+	f.job.moe.shared_expert_overlap = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &job_overlap);
+	f.job.moe.shared_expert_overlap = 0;
+	f.fw.shared_expert_stream = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.shared_overlap, 1);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_gt(op_index(&o, "shared_fc1"), op_index(&o, "moe_dispatch"));
+	cr_assert_eq(o.n, job_overlap.n);
+	for (i = 0; i < o.n; i++)
+		cr_assert_str_eq(o.op[i].name, job_overlap.op[i].name);
+	/* no shared experts: the flag changes nothing */
+	f.model.n_shared_experts = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.shared_overlap, 0);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_eq(op_index(&o, "moe_shared_add"), -1);
+	arena_release(&a);
+}

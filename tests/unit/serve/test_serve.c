@@ -657,6 +657,76 @@ Test(serve, draft_memory_in_the_instance)
 	cr_assert_float_eq(m.draft_kv_token_B, 576, 0);
 }
 
+/*
+ * A multimodal checkpoint's vision encoder held in GPU memory (engine
+ * vision_encoder; infer_mem.c's header), Llama 4 Maverick FP8 on 8 H100
+ * with attention DP under TensorRT-LLM (the inference case at 1000/1000).
+ * vision_params 871,932,416 (the model preset's count); the H100's
+ * capacity less its usable memory, a CUDA context: 81,559 - 80,535 MiB =
+ * 1,073,741,824 B; the engine's workspace 1 GiB; memory rule free,
+ * fraction 0.95: KV = 0.95 (C_u - M - A - X - V).
+ *   front_end, 4 B (TensorRT-LLM 1.0's fp32 encoder in the LLM process):
+ *   on GPU 0, V = 871,932,416 x 4 + 1,073,741,824 = 3,487,729,664 +
+ *   1,073,741,824 = 4,561,471,488 B; KV 0.95 V = 4,333,397,913.6 B less
+ *   than without it; workspace reported 1,073,741,824 + V =
+ *   5,635,213,312 B. Rank 1 of a pipeline would hold none of it.
+ *   workers, 4 B: V = 3,487,729,664 B on every GPU, KV 0.95 V =
+ *   3,313,343,180.8 B less; workers, 2 B (bf16): V = 1,743,864,832 B,
+ *   KV 1,656,671,590.4 B less.
+ * The activations (max_num_tokens from trtllm-bench's sizing, which sees
+ * the device's whole memory) do not move. Tokens: whole pages of 32 of
+ * 48 x 2 x 8 x 128 x 1 B = 98,304 B.
+ */
+Test(serve, vision_encoder_memory)
+{
+	const char *job = "results/reference/inference/"
+			  "I-TRTLLM-H100-TP8-LLAMA4-MAVERICK-FP8-1000-1000.yaml";
+	const char *none[] = {"serving.requests=2",
+			      "serving.engine.vision_encoder=none"};
+	const char *front[] = {"serving.requests=2"};
+	const char *work4[] = {"serving.requests=2",
+			       "serving.engine.vision_encoder=workers"};
+	const char *work2[] = {"serving.requests=2",
+			       "serving.engine.vision_encoder=workers",
+			       "serving.engine.vision_encoder_B=2"};
+	struct infer_mem m0, m;
+	struct arena a;
+	struct job_spec *j;
+
+	mem_of(job, none, 2, &m0);
+	cr_assert_float_eq(m0.workspace_B, 1073741824.0, 0.5);
+
+	mem_of(job, front, 1, &m);
+	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 4333397913.6, 1);
+	cr_assert_float_eq(m.workspace_B, 5635213312.0, 0.5);
+	cr_assert_float_eq(m.activations_B, m0.activations_B, 0);
+	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
+	cr_assert_float_eq(m.kv_token_B, 98304, 0);
+	cr_assert_float_eq(m.kv_tokens,
+			   floor(m.kv_cache_B / 98304 / 32) * 32, 0);
+	cr_assert(m.kv_tokens < m0.kv_tokens);
+
+	mem_of(job, work4, 2, &m);
+	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 3313343180.8, 1);
+	cr_assert_float_eq(m.workspace_B, 4561471488.0, 0.5);
+	mem_of(job, work2, 3, &m);
+	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 1656671590.4, 1);
+
+	/* by rank: the front end's GPU is the instance's first */
+	arena_init(&a);
+	j = load(&a, job, front, 1);
+	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 0),
+			   4561471488.0, 0.5);
+	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 1), 0, 0);
+	arena_release(&a);
+	/* a text-only model holds none, whatever the engine says */
+	arena_init(&a);
+	j = load(&a, "workloads/jobs/serve-llama3-8b-eagle-h100.yaml", NULL,
+		 0);
+	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 0), 0, 0);
+	arena_release(&a);
+}
+
 /* MTP drafts need the model's MTP layers: Llama 3 8B has none, and
  * DeepSeek-V3 has one; both refused at the key, exit 2's path. */
 Test(serve, mtp_without_mtp_layers_is_refused)
