@@ -94,7 +94,8 @@ struct job_spec;
 /* Whether the job's training.recompute_modules names module m. */
 int job_recomputes(const struct job_spec *j, enum recompute_module m);
 /* Warn (d) when training.fp8_scaling is given on a job whose dtype is
- * not fp8 (spec_recompute.c). */
+ * not fp8, or training.fp8_attention on a 16- or 32-bit one
+ * (spec_recompute.c). */
 void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			   const struct cnode *node);
 
@@ -303,6 +304,10 @@ struct framework_spec {
 	int loss_dp_allreduce;			/* every microbatch's loss is all-reduced over the
 						 * data-parallel group (without CP) in its forward */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
+	int grad_nan_check;			/* each bucket's gradient norm is checked for
+						 * NaN/Inf (two host syncs) before its reduction */
+	int average_in_collective;		/* the reduction averages; else each bucket is
+						 * scaled by 1/(dp cp) before it */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
@@ -328,11 +333,19 @@ struct framework_spec {
 	int pp_scatter_gather;			/* without SP, each TP rank sends 1/tp of a stage's
 						 * activation and the receivers all-gather it */
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
+	int shared_expert_stream;		/* MoE: the shared experts run on a side
+					 * stream beside the routed experts' dispatch */
 	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
 						 * Engine: forward on the 16-bit inputs (the
 						 * router dtype only as output), backward in
 						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
+	int cross_entropy_in_place;		/* the fused loss writes its gradient into the
+						 * logits (TE parallel_cross_entropy) and keeps
+						 * them in their dtype, not an fp32 softmax */
+	int moe_probs_in_activation;		/* MoE: the routing probabilities are applied in
+						 * the experts' activation, unpermute keeps
+						 * nothing of the fc2 output */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */

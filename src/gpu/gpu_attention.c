@@ -69,6 +69,13 @@
  * of 512 FLOP each: phi = 0.646 x 8192 / (16 x 512) = 0.646. Without
  * exp_per_clock, R_a(d) = R_a.
  *
+ * Narrower V. A kernel with attention.fwd_pads_v (bwd_pads_v for the
+ * backward) computes a value head dim d_v < d as d: the pass's work,
+ * rate and tiles are those of d_v = d (FlashAttention-3's Hopper backward
+ * rounds both to max(d, d_v): hopper/flash_api.cpp mha_bwd), while the
+ * FLOPs it reports and the bytes it moves stay the shape's. Only the
+ * vendor kernel family (not flash2, flash_triton).
+ *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
  * query blocks, n_k = ceil(s_kv/B) key blocks, a tile of time
@@ -394,22 +401,42 @@ static double kernel_efficiency(const struct gpu_attention_spec *s,
 	}
 }
 
+/* The shape the kernel computes: with the pass's pads_v a value head dim
+ * narrower than the query/key one runs at the latter (see the top). */
+static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
+					    const struct gpu_attn_shape *a,
+					    int backward)
+{
+	const struct gpu_attention_spec *s = &g->attention;
+	struct gpu_attn_shape w = *a;
+	int pads = backward ? s->bwd_pads_v : s->fwd_pads_v;
+
+	if (pads && a->kernel != GPU_ATTN_FLASH2 &&
+	    a->kernel != GPU_ATTN_FLASH_TRITON &&
+	    a->head_dim_v < a->head_dim_qk)
+		w.head_dim_v = a->head_dim_qk;
+	return w;
+}
+
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
-				 const struct gpu_attn_shape *a, int backward)
+				 const struct gpu_attn_shape *in, int backward)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	const struct gpu_attention_spec *s = &g->attention;
-	double eta = kernel_efficiency(s, a->kernel, backward);
+	double eta = kernel_efficiency(s, in->kernel, backward);
 	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
+	struct gpu_attn_shape pad;
+	const struct gpu_attn_shape *a = &pad;
 	enum gpu_level l;
 
 	gpu_require_dtype(g, dt);
-	flops = gpu_attention_flops(a, backward);
-	if (flops == 0)
+	if (gpu_attention_flops(in, backward) == 0)
 		return zero;
+	pad = computed_shape(g, in, backward);
+	flops = gpu_attention_flops(a, backward);
 	rate = gpu_attn_rate(g, dt, eta, a->head_dim_qk, a->head_dim_v,
 			     backward);
-	bytes = attention_bytes(a, dtype_bytes(dt), backward);
+	bytes = attention_bytes(in, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);
 	if (backward && a->fp8 && windowed(a) && !s->fp8_bwd_skips_window) {
@@ -427,9 +454,9 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 	mem_s = bytes / bw;
 	body_s = fmax(comp_s, mem_s);
 	if (backward)
-		body_s += side_s(g, a, dtype_bytes(dt), &bytes);
-	return gpu_make_cost(g, flops, bytes, (int)l, backward ? 3 : 1, body_s,
-			     comp_s, mem_s);
+		body_s += side_s(g, in, dtype_bytes(dt), &bytes);
+	return gpu_make_cost(g, gpu_attention_flops(in, backward), bytes,
+			     (int)l, backward ? 3 : 1, body_s, comp_s, mem_s);
 }
 
 struct gpu_cost gpu_attention_fwd(const struct gpu_spec *g, enum dtype dt,

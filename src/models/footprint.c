@@ -16,6 +16,17 @@
  *           flash    log-sum-exp b(a/t)s 4 B
  *   MLP: norm input T'h B, fc1 input T'h L, fc1 output T u B,
  *     fc2 input T f' L, dropout mask T'h
+ *   MoE MLP: norm input T'h B, routing probabilities and map, and for
+ *     each of its R rows the experts' fc1 input h L, fc1 output u B,
+ *     fc2 input f L, and either the fc2 output h B (unpermute weights
+ *     it by the probabilities and keeps it: Megatron-Core <= 0.12) or,
+ *     with the probabilities applied in the activation (framework
+ *     moe_probs_in_activation: Megatron-Core >= 0.13, ADLR/megatron-lm
+ *     !2668, 2659630721; NVIDIA/Megatron-LM @ 0d8e0714cd experts.py
+ *     TEGroupedMLP.forward bias_act_func -> weighted_bias_swiglu_impl,
+ *     whose WeightedSwiGLUFunction saves its input and the [R, 1]
+ *     probabilities, and token_dispatcher.py unpermute with no probs),
+ *     one fp32 probability, 4 B
  *
  * With QK norm (Qwen3) the norms' inputs, T (q + kv) B, are kept too.
  *
@@ -28,7 +39,14 @@
  * full activations while that layer's backward runs (the transient added
  * once). The first virtual stage adds the embedding dropout mask, the last
  * the final norm input and LM head input (T'h B each) and the fp32
- * softmax of the loss, T (V/t) 4 B.
+ * softmax of the loss, T (V/t) 4 B (Megatron-Core's native fused and
+ * unfused losses save exp_logits in fp32: fused_cross_entropy.py @
+ * 0d8e0714cd), or, where the fused loss writes its gradient into the
+ * logits in place and saves them (framework cross_entropy_in_place:
+ * Transformer Engine parallel_cross_entropy, release_v2.9 @ 70f53666
+ * pytorch/cross_entropy.py CrossEntropyFunction.forward
+ * save_for_backward(_input) after triton cross_entropy_forward), the
+ * logits in their own dtype, T (V/t) B.
  *
  * Activations in flight: a rank stores the activations of every
  * (chunk, microbatch) whose forward has run and backward has not; the peak
@@ -133,8 +151,11 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	fs = m->shared_ffn / d->tp;
 	us = (d->gated ? 2 : 1) * fs;
 	rows = m->rows;
+	/* unpermute's fc2 output (h B a row), or the activation's fp32
+	 * probability (4 B a row) */
 	return ts * h * B + m->tokens * m->experts * 5 +
-	       rows * (h * L + ue * B + fe * L + h * B) +
+	       rows * (h * L + ue * B + fe * L +
+		       (d->moe_probs_act ? 4 : h * B)) +
 	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
 }
 
@@ -261,7 +282,8 @@ double footprint_embed_act_B(const struct layer_dims *d)
 double footprint_head_act_B(const struct layer_dims *d)
 {
 	return 2 * layer_sp_tokens(d) * d->hidden * d->act_B +
-	       layer_tokens(d) * d->vocab / d->tp * 4;
+	       layer_tokens(d) * d->vocab / d->tp *
+	       (d->ce_in_place ? d->act_B : 4);
 }
 
 void footprint_param_bytes(const struct job_spec *j,

@@ -130,8 +130,7 @@
 /* Linear layers in a sub-16-bit dtype (fp8, MX). */
 static int is_lowp(enum dtype dt)
 {
-	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
+	return dtype_low_precision(dt);
 }
 
 /* The OCP microscaling formats (32-element blocks, E8M0 scales). */
@@ -220,10 +219,8 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
  * grouped_gemm_fwd_kernel_arch). */
 static int fwd_one_kernel(const struct job_spec *j)
 {
-	const char *a = j->framework->elementwise.grouped_gemm_fwd_kernel_arch;
-	const char *g = j->system && j->system->gpu ? j->system->gpu->arch : NULL;
-
-	return a && g && strcmp(a, g) == 0;
+	return j->system && gpu_arch_is(j->system->gpu, j->framework->
+					elementwise.grouped_gemm_fwd_kernel_arch);
 }
 
 /* The routed experts' shapes; route.c fills the routing. */
@@ -258,7 +255,11 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->permute_fusion = mj->permute_fusion;
 	e->masked_select = !e->permute_fusion &&
 		j->framework->elementwise.masked_select_permute == 1;
-	e->shared_overlap = mj->shared_expert_overlap;
+	/* the framework's side stream matters only with shared experts (moe.c
+	 * would add an empty shared output otherwise) */
+	e->shared_overlap = mj->shared_expert_overlap ||
+			    (j->framework->shared_expert_stream &&
+			     e->shared_ffn > 0);
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->fixed_gate = job_round_robin_gate(j);
 	/* static sizes (capacity with padding) need no host sync */
@@ -273,8 +274,13 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
+	/* the framework's count is Megatron-Core's alltoall dispatcher's;
+	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
-	if (!e->permute_fusion && e->local > 1)
+	if (e->dispatch_ops > 0 && mj->dispatcher &&
+	    mj->dispatcher->preprocess_ops > 0)
+		e->dispatch_ops = (double)mj->dispatcher->preprocess_ops;
+	else if (!e->permute_fusion && e->local > 1)
 		e->dispatch_ops +=
 			(double)j->framework->host.dispatch_unfused_ops;
 	e->bias_ops = m->mlp_bias == 1 &&
@@ -287,7 +293,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
-	e->glu_sync = m->swiglu_limit > 0 && d->gated &&
+	/* the offset's blocking copy is Megatron-Core's quick-GEGLU's
+	 * (weighted_bias_quick_geglu_impl, clamped or not), not the clamp's */
+	e->glu_sync = m->quick_glu == 1 && d->gated &&
 		      j->framework->elementwise.glu_offset_sync == 1;
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
@@ -298,6 +306,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&
 		       !mj->router_padding;
+	e->split_aligned = e->quant_pad ||
+			   (mj->dispatcher && mj->dispatcher->quant_pad) ||
+			   mj->router_padding;
 }
 
 /* torch FSDP's gradient division factors for a group of n
@@ -367,13 +378,16 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->rope = m->position_embedding == POS_ROPE;
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
-	d->fp8_attn = j->training.fp8_attention;
+	/* off outside the fp8 autocast (job_fp8_scaling_check warns) */
+	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
+	d->ce_in_place = d->fused_ce && j->framework->cross_entropy_in_place;
+	d->moe_probs_act = j->framework->moe_probs_in_activation;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;

@@ -108,6 +108,9 @@ struct moe_dims {
 				 * GLU's activation (glu_offset_sync) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
+	int split_aligned;	/* every expert's rows a multiple of the
+				 * quantization alignment (padded by the
+				 * grouped MLP, the dispatcher or the router) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
 				 * this many streams; 0 = one kernel */
 	double gemm_streams_fwd;	/* ... the forward's (and its
@@ -173,6 +176,10 @@ struct layer_dims {
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
 	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
+	int ce_in_place;	/* the fused loss keeps the logits (act_B), not
+				 * an fp32 softmax (footprint.c) */
+	int moe_probs_act;	/* MoE: probabilities applied in the experts'
+				 * activation; unpermute keeps nothing */
 	int mla;		/* multi-head latent attention (d->mla) */
 	struct mla_dims mla_d;
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */

@@ -452,3 +452,85 @@ Test(gpu, window_edge_tiles_are_masked)
 	f2 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
 	cr_assert(gpu_fixture_near(f2 - f1, TAU_F, 1e-9), "+%g s", f2 - f1);
 }
+
+/* MLA's narrower value head dim (192 / 128) with attention.fwd_pads_v /
+ * bwd_pads_v: the kernel computes V at 192 (see the top of
+ * gpu_attention.c). The toy, 25 heads x 4096 unmasked, 8 waves of units:
+ *
+ *   forward  tile 128^2 x 2 (192 + 192) FLOP / 2.5 TFLOP/s = 5.033 us
+ *            (unpadded 2 (192 + 128): 4.194 us); a unit loads its Q block,
+ *            128 x 192 x 2 B / 5e10 B/s = 0.983 us (Q, K, V, O and LSE
+ *            = 131.5 MB, past the 100 MB LLC: HBM at 5 TB/s):
+ *            8 (0.983 + 32 x 5.033) = 1296.4 us, unpadded 1081.6 us;
+ *   backward tile 128^2 x 2 (3 x 192 + 2 x 192) FLOP / 1.25 TFLOP/s
+ *            = 25.166 us; a unit loads K and V at 192,
+ *            128 x 384 x 2 B / 5e10 = 1.966 us: 8 (1.966 + 32 x 25.166)
+ *            = 6458.2 us, plus the pre- and post-pass over the unpadded
+ *            tensors, 25 x 4096 x (2 x 128 x 2 + 4 + 8 x 192 + 192 x 2) B
+ *            = 249.4 MB / 5 TB/s = 49.9 us.
+ *
+ * The FLOPs reported stay the shape's, 2 (192 + 128) per pair forward. */
+static struct gpu_attn_shape mla_shape(void)
+{
+	struct gpu_attn_shape a = shape(0);
+
+	a.head_dim_qk = 192;
+	a.head_dim_v = 128;
+	return a;
+}
+
+#define MLA_TU_F (128.0 * 192 * 2 / 5e10)
+#define MLA_TU_B (128.0 * 384 * 2 / 5e10)
+#define MLA_TAU_F(dv) (128.0 * 128 * 2 * (192 + (dv)) / 2.5e12)
+#define MLA_TAU_B (128.0 * 128 * 2 * (3 * 192 + 2 * 192) / 1.25e12)
+#define MLA_SIDE_S (25.0 * 4096 * (2 * 128 * 2 + 4 + 8 * 192 + 192 * 2) / 5e12)
+
+Test(gpu, attention_pads_a_narrower_value_head_dim)
+{
+	struct gpu_attn_shape a = mla_shape();
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	gpu_fixture_toy(&g);
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (MLA_TU_F + 32 * MLA_TAU_F(128)),
+				   1e-9), "unpadded forward %g", c.time_s);
+	g.attention.fwd_pads_v = 1;
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (MLA_TU_F + 32 * MLA_TAU_F(192)),
+				   1e-9), "padded forward %g", c.time_s);
+	cr_assert(gpu_fixture_near(c.flops, 2.0 * 320 * 25 * 4096 * 4096,
+				   1e-12));
+	/* the forward's flag leaves the backward alone, and vice versa */
+	g.attention.fwd_pads_v = 0;
+	g.attention.bwd_pads_v = 1;
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   8 * (MLA_TU_F + 32 * MLA_TAU_F(128)), 1e-9));
+	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (MLA_TU_B + 32 * MLA_TAU_B) +
+					     MLA_SIDE_S, 1e-9),
+		  "padded backward %g", c.time_s);
+	cr_assert(gpu_fixture_near(c.flops, 2.0 * (3 * 192 + 2 * 128) * 25 *
+					    4096 * 4096, 1e-12));
+}
+
+Test(gpu, attention_padding_spares_equal_dims_and_flash_kernels)
+{
+	struct gpu_attn_shape a = shape(0), m = mla_shape();
+	struct gpu_spec g, plain;
+
+	gpu_fixture_toy(&plain);
+	gpu_fixture_toy(&g);
+	g.attention.fwd_pads_v = g.attention.bwd_pads_v = 1;
+	/* d = d_v: nothing to pad */
+	cr_assert_eq(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+		     gpu_attention_fwd(&plain, DTYPE_BF16, &a).time_s);
+	cr_assert_eq(gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+		     gpu_attention_bwd(&plain, DTYPE_BF16, &a).time_s);
+	/* the flags describe the vendor kernel: FlashAttention-2 keeps d_v */
+	m.kernel = GPU_ATTN_FLASH2;
+	cr_assert_eq(gpu_attention_fwd(&g, DTYPE_BF16, &m).time_s,
+		     gpu_attention_fwd(&plain, DTYPE_BF16, &m).time_s);
+	cr_assert_eq(gpu_attention_bwd(&g, DTYPE_BF16, &m).time_s,
+		     gpu_attention_bwd(&plain, DTYPE_BF16, &m).time_s);
+}

@@ -71,6 +71,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->fw.workspace_B = 1073741824.0;
 	f->fw.overlap_grad_reduce = 1;
 	f->fw.overlap_param_gather = 1;
+	f->fw.average_in_collective = 1;	/* the schema default */
 	f->fw.fsdp_prefetch_units = 2;
 	f->fw.fsdp_reshard_after_forward = 1;	/* the schema default */
 	f->job.name = "test-job";

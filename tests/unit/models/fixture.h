@@ -70,8 +70,8 @@ int fixture_near(double got, double want, double rel);
  * Hybrid-EP), deduplicating per node, every other field zero. */
 void fixture_ep_forward(struct ep_comm_spec *e, const char *name);
 
-/* The library all-to-all dispatcher named name, no deduplication, every
- * other field zero. */
+/* A library all-to-all dispatcher named name (Megatron-Core's alltoall),
+ * no deduplication, every other field zero. */
 void fixture_ep_library(struct ep_comm_spec *e, const char *name);
 
 /* The job at path (a YAML job, relative to the repository root) with

@@ -5,8 +5,11 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "base/arena.h"
+#include "base/diag.h"
 #include "fixture.h"
 #include "models/footprint.h"
+#include "models/route.h"
 #include "models/sched.h"
 
 static void assert_close(double got, double want)
@@ -313,4 +316,60 @@ Test(footprint, fsdp_without_reshard_holds_every_unit)
 	f.fw.fsdp_pp_no_sync = 1;
 	cr_assert_eq(footprint_job(&f.job, 80e9, &fp), 0);
 	assert_close(fp.workspace_B, 1073741824.0 + 2 * (V + s) * h * W);
+}
+
+Test(footprint, te_cross_entropy_keeps_the_logits_in_their_dtype)
+{
+	struct fixture f;
+	struct layer_dims d;
+	double T = 2048 * 2, h = 1024, t = 4, V = 51200, B = 2;
+
+	/* Korthikanti's dims with SP: the last stage keeps the final norm
+	 * input and the LM head input, T/t h B each, and an fp32 softmax,
+	 * T V/t 4 B: 2 * 1024 * 1024 * 2 + 4096 * 12800 * 4 = 4194304 +
+	 * 209715200 = 213909504 B. */
+	kor_dims(&d, 4, 1);
+	assert_close(footprint_head_act_B(&d),
+		     2 * T / t * h * B + T * V / t * 4);
+	/* Transformer Engine's in-place loss keeps the bf16 logits, T V/t
+	 * B: 4194304 + 104857600 = 109051904 B. Only with the fused loss. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 4, 1);
+	f.job.parallelism.sequence_parallel = 1;
+	f.fw.cross_entropy_in_place = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.ce_in_place, 0);
+	f.fw.fused_cross_entropy = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.ce_in_place, 1);
+	assert_close(footprint_head_act_B(&d),
+		     2 * T / t * h * B + T * V / t * B);
+}
+
+Test(footprint, moe_probs_in_activation_drop_the_fc2_output)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct diag dg;
+	struct layer_kind kind = { .moe = 1 };
+	double R = 4096 * 2, h = 1024, B = 2, before;
+
+	/* 8 experts of width 512, top-2, ep 1: R = T k = 8192 rows. With
+	 * the probabilities applied in the activation (Megatron-Core >=
+	 * 0.13) unpermute keeps nothing, and the weighted SwiGLU one fp32
+	 * probability a row: R (h B - 4) = 8192 * 2044 = 16744448 B less. */
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	fixture_moe(&f, 8, 2, 512, 1);
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	cr_assert_eq(d.moe.rows, R);
+	before = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	f.fw.moe_probs_in_activation = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	assert_close(before - footprint_kind_act_B(&d, &kind, LREC_NONE),
+		     R * (h * B - 4));
+	arena_release(&a);
 }
