@@ -18,24 +18,10 @@
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
+#include "../models/fixture.h"
 
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
-
-static struct job_spec *load(struct arena *a, const char *path,
-			     const char *const *sets, size_t n)
-{
-	struct diag d;
-	struct config_ctx cx = {a, &d, "."};
-	struct job_spec *j = arena_alloc(a, sizeof(*j));
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(j);
-	memset(j, 0, sizeof(*j));
-	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
-		     "loading %s", path);
-	return j;
-}
 
 static void run(const char *path, const char *const *sets, size_t n,
 		struct serve_result *r)
@@ -46,7 +32,7 @@ static void run(const char *path, const char *const *sets, size_t n,
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, path, sets, n);
+	j = fixture_load_job(&a, path, sets, n);
 	cr_assert_eq(serve_run(j, NULL, r, &d), 0);
 	serve_result_release(r);
 	arena_release(&a);
@@ -134,7 +120,7 @@ Test(serve, preemption_exactly_when_full)
 	int64_t i;
 
 	arena_init(&a);
-	j = load(&a, L8, NULL, 0);
+	j = fixture_load_job(&a, L8, NULL, 0);
 	memset(&s, 0, sizeof(s));
 	memset(&in, 0, sizeof(in));
 	s.job = j;
@@ -281,7 +267,7 @@ Test(serve, trace_files)
 	fclose(f);
 	arena_init(&a);
 	snprintf(set, sizeof(set), "serving.trace=%s", good);
-	j = load(&a, L8, sets, 1);
+	j = fixture_load_job(&a, L8, sets, 1);
 	capture_begin(&c);
 	cr_assert_eq(serve_requests(j, &req, &n, &c.d), 0);
 	cr_assert_eq(n, 3);
@@ -291,7 +277,7 @@ Test(serve, trace_files)
 	cr_assert_eq(req[2].output, 10);
 	mem_free(req);
 	snprintf(set, sizeof(set), "serving.trace=%s", bad);
-	j = load(&a, L8, sets, 1);
+	j = fixture_load_job(&a, L8, sets, 1);
 	cr_assert_eq(serve_requests(j, &req, &n, &c.d), -2);
 	cr_assert(strstr(capture_text(&c), "bad.csv:2:3: error: 'input_len': "
 			 "expected a number, got 'abc'"), "%s", capture_text(&c));
@@ -455,7 +441,7 @@ static void draft_of(const char *path, const char *const *sets, size_t n,
 	arena_init(&a);
 	diag_init(&d, stderr);
 	memset(&s, 0, sizeof(s));
-	s.job = load(&a, path, sets, n);
+	s.job = fixture_load_job(&a, path, sets, n);
 	s.d = &d;
 	s.wake = serve_wake;
 	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
@@ -561,7 +547,7 @@ static void mem_of(const char *path, const char *const *sets, size_t n,
 	diag_init(&d, stderr);
 	memset(&s, 0, sizeof(s));
 	memset(&r, 0, sizeof(r));
-	s.job = load(&a, path, sets, n);
+	s.job = fixture_load_job(&a, path, sets, n);
 	s.d = &d;
 	s.wake = serve_wake;
 	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
@@ -714,14 +700,14 @@ Test(serve, vision_encoder_memory)
 
 	/* by rank: the front end's GPU is the instance's first */
 	arena_init(&a);
-	j = load(&a, job, front, 1);
+	j = fixture_load_job(&a, job, front, 1);
 	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 0),
 			   4561471488.0, 0.5);
 	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 1), 0, 0);
 	arena_release(&a);
 	/* a text-only model holds none, whatever the engine says */
 	arena_init(&a);
-	j = load(&a, "workloads/jobs/serve-llama3-8b-eagle-h100.yaml", NULL,
+	j = fixture_load_job(&a, "workloads/jobs/serve-llama3-8b-eagle-h100.yaml", NULL,
 		 0);
 	cr_assert_float_eq(infer_mem_vision_B(j, j->serving.engine, 0), 0, 0);
 	arena_release(&a);
@@ -787,12 +773,12 @@ Test(serve, trace_estimate_bounds)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L8, sets, 6);
+	j = fixture_load_job(&a, L8, sets, 6);
 	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
 	cr_assert_eq(e.requests, 10);
 	cr_assert_float_eq(e.steps_hi, 510, 0);
 	cr_assert_float_eq(e.steps_lo, 128, 0);
-	j = load(&a, L8, sets, 9);
+	j = fixture_load_job(&a, L8, sets, 9);
 	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
 	cr_assert_float_eq(e.steps_hi, 280, 0);
 	cr_assert_float_eq(e.steps_lo, 70, 0);
@@ -833,7 +819,7 @@ Test(serve, trace_estimate_against_the_run)
 	cr_assert(f && g && null);
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L8, NULL, 0);
+	j = fixture_load_job(&a, L8, NULL, 0);
 	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
 	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
 	trace_size(f, &bytes, &steps);
@@ -911,7 +897,7 @@ Test(serve, trace_stop_allocates_nothing)
 	cr_assert(f && null);
 	arena_init(&a);
 	diag_init(&d, null);
-	j = load(&a, L8, NULL, 0);
+	j = fixture_load_job(&a, L8, NULL, 0);
 	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
 	serve_result_release(&r);
 	trace_size(f, &bytes, &steps);
