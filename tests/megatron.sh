@@ -156,6 +156,20 @@ grep -q "^  dropout: true$" "$tmp/hd.yaml" && grep -q "^  attention_bias: true$"
 [ $? = 2 ] && grep -q "attention-dropout: expected a probability from 0 to 1, got 'lots'" "$tmp/err" ||
 	bad "bad dropout: $(cat "$tmp/err")"
 
+# An MoE import: Megatron's moe_permute_fusion is off unless the flag is
+# given (TransformerConfig @ d7288711ba), where llmsim's key defaults on.
+margs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
+ --num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 512
+ --seq-length 2048 --micro-batch-size 1 --global-batch-size 8
+ --padded-vocab-size 32000 --bf16"
+"$llmsim" config import-megatron "$margs" --gpus 8 >"$tmp/moe.yaml" 2>"$tmp/err" &&
+	grep -q '^  permute_fusion: false$' "$tmp/moe.yaml" ||
+	bad "MoE import without --moe-permute-fusion: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$margs --moe-permute-fusion" --gpus 8 \
+	>"$tmp/moe.yaml" 2>"$tmp/err" &&
+	grep -q '^  permute_fusion: true$' "$tmp/moe.yaml" ||
+	bad "MoE import with --moe-permute-fusion: $(cat "$tmp/err")"
+
 # Incomplete (no --hidden-size) and bad values: exit 2 with a message.
 "$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \
 	>"$tmp/out" 2>"$tmp/err"

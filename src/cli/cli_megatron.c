@@ -399,6 +399,10 @@ static void finish_import(struct arena *a, struct imported *im)
 		set(im, "model.tie_word_embeddings", "true");
 	if (!get(im, "training.dtype"))
 		set(im, "training.dtype", "fp32");
+	/* TransformerConfig moe_permute_fusion = False (@ d7288711ba);
+	 * llmsim's default is Megatron-Bridge's MoE bridges' True */
+	if (get(im, "model.n_routed_experts") && !get(im, "moe.permute_fusion"))
+		set(im, "moe.permute_fusion", "false");
 	/* Megatron's add_bias_linear (every linear layer's bias) unless
 	 * --disable-bias-linear; --add-qkv-bias sets the attention's. */
 	if (!get(im, "model.attention_bias"))

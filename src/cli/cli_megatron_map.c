@@ -59,6 +59,9 @@ static const struct marg margs[] = {
 	  NULL, NULL },
 	{ "--moe-shared-expert-intermediate-size", M_INT,
 	  "model.shared_expert_intermediate_size", NULL, NULL, NULL },
+	{ "--moe-permute-fusion", M_FLAG, "moe.permute_fusion", "true", NULL,
+	  "Transformer Engine's fused permute; Megatron's default is off "
+	  "(false)" },
 	{ "--mtp-num-layers", M_INT, "moe.mtp_layers", NULL, NULL,
 	  "MTP modules; the layout's m count must match" },
 	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },

@@ -231,6 +231,8 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 		return -1;
 	if (rc == SCHEMA_PARSE_RANGE)
 		return type_error(ld, f, v, path, " (out of range)");
+	if ((f->flags & SF_WHOLE) && x != floor(x))
+		return type_error(ld, f, v, path, NULL);
 	if (!schema_in_bounds(f, x))
 		return range_error(ld, f, v, path);
 	*out = x;

@@ -85,6 +85,8 @@ enum schema_flags {
 				 * mapping is merged onto the mapping that
 				 * holds the field (config.h) */
 	SF_INF = 1u << 6,	/* ST_NUM: 'inf' is accepted (+infinity) */
+	SF_WHOLE = 1u << 7,	/* ST_NUM: a whole number (a count or a size
+				 * kept in a double, e.g. a per-dtype table) */
 };
 
 struct schema_int_list {

@@ -234,7 +234,7 @@ static const char *type_phrase(const struct schema_field *f)
 {
 	switch (f->type) {
 	case ST_INT: return "an integer";
-	case ST_NUM: return "a number";
+	case ST_NUM: return f->flags & SF_WHOLE ? "a whole number" : "a number";
 	default: break;
 	}
 	return units_kind_phrase((enum unit_kind)schema_unit_kind(f->type));
@@ -263,7 +263,7 @@ void schema_range_text(const struct schema_field *f, char *buf, size_t n)
 static void number_example(const struct schema_field *f, char *buf,
 			   size_t n)
 {
-	double x = f->type == ST_INT ? 8 : 0.5;
+	double x = f->type == ST_INT || (f->flags & SF_WHOLE) ? 8 : 0.5;
 
 	if (f->def && (isdigit((unsigned char)f->def[0]) || f->def[0] == '-')) {
 		snprintf(buf, n, "%s", f->def);

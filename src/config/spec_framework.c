@@ -106,7 +106,8 @@ static const struct schema_field elementwise_fields[] = {
 		  "activation (false: inside it)" },
 	{ .key = "glu_offset_sync", .type = ST_BOOL,
 	  .offset = EOFF(glu_offset_sync), .def = "false",
-	  .help = "a clamped GLU (swiglu_limit): each call of the activation "
+	  .help = "a quick-GELU GLU (model quick_glu: Megatron-Core's "
+		  "weighted_bias_quick_geglu_impl): each call of the activation "
 		  "(forward and its recomputation) copies its linear offset "
 		  "to the device with a blocking copy, so the host waits for "
 		  "the stream before it issues the activation" },
@@ -121,8 +122,9 @@ static const struct schema_field elementwise_fields[] = {
 		  "quantized per local expert (Transformer Engine "
 		  "GroupedLinear's split_quantize) instead of by one kernel "
 		  "for all: MX formats one kernel each, fp8 current scaling "
-		  "three (amax, scale, cast), fp8 block scaling one; fp8 "
-		  "delayed scaling keeps one fused kernel" },
+		  "four (amax zeroed, amax, scale, cast), fp8 block scaling "
+		  "one; fp8 delayed scaling keeps one fused kernel, NVFP4 "
+		  "its grouped quantize (three kernels for all experts)" },
 	{ .key = "expert_quant_padding", .type = ST_BOOL,
 	  .offset = EOFF(expert_quant_padding), .def = "false",
 	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "
@@ -252,6 +254,19 @@ static const struct schema_field framework_fields[] = {
 	  .help = "the loss function all-reduces each microbatch's loss over "
 		  "the data-parallel group (without CP) in the forward (a "
 		  "communicator first used before the gradients')" },
+	{ .key = "grad_nan_check", .type = ST_BOOL,
+	  .offset = FOFF(grad_nan_check), .def = "false",
+	  .help = "before each bucket's reduction the framework takes the "
+		  "norm of its gradients and checks it for NaN and Inf on "
+		  "the host (Megatron-Core DDP check_for_nan_in_grad: a read "
+		  "of the bucket, two host syncs)" },
+	{ .key = "average_in_collective", .type = ST_BOOL,
+	  .offset = FOFF(average_in_collective), .def = "true",
+	  .help = "the gradient reduction averages (ReduceOp.AVG); false: "
+		  "each bucket is first scaled by 1/(dp cp) in a pass of its "
+		  "own (Megatron-Core DDP gradient_scaling_factor); true "
+		  "still scales the routed experts' buckets by edp/(dp cp) "
+		  "when that is not 1" },
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },
@@ -403,19 +418,6 @@ static const struct schema_field framework_fields[] = {
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
 
-/* A GPU architecture as the GPU presets write it: sm and digits (NVIDIA
- * compute capability), gfx and hex digits (AMD). */
-static int arch_name(const char *a)
-{
-	size_t k = 0;
-
-	if (strncmp(a, "sm", 2) == 0)
-		k = 2 + strspn(a + 2, "0123456789");
-	else if (strncmp(a, "gfx", 3) == 0)
-		k = 3 + strspn(a + 3, "0123456789abcdef");
-	return k > 3 && a[k] == '\0';
-}
-
 static int framework_check(void *obj, const struct schema_at *at,
 			   struct diag *d)
 {
@@ -425,7 +427,7 @@ static int framework_check(void *obj, const struct schema_at *at,
 	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
 			       NULL;
 
-	if (!a || arch_name(a))
+	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;
 	cnode_error(d, v ? v : e ? e : at->map, "'%s%selementwise."
 		    "grouped_gemm_fwd_kernel_arch': expected a GPU "

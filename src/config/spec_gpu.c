@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "cnode.h"
@@ -41,6 +42,38 @@ double dtype_bytes(enum dtype t)
 	default: break;
 	}
 	BUG("unknown dtype");
+}
+
+int gpu_arch_vendor(const char *a)
+{
+	size_t k;
+
+	if (!a)
+		return -1;
+	if (strncmp(a, "sm", 2) == 0) {
+		k = 2 + strspn(a + 2, "0123456789");
+		return k > 3 && a[k] == '\0' ? GPU_NVIDIA : -1;
+	}
+	if (strncmp(a, "gfx", 3) == 0) {
+		k = 3 + strspn(a + 3, "0123456789abcdef");
+		return k > 3 && a[k] == '\0' ? GPU_AMD : -1;
+	}
+	if (strncmp(a, "zen", 3) == 0) {	/* a CPU core (configs/cpus) */
+		k = 3 + strspn(a + 3, "0123456789");
+		return k > 3 && a[k] == '\0' ? GPU_AMD : -1;
+	}
+	return -1;
+}
+
+int gpu_arch_is(const struct gpu_spec *g, const char *a)
+{
+	return g && g->arch && a && gpu_arch_vendor(a) >= 0 &&
+	       strcmp(g->arch, a) == 0;
+}
+
+int dtype_low_precision(enum dtype t)
+{
+	return t >= DTYPE_FP8 && t < DTYPE_COUNT;
 }
 
 static const char *const vendor_names[] = {"nvidia", "amd", NULL};
@@ -96,7 +129,7 @@ static const struct schema eff_schema = {
 #define MOETILE(dt, k) {						\
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.min = 1, .max = 65536, .flags = SF_OPTIONAL,			\
+	.min = 1, .max = 65536, .flags = SF_OPTIONAL | SF_WHOLE,	\
 	.help = "fewest tile rows at " k "; absent = any gemm_tile_m" },
 
 static const struct schema_field moetile_fields[] = { EACH_DTYPE(MOETILE) };
@@ -401,6 +434,27 @@ static int check_moe_tiles(const struct gpu_spec *g,
 	return 0;
 }
 
+/* arch spelled as gpu_arch_vendor takes it, of the GPU's vendor. */
+static int check_arch(const struct gpu_spec *g, const struct schema_at *at,
+		      struct diag *d)
+{
+	int v = gpu_arch_vendor(g->arch);
+
+	if (!g->arch || v == (int)g->vendor)
+		return 0;
+	if (v < 0)
+		schema_check_error(d, at, "arch", "expected sm and the compute "
+				   "capability's digits (NVIDIA: sm90, sm100) "
+				   "or gfx and hex digits (AMD: gfx942; an AMD "
+				   "CPU core: zen5), got '%s'", g->arch);
+	else
+		schema_check_error(d, at, "arch", "'%s' is an %s architecture, "
+				   "but vendor is %s", g->arch,
+				   v == GPU_AMD ? "AMD" : "NVIDIA",
+				   vendor_names[g->vendor]);
+	return -1;
+}
+
 static int check_tiles(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -510,6 +564,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_levels(g, at, d) < 0)
 		rc = -1;
 	if (check_clocks(g, at, d) < 0)
+		rc = -1;
+	if (check_arch(g, at, d) < 0)
 		rc = -1;
 	return rc;
 }

@@ -43,6 +43,24 @@ extern const char *const dtype_aliases[];
  * 8-bit E4M3 scale per 16: 4/8 + 1/16 B). */
 double dtype_bytes(enum dtype t);
 
+/* The one spelling of a GPU architecture (gpu arch, framework
+ * elementwise.grouped_gemm_fwd_kernel_arch): "sm" and the compute
+ * capability's digits for NVIDIA (sm90, sm100), "gfx" and hex digits for
+ * AMD (gfx942), zen and digits for an AMD CPU core standing in for a GPU
+ * (configs/cpus). The vendor the name belongs to (GPU_NVIDIA, GPU_AMD), or
+ * -1 when a is not such a name. */
+int gpu_arch_vendor(const char *a);
+
+struct gpu_spec;
+
+/* Whether g's arch is a (a name as gpu_arch_vendor takes; 0 when either
+ * is absent). Every architecture test goes through it. */
+int gpu_arch_is(const struct gpu_spec *g, const char *a);
+
+/* 1 for the formats Transformer Engine trains under its fp8 autocast
+ * (fp8, the MX formats, nvfp4), 0 for the 16- and 32-bit ones. */
+int dtype_low_precision(enum dtype t);
+
 enum gpu_vendor {
 	GPU_NVIDIA,
 	GPU_AMD
@@ -79,7 +97,8 @@ struct gpu_attention_spec {
 struct gpu_spec {
 	const char *name;			/* preset name */
 	int vendor;				/* enum gpu_vendor */
-	const char *arch;			/* "sm90", "gfx942" (info) */
+	const char *arch;			/* "sm90", "gfx942"; compare
+						 * with gpu_arch_is */
 	int64_t compute_units;			/* CUs (AMD) or SMs (NVIDIA) */
 	double max_clock_hz;			/* Hz, boost / peak engine clock */
 	double matrix_clock_hz;			/* Hz, clock the matrix peaks are quoted at */

@@ -94,7 +94,8 @@ struct job_spec;
 /* Whether the job's training.recompute_modules names module m. */
 int job_recomputes(const struct job_spec *j, enum recompute_module m);
 /* Warn (d) when training.fp8_scaling is given on a job whose dtype is
- * not fp8 (spec_recompute.c). */
+ * not fp8, or training.fp8_attention on a 16- or 32-bit one
+ * (spec_recompute.c). */
 void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			   const struct cnode *node);
 
@@ -303,6 +304,10 @@ struct framework_spec {
 	int loss_dp_allreduce;			/* every microbatch's loss is all-reduced over the
 						 * data-parallel group (without CP) in its forward */
 	int overlap_grad_reduce;		/* bucket reductions start during the backward */
+	int grad_nan_check;			/* each bucket's gradient norm is checked for
+						 * NaN/Inf (two host syncs) before its reduction */
+	int average_in_collective;		/* the reduction averages; else each bucket is
+						 * scaled by 1/(dp cp) before it */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds

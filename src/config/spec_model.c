@@ -216,6 +216,12 @@ static const struct schema_field model_fields[] = {
 	{ .key = "swiglu_limit", .type = ST_NUM, .offset = OFF(swiglu_limit),
 	  .min = 0, .max = 1e6, .flags = SF_OPTIONAL,
 	  .help = "gated MLP inputs clamped to this (gpt-oss: 7)" },
+	{ .key = "quick_glu", .type = ST_BOOL, .offset = OFF(quick_glu),
+	  .flags = SF_OPTIONAL,
+	  .help = "the gated MLP's activation is quick-GELU, x sigmoid(1.702 "
+		  "x), times the linear half plus an offset (default: true "
+		  "for model_type gpt_oss, whose experts apply it whatever "
+		  "hidden_act says, else false)" },
 	{ .key = "rope_scaling", .type = ST_SECTION, .offset = OFF(rope_scaling),
 	  .sub = &rope_schema, .flags = SF_OPTIONAL,
 	  .help = "rotary scaling (YaRN's attention factor scales cos and sin)" },
@@ -750,6 +756,13 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
 		m->mlp_bias = m->model_type &&
 			      strcmp(m->model_type, "gpt_oss") == 0;
+	/* transformers GptOssExperts._apply_gate: gate * sigmoid(gate *
+	 * 1.702) * (up + 1), hidden_act unread; Megatron-Bridge's gpt-oss
+	 * bridge sets activation_func quick_gelu, glu_linear_offset 1.0
+	 * (gpt_oss_bridge.py @ 067f987) */
+	if (m->quick_glu < 0)
+		m->quick_glu = m->model_type &&
+			       strcmp(m->model_type, "gpt_oss") == 0;
 	m->rope_mscale = rope_mscale(&m->rope_scaling);
 	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
 	 * q_norm and k_norm unconditionally; their config.json has no key */

@@ -125,6 +125,9 @@ struct model_spec {
 	int mlp_bias;				/* MLP / expert linears have bias (gpt-oss);
 						 * -1 absent: from model_type */
 	double swiglu_limit;			/* gated MLP's clamp (gpt-oss 7); 0 = none */
+	int quick_glu;				/* gated MLP's activation is quick-GELU,
+						 * x sigmoid(1.702 x), with a linear
+						 * offset (gpt-oss) */
 	struct rope_scaling_spec rope_scaling;	/* rotary scaling; factor 0 = none */
 	double rope_mscale;			/* YaRN attention factor on cos/sin (1 = none),
 						 * derived */

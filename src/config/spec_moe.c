@@ -123,6 +123,15 @@ static const struct schema_field ep_fields[] = {
 		  "all-gathers every rank's routing map (tokens x experts, "
 		  "1 B each: Hybrid-EP's metadata preprocessing), not E "
 		  "8-byte per-expert counts" },
+	{ .key = "preprocess_ops", .type = ST_INT,
+	  .offset = EOFF(preprocess_ops), .min = 0, .max = 1e4,
+	  .flags = SF_OPTIONAL,
+	  .help = "host_sync counts or dispatch: small PyTorch ops of "
+		  "Megatron-Core's code around this dispatcher's call (its "
+		  "preprocess and postprocess), each a host call and a short "
+		  "kernel, in a framework that counts them (host.dispatch_ops "
+		  "> 0); absent: the framework's host.dispatch_ops, the "
+		  "alltoall dispatcher's" },
 	{ .key = "dispatch_call_host", .type = ST_TIME,
 	  .offset = EOFF(dispatch_call_host_s), .def = "0 us", .max = 1e-2,
 	  .help = "host time of one dispatch call (forward dispatch and the "

@@ -119,6 +119,10 @@ struct ep_comm_spec {
 					 * map, not E per-expert counts */
 	int quant_pad;			/* its permute pads each local expert's
 					 * rows to the quantization alignment */
+	int64_t preprocess_ops;		/* Megatron-Core's small PyTorch ops
+					 * around this dispatcher's call; 0:
+					 * the framework's host.dispatch_ops
+					 * (the alltoall dispatcher's) */
 	double dispatch_call_host_s;	/* s, host time of a dispatch call
 					 * beyond its metadata preprocessing
 					 * (reference CPU); 0: a PyTorch op */

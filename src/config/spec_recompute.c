@@ -76,16 +76,33 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 }
 
 /* training.fp8_scaling given on a job that does not train in fp8: it
- * has no effect (the MX and FP4 formats scale per block), say so. */
+ * has no effect (the MX and FP4 formats scale per block), say so.
+ * training.fp8_attention true on a 16- or 32-bit job: none either
+ * (Megatron-Core's fp8_dot_product_attention sets the recipe's fp8_dpa,
+ * which Transformer Engine's DotProductAttention reads only inside the
+ * fp8 autocast: self.fp8 = FP8GlobalStateManager.is_fp8_enabled(),
+ * dot_product_attention.py init_fp8_metadata, TE @ f031cf87b; Megatron
+ * raises nothing); the model leaves it off (layer.c). A GPU without the
+ * dtype's rate is train_check's error. */
 void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			   const struct cnode *node)
 {
 	const struct cnode *t = node ? cnode_get(node, "training") : NULL;
 	const struct cnode *at = t ? cnode_get(t, "fp8_scaling") : NULL;
+	const struct cnode *fa = t ? cnode_get(t, "fp8_attention") : NULL;
 
-	if (!at || j->training.dtype == DTYPE_FP8 || !d)
+	if (!d)
 		return;
-	diag_warn(d, at->file, at->line, at->col, "'training.fp8_scaling' "
-		  "has no effect: training.dtype is %s, not fp8",
-		  dtype_names[j->training.dtype]);
+	if (at && j->training.dtype != DTYPE_FP8)
+		diag_warn(d, at->file, at->line, at->col,
+			  "'training.fp8_scaling' has no effect: "
+			  "training.dtype is %s, not fp8",
+			  dtype_names[j->training.dtype]);
+	if (fa && j->training.fp8_attention &&
+	    !dtype_low_precision((enum dtype)j->training.dtype))
+		diag_warn(d, fa->file, fa->line, fa->col,
+			  "'training.fp8_attention' has no effect: "
+			  "training.dtype is %s, not an fp8 or fp4 format "
+			  "(attention runs in FP8 only inside the fp8 "
+			  "autocast)", dtype_names[j->training.dtype]);
 }

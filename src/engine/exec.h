@@ -127,6 +127,14 @@ const char *exec_stream_name(const struct prog *p, uint32_t stream);
 uint32_t exec_task_coll_id(const struct prog *p, task_id t);
 /* 1 if the task lies on the critical path. */
 int exec_task_critical(const struct prog *p, task_id t);
+/* After exec_run(): for every collective call k (prog_colls), the part
+ * of its first member's [start, end) during which that member's own rank
+ * ran compute (any compute task, overlaps counted once), in s, into
+ * overlap[k] (prog_colls entries): what the call's own GPU computed
+ * while it moved data, unlike the critical path's view (another rank's
+ * call is off the path even when its own rank sat idle). 0, or -1 when
+ * out of memory. */
+int exec_coll_overlap(const struct prog *p, double *overlap);
 
 /* Series of a counter track in a trace (memory per rank over time). */
 #define EXEC_COUNTER_SERIES 2

@@ -66,7 +66,7 @@ struct span {
 };
 
 struct path {
-	struct prog *p;
+	const struct prog *p;
 	uint32_t final_rank;
 	struct span *busy;	/* the final rank's compute, merged, sorted */
 	uint32_t nbusy;
@@ -213,10 +213,9 @@ static units_ns_t account(struct path *pa, int64_t part[], units_ns_t s,
 
 /* Walk back from last, mark the path and sum its parts (ns), and the
  * exposed communication by stream. */
-static void walk(struct path *pa, task_id last, int64_t part[],
-		 int64_t by_stream[])
+static void walk(struct prog *p, struct path *pa, task_id last,
+		 int64_t part[], int64_t by_stream[])
 {
-	struct prog *p = pa->p;
 	task_id t = last;
 
 	while (t != TASK_NONE) {
@@ -252,7 +251,7 @@ int exec_path(struct prog *p, struct exec_result *out)
 	pa.final_rank = task_rank(p, last);
 	if (collect_busy(&pa) != 0)
 		goto out;
-	walk(&pa, last, part, by_stream);
+	walk(p, &pa, last, part, by_stream);
 	for (i = 0; i < EXEC_PART_COUNT; i++) {
 		sum += part[i];
 		out->part_s[i] = units_ns_to_s(part[i]);
@@ -265,6 +264,62 @@ int exec_path(struct prog *p, struct exec_result *out)
 	out->final_rank = pa.final_rank;
 	rc = 0;
 out:
+	mem_free(pa.busy);
+	return rc;
+}
+
+/* The final rank's compute time within [s, e) by binary search (no
+ * cursor: calls come in any order). */
+static units_ns_t busy_in(const struct path *pa, units_ns_t s, units_ns_t e)
+{
+	uint32_t lo = 0, hi = pa->nbusy;
+	units_ns_t sum = 0;
+
+	while (lo < hi) {	/* first span ending after s */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (pa->busy[mid].end <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < pa->nbusy && pa->busy[lo].start < e; lo++) {
+		units_ns_t a = pa->busy[lo].start, b = pa->busy[lo].end;
+
+		sum += (b < e ? b : e) - (a > s ? a : s);
+	}
+	return sum;
+}
+
+int exec_coll_overlap(const struct prog *p, double *overlap)
+{
+	struct path pa = { .p = p };
+	uint32_t r, s, k;
+	int rc = 0;
+
+	for (k = 0; k < p->ncolls; k++)
+		overlap[k] = 0;
+	for (r = 0; r < p->nranks && rc == 0; r++) {
+		pa.final_rank = r;
+		if (collect_busy(&pa) != 0) {
+			rc = -1;
+			break;
+		}
+		for (s = 0; s < p->nstreams; s++) {
+			task_id t;
+
+			for (t = p->lane_head[r * p->nstreams + s];
+			     t != TASK_NONE; t = p->task[t].next) {
+				if (task_cat(p, t) != TASK_COMM)
+					continue;
+				k = task_coll(p, t);
+				if (k >= p->ncolls || p->colls[k].first != t)
+					continue;
+				overlap[k] = units_ns_to_s(busy_in(&pa,
+					task_start_ns(p, t), task_end_ns(p, t)));
+			}
+		}
+	}
 	mem_free(pa.busy);
 	return rc;
 }

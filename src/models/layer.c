@@ -130,8 +130,7 @@
 /* Linear layers in a sub-16-bit dtype (fp8, MX). */
 static int is_lowp(enum dtype dt)
 {
-	return dt == DTYPE_FP8 || dt == DTYPE_MXFP8 || dt == DTYPE_MXFP6 ||
-	       dt == DTYPE_MXFP4 || dt == DTYPE_NVFP4;
+	return dtype_low_precision(dt);
 }
 
 /* The OCP microscaling formats (32-element blocks, E8M0 scales). */
@@ -220,10 +219,8 @@ static void router_dtypes(const struct job_spec *j, struct moe_dims *e)
  * grouped_gemm_fwd_kernel_arch). */
 static int fwd_one_kernel(const struct job_spec *j)
 {
-	const char *a = j->framework->elementwise.grouped_gemm_fwd_kernel_arch;
-	const char *g = j->system && j->system->gpu ? j->system->gpu->arch : NULL;
-
-	return a && g && strcmp(a, g) == 0;
+	return j->system && gpu_arch_is(j->system->gpu, j->framework->
+					elementwise.grouped_gemm_fwd_kernel_arch);
 }
 
 /* The routed experts' shapes; route.c fills the routing. */
@@ -277,8 +274,13 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
+	/* the framework's count is Megatron-Core's alltoall dispatcher's;
+	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;
-	if (!e->permute_fusion && e->local > 1)
+	if (e->dispatch_ops > 0 && mj->dispatcher &&
+	    mj->dispatcher->preprocess_ops > 0)
+		e->dispatch_ops = (double)mj->dispatcher->preprocess_ops;
+	else if (!e->permute_fusion && e->local > 1)
 		e->dispatch_ops +=
 			(double)j->framework->host.dispatch_unfused_ops;
 	e->bias_ops = m->mlp_bias == 1 &&
@@ -291,7 +293,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
-	e->glu_sync = m->swiglu_limit > 0 && d->gated &&
+	/* the offset's blocking copy is Megatron-Core's quick-GEGLU's
+	 * (weighted_bias_quick_geglu_impl, clamped or not), not the clamp's */
+	e->glu_sync = m->quick_glu == 1 && d->gated &&
 		      j->framework->elementwise.glu_offset_sync == 1;
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
@@ -302,6 +306,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		       j->framework->elementwise.expert_quant_padding == 1 &&
 		       !(mj->dispatcher && mj->dispatcher->quant_pad) &&
 		       !mj->router_padding;
+	e->split_aligned = e->quant_pad ||
+			   (mj->dispatcher && mj->dispatcher->quant_pad) ||
+			   mj->router_padding;
 }
 
 /* torch FSDP's gradient division factors for a group of n
@@ -371,7 +378,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->rope = m->position_embedding == POS_ROPE;
 	d->learned_pos = m->position_embedding == POS_LEARNED;
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
-	d->fp8_attn = j->training.fp8_attention;
+	/* off outside the fp8 autocast (job_fp8_scaling_check warns) */
+	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->chunks = 1;

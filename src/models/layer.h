@@ -108,6 +108,9 @@ struct moe_dims {
 				 * GLU's activation (glu_offset_sync) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
+	int split_aligned;	/* every expert's rows a multiple of the
+				 * quantization alignment (padded by the
+				 * grouped MLP, the dispatcher or the router) */
 	double gemm_streams;	/* grouped GEMM as per-expert kernels over
 				 * this many streams; 0 = one kernel */
 	double gemm_streams_fwd;	/* ... the forward's (and its

@@ -140,7 +140,19 @@ static double cast_kernels(const struct layer_dims *d)
 
 /* The grouped cast just pushed (if any) quantizes every expert's input:
  * it opens the module call; else the grouped GEMM that follows does.
- * Per-expert quantizers (moe_quant_dims) launch quant_kernels each. */
+ * Per-expert quantizers (moe_quant_dims) launch quant_kernels each.
+ * NVFP4 splits are quantized together since Transformer Engine 2.11
+ * (split_quantize's FUSED_NVFP4 -> split_quantize_nvfp4_impl, csrc/
+ * extensions/cast.cpp, v2.14 and the Megatron-Bridge pins 71bbefbf,
+ * f031cf87b): one kernel zeroes every split's amax (MultiZeroAmaxKernel)
+ * and one computes them all (group_hadamard_transform_amax,
+ * hadamard_transform/group_hadamard_transform.cu), then one fused cast
+ * of both layouts where every split is a multiple of 128 rows
+ * (nvte_group_hadamard_transform_cast_fusion; 128 is NVFP4's
+ * get_align_size_for_quantization, quantization.py), else a row-wise
+ * and a column-wise grouped cast: the dense cast's NVFP4_QUANT_KERNELS,
+ * or one more, from the one C++ call as the dense cast's, none per
+ * expert. */
 static void grouped_cast(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 double n)
@@ -152,6 +164,10 @@ static void grouped_cast(struct layer_ops *o, const char *name,
 	if (!d->lowp)
 		return;
 	op = &o->op[o->n - 1];
+	if (d->nvfp4_amax) {
+		op->k.launches = NVFP4_QUANT_KERNELS + !d->moe.split_aligned;
+		return;
+	}
 	k = cast_kernels(d);
 	if (k > 0)
 		op->k.launches = k;
@@ -635,7 +651,8 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
  * probabilities and Fp8Unpadding on its output (TE fp8_padding.py,
  * fp8_unpadding.py @ 71bbefbf, the commit Megatron-Bridge v0.4.1 pins):
  * each a copy of the rows into splits rounded up to the quantization
- * alignment (32 rows for MXFP8/NVFP4, 16 for fp8) or back, one kernel
+ * alignment (32 rows for MXFP8, 128 for NVFP4, 16 for fp8:
+ * get_align_size_for_quantization, quantization.py) or back, one kernel
  * for all splits (tex.fused_multi_row_padding / _unpadding). TE skips it
  * only when every split is already aligned, which a dropless router's
  * counts are not in general. Backward runs each in reverse: the output's

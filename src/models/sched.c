@@ -88,6 +88,30 @@ void sched_rank(int schedule, int64_t pp, int64_t vpp, int64_t m,
 	sched_rank_ex(schedule, pp, vpp, m, rank, 0, out);
 }
 
+int sched_lockstep(const struct job_spec *j, int64_t mg)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int a2a = model_is_moe(j->model) && j->moe.a2a_overlap && p->ep > 1;
+
+	return j->framework->pp_lockstep && p->pp > 1 &&
+	       p->schedule == SCHED_INTERLEAVED && !a2a && mg % p->pp == 0;
+}
+
+int64_t sched_lock_step(int64_t pp, int64_t vpp, int64_t n, int64_t w,
+			int64_t rank, int64_t k)
+{
+	int64_t fb = n / 2 - w, steady = vpp * pp + 2 * (pp - 1 - rank);
+
+	if (steady < rank + w || w == 0)	/* the idle steps follow the
+						 * last warm-up forward */
+		steady = rank + w;
+	if (k < w)
+		return rank + k;
+	if (k < w + 2 * fb)
+		return steady + (k - w);
+	return steady + 2 * fb + 2 * (k - w - 2 * fb) + 1;
+}
+
 int64_t sched_warmup_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 			int64_t rank, int64_t extra)
 {

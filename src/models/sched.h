@@ -77,4 +77,22 @@ int64_t sched_warmup(int schedule, int64_t pp, int64_t vpp, int64_t m,
 int64_t sched_warmup_ex(int schedule, int64_t pp, int64_t vpp, int64_t m,
 			int64_t rank, int64_t extra);
 
+struct job_spec;
+
+/* Whether job j's pipeline runs in lock step (framework pp_lockstep:
+ * torch.distributed.pipelining's ScheduleInterleaved1F1B, models/
+ * train_pp.c) with mg microbatches a schedule run: pp > 1, the
+ * interleaved schedule, no all-to-all overlap, mg a multiple of pp. The
+ * step program and the planner's estimate both ask it. */
+int sched_lockstep(const struct job_spec *j, int64_t mg);
+
+/* The time step of action k (0-based, within one schedule run of n
+ * actions) of pipeline rank `rank` in torch's lock-step table
+ * (_get_1f1b_rank_ops): its w warm-up forwards from step rank; the
+ * steady state from step max(rank + w, vpp pp + 2 (pp - 1 - rank))
+ * (rank + w when w is 0), an action a step; in the cool-down (its last
+ * w actions, backwards) a None before each. */
+int64_t sched_lock_step(int64_t pp, int64_t vpp, int64_t n, int64_t w,
+			int64_t rank, int64_t k);
+
 #endif

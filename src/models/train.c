@@ -411,17 +411,21 @@ static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 		return -1;
 	for (u = 0; u < nx || u < ny; u++) {
 		if (u < nx && u < ny) {
-			if (pair_unit(t, s, n, x, y, u, in, in2, &ix, &iy) != 0)
+			if (pair_unit(t, s, n, x, y, u, in, in2, &ix, &iy) != 0 ||
+			    train_grad_prep(t, s, n, x, u, in) != 0)
 				return -1;
 			continue;
 		}
-		if (u < nx && action_unit(t, s, n, x, u, in, &ix) != 0)
+		if (u < nx && (action_unit(t, s, n, x, u, in, &ix) != 0 ||
+			       train_grad_prep(t, s, n, x, u, in) != 0))
 			return -1;
 		if (u < ny && action_unit(t, s, n, y, u, in2, &iy) != 0)
 			return -1;
 	}
 	if (action_end(t, s, n, x, in, &ix) != 0 ||
-	    action_end(t, s, n, y, in2, &iy) != 0)
+	    action_end(t, s, n, y, in2, &iy) != 0 ||
+	    train_grad_prep(t, s, n, x, -1, in) != 0 ||
+	    train_grad_prep(t, s, n, y, -1, in2) != 0)
 		return -1;
 	return 0;
 }
@@ -450,9 +454,11 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 			return -1;
 		for (u = 0; u < train_units(t, train_vs(t, s, sp->acts[a].chunk));
 		     u++)
-			if (action_unit(t, s, n, a, u, in, &info) != 0)
+			if (action_unit(t, s, n, a, u, in, &info) != 0 ||
+			    train_grad_prep(t, s, n, a, u, in) != 0)
 				return -1;
-		if (action_end(t, s, n, a, in, &info) != 0)
+		if (action_end(t, s, n, a, in, &info) != 0 ||
+		    train_grad_prep(t, s, n, a, -1, in) != 0)
 			return -1;
 	}
 	return 0;
@@ -808,7 +814,7 @@ static int build_all(struct train *t)
 	int64_t s;
 
 	name_streams(t->prog);
-	if (!in || !in2 || train_cost_blocks(t) != 0)
+	if (!in || !in2 || train_cost_blocks(t) != 0 || train_plan_dp(t) != 0)
 		return -1;
 	for (s = 0; s < t->pp; s++)
 		if (build_stage(t, s, in, in2) != 0)

@@ -94,15 +94,6 @@
 #include "split.h"
 #include "train_impl.h"
 
-struct bucket {
-	int64_t chunk;		/* model chunk */
-	int64_t bact;		/* the chunk's last backward action */
-	int64_t fact;		/* the chunk's first forward action */
-	int64_t u0, u1;		/* units [u0, u1] in backward order */
-	double params;		/* parameters of one GPU */
-	int experts;		/* routed experts' (over edp) or dense (dp x cp) */
-};
-
 /* The group gradients of this kind reduce over. */
 static enum layout_group grad_group(int experts)
 {
@@ -354,6 +345,15 @@ static int64_t rank_stage(const struct train *t, uint32_t r)
 	return pp_i;
 }
 
+/* The index of simulated rank r within its stage. */
+static int64_t rank_index(const struct train *t, uint32_t r)
+{
+	int64_t pp_i, i;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	return i;
+}
+
 /* A bucket's gradient reduction on one group, after its units (or the
  * whole backward). */
 static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
@@ -378,6 +378,8 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 			train_unit(t, r, b->bact, b->u1)->last :
 			train_action_end(t, r, t->stage[0].nacts - 1);
 
+		if (b->ready && b->ready[rank_index(t, r)] != TASK_NONE)
+			ready = b->ready[rank_index(t, r)];
 		if (train_dep(t, ready, first + k) != 0)
 			return -1;
 		/* on the expert-parallel stream's queue: the all-to-alls
@@ -846,6 +848,16 @@ static int overhead(struct train *t, const task_id *opt)
 	return 0;
 }
 
+int train_plan_dp(struct train *t)
+{
+	int64_t s;
+
+	for (s = 0; t->lay.stage > t->lay.tp && s < t->pp; s++)
+		if (t->job->training.zero_stage < 3 && plan_buckets(t, s) != 0)
+			return -1;
+	return 0;
+}
+
 int train_build_dp(struct train *t)
 {
 	const struct job_spec *j = t->job;
@@ -858,8 +870,7 @@ int train_build_dp(struct train *t)
 		return -1;
 	t->opt = opt;
 	for (s = 0; t->lay.stage > t->lay.tp && s < t->pp; s++)
-		if ((j->training.zero_stage < 3 && plan_buckets(t, s) != 0) ||
-		    stage_dp(t, s) != 0)
+		if (stage_dp(t, s) != 0)
 			return -1;
 	if (tie_embeddings(t) != 0)
 		return -1;

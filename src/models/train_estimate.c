@@ -21,6 +21,8 @@
  *     unit, kind (dense, experts) and microbatch an all-gather before the
  *     forward and the backward and a reduce-scatter after the backward;
  *   - the tied embedding's all-reduce on the first and the last stage;
+ *     and per bucket the work before its reduction (train_grad.c:
+ *     the NaN check's norm and host tasks, the scaling);
  *   - the optimizer step and the host overhead, a task each per GPU;
  *   - when the framework models the host thread (train_host.c): a host
  *     task per op of a unit, gather or amax block that costs the host
@@ -111,6 +113,10 @@ static void count_dp(struct train *t, int64_t s, struct count *c)
 		enum layout_group g = e ? LG_EDP : LG_DP;
 		double per = 1 / group_sim(t, g), n = 0;
 
+		/* the work on each bucket before its reduction */
+		if (zero < 3)
+			c->tasks += (double)train_dp_buckets(t, s, e) *
+				    train_grad_tasks(t, e);
 		if (layout_group_size(&t->lay, g) <= 1)
 			continue;
 		if (zero < 3) {	/* reduction (+ all-gather) per bucket */

@@ -21,7 +21,18 @@ struct unit_rec {
 	task_id ep_last;	/* TASK_NONE */
 };
 
-struct bucket;
+/* A gradient bucket of a pipeline rank (train_dp.c plans them). */
+struct bucket {
+	int64_t chunk;		/* model chunk */
+	int64_t bact;		/* the chunk's last backward action */
+	int64_t fact;		/* the chunk's first forward action */
+	int64_t u0, u1;		/* units [u0, u1] in backward order */
+	double params;		/* parameters of one GPU */
+	int experts;		/* routed experts' (over edp) or dense (dp x cp) */
+	task_id *ready;		/* [stage index] the last task of the work on
+				 * the bucket before its reduction (train_grad.c),
+				 * or NULL / TASK_NONE: its units' end */
+};
 
 /* The schedule of one pipeline rank, shared by its TP/DP copies. */
 struct stage_plan {
@@ -208,8 +219,28 @@ task_id train_p2p_sync(const struct train *t, uint32_t r, int64_t a);
 /* Pipeline transfers between stages (train_pp.c). */
 int train_build_pp(struct train *t);
 
-/* Data-parallel collectives, optimizer, host overhead (train_dp.c). */
+/* Data-parallel collectives, optimizer, host overhead (train_dp.c):
+ * the gradient buckets first (before the stages are built: the work on
+ * a bucket before its reduction sits among the backward's units), then
+ * the rest. */
+int train_plan_dp(struct train *t);
 int train_build_dp(struct train *t);
+
+/* The work on each gradient bucket before its reduction (train_grad.c):
+ * with overlap_grad_reduce after unit u of backward action a (the
+ * bucket's last unit), else after the stage's last action (u = -1), on
+ * the stage's n simulated ranks; in[] advances to its end. 0, or -1 when
+ * out of memory. */
+int train_grad_prep(struct train *t, int64_t s, uint32_t n, int64_t a,
+		    int64_t u, task_id *in);
+
+/* The scaling factor Megatron-Core DDP applies to a bucket of this kind
+ * (experts 0 dense, 1 routed experts') before its reduction; 1: none. */
+double train_grad_scale(const struct job_spec *j, int experts);
+
+/* Tasks of that work per bucket of this kind and simulated GPU
+ * (train_estimate.c). */
+double train_grad_tasks(const struct train *t, int experts);
 
 /* Shared hardware queues (train_queue.c): whether the gradient
  * collectives of one kind (experts 0: dense, over dp x cp; 1: routed

@@ -64,11 +64,7 @@ struct xlist {
 /* Whether the pipeline runs in lock step (pp_lockstep, above). */
 static int lockstep(const struct train *t)
 {
-	int64_t mg = t->m / job_schedule_runs(t->job);
-
-	return t->job->framework->pp_lockstep && t->pp > 1 &&
-	       t->job->parallelism.schedule == SCHED_INTERLEAVED &&
-	       !t->a2a_overlap && mg % t->pp == 0;
+	return sched_lockstep(t->job, t->m / job_schedule_runs(t->job));
 }
 
 /* The time step of pipeline rank s's action a in torch's table
@@ -80,21 +76,11 @@ static int lockstep(const struct train *t)
 static int64_t torch_step(const struct train *t, int64_t s, int64_t a)
 {
 	const struct stage_plan *sp = &t->stage[s];
-	int64_t p = t->pp, v = t->v, n = sp->run_acts, w = sp->warmup;
-	int64_t run = a / n, k = a % n, fb = n / 2 - w;
-	int64_t steady = v * p + 2 * (p - 1 - s), at;
+	int64_t p = t->pp, v = t->v, n = sp->run_acts;
 
-	if (steady < s + w || w == 0)	/* the idle steps follow the last
-					 * warm-up forward: none without one */
-		steady = s + w;
-	if (k < w)
-		at = s + k;
-	else if (k < w + 2 * fb)
-		at = steady + (k - w);
-	else
-		at = steady + 2 * fb + 2 * (k - w - 2 * fb) + 1;
 	/* a run's last step is below steady + 2 n <= v p + 2 p + 2 n */
-	return run * (v * p + 2 * p + 2 * n) + at;
+	return a / n * (v * p + 2 * p + 2 * n) +
+	       sched_lock_step(p, v, n, sp->warmup, s, a % n);
 }
 
 /* The first of rank r's actions after time step T (nacts if none). */

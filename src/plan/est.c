@@ -477,7 +477,7 @@ static int pipeline(struct est *e, struct est_cand *c,
 		est_dp_stretch(c, dp, f_first, b_last);
 	in = (struct est_pipe){ c->j->parallelism.schedule, c->p, c->v, c->mg,
 				t, t + S, f_first, c->g == 1 ? b_last : b_run,
-				c->x };
+				c->x, sched_lockstep(c->j, c->mg) };
 	if (est_pipe_run(e, &in, out, out + c->p) != 0)
 		goto oom;
 	c->rank_end = out;

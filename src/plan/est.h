@@ -18,8 +18,9 @@
  * Dense and MoE models alike: tensor, pipeline (1F1B, interleaved,
  * GPipe), context, data and expert parallelism (ep, etp, edp, the
  * dispatch and a2a_overlap's paired share), MTP layers, ZeRO 0-3 with
- * fsdp_pp_no_sync, and training.local_batch_size (the step as
- * job_schedule_runs pipeline runs, est.c). Not estimated: ZeRO 3 on an
+ * fsdp_pp_no_sync, training.local_batch_size (the step as
+ * job_schedule_runs pipeline runs, est.c) and framework pp_lockstep
+ * (torch's lock-step table, est_pipe.c). Not estimated: ZeRO 3 on an
  * MoE model (the MoE blocks would be costed without their FSDP
  * collectives; plan_space.c prunes it as unsupported), models mixing
  * sliding-window or chunked and global attention layers (plan.c refuses

@@ -240,6 +240,10 @@ struct est_pipe {
 	const double *b_last;	/* s, per virtual stage: the last one's backward */
 	const double *x;	/* s, [r]: a transfer between ranks r and r + 1
 				 * (r = p-1: the wrap to rank 0) */
+	int lockstep;		/* torch's lock step (sched_lockstep): a
+				 * transfer made at time step T starts once
+				 * the receiver's actions up to T are done,
+				 * and both ranks' later actions wait for it */
 };
 
 /* Free one entry of pipe_lists. */

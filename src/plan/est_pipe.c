@@ -261,6 +261,111 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	return 0;
 }
 
+/* Lock step (in->lockstep; models/train_pp.c, sched_lock_step): the
+ * actions taken time step by time step of torch's table; after a step's
+ * actions, each transfer one of them made starts once its sender and its
+ * receiver are done with their actions up to that step (and its streams
+ * are free: the sender's and the receiver's slot, as run_once), and
+ * every later action of both ranks waits for it. The step's transfers
+ * are batched: each starts from the ranks' state before any of them.
+ * 1 when an input was not there (a table the recurrence cannot follow;
+ * the caller falls back), -1 out of memory. */
+static int run_lockstep(struct est *e, const struct est_pipe *in,
+			double *rank_end, double *chunk_end)
+{
+	int64_t p = in->p, v = in->v, m = in->m, S = p * v, n = 2 * m * v;
+	int64_t r, c, k, T, left = p * n;
+	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
+	int64_t *pos = mem_calloc((size_t)(2 * p), sizeof(*pos)), *w = pos + p;
+	double *end, *sent, *fr, *stream, *dur, *wait;
+	int rc = -1;
+
+	if (!a || !pos || room(e, 0, 4 * S * m + 6 * p + 4 * S) != 0)
+		goto out;
+	end = e->pipe_t;
+	sent = end + 2 * S * m;
+	fr = sent + 2 * S * m;
+	stream = fr + p;
+	dur = stream + 4 * p;
+	wait = dur + 4 * S;
+	for (k = 0; k < 2 * S * m; k++)
+		sent[k] = -1;
+	for (k = 0; k < 5 * p; k++)
+		fr[k] = 0;
+	for (k = 0; k < S; k++) {
+		dur[k] = in->f[k];
+		dur[S + k] = in->b[k];
+		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
+		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
+	}
+	for (r = 0; r < p; r++) {
+		sched_rank(in->schedule, p, v, m, r, a + r * n);
+		w[r] = sched_warmup(in->schedule, p, v, m, r);
+	}
+	for (T = 0; left > 0; T++) {
+		for (r = 0; r < p; r++) {	/* the step's actions */
+			struct pstep t;
+			double ready = 0;
+
+			if (pos[r] == n ||
+			    sched_lock_step(p, v, n, w[r], r, pos[r]) != T)
+				continue;
+			t = step_of(a[r * n + pos[r]], r, p, S, m);
+			if (t.src >= 0) {
+				if (sent[t.src] < 0) {
+					rc = 1;
+					goto out;
+				}
+				ready = sent[t.src];	/* the transfer's end */
+			} else if (t.src == -2) {
+				ready = end[t.own];
+			}
+			end[t.at] = fr[r] = (ready > fr[r] ? ready : fr[r]) +
+					    dur[t.d];
+		}
+		for (r = 0; r < p; r++)
+			wait[r] = fr[r];
+		for (r = 0; r < p; r++) {	/* the step's transfers */
+			struct pstep t;
+			int64_t q, sin;
+			double start;
+
+			if (pos[r] == n ||
+			    sched_lock_step(p, v, n, w[r], r, pos[r]) != T)
+				continue;
+			t = step_of(a[r * n + pos[r]], r, p, S, m);
+			pos[r]++;
+			left--;
+			if (t.sout < 0)
+				continue;
+			q = a[r * n + pos[r] - 1].bwd ? (r + p - 1) % p :
+							(r + 1) % p;
+			/* the receiver's slot: as step_of gives its input's */
+			sin = 4 * q + (a[r * n + pos[r] - 1].bwd ?
+				       (q == p - 1 ? ST_BW : ST_B) :
+				       (q == 0 ? ST_FW : ST_F));
+			start = fmax(fmax(end[t.at], fr[q]),
+				     fmax(stream[t.sout], stream[sin]));
+			sent[t.at] = stream[t.sout] = stream[sin] =
+				start + in->x[t.xout];
+			wait[r] = fmax(wait[r], sent[t.at]);
+			wait[q] = fmax(wait[q], sent[t.at]);
+		}
+		for (r = 0; r < p; r++)
+			fr[r] = wait[r];
+	}
+	for (r = 0; r < p; r++) {
+		rank_end[r] = fr[r];
+		for (c = 0; c < v; c++)
+			chunk_end[r * v + c] = end[S * m + (c * p + r) * m + m - 1];
+	}
+	rc = 0;
+out:
+	mem_free(a);
+	mem_free(pos);
+	return rc;
+}
+
 /*
  * Past its fill the schedule repeats: every further group of g
  * microbatches (p for the interleaved schedule, whose groups are p, else
@@ -279,6 +384,13 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	int tries;
 	double *x;
 
+	if (in->lockstep) {	/* no linear extension: its steps do not
+				 * repeat by groups as the schedule does */
+		int rc = run_lockstep(e, in, rank_end, chunk_end);
+
+		if (rc <= 0)
+			return rc;
+	}
 	/* 1F1B and GPipe repeat once every rank is past its warm-up (p
 	 * microbatches); the interleaved schedule needs m > p (at m = p
 	 * rank 0's warm-up holds every forward) */

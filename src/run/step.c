@@ -140,7 +140,12 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 {
 	struct stat_memo memo[64];
 	uint32_t k, n = prog_colls(p), cap = 0;
+	double *overlap = mem_alloc((size_t)n * sizeof(double) + 1);
 
+	if (!overlap || exec_coll_overlap(p, overlap) != 0) {
+		mem_free(overlap);
+		return -1;
+	}
 	memset(memo, 0, sizeof(memo));
 	for (k = 0; k < n; k++) {
 		task_id t = prog_coll_first(p, k);
@@ -156,11 +161,14 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 		in.name = exec_task_name(p, t, &cat);
 		in.cat = cat;
 		s = stat_memo(colls, ncolls, &cap, &in, c, memo);
-		if (!s)
+		if (!s) {
+			mem_free(overlap);
 			return -1;
+		}
 		s->count++;
 		s->bytes += c->bytes;
 		s->time_s += exec_task_dur_s(p, t);
+		s->overlapped_s += overlap[k];
 		for (i = 0; i < members; i++)
 			if (exec_task_critical(p, t + i)) {
 				s->critical_s += exec_task_end_s(p, t + i) -
@@ -168,6 +176,7 @@ int step_coll_stats(const struct prog *p, struct step_coll_stat **colls,
 				break;
 			}
 	}
+	mem_free(overlap);
 	if (*ncolls > 0)
 		qsort(*colls, *ncolls, sizeof(**colls), by_time);
 	return 0;

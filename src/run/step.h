@@ -53,6 +53,8 @@ struct step_coll_stat {
 	uint32_t count;		/* calls simulated */
 	double time_s;		/* s, summed duration of the calls */
 	double critical_s;	/* s, of that on the critical path */
+	double overlapped_s;	/* s, of that while the call's own GPU
+				 * computed (exec_coll_overlap) */
 };
 
 struct step_result {

@@ -170,19 +170,25 @@ static struct cJSON *sim_json(const struct step_result *r)
 	return jobj_complete(o, ok);
 }
 
-/* Time of the collectives whose names start with prefix, and the part
- * of it on the critical path (exposed). */
+/* Time of the collectives whose names start with prefix, summed over
+ * the simulated GPUs' calls, the part of it on the critical path
+ * (exposed; the rest, "hidden", is off the path: mostly the calls of the
+ * GPUs the path does not pass through, e.g. the other pipeline stages',
+ * whether or not their own GPU computed meanwhile), and the part during
+ * which the call's own GPU computed (overlapped: what compute on the
+ * same GPU hid). */
 static void comm_time(const struct step_result *r, const char *prefix,
-		      double *total_s, double *exposed_s)
+		      double *total_s, double *exposed_s, double *overlapped_s)
 {
 	uint32_t i;
 	size_t n = strlen(prefix);
 
-	*total_s = *exposed_s = 0;
+	*total_s = *exposed_s = *overlapped_s = 0;
 	for (i = 0; i < r->ncolls; i++)
 		if (strncmp(r->colls[i].name, prefix, n) == 0) {
 			*total_s += r->colls[i].time_s;
 			*exposed_s += r->colls[i].critical_s;
+			*overlapped_s += r->colls[i].overlapped_s;
 		}
 }
 
@@ -191,12 +197,12 @@ static struct cJSON *moe_json(const struct job_spec *j,
 			      const struct step_result *r)
 {
 	struct cJSON *o;
-	double total, exposed;
+	double total, exposed, overlapped;
 	int ok;
 
 	if (!model_is_moe(j->model))
 		return cJSON_CreateNull();
-	comm_time(r, "moe_", &total, &exposed);
+	comm_time(r, "moe_", &total, &exposed, &overlapped);
 	o = cJSON_CreateObject();
 	ok = o && jobj_add_num(o, "active_params", r->plan.active_params) &&
 	     jobj_add_str(o, "dispatcher", j->moe.dispatcher ?
@@ -207,7 +213,8 @@ static struct cJSON *moe_json(const struct job_spec *j,
 	     jobj_add_num(o, "max_mean_load", r->plan.max_mean) &&
 	     jobj_add_num(o, "dispatch_combine_s", total) &&
 	     jobj_add_num(o, "dispatch_combine_exposed_s", exposed) &&
-	     jobj_add_num(o, "dispatch_combine_hidden_s", total - exposed);
+	     jobj_add_num(o, "dispatch_combine_hidden_s", total - exposed) &&
+	     jobj_add_num(o, "dispatch_combine_overlapped_s", overlapped);
 	return jobj_complete(o, ok);
 }
 
@@ -231,18 +238,19 @@ static struct cJSON *cp_json(const struct job_spec *j,
 			     const struct step_result *r)
 {
 	struct cJSON *o;
-	double total, exposed;
+	double total, exposed, overlapped;
 	int ok;
 
 	if (j->parallelism.cp <= 1)
 		return cJSON_CreateNull();
-	comm_time(r, "cp_", &total, &exposed);
+	comm_time(r, "cp_", &total, &exposed, &overlapped);
 	o = cJSON_CreateObject();
 	ok = o && jobj_add_str(o, "comm_type",
 			  cp_comm_names[j->parallelism.cp_comm_type]) &&
 	     jobj_add_num(o, "exchange_s", total) &&
 	     jobj_add_num(o, "exchange_exposed_s", exposed) &&
-	     jobj_add_num(o, "exchange_hidden_s", total - exposed);
+	     jobj_add_num(o, "exchange_hidden_s", total - exposed) &&
+	     jobj_add_num(o, "exchange_overlapped_s", overlapped);
 	return jobj_complete(o, ok);
 }
 
@@ -392,22 +400,25 @@ static void print_speed(FILE *out, const struct job_spec *j,
 		"included)\n", r->hw_tflops_per_gpu);
 }
 
-/* A kind of communication's time summed over the simulated calls, and
- * how much of it is on the critical path (exposed) or off it (hidden),
+/* A kind of communication's time summed over the simulated calls, how
+ * much of it is on the critical path (exposed) or off it (hidden: other
+ * GPUs' calls included), and how much the same GPU's compute overlapped,
  * under the breakdown. */
 static void print_hidden(FILE *out, const struct step_result *r,
 			 const char *prefix, const char *label)
 {
-	char a[32], b[32], c[32];
-	double total, exposed;
+	char a[32], b[32], c[32], e[32];
+	double total, exposed, overlapped;
 
-	comm_time(r, prefix, &total, &exposed);
+	comm_time(r, prefix, &total, &exposed, &overlapped);
 	if (total <= 0)
 		return;
-	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls)\n", label,
+	fprintf(out, "    %-22s %12s  (%s exposed, %s hidden; all calls of "
+		"the simulated GPUs; %s under the same GPU's compute)\n", label,
 		step_human(a, sizeof(a), total, UNIT_TIME),
 		step_human(b, sizeof(b), exposed, UNIT_TIME),
-		step_human(c, sizeof(c), total - exposed, UNIT_TIME));
+		step_human(c, sizeof(c), total - exposed, UNIT_TIME),
+		step_human(e, sizeof(e), overlapped, UNIT_TIME));
 }
 
 static void print_breakdown(FILE *out, const struct job_spec *j,

@@ -747,6 +747,36 @@ Test(config, phase_foreign_section_warns)
 }
 
 /*
+ * training.fp8_attention on a 16-bit job has no effect (Transformer
+ * Engine's DotProductAttention runs FP8 only inside the fp8 autocast):
+ * a warning at the key, as fp8_scaling's, and the model leaves it off;
+ * on an fp8 or MX job, or written false, no word.
+ */
+Test(config, fp8_attention_off_fp8_warns)
+{
+	static const char *const bf16_on[] = { "training.fp8_attention=true" };
+	static const char *const bf16_off[] = {
+		"training.fp8_attention=false",
+	};
+	static const char *const mx_on[] = {
+		"training.dtype=mxfp8", "training.fp8_attention=true",
+	};
+	struct job_spec *j;
+
+	j = load_sets("job", "test-job", bf16_on, 1);
+	cr_assert_has(capture_text(&C), "--set:1:24: warning: "
+		      "'training.fp8_attention' has no effect: training.dtype "
+		      "is bf16, not an fp8 or fp4 format");
+	cr_assert_eq(C.d.warnings, 1);
+	cr_assert_eq(C.d.errors, 0);
+	cr_assert_eq(j->training.fp8_attention, 1);
+	load_sets("job", "test-job", bf16_off, 1);
+	cr_assert_eq(C.d.warnings, 1);
+	load_sets("job", "test-job", mx_on, 2);
+	cr_assert_eq(C.d.warnings, 1, "%s", capture_text(&C));
+}
+
+/*
  * The planner loads its job (job_plan_schema) through job_check's
  * warnings, not its errors: before, `llmsim plan` loaded with no check,
  * so the phase-section warnings above and the fp8_scaling one never

@@ -264,6 +264,37 @@ Test(schema, number_errors)
 	load_err("size: 1 GB\nratio: '0.5'\n", "(a quoted string");
 }
 
+/* A ST_NUM field flagged SF_WHOLE (a count kept in a double, as a GPU's
+ * per-dtype cutlass_moe_tile_m) takes whole numbers only: a fraction is
+ * an error at the value (col 7 of "tile: 64.5"), named by the type. */
+static const struct schema_field whole_fields[] = {
+	{ .key = "tile", .type = ST_NUM, .offset = 0, .min = 1,
+	  .max = 65536, .flags = SF_OPTIONAL | SF_WHOLE, .help = "rows" },
+};
+
+static const struct schema whole_schema = {
+	.kind = "whole", .help = "a whole number", .size = sizeof(double),
+	.fields = whole_fields, .nfields = SCHEMA_COUNT(whole_fields),
+};
+
+Test(schema, whole_numbers)
+{
+	double v;
+
+	cr_assert_eq(load_as(&whole_schema, "tile: 64\n", &v), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(v, 64);
+	cr_assert_eq(load_as(&whole_schema, "tile: 6.4e1\n", &v), 0);
+	cr_assert_eq(v, 64);
+	cr_assert_eq(load_as(&whole_schema, "tile: 64.5\n", &v), -1);
+	cr_assert_has(capture_text(&C), "t.yaml:1:7: error: 'tile': expected "
+		      "a whole number such as 8, got '64.5'");
+	cr_assert_eq(load_as(&whole_schema, "tile: 0\n", &v), -1);
+	cr_assert_has(capture_text(&C), "'tile': expected a whole number from "
+		      "1 to 65536, got '0'");
+	cr_assert_eq(load_as(&whole_schema, "tile: nan\n", &v), -1);
+}
+
 Test(schema, numbers_in_yaml_float_forms)
 {
 	struct thing t;

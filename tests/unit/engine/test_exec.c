@@ -300,6 +300,36 @@ Test(exec, worked_example_of_the_critical_path_rule)
 	prog_free(p);
 }
 
+Test(exec, coll_overlap_is_the_first_members_own_ranks_compute)
+{
+	/* Rank 0 computes A [0,4) then B [4,5) on stream 0; on stream 1
+	 * three collectives of 2e6 B at 1e12 B/s = 2 us each: C over
+	 * {0, 1}, D over {1, 0} (first member on rank 1), E over {0, 1}
+	 * after A. C [0,2), D [2,4), E [4,6). Rank 1 computes nothing. */
+	struct prog *p = prog_new(2, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	uint32_t fwd[2] = { 0, 1 }, rev[2] = { 1, 0 };
+	double ovl[3] = { -1, -1, -1 };
+	task_id a = ex_task(p, 0, 0, 4, "A", TASK_COMPUTE);
+	task_id e;
+
+	ex_task(p, 0, 0, 1, "B", TASK_COMPUTE);
+	ex_coll(p, COLL_ALLREDUCE, fwd, 2, 1, 2e6, "C");
+	ex_coll(p, COLL_ALLREDUCE, rev, 2, 1, 2e6, "D");
+	e = ex_coll(p, COLL_ALLREDUCE, fwd, 2, 1, 2e6, "E");
+	prog_dep(p, a, e);
+	ex_run(p, &m);
+	cr_assert_eq(prog_colls(p), 3);
+	cr_assert_eq(exec_coll_overlap(p, ovl), 0);
+	/* C: A covers all of [0,2): 2 us. D: its first member's rank 1
+	 * computed nothing in [2,4), though rank 0 ran A: 0. E [4,6):
+	 * B [4,5) on rank 0: 1 us. */
+	cr_assert_eq(ex_ns(ovl[0]), 2000);
+	cr_assert_eq(ex_ns(ovl[1]), 0);
+	cr_assert_eq(ex_ns(ovl[2]), 1000);
+	prog_free(p);
+}
+
 Test(exec, collective_descriptor_is_copied)
 {
 	struct prog *p = prog_new(2, 1);

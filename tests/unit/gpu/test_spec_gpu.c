@@ -120,6 +120,45 @@ Test(spec_gpu, check_rejects_moe_tile_above_every_tile)
 	expect_rejected(&g, say);
 }
 
+/* One spelling of an architecture: sm and the compute capability's
+ * digits (NVIDIA), gfx and hex digits (AMD); the GPU's own arch is held
+ * to it and to its vendor, and gpu_arch_is compares only such names. */
+Test(spec_gpu, arch_names_have_one_spelling)
+{
+	static const char *const bad[] = {"arch", "expected sm and the "
+					  "compute capability's digits",
+					  "got 'SM100'", NULL};
+	static const char *const amd[] = {"arch", "'gfx942' is an AMD "
+					  "architecture, but vendor is "
+					  "nvidia", NULL};
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	cr_assert_eq(gpu_arch_vendor("sm90"), GPU_NVIDIA);
+	cr_assert_eq(gpu_arch_vendor("sm103"), GPU_NVIDIA);
+	cr_assert_eq(gpu_arch_vendor("gfx90a"), GPU_AMD);
+	cr_assert_eq(gpu_arch_vendor("zen5"), GPU_AMD);	/* configs/cpus */
+	cr_assert_eq(gpu_arch_vendor("sm9"), -1);
+	cr_assert_eq(gpu_arch_vendor("sm_90"), -1);
+	cr_assert_eq(gpu_arch_vendor("blackwell"), -1);
+	cr_assert_eq(gpu_arch_vendor(""), -1);
+	cr_assert_eq(gpu_arch_vendor(NULL), -1);
+	minimal(&g);
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);	/* none */
+	g.arch = "sm100";
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert(gpu_arch_is(&g, "sm100"));
+	cr_assert(!gpu_arch_is(&g, "sm103"));
+	cr_assert(!gpu_arch_is(&g, NULL));
+	g.arch = "SM100";
+	expect_rejected(&g, bad);
+	g.arch = "gfx942";
+	expect_rejected(&g, amd);
+	g.vendor = GPU_AMD;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert(gpu_arch_is(&g, "gfx942"));
+}
+
 Test(spec_gpu, check_requires_hbm_and_a_peak)
 {
 	/* Both problems are reported, not just the first. */

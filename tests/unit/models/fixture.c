@@ -69,6 +69,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->fw.workspace_B = 1073741824.0;
 	f->fw.overlap_grad_reduce = 1;
 	f->fw.overlap_param_gather = 1;
+	f->fw.average_in_collective = 1;	/* the schema default */
 	f->fw.fsdp_prefetch_units = 2;
 	f->fw.fsdp_reshard_after_forward = 1;	/* the schema default */
 	f->job.name = "test-job";
@@ -152,4 +153,22 @@ void fixture_ep_forward(struct ep_comm_spec *e, const char *name)
 	e->name = name;
 	e->mode = EP_FORWARD;
 	e->dedup = DEDUP_NODE;
+}
+
+void fixture_ep_library(struct ep_comm_spec *e, const char *name)
+{
+	memset(e, 0, sizeof(*e));
+	e->name = name;
+	e->mode = EP_LIBRARY;
+	e->dedup = DEDUP_NONE;
+}
+
+int fixture_op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
 }

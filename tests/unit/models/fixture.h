@@ -64,4 +64,11 @@ int fixture_near(double got, double want, double rel);
  * Hybrid-EP), deduplicating per node, every other field zero. */
 void fixture_ep_forward(struct ep_comm_spec *e, const char *name);
 
+/* A library all-to-all dispatcher named name (Megatron-Core's alltoall),
+ * no deduplication, every other field zero. */
+void fixture_ep_library(struct ep_comm_spec *e, const char *name);
+
+/* Index of the first op named name in o, or -1. */
+int fixture_op_index(const struct layer_ops *o, const char *name);
+
 #endif

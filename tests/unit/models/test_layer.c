@@ -652,6 +652,26 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	assert_close(o.op[0].k.read_B, n * 2);
 }
 
+/* training.fp8_attention is read only inside the fp8 autocast: on a
+ * bf16 job the attention stays bf16 (config warns), on fp8 or MXFP8 it
+ * runs in FP8. */
+Test(layer, fp8_attention_needs_a_low_precision_dtype)
+{
+	struct fixture f;
+	struct layer_dims d;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.fp8_attention = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_attn, 0);
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_attn, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_attn, 1);
+}
+
 Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
 {
 	struct fixture f;

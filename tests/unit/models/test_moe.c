@@ -697,10 +697,7 @@ Test(moe, estimate_counts_the_built_program)
 
 		fixture_moe(&f, 8, 2, 512, 8);
 		f.job.training.global_batch_size = 32;
-		memset(&e, 0, sizeof(e));
-		e.name = "test-alltoall";
-		e.mode = EP_LIBRARY;
-		e.dedup = DEDUP_NONE;
+		fixture_ep_library(&e, "test-alltoall");
 		e.host_sync = EP_SYNC_COUNTS;
 		f.job.moe.dispatcher = &e;
 		f.fw.host.op_s = f.fw.host.module_s = 5e-6;
@@ -767,6 +764,55 @@ Test(moe, mx_casts_one_kernel_per_expert)
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
 	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
+	arena_release(&a);
+}
+
+Test(moe, nvfp4_grouped_cast_is_one_split_quantize)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	const struct layer_op *c;
+	/* 8 experts of 512, top-2, ep 2: 4 local experts, R = k T = 8192
+	 * rows of h 1024: the fc1 input cast quantizes n = R h = 8388608
+	 * elements. Transformer Engine >= 2.11 (the 2.14 Megatron-Bridge
+	 * pins) quantizes NVFP4 splits together (split_quantize
+	 * FUSED_NVFP4): the amaxes zeroed by one kernel, one grouped amax
+	 * reading the input, then, every split a multiple of 128 rows (the
+	 * grouped MLP's padding), one fused cast of both layouts: 3 kernels
+	 * as the dense cast, none of them per expert (host_kernels 0), read
+	 * 2 n 2 B = 33554432 B, written 2 n (0.5 + 1/16) B = 9437184 B.
+	 * Unpadded splits: a row-wise and a column-wise grouped cast, 4. */
+	double n = 2.0 * 4096 * 1024;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	f.job.training.dtype = DTYPE_NVFP4;
+	f.fw.elementwise.per_expert_quantize = 1;	/* Megatron-Bridge's */
+	f.fw.elementwise.expert_quant_padding = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert_not_null(c);
+	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
+	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
+	cr_assert(fixture_near(c->k.write_B, 2 * n * (0.5 + 1.0 / 16),
+			       1e-12));
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "expert_fc1_grad_cast");
+	cr_assert_not_null(c);
+	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
+	f.fw.elementwise.expert_quant_padding = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "expert_fc1_cast");
+	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
+	cr_assert_eq(c->host_kernels, 0);
 	arena_release(&a);
 }
 
@@ -965,6 +1011,7 @@ Test(moe, clamped_glu_offset_copy_syncs_the_host)
 	f.model.gated_mlp = 1;
 	f.model.mlp_bias = 1;
 	f.model.swiglu_limit = 7;
+	f.model.quick_glu = 1;
 	f.fw.elementwise.expert_bias_kernels = 1;
 	f.fw.elementwise.glu_clamp_kernels = 1;
 	fixture_dims(&f, &a, &d, &r);
@@ -984,6 +1031,21 @@ Test(moe, clamped_glu_offset_copy_syncs_the_host)
 	cr_assert_not_null(op);
 	cr_assert_eq(op->pass, PASS_RECOMPUTE);
 	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_bias_bwd") - o.op);
+	/* The copy is the quick-GEGLU's (weighted_bias_quick_geglu_impl,
+	 * with or without a clamp value), not the clamp's: a clamped SwiGLU
+	 * (weighted_bias_swiglu_impl) does not wait; an unclamped quick GEGLU
+	 * waits before its activation, its first kernel. */
+	f.model.quick_glu = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(!d.moe.glu_sync);
+	f.model.quick_glu = 1;
+	f.model.swiglu_limit = 0;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert(d.moe.glu_sync);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "expert_clamp"));
+	op = fixture_op(&o, "expert_act");
+	cr_assert_eq(op->host_wait, op - o.op - 1);
 	arena_release(&a);
 }
 

@@ -14,17 +14,6 @@
 #include "models/layer.h"
 #include "models/route.h"
 
-/* Index of the op named `name` in o, or -1. */
-static int op_index(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 {
 	struct fixture f;
@@ -48,15 +37,12 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	 * probs_alltoall neither call exists. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	e.probs_call = 1;
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	i = op_index(&o, "moe_dispatch");
+	i = fixture_op_index(&o, "moe_dispatch");
 	cr_assert(i >= 0);
 	cr_assert_float_eq(o.op[i].coll_B, 16777216, 1e-6);
 	c = &o.op[i + 1];
@@ -68,7 +54,7 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	cr_assert_eq(c->ep_path, 0);
 	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
 	layer_bwd(&d, &kind, LREC_NONE, &o);
-	i = op_index(&o, "moe_dispatch_bwd");
+	i = fixture_op_index(&o, "moe_dispatch_bwd");
 	cr_assert(i >= 0);
 	c = &o.op[i + 1];
 	cr_assert_str_eq(c->name, "moe_dispatch_probs_bwd");
@@ -111,29 +97,28 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	 * a dispatcher without dtoh_after_graph, keeps the counts. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	e.host_sync = EP_SYNC_COUNTS;
 	e.dtoh_after_graph = 1;
 	f.job.moe.dispatcher = &e;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	disp = op_index(&o, "moe_dispatch");
-	counts = op_index(&o, "moe_counts");
-	permute = op_index(&o, "permute");
+	disp = fixture_op_index(&o, "moe_dispatch");
+	counts = fixture_op_index(&o, "moe_counts");
+	permute = fixture_op_index(&o, "permute");
 	cr_assert(counts >= 0 && permute == disp - 1 && counts < permute);
 	cr_assert_eq(o.op[disp].host_wait, counts);
 	f.job.training.cuda_graphs.v = &scope;
 	f.job.training.cuda_graphs.n = 1;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, permute);
+	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait,
+		     permute);
 	e.dtoh_after_graph = 0;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[op_index(&o, "moe_dispatch")].host_wait, counts);
+	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait,
+		     counts);
 	arena_release(&a);
 }
 
@@ -157,15 +142,12 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	 * and index_select, moe_permute_fusion off) there is no map. */
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	f.job.moe.dispatcher = &e;
 	f.job.moe.permute_fusion = 1;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, &kind, &o);
-	i = op_index(&o, "permute_map");
+	i = fixture_op_index(&o, "permute_map");
 	cr_assert(i >= 0);
 	cr_assert_str_eq(o.op[i + 1].name, "permute");
 	c = &o.op[i];
@@ -219,10 +201,7 @@ Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
 
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	e.host_sync = EP_SYNC_COUNTS;
 	f.job.moe.dispatcher = &e;
 	f.fw.host.dispatch_ops = 13;
@@ -243,6 +222,52 @@ Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
 	layer_fwd(&d, &kind, &o);
 	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 13,
 			   1e-12);
+	arena_release(&a);
+}
+
+/*
+ * A dispatcher with its own preprocess count (configs/ep preprocess_ops,
+ * Megatron-Core's flex dispatcher: Hybrid-EP's 1, the
+ * tokens_per_expert.sum() after its call) replaces the framework's
+ * alltoall count (13) and its unfused copy (+1), fused or not; absent
+ * (0) the framework's applies. A framework that models no Megatron
+ * preprocess (dispatch_ops 0: not Megatron-Core's dispatchers) pays none
+ * whatever the dispatcher says.
+ */
+Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	fixture_ep_library(&e, "test-flex");
+	e.host_sync = EP_SYNC_COUNTS;
+	e.preprocess_ops = 1;
+	f.job.moe.dispatcher = &e;
+	f.fw.host.dispatch_ops = 13;
+	f.fw.host.dispatch_unfused_ops = 1;
+	f.job.moe.permute_fusion = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 1,
+			   1e-12);
+	e.preprocess_ops = 0;		/* the framework's: 13 + 1 unfused */
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+			   1e-12);
+	e.preprocess_ops = 14;
+	f.fw.host.dispatch_ops = 0;
+	f.fw.host.dispatch_unfused_ops = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "moe_preprocess"));
 	arena_release(&a);
 }
 
@@ -282,10 +307,7 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	f.job.moe.dispatcher = &e;
 	f.job.moe.permute_fusion = 0;
 	fixture_dims(&f, &a, &d, &r);

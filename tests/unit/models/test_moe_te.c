@@ -47,19 +47,10 @@ static void build(struct fixture *f, struct arena *a, struct layer_ops *fwd,
 	layer_bwd(&d, &kind, LREC_NONE, bwd);
 }
 
-static int index_of(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
+/* got within 1e-12 of want (relative). */
 static int near(double got, double want)
 {
-	return fabs(got - want) <= 1e-12 * fabs(want);
+	return fixture_near(got, want, 1e-12);
 }
 
 Test(moe, grouped_mlp_pads_rows_for_quantization)
@@ -88,25 +79,25 @@ Test(moe, grouped_mlp_pads_rows_for_quantization)
 	cr_assert(near(op->k.read_B, n + p), "read %g B", op->k.read_B);
 	cr_assert(near(op->k.write_B, n + p), "write %g B", op->k.write_B);
 	cr_assert(near(op->k.launches, 2));
-	cr_assert_eq(index_of(&fwd, "expert_pad") + 1,
-		     index_of(&fwd, "expert_fc1_cast"));
+	cr_assert_eq(fixture_op_index(&fwd, "expert_pad") + 1,
+		     fixture_op_index(&fwd, "expert_fc1_cast"));
 	op = fixture_op(&fwd, "expert_unpad");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, n) && near(op->k.write_B, n));
 	cr_assert(near(op->k.launches, 1));
-	cr_assert_eq(index_of(&fwd, "expert_fc2") + 1,
-		     index_of(&fwd, "expert_unpad"));
+	cr_assert_eq(fixture_op_index(&fwd, "expert_fc2") + 1,
+		     fixture_op_index(&fwd, "expert_unpad"));
 	op = fixture_op(&bwd, "expert_unpad_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, n) && near(op->k.write_B, n));
-	cr_assert_lt(index_of(&bwd, "expert_unpad_bwd"),
-		     index_of(&bwd, "expert_fc2_dgrad"));
+	cr_assert_lt(fixture_op_index(&bwd, "expert_unpad_bwd"),
+		     fixture_op_index(&bwd, "expert_fc2_dgrad"));
 	op = fixture_op(&bwd, "expert_pad_bwd");
 	cr_assert_not_null(op);
 	cr_assert(near(op->k.read_B, n + p) && near(op->k.write_B, n + p));
 	cr_assert(near(op->k.launches, 2));
-	cr_assert_gt(index_of(&bwd, "expert_pad_bwd"),
-		     index_of(&bwd, "expert_fc1_wgrad"));
+	cr_assert_gt(fixture_op_index(&bwd, "expert_pad_bwd"),
+		     fixture_op_index(&bwd, "expert_fc1_wgrad"));
 	arena_release(&a);
 }
 

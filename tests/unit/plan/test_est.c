@@ -130,7 +130,7 @@ Test(est, pipeline_recurrence_matches_the_reference)
 		double f[64], b[64], ff[64], bl[64], x[64];
 		double re[64], ce[512], rr[64], rc[512];
 		struct est_pipe in = { cases[k].sched, p, v, cases[k].m, f, b, ff,
-				       bl, x };
+				       bl, x, 0 };
 
 		for (i = 0; i < p; i++)	/* neighbours in one node or two */
 			x[i] = i % 2 ? 0.3 : 0.1;

@@ -573,3 +573,52 @@ Test(plan, local_batches_estimated_as_the_run)
 		done(&p);
 	}
 }
+
+/*
+ * torch pipelining's lock step (nemo-automodel's pp_lockstep: the
+ * interleaved schedule's actions a time step each, every step's
+ * transfers waited for by both ranks before their next actions) in the
+ * analytical tier as in the step program: llama3-8b, pp 4 vpp 2 dp 2,
+ * 8 microbatches a pipeline (a multiple of pp, so the lock step holds),
+ * ZeRO 3. The estimate follows the full run within 2 % (the tolerance of
+ * local_batches_estimated_as_the_run; docs/plan.md) with the lock step
+ * and without it, and the lock step costs time in both tiers.
+ */
+Test(plan, lockstep_estimated_as_the_run)
+{
+	static const char *const lock[] = {
+		"framework.pp_lockstep=true", "framework.pp_lockstep=false",
+	};
+	const char *sets[12] = {
+		"framework=nemo-automodel", "parallelism.tp=1",
+		"parallelism.pp=4", "parallelism.vpp=2", "parallelism.cp=1",
+		"parallelism.schedule=interleaved",
+		"parallelism.sequence_parallel=false",
+		"training.micro_batch_size=1", "training.recompute=full",
+		"training.zero_stage=3",
+	};
+	double est[2], full[2];
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct planned p;
+
+		sets[10] = lock[k];
+		load(&p, sets, 11);
+		p.o.top_k = 1;
+		run(&p);
+		cr_assert_eq(p.rc, 0, "%s", p.err);
+		cr_assert_eq(p.r.ncands, 1);
+		cr_assert(p.r.cands[0].full);
+		full[k] = p.r.cands[0].step_s;
+		est[k] = p.r.cands[0].est.step_s;
+		cr_log_info("%s: estimate %.6g s, full %.6g s", lock[k], est[k],
+			    full[k]);
+		cr_assert_float_eq(est[k], full[k], 0.02 * full[k], "%s: "
+				   "estimate %g s, full %g s", lock[k], est[k],
+				   full[k]);
+		done(&p);
+	}
+	cr_assert_gt(full[0], full[1]);
+	cr_assert_gt(est[0], est[1]);
+}
