@@ -117,6 +117,18 @@ bad "norm_quant_hidden: negative" \
 bad "norm_quant_hidden: NaN" \
 	"--set:1:34: error: 'serving.engine.norm_quant_hidden': expected an integer such as 0, got 'nan'" \
 	"$job" --set serving.engine.norm_quant_hidden=nan
+bad "norm_quant_ar_max: negative" \
+	"--set:1:34: error: 'serving.engine.norm_quant_ar_max': expected a size such as '80 GB', got '-1MB': must not be negative" \
+	"$job" --set serving.engine.norm_quant_ar_max=-1MB
+bad "norm_quant_ar_max: NaN" \
+	"--set:1:34: error: 'serving.engine.norm_quant_ar_max': expected a size such as '80 GB', got 'nan'" \
+	"$job" --set serving.engine.norm_quant_ar_max=nan
+bad "norm_quant_ar_max_tp2: no unit" \
+	"--set:1:38: error: 'serving.engine.norm_quant_ar_max_tp2': expected a size such as '80 GB', got '8': missing unit" \
+	"$job" --set serving.engine.norm_quant_ar_max_tp2=8
+bad "norm_quant_ar_max_tp2: too large" \
+	"--set:1:38: error: 'serving.engine.norm_quant_ar_max_tp2': expected a size from 0 B to 1 TB, got '2e12 B'" \
+	"$job" --set 'serving.engine.norm_quant_ar_max_tp2=2e12 B'
 bad "act_quant: a sequence" \
 	"--set:1:26: error: 'serving.engine.act_quant': expected one of all, per_tensor, got a sequence" \
 	"$job" --set 'serving.engine.act_quant=[all]'

@@ -211,11 +211,23 @@ static const struct schema_field engine_fields[] = {
 	  .help = "which RMSNorms write the quantized GEMM input when "
 		  "quant_fusion fuses it: always, or tp_allreduce (only one "
 		  "fused into the TP all-reduce: TP > 1, no attention DP, "
-		  "hidden above norm_quant_hidden; else a quantization kernel)" },
+		  "hidden above norm_quant_hidden, a message within "
+		  "norm_quant_ar_max; else a quantization kernel; read from "
+		  "TensorRT-LLM's Llama-family decoder layers, applied to "
+		  "every model [?])" },
 	{ .key = "norm_quant_hidden", .type = ST_INT,
 	  .offset = OFF(norm_quant_hidden), .min = 0, .max = 1e7, .def = "0",
 	  .help = "norm_quant tp_allreduce: the fusion only for a hidden "
 		  "size above this" },
+	{ .key = "norm_quant_ar_max", .type = ST_BYTES,
+	  .offset = OFF(norm_quant_ar_max_B), .def = "0 B", .max = 1e12,
+	  .help = "norm_quant tp_allreduce: the fusion only for a TP "
+		  "all-reduce (T h, 16-bit) of at most this size at TP > 2; "
+		  "a larger one falls back to the library all-reduce, then "
+		  "the norm and a quantization kernel (0: no limit)" },
+	{ .key = "norm_quant_ar_max_tp2", .type = ST_BYTES,
+	  .offset = OFF(norm_quant_ar_max_tp2_B), .def = "0 B", .max = 1e12,
+	  .help = "norm_quant_ar_max at TP 2 (0: no limit)" },
 	{ .key = "act_quant", .type = ST_ENUM, .offset = OFF(act_quant),
 	  .values = engine_act_quant_names, .def = "all",
 	  .help = "GEMM-input formats the SiLU-mul writes when quant_fusion "
@@ -237,7 +249,9 @@ static const struct schema_field engine_fields[] = {
 	  .help = "a model's per-head RMSNorm of Q and K (Qwen3) and RoPE are "
 		  "one kernel in place on Q and K (TensorRT-LLM's "
 		  "fused_qk_norm_rope); false: a norm kernel for Q and one "
-		  "for K before the rotary (vLLM's q_norm and k_norm)" },
+		  "for K before the rotary (vLLM's q_norm and k_norm modules; "
+		  "under vLLM V1's torch.compile Inductor may fuse them with "
+		  "the rotary, not checked [?])" },
 	{ .key = "graph_input_copies", .type = ST_INT,
 	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "device copies of the step's inputs into a captured "

@@ -125,7 +125,8 @@ enum engine_norm_quant {
 	ENGINE_NORMQ_ALWAYS,	/* every one */
 	ENGINE_NORMQ_TP_ALLREDUCE, /* only one fused into the TP all-reduce
 				 * (TP > 1, no attention DP, hidden larger
-				 * than norm_quant_hidden); else the norm
+				 * than norm_quant_hidden, a message within
+				 * norm_quant_ar_max); else the norm
 				 * writes 16 bits and a quantization kernel
 				 * runs (TensorRT-LLM's AllReduce fusion) */
 	ENGINE_NORMQ_COUNT
@@ -194,6 +195,10 @@ struct engine_spec {
 	int norm_quant;				/* enum engine_norm_quant */
 	int64_t norm_quant_hidden;		/* tp_allreduce: fused only above this
 						 * hidden size */
+	double norm_quant_ar_max_B;		/* tp_allreduce: ... and only for an
+						 * all-reduce of at most this many B
+						 * (TP > 2; 0: no limit) */
+	double norm_quant_ar_max_tp2_B;		/* the same at TP 2 */
 	int act_quant;				/* enum engine_act_quant */
 	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
 						 * broadcasts over the TP group before a

@@ -44,11 +44,14 @@
  * four GEMMs of a layer). The engine may narrow that fusion (TensorRT-
  * LLM): with norm_quant tp_allreduce a layer norm writes the quantized
  * QKV or gate/up input only when it runs inside the TP all-reduce (TP >
- * 1, no attention DP, hidden > norm_quant_hidden), else 16 bits and a
- * quantization kernel follows; with act_quant per_tensor the SiLU-mul
- * writes per-tensor FP8 itself but a block-scaled (NVFP4, MX) input
- * takes a quantization kernel. The last layer's residual add is fused
- * into the final norm.
+ * 1, no attention DP, hidden > norm_quant_hidden, a step's T h B within
+ * norm_quant_ar_max), else 16 bits and a quantization kernel follows;
+ * with act_quant per_tensor the SiLU-mul writes per-tensor FP8 itself
+ * but a block-scaled (NVFP4, MX) input takes a quantization kernel.
+ * The norm before an MoE layer whose fused MoE quantizes its own input
+ * (moe_kernels cutlass) writes 16 bits: the router reads them, and a
+ * shared expert quantizes them in a kernel of its own (infer_moe.c).
+ * The last layer's residual add is fused into the final norm.
  *
  * MLA (DeepSeek V2/V3; q_lora rank r_q, kv_lora rank r, rotary width
  * d_r, per-head non-rotary width d_n and value width d_v), as vLLM's and
@@ -189,7 +192,9 @@ enum dtype infer_compute_dtype(const struct job_spec *j,
 /* The engine's exceptions to quant_fusion (infer.c's header):
  * norm_quant tp_allreduce leaves a norm's output to a quantization kernel
  * unless the norm runs fused into the TP all-reduce, TP > 1 without
- * attention DP and hidden > norm_quant_hidden; act_quant per_tensor
+ * attention DP and hidden > norm_quant_hidden, and in a step only while
+ * the all-reduce fits the fusion's workspace (norm_quant_ar_max, at TP 2
+ * norm_quant_ar_max_tp2; norm_apart); act_quant per_tensor
  * leaves block-scaled SiLU-mul outputs (anything narrower than 16 bits
  * but per-tensor FP8) to one. */
 static void quant_rules(const struct job_spec *j, struct infer_dims *d)
@@ -203,6 +208,9 @@ static void quant_rules(const struct job_spec *j, struct infer_dims *d)
 		   d->hidden > (double)e->norm_quant_hidden;
 	d->norm_quant_apart = e->norm_quant == ENGINE_NORMQ_TP_ALLREDUCE &&
 			      !ar_fused;
+	if (e->norm_quant == ENGINE_NORMQ_TP_ALLREDUCE && ar_fused)
+		d->norm_quant_max_B = d->tp <= 2 ? e->norm_quant_ar_max_tp2_B
+						 : e->norm_quant_ar_max_B;
 	d->act_quant_apart = e->act_quant == ENGINE_ACTQ_PER_TENSOR &&
 			     d->compute != DTYPE_FP8;
 }
@@ -422,29 +430,33 @@ static double out_B(const struct infer_dims *d, int level)
 	return quant_apart(d, level) ? d->act_B : d->gemm_a_B;
 }
 
-/* Whether the output of a layer norm (dense: `layer_norm`) or of the
- * SiLU-mul (`act`) feeding quantized GEMMs takes a kernel of its own. */
-static int norm_apart(const struct infer_dims *d, int layer_norm)
+/* Whether the output of a layer norm (dense: `layer_norm`) over t
+ * tokens feeding quantized GEMMs takes a kernel of its own (the
+ * SiLU-mul's: infer_act_quant_apart): past the engine's fusion
+ * workspace the TP all-reduce before it runs apart, and so do the norm
+ * and the quantization (quant_rules). */
+static int norm_apart(const struct infer_dims *d, int layer_norm, double t)
 {
+	int ar_apart = d->norm_quant_max_B > 0 &&
+		       t * d->hidden * d->act_B > d->norm_quant_max_B;
+
 	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-	       (layer_norm && d->norm_quant_apart &&
+	       (layer_norm && (d->norm_quant_apart || ar_apart) &&
 		d->gemm_a_B < d->act_B);
 }
 
-static int act_apart(const struct infer_dims *d)
-{
-	return quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-	       (d->act_quant_apart && d->gemm_a_B < d->act_B);
-}
-
 /* A fused add + RMSNorm; `layer_norm`: its output feeds the QKV or the
- * dense MLP's gate/up GEMM (not an MoE layer, whose module quantizes its
- * input itself under moe_kernels cutlass). */
+ * dense MLP's gate/up GEMM (not an MoE layer). `wide`: its consumers
+ * quantize it themselves (an MoE layer under moe_kernels cutlass: the
+ * router reads it in 16 bits, the fused MoE quantizes it, moe_quant, and
+ * so does a shared expert), so it writes 16 bits and no kernel follows. */
 static void norm(struct infer_ops *o, const struct infer_dims *d,
-		 const char *name, double t, int fused_add, int layer_norm)
+		 const char *name, double t, int fused_add, int layer_norm,
+		 int wide)
 {
-	int apart = norm_apart(d, layer_norm);
-	double n = t * d->hidden, w = apart ? d->act_B : d->gemm_a_B;
+	int apart = !wide && norm_apart(d, layer_norm, t);
+	double n = t * d->hidden;
+	double w = apart || wide ? d->act_B : d->gemm_a_B;
 
 	if (fused_add)
 		memop(o, name, 2 * n * d->act_B, n * (d->act_B + w),
@@ -563,12 +575,12 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 {
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
+	int apart = infer_act_quant_apart(d);
 
 	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
 	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
-	      t * f * (act_apart(d) ? d->act_B : d->gemm_a_B),
-	      ACT_FLOPS * t * f);
-	if (act_apart(d))
+	      t * f * (apart ? d->act_B : d->gemm_a_B), ACT_FLOPS * t * f);
+	if (apart)
 		quant(o, d, "quant", t * f);
 	gemm(o, "down", t, d->hidden, f);
 }
@@ -578,16 +590,17 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o)
 {
 	double t = infer_batch_tokens(b);
+	int moe = k && k->moe;
 
 	o->n = 0;
-	norm(o, d, "add_norm", t, 1, !d->mla);
+	norm(o, d, "add_norm", t, 1, !d->mla, 0);
 	if (d->mla)
 		attn_mla(d, b, t, o);
 	else
 		attn_gqa(d, b, t, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1, !(k && k->moe));
-	if (k && k->moe) {
+	norm(o, d, "add_norm", t, 1, !moe, moe && infer_moe_quantizes_input(d));
+	if (moe) {
 		if (!r)
 			BUG("an MoE layer without its routing");
 		infer_moe_ops(d, t, r, o);

@@ -120,6 +120,9 @@ struct infer_dims {
 	int norm_quant_apart;	/* the layer norms' outputs take a quantization
 				 * kernel even where quant_fusion fuses it
 				 * (engine norm_quant, this layout) */
+	double norm_quant_max_B; /* ... and so they do in a step whose TP
+				 * all-reduce (T h B) is larger than this
+				 * (engine norm_quant_ar_max; 0: no limit) */
 	int act_quant_apart;	/* the SiLU-mul's output likewise (engine
 				 * act_quant, this GEMM-input format) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */

@@ -31,6 +31,13 @@ struct infer_op *infer_op_coll(struct infer_ops *o, const char *name,
  * (enum engine_quant_fusion) needs a quantization kernel of its own, and
  * that kernel over n elements. */
 int infer_quant_apart(const struct infer_dims *d, int level);
+/* Whether a SiLU-mul's output (a dense or shared-expert GatedMLP's down
+ * input) takes a quantization kernel of its own: quant_fusion below
+ * norm_act, or the engine's act_quant leaves this format apart. */
+int infer_act_quant_apart(const struct infer_dims *d);
+/* Whether an MoE layer's fused MoE quantizes its own input (the CUTLASS
+ * list, infer_moe.c), so the norm before it writes 16 bits. */
+int infer_moe_quantizes_input(const struct infer_dims *d);
 void infer_op_quant(struct infer_ops *o, const struct infer_dims *d,
 		    const char *name, double n);
 

@@ -264,16 +264,32 @@ static void grouped(struct infer_ops *o, const char *name,
 	}
 }
 
-/* The shared experts over the TP group's T tokens. */
-static void shared(struct infer_ops *o, const struct infer_dims *d, double T)
+/* Whether the layer's fused MoE quantizes its own input (the CUTLASS
+ * list: fp4_quantize / static FP8 in the module), so the norm before it
+ * writes 16 bits (infer.c's infer_layer_ops). */
+int infer_moe_quantizes_input(const struct infer_dims *d)
+{
+	const struct infer_moe *e = &d->moe;
+
+	return e->cutlass && (!e->dispatch || e->allgather);
+}
+
+/* The shared experts over the TP group's T tokens. With `in_16bit` the
+ * norm wrote their input in 16 bits (infer_moe_quantizes_input): a
+ * GatedMLP's quantized Linear quantizes it in a kernel of its own
+ * (TensorRT-LLM's Llama4MoE shared_expert: linear.py fp4_quantize /
+ * static_quantize_e4m3_per_tensor on the 16-bit tensor). */
+static void shared(struct infer_ops *o, const struct infer_dims *d, double T,
+		   int in_16bit)
 {
 	double f = d->moe.shared_ffn / d->tp, u = (d->gated ? 2 : 1) * f;
-	int apart = infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
-		    (d->act_quant_apart && d->gemm_a_B < d->act_B);
+	int apart = infer_act_quant_apart(d);
 	double w = apart ? d->act_B : d->gemm_a_B;
 
 	if (f <= 0)
 		return;
+	if (in_16bit && d->gemm_a_B < d->act_B)
+		infer_op_quant(o, d, "quant", T * d->hidden);
 	infer_op_gemm(o, "shared_gate_up", T, u, d->hidden);
 	infer_op_mem(o, "shared_act", T * u * d->act_B, T * f * w,
 		     ACT_FLOPS * T * f);
@@ -380,7 +396,7 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	double Tq = e->dispatch ? r->tokens : T;
 	double N = e->dispatch ? r->tokens * e->ep : T, blocks;
 
-	shared(o, d, T);
+	shared(o, d, T, 1);
 	router(o, d, T);
 	if (a < B)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
@@ -433,7 +449,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 		cutlass_ops(d, T, r, o);
 		return;
 	}
-	shared(o, d, T);
+	shared(o, d, T, 0);
 	router(o, d, T);
 	if (e->dispatch) {
 		if (e->allgather) {

@@ -75,6 +75,12 @@ int infer_quant_apart(const struct infer_dims *d, int level)
 	return d->gemm_a_B < d->act_B && d->quant_fusion < level;
 }
 
+int infer_act_quant_apart(const struct infer_dims *d)
+{
+	return infer_quant_apart(d, ENGINE_QFUSE_NORM_ACT) ||
+	       (d->act_quant_apart && d->gemm_a_B < d->act_B);
+}
+
 /* The quantization of n elements of a GEMM input (infer.c's header). */
 void infer_op_quant(struct infer_ops *o, const struct infer_dims *d,
 		    const char *name, double n)

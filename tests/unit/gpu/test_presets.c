@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/spec_system.h"
 #include "base/diag.h"
 #include "gpu/gpu.h"
 #include "base/arena.h"
@@ -188,5 +189,53 @@ Test(gpu, mi300x_split_k_runs_two_kernels)
 	/* the MI325X: the same gfx942 die and hipBLASLt logic files */
 	cr_assert_eq(load(&a, "mi325x", &amd), 0);
 	cr_assert_eq(amd.gemm_split_k_kernels, 2);
+	arena_release(&a);
+}
+
+/* A system preset (configs/systems) with the GPU it names. */
+static const struct system_spec *load_system(struct arena *a,
+					     const char *name)
+{
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	struct system_spec *s = arena_alloc(a, sizeof(*s));
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(s);
+	memset(s, 0, sizeof(*s));
+	cr_assert_eq(config_load(&cx, &system_schema, name, NULL, 0, s), 0,
+		     "system '%s'", name);
+	return s;
+}
+
+/* The NVL72 systems hold their GPUs' power-limited tensor clocks, by
+ * the law dgx-b200.yaml uses for its 700 W set point (P ~ SMs x f^3),
+ * referred to B200 (148 SMs holding the quoted 1855.7 MHz at 1000 W):
+ * GB200 (152 SMs, 1200 W): 1855.7 x (1200 x 148 / (1000 x 152))^(1/3)
+ * = 1954.52 MHz, written 1954.5, under its quoted 2007.7; GB300 (160
+ * SMs, 1400 W) keeps its quoted 1907.3 MHz (it would need 1,174 W, the
+ * yaml comment's arithmetic, which this test does not recompute). */
+Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
+{
+	struct arena a;
+	const struct system_spec *b200, *gb200, *gb300;
+	const struct gpu_spec *g;
+	double f;
+
+	arena_init(&a);
+	b200 = load_system(&a, "dgx-b200");
+	gb200 = load_system(&a, "gb200-nvl72");
+	gb300 = load_system(&a, "gb300-nvl72");
+	cr_assert_float_eq(b200->gpu->matrix_clock_hz, 1855.7e6, 1);
+	cr_assert_eq(b200->gpu->compute_units, 148);
+	g = gb200->gpu;
+	cr_assert_eq(g->compute_units, 152);
+	f = b200->gpu->matrix_clock_hz *
+	    cbrt(1200.0 * 148 / (1000.0 * (double)g->compute_units));
+	cr_assert_float_eq(f, 1954.52e6, 0.01e6);
+	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
+	g = gb300->gpu;
+	cr_assert_eq(g->compute_units, 160);
+	cr_assert_eq(g->sustained_matrix_clock_hz, g->matrix_clock_hz);
 	arena_release(&a);
 }

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
+#include "config/config.h"
 
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
@@ -103,6 +105,22 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 	return NULL;
 }
 
+int fixture_infer_count(const struct infer_ops *o, const char *name)
+{
+	int i, k = 0;
+
+	for (i = 0; i < o->n; i++)
+		k += strcmp(o->op[i].name, name) == 0;
+	return k;
+}
+
+int fixture_op_index(const struct layer_ops *o, const char *name)
+{
+	const struct layer_op *op = fixture_op(o, name);
+
+	return op ? (int)(op - o->op) : -1;
+}
+
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name)
 {
@@ -163,12 +181,17 @@ void fixture_ep_library(struct ep_comm_spec *e, const char *name)
 	e->dedup = DEDUP_NONE;
 }
 
-int fixture_op_index(const struct layer_ops *o, const char *name)
+struct job_spec *fixture_load_job(struct arena *a, const char *path,
+				  const char *const *sets, size_t n)
 {
-	int i;
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	struct job_spec *j = arena_alloc(a, sizeof(*j));
 
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
+	diag_init(&d, stderr);
+	cr_assert_not_null(j);
+	memset(j, 0, sizeof(*j));
+	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
+		     "loading %s", path);
+	return j;
 }

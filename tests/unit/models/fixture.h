@@ -48,6 +48,12 @@ void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
 /* The first op named name in o, or NULL. */
 const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
 
+/* The inference ops named name in o. */
+int fixture_infer_count(const struct infer_ops *o, const char *name);
+
+/* The index in o of the first op named name, or -1. */
+int fixture_op_index(const struct layer_ops *o, const char *name);
+
 /* The first inference op named name in o, or NULL. */
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name);
@@ -68,7 +74,10 @@ void fixture_ep_forward(struct ep_comm_spec *e, const char *name);
  * no deduplication, every other field zero. */
 void fixture_ep_library(struct ep_comm_spec *e, const char *name);
 
-/* Index of the first op named name in o, or -1. */
-int fixture_op_index(const struct layer_ops *o, const char *name);
+/* The job at path (a YAML job, relative to the repository root) with
+ * --set style overrides, asserting it loads; allocated in a. */
+struct arena;
+struct job_spec *fixture_load_job(struct arena *a, const char *path,
+				  const char *const *sets, size_t n);
 
 #endif

@@ -22,21 +22,6 @@
 
 #include "fixture.h"
 
-static struct job_spec *load(struct arena *a, const char *path,
-			     const char *const *sets, size_t n)
-{
-	struct diag d;
-	struct config_ctx cx = {a, &d, "."};
-	struct job_spec *j = arena_alloc(a, sizeof(*j));
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(j);
-	memset(j, 0, sizeof(*j));
-	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
-		     "loading %s", path);
-	return j;
-}
-
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
 
 Test(infer, kv_bytes_per_token_llama3_70b)
@@ -47,12 +32,12 @@ Test(infer, kv_bytes_per_token_llama3_70b)
 	struct infer_dims d;
 
 	arena_init(&a);
-	j = load(&a, L70, tp1, 2);
+	j = fixture_load_job(&a, L70, tp1, 2);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	/* 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B */
 	cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers, 327680.0,
 			   1e-9);
-	j = load(&a, L70, NULL, 0);
+	j = fixture_load_job(&a, L70, NULL, 0);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	/* tp 8: one KV head per GPU: 2 x 80 x 1 x 128 x 2 B = 40,960 B */
 	cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers, 40960.0,
@@ -61,7 +46,7 @@ Test(infer, kv_bytes_per_token_llama3_70b)
 	{
 		const char *fp8[] = {"serving.kv_dtype=fp8"};
 
-		j = load(&a, L70, fp8, 1);
+		j = fixture_load_job(&a, L70, fp8, 1);
 		infer_dims_from_job(j, j->system->gpu, &d);
 		cr_assert_float_eq(infer_kv_token_layer_B(&d) * d.layers,
 				   20480.0, 1e-9);
@@ -102,7 +87,7 @@ Test(infer, decode_never_beats_the_hbm_floor)
 				 (long long)batch[bi]);
 			snprintf(c, sizeof(c), "serving.context_len=%lld",
 				 (long long)ctx[ci]);
-			j = load(&a, L70, sets, 3);
+			j = fixture_load_job(&a, L70, sets, 3);
 			diag_init(&d, stderr);
 			cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
 			cr_assert_float_eq(r.hbm_floor_s, floor_s, 1e-9 * floor_s);
@@ -129,7 +114,7 @@ static void same_step(const char *const *sets, size_t n)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L70, sets, n);
+	j = fixture_load_job(&a, L70, sets, n);
 	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
 	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
 	infer_job_batch(j, &b);
@@ -170,7 +155,7 @@ Test(infer, host_time_adds_without_overlap)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L70, sets, 3);
+	j = fixture_load_job(&a, L70, sets, 3);
 	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
 	/* vllm.yaml: 0.5 ms + 2 us x 8 sequences = 516 us */
 	cr_assert_float_eq(r.host_s, 516e-6, 1e-12);
@@ -198,7 +183,7 @@ static int quant_ops(const char *engine, const char *dtype)
 	snprintf(e, sizeof(e), "serving.engine=%s", engine);
 	snprintf(t, sizeof(t), "serving.dtype=%s", dtype);
 	arena_init(&a);
-	j = load(&a, L70, sets, 5);
+	j = fixture_load_job(&a, L70, sets, 5);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);
@@ -248,7 +233,7 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 	int n_v0;
 
 	arena_init(&a);
-	j = load(&a, L70, v0, 6);
+	j = fixture_load_job(&a, L70, v0, 6);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);
@@ -262,7 +247,7 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 2048.0, 1e-9);
 	cr_assert_float_eq(op->write_B, 1024.0, 1e-9);
-	j = load(&a, L70, v1, 6);
+	j = fixture_load_job(&a, L70, v1, 6);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);
 	cr_assert_null(fixture_infer_op(&o, "rope"));
@@ -288,7 +273,7 @@ static int broadcasts(const char *const *sets, size_t n, double *bytes)
 	int i, k = 0;
 
 	arena_init(&a);
-	j = load(&a, L70, sets, n);
+	j = fixture_load_job(&a, L70, sets, n);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	infer_embed_ops(&d, &b, &o);
@@ -350,7 +335,7 @@ static void v0_head(const char *engine, struct infer_ops *o,
 	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
 	sets[3] = eng;
 	arena_init(&a);
-	j = load(&a, L70, sets, 4);
+	j = fixture_load_job(&a, L70, sets, 4);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	infer_head_ops(&d, &b, o);
@@ -361,15 +346,6 @@ static void v0_head(const char *engine, struct infer_ops *o,
 	*launch_gap = j->system->gpu->kernel_launch_s -
 		      j->system->gpu->kernel_launch_graph_s;
 	arena_release(&a);
-}
-
-static int count_named(const struct infer_ops *o, const char *name)
-{
-	int i, k = 0;
-
-	for (i = 0; i < o->n; i++)
-		k += strcmp(o->op[i].name, name) == 0;
-	return k;
 }
 
 /*
@@ -398,9 +374,9 @@ Test(infer, v0_sampler_and_graph_input_copies)
 	int i;
 
 	v0_head("vllm-v0", &o, &full, &none, &in, &gap);
-	cr_assert_eq(count_named(&o, "sample"), 1);
-	cr_assert_eq(count_named(&o, "sample_pass"), 6);
-	cr_assert_eq(count_named(&o, "sampler_copy"), 8);
+	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 6);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 8);
 	op = fixture_infer_op(&o, "sample_pass");
 	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
 	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
@@ -417,9 +393,9 @@ Test(infer, v0_sampler_and_graph_input_copies)
 	}
 
 	v0_head("vllm", &o, &full, &none, &in, &gap);
-	cr_assert_eq(count_named(&o, "sample"), 1);
-	cr_assert_eq(count_named(&o, "sample_pass"), 0);
-	cr_assert_eq(count_named(&o, "sampler_copy"), 0);
+	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 0);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 0);
 	cr_assert_eq(none.eager, 5);
 	cr_assert_eq(in.n, 0);
 }
@@ -443,7 +419,7 @@ static double v0_host_s(int tp1)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L70, sets, tp1 ? 6 : 4);
+	j = fixture_load_job(&a, L70, sets, tp1 ? 6 : 4);
 	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 	infer_job_batch(j, &b);
 	h = infer_host_s(&x, &b);
@@ -477,7 +453,7 @@ static double trtllm_host_s(const char *phase, const char *extra)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, L70, sets, extra ? 7 : 6);
+	j = fixture_load_job(&a, L70, sets, extra ? 7 : 6);
 	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 	infer_job_batch(j, &b);
 	h = infer_host_s(&x, &b);
@@ -525,7 +501,7 @@ static double rocm_qkv_s(int batch, int skinny)
 	snprintf(b, sizeof(b), "serving.batch=%d", batch);
 	snprintf(s, sizeof(s), "serving.engine.skinny_gemm_rows=%d", skinny);
 	arena_init(&a);
-	j = load(&a, L70, sets, 8);
+	j = fixture_load_job(&a, L70, sets, 8);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &bt);
 	infer_layer_ops(&d, &bt, NULL, NULL, &o);
@@ -624,7 +600,7 @@ Test(infer, moe_weights_qwen3_30b)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, Q30, NULL, 0);
+	j = fixture_load_job(&a, Q30, NULL, 0);
 	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
 	cr_assert_float_eq(r.mem.weights_B, 61064220672.0, 1.0);
 	infer_result_release(&r);
@@ -656,7 +632,7 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	arena_init(&a);
 	arena_init(&ra);
 	diag_init(&dg, stderr);
-	j = load(&a, Q30, NULL, 0);
+	j = fixture_load_job(&a, Q30, NULL, 0);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	cr_assert_eq(infer_moe_route(j, &d, 1, &ra, &r, &dg), 0);
@@ -710,14 +686,14 @@ Test(infer, moe_attention_dp_dispatches)
 	arena_init(&a);
 	arena_init(&ra);
 	diag_init(&dg, stderr);
-	j = load(&a, Q30, tp, 3);
+	j = fixture_load_job(&a, Q30, tp, 3);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
 	infer_layer_ops(&d, &b, &k, &r, &o);
 	cr_assert(has_op(&o, "moe_tp_allreduce"));
 	cr_assert(!has_op(&o, "moe_dispatch"));
-	j = load(&a, Q30, adp, 5);
+	j = fixture_load_job(&a, Q30, adp, 5);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	cr_assert_eq(infer_moe_route(j, &d, 64, &ra, &r, &dg), 0);
 	cr_assert_float_eq(r.dispatch_B, 2097152.0, 1e-6);
@@ -823,7 +799,7 @@ Test(infer, trtllm_auto_size_rounds_by_the_rule)
 
 		arena_init(&a);
 		diag_init(&d, stderr);
-		j = load(&a, Q30, sets, 6);
+		j = fixture_load_job(&a, Q30, sets, 6);
 		cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 		cr_assert_eq(x.max_seqs, c[i].seqs, "%s %s: %lld", c[i].isl,
 			     c[i].osl, (long long)x.max_seqs);
@@ -891,14 +867,14 @@ Test(infer, trtllm_auto_size_takes_the_checkpoint_size)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = load(&a, Q30, mav, sizeof(mav) / sizeof(mav[0]));
+	j = fixture_load_job(&a, Q30, mav, sizeof(mav) / sizeof(mav[0]));
 	cr_assert_float_eq(footprint_model_params(j), 400712504320.0, 0.5);
 	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 	cr_assert_eq(x.max_seqs, 1536);
 	cr_assert_eq(x.max_tokens, 2816);
 	infer_ctx_release(&x);
 
-	j = load(&a, Q30, q30, sizeof(q30) / sizeof(q30[0]));
+	j = fixture_load_job(&a, Q30, q30, sizeof(q30) / sizeof(q30[0]));
 	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 	cr_assert_eq(x.max_seqs, 1792);
 	cr_assert_eq(x.max_tokens, 3584);
@@ -970,7 +946,7 @@ Test(infer, llama4_chunked_layers)
 	struct infer_kind k;
 
 	arena_init(&a);
-	j = load(&a, L70, mav, 3);
+	j = fixture_load_job(&a, L70, mav, 3);
 	infer_kind_of(j, 0, &k);
 	cr_assert_float_eq(k.chunk, 8192, 0);
 	infer_kind_of(j, 2, &k);

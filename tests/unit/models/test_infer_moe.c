@@ -569,3 +569,73 @@ Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
 	cr_assert_eq(c.o.n, n_trt - 1);
 	moe_case_release(&c);
 }
+
+/* o's nth op (from 0) named name, or NULL. */
+static const struct infer_op *nth_op(const struct infer_ops *o,
+				     const char *name, int nth)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0 && nth-- == 0)
+			return &o->op[i];
+	return NULL;
+}
+
+/*
+ * A Maverick-style TensorRT-LLM layout (Llama 4 Maverick: h 5120, dense
+ * MLP 16384, shared expert 8192; NVFP4, a = 0.5625 B; trtllm.yaml
+ * norm_quant tp_allreduce, act_quant per_tensor) with attention DP at TP
+ * 2 (tp 2, dp 4, ep 8), 64 decode tokens a TP group. Attention DP keeps
+ * the norms out of the all-reduce although TP 2 and h 5120 > 4096 would
+ * fuse them without it:
+ *   dense layer: both norms apart (2) and the SiLU-mul (NVFP4, 1) -> 3;
+ *     its SiLU-mul writes 64 x 16384/2 x 2 B = 1,048,576 B
+ *   the same without attention DP (tp 2 alone): the SiLU-mul's only -> 1
+ *   MoE layer: the first norm apart (1); the norm before the MoE writes
+ *     16 bits, no kernel (the CUTLASS MoE quantizes its own input,
+ *     moe_quant); the shared expert quantizes that 16-bit input (1) and
+ *     its SiLU-mul output (NVFP4, 1) -> 3.
+ *     the second add_norm reads 2 x 64 x 5120 x 2 = 1,310,720 B and writes
+ *       the residual and the 16-bit output, 64 x 5120 x (2 + 2) =
+ *       1,310,720 B (was 64 x 5120 x (2 + 0.5625) = 839,680 B)
+ *     the shared input's quant reads 64 x 5120 x 2 = 655,360 B and writes
+ *       64 x 5120 x 0.5625 = 184,320 B, before shared_gate_up
+ *     shared_act reads 64 x 2 x 8192/2 x 2 = 1,048,576 B and writes
+ *       16 bits, 64 x 4096 x 2 = 524,288 B
+ */
+Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
+{
+	const char *adp[] = {"model=llama4-maverick", "parallelism.tp=2",
+			     "parallelism.dp=4", "parallelism.ep=8",
+			     "parallelism.attention_dp=true"};
+	const char *tp2[] = {"model=llama4-maverick", "parallelism.tp=2",
+			     "parallelism.dp=4"};
+	struct infer_kind dense = {0, 0, 0};
+	struct infer_ops o;
+	const struct infer_op *op;
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 64, adp, 5);
+	cr_assert(c.d.moe.cutlass && c.d.moe.dispatch && c.d.moe.allgather);
+	cr_assert_eq(fixture_infer_count(&c.o, "quant"), 3);
+	op = nth_op(&c.o, "add_norm", 1);
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 1310720.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 1310720.0, 1e-6);
+	op = nth_op(&c.o, "quant", 1);
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 655360.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 184320.0, 1e-6);
+	cr_assert_str_eq(op[1].name, "shared_gate_up");
+	bytes_eq(&c.o, "shared_act", 1048576.0, 524288.0);
+	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
+	cr_assert_eq(fixture_infer_count(&o, "quant"), 3);
+	bytes_eq(&o, "silu_mul", 2 * 1048576.0, 1048576.0);
+	moe_case_release(&c);
+
+	moe_case(&c, "trtllm", 64, tp2, 3);
+	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
+	cr_assert_eq(fixture_infer_count(&o, "quant"), 1);
+	moe_case_release(&c);
+}

@@ -19,21 +19,6 @@
 
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
 
-static struct job_spec *load(struct arena *a, const char *const *sets,
-			     size_t n)
-{
-	struct diag d;
-	struct config_ctx cx = {a, &d, "."};
-	struct job_spec *j = arena_alloc(a, sizeof(*j));
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(j);
-	memset(j, 0, sizeof(*j));
-	cr_assert_eq(config_load(&cx, &job_schema, L70, sets, n, j), 0,
-		     "loading %s", L70);
-	return j;
-}
-
 /* The layer ops of L70 with the given overrides (and a 4-sequence decode
  * step over 256 cached tokens). */
 static void layer_ops(const char *const *extra, size_t n_extra,
@@ -50,7 +35,7 @@ static void layer_ops(const char *const *extra, size_t n_extra,
 	for (i = 0; i < n_extra; i++)
 		sets[3 + i] = extra[i];
 	arena_init(&a);
-	j = load(&a, sets, 3 + n_extra);
+	j = fixture_load_job(&a, L70, sets, 3 + n_extra);
 	infer_dims_from_job(j, j->system->gpu, d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(d, &b, NULL, NULL, o);
@@ -124,4 +109,47 @@ Test(infer, trtllm_quantization_kernels_follow_the_layout)
 	op = fixture_infer_op(&o, "silu_mul");
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->write_B, 229376.0, 1e-9);
+}
+
+/*
+ * The fused all-reduce holds only while its message fits the fusion
+ * workspace (trtllm.yaml norm_quant_ar_max 8 MB, norm_quant_ar_max_tp2
+ * 16 MB): Llama 3 70B's all-reduce is T x 8192 x 2 B = 16,384 B a token.
+ *   tp 8, 488 decode tokens: 7,995,392 B <= 8,000,000 -> fused, 0 kernels
+ *   tp 8, 489 decode tokens: 8,011,776 B >  8,000,000 -> both norms apart
+ *   tp 2, 976 tokens: 15,990,784 B <= 16,000,000 -> 0
+ *   tp 2, 977 tokens: 16,007,168 B >  16,000,000 -> 2
+ * Each apart norm writes 16 bits besides the residual, 2 x 489 x 16,384
+ * = 16,023,552 B, and its quantization kernel writes 489 x 8192 x 1 =
+ * 4,005,888 B (FP8).
+ */
+Test(infer, trtllm_norm_quant_fusion_falls_back_past_the_workspace)
+{
+	const char *tp8_488[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "serving.batch=488"};
+	const char *tp8_489[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "serving.batch=489"};
+	const char *tp2_976[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "serving.batch=976", "parallelism.tp=2",
+				 "system.gpus_per_node=2"};
+	const char *tp2_977[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "serving.batch=977", "parallelism.tp=2",
+				 "system.gpus_per_node=2"};
+	struct infer_dims d;
+	struct infer_ops o;
+	const struct infer_op *op;
+
+	layer_ops(tp8_488, 3, &d, &o);
+	cr_assert_eq(count_quant(&o), 0);
+	layer_ops(tp8_489, 3, &d, &o);
+	cr_assert_eq(count_quant(&o), 2);
+	op = fixture_infer_op(&o, "add_norm");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->write_B, 16023552.0, 1e-6);
+	cr_assert_str_eq(op[1].name, "quant");
+	cr_assert_float_eq(op[1].write_B, 4005888.0, 1e-6);
+	layer_ops(tp2_976, 5, &d, &o);
+	cr_assert_eq(count_quant(&o), 0);
+	layer_ops(tp2_977, 5, &d, &o);
+	cr_assert_eq(count_quant(&o), 2);
 }

@@ -12,17 +12,6 @@
 #include "models/layer.h"
 #include "models/route.h"
 
-/* Index of the op named `name` in o, or -1. */
-static int op_index(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /*
  * fixture_moe(8, 2, 512, 2): T = 4096 tokens, E = 8, k = 2, h = 1024,
  * bf16 probs (p = 2 B): T E = 32768, T k = 8192.
@@ -65,10 +54,7 @@ Test(moe, masked_select_permute_syncs_twice)
 
 	arena_init(&a);
 	fixture_moe(&f, 8, 2, 512, 2);
-	memset(&e, 0, sizeof(e));
-	e.name = "test-alltoall";
-	e.mode = EP_LIBRARY;
-	e.dedup = DEDUP_NONE;
+	fixture_ep_library(&e, "test-alltoall");
 	f.job.moe.dispatcher = &e;
 	f.job.moe.permute_fusion = 0;
 	f.fw.elementwise.masked_select_permute = 1;
@@ -76,12 +62,12 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_eq(d.moe.masked_select, 1);
 	cr_assert_float_eq(d.moe.probs_B, 2, 1e-12);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_index(&o, "permute_index"), -1);
-	mask = op_index(&o, "permute_mask");
-	sel = op_index(&o, "permute_select");
-	pmask = op_index(&o, "permute_probs_mask");
-	psel = op_index(&o, "permute_probs_select");
-	perm = op_index(&o, "permute");
+	cr_assert_eq(fixture_op_index(&o, "permute_index"), -1);
+	mask = fixture_op_index(&o, "permute_mask");
+	sel = fixture_op_index(&o, "permute_select");
+	pmask = fixture_op_index(&o, "permute_probs_mask");
+	psel = fixture_op_index(&o, "permute_probs_select");
+	perm = fixture_op_index(&o, "permute");
 	cr_assert(mask >= 0 && sel == mask + 1 && pmask == sel + 1 &&
 		  psel == pmask + 1 && perm == psel + 1);
 
@@ -120,7 +106,7 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_float_eq(o.op[perm].k.read_B, 8454144, 1e-6);
 
 	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = &o.op[op_index(&o, "permute_probs_bwd")];
+	c = &o.op[fixture_op_index(&o, "permute_probs_bwd")];
 	cr_assert_float_eq(c->k.launches, 6, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 475136, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 458752, 1e-9);
@@ -130,9 +116,9 @@ Test(moe, masked_select_permute_syncs_twice)
 	fixture_dims(&f, &a, &d, &r);
 	cr_assert_eq(d.moe.masked_select, 0);
 	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_index(&o, "permute_mask"), -1);
-	cr_assert_eq(op_index(&o, "permute_select"), -1);
+	cr_assert_eq(fixture_op_index(&o, "permute_mask"), -1);
+	cr_assert_eq(fixture_op_index(&o, "permute_select"), -1);
 	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_eq(op_index(&o, "permute_probs_bwd"), -1);
+	cr_assert_eq(fixture_op_index(&o, "permute_probs_bwd"), -1);
 	arena_release(&a);
 }
