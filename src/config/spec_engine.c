@@ -23,6 +23,8 @@ const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
 const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
 const char *const engine_vision_encoder_names[] = {"none", "front_end",
 						   "workers", NULL};
+const char *const engine_estimate_logits_names[] = {"max_seqs", "dry_run",
+						    NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -183,6 +185,14 @@ static const struct schema_field engine_fields[] = {
 		  "their KV caches: that GPU, the tightest, sets every rank's "
 		  "capacity) or workers (every GPU holds it); reported in "
 		  "workspace_bytes" },
+	{ .key = "estimate_logits", .type = ST_ENUM,
+	  .offset = OFF(estimate_logits),
+	  .values = engine_estimate_logits_names, .def = "max_seqs",
+	  .help = "rows of logits in the activations the KV sizing takes: "
+		  "max_seqs (a sampler run at max_num_seqs rows) or dry_run "
+		  "(TensorRT-LLM's context-only estimation run: one row per "
+		  "dummy request of min(max_num_batched_tokens, sequence "
+		  "length - 1) tokens, its last token's)" },
 	{ .key = "vision_encoder_B", .type = ST_NUM,
 	  .offset = OFF(vision_encoder_B), .min = 0, .max = 8, .def = "2",
 	  .help = "bytes per vision-encoder parameter as the engine holds it "

@@ -74,6 +74,15 @@ extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
 extern const char *const engine_vision_encoder_names[];
+extern const char *const engine_estimate_logits_names[];
+
+/* The rows of logits the engine's KV sizing counts in its activations. */
+enum engine_estimate_logits {
+	ENGINE_ELOG_MAX_SEQS,	/* a sampler run of max_num_seqs rows */
+	ENGINE_ELOG_DRY_RUN,	/* a context-only dry run: each dummy request's
+				 * last token */
+	ENGINE_ELOG_COUNT
+};
 
 /* Where the engine holds a multimodal model's vision encoder
  * (model vision_params) in GPU memory. */
@@ -221,6 +230,7 @@ struct engine_spec {
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int vision_encoder;			/* enum engine_vision_encoder */
 	double vision_encoder_B;		/* B per vision parameter as held */
+	int estimate_logits;			/* enum engine_estimate_logits */
 	int64_t moe_fused_sort_max;		/* cutlass: steps of at most this many tokens
 						 * sort the rows in one kernel, larger ones
 						 * in three */

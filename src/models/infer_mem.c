@@ -30,6 +30,21 @@
  *   static (SGLang)   KV = f C - (C - C_u) - M       (A + X from the rest)
  *   free   (TRT-LLM)  KV = f (C_u - M - A - X)
  *
+ * The logits term is the sizing run's: vLLM's sampler run takes S_max
+ * rows (engine estimate_logits: max_seqs). TensorRT-LLM's KV estimation
+ * (estimate_logits: dry_run) is a context-only run of dummy requests of
+ * min(max_num_tokens, max_seq_len - 1) tokens filling max_num_tokens, one
+ * set per attention-DP rank (_torch/pyexecutor/_util.py KvCacheCreator
+ * _create_dummy_context_requests, estimate_max_tokens: the torch peak of
+ * that run plus the memory outside torch, of the device's total), and its
+ * LogitsProcessor keeps only each request's last token before the LM head
+ * (_torch/modules/logits_processor.py, return_context_logits False): the
+ * rows are ceil(T_max / min(T_max, seq - 1)) per rank, seq the tokens of
+ * a sequence. CUDA graphs are captured in that executor's warmup only
+ * when its small pool has a free block per sequence of the graph
+ * (model_engine.py warmup, "No KV cache space!"), which the trtllm-bench
+ * rows do not reach: their pools come from the fraction left over.
+ *
  * A multimodal model's vision encoder (not simulated) is memory held
  * before the engine sizes its cache, V = vision_params x vision_encoder_B
  * (engine keys), subtracted with the weights under every rule and
@@ -213,6 +228,16 @@ double infer_mem_vision_B(const struct job_spec *j,
 	}
 }
 
+/* Rows of logits in the activations the KV sizing takes (engine
+ * estimate_logits; the module header). */
+double infer_mem_logit_rows(const struct engine_spec *e, double max_tokens,
+			    double max_seqs, double seq_tokens)
+{
+	if (e->estimate_logits != ENGINE_ELOG_DRY_RUN || !(seq_tokens > 0))
+		return max_seqs;
+	return ceil(max_tokens / fmax(1, fmin(max_tokens, seq_tokens - 1)));
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -249,7 +274,11 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		double dw = draft && last ? draft->weights_B : 0;
 		double dk = draft && last ? draft->kv_token_B : 0;
 		double w = rank_weights_B(j, d, first, split[r], r, pp);
-		double a = activations_B(d, max_tokens, max_seqs, last);
+		double a = activations_B(d, max_tokens,
+					 infer_mem_logit_rows(e, max_tokens,
+							      max_seqs,
+							      seq_tokens),
+					 last);
 		double v = infer_mem_vision_B(j, e, r);
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,

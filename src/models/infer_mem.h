@@ -62,6 +62,16 @@ struct infer_mem_draft {
 double infer_mem_vision_B(const struct job_spec *j,
 			  const struct engine_spec *e, int64_t r);
 
+/*
+ * Rows of logits the engine's KV sizing counts (engine estimate_logits):
+ * max_seqs, or for a dry run of dummy context requests of min(max_tokens,
+ * seq_tokens - 1) tokens filling max_tokens, one a request:
+ * ceil(max_tokens / max(1, min(max_tokens, seq_tokens - 1))); max_seqs
+ * when seq_tokens is not known (0).
+ */
+double infer_mem_logit_rows(const struct engine_spec *e, double max_tokens,
+			    double max_seqs, double seq_tokens);
+
 void infer_mem_draft_of(const struct job_spec *dj,
 			const struct infer_dims *dd,
 			struct infer_mem_draft *out);

@@ -713,6 +713,51 @@ Test(serve, vision_encoder_memory)
 	arena_release(&a);
 }
 
+/*
+ * The logits rows of the KV sizing (engine estimate_logits; infer_mem.c's
+ * header). TensorRT-LLM's estimation runs dummy context requests of
+ * min(T, seq - 1) tokens filling T = max_num_tokens and keeps each one's
+ * last token before the LM head. Maverick FP8, 8 H100, 1000/1000:
+ * trtllm-bench's sizing gives max_batch_size 1536, max_num_tokens 2816
+ * (infer_prog.c trtllm_auto_size); seq = 2000: ceil(2816 / 1999) = 2
+ * rows, against 1536 under max_seqs. A row of logits is V (2 + 4) =
+ * 202,048 x 6 = 1,212,288 B: the activations 1534 x 1,212,288 =
+ * 1,859,649,792 B lower, the KV cache 0.95 of it, 1,766,667,302.4 B,
+ * larger (rule free).
+ */
+Test(serve, estimate_logits_dry_run)
+{
+	const char *job = "results/reference/inference/"
+			  "I-TRTLLM-H100-TP8-LLAMA4-MAVERICK-FP8-1000-1000.yaml";
+	const char *dry[] = {"serving.requests=2"};
+	const char *maxs[] = {"serving.requests=2",
+			      "serving.engine.estimate_logits=max_seqs"};
+	struct infer_mem m0, m;
+	struct arena a;
+	struct job_spec *j;
+	const struct engine_spec *e;
+
+	mem_of(job, maxs, 2, &m0);
+	mem_of(job, dry, 1, &m);
+	cr_assert_float_eq(m0.activations_B - m.activations_B,
+			   1859649792.0, 1);
+	cr_assert_float_eq(m.kv_cache_B - m0.kv_cache_B, 1766667302.4, 1);
+	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
+
+	arena_init(&a);
+	j = load(&a, job, dry, 1);
+	e = j->serving.engine;
+	cr_assert_eq(e->estimate_logits, ENGINE_ELOG_DRY_RUN);
+	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 2000), 2, 0);
+	/* a prompt longer than T: one request of T tokens */
+	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 5500), 1, 0);
+	/* sequences of 1 token: T requests of one */
+	cr_assert_float_eq(infer_mem_logit_rows(e, 8, 1536, 1), 8, 0);
+	/* length not known: max_seqs */
+	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 0), 1536, 0);
+	arena_release(&a);
+}
+
 /* MTP drafts need the model's MTP layers: Llama 3 8B has none, and
  * DeepSeek-V3 has one; both refused at the key, exit 2's path. */
 Test(serve, mtp_without_mtp_layers_is_refused)
