@@ -745,7 +745,7 @@ Test(serve, estimate_logits_dry_run)
 	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
 
 	arena_init(&a);
-	j = load(&a, job, dry, 1);
+	j = fixture_load_job(&a, job, dry, 1);
 	e = j->serving.engine;
 	cr_assert_eq(e->estimate_logits, ENGINE_ELOG_DRY_RUN);
 	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 2000), 2, 0);
