@@ -133,8 +133,9 @@ static const struct schema_field engine_fields[] = {
 	  .offset = OFF(cuda_graph_sizes), .flags = SF_OPTIONAL,
 	  .min = 1, .max = 1e7,
 	  .help = "the captured sizes, rising (TensorRT-LLM cuda_graph_config "
-		  "batch_sizes); a step is padded up to the next, and past the "
-		  "engine's largest step to that step (replaces cuda_graph_pad)" },
+		  "batch_sizes, the last one cuda_graph_max); a step is padded "
+		  "up to the next, and past the engine's largest step to that "
+		  "step (replaces cuda_graph_pad)" },
 	{ .key = "custom_allreduce", .type = ST_BOOL,
 	  .offset = OFF(custom_allreduce), .def = "false",
 	  .help = "TP all-reduces up to custom_allreduce_max use the engine's "
@@ -162,7 +163,8 @@ static const struct schema_field engine_fields[] = {
 	  .help = "a step's host work runs under the previous step's GPU time" },
 	{ .key = "overlap_extra_step", .type = ST_BOOL,
 	  .offset = OFF(overlap_extra_step), .def = "false",
-	  .help = "with overlap_scheduling: the scheduler sees a request's "
+	  .help = "with overlap_scheduling (ignored without it): the "
+		  "scheduler sees a request's "
 		  "last token one step late, so the request runs one more "
 		  "decode step (its batch slot, its compute and one more KV "
 		  "token) after the step that made its last token; its output "
@@ -357,6 +359,7 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
 	struct engine_spec *e = obj;
+	const struct cnode *sizes;
 	size_t i;
 
 	if (e->custom_allreduce && !e->custom_allreduce_lib) {
@@ -372,12 +375,24 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    (long long)e->cuda_graph_max);
 		return -1;
 	}
-	if (e->overlap_extra_step && !e->overlap_scheduling) {
-		cnode_error(d, cnode_get(node, "overlap_extra_step") ?
-			    cnode_get(node, "overlap_extra_step") : node,
-			    "'overlap_extra_step' is true but "
-			    "'overlap_scheduling' is false: the extra step is "
-			    "the overlap loop's");
+	sizes = cnode_get(node, "cuda_graph_sizes");
+	if (sizes && e->cuda_graph_sizes.n == 0) {
+		cnode_error(d, sizes, "'cuda_graph_sizes' is empty: list the "
+			    "captured batch sizes, or leave the key out to pad "
+			    "by 'cuda_graph_pad'");
+		return -1;
+	}
+	if (e->cuda_graph_sizes.n > 0 && e->cuda_graphs != ENGINE_GRAPHS_NONE &&
+	    e->cuda_graph_sizes.v[e->cuda_graph_sizes.n - 1] !=
+	    e->cuda_graph_max) {
+		/* TensorRT-LLM's CudaGraphConfig: the largest listed size is
+		 * the graphs' max_batch_size; a list ending elsewhere would
+		 * run sizes between the two eagerly or never reach its tail */
+		cnode_error(d, sizes ? sizes : node, "'cuda_graph_sizes' ends at %lld but "
+			    "'cuda_graph_max' is %lld: the largest captured "
+			    "size is both",
+			    (long long)e->cuda_graph_sizes.v[e->cuda_graph_sizes.n - 1],
+			    (long long)e->cuda_graph_max);
 		return -1;
 	}
 	for (i = 1; i < e->cuda_graph_sizes.n; i++)

@@ -167,6 +167,7 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		if (r->first_token_s < 0)
 			r->first_token_s = now;
 		if (r->generated >= r->output &&
+		    s->job->serving.engine->overlap_scheduling &&
 		    s->job->serving.engine->overlap_extra_step) {
 			/* done now (its response leaves with this step's
 			 * update), but the scheduler sees it one step late:

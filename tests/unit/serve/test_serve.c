@@ -393,7 +393,8 @@ Test(serve, same_instant_arrivals_on_every_instance)
  * decode) less output 1 (prefill alone). A's extra step attends 130
  * tokens where that decode attends 129: equal to 1e-3 of D. Tokens and
  * completions are the same; A's e2e (p50 of two) is the same, B's (p99)
- * is D later.
+ * is D later. Without the overlap loop (overlap_scheduling false, as
+ * TensorRT-LLM's disable_overlap_scheduler) the key is ignored: 4 steps.
  */
 Test(serve, overlap_extra_step_runs_one_more_decode)
 {
@@ -412,9 +413,16 @@ Test(serve, overlap_extra_step_runs_one_more_decode)
 	const char *one1[] = {"serving.engine=trtllm", "serving.requests=1",
 			      "serving.input_len=128", "serving.output_len=1",
 			      "serving.engine.overlap_extra_step=false"};
-	struct serve_result a, b, r2, r1;
+	const char *sync[] = {"serving.engine=trtllm", "serving.requests=2",
+			      "serving.input_len=128", "serving.output_len=2",
+			      "serving.max_num_seqs=1",
+			      "serving.arrival_rate=inf",
+			      "serving.engine.overlap_scheduling=false"};
+	struct serve_result a, b, r2, r1, c;
 	double dstep;
 
+	run(L8, sync, 7, &c);
+	cr_assert_eq(c.steps, 4, "%lld steps", (long long)c.steps);
 	run(L8, on, 6, &a);
 	run(L8, off, 7, &b);
 	run(L8, one2, 5, &r2);
