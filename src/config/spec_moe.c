@@ -164,6 +164,12 @@ static const struct schema_field ep_fields[] = {
 	  .help = "the same for the combine kernel: one round of its "
 		  "scale-up gather precedes the first scale-out send and "
 		  "one round of its final reduce follows the last" },
+	{ .key = "stage_input", .type = ST_BOOL, .offset = EOFF(stage_input),
+	  .def = "false",
+	  .help = "when its EP group spans nodes, each dispatch call first "
+		  "copies its input rows (the forward's also its [tokens, "
+		  "experts] fp32 probabilities, an fp8 dispatch its scales) "
+		  "into the dispatcher's registered buffer" },
 	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
 	  .def = "false",
 	  .help = "its permute pads each local expert's rows to the "
