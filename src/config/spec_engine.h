@@ -181,6 +181,8 @@ struct engine_spec {
 						 * tokens (piecewise) */
 	int64_t cuda_graph_pad;			/* captured sizes are multiples of this above it:
 						 * a step is padded up to the next */
+	struct schema_int_list cuda_graph_sizes; /* the captured sizes, rising (given:
+						 * replaces cuda_graph_pad's rule) */
 	int custom_allreduce;			/* TP all-reduces below custom_allreduce_max use
 						 * the engine's own kernels */
 	double custom_allreduce_max_B;		/* B, largest custom all-reduce */
@@ -191,6 +193,9 @@ struct engine_spec {
 						 * computes (input lists, prompt copies) */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
+	int overlap_extra_step;			/* a request that made its last token runs
+						 * one more decode step (its finish is seen
+						 * one step late) */
 	int quant_fusion;			/* enum engine_quant_fusion */
 	int norm_quant;				/* enum engine_norm_quant */
 	int64_t norm_quant_hidden;		/* tp_allreduce: fused only above this

@@ -217,7 +217,9 @@ static const struct system_spec *load_system(struct arena *a,
  * = 1583.10 x 1.05325 = 1667.41 MHz, written 1667.4, under its quoted
  * 2007.7 (the quoted clock at 1000 W gave 1954.5: the assertion on the
  * system fails if the old reference comes back). GB300 (160 SMs, 1400
- * W, another die) keeps its quoted 1907.3 MHz. */
+ * W, another die) keeps its quoted 1907.3 MHz. DGX B200 runs at its 1000 W
+ * cap, the measured point itself: 1583.1 MHz (700 W would give
+ * 1583.10 x 0.7^(1/3) = 1405.6; the old quoted-clock reference 1647.6). */
 Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
 {
 	struct arena a;
@@ -233,6 +235,8 @@ Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
 	cr_assert_eq(b200->gpu->compute_units, 148);
 	b200_1000w = b200->gpu->matrix_clock_hz * 1237.0 / 1450.0;
 	cr_assert_float_eq(b200_1000w, 1583.10e6, 0.01e6);
+	cr_assert_float_eq(b200->gpu->sustained_matrix_clock_hz, b200_1000w,
+			   0.05e6);
 	g = gb200->gpu;
 	cr_assert_eq(g->compute_units, 152);
 	f = b200_1000w * cbrt(1200.0 * 148 /
