@@ -66,6 +66,14 @@ struct coll_path {
 	double node_share;	/* forward: scale-out bytes to a node per byte
 				 * of rank-level sends to its GPUs (node
 				 * deduplication), in (0, 1] */
+	double rounds;		/* forward, chunked in-order kernels across
+				 * nodes: chunk rounds each block makes
+				 * (its chunks of one source rank), so 1 /
+				 * rounds of the scale-up stage cannot
+				 * overlap the scale-out one; 0 = streamed */
+	int combine;		/* with rounds: a combine (the scale-up
+				 * gather before the first scale-out send,
+				 * the final reduce after the last) */
 	const char *name;	/* for tables ("deepep", ...) */
 };
 

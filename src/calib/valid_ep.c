@@ -2,7 +2,9 @@
  * valid_ep.c - predicted against measured MoE dispatch and combine
  * bandwidth: results/reference/ep/cases.tsv (gated: DeepEP's published
  * tables) and extra-cases.tsv (shown). Each line: id, system preset,
- * nodes, ranks, op (dispatch or combine), dispatcher (configs/ep), SMs (0:
+ * nodes, ranks, op (dispatch or combine), dispatcher (configs/ep, then
+ * key=value settings of it after commas, e.g. the kernels' chunk size of
+ * the version that was measured), SMs (0:
  * the dispatcher's), tokens per GPU, hidden, top-k, experts, groups
  * ("nodes": one per node; 0: none), top-k groups, dtype (bfloat16 or
  * fp8_e4m3), measured GB/s (DeepEP's logical "bottleneck bandwidth"), the
@@ -47,8 +49,9 @@ static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 {
 	struct system_spec *s = arena_alloc(cx->arena, system_schema.size);
 	struct ep_comm_spec *e = arena_alloc(cx->arena, ep_comm_schema.size);
-	char nodes[64];
+	char nodes[64], *esets[8], *save = NULL, *t;
 	const char *sets[1] = { nodes };
+	size_t nes = 0;
 	struct ep_call c;
 	struct ep_call_result r;
 	struct net *n = NULL;
@@ -63,7 +66,14 @@ static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 	memset(e, 0, ep_comm_schema.size);
 	snprintf(nodes, sizeof(nodes), "nodes=%s", f[2]);
 	if (config_load(cx, &system_schema, f[1], sets, 1, s) != 0 ||
-	    config_load(cx, &ep_comm_schema, f[5], NULL, 0, e) != 0) {
+	    !(t = strtok_r(f[5], ",", &save))) {
+		snprintf(why, whylen, "system or dispatcher did not load");
+		return -1;
+	}
+	while (nes < 8 && (esets[nes] = strtok_r(NULL, ",", &save)))
+		nes++;
+	if (config_load(cx, &ep_comm_schema, t, (const char **)esets, nes,
+			e) != 0) {
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}

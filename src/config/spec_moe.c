@@ -149,6 +149,27 @@ static const struct schema_field ep_fields[] = {
 		  "travel in a second all-to-all after the tokens', and "
 		  "their gradients in one after the backward's (Megatron's "
 		  "alltoall dispatcher); false: none, or inside the rows" },
+	{ .key = "dispatch_chunk_tokens", .type = ST_INT,
+	  .offset = EOFF(dispatch_chunk_tokens), .def = "0", .min = 0,
+	  .max = 1e7,
+	  .help = "forward mode across nodes: tokens per chunk of a dispatch "
+		  "kernel whose blocks take a source rank's chunks in turn "
+		  "and forward each after it lands, so a block makes "
+		  "ceil(chunks / sms) rounds and one round of the scale-up "
+		  "stage follows the scale-out one (0: streamed, no such "
+		  "tail)" },
+	{ .key = "combine_chunk_tokens", .type = ST_INT,
+	  .offset = EOFF(combine_chunk_tokens), .def = "0", .min = 0,
+	  .max = 1e7,
+	  .help = "the same for the combine kernel: one round of its "
+		  "scale-up gather precedes the first scale-out send and "
+		  "one round of its final reduce follows the last" },
+	{ .key = "stage_input", .type = ST_BOOL, .offset = EOFF(stage_input),
+	  .def = "false",
+	  .help = "when its EP group spans nodes, each dispatch call first "
+		  "copies its input rows (the forward's also its [tokens, "
+		  "experts] fp32 probabilities, an fp8 dispatch its scales) "
+		  "into the dispatcher's registered buffer" },
 	{ .key = "quant_pad", .type = ST_BOOL, .offset = EOFF(quant_pad),
 	  .def = "false",
 	  .help = "its permute pads each local expert's rows to the "

@@ -119,6 +119,14 @@ struct ep_comm_spec {
 					 * map, not E per-expert counts */
 	int quant_pad;			/* its permute pads each local expert's
 					 * rows to the quantization alignment */
+	int64_t dispatch_chunk_tokens;	/* tokens per chunk of a chunked
+					 * in-order dispatch kernel (blocks
+					 * take a source rank's chunks in
+					 * turn); 0 = streamed */
+	int64_t combine_chunk_tokens;	/* the same for its combine kernel */
+	int stage_input;		/* across nodes its dispatch first copies
+					 * its input into its registered RDMA
+					 * buffer (a device-to-device copy) */
 	int64_t preprocess_ops;		/* Megatron-Core's small PyTorch ops
 					 * around this dispatcher's call; 0:
 					 * the framework's host.dispatch_ops

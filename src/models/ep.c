@@ -249,8 +249,24 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 		.gpu_Bps = n * per_sm, .eff_scale_up = e->scale_up_eff,
 		.eff_scale_out = e->scale_out_eff,
 		.node_share = node_share, .name = e->name,
+		.combine = (kind & EP_ROW_COMBINE) != 0,
 	};
 	return path;
+}
+
+double ep_chunk_rounds(const struct ep_comm_spec *e, double tokens,
+		       int64_t sms, int combine)
+{
+	double chunk, n;
+
+	if (!e)
+		return 0;
+	chunk = (double)(combine ? e->combine_chunk_tokens :
+				   e->dispatch_chunk_tokens);
+	n = (double)(sms > 0 ? sms : e->sms);
+	if (!(chunk > 0) || !(n > 0) || !(tokens > 0))
+		return 0;
+	return ceil(ceil(tokens / chunk) / n);
 }
 
 int ep_spans_nodes(const uint32_t *gpus, uint32_t n, int64_t gpn)
@@ -301,6 +317,8 @@ int ep_call_time(struct net *n, const struct ep_comm_spec *e,
 			       (c->dtype == DTYPE_FP8 ? EP_ROW_FP8 : 0) |
 			       (c->combine ? EP_ROW_COMBINE : 0), c->sms,
 			       &path, &algo);
+	if (cd.path)
+		path.rounds = ep_chunk_rounds(e, c->tokens, c->sms, c->combine);
 	if (!ep_spans_nodes(c->gpus, c->ranks, (int64_t)m))
 		algo = -1;	/* hierarchical inside a node: plain */
 	cd.algo = c->algo >= 0 ? c->algo : algo;

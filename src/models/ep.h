@@ -135,6 +135,16 @@ const struct coll_path *ep_coll_path(const struct ep_comm_spec *e,
 				     int *algo);
 
 /*
+ * Chunk rounds of a chunked in-order kernel (coll_path.rounds): a source
+ * rank's ceil(tokens / chunk) chunks dealt to its n blocks in turn, so
+ * each block makes ceil(chunks / n) rounds; n = sms when > 0, else the
+ * preset's. The chunk is dispatch_chunk_tokens, or combine_chunk_tokens
+ * for a combine kernel; 0 when it is 0 (streamed) or nothing is known.
+ */
+double ep_chunk_rounds(const struct ep_comm_spec *e, double tokens,
+		       int64_t sms, int combine);
+
+/*
  * Bytes of the dispatcher's all-to-all buffers on one GPU (DeepEP's
  * Config::get_nvl/rdma_buffer_size_hint): sms/2 channels, each holding
  * buffer_tokens_scale_up token slots per scale-up peer (min(ep, m) of

@@ -120,6 +120,7 @@
  * are memory-bound on every GPU llmsim knows.
  */
 #include "layer_impl.h"
+#include "ep.h"
 
 #include <math.h>
 #include <string.h>
@@ -273,6 +274,13 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 			     layer_job_captures(j, SCOPE_MOE_PREPROCESS);
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
+	/* the expert layout puts etp innermost, then ep: a group of ep
+	 * ranks spans etp x ep consecutive GPUs */
+	e->stage_row_B = mj->dispatcher && mj->dispatcher->stage_input &&
+			 j->system && e->ep * e->etp >
+			 (double)j->system->gpus_per_node ?
+			 ep_row_bytes(mj->dispatcher, d->hidden, e->dispatch_dt,
+				      0) : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
 	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */

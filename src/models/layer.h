@@ -83,6 +83,10 @@ struct moe_dims {
 				 * 1/k weights (AutoModel FakeBalancedGate) */
 	int host_sync;		/* enum ep_host_sync the dispatch needs (none
 				 * with static sizes) */
+	double stage_row_B;	/* B a token's forward dispatch input row
+				 * the dispatcher copies into its RDMA buffer
+				 * first (its group spans nodes; moe.c a2a);
+				 * 0 = no copy */
 	double call_host_s;	/* s, the dispatcher's host time per dispatch
 				 * call (reference CPU; 0: a PyTorch op) */
 	int sync_preprocess;	/* the host's dropless sync waits for the

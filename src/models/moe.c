@@ -273,6 +273,18 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 			      m->tokens * m->ep * d->hidden * d->act_B);
 		return;
 	}
+	/* Hybrid-EP across nodes (dispatch_preprocess, stage_input): the
+	 * input rows, and the forward's [T, E] fp32 probabilities */
+	if (m->stage_row_B > 0 && (kind == EP_PASS_DISPATCH ||
+				   kind == EP_PASS_DISPATCH16)) {
+		double B = kind == EP_PASS_DISPATCH ? m->tokens *
+			   (m->stage_row_B + m->experts * 4) :
+			   m->tokens * d->hidden * 2;
+
+		op = lop_memop(o, "moe_dispatch_stage", pass, B, B, 0);
+		if (m->call_host_s > 0)	/* issued inside the call */
+			op->host = HOST_FREE;
+	}
 	op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLTOALL, bytes);
 	op->a2a_B = kind == EP_PASS_DISPATCH ? m->a2a_B :
 		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */

@@ -383,4 +383,8 @@ void route_ep_paths(const struct ep_comm_spec *e, const struct moe_dims *m,
 				       kind[i] | (i == 0 && m->dispatch_dt ==
 						  DTYPE_FP8 ? EP_ROW_FP8 : 0),
 				       0, &store[i], algo);
+	for (i = 0; i < EP_PASSES; i++)
+		if (path[i])
+			store[i].rounds = ep_chunk_rounds(
+				e, m->tokens, 0, kind[i] & EP_ROW_COMBINE);
 }

@@ -27,6 +27,15 @@
  * eta of a link's sustained rate (eff_scale_up, eff_scale_out) load it
  * with 1/eta of the bytes they move (the coefficient divided by eta).
  *
+ * Chunked in-order kernels (coll_path.rounds R >= 1, forward across
+ * nodes; Hybrid-EP): a block takes a source rank's chunks in turn and a
+ * chunk's scale-up stage waits for its scale-out one, so 1/R of the
+ * scale-up stage is not hidden (forward_parts): a dispatch adds a phase
+ * after the main one with 1/R of the forwards, a combine a phase before
+ * it with 1/R of the forwards (its gather and pre-reduce for the remote
+ * node) and one after it with 1/R of the own node's sends (its final
+ * reduce's reads); the main phase keeps the rest. R = 0: one phase.
+ *
  * Latency: the path's setup plus its hops: forward, one scale-up
  * transfer and, when the group spans nodes, one scale-out transfer before
  * it (in series); direct, the slower of the two (intra- and inter-node
@@ -104,19 +113,34 @@ static double to_node(const struct algo_ctx *x, uint32_t a, uint32_t k,
 	return v;
 }
 
-/* Source a's flow in forward mode: V and the total of its bytes. */
+/* Shares of a forward-mode source's three kinds of transfer that one
+ * phase carries: to its own node's GPUs, over scale-out to a node's
+ * rail peer, forwarded by the peer inside that node. */
+struct fwd_part {
+	double local, out, fwd;
+};
+
+/* Source a's flow in forward mode, the shares w of its transfers. */
 static void forward_source(struct algo_ctx *x, struct plan *p, uint32_t a,
-			   const struct coll_path *path)
+			   const struct coll_path *path, struct fwd_part w)
 {
 	uint32_t K, ka = x->g.gnode[a], pos = position(x, a), n, j;
 	double V = 0, total = 0, share = path->node_share;
 
 	for (K = 0; K < x->g.nnodes; K++) {
-		double v = to_node(x, a, K, &V);
+		double big = 0, v = to_node(x, a, K, &big);
 
-		if (K != ka && share * v > V)
-			V = share * v;
-		total += K == ka ? v : share * v + v;
+		if (K == ka) {
+			if (w.local * big > V)
+				V = w.local * big;
+			total += w.local * v;
+			continue;
+		}
+		if (w.out * share * v > V)
+			V = w.out * share * v;
+		if (w.fwd * big > V)
+			V = w.fwd * big;
+		total += w.out * share * v + w.fwd * v;
 	}
 	if (V <= 0)
 		return;
@@ -127,24 +151,55 @@ static void forward_source(struct algo_ctx *x, struct plan *p, uint32_t a,
 		uint32_t r;
 
 		if (K == ka) {
-			for (j = 0; j < n; j++)
+			for (j = 0; j < n && w.local > 0; j++)
 				if (m[j] != a)
 					algo_seg(x, p, a, m[j], algo_rail(x, a),
 						 algo_rail(x, m[j]),
+						 w.local *
 						 algo_a2a_bytes(x, a, m[j]) / V *
 						 inv_eff(x, path, a, m[j]));
 			continue;
 		}
 		r = rail_peer(x, a, K, pos);
-		algo_seg(x, p, a, r, algo_rail(x, a), algo_rail(x, r),
-			 share * v / V * inv_eff(x, path, a, r));
-		for (j = 0; j < n; j++)
+		if (w.out > 0)
+			algo_seg(x, p, a, r, algo_rail(x, a), algo_rail(x, r),
+				 w.out * share * v / V *
+				 inv_eff(x, path, a, r));
+		for (j = 0; j < n && w.fwd > 0; j++)
 			if (m[j] != r)
 				algo_seg(x, p, r, m[j], algo_rail(x, r),
 					 algo_rail(x, m[j]),
-					 algo_a2a_bytes(x, a, m[j]) / V *
-					 inv_eff(x, path, r, m[j]));
+					 w.fwd * algo_a2a_bytes(x, a, m[j]) /
+					 V * inv_eff(x, path, r, m[j]));
 	}
+}
+
+/* The phases of a forward-mode plan, in order, and their count. A
+ * chunked in-order kernel across nodes (rounds R >= 1) cannot overlap
+ * one round's worth (1/R) of its scale-up stage with the scale-out one:
+ * a dispatch forwards its last received chunks after the last of them
+ * lands (drain), a combine gathers and pre-reduces its first chunks
+ * before the first scale-out send (fill) and reduces the last ones after
+ * they land (drain: its own node's rows of them). */
+static int forward_parts(const struct algo_ctx *x,
+			 const struct coll_path *path, struct fwd_part *w)
+{
+	double q;
+
+	if (x->g.nnodes < 2 || !(path->rounds >= 1)) {
+		w[0] = (struct fwd_part){ 1, 1, 1 };
+		return 1;
+	}
+	q = 1 / path->rounds;
+	if (!path->combine) {
+		w[0] = (struct fwd_part){ 1, 1, 1 - q };
+		w[1] = (struct fwd_part){ 0, 0, q };
+		return 2;
+	}
+	w[0] = (struct fwd_part){ 0, 0, q };
+	w[1] = (struct fwd_part){ 1 - q, 1, 1 - q };
+	w[2] = (struct fwd_part){ q, 0, 0 };
+	return 3;
 }
 
 /* Source a's flow in direct mode. */
@@ -194,12 +249,18 @@ int algo_path_build(const struct topo *t, const struct coll_lib_spec *lib,
 	if (rc != 0)
 		return rc;
 	if (x.g.p > 1) {
-		algo_phase(&x, out);
-		for (a = 0; a < x.g.p; a++) {
-			if (path->mode == COLL_PATH_FORWARD)
-				forward_source(&x, out, a, path);
-			else
-				direct_source(&x, out, a, path);
+		struct fwd_part w[3];
+		int k, nparts = path->mode == COLL_PATH_FORWARD ?
+				forward_parts(&x, path, w) : 1;
+
+		for (k = 0; k < nparts; k++) {
+			algo_phase(&x, out);
+			for (a = 0; a < x.g.p; a++) {
+				if (path->mode == COLL_PATH_FORWARD)
+					forward_source(&x, out, a, path, w[k]);
+				else
+					direct_source(&x, out, a, path);
+			}
 		}
 		if (path->mode == COLL_PATH_FORWARD)
 			latency = path->setup_s + path->hop_scale_up_s +

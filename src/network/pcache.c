@@ -200,7 +200,8 @@ int pcache_path_same(const struct coll_path *a, const struct coll_path *b)
 	       a->hop_scale_out_s == b->hop_scale_out_s &&
 	       a->gpu_Bps == b->gpu_Bps && a->eff_scale_up == b->eff_scale_up &&
 	       a->eff_scale_out == b->eff_scale_out &&
-	       a->node_share == b->node_share;
+	       a->node_share == b->node_share && a->rounds == b->rounds &&
+	       a->combine == b->combine;
 }
 
 static int same(const struct pkey *a, const struct pkey *b)

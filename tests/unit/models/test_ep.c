@@ -201,9 +201,11 @@ Test(ep, gpu_initiated_path_copy_bound)
 	cr_assert(fixture_near(p.gpu_Bps, 24 * 14336 / (155e-9 + 14336 / 18.5e9),
 		       1e-12));
 	cr_assert(fixture_near(p.gpu_Bps, 370.0e9, 1e-3));
+	cr_assert_eq(p.combine, 1);	/* its fill and drain (algo_path.c) */
 	/* a dispatch does not pay it; fp8 and combine together add both */
 	ep_coll_path(&e, 0.3, 14336, 0, 0, &p, &algo);
 	cr_assert(fixture_near(p.gpu_Bps, 24 * 18.5e9, 1e-12));
+	cr_assert_eq(p.combine, 0);
 	ep_coll_path(&e, 0.3, 7488, EP_ROW_FP8 | EP_ROW_COMBINE, 0, &p, &algo);
 	cr_assert(fixture_near(p.gpu_Bps, 24 * 7488 / (320e-9 + 7488 / 18.5e9), 1e-12));
 	e.combine_row_cost_s = 0;
@@ -329,4 +331,31 @@ Test(ep, round_robin_blocks_of_a_huge_model_are_quick, .timeout = 2)
 {
 	cr_assert_float_eq(ep_hit_round_robin(65536, 65535, 64), 1024,
 			   1e-12);
+}
+
+Test(ep, chunk_rounds_deal_chunks_to_blocks)
+{
+	struct ep_comm_spec e = {
+		.name = "x", .mode = EP_FORWARD, .dedup = DEDUP_NODE, .sms = 32,
+		.dispatch_chunk_tokens = 64, .combine_chunk_tokens = 128,
+	};
+
+	/* 4096 tokens: 64 chunks of 64 over 32 blocks, 2 rounds each; the
+	 * combine's 32 chunks of 128, 1 round */
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4096, 0, 0), 2, 1e-12);
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4096, 0, 1), 1, 1e-12);
+	/* --sms 16: the combine's 32 chunks make 2 rounds, 8 SMs 4 */
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4096, 16, 1), 2, 1e-12);
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4096, 8, 1), 4, 1e-12);
+	/* a partial chunk is a chunk: 4000 / 128 = 31.25 -> 32 chunks;
+	 * 4100 -> 33 chunks, over 16 blocks 3 rounds (one block's third) */
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4000, 16, 1), 2, 1e-12);
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4100, 16, 1), 3, 1e-12);
+	/* fewer chunks than blocks: one round */
+	cr_assert_float_eq(ep_chunk_rounds(&e, 100, 0, 0), 1, 1e-12);
+	/* streamed (chunk 0), no tokens, no path: 0 */
+	e.dispatch_chunk_tokens = 0;
+	cr_assert_float_eq(ep_chunk_rounds(&e, 4096, 0, 0), 0, 1e-12);
+	cr_assert_float_eq(ep_chunk_rounds(&e, 0, 0, 1), 0, 1e-12);
+	cr_assert_float_eq(ep_chunk_rounds(NULL, 4096, 0, 1), 0, 1e-12);
 }

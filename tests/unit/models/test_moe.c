@@ -1102,3 +1102,51 @@ Test(moe, framework_shared_expert_stream_overlaps_the_dispatch)
 	cr_assert_eq(op_index(&o, "moe_shared_add"), -1);
 	arena_release(&a);
 }
+
+Test(moe, hybridep_stages_its_input_across_nodes)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	struct layer_kind kind = { .moe = 1 };
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	/* fixture_moe: 8 experts, top-2, ep 2, h 1024, bf16; T = mbs 2 x seq
+	 * 2048 = 4096 tokens a rank. Hybrid-EP's dispatch_preprocess copies
+	 * its input into the RDMA buffer only when there is more than one
+	 * NVLink domain (stage_input): with 8 GPUs a node the 2 ranks share
+	 * one, no copy. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 2);
+	fixture_ep_forward(&e, "test-stage");
+	e.stage_input = 1;
+	f.job.moe.dispatcher = &e;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "moe_dispatch_stage"));
+	/* one GPU a node: the group spans 2 nodes. The forward copies the
+	 * bf16 rows and the [T, E] fp32 probabilities, read and written:
+	 * 4096 x (1024 x 2 + 8 x 4) = 8,519,680 B */
+	f.sys.gpus_per_node = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	c = fixture_op(&o, "moe_dispatch_stage");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 4096.0 * (1024 * 2 + 8 * 4), 1e-6);
+	cr_assert_float_eq(c->k.write_B, c->k.read_B, 1e-6);
+	/* the backward's dispatch (the combine's backward) copies the bf16
+	 * gradient rows only: 4096 x 2048 = 8,388,608 B */
+	layer_bwd(&d, &kind, LREC_NONE, &o);
+	c = fixture_op(&o, "moe_dispatch_stage");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 4096.0 * 1024 * 2, 1e-6);
+	/* without the key: none */
+	e.stage_input = 0;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, &kind, &o);
+	cr_assert_null(fixture_op(&o, "moe_dispatch_stage"));
+	arena_release(&a);
+}

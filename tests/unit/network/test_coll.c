@@ -794,6 +794,68 @@ Test(net_coll, tree_up_then_down_runs_two_one_way_phases)
 	EQ_REL(seq, 2 * (n / 448e9 * (1 + 6.0 / 16) + 16e-6), 1e-6);
 }
 
+/* Time an all-to-all of `bytes` over GPUs 0..n-1 on a dispatcher path. */
+static double path_time(struct net *n, uint32_t ngpus, double bytes,
+			const struct coll_path *path)
+{
+	struct diag d;
+	struct net_coll_result out;
+	struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = bytes,
+			       .gpus = ids, .ngpus = ngpus, .algo = -1,
+			       .proto = -1, .replicas = 1, .path = path };
+
+	diag_init(&d, NULL);
+	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
+	return out.time_s;
+}
+
+Test(net_coll, chunk_rounds_leave_a_round_of_the_forward_unhidden)
+{
+	struct fx f;
+	struct diag d;
+	struct net *n;
+	struct coll_path p = { .mode = COLL_PATH_FORWARD, .node_share = 0.5,
+			       .name = "x" };
+	double v = GiB, t_out, t_fwd, t_local;
+
+	fx_switch(&f, 2);
+	diag_init(&d, NULL);
+	n = net_new(&f.sys, NULL, &d);
+	cr_assert_not_null(n);
+	/* 16 ranks on 2 nodes, v = 16 GiB / 16 = 1 GiB to each peer. A
+	 * source sends 7 v to its node's GPUs (450 GB/s switch link), 0.5 x
+	 * 8 v = 4 v over its NIC (50 GB/s) to its rail peer, which forwards
+	 * 7 v to the other 7 GPUs of its node. Each GPU's switch link
+	 * carries its own 7 v and its rail peer's forward, 7 v: 14 v /
+	 * 450e9 = 33.4 ms < 4 v / 50e9 = 85.9 ms: the NIC binds. */
+	t_out = 4 * v / 50e9;
+	t_fwd = 7 * v / 450e9;	/* all of the forward, alone */
+	t_local = 7 * v / 450e9;	/* all of the own node's sends, alone */
+	EQ_REL(path_time(n, 16, 16 * GiB, &p), t_out, 1e-6);
+	/* dispatch, 2 rounds: the main phase keeps the NIC-bound 4 v (its
+	 * switch links carry 7 v + 3.5 v), then the last round's forward,
+	 * 3.5 v a switch link: + t_fwd / 2 (the same net: the plan cache
+	 * keeps the two paths apart) */
+	p.rounds = 2;
+	EQ_REL(path_time(n, 16, 16 * GiB, &p), t_out + t_fwd / 2, 1e-6);
+	/* one round: the forward waits for the whole send */
+	p.rounds = 1;
+	EQ_REL(path_time(n, 16, 16 * GiB, &p), t_out + t_fwd, 1e-6);
+	/* combine, 2 rounds: the first round's gather (the forward's links,
+	 * 3.5 v), the NIC-bound main phase, the last round's own-node reads
+	 * (3.5 v) */
+	p.rounds = 2;
+	p.combine = 1;
+	EQ_REL(path_time(n, 16, 16 * GiB, &p),
+	       t_fwd / 2 + t_out + t_local / 2, 1e-6);
+	/* inside one node nothing crosses: no phase of its own, 7/8 of 8 GiB
+	 * over each 450 GB/s link */
+	EQ_REL(path_time(n, 8, 8 * GiB, &p), 7 * v / 450e9, 1e-6);
+	p.rounds = 0;
+	EQ_REL(path_time(n, 16, 16 * GiB, &p), t_out, 1e-6);
+	net_free(n);
+}
+
 /* NCCL's p2p pipeline as configs/collectives/nccl.yaml states it: 512 KiB
  * steps (NCCL_P2P_NVL_CHUNKSIZE), one sync each, 32 channels. */
 static void p2p_pipeline(struct fx *f, double sync_s)

@@ -74,8 +74,10 @@ Test(net_pcache, matrix_and_path_count_by_value)
 	struct pcache *pc = pcache_new();
 	uint32_t a[8], b[8];
 	double ma[64], mb[64];
-	struct coll_path pa = { COLL_PATH_FORWARD, 5e-6, 1e-6, 3e-6, 0, 0.8,
-				0.9, 0.5, "deepep" }, pb = pa;
+	struct coll_path pa = { .mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
+				.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
+				.eff_scale_up = 0.8, .eff_scale_out = 0.9,
+				.node_share = 0.5, .name = "deepep" }, pb = pa;
 	struct pkey ka = key8(a, 0, 4096), kb = key8(b, 0, 4096);
 	struct pval v = { NULL, NULL, 1, 2, 0, NULL, NULL };
 	int i;
@@ -101,6 +103,13 @@ Test(net_pcache, matrix_and_path_count_by_value)
 	pb.eff_scale_out = 0.6;
 	cr_assert_null(pcache_get(pc, &kb));
 	pb.eff_scale_out = 0.9;
+	/* the chunk rounds and the direction shape the phases */
+	pb.rounds = 2;
+	cr_assert_null(pcache_get(pc, &kb));
+	pb.rounds = 0;
+	pb.combine = 1;
+	cr_assert_null(pcache_get(pc, &kb));
+	pb.combine = 0;
 	pb.name = "another name";
 	cr_assert_not_null(pcache_get(pc, &kb));
 	kb.path = NULL;

@@ -255,9 +255,11 @@ Test(net_replay, replays_give_the_flow_level_times)
  * needed: any forward path's plan has flows that share links). */
 Test(net_replay, path_replays_give_the_flow_level_times)
 {
-	static const struct coll_path fwd = { COLL_PATH_FORWARD, 5e-6, 1e-6,
-					      3e-6, 0, 0.8, 0.9, 0.5,
-					      "forward" };
+	static const struct coll_path fwd = {
+		.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
+		.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
+		.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
+		.name = "forward" };
 
 	compare(&fwd);
 }
