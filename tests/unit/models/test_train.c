@@ -67,35 +67,39 @@ static double bubble_fraction(const struct run_result *r)
 	       (r->part_s[EXEC_COMPUTE] + r->part_s[EXEC_BUBBLE]);
 }
 
+/* Runs f's job with free communication; its bubble fraction must be
+ * want within tol. */
+static void assert_bubble(struct fixture *f, double want, double tol)
+{
+	struct run_result r;
+
+	run(f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), want, tol,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
 Test(train, gpipe_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* GPipe, p = 4, m = 16 / (1 * dp 2) = 8, free communication: the
 	 * last rank waits (p-1)(f+b) of (m+p-1)(f+b): 3/11 = 0.2727. */
 	pipeline_job(&f, 16, SCHED_GPIPE);
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 11, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 11, 0.005);
 }
 
 Test(train, one_f_one_b_same_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* 1F1B has GPipe's bubble: m = 32 / 2 = 16 -> 3/19 = 0.1579. */
 	pipeline_job(&f, 32, SCHED_1F1B);
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 19, 0.005);
 }
 
 Test(train, local_batches_drain_the_pipeline_each)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* 1F1B, m = 32 / 2 = 16 microbatches a replica, but a local batch
 	 * of 4 (AutoModel: schedule.step once per local batch): 4 runs of
@@ -105,9 +109,7 @@ Test(train, local_batches_drain_the_pipeline_each)
 	 * over 16: 3/19) */
 	pipeline_job(&f, 32, SCHED_1F1B);
 	f.job.training.local_batch_size = 4;
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 7, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 7, 0.005);
 }
 
 Test(train, schedule_runs_only_for_an_even_local_batch)
@@ -136,16 +138,13 @@ Test(train, schedule_runs_only_for_an_even_local_batch)
 Test(train, interleaving_shrinks_the_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* vpp 2: (p-1)/v of (f+b)/... -> idle (p-1)/(v m + p - 1) of the
 	 * chunk-time line = 3 / (2*8 + 3) = 0.158 (Narayanan et al. SC'21
 	 * sec. 2.2: the bubble shrinks by v). */
 	pipeline_job(&f, 16, SCHED_INTERLEAVED);
 	f.job.parallelism.vpp = 2;
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.01,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 19, 0.01);
 }
 
 Test(train, no_pipeline_no_bubble)
