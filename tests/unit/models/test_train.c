@@ -27,28 +27,15 @@ struct run_result {
 static void run(struct fixture *f, int full, double alpha_s, double beta_Bps,
 		struct run_result *r)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, alpha_s, beta_Bps);
-	struct exec_result er;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run mr;
 	int i;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, full, &r->plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
-	r->step_s = er.step_s;
+	mockcomm_train_run(&mr, &f->job, full, alpha_s, beta_Bps);
+	r->plan = mr.plan;
+	r->step_s = mr.er.step_s;
 	for (i = 0; i < EXEC_PART_COUNT; i++)
-		r->part_s[i] = er.part_s[i];
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+		r->part_s[i] = mr.er.part_s[i];
+	mockcomm_train_release(&mr);
 }
 
 /* A GPT of 8 layers, h 4096, 32 heads, s 2048, vocabulary 128 (so the
@@ -722,25 +709,14 @@ Test(train, fsdp_pp_no_sync_needs_a_pipeline)
 static void step_and_forward(struct fixture *f, double *step_s,
 			     double *fwd_s)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 0, 0);
-	struct exec_result er;
-	struct train_plan plan;
+	struct mockcomm_run mr;
 	struct task_info ti;
-	struct diag d;
 	struct prog *p;
-	const char *why = NULL;
 	uint32_t t;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
-	*step_s = er.step_s;
+	mockcomm_train_run(&mr, &f->job, 0, 0, 0);
+	p = mr.p;
+	*step_s = mr.er.step_s;
 	*fwd_s = 0;
 	for (t = 0; t < prog_tasks(p); t++) {
 		exec_task_info(p, t, &ti);
@@ -748,9 +724,7 @@ static void step_and_forward(struct fixture *f, double *step_s,
 		    ti.phase == TASK_PHASE_FWD)
 			*fwd_s += exec_task_dur_s(p, t);
 	}
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&mr);
 }
 
 Test(train, lockstep_interleaved_waits_for_each_time_step)
