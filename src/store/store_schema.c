@@ -74,6 +74,34 @@
 	"  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n" \
 	"  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
 
+/* What the serving views v_serving and v_inference_steps (migration 6)
+ * share: the SELECT and the run, model, system and layout columns they
+ * open with; the memory columns they close with and the runs they read
+ * (each adds its phase test). Spliced like RUN_COLS_AFTER_ID. */
+#define SERVING_SELECT \
+	"SELECT\n" \
+	"  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n" \
+	"  json_extract(r.config_json, '$.name') AS job,\n" \
+	"  json_extract(r.config_json, '$.model.name') AS model,\n" \
+	"  json_extract(r.config_json, '$.system.name') AS system,\n" \
+	"  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n" \
+	"  json_extract(r.result_json, '$.gpus') AS gpus,\n" \
+	"  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n" \
+	"  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n" \
+	"  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n" \
+	"  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n" \
+	"  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+
+#define SERVING_MEMORY_FROM_RUNS \
+	"  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n" \
+	"  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n" \
+	"  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n" \
+	"  json_extract(r.result_json, '$.memory.fits') AS fits\n" \
+	"FROM runs r\n" \
+	"WHERE r.command = 'run' AND\n"
+
 const struct store_migration store_migrations[] = {
 	{ 1, "meta and runs tables",
 	  "CREATE TABLE meta (\n"
@@ -241,20 +269,7 @@ const struct store_migration store_migrations[] = {
 	{ 6, "views v_serving and v_inference_steps (serving runs and "
 	  "prefill/decode steps, from the stored JSON)",
 	  "CREATE VIEW v_serving AS\n"
-	  "SELECT\n"
-	    "  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+	  SERVING_SELECT
 	  "  json_extract(r.config_json, '$.serving.requests') AS requests,\n"
 	  "  json_extract(r.config_json, '$.serving.arrival_rate') AS arrival_rate,\n"
 	  "  json_extract(r.config_json, '$.serving.input_len.mean') AS input_len_mean,\n"
@@ -288,28 +303,10 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.serving.kv_mean_occupancy') AS kv_mean_occupancy,\n"
 	  "  json_extract(r.result_json, '$.serving.spec_tokens_per_step') AS spec_tokens_per_step,\n"
 	  "  json_extract(r.result_json, '$.serving.kv_transfer_mean_s') AS kv_transfer_mean_s,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n"
-	  "  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.fits') AS fits\n"
-	  "FROM runs r\n"
-	  "WHERE r.command = 'run' AND\n"
+	  SERVING_MEMORY_FROM_RUNS
 	  "  json_extract(r.config_json, '$.phase') = 'serving';\n"
 	  "CREATE VIEW v_inference_steps AS\n"
-	  "SELECT\n"
-	    "  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+	  SERVING_SELECT
 	  "  json_extract(r.config_json, '$.phase') AS phase,\n"
 	  "  json_extract(r.config_json, '$.serving.batch') AS batch,\n"
 	  "  json_extract(r.config_json, '$.serving.input_len.mean') AS input_len,\n"
@@ -324,12 +321,7 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.breakdown.compute_s') AS compute_s,\n"
 	  "  json_extract(r.result_json, '$.breakdown.exposed_comm_s') AS exposed_comm_s,\n"
 	  "  json_extract(r.result_json, '$.breakdown.other_s') AS other_s,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n"
-	  "  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.fits') AS fits\n"
-	  "FROM runs r\n"
-	  "WHERE r.command = 'run' AND\n"
+	  SERVING_MEMORY_FROM_RUNS
 	  "  json_extract(r.config_json, '$.phase') IN ('prefill', 'decode');\n" },
 	{ 7, "sweeps, sweep_axes, sweep_points; views v_runs, v_sweep_points; "
 	  "v_collectives with the system",
