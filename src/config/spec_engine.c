@@ -154,6 +154,13 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "overlap_scheduling", .type = ST_BOOL,
 	  .offset = OFF(overlap_scheduling), .flags = SF_REQUIRED,
 	  .help = "a step's host work runs under the previous step's GPU time" },
+	{ .key = "overlap_extra_step", .type = ST_BOOL,
+	  .offset = OFF(overlap_extra_step), .def = "false",
+	  .help = "with overlap_scheduling: the scheduler sees a request's "
+		  "last token one step late, so the request runs one more "
+		  "decode step (its batch slot, its compute and one more KV "
+		  "token) after the step that made its last token; its output "
+		  "ends with that earlier step" },
 	{ .key = "adp_moe_allgather", .type = ST_BOOL,
 	  .offset = OFF(adp_moe_allgather), .def = "false",
 	  .help = "with attention DP the MoE layers all-gather every rank's "
@@ -356,6 +363,14 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    "is %lld: give the largest captured size",
 			    engine_graphs_names[e->cuda_graphs],
 			    (long long)e->cuda_graph_max);
+		return -1;
+	}
+	if (e->overlap_extra_step && !e->overlap_scheduling) {
+		cnode_error(d, cnode_get(node, "overlap_extra_step") ?
+			    cnode_get(node, "overlap_extra_step") : node,
+			    "'overlap_extra_step' is true but "
+			    "'overlap_scheduling' is false: the extra step is "
+			    "the overlap loop's");
 		return -1;
 	}
 	if (e->auto_size && (e->auto_rule.max_seqs < 1 ||

@@ -191,6 +191,9 @@ struct engine_spec {
 						 * computes (input lists, prompt copies) */
 	int overlap_scheduling;			/* host work of a step runs under the previous
 						 * step's GPU time */
+	int overlap_extra_step;			/* a request that made its last token runs
+						 * one more decode step (its finish is seen
+						 * one step late) */
 	int quant_fusion;			/* enum engine_quant_fusion */
 	int norm_quant;				/* enum engine_norm_quant */
 	int64_t norm_quant_hidden;		/* tp_allreduce: fused only above this

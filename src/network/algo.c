@@ -79,6 +79,15 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 		return 0;
 	}
 	algo_phase(x, p);
+	/* NCCL's all-to-all inside one node: every channel moves its
+	 * peer's part in steps of the p2p chunk (NCCL_P2P_NVL_CHUNKSIZE
+	 * when the communicator is all NVLink) and syncs once per step
+	 * (sendrecv.h: ProtoSimple<1, 1>); the channels split evenly over
+	 * the peers (enqueue.cc), so a loop of all channels moves one chunk
+	 * each. Across nodes the chunk is the network's and the proxy
+	 * drives the steps: not modelled (no pipeline). */
+	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes == 1)
+		algo_pipe(x, (struct pipe_shape){ 1, 1, 1, 0 }, 1);
 	for (i = 0; i < P; i++) {
 		double V = 0;
 

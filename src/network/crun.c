@@ -262,7 +262,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	if (!r)
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
-			    cp->per_byte ? scale : 0, view == CRUN_FULL, 0, 0,
+			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
 			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
@@ -628,7 +628,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		}
 		r->sim = sim;
 		r->scale = scale;
-		r->size_B = cp->per_byte ? scale : 0;
+		r->size_B = cp->per_byte ? scale : cp->size_B;
 		r->done = done;
 		r->token = token;
 		r->tr = tr;
@@ -653,7 +653,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return 1;
 	}
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
-			    cp->per_byte ? scale : 0, 1, 0, 0, done, token,
+			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done, token,
 			    NULL, tr, sim_now(sim), 0, 0, NULL, 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
 	if (!r->end_ev) {

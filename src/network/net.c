@@ -233,6 +233,8 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	cp->per_byte = per_byte(c);
 	if (cp->per_byte)
 		unit.bytes = 1;
+	else
+		cp->size_B = c->bytes;
 	if (c->path)
 		*rc = algo_path_build(n->topo, n->sys->collectives, &n->ham,
 				      &unit, &cp->plan, why);

@@ -29,6 +29,8 @@ struct cplan {
 	struct plan plan;
 	uint32_t refs;
 	int per_byte;		/* volumes are per byte of the collective's size */
+	double size_B;		/* the collective's size when not per byte (its
+				 * pipeline's loops count it); else 0 */
 	uint64_t links_hash;	/* of plan_links (crun.c); 0 = not yet */
 };
 

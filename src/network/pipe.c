@@ -55,8 +55,10 @@
  * tables (configs/collectives/NAME.yaml, configs/systems). LL and LL128
  * carry a flag in every line and fence nothing: the presets give them
  * no pipeline (their fill is small and not modeled). Valid where the
- * library runs these kernels: NCCL/RCCL rings, trees and NVLS; not for
- * broadcast and reduce chains (not described).
+ * library runs these kernels: NCCL/RCCL rings, trees and NVLS, and
+ * NCCL's p2p all-to-all inside one node (a loop: every channel one
+ * chunk, one sync); not for broadcast and reduce chains, nor p2p across
+ * nodes (not described).
  */
 #include "pipe.h"
 

@@ -51,6 +51,8 @@ struct serve_req {
 	double first_scheduled_s;	/* s, -1 before */
 	double first_token_s;	/* s, -1 before */
 	double done_s;		/* s, -1 before */
+	int tail;		/* done (done_s set), still running the
+				 * engine's extra step (overlap_extra_step) */
 	double transfer_s;	/* s, disaggregated KV transfer time */
 	int xfer;		/* disaggregated: 0 no send, 1 sending, 2 sent */
 	int prefilled;		/* disaggregated: its prefill step has ended */

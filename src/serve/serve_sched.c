@@ -228,6 +228,10 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 
 	serve_kv_free(in, r, now);
 	serve_running_remove(in, id);
+	if (r->tail) {	/* done already: only its extra step goes */
+		r->state = REQ_DONE;
+		return;
+	}
 	r->prompt = r->input + r->generated;
 	r->computed = 0;
 	r->in_step = 0;

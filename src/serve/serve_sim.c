@@ -139,6 +139,13 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 			continue;
 		}
 		r->in_step = 0;
+		if (r->tail) {	/* its extra step: it frees its slot now */
+			r->computed += r->step_q;
+			serve_kv_free(in, r, now);
+			serve_running_remove(in, id);
+			r->state = REQ_DONE;
+			continue;
+		}
 		if (r->step_prefill) {
 			r->computed += r->step_q;
 			if (r->computed < r->prompt) {
@@ -159,6 +166,17 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		r->generated += made;
 		if (r->first_token_s < 0)
 			r->first_token_s = now;
+		if (r->generated >= r->output &&
+		    s->job->serving.engine->overlap_extra_step) {
+			/* done now (its response leaves with this step's
+			 * update), but the scheduler sees it one step late:
+			 * it runs once more, in the running list */
+			serve_finish(s, r, now);
+			r->state = REQ_RUNNING;
+			r->tail = 1;
+			i++;
+			continue;
+		}
 		if (r->generated >= r->output) {
 			serve_kv_free(in, r, now);
 			serve_running_remove(in, id);

@@ -793,3 +793,60 @@ Test(net_coll, tree_up_then_down_runs_two_one_way_phases)
 	seq = timed(&f.sys, &r).time_s;
 	EQ_REL(seq, 2 * (n / 448e9 * (1 + 6.0 / 16) + 16e-6), 1e-6);
 }
+
+/* NCCL's p2p pipeline as configs/collectives/nccl.yaml states it: 512 KiB
+ * steps (NCCL_P2P_NVL_CHUNKSIZE), one sync each, 32 channels. */
+static void p2p_pipeline(struct fx *f, double sync_s)
+{
+	f->lib.algo[ALGO_P2P].pipe[PROTO_SIMPLE] = (struct coll_pipe_spec){
+		.chunk_B = 512 * 1024, .channels = 32, .slices = 1,
+		.sync_s = sync_s, .stages = 1 };
+}
+
+Test(net_coll, alltoall_in_one_node_syncs_per_p2p_chunk)
+{
+	struct fx f;
+	static double m[64];
+	struct run r = { COLL_ALLTOALL, 256 * MiB, NULL, 8, ALGO_P2P, 1, NULL };
+	double bare, even, uneven, uneven_bare;
+	uint32_t i, j;
+
+	fx_switch(&f, 1);
+	p2p_pipeline(&f, 0);
+	bare = timed(&f.sys, &r).time_s;
+	/* Each rank sends 7/8 of 256 MiB through its 450 GB/s switch
+	 * link: 7/8 x 256 MiB / 450e9 = 521.9 us, whatever the sync. */
+	EQ_REL(bare, 0.875 * 256 * MiB / 450e9, 1e-6);
+	/* A loop of the 32 channels moves 32 x 512 KiB = 16 MiB: 256 MiB
+	 * is 16 loops of one step, 2 us each: 32 us more. */
+	p2p_pipeline(&f, 2e-6);
+	even = timed(&f.sys, &r).time_s;
+	EQ_REL(even - bare, 32e-6, 1e-4);
+	/* The same traffic as a matrix (32 MiB to each peer), as a MoE
+	 * layer's routing gives it: its plan is built for its size, and
+	 * pays the same 16 loops (it paid none before). */
+	for (i = 0; i < 8; i++)
+		for (j = 0; j < 8; j++)
+			m[i * 8 + j] = i == j ? 0 : 32 * MiB;
+	r.a2a = m;
+	uneven = timed(&f.sys, &r).time_s;
+	p2p_pipeline(&f, 0);
+	uneven_bare = timed(&f.sys, &r).time_s;
+	EQ_REL(uneven - uneven_bare, 32e-6, 1e-4);
+}
+
+Test(net_coll, alltoall_across_nodes_has_no_p2p_pipeline)
+{
+	struct fx f;
+	struct run r = { COLL_ALLTOALL, 256 * MiB, NULL, 16, ALGO_P2P, 1,
+			 NULL };
+	double bare;
+
+	/* Across nodes NCCL's p2p chunk is the network's and its proxy
+	 * drives the steps: llmsim charges no per-step sync there. */
+	fx_switch(&f, 2);
+	p2p_pipeline(&f, 0);
+	bare = timed(&f.sys, &r).time_s;
+	p2p_pipeline(&f, 2e-6);
+	EQ_REL(timed(&f.sys, &r).time_s, bare, 1e-9);
+}

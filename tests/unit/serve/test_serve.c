@@ -347,8 +347,9 @@ Test(serve, same_instant_arrivals_share_the_first_step)
 		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
 		run(L8, sets, 6, &r);
 		cr_assert_eq(r.completed, 2, "%s", engines[e]);
-		cr_assert_eq(r.steps, 2, "%s: %lld steps", engines[e],
-			     (long long)r.steps);
+		/* trtllm runs both once more (overlap_extra_step) */
+		cr_assert_eq(r.steps, e == 2 ? 3 : 2, "%s: %lld steps",
+			     engines[e], (long long)r.steps);
 		cr_assert_float_eq(r.mean_batch, 2.0, 1e-12, "%s", engines[e]);
 		cr_assert_eq(r.ttft.p50, r.ttft.p99, "%s", engines[e]);
 	}
@@ -375,6 +376,59 @@ Test(serve, same_instant_arrivals_on_every_instance)
 	cr_assert_eq(r.steps, 4, "%lld steps", (long long)r.steps);
 	cr_assert_float_eq(r.mean_batch, 2.0, 1e-12);
 	cr_assert_eq(r.ttft.p50, r.ttft.p99);
+}
+
+/*
+ * TensorRT-LLM's overlap loop sees a request's last token one step late
+ * (engine overlap_extra_step): the request runs one more decode step,
+ * holding its batch slot and KV, while its output ends with the step that
+ * made its last token. One sequence at a time (max_num_seqs 1), two
+ * requests of 128 prompt and 2 output tokens at t = 0:
+ *   off: [prefill A] [decode A] [prefill B] [decode B]: 4 steps;
+ *   on:  [prefill A] [decode A] [extra A] [prefill B] [decode B]
+ *        [extra B]: 6 steps, and B ends one step later, after A's extra
+ *        step (B's own extra step is after its last token: not counted).
+ * So the duration grows by one one-sequence decode step, D. D is read
+ * from two one-request runs with the flag off: output 2 (prefill + one
+ * decode) less output 1 (prefill alone). A's extra step attends 130
+ * tokens where that decode attends 129: equal to 1e-3 of D. Tokens and
+ * completions are the same; A's e2e (p50 of two) is the same, B's (p99)
+ * is D later.
+ */
+Test(serve, overlap_extra_step_runs_one_more_decode)
+{
+	const char *on[] = {"serving.engine=trtllm", "serving.requests=2",
+			    "serving.input_len=128", "serving.output_len=2",
+			    "serving.max_num_seqs=1",
+			    "serving.arrival_rate=inf"};
+	const char *off[] = {"serving.engine=trtllm", "serving.requests=2",
+			     "serving.input_len=128", "serving.output_len=2",
+			     "serving.max_num_seqs=1",
+			     "serving.arrival_rate=inf",
+			     "serving.engine.overlap_extra_step=false"};
+	const char *one2[] = {"serving.engine=trtllm", "serving.requests=1",
+			      "serving.input_len=128", "serving.output_len=2",
+			      "serving.engine.overlap_extra_step=false"};
+	const char *one1[] = {"serving.engine=trtllm", "serving.requests=1",
+			      "serving.input_len=128", "serving.output_len=1",
+			      "serving.engine.overlap_extra_step=false"};
+	struct serve_result a, b, r2, r1;
+	double dstep;
+
+	run(L8, on, 6, &a);
+	run(L8, off, 7, &b);
+	run(L8, one2, 5, &r2);
+	run(L8, one1, 5, &r1);
+	dstep = r2.duration_s - r1.duration_s;
+	cr_assert_gt(dstep, 0);
+	cr_assert_eq(b.steps, 4, "%lld steps", (long long)b.steps);
+	cr_assert_eq(a.steps, 6, "%lld steps", (long long)a.steps);
+	cr_assert_eq(a.completed, 2);
+	cr_assert_float_eq(a.output_tokens, b.output_tokens, 1e-12);
+	cr_assert_float_eq(a.duration_s - b.duration_s, dstep, 1e-3 * dstep,
+			   "grew %g s, a decode step %g s",
+			   a.duration_s - b.duration_s, dstep);
+	cr_assert_float_eq(a.e2e.p50, b.e2e.p50, 1e-9);
 }
 
 /* Write a trace of n rows (arrival_s, input_len, output_len) to path. */
