@@ -89,11 +89,14 @@ static const struct cnode *rule_at(const struct cnode *job, const char *keys)
 	return v ? v : job;
 }
 
+/* The keys that split the world: dp x tp x pp x cp GPUs. */
+#define WORLD_KEYS \
+	"parallelism.dp parallelism.tp parallelism.pp parallelism.cp"
+
 /* The job keys each rule reads, the likeliest culprit first (rule_at
  * blames the one the user changed). */
 static const char *const rule_keys[JR_COUNT] = {
-	[JR_WORLD] = "parallelism.dp parallelism.tp parallelism.pp "
-		     "parallelism.cp",
+	[JR_WORLD] = WORLD_KEYS,
 	[JR_TP_HEADS] = "parallelism.tp",
 	[JR_TP_KV_HEADS] = "parallelism.tp",
 	[JR_TP_FFN] = "parallelism.tp",
@@ -106,9 +109,7 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_PP_SPLIT] = "parallelism.pp_layout parallelism.pp_layers "
 			"parallelism.pp parallelism.vpp",
 	[JR_BATCH] = "training.global_batch_size training.micro_batch_size "
-		     "training.local_batch_size "
-		     "parallelism.dp parallelism.tp parallelism.pp "
-		     "parallelism.cp",
+		     "training.local_batch_size " WORLD_KEYS,
 	[JR_SCHED_VPP] = "parallelism.vpp parallelism.schedule",
 	[JR_SCHED_PP] = "parallelism.schedule parallelism.pp",
 	[JR_SCHED_MICRO] = "parallelism.schedule training.global_batch_size "

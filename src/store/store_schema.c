@@ -17,6 +17,91 @@
 #include "store.h"
 #include "store_schema.h"
 
+/* The columns after run_id that v_runs and v_sweep_points (migration 7)
+ * share, as one string literal. Spliced into the SQL by literal
+ * concatenation, so the migration text is what it was when it shipped. */
+#define RUN_COLS_AFTER_ID \
+	"  r.created_at,\n" \
+	"  r.command,\n" \
+	"  r.config_hash,\n" \
+	"  r.llmsim_version,\n" \
+	"  json_extract(r.config_json, '$.name') AS job,\n" \
+	"  json_extract(r.config_json, '$.model.name') AS model,\n" \
+	"  json_extract(r.config_json, '$.system.name') AS system,\n" \
+	"  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n" \
+	"  json_extract(r.result_json, '$.gpus') AS gpus,\n" \
+	"  json_extract(r.config_json, '$.system.nodes') AS nodes,\n" \
+	"  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n" \
+	"  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n" \
+	"  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n" \
+	"  json_extract(r.config_json, '$.framework.name') AS framework,\n" \
+	"  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n" \
+	"  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n" \
+	"  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n" \
+	"  json_extract(r.config_json, '$.training.dtype') AS dtype,\n" \
+	"  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n" \
+	"  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n" \
+	"  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n" \
+	"  json_extract(r.config_json, '$.training.recompute') AS recompute,\n" \
+	"  s.step_time_s,\n" \
+	"  s.tokens_per_s,\n" \
+	"  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n" \
+	"  s.mfu,\n" \
+	"  s.tflops_per_gpu,\n" \
+	"  s.compute_s,\n" \
+	"  s.exposed_comm_s,\n" \
+	"  s.bubble_s,\n" \
+	"  s.optimizer_s,\n" \
+	"  s.other_s,\n" \
+	"  s.peak_bytes_per_gpu,\n" \
+	"  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n" \
+	"  s.fits,\n" \
+	"  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n" \
+	"  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n" \
+	"  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n" \
+	"  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n" \
+	"  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n" \
+	"  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n" \
+	"  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n" \
+	"  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n" \
+	"  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n" \
+	"  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n" \
+	"  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n" \
+	"  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
+
+/* What the serving views v_serving and v_inference_steps (migration 6)
+ * share: the SELECT and the run, model, system and layout columns they
+ * open with; the memory columns they close with and the runs they read
+ * (each adds its phase test). Spliced like RUN_COLS_AFTER_ID. */
+#define SERVING_SELECT \
+	"SELECT\n" \
+	"  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n" \
+	"  json_extract(r.config_json, '$.name') AS job,\n" \
+	"  json_extract(r.config_json, '$.model.name') AS model,\n" \
+	"  json_extract(r.config_json, '$.system.name') AS system,\n" \
+	"  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n" \
+	"  json_extract(r.result_json, '$.gpus') AS gpus,\n" \
+	"  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n" \
+	"  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n" \
+	"  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n" \
+	"  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n" \
+	"  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n" \
+	"  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+
+#define SERVING_MEMORY_FROM_RUNS \
+	"  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n" \
+	"  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n" \
+	"  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n" \
+	"  json_extract(r.result_json, '$.memory.fits') AS fits\n" \
+	"FROM runs r\n" \
+	"WHERE r.command = 'run' AND\n"
+
 const struct store_migration store_migrations[] = {
 	{ 1, "meta and runs tables",
 	  "CREATE TABLE meta (\n"
@@ -184,20 +269,7 @@ const struct store_migration store_migrations[] = {
 	{ 6, "views v_serving and v_inference_steps (serving runs and "
 	  "prefill/decode steps, from the stored JSON)",
 	  "CREATE VIEW v_serving AS\n"
-	  "SELECT\n"
-	    "  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+	  SERVING_SELECT
 	  "  json_extract(r.config_json, '$.serving.requests') AS requests,\n"
 	  "  json_extract(r.config_json, '$.serving.arrival_rate') AS arrival_rate,\n"
 	  "  json_extract(r.config_json, '$.serving.input_len.mean') AS input_len_mean,\n"
@@ -231,28 +303,10 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.serving.kv_mean_occupancy') AS kv_mean_occupancy,\n"
 	  "  json_extract(r.result_json, '$.serving.spec_tokens_per_step') AS spec_tokens_per_step,\n"
 	  "  json_extract(r.result_json, '$.serving.kv_transfer_mean_s') AS kv_transfer_mean_s,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n"
-	  "  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.fits') AS fits\n"
-	  "FROM runs r\n"
-	  "WHERE r.command = 'run' AND\n"
+	  SERVING_MEMORY_FROM_RUNS
 	  "  json_extract(r.config_json, '$.phase') = 'serving';\n"
 	  "CREATE VIEW v_inference_steps AS\n"
-	  "SELECT\n"
-	    "  r.id AS run_id, r.created_at, r.config_hash, r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.serving.engine.name') AS engine,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.serving.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.serving.kv_dtype') AS kv_dtype,\n"
+	  SERVING_SELECT
 	  "  json_extract(r.config_json, '$.phase') AS phase,\n"
 	  "  json_extract(r.config_json, '$.serving.batch') AS batch,\n"
 	  "  json_extract(r.config_json, '$.serving.input_len.mean') AS input_len,\n"
@@ -267,12 +321,7 @@ const struct store_migration store_migrations[] = {
 	  "  json_extract(r.result_json, '$.breakdown.compute_s') AS compute_s,\n"
 	  "  json_extract(r.result_json, '$.breakdown.exposed_comm_s') AS exposed_comm_s,\n"
 	  "  json_extract(r.result_json, '$.breakdown.other_s') AS other_s,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_tokens') AS kv_capacity_tokens,\n"
-	  "  json_extract(r.result_json, '$.memory.kv_capacity_sequences') AS kv_capacity_sequences,\n"
-	  "  json_extract(r.result_json, '$.memory.peak_bytes_per_gpu') AS peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.fits') AS fits\n"
-	  "FROM runs r\n"
-	  "WHERE r.command = 'run' AND\n"
+	  SERVING_MEMORY_FROM_RUNS
 	  "  json_extract(r.config_json, '$.phase') IN ('prefill', 'decode');\n" },
 	{ 7, "sweeps, sweep_axes, sweep_points; views v_runs, v_sweep_points; "
 	  "v_collectives with the system",
@@ -316,115 +365,13 @@ const struct store_migration store_migrations[] = {
 	  "CREATE VIEW v_runs AS\n"
 	  "SELECT\n"
 	  "  r.id AS run_id,\n"
-	  "  r.created_at,\n"
-	  "  r.command,\n"
-	  "  r.config_hash,\n"
-	  "  r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.system.nodes') AS nodes,\n"
-	  "  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n"
-	  "  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n"
-	  "  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n"
-	  "  json_extract(r.config_json, '$.framework.name') AS framework,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n"
-	  "  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n"
-	  "  json_extract(r.config_json, '$.training.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n"
-	  "  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n"
-	  "  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n"
-	  "  json_extract(r.config_json, '$.training.recompute') AS recompute,\n"
-	  "  s.step_time_s,\n"
-	  "  s.tokens_per_s,\n"
-	  "  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n"
-	  "  s.mfu,\n"
-	  "  s.tflops_per_gpu,\n"
-	  "  s.compute_s,\n"
-	  "  s.exposed_comm_s,\n"
-	  "  s.bubble_s,\n"
-	  "  s.optimizer_s,\n"
-	  "  s.other_s,\n"
-	  "  s.peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n"
-	  "  s.fits,\n"
-	  "  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
-	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
-	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
+	  RUN_COLS_AFTER_ID
 	  "FROM runs r JOIN step_results s ON s.run_id = r.id;\n"
 	  "CREATE VIEW v_sweep_points AS\n"
 	  "SELECT w.name AS sweep, p.sweep_id, p.idx, p.status, p.reason,\n"
 	  "  p.axes_json, p.point_hash, p.stored_at,\n"
 	  "  p.run_id,\n"
-	  "  r.created_at,\n"
-	  "  r.command,\n"
-	  "  r.config_hash,\n"
-	  "  r.llmsim_version,\n"
-	  "  json_extract(r.config_json, '$.name') AS job,\n"
-	  "  json_extract(r.config_json, '$.model.name') AS model,\n"
-	  "  json_extract(r.config_json, '$.system.name') AS system,\n"
-	  "  json_extract(r.config_json, '$.system.gpu.name') AS gpu,\n"
-	  "  json_extract(r.result_json, '$.gpus') AS gpus,\n"
-	  "  json_extract(r.config_json, '$.system.nodes') AS nodes,\n"
-	  "  json_extract(r.config_json, '$.system.gpus_per_node') AS gpus_per_node,\n"
-	  "  json_extract(r.config_json, '$.system.scale_up.name') AS scale_up,\n"
-	  "  json_extract(r.config_json, '$.system.scale_out.name') AS scale_out,\n"
-	  "  json_extract(r.config_json, '$.framework.name') AS framework,\n"
-	  "  json_extract(r.config_json, '$.parallelism.tp') AS tp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.pp') AS pp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.vpp') AS vpp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.cp') AS cp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.ep') AS ep,\n"
-	  "  json_extract(r.config_json, '$.parallelism.dp') AS dp,\n"
-	  "  json_extract(r.config_json, '$.parallelism.sequence_parallel') AS sequence_parallel,\n"
-	  "  json_extract(r.config_json, '$.training.zero_stage') AS zero_stage,\n"
-	  "  json_extract(r.config_json, '$.training.dtype') AS dtype,\n"
-	  "  json_extract(r.config_json, '$.training.seq_len') AS seq_len,\n"
-	  "  json_extract(r.config_json, '$.training.global_batch_size') AS global_batch_size,\n"
-	  "  json_extract(r.config_json, '$.training.micro_batch_size') AS micro_batch_size,\n"
-	  "  json_extract(r.config_json, '$.training.recompute') AS recompute,\n"
-	  "  s.step_time_s,\n"
-	  "  s.tokens_per_s,\n"
-	  "  s.tokens_per_s / json_extract(r.result_json, '$.gpus') AS tokens_per_s_per_gpu,\n"
-	  "  s.mfu,\n"
-	  "  s.tflops_per_gpu,\n"
-	  "  s.compute_s,\n"
-	  "  s.exposed_comm_s,\n"
-	  "  s.bubble_s,\n"
-	  "  s.optimizer_s,\n"
-	  "  s.other_s,\n"
-	  "  s.peak_bytes_per_gpu,\n"
-	  "  json_extract(r.result_json, '$.memory.usable_bytes') AS usable_bytes_per_gpu,\n"
-	  "  s.fits,\n"
-	  "  json_extract(r.result_json, '$.memory.weights_bytes') AS weights_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.gradients_bytes') AS gradients_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.optimizer_bytes') AS optimizer_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.activations_bytes') AS activations_bytes,\n"
-	  "  json_extract(r.result_json, '$.memory.workspace_bytes') AS workspace_bytes,\n"
-	  "  json_extract(r.result_json, '$.phases.forward_s') AS forward_s,\n"
-	  "  json_extract(r.result_json, '$.phases.backward_s') AS backward_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.tp_s') AS exposed_tp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.cp_s') AS exposed_cp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.ep_s') AS exposed_ep_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.pp_s') AS exposed_pp_s,\n"
-	  "  json_extract(r.result_json, '$.exposed_comm_by_dim.dp_s') AS exposed_dp_s\n"
+	  RUN_COLS_AFTER_ID
 	  "FROM sweep_points p JOIN sweeps w ON w.id = p.sweep_id\n"
 	  "  LEFT JOIN runs r ON r.id = p.run_id\n"
 	  "  LEFT JOIN step_results s ON s.run_id = p.run_id;\n"

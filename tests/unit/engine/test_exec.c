@@ -690,6 +690,18 @@ Test(exec, comm_and_other_tasks_are_not_slowed)
 	prog_free(p);
 }
 
+/* What GPipe and 1F1B share on p = 4 stages, m = 8 microbatches, tf =
+ * 2 us, tb = 4 us (each test derives it for its schedule): stage 0
+ * finishes last, step (m + p - 1)(tf + tb) = 66 us, compute m (tf + tb)
+ * = 48 us, bubble (p - 1)(tf + tb) = 18 us. */
+static void assert_gpipe_bubble_4x8(const struct exec_result *r)
+{
+	cr_assert_eq(r->final_rank, 0);
+	cr_assert_eq(ex_ns(r->step_s), 66000);
+	cr_assert_eq(ex_ns(r->part_s[EXEC_COMPUTE]), 48000);
+	cr_assert_eq(ex_ns(r->part_s[EXEC_BUBBLE]), 18000);
+}
+
 Test(exec, gpipe_bubble)
 {
 	struct pipe pp;
@@ -703,10 +715,7 @@ Test(exec, gpipe_bubble)
 	 * Stage 0 finishes last and computes m (tf + tb) = 48 us; it waits
 	 * (p - 1)(tf + tb) = 18 us: bubble fraction 18 / 66 = (p - 1) /
 	 * (m + p - 1) = 3 / 11. Transfers take no time: no exposed comm. */
-	cr_assert_eq(r.final_rank, 0);
-	cr_assert_eq(ex_ns(r.step_s), 66000);
-	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 48000);
-	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 18000);
+	assert_gpipe_bubble_4x8(&r);
 	cr_assert_eq(ex_ns(r.part_s[EXEC_EXPOSED_COMM]), 0);
 	cr_assert_float_eq(r.part_s[EXEC_BUBBLE] / r.step_s, 3.0 / 11.0,
 			   1e-12);
@@ -746,10 +755,7 @@ Test(exec, one_f_one_b_has_the_gpipe_bubble)
 	 * (p - 1) tf for its first gradient path to fill and (p - 1) tb to
 	 * drain, so step = (m + p - 1)(tf + tb) = 66 us, bubble 18 us,
 	 * compute m (tf + tb) = 48 us. */
-	cr_assert_eq(r.final_rank, 0);
-	cr_assert_eq(ex_ns(r.step_s), 66000);
-	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 48000);
-	cr_assert_eq(ex_ns(r.part_s[EXEC_BUBBLE]), 18000);
+	assert_gpipe_bubble_4x8(&r);
 	/* Stage 3 (last) runs F(3,0) at [3 tf, 4 tf) = [6,8) and its
 	 * backward right after: [8,12). */
 	cr_assert_eq(ex_ns(exec_task_start_s(p, pp.b[3][0])), 8000);

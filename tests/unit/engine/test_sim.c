@@ -119,17 +119,32 @@ Test(sim, events_scheduled_now_run_after_those_already_due)
 	sim_free(sim);
 }
 
+/* Records r (ids 1, 2, 3, into log) at t, 2t and 3t ns, the middle one
+ * cancelled; its handle. */
+static sim_id middle_cancelled(struct sim *sim, struct log *log,
+			       struct rec r[3], units_ns_t t)
+{
+	sim_id mid;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		r[i] = (struct rec){ log, i + 1 };
+	sim_at(sim, t, record, &r[0]);
+	mid = sim_at(sim, 2 * t, record, &r[1]);
+	sim_at(sim, 3 * t, record, &r[2]);
+	sim_cancel(sim, mid);
+	return mid;
+}
+
 Test(sim, cancel_drops_an_event)
 {
 	struct sim *sim = sim_new();
 	struct log log = { 0 };
-	struct rec a = { &log, 1 }, b = { &log, 2 }, c = { &log, 3 };
+	struct rec r[3];
 	sim_id ib;
 
-	sim_at(sim, 1, record, &a);
-	ib = sim_at(sim, 2, record, &b);
-	sim_at(sim, 3, record, &c);
-	sim_cancel(sim, ib);
+	/* 1 at 1 ns, 2 at 2 ns (cancelled), 3 at 3 ns */
+	ib = middle_cancelled(sim, &log, r, 1);
 	/* 3 scheduled - 1 cancelled = 2 live. */
 	cr_assert_eq(sim_pending(sim), 2);
 	/* Cancelling twice changes nothing. */
@@ -229,18 +244,15 @@ Test(sim, step_runs_one_event_at_a_time)
 {
 	struct sim *sim = sim_new();
 	struct log log = { 0 };
-	struct rec a = { &log, 1 }, b = { &log, 2 }, c = { &log, 3 };
-	sim_id ib;
+	struct rec r[3];
 
-	sim_at(sim, 10, record, &a);
-	ib = sim_at(sim, 20, record, &b);
-	sim_at(sim, 30, record, &c);
-	sim_cancel(sim, ib);
+	/* 1 at 10 ns, 2 at 20 ns (cancelled), 3 at 30 ns */
+	middle_cancelled(sim, &log, r, 10);
 	cr_assert_eq(sim_now(sim), 0);
 	cr_assert_eq(sim_step(sim), 1);
 	cr_assert_eq(sim_now(sim), 10);
 	cr_assert_eq(log.n, 1);
-	/* The cancelled event at 20 ns is skipped: the next step runs c. */
+	/* The cancelled event at 20 ns is skipped: the next step runs 3. */
 	cr_assert_eq(sim_step(sim), 1);
 	cr_assert_eq(sim_now(sim), 30);
 	cr_assert_eq(log.id[1], 3);

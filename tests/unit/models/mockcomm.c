@@ -3,8 +3,11 @@
  */
 #include "mockcomm.h"
 
+#include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "engine/sim.h"
 #include "base/units.h"
 
@@ -71,4 +74,28 @@ struct step_comm mockcomm_init(struct mockcomm *m, double alpha_s,
 void mockcomm_release(struct mockcomm *m)
 {
 	arena_release(&m->arena);
+}
+
+void mockcomm_train_run(struct mockcomm_run *r, const struct job_spec *j,
+			int full, double alpha_s, double beta_Bps)
+{
+	struct step_comm c = mockcomm_init(&r->m, alpha_s, beta_Bps);
+	struct diag d;
+	const char *why = NULL;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(j, &d), 0);
+	r->p = train_build(j, full, &r->plan, &d);
+	cr_assert_not_null(r->p);
+	r->m.sim = sim_new();
+	cr_assert_not_null(r->m.sim);
+	cr_assert_eq(exec_run(r->p, r->m.sim, c.ops, c.ctx, &r->er, &why), 0,
+		     "exec_run: %s", why);
+}
+
+void mockcomm_train_release(struct mockcomm_run *r)
+{
+	sim_free(r->m.sim);
+	prog_free(r->p);
+	mockcomm_release(&r->m);
 }

@@ -10,6 +10,8 @@
 
 #include "base/coll.h"
 #include "base/arena.h"
+#include "engine/exec.h"
+#include "models/train.h"
 #include "run/step.h"
 
 struct mockcomm {
@@ -27,5 +29,20 @@ void mockcomm_release(struct mockcomm *m);
 
 /* The time the mock gives a collective. */
 double mockcomm_time(const struct mockcomm *m, const struct coll_desc *c);
+
+/* One step of job j through the real checker, builder (full: every
+ * replica simulated) and executor, with collectives on this mock:
+ * train_check and train_build must succeed and the run complete. */
+struct mockcomm_run {
+	struct mockcomm m;
+	struct train_plan plan;
+	struct exec_result er;	/* the executor's result */
+	struct prog *p;		/* the program, for its tasks */
+};
+
+void mockcomm_train_run(struct mockcomm_run *r, const struct job_spec *j,
+			int full, double alpha_s, double beta_Bps);
+/* Frees r's program, simulation and mock. */
+void mockcomm_train_release(struct mockcomm_run *r);
 
 #endif

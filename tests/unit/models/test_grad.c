@@ -23,27 +23,16 @@
 static int run(struct fixture *f, double *step, const char *name,
 	       double *sum)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, 1e11);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
+	struct mockcomm_run mr;
 	struct prog *p;
-	const char *why = NULL;
 	enum task_cat cat;
 	uint32_t t;
 	int n = 0;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
+	mockcomm_train_run(&mr, &f->job, 0, 5e-6, 1e11);
+	p = mr.p;
 	if (step)
-		*step = er.step_s;
+		*step = mr.er.step_s;
 	if (sum)
 		*sum = 0;
 	for (t = 0; name && t < prog_tasks(p); t++)
@@ -52,9 +41,7 @@ static int run(struct fixture *f, double *step, const char *name,
 			n++;
 			*sum += exec_task_dur_s(p, t);
 		}
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&mr);
 	return n;
 }
 

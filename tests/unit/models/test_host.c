@@ -25,25 +25,14 @@ struct host_run {
 
 static void run(struct fixture *f, struct host_run *r)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, 100e9);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
+	struct mockcomm_run mr;
 	struct prog *p;
-	const char *why = NULL;
 	uint32_t t;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
+	mockcomm_train_run(&mr, &f->job, 0, 5e-6, 100e9);
+	p = mr.p;
 	memset(r, 0, sizeof(*r));
-	r->step_s = er.step_s;
+	r->step_s = mr.er.step_s;
 	for (t = 0; t < prog_tasks(p); t++) {
 		enum task_cat cat;
 		const char *name = exec_task_name(p, t, &cat);
@@ -53,9 +42,7 @@ static void run(struct fixture *f, struct host_run *r)
 			r->host_s += exec_task_end_s(p, t) - exec_task_start_s(p, t);
 		}
 	}
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&mr);
 }
 
 /* Every kind of host call costs c. */

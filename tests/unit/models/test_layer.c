@@ -604,6 +604,21 @@ Test(layer, qk_norm_of_qwen3_attention)
 		     T * (q + kv) * B);
 }
 
+/* f's layer forward, its dims in d and ops in o; the op named name,
+ * which must be there. */
+static const struct layer_op *fwd_op(const struct fixture *f,
+				     struct layer_dims *d,
+				     struct layer_ops *o, const char *name)
+{
+	const struct layer_op *op;
+
+	layer_dims_from_job(&f->job, d);
+	layer_fwd(d, NULL, o);
+	op = fixture_op(o, name);
+	cr_assert_not_null(op, "no op %s", name);
+	return op;
+}
+
 Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 {
 	struct fixture f;
@@ -625,18 +640,13 @@ Test(layer, fp8_current_scaling_casts_read_for_the_amax)
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.job.training.dtype = DTYPE_FP8;
 	f.job.training.fp8_scaling = FP8_DELAYED;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &o);
-	proj = fixture_op(&o, "proj_cast");
-	cr_assert_not_null(proj);
+	proj = fwd_op(&f, &d, &o, "proj_cast");
 	assert_close(proj->k.read_B, n * 2);
 	cr_assert(proj->k.launches <= 1);
 	f.job.training.fp8_scaling = FP8_CURRENT;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &o);
-	proj = fixture_op(&o, "proj_cast");
+	proj = fwd_op(&f, &d, &o, "proj_cast");
 	qkv = fixture_op(&o, "qkv_cast");
-	cr_assert(proj && qkv);
+	cr_assert_not_null(qkv);
 	assert_close(proj->k.read_B, 2 * n * 2);
 	assert_close(proj->k.write_B, 2 * n);
 	assert_close(proj->k.launches, 4);
@@ -691,13 +701,11 @@ Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
 
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.job.training.dtype = DTYPE_NVFP4;
-	layer_dims_from_job(&f.job, &d);
+	proj = fwd_op(&f, &d, &o, "proj_cast");
 	cr_assert_eq(d.nvfp4_amax, 1);
 	cr_assert_eq(d.fp8_current, 0);
-	layer_fwd(&d, NULL, &o);
-	proj = fixture_op(&o, "proj_cast");
 	qkv = fixture_op(&o, "qkv_cast");
-	cr_assert(proj && qkv);
+	cr_assert_not_null(qkv);
 	assert_close(proj->k.read_B, 16777216.0);
 	assert_close(proj->k.write_B, 4718592.0);
 	assert_close(proj->k.launches, 3);
@@ -706,11 +714,8 @@ Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
 	cr_assert_eq(qkv->amax_pass, 0);
 	/* MXFP8's block scales need no tensor amax: one read. */
 	f.job.training.dtype = DTYPE_MXFP8;
-	layer_dims_from_job(&f.job, &d);
+	proj = fwd_op(&f, &d, &o, "proj_cast");
 	cr_assert_eq(d.nvfp4_amax, 0);
-	layer_fwd(&d, NULL, &o);
-	proj = fixture_op(&o, "proj_cast");
-	cr_assert_not_null(proj);
 	assert_close(proj->k.read_B, n * 2);
 }
 
@@ -737,17 +742,11 @@ Test(layer, fp8_casts_write_one_layout_where_gemms_take_any)
 	for (s = 0; s < 2; s++) {
 		f.job.training.fp8_scaling = s ? FP8_CURRENT : FP8_DELAYED;
 		f.gpu.fp8_gemm_any_layout = 0;
-		layer_dims_from_job(&f.job, &d);
-		layer_fwd(&d, NULL, &o);
-		proj = fixture_op(&o, "proj_cast");
-		cr_assert_not_null(proj);
+		proj = fwd_op(&f, &d, &o, "proj_cast");
 		assert_close(proj->k.write_B, 2 * n);
 		f.gpu.fp8_gemm_any_layout = 1;
-		layer_dims_from_job(&f.job, &d);
+		proj = fwd_op(&f, &d, &o, "proj_cast");
 		cr_assert_eq(d.fp8_one_layout, 1);
-		layer_fwd(&d, NULL, &o);
-		proj = fixture_op(&o, "proj_cast");
-		cr_assert_not_null(proj);
 		assert_close(proj->k.write_B, n);
 		assert_close(proj->k.read_B, (s ? 2 : 1) * n * 2);
 		if (s)
@@ -757,11 +756,8 @@ Test(layer, fp8_casts_write_one_layout_where_gemms_take_any)
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.fp8_one_layout, 0);
 	f.job.training.dtype = DTYPE_MXFP8;
-	layer_dims_from_job(&f.job, &d);
+	proj = fwd_op(&f, &d, &o, "proj_cast");
 	cr_assert_eq(d.fp8_one_layout, 0);
-	layer_fwd(&d, NULL, &o);
-	proj = fixture_op(&o, "proj_cast");
-	cr_assert_not_null(proj);
 	assert_close(proj->k.write_B, 2 * n * (1 + 1.0 / 32));
 }
 

@@ -27,28 +27,15 @@ struct run_result {
 static void run(struct fixture *f, int full, double alpha_s, double beta_Bps,
 		struct run_result *r)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, alpha_s, beta_Bps);
-	struct exec_result er;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run mr;
 	int i;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, full, &r->plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
-	r->step_s = er.step_s;
+	mockcomm_train_run(&mr, &f->job, full, alpha_s, beta_Bps);
+	r->plan = mr.plan;
+	r->step_s = mr.er.step_s;
 	for (i = 0; i < EXEC_PART_COUNT; i++)
-		r->part_s[i] = er.part_s[i];
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+		r->part_s[i] = mr.er.part_s[i];
+	mockcomm_train_release(&mr);
 }
 
 /* A GPT of 8 layers, h 4096, 32 heads, s 2048, vocabulary 128 (so the
@@ -67,35 +54,39 @@ static double bubble_fraction(const struct run_result *r)
 	       (r->part_s[EXEC_COMPUTE] + r->part_s[EXEC_BUBBLE]);
 }
 
+/* Runs f's job with free communication; its bubble fraction must be
+ * want within tol. */
+static void assert_bubble(struct fixture *f, double want, double tol)
+{
+	struct run_result r;
+
+	run(f, 0, 0, 0, &r);
+	cr_assert_float_eq(bubble_fraction(&r), want, tol,
+			   "bubble %.4f", bubble_fraction(&r));
+}
+
 Test(train, gpipe_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* GPipe, p = 4, m = 16 / (1 * dp 2) = 8, free communication: the
 	 * last rank waits (p-1)(f+b) of (m+p-1)(f+b): 3/11 = 0.2727. */
 	pipeline_job(&f, 16, SCHED_GPIPE);
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 11, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 11, 0.005);
 }
 
 Test(train, one_f_one_b_same_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* 1F1B has GPipe's bubble: m = 32 / 2 = 16 -> 3/19 = 0.1579. */
 	pipeline_job(&f, 32, SCHED_1F1B);
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 19, 0.005);
 }
 
 Test(train, local_batches_drain_the_pipeline_each)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* 1F1B, m = 32 / 2 = 16 microbatches a replica, but a local batch
 	 * of 4 (AutoModel: schedule.step once per local batch): 4 runs of
@@ -105,9 +96,7 @@ Test(train, local_batches_drain_the_pipeline_each)
 	 * over 16: 3/19) */
 	pipeline_job(&f, 32, SCHED_1F1B);
 	f.job.training.local_batch_size = 4;
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 7, 0.005,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 7, 0.005);
 }
 
 Test(train, schedule_runs_only_for_an_even_local_batch)
@@ -136,16 +125,13 @@ Test(train, schedule_runs_only_for_an_even_local_batch)
 Test(train, interleaving_shrinks_the_bubble)
 {
 	struct fixture f;
-	struct run_result r;
 
 	/* vpp 2: (p-1)/v of (f+b)/... -> idle (p-1)/(v m + p - 1) of the
 	 * chunk-time line = 3 / (2*8 + 3) = 0.158 (Narayanan et al. SC'21
 	 * sec. 2.2: the bubble shrinks by v). */
 	pipeline_job(&f, 16, SCHED_INTERLEAVED);
 	f.job.parallelism.vpp = 2;
-	run(&f, 0, 0, 0, &r);
-	cr_assert_float_eq(bubble_fraction(&r), 3.0 / 19, 0.01,
-			   "bubble %.4f", bubble_fraction(&r));
+	assert_bubble(&f, 3.0 / 19, 0.01);
 }
 
 Test(train, no_pipeline_no_bubble)
@@ -723,25 +709,14 @@ Test(train, fsdp_pp_no_sync_needs_a_pipeline)
 static void step_and_forward(struct fixture *f, double *step_s,
 			     double *fwd_s)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 0, 0);
-	struct exec_result er;
-	struct train_plan plan;
+	struct mockcomm_run mr;
 	struct task_info ti;
-	struct diag d;
 	struct prog *p;
-	const char *why = NULL;
 	uint32_t t;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_not_null(m.sim);
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0,
-		     "exec_run: %s", why);
-	*step_s = er.step_s;
+	mockcomm_train_run(&mr, &f->job, 0, 0, 0);
+	p = mr.p;
+	*step_s = mr.er.step_s;
 	*fwd_s = 0;
 	for (t = 0; t < prog_tasks(p); t++) {
 		exec_task_info(p, t, &ti);
@@ -749,9 +724,7 @@ static void step_and_forward(struct fixture *f, double *step_s,
 		    ti.phase == TASK_PHASE_FWD)
 			*fwd_s += exec_task_dur_s(p, t);
 	}
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&mr);
 }
 
 Test(train, lockstep_interleaved_waits_for_each_time_step)

@@ -74,6 +74,23 @@ static void run(struct planned *p)
 	fclose(f);
 }
 
+/* load(), ranking up to top_k layouts on the analytical tier alone (no
+ * full simulation). */
+static void load_est(struct planned *p, const char *const *sets,
+		     size_t nsets, int top_k)
+{
+	load(p, sets, nsets);
+	p->o.no_full = 1;
+	p->o.top_k = top_k;
+}
+
+/* run(), which must succeed. */
+static void run_ok(struct planned *p)
+{
+	run(p);
+	cr_assert_eq(p->rc, 0, "%s", p->err);
+}
+
 static void done(struct planned *p)
 {
 	plan_result_release(&p->r);
@@ -89,11 +106,8 @@ Test(plan, search_space_counted_by_hand)
 	};
 	struct planned p;
 
-	load(&p, sets, 5);
-	p.o.no_full = 1;
-	p.o.top_k = 1000;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, sets, 5, 1000);
+	run_ok(&p);
 	/* 8 GPUs: (tp, pp) with tp pp | 8: tp 1 -> pp 1, 2, 4, 8; tp 2 ->
 	 * 1, 2, 4; tp 4 -> 1, 2; tp 8 -> 1: 10 pairs; mbs any divisor of
 	 * the global batch 16: 1, 2, 4, 8, 16; every other dimension
@@ -124,11 +138,8 @@ Test(plan, context_parallel_candidates_counted_by_hand)
 	};
 	struct planned p;
 
-	load(&p, sets, 8);
-	p.o.no_full = 1;
-	p.o.top_k = 1000;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, sets, 8, 1000);
+	run_ok(&p);
 	/* tp: 1, 2, 4, 8; cp: the divisors of 8 leaving each CP rank 4096
 	 * of the 8192 tokens, 1 and 2: 4 x 2 = 8 layouts; tp 8 cp 2 needs
 	 * 16 GPUs (the world rule); the other 7 have dp = 8 / (tp cp) | 16
@@ -139,12 +150,9 @@ Test(plan, context_parallel_candidates_counted_by_hand)
 	done(&p);
 	/* every divisor: cp 1, 2, 4, 8 x tp 1, 2, 4, 8 = 16; tp cp | 8 in
 	 * 10 of them (tp 1: 4, tp 2: 3, tp 4: 2, tp 8: 1) */
-	load(&p, sets, 8);
-	p.o.no_full = 1;
-	p.o.top_k = 1000;
+	load_est(&p, sets, 8, 1000);
 	p.o.cp_min_seq = 0;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	run_ok(&p);
 	cr_assert_eq(p.r.searched, 16);
 	cr_assert_eq(p.r.pruned[JR_WORLD], 6);
 	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 10);
@@ -160,11 +168,8 @@ Test(plan, redundant_and_schedule_rules_counted)
 	};
 	struct planned p;
 
-	load(&p, sets, 5);
-	p.o.no_full = 1;
-	p.o.top_k = 1000;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, sets, 5, 1000);
+	run_ok(&p);
 	/* tp 1 pp 2 -> dp 4; vpp 1 .. 32/2 = 16; schedules 3; zero 0-3: 16 x
 	 * 3 x 4 = 192 layouts. Schedule rules: vpp 1 with interleaved (4
 	 * zero stages) and vpp 2..16 with gpipe or 1f1b (15 x 2 x 4 = 120):
@@ -191,11 +196,8 @@ Test(plan, pinned_dimensions_are_respected)
 	struct planned p;
 	int64_t i;
 
-	load(&p, sets, 2);
-	p.o.no_full = 1;
-	p.o.top_k = 50;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, sets, 2, 50);
+	run_ok(&p);
 	cr_assert_gt(p.r.ncands, 0);
 	for (i = 0; i < p.r.ncands; i++) {
 		cr_assert_eq(p.r.cands[i].lay.tp, 2);
@@ -316,8 +318,7 @@ Test(plan, memory_pruned_at_the_boundary)
 	p.o.headroom = 1 - peak / usable;
 	while (usable * (1 - p.o.headroom) < peak)	/* rounding */
 		p.o.headroom = nextafter(p.o.headroom, 0);
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	run_ok(&p);
 	cr_assert_eq(p.r.searched, 1);
 	cr_assert_eq(p.r.ranked, 1);
 	cr_assert_eq(p.r.cands[0].mem.peak_B, peak);
@@ -375,11 +376,8 @@ Test(plan, bound_never_above_the_estimate)
 	struct est *e;
 	int64_t i;
 
-	load(&p, NULL, 0);
-	p.o.no_full = 1;
-	p.o.top_k = 200;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, NULL, 0, 200);
+	run_ok(&p);
 	diag_init(&d, stderr);
 	e = est_new(p.j->system, &d);
 	cr_assert_not_null(e);
@@ -413,11 +411,8 @@ Test(plan, moe_expert_layouts_counted_by_hand)
 {
 	struct planned p;
 
-	load(&p, moe_sets, 9);
-	p.o.no_full = 1;
-	p.o.top_k = 1000;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, moe_sets, 9, 1000);
+	run_ok(&p);
 	/* tp 1, 2, 4, 8; etp a divisor of tp: 1 + 2 + 3 + 4 = 10 (tp, etp)
 	 * pairs; ep a divisor of the 128 experts: 1, 2, ..., 128 (8): 80
 	 * layouts. tp divides 32 heads, the 4 KV heads divide tp 8 (or tp
@@ -450,11 +445,8 @@ Test(plan, moe_pins_and_rules)
 	struct planned p;
 	int64_t i;
 
-	load(&p, pin_ep, 4);
-	p.o.no_full = 1;
-	p.o.top_k = 50;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, pin_ep, 4, 50);
+	run_ok(&p);
 	cr_assert_gt(p.r.ncands, 0);
 	for (i = 0; i < p.r.ncands; i++) {
 		cr_assert_eq(p.r.cands[i].lay.ep, 4);
@@ -483,11 +475,8 @@ Test(plan, moe_bound_never_above_the_estimate)
 	struct est *e;
 	int64_t i;
 
-	load(&p, moe_sets + 0, 1);
-	p.o.no_full = 1;
-	p.o.top_k = 100;
-	run(&p);
-	cr_assert_eq(p.rc, 0, "%s", p.err);
+	load_est(&p, moe_sets + 0, 1, 100);
+	run_ok(&p);
 	cr_assert_gt(p.r.ncands, 10);
 	diag_init(&d, stderr);
 	e = est_new(p.j->system, &d);
@@ -547,8 +536,7 @@ Test(plan, local_batches_estimated_as_the_run)
 		sets[10] = lbs[k];
 		load(&p, sets, 11);
 		p.o.top_k = 1;
-		run(&p);
-		cr_assert_eq(p.rc, 0, "%s", p.err);
+		run_ok(&p);
 		cr_assert_eq(p.r.ncands, 1);
 		cr_assert(p.r.cands[0].full);
 		full = p.r.cands[0].step_s;
@@ -606,8 +594,7 @@ Test(plan, lockstep_estimated_as_the_run)
 		sets[10] = lock[k];
 		load(&p, sets, 11);
 		p.o.top_k = 1;
-		run(&p);
-		cr_assert_eq(p.rc, 0, "%s", p.err);
+		run_ok(&p);
 		cr_assert_eq(p.r.ncands, 1);
 		cr_assert(p.r.cands[0].full);
 		full[k] = p.r.cands[0].step_s;
