@@ -243,6 +243,20 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "norm_quant_ar_max_tp2", .type = ST_BYTES,
 	  .offset = OFF(norm_quant_ar_max_tp2_B), .def = "0 B", .max = 1e12,
 	  .help = "norm_quant_ar_max at TP 2 (0: no limit)" },
+	{ .key = "nccl_channels", .type = ST_INT,
+	  .offset = OFF(nccl_channels), .min = 0, .max = 1024, .def = "0",
+	  .help = "memory outside torch: ring channels of the engine's NCCL "
+		  "communicator over an instance of more than one GPU (0: none)" },
+	{ .key = "nccl_channel_buffers", .type = ST_BYTES,
+	  .offset = OFF(nccl_channel_buffers_B), .def = "0 B", .max = 1e11,
+	  .help = "memory outside torch: B one ring channel's connection "
+		  "buffers take on each GPU (LL + LL128 + Simple)" },
+	{ .key = "allreduce_ipc_copies", .type = ST_INT,
+	  .offset = OFF(allreduce_ipc_copies), .min = 0, .max = 64, .def = "0",
+	  .help = "memory outside torch: custom all-reduce IPC buffers on each "
+		  "GPU of an all-reduce group of g GPUs, in units of g x the "
+		  "fusion workspace (norm_quant_ar_max, at g <= 2 "
+		  "norm_quant_ar_max_tp2); only with custom_allreduce" },
 	{ .key = "act_quant", .type = ST_ENUM, .offset = OFF(act_quant),
 	  .values = engine_act_quant_names, .def = "all",
 	  .help = "GEMM-input formats the SiLU-mul writes when quant_fusion "

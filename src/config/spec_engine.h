@@ -204,6 +204,13 @@ struct engine_spec {
 						 * all-reduce of at most this many B
 						 * (TP > 2; 0: no limit) */
 	double norm_quant_ar_max_tp2_B;		/* the same at TP 2 */
+	int64_t nccl_channels;			/* ring channels of the engine's one NCCL
+						 * communicator over the instance's GPUs */
+	double nccl_channel_buffers_B;		/* B a ring channel's connection buffers
+						 * take on each GPU (LL + LL128 + Simple) */
+	int64_t allreduce_ipc_copies;		/* custom all-reduce IPC buffers on each
+						 * GPU, in units of g x the fusion
+						 * workspace (norm_quant_ar_max[_tp2]) */
 	int act_quant;				/* enum engine_act_quant */
 	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
 						 * broadcasts over the TP group before a

@@ -61,6 +61,28 @@
  * (attention DP spreads requests evenly, so the rank with the smallest
  * pool paces the run).
  *
+ * Communication memory outside torch (engine keys; infer_mem_comm_B),
+ * which TensorRT-LLM's sizing counts with the rest outside torch after its
+ * dry run, on an instance of g > 1 GPUs (g = tp, times dp under attention
+ * DP, whose mapping keeps tp_size = g):
+ *   - one NCCL communicator over the g GPUs: its ops key communicators on
+ *     the set of ranks (cpp/tensorrt_llm/common/opUtils.cpp getComm, a
+ *     map from std::set<int>), and the TP, attention-DP all-gather /
+ *     reduce-scatter and MoE EP groups of one node are the same set; the
+ *     Python side talks over MPI. Under NCCL's runtime connect (2.22 on,
+ *     NCCL_RUNTIME_CONNECT 1 with cuMem) only the algorithms run get
+ *     buffers; the ring (broadcast, reduce, all-gather, reduce-scatter)
+ *     takes on each GPU a receive and a send connection a channel holding
+ *     the LL, LL128 and Simple buffers: nccl_channels x
+ *     nccl_channel_buffers. NVLS (NVLink SHARP) buffers, 16 channels x 2
+ *     x 1 MiB x g heads = 256 MiB at g 8 rounded up to the multicast
+ *     granularity (transport/nvls.cc ncclNvlsBufferSetup), are set up
+ *     only when an NVLS algorithm runs (an NCCL all-reduce): not counted;
+ *   - the custom all-reduce's IPC buffers, cudaMalloc'd outside torch by
+ *     every AllReduce module's workspace (one per mapping):
+ *     allreduce_ipc_copies x g x the fusion workspace.
+ * Pipeline-parallel communicators are not counted.
+ *
  * A token takes L_r infer_kv_token_layer_B bytes on rank r; the instance
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
@@ -238,6 +260,21 @@ double infer_mem_logit_rows(const struct engine_spec *e, double max_tokens,
 	return ceil(max_tokens / fmax(1, fmin(max_tokens, seq_tokens - 1)));
 }
 
+double infer_mem_comm_B(const struct job_spec *j,
+			const struct engine_spec *e)
+{
+	int64_t g = j->parallelism.tp *
+		    (j->parallelism.attention_dp ? j->parallelism.dp : 1);
+	double ar;
+
+	if (g <= 1)
+		return 0;
+	ar = g <= 2 ? e->norm_quant_ar_max_tp2_B : e->norm_quant_ar_max_B;
+	return (double)e->nccl_channels * e->nccl_channel_buffers_B +
+	       (e->custom_allreduce ?
+			(double)e->allreduce_ipc_copies * (double)g * ar : 0);
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -263,10 +300,11 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	int64_t pp = j->parallelism.pp, r;
 	double cap = g->hbm.capacity_B, usable = gpu_usable_memory_B(g);
 	double best = INFINITY, per_layer = infer_kv_token_layer_B(d), w_unused;
+	double work = e->workspace_B + infer_mem_comm_B(j, e);
 
 	memset(out, 0, sizeof(*out));
 	out->usable_B = usable;
-	out->workspace_B = e->workspace_B;
+	out->workspace_B = work;
 	int64_t first = 0;
 
 	for (r = 0; r < pp; r++, first += split[r - 1]) {
@@ -282,8 +320,7 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		double v = infer_mem_vision_B(j, e, r);
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,
-				       (apart ? w : w + dw) + v, a,
-				       e->workspace_B);
+				       (apart ? w : w + dw) + v, a, work);
 		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
 		double tokens;
 
@@ -297,7 +334,7 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->draft_weights_B = dw;
 			out->draft_kv_token_B = dk;
 			out->activations_B = a;
-			out->workspace_B = e->workspace_B + v;
+			out->workspace_B = work + v;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
 		}

@@ -63,6 +63,17 @@ double infer_mem_vision_B(const struct job_spec *j,
 			  const struct engine_spec *e, int64_t r);
 
 /*
+ * B per GPU the engine holds outside torch for communication when it sizes
+ * its KV cache (infer_mem.c's header): on an instance of g > 1 GPUs
+ * (g = tp, times dp under attention DP) nccl_channels x
+ * nccl_channel_buffers, plus with custom_allreduce allreduce_ipc_copies x
+ * g x the fusion workspace (norm_quant_ar_max, norm_quant_ar_max_tp2 at
+ * g <= 2). 0 on one GPU.
+ */
+double infer_mem_comm_B(const struct job_spec *j,
+			const struct engine_spec *e);
+
+/*
  * Rows of logits the engine's KV sizing counts (engine estimate_logits):
  * max_seqs, or for a dry run of dummy context requests of min(max_tokens,
  * seq_tokens - 1) tokens filling max_tokens, one a request:

@@ -711,13 +711,15 @@ Test(serve, draft_memory_in_the_instance)
  * with attention DP under TensorRT-LLM (the inference case at 1000/1000).
  * vision_params 871,932,416 (the model preset's count); the H100's
  * capacity less its usable memory, a CUDA context: 81,559 - 80,535 MiB =
- * 1,073,741,824 B; the engine's workspace 1 GiB; memory rule free,
+ * 1,073,741,824 B; the engine's workspace 1 GiB plus its communication
+ * memory at g 8, 487,211,008 B (trtllm_comm_memory_outside_torch below):
+ * 1,560,952,832 B; memory rule free,
  * fraction 0.95: KV = 0.95 (C_u - M - A - X - V).
  *   front_end, 4 B (TensorRT-LLM 1.0's fp32 encoder in the LLM process):
  *   on GPU 0, V = 871,932,416 x 4 + 1,073,741,824 = 3,487,729,664 +
  *   1,073,741,824 = 4,561,471,488 B; KV 0.95 V = 4,333,397,913.6 B less
- *   than without it; workspace reported 1,073,741,824 + V =
- *   5,635,213,312 B. Rank 1 of a pipeline would hold none of it.
+ *   than without it; workspace reported 1,560,952,832 + V =
+ *   6,122,424,320 B. Rank 1 of a pipeline would hold none of it.
  *   workers, 4 B: V = 3,487,729,664 B on every GPU, KV 0.95 V =
  *   3,313,343,180.8 B less; workers, 2 B (bf16): V = 1,743,864,832 B,
  *   KV 1,656,671,590.4 B less.
@@ -742,11 +744,10 @@ Test(serve, vision_encoder_memory)
 	struct job_spec *j;
 
 	mem_of(job, none, 2, &m0);
-	cr_assert_float_eq(m0.workspace_B, 1073741824.0, 0.5);
 
 	mem_of(job, front, 1, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 4333397913.6, 1);
-	cr_assert_float_eq(m.workspace_B, 5635213312.0, 0.5);
+	cr_assert_float_eq(m.workspace_B, 6122424320.0, 0.5);
 	cr_assert_float_eq(m.activations_B, m0.activations_B, 0);
 	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
 	cr_assert_float_eq(m.kv_token_B, 98304, 0);
@@ -756,7 +757,8 @@ Test(serve, vision_encoder_memory)
 
 	mem_of(job, work4, 2, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 3313343180.8, 1);
-	cr_assert_float_eq(m.workspace_B, 4561471488.0, 0.5);
+	/* 1,560,952,832 + 3,487,729,664 */
+	cr_assert_float_eq(m.workspace_B, 5048682496.0, 0.5);
 	mem_of(job, work2, 3, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 1656671590.4, 1);
 
@@ -818,6 +820,67 @@ Test(serve, estimate_logits_dry_run)
 	/* length not known: max_seqs */
 	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 0), 1536, 0);
 	arena_release(&a);
+}
+
+/*
+ * Communication memory outside torch (infer_mem_comm_B; trtllm.yaml's
+ * derivation). Maverick FP8 on 8 H100 under attention DP, g = tp 1 x dp 8
+ * = 8: NCCL ring 24 channels x 9,633,792 B = 231,211,008 B, where
+ * 9,633,792 = LL 8 x 512 x 8 x 16 (524,288) + LL128 120 x 640 x 8 x 8
+ * (4,915,200) + Simple 4 MiB (4,194,304); the custom all-reduce's IPC
+ * buffers 4 x 8 x 8,000,000 = 256,000,000 B; 487,211,008 B in all. The
+ * free rule's KV cache is 0.95 of it smaller than without them:
+ * 0.95 x 487,211,008 = 462,850,457.6 B, and the workspace that much
+ * larger (1 GiB + 487,211,008 = 1,560,952,832 B). Without custom
+ * all-reduce the ring alone; at g 2 (tp 2 x dp 4, no attention DP: four
+ * instances of 2) the fusion workspace is 16,000,000 B: 231,211,008 +
+ * 4 x 2 x 16,000,000 = 359,211,008 B; instances of one GPU (tp 1 x dp 8,
+ * no attention DP) nothing.
+ */
+Test(serve, trtllm_comm_memory_outside_torch)
+{
+	const char *job = "results/reference/inference/"
+			  "I-TRTLLM-H100-TP8-LLAMA4-MAVERICK-FP8-1000-1000.yaml";
+	const char *with[] = {"serving.requests=2"};
+	const char *none[] = {"serving.requests=2",
+			      "serving.engine.nccl_channels=0",
+			      "serving.engine.allreduce_ipc_copies=0"};
+	const char *noar[] = {"serving.engine.custom_allreduce=false"};
+	const char *tp2[] = {"parallelism.tp=2", "parallelism.dp=4",
+			     "parallelism.ep=1",
+			     "parallelism.attention_dp=false"};
+	const char *one[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=1",
+			     "parallelism.attention_dp=false"};
+	struct infer_mem m0, m;
+	struct arena a;
+	struct job_spec *j;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, job, NULL, 0);
+	cr_assert_float_eq(infer_mem_comm_B(j, j->serving.engine),
+			   487211008.0, 0.5);
+	arena_release(&a);
+	arena_init(&a);
+	j = fixture_load_job(&a, job, noar, 1);
+	cr_assert_float_eq(infer_mem_comm_B(j, j->serving.engine),
+			   231211008.0, 0.5);
+	arena_release(&a);
+	arena_init(&a);
+	j = fixture_load_job(&a, job, tp2, 4);
+	cr_assert_float_eq(infer_mem_comm_B(j, j->serving.engine),
+			   359211008.0, 0.5);
+	arena_release(&a);
+	arena_init(&a);
+	j = fixture_load_job(&a, job, one, 4);
+	cr_assert_float_eq(infer_mem_comm_B(j, j->serving.engine), 0, 0);
+	arena_release(&a);
+
+	mem_of(job, none, 3, &m0);
+	mem_of(job, with, 1, &m);
+	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 462850457.6, 1);
+	cr_assert_float_eq(m.workspace_B - m0.workspace_B, 487211008.0, 0.5);
+	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
 }
 
 /* MTP drafts need the model's MTP layers: Llama 3 8B has none, and
