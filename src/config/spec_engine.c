@@ -129,6 +129,12 @@ static const struct schema_field engine_fields[] = {
 	  .min = 1, .max = 1e5, .def = "1",
 	  .help = "captured sizes are multiples of this (a step is padded up "
 		  "to the next captured size)" },
+	{ .key = "cuda_graph_sizes", .type = ST_INT_LIST,
+	  .offset = OFF(cuda_graph_sizes), .flags = SF_OPTIONAL,
+	  .min = 1, .max = 1e7,
+	  .help = "the captured sizes, rising (TensorRT-LLM cuda_graph_config "
+		  "batch_sizes); a step is padded up to the next, and past the "
+		  "engine's largest step to that step (replaces cuda_graph_pad)" },
 	{ .key = "custom_allreduce", .type = ST_BOOL,
 	  .offset = OFF(custom_allreduce), .def = "false",
 	  .help = "TP all-reduces up to custom_allreduce_max use the engine's "
@@ -351,6 +357,7 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
 	struct engine_spec *e = obj;
+	size_t i;
 
 	if (e->custom_allreduce && !e->custom_allreduce_lib) {
 		cnode_error(d, node, "'custom_allreduce' is true but "
@@ -373,6 +380,15 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    "the overlap loop's");
 		return -1;
 	}
+	for (i = 1; i < e->cuda_graph_sizes.n; i++)
+		if (e->cuda_graph_sizes.v[i] <= e->cuda_graph_sizes.v[i - 1]) {
+			cnode_error(d, cnode_get(node, "cuda_graph_sizes") ?
+				    cnode_get(node, "cuda_graph_sizes") : node,
+				    "'cuda_graph_sizes' must rise: %lld after "
+				    "%lld", (long long)e->cuda_graph_sizes.v[i],
+				    (long long)e->cuda_graph_sizes.v[i - 1]);
+			return -1;
+		}
 	if (e->auto_size && (e->auto_rule.max_seqs < 1 ||
 			     e->auto_rule.max_tokens < 1)) {
 		cnode_error(d, node, "'auto_size' is true but 'auto_size_rule' "

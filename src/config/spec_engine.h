@@ -181,6 +181,8 @@ struct engine_spec {
 						 * tokens (piecewise) */
 	int64_t cuda_graph_pad;			/* captured sizes are multiples of this above it:
 						 * a step is padded up to the next */
+	struct schema_int_list cuda_graph_sizes; /* the captured sizes, rising (given:
+						 * replaces cuda_graph_pad's rule) */
 	int custom_allreduce;			/* TP all-reduces below custom_allreduce_max use
 						 * the engine's own kernels */
 	double custom_allreduce_max_B;		/* B, largest custom all-reduce */

@@ -27,8 +27,11 @@
  * sequences replays a fully captured graph (full), a step of up to
  * cuda_graph_max tokens a piecewise one (all but attention); captured
  * sizes are 1, 2, 4, ... up to cuda_graph_pad, then its multiples (vLLM:
- * [1, 2, 4] + range(8, 513, 8); SGLang alike), and a step runs padded to
- * the next one: the padding rows go through the token-wise kernels only.
+ * [1, 2, 4] + range(8, 513, 8); SGLang alike), or the engine's list
+ * (cuda_graph_sizes: TensorRT-LLM's batch_sizes, a listed size past the
+ * engine's largest step cut to that step, listed_size), and a step runs
+ * padded to the next one: the padding rows go through the token-wise
+ * kernels only.
  */
 #include "infer_prog.h"
 
@@ -312,6 +315,34 @@ static double captured_size(double n, double pad)
 	return pad * ceil(n / pad);
 }
 
+/* The captured size at or above n from the engine's list
+ * (cuda_graph_sizes), 0 when none holds n. A listed size past the largest
+ * step the engine runs, min(max_seqs, max_tokens / q) sequences of q
+ * tokens (max_tokens for a piecewise graph's tokens), is replaced by
+ * that step and the list ends there: TensorRT-LLM's
+ * _filter_cuda_graph_batch_sizes with padding enabled, and
+ * _round_up_batch_size takes the first captured size >= the batch
+ * (bisect_left), none past the last (NVIDIA/TensorRT-LLM @ 1a0dc5f7
+ * tensorrt_llm/_torch/pyexecutor/model_engine.py). q >= 1 here: the
+ * caller passes 1 for a piecewise graph. */
+static double listed_size(const struct infer_ctx *x, double n, double q)
+{
+	const struct schema_int_list *l = &x->eng->cuda_graph_sizes;
+	double cap = x->max_tokens > 0 ? (double)x->max_tokens : HUGE_VAL, s;
+	size_t i;
+
+	if (x->eng->cuda_graphs == ENGINE_GRAPHS_FULL && x->max_seqs > 0)
+		cap = q * fmin((double)x->max_seqs, floor(cap / q));
+	for (i = 0; i < l->n; i++) {
+		s = fmin((double)l->v[i] * q, cap);
+		if (s >= n)
+			return s;
+		if (s >= cap)
+			break;
+	}
+	return 0;
+}
+
 enum infer_graph infer_graph_for(const struct infer_ctx *x,
 				 const struct infer_batch *b,
 				 struct infer_batch *padded)
@@ -334,7 +365,13 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 	} else {
 		return IGRAPH_NONE;
 	}
-	c = captured_size(n, pad);
+	c = e->cuda_graph_sizes.n == 0 ? captured_size(n, pad) :
+	    listed_size(x, n, g == IGRAPH_FULL ?
+			n / fmax(infer_batch_seqs(b), 1) : 1);
+	if (!(c > 0)) {
+		*padded = *b;
+		return IGRAPH_NONE;
+	}
 	if (c > n && padded->n < INFER_MAX_GROUPS)
 		padded->g[padded->n++] =
 			(struct infer_seqs){c - n, 1, 0, 0, 0, 1};
