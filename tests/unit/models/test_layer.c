@@ -805,6 +805,36 @@ Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
 	cr_assert_eq(adds, 4);
 }
 
+Test(layer, fp8_unfused_gradient_accumulation_reads_a_bf16_dw)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *add = NULL;
+	double h = 1024, ff = 4096, n = ff * h;
+	int i;
+
+	/* The MI300X Llama 2 7B FP8 job (--no-gradient-accumulation-
+	 * fusion): an FP8 wgrad GEMM writes dW in bf16 (Transformer Engine's
+	 * output dtype is the activations', FP32 accumulation inside the
+	 * GEMM), so Megatron's main_grad.add_ after fc2's wgrad reads
+	 * n (2 + 4) = 25165824 B and writes n 4 = 16777216 B, as bf16: the
+	 * add's traffic does not shrink with the GEMM's operand width (1 B
+	 * would read 20971520 B). */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.gradient_accumulation_fusion = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	for (i = 1; i < o.n; i++)
+		if (!strcmp(o.op[i].name, "main_grad_add") &&
+		    !strcmp(o.op[i - 1].name, "fc2_wgrad"))
+			add = &o.op[i];
+	cr_assert_not_null(add);
+	assert_close(add->k.read_B, n * (2 + 4));
+	assert_close(add->k.write_B, n * 4);
+}
+
 static int count_named(const struct layer_ops *o, const char *name,
 		       enum layer_pass pass)
 {
