@@ -220,6 +220,27 @@ static int cacheable(struct net *n, const struct coll_desc *c)
 	return 1;
 }
 
+/* The bytes a plan's per-chunk pipeline steps through: the collective's
+ * size, but for an uneven all-to-all the heaviest sender's row (a
+ * context-parallel ring's one peer, a routing matrix's straggler), which
+ * its nominal size overstates by up to ngpus times. */
+static double pipeline_bytes(const struct coll_desc *c)
+{
+	double most = 0, row;
+	uint32_t i, j;
+
+	if (!c->a2a_B)
+		return c->bytes;
+	for (i = 0; i < c->ngpus; i++) {
+		row = 0;
+		for (j = 0; j < c->ngpus; j++)
+			row += c->a2a_B[(size_t)i * (size_t)c->ngpus + (size_t)j];
+		if (row > most)
+			most = row;
+	}
+	return most;
+}
+
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
@@ -234,7 +255,7 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 	if (cp->per_byte)
 		unit.bytes = 1;
 	else
-		cp->size_B = c->bytes;
+		cp->size_B = pipeline_bytes(c);
 	if (c->path)
 		*rc = algo_path_build(n->topo, n->sys->collectives, &n->ham,
 				      &unit, &cp->plan, why);

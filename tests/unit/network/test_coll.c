@@ -884,17 +884,29 @@ Test(net_coll, alltoall_in_one_node_syncs_per_p2p_chunk)
 	p2p_pipeline(&f, 2e-6);
 	even = timed(&f.sys, &r).time_s;
 	EQ_REL(even - bare, 32e-6, 1e-4);
-	/* The same traffic as a matrix (32 MiB to each peer), as a MoE
-	 * layer's routing gives it: its plan is built for its size, and
-	 * pays the same 16 loops (it paid none before). */
+	/* The same traffic as a matrix (32 MiB to each rank, itself
+	 * included), as a MoE layer's routing gives it: its plan steps
+	 * through its heaviest row, 8 x 32 = 256 MiB, the same 16 loops (it
+	 * paid none before). */
 	for (i = 0; i < 8; i++)
 		for (j = 0; j < 8; j++)
-			m[i * 8 + j] = i == j ? 0 : 32 * MiB;
+			m[i * 8 + j] = 32 * MiB;
 	r.a2a = m;
 	uneven = timed(&f.sys, &r).time_s;
 	p2p_pipeline(&f, 0);
 	uneven_bare = timed(&f.sys, &r).time_s;
 	EQ_REL(uneven - uneven_bare, 32e-6, 1e-4);
+	/* A context-parallel ring step as train.c gives it: 32 MiB to the
+	 * next rank only, nominal size 8 x 32 = 256 MiB. A rank sends 32 MiB
+	 * to one peer: 32 MiB / 16 MiB = 2 loops, 4 us, not the nominal
+	 * size's 16. */
+	for (i = 0; i < 8; i++)
+		for (j = 0; j < 8; j++)
+			m[i * 8 + j] = j == (i + 1) % 8 ? 32 * MiB : 0;
+	uneven_bare = timed(&f.sys, &r).time_s;
+	p2p_pipeline(&f, 2e-6);
+	uneven = timed(&f.sys, &r).time_s;
+	EQ_REL(uneven - uneven_bare, 4e-6, 1e-3);
 }
 
 Test(net_coll, alltoall_across_nodes_has_no_p2p_pipeline)
