@@ -13,7 +13,6 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "engine/exec.h"
-#include "engine/sim.h"
 #include "fixture.h"
 #include "mockcomm.h"
 #include "moe_case.h"
@@ -266,25 +265,14 @@ Test(moe, expert_parameters_shard_over_ep_and_edp)
 static double step_full(struct fixture *f, int full, double beta_Bps,
 			double *exposed)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, beta_Bps);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run run;
+	double step_s;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, full, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	*exposed = er.part_s[EXEC_EXPOSED_COMM];
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
-	return er.step_s;
+	mockcomm_train_run(&run, &f->job, full, 5e-6, beta_Bps);
+	*exposed = run.er.part_s[EXEC_EXPOSED_COMM];
+	step_s = run.er.step_s;
+	mockcomm_train_release(&run);
+	return step_s;
 }
 
 static double step(struct fixture *f, double beta_Bps, double *exposed)
@@ -424,13 +412,7 @@ static int reductions(const struct prog *p, const char *name, double *first_s,
 Test(moe, expert_buckets_reduce_on_their_own_chain)
 {
 	struct fixture f;
-	struct mockcomm m;
-	struct step_comm c;
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run run;
 	double d0 = 0, d1 = 0, db = 0, e0 = 0, e1 = 0, eb = 0, want;
 
 	/* 4 MoE layers, 8 experts of 2 x 1024 x 512 parameters, ep 4 on the
@@ -447,15 +429,9 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	f.job.training.global_batch_size = 32;
 	f.fw.bucket_params = 2000000;
 	f.fw.bucket_params_per_dp = 0;
-	c = mockcomm_init(&m, 5e-6, 1e9);
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f.job, &d), 0);
-	p = train_build(&f.job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	cr_assert_eq(reductions(p, "edp_grad_reduce", &e0, &e1, &eb), 4);
-	cr_assert_geq(reductions(p, "dp_grad_reduce", &d0, &d1, &db), 2);
+	mockcomm_train_run(&run, &f.job, 0, 5e-6, 1e9);
+	cr_assert_eq(reductions(run.p, "edp_grad_reduce", &e0, &e1, &eb), 4);
+	cr_assert_geq(reductions(run.p, "dp_grad_reduce", &d0, &d1, &db), 2);
 	/* Megatron-Core's expert-parallel bucket groups reduce on their own
 	 * process group, concurrently with the dense ones: the experts'
 	 * chain starts as soon as its bucket is ready, while the dense chain
@@ -471,9 +447,7 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	cr_assert(fixture_near(eb, want, 1e-6), "experts' reductions %.9g s, want %.9g s",
 		  eb, want);
 	cr_assert_lt(e1, d1, "experts end %.9g s, dense %.9g s", e1, d1);
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&run);
 	/* both chains under the interleaved schedule with paired actions
 	 * (pp 2 x vpp 2, ep 2 on the dp 4 GPUs of a stage: edp 2; m = 16 /
 	 * (2 x 4) = 2), reductions and all-gathers: the step completes (no
