@@ -591,37 +591,12 @@ Test(cp, symmetric_equals_full)
 	}
 }
 
-/* train_estimate against the built program: its tasks and collective
- * calls, exactly. */
+/* train_estimate against the built program, one simulated GPU a group
+ * and every GPU simulated. */
 static void assert_counts(struct fixture *f, const char *what)
 {
-	struct train_estimate e;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	uint32_t t, n, calls = 0, last = UINT32_MAX;
-	int full;
-
-	for (full = 0; full <= 1; full++) {
-		diag_init(&d, stderr);
-		cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
-		p = train_build(&f->job, full, &plan, &d);
-		cr_assert_not_null(p);
-		n = prog_tasks(p);
-		for (t = 0; t < n; t++) {
-			uint32_t id = exec_task_coll_id(p, t);
-
-			calls += id != UINT32_MAX && id != last;
-			last = id;
-		}
-		cr_assert_eq(e.tasks, n, "%s, full %d: %.0f tasks estimated, "
-			     "%u built", what, full, e.tasks, n);
-		cr_assert_eq(e.calls, calls, "%s, full %d: %.0f calls "
-			     "estimated, %u built", what, full, e.calls, calls);
-		prog_free(p);
-		calls = 0;
-		last = UINT32_MAX;
-	}
+	fixture_assert_estimate(&f->job, 0, what);
+	fixture_assert_estimate(&f->job, 1, what);
 }
 
 Test(moe, estimate_counts_the_built_program)
