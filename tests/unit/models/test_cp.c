@@ -2,7 +2,8 @@
  * test_cp.c - context parallelism against derived numbers: the ring's
  * attention steps and K/V transfers, the transfers hidden behind
  * attention, and one simulated GPU a group against every GPU simulated
- * for each way of passing K/V (moved from test_moe.c).
+ * and the estimate against the built program for each way of passing
+ * K/V (moved from test_moe.c).
  */
 #include <criterion/criterion.h>
 
@@ -94,22 +95,46 @@ static void assert_same_step(struct fixture *f, const char *what)
 	cr_assert_eq(es, ef, "%s: exposed %.9g s, full %.9g s", what, es, ef);
 }
 
+/* Every way of passing K/V, and its name. */
+static const int cp_types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
+static const char *const cp_names[] = { "p2p", "allgather", "a2a",
+					"a2a+p2p" };
+
+/* cp 4, dp 2 on 8 GPUs (the GPT fixture at 8K tokens) passing K/V the
+ * way type says, in 2-GPU all-to-all groups where it has them. */
+static void cp4_job(struct fixture *f, int type)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
+	f->job.parallelism.cp = 4;
+	f->job.parallelism.dp = 2;
+	f->job.parallelism.cp_comm_type = type;
+	f->job.parallelism.cp_a2a = 2;
+}
+
 Test(cp, symmetric_equals_full)
 {
 	struct fixture f;
-	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
-	static const char *const names[] = { "p2p", "allgather", "a2a",
-					     "a2a+p2p" };
 	int i;
 
 	/* cp 4, dp 2 on 8 GPUs: every way of passing K/V */
 	for (i = 0; i < 4; i++) {
-		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
-		f.job.parallelism.cp = 4;
-		f.job.parallelism.dp = 2;
-		f.job.parallelism.cp_comm_type = types[i];
-		f.job.parallelism.cp_a2a = 2;
+		cp4_job(&f, cp_types[i]);
 		f.job.parallelism.cp_load_balance = 1;
-		assert_same_step(&f, names[i]);
+		assert_same_step(&f, cp_names[i]);
+	}
+}
+
+/* train_estimate against the built program (tasks, collective calls,
+ * ranks), one simulated GPU a group and every GPU simulated: context
+ * parallelism, every way (moved from moe/estimate_counts_the_built_program). */
+Test(cp, estimate_counts_the_built_program)
+{
+	struct fixture f;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		cp4_job(&f, cp_types[i]);
+		fixture_assert_estimate(&f.job, 0, cp_names[i]);
+		fixture_assert_estimate(&f.job, 1, cp_names[i]);
 	}
 }

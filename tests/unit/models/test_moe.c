@@ -499,8 +499,6 @@ static void assert_counts(struct fixture *f, const char *what)
 Test(moe, estimate_counts_the_built_program)
 {
 	struct fixture f;
-	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
-	int i;
 
 	/* ep 8 (edp 1), ZeRO-1 with expert buckets over edp 2 (ep 4) */
 	fixture_moe(&f, 8, 2, 512, 8);
@@ -529,15 +527,6 @@ Test(moe, estimate_counts_the_built_program)
 	assert_counts(&f, "ep 4, edp 2, ZeRO-1");
 	f.job.training.zero_stage = 3;
 	assert_counts(&f, "ep 4, edp 2, ZeRO-3");
-	/* context parallelism, every way */
-	for (i = 0; i < 4; i++) {
-		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
-		f.job.parallelism.cp = 4;
-		f.job.parallelism.dp = 2;
-		f.job.parallelism.cp_comm_type = types[i];
-		f.job.parallelism.cp_a2a = 2;
-		assert_counts(&f, "cp 4");
-	}
 }
 
 /* Kernels of the op named `name` in a forward op list (0: absent). */
