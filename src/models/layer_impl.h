@@ -32,6 +32,10 @@ enum { FP8_CS_QUANT_KERNELS = 4, FP8_CS_NORM_QUANT_KERNELS = 3 };
  * zero_amax_kernel without), the amax, the quantize: 3. */
 enum { NVFP4_QUANT_KERNELS = 3 };
 
+/* Tensors one multi-tensor scale swizzle kernel takes (Transformer
+ * Engine common/swizzle/swizzle.cu kMaxTensorsPerKernel, @ 71bbefbf). */
+enum { SWIZZLE_TENSORS_PER_KERNEL = 64 };
+
 /* The amax a current-scaling quantizer reduces across its TP group: one
  * fp32 (quantizer.cpp quantize_impl's amax tensor), 4 B. */
 enum { FP8_AMAX_B = 4 };
@@ -72,6 +76,12 @@ void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* Quantize n elements to the low dtype, both layouts (none when !lowp). */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n);
+
+/* Before a GEMM reading a weight of w elements held as `tensors` tensors
+ * (1, or the local experts): its block scales swizzled (layer_ops.c). */
+void lop_w_swizzle(struct layer_ops *o, enum layer_pass pass,
+		   const struct layer_dims *d, int lowp, double w,
+		   double tensors);
 
 /* The cast at index at quantizes a norm's output (lop_cast_after_norm,
  * layer_ops.c). */

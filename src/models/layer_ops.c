@@ -6,6 +6,7 @@
  */
 #include "layer_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -136,6 +137,12 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * norm before it does not take the amax over (extensions/normalization.cpp:
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
+/* MXFP8 (Transformer Engine's quantize_mxfp8 kernel, the default
+ * through TE 2.14; the specialized cast-only kernels became the default
+ * with TE PR #2958, 2026-05-12): a cast writing the column-wise layout
+ * (with the row-wise, or alone) runs at the GPU's mx_cast_efficiency of
+ * the streaming rate, a row-wise-only cast at the streaming rate (the
+ * B200 figures and their derivation are in configs/gpus/b200.yaml). */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d, int lowp, double n)
 {
@@ -146,6 +153,7 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op = lop_memop(o, name, pass, n * d->act_B,
 		       (d->fp8_one_layout ? 1 : 2) * n * d->lowp_B, n);
 	op->host = HOST_MODULE;
+	op->k.mem_eff = d->mx_cast_eff;	/* both layouts: MXFP8's rate */
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
 		op->k.launches = FP8_CS_QUANT_KERNELS;
@@ -154,6 +162,36 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->k.read_B += n * d->act_B;
 		op->k.launches = NVFP4_QUANT_KERNELS;
 	}
+}
+
+/* Transformer Engine before 2.18 keeps a weight's quantized copy with
+ * its block scales (MXFP8 1 B a 32, NVFP4 1 B a 16) in the plain layout,
+ * so every GEMM that reads the weight (forward with the row-wise scales,
+ * dgrad with the column-wise) first swizzles them into a scratch buffer
+ * in the layout the GEMM wants, and drops it: swizzle_scales_for_gemm
+ * (pytorch/csrc/extensions/gemm.cpp @ 71bbefbf, f031cf87b, the
+ * Megatron-Bridge 26.04 pins) runs nvte_swizzle_scaling_factors, a
+ * grouped GEMM's experts' weights together in
+ * nvte_multi_tensor_swizzle_scaling_factors (SWIZZLE_TENSORS_PER_KERNEL
+ * a launch), from inside the GEMM's C++ call. Inputs and gradients are
+ * quantized straight into that layout (optimize_for_gemm, TE 2.12). TE
+ * PR #3093 (42cb81b14, 2026-06-24, first in v2.18) swizzles the cached
+ * weight once at quantize time instead: "the weight scale swizzle ran
+ * 2*N times per step". Framework elementwise.weight_scale_swizzle. The
+ * scale bytes are read and written, w_swizzle_B a weight element. */
+void lop_w_swizzle(struct layer_ops *o, enum layer_pass pass,
+		   const struct layer_dims *d, int lowp, double w,
+		   double tensors)
+{
+	struct layer_op *op;
+	double s = w * d->w_swizzle_B;
+
+	if (!lowp || !(s > 0))
+		return;
+	op = lop_memop(o, "weight_scale_swizzle", pass, s, s, 0);
+	op->k.launches = ceil(tensors / SWIZZLE_TENSORS_PER_KERNEL);
+	op->host = HOST_FREE;	/* inside the GEMM's call */
+	op->host_kernels = (uint16_t)(op->k.launches - 1);
 }
 
 /* The cast at index at (if it is one) quantizes a norm's output inside a
@@ -215,6 +253,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 
 	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
 	sp_amax_reduce(o, pass, d, lowp);
+	lop_w_swizzle(o, pass, d, lowp, n * k, 1);
 	if (!d->sp) {
 		lop_gemm(o, name, pass, t, n, k, lowp);
 		in_module(o, lowp);
@@ -243,6 +282,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	int i;
 
 	lop_cast(o, cast_name, pass, d, d->lowp, t * k);
+	lop_w_swizzle(o, pass, d, d->lowp, h * k, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
@@ -357,6 +397,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	/* with SP, quantize the local shard and gather low-precision */
 	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
+	lop_w_swizzle(o, PASS_BWD, d, d->lowp, k * h, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -386,6 +427,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
+	lop_w_swizzle(o, PASS_BWD, d, lowp, n * k, 1);
 	before = lop_tail(o);
 	if (d->sp) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
