@@ -138,6 +138,12 @@ static const struct schema_field elementwise_fields[] = {
 		  "scales into the GEMM's swizzled layout, one kernel (a "
 		  "grouped GEMM's experts together), issued inside the GEMM's "
 		  "call (Transformer Engine before 2.18)" },
+	{ .key = "act_scale_swizzle", .type = ST_BOOL,
+	  .offset = EOFF(act_scale_swizzle), .def = "false",
+	  .help = "MXFP8/NVFP4 training: every GEMM also swizzles the block "
+		  "scales of its quantized input or gradient (forward, "
+		  "dgrad) and of both in wgrad, a kernel each (Transformer "
+		  "Engine before 2.12: no quantizer writes the GEMM's layout)" },
 	{ .key = "expert_quant_padding", .type = ST_BOOL,
 	  .offset = EOFF(expert_quant_padding), .def = "false",
 	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "

@@ -254,6 +254,8 @@ struct elementwise_spec {
 	int weight_scale_swizzle;	/* MXFP8/NVFP4: every GEMM reading a
 					 * weight first swizzles its block
 					 * scales, a kernel of its own */
+	int act_scale_swizzle;		/* and its quantized inputs' and
+					 * gradients' (TE before 2.12) */
 	int expert_quant_padding;	/* low precision: the grouped MLP copies
 					 * its rows into per-expert aligned splits
 					 * and back (Megatron-Core Fp8Padding) */

@@ -79,6 +79,7 @@
 #include "layer_impl.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "config/spec_job.h"
@@ -225,12 +226,13 @@ static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	lop_cast(o, "mla_down_cast", pass, d, d->lowp, ts * h);
 	if (m->q_lora > 0) {
-		lop_w_swizzle(o, pass, d, d->lowp, m->q_lora * h, 1);
+		lop_swizzle(o, pass, d, d->lowp, m->q_lora * h, ts * h, 1, 1);
 		lop_gemm(o, "q_down", pass, ts, m->q_lora, h, d->lowp);
 		lop_memop(o, "q_norm", pass, ts * m->q_lora * d->act_B,
 			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
 	}
-	lop_w_swizzle(o, pass, d, d->lowp, (m->kv_lora + m->rope) * h, 1);
+	lop_swizzle(o, pass, d, d->lowp, (m->kv_lora + m->rope) * h, ts * h,
+		    1, 1);
 	lop_gemm(o, "kv_down", pass, ts, m->kv_lora + m->rope, h, d->lowp)
 		->dep[0] = d->lowp ? in + 1 : in;	/* the cast */
 	lop_memop(o, "kv_norm", pass, ts * m->kv_lora * d->act_B,
@@ -283,6 +285,7 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 		  double sq, double skv, int causal, double window,
 		  struct gpu_attn_shape *a)
 {
+	memset(a, 0, sizeof(*a));	/* the padding too: ops compare by memcmp */
 	a->batch = batch;
 	a->heads_q = heads;
 	a->heads_kv = heads * heads_kv(d) / heads_q(d);
@@ -628,8 +631,11 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		lop_memop(o, "q_norm_bwd", PASS_BWD,
 			  3 * ts * m->q_lora * d->act_B,
 			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
-		lop_w_swizzle(o, PASS_BWD, d, d->lowp, h * m->q_lora, 1);
+		lop_swizzle(o, PASS_BWD, d, d->lowp, h * m->q_lora,
+			    ts * m->q_lora, 1, 1);
 		lop_gemm(o, "q_down_dgrad", PASS_BWD, ts, h, m->q_lora, d->lowp);
+		lop_swizzle(o, PASS_BWD, d, d->lowp, 0, ts * (h + m->q_lora), 2,
+			    1);
 		lop_gemm(o, "q_down_wgrad", PASS_BWD, h, m->q_lora, ts, d->lowp);
 		lop_accumulate(o, d, h * m->q_lora);
 	} else {
@@ -637,9 +643,12 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 			       "q_grad_tp_reduce", "q_wgrad", d,
 			       hq * (m->nope + m->rope), h, d->lowp);
 	}
-	lop_w_swizzle(o, PASS_BWD, d, d->lowp, h * (m->kv_lora + m->rope), 1);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, h * (m->kv_lora + m->rope),
+		    ts * (m->kv_lora + m->rope), 1, 1);
 	lop_gemm(o, "kv_down_dgrad", PASS_BWD, ts, h, m->kv_lora + m->rope,
 		 d->lowp);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0,
+		    ts * (h + m->kv_lora + m->rope), 2, 1);
 	lop_gemm(o, "kv_down_wgrad", PASS_BWD, h, m->kv_lora + m->rope, ts,
 		 d->lowp);
 	lop_accumulate(o, d, h * (m->kv_lora + m->rope));

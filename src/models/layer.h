@@ -206,7 +206,9 @@ struct layer_dims {
 	double w_swizzle_B;	/* B of block scales a weight element carries
 				 * when each GEMM swizzles them (framework
 				 * weight_scale_swizzle; MXFP8, NVFP4); 0 =
-				 * none (layer_ops.c lop_w_swizzle) */
+				 * none (layer_ops.c lop_swizzle) */
+	double x_swizzle_B;	/* the same for a GEMM's quantized inputs and
+				 * gradients (framework act_scale_swizzle) */
 	double mx_cast_eff;	/* MXFP8 by TE's generic kernel (framework
 				 * mx_generic_cast): fraction of the streaming
 				 * rate a cast writing the column-wise layout

@@ -77,11 +77,13 @@ void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n);
 
-/* Before a GEMM reading a weight of w elements held as `tensors` tensors
- * (1, or the local experts): its block scales swizzled (layer_ops.c). */
-void lop_w_swizzle(struct layer_ops *o, enum layer_pass pass,
-		   const struct layer_dims *d, int lowp, double w,
-		   double tensors);
+/* Before a GEMM: the block scales of its weight (w elements) and of its
+ * nx quantized activation operands (x elements), `tensors` tensors each,
+ * swizzled where the framework's TE does it per GEMM (layer_ops.c);
+ * NULL when nothing is. */
+struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, double w,
+			     double x, int nx, double tensors);
 
 /* The cast at index at quantizes a norm's output (lop_cast_after_norm,
  * layer_ops.c). */

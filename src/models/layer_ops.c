@@ -173,25 +173,34 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
  * Megatron-Bridge 26.04 pins) runs nvte_swizzle_scaling_factors, a
  * grouped GEMM's experts' weights together in
  * nvte_multi_tensor_swizzle_scaling_factors (SWIZZLE_TENSORS_PER_KERNEL
- * a launch), from inside the GEMM's C++ call. Inputs and gradients are
- * quantized straight into that layout (optimize_for_gemm, TE 2.12). TE
- * PR #3093 (42cb81b14, 2026-06-24, first in v2.18) swizzles the cached
- * weight once at quantize time instead: "the weight scale swizzle ran
- * 2*N times per step". Framework elementwise.weight_scale_swizzle. The
- * scale bytes are read and written, w_swizzle_B a weight element. */
-void lop_w_swizzle(struct layer_ops *o, enum layer_pass pass,
-		   const struct layer_dims *d, int lowp, double w,
-		   double tensors)
+ * a launch), from inside the GEMM's C++ call. TE PR #3093 (42cb81b14,
+ * 2026-06-24, first in v2.18) swizzles the cached weight once at
+ * quantize time instead: "the weight scale swizzle ran 2*N times per
+ * step" (framework weight_scale_swizzle). Before TE 2.12 (PR #2486,
+ * 99df88106: quantizers write the GEMM's layout, optimize_for_gemm) the
+ * GEMM swizzled its other operands the same way, the input or gradient
+ * (forward, dgrad) and both in wgrad: gemm.cpp @ 70f53666 (2.9.0, the
+ * Megatron-Bridge 25.11 pin) swizzle_scaling_factors(A), (B) on every
+ * call (framework act_scale_swizzle). Here, before a GEMM: w weight
+ * elements and x elements of nx quantized activation operands, held as
+ * `tensors` tensors each (1, or the local experts); the scale bytes are
+ * read and written, one kernel an operand swizzled. */
+struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, double w,
+			     double x, int nx, double tensors)
 {
 	struct layer_op *op;
-	double s = w * d->w_swizzle_B;
+	double s = w * d->w_swizzle_B + x * d->x_swizzle_B;
+	int kernels = (w > 0 && d->w_swizzle_B > 0) +
+		      (x > 0 && d->x_swizzle_B > 0 ? nx : 0);
 
-	if (!lowp || !(s > 0))
-		return;
-	op = lop_memop(o, "weight_scale_swizzle", pass, s, s, 0);
-	op->k.launches = ceil(tensors / SWIZZLE_TENSORS_PER_KERNEL);
+	if (!lowp || kernels == 0 || !(s > 0))
+		return NULL;
+	op = lop_memop(o, "scale_swizzle", pass, s, s, 0);
+	op->k.launches = kernels * ceil(tensors / SWIZZLE_TENSORS_PER_KERNEL);
 	op->host = HOST_FREE;	/* inside the GEMM's call */
 	op->host_kernels = (uint16_t)(op->k.launches - 1);
+	return op;
 }
 
 /* The cast at index at (if it is one) quantizes a norm's output inside a
@@ -253,8 +262,8 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 
 	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
 	sp_amax_reduce(o, pass, d, lowp);
-	lop_w_swizzle(o, pass, d, lowp, n * k, 1);
 	if (!d->sp) {
+		lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t, n, k, lowp);
 		in_module(o, lowp);
 		return;
@@ -263,6 +272,8 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	for (i = 0; i < d->chunks; i++) {
 		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
 			->dep[0] = i == 0 ? before : LAYER_NONE;
+		if (i == 0)	/* the gathered input's, once a call */
+			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
 		in_module(o, lowp || i > 0);
 	}
@@ -282,7 +293,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	int i;
 
 	lop_cast(o, cast_name, pass, d, d->lowp, t * k);
-	lop_w_swizzle(o, pass, d, d->lowp, h * k, 1);
+	lop_swizzle(o, pass, d, d->lowp, h * k, t * k, 1, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
@@ -397,7 +408,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	/* with SP, quantize the local shard and gather low-precision */
 	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
-	lop_w_swizzle(o, PASS_BWD, d, d->lowp, k * h, 1);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -407,6 +418,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 		in_module(o, d->lowp || i > 0);
 	}
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, t * (k + h), 2, 1);
 	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
 	in_module(o, 1);
 	lop_accumulate(o, d, k * h);
@@ -427,7 +439,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
-	lop_w_swizzle(o, PASS_BWD, d, lowp, n * k, 1);
+	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
 	if (d->sp) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
@@ -441,6 +453,9 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * k * d->act_B))
 		red = lop_tail(o);
+	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
+	if (op)		/* after the dgrad, not the reduction */
+		op->dep[0] = dg;
 	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
 	op->host = HOST_FREE;
 	op->dep[0] = dg;

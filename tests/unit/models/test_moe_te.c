@@ -596,30 +596,30 @@ Test(moe, weight_scale_swizzle_before_each_weight_gemm)
 	cr_assert(near(d.w_swizzle_B, 1.0 / 32));
 	layer_fwd(&d, NULL, &fwd);
 	layer_bwd(&d, NULL, LREC_NONE, &bwd);
-	cr_assert_eq(count_ops(&fwd, "weight_scale_swizzle", &op), 4);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
 	cr_assert(near(op->k.read_B, 98304.0) && near(op->k.write_B, 98304.0),
 		  "%g %g", op->k.read_B, op->k.write_B);
 	cr_assert(op->k.launches <= 1);
 	cr_assert_eq(op->host, HOST_FREE);
 	cr_assert_eq(strcmp((op + 1)->name, "qkv"), 0, "%s", (op + 1)->name);
-	cr_assert_eq(count_ops(&bwd, "weight_scale_swizzle", &op), 4);
+	cr_assert_eq(count_ops(&bwd, "scale_swizzle", &op), 4);
 	/* NVFP4: E4M3 scales, 1 B a 16: 196608 B */
 	f.job.training.dtype = DTYPE_NVFP4;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &fwd);
-	cr_assert_eq(count_ops(&fwd, "weight_scale_swizzle", &op), 4);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
 	cr_assert(near(op->k.read_B, 196608.0));
 	/* TE >= 2.18 (swizzled once when cached), per-tensor FP8, bf16:
 	 * none */
 	f.fw.elementwise.weight_scale_swizzle = 0;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &fwd);
-	cr_assert_eq(count_ops(&fwd, "weight_scale_swizzle", &op), 0);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 0);
 	f.fw.elementwise.weight_scale_swizzle = 1;
 	f.job.training.dtype = DTYPE_FP8;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &fwd);
-	cr_assert_eq(count_ops(&fwd, "weight_scale_swizzle", &op), 0);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 0);
 	/* MoE (every layer), 4 local experts, MXFP8: the grouped GEMM's
 	 * experts' scales in one kernel, L u h / 32 B before expert_fc1
 	 * (u = 512, or 1024 gated), before expert_fc2, and before each
@@ -635,18 +635,74 @@ Test(moe, weight_scale_swizzle_before_each_weight_gemm)
 	op = fixture_op(&fwd, "expert_fc1");
 	cr_assert(op);
 	op--;
-	cr_assert_eq(strcmp(op->name, "weight_scale_swizzle"), 0);
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
 	cr_assert(near(op->k.read_B, 4 * u * 1024 / 32.0), "%g",
 		  op->k.read_B);
 	cr_assert(op->k.launches <= 1);
 	cr_assert_eq(strcmp((fixture_op(&bwd, "expert_fc1_dgrad") - 1)->name,
-			    "weight_scale_swizzle"), 0);
+			    "scale_swizzle"), 0);
 	cr_assert_eq(strcmp((fixture_op(&bwd, "expert_fc2_dgrad") - 1)->name,
-			    "weight_scale_swizzle"), 0);
+			    "scale_swizzle"), 0);
 	fwd.n = 0;
-	lop_w_swizzle(&fwd, PASS_FWD, &d, 1, 65 * 1024.0, 65);
+	cr_assert_not_null(lop_swizzle(&fwd, PASS_FWD, &d, 1, 65 * 1024.0, 0,
+				       1, 65));
 	cr_assert_eq(fwd.n, 1);
 	cr_assert(near(fwd.op[0].k.launches, 2));
 	cr_assert_eq(fwd.op[0].host_kernels, 1);
+	/* TE 2.9 (act_scale_swizzle): the expert fc1 forward also swizzles
+	 * its input's scales, R h / 32 B more in a second kernel; each
+	 * wgrad swizzles its two operands' (fc1: R (h + u) / 32 B, two
+	 * kernels), with no weight. */
+	f.fw.elementwise.act_scale_swizzle = 1;
+	build(&f, &a, &fwd, &bwd);
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.x_swizzle_B, 1.0 / 32));
+	op = fixture_op(&fwd, "expert_fc1") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.launches, 2));
+	op = fixture_op(&bwd, "expert_fc1_wgrad") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_eq(op->host_kernels, 1);
 	arena_release(&a);
+}
+
+Test(moe, act_scale_swizzle_swizzles_every_quantized_operand)
+{
+	struct fixture f;
+	struct layer_ops fwd, bwd;
+	struct layer_dims d;
+	const struct layer_op *op;
+
+	/* Dense GPT layer (T = 4096 tokens, h 1024, qkv 3072), MXFP8, TE
+	 * 2.9 (weight and act scale swizzles): qkv's forward swizzles the
+	 * weight's and the input's scales, (3072 + 4096) x 1024 / 32 =
+	 * 229376 B each way, two kernels, the second from C++ (host one
+	 * more); qkv's wgrad its input's (4096 x 1024) and its output
+	 * gradient's (4096 x 3072): 4096 x 4096 / 32 = 524288 B, two
+	 * kernels; every GEMM has one: 4 forward, 8 backward. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.weight_scale_swizzle = 1;
+	f.fw.elementwise.act_scale_swizzle = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	layer_bwd(&d, NULL, LREC_NONE, &bwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 229376.0), "%g", op->k.read_B);
+	cr_assert(near(op->k.write_B, 229376.0));
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_eq(op->host_kernels, 1);
+	cr_assert_eq(count_ops(&bwd, "scale_swizzle", &op), 8);
+	op = fixture_op(&bwd, "qkv_wgrad") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.read_B, 524288.0), "%g", op->k.read_B);
+	cr_assert(near(op->k.launches, 2));
+	/* act alone (no weight swizzle): the input's only, 131072 B */
+	f.fw.elementwise.weight_scale_swizzle = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 131072.0), "%g", op->k.read_B);
+	cr_assert(op->k.launches <= 1);
 }
