@@ -125,6 +125,25 @@ static const struct schema_field elementwise_fields[] = {
 		  "four (amax zeroed, amax, scale, cast), fp8 block scaling "
 		  "one; fp8 delayed scaling keeps one fused kernel, NVFP4 "
 		  "its grouped quantize (three kernels for all experts)" },
+	{ .key = "mx_generic_cast", .type = ST_BOOL,
+	  .offset = EOFF(mx_generic_cast), .def = "false",
+	  .help = "MXFP8 casts run Transformer Engine's generic quantize "
+		  "kernel (quantize_mxfp8, the default through TE 2.15), at "
+		  "the GPU's mx_cast_efficiency when they write the "
+		  "column-wise layout (false: the streaming rate)" },
+	{ .key = "weight_scale_swizzle", .type = ST_BOOL,
+	  .offset = EOFF(weight_scale_swizzle), .def = "false",
+	  .help = "MXFP8/NVFP4 training: every GEMM that reads a weight "
+		  "(forward, dgrad) first copies the cached weight's block "
+		  "scales into the GEMM's swizzled layout, one kernel (a "
+		  "grouped GEMM's experts together), issued inside the GEMM's "
+		  "call (Transformer Engine before 2.18)" },
+	{ .key = "act_scale_swizzle", .type = ST_BOOL,
+	  .offset = EOFF(act_scale_swizzle), .def = "false",
+	  .help = "MXFP8/NVFP4 training: every GEMM also swizzles the block "
+		  "scales of its quantized input or gradient (forward, "
+		  "dgrad) and of both in wgrad, a kernel each (Transformer "
+		  "Engine before 2.12: no quantizer writes the GEMM's layout)" },
 	{ .key = "expert_quant_padding", .type = ST_BOOL,
 	  .offset = EOFF(expert_quant_padding), .def = "false",
 	  .help = "fp8/fp4/MX training: the grouped MLP pads each local "

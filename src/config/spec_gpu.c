@@ -347,6 +347,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
 		  "kernels of fused optimizers reach (chunks of 65536 elements, "
 		  "at most 320 blocks a launch)" },
+	{ .key = "mx_cast_efficiency", .type = ST_NUM,
+	  .offset = OFF(mx_cast_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth an MXFP8 quantize "
+		  "kernel reaches when it writes the column-wise layout "
+		  "(both layouts, or that one alone; a row-wise-only cast "
+		  "streams)" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -135,6 +135,8 @@ struct gpu_spec {
 						 * captured CUDA/HIP graph */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
+	double mx_cast_efficiency;		/* fraction of streaming bandwidth an MXFP8 cast
+						 * writing the column-wise layout reaches */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is

@@ -248,6 +248,14 @@ struct elementwise_spec {
 					 * PyTorch ops when that factor is not 1) */
 	int per_expert_quantize;	/* MX formats: a grouped GEMM's input
 					 * quantized by one kernel per expert */
+	int mx_generic_cast;		/* MXFP8 casts by Transformer Engine's
+					 * generic quantize kernel (gpu
+					 * mx_cast_efficiency applies) */
+	int weight_scale_swizzle;	/* MXFP8/NVFP4: every GEMM reading a
+					 * weight first swizzles its block
+					 * scales, a kernel of its own */
+	int act_scale_swizzle;		/* and its quantized inputs' and
+					 * gradients' (TE before 2.12) */
 	int expert_quant_padding;	/* low precision: the grouped MLP copies
 					 * its rows into per-expert aligned splits
 					 * and back (Megatron-Core Fp8Padding) */

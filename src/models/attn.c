@@ -226,12 +226,15 @@ static void mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	lop_cast(o, "mla_down_cast", pass, d, d->lowp, ts * h);
 	if (m->q_lora > 0) {
+		lop_swizzle(o, pass, d, d->lowp, m->q_lora * h, ts * h, 1, 1);
 		lop_gemm(o, "q_down", pass, ts, m->q_lora, h, d->lowp);
 		lop_memop(o, "q_norm", pass, ts * m->q_lora * d->act_B,
 			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
 	}
+	lop_swizzle(o, pass, d, d->lowp, (m->kv_lora + m->rope) * h, ts * h,
+		    1, 1);
 	lop_gemm(o, "kv_down", pass, ts, m->kv_lora + m->rope, h, d->lowp)
-		->dep[0] = d->lowp ? in + 1 : in;
+		->dep[0] = d->lowp ? in + 1 : in;	/* the cast */
 	lop_memop(o, "kv_norm", pass, ts * m->kv_lora * d->act_B,
 		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
 }
@@ -628,7 +631,11 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		lop_memop(o, "q_norm_bwd", PASS_BWD,
 			  3 * ts * m->q_lora * d->act_B,
 			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
+		lop_swizzle(o, PASS_BWD, d, d->lowp, h * m->q_lora,
+			    ts * m->q_lora, 1, 1);
 		lop_gemm(o, "q_down_dgrad", PASS_BWD, ts, h, m->q_lora, d->lowp);
+		lop_swizzle(o, PASS_BWD, d, d->lowp, 0, ts * (h + m->q_lora), 2,
+			    1);
 		lop_gemm(o, "q_down_wgrad", PASS_BWD, h, m->q_lora, ts, d->lowp);
 		lop_accumulate(o, d, h * m->q_lora);
 	} else {
@@ -636,8 +643,12 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 			       "q_grad_tp_reduce", "q_wgrad", d,
 			       hq * (m->nope + m->rope), h, d->lowp);
 	}
+	lop_swizzle(o, PASS_BWD, d, d->lowp, h * (m->kv_lora + m->rope),
+		    ts * (m->kv_lora + m->rope), 1, 1);
 	lop_gemm(o, "kv_down_dgrad", PASS_BWD, ts, h, m->kv_lora + m->rope,
 		 d->lowp);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0,
+		    ts * (h + m->kv_lora + m->rope), 2, 1);
 	lop_gemm(o, "kv_down_wgrad", PASS_BWD, h, m->kv_lora + m->rope, ts,
 		 d->lowp);
 	lop_accumulate(o, d, h * (m->kv_lora + m->rope));

@@ -93,6 +93,22 @@ static enum dtype gemm_dt(const struct kern *k, const struct gpu_spec *g,
 	return k->lowp ? dt->gemm_lowp : dt->base;
 }
 
+/* A memory-bound kernel that reaches k->mem_eff of the streaming rate
+ * (an MXFP8 cast, layer_ops.c lop_cast): its bytes over the serving
+ * level's rate times mem_eff (the level chosen by the bytes it really
+ * moves, and those reported), plus its launches. */
+static struct gpu_cost slow_memory_op(const struct kern *k,
+				      const struct gpu_spec *g)
+{
+	double e = k->mem_eff, ws = k->read_B + k->write_B;
+	struct gpu_cost c = gpu_memory_ops(g, k->read_B / e, k->write_B / e,
+					   k->strided_B / e, k->vec_flops, ws,
+					   k->launches);
+
+	c.bytes = ws;
+	return c;
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
@@ -109,6 +125,8 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 	case KERN_MEM:
 		break;
 	}
+	if (k->mem_eff > 0 && k->mem_eff < 1)
+		return slow_memory_op(k, g);
 	if (k->launches > 1 || k->strided_B > 0)
 		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
 				      k->vec_flops, k->read_B + k->write_B,

@@ -436,6 +436,18 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->fp8_current = dt == DTYPE_FP8 &&
 			 j->training.fp8_scaling == FP8_CURRENT;
 	d->nvfp4_amax = dt == DTYPE_NVFP4;
+	/* the scales' bytes: the format's less its data (E4M3 1 B, E2M1
+	 * 0.5 B), dtype_bytes */
+	d->x_swizzle_B = dt == DTYPE_MXFP8 ? dtype_bytes(dt) - 1 :
+			 dt == DTYPE_NVFP4 ? dtype_bytes(dt) - 0.5 : 0;
+	d->w_swizzle_B = j->framework->elementwise.weight_scale_swizzle ?
+			 d->x_swizzle_B : 0;
+	if (!j->framework->elementwise.act_scale_swizzle)
+		d->x_swizzle_B = 0;
+	d->mx_cast_eff = dt == DTYPE_MXFP8 &&
+			 j->framework->elementwise.mx_generic_cast &&
+			 j->system && j->system->gpu ?
+			 j->system->gpu->mx_cast_efficiency : 1;
 	d->fp8_one_layout = dt == DTYPE_FP8 &&
 			    j->training.fp8_scaling != FP8_BLOCK &&
 			    j->system && j->system->gpu &&

@@ -210,6 +210,16 @@ struct layer_dims {
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
 				 * norm fuses (layer_ops.c lop_cast) */
+	double w_swizzle_B;	/* B of block scales a weight element carries
+				 * when each GEMM swizzles them (framework
+				 * weight_scale_swizzle; MXFP8, NVFP4); 0 =
+				 * none (layer_ops.c lop_swizzle) */
+	double x_swizzle_B;	/* the same for a GEMM's quantized inputs and
+				 * gradients (framework act_scale_swizzle) */
+	double mx_cast_eff;	/* MXFP8 by TE's generic kernel (framework
+				 * mx_generic_cast): fraction of the streaming
+				 * rate a cast writing the column-wise layout
+				 * runs at (gpu mx_cast_efficiency); else 1 */
 	int qk_norm;		/* Q and K normalized per head (GQA layers) */
 	int expert_casts;	/* kernels one grouped cast is: 1, or one per
 				 * local expert (MX formats, framework
@@ -336,6 +346,9 @@ struct kern {
 	double launches;	/* kernels a memory-bound op is (0 or 1: one) */
 	double strided_B;	/* B of it on PyTorch's generic (non-contiguous)
 				 * elementwise path */
+	double mem_eff;		/* fraction of the streaming rate this
+				 * memory-bound kernel reaches (0: all of it;
+				 * an MXFP8 cast: lop_cast) */
 };
 
 enum layer_op_kind {

@@ -32,6 +32,10 @@ enum { FP8_CS_QUANT_KERNELS = 4, FP8_CS_NORM_QUANT_KERNELS = 3 };
  * zero_amax_kernel without), the amax, the quantize: 3. */
 enum { NVFP4_QUANT_KERNELS = 3 };
 
+/* Tensors one multi-tensor scale swizzle kernel takes (Transformer
+ * Engine common/swizzle/swizzle.cu kMaxTensorsPerKernel, @ 71bbefbf). */
+enum { SWIZZLE_TENSORS_PER_KERNEL = 64 };
+
 /* The amax a current-scaling quantizer reduces across its TP group: one
  * fp32 (quantizer.cpp quantize_impl's amax tensor), 4 B. */
 enum { FP8_AMAX_B = 4 };
@@ -72,6 +76,14 @@ void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 /* Quantize n elements to the low dtype, both layouts (none when !lowp). */
 void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n);
+
+/* Before a GEMM: the block scales of its weight (w elements) and of its
+ * nx quantized activation operands (x elements), `tensors` tensors each,
+ * swizzled where the framework's TE does it per GEMM (layer_ops.c);
+ * NULL when nothing is. */
+struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, double w,
+			     double x, int nx, double tensors);
 
 /* The cast at index at quantizes a norm's output (lop_cast_after_norm,
  * layer_ops.c). */

@@ -6,6 +6,7 @@
  */
 #include "layer_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -136,6 +137,12 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * norm before it does not take the amax over (extensions/normalization.cpp:
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
+/* MXFP8 (Transformer Engine's quantize_mxfp8 kernel, the default
+ * through TE 2.14; the specialized cast-only kernels became the default
+ * with TE PR #2958, 2026-05-12): a cast writing the column-wise layout
+ * (with the row-wise, or alone) runs at the GPU's mx_cast_efficiency of
+ * the streaming rate, a row-wise-only cast at the streaming rate (the
+ * B200 figures and their derivation are in configs/gpus/b200.yaml). */
 static void cast_layouts(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 int lowp, double n, int one_layout)
@@ -147,6 +154,7 @@ static void cast_layouts(struct layer_ops *o, const char *name,
 	op = lop_memop(o, name, pass, n * d->act_B,
 		       (one_layout ? 1 : 2) * n * d->lowp_B, n);
 	op->host = HOST_MODULE;
+	op->k.mem_eff = d->mx_cast_eff;	/* both layouts: MXFP8's rate */
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
 		op->k.launches = FP8_CS_QUANT_KERNELS;
@@ -202,6 +210,45 @@ static int16_t gathered_transpose(struct layer_ops *o, const char *name,
 	op->host = HOST_FREE;
 	op->dep[0] = after;
 	return lop_tail(o);
+}
+
+/* Transformer Engine before 2.18 keeps a weight's quantized copy with
+ * its block scales (MXFP8 1 B a 32, NVFP4 1 B a 16) in the plain layout,
+ * so every GEMM that reads the weight (forward with the row-wise scales,
+ * dgrad with the column-wise) first swizzles them into a scratch buffer
+ * in the layout the GEMM wants, and drops it: swizzle_scales_for_gemm
+ * (pytorch/csrc/extensions/gemm.cpp @ 71bbefbf, f031cf87b, the
+ * Megatron-Bridge 26.04 pins) runs nvte_swizzle_scaling_factors, a
+ * grouped GEMM's experts' weights together in
+ * nvte_multi_tensor_swizzle_scaling_factors (SWIZZLE_TENSORS_PER_KERNEL
+ * a launch), from inside the GEMM's C++ call. TE PR #3093 (42cb81b14,
+ * 2026-06-24, first in v2.18) swizzles the cached weight once at
+ * quantize time instead: "the weight scale swizzle ran 2*N times per
+ * step" (framework weight_scale_swizzle). Before TE 2.12 (PR #2486,
+ * 99df88106: quantizers write the GEMM's layout, optimize_for_gemm) the
+ * GEMM swizzled its other operands the same way, the input or gradient
+ * (forward, dgrad) and both in wgrad: gemm.cpp @ 70f53666 (2.9.0, the
+ * Megatron-Bridge 25.11 pin) swizzle_scaling_factors(A), (B) on every
+ * call (framework act_scale_swizzle). Here, before a GEMM: w weight
+ * elements and x elements of nx quantized activation operands, held as
+ * `tensors` tensors each (1, or the local experts); the scale bytes are
+ * read and written, one kernel an operand swizzled. */
+struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, double w,
+			     double x, int nx, double tensors)
+{
+	struct layer_op *op;
+	double s = w * d->w_swizzle_B + x * d->x_swizzle_B;
+	int kernels = (w > 0 && d->w_swizzle_B > 0) +
+		      (x > 0 && d->x_swizzle_B > 0 ? nx : 0);
+
+	if (!lowp || kernels == 0 || !(s > 0))
+		return NULL;
+	op = lop_memop(o, "scale_swizzle", pass, s, s, 0);
+	op->k.launches = kernels * ceil(tensors / SWIZZLE_TENSORS_PER_KERNEL);
+	op->host = HOST_FREE;	/* inside the GEMM's call */
+	op->host_kernels = (uint16_t)(op->k.launches - 1);
+	return op;
 }
 
 /* The cast at index at (if it is one) quantizes a norm's output inside a
@@ -264,6 +311,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	cast_before_gather(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
 	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
+		lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t, n, k, lowp);
 		in_module(o, lowp);
 		return;
@@ -272,6 +320,8 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	for (i = 0; i < d->chunks; i++) {
 		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
 			->dep[0] = i == 0 ? before : LAYER_NONE;
+		if (i == 0)	/* the gathered input's, once a call */
+			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
 		in_module(o, lowp || i > 0);
 	}
@@ -291,6 +341,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	int i;
 
 	lop_cast(o, cast_name, pass, d, d->lowp, t * k);
+	lop_swizzle(o, pass, d, d->lowp, h * k, t * k, 1, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
@@ -406,6 +457,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	cast_before_gather(o, cast_name, PASS_BWD, d, d->lowp,
 			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -417,6 +469,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	}
 	gathered_transpose(o, "fp8_grad_transpose", d, d->lowp, t, h,
 			   lop_tail(o));
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, t * (k + h), 2, 1);
 	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
 	in_module(o, 1);
 	lop_accumulate(o, d, k * h);
@@ -437,6 +490,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
+	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
 	if (d->sp) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
@@ -453,6 +507,9 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	if (d->sp)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
+	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
+	if (op)		/* after the dgrad, not the reduction */
+		op->dep[0] = dg;
 	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
 	op->host = HOST_FREE;
 	op->dep[0] = dg;

@@ -709,6 +709,8 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	pad_op(o, "expert_pad", pass, d, 1);
 	grouped_cast(o, "expert_fc1_cast", pass, d, R * h);
+	lop_swizzle(o, pass, d, d->lowp, d->moe.local * u * h, R * h, 1,
+		    d->moe.local);
 	grouped(o, "expert_fc1", pass, d, GROUP_M, 0, u, h);
 	grouped_opens(o, d);
 	fc1_bias_op(o, "expert_fc1_bias", pass, d);
@@ -719,8 +721,12 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 		  ACT_FLOPS * R * f);
 	glu_sync(o, d, before, first);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
-	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT))
+	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT)) {
 		o->op[o->n - 1].k.write_B = R * f * d->lowp_B;	/* row-wise */
+		o->op[o->n - 1].k.mem_eff = 0;	/* at the streaming rate */
+	}
+	lop_swizzle(o, pass, d, d->lowp, d->moe.local * h * f, R * f, 1,
+		    d->moe.local);
 	grouped(o, "expert_fc2", pass, d, GROUP_M, 0, h, f);
 	grouped_opens(o, d);
 	bias_op(o, "expert_bias", pass, d);
@@ -857,8 +863,10 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
 	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * f, R * h, 1, L);
 	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
 	grouped_opens(o, d);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (f + h), 2, L);
 	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
 	lop_accumulate_w(o, d, L * f * h, L);
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
@@ -866,8 +874,10 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * u, R * u, 1, L);
 	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
 	grouped_opens(o, d);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (h + u), 2, L);
 	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
 	lop_accumulate_w(o, d, L * h * u, L);
 	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);

@@ -18,6 +18,7 @@
 #include "fixture.h"
 #include "models/block.h"
 #include "models/layer.h"
+#include "models/layer_impl.h"
 #include "models/route.h"
 #include "models/train.h"
 
@@ -469,4 +470,236 @@ Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 	cr_assert(near(host_time(&f, &fwd, "expert_sort"), 13.5 * us));
 	cr_assert(near(host_time(&f, &bwd, "expert_unsort_bwd"), 13.5 * us));
 	arena_release(&a);
+}
+
+Test(moe, mxfp8_casts_run_at_the_gpus_cast_rate)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd, dense;
+	struct layer_dims d;
+	const struct layer_op *op;
+	int64_t act[] = { RCM_MOE_ACT };
+	double L, t1, t85, g1, g85;
+
+	/* Dense GPT layer, tp 1, MXFP8: proj_cast quantizes the attention
+	 * output, n = T q = 4096 x 1024 = 4194304 elements, both layouts:
+	 * read n 2 = 8388608 B, write 2 n (1 + 1/32) = 8650752 B (data and
+	 * E8M0 scales, one per 32), 17039360 B in all, one kernel. 17 MB
+	 * fit the fixture's 50 MB L2 (10 TB/s x 0.8 = 8e12 B/s): at the
+	 * streaming rate 4 us launch + 17039360 / 8e12 = 2.12992 us =
+	 * 6.12992 us (its n vector FLOPs take 0.063 us: memory-bound). At
+	 * mx_cast_efficiency 0.85 (b200.yaml: TE quantize_mxfp8, both
+	 * layouts, 8192^2 on B200): 4 + 2.12992 / 0.85 = 6.50579 us; the
+	 * bytes counted stay 17039360. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.mx_generic_cast = 1;
+	f.gpu.mx_cast_efficiency = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &dense);
+	op = fixture_op(&dense, "proj_cast");
+	cr_assert(op);
+	cr_assert(near(op->k.read_B + op->k.write_B, 17039360.0));
+	t1 = op_time(&f, &dense, "proj_cast");
+	cr_assert(fixture_near(t1, 6.12992e-6, 1e-9), "%.9g s", t1);
+	f.gpu.mx_cast_efficiency = 0.85;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.mx_cast_eff, 0.85));
+	layer_fwd(&d, NULL, &dense);
+	t85 = op_time(&f, &dense, "proj_cast");
+	cr_assert(fixture_near(t85, 4e-6 + 2.12992e-6 / 0.85, 1e-9),
+		  "%.9g s", t85);
+	/* TE's specialized cast-only kernels (TE PR #2958, framework
+	 * mx_generic_cast false): the streaming rate, 6.12992 us */
+	f.fw.elementwise.mx_generic_cast = 0;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.mx_cast_eff, 1));
+	layer_fwd(&d, NULL, &dense);
+	cr_assert(fixture_near(op_time(&f, &dense, "proj_cast"), 6.12992e-6,
+			       1e-9));
+	f.fw.elementwise.mx_generic_cast = 1;
+	/* per-tensor FP8 and NVFP4 casts are other kernels: not slowed */
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.mx_cast_eff, 1));
+	/* MoE, MXFP8, 4 local experts, per-expert quantizers (TE
+	 * split_quantize: one kernel each): the grouped fc1 cast's body,
+	 * its time less its launches, grows by 1 / 0.85 whatever its
+	 * bytes; and the fc2 input cast of the moe_act recomputation
+	 * writes the row-wise layout only in the forward, which streams
+	 * (1.006 of the rate measured): unchanged. */
+	arena_init(&a);
+	pad_job(&f);
+	f.fw.elementwise.per_expert_quantize = 1;
+	f.fw.elementwise.mx_generic_cast = 1;
+	f.gpu.mx_cast_efficiency = 1;
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "expert_fc1_cast");
+	cr_assert(op);
+	L = op->k.launches;
+	cr_assert(near(L, 4));
+	g1 = op_time(&f, &fwd, "expert_fc1_cast") - L * f.gpu.kernel_launch_s;
+	f.gpu.mx_cast_efficiency = 0.85;
+	build(&f, &a, &fwd, &bwd);
+	g85 = op_time(&f, &fwd, "expert_fc1_cast") - L * f.gpu.kernel_launch_s;
+	cr_assert(fixture_near(g85, g1 / 0.85, 1e-9), "%g %g", g1, g85);
+	f.job.training.recompute = RECOMPUTE_SELECTIVE;
+	f.job.training.recompute_modules.given = 1;
+	f.job.training.recompute_modules.n = 1;
+	f.job.training.recompute_modules.v = act;
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "expert_fc2_cast");
+	cr_assert(op);
+	cr_assert(near(op->k.mem_eff, 0));
+	op = fixture_op(&fwd, "expert_fc1_cast");
+	cr_assert(near(op->k.mem_eff, 0.85));
+	arena_release(&a);
+}
+
+/* Ops named name in o, and the first of them (NULL when none). */
+static int count_ops(const struct layer_ops *o, const char *name,
+		     const struct layer_op **first)
+{
+	int i, n = 0;
+
+	*first = NULL;
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0 && n++ == 0)
+			*first = &o->op[i];
+	return n;
+}
+
+Test(moe, weight_scale_swizzle_before_each_weight_gemm)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct layer_dims d;
+	const struct layer_op *op;
+	double u;
+
+	/* Dense GPT layer (h 1024, q 1024, kv 1024, ffn 4096), tp 1,
+	 * MXFP8, framework weight_scale_swizzle (TE < 2.18): before each
+	 * GEMM that reads a weight, forward (qkv, proj, fc1, fc2) and dgrad
+	 * (the same four), one kernel reading and writing the weight's
+	 * E8M0 scales, 1 B a 32 elements. The first forward one is qkv's:
+	 * 3072 x 1024 / 32 = 98304 B each way, inside the GEMM's call (host
+	 * one kernel launch: HOST_FREE). The wgrad GEMMs read no weight. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.weight_scale_swizzle = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.w_swizzle_B, 1.0 / 32));
+	layer_fwd(&d, NULL, &fwd);
+	layer_bwd(&d, NULL, LREC_NONE, &bwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 98304.0) && near(op->k.write_B, 98304.0),
+		  "%g %g", op->k.read_B, op->k.write_B);
+	cr_assert(op->k.launches <= 1);
+	cr_assert_eq(op->host, HOST_FREE);
+	cr_assert_eq(strcmp((op + 1)->name, "qkv"), 0, "%s", (op + 1)->name);
+	cr_assert_eq(count_ops(&bwd, "scale_swizzle", &op), 4);
+	/* NVFP4: E4M3 scales, 1 B a 16: 196608 B */
+	f.job.training.dtype = DTYPE_NVFP4;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 196608.0));
+	/* TE >= 2.18 (swizzled once when cached), per-tensor FP8, bf16:
+	 * none */
+	f.fw.elementwise.weight_scale_swizzle = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 0);
+	f.fw.elementwise.weight_scale_swizzle = 1;
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 0);
+	/* MoE (every layer), 4 local experts, MXFP8: the grouped GEMM's
+	 * experts' scales in one kernel, L u h / 32 B before expert_fc1
+	 * (u = 512, or 1024 gated), before expert_fc2, and before each
+	 * expert dgrad; 65 tensors would take two launches (64 a kernel,
+	 * TE swizzle.cu), the second issued from the same call. */
+	arena_init(&a);
+	pad_job(&f);
+	f.fw.elementwise.weight_scale_swizzle = 1;
+	build(&f, &a, &fwd, &bwd);
+	layer_dims_from_job(&f.job, &d);
+	u = (d.gated ? 2 : 1) * 512.0;
+	cr_assert(near(d.moe.local, 4));
+	op = fixture_op(&fwd, "expert_fc1");
+	cr_assert(op);
+	op--;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.read_B, 4 * u * 1024 / 32.0), "%g",
+		  op->k.read_B);
+	cr_assert(op->k.launches <= 1);
+	cr_assert_eq(strcmp((fixture_op(&bwd, "expert_fc1_dgrad") - 1)->name,
+			    "scale_swizzle"), 0);
+	cr_assert_eq(strcmp((fixture_op(&bwd, "expert_fc2_dgrad") - 1)->name,
+			    "scale_swizzle"), 0);
+	fwd.n = 0;
+	cr_assert_not_null(lop_swizzle(&fwd, PASS_FWD, &d, 1, 65 * 1024.0, 0,
+				       1, 65));
+	cr_assert_eq(fwd.n, 1);
+	cr_assert(near(fwd.op[0].k.launches, 2));
+	cr_assert_eq(fwd.op[0].host_kernels, 1);
+	/* TE 2.9 (act_scale_swizzle): the expert fc1 forward also swizzles
+	 * its input's scales, R h / 32 B more in a second kernel; each
+	 * wgrad swizzles its two operands' (fc1: R (h + u) / 32 B, two
+	 * kernels), with no weight. */
+	f.fw.elementwise.act_scale_swizzle = 1;
+	build(&f, &a, &fwd, &bwd);
+	layer_dims_from_job(&f.job, &d);
+	cr_assert(near(d.x_swizzle_B, 1.0 / 32));
+	op = fixture_op(&fwd, "expert_fc1") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.launches, 2));
+	op = fixture_op(&bwd, "expert_fc1_wgrad") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_eq(op->host_kernels, 1);
+	arena_release(&a);
+}
+
+Test(moe, act_scale_swizzle_swizzles_every_quantized_operand)
+{
+	struct fixture f;
+	struct layer_ops fwd, bwd;
+	struct layer_dims d;
+	const struct layer_op *op;
+
+	/* Dense GPT layer (T = 4096 tokens, h 1024, qkv 3072), MXFP8, TE
+	 * 2.9 (weight and act scale swizzles): qkv's forward swizzles the
+	 * weight's and the input's scales, (3072 + 4096) x 1024 / 32 =
+	 * 229376 B each way, two kernels, the second from C++ (host one
+	 * more); qkv's wgrad its input's (4096 x 1024) and its output
+	 * gradient's (4096 x 3072): 4096 x 4096 / 32 = 524288 B, two
+	 * kernels; every GEMM has one: 4 forward, 8 backward. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.weight_scale_swizzle = 1;
+	f.fw.elementwise.act_scale_swizzle = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	layer_bwd(&d, NULL, LREC_NONE, &bwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 229376.0), "%g", op->k.read_B);
+	cr_assert(near(op->k.write_B, 229376.0));
+	cr_assert(near(op->k.launches, 2));
+	cr_assert_eq(op->host_kernels, 1);
+	cr_assert_eq(count_ops(&bwd, "scale_swizzle", &op), 8);
+	op = fixture_op(&bwd, "qkv_wgrad") - 1;
+	cr_assert_eq(strcmp(op->name, "scale_swizzle"), 0);
+	cr_assert(near(op->k.read_B, 524288.0), "%g", op->k.read_B);
+	cr_assert(near(op->k.launches, 2));
+	/* act alone (no weight swizzle): the input's only, 131072 B */
+	f.fw.elementwise.weight_scale_swizzle = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fwd);
+	cr_assert_eq(count_ops(&fwd, "scale_swizzle", &op), 4);
+	cr_assert(near(op->k.read_B, 131072.0), "%g", op->k.read_B);
+	cr_assert(op->k.launches <= 1);
 }
