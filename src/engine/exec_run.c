@@ -451,7 +451,12 @@ static void coll_go(struct run *r, struct coll_run *cr)
 	cr->state = 1;
 	p->coll_time[cr->k].start_ns = r->now;
 	coll_load(r, &p->colls[cr->k], 1);
-	r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
+	if (r->desc_memo)
+		r->ops->start_memo(r->ctx, coll_desc_of(p, cr->k),
+				   &r->desc_memo[p->colls[cr->k].desc],
+				   coll_done, cr);
+	else
+		r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
 }
 
 static void coll_go_event(struct sim *sim, void *arg)

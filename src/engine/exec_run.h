@@ -81,6 +81,8 @@ struct run {
 	units_ns_t *coll_late;		/* per collective: ns, its slowest member
 					 * out of its feeding compute, or -1 */
 	uint64_t *group_key;		/* per collective: its GPUs' group key */
+	struct comm_memo *desc_memo;	/* per distinct descriptor, when the
+					 * backend takes one (comm.h) */
 	int jit_failed;			/* out of memory in the variability model */
 };
 

@@ -54,7 +54,13 @@ int exec_run_alloc(struct run *r, struct prog *p)
 	r->coll_late = p->jitter.op_sigma > 0 || p->jitter.gpu_sigma > 0 ?
 		       mem_alloc((p->ncolls + 1) * sizeof(*r->coll_late)) :
 		       mem_alloc(sizeof(*r->coll_late));
-	if (!r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
+	/* The backend's memo per distinct descriptor (the program's are
+	 * interned and stay as they are while it runs). */
+	r->desc_memo = r->ops && r->ops->start_memo ?
+		       mem_calloc(p->desc_tab.n + 1, sizeof(*r->desc_memo)) :
+		       NULL;
+	if ((r->ops && r->ops->start_memo && !r->desc_memo) ||
+	    !r->cand || !r->queue || !r->lanes || !r->colls || !r->load ||
 	    !p->state ||
 	    !p->coll_time || !p->critical || !r->jit_ranks ||
 	    !r->compute_end || !r->group_key || !r->coll_late)
@@ -73,6 +79,7 @@ void exec_run_free(struct run *r)
 	mem_free(r->compute_end);
 	mem_free(r->group_key);
 	mem_free(r->coll_late);
+	mem_free(r->desc_memo);
 	exec_jit_release(&r->jit);
 }
 

@@ -100,6 +100,7 @@
 #include "maxmin_impl.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -146,10 +147,12 @@ void mm_free(struct mm *m)
 	for (i = 0; i < m->nvars; i++)
 		mem_free(m->vars[i].elems);
 	for (i = 0; i < m->ncons; i++)
-		mem_free(m->cons[i].list);
+		if (m->cons[i].capn > 1)
+			mem_free(m->cons[i].list);
 	mem_free(m->vars);
-	mem_free(m->cons);
+	mem_free(m->cons_mem);
 	mem_free(m->busy);
+	mem_free(m->cdirty);
 	mem_free(m->dirty.v);
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
@@ -167,41 +170,67 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 	if (m->ncons == ID_LIMIT)
 		return MM_NONE;
 	if (m->ncons == m->capcons) {
-		uint32_t ncap = m->capcons ? m->capcons * 2 : 64;
-		struct cons *nc = mem_realloc(m->cons, (size_t)ncap * sizeof(*nc));
+		uint32_t ncap = m->capcons ? m->capcons * 2 : 64, i;
+		void *mem = mem_alloc((size_t)ncap * sizeof(struct cons) +
+				      CONS_ALIGN);
+		struct cons *nc;
 		uint32_t *nb;
+		uint8_t *nd;
 
-		if (!nc)
+		if (!mem)
 			return MM_NONE;
+		nc = (struct cons *)((uintptr_t)mem + CONS_ALIGN -
+				     (uintptr_t)mem % CONS_ALIGN);
+		if (m->ncons)
+			memcpy(nc, m->cons, (size_t)m->ncons * sizeof(*nc));
+		/* a list of one is the constraint's own: it moved */
+		for (i = 0; i < m->ncons; i++)
+			if (nc[i].capn == 1)
+				nc[i].list = &nc[i].one;
+		mem_free(m->cons_mem);
+		m->cons_mem = mem;
 		m->cons = nc;
 		nb = mem_realloc(m->busy, (size_t)ncap * sizeof(*nb));
 		if (!nb)
 			return MM_NONE;
 		m->busy = nb;
+		nd = mem_realloc(m->cdirty, (size_t)ncap * sizeof(*nd));
+		if (!nd)
+			return MM_NONE;
+		m->cdirty = nd;
 		m->capcons = ncap;
 	}
 	c = &m->cons[m->ncons];
-	*c = (struct cons){ .cap_Bps = cap_Bps };
+	*c = (struct cons){ .cap_Bps = cap_Bps, .capn = 1 };
+	c->list = &c->one;
 	m->busy[m->ncons] = 0;
+	m->cdirty[m->ncons] = 0;
 	return m->ncons++;
 }
 
 static int mark_dirty(struct mm *m, mm_id c)
 {
-	if (m->cons[c].dirty)
+	if (m->cdirty[c])
 		return 0;
 	if (vec_push(&m->dirty, c) != 0)
 		return -1;
-	m->cons[c].dirty = 1;
+	m->cdirty[c] = 1;
 	return 0;
 }
 
 /* Room for one more entry on c's list; 0 or -1. */
 static int cons_grow(struct cons *c)
 {
-	uint32_t ncap = c->capn ? c->capn * 2 : 8;
-	struct centry *nl = mem_realloc(c->list, (size_t)ncap * sizeof(*nl));
+	uint32_t ncap = c->capn > 1 ? c->capn * 2 : 8;
+	struct centry *nl;
 
+	if (c->capn > 1) {
+		nl = mem_realloc(c->list, (size_t)ncap * sizeof(*nl));
+	} else {	/* its own entry: copied out */
+		nl = mem_alloc((size_t)ncap * sizeof(*nl));
+		if (nl && c->n)
+			nl[0] = c->one;
+	}
 	if (!nl)
 		return -1;
 	c->list = nl;

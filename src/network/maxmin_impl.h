@@ -56,16 +56,24 @@ struct var {
 				 * rate in new_Bps */
 };
 
+/* A constraint: one cache line (the array is aligned to CONS_ALIGN). A
+ * list of one entry is the constraint's own (one): a flow alone on a
+ * link, most of a long flow's links, is added and removed without
+ * touching another line. */
 struct cons {
 	double cap_Bps;		/* C_i */
-	struct centry *list;	/* live variables using it */
+	struct centry *list;	/* live variables using it: &one while
+				 * capn is 1, else owned */
 	uint32_t n, capn;
+	struct centry one;	/* the list while capn is 1 */
 	double left_Bps;	/* C_i - F_i while solving */
 	double usage;		/* U_i while solving */
 	uint32_t nfree;		/* unfixed variables while solving */
 	uint32_t mark;
-	uint8_t dirty;
 };
+
+#define CONS_ALIGN 64		/* B, a cache line */
+_Static_assert(sizeof(struct cons) == CONS_ALIGN, "a constraint a line");
 
 struct vec {
 	mm_id *v;
@@ -83,9 +91,11 @@ struct mm {
 	struct var *vars;
 	uint32_t nvars, capvars, live;
 	mm_id free_var;
-	struct cons *cons;
+	struct cons *cons;	/* aligned to CONS_ALIGN in cons_mem */
+	void *cons_mem;
 	uint32_t *busy;		/* per constraint: its cons.n, kept dense
 				 * for mm_cons_idle() */
+	uint8_t *cdirty;	/* per constraint: in the dirty list */
 	uint32_t ncons, capcons;
 	struct vec dirty;	/* dirty constraints */
 	struct vec fresh;	/* variables added since the last solve */
@@ -114,7 +124,7 @@ static inline void mm_clean(struct mm *m)
 	uint32_t i;
 
 	for (i = 0; i < m->dirty.n; i++)
-		m->cons[m->dirty.v[i]].dirty = 0;
+		m->cdirty[m->dirty.v[i]] = 0;
 	m->dirty.n = m->fresh.n = 0;
 	m->need_solve = 0;
 }

@@ -823,10 +823,28 @@ static void memo_put(struct net *n, const struct coll_desc *c,
 	pcache_plan_ref(cp);
 }
 
-static void comm_start(void *ctx, const struct coll_desc *c,
-		       void (*done)(void *token), void *token)
+/* Whether the cache holds cp as c's plan (and so keeps it while the net
+ * lives): a plan it could not store is held by the memo alone. */
+static int kept(const struct net *n, const struct coll_desc *c,
+		const struct cplan *cp)
 {
-	struct net *n = ctx;
+	struct pkey k = c->path ? key_of(c, PK_PLAN, ALGO_COUNT, 0)
+				: key_of(c, PK_PLAN, cp->plan.algo,
+					 cp->plan.proto);
+	const struct pval *v = pcache_get(n->cache, &k);
+
+	return v && v->plan == cp;
+}
+
+/* Start c. dm: the caller's memo of c (comm.h), or NULL. What it holds
+ * for c is what the memo would give: the plan (kept by the cache, which
+ * drops nothing while the net lives) and trajectory found the first
+ * time; an uneven all-to-all's are never kept (the cache may refuse its
+ * matrix past A2A_CACHE_MAX, and then builds its plan anew). */
+static void start_with(struct net *n, const struct coll_desc *c,
+		       struct comm_memo *dm, void (*done)(void *token),
+		       void *token)
+{
 	const char *why = "out of memory";
 	const struct memo *m;
 	const struct ctraj *tr = NULL;
@@ -836,8 +854,12 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 	if (!n->sim)
 		BUG("net_comm_ops on a net built without an engine");
 	n->stats.collectives++;
-	m = c->a2a_B ? NULL : memo_slot(n, c);
-	if (m && memo_same(m, c)) {
+	if (dm && dm->a && !c->a2a_B) {
+		cp = (struct cplan *)dm->a;
+		pcache_plan_ref(cp);
+		tr = dm->b;
+	} else if ((m = c->a2a_B ? NULL : memo_slot(n, c)) &&
+		   memo_same(m, c)) {
 		cp = m->cp;
 		pcache_plan_ref(cp);
 		tr = m->tr;
@@ -850,6 +872,13 @@ static void comm_start(void *ctx, const struct coll_desc *c,
 		}
 		tr = traj_of(n, cp, c);
 		memo_put(n, c, cp, tr);
+	}
+	/* The plan stays: the memo holds a reference (memo_put) or, for a
+	 * plan it holds no more, the cache does (plans are never dropped
+	 * while the net lives). Only a cached plan is kept here. */
+	if (dm && !dm->a && !c->a2a_B && kept(n, c, cp)) {
+		dm->a = cp;
+		dm->b = tr;
 	}
 	rc = 1;
 	if (n->replay && tr)
@@ -870,7 +899,21 @@ void net_set_replay(struct net *n, int on)
 	n->replay = on;
 }
 
-const struct comm_ops net_comm_ops = { comm_start };
+static void comm_start(void *ctx, const struct coll_desc *c,
+		       void (*done)(void *token), void *token)
+{
+	start_with(ctx, c, NULL, done, token);
+}
+
+static void comm_start_memo(void *ctx, const struct coll_desc *c,
+			    struct comm_memo *dm, void (*done)(void *token),
+			    void *token)
+{
+	start_with(ctx, c, dm, done, token);
+}
+
+const struct comm_ops net_comm_ops = { .start = comm_start,
+				       .start_memo = comm_start_memo };
 
 void net_get_stats(const struct net *n, struct net_stats *out)
 {

@@ -237,4 +237,4 @@ static void start(void *ctx, const struct coll_desc *desc,
 	}
 }
 
-const struct comm_ops infer_comm_ops = {start};
+const struct comm_ops infer_comm_ops = { .start = start };

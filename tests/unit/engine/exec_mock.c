@@ -32,7 +32,7 @@ static void mock_start(void *ctx, const struct coll_desc *c,
 			  mock_fire, pd);
 }
 
-const struct comm_ops ex_mock_ops = { mock_start };
+const struct comm_ops ex_mock_ops = { .start = mock_start };
 
 /* ---- helpers ---- */
 

@@ -151,6 +151,18 @@ struct outcome {
 	uint32_t ntasks;
 };
 
+/* How run() starts collectives: the fabric model's ops (the executor
+ * keeps a memo per descriptor for it), or, for the memo's test, its
+ * start alone. */
+static const struct comm_ops *run_ops = &net_comm_ops;
+
+/* The fabric model's start, without the memo. */
+static void comm_start_of_net(void *ctx, const struct coll_desc *c,
+			      void (*done)(void *token), void *token)
+{
+	net_comm_ops.start(ctx, c, done, token);
+}
+
 static void run(const struct system_spec *sys, uint64_t seed,
 		const struct coll_path *path, int replay, struct outcome *o)
 {
@@ -165,7 +177,7 @@ static void run(const struct system_spec *sys, uint64_t seed,
 	net = net_new(sys, sim, &d);
 	cr_assert(sim && net);
 	net_set_replay(net, replay);
-	cr_assert_eq(exec_run(p, sim, &net_comm_ops, net, &o->r, &why), 0,
+	cr_assert_eq(exec_run(p, sim, run_ops, net, &o->r, &why), 0,
 		     "exec_run: %s", why ? why : "?");
 	cr_assert(!net_failed(net), "%s", net_error(net));
 	net_get_stats(net, &o->st);
@@ -262,4 +274,57 @@ Test(net_replay, path_replays_give_the_flow_level_times)
 		.name = "forward" };
 
 	compare(&fwd);
+}
+
+/* The executor's memo per descriptor (comm.h comm_memo; net.c keeps a
+ * descriptor's plan and trajectory there) gives what looking them up on
+ * every start gives, to the ns: the program repeats each TP group at
+ * drawn sizes (descriptors that differ in size alone, each its own
+ * memo) and the rails' all-reduces, all-to-alls (uneven: never kept)
+ * and sends, replayed and as flows, on the library and on a forwarding
+ * path. A memo that handed a descriptor another's plan or trajectory (a
+ * size's, a group's) would move some task's end. */
+Test(net_replay, descriptor_memo_gives_the_lookups_times)
+{
+	static const struct coll_path fwd = {
+		.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
+		.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
+		.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
+		.name = "forward" };
+	static const struct comm_ops lookup = { .start = comm_start_of_net };
+	const struct coll_path *paths[2] = { NULL, &fwd };
+	struct arena a;
+	const struct system_spec *sys;
+	uint64_t seed;
+	int k, replay;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	cr_assert_not_null(net_comm_ops.start_memo);
+	for (k = 0; k < 2; k++)
+		for (replay = 0; replay <= 1; replay++)
+			for (seed = 1; seed <= 3; seed++) {
+				struct outcome m, l;
+				uint32_t t;
+
+				run_ops = &net_comm_ops;
+				run(sys, seed, paths[k], replay, &m);
+				run_ops = &lookup;
+				run(sys, seed, paths[k], replay, &l);
+				run_ops = &net_comm_ops;
+				cr_assert_eq(m.ntasks, l.ntasks);
+				cr_assert_eq(m.st.replays, l.st.replays);
+				cr_assert_eq(m.r.step_s, l.r.step_s);
+				for (t = 0; t < m.ntasks; t++) {
+					cr_assert_eq(m.start[t], l.start[t],
+						     "task %u", t);
+					cr_assert_eq(m.end[t], l.end[t],
+						     "task %u", t);
+				}
+				free(m.start);
+				free(m.end);
+				free(l.start);
+				free(l.end);
+			}
+	arena_release(&a);
 }
