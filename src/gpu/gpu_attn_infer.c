@@ -50,6 +50,22 @@
  *
  *     t = t_launch (1 + [s > 1]) + max(t_c, D / B_hbm) + t_m
  *
+ * The kernels split only to fill the GPU, never to balance a partial
+ * last wave once the units fill it, so t keeps its wave steps (e.g.
+ * Qwen3-30B, 4 KV heads, on B200's 148 SMs: 148 sequences are 4 waves,
+ * 149 are 5): trtllm-gen, TensorRT-LLM's Blackwell decode
+ * (NVIDIA/TensorRT-LLM@01c84c67 trtllmGenKernels/fmha/fmhaKernels.h
+ * computeNumCtas: CTAs per sequence's KV = max(1, floor(SMs / CTAs)),
+ * at most one per KV tile, else the persistent scheduler);
+ * FlashInfer's decode plan (flashinfer-ai/flashinfer@fb28d724
+ * include/flashinfer/attention/scheduler.cuh: no split once batch x
+ * KV heads >= occupancy x SMs, below it a binary search of the chunk
+ * that fits that grid); XQA, TensorRT-LLM's Hopper decode (@12453212
+ * decoderXQAImplCommon.h computeMultiBlockCount: kv / 512 blocks, at
+ * most round(sqrt(8 kv / 512)), cut by floor to at most 8 waves, so
+ * 1 block once the units exceed 4 waves). Their s differs from the
+ * ceil above below one wave (not modelled per engine).
+ *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
  * pairs are gpu_attention.c's windowed ones.
