@@ -11,16 +11,12 @@
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 dir=$(dirname "$llmsim")/backend
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
+. "$(dirname "$0")/lib.sh"
 
 # mpirun as root needs consent; several ranks per core need oversubscribe.
 if [ "$(id -u)" = 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-
-bad() { echo "FAIL: $*"; fail=1; }
 
 # protocol FILE POINTS: hello first, end last with the count, every
 # point line with the columns and a passed check.

@@ -23,10 +23,7 @@
 #     a calibration file that is not there (2).
 set -u
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 
 # to_lines OP RANKS EVERY PART < CSV: rows i with (i mod EVERY) == PART.
 to_lines() {

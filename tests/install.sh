@@ -8,10 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-build/llmsim}
 case $llmsim in /*) ;; *) llmsim=$PWD/$llmsim ;; esac
 build=$(dirname "$llmsim")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 prefix=$tmp/prefix
 
 make -s -C "$root" BUILD="$build" PREFIX="$prefix" install >"$tmp/log" 2>&1 ||

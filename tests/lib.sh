@@ -3,11 +3,15 @@
 # executable, and make test runs only the executable tests/*.sh.
 #
 # After it: tmp, a fresh folder removed when the script ends; fail=0,
-# which a failed check sets to 1; check; use_checkout_data.
+# which a failed check sets to 1; bad; check; use_checkout_data.
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
+
+bad() {	# bad MESSAGE...: print a failure, the script will exit 1
+	echo "FAIL: $*"; fail=1
+}
 
 check() {	# check DESCRIPTION COMMAND...: the command must succeed
 	what=$1

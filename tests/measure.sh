@@ -23,10 +23,7 @@
 # millisecond, so the fastest of 20 is rarely disturbed by other work.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 
 if [ ! -x "$(dirname "$llmsim")/backend/llmsim-backend-mpi" ] ||
 	! command -v mpirun >/dev/null; then

@@ -7,10 +7,7 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 
 # docs/megatron.md holds exactly what --mapping prints.
 "$llmsim" config import-megatron --mapping >"$tmp/map" || bad "--mapping failed"

@@ -9,10 +9,7 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 job=$root/workloads/jobs/default.yaml
 
 # Llama 3 8B with micro batch 16 of 8,192 tokens on H100: activations

@@ -19,10 +19,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-build/llmsim}
 case $llmsim in /*) ;; *) llmsim=$PWD/$llmsim ;; esac
 cd "$root" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$root/tests/lib.sh"
 q() { sqlite3 -cmd '.timeout 10000' "$@"; }
 
 # ---- expansion ----------------------------------------------------------

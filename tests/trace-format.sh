@@ -16,10 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-build/llmsim}
 tools=${LLMSIM_TOOLS:-build/tools}
 check=$tools/tracecheck
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 
 [ -x "$check" ] || { echo "FAIL: $check is not built (make tools)"; exit 1; }
 

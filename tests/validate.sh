@@ -9,10 +9,7 @@
 # refuse, and a gate that must fail.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"
 
 if ! "$llmsim" validate --kind kernel,collective,training,dispatch,inference,latency \
 	--gates regression \

@@ -235,8 +235,10 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	a.causal = causal && strcmp(causal, "true") == 0;
 	if (get_str(row, "window"))		/* sliding window, keys */
 		a.window = get_num(row, "window");
-	a.kernel = backend && strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
-							       GPU_ATTN_VENDOR;
+	a.kernel = !backend ? GPU_ATTN_VENDOR :
+		   strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
+		   strcmp(backend, "ck_tile") == 0 ? GPU_ATTN_CK_TILE :
+						     GPU_ATTN_VENDOR;
 	/* An FP8 or MXFP8 set is predicted as training.fp8_attention is
 	 * costed: the bf16 kernel's rates and bytes, with the FP8 kernel's
 	 * window backward (the GPU's attention.fp8_bwd_skips_window). */

@@ -316,6 +316,13 @@ static const struct schema_field engine_fields[] = {
 	  .help = "host time per kernel launched outside a CUDA graph (the "
 		  "framework's op dispatch and launch): a step cannot run faster "
 		  "than its host issues its eager kernels" },
+	{ .key = "issue_serial", .type = ST_BOOL, .offset = OFF(issue_serial),
+	  .def = "false",
+	  .help = "the eager launches (eager_op per kernel) run on the "
+		  "thread of the host loop, after its scheduling and before "
+		  "its bookkeeping: with overlap_scheduling a step's host "
+		  "time is its host work plus its issue time (TensorRT-LLM's "
+		  "PyExecutor); false: they only bound the GPU's time" },
 	{ .key = "multi_step", .type = ST_INT, .offset = OFF(multi_step),
 	  .min = 1, .max = 1024, .def = "1",
 	  .help = "decode steps per scheduler call (vLLM V0 num_scheduler_steps): "

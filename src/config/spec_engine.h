@@ -248,6 +248,10 @@ struct engine_spec {
 						 * in three */
 	double eager_op_s;			/* s of host time per kernel launched outside a
 						 * graph (the framework's op dispatch and launch) */
+	int issue_serial;			/* the eager launches run on the thread of the
+						 * host loop: under overlap scheduling they add
+						 * to the step's host time (else they only bound
+						 * the GPU's) */
 	int64_t multi_step;			/* decode steps per scheduler call (vLLM V0
 						 * num_scheduler_steps): their host work shared */
 	double admit_watermark;			/* fraction of KV pages an admission must leave

@@ -16,7 +16,7 @@ const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
-					  NULL};
+					  "ck_tile", NULL};
 const char *const graph_scope_names[] = {
 	"attn", "mlp", "moe", "moe_router", "moe_preprocess", NULL,
 };
@@ -400,8 +400,10 @@ static const struct schema_field framework_fields[] = {
 	  .def = "vendor",
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
 		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
-		  "PyTorch SDPA flash) or flash_triton (FlashAttention's "
-		  "pre-MLIR Triton kernel)" },
+		  "PyTorch SDPA flash), flash_triton (FlashAttention's "
+		  "pre-MLIR Triton kernel) or ck_tile (AMD: Composable "
+		  "Kernel's generic CK-tile pipelines, Transformer Engine's CK "
+		  "backend with its v3 assembly kernels off)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,

@@ -176,6 +176,16 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, flash_triton_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "the same, backward (default flash2_bwd_efficiency)" },
+	{ .key = "ck_tile_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, ck_tile_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "Composable Kernel's generic CK-tile fused attention (AMD; "
+		  "framework attention_kernel ck_tile), forward (default "
+		  "fwd_efficiency)" },
+	{ .key = "ck_tile_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, ck_tile_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the same, backward (default bwd_efficiency)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -388,6 +398,10 @@ static void fill_defaults(struct gpu_spec *g)
 	if (g->attention.flash_triton_bwd_efficiency == 0)
 		g->attention.flash_triton_bwd_efficiency =
 			g->attention.flash2_bwd_efficiency;
+	if (g->attention.ck_tile_fwd_efficiency == 0)
+		g->attention.ck_tile_fwd_efficiency = g->attention.fwd_efficiency;
+	if (g->attention.ck_tile_bwd_efficiency == 0)
+		g->attention.ck_tile_bwd_efficiency = g->attention.bwd_efficiency;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,

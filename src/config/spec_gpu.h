@@ -84,6 +84,8 @@ struct gpu_attention_spec {
 	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
 	double flash_triton_fwd_efficiency;	/* FlashAttention's pre-MLIR Triton kernel, forward; 0 = flash2's */
 	double flash_triton_bwd_efficiency;	/* the same, backward; 0 = flash2's */
+	double ck_tile_fwd_efficiency;	/* Composable Kernel's generic CK-tile kernels, forward; 0 = fwd_efficiency */
+	double ck_tile_bwd_efficiency;	/* the same, backward; 0 = bwd_efficiency */
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */

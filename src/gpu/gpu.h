@@ -81,11 +81,15 @@ struct gpu_attn_shape {
  * (the flash-attn package and PyTorch SDPA's flash backend), which on
  * Hopper reaches about half of the vendor kernel (no TMA/wgmma), or
  * FlashAttention's pre-MLIR Triton kernel (flash_attn_triton.py, what
- * llm-foundry's attn_impl: triton ran in 2023), FlashAttention-1 class. */
+ * llm-foundry's attn_impl: triton ran in 2023), FlashAttention-1 class,
+ * or, on AMD, Composable Kernel's generic CK-tile pipelines (what
+ * Transformer Engine's CK backend runs when its v3 assembly kernels are
+ * off). */
 enum gpu_attn_kernel {
 	GPU_ATTN_VENDOR,
 	GPU_ATTN_FLASH2,
-	GPU_ATTN_FLASH_TRITON
+	GPU_ATTN_FLASH_TRITON,
+	GPU_ATTN_CK_TILE
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is

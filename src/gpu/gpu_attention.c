@@ -396,6 +396,9 @@ static double kernel_efficiency(const struct gpu_attention_spec *s,
 	case GPU_ATTN_FLASH_TRITON:
 		return backward ? s->flash_triton_bwd_efficiency
 				: s->flash_triton_fwd_efficiency;
+	case GPU_ATTN_CK_TILE:
+		return backward ? s->ck_tile_bwd_efficiency
+				: s->ck_tile_fwd_efficiency;
 	default:
 		return backward ? s->bwd_efficiency : s->fwd_efficiency;
 	}
@@ -411,8 +414,7 @@ static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
 	struct gpu_attn_shape w = *a;
 	int pads = backward ? s->bwd_pads_v : s->fwd_pads_v;
 
-	if (pads && a->kernel != GPU_ATTN_FLASH2 &&
-	    a->kernel != GPU_ATTN_FLASH_TRITON &&
+	if (pads && a->kernel == GPU_ATTN_VENDOR &&
 	    a->head_dim_v < a->head_dim_qk)
 		w.head_dim_v = a->head_dim_qk;
 	return w;

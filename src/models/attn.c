@@ -79,6 +79,7 @@
 #include "layer_impl.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "config/spec_job.h"
@@ -281,6 +282,7 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 		  double sq, double skv, int causal, double window,
 		  struct gpu_attn_shape *a)
 {
+	memset(a, 0, sizeof(*a));	/* padding too: shapes are compared whole */
 	a->batch = batch;
 	a->heads_q = heads;
 	a->heads_kv = heads * heads_kv(d) / heads_q(d);

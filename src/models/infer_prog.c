@@ -21,7 +21,10 @@
  * host; at the framework's eager_op per kernel the host may issue them
  * slower than the GPU runs them (a small model's mixed prefill+decode
  * steps, TensorRT-LLM PR #9703): a step then takes the issue time
- * instead of its kernels' time (infer_issue_s; applied by src/run).
+ * instead of its kernels' time (infer_issue_s; applied by src/run), or,
+ * where the engine issues them from its host loop's own thread
+ * (issue_serial, with overlap scheduling), the issue adds to the host
+ * time.
  *
  * Graphs (engine cuda_graphs): a decode-only step of up to cuda_graph_max
  * sequences replays a fully captured graph (full), a step of up to

@@ -200,6 +200,13 @@ struct layer_dims {
 	int fp8_one_layout;	/* per-tensor FP8 on a GPU whose FP8 GEMMs take
 				 * any layout: a cast writes no transposed copy
 				 * (gpu fp8_gemm_any_layout; layer_ops.c lop_cast) */
+	int fp8_rowwise_ag;	/* per-tensor FP8 (delayed or current scaling)
+				 * that TP sequence parallelism all-gathers
+				 * and whose GEMMs want the transposed copy
+				 * (no fp8_gemm_any_layout): the cast before
+				 * the gather writes the row-wise data only,
+				 * the transpose is made of the gathered
+				 * tensor for the wgrad (layer_ops.c) */
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
 				 * norm fuses (layer_ops.c lop_cast) */

@@ -136,15 +136,16 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * norm before it does not take the amax over (extensions/normalization.cpp:
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
-void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
-		 const struct layer_dims *d, int lowp, double n)
+static void cast_layouts(struct layer_ops *o, const char *name,
+			 enum layer_pass pass, const struct layer_dims *d,
+			 int lowp, double n, int one_layout)
 {
 	struct layer_op *op;
 
 	if (!lowp)
 		return;
 	op = lop_memop(o, name, pass, n * d->act_B,
-		       (d->fp8_one_layout ? 1 : 2) * n * d->lowp_B, n);
+		       (one_layout ? 1 : 2) * n * d->lowp_B, n);
 	op->host = HOST_MODULE;
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
@@ -154,6 +155,53 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 		op->k.read_B += n * d->act_B;
 		op->k.launches = NVFP4_QUANT_KERNELS;
 	}
+}
+
+void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
+	      const struct layer_dims *d, int lowp, double n)
+{
+	cast_layouts(o, name, pass, d, lowp, n, d->fp8_one_layout);
+}
+
+/* ---- per-tensor FP8 under TP sequence parallelism (fp8_rowwise_ag) ----
+ *
+ * Transformer Engine gathers a per-tensor FP8 tensor row-wise only
+ * (Float8Quantizer and Float8CurrentScalingQuantizer::
+ * supports_only_rowwise_all_gather() is True, and LayerNormLinear/Linear
+ * set_usage(columnwise=False) on the input quantizer when
+ * with_input_all_gather, NVIDIA/TransformerEngine v2.18
+ * module/layernorm_linear.py, linear.py; the output gradient's quantizer
+ * likewise in base.py grad_output_preprocess), so the cast before the
+ * gather writes the row-wise copy of the local shard only, and the wgrad's
+ * transposed copy is made afterwards from the gathered tensor
+ * (update_usage(columnwise_usage=True): a transpose kernel reading and
+ * writing t x n FP8 elements). Transformer Engine 1.x (v1.11, NeMo 24.09)
+ * does the same by hand: cast_to_fp8 into the userbuffer, then
+ * tex.fp8_transpose(ln_out_total) and tex.fp8_transpose(grad_output_c)
+ * before the wgrad GEMMs (layernorm_linear.py, linear.py). */
+static void cast_before_gather(struct layer_ops *o, const char *name,
+			       enum layer_pass pass,
+			       const struct layer_dims *d, int lowp, double n)
+{
+	cast_layouts(o, name, pass, d, lowp, n,
+		     d->fp8_one_layout || (lowp && d->fp8_rowwise_ag));
+}
+
+/* The transpose of a gathered t x n FP8 tensor (see above), after the
+ * op at index after; returns its index, or after when there is none. */
+static int16_t gathered_transpose(struct layer_ops *o, const char *name,
+				  const struct layer_dims *d, int lowp,
+				  double t, double n, int16_t after)
+{
+	struct layer_op *op;
+
+	if (!(lowp && d->fp8_rowwise_ag))
+		return after;
+	op = lop_memop(o, name, PASS_BWD, t * n * d->lowp_B, t * n * d->lowp_B,
+		       0);
+	op->host = HOST_FREE;
+	op->dep[0] = after;
+	return lop_tail(o);
 }
 
 /* The cast at index at (if it is one) quantizes a norm's output inside a
@@ -213,7 +261,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	int16_t before;
 	int i;
 
-	lop_cast(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
+	cast_before_gather(o, cast_name, pass, d, lowp, layer_sp_tokens(d) * k);
 	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_gemm(o, name, pass, t, n, k, lowp);
@@ -355,7 +403,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	int i;
 
 	/* with SP, quantize the local shard and gather low-precision */
-	lop_cast(o, cast_name, PASS_BWD, d, d->lowp, layer_sp_tokens(d) * h);
+	cast_before_gather(o, cast_name, PASS_BWD, d, d->lowp,
+			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
@@ -366,6 +415,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 		in_module(o, d->lowp || i > 0);
 	}
+	gathered_transpose(o, "fp8_grad_transpose", d, d->lowp, t, h,
+			   lop_tail(o));
 	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
 	in_module(o, 1);
 	lop_accumulate(o, d, k * h);
@@ -399,6 +450,9 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * k * d->act_B))
 		red = lop_tail(o);
+	if (d->sp)	/* the gathered input's transpose, after the gather */
+		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
+					k, ag);
 	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
 	op->host = HOST_FREE;
 	op->dep[0] = dg;

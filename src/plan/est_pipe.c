@@ -207,6 +207,21 @@ void est_pipe_order_free(void *order)
 	mem_free(o);
 }
 
+/* The S = p v stages' action times (s) into dur, four rows of S: the
+ * forward, the backward, the first microbatch's forward (f_first, else
+ * f) and the last one's backward (b_last, else b). */
+static void durations(const struct est_pipe *in, int64_t S, double *dur)
+{
+	int64_t k;
+
+	for (k = 0; k < S; k++) {
+		dur[k] = in->f[k];
+		dur[S + k] = in->b[k];
+		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
+		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
+	}
+}
+
 /* The recurrence for m microbatches along its order. */
 static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		    double *rank_end, double *chunk_end)
@@ -225,12 +240,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	dur = stream + 4 * p;
 	for (k = 0; k < 5 * p; k++)
 		fr[k] = 0;
-	for (k = 0; k < S; k++) {
-		dur[k] = in->f[k];
-		dur[S + k] = in->b[k];
-		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
-		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
-	}
+	durations(in, S, dur);
 	for (k = 0; k < o->n; k++) {
 		const struct pstep *t = &o->v[k];
 		double ready = 0, done;
@@ -292,12 +302,7 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 		sent[k] = -1;
 	for (k = 0; k < 5 * p; k++)
 		fr[k] = 0;
-	for (k = 0; k < S; k++) {
-		dur[k] = in->f[k];
-		dur[S + k] = in->b[k];
-		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
-		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
-	}
+	durations(in, S, dur);
 	for (r = 0; r < p; r++) {
 		sched_rank(in->schedule, p, v, m, r, a + r * n);
 		w[r] = sched_warmup(in->schedule, p, v, m, r);

@@ -184,7 +184,9 @@ static void latency(const struct infer_ctx *x, double issue_s,
 	out->host_s = out->info.host_s;
 	if (out->info.host_in_prog)
 		out->gpu_s -= out->host_s;
-	if (issue_s > out->gpu_s) {
+	if (x->eng->issue_serial && x->eng->overlap_scheduling)
+		out->host_s += issue_s;	/* the loop's own thread launches */
+	else if (issue_s > out->gpu_s) {
 		out->part_s[EXEC_OTHER] += issue_s - out->gpu_s;
 		out->gpu_s = issue_s;
 	}
@@ -398,7 +400,9 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 			add_parts(out->part_s, ps, 1);
 		}
 	}
-	if (issue > out->interval_s) {	/* the host issues slower */
+	if (x->eng->issue_serial && x->eng->overlap_scheduling)
+		out->host_s += issue;	/* the loop's own thread launches */
+	else if (issue > out->interval_s) {	/* the host issues slower */
 		out->part_s[EXEC_OTHER] += issue - out->interval_s;
 		out->latency_s += issue - out->interval_s;
 		out->interval_s = issue;

@@ -273,6 +273,48 @@ Test(gpu, triton_kernels_run_at_their_own_efficiency)
 				   1e-12));
 }
 
+Test(gpu, ck_tile_kernels_run_at_their_own_efficiency)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g;
+	struct gpu_cost c, vendor;
+
+	gpu_fixture_toy(&g);
+	/* Composable Kernel's generic CK-tile pipelines (TE's CK backend,
+	 * v3 off): the vendor forward, a backward at 0.284 / 0.479 of the
+	 * vendor's (mi355x.yaml: HipKittens' tile_example_fmha_bwd rows vs
+	 * the vendor guess). FlashAttention-2's efficiencies, set apart, must
+	 * not be used. */
+	g.attention.ck_tile_fwd_efficiency = g.attention.fwd_efficiency;
+	g.attention.ck_tile_bwd_efficiency = g.attention.bwd_efficiency *
+					     0.284 / 0.479;
+	g.attention.flash2_fwd_efficiency = g.attention.fwd_efficiency / 3;
+	g.attention.flash2_bwd_efficiency = g.attention.bwd_efficiency / 3;
+	vendor = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	a.kernel = GPU_ATTN_CK_TILE;
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	/* Forward as the vendor's: 8 (t_uf + 32 tau_f) = 8 (0.655 + 107.37)
+	 * us = 864.2 us. */
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (TU_F + 32 * TAU_F), 1e-9),
+		  "got %g", c.time_s);
+	cr_assert(gpu_fixture_near(c.time_s, vendor.time_s, 1e-12));
+	/* Backward: every tile tau_b x 0.479 / 0.284 = 1.6866 tau_b = 28.297
+	 * us; the same time as the vendor kernel with its backward
+	 * efficiency scaled by 0.284 / 0.479. */
+	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	a.kernel = GPU_ATTN_VENDOR;
+	vendor = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	g.attention.bwd_efficiency *= 0.284 / 0.479;
+	cr_assert(gpu_fixture_near(c.time_s,
+				   gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+				   1e-12));
+	/* and slower than the vendor's by at most the rate ratio (the unit
+	 * loads and pre/post passes do not scale): 1 < t / t_v <= 1.6866. */
+	cr_assert(c.time_s > vendor.time_s &&
+		  c.time_s <= vendor.time_s * 0.479 / 0.284 * (1 + 1e-12),
+		  "ck %g vendor %g", c.time_s, vendor.time_s);
+}
+
 /*
  * Head dim (gpu_attention.c, "Head dim"): the softmax's exponentials at
  * x per clock per unit take t_e = 1 / (x U f_s) per pair on the whole

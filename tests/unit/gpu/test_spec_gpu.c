@@ -75,6 +75,31 @@ Test(spec_gpu, attention_families_default_down_the_chain)
 	cr_assert_eq(g.attention.flash_triton_bwd_efficiency, 0.2);
 }
 
+Test(spec_gpu, ck_tile_defaults_to_the_vendor_kernel)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* ck_tile defaults to the vendor's efficiencies (TE's CK backend is
+	 * the vendor path on AMD), not FlashAttention-2's: vendor 0.8 (from
+	 * gemm_efficiency) forward, 0.6 backward; flash2 0.4 / 0.3; given a
+	 * ck_tile backward of 0.284, its forward is the vendor's 0.8. */
+	minimal(&g);
+	g.attention.bwd_efficiency = 0.6;
+	g.attention.flash2_fwd_efficiency = 0.4;
+	g.attention.flash2_bwd_efficiency = 0.3;
+	g.attention.ck_tile_bwd_efficiency = 0.284;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.ck_tile_fwd_efficiency, 0.8);
+	cr_assert_eq(g.attention.ck_tile_bwd_efficiency, 0.284);
+	/* unset, the backward is the vendor's 0.6 */
+	minimal(&g);
+	g.attention.bwd_efficiency = 0.6;
+	g.attention.flash2_bwd_efficiency = 0.3;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.ck_tile_bwd_efficiency, 0.6);
+}
+
 /* check() must fail on g and say each of the needles. */
 static void expect_rejected(struct gpu_spec *g, const char *const *needles)
 {

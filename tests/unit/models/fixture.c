@@ -11,6 +11,9 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "config/config.h"
+#include "engine/exec.h"
+#include "engine/prog.h"
+#include "models/train.h"
 
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
@@ -194,4 +197,32 @@ struct job_spec *fixture_load_job(struct arena *a, const char *path,
 	cr_assert_eq(config_load(&cx, &job_schema, path, sets, n, j), 0,
 		     "loading %s", path);
 	return j;
+}
+
+void fixture_assert_estimate(const struct job_spec *j, int full,
+			     const char *what)
+{
+	struct train_estimate e;
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	uint32_t t, n, calls = 0, last = UINT32_MAX;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_estimate(j, full, &e, &d), 0);
+	p = train_build(j, full, &plan, &d);
+	cr_assert_not_null(p);
+	n = prog_tasks(p);
+	for (t = 0; t < n; t++) {
+		uint32_t id = exec_task_coll_id(p, t);
+
+		calls += id != UINT32_MAX && id != last;
+		last = id;
+	}
+	cr_assert_eq(e.tasks, n, "%s, full %d: %.0f tasks estimated, "
+		     "%u built", what, full, e.tasks, n);
+	cr_assert_eq(e.calls, calls, "%s, full %d: %.0f calls "
+		     "estimated, %u built", what, full, e.calls, calls);
+	cr_assert_eq(e.ranks, prog_ranks(p), "%s, full %d: ranks", what, full);
+	prog_free(p);
 }

@@ -74,6 +74,13 @@ void fixture_ep_forward(struct ep_comm_spec *e, const char *name);
  * no deduplication, every other field zero. */
 void fixture_ep_library(struct ep_comm_spec *e, const char *name);
 
+/* train_estimate of job j against the program train_build makes of it
+ * (full: every replica simulated): the tasks, the collective calls
+ * (runs of tasks of one collective id) and the ranks, exactly; what
+ * names the case in a failure. */
+void fixture_assert_estimate(const struct job_spec *j, int full,
+			     const char *what);
+
 /* The job at path (a YAML job, relative to the repository root) with
  * --set style overrides, asserting it loads; allocated in a. */
 struct arena;

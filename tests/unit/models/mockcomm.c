@@ -99,3 +99,16 @@ void mockcomm_train_release(struct mockcomm_run *r)
 	prog_free(r->p);
 	mockcomm_release(&r->m);
 }
+
+double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
+			   double beta_Bps, double *exposed_s)
+{
+	struct mockcomm_run run;
+	double step_s;
+
+	mockcomm_train_run(&run, j, full, alpha_s, beta_Bps);
+	*exposed_s = run.er.part_s[EXEC_EXPOSED_COMM];
+	step_s = run.er.step_s;
+	mockcomm_train_release(&run);
+	return step_s;
+}

@@ -45,4 +45,9 @@ void mockcomm_train_run(struct mockcomm_run *r, const struct job_spec *j,
 /* Frees r's program, simulation and mock. */
 void mockcomm_train_release(struct mockcomm_run *r);
 
+/* The step time (s) of job j through mockcomm_train_run, its exposed
+ * communication (s) into *exposed_s; everything freed. */
+double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
+			   double beta_Bps, double *exposed_s);
+
 #endif

@@ -895,3 +895,90 @@ Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
 	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
 	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
 }
+
+/* Index of the first op called name, or -1. */
+static int index_named(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->op[i].name, name))
+			return i;
+	return -1;
+}
+
+Test(layer, fp8_sp_gathers_rowwise_and_transposes_the_gathered)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops fw, bw;
+	const struct layer_op *op;
+	int i, qkv_w, t_in, proj_w;
+	/* GPT layer (h 1024, 16 heads), T = 2048 x 2 = 4096 tokens, tp 2
+	 * with SP, per-tensor FP8 (delayed scaling) on the fixture's
+	 * TN-only GPU. Transformer Engine gathers Float8 tensors row-wise
+	 * only: the cast of the local shard before the gather (QKV input,
+	 * proj output gradient: T/tp x h = 2048 x 1024 = 2097152 elements)
+	 * writes n 1 B = 2097152 B, not 2 n = 4194304 B; each wgrad's
+	 * transposed copy is made from the gathered T x h = 4194304
+	 * elements: a kernel reading 4194304 B and writing 4194304 B, two
+	 * for the column-parallel inputs (QKV, FC1), two for the
+	 * row-parallel output gradients (proj, FC2). The proj input (row-
+	 * parallel, not gathered: T x h/tp = 4096 x 512) keeps both layouts,
+	 * 2 x 2097152 = 4194304 B. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_gemm_any_layout = 0;
+	op = fwd_op(&f, &d, &fw, "qkv_cast");
+	cr_assert_eq(d.fp8_rowwise_ag, 1);
+	assert_close(op->k.write_B, 2097152);
+	assert_close(op->k.read_B, 2097152.0 * 2);
+	assert_close(fixture_op(&fw, "proj_cast")->k.write_B, 4194304);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&bw, "fp8_input_transpose", PASS_BWD), 2);
+	cr_assert_eq(count_named(&bw, "fp8_grad_transpose", PASS_BWD), 2);
+	assert_close(fixture_op(&bw, "proj_grad_cast")->k.write_B, 2097152);
+	for (i = 0; i < bw.n; i++)
+		if (!strcmp(bw.op[i].name, "fp8_input_transpose") ||
+		    !strcmp(bw.op[i].name, "fp8_grad_transpose")) {
+			assert_close(bw.op[i].k.read_B, 4194304);
+			assert_close(bw.op[i].k.write_B, 4194304);
+		}
+	/* the QKV wgrad waits for the transpose, which waits for the
+	 * input's re-gather; the proj transpose runs right before its
+	 * wgrad */
+	qkv_w = index_named(&bw, "qkv_wgrad");
+	t_in = bw.op[qkv_w].dep[1];
+	cr_assert(t_in >= 0);
+	cr_assert_str_eq(bw.op[t_in].name, "fp8_input_transpose");
+	cr_assert_str_eq(bw.op[bw.op[t_in].dep[0]].name, "qkv_input_allgather");
+	proj_w = index_named(&bw, "proj_wgrad");
+	cr_assert_str_eq(bw.op[proj_w - 1].name, "fp8_grad_transpose");
+	/* current scaling: the same */
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_rowwise_ag, 1);
+	/* none without SP (the QKV cast then writes both layouts of all
+	 * 4096 x 1024 elements: 8388608 B), none where the GEMMs take any
+	 * layout, none for block scaling or MXFP8 */
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.job.parallelism.sequence_parallel = 0;
+	op = fwd_op(&f, &d, &fw, "qkv_cast");
+	assert_close(op->k.write_B, 8388608);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&bw, "fp8_input_transpose", PASS_BWD), 0);
+	cr_assert_eq(count_named(&bw, "fp8_grad_transpose", PASS_BWD), 0);
+	f.job.parallelism.sequence_parallel = 1;
+	f.gpu.fp8_gemm_any_layout = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_rowwise_ag, 0);
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_rowwise_ag, 0);
+	f.job.training.dtype = DTYPE_MXFP8;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_rowwise_ag, 0);
+}

@@ -1,10 +1,9 @@
 /*
- * test_moe.c - MoE layers, routing and context parallelism against
- * derived numbers: FLOPs per token of a routed layer, the busiest EP
- * rank's expected load (closed form vs seeded draws), expert-state memory
- * over ep x edp, the context-parallel ring's steps, the all-to-all
- * overlap's effect on a step, and the experts' gradient reductions on
- * their own chain.
+ * test_moe.c - MoE layers and routing against derived numbers: FLOPs per
+ * token of a routed layer, the busiest EP rank's expected load (closed
+ * form vs seeded draws), expert-state memory over ep x edp, the
+ * all-to-all overlap's effect on a step, and the experts' gradient
+ * reductions on their own chain. Context parallelism is test_cp.c's.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,9 +12,9 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "engine/exec.h"
-#include "engine/sim.h"
 #include "fixture.h"
 #include "mockcomm.h"
+#include "moe_case.h"
 #include "models/footprint.h"
 #include "models/layer.h"
 #include "models/route.h"
@@ -23,12 +22,7 @@
 
 Test(moe, forward_flops_per_token)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double T = 4096, h = 1024, s = 2048, b = 2, E = 8, k = 2, fe = 512;
 	double want;
 
@@ -36,16 +30,15 @@ Test(moe, forward_flops_per_token)
 	 * the causal half), the router (2 T h E) and k experts per token,
 	 * fc1 and fc2 (2 x 2 T k h fe): 8*4096*1024^2 + 2*2*2048^2*1024 +
 	 * 2*4096*1024*8 + 4*4096*2*1024*512 = 6.87e10 FLOP. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_str_eq(r.method, "exact");
-	layer_fwd(&d, &kind, &o);
+	moe_case_init(&m, 8, 2, 512, 1);
+	moe_case_dims(&m);
+	cr_assert_str_eq(m.r.method, "exact");
+	layer_fwd(&m.d, &m.kind, &m.o);
 	want = 8 * T * h * h + 2 * b * s * s * h + 2 * T * h * E +
 	       4 * T * k * h * fe;
-	cr_assert(fixture_near(layer_ops_flops(&o, PASS_FWD), want, 1e-9),
-		  "got %.6g, want %.6g", layer_ops_flops(&o, PASS_FWD), want);
-	arena_release(&a);
+	cr_assert(fixture_near(layer_ops_flops(&m.o, PASS_FWD), want, 1e-9),
+		  "got %.6g, want %.6g", layer_ops_flops(&m.o, PASS_FWD), want);
+	moe_case_release(&m);
 }
 
 Test(moe, expert_parallel_keeps_a_gpus_work)
@@ -84,35 +77,29 @@ Test(moe, expert_parallel_keeps_a_gpus_work)
 
 Test(moe, expert_bias_and_clamp_as_framework_kernels)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	const struct layer_op *op;
 	double n, u;
 
 	/* 8 experts top-2, gated experts of 512 (fc1 u = 1024 wide), ep 1:
 	 * R = T k = 4096 x 2 = 8192 rows, L = 8 local experts, h 1024,
 	 * 16-bit activations, fp32 router (probabilities of 4 B). */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.model.mlp_bias = 1;
-	f.model.swiglu_limit = 7;
-	f.job.moe.router_dtype = DTYPE_FP32;
-	f.fw.elementwise.expert_bias_kernels = 1;
-	f.fw.elementwise.glu_clamp_kernels = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(d.moe.bias_ops && d.moe.clamp_ops);
-	cr_assert(fixture_near(d.moe.probs_B, 4, 0));
-	layer_fwd(&d, &kind, &o);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.model.mlp_bias = 1;
+	m.f.model.swiglu_limit = 7;
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	m.f.fw.elementwise.expert_bias_kernels = 1;
+	m.f.fw.elementwise.glu_clamp_kernels = 1;
+	moe_case_dims(&m);
+	cr_assert(m.d.moe.bias_ops && m.d.moe.clamp_ops);
+	cr_assert(fixture_near(m.d.moe.probs_B, 4, 0));
+	layer_fwd(&m.d, &m.kind, &m.o);
 	/* Bias: n = R h = 8192 x 1024 elements; w = 4 B > B = 2 B, so the
 	 * cast back runs. Forward read n (2 + 2 x 4 + 4) = 14 n, write
 	 * 3 x 4 n + 2 n = 14 n B, 2 L + 1 + 1 = 18 kernels. */
 	n = 8192.0 * 1024;
-	op = fixture_op(&o, "expert_bias");
+	op = fixture_op(&m.o, "expert_bias");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 14 * n, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 14 * n, 1e-12));
@@ -124,7 +111,7 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * (two half clamps, the cat): 4 x 8388608 = 33554432 B each way,
 	 * 3 kernels, before the activation. */
 	u = 8192.0 * 1024 * 2;
-	op = fixture_op(&o, "expert_clamp");
+	op = fixture_op(&m.o, "expert_clamp");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 2 * u, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 2 * u, 1e-12));
@@ -132,12 +119,12 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * contiguous): their read and write of R u B, 2 u, are strided; the
 	 * cat is not. */
 	cr_assert(fixture_near(op->k.strided_B, 2 * u, 1e-12));
-	cr_assert(op < fixture_op(&o, "expert_act"));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
+	cr_assert(op < fixture_op(&m.o, "expert_act"));
+	moe_case_bwd(&m);
 	/* Backward bias: read 4 x 4 n + 2 n + n (2 + 4) = 24 n, write 2 x 4 n
 	 * + 2 n + n (4 + 2) = 16 n, 4 L + 1 + L + 1 = 42 kernels, before the
 	 * fc2 dgrad; clamp: read 3 R u B, write 2 R u B after the act. */
-	op = fixture_op(&o, "expert_bias_bwd");
+	op = fixture_op(&m.o, "expert_bias_bwd");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 24 * n, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 16 * n, 1e-12));
@@ -145,8 +132,8 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	/* the gradient's multiplies by p and by b, broadcast: read and
 	 * write n w each, 4 n w = 16 n B strided. */
 	cr_assert(fixture_near(op->k.strided_B, 16 * n, 1e-12));
-	cr_assert(op < fixture_op(&o, "expert_fc2_dgrad"));
-	op = fixture_op(&o, "expert_clamp_bwd");
+	cr_assert(op < fixture_op(&m.o, "expert_fc2_dgrad"));
+	op = fixture_op(&m.o, "expert_clamp_bwd");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 3 * u, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 2 * u, 1e-12));
@@ -157,10 +144,9 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	 * elements of 2 B (16777216 B); forward the adds and the cat read
 	 * and write it twice, L + 1 = 9 kernels; backward the per-expert
 	 * sums read it, the split's cat reads and writes it. */
-	f.fw.elementwise.expert_fc1_bias_kernels = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	op = fixture_op(&o, "expert_fc1_bias");
+	m.f.fw.elementwise.expert_fc1_bias_kernels = 1;
+	moe_case_fwd(&m);
+	op = fixture_op(&m.o, "expert_fc1_bias");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 2 * 16777216.0, 1e-12));
@@ -168,59 +154,53 @@ Test(moe, expert_bias_and_clamp_as_framework_kernels)
 	/* t + b broadcasts b over the rows: the adds' read and write of
 	 * R u B are strided, the cat's are not. */
 	cr_assert(fixture_near(op->k.strided_B, 16777216.0 * 2, 1e-12));
-	cr_assert(op < fixture_op(&o, "expert_act"));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	op = fixture_op(&o, "expert_fc1_bias_bwd");
+	cr_assert(op < fixture_op(&m.o, "expert_act"));
+	moe_case_bwd(&m);
+	op = fixture_op(&m.o, "expert_fc1_bias_bwd");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.read_B, 2 * 16777216.0, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 16777216.0, 1e-12));
 	cr_assert(fixture_near(op->k.strided_B, 0, 0));	/* sums and a cat */
-	f.fw.elementwise.expert_fc1_bias_kernels = 0;
+	m.f.fw.elementwise.expert_fc1_bias_kernels = 0;
 	/* 16-bit probabilities: no casts. Forward read n (2 + 4) = 6 n,
 	 * write 6 n, 2 L + 1 = 17 kernels. */
-	f.job.moe.router_dtype = DTYPE_BF16;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	op = fixture_op(&o, "expert_bias");
+	m.f.job.moe.router_dtype = DTYPE_BF16;
+	moe_case_fwd(&m);
+	op = fixture_op(&m.o, "expert_bias");
 	cr_assert(fixture_near(op->k.read_B, 6 * n, 1e-12));
 	cr_assert(fixture_near(op->k.write_B, 6 * n, 1e-12));
 	cr_assert(fixture_near(op->k.launches, 17, 0));
 	cr_assert(fixture_near(op->k.strided_B, 2 * n, 1e-12));	/* n w, w = 2 B */
 	/* Fused (the defaults), or a model without biases or clamp: none. */
-	f.fw.elementwise.expert_bias_kernels = 0;
-	f.model.swiglu_limit = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "expert_bias"));
-	cr_assert_null(fixture_op(&o, "expert_clamp"));
-	arena_release(&a);
+	m.f.fw.elementwise.expert_bias_kernels = 0;
+	m.f.model.swiglu_limit = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_bias"));
+	cr_assert_null(fixture_op(&m.o, "expert_clamp"));
+	moe_case_release(&m);
 }
 
 Test(moe, yarn_factor_runs_megatrons_unfused_rope)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
+	struct moe_case m;
 
 	/* Rotary with YaRN's factor 1.3466 (gpt-oss): a framework whose
 	 * fused rope takes no scale runs it as PyTorch ops; one that scales,
 	 * or a factor of 1, keeps the fused kernel. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.position_embedding = POS_ROPE;
-	f.model.rope_mscale = 1.3465735903;
-	f.fw.elementwise.fused_rope_mscale = 0;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.eager_rope, 1);
-	f.fw.elementwise.fused_rope_mscale = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.eager_rope, 0);
-	f.fw.elementwise.fused_rope_mscale = 0;
-	f.model.rope_mscale = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.eager_rope, 0);
-	arena_release(&a);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.position_embedding = POS_ROPE;
+	m.f.model.rope_mscale = 1.3465735903;
+	m.f.fw.elementwise.fused_rope_mscale = 0;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.eager_rope, 1);
+	m.f.fw.elementwise.fused_rope_mscale = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.eager_rope, 0);
+	m.f.fw.elementwise.fused_rope_mscale = 0;
+	m.f.model.rope_mscale = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.eager_rope, 0);
+	moe_case_release(&m);
 }
 
 Test(moe, busiest_rank_closed_form_agrees_with_draws)
@@ -264,50 +244,27 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 
 Test(moe, expert_parameters_shard_over_ep_and_edp)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double dense, experts, want_e;
 
 	/* 8 experts of h x fe x 2 (ungated fc1 and fc2) = 8 x 2 x 1024 x 512
 	 * = 8.39e6 parameters in a layer, besides the router's h E. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 4);
-	fixture_dims(&f, &a, &d, &r);
-	layer_kind_params(&d, &kind, 0, 1, &dense, &experts);
+	moe_case_init(&m, 8, 2, 512, 4);
+	moe_case_dims(&m);
+	layer_kind_params(&m.d, &m.kind, 0, 1, &dense, &experts);
 	want_e = 8 * 2 * 1024.0 * 512;
 	cr_assert(fixture_near(experts, want_e, 1e-12), "experts %.6g", experts);
 	/* ep 4 on the node's 8 GPUs: edp = 8 / 4 = 2; the ZeRO-1 optimizer
 	 * state of experts is split over edp = 2, the dense over dp = 8 */
-	cr_assert_eq(f.job.parallelism.dp, 8);
-	arena_release(&a);
+	cr_assert_eq(m.f.job.parallelism.dp, 8);
+	moe_case_release(&m);
 }
 
-/* A step through the builder and executor (alpha-beta comm). */
+/* A step through the builder and executor (alpha-beta comm, alpha 5 us). */
 static double step_full(struct fixture *f, int full, double beta_Bps,
 			double *exposed)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, beta_Bps);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
-
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, full, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	*exposed = er.part_s[EXEC_EXPOSED_COMM];
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
-	return er.step_s;
+	return mockcomm_train_step(&f->job, full, 5e-6, beta_Bps, exposed);
 }
 
 static double step(struct fixture *f, double beta_Bps, double *exposed)
@@ -447,13 +404,7 @@ static int reductions(const struct prog *p, const char *name, double *first_s,
 Test(moe, expert_buckets_reduce_on_their_own_chain)
 {
 	struct fixture f;
-	struct mockcomm m;
-	struct step_comm c;
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run run;
 	double d0 = 0, d1 = 0, db = 0, e0 = 0, e1 = 0, eb = 0, want;
 
 	/* 4 MoE layers, 8 experts of 2 x 1024 x 512 parameters, ep 4 on the
@@ -470,15 +421,9 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	f.job.training.global_batch_size = 32;
 	f.fw.bucket_params = 2000000;
 	f.fw.bucket_params_per_dp = 0;
-	c = mockcomm_init(&m, 5e-6, 1e9);
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f.job, &d), 0);
-	p = train_build(&f.job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	cr_assert_eq(reductions(p, "edp_grad_reduce", &e0, &e1, &eb), 4);
-	cr_assert_geq(reductions(p, "dp_grad_reduce", &d0, &d1, &db), 2);
+	mockcomm_train_run(&run, &f.job, 0, 5e-6, 1e9);
+	cr_assert_eq(reductions(run.p, "edp_grad_reduce", &e0, &e1, &eb), 4);
+	cr_assert_geq(reductions(run.p, "dp_grad_reduce", &d0, &d1, &db), 2);
 	/* Megatron-Core's expert-parallel bucket groups reduce on their own
 	 * process group, concurrently with the dense ones: the experts'
 	 * chain starts as soon as its bucket is ready, while the dense chain
@@ -494,9 +439,7 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	cr_assert(fixture_near(eb, want, 1e-6), "experts' reductions %.9g s, want %.9g s",
 		  eb, want);
 	cr_assert_lt(e1, d1, "experts end %.9g s, dense %.9g s", e1, d1);
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_release(&run);
 	/* both chains under the interleaved schedule with paired actions
 	 * (pp 2 x vpp 2, ep 2 on the dp 4 GPUs of a stage: edp 2; m = 16 /
 	 * (2 x 4) = 2), reductions and all-gathers: the step completes (no
@@ -517,54 +460,9 @@ Test(moe, expert_buckets_reduce_on_their_own_chain)
 	cr_assert_eq(e0, e1, "symmetric %.9g s, full %.9g s", e0, e1);
 }
 
-Test(cp, ring_splits_the_work_into_cp_steps)
-{
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d1, d4;
-	struct route_result r;
-	struct layer_ops o1, o4;
-	int i, attn = 0, xfer = 0;
-	double kv = 0;
-
-	/* cp 4, p2p ring with load balancing: each GPU holds 2048 / 4 = 512
-	 * tokens of each sequence; the forward runs 4 attention steps and 3
-	 * K/V transfers of b s kv_width 2 B = 2 x 512 x 2048 x 2 = 4.19 MB;
-	 * every GEMM and the attention core do a quarter of cp 1's work */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.n_routed_experts = 0;
-	fixture_dims(&f, &a, &d1, &r);
-	f.job.parallelism.cp = 4;
-	f.job.parallelism.dp = 2;
-	f.job.parallelism.cp_comm_type = CP_P2P;
-	f.job.parallelism.cp_load_balance = 1;
-	fixture_dims(&f, &a, &d4, &r);
-	cr_assert(fixture_near(d4.seq, 512, 1e-12));
-	layer_fwd(&d1, NULL, &o1);
-	layer_fwd(&d4, NULL, &o4);
-	for (i = 0; i < o4.n; i++) {
-		if (o4.op[i].kind == LOP_KERNEL && o4.op[i].k.kind == KERN_ATTN_FWD)
-			attn++;
-		if (o4.op[i].kind == LOP_COLL && o4.op[i].p2p_next) {
-			xfer++;
-			kv = o4.op[i].coll_B;
-		}
-	}
-	cr_assert_eq(attn, 4);
-	cr_assert_eq(xfer, 3);
-	cr_assert(fixture_near(kv, 2 * 512 * 2048 * 2.0, 1e-12), "K/V %.6g B", kv);
-	cr_assert(fixture_near(layer_ops_flops(&o4, PASS_FWD),
-		       layer_ops_flops(&o1, PASS_FWD) / 4, 1e-9));
-	arena_release(&a);
-}
-
 Test(moe, expert_state_over_ep_and_edp)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
+	struct moe_case m;
 	struct footprint fp;
 	int64_t split[1] = { 4 };
 	double dense, experts;
@@ -575,113 +473,32 @@ Test(moe, expert_state_over_ep_and_edp)
 	 * fp32 master and two moments (12 B a parameter) of the dense part
 	 * split over dp = 8, of the experts over edp = 2; 16-bit weights and
 	 * fp32 gradients of everything held */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 4);
-	f.job.training.zero_stage = 1;
-	f.job.parallelism.edp = 2;	/* what the job check infers */
-	fixture_dims(&f, &a, &d, &r);
-	footprint_rank_params_split(&f.job, &d, split, 0, &dense, &experts);
+	moe_case_init(&m, 8, 2, 512, 4);
+	m.f.job.training.zero_stage = 1;
+	m.f.job.parallelism.edp = 2;	/* what the job check infers */
+	moe_case_dims(&m);
+	footprint_rank_params_split(&m.f.job, &m.d, split, 0, &dense, &experts);
 	cr_assert(fixture_near(experts, 4 * 2 * 2 * 1024.0 * 512, 1e-12),
 		  "experts %.6g", experts);
-	cr_assert_eq(footprint_job(&f.job, 79e9, &fp), 0);
+	cr_assert_eq(footprint_job(&m.f.job, 79e9, &fp), 0);
 	cr_assert(fixture_near(fp.optimizer_B, 12 * (dense / 8 + experts / 2), 1e-9),
 		  "optimizer %.6g B", fp.optimizer_B);
 	cr_assert(fixture_near(fp.weights_B, 2 * (dense + experts), 1e-9));
 	cr_assert(fixture_near(fp.grads_B, 4 * (dense + experts), 1e-9));
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
-Test(cp, ring_transfers_hide_behind_attention)
-{
-	struct fixture f;
-	double tf, ts, ef, es;
-
-	/* cp 2 at 8K tokens: a ring step's K/V (b s kv 2 B = 4096 x 2048 x 2
-	 * = 16.8 MB) moves while the step before it computes (about 0.6 ms
-	 * of causal attention per step here). At 1 TB/s it takes 17 us and
-	 * hides (what stays exposed is the step's gradient reduction); at
-	 * 1 GB/s it takes 17 ms and the steps wait for it. */
-	fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
-	f.job.parallelism.cp = 2;
-	f.job.parallelism.dp = 4;
-	f.job.parallelism.cp_comm_type = CP_P2P;
-	f.job.parallelism.cp_load_balance = 1;
-	tf = step(&f, 1e12, &ef);
-	ts = step(&f, 1e9, &es);
-	cr_assert_lt(ef, 0.05 * tf, "fast: %.6g s exposed of %.6g", ef, tf);
-	cr_assert_gt(es, 0.3 * ts, "slow: %.6g s exposed of %.6g", es, ts);
-}
-
-/* Step time, exposed communication and every part of the breakdown the
- * same whether one GPU stands for its stage or every GPU is simulated. */
-static void assert_same_step(struct fixture *f, const char *what)
-{
-	double ts, tf, es, ef;
-
-	ts = step_full(f, 0, 100e9, &es);
-	tf = step_full(f, 1, 100e9, &ef);
-	cr_assert_eq(ts, tf, "%s: symmetric %.9g s, full %.9g s", what, ts, tf);
-	cr_assert_eq(es, ef, "%s: exposed %.9g s, full %.9g s", what, es, ef);
-}
-
-Test(cp, symmetric_equals_full)
-{
-	struct fixture f;
-	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
-	static const char *const names[] = { "p2p", "allgather", "a2a",
-					     "a2a+p2p" };
-	int i;
-
-	/* cp 4, dp 2 on 8 GPUs: every way of passing K/V */
-	for (i = 0; i < 4; i++) {
-		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
-		f.job.parallelism.cp = 4;
-		f.job.parallelism.dp = 2;
-		f.job.parallelism.cp_comm_type = types[i];
-		f.job.parallelism.cp_a2a = 2;
-		f.job.parallelism.cp_load_balance = 1;
-		assert_same_step(&f, names[i]);
-	}
-}
-
-/* train_estimate against the built program: its tasks and collective
- * calls, exactly. */
+/* train_estimate against the built program, one simulated GPU a group
+ * and every GPU simulated. */
 static void assert_counts(struct fixture *f, const char *what)
 {
-	struct train_estimate e;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	uint32_t t, n, calls = 0, last = UINT32_MAX;
-	int full;
-
-	for (full = 0; full <= 1; full++) {
-		diag_init(&d, stderr);
-		cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
-		p = train_build(&f->job, full, &plan, &d);
-		cr_assert_not_null(p);
-		n = prog_tasks(p);
-		for (t = 0; t < n; t++) {
-			uint32_t id = exec_task_coll_id(p, t);
-
-			calls += id != UINT32_MAX && id != last;
-			last = id;
-		}
-		cr_assert_eq(e.tasks, n, "%s, full %d: %.0f tasks estimated, "
-			     "%u built", what, full, e.tasks, n);
-		cr_assert_eq(e.calls, calls, "%s, full %d: %.0f calls "
-			     "estimated, %u built", what, full, e.calls, calls);
-		prog_free(p);
-		calls = 0;
-		last = UINT32_MAX;
-	}
+	fixture_assert_estimate(&f->job, 0, what);
+	fixture_assert_estimate(&f->job, 1, what);
 }
 
 Test(moe, estimate_counts_the_built_program)
 {
 	struct fixture f;
-	static const int types[] = { CP_P2P, CP_ALLGATHER, CP_A2A, CP_A2A_P2P };
-	int i;
 
 	/* ep 8 (edp 1), ZeRO-1 with expert buckets over edp 2 (ep 4) */
 	fixture_moe(&f, 8, 2, 512, 8);
@@ -710,15 +527,6 @@ Test(moe, estimate_counts_the_built_program)
 	assert_counts(&f, "ep 4, edp 2, ZeRO-1");
 	f.job.training.zero_stage = 3;
 	assert_counts(&f, "ep 4, edp 2, ZeRO-3");
-	/* context parallelism, every way */
-	for (i = 0; i < 4; i++) {
-		fixture_gpt(&f, 4, 1024, 16, 128, 8192, 1, 8, 1, 1, 1);
-		f.job.parallelism.cp = 4;
-		f.job.parallelism.dp = 2;
-		f.job.parallelism.cp_comm_type = types[i];
-		f.job.parallelism.cp_a2a = 2;
-		assert_counts(&f, "cp 4");
-	}
 }
 
 /* Kernels of the op named `name` in a forward op list (0: absent). */
@@ -734,47 +542,33 @@ static double op_kernels(const struct layer_ops *o, const char *name)
 
 Test(moe, mx_casts_one_kernel_per_expert)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 
 	/* 8 experts on ep 1: 8 local experts. Transformer Engine 2.14's
 	 * split_quantize quantizes each expert's rows by its own kernel in
 	 * MXFP8 (per_expert_quantize): the grouped cast is 8 kernels; with
 	 * the framework's flag off, or in (tensor-scaled) fp8, one. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.job.training.dtype = DTYPE_MXFP8;
-	f.fw.elementwise.per_expert_quantize = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 8);
-	cr_assert_eq(op_kernels(&o, "expert_fc2_cast"), 8);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_eq(op_kernels(&o, "expert_fc2_grad_cast"), 8);
-	f.fw.elementwise.per_expert_quantize = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
-	f.fw.elementwise.per_expert_quantize = 1;
-	f.job.training.dtype = DTYPE_FP8;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_kernels(&o, "expert_fc1_cast"), 1);
-	arena_release(&a);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.job.training.dtype = DTYPE_MXFP8;
+	m.f.fw.elementwise.per_expert_quantize = 1;
+	moe_case_fwd(&m);
+	cr_assert_eq(op_kernels(&m.o, "expert_fc1_cast"), 8);
+	cr_assert_eq(op_kernels(&m.o, "expert_fc2_cast"), 8);
+	moe_case_bwd(&m);
+	cr_assert_eq(op_kernels(&m.o, "expert_fc2_grad_cast"), 8);
+	m.f.fw.elementwise.per_expert_quantize = 0;
+	moe_case_fwd(&m);
+	cr_assert_eq(op_kernels(&m.o, "expert_fc1_cast"), 1);
+	m.f.fw.elementwise.per_expert_quantize = 1;
+	m.f.job.training.dtype = DTYPE_FP8;
+	moe_case_fwd(&m);
+	cr_assert_eq(op_kernels(&m.o, "expert_fc1_cast"), 1);
+	moe_case_release(&m);
 }
 
 Test(moe, nvfp4_grouped_cast_is_one_split_quantize)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	const struct layer_op *c;
 	/* 8 experts of 512, top-2, ep 2: 4 local experts, R = k T = 8192
 	 * rows of h 1024: the fc1 input cast quantizes n = R h = 8388608
@@ -788,42 +582,34 @@ Test(moe, nvfp4_grouped_cast_is_one_split_quantize)
 	 * Unpadded splits: a row-wise and a column-wise grouped cast, 4. */
 	double n = 2.0 * 4096 * 1024;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
-	f.job.training.dtype = DTYPE_NVFP4;
-	f.fw.elementwise.per_expert_quantize = 1;	/* Megatron-Bridge's */
-	f.fw.elementwise.expert_quant_padding = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.training.dtype = DTYPE_NVFP4;
+	m.f.fw.elementwise.per_expert_quantize = 1;	/* Megatron-Bridge's */
+	m.f.fw.elementwise.expert_quant_padding = 1;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert_not_null(c);
 	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
 	cr_assert_eq(c->host_kernels, 0);
 	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
 	cr_assert(fixture_near(c->k.write_B, 2 * n * (0.5 + 1.0 / 16),
 			       1e-12));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = fixture_op(&o, "expert_fc1_grad_cast");
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_grad_cast");
 	cr_assert_not_null(c);
 	cr_assert(fixture_near(c->k.launches, 3, 1e-12));
 	cr_assert_eq(c->host_kernels, 0);
-	f.fw.elementwise.expert_quant_padding = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	m.f.fw.elementwise.expert_quant_padding = 0;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
 	cr_assert_eq(c->host_kernels, 0);
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 Test(moe, fp8_current_scaling_quantizes_each_expert)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	const struct layer_op *c;
 	/* 8 experts of 512, top-2, ep 2: 4 local experts; uniform routing
 	 * gives the GPU R = k T = 2 x 4096 rows of h 1024 (the ep ranks'
@@ -838,31 +624,29 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	 * per expert (4), one read. */
 	double n = 2.0 * 4096 * 1024;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
-	f.job.training.dtype = DTYPE_FP8;
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	f.fw.elementwise.per_expert_quantize = 1;	/* Transformer Engine's */
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(fixture_near(d.moe.rows, n / 1024, 1e-12));
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.training.dtype = DTYPE_FP8;
+	m.f.job.training.fp8_scaling = FP8_DELAYED;
+	/* Transformer Engine's */
+	m.f.fw.elementwise.per_expert_quantize = 1;
+	moe_case_dims(&m);
+	cr_assert(fixture_near(m.d.moe.rows, n / 1024, 1e-12));
+	layer_fwd(&m.d, &m.kind, &m.o);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert_not_null(c);
 	cr_assert(c->k.launches <= 1);
 	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
 	cr_assert(fixture_near(c->k.write_B, 2 * n, 1e-12));
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	m.f.job.training.fp8_scaling = FP8_CURRENT;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 16, 1e-12));
 	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
 	cr_assert(fixture_near(c->k.write_B, 2 * n, 1e-12));
 	cr_assert_eq(c->host_kernels, 15);
-	f.job.training.fp8_scaling = FP8_BLOCK;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	m.f.job.training.fp8_scaling = FP8_BLOCK;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
 	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
 	/* A GPU whose FP8 GEMMs take any layout (fp8_gemm_any_layout:
@@ -872,40 +656,32 @@ Test(moe, fp8_current_scaling_quantizes_each_expert)
 	 * the host after the first, reading n 2 B, writing the rowwise
 	 * copy only, n 1 B = 8388608 B. Current scaling: 16 kernels, 4 n B
 	 * read, n 1 B written. */
-	f.gpu.fp8_gemm_any_layout = 1;
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	m.f.gpu.fp8_gemm_any_layout = 1;
+	m.f.job.training.fp8_scaling = FP8_DELAYED;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 4, 1e-12));
 	cr_assert_eq(c->host_kernels, 3);
 	cr_assert(fixture_near(c->k.read_B, 2 * n, 1e-12));
 	cr_assert(fixture_near(c->k.write_B, n, 1e-12));
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "expert_fc1_cast");
+	m.f.job.training.fp8_scaling = FP8_CURRENT;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_fc1_cast");
 	cr_assert(fixture_near(c->k.launches, 16, 1e-12));
 	cr_assert(fixture_near(c->k.read_B, 4 * n, 1e-12));
 	cr_assert(fixture_near(c->k.write_B, n, 1e-12));
-	f.gpu.fp8_gemm_any_layout = 0;
+	m.f.gpu.fp8_gemm_any_layout = 0;
 	/* bf16 jobs have no cast whatever the setting. */
-	f.job.training.dtype = DTYPE_BF16;
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "expert_fc1_cast"));
-	arena_release(&a);
+	m.f.job.training.dtype = DTYPE_BF16;
+	m.f.job.training.fp8_scaling = FP8_CURRENT;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_fc1_cast"));
+	moe_case_release(&m);
 }
 
 Test(moe, hybridep_gathers_the_routing_map)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
@@ -916,36 +692,28 @@ Test(moe, hybridep_gathers_the_routing_map)
 	 * rank's [T, E] torch.bool routing map instead (map_gather): 4096 x
 	 * 8 x 1 B x 2 = 65536 B. Only the forward exchanges: the backward
 	 * reuses the dispatch handle, so no moe_counts there. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_forward(&e, "test-counts");
 	e.host_sync = EP_SYNC_COUNTS;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_counts");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "moe_counts");
 	cr_assert_not_null(c);
 	cr_assert_eq(c->coll, COLL_ALLGATHER);
 	cr_assert_float_eq(c->coll_B, 128, 1e-9);
 	e.map_gather = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_counts");
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "moe_counts");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->coll_B, 65536, 1e-9);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_null(fixture_op(&o, "moe_counts"));
-	arena_release(&a);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_counts"));
+	moe_case_release(&m);
 }
 
 Test(moe, fixed_round_robin_gate_has_no_router)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	const struct layer_op *op;
 	double dense, experts, dense_fixed, experts_fixed;
 
@@ -958,36 +726,34 @@ Test(moe, fixed_round_robin_gate_has_no_router)
 	 * has no router ops, and the gate has no parameters: the layer's
 	 * dense MoE parameters lose the router's h E = 1024 x 8 = 8192
 	 * (the fixture has no biases). */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.job.moe.routing.balance = ROUTE_UNIFORM;
-	f.fw.balanced_gate = GATE_ROUND_ROBIN;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(d.moe.fixed_gate);
-	layer_fwd(&d, &kind, &o);
-	op = fixture_op(&o, "router_fixed");
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.job.moe.routing.balance = ROUTE_UNIFORM;
+	m.f.fw.balanced_gate = GATE_ROUND_ROBIN;
+	moe_case_dims(&m);
+	cr_assert(m.d.moe.fixed_gate);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	op = fixture_op(&m.o, "router_fixed");
 	cr_assert_not_null(op);
 	cr_assert(fixture_near(op->k.write_B, 278528, 1e-12));
 	cr_assert(fixture_near(op->k.read_B, 196608, 1e-12));
 	cr_assert(fixture_near(op->k.launches, 6, 0));
 	cr_assert(fixture_near(op->k.strided_B, 0, 0));
-	footprint_layer_params(&f.job, &d, 0, &dense_fixed, &experts_fixed);
-	cr_assert_null(fixture_op(&o, "router"));
-	cr_assert_null(fixture_op(&o, "router_topk"));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_null(fixture_op(&o, "router_dgrad"));
-	cr_assert_null(fixture_op(&o, "router_wgrad"));
-	cr_assert_null(fixture_op(&o, "router_topk_bwd"));
+	footprint_layer_params(&m.f.job, &m.d, 0, &dense_fixed, &experts_fixed);
+	cr_assert_null(fixture_op(&m.o, "router"));
+	cr_assert_null(fixture_op(&m.o, "router_topk"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_dgrad"));
+	cr_assert_null(fixture_op(&m.o, "router_wgrad"));
+	cr_assert_null(fixture_op(&m.o, "router_topk_bwd"));
 	/* Megatron's random balanced gate keeps its router */
-	f.fw.balanced_gate = GATE_RANDOM;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_not_null(fixture_op(&o, "router"));
-	cr_assert_null(fixture_op(&o, "router_fixed"));
-	footprint_layer_params(&f.job, &d, 0, &dense, &experts);
+	m.f.fw.balanced_gate = GATE_RANDOM;
+	moe_case_fwd(&m);
+	cr_assert_not_null(fixture_op(&m.o, "router"));
+	cr_assert_null(fixture_op(&m.o, "router_fixed"));
+	footprint_layer_params(&m.f.job, &m.d, 0, &dense, &experts);
 	cr_assert(fixture_near(dense - dense_fixed, 1024.0 * 8, 1e-12));
 	cr_assert(fixture_near(experts, experts_fixed, 1e-12));
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 /* Megatron-Core's weighted_bias_quick_geglu_impl copies its linear
@@ -998,66 +764,50 @@ Test(moe, fixed_round_robin_gate_has_no_router)
  * before it on the stream). Without the key nothing waits there. */
 Test(moe, clamped_glu_offset_copy_syncs_the_host)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	const struct layer_op *op;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.model.mlp_bias = 1;
-	f.model.swiglu_limit = 7;
-	f.model.quick_glu = 1;
-	f.fw.elementwise.expert_bias_kernels = 1;
-	f.fw.elementwise.glu_clamp_kernels = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(!d.moe.glu_sync);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(fixture_op(&o, "expert_clamp")->host_wait, LAYER_NONE);
-	f.fw.elementwise.glu_offset_sync = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(d.moe.glu_sync);
-	layer_fwd(&d, &kind, &o);
-	op = fixture_op(&o, "expert_clamp");
-	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_fc1") - o.op);
-	cr_assert_eq(op - o.op, op->host_wait + 1);
-	d.rc_mods = 1u << RCM_MOE_ACT;
-	layer_bwd(&d, &kind, LREC_SELECTIVE, &o);
-	op = fixture_op(&o, "expert_clamp");
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.model.mlp_bias = 1;
+	m.f.model.swiglu_limit = 7;
+	m.f.model.quick_glu = 1;
+	m.f.fw.elementwise.expert_bias_kernels = 1;
+	m.f.fw.elementwise.glu_clamp_kernels = 1;
+	moe_case_dims(&m);
+	cr_assert(!m.d.moe.glu_sync);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_eq(fixture_op(&m.o, "expert_clamp")->host_wait, LAYER_NONE);
+	m.f.fw.elementwise.glu_offset_sync = 1;
+	moe_case_dims(&m);
+	cr_assert(m.d.moe.glu_sync);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	op = fixture_op(&m.o, "expert_clamp");
+	cr_assert_eq(op->host_wait, fixture_op(&m.o, "expert_fc1") - m.o.op);
+	cr_assert_eq(op - m.o.op, op->host_wait + 1);
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	layer_bwd(&m.d, &m.kind, LREC_SELECTIVE, &m.o);
+	op = fixture_op(&m.o, "expert_clamp");
 	cr_assert_not_null(op);
 	cr_assert_eq(op->pass, PASS_RECOMPUTE);
-	cr_assert_eq(op->host_wait, fixture_op(&o, "expert_bias_bwd") - o.op);
+	cr_assert_eq(op->host_wait,
+		     fixture_op(&m.o, "expert_bias_bwd") - m.o.op);
 	/* The copy is the quick-GEGLU's (weighted_bias_quick_geglu_impl,
 	 * with or without a clamp value), not the clamp's: a clamped SwiGLU
 	 * (weighted_bias_swiglu_impl) does not wait; an unclamped quick GEGLU
 	 * waits before its activation, its first kernel. */
-	f.model.quick_glu = 0;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(!d.moe.glu_sync);
-	f.model.quick_glu = 1;
-	f.model.swiglu_limit = 0;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert(d.moe.glu_sync);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "expert_clamp"));
-	op = fixture_op(&o, "expert_act");
-	cr_assert_eq(op->host_wait, op - o.op - 1);
-	arena_release(&a);
-}
-
-/* The index of the first op named name in o, or -1. */
-static int op_index(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
+	m.f.model.quick_glu = 0;
+	moe_case_dims(&m);
+	cr_assert(!m.d.moe.glu_sync);
+	m.f.model.quick_glu = 1;
+	m.f.model.swiglu_limit = 0;
+	moe_case_dims(&m);
+	cr_assert(m.d.moe.glu_sync);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_null(fixture_op(&m.o, "expert_clamp"));
+	op = fixture_op(&m.o, "expert_act");
+	cr_assert_eq(op->host_wait, op - m.o.op - 1);
+	moe_case_release(&m);
 }
 
 /* NeMo AutoModel's MoE.forward runs the shared experts on a side stream
@@ -1067,50 +817,42 @@ static int op_index(const struct layer_ops *o, const char *name)
  * nothing from it: no overlap and no shared output to add. */
 Test(moe, framework_shared_expert_stream_overlaps_the_dispatch)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o, job_overlap;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
+	struct layer_ops job_overlap;
 	int i;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 8);
-	f.model.n_shared_experts = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.shared_overlap, 0);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_lt(op_index(&o, "shared_fc1"), op_index(&o, "moe_dispatch"));
-	f.job.moe.shared_expert_overlap = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &job_overlap);
-	f.job.moe.shared_expert_overlap = 0;
-	f.fw.shared_expert_stream = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.shared_overlap, 1);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_gt(op_index(&o, "shared_fc1"), op_index(&o, "moe_dispatch"));
-	cr_assert_eq(o.n, job_overlap.n);
-	for (i = 0; i < o.n; i++)
-		cr_assert_str_eq(o.op[i].name, job_overlap.op[i].name);
+	moe_case_init(&m, 8, 2, 512, 8);
+	m.f.model.n_shared_experts = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.shared_overlap, 0);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_lt(fixture_op_index(&m.o, "shared_fc1"),
+		     fixture_op_index(&m.o, "moe_dispatch"));
+	m.f.job.moe.shared_expert_overlap = 1;
+	moe_case_dims(&m);
+	layer_fwd(&m.d, &m.kind, &job_overlap);
+	m.f.job.moe.shared_expert_overlap = 0;
+	m.f.fw.shared_expert_stream = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.shared_overlap, 1);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_gt(fixture_op_index(&m.o, "shared_fc1"),
+		     fixture_op_index(&m.o, "moe_dispatch"));
+	cr_assert_eq(m.o.n, job_overlap.n);
+	for (i = 0; i < m.o.n; i++)
+		cr_assert_str_eq(m.o.op[i].name, job_overlap.op[i].name);
 	/* no shared experts: the flag changes nothing */
-	f.model.n_shared_experts = 0;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.shared_overlap, 0);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(op_index(&o, "moe_shared_add"), -1);
-	arena_release(&a);
+	m.f.model.n_shared_experts = 0;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.shared_overlap, 0);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_eq(fixture_op_index(&m.o, "moe_shared_add"), -1);
+	moe_case_release(&m);
 }
 
 Test(moe, hybridep_stages_its_input_across_nodes)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
@@ -1119,34 +861,30 @@ Test(moe, hybridep_stages_its_input_across_nodes)
 	 * its input into the RDMA buffer only when there is more than one
 	 * NVLink domain (stage_input): with 8 GPUs a node the 2 ranks share
 	 * one, no copy. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_forward(&e, "test-stage");
 	e.stage_input = 1;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "moe_dispatch_stage"));
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_stage"));
 	/* one GPU a node: the group spans 2 nodes. The forward copies the
 	 * bf16 rows and the [T, E] fp32 probabilities, read and written:
 	 * 4096 x (1024 x 2 + 8 x 4) = 8,519,680 B */
-	f.sys.gpus_per_node = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_dispatch_stage");
+	m.f.sys.gpus_per_node = 1;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "moe_dispatch_stage");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.read_B, 4096.0 * (1024 * 2 + 8 * 4), 1e-6);
 	cr_assert_float_eq(c->k.write_B, c->k.read_B, 1e-6);
 	/* the backward's dispatch (the combine's backward) copies the bf16
 	 * gradient rows only: 4096 x 2048 = 8,388,608 B */
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = fixture_op(&o, "moe_dispatch_stage");
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "moe_dispatch_stage");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.read_B, 4096.0 * 1024 * 2, 1e-6);
 	/* without the key: none */
 	e.stage_input = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "moe_dispatch_stage"));
-	arena_release(&a);
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_stage"));
+	moe_case_release(&m);
 }

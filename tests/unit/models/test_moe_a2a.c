@@ -9,19 +9,14 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "base/arena.h"
 #include "fixture.h"
+#include "moe_case.h"
 #include "models/layer.h"
 #include "models/route.h"
 
 Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 	int i;
@@ -35,17 +30,15 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	 * tokens' on the EP stream; its backward sends their gradients back
 	 * right after the tokens' gradients (the same 16384 B). Without
 	 * probs_alltoall neither call exists. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
 	e.probs_call = 1;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	i = fixture_op_index(&o, "moe_dispatch");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	i = fixture_op_index(&m.o, "moe_dispatch");
 	cr_assert(i >= 0);
-	cr_assert_float_eq(o.op[i].coll_B, 16777216, 1e-6);
-	c = &o.op[i + 1];
+	cr_assert_float_eq(m.o.op[i].coll_B, 16777216, 1e-6);
+	c = &m.o.op[i + 1];
 	cr_assert_str_eq(c->name, "moe_dispatch_probs");
 	cr_assert_eq(c->kind, LOP_COLL);
 	cr_assert_eq(c->coll, COLL_ALLTOALL);
@@ -53,37 +46,30 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	cr_assert_eq(c->stream, LS_EP);
 	cr_assert_eq(c->ep_path, 0);
 	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	i = fixture_op_index(&o, "moe_dispatch_bwd");
+	moe_case_bwd(&m);
+	i = fixture_op_index(&m.o, "moe_dispatch_bwd");
 	cr_assert(i >= 0);
-	c = &o.op[i + 1];
+	c = &m.o.op[i + 1];
 	cr_assert_str_eq(c->name, "moe_dispatch_probs_bwd");
 	cr_assert_eq(c->coll, COLL_ALLTOALL);
 	cr_assert_float_eq(c->coll_B, 16384, 1e-9);
 	/* a fp32 router: 4 B a probability, 32768 B */
-	f.job.moe.router_dtype = DTYPE_FP32;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_dispatch_probs");
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "moe_dispatch_probs");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->coll_B, 32768, 1e-9);
 	e.probs_call = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "moe_dispatch_probs"));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_null(fixture_op(&o, "moe_dispatch_probs_bwd"));
-	arena_release(&a);
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_probs"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_probs_bwd"));
+	moe_case_release(&m);
 }
 
 Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	int64_t scope = SCOPE_MOE_PREPROCESS - 1;	/* from SCOPE_ATTN */
 	int disp, counts, permute;
@@ -95,41 +81,32 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	 * the graph's replay, so it waits for the permute, the op right
 	 * before the dispatch. A job that does not graph moe_preprocess, or
 	 * a dispatcher without dtoh_after_graph, keeps the counts. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
 	e.host_sync = EP_SYNC_COUNTS;
 	e.dtoh_after_graph = 1;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	disp = fixture_op_index(&o, "moe_dispatch");
-	counts = fixture_op_index(&o, "moe_counts");
-	permute = fixture_op_index(&o, "permute");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	disp = fixture_op_index(&m.o, "moe_dispatch");
+	counts = fixture_op_index(&m.o, "moe_counts");
+	permute = fixture_op_index(&m.o, "permute");
 	cr_assert(counts >= 0 && permute == disp - 1 && counts < permute);
-	cr_assert_eq(o.op[disp].host_wait, counts);
-	f.job.training.cuda_graphs.v = &scope;
-	f.job.training.cuda_graphs.n = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait,
+	cr_assert_eq(m.o.op[disp].host_wait, counts);
+	m.f.job.training.cuda_graphs.v = &scope;
+	m.f.job.training.cuda_graphs.n = 1;
+	moe_case_fwd(&m);
+	cr_assert_eq(m.o.op[fixture_op_index(&m.o, "moe_dispatch")].host_wait,
 		     permute);
 	e.dtoh_after_graph = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(o.op[fixture_op_index(&o, "moe_dispatch")].host_wait,
+	moe_case_fwd(&m);
+	cr_assert_eq(m.o.op[fixture_op_index(&m.o, "moe_dispatch")].host_wait,
 		     counts);
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 	int i;
@@ -140,17 +117,15 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	 * 4 = 262144 + 81920 = 344064 B, of which 13 T E = 425984 B
 	 * column-wise (strided), right before the permute. Unfused (argsort
 	 * and index_select, moe_permute_fusion off) there is no map. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
-	f.job.moe.dispatcher = &e;
-	f.job.moe.permute_fusion = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	i = fixture_op_index(&o, "permute_map");
+	m.f.job.moe.dispatcher = &e;
+	m.f.job.moe.permute_fusion = 1;
+	moe_case_fwd(&m);
+	i = fixture_op_index(&m.o, "permute_map");
 	cr_assert(i >= 0);
-	cr_assert_str_eq(o.op[i + 1].name, "permute");
-	c = &o.op[i];
+	cr_assert_str_eq(m.o.op[i + 1].name, "permute");
+	c = &m.o.op[i];
 	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 344064, 1e-9);
 	cr_assert_float_eq(c->k.strided_B, 425984, 1e-9);
@@ -159,22 +134,21 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	 * rows first, two kernels writing 8192 x (1024 x 2 + 4) B =
 	 * 16809984 B (rows and map) in the forward; the backward's sort
 	 * reuses the map: one kernel, 8192 x 2048 = 16777216 B. */
-	c = fixture_op(&o, "expert_sort");
+	c = fixture_op(&m.o, "expert_sort");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
 	cr_assert_float_eq(c->k.write_B, 16809984, 1e-6);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = fixture_op(&o, "expert_sort_bwd");
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_sort_bwd");
 	cr_assert_not_null(c);
 	cr_assert(c->k.launches <= 1);
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
-	f.job.moe.permute_fusion = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "permute_map"));
-	cr_assert(fixture_op(&o, "expert_sort")->k.launches <= 1);
-	cr_assert_not_null(fixture_op(&o, "permute"));
-	arena_release(&a);
+	m.f.job.moe.permute_fusion = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "permute_map"));
+	cr_assert(fixture_op(&m.o, "expert_sort")->k.launches <= 1);
+	cr_assert_not_null(fixture_op(&m.o, "permute"));
+	moe_case_release(&m);
 }
 
 /*
@@ -190,39 +164,30 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
  */
 Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
 	e.host_sync = EP_SYNC_COUNTS;
-	f.job.moe.dispatcher = &e;
-	f.fw.host.dispatch_ops = 13;
-	f.fw.host.dispatch_unfused_ops = 1;
-	f.job.moe.permute_fusion = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_preprocess");
+	m.f.job.moe.dispatcher = &e;
+	m.f.fw.host.dispatch_ops = 13;
+	m.f.fw.host.dispatch_unfused_ops = 1;
+	m.f.job.moe.permute_fusion = 1;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "moe_preprocess");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 13, 1e-12);
-	f.job.moe.permute_fusion = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+	m.f.job.moe.permute_fusion = 0;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "moe_preprocess")->k.launches, 14,
 			   1e-12);
-	f.job.parallelism.ep = 8;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 13,
+	m.f.job.parallelism.ep = 8;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "moe_preprocess")->k.launches, 13,
 			   1e-12);
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 /*
@@ -236,39 +201,30 @@ Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
  */
 Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-flex");
 	e.host_sync = EP_SYNC_COUNTS;
 	e.preprocess_ops = 1;
-	f.job.moe.dispatcher = &e;
-	f.fw.host.dispatch_ops = 13;
-	f.fw.host.dispatch_unfused_ops = 1;
-	f.job.moe.permute_fusion = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 1,
+	m.f.job.moe.dispatcher = &e;
+	m.f.fw.host.dispatch_ops = 13;
+	m.f.fw.host.dispatch_unfused_ops = 1;
+	m.f.job.moe.permute_fusion = 0;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "moe_preprocess")->k.launches, 1,
 			   1e-12);
 	e.preprocess_ops = 0;		/* the framework's: 13 + 1 unfused */
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_float_eq(fixture_op(&o, "moe_preprocess")->k.launches, 14,
+	moe_case_fwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "moe_preprocess")->k.launches, 14,
 			   1e-12);
 	e.preprocess_ops = 14;
-	f.fw.host.dispatch_ops = 0;
-	f.fw.host.dispatch_unfused_ops = 0;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "moe_preprocess"));
-	arena_release(&a);
+	m.f.fw.host.dispatch_ops = 0;
+	m.f.fw.host.dispatch_unfused_ops = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_preprocess"));
+	moe_case_release(&m);
 }
 
 /*
@@ -296,53 +252,46 @@ Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
  */
 Test(moe, unfused_permute_as_its_pytorch_kernels)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
-	f.job.moe.dispatcher = &e;
-	f.job.moe.permute_fusion = 0;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_float_eq(d.moe.probs_B, 2, 1e-12);
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "permute_index");
+	m.f.job.moe.dispatcher = &e;
+	m.f.job.moe.permute_fusion = 0;
+	moe_case_dims(&m);
+	cr_assert_float_eq(m.d.moe.probs_B, 2, 1e-12);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	c = fixture_op(&m.o, "permute_index");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.read_B, 573440, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 737280, 1e-9);
 	cr_assert_float_eq(c->k.strided_B, 196608, 1e-9);
 	cr_assert_float_eq(c->k.launches, 8, 1e-12);
-	c = fixture_op(&o, "permute");
+	c = fixture_op(&m.o, "permute");
 	cr_assert_float_eq(c->k.read_B, 8454144, 1e-6);
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
-	c = fixture_op(&o, "unpermute");
+	c = fixture_op(&m.o, "unpermute");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = fixture_op(&o, "permute_bwd");
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "permute_bwd");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
-	c = fixture_op(&o, "permute_probs_bwd");
+	c = fixture_op(&m.o, "permute_probs_bwd");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 8, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 671744, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 606208, 1e-9);
 
-	f.job.moe.permute_fusion = 1;
-	fixture_dims(&f, &a, &d, &r);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_null(fixture_op(&o, "permute_index"));
-	cr_assert_float_eq(fixture_op(&o, "permute")->k.read_B, 8388608, 1e-6);
-	cr_assert(fixture_op(&o, "unpermute")->k.launches <= 1);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert(fixture_op(&o, "permute_bwd")->k.launches <= 1);
-	cr_assert_null(fixture_op(&o, "permute_probs_bwd"));
-	arena_release(&a);
+	m.f.job.moe.permute_fusion = 1;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "permute_index"));
+	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.read_B, 8388608, 1e-6);
+	cr_assert(fixture_op(&m.o, "unpermute")->k.launches <= 1);
+	moe_case_bwd(&m);
+	cr_assert(fixture_op(&m.o, "permute_bwd")->k.launches <= 1);
+	cr_assert_null(fixture_op(&m.o, "permute_probs_bwd"));
+	moe_case_release(&m);
 }

@@ -8,20 +8,15 @@
 #include <math.h>
 #include <string.h>
 
-#include "base/arena.h"
 #include "base/diag.h"
 #include "fixture.h"
+#include "moe_case.h"
 #include "models/layer.h"
 #include "models/route.h"
 
 Test(moe, combine_kernels_run_on_their_own_path)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
@@ -34,44 +29,45 @@ Test(moe, combine_kernels_run_on_their_own_path)
 	 * carries the probability gradients back, 2048 + 32 B a row:
 	 * dispatch_B again. The backward of the combine is a dispatch kernel
 	 * on 16-bit rows. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_forward(&e, "test-combine");
 	e.probs_per_domain_expert_B = 4;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_float_eq(d.moe.row_B, 2080, 1e-9);
-	cr_assert_float_eq(d.moe.row_cbwd_B, 2080, 1e-9);
-	cr_assert(fixture_near(d.moe.combine_B, d.moe.dispatch_B * 2048 / 2080, 1e-12));
-	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.dispatch_B, 1e-12));
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_dispatch");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_dims(&m);
+	cr_assert_float_eq(m.d.moe.row_B, 2080, 1e-9);
+	cr_assert_float_eq(m.d.moe.row_cbwd_B, 2080, 1e-9);
+	cr_assert(fixture_near(m.d.moe.combine_B,
+			       m.d.moe.dispatch_B * 2048 / 2080, 1e-12));
+	cr_assert(fixture_near(m.d.moe.combine_bwd_B, m.d.moe.dispatch_B,
+			       1e-12));
+	layer_fwd(&m.d, &m.kind, &m.o);
+	c = fixture_op(&m.o, "moe_dispatch");
 	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH);
-	c = fixture_op(&o, "moe_combine");
+	c = fixture_op(&m.o, "moe_combine");
 	cr_assert_eq(c->ep_path, EP_PASS_COMBINE);
-	cr_assert(fixture_near(c->coll_B, d.moe.combine_B, 1e-12));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = fixture_op(&o, "moe_combine_bwd");
+	cr_assert(fixture_near(c->coll_B, m.d.moe.combine_B, 1e-12));
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "moe_combine_bwd");
 	cr_assert_eq(c->ep_path, EP_PASS_DISPATCH16);
-	cr_assert(fixture_near(c->coll_B, d.moe.combine_B, 1e-12));
-	c = fixture_op(&o, "moe_dispatch_bwd");
+	cr_assert(fixture_near(c->coll_B, m.d.moe.combine_B, 1e-12));
+	c = fixture_op(&m.o, "moe_dispatch_bwd");
 	cr_assert_eq(c->ep_path, EP_PASS_COMBINE_BWD);
-	cr_assert(fixture_near(c->coll_B, d.moe.dispatch_B, 1e-12));
+	cr_assert(fixture_near(c->coll_B, m.d.moe.dispatch_B, 1e-12));
 	/* DeepEP-like (96 B of indices and weights, no probabilities): the
 	 * backward of the dispatch moves 16-bit rows, as the combine */
 	e.probs_per_domain_expert_B = 0;
 	e.bytes_per_token_extra = 96;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_float_eq(d.moe.row_cbwd_B, 2048, 1e-9);
-	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.combine_B, 1e-12));
+	moe_case_dims(&m);
+	cr_assert_float_eq(m.d.moe.row_cbwd_B, 2048, 1e-9);
+	cr_assert(fixture_near(m.d.moe.combine_bwd_B, m.d.moe.combine_B, 1e-12));
 	/* with the top-k weights' gradients, 4 B a selection, top-2: the
 	 * backward of the dispatch moves rows of 2048 + 8 B */
 	e.topk_weight_grad_B = 4;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_float_eq(d.moe.row_cbwd_B, 2056, 1e-9);
-	cr_assert(fixture_near(d.moe.combine_bwd_B, d.moe.combine_B * 2056 / 2048,
-		       1e-12));
-	arena_release(&a);
+	moe_case_dims(&m);
+	cr_assert_float_eq(m.d.moe.row_cbwd_B, 2056, 1e-9);
+	cr_assert(fixture_near(m.d.moe.combine_bwd_B,
+			       m.d.moe.combine_B * 2056 / 2048, 1e-12));
+	moe_case_release(&m);
 }
 
 /* Sum of row i (dir 0) or column i (dir 1) of an n x n matrix. */
@@ -87,12 +83,7 @@ static double line(const double *m, int n, int i, int dir)
 
 Test(moe, uneven_combine_sends_its_own_bytes_back)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
@@ -103,34 +94,35 @@ Test(moe, uneven_combine_sends_its_own_bytes_back)
 	 * rows of the 2080 B dispatched (combine_B), and being a combine it
 	 * runs backwards: the pace GPU sends to_pace to every GPU, its row
 	 * of the matrix 2 to_pace and column 0 to_pace + rest = combine_B. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
-	f.job.moe.routing.balance = ROUTE_RANDOM;
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.moe.routing.balance = ROUTE_RANDOM;
 	fixture_ep_forward(&e, "test-uneven");
 	e.probs_per_domain_expert_B = 4;
-	f.job.moe.dispatcher = &e;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_gt(r.max_mean, 1);
-	cr_assert_not_null(d.moe.a2a_B);
+	m.f.job.moe.dispatcher = &e;
+	moe_case_dims(&m);
+	cr_assert_gt(m.r.max_mean, 1);
+	cr_assert_not_null(m.d.moe.a2a_B);
 	/* dispatch: every GPU sends dispatch_B, rank 0 receives to_pace x 2 */
-	cr_assert(fixture_near(line(d.moe.a2a_B, 2, 1, 0), d.moe.dispatch_B, 1e-12));
-	cr_assert(fixture_near(line(d.moe.a2a_B, 2, 0, 1),
-		       d.moe.dispatch_B * r.max_mean, 1e-12));
-	layer_fwd(&d, &kind, &o);
-	c = fixture_op(&o, "moe_dispatch");
-	cr_assert_eq(c->a2a_B, d.moe.a2a_B);
-	c = fixture_op(&o, "moe_combine");
-	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 0), d.moe.combine_B * r.max_mean,
-		       1e-12));
-	cr_assert(fixture_near(line(c->a2a_B, 2, 1, 1), d.moe.combine_B, 1e-12));
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	/* the backward of the combine is a dispatch: rank 0 receives */
-	c = fixture_op(&o, "moe_combine_bwd");
-	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 1), d.moe.combine_B * r.max_mean,
-		       1e-12));
-	/* the backward of the dispatch, a combine with the gradients */
-	c = fixture_op(&o, "moe_dispatch_bwd");
+	cr_assert(fixture_near(line(m.d.moe.a2a_B, 2, 1, 0), m.d.moe.dispatch_B,
+			       1e-12));
+	cr_assert(fixture_near(line(m.d.moe.a2a_B, 2, 0, 1),
+		       m.d.moe.dispatch_B * m.r.max_mean, 1e-12));
+	layer_fwd(&m.d, &m.kind, &m.o);
+	c = fixture_op(&m.o, "moe_dispatch");
+	cr_assert_eq(c->a2a_B, m.d.moe.a2a_B);
+	c = fixture_op(&m.o, "moe_combine");
 	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 0),
-		       d.moe.combine_bwd_B * r.max_mean, 1e-12));
-	arena_release(&a);
+			       m.d.moe.combine_B * m.r.max_mean, 1e-12));
+	cr_assert(fixture_near(line(c->a2a_B, 2, 1, 1), m.d.moe.combine_B,
+			       1e-12));
+	moe_case_bwd(&m);
+	/* the backward of the combine is a dispatch: rank 0 receives */
+	c = fixture_op(&m.o, "moe_combine_bwd");
+	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 1),
+			       m.d.moe.combine_B * m.r.max_mean, 1e-12));
+	/* the backward of the dispatch, a combine with the gradients */
+	c = fixture_op(&m.o, "moe_dispatch_bwd");
+	cr_assert(fixture_near(line(c->a2a_B, 2, 0, 0),
+		       m.d.moe.combine_bwd_B * m.r.max_mean, 1e-12));
+	moe_case_release(&m);
 }

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "base/arena.h"
 #include "fixture.h"
+#include "moe_case.h"
 #include "models/layer.h"
 #include "models/route.h"
 
@@ -42,36 +42,30 @@
  */
 Test(moe, masked_select_permute_syncs_twice)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_ops o;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 	int mask, sel, pmask, psel, perm;
 
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 2);
+	moe_case_init(&m, 8, 2, 512, 2);
 	fixture_ep_library(&e, "test-alltoall");
-	f.job.moe.dispatcher = &e;
-	f.job.moe.permute_fusion = 0;
-	f.fw.elementwise.masked_select_permute = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.masked_select, 1);
-	cr_assert_float_eq(d.moe.probs_B, 2, 1e-12);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(fixture_op_index(&o, "permute_index"), -1);
-	mask = fixture_op_index(&o, "permute_mask");
-	sel = fixture_op_index(&o, "permute_select");
-	pmask = fixture_op_index(&o, "permute_probs_mask");
-	psel = fixture_op_index(&o, "permute_probs_select");
-	perm = fixture_op_index(&o, "permute");
+	m.f.job.moe.dispatcher = &e;
+	m.f.job.moe.permute_fusion = 0;
+	m.f.fw.elementwise.masked_select_permute = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.masked_select, 1);
+	cr_assert_float_eq(m.d.moe.probs_B, 2, 1e-12);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_eq(fixture_op_index(&m.o, "permute_index"), -1);
+	mask = fixture_op_index(&m.o, "permute_mask");
+	sel = fixture_op_index(&m.o, "permute_select");
+	pmask = fixture_op_index(&m.o, "permute_probs_mask");
+	psel = fixture_op_index(&m.o, "permute_probs_select");
+	perm = fixture_op_index(&m.o, "permute");
 	cr_assert(mask >= 0 && sel == mask + 1 && pmask == sel + 1 &&
 		  psel == pmask + 1 && perm == psel + 1);
 
-	c = &o.op[mask];
+	c = &m.o.op[mask];
 	cr_assert_float_eq(c->k.launches, 4, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 65536, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 65536, 1e-9);
@@ -81,7 +75,7 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_eq(c->host_kernels, 1);
 	cr_assert_eq(c->host_wait, LAYER_NONE);
 
-	c = &o.op[sel];
+	c = &m.o.op[sel];
 	cr_assert_float_eq(c->k.launches, 4, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 262144, 1e-9);
@@ -89,7 +83,7 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_eq(c->host_kernels, 3);
 	cr_assert_eq(c->host_wait, mask);
 
-	c = &o.op[pmask];
+	c = &m.o.op[pmask];
 	cr_assert_float_eq(c->k.launches, 3, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 98304, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 65536, 1e-9);
@@ -97,28 +91,28 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_eq(c->host_n, 2);
 	cr_assert_eq(c->host_wait, LAYER_NONE);
 
-	c = &o.op[psel];
+	c = &m.o.op[psel];
 	cr_assert_float_eq(c->k.read_B, 245760, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 212992, 1e-9);
 	cr_assert_eq(c->host_wait, pmask);
 
 	/* the index_select that follows is the same as argsort's */
-	cr_assert_float_eq(o.op[perm].k.read_B, 8454144, 1e-6);
+	cr_assert_float_eq(m.o.op[perm].k.read_B, 8454144, 1e-6);
 
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	c = &o.op[fixture_op_index(&o, "permute_probs_bwd")];
+	moe_case_bwd(&m);
+	c = &m.o.op[fixture_op_index(&m.o, "permute_probs_bwd")];
 	cr_assert_float_eq(c->k.launches, 6, 1e-12);
 	cr_assert_float_eq(c->k.read_B, 475136, 1e-9);
 	cr_assert_float_eq(c->k.write_B, 458752, 1e-9);
 	cr_assert_float_eq(c->k.strided_B, 131072, 1e-9);
 
-	f.job.moe.permute_fusion = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.masked_select, 0);
-	layer_fwd(&d, &kind, &o);
-	cr_assert_eq(fixture_op_index(&o, "permute_mask"), -1);
-	cr_assert_eq(fixture_op_index(&o, "permute_select"), -1);
-	layer_bwd(&d, &kind, LREC_NONE, &o);
-	cr_assert_eq(fixture_op_index(&o, "permute_probs_bwd"), -1);
-	arena_release(&a);
+	m.f.job.moe.permute_fusion = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.masked_select, 0);
+	layer_fwd(&m.d, &m.kind, &m.o);
+	cr_assert_eq(fixture_op_index(&m.o, "permute_mask"), -1);
+	cr_assert_eq(fixture_op_index(&m.o, "permute_select"), -1);
+	moe_case_bwd(&m);
+	cr_assert_eq(fixture_op_index(&m.o, "permute_probs_bwd"), -1);
+	moe_case_release(&m);
 }

@@ -38,11 +38,8 @@ static void build(struct fixture *f, struct arena *a, struct layer_ops *fwd,
 	struct layer_kind kind = { .moe = 1 };
 	struct layer_dims d;
 	struct route_result r;
-	struct diag dg;
 
-	diag_init(&dg, stderr);
-	layer_dims_from_job(&f->job, &d);
-	cr_assert_eq(route_plan(&f->job, &d, a, &r, &dg), 0);
+	fixture_dims(f, a, &d, &r);
 	layer_fwd(&d, &kind, fwd);
 	layer_bwd(&d, &kind, LREC_NONE, bwd);
 }

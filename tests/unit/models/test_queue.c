@@ -7,9 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "base/diag.h"
 #include "engine/exec.h"
-#include "engine/sim.h"
 #include "fixture.h"
 #include "mockcomm.h"
 #include "models/train.h"
@@ -121,26 +119,13 @@ static int overlaps(const struct prog *p, const char *const *a,
 static int run_full(struct fixture *f, int full, const char *const *a,
 		    const char *const *b, double *step_s)
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, 1e9);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run run;
 	int pairs;
 
-	diag_init(&d, stderr);
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, full, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	pairs = overlaps(p, a, b);
-	*step_s = er.step_s;
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_run(&run, &f->job, full, 5e-6, 1e9);
+	pairs = overlaps(run.p, a, b);
+	*step_s = run.er.step_s;
+	mockcomm_train_release(&run);
 	return pairs;
 }
 

