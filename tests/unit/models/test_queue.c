@@ -271,29 +271,16 @@ static int times_of(const struct prog *p, const char *name, double *start,
 static double gemm_step(struct fixture *f, double ag_s[4], double ag_e[4],
 			double fc1_s[4], double fc2_e[4])
 {
-	struct mockcomm m;
-	struct step_comm c = mockcomm_init(&m, 5e-6, 1e10);
-	struct exec_result er;
-	struct train_plan plan;
-	struct diag d;
-	struct prog *p;
-	const char *why = NULL;
+	struct mockcomm_run run;
 	double x[4], step;
 
-	diag_init(&d, stderr);
 	f->gpu.matrix_peak_flops[DTYPE_BF16] = 989.4e10;
-	cr_assert_eq(train_check(&f->job, &d), 0);
-	p = train_build(&f->job, 0, &plan, &d);
-	cr_assert_not_null(p);
-	m.sim = sim_new();
-	cr_assert_eq(exec_run(p, m.sim, c.ops, c.ctx, &er, &why), 0, "%s", why);
-	cr_assert_eq(times_of(p, "edp_param_allgather", ag_s, ag_e, 4), 4);
-	cr_assert_eq(times_of(p, "expert_fc1", fc1_s, x, 4), 4);
-	cr_assert_eq(times_of(p, "expert_fc2", x, fc2_e, 4), 4);
-	step = er.step_s;
-	sim_free(m.sim);
-	prog_free(p);
-	mockcomm_release(&m);
+	mockcomm_train_run(&run, &f->job, 0, 5e-6, 1e10);
+	cr_assert_eq(times_of(run.p, "edp_param_allgather", ag_s, ag_e, 4), 4);
+	cr_assert_eq(times_of(run.p, "expert_fc1", fc1_s, x, 4), 4);
+	cr_assert_eq(times_of(run.p, "expert_fc2", x, fc2_e, 4), 4);
+	step = run.er.step_s;
+	mockcomm_train_release(&run);
 	return step;
 }
 
