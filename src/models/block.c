@@ -167,6 +167,7 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->host_n = op->host_n;
 	bo->host_kernels = op->host_kernels;
 	bo->host_gemm = op->host_gemm;
+	bo->side_stream = op->side_stream;
 	bo->host_events = op->host_events;
 	bo->host_wait = op->host_wait;
 	bo->host_call_s = op->host_call_s;

@@ -411,6 +411,9 @@ struct layer_op {
 	uint8_t host_gemm;	/* its kernels are cuBLASLt GEMMs set up per
 				 * call (host gemm cost, not kernel) */
 	uint8_t host_events;	/* cudaEventRecord calls its call makes */
+	uint8_t side_stream;	/* LOP_KERNEL: issued on Transformer Engine's
+				 * multi-stream GEMM streams (a high-priority
+				 * stream: train_queue.c) */
 	int16_t host_wait;	/* the op the host waits for (a device sync)
 				 * before it issues this one, or LAYER_NONE */
 	double host_call_s;	/* s, its call's host time on the reference

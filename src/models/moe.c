@@ -237,6 +237,7 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 		 * of the arguments are not costed */
 		op->host_kernels = 0;
 	op->host_gemm = streams > 0 && d->moe.local > 1;
+	op->side_stream = streams > 0;	/* even one expert's (train_queue.c) */
 	/* and joins the streams with events: multi_stream_cublas_gemm
 	 * records one on the caller's stream, then one on each of the
 	 * min(S, L) compute streams it used (the 2 min(S, L)

@@ -197,6 +197,15 @@ static int inst_range(struct train *t, const struct block *b, uint32_t n,
 					rec->ep_first = ids[i * (int)n + (int)k];
 				rec->ep_last = ids[i * (int)n + (int)k];
 			}
+		if (b->op[i].kind == LOP_KERNEL && b->op[i].side_stream)
+			for (k = 0; k < n; k++) {
+				struct unit_rec *rec = train_unit(t,
+					t->stage_ranks[k], a, u);
+
+				if (rec->xg_first == TASK_NONE)
+					rec->xg_first = ids[i * (int)n + (int)k];
+				rec->xg_last = ids[i * (int)n + (int)k];
+			}
 		for (e = 0; e < 2; e++) {
 			int dep = b->op[i].dep[e];
 
@@ -665,7 +674,8 @@ static int alloc_ranks(struct train *t)
 			return -1;
 		for (u = 0; u < nu; u++)
 			t->units[r][u].ep_first = t->units[r][u].ep_last =
-				TASK_NONE;
+				t->units[r][u].xg_first =
+				t->units[r][u].xg_last = TASK_NONE;
 	}
 	return 0;
 }

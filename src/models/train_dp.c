@@ -369,6 +369,7 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 
 	int overlap = t->job->framework->overlap_grad_reduce;
 	int ep = overlap && train_queue_with_ep(t->job, b->experts);
+	int gemm = overlap && train_queue_with_gemm(t->job, b->experts);
 
 	if (first == TASK_NONE)
 		return -1;
@@ -385,6 +386,11 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 		/* on the expert-parallel stream's queue: the all-to-alls
 		 * issued after it wait for it */
 		if (ep && train_dep(t, first + k, train_ep_from(t,
+				rank_stage(t, r), r, b->bact, b->u1 + 1)) != 0)
+			return -1;
+		/* on the experts' GEMM stream's queue: likewise the GEMMs
+		 * (those before it are in its units: ready follows them) */
+		if (gemm && train_dep(t, first + k, train_xg_from(t,
 				rank_stage(t, r), r, b->bact, b->u1 + 1)) != 0)
 			return -1;
 	}
@@ -438,6 +444,26 @@ static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
 	return 0;
 }
 
+/* On the experts' GEMM stream's queue, the all-gather of bucket g->b on
+ * rank r is issued as on the expert-parallel one (gather_on_ep_queue):
+ * from the forward pre-hook of the previous bucket's first module,
+ * before that unit's expert GEMMs (the experts' first module is their
+ * fc1; a dense bucket's hook opens its unit), the chunk's first bucket
+ * at its own first unit. The GEMMs issued before it precede it, those
+ * after it wait for it. */
+static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
+				uint32_t r, task_id ag)
+{
+	const struct bucket *at = g->prev ? g->prev : g->b;
+	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
+	int64_t u = units - 1 - at->u1;
+
+	if (train_dep(t, train_xg_before(t, g->s, r, at->fact, u), ag) != 0 ||
+	    train_dep(t, ag, train_xg_from(t, g->s, r, at->fact, u)) != 0)
+		return -1;
+	return 0;
+}
+
 /* A bucket's all-gather at the start of the step on one group; its
  * chunk's first forward waits for it. */
 static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
@@ -449,11 +475,14 @@ static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	uint32_t k, f;
 
 	int ep = train_queue_with_ep(t->job, b->experts);
+	int gemm = train_queue_with_gemm(t->job, b->experts);
 
 	if (first == TASK_NONE)
 		return -1;
 	for (k = 0; k < n; k++)
-		if (ep && gather_on_ep_queue(t, g, t->ranks[k], first + k) != 0)
+		if ((ep && gather_on_ep_queue(t, g, t->ranks[k], first + k) != 0) ||
+		    (gemm && gather_on_gemm_queue(t, g, t->ranks[k],
+						  first + k) != 0))
 			return -1;
 	for (k = 0; k < n; k++)
 		for (u = b->u0; u <= b->u1; u++) {

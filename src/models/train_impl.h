@@ -19,6 +19,9 @@ struct unit_rec {
 	task_id ep_first;	/* its first and last task on the expert-
 				 * parallel stream (issue order), or */
 	task_id ep_last;	/* TASK_NONE */
+	task_id xg_first;	/* its first and last expert GEMM on
+				 * Transformer Engine's GEMM stream, or */
+	task_id xg_last;	/* TASK_NONE */
 };
 
 /* A gradient bucket of a pipeline rank (train_dp.c plans them). */
@@ -248,6 +251,10 @@ double train_grad_tasks(const struct train *t, int experts);
  * stream, and whether the two kinds share one. */
 int train_queue_with_ep(const struct job_spec *j, int experts);
 int train_queue_dp_edp(const struct job_spec *j);
+/* Whether the experts' GEMM stream (Transformer Engine's first
+ * multi-stream GEMM stream) shares a hardware queue with the gradient
+ * collectives of one kind. */
+int train_queue_with_gemm(const struct job_spec *j, int experts);
 
 /* Rank r (of pipeline stage s): its first task on the expert-parallel
  * stream issued at or after unit u of action a (later units, then later
@@ -256,6 +263,11 @@ int train_queue_dp_edp(const struct job_spec *j);
 task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
 		      int64_t a, int64_t u);
 task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
+			int64_t a, int64_t u);
+/* The same for the expert GEMMs on Transformer Engine's GEMM stream. */
+task_id train_xg_from(const struct train *t, int64_t s, uint32_t r,
+		      int64_t a, int64_t u);
+task_id train_xg_before(const struct train *t, int64_t s, uint32_t r,
 			int64_t a, int64_t u);
 
 

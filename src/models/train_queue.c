@@ -15,31 +15,48 @@
  * ROCm creates a pool stream when it is first used ("Note [HIP Lazy
  * Streams]", c10/cuda/CUDAStream.cpp), and TORCH_NCCL_HIGH_PRIORITY=1
  * takes the communicators' streams from the high-priority pool, which
- * compute does not use: the communicators share those queues among
- * themselves, the i-th communicator first used on queue i mod q (the
- * pool in creation order [?: the pool is a map keyed by the queue's
- * address]). training.comm_hw_queues is q; 0 leaves every stream its own
+ * PyTorch's compute stream does not use: the i-th stream of that pool
+ * created sits on queue i mod q (the least-used queue, the pool in
+ * creation order [?: the pool is a map keyed by the queue's address]).
+ * Transformer Engine's GEMM streams do use it: GroupedLinear runs its
+ * GEMMs through multi_stream_cublas_gemm, expert i on compute stream
+ * i % S (even one local expert: on ROCm nvte_multi_tensor_gemm takes
+ * that path for one GEMM; ROCm/TransformerEngine common/gemm/
+ * cublaslt_gemm.cu), and creates its S = 4 streams together at the
+ * first call with priority -1 (common/util/multi_stream.cpp; earlier
+ * cublaslt_gemm.cu init_streams_and_events, ROCm/TransformerEngine @
+ * ac80527), a high-priority stream on HIP (ROCm/clr hip_stream.cpp
+ * hipStreamCreateWithPriority: priority <= Priority::High, -1, is
+ * High). The S streams take S places in the order below, at the first
+ * MoE layer's first expert GEMM, and the experts' GEMMs (stream 0 [?:
+ * with more local experts, stream i % S]) run in issue order with the
+ * communicators that share their queue (framework
+ * elementwise.grouped_gemm_streams is S; 0, one grouped kernel on the
+ * compute stream, takes none). training.comm_hw_queues is q; 0 leaves every stream its own
  * queue (CUDA with CUDA_DEVICE_MAX_CONNECTIONS at least the streams: the
  * Megatron-Bridge recipes set 8 or 32 where tp = cp = 1).
  *
  * First use, in Megatron-Core's order (NVIDIA/Megatron-LM 5a676b36 as
  * AMD Primus e16b27b pins it): the world group (initialize.py's
  * barriers); in the first MoE layer's forward, the token counts'
- * all-gather on tp_ep (token_dispatcher.py preprocess) and the
- * all-to-all on ep; with loss_dp_allreduce, the data-parallel group
+ * all-gather on tp_ep (token_dispatcher.py preprocess), the
+ * all-to-all on ep and Transformer Engine's GEMM streams; with
+ * loss_dp_allreduce, the data-parallel group
  * (without CP) in the first loss (Primus pre_trainer.py loss_func); the
  * dense gradients' group (dp x cp; a separate group even at cp 1,
  * parallel_state.py DATA_PARALLEL_GROUP_WITH_CP) for the first bucket of
  * the backward (the output layer's); then the expert data-parallel
  * group. Modeled: the expert-parallel stream (dispatch and combine; the
  * counts ride on it although tp_ep is its own communicator [?]) with the
- * gradient reductions and all-gathers of either kind, and the two kinds
- * with each other; other communicators sharing a queue (tensor, context,
- * pipeline parallel) are not.
+ * gradient reductions and all-gathers of either kind, the two kinds
+ * with each other, and the experts' GEMMs with either kind; other
+ * communicators sharing a queue (tensor, context, pipeline parallel; the
+ * counts and the loss's all-reduce with the GEMMs) are not.
  */
 #include "train_impl.h"
 
-enum comm_use { CU_WORLD, CU_EP_COUNTS, CU_EP, CU_DP, CU_DP_CP, CU_EDP, CU_N };
+enum comm_use { CU_WORLD, CU_EP_COUNTS, CU_EP, CU_GEMM, CU_DP, CU_DP_CP, CU_EDP,
+		CU_N };
 
 /* The hardware queue of each communicator the job uses (-1: unused or no
  * sharing) into q[CU_N]; returns the queue count (0: no sharing). */
@@ -48,17 +65,24 @@ static int64_t queues(const struct job_spec *j, int64_t q[CU_N])
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t n = j->training.comm_hw_queues, i = 0;
 	int moe = model_is_moe(j->model) && p->ep > 1;
+	/* streams each use creates: TE's GEMM streams all at once */
+	int64_t streams[CU_N] = {1, 1, 1, 1, 1, 1, 1};
 	int used[CU_N];
 	int c;
 
+	streams[CU_GEMM] = j->framework->elementwise.grouped_gemm_streams;
 	used[CU_WORLD] = 1;
 	used[CU_EP_COUNTS] = moe;
 	used[CU_EP] = moe;
+	used[CU_GEMM] = moe && streams[CU_GEMM] > 0;
 	used[CU_DP] = j->framework->loss_dp_allreduce;
 	used[CU_DP_CP] = p->dp * p->cp > 1;
 	used[CU_EDP] = moe && p->edp > 1;
-	for (c = 0; c < CU_N; c++)
-		q[c] = n > 0 && used[c] ? i++ % n : -1;
+	for (c = 0; c < CU_N; c++) {
+		q[c] = n > 0 && used[c] ? i % n : -1;
+		if (n > 0 && used[c])
+			i += streams[c];
+	}
 	return n;
 }
 
@@ -71,6 +95,15 @@ int train_queue_with_ep(const struct job_spec *j, int experts)
 	return q[experts ? CU_EDP : CU_DP_CP] == q[CU_EP];
 }
 
+int train_queue_with_gemm(const struct job_spec *j, int experts)
+{
+	int64_t q[CU_N];
+
+	if (queues(j, q) == 0 || q[CU_GEMM] < 0)
+		return 0;
+	return q[experts ? CU_EDP : CU_DP_CP] == q[CU_GEMM];
+}
+
 int train_queue_dp_edp(const struct job_spec *j)
 {
 	int64_t q[CU_N];
@@ -80,8 +113,20 @@ int train_queue_dp_edp(const struct job_spec *j)
 	return q[CU_DP_CP] == q[CU_EDP];
 }
 
-task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
-		      int64_t a, int64_t u)
+/* A unit's first or last task on one stream: the expert-parallel one
+ * (gemm 0) or Transformer Engine's GEMM stream (gemm 1). */
+static task_id rec_first(const struct unit_rec *rec, int gemm)
+{
+	return gemm ? rec->xg_first : rec->ep_first;
+}
+
+static task_id rec_last(const struct unit_rec *rec, int gemm)
+{
+	return gemm ? rec->xg_last : rec->ep_last;
+}
+
+static task_id stream_from(const struct train *t, int64_t s, uint32_t r,
+			   int64_t a, int64_t u, int gemm)
 {
 	const struct stage_plan *sp = &t->stage[s];
 	int64_t n;
@@ -89,17 +134,17 @@ task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
 	for (; a < sp->nacts; a++, u = 0) {
 		n = train_units(t, train_vs(t, s, sp->acts[a].chunk));
 		for (; u < n; u++) {
-			const struct unit_rec *rec = train_unit(t, r, a, u);
+			task_id f = rec_first(train_unit(t, r, a, u), gemm);
 
-			if (rec->ep_first != TASK_NONE)
-				return rec->ep_first;
+			if (f != TASK_NONE)
+				return f;
 		}
 	}
 	return TASK_NONE;
 }
 
-task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
-			int64_t a, int64_t u)
+static task_id stream_before(const struct train *t, int64_t s, uint32_t r,
+			     int64_t a, int64_t u, int gemm)
 {
 	const struct stage_plan *sp = &t->stage[s];
 
@@ -107,11 +152,35 @@ task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
 		if (u < 0)
 			u = train_units(t, train_vs(t, s, sp->acts[a].chunk));
 		for (u--; u >= 0; u--) {
-			const struct unit_rec *rec = train_unit(t, r, a, u);
+			task_id l = rec_last(train_unit(t, r, a, u), gemm);
 
-			if (rec->ep_last != TASK_NONE)
-				return rec->ep_last;
+			if (l != TASK_NONE)
+				return l;
 		}
 	}
 	return TASK_NONE;
+}
+
+task_id train_ep_from(const struct train *t, int64_t s, uint32_t r,
+		      int64_t a, int64_t u)
+{
+	return stream_from(t, s, r, a, u, 0);
+}
+
+task_id train_ep_before(const struct train *t, int64_t s, uint32_t r,
+			int64_t a, int64_t u)
+{
+	return stream_before(t, s, r, a, u, 0);
+}
+
+task_id train_xg_from(const struct train *t, int64_t s, uint32_t r,
+		      int64_t a, int64_t u)
+{
+	return stream_from(t, s, r, a, u, 1);
+}
+
+task_id train_xg_before(const struct train *t, int64_t s, uint32_t r,
+			int64_t a, int64_t u)
+{
+	return stream_before(t, s, r, a, u, 1);
 }

@@ -208,22 +208,27 @@ static const struct system_spec *load_system(struct arena *a,
 	return s;
 }
 
-/* The NVL72 systems hold their GPUs' power-limited tensor clocks, by
- * the law dgx-b200.yaml uses for its 700 W set point (P ~ SMs x f^3),
- * referred to B200 (148 SMs) at its measured 1000 W point: back-to-back
+/* The Blackwell systems hold their GPUs' power-limited tensor clocks,
+ * by one law (P ~ SMs x f^3, gb200-nvl72.yaml), referred to B200 (148 SMs) at its measured 1000 W point: back-to-back
  * kernels fall from 1450 to 1237 TFLOP/s (flashinfer PR #2899), so B200
  * sustains 1855.7 x 1237/1450 = 1583.10 MHz of its quoted tensor clock.
  * GB200 (152 SMs, 1200 W): 1583.10 x (1200 x 148 / (1000 x 152))^(1/3)
  * = 1583.10 x 1.05325 = 1667.41 MHz, written 1667.4, under its quoted
  * 2007.7 (the quoted clock at 1000 W gave 1954.5: the assertion on the
- * system fails if the old reference comes back). GB300 (160 SMs, 1400
- * W, another die) keeps its quoted 1907.3 MHz. DGX B200 runs at its 1000 W
- * cap, the measured point itself: 1583.1 MHz (700 W would give
- * 1583.10 x 0.7^(1/3) = 1405.6; the old quoted-clock reference 1647.6). */
-Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
+ * system fails if the old reference comes back). DGX B200 runs at its
+ * 1000 W cap, the measured point itself: 1583.1 MHz (700 W would give
+ * 1583.10 x 0.7^(1/3) = 1405.6; the old quoted-clock reference 1647.6).
+ * The Blackwell Ultra systems by the same rule, capped at the quoted
+ * clock (neither needs the cap): GB300 (160 SMs, 1400 W): 1583.10 x
+ * (1400 x 148 / (1000 x 160))^(1/3) = 1583.10 x 1.08999 = 1725.57 MHz,
+ * written 1725.6, under its quoted 1907.3; DGX B300 (160 SMs, 1000 W
+ * maximum TGP): 1583.10 x (148 / 160)^(1/3) = 1583.10 x 0.97435 =
+ * 1542.49 MHz, written 1542.5, under its quoted 1716.6. Both systems
+ * held their quoted clocks before (the assertions fail then). */
+Test(gpu, blackwell_systems_hold_their_power_limited_clock)
 {
 	struct arena a;
-	const struct system_spec *b200, *gb200, *gb300;
+	const struct system_spec *b200, *gb200, *gb300, *b300;
 	const struct gpu_spec *g;
 	double f, b200_1000w;
 
@@ -231,6 +236,7 @@ Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
 	b200 = load_system(&a, "dgx-b200");
 	gb200 = load_system(&a, "gb200-nvl72");
 	gb300 = load_system(&a, "gb300-nvl72");
+	b300 = load_system(&a, "dgx-b300");
 	cr_assert_float_eq(b200->gpu->matrix_clock_hz, 1855.7e6, 1);
 	cr_assert_eq(b200->gpu->compute_units, 148);
 	b200_1000w = b200->gpu->matrix_clock_hz * 1237.0 / 1450.0;
@@ -245,6 +251,19 @@ Test(gpu, nvl72_gpus_hold_their_power_limited_clock)
 	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
 	g = gb300->gpu;
 	cr_assert_eq(g->compute_units, 160);
-	cr_assert_eq(g->sustained_matrix_clock_hz, g->matrix_clock_hz);
+	cr_assert_float_eq(g->matrix_clock_hz, 1907.3e6, 1);
+	f = fmin(g->matrix_clock_hz,
+		 b200_1000w * cbrt(1400.0 * 148 /
+				   (1000.0 * (double)g->compute_units)));
+	cr_assert_float_eq(f, 1725.57e6, 0.01e6);
+	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
+	g = b300->gpu;
+	cr_assert_eq(g->compute_units, 160);
+	cr_assert_float_eq(g->matrix_clock_hz, 1716.6e6, 1);
+	f = fmin(g->matrix_clock_hz,
+		 b200_1000w * cbrt(1000.0 * 148 /
+				   (1000.0 * (double)g->compute_units)));
+	cr_assert_float_eq(f, 1542.49e6, 0.01e6);
+	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
 	arena_release(&a);
 }

@@ -205,3 +205,111 @@ Test(queue, one_queue_runs_in_issue_order)
 	cr_assert_eq(run_pairs(&f, dense, ep, &t1), 0);
 	cr_assert_eq(run_pairs(&f, experts, ep, &t1), 0);
 }
+
+Test(queue, te_gemm_streams_take_places_in_the_order)
+{
+	struct fixture f;
+
+	/* Transformer Engine's GroupedLinear creates its S multi-stream GEMM
+	 * streams (priority -1: HIP's high-priority pool) together at the
+	 * first expert GEMM, after the first all-to-all: world, tp_ep, ep,
+	 * S GEMM streams (the experts' GEMMs on the first), [dp, the
+	 * loss's], dp x cp, edp. q 2, S 4, with the loss's group: 0 1 0,
+	 * GEMM 1 (0 1 0 for the other three), then 1 0 1: the experts'
+	 * GEMMs share queue 1 with edp (the loss's 1 too, not modelled),
+	 * ep still with dp x cp. */
+	moe_job(&f);
+	f.job.training.comm_hw_queues = 2;
+	f.fw.loss_dp_allreduce = 1;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	cr_assert(train_queue_with_gemm(&f.job, 1));
+	cr_assert(!train_queue_with_gemm(&f.job, 0));
+	cr_assert(train_queue_with_ep(&f.job, 0));
+	cr_assert(!train_queue_dp_edp(&f.job));
+	/* S 3: GEMM 1 (then 0 1), dp 0, dp x cp 1, edp 0: the GEMMs with
+	 * the dense gradients', ep (0) with edp */
+	f.fw.elementwise.grouped_gemm_streams = 3;
+	cr_assert(!train_queue_with_gemm(&f.job, 1));
+	cr_assert(train_queue_with_gemm(&f.job, 0));
+	cr_assert(train_queue_with_ep(&f.job, 1));
+	/* S 0 (one grouped kernel on the compute stream): no GEMM stream,
+	 * the communicators' order as before (ep with dp x cp) */
+	f.fw.elementwise.grouped_gemm_streams = 0;
+	cr_assert(!train_queue_with_gemm(&f.job, 0) &&
+		  !train_queue_with_gemm(&f.job, 1));
+	cr_assert(train_queue_with_ep(&f.job, 0));
+	/* q 0: every stream its own queue */
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	f.job.training.comm_hw_queues = 0;
+	cr_assert(!train_queue_with_gemm(&f.job, 0) &&
+		  !train_queue_with_gemm(&f.job, 1));
+}
+
+/* Rank 0's first `max` tasks named `name` (in task order: the first
+ * microbatch's forward first), their start and end times; how many. */
+static int times_of(const struct prog *p, const char *name, double *start,
+		    double *end, int max)
+{
+	uint32_t x, n = prog_tasks(p);
+	int c = 0;
+
+	for (x = 0; x < n && c < max; x++) {
+		enum task_cat cat;
+
+		if (exec_task_rank(p, x) != 0 ||
+		    strcmp(exec_task_name(p, x, &cat), name) != 0)
+			continue;
+		start[c] = exec_task_start_s(p, x);
+		end[c++] = exec_task_end_s(p, x);
+	}
+	return c;
+}
+
+/* The step of the fixture on a GPU 100 x slower at bf16 GEMMs (an expert
+ * GEMM 4.3 ms, longer than a bucket's all-gather), with collectives at
+ * 10 GB/s; the experts' all-gathers and forward GEMMs of rank 0. */
+static double gemm_step(struct fixture *f, double ag_s[4], double ag_e[4],
+			double fc1_s[4], double fc2_e[4])
+{
+	struct mockcomm_run run;
+	double x[4], step;
+
+	f->gpu.matrix_peak_flops[DTYPE_BF16] = 989.4e10;
+	mockcomm_train_run(&run, &f->job, 0, 5e-6, 1e10);
+	cr_assert_eq(times_of(run.p, "edp_param_allgather", ag_s, ag_e, 4), 4);
+	cr_assert_eq(times_of(run.p, "expert_fc1", fc1_s, x, 4), 4);
+	cr_assert_eq(times_of(run.p, "expert_fc2", x, fc2_e, 4), 4);
+	step = run.er.step_s;
+	mockcomm_train_release(&run);
+	return step;
+}
+
+Test(queue, expert_gemms_and_the_experts_gathers_keep_issue_order)
+{
+	double ag_s[4], ag_e[4], fc1_s[4], fc2_e[4];
+	struct fixture f;
+	int i;
+
+	/* Megatron issues layer i's experts' all-gather (i >= 1) from the
+	 * pre-hook of layer i-1's fc1, so on the GEMM stream's queue (q 2,
+	 * S 4: te_gemm_streams_take_places_in_the_order) it starts after
+	 * layer i-2's expert GEMMs and layer i-1's fc1 waits for it. On a
+	 * queue of its own (q 0), or with one grouped kernel on the compute
+	 * stream (S 0: edp's queue holds no GEMM), the chain runs from the
+	 * step's start (4 x 0.84 ms: 8.4e6 x 2 B over edp 2 at 10 GB/s),
+	 * layer 2's before layer 0's fc2 ends (20.8 ms). */
+	moe_job(&f);
+	f.fw.loss_dp_allreduce = 1;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	gemm_step(&f, ag_s, ag_e, fc1_s, fc2_e);
+	cr_assert_lt(ag_s[2], fc2_e[0]);
+	f.job.training.comm_hw_queues = 2;
+	gemm_step(&f, ag_s, ag_e, fc1_s, fc2_e);
+	for (i = 1; i < 4; i++)
+		cr_assert_geq(fc1_s[i - 1], ag_e[i], "layer %d", i);
+	for (i = 2; i < 4; i++)
+		cr_assert_geq(ag_s[i], fc2_e[i - 2], "layer %d", i);
+	f.fw.elementwise.grouped_gemm_streams = 0;
+	gemm_step(&f, ag_s, ag_e, fc1_s, fc2_e);
+	cr_assert_lt(ag_s[2], fc2_e[0]);
+}
