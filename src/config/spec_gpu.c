@@ -186,6 +186,11 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, ck_tile_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "the same, backward (default bwd_efficiency)" },
+	{ .key = "ck_tile_bwd_masked_tile_cost", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, ck_tile_bwd_masked_tile_cost),
+	  .min = 1, .max = 16, .flags = SF_OPTIONAL,
+	  .help = "the CK-tile backward's causal-diagonal (masked) tile in its "
+		  "unmasked tiles (default masked_tile_cost)" },
 	{ .key = "masked_tile_cost", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, masked_tile_cost),
 	  .def = "1", .min = 1, .max = 16,
@@ -409,6 +414,9 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.ck_tile_fwd_efficiency = g->attention.fwd_efficiency;
 	if (g->attention.ck_tile_bwd_efficiency == 0)
 		g->attention.ck_tile_bwd_efficiency = g->attention.bwd_efficiency;
+	if (g->attention.ck_tile_bwd_masked_tile_cost == 0)
+		g->attention.ck_tile_bwd_masked_tile_cost =
+			g->attention.masked_tile_cost;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,

@@ -86,6 +86,7 @@ struct gpu_attention_spec {
 	double flash_triton_bwd_efficiency;	/* the same, backward; 0 = flash2's */
 	double ck_tile_fwd_efficiency;	/* Composable Kernel's generic CK-tile kernels, forward; 0 = fwd_efficiency */
 	double ck_tile_bwd_efficiency;	/* the same, backward; 0 = bwd_efficiency */
+	double ck_tile_bwd_masked_tile_cost;	/* the CK-tile backward's masked tile; 0 = masked_tile_cost */
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */

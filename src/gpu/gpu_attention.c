@@ -296,12 +296,14 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 {
 	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
-	double mu = g->attention.masked_tile_cost;
+	double mu = a->kernel == GPU_ATTN_CK_TILE && backward ?
+		g->attention.ck_tile_bwd_masked_tile_cost :
+		g->attention.masked_tile_cost;
 	struct gpu_units r = {0, 0, 0, 0};
 	double masked;
 
 	if (!(mu >= 1))
-		BUG("attention.masked_tile_cost below 1 (the schema's minimum)");
+		BUG("attention masked tile cost below 1 (the schema's minimum)");
 	for (u = 0; u < (backward ? nk : nq); u++) {
 		tiles = windowed(a) ?
 			window_tiles(a, b, nq, nk, c0, u, backward, &masked) :

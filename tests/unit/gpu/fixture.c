@@ -35,6 +35,7 @@ void gpu_fixture_toy(struct gpu_spec *g)
 	g->attention.bwd_efficiency = 0.25;
 	g->attention.block_q = 128;
 	g->attention.masked_tile_cost = 1;
+	g->attention.ck_tile_bwd_masked_tile_cost = 1;
 	g->l2 = (struct gpu_mem_level){10e6, 40e12, 0.5};
 	g->llc = (struct gpu_mem_level){100e6, 20e12, 0.5};
 	g->hbm = (struct gpu_mem_level){100e9, 10e12, 0.5};

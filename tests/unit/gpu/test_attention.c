@@ -315,6 +315,48 @@ Test(gpu, ck_tile_kernels_run_at_their_own_efficiency)
 		  "ck %g vendor %g", c.time_s, vendor.time_s);
 }
 
+Test(gpu, ck_tile_backward_masks_at_its_own_tile_cost)
+{
+	struct gpu_attn_shape a = shape(1);
+	struct gpu_spec g;
+	double t_l2_f = 32768 / 2e11, t_l2_b = 65536 / 2e11;
+	double side = 1024.0 * 1796 / 2e13, t;
+
+	gpu_fixture_toy(&g);
+	/* The shape of attention_causal_queries_at_the_end_compute_their_
+	 * tiles (1024 queries after 3072 of 4096 keys, one head, in L2), the
+	 * CK-tile kernel at the vendor's efficiencies, masked_tile_cost 2,
+	 * ck_tile_bwd_masked_tile_cost 3 (mi355x.yaml fits 1.0; 3 tells the
+	 * two apart). Backward: key block 24, 8 tiles, 1 masked, is the
+	 * longest unit: t_ub(L2) + (8 + 1 x (3 - 1)) tau_b = 10 tau_b, + the
+	 * two passes; the vendor kernel's 8 + 1 x (2 - 1) = 9 tau_b. */
+	g.attention.masked_tile_cost = 2;
+	g.attention.ck_tile_bwd_masked_tile_cost = 3;
+	g.attention.ck_tile_fwd_efficiency = g.attention.fwd_efficiency;
+	g.attention.ck_tile_bwd_efficiency = g.attention.bwd_efficiency;
+	a.heads_q = a.heads_kv = 1;
+	a.seq_q = 1024;
+	a.kernel = GPU_ATTN_CK_TILE;
+	t = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_b + 10 * TAU_B + side, 1e-9),
+		  "got %g", t);
+	/* At 1 (a masked tile as dear as an unmasked one, mi355x's fit): the
+	 * longest unit 8 tau_b, key blocks 0..24 alike. */
+	g.attention.ck_tile_bwd_masked_tile_cost = 1;
+	t = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_b + 8 * TAU_B + side, 1e-9),
+		  "got %g", t);
+	/* The forward keeps masked_tile_cost: the longest query block, 32
+	 * tiles + 1 x (2 - 1), t_uf(L2) + 33 tau_f. */
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_f + 33 * TAU_F, 1e-9), "got %g", t);
+	/* The vendor backward keeps it too: 9 tau_b. */
+	a.kernel = GPU_ATTN_VENDOR;
+	t = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	cr_assert(gpu_fixture_near(t, t_l2_b + 9 * TAU_B + side, 1e-9),
+		  "got %g", t);
+}
+
 /*
  * Head dim (gpu_attention.c, "Head dim"): the softmax's exponentials at
  * x per clock per unit take t_e = 1 / (x U f_s) per pair on the whole

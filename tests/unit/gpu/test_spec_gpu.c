@@ -100,6 +100,26 @@ Test(spec_gpu, ck_tile_defaults_to_the_vendor_kernel)
 	cr_assert_eq(g.attention.ck_tile_bwd_efficiency, 0.6);
 }
 
+Test(spec_gpu, ck_tile_masked_tile_defaults_to_the_vendor_kernel)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* Unset, the CK-tile backward's masked tile costs masked_tile_cost
+	 * (1.65, H200's); set, its own (1.0, mi355x.yaml's fit), and the
+	 * other kernels' cost stays 1.65. */
+	minimal(&g);
+	g.attention.masked_tile_cost = 1.65;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.ck_tile_bwd_masked_tile_cost, 1.65);
+	minimal(&g);
+	g.attention.masked_tile_cost = 1.65;
+	g.attention.ck_tile_bwd_masked_tile_cost = 1.0;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.ck_tile_bwd_masked_tile_cost, 1.0);
+	cr_assert_eq(g.attention.masked_tile_cost, 1.65);
+}
+
 /* check() must fail on g and say each of the needles. */
 static void expect_rejected(struct gpu_spec *g, const char *const *needles)
 {
