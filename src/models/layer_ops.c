@@ -138,7 +138,7 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
 /* MXFP8 (Transformer Engine's quantize_mxfp8 kernel, the default
- * through TE 2.14; the specialized cast-only kernels became the default
+ * through TE 2.15; the specialized cast-only kernels became the default
  * with TE PR #2958, 2026-05-12): a cast writing the column-wise layout
  * (with the row-wise, or alone) runs at the GPU's mx_cast_efficiency of
  * the streaming rate, a row-wise-only cast at the streaming rate (the
