@@ -457,8 +457,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	cast_before_gather(o, cast_name, PASS_BWD, d, d->lowp,
 			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
+	before = lop_tail(o);	/* the gather need not wait for the swizzle */
 	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
-	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
 			lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
