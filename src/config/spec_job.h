@@ -168,7 +168,8 @@ enum graph_scope {
 /* "attn", "mlp", "moe", "moe_router", "moe_preprocess" (from SCOPE_ATTN). */
 extern const char *const graph_scope_names[];
 
-/* "vendor", "flash2", "flash_triton": enum gpu_attn_kernel (gpu.h). */
+/* "vendor", "flash2", "flash_triton", "ck_tile": enum gpu_attn_kernel
+ * (gpu.h). */
 extern const char *const attn_kernel_names[];
 /* "none", "tp_cp", "stage": enum amax_reduction. */
 extern const char *const amax_reduction_names[];

@@ -138,7 +138,7 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * with the post-RHT amax the norm runs UNFUSED), so no lop_cast_after_norm
  * saving. */
 /* MXFP8 (Transformer Engine's quantize_mxfp8 kernel, the default
- * through TE 2.14; the specialized cast-only kernels became the default
+ * through TE 2.15; the specialized cast-only kernels became the default
  * with TE PR #2958, 2026-05-12): a cast writing the column-wise layout
  * (with the row-wise, or alone) runs at the GPU's mx_cast_efficiency of
  * the streaming rate, a row-wise-only cast at the streaming rate (the
@@ -457,8 +457,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	cast_before_gather(o, cast_name, PASS_BWD, d, d->lowp,
 			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
+	before = lop_tail(o);	/* the gather need not wait for the swizzle */
 	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
-	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
 			lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
