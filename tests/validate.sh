@@ -118,6 +118,22 @@ printf '%s\n' '  - {label: none, backend: flash, batch: 1, heads_q: 16, heads_kv
 	>>"$tmp/ref/kernels/one.yaml"
 status 2 "an attention row without a pass" --kind kernel --reference "$tmp/ref"
 rm "$tmp/ref/kernels/one.yaml"
+# An attention row's backend is one of vendor, cudnn, flash, ck_tile (a
+# typo ran at the vendor rates without a word), and ck_tile (Composable
+# Kernel's) names an AMD GPU's kernel: both exit 2 at the value, row 7
+# column 28.
+printf '%s\n' 'id: K-BACKEND' 'gpu: h100' 'kind: attention' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {label: typo, backend: ck-tile, batch: 1, heads_q: 16, heads_kv: 16, seq: 4096, head_dim: 128, causal: true, fwd_s: 0.001, fwd_tflops: 100}' \
+	>"$tmp/ref/kernels/bk.yaml"
+status 2 "an attention row with an unknown backend" --kind kernel --reference "$tmp/ref"
+grep -q "bk.yaml:7:28: error: 'backend': expected one of vendor, cudnn, flash, ck_tile, got 'ck-tile'" "$tmp/err" ||
+	bad "an unknown backend: no error at bk.yaml:7:28"
+sed -i 's/ck-tile/ck_tile/' "$tmp/ref/kernels/bk.yaml"
+status 2 "an attention row with backend ck_tile on h100" --kind kernel --reference "$tmp/ref"
+grep -q "bk.yaml:7:28: error: 'backend': ck_tile is Composable Kernel's, which runs on AMD GPUs only" "$tmp/err" ||
+	bad "backend ck_tile on h100: no error at bk.yaml:7:28"
+rm "$tmp/ref/kernels/bk.yaml"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

@@ -212,9 +212,47 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	return 0;
 }
 
-/* Attention: one line per pass; pass 0 forward, 1 backward. */
+/* An attention row's backend: absent, vendor or cudnn the vendor's
+ * kernel (cuDNN; CK on AMD), flash FlashAttention-2, ck_tile Composable
+ * Kernel's generic CK-tile pipelines (AMD GPUs only). Anything else is
+ * an error at the value (a typo such as ck-tile ran at the vendor rates
+ * without a word). The kernel (enum gpu_attn_kernel), or -1. */
+static int row_backend(const struct ref *r, const struct cnode *row,
+		       struct diag *d)
+{
+	static const struct { const char *name; int kernel; } tab[] = {
+		{"vendor", GPU_ATTN_VENDOR}, {"cudnn", GPU_ATTN_VENDOR},
+		{"flash", GPU_ATTN_FLASH2}, {"ck_tile", GPU_ATTN_CK_TILE},
+	};
+	const struct cnode *n = cnode_get(row, "backend");
+	char msg[256];
+	size_t i;
+
+	if (!n)
+		return GPU_ATTN_VENDOR;
+	for (i = 0; n->kind == CNODE_SCALAR && i < sizeof(tab) / sizeof(tab[0]);
+	     i++)
+		if (strcmp(n->text, tab[i].name) == 0)
+			break;
+	if (n->kind != CNODE_SCALAR || i == sizeof(tab) / sizeof(tab[0])) {
+		snprintf(msg, sizeof(msg), "'backend': expected one of vendor, "
+			 "cudnn, flash, ck_tile, got '%s'",
+			 n->kind == CNODE_SCALAR ? n->text : "a collection");
+		return bad(d, n, msg);
+	}
+	if (tab[i].kernel == GPU_ATTN_CK_TILE && r->g.vendor != GPU_AMD) {
+		snprintf(msg, sizeof(msg), "'backend': ck_tile is Composable "
+			 "Kernel's, which runs on AMD GPUs only; gpu '%s' is an "
+			 "NVIDIA GPU", r->gpu_name ? r->gpu_name : "");
+		return bad(d, n, msg);
+	}
+	return tab[i].kernel;
+}
+
+/* Attention: one line per pass; pass 0 forward, 1 backward, with the
+ * row's kernel (row_backend). */
 static int row_attention(const struct ref *r, const struct cnode *row,
-			 int pass, struct line *l)
+			 int pass, int kernel, struct line *l)
 {
 	const char *key_s = pass ? "bwd_s" : "fwd_s";
 	const char *key_tf = pass ? "bwd_tflops" : "fwd_tflops";
@@ -235,10 +273,7 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	a.causal = causal && strcmp(causal, "true") == 0;
 	if (get_str(row, "window"))		/* sliding window, keys */
 		a.window = get_num(row, "window");
-	a.kernel = !backend ? GPU_ATTN_VENDOR :
-		   strcmp(backend, "flash") == 0 ? GPU_ATTN_FLASH2 :
-		   strcmp(backend, "ck_tile") == 0 ? GPU_ATTN_CK_TILE :
-						     GPU_ATTN_VENDOR;
+	a.kernel = kernel;
 	/* An FP8 or MXFP8 set is predicted as training.fp8_attention is
 	 * costed: the bf16 kernel's rates and bytes, with the FP8 kernel's
 	 * window backward (the GPU's attention.fp8_bwd_skips_window). */
@@ -346,13 +381,15 @@ static int do_row(struct valid_table *t, const struct ref *r,
 
 	memset(&l, 0, sizeof(l));
 	if (strcmp(r->kind, "attention") == 0) {
-		int lines = 0;
+		int lines = 0, kernel = row_backend(r, row, d);
 
+		if (kernel < 0)
+			return -1;
 		for (pass = 0; pass < 2; pass++) {
 			if (!get_str(row, pass ? "bwd_s" : "fwd_s") &&
 			    !get_str(row, pass ? "bwd_tflops" : "fwd_tflops"))
 				continue;	/* a source without this pass */
-			if (row_attention(r, row, pass, &l) < 0)
+			if (row_attention(r, row, pass, kernel, &l) < 0)
 				break;
 			if (add_line(t, r, row, pass ? "bwd_scored" :
 				     "fwd_scored", &l, d) < 0)

@@ -275,6 +275,32 @@ static void phase_section_check(const struct job_spec *j, struct diag *d,
 	}
 }
 
+/* framework.attention_kernel against the system's GPU: ck_tile is
+ * Composable Kernel's (ROCm/composable_kernel, include/ck_tile/ops/fmha),
+ * built for AMD GPUs only; on an NVIDIA GPU it would run at the vendor
+ * rates (the ck_tile_* efficiencies default to the vendor's) without a
+ * word. Reported at the attention kernel, else at the framework that
+ * sets it (a preset's name), else at the job. -1 after an error. */
+static int job_attention_kernel_check(const struct job_spec *j,
+				      struct diag *d, const struct cnode *node)
+{
+	const struct gpu_spec *g = j->system ? j->system->gpu : NULL;
+	const struct cnode *f = node ? cnode_get(node, "framework") : NULL;
+	const struct cnode *v = f && f->kind == CNODE_MAP ?
+				cnode_get(f, "attention_kernel") : NULL;
+
+	if (!j->framework || !g || g->vendor == GPU_AMD ||
+	    strcmp(attn_kernel_names[j->framework->attention_kernel],
+		   "ck_tile") != 0)
+		return 0;
+	v = v ? v : f;
+	cnode_error(d, v ? v : node, "'framework.attention_kernel': ck_tile "
+		    "is Composable Kernel's, which runs on AMD GPUs only; the "
+		    "system's %s is an NVIDIA GPU (use vendor, flash2 or "
+		    "flash_triton)", g->name ? g->name : "GPU");
+	return -1;
+}
+
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -282,6 +308,8 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 	int rc = job_layout_check(obj, JOB_RULES_ALL, d, node) == 0 ? 0 : -1;
 
 	if (job_recompute_check(j, d, node) != 0)
+		rc = -1;
+	if (job_attention_kernel_check(j, d, node) != 0)
 		rc = -1;
 	job_fp8_scaling_check(j, d, node);
 	phase_section_check(j, d, node);
@@ -310,7 +338,9 @@ const struct schema job_schema = {
 };
 
 /* The planner's job check: job_check's warnings (a section the phase
- * does not read, fp8_scaling off fp8), none of its errors. The layout
+ * does not read, fp8_scaling off fp8) and the one error no layout can
+ * mend (an AMD-only attention kernel on an NVIDIA GPU), none of the
+ * others. The layout
  * and what depends on it (recompute_modules against a2a_overlap, the
  * straggler's GPU) are the planner's to search: it checks every layout
  * it tries with job_layout_check, so a job that run refuses for its
@@ -322,7 +352,7 @@ static int job_plan_check(void *obj, const struct schema_at *at,
 
 	job_fp8_scaling_check(j, d, at->map);
 	phase_section_check(j, d, at->map);
-	return 0;
+	return job_attention_kernel_check(j, d, at->map);
 }
 
 /* The planner's job: the same keys, job_plan_check's warnings. */

@@ -299,9 +299,18 @@ Test(gpu, ck_tile_kernels_run_at_their_own_efficiency)
 		  "got %g", c.time_s);
 	cr_assert(gpu_fixture_near(c.time_s, vendor.time_s, 1e-12));
 	/* Backward: every tile tau_b x 0.479 / 0.284 = 1.6866 tau_b = 28.297
-	 * us; the same time as the vendor kernel with its backward
-	 * efficiency scaled by 0.284 / 0.479. */
+	 * us; the main kernel still compute-bound, its 8 waves take
+	 * 8 (t_ub + 32 x 28.297) = 8 (1.311 + 905.497) us = 7254.5 us, and
+	 * the pre/post passes, memory-bound, the same 25 x 4096 x 1796 B /
+	 * 5 TB/s = 36.8 us as the vendor's
+	 * (attention_backward_adds_its_pre_and_post_pass): 7291.2 us. The
+	 * same time as the vendor kernel with its backward efficiency
+	 * scaled by 0.284 / 0.479. */
 	c = gpu_attention_bwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 8 * (TU_B + 32 * TAU_B * 0.479 /
+						  0.284) + 25.0 * 4096 *
+				   (2 * 128 * 2 + 4 + 8 * 128 + 128 * 2) / 5e12,
+				   1e-9), "got %g", c.time_s);
 	a.kernel = GPU_ATTN_VENDOR;
 	vendor = gpu_attention_bwd(&g, DTYPE_BF16, &a);
 	g.attention.bwd_efficiency *= 0.284 / 0.479;
