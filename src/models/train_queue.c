@@ -65,11 +65,13 @@ static int64_t queues(const struct job_spec *j, int64_t q[CU_N])
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t n = j->training.comm_hw_queues, i = 0;
 	int moe = model_is_moe(j->model) && p->ep > 1;
-	/* streams each use creates: TE's GEMM streams all at once */
-	int64_t streams[CU_N] = {1, 1, 1, 1, 1, 1, 1};
+	/* streams each use creates: one, but TE's GEMM streams all at once */
+	int64_t streams[CU_N];
 	int used[CU_N];
 	int c;
 
+	for (c = 0; c < CU_N; c++)
+		streams[c] = 1;
 	streams[CU_GEMM] = j->framework->elementwise.grouped_gemm_streams;
 	used[CU_WORLD] = 1;
 	used[CU_EP_COUNTS] = moe;

@@ -19,6 +19,7 @@
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
 #include "../models/fixture.h"
+#include "serve_fixture.h"
 
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
@@ -494,27 +495,16 @@ Test(serve, arrival_at_a_step_end_joins_the_next_step)
 static void draft_of(const char *path, const char *const *sets, size_t n,
 		     struct infer_dims *out, struct infer_ops *ops)
 {
-	struct arena a;
-	struct diag d;
-	struct serve s;
-	struct serve_result r;
+	struct serve_fixture f;
 	struct infer_batch b;
 
-	arena_init(&a);
-	diag_init(&d, stderr);
-	memset(&s, 0, sizeof(s));
-	s.job = fixture_load_job(&a, path, sets, n);
-	s.d = &d;
-	s.wake = serve_wake;
-	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
-	cr_assert_eq(serve_setup(&s, &r), 0);
-	cr_assert_not_null(s.draft);
-	*out = s.draft->ctx.dims;
+	serve_fixture_open(&f, path, sets, n);
+	cr_assert_not_null(f.s.draft);
+	*out = f.s.draft->ctx.dims;
 	memset(&b, 0, sizeof(b));
 	infer_batch_add(&b, 4, 1, 512, 0, 1);
 	infer_embed_ops(out, &b, ops);
-	serve_teardown(&s);
-	arena_release(&a);
+	serve_fixture_close(&f);
 }
 
 static const struct infer_op *op_named(const struct infer_ops *o,

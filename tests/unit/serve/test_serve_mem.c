@@ -18,28 +18,17 @@
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
 #include "../models/fixture.h"
+#include "serve_fixture.h"
 
 /* The memory of the job's serving instance (the decode pool's). */
 static void mem_of(const char *path, const char *const *sets, size_t n,
 		   struct infer_mem *out)
 {
-	struct arena a;
-	struct diag d;
-	struct serve s;
-	struct serve_result r;
+	struct serve_fixture f;
 
-	arena_init(&a);
-	diag_init(&d, stderr);
-	memset(&s, 0, sizeof(s));
-	memset(&r, 0, sizeof(r));
-	s.job = fixture_load_job(&a, path, sets, n);
-	s.d = &d;
-	s.wake = serve_wake;
-	cr_assert_eq(serve_requests(s.job, &s.req, &s.nreq, &d), 0);
-	cr_assert_eq(serve_setup(&s, &r), 0);
-	*out = r.mem;
-	serve_teardown(&s);
-	arena_release(&a);
+	serve_fixture_open(&f, path, sets, n);
+	*out = f.r.mem;
+	serve_fixture_close(&f);
 }
 
 /*

@@ -1,0 +1,29 @@
+/*
+ * serve_fixture.c - see serve_fixture.h.
+ */
+#include "serve_fixture.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../models/fixture.h"
+
+void serve_fixture_open(struct serve_fixture *f, const char *path,
+			const char *const *sets, size_t n)
+{
+	memset(f, 0, sizeof(*f));
+	arena_init(&f->a);
+	diag_init(&f->d, stderr);
+	f->s.job = fixture_load_job(&f->a, path, sets, n);
+	f->s.d = &f->d;
+	f->s.wake = serve_wake;
+	cr_assert_eq(serve_requests(f->s.job, &f->s.req, &f->s.nreq, &f->d), 0);
+	cr_assert_eq(serve_setup(&f->s, &f->r), 0);
+}
+
+void serve_fixture_close(struct serve_fixture *f)
+{
+	serve_teardown(&f->s);
+	arena_release(&f->a);
+}
