@@ -156,12 +156,28 @@ static void count_rest(const struct train *t, int64_t s, int p2p,
 	c->tasks += 1 + (t->job->framework->step_overhead_s > 0);
 }
 
+void train_count(struct train *t, int p2p, struct train_estimate *e)
+{
+	int64_t s;
+
+	memset(e, 0, sizeof(*e));
+	for (s = 0; s < t->pp; s++) {
+		struct count c = { 0, 0 };
+
+		count_units(t, s, &c);
+		count_dp(t, s, &c);
+		count_rest(t, s, p2p, &c);
+		e->tasks += c.tasks * (double)t->lay.sim;
+		e->calls += c.calls * (double)t->lay.sim;
+	}
+	e->ranks = (double)t->lay.nranks;
+}
+
 int train_estimate(const struct job_spec *j, int full,
 		   struct train_estimate *e, struct diag *d)
 {
 	struct train t;
 	struct train_plan plan;
-	int64_t s;
 	int rc = -1, p2p;
 
 	memset(&t, 0, sizeof(t));
@@ -174,16 +190,7 @@ int train_estimate(const struct job_spec *j, int full,
 	p2p = train_host_init(&t);
 	if (train_cost_blocks(&t) != 0)
 		goto fail;
-	for (s = 0; s < t.pp; s++) {
-		struct count c = { 0, 0 };
-
-		count_units(&t, s, &c);
-		count_dp(&t, s, &c);
-		count_rest(&t, s, p2p, &c);
-		e->tasks += c.tasks * (double)t.lay.sim;
-		e->calls += c.calls * (double)t.lay.sim;
-	}
-	e->ranks = (double)t.lay.nranks;
+	train_count(&t, p2p, e);
 	rc = 0;
 	goto out;
 fail:
