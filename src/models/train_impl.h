@@ -195,7 +195,7 @@ int train_cost_blocks(struct train *t);
 
 /* The tasks and collective calls of the program t (costed, p2p:
  * train_host_init()'s answer) makes: train_estimate's count, which the
- * builder also reserves room for (train_estimate.c). */
+ * builder also reserves room for (train_count.c). */
 void train_count(struct train *t, int p2p, struct train_estimate *e);
 
 /* Gradient buckets of pipeline rank s of one kind (experts or dense),
