@@ -6,8 +6,12 @@
  * each failure becomes a clean diagnostic with nothing leaked, the way
  * SQLite's malloc tests and curl's torture tests do.
  *
- * The failure countdown is the one piece of process-wide state in llmsim;
- * it exists only for tests.
+ * The failure countdown is one piece of process-wide state in llmsim;
+ * it exists only for tests. The other is the heap's advised extent
+ * (mem.c: transparent huge pages for large programs, Linux and glibc
+ * only): where malloc's heap started and how far it has been advised,
+ * and malloc's thresholds, set once on the first call. Neither changes
+ * what an allocation holds.
  *
  * Depends on libc only.
  */

@@ -42,7 +42,7 @@ int exec_run_alloc(struct run *r, struct prog *p)
 		r->colls = r->colls_mem->c;
 	}
 	r->load = mem_calloc(p->nranks, sizeof(*r->load));
-	p->state = mem_alloc(n * sizeof(*p->state));
+	p->state = mem_calloc(n, sizeof(*p->state));	/* aux 0 */
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
 	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
@@ -83,28 +83,34 @@ void exec_run_free(struct run *r)
 	exec_jit_release(&r->jit);
 }
 
-/* Counters and records at the start of a run. */
+/* Counters and records at the start of a run. The task states come
+ * zeroed from exec_run_alloc (fresh pages for a large program: nothing
+ * to clear), so one pass sets each task's stamp and cause and counts it
+ * as pending in its stream successor and its dependents. */
 void exec_run_init(struct run *r)
 {
 	struct prog *p = r->p;
 	uint32_t t, e, k, nlanes = p->nranks * p->nstreams;
 	struct jit_key_memo memo[JIT_KEY_MEMO] = { { NULL, 0 } };
+	struct pstate *st = p->state;
 
 	for (t = 0; t < p->ntasks; t++) {
-		p->state[t].stamp = -1;
-		p->state[t].aux = 0;
-		p->state[t].cause = TASK_NONE;
-	}
-	for (t = 0; t < p->ntasks; t++) {
-		uint32_t s1 = p->succ1[t];
+		uint32_t s1 = p->succ1[t], nx = p->task[t].next;
 
-		if (p->task[t].next != TASK_NONE)
-			p->state[p->task[t].next].aux++;
-		if (s1 != TASK_NONE && !(s1 & KIND_COLL))
-			p->state[s1].aux++;
+		st[t].stamp = -1;
+		st[t].cause = TASK_NONE;
+		if (nx != TASK_NONE)
+			st[nx].aux++;
+		if (s1 == TASK_NONE)
+			continue;
+		if (!(s1 & KIND_COLL)) {
+			st[s1].aux++;
+			continue;
+		}
+		s1 &= ~KIND_COLL;
+		for (e = p->more_off[s1]; e < p->more_off[s1 + 1]; e++)
+			st[p->more[e]].aux++;
 	}
-	for (e = 0; e < p->more_off[p->nmore]; e++)
-		p->state[p->more[e]].aux++;
 	for (t = 0; t < nlanes; t++) {
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;

@@ -145,6 +145,31 @@ static int grow_tasks(struct prog *p, uint32_t need)
 	return 0;
 }
 
+/* Grow *arr (elements of elem bytes, capacity *cap) to hold n more than
+ * used, when it holds fewer; a failure leaves it as it was. */
+static void reserve_cap(void *arr, size_t elem, uint32_t used, uint32_t *cap,
+			double n)
+{
+	uint32_t want;
+
+	if (!(n > 0) || n > (double)PROG_MAX_TASKS - used)
+		return;
+	want = used + (uint32_t)n;
+	if (want > *cap && regrow(arr, elem, want) == 0)
+		*cap = want;
+}
+
+void prog_reserve(struct prog *p, double tasks, double calls)
+{
+	if (p->failed)
+		return;
+	reserve_cap(&p->task, sizeof(*p->task), p->ntasks, &p->cap, tasks);
+	reserve_cap(&p->edge, 2 * sizeof(*p->edge), p->nedges, &p->capedges,
+		    2 * tasks);
+	reserve_cap(&p->colls, sizeof(*p->colls), p->ncolls, &p->capcolls,
+		    calls);
+}
+
 /* Append one task of the given kind field to (rank, stream). The caller
  * has made room. */
 static task_id append(struct prog *p, uint32_t rank, uint32_t stream,

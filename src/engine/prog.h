@@ -73,6 +73,17 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 		  uint32_t stream, const struct coll_desc *c,
 		  const struct task_info *info);
 
+/*
+ * A hint: room for about `tasks` more tasks (and as many dependencies
+ * again, twice that many edges) and `calls` more collective calls, so
+ * that a program whose size is known before it is built (train_count)
+ * is not grown and copied as it is built. Capacity nobody uses is
+ * address space, never touched. Counts past PROG_MAX_TASKS, or an
+ * allocation that fails, leave the program as it was: it grows as
+ * before.
+ */
+void prog_reserve(struct prog *p, double tasks, double calls);
+
 /* `after` may not start until `before` has finished. Returns 0, or -1
  * when out of memory. */
 int prog_dep(struct prog *p, task_id before, task_id after);

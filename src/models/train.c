@@ -821,11 +821,16 @@ static int build_all(struct train *t)
 {
 	task_id *in = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in));
 	task_id *in2 = arena_alloc(&t->arena, (size_t)t->lay.sim * sizeof(*in2));
+	struct train_estimate e;
 	int64_t s;
 
 	name_streams(t->prog);
 	if (!in || !in2 || train_cost_blocks(t) != 0 || train_plan_dp(t) != 0)
 		return -1;
+	/* Room for the tasks and calls the estimate counts (it equals the
+	 * build), so the program's arrays are not grown and copied. */
+	train_count(t, train_host_init(t), &e);
+	prog_reserve(t->prog, e.tasks, e.calls);
 	for (s = 0; s < t->pp; s++)
 		if (build_stage(t, s, in, in2) != 0)
 			return -1;

@@ -136,7 +136,7 @@ struct train_estimate {
 
 /*
  * Count the tasks train_build(j, full) would make, from the costed
- * blocks and the schedule's shape (train_estimate.c has the formula),
+ * blocks and the schedule's shape (train_count.c has the formula),
  * without building: cheap at any size, so a budget can be checked
  * first. Returns 0, or -1 after reporting to d (out of memory).
  */

@@ -193,6 +193,11 @@ int train_shape(struct train *t, const struct job_spec *j,
 /* The costed blocks of every unit kind, into t (t->prog names them). */
 int train_cost_blocks(struct train *t);
 
+/* The tasks and collective calls of the program t (costed, p2p:
+ * train_host_init()'s answer) makes: train_estimate's count, which the
+ * builder also reserves room for (train_count.c). */
+void train_count(struct train *t, int p2p, struct train_estimate *e);
+
 /* Gradient buckets of pipeline rank s of one kind (experts or dense),
  * as train_build_dp makes them (ZeRO 0-2). */
 int64_t train_dp_buckets(const struct train *t, int64_t s, int experts);

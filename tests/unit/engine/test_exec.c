@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/exec.h"
+#include "engine/exec_impl.h"
 #include "base/mem.h"
 #include "exec_mock.h"
 
@@ -128,6 +129,44 @@ Test(exec, zero_length_tasks_and_empty_programs)
 	/* 0 + 2 + 0 us; zero-length tasks need no engine event. */
 	cr_assert_eq(ex_ns(r.step_s), 2000);
 	cr_assert_eq(r.events, 1);
+	prog_free(p);
+}
+
+Test(exec, reserve_is_a_hint)
+{
+	struct prog *p = prog_new(2, 1);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a, b, c, d;
+
+	/* Room for 3 tasks (6 edges) and no calls: exactly that. */
+	prog_reserve(p, 3, 0);
+	cr_assert_eq(p->cap, 3);
+	cr_assert_eq(p->capedges, 6);
+	cr_assert_eq(p->capcolls, 0);
+	/* Hints that cannot be met, or make no room, change nothing: past
+	 * PROG_MAX_TASKS, negative, NaN, smaller than what is there. */
+	prog_reserve(p, 1e10, 1e10);
+	prog_reserve(p, -1, NAN);
+	prog_reserve(p, NAN, -5);
+	prog_reserve(p, 2, 0);
+	cr_assert_eq(p->cap, 3);
+	cr_assert_eq(p->capedges, 6);
+	a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	b = ex_task(p, 1, 0, 2, "b", TASK_COMPUTE);
+	c = ex_task(p, 0, 0, 4, "c", TASK_COMPUTE);
+	cr_assert_eq(p->cap, 3, "3 tasks fit the 3 reserved");
+	/* A fourth grows the array as without a reservation: doubled. */
+	d = ex_task(p, 1, 0, 1, "d", TASK_COMPUTE);
+	cr_assert_eq(p->cap, 6);
+	prog_dep(p, a, b);
+	prog_dep(p, c, d);
+	r = ex_run(p, &m);
+	/* a [0,1), c [1,5) on rank 0; b [1,3) after a, d [5,6) after c on
+	 * rank 1: the same times as without the hint. */
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, d)), 5000);
+	cr_assert_eq(ex_ns(r.step_s), 6000);
 	prog_free(p);
 }
 

@@ -12,6 +12,7 @@
 #include "base/diag.h"
 #include "config/config.h"
 #include "engine/exec.h"
+#include "engine/exec_impl.h"
 #include "engine/prog.h"
 #include "models/train.h"
 
@@ -224,5 +225,15 @@ void fixture_assert_estimate(const struct job_spec *j, int full,
 	cr_assert_eq(e.calls, calls, "%s, full %d: %.0f calls "
 		     "estimated, %u built", what, full, e.calls, calls);
 	cr_assert_eq(e.ranks, prog_ranks(p), "%s, full %d: ranks", what, full);
+	/* train_build reserved exactly the estimate (train_count) and two
+	 * edges a task: no array grew while building (a growth doubles, so
+	 * any would leave cap > n). */
+	cr_assert_eq(p->cap, n, "%s, full %d: %u task slots for %u tasks",
+		     what, full, p->cap, n);
+	cr_assert_eq(p->capcolls, calls, "%s, full %d: %u call slots for %u",
+		     what, full, p->capcolls, calls);
+	cr_assert_eq(p->capedges, 2 * n, "%s, full %d: %u edge slots",
+		     what, full, p->capedges);
+	cr_assert_leq(p->nedges, p->capedges);
 	prog_free(p);
 }

@@ -1,0 +1,103 @@
+/*
+ * test_mem.c - allocation: failure injection, and the large blocks
+ * (4 MiB or more) that mem.c places on 2 MiB huge page boundaries under
+ * Linux and glibc (their contents are what malloc, calloc and realloc
+ * promise either way).
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+#define MiB ((size_t)1 << 20)
+
+#if defined(__linux__) && defined(__GLIBC__)
+#define ON_HUGE_PAGE(p) (((uintptr_t)(p) & (2 * MiB - 1)) == 0)
+#else
+#define ON_HUGE_PAGE(p) 1
+#endif
+
+/* Every byte of p[0..n) is x. */
+static int all(const unsigned char *p, size_t n, unsigned char x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != x)
+			return 0;
+	return 1;
+}
+
+Test(mem, large_blocks_start_on_a_huge_page)
+{
+	unsigned char *a = mem_alloc(4 * MiB);
+	unsigned char *b = mem_alloc(6 * MiB + 3);
+
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert(ON_HUGE_PAGE(a), "%p", (void *)a);
+	cr_assert(ON_HUGE_PAGE(b), "%p", (void *)b);
+	memset(a, 0xab, 4 * MiB);
+	memset(b, 0xcd, 6 * MiB + 3);
+	cr_assert(all(a, 4 * MiB, 0xab));
+	mem_free(a);
+	mem_free(b);
+}
+
+Test(mem, large_calloc_is_zero_even_on_reused_memory)
+{
+	unsigned char *a = mem_alloc(8 * MiB), *b;
+
+	/* Dirty 8 MiB, free it, ask for 8 MiB zeroed: malloc may hand the
+	 * same memory back, and it must come back cleared. */
+	cr_assert_not_null(a);
+	memset(a, 0x5a, 8 * MiB);
+	mem_free(a);
+	b = mem_calloc(MiB, 8);
+	cr_assert_not_null(b);
+	cr_assert(ON_HUGE_PAGE(b));
+	cr_assert(all(b, 8 * MiB, 0));
+	mem_free(b);
+}
+
+Test(mem, growing_past_4_MiB_keeps_the_contents)
+{
+	unsigned char *a = mem_alloc(MiB), *b, *c;
+	size_t i;
+
+	cr_assert_not_null(a);
+	for (i = 0; i < MiB; i++)
+		a[i] = (unsigned char)(i * 7);
+	/* 1 -> 5 MiB: a new aligned block, the old 1 MiB copied. */
+	b = mem_realloc(a, 5 * MiB);
+	cr_assert_not_null(b);
+	cr_assert(ON_HUGE_PAGE(b));
+	for (i = 0; i < MiB; i++)
+		cr_assert_eq(b[i], (unsigned char)(i * 7), "byte %zu", i);
+	/* 5 -> 4 MiB: shrinking keeps the first 4 MiB. */
+	memset(b + MiB, 0x11, 4 * MiB);
+	c = mem_realloc(b, 4 * MiB);
+	cr_assert_not_null(c);
+	cr_assert_eq(c[MiB - 1], (unsigned char)((MiB - 1) * 7));
+	cr_assert(all(c + MiB, 3 * MiB, 0x11));
+	mem_free(c);
+}
+
+Test(mem, injected_failure_keeps_the_old_block)
+{
+	unsigned char *a = mem_alloc(MiB), *b;
+	long calls;
+
+	cr_assert_not_null(a);
+	memset(a, 0x77, MiB);
+	/* The next call fails: growing past 4 MiB returns NULL and leaves
+	 * the block as it was (realloc's contract). */
+	mem_fail_after(0);
+	b = mem_realloc(a, 8 * MiB);
+	calls = mem_fail_after(-1);
+	cr_assert_null(b);
+	cr_assert_eq(calls, 1, "one call counted, %ld", calls);
+	cr_assert(all(a, MiB, 0x77));
+	mem_free(a);
+}
