@@ -381,6 +381,13 @@ static const struct schema_field framework_fields[] = {
 	  .help = "without fused_cross_entropy: Megatron-Core's "
 		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
 		  "kernels forward, one backward, two TP all-reduces)" },
+	{ .key = "embedding_grad_dense", .type = ST_BOOL,
+	  .offset = FOFF(embedding_grad_dense), .def = "false",
+	  .help = "the embedding's backward is PyTorch's embedding_dense_"
+		  "backward (a zeroed [V/t, h] gradient in the weights' dtype, "
+		  "T rows summed into it through fp32 partials), then the "
+		  "DDP hook's main_grad.add_ over all of it (Megatron DDP); "
+		  "false: T rows scatter-added into the gradient buffer" },
 	{ .key = "cross_entropy_in_place", .type = ST_BOOL,
 	  .offset = FOFF(cross_entropy_in_place), .def = "false",
 	  .help = "with fused_cross_entropy: the loss writes its gradient "

@@ -349,6 +349,9 @@ struct framework_spec {
 						 * router dtype only as output), backward in
 						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
+	int embedding_grad_dense;		/* the embedding backward is PyTorch's dense
+						 * gradient (zeroed [V/t, h], 16-bit), added
+						 * into main_grad by the DDP hook */
 	int cross_entropy_in_place;		/* the fused loss writes its gradient into the
 						 * logits (TE parallel_cross_entropy) and keeps
 						 * them in their dtype, not an fp32 softmax */

@@ -94,7 +94,9 @@
  * Embedding (first stage): a vocabulary-parallel lookup writing T h B,
  * then an all-reduce (reduce-scatter with SP) over TP; its backward
  * scatter-adds T rows into the gradient buffer (read T h (B + G),
- * write T h G). LM head (last stage): final norm, [SP] all-gather, logits
+ * write T h G), or, with the framework's embedding_grad_dense (Megatron
+ * DDP, below ZeRO 3), builds PyTorch's dense [V/t, h] gradient and adds
+ * it into main_grad (embed_bwd_dense). LM head (last stage): final norm, [SP] all-gather, logits
  * GEMM (T, V/t, h) in 16-bit, then the vocabulary-parallel cross-entropy
  * with three all-reduces of T fp32 values (max, sum of exponentials,
  * target logit) over TP. Fused (one kernel) it reads the 16-bit logits
@@ -395,6 +397,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->fused_ce = j->framework->fused_cross_entropy;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
 	d->ce_in_place = d->fused_ce && j->framework->cross_entropy_in_place;
+	/* FSDP (ZeRO 3) keeps its own gradient shards: the scatter model */
+	d->embed_dense = j->framework->embedding_grad_dense &&
+			 j->training.zero_stage < 3;
 	d->moe_probs_act = j->framework->moe_probs_in_activation;
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
@@ -719,6 +724,41 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
 		lop_add_fwd(o, "embed_dropout", PASS_FWD, d);
 }
 
+/* Kernels of PyTorch's embedding_dense_backward_cuda on its sort path
+ * (more than 3072 indices): the index sort, then in
+ * embedding_backward_cuda_kernel unique_by_key, krn_partials_per_segment,
+ * exclusive_sum, compute_num_of_partial_segments,
+ * krn_partial_segment_offset, compute_grad_weight and sum_and_scatter
+ * (pytorch/pytorch aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu
+ * @ 01b9dc56) [?: cub's sort and scan may launch more than one each]. */
+#define EMBED_BWD_KERNELS 8
+
+/* Megatron's embedding backward (framework embedding_grad_dense).
+ * VocabParallelEmbedding runs F.embedding (megatron/core/tensor_parallel/
+ * layers.py), whose autograd backward materializes the weight's gradient:
+ * at::zeros({V/t, h}) in the weights' dtype (write V/t h B), then
+ * compute_grad_weight sums the T output-gradient rows into fp32 partial
+ * segments (read T h B, write T h 4) and sum_and_scatter writes each
+ * token's row (read T h 4, write at most T h B). Megatron's DDP backward
+ * post-hook then runs param.main_grad.add_(param.grad) for every
+ * parameter its GEMMs did not accumulate themselves: the embedding, every
+ * microbatch (read V/t h (B + G), write V/t h G; megatron/core/
+ * distributed/distributed_data_parallel.py _make_backward_post_hook,
+ * NVIDIA/Megatron-LM 0e9fcc1d). */
+static void embed_bwd_dense(const struct layer_dims *d, struct layer_ops *o)
+{
+	double t = layer_tokens(d), h = d->hidden, n = d->vocab / d->tp * h;
+	struct layer_op *op;
+
+	lop_memop(o, "embed_grad_zero", PASS_BWD, 0, n * d->act_B, 0);
+	op = lop_memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + 4),
+		       t * h * (4 + d->act_B), t * h);
+	op->k.launches = EMBED_BWD_KERNELS;
+	op->host_kernels = EMBED_BWD_KERNELS - 1;
+	lop_memop(o, "embed_main_grad_add", PASS_BWD, n * (d->act_B + d->grad_B),
+		  n * d->grad_B, n);
+}
+
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
@@ -728,9 +768,15 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	if (d->sp)
 		lop_tpcoll(o, "embed_grad_allgather", PASS_BWD, d,
 			   COLL_ALLGATHER, t * h * d->act_B);
-	/* scatter-add of T rows into the gradient buffer (G bytes each) */
-	lop_memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
-		  t * h * d->grad_B, t * h);
+	if (d->embed_dense) {
+		embed_bwd_dense(d, o);
+	} else {
+		/* scatter-add of T rows into the gradient buffer (G bytes
+		 * each) */
+		lop_memop(o, "embed_wgrad", PASS_BWD,
+			  t * h * (d->act_B + d->grad_B), t * h * d->grad_B,
+			  t * h);
+	}
 	fsdp_passes(o, d, d->fsdp_P[LU_EMBED]);
 }
 

@@ -180,6 +180,8 @@ struct layer_dims {
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
 	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
+	int embed_dense;	/* embedding backward: dense [V/t, h] gradient,
+				 * then main_grad.add_ (layer_embed_bwd) */
 	int ce_in_place;	/* the fused loss keeps the logits (act_B), not
 				 * an fp32 softmax (footprint.c) */
 	int moe_probs_act;	/* MoE: probabilities applied in the experts'

@@ -80,7 +80,15 @@
  *                 d = sqrt(v) (r s, w s) / c (r s, w s) + eps (r s, w s);
  *                 p -= a m / d (r M + 2 s, w M): read 2M + 9s + 2G, write
  *                 2M + 7s, 9 kernels per tensor
- *   zero_grad     write G.
+ *   zero_grad     write G over the whole gradient buffer: under ZeRO 1-2
+ *                 every parameter of this GPU (P, not the shard: Megatron-
+ *                 Core's _ParamAndGradBuffer allocates grad_data for all
+ *                 its parameters, the reduce-scatter writes the shard in
+ *                 place, and zero_grad_buffer's reset() zeroes all of
+ *                 grad_data; megatron/core/distributed/
+ *                 param_and_grad_buffer.py and distributed_data_parallel.py,
+ *                 NVIDIA/Megatron-LM 0e9fcc1d), under ZeRO 3 the gradient
+ *                 shard only (FSDP keeps sharded gradients).
  * It waits for every gradient reduction of its rank (both chains).
  *
  * Host overhead: the framework's step_overhead, after the optimizer.
@@ -768,7 +776,7 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 	const struct opt_step_spec *o = &j->framework->optimizer_step;
 	const struct gpu_spec *g = j->system->gpu;
 	struct footprint_param_bytes b;
-	double dense, experts, p;
+	double dense, experts, p, buffer;
 	double upd = j->training.optimizer == OPT_ADAM ? ADAM_FLOPS : SGD_FLOPS;
 	double G, M, S, sum = 0;
 
@@ -777,6 +785,7 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 	G = b.grads_B;
 	M = b.master_B > 0 ? b.master_B : b.weights_B;
 	S = b.states_B;
+	buffer = dense + experts;	/* the unsharded gradient buffer */
 	if (j->training.zero_stage >= 1) {	/* the distributed optimizer's shard */
 		dense /= (double)(pl->dp * pl->cp);
 		experts /= (double)(pl->edp > 0 ? pl->edp : 1);
@@ -806,8 +815,10 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 	}
 	if (o->copy_params && b.master_B > 0)
 		sum += mt_pass(g, p, b.master_B, b.weights_B, 0);
+	if (j->training.zero_stage >= 3)
+		buffer = p;	/* FSDP: only the shard's gradients */
 	if (o->zero_grad)
-		sum += gpu_memory_op(g, 0, G * p, 0, G * p).time_s;
+		sum += gpu_memory_op(g, 0, G * buffer, 0, G * buffer).time_s;
 	return sum;
 }
 

@@ -701,6 +701,7 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 	k.rc = j->training.recompute;
 	k.chunks = dm->chunks;
 	k.pp_gather = dm->pp_gather && p->pp > 1;
+	k.embed_dense = dm->embed_dense;
 	k.tp_replicas = pg.g[LG_TP].replicas;
 	if (dm->amax_group >= 0) {
 		const struct bgroup *g = &pg.g[dm->amax_group];

@@ -62,6 +62,7 @@ struct est_bkey {
 	int64_t cp, cp_a2a;	/* context parallelism (seq: per rank) */
 	int32_t sp, rc, chunks, pp_gather;
 	int32_t cp_type, cp_lb;	/* enum cp_comm, load balancing */
+	int32_t embed_dense, pad;	/* layer_dims embed_dense (by ZeRO stage) */
 	int64_t amax_n;		/* fp8 amax reduction: its group's GPUs (0: none) */
 	double amax_layers;	/* ... and the layers of a chunk it covers */
 	double fsdp_n, fsdp_accum;	/* ZeRO 3 with FSDP's passes (layer.h) */

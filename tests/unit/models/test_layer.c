@@ -354,6 +354,54 @@ Test(layer, embedding_gradient_in_the_gradient_dtype)
 	assert_close(o.op[i].k.write_B, T * h * 2);
 }
 
+Test(layer, embedding_dense_gradient_then_main_grad_add)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	double T = 4096, h = 1024, V = 51200;
+	int i;
+
+	/* Megatron DDP (framework embedding_grad_dense): PyTorch's
+	 * embedding backward zeroes a [V, h] bf16 gradient (write 2 V h),
+	 * sums the T rows through fp32 partial segments and scatters them
+	 * (read T h (2 + 4), write T h (4 + 2)) in 8 kernels, then the DDP
+	 * hook adds all of it into the fp32 main_grad (read V h (2 + 4),
+	 * write 4 V h). tp 1, T = s b = 2048 x 2. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.embedding_grad_dense = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_embed_bwd(&d, &o);
+	cr_assert_eq(o.n, 3);
+	i = 0;
+	cr_assert_str_eq(o.op[i].name, "embed_grad_zero");
+	assert_close(o.op[i].k.read_B, 0);
+	assert_close(o.op[i].k.write_B, 2 * V * h);
+	i = 1;
+	cr_assert_str_eq(o.op[i].name, "embed_wgrad");
+	assert_close(o.op[i].k.read_B, 6 * T * h);
+	assert_close(o.op[i].k.write_B, 6 * T * h);
+	cr_assert_eq(o.op[i].k.launches, 8);
+	i = 2;
+	cr_assert_str_eq(o.op[i].name, "embed_main_grad_add");
+	assert_close(o.op[i].k.read_B, 6 * V * h);
+	assert_close(o.op[i].k.write_B, 4 * V * h);
+	/* tp 8: the vocabulary shard, V / 8 rows (zero 2 V h / 8). */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 8, 1);
+	f.fw.embedding_grad_dense = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_embed_bwd(&d, &o);
+	cr_assert_str_eq(o.op[0].name, "embed_grad_zero");
+	assert_close(o.op[0].k.write_B, 2 * V / 8 * h);
+	/* ZeRO 3 (FSDP's own gradient shards): the scatter-add model. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.embedding_grad_dense = 1;
+	f.job.training.zero_stage = 3;
+	layer_dims_from_job(&f.job, &d);
+	layer_embed_bwd(&d, &o);
+	cr_assert_str_eq(o.op[0].name, "embed_wgrad");
+}
+
 Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 {
 	struct layer_dims d;

@@ -390,6 +390,41 @@ Test(train, optimizer_step_passes)
 	cr_assert_float_eq(t, 72 * P / (bw * 0.5), t * 1e-6);
 }
 
+Test(train, zero_grad_clears_the_whole_buffer_below_zero3)
+{
+	struct fixture f;
+	double bw = 3.35e12 * 0.88, P, t;
+
+	/* dp 8 (tp 1, pp 1 on one node), the fused update (fp32 G = 4,
+	 * M = 4, S = 8: read 16, write 12 = 28 B per parameter at half the
+	 * 2.948 TB/s stream) and zero_grad (w G = 4 B at the stream rate);
+	 * the engine rounds the step to 1 ns. 8 layers of h 2048 (P ~ 400 M)
+	 * so that even the shard's 4 P / 8 ~ 200 MB of gradients is far
+	 * past the 50 MB L2 (a smaller buffer would be zeroed in cache). */
+	fixture_gpt(&f, 8, 2048, 16, 1024, 1024, 1, 8, 1, 1, 1);
+	f.gpu.kernel_launch_s = 0;
+	f.gpu.multi_tensor_efficiency = 0.5;
+	f.fw.optimizer_step.zero_grad = 1;
+	P = footprint_model_params(&f.job);
+	/* ZeRO 1: the update steps the shard P / 8, but Megatron-Core's
+	 * grad buffer holds all P gradients and zero_grad_buffer zeroes all
+	 * of it: 28 (P / 8) / 1.474e12 + 4 P / 2.948e12. */
+	f.job.training.zero_stage = 1;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * P / bw,
+			   1e-9);
+	/* ZeRO 2: the same buffer. */
+	f.job.training.zero_stage = 2;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * P / bw,
+			   1e-9);
+	/* ZeRO 3 (FSDP): only the shard's gradients, 4 (P / 8) / 2.948e12. */
+	f.job.training.zero_stage = 3;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * (P / 8) / bw,
+			   1e-9);
+}
+
 Test(train, straggler_delays_the_step_by_its_extra_compute)
 {
 	struct fixture f;
