@@ -20,6 +20,8 @@
  *       hop_scale_up: {ll: 0.6 us, ll128: 1.9 us, simple: 3.4 us}
  *       hop_pcie:     {...}
  *       hop_net:      {...}
+ *       max_bytes: 16 MiB                    (optional)
+ *       proto_max_bytes: {ll: 524287 B}      (optional, per protocol)
  *       pipeline:                            (optional, per protocol)
  *         simple: {chunk: 2 MiB, slices: 2, sync: 3.7 us}
  *     nvls:
@@ -83,6 +85,24 @@ static const struct schema ratios_schema = {
 	.size = sizeof(struct coll_proto_ratios),
 	.fields = ratios_fields,
 	.nfields = SCHEMA_COUNT(ratios_fields),
+};
+
+#define PBYTES(p, k) { .key = k, .type = ST_BYTES, \
+	.offset = offsetof(struct coll_proto_bytes, b) + (p) * sizeof(double), \
+	.def = "0 B", .max = 1e15, .help = k " protocol; 0 = any size" }
+
+static const struct schema_field pbytes_fields[] = {
+	PBYTES(PROTO_LL, "ll"),
+	PBYTES(PROTO_LL128, "ll128"),
+	PBYTES(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema pbytes_schema = {
+	.kind = "collectives.algorithm.proto_max_bytes",
+	.help = "one size per protocol",
+	.size = sizeof(struct coll_proto_bytes),
+	.fields = pbytes_fields,
+	.nfields = SCHEMA_COUNT(pbytes_fields),
 };
 
 #define FLAG(p, k) { .key = k, .type = ST_BOOL, \
@@ -222,6 +242,13 @@ static const struct schema_field algo_fields[] = {
 	  .def = "0 B", .max = 1e15,
 	  .help = "largest collective (bytes) the library runs it for, as "
 		  "MSCCL's maxBytes; 0 = any" },
+	{ .key = "proto_max_bytes", .type = ST_SECTION,
+	  .offset = AOFF(proto_max_bytes), .sub = &pbytes_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per protocol: largest collective (bytes) the library runs "
+		  "this algorithm with that protocol, as the maxBytes of "
+		  "MSCCL's per-protocol programs; larger ones take another "
+		  "protocol (0 = any)" },
 	{ .key = "reduce_bandwidth", .type = ST_BANDWIDTH,
 	  .offset = AOFF(reduce_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "direct all-reduce: rate of the separate local reduction "

@@ -54,6 +54,11 @@ struct coll_proto_flags {
 	int on[PROTO_COUNT];			/* 1 = offered */
 };
 
+/* One size in bytes per protocol. */
+struct coll_proto_bytes {
+	double b[PROTO_COUNT];			/* B, indexed by enum coll_proto */
+};
+
 /* One dimensionless factor per protocol. */
 struct coll_proto_ratios {
 	double r[PROTO_COUNT];			/* indexed by enum coll_proto */
@@ -91,6 +96,9 @@ struct coll_algo_spec {
 	struct coll_op_flags excludes;		/* ops the library does not run it for */
 	int64_t max_nodes;			/* largest node count it runs on; 0 = any */
 	double max_bytes;			/* B, largest collective it runs for; 0 = any */
+	struct coll_proto_bytes proto_max_bytes;	/* B, per protocol: largest collective
+						 * the library runs it with (MSCCL's
+						 * program maxBytes); 0 = any */
 	struct coll_proto_flags up_then_down;	/* tree all-reduce: per protocol, the reduce
 						 * reaches the root over all the data before
 						 * the broadcast starts (else both at once) */

@@ -469,6 +469,18 @@ static double choice_time(const struct net *n, const struct cplan *cp,
 	return t_s;
 }
 
+/* Whether the library runs algorithm a with protocol p only up to a
+ * size below `bytes` (MSCCL's programs are per protocol, each with its
+ * own [minBytes, maxBytes]: RCCL's all-pairs all-reduce on 8 MI300X runs
+ * its LL program up to 524287 B and its Simple one from 524288 B). */
+static int proto_too_big(const struct coll_lib_spec *lib, int a, int p,
+			 double bytes)
+{
+	double max = lib->algo[a].proto_max_bytes.b[p];
+
+	return max > 0 && bytes > max;
+}
+
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
@@ -489,6 +501,9 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 			if (fa < 0 && n->sys->collectives->algo[a].max_bytes > 0 &&
 			    c->bytes > n->sys->collectives->algo[a].max_bytes)
 				continue;	/* the library hands it on */
+			if (fp < 0 && proto_too_big(n->sys->collectives, a, p,
+						    c->bytes))
+				continue;	/* another protocol's program */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;

@@ -729,6 +729,40 @@ Test(net_coll, max_bytes_hands_large_collectives_on)
 	cr_assert_str_eq(timed(&f.sys, &r).algorithm, "direct");
 }
 
+Test(net_coll, proto_max_bytes_hands_a_protocol_on)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 524287, NULL, 8, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring;
+	struct net_coll_result out;
+
+	fx_switch(&f, 1);
+	ring = &f.lib.algo[ALGO_RING];
+	ring->protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	ring->base.s[PROTO_LL] = 5e-6;
+	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	/* As protocol_choice_follows_size: LL 5 us + 1.75 n * 2 / 450 GB/s,
+	 * Simple 20 us + 1.75 n / 450 GB/s, crossing at 3.857 MB. With LL's
+	 * program ending at 524287 B (MSCCL all-pairs maxBytes), 524287 B
+	 * still runs LL: 5 + 4.078 = 9.078 us... */
+	ring->proto_max_bytes.b[PROTO_LL] = 524287;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 1.75 * 524287 * 2 / 450e9, 1e-6);
+	/* ...and one byte more runs Simple, though LL would be 11 us faster:
+	 * 20 + 1.75 x 524288 / 450e9 = 20 + 2.039 = 22.039 us. */
+	r.bytes = 524288;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 20e-6 + 1.75 * 524288 / 450e9, 1e-6);
+	/* A protocol the system forces is run as asked. */
+	f.sys.protocol = PROTO_LL;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 1.75 * 524288 * 2 / 450e9, 1e-6);
+}
+
 Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
 {
 	struct fx f;
