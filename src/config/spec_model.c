@@ -51,10 +51,10 @@ static const char *const ignored[] = {
 	"head_dim_original", "initial_context_length",
 	"ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
-	/* Llama 4: attention temperature tuning (a scale on q), cache
+	/* Llama 4: the temperature's constants (attn_temperature_tuning
+	 * itself is a field: it adds kernels in some engines), cache
 	 * bookkeeping */
-	"attn_temperature_tuning", "floor_scale", "attn_scale",
-	"cache_implementation", "for_llm_compressor",
+	"floor_scale", "attn_scale", "cache_implementation", "for_llm_compressor",
 	"_attn_implementation_autoset",
 	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
 	 * image/video token ids and the vision projector, which a language
@@ -297,6 +297,14 @@ static const struct schema_field model_fields[] = {
 	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
 		  "absent or empty (transformers' Llama4TextConfig "
 		  "no_rope_layer_interval, default 4)" },
+	{ .key = "attn_temperature_tuning", .type = ST_NUM,
+	  .offset = OFF(attn_temperature_tuning), .min = 0, .max = 1e9,
+	  .flags = SF_OPTIONAL | SF_BOOLNUM,
+	  .help = "Llama 4: the NoPE layers scale each query by log(floor((p "
+		  "+ 1) / floor_scale) + 1) attn_scale + 1 at position p; on "
+		  "when > 0 or true (the checkpoints write 4; TensorRT-LLM "
+		  "reads 'attn_temperature_tuning > 0'); the engine's "
+		  "attn_temperature says what it costs" },
 	{ .key = "vision_params", .type = ST_NUM, .offset = OFF(vision_params),
 	  .min = 0, .max = 1e13, .flags = SF_OPTIONAL,
 	  .help = "parameters of a multimodal checkpoint's vision encoder and "
@@ -377,18 +385,26 @@ static int rope_layer(const struct model_spec *m, int64_t i, int64_t interval)
 	return (i + 1) % interval != 0;
 }
 
+int model_layer_nope(const struct model_spec *m, int64_t i)
+{
+	if (types_chunked(m))
+		return !((size_t)i < m->layer_types.n &&
+			 m->layer_types.v[i] == LTYPE_CHUNKED);
+	if (m->no_rope_layers.n == 0 && m->nope_layer_interval <= 0)
+		return 0;
+	return !rope_layer(m, i, m->nope_layer_interval);
+}
+
 int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
 {
-	int rope;
-
 	if (m->attention_chunk_size <= 0)
 		return 0;
-	if (types_chunked(m))
-		rope = (size_t)i < m->layer_types.n &&
-		       m->layer_types.v[i] == LTYPE_CHUNKED;
-	else
-		rope = rope_layer(m, i, m->nope_layer_interval);
-	return rope ? m->attention_chunk_size : 0;
+	return model_layer_nope(m, i) ? 0 : m->attention_chunk_size;
+}
+
+int model_layer_temperature(const struct model_spec *m, int64_t i)
+{
+	return m->attn_temperature_tuning > 0 && model_layer_nope(m, i);
 }
 
 int64_t model_shared_ffn(const struct model_spec *m)
@@ -770,10 +786,13 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;
 	/* transformers' Llama4TextConfig: no_rope_layer_interval=4 (set
-	 * only on a chunked model, so no other model's config changes) */
+	 * only on a chunked model or one with attention temperature tuning,
+	 * which applies to the NoPE layers, so no other model's config
+	 * changes) */
 	if (check_chunked(m, node, d) != 0)
 		rc = -1;
-	if (m->attention_chunk_size > 0 && m->nope_layer_interval == 0)
+	if ((m->attention_chunk_size > 0 || m->attn_temperature_tuning > 0) &&
+	    m->nope_layer_interval == 0)
 		m->nope_layer_interval = 4;
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
 		rc = -1;
