@@ -226,8 +226,10 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 		*out = INFINITY;
 		return 0;
 	}
-	if ((f->flags & SF_BOOLNUM) && !v->quoted &&
+	if ((f->flags & SF_BOOLNUM) &&
 	    schema_parse_bool(v->text, &rc) == SCHEMA_PARSE_OK) {
+		if (v->quoted)
+			return quoted_error(ld, f, v, path);
 		*out = rc;
 		return 0;
 	}
