@@ -230,6 +230,12 @@ static const struct schema_field model_fields[] = {
 	  .help = "Q and K normalized per head before rotary (default: true "
 		  "for model_type qwen3, qwen3_moe and qwen3_next, whose "
 		  "attention always has q_norm and k_norm)" },
+	{ .key = "router_weight_on_input", .type = ST_BOOL,
+	  .offset = OFF(router_weight_on_input), .flags = SF_OPTIONAL,
+	  .help = "the router's weight scales a token's input to its expert, "
+		  "not the expert's output (default: true for model_type "
+		  "llama4 and llama4_text, whose Llama4TextMoe multiplies "
+		  "routed_in by router_scores, else false)" },
 	{ .key = "n_routed_experts", .type = ST_INT, .offset = OFF(n_routed_experts),
 	  .min = 1, .max = 1e6, .aliases = experts_aliases, .flags = SF_OPTIONAL,
 	  .help = "routed experts per MoE layer (absent: dense)" },
@@ -782,6 +788,14 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	m->rope_mscale = rope_mscale(&m->rope_scaling);
 	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
 	 * q_norm and k_norm unconditionally; their config.json has no key */
+	/* transformers' Llama4TextMoe.forward: routed_in = hidden_states
+	 * repeated per expert, times router_scores, before the experts
+	 * (TensorRT-LLM's Llama4MoE: apply_router_weight_on_input=True).
+	 * Set on Llama 4 only: absent stays -1 (off) elsewhere, so no other
+	 * model's printed config changes */
+	if (m->router_weight_on_input < 0 && m->model_type &&
+	    strncmp(m->model_type, "llama4", 6) == 0)
+		m->router_weight_on_input = 1;
 	if (m->qk_layernorm < 0)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;

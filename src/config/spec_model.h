@@ -136,6 +136,9 @@ struct model_spec {
 	/* Mixture of Experts (0 = dense) */
 	int64_t n_routed_experts;		/* experts per MoE layer */
 	int64_t num_experts_per_tok;		/* top-k */
+	int router_weight_on_input;		/* the router's weight scales the expert's
+						 * input, not its output (Llama 4: 1 when
+						 * absent); -1 absent elsewhere (off) */
 	int64_t moe_intermediate_size;		/* per-expert MLP hidden size */
 	int64_t n_shared_experts;		/* always-on experts per MoE layer */
 	int64_t shared_expert_intermediate_size;/* shared expert hidden size (Qwen-MoE) */

@@ -84,6 +84,8 @@ struct infer_moe {
 	double gemm_a_B;	/* B per expert GEMM input element */
 	double elem_B;		/* B per element of a dispatched token */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int weight_on_input;	/* the router weight scales the experts' input
+				 * (Llama 4) */
 	int cutlass;		/* TensorRT-LLM's CUTLASS fused-MoE kernels
 				 * (engine moe_kernels: cutlass) */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
