@@ -226,6 +226,13 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 		*out = INFINITY;
 		return 0;
 	}
+	if ((f->flags & SF_BOOLNUM) &&
+	    schema_parse_bool(v->text, &rc) == SCHEMA_PARSE_OK) {
+		if (v->quoted)
+			return quoted_error(ld, f, v, path);
+		*out = rc;
+		return 0;
+	}
 	rc = schema_parse_num(v->text, &x);
 	if (number_text(ld, f, v, path, rc) != 0)
 		return -1;

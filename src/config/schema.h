@@ -87,6 +87,9 @@ enum schema_flags {
 	SF_INF = 1u << 6,	/* ST_NUM: 'inf' is accepted (+infinity) */
 	SF_WHOLE = 1u << 7,	/* ST_NUM: a whole number (a count or a size
 				 * kept in a double, e.g. a per-dtype table) */
+	SF_BOOLNUM = 1u << 8,	/* ST_NUM: true and false are accepted as 1
+				 * and 0 (a Hugging Face key that checkpoints
+				 * write either way) */
 };
 
 struct schema_int_list {

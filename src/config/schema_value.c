@@ -234,7 +234,9 @@ static const char *type_phrase(const struct schema_field *f)
 {
 	switch (f->type) {
 	case ST_INT: return "an integer";
-	case ST_NUM: return f->flags & SF_WHOLE ? "a whole number" : "a number";
+	case ST_NUM: return f->flags & SF_WHOLE ? "a whole number" :
+			    f->flags & SF_BOOLNUM ? "true, false or a number" :
+			    "a number";
 	default: break;
 	}
 	return units_kind_phrase((enum unit_kind)schema_unit_kind(f->type));

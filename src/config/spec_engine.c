@@ -25,6 +25,8 @@ const char *const engine_vision_encoder_names[] = {"none", "front_end",
 						   "workers", NULL};
 const char *const engine_estimate_logits_names[] = {"max_seqs", "dry_run",
 						    NULL};
+const char *const engine_attn_temperature_names[] = {"fused", "eager",
+						     NULL};
 
 #define AOFF(m) offsetof(struct engine_auto_size, m)
 
@@ -281,6 +283,13 @@ static const struct schema_field engine_fields[] = {
 		  "for K before the rotary (vLLM's q_norm and k_norm modules; "
 		  "under vLLM V1's torch.compile Inductor may fuse them with "
 		  "the rotary, not checked [?])" },
+	{ .key = "attn_temperature", .type = ST_ENUM,
+	  .offset = OFF(attn_temperature),
+	  .values = engine_attn_temperature_names, .def = "fused",
+	  .help = "a model's attention temperature tuning (Llama 4's NoPE "
+		  "layers): fused (no kernel of its own) or eager (seven "
+		  "kernels on the positions, q times the scale in fp32, the "
+		  "cast back, and q, k, v concatenated again: TensorRT-LLM)" },
 	{ .key = "graph_input_copies", .type = ST_INT,
 	  .offset = OFF(graph_input_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "device copies of the step's inputs into a captured "

@@ -75,6 +75,20 @@ extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
 extern const char *const engine_vision_encoder_names[];
 extern const char *const engine_estimate_logits_names[];
+extern const char *const engine_attn_temperature_names[];
+
+/* How the engine applies a model's attention temperature tuning (Llama 4:
+ * the NoPE layers' queries scaled by a function of their positions). */
+enum engine_attn_temperature {
+	ENGINE_ATEMP_FUSED,	/* inside a kernel that runs anyway (vLLM V1's
+				 * compiled graph; an attention kernel's q
+				 * scale): no kernel of its own */
+	ENGINE_ATEMP_EAGER,	/* PyTorch ops one by one on the positions and
+				 * on q, then q, k and v concatenated again for
+				 * the fused-QKV attention op (TensorRT-LLM's
+				 * Llama4Attention; infer_ops.c) */
+	ENGINE_ATEMP_COUNT
+};
 
 /* The rows of logits the engine's KV sizing counts in its activations. */
 enum engine_estimate_logits {
@@ -221,6 +235,7 @@ struct engine_spec {
 	int qk_norm_rope_fused;			/* a model's per-head Q/K RMSNorm and
 						 * RoPE are one in-place kernel (else a
 						 * norm kernel each for Q and K) */
+	int attn_temperature;			/* enum engine_attn_temperature */
 	int64_t graph_input_copies;		/* copies of the step inputs into a
 						 * graph's buffers before each replay */
 	double tp_step_overhead_s;		/* s of host work per scheduler call with

@@ -51,10 +51,10 @@ static const char *const ignored[] = {
 	"head_dim_original", "initial_context_length",
 	"ffn_hidden_size", "tokenizer_class",
 	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
-	/* Llama 4: attention temperature tuning (a scale on q), cache
+	/* Llama 4: the temperature's constants (attn_temperature_tuning
+	 * itself is a field: it adds kernels in some engines), cache
 	 * bookkeeping */
-	"attn_temperature_tuning", "floor_scale", "attn_scale",
-	"cache_implementation", "for_llm_compressor",
+	"floor_scale", "attn_scale", "cache_implementation", "for_llm_compressor",
 	"_attn_implementation_autoset",
 	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
 	 * image/video token ids and the vision projector, which a language
@@ -230,6 +230,12 @@ static const struct schema_field model_fields[] = {
 	  .help = "Q and K normalized per head before rotary (default: true "
 		  "for model_type qwen3, qwen3_moe and qwen3_next, whose "
 		  "attention always has q_norm and k_norm)" },
+	{ .key = "router_weight_on_input", .type = ST_BOOL,
+	  .offset = OFF(router_weight_on_input), .flags = SF_OPTIONAL,
+	  .help = "the router's weight scales a token's input to its expert, "
+		  "not the expert's output (default: true for model_type "
+		  "llama4 and llama4_text, whose Llama4TextMoe multiplies "
+		  "routed_in by router_scores, else false)" },
 	{ .key = "n_routed_experts", .type = ST_INT, .offset = OFF(n_routed_experts),
 	  .min = 1, .max = 1e6, .aliases = experts_aliases, .flags = SF_OPTIONAL,
 	  .help = "routed experts per MoE layer (absent: dense)" },
@@ -297,6 +303,14 @@ static const struct schema_field model_fields[] = {
 	  .help = "Llama 4: every n-th layer is NoPE when no_rope_layers is "
 		  "absent or empty (transformers' Llama4TextConfig "
 		  "no_rope_layer_interval, default 4)" },
+	{ .key = "attn_temperature_tuning", .type = ST_NUM,
+	  .offset = OFF(attn_temperature_tuning), .min = 0, .max = 1e9,
+	  .flags = SF_OPTIONAL | SF_BOOLNUM,
+	  .help = "Llama 4: the NoPE layers scale each query by log(floor((p "
+		  "+ 1) / floor_scale) + 1) attn_scale + 1 at position p; on "
+		  "when > 0 or true (the checkpoints write 4; TensorRT-LLM "
+		  "reads 'attn_temperature_tuning > 0'); the engine's "
+		  "attn_temperature says what it costs" },
 	{ .key = "vision_params", .type = ST_NUM, .offset = OFF(vision_params),
 	  .min = 0, .max = 1e13, .flags = SF_OPTIONAL,
 	  .help = "parameters of a multimodal checkpoint's vision encoder and "
@@ -377,18 +391,26 @@ static int rope_layer(const struct model_spec *m, int64_t i, int64_t interval)
 	return (i + 1) % interval != 0;
 }
 
+int model_layer_nope(const struct model_spec *m, int64_t i)
+{
+	if (types_chunked(m))
+		return !((size_t)i < m->layer_types.n &&
+			 m->layer_types.v[i] == LTYPE_CHUNKED);
+	if (m->no_rope_layers.n == 0 && m->nope_layer_interval <= 0)
+		return 0;
+	return !rope_layer(m, i, m->nope_layer_interval);
+}
+
 int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
 {
-	int rope;
-
 	if (m->attention_chunk_size <= 0)
 		return 0;
-	if (types_chunked(m))
-		rope = (size_t)i < m->layer_types.n &&
-		       m->layer_types.v[i] == LTYPE_CHUNKED;
-	else
-		rope = rope_layer(m, i, m->nope_layer_interval);
-	return rope ? m->attention_chunk_size : 0;
+	return model_layer_nope(m, i) ? 0 : m->attention_chunk_size;
+}
+
+int model_layer_temperature(const struct model_spec *m, int64_t i)
+{
+	return m->attn_temperature_tuning > 0 && model_layer_nope(m, i);
 }
 
 int64_t model_shared_ffn(const struct model_spec *m)
@@ -766,14 +788,25 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	m->rope_mscale = rope_mscale(&m->rope_scaling);
 	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
 	 * q_norm and k_norm unconditionally; their config.json has no key */
+	/* transformers' Llama4TextMoe.forward: routed_in = hidden_states
+	 * repeated per expert, times router_scores, before the experts
+	 * (TensorRT-LLM's Llama4MoE: apply_router_weight_on_input=True).
+	 * Set on Llama 4 only: absent stays -1 (off) elsewhere, so no other
+	 * model's printed config changes */
+	if (m->router_weight_on_input < 0 && m->model_type &&
+	    strncmp(m->model_type, "llama4", 6) == 0)
+		m->router_weight_on_input = 1;
 	if (m->qk_layernorm < 0)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;
 	/* transformers' Llama4TextConfig: no_rope_layer_interval=4 (set
-	 * only on a chunked model, so no other model's config changes) */
+	 * only on a chunked model or one with attention temperature tuning,
+	 * which applies to the NoPE layers, so no other model's config
+	 * changes) */
 	if (check_chunked(m, node, d) != 0)
 		rc = -1;
-	if (m->attention_chunk_size > 0 && m->nope_layer_interval == 0)
+	if ((m->attention_chunk_size > 0 || m->attn_temperature_tuning > 0) &&
+	    m->nope_layer_interval == 0)
 		m->nope_layer_interval = 4;
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
 		rc = -1;

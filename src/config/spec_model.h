@@ -136,6 +136,9 @@ struct model_spec {
 	/* Mixture of Experts (0 = dense) */
 	int64_t n_routed_experts;		/* experts per MoE layer */
 	int64_t num_experts_per_tok;		/* top-k */
+	int router_weight_on_input;		/* the router's weight scales the expert's
+						 * input, not its output (Llama 4: 1 when
+						 * absent); -1 absent elsewhere (off) */
 	int64_t moe_intermediate_size;		/* per-expert MLP hidden size */
 	int64_t n_shared_experts;		/* always-on experts per MoE layer */
 	int64_t shared_expert_intermediate_size;/* shared expert hidden size (Qwen-MoE) */
@@ -162,6 +165,9 @@ struct model_spec {
 	struct schema_int_list no_rope_layers;	/* Llama 4: per layer 1 = RoPE (chunked),
 						 * 0 = NoPE (global); empty: by interval */
 	int64_t nope_layer_interval;		/* Llama 4: every n-th layer is NoPE */
+	double attn_temperature_tuning;		/* Llama 4: > 0 scales the queries of
+						 * the NoPE layers by position (a
+						 * count; true reads 1); 0 = off */
 	struct quant_spec quantization;		/* checkpoint weight format */
 	double vision_params;			/* parameters of a multimodal checkpoint's
 						 * vision encoder and projector (not
@@ -194,6 +200,15 @@ int64_t model_layer_window(const struct model_spec *m, int64_t i);
 /* Layer i's attention chunk: the aligned chunk of tokens a query attends
  * within (Llama 4's chunked attention on its RoPE layers), 0 = none. */
 int64_t model_layer_chunk(const struct model_spec *m, int64_t i);
+
+/* 1 when layer i (0-based) has no rotary embedding: Llama 4's NoPE
+ * layers (no_rope_layers 0, every nope_layer_interval-th layer, or not
+ * chunked_attention in layer_types); 0 for a model without them. */
+int model_layer_nope(const struct model_spec *m, int64_t i);
+
+/* 1 when layer i scales its queries by position (Llama 4's attention
+ * temperature tuning, on the NoPE layers). */
+int model_layer_temperature(const struct model_spec *m, int64_t i);
 
 /* Routed and shared expert MLP sizes: the shared experts of a layer
  * (DeepSeek n_shared_experts x moe_intermediate_size, Qwen-MoE

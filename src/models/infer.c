@@ -18,6 +18,10 @@
  *                     costed alike (T h B more than it reads, once per
  *                     stage, so that every layer is the same)
  *   qkv       GEMM    (T, (a + 2g) d / t, h), weights cold (gpu_gemm_q)
+ *   temperature (a layer with attention temperature tuning, Llama 4's
+ *             NoPE layers, and an engine with attn_temperature eager):
+ *             ten memory-bound kernels on the positions and q, then q,
+ *             k, v concatenated again (infer_ops.c)
  *   rope+cache memory read T (a + g) d/t B, write the same rotated and
  *                     the new K and V into the cache, T 2 g d/t K
  *   attention prefill groups: one varlen flash kernel over their chunks
@@ -251,6 +255,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
 	d->qk_norm = m->qk_layernorm == 1 && !d->mla;
 	d->qk_norm_rope_fused = s->engine ? s->engine->qk_norm_rope_fused : 0;
+	d->attn_temp_eager = s->engine &&
+			     s->engine->attn_temperature == ENGINE_ATEMP_EAGER;
 	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
 	d->graph_input_copies =
 		s->engine ? (int)s->engine->graph_input_copies : 0;
@@ -272,6 +278,7 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 	k->moe = model_layer_moe(j->model, layer);
 	k->window = (double)model_layer_window(j->model, layer);
 	k->chunk = (double)model_layer_chunk(j->model, layer);
+	k->temperature = model_layer_temperature(j->model, layer);
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
@@ -504,12 +511,14 @@ static void qk_norm(const struct infer_dims *d, double t, double q,
  * engine's rope_cache_fused off a rotary kernel in place on Q and K and
  * then the cache write, which reads K again (vLLM V0). */
 static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
-		     double t, struct infer_ops *o)
+		     double t, int temperature, struct infer_ops *o)
 {
 	double q = heads_local(d) * d->head_dim;
 	double kv = kv_heads_local(d) * d->head_dim;
 
 	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
+	if (temperature && d->attn_temp_eager)
+		infer_op_attn_temperature(o, d, t, q, kv);
 	qk_norm(d, t, q, kv, o);
 	if (d->rope && d->rope_cache_fused) {
 		memop(o, "rope_cache", t * (q + 2 * kv) * d->act_B,
@@ -597,7 +606,7 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	if (d->mla)
 		attn_mla(d, b, t, o);
 	else
-		attn_gqa(d, b, t, o);
+		attn_gqa(d, b, t, k && k->temperature, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
 	norm(o, d, "add_norm", t, 1, !moe, moe && infer_moe_quantizes_input(d));
 	if (moe) {

@@ -84,6 +84,8 @@ struct infer_moe {
 	double gemm_a_B;	/* B per expert GEMM input element */
 	double elem_B;		/* B per element of a dispatched token */
 	int sigmoid;		/* sigmoid router scores (else softmax) */
+	int weight_on_input;	/* the router weight scales the experts' input
+				 * (Llama 4) */
 	int cutlass;		/* TensorRT-LLM's CUTLASS fused-MoE kernels
 				 * (engine moe_kernels: cutlass) */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
@@ -128,6 +130,8 @@ struct infer_dims {
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
 	int qk_norm;		/* RMSNorm over each Q and K head (Qwen3) */
 	int qk_norm_rope_fused;	/* that norm and RoPE in one in-place kernel */
+	int attn_temp_eager;	/* the engine applies a layer's attention
+				 * temperature in eager ops (infer_ops.c) */
 	int input_broadcasts;	/* the engine's step-input broadcasts */
 	int graph_input_copies;	/* input copies before a graph replay */
 	int sampler_passes;	/* sampler kernels over the fp32 logits */
@@ -153,6 +157,8 @@ struct infer_kind {
 	double window;		/* keys a query sees; 0 = all (causal) */
 	double chunk;		/* queries attend within aligned chunks of
 				 * this many tokens (Llama 4); 0 = none */
+	int temperature;	/* queries scaled by position (Llama 4's
+				 * attention temperature tuning, NoPE layers) */
 };
 
 #define INFER_MAX_KINDS 4

@@ -41,4 +41,10 @@ int infer_moe_quantizes_input(const struct infer_dims *d);
 void infer_op_quant(struct infer_ops *o, const struct infer_dims *d,
 		    const char *name, double n);
 
+/* A layer's attention temperature tuning as eager PyTorch ops (engine
+ * attn_temperature eager, infer_ops.c): T tokens, q (kv) local query
+ * (key) elements per token. */
+void infer_op_attn_temperature(struct infer_ops *o, const struct infer_dims *d,
+			       double t, double q, double kv);
+
 #endif

@@ -57,6 +57,14 @@
  * attention DP with its all-gather. N = tokens the kernels see (T, or
  * N = ep x T/tp after the all-gather), a = the experts' input width:
  *   [shared experts], router, top-k   as above
+ *   [router weight]   a model whose router weight scales the experts'
+ *                     input (Llama 4: forward_chunk's x = x *
+ *                     token_final_scales.to(x.dtype), fused_moe_cutlass.py
+ *                     @ 000a01de [?]): the cast (T k 4 B read, T k B
+ *                     written) and the product (T h B + T k B read, T h B
+ *                     written) over the local tokens, in eager PyTorch;
+ *                     the generic kernels apply it inside the first GEMM
+ *                     (vLLM fused_experts mul_routed_weight [?])
  *   quantize          fp4_quantize / static FP8 of the T (or T/tp local)
  *                     tokens, when the experts' GEMMs are narrower
  *   [all-gather]      N (h a + 8 k) B: the quantized rows, their ids and
@@ -165,6 +173,7 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) :
 		    e->cutlass && e->allgather ? e->gemm_a_B : d->act_B;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+	e->weight_on_input = m->router_weight_on_input == 1;
 }
 
 /* Weight matrices of an expert MLP: gate, up, down (or up, down). */
@@ -398,6 +407,13 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 
 	shared(o, d, T, 1);
 	router(o, d, T);
+	if (e->weight_on_input) {
+		/* x = x * token_final_scales.to(x.dtype): a cast of the fp32
+		 * weights, then the product over the 16-bit input */
+		infer_op_mem(o, "moe_weight_cast", Tq * k * 4, Tq * k * B, 0);
+		infer_op_mem(o, "moe_weight_input", Tq * h * B + Tq * k * B,
+			     Tq * h * B, Tq * h);
+	}
 	if (a < B)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
 	if (e->dispatch) {

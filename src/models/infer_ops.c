@@ -87,3 +87,44 @@ void infer_op_quant(struct infer_ops *o, const struct infer_dims *d,
 {
 	infer_op_mem(o, name, n * d->act_B, n * d->gemm_a_B, 2 * n);
 }
+
+/*
+ * Llama 4's attention temperature tuning on a NoPE layer, as TensorRT-
+ * LLM's Llama4Attention runs it (tensorrt_llm/_torch/models/
+ * modeling_llama.py @ 3a5901cd, _forward_nope and _attention_scaling,
+ * [?]: the stored version nearest 1.0), after the QKV GEMM:
+ *
+ *   q, k, v = split_qkv(qkv)                       views, no kernel
+ *   floor = torch.floor((positions + 1.0) / floor_scale)
+ *   scale = torch.log(floor + 1.0) * attn_scale + 1.0
+ *       seven elementwise kernels over the T int32 positions, each
+ *       reading and writing T 4 B (the first promotes them to fp32)
+ *   q = (q * scale.unsqueeze(-1)).to(q.dtype)
+ *       bf16 times fp32 promotes to fp32: one kernel reads T q B + T 4
+ *       and writes T q 4, the cast reads T q 4 and writes T q B
+ *   convert_qkv: the TRTLLM attention op takes fused QKV
+ *       (support_fused_qkv), so torch.concat([q, k, v]) reads and
+ *       writes T (q + 2 kv) B
+ *
+ * Ten kernels, launched eagerly outside a CUDA graph like every other
+ * kernel of the layer; their bytes at Maverick's q = 40 x 128, kv = 8 x
+ * 128 (attention DP): 30.7 + 30.7 + 28.7 kB a token.
+ */
+void infer_op_attn_temperature(struct infer_ops *o, const struct infer_dims *d,
+			       double t, double q, double kv)
+{
+	static const char *const pos_ops[] = {
+		"temp_pos_add", "temp_pos_div", "temp_floor", "temp_add",
+		"temp_log", "temp_mul", "temp_add",
+	};
+	double f32 = dtype_bytes(DTYPE_FP32), p = t * f32;
+	size_t i;
+
+	for (i = 0; i < sizeof(pos_ops) / sizeof(pos_ops[0]); i++)
+		infer_op_mem(o, pos_ops[i], p, p, t);
+	infer_op_mem(o, "temp_q_scale", t * q * d->act_B + p, t * q * f32,
+		     t * q);
+	infer_op_mem(o, "temp_q_cast", t * q * f32, t * q * d->act_B, 0);
+	infer_op_mem(o, "qkv_concat", t * (q + 2 * kv) * d->act_B,
+		     t * (q + 2 * kv) * d->act_B, 0);
+}

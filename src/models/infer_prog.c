@@ -203,7 +203,8 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
 			    x->kinds[k].window == kind.window &&
-			    x->kinds[k].chunk == kind.chunk)
+			    x->kinds[k].chunk == kind.chunk &&
+			    x->kinds[k].temperature == kind.temperature)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {

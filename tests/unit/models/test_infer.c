@@ -623,7 +623,7 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0};
 	struct infer_ops o;
 	struct infer_unit u;
 	struct diag dg;
@@ -679,7 +679,7 @@ Test(infer, moe_attention_dp_dispatches)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0};
 	struct infer_ops o;
 	struct diag dg;
 

@@ -45,7 +45,7 @@ static void moe_case(struct moe_case *c, const char *engine, double tokens,
 				"serving.dtype=nvfp4", e, bt};
 	size_t n = 5, i;
 	struct config_ctx cx;
-	struct infer_kind k = {1, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0};
 	struct diag dg;
 
 	cr_assert_leq(nmore, 8);
@@ -460,7 +460,7 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 static double op_time_s(const struct moe_case *c, const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, c->j->system->gpu, IGRAPH_FULL,
@@ -611,7 +611,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 			     "parallelism.attention_dp=true"};
 	const char *tp2[] = {"model=llama4-maverick", "parallelism.tp=2",
 			     "parallelism.dp=4"};
-	struct infer_kind dense = {0, 0, 0};
+	struct infer_kind dense = {0, 0, 0, 0};
 	struct infer_ops o;
 	const struct infer_op *op;
 	struct moe_case c;
@@ -637,5 +637,52 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 	moe_case(&c, "trtllm", 64, tp2, 3);
 	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
 	cr_assert_eq(fixture_infer_count(&o, "quant"), 1);
+	moe_case_release(&c);
+}
+
+/*
+ * The router weight on the experts' input (model router_weight_on_input,
+ * Llama 4's; TensorRT-LLM's CutlassFusedMoE.forward_chunk multiplies x by
+ * token_final_scales.to(x.dtype) before fp4_quantize). Qwen3-30B-A3B
+ * told so, TP 1, a 1,024-token step, h 2048, k 8, bf16 input:
+ *   moe_weight_cast   reads 1024 x 8 x 4 = 32,768 B, writes
+ *                     1024 x 8 x 2 = 16,384 B
+ *   moe_weight_input  reads 1024 x 2048 x 2 + 16,384 = 4,210,688 B,
+ *                     writes 1024 x 2048 x 2 = 4,194,304 B
+ * right before moe_quant; two ops more than without the key. Qwen3
+ * itself (model_type qwen3_moe) has it off, Maverick (llama4_text) on;
+ * the generic list (vLLM) adds none.
+ */
+Test(infer_moe, cutlass_router_weight_on_input)
+{
+	const char *on[] = {"model.router_weight_on_input=true"};
+	const char *mav[] = {"model=llama4-maverick"};
+	struct moe_case c;
+	int n, i;
+
+	moe_case(&c, "trtllm", 1024, NULL, 0);
+	cr_assert_neq(c.j->model->router_weight_on_input, 1);
+	cr_assert_null(fixture_infer_op(&c.o, "moe_weight_input"));
+	n = c.o.n;
+	moe_case_release(&c);
+
+	moe_case(&c, "trtllm", 1024, on, 1);
+	cr_assert_eq(c.o.n, n + 2);
+	bytes_eq(&c.o, "moe_weight_cast", 32768.0, 16384.0);
+	bytes_eq(&c.o, "moe_weight_input", 4210688.0, 4194304.0);
+	for (i = 0; i < c.o.n; i++)
+		if (strcmp(c.o.op[i].name, "moe_weight_input") == 0)
+			break;
+	cr_assert_lt(i + 1, c.o.n);
+	cr_assert_str_eq(c.o.op[i + 1].name, "moe_quant");
+	moe_case_release(&c);
+
+	moe_case(&c, "vllm", 1024, on, 1);
+	cr_assert_null(fixture_infer_op(&c.o, "moe_weight_input"));
+	moe_case_release(&c);
+
+	moe_case(&c, "trtllm", 1024, mav, 1);
+	cr_assert_eq(c.j->model->router_weight_on_input, 1);
+	cr_assert_not_null(fixture_infer_op(&c.o, "moe_weight_input"));
 	moe_case_release(&c);
 }
