@@ -6,7 +6,8 @@
  * CUDA graph), nothing re-derived here.
  *   make && cc -O2 -Isrc -Ibuild/gen scripts/fit-cutlass-moe-row-time.c \
  *     build/libllmsim.a $(pkg-config --libs yaml-0.1 libcjson gsl sqlite3) \
- *     -lm -o /tmp/fitrow && /tmp/fitrow
+ *     -lm $(mpicc --showme:link) -o /tmp/fitrow && /tmp/fitrow
+ * (-DMIN_T=1024: the rows of 1024 tokens and more only)
  *
  * A row: one GPU holding every expert (moe_tp 1, moe_ep 1), balanced
  * routing (moe.routing.balance uniform), T tokens into the module with
