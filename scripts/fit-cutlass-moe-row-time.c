@@ -20,7 +20,10 @@
  * expert_act) of launch + max(body, R x), x the row time; minimise
  * sum (ln t(x) / t_meas)^2 by Brent (gsl_min) over x in [0, 100 ns].
  * The closed form is checked against infer_cost with x set at the fit.
- * Leave-one-out: every row; and every shape (9 fits of 8 shapes). */
+ * Leave-one-out: every row; and every shape (9 fits of 8 shapes).
+ * Arguments (optional): a TSV of the same columns, a system preset
+ * (default dgx-b200) and a row time in ns to score it at, unfitted
+ * (default: the preset's own nvfp4 value). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +39,10 @@
 #include "models/infer.h"
 
 #define TSV "results/reference/kernels/aic-b200-trtllm-moe-nvfp4.tsv"
+static const char *tsv = TSV, *preset = "dgx-b200";
+static double at_ns = -1;
 #define JOB "tests/data/serve/q30-h100.yaml"
-#define MAXR 300
+#define MAXR 1000
 
 struct row {
 	double h, f, k, E, T, meas_s;
@@ -93,11 +98,17 @@ static double fit(const struct sel *s)
 	double lo = 0, hi = 100e-9, x = 5e-9;
 	int it = 0, st;
 
-	/* a starting point below both ends, as Brent needs */
+	/* a starting point below both ends, as Brent needs; none: the
+	 * better end (the error monotone over the interval) */
 	for (x = 1e-9; x < hi; x += 1e-9)
 		if (objective(x, (void *)s) < objective(lo, (void *)s) &&
 		    objective(x, (void *)s) < objective(hi, (void *)s))
 			break;
+	if (!(x < hi)) {
+		gsl_min_fminimizer_free(m);
+		return objective(lo, (void *)s) <= objective(hi, (void *)s)
+		       ? lo : hi;
+	}
 	gsl_min_fminimizer_set(m, &fn, x, lo, hi);
 	do {
 		st = gsl_min_fminimizer_iterate(m);
@@ -117,8 +128,8 @@ static void cost_row(struct row *r, double x, double *total_s,
 	static struct arena a, ra;
 	static int init;
 	static struct model_spec m;
-	char bt[64];
-	const char *sets[] = {"system.preset=dgx-b200", "system.gpus_per_node=1",
+	char bt[64], sys[64];
+	const char *sets[] = {sys, "system.gpus_per_node=1",
 			      "serving.dtype=nvfp4", "serving.engine=trtllm",
 			      "moe.routing.balance=uniform", bt};
 	struct config_ctx cx;
@@ -138,6 +149,7 @@ static void cost_row(struct row *r, double x, double *total_s,
 		init = 1;
 	}
 	snprintf(bt, sizeof(bt), "serving.batch=%.0f", r->T);
+	snprintf(sys, sizeof(sys), "system.preset=%s", preset);
 	diag_init(&dg, stderr);
 	cx = (struct config_ctx){&a, &dg, "."};
 	j = arena_alloc(&a, sizeof(*j));
@@ -156,6 +168,8 @@ static void cost_row(struct row *r, double x, double *total_s,
 	m.shared_expert_intermediate_size = 0;
 	j->model = &m;
 	g = *j->system->gpu;
+	if (at_ns < 0)
+		at_ns = g.cutlass_moe_row_time_s[DTYPE_NVFP4] * 1e9;
 	g.cutlass_moe_row_time_s[DTYPE_NVFP4] = x;
 	infer_dims_from_job(j, &g, &d);
 	if (infer_moe_route(j, &d, r->T, &ra, &rt, &dg)) {
@@ -223,9 +237,9 @@ static void summary(const char *what, const double *e, int n)
 	       100 * ab[n - 1], sqrt(ss / n));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	FILE *fp = fopen(TSV, "r");
+	FILE *fp;
 	char line[512];
 	double prev[4] = {-1, -1, -1, -1}, x, xl, lo = 1, hi = 0, tot;
 	double e0[MAXR], e1[MAXR], el[MAXR], es[MAXR];
@@ -233,8 +247,15 @@ int main(void)
 	struct infer_unit u;
 	int i, s;
 
+	if (argc > 1)
+		tsv = argv[1];
+	if (argc > 2)
+		preset = argv[2];
+	if (argc > 3)
+		at_ns = atof(argv[3]);
+	fp = fopen(tsv, "r");
 	if (!fp) {
-		perror(TSV);
+		perror(tsv);
 		return 1;
 	}
 	while (fgets(line, sizeof(line), fp)) {
@@ -266,6 +287,10 @@ int main(void)
 		cost_row(&rows[i], 0, &tot, &u);
 		e0[i] = tot / rows[i].meas_s - 1;
 	}
+	for (i = 0; i < nrows; i++)
+		e1[i] = pred(&rows[i], at_ns * 1e-9) / rows[i].meas_s - 1;
+	printf("%s on %s at %.2f ns (not fitted): ", tsv, preset, at_ns);
+	summary("rows", e1, nrows);
 	x = fit(&all);
 	for (i = 0; i < nrows; i++) {
 		double chk;
