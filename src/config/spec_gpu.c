@@ -143,6 +143,23 @@ static const struct schema moetile_schema = {
 	.nfields = SCHEMA_COUNT(moetile_fields),
 };
 
+#define MOEROW(dt, k) {						\
+	.key = k, .type = ST_TIME,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.def = "0 ns", .max = 1e-6, .flags = SF_FIT,			\
+	.help = "time per row at " k " (the whole GPU); absent = 0" },
+
+static const struct schema_field moerow_fields[] = { EACH_DTYPE(MOEROW) };
+
+static const struct schema moerow_schema = {
+	.kind = "gpu.cutlass_moe_row_time",
+	.help = "per compute dtype, the whole GPU's time per row of the "
+		"CUTLASS fused-MoE expand and activation kernels",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = moerow_fields,
+	.nfields = SCHEMA_COUNT(moerow_fields),
+};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -331,6 +348,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "per compute dtype, the fewest output-tile rows of the "
 		  "CUTLASS fused-MoE grouped GEMM (engine moe_kernels: "
 		  "cutlass): smaller gemm_tile_m entries are not used there" },
+	{ .key = "cutlass_moe_row_time", .type = ST_SECTION,
+	  .offset = OFF(cutlass_moe_row_time_s), .sub = &moerow_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per compute dtype, the least time per row (the whole "
+		  "GPU) of the CUTLASS fused MoE's expand and activation "
+		  "kernels (engine moe_kernels: cutlass), which search each "
+		  "row's expert: time = max(bytes / bandwidth, rows x this)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },

@@ -125,6 +125,10 @@ struct gpu_spec {
 	double cutlass_moe_tile_m[DTYPE_COUNT];	/* elements, fewest output-tile rows of the CUTLASS
 						 * fused-MoE grouped GEMM per compute dtype;
 						 * 0 = any gemm_tile_m */
+	double cutlass_moe_row_time_s[DTYPE_COUNT]; /* s per row, the whole GPU: the CUTLASS fused MoE's
+						     * expand and activation kernels at the experts'
+						     * compute dtype take at least rows x this
+						     * (a per-row expert search); 0 = bytes only */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */

@@ -814,6 +814,30 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	return gpu_grouped_gemm_q(g, &q, grp, n);
 }
 
+/* A memory op of the CUTLASS fused MoE that searches each of its
+ * search_rows rows' expert (moe_expand, expert_act: a binary search over
+ * the experts' first rows before each row's copy, infer_moe.c): its body
+ * takes max(bytes / bandwidth, rows x the GPU's cutlass_moe_row_time at
+ * the experts' compute dtype), the launch on top. */
+static struct gpu_cost search_cost(const struct infer_op *op,
+				   const struct infer_dims *d,
+				   const struct gpu_spec *g)
+{
+	struct gpu_cost c = gpu_memory_op(g, op->read_B, op->write_B,
+					  op->vec_flops,
+					  op->read_B + op->write_B);
+	double rows_s = op->search_rows *
+			g->cutlass_moe_row_time_s[d->moe.compute];
+	double launch_s = c.time_s > 0 ? g->kernel_launch_s : 0;
+
+	if (rows_s > c.time_s - launch_s) {
+		c.time_s = launch_s + rows_s;
+		c.bound = rows_s >= launch_s ? GPU_BOUND_COMPUTE
+					     : GPU_BOUND_LAUNCH;
+	}
+	return c;
+}
+
 static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_dims *d,
 				 const struct infer_batch *b,
@@ -848,6 +872,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		attn_heads(d, 1, kind, &h);
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:
+		if (op->search_rows > 0)
+			return search_cost(op, d, g);
 		break;
 	}
 	return gpu_memory_op(g, op->read_B, op->write_B, op->vec_flops,

@@ -259,6 +259,10 @@ struct infer_op {
 	double read_B;		/* IK_MEM: bytes read */
 	double write_B;		/* IK_MEM: bytes written */
 	double vec_flops;	/* IK_MEM: vector FLOPs */
+	double search_rows;	/* IK_MEM: rows whose expert the kernel
+				 * searches for, one by one (the CUTLASS
+				 * fused MoE's expand and activation; gpu
+				 * cutlass_moe_row_time); 0: none */
 	enum coll_op coll;	/* collectives */
 	double coll_B;		/* collectives: size per coll.h */
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */

@@ -79,6 +79,13 @@
  *                     and written (expandInputRowsKernel)
  *   fc1, act, fc2     as above (16-bit GEMM outputs; the gated activation
  *                     a kernel of its own writing the quantized fc2 input)
+ *                     expand and act walk the R rows in a grid-stride
+ *                     loop of a fixed grid (8 blocks an SM for act),
+ *                     each row first searching its expert's offset
+ *                     (findTotalEltsLessThanTarget, a binary search over
+ *                     the experts' first rows; under NVFP4 for the block
+ *                     scales' layout): at least R x the GPU's
+ *                     cutlass_moe_row_time at the compute dtype (infer.c)
  *   finalize          unpermute, router scale, k-way sum: R h B read, N h
  *                     B written (every token's row, zeros for tokens no
  *                     local expert took: finalizeMoeRoutingKernel's grid
@@ -404,6 +411,7 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	double B = d->act_B, a = e->gemm_a_B;
 	double Tq = e->dispatch ? r->tokens : T;
 	double N = e->dispatch ? r->tokens * e->ep : T, blocks;
+	struct infer_op *op;
 
 	shared(o, d, T, 1);
 	router(o, d, T);
@@ -440,9 +448,15 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 			     3 * N * k * 4, 0);
 	}
 	infer_op_mem(o, "moe_strides", (L + 1) * 8, 0, 0);
-	infer_op_mem(o, "moe_expand", R * h * a + R * 8, R * h * a + R * 4, 0);
+	op = infer_op_mem(o, "moe_expand", R * h * a + R * 8,
+			  R * h * a + R * 4, 0);
+	if (op)
+		op->search_rows = R;
 	grouped(o, "expert_gate_up", r, u, h);
-	infer_op_mem(o, "expert_act", R * u * B, R * f * a, ACT_FLOPS * R * f);
+	op = infer_op_mem(o, "expert_act", R * u * B, R * f * a,
+			  ACT_FLOPS * R * f);
+	if (op)
+		op->search_rows = R;
 	grouped(o, "expert_down", r, h, f);
 	if (e->dispatch)
 		infer_op_coll(o, "expert_tp_reducescatter", IOP_ETP, e->etp,

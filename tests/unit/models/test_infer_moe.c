@@ -472,6 +472,70 @@ static double op_time_s(const struct moe_case *c, const char *name)
 	return 0;
 }
 
+/* The time infer_cost gives op `name` of c's layer on g (graph). */
+static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
+			 const char *name)
+{
+	static struct infer_unit u;
+	struct infer_kind k = {1, 0, 0};
+	int i;
+
+	infer_cost(&c->o, &c->d, &c->b, &k, g, IGRAPH_FULL, &u);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, name) == 0)
+			return u.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+/*
+ * The CUTLASS fused MoE's expand and activation kernels search each
+ * row's expert: time = launch + max(bytes / bandwidth, R x row time),
+ * b200.yaml cutlass_moe_row_time nvfp4 8.3 ns. TP 1, 1,024 tokens:
+ * R = 8,192 rows, both working sets under the 126 MB L2 (8.0 TB/s,
+ * efficiency 1), launch from the graph 1 us:
+ *   moe_expand  9,502,720 + 9,469,952 = 18,972,672 B / 8e12 = 2.3716 us;
+ *               rows 8,192 x 8.3 ns = 67.9936 us -> 68.9936 us
+ *   expert_act  8192 x 1536 x 2 + 8192 x 768 x 0.5625 = 28,704,768 B
+ *               / 8e12 = 3.5881 us (its 8 x 8192 x 768 FLOPs at 75
+ *               TFLOP/s 0.67 us); rows 67.9936 us -> 68.9936 us
+ * At 0 ns a row, and at 0.1 ns (819 ns of rows under 2.37 us of bytes:
+ * the larger of the two, not their sum), moe_expand is its bytes:
+ * 1 + 2.3716 = 3.3716 us. SGLang's activation (no search) stays at its
+ * bytes, 1 + 3.5881 = 4.5881 us.
+ */
+Test(infer_moe, cutlass_expand_and_act_pay_a_row_time)
+{
+	struct moe_case c;
+	struct gpu_spec g;
+
+	moe_case(&c, "trtllm", 1024, NULL, 0);
+	g = *c.j->system->gpu;
+	g.kernel_launch_s = g.kernel_launch_graph_s;
+	cr_assert_float_eq(g.cutlass_moe_row_time_s[DTYPE_NVFP4], 8.3e-9,
+			   1e-15);
+	cr_assert_float_eq(g.cutlass_moe_row_time_s[DTYPE_FP8], 0, 1e-15);
+	cr_assert_float_eq(c.r.rows, 8192.0, 1e-9);
+	cr_assert_float_eq(op_time_on(&c, &g, "moe_expand"), 68.9936e-6,
+			   1e-10);
+	cr_assert_float_eq(op_time_on(&c, &g, "expert_act"), 68.9936e-6,
+			   1e-10);
+	g.cutlass_moe_row_time_s[DTYPE_NVFP4] = 0;
+	cr_assert_float_eq(op_time_on(&c, &g, "moe_expand"), 3.3716e-6,
+			   1e-10);
+	g.cutlass_moe_row_time_s[DTYPE_NVFP4] = 0.1e-9;
+	cr_assert_float_eq(op_time_on(&c, &g, "moe_expand"), 3.3716e-6,
+			   1e-10);
+	moe_case_release(&c);
+
+	moe_case(&c, "sglang", 1024, NULL, 0);
+	g = *c.j->system->gpu;
+	g.kernel_launch_s = g.kernel_launch_graph_s;
+	cr_assert_float_eq(op_time_on(&c, &g, "expert_act"), 4.5881e-6,
+			   1e-10);
+	moe_case_release(&c);
+}
+
 /*
  * A 64-token decode step at TP 1: R = 64 x 8 = 512 rows over the experts
  * with rows, A = sum_e 1 - exp(-4) = 128 x 0.98168 = 125.65 -> 126
