@@ -477,7 +477,7 @@ static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
 			 const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, g, IGRAPH_FULL, &u);
