@@ -364,19 +364,27 @@ Test(net_coll, hierarchical_alltoall_phases)
 	EQ_REL(timed(&f.sys, &r).time_s, t1 + t2, 1e-6);
 }
 
+/* One switch of 8 at 450 GB/s whose ring runs LL (5 us, half the
+ * bandwidth) or Simple (20 us): the two protocol-choice tests' setup. */
+static struct coll_algo_spec *ll_and_simple_ring(struct fx *f)
+{
+	struct coll_algo_spec *ring = &f->lib.algo[ALGO_RING];
+
+	fx_switch(f, 1);
+	ring->protocols.on[PROTO_LL] = 1;
+	f->lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	ring->base.s[PROTO_LL] = 5e-6;
+	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	return ring;
+}
+
 Test(net_coll, protocol_choice_follows_size)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, ALGO_RING, 1, NULL };
-	struct coll_algo_spec *ring;
 	struct net_coll_result out;
 
-	fx_switch(&f, 1);
-	ring = &f.lib.algo[ALGO_RING];
-	ring->protocols.on[PROTO_LL] = 1;
-	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
-	ring->base.s[PROTO_LL] = 5e-6;
-	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	ll_and_simple_ring(&f);
 	/* LL: 5 us + 1.75 n * 2 / 450 GB/s; Simple: 20 us + 1.75 n / 450 GB/s.
 	 * They cross at n = 15 us * 450e9 / 1.75 = 3.857 MB. At 1 MB LL wins:
 	 * 5 us + 7.778 us = 12.78 us. */
@@ -736,12 +744,7 @@ Test(net_coll, proto_max_bytes_hands_a_protocol_on)
 	struct coll_algo_spec *ring;
 	struct net_coll_result out;
 
-	fx_switch(&f, 1);
-	ring = &f.lib.algo[ALGO_RING];
-	ring->protocols.on[PROTO_LL] = 1;
-	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
-	ring->base.s[PROTO_LL] = 5e-6;
-	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	ring = ll_and_simple_ring(&f);
 	/* As protocol_choice_follows_size: LL 5 us + 1.75 n * 2 / 450 GB/s,
 	 * Simple 20 us + 1.75 n / 450 GB/s, crossing at 3.857 MB. With LL's
 	 * program ending at 524287 B (MSCCL all-pairs maxBytes), 524287 B
