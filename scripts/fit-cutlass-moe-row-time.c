@@ -182,6 +182,15 @@ static void cost_row(struct row *r, double x, double *total_s,
 		fprintf(stderr, "routing failed\n");
 		exit(1);
 	}
+#ifndef POISSON
+	/* aiconfigurator's "balanced" routing (collector/helper.py
+	 * balanced_logits @ 095f58a51c4c: token i's j-th expert is
+	 * (i + j ceil(E/k)) mod E, spread over E when T < ceil(E/k)) gives
+	 * the experts exactly T k / E rows each: min(E, T k) of them have
+	 * rows, not infer_moe_route's 1 - exp(-T k / E) per expert (random
+	 * routing). -DPOISSON keeps the latter. */
+	rt.active = fmin(d.moe.local, rt.rows);
+#endif
 	o.n = 0;
 	infer_moe_ops(&d, r->T, &rt, &o);
 	memset(&b, 0, sizeof(b));
