@@ -815,8 +815,8 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 	}
 	if (o->copy_params && b.master_B > 0)
 		sum += mt_pass(g, p, b.master_B, b.weights_B, 0);
-	if (j->training.zero_stage >= 3)
-		buffer = p;	/* FSDP: only the shard's gradients */
+	if (footprint_grads_sharded(j))
+		buffer = p;	/* FSDP, ZeRO 2: only the shard's gradients */
 	if (o->zero_grad)
 		sum += gpu_memory_op(g, 0, G * buffer, 0, G * buffer).time_s;
 	return sum;
