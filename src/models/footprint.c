@@ -379,7 +379,9 @@ void footprint_mtp_params(const struct job_spec *j,
 	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
 }
 
-double footprint_active_params(const struct job_spec *j)
+/* Parameters of the whole model, or (active) those a token computes
+ * with: its top-k of the routed experts, no MTP module. */
+static double model_params(const struct job_spec *j, int active)
 {
 	struct layer_dims d;
 	double sum = 0, dense, experts;
@@ -388,11 +390,23 @@ double footprint_active_params(const struct job_spec *j)
 	layer_dims_from_job(j, &d);
 	for (i = 0; i < j->model->num_hidden_layers; i++) {
 		footprint_layer_params(j, &d, i, &dense, &experts);
-		sum += dense + (experts > 0 ? experts * d.moe.topk /
-				d.moe.experts : 0);
+		if (active)
+			sum += dense + (experts > 0 ? experts * d.moe.topk /
+					d.moe.experts : 0);
+		else
+			sum += dense + experts;
+	}
+	if (!active && model_is_moe(j->model) && j->moe.mtp_layers > 0) {
+		footprint_mtp_params(j, &d, &dense, &experts);
+		sum += (double)j->moe.mtp_layers * (dense + experts);
 	}
 	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
+}
+
+double footprint_active_params(const struct job_spec *j)
+{
+	return model_params(j, 1);
 }
 
 double footprint_unit_params(const struct job_spec *j,
@@ -419,21 +433,7 @@ double footprint_unit_params(const struct job_spec *j,
 
 double footprint_model_params(const struct job_spec *j)
 {
-	struct layer_dims d;
-	double sum = 0, dense, experts;
-	int64_t i;
-
-	layer_dims_from_job(j, &d);
-	for (i = 0; i < j->model->num_hidden_layers; i++) {
-		footprint_layer_params(j, &d, i, &dense, &experts);
-		sum += dense + experts;
-	}
-	if (model_is_moe(j->model) && j->moe.mtp_layers > 0) {
-		footprint_mtp_params(j, &d, &dense, &experts);
-		sum += (double)j->moe.mtp_layers * (dense + experts);
-	}
-	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
-	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
+	return model_params(j, 0);
 }
 
 /* Index of the first layer of virtual stage vs. */

@@ -741,34 +741,42 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 	op->host = HOST_FREE;	/* inside fc2's backward call */
 }
 
+/* A grouped linear's backward over the local experts, in width k, out
+ * width n: the output gradient's cast, the dgrad (R_e, k, n) and the
+ * wgrad (k, n, R_e) with their scale swizzles, the wgrad accumulated. */
+static void grouped_bwd(struct layer_ops *o, const struct layer_dims *d,
+			const char *cast, const char *dgrad,
+			const char *wgrad, double k, double n)
+{
+	double R = rows(d), L = d->moe.local;
+
+	grouped_cast(o, cast, PASS_BWD, d, R * n);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, L * k * n, R * n, 1, L);
+	grouped(o, dgrad, PASS_BWD, d, GROUP_M, 0, k, n);
+	grouped_opens(o, d);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (k + n), 2, L);
+	grouped(o, wgrad, PASS_BWD, d, GROUP_K, k, n, 0);
+	lop_accumulate_w(o, d, L * k * n, L);
+}
+
 static void experts_bwd(struct layer_ops *o, unsigned mods,
 			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
-	double u = fc1_width(d), L = d->moe.local;
+	double u = fc1_width(d);
 
 	pad_op(o, "expert_unpad_bwd", PASS_BWD, d, 0);
 	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
-	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * f, R * h, 1, L);
-	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
-	grouped_opens(o, d);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (f + h), 2, L);
-	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
-	lop_accumulate_w(o, d, L * f * h, L);
+	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
+		    "expert_fc2_wgrad", f, h);
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
-	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * u, R * u, 1, L);
-	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
-	grouped_opens(o, d);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (h + u), 2, L);
-	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
-	lop_accumulate_w(o, d, L * h * u, L);
+	grouped_bwd(o, d, "expert_fc1_grad_cast", "expert_fc1_dgrad",
+		    "expert_fc1_wgrad", h, u);
 	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);
 }
 

@@ -36,7 +36,10 @@
  *                 grad_data; megatron/core/distributed/
  *                 param_and_grad_buffer.py and distributed_data_parallel.py,
  *                 NVIDIA/Megatron-LM 0e9fcc1d), under ZeRO 3 the gradient
- *                 shard only (FSDP keeps sharded gradients).
+ *                 shard only (FSDP keeps sharded gradients), and under
+ *                 ZeRO 2 too where the framework frees the gradients
+ *                 outside the shard (no grad_buffer_full:
+ *                 footprint_grads_sharded).
  */
 #include <math.h>
 

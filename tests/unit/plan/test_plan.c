@@ -159,16 +159,20 @@ Test(plan, context_parallel_candidates_counted_by_hand)
 	done(&p);
 }
 
+/* llama3-8b tp 1 pp 2, mbs 1, full recompute, sp pinned; the last entry
+ * (ZeRO 2 sharding the gradients) for the second test only. */
+static const char *const tp1_pp2[] = {
+	"parallelism.tp=1", "parallelism.pp=2",
+	"training.micro_batch_size=1", "training.recompute=full",
+	"parallelism.sequence_parallel=true",
+	"framework.grad_buffer_full=false",
+};
+
 Test(plan, redundant_and_schedule_rules_counted)
 {
-	static const char *const sets[] = {
-		"parallelism.tp=1", "parallelism.pp=2",
-		"training.micro_batch_size=1", "training.recompute=full",
-		"parallelism.sequence_parallel=true",
-	};
 	struct planned p;
 
-	load_est(&p, sets, 5, 1000);
+	load_est(&p, tp1_pp2, 5, 1000);
 	run_ok(&p);
 	/* tp 1 pp 2 -> dp 4; vpp 1 .. 32/2 = 16; schedules 3; zero 0-3: 16 x
 	 * 3 x 4 = 192 layouts. Schedule rules: vpp 1 with interleaved (4
@@ -195,15 +199,9 @@ Test(plan, redundant_and_schedule_rules_counted)
  * (framework grad_buffer_full false): all 24 layouts are its own. */
 Test(plan, zero2_searched_where_it_shards_gradients)
 {
-	static const char *const sets[] = {
-		"parallelism.tp=1", "parallelism.pp=2",
-		"training.micro_batch_size=1", "training.recompute=full",
-		"parallelism.sequence_parallel=true",
-		"framework.grad_buffer_full=false",
-	};
 	struct planned p;
 
-	load_est(&p, sets, 6, 1000);
+	load_est(&p, tp1_pp2, 6, 1000);
 	run_ok(&p);
 	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 0);
 	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 24);
