@@ -246,6 +246,13 @@ static const struct schema_field framework_fields[] = {
 	  .values = dtype_names, .value_aliases = dtype_aliases,
 	  .flags = SF_REQUIRED,
 	  .help = "dtype of gradient buffers and of their data-parallel reduction" },
+	{ .key = "grad_buffer_full", .type = ST_BOOL,
+	  .offset = FOFF(grad_buffer_full), .def = "false",
+	  .help = "the gradients of all the rank's parameters stay in one "
+		  "persistent buffer under ZeRO 1 and 2 (Megatron-Core DDP's "
+		  "grad_data; the distributed optimizer reads its shard of "
+		  "it): ZeRO 2 shards no gradient memory and is ZeRO 1; "
+		  "false: ZeRO 2 frees the gradients outside the shard" },
 	{ .key = "master_weights", .type = ST_BOOL, .offset = FOFF(master_weights),
 	  .flags = SF_REQUIRED,
 	  .help = "the optimizer keeps an fp32 master copy of 16-bit weights" },

@@ -305,6 +305,8 @@ struct host_spec {
 struct framework_spec {
 	const char *name;			/* preset name */
 	int grad_dtype;				/* enum dtype: gradient buffers and their reduction */
+	int grad_buffer_full;			/* ZeRO 2 keeps every gradient of the rank in one
+						 * buffer (Megatron-Core DDP): only ZeRO 3 shards it */
 	int master_weights;			/* fp32 master copy of 16-bit weights */
 	int optimizer_state_dtype;		/* enum dtype: Adam's moments, SGD's momentum */
 	int64_t bucket_params;			/* parameters per gradient bucket (at least) */

@@ -64,6 +64,15 @@
  * them in the dtype of the parameters the optimizer steps). ZeRO-1
  * divides O by dp, ZeRO-2 also G, ZeRO-3 also W. Megatron's distributed
  * optimizer with fp32 gradients is ZeRO-1: 6 + 12/dp B per parameter.
+ * ZeRO-2 divides G only where the framework frees the gradients outside
+ * the rank's shard (PyTorch FSDP SHARD_GRAD_OP, Megatron-FSDP's
+ * optim_grads: is_grad_buffer_distributed); Megatron-Core DDP allocates
+ * grad_data for all of the rank's parameters whether or not the optimizer
+ * is distributed (framework grad_buffer_full; NVIDIA/Megatron-LM @
+ * d98e8a64 megatron/core/distributed/param_and_grad_buffer.py
+ * _ParamAndGradBuffer: torch.zeros(self.numel, dtype=self.grad_dtype);
+ * megatron_fsdp/param_and_grad_buffer.py _init_each_parameter_group_
+ * buffers for the sharding strategies), so its ZeRO-2 is ZeRO-1.
  *
  * ZeRO-3 also holds the gathered (unsharded, W bytes) parameters of the
  * framework's fsdp_prefetch_units units, the one computing and those
@@ -302,6 +311,13 @@ void footprint_param_bytes(const struct job_spec *j,
 	out->states_B = states * dtype_bytes(state);
 }
 
+int footprint_grads_sharded(const struct job_spec *j)
+{
+	int64_t zero = j->training.zero_stage;
+
+	return zero >= 3 || (zero == 2 && !j->framework->grad_buffer_full);
+}
+
 /* Model-state bytes per parameter sharded over dp ranks by ZeRO. */
 static void per_param(const struct job_spec *j, double dp, double *w_B,
 		      double *g_B, double *o_B)
@@ -311,7 +327,7 @@ static void per_param(const struct job_spec *j, double dp, double *w_B,
 
 	footprint_param_bytes(j, &b);
 	*w_B = zero >= 3 ? b.weights_B / dp : b.weights_B;
-	*g_B = b.grads_B / (zero >= 2 ? dp : 1);
+	*g_B = b.grads_B / (footprint_grads_sharded(j) ? dp : 1);
 	*o_B = (b.states_B + b.master_B) / (zero >= 1 ? dp : 1);
 }
 
@@ -363,7 +379,9 @@ void footprint_mtp_params(const struct job_spec *j,
 	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
 }
 
-double footprint_active_params(const struct job_spec *j)
+/* Parameters of the whole model, or (active) those a token computes
+ * with: its top-k of the routed experts, no MTP module. */
+static double model_params(const struct job_spec *j, int active)
 {
 	struct layer_dims d;
 	double sum = 0, dense, experts;
@@ -372,11 +390,23 @@ double footprint_active_params(const struct job_spec *j)
 	layer_dims_from_job(j, &d);
 	for (i = 0; i < j->model->num_hidden_layers; i++) {
 		footprint_layer_params(j, &d, i, &dense, &experts);
-		sum += dense + (experts > 0 ? experts * d.moe.topk /
-				d.moe.experts : 0);
+		if (active)
+			sum += dense + (experts > 0 ? experts * d.moe.topk /
+					d.moe.experts : 0);
+		else
+			sum += dense + experts;
+	}
+	if (!active && model_is_moe(j->model) && j->moe.mtp_layers > 0) {
+		footprint_mtp_params(j, &d, &dense, &experts);
+		sum += (double)j->moe.mtp_layers * (dense + experts);
 	}
 	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
+}
+
+double footprint_active_params(const struct job_spec *j)
+{
+	return model_params(j, 1);
 }
 
 double footprint_unit_params(const struct job_spec *j,
@@ -403,21 +433,7 @@ double footprint_unit_params(const struct job_spec *j,
 
 double footprint_model_params(const struct job_spec *j)
 {
-	struct layer_dims d;
-	double sum = 0, dense, experts;
-	int64_t i;
-
-	layer_dims_from_job(j, &d);
-	for (i = 0; i < j->model->num_hidden_layers; i++) {
-		footprint_layer_params(j, &d, i, &dense, &experts);
-		sum += dense + experts;
-	}
-	if (model_is_moe(j->model) && j->moe.mtp_layers > 0) {
-		footprint_mtp_params(j, &d, &dense, &experts);
-		sum += (double)j->moe.mtp_layers * (dense + experts);
-	}
-	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
-	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
+	return model_params(j, 0);
 }
 
 /* Index of the first layer of virtual stage vs. */

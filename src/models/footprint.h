@@ -56,6 +56,11 @@ struct footprint_param_bytes {
 void footprint_param_bytes(const struct job_spec *j,
 			   struct footprint_param_bytes *out);
 
+/* Whether the job keeps only its shard of the gradients: ZeRO 3, or
+ * ZeRO 2 in a framework without a full gradient buffer (framework
+ * grad_buffer_full). */
+int footprint_grads_sharded(const struct job_spec *j);
+
 /* Model-state bytes per parameter of a GPU's share (weights, gradients,
  * optimizer) for the job's dtype, framework and ZeRO stage: dense
  * parameters sharded over dp x cp, routed experts over edp. */

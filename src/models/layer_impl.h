@@ -174,11 +174,18 @@ double attn_params(const struct layer_dims *d, int bias);
 /* How an fp8 recipe (enum fp8_scaling) quantizes the experts' inputs
  * (moe.c: quant_kernels). */
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
-/* The unfused permute's row selection by masked_select (moe_permute.c:
- * Megatron-LM before e19fbe2e1d), forward and its probs' backward. */
-void moe_masked_select_fwd(struct layer_ops *o, enum layer_pass pass,
-			   const struct layer_dims *d);
-void moe_masked_select_bwd(struct layer_ops *o, const struct layer_dims *d);
+/* Whether the dispatcher deduplicates (sends each token once a node or
+ * a rank; DeepEP, Hybrid-EP): the tokens travel unpermuted and are
+ * sorted on arrival. */
+int moe_dedups(const struct layer_dims *d);
+/* The token permute (moe_permute.c): forward, before the dispatch
+ * (TE's fused map and gather, Megatron's unfused argsort index or its
+ * older masked_selects, then index_select); the unfused unpermute's and
+ * index_select backward's zeroed output on op; the permute's backward. */
+void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d);
+void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d);
+void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 

@@ -254,7 +254,7 @@ static double rows(const struct layer_dims *d)
 	return d->moe.rows;
 }
 
-static int dedups(const struct layer_dims *d)
+int moe_dedups(const struct layer_dims *d)
 {
 	return d->moe.node_share < 1 || d->moe.dispatch_B <
 	       d->moe.tokens * d->moe.topk * d->hidden * d->moe.elem_B;
@@ -419,118 +419,6 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	return lop_tail(o);
 }
 
-/* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
- * map path Megatron-Core's permute takes with moe_permute_fusion) first
- * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
- * (make_row_id_map, TE @ 71bbefbf transformer_engine/pytorch/triton/
- * permutation.py): pass 1 reads the [T, E] bool routing map down each
- * expert's column and writes block cumsums into the map's first E
- * columns (read T E, write 4 T E), pass 2 turns them into destination
- * rows (read and write 4 T E), both column-wise through the row-major
- * map; pass 3 sorts each token's row (read 4 T E, write T (2 k + 1) 4).
- * The column-wise accesses, 13 T E B, go through the strided path. The
- * unpermute and the backward reuse the map. */
-static void row_id_map(struct layer_ops *o, enum layer_pass pass,
-		       const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, E = m->experts, k = m->topk;
-
-	lop_eager(o, "permute_map", pass, 9 * T * E,
-		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
-}
-
-/* Passes of CUB's onesweep radix sort over keys of `bits` bits (8 radix
- * bits a pass): at least one. */
-static double radix_passes(double bits)
-{
-	return bits > 8 ? ceil(bits / 8) : 1;
-}
-
-/* Megatron-Core's unfused permute (moe_permute_fusion false, dropless;
- * moe_utils.py permute, NVIDIA/Megatron-LM @ d7288711ba) finds the rows'
- * order with PyTorch ops before its index_select: routing_map.bool().T.
- * contiguous() (a transposed copy of the [T, E] bool map), reshape(-1).
- * argsort(descending, stable) (PyTorch's stable sort of T E one-byte
- * keys: an arange of int64 values, then CUB's radix sort pairs,
- * histogram, exclusive sum and one onesweep pass, keys and values read
- * and written), `% num_tokens` over the T k kept indices, and the probs'
- * probs.T.contiguous().reshape(-1)[flat_sorted] (a transposed copy of
- * the [T, E] probs, a gather of T k): 8 kernels, the two transposed
- * copies through the strided path. */
-static void permute_index(struct layer_ops *o, enum layer_pass pass,
-			  const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
-	double TE = T * E, Tk = T * k;
-
-	lop_eager(o, "permute_index", pass,
-		  TE + TE + 9 * TE + 8 * Tk + TE * p + Tk * (8 + p),
-		  TE + 8 * TE + 9 * TE + 8 * Tk + TE * p + Tk * p,
-		  2 * TE + 2 * TE * p, 8, 0);
-}
-
-/* The unfused permute's backward of its probs gather (IndexBackward:
- * zeros of T E, then index_put_ with accumulate, PyTorch's aten/src/
- * ATen/native/cuda/Indexing.cu index_put_with_sort_kernel: the linear
- * index, its divide_, an arange, CUB's radix sort pairs of T k int64
- * keys over the bits of T E - 1 (histogram, exclusive sum, a onesweep
- * pass per 8 bits), indexing_backward_kernel) and the transposed copy's
- * backward: 9 + passes kernels [?: PyTorch version of the runs]. */
-static void permute_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
-	double TE = T * E, Tk = T * k;
-	double n = radix_passes(ceil(log2(fmax(TE, 2))));
-
-	lop_eager(o, "permute_probs_bwd", PASS_BWD,
-		  (40 + 16 * n) * Tk + Tk * p + TE * p,
-		  2 * TE * p + (24 + 16 * n) * Tk + Tk * p, 2 * TE * p,
-		  6 + n, 0);
-}
-
-/* Fused: TE's row_id_map, then one kernel gathering T_in k rows. Unfused:
- * the index build above, then tokens.index_select(0, sorted_indices),
- * one kernel reading each token (as the fused gather is costed) and the
- * T k indices, writing T k rows. */
-static void permute_fwd(struct layer_ops *o, enum layer_pass pass,
-			const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, k = m->topk, h = d->hidden;
-
-	if (dedups(d) || m->allgather)
-		return;	/* tokens travel as they are; sorted on arrival */
-	if (m->permute_fusion) {
-		row_id_map(o, pass, d);
-		lop_memop(o, "permute", pass, T * h * d->act_B,
-			  T * k * h * m->elem_B, 0);
-		return;
-	}
-	if (m->masked_select)
-		moe_masked_select_fwd(o, pass, d);
-	else
-		permute_index(o, pass, d);
-	lop_memop(o, "permute", pass, T * h * d->act_B + T * k * 8,
-		  T * k * h * m->elem_B, 0);
-}
-
-/* The unfused unpermute (forward: torch.zeros of the [T, h] output, then
- * scatter_add_ of the T k rows) and the index_select's backward (zeros,
- * then index_add_) each write their zeroed output first: one more kernel
- * writing T h B (moe_utils.py unpermute @ d7288711ba; the fused TE
- * kernels write each output row once). The library paths only. */
-static void unfused_zeros(struct layer_op *op, const struct layer_dims *d)
-{
-	if (d->moe.permute_fusion || dedups(d) || d->moe.allgather)
-		return;
-	op->k.launches = 2;
-	op->host_n = 2;
-	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
-}
-
 /* Sort the received rows by local expert. On the alltoall path with
  * moe_permute_fusion, Megatron-Core's sort_chunks_by_idxs is Transformer
  * Engine's fused chunk sort, whose forward first maps every row to its
@@ -544,10 +432,10 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	double n = rows(d) * d->hidden * d->act_B;
 	struct layer_op *op;
 
-	if (!(d->moe.local > 1 || dedups(d) || d->moe.allgather))
+	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather))
 		return 0;
 	op = lop_memop(o, name, pass, n, n, 0);
-	if (pass != PASS_BWD && d->moe.permute_fusion && !dedups(d) &&
+	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
 	    !d->moe.allgather) {
 		op->k.launches = 2;
 		op->k.write_B += rows(d) * 4;
@@ -785,7 +673,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->op[router].dep[0] = in;	/* the router reads the norm's output */
 	o->scope = SCOPE_MOE_PREPROCESS;
 	counts = counts_fwd(o, pass, d);
-	permute_fwd(o, pass, d);
+	moe_permute_fwd(o, pass, d);
 	o->scope = SCOPE_MOE;
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
@@ -812,7 +700,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
-	unfused_zeros(op, d);
+	moe_unfused_zeros(op, d);
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
 			       T * h * d->act_B, T * h);
@@ -853,34 +741,42 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 	op->host = HOST_FREE;	/* inside fc2's backward call */
 }
 
+/* A grouped linear's backward over the local experts, in width k, out
+ * width n: the output gradient's cast, the dgrad (R_e, k, n) and the
+ * wgrad (k, n, R_e) with their scale swizzles, the wgrad accumulated. */
+static void grouped_bwd(struct layer_ops *o, const struct layer_dims *d,
+			const char *cast, const char *dgrad,
+			const char *wgrad, double k, double n)
+{
+	double R = rows(d), L = d->moe.local;
+
+	grouped_cast(o, cast, PASS_BWD, d, R * n);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, L * k * n, R * n, 1, L);
+	grouped(o, dgrad, PASS_BWD, d, GROUP_M, 0, k, n);
+	grouped_opens(o, d);
+	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (k + n), 2, L);
+	grouped(o, wgrad, PASS_BWD, d, GROUP_K, k, n, 0);
+	lop_accumulate_w(o, d, L * k * n, L);
+}
+
 static void experts_bwd(struct layer_ops *o, unsigned mods,
 			const struct layer_dims *d)
 {
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
-	double u = fc1_width(d), L = d->moe.local;
+	double u = fc1_width(d);
 
 	pad_op(o, "expert_unpad_bwd", PASS_BWD, d, 0);
 	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)
 		act_recompute(o, d);
-	grouped_cast(o, "expert_fc2_grad_cast", PASS_BWD, d, R * h);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * f, R * h, 1, L);
-	grouped(o, "expert_fc2_dgrad", PASS_BWD, d, GROUP_M, 0, f, h);
-	grouped_opens(o, d);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (f + h), 2, L);
-	grouped(o, "expert_fc2_wgrad", PASS_BWD, d, GROUP_K, f, h, 0);
-	lop_accumulate_w(o, d, L * f * h, L);
+	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
+		    "expert_fc2_wgrad", f, h);
 	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
 		  R * u * d->act_B, ACT_FLOPS * R * f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
-	grouped_cast(o, "expert_fc1_grad_cast", PASS_BWD, d, R * u);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, L * h * u, R * u, 1, L);
-	grouped(o, "expert_fc1_dgrad", PASS_BWD, d, GROUP_M, 0, h, u);
-	grouped_opens(o, d);
-	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (h + u), 2, L);
-	grouped(o, "expert_fc1_wgrad", PASS_BWD, d, GROUP_K, h, u, 0);
-	lop_accumulate_w(o, d, L * h * u, L);
+	grouped_bwd(o, d, "expert_fc1_grad_cast", "expert_fc1_dgrad",
+		    "expert_fc1_wgrad", h, u);
 	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);
 }
 
@@ -947,15 +843,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	    EP_PASS_COMBINE_BWD);
 	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
-	if (!dedups(d) && !m->allgather) {
-		unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
-					T * k * h * d->act_B, T * h * d->act_B,
-					T * k * h), d);
-		if (m->masked_select)
-			moe_masked_select_bwd(o, d);
-		else if (!m->permute_fusion)
-			permute_probs_bwd(o, d);
-	}
+	moe_permute_bwd(o, d);
 	o->scope = SCOPE_MOE_ROUTER;
 	router_bwd(o, d);
 	routed = lop_tail(o);

@@ -1,6 +1,9 @@
 /*
- * moe_permute.c - Megatron-Core's unfused token permute as it was before
- * the argsort rewrite: masked_select on the routing map, whose sizes the
+ * moe_permute.c - the token permute before the dispatch and its
+ * backward (moe.c calls them): Transformer Engine's fused row_id_map and
+ * gather, Megatron-Core's unfused argsort index and index_select, and,
+ * first below, Megatron-Core's unfused permute as it was before the
+ * argsort rewrite: masked_select on the routing map, whose sizes the
  * host must read back (framework elementwise.masked_select_permute).
  *
  * Source: NVIDIA/Megatron-LM @ 5a676b36 (AMD Primus e16b27b's third_party
@@ -11,9 +14,9 @@
  *   sorted_indices = token_indices.masked_select(routing_map)
  *   permuted_probs = probs.T.contiguous().masked_select(routing_map)
  *   permuted_input = tokens.index_select(0, sorted_indices)
- * (moe.c costs the last, "permute"). Megatron-LM e19fbe2e1d (2026-03-06,
- * in d7288711ba) replaced both masked_selects by a stable argsort of
- * fixed size (moe.c permute_index).
+ * (moe_permute_fwd costs the last, "permute"). Megatron-LM e19fbe2e1d
+ * (2026-03-06, in d7288711ba) replaced both masked_selects by a stable
+ * argsort of fixed size (permute_index below).
  *
  * A CUDA masked_select is index(self, [mask]): the bool mask becomes its
  * nonzero() indices, then one gather kernel (aten/src/ATen/native/cuda/
@@ -39,6 +42,8 @@
  * indices (8 B), the 2-D nonzero output [T k, 2] (16 B a row).
  */
 #include "layer_impl.h"
+
+#include <math.h>
 
 /* One masked_select's work before its sync: the count's two reduce
  * kernels over the T E mask. */
@@ -68,8 +73,8 @@ static void select_after(struct layer_ops *o, const char *name,
 	op->host_wait = wait;
 }
 
-void moe_masked_select_fwd(struct layer_ops *o, enum layer_pass pass,
-			   const struct layer_dims *d)
+static void masked_select_fwd(struct layer_ops *o, enum layer_pass pass,
+			      const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, E = m->experts, p = m->probs_B;
@@ -95,7 +100,7 @@ void moe_masked_select_fwd(struct layer_ops *o, enum layer_pass pass,
  * (read T E, write 8 T E; 2 kernels), the size check, the scatter (read
  * the zeros, the mask, the sums and T k gradients, write T E p), the
  * transposed copy back (read and write T E p, strided): 6 kernels. */
-void moe_masked_select_bwd(struct layer_ops *o, const struct layer_dims *d)
+static void masked_select_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, E = m->experts, p = m->probs_B;
@@ -104,4 +109,136 @@ void moe_masked_select_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_eager(o, "permute_probs_bwd", PASS_BWD,
 		  TE + TE * p + TE + 8 * TE + Tk * p + TE * p,
 		  TE * p + 8 * TE + TE * p + TE * p, 2 * TE * p, 6, 0);
+}
+
+/* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
+ * map path Megatron-Core's permute takes with moe_permute_fusion) first
+ * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
+ * (make_row_id_map, TE @ 71bbefbf transformer_engine/pytorch/triton/
+ * permutation.py): pass 1 reads the [T, E] bool routing map down each
+ * expert's column and writes block cumsums into the map's first E
+ * columns (read T E, write 4 T E), pass 2 turns them into destination
+ * rows (read and write 4 T E), both column-wise through the row-major
+ * map; pass 3 sorts each token's row (read 4 T E, write T (2 k + 1) 4).
+ * The column-wise accesses, 13 T E B, go through the strided path. The
+ * unpermute and the backward reuse the map. */
+static void row_id_map(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+
+	lop_eager(o, "permute_map", pass, 9 * T * E,
+		  8 * T * E + T * (2 * k + 1) * 4, 13 * T * E, 3, 0);
+}
+
+/* Passes of CUB's onesweep radix sort over keys of `bits` bits (8 radix
+ * bits a pass): at least one. */
+static double radix_passes(double bits)
+{
+	return bits > 8 ? ceil(bits / 8) : 1;
+}
+
+/* Megatron-Core's unfused permute (moe_permute_fusion false, dropless;
+ * moe_utils.py permute, NVIDIA/Megatron-LM @ d7288711ba) finds the rows'
+ * order with PyTorch ops before its index_select: routing_map.bool().T.
+ * contiguous() (a transposed copy of the [T, E] bool map), reshape(-1).
+ * argsort(descending, stable) (PyTorch's stable sort of T E one-byte
+ * keys: an arange of int64 values, then CUB's radix sort pairs,
+ * histogram, exclusive sum and one onesweep pass, keys and values read
+ * and written), `% num_tokens` over the T k kept indices, and the probs'
+ * probs.T.contiguous().reshape(-1)[flat_sorted] (a transposed copy of
+ * the [T, E] probs, a gather of T k): 8 kernels, the two transposed
+ * copies through the strided path. */
+static void permute_index(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
+	double TE = T * E, Tk = T * k;
+
+	lop_eager(o, "permute_index", pass,
+		  TE + TE + 9 * TE + 8 * Tk + TE * p + Tk * (8 + p),
+		  TE + 8 * TE + 9 * TE + 8 * Tk + TE * p + Tk * p,
+		  2 * TE + 2 * TE * p, 8, 0);
+}
+
+/* The unfused permute's backward of its probs gather (IndexBackward:
+ * zeros of T E, then index_put_ with accumulate, PyTorch's aten/src/
+ * ATen/native/cuda/Indexing.cu index_put_with_sort_kernel: the linear
+ * index, its divide_, an arange, CUB's radix sort pairs of T k int64
+ * keys over the bits of T E - 1 (histogram, exclusive sum, a onesweep
+ * pass per 8 bits), indexing_backward_kernel) and the transposed copy's
+ * backward: 9 + passes kernels [?: PyTorch version of the runs]. */
+static void permute_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk, p = m->probs_B;
+	double TE = T * E, Tk = T * k;
+	double n = radix_passes(ceil(log2(fmax(TE, 2))));
+
+	lop_eager(o, "permute_probs_bwd", PASS_BWD,
+		  (40 + 16 * n) * Tk + Tk * p + TE * p,
+		  2 * TE * p + (24 + 16 * n) * Tk + Tk * p, 2 * TE * p,
+		  6 + n, 0);
+}
+
+/* Fused: TE's row_id_map, then one kernel gathering T_in k rows. Unfused:
+ * the index build above, then tokens.index_select(0, sorted_indices),
+ * one kernel reading each token (as the fused gather is costed) and the
+ * T k indices, writing T k rows. */
+void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, k = m->topk, h = d->hidden;
+
+	if (moe_dedups(d) || m->allgather)
+		return;	/* tokens travel as they are; sorted on arrival */
+	if (m->permute_fusion) {
+		row_id_map(o, pass, d);
+		lop_memop(o, "permute", pass, T * h * d->act_B,
+			  T * k * h * m->elem_B, 0);
+		return;
+	}
+	if (m->masked_select)
+		masked_select_fwd(o, pass, d);
+	else
+		permute_index(o, pass, d);
+	lop_memop(o, "permute", pass, T * h * d->act_B + T * k * 8,
+		  T * k * h * m->elem_B, 0);
+}
+
+/* The unfused unpermute (forward: torch.zeros of the [T, h] output, then
+ * scatter_add_ of the T k rows) and the index_select's backward (zeros,
+ * then index_add_) each write their zeroed output first: one more kernel
+ * writing T h B (moe_utils.py unpermute @ d7288711ba; the fused TE
+ * kernels write each output row once). The library paths only. */
+void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d)
+{
+	if (d->moe.permute_fusion || moe_dedups(d) || d->moe.allgather)
+		return;
+	op->k.launches = 2;
+	op->host_n = 2;
+	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
+}
+
+/* The permute's backward (moe_bwd, after the dispatch's reverse
+ * all-to-all): the scatter-add of the T k row gradients into T tokens
+ * (with the unfused path's zeroed output) and the unfused index build's
+ * probs backward. */
+void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, h = d->hidden, k = m->topk;
+
+	if (moe_dedups(d) || m->allgather)
+		return;
+	moe_unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
+				    T * k * h * d->act_B, T * h * d->act_B,
+				    T * k * h), d);
+	if (m->masked_select)
+		masked_select_bwd(o, d);
+	else if (!m->permute_fusion)
+		permute_probs_bwd(o, d);
 }

@@ -17,7 +17,9 @@
  * shard; ZeRO 2 frees the gradients outside the shard, which
  * footprint.c counts), so a layout with ZeRO 2 takes the run of the same
  * layout with ZeRO 1 (tests/unit/plan: plan.zero1_and_zero2_step_alike
- * checks that the runs agree).
+ * checks that the runs agree). Not where the optimizer step zeroes the
+ * gradient buffer and ZeRO 2 shards it (framework zero_grad without
+ * grad_buffer_full): zero_grad then writes the shard only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -338,11 +340,14 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 
 /* The layout whose step program l's is: ZeRO 2 as ZeRO 1 (see the top
  * of the file). */
-static struct plan_layout step_class(const struct plan_layout *l)
+static struct plan_layout step_class(const struct job_spec *j,
+				     const struct plan_layout *l)
 {
+	const struct framework_spec *fw = j->framework;
 	struct plan_layout k = *l;
 
-	if (k.zero == 2)
+	if (k.zero == 2 &&
+	    (!fw->optimizer_step.zero_grad || fw->grad_buffer_full))
 		k.zero = 1;
 	return k;
 }
@@ -375,10 +380,10 @@ int full_runs(const struct job_spec *j, const struct plan_opts *o,
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		struct plan_layout ki = step_class(&c[i].lay);
+		struct plan_layout ki = step_class(j, &c[i].lay);
 
 		for (k = 0; k < nu; k++) {
-			struct plan_layout kk = step_class(&u[k].lay);
+			struct plan_layout kk = step_class(j, &u[k].lay);
 
 			if (same_layout(&ki, &kk))
 				break;

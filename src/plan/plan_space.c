@@ -413,6 +413,13 @@ static int level_zero(struct walk *w)
 			prune(w, PR_REDUNDANT, 1);
 			continue;
 		}
+		/* a framework with a full gradient buffer has no ZeRO 2 of
+		 * its own: the step and the memory of ZeRO 1 (footprint.c) */
+		if (li->zero[i] == 2 && w->j.framework->grad_buffer_full &&
+		    !pinned(w->s, PD_ZERO)) {
+			prune(w, PR_REDUNDANT, 1);
+			continue;
+		}
 		if (w->moe && li->zero[i] >= 3) {
 			prune(w, PR_UNSUPPORTED, 1);
 			continue;

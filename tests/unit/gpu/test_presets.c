@@ -94,7 +94,7 @@ Test(gpu, presets_load_with_sane_numbers)
 Test(gpu, b300_takes_b200s_gemm_fit)
 {
 	static const enum dtype dts[] = {DTYPE_BF16, DTYPE_FP8, DTYPE_MXFP8,
-					 DTYPE_MXFP6, DTYPE_MXFP4};
+					 DTYPE_MXFP6, DTYPE_MXFP4, DTYPE_NVFP4};
 	struct arena a;
 	struct gpu_spec b200, b300;
 	size_t i;
@@ -111,6 +111,14 @@ Test(gpu, b300_takes_b200s_gemm_fit)
 			     b200.gemm_efficiency_dtype[dts[i]]);
 	cr_assert_eq(b300.gemm_kernel_overhead_s, b200.gemm_kernel_overhead_s);
 	cr_assert_eq(b300.gemm_tile_overhead_s, b200.gemm_tile_overhead_s);
+	/* NVFP4 and MXFP4 are one FP4 tensor-core instruction (tcgen05
+	 * kind::mxf4nvf4): B300 runs NVFP4 at its 14000 TFLOP/s FP4 peak,
+	 * as B200 at its 9000. */
+	cr_assert_eq(b300.matrix_peak_flops[DTYPE_NVFP4], 14000e12);
+	cr_assert_eq(b300.matrix_peak_flops[DTYPE_NVFP4],
+		     b300.matrix_peak_flops[DTYPE_MXFP4]);
+	cr_assert_eq(b200.matrix_peak_flops[DTYPE_NVFP4],
+		     b200.matrix_peak_flops[DTYPE_MXFP4]);
 	arena_release(&a);
 }
 

@@ -100,7 +100,16 @@ Test(footprint, bytes_per_parameter_by_zero_stage)
 	f.job.training.zero_stage = 2;
 	footprint_per_param(&f.job, &w, &g, &o);
 	assert_close(w + g + o, 2 + 16.0 / 8);
+	/* Megatron-Core DDP (grad_buffer_full): ZeRO-2 keeps the whole fp32
+	 * grad buffer, 2 + 4 + 12/8 = 7.5 B, ZeRO-1's; ZeRO-3 shards it. */
+	f.fw.grad_buffer_full = 1;
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(g, 4);
+	assert_close(w + g + o, 6 + 12.0 / 8);
 	f.job.training.zero_stage = 3;
+	footprint_per_param(&f.job, &w, &g, &o);
+	assert_close(w + g + o, 18.0 / 8);
+	f.fw.grad_buffer_full = 0;
 	footprint_per_param(&f.job, &w, &g, &o);
 	assert_close(w + g + o, 18.0 / 8);
 }

@@ -413,10 +413,18 @@ Test(train, zero_grad_clears_the_whole_buffer_below_zero3)
 	t = optimizer_time(&f);
 	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * P / bw,
 			   1e-9);
-	/* ZeRO 2: the same buffer. */
+	/* ZeRO 2 in Megatron-Core DDP (grad_buffer_full): the same
+	 * buffer. */
 	f.job.training.zero_stage = 2;
+	f.fw.grad_buffer_full = 1;
 	t = optimizer_time(&f);
 	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * P / bw,
+			   1e-9);
+	/* ZeRO 2 that frees the gradients outside the shard (Megatron-FSDP
+	 * optim_grads): zeroes the shard's only, 4 (P / 8) / 2.948e12. */
+	f.fw.grad_buffer_full = 0;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 28 * (P / 8) / (bw * 0.5) + 4 * (P / 8) / bw,
 			   1e-9);
 	/* ZeRO 3 (FSDP): only the shard's gradients, 4 (P / 8) / 2.948e12. */
 	f.job.training.zero_stage = 3;

@@ -159,16 +159,20 @@ Test(plan, context_parallel_candidates_counted_by_hand)
 	done(&p);
 }
 
+/* llama3-8b tp 1 pp 2, mbs 1, full recompute, sp pinned; the last entry
+ * (ZeRO 2 sharding the gradients) for the second test only. */
+static const char *const tp1_pp2[] = {
+	"parallelism.tp=1", "parallelism.pp=2",
+	"training.micro_batch_size=1", "training.recompute=full",
+	"parallelism.sequence_parallel=true",
+	"framework.grad_buffer_full=false",
+};
+
 Test(plan, redundant_and_schedule_rules_counted)
 {
-	static const char *const sets[] = {
-		"parallelism.tp=1", "parallelism.pp=2",
-		"training.micro_batch_size=1", "training.recompute=full",
-		"parallelism.sequence_parallel=true",
-	};
 	struct planned p;
 
-	load_est(&p, sets, 5, 1000);
+	load_est(&p, tp1_pp2, 5, 1000);
 	run_ok(&p);
 	/* tp 1 pp 2 -> dp 4; vpp 1 .. 32/2 = 16; schedules 3; zero 0-3: 16 x
 	 * 3 x 4 = 192 layouts. Schedule rules: vpp 1 with interleaved (4
@@ -179,11 +183,27 @@ Test(plan, redundant_and_schedule_rules_counted)
 	 * the schedule rules keep vpp 1 interleaved (4) and vpp 2, 4, 8, 16
 	 * with gpipe or 1f1b (4 x 2 x 4 = 32): 36. Microbatches 16 / (1 x 4)
 	 * = 4, a multiple of pp 2: no interleaving rule. Left: vpp 1 gpipe or
-	 * 1f1b and vpp 2, 4, 8, 16 interleaved: 6 x 4 zero stages = 24. */
+	 * 1f1b and vpp 2, 4, 8, 16 interleaved: 6 x 4 zero stages = 24, of
+	 * which the 6 with ZeRO 2 are ZeRO 1's (megatron-core's full
+	 * gradient buffer, grad_buffer_full): 18. sp is pinned with tp 1
+	 * (not redundant when pinned). */
 	cr_assert_eq(p.r.searched, 192);
 	cr_assert_eq(p.r.pruned[PR_LAYER_SPLIT], 132);
 	cr_assert_eq(p.r.pruned[JR_SCHED_VPP], 36);
-	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 0);	/* sp pinned with tp 1 */
+	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 6);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 18);
+	done(&p);
+}
+
+/* The same search where ZeRO 2 frees the gradients outside the shard
+ * (framework grad_buffer_full false): all 24 layouts are its own. */
+Test(plan, zero2_searched_where_it_shards_gradients)
+{
+	struct planned p;
+
+	load_est(&p, tp1_pp2, 6, 1000);
+	run_ok(&p);
+	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 0);
 	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 24);
 	done(&p);
 }
