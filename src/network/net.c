@@ -454,19 +454,24 @@ static double plan_latency_s(const struct plan *pl)
 }
 
 /* What the library's tuner believes candidate cp takes from its idle
- * library-view time t_s, for a group over `nodes` nodes (see the file
- * comment). */
+ * library-view time t_s, for a collective of `bytes` over `nodes` nodes
+ * (see the file comment; RCCL also scales by size bucket). */
 static double choice_time(const struct net *n, const struct cplan *cp,
-			  uint32_t nodes, double t_s)
+			  uint32_t nodes, double bytes, double t_s)
 {
 	const struct coll_lib_spec *lib = n->sys->collectives;
-	double lat = plan_latency_s(&cp->plan);
+	double lat = plan_latency_s(&cp->plan), extra = 0;
 	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
 			   .r[cp->plan.proto];
+	uint32_t i;
 
-	if (r > 0 && r < 1 && t_s > lat)
-		return lat + (t_s - lat) / r;
-	return t_s;
+	for (i = 0; i < cp->plan.nphases; i++)
+		extra += cp->plan.phases[i].select_extra_s;
+	r = (r > 0 && r < 1 ? r : 1) * coll_lib_size_factor(lib,
+		cp->plan.algo, cp->plan.proto, bytes, nodes);
+	if (r != 1 && t_s > lat)
+		return lat + extra + (t_s - lat) / r;
+	return t_s + extra;
 }
 
 /* Whether the library runs algorithm a with protocol p only up to a
@@ -511,7 +516,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				return rc;
 			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
 			if (rc == 0)
-				t = choice_time(n, cp, nodes, t);
+				t = choice_time(n, cp, nodes, c->bytes, t);
 			pcache_plan_unref(cp);
 			if (rc == -2)
 				*why = FLOW_TOO_LONG;
