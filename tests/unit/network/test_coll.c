@@ -777,7 +777,7 @@ Test(net_coll, tuner_view_scales_the_choice_only)
 	/* Bucket floor(log2(bytes / 64)): 127 B is 0, 128 - 255 B are 1;
 	 * from 256 B every bucket takes the list's last entry. */
 	ring->select_size_pct.l[PROTO_LL] = (struct schema_int_list){ pct, 3, 1 };
-	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 127, 1), 1, 1e-12);
+	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 127, 1), 1.0, 1e-12);
 	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 255, 1), 0.5, 1e-12);
 	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 256, 1), 0.1, 1e-12);
 	/* As protocol_choice_follows_size LL wins 1 MB (12.78 us against
