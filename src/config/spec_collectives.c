@@ -36,6 +36,7 @@
  */
 #include "spec_collectives.h"
 
+#include <math.h>
 #include <stddef.h>
 
 #include "cnode.h"
@@ -103,6 +104,26 @@ static const struct schema pbytes_schema = {
 	.size = sizeof(struct coll_proto_bytes),
 	.fields = pbytes_fields,
 	.nfields = SCHEMA_COUNT(pbytes_fields),
+};
+
+#define SIZEPCT(p, k) { .key = k, .type = ST_INT_LIST, \
+	.offset = offsetof(struct coll_proto_lists, l) + \
+		  (p) * sizeof(struct schema_int_list), \
+	.flags = SF_OPTIONAL, .min = 1, .max = 10000, \
+	.help = k " protocol: percent per size bucket, 64 B, 128 B, ..." }
+
+static const struct schema_field sizepct_fields[] = {
+	SIZEPCT(PROTO_LL, "ll"),
+	SIZEPCT(PROTO_LL128, "ll128"),
+	SIZEPCT(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema sizepct_schema = {
+	.kind = "collectives.algorithm.select_size_pct",
+	.help = "one list of percents per protocol",
+	.size = sizeof(struct coll_proto_lists),
+	.fields = sizepct_fields,
+	.nfields = SCHEMA_COUNT(sizepct_fields),
 };
 
 #define FLAG(p, k) { .key = k, .type = ST_BOOL, \
@@ -259,6 +280,12 @@ static const struct schema_field algo_fields[] = {
 	LAT("hop_scale_up", hop_scale_up, "latency per step over NVLink/xGMI/UALink"),
 	LAT("hop_pcie", hop_pcie, "latency per step over PCIe"),
 	LAT("hop_net", hop_net, "latency per step over the scale-out network"),
+	LAT("select_hop_scale_up", select_hop_scale_up,
+	    "rings and trees: hop_scale_up as the library's tuning model "
+	    "sees it, for its choice only (0 = hop_scale_up)"),
+	LAT("select_hop_net", select_hop_net,
+	    "rings and trees: hop_net as the library's tuning model sees it, "
+	    "for its choice only (0 = hop_net)"),
 	{ .key = "select_bw", .type = ST_SECTION,
 	  .offset = AOFF(select_bw) + SCALE_1NODE * sizeof(struct coll_proto_ratios),
 	  .sub = &ratios_schema, .flags = SF_OPTIONAL,
@@ -273,6 +300,18 @@ static const struct schema_field algo_fields[] = {
 	  .offset = AOFF(select_bw) + SCALE_4NODES * sizeof(struct coll_proto_ratios),
 	  .sub = &ratios_schema, .flags = SF_OPTIONAL,
 	  .help = "the same across more than 2 nodes" },
+	{ .key = "select_size_pct", .type = ST_SECTION,
+	  .offset = AOFF(select_size_pct), .sub = &sizepct_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per protocol: percent on this algorithm's bandwidth as the "
+		  "library's tuning model sees it, by size bucket floor(log2("
+		  "bytes / 64)), the last entry for every larger bucket (RCCL's "
+		  "tree/ringCorrectionFactor x 100); for its choice only" },
+	{ .key = "select_size_min_nodes", .type = ST_INT,
+	  .offset = AOFF(select_size_min_nodes), .def = "1", .min = 1,
+	  .max = 1e7,
+	  .help = "fewest nodes a group spans for select_size_pct to apply "
+		  "(RCCL: 2 for rings, 1 for trees)" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -496,6 +535,26 @@ static int in_range(const struct schema_int_list *r, double size_B)
 {
 	return r->n == 2 && size_B > (double)r->v[0] &&
 	       size_B <= (double)r->v[1];
+}
+
+/* RCCL's ncclTopoGetAlgoTime (HIP branch): logSize = log2i(nBytes >> 6),
+ * the bandwidth times factor[logSize], the last one (index 26) for
+ * larger sizes; rings only when nNodes > 1. */
+double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
+			    double size_B, uint32_t nnodes)
+{
+	const struct schema_int_list *l;
+	double q;
+	size_t i = 0;
+
+	if (a < 0 || a >= ALGO_COUNT || p < 0 || p >= PROTO_COUNT)
+		return 1;
+	l = &lib->algo[a].select_size_pct.l[p];
+	if (l->n == 0 || (int64_t)nnodes < lib->algo[a].select_size_min_nodes)
+		return 1;
+	for (q = floor(size_B / 64); q >= 2 && i + 1 < l->n; q /= 2)
+		i++;
+	return (double)l->v[i] / 100;
 }
 
 int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,

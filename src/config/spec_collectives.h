@@ -64,6 +64,11 @@ struct coll_proto_ratios {
 	double r[PROTO_COUNT];			/* indexed by enum coll_proto */
 };
 
+/* One list of integers per protocol. */
+struct coll_proto_lists {
+	struct schema_int_list l[PROTO_COUNT];	/* indexed by enum coll_proto */
+};
+
 /* Operations an algorithm is not used for (enum coll_op of coll.h). */
 struct coll_op_flags {
 	int off[COLL_OP_COUNT];			/* 1 = not for this op */
@@ -109,9 +114,18 @@ struct coll_algo_spec {
 	struct coll_proto_times hop_scale_up;	/* s, per step over NVLink / xGMI / UALink */
 	struct coll_proto_times hop_pcie;	/* s, per step over PCIe */
 	struct coll_proto_times hop_net;	/* s, per step over the scale-out network */
+	struct coll_proto_times select_hop_scale_up;	/* s, hop_scale_up as the library's
+						 * tuner sees it, for its choice only; 0 = hop_scale_up */
+	struct coll_proto_times select_hop_net;	/* s, the same for hop_net */
 	struct coll_pipe_spec pipe[PROTO_COUNT];	/* chunked pipeline per protocol */
 	struct coll_proto_ratios select_bw[SCALE_COUNT];	/* factor on its bandwidth in the
 						 * library's choice only (RCCL's bwRatio), by scale */
+	struct coll_proto_lists select_size_pct;	/* per protocol, % on its bandwidth in
+						 * the choice only, by size bucket
+						 * floor(log2(bytes / 64)), the last
+						 * entry beyond (RCCL's tree/ring
+						 * CorrectionFactor x 100); none = 100 */
+	int64_t select_size_min_nodes;		/* select_size_pct applies from this many nodes */
 };
 
 struct coll_proto_spec {
@@ -155,6 +169,11 @@ struct coll_lib_spec {
 	struct coll_proto_ranges ranges[COLL_OP_COUNT];	/* forced protocols across nodes */
 };
 
+/* The factor (select_size_pct / 100) the library's choice puts on
+ * algorithm a with protocol p for a collective of size_B bytes over
+ * nnodes nodes; 1 where none is given. */
+double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
+			    double size_B, uint32_t nnodes);
 /* The protocol lib forces on a collective of op and size_B (coll.h's
  * convention) over nranks GPUs spanning nnodes nodes, or -1 when it
  * leaves the choice to its tuner. */

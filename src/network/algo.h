@@ -56,6 +56,7 @@ struct algo_ctx {
 	double t_real_s;		/* s, the same from sustained_busbw (unseen by the choice) */
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
+	int select_view;		/* hops as the library's tuner sees them (select_hop_*) */
 	struct pipe pipe;		/* this phase's chunked pipeline (algo_pipe) */
 	const char *why;		/* why the algorithm does not apply */
 };
@@ -95,6 +96,10 @@ double algo_a2a_bytes(const struct algo_ctx *x, uint32_t i, uint32_t j);
 void algo_phase(struct algo_ctx *x, struct plan *p);
 /* Set the current phase's latency to base (if first) + steps * step. */
 void algo_close_phase(struct algo_ctx *x, struct plan *p, double latency_s);
+/* Close the phase at lat(x), and record what lat(x) is in the library's
+ * tuner's view (select_hop_*) as the phase's select_extra_s. */
+void algo_close_phase_lat(struct algo_ctx *x, struct plan *p,
+			  double (*lat)(const struct algo_ctx *));
 /* Open a flow moving user_B user bytes per unit coefficient. */
 void algo_flow(struct algo_ctx *x, struct plan *p, double user_B);
 /* Add the path from rank a to rank b to the current flow, leaving and

@@ -55,6 +55,19 @@ void algo_close_phase(struct algo_ctx *x, struct plan *p, double latency_s)
 	}
 }
 
+void algo_close_phase_lat(struct algo_ctx *x, struct plan *p,
+			  double (*lat)(const struct algo_ctx *))
+{
+	double l = lat(x), sel;
+
+	algo_close_phase(x, p, l);
+	x->select_view = 1;
+	sel = lat(x);
+	x->select_view = 0;
+	if (!p->failed && p->nphases > 0)
+		p->phases[p->nphases - 1].select_extra_s = sel - l;
+}
+
 void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback)
 {
 	const struct coll_pipe_spec *ps = &x->as->pipe[x->proto];
@@ -120,7 +133,14 @@ double algo_hop(const struct algo_ctx *x, int tr)
 					   tr == TT_PCIE ? &x->as->hop_pcie :
 							   &x->as->hop_scale_up;
 	double v = h->s[x->proto];
+	const struct coll_proto_times *sel = tr == TT_NET ?
+		&x->as->select_hop_net : tr == TT_SCALE_UP ?
+		&x->as->select_hop_scale_up : NULL;
 
+	/* The library's tuner may time a hop otherwise than it runs (RCCL's
+	 * Ring/Simple NET 320 us, a knob that steers it to trees). */
+	if (x->select_view && sel && sel->s[x->proto] > 0)
+		v = sel->s[x->proto];
 	if (x->phys_s[tr] > v)
 		v = x->phys_s[tr];
 	/* NCCL and RCCL floor a ring's intra-node steps at the net overhead

@@ -233,7 +233,7 @@ static int channels(struct algo_ctx *x, struct plan *p, int tree,
 	}
 	if (pipe)
 		pipe(x, ch.K);
-	algo_close_phase(x, p, lat(x));
+	algo_close_phase_lat(x, p, lat);
 	rc = 0;
 out:
 	chans_release(&ch);

@@ -60,26 +60,10 @@
 #include "ham.h"
 #include "pcache.h"
 #include "crun.h"
+#include "net_memo.h"
 #include "topo.h"
 
 #define A2A_CACHE_MAX 4096	/* cache entries keyed by an all-to-all matrix */
-#define MEMO_FIRST 4096		/* entries of the comm_start memo (2^k) */
-#define MEMO_MAX (1u << 20)	/* ... at most */
-#define MEMO_INLINE 8		/* members kept in the entry itself */
-
-/* A collective comm_start has seen: its plan and trajectory. */
-struct memo {
-	const uint32_t *gpus;	/* the descriptor's member array, by address */
-	uint32_t *copy;		/* its contents then (inline, or owned) */
-	uint32_t inline_copy[MEMO_INLINE];
-	uint32_t ngpus, replicas;
-	int op, algo, proto;	/* algo, proto: the descriptor's overrides */
-	double bytes;		/* B */
-	int has_path;		/* a non-library path, ... */
-	struct coll_path path;	/* ... its numbers */
-	struct cplan *cp;	/* one reference held */
-	const struct ctraj *tr;	/* owned by the cache; NULL: none */
-};
 
 struct net {
 	const struct system_spec *sys;
@@ -93,9 +77,7 @@ struct net {
 	struct flownet *idle;
 	struct crun_set idle_runs;
 	struct net_stats stats;
-	struct memo *memo;		/* nmemo slots, or NULL */
-	uint32_t nmemo;			/* a power of two */
-	uint32_t memo_misses;		/* since the memo last grew */
+	struct net_memo memo;		/* comm_start's memo (net_memo.h) */
 	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
 	int replay;			/* replay idle-link collectives */
 	int failed;
@@ -119,9 +101,8 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 	}
 	n->cache = pcache_new();
 	if (!n->cache || (sim && !(n->flows = flow_new(n->topo, sim))) ||
-	    (sim && !(n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo)))))
+	    (sim && net_memo_init(&n->memo) != 0))
 		goto oom;
-	n->nmemo = MEMO_FIRST;
 	return n;
 oom:
 	diag_oom(d);
@@ -136,13 +117,8 @@ int net_attach(struct net *n, struct sim *sim)
 	n->failed = 0;
 	/* a net built without an engine has no comm_start memo yet (its
 	 * entries, kept across engines, are checked against the members) */
-	if (!n->memo) {
-		n->memo = mem_calloc(MEMO_FIRST, sizeof(*n->memo));
-		if (!n->memo)
-			return -1;
-		n->nmemo = MEMO_FIRST;
-		n->memo_misses = 0;
-	}
+	if (!n->memo.slots && net_memo_init(&n->memo) != 0)
+		return -1;
 	if (n->flows && flow_attach(n->flows, sim) == 0)
 		return 0;
 	flow_free(n->flows);
@@ -159,24 +135,11 @@ static void idle_release(struct net *n)
 	n->idle_sim = NULL;
 }
 
-static void memo_clear(struct memo *m)
-{
-	if (m->copy != m->inline_copy)
-		mem_free(m->copy);
-	if (m->cp)
-		pcache_plan_unref(m->cp);
-	memset(m, 0, sizeof(*m));
-}
-
 void net_free(struct net *n)
 {
-	uint32_t i;
-
 	if (!n)
 		return;
-	for (i = 0; n->memo && i < n->nmemo; i++)
-		memo_clear(&n->memo[i]);
-	mem_free(n->memo);
+	net_memo_free(&n->memo);
 	crun_set_release(&n->runs);
 	flow_free(n->flows);
 	idle_release(n);
@@ -454,19 +417,24 @@ static double plan_latency_s(const struct plan *pl)
 }
 
 /* What the library's tuner believes candidate cp takes from its idle
- * library-view time t_s, for a group over `nodes` nodes (see the file
- * comment). */
+ * library-view time t_s, for a collective of `bytes` over `nodes` nodes
+ * (see the file comment; RCCL also scales by size bucket). */
 static double choice_time(const struct net *n, const struct cplan *cp,
-			  uint32_t nodes, double t_s)
+			  uint32_t nodes, double bytes, double t_s)
 {
 	const struct coll_lib_spec *lib = n->sys->collectives;
-	double lat = plan_latency_s(&cp->plan);
+	double lat = plan_latency_s(&cp->plan), extra = 0;
 	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
 			   .r[cp->plan.proto];
+	uint32_t i;
 
-	if (r > 0 && r < 1 && t_s > lat)
-		return lat + (t_s - lat) / r;
-	return t_s;
+	for (i = 0; i < cp->plan.nphases; i++)
+		extra += cp->plan.phases[i].select_extra_s;
+	r = (r > 0 && r < 1 ? r : 1) * coll_lib_size_factor(lib,
+		cp->plan.algo, cp->plan.proto, bytes, nodes);
+	if (r != 1 && t_s > lat)
+		return lat + extra + (t_s - lat) / r;
+	return t_s + extra;
 }
 
 /* Whether the library runs algorithm a with protocol p only up to a
@@ -511,7 +479,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				return rc;
 			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
 			if (rc == 0)
-				t = choice_time(n, cp, nodes, t);
+				t = choice_time(n, cp, nodes, c->bytes, t);
 			pcache_plan_unref(cp);
 			if (rc == -2)
 				*why = FLOW_TOO_LONG;
@@ -718,126 +686,6 @@ static const struct ctraj *traj_of(struct net *n, struct cplan *cp,
 	return tr;
 }
 
-/* The memo slot for c (which may hold another collective) in a memo of
- * nmemo slots. */
-static struct memo *memo_slot_in(struct memo *memo, uint32_t nmemo,
-				 const struct coll_desc *c)
-{
-	uint64_t h, b;
-
-	/* The size's bits that differ between a group's calls (a double's
-	 * exponent and leading mantissa bits) are the high ones: each word
-	 * goes through fmix64, whose every output bit depends on every
-	 * input bit, before the low bits pick the slot. (A multiply alone
-	 * carries bits only upwards: every size of a group fell in one slot,
-	 * and a TP all-gather of four sizes missed 2 calls in 3.) */
-	memcpy(&b, &c->bytes, sizeof(b));
-	h = mix_fmix64(b ^ ((uint64_t)(uint32_t)c->op << 40) ^
-		       ((uint64_t)(uint32_t)c->algo << 20) ^
-		       (uint32_t)c->proto);
-	h = mix_fmix64(h ^ (uint64_t)(uintptr_t)c->gpus);
-	if (c->path) {	/* by its numbers: memo_grow() passes a copy */
-		memcpy(&b, &c->path->setup_s, sizeof(b));
-		h = mix_fmix64(h ^ b ^ (uint32_t)c->path->mode);
-	}
-	return &memo[h & (nmemo - 1)];
-}
-
-static struct memo *memo_slot(struct net *n, const struct coll_desc *c)
-{
-	return memo_slot_in(n->memo, n->nmemo, c);
-}
-
-/* Twice the slots, the entries moved over (colliding ones dropped): the
- * memo grows to the number of distinct collectives a step repeats (a
- * direct-mapped memo smaller than that misses on most calls). Out of
- * memory keeps the old one. */
-static void memo_grow(struct net *n)
-{
-	uint32_t nn = n->nmemo * 2, i;
-	struct memo *nm;
-
-	n->memo_misses = 0;
-	if (nn > MEMO_MAX || !(nm = mem_calloc(nn, sizeof(*nm))))
-		return;
-	for (i = 0; i < n->nmemo; i++) {
-		struct memo *m = &n->memo[i], *to;
-
-		if (!m->cp)
-			continue;
-		to = memo_slot_in(nm, nn, &(struct coll_desc){
-			.op = (enum coll_op)m->op, .bytes = m->bytes,
-			.gpus = m->gpus, .algo = m->algo, .proto = m->proto,
-			.path = m->has_path ? &m->path : NULL });
-		if (to->cp) {
-			memo_clear(m);
-			continue;
-		}
-		*to = *m;
-		if (m->copy == m->inline_copy)
-			to->copy = to->inline_copy;
-	}
-	mem_free(n->memo);
-	n->memo = nm;
-	n->nmemo = nn;
-}
-
-static int memo_same(const struct memo *m, const struct coll_desc *c)
-{
-	uint32_t i;
-
-	if (!m->cp || m->gpus != c->gpus || m->ngpus != c->ngpus ||
-	    m->op != (int)c->op || m->bytes != c->bytes ||
-	    m->algo != c->algo || m->proto != c->proto ||
-	    m->replicas != c->replicas || m->has_path != (c->path != NULL) ||
-	    (c->path && !pcache_path_same(&m->path, c->path)))
-		return 0;
-	/* The same address may hold another group now (a caller's reused
-	 * buffer): compare the members too. */
-	for (i = 0; i < c->ngpus; i++)
-		if (m->copy[i] != c->gpus[i])
-			return 0;
-	return 1;
-}
-
-/* Remember cp and tr for c (not for uneven all-to-alls: the memo keys on
- * the members, sizes and a path's numbers, the cache on the matrix too;
- * a DeepEP path's 60k all-to-alls of the DSV3 2,048-GPU step hashed 64
- * members and the path into the cache three times a call). A failed
- * copy only costs a lookup later. */
-static void memo_put(struct net *n, const struct coll_desc *c,
-		     struct cplan *cp, const struct ctraj *tr)
-{
-	struct memo *m = memo_slot(n, c);
-	uint32_t *copy;
-
-	if (c->a2a_B)
-		return;
-	if (++n->memo_misses > n->nmemo / 2) {
-		memo_grow(n);
-		m = memo_slot(n, c);
-	}
-	if (c->ngpus <= MEMO_INLINE) {
-		copy = NULL;
-	} else {
-		copy = mem_alloc(c->ngpus * sizeof(*copy) + 1);
-		if (!copy)
-			return;
-		memcpy(copy, c->gpus, c->ngpus * sizeof(*copy));
-	}
-	memo_clear(m);
-	*m = (struct memo){ c->gpus, copy, { 0 }, c->ngpus, c->replicas,
-			    (int)c->op, c->algo, c->proto, c->bytes,
-			    c->path != NULL, c->path ? *c->path
-						     : (struct coll_path){ 0 },
-			    cp, tr };
-	if (!copy) {
-		m->copy = m->inline_copy;
-		memcpy(m->copy, c->gpus, c->ngpus * sizeof(*copy));
-	}
-	pcache_plan_ref(cp);
-}
-
 /* Whether the cache holds cp as c's plan (and so keeps it while the net
  * lives): a plan it could not store is held by the memo alone. */
 static int kept(const struct net *n, const struct coll_desc *c,
@@ -873,8 +721,8 @@ static void start_with(struct net *n, const struct coll_desc *c,
 		cp = (struct cplan *)dm->a;
 		pcache_plan_ref(cp);
 		tr = dm->b;
-	} else if ((m = c->a2a_B ? NULL : memo_slot(n, c)) &&
-		   memo_same(m, c)) {
+	} else if ((m = c->a2a_B ? NULL : net_memo_slot(&n->memo, c)) &&
+		   net_memo_same(m, c)) {
 		cp = m->cp;
 		pcache_plan_ref(cp);
 		tr = m->tr;
@@ -886,9 +734,9 @@ static void start_with(struct net *n, const struct coll_desc *c,
 			return;
 		}
 		tr = traj_of(n, cp, c);
-		memo_put(n, c, cp, tr);
+		net_memo_put(&n->memo, c, cp, tr);
 	}
-	/* The plan stays: the memo holds a reference (memo_put) or, for a
+	/* The plan stays: the memo holds a reference (net_memo_put) or, for a
 	 * plan it holds no more, the cache does (plans are never dropped
 	 * while the net lives). Only a cached plan is kept here. */
 	if (dm && !dm->a && !c->a2a_B && kept(n, c, cp)) {

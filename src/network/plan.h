@@ -33,6 +33,8 @@ struct plan_flow {
 
 struct plan_phase {
 	double latency_s;	/* s before its flows start */
+	double select_extra_s;	/* s the library's tuner adds to latency_s, for
+				 * its choice only (select_hop_*); 0 = none */
 	double per_byte_s;	/* s per byte of the collective before them (a
 				 * library step that is not a transfer) */
 	uint32_t first, n;	/* its flows: flows[first .. first+n) */

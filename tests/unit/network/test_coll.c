@@ -766,6 +766,39 @@ Test(net_coll, proto_max_bytes_hands_a_protocol_on)
 	EQ_REL(out.time_s, 5e-6 + 1.75 * 524288 * 2 / 450e9, 1e-6);
 }
 
+Test(net_coll, tuner_view_scales_the_choice_only)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring = ll_and_simple_ring(&f);
+	int64_t pct[] = { 100, 50, 10 };
+	struct net_coll_result out;
+
+	/* Bucket floor(log2(bytes / 64)): 127 B is 0, 128 - 255 B are 1;
+	 * from 256 B every bucket takes the list's last entry. */
+	ring->select_size_pct.l[PROTO_LL] = (struct schema_int_list){ pct, 3, 1 };
+	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 127, 1), 1.0, 1e-12);
+	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 255, 1), 0.5, 1e-12);
+	EQ_REL(coll_lib_size_factor(&f.lib, ALGO_RING, PROTO_LL, 256, 1), 0.1, 1e-12);
+	/* As protocol_choice_follows_size LL wins 1 MB (12.78 us against
+	 * 23.89) unscaled. At 10 % the choice sees LL at 5 + 7.778 / 0.1 =
+	 * 82.78 us and takes Simple, timed as it runs: 20 + 3.889 us. */
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 20e-6 + 1.75e6 / 450e9, 1e-6);
+	/* From 2 nodes only (RCCL's rings): on one node LL again. */
+	ring->select_size_min_nodes = 2;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 1.75e6 * 2 / 450e9, 1e-6);
+	/* A tuner that times LL's 14 switch steps at 1 us each (cost: 0)
+	 * sees 5 + 14 + 7.778 = 26.78 us > 23.89: Simple, timed as it runs. */
+	ring->select_hop_scale_up.s[PROTO_LL] = 1e-6;
+	out = timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 20e-6 + 1.75e6 / 450e9, 1e-6);
+}
+
 Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
 {
 	struct fx f;
