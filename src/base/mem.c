@@ -188,6 +188,11 @@ void *mem_realloc(void *p, size_t n)
 	if (should_fail())
 		return NULL;
 #if THP
+	/* A large block from nothing is a large allocation (on a huge page
+	 * boundary, as mem_alloc's: a program's reserved task and edge
+	 * arrays start so). */
+	if (!p && n >= THP_BLOCK)
+		return thp_alloc(n);
 	/* Growing to a large block: the new block is advised before the
 	 * old one is copied into it (realloc would copy into fresh pages
 	 * first, 4 KiB at a time, and advise them too late). */

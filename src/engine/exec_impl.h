@@ -166,6 +166,11 @@ struct prog {
 	uint32_t *more;			/* successors of tasks with several */
 	uint32_t nmore;			/* tasks with several successors */
 	uint32_t ncsr;			/* tasks succ1 covers */
+	void *spare;			/* the edge array of the last CSR build,
+					 * kept for the run's task states (its
+					 * touched pages are reused, not faulted
+					 * in afresh), or NULL */
+	size_t spare_cap, spare_used;	/* its bytes, and those edges filled */
 
 	struct arena arena;		/* strings, collective arrays */
 
@@ -363,6 +368,12 @@ const double *prog_intern_matrix(struct prog *p, const double *m,
 /* prog.c: forget the results of the last run (the program is being
  * changed or run again). */
 void prog_drop_results(struct prog *p);
+
+/* prog.c: the spare block (zeroed) for `bytes` bytes of task states, or
+ * NULL (then freed) when there is none, it is too small, or more of it
+ * was filled than the states would use twice over (its pages would stay
+ * resident for nothing). The caller owns what it returns. */
+void *prog_take_spare(struct prog *p, size_t bytes);
 
 /* prog.c: turn the pending edges into successor lists (merging with
  * existing ones). Returns 0 or -1 when out of memory. */

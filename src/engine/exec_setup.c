@@ -42,7 +42,9 @@ int exec_run_alloc(struct run *r, struct prog *p)
 		r->colls = r->colls_mem->c;
 	}
 	r->load = mem_calloc(p->nranks, sizeof(*r->load));
-	p->state = mem_calloc(n, sizeof(*p->state));	/* aux 0 */
+	p->state = prog_take_spare(p, n * sizeof(*p->state));	/* aux 0 */
+	if (!p->state)
+		p->state = mem_calloc(n, sizeof(*p->state));
 	p->coll_time = mem_calloc(p->ncolls, sizeof(*p->coll_time));
 	p->critical = mem_calloc(n / 64 + 1, sizeof(*p->critical));
 	r->jit_ranks = mem_alloc((max_members(p) + 1) * sizeof(*r->jit_ranks));
@@ -84,9 +86,10 @@ void exec_run_free(struct run *r)
 }
 
 /* Counters and records at the start of a run. The task states come
- * zeroed from exec_run_alloc (fresh pages for a large program: nothing
- * to clear), so one pass sets each task's stamp and cause and counts it
- * as pending in its stream successor and its dependents. */
+ * zeroed from exec_run_alloc (in the last build's edge array, cleared,
+ * when it is large enough: its pages are already the process's), so one
+ * pass sets each task's stamp and cause and counts it as pending in its
+ * stream successor and its dependents. */
 void exec_run_init(struct run *r)
 {
 	struct prog *p = r->p;

@@ -84,6 +84,7 @@ void prog_free(struct prog *p)
 	mem_free(p->descs);
 	prog_itab_release(&p->desc_tab);
 	mem_free(p->edge);
+	mem_free(p->spare);
 	mem_free(p->succ1);
 	mem_free(p->more_off);
 	mem_free(p->more);
@@ -481,7 +482,12 @@ int prog_build_csr(struct prog *p)
 	mem_free(p->succ1);
 	mem_free(p->more_off);
 	mem_free(p->more);
-	mem_free(p->edge);
+	/* The edges' block becomes the spare (exec_run_alloc puts the task
+	 * states there: 16 bytes a task, as 2 reserved edges a task take). */
+	mem_free(p->spare);
+	p->spare = p->edge;
+	p->spare_cap = (size_t)p->capedges * 2 * sizeof(*p->edge);
+	p->spare_used = (size_t)p->nedges * 2 * sizeof(*p->edge);
 	p->succ1 = cnt;
 	p->more_off = off;
 	p->more = more;
@@ -495,6 +501,20 @@ oom:
 	mem_free(off);
 	mem_free(more);
 	return -1;
+}
+
+void *prog_take_spare(struct prog *p, size_t bytes)
+{
+	void *s = p->spare;
+
+	p->spare = NULL;
+	if (s && bytes > 0 && p->spare_cap >= bytes &&
+	    p->spare_used / 2 <= bytes) {
+		memset(s, 0, bytes);
+		return s;
+	}
+	mem_free(s);
+	return NULL;
 }
 
 /* prog_task_tag() by binary search over the runs. */

@@ -45,6 +45,21 @@ Test(mem, large_blocks_start_on_a_huge_page)
 	mem_free(b);
 }
 
+/* realloc from NULL is an allocation: a large one on a huge page too (a
+ * program's reserved arrays start as realloc(NULL, n)). */
+Test(mem, large_realloc_from_null_starts_on_a_huge_page)
+{
+	unsigned char *a = mem_realloc(NULL, 5 * MiB + 1);
+
+	cr_assert_not_null(a);
+	cr_assert(ON_HUGE_PAGE(a), "%p", (void *)a);
+	memset(a, 0x3c, 5 * MiB + 1);
+	a = mem_realloc(a, 9 * MiB);
+	cr_assert_not_null(a);
+	cr_assert(all(a, 5 * MiB + 1, 0x3c));
+	mem_free(a);
+}
+
 Test(mem, large_calloc_is_zero_even_on_reused_memory)
 {
 	unsigned char *a = mem_alloc(8 * MiB), *b;

@@ -170,6 +170,51 @@ Test(exec, reserve_is_a_hint)
 	prog_free(p);
 }
 
+/* The run's task states go in the edge array the build used (its pages
+ * already touched), cleared; when it is too small they are a block of
+ * their own. Either way the times are the same. */
+Test(exec, states_reuse_the_edge_array)
+{
+	struct prog *p = prog_new(2, 1), *q = prog_new(2, 1);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r;
+	task_id a, b, c, d;
+	void *edges;
+
+	/* 3 tasks reserved: 6 edges of 8 bytes = 48 bytes = 3 states of 16. */
+	prog_reserve(p, 3, 0);
+	a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	b = ex_task(p, 1, 0, 2, "b", TASK_COMPUTE);
+	c = ex_task(p, 1, 0, 4, "c", TASK_COMPUTE);
+	prog_dep(p, a, b);
+	prog_dep(p, a, c);
+	edges = p->edge;
+	r = ex_run(p, &m);
+	cr_assert_eq((void *)p->state, edges);
+	/* a [0,1); b [1,3) after a; c [3,7) after a and b (its stream):
+	 * the pending counts started from 0 in the written edge array. */
+	cr_assert_eq(ex_ns(exec_task_start_s(p, b)), 1000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, c)), 3000);
+	cr_assert_eq(ex_ns(r.step_s), 7000);
+	cr_assert_null(p->spare);
+	/* A fourth task: 64 bytes of states, more than the 48: not there. */
+	prog_reserve(q, 3, 0);
+	a = ex_task(q, 0, 0, 1, "a", TASK_COMPUTE);
+	b = ex_task(q, 1, 0, 2, "b", TASK_COMPUTE);
+	c = ex_task(q, 1, 0, 4, "c", TASK_COMPUTE);
+	d = ex_task(q, 0, 0, 1, "d", TASK_COMPUTE);
+	prog_dep(q, a, b);
+	prog_dep(q, a, c);
+	edges = q->edge;
+	r = ex_run(q, &m);
+	cr_assert_neq((void *)q->state, edges);
+	cr_assert_eq(ex_ns(exec_task_start_s(q, c)), 3000);
+	cr_assert_eq(ex_ns(exec_task_start_s(q, d)), 1000);
+	cr_assert_eq(ex_ns(r.step_s), 7000);
+	prog_free(p);
+	prog_free(q);
+}
+
 Test(exec, program_grows_after_a_run)
 {
 	struct prog *p = prog_new(2, 1);
