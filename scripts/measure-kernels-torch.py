@@ -7,7 +7,9 @@ it needs a CUDA (or ROCm) GPU and PyTorch. It times, with CUDA events
 
   - GEMMs: square sizes and the forward/backward shapes of Llama-3 8B/70B,
     GPT-3 175B and Llama-2 7B layers under common tensor-parallel degrees,
-    in bf16 and (where supported) fp8 e4m3 via torch._scaled_mm;
+    in bf16 and (where supported) fp8 e4m3 via torch._scaled_mm; the
+    wgrad shapes also as an fp32-accumulating GEMM (bf16 operands added
+    into an fp32 buffer, Megatron's gradient accumulation fusion);
   - fused attention forward and backward (flash and cuDNN SDPA backends),
     causal, for shapes of the same models;
   - memory-bound kernels: device copy, RMSNorm, SwiGLU, softmax
@@ -91,9 +93,23 @@ def time_gemm_fp8(m, n, k):
                                           out_dtype=torch.bfloat16))
 
 
+def time_gemm_bf16_accum_fp32(m, n, k):
+    """A wgrad GEMM as Megatron runs it with gradient accumulation fusion:
+    bf16 operands, the fp32 main_grad read and written in the epilogue
+    (C = D, beta 1). torch.addmm's out_dtype (PyTorch >= 2.8 docs) gives
+    the cuBLASLt call with an fp32 C/D; compare with time_gemm_bf16 of the
+    same shape to see how much of the 8 M N bytes the epilogue exposes."""
+    a = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(k, n, device=DEV, dtype=torch.bfloat16)
+    c = torch.zeros(m, n, device=DEV, dtype=torch.float32)
+    return bench(lambda: torch.addmm(c, a, b, out_dtype=torch.float32,
+                                     out=c))
+
+
 def measure_gemms(out):
     rows = []
     fp8_ok = True
+    accum_ok = True
     for label, m, n, k in gemm_cases():
         row = {"label": label, "M": m, "N": n, "K": k}
         flop = 2.0 * m * n * k
@@ -108,6 +124,14 @@ def measure_gemms(out):
             except Exception as e:  # noqa: BLE001 - record why and go on
                 out["fp8_error"] = repr(e)
                 fp8_ok = False
+        if accum_ok and label.endswith("/wgrad"):
+            try:
+                t = time_gemm_bf16_accum_fp32(m, n, k)
+                row["bf16_accum_fp32_s"] = t
+                row["bf16_accum_fp32_TFLOPs"] = flop / t / 1e12
+            except Exception as e:  # noqa: BLE001 - record why and go on
+                out["accum_error"] = repr(e)
+                accum_ok = False
         rows.append(row)
         torch.cuda.empty_cache()
     out["gemm"] = rows

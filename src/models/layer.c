@@ -236,7 +236,14 @@ void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
  * after its backward (the post-backward hook runs them on a side stream
  * beside the next unit's backward; a memory-bound kernel beside a
  * compute-bound one takes the SM time it would take alone, so they add
- * up): the unsharded gradient cast to the reduce dtype (read P W, write
+ * up): the flat gradient itself (read P W, write P W: the module's
+ * parameters are views of the FlatParameter made by torch.split, so
+ * autograd's SplitWithSizesBackward concatenates their W-byte gradients,
+ * zeros for any without one, into the gradient its AccumulateGrad and the
+ * post-backward hook take; pytorch/pytorch 01caf79e torch/distributed/
+ * fsdp/_flat_param.py _get_unflat_views_unaligned and the _tensors note,
+ * d5913d4b torch/csrc/autograd/FunctionsManual.cpp
+ * split_with_sizes_backward), the unsharded gradient cast to the reduce dtype (read P W, write
  * P G), its pre-division (read and write P G) before the reduce-scatter,
  * and on the shard of S = P / N parameters the post-division (read and
  * write S G), the addition into the saved sharded gradient on all but a
@@ -253,6 +260,7 @@ static void fsdp_passes(struct layer_ops *o, const struct layer_dims *d,
 
 	if (!(d->fsdp_n > 0) || !(P > 0))
 		return;
+	lop_memop(o, "fsdp_grad_flatten", PASS_BWD, P * W, P * W, 0);
 	if (G != W)
 		lop_memop(o, "fsdp_grad_cast", PASS_BWD, P * W, P * G, 0);
 	if (d->fsdp_pre > 1)

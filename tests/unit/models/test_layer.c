@@ -502,6 +502,12 @@ Test(layer, fsdp_passes_follow_torch_fsdp)
 	cr_assert_eq(d.fsdp_pre, 4);
 	cr_assert_eq(d.fsdp_post, 2);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
+	/* The flat gradient: autograd concatenates the views' bf16
+	 * gradients (SplitWithSizesBackward): read P x 2, write P x 2. */
+	op = fixture_op(&o, "fsdp_grad_flatten");
+	cr_assert_not_null(op);
+	assert_close(op->k.read_B, P * 2);
+	assert_close(op->k.write_B, P * 2);
 	/* The cast: read P x 2, write P x 4, after the layer's backward. */
 	op = fixture_op(&o, "fsdp_grad_cast");
 	cr_assert_not_null(op);
