@@ -7,8 +7,8 @@
  * doubles, up to MEMO_MAX, when more than half its slots missed since it
  * last grew.
  */
-#ifndef LLMSIM_NET_MEMO_H
-#define LLMSIM_NET_MEMO_H
+#ifndef LLMSIM_NETWORK_NET_MEMO_H
+#define LLMSIM_NETWORK_NET_MEMO_H
 
 #include <stdint.h>
 
