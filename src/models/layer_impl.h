@@ -176,7 +176,7 @@ double attn_params(const struct layer_dims *d, int bias);
 void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
 /* Whether the dispatcher deduplicates (sends each token once a node or
  * a rank; DeepEP, Hybrid-EP): the tokens travel unpermuted and are
- * sorted on arrival. */
+ * sorted on arrival (moe_permute.c, a leaf of moe.c: no file cycle). */
 int moe_dedups(const struct layer_dims *d);
 /* The token permute (moe_permute.c): forward, before the dispatch
  * (TE's fused map and gather, Megatron's unfused argsort index or its

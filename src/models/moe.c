@@ -254,12 +254,6 @@ static double rows(const struct layer_dims *d)
 	return d->moe.rows;
 }
 
-int moe_dedups(const struct layer_dims *d)
-{
-	return d->moe.node_share < 1 || d->moe.dispatch_B <
-	       d->moe.tokens * d->moe.topk * d->hidden * d->moe.elem_B;
-}
-
 /* Dispatch or combine (forward or backward) over EP. */
 static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		const struct layer_dims *d, double bytes, enum ep_pass kind)

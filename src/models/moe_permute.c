@@ -111,6 +111,12 @@ static void masked_select_bwd(struct layer_ops *o, const struct layer_dims *d)
 		  TE * p + 8 * TE + TE * p + TE * p, 2 * TE * p, 6, 0);
 }
 
+int moe_dedups(const struct layer_dims *d)
+{
+	return d->moe.node_share < 1 || d->moe.dispatch_B <
+	       d->moe.tokens * d->moe.topk * d->hidden * d->moe.elem_B;
+}
+
 /* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
  * map path Megatron-Core's permute takes with moe_permute_fusion) first
  * builds its row_id_map, an int32 [T, 2E + 1], in three Triton kernels
