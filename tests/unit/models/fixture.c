@@ -99,6 +99,12 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->job.parallelism.schedule = SCHED_1F1B;
 }
 
+void fixture_assert_close(double got, double want)
+{
+	cr_assert(fabs(got - want) <= 1e-9 * fabs(want), "got %.6g, want %.6g",
+		  got, want);
+}
+
 const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 {
 	int i;

@@ -45,6 +45,9 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 void fixture_moe(struct fixture *f, int64_t E, int64_t k, int64_t fe,
 		 int64_t ep);
 
+/* Asserts got equals want to 1e-9 relative. */
+void fixture_assert_close(double got, double want);
+
 /* The first op named name in o, or NULL. */
 const struct layer_op *fixture_op(const struct layer_ops *o, const char *name);
 

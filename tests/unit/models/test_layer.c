@@ -33,12 +33,6 @@ static int count_tp(const struct layer_ops *o, enum coll_op op, double *bytes)
 	return n;
 }
 
-static void assert_close(double got, double want)
-{
-	cr_assert(fabs(got - want) <= 1e-9 * fabs(want), "got %.6g, want %.6g",
-		  got, want);
-}
-
 Test(layer, forward_flops_match_closed_form)
 {
 	struct layer_dims d;
@@ -51,7 +45,7 @@ Test(layer, forward_flops_match_closed_form)
 	 * = 24*4096*1024^2 + 2*2*2048^2*1024 = 1.203e11 FLOP. */
 	gpt_dims(&d, 1, 0);
 	layer_fwd(&d, NULL, &o);
-	assert_close(layer_ops_flops(&o, PASS_FWD),
+	fixture_assert_close(layer_ops_flops(&o, PASS_FWD),
 		     24 * T * h * h + 2 * b * s * s * h);
 }
 
@@ -64,7 +58,7 @@ Test(layer, tensor_parallel_divides_flops)
 	/* tp 4: each GPU does a quarter, 3.006e10 FLOP. */
 	gpt_dims(&d, 4, 1);
 	layer_fwd(&d, NULL, &o);
-	assert_close(layer_ops_flops(&o, PASS_FWD),
+	fixture_assert_close(layer_ops_flops(&o, PASS_FWD),
 		     (24 * T * h * h + 2 * b * s * s * h) / 4);
 }
 
@@ -77,7 +71,7 @@ Test(layer, backward_is_twice_forward)
 	gpt_dims(&d, 2, 0);
 	layer_fwd(&d, NULL, &f);
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	assert_close(layer_ops_flops(&bw, PASS_BWD),
+	fixture_assert_close(layer_ops_flops(&bw, PASS_BWD),
 		     2 * layer_ops_flops(&f, PASS_FWD));
 	cr_assert_eq(layer_ops_flops(&bw, PASS_RECOMPUTE), 0);
 }
@@ -92,12 +86,12 @@ Test(layer, recompute_costs)
 	layer_fwd(&d, NULL, &f);
 	/* Full: the whole forward again. */
 	layer_bwd(&d, NULL, LREC_FULL, &full);
-	assert_close(layer_ops_flops(&full, PASS_RECOMPUTE),
+	fixture_assert_close(layer_ops_flops(&full, PASS_RECOMPUTE),
 		     layer_ops_flops(&f, PASS_FWD));
 	/* Selective: only the attention core, counted causal, 2 b s^2 h / t
 	 * = 2*2*2048^2*1024 / 2 = 8.59e9. */
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &sel);
-	assert_close(layer_ops_flops(&sel, PASS_RECOMPUTE),
+	fixture_assert_close(layer_ops_flops(&sel, PASS_RECOMPUTE),
 		     2 * b * s * s * h / 2);
 }
 
@@ -113,7 +107,7 @@ Test(layer, unfused_attention_same_model_flops)
 	layer_fwd(&d, NULL, &fused);
 	d.unfused_attn = 1;
 	layer_fwd(&d, NULL, &unfused);
-	assert_close(layer_ops_flops(&unfused, PASS_FWD),
+	fixture_assert_close(layer_ops_flops(&unfused, PASS_FWD),
 		     layer_ops_flops(&fused, PASS_FWD));
 }
 
@@ -136,20 +130,20 @@ Test(layer, unfused_attention_dropout_is_its_own_kernel)
 	sm = fixture_op(&f, "softmax");
 	dr = fixture_op(&f, "attn_dropout");
 	cr_assert(sm && dr);
-	assert_close(sm->k.read_B, 2 * n);
-	assert_close(sm->k.write_B, 2 * n);
-	assert_close(dr->k.read_B, 2 * n);
-	assert_close(dr->k.write_B, 2 * n + n);
+	fixture_assert_close(sm->k.read_B, 2 * n);
+	fixture_assert_close(sm->k.write_B, 2 * n);
+	fixture_assert_close(dr->k.read_B, 2 * n);
+	fixture_assert_close(dr->k.write_B, 2 * n + n);
 	/* Backward: the dropout's reads dP' and the mask (3 n B), writes dP
 	 * (2 n); the softmax's reads dP and P (4 n), writes dS (2 n). */
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	dr = fixture_op(&bw, "attn_dropout_bwd");
 	sm = fixture_op(&bw, "softmax_bwd");
 	cr_assert(sm && dr);
-	assert_close(dr->k.read_B, 3 * n);
-	assert_close(dr->k.write_B, 2 * n);
-	assert_close(sm->k.read_B, 4 * n);
-	assert_close(sm->k.write_B, 2 * n);
+	fixture_assert_close(dr->k.read_B, 3 * n);
+	fixture_assert_close(dr->k.write_B, 2 * n);
+	fixture_assert_close(sm->k.read_B, 4 * n);
+	fixture_assert_close(sm->k.write_B, 2 * n);
 	/* Without dropout no dropout kernel. */
 	d.dropout = 0;
 	layer_fwd(&d, NULL, &f);
@@ -171,13 +165,13 @@ Test(layer, bias_kernels_of_a_biased_model)
 	layer_fwd(&d, NULL, &f);
 	op = fixture_op(&f, "qkv_bias");
 	cr_assert_not_null(op);
-	assert_close(op->k.read_B, 4096.0 * 1536 * 2);
-	assert_close(op->k.write_B, 4096.0 * 1536 * 2);
+	fixture_assert_close(op->k.read_B, 4096.0 * 1536 * 2);
+	fixture_assert_close(op->k.write_B, 4096.0 * 1536 * 2);
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	assert_close(fixture_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
-	assert_close(fixture_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
-	assert_close(fixture_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
-	assert_close(fixture_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	fixture_assert_close(fixture_op(&bw, "qkv_bias_grad")->k.read_B, 4096.0 * 1536 * 2);
+	fixture_assert_close(fixture_op(&bw, "fc1_bias_grad")->k.read_B, 4096.0 * 2048 * 2);
+	fixture_assert_close(fixture_op(&bw, "fc2_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
+	fixture_assert_close(fixture_op(&bw, "proj_bias_grad")->k.read_B, 2048.0 * 1024 * 2);
 	/* Fused into the GEMMs (the default): none. */
 	d.bias_kernels = 0;
 	layer_fwd(&d, NULL, &f);
@@ -195,7 +189,7 @@ Test(layer, tp_collectives_without_sp)
 	gpt_dims(&d, 4, 0);
 	layer_fwd(&d, NULL, &f);
 	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 2);
-	assert_close(bytes, 4096.0 * 1024 * 2);
+	fixture_assert_close(bytes, 4096.0 * 1024 * 2);
 	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 0);
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	cr_assert_eq(count_tp(&bw, COLL_ALLREDUCE, &bytes), 2);
@@ -215,7 +209,7 @@ Test(layer, tp_collectives_with_sp)
 	layer_fwd(&d, NULL, &f);
 	cr_assert_eq(count_tp(&f, COLL_ALLGATHER, &bytes), 2);
 	cr_assert_eq(count_tp(&f, COLL_REDUCESCATTER, &bytes), 2);
-	assert_close(bytes, 4096.0 * 1024 * 2);
+	fixture_assert_close(bytes, 4096.0 * 1024 * 2);
 	cr_assert_eq(count_tp(&f, COLL_ALLREDUCE, &bytes), 0);
 	layer_bwd(&d, NULL, LREC_NONE, &bw);
 	cr_assert_eq(count_tp(&bw, COLL_ALLGATHER, &bytes), 4);
@@ -235,9 +229,9 @@ Test(layer, tp_overlap_splits_into_pieces)
 	d.chunks = 4;
 	layer_fwd(&d, NULL, &split);
 	cr_assert_eq(count_tp(&split, COLL_ALLGATHER, &bytes), 8);
-	assert_close(bytes, 4096.0 * 1024 * 2 / 4);
+	fixture_assert_close(bytes, 4096.0 * 1024 * 2 / 4);
 	cr_assert_eq(count_tp(&split, COLL_REDUCESCATTER, &bytes), 8);
-	assert_close(layer_ops_flops(&split, PASS_FWD),
+	fixture_assert_close(layer_ops_flops(&split, PASS_FWD),
 		     layer_ops_flops(&plain, PASS_FWD));
 }
 
@@ -265,9 +259,9 @@ Test(layer, lm_head_flops)
 	/* Logits GEMM 2 T h V / t = 2*4096*1024*51200/2 = 2.147e11. */
 	gpt_dims(&d, 2, 0);
 	layer_head_fwd(&d, &o);
-	assert_close(layer_ops_flops(&o, PASS_FWD), 2 * 4096.0 * 1024 * 51200 / 2);
+	fixture_assert_close(layer_ops_flops(&o, PASS_FWD), 2 * 4096.0 * 1024 * 51200 / 2);
 	layer_head_bwd(&d, &o);
-	assert_close(layer_ops_flops(&o, PASS_BWD), 2 * 2 * 4096.0 * 1024 * 51200 / 2);
+	fixture_assert_close(layer_ops_flops(&o, PASS_BWD), 2 * 2 * 4096.0 * 1024 * 51200 / 2);
 }
 
 Test(layer, six_n_per_token)
@@ -296,10 +290,10 @@ Test(layer, six_n_per_token)
 	T = 2048;
 	n = L * (4096.0 * 48 * 128 + 4096.0 * 4096 + 3 * 4096.0 * 14336) +
 	    128256.0 * 4096;
-	assert_close(3 * (L * gemm + layer_ops_flops(&o, PASS_FWD)) / T, 6 * n);
+	fixture_assert_close(3 * (L * gemm + layer_ops_flops(&o, PASS_FWD)) / T, 6 * n);
 	/* and the scores are 4 b s^2 h per layer over the causal half,
 	 * 2 b s^2 h = 3.44e10 */
-	assert_close(attn, 2 * 2048.0 * 2048 * 4096);
+	fixture_assert_close(attn, 2 * 2048.0 * 2048 * 4096);
 }
 
 Test(layer, parameters)
@@ -309,11 +303,11 @@ Test(layer, parameters)
 	/* GPT layer without biases: 12 h^2 + 2 LayerNorms (2 h each) =
 	 * 12*1024^2 + 4*1024 = 12587008. */
 	gpt_dims(&d, 1, 0);
-	assert_close(layer_params(&d, 0, 1), 12 * 1024.0 * 1024 + 4 * 1024);
+	fixture_assert_close(layer_params(&d, 0, 1), 12 * 1024.0 * 1024 + 4 * 1024);
 	/* with biases: + 3h (QKV) + h + 4h + h = 9 h more */
-	assert_close(layer_params(&d, 1, 1) - layer_params(&d, 0, 1), 9 * 1024.0);
+	fixture_assert_close(layer_params(&d, 1, 1) - layer_params(&d, 0, 1), 9 * 1024.0);
 	/* embedding: V h + 2048 learned positions * h */
-	assert_close(layer_embed_params(&d, 2048), (51200.0 + 2048) * 1024);
+	fixture_assert_close(layer_embed_params(&d, 2048), (51200.0 + 2048) * 1024);
 }
 
 Test(layer, vocab_padded_for_tp)
@@ -345,13 +339,13 @@ Test(layer, embedding_gradient_in_the_gradient_dtype)
 	layer_embed_bwd(&d, &o);
 	i = o.n - 1;
 	cr_assert_str_eq(o.op[i].name, "embed_wgrad");
-	assert_close(o.op[i].k.read_B, T * h * 6);
-	assert_close(o.op[i].k.write_B, T * h * 4);
+	fixture_assert_close(o.op[i].k.read_B, T * h * 6);
+	fixture_assert_close(o.op[i].k.write_B, T * h * 4);
 	f.fw.grad_dtype = DTYPE_BF16;
 	layer_dims_from_job(&f.job, &d);
 	layer_embed_bwd(&d, &o);
-	assert_close(o.op[i].k.read_B, T * h * 4);
-	assert_close(o.op[i].k.write_B, T * h * 2);
+	fixture_assert_close(o.op[i].k.read_B, T * h * 4);
+	fixture_assert_close(o.op[i].k.write_B, T * h * 2);
 }
 
 Test(layer, embedding_dense_gradient_then_main_grad_add)
@@ -375,24 +369,24 @@ Test(layer, embedding_dense_gradient_then_main_grad_add)
 	cr_assert_eq(o.n, 3);
 	i = 0;
 	cr_assert_str_eq(o.op[i].name, "embed_grad_zero");
-	assert_close(o.op[i].k.read_B, 0);
-	assert_close(o.op[i].k.write_B, 2 * V * h);
+	fixture_assert_close(o.op[i].k.read_B, 0);
+	fixture_assert_close(o.op[i].k.write_B, 2 * V * h);
 	i = 1;
 	cr_assert_str_eq(o.op[i].name, "embed_wgrad");
-	assert_close(o.op[i].k.read_B, 6 * T * h);
-	assert_close(o.op[i].k.write_B, 6 * T * h);
+	fixture_assert_close(o.op[i].k.read_B, 6 * T * h);
+	fixture_assert_close(o.op[i].k.write_B, 6 * T * h);
 	cr_assert_eq(o.op[i].k.launches, 8);
 	i = 2;
 	cr_assert_str_eq(o.op[i].name, "embed_main_grad_add");
-	assert_close(o.op[i].k.read_B, 6 * V * h);
-	assert_close(o.op[i].k.write_B, 4 * V * h);
+	fixture_assert_close(o.op[i].k.read_B, 6 * V * h);
+	fixture_assert_close(o.op[i].k.write_B, 4 * V * h);
 	/* tp 8: the vocabulary shard, V / 8 rows (zero 2 V h / 8). */
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 8, 1);
 	f.fw.embedding_grad_dense = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_embed_bwd(&d, &o);
 	cr_assert_str_eq(o.op[0].name, "embed_grad_zero");
-	assert_close(o.op[0].k.write_B, 2 * V / 8 * h);
+	fixture_assert_close(o.op[0].k.write_B, 2 * V / 8 * h);
 	/* ZeRO 3 (FSDP's own gradient shards): the scatter-add model. */
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.fw.embedding_grad_dense = 1;
@@ -417,18 +411,18 @@ Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	op = fixture_op(&o, "add1_bwd");
 	cr_assert_not_null(op);
-	assert_close(op->k.read_B, 2 * n * 2);
-	assert_close(op->k.write_B, n * 2);
+	fixture_assert_close(op->k.read_B, 2 * n * 2);
+	fixture_assert_close(op->k.write_B, n * 2);
 	cr_assert_not_null(fixture_op(&o, "add2_bwd"));
 	op = fixture_op(&o, "norm1_bwd");
-	assert_close(op->k.read_B, 2 * n * 2);
+	fixture_assert_close(op->k.read_B, 2 * n * 2);
 	/* PyTorch's norm backward re-reads x and dy for dgamma: 4 T h B in
 	 * two kernels. */
 	d.norm_bwd_passes = 2;
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	op = fixture_op(&o, "norm1_bwd");
-	assert_close(op->k.read_B, 4 * n * 2);
-	assert_close(op->k.launches, 2);
+	fixture_assert_close(op->k.read_B, 4 * n * 2);
+	fixture_assert_close(op->k.launches, 2);
 }
 
 Test(layer, eager_ops_move_more_bytes_in_more_kernels)
@@ -454,21 +448,21 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	 * cat, * sin, + on each: read 5.5 n B, write 4.5 n B, 10 kernels,
 	 * 7 n B of them on strided views. */
 	op = fixture_op(&o, "rope");
-	assert_close(op->k.read_B, 5.5 * T * (q + kv) * B);
-	assert_close(op->k.write_B, 4.5 * T * (q + kv) * B);
-	assert_close(op->k.strided_B, 7 * T * (q + kv) * B);
-	assert_close(op->k.launches, 10);
+	fixture_assert_close(op->k.read_B, 5.5 * T * (q + kv) * B);
+	fixture_assert_close(op->k.write_B, 4.5 * T * (q + kv) * B);
+	fixture_assert_close(op->k.strided_B, 7 * T * (q + kv) * B);
+	fixture_assert_close(op->k.launches, 10);
 	/* K and V copied to the 16 query heads: read 2 T kv B, write
 	 * 2 T q B, two strided copies. */
 	op = fixture_op(&o, "kv_expand");
-	assert_close(op->k.read_B, 2 * T * kv * B);
-	assert_close(op->k.write_B, 2 * T * q * B);
+	fixture_assert_close(op->k.read_B, 2 * T * kv * B);
+	fixture_assert_close(op->k.write_B, 2 * T * q * B);
 	/* silu(g) * u: read 3 T f' B, write 2 T f' B (fused: read 2 T f' B,
 	 * write T f' B), two kernels. */
 	op = fixture_op(&o, "act");
-	assert_close(op->k.read_B, 3 * T * fp * B);
-	assert_close(op->k.write_B, 2 * T * fp * B);
-	assert_close(op->k.launches, 2);
+	fixture_assert_close(op->k.read_B, 3 * T * fp * B);
+	fixture_assert_close(op->k.write_B, 2 * T * fp * B);
+	fixture_assert_close(op->k.launches, 2);
 	/* Without GQA there is nothing to expand. */
 	f.model.num_key_value_heads = 16;
 	layer_dims_from_job(&f.job, &d);
@@ -506,25 +500,25 @@ Test(layer, fsdp_passes_follow_torch_fsdp)
 	 * gradients (SplitWithSizesBackward): read P x 2, write P x 2. */
 	op = fixture_op(&o, "fsdp_grad_flatten");
 	cr_assert_not_null(op);
-	assert_close(op->k.read_B, P * 2);
-	assert_close(op->k.write_B, P * 2);
+	fixture_assert_close(op->k.read_B, P * 2);
+	fixture_assert_close(op->k.write_B, P * 2);
 	/* The cast: read P x 2, write P x 4, after the layer's backward. */
 	op = fixture_op(&o, "fsdp_grad_cast");
 	cr_assert_not_null(op);
-	assert_close(op->k.read_B, P * 2);
-	assert_close(op->k.write_B, P * 4);
+	fixture_assert_close(op->k.read_B, P * 2);
+	fixture_assert_close(op->k.write_B, P * 4);
 	/* The pre-division of the fp32 gradient: read and write P x 4. */
 	op = fixture_op(&o, "fsdp_grad_prediv");
-	assert_close(op->k.read_B, P * 4);
-	assert_close(op->k.write_B, P * 4);
+	fixture_assert_close(op->k.read_B, P * 4);
+	fixture_assert_close(op->k.write_B, P * 4);
 	/* On the shard: post-division (r 4 S, w 4 S), the addition on 3/4 of
 	 * the microbatches (r 8 S, w 4 S, x 0.75), two bf16 copies of the
 	 * fp32 shard (r 8 S, w 4 S): read 4 S + 6 S + 8 S = 18 S, written
 	 * 4 S + 3 S + 4 S = 11 S, 4 kernels. */
 	op = fixture_op(&o, "fsdp_shard_passes");
-	assert_close(op->k.read_B, 18 * S);
-	assert_close(op->k.write_B, 11 * S);
-	assert_close(op->k.launches, 4);
+	fixture_assert_close(op->k.read_B, 18 * S);
+	fixture_assert_close(op->k.write_B, 11 * S);
+	fixture_assert_close(op->k.launches, 4);
 	cr_assert_str_eq(o.op[o.n - 1].name, "fsdp_shard_passes");
 	/* Two ranks: pre-division 2 (2 / 2 = 1 is not > 2), no post-
 	 * division. */
@@ -560,10 +554,10 @@ Test(layer, fp8_amax_reduction_per_chunk_pass)
 	cr_assert_eq(o.op[0].kind, LOP_COLL);
 	cr_assert_eq(o.op[0].coll, COLL_ALLREDUCE);
 	cr_assert_eq(o.op[0].stream, LS_COMPUTE);
-	assert_close(o.op[0].coll_B, 384);
+	fixture_assert_close(o.op[0].coll_B, 384);
 	cr_assert_str_eq(o.op[1].name, "fp8_scale_update");
 	layer_fp8_amax(&d, 1, 8, 8, &o);
-	assert_close(o.op[0].coll_B, 256);
+	fixture_assert_close(o.op[0].coll_B, 256);
 	/* A group of one GPU: nothing. */
 	layer_fp8_amax(&d, 0, 8, 1, &o);
 	cr_assert_eq(o.n, 0);
@@ -602,437 +596,17 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	layer_dims_from_job(&f.job, &d);
 	layer_head_fwd(&d, &o);
 	op = fixture_op(&o, "cross_entropy");
-	assert_close(op->k.read_B, n * 10);
-	assert_close(op->k.write_B, n * 12);
-	assert_close(op->k.launches, 3);
+	fixture_assert_close(op->k.read_B, n * 10);
+	fixture_assert_close(op->k.write_B, n * 12);
+	fixture_assert_close(op->k.launches, 3);
 	layer_head_bwd(&d, &o);
 	op = fixture_op(&o, "cross_entropy_bwd");
-	assert_close(op->k.read_B, n * 4);
-	assert_close(op->k.write_B, n * 2);
+	fixture_assert_close(op->k.read_B, n * 4);
+	fixture_assert_close(op->k.write_B, n * 2);
 	/* The one-kernel fused loss wins when both are set. */
 	f.fw.fused_cross_entropy = 1;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.jit_ce, 0);
 	layer_head_fwd(&d, &o);
-	assert_close(fixture_op(&o, "cross_entropy")->k.read_B, n * 2);
-}
-
-/* Bytes of the op named `name` in the pass (read + written). */
-static double op_bytes(const struct layer_ops *o, const char *name,
-		       enum layer_pass pass)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
-			return o->op[i].k.read_B + o->op[i].k.write_B;
-	return -1;
-}
-
-Test(layer, qk_norm_of_qwen3_attention)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	double T = 4096, q = 1024, kv = 1024, B = 2, plain;
-
-	/* GPT fixture (T 4096, 16 heads of 64: q = kv = 1024, no GQA) with
-	 * Qwen3's per-head norms of Q and K: forward read + write T q B =
-	 * 16777216 B each; backward (one fused kernel) read 2 T q B, write
-	 * T q B = 25165824 B each; the layer keeps their inputs, T (q + kv)
-	 * B = 16777216 B more. */
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	layer_dims_from_job(&f.job, &d);
-	plain = footprint_layer_act_B(&d, LREC_NONE);
-	cr_assert_eq(d.qk_norm, 0);
-	f.model.qk_layernorm = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.qk_norm, 1);
-	layer_fwd(&d, NULL, &o);
-	assert_close(op_bytes(&o, "q_norm", PASS_FWD), 2 * T * q * B);
-	assert_close(op_bytes(&o, "k_norm", PASS_FWD), 2 * T * kv * B);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	assert_close(op_bytes(&o, "q_norm_bwd", PASS_BWD), 3 * T * q * B);
-	assert_close(op_bytes(&o, "k_norm_bwd", PASS_BWD), 3 * T * kv * B);
-	assert_close(footprint_layer_act_B(&d, LREC_NONE) - plain,
-		     T * (q + kv) * B);
-}
-
-/* f's layer forward, its dims in d and ops in o; the op named name,
- * which must be there. */
-static const struct layer_op *fwd_op(const struct fixture *f,
-				     struct layer_dims *d,
-				     struct layer_ops *o, const char *name)
-{
-	const struct layer_op *op;
-
-	layer_dims_from_job(&f->job, d);
-	layer_fwd(d, NULL, o);
-	op = fixture_op(o, name);
-	cr_assert_not_null(op, "no op %s", name);
-	return op;
-}
-
-Test(layer, fp8_current_scaling_casts_read_for_the_amax)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	const struct layer_op *qkv, *proj;
-	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024). Delayed
-	 * scaling: a cast reads its input once (n 2 B) in one kernel. Current
-	 * scaling: the proj input (the attention output, n = T q = 4194304)
-	 * is read for its amax and again by the cast, 4 kernels (the amax
-	 * zeroed, amax, scale, cast: TE quantize_impl, launch_amax_kernel's
-	 * zero_amax_kernel first): 2 n 2 B = 16777216 B; the QKV input comes
-	 * out of the LayerNormLinear's norm with its amax: one read
-	 * (8388608 B), the zeroing (amax.zero_() before the norm), scale and
-	 * cast kernels (3). The writes (both fp8 layouts, 2 n 1 B)
-	 * do not change. */
-	double n = 4096.0 * 1024;
-
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.job.training.dtype = DTYPE_FP8;
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	proj = fwd_op(&f, &d, &o, "proj_cast");
-	assert_close(proj->k.read_B, n * 2);
-	cr_assert(proj->k.launches <= 1);
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	proj = fwd_op(&f, &d, &o, "proj_cast");
-	qkv = fixture_op(&o, "qkv_cast");
-	cr_assert_not_null(qkv);
-	assert_close(proj->k.read_B, 2 * n * 2);
-	assert_close(proj->k.write_B, 2 * n);
-	assert_close(proj->k.launches, 4);
-	assert_close(qkv->k.read_B, n * 2);
-	assert_close(qkv->k.launches, 3);
-	cr_assert_eq(qkv->amax_pass, 0);
-	/* Only a cast is taken for one: a memory kernel of 4 launches that
-	 * is not a cast keeps its 4 launches and its read (n 2 B). */
-	o.n = 0;
-	lop_memop(&o, "four_kernels", PASS_FWD, n * 2, n * 2, n)->k.launches = 4;
-	lop_cast_after_norm(&o, 0, &d);
-	assert_close(o.op[0].k.launches, 4);
-	assert_close(o.op[0].k.read_B, n * 2);
-}
-
-/* training.fp8_attention is read only inside the fp8 autocast: on a
- * bf16 job the attention stays bf16 (config warns), on fp8 or MXFP8 it
- * runs in FP8. */
-Test(layer, fp8_attention_needs_a_low_precision_dtype)
-{
-	struct fixture f;
-	struct layer_dims d;
-
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.job.training.fp8_attention = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_attn, 0);
-	f.job.training.dtype = DTYPE_FP8;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_attn, 1);
-	f.job.training.dtype = DTYPE_MXFP8;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_attn, 1);
-}
-
-Test(layer, nvfp4_casts_read_for_the_per_tensor_amax)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	const struct layer_op *qkv, *proj;
-	/* GPT layer, tp 1: T = 4096 tokens, h 1024 (q width 1024), n = T q =
-	 * 4194304 elements a cast. NVFP4 (Transformer Engine's NVFP4Quantizer:
-	 * the per-tensor amax zeroed (ZeroAmaxKernel / zero_amax_kernel),
-	 * the amax, a kernel reading the input, then the quantize kernel
-	 * reading it again): read 2 n 2 B = 16777216 B, 3 launches,
-	 * for the proj input and for the QKV input alike (the norm before
-	 * the QKV cast does not compute the post-Hadamard amax). Writes: both
-	 * layouts, 2 n x (0.5 + 1/16) B (E2M1 pairs, an E4M3 scale per 16)
-	 * = 4718592 B. */
-	double n = 4096.0 * 1024;
-
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.job.training.dtype = DTYPE_NVFP4;
-	proj = fwd_op(&f, &d, &o, "proj_cast");
-	cr_assert_eq(d.nvfp4_amax, 1);
-	cr_assert_eq(d.fp8_current, 0);
-	qkv = fixture_op(&o, "qkv_cast");
-	cr_assert_not_null(qkv);
-	assert_close(proj->k.read_B, 16777216.0);
-	assert_close(proj->k.write_B, 4718592.0);
-	assert_close(proj->k.launches, 3);
-	assert_close(qkv->k.read_B, 16777216.0);
-	assert_close(qkv->k.launches, 3);
-	cr_assert_eq(qkv->amax_pass, 0);
-	/* MXFP8's block scales need no tensor amax: one read. */
-	f.job.training.dtype = DTYPE_MXFP8;
-	proj = fwd_op(&f, &d, &o, "proj_cast");
-	cr_assert_eq(d.nvfp4_amax, 0);
-	assert_close(proj->k.read_B, n * 2);
-}
-
-Test(layer, fp8_casts_write_one_layout_where_gemms_take_any)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	const struct layer_op *proj;
-	/* GPT layer, tp 1: the proj input, n = T q = 4096 x 1024 = 4194304
-	 * elements. Per-tensor FP8 (delayed or current scaling) on a GPU
-	 * whose FP8 GEMMs take only TN (the fixture's H100-like one): the
-	 * data and its transpose, 2 n 1 B = 8388608 B. With gpu
-	 * fp8_gemm_any_layout (sm100/sm103: TE allocates no transpose where
-	 * nvte_is_non_tn_fp8_gemm_supported), the data only: n 1 B =
-	 * 4194304 B; the reads do not change (delayed n 2 B = 8388608 B;
-	 * current 2 n 2 B = 16777216 B, 4 kernels). Block scaling and
-	 * MXFP8 keep both layouts: MXFP8 2 n (1 + 1/32) B = 8650752 B. */
-	double n = 4096.0 * 1024;
-	int s;
-
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.job.training.dtype = DTYPE_FP8;
-	for (s = 0; s < 2; s++) {
-		f.job.training.fp8_scaling = s ? FP8_CURRENT : FP8_DELAYED;
-		f.gpu.fp8_gemm_any_layout = 0;
-		proj = fwd_op(&f, &d, &o, "proj_cast");
-		assert_close(proj->k.write_B, 2 * n);
-		f.gpu.fp8_gemm_any_layout = 1;
-		proj = fwd_op(&f, &d, &o, "proj_cast");
-		cr_assert_eq(d.fp8_one_layout, 1);
-		assert_close(proj->k.write_B, n);
-		assert_close(proj->k.read_B, (s ? 2 : 1) * n * 2);
-		if (s)
-			assert_close(proj->k.launches, 4);
-	}
-	f.job.training.fp8_scaling = FP8_BLOCK;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_one_layout, 0);
-	f.job.training.dtype = DTYPE_MXFP8;
-	proj = fwd_op(&f, &d, &o, "proj_cast");
-	cr_assert_eq(d.fp8_one_layout, 0);
-	assert_close(proj->k.write_B, 2 * n * (1 + 1.0 / 32));
-}
-
-Test(layer, gradient_accumulation_unfused_is_an_add_kernel_per_weight)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	const struct layer_op *w;
-	double h = 1024, ff = 4096, n = ff * h;
-	int i, adds = 0;
-
-	/* GPT layer, tp 1, fp32 gradient buffers (G = 4 B), bf16 GEMMs.
-	 * Fused (the default): fc2's wgrad GEMM (f x h = 4194304 outputs)
-	 * reads and writes main_grad in its epilogue, 2 n G = 33554432 B on
-	 * the GEMM, and there is no separate add. */
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	layer_dims_from_job(&f.job, &d);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	w = fixture_op(&o, "fc2_wgrad");
-	cr_assert(w);
-	assert_close(w->k.accum_B, 2 * n * 4);
-	cr_assert_null(fixture_op(&o, "main_grad_add"));
-	/* training.gradient_accumulation_fusion false: the GEMM carries no
-	 * buffer bytes; right after it one add kernel (Megatron's
-	 * main_grad.add_(grad)) reads dW in bf16 and main_grad in fp32,
-	 * n (2 + 4) = 25165824 B, and writes main_grad, n 4 = 16777216 B,
-	 * one add per element. One such kernel follows each of the four
-	 * weights' wgrad GEMMs (qkv, proj, fc1, fc2). */
-	f.job.training.gradient_accumulation_fusion = 0;
-	layer_dims_from_job(&f.job, &d);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	for (i = 1; i < o.n; i++) {
-		if (strcmp(o.op[i].name, "main_grad_add") != 0)
-			continue;
-		adds++;
-		cr_assert_not_null(strstr(o.op[i - 1].name, "wgrad"));
-		cr_assert_eq(o.op[i - 1].k.accum_B, 0);
-		if (strcmp(o.op[i - 1].name, "fc2_wgrad") == 0) {
-			assert_close(o.op[i].k.read_B, n * (2 + 4));
-			assert_close(o.op[i].k.write_B, n * 4);
-			assert_close(o.op[i].k.vec_flops, n);
-		}
-	}
-	cr_assert_eq(adds, 4);
-}
-
-Test(layer, fp8_unfused_gradient_accumulation_reads_a_bf16_dw)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops o;
-	const struct layer_op *add = NULL;
-	double h = 1024, ff = 4096, n = ff * h;
-	int i;
-
-	/* The MI300X Llama 2 7B FP8 job (--no-gradient-accumulation-
-	 * fusion): an FP8 wgrad GEMM writes dW in bf16 (Transformer Engine's
-	 * output dtype is the activations', FP32 accumulation inside the
-	 * GEMM), so Megatron's main_grad.add_ after fc2's wgrad reads
-	 * n (2 + 4) = 25165824 B and writes n 4 = 16777216 B, as bf16: the
-	 * add's traffic does not shrink with the GEMM's operand width (1 B
-	 * would read 20971520 B). */
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
-	f.job.training.dtype = DTYPE_FP8;
-	f.job.training.gradient_accumulation_fusion = 0;
-	layer_dims_from_job(&f.job, &d);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	for (i = 1; i < o.n; i++)
-		if (!strcmp(o.op[i].name, "main_grad_add") &&
-		    !strcmp(o.op[i - 1].name, "fc2_wgrad"))
-			add = &o.op[i];
-	cr_assert_not_null(add);
-	assert_close(add->k.read_B, n * (2 + 4));
-	assert_close(add->k.write_B, n * 4);
-}
-
-static int count_named(const struct layer_ops *o, const char *name,
-		       enum layer_pass pass)
-{
-	int i, n = 0;
-
-	for (i = 0; i < o->n; i++)
-		n += o->op[i].pass == pass && !strcmp(o->op[i].name, name);
-	return n;
-}
-
-Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops fw, bw;
-	int i, ar = -1;
-	/* GPT layer, tp 2 with SP, fp8 current scaling. Transformer Engine
-	 * reduces (MAX) the amax of every quantizer whose fp8 output a TP
-	 * all-gather carries: the column-parallel inputs forward (QKV in the
-	 * LayerNormLinear, FC1 in the LayerNormMLP: 2) and the row-parallel
-	 * output gradients backward (proj and FC2: 2), one fp32 each, 4 B,
-	 * over the TP group, between the cast's amax and the gather. Delayed
-	 * scaling, or no SP: none. */
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
-	f.job.parallelism.sequence_parallel = 1;
-	f.job.training.dtype = DTYPE_FP8;
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 2);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 2);
-	for (i = 0; i < fw.n; i++)
-		if (!strcmp(fw.op[i].name, "fp8_amax_tp_allreduce")) {
-			ar = i;
-			break;
-		}
-	cr_assert(ar > 0);
-	cr_assert_eq(fw.op[ar].kind, LOP_COLL);
-	cr_assert_eq(fw.op[ar].coll, COLL_ALLREDUCE);
-	cr_assert_eq(fw.op[ar].group, LG_TP);
-	assert_close(fw.op[ar].coll_B, 4);
-	/* after the cast (its amax), before the all-gather that waits */
-	cr_assert(fw.op[ar - 1].amax_pass || fw.op[ar - 1].k.launches == 3);
-	cr_assert_eq(fw.op[ar + 1].coll, COLL_ALLGATHER);
-	cr_assert_eq(fw.op[ar + 1].dep[0], ar);
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	f.job.parallelism.sequence_parallel = 0;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
-}
-
-/* Index of the first op called name, or -1. */
-static int index_named(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (!strcmp(o->op[i].name, name))
-			return i;
-	return -1;
-}
-
-Test(layer, fp8_sp_gathers_rowwise_and_transposes_the_gathered)
-{
-	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops fw, bw;
-	const struct layer_op *op;
-	int i, qkv_w, t_in, proj_w;
-	/* GPT layer (h 1024, 16 heads), T = 2048 x 2 = 4096 tokens, tp 2
-	 * with SP, per-tensor FP8 (delayed scaling) on the fixture's
-	 * TN-only GPU. Transformer Engine gathers Float8 tensors row-wise
-	 * only: the cast of the local shard before the gather (QKV input,
-	 * proj output gradient: T/tp x h = 2048 x 1024 = 2097152 elements)
-	 * writes n 1 B = 2097152 B, not 2 n = 4194304 B; each wgrad's
-	 * transposed copy is made from the gathered T x h = 4194304
-	 * elements: a kernel reading 4194304 B and writing 4194304 B, two
-	 * for the column-parallel inputs (QKV, FC1), two for the
-	 * row-parallel output gradients (proj, FC2). The proj input (row-
-	 * parallel, not gathered: T x h/tp = 4096 x 512) keeps both layouts,
-	 * 2 x 2097152 = 4194304 B. */
-	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
-	f.job.parallelism.sequence_parallel = 1;
-	f.job.training.dtype = DTYPE_FP8;
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	f.gpu.fp8_gemm_any_layout = 0;
-	op = fwd_op(&f, &d, &fw, "qkv_cast");
-	cr_assert_eq(d.fp8_rowwise_ag, 1);
-	assert_close(op->k.write_B, 2097152);
-	assert_close(op->k.read_B, 2097152.0 * 2);
-	assert_close(fixture_op(&fw, "proj_cast")->k.write_B, 4194304);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&bw, "fp8_input_transpose", PASS_BWD), 2);
-	cr_assert_eq(count_named(&bw, "fp8_grad_transpose", PASS_BWD), 2);
-	assert_close(fixture_op(&bw, "proj_grad_cast")->k.write_B, 2097152);
-	for (i = 0; i < bw.n; i++)
-		if (!strcmp(bw.op[i].name, "fp8_input_transpose") ||
-		    !strcmp(bw.op[i].name, "fp8_grad_transpose")) {
-			assert_close(bw.op[i].k.read_B, 4194304);
-			assert_close(bw.op[i].k.write_B, 4194304);
-		}
-	/* the QKV wgrad waits for the transpose, which waits for the
-	 * input's re-gather; the proj transpose runs right before its
-	 * wgrad */
-	qkv_w = index_named(&bw, "qkv_wgrad");
-	t_in = bw.op[qkv_w].dep[1];
-	cr_assert(t_in >= 0);
-	cr_assert_str_eq(bw.op[t_in].name, "fp8_input_transpose");
-	cr_assert_str_eq(bw.op[bw.op[t_in].dep[0]].name, "qkv_input_allgather");
-	proj_w = index_named(&bw, "proj_wgrad");
-	cr_assert_str_eq(bw.op[proj_w - 1].name, "fp8_grad_transpose");
-	/* current scaling: the same */
-	f.job.training.fp8_scaling = FP8_CURRENT;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_rowwise_ag, 1);
-	/* none without SP (the QKV cast then writes both layouts of all
-	 * 4096 x 1024 elements: 8388608 B), none where the GEMMs take any
-	 * layout, none for block scaling or MXFP8 */
-	f.job.training.fp8_scaling = FP8_DELAYED;
-	f.job.parallelism.sequence_parallel = 0;
-	op = fwd_op(&f, &d, &fw, "qkv_cast");
-	assert_close(op->k.write_B, 8388608);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&bw, "fp8_input_transpose", PASS_BWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_grad_transpose", PASS_BWD), 0);
-	f.job.parallelism.sequence_parallel = 1;
-	f.gpu.fp8_gemm_any_layout = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_rowwise_ag, 0);
-	f.gpu.fp8_gemm_any_layout = 0;
-	f.job.training.fp8_scaling = FP8_BLOCK;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_rowwise_ag, 0);
-	f.job.training.dtype = DTYPE_MXFP8;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.fp8_rowwise_ag, 0);
+	fixture_assert_close(fixture_op(&o, "cross_entropy")->k.read_B, n * 2);
 }
