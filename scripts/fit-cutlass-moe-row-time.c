@@ -23,7 +23,13 @@
  * Leave-one-out: every row; and every shape (9 fits of 8 shapes).
  * Arguments (optional): a TSV of the same columns, a system preset
  * (default dgx-b200) and a row time in ns to score it at, unfitted
- * (default: the preset's own nvfp4 value). */
+ * (default: the preset's own nvfp4 value).
+ * -DRATES: instead, print for every row the weight-streaming rate and
+ * FLOP rate the measurement leaves the two grouped GEMMs
+ * (expert_gate_up, expert_down): their weight bytes (infer_unit
+ * weights_B) and FLOPs over the measured time less llmsim's time for
+ * every other op at the row time given (a diagnosis of the GEMMs, not a
+ * fit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +182,15 @@ static void cost_row(struct row *r, double x, double *total_s,
 		fprintf(stderr, "routing failed\n");
 		exit(1);
 	}
+#ifndef POISSON
+	/* aiconfigurator's "balanced" routing (collector/helper.py
+	 * balanced_logits @ 095f58a51c4c: token i's j-th expert is
+	 * (i + j ceil(E/k)) mod E, spread over E when T < ceil(E/k)) gives
+	 * the experts exactly T k / E rows each: min(E, T k) of them have
+	 * rows, not infer_moe_route's 1 - exp(-T k / E) per expert (random
+	 * routing). -DPOISSON keeps the latter. */
+	rt.active = fmin(d.moe.local, rt.rows);
+#endif
 	o.n = 0;
 	infer_moe_ops(&d, r->T, &rt, &o);
 	memset(&b, 0, sizeof(b));
@@ -289,6 +304,32 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nrows; i++)
 		e1[i] = pred(&rows[i], at_ns * 1e-9) / rows[i].meas_s - 1;
+#ifdef RATES
+	cost_row(&rows[0], 0, &tot, &u);	/* sets at_ns */
+	printf("# h f k E T: measured us, llmsim us (GEMMs us), weights GB, "
+	       "GEMM TFLOP; measured less llmsim's other ops: TB/s, PFLOP/s\n");
+	for (i = 0; i < nrows; i++) {
+		double gemm_s = 0, left_s;
+		int j;
+
+		cost_row(&rows[i], at_ns * 1e-9, &tot, &u);
+		for (j = 0; j < u.n; j++)
+			if (strcmp(u.op[j].name, "expert_gate_up") == 0 ||
+			    strcmp(u.op[j].name, "expert_down") == 0)
+				gemm_s += u.op[j].time_s;
+		left_s = rows[i].meas_s - (tot - gemm_s);
+		printf("%.0f %.0f %.0f %.0f %.0f: %.1f %.1f (%.1f) %.3f %.3f",
+		       rows[i].h, rows[i].f, rows[i].k, rows[i].E, rows[i].T,
+		       rows[i].meas_s * 1e6, tot * 1e6, gemm_s * 1e6,
+		       u.weights_B / 1e9, u.flops / 1e12);
+		if (left_s > 0)
+			printf(" %.2f %.2f\n", u.weights_B / left_s / 1e12,
+			       u.flops / left_s / 1e15);
+		else
+			printf(" - -\n");
+	}
+	return 0;
+#endif
 	printf("%s on %s at %.2f ns (not fitted): ", tsv, preset, at_ns);
 	summary("rows", e1, nrows);
 	x = fit(&all);
