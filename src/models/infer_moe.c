@@ -105,13 +105,23 @@
  * Its all-to-all path (MNNVL, DeepEP) takes the generic list.
  *
  * Experts touched. A grouped GEMM reads the weights of the experts that
- * have rows only (gpu_grouped.c). With route.c's expected rows n_e of
- * local expert e, a Poisson approximation of the multinomial gives
- * P(n_e > 0) = 1 - exp(-n_e); the busiest GPU's R rows are spread
- * evenly over its sum of those, A, experts. A decode step of one token
- * (T k / E rows per expert) touches about k experts, not E: the weights
- * it reads are k / E of the experts', which is what makes small-batch MoE
- * decode cheap.
+ * have rows only (gpu_grouped.c). The busiest GPU's R rows are spread
+ * evenly over A experts:
+ *   uniform (moe.routing.balance: exactly balanced, route.c's n_e = S / E
+ *     as training's grouped GEMMs take it) A = min(L, R): each expert
+ *     gets R / L rows, and below one row an expert the rows sit on R
+ *     distinct experts, one each, as a force-balanced benchmark's gate
+ *     places them (aiconfigurator collector/helper.py balanced_logits @
+ *     ai-dynamo/aiconfigurator 095f58a51c4c: token i's j-th expert is
+ *     (i + j ceil(E / k)) mod E, so T tokens reach min(E, T k) experts,
+ *     T k / E rows each) [D].
+ *   random, zipf, max_mean: with route.c's expected rows n_e of local
+ *     expert e, a Poisson approximation of the multinomial gives
+ *     P(n_e > 0) = 1 - exp(-n_e), A = the sum of those.
+ * A decode step of one token (T k / E rows per expert) touches k experts
+ * (about k at random: 128 (1 - exp(-8 / 128)) = 7.76 of E 128, k 8), not
+ * E: the weights it reads are k / E of the experts', which is what makes
+ * small-batch MoE decode cheap.
  *
  * Weights: the experts in the checkpoint's format when it quantizes them
  * (gpt-oss: MXFP4 experts, the rest in the job's dtype), else the job's
@@ -214,7 +224,7 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 	const struct infer_moe *e = &d->moe;
 	struct layer_dims ld;
 	struct route_result rr;
-	double group = e->ep * e->etp, active = 0;
+	double group = e->ep * e->etp, active = 0, rows = 0;
 	int64_t i;
 
 	memset(out, 0, sizeof(*out));
@@ -232,8 +242,12 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 		return 0;
 	if (route_plan(j, &ld, a, &rr, dg) != 0)
 		return -1;
-	for (i = 0; i < (int64_t)e->local; i++)
+	for (i = 0; i < (int64_t)e->local; i++) {
 		active += 1 - exp(-rr.rows[i]);
+		rows += rr.rows[i];
+	}
+	if (j->moe.routing.balance == ROUTE_UNIFORM)	/* exact balance */
+		active = fmin(e->local, rows);
 	out->tokens = ld.moe.tokens;
 	out->rows = ld.moe.rows;
 	out->active = active;

@@ -608,15 +608,19 @@ Test(infer, moe_weights_qwen3_30b)
 }
 
 /*
- * A decode step of one token touches about top-k experts: each of the 128
- * gets 8 / 128 rows in expectation, so P(used) = 1 - exp(-1/16) and the
- * grouped GEMMs read 128 (1 - exp(-1/16)) = 7.755 experts' weights (3 x
- * 2048 x 768 x 2 B = 9,437,184 B each) instead of all 128. With the
- * attention's qkv (2048 x 5120) and o (4096 x 2048) and the router (2048
- * x 128) in bf16 the layer reads
- *   20,971,520 + 16,777,216 + 524,288 + 7.755 x 9,437,184 B.
+ * A decode step of one token touches top-k experts. Qwen3-30B-A3B (E 128,
+ * k 8) at TP 1: R = 1 x 8 = 8 rows. Under moe.routing.balance uniform
+ * (the default, exactly balanced) the 8 rows sit on 8 distinct experts
+ * (min(E, T k) = 8, as aiconfigurator's balanced_logits: token 0's j-th
+ * expert is 16 j); at random each of the 128 gets 8 / 128 rows in
+ * expectation, P(used) = 1 - exp(-1/16), 128 (1 - exp(-1/16)) = 7.755
+ * experts. The grouped GEMMs read that many experts' weights (3 x 2048 x
+ * 768 x 2 B = 9,437,184 B each) instead of all 128. With the attention's
+ * qkv (2048 x 5120) and o (4096 x 2048) and the router (2048 x 128) in
+ * bf16 the layer reads
+ *   20,971,520 + 16,777,216 + 524,288 + used x 9,437,184 B.
  */
-Test(infer, moe_decode_reads_the_experts_it_uses)
+static void moe_decode_reads(const char *balance, double used)
 {
 	struct arena a, ra;
 	struct job_spec *j;
@@ -627,17 +631,19 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	struct infer_ops o;
 	struct infer_unit u;
 	struct diag dg;
-	double used = 128 * (1 - exp(-1.0 / 16)), expert = 9437184.0;
+	const char *set[] = {balance};
+	double expert = 9437184.0;
 
 	arena_init(&a);
 	arena_init(&ra);
 	diag_init(&dg, stderr);
-	j = fixture_load_job(&a, Q30, NULL, 0);
+	j = fixture_load_job(&a, Q30, set, 1);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	cr_assert_eq(infer_moe_route(j, &d, 1, &ra, &r, &dg), 0);
 	cr_assert_float_eq(r.rows, 8.0, 1e-12);
-	cr_assert_float_eq(r.active, used, 1e-9);
+	cr_assert_float_eq(r.active, used, 1e-9, "%s: %g experts, want %g",
+			   balance, r.active, used);
 	infer_layer_ops(&d, &b, &k, &r, &o);
 	infer_cost(&o, &d, &b, &k, j->system->gpu, IGRAPH_FULL, &u);
 	cr_assert_float_eq(u.weights_B, 20971520.0 + 16777216.0 + 524288.0 +
@@ -645,6 +651,13 @@ Test(infer, moe_decode_reads_the_experts_it_uses)
 	cr_assert_lt(u.weights_B, 0.1 * 128 * expert);
 	arena_release(&ra);
 	arena_release(&a);
+}
+
+Test(infer, moe_decode_reads_the_experts_it_uses)
+{
+	moe_decode_reads("moe.routing.balance=uniform", 8.0);
+	moe_decode_reads("moe.routing.balance=random",
+			 128 * (1 - exp(-1.0 / 16)));
 }
 
 /* Whether the layer's ops include a collective named `name`. */

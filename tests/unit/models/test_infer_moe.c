@@ -538,18 +538,18 @@ Test(infer_moe, cutlass_expand_and_act_pay_a_row_time)
 
 /*
  * A 64-token decode step at TP 1: R = 64 x 8 = 512 rows over the experts
- * with rows, A = sum_e 1 - exp(-4) = 128 x 0.98168 = 125.65 -> 126
- * groups of 512 / 126 = 4.06 rows. TensorRT-LLM's CUTLASS fused MoE on
- * sm100 offers only 128-row tiles at NVFP4 (b200.yaml
+ * with rows; routing uniform (the default, exactly balanced): A =
+ * min(128, 512) = 128 groups of 512 / 128 = 4 rows. TensorRT-LLM's
+ * CUTLASS fused MoE on sm100 offers only 128-row tiles at NVFP4 (b200.yaml
  * cutlass_moe_tile_m), so its fc1 costs what gpu_grouped_gemm_q gives
- * those 126 groups (n = 2 x 768, k = 2048) with min_tile_m 128; SGLang's
+ * those 128 groups (n = 2 x 768, k = 2048) with min_tile_m 128; SGLang's
  * generic list keeps the 64-row tiles (min_tile_m 0). At 4 rows an
  * expert the 64-row tile is the cheaper one, so the CUTLASS fc1 is the
  * slower.
  */
 Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 {
-	struct gpu_gemm_group grp[126];
+	struct gpu_gemm_group grp[128];
 	struct gpu_gemm_dtypes q = {.compute = DTYPE_NVFP4, .a_B = 0.5625,
 				     .b_B = 0.5625, .c_B = 2, .b_cold = 1,
 				     .min_tile_m = 128};
@@ -563,13 +563,13 @@ Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 	g.kernel_launch_s = g.kernel_launch_graph_s;
 	cr_assert_eq(g.cutlass_moe_tile_m[DTYPE_NVFP4], 128);
 	cr_assert_float_eq(c.r.rows, 512.0, 1e-9);
-	cr_assert_float_eq(c.r.active, 128 * (1 - exp(-4.0)), 1e-6);
-	for (i = 0; i < 126; i++)
-		grp[i] = (struct gpu_gemm_group){512.0 / 126, 1536, 2048};
+	cr_assert_float_eq(c.r.active, 128.0, 1e-9);
+	for (i = 0; i < 128; i++)
+		grp[i] = (struct gpu_gemm_group){4, 1536, 2048};
 	cut = op_time_s(&c, "expert_gate_up");
-	want128 = gpu_grouped_gemm_q(&g, &q, grp, 126).time_s;
+	want128 = gpu_grouped_gemm_q(&g, &q, grp, 128).time_s;
 	q.min_tile_m = 0;
-	want0 = gpu_grouped_gemm_q(&g, &q, grp, 126).time_s;
+	want0 = gpu_grouped_gemm_q(&g, &q, grp, 128).time_s;
 	moe_case_release(&c);
 
 	moe_case(&c, "sglang", 64, NULL, 0);
