@@ -170,6 +170,20 @@ Test(exec, reserve_is_a_hint)
 	prog_free(p);
 }
 
+/* Three tasks reserved (6 edges of 8 bytes = 48 bytes = 3 states of
+ * 16): a on rank 0, b then c on rank 1, both after a. */
+static void reserved_three(struct prog *p, task_id *b, task_id *c)
+{
+	task_id a;
+
+	prog_reserve(p, 3, 0);
+	a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
+	*b = ex_task(p, 1, 0, 2, "b", TASK_COMPUTE);
+	*c = ex_task(p, 1, 0, 4, "c", TASK_COMPUTE);
+	prog_dep(p, a, *b);
+	prog_dep(p, a, *c);
+}
+
 /* The run's task states go in the edge array the build used (its pages
  * already touched), cleared; when it is too small they are a block of
  * their own. Either way the times are the same. */
@@ -178,16 +192,10 @@ Test(exec, states_reuse_the_edge_array)
 	struct prog *p = prog_new(2, 1), *q = prog_new(2, 1);
 	struct mock m = ex_mock_new(0, 1e12);
 	struct exec_result r;
-	task_id a, b, c, d;
+	task_id b, c, d;
 	void *edges;
 
-	/* 3 tasks reserved: 6 edges of 8 bytes = 48 bytes = 3 states of 16. */
-	prog_reserve(p, 3, 0);
-	a = ex_task(p, 0, 0, 1, "a", TASK_COMPUTE);
-	b = ex_task(p, 1, 0, 2, "b", TASK_COMPUTE);
-	c = ex_task(p, 1, 0, 4, "c", TASK_COMPUTE);
-	prog_dep(p, a, b);
-	prog_dep(p, a, c);
+	reserved_three(p, &b, &c);
 	edges = p->edge;
 	r = ex_run(p, &m);
 	cr_assert_eq((void *)p->state, edges);
@@ -198,13 +206,8 @@ Test(exec, states_reuse_the_edge_array)
 	cr_assert_eq(ex_ns(r.step_s), 7000);
 	cr_assert_null(p->spare);
 	/* A fourth task: 64 bytes of states, more than the 48: not there. */
-	prog_reserve(q, 3, 0);
-	a = ex_task(q, 0, 0, 1, "a", TASK_COMPUTE);
-	b = ex_task(q, 1, 0, 2, "b", TASK_COMPUTE);
-	c = ex_task(q, 1, 0, 4, "c", TASK_COMPUTE);
+	reserved_three(q, &b, &c);
 	d = ex_task(q, 0, 0, 1, "d", TASK_COMPUTE);
-	prog_dep(q, a, b);
-	prog_dep(q, a, c);
 	edges = q->edge;
 	r = ex_run(q, &m);
 	cr_assert_neq((void *)q->state, edges);
