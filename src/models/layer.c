@@ -243,8 +243,8 @@ void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
  * post-backward hook take; pytorch/pytorch 01caf79e torch/distributed/
  * fsdp/_flat_param.py _get_unflat_views_unaligned and the _tensors note,
  * d5913d4b torch/csrc/autograd/FunctionsManual.cpp
- * split_with_sizes_backward), the unsharded gradient cast to the reduce dtype (read P W, write
- * P G), its pre-division (read and write P G) before the reduce-scatter,
+ * split_with_sizes_backward), the unsharded gradient cast to the reduce
+ * dtype (read P W, write P G), its pre-division (read and write P G) before the reduce-scatter,
  * and on the shard of S = P / N parameters the post-division (read and
  * write S G), the addition into the saved sharded gradient on all but a
  * step's first microbatch (read 2 S G, write S G, weighted by that
