@@ -181,7 +181,7 @@ int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
 {
 	int64_t n = sched_actions(m, vpp), i;
 	struct sched_action *acts = mem_alloc((size_t)n * sizeof(*acts));
-	int32_t *live = mem_calloc((size_t)vpp, sizeof(*live));
+	int32_t *live = mem_calloc((size_t)vpp, sizeof(*live)), *shrunk;
 
 	memset(l, 0, sizeof(*l));
 	l->vpp = vpp;
@@ -208,6 +208,13 @@ int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
 	mem_free(acts);
 	mem_free(live);
 	keep_maximal(l);
+	/* The block shrunk to the vectors kept (a few of the m vpp + 1 it
+	 * had room for): the planner keeps every (schedule, pp, vpp, m)'s
+	 * vectors, and the freed tail is where the next block is built,
+	 * on pages already touched. Shrinking cannot fail to keep them. */
+	if ((shrunk = mem_realloc(l->count, (size_t)(l->n > 0 ? l->n : 1) *
+					    (size_t)vpp * sizeof(*l->count))))
+		l->count = shrunk;
 	return 0;
 }
 

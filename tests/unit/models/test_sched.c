@@ -2,6 +2,9 @@
  * test_sched.c - pipeline schedules as action lists.
  */
 #include <criterion/criterion.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "models/sched.h"
 #include "config/spec_job.h"
@@ -230,4 +233,23 @@ Test(sched, live_vectors_match_the_walk)
 					   "%g != %g", k, (long long)r, got, want);
 			sched_live_release(&l);
 		}
+}
+
+Test(sched, live_vectors_kept_in_a_block_of_their_size)
+{
+	/* 1F1B, p 4, m 512, rank 0: one vector of one count kept (4, as
+	 * above), in a block built with room for m vpp + 1 = 513 vectors,
+	 * 2,052 B. The planner keeps thousands of these sets, so the block
+	 * is shrunk to the vector kept: 4 B, which glibc serves from its
+	 * smallest chunk (24 usable bytes on 64-bit), far below 2,052. */
+	struct sched_live l;
+
+	cr_assert_eq(sched_live_init(&l, SCHED_1F1B, 4, 1, 512, 0, 0), 0);
+	cr_assert_eq(l.n, 1);
+	cr_assert_eq(l.count[0], 4);
+#ifdef __GLIBC__
+	cr_assert_lt(malloc_usable_size(l.count), 64, "%zu usable bytes",
+		     malloc_usable_size(l.count));
+#endif
+	sched_live_release(&l);
 }
