@@ -383,6 +383,13 @@ static const struct schema_field gpu_fields[] = {
 		  "kernel reaches when it writes the column-wise layout "
 		  "(both layouts, or that one alone; a row-wise-only cast "
 		  "streams)" },
+	{ .key = "fp8_block_gemm_rate", .type = ST_NUM,
+	  .offset = OFF(fp8_block_gemm_rate), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the fp8 GEMM math rate a GEMM on block-scaled "
+		  "fp8 operands (training.fp8_scaling block: 1x128 and "
+		  "128x128 scales, each 128-deep k block's partial sums "
+		  "rescaled in fp32) reaches" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -10,6 +10,16 @@
  * (the roofline of its fused epilogue). The block's model FLOPs count its forward and
  * backward passes by layer_kern_model_flops (no recomputation); its
  * executed FLOPs are what the GPU model says each kernel executes.
+ *
+ * Block-scaled fp8 (Transformer Engine's Float8BlockScaling: 1x128
+ * activation and gradient scales, 128x128 weight scales) on Hopper runs
+ * cuBLASLt's VEC128 / BLK128x128 scale modes, whose main loop rescales
+ * each 128-deep k block's partial sums in fp32 before accumulating them;
+ * such a GEMM's math runs at the GPU's fp8_block_gemm_rate of the fp8
+ * rate (configs/gpus: its source), its memory traffic as per-tensor
+ * fp8's:
+ *
+ *     R_block = fp8_block_gemm_rate x R(fp8)
  */
 #include "block.h"
 
@@ -183,10 +193,37 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	return bo->name ? 0 : -1;
 }
 
+double block_lowp_rate(const struct job_spec *j)
+{
+	if (j->training.dtype != DTYPE_FP8 ||
+	    j->training.fp8_scaling != FP8_BLOCK || !j->system ||
+	    !j->system->gpu)
+		return 1;
+	return j->system->gpu->fp8_block_gemm_rate;
+}
+
+/* g with gemm_lowp's GEMM efficiency times dt->lowp_rate, in *low, for
+ * the low-precision GEMMs; g itself when the rate is all of it. */
+static const struct gpu_spec *lowp_gpu(const struct gpu_spec *g,
+				       const struct block_dtypes *dt,
+				       struct gpu_spec *low)
+{
+	double r = dt->lowp_rate;
+
+	if (!(r > 0) || r >= 1 || dt->gemm_lowp < 0 ||
+	    dt->gemm_lowp >= DTYPE_COUNT)
+		return g;
+	*low = *g;
+	low->gemm_efficiency_dtype[dt->gemm_lowp] *= r;
+	return low;
+}
+
 int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p)
 {
+	struct gpu_spec low;
+	const struct gpu_spec *gl = lowp_gpu(g, dt, &low);
 	int i;
 
 	b->n = o->n;
@@ -194,7 +231,9 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];
 
-		if (cost_op(&b->op[i], op, g, dt, p) != 0)
+		if (cost_op(&b->op[i], op, op->k.lowp &&
+			    (op->k.kind == KERN_GEMM ||
+			     op->k.kind == KERN_GROUPED) ? gl : g, dt, p) != 0)
 			return -1;
 		b->time_s += b->op[i].time_s;
 		if (b->op[i].mem_bound)

@@ -55,7 +55,17 @@ struct block {
 struct block_dtypes {
 	enum dtype gemm_lowp;	/* linear layers when the job is fp8/MX */
 	enum dtype base;	/* 16-bit (or fp32) kernels */
+	double lowp_rate;	/* fraction of gemm_lowp's GEMM math rate
+				 * the low-precision GEMMs reach (block-
+				 * scaled fp8: block_lowp_rate); 0 or 1 =
+				 * all of it */
 };
+
+struct job_spec;
+
+/* The lowp_rate of j's low-precision GEMMs: the GPU's
+ * fp8_block_gemm_rate under fp8 block scaling, else 1. */
+double block_lowp_rate(const struct job_spec *j);
 
 /* Cost o's kernels on g into b; recomputed ops are named
  * "recompute <name>" (interned in p; with p NULL they keep their base

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "models/block.h"
 #include "models/footprint.h"
 #include "models/layer.h"
 #include "models/layer_impl.h"
@@ -431,4 +432,53 @@ Test(layer, fp8_sp_gathers_rowwise_and_transposes_the_gathered)
 	f.job.training.dtype = DTYPE_MXFP8;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.fp8_rowwise_ag, 0);
+}
+
+/* The time block.c gives the forward op named name of f's layer, its
+ * low-precision GEMMs at lowp_rate of the fp8 rate. */
+static double costed_fwd(struct fixture *f, const char *name,
+			 double lowp_rate)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_FP8, DTYPE_BF16, lowp_rate };
+	struct layer_dims d;
+	struct layer_ops o;
+	int i;
+
+	layer_dims_from_job(&f->job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_eq(block_cost(&b, &o, &f->gpu, &dt, NULL), 0);
+	i = fixture_op_index(&o, name);
+	cr_assert_geq(i, 0, "no op %s", name);
+	return b.op[i].time_s;
+}
+
+Test(layer, fp8_block_scaled_gemms_run_at_the_gpus_block_rate)
+{
+	struct fixture f;
+	/* GPT layer, tp 1: T = 4096 tokens, h 1024, f 4096 (ungated). fc1
+	 * is F = 2 T f h = 34359738368 FLOP; the fixture GPU has no tiles,
+	 * so a GEMM is the roofline t_launch + max(F / R, W / B). fp8: R =
+	 * 1978.9 TFLOP/s x 0.8 = 1583.12 TFLOP/s, F / R = 21.70 us, against
+	 * W = T h + h f (fp8) + T f 2 (bf16 out) = 41943040 B at 3.35 TB/s x
+	 * 0.88, 14.2 us: compute-bound, t = 4 us + 21.70 us. At a block rate
+	 * of 0.5 the math takes twice as long, 4 us + 43.41 us. The
+	 * attention runs in bf16 and does not move. */
+	double F = 2.0 * 4096 * 4096 * 1024, R = 1978.9e12 * 0.8;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	f.gpu.fp8_block_gemm_rate = 0.5;
+	fixture_assert_close(costed_fwd(&f, "fc1", 1), 4e-6 + F / R);
+	fixture_assert_close(costed_fwd(&f, "fc1", 0.5), 4e-6 + F / (R / 2));
+	fixture_assert_close(costed_fwd(&f, "attn", 0.5),
+			     costed_fwd(&f, "attn", 1));
+	/* the job's rate: the GPU's under block scaling, else all of it */
+	fixture_assert_close(block_lowp_rate(&f.job), 0.5);
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	fixture_assert_close(block_lowp_rate(&f.job), 1);
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	f.job.training.dtype = DTYPE_BF16;
+	fixture_assert_close(block_lowp_rate(&f.job), 1);
 }
