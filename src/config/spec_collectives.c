@@ -22,6 +22,7 @@
  *       hop_net:      {...}
  *       max_bytes: 16 MiB                    (optional)
  *       proto_max_bytes: {ll: 524287 B}      (optional, per protocol)
+ *       channel_min_bytes: {ll: 2048 B}      (optional, per protocol)
  *       pipeline:                            (optional, per protocol)
  *         simple: {chunk: 2 MiB, slices: 2, sync: 3.7 us}
  *     nvls:
@@ -104,6 +105,24 @@ static const struct schema pbytes_schema = {
 	.size = sizeof(struct coll_proto_bytes),
 	.fields = pbytes_fields,
 	.nfields = SCHEMA_COUNT(pbytes_fields),
+};
+
+#define CBYTES(p, k) { .key = k, .type = ST_BYTES, \
+	.offset = offsetof(struct coll_proto_bytes, b) + (p) * sizeof(double), \
+	.def = "0 B", .max = 1e15, .help = k " protocol; 0 = every channel" }
+
+static const struct schema_field cbytes_fields[] = {
+	CBYTES(PROTO_LL, "ll"),
+	CBYTES(PROTO_LL128, "ll128"),
+	CBYTES(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema cbytes_schema = {
+	.kind = "collectives.algorithm.channel_min_bytes",
+	.help = "one size per protocol",
+	.size = sizeof(struct coll_proto_bytes),
+	.fields = cbytes_fields,
+	.nfields = SCHEMA_COUNT(cbytes_fields),
 };
 
 #define SIZEPCT(p, k) { .key = k, .type = ST_INT_LIST, \
@@ -312,6 +331,16 @@ static const struct schema_field algo_fields[] = {
 	  .max = 1e7,
 	  .help = "fewest nodes a group spans for select_size_pct to apply "
 		  "(RCCL: 2 for rings, 1 for trees)" },
+	{ .key = "channel_min_bytes", .type = ST_SECTION,
+	  .offset = AOFF(channel_min_B), .sub = &cbytes_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "rings and trees, per protocol: bytes of the collective per "
+		  "channel below which the kernel runs one channel fewer "
+		  "(NCCL/RCCL getChannnelThreadInfo: nthreads x threadThreshold), "
+		  "so a small collective runs floor(bytes / this) channels (at "
+		  "least 1) and the protocol's bus-bandwidth caps, which describe "
+		  "every channel, scale by that share; not in the library's "
+		  "choice (0 = every channel)" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },

@@ -126,6 +126,9 @@ struct coll_algo_spec {
 						 * entry beyond (RCCL's tree/ring
 						 * CorrectionFactor x 100); none = 100 */
 	int64_t select_size_min_nodes;		/* select_size_pct applies from this many nodes */
+	struct coll_proto_bytes channel_min_B;	/* B, per protocol: bytes a channel must have
+						 * before the kernel runs one more (nthreads x
+						 * threadThreshold); 0 = every channel always */
 };
 
 struct coll_proto_spec {

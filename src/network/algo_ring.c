@@ -233,6 +233,10 @@ static int channels(struct algo_ctx *x, struct plan *p, int tree,
 	}
 	if (pipe)
 		pipe(x, ch.K);
+	/* A small collective runs fewer channels than the plan's flows
+	 * (pipe.h: pipe_chan_share); the run scales the caps by that. */
+	x->pipe.chan_K = ch.K;
+	x->pipe.chan_min_B = x->as->channel_min_B.b[x->proto];
 	algo_close_phase_lat(x, p, lat);
 	rc = 0;
 out:

@@ -241,7 +241,8 @@ static void start_flows(struct sim *sim, void *arg)
 		if (flow_start(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
 			       f->volume_B * vol,
-			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps),
+			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps,
+					      r->size_B),
 			       r->rec ? flow_done_rec : flow_done,
 			       r->rec ? (void *)&r->rec->rf[ph->first + i]
 				      : (void *)r) != 0)
@@ -506,7 +507,8 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 		st = state_at(tr, i, dt);
 		if (flow_adopt(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
-			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps),
+			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps,
+					      r->size_B),
 			       flow_done, r, st->left_B, st->rate_Bps,
 			       r->t0 + st->t_ns, r->t0 + tr->end_ns[i]) != 0) {
 			r->pending--;

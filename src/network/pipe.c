@@ -37,6 +37,12 @@
  *         where the library's per-channel model is too kind, e.g. LL128
  *         on A100) bounds every flow as the library's own caps do:
  *             rate <= V / (f S / B_sustained)   (f: busbw factor)
+ *   chans a collective of S bytes below K m runs nc = max(1, floor(S / m))
+ *         of the K channels the flows stand for (m: bytes per channel,
+ *         NCCL/RCCL getChannnelThreadInfo's nthreads x threadThreshold);
+ *         the caps above (and the library's max_busbw bound) describe all
+ *         K, so a flow's bound scales by nc / K. Without a cap the links
+ *         alone pace the flows and fewer channels change nothing here.
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -118,15 +124,27 @@ double pipe_sync_s(const struct pipe *pp, double size_B)
 	return pipe_loops(pp, size_B) * pp->sync_s;
 }
 
-double pipe_bound_Bps(const struct pipe *pp, double volume_B,
-		      double bound_Bps)
+double pipe_chan_share(const struct pipe *pp, double size_B)
 {
-	double b;
+	double nc;
+
+	if (!(pp->chan_min_B > 0) || !(pp->chan_K > 1) || !(size_B > 0))
+		return 1;
+	nc = floor(size_B / pp->chan_min_B);
+	if (nc < 1)
+		nc = 1;
+	return nc < pp->chan_K ? nc / pp->chan_K : 1;
+}
+
+double pipe_bound_Bps(const struct pipe *pp, double volume_B,
+		      double bound_Bps, double size_B)
+{
+	double b, share = pipe_chan_share(pp, size_B);
 
 	if (!(pp->t_min_s > 0))
-		return bound_Bps;
+		return bound_Bps * share;
 	b = volume_B / pp->t_min_s;
-	return bound_Bps > 0 && bound_Bps < b ? bound_Bps : b;
+	return (bound_Bps > 0 && bound_Bps < b ? bound_Bps : b) * share;
 }
 
 double pipe_volume_factor(const struct pipe *pp, double size_B)

@@ -37,6 +37,8 @@ struct pipe {
 	double sync_s;			/* s, a channel's idle time per loop */
 	double fill;			/* loops of data the pipeline takes to fill */
 	double t_min_s;			/* s per plan byte: the kernels' sustained-bandwidth floor; 0 = none */
+	double chan_K;			/* channels the phase's flows stand for */
+	double chan_min_B;		/* B of the collective per channel before one more runs; 0 = all run */
 };
 
 /*
@@ -59,9 +61,14 @@ double pipe_sync_s(const struct pipe *pp, double size_B);
 /* The factor (>= 1) on the phase's volumes: the fill's extra bytes. */
 double pipe_volume_factor(const struct pipe *pp, double size_B);
 
+/* The share (0, 1] of the phase's channels the kernel runs for size_B:
+ * floor(size_B / chan_min_B) of chan_K, at least one (1 without data). */
+double pipe_chan_share(const struct pipe *pp, double size_B);
+
 /* The rate (B/s) a flow of volume_B plan bytes may reach under the
- * kernels' sustained bandwidth (min with bound_Bps; 0 = no bound). */
+ * kernels' sustained bandwidth (min with bound_Bps; 0 = no bound), both
+ * scaled by the share of channels that run for size_B. */
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
-		      double bound_Bps);
+		      double bound_Bps, double size_B);
 
 #endif

@@ -142,10 +142,10 @@ Test(pipe, sustained_bound_is_the_smaller)
 
 	/* A flow of 1 plan byte per 2 ns: at most 0.5 GB/s; against a
 	 * library bound of 0.1 GB/s the smaller holds; no bound: 0.5. */
-	EQ_REL(pipe_bound_Bps(&pp, 1, 0), 0.5e9, 1e-12);
-	EQ_REL(pipe_bound_Bps(&pp, 1, 0.1e9), 0.1e9, 1e-12);
-	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9), 0.5e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 1), 0.5e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0.1e9, 1), 0.1e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9, 1), 0.5e9, 1e-12);
 	pp.t_min_s = 0;
 	/* None: the library's bound stands. */
-	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9), 1e9, 0);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9, 1), 1e9, 0);
 }

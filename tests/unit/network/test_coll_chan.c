@@ -1,0 +1,94 @@
+/*
+ * test_coll_chan.c - the channels a small collective runs
+ * (channel_min_bytes, pipe.h pipe_chan_share): NCCL/RCCL drop a channel
+ * while bytes < channels x threads x threadThreshold, and the protocol's
+ * bus-bandwidth caps, which describe every channel, scale by the share
+ * that runs.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "base/diag.h"
+#include "fixtures.h"
+#include "network/net.h"
+#include "network/pipe.h"
+
+#define EQ_REL(a, b, rel) cr_assert_float_eq((a), (b), fabs((double)(b)) * (rel) + 2e-12, \
+	"%s = %.9g, expected %.9g", #a, (double)(a), (double)(b))
+
+static uint32_t ids[16] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+};
+
+/* A 16-GPU all-reduce of bytes on tree/LL; its time in seconds. */
+static double tree_ll(const struct fx *f, double bytes)
+{
+	struct diag d;
+	struct net *n;
+	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, 16, NULL, ALGO_TREE,
+			       -1, 1, 0, NULL };
+	struct net_coll_result out;
+
+	diag_init(&d, NULL);
+	n = net_new(&f->sys, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
+	net_free(n);
+	cr_assert_str_eq(out.algorithm, "tree");
+	cr_assert_str_eq(out.protocol, "ll");
+	return out.time_s;
+}
+
+Test(pipe, channel_share_is_floor_of_bytes_per_channel)
+{
+	struct pipe pp = { .chan_K = 56, .chan_min_B = 2048 };
+
+	/* nc = floor(S / 2048), at least 1, at most 56: 1 KiB and 2 KiB run
+	 * one channel, 4 KiB two, 8191 B three, 112 KiB and more all 56. */
+	EQ_REL(pipe_chan_share(&pp, 1024), 1.0 / 56, 1e-12);
+	EQ_REL(pipe_chan_share(&pp, 2048), 1.0 / 56, 1e-12);
+	EQ_REL(pipe_chan_share(&pp, 4096), 2.0 / 56, 1e-12);
+	EQ_REL(pipe_chan_share(&pp, 8191), 3.0 / 56, 1e-12);
+	EQ_REL(pipe_chan_share(&pp, 114688), 1, 0);
+	EQ_REL(pipe_chan_share(&pp, 1e9), 1, 0);
+	/* The bounds scale by it: a 1 GB/s library bound at 4 KiB is 2/56. */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9, 4096), 1e9 * 2 / 56, 1e-12);
+	/* No threshold, or no size: every channel. */
+	pp.chan_min_B = 0;
+	EQ_REL(pipe_chan_share(&pp, 1024), 1, 0);
+	pp.chan_min_B = 2048;
+	EQ_REL(pipe_chan_share(&pp, 0), 1, 0);
+}
+
+Test(net_coll, small_tree_ll_runs_fewer_channels_under_its_cap)
+{
+	struct fx f;
+	struct coll_algo_spec *tree;
+	double off_1k, off_8k, off_1m;
+
+	/* 2 nodes x 8 on fx_mesh: a tree runs 56 channels (7 cycles x 8
+	 * rails, already even for the two trees). LL only, half the line's
+	 * bytes, capped at 22.5 GB/s busbw on 2 nodes; latencies 0. */
+	fx_mesh(&f, 2);
+	tree = &f.lib.algo[ALGO_TREE];
+	tree->protocols.on[PROTO_SIMPLE] = 0;
+	tree->protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	f.lib.proto[PROTO_LL].max_busbw_Bps[SCALE_2NODES] = 22.5e9;
+	off_1k = tree_ll(&f, 1024);
+	off_8k = tree_ll(&f, 8192);
+	off_1m = tree_ll(&f, 1048576);
+	/* Every channel: the cap binds, T = 1.875 n / 22.5 GB/s (8 KiB:
+	 * 0.6827 us), the links (50 GB/s NICs, 64 GB/s xGMI) far from it. */
+	EQ_REL(off_8k, 1.875 * 8192 / 22.5e9, 2e-3);	/* ns clock */
+	/* 2 KiB per channel: 8 KiB runs 4 of the 56, so the cap is 4/56 of
+	 * itself: 14 x 0.6827 = 9.557 us; 1 KiB runs one channel: 56 x
+	 * 1.875 x 1024 / 22.5 GB/s = 4.779 us; 1 MiB runs all 56 (512
+	 * would fit): unchanged. */
+	tree->channel_min_B.b[PROTO_LL] = 2048;
+	EQ_REL(tree_ll(&f, 8192), 14 * off_8k, 2e-3);
+	EQ_REL(tree_ll(&f, 8192), 1.875 * 8192 * 14 / 22.5e9, 2e-3);
+	EQ_REL(tree_ll(&f, 1024), 56 * 1.875 * 1024 / 22.5e9, 2e-3);
+	cr_assert_gt(tree_ll(&f, 1024), 50 * off_1k);
+	EQ_REL(tree_ll(&f, 1048576), off_1m, 1e-9);
+}
