@@ -70,6 +70,12 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
 	  .help = "share of the scale-out links' sustained rate the kernels "
 		  "reach" },
+	{ .key = "busy_rate", .type = ST_NUM, .offset = EOFF(busy_rate),
+	  .def = "1", .min = 0.01, .max = 1,
+	  .help = "rate at which its dispatch/combine kernels progress while "
+		  "a compute kernel runs on their GPU (1: unaffected; the "
+		  "call is stretched by the work it lost), and the share of "
+		  "its SMs it keeps from that compute" },
 	{ .key = "setup", .type = ST_TIME, .offset = EOFF(setup_s), .def = "0 us",
 	  .max = 1,
 	  .help = "time per call before data moves (launch, notify, barrier)" },

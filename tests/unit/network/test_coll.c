@@ -37,7 +37,7 @@ static int try_time(const struct system_spec *s, const struct run *r,
 	struct diag d;
 	struct net *n;
 	struct coll_desc c = { r->op, r->bytes, r->gpus ? r->gpus : ids, r->n,
-			       r->a2a, r->algo, -1, r->replicas, 0, NULL };
+			       r->a2a, r->algo, -1, r->replicas, 0, NULL, 0 };
 	int rc;
 
 	diag_init(&d, NULL);
