@@ -16,8 +16,9 @@
  *
  * Worked example: D = 10 us, x = 0.5, a GEMM runs on one member from
  * 2 us to 6 us after the start. w = 4 us x 0.5 = 2 us at the backend's
- * 10 us; no compute then, so it ends at 12 us (a 14 us GEMM instead: it
- * still runs at 10 us, the 2 us left take 4 us, end at 14 us).
+ * 10 us; no compute then, so it ends at 12 us. (A GEMM from 2 to 12 us
+ * instead: 4 us lost at 10 us, then 2 us at 0.5 do 1 us of it and the
+ * other 3 us run at full speed: ends at 15 us.)
  *
  * The fabric does not see the stretch (the flows finished at the
  * backend's time): a slower collective does not hold its links longer
