@@ -133,7 +133,7 @@ void exec_crate_slow(struct run *r, uint32_t rank, int on)
 		return;
 	cr = &r->crank[rank];
 	if (on ? cr->nslow++ > 0 : --cr->nslow > 0)
-		return;		/* the rank's busy state did not change */
+		return;		/* its busy state did not change */
 	for (i = 0; i < cr->n; i++) {
 		uint32_t k = cr->k[i];
 		struct crate_coll *c = &r->crate[k];

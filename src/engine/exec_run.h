@@ -41,14 +41,15 @@ struct rank_load {
 /* Comm-side interference (exec_crate.c): a collective whose descriptor
  * has busy_rate in (0, 1), while it runs. */
 struct crate_coll {
-	double lost_ns;		/* work lost to compute so far (ns at full
-				 * speed), as of since; once the backend is
-				 * done, the work still to do */
+	double lost_ns;		/* work lost to compute so far (ns at
+				 * full speed), as of since; once the
+				 * backend is done, the work still to do */
 	units_ns_t since;	/* ns, run time lost_ns was last brought up */
 	sim_id ev;		/* end event once the backend is done */
 	uint32_t nbusy;		/* members whose rank runs compute now */
 	uint8_t on;		/* running under the model */
-	uint8_t ext;		/* the backend is done: running out lost_ns */
+	uint8_t ext;		/* the backend is done: running out
+				 * lost_ns */
 };
 
 /* Per rank, for the comm-side interference: its running compute tasks
