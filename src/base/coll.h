@@ -95,6 +95,11 @@ struct coll_desc {
 				 * executor slows compute on member ranks by
 				 * it (exec.h) */
 	const struct coll_path *path;	/* NULL: the collective library */
+	double busy_rate;	/* rate at which the collective's kernels
+				 * progress while compute runs on a member
+				 * rank, in (0, 1); 0 or 1 = unaffected (the
+				 * executor stretches the collective by the
+				 * work it lost, exec.h) */
 };
 
 /* Entries of a matrix coll_matrix_hash reads at most (plus the last). */

@@ -70,6 +70,17 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
 	  .help = "share of the scale-out links' sustained rate the kernels "
 		  "reach" },
+	{ .key = "busy_rate", .type = ST_NUM, .offset = EOFF(busy_rate),
+	  .def = "1", .min = 0.01, .max = 1,
+	  .help = "rate at which its dispatch/combine kernels progress while "
+		  "a compute kernel runs on their GPU (1: unaffected; the "
+		  "call is stretched by the work it lost)" },
+	{ .key = "busy_compute_share", .type = ST_NUM,
+	  .offset = EOFF(busy_compute_share), .def = "1", .min = 0, .max = 1,
+	  .help = "with busy_rate below 1: share of its kernels' SM share the "
+		  "compute beside them still loses (1: all, as without "
+		  "busy_rate; 0: the compute keeps full speed and the kernels "
+		  "take what it leaves)" },
 	{ .key = "setup", .type = ST_TIME, .offset = EOFF(setup_s), .def = "0 us",
 	  .max = 1,
 	  .help = "time per call before data moves (launch, notify, barrier)" },

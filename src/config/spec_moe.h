@@ -96,6 +96,10 @@ struct ep_comm_spec {
 	double fp8_scale_B;		/* B per fp8 scale (fp32: 4) */
 	double scale_up_eff;		/* share of scale-up's sustained rate */
 	double scale_out_eff;		/* share of scale-out's sustained rate */
+	double busy_rate;		/* rate its kernels progress at while
+					 * compute runs on their GPU, (0, 1] */
+	double busy_compute_share;	/* with busy_rate < 1: share of their
+					 * SM share that compute still loses */
 	double setup_s;			/* s per call before data moves (launch,
 					 * layout notify, barrier) */
 	double hop_scale_up_s;		/* s, latency of a scale-up transfer */

@@ -39,6 +39,11 @@
  * a GEMM's waves spread over the rest, and wait when none is left). A task's end is rescheduled when
  * S changes, so its duration is its work at full speed stretched by the
  * communication it overlapped. With every sm_share 0 nothing changes.
+ * The other way round (exec_crate.c): a collective whose descriptor has
+ * busy_rate x in (0, 1) progresses at x while a compute or optimizer task
+ * runs on any member rank; after the backend is done it stays running
+ * until it has run out the work it lost. With every busy_rate 0 or 1
+ * nothing changes.
  *
  * Programs are built by src/models; ranks here are simulated ranks (with
  * symmetric replication one simulated rank may stand for many GPUs; the

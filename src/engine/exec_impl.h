@@ -75,7 +75,8 @@ struct pcoll {
 /* When a collective ran, relative to the start of the run. */
 struct pcoll_time {
 	units_ns_t start_ns;	/* ns, rendezvous: last member arrived */
-	units_ns_t end_ns;	/* ns, the backend called done */
+	units_ns_t end_ns;	/* ns, the backend called done (plus the work
+				 * lost to compute, exec_crate.c) */
 };
 
 /* An open-addressing table of entry indexes, for interning (entries live

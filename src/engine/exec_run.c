@@ -54,10 +54,7 @@
 /* The run collective cr belongs to (the backend's token is cr). */
 static struct run *run_of(const struct coll_run *cr)
 {
-	const struct coll_run *first = cr - cr->k;
-
-	return ((const struct coll_runs *)(const void *)((const char *)first -
-		offsetof(struct coll_runs, c)))->run;
+	return exec_run_of(cr);
 }
 
 
@@ -260,6 +257,7 @@ static void slow_bit(struct run *r, const struct lane_run *l, int on)
 	uint32_t s = lane_stream(r->p, lane);
 	uint64_t *bits = &r->load[lane_rank(r->p, lane)].slow;
 
+	exec_crate_slow(r, lane_rank(r->p, lane), on);
 	if (s >= 64)
 		return;
 	if (on)
@@ -451,6 +449,7 @@ static void coll_go(struct run *r, struct coll_run *cr)
 	cr->state = 1;
 	p->coll_time[cr->k].start_ns = r->now;
 	coll_load(r, &p->colls[cr->k], 1);
+	exec_crate_start(r, cr->k);
 	if (r->desc_memo)
 		r->ops->start_memo(r->ctx, coll_desc_of(p, cr->k),
 				   &r->desc_memo[p->colls[cr->k].desc],
@@ -653,13 +652,22 @@ static void coll_done(void *token)
 {
 	struct coll_run *cr = token;
 	struct run *r = run_of(cr);
-	const struct pcoll *pc = &r->p->colls[cr->k];
-	uint32_t i;
 
 	if (cr->state != 1)
 		BUG("comm backend: done called for a collective not running");
-	cr->state = 2;
 	tick(r);
+	if (exec_crate_done(r, cr->k))
+		return;		/* lost work to run out (exec_crate.c) */
+	exec_coll_finish(r, cr->k);
+}
+
+void exec_coll_finish(struct run *r, uint32_t k)
+{
+	struct coll_run *cr = &r->colls[k];
+	const struct pcoll *pc = &r->p->colls[k];
+	uint32_t i;
+
+	cr->state = 2;
 	r->p->coll_time[cr->k].end_ns = r->now;
 	coll_load(r, pc, 0);
 	if (r->jit.on)

@@ -13,6 +13,8 @@
 
 #include "exec_impl.h"
 
+#include <stddef.h>
+
 struct run;
 
 struct lane_run {
@@ -36,6 +38,28 @@ struct rank_load {
 				 * task (streams past 63: always looked at) */
 };
 
+/* Comm-side interference (exec_crate.c): a collective whose descriptor
+ * has busy_rate in (0, 1), while it runs. */
+struct crate_coll {
+	double lost_ns;		/* work lost to compute so far (ns at
+				 * full speed), as of since; once the
+				 * backend is done, the work still to do */
+	units_ns_t since;	/* ns, run time lost_ns was last brought up */
+	sim_id ev;		/* end event once the backend is done */
+	uint32_t nbusy;		/* members whose rank runs compute now */
+	uint8_t on;		/* running under the model */
+	uint8_t ext;		/* the backend is done: running out
+				 * lost_ns */
+};
+
+/* Per rank, for the comm-side interference: its running compute tasks
+ * and the collectives under the model running on it. */
+struct crate_rank {
+	uint32_t nslow;		/* compute and optimizer tasks running */
+	uint32_t n, cap;	/* collectives in k[] */
+	uint32_t *k;
+};
+
 /* A collective during a run: 12 bytes; its run is found from its index
  * (the array sits in a struct coll_runs after the run's address). */
 struct coll_run {
@@ -48,6 +72,15 @@ struct coll_runs {
 	struct run *run;
 	struct coll_run c[];	/* per collective */
 };
+
+/* The run collective cr belongs to (a backend's token is cr). */
+static inline struct run *exec_run_of(const struct coll_run *cr)
+{
+	const struct coll_run *first = cr - cr->k;
+
+	return ((const struct coll_runs *)(const void *)((const char *)first -
+		offsetof(struct coll_runs, c)))->run;
+}
 
 /* A candidate cause of a collective's members. */
 struct cand {
@@ -84,6 +117,9 @@ struct run {
 	struct comm_memo *desc_memo;	/* per distinct descriptor, when the
 					 * backend takes one (comm.h) */
 	int jit_failed;			/* out of memory in the variability model */
+	struct crate_coll *crate;	/* per collective, when some descriptor
+					 * has a busy_rate (else NULL) */
+	struct crate_rank *crank;	/* per rank, likewise */
 };
 
 /* exec_setup.c: allocate the run's state and the program's result arrays
@@ -92,6 +128,24 @@ struct run {
 int exec_run_alloc(struct run *r, struct prog *p);
 void exec_run_free(struct run *r);
 void exec_run_init(struct run *r);
+
+/* exec_crate.c: the comm-side interference. exec_crate_alloc sets up
+ * r->crate and r->crank when a descriptor of the program has a busy_rate
+ * in (0, 1) (0 or -1); exec_crate_free releases them. exec_crate_slow:
+ * a compute or optimizer task starts (on = 1) or ends on rank.
+ * exec_crate_start: collective k starts. exec_crate_done: the backend is
+ * done with collective k: 1 if it still has lost work to run out (then
+ * an event calls exec_coll_finish(r, k) when that is done), 0 if it ends
+ * now. */
+int exec_crate_alloc(struct run *r);
+void exec_crate_free(struct run *r);
+void exec_crate_slow(struct run *r, uint32_t rank, int on);
+void exec_crate_start(struct run *r, uint32_t k);
+int exec_crate_done(struct run *r, uint32_t k);
+
+/* exec_run.c: collective k ends now on all its members (inside an engine
+ * event). */
+void exec_coll_finish(struct run *r, uint32_t k);
 
 /* exec_stall.c: the name of task t for messages ("'name' (category,
  * layer L, microbatch M) on rank R, stream S") into buf, and why tasks are

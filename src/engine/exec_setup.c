@@ -67,6 +67,8 @@ int exec_run_alloc(struct run *r, struct prog *p)
 	    !p->coll_time || !p->critical || !r->jit_ranks ||
 	    !r->compute_end || !r->group_key || !r->coll_late)
 		return -1;
+	if (exec_crate_alloc(r) != 0)
+		return -1;
 	return exec_jit_init(&r->jit, &p->jitter, p->nranks);
 }
 
@@ -82,6 +84,7 @@ void exec_run_free(struct run *r)
 	mem_free(r->group_key);
 	mem_free(r->coll_late);
 	mem_free(r->desc_memo);
+	exec_crate_free(r);
 	exec_jit_release(&r->jit);
 }
 

@@ -238,7 +238,7 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
 	       a->algo == b->algo && a->proto == b->proto &&
 	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
-	       a->path == b->path;
+	       a->busy_rate == b->busy_rate && a->path == b->path;
 }
 
 /* A word for the hash from a double's bits. */
@@ -261,7 +261,7 @@ uint32_t prog_intern_desc(struct prog *p, const struct coll_desc *c)
 	x ^= (uint64_t)c->op << 56 ^ (uint64_t)(uint32_t)c->algo << 40 ^
 	     (uint64_t)(uint32_t)c->proto << 24 ^ c->replicas ^
 	     (uint64_t)c->ngpus << 8 ^
-	     (uint64_t)(uintptr_t)c->path;
+	     (uint64_t)(uintptr_t)c->path ^ dbits(c->busy_rate) >> 5;
 	h = (uint32_t)mix_fmix64(x);
 	if (reserve(&p->desc_tab, &p->descs, sizeof(*p->descs)) != 0)
 		return UINT32_MAX;

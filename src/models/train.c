@@ -28,6 +28,7 @@
 #include "base/diag.h"
 #include "gpu/gpu.h"
 #include "ep.h"
+#include "ep_busy.h"
 #include "footprint.h"
 #include "route.h"
 #include "split.h"
@@ -91,6 +92,7 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 				     1 : t->ep_units / (double)t->gpu->compute_units;
 		else
 			c.sm_share = train_sm_share(t, op->coll, t->gpus, n, 0);
+		ep_busy(t->job->moe.dispatcher, &c);
 		return c;
 	}
 	c.sm_share = train_sm_share(t, op->coll, t->gpus, n,
