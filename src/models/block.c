@@ -21,16 +21,32 @@
 /* Local experts a grouped GEMM holds at most (Kimi-K2: 384 on one GPU). */
 #define GROUPED_MAX JOB_LOCAL_EXPERTS_MAX	/* the job layout refuses more */
 
-/* A GEMM whose result is added into a gradient buffer: the roofline with
- * the buffer's accum_B bytes added to the GEMM's own traffic. */
+/* A GEMM whose result is added into a gradient buffer (beta 1: D = C +
+ * A B with C = D the buffer). Its epilogue moves the buffer's accum_B
+ * bytes (read C, write D) in place of a plain GEMM's result store, so the
+ * GEMM is costed with those bytes per output element as its result width:
+ * gpu_gemm.c's wave model adds the epilogue's traffic after each wave's
+ * mainloop (t_e), as it does for a plain GEMM's store. The roofline of
+ * all its bytes stays a floor. */
 static struct gpu_cost accumulating_gemm(const struct kern *k,
 					 const struct gpu_spec *g,
 					 enum dtype dt)
 {
-	struct gpu_cost c = gpu_gemm(g, dt, k->m, k->n, k->k, k->batch);
-	double ws = c.bytes + k->accum_B;
-	double mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
+	struct gpu_cost c;
+	double ws, mem_s, elems = k->m * k->n * k->batch;
 
+	if (k->accum_B > 0 && elems > 0) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt), .c_B = k->accum_B / elems,
+		};
+		c = gpu_gemm_q(g, &q, k->m, k->n, k->k, k->batch);
+		ws = c.bytes;
+	} else {
+		c = gpu_gemm(g, dt, k->m, k->n, k->k, k->batch);
+		ws = c.bytes + k->accum_B;
+	}
+	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
 		c.time_s = g->kernel_launch_s + mem_s;
 		c.bound = GPU_BOUND_MEMORY;
