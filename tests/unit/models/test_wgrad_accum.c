@@ -93,3 +93,28 @@ Test(layer, fsdp_wgrads_accumulate_nothing)
 	cr_assert_eq(w->k.accum_B, 0);
 	cr_assert_null(fixture_op(&o, "main_grad_add"));
 }
+
+Test(layer, autograd_wgrads_accumulate_nothing_fused_or_not)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *w;
+	int fusion;
+
+	/* framework wgrad_autograd (plain PyTorch, FSDP2: no main_grad):
+	 * autograd's GEMM writes a fresh dW and AccumulateGrad takes it, so
+	 * whatever training.gradient_accumulation_fusion says, fc2's wgrad
+	 * carries no buffer bytes and no main_grad_add kernel follows. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.wgrad_autograd = 1;
+	for (fusion = 0; fusion < 2; fusion++) {
+		f.job.training.gradient_accumulation_fusion = fusion;
+		layer_dims_from_job(&f.job, &d);
+		layer_bwd(&d, NULL, LREC_NONE, &o);
+		w = fixture_op(&o, "fc2_wgrad");
+		cr_assert(w);
+		cr_assert_eq(w->k.accum_B, 0);
+		cr_assert_null(fixture_op(&o, "main_grad_add"));
+	}
+}
