@@ -56,12 +56,13 @@ static struct gpu_cost accumulating_gemm(const struct kern *k,
 }
 
 /* A grouped GEMM over the experts (rows in m or k), with the weight
- * gradients' accumulation as accumulating_gemm's. */
+ * gradients' accumulation as accumulating_gemm's: accum_B spread over
+ * the n experts' m x n outputs as the epilogue's bytes per element. */
 static struct gpu_cost grouped_gemm(const struct kern *k,
 				    const struct gpu_spec *g, enum dtype dt)
 {
 	struct gpu_gemm_group groups[GROUPED_MAX];
-	double each, ws, mem_s;
+	double each, ws, mem_s, acc_B = k->accum_B;
 	struct gpu_cost c;
 	int e, n = k->ngroups;
 
@@ -78,7 +79,17 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 		else
 			groups[e].k = r;
 	}
-	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	if (k->accum_B > 0 && n > 0 && k->m * k->n > 0) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt),
+			.c_B = k->accum_B / (n * k->m * k->n),
+		};
+		c = gpu_grouped_gemm_q(g, &q, groups, (size_t)n);
+		acc_B = 0;	/* in c.bytes, through the epilogue */
+	} else {
+		c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	}
 	/* per-expert kernels over streams: each stream's chain of launches
 	 * (moe.c stream_kernels) beyond the one the grouped cost holds, each
 	 * a GEMM kernel of its own with its set-up and drain
@@ -86,7 +97,7 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	if (k->launches > 1)
 		c.time_s += (k->launches - 1) *
 			    (g->kernel_launch_s + g->gemm_kernel_overhead_s);
-	ws = c.bytes + k->accum_B;
+	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
 		c.time_s = g->kernel_launch_s + mem_s;

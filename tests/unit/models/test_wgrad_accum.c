@@ -118,3 +118,37 @@ Test(layer, autograd_wgrads_accumulate_nothing_fused_or_not)
 		cr_assert_null(fixture_op(&o, "main_grad_add"));
 	}
 }
+
+Test(block, accumulating_grouped_wgrad_pays_its_epilogue_bytes)
+{
+	struct fixture f;
+	struct layer_ops o;
+	struct layer_op *op;
+	int64_t tm[] = { 128 }, tn[] = { 256 };
+	double m = 4096, n = 4096, k = 8192, plain, fused, extra;
+	static const double rows[] = { 8192, 8192 };
+
+	/* Two experts' wgrads in one grouped kernel (k = 8192 rows each), the GPU as in the dense test. Both have whole tiles,
+	 * so adding into an fp32 main_grad (accum_B = 2 x 2 m n 4) moves 6 B
+	 * more per output through the epilogue (gpu_grouped.c t_e):
+	 *     2 m n 6 / 2.948e12 = 68.30 us more than the plain kernel. */
+	fixture_gpt(&f, 1, 1024, 16, 128, 2048, 1, 8, 1, 1, 1);
+	f.gpu.gemm_tile_m.v = tm;
+	f.gpu.gemm_tile_n.v = tn;
+	f.gpu.gemm_tile_m.n = f.gpu.gemm_tile_n.n = 1;
+	f.gpu.gemm_tile_overhead_s = 0;
+	f.gpu.gemm_kernel_overhead_s = 0;
+	memset(&o, 0, sizeof(o));
+	op = lop_gemm(&o, "experts_wgrad", PASS_BWD, m, n, k, 0);
+	op->k.kind = KERN_GROUPED;
+	op->k.ngroups = 2;
+	op->k.group_dim = GROUP_K;
+	op->k.rows = rows;
+	plain = one_op_time(&o, &f.gpu);
+	op->k.accum_B = 2 * 2 * m * n * 4;
+	fused = one_op_time(&o, &f.gpu);
+	extra = 2 * m * n * 6 / (3.35e12 * 0.88);
+	cr_assert_float_eq(extra, 68.30e-6, 0.01e-6);
+	cr_assert_float_eq(fused - plain, extra, 1e-9,
+			   "fused %g s, plain %g s", fused, plain);
+}
