@@ -388,6 +388,13 @@ static const struct schema_field framework_fields[] = {
 	  .help = "without fused_cross_entropy: Megatron-Core's "
 		  "--cross-entropy-loss-fusion (its jit-fused functions: three "
 		  "kernels forward, one backward, two TP all-reduces)" },
+	{ .key = "wgrad_autograd", .type = ST_BOOL,
+	  .offset = FOFF(wgrad_autograd), .def = "false",
+	  .help = "no main_grad buffer: autograd's plain wgrad GEMM writes "
+		  "a fresh dW (beta 0) that AccumulateGrad or FSDP take, "
+		  "whatever training.gradient_accumulation_fusion says; "
+		  "false: Megatron DDP's main_grad, which the wgrad GEMM adds "
+		  "into (fusion) or an add kernel follows" },
 	{ .key = "embedding_grad_dense", .type = ST_BOOL,
 	  .offset = FOFF(embedding_grad_dense), .def = "false",
 	  .help = "the embedding's backward is PyTorch's embedding_dense_"

@@ -351,6 +351,8 @@ struct framework_spec {
 						 * router dtype only as output), backward in
 						 * the router dtype, fp32 as TF32 */
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
+	int wgrad_autograd;			/* no main_grad: autograd's fresh dW,
+						 * nothing accumulated by the wgrad */
 	int embedding_grad_dense;		/* the embedding backward is PyTorch's dense
 						 * gradient (zeroed [V/t, h], 16-bit), added
 						 * into main_grad by the DDP hook */

@@ -31,16 +31,32 @@
 /* Local experts a grouped GEMM holds at most (Kimi-K2: 384 on one GPU). */
 #define GROUPED_MAX JOB_LOCAL_EXPERTS_MAX	/* the job layout refuses more */
 
-/* A GEMM whose result is added into a gradient buffer: the roofline with
- * the buffer's accum_B bytes added to the GEMM's own traffic. */
+/* A GEMM whose result is added into a gradient buffer (beta 1: D = C +
+ * A B with C = D the buffer). Its epilogue moves the buffer's accum_B
+ * bytes (read C, write D) in place of a plain GEMM's result store, so the
+ * GEMM is costed with those bytes per output element as its result width:
+ * gpu_gemm.c's wave model adds the epilogue's traffic after each wave's
+ * mainloop (t_e), as it does for a plain GEMM's store. The roofline of
+ * all its bytes stays a floor. */
 static struct gpu_cost accumulating_gemm(const struct kern *k,
 					 const struct gpu_spec *g,
 					 enum dtype dt)
 {
-	struct gpu_cost c = gpu_gemm(g, dt, k->m, k->n, k->k, k->batch);
-	double ws = c.bytes + k->accum_B;
-	double mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
+	struct gpu_cost c;
+	double ws, mem_s, elems = k->m * k->n * k->batch;
 
+	if (k->accum_B > 0 && elems > 0) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt), .c_B = k->accum_B / elems,
+		};
+		c = gpu_gemm_q(g, &q, k->m, k->n, k->k, k->batch);
+		ws = c.bytes;
+	} else {
+		c = gpu_gemm(g, dt, k->m, k->n, k->k, k->batch);
+		ws = c.bytes + k->accum_B;
+	}
+	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
 		c.time_s = g->kernel_launch_s + mem_s;
 		c.bound = GPU_BOUND_MEMORY;
@@ -50,12 +66,13 @@ static struct gpu_cost accumulating_gemm(const struct kern *k,
 }
 
 /* A grouped GEMM over the experts (rows in m or k), with the weight
- * gradients' accumulation as accumulating_gemm's. */
+ * gradients' accumulation as accumulating_gemm's: accum_B spread over
+ * the n experts' m x n outputs as the epilogue's bytes per element. */
 static struct gpu_cost grouped_gemm(const struct kern *k,
 				    const struct gpu_spec *g, enum dtype dt)
 {
 	struct gpu_gemm_group groups[GROUPED_MAX];
-	double each, ws, mem_s;
+	double each, ws, mem_s, acc_B = k->accum_B;
 	struct gpu_cost c;
 	int e, n = k->ngroups;
 
@@ -72,7 +89,17 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 		else
 			groups[e].k = r;
 	}
-	c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	if (k->accum_B > 0 && n > 0 && k->m * k->n > 0) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt),
+			.c_B = k->accum_B / (n * k->m * k->n),
+		};
+		c = gpu_grouped_gemm_q(g, &q, groups, (size_t)n);
+		acc_B = 0;	/* in c.bytes, through the epilogue */
+	} else {
+		c = gpu_grouped_gemm(g, dt, groups, (size_t)n);
+	}
 	/* per-expert kernels over streams: each stream's chain of launches
 	 * (moe.c stream_kernels) beyond the one the grouped cost holds, each
 	 * a GEMM kernel of its own with its set-up and drain
@@ -80,7 +107,7 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	if (k->launches > 1)
 		c.time_s += (k->launches - 1) *
 			    (g->kernel_launch_s + g->gemm_kernel_overhead_s);
-	ws = c.bytes + k->accum_B;
+	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
 		c.time_s = g->kernel_launch_s + mem_s;

@@ -170,6 +170,8 @@ struct layer_dims {
 	int unfused_attn;	/* scores materialized (no flash attention) */
 	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
+	int autograd_wgrad;	/* framework wgrad_autograd: a plain
+				 * wgrad GEMM, nothing accumulated */
 	int unfused_grad_acc;	/* wgrad GEMMs write dW (act_B per element)
 				 * and a separate kernel adds it into the
 				 * gradient buffer; 0 = fused (epilogue) */

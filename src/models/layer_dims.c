@@ -277,6 +277,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
+	d->autograd_wgrad = j->framework->wgrad_autograd;
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;

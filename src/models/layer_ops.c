@@ -380,7 +380,12 @@ void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
  * for the router) and each weight's main_grad.add_(grad) is one
  * elementwise kernel reading dW and the buffer and writing the buffer,
  * n (O + G) read, n G written, one add per element, w kernels (one
- * Python call each, from the parameter's backward hook). */
+ * Python call each, from the parameter's backward hook). Under torch
+ * FSDP (d->fsdp_n) the wgrad is autograd's: a plain GEMM writes dW and
+ * the unit's flat-gradient passes (layer.c fsdp_passes) accumulate it.
+ * Without a main_grad (framework wgrad_autograd: plain PyTorch,
+ * FSDP2) the same plain GEMM, and AccumulateGrad takes its dW (steals
+ * it on a step's first microbatch; later ones' adds are not modelled). */
 void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
 		      double n, double w)
 {
@@ -388,6 +393,10 @@ void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
 	struct layer_op *op;
 	double out_B;
 
+	/* FSDP's units (fsdp_passes) take the fresh dW: the GEMM stores it
+	 * like any GEMM, beta 0, and accumulates nothing */
+	if (d->autograd_wgrad || (!d->unfused_grad_acc && d->fsdp_n > 0))
+		return;
 	if (!d->unfused_grad_acc) {
 		k->accum_B = 2 * n * d->grad_B;
 		return;

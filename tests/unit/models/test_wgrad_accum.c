@@ -1,0 +1,154 @@
+/*
+ * test_wgrad_accum.c - a wgrad GEMM that adds into the gradient buffer
+ * (beta 1): its epilogue's bytes through the GEMM wave model (block.c
+ * accumulating_gemm), and which frameworks' wgrads accumulate at all
+ * (layer_ops.c lop_accumulate_w).
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "models/block.h"
+#include "models/layer.h"
+#include "models/layer_impl.h"
+
+/* The time block.c gives the only op of o on g. */
+static double one_op_time(const struct layer_ops *o, const struct gpu_spec *g)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+
+	cr_assert_eq(block_cost(&b, o, g, &dt, NULL), 0);
+	cr_assert_eq(b.n, 1);
+	return b.op[0].time_s;
+}
+
+Test(block, accumulating_wgrad_pays_its_epilogue_bytes_per_wave)
+{
+	struct fixture f;
+	struct layer_ops o;
+	struct layer_op *op;
+	int64_t tm[] = { 128 }, tn[] = { 256 };
+	double m = 4096, n = 4096, k = 8192, plain, fused, extra;
+
+	/* The fixture's H100-like GPU with one tile shape, 128 x 256, and no
+	 * per-wave or per-kernel overhead. A bf16 wgrad of 4096 x 4096
+	 * outputs over k = 8192 tokens: 32 x 16 = 512 tiles on 132 SMs, 3
+	 * full waves and one of 116, no split (512 > 132). Its working set
+	 * (operands 2 x 4096 x 8192 x 2 = 134 MB) is past L2, so HBM serves
+	 * it: 3.35e12 x 0.88 = 2.948e12 B/s. Each wave is compute-bound
+	 * (t_c = 2 x 128 x 256 x 8192 / (R / 132) about 100 us against
+	 * t_m about 24 us for its 17 x 8 tile block's 69 MB of operands).
+	 * Plain, the epilogue stores bf16: 2 B per output. Adding into an
+	 * fp32 main_grad (accum_B = 2 m n 4), it reads C and writes D, 8 B
+	 * per output, after each wave's mainloop like the store (t_e).
+	 * Every tile is whole, so the extra time is
+	 *     m n (8 - 2) / 2.948e12 = 100663296 / 2.948e12 = 34.15 us
+	 * and the roofline floor (about 411 MB / 2.948e12 = 139 us) stays
+	 * below the compute (about 380 us). */
+	fixture_gpt(&f, 1, 1024, 16, 128, 2048, 1, 8, 1, 1, 1);
+	f.gpu.gemm_tile_m.v = tm;
+	f.gpu.gemm_tile_n.v = tn;
+	f.gpu.gemm_tile_m.n = f.gpu.gemm_tile_n.n = 1;
+	f.gpu.gemm_tile_overhead_s = 0;
+	f.gpu.gemm_kernel_overhead_s = 0;
+	memset(&o, 0, sizeof(o));
+	op = lop_gemm(&o, "fc2_wgrad", PASS_BWD, m, n, k, 0);
+	plain = one_op_time(&o, &f.gpu);
+	op->k.accum_B = 2 * m * n * 4;
+	fused = one_op_time(&o, &f.gpu);
+	extra = m * n * 6 / (3.35e12 * 0.88);
+	cr_assert_float_eq(extra, 34.15e-6, 0.01e-6);
+	cr_assert_float_eq(fused - plain, extra, 1e-9,
+			   "fused %g s, plain %g s", fused, plain);
+	/* a bf16 main_grad (megatron-bridge's grad_dtype): 4 B per output,
+	 * 2 B more than the plain store */
+	op->k.accum_B = 2 * m * n * 2;
+	cr_assert_float_eq(one_op_time(&o, &f.gpu) - plain, extra / 3, 1e-9);
+}
+
+Test(layer, fsdp_wgrads_accumulate_nothing)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *w;
+
+	/* Megatron-style (the fixture's framework): fc2's wgrad adds into
+	 * the fp32 buffer, 2 x 4096 x 1024 x 4 B. Under torch FSDP's passes
+	 * (zero 3, fsdp_grad_passes) autograd's GEMM writes a fresh dW and
+	 * fsdp_passes accumulate it: nothing on the GEMM, no add kernel. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	w = fixture_op(&o, "fc2_wgrad");
+	cr_assert(w);
+	fixture_assert_close(w->k.accum_B, 2 * 4096.0 * 1024 * 4);
+	f.fw.fsdp_grad_passes = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	w = fixture_op(&o, "fc2_wgrad");
+	cr_assert(w);
+	cr_assert_eq(w->k.accum_B, 0);
+	cr_assert_null(fixture_op(&o, "main_grad_add"));
+}
+
+Test(layer, autograd_wgrads_accumulate_nothing_fused_or_not)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *w;
+	int fusion;
+
+	/* framework wgrad_autograd (plain PyTorch, FSDP2: no main_grad):
+	 * autograd's GEMM writes a fresh dW and AccumulateGrad takes it, so
+	 * whatever training.gradient_accumulation_fusion says, fc2's wgrad
+	 * carries no buffer bytes and no main_grad_add kernel follows. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.wgrad_autograd = 1;
+	for (fusion = 0; fusion < 2; fusion++) {
+		f.job.training.gradient_accumulation_fusion = fusion;
+		layer_dims_from_job(&f.job, &d);
+		layer_bwd(&d, NULL, LREC_NONE, &o);
+		w = fixture_op(&o, "fc2_wgrad");
+		cr_assert(w);
+		cr_assert_eq(w->k.accum_B, 0);
+		cr_assert_null(fixture_op(&o, "main_grad_add"));
+	}
+}
+
+Test(block, accumulating_grouped_wgrad_pays_its_epilogue_bytes)
+{
+	struct fixture f;
+	struct layer_ops o;
+	struct layer_op *op;
+	int64_t tm[] = { 128 }, tn[] = { 256 };
+	double m = 4096, n = 4096, k = 8192, plain, fused, extra;
+	static const double rows[] = { 8192, 8192 };
+
+	/* Two experts' wgrads in one grouped kernel (k = 8192 rows each), the GPU as in the dense test. Both have whole tiles,
+	 * so adding into an fp32 main_grad (accum_B = 2 x 2 m n 4) moves 6 B
+	 * more per output through the epilogue (gpu_grouped.c t_e):
+	 *     2 m n 6 / 2.948e12 = 68.30 us more than the plain kernel. */
+	fixture_gpt(&f, 1, 1024, 16, 128, 2048, 1, 8, 1, 1, 1);
+	f.gpu.gemm_tile_m.v = tm;
+	f.gpu.gemm_tile_n.v = tn;
+	f.gpu.gemm_tile_m.n = f.gpu.gemm_tile_n.n = 1;
+	f.gpu.gemm_tile_overhead_s = 0;
+	f.gpu.gemm_kernel_overhead_s = 0;
+	memset(&o, 0, sizeof(o));
+	op = lop_gemm(&o, "experts_wgrad", PASS_BWD, m, n, k, 0);
+	op->k.kind = KERN_GROUPED;
+	op->k.ngroups = 2;
+	op->k.group_dim = GROUP_K;
+	op->k.rows = rows;
+	plain = one_op_time(&o, &f.gpu);
+	op->k.accum_B = 2 * 2 * m * n * 4;
+	fused = one_op_time(&o, &f.gpu);
+	extra = 2 * m * n * 6 / (3.35e12 * 0.88);
+	cr_assert_float_eq(extra, 68.30e-6, 0.01e-6);
+	cr_assert_float_eq(fused - plain, extra, 1e-9,
+			   "fused %g s, plain %g s", fused, plain);
+}
