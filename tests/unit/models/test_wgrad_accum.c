@@ -16,7 +16,7 @@
 static double one_op_time(const struct layer_ops *o, const struct gpu_spec *g)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16 };
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1 };
 
 	cr_assert_eq(block_cost(&b, o, g, &dt, NULL), 0);
 	cr_assert_eq(b.n, 1);

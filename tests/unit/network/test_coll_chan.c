@@ -26,7 +26,7 @@ static double tree_ll(const struct fx *f, double bytes)
 	struct diag d;
 	struct net *n;
 	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, 16, NULL, ALGO_TREE,
-			       -1, 1, 0, NULL };
+			       -1, 1, 0, NULL, 0 };
 	struct net_coll_result out;
 
 	diag_init(&d, NULL);
