@@ -612,6 +612,48 @@ static void check_moe_any_layer(struct model_spec *m,
 		  (long long)m->intermediate_size);
 }
 
+/* Whether Hugging Face model_type `type` names its expert width
+ * moe_intermediate_size, a key of its own with a default of its own in
+ * its transformers config class (configuration_<type>.py), unlike Mixtral
+ * and gpt-oss, whose experts are intermediate_size wide [?]. */
+static int own_expert_size_key(const char *type)
+{
+	static const char *const types[] = {
+		"deepseek_v2", "deepseek_v3", "qwen2_moe", "qwen3_moe",
+		"qwen3_next", "glm4_moe",
+	};
+	size_t i;
+
+	for (i = 0; type && i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(type, types[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Experts as intermediate_size wide when moe_intermediate_size is not
+ * given; a warning at model_type where the model's own config class
+ * would have used its own default instead (a file missing the key would
+ * otherwise be simulated with experts several times too wide). */
+static void default_expert_size(struct model_spec *m,
+				const struct cnode *node, struct diag *d)
+{
+	const struct cnode *at = node ? cnode_get(node, "model_type") : NULL;
+
+	if (m->moe_intermediate_size != 0)
+		return;
+	m->moe_intermediate_size = m->intermediate_size;
+	if (!own_expert_size_key(m->model_type))
+		return;
+	if (!at)
+		at = node;
+	diag_warn(d, at ? at->file : NULL, at ? at->line : 0,
+		  at ? at->col : 0, "'moe_intermediate_size' is missing: "
+		  "model_type %s sizes its experts by it (with a transformers "
+		  "default of its own); llmsim takes intermediate_size %lld, "
+		  "as for Mixtral and gpt-oss: give moe_intermediate_size",
+		  m->model_type, (long long)m->intermediate_size);
+}
+
 static int check_moe(struct model_spec *m, const struct cnode *node,
 		     struct diag *d)
 {
@@ -628,8 +670,7 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 	}
 	/* Mixtral's and gpt-oss's config.json give the expert size as
 	 * intermediate_size and have no moe_intermediate_size. */
-	if (m->moe_intermediate_size == 0)
-		m->moe_intermediate_size = m->intermediate_size;
+	default_expert_size(m, node, d);
 	if (check_topk(m, node, d) != 0 || check_groups(m, node, d) != 0)
 		rc = -1;
 	if (m->decoder_sparse_step == 0)

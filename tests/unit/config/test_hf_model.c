@@ -340,3 +340,38 @@ Test(hf_model, experts_in_no_layer_make_a_dense_model)
 	cr_assert_eq(C.d.errors, 0);
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, missing_expert_size_warns_where_the_type_has_its_own)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"model_type\": \"qwen3_moe\", \"hidden_size\": 1024,\n"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 6144, \"vocab_size\": 1000,"
+		" \"num_experts\": 16, \"num_experts_per_tok\": 2}"));
+
+	/* Qwen3MoeConfig sizes experts by moe_intermediate_size: without it
+	 * llmsim takes intermediate_size 6144 and says so at model_type
+	 * (line 1, column 16: after '{"model_type": '). */
+	cr_assert_eq(m->moe_intermediate_size, 6144);
+	cr_assert_has(capture_text(&C), "config.json:1:16: warning: "
+		      "'moe_intermediate_size' is missing: model_type qwen3_moe");
+	cr_assert_eq(C.d.warnings, 1, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, mixtral_experts_are_intermediate_size_wide_silently)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"model_type\": \"mixtral\", \"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 3584, \"vocab_size\": 1000,"
+		" \"num_local_experts\": 8, \"num_experts_per_tok\": 2}"));
+
+	/* MixtralConfig has no moe_intermediate_size: each expert is
+	 * intermediate_size 3584 wide, and that is no news. */
+	cr_assert_eq(m->moe_intermediate_size, 3584);
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}
