@@ -95,9 +95,26 @@ bad "output length 0" \
 	tests/data/serve/bad-output-zero.yaml
 bad "output length 0 (--set)" "'serving.output_len': expected at least 1 token" \
 	"$job" --set serving.output_len=0
+# (the context raised past the prompt: the context check comes first)
 bad "KV smaller than one sequence" \
 	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \
-	"$job" --set serving.input_len=600000
+	"$job" --set model.max_position_embeddings=1000000 \
+	--set serving.input_len=600000
+# Longer than the model's context (llama3-8b: max_position_embeddings
+# 8192): 8000 + 200 = 8200 > 8192 is refused, 8000 + 192 = 8192 runs.
+bad "prompt + output over the context" \
+	"l8-h100-tp1.yaml:8:3: error: serving: request 1 (drawn: 8000 prompt + 200 output tokens) exceeds the model's context of 8192 tokens" \
+	"$job" --set serving.input_len=8000 --set serving.output_len=200 \
+	--set serving.requests=4
+check "prompt + output at the context" "$llmsim" run "$job" --no-store \
+	--set serving.input_len=8000 --set serving.output_len=192 \
+	--set serving.requests=4
+printf 'arrival_s,input_len,output_len\n0,100,10\n1, 8190,3\n' >"$tmp/ctx.csv"
+printf 'model: llama3-8b\nsystem: {preset: dgx-h100, gpus_per_node: 1}\nphase: serving\nserving: {engine: vllm, trace: %s}\n' \
+	"$tmp/ctx.csv" >"$tmp/ctx.yaml"
+bad "trace row over the context" \
+	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
+	"$tmp/ctx.yaml"
 bad "trace with bad rows" \
 	"tests/data/serve/bad-trace.csv:3:3: error: 'input_len': expected a number, got 'abc'" \
 	tests/data/serve/bad-trace.yaml

@@ -24,7 +24,9 @@
  * Trace file (serving.trace, relative to the job file): CSV, one request
  * a row, `arrival_s,input_len,output_len`; an optional header row of
  * those names (the first row that is not blank or a comment); blank lines and lines starting with '#' ignored. Arrival
- * in seconds (>= 0), lengths integers >= 1. Rows are sorted by arrival
+ * in seconds (>= 0), lengths integers >= 1 with input + output within
+ * the model's context (max_position_embeddings: vLLM and TensorRT-LLM
+ * reject a longer request; serve_setup.c's context_fit for drawn ones). Rows are sorted by arrival
  * (stable). A bad row is reported as FILE:LINE:COL: error: ... for every
  * bad field, and the run stops (exit 2).
  */
@@ -35,6 +37,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +133,7 @@ struct row_parser {
 	int line;
 	struct diag *d;
 	int bad;
+	int64_t max_ctx;	/* the model's context; 0 = no bound */
 };
 
 /* The trace path: relative to the file that named it (not "--set"). */
@@ -219,10 +223,11 @@ static void parse_row(struct row_parser *rp, char *line, struct serve_req *r)
 {
 	double v[3] = {0, 0, 0};
 	char *p = line, *next;
-	int k;
+	int k, col[3] = {1, 1, 1}, was_bad = rp->bad;
 
+	rp->bad = 0;
 	for (k = 0; k < 3; k++) {
-		int col = (int)(p - line) + 1;
+		col[k] = (int)(p - line + (ptrdiff_t)strspn(p, " \t")) + 1;
 
 		next = strchr(p, ',');
 		if (next)
@@ -231,18 +236,24 @@ static void parse_row(struct row_parser *rp, char *line, struct serve_req *r)
 			row_error(rp, (int)strlen(line) + 1, "expected 3 "
 				  "fields (%s,...), the row ends after '%s'",
 				  "arrival_s,input_len,output_len", columns[k]);
-			return;
+			rp->bad = 1;
+			break;
 		}
-		v[k] = field(rp, trim(p), col, columns[k], k > 0, k ? 1 : 0);
+		v[k] = field(rp, trim(p), col[k], columns[k], k > 0, k ? 1 : 0);
 		if (!next)
 			break;
 		p = next + 1;
 	}
-	if (next) {
+	if (k == 3 && next)
 		row_error(rp, (int)(p - line) + 1, "expected 3 fields, got "
 			  "more: '%s'", trim(p));
-		return;
-	}
+	if (!rp->bad && rp->max_ctx > 0 && v[1] + v[2] > (double)rp->max_ctx)
+		row_error(rp, col[1], "a request of %.0f prompt + %.0f output "
+			  "tokens exceeds the model's context of %lld tokens "
+			  "(max_position_embeddings): vLLM (max_model_len) and "
+			  "TensorRT-LLM (max_seq_len) reject it", v[1], v[2],
+			  (long long)rp->max_ctx);
+	rp->bad |= was_bad;
 	init_req(r, v[0], (int64_t)v[1], (int64_t)v[2]);
 }
 
@@ -263,7 +274,8 @@ static int by_arrival(const void *a, const void *b)
 static int read_trace(const struct job_spec *j, struct serve_req **out,
 		      int64_t *n, struct diag *d)
 {
-	struct row_parser rp = {NULL, 0, d, 0};
+	struct row_parser rp = {NULL, 0, d, 0, j->model ?
+				j->model->max_position_embeddings : 0};
 	struct serve_req *v = NULL, *grown;
 	int64_t cap = 0, k = 0;
 	char buf[4096], *line;

@@ -11,7 +11,8 @@
  * Each instance's KV pool: infer_mem.h's capacity for its layout (pages of
  * the engine's block_size), with the speculative draft's weights and KV
  * on the instances that run it (the decode pool's, or all). A pool that cannot hold the longest request
- * (prompt + output) is bad input: no scheduler could ever finish it.
+ * (prompt + output) is bad input: no scheduler could ever finish it; so
+ * is a request longer than the model's context (context_fit).
  *
  * The handoff of a prefilled request to a decode instance is
  * serve_xfer.c's.
@@ -78,6 +79,43 @@ static int64_t longest_request(const struct serve *s)
 		if (s->req[i].input + s->req[i].output > m)
 			m = s->req[i].input + s->req[i].output;
 	return m;
+}
+
+/*
+ * Every request within the model's context: prompt + output <= its
+ * max_position_embeddings. vLLM rejects a longer one (its processor's
+ * _validate_model_input: a prompt of max_model_len or more; the OpenAI
+ * server: max_tokens above max_model_len - prompt, a 400 error), as
+ * TensorRT-LLM does against max_seq_len; neither truncates unless asked.
+ * So a drawn request over it is bad input (exit 2), not clamped: clamping
+ * would pile the distribution's tail at the limit and report a benchmark
+ * no engine would run. The draws are seeded, so the check is
+ * reproducible; bound the distributions (input_len.max, output_len.max)
+ * to keep them inside. A trace's rows are checked as they are read, at
+ * their row and column (serve_req.c). -2 after reporting.
+ */
+static int context_fit(const struct serve *s)
+{
+	int64_t i, ctx = s->job->model->max_position_embeddings;
+	char msg[400];
+
+	for (i = 0; ctx > 0 && i < s->nreq; i++) {
+		const struct serve_req *r = &s->req[i];
+
+		if (r->input + r->output <= ctx)
+			continue;
+		snprintf(msg, sizeof(msg), "request %lld (drawn: %lld prompt + "
+			 "%lld output tokens) exceeds the model's context of "
+			 "%lld tokens (max_position_embeddings): vLLM "
+			 "(max_model_len) and TensorRT-LLM (max_seq_len) reject "
+			 "it; bound input_len and output_len (max) so that "
+			 "their sum fits", (long long)i + 1,
+			 (long long)r->input, (long long)r->output,
+			 (long long)ctx);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
+	return 0;
 }
 
 /* Size instance in from its step model's context and memory; check that
@@ -278,6 +316,8 @@ int serve_setup(struct serve *s, struct serve_result *out)
 		return -1;
 	}
 	gsl_rng_set(s->rng, (unsigned long)s->job->serving.seed + 1);
+	if (context_fit(s) != 0)
+		return -2;
 	pools(s, pj, sizes, counts, &npools);
 	if (place(s, npools - 1, counts[npools - 1], sizes, counts) >
 	    system_gpus(s->job->system)) {
