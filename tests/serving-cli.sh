@@ -112,6 +112,13 @@ check "prompt + output at the context" "$llmsim" run "$job" --no-store \
 printf 'arrival_s,input_len,output_len\n0,100,10\n1, 8190,3\n' >"$tmp/ctx.csv"
 printf 'model: llama3-8b\nsystem: {preset: dgx-h100, gpus_per_node: 1}\nphase: serving\nserving: {engine: vllm, trace: %s}\n' \
 	"$tmp/ctx.csv" >"$tmp/ctx.yaml"
+printf '0,100,10\n0,0x10,10\n0x1,16,10\n' >"$tmp/hex.csv"
+sed "s#ctx.csv#hex.csv#" "$tmp/ctx.yaml" >"$tmp/hex.yaml"
+bad "trace: hexadecimal" \
+	"hex.csv:2:3: error: 'input_len': expected a number, got '0x10' (base 10 only)" \
+	"$tmp/hex.yaml"
+grep -q "hex.csv:3:1: error: 'arrival_s': expected a number, got '0x1' (base 10 only)" "$tmp/err" ||
+	{ echo "FAIL: trace: a hexadecimal arrival"; cat "$tmp/err"; fail=1; }
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"

@@ -24,7 +24,7 @@
  * Trace file (serving.trace, relative to the job file): CSV, one request
  * a row, `arrival_s,input_len,output_len`; an optional header row of
  * those names (the first row that is not blank or a comment); blank lines and lines starting with '#' ignored. Arrival
- * in seconds (>= 0), lengths integers >= 1 with input + output within
+ * in seconds (>= 0), base-10 numbers (no hex, as the YAML loader), lengths integers >= 1 with input + output within
  * the model's context (max_position_embeddings: vLLM and TensorRT-LLM
  * reject a longer request; serve_setup.c's context_fit for drawn ones). Rows are sorted by arrival
  * (stable). A bad row is reported as FILE:LINE:COL: error: ... for every
@@ -178,11 +178,15 @@ static double field(struct row_parser *rp, const char *text, int col,
 	char *end;
 	double v;
 
+	/* base 10 only, as the YAML loader reads numbers: strtod alone
+	 * would take 0x10 (16), inf and nan */
 	errno = 0;
 	v = strtod(text, &end);
-	if (end == text || *end != '\0' || errno || !isfinite(v)) {
-		row_error(rp, col, "'%s': expected a number, got '%s'", name,
-			  text);
+	if (end == text || *end != '\0' || errno || !isfinite(v) ||
+	    text[strspn(text, "0123456789.eE+-")] != '\0') {
+		row_error(rp, col, "'%s': expected a number, got '%s'%s", name,
+			  text, end != text && *end == '\0' ?
+			  " (base 10 only)" : "");
 		return 0;
 	}
 	if (want_int && v != floor(v)) {
