@@ -27,7 +27,7 @@
  * in seconds (>= 0), base-10 numbers (no hex, as the YAML loader), lengths integers >= 1 with input + output within
  * the model's context (max_position_embeddings: vLLM and TensorRT-LLM
  * reject a longer request; serve_setup.c's context_fit for drawn ones). Rows are sorted by arrival
- * (stable). A bad row is reported as FILE:LINE:COL: error: ... for every
+ * (stable; a note at the first row out of order, read_trace). A bad row is reported as FILE:LINE:COL: error: ... for every
  * bad field, and the run stops (exit 2).
  */
 #include "serve_impl.h"
@@ -275,8 +275,16 @@ static int by_arrival(const void *a, const void *b)
 	return x->instance < y->instance ? -1 : x->instance > y->instance;
 }
 
+/*
+ * Rows out of arrival order are replayed in arrival order (a stable sort:
+ * equal arrivals keep file order), with a note at the first such row:
+ * arrival_s is an absolute time, so the file's order carries no meaning
+ * of its own (a trace merged from several clients' logs interleaves),
+ * and a replay tool that sends each request at its timestamp does the
+ * same. The note (when `note`) says so, as the order was not the file's.
+ */
 static int read_trace(const struct job_spec *j, struct serve_req **out,
-		      int64_t *n, struct diag *d)
+		      int64_t *n, struct diag *d, int note)
 {
 	struct row_parser rp = {NULL, 0, d, 0, j->model ?
 				j->model->max_position_embeddings : 0};
@@ -284,7 +292,8 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	int64_t cap = 0, k = 0;
 	char buf[4096], *line;
 	FILE *f;
-	int rc = -2, seen_row = 0;
+	int rc = -2, seen_row = 0, unsorted_line = 0;
+	double latest = 0, unsorted_at = 0;
 
 	rp.path = trace_path(&j->serving);
 	if (!rp.path) {
@@ -318,6 +327,11 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 		parse_row(&rp, line, &v[k]);
 		v[k].instance = (int)(k & INT_MAX);	/* file order, for the sort */
 		v[k].cached = prefix_hit(j, v[k].input);
+		if (!rp.bad && !unsorted_line && v[k].arrival_s < latest) {
+			unsorted_line = rp.line;
+			unsorted_at = v[k].arrival_s;
+		}
+		latest = fmax(latest, v[k].arrival_s);
 		k++;
 	}
 	if (!rp.bad && k == 0) {
@@ -327,6 +341,11 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	}
 	if (rp.bad)
 		goto close;
+	if (unsorted_line && note)
+		diag_note(d, rp.path, unsorted_line, 1, "arrival %g s comes "
+			  "after %g s on an earlier row: the requests are "
+			  "replayed in arrival order (sorted, ties in file "
+			  "order), not in the file's", unsorted_at, latest);
 	qsort(v, (size_t)k, sizeof(*v), by_arrival);
 	for (cap = 0; cap < k; cap++)
 		v[cap].instance = -1;
@@ -377,15 +396,15 @@ double serve_memory_B(const struct job_spec *j, int64_t *n)
 	return per * (double)*n;
 }
 
-int serve_requests(const struct job_spec *j, struct serve_req **out,
-		   int64_t *n, struct diag *d)
+static int requests(const struct job_spec *j, struct serve_req **out,
+		    int64_t *n, struct diag *d, int note)
 {
 	int64_t count = j->serving.requests;
 
 	*out = NULL;
 	*n = 0;
 	if (j->serving.trace)
-		return read_trace(j, out, n, d);
+		return read_trace(j, out, n, d, note);
 	*out = mem_calloc((size_t)count, sizeof(**out));
 	if (!*out || draw(j, *out, count) != 0) {
 		mem_free(*out);
@@ -395,6 +414,12 @@ int serve_requests(const struct job_spec *j, struct serve_req **out,
 	}
 	*n = count;
 	return 0;
+}
+
+int serve_requests(const struct job_spec *j, struct serve_req **out,
+		   int64_t *n, struct diag *d)
+{
+	return requests(j, out, n, d, 1);
 }
 
 /* Mean tokens a decode (verify) step keeps: 1, or under speculative
@@ -502,7 +527,7 @@ int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
 	memset(e, 0, sizeof(*e));
 	if (!j->serving.engine)
 		return 0;
-	rc = serve_requests(j, &v, &n, d);
+	rc = requests(j, &v, &n, d, 0);	/* the run notes the order */
 	if (rc != 0)
 		return rc;
 	serve_trace_estimate_of(j, v, n, e);

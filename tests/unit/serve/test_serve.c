@@ -243,8 +243,8 @@ Test(serve, disaggregated_kv_transfer)
 	cr_assert_eq(r.gpus, 8);
 }
 
-/* A trace file: rows sorted by arrival; bad rows reported at their
- * line and column, all of them. */
+/* A trace file: rows sorted by arrival, with a note at the first out of
+ * order; bad rows reported at their line and column, all of them. */
 Test(serve, trace_files)
 {
 	char dir[] = "/tmp/llmsim-trace-XXXXXX", good[256], bad[256], set[300];
@@ -276,6 +276,11 @@ Test(serve, trace_files)
 	cr_assert_eq(req[0].input, 200);
 	cr_assert_eq(req[1].input, 300);
 	cr_assert_eq(req[2].output, 10);
+	/* line 4 (0 s) is the first after a later arrival (2.5 s, line 3) */
+	cr_assert(strstr(capture_text(&c), "good.csv:4:1: note: arrival 0 s "
+			 "comes after 2.5 s on an earlier row: the requests "
+			 "are replayed in arrival order"), "%s",
+		  capture_text(&c));
 	mem_free(req);
 	snprintf(set, sizeof(set), "serving.trace=%s", bad);
 	j = fixture_load_job(&a, L8, sets, 1);
