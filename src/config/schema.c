@@ -741,8 +741,12 @@ static int load_pairs(struct loader *ld, const struct schema *s,
 			rc = -1;
 			continue;
 		}
-		if (cnode_is_null(v) && lenient(s, v))
-			continue;	/* Hugging Face's way to say absent */
+		/* null: Hugging Face's way to say absent, except of a key
+		 * the model needs, reported at the null (not at 1:1 as
+		 * missing, where the file's mapping starts) */
+		if (cnode_is_null(v) && lenient(s, v) &&
+		    !((f->flags & SF_REQUIRED) && !f->def))
+			continue;
 		seen[fi] = k;
 		if (load_value(ld, f, v, sub, (char *)obj + f->offset) != 0)
 			rc = -1;
