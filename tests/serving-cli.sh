@@ -49,6 +49,20 @@ for key in '"step_time_s"' '"tokens_per_s"' '"mfu"' '"breakdown"' \
 	has "decode json" "$key"
 done
 
+# The text memory breakdown adds up to its total (weights + KV cache +
+# activations + workspace = infer_mem.c's peak_B): each part is printed
+# to 4 significant digits, so within 0.2 % (the workspace was left out:
+# 9.085 + 64.5 + 1.234 = 74.82 of 75.89 GB, the 1.074 GB workspace).
+check "decode text" "$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml \
+	--no-store
+awk 'function b(v, u) { return v * (u == "GB" ? 1e9 : u == "MB" ? 1e6 : u == "kB" ? 1e3 : 1) }
+	/memory per GPU/ { total = b($4, $5); next }
+	total && /weights .*workspace/ { gsub(",", "")
+		for (i = 1; i < NF; i++) if ($i ~ /^[0-9.]+$/) sum += b($i, $(i + 1))
+		ok = sum > 0.998 * total && sum < 1.002 * total; exit }
+	END { exit !ok }' "$tmp/out" ||
+	{ echo "FAIL: the memory parts do not add to the total"; grep -A1 "memory per GPU" "$tmp/out"; fail=1; }
+
 # An MoE model with attention DP and expert parallelism (the DeepSeek-V3
 # example): the dispatch and combine over EP, every request served.
 check "moe serving" "$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml \

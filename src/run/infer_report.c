@@ -142,7 +142,7 @@ void infer_print(FILE *out, const struct job_spec *j,
 		 const struct infer_result *r)
 {
 	const struct infer_mem *m = &r->mem;
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], d[32];
 	int i;
 
 	fprintf(out, "%s: %s %s on %s (%lld GPUs, %s), engine %s\n",
@@ -186,7 +186,10 @@ void infer_print(FILE *out, const struct job_spec *j,
 	step_human(a, sizeof(a), m->weights_B, UNIT_BYTES);
 	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
 	step_human(c, sizeof(c), m->activations_B, UNIT_BYTES);
-	fprintf(out, "    weights %s, KV cache %s, activations %s\n", a, b, c);
+	step_human(d, sizeof(d), m->workspace_B, UNIT_BYTES);
+	/* the parts of the total above (infer_mem.c's peak_B) */
+	fprintf(out, "    weights %s, KV cache %s, activations %s, "
+		"workspace %s\n", a, b, c, d);
 	step_human(a, sizeof(a), m->kv_token_B, UNIT_BYTES);
 	fprintf(out, "    KV %s per token: %.0f tokens, %.0f sequences of "
 		"this length\n", a, m->kv_tokens, m->kv_sequences);
