@@ -87,7 +87,7 @@ static void crate_end(struct sim *sim, void *arg)
 	r->now = sim_now(r->sim) - r->t0;
 	r->crate[cr->k].ev = 0;
 	leave(r, cr->k);
-	exec_coll_finish(r, cr->k);
+	r->coll_end(r, cr->k);
 }
 
 /* Schedule the end of collective k, done by the backend, when the work

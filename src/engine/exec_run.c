@@ -99,6 +99,7 @@ static void finish(struct run *r, task_id t)
 
 static void lane_end(struct sim *sim, void *arg);
 static void coll_done(void *token);
+static void coll_finish(struct run *r, uint32_t k);
 static void release(struct run *r);
 
 /* 1 if a is a better cause than b (both finished at the same time) for a
@@ -658,10 +659,11 @@ static void coll_done(void *token)
 	tick(r);
 	if (exec_crate_done(r, cr->k))
 		return;		/* lost work to run out (exec_crate.c) */
-	exec_coll_finish(r, cr->k);
+	coll_finish(r, cr->k);
 }
 
-void exec_coll_finish(struct run *r, uint32_t k)
+/* Collective k ends now on all its members. */
+static void coll_finish(struct run *r, uint32_t k)
 {
 	struct coll_run *cr = &r->colls[k];
 	const struct pcoll *pc = &r->p->colls[k];
@@ -720,7 +722,8 @@ static int run_engine(struct run *r)
 int exec_run(struct prog *p, struct sim *sim, const struct comm_ops *ops,
 	     void *ctx, struct exec_result *out, const char **why)
 {
-	struct run r = { .p = p, .sim = sim, .ops = ops, .ctx = ctx };
+	struct run r = { .p = p, .sim = sim, .ops = ops, .ctx = ctx,
+			 .coll_end = coll_finish };
 	uint64_t events0 = sim_events(sim);
 	int rc = -1;
 

@@ -120,6 +120,10 @@ struct run {
 	struct crate_coll *crate;	/* per collective, when some descriptor
 					 * has a busy_rate (else NULL) */
 	struct crate_rank *crank;	/* per rank, likewise */
+	void (*coll_end)(struct run *r, uint32_t k);	/* collective k ends
+					 * now on all its members (exec_run.c;
+					 * a pointer, so exec_crate.c calls it
+					 * without a file cycle) */
 };
 
 /* exec_setup.c: allocate the run's state and the program's result arrays
@@ -135,7 +139,7 @@ void exec_run_init(struct run *r);
  * a compute or optimizer task starts (on = 1) or ends on rank.
  * exec_crate_start: collective k starts. exec_crate_done: the backend is
  * done with collective k: 1 if it still has lost work to run out (then
- * an event calls exec_coll_finish(r, k) when that is done), 0 if it ends
+ * an event calls r->coll_end(r, k) when that is done), 0 if it ends
  * now. */
 int exec_crate_alloc(struct run *r);
 void exec_crate_free(struct run *r);
@@ -143,9 +147,6 @@ void exec_crate_slow(struct run *r, uint32_t rank, int on);
 void exec_crate_start(struct run *r, uint32_t k);
 int exec_crate_done(struct run *r, uint32_t k);
 
-/* exec_run.c: collective k ends now on all its members (inside an engine
- * event). */
-void exec_coll_finish(struct run *r, uint32_t k);
 
 /* exec_stall.c: the name of task t for messages ("'name' (category,
  * layer L, microbatch M) on rank R, stream S") into buf, and why tasks are
