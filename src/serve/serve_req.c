@@ -23,12 +23,15 @@
  *
  * Trace file (serving.trace, relative to the job file): CSV, one request
  * a row, `arrival_s,input_len,output_len`; an optional header row of
- * those names (the first row that is not blank or a comment); blank lines and lines starting with '#' ignored. Arrival
- * in seconds (>= 0), base-10 numbers (no hex, as the YAML loader), lengths integers >= 1 with input + output within
- * the model's context (max_position_embeddings: vLLM and TensorRT-LLM
- * reject a longer request; serve_setup.c's context_fit for drawn ones). Rows are sorted by arrival
- * (stable; a note at the first row out of order, read_trace). A bad row is reported as FILE:LINE:COL: error: ... for every
- * bad field, and the run stops (exit 2).
+ * those names (the first row that is not blank or a comment); blank
+ * lines and lines starting with '#' ignored. Numbers are base 10 (no hex,
+ * as the YAML loader reads them). Arrival in seconds (>= 0); lengths
+ * integers >= 1, input + output within the model's context
+ * (max_position_embeddings: vLLM and TensorRT-LLM reject a longer
+ * request; serve_setup.c's context_fit checks drawn ones). Rows are
+ * sorted by arrival (stable; a note at the first row out of order,
+ * read_trace). A bad row is reported as FILE:LINE:COL: error: ... for
+ * every bad field, and the run stops (exit 2).
  */
 #include "serve_impl.h"
 
