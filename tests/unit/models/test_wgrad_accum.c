@@ -67,10 +67,23 @@ Test(block, accumulating_wgrad_pays_its_epilogue_bytes_per_wave)
 	cr_assert_float_eq(one_op_time(&o, &f.gpu) - plain, extra / 3, 1e-9);
 }
 
+/* fc2's wgrad in the backward pass f's job builds (no recomputation). */
+static const struct layer_op *fc2_wgrad(struct fixture *f,
+					struct layer_ops *o)
+{
+	struct layer_dims d;
+	const struct layer_op *w;
+
+	layer_dims_from_job(&f->job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, o);
+	w = fixture_op(o, "fc2_wgrad");
+	cr_assert(w);
+	return w;
+}
+
 Test(layer, fsdp_wgrads_accumulate_nothing)
 {
 	struct fixture f;
-	struct layer_dims d;
 	struct layer_ops o;
 	const struct layer_op *w;
 
@@ -80,16 +93,10 @@ Test(layer, fsdp_wgrads_accumulate_nothing)
 	 * fsdp_passes accumulate it: nothing on the GEMM, no add kernel. */
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.job.training.zero_stage = 3;
-	layer_dims_from_job(&f.job, &d);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	w = fixture_op(&o, "fc2_wgrad");
-	cr_assert(w);
+	w = fc2_wgrad(&f, &o);
 	fixture_assert_close(w->k.accum_B, 2 * 4096.0 * 1024 * 4);
 	f.fw.fsdp_grad_passes = 1;
-	layer_dims_from_job(&f.job, &d);
-	layer_bwd(&d, NULL, LREC_NONE, &o);
-	w = fixture_op(&o, "fc2_wgrad");
-	cr_assert(w);
+	w = fc2_wgrad(&f, &o);
 	cr_assert_eq(w->k.accum_B, 0);
 	cr_assert_null(fixture_op(&o, "main_grad_add"));
 }
@@ -97,7 +104,6 @@ Test(layer, fsdp_wgrads_accumulate_nothing)
 Test(layer, autograd_wgrads_accumulate_nothing_fused_or_not)
 {
 	struct fixture f;
-	struct layer_dims d;
 	struct layer_ops o;
 	const struct layer_op *w;
 	int fusion;
@@ -110,10 +116,7 @@ Test(layer, autograd_wgrads_accumulate_nothing_fused_or_not)
 	f.fw.wgrad_autograd = 1;
 	for (fusion = 0; fusion < 2; fusion++) {
 		f.job.training.gradient_accumulation_fusion = fusion;
-		layer_dims_from_job(&f.job, &d);
-		layer_bwd(&d, NULL, LREC_NONE, &o);
-		w = fixture_op(&o, "fc2_wgrad");
-		cr_assert(w);
+		w = fc2_wgrad(&f, &o);
 		cr_assert_eq(w->k.accum_B, 0);
 		cr_assert_null(fixture_op(&o, "main_grad_add"));
 	}
