@@ -45,15 +45,19 @@
  * keep the collective from replaying.
  *
  * Latency-bound runs, and what they leave out. A run whose bytes are
- * tiny (an fp8 amax all-reduce: 61-92 B over a 1,024-GPU stage, 85 us of
- * tree latency) is nearly all waiting: the most any one link needs to
- * carry what the run puts on it, link_ns = max_i sum_f a_if V_f / C_i
- * (V_f the bytes of flow f, from its recording), is ~1 ns. Run as flows
+ * tiny (an fp8 amax all-reduce: 61-250 B over a 512- or 1,024-GPU
+ * stage, 85 us of tree latency) is nearly all waiting: the most any one
+ * link needs to carry what the run puts on it, link_ns = max_i sum_f
+ * a_if V_f / C_i (V_f the bytes of flow f, from its recording), is 1-4
+ * ns, 1/20,000 of its time or less. Run as flows
  * over busy links it costs the solver as much as a long transfer (8
  * channel flows of ~2,835 links each: 45 thousand (variable, link)
  * elements linked and unlinked per call), yet moves nothing measurable.
- * When link_ns <= CRUN_DETACH_NS (crun.h), crun_replay() charges its
- * recorded time alone and holds no link, even where flows run. What this
+ * When link_ns <= CRUN_DETACH_SHARE (1e-4, crun.h) of its recorded
+ * time, crun_replay() charges that time and holds no link, even where
+ * flows run (a numerical tolerance, like the solver's, not a model
+ * constant: nothing in a result depends on its value but within the
+ * bounds below). What this
  * leaves out is the sharing of those bytes: (a) every other flow on link
  * i would have lost at most a_if V_f of its bytes' room there, so with a
  * work-conserving link it ends at most link_ns later; (b) the run's own
@@ -678,7 +682,7 @@ static int take(void *holder, uint32_t l)
 	return 1;
 }
 
-/* A latency-bound run (tr->link_ns <= CRUN_DETACH_NS): its recorded
+/* A latency-bound run (crun.h CRUN_DETACH_SHARE): its recorded
  * time, holding no link (crun.h). */
 static int replay_detached(struct crun_set *rs, struct sim *sim,
 			   struct flownet *fn, struct cplan *cp, double scale,
@@ -713,7 +717,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	uint32_t nlinks;
 	const uint32_t *links;
 
-	if (tr->link_ns <= CRUN_DETACH_NS)
+	if (tr->link_ns <= CRUN_DETACH_SHARE * (double)tr->total_ns)
 		return replay_detached(rs, sim, fn, cp, scale, tr, done,
 				       token);
 	slot = park_slot(rs, cp);

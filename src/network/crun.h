@@ -45,7 +45,7 @@ struct crun_set {
 	uint64_t reclaimed;	/* of those, replays that first took back
 				 * links another had taken meanwhile */
 	uint64_t detached;	/* replays of latency-bound runs, holding
-				 * no link (CRUN_DETACH_NS) */
+				 * no link (CRUN_DETACH_SHARE) */
 	/* replays over whose links are still held, for the next replay of
 	 * a plan on the same links (crun.c), by the links' hash */
 	struct crun *park[CRUN_PARK_SLOTS];
@@ -103,18 +103,19 @@ size_t ctraj_bytes(const struct ctraj *tr);
 int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, struct ctraj **out);
 
-/* A run whose bytes take at most this many ns of any link's time
- * (ctraj.link_ns) is latency-bound: it replays its recorded time
- * without holding or sharing links, busy or not (crun.c says what this
- * leaves out: at most this much of each link's time per run). */
-#define CRUN_DETACH_NS 2.0
+/* A run whose bytes take at most this share of its own time on any
+ * link (ctraj.link_ns <= CRUN_DETACH_SHARE * total_ns) is latency-
+ * bound: it replays its recorded time without holding or sharing links,
+ * busy or not (crun.c says what this leaves out: at most link_ns of
+ * each link's time per run). */
+#define CRUN_DETACH_SHARE 1e-4
 
 /*
  * Start cp (CRUN_FULL, volumes times scale) on sim as a replay of tr,
  * holding its links on fn until done(token) at now + tr->total_ns, or
  * until a flow starts on one of them, if none of them carries a flow or
  * is held (flow_try_hold); a latency-bound run (tr->link_ns <=
- * CRUN_DETACH_NS) replays holding no link, even over busy ones. tr
+ * CRUN_DETACH_SHARE tr->total_ns) replays holding no link, even over busy ones. tr
  * must outlive the run. Returns 0, 1 when a
  * link is busy (nothing started: run it with crun_start), or -1 (memory;
  * done is then never called).
