@@ -41,6 +41,12 @@ grep -q '"ph":"X"' "$tmp/trace.json" && grep -q 'kv_occupancy' "$tmp/trace.json"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/trace.json" 2>/dev/null ||
 	{ command -v python3 >/dev/null && { echo "FAIL: the trace is not JSON"; fail=1; }; }
 
+# The serving text names every part of the memory per GPU (the
+# activations and workspace were left out of its line).
+check "serving text" "$llmsim" run "$job" --no-store --set serving.requests=20
+has "serving text" 'memory/GPU   weights .*, activations .*, workspace '
+has "serving text" 'KV cache .* usable; '
+
 # A decode step: the training contract's keys and the KV capacity.
 check "decode --json" "$llmsim" run "$job" --json --no-store \
 	--set phase=decode --set serving.batch=32 --set serving.context_len=1000
