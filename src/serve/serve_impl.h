@@ -148,6 +148,12 @@ struct serve {
 
 /* ---- requests (serve_req.c) ---- */
 
+/* serve.h's requests made once: the array (mem_alloc'd), its length. */
+struct serve_reqs {
+	struct serve_req *v;
+	int64_t n;
+};
+
 /* The most tokens (prompt + output) a request of job j may have:
  * serving.max_model_len, else the model's max_position_embeddings; 0 = no
  * bound. */

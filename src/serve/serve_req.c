@@ -541,20 +541,38 @@ void serve_trace_estimate_of(const struct job_spec *j,
 	e->hi_B = e->steps_hi * e->step_B;
 }
 
-int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
-			 struct diag *d)
+int serve_reqs_new(const struct job_spec *j, struct serve_reqs **out,
+		   struct diag *d)
 {
-	struct serve_req *v = NULL;
-	int64_t n = 0;
+	struct serve_reqs *r = mem_calloc(1, sizeof(*r));
 	int rc;
 
-	memset(e, 0, sizeof(*e));
-	if (!j->serving.engine)
-		return 0;
-	rc = requests(j, &v, &n, d, 0);	/* the run notes the order */
-	if (rc != 0)
+	*out = NULL;
+	if (!r) {
+		diag_oom(d);
+		return -1;
+	}
+	rc = requests(j, &r->v, &r->n, d, 1);
+	if (rc != 0) {
+		mem_free(r);
 		return rc;
-	serve_trace_estimate_of(j, v, n, e);
-	mem_free(v);
+	}
+	*out = r;
 	return 0;
+}
+
+void serve_reqs_free(struct serve_reqs *r)
+{
+	if (!r)
+		return;
+	mem_free(r->v);
+	mem_free(r);
+}
+
+void serve_trace_estimate(const struct job_spec *j, const struct serve_reqs *r,
+			  struct serve_trace_est *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (j->serving.engine)
+		serve_trace_estimate_of(j, r->v, r->n, e);
 }
