@@ -76,6 +76,16 @@ bad "KV below one sequence + drafts" \
 	--set serving.speculative.acceptance_rate=0.6 \
 	--set serving.input_len=1300 --set serving.output_len=76
 
+# A disaggregated pool's ep that divides neither its 8 GPUs nor the 256
+# experts is refused at the key (issue 9's bad input; it surfaced only
+# when the run built the pool, with no location).
+bad "pool ep not dividing" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.ep' 3 must divide the pool's 8 GPUs" \
+	workloads/jobs/serve-deepseek-v3-h200.yaml --set system.nodes=2 \
+	--set parallelism.dp=16 --set serving.disaggregated.enabled=true \
+	--set serving.disaggregated.prefill.tp=8 --set serving.disaggregated.prefill.ep=8 \
+	--set serving.disaggregated.decode.tp=8 --set serving.disaggregated.decode.ep=3
+
 # A decode step: the training contract's keys and the KV capacity.
 check "decode --json" "$llmsim" run "$job" --json --no-store \
 	--set phase=decode --set serving.batch=32 --set serving.context_len=1000

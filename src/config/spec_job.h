@@ -541,6 +541,8 @@ enum job_rule {
 				 * draft_layers of them at most */
 	JR_MAX_MODEL_LEN,	/* serving.max_model_len within the model's
 				 * max_position_embeddings */
+	JR_POOL_EP,		/* a disaggregated pool's ep divides its
+				 * instance's GPUs and the routed experts */
 	JR_COUNT
 };
 
