@@ -33,7 +33,16 @@
  *   fc2      grouped GEMM, expert e: (R_e, h, f)
  *   [etp > 1: reduce-scatter over ETP]
  *   unsort, combine (the reverse all-to-all, in 16-bit), unpermute
- *            (weighted scatter-add of T_in k rows into T_in tokens)
+ *            (weighted scatter-add of T_in k rows into T_in tokens);
+ *            DeepEP's and Hybrid-EP's combine kernel sums a token's rows
+ *            itself and Megatron-Core's flex dispatcher runs no unpermute
+ *            after it, nor its gradient in the backward
+ *            (combine_reduces; NVIDIA/Megatron-LM @ d98e8a64
+ *            token_dispatcher.py MoEFlexTokenDispatcher.combine_postprocess:
+ *            a view; _HybridEPManager.combine returns hybrid_ep_combine's
+ *            [T, h] tokens, _DeepepManager.combine fused_combine's; their
+ *            local unpermute is get_restored_hidden_states_by_experts
+ *            before the combine: the unsort above)
  *   [shared experts when overlapped: beside dispatch and combine, on the
  *            compute stream while the EP stream moves tokens]
  *   add      routed + shared outputs, over T_in h
@@ -692,9 +701,11 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
-	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
-		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
-	moe_unfused_zeros(op, d);
+	if (!m->combine_reduces) {
+		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
+			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
+		moe_unfused_zeros(op, d);
+	}
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
 			       T * h * d->act_B, T * h);
@@ -822,8 +833,10 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		in = lop_tail(o);
 	}
 	o->scope = SCOPE_MOE;
-	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
-		  T * k * h * d->act_B, T * k * h);
+	if (!m->combine_reduces)
+		lop_memop(o, "unpermute_bwd", PASS_BWD,
+			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
+			  T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
 	if (sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d))
 		in_dispatch_call(o, d);
