@@ -74,6 +74,9 @@ struct moe_dims {
 	int combine_reduces;	/* the dispatcher's combine kernel sums each
 				 * token's expert rows into the token: no
 				 * unpermute after it (moe.c) */
+	int permute_in_dispatch;	/* the dispatch and combine kernels
+					 * write and read the local experts'
+					 * order: no sort kernels (moe.c) */
 	int router_dt;		/* enum dtype of the router GEMM */
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */

@@ -427,7 +427,16 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
  * Engine's fused chunk sort, whose forward first maps every row to its
  * place (make_chunk_sort_map: one Triton kernel writing an int32 a row)
  * and then moves the rows (sort_chunks_by_map); its backward reuses the
- * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort). */
+ * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort).
+ * Hybrid-EP with moe_permute_fusion_into_hybridep runs no sort kernel:
+ * its dispatch kernel writes the received chunks into the local experts'
+ * order itself (DeepEP @ 94a9f8f (hybrid-ep) csrc/hybrid_ep/executor/
+ * executor.cu dispatch_postprocess: "Fused permute: data already written
+ * to args output tensors by fused dispatch kernel. No-op."; the combine's
+ * unpermute likewise, fuse_unpermute_combine), inside the transfer the
+ * dispatcher's path already times (permute_in_dispatch [?: the fused
+ * kernel's extra local copy is taken as hidden under its NVLink
+ * transfer]). */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
@@ -435,7 +444,8 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	double n = rows(d) * d->hidden * d->act_B;
 	struct layer_op *op;
 
-	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather))
+	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather) ||
+	    d->moe.permute_in_dispatch)
 		return 0;
 	op = lop_memop(o, name, pass, n, n, 0);
 	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
