@@ -282,12 +282,12 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
-static double heads_local(const struct infer_dims *d)
+double infer_heads_local(const struct infer_dims *d)
 {
 	return d->heads / d->tp;
 }
 
-static double kv_heads_local(const struct infer_dims *d)
+double infer_kv_heads_local(const struct infer_dims *d)
 {
 	return d->kv_heads >= d->tp ? d->kv_heads / d->tp : 1;
 }
@@ -296,7 +296,7 @@ double infer_kv_token_layer_B(const struct infer_dims *d)
 {
 	if (d->mla)
 		return (d->kv_lora_rank + d->rope_dim) * d->kv_B;
-	return 2 * kv_heads_local(d) * d->head_dim * d->kv_B;
+	return 2 * infer_kv_heads_local(d) * d->head_dim * d->kv_B;
 }
 
 static double mla_q_params(const struct infer_dims *d)
@@ -513,8 +513,8 @@ static void qk_norm(const struct infer_dims *d, double t, double q,
 static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 		     double t, int temperature, struct infer_ops *o)
 {
-	double q = heads_local(d) * d->head_dim;
-	double kv = kv_heads_local(d) * d->head_dim;
+	double q = infer_heads_local(d) * d->head_dim;
+	double kv = infer_kv_heads_local(d) * d->head_dim;
 
 	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
 	if (temperature && d->attn_temp_eager)
@@ -538,7 +538,8 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		     double t, struct infer_ops *o)
 {
-	double a = heads_local(d), qw = a * (d->nope_dim + d->rope_dim);
+	double a = infer_heads_local(d);
+	double qw = a * (d->nope_dim + d->rope_dim);
 	double lat = d->kv_lora_rank + d->rope_dim, t_dec, kv_pre;
 	struct infer_op *op;
 
@@ -714,221 +715,4 @@ void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		memop(o, "sample_pass", row, row, s * d->vocab);
 	for (i = 0; i < d->sampler_copies; i++)
 		memop(o, "sampler_copy", 0, 8 * s, 0);
-}
-
-/* ---- costing ---- */
-
-/* The attention groups of b of one kind (prefill or decode). */
-int infer_chunk_groups(double count, double q, double kv, double chunk,
-		       struct gpu_attn_group *out, int cap)
-{
-	double start = kv - q, cs, ce;
-	int n = 0;
-
-	if (cap < 1)
-		return 0;
-	if (!(chunk > 0)) {
-		out[0] = (struct gpu_attn_group){count, q, kv};
-		return 1;
-	}
-	while (start < kv) {
-		cs = floor(start / chunk) * chunk;
-		ce = n == cap - 1 ? kv : fmin(cs + chunk, kv);
-		out[n++] = (struct gpu_attn_group){count, ce - start, ce - cs};
-		start = ce;
-	}
-	return n;
-}
-
-/* The attention groups of b's prefill (or decode) sequences, split by
- * the layer's attention chunks; out holds INFER_MAX_ATTN_GROUPS. */
-static int groups_of(const struct infer_batch *b, int prefill,
-		     const struct infer_kind *k, struct gpu_attn_group *out)
-{
-	double chunk = k ? k->chunk : 0;
-	int i, n = 0;
-
-	for (i = 0; i < b->n; i++) {
-		const struct infer_seqs *s = &b->g[i];
-		int left = INFER_MAX_ATTN_GROUPS - n - (b->n - i - 1);
-
-		if (s->prefill != prefill || s->count <= 0 || s->q <= 0 ||
-		    s->pad)
-			continue;
-		n += infer_chunk_groups(s->count, s->q, s->ctx + s->q, chunk,
-					out + n, left > 1 ? left : 1);
-	}
-	return n;
-}
-
-static void attn_heads(const struct infer_dims *d, int decode,
-		       const struct infer_kind *k, struct gpu_attn_heads *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->window = k ? k->window : 0;
-	h->heads_q = heads_local(d);
-	h->kv_B = d->kv_B;
-	if (!d->mla) {
-		h->heads_kv = kv_heads_local(d);
-		h->head_dim_qk = h->head_dim_v = d->head_dim;
-	} else if (decode) {
-		/* absorbed: MQA over the latent, values its first r */
-		h->heads_kv = 1;
-		h->head_dim_qk = d->kv_lora_rank + d->rope_dim;
-		h->head_dim_v = d->kv_lora_rank;
-		h->shared_kv = 1;
-	} else {
-		/* decompressed prompt keys: per-head K and V in bf16 */
-		h->heads_kv = heads_local(d);
-		h->head_dim_qk = d->nope_dim + d->rope_dim;
-		h->head_dim_v = d->v_head_dim;
-		h->kv_B = d->act_B;
-	}
-}
-
-/* The local experts' grouped GEMM: op->m rows over op->groups experts
- * (at least one), evenly; weights in the experts' dtype, read cold.
- * TensorRT-LLM's CUTLASS fused MoE (moe_kernels: cutlass) tiles rows by
- * no fewer than the GPU's cutlass_moe_tile_m at the compute dtype, unless
- * the weights alone are quantized (its weight-only lists keep 64-row
- * tiles). */
-static struct gpu_cost grouped_cost(const struct infer_op *op,
-				    const struct infer_dims *d,
-				    const struct gpu_spec *g)
-{
-	struct gpu_gemm_group grp[INFER_MAX_EXPERT_GROUPS];
-	struct gpu_gemm_dtypes q;
-	size_t n = (size_t)fmax(1, fmin(round(op->groups),
-					INFER_MAX_EXPERT_GROUPS)), i;
-
-	q.compute = d->moe.compute;
-	q.a_B = d->moe.gemm_a_B;
-	q.b_B = d->moe.weight_B;
-	q.c_B = d->act_B;
-	q.b_cold = 1;
-	q.one_kernel = 0;
-	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute ?
-		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
-	for (i = 0; i < n; i++)
-		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
-	return gpu_grouped_gemm_q(g, &q, grp, n);
-}
-
-/* A memory op of the CUTLASS fused MoE that searches each of its
- * search_rows rows' expert (moe_expand, expert_act: a binary search over
- * the experts' first rows before each row's copy, infer_moe.c): its body
- * takes max(bytes / bandwidth, rows x the GPU's cutlass_moe_row_time at
- * the experts' compute dtype), the launch on top. */
-static struct gpu_cost search_cost(const struct infer_op *op,
-				   const struct infer_dims *d,
-				   const struct gpu_spec *g)
-{
-	struct gpu_cost c = gpu_memory_op(g, op->read_B, op->write_B,
-					  op->vec_flops,
-					  op->read_B + op->write_B);
-	double rows_s = op->search_rows *
-			g->cutlass_moe_row_time_s[d->moe.compute];
-	double launch_s = c.time_s > 0 ? g->kernel_launch_s : 0;
-
-	if (rows_s > c.time_s - launch_s) {
-		c.time_s = launch_s + rows_s;
-		c.bound = rows_s >= launch_s ? GPU_BOUND_COMPUTE
-					     : GPU_BOUND_LAUNCH;
-	}
-	return c;
-}
-
-static struct gpu_cost kern_cost(const struct infer_op *op,
-				 const struct infer_dims *d,
-				 const struct infer_batch *b,
-				 const struct infer_kind *kind,
-				 const struct gpu_spec *g)
-{
-	struct gpu_attn_group grp[INFER_MAX_ATTN_GROUPS];
-	struct gpu_attn_heads h;
-	struct gpu_gemm_dtypes q;
-	int n;
-
-	switch (op->kern) {
-	case IK_GEMM:
-		q.compute = op->weight_B_base ? d->base : d->compute;
-		q.a_B = op->weight_B_base ? d->act_B : d->gemm_a_B;
-		q.b_B = op->weight_B_base ? d->act_B : d->weight_B;
-		q.c_B = d->act_B;
-		q.b_cold = 1;
-		q.one_kernel = op->m <= (op->weight_B_base ||
-					 d->weight == d->base
-					 ? d->skinny_rows_base : d->skinny_rows);
-		q.min_tile_m = 0;
-		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
-	case IK_GROUPED:
-		return grouped_cost(op, d, g);
-	case IK_ATTN_PREFILL:
-		n = groups_of(b, 1, kind, grp);
-		attn_heads(d, 0, kind, &h);
-		return gpu_attention_prefill(g, d->base, &h, grp, n);
-	case IK_ATTN_DECODE:
-		n = groups_of(b, 0, kind, grp);
-		attn_heads(d, 1, kind, &h);
-		return gpu_attention_decode(g, d->base, &h, grp, n);
-	case IK_MEM:
-		if (op->search_rows > 0)
-			return search_cost(op, d, g);
-		break;
-	}
-	return gpu_memory_op(g, op->read_B, op->write_B, op->vec_flops,
-			     op->read_B + op->write_B);
-}
-
-/* Weights a GEMM op reads (B). */
-static double weights_read_B(const struct infer_op *op,
-			     const struct infer_dims *d)
-{
-	if (op->kern == IK_GROUPED)
-		return op->groups * op->n * op->k * d->moe.weight_B;
-	if (op->kern != IK_GEMM || op->attention)
-		return 0;
-	return op->batch * op->n * op->k *
-	       (op->weight_B_base ? d->act_B : d->weight_B);
-}
-
-void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
-		const struct infer_batch *b, const struct infer_kind *kind,
-		const struct gpu_spec *g, enum infer_graph graph,
-		struct infer_unit *u)
-{
-	struct gpu_spec captured = *g;
-	int i;
-
-	captured.kernel_launch_s = g->kernel_launch_graph_s;
-	memset(u, 0, sizeof(*u));
-	u->n = o->n;
-	for (i = 0; i < o->n; i++) {
-		const struct infer_op *op = &o->op[i];
-		struct infer_cost_op *c = &u->op[i];
-		int in_graph = graph == IGRAPH_FULL ||
-			       (graph == IGRAPH_PIECEWISE && !op->attention);
-		struct gpu_cost k;
-
-		c->name = op->name;
-		c->kind = op->kind;
-		c->coll = op->coll;
-		c->a2a_B = op->a2a_B;
-		c->ep_row_B = op->ep_row_B;
-		c->ep_kind = op->ep_kind;
-		if (op->kind != IOP_KERNEL) {
-			c->bytes = op->coll_B;
-			continue;
-		}
-		k = kern_cost(op, d, b, kind, in_graph ? &captured : g);
-		u->weights_B += weights_read_B(op, d);
-		c->eager = !in_graph;
-		u->eager += !in_graph;
-		c->time_s = k.time_s;
-		c->flops = k.flops;
-		c->bytes = k.bytes;
-		u->kernel_s += k.time_s;
-		u->flops += k.flops;
-		u->bytes += k.bytes;
-	}
 }

@@ -1,5 +1,6 @@
 /*
- * infer_impl.h - the op-list builders infer.c and infer_moe.c share.
+ * infer_impl.h - the op-list builders infer.c and infer_moe.c share, and
+ * the local head counts infer_cost.c shares with infer.c.
  *
  * Depends on infer.h.
  */
@@ -11,6 +12,11 @@
 /* Nominal vector FLOPs per element of the memory-bound kernels (as
  * layer.c: they are memory-bound on every GPU llmsim knows). */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ROPE_FLOPS = 4, SAMPLE_FLOPS = 6 };
+
+/* Local query heads a/t and KV heads (g/t, or 1 replicated) of one GPU
+ * (infer.c; infer_cost.c's attention shapes). */
+double infer_heads_local(const struct infer_dims *d);
+double infer_kv_heads_local(const struct infer_dims *d);
 
 /* Append an op of kind `kind` (zeroed but for its name and kind). */
 struct infer_op *infer_op_push(struct infer_ops *o, const char *name,

@@ -1,0 +1,340 @@
+/*
+ * test_infer_engine.c - an inference engine's own step work: vLLM V0's
+ * step-input broadcasts, sampler passes and graph-input copies, the host
+ * time per step, sequence, TP metadata and prompt token (vLLM V0,
+ * TensorRT-LLM), vLLM ROCm's skinny GEMM, and the range checks of those
+ * engine keys.
+ *
+ * Jobs are tests/data/serve's Llama 3 70B over the shipped presets (the
+ * tests run from the repository root), varied by --set style overrides.
+ * Split out of test_infer.c (round 17), tests unchanged.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "models/infer.h"
+#include "models/infer_prog.h"
+#include "run/infer_run.h"
+
+#include "fixture.h"
+
+#define L70 "tests/data/serve/l70-h100-tp8.yaml"
+
+/* The step-input broadcasts of an embedding unit: their count and bytes. */
+static int broadcasts(const char *const *sets, size_t n, double *bytes)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops o;
+	int i, k = 0;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, n);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_embed_ops(&d, &b, &o);
+	for (i = 0; i < o.n; i++)
+		if (strcmp(o.op[i].name, "input_broadcast") == 0) {
+			cr_assert_eq(o.op[i].coll, COLL_BROADCAST);
+			*bytes = o.op[i].coll_B;
+			k++;
+		}
+	arena_release(&a);
+	return k;
+}
+
+/*
+ * vLLM V0 broadcasts a step's 9 GPU input tensors from the driver to the
+ * other TP ranks (vllm-v0.yaml input_broadcasts): 9 library broadcasts
+ * over the TP group before the embedding, 8 B x 4 tokens = 32 B each for
+ * a decode of 4 sequences. None at tp 1, none under vLLM V1 (its workers
+ * build their own inputs), and none on the decode steps of a multi-step
+ * call after its first (charged none).
+ */
+Test(infer, v0_broadcasts_the_step_inputs)
+{
+	const char *v0[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0"};
+	const char *tp1[] = {"phase=decode", "serving.batch=4",
+			     "serving.context_len=256", "serving.engine=vllm-v0",
+			     "parallelism.tp=1", "system.gpus_per_node=1"};
+	const char *v1[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm"};
+	const char *ms[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=vllm-v0",
+			    "serving.engine.multi_step=10"};
+	double bytes = 0;
+
+	cr_assert_eq(broadcasts(v0, 4, &bytes), 9);
+	cr_assert_float_eq(bytes, 32.0, 1e-12);
+	cr_assert_eq(broadcasts(tp1, 6, &bytes), 0);
+	cr_assert_eq(broadcasts(v1, 4, &bytes), 0);
+	cr_assert_eq(broadcasts(ms, 5, &bytes), 0);
+}
+
+/* The head unit of a 4-sequence decode of tests' Llama 3 70B (TP 8,
+ * vocabulary 128,256) under `engine`, its ops costed replaying a full
+ * graph into *full and eagerly into *none; the graph-input copies into
+ * *in; the GPU's kernel_launch - kernel_launch_graph into *launch_gap. */
+static void v0_head(const char *engine, struct infer_ops *o,
+		    struct infer_unit *full, struct infer_unit *none,
+		    struct infer_ops *in, double *launch_gap)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", NULL};
+	char eng[64];
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	sets[3] = eng;
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, 4);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_head_ops(&d, &b, o);
+	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_FULL, full);
+	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_NONE, none);
+	in->n = 0;
+	infer_graph_input_ops(&d, &b, in);
+	*launch_gap = j->system->gpu->kernel_launch_s -
+		      j->system->gpu->kernel_launch_graph_s;
+	arena_release(&a);
+}
+
+/*
+ * vLLM V0's Sampler with the benchmarks' temperature-1.0 sampling
+ * (vllm-v0.yaml): after the cast, sampler_passes 7 kernels (1 "sample" +
+ * 6 "sample_pass") over the 4 rows' fp32 logits of the padded vocabulary
+ * (128,256 up to a multiple of 64 x tp 8: 128,512), 4 x 128,512 x 4 B =
+ * 2,056,192 B read and written by each pass, and sampler_copies 8
+ * launch-bound copies (8 B x 4 rows = 32 B each). Kernels of the unit:
+ * final_norm, gather_sampled, lm_head, logits_fp32, sample, 6 passes, 8
+ * copies = 19 (the logits gather is a collective). V0 launches them
+ * after the graph but while the GPU runs it, so in a full graph they
+ * cost replayed kernels (none eager) and eagerly 19 host launches: the
+ * difference is 19 x (kernel_launch - kernel_launch_graph). Before each
+ * replay 5 input copies (input_ids, positions, slot_mapping,
+ * seq_lens_tensor, block_tables) of 8 B x 4 tokens = 32 B.
+ * vLLM V1 (vllm.yaml: none of the keys) keeps the generic head: one
+ * sampling pass, no copies, no input copies.
+ */
+Test(infer, v0_sampler_and_graph_input_copies)
+{
+	struct infer_ops o, in;
+	struct infer_unit full, none;
+	const struct infer_op *op;
+	double gap;
+	int i;
+
+	v0_head("vllm-v0", &o, &full, &none, &in, &gap);
+	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 6);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 8);
+	op = fixture_infer_op(&o, "sample_pass");
+	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
+	op = fixture_infer_op(&o, "sampler_copy");
+	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+	cr_assert_eq(full.eager, 0);
+	cr_assert_eq(none.eager, 19);
+	cr_assert_float_eq(none.kernel_s - full.kernel_s, 19 * gap, 1e-12);
+	cr_assert_eq(in.n, 5);
+	for (i = 0; i < in.n; i++) {
+		cr_assert_str_eq(in.op[i].name, "graph_input_copy");
+		cr_assert_float_eq(in.op[i].read_B, 32.0, 1e-12);
+		cr_assert_float_eq(in.op[i].write_B, 32.0, 1e-12);
+	}
+
+	v0_head("vllm", &o, &full, &none, &in, &gap);
+	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 0);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 0);
+	cr_assert_eq(none.eager, 5);
+	cr_assert_eq(in.n, 0);
+}
+
+/* The host time of a decode step of 4 sequences on tests' Llama 3 70B
+ * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
+ * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
+ * workers): 1.058 ms; at TP 1 nothing is sent: 1.020 ms. */
+static double v0_host_s(int tp1)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256",
+			      "serving.engine=vllm-v0", "parallelism.tp=1",
+			      "system.gpus_per_node=1"};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct infer_batch b;
+	struct job_spec *j;
+	double h;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, L70, sets, tp1 ? 6 : 4);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	infer_job_batch(j, &b);
+	h = infer_host_s(&x, &b);
+	infer_ctx_release(&x);
+	arena_release(&a);
+	return h;
+}
+
+Test(infer, v0_tp_metadata_host_time)
+{
+	cr_assert_float_eq(v0_host_s(0), 1.058e-3, 1e-12);
+	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
+}
+
+/* The host time of one step of tests' Llama 3 70B at TP 1 under the
+ * trtllm preset (step_overhead 0.5 ms, seq_overhead 20 us,
+ * prompt_token_overhead 0.14 us, tp_step_overhead 0): `phase` decode or
+ * prefill, 4 sequences, prompts of 512 tokens, 256 cached. */
+static double trtllm_host_s(const char *phase, const char *extra)
+{
+	const char *sets[] = {phase, "serving.batch=4",
+			      "serving.context_len=256",
+			      "serving.engine=trtllm", "parallelism.tp=1",
+			      "system.gpus_per_node=1", extra};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct infer_batch b;
+	struct job_spec *j;
+	double h;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, L70, sets, extra ? 7 : 6);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	infer_job_batch(j, &b);
+	h = infer_host_s(&x, &b);
+	infer_ctx_release(&x);
+	arena_release(&a);
+	return h;
+}
+
+/*
+ * TensorRT-LLM's PyExecutor copies every context request's prompt into
+ * Python lists (_prepare_tp_inputs; trtllm.yaml prompt_token_overhead,
+ * PR #15584: 0.14 us a token). Decode, 4 sequences: 0.5 ms + 4 x 20 us
+ * = 0.580 ms, no prompt. Prefill of 4 prompts of 512 tokens: 0.580 ms
+ * + 4 x 512 x 0.14 us = 0.580 + 0.28672 = 0.86672 ms. With the key at
+ * 0 the prefill step is back to 0.580 ms.
+ */
+Test(infer, trtllm_host_time_per_prompt_token)
+{
+	cr_assert_float_eq(trtllm_host_s("phase=decode", NULL), 0.580e-3,
+			   1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=prefill", NULL), 0.86672e-3,
+			   1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=prefill",
+			   "serving.engine.prompt_token_overhead=0 us"),
+			   0.580e-3, 1e-12);
+}
+
+/* The qkv GEMM of a decode step of `batch` sequences of tests' Llama 3
+ * 70B in fp8 on 8 MI300X under vllm-v0-rocm with skinny_gemm_rows
+ * `skinny`, costed replaying a full graph. */
+static double rocm_qkv_s(int batch, int skinny)
+{
+	char b[48], s[48];
+	const char *sets[] = {"phase=decode", b, "serving.context_len=256",
+			      "system=mi300x-roce", "serving.engine=vllm-v0-rocm",
+			      "serving.dtype=fp8", "serving.kv_dtype=fp8", s};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch bt;
+	struct infer_ops o;
+	struct infer_unit u;
+	double t;
+
+	snprintf(b, sizeof(b), "serving.batch=%d", batch);
+	snprintf(s, sizeof(s), "serving.engine.skinny_gemm_rows=%d", skinny);
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, 8);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &bt);
+	infer_layer_ops(&d, &bt, NULL, NULL, &o);
+	infer_cost(&o, &d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
+	t = u.op[fixture_infer_op(&o, "qkv") - o.op].time_s;
+	cr_assert_eq(j->system->gpu->gemm_split_k_kernels, 2);
+	arena_release(&a);
+	return t;
+}
+
+/*
+ * vLLM ROCm (v0.8.5+rocm) sends a one-row fp8 GEMM to its own wvSplitKQ
+ * kernel and two rows to hipBLASLt (vllm-v0-rocm.yaml skinny_gemm_rows 1),
+ * which sums a split-K GEMM's slices in a second kernel (mi300x.yaml
+ * gemm_split_k_kernels 2). The qkv GEMM, (a + 2g) d / t = (64 + 16) x 128
+ * / 8 = 1280 columns over k = 8192, splits: its 64 x 64 tiles are 20 of
+ * U = 304 units, and one unsplit tile's mainloop, 2 x 64 x 64 x 8192 /
+ * (R / 304) with R = 2614.9 x 1207/2100 x 0.802 = 1205.4 TFLOP/s, is
+ * 16.9 us while its 10.5 MB of fp8 weights stream in 2.5 us at 4.13 TB/s.
+ * So at one row the skinny kernel saves one replayed node, 1.535 us
+ * (kernel_launch_graph); at two rows the key changes nothing.
+ */
+Test(infer, rocm_skinny_gemm_keeps_one_kernel)
+{
+	cr_assert_float_eq(rocm_qkv_s(1, 0) - rocm_qkv_s(1, 1), 1.535e-6,
+			   1e-12);
+	cr_assert_float_eq(rocm_qkv_s(2, 0), rocm_qkv_s(2, 1), 1e-15);
+}
+
+/* The sampler and graph-copy keys refuse out-of-range counts with the
+ * option's location and range (sampler_passes counts the first pass: at
+ * least 1; each key at most 16, which keeps a unit within INFER_MAX_OPS);
+ * so do the skinny-GEMM row counts (0 to 16) and a GPU's split-K kernel
+ * count (1 or 2). */
+Test(infer, sampler_keys_refuse_bad_counts)
+{
+	static const char *const bad[][2] = {
+		{"serving.engine.sampler_passes=0", "from 1 to 16, got '0'"},
+		{"serving.engine.sampler_copies=17", "from 0 to 16, got '17'"},
+		{"serving.engine.graph_input_copies=-1", "from 0 to 16, got '-1'"},
+		{"serving.engine.tp_step_overhead=1 s", "'serving.engine.tp_step_overhead'"},
+		{"serving.engine.prompt_token_overhead=2 ms", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=-1 us", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=nan", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhead=fast", "'serving.engine.prompt_token_overhead'"},
+		{"serving.engine.prompt_token_overhed=1 us", "'serving.engine.prompt_token_overhed'"},
+		{"serving.engine.skinny_gemm_rows=17", "from 0 to 16, got '17'"},
+		{"serving.engine.skinny_gemm_rows_base=-1", "from 0 to 16, got '-1'"},
+		{"system.gpu.gemm_split_k_kernels=3", "from 1 to 2, got '3'"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct arena a;
+		struct diag d;
+		struct config_ctx cx = {&a, &d, "."};
+		struct job_spec j;
+		char buf[512] = {0};
+		FILE *f = tmpfile();
+
+		cr_assert_not_null(f);
+		arena_init(&a);
+		diag_init(&d, f);
+		memset(&j, 0, sizeof(j));
+		cr_assert_eq(config_load(&cx, &job_schema, L70, &bad[i][0], 1,
+					 &j), -1, "%s loaded", bad[i][0]);
+		rewind(f);
+		cr_assert_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+		cr_assert_not_null(strstr(buf, bad[i][1]), "%s", buf);
+		fclose(f);
+		arena_release(&a);
+	}
+}
