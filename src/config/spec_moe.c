@@ -186,6 +186,12 @@ static const struct schema_field ep_fields[] = {
 	  .help = "its permute pads each local expert's rows to the "
 		  "quantization alignment (Hybrid-EP pad_multiple), so the "
 		  "grouped MLP's own padding copies do not run" },
+	{ .key = "permute_in_kernel", .type = ST_BOOL,
+	  .offset = EOFF(permute_in_kernel), .def = "false",
+	  .help = "its dispatch kernel can write the received rows straight "
+		  "into the local experts' order and its combine kernel read "
+		  "them from there (Hybrid-EP fuse_permute_dispatch), when a "
+		  "job sets moe.permute_into_dispatcher" },
 };
 
 static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
@@ -290,6 +296,12 @@ static const struct schema_field moe_fields[] = {
 	  .help = "dtype tokens travel in (default: the activations')" },
 	{ .key = "permute_fusion", .type = ST_BOOL, .offset = MOFF(permute_fusion),
 	  .def = "true", .help = "fused permute/unpermute kernels (--moe-permute-fusion)" },
+	{ .key = "permute_into_dispatcher", .type = ST_BOOL,
+	  .offset = MOFF(permute_into_dispatcher), .def = "false",
+	  .help = "the dispatcher's own kernels permute the received rows "
+		  "and unpermute them before the combine: no separate "
+		  "kernels (Megatron-Core moe_permute_fusion_into_hybridep; "
+		  "needs a dispatcher with permute_in_kernel)" },
 	{ .key = "router_padding", .type = ST_BOOL, .offset = MOFF(router_padding),
 	  .def = "false",
 	  .help = "low precision: the routing map padded so every expert's "
@@ -304,10 +316,28 @@ static const struct schema_field moe_fields[] = {
 	  .help = "how tokens spread over experts" },
 };
 
+static int moe_check(void *obj, const struct schema_at *at, struct diag *d)
+{
+	const struct moe_job_spec *m = obj;
+
+	if (m->permute_into_dispatcher && m->dispatcher &&
+	    !m->dispatcher->permute_in_kernel) {
+		schema_check_error(d, at, "permute_into_dispatcher",
+				   "dispatcher '%s' cannot permute in its "
+				   "own kernels (its preset has no "
+				   "permute_in_kernel: true; hybridep has)",
+				   m->dispatcher->name ? m->dispatcher->name
+						       : "inline");
+		return -1;
+	}
+	return 0;
+}
+
 const struct schema moe_job_schema = {
 	.kind = "job.moe",
 	.help = "MoE dispatch, routing and overlap",
 	.size = sizeof(struct moe_job_spec),
 	.fields = moe_fields,
 	.nfields = SCHEMA_COUNT(moe_fields),
+	.check = moe_check,
 };

@@ -13,6 +13,7 @@
  *     router_dtype: fp32
  *     dispatch_dtype: bf16           # fp8: DeepEP-style fp8 dispatch
  *     permute_fusion: true
+ *     permute_into_dispatcher: false # --moe-permute-fusion-into-hybridep
  *     mtp_layers: 0                  # multi-token prediction modules run
  *     routing: {balance: uniform | random | zipf | max_mean,
  *               zipf_exponent, max_mean_ratio,
@@ -144,6 +145,10 @@ struct ep_comm_spec {
 	int probs_call;			/* the routing probabilities travel in
 					 * their own all-to-all after the
 					 * tokens', and their gradients back */
+	int permute_in_kernel;		/* its dispatch and combine kernels can
+					 * write and read the local experts'
+					 * permuted rows themselves (a job's
+					 * moe.permute_into_dispatcher) */
 };
 
 extern const struct schema ep_comm_schema;
@@ -185,6 +190,9 @@ struct moe_job_spec {
 	int dispatch_dtype;		/* enum dtype tokens travel in; -1 = the
 					 * activations' */
 	int permute_fusion;		/* permute/unpermute as fused kernels */
+	int permute_into_dispatcher;	/* the dispatcher's kernels permute
+					 * and unpermute (needs its
+					 * permute_in_kernel) */
 	int router_padding;		/* the routing map padded so every expert's
 					 * count is aligned for quantization */
 	int64_t mtp_layers;		/* multi-token-prediction modules run */

@@ -71,6 +71,12 @@ struct moe_dims {
 	double node_share;	/* node deduplication of the scale-out bytes
 				 * (coll_path.node_share); 1 = none */
 	int allgather;		/* allgather dispatcher instead of all-to-all */
+	int combine_reduces;	/* the dispatcher's combine kernel sums each
+				 * token's expert rows into the token: no
+				 * unpermute after it (moe.c) */
+	int permute_in_dispatch;	/* the dispatch and combine kernels
+					 * write and read the local experts'
+					 * order: no sort kernels (moe.c) */
 	int router_dt;		/* enum dtype of the router GEMM */
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */

@@ -138,6 +138,13 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->dispatch_B = e->tokens * e->topk * d->hidden * e->elem_B;
 	e->node_share = 1;
 	e->allgather = mj->dispatcher && mj->dispatcher->mode == EP_ALLGATHER;
+	/* Megatron-Core's flex dispatcher (DeepEP, Hybrid-EP: the GPU-
+	 * initiated paths) gets the combined [T, h] tokens from the combine
+	 * kernel; combine_postprocess only reshapes them (moe.c) */
+	e->combine_reduces = mj->dispatcher && mj->dispatcher->gpu_initiated;
+	e->permute_in_dispatch = mj->permute_into_dispatcher &&
+				 mj->dispatcher &&
+				 mj->dispatcher->permute_in_kernel;
 	e->router_dt = mj->router_dtype;
 	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;

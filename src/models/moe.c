@@ -33,7 +33,16 @@
  *   fc2      grouped GEMM, expert e: (R_e, h, f)
  *   [etp > 1: reduce-scatter over ETP]
  *   unsort, combine (the reverse all-to-all, in 16-bit), unpermute
- *            (weighted scatter-add of T_in k rows into T_in tokens)
+ *            (weighted scatter-add of T_in k rows into T_in tokens);
+ *            DeepEP's and Hybrid-EP's combine kernel sums a token's rows
+ *            itself and Megatron-Core's flex dispatcher runs no unpermute
+ *            after it, nor its gradient in the backward
+ *            (combine_reduces; NVIDIA/Megatron-LM @ d98e8a64
+ *            token_dispatcher.py MoEFlexTokenDispatcher.combine_postprocess:
+ *            a view; _HybridEPManager.combine returns hybrid_ep_combine's
+ *            [T, h] tokens, _DeepepManager.combine fused_combine's; their
+ *            local unpermute is get_restored_hidden_states_by_experts
+ *            before the combine: the unsort above)
  *   [shared experts when overlapped: beside dispatch and combine, on the
  *            compute stream while the EP stream moves tokens]
  *   add      routed + shared outputs, over T_in h
@@ -418,7 +427,16 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
  * Engine's fused chunk sort, whose forward first maps every row to its
  * place (make_chunk_sort_map: one Triton kernel writing an int32 a row)
  * and then moves the rows (sort_chunks_by_map); its backward reuses the
- * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort). */
+ * map (TE @ 71bbefbf pytorch/permutation.py _moe_chunk_sort).
+ * Hybrid-EP with moe_permute_fusion_into_hybridep runs no sort kernel:
+ * its dispatch kernel writes the received chunks into the local experts'
+ * order itself (DeepEP @ 94a9f8f (hybrid-ep) csrc/hybrid_ep/executor/
+ * executor.cu dispatch_postprocess: "Fused permute: data already written
+ * to args output tensors by fused dispatch kernel. No-op."; the combine's
+ * unpermute likewise, fuse_unpermute_combine), inside the transfer the
+ * dispatcher's path already times (permute_in_dispatch [?: the fused
+ * kernel's extra local copy is taken as hidden under its NVLink
+ * transfer]). */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
@@ -426,7 +444,8 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	double n = rows(d) * d->hidden * d->act_B;
 	struct layer_op *op;
 
-	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather))
+	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather) ||
+	    d->moe.permute_in_dispatch)
 		return 0;
 	op = lop_memop(o, name, pass, n, n, 0);
 	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
@@ -692,9 +711,11 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
-	op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
-		       T * k * 4, T * h * d->act_B, 2 * T * k * h);
-	moe_unfused_zeros(op, d);
+	if (!m->combine_reduces) {
+		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
+			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
+		moe_unfused_zeros(op, d);
+	}
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
 			       T * h * d->act_B, T * h);
@@ -822,8 +843,10 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		in = lop_tail(o);
 	}
 	o->scope = SCOPE_MOE;
-	lop_memop(o, "unpermute_bwd", PASS_BWD, T * h * d->act_B + T * k * 4,
-		  T * k * h * d->act_B, T * k * h);
+	if (!m->combine_reduces)
+		lop_memop(o, "unpermute_bwd", PASS_BWD,
+			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
+			  T * k * h);
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
 	if (sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d))
 		in_dispatch_call(o, d);

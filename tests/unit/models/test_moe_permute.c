@@ -2,7 +2,9 @@
  * test_moe_permute.c - Megatron-LM's unfused permute before its argsort
  * rewrite (framework elementwise.masked_select_permute; moe_permute.c):
  * two masked_selects, each a nonzero whose count the host waits for,
- * against derived bytes, kernel counts and the ops the host waits on.
+ * against derived bytes, kernel counts and the ops the host waits on;
+ * and which permute kernels Megatron-Core's flex dispatcher runs (moe.c
+ * combine_reduces, permute_in_dispatch).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -114,5 +116,68 @@ Test(moe, masked_select_permute_syncs_twice)
 	cr_assert_eq(fixture_op_index(&m.o, "permute_select"), -1);
 	moe_case_bwd(&m);
 	cr_assert_eq(fixture_op_index(&m.o, "permute_probs_bwd"), -1);
+	moe_case_release(&m);
+}
+
+/*
+ * Megatron-Core's flex dispatcher (DeepEP, Hybrid-EP: GPU-initiated
+ * paths) gets the combined tokens from the combine kernel, which sums a
+ * token's rows itself: no "unpermute" after it, no "unpermute_bwd" before
+ * the backward's combine (NVIDIA/Megatron-LM @ d98e8a64
+ * token_dispatcher.py combine_postprocess: a view). The alltoall
+ * dispatcher keeps its unpermute: T = 4096, k = 2, h = 1024, bf16: read
+ * T k h B + T k 4 = 16777216 + 32768 = 16809984 B, write T h B =
+ * 8388608 B. The flex dispatcher's local sort (expert_sort after the
+ * dispatch, expert_unsort before the combine: R = T k = 8192 rows,
+ * 8192 x 2048 = 16777216 B each way) stays, unless the dispatcher's
+ * kernels permute (permute_in_kernel, Hybrid-EP) and the job asks
+ * (moe.permute_into_dispatcher, moe_permute_fusion_into_hybridep): then
+ * none of the four sort kernels runs.
+ */
+Test(moe, flex_combine_runs_no_unpermute_and_fused_permute_no_sort)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	fixture_ep_library(&e, "test-alltoall");
+	m.f.job.moe.dispatcher = &e;
+	m.f.job.moe.permute_fusion = 1;	/* no torch.zeros before it */
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "unpermute");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 16809984, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 8388608, 1e-6);
+	moe_case_bwd(&m);
+	cr_assert_not_null(fixture_op(&m.o, "unpermute_bwd"));
+
+	fixture_ep_forward(&e, "test-flex");
+	e.gpu_initiated = 1;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "unpermute"));
+	c = fixture_op(&m.o, "expert_sort");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 16777216, 1e-6);
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "unpermute_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "expert_sort_bwd"));
+
+	/* the job asks, the dispatcher cannot: the sorts stay (the job's
+	 * check refuses this in a file, spec_moe.c moe_check) */
+	m.f.job.moe.permute_into_dispatcher = 1;
+	moe_case_fwd(&m);
+	cr_assert_not_null(fixture_op(&m.o, "expert_sort"));
+	e.permute_in_kernel = 1;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_sort"));
+	cr_assert_null(fixture_op(&m.o, "expert_unsort"));
+	cr_assert_not_null(fixture_op(&m.o, "moe_combine"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_unsort_bwd"));
+	cr_assert_null(fixture_op(&m.o, "expert_sort_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "moe_dispatch_bwd"));
 	moe_case_release(&m);
 }
