@@ -220,10 +220,10 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 					  "no module class llmsim models "
 					  "(attention, mlp, experts, "
 					  "shared_expert, router, lm_head, "
-					  "embed_tokens, vision)%s%s%s; it is "
-					  "taken as quantized", exclude_keys[k],
+					  "embed_tokens, vision) and is taken "
+					  "as quantized%s%s%s", exclude_keys[k],
 					  it->text, near ? "; did you mean '" :
-					  "", near ? near : "", near ? "'" : "");
+					  "", near ? near : "", near ? "'?" : "");
 			}
 		}
 	}
