@@ -187,12 +187,17 @@ struct arena;
 const char *cli_default_db_in(struct arena *a, const char *data_root);
 
 /* What `run` was asked to do with a result. */
+struct serve_reqs;
+
 struct cli_run_io {
 	int json;			/* print JSON instead of the summary */
 	const char *trace;		/* Chrome trace file, or NULL */
 	const char *db;			/* database, or NULL for the default */
 	int no_store;
 	double max_trace_B;		/* B, a serving trace's budget; 0: none */
+	struct serve_reqs *reqs;	/* a serving run's requests, made for
+					 * its trace estimate (the run takes
+					 * them over); NULL: the run makes them */
 };
 
 struct job_spec;

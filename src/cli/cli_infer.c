@@ -23,8 +23,8 @@
  */
 struct kind {
 	size_t size;				/* B of its result */
-	int (*run)(const struct job_spec *j, FILE *trace, double trace_max_B,
-		   void *r, struct diag *d);
+	int (*run)(const struct job_spec *j, FILE *trace,
+		   const struct cli_run_io *io, void *r, struct diag *d);
 	struct cJSON *(*to_json)(const struct job_spec *j, const void *r);
 	void (*print)(FILE *out, const struct job_spec *j, const void *r);
 	void (*row)(const void *r, struct store_step *out);
@@ -32,9 +32,9 @@ struct kind {
 };
 
 static int run_step(const struct job_spec *j, FILE *trace,
-		    double trace_max_B, void *r, struct diag *d)
+		    const struct cli_run_io *io, void *r, struct diag *d)
 {
-	(void)trace_max_B;	/* one step's trace: a few thousand events */
+	(void)io;	/* one step's trace: a few thousand events */
 	return infer_run(j, trace, r, d);
 }
 
@@ -76,9 +76,9 @@ static const struct kind kind_step = {
 };
 
 static int run_serving(const struct job_spec *j, FILE *trace,
-		       double trace_max_B, void *r, struct diag *d)
+		       const struct cli_run_io *io, void *r, struct diag *d)
 {
-	return serve_run_traced(j, trace, trace_max_B, r, d);
+	return serve_run_reqs(j, io->reqs, trace, io->max_trace_B, r, d);
 }
 
 static struct cJSON *json_serving(const struct job_spec *j, const void *r)
@@ -132,7 +132,7 @@ static int run_kind(const struct kind *k, const struct cli_run_io *io,
 	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_OK)
 		rc = cli_trace_finish(trace, io->trace,
-				      k->run(j, trace, io->max_trace_B, r, d),
+				      k->run(j, trace, io, r, d),
 				      d);
 	if (rc == CLI_OK) {
 		rc = cli_json_text(k->to_json(j, r), io->json, &json, d);

@@ -15,8 +15,9 @@
  * mode would need instead). A serving run is held to the same memory
  * budget (serve_memory_B: its simulation keeps every request) and trace
  * budget: refused when even its fewest engine steps would pass it
- * (serve_trace_estimate), stopped with exit 2 when its trace passes it
- * while it runs (serve_run_traced).
+ * (serve_trace_estimate, over the requests the run then takes: drawn or
+ * read once), stopped with exit 2 when its trace passes it while it runs
+ * (serve_run_reqs).
  *
  * JOB "-" reads the job from standard input; --trace - writes the trace
  * to standard output (the summary then goes to stderr).
@@ -322,10 +323,13 @@ static int check_budget(const struct run_opts *o, const struct job_spec *j,
 }
 
 /* A serving trace: refused when even its fewest steps pass the budget
- * (serve_trace_estimate; serve_run_traced stops a run whose trace does
- * not fit after all). CLI_OK, CLI_USAGE (reported) or CLI_FAIL. */
+ * (serve_trace_estimate over the requests made here, *reqs, which the run
+ * then takes over instead of drawing or reading them again;
+ * serve_run_reqs stops a run whose trace does not fit after all). CLI_OK,
+ * CLI_USAGE (reported) or CLI_FAIL. */
 static int check_serving_trace(const struct run_opts *o,
-			       const struct job_spec *j, struct diag *d)
+			       const struct job_spec *j,
+			       struct serve_reqs **reqs, struct diag *d)
 {
 	double trace = o->max_trace_B > 0 ? o->max_trace_B : TRACE_BUDGET_B;
 	struct serve_trace_est e;
@@ -334,9 +338,10 @@ static int check_serving_trace(const struct run_opts *o,
 
 	if (!o->trace)
 		return CLI_OK;
-	rc = serve_trace_estimate(j, &e, d);
+	rc = serve_reqs_new(j, reqs, d);
 	if (rc != 0)
 		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	serve_trace_estimate(j, *reqs, &e);
 	if (e.lo_B > trace) {
 		diag_error(d, NULL, 0, 0, "the trace of these %lld requests "
 			   "would be at least %s (%.0f engine steps at the "
@@ -357,7 +362,8 @@ static int check_serving_trace(const struct run_opts *o,
  * request (serve_memory_B), and its trace: CLI_OK, CLI_USAGE (reported)
  * or CLI_FAIL. */
 static int check_serving_budget(const struct run_opts *o,
-				const struct job_spec *j, struct diag *d)
+				const struct job_spec *j,
+				struct serve_reqs **reqs, struct diag *d)
 {
 	double mem = o->max_memory_B > 0 ? o->max_memory_B : default_memory_B();
 	int64_t n;
@@ -374,7 +380,7 @@ static int check_serving_budget(const struct run_opts *o,
 			   step_human(b, sizeof(b), mem, UNIT_BYTES));
 		return CLI_USAGE;
 	}
-	return check_serving_trace(o, j, d);
+	return check_serving_trace(o, j, reqs, d);
 }
 
 static int simulate(const struct run_opts *o, struct job_spec *j,
@@ -424,12 +430,13 @@ int cli_run(int argc, char **argv, const char *argv0)
 	if (job_is_inference(j)) {
 		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store,
 					o.max_trace_B > 0 ? o.max_trace_B :
-							    TRACE_BUDGET_B};
+							    TRACE_BUDGET_B, NULL};
 
 		rc = j->phase == PHASE_SERVING ?
-		     check_serving_budget(&o, j, &d) : CLI_OK;
+		     check_serving_budget(&o, j, &io.reqs, &d) : CLI_OK;
 		if (rc == CLI_OK)
 			rc = cli_run_inference(&io, j, cx.data_root, &d);
+		serve_reqs_free(io.reqs);
 		goto out;
 	}
 	rc = simulate(&o, j, r, &d);

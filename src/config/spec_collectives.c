@@ -23,6 +23,7 @@
  *       max_bytes: 16 MiB                    (optional)
  *       proto_max_bytes: {ll: 524287 B}      (optional, per protocol)
  *       channel_min_bytes: {ll: 2048 B}      (optional, per protocol)
+ *       channel_min_bytes_per_rank: {ll: 4 KiB}   (optional, per protocol)
  *       pipeline:                            (optional, per protocol)
  *         simple: {chunk: 2 MiB, slices: 2, sync: 3.7 us}
  *     nvls:
@@ -119,6 +120,14 @@ static const struct schema_field cbytes_fields[] = {
 
 static const struct schema cbytes_schema = {
 	.kind = "collectives.algorithm.channel_min_bytes",
+	.help = "one size per protocol",
+	.size = sizeof(struct coll_proto_bytes),
+	.fields = cbytes_fields,
+	.nfields = SCHEMA_COUNT(cbytes_fields),
+};
+
+static const struct schema crbytes_schema = {
+	.kind = "collectives.algorithm.channel_min_bytes_per_rank",
 	.help = "one size per protocol",
 	.size = sizeof(struct coll_proto_bytes),
 	.fields = cbytes_fields,
@@ -341,6 +350,12 @@ static const struct schema_field algo_fields[] = {
 		  "least 1) and the protocol's bus-bandwidth caps, which describe "
 		  "every channel, scale by that share; not in the library's "
 		  "choice (0 = every channel)" },
+	{ .key = "channel_min_bytes_per_rank", .type = ST_SECTION,
+	  .offset = AOFF(channel_min_rank_B), .sub = &crbytes_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "as channel_min_bytes, per rank of the group: added to it "
+		  "times the ranks (NCCL's ring LL threadThreshold is 8 B x "
+		  "nRanks a thread); 0 = none" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -401,6 +416,13 @@ static const struct schema_field proto_fields[] = {
 	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
 		  "the library's own choice does not see it; 0 = none" },
+	{ .key = "channel_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "bus bandwidth one running channel of the protocol's kernels "
+		  "sustains where an algorithm's channel_min_bytes(_per_rank) "
+		  "runs fewer channels: the bound is then min(caps, channels x "
+		  "this) instead of the caps' per-channel share; not in the "
+		  "library's choice; 0 = the share" },
 };
 
 static const struct schema proto_schema = {

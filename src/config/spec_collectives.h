@@ -129,6 +129,9 @@ struct coll_algo_spec {
 	struct coll_proto_bytes channel_min_B;	/* B, per protocol: bytes a channel must have
 						 * before the kernel runs one more (nthreads x
 						 * threadThreshold); 0 = every channel always */
+	struct coll_proto_bytes channel_min_rank_B;	/* B, per protocol: the same per rank of
+						 * the group, added to channel_min_B (NCCL's ring
+						 * LL threshold x nRanks); 0 = none */
 };
 
 struct coll_proto_spec {
@@ -136,6 +139,9 @@ struct coll_proto_spec {
 	double max_busbw_Bps[SCALE_COUNT];	/* B/s, library cap on bus bandwidth by scale; 0 = none */
 	double sustained_busbw_Bps;		/* B/s, most bus bandwidth its kernels sustain, which
 						 * the library's choice does not see; 0 = none */
+	double channel_busbw_Bps;		/* B/s, bus bandwidth one running channel sustains
+						 * where channel_min_* cut the channels; 0 = the
+						 * caps' per-channel share */
 };
 
 /* Compute units (SMs / CUs) a collective's kernels hold while it runs,

@@ -331,6 +331,13 @@ static const struct schema_field gpu_fields[] = {
 	  .flags = SF_FIT,
 	  .help = "per GEMM kernel, once: a persistent kernel's set-up "
 		  "and drain (tile data only)" },
+	{ .key = "gemm_accumulator_stages", .type = ST_INT,
+	  .offset = OFF(gemm_accumulator_stages), .def = "1", .min = 1,
+	  .max = 2,
+	  .help = "accumulator buffers per SM of the persistent GEMM "
+		  "kernels: 1 (each tile's epilogue after its mainloop) or 2 "
+		  "(a tile's epilogue overlaps the next tile's mainloop; "
+		  "tile data only)" },
 	{ .key = "gemm_split_k_kernels", .type = ST_INT,
 	  .offset = OFF(gemm_split_k_kernels), .def = "1", .min = 1, .max = 2,
 	  .help = "kernels a GEMM the tile model splits along k launches: 1 "

@@ -116,6 +116,9 @@ struct gpu_spec {
 						 * empty = no tile model */
 	double gemm_tile_overhead_s;		/* s per wave of tiles: pipeline fill and epilogue sync */
 	double gemm_kernel_overhead_s;		/* s per GEMM kernel: a persistent kernel's set-up and drain */
+	int64_t gemm_accumulator_stages;	/* accumulator buffers per SM of the persistent GEMM kernels:
+						 * 1, or 2 (one tile's epilogue runs while the next tile's
+						 * mainloop fills the other buffer) */
 	int fp8_gemm_any_layout;		/* per-tensor FP8 GEMMs take any operand layout
 						 * (not only TN): an FP8 cast writes no
 						 * transposed copy */

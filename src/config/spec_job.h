@@ -539,6 +539,10 @@ enum job_rule {
 	JR_SP_SEQ,		/* sequence_parallel: cp*tp divides seq_len */
 	JR_SPEC_MTP,		/* speculative mtp: the model has MTP layers,
 				 * draft_layers of them at most */
+	JR_MAX_MODEL_LEN,	/* serving.max_model_len within the model's
+				 * max_position_embeddings */
+	JR_POOL_EP,		/* a disaggregated pool's ep divides its
+				 * instance's GPUs and the routed experts */
 	JR_COUNT
 };
 

@@ -30,7 +30,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
-	"train_chunked", "sp_seq", "spec_mtp", NULL,
+	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
+	"pool_ep", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -697,6 +698,68 @@ static void check_spec_mtp(const struct job_spec *j, struct layout_sink *s)
 	}
 }
 
+/* serving.max_model_len past the model's context: vLLM's ModelConfig
+ * refuses a max_model_len above the one it derives from the model's
+ * config (max_position_embeddings, no rope scaling: "User-specified
+ * max_model_len ... is greater than the derived max_model_len", unless
+ * VLLM_ALLOW_LONG_MAX_MODEL_LEN) [D]; llmsim models no context extension
+ * either, so every engine is held to it. */
+static void check_max_model_len(const struct job_spec *j,
+				struct layout_sink *s)
+{
+	int64_t mml = j->serving.max_model_len;
+	int64_t ctx = j->model->max_position_embeddings;
+	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
+	const struct cnode *v = at ? cnode_get(at, "max_model_len") : NULL;
+
+	if (mml > 0 && ctx > 0 && mml > ctx)
+		key_error(s, JR_MAX_MODEL_LEN, v ? v : at ? at : s->node,
+			  "'serving.max_model_len' %lld exceeds the context of "
+			  "model '%s', %lld tokens (max_position_embeddings): "
+			  "vLLM refuses it, and llmsim models no context "
+			  "extension", (long long)mml,
+			  j->model->name ? j->model->name : "(unnamed)",
+			  (long long)ctx);
+}
+
+/* The expert parallelism of a disaggregated pool (serving_setup's
+ * pool_job: its instances' tp GPUs, attention-DP ranks or not, are what
+ * its MoE layers span): ep must divide them and the routed experts, and
+ * needs an MoE model, as the job's own ep (check_inference_experts,
+ * check_ep). Without this a bad pool ep surfaced only when the run built
+ * the pool, with no location. */
+static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
+{
+	static const char *const names[] = {"prefill", "decode"};
+	const struct disagg_spec *dg = &j->serving.disaggregated;
+	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
+	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
+	int64_t experts = j->model->n_routed_experts;
+	int i;
+
+	at = at ? cnode_get(at, "disaggregated") : NULL;
+	for (i = 0; dg->enabled && i < 2; i++) {
+		const struct pool_spec *p = pool[i];
+		const struct cnode *pn = at ? cnode_get(at, names[i]) : NULL;
+		const struct cnode *v = pn ? cnode_get(pn, "ep") : NULL;
+		const struct cnode *where = v ? v : pn ? pn : at ? at : s->node;
+
+		if (p->ep <= 1)
+			continue;
+		if (!model_is_moe(j->model))
+			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
+				  "%s.ep' %lld: expert parallelism needs an MoE "
+				  "model", names[i], (long long)p->ep);
+		else if (p->tp % p->ep != 0 || experts % p->ep != 0)
+			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
+				  "%s.ep' %lld must divide the pool's %lld GPUs an "
+				  "instance's MoE layers span (its tp) and the "
+				  "model's %lld routed experts", names[i],
+				  (long long)p->ep, (long long)p->tp,
+				  (long long)experts);
+	}
+}
+
 /* Inference layouts: an instance is tp x pp GPUs (x dp with
  * attention_dp); no context parallelism or pipeline interleaving. */
 static void check_inference(struct job_spec *j, struct layout_sink *s)
@@ -719,6 +782,8 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 	if (model_is_moe(j->model))
 		check_inference_experts(j, s);
 	check_spec_mtp(j, s);
+	check_max_model_len(j, s);
+	check_pool_ep(j, s);
 	if (p->schedule < 0)
 		j->parallelism.schedule = SCHED_1F1B;
 	if (!j->serving.engine) {

@@ -261,6 +261,12 @@ static const struct schema_field serving_fields[] = {
 	{ .key = "max_num_batched_tokens", .type = ST_INT,
 	  .offset = OFF(max_num_batched_tokens), .min = 0, .max = 1e8,
 	  .def = "0", .help = "tokens per engine step, at most (0 = the engine's)" },
+	{ .key = "max_model_len", .type = ST_INT, .offset = OFF(max_model_len),
+	  .min = 0, .max = 1e8, .def = "0",
+	  .help = "tokens of a request's prompt + output, at most (vLLM "
+		  "--max-model-len, TensorRT-LLM max_seq_len); the KV cache "
+		  "must hold one such sequence (0 = the model's "
+		  "max_position_embeddings)" },
 	{ .key = "chunked_prefill", .type = ST_BOOL,
 	  .offset = OFF(chunked_prefill), .flags = SF_OPTIONAL,
 	  .help = "split prompts over steps (default: the engine's)" },

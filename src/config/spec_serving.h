@@ -102,6 +102,9 @@ struct serving_spec {
 	int64_t seed;			/* GSL mt19937 seed */
 	int64_t max_num_seqs;		/* 0 = the engine's */
 	int64_t max_num_batched_tokens;	/* 0 = the engine's */
+	int64_t max_model_len;		/* tokens, prompt + output of a request
+					 * at most; 0 = the model's
+					 * max_position_embeddings */
 	int chunked_prefill;		/* -1 = the engine's */
 	double prefix_cache_hit_rate;	/* fraction of a prompt found cached */
 	int64_t batch;			/* prefill/decode step: sequences */

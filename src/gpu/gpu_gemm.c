@@ -33,6 +33,16 @@
  * the epilogue synchronisation of one wave. t_0 and t_e do not shrink with
  * k, which is why a short K cannot amortise them.
  *
+ * Epilogue overlap (gemm_accumulator_stages 2). A persistent kernel whose
+ * accumulators have two buffers per SM (Blackwell's CUTLASS sm100 GEMMs:
+ * tensor memory holds two 128 x 256 fp32 accumulators; configs/gpus/
+ * b200.yaml names the source) runs a tile's epilogue while the MMAs fill
+ * the other buffer with the next tile. The epilogue's traffic then shares
+ * the memory system with the next mainloop's loads, and only the last
+ * wave's epilogue drains after the MMAs end:
+ *
+ *     t_wave = t_0 + max(t_c, t_m + t_e),  plus t_e of the last wave once
+ *
  * Operand traffic. The a tiles of a wave form (close to) an r x c block
  * of the output with r BM ~ c BN (grouped rasterization); every A
  * row-panel and B column-panel the block touches is fetched once from the
@@ -87,9 +97,10 @@
  *
  * Constants: BM, BN, t_0, t_k, t_launch, R and B_l are per-GPU data
  * (configs/gpus/) with their sources there; 4 B is the FP32 accumulator.
- * Range: dense GEMMs with vendor-library kernels. Persistent and stream-K
- * kernels overlap epilogues and balance tails better than this, so short-K
- * GEMMs come out a little slow. Checked against measured TFLOP/s in
+ * Range: dense GEMMs with vendor-library kernels. Stream-K kernels balance
+ * tails better than this, and Hopper's ping-pong kernels overlap one
+ * warpgroup's epilogue with the other's mainloop (not modelled), so
+ * short-K GEMMs come out a little slow there. Checked against measured TFLOP/s in
  * results/reference/kernels (llmsim validate --kind kernel).
  */
 #include "gpu_impl.h"
@@ -106,6 +117,8 @@ struct gemm_problem {
 	double unit_flops;		/* FLOP/s per CU/SM */
 	double units;			/* CUs/SMs */
 	double wave_overhead_s;		/* s, t_0 */
+	int overlap_epilogue;		/* the epilogue overlaps the next
+					 * tile's mainloop */
 	double split_s;			/* s, a split plan's second kernel's
 					 * launch (0: the slices summed in the
 					 * GEMM kernel) */
@@ -118,6 +131,7 @@ struct gemm_plan {
 	double memory_s;		/* s, sum of memory phases */
 	double bytes;			/* B moved at the serving level */
 	double split;			/* k slices (1: not split) */
+	double last_epilogue_s;		/* s, t_e of the last wave added */
 };
 
 /* A plan's time as the library weighs it: a split plan with its second
@@ -172,7 +186,11 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 
 	if (count <= 0 || active <= 0)
 		return;
-	plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm) + te);
+	if (p->overlap_epilogue)
+		plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm + te));
+	else
+		plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm) + te);
+	plan->last_epilogue_s = te;
 	plan->compute_s += count * tc;
 	plan->memory_s += count * (tm + te);
 	plan->bytes += count * (load_B + store_B);
@@ -181,7 +199,7 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 static struct gemm_plan plan_tiles(const struct gemm_problem *p,
 				   const struct gemm_tile *t)
 {
-	struct gemm_plan plan = {0, 0, 0, 0, 1};
+	struct gemm_plan plan = {0, 0, 0, 0, 1, 0};
 	double tiles = p->batch * ceil(p->m / t->bm) * ceil(p->n / t->bn) *
 		       t->split;
 	double full = floor(tiles / p->units);
@@ -189,6 +207,8 @@ static struct gemm_plan plan_tiles(const struct gemm_problem *p,
 
 	add_waves(p, t, full, p->units, &plan);
 	add_waves(p, t, 1, tiles - full * p->units, &plan);
+	if (p->overlap_epilogue)	/* the last epilogue drains alone */
+		plan.time_s += plan.last_epilogue_s;
 	if (t->split > 1) {
 		red_B = p->batch * p->m * p->n *
 			(t->split * dtype_bytes(DTYPE_FP32) + p->b_out);
@@ -256,6 +276,7 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 	p->units = (double)g->compute_units;
 	p->unit_flops = gpu_sustained_flops(g, dt) / p->units;
 	p->wave_overhead_s = g->gemm_tile_overhead_s;
+	p->overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	p->split_s = !one_kernel && g->gemm_split_k_kernels > 1 ?
 		     (double)(g->gemm_split_k_kernels - 1) *
 		     g->kernel_launch_s : 0;

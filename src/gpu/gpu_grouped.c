@@ -30,6 +30,10 @@
  *     t_m = D a / (T B_l)    t_e = a BM BN b_out / B_l
  *     t_wave = t_0 + max(t_c, t_m) + t_e                (a tiles in it)
  *
+ * or, where the epilogue overlaps the next tile's mainloop (gpu
+ * gemm_accumulator_stages 2, gpu_gemm.c), t_0 + max(t_c, t_m + t_e) and
+ * the last wave's t_e once.
+ *
  * This is where many small experts lose against one big GEMM: each
  * expert's padding to BM rows (a tile costs the same full or not), a
  * partial last wave, and weights k n that every expert must read however
@@ -70,6 +74,7 @@ struct grouped {
 	double units;			/* CUs/SMs */
 	double wave_overhead_s;		/* s, t_0 */
 	double operand_B;		/* B, D */
+	int overlap_epilogue;		/* see gpu_gemm.c */
 };
 
 /* Tiles of group e for a BM x BN tile. */
@@ -89,7 +94,19 @@ static double wave_s(const struct grouped *p, double bm, double bn,
 	double tm = p->operand_B * a / tiles / p->bw_Bps;
 	double te = a * bm * bn * p->b_out / p->bw_Bps;
 
+	if (p->overlap_epilogue)
+		return p->wave_overhead_s + fmax(tc, tm + te);
 	return p->wave_overhead_s + fmax(tc, tm) + te;
+}
+
+/* The epilogue of the last wave's a tiles, draining after the MMAs end
+ * where the epilogues overlap (0 otherwise: inside wave_s). */
+static double drain_s(const struct grouped *p, double bm, double bn,
+		      double a)
+{
+	if (!p->overlap_epilogue)
+		return 0;
+	return a * bm * bn * p->b_out / p->bw_Bps;
 }
 
 /* The waves of one tile shape: tiles in group order, a wave's k the
@@ -97,6 +114,7 @@ static double wave_s(const struct grouped *p, double bm, double bn,
 static double plan_shape(const struct grouped *p, double bm, double bn)
 {
 	double tiles = 0, total = 0, in_wave = 0, k_sum = 0, k_max = 0;
+	double last = 0;		/* tiles in the last wave */
 	size_t i;
 
 	for (i = 0; i < p->n; i++)
@@ -116,13 +134,16 @@ static double plan_shape(const struct grouped *p, double bm, double bn)
 			if (in_wave == p->units) {
 				total += wave_s(p, bm, bn, in_wave,
 						k_sum / in_wave, tiles);
+				last = in_wave;
 				in_wave = k_sum = k_max = 0;
 			}
 		}
 	}
-	if (in_wave > 0)
+	if (in_wave > 0) {
 		total += wave_s(p, bm, bn, in_wave, k_max, tiles);
-	return total;
+		last = in_wave;
+	}
+	return total + drain_s(p, bm, bn, last);
 }
 
 static double result_bytes(enum dtype dt)
@@ -142,7 +163,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    size_t ngroups)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
-	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0};
+	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0, 0};
 	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
 	enum gpu_level l;
 	size_t i;
@@ -170,6 +191,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	p.units = (double)g->compute_units;
 	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
 	p.wave_overhead_s = g->gemm_tile_overhead_s;
+	p.overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
 	for (i = 0; i < g->gemm_tile_m.n; i++) {

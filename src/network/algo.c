@@ -243,6 +243,8 @@ static void setup(struct algo_ctx *x)
 		x->t_min_s = bus_B / cap;
 	if (one_phase && ps->sustained_busbw_Bps > 0)
 		x->t_real_s = bus_B / ps->sustained_busbw_Bps;
+	if (one_phase && ps->channel_busbw_Bps > 0)
+		x->t_chan_s = bus_B / ps->channel_busbw_Bps;
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,

@@ -54,6 +54,7 @@ struct algo_ctx {
 	double inflate;			/* line bytes per user byte: 1 / bandwidth_factor */
 	double t_min_s;			/* s, bandwidth-time floor from max_busbw; 0 = none */
 	double t_real_s;		/* s, the same from sustained_busbw (unseen by the choice) */
+	double t_chan_s;		/* s, the same for one channel at channel_busbw; 0 = none */
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
 	int select_view;		/* hops as the library's tuner sees them (select_hop_*) */

@@ -236,7 +236,12 @@ static int channels(struct algo_ctx *x, struct plan *p, int tree,
 	/* A small collective runs fewer channels than the plan's flows
 	 * (pipe.h: pipe_chan_share); the run scales the caps by that. */
 	x->pipe.chan_K = ch.K;
-	x->pipe.chan_min_B = x->as->channel_min_B.b[x->proto];
+	x->pipe.chan_min_B = x->as->channel_min_B.b[x->proto] +
+			     x->g.p * x->as->channel_min_rank_B.b[x->proto];
+	x->pipe.chan_t_s = x->t_chan_s;
+	x->pipe.chan_max = ch.K > 1 ? ch.K : (double)(x->g.nnodes > 1 ?
+			   x->lib->kernel_units.scale_out :
+			   x->lib->kernel_units.scale_up);
 	algo_close_phase_lat(x, p, lat);
 	rc = 0;
 out:

@@ -44,6 +44,8 @@ struct crun_set {
 				 * replay on them left parked */
 	uint64_t reclaimed;	/* of those, replays that first took back
 				 * links another had taken meanwhile */
+	uint64_t detached;	/* replays of latency-bound runs, holding
+				 * no link (CRUN_DETACH_SHARE) */
 	/* replays over whose links are still held, for the next replay of
 	 * a plan on the same links (crun.c), by the links' hash */
 	struct crun *park[CRUN_PARK_SLOTS];
@@ -83,6 +85,9 @@ struct ctraj {
 				 * rec[rec_off[i] .. rec_off[i + 1]), in time
 				 * order */
 	struct ctraj_rec *rec;
+	double link_ns;		/* ns, the most any link of the plan needs
+				 * to carry the bytes the run puts on it
+				 * (INFINITY: not known) */
 };
 
 void ctraj_free(struct ctraj *tr);
@@ -98,11 +103,20 @@ size_t ctraj_bytes(const struct ctraj *tr);
 int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, struct ctraj **out);
 
+/* A run whose bytes take at most this share of its own time on any
+ * link (ctraj.link_ns <= CRUN_DETACH_SHARE * total_ns) is latency-
+ * bound: it replays its recorded time without holding or sharing links,
+ * busy or not (crun.c says what this leaves out: at most link_ns of
+ * each link's time per run). */
+#define CRUN_DETACH_SHARE 1e-4
+
 /*
  * Start cp (CRUN_FULL, volumes times scale) on sim as a replay of tr,
  * holding its links on fn until done(token) at now + tr->total_ns, or
  * until a flow starts on one of them, if none of them carries a flow or
- * is held (flow_try_hold). tr must outlive the run. Returns 0, 1 when a
+ * is held (flow_try_hold); a latency-bound run (tr->link_ns <=
+ * CRUN_DETACH_SHARE tr->total_ns) replays holding no link, even over busy ones. tr
+ * must outlive the run. Returns 0, 1 when a
  * link is busy (nothing started: run it with crun_start), or -1 (memory;
  * done is then never called).
  */
@@ -113,6 +127,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 /* Replays started, and those that became flows, on this set. */
 uint64_t crun_replays(const struct crun_set *rs);
 uint64_t crun_reheld(const struct crun_set *rs);
+uint64_t crun_detached(const struct crun_set *rs);
 uint64_t crun_reclaimed(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
 

@@ -84,6 +84,11 @@ int flow_attach(struct flownet *f, struct sim *sim)
 	return 0;
 }
 
+double flow_link_cap(const struct flownet *f, uint32_t l)
+{
+	return f->topo->links[l].cap_Bps;
+}
+
 static void free_chain(struct flow *fl)
 {
 	while (fl) {

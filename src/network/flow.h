@@ -90,6 +90,9 @@ int flow_reclaim(struct flownet *f, const uint32_t *links, uint32_t n,
 void flow_release(struct flownet *f, const uint32_t *links, uint32_t n,
 		  const void *holder);
 
+/* Capacity of link l (B/s per direction). */
+double flow_link_cap(const struct flownet *f, uint32_t l);
+
 /* Report every rate change: fn(arg, now, left_B, rate_Bps) with the
  * flow's done argument, its bytes left brought up to now, and its new
  * rate (recording an idle run, run.h). NULL to stop. */

@@ -789,6 +789,7 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 	out->resumed = crun_resumed(&n->runs);
 	out->reheld = crun_reheld(&n->runs);
 	out->reclaimed = crun_reclaimed(&n->runs);
+	out->detached = crun_detached(&n->runs);
 }
 
 int net_failed(const struct net *n)

@@ -95,13 +95,18 @@ struct net_stats {
 				 * them) */
 	uint64_t reclaimed;	/* of those, after taking back the few links
 				 * another replay had taken meanwhile */
+	uint64_t detached;	/* of the replays, latency-bound ones that
+				 * held no link (crun.h CRUN_DETACH_SHARE) */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);
 
 /* Replay collectives whose links are idle from their idle trajectory
  * (1, the default) or always run them as flows (0: tests compare). The
- * results are the same; only the work differs. */
+ * results are the same; only the work differs; except that a latency-
+ * bound collective (its bytes take at most CRUN_DETACH_SHARE of its
+ * time on any link, crun.h) replays over busy links too, ignoring that little
+ * sharing. */
 void net_set_replay(struct net *n, int on);
 
 /* Non-zero once a collective started through net_comm_ops failed; the

@@ -43,6 +43,13 @@
  *         the caps above (and the library's max_busbw bound) describe all
  *         K, so a flow's bound scales by nc / K. Without a cap the links
  *         alone pace the flows and fewer channels change nothing here.
+ *         Where the protocol gives one channel's own bus bandwidth r
+ *         (channel_busbw: a thread block's rate, which the aggregate caps
+ *         do not divide into), the caps stay whole and the running
+ *         channels bound the phase instead:
+ *             rate <= V / (f S / min(B_caps, nc r))
+ *         (m may grow with the ranks: NCCL's ring LL threshold is
+ *         8 B x nRanks a thread, so m = m0 + p m1).
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -136,15 +143,32 @@ double pipe_chan_share(const struct pipe *pp, double size_B)
 	return nc < pp->chan_K ? nc / pp->chan_K : 1;
 }
 
+double pipe_chan_count(const struct pipe *pp, double size_B)
+{
+	double nc;
+
+	if (!(pp->chan_min_B > 0) || !(size_B > 0))
+		return pp->chan_max > 0 ? pp->chan_max : 1;
+	nc = floor(size_B / pp->chan_min_B);
+	if (nc < 1)
+		nc = 1;
+	return pp->chan_max > 0 && nc > pp->chan_max ? pp->chan_max : nc;
+}
+
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		      double bound_Bps, double size_B)
 {
-	double b, share = pipe_chan_share(pp, size_B);
+	double b = bound_Bps, c, share = pipe_chan_share(pp, size_B);
 
-	if (!(pp->t_min_s > 0))
-		return bound_Bps * share;
-	b = volume_B / pp->t_min_s;
-	return (bound_Bps > 0 && bound_Bps < b ? bound_Bps : b) * share;
+	if (pp->t_min_s > 0) {
+		c = volume_B / pp->t_min_s;
+		b = b > 0 && b < c ? b : c;
+	}
+	if (!(pp->chan_t_s > 0) || !(pp->chan_min_B > 0))
+		return b * share;
+	/* the flow's part of nc channels, each at most 1 / chan_t_s */
+	c = volume_B * pipe_chan_count(pp, size_B) / pp->chan_t_s;
+	return b > 0 && b < c ? b : c;
 }
 
 double pipe_volume_factor(const struct pipe *pp, double size_B)

@@ -39,6 +39,8 @@ struct pipe {
 	double t_min_s;			/* s per plan byte: the kernels' sustained-bandwidth floor; 0 = none */
 	double chan_K;			/* channels the phase's flows stand for */
 	double chan_min_B;		/* B of the collective per channel before one more runs; 0 = all run */
+	double chan_t_s;		/* s per plan byte for one running channel alone; 0 = the caps' share */
+	double chan_max;		/* the library's channels (with chan_t_s); 0 = no limit */
 };
 
 /*
@@ -65,9 +67,14 @@ double pipe_volume_factor(const struct pipe *pp, double size_B);
  * floor(size_B / chan_min_B) of chan_K, at least one (1 without data). */
 double pipe_chan_share(const struct pipe *pp, double size_B);
 
+/* The channels (>= 1) the kernel runs for size_B: floor(size_B /
+ * chan_min_B), at least 1, at most chan_max (when set). */
+double pipe_chan_count(const struct pipe *pp, double size_B);
+
 /* The rate (B/s) a flow of volume_B plan bytes may reach under the
  * kernels' sustained bandwidth (min with bound_Bps; 0 = no bound), both
- * scaled by the share of channels that run for size_B. */
+ * scaled by the share of channels that run for size_B; with chan_t_s,
+ * not scaled but bounded by the running channels' own rate instead. */
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		      double bound_Bps, double size_B);
 

@@ -25,6 +25,7 @@
 struct job_spec;
 struct diag;
 struct cJSON;
+struct serve_reqs;
 
 /* A latency distribution over the completed requests. */
 struct serve_stats {
@@ -90,6 +91,11 @@ int serve_run(const struct job_spec *j, FILE *trace, struct serve_result *out,
 int serve_run_traced(const struct job_spec *j, FILE *trace,
 		     double trace_max_B, struct serve_result *out,
 		     struct diag *d);
+/* serve_run_traced over requests made by serve_reqs_new (NULL: made
+ * here), which the run takes over (r keeps none). */
+int serve_run_reqs(const struct job_spec *j, struct serve_reqs *r,
+		   FILE *trace, double trace_max_B, struct serve_result *out,
+		   struct diag *d);
 
 /*
  * The trace of job j's serving run, before it runs (`run --max-trace`).
@@ -118,8 +124,16 @@ struct serve_trace_est {
 	double step_B;		/* B one step's three events take */
 	double lo_B, hi_B;	/* B, the trace at steps_lo, steps_hi */
 };
-int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
-			 struct diag *d);
+/* The requests of job j's serving run, made once (drawn, or read from
+ * serving.trace, as serve_run would) so that the trace estimate and the
+ * run share them: 0, -1 out of memory, -2 bad input (reported). Free with
+ * serve_reqs_free (after serve_run_reqs took its requests, or not). */
+int serve_reqs_new(const struct job_spec *j, struct serve_reqs **out,
+		   struct diag *d);
+void serve_reqs_free(struct serve_reqs *r);
+/* The trace estimate of job j over requests r. */
+void serve_trace_estimate(const struct job_spec *j, const struct serve_reqs *r,
+			  struct serve_trace_est *e);
 void serve_result_release(struct serve_result *r);
 
 /*

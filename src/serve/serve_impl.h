@@ -148,6 +148,22 @@ struct serve {
 
 /* ---- requests (serve_req.c) ---- */
 
+/* serve.h's requests made once: the array (mem_alloc'd), its length. */
+struct serve_reqs {
+	struct serve_req *v;
+	int64_t n;
+};
+
+/* The most tokens (prompt + output) a request of job j may have:
+ * serving.max_model_len, else the model's max_position_embeddings; 0 = no
+ * bound. */
+int64_t serve_context_len(const struct job_spec *j);
+/* What that bound is, for messages: "'serving.max_model_len'" or "the
+ * model's context"; and what follows its token count there: "" or
+ * " (max_position_embeddings)". */
+const char *serve_context_name(const struct job_spec *j);
+const char *serve_context_note(const struct job_spec *j);
+
 /* The job's requests, arrivals ascending: drawn (serving.requests,
  * input_len, output_len, arrival_rate, seed) or read from serving.trace.
  * Returns 0, -1 out of memory, -2 bad input (reported with

@@ -207,7 +207,7 @@ void serve_print(FILE *out, const struct job_spec *j,
 		 const struct serve_result *r)
 {
 	const struct infer_mem *m = &r->mem;
-	char a[24], b[24], c[24];
+	char a[24], b[24], c[24], e[24], f[24];
 
 	fprintf(out, "%s: serving %s on %s (%lld GPUs, %s), engine %s\n",
 		j->name ? j->name : "job", j->model->name, j->system->name,
@@ -246,8 +246,11 @@ void serve_print(FILE *out, const struct job_spec *j,
 	step_human(a, sizeof(a), m->weights_B, UNIT_BYTES);
 	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
 	step_human(c, sizeof(c), m->usable_B, UNIT_BYTES);
-	fprintf(out, "  memory/GPU   weights %s, KV cache %s of %s usable; "
-		"%.0f sequences of mean length fit an instance\n", a, b, c,
+	step_human(e, sizeof(e), m->activations_B, UNIT_BYTES);
+	step_human(f, sizeof(f), m->workspace_B, UNIT_BYTES);
+	fprintf(out, "  memory/GPU   weights %s, activations %s, workspace %s\n"
+		"               KV cache %s of %s usable; %.0f sequences of "
+		"mean length fit an instance\n", a, e, f, b, c,
 		r->kv_sequences);
 	fprintf(out, "  Little       %.2f requests in system (time average)\n",
 		r->mean_in_system);

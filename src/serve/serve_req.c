@@ -26,9 +26,9 @@
  * those names (the first row that is not blank or a comment); blank
  * lines and lines starting with '#' ignored. Numbers are base 10 (no hex,
  * as the YAML loader reads them). Arrival in seconds (>= 0); lengths
- * integers >= 1, input + output within the model's context
- * (max_position_embeddings: vLLM and TensorRT-LLM reject a longer
- * request; serve_setup.c's context_fit checks drawn ones). Rows are
+ * integers >= 1, input + output within serving.max_model_len, else the
+ * model's context (max_position_embeddings: vLLM and TensorRT-LLM reject
+ * a longer request; serve_setup.c's context_fit checks drawn ones). Rows are
  * sorted by arrival (stable; a note at the first row out of order,
  * read_trace). A bad row is reported as FILE:LINE:COL: error: ... for
  * every bad field, and the run stops (exit 2).
@@ -48,6 +48,25 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+
+int64_t serve_context_len(const struct job_spec *j)
+{
+	if (j->serving.max_model_len > 0)
+		return j->serving.max_model_len;
+	return j->model ? j->model->max_position_embeddings : 0;
+}
+
+const char *serve_context_name(const struct job_spec *j)
+{
+	return j->serving.max_model_len > 0 ? "'serving.max_model_len'" :
+	       "the model's context";
+}
+
+const char *serve_context_note(const struct job_spec *j)
+{
+	return j->serving.max_model_len > 0 ? "" :
+	       " (max_position_embeddings)";
+}
 
 /* ---- drawn ---- */
 
@@ -136,7 +155,9 @@ struct row_parser {
 	int line;
 	struct diag *d;
 	int bad;
-	int64_t max_ctx;	/* the model's context; 0 = no bound */
+	int64_t max_ctx;	/* serve_context_len; 0 = no bound */
+	const char *ctx_name;	/* serve_context_name */
+	const char *ctx_note;	/* serve_context_note */
 };
 
 /* The trace path: relative to the file that named it (not "--set"). */
@@ -256,10 +277,10 @@ static void parse_row(struct row_parser *rp, char *line, struct serve_req *r)
 			  "more: '%s'", trim(p));
 	if (!rp->bad && rp->max_ctx > 0 && v[1] + v[2] > (double)rp->max_ctx)
 		row_error(rp, col[1], "a request of %.0f prompt + %.0f output "
-			  "tokens exceeds the model's context of %lld tokens "
-			  "(max_position_embeddings): vLLM (max_model_len) and "
-			  "TensorRT-LLM (max_seq_len) reject it", v[1], v[2],
-			  (long long)rp->max_ctx);
+			  "tokens exceeds %s of %lld tokens%s: vLLM "
+			  "(max_model_len) and TensorRT-LLM (max_seq_len) "
+			  "reject it", v[1], v[2], rp->ctx_name,
+			  (long long)rp->max_ctx, rp->ctx_note);
 	rp->bad |= was_bad;
 	init_req(r, v[0], (int64_t)v[1], (int64_t)v[2]);
 }
@@ -289,8 +310,8 @@ static int by_arrival(const void *a, const void *b)
 static int read_trace(const struct job_spec *j, struct serve_req **out,
 		      int64_t *n, struct diag *d, int note)
 {
-	struct row_parser rp = {NULL, 0, d, 0, j->model ?
-				j->model->max_position_embeddings : 0};
+	struct row_parser rp = {NULL, 0, d, 0, serve_context_len(j),
+				serve_context_name(j), serve_context_note(j)};
 	struct serve_req *v = NULL, *grown;
 	int64_t cap = 0, k = 0;
 	char buf[4096], *line;
@@ -520,20 +541,38 @@ void serve_trace_estimate_of(const struct job_spec *j,
 	e->hi_B = e->steps_hi * e->step_B;
 }
 
-int serve_trace_estimate(const struct job_spec *j, struct serve_trace_est *e,
-			 struct diag *d)
+int serve_reqs_new(const struct job_spec *j, struct serve_reqs **out,
+		   struct diag *d)
 {
-	struct serve_req *v = NULL;
-	int64_t n = 0;
+	struct serve_reqs *r = mem_calloc(1, sizeof(*r));
 	int rc;
 
-	memset(e, 0, sizeof(*e));
-	if (!j->serving.engine)
-		return 0;
-	rc = requests(j, &v, &n, d, 0);	/* the run notes the order */
-	if (rc != 0)
+	*out = NULL;
+	if (!r) {
+		diag_oom(d);
+		return -1;
+	}
+	rc = requests(j, &r->v, &r->n, d, 1);
+	if (rc != 0) {
+		mem_free(r);
 		return rc;
-	serve_trace_estimate_of(j, v, n, e);
-	mem_free(v);
+	}
+	*out = r;
 	return 0;
+}
+
+void serve_reqs_free(struct serve_reqs *r)
+{
+	if (!r)
+		return;
+	mem_free(r->v);
+	mem_free(r);
+}
+
+void serve_trace_estimate(const struct job_spec *j, const struct serve_reqs *r,
+			  struct serve_trace_est *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (j->serving.engine)
+		serve_trace_estimate_of(j, r->v, r->n, e);
 }

@@ -10,9 +10,11 @@
  *
  * Each instance's KV pool: infer_mem.h's capacity for its layout (pages of
  * the engine's block_size), with the speculative draft's weights and KV
- * on the instances that run it (the decode pool's, or all). A pool that cannot hold the longest request
- * (prompt + output) is bad input: no scheduler could ever finish it; so
- * is a request longer than the model's context (context_fit).
+ * on the instances that run it (the decode pool's, or all). A pool that
+ * cannot hold the longest request (prompt + output, plus the drafts of a
+ * verify step; or serving.max_model_len tokens, kv_longest) is bad input:
+ * no scheduler could ever finish it; so is a request longer than
+ * max_model_len or the model's context (context_fit).
  *
  * The handoff of a prefilled request to a decode instance is
  * serve_xfer.c's.
@@ -82,8 +84,36 @@ static int64_t longest_request(const struct serve *s)
 }
 
 /*
- * Every request within the model's context: prompt + output <= its
- * max_position_embeddings. vLLM rejects a longer one (its processor's
+ * The KV tokens one sequence must be able to hold, and what sets it (for
+ * the message): the longest request's prompt + output, plus under
+ * speculative decoding the k draft tokens of its last verify step (the
+ * schedulers give a decoding request pages for computed + 1 + k tokens,
+ * serve_sched.c, and at its last token computed = prompt + output - 1, as
+ * vLLM V1 allocates slots for the scheduled drafts); with
+ * serving.max_model_len, at least that many: vLLM V1 refuses to start
+ * when its KV cache cannot hold one sequence of max_model_len tokens
+ * (v1/core/kv_cache_utils.py check_enough_kv_cache_memory) [D], and
+ * llmsim holds every engine to it (a length the user states the engine
+ * serves).
+ */
+static int64_t kv_longest(const struct serve *s, const char **why)
+{
+	const struct speculative_spec *sp = &s->job->serving.speculative;
+	int64_t k = sp->method == SPEC_NONE ? 0 : sp->tokens;
+	int64_t m = longest_request(s) + k;
+
+	*why = k > 0 ? "the longest prompt + output + the speculative "
+		       "draft tokens" : "the longest prompt + output";
+	if (s->job->serving.max_model_len > m) {
+		m = s->job->serving.max_model_len;
+		*why = "serving.max_model_len";
+	}
+	return m;
+}
+
+/*
+ * Every request within the engine's context: prompt + output <=
+ * serving.max_model_len, else the model's max_position_embeddings. vLLM rejects a longer one (its processor's
  * _validate_model_input: a prompt of max_model_len or more; the OpenAI
  * server: max_tokens above max_model_len - prompt, a 400 error), as
  * TensorRT-LLM does against max_seq_len; neither truncates unless asked.
@@ -96,7 +126,7 @@ static int64_t longest_request(const struct serve *s)
  */
 static int context_fit(const struct serve *s)
 {
-	int64_t i, ctx = s->job->model->max_position_embeddings;
+	int64_t i, ctx = serve_context_len(s->job);
 	char msg[400];
 
 	for (i = 0; ctx > 0 && i < s->nreq; i++) {
@@ -105,13 +135,13 @@ static int context_fit(const struct serve *s)
 		if (r->input + r->output <= ctx)
 			continue;
 		snprintf(msg, sizeof(msg), "request %lld (drawn: %lld prompt + "
-			 "%lld output tokens) exceeds the model's context of "
-			 "%lld tokens (max_position_embeddings): vLLM "
-			 "(max_model_len) and TensorRT-LLM (max_seq_len) reject "
-			 "it; bound input_len and output_len (max) so that "
-			 "their sum fits", (long long)i + 1,
+			 "%lld output tokens) exceeds %s of %lld tokens%s: "
+			 "vLLM (max_model_len) and TensorRT-LLM (max_seq_len) "
+			 "reject it; bound input_len and output_len (max) so "
+			 "that their sum fits", (long long)i + 1,
 			 (long long)r->input, (long long)r->output,
-			 (long long)ctx);
+			 serve_context_name(s->job), (long long)ctx,
+			 serve_context_note(s->job));
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
@@ -122,7 +152,7 @@ static int context_fit(const struct serve *s)
  * it can hold the longest request. -2 after reporting bad input. */
 static int size_inst(struct serve *s, struct serve_inst *in,
 		     struct infer_stepper *st, const struct infer_mem_draft *dm,
-		     struct infer_mem *mem, int64_t longest)
+		     struct infer_mem *mem, int64_t longest, const char *why)
 {
 	const struct infer_ctx *x = &st->ctx;
 	const struct serving_spec *sv = &s->job->serving;
@@ -164,12 +194,11 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	if ((int64_t)mem->kv_pages * in->block < longest) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
-			 "than one sequence of %lld tokens (the longest prompt "
-			 "+ output): use more GPUs, a smaller kv_dtype or "
-			 "shorter requests",
+			 "than one sequence of %lld tokens (%s): use more GPUs, "
+			 "a smaller kv_dtype or shorter requests",
 			 (long long)((int64_t)mem->kv_pages * in->block),
 			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
-			 (long long)longest);
+			 (long long)longest, why);
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
@@ -303,7 +332,8 @@ int serve_setup(struct serve *s, struct serve_result *out)
 {
 	struct pool_jobs *pj = mem_calloc(1, sizeof(*pj));
 	int64_t sizes[2] = {0, 0}, counts[2] = {0, 0}, k;
-	int64_t longest = longest_request(s);
+	const char *why = NULL;
+	int64_t longest = kv_longest(s, &why);
 	int npools, p, rc = -1, i = 0, ninst;
 	struct infer_mem_draft dm;
 	char msg[256];
@@ -357,7 +387,7 @@ int serve_setup(struct serve *s, struct serve_result *out)
 			s->first_gpu[i] = place(s, p, k, sizes, counts);
 			rc = size_inst(s, &s->inst[i], &s->steppers[p],
 				       s->draft && p == npools - 1 ? &dm : NULL,
-				       mem, longest);
+				       mem, longest, why);
 			if (rc != 0)
 				return rc;
 			if (p == npools - 1) {

@@ -581,6 +581,13 @@ int serve_run_traced(const struct job_spec *j, FILE *trace,
 		     double trace_max_B, struct serve_result *out,
 		     struct diag *d)
 {
+	return serve_run_reqs(j, NULL, trace, trace_max_B, out, d);
+}
+
+int serve_run_reqs(const struct job_spec *j, struct serve_reqs *r,
+		   FILE *trace, double trace_max_B, struct serve_result *out,
+		   struct diag *d)
+{
 	struct serve s;
 	struct inst_ev *evs = NULL;
 	struct arrivals arr;
@@ -594,9 +601,16 @@ int serve_run_traced(const struct job_spec *j, FILE *trace,
 	s.trace = trace;
 	s.trace_first = 1;
 	s.trace_max_B = trace ? trace_max_B : 0;
-	rc = serve_requests(j, &s.req, &s.nreq, d);
-	if (rc != 0)
-		return rc;
+	if (r) {	/* taken over: serve_teardown frees them */
+		s.req = r->v;
+		s.nreq = r->n;
+		r->v = NULL;
+		r->n = 0;
+	} else {
+		rc = serve_requests(j, &s.req, &s.nreq, d);
+		if (rc != 0)
+			return rc;
+	}
 	out->requests = s.nreq;
 	rc = serve_setup(&s, out);
 	if (rc != 0)

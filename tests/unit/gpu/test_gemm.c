@@ -305,3 +305,53 @@ Test(gpu, gemm_split_k_weighs_its_second_launch)
 	skinny = gpu_gemm_q(&g, &q, 1, 128, 65536, 1).time_s;
 	cr_assert(skinny > 1e-3 && skinny < 1e-3 + 20e-6, "got %g s", skinny);
 }
+
+/*
+ * Two accumulator buffers per SM (gemm_accumulator_stages 2, Blackwell's
+ * CUTLASS sm100 kernels): a tile's epilogue runs under the next tile's
+ * mainloop. Toy GPU, 1 us per wave.
+ *
+ * The large square of gemm_large_square_is_waves_of_tiles (100 waves,
+ * t_c = 104.858 us, t_m = 13.107 us, t_e = 0.655 us): t_m + t_e stays
+ * under t_c, so each wave costs 1 us + t_c and only the last epilogue
+ * drains: t = 100 x (1 us + 104.858 us) + 0.655 us, 99 x t_e = 64.88 us
+ * less than one buffer's 100 x (1 us + t_c + t_e).
+ *
+ * An fp32-accumulating GEMM (gpu_gemm_q, c_B 8: read C, write D) at
+ * m = n = 12800, k = 1024: t_c = 2 x 128^2 x 1024 / 4e12 = 8.389 us;
+ * a wave's 10 x 10 block loads (1280 + 1280) x 1024 x 2 B = 5.243 MB,
+ * the working set (2 x 12800 x 1024 x 2 B + 12800^2 x 8 B = 1.36 GB)
+ * is in HBM at 5 TB/s: t_m = 1.049 us, t_e = 100 x 128^2 x 8 B / 5e12 =
+ * 2.621 us. One buffer: 100 x (1 + 8.389 + 2.621) us = 1201.0 us. Two:
+ * 100 x (1 + max(8.389, 1.049 + 2.621)) + 2.621 = 941.5 us.
+ */
+Test(gpu, gemm_two_accumulator_stages_hide_the_epilogue)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {DTYPE_BF16, 2, 2, 8, 0, 0, 0};
+	struct gpu_cost one, two;
+	double tc, te, expect;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	g.gemm_accumulator_stages = 1;
+	one = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	g.gemm_accumulator_stages = 2;
+	two = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1);
+	tc = 2.0 * 128 * 128 * 12800 / 4e12;
+	te = 100.0 * 128 * 128 * 2 / 5e12;
+	expect = 100 * (1e-6 + tc) + te;
+	cr_assert(gpu_fixture_near(two.time_s, expect, 1e-9),
+		  "got %g s, expected %g s", two.time_s, expect);
+	cr_assert(gpu_fixture_near(one.time_s - two.time_s, 99 * te, 1e-6),
+		  "saved %g s", one.time_s - two.time_s);
+
+	g.gemm_accumulator_stages = 1;
+	one = gpu_gemm_q(&g, &q, 12800, 12800, 1024, 1);
+	cr_assert(gpu_fixture_near(one.time_s, 1201.0e-6, 1e-4),
+		  "got %g s", one.time_s);
+	g.gemm_accumulator_stages = 2;
+	two = gpu_gemm_q(&g, &q, 12800, 12800, 1024, 1);
+	cr_assert(gpu_fixture_near(two.time_s, 941.5e-6, 1e-4),
+		  "got %g s", two.time_s);
+}

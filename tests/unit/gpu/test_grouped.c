@@ -185,3 +185,33 @@ Test(gpu, grouped_min_tile_m_drops_smaller_tiles)
 	c = gpu_grouped_gemm_q(&g, &q, e, 100);
 	cr_assert_eq(c.time_s, free64.time_s);
 }
+
+/* Two accumulator buffers (gemm_accumulator_stages 2; gpu_gemm.c): the 8
+ * experts of grouped_experts_share_waves run 8 waves of 1 us + t_c
+ * (t_m + t_e = 4.19 + 0.655 us stays under t_c = 33.554 us) and drain the
+ * last wave's epilogue once: 8 x 34.554 + 0.655 = 277.09 us, 7 x t_e =
+ * 4.59 us less than with one buffer. */
+Test(gpu, grouped_two_accumulator_stages_hide_the_epilogue)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_group e[8];
+	struct gpu_cost one, two;
+	double tc, te, expect;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 8; i++)
+		e[i] = (struct gpu_gemm_group){1280, 1280, 4096};
+	tc = 2.0 * 128 * 128 * 4096 / 4e12;
+	te = 100.0 * 128 * 128 * 2 / 5e12;
+	g.gemm_accumulator_stages = 1;
+	one = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8);
+	g.gemm_accumulator_stages = 2;
+	two = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8);
+	expect = 8 * (1e-6 + tc) + te;
+	cr_assert(gpu_fixture_near(two.time_s, expect, 1e-9),
+		  "got %g s, expected %g s", two.time_s, expect);
+	cr_assert(gpu_fixture_near(one.time_s - two.time_s, 7 * te, 1e-6),
+		  "saved %g s", one.time_s - two.time_s);
+}

@@ -3,7 +3,8 @@
  * (channel_min_bytes, pipe.h pipe_chan_share): NCCL/RCCL drop a channel
  * while bytes < channels x threads x threadThreshold, and the protocol's
  * bus-bandwidth caps, which describe every channel, scale by the share
- * that runs.
+ * that runs; or, with channel_busbw, the caps stay whole and the running
+ * channels bound the rate (channel_min_bytes_per_rank: NCCL's ring LL).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -91,4 +92,83 @@ Test(net_coll, small_tree_ll_runs_fewer_channels_under_its_cap)
 	EQ_REL(tree_ll(&f, 1024), 56 * 1.875 * 1024 / 22.5e9, 2e-3);
 	cr_assert_gt(tree_ll(&f, 1024), 50 * off_1k);
 	EQ_REL(tree_ll(&f, 1048576), off_1m, 1e-9);
+}
+
+Test(pipe, channel_count_and_one_channels_rate)
+{
+	/* NCCL's ring LL on 8 GPUs: 4 KiB x 8 = 32 KiB a channel, 24
+	 * channels at most, one channel at 15 GB/s bus bandwidth; a flow
+	 * of 3.5 plan bytes (1.75 busbw bytes a user byte, 2 line bytes a
+	 * data byte) with t_chan = 1.75 / 15e9 s a byte. */
+	struct pipe pp = { .chan_min_B = 32768, .chan_max = 24,
+			   .chan_t_s = 1.75 / 15e9 };
+
+	/* nc = floor(S / 32 KiB), at least 1, at most 24 */
+	EQ_REL(pipe_chan_count(&pp, 1024), 1, 0);
+	EQ_REL(pipe_chan_count(&pp, 65535), 1, 0);
+	EQ_REL(pipe_chan_count(&pp, 65536), 2, 0);
+	EQ_REL(pipe_chan_count(&pp, 1048576), 24, 0);	/* 32 > 24 */
+	/* 64 KiB: 2 channels: 3.5 x 2 / t_chan = 2 x 2 x 15e9 = 60 GB/s of
+	 * line bytes, below the 282 GB/s library bound, which stays whole
+	 * (not 2/24 of itself). */
+	EQ_REL(pipe_bound_Bps(&pp, 3.5, 282e9, 65536), 60e9, 1e-12);
+	/* 1 MiB: 24 channels give 720 GB/s: the bound, 282, binds. */
+	EQ_REL(pipe_bound_Bps(&pp, 3.5, 282e9, 1048576), 282e9, 1e-12);
+	/* No bound of its own: the channels' alone (1 KiB: 30 GB/s). */
+	EQ_REL(pipe_bound_Bps(&pp, 3.5, 0, 1024), 30e9, 1e-12);
+	/* Without a per-channel rate the old share rule (no chan_K: 1). */
+	pp.chan_t_s = 0;
+	EQ_REL(pipe_bound_Bps(&pp, 3.5, 282e9, 65536), 282e9, 1e-12);
+}
+
+/* An 8-GPU all-reduce of bytes on ring/LL; its time in seconds. */
+static double ring_ll(const struct fx *f, double bytes)
+{
+	struct diag d;
+	struct net *n;
+	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, 8, NULL, ALGO_RING,
+			       -1, 1, 0, NULL, 0 };
+	struct net_coll_result out;
+
+	diag_init(&d, NULL);
+	n = net_new(&f->sys, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
+	net_free(n);
+	cr_assert_str_eq(out.algorithm, "ring");
+	cr_assert_str_eq(out.protocol, "ll");
+	return out.time_s;
+}
+
+Test(net_coll, small_ring_ll_channels_run_at_their_own_rate)
+{
+	struct fx f;
+	struct coll_algo_spec *ring;
+	double t32k, t64k, t1m;
+
+	/* 8 GPUs behind one switch (450 GB/s a GPU); LL only, half the
+	 * line's bytes, capped at 141 GB/s busbw; latencies 0;
+	 * kernel_units.scale_up 24. */
+	fx_switch(&f, 1);
+	ring = &f.lib.algo[ALGO_RING];
+	ring->protocols.on[PROTO_SIMPLE] = 0;
+	ring->protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	f.lib.proto[PROTO_LL].max_busbw_Bps[SCALE_1NODE] = 141e9;
+	f.lib.kernel_units.scale_up = 24;
+	t1m = ring_ll(&f, 1048576);
+	/* Without the cut: the cap, T = 1.75 n / 141 GB/s (1 MiB: 13.01 us). */
+	EQ_REL(t1m, 1.75 * 1048576 / 141e9, 2e-3);
+	/* 4 KiB a rank: 32 KiB a channel on 8 GPUs; 15 GB/s a channel. */
+	ring->channel_min_rank_B.b[PROTO_LL] = 4096;
+	f.lib.proto[PROTO_LL].channel_busbw_Bps = 15e9;
+	t32k = ring_ll(&f, 32768);
+	t64k = ring_ll(&f, 65536);
+	/* 32 KiB: one channel: 1.75 x 32768 / 15 GB/s = 3.823 us; 64 KiB
+	 * two: the same; 1 MiB: 24 x 15 = 360 > 141: the cap, unchanged. */
+	EQ_REL(t32k, 1.75 * 32768 / 15e9, 2e-3);
+	EQ_REL(t64k, t32k, 2e-3);
+	EQ_REL(ring_ll(&f, 1048576), t1m, 1e-9);
+	/* 16 KiB, still one channel: half of 32 KiB's. */
+	EQ_REL(ring_ll(&f, 16384), t32k / 2, 2e-3);
 }

@@ -622,6 +622,22 @@ Test(serve, mtp_without_mtp_layers_is_refused)
 	arena_release(&a);
 }
 
+/* The trace estimate of job j over its requests, made once as the CLI
+ * makes them (serve_reqs_new, serve_trace_estimate). 0, or as
+ * serve_reqs_new. */
+static int estimate(const struct job_spec *j, struct serve_trace_est *e,
+		    struct diag *d)
+{
+	struct serve_reqs *r;
+	int rc = serve_reqs_new(j, &r, d);
+
+	if (rc != 0)
+		return rc;
+	serve_trace_estimate(j, r, e);
+	serve_reqs_free(r);
+	return 0;
+}
+
 /*
  * The trace estimate before a run (serve_trace_estimate). Ten requests
  * of 100 prompt and 51 output tokens on one vLLM instance of at most 4
@@ -652,12 +668,12 @@ Test(serve, trace_estimate_bounds)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	j = fixture_load_job(&a, L8, sets, 6);
-	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(estimate(j, &e, &d), 0);
 	cr_assert_eq(e.requests, 10);
 	cr_assert_float_eq(e.steps_hi, 510, 0);
 	cr_assert_float_eq(e.steps_lo, 128, 0);
 	j = fixture_load_job(&a, L8, sets, 9);
-	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(estimate(j, &e, &d), 0);
 	cr_assert_float_eq(e.steps_hi, 280, 0);
 	cr_assert_float_eq(e.steps_lo, 70, 0);
 	arena_release(&a);
@@ -698,7 +714,7 @@ Test(serve, trace_estimate_against_the_run)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	j = fixture_load_job(&a, L8, NULL, 0);
-	cr_assert_eq(serve_trace_estimate(j, &e, &d), 0);
+	cr_assert_eq(estimate(j, &e, &d), 0);
 	cr_assert_eq(serve_run_traced(j, f, 0, &r, &d), 0);
 	trace_size(f, &bytes, &steps);
 	cr_assert(steps >= e.steps_lo && steps <= e.steps_hi,
