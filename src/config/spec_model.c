@@ -70,9 +70,11 @@ static const char *const ignored[] = {
 
 /* quantization_config keys that do not change what is modeled. */
 static const char *const quant_ignored[] = {
-	"fmt", "activation_scheme", "modules_to_not_convert", "quant_type",
-	"ignored_layers", "bits", "group_size", "zero_point", "version",
-	"desc_act", "sym", "backend", NULL,
+	"fmt", "activation_scheme", "quant_type", "bits", "group_size", "zero_point", "version",
+	"desc_act", "sym", "backend",
+	/* read by quant_check (spec_quant.c): module exclusions */
+	"exclude_modules", "ignore", "modules_to_not_convert",
+	"ignored_layers", NULL,
 };
 
 /* rope_scaling keys that do not change the work (frequencies only). */
@@ -135,6 +137,8 @@ static int quant_check(void *obj, const struct schema_at *at, struct diag *d)
 	struct quant_spec *q = obj;
 
 	q->method = QUANT_NONE;
+	if (quant_read_excludes(q, node, d) < 0)
+		return -1;
 	if (!q->quant_method)
 		return 0;
 	if (strcmp(q->quant_method, "fp8") == 0)

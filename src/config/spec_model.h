@@ -93,12 +93,47 @@ struct rope_scaling_spec {
 	double attention_factor;		/* YaRN: given attention factor; 0 = derived */
 };
 
+/* Module classes a checkpoint can leave unquantized (quant_spec.excluded
+ * bits): its quantization_config names them by module path
+ * (ModelOpt exclude_modules, compressed-tensors ignore, bitsandbytes/AWQ/
+ * gpt-oss modules_to_not_convert, fp8 ignored_layers); see
+ * quant_exclude_class. */
+enum quant_excl {
+	QX_ATTN = 1u << 0,	/* attention projections (qkv / q, k, v, o) */
+	QX_MLP = 1u << 1,	/* a dense layer's MLP */
+	QX_EXPERTS = 1u << 2,	/* routed experts */
+	QX_SHARED = 1u << 3,	/* shared expert(s) */
+	QX_ROUTER = 1u << 4,	/* MoE router (always 16-bit in llmsim) */
+	QX_LM_HEAD = 1u << 5,	/* LM head (always 16-bit in llmsim) */
+	QX_EMBED = 1u << 6,	/* embedding (a lookup: no GEMM) */
+	QX_VISION = 1u << 7	/* vision tower / projector (not simulated) */
+};
+
+/* The class bits a module-path pattern names ("model.layers.*.self_attn",
+ * "re:.*lm_head", "*router*"), 0 when none is recognized. */
+unsigned quant_exclude_class(const char *pattern);
+
 /* A checkpoint's quantization_config (weights as stored). */
 struct quant_spec {
 	const char *quant_method;		/* as written ("fp8", "mxfp4", ...) */
 	struct schema_int_list weight_block_size;	/* scale block (rows, cols) */
 	int method;				/* enum quant_method, from quant_method */
+	unsigned excluded;			/* enum quant_excl bits: modules the
+						 * checkpoint keeps unquantized (from
+						 * exclude_modules / ignore /
+						 * modules_to_not_convert /
+						 * ignored_layers) */
 };
+
+struct cnode;
+struct diag;
+
+/* Read the exclusion lists of a quantization_config mapping into
+ * q->excluded: a list of strings each; a pattern that names no class
+ * warns (with the closest segment name), a non-list or non-string exits
+ * 2 at its file:line:col (-1). */
+int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
+			struct diag *d);
 
 struct model_spec {
 	const char *name;			/* preset name */

@@ -250,6 +250,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->gemm_a_B = fmin(dtype_bytes(d->compute), d->act_B);
 	d->weight_B = dtype_bytes(d->weight);
 	d->kv_B = dtype_bytes(d->kv);
+	d->qexcl = d->weight != d->base ? m->quantization.excluded : 0;
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
@@ -352,12 +353,13 @@ double infer_kind_params(const struct infer_dims *d,
 double infer_kind_weight_B(const struct infer_dims *d,
 			   const struct infer_kind *k)
 {
-	double norms = 2 * d->hidden * d->act_B;
+	double norms = 2 * d->hidden * d->act_B, attn = attn_params(d);
+	double attn_B = d->qexcl & QX_ATTN ? d->act_B : d->weight_B;
+	double mlp_B = d->qexcl & QX_MLP ? d->act_B : d->weight_B;
 
 	if (k && k->moe)
-		return attn_params(d) * d->weight_B + infer_moe_weight_B(d) +
-		       norms;
-	return infer_layer_params(d) * d->weight_B + norms;
+		return attn * attn_B + infer_moe_weight_B(d) + norms;
+	return attn * attn_B + (infer_layer_params(d) - attn) * mlp_B + norms;
 }
 
 double infer_embed_params(const struct infer_dims *d)
@@ -373,6 +375,10 @@ double infer_head_params(const struct infer_dims *d)
 /* ---- the op list ---- */
 
 #define gemm infer_op_gemm
+
+/* An attention projection's GEMM (base-dtype weights when the checkpoint
+ * excludes attention from quantization). */
+#define agemm(o, d, ...) infer_op_gemm_q(o, d, QX_ATTN, __VA_ARGS__)
 
 static void memop(struct infer_ops *o, const char *name, double read_B,
 		  double write_B, double flops)
@@ -479,9 +485,9 @@ static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
 		      double t, double q, struct infer_ops *o)
 {
 	attention(o, b);
-	if (quant_apart(d, ENGINE_QFUSE_ALL))
+	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN))
 		quant(o, d, "quant_attn", t * q);
-	gemm(o, "o_proj", t, d->hidden, q);
+	agemm(o, d, "o_proj", t, d->hidden, q);
 }
 
 /* A model's RMSNorm over each Q and K head (Qwen3's q_norm and k_norm,
@@ -516,7 +522,7 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	double q = infer_heads_local(d) * d->head_dim;
 	double kv = infer_kv_heads_local(d) * d->head_dim;
 
-	gemm(o, "qkv", t, q + 2 * kv, d->hidden);
+	agemm(o, d, "qkv", t, q + 2 * kv, d->hidden);
 	if (temperature && d->attn_temp_eager)
 		infer_op_attn_temperature(o, d, t, q, kv);
 	qk_norm(d, t, q, kv, o);
@@ -545,22 +551,22 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 
 	split_tokens(b, &t_dec, &kv_pre);
 	if (d->q_lora_rank > 0) {
-		gemm(o, "q_a", t, d->q_lora_rank, d->hidden);
+		agemm(o, d, "q_a", t, d->q_lora_rank, d->hidden);
 		memop(o, "q_a_norm", t * d->q_lora_rank * d->act_B,
 		      t * d->q_lora_rank * out_B(d, ENGINE_QFUSE_NORM_ACT),
 		      NORM_FLOPS * t * d->q_lora_rank);
 		if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
 			quant(o, d, "quant", t * d->q_lora_rank);
-		gemm(o, "q_b", t, qw, d->q_lora_rank);
+		agemm(o, d, "q_b", t, qw, d->q_lora_rank);
 	} else {
-		gemm(o, "q", t, qw, d->hidden);
+		agemm(o, d, "q", t, qw, d->hidden);
 	}
-	gemm(o, "kv_a", t, lat, d->hidden);
+	agemm(o, d, "kv_a", t, lat, d->hidden);
 	memop(o, "kv_norm_rope_cache", t * lat * d->act_B + t * a *
 	      d->rope_dim * d->act_B, t * lat * d->kv_B + t * a * d->rope_dim *
 	      d->act_B, ROPE_FLOPS * t * lat);
 	if (kv_pre > 0) {
-		op = gemm(o, "kv_b", kv_pre, a * (d->nope_dim + d->v_head_dim),
+		op = agemm(o, d, "kv_b", kv_pre, a * (d->nope_dim + d->v_head_dim),
 			  d->kv_lora_rank);
 		op->attention = 1;
 	}
@@ -577,22 +583,25 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op->batch = a;
 		op->attention = 1;
 	}
-	if (quant_apart(d, ENGINE_QFUSE_ALL))
+	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN))
 		quant(o, d, "quant_attn", t * a * d->v_head_dim);
-	gemm(o, "o_proj", t, d->hidden, a * d->v_head_dim);
+	agemm(o, d, "o_proj", t, d->hidden, a * d->v_head_dim);
 }
 
 static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 {
 	double f = d->ffn / d->tp, u = (d->gated ? 2 : 1) * f;
-	int apart = infer_act_quant_apart(d);
+	int excl = (d->qexcl & QX_MLP) != 0;
+	int apart = infer_act_quant_apart(d) && !excl;
 
-	gemm(o, d->gated ? "gate_up" : "up", t, u, d->hidden);
+	infer_op_gemm_q(o, d, QX_MLP, d->gated ? "gate_up" : "up", t, u,
+			d->hidden);
 	memop(o, d->gated ? "silu_mul" : "act", t * u * d->act_B,
-	      t * f * (apart ? d->act_B : d->gemm_a_B), ACT_FLOPS * t * f);
+	      t * f * (apart || excl ? d->act_B : d->gemm_a_B),
+	      ACT_FLOPS * t * f);
 	if (apart)
 		quant(o, d, "quant", t * f);
-	gemm(o, "down", t, d->hidden, f);
+	infer_op_gemm_q(o, d, QX_MLP, "down", t, d->hidden, f);
 }
 
 void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,

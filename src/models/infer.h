@@ -118,6 +118,10 @@ struct infer_dims {
 	double gemm_a_B;	/* B per GEMM input element (compute dtype) */
 	double weight_B;	/* B per weight element, scales included */
 	double kv_B;		/* B per KV-cache element */
+	unsigned qexcl;		/* enum quant_excl: the checkpoint keeps these
+				 * modules' weights and GEMMs in `base`
+				 * (quantization_config exclusions; 0 when
+				 * the weights are not quantized) */
 	int quant_fusion;	/* enum engine_quant_fusion (the engine's) */
 	int norm_quant_apart;	/* the layer norms' outputs take a quantization
 				 * kernel even where quant_fusion fuses it

@@ -172,6 +172,9 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->weight = m->quantization.method == QUANT_MXFP4 &&
 		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
 		    DTYPE_MXFP4 : d->weight;
+	/* experts the checkpoint keeps unquantized run in the base dtype */
+	if (d->qexcl & QX_EXPERTS)
+		e->weight = d->base;
 	if (s->activation_dtype >= 0)
 		e->compute = (enum dtype)s->activation_dtype;
 	else
@@ -213,7 +216,8 @@ double infer_moe_weight_B(const struct infer_dims *d)
 	const struct infer_moe *e = &d->moe;
 
 	return d->hidden * e->experts * d->act_B +
-	       mats(d) * d->hidden * e->shared_ffn / d->tp * d->weight_B +
+	       mats(d) * d->hidden * e->shared_ffn / d->tp *
+	       (d->qexcl & QX_SHARED ? d->act_B : d->weight_B) +
 	       e->local * mats(d) * d->hidden * e->ffn / e->etp * e->weight_B;
 }
 
@@ -313,19 +317,20 @@ static void shared(struct infer_ops *o, const struct infer_dims *d, double T,
 		   int in_16bit)
 {
 	double f = d->moe.shared_ffn / d->tp, u = (d->gated ? 2 : 1) * f;
-	int apart = infer_act_quant_apart(d);
-	double w = apart ? d->act_B : d->gemm_a_B;
+	int excl = (d->qexcl & QX_SHARED) != 0;
+	int apart = infer_act_quant_apart(d) && !excl;
+	double w = apart || excl ? d->act_B : d->gemm_a_B;
 
 	if (f <= 0)
 		return;
-	if (in_16bit && d->gemm_a_B < d->act_B)
+	if (in_16bit && d->gemm_a_B < d->act_B && !excl)
 		infer_op_quant(o, d, "quant", T * d->hidden);
-	infer_op_gemm(o, "shared_gate_up", T, u, d->hidden);
+	infer_op_gemm_q(o, d, QX_SHARED, "shared_gate_up", T, u, d->hidden);
 	infer_op_mem(o, "shared_act", T * u * d->act_B, T * f * w,
 		     ACT_FLOPS * T * f);
 	if (apart)	/* a GatedMLP: engine act_quant as the dense MLP's */
 		infer_op_quant(o, d, "quant", T * f);
-	infer_op_gemm(o, "shared_down", T, d->hidden, f);
+	infer_op_gemm_q(o, d, QX_SHARED, "shared_down", T, d->hidden, f);
 }
 
 /* Quantization of n expert-input elements, unless fused. */

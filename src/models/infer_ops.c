@@ -23,6 +23,18 @@ struct infer_op *infer_op_push(struct infer_ops *o, const char *name,
 	return op;
 }
 
+struct infer_op *infer_op_gemm_q(struct infer_ops *o,
+				 const struct infer_dims *d, unsigned cls,
+				 const char *name, double m, double n,
+				 double k)
+{
+	struct infer_op *op = infer_op_gemm(o, name, m, n, k);
+
+	if (op && (d->qexcl & cls))
+		op->weight_B_base = 1;
+	return op;
+}
+
 struct infer_op *infer_op_gemm(struct infer_ops *o, const char *name,
 			       double m, double n, double k)
 {

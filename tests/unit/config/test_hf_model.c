@@ -375,3 +375,54 @@ Test(hf_model, mixtral_experts_are_intermediate_size_wide_silently)
 	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
 	tmpdir_remove(dir);
 }
+
+/* The module-exclusion lists of each producer's quantization_config map
+ * to llmsim's module classes; segment names decide, layer indices and
+ * regex syntax do not. */
+Test(hf_model, quant_exclusion_patterns_name_module_classes)
+{
+	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn"), QX_ATTN);
+	cr_assert_eq(quant_exclude_class("model.layers.3.self_attn.q_proj"),
+		     QX_ATTN);
+	cr_assert_eq(quant_exclude_class("model.layers.*.mlp.router"),
+		     QX_ROUTER);
+	/* an MoE block's gate is its router; gate_proj is the dense MLP */
+	cr_assert_eq(quant_exclude_class("model.layers.*.mlp.gate"), QX_ROUTER);
+	cr_assert_eq(quant_exclude_class("model.layers.0.mlp.gate_proj"), QX_MLP);
+	cr_assert_eq(quant_exclude_class("*block_sparse_moe.gate*"), QX_ROUTER);
+	cr_assert_eq(quant_exclude_class("model.layers.1.feed_forward.experts"),
+		     QX_EXPERTS);
+	cr_assert_eq(quant_exclude_class(
+		"language_model.model.layers.*.feed_forward.shared_expert.down_proj"),
+		QX_SHARED);
+	/* a whole MLP block: all it holds */
+	cr_assert_eq(quant_exclude_class("model.layers.*.mlp"),
+		     QX_MLP | QX_EXPERTS | QX_SHARED | QX_ROUTER);
+	cr_assert_eq(quant_exclude_class("re:.*lm_head"), QX_LM_HEAD);
+	cr_assert_eq(quant_exclude_class("model.embed_tokens"), QX_EMBED);
+	cr_assert_eq(quant_exclude_class("vision_model*"), QX_VISION);
+	cr_assert_eq(quant_exclude_class("model.layers.*.frobnicate"), 0u);
+}
+
+/* gpt-oss's modules_to_not_convert: attention, router, embedding and LM
+ * head stay bf16; a misspelt entry warns with the segment it may mean. */
+Test(hf_model, quant_exclusions_read_and_typos_warn)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000, \"quantization_config\": {"
+		" \"quant_method\": \"mxfp4\", \"modules_to_not_convert\": ["
+		" \"model.layers.*.self_attn\", \"model.layers.*.mlp.router\","
+		" \"model.embed_tokens\", \"lm_head\"],"
+		" \"ignore\": [\"model.layers.*.self_atn\"]}}"));
+
+	cr_assert_eq(m->quantization.excluded,
+		     QX_ATTN | QX_ROUTER | QX_EMBED | QX_LM_HEAD);
+	cr_assert_has(capture_text(&C), "'model.layers.*.self_atn' names no "
+		      "module class");
+	cr_assert_has(capture_text(&C), "did you mean 'self_attn'?");
+	cr_assert_eq(C.d.warnings, 1);
+	tmpdir_remove(dir);
+}

@@ -153,3 +153,44 @@ Test(infer, trtllm_norm_quant_fusion_falls_back_past_the_workspace)
 	layer_ops(tp2_977, 5, &d, &o);
 	cr_assert_eq(count_quant(&o), 2);
 }
+
+/*
+ * A checkpoint that keeps attention unquantized (quantization_config
+ * exclude_modules, as gpt-oss's modules_to_not_convert "model.layers.*.
+ * self_attn"): L70 at fp8, TP 8. qkv and o_proj take base-dtype (bf16)
+ * weights, the MLP stays fp8. The layer's weight bytes grow by the
+ * attention parameters times (2 - 1) B: h (a + 2 g) d + a d h over t =
+ * 8192 (64 + 16) 128 + 64 x 128 x 8192 = 150,994,944 / 8 = 18,874,368.
+ */
+Test(infer, excluded_attention_keeps_its_weights_in_the_base_dtype)
+{
+	const char *q[] = {"serving.dtype=fp8"};
+	const char *x[] = {"serving.dtype=fp8",
+			   "model.quantization_config.exclude_modules="
+			   "[model.layers.*.self_attn]"};
+	struct infer_dims d0, d1;
+	struct infer_ops o0, o1;
+	int i, seen = 0;
+
+	memset(&o0, 0, sizeof(o0));
+	memset(&o1, 0, sizeof(o1));
+	layer_ops(q, 1, &d0, &o0);
+	layer_ops(x, 2, &d1, &o1);
+	cr_assert_eq(d0.qexcl, 0u);
+	cr_assert_eq(d1.qexcl, (unsigned)QX_ATTN);
+	for (i = 0; i < o1.n; i++) {
+		const struct infer_op *op = &o1.op[i];
+
+		if (strcmp(op->name, "qkv") == 0 ||
+		    strcmp(op->name, "o_proj") == 0) {
+			cr_assert_eq(op->weight_B_base, 1, "%s", op->name);
+			seen++;
+		}
+		if (strcmp(op->name, "gate_up") == 0 ||
+		    strcmp(op->name, "down") == 0)
+			cr_assert_eq(op->weight_B_base, 0, "%s", op->name);
+	}
+	cr_assert_eq(seen, 2);
+	cr_assert_float_eq(infer_kind_weight_B(&d1, NULL) -
+			   infer_kind_weight_B(&d0, NULL), 18874368.0, 1e-3);
+}

@@ -1,0 +1,231 @@
+/* quantization_config's module exclusions: which module classes a
+ * checkpoint keeps in its 16-bit compute dtype.
+ *
+ * The lists are module paths or patterns, written differently by each
+ * producer:
+ *   ModelOpt (hf_quant_config.json / config.json)  exclude_modules
+ *   compressed-tensors (llm-compressor)             ignore ("re:" regexes)
+ *   bitsandbytes, AWQ, gpt-oss mxfp4                modules_to_not_convert
+ *   fp8 (vLLM "fp8" method)                         ignored_layers
+ * e.g. gpt-oss: ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+ * "model.embed_tokens", "lm_head"] (the config.json transformers'
+ * models/gpt_oss/convert_gpt_oss_weights_to_hf.py writes) [D].
+ *
+ * A pattern is cut into path segments; the segment names say the class
+ * (q_proj and the like: attention; experts; shared_expert; router or an
+ * MoE block's "gate"; lm_head; embed_tokens; vision tower). A pattern
+ * that ends at a whole MLP block ("model.layers.*.mlp") names the block
+ * and all it holds (dense MLP, experts, shared expert, router). Layer
+ * indices are not resolved: a class named for any layer is taken as
+ * excluded in all (a limitation the help text states). */
+#include "spec_model.h"
+#include <ctype.h>
+#include <string.h>
+#include "cnode.h"
+#include "schema.h"
+#include "base/diag.h"
+
+#define SEG_MAX 64
+
+struct seg_class {
+	const char *name;
+	unsigned cls;
+};
+
+/* Segment names with a class of their own. QX_MLP here marks a dense
+ * MLP's projections; a block name (BLOCK) is resolved below. */
+#define BLOCK 0x100u
+
+static const struct seg_class segs[] = {
+	{ "lm_head", QX_LM_HEAD }, { "output_layer", QX_LM_HEAD },
+	{ "embed_tokens", QX_EMBED }, { "embed", QX_EMBED },
+	{ "embeddings", QX_EMBED }, { "wte", QX_EMBED },
+	{ "tok_embeddings", QX_EMBED }, { "word_embeddings", QX_EMBED },
+	{ "vision_model", QX_VISION }, { "vision_tower", QX_VISION },
+	{ "visual", QX_VISION }, { "vision", QX_VISION },
+	{ "multi_modal_projector", QX_VISION }, { "mm_projector", QX_VISION },
+	{ "router", QX_ROUTER }, { "shared_expert_gate", QX_ROUTER },
+	{ "shared_expert", QX_SHARED }, { "shared_experts", QX_SHARED },
+	{ "shared_mlp", QX_SHARED },
+	{ "experts", QX_EXPERTS },
+	{ "self_attn", QX_ATTN }, { "attn", QX_ATTN },
+	{ "attention", QX_ATTN }, { "self_attention", QX_ATTN },
+	{ "q_proj", QX_ATTN }, { "k_proj", QX_ATTN }, { "v_proj", QX_ATTN },
+	{ "o_proj", QX_ATTN }, { "qkv_proj", QX_ATTN }, { "qkv", QX_ATTN },
+	{ "query_key_value", QX_ATTN }, { "linear_qkv", QX_ATTN },
+	{ "linear_proj", QX_ATTN }, { "q_a_proj", QX_ATTN },
+	{ "q_b_proj", QX_ATTN }, { "kv_a_proj_with_mqa", QX_ATTN },
+	{ "kv_b_proj", QX_ATTN }, { "wq", QX_ATTN }, { "wk", QX_ATTN },
+	{ "wv", QX_ATTN }, { "wo", QX_ATTN },
+	{ "gate_proj", QX_MLP }, { "up_proj", QX_MLP },
+	{ "down_proj", QX_MLP }, { "gate_up_proj", QX_MLP },
+	{ "linear_fc1", QX_MLP }, { "linear_fc2", QX_MLP },
+	{ "w1", QX_MLP }, { "w2", QX_MLP }, { "w3", QX_MLP },
+	{ "mlp", BLOCK }, { "feed_forward", BLOCK }, { "ffn", BLOCK },
+	{ "block_sparse_moe", BLOCK }, { "moe", BLOCK },
+};
+
+/* Segments that carry no class: path scaffolding. */
+static const char *const scaffold[] = {
+	"model", "models", "layers", "layer", "language_model", "decoder",
+	"transformer", "h", "blocks", "weight", "bias", "module", "re",
+	"text_model", "backbone", NULL,
+};
+
+#define ALL_FFN (QX_MLP | QX_EXPERTS | QX_SHARED | QX_ROUTER)
+
+static int is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Split a lower-cased copy of p into segments at anything that is not a
+ * letter, digit or underscore ('.', '*', regex syntax, ':'). */
+static size_t split(const char *p, char buf[][SEG_MAX], size_t max)
+{
+	size_t n = 0, k = 0;
+
+	for (;; p++) {
+		int c = (unsigned char)*p;
+
+		if (c && (isalnum(c) || c == '_')) {
+			if (k + 1 < SEG_MAX)
+				buf[n][k++] = (char)tolower(c);
+			continue;
+		}
+		if (k > 0 && n < max) {
+			buf[n][k] = 0;
+			n++;
+		}
+		k = 0;
+		if (!c || n == max)
+			break;
+	}
+	return n;
+}
+
+static unsigned seg_class(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(segs) / sizeof(segs[0]); i++)
+		if (strcmp(segs[i].name, s) == 0)
+			return segs[i].cls;
+	return 0;
+}
+
+unsigned quant_exclude_class(const char *pattern)
+{
+	char seg[16][SEG_MAX];
+	size_t n = split(pattern ? pattern : "", seg, 16), i;
+	unsigned cls = 0, c;
+	int block_last = 0;
+
+	for (i = 0; i < n; i++) {
+		c = seg_class(seg[i]);
+		/* an MoE block's "gate" is its router (Qwen3-MoE, DeepSeek
+		 * mlp.gate; Mixtral block_sparse_moe.gate) */
+		if (!c && strcmp(seg[i], "gate") == 0 && i > 0 &&
+		    seg_class(seg[i - 1]) == BLOCK)
+			c = QX_ROUTER;
+		if (c == BLOCK) {
+			block_last = 1;
+			continue;
+		}
+		if (c)
+			block_last = 0;
+		cls |= c;
+	}
+	if (!cls && block_last)
+		return ALL_FFN;
+	/* the most specific class named wins: experts.gate_proj names
+	 * experts, not the dense MLP; the shared expert's gate_proj
+	 * names the shared expert */
+	if (cls & QX_ROUTER)
+		return cls & ~(unsigned)(QX_MLP | QX_EXPERTS | QX_SHARED);
+	if (cls & (QX_EXPERTS | QX_SHARED))
+		return cls & ~(unsigned)QX_MLP;
+	return cls;
+}
+
+/* A pattern with no class: it names something llmsim does not know (a
+ * typo, or a module of an architecture not modelled). */
+static int generic_only(const char *pattern)
+{
+	char seg[16][SEG_MAX];
+	size_t n = split(pattern, seg, 16), i;
+
+	for (i = 0; i < n; i++)
+		if (!is_number(seg[i]) &&
+		    schema_name_index(scaffold, seg[i]) < 0)
+			return 0;
+	return 1;
+}
+
+static const char *const exclude_keys[] = {
+	"exclude_modules", "ignore", "modules_to_not_convert",
+	"ignored_layers", NULL,
+};
+
+int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
+			struct diag *d)
+{
+	const char *names[sizeof(segs) / sizeof(segs[0])];
+	size_t k, i, nn = 0;
+
+	q->excluded = 0;
+	for (i = 0; i < sizeof(segs) / sizeof(segs[0]); i++)
+		names[nn++] = segs[i].name;
+	for (k = 0; map && exclude_keys[k]; k++) {
+		const struct cnode *list = cnode_get(map, exclude_keys[k]);
+
+		if (!list || cnode_is_null(list))
+			continue;
+		if (list->kind != CNODE_SEQ) {
+			cnode_error(d, list, "quantization_config.%s: expected "
+				    "a list of module names or patterns",
+				    exclude_keys[k]);
+			return -1;
+		}
+		for (i = 0; i < list->nitems; i++) {
+			const struct cnode *it = list->items[i];
+			unsigned c;
+
+			if (it->kind != CNODE_SCALAR || cnode_is_null(it)) {
+				cnode_error(d, it, "quantization_config.%s: "
+					    "expected a module name or pattern",
+					    exclude_keys[k]);
+				return -1;
+			}
+			c = quant_exclude_class(it->text);
+			if (c) {
+				q->excluded |= c;
+				continue;
+			}
+			if (generic_only(it->text))
+				continue;
+			{
+				char seg[16][SEG_MAX];
+				size_t n = split(it->text, seg, 16);
+				const char *near = n ? schema_closest(
+					seg[n - 1], names, nn) : NULL;
+
+				diag_warn(d, it->file, it->line, it->col,
+					  "quantization_config.%s: '%s' names "
+					  "no module class llmsim models "
+					  "(attention, mlp, experts, "
+					  "shared_expert, router, lm_head, "
+					  "embed_tokens, vision) and is taken "
+					  "as quantized%s%s%s", exclude_keys[k],
+					  it->text, near ? "; did you mean '" :
+					  "", near ? near : "", near ? "'?" : "");
+			}
+		}
+	}
+	return 0;
+}
