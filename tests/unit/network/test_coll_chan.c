@@ -21,12 +21,14 @@ static uint32_t ids[16] = {
 	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 };
 
-/* A 16-GPU all-reduce of bytes on tree/LL; its time in seconds. */
-static double tree_ll(const struct fx *f, double bytes)
+/* An all-reduce of bytes over the first ranks GPUs on algo with the LL
+ * protocol (checked, with the algorithm's name); its time in seconds. */
+static double ll_time(const struct fx *f, double bytes, uint32_t ranks,
+		      enum coll_algo algo, const char *name)
 {
 	struct diag d;
 	struct net *n;
-	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, 16, NULL, ALGO_TREE,
+	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, ranks, NULL, algo,
 			       -1, 1, 0, NULL, 0 };
 	struct net_coll_result out;
 
@@ -35,9 +37,15 @@ static double tree_ll(const struct fx *f, double bytes)
 	cr_assert_not_null(n);
 	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
 	net_free(n);
-	cr_assert_str_eq(out.algorithm, "tree");
+	cr_assert_str_eq(out.algorithm, name);
 	cr_assert_str_eq(out.protocol, "ll");
 	return out.time_s;
+}
+
+/* A 16-GPU all-reduce of bytes on tree/LL; its time in seconds. */
+static double tree_ll(const struct fx *f, double bytes)
+{
+	return ll_time(f, bytes, 16, ALGO_TREE, "tree");
 }
 
 Test(pipe, channel_share_is_floor_of_bytes_per_channel)
@@ -124,20 +132,7 @@ Test(pipe, channel_count_and_one_channels_rate)
 /* An 8-GPU all-reduce of bytes on ring/LL; its time in seconds. */
 static double ring_ll(const struct fx *f, double bytes)
 {
-	struct diag d;
-	struct net *n;
-	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, 8, NULL, ALGO_RING,
-			       -1, 1, 0, NULL, 0 };
-	struct net_coll_result out;
-
-	diag_init(&d, NULL);
-	n = net_new(&f->sys, NULL, &d);
-	cr_assert_not_null(n);
-	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
-	net_free(n);
-	cr_assert_str_eq(out.algorithm, "ring");
-	cr_assert_str_eq(out.protocol, "ll");
-	return out.time_s;
+	return ll_time(f, bytes, 8, ALGO_RING, "ring");
 }
 
 Test(net_coll, small_ring_ll_channels_run_at_their_own_rate)
