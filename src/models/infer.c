@@ -462,7 +462,9 @@ static int norm_apart(const struct infer_dims *d, int layer_norm, double t)
  * dense MLP's gate/up GEMM (not an MoE layer). `wide`: its consumers
  * quantize it themselves (an MoE layer under moe_kernels cutlass: the
  * router reads it in 16 bits, the fused MoE quantizes it, moe_quant, and
- * so does a shared expert), so it writes 16 bits and no kernel follows. */
+ * so does a shared expert; or they are GEMMs the checkpoint keeps in the
+ * base dtype, infer_dims.qexcl), so it writes 16 bits and no kernel
+ * follows. */
 static void norm(struct infer_ops *o, const struct infer_dims *d,
 		 const char *name, double t, int fused_add, int layer_norm,
 		 int wide)
@@ -547,15 +549,17 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 	double a = infer_heads_local(d);
 	double qw = a * (d->nope_dim + d->rope_dim);
 	double lat = d->kv_lora_rank + d->rope_dim, t_dec, kv_pre;
+	int excl = (d->qexcl & QX_ATTN) != 0;	/* q_b reads 16 bits */
 	struct infer_op *op;
 
 	split_tokens(b, &t_dec, &kv_pre);
 	if (d->q_lora_rank > 0) {
 		agemm(o, d, "q_a", t, d->q_lora_rank, d->hidden);
 		memop(o, "q_a_norm", t * d->q_lora_rank * d->act_B,
-		      t * d->q_lora_rank * out_B(d, ENGINE_QFUSE_NORM_ACT),
+		      t * d->q_lora_rank * (excl ? d->act_B :
+					    out_B(d, ENGINE_QFUSE_NORM_ACT)),
 		      NORM_FLOPS * t * d->q_lora_rank);
-		if (quant_apart(d, ENGINE_QFUSE_NORM_ACT))
+		if (quant_apart(d, ENGINE_QFUSE_NORM_ACT) && !excl)
 			quant(o, d, "quant", t * d->q_lora_rank);
 		agemm(o, d, "q_b", t, qw, d->q_lora_rank);
 	} else {
@@ -612,13 +616,14 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	int moe = k && k->moe;
 
 	o->n = 0;
-	norm(o, d, "add_norm", t, 1, !d->mla, 0);
+	norm(o, d, "add_norm", t, 1, !d->mla, (d->qexcl & QX_ATTN) != 0);
 	if (d->mla)
 		attn_mla(d, b, t, o);
 	else
 		attn_gqa(d, b, t, k && k->temperature, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1, !moe, moe && infer_moe_quantizes_input(d));
+	norm(o, d, "add_norm", t, 1, !moe, moe ? infer_moe_quantizes_input(d) :
+					 (d->qexcl & QX_MLP) != 0);
 	if (moe) {
 		if (!r)
 			BUG("an MoE layer without its routing");

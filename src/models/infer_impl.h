@@ -25,13 +25,6 @@ struct infer_op *infer_op_push(struct infer_ops *o, const char *name,
 /* Append a GEMM (m, n, k) (NULL when m is 0), a memory-bound kernel, a
  * collective of kind `kind` over its group (none when the group has one
  * GPU or bytes is 0). */
-/* infer_op_gemm of a module of class cls (enum quant_excl): its weights
- * in the base dtype when the checkpoint excludes the class from
- * quantization (infer_dims.qexcl). */
-struct infer_op *infer_op_gemm_q(struct infer_ops *o,
-				 const struct infer_dims *d, unsigned cls,
-				 const char *name, double m, double n,
-				 double k);
 struct infer_op *infer_op_gemm(struct infer_ops *o, const char *name,
 			       double m, double n, double k);
 struct infer_op *infer_op_mem(struct infer_ops *o, const char *name,
@@ -39,6 +32,14 @@ struct infer_op *infer_op_mem(struct infer_ops *o, const char *name,
 struct infer_op *infer_op_coll(struct infer_ops *o, const char *name,
 			       enum iop_kind kind, double members,
 			       enum coll_op c, double bytes);
+
+/* infer_op_gemm of a module of class cls (enum quant_excl): its weights
+ * in the base dtype when the checkpoint excludes the class from
+ * quantization (infer_dims.qexcl). */
+struct infer_op *infer_op_gemm_q(struct infer_ops *o,
+				 const struct infer_dims *d, unsigned cls,
+				 const char *name, double m, double n,
+				 double k);
 
 /* Whether a GEMM input produced by a kernel of fusion level `level`
  * (enum engine_quant_fusion) needs a quantization kernel of its own, and

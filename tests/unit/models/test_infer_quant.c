@@ -194,3 +194,43 @@ Test(infer, excluded_attention_keeps_its_weights_in_the_base_dtype)
 	cr_assert_float_eq(infer_kind_weight_B(&d1, NULL) -
 			   infer_kind_weight_B(&d0, NULL), 18874368.0, 1e-3);
 }
+
+/*
+ * A layer norm whose consumer the checkpoint keeps unquantized writes 16
+ * bits and takes no quantization kernel: the GEMM reads base-dtype
+ * inputs (infer_cost.c: weight_B_base). TensorRT-LLM, fp8, TP 1 (see
+ * trtllm_quantization_kernels_follow_the_layout: both norms apart, 2
+ * kernels):
+ *   attention excluded: only the norm before gate/up quantizes   -> 1
+ *   dense MLP excluded: only the norm before QKV quantizes       -> 1
+ *   both excluded: none                                          -> 0
+ */
+Test(infer, norm_before_an_excluded_gemm_takes_no_quantization)
+{
+	const char *attn[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+			      "parallelism.tp=1", "system.gpus_per_node=1",
+			      "model.quantization_config.exclude_modules="
+			      "[model.layers.*.self_attn]"};
+	const char *mlp[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+			     "parallelism.tp=1", "system.gpus_per_node=1",
+			     "model.quantization_config.exclude_modules="
+			     "[model.layers.*.mlp]"};
+	const char *both[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+			      "parallelism.tp=1", "system.gpus_per_node=1",
+			      "model.quantization_config.exclude_modules="
+			      "[model.layers.*.self_attn, model.layers.*.mlp]"};
+	struct infer_dims d;
+	struct infer_ops o;
+
+	layer_ops(attn, 5, &d, &o);
+	cr_assert_eq(d.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(count_quant(&o), 1);
+	cr_assert_str_eq(o.op[0].name, "add_norm");
+	cr_assert_str_neq(o.op[1].name, "quant");
+	layer_ops(mlp, 5, &d, &o);
+	cr_assert(d.qexcl & QX_MLP);	/* the whole block: ALL_FFN */
+	cr_assert_eq(count_quant(&o), 1);
+	cr_assert_str_eq(o.op[1].name, "quant");
+	layer_ops(both, 5, &d, &o);
+	cr_assert_eq(count_quant(&o), 0);
+}
