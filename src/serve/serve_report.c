@@ -38,7 +38,7 @@
 #define SEP ",\n"
 
 /* What the trace took: n more bytes; past the budget the run stops
- * (serve_run_traced reports it). */
+ * (serve_run_reqs reports it). */
 static void wrote(struct serve *s, int n)
 {
 	if (n > 0)
