@@ -131,15 +131,22 @@ double pipe_sync_s(const struct pipe *pp, double size_B)
 	return pipe_loops(pp, size_B) * pp->sync_s;
 }
 
+/* The channels that run for size_B without a cap: floor(size_B /
+ * chan_min_B), at least 1 (chan_min_B and size_B > 0). */
+static double chan_floor(const struct pipe *pp, double size_B)
+{
+	double nc = floor(size_B / pp->chan_min_B);
+
+	return nc < 1 ? 1 : nc;
+}
+
 double pipe_chan_share(const struct pipe *pp, double size_B)
 {
 	double nc;
 
 	if (!(pp->chan_min_B > 0) || !(pp->chan_K > 1) || !(size_B > 0))
 		return 1;
-	nc = floor(size_B / pp->chan_min_B);
-	if (nc < 1)
-		nc = 1;
+	nc = chan_floor(pp, size_B);
 	return nc < pp->chan_K ? nc / pp->chan_K : 1;
 }
 
@@ -149,9 +156,7 @@ double pipe_chan_count(const struct pipe *pp, double size_B)
 
 	if (!(pp->chan_min_B > 0) || !(size_B > 0))
 		return pp->chan_max > 0 ? pp->chan_max : 1;
-	nc = floor(size_B / pp->chan_min_B);
-	if (nc < 1)
-		nc = 1;
+	nc = chan_floor(pp, size_B);
 	return pp->chan_max > 0 && nc > pp->chan_max ? pp->chan_max : nc;
 }
 
