@@ -25,7 +25,8 @@
 #include "schema.h"
 #include "base/diag.h"
 
-#define SEG_MAX 64
+#define SEG_MAX 64		/* characters of a segment kept, with its NUL */
+#define SEG_N 16		/* path segments of a pattern read; the rest ignored */
 
 struct seg_class {
 	const char *name;
@@ -121,8 +122,8 @@ static unsigned seg_class(const char *s)
 
 unsigned quant_exclude_class(const char *pattern)
 {
-	char seg[16][SEG_MAX];
-	size_t n = split(pattern ? pattern : "", seg, 16), i;
+	char seg[SEG_N][SEG_MAX];
+	size_t n = split(pattern ? pattern : "", seg, SEG_N), i;
 	unsigned cls = 0, c;
 	int block_last = 0;
 
@@ -157,8 +158,8 @@ unsigned quant_exclude_class(const char *pattern)
  * typo, or a module of an architecture not modelled). */
 static int generic_only(const char *pattern)
 {
-	char seg[16][SEG_MAX];
-	size_t n = split(pattern, seg, 16), i;
+	char seg[SEG_N][SEG_MAX];
+	size_t n = split(pattern, seg, SEG_N), i;
 
 	for (i = 0; i < n; i++)
 		if (!is_number(seg[i]) &&
@@ -210,8 +211,8 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 			if (generic_only(it->text))
 				continue;
 			{
-				char seg[16][SEG_MAX];
-				size_t n = split(it->text, seg, 16);
+				char seg[SEG_N][SEG_MAX];
+				size_t n = split(it->text, seg, SEG_N);
 				const char *near = n ? schema_closest(
 					seg[n - 1], names, nn) : NULL;
 
