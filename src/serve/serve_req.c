@@ -305,10 +305,10 @@ static int by_arrival(const void *a, const void *b)
  * arrival_s is an absolute time, so the file's order carries no meaning
  * of its own (a trace merged from several clients' logs interleaves),
  * and a replay tool that sends each request at its timestamp does the
- * same. The note (when `note`) says so, as the order was not the file's.
+ * same. The note says so, as the order was not the file's.
  */
 static int read_trace(const struct job_spec *j, struct serve_req **out,
-		      int64_t *n, struct diag *d, int note)
+		      int64_t *n, struct diag *d)
 {
 	struct row_parser rp = {NULL, 0, d, 0, serve_context_len(j),
 				serve_context_name(j), serve_context_note(j)};
@@ -365,7 +365,7 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	}
 	if (rp.bad)
 		goto close;
-	if (unsorted_line && note)
+	if (unsorted_line)
 		diag_note(d, rp.path, unsorted_line, 1, "arrival %g s comes "
 			  "after %g s on an earlier row: the requests are "
 			  "replayed in arrival order (sorted, ties in file "
@@ -420,15 +420,15 @@ double serve_memory_B(const struct job_spec *j, int64_t *n)
 	return per * (double)*n;
 }
 
-static int requests(const struct job_spec *j, struct serve_req **out,
-		    int64_t *n, struct diag *d, int note)
+int serve_requests(const struct job_spec *j, struct serve_req **out,
+		   int64_t *n, struct diag *d)
 {
 	int64_t count = j->serving.requests;
 
 	*out = NULL;
 	*n = 0;
 	if (j->serving.trace)
-		return read_trace(j, out, n, d, note);
+		return read_trace(j, out, n, d);
 	*out = mem_calloc((size_t)count, sizeof(**out));
 	if (!*out || draw(j, *out, count) != 0) {
 		mem_free(*out);
@@ -438,12 +438,6 @@ static int requests(const struct job_spec *j, struct serve_req **out,
 	}
 	*n = count;
 	return 0;
-}
-
-int serve_requests(const struct job_spec *j, struct serve_req **out,
-		   int64_t *n, struct diag *d)
-{
-	return requests(j, out, n, d, 1);
 }
 
 /* Mean tokens a decode (verify) step keeps: 1, or under speculative
@@ -552,7 +546,7 @@ int serve_reqs_new(const struct job_spec *j, struct serve_reqs **out,
 		diag_oom(d);
 		return -1;
 	}
-	rc = requests(j, &r->v, &r->n, d, 1);
+	rc = serve_requests(j, &r->v, &r->n, d);
 	if (rc != 0) {
 		mem_free(r);
 		return rc;
