@@ -354,8 +354,8 @@ double infer_kind_weight_B(const struct infer_dims *d,
 			   const struct infer_kind *k)
 {
 	double norms = 2 * d->hidden * d->act_B, attn = attn_params(d);
-	double attn_B = d->qexcl & QX_ATTN ? d->act_B : d->weight_B;
-	double mlp_B = d->qexcl & QX_MLP ? d->act_B : d->weight_B;
+	double attn_B = infer_class_weight_B(d, QX_ATTN);
+	double mlp_B = infer_class_weight_B(d, QX_MLP);
 
 	if (k && k->moe)
 		return attn * attn_B + infer_moe_weight_B(d) + norms;

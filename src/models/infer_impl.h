@@ -41,6 +41,15 @@ struct infer_op *infer_op_gemm_q(struct infer_ops *o,
 				 const char *name, double m, double n,
 				 double k);
 
+/* Bytes a weight of a module of class cls (enum quant_excl) takes: the
+ * base dtype's (act_B) when the checkpoint excludes the class from
+ * quantization (infer_dims.qexcl), the serving weights' otherwise. */
+static inline double infer_class_weight_B(const struct infer_dims *d,
+					  unsigned cls)
+{
+	return d->qexcl & cls ? d->act_B : d->weight_B;
+}
+
 /* Whether a GEMM input produced by a kernel of fusion level `level`
  * (enum engine_quant_fusion) needs a quantization kernel of its own, and
  * that kernel over n elements. */

@@ -217,7 +217,7 @@ double infer_moe_weight_B(const struct infer_dims *d)
 
 	return d->hidden * e->experts * d->act_B +
 	       mats(d) * d->hidden * e->shared_ffn / d->tp *
-	       (d->qexcl & QX_SHARED ? d->act_B : d->weight_B) +
+	       infer_class_weight_B(d, QX_SHARED) +
 	       e->local * mats(d) * d->hidden * e->ffn / e->etp * e->weight_B;
 }
 
