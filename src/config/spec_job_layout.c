@@ -709,11 +709,10 @@ static void check_max_model_len(const struct job_spec *j,
 {
 	int64_t mml = j->serving.max_model_len;
 	int64_t ctx = j->model->max_position_embeddings;
-	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
-	const struct cnode *v = at ? cnode_get(at, "max_model_len") : NULL;
+	const struct cnode *v = job_key(s->node, "serving.max_model_len");
 
 	if (mml > 0 && ctx > 0 && mml > ctx)
-		key_error(s, JR_MAX_MODEL_LEN, v ? v : at ? at : s->node,
+		key_error(s, JR_MAX_MODEL_LEN, v ? v : s->node,
 			  "'serving.max_model_len' %lld exceeds the context of "
 			  "model '%s', %lld tokens (max_position_embeddings): "
 			  "vLLM refuses it, and llmsim models no context "
