@@ -240,6 +240,12 @@ static const struct schema_field pipe_fields[] = {
 	  .def = "1", .min = 1, .max = 64,
 	  .help = "stages a chunk passes inside a rank; the pipeline fills "
 		  "in stages - 1 loops" },
+	{ .key = "chunk_time", .type = ST_TIME, .offset = PIOFF(chunk_time_s),
+	  .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
+	  .help = "a channel's serial time per chunk it handles in a loop "
+		  "(a partial chunk: its share); a loop takes at least that "
+		  "times the chunks of the channel with the most; 0 = none" },
 };
 
 static const struct schema pipe_schema = {
