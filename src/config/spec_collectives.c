@@ -30,7 +30,7 @@
  *       pipeline:
  *         simple: {chunk: 128 KiB, halve_below: [64, 8, 2],
  *                  halvings: [1, 2, 3], channels: 16, stages: 3,
- *                  sync: 1.2 us}
+ *                  sync: 1.2 us, chunk_time: 2 us}
  *     tree: ...
  *   kernel_units: {scale_up: 24, scale_out: 16, p2p: 2}
  *
