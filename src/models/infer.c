@@ -629,6 +629,18 @@ static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 	infer_op_gemm_q(o, d, QX_MLP, "down", t, d->hidden, f);
 }
 
+/* Whether the norm before an MoE layer writes 16 bits: the fused MoE
+ * quantizes its own input (infer_moe_quantizes_input), or the one
+ * quantized GEMM reading the norm's output on the other paths, the
+ * shared expert's gate/up (the router reads 16 bits, the experts'
+ * input is quantized by expert_quant from 16 bits), is one the
+ * checkpoint keeps unquantized. */
+static int moe_norm_wide(const struct infer_dims *d)
+{
+	return infer_moe_quantizes_input(d) ||
+	       ((d->qexcl & QX_SHARED) && d->moe.shared_ffn > 0);
+}
+
 void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 		     const struct infer_kind *k, const struct infer_route *r,
 		     struct infer_ops *o)
@@ -645,7 +657,7 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 	else
 		attn_gqa(d, b, t, k && k->temperature, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1, !moe, moe ? infer_moe_quantizes_input(d) :
+	norm(o, d, "add_norm", t, 1, !moe, moe ? moe_norm_wide(d) :
 					 (d->qexcl & QX_MLP) != 0);
 	if (moe) {
 		if (!r)
