@@ -454,6 +454,34 @@ static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 	return 0;
 }
 
+/* Under the all-to-all overlap, action a's first ops (its combine
+ * backward on the EP stream, for a MoE backward) wait for the end of
+ * action p, the rank's previous one (a pair's both wait for the one
+ * before the pair): Megatron-Core's schedule plan records the
+ * chunk's event on the compute stream when it starts
+ * (TransformerModelChunkSchedulePlan.run record_current_stream @
+ * 01cf4fb5) and its first node's stream waits for that event
+ * (pipeline_parallel/utils.py ScheduleNode stream_acquire_context), so
+ * it starts after everything issued before, the previous pair's delayed
+ * attention wgrads included. */
+static int after_previous(struct train *t, uint32_t n, int64_t a, int64_t p)
+{
+	uint32_t k, i;
+
+	if (!t->a2a_overlap || p < 0)
+		return 0;
+	for (k = 0; k < n; k++) {
+		uint32_t r = t->stage_ranks[k];
+		const struct unit_rec *rec = train_unit(t, r, a, 0);
+
+		for (i = 0; i < rec->nfirst; i++)
+			if (train_dep(t, train_action_end(t, r, p),
+				      rec->first[i]) != 0)
+				return -1;
+	}
+	return 0;
+}
+
 /* Every action of pipeline rank s on all its simulated GPUs: its units
  * chained, the head's backward after its forward; with moe.a2a_overlap
  * neighbouring forward and backward actions paired (build_pair). */
@@ -469,7 +497,9 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 		struct task_info info;
 
 		if (train_pairs(t, s, a)) {
-			if (build_pair(t, s, n, a, in, in2) != 0)
+			if (build_pair(t, s, n, a, in, in2) != 0 ||
+			    after_previous(t, n, a, a - 1) != 0 ||
+			    after_previous(t, n, a + 1, a - 1) != 0)
 				return -1;
 			a++;
 			continue;
@@ -482,7 +512,8 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 			    train_grad_prep(t, s, n, a, u, in) != 0)
 				return -1;
 		if (action_end(t, s, n, a, in, &info) != 0 ||
-		    train_grad_prep(t, s, n, a, -1, in) != 0)
+		    train_grad_prep(t, s, n, a, -1, in) != 0 ||
+		    after_previous(t, n, a, a - 1) != 0)
 			return -1;
 	}
 	return 0;
