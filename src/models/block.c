@@ -254,6 +254,7 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	int i;
 
 	b->n = o->n;
+	b->out = o->n - 1;
 	b->time_s = b->mem_s = b->flops = b->model_flops = 0;
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];
