@@ -484,10 +484,25 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	lop_accumulate(o, d, k * h);
 }
 
+/* The input gradient's all-reduce (reduce-scatter with SP) of n
+ * elements: its index, or LAYER_NONE without TP. */
+static int16_t grad_reduce(struct layer_ops *o, const char *name,
+			   const struct layer_dims *d, double n)
+{
+	if (!lop_tpcoll(o, name, PASS_BWD, d,
+			d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
+			n * d->act_B))
+		return LAYER_NONE;
+	return lop_tail(o);
+}
+
 /* Column-parallel GEMM (k inputs -> n outputs) backward: [cast], [SP
  * re-gather of the input, during dgrad], dgrad (T, k, n), the input
- * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T).
- * Returns the reduction's index (LAYER_NONE without TP): what comes next
+ * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T),
+ * or after it and the accumulation (framework tp_dgrad_serial: autograd
+ * ran the linear's node, dgrad and wgrad, before the all-reduce's; NVIDIA/
+ * Megatron-LM @ 50a4b5fa megatron/mpu/layers.py ColumnParallelLinear,
+ * F.linear after copy_to_tensor_model_parallel_region). Returns the reduction's index (LAYER_NONE without TP): what comes next
  * (the norm backward) waits for it besides the wgrad. */
 int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *cast_name, const char *dgrad,
@@ -509,10 +524,8 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
 	in_module(o, lowp);
 	dg = lop_tail(o);
-	if (lop_tpcoll(o, coll_name, PASS_BWD, d,
-		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
-		       t * k * d->act_B))
-		red = lop_tail(o);
+	if (!d->dgrad_serial)
+		red = grad_reduce(o, coll_name, d, t * k);
 	if (d->sp)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
@@ -524,6 +537,8 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	op->dep[0] = dg;
 	op->dep[1] = ag;
 	lop_accumulate(o, d, k * n);
+	if (d->dgrad_serial)	/* autograd: after the linear's whole node */
+		red = grad_reduce(o, coll_name, d, t * k);
 	return red;
 }
 
