@@ -278,11 +278,17 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
  * the amax and the scale kernels, the stream waiting for it
  * (amax_reduction_group->allreduce(...)->wait()): a 4 B all-reduce after
  * the cast's amax, before the gather. Here after the cast op, which holds
- * all four kernels; the chain's time is the same. */
+ * all four kernels; the chain's time is the same. NVFP4 likewise: its
+ * per-tensor second-level scale comes from the amax, which the same
+ * quantizers (_customize_quantizers_nvfp4 of Linear, LayerNormLinear,
+ * LayerNormMLP since the NVFP4 recipe, 3f5b4754, v2.10 through v2.12)
+ * all-reduce over the TP group (NVFP4Quantizer::quantize_impl
+ * allreduce_coalesced(...)->wait(), rowwise and columnwise amaxes in one
+ * call), between the amax kernel and the quantize. */
 static void sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
 			   const struct layer_dims *d, int lowp)
 {
-	if (lowp && d->fp8_current && d->sp)
+	if (lowp && (d->fp8_current || d->nvfp4_amax) && d->sp)
 		lop_tpcoll(o, "fp8_amax_tp_allreduce", pass, d, COLL_ALLREDUCE,
 			   FP8_AMAX_B);
 }
