@@ -353,6 +353,9 @@ struct framework_spec {
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int wgrad_autograd;			/* no main_grad: autograd's fresh dW,
 						 * nothing accumulated by the wgrad */
+	int tp_dgrad_serial;			/* a column-parallel linear's input-gradient
+						 * TP all-reduce waits for its wgrad GEMM
+						 * (Megatron-LM before cf7efd4f, 2021-08) */
 	int embedding_grad_dense;		/* the embedding backward is PyTorch's dense
 						 * gradient (zeroed [V/t, h], 16-bit), added
 						 * into main_grad by the DDP hook */
