@@ -86,6 +86,26 @@ bad "pool ep not dividing" \
 	--set serving.disaggregated.prefill.tp=8 --set serving.disaggregated.prefill.ep=8 \
 	--set serving.disaggregated.decode.tp=8 --set serving.disaggregated.decode.ep=3
 
+# A serving job's ep that divides neither the instance's 8 GPUs nor the
+# 256 experts: one message at the key (it printed three, the last the
+# training rule of experts folded over tp*cp*dp).
+"$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml --no-store \
+	--set parallelism.ep=3 >"$tmp/out" 2>"$tmp/err"
+if [ "$(grep -c 'error:' "$tmp/err")" != 1 ] ||
+	! grep -q -- "--set:1:16: error: layout: ep 3 does not divide the 8 GPUs .* nor the model's 256 routed experts" "$tmp/err"; then
+	echo "FAIL: serving ep 3: expected one error at the key"; cat "$tmp/err"; fail=1
+fi
+
+# A disaggregated pool's tp held to the job's tp rules (Llama 3 70B: 64
+# heads; a decode pool of tp 3 ran), and its attention_dp to an MoE model
+# (a dense one ran into an empty KV cache).
+bad "pool tp not dividing the heads" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.tp' 3 does not divide the model's num_attention_heads 64" \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml --set serving.disaggregated.decode.tp=3
+bad "pool attention_dp on a dense model" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.attention_dp' on a dense model" \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml --set serving.disaggregated.decode.attention_dp=true
+
 # A decode step: the training contract's keys and the KV capacity.
 check "decode --json" "$llmsim" run "$job" --json --no-store \
 	--set phase=decode --set serving.batch=32 --set serving.context_len=1000

@@ -159,7 +159,7 @@ static const struct schema spec_schema = {
 
 static const struct schema_field pool_fields[] = {
 	{ .key = "instances", .type = ST_INT, .offset = POFF(instances),
-	  .min = 0, .max = 1e6, .def = "1", .help = "engine instances in the pool" },
+	  .min = 1, .max = 1e6, .def = "1", .help = "engine instances in the pool" },
 	{ .key = "tp", .type = ST_INT, .offset = POFF(tp), .min = 1,
 	  .max = 1e5, .def = "1", .help = "GPUs per stage of an instance: tensor "
 	  "parallel, or with attention_dp attention data-parallel ranks" },
