@@ -57,24 +57,38 @@ bad "max_model_len past the context" \
 	"$job" --set serving.max_model_len=16384
 bad "request past max_model_len" "exceeds 'serving.max_model_len' of 1000 tokens" \
 	"$job" --set serving.requests=20 --set serving.max_model_len=1000
-bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len)" \
+bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len): use more GPUs, a smaller kv_dtype or a lower serving.max_model_len" \
 	"$job" --set serving.requests=20 --set serving.engine.memory_fraction=0.24 \
 	--set serving.max_model_len=8192
 check "max_model_len within" "$llmsim" run "$job" --no-store \
 	--set serving.requests=20 --set serving.max_model_len=4096
 
 # Speculative decoding: a decoding request's verify step holds pages for
-# its 1 + k tokens, so a sequence needs prompt + output + k KV tokens.
-# With an EAGLE head (3 drafts) at memory_fraction 0.24 the pool holds
-# 1376 tokens (86 pages of 16): a 1300 + 76 request fits without the
-# drafts, not with them (1379); the check counted 1376 and let it run
-# (its last verify steps could need pages the pool does not have).
+# its 1 + k tokens, and vLLM V1 gives a running request k lookahead slots
+# more (num_lookahead_tokens with an EAGLE/MTP/draft proposer), so a
+# sequence needs prompt + output + 2k KV tokens under vLLM (this job's
+# engine). With an EAGLE head (3 drafts) at memory_fraction 0.24 the pool
+# holds 1376 tokens (86 pages of 16): a 1300 + 76 request needs 1382
+# (1379 without the lookahead, 1376 without the drafts); 1300 + 73 needs
+# 1379 (main counted 1376 and ran it: its last steps could need pages the
+# pool never has); 1300 + 70 needs 1376 and runs.
 bad "KV below one sequence + drafts" \
-	"fewer than one sequence of 1379 tokens (the longest prompt + output + the speculative draft tokens)" \
+	"fewer than one sequence of 1382 tokens (the longest prompt + output + the speculative draft tokens + vLLM's as many lookahead slots)" \
 	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
 	--set serving.input_len=1300 --set serving.output_len=76
+bad "KV below one sequence + vLLM lookahead" \
+	"fewer than one sequence of 1379 tokens" \
+	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
+	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
+	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.input_len=1300 --set serving.output_len=73
+check "KV holds one sequence + drafts + lookahead" "$llmsim" run "$job" --no-store \
+	--set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
+	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
+	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.input_len=1300 --set serving.output_len=70
 
 # A disaggregated pool's ep that divides neither its 8 GPUs nor the 256
 # experts is refused at the key (issue 9's bad input; it surfaced only
