@@ -212,6 +212,14 @@ bad "trace: hexadecimal" \
 	"$tmp/hex.yaml"
 grep -q "hex.csv:3:1: error: 'arrival_s': expected a number, got '0x1' (base 10 only)" "$tmp/err" ||
 	{ echo "FAIL: trace: a hexadecimal arrival"; cat "$tmp/err"; fail=1; }
+# A UTF-8 byte-order mark (spreadsheets save CSV with one) is not part of
+# the first field: the header is still recognized and columns count from
+# the first visible character (it read "expected a number, got '<BOM>0'").
+printf '\357\273\277arrival_s,input_len,output_len\n0,100,10\n1,100,x\n' >"$tmp/bom.csv"
+sed "s#ctx.csv#bom.csv#" "$tmp/ctx.yaml" >"$tmp/bom.yaml"
+bad "trace: byte-order mark" "bom.csv:3:7: error: 'output_len': expected a number, got 'x'" \
+	"$tmp/bom.yaml"
+grep -q "bom.csv:[12]:" "$tmp/err" && { echo "FAIL: trace: the BOM row"; cat "$tmp/err"; fail=1; }
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"
