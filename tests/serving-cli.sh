@@ -220,6 +220,12 @@ sed "s#ctx.csv#bom.csv#" "$tmp/ctx.yaml" >"$tmp/bom.yaml"
 bad "trace: byte-order mark" "bom.csv:3:7: error: 'output_len': expected a number, got 'x'" \
 	"$tmp/bom.yaml"
 grep -q "bom.csv:[12]:" "$tmp/err" && { echo "FAIL: trace: the BOM row"; cat "$tmp/err"; fail=1; }
+# A length distribution's error at the key that breaks it, also when a
+# --set gave the mapping (a uniform min above max pointed at the job
+# file's input_len, line 15).
+bad "uniform min above max at the --set" \
+	"--set:[0-9]*:[0-9]*: error: a uniform length needs max >= min > 0 (got min 50, max 10)" \
+	workloads/jobs/serve-llama3-70b-h100.yaml --set "serving.input_len={dist: uniform, min: 50, max: 10}"
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"
