@@ -226,6 +226,21 @@ grep -q "bom.csv:[12]:" "$tmp/err" && { echo "FAIL: trace: the BOM row"; cat "$t
 bad "uniform min above max at the --set" \
 	"--set:[0-9]*:[0-9]*: error: a uniform length needs max >= min > 0 (got min 50, max 10)" \
 	workloads/jobs/serve-llama3-70b-h100.yaml --set "serving.input_len={dist: uniform, min: 50, max: 10}"
+# Step jobs: a sequence past the context is refused at the key (a decode
+# of 100M cached tokens a sequence ran, "fits"); a batch whose KV pages
+# the pool cannot hold does not fit (10M sequences were "fits"): Llama 3
+# 70B fp8 decode on 8 H100s holds 196,843 pages of 16, a sequence of
+# 2048 + 1 tokens takes 129: 1525 sequences, --require-fit exits 5 at 1526.
+bad "decode context past the model's" \
+	"--set:1:21: error: a sequence of this step holds 8193 tokens (serving.context_len 8192 + 1 decoded)" \
+	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --set serving.context_len=8192
+"$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
+	--set serving.batch=1526 >"$tmp/out" 2>&1
+[ $? = 5 ] || { echo "FAIL: decode batch over the KV pool fits"; fail=1; }
+check "decode batch within the KV pool" "$llmsim" run \
+	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
+	--set serving.batch=1525
+has "decode batch within the KV pool" "1525 sequences of this length"
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"

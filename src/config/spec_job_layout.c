@@ -734,6 +734,30 @@ static void check_max_model_len(const struct job_spec *j,
 			  "extension", (long long)mml,
 			  j->model->name ? j->model->name : "(unnamed)",
 			  (long long)ctx);
+	else if (j->phase == PHASE_DECODE || j->phase == PHASE_PREFILL) {
+		/* a step's sequences within the context too: context_len
+		 * cached + the step's tokens (1 decoding, the prompt
+		 * prefilling), as serving's requests are (serve_req.c); a
+		 * decode of 100M cached tokens a sequence ran */
+		int64_t lim = mml > 0 ? mml : ctx;
+		double q = j->phase == PHASE_PREFILL ?
+			   j->serving.input_len.mean : 1;
+		double seq = (double)j->serving.context_len + q;
+
+		v = job_key(s->node, j->phase == PHASE_PREFILL &&
+			    j->serving.context_len == 0 ? "serving.input_len" :
+			    "serving.context_len");
+		if (lim > 0 && seq > (double)lim)
+			key_error(s, JR_MAX_MODEL_LEN, v ? v : s->node,
+				  "a sequence of this step holds %.0f tokens "
+				  "(serving.context_len %lld + %.0f %s), past %s "
+				  "of %lld tokens: the engines refuse it",
+				  seq, (long long)j->serving.context_len, q,
+				  j->phase == PHASE_PREFILL ? "prompt tokens" :
+				  "decoded", mml > 0 ? "'serving.max_model_len'"
+				  : "the model's context (max_position_embeddings)",
+				  (long long)lim);
+	}
 }
 
 /* The expert parallelism of a disaggregated pool (serving_setup's

@@ -354,8 +354,12 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	out->kv_pages = isfinite(best) ?
 			floor(best / (double)e->block_size) : 0;
 	out->kv_tokens = out->kv_pages * (double)e->block_size;
-	out->kv_sequences = seq_tokens > 0 ? floor(out->kv_tokens / seq_tokens)
-					   : 0;
+	/* whole pages a sequence: ceil(seq / block) of them (vLLM's
+	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
+	 * the length, floor(tokens / seq), counted the pages' slack too */
+	out->kv_sequences = seq_tokens > 0 ?
+		floor(out->kv_pages / ceil(seq_tokens / (double)e->block_size))
+		: 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;
