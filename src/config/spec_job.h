@@ -545,7 +545,10 @@ enum job_rule {
 	JR_MAX_MODEL_LEN,	/* serving.max_model_len within the model's
 				 * max_position_embeddings */
 	JR_POOL_EP,		/* a disaggregated pool's ep divides its
-				 * instance's GPUs and the routed experts */
+				 * instance's GPUs and the routed experts;
+				 * its attention_dp needs an MoE model */
+	JR_POOL_TP,		/* a disaggregated pool's tp against the
+				 * model's heads and hidden sizes */
 	JR_COUNT
 };
 
