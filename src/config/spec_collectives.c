@@ -30,7 +30,7 @@
  *       pipeline:
  *         simple: {chunk: 128 KiB, halve_below: [64, 8, 2],
  *                  halvings: [1, 2, 3], channels: 16, stages: 3,
- *                  sync: 1.2 us}
+ *                  sync: 1.2 us, chunk_time: 2 us}
  *     tree: ...
  *   kernel_units: {scale_up: 24, scale_out: 16, p2p: 2}
  *
@@ -240,6 +240,12 @@ static const struct schema_field pipe_fields[] = {
 	  .def = "1", .min = 1, .max = 64,
 	  .help = "stages a chunk passes inside a rank; the pipeline fills "
 		  "in stages - 1 loops" },
+	{ .key = "chunk_time", .type = ST_TIME, .offset = PIOFF(chunk_time_s),
+	  .def = "0 us", .max = 1e-3,
+	  .flags = SF_FIT,
+	  .help = "a channel's serial time per chunk it handles in a loop "
+		  "(a partial chunk: its share); a loop takes at least that "
+		  "times the chunks of the channel with the most; 0 = none" },
 };
 
 static const struct schema pipe_schema = {

@@ -84,6 +84,8 @@ struct coll_pipe_spec {
 	int64_t slices;				/* sync points per chunk step */
 	double sync_s;				/* s, a channel's idle time per sync point */
 	int64_t stages;				/* stages a chunk passes inside a rank (fill: stages - 1 loops) */
+	double chunk_time_s;			/* s, a channel's serial time per chunk it handles in a loop
+						 * (scaled by the bytes of a partial one); 0 = none */
 };
 
 /* Node-count classes of the libraries' tuning tables (NCCL's index2 of

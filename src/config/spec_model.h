@@ -113,6 +113,16 @@ enum quant_excl {
  * "re:.*lm_head", "*router*"), 0 when none is recognized. */
 unsigned quant_exclude_class(const char *pattern);
 
+/* The decoder layer a pattern selects by a plain index after a layers
+ * segment ("model.layers.3.self_attn", "re:.*layers\.3\..*"): the
+ * index; -1 when it names no single layer ("model.layers.*.mlp", no
+ * layers segment); -2 when its layer selection is a regex or glob llmsim
+ * does not resolve ("layers\.(0|47)\.", "layers.1*"). */
+int64_t quant_exclude_layer(const char *pattern);
+
+/* Layers a per-layer exclusion can name (quant_spec.layer_excluded). */
+#define QUANT_LAYERS_MAX 512
+
 /* A checkpoint's quantization_config (weights as stored). */
 struct quant_spec {
 	const char *quant_method;		/* as written ("fp8", "mxfp4", ...) */
@@ -122,8 +132,16 @@ struct quant_spec {
 						 * checkpoint keeps unquantized (from
 						 * exclude_modules / ignore /
 						 * modules_to_not_convert /
-						 * ignored_layers) */
+						 * ignored_layers) in every layer */
+	unsigned char layer_excluded[QUANT_LAYERS_MAX];	/* enum quant_excl
+						 * bits a pattern naming one layer adds
+						 * to that layer ("model.layers.3.*":
+						 * the whole layer) */
 };
+
+/* The enum quant_excl bits of decoder layer `layer` (0-based): the
+ * classes excluded everywhere and those named for that layer. */
+unsigned quant_layer_excluded(const struct quant_spec *q, int64_t layer);
 
 struct cnode;
 struct diag;

@@ -15,9 +15,16 @@
  * (q_proj and the like: attention; experts; shared_expert; router or an
  * MoE block's "gate"; lm_head; embed_tokens; vision tower). A pattern
  * that ends at a whole MLP block ("model.layers.*.mlp") names the block
- * and all it holds (dense MLP, experts, shared expert, router). Layer
- * indices are not resolved: a class named for any layer is taken as
- * excluded in all (a limitation the help text states). */
+ * and all it holds (dense MLP, experts, shared expert, router).
+ *
+ * A plain layer index after a layers segment ("model.layers.3.self_attn",
+ * "re:.*layers\.47\..*") names that decoder layer only
+ * (quant_spec.layer_excluded; "model.layers.3.*", naming no class, the
+ * whole layer: attention and MLP); a pattern without one names its
+ * classes in every layer. A layer selection by regex or glob
+ * ("layers\.(0|47)\.", "layers.1*") is not resolved: it warns and is
+ * taken as every layer. Indices inside a layer (one expert of many) are
+ * not resolved either: "experts.12" names the layer's experts. */
 #include "spec_model.h"
 #include <ctype.h>
 #include <string.h>
@@ -154,6 +161,72 @@ unsigned quant_exclude_class(const char *pattern)
 	return cls;
 }
 
+/* Path segments after which a number is a decoder layer's index
+ * (HF "model.layers.N", Megatron "decoder.layers.N", GPT-2 "h.N",
+ * "blocks.N"). */
+static const char *const layer_words[] = {
+	"layers", "layer", "h", "blocks", NULL,
+};
+
+static int layer_word(const char *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; layer_words[i]; i++)
+		if (strlen(layer_words[i]) == n &&
+		    strncmp(layer_words[i], w, n) == 0)
+			return 1;
+	return 0;
+}
+
+static int word_char(int c)
+{
+	return isalnum(c) || c == '_';
+}
+
+int64_t quant_exclude_layer(const char *pattern)
+{
+	const char *s = pattern ? pattern : "", *w, *q;
+	int64_t v;
+
+	while (*s) {
+		if (!word_char((unsigned char)*s)) {
+			s++;
+			continue;
+		}
+		for (w = s; word_char((unsigned char)*s); s++)
+			;
+		if (!layer_word(w, (size_t)(s - w)))
+			continue;
+		/* the separator: '.', or a regex's escaped "\." */
+		for (q = s; *q == '.' || *q == '\\'; q++)
+			;
+		if (q == s)
+			continue;
+		if (isdigit((unsigned char)*q)) {
+			for (v = 0; isdigit((unsigned char)*q); q++)
+				v = v < QUANT_LAYERS_MAX * 10LL ?
+				    10 * v + (*q - '0') : v;
+			if (!*q || *q == '.' || *q == '$' ||
+			    (q[0] == '\\' && q[1] == '.'))
+				return v;
+			return -2;	/* "1*", "1[0-9]", "1?" */
+		}
+		if (*q && strchr("([{?+|", *q))
+			return -2;	/* "(0|47)", "[0-3]" */
+	}
+	return -1;
+}
+
+unsigned quant_layer_excluded(const struct quant_spec *q, int64_t layer)
+{
+	unsigned c = q->excluded;
+
+	if (layer >= 0 && layer < QUANT_LAYERS_MAX)
+		c |= q->layer_excluded[layer];
+	return c;
+}
+
 /* A pattern with no class: it names something llmsim does not know (a
  * typo, or a module of an architecture not modelled). */
 static int generic_only(const char *pattern)
@@ -178,8 +251,10 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 {
 	const char *names[sizeof(segs) / sizeof(segs[0])];
 	size_t k, i, nn = 0;
+	int64_t layer;
 
 	q->excluded = 0;
+	memset(q->layer_excluded, 0, sizeof(q->layer_excluded));
 	for (i = 0; i < sizeof(segs) / sizeof(segs[0]); i++)
 		names[nn++] = segs[i].name;
 	for (k = 0; map && exclude_keys[k]; k++) {
@@ -204,6 +279,28 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 				return -1;
 			}
 			c = quant_exclude_class(it->text);
+			layer = quant_exclude_layer(it->text);
+			if (layer >= QUANT_LAYERS_MAX) {
+				diag_warn(d, it->file, it->line, it->col,
+					  "quantization_config.%s: '%s' names "
+					  "layer %lld, past the %d layers "
+					  "llmsim reads; ignored",
+					  exclude_keys[k], it->text,
+					  (long long)layer, QUANT_LAYERS_MAX);
+				continue;
+			}
+			if (layer >= 0 && (c || generic_only(it->text))) {
+				/* no class named: the whole layer */
+				q->layer_excluded[layer] |= (unsigned char)
+					(c ? c : QX_ATTN | ALL_FFN);
+				continue;
+			}
+			if (layer == -2 && c)
+				diag_warn(d, it->file, it->line, it->col,
+					  "quantization_config.%s: '%s' selects "
+					  "layers by a regex or glob llmsim "
+					  "does not resolve; taken as every "
+					  "layer", exclude_keys[k], it->text);
 			if (c) {
 				q->excluded |= c;
 				continue;

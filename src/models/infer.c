@@ -280,6 +280,25 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 	k->window = (double)model_layer_window(j->model, layer);
 	k->chunk = (double)model_layer_chunk(j->model, layer);
 	k->temperature = model_layer_temperature(j->model, layer);
+	k->qexcl = quant_layer_excluded(&j->model->quantization, layer);
+}
+
+const struct infer_dims *infer_kind_dims(const struct infer_dims *d,
+					 const struct infer_kind *k,
+					 struct infer_dims *tmp)
+{
+	/* exclusions count only when the serving weights are quantized
+	 * (infer_dims_from_job's gate on d->qexcl) */
+	unsigned q = d->qexcl |
+		     (k && d->weight != d->base ? k->qexcl : 0);
+
+	if (q == d->qexcl)
+		return d;
+	*tmp = *d;
+	tmp->qexcl = q;
+	if (tmp->moe_model)
+		infer_moe_precision(tmp);
+	return tmp;
 }
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated). */
@@ -350,9 +369,11 @@ double infer_kind_params(const struct infer_dims *d,
 	return infer_layer_params(d);
 }
 
-double infer_kind_weight_B(const struct infer_dims *d,
+double infer_kind_weight_B(const struct infer_dims *d0,
 			   const struct infer_kind *k)
 {
+	struct infer_dims tmp;
+	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
 	double norms = 2 * d->hidden * d->act_B, attn = attn_params(d);
 	double attn_B = infer_class_weight_B(d, QX_ATTN);
 	double mlp_B = infer_class_weight_B(d, QX_MLP);
@@ -608,10 +629,24 @@ static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)
 	infer_op_gemm_q(o, d, QX_MLP, "down", t, d->hidden, f);
 }
 
-void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
+/* Whether the norm before an MoE layer writes 16 bits: the fused MoE
+ * quantizes its own input (infer_moe_quantizes_input), or the one
+ * quantized GEMM reading the norm's output on the other paths, the
+ * shared expert's gate/up (the router reads 16 bits, the experts'
+ * input is quantized by expert_quant from 16 bits), is one the
+ * checkpoint keeps unquantized. */
+static int moe_norm_wide(const struct infer_dims *d)
+{
+	return infer_moe_quantizes_input(d) ||
+	       ((d->qexcl & QX_SHARED) && d->moe.shared_ffn > 0);
+}
+
+void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 		     const struct infer_kind *k, const struct infer_route *r,
 		     struct infer_ops *o)
 {
+	struct infer_dims tmp;
+	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
 	double t = infer_batch_tokens(b);
 	int moe = k && k->moe;
 
@@ -622,7 +657,7 @@ void infer_layer_ops(const struct infer_dims *d, const struct infer_batch *b,
 	else
 		attn_gqa(d, b, t, k && k->temperature, o);
 	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
-	norm(o, d, "add_norm", t, 1, !moe, moe ? infer_moe_quantizes_input(d) :
+	norm(o, d, "add_norm", t, 1, !moe, moe ? moe_norm_wide(d) :
 					 (d->qexcl & QX_MLP) != 0);
 	if (moe) {
 		if (!r)

@@ -80,6 +80,11 @@ struct infer_moe {
 				 * reduces (engine adp_moe_sized) */
 	enum dtype weight;	/* experts' weights */
 	enum dtype compute;	/* experts' GEMM inputs */
+	enum dtype weight_q;	/* ... when the checkpoint quantizes them */
+	enum dtype compute_q;
+	int compute_set;	/* serving.activation_dtype names compute */
+	double dispatch_B;	/* B per dispatched element the job names
+				 * (moe.dispatch_dtype); 0: none */
 	double weight_B;	/* B per expert weight element */
 	double gemm_a_B;	/* B per expert GEMM input element */
 	double elem_B;		/* B per element of a dispatched token */
@@ -163,9 +168,22 @@ struct infer_kind {
 				 * this many tokens (Llama 4); 0 = none */
 	int temperature;	/* queries scaled by position (Llama 4's
 				 * attention temperature tuning, NoPE layers) */
+	unsigned qexcl;		/* enum quant_excl: the classes the checkpoint
+				 * keeps unquantized in this layer
+				 * (quant_layer_excluded; with d->qexcl's, and
+				 * only when the weights are quantized:
+				 * infer_kind_dims) */
 };
 
-#define INFER_MAX_KINDS 4
+#define INFER_MAX_KINDS 8
+
+/* The dims of a layer of kind k: d itself, or tmp filled from d when the
+ * layer's exclusions (k->qexcl) differ from every layer's (d->qexcl):
+ * the classes it keeps unquantized and its experts' dtypes. The MoE
+ * routing's dispatch bytes stay d's (infer_moe_route). */
+const struct infer_dims *infer_kind_dims(const struct infer_dims *d,
+					 const struct infer_kind *k,
+					 struct infer_dims *tmp);
 
 /* The kind of layer i (0-based) of the job's model. */
 void infer_kind_of(const struct job_spec *j, int64_t layer,
@@ -345,6 +363,9 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 /* Fill d->moe for job j (d->moe_model set). */
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		    struct infer_dims *d);
+/* The experts' dtypes (d->moe weight, compute and their bytes, elem_B)
+ * for the exclusions d->qexcl. */
+void infer_moe_precision(struct infer_dims *d);
 
 /* The routing of a step of `tokens` tokens per attention group (TP
  * group) through an MoE layer: route.c's busiest GPU and dispatch bytes

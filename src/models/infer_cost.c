@@ -195,11 +195,13 @@ static double weights_read_B(const struct infer_op *op,
 	       (op->weight_B_base ? d->act_B : d->weight_B);
 }
 
-void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
+void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 		const struct infer_batch *b, const struct infer_kind *kind,
 		const struct gpu_spec *g, enum infer_graph graph,
 		struct infer_unit *u)
 {
+	struct infer_dims tmp;
+	const struct infer_dims *d = infer_kind_dims(d0, kind, &tmp);
 	struct gpu_spec captured = *g;
 	int i;
 

@@ -169,31 +169,45 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 			 j->serving.engine->adp_moe_allgather));
 	e->sized = e->allgather && j->serving.engine &&
 		   j->serving.engine->adp_moe_sized;
-	e->weight = m->quantization.method == QUANT_MXFP4 &&
-		    dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
-		    DTYPE_MXFP4 : d->weight;
-	/* experts the checkpoint keeps unquantized run in the base dtype */
-	if (d->qexcl & QX_EXPERTS)
-		e->weight = d->base;
-	if (s->activation_dtype >= 0)
-		e->compute = (enum dtype)s->activation_dtype;
+	e->weight_q = m->quantization.method == QUANT_MXFP4 &&
+		      dtype_bytes(d->weight) > dtype_bytes(DTYPE_MXFP4) ?
+		      DTYPE_MXFP4 : d->weight;
+	e->compute_set = s->activation_dtype >= 0;
+	if (e->compute_set)
+		e->compute_q = (enum dtype)s->activation_dtype;
 	else
-		e->compute = gpu_peak_flops(g, e->weight) > 0 ? e->weight
-							       : d->base;
-	e->weight_B = dtype_bytes(e->weight);
-	e->gemm_a_B = fmin(dtype_bytes(e->compute), d->act_B);
+		e->compute_q = gpu_peak_flops(g, e->weight_q) > 0 ? e->weight_q
+								  : d->base;
+	e->dispatch_B = j->moe.dispatch_dtype >= 0 ?
+			dtype_bytes((enum dtype)j->moe.dispatch_dtype) : 0;
 	e->cutlass = s->engine && s->engine->moe_kernels == ENGINE_MOE_CUTLASS;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
+	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
+	e->weight_on_input = m->router_weight_on_input == 1;
+	infer_moe_precision(d);
+}
+
+void infer_moe_precision(struct infer_dims *d)
+{
+	struct infer_moe *e = &d->moe;
+
+	e->weight = e->weight_q;
+	e->compute = e->compute_q;
+	/* experts the checkpoint keeps unquantized run in the base dtype */
+	if (d->qexcl & QX_EXPERTS) {
+		e->weight = d->base;
+		if (!e->compute_set)
+			e->compute = d->base;
+	}
+	e->weight_B = dtype_bytes(e->weight);
+	e->gemm_a_B = fmin(dtype_bytes(e->compute), d->act_B);
 	/* TensorRT-LLM quantizes the experts' input before its all-gather;
 	 * on an all-to-all path (the generic list) the rows travel as
 	 * route.c sizes them (moe.dispatch_dtype, else 16-bit), and the
 	 * combine's bytes scale by act_B / elem_B from those */
-	e->elem_B = j->moe.dispatch_dtype >= 0 ?
-		    dtype_bytes((enum dtype)j->moe.dispatch_dtype) :
+	e->elem_B = e->dispatch_B > 0 ? e->dispatch_B :
 		    e->cutlass && e->allgather ? e->gemm_a_B : d->act_B;
-	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
-	e->weight_on_input = m->router_weight_on_input == 1;
 }
 
 /* Weight matrices of an expert MLP: gate, up, down (or up, down). */

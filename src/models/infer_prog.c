@@ -204,13 +204,16 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 			if (x->kinds[k].moe == kind.moe &&
 			    x->kinds[k].window == kind.window &&
 			    x->kinds[k].chunk == kind.chunk &&
-			    x->kinds[k].temperature == kind.temperature)
+			    x->kinds[k].temperature == kind.temperature &&
+			    x->kinds[k].qexcl == kind.qexcl)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {
 				diag_error(d, NULL, 0, 0, "model '%s' has more "
 					   "than %d kinds of layer (dense or "
-					   "MoE, attention windows or chunks)",
+					   "MoE, attention windows or chunks, "
+					   "per-layer quantization "
+					   "exclusions)",
 					   x->job->model->name ?
 					   x->job->model->name : "?",
 					   INFER_MAX_KINDS);

@@ -74,9 +74,12 @@ void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback)
 	const struct coll_units_spec *u = &x->lib->kernel_units;
 	int64_t k = ps->channels ? ps->channels :
 		    x->g.nnodes > 1 ? u->scale_out : u->scale_up;
+	double per_chan = sh.chunks;
 
 	sh.chunks *= k > 0 ? (double)k : fallback;
 	pipe_init(&x->pipe, ps, &sh);
+	x->pipe.chan_chunks = per_chan;
+	x->pipe.plan_B = x->c->bytes;
 }
 
 void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)

@@ -50,6 +50,15 @@
  *             rate <= V / (f S / min(B_caps, nc r))
  *         (m may grow with the ranks: NCCL's ring LL threshold is
  *         8 B x nRanks a thread, so m = m0 + p m1).
+ *   floor where a channel's chunks pass its stages one after another
+ *         at a serial cost (the library's chunk_time t_c per chunk,
+ *         all stages: NCCL NVLS's scatter and gather warps copy one
+ *         peer's chunk after another), the loops take at least
+ *             t_floor = t_c q (n + F) / (1 + F)
+ *         with q = min(S, g c) / c the chunks the first channel has a
+ *         loop (a partial one counts its share) and the n loops
+ *         pipelined over the F + 1 stages; every flow is bounded so that
+ *         it (fill included) lasts t_floor: V' / rate >= t_floor.
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -96,6 +105,7 @@ void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	pp->chunks = sh->chunks;
 	pp->sync_s = sh->steps * (double)ps->slices * ps->sync_s;
 	pp->fill = (ps->stages > 1 ? (double)(ps->stages - 1) : 0) + sh->fill;
+	pp->chunk_s = ps->chunk_time_s;
 }
 
 double pipe_chunk_B(const struct pipe *pp, double size_B)
@@ -160,6 +170,35 @@ double pipe_chan_count(const struct pipe *pp, double size_B)
 	return pp->chan_max > 0 && nc > pp->chan_max ? pp->chan_max : nc;
 }
 
+double pipe_floor_s(const struct pipe *pp, double size_B)
+{
+	double c, per_loop, F = pp->fill > 0 ? pp->fill : 0;
+
+	if (!(pp->chunk_s > 0) || !(pp->chan_chunks > 0) || !(size_B > 0) ||
+	    !(pp->chunk_B > 0))
+		return 0;
+	c = pipe_chunk_B(pp, size_B);
+	per_loop = pp->chan_chunks * c;
+	if (size_B < per_loop)
+		per_loop = size_B;
+	return pp->chunk_s * per_loop / c *
+	       (pipe_loops(pp, size_B) + F) / (1 + F);
+}
+
+/* b bounded so that a flow of volume_B plan bytes lasts at least the
+ * loops' floor: its real bytes (the plan's times size_B / plan_B, the
+ * fill's included) over pipe_floor_s. */
+static double floor_bound(const struct pipe *pp, double volume_B, double b,
+			  double size_B)
+{
+	double t = pipe_floor_s(pp, size_B), c;
+
+	if (!(t > 0) || !(pp->plan_B > 0))
+		return b;
+	c = volume_B * size_B / pp->plan_B * pipe_volume_factor(pp, size_B) / t;
+	return b > 0 && b < c ? b : c;
+}
+
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		      double bound_Bps, double size_B)
 {
@@ -170,10 +209,10 @@ double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		b = b > 0 && b < c ? b : c;
 	}
 	if (!(pp->chan_t_s > 0) || !(pp->chan_min_B > 0))
-		return b * share;
+		return floor_bound(pp, volume_B, b * share, size_B);
 	/* the flow's part of nc channels, each at most 1 / chan_t_s */
 	c = volume_B * pipe_chan_count(pp, size_B) / pp->chan_t_s;
-	return b > 0 && b < c ? b : c;
+	return floor_bound(pp, volume_B, b > 0 && b < c ? b : c, size_B);
 }
 
 double pipe_volume_factor(const struct pipe *pp, double size_B)

@@ -41,6 +41,9 @@ struct pipe {
 	double chan_min_B;		/* B of the collective per channel before one more runs; 0 = all run */
 	double chan_t_s;		/* s per plan byte for one running channel alone; 0 = the caps' share */
 	double chan_max;		/* the library's channels (with chan_t_s); 0 = no limit */
+	double chunk_s;			/* s, a channel's serial time per chunk in a loop; 0 = none */
+	double chan_chunks;		/* chunks one channel handles per loop (with chunk_s) */
+	double plan_B;			/* B of the collective the plan's volumes are for (with chunk_s) */
 };
 
 /*
@@ -63,6 +66,13 @@ double pipe_sync_s(const struct pipe *pp, double size_B);
 /* The factor (>= 1) on the phase's volumes: the fill's extra bytes. */
 double pipe_volume_factor(const struct pipe *pp, double size_B);
 
+/* The least time (s) the kernel's loops take for size_B (0 without
+ * chunk_s): the first channel handles q = min(size_B, chan_chunks x
+ * chunk) / chunk chunks a loop, each through the F + 1 stages in chunk_s
+ * all told, the loops pipelined over the stages: chunk_s q (n + F) /
+ * (1 + F) for n loops. */
+double pipe_floor_s(const struct pipe *pp, double size_B);
+
 /* The share (0, 1] of the phase's channels the kernel runs for size_B:
  * floor(size_B / chan_min_B) of chan_K, at least one (1 without data). */
 double pipe_chan_share(const struct pipe *pp, double size_B);
@@ -74,7 +84,9 @@ double pipe_chan_count(const struct pipe *pp, double size_B);
 /* The rate (B/s) a flow of volume_B plan bytes may reach under the
  * kernels' sustained bandwidth (min with bound_Bps; 0 = no bound), both
  * scaled by the share of channels that run for size_B; with chan_t_s,
- * not scaled but bounded by the running channels' own rate instead. */
+ * not scaled but bounded by the running channels' own rate instead;
+ * with chunk_s, also so that the flow (its fill included) lasts at
+ * least pipe_floor_s. */
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		      double bound_Bps, double size_B);
 

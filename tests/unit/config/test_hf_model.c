@@ -426,3 +426,54 @@ Test(hf_model, quant_exclusions_read_and_typos_warn)
 	cr_assert_eq(C.d.warnings, 1);
 	tmpdir_remove(dir);
 }
+
+/* A plain index after a layers segment names one decoder layer; a glob
+ * over every layer or no layers segment names none (-1); a regex or glob
+ * selecting some layers is not resolved (-2). */
+Test(hf_model, quant_exclusion_patterns_name_their_layer)
+{
+	cr_assert_eq(quant_exclude_layer("model.layers.3.self_attn"), 3);
+	cr_assert_eq(quant_exclude_layer("language_model.model.layers.47.*"),
+		     47);
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.12\\..*"), 12);
+	cr_assert_eq(quant_exclude_layer("transformer.h.0.attn"), 0);
+	cr_assert_eq(quant_exclude_layer("decoder.layers.5"), 5);
+	/* an expert's index inside the layer is not a layer */
+	cr_assert_eq(quant_exclude_layer(
+		"model.layers.3.mlp.experts.12.down_proj"), 3);
+	cr_assert_eq(quant_exclude_layer("model.layers.*.mlp"), -1);
+	cr_assert_eq(quant_exclude_layer("lm_head"), -1);
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.\\d+\\.mlp"), -1);
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.(0|47)\\..*"), -2);
+	cr_assert_eq(quant_exclude_layer("model.layers.1*"), -2);
+	cr_assert_eq(quant_exclude_layer("model.layers.[0-3].mlp"), -2);
+}
+
+/* Per-layer exclusions: layer 0 whole (attention and MLP), layer 47's
+ * attention, every layer's router; a regex layer selection warns and is
+ * taken as every layer (here: the shared expert). */
+Test(hf_model, quant_exclusions_per_layer)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"hidden_size\": 1024, \"num_hidden_layers\": 48,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000, \"quantization_config\": {"
+		" \"quant_method\": \"fp8\", \"exclude_modules\": ["
+		" \"language_model.model.layers.0.*\","
+		" \"language_model.model.layers.47.self_attn\","
+		" \"*feed_forward.router*\","
+		" \"re:.*layers\\\\.(1|2)\\\\.feed_forward.shared_expert.*\"]}}"));
+	const struct quant_spec *q = &m->quantization;
+	unsigned ffn = QX_MLP | QX_EXPERTS | QX_SHARED | QX_ROUTER;
+
+	cr_assert_eq(q->excluded, QX_ROUTER | QX_SHARED);
+	cr_assert_eq(quant_layer_excluded(q, 0), QX_ATTN | ffn);
+	cr_assert_eq(quant_layer_excluded(q, 47),
+		     QX_ATTN | QX_ROUTER | QX_SHARED);
+	cr_assert_eq(quant_layer_excluded(q, 1), QX_ROUTER | QX_SHARED);
+	cr_assert_eq(quant_layer_excluded(q, 600), QX_ROUTER | QX_SHARED);
+	cr_assert_has(capture_text(&C), "selects layers by a regex or glob");
+	cr_assert_eq(C.d.warnings, 1, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}

@@ -45,7 +45,7 @@ static void moe_case(struct moe_case *c, const char *engine, double tokens,
 				"serving.dtype=nvfp4", e, bt};
 	size_t n = 5, i;
 	struct config_ctx cx;
-	struct infer_kind k = {1, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0};
 	struct diag dg;
 
 	cr_assert_leq(nmore, 8);
@@ -460,7 +460,7 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 static double op_time_s(const struct moe_case *c, const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, c->j->system->gpu, IGRAPH_FULL,
@@ -477,7 +477,7 @@ static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
 			 const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, g, IGRAPH_FULL, &u);
@@ -675,7 +675,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 			     "parallelism.attention_dp=true"};
 	const char *tp2[] = {"model=llama4-maverick", "parallelism.tp=2",
 			     "parallelism.dp=4"};
-	struct infer_kind dense = {0, 0, 0, 0};
+	struct infer_kind dense = {0, 0, 0, 0, 0};
 	struct infer_ops o;
 	const struct infer_op *op;
 	struct moe_case c;
@@ -749,4 +749,54 @@ Test(infer_moe, cutlass_router_weight_on_input)
 	cr_assert_eq(c.j->model->router_weight_on_input, 1);
 	cr_assert_not_null(fixture_infer_op(&c.o, "moe_weight_input"));
 	moe_case_release(&c);
+}
+
+/* The second add_norm of an MoE layer's ops (the one before the MoE). */
+static const struct infer_op *moe_norm(const struct infer_ops *o, int *quant)
+{
+	int i, seen = 0;
+
+	for (i = 0; i < o->n; i++) {
+		if (strcmp(o->op[i].name, "add_norm") != 0 || ++seen < 2)
+			continue;
+		*quant = i + 1 < o->n && strcmp(o->op[i + 1].name, "quant") == 0;
+		return &o->op[i];
+	}
+	cr_assert_fail("no second add_norm");
+	return NULL;
+}
+
+/*
+ * Llama 4 Maverick (shared expert) at NVFP4 under vLLM (the generic MoE
+ * list: the experts quantize their input from 16 bits, expert_quant; the
+ * norm before the MoE writes the quantized input of its one quantized
+ * GEMM reader, the shared expert's gate/up). With the shared expert kept
+ * unquantized (exclude_modules ...feed_forward.shared_expert) the norm
+ * writes 16 bits and no quantization kernel follows: 8 tokens x h 5120
+ * elements, written as the residual (2 B) and the output, 2 B instead of
+ * gemm_a_B: 8 x 5120 x (2 + 2) = 163,840 B against 8 x 5120 x (2 + a).
+ */
+Test(infer_moe, norm_before_an_unquantized_shared_expert_writes_16_bits)
+{
+	const char *q[] = {"model=llama4-maverick"};
+	const char *x[] = {"model=llama4-maverick",
+			   "model.quantization_config.exclude_modules=["
+			   "language_model.model.layers.*.feed_forward."
+			   "shared_expert]"};
+	struct moe_case c0, c1;
+	const struct infer_op *n0, *n1;
+	int q0, q1;
+
+	moe_case(&c0, "vllm", 8, q, 1);
+	moe_case(&c1, "vllm", 8, x, 2);
+	cr_assert_eq(c0.d.moe.cutlass, 0);
+	cr_assert_lt(c0.d.gemm_a_B, 2.0);
+	cr_assert_eq(c1.d.qexcl, (unsigned)QX_SHARED);
+	n0 = moe_norm(&c0.o, &q0);
+	n1 = moe_norm(&c1.o, &q1);
+	cr_assert_float_eq(n0->write_B, 8 * 5120 * (2 + c0.d.gemm_a_B), 1e-6);
+	cr_assert_float_eq(n1->write_B, 163840.0, 1e-6);
+	cr_assert_eq(q1, 0);
+	moe_case_release(&c0);
+	moe_case_release(&c1);
 }

@@ -234,3 +234,76 @@ Test(infer, norm_before_an_excluded_gemm_takes_no_quantization)
 	layer_ops(both, 5, &d, &o);
 	cr_assert_eq(count_quant(&o), 0);
 }
+
+/* The ops and kind of layer `layer` of L70 (fp8, TP 8, 4-sequence decode
+ * over 256 cached tokens) under an exclusion list. */
+static void layer_kind_ops(const char *excl, int64_t layer,
+			   struct infer_dims *d, struct infer_kind *k,
+			   struct infer_ops *o)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", "serving.dtype=fp8",
+			      excl};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_batch b;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, 5);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &b);
+	infer_kind_of(j, layer, k);
+	infer_layer_ops(d, &b, k, NULL, o);
+	arena_release(&a);
+}
+
+static int weight_base(const struct infer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return o->op[i].weight_B_base;
+	cr_assert_fail("no op %s", name);
+	return -1;
+}
+
+/*
+ * A checkpoint that keeps one layer's attention unquantized
+ * ("model.layers.0.self_attn", ModelOpt lists name modules per layer):
+ * L70 fp8 TP 8. Layer 0's qkv and o_proj read bf16 weights and its
+ * weight bytes grow by the attention's 18,874,368 B (h (a + 2 g) d +
+ * a d h over t, times 2 - 1 B; see
+ * excluded_attention_keeps_its_weights_in_the_base_dtype); layer 1 is
+ * as with no list. A whole layer ("model.layers.79.*") also keeps its
+ * MLP: + 3 h f / t = 3 x 8192 x 28672 / 8 = 88,080,384 B more.
+ */
+Test(infer, a_layer_index_excludes_that_layer_only)
+{
+	const char *attn0 = "model.quantization_config.exclude_modules="
+			    "[model.layers.0.self_attn]";
+	const char *whole79 = "model.quantization_config.exclude_modules="
+			      "[model.layers.79.*]";
+	struct infer_dims d;
+	struct infer_kind k0, k1, k79;
+	struct infer_ops o;
+
+	layer_kind_ops(attn0, 1, &d, &k1, &o);
+	cr_assert_eq(d.qexcl, 0u);	/* no class in every layer */
+	cr_assert_eq(k1.qexcl, 0u);
+	cr_assert_eq(weight_base(&o, "qkv"), 0);
+	layer_kind_ops(attn0, 0, &d, &k0, &o);
+	cr_assert_eq(k0.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(weight_base(&o, "qkv"), 1);
+	cr_assert_eq(weight_base(&o, "o_proj"), 1);
+	cr_assert_eq(weight_base(&o, "gate_up"), 0);
+	cr_assert_float_eq(infer_kind_weight_B(&d, &k0) -
+			   infer_kind_weight_B(&d, &k1), 18874368.0, 1e-3);
+	layer_kind_ops(whole79, 79, &d, &k79, &o);
+	cr_assert_eq(weight_base(&o, "gate_up"), 1);
+	cr_assert_eq(weight_base(&o, "down"), 1);
+	cr_assert_eq(count_quant(&o), 0);
+	cr_assert_float_eq(infer_kind_weight_B(&d, &k79) -
+			   infer_kind_weight_B(&d, &k1),
+			   18874368.0 + 88080384.0, 1e-3);
+}

@@ -115,6 +115,30 @@ Test(net_coll, nvls_fills_its_stages)
 	       1e-6);
 }
 
+Test(net_coll, nvls_loops_last_their_channels_serial_chunks)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 64 * 1024, NULL, 8, ALGO_NVLS, 1, NULL };
+	struct coll_pipe_spec *ps = &f.lib.algo[ALGO_NVLS].pipe[PROTO_SIMPLE];
+
+	fx_switch(&f, 1);
+	*ps = (struct coll_pipe_spec){ .chunk_B = 16 * 1024, .channels = 2,
+				       .slices = 1, .stages = 3,
+				       .chunk_time_s = 2e-6 };
+	/* A loop: 2 channels x 8 heads x 16 KiB = 256 KiB. 64 KiB is one
+	 * loop, its first channel holds 4 chunks: 2 us x 4 x (1 + 2) / 3 =
+	 * 8 us, above the links' 3 x 64 KiB / 400 GB/s = 0.49 us. */
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 8e-6, 1e-6);
+	/* 4 MiB: 16 loops of 8 chunks a channel, pipelined over 3 stages:
+	 * 2 us x 8 x (16 + 2) / 3 = 96 us (the links: 1.125 x 4 MiB /
+	 * 400 GB/s = 11.8 us). */
+	r.bytes = 4 * MiB;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 96e-6, 1e-6);
+	/* 0.05 us a chunk: 2.4 us, below the links': they bind. */
+	ps->chunk_time_s = 0.05e-6;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 1.125 * 4 * MiB / 400e9, 1e-6);
+}
+
 Test(net_coll, the_library_chooses_without_its_loop_costs)
 {
 	struct fx f;

@@ -68,6 +68,38 @@ Test(pipe, nvls_sync_and_fill)
 	EQ_REL(pipe_volume_factor(&pp, GiB), 1 + 2 * 16.0 / 1024, 1e-12);
 }
 
+Test(pipe, nvls_floor_counts_the_first_channels_chunks)
+{
+	struct pipe pp;
+
+	nvls(&pp);
+	pp.chunk_s = 2e-6;
+	pp.chan_chunks = 8;
+	pp.plan_B = 1;
+	/* Below 2 MiB the chunk is 16 KiB and a channel holds 8 of them a
+	 * loop (128 KiB): 1 KiB is 1/16 chunk, one loop, F = 2 stages of
+	 * fill: 2 us x 1/16 x (1 + 2) / 3 = 0.125 us; 64 KiB 4 chunks: 8 us;
+	 * 128 KiB and 2 MiB a full channel: 16 us. */
+	EQ_REL(pipe_floor_s(&pp, KiB), 0.125e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 64 * KiB), 8e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 128 * KiB), 16e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 2 * MiB), 16e-6, 1e-12);
+	/* 4 MiB: 2 loops pipelined: 16 us x (2 + 2) / 3 = 21.33 us.
+	 * 32 MiB: 32 KiB chunks, 8 loops: 2 us x 8 x 10 / 3 = 53.33 us. */
+	EQ_REL(pipe_floor_s(&pp, 4 * MiB), 16e-6 * 4 / 3, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 32 * MiB), 16e-6 * 10 / 3, 1e-12);
+	/* The bound: a flow of 2 plan bytes a byte at 128 KiB moves
+	 * 2 x 131072 x 3 (one loop's fill) bytes in 16 us: 49.152 GB/s; a
+	 * lower library bound stands. */
+	EQ_REL(pipe_bound_Bps(&pp, 2, 0, 128 * KiB), 2 * 131072 * 3 / 16e-6,
+	       1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 2, 1e9, 128 * KiB), 1e9, 1e-12);
+	/* No chunk time: no floor. */
+	pp.chunk_s = 0;
+	EQ_REL(pipe_floor_s(&pp, 64 * KiB), 0, 0);
+	EQ_REL(pipe_bound_Bps(&pp, 2, 0, 128 * KiB), 0, 0);
+}
+
 /* NCCL's Simple ring all-reduce on 8 GPUs and 24 channels: a channel
  * handles 8 chunks of 2 MiB a loop and makes 2(p-1) = 14 steps of 2
  * slices, 3.7 us each. */
