@@ -126,6 +126,8 @@ static inline int vec_push(struct vec *v, mm_id x)
 	return 0;
 }
 
+static void unlink_dying(struct mm *m);
+
 struct mm *mm_new(void)
 {
 	struct mm *m = mem_calloc(1, sizeof(*m));
@@ -134,6 +136,7 @@ struct mm *mm_new(void)
 		m->free_var = MM_NONE;
 		m->prune = 1;
 		m->local = 1;
+		m->batch = 1;
 	}
 	return m;
 }
@@ -153,6 +156,8 @@ void mm_free(struct mm *m)
 	mem_free(m->cons_mem);
 	mem_free(m->busy);
 	mem_free(m->cdirty);
+	mem_free(m->cdying);
+	mem_free(m->dying.v);
 	mem_free(m->dirty.v);
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
@@ -176,6 +181,7 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 		struct cons *nc;
 		uint32_t *nb;
 		uint8_t *nd;
+		uint32_t *ny;
 
 		if (!mem)
 			return MM_NONE;
@@ -198,6 +204,10 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 		if (!nd)
 			return MM_NONE;
 		m->cdirty = nd;
+		ny = mem_realloc(m->cdying, (size_t)ncap * sizeof(*ny));
+		if (!ny)
+			return MM_NONE;
+		m->cdying = ny;
 		m->capcons = ncap;
 	}
 	c = &m->cons[m->ncons];
@@ -205,6 +215,7 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 	c->list = &c->one;
 	m->busy[m->ncons] = 0;
 	m->cdirty[m->ncons] = 0;
+	m->cdying[m->ncons] = 0;
 	return m->ncons++;
 }
 
@@ -345,6 +356,8 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 
 	if (n == 0 && !(bound_Bps > 0))
 		BUG("a variable needs a constraint or a bound");
+	if (m->dying.n)
+		unlink_dying(m);
 	v = var_slot(m);
 	if (v == MM_NONE)
 		return MM_NONE;
@@ -367,6 +380,66 @@ fail:
 	return MM_NONE;
 }
 
+/*
+ * Removals in a batch. The flows of an expert all-to-all end together
+ * (64 variables of ~88 constraints each, removed before one re-solve),
+ * and unlinking them one by one moves entries of the others about on
+ * lists that are about to empty. Once the batch needs a re-solve (which
+ * reads the lists only after unlink_dying()), mm_var_remove() only
+ * counts: each constraint's live count (busy, what cons.n will be: the
+ * idle checks read it meanwhile) and its entries still to go (cdying),
+ * and marks it dirty exactly where the one-by-one removal would (its
+ * count left above 0), in the same order. unlink_dying() then takes the
+ * variables in removal order, as the one-by-one removal would, except
+ * that a constraint whose remaining entries are all going is emptied at
+ * once: what is left of it (n = 0) is the same. Lists with survivors
+ * see the same unlinks in the same order, so every list, every
+ * variable's element positions, the dirty list and the free variable
+ * slots are as the one-by-one removal leaves them. Anything else that
+ * reads or changes the lists (mm_var_add(), mm_solve()) unlinks first.
+ */
+static void unlink_dying(struct mm *m)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < m->dying.n; i++) {
+		mm_id v = m->dying.v[i];
+		const struct var *x = &m->vars[v];
+
+		for (j = 0; j < x->nelems; j++) {
+			const struct elem *e = &x->elems[j];
+			mm_id ci = e->cons;
+			struct cons *c;
+			uint32_t n;
+
+			/* Every entry still to go counts itself: none left
+			 * means the constraint was emptied at once. */
+			if (m->cdying[ci] == 0)
+				continue;
+			c = &m->cons[ci];
+			if (m->busy[ci] == 0) {
+				/* busy is already what n will be: no
+				 * survivor, all that is left goes */
+				c->n = 0;
+				m->cdying[ci] = 0;
+				m->cleared++;
+				continue;
+			}
+			/* cons_unlink(), but busy already has its end value */
+			n = --c->n;
+			if (e->pos != n) {
+				struct centry last = c->list[n];
+
+				c->list[e->pos] = last;
+				m->vars[last.var].elems[last.ei].pos = e->pos;
+			}
+			m->cdying[ci]--;
+		}
+		var_release(m, v);
+	}
+	m->dying.n = 0;
+}
+
 void mm_var_remove(struct mm *m, mm_id v)
 {
 	struct var *x;
@@ -377,6 +450,21 @@ void mm_var_remove(struct mm *m, mm_id v)
 	if (m->local)
 		mm_local_remove(m, v);
 	x = &m->vars[v];
+	if (m->batch && (m->need_solve || !m->local) &&
+	    vec_push(&m->dying, v) == 0) {
+		for (i = 0; i < x->nelems; i++) {
+			mm_id c = x->elems[i].cons;
+
+			m->cdying[c]++;
+			if (--m->busy[c] > 0)
+				(void)mark_dirty(m, c);
+		}
+		x->live = 0;
+		m->live--;
+		return;
+	}
+	if (m->dying.n)
+		unlink_dying(m);
 	for (i = 0; i < x->nelems; i++) {
 		/* Out of memory here leaves the constraint clean: the next
 		 * change to it re-solves it. One left with no variable
@@ -401,6 +489,18 @@ uint64_t mm_spills(const struct mm *m)
 void mm_set_local(struct mm *m, int on)
 {
 	m->local = on;
+}
+
+void mm_set_batch(struct mm *m, int on)
+{
+	if (m->dying.n)
+		unlink_dying(m);
+	m->batch = on;
+}
+
+uint64_t mm_cleared(const struct mm *m)
+{
+	return m->cleared;
 }
 
 uint64_t mm_locals(const struct mm *m)
@@ -436,7 +536,7 @@ const uint32_t *mm_cons_busy(const struct mm *m)
 
 uint32_t mm_cons_vars(const struct mm *m, mm_id c)
 {
-	return m->cons[c].n;
+	return m->busy[c];	/* cons.n once removals are unlinked */
 }
 
 uint32_t mm_vars(const struct mm *m)
@@ -769,6 +869,8 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 	uint32_t i;
 	long n;
 
+	if (m->dying.n)
+		unlink_dying(m);
 	if (m->local && (n = mm_local(m, fn, arg)) >= 0)
 		return n;
 	/* On failure the dirty and fresh lists stay, so a later solve

@@ -81,6 +81,14 @@ uint64_t mm_spills(const struct mm *m);
 void mm_set_local(struct mm *m, int on);
 uint64_t mm_locals(const struct mm *m);
 
+/* Whether mm_var_remove() leaves the unlinking of variables removed
+ * while the batch needs a re-solve to the next mm_var_add() or
+ * mm_solve(), emptying at once a constraint all of whose variables go
+ * (on by default; off for tests: every list and rate is the same), and
+ * how many constraints it emptied so. */
+void mm_set_batch(struct mm *m, int on);
+uint64_t mm_cleared(const struct mm *m);
+
 /* Whether no live variable uses any of c[0..n-1] (a dense scan). */
 int mm_cons_idle(const struct mm *m, const mm_id *c, uint32_t n);
 

@@ -96,9 +96,13 @@ struct mm {
 	uint32_t *busy;		/* per constraint: its cons.n, kept dense
 				 * for mm_cons_idle() */
 	uint8_t *cdirty;	/* per constraint: in the dirty list */
+	uint32_t *cdying;	/* per constraint: entries of variables in
+				 * the dying list still on its list */
 	uint32_t ncons, capcons;
 	struct vec dirty;	/* dirty constraints */
 	struct vec fresh;	/* variables added since the last solve */
+	struct vec dying;	/* variables removed but not yet unlinked
+				 * (mm_var_remove, maxmin.c), in order */
 	struct vec cv, cc;	/* the component being solved */
 	struct hent *heap;	/* constraints and bounds by level */
 	uint32_t nheap, capheap;
@@ -107,7 +111,9 @@ struct mm {
 	int prune;		/* set constraints aside (the default) */
 	int local;		/* settle small batches (the default) */
 	int need_solve;		/* the batch needs a re-solve */
-	uint64_t spills, locals;
+	int batch;		/* unlink removed variables in batches (the
+				 * default) */
+	uint64_t spills, locals, cleared;
 	uint32_t unfixed;	/* variables of the component not fixed yet */
 	uint32_t epoch;
 };
