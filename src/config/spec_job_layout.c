@@ -760,6 +760,22 @@ static void check_max_model_len(const struct job_spec *j,
 	}
 }
 
+/* Names of the disaggregated pools, as serving.disaggregated spells them. */
+static const char *const pool_names[] = {"prefill", "decode"};
+
+/* Where an error about serving.disaggregated.<pool>.<key> points: the
+ * key's node, else the nearest of its parents the file has. */
+static const struct cnode *pool_key(const struct layout_sink *s, int pool,
+				    const char *key)
+{
+	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
+	const struct cnode *d = at ? cnode_get(at, "disaggregated") : NULL;
+	const struct cnode *pn = d ? cnode_get(d, pool_names[pool]) : NULL;
+	const struct cnode *v = pn ? cnode_get(pn, key) : NULL;
+
+	return v ? v : pn ? pn : d ? d : s->node;
+}
+
 /* The expert parallelism of a disaggregated pool (serving_setup's
  * pool_job: its instances' tp GPUs, attention-DP ranks or not, are what
  * its MoE layers span): ep must divide them and the routed experts, and
@@ -768,39 +784,34 @@ static void check_max_model_len(const struct job_spec *j,
  * the pool, with no location. */
 static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 {
-	static const char *const names[] = {"prefill", "decode"};
 	const struct disagg_spec *dg = &j->serving.disaggregated;
 	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
-	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
 	int64_t experts = j->model->n_routed_experts;
 	int i;
 
-	at = at ? cnode_get(at, "disaggregated") : NULL;
 	for (i = 0; dg->enabled && i < 2; i++) {
 		const struct pool_spec *p = pool[i];
-		const struct cnode *pn = at ? cnode_get(at, names[i]) : NULL;
-		const struct cnode *v = pn ? cnode_get(pn, "ep") : NULL;
-		const struct cnode *where = v ? v : pn ? pn : at ? at : s->node;
+		const struct cnode *where = pool_key(s, i, "ep");
 
 		if (p->attention_dp && !model_is_moe(j->model)) {
-			v = pn ? cnode_get(pn, "attention_dp") : NULL;
-			key_error(s, JR_POOL_EP, v ? v : where, "'serving."
-				  "disaggregated.%s.attention_dp' on a dense "
+			key_error(s, JR_POOL_EP, pool_key(s, i, "attention_dp"),
+				  "'serving.disaggregated.%s.attention_dp' on a "
+				  "dense "
 				  "model: attention data parallelism shares MoE "
 				  "layers across the ranks; use more instances",
-				  names[i]);
+				  pool_names[i]);
 		}
 		if (p->ep <= 1)
 			continue;
 		if (!model_is_moe(j->model))
 			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
 				  "%s.ep' %lld: expert parallelism needs an MoE "
-				  "model", names[i], (long long)p->ep);
+				  "model", pool_names[i], (long long)p->ep);
 		else if (p->tp % p->ep != 0 || experts % p->ep != 0)
 			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
 				  "%s.ep' %lld must divide the pool's %lld GPUs an "
 				  "instance's MoE layers span (its tp) and the "
-				  "model's %lld routed experts", names[i],
+				  "model's %lld routed experts", pool_names[i],
 				  (long long)p->ep, (long long)p->tp,
 				  (long long)experts);
 	}
@@ -849,24 +860,19 @@ static int pool_tp_breach(const struct model_spec *m, int64_t t, char *msg,
  * tp 3 on Llama 3 70B (64 heads, 8 KV heads) ran. */
 static void check_pool_tp(const struct job_spec *j, struct layout_sink *s)
 {
-	static const char *const names[] = {"prefill", "decode"};
 	const struct disagg_spec *dg = &j->serving.disaggregated;
 	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
-	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
 	char msg[256];
 	int i;
 
-	at = at ? cnode_get(at, "disaggregated") : NULL;
 	for (i = 0; dg->enabled && i < 2; i++) {
 		const struct pool_spec *p = pool[i];
-		const struct cnode *pn = at ? cnode_get(at, names[i]) : NULL;
-		const struct cnode *v = pn ? cnode_get(pn, "tp") : NULL;
-		const struct cnode *where = v ? v : pn ? pn : at ? at : s->node;
+		const struct cnode *where = pool_key(s, i, "tp");
 
 		if (pool_tp_breach(j->model, p->attention_dp ? 1 : p->tp, msg,
 				   sizeof(msg)))
 			key_error(s, JR_POOL_TP, where, "'serving.disaggregated."
-				  "%s.tp' %s", names[i], msg);
+				  "%s.tp' %s", pool_names[i], msg);
 	}
 }
 
