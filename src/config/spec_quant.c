@@ -187,6 +187,9 @@ static int word_char(int c)
 int64_t quant_exclude_layer(const char *pattern)
 {
 	const char *s = pattern ? pattern : "", *w, *q;
+	/* compressed-tensors' "re:" targets are Python re.match patterns:
+	 * anchored at the start only, and an unescaped '.' is any character */
+	int re = strncmp(s, "re:", 3) == 0;
 	int64_t v;
 
 	while (*s) {
@@ -207,6 +210,11 @@ int64_t quant_exclude_layer(const char *pattern)
 			for (v = 0; isdigit((unsigned char)*q); q++)
 				v = v < QUANT_LAYERS_MAX * 10LL ?
 				    10 * v + (*q - '0') : v;
+			/* a regex's "1" at its end or "1.*" also matches
+			 * layers 10-19: a selection, not an index */
+			if (re && (!*q || (*q == '.' && (!q[1] ||
+				   strchr("*+?{", q[1])))))
+				return -2;
 			if (!*q || *q == '.' || *q == '$' ||
 			    (q[0] == '\\' && q[1] == '.'))
 				return v;
@@ -303,6 +311,17 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 					  "layer", exclude_keys[k], it->text);
 			if (c) {
 				q->excluded |= c;
+				continue;
+			}
+			if (layer == -2 && generic_only(it->text)) {
+				/* whole layers by a selection: silently
+				 * dropped before */
+				diag_warn(d, it->file, it->line, it->col,
+					  "quantization_config.%s: '%s' selects "
+					  "whole layers by a regex or glob "
+					  "llmsim does not resolve; taken as "
+					  "quantized", exclude_keys[k],
+					  it->text);
 				continue;
 			}
 			if (generic_only(it->text))

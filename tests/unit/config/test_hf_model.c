@@ -447,6 +447,14 @@ Test(hf_model, quant_exclusion_patterns_name_their_layer)
 	cr_assert_eq(quant_exclude_layer("re:.*layers\\.(0|47)\\..*"), -2);
 	cr_assert_eq(quant_exclude_layer("model.layers.1*"), -2);
 	cr_assert_eq(quant_exclude_layer("model.layers.[0-3].mlp"), -2);
+	/* re.match: "layers\\.1.*" and an unanchored "layers\\.1" also match
+	 * layers 10-19; a literal after the any-character '.' does not */
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.1.*"), -2);
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.1"), -2);
+	cr_assert_eq(quant_exclude_layer("re:.*layers\\.1$"), 1);
+	cr_assert_eq(quant_exclude_layer("re:.*layers.3.mlp"), 3);
+	/* a glob's '.' is literal: layer 4 only */
+	cr_assert_eq(quant_exclude_layer("model.layers.4.*"), 4);
 }
 
 /* Per-layer exclusions: layer 0 whole (attention and MLP), layer 47's
@@ -475,5 +483,26 @@ Test(hf_model, quant_exclusions_per_layer)
 	cr_assert_eq(quant_layer_excluded(q, 600), QX_ROUTER | QX_SHARED);
 	cr_assert_has(capture_text(&C), "selects layers by a regex or glob");
 	cr_assert_eq(C.d.warnings, 1, "%s", capture_text(&C));
+	tmpdir_remove(dir);
+}
+
+/* Whole layers selected by a regex (re.match: "layers\\.1.*" is layers 1
+ * and 10-19) or a glob name no class and no one index: not resolved, so
+ * taken as quantized, with a warning each (they were dropped silently). */
+Test(hf_model, quant_whole_layer_selection_warns)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path,
+		"{\"hidden_size\": 1024, \"num_hidden_layers\": 48,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000, \"quantization_config\": {"
+		" \"quant_method\": \"fp8\", \"ignore\": ["
+		" \"re:.*layers\\\\.1.*\", \"model.layers.2*\"]}}"));
+	const struct quant_spec *q = &m->quantization;
+
+	cr_assert_eq(q->excluded, 0);
+	cr_assert_eq(quant_layer_excluded(q, 1), 0);
+	cr_assert_has(capture_text(&C), "selects whole layers");
+	cr_assert_eq(C.d.warnings, 2, "%s", capture_text(&C));
 	tmpdir_remove(dir);
 }
