@@ -488,6 +488,13 @@ uint64_t mm_spills(const struct mm *m)
 
 void mm_set_local(struct mm *m, int on)
 {
+	/* Changes made with local settling off marked constraints dirty
+	 * but left need_solve clear (their solve was a full one anyway):
+	 * mm_local() would take them as settled and mm_clean() drop them. */
+	if (m->dying.n)
+		unlink_dying(m);
+	if (on && !m->local && m->dirty.n)
+		m->need_solve = 1;
 	m->local = on;
 }
 

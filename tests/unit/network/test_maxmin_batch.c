@@ -52,6 +52,41 @@ Test(net_mm_batch, a_constraint_all_of_whose_variables_go_is_emptied_at_once)
 	mm_free(m);
 }
 
+/*
+ * The same three flows, solved with local settling off; A and C removed
+ * while it is off, then settling turned on before the solve: B must get
+ * min(c1 20, c2 30) = 20, not keep its 10 (mm_local() took the dirty
+ * constraints as settled and dropped them).
+ */
+Test(net_mm_batch, turning_local_settling_on_keeps_pending_removals)
+{
+	struct mm *m = mm_new();
+	mm_id c0, c1, c2, a, b, c;
+	static const double one[2] = { 1, 1 };
+
+	cr_assert(m);
+	mm_set_local(m, 0);
+	c0 = mm_cons_add(m, 10);
+	c1 = mm_cons_add(m, 20);
+	c2 = mm_cons_add(m, 30);
+	{
+		mm_id pa[2] = { c0, c2 }, pb[2] = { c1, c2 }, pc[1] = { c2 };
+
+		a = mm_var_add(m, pa, one, 2, 0, NULL);
+		b = mm_var_add(m, pb, one, 2, 0, NULL);
+		c = mm_var_add(m, pc, one, 1, 0, NULL);
+	}
+	cr_assert_eq(mm_solve(m, NULL, NULL), 3);
+	cr_assert_eq(mm_rate(m, b), 10.0);
+	mm_var_remove(m, a);
+	mm_var_remove(m, c);
+	mm_set_local(m, 1);
+	cr_assert(mm_solve(m, NULL, NULL) >= 0);
+	cr_assert_eq(mm_rate(m, b), 20.0);
+	cr_assert_eq(mm_cons_vars(m, c2), 1);
+	mm_free(m);
+}
+
 struct rng {
 	uint64_t s;
 };
