@@ -294,9 +294,42 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */
 	op->ep_path = (uint8_t)kind;
 	/* the dispatcher's own call (Hybrid-EP dispatch_with_permute: the
-	 * forward's dispatch and the combine's backward) */
-	if (kind == EP_PASS_DISPATCH || kind == EP_PASS_DISPATCH16)
-		op->host_call_s = m->call_host_s;
+	 * forward's dispatch and the combine's backward), and its reverse,
+	 * combine_with_unpermute (the forward's combine, HybridEPCombine;
+	 * the dispatch's backward, HybridEPDispatch.backward): the same
+	 * Python method shape as the handle path of dispatch_with_permute
+	 * (an NVTX range, HandleImpl() and its 11 fields set from the handle
+	 * tuple, then the C++ runtime call that allocates its outputs and
+	 * launches its kernels; deepseek-ai/DeepEP @ 94a9f8f
+	 * deep_ep/hybrid_ep_buffer.py; Megatron-Core fused_a2a.py @
+	 * d7288711ba), so the measured call time [?: dispatch_call_host is
+	 * the mean of the forward's dispatch calls, which also rebuild the
+	 * template config, and the handle-path ones: for a combine it is an
+	 * upper bound]. */
+	op->host_call_s = m->call_host_s;
+}
+
+/* The routing probabilities cast to fp32 before a dispatcher that takes
+ * only fp32 (fp32_probs: Hybrid-EP): Megatron-Core's _HybridEPManager.
+ * dispatch runs self.token_probs.float() (and logs a warning) on every
+ * call when the router's dtype is 16-bit (token_dispatcher.py,
+ * NVIDIA/Megatron-LM @ d7288711ba), after the router and preprocess
+ * graphs, eagerly: one PyTorch op, a kernel reading T E 16-bit and
+ * writing T E fp32 [D]. Its backward (ToCopyBackward) casts the
+ * probabilities' fp32 gradient back: read T E 4, write T E 2 B. */
+static void probs_cast(struct layer_ops *o, const char *name,
+		       enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double n = m->tokens * m->experts;
+	double from = dtype_bytes((enum dtype)m->router_bwd_dt);
+
+	if (m->ep <= 1 || m->allgather || !(from < m->probs_B))
+		return;
+	if (pass == PASS_BWD)
+		lop_memop(o, name, pass, n * m->probs_B, n * from, 0);
+	else
+		lop_memop(o, name, pass, n * from, n * m->probs_B, 0);
 }
 
 /* The routing probabilities' own all-to-all (probs_call): Megatron-
@@ -688,6 +721,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	counts = counts_fwd(o, pass, d);
 	moe_permute_fwd(o, pass, d);
 	o->scope = SCOPE_MOE;
+	probs_cast(o, "moe_probs_cast", pass, d);
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
 	probs_a2a(o, "moe_dispatch_probs", pass, d);
@@ -859,6 +893,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
 	    EP_PASS_COMBINE_BWD);
 	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
+	probs_cast(o, "moe_probs_cast_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	moe_permute_bwd(o, d);
 	o->scope = SCOPE_MOE_ROUTER;
