@@ -151,6 +151,17 @@ status 2 "dispatch: topk-groups without groups" --system dgx-h100 \
 	--op dispatch --ranks 8 --topk-groups 2
 status 2 "dispatch: int8 rows" --system dgx-h100 --op dispatch --ranks 8 \
 	--dtype int8
+# Group-limited routing held to the model's n_group/topk_group rules (it
+# ran --groups 3 of 256 experts with --topk-groups 5 as ungrouped routing
+# and printed "top-5 of the groups"), and k within the groups' experts.
+status 2 "dispatch: groups not dividing experts" --system dgx-h100 \
+	--op dispatch --ranks 8 --groups 3 --topk-groups 1
+status 2 "dispatch: topk-groups above groups" --system dgx-h100 \
+	--op dispatch --ranks 8 --groups 8 --topk-groups 9
+status 2 "dispatch: topk above the groups' experts" --system dgx-h100 \
+	--op dispatch --ranks 8 --groups 64 --topk-groups 1
+check "dispatch: DeepSeek-V3 groups" "$llmsim" collective --system dgx-h100 \
+	--op dispatch --ranks 8 --groups 8 --topk-groups 4 --no-store
 
 # A dispatcher that cannot run there is refused as a training job's
 # layout check refuses it (JR_EP_VENDOR): DeepEP is NVIDIA's (NVSHMEM,

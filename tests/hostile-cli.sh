@@ -176,7 +176,7 @@ for dist in lognormal exponential; do
 	"$llmsim" run "$root/workloads/jobs/serve-llama3-70b-h100.yaml" --no-store \
 		--set serving.input_len.dist=$dist --set serving.input_len.mean=0 \
 		>"$tmp/out" 2>"$tmp/err"
-	[ $? = 2 ] && grep -q "a $dist length needs mean > 0" "$tmp/err" ||
+	[ $? = 2 ] && grep -q "an\? $dist length needs mean > 0" "$tmp/err" ||
 		{ echo "FAIL: $dist mean 0:"; cat "$tmp/err"; fail=1; }
 done
 

@@ -178,4 +178,20 @@ margs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
 "$llmsim" config import-megatron "--normalization FancyNorm --num-layers 2" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'FancyNorm'" "$tmp/err" ||
 	bad "bad choice: $(cat "$tmp/err")"
+# A parallel size of 0 exited 2 without a word; a value past 12 digits
+# was saturated by atol ("9223372036854775807 GPUs"); the layers per
+# virtual stage must divide a stage's layers (Megatron's arguments.py
+# assert; 0 and 16 / 5 were taken as no interleaving and vpp 3).
+"$llmsim" config import-megatron "--tensor-model-parallel-size 0 --num-layers 2" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "tp x pp x cp = 0 GPUs" "$tmp/err" ||
+	bad "tp 0: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "--tensor-model-parallel-size 99999999999999999999" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "expected a whole number of at most 12 digits" "$tmp/err" ||
+	bad "tp past 12 digits: $(cat "$tmp/err")"
+for v in 0 5; do
+	"$llmsim" config import-megatron "--num-layers 32 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage $v" \
+		--gpus 8 >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "stage $v does not divide the 16 layers of a pipeline stage" "$tmp/err" ||
+		bad "vpp layers $v: $(cat "$tmp/err")"
+done
 exit $fail

@@ -57,24 +57,38 @@ bad "max_model_len past the context" \
 	"$job" --set serving.max_model_len=16384
 bad "request past max_model_len" "exceeds 'serving.max_model_len' of 1000 tokens" \
 	"$job" --set serving.requests=20 --set serving.max_model_len=1000
-bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len)" \
+bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len): use more GPUs, a smaller kv_dtype or a lower serving.max_model_len" \
 	"$job" --set serving.requests=20 --set serving.engine.memory_fraction=0.24 \
 	--set serving.max_model_len=8192
 check "max_model_len within" "$llmsim" run "$job" --no-store \
 	--set serving.requests=20 --set serving.max_model_len=4096
 
 # Speculative decoding: a decoding request's verify step holds pages for
-# its 1 + k tokens, so a sequence needs prompt + output + k KV tokens.
-# With an EAGLE head (3 drafts) at memory_fraction 0.24 the pool holds
-# 1376 tokens (86 pages of 16): a 1300 + 76 request fits without the
-# drafts, not with them (1379); the check counted 1376 and let it run
-# (its last verify steps could need pages the pool does not have).
+# its 1 + k tokens, and vLLM V1 gives a running request k lookahead slots
+# more (num_lookahead_tokens with an EAGLE/MTP/draft proposer), so a
+# sequence needs prompt + output + 2k KV tokens under vLLM (this job's
+# engine). With an EAGLE head (3 drafts) at memory_fraction 0.24 the pool
+# holds 1376 tokens (86 pages of 16): a 1300 + 76 request needs 1382
+# (1379 without the lookahead, 1376 without the drafts); 1300 + 73 needs
+# 1379 (main counted 1376 and ran it: its last steps could need pages the
+# pool never has); 1300 + 70 needs 1376 and runs.
 bad "KV below one sequence + drafts" \
-	"fewer than one sequence of 1379 tokens (the longest prompt + output + the speculative draft tokens)" \
+	"fewer than one sequence of 1382 tokens (the longest prompt + output + the speculative draft tokens + vLLM's as many lookahead slots)" \
 	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
 	--set serving.input_len=1300 --set serving.output_len=76
+bad "KV below one sequence + vLLM lookahead" \
+	"fewer than one sequence of 1379 tokens" \
+	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
+	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
+	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.input_len=1300 --set serving.output_len=73
+check "KV holds one sequence + drafts + lookahead" "$llmsim" run "$job" --no-store \
+	--set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
+	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
+	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.input_len=1300 --set serving.output_len=70
 
 # A disaggregated pool's ep that divides neither its 8 GPUs nor the 256
 # experts is refused at the key (issue 9's bad input; it surfaced only
@@ -85,6 +99,26 @@ bad "pool ep not dividing" \
 	--set parallelism.dp=16 --set serving.disaggregated.enabled=true \
 	--set serving.disaggregated.prefill.tp=8 --set serving.disaggregated.prefill.ep=8 \
 	--set serving.disaggregated.decode.tp=8 --set serving.disaggregated.decode.ep=3
+
+# A serving job's ep that divides neither the instance's 8 GPUs nor the
+# 256 experts: one message at the key (it printed three, the last the
+# training rule of experts folded over tp*cp*dp).
+"$llmsim" run workloads/jobs/serve-deepseek-v3-h200.yaml --no-store \
+	--set parallelism.ep=3 >"$tmp/out" 2>"$tmp/err"
+if [ "$(grep -c 'error:' "$tmp/err")" != 1 ] ||
+	! grep -q -- "--set:1:16: error: layout: ep 3 does not divide the 8 GPUs .* nor the model's 256 routed experts" "$tmp/err"; then
+	echo "FAIL: serving ep 3: expected one error at the key"; cat "$tmp/err"; fail=1
+fi
+
+# A disaggregated pool's tp held to the job's tp rules (Llama 3 70B: 64
+# heads; a decode pool of tp 3 ran), and its attention_dp to an MoE model
+# (a dense one ran into an empty KV cache).
+bad "pool tp not dividing the heads" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.tp' 3 does not divide the model's num_attention_heads 64" \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml --set serving.disaggregated.decode.tp=3
+bad "pool attention_dp on a dense model" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.attention_dp' on a dense model" \
+	workloads/jobs/serve-llama3-70b-pd-h100.yaml --set serving.disaggregated.decode.attention_dp=true
 
 # A decode step: the training contract's keys and the KV capacity.
 check "decode --json" "$llmsim" run "$job" --json --no-store \
@@ -178,6 +212,35 @@ bad "trace: hexadecimal" \
 	"$tmp/hex.yaml"
 grep -q "hex.csv:3:1: error: 'arrival_s': expected a number, got '0x1' (base 10 only)" "$tmp/err" ||
 	{ echo "FAIL: trace: a hexadecimal arrival"; cat "$tmp/err"; fail=1; }
+# A UTF-8 byte-order mark (spreadsheets save CSV with one) is not part of
+# the first field: the header is still recognized and columns count from
+# the first visible character (it read "expected a number, got '<BOM>0'").
+printf '\357\273\277arrival_s,input_len,output_len\n0,100,10\n1,100,x\n' >"$tmp/bom.csv"
+sed "s#ctx.csv#bom.csv#" "$tmp/ctx.yaml" >"$tmp/bom.yaml"
+bad "trace: byte-order mark" "bom.csv:3:7: error: 'output_len': expected a number, got 'x'" \
+	"$tmp/bom.yaml"
+grep -q "bom.csv:[12]:" "$tmp/err" && { echo "FAIL: trace: the BOM row"; cat "$tmp/err"; fail=1; }
+# A length distribution's error at the key that breaks it, also when a
+# --set gave the mapping (a uniform min above max pointed at the job
+# file's input_len, line 15).
+bad "uniform min above max at the --set" \
+	"--set:[0-9]*:[0-9]*: error: a uniform length needs max >= min > 0 (got min 50, max 10)" \
+	workloads/jobs/serve-llama3-70b-h100.yaml --set "serving.input_len={dist: uniform, min: 50, max: 10}"
+# Step jobs: a sequence past the context is refused at the key (a decode
+# of 100M cached tokens a sequence ran, "fits"); a batch whose KV pages
+# the pool cannot hold does not fit (10M sequences were "fits"): Llama 3
+# 70B fp8 decode on 8 H100s holds 196,843 pages of 16, a sequence of
+# 2048 + 1 tokens takes 129: 1525 sequences, --require-fit exits 5 at 1526.
+bad "decode context past the model's" \
+	"--set:1:21: error: a sequence of this step holds 8193 tokens (serving.context_len 8192 + 1 decoded)" \
+	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --set serving.context_len=8192
+"$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
+	--set serving.batch=1526 >"$tmp/out" 2>&1
+[ $? = 5 ] || { echo "FAIL: decode batch over the KV pool fits"; fail=1; }
+check "decode batch within the KV pool" "$llmsim" run \
+	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
+	--set serving.batch=1525
+has "decode batch within the KV pool" "1525 sequences of this length"
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"

@@ -135,6 +135,11 @@ void valid_row_failed(struct valid_row *v, const char *id, const char *why);
  * buf; buf unchanged when there is none but still cut at a newline. */
 void valid_first_error(FILE *err, char *buf, size_t len);
 
+/* A reference table's measured value: the whole of text (blanks around
+ * it allowed) a finite number above 0, into *out; else 0 (atof took
+ * '9026 tok/s' as 9026 and 'inf' as a measurement: every row -100 %). */
+int valid_parse_measured(const char *text, double *out);
+
 /* The job of reference case file path, loaded into cx's arena (it lives
  * as long as that arena); NULL after reporting to cx's diag. */
 struct job_spec *valid_load_job(struct config_ctx *cx, const char *path);

@@ -132,13 +132,14 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	while (fgets(line, sizeof(line), fp)) {
 		char *f[NCOLS];
 		struct valid_row *v;
+		double measured = 0;
 		int k;
 
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
 		k = fields(line, f, NCOLS);
-		if (k < 15 || !(atof(f[14]) > 0) ||
+		if (k < 15 || !valid_parse_measured(f[14], &measured) ||
 		    (strcmp(f[4], "dispatch") && strcmp(f[4], "combine"))) {
 			diag_error(cx->diag, path, ln, 1, "expected id, system, "
 				   "nodes, ranks, dispatch|combine, dispatcher, "
@@ -166,7 +167,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 			break;
 		}
 		snprintf(v->label, sizeof(v->label), "%s", f[0]);
-		v->measured = atof(f[14]);
+		v->measured = measured;
 		v->in_sample = valid_is_fitted(set, f[0]);
 		why[0] = '\0';
 		if (predict(cx, f, v, why, sizeof(why)) != 0) {

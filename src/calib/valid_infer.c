@@ -87,7 +87,7 @@ static int read_cases(const char *dir, struct icase *c, int max,
 		    !field(line, 3, meas, sizeof(meas)) ||
 		    !field(line, 4, kind, sizeof(kind)) ||
 		    !field(line, 5, gate, sizeof(gate)) ||
-		    !(atof(meas) > 0) ||
+		    !valid_parse_measured(meas, &x->measured) ||
 		    (strcmp(kind, "throughput") && strcmp(kind, "latency")) ||
 		    (strcmp(gate, "scored") && strcmp(gate, "shown"))) {
 			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
@@ -99,7 +99,6 @@ static int read_cases(const char *dir, struct icase *c, int max,
 		snprintf(x->job, sizeof(x->job), "%s/%s", dir, job);
 		field(line, 6, x->note, sizeof(x->note));
 		field(line, 7, x->why, sizeof(x->why));
-		x->measured = atof(meas);
 		x->latency = strcmp(kind, "latency") == 0;
 		x->scored = strcmp(gate, "scored") == 0;
 		x->predicted = NAN;

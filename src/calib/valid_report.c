@@ -79,6 +79,21 @@ struct valid_row *valid_row_add(struct valid_table *t, struct diag *d)
 	return r;
 }
 
+int valid_parse_measured(const char *text, double *out)
+{
+	char *end;
+	double x;
+
+	if (!text)
+		return 0;
+	x = strtod(text, &end);
+	if (end == text || end[strspn(end, " \t\r\n")] != '\0' ||
+	    !isfinite(x) || !(x > 0))
+		return 0;
+	*out = x;
+	return 1;
+}
+
 void valid_row_failed(struct valid_row *v, const char *id, const char *why)
 {
 	v->scored = 0;

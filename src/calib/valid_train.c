@@ -54,6 +54,7 @@ static int read_cases(const char *dir, const char *name, struct tcase *c,
 		return 0;	/* an absent file has no cases */
 	while (fgets(line, sizeof(line), f) && n < max) {
 		char *id, *job, *meas, *save = NULL;
+		double measured = 0;
 
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
@@ -61,7 +62,7 @@ static int read_cases(const char *dir, const char *name, struct tcase *c,
 		id = strtok_r(line, "\t\n", &save);
 		job = strtok_r(NULL, "\t\n", &save);
 		meas = strtok_r(NULL, "\t\n", &save);
-		if (!id || !job || !meas || !(atof(meas) > 0)) {
+		if (!id || !job || !valid_parse_measured(meas, &measured)) {
 			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
 				   "measured_step_s<TAB>source'");
 			fclose(f);
@@ -70,7 +71,7 @@ static int read_cases(const char *dir, const char *name, struct tcase *c,
 		memset(&c[n], 0, sizeof(c[n]));
 		snprintf(c[n].id, sizeof(c[n].id), "%s", id);
 		snprintf(c[n].job, sizeof(c[n].job), "%s/%s", dir, job);
-		c[n].measured_s = atof(meas);
+		c[n].measured_s = measured;
 		c[n].predicted_s = NAN;
 		n++;
 	}

@@ -198,6 +198,8 @@ struct cli_run_io {
 	struct serve_reqs *reqs;	/* a serving run's requests, made for
 					 * its trace estimate (the run takes
 					 * them over); NULL: the run makes them */
+	int require_fit;		/* exit CLI_NO_FIT when it does not fit
+					 * (inference ignored --require-fit) */
 };
 
 struct job_spec;

@@ -367,6 +367,27 @@ static int ep_defaults(struct opts *o)
 	if (o->topk_groups && !o->groups)
 		return cli_usage_error("collective", "%s", "--topk-groups "
 				       "needs --groups (a number or 'nodes')");
+	/* group-limited routing as the model's n_group / topk_group
+	 * (spec_model.c): equal groups, topk_group of them at most, and room
+	 * in them for the k experts (DeepSeek-V3's gate takes the top-k of
+	 * the experts of its topk_group groups; torch.topk refuses k above
+	 * them). Before, --groups 3 of 256 experts and --topk-groups 5 ran as
+	 * ungrouped routing, printing "top-5 of the groups". */
+	if (o->groups > 0 && (long)o->experts % (long)o->groups != 0)
+		return cli_usage_error("collective", "--groups %g does not "
+				       "divide --experts %g (the groups are "
+				       "equal)", o->groups, o->experts);
+	if (o->groups > 0 && o->topk_groups > o->groups)
+		return cli_usage_error("collective", "--topk-groups %g is "
+				       "above --groups %g", o->topk_groups,
+				       o->groups);
+	if (o->groups > 0 && o->topk_groups > 0 &&
+	    o->topk > o->topk_groups * (o->experts / o->groups))
+		return cli_usage_error("collective", "--topk %g is above the "
+				       "%g experts of --topk-groups %g groups "
+				       "of %g", o->topk,
+				       o->topk_groups * (o->experts / o->groups),
+				       o->topk_groups, o->experts / o->groups);
 	if (o->gate == GATE_ROUND_ROBIN && o->groups)
 		return cli_usage_error("collective", "%s", "--gate round_robin "
 				       "picks consecutive experts, not groups: "

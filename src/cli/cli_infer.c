@@ -139,11 +139,20 @@ static int run_kind(const struct kind *k, const struct cli_run_io *io,
 		if (rc == CLI_OK && !io->json)
 			k->print(stdout, j, r);
 	}
-	if (rc == CLI_OK && !io->no_store) {
+	if (rc == CLI_OK) {
 		struct store_step step;
 
 		k->row(r, &step);
-		rc = cli_store_run(io->db, data_root, j, json, &step, d);
+		if (!io->no_store)
+			rc = cli_store_run(io->db, data_root, j, json, &step,
+					   d);
+		if (rc == CLI_OK && io->require_fit && !step.fits) {
+			diag_error(d, NULL, 0, 0, "--require-fit: the job does "
+				   "not fit in GPU memory (peak %.4g GB per GPU; "
+				   "or its sequences' KV cache does not)",
+				   step.peak_bytes_per_gpu / 1e9);
+			rc = CLI_NO_FIT;
+		}
 	}
 	cJSON_free(json);
 	k->release(r);

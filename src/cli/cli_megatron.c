@@ -82,6 +82,7 @@ struct imported {
 	int no_bias;			/* --disable-bias-linear seen */
 	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
+	int vpp_given;			/* --num-layers-per-virtual-... seen */
 	int64_t layout_stages;		/* --pipeline-model-parallel-layout's;
 					 * 0: not given */
 	const char *ignored[256];
@@ -114,12 +115,19 @@ static const char *get(const struct imported *im, const char *key)
 	return NULL;
 }
 
+/* Digits only, at most WHOLE_DIGITS of them: atol saturated a longer
+ * one (--tensor-model-parallel-size 99999999999999999999 became
+ * "9223372036854775807 GPUs"); the job's schema bounds the value after. */
+#define WHOLE_DIGITS 12
+
 static int whole(const char *v)
 {
+	size_t n = 0;
+
 	if (!*v)
 		return 0;
-	for (; *v; v++)
-		if (!isdigit((unsigned char)*v))
+	for (; *v; v++, n++)
+		if (!isdigit((unsigned char)*v) || n >= WHOLE_DIGITS)
 			return 0;
 	return 1;
 }
@@ -214,11 +222,12 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 	case M_VPP_LAYERS:
 		if (!whole(v)) {
 			diag_error(d, "megatron", 0, 0, "%s: expected a whole "
-				   "number, got '%s'", arg, v);
+				   "number of at most %d digits, got '%s'", arg,
+				   WHOLE_DIGITS, v);
 			return -1;
 		}
 		if (m->type == M_VPP_LAYERS)
-			im->vpp_layers = atol(v);
+			im->vpp_layers = atol(v), im->vpp_given = 1;
 		else if (strcmp(m->key, "model.num_key_value_heads") == 0)
 			set(im, "(query groups)", v);
 		else
@@ -358,6 +367,21 @@ static int layout_vpp(struct arena *a, struct imported *im, struct diag *d)
 {
 	long pp = im->pp > 0 ? im->pp : 1;
 
+	/* Megatron-LM arguments.py: the layers of a pipeline stage must be
+	 * divisible by --num-layers-per-virtual-pipeline-stage ("number of
+	 * layers per pipeline stage must be divisible number of layers per
+	 * virtual pipeline stage"; 0 divides by zero). The import took 0 as
+	 * no interleaving and 16 / 5 as vpp 3 without a word. */
+	if (im->vpp_given && (im->vpp_layers < 1 ||
+	    (im->layers > 0 && (im->layers / pp) % im->vpp_layers != 0))) {
+		diag_error(d, "megatron", 0, 0, "--num-layers-per-virtual-"
+			   "pipeline-stage %ld does not divide the %ld layers of "
+			   "a pipeline stage (--num-layers %ld / "
+			   "--pipeline-model-parallel-size %ld); Megatron "
+			   "refuses it", im->vpp_layers, im->layers / pp,
+			   im->layers, pp);
+		return -1;
+	}
 	if (im->layout_stages == 0)
 		return 0;
 	if (im->vpp_layers > 0) {
@@ -508,6 +532,12 @@ static long nodes_for(struct config_ctx *cx, const struct opts *o, long gpus)
 
 	if (!s || config_load(cx, &system_schema, o->system, NULL, 0, s) != 0)
 		return 0;
+	if (gpus < 1) {	/* a parallel size of 0: exit 2 said nothing */
+		diag_error(cx->diag, NULL, 0, 0, "tp x pp x cp = %ld GPUs: "
+			   "Megatron's --tensor-, --pipeline- and "
+			   "--context-parallel-size are at least 1", gpus);
+		return 0;
+	}
 	if (gpus % s->gpus_per_node != 0) {
 		diag_error(cx->diag, NULL, 0, 0, "%ld GPUs are not whole nodes of "
 			   "%s (%lld GPUs each); give --gpus", gpus, o->system,

@@ -430,7 +430,8 @@ int cli_run(int argc, char **argv, const char *argv0)
 	if (job_is_inference(j)) {
 		struct cli_run_io io = {o.json, o.trace, o.db, o.no_store,
 					o.max_trace_B > 0 ? o.max_trace_B :
-							    TRACE_BUDGET_B, NULL};
+							    TRACE_BUDGET_B, NULL,
+					o.require_fit};
 
 		rc = j->phase == PHASE_SERVING ?
 		     check_serving_budget(&o, j, &io.reqs, &d) : CLI_OK;

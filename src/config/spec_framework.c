@@ -395,6 +395,13 @@ static const struct schema_field framework_fields[] = {
 		  "whatever training.gradient_accumulation_fusion says; "
 		  "false: Megatron DDP's main_grad, which the wgrad GEMM adds "
 		  "into (fusion) or an add kernel follows" },
+	{ .key = "tp_dgrad_serial", .type = ST_BOOL,
+	  .offset = FOFF(tp_dgrad_serial), .def = "false",
+	  .help = "a column-parallel linear's backward as autograd ran it "
+		  "before Megatron-LM's async TP all-reduce (cf7efd4f, "
+		  "2021-08-30): dgrad and wgrad in one node, then the input "
+		  "gradient's all-reduce, exposed; false: the all-reduce "
+		  "runs while the wgrad GEMM computes" },
 	{ .key = "embedding_grad_dense", .type = ST_BOOL,
 	  .offset = FOFF(embedding_grad_dense), .def = "false",
 	  .help = "the embedding's backward is PyTorch's embedding_dense_"

@@ -353,6 +353,9 @@ struct framework_spec {
 	int cross_entropy_jit;			/* else Megatron-Core's jit-fused loss functions */
 	int wgrad_autograd;			/* no main_grad: autograd's fresh dW,
 						 * nothing accumulated by the wgrad */
+	int tp_dgrad_serial;			/* a column-parallel linear's input-gradient
+						 * TP all-reduce waits for its wgrad GEMM
+						 * (Megatron-LM before cf7efd4f, 2021-08) */
 	int embedding_grad_dense;		/* the embedding backward is PyTorch's dense
 						 * gradient (zeroed [V/t, h], 16-bit), added
 						 * into main_grad by the DDP hook */
@@ -542,7 +545,10 @@ enum job_rule {
 	JR_MAX_MODEL_LEN,	/* serving.max_model_len within the model's
 				 * max_position_embeddings */
 	JR_POOL_EP,		/* a disaggregated pool's ep divides its
-				 * instance's GPUs and the routed experts */
+				 * instance's GPUs and the routed experts;
+				 * its attention_dp needs an MoE model */
+	JR_POOL_TP,		/* a disaggregated pool's tp against the
+				 * model's heads and hidden sizes */
 	JR_COUNT
 };
 

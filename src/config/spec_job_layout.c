@@ -31,7 +31,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
-	"pool_ep", NULL,
+	"pool_ep", "pool_tp", NULL,
 };
 
 /* Where layout violations go: a bit per rule, and, when d is set, a
@@ -404,6 +404,11 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 	int64_t stage = p->tp * p->cp * p->dp;
+	/* inference: check_inference_experts reported an ep that does not
+	 * span the instance, with the experts it does not divide */
+	int inf_ep_said = job_is_inference(j) &&
+			  (s->broken & JR_BIT(JR_INF_EP)) != 0 &&
+			  p->tp * (p->attention_dp ? p->dp : 1) % p->ep != 0;
 
 	if (p->etp == 0)
 		p->etp = p->tp;
@@ -425,7 +430,9 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 				     (long long)j->moe.mtp_layers);
 		return;
 	}
-	if (m->n_routed_experts % p->ep != 0)
+	if (m->n_routed_experts % p->ep != 0 && inf_ep_said)
+		s->broken |= want(s, JR_EP_EXPERTS) ? JR_BIT(JR_EP_EXPERTS) : 0;
+	else if (m->n_routed_experts % p->ep != 0)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
 			     (long long)m->n_routed_experts);
@@ -435,7 +442,9 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     "experts: raise ep", (long long)p->ep,
 			     (long long)(m->n_routed_experts / p->ep),
 			     JOB_LOCAL_EXPERTS_MAX);
-	if (stage % (p->etp * p->ep) != 0)
+	if (stage % (p->etp * p->ep) != 0 && job_is_inference(j))
+		p->edp = 0;	/* check_inference_experts' rule said it */
+	else if (stage % (p->etp * p->ep) != 0)
 		layout_error(s, JR_EP_FOLD, "etp*ep = %lld*%lld does not "
 			     "divide the tp*cp*dp = %lld GPUs of a pipeline stage "
 			     "the experts fold over", (long long)p->etp,
@@ -647,10 +656,16 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
 
 	if (g % p->ep != 0) {
+		int64_t e = j->model->n_routed_experts;
+		char nor[96] = "";
+
+		if (e % p->ep != 0)	/* one message: check_ep says no more */
+			snprintf(nor, sizeof(nor), " nor the model's %lld "
+				 "routed experts", (long long)e);
 		layout_error(s, JR_INF_EP, "ep %lld does not "
 			     "divide the %lld GPUs an instance's MoE layers "
-			     "span (tp%s)", (long long)p->ep, (long long)g,
-			     p->attention_dp ? " x dp, attention_dp" : "");
+			     "span (tp%s)%s", (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "", nor);
 		return;
 	}
 	if (p->etp == 0)
@@ -719,6 +734,30 @@ static void check_max_model_len(const struct job_spec *j,
 			  "extension", (long long)mml,
 			  j->model->name ? j->model->name : "(unnamed)",
 			  (long long)ctx);
+	else if (j->phase == PHASE_DECODE || j->phase == PHASE_PREFILL) {
+		/* a step's sequences within the context too: context_len
+		 * cached + the step's tokens (1 decoding, the prompt
+		 * prefilling), as serving's requests are (serve_req.c); a
+		 * decode of 100M cached tokens a sequence ran */
+		int64_t lim = mml > 0 ? mml : ctx;
+		double q = j->phase == PHASE_PREFILL ?
+			   j->serving.input_len.mean : 1;
+		double seq = (double)j->serving.context_len + q;
+
+		v = job_key(s->node, j->phase == PHASE_PREFILL &&
+			    j->serving.context_len == 0 ? "serving.input_len" :
+			    "serving.context_len");
+		if (lim > 0 && seq > (double)lim)
+			key_error(s, JR_MAX_MODEL_LEN, v ? v : s->node,
+				  "a sequence of this step holds %.0f tokens "
+				  "(serving.context_len %lld + %.0f %s), past %s "
+				  "of %lld tokens: the engines refuse it",
+				  seq, (long long)j->serving.context_len, q,
+				  j->phase == PHASE_PREFILL ? "prompt tokens" :
+				  "decoded", mml > 0 ? "'serving.max_model_len'"
+				  : "the model's context (max_position_embeddings)",
+				  (long long)lim);
+	}
 }
 
 /* The expert parallelism of a disaggregated pool (serving_setup's
@@ -743,6 +782,14 @@ static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 		const struct cnode *v = pn ? cnode_get(pn, "ep") : NULL;
 		const struct cnode *where = v ? v : pn ? pn : at ? at : s->node;
 
+		if (p->attention_dp && !model_is_moe(j->model)) {
+			v = pn ? cnode_get(pn, "attention_dp") : NULL;
+			key_error(s, JR_POOL_EP, v ? v : where, "'serving."
+				  "disaggregated.%s.attention_dp' on a dense "
+				  "model: attention data parallelism shares MoE "
+				  "layers across the ranks; use more instances",
+				  names[i]);
+		}
 		if (p->ep <= 1)
 			continue;
 		if (!model_is_moe(j->model))
@@ -756,6 +803,70 @@ static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 				  "model's %lld routed experts", names[i],
 				  (long long)p->ep, (long long)p->tp,
 				  (long long)experts);
+	}
+}
+
+/* Why tp t cannot shard model m's attention or MLPs, by the job's own
+ * tp rules (check_tp, check_ep's tp_shared), into msg: 0 when it can. */
+static int pool_tp_breach(const struct model_spec *m, int64_t t, char *msg,
+			  size_t n)
+{
+	const char *what = NULL;
+	int64_t dim = 0;
+
+	if (m->num_key_value_heads % t != 0 && t % m->num_key_value_heads != 0
+	    && m->num_attention_heads % t == 0) {
+		snprintf(msg, n, "%lld and the model's num_key_value_heads %lld: "
+			 "one must divide the other (each GPU holds whole KV "
+			 "heads, replicated when tp exceeds them)", (long long)t,
+			 (long long)m->num_key_value_heads);
+		return 1;
+	}
+	if (m->num_attention_heads % t != 0) {
+		what = "num_attention_heads";
+		dim = m->num_attention_heads;
+	} else if (m->intermediate_size % t != 0) {
+		what = "intermediate_size";
+		dim = m->intermediate_size;
+	} else if (model_is_moe(m) && model_shared_ffn(m) % t != 0) {
+		what = "shared experts' hidden size";
+		dim = model_shared_ffn(m);
+	}
+	if (!what)
+		return 0;
+	snprintf(msg, n, "%lld does not divide the model's %s %lld (each GPU "
+		 "of an instance holds an equal share)", (long long)t, what,
+		 (long long)dim);
+	return 1;
+}
+
+/* The tensor parallelism of a disaggregated pool (serving_setup's
+ * pool_job: attention TP over its tp GPUs, or 1 under attention_dp) held
+ * to the job's tp rules: each rank takes whole attention heads, KV heads
+ * divided or replicated, and a slice of every MLP (vLLM's
+ * QKVParallelLinear and ColumnParallelLinear divide them; the job-level
+ * check_tp refuses the same at parallelism.tp). Without this a pool of
+ * tp 3 on Llama 3 70B (64 heads, 8 KV heads) ran. */
+static void check_pool_tp(const struct job_spec *j, struct layout_sink *s)
+{
+	static const char *const names[] = {"prefill", "decode"};
+	const struct disagg_spec *dg = &j->serving.disaggregated;
+	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
+	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
+	char msg[256];
+	int i;
+
+	at = at ? cnode_get(at, "disaggregated") : NULL;
+	for (i = 0; dg->enabled && i < 2; i++) {
+		const struct pool_spec *p = pool[i];
+		const struct cnode *pn = at ? cnode_get(at, names[i]) : NULL;
+		const struct cnode *v = pn ? cnode_get(pn, "tp") : NULL;
+		const struct cnode *where = v ? v : pn ? pn : at ? at : s->node;
+
+		if (pool_tp_breach(j->model, p->attention_dp ? 1 : p->tp, msg,
+				   sizeof(msg)))
+			key_error(s, JR_POOL_TP, where, "'serving.disaggregated."
+				  "%s.tp' %s", names[i], msg);
 	}
 }
 
@@ -783,6 +894,7 @@ static void check_inference(struct job_spec *j, struct layout_sink *s)
 	check_spec_mtp(j, s);
 	check_max_model_len(j, s);
 	check_pool_ep(j, s);
+	check_pool_tp(j, s);
 	if (p->schedule < 0)
 		j->parallelism.schedule = SCHED_1F1B;
 	if (!j->serving.engine) {

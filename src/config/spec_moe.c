@@ -279,6 +279,13 @@ static const struct schema_field moe_fields[] = {
 	  .help = "1F1B all-to-all overlap: another microbatch's forward or "
 		  "backward hides dispatch/combine (Megatron "
 		  "--overlap-moe-expert-parallel-comm, DualPipe-style)" },
+	{ .key = "delay_wgrad", .type = ST_BOOL, .offset = MOFF(delay_wgrad),
+	  .def = "false",
+	  .help = "with a2a_overlap: weight gradients after the input "
+		  "gradients (Megatron --delay-wgrad-compute): the experts' "
+		  "under the dispatch's backward, attention's and the shared "
+		  "experts' after the layer's, the last layer's after the "
+		  "pipeline sends" },
 	{ .key = "capacity_factor", .type = ST_NUM, .offset = MOFF(capacity_factor),
 	  .def = "0", .min = 0, .max = 1e3,
 	  .help = "tokens per expert capped at this times the mean, the rest "
@@ -328,6 +335,16 @@ static int moe_check(void *obj, const struct schema_at *at, struct diag *d)
 				   "permute_in_kernel: true; hybridep has)",
 				   m->dispatcher->name ? m->dispatcher->name
 						       : "inline");
+		return -1;
+	}
+	/* NVIDIA/Megatron-LM @ 01cf4fb5 transformer_config.py: "overlap_moe_
+	 * expert_parallel_comm must be enabled when enabling
+	 * delay_wgrad_compute" */
+	if (m->delay_wgrad && !m->a2a_overlap) {
+		schema_check_error(d, at, "delay_wgrad",
+				   "delay_wgrad needs a2a_overlap: true "
+				   "(Megatron-Core delays weight gradients "
+				   "only in its all-to-all overlap schedule)");
 		return -1;
 	}
 	return 0;

@@ -9,6 +9,7 @@
  *                 | allgather   (a preset of configs/ep/, or a mapping)
  *     shared_expert_overlap: false   # Megatron --moe-shared-expert-overlap
  *     a2a_overlap: false             # --overlap-moe-expert-parallel-comm
+ *     delay_wgrad: false             # --delay-wgrad-compute (a2a_overlap)
  *     capacity_factor: 0             # 0: dropless
  *     router_dtype: fp32
  *     dispatch_dtype: bf16           # fp8: DeepEP-style fp8 dispatch
@@ -182,6 +183,8 @@ struct moe_job_spec {
 	int shared_expert_overlap;	/* shared experts beside dispatch/combine */
 	int a2a_overlap;		/* 1F1B: another microbatch's compute hides
 					 * dispatch and combine */
+	int delay_wgrad;		/* a2a_overlap's weight gradients after the
+					 * input gradients (train_wgrad.c) */
 	double capacity_factor;		/* tokens per expert capped at this x
 					 * mean (dropped beyond); 0 = dropless */
 	int pad_to_capacity;		/* every expert padded to its capacity:

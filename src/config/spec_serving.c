@@ -40,7 +40,10 @@ static int len_check(void *obj, const struct schema_at *at, struct diag *d)
 
 	if (l->dist == LEN_UNIFORM) {
 		if (l->max < l->min || l->max == 0) {
-			cnode_error(d, node, "a uniform length needs max >= "
+			const struct cnode *x = node ? cnode_get(node, "max") :
+						NULL;
+
+			cnode_error(d, x ? x : node, "a uniform length needs max >= "
 				    "min > 0 (got min %lld, max %lld)",
 				    (long long)l->min, (long long)l->max);
 			return -1;
@@ -59,13 +62,17 @@ static int len_check(void *obj, const struct schema_at *at, struct diag *d)
 	    !(l->mean > 0)) {
 		const struct cnode *m = node ? cnode_get(node, "mean") : NULL;
 
-		cnode_error(d, m ? m : node, "a %s length needs mean > 0",
+		cnode_error(d, m ? m : node, "%s %s length needs mean > 0",
+			    l->dist == LEN_EXPONENTIAL ? "an" : "a",
 			    len_dist_names[l->dist]);
 		return -1;
 	}
 	if ((l->dist == LEN_NORMAL || l->dist == LEN_LOGNORMAL) &&
 	    !(l->stddev > 0)) {
-		cnode_error(d, node, "a %s length needs stddev > 0",
+		const struct cnode *sd = node ? cnode_get(node, "stddev") :
+					 NULL;
+
+		cnode_error(d, sd ? sd : node, "a %s length needs stddev > 0",
 			    len_dist_names[l->dist]);
 		return -1;
 	}
@@ -159,7 +166,7 @@ static const struct schema spec_schema = {
 
 static const struct schema_field pool_fields[] = {
 	{ .key = "instances", .type = ST_INT, .offset = POFF(instances),
-	  .min = 0, .max = 1e6, .def = "1", .help = "engine instances in the pool" },
+	  .min = 1, .max = 1e6, .def = "1", .help = "engine instances in the pool" },
 	{ .key = "tp", .type = ST_INT, .offset = POFF(tp), .min = 1,
 	  .max = 1e5, .def = "1", .help = "GPUs per stage of an instance: tensor "
 	  "parallel, or with attention_dp attention data-parallel ranks" },

@@ -38,6 +38,12 @@
  * gpu_gemm.c's wave model adds the epilogue's traffic after each wave's
  * mainloop (t_e), as it does for a plain GEMM's store. The roofline of
  * all its bytes stays a floor. */
+/* An NVFP4 GEMM (Transformer Engine's cublas_gemm, common/gemm/
+ * cublaslt_gemm.cu @ 71bbefbf, the 26.04 pin, through d0067d0) first
+ * launches nvte_nvfp4_compute_per_tensor_scale: the GEMM's alpha from the
+ * two operands' per-tensor amaxes, a one-value kernel on the stream before
+ * the cuBLASLt call (beta 0 or 1 comes from device constants): one more
+ * kernel launch. */
 static struct gpu_cost accumulating_gemm(const struct kern *k,
 					 const struct gpu_spec *g,
 					 enum dtype dt)
@@ -61,6 +67,8 @@ static struct gpu_cost accumulating_gemm(const struct kern *k,
 		c.time_s = g->kernel_launch_s + mem_s;
 		c.bound = GPU_BOUND_MEMORY;
 	}
+	if (dt == DTYPE_NVFP4)
+		c.time_s += g->kernel_launch_s;	/* the alpha kernel, above */
 	c.bytes = ws;
 	return c;
 }
@@ -254,6 +262,7 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	int i;
 
 	b->n = o->n;
+	b->out = o->n - 1;
 	b->time_s = b->mem_s = b->flops = b->model_flops = 0;
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];

@@ -44,6 +44,10 @@ struct block_op {
 struct block {
 	struct block_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
+	int out;		/* the op producing the block's output, which
+				 * the next block waits for: n - 1, or the op
+				 * before delayed weight gradients
+				 * (train_delay_wgrad) */
 	double time_s;		/* s, sum of kernel times */
 	double mem_s;		/* s, of that in bandwidth-bound kernels */
 	double flops;		/* FLOP executed (recomputation included) */

@@ -39,8 +39,10 @@
  * that run plus the memory outside torch, of the device's total), and its
  * LogitsProcessor keeps only each request's last token before the LM head
  * (_torch/modules/logits_processor.py, return_context_logits False): the
- * rows are ceil(T_max / min(T_max, seq - 1)) per rank, seq the tokens of
- * a sequence. CUDA graphs are captured in that executor's warmup only
+ * rows are ceil(T_max / min(T_max, seq - 1)) per rank, seq = max_seq_len:
+ * serving.max_model_len when set (trtllm-bench --max_seq_len), else the
+ * tokens of a mean sequence (trtllm-bench takes the dataset's longest,
+ * the same for the fixed lengths of its published runs). CUDA graphs are captured in that executor's warmup only
  * when its small pool has a free block per sequence of the graph
  * (model_engine.py warmup, "No KV cache space!"), which the trtllm-bench
  * rows do not reach: their pools come from the fraction left over.
@@ -301,6 +303,10 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	double cap = g->hbm.capacity_B, usable = gpu_usable_memory_B(g);
 	double best = INFINITY, per_layer = infer_kv_token_layer_B(d), w_unused;
 	double work = e->workspace_B + infer_mem_comm_B(j, e);
+	/* the dry run's sequence: max_seq_len, which serving.max_model_len
+	 * sets (trtllm-bench --max_seq_len), else the requests' */
+	double dry_seq = j->serving.max_model_len > 0 ?
+			 (double)j->serving.max_model_len : seq_tokens;
 
 	memset(out, 0, sizeof(*out));
 	out->usable_B = usable;
@@ -315,7 +321,7 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		double a = activations_B(d, max_tokens,
 					 infer_mem_logit_rows(e, max_tokens,
 							      max_seqs,
-							      seq_tokens),
+							      dry_seq),
 					 last);
 		double v = infer_mem_vision_B(j, e, r);
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
@@ -348,8 +354,12 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	out->kv_pages = isfinite(best) ?
 			floor(best / (double)e->block_size) : 0;
 	out->kv_tokens = out->kv_pages * (double)e->block_size;
-	out->kv_sequences = seq_tokens > 0 ? floor(out->kv_tokens / seq_tokens)
-					   : 0;
+	/* whole pages a sequence: ceil(seq / block) of them (vLLM's
+	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
+	 * the length, floor(tokens / seq), counted the pages' slack too */
+	out->kv_sequences = seq_tokens > 0 ?
+		floor(out->kv_pages / ceil(seq_tokens / (double)e->block_size))
+		: 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;

@@ -91,7 +91,9 @@ void infer_mem_draft_of(const struct job_spec *dj,
  * The memory of an instance running job j (layers per stage in split,
  * pp entries) with engine e whose largest step has max_tokens tokens and
  * max_seqs sequences; seq_tokens: the tokens of one sequence for the
- * capacity in sequences (0: not reported). d: the dims of one GPU. draft:
+ * capacity in sequences (0: not reported) and, unless
+ * serving.max_model_len is set, TensorRT-LLM's dry run. d: the dims of
+ * one GPU. draft:
  * the speculative draft the instance also holds (NULL: none).
  */
 void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,

@@ -178,6 +178,8 @@ struct layer_dims {
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int autograd_wgrad;	/* framework wgrad_autograd: a plain
 				 * wgrad GEMM, nothing accumulated */
+	int dgrad_serial;	/* framework tp_dgrad_serial: the column
+				 * backward's all-reduce after its wgrad */
 	int unfused_grad_acc;	/* wgrad GEMMs write dW (act_B per element)
 				 * and a separate kernel adds it into the
 				 * gradient buffer; 0 = fused (epilogue) */

@@ -285,6 +285,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->autograd_wgrad = j->framework->wgrad_autograd;
+	d->dgrad_serial = j->framework->tp_dgrad_serial;
 	d->chunks = 1;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;

@@ -278,11 +278,17 @@ void lop_cast_after_norm(struct layer_ops *o, int16_t at,
  * the amax and the scale kernels, the stream waiting for it
  * (amax_reduction_group->allreduce(...)->wait()): a 4 B all-reduce after
  * the cast's amax, before the gather. Here after the cast op, which holds
- * all four kernels; the chain's time is the same. */
+ * all four kernels; the chain's time is the same. NVFP4 likewise: its
+ * per-tensor second-level scale comes from the amax, which the same
+ * quantizers (_customize_quantizers_nvfp4 of Linear, LayerNormLinear,
+ * LayerNormMLP since the NVFP4 recipe, 3f5b4754, v2.10 through v2.12)
+ * all-reduce over the TP group (NVFP4Quantizer::quantize_impl
+ * allreduce_coalesced(...)->wait(), rowwise and columnwise amaxes in one
+ * call), between the amax kernel and the quantize. */
 static void sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
 			   const struct layer_dims *d, int lowp)
 {
-	if (lowp && d->fp8_current && d->sp)
+	if (lowp && (d->fp8_current || d->nvfp4_amax) && d->sp)
 		lop_tpcoll(o, "fp8_amax_tp_allreduce", pass, d, COLL_ALLREDUCE,
 			   FP8_AMAX_B);
 }
@@ -484,10 +490,25 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	lop_accumulate(o, d, k * h);
 }
 
+/* The input gradient's all-reduce (reduce-scatter with SP) of n
+ * elements: its index, or LAYER_NONE without TP. */
+static int16_t grad_reduce(struct layer_ops *o, const char *name,
+			   const struct layer_dims *d, double n)
+{
+	if (!lop_tpcoll(o, name, PASS_BWD, d,
+			d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
+			n * d->act_B))
+		return LAYER_NONE;
+	return lop_tail(o);
+}
+
 /* Column-parallel GEMM (k inputs -> n outputs) backward: [cast], [SP
  * re-gather of the input, during dgrad], dgrad (T, k, n), the input
- * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T).
- * Returns the reduction's index (LAYER_NONE without TP): what comes next
+ * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T),
+ * or after it and the accumulation (framework tp_dgrad_serial: autograd
+ * ran the linear's node, dgrad and wgrad, before the all-reduce's; NVIDIA/
+ * Megatron-LM @ 50a4b5fa megatron/mpu/layers.py ColumnParallelLinear,
+ * F.linear after copy_to_tensor_model_parallel_region). Returns the reduction's index (LAYER_NONE without TP): what comes next
  * (the norm backward) waits for it besides the wgrad. */
 int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *cast_name, const char *dgrad,
@@ -509,10 +530,8 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
 	in_module(o, lowp);
 	dg = lop_tail(o);
-	if (lop_tpcoll(o, coll_name, PASS_BWD, d,
-		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
-		       t * k * d->act_B))
-		red = lop_tail(o);
+	if (!d->dgrad_serial)
+		red = grad_reduce(o, coll_name, d, t * k);
 	if (d->sp)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
@@ -524,6 +543,8 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	op->dep[0] = dg;
 	op->dep[1] = ag;
 	lop_accumulate(o, d, k * n);
+	if (d->dgrad_serial)	/* autograd: after the linear's whole node */
+		red = grad_reduce(o, coll_name, d, t * k);
 	return red;
 }
 

@@ -241,9 +241,12 @@ static void unit_end(struct train *t, const struct block *b, uint32_t n,
 {
 	uint32_t k;
 
-	for (k = 0; k < n; k++)
-		train_unit(t, t->stage_ranks[k], a, u)->last =
-			ids[(b->n - 1) * (int)n + (int)k];
+	for (k = 0; k < n; k++) {
+		struct unit_rec *rec = train_unit(t, t->stage_ranks[k], a, u);
+
+		rec->last = ids[(b->n - 1) * (int)n + (int)k];
+		rec->out = ids[b->out * (int)n + (int)k];
+	}
 }
 
 /* Block b as unit u of action a (inst_range over all its ops). */
@@ -338,7 +341,7 @@ static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 		       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
 		return -1;
 	for (k = 0; k < n; k++)
-		in[k] = train_unit(t, t->stage_ranks[k], a, u)->last;
+		in[k] = train_unit(t, t->stage_ranks[k], a, u)->out;
 	return 0;
 }
 
@@ -350,18 +353,18 @@ static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
  * the block's end. Returns the count (1: no all-to-all). */
 static int segments(const struct block *b, int *ends)
 {
-	int i, c = 0;
+	int i, c = 0, n = b->out + 1;
 
-	for (i = 0; i < b->n; i++)
+	for (i = 0; i < n; i++)
 		if (b->op[i].kind != LOP_KERNEL && b->op[i].ep_path) {
-			while (i + 1 < b->n && b->op[i + 1].kind == LOP_COLL &&
+			while (i + 1 < n && b->op[i + 1].kind == LOP_COLL &&
 			       b->op[i + 1].stream == LS_EP &&
 			       !b->op[i + 1].ep_path)
 				i++;
 			ends[c++] = i + 1;
 		}
-	if (c == 0 || ends[c - 1] < b->n)
-		ends[c++] = b->n;
+	if (c == 0 || ends[c - 1] < n)
+		ends[c++] = n;
 	return c;
 }
 
@@ -397,11 +400,21 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
 		lx = i < cx ? ex[i] : lx;
 		ly = i < cy ? ey[i] : ly;
 	}
+	/* delayed weight gradients after both (the forward's tail, its
+	 * combine node on Megatron's communication stream, comes first) */
+	if (bx->out + 1 < bx->n &&
+	    inst_range(t, bx, n, inx, x, u, ix, fx, bx->out + 1, bx->n,
+		       t->scratch) != 0)
+		return -1;
+	if (by->out + 1 < by->n &&
+	    inst_range(t, by, n, iny, y, u, iy, fy, by->out + 1, by->n,
+		       t->scratch2) != 0)
+		return -1;
 	unit_end(t, bx, n, x, u, t->scratch);
 	unit_end(t, by, n, y, u, t->scratch2);
 	for (k = 0; k < n; k++) {
-		inx[k] = train_unit(t, t->stage_ranks[k], x, u)->last;
-		iny[k] = train_unit(t, t->stage_ranks[k], y, u)->last;
+		inx[k] = train_unit(t, t->stage_ranks[k], x, u)->out;
+		iny[k] = train_unit(t, t->stage_ranks[k], y, u)->out;
 	}
 	return 0;
 }
@@ -441,6 +454,34 @@ static int build_pair(struct train *t, int64_t s, uint32_t n, int64_t a,
 	return 0;
 }
 
+/* Under the all-to-all overlap, action a's first ops (its combine
+ * backward on the EP stream, for a MoE backward) wait for the end of
+ * action p, the rank's previous one (a pair's both wait for the one
+ * before the pair): Megatron-Core's schedule plan records the
+ * chunk's event on the compute stream when it starts
+ * (TransformerModelChunkSchedulePlan.run record_current_stream @
+ * 01cf4fb5) and its first node's stream waits for that event
+ * (pipeline_parallel/utils.py ScheduleNode stream_acquire_context), so
+ * it starts after everything issued before, the previous pair's delayed
+ * attention wgrads included. */
+static int after_previous(struct train *t, uint32_t n, int64_t a, int64_t p)
+{
+	uint32_t k, i;
+
+	if (!t->a2a_overlap || p < 0)
+		return 0;
+	for (k = 0; k < n; k++) {
+		uint32_t r = t->stage_ranks[k];
+		const struct unit_rec *rec = train_unit(t, r, a, 0);
+
+		for (i = 0; i < rec->nfirst; i++)
+			if (train_dep(t, train_action_end(t, r, p),
+				      rec->first[i]) != 0)
+				return -1;
+	}
+	return 0;
+}
+
 /* Every action of pipeline rank s on all its simulated GPUs: its units
  * chained, the head's backward after its forward; with moe.a2a_overlap
  * neighbouring forward and backward actions paired (build_pair). */
@@ -456,7 +497,9 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 		struct task_info info;
 
 		if (train_pairs(t, s, a)) {
-			if (build_pair(t, s, n, a, in, in2) != 0)
+			if (build_pair(t, s, n, a, in, in2) != 0 ||
+			    after_previous(t, n, a, a - 1) != 0 ||
+			    after_previous(t, n, a + 1, a - 1) != 0)
 				return -1;
 			a++;
 			continue;
@@ -469,7 +512,8 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 			    train_grad_prep(t, s, n, a, u, in) != 0)
 				return -1;
 		if (action_end(t, s, n, a, in, &info) != 0 ||
-		    train_grad_prep(t, s, n, a, -1, in) != 0)
+		    train_grad_prep(t, s, n, a, -1, in) != 0 ||
+		    after_previous(t, n, a, a - 1) != 0)
 			return -1;
 	}
 	return 0;
@@ -560,7 +604,7 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 {
 	const struct model_spec *m = t->job->model;
 	int64_t i;
-	int k;
+	int k, out;
 
 	for (i = 0; i < m->num_hidden_layers; i++) {
 		int moe = model_layer_moe(m, i);
@@ -574,9 +618,13 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
+		out = t->job->moe.delay_wgrad ? train_delay_wgrad(o) : o->n - 1;
+		if (out < 0)
+			return -1;
 		t->lb[k] = new_block(t, o);
 		if (!t->lf[k] || !t->lb[k])
 			return -1;
+		t->lb[k]->out = out;
 	}
 	return 0;
 }

@@ -107,6 +107,18 @@ task_id train_action_end(const struct train *t, uint32_t r, int64_t a)
 	return t->units[r][sp->unit_off[a + 1] - 1].last;
 }
 
+task_id train_send_after(const struct train *t, uint32_t r, int64_t a)
+{
+	int64_t pp_i, i;
+	const struct stage_plan *sp;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	sp = &t->stage[pp_i];
+	if (!train_pairs(t, pp_i, a) && !(a > 0 && train_pairs(t, pp_i, a - 1)))
+		return train_action_end(t, r, a);
+	return t->units[r][sp->unit_off[a + 1] - 1].out;
+}
+
 /* The kind index of layer i. */
 static int layer_kind(const struct train *t, int64_t i)
 {

@@ -16,6 +16,9 @@ struct unit_rec {
 	task_id first[4];	/* tasks waiting for the unit's input */
 	uint32_t nfirst;	/* used entries of first */
 	task_id last;		/* the unit's final task */
+	task_id out;		/* the task producing its output (the
+				 * block's out op): last, or before the
+				 * delayed weight gradients */
 	task_id ep_first;	/* its first and last task on the expert-
 				 * parallel stream (issue order), or */
 	task_id ep_last;	/* TASK_NONE */
@@ -155,6 +158,14 @@ int train_pairs(const struct train *t, int64_t s, int64_t a);
 /* The task that ends action a of rank r. */
 task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
 
+/* The task action a's pipeline send waits for: its end, or, when it runs
+ * paired (train_pairs), its last unit's output: Megatron-Core's
+ * post_forward / post_backward (the pp sends) come before the delayed
+ * attention weight gradients of the backward's last layer
+ * (model_chunk_schedule_plan.py TransformerModelChunkSchedulePlan.run @
+ * 01cf4fb5; train_wgrad.c). */
+task_id train_send_after(const struct train *t, uint32_t r, int64_t a);
+
 /* Whether FSDP runs under torch pipelining's no-sync (framework
  * fsdp_pp_no_sync, zero_stage 3, pp >= 2; train_dp.c). */
 int train_fsdp_pp_no_sync(const struct train *t);
@@ -197,6 +208,13 @@ int train_cost_blocks(struct train *t);
  * train_host_init()'s answer) makes: train_estimate's count, which the
  * builder also reserves room for (train_count.c). */
 void train_count(struct train *t, int p2p, struct train_estimate *e);
+
+/* Megatron-Core's delay_wgrad_compute on a layer's backward ops o
+ * (train_wgrad.c): the routed experts' weight gradients just before the
+ * dispatch's backward, attention's and the shared experts' at the end.
+ * Returns the index of the op producing the layer's input gradient
+ * (o->n - 1 when nothing moved), or -1 when out of memory. */
+int train_delay_wgrad(struct layer_ops *o);
 
 /* Gradient buckets of pipeline rank s of one kind (experts or dense),
  * as train_build_dp makes them (ZeRO 0-2). */

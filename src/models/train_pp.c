@@ -230,7 +230,7 @@ static int make_xfer(struct train *t, int dir, int wrap, struct xfer x,
 	c.sm_share = train_sm_share(t, COLL_SENDRECV, gpus, 2, 0);
 	first = prog_coll(t->prog, ranks, 2, stream(dir, wrap), &c, &info);
 	if (first == TASK_NONE ||
-	    train_dep(t, train_action_end(t, x.from, x.act), first) != 0)
+	    train_dep(t, train_send_after(t, x.from, x.act), first) != 0)
 		return -1;
 	if (t->pp_send)		/* the sender's end (train_dp.c) */
 		t->pp_send[x.from][x.act] = first;

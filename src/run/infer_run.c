@@ -241,6 +241,13 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 		     (j->phase == PHASE_PREFILL ? j->serving.input_len.mean : 1);
 	infer_mem_job(j, x.eng, &x.dims, x.split, (double)x.max_tokens,
 		      (double)x.max_seqs, seq_tokens, NULL, &out->mem);
+	/* the step's own sequences need their KV pages (the instance's
+	 * pools: adp ranks of kv_pages each); a batch of 10M sequences or a
+	 * context of 100M tokens was reported as fitting */
+	if (out->mem.fits && out->batch * ceil(seq_tokens /
+	    (double)x.eng->block_size) > out->mem.kv_pages *
+	    (double)(x.adp > 0 ? x.adp : 1))
+		out->mem.fits = 0;
 	rc = 0;
 out:
 	if (!u)

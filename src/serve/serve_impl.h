@@ -164,6 +164,10 @@ int64_t serve_context_len(const struct job_spec *j);
 const char *serve_context_name(const struct job_spec *j);
 const char *serve_context_note(const struct job_spec *j);
 
+/* The KV slots a running request computing up to `tokens` holds: vLLM V1
+ * adds the speculative lookahead (serve_sched.c serve_kv_slots). */
+int64_t serve_kv_slots(const struct serve *s, int64_t tokens);
+
 /* The job's requests, arrivals ascending: drawn (serving.requests,
  * input_len, output_len, arrival_rate, seed) or read from serving.trace.
  * Returns 0, -1 out of memory, -2 bad input (reported with

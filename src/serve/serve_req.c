@@ -333,6 +333,10 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	}
 	while (fgets(buf, sizeof(buf), f)) {
 		rp.line++;
+		/* a UTF-8 byte-order mark, as spreadsheets save CSV: not part
+		 * of the first field ("expected a number, got '<BOM>0'") */
+		if (rp.line == 1 && strncmp(buf, "\xEF\xBB\xBF", 3) == 0)
+			memmove(buf, buf + 3, strlen(buf + 3) + 1);
 		line = trim(buf);
 		if (!*line || *line == '#')
 			continue;

@@ -205,6 +205,31 @@ static int spec_k(const struct serve *s)
 	return sp->method == SPEC_NONE ? 0 : (int)sp->tokens;
 }
 
+/*
+ * vLLM V1's lookahead slots: with an EAGLE-style or draft-model proposer
+ * (use_eagle: eagle, eagle3, mtp; uses_draft_model) the scheduler sets
+ * num_lookahead_tokens = num_speculative_tokens and allocate_slots gives
+ * a running request num_computed + num_new + num_lookahead slots, capped
+ * at max_model_len (the drafter writes the KV of the next step's k drafts
+ * into them); a waiting request with nothing computed gets none
+ * (effective_lookahead_tokens 0). vllm-project/vllm@00024d31
+ * v1/core/sched/scheduler.py Scheduler.__init__ and schedule, and
+ * @003df296 v1/core/kv_cache_manager.py allocate_slots [D]. So a
+ * decoding request verifying k drafts holds computed + 1 + 2k. SGLang,
+ * TensorRT-LLM and vLLM V0 reserve no lookahead here [?].
+ */
+int64_t serve_kv_slots(const struct serve *s, int64_t tokens)
+{
+	int64_t la = s->job->serving.engine->scheduler == ENGINE_SCHED_VLLM ?
+		     spec_k(s) : 0, ctx = serve_context_len(s->job);
+
+	if (la == 0)
+		return tokens;
+	if (ctx > 0 && tokens + la > ctx)
+		return tokens > ctx ? tokens : ctx;
+	return tokens + la;
+}
+
 static int decoding(const struct serve_req *r)
 {
 	return r->computed >= r->prompt;
@@ -363,7 +388,8 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 				continue;
 			q = budget;
 		}
-		if (make_room(s, in, id, r->computed + q, now))
+		if (make_room(s, in, id, serve_kv_slots(s, r->computed + q),
+			      now))
 			preempted = 1;
 		if (r->state != REQ_RUNNING)
 			break;	/* it was the last one: nothing after it */

@@ -100,10 +100,12 @@ static int64_t kv_longest(const struct serve *s, const char **why)
 {
 	const struct speculative_spec *sp = &s->job->serving.speculative;
 	int64_t k = sp->method == SPEC_NONE ? 0 : sp->tokens;
-	int64_t m = longest_request(s) + k;
+	int64_t m = serve_kv_slots(s, longest_request(s) + k);
 
-	*why = k > 0 ? "the longest prompt + output + the speculative "
-		       "draft tokens" : "the longest prompt + output";
+	*why = m > longest_request(s) + k ? "the longest prompt + output + "
+	       "the speculative draft tokens + vLLM's as many lookahead "
+	       "slots" : k > 0 ? "the longest prompt + output + the "
+	       "speculative draft tokens" : "the longest prompt + output";
 	if (s->job->serving.max_model_len > m) {
 		m = s->job->serving.max_model_len;
 		*why = "serving.max_model_len";
@@ -156,7 +158,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 {
 	const struct infer_ctx *x = &st->ctx;
 	const struct serving_spec *sv = &s->job->serving;
-	char msg[400];
+	char msg[512];
 
 	infer_mem_job(x->job, x->eng, &x->dims, x->split,
 		      (double)x->max_tokens, (double)x->max_seqs,
@@ -195,10 +197,12 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
 			 "than one sequence of %lld tokens (%s): use more GPUs, "
-			 "a smaller kv_dtype or shorter requests",
+			 "a smaller kv_dtype or %s",
 			 (long long)((int64_t)mem->kv_pages * in->block),
 			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
-			 (long long)longest, why);
+			 (long long)longest, why,
+			 strcmp(why, "serving.max_model_len") == 0 ?
+			 "a lower serving.max_model_len" : "shorter requests");
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}

@@ -347,6 +347,44 @@ Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
 	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
 }
 
+Test(layer, nvfp4_reduces_sp_amaxes_over_tp)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops fw, bw;
+	int i, ar = -1;
+	/* The same GPT layer, tp 2 with SP, NVFP4: its per-tensor second-level
+	 * scale comes from the amax, which Transformer Engine's NVFP4
+	 * quantizers all-reduce (MAX) over the TP group where fp8 current
+	 * scaling does (_customize_quantizers_nvfp4: the column-parallel
+	 * inputs QKV and FC1 forward, the row-parallel output gradients proj
+	 * and FC2 backward; NVFP4Quantizer::quantize_impl, v2.12): 2 + 2
+	 * all-reduces of one fp32, 4 B, right after the cast. No SP: none. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.dtype = DTYPE_NVFP4;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 2);
+	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 2);
+	for (i = 0; i < fw.n; i++)
+		if (!strcmp(fw.op[i].name, "fp8_amax_tp_allreduce")) {
+			ar = i;
+			break;
+		}
+	cr_assert(ar > 0);
+	cr_assert_eq(fw.op[ar].group, LG_TP);
+	fixture_assert_close(fw.op[ar].coll_B, 4);
+	cr_assert_eq(fw.op[ar - 1].k.launches, 3);	/* NVFP4_QUANT_KERNELS */
+	f.job.parallelism.sequence_parallel = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
+	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
+}
+
 /* Index of the first op called name, or -1. */
 static int index_named(const struct layer_ops *o, const char *name)
 {

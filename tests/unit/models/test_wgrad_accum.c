@@ -155,3 +155,30 @@ Test(block, accumulating_grouped_wgrad_pays_its_epilogue_bytes)
 	cr_assert_float_eq(fused - plain, extra, 1e-9,
 			   "fused %g s, plain %g s", fused, plain);
 }
+
+Test(block, nvfp4_gemm_launches_its_alpha_kernel)
+{
+	struct fixture f;
+	struct layer_ops o;
+	struct gpu_cost plain;
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_NVFP4, DTYPE_BF16, 1 };
+
+	/* Transformer Engine's NVFP4 GEMM launches
+	 * nvte_nvfp4_compute_per_tensor_scale (alpha from the operands'
+	 * amaxes) before the cuBLASLt call: the block's time is the GEMM's
+	 * own (gpu_gemm at NVFP4) plus one kernel launch, the fixture's 4 us.
+	 * An FP8 GEMM launches no such kernel. */
+	fixture_gpt(&f, 1, 1024, 16, 128, 2048, 1, 8, 1, 1, 1);
+	f.gpu.matrix_peak_flops[DTYPE_NVFP4] = 2 * 1978.9e12;
+	memset(&o, 0, sizeof(o));
+	lop_gemm(&o, "fc1", PASS_FWD, 4096, 4096, 4096, 1);
+	plain = gpu_gemm(&f.gpu, DTYPE_NVFP4, 4096, 4096, 4096, 1);
+	cr_assert_eq(block_cost(&b, &o, &f.gpu, &dt, NULL), 0);
+	cr_assert_float_eq(b.op[0].time_s - plain.time_s, 4e-6, 1e-12,
+			   "block %g s, gemm %g s", b.op[0].time_s, plain.time_s);
+	dt.gemm_lowp = DTYPE_FP8;
+	plain = gpu_gemm(&f.gpu, DTYPE_FP8, 4096, 4096, 4096, 1);
+	cr_assert_eq(block_cost(&b, &o, &f.gpu, &dt, NULL), 0);
+	cr_assert_float_eq(b.op[0].time_s, plain.time_s, 1e-12);
+}

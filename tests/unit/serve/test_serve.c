@@ -165,6 +165,75 @@ Test(serve, preemption_exactly_when_full)
 	arena_release(&a);
 }
 
+/*
+ * vLLM V1's lookahead slots (serve_kv_slots): with an EAGLE head of k = 2
+ * drafts, a decoding request of 44 computed tokens verifies 1 + 2 = 3 in
+ * its step and vLLM's allocate_slots adds num_lookahead_tokens = 2: 49
+ * slots, 4 pages of 16 (3 pages, 48 tokens, without the lookahead, as
+ * SGLang holds). serving.max_model_len 48 caps the slots at 48: 3 pages.
+ */
+static int64_t pages_after_verify(const char *const *sets, size_t n)
+{
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req r;
+	struct infer_batch b;
+	int64_t pages;
+
+	arena_init(&a);
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&r, 0, sizeof(r));
+	s.job = fixture_load_job(&a, L8, sets, n);
+	s.req = &r;
+	s.nreq = 1;
+	in.role = ROLE_BOTH;
+	in.pages = in.free_pages = 10;
+	in.block = 16;
+	in.max_seqs = 8;
+	in.max_tokens = 2048;
+	in.chunked = 1;
+	in.chunked_req = -1;
+	in.pp = 1;
+	in.tag = 1;
+	r.input = r.prompt = r.computed = 44;
+	r.output = 100;
+	r.generated = 1;
+	r.first_scheduled_s = r.first_token_s = 0;
+	r.done_s = -1;
+	r.state = REQ_RUNNING;
+	r.pages = 3;
+	in.free_pages -= 3;
+	cr_assert_eq(serve_running_add(&in, 0), 0);
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 1);
+	cr_assert_eq(r.step_q, 3);
+	pages = r.pages;
+	mem_free(in.running);
+	arena_release(&a);
+	return pages;
+}
+
+Test(serve, vllm_lookahead_slots)
+{
+	const char *eagle[] = {"serving.speculative.method=eagle",
+			       "serving.speculative.tokens=2",
+			       "serving.speculative.acceptance_rate=0.6"};
+	const char *capped[] = {"serving.speculative.method=eagle",
+				"serving.speculative.tokens=2",
+				"serving.speculative.acceptance_rate=0.6",
+				"serving.max_model_len=48",
+				"serving.input_len=16", "serving.output_len=16"};
+	const char *sglang[] = {"serving.speculative.method=eagle",
+				"serving.speculative.tokens=2",
+				"serving.speculative.acceptance_rate=0.6",
+				"serving.engine=sglang"};
+
+	cr_assert_eq(pages_after_verify(eagle, 3), 4);
+	cr_assert_eq(pages_after_verify(capped, 6), 3);
+	cr_assert_eq(pages_after_verify(sglang, 4), 3);
+}
+
 /* With ample KV (436k tokens for 300 requests of ~600) no request is
  * preempted and the pool never fills; with a pool of about 18k tokens
  * (memory_fraction 0.26: 30 sequences of mean length) preemptions happen,

@@ -208,7 +208,9 @@ Test(serve, estimate_logits_dry_run)
 	const char *dry[] = {"serving.requests=2"};
 	const char *maxs[] = {"serving.requests=2",
 			      "serving.engine.estimate_logits=max_seqs"};
-	struct infer_mem m0, m;
+	const char *mml[] = {"serving.requests=2",
+			     "serving.max_model_len=4096"};
+	struct infer_mem m0, m, m1;
 	struct arena a;
 	struct job_spec *j;
 	const struct engine_spec *e;
@@ -219,6 +221,13 @@ Test(serve, estimate_logits_dry_run)
 			   1859649792.0, 1);
 	cr_assert_float_eq(m.kv_cache_B - m0.kv_cache_B, 1766667302.4, 1);
 	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
+	/* serving.max_model_len 4096 is the dry run's max_seq_len: requests
+	 * of min(2816, 4095) = 2816 tokens, ceil(2816 / 2816) = 1 row of
+	 * logits, one row (1,212,288 B) below the 2 of 2000-token ones, the
+	 * KV cache 0.95 of it larger (1,151,673.6 B) */
+	mem_of(job, mml, 2, &m1);
+	cr_assert_float_eq(m.activations_B - m1.activations_B, 1212288.0, 1);
+	cr_assert_float_eq(m1.kv_cache_B - m.kv_cache_B, 1151673.6, 1);
 
 	arena_init(&a);
 	j = fixture_load_job(&a, job, dry, 1);
