@@ -294,9 +294,19 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		     m->a2a_pass_B[kind - 1];	/* its bytes, direction */
 	op->ep_path = (uint8_t)kind;
 	/* the dispatcher's own call (Hybrid-EP dispatch_with_permute: the
-	 * forward's dispatch and the combine's backward) */
-	if (kind == EP_PASS_DISPATCH || kind == EP_PASS_DISPATCH16)
-		op->host_call_s = m->call_host_s;
+	 * forward's dispatch and the combine's backward), and its reverse,
+	 * combine_with_unpermute (the forward's combine, HybridEPCombine;
+	 * the dispatch's backward, HybridEPDispatch.backward): the same
+	 * Python method shape as the handle path of dispatch_with_permute
+	 * (an NVTX range, HandleImpl() and its 11 fields set from the handle
+	 * tuple, then the C++ runtime call that allocates its outputs and
+	 * launches its kernels; deepseek-ai/DeepEP @ 94a9f8f
+	 * deep_ep/hybrid_ep_buffer.py; Megatron-Core fused_a2a.py @
+	 * d7288711ba), so the measured call time [?: dispatch_call_host is
+	 * the mean of the forward's dispatch calls, which also rebuild the
+	 * template config, and the handle-path ones: for a combine it is an
+	 * upper bound]. */
+	op->host_call_s = m->call_host_s;
 }
 
 /* The routing probabilities' own all-to-all (probs_call): Megatron-

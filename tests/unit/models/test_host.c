@@ -184,9 +184,11 @@ Test(host, dispatch_call_after_the_sync_idles_the_gpu)
 	 * right after its sync on the counts, when the GPU's queue holds
 	 * only the permute (under 10 us), so each MoE forward waits about
 	 * 1 ms more: at least n x 0.98 ms. The combine's backward is the
-	 * same call: the host may fall behind there too, so at most all
-	 * the added host time, 2n calls x 1 ms:
-	 *   n x 0.98 ms <= step(call) - step(op) <= 2n x 1 ms. */
+	 * same call, and the forward's combine and the dispatch's backward
+	 * (combine_with_unpermute) cost it too: the host may fall behind
+	 * there as well, so at most all the added host time, 4n calls x
+	 * 1 ms:
+	 *   n x 0.98 ms <= step(call) - step(op) <= 4n x 1 ms. */
 	moe(&f, &e, 1);
 	f.fw.host.sync_s = 1e-6;
 	run(&f, &op);
@@ -196,7 +198,7 @@ Test(host, dispatch_call_after_the_sync_idles_the_gpu)
 	run(&f, &call);
 	cr_assert_geq(call.step_s - op.step_s, n * 0.98e-3,
 		      "call %.6f s, op %.6f s", call.step_s, op.step_s);
-	cr_assert_leq(call.step_s - op.step_s, 2 * n * 1e-3 + 1e-9,
+	cr_assert_leq(call.step_s - op.step_s, 4 * n * 1e-3 + 1e-9,
 		      "call %.6f s, op %.6f s", call.step_s, op.step_s);
 }
 

@@ -296,12 +296,38 @@ static int count_named(const struct layer_ops *o, const char *name,
 	return n;
 }
 
+/* Index of the first op called name, or -1. */
+static int index_named(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->op[i].name, name))
+			return i;
+	return -1;
+}
+
+/* The layer's forward in fw from f's job, its SP amax all-reduces
+ * forward and backward in *nf, *nb; the first forward one's index. */
+static int sp_amax_reduces(struct fixture *f, struct layer_ops *fw, int *nf,
+			   int *nb)
+{
+	struct layer_dims d;
+	struct layer_ops bw;
+
+	layer_dims_from_job(&f->job, &d);
+	layer_fwd(&d, NULL, fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	*nf = count_named(fw, "fp8_amax_tp_allreduce", PASS_FWD);
+	*nb = count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD);
+	return index_named(fw, "fp8_amax_tp_allreduce");
+}
+
 Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
 {
 	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops fw, bw;
-	int i, ar = -1;
+	struct layer_ops fw;
+	int ar, nf, nb;
 	/* GPT layer, tp 2 with SP, fp8 current scaling. Transformer Engine
 	 * reduces (MAX) the amax of every quantizer whose fp8 output a TP
 	 * all-gather carries: the column-parallel inputs forward (QKV in the
@@ -313,16 +339,9 @@ Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
 	f.job.parallelism.sequence_parallel = 1;
 	f.job.training.dtype = DTYPE_FP8;
 	f.job.training.fp8_scaling = FP8_CURRENT;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 2);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 2);
-	for (i = 0; i < fw.n; i++)
-		if (!strcmp(fw.op[i].name, "fp8_amax_tp_allreduce")) {
-			ar = i;
-			break;
-		}
+	ar = sp_amax_reduces(&f, &fw, &nf, &nb);
+	cr_assert_eq(nf, 2);
+	cr_assert_eq(nb, 2);
 	cr_assert(ar > 0);
 	cr_assert_eq(fw.op[ar].kind, LOP_COLL);
 	cr_assert_eq(fw.op[ar].coll, COLL_ALLREDUCE);
@@ -333,26 +352,19 @@ Test(layer, fp8_current_scaling_reduces_sp_amaxes_over_tp)
 	cr_assert_eq(fw.op[ar + 1].coll, COLL_ALLGATHER);
 	cr_assert_eq(fw.op[ar + 1].dep[0], ar);
 	f.job.training.fp8_scaling = FP8_DELAYED;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
+	sp_amax_reduces(&f, &fw, &nf, &nb);
+	cr_assert_eq(nf + nb, 0);
 	f.job.training.fp8_scaling = FP8_CURRENT;
 	f.job.parallelism.sequence_parallel = 0;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
+	sp_amax_reduces(&f, &fw, &nf, &nb);
+	cr_assert_eq(nf + nb, 0);
 }
 
 Test(layer, nvfp4_reduces_sp_amaxes_over_tp)
 {
 	struct fixture f;
-	struct layer_dims d;
-	struct layer_ops fw, bw;
-	int i, ar = -1;
+	struct layer_ops fw;
+	int ar, nf, nb;
 	/* The same GPT layer, tp 2 with SP, NVFP4: its per-tensor second-level
 	 * scale comes from the amax, which Transformer Engine's NVFP4
 	 * quantizers all-reduce (MAX) over the TP group where fp8 current
@@ -363,38 +375,18 @@ Test(layer, nvfp4_reduces_sp_amaxes_over_tp)
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
 	f.job.parallelism.sequence_parallel = 1;
 	f.job.training.dtype = DTYPE_NVFP4;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 2);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 2);
-	for (i = 0; i < fw.n; i++)
-		if (!strcmp(fw.op[i].name, "fp8_amax_tp_allreduce")) {
-			ar = i;
-			break;
-		}
+	ar = sp_amax_reduces(&f, &fw, &nf, &nb);
+	cr_assert_eq(nf, 2);
+	cr_assert_eq(nb, 2);
 	cr_assert(ar > 0);
 	cr_assert_eq(fw.op[ar].group, LG_TP);
 	fixture_assert_close(fw.op[ar].coll_B, 4);
 	cr_assert_eq(fw.op[ar - 1].k.launches, 3);	/* NVFP4_QUANT_KERNELS */
 	f.job.parallelism.sequence_parallel = 0;
-	layer_dims_from_job(&f.job, &d);
-	layer_fwd(&d, NULL, &fw);
-	layer_bwd(&d, NULL, LREC_NONE, &bw);
-	cr_assert_eq(count_named(&fw, "fp8_amax_tp_allreduce", PASS_FWD), 0);
-	cr_assert_eq(count_named(&bw, "fp8_amax_tp_allreduce", PASS_BWD), 0);
+	sp_amax_reduces(&f, &fw, &nf, &nb);
+	cr_assert_eq(nf + nb, 0);
 }
 
-/* Index of the first op called name, or -1. */
-static int index_named(const struct layer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (!strcmp(o->op[i].name, name))
-			return i;
-	return -1;
-}
 
 Test(layer, fp8_sp_gathers_rowwise_and_transposes_the_gathered)
 {

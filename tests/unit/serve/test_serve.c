@@ -110,6 +110,22 @@ Test(serve, throughput_saturates_with_arrival_rate)
  * (2) is preempted, freeing 3; request 1 takes one. Exactly one
  * preemption, and only at that moment.
  */
+/* One vLLM-like instance of 10 pages of 16 tokens, at most 8 sequences
+ * and 2,048 tokens a step, chunked prefill, one stage, step tag 1. */
+static void inst_init(struct serve_inst *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->role = ROLE_BOTH;
+	in->pages = in->free_pages = 10;
+	in->block = 16;
+	in->max_seqs = 8;
+	in->max_tokens = 2048;
+	in->chunked = 1;
+	in->chunked_req = -1;
+	in->pp = 1;
+	in->tag = 1;
+}
+
 Test(serve, preemption_exactly_when_full)
 {
 	struct arena a;
@@ -123,19 +139,10 @@ Test(serve, preemption_exactly_when_full)
 	arena_init(&a);
 	j = fixture_load_job(&a, L8, NULL, 0);
 	memset(&s, 0, sizeof(s));
-	memset(&in, 0, sizeof(in));
 	s.job = j;
 	s.req = req;
 	s.nreq = 3;
-	in.role = ROLE_BOTH;
-	in.pages = in.free_pages = 10;
-	in.block = 16;
-	in.max_seqs = 8;
-	in.max_tokens = 2048;
-	in.chunked = 1;
-	in.chunked_req = -1;
-	in.pp = 1;
-	in.tag = 1;
+	inst_init(&in);
 	for (i = 0; i < 3; i++) {
 		memset(&req[i], 0, sizeof(req[i]));
 		req[i].input = req[i].prompt = 48;
@@ -183,20 +190,11 @@ static int64_t pages_after_verify(const char *const *sets, size_t n)
 
 	arena_init(&a);
 	memset(&s, 0, sizeof(s));
-	memset(&in, 0, sizeof(in));
 	memset(&r, 0, sizeof(r));
 	s.job = fixture_load_job(&a, L8, sets, n);
 	s.req = &r;
 	s.nreq = 1;
-	in.role = ROLE_BOTH;
-	in.pages = in.free_pages = 10;
-	in.block = 16;
-	in.max_seqs = 8;
-	in.max_tokens = 2048;
-	in.chunked = 1;
-	in.chunked_req = -1;
-	in.pp = 1;
-	in.tag = 1;
+	inst_init(&in);
 	r.input = r.prompt = r.computed = 44;
 	r.output = 100;
 	r.generated = 1;
