@@ -200,6 +200,10 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 		struct infer_kind kind;
 
 		infer_kind_of(x->job, i, &kind);
+		/* a per-layer exclusion changes nothing when the weights are
+		 * not quantized (infer_kind_dims): not a kind of its own */
+		if (x->dims.weight == x->dims.base)
+			kind.qexcl = 0;
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
 			    x->kinds[k].window == kind.window &&

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "models/infer.h"
+#include "models/infer_prog.h"
 #include "run/infer_run.h"
 
 #include "fixture.h"
@@ -306,4 +307,42 @@ Test(infer, a_layer_index_excludes_that_layer_only)
 	cr_assert_float_eq(infer_kind_weight_B(&d, &k79) -
 			   infer_kind_weight_B(&d, &k1),
 			   18874368.0 + 88080384.0, 1e-3);
+}
+
+/*
+ * Per-layer exclusions are kinds of layer only where the weights are
+ * quantized. Ten layers of Llama 3 70B each exclude a different set of
+ * module classes (attention, MLP, router, shared expert: 2^4 - 1 = 15
+ * sets to pick ten from; a dense model's layer keeps its router and
+ * shared-expert bits in its mask), so in fp8 they are ten excluded
+ * kinds + the plain one = 11 > INFER_MAX_KINDS (8), a refusal (-2); in
+ * bf16 the list changes nothing and the model has one kind.
+ */
+Test(infer, exclusions_are_kinds_only_for_quantized_weights)
+{
+	static const char excl[] = "model.quantization_config.exclude_modules="
+		"[model.layers.0.self_attn, model.layers.1.mlp.down_proj, "
+		"model.layers.2.self_attn, model.layers.2.mlp.down_proj, "
+		"model.layers.3.mlp.router, model.layers.4.mlp.router, "
+		"model.layers.4.self_attn, model.layers.5.mlp.router, "
+		"model.layers.5.mlp.down_proj, model.layers.6.shared_expert, "
+		"model.layers.7.shared_expert, model.layers.7.self_attn, "
+		"model.layers.8.shared_expert, model.layers.8.mlp.down_proj, "
+		"model.layers.9.shared_expert, model.layers.9.mlp.router]";
+	const char *fp8[] = {"phase=decode", "serving.dtype=fp8", excl};
+	const char *bf16[] = {"phase=decode", "serving.dtype=bf16", excl};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, NULL);
+	j = fixture_load_job(&a, L70, fp8, 3);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), -2);
+	j = fixture_load_job(&a, L70, bf16, 3);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.nkinds, 1);
+	infer_ctx_release(&x);
+	arena_release(&a);
 }
