@@ -42,8 +42,9 @@
  * rows are ceil(T_max / min(T_max, seq - 1)) per rank, seq = max_seq_len:
  * serving.max_model_len when set (trtllm-bench --max_seq_len), else the
  * tokens of a mean sequence (trtllm-bench takes the dataset's longest,
- * the same for the fixed lengths of its published runs). CUDA graphs are captured in that executor's warmup only
- * when its small pool has a free block per sequence of the graph
+ * the same for the fixed lengths of its published runs). CUDA graphs
+ * are captured in that executor's warmup only when its small pool has a
+ * free block per sequence of the graph
  * (model_engine.py warmup, "No KV cache space!"), which the trtllm-bench
  * rows do not reach: their pools come from the fraction left over.
  *

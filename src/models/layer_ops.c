@@ -508,8 +508,9 @@ static int16_t grad_reduce(struct layer_ops *o, const char *name,
  * or after it and the accumulation (framework tp_dgrad_serial: autograd
  * ran the linear's node, dgrad and wgrad, before the all-reduce's; NVIDIA/
  * Megatron-LM @ 50a4b5fa megatron/mpu/layers.py ColumnParallelLinear,
- * F.linear after copy_to_tensor_model_parallel_region). Returns the reduction's index (LAYER_NONE without TP): what comes next
- * (the norm backward) waits for it besides the wgrad. */
+ * F.linear after copy_to_tensor_model_parallel_region). Returns the
+ * reduction's index (LAYER_NONE without TP): what comes next (the norm
+ * backward) waits for it besides the wgrad. */
 int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *cast_name, const char *dgrad,
 		       const char *coll_name, const char *wgrad,
