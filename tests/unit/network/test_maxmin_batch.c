@@ -8,6 +8,30 @@
 
 #include "network/maxmin.h"
 
+/* The three flows below on a new solver with local settling off,
+ * solved: links in c[0..2], flows A, B, C in v[0..2]. */
+static struct mm *three_flows(mm_id c[3], mm_id v[3])
+{
+	static const double one[2] = { 1, 1 };
+	struct mm *m = mm_new();
+
+	cr_assert(m);
+	mm_set_local(m, 0);
+	c[0] = mm_cons_add(m, 10);
+	c[1] = mm_cons_add(m, 20);
+	c[2] = mm_cons_add(m, 30);
+	{
+		mm_id pa[2] = { c[0], c[2] }, pb[2] = { c[1], c[2] };
+		mm_id pc[1] = { c[2] };
+
+		v[0] = mm_var_add(m, pa, one, 2, 0, NULL);
+		v[1] = mm_var_add(m, pb, one, 2, 0, NULL);
+		v[2] = mm_var_add(m, pc, one, 1, 0, NULL);
+	}
+	cr_assert_eq(mm_solve(m, NULL, NULL), 3);
+	return m;
+}
+
 /*
  * c0 10 B/s, c1 20 B/s, c2 30 B/s; A crosses c0 and c2, B c1 and c2, C
  * c2 alone. The filling: c0's level 10/1 and c2's 30/3 tie at 10, c0
@@ -19,23 +43,10 @@
  */
 Test(net_mm_batch, a_constraint_all_of_whose_variables_go_is_emptied_at_once)
 {
-	struct mm *m = mm_new();
-	mm_id c0, c1, c2, a, b, c;
-	static const double one[2] = { 1, 1 };
+	mm_id cs[3], v[3];
+	struct mm *m = three_flows(cs, v);
+	mm_id c0 = cs[0], c2 = cs[2], a = v[0], b = v[1], c = v[2];
 
-	cr_assert(m);
-	mm_set_local(m, 0);
-	c0 = mm_cons_add(m, 10);
-	c1 = mm_cons_add(m, 20);
-	c2 = mm_cons_add(m, 30);
-	{
-		mm_id pa[2] = { c0, c2 }, pb[2] = { c1, c2 }, pc[1] = { c2 };
-
-		a = mm_var_add(m, pa, one, 2, 0, NULL);
-		b = mm_var_add(m, pb, one, 2, 0, NULL);
-		c = mm_var_add(m, pc, one, 1, 0, NULL);
-	}
-	cr_assert_eq(mm_solve(m, NULL, NULL), 3);
 	cr_assert_eq(mm_rate(m, a), 10.0);
 	cr_assert_eq(mm_rate(m, b), 10.0);
 	cr_assert_eq(mm_rate(m, c), 10.0);
@@ -60,23 +71,10 @@ Test(net_mm_batch, a_constraint_all_of_whose_variables_go_is_emptied_at_once)
  */
 Test(net_mm_batch, turning_local_settling_on_keeps_pending_removals)
 {
-	struct mm *m = mm_new();
-	mm_id c0, c1, c2, a, b, c;
-	static const double one[2] = { 1, 1 };
+	mm_id cs[3], v[3];
+	struct mm *m = three_flows(cs, v);
+	mm_id c2 = cs[2], a = v[0], b = v[1], c = v[2];
 
-	cr_assert(m);
-	mm_set_local(m, 0);
-	c0 = mm_cons_add(m, 10);
-	c1 = mm_cons_add(m, 20);
-	c2 = mm_cons_add(m, 30);
-	{
-		mm_id pa[2] = { c0, c2 }, pb[2] = { c1, c2 }, pc[1] = { c2 };
-
-		a = mm_var_add(m, pa, one, 2, 0, NULL);
-		b = mm_var_add(m, pb, one, 2, 0, NULL);
-		c = mm_var_add(m, pc, one, 1, 0, NULL);
-	}
-	cr_assert_eq(mm_solve(m, NULL, NULL), 3);
 	cr_assert_eq(mm_rate(m, b), 10.0);
 	mm_var_remove(m, a);
 	mm_var_remove(m, c);
