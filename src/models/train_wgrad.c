@@ -29,9 +29,9 @@
  * call) and its unfused main_grad adds (just after) along. An op that
  * waited for a moved op waits for what that op waited for instead.
  */
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "train_impl.h"
 
 enum wgrad_move { WG_KEEP, WG_END, WG_DISPATCH };
@@ -129,7 +129,7 @@ int train_delay_wgrad(struct layer_ops *o)
 			order[k++] = (int16_t)j;
 	for (i = 0; i < n; i++)
 		pos[order[i]] = (int16_t)i;
-	was = malloc((size_t)n * sizeof(*was));
+	was = mem_alloc((size_t)n * sizeof(*was));
 	if (!was)
 		return -1;
 	memcpy(was, o->op, (size_t)n * sizeof(*was));
@@ -149,6 +149,6 @@ int train_delay_wgrad(struct layer_ops *o)
 					  resolve(was, mv, src->host_wait) :
 					  src->host_wait);
 	}
-	free(was);
+	mem_free(was);
 	return out;
 }
