@@ -234,6 +234,9 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
 	op->k.launches = stream_kernels(d, streams);
+	/* one cuBLAS GEMM kernel per local expert on the multi-stream
+	 * path, each with its own set-up and drain (block.c) */
+	op->k.kernels = streams > 0 && e->local > 1 ? e->local : 1;
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds
