@@ -201,7 +201,8 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
  * common/util/multi_stream.cpp). The streams share the GPU (block.c
  * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
  * kernels pay their launch one after the other [?: how much of a
- * kernel's launch another stream's work hides is not published]. */
+ * kernel's launch another stream's work hides is not published]; each
+ * of the L kernels pays its set-up and drain (k.kernels, block.c). */
 static double stream_kernels(const struct layer_dims *d, double s)
 {
 	double l = d->moe.local;
