@@ -547,8 +547,12 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 			return -1;
 	}
 	if (x->reduce) {
+		int rdt = t->job->framework->fsdp_expert_reduce_dtype;
+		double grad_B = x->experts && rdt >= 0 ?
+				dtype_bytes((enum dtype)rdt) : t->dims.grad_B;
+
 		rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
-			     x->params * t->dims.grad_B, TRAIN_ST_DP,
+			     x->params * grad_B, TRAIN_ST_DP,
 			     "fsdp_grad_reducescatter");
 		if (rs == TASK_NONE)
 			return -1;
