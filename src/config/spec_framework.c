@@ -333,6 +333,13 @@ static const struct schema_field framework_fields[] = {
 		  "then the step's sends and the receives of what its "
 		  "neighbours computed in that step, and waits for them "
 		  "before the next step's action" },
+	{ .key = "fsdp_expert_reduce_dtype", .type = ST_ENUM,
+	  .offset = FOFF(fsdp_expert_reduce_dtype), .values = dtype_names,
+	  .value_aliases = dtype_aliases, .flags = SF_OPTIONAL,
+	  .help = "ZeRO-3: dtype the routed experts' FSDP units reduce-"
+		  "scatter their gradients in (default: grad_dtype; FSDP2 "
+		  "without a mixed-precision policy reduces in the "
+		  "parameters' dtype)" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

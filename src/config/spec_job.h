@@ -336,6 +336,8 @@ struct framework_spec {
 						 * it: one action a time step, each step's
 						 * sends and receives waited for before the
 						 * next (train_pp.c) */
+	int fsdp_expert_reduce_dtype;		/* ZeRO-3: enum dtype of the routed experts'
+						 * reduce-scatters, or -1: grad_dtype */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */

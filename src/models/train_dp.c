@@ -490,13 +490,19 @@ struct fsdp_arg {
 	int bwd, experts;
 	int gather, reduce;	/* this unit all-gathers / reduce-scatters */
 	int no_sync;		/* train_fsdp_pp_no_sync */
+	int held;		/* the action's chunk is still gathered
+				 * (fsdp_held) */
 };
 
-/* Under fsdp_pp_no_sync a chunk's reduce-scatters start after its whole
- * last backward of the run (the manual post_backward), and the compute
- * stream waits for them (_root_post_backward_final_callback) before the
- * chunk's gradient send and the rank's next action. */
-static int no_sync_reduce(struct train *t, uint32_t r, int64_t a, task_id rs)
+/* A backward's reduce-scatter rs of simulated rank r, action a: FSDP's
+ * root post-backward final callback, at the end of every backward with
+ * is_last_backward (its default; _finalize_backward: the current stream
+ * waits for each unit's post-reduce event, torch/distributed/fsdp/
+ * _fully_shard/_fsdp_state.py, torch 2.6-2.8), makes the compute stream
+ * wait for it before anything issued after the backward: the action's
+ * gradient send and the rank's next action (after the pair, for a
+ * paired one). */
+static int reduce_waited(struct train *t, uint32_t r, int64_t a, task_id rs)
 {
 	int64_t pp_i, i;
 	const struct stage_plan *sp;
@@ -505,11 +511,12 @@ static int no_sync_reduce(struct train *t, uint32_t r, int64_t a, task_id rs)
 
 	layout_where(&t->lay, r, &pp_i, &i);
 	sp = &t->stage[pp_i];
-	if (train_dep(t, train_action_end(t, r, a), rs) != 0)
-		return -1;
 	if (t->pp_send && t->pp_send[r][a] != TASK_NONE &&
 	    train_dep(t, rs, t->pp_send[r][a]) != 0)
 		return -1;
+	/* a paired backward (moe.a2a_overlap) ends with its pair */
+	if (train_pairs(t, pp_i, a))
+		a++;
 	if (a + 1 >= sp->nacts)
 		return 0;
 	next = train_unit(t, r, a + 1, 0);
@@ -540,8 +547,12 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 			return -1;
 	}
 	if (x->reduce) {
+		int rdt = t->job->framework->fsdp_expert_reduce_dtype;
+		double grad_B = x->experts && rdt >= 0 ?
+				dtype_bytes((enum dtype)rdt) : t->dims.grad_B;
+
 		rs = dp_coll(t, g, n, size, COLL_REDUCESCATTER,
-			     x->params * t->dims.grad_B, TRAIN_ST_DP,
+			     x->params * grad_B, TRAIN_ST_DP,
 			     "fsdp_grad_reducescatter");
 		if (rs == TASK_NONE)
 			return -1;
@@ -561,12 +572,12 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 		}
 		if (rs == TASK_NONE)
 			continue;
-		if (!x->no_sync) {
-			if (train_dep(t, rec->last, rs + k) != 0)
-				return -1;
-			continue;
-		}
-		if (no_sync_reduce(t, r, x->a, rs + k) != 0)
+		/* under fsdp_pp_no_sync after the chunk's whole last
+		 * backward of the run (the manual post_backward), else after
+		 * the unit's backward (its post-backward hook) */
+		if (train_dep(t, x->no_sync ? train_action_end(t, r, x->a) :
+			      rec->last, rs + k) != 0 ||
+		    reduce_waited(t, r, x->a, rs + k) != 0)
 			return -1;
 	}
 	return 0;
@@ -585,7 +596,7 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	x->u = u;
 	x->bwd = act.bwd;
 	x->no_sync = train_fsdp_pp_no_sync(t);
-	x->gather = !x->no_sync || (!act.bwd && act.mb % mg == 0);
+	x->gather = x->no_sync ? !act.bwd && act.mb % mg == 0 : !x->held;
 	x->reduce = act.bwd && (!x->no_sync || act.mb % mg == mg - 1);
 	for (x->experts = 0; x->experts < kinds; x->experts++) {
 		x->params = unit_params(t, vs, x->bwd, u, x->experts);
@@ -596,6 +607,23 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	x->ru[x->q % FSDP_AHEAD_MAX] = u;
 	x->q++;
 	return 0;
+}
+
+/* Whether a chunk's units stay gathered after action act on it, outside
+ * fsdp_pp_no_sync: FSDP2 reshards a unit after its backward
+ * (reshard_after_backward, default True) and after its forward only with
+ * reshard_after_forward; a unit still gathered is not gathered again
+ * (FSDPParamGroup.unshard returns when already unsharded; torch/
+ * distributed/fsdp/_fully_shard/_fsdp_param_group.py, torch 2.8). With
+ * reshard after forward every forward and backward gathers; without it
+ * a chunk's action gathers only after a backward of that chunk or at
+ * the start of the step (held[] all 0): 1F1B's forward after each
+ * backward, a warm-up forward once, a cool-down backward after a
+ * backward. */
+static void fsdp_held(const struct train *t, uint8_t *held,
+		      struct sched_action act)
+{
+	held[act.chunk] = !act.bwd && !t->job->framework->fsdp_reshard_after_forward;
 }
 
 /* The units of rank s in the order its compute stream runs them: an
@@ -609,7 +637,12 @@ static int fsdp_stage(struct train *t, int64_t s, int kinds)
 	const struct stage_plan *sp = &t->stage[s];
 	struct fsdp_arg x;
 	int64_t a, u;
+	uint8_t *held = arena_alloc(&t->arena, (size_t)t->v);
+	int hb, hc;
 
+	if (!held)
+		return -1;
+	memset(held, 0, (size_t)t->v);
 	memset(&x, 0, sizeof(x));
 	for (a = 0; a < sp->nacts; a++) {
 		int64_t b = a, c = -1, nb, nc = 0;
@@ -621,12 +654,19 @@ static int fsdp_stage(struct train *t, int64_t s, int kinds)
 			a++;
 		}
 		nb = train_units(t, train_vs(t, s, sp->acts[b].chunk));
+		hb = held[sp->acts[b].chunk];
+		hc = c >= 0 ? held[sp->acts[c].chunk] : 0;
 		for (u = 0; u < nb || u < nc; u++) {
+			x.held = hb;
 			if (u < nb && fsdp_unit(t, s, kinds, b, u, &x) != 0)
 				return -1;
+			x.held = hc;
 			if (u < nc && fsdp_unit(t, s, kinds, c, u, &x) != 0)
 				return -1;
 		}
+		fsdp_held(t, held, sp->acts[b]);
+		if (c >= 0)
+			fsdp_held(t, held, sp->acts[c]);
 	}
 	return 0;
 }

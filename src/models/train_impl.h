@@ -115,7 +115,8 @@ struct train {
 	task_id *host_last;		/* [rank] the last host task issued */
 	task_id **pp_send;		/* [rank][action] the gradient or
 					 * activation send after the action
-					 * (fsdp_pp_no_sync), or NULL */
+					 * (zero_stage 3: FSDP's reduce-scatters
+					 * are waited for before it), or NULL */
 	task_id **p2p_host;		/* [rank][action] the device sync before
 					 * the action (batch_p2p_sync), or NULL */
 	uint32_t *stage_ranks;		/* scratch: the simulated ranks of a stage */

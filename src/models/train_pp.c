@@ -368,7 +368,8 @@ int train_build_pp(struct train *t)
 
 	if (t->stages < 2)
 		return 0;
-	if (train_fsdp_pp_no_sync(t) && train_alloc_actions(t, &t->pp_send) != 0)
+	if (t->job->training.zero_stage >= 3 &&
+	    train_alloc_actions(t, &t->pp_send) != 0)
 		return -1;
 	for (dir = 0; dir < 2; dir++)
 		for (wrap = 0; wrap < 2; wrap++)

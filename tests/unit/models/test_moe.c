@@ -379,6 +379,52 @@ Test(moe, all_to_all_overlap_with_zero3)
 	cr_assert_eq(t1, tf, "pp 2: symmetric %.9g s, full %.9g s", t1, tf);
 }
 
+/* The bytes of rank 0's FSDP reduce-scatters over groups of n GPUs
+ * (their sum over the step). */
+static double fsdp_rs_bytes(const struct fixture *f, uint32_t n)
+{
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	enum task_cat cat;
+	double sum = 0;
+	uint32_t t;
+
+	diag_init(&d, stderr);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	for (t = 0; t < prog_tasks(p); t++)
+		if (exec_task_rank(p, t) == 0 &&
+		    strcmp(exec_task_name(p, t, &cat),
+			   "fsdp_grad_reducescatter") == 0 &&
+		    exec_task_coll(p, t)->ngpus == n)
+			sum += exec_task_coll(p, t)->bytes;
+	prog_free(p);
+	return sum;
+}
+
+Test(moe, fsdp_expert_reduce_dtype_sizes_the_experts_reduce_scatters)
+{
+	struct fixture f;
+	double dense, experts;
+
+	/* ep 4 on 8 GPUs, ZeRO 3: the dense units reduce-scatter over dp 8,
+	 * the routed experts over edp 2, both in grad_dtype fp32 (4 B a
+	 * parameter). AutoModel's experts, sharded without a mixed-precision
+	 * policy, reduce in bf16: their bytes halve (2 / 4), the dense
+	 * units' stay. */
+	fixture_moe(&f, 8, 2, 512, 4);
+	f.job.training.zero_stage = 3;
+	f.job.training.global_batch_size = 32;
+	dense = fsdp_rs_bytes(&f, 8);
+	experts = fsdp_rs_bytes(&f, 2);
+	cr_assert_gt(dense, 0);
+	cr_assert_gt(experts, 0);
+	f.fw.fsdp_expert_reduce_dtype = DTYPE_BF16;
+	fixture_assert_close(fsdp_rs_bytes(&f, 8), dense);
+	fixture_assert_close(fsdp_rs_bytes(&f, 2), experts / 2);
+}
+
 /* Rank 0's gradient reductions of one kind ("dp_grad_reduce",
  * "edp_grad_reduce") in program order: how many, the first one's start,
  * the last one's end and their durations' sum (s). */

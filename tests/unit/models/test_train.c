@@ -701,6 +701,87 @@ Test(train, fsdp_pp_no_sync_gathers_and_reduces_once_a_run)
 	cr_assert(rs[0] == 8 && rs[1] == 12, "reduces %d..%d", rs[0], rs[1]);
 }
 
+Test(train, fsdp_without_reshard_after_forward_gathers_after_backwards)
+{
+	struct fixture f;
+	int ag[2], rs[2];
+
+	/* The job of fsdp_pp_no_sync_gathers_and_reduces_once_a_run (1F1B,
+	 * one chunk a rank, 16 microbatches) without reshard after forward
+	 * (AutoModel's MoE parallelizer) and without no-sync: a unit is
+	 * resharded only after a backward, so an action gathers only when
+	 * it is the step's first on the rank or follows a backward. Every
+	 * backward but the step's last is followed by an action: 1 + 15 =
+	 * 16 gathers a unit (32 or 48 a rank, was 2 x 16 = 32 a unit:
+	 * 64 or 96); reductions unchanged, one a backward (32 or 48). */
+	pipeline_job(&f, 32, SCHED_1F1B);
+	f.job.training.zero_stage = 3;
+	f.job.training.local_batch_size = 4;
+	f.fw.fsdp_reshard_after_forward = 0;
+	fsdp_counts(&f, ag, rs);
+	cr_assert(ag[0] == 32 && ag[1] == 48, "gathers %d..%d", ag[0], ag[1]);
+	cr_assert(rs[0] == 32 && rs[1] == 48, "reduces %d..%d", rs[0], rs[1]);
+}
+
+Test(train, fsdp_next_action_waits_for_the_backwards_reductions)
+{
+	struct fixture f;
+	struct mockcomm_run mr;
+	struct task_info info;
+	enum task_cat cat;
+	double rs_end = 0, bwd_end = 0, fwd_start = 1e30, rs_start[64];
+	uint32_t t, n = 0, k;
+
+	/* dp 8, ZeRO-3, pp 1, 2 microbatches (gbs 32 / dp 8 / mbs 2): F0
+	 * B0 F1 B1. FSDP's root post-backward callback makes the compute
+	 * stream wait for every reduce-scatter of B0 (6 units: 4 layers,
+	 * embedding, head) before F1: F1's first compute starts at or
+	 * after the last of them ends. At 1 GB/s the layers' reductions
+	 * (12 h^2 = 12.6e6 parameters at 4 B: 50 MB, 7/8 of it sent, ~44 ms
+	 * each) queue on the dp stream and end well after B0's compute
+	 * (checked: > 1 ms after); without
+	 * the wait F1 (its embedding gathered on its own stream) starts
+	 * under them. */
+	fixture_gpt(&f, 4, 1024, 16, 1024, 1024, 2, 32, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	mockcomm_train_run(&mr, &f.job, 0, 5e-6, 1e9);
+	for (t = 0; t < prog_tasks(mr.p) && n < 64; t++)
+		if (exec_task_rank(mr.p, t) == 0 &&
+		    strcmp(exec_task_name(mr.p, t, &cat),
+			   "fsdp_grad_reducescatter") == 0)
+			rs_start[n++] = exec_task_start_s(mr.p, t);
+	cr_assert_eq(n, 12);
+	for (t = 0; t < prog_tasks(mr.p); t++) {
+		if (exec_task_rank(mr.p, t) != 0)
+			continue;
+		exec_task_info(mr.p, t, &info);
+		if (strcmp(exec_task_name(mr.p, t, &cat),
+			   "fsdp_grad_reducescatter") == 0) {
+			/* B0's: the 6 earliest of the 12 */
+			int before = 0;
+
+			for (k = 0; k < n; k++)
+				before += rs_start[k] < exec_task_start_s(mr.p, t);
+			if (before < 6 && exec_task_end_s(mr.p, t) > rs_end)
+				rs_end = exec_task_end_s(mr.p, t);
+			continue;
+		}
+		if (cat != TASK_COMPUTE)
+			continue;
+		if (info.microbatch == 0 && info.phase == TASK_PHASE_BWD &&
+		    exec_task_end_s(mr.p, t) > bwd_end)
+			bwd_end = exec_task_end_s(mr.p, t);
+		if (info.microbatch == 1 && info.phase == TASK_PHASE_FWD &&
+		    exec_task_start_s(mr.p, t) < fwd_start)
+			fwd_start = exec_task_start_s(mr.p, t);
+	}
+	cr_assert_gt(rs_end, bwd_end + 1e-3, "B0 ends %g s, its reductions %g s",
+		     bwd_end, rs_end);
+	cr_assert_geq(fwd_start, rs_end - 1e-12, "F1 starts %g s, B0's "
+		      "reductions end %g s", fwd_start, rs_end);
+	mockcomm_train_release(&mr);
+}
+
 Test(train, fsdp_pp_no_sync_needs_a_pipeline)
 {
 	struct fixture f;
