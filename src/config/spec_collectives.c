@@ -246,6 +246,12 @@ static const struct schema_field pipe_fields[] = {
 	  .help = "a channel's serial time per chunk it handles in a loop "
 		  "(a partial chunk: its share); a loop takes at least that "
 		  "times the chunks of the channel with the most; 0 = none" },
+	{ .key = "channel_cell", .type = ST_BYTES, .offset = PIOFF(channel_cell_B),
+	  .def = "0 B", .max = 1e12,
+	  .help = "the library spreads the collective evenly over its "
+		  "channels in units of this size (chunk_time then counts "
+		  "the first channel's share); 0 = each loop fills the "
+		  "first channels' chunks first" },
 };
 
 static const struct schema pipe_schema = {

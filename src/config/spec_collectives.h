@@ -86,6 +86,8 @@ struct coll_pipe_spec {
 	int64_t stages;				/* stages a chunk passes inside a rank (fill: stages - 1 loops) */
 	double chunk_time_s;			/* s, a channel's serial time per chunk it handles in a loop
 						 * (scaled by the bytes of a partial one); 0 = none */
+	double channel_cell_B;			/* B, unit the collective is spread over its channels in;
+						 * 0 = loops fill the first channels first */
 };
 
 /* Node-count classes of the libraries' tuning tables (NCCL's index2 of

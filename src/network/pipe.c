@@ -58,7 +58,13 @@
  *         with q = min(S, g c) / c the chunks the first channel has a
  *         loop (a partial one counts its share) and the n loops
  *         pipelined over the F + 1 stages; every flow is bounded so that
- *         it (fill included) lasts t_floor: V' / rate >= t_floor.
+ *         it (fill included) lasts t_floor: V' / rate >= t_floor. That
+ *         is where each loop fills the first channels first (NCCL up to
+ *         2.19: channel b takes the loop's bytes from b g c on). Where
+ *         the library spreads S evenly over its K channels in cells of
+ *         u bytes (channel_cell; NCCL >= 2.20.3 single-node NVLS), the
+ *         first channel holds s = min(S, ceil(S / (K u)) u) and runs
+ *         its own n = ceil(s / (g c)) loops: S for s in q and n.
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -106,6 +112,7 @@ void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	pp->sync_s = sh->steps * (double)ps->slices * ps->sync_s;
 	pp->fill = (ps->stages > 1 ? (double)(ps->stages - 1) : 0) + sh->fill;
 	pp->chunk_s = ps->chunk_time_s;
+	pp->cell_B = ps->channel_cell_B;
 }
 
 double pipe_chunk_B(const struct pipe *pp, double size_B)
@@ -170,19 +177,42 @@ double pipe_chan_count(const struct pipe *pp, double size_B)
 	return pp->chan_max > 0 && nc > pp->chan_max ? pp->chan_max : nc;
 }
 
+/* The bytes of size_B the first channel handles: all of them, loop
+ * after loop, where the loops fill the first channels first (no cell);
+ * else its even share, size_B / K rounded up to whole cells, at most
+ * size_B (NCCL >= 2.20.3 single-node NVLS). */
+static double first_channel_B(const struct pipe *pp, double size_B)
+{
+	double K = pp->chunks / pp->chan_chunks, s;
+
+	if (!(pp->cell_B > 0) || !(K > 1))
+		return size_B;
+	s = ceil(size_B / (K * pp->cell_B) * (1 - 1e-12)) * pp->cell_B;
+	return s < size_B ? s : size_B;
+}
+
 double pipe_floor_s(const struct pipe *pp, double size_B)
 {
-	double c, per_loop, F = pp->fill > 0 ? pp->fill : 0;
+	double c, per_loop, s, n, F = pp->fill > 0 ? pp->fill : 0;
 
 	if (!(pp->chunk_s > 0) || !(pp->chan_chunks > 0) || !(size_B > 0) ||
 	    !(pp->chunk_B > 0))
 		return 0;
 	c = pipe_chunk_B(pp, size_B);
 	per_loop = pp->chan_chunks * c;
-	if (size_B < per_loop)
-		per_loop = size_B;
-	return pp->chunk_s * per_loop / c *
-	       (pipe_loops(pp, size_B) + F) / (1 + F);
+	if (!(pp->cell_B > 0)) {
+		n = pipe_loops(pp, size_B);
+		s = size_B;
+	} else {
+		/* the channel's own loops over its share */
+		s = first_channel_B(pp, size_B);
+		n = ceil(s / per_loop * (1 - 1e-12));
+		if (n < 1)
+			n = 1;
+	}
+	if (s < per_loop)
+		per_loop = s;
+	return pp->chunk_s * per_loop / c * (n + F) / (1 + F);
 }
 
 /* b bounded so that a flow of volume_B plan bytes lasts at least the

@@ -44,6 +44,7 @@ struct pipe {
 	double chunk_s;			/* s, a channel's serial time per chunk in a loop; 0 = none */
 	double chan_chunks;		/* chunks one channel handles per loop (with chunk_s) */
 	double plan_B;			/* B of the collective the plan's volumes are for (with chunk_s) */
+	double cell_B;			/* B, unit of an even spread over the channels (with chunk_s); 0 = first fill */
 };
 
 /*
@@ -67,10 +68,12 @@ double pipe_sync_s(const struct pipe *pp, double size_B);
 double pipe_volume_factor(const struct pipe *pp, double size_B);
 
 /* The least time (s) the kernel's loops take for size_B (0 without
- * chunk_s): the first channel handles q = min(size_B, chan_chunks x
- * chunk) / chunk chunks a loop, each through the F + 1 stages in chunk_s
- * all told, the loops pipelined over the stages: chunk_s q (n + F) /
- * (1 + F) for n loops. */
+ * chunk_s): the first channel handles q = min(s, chan_chunks x chunk) /
+ * chunk chunks a loop, each through the F + 1 stages in chunk_s all
+ * told, the loops pipelined over the stages: chunk_s q (n + F) / (1 + F)
+ * for its n loops. s is size_B where the loops fill the first channels
+ * first (no cell_B), else the first channel's even share: size_B / K
+ * rounded up to cell_B, at most size_B (K channels). */
 double pipe_floor_s(const struct pipe *pp, double size_B);
 
 /* The share (0, 1] of the phase's channels the kernel runs for size_B:

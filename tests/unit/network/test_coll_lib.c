@@ -139,6 +139,22 @@ Test(net_coll, nvls_loops_last_their_channels_serial_chunks)
 	EQ_REL(coll_timed(&f.sys, &r).time_s, 1.125 * 4 * MiB / 400e9, 1e-6);
 }
 
+Test(net_coll, nvls_cells_spread_a_loop_over_channels)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 64 * 1024, NULL, 8, ALGO_NVLS, 1, NULL };
+	struct coll_pipe_spec *ps = &f.lib.algo[ALGO_NVLS].pipe[PROTO_SIMPLE];
+
+	fx_switch(&f, 1);
+	*ps = (struct coll_pipe_spec){ .chunk_B = 16 * 1024, .channels = 2,
+				       .slices = 1, .stages = 3,
+				       .chunk_time_s = 2e-6,
+				       .channel_cell_B = 16 * 1024 };
+	/* 64 KiB over 2 channels in 16 KiB cells: 32 KiB each, 2 chunks:
+	 * 2 us x 2 x (1 + 2) / 3 = 4 us (first fill: 4 chunks, 8 us). */
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 4e-6, 1e-6);
+}
+
 Test(net_coll, the_library_chooses_without_its_loop_costs)
 {
 	struct fx f;

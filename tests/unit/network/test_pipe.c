@@ -100,6 +100,35 @@ Test(pipe, nvls_floor_counts_the_first_channels_chunks)
 	EQ_REL(pipe_bound_Bps(&pp, 2, 0, 128 * KiB), 0, 0);
 }
 
+/* NCCL >= 2.20.3 spreads a single-node NVLS all-reduce evenly over its
+ * 16 channels (the current one in cells of 16 KiB): the first channel
+ * holds its share, not the loop's first 8 chunks. */
+Test(pipe, nvls_cells_spread_the_chunks_over_channels)
+{
+	struct pipe pp;
+
+	nvls(&pp);
+	pp.chunk_s = 2e-6;
+	pp.chan_chunks = 8;
+	pp.plan_B = 1;
+	pp.cell_B = 16 * KiB;
+	/* 1 KiB: one cell, all of it on one channel: 1/16 chunk, as
+	 * without cells: 2 us x 1/16 = 0.125 us. 64 KiB and 256 KiB: at
+	 * most one 16 KiB cell a channel (4 and 16 channels): one chunk,
+	 * 2 us (first fill: 8 and 16 us). */
+	EQ_REL(pipe_floor_s(&pp, KiB), 0.125e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 64 * KiB), 2e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 256 * KiB), 2e-6, 1e-12);
+	/* 1 MiB: 64 KiB a channel, 4 chunks: 8 us. 2 MiB: 128 KiB, a full
+	 * loop of 8: 16 us, as first fill. 4 MiB: 256 KiB a channel, its own
+	 * 2 loops: 16 us x (2 + 2) / 3 = 21.33 us, as first fill. */
+	EQ_REL(pipe_floor_s(&pp, MiB), 8e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 2 * MiB), 16e-6, 1e-12);
+	EQ_REL(pipe_floor_s(&pp, 4 * MiB), 16e-6 * 4 / 3, 1e-12);
+	/* 100 KiB: 6.25 KiB a channel rounds up to one cell: 2 us. */
+	EQ_REL(pipe_floor_s(&pp, 100 * KiB), 2e-6, 1e-12);
+}
+
 /* NCCL's Simple ring all-reduce on 8 GPUs and 24 channels: a channel
  * handles 8 chunks of 2 MiB a loop and makes 2(p-1) = 14 steps of 2
  * slices, 3.7 us each. */
