@@ -139,6 +139,16 @@ status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
 status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency
 status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.yaml"
+# Counts whole: atoi read '3x' as 3 and 'abc' as 0 folds.
+status 2 "--folds 3x" calibrate --db "$tmp/all.db" --folds 3x
+status 2 "--folds abc" calibrate --db "$tmp/all.db" --folds abc
+status 2 "--max-params 1e1" calibrate --db "$tmp/all.db" --max-params 1e1
+# A correlation entry that is no number: a mapping crashed (atof of no
+# text), 'x' read as 0.
+sed '/^correlation:/{n;s/\[[^],]*/[{a: 1}/;}' "$tmp/h100.yaml" >"$tmp/corr.yaml"
+grep -q '\[{a: 1}' "$tmp/corr.yaml" || bad "could not write the bad correlation"
+status 2 "a mapping in the correlation" run default --no-store \
+	--set "system.calibration=$tmp/corr.yaml"
 # validate makes the database (it stores its results there), except with
 # --no-store; calibrate only reads one: a missing one is an error (exit 1),
 # not a new file.

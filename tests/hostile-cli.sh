@@ -203,6 +203,23 @@ mkdir "$tmp/here" "$tmp/here/jobs"
 "$llmsim" db merge "$tmp/m.db" "$tmp/here" >/dev/null 2>"$tmp/err"
 [ $? = 1 ] && grep -q "here: error: a directory, not a results database to merge" "$tmp/err" ||
 	{ echo "FAIL: db merge DIR:"; cat "$tmp/err"; fail=1; }
+# An input that is not a database (or is empty) left a new, empty OUT.db
+# behind: every input is checked before OUT is created.
+echo "a: 1" >"$tmp/notdb.txt"
+: >"$tmp/empty.db"
+for in in notdb.txt empty.db; do
+	"$llmsim" db merge "$tmp/new-out.db" "$tmp/$in" >/dev/null 2>"$tmp/err"
+	[ $? = 1 ] && grep -q "nothing is merged" "$tmp/err" && [ ! -e "$tmp/new-out.db" ] ||
+		{ echo "FAIL: db merge OUT $in:"; cat "$tmp/err"; ls "$tmp"; fail=1; }
+done
+# --db naming a config (the arguments swapped) made it a database when
+# the file was missing or empty.
+: >"$tmp/swapped.yaml"
+"$llmsim" run "$root/workloads/jobs/default.yaml" --db "$tmp/swapped.yaml" \
+	>/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "a .yaml file is a config, not a results database" "$tmp/err" &&
+	[ ! -s "$tmp/swapped.yaml" ] ||
+	{ echo "FAIL: --db FILE.yaml:"; cat "$tmp/err"; fail=1; }
 # sweep - said "-: error: cannot read: No such file or directory" (run
 # and plan read '-' as standard input).
 "$llmsim" sweep - --db "$tmp/m.db" </dev/null >/dev/null 2>"$tmp/err"

@@ -3,7 +3,8 @@
 # preset of every kind (configs/, workloads/) and on every reference job
 # (results/reference/training, moe, cp), through the real binary ($LLMSIM). The
 # printed YAML must load back as the same kind (a file written with units
-# is read back to the same values; schema tests check equality).
+# is read back to the same values; schema tests check equality), and the
+# printed JSON (--json) must load back and print identically.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -20,6 +21,15 @@ check() {	# check KIND FILE
 	fi
 	if ! "$llmsim" config show "$tmp/out.yaml" --kind "$1" > /dev/null 2> "$tmp/err"; then
 		echo "FAIL: the resolved $2 does not load back:"
+		sed 's/^/    /' "$tmp/err" | head -5
+		fail=1
+	fi
+	# --json too: quantities with their units, "inf" a string; it loads
+	# back (as the kind given) and prints the same.
+	if ! "$llmsim" config show "$2" --kind "$1" --json > "$tmp/out.json" 2> "$tmp/err" ||
+	   ! "$llmsim" config show "$tmp/out.json" --kind "$1" --json > "$tmp/back.json" 2>> "$tmp/err" ||
+	   ! cmp -s "$tmp/out.json" "$tmp/back.json"; then
+		echo "FAIL: the resolved $2 as JSON does not load back the same:"
 		sed 's/^/    /' "$tmp/err" | head -5
 		fail=1
 	fi

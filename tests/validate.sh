@@ -70,6 +70,28 @@ sed 's/gated: false/gated: maybe/' "$tmp/ref/collectives/extra.yaml" \
 rm "$tmp/ref/collectives/extra.yaml"
 status 2 "gated: maybe" --kind collective --reference "$tmp/ref"
 rm "$tmp/ref/collectives/bad.yaml"
+# Every number of a collective row whole (size) or finite, at its
+# line:col: a mapping in a row crashed (atof of no text), '12x' read 12.
+printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: alltoall' 'ranks: 8' 'rows:' \
+	'  - [{size: 1}, 0, 12]' >"$tmp/ref/collectives/bad.yaml"
+status 2 "a mapping in a collective row" --kind collective --reference "$tmp/ref"
+grep -q 'bad.yaml:6:6: error' "$tmp/err" || bad "a mapping in a row: no line:col"
+sed 's/\[{size: 1}, 0, 12\]/[1073741824, 0, 12x]/' "$tmp/ref/collectives/bad.yaml" \
+	>"$tmp/ref/collectives/bad2.yaml"
+rm "$tmp/ref/collectives/bad.yaml"
+status 2 "busbw '12x'" --kind collective --reference "$tmp/ref"
+rm "$tmp/ref/collectives/bad2.yaml"
+# The dispatch cases' numeric columns and dtype: atof read '4096x' tokens
+# as 4096 and any unknown dtype ran as BF16.
+mkdir -p "$tmp/ref/ep"
+line=$(grep -v '^#' "$(dirname "$0")/../results/reference/ep/cases.tsv" | head -1)
+printf '%s\n' "$line" | sed 's/\t4096\t/\t4096x\t/' >"$tmp/ref/ep/cases.tsv"
+status 2 "dispatch tokens '4096x'" --kind dispatch --reference "$tmp/ref"
+grep -q "cases.tsv:1:[0-9]*: error: 'tokens'" "$tmp/err" || bad "tokens '4096x': no line:col"
+printf '%s\n' "$line" | sed 's/\tbfloat16\t/\tfp4\t/; s/\tfp8_e4m3\t/\tfp4\t/' \
+	>"$tmp/ref/ep/cases.tsv"
+status 2 "dispatch dtype 'fp4'" --kind dispatch --reference "$tmp/ref"
+rm -r "$tmp/ref/ep"
 # An attention row may carry one pass (the FlashAttention-3 paper's H100
 # causal rows: forward only), not none.
 rm "$tmp/ref/kernels/broken.yaml"

@@ -221,8 +221,21 @@ static int read_corr(struct config_ctx *cx, const struct cnode *c,
 		if (row->kind != CNODE_SEQ || row->nitems != k)
 			return bad(cx->diag, row, "correlation: expected one "
 				   "number per parameter");
-		for (j = 0; j < k; j++)
-			f->corr[i * k + j] = atof(row->items[j]->text);
+		for (j = 0; j < k; j++) {
+			/* atof took a mapping's missing text (a crash) and
+			 * 'x' as 0; nan stays (the writer prints an
+			 * undefined correlation so) */
+			const struct cnode *v = row->items[j];
+			char *end = NULL;
+			double x = v->kind == CNODE_SCALAR ?
+				   strtod(v->text, &end) : NAN;
+
+			if (!end || end == v->text || *end != '\0' ||
+			    x < -1 || x > 1)
+				return bad(cx->diag, v, "correlation: expected "
+					   "a number from -1 to 1");
+			f->corr[i * k + j] = x;
+		}
 	}
 	return 0;
 }

@@ -140,6 +140,12 @@ void valid_first_error(FILE *err, char *buf, size_t len);
  * '9026 tok/s' as 9026 and 'inf' as a measurement: every row -100 %). */
 int valid_parse_measured(const char *text, double *out);
 
+/* Any other number of a reference table (a size, a count, a time): the
+ * whole of text (blanks around it allowed), finite, >= lo and, when
+ * whole is set, an integer, into *out; else 0 (atof read '8x' as 8,
+ * 'nan' and '1e999' as values, and atol '1e3' as 1). */
+int valid_parse_number(const char *text, double lo, int whole, double *out);
+
 /* The job of reference case file path, loaded into cx's arena (it lives
  * as long as that arena); NULL after reporting to cx's diag. */
 struct job_spec *valid_load_job(struct config_ctx *cx, const char *path);

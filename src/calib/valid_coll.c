@@ -53,18 +53,52 @@ static const char *scalar(const struct cnode *map, const char *key)
 	return v && v->kind == CNODE_SCALAR ? v->text : NULL;
 }
 
-static int read_rows(const struct cnode *rows, struct ref *r)
+/* The rows: each [size_B, time_us, busbw_GBps], sizes whole, every
+ * number finite and >= 0 (0: not published / printed 0.00); 0, or -1
+ * after reporting at the value (a mapping in a row crashed atof, and
+ * rows past MAX_ROWS were dropped unseen). */
+static int read_rows(const struct cnode *rows, struct ref *r,
+		     struct diag *d)
 {
+	static const char *const what[3] = {"size_B", "time_us",
+					    "busbw_GBps"};
+	double *out[3];
 	size_t i;
+	int j;
 
-	for (i = 0; i < rows->nitems && r->n < MAX_ROWS; i++) {
+	for (i = 0; i < rows->nitems; i++) {
 		const struct cnode *row = rows->items[i];
 
-		if (row->kind != CNODE_SEQ || row->nitems != 3)
+		if (row->kind != CNODE_SEQ || row->nitems != 3) {
+			cnode_error(d, row, "%s", "expected a row "
+				    "[size_B, time_us, busbw_GBps]");
 			return -1;
-		r->size_B[r->n] = atof(row->items[0]->text);
-		r->time_us[r->n] = atof(row->items[1]->text);
-		r->busbw_GBps[r->n] = atof(row->items[2]->text);
+		}
+		if (r->n == MAX_ROWS) {
+			cnode_error(d, row, "more than %d rows", MAX_ROWS);
+			return -1;
+		}
+		out[0] = &r->size_B[r->n];
+		out[1] = &r->time_us[r->n];
+		out[2] = &r->busbw_GBps[r->n];
+		for (j = 0; j < 3; j++) {
+			const struct cnode *x = row->items[j];
+
+			if (x->kind != CNODE_SCALAR) {
+				cnode_error(d, x, "'%s': expected a number, "
+					    "got a %s", what[j],
+					    x->kind == CNODE_MAP ? "mapping" :
+					    "list");
+				return -1;
+			}
+			if (!valid_parse_number(x->text, 0, j == 0, out[j])) {
+				cnode_error(d, x, "'%s': expected a %s >= 0, "
+					    "got '%s'", what[j], j == 0 ?
+					    "whole number" : "finite number",
+					    x->text);
+				return -1;
+			}
+		}
 		r->n++;
 	}
 	return 0;
@@ -75,6 +109,7 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 {
 	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
 	const char *op, *ranks, *algo, *gated;
+	double x = 0;
 
 	if (!doc)
 		return -1;
@@ -99,15 +134,21 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		return -1;
 	}
 	r->gated = !gated || strcmp(gated, "false") != 0;
-	r->ranks = ranks ? (uint32_t)atoi(ranks) : 0;
+	r->ranks = 0;
 	r->n = 0;
+	if (ranks && (!valid_parse_number(ranks, 1, 1, &x) || x > 1e6)) {
+		cnode_error(d, cnode_get(doc, "ranks"), "'ranks': expected a "
+			    "whole number from 1 to 1e6, got '%s'", ranks);
+		return -1;
+	}
+	r->ranks = ranks ? (uint32_t)x : 0;
 	if (!r->id || !r->system || r->op < 0 || r->ranks == 0 || !rows ||
-	    rows->kind != CNODE_SEQ || read_rows(rows, r) != 0) {
+	    rows->kind != CNODE_SEQ) {
 		diag_error(d, path, 0, 0, "expected 'id', 'system', 'op', "
 			   "'ranks' and 'rows' of [size_B, time_us, busbw_GBps]");
 		return -1;
 	}
-	return 0;
+	return read_rows(rows, r, d);
 }
 
 static int add_row(struct valid_table *t, const struct ref *r, int i,

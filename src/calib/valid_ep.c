@@ -43,6 +43,41 @@ static int fields(char *line, char **f, int n)
 	return k;
 }
 
+/* The numeric columns of a case line (ranks, SMs, tokens, hidden, top-k,
+ * experts, groups unless "nodes", top-k groups) whole numbers from 0 to
+ * 1e9 and the dtype one llmsim knows; 0, or -1 after reporting at the
+ * field's column (atol read '1e3' ranks as 1, atof 'x' tokens as 0 and
+ * any unknown dtype was BF16). */
+static int numbers(char *const *f, const char *line, const char *path,
+		   int ln, struct diag *d)
+{
+	static const int cols[] = {3, 6, 7, 8, 9, 10, 11, 12};
+	static const char *const names[] = {"ranks", "sms", "tokens",
+		"hidden", "topk", "experts", "groups", "topk_groups"};
+	double x;
+	size_t i;
+
+	for (i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		const char *t = f[cols[i]];
+
+		if (cols[i] == 11 && strcmp(t, "nodes") == 0)
+			continue;
+		if (!valid_parse_number(t, 0, 1, &x) || x > 1e9) {
+			diag_error(d, path, ln, (int)(t - line) + 1, "'%s': "
+				   "expected a whole number from 0 to 1e9%s, "
+				   "got '%s'", names[i], cols[i] == 11 ?
+				   " or 'nodes'" : "", t);
+			return -1;
+		}
+	}
+	if (strcmp(f[13], "bfloat16") != 0 && strcmp(f[13], "fp8_e4m3") != 0) {
+		diag_error(d, path, ln, (int)(f[13] - line) + 1, "'dtype': "
+			   "expected bfloat16 or fp8_e4m3, got '%s'", f[13]);
+		return -1;
+	}
+	return 0;
+}
+
 /* Predict one case line into row v; 0, or -1 with why set. */
 static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 		   char *why, size_t whylen)
@@ -78,16 +113,18 @@ static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 		return -1;
 	}
 	memset(&c, 0, sizeof(c));
-	c.ranks = (uint32_t)atol(f[3]);
+	/* The numbers were checked whole and finite by numbers(). */
+	c.ranks = (uint32_t)strtod(f[3], NULL);
 	c.gpus_per_node = (double)s->gpus_per_node;
 	c.combine = strcmp(f[4], "combine") == 0;
-	c.sms = atol(f[6]);
-	c.tokens = atof(f[7]);
-	c.hidden = atof(f[8]);
-	c.routing.topk = atof(f[9]);
-	c.routing.experts = atof(f[10]);
-	c.routing.n_group = strcmp(f[11], "nodes") == 0 ? -1 : atof(f[11]);
-	c.routing.topk_group = atof(f[12]);
+	c.sms = (long)strtod(f[6], NULL);
+	c.tokens = strtod(f[7], NULL);
+	c.hidden = strtod(f[8], NULL);
+	c.routing.topk = strtod(f[9], NULL);
+	c.routing.experts = strtod(f[10], NULL);
+	c.routing.n_group = strcmp(f[11], "nodes") == 0 ? -1 :
+		strtod(f[11], NULL);
+	c.routing.topk_group = strtod(f[12], NULL);
 	c.dtype = strncmp(f[13], "fp8", 3) == 0 ? DTYPE_FP8 : DTYPE_BF16;
 	c.algo = c.proto = -1;
 	if (c.ranks < 2 || c.ranks > system_gpus(s) || !(c.tokens > 0) ||
@@ -153,6 +190,10 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 				   "sms, tokens, hidden, topk, experts, groups, "
 				   "topk_groups, dtype, measured GB/s, measured "
 				   "us, source (tab-separated)");
+			rc = -1;
+			break;
+		}
+		if (numbers(f, line, path, ln, cx->diag) != 0) {
 			rc = -1;
 			break;
 		}

@@ -94,6 +94,21 @@ int valid_parse_measured(const char *text, double *out)
 	return 1;
 }
 
+int valid_parse_number(const char *text, double lo, int whole, double *out)
+{
+	char *end;
+	double x;
+
+	if (!text)
+		return 0;
+	x = strtod(text, &end);
+	if (end == text || end[strspn(end, " \t\r\n")] != '\0' ||
+	    !isfinite(x) || !(x >= lo) || (whole && x != floor(x)))
+		return 0;
+	*out = x;
+	return 1;
+}
+
 void valid_row_failed(struct valid_row *v, const char *id, const char *why)
 {
 	v->scored = 0;

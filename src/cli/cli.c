@@ -338,7 +338,10 @@ static const struct cli_command commands[] = {
 	  "         the GPUs to tp x pp x cp\n"
 	  "\n"
 	  "KIND is gpu, fabric, system, model or job; show infers it from the\n"
-	  "file's directory (configs/gpus, workloads/models, ...), else job.\n",
+	  "file's directory (configs/gpus, workloads/models, ...), else model\n"
+	  "for a .json file (a Hugging Face config.json), else job. --json\n"
+	  "prints quantities with their units (\"1980 MHz\"), so its output\n"
+	  "loads back: llmsim config show out.json --kind KIND.\n",
 	  cli_config, NULL },
 };
 

@@ -68,8 +68,21 @@ static int parse_runs(struct copts *o, const char *v)
 	return CLI_OK;
 }
 
+/* v whole (digits only, at most 5 of them) into *out; else -1 (atoi
+ * read '3x' as 3 and 'abc' as 0, which --folds took). */
+static int whole_opt(const char *v, long *out)
+{
+	size_t n = strspn(v, "0123456789");
+
+	if (n == 0 || n > 5 || v[n] != '\0')
+		return -1;
+	*out = strtol(v, NULL, 10);
+	return 0;
+}
+
 static int one_opt(void *arg, const char *name, const char *v)
 {
+	long x = -1;
 	struct copts *o = arg;
 
 	if (strcmp(name, "--db") == 0)
@@ -83,21 +96,21 @@ static int one_opt(void *arg, const char *name, const char *v)
 	else if (strcmp(name, "--run") == 0)
 		return parse_runs(o, v) == CLI_OK ? CLI_OK : CLI_USAGE;
 	else if (strcmp(name, "--folds") == 0) {
-		o->folds = atoi(v);
-		if (o->folds < 0 || o->folds > 20)
+		if (whole_opt(v, &x) != 0 || x > 20)
 			return cli_usage_error("calibrate", "--folds: expected "
 					       "0 to 20, got '%s'", v);
+		o->folds = (int)x;
 	} else if (strcmp(name, "--max-iter") == 0) {
-		o->max_iter = atoi(v);
-		if (o->max_iter < 1 || o->max_iter > 10000)
+		if (whole_opt(v, &x) != 0 || x < 1 || x > 10000)
 			return cli_usage_error("calibrate", "--max-iter: "
 					       "expected 1 to 10000, got '%s'",
 					       v);
+		o->max_iter = (int)x;
 	} else if (strcmp(name, "--max-params") == 0) {
-		o->max_params = atol(v);
-		if (o->max_params < 1 || o->max_params > 16)
+		if (whole_opt(v, &x) != 0 || x < 1 || x > 16)
 			return cli_usage_error("calibrate", "--max-params: "
 					       "expected 1 to 16, got '%s'", v);
+		o->max_params = x;
 	} else if (strcmp(name, "--fastest") == 0)
 		o->use_min = 1;
 	return CLI_OK;

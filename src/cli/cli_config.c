@@ -96,7 +96,7 @@ static int print_config(const struct schema *s, const void *obj, int json,
 		schema_print_yaml(stdout, s, obj, 0);
 		return CLI_OK;	/* cli_main checks stdout */
 	}
-	j = schema_to_json(s, obj);
+	j = schema_to_json_units(s, obj);
 	text = j ? cJSON_Print(j) : NULL;
 	cJSON_Delete(j);
 	if (!text) {

@@ -397,6 +397,13 @@ static int cmd_merge(int argc, char **argv)
 		if (strcmp(argv[i], argv[optind]) == 0)
 			return cli_usage_error("db", "'%s' is both the output "
 					       "and an input", argv[i]);
+	/* Every input a results database before OUT is opened: a missing,
+	 * empty or foreign input left a new, empty OUT.db behind. */
+	for (i = optind + 1; i < argc; i++)
+		if (store_merge_check(argv[i], &d) != 0) {
+			fprintf(stderr, "llmsim: nothing is merged\n");
+			return CLI_FAIL;
+		}
 	out = store_open(argv[optind], &d);
 	if (!out)
 		return CLI_FAIL;

@@ -41,9 +41,12 @@ struct cnode_pair {
 /* How a scalar was made a string (cnode.quoted; nonzero is a string). */
 enum cnode_quote {
 	CNODE_PLAIN = 0,	/* plain: typed by its key */
-	CNODE_QUOTED = 1,	/* in single or double quotes (JSON strings) */
+	CNODE_QUOTED = 1,	/* in single or double quotes (JSON keys) */
 	CNODE_BLOCK = 2,	/* a YAML block scalar, | or > */
 	CNODE_STR_TAG = 3,	/* plain but tagged !!str */
+	CNODE_JSON_STR = 4,	/* a JSON string value: as quoted, except
+				 * that "inf" is infinity where a key takes
+				 * it (JSON has no infinite number) */
 };
 
 struct cnode {

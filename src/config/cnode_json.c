@@ -403,7 +403,7 @@ static struct cnode *build(struct jbuild *b, const cJSON *j)
 	}
 	if (cJSON_IsString(j)) {
 		n->text = arena_strdup(b->a, j->valuestring);
-		n->quoted = 1;
+		n->quoted = CNODE_JSON_STR;
 	} else if (cJSON_IsNumber(j)) {
 		n->text = arena_strndup(b->a, b->text + p->off, p->len);
 	} else {

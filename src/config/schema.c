@@ -222,7 +222,8 @@ static int load_num(struct loader *ld, const struct schema_field *f,
 
 	if (v->kind != CNODE_SCALAR)
 		return type_error(ld, f, v, path, NULL);
-	if ((f->flags & SF_INF) && !v->quoted && schema_is_inf(v->text)) {
+	if ((f->flags & SF_INF) && (!v->quoted || v->quoted == CNODE_JSON_STR) &&
+	    schema_is_inf(v->text)) {
 		*out = INFINITY;
 		return 0;
 	}

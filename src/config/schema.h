@@ -220,6 +220,12 @@ void schema_print_yaml(FILE *out, const struct schema *s, const void *obj,
  * expanded. NULL when out of memory. Caller frees with cJSON_Delete. */
 struct cJSON *schema_to_json(const struct schema *s, const void *obj);
 
+/* schema_to_json with every quantity a string with its unit, as
+ * units_format prints it ("1980 MHz"): what `config show --json` prints,
+ * so that the file loads back as the same kind (a bare number is refused
+ * there as a quantity without its unit). */
+struct cJSON *schema_to_json_units(const struct schema *s, const void *obj);
+
 /* Help for a kind: every key with its type, default, bounds and help. */
 void schema_print_help(FILE *out, const struct schema *s);
 

@@ -230,8 +230,13 @@ static cJSON *list_json(const struct schema_int_list *l,
 	return arr;
 }
 
-static cJSON *field_json(const struct schema_field *f, const void *slot)
+static cJSON *to_json(const struct schema *s, const void *obj, int units);
+
+/* One field; units: quantities as strings with their unit. */
+static cJSON *field_json(const struct schema_field *f, const void *slot,
+			 int units)
 {
+	char buf[64];
 	int choice;
 
 	switch (f->type) {
@@ -250,17 +255,21 @@ static cJSON *field_json(const struct schema_field *f, const void *slot)
 	case ST_INT_LIST:
 		return list_json(slot, f->values);
 	case ST_SECTION:
-		return schema_to_json(f->sub, slot);
+		return to_json(f->sub, slot, units);
 	case ST_REF:
-		return schema_to_json(f->sub, *(const void *const *)slot);
+		return to_json(f->sub, *(const void *const *)slot, units);
 	default:	/* ST_NUM and quantities: SI doubles */
 		if (isinf(*(const double *)slot))	/* SF_INF */
 			return cJSON_CreateString("inf");
+		if (units && f->type != ST_NUM)
+			return cJSON_CreateString(units_format(buf, sizeof(buf),
+				*(const double *)slot,
+				(enum unit_kind)schema_unit_kind(f->type)));
 		return cJSON_CreateNumber(*(const double *)slot);
 	}
 }
 
-struct cJSON *schema_to_json(const struct schema *s, const void *obj)
+static cJSON *to_json(const struct schema *s, const void *obj, int units)
 {
 	cJSON_Hooks hooks = {mem_alloc, mem_free};
 	cJSON *o, *v;
@@ -274,7 +283,7 @@ struct cJSON *schema_to_json(const struct schema *s, const void *obj)
 
 		if (schema_omitted(f, slot))
 			continue;
-		v = field_json(f, slot);
+		v = field_json(f, slot, units);
 		if (!v || !cJSON_AddItemToObject(o, f->key, v)) {
 			cJSON_Delete(v);
 			cJSON_Delete(o);
@@ -282,6 +291,16 @@ struct cJSON *schema_to_json(const struct schema *s, const void *obj)
 		}
 	}
 	return o;
+}
+
+struct cJSON *schema_to_json(const struct schema *s, const void *obj)
+{
+	return to_json(s, obj, 0);
+}
+
+struct cJSON *schema_to_json_units(const struct schema *s, const void *obj)
+{
+	return to_json(s, obj, 1);
 }
 
 /* -------- help -------- */

@@ -518,6 +518,30 @@ static int check_groups(const struct model_spec *m, const struct cnode *node,
 			    (long long)m->topk_group);
 		return -1;
 	}
+	/* DeepSeek's gate keeps the topk_group best groups, zeroes the
+	 * others' scores, then takes the top k: a k past the experts of
+	 * those groups would route to masked experts
+	 * (deepseek-ai/DeepSeek-V3@013e2213 inference/model.py
+	 * Gate.forward) [D]. */
+	if (m->num_experts_per_tok >
+	    m->topk_group * (m->n_routed_experts / m->n_group)) {
+		static const char *const keys[] = {"num_experts_per_tok",
+			"experts_per_token", "topk_group", "n_group"};
+
+		cnode_error(d, blamed(node, keys, 4),
+			    "'num_experts_per_tok' %lld exceeds the %lld "
+			    "experts of 'topk_group' %lld groups of %lld "
+			    "('n_routed_experts' %lld / 'n_group' %lld): a "
+			    "token's experts come from its topk_group groups",
+			    (long long)m->num_experts_per_tok,
+			    (long long)(m->topk_group *
+					(m->n_routed_experts / m->n_group)),
+			    (long long)m->topk_group,
+			    (long long)(m->n_routed_experts / m->n_group),
+			    (long long)m->n_routed_experts,
+			    (long long)m->n_group);
+		return -1;
+	}
 	return 0;
 }
 

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -305,6 +306,29 @@ out:
 }
 
 /* ---- open ----------------------------------------------------------- */
+
+/* A path ending in .yaml, .yml or .json names a config, not a database:
+ * `--db job.yaml` (the arguments swapped) made job.yaml a database when
+ * it was missing or empty. -1 after reporting, before anything is
+ * created. */
+static int refuse_config_name(const char *path, struct diag *d)
+{
+	static const char *const ext[] = {".yaml", ".yml", ".json"};
+	const char *dot = strrchr(path, '.');
+	size_t i;
+
+	if (!dot || strchr(dot, '/'))
+		return 0;
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (strcasecmp(dot, ext[i]) == 0) {
+			diag_error(d, path, 0, 0, "a %s file is a config, not "
+				   "a results database; --db takes the "
+				   "database's path (such as results/llmsim.db)",
+				   ext[i]);
+			return -1;
+		}
+	return 0;
+}
 
 /* Open (creating if missing) the file once ourselves: for a location it
  * cannot write, SQLite says only "unable to open database file", and its
@@ -598,7 +622,8 @@ struct store *store_open_timeout(const char *path, int busy_ms,
 
 	assert(path && busy_ms >= 0);
 	store_route_allocations();
-	if (make_parent_dirs(path, d) < 0 || probe_writable(path, d) < 0)
+	if (refuse_config_name(path, d) < 0 || make_parent_dirs(path, d) < 0 ||
+	    probe_writable(path, d) < 0)
 		return NULL;
 	if (!(st = store_new(path, busy_ms, d)))
 		return NULL;

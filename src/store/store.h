@@ -327,4 +327,10 @@ struct store_merge_stats {
 int store_merge(struct store *st, const char *in_path,
 		struct store_merge_stats *stats, struct diag *d);
 
+/* Whether in_path is a results database store_merge can take (a regular
+ * file, an llmsim database, not empty, not newer), opened read-only:
+ * 0, or -1 after reporting. `db merge` checks every input before it
+ * creates OUT. */
+int store_merge_check(const char *in_path, struct diag *d);
+
 #endif

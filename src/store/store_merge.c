@@ -361,14 +361,10 @@ static int merge_sweeps(struct store *st, struct store_merge_stats *stats,
 
 /* ---- the entry point ------------------------------------------------ */
 
-/* Open the input as a store (upgrading it, refusing what is not ours),
- * then attach it. 0 or -1 after reporting. */
-static int attach(struct store *st, const char *in_path, struct diag *d)
+/* The input is a regular file; 0, or -1 after reporting. */
+static int input_file(const char *in_path, struct diag *d)
 {
-	struct store *in;
-	sqlite3_stmt *s = NULL;
 	struct stat sb;
-	int rc;
 
 	if (stat(in_path, &sb) != 0) {
 		diag_error(d, in_path, 0, 0, "cannot read the database to merge: "
@@ -381,6 +377,30 @@ static int attach(struct store *st, const char *in_path, struct diag *d)
 			   "not a regular file");
 		return -1;
 	}
+	return 0;
+}
+
+int store_merge_check(const char *in_path, struct diag *d)
+{
+	struct store *in;
+
+	if (input_file(in_path, d) != 0 ||
+	    !(in = store_open_readonly(in_path, d)))
+		return -1;
+	store_close(in);
+	return 0;
+}
+
+/* Open the input as a store (upgrading it, refusing what is not ours),
+ * then attach it. 0 or -1 after reporting. */
+static int attach(struct store *st, const char *in_path, struct diag *d)
+{
+	struct store *in;
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (input_file(in_path, d) != 0)
+		return -1;
 	in = store_open(in_path, d);
 	if (!in)
 		return -1;
