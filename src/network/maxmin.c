@@ -292,13 +292,33 @@ static mm_id var_slot(struct mm *m)
 	return m->nvars++;
 }
 
+/* Free slot v, keeping its element array for the variable that takes
+ * the slot next: an all-to-all's 64 flows end together and the next
+ * call's take their slots back, so most additions allocate nothing. */
 static void var_release(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
 
-	mem_free(x->elems);
-	*x = (struct var){ .next_free = m->free_var };
+	*x = (struct var){ .elems = x->elems, .capelems = x->capelems,
+			   .next_free = m->free_var };
 	m->free_var = v;
+}
+
+/* Room for n elements in x's array; 0 or -1 (x as it was). */
+static int var_room(struct var *x, uint32_t n)
+{
+	struct elem *ne;
+
+	if (n <= x->capelems)
+		return 0;
+	/* not realloc: the old elements need not be copied */
+	ne = mem_alloc((size_t)n * sizeof(*ne));
+	if (!ne)
+		return -1;
+	mem_free(x->elems);
+	x->elems = ne;
+	x->capelems = n;
+	return 0;
 }
 
 /* Give variable v its n elements (cons[i], coef[i]), each at the end of
@@ -362,8 +382,7 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	if (v == MM_NONE)
 		return MM_NONE;
 	x = &m->vars[v];
-	x->elems = n ? mem_alloc((size_t)n * sizeof(*x->elems)) : NULL;
-	if (n && !x->elems)
+	if (var_room(x, n) != 0)
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	x->nelems = n;

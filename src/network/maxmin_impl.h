@@ -40,8 +40,10 @@ struct centry {
 };
 
 struct var {
-	struct elem *elems;	/* owned; nelems of them */
-	uint32_t nelems;
+	struct elem *elems;	/* owned; nelems of them, room for capelems
+				 * (kept with a free slot for its next
+				 * variable) */
+	uint32_t nelems, capelems;
 	double bound_Bps;	/* B/s; 0 = none */
 	double alone_Bps;	/* B/s, its rate alone: min(bound, C_i/a_ij) */
 	double rate_Bps;	/* B/s, last solution */

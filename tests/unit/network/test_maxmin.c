@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "base/mem.h"
 #include "network/maxmin.h"
 
 #define EPS 1e-9
@@ -142,5 +143,49 @@ Test(net_mm, bound_only_variable)
 	mm_solve(m, NULL, NULL);
 	/* No constraint: the rate is its bound. */
 	cr_assert_float_eq(mm_rate(m, v), 3.0, EPS);
+	mm_free(m);
+}
+
+/*
+ * A freed slot keeps its element array for the variable that takes it
+ * next (an all-to-all's flows end together and the next call's reuse
+ * their slots). Links c0..c3 of 6, 9, 12, 15 B/s. A over c0, c1, c2
+ * (rate 6: c0), removed and solved. With every allocation failing, B
+ * over c0, c1 takes A's slot and array: no allocation, rate min(6, 9)
+ * = 6. D over all four needs a larger array: it fails cleanly (MM_NONE,
+ * nothing linked, B keeps 6 alone on c0), then, with allocation back,
+ * shares c0 with B: 6 / 2 = 3 each (c1 carries 6 of 9).
+ */
+Test(net_mm, a_freed_slot_keeps_its_elements_for_the_next_variable)
+{
+	static const double one[4] = { 1, 1, 1, 1 };
+	struct mm *m = mm_new();
+	mm_id c[4], a, b, d;
+
+	c[0] = mm_cons_add(m, 6);
+	c[1] = mm_cons_add(m, 9);
+	c[2] = mm_cons_add(m, 12);
+	c[3] = mm_cons_add(m, 15);
+	a = mm_var_add(m, c, one, 3, 0, NULL);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, a), 6.0, EPS);
+	mm_var_remove(m, a);
+	mm_solve(m, NULL, NULL);
+	mem_fail_after(0);
+	b = mm_var_add(m, c, one, 2, 0, NULL);
+	d = mm_var_add(m, c, one, 4, 0, NULL);
+	mem_fail_after(-1);
+	cr_assert_eq(b, a);
+	cr_assert_eq(d, MM_NONE);
+	cr_assert_eq(mm_cons_vars(m, c[0]), 1);
+	cr_assert_eq(mm_cons_vars(m, c[3]), 0);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, b), 6.0, EPS);
+	d = mm_var_add(m, c, one, 4, 0, NULL);
+	cr_assert_neq(d, MM_NONE);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, b), 3.0, EPS);
+	cr_assert_float_eq(mm_rate(m, d), 3.0, EPS);
+	cr_assert_eq(mm_vars(m), 2);
 	mm_free(m);
 }
