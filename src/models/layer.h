@@ -347,6 +347,9 @@ struct kern {
 	const double *rows;	/* KERN_GROUPED: rows of each group */
 	int ngroups;		/* KERN_GROUPED: groups */
 	int group_dim;		/* KERN_GROUPED: enum group_dim */
+	double kernels;		/* KERN_GROUPED: GEMM kernels it runs (one
+				 * per local expert on Transformer Engine's
+				 * multi-stream path); 0: as launches */
 	double model_flops;	/* attention: model FLOPs to count instead of
 				 * the shape's (context parallelism splits
 				 * the core into blocks, unfused GEMMs hold a

@@ -201,7 +201,8 @@ static void grouped_opens(struct layer_ops *o, const struct layer_dims *d)
  * common/util/multi_stream.cpp). The streams share the GPU (block.c
  * keeps the grouped tile-and-wave cost) but each stream's ceil(L / S)
  * kernels pay their launch one after the other [?: how much of a
- * kernel's launch another stream's work hides is not published]. */
+ * kernel's launch another stream's work hides is not published]; each
+ * of the L kernels pays its set-up and drain (k.kernels, block.c). */
 static double stream_kernels(const struct layer_dims *d, double s)
 {
 	double l = d->moe.local;
@@ -234,6 +235,9 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	op->k.group_dim = gd;
 	op->k.model_flops = 2 * mean * (gd == GROUP_M ? n * k : m * n);
 	op->k.launches = stream_kernels(d, streams);
+	/* one cuBLAS GEMM kernel per local expert on the multi-stream
+	 * path, each with its own set-up and drain (block.c) */
+	op->k.kernels = streams > 0 && e->local > 1 ? e->local : 1;
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds

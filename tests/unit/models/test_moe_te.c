@@ -196,13 +196,16 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	cr_assert_gt(f.gpu.kernel_launch_s, 0);
 	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s),
 		  "%g s more, launch %g s", t4 - t1, f.gpu.kernel_launch_s);
-	/* with a per-GEMM-kernel set-up t_k (B200's 3.2 us): the one kernel
-	 * of ep 1's grouped cost pays it once, the second kernel of each
-	 * stream's chain once more: launch + 3.2 us over t1 + 3.2 us */
+	/* with a per-GEMM-kernel set-up and drain t_k (B200's 3.2 us): the
+	 * one kernel of ep 1's grouped cost pays it once; on the 4 streams
+	 * each of the 8 persistent kernels pays it, one after another on
+	 * every SM (block.c), while only the second launch of each
+	 * stream's chain is paid: launch + 7 x 3.2 us over t1 + 3.2 us */
 	f.gpu.gemm_kernel_overhead_s = 3.2e-6;
+	cr_assert(near(fixture_op(&fwd, "expert_fc1")->k.kernels, 8));
 	t1 = op_time(&f, &one_f, "expert_fc1");
 	t4 = op_time(&f, &fwd, "expert_fc1");
-	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s + 3.2e-6),
+	cr_assert(near(t4 - t1, f.gpu.kernel_launch_s + 7 * 3.2e-6),
 		  "%g s more", t4 - t1);
 	f.gpu.gemm_kernel_overhead_s = 0;
 	f.fw.elementwise.grouped_gemm_streams = 3;
@@ -212,6 +215,13 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(fixture_op(&fwd, "expert_fc2")->k.launches, 1));
 	cr_assert(near(op_time(&f, &fwd, "expert_fc1"), t1));
+	/* 8 streams, one kernel each: no launch in a row, but still 8
+	 * kernels' set-ups: t1 + 7 x 3.2 us (t1 holds one) */
+	f.gpu.gemm_kernel_overhead_s = 3.2e-6;
+	t1 = op_time(&f, &one_f, "expert_fc1");
+	t4 = op_time(&f, &fwd, "expert_fc1");
+	cr_assert(near(t4 - t1, 7 * 3.2e-6), "%g s more", t4 - t1);
+	f.gpu.gemm_kernel_overhead_s = 0;
 	arena_release(&a);
 }
 
