@@ -88,6 +88,13 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA keys and values copied to the query heads before "
 		  "attention (repeat_interleave), summed back in backward" },
+	{ .key = "qkv_split", .type = ST_BOOL, .offset = EOFF(qkv_split),
+	  .def = "false",
+	  .help = "GQA's fused QKV output split as Megatron-Core does it "
+		  "(SplitAlongDim, then the query reshaped: a copy when a GPU "
+		  "holds more than one query group), the rotary applied to "
+		  "q and k by two calls, and the three gradients concatenated "
+		  "in backward (false: one fused QKV rotary call, no copies)" },
 	{ .key = "expert_bias_kernels", .type = ST_BOOL,
 	  .offset = EOFF(expert_bias_kernels), .def = "false",
 	  .help = "a biased MoE (mlp_bias): the second expert GEMM returns "

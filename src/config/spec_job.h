@@ -234,6 +234,9 @@ struct elementwise_spec {
 					 * bias gradient's sum over the tokens */
 	int expand_kv;			/* GQA: K and V expanded to the query heads
 					 * before attention (repeat_interleave) */
+	int qkv_split;			/* GQA: Megatron-Core's split of the fused
+					 * QKV output (query reshape copy, two
+					 * rotary calls, the gradients' cat) */
 	int expert_bias_kernels;	/* a biased MoE's second expert GEMM returns
 					 * its bias, added per local expert times the
 					 * routing probability by PyTorch ops */

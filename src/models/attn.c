@@ -114,6 +114,12 @@ double attn_out_width(const struct layer_dims *d)
 
 /* ---- projections ---- */
 
+/* Rotary embedding of q and k: one fused kernel over both, or, after
+ * Megatron-Core's QKV split (qkv_split), one apply_rotary_pos_emb call
+ * on the query and one on the key (attention.py SelfAttention.forward
+ * @ d7288711ba: q_pos_emb, then k_pos_emb; each Transformer Engine's
+ * fused RoPE, an autograd function launching one kernel): two launches
+ * and two PyTorch ops of host, forward and backward [D]. */
 static void rope_op(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
@@ -126,7 +132,13 @@ static void rope_op(struct layer_ops *o, const char *name,
 	else
 		n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
 	if (!d->eager_rope) {
-		lop_memop(o, name, pass, n * d->act_B, n * d->act_B, 4 * n);
+		struct layer_op *op = lop_memop(o, name, pass, n * d->act_B,
+						n * d->act_B, 4 * n);
+
+		if (d->qkv_split) {	/* on query, then on key */
+			op->k.launches = 2;
+			op->host_n = 2;
+		}
 		return;
 	}
 	/* x cos (r n, w n), -x2 (r n/2, w n/2), cat (r n, w n), * sin (r n,
@@ -172,7 +184,13 @@ static void mla_concat(struct layer_ops *o, enum layer_pass pass,
  * of the QKV GEMM's output, before rotary): a norm over T q and one over
  * T kv elements; backward, like the layer's norms, reads the input and
  * the output gradient (again for dgamma when that is a second kernel)
- * and writes the input gradient. */
+ * and writes the input gradient. Each is a module call: the layer spec
+ * builds q_layernorm and k_layernorm as TENorm (gpt_layer_specs.py
+ * qk_norm) and get_query_key_value_tensors calls them one after the
+ * other, apply_module(self.q_layernorm)(query) then k_layernorm (NVIDIA/
+ * Megatron-LM @ d7288711ba megatron/core/transformer/attention.py), so
+ * the host pays the framework's module cost for each, forward and
+ * backward (a Transformer Engine module's autograd function) [D]. */
 static void qk_norm(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
@@ -187,14 +205,56 @@ static void qk_norm(struct layer_ops *o, enum layer_pass pass,
 	for (i = 0; i < 2; i++) {
 		double n = t * w[i];
 
-		if (pass == PASS_BWD)
-			lop_memop(o, i ? "k_norm_bwd" : "q_norm_bwd", pass,
-				  2 * p * n * B, n * B, NORM_FLOPS * n)
-				->k.launches = p;
-		else
-			lop_memop(o, i ? "k_norm" : "q_norm", pass, n * B, n * B,
-				  NORM_FLOPS * n);
+		struct layer_op *op;
+
+		if (pass == PASS_BWD) {
+			op = lop_memop(o, i ? "k_norm_bwd" : "q_norm_bwd", pass,
+				       2 * p * n * B, n * B, NORM_FLOPS * n);
+			op->k.launches = p;
+		} else {
+			op = lop_memop(o, i ? "k_norm" : "q_norm", pass, n * B,
+				       n * B, NORM_FLOPS * n);
+		}
+		op->host = HOST_MODULE;
 	}
+}
+
+/* Megatron-Core's split of the fused QKV output (qkv_split; NVIDIA/
+ * Megatron-LM @ d7288711ba megatron/core/transformer/attention.py
+ * SelfAttention.get_query_key_value_tensors, split_qkv unless
+ * fused_single_qkv_rope): the GEMM's [T, g (p + 2) d] output, g query
+ * groups of p query heads and one key and one value head each, is viewed
+ * as [T, g, (p + 2) d] and split along the last dimension by Transformer
+ * Engine's SplitAlongDim (an autograd function returning views, torch.
+ * split; TransformerEngine @ 71bbefbf pytorch/utils.py), then
+ * query.reshape(T, g p, d): the query view's group stride is (p + 2) d,
+ * not p d, so for g > 1 no view can merge the groups and reshape copies
+ * (read and write T q B); for g = 1 it is a view. Host: SplitAlongDim's
+ * Python call and the reshape, two PyTorch ops (the copy's op carries
+ * both; with g = 1 neither is counted [?]). Backward: the reshape's
+ * gradient is a view, and SplitAlongDim.backward concatenates the three
+ * gradients with torch.cat unless they already lie side by side in one
+ * buffer; q's comes from its own allocation (the norm's or the rotary's
+ * backward), so it copies: read and write T (q + 2 kv) B, one autograd
+ * node. */
+static void qkv_split_fwd(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d)
+{
+	double t = layer_tokens(d), q = layer_q_width(d), B = d->act_B;
+
+	if (!d->qkv_split || !(layer_kv_heads_local(d) > 1))
+		return;
+	lop_memop(o, "q_reshape", pass, t * q * B, t * q * B, 0)->host_n = 2;
+}
+
+static void qkv_split_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	double t = layer_tokens(d), B = d->act_B;
+	double n = t * (layer_q_width(d) + 2 * layer_kv_width(d));
+
+	if (!d->qkv_split)
+		return;
+	lop_memop(o, "qkv_grad_cat", PASS_BWD, n * B, n * B, 0);
 }
 
 /* GQA keys and values copied to the query heads (repeat_interleave on
@@ -271,6 +331,7 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 			       layer_q_width(d) + 2 * layer_kv_width(d),
 			       d->hidden, d->lowp);
 		lop_cast_after_norm(o, cast, d);	/* LayerNormLinear */
+		lop_norm_linear(o, cast);
 		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
 			 2 * layer_kv_width(d));
 		return;
@@ -591,6 +652,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
 	proj_fwd(o, pass, d);
+	qkv_split_fwd(o, pass, d);
 	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
 	mla_concat(o, pass, d);
@@ -673,6 +735,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 	rope_op(o, "rope_bwd", PASS_BWD, d);
 	mla_concat(o, PASS_BWD, d);
 	qk_norm(o, PASS_BWD, d);
+	qkv_split_bwd(o, d);
 	proj_bwd(o, d);
 }
 

@@ -176,6 +176,7 @@ static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u,
 		       d->hidden, d->lowp);
 	lop_cast_after_norm(o, cast, d);	/* LayerNormMLP */
+	lop_norm_linear(o, cast);
 	act_fwd(o, pass, d);
 	lop_row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d, f);
 }

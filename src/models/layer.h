@@ -206,6 +206,8 @@ struct layer_dims {
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int expand_kv;		/* GQA K/V copied to the query heads */
+	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
+				 * qkv_split_fwd) */
 	int bias_kernels;	/* linear biases as their own kernels */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
 				 * its input's amax (layer_ops.c lop_cast) */

@@ -312,6 +312,8 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->expert_casts = is_mx(dt) &&
 			  j->framework->elementwise.per_expert_quantize == 1 ?
 			  -1 : 1;	/* -1: per local expert (moe.c) */
+	d->qkv_split = j->framework->elementwise.qkv_split == 1 &&
+		       !model_is_mla(m);
 	d->expand_kv = j->framework->elementwise.expand_kv == 1 &&
 		       layer_kv_heads_local(d) < d->heads / d->tp;
 	if (p->tp_comm_overlap && d->sp)

@@ -70,6 +70,7 @@ struct layer_op *lop_tpcoll(struct layer_ops *o, const char *name,
 /* Norm (width h) forward over the SP shard; residual add (+ dropout). */
 void lop_norm_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 		  const struct layer_dims *d);
+void lop_norm_linear(struct layer_ops *o, int16_t from);
 void lop_add_fwd(struct layer_ops *o, const char *name, enum layer_pass pass,
 		 const struct layer_dims *d);
 

@@ -93,12 +93,35 @@ struct layer_op *lop_tpcoll(struct layer_ops *o, const char *name,
 
 /* ---- forward pieces ---- */
 
+/* A norm opens a module call: Megatron-Core's Transformer Engine layer
+ * spec builds every standalone norm as TENorm (input_layernorm of MLA
+ * layers, pre_mlp_layernorm of MoE layers, the final and MTP norms), and
+ * fuses the others into the next linear's TELayerNormColumnParallelLinear
+ * (input_layernorm and pre_mlp_layernorm are IdentityOp for GQA
+ * attention and a dense MLP), whose call launches the norm first
+ * (gpt_layer_specs.py get_gpt_layer_with_transformer_engine_submodules,
+ * NVIDIA/Megatron-LM @ d7288711ba) [D]; lop_norm_linear marks that. */
 void lop_norm_fwd(struct layer_ops *o, const char *name,
 		     enum layer_pass pass, const struct layer_dims *d)
 {
 	double n = layer_sp_tokens(d) * d->hidden;
 
-	lop_memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n);
+	lop_memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n)
+		->host = HOST_MODULE;
+}
+
+/* The linear pushed from index `from` on is the LayerNormLinear whose
+ * call the norm before it opened: the op that would open its own call
+ * (its cast, or its GEMM) is launched inside the norm's. */
+void lop_norm_linear(struct layer_ops *o, int16_t from)
+{
+	int16_t i;
+
+	for (i = from; i < o->n; i++)
+		if (o->op[i].host == HOST_MODULE) {
+			o->op[i].host = HOST_FREE;
+			return;
+		}
 }
 
 void lop_add_fwd(struct layer_ops *o, const char *name,

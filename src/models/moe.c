@@ -313,6 +313,31 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 	op->host_call_s = m->call_host_s;
 }
 
+/* The routing probabilities cast to fp32 before a dispatcher that takes
+ * only fp32 (configs/ep fp32_probs: DeepEP, Hybrid-EP): Megatron-Core's
+ * _DeepepManager.dispatch and _HybridEPManager.dispatch run
+ * self.token_probs.float() (and log a warning) on every call when the
+ * router's dtype is 16-bit (token_dispatcher.py, NVIDIA/Megatron-LM @
+ * d7288711ba), after the router and preprocess, in the "moe" scope: one
+ * PyTorch op, a kernel reading T E 16-bit and writing T E fp32 [D]. Its
+ * backward (ToCopyBackward) casts the probabilities' fp32 gradient back:
+ * read T E 4, write T E 2 B. (r18 host18 counted it; r19 host19 landed
+ * it once a captured scope no longer held the dispatch's sync.) */
+static void probs_cast(struct layer_ops *o, const char *name,
+		       enum layer_pass pass, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double n = m->tokens * m->experts;
+	double from = dtype_bytes((enum dtype)m->router_bwd_dt);
+
+	if (m->ep <= 1 || m->allgather || !(from < m->probs_B))
+		return;
+	if (pass == PASS_BWD)
+		lop_memop(o, name, pass, n * m->probs_B, n * from, 0);
+	else
+		lop_memop(o, name, pass, n * from, n * m->probs_B, 0);
+}
+
 /* The routing probabilities' own all-to-all (probs_call): Megatron-
  * Core's alltoall dispatcher sends the permuted probabilities (one per
  * row, in the router's dtype, probs_B) in a second all_to_all with the
@@ -702,6 +727,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	counts = counts_fwd(o, pass, d);
 	moe_permute_fwd(o, pass, d);
 	o->scope = SCOPE_MOE;
+	probs_cast(o, "moe_probs_cast", pass, d);
 	a2a(o, "moe_dispatch", pass, d, m->dispatch_B, EP_PASS_DISPATCH);
 	dispatched = lop_tail(o);
 	probs_a2a(o, "moe_dispatch_probs", pass, d);
@@ -873,6 +899,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	a2a(o, "moe_dispatch_bwd", PASS_BWD, d, d->moe.combine_bwd_B,
 	    EP_PASS_COMBINE_BWD);
 	probs_a2a(o, "moe_dispatch_probs_bwd", PASS_BWD, d);
+	probs_cast(o, "moe_probs_cast_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	moe_permute_bwd(o, d);
 	o->scope = SCOPE_MOE_ROUTER;

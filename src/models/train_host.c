@@ -46,7 +46,18 @@
  *
  * An op in a CUDA-graph scope the job captures (training.cuda_graphs)
  * costs nothing but the first op of each run of that scope, which costs
- * one graph replay (graph). Syncs: an MoE dispatch with dropless sizes
+ * one graph replay (graph). A captured op never waits: a host sync
+ * cannot be captured (cudaStreamSynchronize during stream capture fails,
+ * cudaErrorStreamCaptureUnsupported), so the software runs such a scope
+ * with static sizes. Megatron-Core refuses a "moe" graph unless the MoE
+ * drops and pads (transformer_config.py __post_init__ @ d7288711ba: "moe
+ * cuda graph is only supported with drop-padding MoE"), and a full-
+ * iteration graph's Hybrid-EP dispatch takes the static budget of
+ * moe_expert_rank_capacity_factor, whose dispatch has no CPU sync
+ * ("else: num_permuted_tokens stays None; HybridEP sizes buffers
+ * dynamically (CPU sync in dispatch)", token_dispatcher.py
+ * _HybridEPManager.setup_metadata, NVIDIA/Megatron-LM @ d98e8a64dd). So
+ * an op in a captured scope drops its wait (train_host_cost). Syncs: an MoE dispatch with dropless sizes
  * (moe.c), and with the framework's p2p_sync a device synchronize before
  * every action of a non-interleaved pipeline, after the batched send and
  * receive around it (Megatron-Core p2p_communication.py _communicate:
@@ -157,6 +168,8 @@ int train_host_cost(const struct train *t, struct block *b)
 	for (i = 0; i < b->n; i++) {
 		struct block_op *op = &b->op[i];
 
+		if (layer_job_captures(t->job, op->scope))
+			op->host_wait = LAYER_NONE;	/* no sync in a graph */
 		op->host_s = train_host_op_s(t->job, b, i);
 		snprintf(buf, sizeof(buf), "%s %s", op->host_wait != LAYER_NONE ?
 			 "sync, issue" : "issue", op->name);

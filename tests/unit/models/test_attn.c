@@ -179,3 +179,78 @@ Test(attn, unfused_chunked_counts_the_chunks)
 	assert_close(layer_ops_flops(&unfused, PASS_FWD),
 		     layer_ops_flops(&fused, PASS_FWD));
 }
+
+/* Megatron-Core's QKV split (framework qkv_split): a Llama-like layer, h
+ * 1024, 16 heads of 64, 4 KV heads (q 1024, kv 256 wide), rotary and a
+ * per-head QK norm, T = 2048 x 2 = 4096 tokens, B = 2, tp 1. */
+Test(attn, megatron_qkv_split_copies_the_query_and_cats_the_gradients)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	double T = 4096, q = 1024, kv = 256, B = 2;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.num_key_value_heads = 4;
+	f.model.position_embedding = POS_ROPE;
+	f.model.qk_layernorm = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	/* Without it: no copy, one rotary kernel and call. */
+	cr_assert_null(fixture_op(&o, "q_reshape"));
+	op = fixture_op(&o, "rope");
+	cr_assert_leq(op->k.launches, 1);
+	cr_assert_leq(op->host_n, 1);
+	/* The norm opens the LayerNormLinear's call, the QKV GEMM runs
+	 * inside it; each QK norm is a module call of its own. */
+	cr_assert_eq(fixture_op(&o, "norm1")->host, HOST_MODULE);
+	cr_assert_eq(fixture_op(&o, "qkv")->host, HOST_FREE);
+	cr_assert_eq(fixture_op(&o, "q_norm")->host, HOST_MODULE);
+	cr_assert_eq(fixture_op(&o, "k_norm")->host, HOST_MODULE);
+
+	f.fw.elementwise.qkv_split = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	/* 4 query groups of 4 heads: the query view's group stride is
+	 * (4 + 2) 64, not 4 x 64, so reshape copies T q: read and write
+	 * 4096 x 1024 x 2 = 8.39 MB; SplitAlongDim and the reshape are two
+	 * PyTorch ops. It sits between the QKV GEMM and the QK norm. */
+	op = fixture_op(&o, "q_reshape");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, T * q * B);
+	fixture_assert_close(op->k.write_B, T * q * B);
+	cr_assert_eq(op->host, HOST_OP);
+	cr_assert_eq(op->host_n, 2);
+	cr_assert_eq(fixture_op_index(&o, "q_reshape"),
+		     fixture_op_index(&o, "qkv") + 1);
+	cr_assert_eq(fixture_op_index(&o, "q_norm"),
+		     fixture_op_index(&o, "q_reshape") + 1);
+	/* Rotary on q, then on k: two kernels, two calls, the same bytes. */
+	op = fixture_op(&o, "rope");
+	fixture_assert_close(op->k.launches, 2);
+	cr_assert_eq(op->host_n, 2);
+	fixture_assert_close(op->k.read_B, T * (q + kv) * B);
+
+	/* Backward: torch.cat of dq, dk, dv: read and write T (q + 2 kv) B =
+	 * 4096 x 1536 x 2 = 12.6 MB, after the QK norms' backward, before
+	 * the QKV GEMM's. */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	op = fixture_op(&o, "qkv_grad_cat");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, T * (q + 2 * kv) * B);
+	fixture_assert_close(op->k.write_B, T * (q + 2 * kv) * B);
+	cr_assert_lt(fixture_op_index(&o, "k_norm_bwd"),
+		     fixture_op_index(&o, "qkv_grad_cat"));
+	cr_assert_lt(fixture_op_index(&o, "qkv_grad_cat"),
+		     fixture_op_index(&o, "qkv_dgrad"));
+
+	/* One KV head (one query group): the query is a view, no copy; the
+	 * gradients still come apart, the cat stays. */
+	f.model.num_key_value_heads = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_null(fixture_op(&o, "q_reshape"));
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_not_null(fixture_op(&o, "qkv_grad_cat"));
+}

@@ -221,6 +221,40 @@ Test(host, capacity_padding_needs_no_sync)
 	cr_assert_eq(padded.step_s, none.step_s);
 }
 
+Test(host, captured_scope_has_no_sync)
+{
+	struct fixture f;
+	struct ep_comm_spec e;
+	struct host_run a, b;
+	int64_t scope = SCOPE_MOE - 1;	/* list values are name indices */
+
+	/* The dispatch sits in the "moe" scope; captured, it cannot hold a
+	 * host sync (nor can the software: cudaStreamSynchronize fails in
+	 * capture, Megatron-Core runs that scope with static sizes). A
+	 * dropless dispatcher whose host would resume 1 ms, or 2 ms, after
+	 * each wait for the counts (4 MoE forwards: 4 ms apart uncaptured,
+	 * test dropless_dispatch_waits_for_the_counts) gives one step either
+	 * way: no wait is left (graph replays 1 us keep the host on). */
+	moe(&f, &e, 1);
+	f.fw.host.graph_s = 1e-6;
+	f.fw.host.sync_s = 1e-3;
+	f.job.training.cuda_graphs.v = &scope;
+	f.job.training.cuda_graphs.n = 1;
+	run(&f, &a);
+	f.fw.host.sync_s = 2e-3;
+	run(&f, &b);
+	cr_assert_eq(a.step_s, b.step_s, "sync 1 ms %.6f s, 2 ms %.6f s",
+		     a.step_s, b.step_s);
+	/* Uncaptured, the waits are there: 4 x 1 ms more, less the GPU
+	 * work the host had queued (under 0.1 ms here). */
+	f.job.training.cuda_graphs.n = 0;
+	run(&f, &a);
+	f.fw.host.sync_s = 1e-3;
+	run(&f, &b);
+	cr_assert_geq(a.step_s - b.step_s, 4 * 0.98e-3, "2 ms %.6f s, 1 ms "
+		      "%.6f s", a.step_s, b.step_s);
+}
+
 Test(host, p2p_sync_delays_every_action)
 {
 	struct fixture f;

@@ -485,6 +485,53 @@ Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 	arena_release(&a);
 }
 
+Test(moe, hybridep_casts_16bit_probabilities_to_fp32)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct ep_comm_spec e;
+	const struct layer_op *op;
+	/* T = 4096 tokens x E = 8 experts of routing probabilities from a
+	 * bf16 router, before a dispatcher that takes fp32 only (Megatron-
+	 * Core _HybridEPManager.dispatch: token_probs.float()): one kernel
+	 * right before the dispatch, read T E 2 = 65536 B, write T E 4 =
+	 * 131072 B; its backward casts the gradient back after the
+	 * dispatch's backward: read 131072 B, write 65536 B. An fp32 router
+	 * or a dispatcher without fp32_probs: no cast. */
+	double n = 4096.0 * 8;
+
+	arena_init(&a);
+	pad_job(&f);
+	f.job.training.dtype = DTYPE_BF16;
+	fixture_ep_forward(&e, "test-hybridep");
+	e.fp32_probs = 1;
+	f.job.moe.dispatcher = &e;
+	f.job.moe.router_dtype = DTYPE_BF16;
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "moe_probs_cast");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 2 * n), "read %g B", op->k.read_B);
+	cr_assert(near(op->k.write_B, 4 * n), "write %g B", op->k.write_B);
+	cr_assert_eq(fixture_op_index(&fwd, "moe_probs_cast") + 1,
+		     fixture_op_index(&fwd, "moe_dispatch"));
+	op = fixture_op(&bwd, "moe_probs_cast_bwd");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, 4 * n), "read %g B", op->k.read_B);
+	cr_assert(near(op->k.write_B, 2 * n), "write %g B", op->k.write_B);
+	cr_assert_gt(fixture_op_index(&bwd, "moe_probs_cast_bwd"),
+		     fixture_op_index(&bwd, "moe_dispatch_bwd"));
+	f.job.moe.router_dtype = DTYPE_FP32;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "moe_probs_cast"));
+	f.job.moe.router_dtype = DTYPE_BF16;
+	e.fp32_probs = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "moe_probs_cast"));
+	cr_assert_null(fixture_op(&bwd, "moe_probs_cast_bwd"));
+	arena_release(&a);
+}
+
 Test(moe, mxfp8_casts_run_at_the_gpus_cast_rate)
 {
 	struct fixture f;
