@@ -145,6 +145,16 @@ status 2 "dispatch: bad tokens" --system dgx-h100 --op dispatch --ranks 8 \
 	--tokens 12,x
 status 2 "dispatch: unknown dispatcher" --system dgx-h100 --op dispatch \
 	--ranks 8 --dispatcher deepepp
+# DeepEP V1's normal kernels reach 8 GPUs of one NVLink domain
+# (deepep.yaml scale_up_max_ranks); Hybrid-EP any.
+status 2 "dispatch: deepep over 16 GPUs of an NVL72" --system gb200-nvl72 \
+	--op dispatch --ranks 16 --experts 128
+grep -q "spans at most 8 GPUs of one NVLink domain" "$tmp/err" ||
+	{ echo "FAIL: deepep domain reach: $(cat "$tmp/err")"; fail=1; }
+status 0 "dispatch: deepep over 8 GPUs of an NVL72" --system gb200-nvl72 \
+	--op dispatch --ranks 8 --experts 64
+status 0 "dispatch: hybridep over 36 GPUs of an NVL72" --system gb200-nvl72 \
+	--op dispatch --ranks 36 --experts 288 --dispatcher hybridep
 status 2 "dispatch options on allreduce" --system dgx-h100 --op allreduce \
 	--ranks 8 --tokens 128
 status 2 "dispatch: topk-groups without groups" --system dgx-h100 \

@@ -96,6 +96,13 @@ static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 		snprintf(why, whylen, "bad case: ranks, tokens, hidden or top-k");
 		return -1;
 	}
+	if (!ep_comm_spans_domain(e, c.ranks, s->gpus_per_node)) {
+		snprintf(why, whylen, "the dispatcher does not span %lld GPUs "
+			 "of one NVLink domain (scale_up_max_ranks)",
+			 (long long)ep_comm_domain_ranks(c.ranks,
+							 s->gpus_per_node));
+		return -1;
+	}
 	gpus = mem_alloc(c.ranks * sizeof(*gpus));
 	if (!gpus) {
 		diag_oom(cx->diag);

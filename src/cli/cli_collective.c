@@ -602,8 +602,9 @@ static int check_ranks(const struct opts *o, const struct system_spec *s,
 	return 0;
 }
 
-/* The dispatcher runs on the system's GPUs (the job's JR_EP_VENDOR rule)
- * and holds at most all of a GPU's SMs. */
+/* The dispatcher runs on the system's GPUs and spans the group's share
+ * of one NVLink domain (the job's JR_EP_VENDOR rule) and holds at most
+ * all of a GPU's SMs. */
 static int check_dispatcher(const struct opts *o, const struct system_spec *s,
 			    const struct ep_comm_spec *e, struct diag *d)
 {
@@ -615,6 +616,18 @@ static int check_dispatcher(const struct opts *o, const struct system_spec *s,
 			   "only, the system's %s is not one (alltoall or "
 			   "hierarchical run on any)", e->name ? e->name : "",
 			   ep_vendor_names[e->vendor], gpu);
+		return -1;
+	}
+	if (!ep_comm_spans_domain(e, o->ranks, s->gpus_per_node)) {
+		diag_error(d, NULL, 0, 0, "dispatcher '%s' spans at most %lld "
+			   "GPUs of one NVLink domain (its scale_up_max_ranks), "
+			   "--ranks %ld puts %lld in one of the system's "
+			   "%lld-GPU domains (hybridep and deepep-ll span any)",
+			   e->name ? e->name : "",
+			   (long long)e->scale_up_max_ranks, o->ranks,
+			   (long long)ep_comm_domain_ranks(o->ranks,
+							   s->gpus_per_node),
+			   (long long)s->gpus_per_node);
 		return -1;
 	}
 	if (o->sms > s->gpu->compute_units) {

@@ -527,7 +527,8 @@ enum job_rule {
 	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */
 	JR_MOE_SP,		/* an MoE model with tp > 1 needs SP */
 	JR_MTP,			/* mtp_layers within the model's */
-	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs */
+	JR_EP_VENDOR,		/* the dispatcher runs on the system's GPUs
+				 * and spans its EP group's NVLink domain */
 	JR_A2A_VPP,		/* a2a_overlap with pp > 1 needs vpp > 1 */
 	JR_A2A_RECOMPUTE,	/* a2a_overlap refuses full recompute */
 	JR_CP_A2A,		/* cp_a2a divides cp */

@@ -403,7 +403,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
-	int64_t stage = p->tp * p->cp * p->dp;
+	int64_t stage = p->tp * p->cp * p->dp, per_domain;
 	/* inference: check_inference_experts reported an ep that does not
 	 * span the instance, with the experts it does not divide */
 	int inf_ep_said = job_is_inference(j) &&
@@ -473,6 +473,20 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
 			     ep_vendor_names[j->moe.dispatcher->vendor],
 			     j->system->gpu->name ? j->system->gpu->name : "GPU");
+	/* EP ranks stride by etp: a domain of g GPUs holds g / etp of them. */
+	per_domain = j->system->gpus_per_node / (p->etp > 0 ? p->etp : 1);
+	if (j->moe.dispatcher && p->ep > 1 &&
+	    !ep_comm_spans_domain(j->moe.dispatcher, p->ep, per_domain))
+		layout_error(s, JR_EP_VENDOR, "dispatcher '%s' spans at most "
+			     "%lld GPUs of one NVLink domain (its "
+			     "scale_up_max_ranks), ep %lld puts %lld in one of "
+			     "the system's %lld-GPU domains (hybridep and "
+			     "deepep-ll span any)",
+			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
+			     (long long)j->moe.dispatcher->scale_up_max_ranks,
+			     (long long)p->ep,
+			     (long long)ep_comm_domain_ranks(p->ep, per_domain),
+			     (long long)j->system->gpus_per_node);
 	if (j->moe.a2a_overlap && p->ep > 1 && p->pp > 1 && p->vpp < 2)
 		layout_error(s, JR_A2A_VPP,
 			     "a2a_overlap with pp %lld needs "

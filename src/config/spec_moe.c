@@ -88,6 +88,10 @@ static const struct schema_field ep_fields[] = {
 	  .def = "0 us", .max = 1, .help = "latency of a scale-up transfer" },
 	{ .key = "hop_scale_out", .type = ST_TIME, .offset = EOFF(hop_scale_out_s),
 	  .def = "0 us", .max = 1, .help = "latency of a scale-out transfer" },
+	{ .key = "scale_up_max_ranks", .type = ST_INT,
+	  .offset = EOFF(scale_up_max_ranks), .def = "0", .min = 0, .max = 1e6,
+	  .help = "most GPUs of one scale-up (NVLink) domain its kernels span; "
+		  "an EP group with more there is refused (0 = any)" },
 	{ .key = "buffer_tokens_scale_up", .type = ST_INT,
 	  .offset = EOFF(buffer_tokens_up), .def = "0", .min = 0, .max = 1e7,
 	  .help = "receive-buffer tokens per channel (sms / 2 of them) and "
@@ -220,6 +224,20 @@ static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
 }
 
 static const char *const ep_dirs[] = {"configs/ep", NULL};
+
+int64_t ep_comm_domain_ranks(int64_t ranks, int64_t per_domain)
+{
+	if (per_domain < 1)
+		per_domain = 1;
+	return ranks < per_domain ? ranks : per_domain;
+}
+
+int ep_comm_spans_domain(const struct ep_comm_spec *e, int64_t ranks,
+			 int64_t per_domain)
+{
+	return !e || e->scale_up_max_ranks <= 0 ||
+	       ep_comm_domain_ranks(ranks, per_domain) <= e->scale_up_max_ranks;
+}
 
 const struct schema ep_comm_schema = {
 	.kind = "ep_comm",

@@ -106,6 +106,8 @@ struct ep_comm_spec {
 					 * layout notify, barrier) */
 	double hop_scale_up_s;		/* s, latency of a scale-up transfer */
 	double hop_scale_out_s;		/* s, latency of a scale-out transfer */
+	int64_t scale_up_max_ranks;	/* most GPUs of one NVLink domain its
+					 * kernels span; 0 = any */
 	int64_t buffer_tokens_up;	/* buffer tokens per channel, scale-up peer */
 	int64_t buffer_tokens_out;	/* per channel and scale-out node, x 2 */
 	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
@@ -153,6 +155,14 @@ struct ep_comm_spec {
 };
 
 extern const struct schema ep_comm_schema;
+
+/* GPUs of one scale-up domain an EP group of `ranks` GPUs puts there,
+ * `per_domain` of them filling a domain in order: min(ranks, per_domain).
+ * Whether e's kernels span that many (scale_up_max_ranks 0: any): 1 yes,
+ * 0 no. */
+int64_t ep_comm_domain_ranks(int64_t ranks, int64_t per_domain);
+int ep_comm_spans_domain(const struct ep_comm_spec *e, int64_t ranks,
+			 int64_t per_domain);
 
 enum routing_balance {
 	ROUTE_UNIFORM,		/* every expert gets exactly T k / E tokens */

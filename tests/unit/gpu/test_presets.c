@@ -275,3 +275,33 @@ Test(gpu, blackwell_systems_hold_their_power_limited_clock)
 	cr_assert_float_eq(g->sustained_matrix_clock_hz, f, 0.05e6);
 	arena_release(&a);
 }
+
+/* The CK-tile attention kernels (attention_kernel ck_tile) are fitted on
+ * MI300X by the median rule (configs/gpus/README.md "Calibration" rule
+ * 1) over ROCm flash-attention's CK backend rows (results/reference/
+ * kernels/rocmfa-mi300x-ck-attention-bf16.yaml): backward 0.276, forward
+ * 0.472 of the clock-scaled bf16 peak 1307.4 x 1207/2100 = 751.4 TFLOP/s,
+ * i.e. 207.4 and 354.7 TFLOP/s before tile losses (the rows measure
+ * 194-207 backward, 310-356 forward). MI325X is the same die and runs
+ * the same kernels (rule 2): it takes both, and the masked-tile cost. */
+Test(gpu, mi325x_takes_mi300xs_ck_tile_fit)
+{
+	struct arena a;
+	struct gpu_spec x, y;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &x), 0);
+	cr_assert_eq(load(&a, "mi325x", &y), 0);
+	cr_assert_float_eq(x.attention.ck_tile_bwd_efficiency, 0.276, 1e-12);
+	cr_assert_float_eq(x.attention.ck_tile_fwd_efficiency, 0.472, 1e-12);
+	cr_assert_float_eq(x.matrix_peak_flops[DTYPE_BF16] *
+			   x.sustained_matrix_clock_hz / x.matrix_clock_hz *
+			   x.attention.ck_tile_bwd_efficiency, 207.4e12, 0.1e12);
+	cr_assert_eq(y.attention.ck_tile_bwd_efficiency,
+		     x.attention.ck_tile_bwd_efficiency);
+	cr_assert_eq(y.attention.ck_tile_fwd_efficiency,
+		     x.attention.ck_tile_fwd_efficiency);
+	cr_assert_eq(y.attention.ck_tile_bwd_masked_tile_cost,
+		     x.attention.ck_tile_bwd_masked_tile_cost);
+	arena_release(&a);
+}

@@ -359,3 +359,28 @@ Test(ep, chunk_rounds_deal_chunks_to_blocks)
 	cr_assert_float_eq(ep_chunk_rounds(&e, 0, 0, 1), 0, 1e-12);
 	cr_assert_float_eq(ep_chunk_rounds(NULL, 4096, 0, 1), 0, 1e-12);
 }
+
+Test(ep, dispatcher_domain_reach_counts_the_groups_gpus_in_one_domain)
+{
+	struct ep_comm_spec e = {.scale_up_max_ranks = 8};
+
+	/* An EP group fills a domain in order: min(ranks, per domain). */
+	cr_assert_eq(ep_comm_domain_ranks(64, 8), 8);	/* DGX H100, ep 64 */
+	cr_assert_eq(ep_comm_domain_ranks(16, 72), 16);	/* NVL72, ep 16 */
+	cr_assert_eq(ep_comm_domain_ranks(4, 72), 4);
+	cr_assert_eq(ep_comm_domain_ranks(4, 0), 1);	/* no domain: 1 GPU */
+	/* DeepEP V1's normal kernels reach 8 GPUs of a domain: ep 64 over
+	 * 8-GPU nodes (8 a domain) runs, ep 16 inside an NVL72 does not,
+	 * ep 8 inside it does. */
+	cr_assert(ep_comm_spans_domain(&e, 64, 8));
+	cr_assert(!ep_comm_spans_domain(&e, 16, 72));
+	cr_assert(ep_comm_spans_domain(&e, 8, 72));
+	/* NVIDIA's NVL72 build (24) runs the page's 24-rank rows, not 32. */
+	e.scale_up_max_ranks = 24;
+	cr_assert(ep_comm_spans_domain(&e, 24, 72));
+	cr_assert(!ep_comm_spans_domain(&e, 32, 72));
+	/* 0: any reach (Hybrid-EP, the low-latency kernels, NCCL). */
+	e.scale_up_max_ranks = 0;
+	cr_assert(ep_comm_spans_domain(&e, 72, 72));
+	cr_assert(ep_comm_spans_domain(NULL, 72, 72));
+}
