@@ -79,21 +79,6 @@ struct valid_row *valid_row_add(struct valid_table *t, struct diag *d)
 	return r;
 }
 
-int valid_parse_measured(const char *text, double *out)
-{
-	char *end;
-	double x;
-
-	if (!text)
-		return 0;
-	x = strtod(text, &end);
-	if (end == text || end[strspn(end, " \t\r\n")] != '\0' ||
-	    !isfinite(x) || !(x > 0))
-		return 0;
-	*out = x;
-	return 1;
-}
-
 int valid_parse_number(const char *text, double lo, int whole, double *out)
 {
 	char *end;
@@ -104,6 +89,16 @@ int valid_parse_number(const char *text, double lo, int whole, double *out)
 	x = strtod(text, &end);
 	if (end == text || end[strspn(end, " \t\r\n")] != '\0' ||
 	    !isfinite(x) || !(x >= lo) || (whole && x != floor(x)))
+		return 0;
+	*out = x;
+	return 1;
+}
+
+int valid_parse_measured(const char *text, double *out)
+{
+	double x;
+
+	if (!valid_parse_number(text, 0, 0, &x) || !(x > 0))
 		return 0;
 	*out = x;
 	return 1;
