@@ -57,8 +57,10 @@
  * ("else: num_permuted_tokens stays None; HybridEP sizes buffers
  * dynamically (CPU sync in dispatch)", token_dispatcher.py
  * _HybridEPManager.setup_metadata, NVIDIA/Megatron-LM @ d98e8a64dd). So
- * an op in a captured scope drops its wait (train_host_cost). Syncs: an MoE dispatch with dropless sizes
- * (moe.c), and with the framework's p2p_sync a device synchronize before
+ * an op in a captured scope drops its wait (train_host_cost).
+ *
+ * Syncs: an MoE dispatch with dropless sizes (moe.c), and with the
+ * framework's p2p_sync a device synchronize before
  * every action of a non-interleaved pipeline, after the batched send and
  * receive around it (Megatron-Core p2p_communication.py _communicate:
  * torch.cuda.synchronize() when batch_p2p_comm and batch_p2p_sync; the
