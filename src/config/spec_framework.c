@@ -92,7 +92,8 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "GQA's fused QKV output split as Megatron-Core does it "
 		  "(SplitAlongDim, then the query reshaped: a copy when a GPU "
-		  "holds more than one query group), the rotary applied to "
+		  "holds more than one query group of more than one head), "
+		  "the rotary applied to "
 		  "q and k by two calls, and the three gradients concatenated "
 		  "in backward (false: one fused QKV rotary call, no copies)" },
 	{ .key = "expert_bias_kernels", .type = ST_BOOL,

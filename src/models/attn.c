@@ -228,10 +228,13 @@ static void qk_norm(struct layer_ops *o, enum layer_pass pass,
  * Engine's SplitAlongDim (an autograd function returning views, torch.
  * split; TransformerEngine @ 71bbefbf pytorch/utils.py), then
  * query.reshape(T, g p, d): the query view's group stride is (p + 2) d,
- * not p d, so for g > 1 no view can merge the groups and reshape copies
- * (read and write T q B); for g = 1 it is a view. Host: SplitAlongDim's
- * Python call and the reshape, two PyTorch ops (the copy's op carries
- * both; with g = 1 neither is counted [?]). Backward: the reshape's
+ * not p d, so for g > 1 and p > 1 no view can merge the groups and
+ * reshape copies (read and write T q B); for g = 1 it is a view, and for
+ * p = 1 (MHA: one query head a group) the target shape [T, g, d] is the
+ * view's own, so reshape returns it as is (torch.reshape returns a view
+ * whenever the strides allow one). Host: SplitAlongDim's Python call and
+ * the reshape, two PyTorch ops (the copy's op carries both; without the
+ * copy neither is counted [?]). Backward: the reshape's
  * gradient is a view, and SplitAlongDim.backward concatenates the three
  * gradients with torch.cat unless they already lie side by side in one
  * buffer; q's comes from its own allocation (the norm's or the rotary's
@@ -242,7 +245,9 @@ static void qkv_split_fwd(struct layer_ops *o, enum layer_pass pass,
 {
 	double t = layer_tokens(d), q = layer_q_width(d), B = d->act_B;
 
-	if (!d->qkv_split || !(layer_kv_heads_local(d) > 1))
+	/* g > 1 query groups of p > 1 heads: a copy (q > kv: p > 1) */
+	if (!d->qkv_split || !(layer_kv_heads_local(d) > 1) ||
+	    !(q > layer_kv_width(d)))
 		return;
 	lop_memop(o, "q_reshape", pass, t * q * B, t * q * B, 0)->host_n = 2;
 }

@@ -253,4 +253,17 @@ Test(attn, megatron_qkv_split_copies_the_query_and_cats_the_gradients)
 	cr_assert_null(fixture_op(&o, "q_reshape"));
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	cr_assert_not_null(fixture_op(&o, "qkv_grad_cat"));
+
+	/* MHA, 16 KV heads: 16 groups of p = 1 query head. The query view
+	 * is [T, 16, 64] with group stride (1 + 2) 64 and reshape's target
+	 * is that same shape, so it returns the view: no copy. The cat
+	 * stays: T (1024 + 2 x 1024) B read and written. */
+	f.model.num_key_value_heads = 16;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_null(fixture_op(&o, "q_reshape"));
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	op = fixture_op(&o, "qkv_grad_cat");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, T * (q + 2 * q) * B);
 }
