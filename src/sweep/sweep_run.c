@@ -80,6 +80,19 @@ static void catch_stops(struct sigaction *old)
 	}
 }
 
+/* In a worker: the stop signals the parent catches die at once;
+ * ignored ones stay ignored. */
+static void worker_stops(void)
+{
+	struct sigaction sa;
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (sigaction(stop_sigs[i], NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_IGN)
+			signal(stop_sigs[i], SIG_DFL);
+}
+
 static void restore_stops(const struct sigaction *old)
 {
 	size_t i;
@@ -215,9 +228,11 @@ static void worker(struct pool *p, atomic_uint_fast64_t *next, int fd,
 	signal(SIGPIPE, SIG_DFL);
 	/* A worker stopped mid-point loses that point only (its
 	 * transaction is all or nothing): it dies at once, as before the
-	 * parent caught the signals. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	 * parent caught the signals. A signal the sweep was started
+	 * ignoring (nohup, a script's background job) stays ignored here
+	 * as in the parent (catch_stops), or a group signal would kill the
+	 * workers of a sweep that goes on. */
+	worker_stops();
 	diag_init(&d, stderr);
 	p->c->st = store_open(p->c->o->db, &d);
 	if (!p->c->st)
