@@ -677,6 +677,15 @@ static void fsdp_counts(struct fixture *f, int ag[2], int rs[2])
 	prog_free(p);
 }
 
+/* The FSDP pipeline of the two tests below: 8 layers over pp 4 (1F1B),
+ * ZeRO-3, 16 microbatches a replica in 4 runs of 4 (local batch 4). */
+static void fsdp_pipeline_job(struct fixture *f)
+{
+	pipeline_job(f, 32, SCHED_1F1B);
+	f->job.training.zero_stage = 3;
+	f->job.training.local_batch_size = 4;
+}
+
 Test(train, fsdp_pp_no_sync_gathers_and_reduces_once_a_run)
 {
 	struct fixture f;
@@ -689,9 +698,7 @@ Test(train, fsdp_pp_no_sync_gathers_and_reduces_once_a_run)
 	 * backward, 2 x 16 = 32 times (64 or 96 a rank), reduced after each
 	 * backward, 16 times (32 or 48). torch pipelining's no-sync: once a
 	 * run each, 4 times (8 or 12 a rank for both). */
-	pipeline_job(&f, 32, SCHED_1F1B);
-	f.job.training.zero_stage = 3;
-	f.job.training.local_batch_size = 4;
+	fsdp_pipeline_job(&f);
 	fsdp_counts(&f, ag, rs);
 	cr_assert(ag[0] == 64 && ag[1] == 96, "gathers %d..%d", ag[0], ag[1]);
 	cr_assert(rs[0] == 32 && rs[1] == 48, "reduces %d..%d", rs[0], rs[1]);
@@ -714,9 +721,7 @@ Test(train, fsdp_without_reshard_after_forward_gathers_after_backwards)
 	 * backward but the step's last is followed by an action: 1 + 15 =
 	 * 16 gathers a unit (32 or 48 a rank, was 2 x 16 = 32 a unit:
 	 * 64 or 96); reductions unchanged, one a backward (32 or 48). */
-	pipeline_job(&f, 32, SCHED_1F1B);
-	f.job.training.zero_stage = 3;
-	f.job.training.local_batch_size = 4;
+	fsdp_pipeline_job(&f);
 	f.fw.fsdp_reshard_after_forward = 0;
 	fsdp_counts(&f, ag, rs);
 	cr_assert(ag[0] == 32 && ag[1] == 48, "gathers %d..%d", ag[0], ag[1]);
