@@ -30,13 +30,27 @@ printf 'model: llama3-8b\nsystem: {preset: dgx-h100, gpus_per_node: 1}\nphase: s
 	>"$tmp/long.yaml"
 expect 0 "trace: a 5000-character row" "$llmsim" run "$tmp/long.yaml" \
 	--no-store --json
-grep -q '"requests": *3' "$tmp/out" || bad "trace: a long row: not 3 requests"
+grep -q '"requests":[[:space:]]*3,' "$tmp/out" || bad "trace: a long row: not 3 requests"
 printf '0,%s,16\n0,64,x\n' "$zeros" >"$tmp/long2.csv"
 sed 's#long.csv#long2.csv#' "$tmp/long.yaml" >"$tmp/long2.yaml"
 expect 2 "trace: a bad row after a long one" "$llmsim" run "$tmp/long2.yaml" \
 	--no-store
 grep -q "long2.csv:2:6: error: 'output_len'" "$tmp/err" ||
 	{ bad "trace: the row after a long one is not line 2"; cat "$tmp/err"; }
+
+# A NUL byte ends a row's text early: refused at its column (the rest of
+# the row was dropped without a word); a folder named as the trace says
+# it cannot be read (it said the trace has no request rows).
+printf '0,128,16\0,99\n0,64,8\n' >"$tmp/nul.csv"
+sed 's#long.csv#nul.csv#' "$tmp/long.yaml" >"$tmp/nul.yaml"
+expect 2 "trace: a NUL byte" "$llmsim" run "$tmp/nul.yaml" --no-store
+grep -q "nul.csv:1:9: error: a NUL byte" "$tmp/err" ||
+	{ bad "trace: a NUL byte not refused"; cat "$tmp/err"; }
+mkdir "$tmp/dir.csv"
+sed 's#long.csv#dir.csv#' "$tmp/long.yaml" >"$tmp/dir.yaml"
+expect 2 "trace: a folder" "$llmsim" run "$tmp/dir.yaml" --no-store
+grep -q "cannot read '.*dir.csv': Is a directory" "$tmp/err" ||
+	{ bad "trace: a folder: no 'Is a directory'"; cat "$tmp/err"; }
 
 # ---- validate's dispatch cases (results/reference/ep/*.tsv).
 ref=$tmp/ref
