@@ -63,7 +63,7 @@ vd() { expect "$1" "$2" "$llmsim" validate --kind dispatch --reference "$ref" \
 # every later column shifted and the line got the generic message at 1).
 printf '%s\n' "$line" | sed 's/\t24\t/\t\t/' >"$ref/ep/cases.tsv"
 vd 2 "dispatch: an empty sms field"
-grep -q "cases.tsv:1:[0-9]*: error: 'sms': expected a whole number" "$tmp/err" ||
+grep -q "cases.tsv:1:58: error: 'sms': an empty field" "$tmp/err" ||
 	{ bad "dispatch: an empty field not named"; cat "$tmp/err"; }
 # Every dispatcher setting is applied (past the eighth they were dropped
 # without a word: zzz, the ninth, was never seen).
