@@ -89,7 +89,7 @@ while [ $i -lt 257 ]; do
 done >"$ref/training/cases.tsv"
 expect 2 "training: 257 cases" timeout 60 "$llmsim" validate --kind training \
 	--reference "$ref" --no-store
-grep -q "training/cases.tsv:258:1: error: more than 256 cases" "$tmp/err" ||
+grep -q "training/cases.tsv:257:1: error: more than 256 cases" "$tmp/err" ||
 	{ bad "training: 257 cases not refused"; head -3 "$tmp/err"; }
 i=0
 while [ $i -lt 257 ]; do
@@ -98,7 +98,7 @@ while [ $i -lt 257 ]; do
 done >"$ref/inference/cases.tsv"
 expect 2 "inference: 257 cases" timeout 60 "$llmsim" validate --kind inference \
 	--reference "$ref" --no-store
-grep -q "inference/cases.tsv:258:1: error: more than 256 cases" "$tmp/err" ||
+grep -q "inference/cases.tsv:257:1: error: more than 256 cases" "$tmp/err" ||
 	{ bad "inference: 257 cases not refused"; head -3 "$tmp/err"; }
 
 exit $fail
