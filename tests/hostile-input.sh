@@ -101,4 +101,24 @@ expect 2 "inference: 257 cases" timeout 60 "$llmsim" validate --kind inference \
 grep -q "inference/cases.tsv:257:1: error: more than 256 cases" "$tmp/err" ||
 	{ bad "inference: 257 cases not refused"; head -3 "$tmp/err"; }
 
+# ---- config import-megatron "ARGS" splits the string as a shell does
+# (a double-quoted \" ended the quote, so '--num-layers 64' inside a
+# quoted --data-path became an argument; an escaped blank split a word;
+# an unterminated quote swallowed the rest without a word).
+B='--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000'
+im() { expect "$1" "$2" "$llmsim" config import-megatron "$3" --gpus 8; }
+im 0 "import-megatron: \\\" in double quotes" "$B --data-path \"x\\\"y --num-layers 64\""
+grep -q 'num_hidden_layers: 32' "$tmp/out" ||
+	{ bad "import-megatron: a quoted word's --num-layers was read"; grep layers "$tmp/out"; }
+im 0 "import-megatron: an escaped blank" "$B --data-path a\\ b"
+grep -q 'Unknown to llmsim' "$tmp/out" &&
+	bad "import-megatron: an escaped blank split the word"
+im 2 "import-megatron: an unterminated quote" "$B --data-path 'x --num-layers 64"
+grep -q "unterminated ' quote" "$tmp/err" ||
+	{ bad "import-megatron: an unterminated quote not named"; cat "$tmp/err"; }
+im 0 "import-megatron: a pasted script's continuation lines" "$B \\
+	--num-layers 48"
+grep -q 'num_hidden_layers: 48' "$tmp/out" ||
+	bad "import-megatron: a continuation line lost"
+
 exit $fail
