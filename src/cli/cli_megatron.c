@@ -6,7 +6,7 @@
  *       [--system SYSTEM] [--gpus N] [--model PRESET] [--name NAME]
  *   llmsim config import-megatron --mapping
  *
- * The arguments may be one string (split at blanks; quotes group) or
+ * The arguments may be one string (split as a shell splits it) or
  * several words after "--". Each Megatron argument llmsim knows maps to
  * one job key (the table in cli_megatron_map.c, printed by --mapping
  * and copied into docs/megatron.md, which tests/megatron.sh keeps
