@@ -121,4 +121,31 @@ im 0 "import-megatron: a pasted script's continuation lines" "$B \\
 grep -q 'num_hidden_layers: 48' "$tmp/out" ||
 	bad "import-megatron: a continuation line lost"
 
+# ---- a calibration file's error-bar data: an infinite standard error or
+# a correlation that is not symmetric with a unit diagonal is refused (an
+# infinite standard error gave a zero-width interval, and an asymmetric
+# correlation a variance that calib_sigma clamps to 0: both a certainty
+# the fit never gave).
+cal() {	# cal STDERR ROW1 ROW2
+	printf '%s\n' 'system: dgx-h100' 'overlay:' \
+		'  scale_up: {link: {sustained: 0.81}}' 'params:' \
+		"  - {key: scale_up.link.sustained, value: 0.81, stderr: $1, start: 0.77}" \
+		'  - {key: scale_out.link.sustained, value: 0.8, stderr: 0.05, start: 0.77}' \
+		'correlation:' "  - $2" "  - $3" 'fit: {points: 26}' >"$tmp/cal.yaml"
+	expect "$4" "calibration: stderr $1, correlation $2 $3" "$llmsim" run \
+		default --no-store --json --set "system.calibration=$tmp/cal.yaml"
+}
+cal 0.01 '[1, 0.5]' '[0.5, 1]' 0
+grep -q '"step_time_interval_s"' "$tmp/out" || bad "calibration: no interval"
+cal inf '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml:5:5: error: params: expected a value and a finite standard error >= 0" "$tmp/err" ||
+	{ bad "calibration: an infinite stderr not named"; cat "$tmp/err"; }
+cal 0.01 '[1, -1]' '[1, 1]' 2
+grep -q "cal.yaml:9:6: error: correlation: expected a symmetric matrix" "$tmp/err" ||
+	{ bad "calibration: an asymmetric correlation not named"; cat "$tmp/err"; }
+cal 0.01 '[0.5, 0]' '[0, 1]' 2
+grep -q "cal.yaml:8:6: error: correlation: expected 1 on the diagonal" "$tmp/err" ||
+	{ bad "calibration: a diagonal of 0.5 not named"; cat "$tmp/err"; }
+cal 0.01 '[1, nan]' '[nan, 1]' 0
+
 exit $fail
