@@ -1,8 +1,9 @@
 /*
  * spec_job_layout_impl.h - what the job layout rules' two files share
- * (spec_job_layout.c: the sink, the parallel and training rules and
+ * (spec_job_layout.c: the parallel and training rules and
  * job_layout_check; spec_job_layout_infer.c: the inference and serving
- * rules). Private to src/config; depends on spec_job.h and cnode.h only.
+ * rules; spec_job_layout_sink.c, a leaf both call: the sink's messages).
+ * Private to src/config; depends on spec_job.h and cnode.h only.
  */
 #ifndef LLMSIM_CONFIG_SPEC_JOB_LAYOUT_IMPL_H
 #define LLMSIM_CONFIG_SPEC_JOB_LAYOUT_IMPL_H
@@ -22,6 +23,12 @@ struct layout_sink {
 	uint64_t rules;			/* the rules to check, JR_BIT(rule) each */
 	uint64_t broken;		/* those broken */
 };
+
+/* Whether rule r is to be checked. */
+static inline int layout_want(const struct layout_sink *s, enum job_rule r)
+{
+	return (s->rules >> r) & 1;
+}
 
 /* The value of "section.key" in the job's mapping, else the section's
  * mapping, else NULL. */
