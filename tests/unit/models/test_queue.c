@@ -316,7 +316,8 @@ Test(queue, expert_gemms_and_the_experts_gathers_keep_issue_order)
 
 Test(queue, one_queue_for_all_with_te_gemm_streams)
 {
-	double ag_s[4], ag_e[4], fc1_s[4], fc2_e[4];
+	static const char *const none[] = { NULL };
+	double ag_s[4], ag_e[4], fc1_s[4], fc2_e[4], ts, tf;
 	struct fixture f;
 	int i, loss;
 
@@ -345,5 +346,10 @@ Test(queue, one_queue_for_all_with_te_gemm_streams)
 			cr_assert_geq(ag_s[i], fc2_e[i - 1], "loss %d layer %d",
 				      loss, i);
 		}
+		/* and one simulated GPU per group gives the full step */
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "loss %d: symmetric %.9g s, full %.9g s",
+			     loss, ts, tf);
 	}
 }
