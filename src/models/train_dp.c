@@ -427,12 +427,17 @@ static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
  * from the forward pre-hook of the previous bucket's first module,
  * before that unit's expert GEMMs (the experts' first module is their
  * fc1; a dense bucket's hook opens its unit), the chunk's first bucket
- * at its own first unit. The GEMMs issued before it precede it, those
- * after it wait for it. */
+ * at its own first unit; with both kinds on one FIFO, each at its own
+ * first unit, the expert-parallel queue's rule (one queue for all,
+ * training.comm_hw_queues 1, holds the GEMMs, the all-to-alls and the
+ * gathers: a gather anchored one bucket ahead here and at its own unit
+ * there waited for itself). The GEMMs issued before it precede it,
+ * those after it wait for it. */
 static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 				uint32_t r, task_id ag)
 {
-	const struct bucket *at = g->prev ? g->prev : g->b;
+	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
+	const struct bucket *at = prev ? prev : g->b;
 	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
 	int64_t u = units - 1 - at->u1;
 
