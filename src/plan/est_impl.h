@@ -239,7 +239,7 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d);
 /* Each virtual stage's first forward and last backward of a schedule
  * run (f_run[s], b_run[s]): under no_sync the forward with its units'
  * gathers, the backward followed by its units' reduce-scatters, which
- * the compute stream waits for (train_dp.c no_sync_reduce); else f_s
+ * the compute stream waits for (train_dp.c reduce_waited); else f_s
  * and b_s. */
 void est_fsdp_run_ends(struct est_cand *c, double *f_run, double *b_run);
 
