@@ -73,6 +73,7 @@
  */
 #include "serve_impl.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -269,9 +270,10 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 
 	serve_kv_free(in, r, now);
 	serve_running_remove(in, id);
-	if (r->tail) {	/* all generated: only its extra steps go */
-		if (r->tail == 2)
-			serve_finish(s, r, now);
+	/* a multi-step tail lives inside a window, whose pages were
+	 * reserved at its start: never a victim */
+	assert(r->tail != 2);
+	if (r->tail) {	/* done already: only its extra step goes */
 		r->state = REQ_DONE;
 		return;
 	}
