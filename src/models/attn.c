@@ -616,6 +616,50 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 COLL_ALLTOALL, bwd ? qkv_B : o_B);
 }
 
+/* MXFP8 fused attention's own quantization (training.fp8_attention
+ * under an MXFP8 recipe). Transformer Engine's FusedAttnFunc takes bf16
+ * Q, K, V from Megatron and quantizes them before cuDNN's MXFP8 kernel:
+ * combine_and_quantize -> mxfp8_quantize_fast_path, one MXFP8Quantizer
+ * call a tensor, each writing the row-wise and the column-wise copy (the
+ * kernel reads them along D and along S; in training neither usage is
+ * dropped), then the block scales padded and permuted to BHSD
+ * (tex.multi_tensor_transpose_to_bhsd, row-wise and column-wise) and
+ * swizzled in place (two multi_tensor_swizzle_scales_for_gemm calls).
+ * The backward quantizes dO the same way before fused_attn_bwd; the
+ * output stays bf16 (bwd_requires_o_f16 for mxfp8). NVIDIA/
+ * TransformerEngine v2.18 (the Megatron-Bridge 26.08 pin),
+ * pytorch/attention/dot_product_attention/backends.py FusedAttnFunc,
+ * utils.py combine_and_quantize, mxfp8_quantize_fast_path [D]. Per
+ * quantized element: read act_B, write both layouts at lowp_B (data and
+ * E8M0 scale); the scale passes read and write the scales of both
+ * layouts twice. Per-tensor FP8 attention's torch.cat + quantize (the
+ * same function's other branch) is not costed: no validated row runs it. */
+#define MX_ATTN_SCALE_KERNELS 4	/* 2 BHSD transposes, 2 swizzles */
+
+static void mx_attn_quant(struct layer_ops *o, enum layer_pass pass,
+			  int bwd, const struct layer_dims *d,
+			  const struct gpu_attn_shape *a)
+{
+	double rows = a->batch * a->seq_q, n, scale_B;
+	struct layer_op *op;
+
+	if (!d->mx_attn_quant)
+		return;
+	n = bwd ? rows * a->heads_q * a->head_dim_v :
+		  rows * (a->heads_q * a->head_dim_qk +
+			  a->heads_kv * (a->head_dim_qk + a->head_dim_v));
+	op = lop_memop(o, bwd ? "attn_do_quant" : "attn_qkv_quant", pass,
+		       n * d->act_B, 2 * n * d->lowp_B, n);
+	op->k.mem_eff = d->mx_cast_eff;
+	op->k.launches = bwd ? 1 : 3;	/* dO; Q, K, V */
+	op->host_n = (uint16_t)op->k.launches;
+	scale_B = 2 * n * (d->lowp_B - 1);	/* both layouts' scales */
+	op = lop_memop(o, bwd ? "attn_do_scales" : "attn_qkv_scales", pass,
+		       2 * scale_B, 2 * scale_B, 0);
+	op->k.launches = MX_ATTN_SCALE_KERNELS;
+	op->host_n = MX_ATTN_SCALE_KERNELS;
+}
+
 static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, const struct layer_kind *k)
 {
@@ -637,6 +681,7 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 			return;
 		}
 		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
+		mx_attn_quant(o, pass, bwd, d, &a);
 		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
 		return;
 	}

@@ -175,6 +175,8 @@ struct layer_dims {
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
 	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
+	int mx_attn_quant;	/* MXFP8 fused attention: its Q, K, V and dO
+				 * quantized around the kernel (attn.c) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int autograd_wgrad;	/* framework wgrad_autograd: a plain
 				 * wgrad GEMM, nothing accumulated */

@@ -282,6 +282,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->unfused_attn = j->training.attention == ATTN_UNFUSED;
 	/* off outside the fp8 autocast (job_fp8_scaling_check warns) */
 	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
+	d->mx_attn_quant = d->fp8_attn && dt == DTYPE_MXFP8;
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->autograd_wgrad = j->framework->wgrad_autograd;
