@@ -305,6 +305,75 @@ oom:
 	return -1;
 }
 
+double flow_links_alone(const struct flownet *f, const uint32_t *links,
+			const double *coef, uint32_t n)
+{
+	return mm_links_alone(f->mm, links, coef, n);
+}
+
+/* Room for the batches' flow records, solver variables and ids. */
+#define ADOPT_CHUNK 256
+
+int flow_adopt_batch(struct flownet *f, const struct flow_adoption *a,
+		     uint32_t k, const uint32_t *tlinks, const uint32_t *toff,
+		     uint32_t nt, const struct mm_tpair *tp,
+		     const uint32_t *map, flow_done_fn done, void *arg)
+{
+	struct flow *fl[ADOPT_CHUNK];
+	struct mm_new_var nv[ADOPT_CHUNK];
+	mm_id id[ADOPT_CHUNK];
+	uint32_t j, got;
+
+	if (k > ADOPT_CHUNK)
+		BUG("flow_adopt_batch: more than ADOPT_CHUNK flows");
+	if (k == 0)
+		return 0;
+	for (got = 0; got < k; got++) {
+		const struct flow_adoption *x = &a[got];
+
+		if (!(x->rate_Bps > 0) || (x->n == 0 && !(x->bound_Bps > 0)) ||
+		    x->t_last_ns > sim_now(f->sim) ||
+		    x->t_end_ns < sim_now(f->sim))
+			BUG("flow_adopt: not a flow in progress");
+		fl[got] = flow_take(f);
+		if (!fl[got])
+			goto oom;
+		*fl[got] = (struct flow){ .net = f, .left_B = x->left_B,
+					  .rate_Bps = x->rate_Bps,
+					  .t_last = x->t_last_ns, .done = done,
+					  .arg = arg };
+		nv[got] = (struct mm_new_var){ x->links, x->coef, x->n,
+					       x->bound_Bps,
+					       x->links_alone_Bps, fl[got] };
+	}
+	/* Constraint id = link id (flow_new). */
+	if (mm_var_add_batch(f->mm, nv, k, tlinks, toff, nt, tp, map, id) != 0)
+		goto oom;
+	/* then what flow_adopt() does after its variable, flow by flow */
+	for (j = 0; j < k; j++) {
+		fl[j]->var = id[j];
+		mm_preset_rate(f->mm, id[j], a[j].rate_Bps);
+		fl[j]->ev = sim_at(f->sim, a[j].t_end_ns, complete, fl[j]);
+		if (!fl[j]->ev) {
+			/* the run fails (the flag); flows already on the
+			 * engine stay, the rest go */
+			while (j < k) {
+				mm_var_remove(f->mm, id[j]);
+				flow_put(f, fl[j++]);
+			}
+			f->failed = 1;
+			return -1;
+		}
+		link_live(f, fl[j]);
+	}
+	return 0;
+oom:
+	while (got-- > 0)
+		flow_put(f, fl[got]);
+	f->failed = 1;
+	return -1;
+}
+
 void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
 		    int (*take)(void *holder, uint32_t link))
 {

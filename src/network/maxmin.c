@@ -105,7 +105,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
-static int vec_grow(struct vec *v)
+int mm_vec_grow(struct vec *v)
 {
 	uint32_t ncap = v->cap ? v->cap * 2 : 64;
 	mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
@@ -120,13 +120,11 @@ static int vec_grow(struct vec *v)
 /* Inline: the walks push an id per element they reach. */
 static inline int vec_push(struct vec *v, mm_id x)
 {
-	if (v->n == v->cap && vec_grow(v) != 0)
+	if (v->n == v->cap && mm_vec_grow(v) != 0)
 		return -1;
 	v->v[v->n++] = x;
 	return 0;
 }
-
-static void unlink_dying(struct mm *m);
 
 struct mm *mm_new(void)
 {
@@ -230,7 +228,7 @@ static int mark_dirty(struct mm *m, mm_id c)
 }
 
 /* Room for one more entry on c's list; 0 or -1. */
-static int cons_grow(struct cons *c)
+int mm_cons_grow(struct cons *c)
 {
 	uint32_t ncap = c->capn > 1 ? c->capn * 2 : 8;
 	struct centry *nl;
@@ -269,7 +267,7 @@ static inline struct cons *cons_unlink(struct mm *m, const struct elem *e)
 	return c;
 }
 
-static mm_id var_slot(struct mm *m)
+mm_id mm_var_slot(struct mm *m)
 {
 	if (m->free_var != MM_NONE) {
 		mm_id v = m->free_var;
@@ -295,7 +293,7 @@ static mm_id var_slot(struct mm *m)
 /* Free slot v, keeping its element array for the variable that takes
  * the slot next: an all-to-all's 64 flows end together and the next
  * call's take their slots back, so most additions allocate nothing. */
-static void var_release(struct mm *m, mm_id v)
+void mm_var_release(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
 
@@ -305,7 +303,7 @@ static void var_release(struct mm *m, mm_id v)
 }
 
 /* Room for n elements in x's array; 0 or -1 (x as it was). */
-static int var_room(struct var *x, uint32_t n)
+int mm_var_room(struct var *x, uint32_t n)
 {
 	struct elem *ne;
 
@@ -352,7 +350,7 @@ static int var_link(struct mm *m, mm_id v, const mm_id *cons,
 		if (alone < alone_Bps)
 			alone_Bps = alone;
 		k = c->n;
-		if (k == c->capn && cons_grow(c) != 0)
+		if (k == c->capn && mm_cons_grow(c) != 0)
 			goto undo;
 		el[i] = (struct elem){ ci, k, coef[i] };
 		c->list[k] = (struct centry){ v, i, coef[i] };
@@ -377,12 +375,12 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	if (n == 0 && !(bound_Bps > 0))
 		BUG("a variable needs a constraint or a bound");
 	if (m->dying.n)
-		unlink_dying(m);
-	v = var_slot(m);
+		mm_unlink_dying(m);
+	v = mm_var_slot(m);
 	if (v == MM_NONE)
 		return MM_NONE;
 	x = &m->vars[v];
-	if (var_room(x, n) != 0)
+	if (mm_var_room(x, n) != 0)
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	x->nelems = n;
@@ -395,7 +393,7 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	m->live++;
 	return v;
 fail:
-	var_release(m, v);
+	mm_var_release(m, v);
 	return MM_NONE;
 }
 
@@ -404,11 +402,11 @@ fail:
  * (64 variables of ~88 constraints each, removed before one re-solve),
  * and unlinking them one by one moves entries of the others about on
  * lists that are about to empty. Once the batch needs a re-solve (which
- * reads the lists only after unlink_dying()), mm_var_remove() only
+ * reads the lists only after mm_unlink_dying()), mm_var_remove() only
  * counts: each constraint's live count (busy, what cons.n will be: the
  * idle checks read it meanwhile) and its entries still to go (cdying),
  * and marks it dirty exactly where the one-by-one removal would (its
- * count left above 0), in the same order. unlink_dying() then takes the
+ * count left above 0), in the same order. mm_unlink_dying() then takes the
  * variables in removal order, as the one-by-one removal would, except
  * that a constraint whose remaining entries are all going is emptied at
  * once: what is left of it (n = 0) is the same. Lists with survivors
@@ -417,7 +415,7 @@ fail:
  * slots are as the one-by-one removal leaves them. Anything else that
  * reads or changes the lists (mm_var_add(), mm_solve()) unlinks first.
  */
-static void unlink_dying(struct mm *m)
+void mm_unlink_dying(struct mm *m)
 {
 	uint32_t i, j;
 
@@ -454,7 +452,7 @@ static void unlink_dying(struct mm *m)
 			}
 			m->cdying[ci]--;
 		}
-		var_release(m, v);
+		mm_var_release(m, v);
 	}
 	m->dying.n = 0;
 }
@@ -483,7 +481,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 		return;
 	}
 	if (m->dying.n)
-		unlink_dying(m);
+		mm_unlink_dying(m);
 	for (i = 0; i < x->nelems; i++) {
 		/* Out of memory here leaves the constraint clean: the next
 		 * change to it re-solves it. One left with no variable
@@ -491,7 +489,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 		if (cons_unlink(m, &x->elems[i])->n > 0)
 			(void)mark_dirty(m, x->elems[i].cons);
 	}
-	var_release(m, v);
+	mm_var_release(m, v);
 	m->live--;
 }
 
@@ -511,7 +509,7 @@ void mm_set_local(struct mm *m, int on)
 	 * but left need_solve clear (their solve was a full one anyway):
 	 * mm_local() would take them as settled and mm_clean() drop them. */
 	if (m->dying.n)
-		unlink_dying(m);
+		mm_unlink_dying(m);
 	if (on && !m->local && m->dirty.n)
 		m->need_solve = 1;
 	m->local = on;
@@ -520,7 +518,7 @@ void mm_set_local(struct mm *m, int on)
 void mm_set_batch(struct mm *m, int on)
 {
 	if (m->dying.n)
-		unlink_dying(m);
+		mm_unlink_dying(m);
 	m->batch = on;
 }
 
@@ -896,7 +894,7 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 	long n;
 
 	if (m->dying.n)
-		unlink_dying(m);
+		mm_unlink_dying(m);
 	if (m->local && (n = mm_local(m, fn, arg)) >= 0)
 		return n;
 	/* On failure the dirty and fresh lists stay, so a later solve
