@@ -566,61 +566,6 @@ static const struct ctraj_rec *state_at(const struct ctraj *tr, uint32_t i,
 	return &tr->rec[k - 1];
 }
 
-/* Flows adopted as one batch at most (flow.c's ADOPT_CHUNK). */
-#define ADOPT_MAX 256
-
-/*
- * adopt_phase() as one batch (flow_adopt_batch: the solver's state and
- * the engine's events as the flow-by-flow adoption leaves them, each
- * link's list written at once) where the phase is the whole plan (its
- * index covers no other phase's elements) of at most ADOPT_MAX flows to
- * adopt; 1 when it does not apply (nothing done), else 0 or -1 as
- * adopt_phase().
- */
-static int adopt_batch(struct crun *r, const struct ctraj *tr, units_ns_t dt)
-{
-	struct cplan *cp = r->cp;
-	const struct plan *p = &cp->plan;
-	const struct plan_phase *ph = &p->phases[r->phase];
-	const struct pipe *pp = phase_pipe(r, r->phase);
-	struct flow_adoption a[ADOPT_MAX];
-	uint32_t i, k = 0, nl;
-	const uint32_t *links;
-	int rv;
-
-	if (ph->n != p->nflows || ph->first != 0 || ph->n < 2)
-		return 1;
-	for (i = 0; i < ph->n; i++)
-		k += tr->end_ns[i] >= dt;
-	if (k > ADOPT_MAX || crun_adoption_index(cp, r->fn) != 0)
-		return 1;
-	links = plan_links(p, &nl);
-	k = 0;
-	for (i = 0; i < ph->n; i++) {
-		const struct plan_flow *f = &p->flows[i];
-		const struct ctraj_rec *st;
-
-		if (tr->end_ns[i] < dt)
-			continue;
-		st = state_at(tr, i, dt);
-		a[k] = (struct flow_adoption){ p->elem_link + f->first,
-			p->elem_coef + f->first, f->n,
-			pipe_bound_Bps(pp, f->volume_B, f->bound_Bps, r->size_B),
-			cp->alone_Bps[i], st->left_B, st->rate_Bps,
-			r->t0 + st->t_ns, r->t0 + tr->end_ns[i] };
-		cp->tmap[i] = k++;
-	}
-	rv = flow_adopt_batch(r->fn, a, k, links, cp->toff, nl, cp->tp,
-			      cp->tmap, flow_done, r);
-	for (i = 0; i < ph->n; i++)
-		cp->tmap[i] = UINT32_MAX;
-	if (rv != 0) {
-		r->pending -= k;
-		return -1;
-	}
-	return 0;
-}
-
 /* Adopt the flows of the current phase that end at or after dt; 0 or
  * -1 (memory: the flownet's failure flag reports it). */
 static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
@@ -629,11 +574,7 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	const struct plan_phase *ph = &p->phases[r->phase];
 	const struct pipe *pp = phase_pipe(r, r->phase);
 	uint32_t i;
-	int rv = adopt_batch(r, tr, dt);
-
-	if (rv != 1)
-		return rv;
-	rv = 0;
+	int rv = 0;
 
 	for (i = ph->first; i < ph->first + ph->n; i++) {
 		const struct plan_flow *f = &p->flows[i];

@@ -140,9 +140,4 @@ uint64_t crun_resumed(const struct crun_set *rs);
 int crun_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
 			 uint32_t group_gpus);
 
-/* cp's adoption index (pcache.h: alone_Bps, toff, tp, tmap; crun_adopt.c)
- * made if not yet; 0, or -1 when it cannot be (out of memory, or a plan
- * without its distinct links): adopt flow by flow then. */
-int crun_adoption_index(struct cplan *cp, const struct flownet *fn);
-
 #endif

@@ -21,7 +21,6 @@
 #include <stdint.h>
 
 #include "engine/sim.h"
-#include "maxmin.h"
 #include "topo.h"
 
 struct flownet;
@@ -60,36 +59,6 @@ int flow_adopt(struct flownet *f, const uint32_t *links, const double *coef,
 	       uint32_t n, double bound_Bps, flow_done_fn done, void *arg,
 	       double left_B, double rate_Bps, units_ns_t t_last_ns,
 	       units_ns_t t_end_ns);
-
-/* One flow of flow_adopt_batch(): flow_adopt()'s arguments, its links
- * ascending, links_alone_Bps = flow_links_alone() of them. */
-struct flow_adoption {
-	const uint32_t *links;
-	const double *coef;
-	uint32_t n;
-	double bound_Bps;	/* B/s; 0 = none */
-	double links_alone_Bps;	/* B/s */
-	double left_B, rate_Bps;	/* B, B/s */
-	units_ns_t t_last_ns, t_end_ns;	/* ns */
-};
-
-/* A flow's rate alone on links[0..n-1] (min of capacity / coefficient;
- * INFINITY for none), for flow_adopt_batch(). */
-double flow_links_alone(const struct flownet *f, const uint32_t *links,
-			const double *coef, uint32_t n);
-
-/*
- * flow_adopt() of a[0..k) in that order, each with done(arg), as one
- * batch for the solver (mm_var_add_batch: the same state, each link's
- * list written at once). tlinks[0..nt) ascending, tp[toff[d]..toff[d+1])
- * the elements on tlinks[d] with map[who] their flow's index in a
- * (UINT32_MAX: not adopted), ascending: every element of every adopted
- * flow once. Returns 0, or -1 when out of memory (none adopted).
- */
-int flow_adopt_batch(struct flownet *f, const struct flow_adoption *a,
-		     uint32_t k, const uint32_t *tlinks, const uint32_t *toff,
-		     uint32_t nt, const struct mm_tpair *tp,
-		     const uint32_t *map, flow_done_fn done, void *arg);
 
 /*
  * Links held by what is not a flow: a collective replayed from its idle

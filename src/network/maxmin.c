@@ -105,7 +105,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
-int mm_vec_grow(struct vec *v)
+static int vec_grow(struct vec *v)
 {
 	uint32_t ncap = v->cap ? v->cap * 2 : 64;
 	mm_id *nv = mem_realloc(v->v, (size_t)ncap * sizeof(*nv));
@@ -120,11 +120,13 @@ int mm_vec_grow(struct vec *v)
 /* Inline: the walks push an id per element they reach. */
 static inline int vec_push(struct vec *v, mm_id x)
 {
-	if (v->n == v->cap && mm_vec_grow(v) != 0)
+	if (v->n == v->cap && vec_grow(v) != 0)
 		return -1;
 	v->v[v->n++] = x;
 	return 0;
 }
+
+static void unlink_dying(struct mm *m);
 
 struct mm *mm_new(void)
 {
@@ -228,7 +230,7 @@ static int mark_dirty(struct mm *m, mm_id c)
 }
 
 /* Room for one more entry on c's list; 0 or -1. */
-int mm_cons_grow(struct cons *c)
+static int cons_grow(struct cons *c)
 {
 	uint32_t ncap = c->capn > 1 ? c->capn * 2 : 8;
 	struct centry *nl;
@@ -267,7 +269,7 @@ static inline struct cons *cons_unlink(struct mm *m, const struct elem *e)
 	return c;
 }
 
-mm_id mm_var_slot(struct mm *m)
+static mm_id var_slot(struct mm *m)
 {
 	if (m->free_var != MM_NONE) {
 		mm_id v = m->free_var;
@@ -293,7 +295,7 @@ mm_id mm_var_slot(struct mm *m)
 /* Free slot v, keeping its element array for the variable that takes
  * the slot next: an all-to-all's 64 flows end together and the next
  * call's take their slots back, so most additions allocate nothing. */
-void mm_var_release(struct mm *m, mm_id v)
+static void var_release(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
 
@@ -303,7 +305,7 @@ void mm_var_release(struct mm *m, mm_id v)
 }
 
 /* Room for n elements in x's array; 0 or -1 (x as it was). */
-int mm_var_room(struct var *x, uint32_t n)
+static int var_room(struct var *x, uint32_t n)
 {
 	struct elem *ne;
 
@@ -350,7 +352,7 @@ static int var_link(struct mm *m, mm_id v, const mm_id *cons,
 		if (alone < alone_Bps)
 			alone_Bps = alone;
 		k = c->n;
-		if (k == c->capn && mm_cons_grow(c) != 0)
+		if (k == c->capn && cons_grow(c) != 0)
 			goto undo;
 		el[i] = (struct elem){ ci, k, coef[i] };
 		c->list[k] = (struct centry){ v, i, coef[i] };
@@ -375,12 +377,12 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	if (n == 0 && !(bound_Bps > 0))
 		BUG("a variable needs a constraint or a bound");
 	if (m->dying.n)
-		mm_unlink_dying(m);
-	v = mm_var_slot(m);
+		unlink_dying(m);
+	v = var_slot(m);
 	if (v == MM_NONE)
 		return MM_NONE;
 	x = &m->vars[v];
-	if (mm_var_room(x, n) != 0)
+	if (var_room(x, n) != 0)
 		goto fail;
 	x->alone_Bps = bound_Bps > 0 ? bound_Bps : INFINITY;
 	x->nelems = n;
@@ -393,7 +395,7 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	m->live++;
 	return v;
 fail:
-	mm_var_release(m, v);
+	var_release(m, v);
 	return MM_NONE;
 }
 
@@ -402,11 +404,11 @@ fail:
  * (64 variables of ~88 constraints each, removed before one re-solve),
  * and unlinking them one by one moves entries of the others about on
  * lists that are about to empty. Once the batch needs a re-solve (which
- * reads the lists only after mm_unlink_dying()), mm_var_remove() only
+ * reads the lists only after unlink_dying()), mm_var_remove() only
  * counts: each constraint's live count (busy, what cons.n will be: the
  * idle checks read it meanwhile) and its entries still to go (cdying),
  * and marks it dirty exactly where the one-by-one removal would (its
- * count left above 0), in the same order. mm_unlink_dying() then takes the
+ * count left above 0), in the same order. unlink_dying() then takes the
  * variables in removal order, as the one-by-one removal would, except
  * that a constraint whose remaining entries are all going is emptied at
  * once: what is left of it (n = 0) is the same. Lists with survivors
@@ -415,7 +417,7 @@ fail:
  * slots are as the one-by-one removal leaves them. Anything else that
  * reads or changes the lists (mm_var_add(), mm_solve()) unlinks first.
  */
-void mm_unlink_dying(struct mm *m)
+static void unlink_dying(struct mm *m)
 {
 	uint32_t i, j;
 
@@ -452,7 +454,7 @@ void mm_unlink_dying(struct mm *m)
 			}
 			m->cdying[ci]--;
 		}
-		mm_var_release(m, v);
+		var_release(m, v);
 	}
 	m->dying.n = 0;
 }
@@ -481,7 +483,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 		return;
 	}
 	if (m->dying.n)
-		mm_unlink_dying(m);
+		unlink_dying(m);
 	for (i = 0; i < x->nelems; i++) {
 		/* Out of memory here leaves the constraint clean: the next
 		 * change to it re-solves it. One left with no variable
@@ -489,7 +491,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 		if (cons_unlink(m, &x->elems[i])->n > 0)
 			(void)mark_dirty(m, x->elems[i].cons);
 	}
-	mm_var_release(m, v);
+	var_release(m, v);
 	m->live--;
 }
 
@@ -509,7 +511,7 @@ void mm_set_local(struct mm *m, int on)
 	 * but left need_solve clear (their solve was a full one anyway):
 	 * mm_local() would take them as settled and mm_clean() drop them. */
 	if (m->dying.n)
-		mm_unlink_dying(m);
+		unlink_dying(m);
 	if (on && !m->local && m->dirty.n)
 		m->need_solve = 1;
 	m->local = on;
@@ -518,7 +520,7 @@ void mm_set_local(struct mm *m, int on)
 void mm_set_batch(struct mm *m, int on)
 {
 	if (m->dying.n)
-		mm_unlink_dying(m);
+		unlink_dying(m);
 	m->batch = on;
 }
 
@@ -894,7 +896,7 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 	long n;
 
 	if (m->dying.n)
-		mm_unlink_dying(m);
+		unlink_dying(m);
 	if (m->local && (n = mm_local(m, fn, arg)) >= 0)
 		return n;
 	/* On failure the dirty and fresh lists stay, so a later solve

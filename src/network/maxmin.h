@@ -46,46 +46,6 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps);
 mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 		 uint32_t n, double bound_Bps, void *data);
 
-/* min_i C_i / a_i over cons[i], coef[i] > 0 for i < n (INFINITY when n
- * is 0): a variable's rate alone on those constraints, before its bound.
- * Capacities never change, so a caller that adds variables over the same
- * constraints call after call computes it once (mm_var_add_batch). */
-double mm_links_alone(const struct mm *m, const mm_id *cons,
-		      const double *coef, uint32_t n);
-
-/* One variable of a batch: as mm_var_add()'s arguments, with its
- * constraints ascending and links_alone_Bps = mm_links_alone() of them. */
-struct mm_new_var {
-	const mm_id *cons;
-	const double *coef;
-	uint32_t n;
-	double bound_Bps;	/* B/s; 0 = none */
-	double links_alone_Bps;	/* B/s */
-	void *data;
-};
-
-/* One element of a batch's transposed index: element ei of the variable
- * map[who] (UINT32_MAX: not in this batch). */
-struct mm_tpair {
-	uint32_t who, ei;
-};
-
-/*
- * Add vars[0..k) as k calls of mm_var_add() in that order would: the
- * same ids (into id[]), every list, position and rate alone the same,
- * but each list written once, constraint by constraint, instead of one
- * entry per element across all of them (an all-to-all's 128 flows of
- * ~176 links onto ~1,200 lists). tcons[0..nt) are ascending constraints
- * and tp[toff[d]..toff[d+1]) the elements on tcons[d], their variables'
- * batch indices ascending; every element of every variable of the batch
- * is there once (other entries map to UINT32_MAX). 0, or -1 when out of
- * memory (nothing added then).
- */
-int mm_var_add_batch(struct mm *m, const struct mm_new_var *vars,
-		     uint32_t k, const mm_id *tcons, const uint32_t *toff,
-		     uint32_t nt, const struct mm_tpair *tp,
-		     const uint32_t *map, mm_id *id);
-
 /* Remove a variable; its constraints become dirty. */
 void mm_var_remove(struct mm *m, mm_id var);
 

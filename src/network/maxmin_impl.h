@@ -120,17 +120,6 @@ struct mm {
 	uint32_t epoch;
 };
 
-/* Shared with maxmin_batch.c (maxmin.c): room for one more id; a free
- * variable slot (MM_NONE: none), freed again keeping its element array;
- * room for n elements; room for one more entry on a constraint's list;
- * the removed variables unlinked (each 0 or -1 where it can fail). */
-int mm_vec_grow(struct vec *v);
-mm_id mm_var_slot(struct mm *m);
-void mm_var_release(struct mm *m, mm_id v);
-int mm_var_room(struct var *x, uint32_t n);
-int mm_cons_grow(struct cons *c);
-void mm_unlink_dying(struct mm *m);
-
 /* Whether a rate moved enough to report (relative 1e-12). */
 static inline int mm_changed(double a, double b)
 {

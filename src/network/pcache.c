@@ -334,9 +334,5 @@ void pcache_plan_unref(struct cplan *cp)
 	if (--cp->refs > 0)
 		return;
 	plan_release(&cp->plan);
-	mem_free(cp->alone_Bps);
-	mem_free(cp->toff);
-	mem_free(cp->tp);
-	mem_free(cp->tmap);
 	mem_free(cp);
 }

@@ -24,8 +24,6 @@
 
 #include "plan.h"
 
-struct mm_tpair;
-
 /* A plan shared by the cache and the collectives running it. */
 struct cplan {
 	struct plan plan;
@@ -34,13 +32,6 @@ struct cplan {
 	double size_B;		/* the collective's size when not per byte (its
 				 * pipeline's loops count it); else 0 */
 	uint64_t links_hash;	/* of plan_links (crun.c); 0 = not yet */
-	/* The adoption index (crun.c: adopt_batch), made on first use and
-	 * freed with the plan; NULL = not yet (or could not be made). */
-	double *alone_Bps;	/* per plan flow, B/s: flow_links_alone */
-	uint32_t *toff;		/* per distinct link (plan_links) + 1 */
-	struct mm_tpair *tp;	/* who = plan flow, in flow order per link */
-	uint32_t *tmap;		/* per plan flow: its index in the batch
-				 * being adopted, else UINT32_MAX */
 };
 
 enum pkey_kind {
