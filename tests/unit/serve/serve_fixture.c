@@ -27,3 +27,18 @@ void serve_fixture_close(struct serve_fixture *f)
 	serve_teardown(&f->s);
 	arena_release(&f->a);
 }
+
+void serve_fixture_run(const char *path, const char *const *sets, size_t n,
+		       struct serve_result *r)
+{
+	struct arena a;
+	struct diag d;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, path, sets, n);
+	cr_assert_eq(serve_run(j, NULL, r, &d), 0);
+	serve_result_release(r);
+	arena_release(&a);
+}

@@ -25,4 +25,10 @@ void serve_fixture_open(struct serve_fixture *f, const char *path,
 			const char *const *sets, size_t n);
 void serve_fixture_close(struct serve_fixture *f);
 
+/* Run the job at path with the --set overrides sets[0..n) to its end
+ * (asserting it succeeds) into r; r's per-request arrays are released,
+ * its totals kept. */
+void serve_fixture_run(const char *path, const char *const *sets, size_t n,
+		       struct serve_result *r);
+
 #endif

@@ -24,21 +24,6 @@
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 #define L70 "tests/data/serve/l70-h100-tp8.yaml"
 
-static void run(const char *path, const char *const *sets, size_t n,
-		struct serve_result *r)
-{
-	struct arena a;
-	struct diag d;
-	struct job_spec *j;
-
-	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job(&a, path, sets, n);
-	cr_assert_eq(serve_run(j, NULL, r, &d), 0);
-	serve_result_release(r);
-	arena_release(&a);
-}
-
 /*
  * Little's law, L = lambda W. Over the run's span T (first arrival to last
  * completion) the time-average in-system count is the integral of N(t)
@@ -54,7 +39,7 @@ Test(serve, littles_law)
 	struct serve_result r;
 	double lw;
 
-	run(L8, sets, 2, &r);
+	serve_fixture_run(L8, sets, 2, &r);
 	cr_assert_eq(r.completed, 400);
 	lw = r.requests_per_s * r.mean_e2e_s;
 	cr_assert_float_eq(r.mean_in_system, lw, 1e-9 * lw,
@@ -87,7 +72,7 @@ Test(serve, throughput_saturates_with_arrival_rate)
 		struct serve_result r;
 
 		snprintf(set, sizeof(set), "serving.arrival_rate=%s", rates[i]);
-		run(L8, sets, 4, &r);
+		serve_fixture_run(L8, sets, 4, &r);
 		cr_assert_eq(r.preemptions, 0);
 		tput[i] = r.output_tokens_per_s;
 	}
@@ -241,10 +226,10 @@ Test(serve, preemptions_only_with_a_full_pool)
 	const char *small[] = {"serving.engine.memory_fraction=0.26"};
 	struct serve_result r;
 
-	run(L8, NULL, 0, &r);
+	serve_fixture_run(L8, NULL, 0, &r);
 	cr_assert_eq(r.preemptions, 0);
 	cr_assert_lt(r.kv_peak_frac, 1.0);
-	run(L8, small, 1, &r);
+	serve_fixture_run(L8, small, 1, &r);
 	cr_assert_gt(r.preemptions, 0);
 	cr_assert_float_eq(r.kv_peak_frac, 1.0, 1e-12);
 	cr_assert_eq(r.completed, r.requests);
@@ -255,9 +240,9 @@ Test(serve, same_seed_same_run)
 	const char *s2[] = {"serving.seed=2"};
 	struct serve_result a, b, c;
 
-	run(L8, NULL, 0, &a);
-	run(L8, NULL, 0, &b);
-	run(L8, s2, 1, &c);
+	serve_fixture_run(L8, NULL, 0, &a);
+	serve_fixture_run(L8, NULL, 0, &b);
+	serve_fixture_run(L8, s2, 1, &c);
 	cr_assert_eq(a.output_tokens_per_s, b.output_tokens_per_s);
 	cr_assert_eq(a.ttft.p99, b.ttft.p99);
 	cr_assert_neq(a.output_tokens, c.output_tokens);
@@ -277,8 +262,8 @@ Test(serve, speculative_tokens_per_step)
 			      "serving.speculative.acceptance_length=3"};
 	struct serve_result r, base;
 
-	run(L8, sets, 3, &r);
-	run(L8, NULL, 0, &base);
+	serve_fixture_run(L8, sets, 3, &r);
+	serve_fixture_run(L8, NULL, 0, &base);
 	cr_assert_float_eq(r.spec_tokens_per_step, 3.0, 0.09);
 	cr_assert_leq(r.spec_tokens_per_step, 3.0 + 0.03);
 	/* fewer steps, lower per-token latency */
@@ -301,7 +286,7 @@ Test(serve, disaggregated_kv_transfer)
 			      "system.nodes=1"};
 	struct serve_result r;
 
-	run(L70, sets, 5, &r);
+	serve_fixture_run(L70, sets, 5, &r);
 	cr_assert_eq(r.completed, 200);
 	cr_assert_float_eq(r.kv_transfer_bytes, 200.0 * 512 * 327680,
 			   1e-6 * 200.0 * 512 * 327680);
@@ -379,12 +364,12 @@ Test(serve, pipeline_keeps_steps_in_flight)
 	const char *pp1[] = {"serving.arrival_rate=inf"};
 	struct serve_result r;
 
-	run(L70, pp2, 3, &r);
+	serve_fixture_run(L70, pp2, 3, &r);
 	cr_assert_eq(r.completed, r.requests);
 	cr_assert_gt(r.mean_step_s * (double)r.steps, 1.5 * r.duration_s,
 		     "steps %.4g s over a span of %.4g s",
 		     r.mean_step_s * (double)r.steps, r.duration_s);
-	run(L70, pp1, 1, &r);
+	serve_fixture_run(L70, pp1, 1, &r);
 	cr_assert_eq(r.completed, r.requests);
 	cr_assert_leq(r.mean_step_s * (double)r.steps, r.duration_s * 1.0001);
 }
@@ -418,7 +403,7 @@ Test(serve, same_instant_arrivals_share_the_first_step)
 		struct serve_result r;
 
 		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
-		run(L8, sets, 6, &r);
+		serve_fixture_run(L8, sets, 6, &r);
 		cr_assert_eq(r.completed, 2, "%s", engines[e]);
 		/* trtllm runs both once more (overlap_extra_step) */
 		cr_assert_eq(r.steps, e == 2 ? 3 : 2, "%s: %lld steps",
@@ -443,7 +428,7 @@ Test(serve, same_instant_arrivals_on_every_instance)
 			      "serving.arrival_rate=inf"};
 	struct serve_result r;
 
-	run(L8, sets, 7, &r);
+	serve_fixture_run(L8, sets, 7, &r);
 	cr_assert_eq(r.instances, 2);
 	cr_assert_eq(r.completed, 4);
 	cr_assert_eq(r.steps, 4, "%lld steps", (long long)r.steps);
@@ -494,12 +479,12 @@ Test(serve, overlap_extra_step_runs_one_more_decode)
 	struct serve_result a, b, r2, r1, c;
 	double dstep;
 
-	run(L8, sync, 7, &c);
+	serve_fixture_run(L8, sync, 7, &c);
 	cr_assert_eq(c.steps, 4, "%lld steps", (long long)c.steps);
-	run(L8, on, 6, &a);
-	run(L8, off, 7, &b);
-	run(L8, one2, 5, &r2);
-	run(L8, one1, 5, &r1);
+	serve_fixture_run(L8, on, 6, &a);
+	serve_fixture_run(L8, off, 7, &b);
+	serve_fixture_run(L8, one2, 5, &r2);
+	serve_fixture_run(L8, one1, 5, &r1);
 	dstep = r2.duration_s - r1.duration_s;
 	cr_assert_gt(dstep, 0);
 	cr_assert_eq(b.steps, 4, "%lld steps", (long long)b.steps);
@@ -548,13 +533,13 @@ Test(serve, arrival_at_a_step_end_joins_the_next_step)
 	snprintf(path, sizeof(path), "%s/t.csv", dir);
 	snprintf(set, sizeof(set), "serving.trace=%s", path);
 	write_trace(path, at, in, out, 1);
-	run(L8, sets, 2, &r);
+	serve_fixture_run(L8, sets, 2, &r);
 	cr_assert_eq(r.steps, 1);
 	at[1] = r.ttft.p50;
 	cr_assert_gt(at[1], 0);
 	out[0] = 2;
 	write_trace(path, at, in, out, 2);
-	run(L8, sets, 2, &r);
+	serve_fixture_run(L8, sets, 2, &r);
 	cr_assert_eq(r.completed, 2);
 	cr_assert_eq(r.steps, 2, "%lld steps", (long long)r.steps);
 	unlink(path);

@@ -17,23 +17,9 @@
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
 #include "../models/fixture.h"
+#include "serve_fixture.h"
 
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
-
-static void run(const char *path, const char *const *sets, size_t n,
-		struct serve_result *r)
-{
-	struct arena a;
-	struct diag d;
-	struct job_spec *j;
-
-	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job(&a, path, sets, n);
-	cr_assert_eq(serve_run(j, NULL, r, &d), 0);
-	serve_result_release(r);
-	arena_release(&a);
-}
 
 /*
  * Two requests at t = 0 of 128 prompt tokens, A with 2 output tokens and
@@ -76,8 +62,8 @@ Test(serve_v0, multi_step_window_runs_to_its_end)
 	cr_assert_eq(fclose(f), 0);
 	snprintf(trace, sizeof(trace), "serving.trace=%s", path);
 
-	run(L8, one, 4, &a);
-	run(L8, four, 4, &b);
+	serve_fixture_run(L8, one, 4, &a);
+	serve_fixture_run(L8, four, 4, &b);
 	unlink(path);
 	rmdir(dir);
 	cr_assert_eq(a.steps, 6, "%lld steps", (long long)a.steps);
@@ -110,8 +96,8 @@ Test(serve_v0, no_prompt_inside_a_window)
 			      "serving.engine.multi_step=4"};
 	struct serve_result a, b;
 
-	run(L8, one, 6, &a);
-	run(L8, four, 7, &b);
+	serve_fixture_run(L8, one, 6, &a);
+	serve_fixture_run(L8, four, 7, &b);
 	cr_assert_eq(a.steps, 4, "%lld steps", (long long)a.steps);
 	cr_assert_eq(b.steps, 10, "%lld steps", (long long)b.steps);
 	cr_assert_eq(b.completed, 2);
