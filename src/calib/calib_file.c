@@ -139,6 +139,10 @@ int calib_file_write(const char *path, const struct calib_problem *pb,
 
 /* ---- reading back --------------------------------------------------- */
 
+/* How far two printings of one correlation may differ: the writer's
+ * %.6f rounds each to 5e-7. */
+#define CORR_TEXT_TOL 1e-6
+
 static double num(const struct cnode *m, const char *key)
 {
 	const struct cnode *v = cnode_get(m, key);
@@ -180,9 +184,11 @@ static int read_params(struct config_ctx *cx, const struct cnode *ps,
 		p->value = num(m, "value");
 		p->stderr_ = num(m, "stderr");
 		p->start = num(m, "start");
-		if (!isfinite(p->value) || !(p->stderr_ >= 0))
+		/* an infinite one gave a zero-width band (calib_band) */
+		if (!isfinite(p->value) || !(p->stderr_ >= 0) ||
+		    !isfinite(p->stderr_))
 			return bad(cx->diag, m, "params: expected a value and a "
-				   "standard error >= 0");
+				   "finite standard error >= 0");
 		{
 			char why[256];
 			double v = p->value, e = p->stderr_, st = p->start;
@@ -194,6 +200,39 @@ static int read_params(struct config_ctx *cx, const struct cnode *ps,
 			p->start = st;
 		}
 	}
+	return 0;
+}
+
+/* Same as the writer prints them (%.6f of one symmetric covariance), or
+ * both undefined (nan). */
+static int same_corr(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || fabs(a - b) <= CORR_TEXT_TOL;
+}
+
+/* A correlation matrix is symmetric with 1 on its diagonal (nan where a
+ * parameter was not determined): any other gives calib_sigma a variance
+ * g^T Sigma g that may be negative, which it clamps to a zero-width band.
+ * 0, or -1 after reporting at the element. */
+static int check_corr(struct config_ctx *cx, const struct cnode *c,
+		      const struct calib_file *f)
+{
+	size_t k = f->npar, i, j;
+
+	for (i = 0; i < k; i++)
+		for (j = 0; j <= i; j++) {
+			const struct cnode *v = c->items[i]->items[j];
+			double x = f->corr[i * k + j];
+
+			if (i == j && !isnan(x) && !same_corr(x, 1))
+				return bad(cx->diag, v, "correlation: expected "
+					   "1 on the diagonal (or nan: a "
+					   "parameter not determined)");
+			if (i != j && !same_corr(x, f->corr[j * k + i]))
+				return bad(cx->diag, v, "correlation: expected "
+					   "a symmetric matrix: row i, column j "
+					   "equal to row j, column i");
+		}
 	return 0;
 }
 
@@ -237,7 +276,7 @@ static int read_corr(struct config_ctx *cx, const struct cnode *c,
 			f->corr[i * k + j] = x;
 		}
 	}
-	return 0;
+	return check_corr(cx, c, f);
 }
 
 static int read_fitted(struct config_ctx *cx, const struct cnode *v,

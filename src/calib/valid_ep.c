@@ -30,43 +30,63 @@
 #include "network/net.h"
 
 #define NCOLS 17
+#define NNUMS 9
 
-/* Split a tab-separated line into at most n fields; the count. */
+static const char *const colname[NCOLS] = {"id", "system", "nodes", "ranks",
+	"op", "dispatcher", "sms", "tokens", "hidden", "topk", "experts",
+	"groups", "topk_groups", "dtype", "measured_GBps", "measured_us",
+	"source"};
+
+/* A case line's numbers, read once by numbers(): the system's nodes and
+ * the call (all but its GPUs, which predict() places). */
+struct ep_case {
+	double nodes;			/* of the system preset */
+	struct ep_call call;
+};
+
+/* Split a tab-separated line in place into at most n fields, empty ones
+ * kept (strtok merged two tabs, shifting every later column), the line's
+ * end cut; the last field keeps any further tabs. The count. */
 static int fields(char *line, char **f, int n)
 {
-	char *save = NULL, *t;
 	int k = 0;
+	char *tab;
 
-	for (t = strtok_r(line, "\t\n", &save); t && k < n;
-	     t = strtok_r(NULL, "\t\n", &save))
-		f[k++] = t;
-	return k;
+	line[strcspn(line, "\r\n")] = '\0';
+	for (;;) {
+		f[k++] = line;
+		if (k == n || !(tab = strchr(line, '\t')))
+			return k;
+		*tab = '\0';
+		line = tab + 1;
+	}
 }
 
-/* The numeric columns of a case line (ranks, SMs, tokens, hidden, top-k,
- * experts, groups unless "nodes", top-k groups) whole numbers from 0 to
- * 1e9 and the dtype one llmsim knows; 0, or -1 after reporting at the
- * field's column (atol read '1e3' ranks as 1, atof 'x' tokens as 0 and
- * any unknown dtype was BF16). */
+/* The numeric columns of a case line (nodes, ranks, SMs, tokens, hidden,
+ * top-k, experts, groups unless "nodes", top-k groups), whole numbers up
+ * to 1e9, and the dtype one llmsim knows, read into *k; 0, or -1 after
+ * reporting at the field's column (atol read '1e3' ranks as 1, atof 'x'
+ * tokens as 0 and any unknown dtype was BF16). */
 static int numbers(char *const *f, const char *line, const char *path,
-		   int ln, struct diag *d)
+		   int ln, struct ep_case *k, struct diag *d)
 {
-	static const int cols[] = {3, 6, 7, 8, 9, 10, 11, 12};
-	static const char *const names[] = {"ranks", "sms", "tokens",
-		"hidden", "topk", "experts", "groups", "topk_groups"};
-	double x;
+	static const int cols[NNUMS] = {2, 3, 6, 7, 8, 9, 10, 11, 12};
+	struct ep_call *c = &k->call;
+	double x[NNUMS];
 	size_t i;
 
-	for (i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+	for (i = 0; i < NNUMS; i++) {
 		const char *t = f[cols[i]];
+		double lo = cols[i] == 2 ? 1 : 0;
 
+		x[i] = -1;	/* groups "nodes": one group per node */
 		if (cols[i] == 11 && strcmp(t, "nodes") == 0)
 			continue;
-		if (!valid_parse_number(t, 0, 1, &x) || x > 1e9) {
+		if (!valid_parse_number(t, lo, 1, &x[i]) || x[i] > 1e9) {
 			diag_error(d, path, ln, (int)(t - line) + 1, "'%s': "
-				   "expected a whole number from 0 to 1e9%s, "
-				   "got '%s'", names[i], cols[i] == 11 ?
-				   " or 'nodes'" : "", t);
+				   "expected a whole number from %g to 1e9%s, "
+				   "got '%s'", colname[cols[i]], lo,
+				   cols[i] == 11 ? " or 'nodes'" : "", t);
 			return -1;
 		}
 	}
@@ -75,58 +95,79 @@ static int numbers(char *const *f, const char *line, const char *path,
 			   "expected bfloat16 or fp8_e4m3, got '%s'", f[13]);
 		return -1;
 	}
+	memset(k, 0, sizeof(*k));
+	k->nodes = x[0];
+	c->ranks = (uint32_t)x[1];
+	c->sms = (int64_t)x[2];
+	c->tokens = x[3];
+	c->hidden = x[4];
+	c->routing.topk = x[5];
+	c->routing.experts = x[6];
+	c->routing.n_group = x[7];
+	c->routing.topk_group = x[8];
+	c->dtype = strcmp(f[13], "fp8_e4m3") == 0 ? DTYPE_FP8 : DTYPE_BF16;
+	c->combine = strcmp(f[4], "combine") == 0;
+	c->algo = c->proto = -1;
 	return 0;
 }
 
-/* Predict one case line into row v; 0, or -1 with why set. */
-static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
-		   char *why, size_t whylen)
+/* The dispatcher column, "name[,key=value...]", split in place into its
+ * name (the return) and every setting in order (*sets, in the arena; *n
+ * of them: past the eighth they were dropped). NULL when out of memory. */
+static const char *dispatcher(struct config_ctx *cx, char *text,
+			      const char ***sets, size_t *n)
+{
+	size_t cap = 1;
+	char *p;
+
+	for (p = text; *p; p++)
+		cap += *p == ',';
+	*sets = arena_alloc(cx->arena, cap * sizeof(**sets));
+	*n = 0;
+	if (!*sets) {
+		diag_oom(cx->diag);
+		return NULL;
+	}
+	for (p = strchr(text, ','); p; p = strchr(p + 1, ',')) {
+		*p = '\0';
+		if (p[1] && p[1] != ',')
+			(*sets)[(*n)++] = p + 1;
+	}
+	return text;
+}
+
+/* Predict case k of line fields f into row v; 0, or -1 with why set. */
+static int predict(struct config_ctx *cx, char **f, const struct ep_case *k,
+		   struct valid_row *v, char *why, size_t whylen)
 {
 	struct system_spec *s = arena_alloc(cx->arena, system_schema.size);
 	struct ep_comm_spec *e = arena_alloc(cx->arena, ep_comm_schema.size);
-	char nodes[64], *esets[8], *save = NULL, *t;
-	const char *sets[1] = { nodes };
+	const char *nodes, **esets = NULL, *name;
 	size_t nes = 0;
-	struct ep_call c;
+	struct ep_call c = k->call;
 	struct ep_call_result r;
 	struct net *n = NULL;
 	uint32_t *gpus = NULL, i;
 	int rc = -1;
 
-	if (!s || !e) {
+	nodes = arena_printf(cx->arena, "nodes=%.0f", k->nodes);
+	if (!s || !e || !nodes) {
 		diag_oom(cx->diag);
 		return -1;
 	}
 	memset(s, 0, system_schema.size);
 	memset(e, 0, ep_comm_schema.size);
-	snprintf(nodes, sizeof(nodes), "nodes=%s", f[2]);
-	if (config_load(cx, &system_schema, f[1], sets, 1, s) != 0 ||
-	    !(t = strtok_r(f[5], ",", &save))) {
+	if (config_load(cx, &system_schema, f[1], &nodes, 1, s) != 0) {
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}
-	while (nes < 8 && (esets[nes] = strtok_r(NULL, ",", &save)))
-		nes++;
-	if (config_load(cx, &ep_comm_schema, t, (const char **)esets, nes,
-			e) != 0) {
+	if (!(name = dispatcher(cx, f[5], &esets, &nes)))
+		return -1;
+	if (config_load(cx, &ep_comm_schema, name, esets, nes, e) != 0) {
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}
-	memset(&c, 0, sizeof(c));
-	/* The numbers were checked whole and finite by numbers(). */
-	c.ranks = (uint32_t)strtod(f[3], NULL);
 	c.gpus_per_node = (double)s->gpus_per_node;
-	c.combine = strcmp(f[4], "combine") == 0;
-	c.sms = (long)strtod(f[6], NULL);
-	c.tokens = strtod(f[7], NULL);
-	c.hidden = strtod(f[8], NULL);
-	c.routing.topk = strtod(f[9], NULL);
-	c.routing.experts = strtod(f[10], NULL);
-	c.routing.n_group = strcmp(f[11], "nodes") == 0 ? -1 :
-		strtod(f[11], NULL);
-	c.routing.topk_group = strtod(f[12], NULL);
-	c.dtype = strncmp(f[13], "fp8", 3) == 0 ? DTYPE_FP8 : DTYPE_BF16;
-	c.algo = c.proto = -1;
 	if (c.ranks < 2 || c.ranks > system_gpus(s) || !(c.tokens > 0) ||
 	    !(c.hidden > 0) || !(c.routing.topk > 0) ||
 	    c.routing.topk > c.routing.experts) {
@@ -165,7 +206,8 @@ static int predict(struct config_ctx *cx, char **f, struct valid_row *v,
 static int do_file(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir, const char *name, int gated)
 {
-	char path[1024], line[2048], why[128];
+	char path[1024], why[128], *line = NULL;
+	size_t cap = 0;
 	struct valid_table *t = NULL;
 	FILE *fp;
 	int ln = 0, rc = 0;
@@ -173,16 +215,27 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (!(fp = fopen(path, "r")))
 		return 0;
-	while (fgets(line, sizeof(line), fp)) {
+	/* getline: a line of any length is one line (a 2 KiB fgets read the
+	 * rest of a long one as a second, malformed line) */
+	while (getline(&line, &cap, fp) > 0) {
 		char *f[NCOLS];
+		struct ep_case c;
 		struct valid_row *v;
 		double measured = 0;
-		int k;
+		int k, i;
 
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
 		k = fields(line, f, NCOLS);
+		for (i = 0; i < k && i < 15 && f[i][0]; i++)
+			;
+		if (i < k && i < 15) {
+			diag_error(cx->diag, path, ln, (int)(f[i] - line) + 1,
+				   "'%s': an empty field", colname[i]);
+			rc = -1;
+			break;
+		}
 		if (k < 15 || !valid_parse_measured(f[14], &measured) ||
 		    (strcmp(f[4], "dispatch") && strcmp(f[4], "combine"))) {
 			diag_error(cx->diag, path, ln, 1, "expected id, system, "
@@ -193,7 +246,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 			rc = -1;
 			break;
 		}
-		if (numbers(f, line, path, ln, cx->diag) != 0) {
+		if (numbers(f, line, path, ln, &c, cx->diag) != 0) {
 			rc = -1;
 			break;
 		}
@@ -218,7 +271,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 		v->measured = measured;
 		v->in_sample = valid_is_fitted(set, f[0]);
 		why[0] = '\0';
-		if (predict(cx, f, v, why, sizeof(why)) != 0) {
+		if (predict(cx, f, &c, v, why, sizeof(why)) != 0) {
 			if (cx->diag->oom) {
 				rc = -1;
 				break;
@@ -233,6 +286,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 		}
 		v->error = v->predicted / v->measured - 1;
 	}
+	free(line);	/* getline's, from malloc */
 	fclose(fp);
 	return rc;
 }

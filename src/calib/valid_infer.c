@@ -67,19 +67,29 @@ static int field(const char *line, int k, char *buf, size_t len)
 static int read_cases(const char *dir, struct icase *c, int max,
 		      struct diag *d)
 {
-	char path[1024], line[4096], kind[32], gate[32], meas[64], job[256];
+	char path[1024], *line = NULL, kind[32], gate[32], meas[64], job[256];
+	size_t cap = 0;
 	FILE *f;
 	int n = 0, ln = 0;
 
 	snprintf(path, sizeof(path), "%s/cases.tsv", dir);
 	if (!(f = fopen(path, "r")))
 		return 0;	/* an absent file has no cases */
-	while (fgets(line, sizeof(line), f) && n < max) {
-		struct icase *x = &c[n];
+	/* getline: a line of any length is one line (a fixed fgets buffer
+	 * read a long line's rest as a second, malformed line) */
+	while (getline(&line, &cap, f) > 0) {
+		struct icase *x;
 
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
+		if (n == max) {	/* the rest were dropped without a word */
+			diag_error(d, path, ln, 1, "more than %d cases (the "
+				   "most one file may hold)", max);
+			n = -1;
+			break;
+		}
+		x = &c[n];
 		memset(x, 0, sizeof(*x));
 		if (!field(line, 0, x->id, sizeof(x->id)) ||
 		    !field(line, 1, job, sizeof(job)) ||
@@ -93,8 +103,8 @@ static int read_cases(const char *dir, struct icase *c, int max,
 			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
 				   "metric<TAB>measured<TAB>throughput|latency"
 				   "<TAB>scored|shown<TAB>note[<TAB>why]'");
-			fclose(f);
-			return -1;
+			n = -1;
+			break;
 		}
 		snprintf(x->job, sizeof(x->job), "%s/%s", dir, job);
 		field(line, 6, x->note, sizeof(x->note));
@@ -104,6 +114,7 @@ static int read_cases(const char *dir, struct icase *c, int max,
 		x->predicted = NAN;
 		n++;
 	}
+	free(line);	/* getline's, from malloc */
 	fclose(f);
 	return n;
 }

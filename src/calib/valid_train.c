@@ -45,28 +45,37 @@ struct tcase {
 static int read_cases(const char *dir, const char *name, struct tcase *c,
 		      int max, struct diag *d)
 {
-	char path[1024], line[2048];
+	char path[1024], *line = NULL;
+	size_t cap = 0;
 	FILE *f;
 	int n = 0, ln = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (!(f = fopen(path, "r")))
 		return 0;	/* an absent file has no cases */
-	while (fgets(line, sizeof(line), f) && n < max) {
+	/* getline: a line of any length is one line (a fixed fgets buffer
+	 * read a long line's rest as a second, malformed line) */
+	while (getline(&line, &cap, f) > 0) {
 		char *id, *job, *meas, *save = NULL;
 		double measured = 0;
 
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
+		if (n == max) {	/* the rest were dropped without a word */
+			diag_error(d, path, ln, 1, "more than %d cases (the "
+				   "most one file may hold)", max);
+			n = -1;
+			break;
+		}
 		id = strtok_r(line, "\t\n", &save);
 		job = strtok_r(NULL, "\t\n", &save);
 		meas = strtok_r(NULL, "\t\n", &save);
 		if (!id || !job || !valid_parse_measured(meas, &measured)) {
 			diag_error(d, path, ln, 1, "expected 'id<TAB>job<TAB>"
 				   "measured_step_s<TAB>source'");
-			fclose(f);
-			return -1;
+			n = -1;
+			break;
 		}
 		memset(&c[n], 0, sizeof(c[n]));
 		snprintf(c[n].id, sizeof(c[n].id), "%s", id);
@@ -75,6 +84,7 @@ static int read_cases(const char *dir, const char *name, struct tcase *c,
 		c[n].predicted_s = NAN;
 		n++;
 	}
+	free(line);	/* getline's, from malloc */
 	fclose(f);
 	return n;
 }

@@ -6,7 +6,7 @@
  *       [--system SYSTEM] [--gpus N] [--model PRESET] [--name NAME]
  *   llmsim config import-megatron --mapping
  *
- * The arguments may be one string (split at blanks; quotes group) or
+ * The arguments may be one string (split as a shell splits it) or
  * several words after "--". Each Megatron argument llmsim knows maps to
  * one job key (the table in cli_megatron_map.c, printed by --mapping
  * and copied into docs/megatron.md, which tests/megatron.sh keeps
@@ -42,8 +42,15 @@
 
 /* ---- reading the command line ---------------------------------------- */
 
-/* Split s at blanks, quotes grouping, into words (in the arena). */
-static int split_words(struct arena *a, const char *s, char ***out, int *n)
+/* Split s at blanks into words (in the arena) as a POSIX shell does,
+ * so a pasted command line reads as it ran: single quotes keep every
+ * character; in double quotes a backslash escapes only $ ` " \ and a
+ * newline; outside quotes it escapes any character; backslash-newline
+ * joins lines (a script's continuation). 0; -1 out of memory; -2 after
+ * reporting an unterminated quote (it swallowed the rest: a \" ended
+ * the quote, so a quoted word's '--num-layers 64' was read). */
+static int split_words(struct arena *a, struct diag *d, const char *s,
+		       char ***out, int *n)
 {
 	size_t len = strlen(s), cap = len / 2 + 2;
 	char **w = arena_alloc(a, cap * sizeof(*w));
@@ -54,20 +61,33 @@ static int split_words(struct arena *a, const char *s, char ***out, int *n)
 		return -1;
 	*n = 0;
 	while (*s) {
-		while (isspace((unsigned char)*s))
-			s++;
+		while (isspace((unsigned char)*s) ||
+		       (s[0] == '\\' && s[1] == '\n'))
+			s += s[0] == '\\' ? 2 : 1;
 		if (!*s)
 			break;
 		w[(*n)++] = o;
 		for (; *s && (q || !isspace((unsigned char)*s)); s++) {
-			if (!q && (*s == '\'' || *s == '"'))
+			if (!q && (*s == '\'' || *s == '"')) {
 				q = *s;
-			else if (q && *s == q)
+			} else if (q && *s == q) {
 				q = 0;
-			else if (*s != '\\' || q == '\'')
-				*o++ = *s;
+			} else if (*s == '\\' && q != '\'' && s[1] &&
+				   (!q || strchr("$`\"\\\n", s[1]))) {
+				if (s[1] != '\n')
+					*o++ = s[1];
+				s++;
+			} else if (*s != '\\' || s[1]) {
+				*o++ = *s;	/* a last lone backslash: dropped */
+			}
 		}
 		*o++ = '\0';
+	}
+	if (q) {
+		diag_error(d, "megatron", 0, 0, "an unterminated "
+			   "%c quote: it takes the rest of the line (close it)",
+			   q);
+		return -2;
 	}
 	*out = w;
 	return 0;
@@ -635,8 +655,11 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 				       "Megatron arguments as one string or as "
 				       "words after --, not both");
 	if (line || optind + 1 == n) {
-		if (split_words(cx->arena, line ? line : ours[optind], &words,
-				&nwords) != 0) {
+		rc = split_words(cx->arena, cx->diag, line ? line :
+				 ours[optind], &words, &nwords);
+		if (rc == -2)
+			return CLI_USAGE;
+		if (rc != 0) {
 			diag_oom(cx->diag);
 			return CLI_FAIL;
 		}

@@ -76,6 +76,24 @@ static const struct schema times_schema = {
 	.def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL, \
 	.help = k " protocol" }
 
+#define FACTOR(p, k) { .key = k, .type = ST_NUM, \
+	.offset = offsetof(struct coll_proto_ratios, r) + (p) * sizeof(double), \
+	.def = "1", .min = 1, .max = 100, .help = k " protocol" }
+
+static const struct schema_field factors_fields[] = {
+	FACTOR(PROTO_LL, "ll"),
+	FACTOR(PROTO_LL128, "ll128"),
+	FACTOR(PROTO_SIMPLE, "simple"),
+};
+
+static const struct schema factors_schema = {
+	.kind = "collectives.algorithm.select_lat_nodes",
+	.help = "one factor (>= 1) per protocol",
+	.size = sizeof(struct coll_proto_ratios),
+	.fields = factors_fields,
+	.nfields = SCHEMA_COUNT(factors_fields),
+};
+
 static const struct schema_field ratios_fields[] = {
 	RATIO(PROTO_LL, "ll"),
 	RATIO(PROTO_LL128, "ll128"),
@@ -352,6 +370,18 @@ static const struct schema_field algo_fields[] = {
 	  .max = 1e7,
 	  .help = "fewest nodes a group spans for select_size_pct to apply "
 		  "(RCCL: 2 for rings, 1 for trees)" },
+	{ .key = "select_lat_nodes", .type = ST_SECTION,
+	  .offset = AOFF(select_lat_nodes), .sub = &factors_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per protocol: factor on this algorithm's latency as the "
+		  "library's tuning model sees an all-reduce spanning nodes "
+		  "(NCCL's ring plateau: Simple x 1.4 from sm80, x 1.9 "
+		  "before); for its choice only" },
+	{ .key = "select_lat_nodes_min_bytes", .type = ST_BYTES,
+	  .offset = AOFF(select_lat_nodes_min_B), .def = "0 B", .max = 1e15,
+	  .help = "bytes per channel (max_channels) and rank from which "
+		  "select_lat_nodes applies (NCCL: nBytes / (nChannels x "
+		  "nRanks) >= 64)" },
 	{ .key = "channel_min_bytes", .type = ST_SECTION,
 	  .offset = AOFF(channel_min_B), .sub = &cbytes_schema,
 	  .flags = SF_OPTIONAL,
@@ -618,6 +648,27 @@ double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 	for (q = floor(size_B / 64); q >= 2 && i + 1 < l->n; q /= 2)
 		i++;
 	return (double)l->v[i] / 100;
+}
+
+/* NCCL's ncclTopoGetAlgoTime: a ring Simple all-reduce spanning nodes
+ * with at least 64 B per channel and rank has its latency x 1.4 (x 1.9
+ * before sm80), "plateau effect of ring"; the data says which algorithm
+ * and protocol, the factor and the bytes. */
+double coll_lib_lat_factor(const struct coll_lib_spec *lib, int a, int p,
+			   enum coll_op op, double size_B, uint32_t nranks,
+			   uint32_t nnodes)
+{
+	const struct coll_algo_spec *as;
+	double f, k;
+
+	if (a < 0 || a >= ALGO_COUNT || p < 0 || p >= PROTO_COUNT)
+		return 1;
+	as = &lib->algo[a];
+	f = as->select_lat_nodes.r[p];
+	if (!(f > 1) || nnodes < 2 || op != COLL_ALLREDUCE || nranks == 0)
+		return 1;
+	k = lib->max_channels > 0 ? (double)lib->max_channels : 1;
+	return size_B / (k * nranks) >= as->select_lat_nodes_min_B ? f : 1;
 }
 
 int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,

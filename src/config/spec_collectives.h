@@ -130,6 +130,11 @@ struct coll_algo_spec {
 						 * entry beyond (RCCL's tree/ring
 						 * CorrectionFactor x 100); none = 100 */
 	int64_t select_size_min_nodes;		/* select_size_pct applies from this many nodes */
+	struct coll_proto_ratios select_lat_nodes;	/* factor (>= 1) on its latency in the
+						 * choice only, for an all-reduce spanning
+						 * nodes (NCCL's ring plateau); 0 or 1 = none */
+	double select_lat_nodes_min_B;		/* B per channel (max_channels) and rank
+						 * from which select_lat_nodes applies */
 	struct coll_proto_bytes channel_min_B;	/* B, per protocol: bytes a channel must have
 						 * before the kernel runs one more (nthreads x
 						 * threadThreshold); 0 = every channel always */
@@ -187,6 +192,15 @@ struct coll_lib_spec {
  * nnodes nodes; 1 where none is given. */
 double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 			    double size_B, uint32_t nnodes);
+
+/* The factor (select_lat_nodes, >= 1) the library's choice puts on
+ * algorithm a's latency with protocol p for an op of size_B over nranks
+ * spanning nnodes: all-reduces across nodes with at least
+ * select_lat_nodes_min_bytes per channel (max_channels) and rank; 1
+ * otherwise. */
+double coll_lib_lat_factor(const struct coll_lib_spec *lib, int a, int p,
+			   enum coll_op op, double size_B, uint32_t nranks,
+			   uint32_t nnodes);
 /* The protocol lib forces on a collective of op and size_B (coll.h's
  * convention) over nranks GPUs spanning nnodes nodes, or -1 when it
  * leaves the choice to its tuner. */

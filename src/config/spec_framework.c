@@ -348,6 +348,13 @@ static const struct schema_field framework_fields[] = {
 		  "scatter their gradients in (default: grad_dtype; FSDP2 "
 		  "without a mixed-precision policy reduces in the "
 		  "parameters' dtype)" },
+	{ .key = "fsdp_reduce_one_in_flight", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_reduce_one_in_flight), .def = "false",
+	  .help = "ZeRO-3: FSDP2's post_backward makes the current stream "
+		  "wait for the previous FSDP unit's reduce-scatter before "
+		  "issuing its own (one reduce-scatter in flight beside the "
+		  "compute), and a block's routed experts sharded as their own "
+		  "unit (edp > 1) reduce as soon as their backward ends" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

@@ -341,6 +341,11 @@ struct framework_spec {
 						 * next (train_pp.c) */
 	int fsdp_expert_reduce_dtype;		/* ZeRO-3: enum dtype of the routed experts'
 						 * reduce-scatters, or -1: grad_dtype */
+	int fsdp_reduce_one_in_flight;		/* ZeRO-3: FSDP2's post-backward waits on the
+						 * compute stream for the reduce-scatter issued
+						 * before its own, and the routed experts' own
+						 * FSDP unit reduces after their backward
+						 * (train_dp.c) */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */

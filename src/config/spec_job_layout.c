@@ -3,9 +3,11 @@
  * parallel degrees against the system's GPUs, the model's dimensions,
  * the batch and the pipeline schedule, as Megatron-Core and the serving
  * engines assert them, each broken rule reported at the job key the user
- * changed. The job schema that runs them is spec_job.c.
+ * changed. The job schema that runs them is spec_job.c; the inference
+ * and serving rules are spec_job_layout_infer.c.
  */
 #include "spec_job.h"
+#include "spec_job_layout_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,161 +16,6 @@
 #include "cnode.h"
 #include "pp_layout.h"
 #include "base/diag.h"
-
-/* Here rather than in spec_job.c, whose schema reads them too, so that
- * the rules' messages do not call back into the schema's file. */
-const char *const job_phase_names[] = {"training", "prefill", "decode",
-				       "serving", NULL};
-const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p",
-				     NULL};
-
-const char *const job_rule_names[JR_COUNT + 1] = {
-	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
-	"cp_seq", "ep_dense", "pp_layers", "pp_split", "batch",
-	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
-	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
-	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
-	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
-	"inference_attention_dp", "inference_ep", "serving_engine",
-	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
-	"pool_ep", "pool_tp", NULL,
-};
-
-/* Where layout violations go: a bit per rule, and, when d is set, a
- * diagnostic in the job's mapping (rule_at). */
-struct layout_sink {
-	struct diag *d;			/* NULL: only the bits */
-	const struct cnode *node;	/* the job's mapping, or NULL */
-	uint64_t rules;			/* the rules to check, JR_BIT(rule) each */
-	uint64_t broken;		/* those broken */
-};
-
-/* Whether rule r is to be checked. */
-static int want(const struct layout_sink *s, enum job_rule r)
-{
-	return (s->rules >> r) & 1;
-}
-
-/* The value of "section.key" in the job's mapping, else the section's
- * mapping, else NULL. */
-static const struct cnode *job_key(const struct cnode *job, const char *key)
-{
-	const struct cnode *sec;
-	const char *dot = strchr(key, '.');
-	char head[32];
-
-	if (!job || !dot || (size_t)(dot - key) >= sizeof(head))
-		return job ? cnode_get(job, key) : NULL;
-	memcpy(head, key, (size_t)(dot - key));
-	head[dot - key] = '\0';
-	sec = cnode_get(job, head);
-	if (sec && cnode_get(sec, dot + 1))
-		return cnode_get(sec, dot + 1);
-	return sec;
-}
-
-/* Where a broken rule is reported: of the job keys it reads (`keys`,
- * dotted, separated by blanks, the likeliest culprit first), the one the
- * user changed (schema_check_blame: a --set, a file overriding the
- * preset), else the first one written, else the first key's section,
- * else the job's mapping. */
-static const struct cnode *rule_at(const struct cnode *job, const char *keys)
-{
-	char buf[256], *names[8], *save = NULL, *k;
-	struct schema_at at = { job, NULL };
-	const struct cnode *v;
-	int n = 0;
-
-	snprintf(buf, sizeof(buf), "%s", keys);
-	for (k = strtok_r(buf, " ", &save); k && n < 8;
-	     k = strtok_r(NULL, " ", &save))
-		names[n++] = k;
-	if (n == 0)
-		return job;
-	v = job_key(job, names[schema_check_blame(&at,
-			(const char *const *)names, n)]);
-	return v ? v : job;
-}
-
-/* The keys that split the world: dp x tp x pp x cp GPUs. */
-#define WORLD_KEYS \
-	"parallelism.dp parallelism.tp parallelism.pp parallelism.cp"
-
-/* The job keys each rule reads, the likeliest culprit first (rule_at
- * blames the one the user changed). */
-static const char *const rule_keys[JR_COUNT] = {
-	[JR_WORLD] = WORLD_KEYS,
-	[JR_TP_HEADS] = "parallelism.tp",
-	[JR_TP_KV_HEADS] = "parallelism.tp",
-	[JR_TP_FFN] = "parallelism.tp",
-	[JR_TP_OVERLAP] = "parallelism.tp_comm_overlap parallelism.tp "
-			  "parallelism.sequence_parallel",
-	[JR_CP_SEQ] = "parallelism.cp training.seq_len "
-		      "parallelism.cp_load_balance",
-	[JR_EP_DENSE] = "parallelism.ep",
-	[JR_PP_LAYERS] = "parallelism.pp parallelism.vpp",
-	[JR_PP_SPLIT] = "parallelism.pp_layout parallelism.pp_layers "
-			"parallelism.pp parallelism.vpp",
-	[JR_BATCH] = "training.global_batch_size training.micro_batch_size "
-		     "training.local_batch_size " WORLD_KEYS,
-	[JR_SCHED_VPP] = "parallelism.vpp parallelism.schedule",
-	[JR_SCHED_PP] = "parallelism.schedule parallelism.pp",
-	[JR_SCHED_MICRO] = "parallelism.schedule training.global_batch_size "
-			   "training.micro_batch_size parallelism.pp "
-			   "parallelism.dp",
-	[JR_EP_EXPERTS] = "parallelism.ep",
-	[JR_EP_FOLD] = "parallelism.ep parallelism.etp parallelism.tp "
-		       "parallelism.cp parallelism.dp",
-	[JR_ETP_FFN] = "parallelism.etp parallelism.tp",
-	[JR_TP_SHARED] = "parallelism.tp",
-	[JR_MOE_SP] = "parallelism.sequence_parallel parallelism.tp",
-	[JR_MTP] = "moe.mtp_layers",
-	[JR_EP_VENDOR] = "moe.dispatcher",
-	[JR_A2A_VPP] = "moe.a2a_overlap parallelism.pp parallelism.vpp "
-		       "parallelism.ep",
-	[JR_A2A_RECOMPUTE] = "training.recompute moe.a2a_overlap "
-			     "parallelism.ep",
-	[JR_CP_A2A] = "parallelism.cp_a2a parallelism.cp",
-	[JR_CP_HEADS] = "parallelism.cp_a2a parallelism.cp_comm_type "
-			"parallelism.cp parallelism.tp",
-	[JR_INF_CP] = "parallelism.cp",
-	[JR_INF_VPP] = "parallelism.vpp",
-	[JR_INF_ATTN_DP] = "parallelism.attention_dp",
-	[JR_INF_EP] = "parallelism.ep parallelism.etp parallelism.tp "
-		      "parallelism.dp parallelism.attention_dp",
-	[JR_TRAIN_CHUNKED] = "parallelism.cp training.seq_len",
-	[JR_SP_SEQ] = "training.seq_len parallelism.sequence_parallel "
-		      "parallelism.tp parallelism.cp",
-};
-
-/* Whether the sink takes a breach of rule: marks it broken when wanted;
- * true when there is a diagnostics list to write the message to. */
-static int sink_take(struct layout_sink *s, enum job_rule rule)
-{
-	if (!want(s, rule))
-		return 0;
-	s->broken |= JR_BIT(rule);
-	return s->d != NULL;
-}
-
-static void layout_error(struct layout_sink *s, enum job_rule rule,
-			 const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void layout_error(struct layout_sink *s, enum job_rule rule,
-			 const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (!sink_take(s, rule))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	cnode_error(s->d, rule_at(s->node, rule_keys[rule] ? rule_keys[rule] :
-				  "parallelism"), "layout: %s", msg);
-}
 
 /* Infer dp when absent; check tp*pp*cp*dp against the GPUs. -1 when dp
  * cannot be inferred (nothing else can be checked then). */
@@ -190,7 +37,7 @@ static int infer_dp(struct parallel_spec *p, int64_t gpus,
 			     "system has %lld GPUs", (long long)p->tp,
 			     (long long)p->pp, (long long)p->cp, (long long)p->dp,
 			     (long long)(tpc * p->dp), (long long)gpus);
-		return want(s, JR_WORLD) ? -1 : 0;
+		return layout_want(s, JR_WORLD) ? -1 : 0;
 	}
 	return 0;
 }
@@ -201,18 +48,18 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 	const struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 
-	if (want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
+	if (layout_want(s, JR_TP_HEADS) && m->num_attention_heads % p->tp != 0)
 		layout_error(s, JR_TP_HEADS, "tp %lld does not "
 			     "divide num_attention_heads %lld", (long long)p->tp,
 			     (long long)m->num_attention_heads);
-	if (want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
+	if (layout_want(s, JR_TP_KV_HEADS) && m->num_key_value_heads % p->tp != 0 &&
 	    p->tp % m->num_key_value_heads != 0)
 		layout_error(s, JR_TP_KV_HEADS, "tp %lld and "
 			     "num_key_value_heads %lld: one must divide the other "
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
-	if (want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
+	if (layout_want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
 		layout_error(s, JR_TP_FFN, "tp %lld does not "
 			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
@@ -230,7 +77,7 @@ static void check_pp_layers(const struct job_spec *j, struct layout_sink *s)
 	int64_t sum = 0;
 	size_t i;
 
-	if (p->pp_layers.n == 0 || !want(s, JR_PP_SPLIT))
+	if (p->pp_layers.n == 0 || !layout_want(s, JR_PP_SPLIT))
 		return;
 	if ((int64_t)p->pp_layers.n != p->pp * p->vpp) {
 		layout_error(s, JR_PP_SPLIT, "pp_layers has %zu "
@@ -268,7 +115,7 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 	char why[160];
 	int rc;
 
-	if (!p->pp_layout || !want(s, JR_PP_SPLIT))
+	if (!p->pp_layout || !layout_want(s, JR_PP_SPLIT))
 		return;
 	if (p->pp_layers.n > 0) {
 		layout_error(s, JR_PP_SPLIT, "pp_layers and "
@@ -431,7 +278,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 		return;
 	}
 	if (m->n_routed_experts % p->ep != 0 && inf_ep_said)
-		s->broken |= want(s, JR_EP_EXPERTS) ? JR_BIT(JR_EP_EXPERTS) : 0;
+		s->broken |= layout_want(s, JR_EP_EXPERTS) ? JR_BIT(JR_EP_EXPERTS) : 0;
 	else if (m->n_routed_experts % p->ep != 0)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
@@ -592,34 +439,14 @@ static void check_sp(const struct job_spec *j, struct layout_sink *s)
 			     (long long)split);
 }
 
-/* A rule about the job's keys rather than its layout (a key its phase
- * needs): the bit, and with d the error at `at`. */
-static void key_error(struct layout_sink *s, enum job_rule rule,
-		      const struct cnode *at, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void key_error(struct layout_sink *s, enum job_rule rule,
-		      const struct cnode *at, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (!sink_take(s, rule))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	cnode_error(s->d, at, "%s", msg);
-}
-
 /* A training key the training phase needs but the job does not give. */
 static void training_missing(struct layout_sink *s, const char *key)
 {
 	const struct cnode *at = s->node ? cnode_get(s->node, "training") : NULL;
 
-	key_error(s, JR_TRAINING_KEYS, at ? at : s->node, "'training.%s': "
-		  "expected an integer such as 8, got nothing (the key is "
-		  "required)", key);
+	layout_key_error(s, JR_TRAINING_KEYS, at ? at : s->node, "'training.%s': "
+			 "expected an integer such as 8, got nothing (the key is "
+			 "required)", key);
 }
 
 static void check_training(struct job_spec *j, struct layout_sink *s)
@@ -659,276 +486,6 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 			     (long long)t->seq_len);
 }
 
-/* The experts of an inference instance span its GPUs of a stage: tp, or
- * tp x dp with attention_dp (vLLM flattens TP across DP for the MoE
- * layers, SGLang's and TensorRT-LLM's MoE groups take every GPU of the
- * engine): ep of them hold different experts, etp = GPUs / ep shard each
- * expert (ep 1: every expert split over all of them). */
-static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
-{
-	struct parallel_spec *p = &j->parallelism;
-	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
-
-	if (g % p->ep != 0) {
-		int64_t e = j->model->n_routed_experts;
-		char nor[96] = "";
-
-		if (e % p->ep != 0)	/* one message: check_ep says no more */
-			snprintf(nor, sizeof(nor), " nor the model's %lld "
-				 "routed experts", (long long)e);
-		layout_error(s, JR_INF_EP, "ep %lld does not "
-			     "divide the %lld GPUs an instance's MoE layers "
-			     "span (tp%s)%s", (long long)p->ep, (long long)g,
-			     p->attention_dp ? " x dp, attention_dp" : "", nor);
-		return;
-	}
-	if (p->etp == 0)
-		p->etp = g / p->ep;
-	else if (p->etp * p->ep != g)
-		layout_error(s, JR_INF_EP, "etp x ep = %lld x %lld "
-			     "must be the %lld GPUs an instance's MoE layers "
-			     "span", (long long)p->etp, (long long)p->ep,
-			     (long long)g);
-}
-
-/* Speculative decoding by MTP drafts with the model's own multi-token
- * prediction modules (num_nextn_predict_layers; DeepSeek-V3: 1), one a
- * draft step at most draft_layers of them: vLLM's DeepSeekMTP runs
- * module spec_step_idx % num_mtp_layers a step, SGLang's NextN its one
- * module. A model without them has nothing to draft with. */
-static void check_spec_mtp(const struct job_spec *j, struct layout_sink *s)
-{
-	const struct speculative_spec *sp = &j->serving.speculative;
-	const struct model_spec *m = j->model;
-	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
-	const struct cnode *spn = at ? cnode_get(at, "speculative") : NULL;
-	const struct cnode *v;
-
-	if (sp->method != SPEC_MTP)
-		return;
-	if (spn)
-		at = spn;
-	v = spn ? cnode_get(spn, "method") : NULL;
-	if (m->num_nextn_predict_layers <= 0)
-		key_error(s, JR_SPEC_MTP, v ? v : at ? at : s->node,
-			  "speculative method 'mtp' drafts with the model's "
-			  "multi-token prediction layers, and model '%s' has "
-			  "none (num_nextn_predict_layers 0): use method "
-			  "'eagle' or 'draft' with a draft_model",
-			  m->name ? m->name : "(unnamed)");
-	else if (sp->draft_layers > m->num_nextn_predict_layers) {
-		v = spn ? cnode_get(spn, "draft_layers") : NULL;
-		key_error(s, JR_SPEC_MTP, v ? v : at ? at : s->node,
-			  "speculative draft_layers %lld: model '%s' has %lld "
-			  "MTP layer(s) (num_nextn_predict_layers)",
-			  (long long)sp->draft_layers,
-			  m->name ? m->name : "(unnamed)",
-			  (long long)m->num_nextn_predict_layers);
-	}
-}
-
-/* serving.max_model_len past the model's context: vLLM's ModelConfig
- * refuses a max_model_len above the one it derives from the model's
- * config (max_position_embeddings, no rope scaling: "User-specified
- * max_model_len ... is greater than the derived max_model_len", unless
- * VLLM_ALLOW_LONG_MAX_MODEL_LEN) [D]; llmsim models no context extension
- * either, so every engine is held to it. */
-static void check_max_model_len(const struct job_spec *j,
-				struct layout_sink *s)
-{
-	int64_t mml = j->serving.max_model_len;
-	int64_t ctx = j->model->max_position_embeddings;
-	const struct cnode *v = job_key(s->node, "serving.max_model_len");
-
-	if (mml > 0 && ctx > 0 && mml > ctx)
-		key_error(s, JR_MAX_MODEL_LEN, v ? v : s->node,
-			  "'serving.max_model_len' %lld exceeds the context of "
-			  "model '%s', %lld tokens (max_position_embeddings): "
-			  "vLLM refuses it, and llmsim models no context "
-			  "extension", (long long)mml,
-			  j->model->name ? j->model->name : "(unnamed)",
-			  (long long)ctx);
-	else if (j->phase == PHASE_DECODE || j->phase == PHASE_PREFILL) {
-		/* a step's sequences within the context too: context_len
-		 * cached + the step's tokens (1 decoding, the prompt
-		 * prefilling), as serving's requests are (serve_req.c); a
-		 * decode of 100M cached tokens a sequence ran */
-		int64_t lim = mml > 0 ? mml : ctx;
-		double q = j->phase == PHASE_PREFILL ?
-			   j->serving.input_len.mean : 1;
-		double seq = (double)j->serving.context_len + q;
-
-		v = job_key(s->node, j->phase == PHASE_PREFILL &&
-			    j->serving.context_len == 0 ? "serving.input_len" :
-			    "serving.context_len");
-		if (lim > 0 && seq > (double)lim)
-			key_error(s, JR_MAX_MODEL_LEN, v ? v : s->node,
-				  "a sequence of this step holds %.0f tokens "
-				  "(serving.context_len %lld + %.0f %s), past %s "
-				  "of %lld tokens: the engines refuse it",
-				  seq, (long long)j->serving.context_len, q,
-				  j->phase == PHASE_PREFILL ? "prompt tokens" :
-				  "decoded", mml > 0 ? "'serving.max_model_len'"
-				  : "the model's context (max_position_embeddings)",
-				  (long long)lim);
-	}
-}
-
-/* Names of the disaggregated pools, as serving.disaggregated spells them. */
-static const char *const pool_names[] = {"prefill", "decode"};
-
-/* Where an error about serving.disaggregated.<pool>.<key> points: the
- * key's node, else the nearest of its parents the file has. */
-static const struct cnode *pool_key(const struct layout_sink *s, int pool,
-				    const char *key)
-{
-	const struct cnode *at = s->node ? cnode_get(s->node, "serving") : NULL;
-	const struct cnode *d = at ? cnode_get(at, "disaggregated") : NULL;
-	const struct cnode *pn = d ? cnode_get(d, pool_names[pool]) : NULL;
-	const struct cnode *v = pn ? cnode_get(pn, key) : NULL;
-
-	return v ? v : pn ? pn : d ? d : s->node;
-}
-
-/* The expert parallelism of a disaggregated pool (serving_setup's
- * pool_job: its instances' tp GPUs, attention-DP ranks or not, are what
- * its MoE layers span): ep must divide them and the routed experts, and
- * needs an MoE model, as the job's own ep (check_inference_experts,
- * check_ep). Without this a bad pool ep surfaced only when the run built
- * the pool, with no location. */
-static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
-{
-	const struct disagg_spec *dg = &j->serving.disaggregated;
-	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
-	int64_t experts = j->model->n_routed_experts;
-	int i;
-
-	for (i = 0; dg->enabled && i < 2; i++) {
-		const struct pool_spec *p = pool[i];
-		const struct cnode *where = pool_key(s, i, "ep");
-
-		if (p->attention_dp && !model_is_moe(j->model)) {
-			key_error(s, JR_POOL_EP, pool_key(s, i, "attention_dp"),
-				  "'serving.disaggregated.%s.attention_dp' on a "
-				  "dense "
-				  "model: attention data parallelism shares MoE "
-				  "layers across the ranks; use more instances",
-				  pool_names[i]);
-		}
-		if (p->ep <= 1)
-			continue;
-		if (!model_is_moe(j->model))
-			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
-				  "%s.ep' %lld: expert parallelism needs an MoE "
-				  "model", pool_names[i], (long long)p->ep);
-		else if (p->tp % p->ep != 0 || experts % p->ep != 0)
-			key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
-				  "%s.ep' %lld must divide the pool's %lld GPUs an "
-				  "instance's MoE layers span (its tp) and the "
-				  "model's %lld routed experts", pool_names[i],
-				  (long long)p->ep, (long long)p->tp,
-				  (long long)experts);
-	}
-}
-
-/* Why tp t cannot shard model m's attention or MLPs, by the job's own
- * tp rules (check_tp, check_ep's tp_shared), into msg: 0 when it can. */
-static int pool_tp_breach(const struct model_spec *m, int64_t t, char *msg,
-			  size_t n)
-{
-	const char *what = NULL;
-	int64_t dim = 0;
-
-	if (m->num_key_value_heads % t != 0 && t % m->num_key_value_heads != 0
-	    && m->num_attention_heads % t == 0) {
-		snprintf(msg, n, "%lld and the model's num_key_value_heads %lld: "
-			 "one must divide the other (each GPU holds whole KV "
-			 "heads, replicated when tp exceeds them)", (long long)t,
-			 (long long)m->num_key_value_heads);
-		return 1;
-	}
-	if (m->num_attention_heads % t != 0) {
-		what = "num_attention_heads";
-		dim = m->num_attention_heads;
-	} else if (m->intermediate_size % t != 0) {
-		what = "intermediate_size";
-		dim = m->intermediate_size;
-	} else if (model_is_moe(m) && model_shared_ffn(m) % t != 0) {
-		what = "shared experts' hidden size";
-		dim = model_shared_ffn(m);
-	}
-	if (!what)
-		return 0;
-	snprintf(msg, n, "%lld does not divide the model's %s %lld (each GPU "
-		 "of an instance holds an equal share)", (long long)t, what,
-		 (long long)dim);
-	return 1;
-}
-
-/* The tensor parallelism of a disaggregated pool (serving_setup's
- * pool_job: attention TP over its tp GPUs, or 1 under attention_dp) held
- * to the job's tp rules: each rank takes whole attention heads, KV heads
- * divided or replicated, and a slice of every MLP (vLLM's
- * QKVParallelLinear and ColumnParallelLinear divide them; the job-level
- * check_tp refuses the same at parallelism.tp). Without this a pool of
- * tp 3 on Llama 3 70B (64 heads, 8 KV heads) ran. */
-static void check_pool_tp(const struct job_spec *j, struct layout_sink *s)
-{
-	const struct disagg_spec *dg = &j->serving.disaggregated;
-	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
-	char msg[256];
-	int i;
-
-	for (i = 0; dg->enabled && i < 2; i++) {
-		const struct pool_spec *p = pool[i];
-		const struct cnode *where = pool_key(s, i, "tp");
-
-		if (pool_tp_breach(j->model, p->attention_dp ? 1 : p->tp, msg,
-				   sizeof(msg)))
-			key_error(s, JR_POOL_TP, where, "'serving.disaggregated."
-				  "%s.tp' %s", pool_names[i], msg);
-	}
-}
-
-/* Inference layouts: an instance is tp x pp GPUs (x dp with
- * attention_dp); no context parallelism or pipeline interleaving. */
-static void check_inference(struct job_spec *j, struct layout_sink *s)
-{
-	const struct parallel_spec *p = &j->parallelism;
-
-	if (p->cp != 1)
-		layout_error(s, JR_INF_CP, "cp %lld: inference "
-			     "steps run without context parallelism (use cp 1)",
-			     (long long)p->cp);
-	if (p->vpp != 1)
-		layout_error(s, JR_INF_VPP, "vpp %lld: inference "
-			     "pipelines have one stage per rank (use vpp 1)",
-			     (long long)p->vpp);
-	if (p->attention_dp && !model_is_moe(j->model))
-		layout_error(s, JR_INF_ATTN_DP, "attention_dp on "
-			     "a dense model: use dp instances instead "
-			     "(attention_dp shares MoE layers across the dp "
-			     "ranks)");
-	if (model_is_moe(j->model))
-		check_inference_experts(j, s);
-	check_spec_mtp(j, s);
-	check_max_model_len(j, s);
-	check_pool_ep(j, s);
-	check_pool_tp(j, s);
-	if (p->schedule < 0)
-		j->parallelism.schedule = SCHED_1F1B;
-	if (!j->serving.engine) {
-		const struct cnode *at = s->node ? cnode_get(s->node, "serving") :
-			NULL;
-
-		key_error(s, JR_SERVING_ENGINE, at ? at : s->node,
-			  "'serving.engine': expected an engine preset name "
-			  "such as 'vllm', 'sglang' or 'trtllm', a path or a "
-			  "mapping, got nothing (phase %s needs one)",
-			  job_phase_names[j->phase]);
-	}
-}
-
 /* The most virtual stages a layout can have: one layer each, and the
  * first and the last may hold only the embedding and the loss where the
  * split says so: Megatron-Core's account_for_embedding_in_pipeline_split
@@ -959,7 +516,7 @@ uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 	if (infer_dp(p, system_gpus(j->system), &s) != 0)
 		return s.broken;
 	if (job_is_inference(j))
-		check_inference(j, &s);
+		layout_check_inference(j, &s);
 	else
 		check_training(j, &s);
 	check_tp(j, &s);

@@ -339,11 +339,23 @@ void footprint_per_param(const struct job_spec *j, double *w_B,
 		  g_B, o_B);
 }
 
+/* The routed experts' share. Under ZeRO 3 with fsdp_expert_reduce_dtype
+ * (FSDP2 sharding the experts without a mixed-precision policy) their
+ * sharded gradients are in that dtype, the parameters': foreach_reduce
+ * reduce-scatters in the reduce dtype and casts the output to the
+ * sharded parameter's dtype before it becomes .grad (pytorch/pytorch
+ * torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+ * _to_dtype_if_needed(reduce_output, orig_dtype), torch 2.6-2.8), not in
+ * the framework's grad_dtype. */
 void footprint_expert_per_param(const struct job_spec *j, double *w_B,
 				double *g_B, double *o_B)
 {
-	per_param(j, (double)(j->parallelism.edp > 0 ? j->parallelism.edp : 1),
-		  w_B, g_B, o_B);
+	double edp = (double)(j->parallelism.edp > 0 ? j->parallelism.edp : 1);
+	int rdt = j->framework->fsdp_expert_reduce_dtype;
+
+	per_param(j, edp, w_B, g_B, o_B);
+	if (j->training.zero_stage >= 3 && rdt >= 0)
+		*g_B = dtype_bytes((enum dtype)rdt) / edp;
 }
 
 /* The kind of layer i. */

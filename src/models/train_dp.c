@@ -427,12 +427,17 @@ static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
  * from the forward pre-hook of the previous bucket's first module,
  * before that unit's expert GEMMs (the experts' first module is their
  * fc1; a dense bucket's hook opens its unit), the chunk's first bucket
- * at its own first unit. The GEMMs issued before it precede it, those
- * after it wait for it. */
+ * at its own first unit; with both kinds on one FIFO, each at its own
+ * first unit, the expert-parallel queue's rule (one queue for all,
+ * training.comm_hw_queues 1, holds the GEMMs, the all-to-alls and the
+ * gathers: a gather anchored one bucket ahead here and at its own unit
+ * there waited for itself). The GEMMs issued before it precede it,
+ * those after it wait for it. */
 static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 				uint32_t r, task_id ag)
 {
-	const struct bucket *at = g->prev ? g->prev : g->b;
+	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
+	const struct bucket *at = prev ? prev : g->b;
 	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
 	int64_t u = units - 1 - at->u1;
 
@@ -526,6 +531,58 @@ static int reduce_waited(struct train *t, uint32_t r, int64_t a, task_id rs)
 	return 0;
 }
 
+/* FSDP2's one reduce-scatter in flight (framework
+ * fsdp_reduce_one_in_flight, outside fsdp_pp_no_sync): a unit's
+ * post_backward makes the current stream wait for the reduce-scatter
+ * issued before its own (FSDPParamGroup.post_backward:
+ * current_stream().wait_event(comm_ctx.reduce_scatter_state.event),
+ * torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, torch
+ * 2.6-2.8). A block's routed experts sharded as their own FSDP unit
+ * (AutoModel's fully_shard(block.mlp.experts)) run their post_backward
+ * when their backward ends, at the unit's last expert GEMM on the
+ * multi-stream path (rec->xg_last; else the unit's end), before the
+ * block's own at the unit's end. So the experts' reduce-scatter of unit
+ * u is issued at xg_last and waited for at u's end (before unit u + 1),
+ * the block's, issued at u's end, at the next post_backward: unit u +
+ * 1's experts' (a point inside it the step program has no task for:
+ * taken as u + 1's end, before unit u + 2). The last units' are the
+ * action's end's (reduce_waited). rs is unit (a, u)'s reduce-scatter
+ * on rank r; 0 or -1. */
+static int one_in_flight(struct train *t, uint32_t r, const struct fsdp_arg *x,
+			 task_id rs)
+{
+	int64_t pp_i, i, nu, next = x->u + (x->experts ? 1 : 2);
+	const struct unit_rec *nx;
+	uint32_t f;
+
+	layout_where(&t->lay, r, &pp_i, &i);
+	nu = train_units(t, train_vs(t, pp_i,
+				     t->stage[pp_i].acts[x->a].chunk));
+	if (next >= nu || train_pairs(t, pp_i, x->a))
+		return 0;	/* the action's end (reduce_waited) */
+	nx = train_unit(t, r, x->a, next);
+	for (f = 0; f < nx->nfirst; f++)
+		if (train_dep(t, rs, nx->first[f]) != 0)
+			return -1;
+	return 0;
+}
+
+/* Where unit (a, u)'s reduce-scatter of this kind becomes ready on rank
+ * r: under fsdp_pp_no_sync after the chunk's whole last backward of the
+ * run (the manual post_backward), else after the unit's backward (its
+ * post-backward hook), the routed experts' under
+ * fsdp_reduce_one_in_flight after their own (one_in_flight). */
+static task_id reduce_ready(struct train *t, uint32_t r,
+			    const struct fsdp_arg *x, const struct unit_rec *rec)
+{
+	if (x->no_sync)
+		return train_action_end(t, r, x->a);
+	if (x->experts && t->job->framework->fsdp_reduce_one_in_flight &&
+	    rec->xg_last != TASK_NONE)
+		return rec->xg_last;
+	return rec->last;
+}
+
 /* One unit's parameter all-gather (and after a backward its gradients'
  * reduce-scatter) on one group; under fsdp_pp_no_sync only a chunk's
  * first forward of a schedule run gathers and its last backward
@@ -572,12 +629,11 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 		}
 		if (rs == TASK_NONE)
 			continue;
-		/* under fsdp_pp_no_sync after the chunk's whole last
-		 * backward of the run (the manual post_backward), else after
-		 * the unit's backward (its post-backward hook) */
-		if (train_dep(t, x->no_sync ? train_action_end(t, r, x->a) :
-			      rec->last, rs + k) != 0 ||
+		if (train_dep(t, reduce_ready(t, r, x, rec), rs + k) != 0 ||
 		    reduce_waited(t, r, x->a, rs + k) != 0)
+			return -1;
+		if (t->job->framework->fsdp_reduce_one_in_flight &&
+		    !x->no_sync && one_in_flight(t, r, x, rs + k) != 0)
 			return -1;
 	}
 	return 0;
@@ -591,6 +647,7 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	struct sched_action act = t->stage[s].acts[a];
 	int64_t vs = train_vs(t, s, act.chunk);
 	int64_t mg = t->m / job_schedule_runs(t->job);
+	int k;
 
 	x->a = a;
 	x->u = u;
@@ -598,7 +655,11 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	x->no_sync = train_fsdp_pp_no_sync(t);
 	x->gather = x->no_sync ? !act.bwd && act.mb % mg == 0 : !x->held;
 	x->reduce = act.bwd && (!x->no_sync || act.mb % mg == mg - 1);
-	for (x->experts = 0; x->experts < kinds; x->experts++) {
+	/* in a backward the experts' unit first (its post_backward comes
+	 * first: reduce_ready) under fsdp_reduce_one_in_flight */
+	for (k = 0; k < kinds; k++) {
+		x->experts = act.bwd && kinds == 2 &&
+			     t->job->framework->fsdp_reduce_one_in_flight ? 1 - k : k;
 		x->params = unit_params(t, vs, x->bwd, u, x->experts);
 		if (x->params > 0 && for_groups(t, s, x->experts, fsdp_one, x) != 0)
 			return -1;

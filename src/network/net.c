@@ -17,7 +17,9 @@
  * what the kernels reach, e.g. trees across 2 MI300X nodes at 0.11 of a
  * ring's Simple bandwidth), the candidate's transfer time is divided by
  * that ratio for the choice only: t_choice = L + (t - L) / r, L the
- * plan's latency constants. Plans, idle
+ * plan's latency constants; where it scales the latency (NCCL's ring
+ * plateau: a ring Simple all-reduce across nodes at 1.4 L), the choice
+ * adds (f - 1) L. Plans, idle
  * times and choices are cached by collective (pcache.h), so a step that
  * repeats a collective pays once.
  *
@@ -418,12 +420,13 @@ static double plan_latency_s(const struct plan *pl)
 
 /* What the library's tuner believes candidate cp takes from its idle
  * library-view time t_s, for a collective of `bytes` over `nodes` nodes
- * (see the file comment; RCCL also scales by size bucket). */
+ * (see the file comment; RCCL and NCCL trees also scale by size bucket,
+ * NCCL rings across nodes their latency). */
 static double choice_time(const struct net *n, const struct cplan *cp,
-			  uint32_t nodes, double bytes, double t_s)
+			  const struct coll_desc *c, uint32_t nodes, double t_s)
 {
 	const struct coll_lib_spec *lib = n->sys->collectives;
-	double lat = plan_latency_s(&cp->plan), extra = 0;
+	double bytes = c->bytes, lat = plan_latency_s(&cp->plan), extra = 0;
 	double r = lib->algo[cp->plan.algo].select_bw[algo_scale(nodes)]
 			   .r[cp->plan.proto];
 	uint32_t i;
@@ -432,6 +435,9 @@ static double choice_time(const struct net *n, const struct cplan *cp,
 		extra += cp->plan.phases[i].select_extra_s;
 	r = (r > 0 && r < 1 ? r : 1) * coll_lib_size_factor(lib,
 		cp->plan.algo, cp->plan.proto, bytes, nodes);
+	/* the latency as the tuner sees it (NCCL's ring plateau) */
+	extra += (coll_lib_lat_factor(lib, cp->plan.algo, cp->plan.proto,
+				      c->op, bytes, c->ngpus, nodes) - 1) * lat;
 	if (r != 1 && t_s > lat)
 		return lat + extra + (t_s - lat) / r;
 	return t_s + extra;
@@ -479,7 +485,7 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 				return rc;
 			rc = idle_time(n, cp, c, CRUN_LIBRARY, &t);
 			if (rc == 0)
-				t = choice_time(n, cp, nodes, c->bytes, t);
+				t = choice_time(n, cp, c, nodes, t);
 			pcache_plan_unref(cp);
 			if (rc == -2)
 				*why = FLOW_TOO_LONG;

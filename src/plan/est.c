@@ -64,7 +64,17 @@
  *
  * (the gather and the reduce-scatter share the group's links), c the
  * unit's block latency; these replace the blocks in f_s and b_s. The
- * first gather and the last reduce-scatter are exposed.
+ * first gather is exposed. The compute stream waits at the end of every
+ * backward for its reduce-scatters (FSDP2's root post-backward final
+ * callback; train_dp.c reduce_waited), which run one after another each
+ * after its unit: b_s also takes the last unit's R_u (the embedding's on
+ * stage 0, else a layer's), the step's last one among them. Without
+ * reshard_after_forward (framework fsdp_reshard_after_forward false) a
+ * chunk's units stay gathered from a forward to the chunk's next action
+ * on the rank, which gathers nothing (train_dp.c fsdp_held): that
+ * action's units take max(c, 0) forward, max(c + S_dp min(c, R_u), R_u)
+ * backward (est_pipe.c runs each action at its own time: 1F1B's
+ * backward after its forward, a warm-up's second forward).
  *
  * Under fsdp_pp_no_sync (torch pipelining, pp >= 2) a unit gathers in
  * a schedule run's first forward only and reduce-scatters after the
@@ -395,10 +405,8 @@ static int rank_tail(struct est *e, const struct est_cand *c,
 	memset(t, 0, sizeof(*t));
 	if (dp)
 		est_dp_tail(c, dp, i, E, t);
-	if (c->j->training.zero_stage >= 3 &&
-	    c->j->parallelism.dp * c->j->parallelism.cp > 1 && r == 0 &&
-	    !c->no_sync)	/* no_sync: in the last backward (b_run) */
-		t->exposed = c->fsdp_last_rs;
+	/* ZeRO 3: the last reduce-scatters are in the last backward
+	 * (est_stage_b's wait; no_sync: b_run) */
 	if ((tie = tie_s(e, c, r, d)) < 0)
 		return -1;
 	t->exposed += tie;
@@ -425,6 +433,25 @@ static double pipeline_bound(const struct est_cand *c)
 	return (double)c->g * best;
 }
 
+/* Virtual stage s's forward and backward per microbatch when its chunk
+ * is still gathered (c->held): its units at fsdp_hf, fsdp_hb. */
+static void held_stages(struct est_cand *c, double *f, double *b)
+{
+	double keep[2][3];
+	int64_t s;
+
+	memcpy(keep[0], c->fsdp_f, sizeof(keep[0]));
+	memcpy(keep[1], c->fsdp_b, sizeof(keep[1]));
+	memcpy(c->fsdp_f, c->fsdp_hf, sizeof(keep[0]));
+	memcpy(c->fsdp_b, c->fsdp_hb, sizeof(keep[1]));
+	for (s = 0; s < c->S; s++) {
+		f[s] = est_stage_f(c, s);
+		b[s] = est_stage_b(c, s);
+	}
+	memcpy(c->fsdp_f, keep[0], sizeof(keep[0]));
+	memcpy(c->fsdp_b, keep[1], sizeof(keep[1]));
+}
+
 /* Run the pipeline recurrence (est_pipe.c) into c->rank_end and
  * c->chunk_end, the first forwards and last backwards slowed by the
  * data-parallel collectives they overlap (dp may be NULL).
@@ -444,8 +471,8 @@ static int pipeline(struct est *e, struct est_cand *c,
 		    const struct est_dplan *dp, struct diag *d)
 {
 	int64_t S = c->S, ends = c->p + c->p * c->v, k;
-	size_t need = (size_t)(6 * S + 3 * ends);
-	double *t, *f_first, *b_last, *f_run, *b_run, *out, off;
+	size_t need = (size_t)(8 * S + 3 * ends);
+	double *t, *f_first, *b_last, *f_run, *b_run, *out, off, *held;
 	struct est_pipe in;
 	int64_t s;
 
@@ -463,7 +490,8 @@ static int pipeline(struct est *e, struct est_cand *c,
 	b_last = t + 3 * S;
 	f_run = t + 4 * S;
 	b_run = t + 5 * S;
-	out = t + 6 * S;	/* runs A, B, C: rank ends, then chunk ends */
+	held = t + 6 * S;	/* f_held, b_held */
+	out = t + 8 * S;	/* runs A, B, C: rank ends, then chunk ends */
 	for (s = 0; s < S; s++) {
 		t[s] = est_stage_f(c, s);
 		t[S + s] = est_stage_b(c, s);
@@ -477,7 +505,12 @@ static int pipeline(struct est *e, struct est_cand *c,
 		est_dp_stretch(c, dp, f_first, b_last);
 	in = (struct est_pipe){ c->j->parallelism.schedule, c->p, c->v, c->mg,
 				t, t + S, f_first, c->g == 1 ? b_last : b_run,
-				c->x, sched_lockstep(c->j, c->mg) };
+				NULL, NULL, c->x, sched_lockstep(c->j, c->mg) };
+	if (c->held) {
+		held_stages(c, held, held + S);
+		in.f_held = c->f_held = held;
+		in.b_held = c->b_held = held + S;
+	}
 	if (est_pipe_run(e, &in, out, out + c->p) != 0)
 		goto oom;
 	c->rank_end = out;
@@ -549,6 +582,8 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	c->no_sync = j->framework->fsdp_pp_no_sync &&
 		     j->training.zero_stage >= 3 && p->pp >= 2 &&
 		     p->dp * p->cp > 1;
+	c->held = j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
+		  !c->no_sync && !j->framework->fsdp_reshard_after_forward;
 	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
 	    est_fsdp_units(e, c, d) != 0)
 		return -1;
@@ -587,6 +622,34 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 				   v->gpu_spread * v->gpu_spread * sum * sum);
 }
 
+/* What rank r's held actions (c->held) save a schedule run against
+ * its work at the gathering forward and backward times: sum over its
+ * forwards and backwards whose chunk is still gathered (est_pipe.c
+ * step_of has the rule) of f_s - f_held[s], b_s - b_held[s]. -1 when
+ * out of memory. */
+static double held_saving(const struct est_cand *c, int64_t r)
+{
+	int64_t n = sched_actions(c->mg, c->v), k, s;
+	struct sched_action *a;
+	uint8_t held[256] = { 0 };
+	double save = 0;
+
+	if (!c->held || c->v > 256)
+		return 0;
+	if (!(a = mem_alloc((size_t)n * sizeof(*a))))
+		return -1;
+	sched_rank(c->j->parallelism.schedule, c->p, c->v, c->mg, r, a);
+	for (k = 0; k < n; k++) {
+		s = (int64_t)a[k].chunk * c->p + r;
+		if (held[a[k].chunk])
+			save += a[k].bwd ? est_stage_b(c, s) - c->b_held[s] :
+					   est_stage_f(c, s) - c->f_held[s];
+		held[a[k].chunk] = !a[k].bwd;
+	}
+	mem_free(a);
+	return save;
+}
+
 /* Split the step of the rank that ends last (entry i) into exec.h's
  * parts. */
 static void parts(const struct est_cand *c, int i, double step, double delay,
@@ -597,6 +660,8 @@ static void parts(const struct est_cand *c, int i, double step, double delay,
 	int64_t r = est_rank_of(c, i), ch, s;
 
 	rank_work(c, r, &w, &k, &mem);
+	/* held actions: the gathers they do not make */
+	runs = -(double)c->g * fmax(0, held_saving(c, r));
 	/* no_sync: each run's gathers and reduce-scatters beyond the blocks */
 	for (ch = 0; c->no_sync && ch < c->v; ch++) {
 		s = ch * c->p + r;

@@ -230,16 +230,19 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 			return -1;
 		c->fsdp_f[u] = fmax(cf + c->s_dp * fmin(cf, ag), ag);
 		c->fsdp_b[u] = fmax(cb + c->s_dp * fmin(cb, ag + rs), ag + rs);
-		if (u == EST_EMBED) {
+		if (u == EST_EMBED)
 			c->fsdp_first_ag = ag;
-			c->fsdp_last_rs = rs;
-		}
 		if (c->no_sync) {	/* gathered once a run, reduced once */
 			c->fsdp_gf[u] = c->fsdp_f[u];
 			c->fsdp_rs[u] = rs;
 			c->fsdp_f[u] = cf;
 			c->fsdp_b[u] = cb;
+			continue;
 		}
+		/* still gathered: the backward's reduce-scatter alone */
+		c->fsdp_hf[u] = cf;
+		c->fsdp_hb[u] = fmax(cb + c->s_dp * fmin(cb, rs), rs);
+		c->fsdp_wait[u] = rs;
 	}
 	return 0;
 }

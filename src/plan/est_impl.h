@@ -137,7 +137,16 @@ struct est_cand {
 					 * r + 1 (r = p-1: the wrap to rank 0) */
 	double s_dp;			/* compute share a DP collective holds */
 	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit with its collectives */
-	double fsdp_first_ag, fsdp_last_rs;	/* s, exposed at the ends */
+	double fsdp_first_ag;		/* s, exposed at the start */
+	double fsdp_hf[3], fsdp_hb[3];	/* s, a unit whose chunk is still
+					 * gathered (held): no all-gather */
+	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
+					 * ending a backward, which the compute
+					 * stream waits for (0: no_sync) */
+	int held;			/* ZeRO 3 gathering over dp cp > 1
+					 * without reshard after forward or
+					 * no_sync: a chunk's action after its
+					 * forward gathers nothing */
 	double fsdp_gf[3], fsdp_rs[3];	/* s, no_sync: a unit's forward with its
 					 * gather (a run's first), its
 					 * reduce-scatter (after a run's last
@@ -147,6 +156,8 @@ struct est_cand {
 					 * forward and last backward of a run
 					 * (no_sync: with the gathers, the
 					 * reduce-scatters; else f_s, b_s) */
+	const double *f_held, *b_held;	/* s, [s]: a held forward, backward
+					 * (c->held; else NULL) */
 	const double *rank_end;		/* s, rank r's last action ends */
 	const double *chunk_end;	/* s, [r v + c]: chunk c's last backward ends */
 };
@@ -228,7 +239,7 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d);
 /* Each virtual stage's first forward and last backward of a schedule
  * run (f_run[s], b_run[s]): under no_sync the forward with its units'
  * gathers, the backward followed by its units' reduce-scatters, which
- * the compute stream waits for (train_dp.c no_sync_reduce); else f_s
+ * the compute stream waits for (train_dp.c reduce_waited); else f_s
  * and b_s. */
 void est_fsdp_run_ends(struct est_cand *c, double *f_run, double *b_run);
 
@@ -239,6 +250,11 @@ struct est_pipe {
 	const double *f, *b;	/* s, per virtual stage and microbatch */
 	const double *f_first;	/* s, per virtual stage: microbatch 0's forward */
 	const double *b_last;	/* s, per virtual stage: the last one's backward */
+	const double *f_held, *b_held;	/* s, per virtual stage: a forward,
+				 * a backward whose chunk is still gathered
+				 * (ZeRO 3 without reshard after forward:
+				 * the chunk's previous action on the rank
+				 * was a forward; est.c), or NULL: f, b */
 	const double *x;	/* s, [r]: a transfer between ranks r and r + 1
 				 * (r = p-1: the wrap to rank 0) */
 	int lockstep;		/* torch's lock step (sched_lockstep): a

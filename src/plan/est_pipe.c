@@ -74,6 +74,8 @@ static int room(struct est *e, int64_t n, int64_t times)
  * slot sout over x[xout]; sout = -1 none). */
 struct pstep {
 	int32_t at, src, own, d;
+	int32_t hd;		/* its duration when its chunk is still
+				 * gathered (dur[hd], in->f_held), or -1 */
 	int32_t r, sin, xin;
 	int32_t sout, xout;
 };
@@ -92,12 +94,21 @@ enum { ST_F, ST_FW, ST_B, ST_BW };	/* a rank's transfer streams */
 
 /* The step of action x of rank r. Durations: f[s], b[s], the first
  * microbatch's forward f_first[s] at 2S + s, the last one's backward
- * b_last[s] at 3S + s. */
+ * b_last[s] at 3S + s, a forward and a backward whose chunk is still
+ * gathered (f_held, b_held) at 4S + s and 5S + s. held[c]: whether the
+ * rank's previous action on chunk c was a forward (all 0 before its
+ * first action; updated here): FSDP2 without reshard_after_forward
+ * keeps a chunk's units gathered from a forward to the chunk's next
+ * action (models/train_dp.c fsdp_held). */
 static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
-			    int64_t S, int64_t m)
+			    int64_t S, int64_t m, uint8_t *held)
 {
 	int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
-	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1 };
+	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1, .hd = -1 };
+
+	if (held[x.chunk])
+		t.hd = (int32_t)((x.bwd ? 5 : 4) * S + s);
+	held[x.chunk] = !x.bwd;
 
 	if (!x.bwd) {
 		t.at = (int32_t)(s * m + i);
@@ -137,11 +148,12 @@ static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
 	uint8_t *fp = mem_calloc((size_t)(2 * S * m), 1), *bp = fp + S * m;
 	int64_t *pos = mem_calloc((size_t)p, sizeof(*pos));
+	uint8_t *held = mem_calloc((size_t)S, 1);	/* [r v + c] */
 	int rc = -1;
 
 	o->n = p * n;
 	o->v = mem_alloc((size_t)(p * n) * sizeof(*o->v));
-	if (!a || !fp || !pos || !o->v || 2 * S * m > INT32_MAX)
+	if (!a || !fp || !pos || !held || !o->v || 6 * S * m > INT32_MAX)
 		goto out;
 	for (r = 0; r < p; r++)
 		sched_rank(schedule, p, v, m, r, a + r * n);
@@ -157,7 +169,8 @@ static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 					    (s > 0 && !fp[(s - 1) * m + i]))
 					break;
 				(x.bwd ? bp : fp)[s * m + i] = 1;
-				o->v[k++] = step_of(x, r, p, S, m);
+				o->v[k++] = step_of(x, r, p, S, m,
+						    held + r * v);
 				pos[r]++;
 				placed++;
 			}
@@ -170,6 +183,7 @@ out:
 	mem_free(a);
 	mem_free(fp);
 	mem_free(pos);
+	mem_free(held);
 	if (rc != 0) {
 		mem_free(o->v);
 		o->v = NULL;
@@ -207,9 +221,10 @@ void est_pipe_order_free(void *order)
 	mem_free(o);
 }
 
-/* The S = p v stages' action times (s) into dur, four rows of S: the
+/* The S = p v stages' action times (s) into dur, six rows of S: the
  * forward, the backward, the first microbatch's forward (f_first, else
- * f) and the last one's backward (b_last, else b). */
+ * f), the last one's backward (b_last, else b), a held forward and
+ * backward (f_held, b_held; unread without them). */
 static void durations(const struct est_pipe *in, int64_t S, double *dur)
 {
 	int64_t k;
@@ -219,7 +234,18 @@ static void durations(const struct est_pipe *in, int64_t S, double *dur)
 		dur[S + k] = in->b[k];
 		dur[2 * S + k] = in->f_first ? in->f_first[k] : in->f[k];
 		dur[3 * S + k] = in->b_last ? in->b_last[k] : in->b[k];
+		dur[4 * S + k] = in->f_held ? in->f_held[k] : in->f[k];
+		dur[5 * S + k] = in->b_held ? in->b_held[k] : in->b[k];
 	}
+}
+
+/* The duration of step t: its held one where the caller gave them (a
+ * held action's first or last microbatch too: those rows differ from
+ * f, b only under ZeRO 0-2 or fsdp_pp_no_sync, which give none). */
+static double dur_of(const struct est_pipe *in, const struct pstep *t,
+		     const double *dur)
+{
+	return dur[t->hd >= 0 && in->f_held ? t->hd : t->d];
 }
 
 /* The recurrence for m microbatches along its order. */
@@ -231,7 +257,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	double *end, *sent, *fr, *stream, *dur;
 	const double *x = in->x;
 
-	if (!o || room(e, 0, 4 * S * m + 5 * p + 4 * S) != 0)
+	if (!o || room(e, 0, 4 * S * m + 5 * p + 6 * S) != 0)
 		return -1;
 	end = e->pipe_t;
 	sent = end + 2 * S * m;
@@ -253,7 +279,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		} else if (t->src == -2) {
 			ready = end[t->own];
 		}
-		done = (ready > fr[t->r] ? ready : fr[t->r]) + dur[t->d];
+		done = (ready > fr[t->r] ? ready : fr[t->r]) + dur_of(in, t, dur);
 		end[t->at] = fr[t->r] = done;
 		if (t->sout >= 0) {
 			double *slot = &stream[t->sout];
@@ -287,17 +313,18 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 	int64_t r, c, k, T, left = p * n;
 	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
 	int64_t *pos = mem_calloc((size_t)(2 * p), sizeof(*pos)), *w = pos + p;
+	uint8_t *held = mem_calloc((size_t)S, 1);	/* [r v + c] */
 	double *end, *sent, *fr, *stream, *dur, *wait;
 	int rc = -1;
 
-	if (!a || !pos || room(e, 0, 4 * S * m + 6 * p + 4 * S) != 0)
+	if (!a || !pos || !held || room(e, 0, 4 * S * m + 6 * p + 6 * S) != 0)
 		goto out;
 	end = e->pipe_t;
 	sent = end + 2 * S * m;
 	fr = sent + 2 * S * m;
 	stream = fr + p;
 	dur = stream + 4 * p;
-	wait = dur + 4 * S;
+	wait = dur + 6 * S;
 	for (k = 0; k < 2 * S * m; k++)
 		sent[k] = -1;
 	for (k = 0; k < 5 * p; k++)
@@ -315,7 +342,8 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 			if (pos[r] == n ||
 			    sched_lock_step(p, v, n, w[r], r, pos[r]) != T)
 				continue;
-			t = step_of(a[r * n + pos[r]], r, p, S, m);
+			t = step_of(a[r * n + pos[r]], r, p, S, m,
+				    held + r * v);
 			if (t.src >= 0) {
 				if (sent[t.src] < 0) {
 					rc = 1;
@@ -326,7 +354,7 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 				ready = end[t.own];
 			}
 			end[t.at] = fr[r] = (ready > fr[r] ? ready : fr[r]) +
-					    dur[t.d];
+					    dur_of(in, &t, dur);
 		}
 		for (r = 0; r < p; r++)
 			wait[r] = fr[r];
@@ -338,7 +366,10 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 			if (pos[r] == n ||
 			    sched_lock_step(p, v, n, w[r], r, pos[r]) != T)
 				continue;
-			t = step_of(a[r * n + pos[r]], r, p, S, m);
+			/* held[] as the loop above left it: setting a
+			 * chunk's flag again changes nothing */
+			t = step_of(a[r * n + pos[r]], r, p, S, m,
+				    held + r * v);
 			pos[r]++;
 			left--;
 			if (t.sout < 0)
@@ -368,6 +399,7 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 out:
 	mem_free(a);
 	mem_free(pos);
+	mem_free(held);
 	return rc;
 }
 

@@ -106,13 +106,33 @@ double est_stage_f(const struct est_cand *c, int64_t s)
 			 (s > 0 ? c->b->pg.lat_s : 0));
 }
 
+/* ZeRO 3 outside no_sync: the compute stream waits at the end of every
+ * backward for its reduce-scatters (FSDP2's root post-backward final
+ * callback; models/train_dp.c reduce_waited). They run one after
+ * another on the data-parallel stream, each after its unit's backward,
+ * the units costing at least their collectives (est_fsdp_units): the
+ * last unit's, in backward order the embedding's on stage 0, else a
+ * layer's (the head's on a last stage of none), is what is left after
+ * the backward. 0 without FSDP's collectives (fsdp_wait 0). */
+static double backward_wait(const struct est_cand *c, int64_t s)
+{
+	if (c->j->training.zero_stage < 3)
+		return 0;
+	if (s == 0)
+		return c->fsdp_wait[EST_EMBED];
+	if (c->split[s] > 0)
+		return c->fsdp_wait[EST_LAYER];
+	return s == c->S - 1 ? c->fsdp_wait[EST_HEAD] : 0;
+}
+
 double est_stage_b(const struct est_cand *c, int64_t s)
 {
 	return with_amax(c, &c->b->ab,
 			 est_layers_b(c, s) +
 			 (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
 			 (s == c->S - 1 ? head_b(c) : 0) + alone_b(c, s) +
-			 (s < c->S - 1 ? c->b->pg.lat_s : 0));
+			 (s < c->S - 1 ? c->b->pg.lat_s : 0)) +
+	       backward_wait(c, s);
 }
 
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u)

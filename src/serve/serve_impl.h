@@ -51,8 +51,10 @@ struct serve_req {
 	double first_scheduled_s;	/* s, -1 before */
 	double first_token_s;	/* s, -1 before */
 	double done_s;		/* s, -1 before */
-	int tail;		/* done (done_s set), still running the
-				 * engine's extra step (overlap_extra_step) */
+	int tail;		/* 1: done (done_s set), still running the
+				 * engine's extra step (overlap_extra_step);
+				 * 2: all generated, still running its
+				 * multi-step window, done at its end */
 	double transfer_s;	/* s, disaggregated KV transfer time */
 	int xfer;		/* disaggregated: 0 no send, 1 sending, 2 sent */
 	int prefilled;		/* disaggregated: its prefill step has ended */
@@ -94,6 +96,9 @@ struct serve_inst {
 	int64_t *running;		/* admitted requests, in admission order */
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
+	int64_t window_left;		/* vLLM V0 multi-step: decode steps of
+					 * the current window after the one
+					 * formed last (0: none) */
 	double new_token_ratio;		/* sglang admission estimate */
 	int busy;			/* stage 0 is running a step */
 	int64_t pp;			/* steps in flight at most (pipeline stages) */

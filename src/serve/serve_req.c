@@ -314,7 +314,9 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 				serve_context_name(j), serve_context_note(j)};
 	struct serve_req *v = NULL, *grown;
 	int64_t cap = 0, k = 0;
-	char buf[4096], *line;
+	char *buf = NULL, *line;
+	size_t bufcap = 0;
+	ssize_t got;
 	FILE *f;
 	int rc = -2, seen_row = 0, unsorted_line = 0;
 	double latest = 0, unsorted_at = 0;
@@ -331,8 +333,17 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 			   strerror(errno));
 		goto out;
 	}
-	while (fgets(buf, sizeof(buf), f)) {
+	/* getline: a row of any length is one row (a 4 KiB fgets cut a
+	 * long one in two and numbered every later line one too many) */
+	while ((errno = 0, got = getline(&buf, &bufcap, f)) > 0) {
 		rp.line++;
+		if (strlen(buf) != (size_t)got) {
+			diag_error(d, rp.path, rp.line, (int)strlen(buf) + 1,
+				   "a NUL byte in the row (the trace is CSV "
+				   "text)");
+			rp.bad = 1;
+			continue;
+		}
 		/* a UTF-8 byte-order mark, as spreadsheets save CSV: not part
 		 * of the first field ("expected a number, got '<BOM>0'") */
 		if (rp.line == 1 && strncmp(buf, "\xEF\xBB\xBF", 3) == 0)
@@ -362,6 +373,17 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 		latest = fmax(latest, v[k].arrival_s);
 		k++;
 	}
+	if (ferror(f) || (got < 0 && errno == ENOMEM)) {
+		if (errno == ENOMEM) {
+			diag_oom(d);
+			rc = -1;
+		} else {
+			diag_error(d, j->serving.file, j->serving.line,
+				   j->serving.col, "'serving.trace': cannot "
+				   "read '%s': %s", rp.path, strerror(errno));
+		}
+		goto close;
+	}
 	if (!rp.bad && k == 0) {
 		diag_error(d, rp.path, rp.line ? rp.line : 1, 1, "the trace "
 			   "has no request rows (arrival_s,input_len,output_len)");
@@ -382,6 +404,7 @@ static int read_trace(const struct job_spec *j, struct serve_req **out,
 	v = NULL;
 	rc = 0;
 close:
+	free(buf);	/* getline's, from malloc */
 	fclose(f);
 out:
 	mem_free(v);

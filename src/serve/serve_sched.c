@@ -42,7 +42,23 @@
  * max_num_seqs, while their pages leave admit_watermark of the pool free,
  * make a prefill-only step; when none can be admitted, a decode step of
  * every running request, preempting the last running ones (recompute)
- * when a page is missing.
+ * when a page is missing. With multi-step scheduling (num_scheduler_steps
+ * = multi_step > 1) a decode step opens a window of multi_step decode
+ * steps of the same batch: LLMEngine.step skips the scheduler while the
+ * cached batch has steps left ("the scheduler is only called again when
+ * the current batch has completed", _has_remaining_steps, which asserts
+ * every group has the same remaining steps), so no prompt is admitted
+ * inside a window, and a request that reaches max_tokens inside one keeps
+ * computing to its end: the multi-step output processor truncates the
+ * tokens past max_tokens (output_processor/multi_step.py
+ * _process_seq_outputs), and LLMEngine.step returns the window's outputs
+ * at its last step (vllm-project/vllm@1473f741 engine/llm_engine.py,
+ * @0e32744b engine/output_processor/multi_step.py) [D]. Its pages are
+ * reserved at the window's start (num_lookahead_slots = multi_step - 1,
+ * SchedulerConfig). Such a request is a tail (tail 2) that finishes and
+ * frees its pages when the window ends. The window is kept with one step
+ * in flight (pp 1); vLLM's virtual engines (pp > 1) each keep their own,
+ * not modelled.
  *
  * TensorRT-LLM (batch_manager capacity and micro-batch schedulers): the
  * capacity scheduler admits waiting requests FCFS up to max_batch_size:
@@ -57,6 +73,7 @@
  */
 #include "serve_impl.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -253,6 +270,9 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 
 	serve_kv_free(in, r, now);
 	serve_running_remove(in, id);
+	/* a multi-step tail lives inside a window, whose pages were
+	 * reserved at its start: never a victim */
+	assert(r->tail != 2);
 	if (r->tail) {	/* done already: only its extra step goes */
 		r->state = REQ_DONE;
 		return;
@@ -558,11 +578,23 @@ static int64_t v0_prefill(struct serve *s, struct serve_inst *in, double now)
 	return n;
 }
 
+/* Decode steps in a V0 multi-step window (see the top): 1 without one. */
+static int64_t v0_window(const struct serve *s, const struct serve_inst *in)
+{
+	int64_t ms = s->job->serving.engine->multi_step;
+
+	return in->pp == 1 && ms > 1 ? ms : 1;
+}
+
 static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
 			     double now)
 {
-	int64_t i, n = v0_prefill(s, in, now), k = 1 + spec_k(s);
+	int64_t i, n = 0, k = 1 + spec_k(s), w = v0_window(s, in);
+	/* a window's first step reserves its lookahead slots */
+	int64_t ahead = in->window_left > 0 ? k : k + w - 1;
 
+	if (in->window_left == 0)
+		n = v0_prefill(s, in, now);
 	if (n != 0)
 		return n;
 	for (i = 0; i < in->nrunning; i++) {
@@ -571,12 +603,17 @@ static int64_t sched_vllm_v0(struct serve *s, struct serve_inst *in,
 
 		if (r->in_step)
 			continue;
-		make_room(s, in, id, r->computed + k, now);
+		make_room(s, in, id, r->computed + ahead, now);
 		if (r->state != REQ_RUNNING)
 			break;
 		mark(in, r, k, 0, now);
 		n++;
 	}
+	if (n == 0)
+		in->window_left = 0;
+	else
+		in->window_left = in->window_left > 0 ? in->window_left - 1
+						      : w - 1;
 	return n;
 }
 

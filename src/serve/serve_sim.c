@@ -141,6 +141,12 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		r->in_step = 0;
 		if (r->tail) {	/* its extra step: it frees its slot now */
 			r->computed += r->step_q;
+			if (in->window_left > 0) {	/* to the window's end */
+				i++;
+				continue;
+			}
+			if (r->tail == 2)
+				serve_finish(s, r, now);
 			serve_kv_free(in, r, now);
 			serve_running_remove(in, id);
 			r->state = REQ_DONE;
@@ -175,6 +181,13 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 			serve_finish(s, r, now);
 			r->state = REQ_RUNNING;
 			r->tail = 1;
+			i++;
+			continue;
+		}
+		if (r->generated >= r->output && in->window_left > 0) {
+			/* vLLM V0 multi-step: it runs to its window's end,
+			 * its output returned there (serve_sched.c) */
+			r->tail = 2;
 			i++;
 			continue;
 		}

@@ -305,3 +305,30 @@ Test(gpu, mi325x_takes_mi300xs_ck_tile_fit)
 		     x.attention.ck_tile_bwd_masked_tile_cost);
 	arena_release(&a);
 }
+
+/* The vendor attention forward (AITER's flash attention, attention_kernel
+ * vendor) is fitted on MI300X by the median rule (configs/gpus/README.md
+ * "Calibration" rule 1) over the head-dim-128 rows of Primus-Turbo's AITER
+ * baseline (results/reference/kernels/primus-turbo-mi300x-attention-fwd-
+ * bf16.yaml): 0.706 of the clock-scaled bf16 peak 1307.4 x 1207/2100 =
+ * 751.4 TFLOP/s, i.e. 530.5 TFLOP/s before tile losses (the rows measure
+ * 421-529). It was mi355x's 0.546 (410.3 TFLOP/s), 22 % slow on the set.
+ * The backward keeps mi355x's 0.479 (no gfx942 set). MI325X, the same die
+ * and kernels (rule 2), takes both. */
+Test(gpu, mi325x_takes_mi300xs_vendor_forward_fit)
+{
+	struct arena a;
+	struct gpu_spec x, y;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "mi300x", &x), 0);
+	cr_assert_eq(load(&a, "mi325x", &y), 0);
+	cr_assert_float_eq(x.attention.fwd_efficiency, 0.706, 1e-12);
+	cr_assert_float_eq(x.attention.bwd_efficiency, 0.479, 1e-12);
+	cr_assert_float_eq(x.matrix_peak_flops[DTYPE_BF16] *
+			   x.sustained_matrix_clock_hz / x.matrix_clock_hz *
+			   x.attention.fwd_efficiency, 530.5e12, 0.1e12);
+	cr_assert_eq(y.attention.fwd_efficiency, x.attention.fwd_efficiency);
+	cr_assert_eq(y.attention.bwd_efficiency, x.attention.bwd_efficiency);
+	arena_release(&a);
+}

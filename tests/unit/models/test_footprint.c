@@ -382,3 +382,31 @@ Test(footprint, moe_probs_in_activation_drop_the_fc2_output)
 		     R * (h * B - 4));
 	arena_release(&a);
 }
+
+Test(footprint, fsdp_expert_grads_in_their_reduce_dtype)
+{
+	struct fixture f;
+	double w, g, o;
+
+	/* Megatron mixed precision (fp32 grads, 4 B), ZeRO 3, the routed
+	 * experts sharded over edp 4: 4 / 4 = 1 B of gradient a parameter.
+	 * With fsdp_expert_reduce_dtype bf16 (FSDP2 without a policy: the
+	 * sharded gradient in the parameters' dtype, foreach_reduce's cast
+	 * to orig_dtype) 2 / 4 = 0.5 B; the weights (2 / 4) and optimizer
+	 * (12 / 4: fp32 master 4 + Adam's two fp32 moments 8) stay. Outside
+	 * ZeRO 3 the key is
+	 * unread: ZeRO 1 keeps the full fp32 gradient, 4 B. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 1, 64, 1, 1, 1);
+	f.job.training.zero_stage = 3;
+	f.job.parallelism.edp = 4;
+	footprint_expert_per_param(&f.job, &w, &g, &o);
+	assert_close(g, 1);
+	f.fw.fsdp_expert_reduce_dtype = DTYPE_BF16;
+	footprint_expert_per_param(&f.job, &w, &g, &o);
+	assert_close(g, 0.5);
+	assert_close(w, 0.5);
+	assert_close(o, 3);
+	f.job.training.zero_stage = 1;
+	footprint_expert_per_param(&f.job, &w, &g, &o);
+	assert_close(g, 4);
+}

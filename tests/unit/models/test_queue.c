@@ -313,3 +313,43 @@ Test(queue, expert_gemms_and_the_experts_gathers_keep_issue_order)
 	gemm_step(&f, ag_s, ag_e, fc1_s, fc2_e);
 	cr_assert_lt(ag_s[2], fc2_e[0]);
 }
+
+Test(queue, one_queue_for_all_with_te_gemm_streams)
+{
+	static const char *const none[] = { NULL };
+	double ag_s[4], ag_e[4], fc1_s[4], fc2_e[4], ts, tf;
+	struct fixture f;
+	int i, loss;
+
+	/* q 1 (ROCm's GPU_MAX_HW_QUEUES=1): the all-to-alls, Transformer
+	 * Engine's 4 GEMM streams and both kinds of gradient collectives
+	 * share one FIFO, so dp and edp share it too and each bucket's
+	 * all-gather is issued at its own first unit on the expert-parallel
+	 * queue (gather_on_ep_queue). Before, the GEMM queue anchored the
+	 * experts' gather one bucket ahead, before layer i-1's fc1, while
+	 * the expert-parallel queue put it after layer i-1's combine (which
+	 * follows that fc1): the step deadlocked (exec_run failed). Now both
+	 * anchor it at layer i: after layer i-1's expert GEMMs (its fc2
+	 * ends) and before layer i's fc1, with or without the loss's group. */
+	for (loss = 0; loss <= 1; loss++) {
+		moe_job(&f);
+		f.fw.loss_dp_allreduce = loss;
+		f.fw.elementwise.grouped_gemm_streams = 4;
+		f.job.training.comm_hw_queues = 1;
+		cr_assert(train_queue_dp_edp(&f.job));
+		cr_assert(train_queue_with_gemm(&f.job, 1));
+		cr_assert(train_queue_with_ep(&f.job, 1));
+		cr_assert_gt(gemm_step(&f, ag_s, ag_e, fc1_s, fc2_e), 0);
+		for (i = 1; i < 4; i++) {
+			cr_assert_geq(fc1_s[i], ag_e[i], "loss %d layer %d",
+				      loss, i);
+			cr_assert_geq(ag_s[i], fc2_e[i - 1], "loss %d layer %d",
+				      loss, i);
+		}
+		/* and one simulated GPU per group gives the full step */
+		run_full(&f, 0, none, none, &ts);
+		run_full(&f, 1, none, none, &tf);
+		cr_assert_eq(ts, tf, "loss %d: symmetric %.9g s, full %.9g s",
+			     loss, ts, tf);
+	}
+}

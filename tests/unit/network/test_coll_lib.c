@@ -257,6 +257,51 @@ Test(net_coll, select_bw_steers_the_choice_not_the_time)
 	cr_assert_eq(algo_scale(3), SCALE_4NODES);
 }
 
+Test(net_coll, ring_plateau_steers_the_choice_across_nodes)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_TREE, 1, NULL };
+	struct coll_algo_spec *ring, *tree;
+	struct net_coll_result out;
+	double t_tree, t_ring;
+
+	fx_mesh(&f, 2);
+	f.lib.algo[ALGO_DIRECT].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_RHD].protocols.on[PROTO_SIMPLE] = 0;
+	f.lib.algo[ALGO_HIER].protocols.on[PROTO_SIMPLE] = 0;
+	ring = &f.lib.algo[ALGO_RING];
+	tree = &f.lib.algo[ALGO_TREE];
+	t_tree = coll_timed(&f.sys, &r).time_s;
+	r.algo = ALGO_RING;
+	t_ring = coll_timed(&f.sys, &r).time_s;
+	/* Ring base 200 us; the tree's base puts it at t_ring + 250 us:
+	 * the ring wins by 50 us and runs at t_ring + 200 us. */
+	ring->base.s[PROTO_SIMPLE] = 200e-6;
+	tree->base.s[PROTO_SIMPLE] = t_ring - t_tree + 250e-6;
+	r.algo = -1;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.algorithm, "ring");
+	EQ_REL(out.time_s, t_ring + 200e-6, 1e-9);
+	/* NCCL's ring plateau across nodes: the tuner sees the ring's
+	 * latency x 1.4 = 280 us > 250 and takes the tree, which runs at its
+	 * own t_ring + 250 us (the factor is the choice's only). */
+	ring->select_lat_nodes.r[PROTO_SIMPLE] = 1.4;
+	ring->select_lat_nodes_min_B = 64;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.algorithm, "tree");
+	EQ_REL(out.time_s, t_ring + 250e-6, 1e-9);
+	/* From 64 B per channel (64) and rank (16): 65536 B on, 65535 B
+	 * off; one node, or an all-gather, never. */
+	EQ_REL(coll_lib_lat_factor(&f.lib, ALGO_RING, PROTO_SIMPLE,
+				   COLL_ALLREDUCE, 65536, 16, 2), 1.4, 1e-12);
+	EQ_REL(coll_lib_lat_factor(&f.lib, ALGO_RING, PROTO_SIMPLE,
+				   COLL_ALLREDUCE, 65535, 16, 2), 1.0, 1e-12);
+	EQ_REL(coll_lib_lat_factor(&f.lib, ALGO_RING, PROTO_SIMPLE,
+				   COLL_ALLREDUCE, GiB, 8, 1), 1.0, 1e-12);
+	EQ_REL(coll_lib_lat_factor(&f.lib, ALGO_RING, PROTO_SIMPLE,
+				   COLL_ALLGATHER, GiB, 16, 2), 1.0, 1e-12);
+}
+
 /* RCCL's gfx950 all-reduce ranges (tuning_model_6 llProtoRanges). */
 static int64_t ar_ll[] = {0, 131071}, ar_ll128[] = {131071, 17660227};
 static int64_t ag_ll128[] = {7, 8388608};

@@ -205,3 +205,30 @@ Test(net_presets, nccl_nvls_chunks_follow_enqueue)
 	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 16384, 0);
 	arena_release(&a);
 }
+
+/* The factor NCCL's tuner puts on a tree all-reduce of `bytes` (one
+ * node; NCCL applies it at every node count). */
+#define EQ_TREE(lib, p, bytes, want) \
+	cr_assert_float_eq(coll_lib_size_factor((lib), ALGO_TREE, (p), \
+						(bytes), 1), (want), 1e-12)
+
+Test(net_presets, nccl_trees_carry_the_tuners_correction)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	/* NCCL's ncclTopoGetAlgoTime times a tree all-reduce at its
+	 * bandwidth x treeCorrectionFactor[log2i(bytes >> 6)]: 2 MiB is
+	 * bucket log2(2^21 / 2^6) = 15, LL128 0.6; 512 KiB bucket 13, LL
+	 * 0.4; 256 MiB bucket 22, Simple 0.9; 512 MiB bucket 23 is past
+	 * the table (1.0). Rings keep their bandwidth (1.0). */
+	EQ_TREE(lib, PROTO_LL128, 2097152.0, 0.6);
+	EQ_TREE(lib, PROTO_LL, 524288.0, 0.4);
+	EQ_TREE(lib, PROTO_SIMPLE, 268435456.0, 0.9);
+	EQ_TREE(lib, PROTO_SIMPLE, 536870912.0, 1.0);
+	cr_assert_float_eq(coll_lib_size_factor(lib, ALGO_RING, PROTO_LL128,
+						2097152.0, 1), 1.0, 1e-12);
+	arena_release(&a);
+}

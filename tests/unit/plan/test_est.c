@@ -20,7 +20,9 @@
  * is known. Transfers: each rank has one stream per direction (and one
  * per direction for the wrap between the last and the first rank) that
  * takes them in the rank's order: a receive starts at max(sent, stream
- * free) and takes x; a send may start at max(produced, stream free). */
+ * free) and takes x; a send may start at max(produced, stream free).
+ * With f_held, b_held an action whose chunk's previous action on the
+ * rank was a forward (FSDP2 keeping the chunk gathered) takes those. */
 static void reference(const struct est_pipe *in, double *rank_end,
 		      double *chunk_end)
 {
@@ -33,6 +35,9 @@ static void reference(const struct est_pipe *in, double *rank_end,
 	double *bs = mem_alloc((size_t)(S * m) * sizeof(*bs));
 	double freet[64] = { 0 }, strm[64][4] = { { 0 } };
 	int64_t pos[64] = { 0 }, i;
+	static uint8_t held[64][64];
+
+	memset(held, 0, sizeof(held));
 
 	cr_assert(a && fe && be && fs && bs && p <= 64);
 	for (i = 0; i < S * m; i++)
@@ -60,6 +65,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 					ready = *st;
 				}
 				dur = mb == 0 && in->f_first ? in->f_first[s] : in->f[s];
+				if (held[r][x.chunk] && in->f_held)
+					dur = in->f_held[s];
 				fe[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
 				if (s < S - 1) {	/* send: wrap stream on rank p-1 */
 					st = &strm[r][r == p - 1 ? 1 : 0];
@@ -79,6 +86,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 				}
 				dur = mb == m - 1 && in->b_last ? in->b_last[s] :
 								  in->b[s];
+				if (held[r][x.chunk] && in->f_held)
+					dur = in->b_held[s];
 				be[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
 				if (s > 0) {	/* wrap stream on rank 0 */
 					st = &strm[r][r == 0 ? 3 : 2];
@@ -86,6 +95,7 @@ static void reference(const struct est_pipe *in, double *rank_end,
 					*st = bs[s * m + mb] + in->x[(s - 1) % p];
 				}
 			}
+			held[r][x.chunk] = !x.bwd;
 			pos[r]++;
 			left--;
 		}
@@ -107,7 +117,9 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	 * and the head), transfers of a tenth and three tenths of a stage
 	 * between alternate pairs of ranks, the first forward
 	 * and last backward of each stage slowed: every schedule, m from
-	 * the fill to far past it (extended linearly there). */
+	 * the fill to far past it (extended linearly there); each case
+	 * also with held forwards and backwards (ZeRO 3 without reshard
+	 * after forward: no all-gathers) shorter than the others. */
 	static const struct { int sched; int64_t p, v, m; } cases[] = {
 		{ SCHED_1F1B, 4, 1, 3 }, { SCHED_1F1B, 4, 1, 64 },
 		{ SCHED_1F1B, 8, 1, 100 }, { SCHED_GPIPE, 4, 1, 40 },
@@ -125,12 +137,15 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	e = mem_calloc(1, sizeof(*e));
 	cr_assert_not_null(e);
 	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
-	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		int64_t p = cases[k].p, v = cases[k].v, S = p * v, s, i;
-		double f[64], b[64], ff[64], bl[64], x[64];
+	for (k = 0; k < 2 * sizeof(cases) / sizeof(cases[0]); k++) {
+		size_t kc = k % (sizeof(cases) / sizeof(cases[0]));
+		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i;
+		double f[64], b[64], ff[64], bl[64], fh[64], bh[64], x[64];
 		double re[64], ce[512], rr[64], rc[512];
-		struct est_pipe in = { cases[k].sched, p, v, cases[k].m, f, b, ff,
-				       bl, x, 0 };
+		int with_held = k >= sizeof(cases) / sizeof(cases[0]);
+		struct est_pipe in = { cases[kc].sched, p, v, cases[kc].m, f, b,
+				       ff, bl, with_held ? fh : NULL,
+				       with_held ? bh : NULL, x, 0 };
 
 		for (i = 0; i < p; i++)	/* neighbours in one node or two */
 			x[i] = i % 2 ? 0.3 : 0.1;
@@ -139,6 +154,8 @@ Test(est, pipeline_recurrence_matches_the_reference)
 			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
 			ff[s] = f[s] * 1.05;
 			bl[s] = b[s] * 1.1;
+			fh[s] = f[s] * 0.8;
+			bh[s] = b[s] * 0.9;
 		}
 		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
 		reference(&in, rr, rc);

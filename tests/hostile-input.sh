@@ -1,0 +1,151 @@
+#!/bin/sh
+# hostile-input.sh - input files written with hostility (round 20): lines
+# longer than a reader's buffer, empty tab-separated fields, more rows or
+# settings than a fixed table holds. Each block names the defect it keeps
+# fixed.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+use_checkout_data
+
+# expect STATUS DESCRIPTION COMMAND...: the command exits STATUS (stdout
+# and stderr in $tmp/out and $tmp/err).
+expect() {
+	want=$1 what=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	[ "$got" = "$want" ] ||
+		{ bad "$what: exit $got, expected $want"; head -5 "$tmp/err"; }
+}
+
+# ---- a serving trace row longer than the reader's 4 KiB buffer is one
+# row (it was cut in two: 'the row ends after input_len' at the row and
+# at the next line, which was numbered one too many).
+zeros=$(printf '%05000d' 128)
+printf 'arrival_s,input_len,output_len\n0,128,16\n0,%s,16\n0.1,64,8\n' \
+	"$zeros" >"$tmp/long.csv"
+printf 'model: llama3-8b\nsystem: {preset: dgx-h100, gpus_per_node: 1}\nphase: serving\nserving: {engine: vllm, trace: long.csv}\n' \
+	>"$tmp/long.yaml"
+expect 0 "trace: a 5000-character row" "$llmsim" run "$tmp/long.yaml" \
+	--no-store --json
+grep -q '"requests":[[:space:]]*3,' "$tmp/out" || bad "trace: a long row: not 3 requests"
+printf '0,%s,16\n0,64,x\n' "$zeros" >"$tmp/long2.csv"
+sed 's#long.csv#long2.csv#' "$tmp/long.yaml" >"$tmp/long2.yaml"
+expect 2 "trace: a bad row after a long one" "$llmsim" run "$tmp/long2.yaml" \
+	--no-store
+grep -q "long2.csv:2:6: error: 'output_len'" "$tmp/err" ||
+	{ bad "trace: the row after a long one is not line 2"; cat "$tmp/err"; }
+
+# A NUL byte ends a row's text early: refused at its column (the rest of
+# the row was dropped without a word); a folder named as the trace says
+# it cannot be read (it said the trace has no request rows).
+printf '0,128,16\0,99\n0,64,8\n' >"$tmp/nul.csv"
+sed 's#long.csv#nul.csv#' "$tmp/long.yaml" >"$tmp/nul.yaml"
+expect 2 "trace: a NUL byte" "$llmsim" run "$tmp/nul.yaml" --no-store
+grep -q "nul.csv:1:9: error: a NUL byte" "$tmp/err" ||
+	{ bad "trace: a NUL byte not refused"; cat "$tmp/err"; }
+mkdir "$tmp/dir.csv"
+sed 's#long.csv#dir.csv#' "$tmp/long.yaml" >"$tmp/dir.yaml"
+expect 2 "trace: a folder" "$llmsim" run "$tmp/dir.yaml" --no-store
+grep -q "cannot read '.*dir.csv': Is a directory" "$tmp/err" ||
+	{ bad "trace: a folder: no 'Is a directory'"; cat "$tmp/err"; }
+
+# ---- validate's dispatch cases (results/reference/ep/*.tsv).
+ref=$tmp/ref
+mkdir -p "$ref/ep"
+cp "$root/results/reference/validate.yaml" "$ref/"
+line=$(grep -v '^#' "$root/results/reference/ep/cases.tsv" | head -1)
+vd() { expect "$1" "$2" "$llmsim" validate --kind dispatch --reference "$ref" \
+	--no-store; }
+# An empty field is named at its column (strtok merged the two tabs, so
+# every later column shifted and the line got the generic message at 1).
+printf '%s\n' "$line" | sed 's/\t24\t/\t\t/' >"$ref/ep/cases.tsv"
+vd 2 "dispatch: an empty sms field"
+grep -q "cases.tsv:1:58: error: 'sms': an empty field" "$tmp/err" ||
+	{ bad "dispatch: an empty field not named"; cat "$tmp/err"; }
+# Every dispatcher setting is applied (past the eighth they were dropped
+# without a word: zzz, the ninth, was never seen).
+s=',sms=24,sms=24,sms=24,sms=24,sms=24,sms=24,sms=24,sms=24,zzz=9'
+printf '%s\n' "$line" | sed "s/\tdeepep\t/\tdeepep$s\t/" >"$ref/ep/cases.tsv"
+vd 1 "dispatch: nine dispatcher settings"
+grep -q "'zzz': unknown key" "$tmp/err" ||
+	{ bad "dispatch: the ninth dispatcher setting was dropped"; cat "$tmp/err"; }
+# A line longer than the reader's 2 KiB buffer is one line (its rest was
+# read as a second, malformed line).
+src=$(printf '%03000d' 0)
+printf '%s %s\n' "$line" "$src" >"$ref/ep/cases.tsv"
+vd 0 "dispatch: a 3000-character source"
+
+# ---- validate's training and inference cases: a file of more cases than
+# the reader holds (256) is refused at the first one past it (the rest
+# were dropped without a word and the table scored the first 256).
+mkdir -p "$ref/training" "$ref/inference"
+i=0
+while [ $i -lt 257 ]; do
+	printf 'T-%d\tnone.yaml\t1\tsource\n' $i
+	i=$((i + 1))
+done >"$ref/training/cases.tsv"
+expect 2 "training: 257 cases" timeout 60 "$llmsim" validate --kind training \
+	--reference "$ref" --no-store
+grep -q "training/cases.tsv:257:1: error: more than 256 cases" "$tmp/err" ||
+	{ bad "training: 257 cases not refused"; head -3 "$tmp/err"; }
+i=0
+while [ $i -lt 257 ]; do
+	printf 'I-%d\tnone.yaml\tserving.duration_s\t1\tlatency\tshown\tnote\n' $i
+	i=$((i + 1))
+done >"$ref/inference/cases.tsv"
+expect 2 "inference: 257 cases" timeout 60 "$llmsim" validate --kind inference \
+	--reference "$ref" --no-store
+grep -q "inference/cases.tsv:257:1: error: more than 256 cases" "$tmp/err" ||
+	{ bad "inference: 257 cases not refused"; head -3 "$tmp/err"; }
+
+# ---- config import-megatron "ARGS" splits the string as a shell does
+# (a double-quoted \" ended the quote, so '--num-layers 64' inside a
+# quoted --data-path became an argument; an escaped blank split a word;
+# an unterminated quote swallowed the rest without a word).
+B='--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000'
+im() { expect "$1" "$2" "$llmsim" config import-megatron "$3" --gpus 8; }
+im 0 "import-megatron: \\\" in double quotes" "$B --data-path \"x\\\"y --num-layers 64\""
+grep -q 'num_hidden_layers: 32' "$tmp/out" ||
+	{ bad "import-megatron: a quoted word's --num-layers was read"; grep layers "$tmp/out"; }
+im 0 "import-megatron: an escaped blank" "$B --data-path a\\ b"
+grep -q 'Unknown to llmsim' "$tmp/out" &&
+	bad "import-megatron: an escaped blank split the word"
+im 2 "import-megatron: an unterminated quote" "$B --data-path 'x --num-layers 64"
+grep -q "unterminated ' quote" "$tmp/err" ||
+	{ bad "import-megatron: an unterminated quote not named"; cat "$tmp/err"; }
+im 0 "import-megatron: a pasted script's continuation lines" "$B \\
+	--num-layers 48"
+grep -q 'num_hidden_layers: 48' "$tmp/out" ||
+	bad "import-megatron: a continuation line lost"
+
+# ---- a calibration file's error-bar data: an infinite standard error or
+# a correlation that is not symmetric with a unit diagonal is refused (an
+# infinite standard error gave a zero-width interval, and an asymmetric
+# correlation a variance that calib_sigma clamps to 0: both a certainty
+# the fit never gave).
+cal() {	# cal STDERR ROW1 ROW2
+	printf '%s\n' 'system: dgx-h100' 'overlay:' \
+		'  scale_up: {link: {sustained: 0.81}}' 'params:' \
+		"  - {key: scale_up.link.sustained, value: 0.81, stderr: $1, start: 0.77}" \
+		'  - {key: scale_out.link.sustained, value: 0.8, stderr: 0.05, start: 0.77}' \
+		'correlation:' "  - $2" "  - $3" 'fit: {points: 26}' >"$tmp/cal.yaml"
+	expect "$4" "calibration: stderr $1, correlation $2 $3" "$llmsim" run \
+		default --no-store --json --set "system.calibration=$tmp/cal.yaml"
+}
+cal 0.01 '[1, 0.5]' '[0.5, 1]' 0
+grep -q '"step_time_interval_s"' "$tmp/out" || bad "calibration: no interval"
+cal inf '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml:5:5: error: params: expected a value and a finite standard error >= 0" "$tmp/err" ||
+	{ bad "calibration: an infinite stderr not named"; cat "$tmp/err"; }
+cal 0.01 '[1, -1]' '[1, 1]' 2
+grep -q "cal.yaml:9:6: error: correlation: expected a symmetric matrix" "$tmp/err" ||
+	{ bad "calibration: an asymmetric correlation not named"; cat "$tmp/err"; }
+cal 0.01 '[0.5, 0]' '[0, 1]' 2
+grep -q "cal.yaml:8:6: error: correlation: expected 1 on the diagonal" "$tmp/err" ||
+	{ bad "calibration: a diagonal of 0.5 not named"; cat "$tmp/err"; }
+cal 0.01 '[1, nan]' '[nan, 1]' 0
+
+exit $fail
