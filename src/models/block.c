@@ -245,6 +245,17 @@ double block_lowp_rate(const struct job_spec *j)
 	return j->system->gpu->fp8_block_gemm_rate;
 }
 
+unsigned block_captured(const struct job_spec *j)
+{
+	unsigned bits = 0;
+	int s;
+
+	for (s = SCOPE_ATTN; s < SCOPE_COUNT; s++)
+		if (layer_job_captures(j, s))
+			bits |= 1u << s;
+	return bits;
+}
+
 /* g with gemm_lowp's GEMM efficiency times dt->lowp_rate, in *low, for
  * the low-precision GEMMs; g itself when the rate is all of it. */
 static const struct gpu_spec *lowp_gpu(const struct gpu_spec *g,
@@ -265,19 +276,34 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p)
 {
-	struct gpu_spec low;
+	struct gpu_spec low, cap, cap_low;
 	const struct gpu_spec *gl = lowp_gpu(g, dt, &low);
+	const struct gpu_spec *gc = g, *gcl = gl;
 	int i;
+
+	/* A kernel replayed from a captured graph pays the GPU's gap
+	 * between graph nodes, not the eager host launch (as infer_cost). */
+	if (dt->captured) {
+		cap = *g;
+		cap.kernel_launch_s = g->kernel_launch_graph_s;
+		cap_low = *gl;
+		cap_low.kernel_launch_s = g->kernel_launch_graph_s;
+		gc = &cap;
+		gcl = &cap_low;
+	}
 
 	b->n = o->n;
 	b->out = o->n - 1;
 	b->time_s = b->mem_s = b->flops = b->model_flops = 0;
 	for (i = 0; i < o->n; i++) {
 		const struct layer_op *op = &o->op[i];
+		int in_graph = op->scope != SCOPE_NONE &&
+			       (dt->captured >> op->scope & 1u);
+		int lowp = op->k.lowp && (op->k.kind == KERN_GEMM ||
+					  op->k.kind == KERN_GROUPED);
 
-		if (cost_op(&b->op[i], op, op->k.lowp &&
-			    (op->k.kind == KERN_GEMM ||
-			     op->k.kind == KERN_GROUPED) ? gl : g, dt, p) != 0)
+		if (cost_op(&b->op[i], op, in_graph ? (lowp ? gcl : gc) :
+			    (lowp ? gl : g), dt, p) != 0)
 			return -1;
 		b->time_s += b->op[i].time_s;
 		if (b->op[i].mem_bound)

@@ -63,6 +63,10 @@ struct block_dtypes {
 				 * the low-precision GEMMs reach (block-
 				 * scaled fp8: block_lowp_rate); 0 or 1 =
 				 * all of it */
+	unsigned captured;	/* bit s set: the job captures scope s
+				 * (enum graph_scope) in CUDA graphs; its
+				 * kernels cost the GPU's replayed-node
+				 * kernel_launch_graph, not kernel_launch */
 };
 
 struct job_spec;
@@ -70,6 +74,10 @@ struct job_spec;
 /* The lowp_rate of j's low-precision GEMMs: the GPU's
  * fp8_block_gemm_rate under fp8 block scaling, else 1. */
 double block_lowp_rate(const struct job_spec *j);
+
+/* The captured bits of j's block_dtypes: bit s for each graph_scope s
+ * that training.cuda_graphs captures. */
+unsigned block_captured(const struct job_spec *j);
 
 /* Cost o's kernels on g into b; recomputed ops are named
  * "recompute <name>" (interned in p; with p NULL they keep their base

@@ -436,6 +436,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 		.gemm_lowp = (enum dtype)j->training.dtype,
 		.base = layer_base_dtype((enum dtype)j->training.dtype),
 		.lowp_rate = block_lowp_rate(j),
+		.captured = block_captured(j),
 	};
 	int i;
 

@@ -470,7 +470,7 @@ static double costed_fwd(struct fixture *f, const char *name,
 			 double lowp_rate)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_FP8, DTYPE_BF16, lowp_rate };
+	struct block_dtypes dt = { DTYPE_FP8, DTYPE_BF16, lowp_rate, 0 };
 	struct layer_dims d;
 	struct layer_ops o;
 	int i;
