@@ -179,8 +179,30 @@ r=$(awk '/ dense 131072/ {a = $(NF-2)} / grp 131072 .* grouped/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
 awk -v r="$r" 'BEGIN {exit !(r >= 0.97 && r <= 1.03)}' ||
 	bad "8 equal groups against one GEMM: predicted rate ratio $r, expected 0.97-1.03"
+# The same groups as kernels on streams (streams: S, TE's multi-stream
+# cuBLAS): 8 kernels on 4 streams add B200's (2 - 1) x t_launch + 7 x
+# t_k (gpu_grouped_kernels_s) to the pooled time: slower than the one
+# grouped kernel by 1 x 5 + 7 x 3.2 = 27.4 us at most, against 2 x
+# 131072 x 4096 x 4096 = 4.4 TFLOP at ~3000 TFLOP/s = 1.47 ms: rate
+# ratio 1.47 / 1.497 = 0.982 or above, under 1.
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {label: grp, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, tflops: 3000}' \
+	'  - {label: str, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, streams: 4, tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "grouped rows on streams: exit $rc"
+r=$(awk '/ grp 131072 .* grouped/ {a = $(NF-2)}
+	/ str 131072 .* grouped on streams/ {b = $(NF-2)}
+	END {if (a > 0) printf "%.4f", b / a}' "$tmp/out")
+awk -v r="$r" 'BEGIN {exit !(r > 0.97 && r < 1)}' ||
+	bad "8 groups on 4 streams against one grouped kernel: rate ratio $r, expected in (0.97, 1)"
 for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n' \
-	'groups: [8]' 'group_dim: k' 'groups: 8, group_dim: [m]'; do
+	'groups: [8]' 'group_dim: k' 'groups: 8, group_dim: [m]' \
+	'streams: 4' 'groups: 8, streams: 0' 'groups: 8, streams: 2.5' \
+	'groups: 8, streams: 65' 'groups: 8, streams: [4]'; do
 	printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
 		'timing: stream' 'rows:' \
 		"  - {m: 131072, n: 4096, k: 4096, $g, tflops: 3000}" \

@@ -158,8 +158,28 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 /* A grouped GEMM row (`groups: G`): G equal groups in one kernel
  * (gpu_grouped_gemm), the row's m (group_dim m: the experts' forward and
  * dgrad GEMMs) or k (group_dim k: their weight gradients) being the total
- * over the groups, as a MoE layer's tokens. */
+ * over the groups, as a MoE layer's tokens. With `streams: S` the groups
+ * are G kernels issued round-robin on S streams (Transformer Engine's
+ * multi-stream cuBLAS path), costed as the training path costs them
+ * (gpu_grouped_kernels_s: the longest chain ceil(G / S) of launches and
+ * G kernels' set-ups on top of the pooled tiles); S a whole number in
+ * [1, VALID_STREAMS_MAX]. */
 #define VALID_GROUPS_MAX 256
+#define VALID_STREAMS_MAX 64	/* TE's NVTE_NUM_STREAMS-like counts are a few */
+
+/* The row's streams: 0 when absent (one grouped kernel), -1 when
+ * malformed or out of range. */
+static double row_streams(const struct cnode *row)
+{
+	double s;
+
+	if (!cnode_get(row, "streams"))
+		return 0;
+	s = get_num(row, "streams");
+	if (!(s >= 1 && s <= VALID_STREAMS_MAX && s == floor(s)))
+		return -1;
+	return s;
+}
 
 static double grouped_time(const struct ref *r, const struct cnode *row,
 			   double m, double n, double k, double groups)
@@ -167,17 +187,21 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 	struct gpu_gemm_group g[VALID_GROUPS_MAX];
 	const char *dim = get_str(row, "group_dim");
 	int by_k = dim && strcmp(dim, "k") == 0;
+	double streams = row_streams(row), extra_s = 0;
 	size_t i, ng = (size_t)groups;
 
 	if (!(groups >= 1 && groups <= VALID_GROUPS_MAX &&
-	      groups == floor(groups)) ||
+	      groups == floor(groups)) || streams < 0 ||
 	    (cnode_get(row, "group_dim") && !dim) ||
 	    (dim && !by_k && strcmp(dim, "m") != 0))
 		return -1;
 	for (i = 0; i < ng; i++)
 		g[i] = (struct gpu_gemm_group){ by_k ? m : m / groups, n,
 						by_k ? k / groups : k };
-	return gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
+	if (streams > 0)
+		extra_s = gpu_grouped_kernels_s(&r->g, groups,
+						ceil(groups / streams));
+	return gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s + extra_s;
 }
 
 static int row_gemm(const struct ref *r, const struct cnode *row,
@@ -190,10 +214,11 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	const char *label = get_str(row, "label");
 	int grouped = cnode_get(row, "groups") != NULL;
 
-	/* group_dim alone, or groups not a number, is a malformed row (it
-	 * would be scored as one dense GEMM) */
+	/* group_dim or streams alone, or groups not a number, is a
+	 * malformed row (it would be scored as one dense GEMM) */
 	if (!(m > 0 && n > 0 && k > 0 && tf > 0) ||
-	    (!grouped && cnode_get(row, "group_dim")))
+	    (!grouped && (cnode_get(row, "group_dim") ||
+			  cnode_get(row, "streams"))))
 		return -1;
 	if (grouped) {
 		t = grouped_time(r, row, m, n, k, groups);
@@ -202,9 +227,10 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	} else {
 		t = gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s;
 	}
-	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f%s",
+	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f%s%s",
 		 label ? label : "", label ? " " : "", m, n, k,
-		 grouped ? " grouped" : "");
+		 grouped ? " grouped" : "",
+		 cnode_get(row, "streams") ? " on streams" : "");
 	l->meas = tf;
 	l->meas_s = s > 0 ? s : flop / (tf * 1e12);
 	l->pred = flop / t / 1e12;

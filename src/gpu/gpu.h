@@ -165,6 +165,22 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 				   const struct gpu_gemm_group *groups,
 				   size_t ngroups);
 
+/* The per-expert path of a grouped GEMM (Transformer Engine's multi-
+ * stream cuBLAS, nvte_multi_tensor_gemm: one GEMM kernel per group,
+ * issued round-robin on compute streams): what the GPU adds to the pooled
+ * cost of gpu_grouped_gemm (whose tiles already share the waves, as the
+ * streams' kernels share the SMs) when `kernels` kernels run and the
+ * longest stream's chain holds `chain` of them (s):
+ *
+ *     (chain - 1) t_launch + (kernels - 1) t_k
+ *
+ * each further launch of a chain waits behind the running one, and every
+ * further kernel pays its set-up and drain (gemm_kernel_overhead) on the
+ * SMs one after another (gpu_grouped.c). 0 for one kernel. Counts below 1
+ * count as 1; negative or non-finite ones are programming errors. */
+double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,
+			     double chain);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),

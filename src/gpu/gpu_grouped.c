@@ -54,6 +54,22 @@
  * k_e b_a + k_e n_e b_b); cold weights are served by HBM whatever the
  * working set, as gpu_gemm_q's.
  *
+ * Per-expert kernels (gpu_grouped_kernels_s; Transformer Engine's
+ * multi-stream cuBLAS path, one GEMM kernel per expert round-robin on S
+ * streams): the same pooled tiles and waves, the kernels' tiles sharing
+ * the SMs as the streams' kernels do, plus what L kernels cost beyond
+ * one: the longest stream's chain of ceil(L / S) launches, each waiting
+ * behind the one running, and every kernel's set-up and drain (t_k, paid
+ * one after another: a persistent GEMM holds a CTA on every SM until its
+ * tiles are done, so another stream's kernel reaches an SM only after
+ * it; cuBLAS launches as many CTAs as SMs, pytorch/pytorch issue
+ * #143988):
+ *
+ *     t_L = t + (ceil(L / S) - 1) t_launch + (L - 1) t_k
+ *
+ * Checked against TE's published H100 figures at Qwen3-30B-A3B's
+ * shapes (results/reference/kernels/te-pr2045-h100-grouped-gemm-bf16.yaml).
+ *
  * Constants as gpu_gemm.c (configs/gpus/: tiles, t_0, launch, R, B_l).
  * Without tile data: the roofline t = t_launch + max(F / R, W / B_l).
  * Range: grouped GEMMs with equal n within a launch (MoE experts).
@@ -228,4 +244,13 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 		BUG("grouped GEMM operand without a byte width");
 	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
 			    q->min_tile_m, groups, ngroups);
+}
+
+double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,
+			     double chain)
+{
+	gpu_require_size(kernels, "grouped GEMM kernels");
+	gpu_require_size(chain, "grouped GEMM stream chain");
+	return fmax(chain - 1, 0) * g->kernel_launch_s +
+	       fmax(kernels - 1, 0) * g->gemm_kernel_overhead_s;
 }

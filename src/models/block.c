@@ -110,19 +110,10 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	}
 	/* per-expert kernels over streams: each stream's chain of launches
 	 * (moe.c stream_kernels) beyond the one the grouped cost holds pays
-	 * the GPU's launch; every kernel beyond that one pays its set-up and
-	 * drain (gemm_kernel_overhead, gpu_gemm.c), whatever stream it is
-	 * on. A persistent GEMM kernel holds one CTA on every SM until its
-	 * tile list is done (cuBLAS's sm90/sm100 GEMMs launch as many CTAs
-	 * as SMs: pytorch/pytorch issue #143988; b200.yaml), so a kernel on
-	 * another stream gets an SM only when this one's CTA has left it:
-	 * the L kernels' set-ups and drains run one after another on each
-	 * SM, while their launches queue behind the running kernel. */
+	 * the GPU's launch, every kernel beyond that one its set-up and
+	 * drain (gpu_grouped_kernels_s, gpu_grouped.c says why) */
 	kernels = k->kernels > k->launches ? k->kernels : k->launches;
-	if (k->launches > 1)
-		c.time_s += (k->launches - 1) * g->kernel_launch_s;
-	if (kernels > 1)
-		c.time_s += (kernels - 1) * g->gemm_kernel_overhead_s;
+	c.time_s += gpu_grouped_kernels_s(g, kernels, k->launches);
 	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {

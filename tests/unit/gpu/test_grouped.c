@@ -215,3 +215,23 @@ Test(gpu, grouped_two_accumulator_stages_hide_the_epilogue)
 	cr_assert(gpu_fixture_near(one.time_s - two.time_s, 7 * te, 1e-6),
 		  "saved %g s", one.time_s - two.time_s);
 }
+
+Test(gpu, grouped_per_expert_kernels_pay_chain_and_setups)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 5e-6;
+	g.gemm_kernel_overhead_s = 3e-6;
+	/* TE's multi-stream path: 16 expert kernels round-robin on 4
+	 * streams, the longest chain ceil(16 / 4) = 4 launches:
+	 *   (4 - 1) x 5 us + (16 - 1) x 3 us = 15 + 45 = 60 us
+	 * 8 kernels on 4 streams: (2 - 1) x 5 + 7 x 3 = 26 us */
+	cr_assert(gpu_fixture_near(gpu_grouped_kernels_s(&g, 16, 4), 60e-6,
+				   1e-12));
+	cr_assert(gpu_fixture_near(gpu_grouped_kernels_s(&g, 8, 2), 26e-6,
+				   1e-12));
+	/* one kernel (a single grouped launch): nothing beyond its cost */
+	cr_assert_eq(gpu_grouped_kernels_s(&g, 1, 1), 0);
+	cr_assert_eq(gpu_grouped_kernels_s(&g, 0, 0), 0);
+}
