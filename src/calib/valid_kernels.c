@@ -165,7 +165,7 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
  * G kernels' set-ups on top of the pooled tiles); S a whole number in
  * [1, VALID_STREAMS_MAX]. */
 #define VALID_GROUPS_MAX 256
-#define VALID_STREAMS_MAX 64	/* TE's NVTE_NUM_STREAMS-like counts are a few */
+#define VALID_STREAMS_MAX 64	/* a bound for malformed rows (TE runs 4) */
 
 /* The row's streams: 0 when absent (one grouped kernel), -1 when
  * malformed or out of range. */
