@@ -199,6 +199,22 @@ r=$(awk '/ grp 131072 .* grouped/ {a = $(NF-2)}
 	END {if (a > 0) printf "%.4f", b / a}' "$tmp/out")
 awk -v r="$r" 'BEGIN {exit !(r > 0.97 && r < 1)}' ||
 	bad "8 groups on 4 streams against one grouped kernel: rate ratio $r, expected in (0.97, 1)"
+# A malformed streams is reported at its value, naming the range (row 7,
+# column 69), and streams without groups as such.
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, streams: 0, tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+status 2 "a grouped row with streams 0" --kind kernel --reference "$tmp/ref"
+grep -q "grp.yaml:7:69: error: 'streams': expected a whole number of streams from 1 to 64, got '0'" "$tmp/err" ||
+	bad "streams 0: no error at grp.yaml:7:69"
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {m: 131072, n: 4096, k: 4096, streams: 4, tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+status 2 "streams without groups" --kind kernel --reference "$tmp/ref"
+grep -q "grp.yaml:7:44: error: 'streams': only on a grouped row (groups: G)" "$tmp/err" ||
+	bad "streams without groups: no error at grp.yaml:7:44"
 for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n' \
 	'groups: [8]' 'group_dim: k' 'groups: 8, group_dim: [m]' \
 	'streams: 4' 'groups: 8, streams: 0' 'groups: 8, streams: 2.5' \

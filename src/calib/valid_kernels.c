@@ -181,6 +181,25 @@ static double row_streams(const struct cnode *row)
 	return s;
 }
 
+/* -1 with an error at the value when the row's streams is malformed or
+ * on a row without groups; 0 otherwise. */
+static int bad_streams(const struct cnode *row, struct diag *d)
+{
+	const struct cnode *n = cnode_get(row, "streams");
+	char msg[160];
+
+	if (!n)
+		return 0;
+	if (!cnode_get(row, "groups"))
+		return bad(d, n, "'streams': only on a grouped row (groups: G)");
+	if (row_streams(row) > 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "'streams': expected a whole number of "
+		 "streams from 1 to %d, got '%s'", VALID_STREAMS_MAX,
+		 n->kind == CNODE_SCALAR ? n->text : "(not a scalar)");
+	return bad(d, n, msg);
+}
+
 static double grouped_time(const struct ref *r, const struct cnode *row,
 			   double m, double n, double k, double groups)
 {
@@ -428,6 +447,8 @@ static int do_row(struct valid_table *t, const struct ref *r,
 			   "window) and a pass's time and rate (fwd_s and "
 			   "fwd_tflops, bwd_s and bwd_tflops, or both)");
 	}
+	if (strcmp(r->kind, "gemm") == 0 && bad_streams(row, d) < 0)
+		return -1;
 	if (strcmp(r->kind, "gemm") == 0)
 		rc = row_gemm(r, row, &l);
 	else if (strcmp(r->kind, "stream") == 0)
