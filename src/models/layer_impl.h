@@ -187,6 +187,12 @@ void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d);
 void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d);
 void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
+/* The router (moe_router.c, a leaf of moe.c): gating GEMM, top-k and
+ * aux-loss ops; their backward with Megatron-Core's router_gating_linear
+ * dtype casts around its GEMMs. */
+void moe_router_fwd(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d);
+void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d);
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 

@@ -390,37 +390,6 @@ static void shared_fwd(struct layer_ops *o, enum layer_pass pass,
 		    pass, d, f);
 }
 
-static void router_fwd(struct layer_ops *o, enum layer_pass pass,
-		       const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, E = m->experts, k = m->topk;
-	struct layer_op *op;
-
-	/* AutoModel's FakeBalancedGate: no weight, no scores, nothing flows
-	 * back (constants). Its forward is six PyTorch ops on T k
-	 * selections (NVIDIA-NeMo/Automodel @ 8d9bfb90e, moe/layers.py
-	 * FakeBalancedGate.forward): torch.ones fp32 (write 4 B), / k (read
-	 * 4, write 4), torch.arange int64 (write 8), % E (read 8, write 8),
-	 * + skip_first_n_experts (0, still a kernel: read 8, write 8) and
-	 * type_as(x) (read 4, write act_B): read 24 B, write 32 + act_B B a
-	 * selection, 6 kernels, all contiguous; a FLOP for each of the
-	 * divide, remainder and add */
-	if (m->fixed_gate) {
-		lop_eager(o, "router_fixed", pass, 24 * T * k,
-			  T * k * (32 + d->act_B), 0, 6, 3 * T * k);
-		return;
-	}
-	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
-	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
-	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
-	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
-		  (m->sigmoid ? 4 : 6) * T * E);
-	if (m->router_ops > 0)	/* aux losses and bookkeeping on [T, E] */
-		lop_eager(o, "router_aux", pass, T * E * 4, E * 4, 0,
-			  m->router_ops, T * E);
-}
-
 /* The dispatcher's preprocessing on the counts (framework's small ops),
  * and the exchange of per-expert token counts the host waits for: its
  * index, or LAYER_NONE when the sizes are static. The exchange is an
@@ -721,7 +690,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		shared_fwd(o, pass, d);
 	shared_end = d->moe.shared_ffn > 0 ? lop_tail(o) : LAYER_NONE;
 	router = (int16_t)o->n;
-	router_fwd(o, pass, d);
+	moe_router_fwd(o, pass, d);
 	o->op[router].dep[0] = in;	/* the router reads the norm's output */
 	o->scope = SCOPE_MOE_PREPROCESS;
 	counts = counts_fwd(o, pass, d);
@@ -835,25 +804,6 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	pad_op(o, "expert_pad_bwd", PASS_BWD, d, 1);
 }
 
-static void router_bwd(struct layer_ops *o, const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, E = m->experts, h = d->hidden;
-	struct layer_op *op;
-
-	if (m->fixed_gate)	/* constants: no gradient */
-		return;
-	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
-		  T * E * 4, 6 * T * E);
-	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
-	op->k.dt = m->router_bwd_dt;
-	op->host = HOST_OP;	/* router_gating_linear's backward */
-	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
-	op->k.dt = m->router_bwd_dt;
-	op->host = HOST_FREE;
-	lop_accumulate(o, d, h * E);
-}
-
 static int16_t shared_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	double t = layer_tokens(d), f = d->moe.shared_ffn / d->tp;
@@ -903,7 +853,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	o->scope = SCOPE_MOE_PREPROCESS;
 	moe_permute_bwd(o, d);
 	o->scope = SCOPE_MOE_ROUTER;
-	router_bwd(o, d);
+	moe_router_bwd(o, d);
 	routed = lop_tail(o);
 	if (m->shared_ffn > 0) {
 		int16_t first = (int16_t)o->n;

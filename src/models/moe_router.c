@@ -1,0 +1,111 @@
+/*
+ * moe_router.c - the MoE router's ops (moe.c calls them): the gating
+ * GEMM, the top-k, the aux-loss ops, and their backward, with the dtype
+ * casts Megatron-Core's router_gating_linear runs around its GEMMs.
+ *
+ * Forward: the gating GEMM (T x E from h), the fused top-k on [T, E]
+ * fp32 scores, the aux-loss and bookkeeping ops (framework router_ops).
+ * Backward: the top-k's, then the two gating GEMMs.
+ *
+ * Casts (framework router_gemm_te with a router dtype wider than the
+ * activations', e.g. fp32 under bf16): Megatron-Core's
+ * RouterGatingLinearFunction.backward (megatron/core/transformer/moe/
+ * moe_utils.py, the same lines at NVIDIA/Megatron-LM 0d8e0714cd,
+ * b0cc2706, d7288711ba and d98e8a64dd) runs, in order,
+ *   grad_input  = te_general_gemm(weight.to(router_dtype), grad_output,
+ *                                 router_dtype, layout="NN", grad=True)
+ *   grad_weight = te_general_gemm(inp.to(router_dtype), grad_output,
+ *                                 router_dtype, layout="NT", grad=True)
+ *   grad_input  = grad_input[0].to(ctx.input_dtype)
+ *   grad_weight = grad_weight[0].to(ctx.weight_dtype)
+ * Each .to() to another dtype is a PyTorch copy kernel (ToCopy) that
+ * reads the tensor at its bytes and writes it at the other's: the
+ * weight [E, h] and the saved input [T, h] widened before their GEMM,
+ * the two fp32 results narrowed after. The forward casts nothing (the
+ * GEMM takes the 16-bit operands and writes the router dtype). Without
+ * router_gemm_te (torch.mm in the router dtype) no cast is charged [?:
+ * other frameworks' routers differ]. Per layer and microbatch, bf16
+ * training with an fp32 router: 2 T h (2 + 4) + 2 E h (2 + 4) bytes; for
+ * Qwen3-30B-A3B (h 2048, E 128) at T 4096, 101 MB + 3.1 MB.
+ */
+#include "layer_impl.h"
+
+#include "config/spec_gpu.h"
+
+void moe_router_fwd(struct layer_ops *o, enum layer_pass pass,
+		    const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, k = m->topk;
+	struct layer_op *op;
+
+	/* AutoModel's FakeBalancedGate: no weight, no scores, nothing flows
+	 * back (constants). Its forward is six PyTorch ops on T k
+	 * selections (NVIDIA-NeMo/Automodel @ 8d9bfb90e, moe/layers.py
+	 * FakeBalancedGate.forward): torch.ones fp32 (write 4 B), / k (read
+	 * 4, write 4), torch.arange int64 (write 8), % E (read 8, write 8),
+	 * + skip_first_n_experts (0, still a kernel: read 8, write 8) and
+	 * type_as(x) (read 4, write act_B): read 24 B, write 32 + act_B B a
+	 * selection, 6 kernels, all contiguous; a FLOP for each of the
+	 * divide, remainder and add */
+	if (m->fixed_gate) {
+		lop_eager(o, "router_fixed", pass, 24 * T * k,
+			  T * k * (32 + d->act_B), 0, 6, 3 * T * k);
+		return;
+	}
+	op = lop_gemm(o, "router", pass, T, E, d->hidden, 0);
+	op->k.dt = m->router_fwd_dt;	/* framework router_gemm_16bit */
+	op->host = HOST_OP;	/* router_gating_linear, a Python autograd op */
+	lop_memop(o, "router_topk", pass, T * E * 4, T * k * 12 + T * E,
+		  (m->sigmoid ? 4 : 6) * T * E);
+	if (m->router_ops > 0)	/* aux losses and bookkeeping on [T, E] */
+		lop_eager(o, "router_aux", pass, T * E * 4, E * 4, 0,
+			  m->router_ops, T * E);
+}
+
+/* Bytes per element of the router's 16-bit operands and of its own
+ * dtype when the backward casts between them (see the top), else 0. */
+static double cast_bytes(const struct moe_dims *m, double *wide_B)
+{
+	double narrow_B = dtype_bytes((enum dtype)m->router_fwd_dt);
+
+	*wide_B = dtype_bytes((enum dtype)m->router_dt);
+	return m->router_fwd_dt != m->router_dt && *wide_B > narrow_B ?
+		narrow_B : 0;
+}
+
+/* One ToCopy of n elements from from_B to to_B bytes each, issued by
+ * the backward's Python code (an op: the framework's backward_op). */
+static void cast_op(struct layer_ops *o, const char *name, double n,
+		    double from_B, double to_B)
+{
+	lop_memop(o, name, PASS_BWD, n * from_B, n * to_B, 0)->host = HOST_OP;
+}
+
+void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double T = m->tokens, E = m->experts, h = d->hidden;
+	double wide_B, narrow_B = cast_bytes(m, &wide_B);
+	struct layer_op *op;
+
+	if (m->fixed_gate)	/* constants: no gradient */
+		return;
+	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
+		  T * E * 4, 6 * T * E);
+	if (narrow_B > 0)
+		cast_op(o, "router_weight_cast", E * h, narrow_B, wide_B);
+	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);
+	op->k.dt = m->router_bwd_dt;
+	op->host = HOST_OP;	/* router_gating_linear's backward */
+	if (narrow_B > 0)
+		cast_op(o, "router_input_cast", T * h, narrow_B, wide_B);
+	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
+	op->k.dt = m->router_bwd_dt;
+	op->host = HOST_FREE;
+	if (narrow_B > 0) {
+		cast_op(o, "router_dgrad_cast", T * h, wide_B, narrow_B);
+		cast_op(o, "router_wgrad_cast", E * h, wide_B, narrow_B);
+	}
+	lop_accumulate(o, d, h * E);
+}

@@ -1,0 +1,82 @@
+/*
+ * test_moe_router.c - the router's dtype casts (moe_router.c):
+ * Megatron-Core's RouterGatingLinearFunction.backward with an fp32
+ * router in bf16 training widens the weight and the saved input before
+ * its two GEMMs and narrows both results after them (four ToCopy
+ * kernels); none without router_gemm_te or with a 16-bit router.
+ */
+#include <criterion/criterion.h>
+
+#include "fixture.h"
+#include "moe_case.h"
+#include "models/layer.h"
+
+/*
+ * fixture_moe(8, 2, 512, 2): T = 4096 tokens, E = 8, h = 1024, bf16
+ * training (2 B), router fp32 (4 B), framework router_gemm_te:
+ * router_weight_cast  E h = 8192 elements: read 2 x 8192 = 16384 B,
+ *                     write 4 x 8192 = 32768 B;
+ * router_input_cast   T h = 4194304 elements: read 8388608 B, write
+ *                     16777216 B;
+ * router_dgrad_cast   the fp32 input gradient back: read 16777216 B,
+ *                     write 8388608 B;
+ * router_wgrad_cast   the fp32 weight gradient back: read 32768 B,
+ *                     write 16384 B.
+ * Order (moe_utils.py): weight cast, dgrad, input cast, wgrad, then the
+ * two narrowing casts; each a PyTorch op of the backward's Python code.
+ */
+Test(moe, fp32_router_backward_casts_around_its_gemms)
+{
+	static const char *const order[] = {
+		"router_topk_bwd", "router_weight_cast", "router_dgrad",
+		"router_input_cast", "router_wgrad", "router_dgrad_cast",
+		"router_wgrad_cast",
+	};
+	static const double rd[] = { 16384, 8388608, 16777216, 32768 };
+	static const double wr[] = { 32768, 16777216, 8388608, 16384 };
+	static const char *const casts[] = {
+		"router_weight_cast", "router_input_cast",
+		"router_dgrad_cast", "router_wgrad_cast",
+	};
+	struct moe_case m;
+	const struct layer_op *c;
+	int i, at;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.training.dtype = DTYPE_BF16;
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	m.f.fw.router_gemm_te = 1;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(m.d.moe.tokens, 4096, 1e-9);
+	cr_assert_float_eq(m.d.hidden, 1024, 1e-9);
+	for (i = 0; i < 4; i++)	/* the forward casts nothing */
+		cr_assert_null(fixture_op(&m.o, casts[i]));
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, order[0]);
+	cr_assert(at >= 0);
+	for (i = 1; i < 7; i++)
+		cr_assert_eq(fixture_op_index(&m.o, order[i]), at + i, "%s",
+			     order[i]);
+	for (i = 0; i < 4; i++) {
+		c = fixture_op(&m.o, casts[i]);
+		cr_assert_float_eq(c->k.read_B, rd[i], 1e-6, "%s", casts[i]);
+		cr_assert_float_eq(c->k.write_B, wr[i], 1e-6, "%s", casts[i]);
+		cr_assert_eq(c->host, HOST_OP);
+	}
+
+	/* torch.mm in the router dtype (no TE): no cast charged */
+	m.f.fw.router_gemm_te = 0;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	for (i = 0; i < 4; i++)
+		cr_assert_null(fixture_op(&m.o, casts[i]));
+	/* a bf16 router: .to() is a no-op */
+	m.f.fw.router_gemm_te = 1;
+	m.f.job.moe.router_dtype = DTYPE_BF16;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	for (i = 0; i < 4; i++)
+		cr_assert_null(fixture_op(&m.o, casts[i]));
+	cr_assert_not_null(fixture_op(&m.o, "router_dgrad"));
+	moe_case_release(&m);
+}
