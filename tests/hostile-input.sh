@@ -148,4 +148,34 @@ grep -q "cal.yaml:8:6: error: correlation: expected 1 on the diagonal" "$tmp/err
 	{ bad "calibration: a diagonal of 0.5 not named"; cat "$tmp/err"; }
 cal 0.01 '[1, nan]' '[nan, 1]' 0
 
+# ---- a measure run stored with more than 62 --set overrides is predicted
+# with all of them (valid_run_sets kept 62 and dropped the rest without a
+# word: the last set, sustained 0.3, was not applied), and a stored set
+# that is not a string is refused (it was skipped).
+printf '%s\n' '{"type":"hello","protocol":1,"backend":"mpi","host":"h","device":"d","library":"l","library_version":"v","library_path":"","runtime":"","ranks":2,"nodes":1,"devices_per_node":2,"iters":1,"warmup":0}' \
+	'{"type":"point","op":"sendrecv","dtype":"float","bytes":1048576,"count":262144,"ranks":2,"iters":1,"time_us":100,"time_min_us":100,"time_max_us":100,"algbw_GBps":10.48,"busbw_GBps":10.48,"check":"ok","wrong":0}' \
+	>"$tmp/pts.jsonl"
+many=
+i=0
+while [ $i -lt 63 ]; do
+	many="$many --set scale_up.link.sustained=0.55"
+	i=$((i + 1))
+done
+for s in "" "$many"; do
+	# shellcheck disable=SC2086 # $s is a list of words
+	"$llmsim" measure --import "$tmp/pts.jsonl" --system cpu-host \
+		--db "$tmp/sets.db" $s --set scale_up.link.sustained=0.3 \
+		>/dev/null 2>&1 || bad "measure --import with $s"
+done
+expect 1 "validate: a run of 64 sets" "$llmsim" validate --kind measured \
+	--db "$tmp/sets.db" --no-store
+[ "$(grep -c 'sendrecv 1048576 B .* 2.674 GB/s' "$tmp/out")" = 2 ] ||
+	{ bad "validate: the 64th set of a run was dropped"; grep sendrecv "$tmp/out"; }
+sqlite3 "$tmp/sets.db" "UPDATE measure_runs SET sets_json = '[1]'" 2>/dev/null ||
+	bad "sqlite3: no update"
+expect 2 "validate: a stored set not a string" "$llmsim" validate \
+	--kind measured --db "$tmp/sets.db" --no-store
+grep -q "measure run 1: sets_json: set 1 is not a string" "$tmp/err" ||
+	{ bad "validate: a stored set not a string not named"; cat "$tmp/err"; }
+
 exit $fail
