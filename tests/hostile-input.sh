@@ -72,6 +72,16 @@ printf '%s\n' "$line" | sed "s/\tdeepep\t/\tdeepep$s\t/" >"$ref/ep/cases.tsv"
 vd 1 "dispatch: nine dispatcher settings"
 grep -q "'zzz': unknown key" "$tmp/err" ||
 	{ bad "dispatch: the ninth dispatcher setting was dropped"; cat "$tmp/err"; }
+# A bad dispatcher setting is named at its place in the line (it was
+# "--set:2:5", the place of a --set option nobody gave).
+printf '%s\n' "$line" | sed "s/\tdeepep\t/\tdeepep,sms=24,sms=abc\t/" \
+	>"$tmp/ep.tsv"
+cp "$tmp/ep.tsv" "$ref/ep/cases.tsv"
+col=$(awk -F'\t' '{ c = 6; for (i = 1; i <= 5; i++) c += length($i)
+	print c + length("deepep,sms=24,sms=") }' "$tmp/ep.tsv")
+vd 1 "dispatch: a bad dispatcher setting"
+grep -q "cases.tsv:1:$col: error: 'sms': expected an integer" "$tmp/err" ||
+	{ bad "dispatch: a bad setting not at column $col"; cat "$tmp/err"; }
 # A line longer than the reader's 2 KiB buffer is one line (its rest was
 # read as a second, malformed line).
 src=$(printf '%03000d' 0)
