@@ -157,6 +157,14 @@ cal 0.01 '[0.5, 0]' '[0, 1]' 2
 grep -q "cal.yaml:8:6: error: correlation: expected 1 on the diagonal" "$tmp/err" ||
 	{ bad "calibration: a diagonal of 0.5 not named"; cat "$tmp/err"; }
 cal 0.01 '[1, nan]' '[nan, 1]' 0
+# A standard error whose square is no double (1e300), or one so wide the
+# band's e^(1.96 sd / f) overflows (1e150): said, not a band of [0, null].
+cal 1e300 '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml:5:5: error: params: .* (and a finite variance, its square)" "$tmp/err" ||
+	{ bad "calibration: a stderr of 1e300 not named"; cat "$tmp/err"; }
+cal 1e150 '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml: error: its standard errors give prediction 1 .* a 95% band without bound" "$tmp/err" ||
+	{ bad "calibration: a band without bound not named"; cat "$tmp/err"; }
 
 # ---- a measure run stored with more than 62 --set overrides is predicted
 # with all of them (valid_run_sets kept 62 and dropped the rest without a

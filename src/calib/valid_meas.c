@@ -336,8 +336,9 @@ static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
 		for (i = 0; i < n && i < t->n; i++) {
 			/* The fit is of ln time: the band is one there. */
 			const struct store_meas_row *r = &b->run->rows[i];
-			double z = 1.96 * sig[i] / pred_s[i];
-			double hi_s = pred_s[i] * exp(z), lo_s = pred_s[i] * exp(-z);
+			double hi_s, lo_s;
+
+			calib_interval(pred_s[i], sig[i], &lo_s, &hi_s);
 
 			t->rows[i].lo = valid_point_rate(r, hi_s) /
 					valid_point_scale(r);

@@ -214,9 +214,9 @@ static int add_band(const struct run_opts *o, const struct job_spec *j,
 	if (calib_band(cx, j->system->calibration, "system.", 0, band_eval, &b,
 		       &r->step_s, 1, &sigma) != 0)
 		return -1;
-	/* The fit is of ln time: the band is one there. */
-	lo = r->step_s * exp(-1.96 * sigma / r->step_s);
-	hi = r->step_s * exp(1.96 * sigma / r->step_s);
+	/* The fit is of ln time: the band is one there (finite: checked
+	 * by calib_band). */
+	calib_interval(r->step_s, sigma, &lo, &hi);
 	iv = cJSON_CreateArray();
 	if (!iv || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(lo))
 	    || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(hi)) ||
