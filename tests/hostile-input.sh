@@ -196,4 +196,23 @@ expect 2 "validate: a stored set not a string" "$llmsim" validate \
 grep -q "measure run 1: sets_json: set 1 is not a string" "$tmp/err" ||
 	{ bad "validate: a stored set not a string not named"; cat "$tmp/err"; }
 
+# ---- a SIGTERM to validate ends its training workers too (they ran on,
+# reparented, to their next write). A worker that is gone, or a zombie
+# this container's init does not reap, has ended.
+"$llmsim" validate --kind training --jobs 2 --no-store >/dev/null 2>&1 &
+vpid=$!
+sleep 3
+kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
+[ -n "$kids" ] || bad "validate --jobs 2: no workers after 3 s"
+kill -TERM $vpid
+wait $vpid 2>/dev/null
+sleep 1
+for k in $kids; do
+	case $(ps -o stat= -p "$k" 2>/dev/null) in
+	"" | Z*) ;;
+	*) bad "validate: worker $k outlived a SIGTERM to its parent"
+	   kill "$k" 2>/dev/null ;;
+	esac
+done
+
 exit $fail

@@ -27,6 +27,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "run/step.h"
@@ -156,7 +157,7 @@ static void take_line(struct tcase *c, int n, char *line)
 static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 		   struct diag *d)
 {
-	pid_t pid[16];
+	pid_t pid[16], parent = getpid();
 	char line[512];
 	int fds[2], w, started = 0;
 	FILE *in;
@@ -175,6 +176,10 @@ static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 	fflush(NULL);
 	for (w = 0; w < jobs && w < n; w++) {
 		if ((pid[w] = fork()) == 0) {
+			/* a SIGTERM to validate ends its workers too (they
+			 * ran on to their next write) */
+			if (proc_die_with_parent(parent) != 0)
+				_exit(1);
 			close(fds[0]);
 			worker(c, n, w, jobs, data_root, fds[1]);
 		}
