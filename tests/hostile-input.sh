@@ -196,6 +196,28 @@ expect 2 "validate: a stored set not a string" "$llmsim" validate \
 grep -q "measure run 1: sets_json: set 1 is not a string" "$tmp/err" ||
 	{ bad "validate: a stored set not a string not named"; cat "$tmp/err"; }
 
+# ---- sweep messages: a non-ASCII name names its character whole (it
+# quoted one byte, '\xc3'), at its column inside the quotes; an empty
+# name is called empty (it was "a single value"); --shard with N past
+# the bound names the bound (it said "at least 1").
+sw() {	# sw NAME-LINE
+	printf '%s\nbase: %s\ngrid:\n  training.seq_len: [2048, 4096]\n' "$1" \
+		"$root/workloads/jobs/llama2-7b-mi300x.yaml" >"$tmp/sw.yaml"
+}
+sw "name: \"caf$(printf '\303\251') run\""
+expect 2 "sweep: a non-ASCII name" "$llmsim" sweep "$tmp/sw.yaml" --list
+grep -q "sw.yaml:1:11: error: 'name': .*got '$(printf '\303\251')'" "$tmp/err" ||
+	{ bad "sweep: a non-ASCII name's character"; cat "$tmp/err"; }
+sw "name: ''"
+expect 2 "sweep: an empty name" "$llmsim" sweep "$tmp/sw.yaml" --list
+grep -q "sw.yaml:1:7: error: 'name': .*got an empty name" "$tmp/err" ||
+	{ bad "sweep: an empty name"; cat "$tmp/err"; }
+sw "name: ok"
+expect 2 "sweep: --shard 1/99999999999" "$llmsim" sweep "$tmp/sw.yaml" \
+	--list --shard 1/99999999999
+grep -q "N must be a whole number from 1 to 1000000" "$tmp/err" ||
+	{ bad "sweep: --shard N too big"; cat "$tmp/err"; }
+
 # ---- a SIGTERM to validate ends its training workers too (they ran on,
 # reparented, to their next write). A worker that is gone, or a zombie
 # this container's init does not reap, has ended.
