@@ -218,6 +218,17 @@ expect 2 "sweep: --shard 1/99999999999" "$llmsim" sweep "$tmp/sw.yaml" \
 grep -q "N must be a whole number from 1 to 1000000" "$tmp/err" ||
 	{ bad "sweep: --shard N too big"; cat "$tmp/err"; }
 
+# ---- run's budgets below a tenth of their unit are printed in units
+# that show them ("about 0.0 GB ... more than the 0.0 GB budget").
+expect 2 "run: --max-trace 1B" "$llmsim" run default --no-store \
+	--max-trace 1B --trace "$tmp/t.json"
+grep -q "the trace would be about [0-9.]* MB (.*more than the 1 B budget" "$tmp/err" ||
+	{ bad "run: a 1 B trace budget"; cat "$tmp/err"; }
+expect 2 "run: --max-memory 1KiB" "$llmsim" run default --no-store \
+	--max-memory 1KiB
+grep -q "needs about [0-9.]* MB of memory .*more than the 1 KiB budget" "$tmp/err" ||
+	{ bad "run: a 1 KiB memory budget"; cat "$tmp/err"; }
+
 # ---- a SIGTERM to validate ends its training workers too (they ran on,
 # reparented, to their next write). A worker that is gone, or a zombie
 # this container's init does not reap, has ended.
