@@ -229,6 +229,12 @@ expect 2 "run: --max-memory 1KiB" "$llmsim" run default --no-store \
 grep -q "needs about [0-9.]* MB of memory .*more than the 1 KiB budget" "$tmp/err" ||
 	{ bad "run: a 1 KiB memory budget"; cat "$tmp/err"; }
 
+# ---- validate --jobs reads every character (atoi took '2x' as 2).
+expect 2 "validate: --jobs 2x" "$llmsim" validate --kind kernel --jobs 2x \
+	--no-store
+grep -q -- "--jobs: expected 1 to 16, got '2x'" "$tmp/err" ||
+	{ bad "validate: --jobs 2x accepted"; cat "$tmp/err"; }
+
 # ---- a SIGTERM to validate ends its training workers too (they ran on,
 # reparented, to their next write). A worker that is gone, or a zombie
 # this container's init does not reap, has ended.
