@@ -235,6 +235,36 @@ expect 2 "validate: --jobs 2x" "$llmsim" validate --kind kernel --jobs 2x \
 grep -q -- "--jobs: expected 1 to 16, got '2x'" "$tmp/err" ||
 	{ bad "validate: --jobs 2x accepted"; cat "$tmp/err"; }
 
+# ---- measure: a backend's bad point line (time_us -5) is not counted:
+# it was stored half-read with zeros, failed the store's CHECK, and took
+# the run's good points with it (0 stored). Its line is named. The same
+# file imported is refused whole; a point whose fastest, median and
+# slowest times are out of order (9, 5, 1 us) is refused.
+hello='{"type":"hello","protocol":1,"backend":"mpi","host":"h","device":"d","library":"l","library_version":"v","library_path":"","runtime":"","ranks":2,"nodes":1,"devices_per_node":2,"iters":1,"warmup":0}'
+pt() {	# pt BYTES TIME MIN MAX
+	printf '{"type":"point","op":"sendrecv","dtype":"float","bytes":%s,"count":1,"ranks":2,"iters":1,"time_us":%s,"time_min_us":%s,"time_max_us":%s,"algbw_GBps":1,"busbw_GBps":1,"check":"ok","wrong":0}\n' "$@"
+}
+mkdir -p "$tmp/bk"
+{ echo "$hello"; pt 1048576 5 4 6; pt 2097152 -5 1 1; echo '{"type":"end"}'; } \
+	>"$tmp/bk/lines"
+printf '#!/bin/sh\ncat "%s"\n' "$tmp/bk/lines" >"$tmp/bk/llmsim-backend-mpi"
+chmod +x "$tmp/bk/llmsim-backend-mpi"
+expect 1 "measure: a backend's bad point" env LLMSIM_BACKEND_DIR="$tmp/bk" \
+	"$llmsim" measure --backend mpi --op sendrecv --ranks 2 --min 1M \
+	--max 2M --launcher env --db "$tmp/bk.db"
+grep -q "llmsim-backend-mpi:3: error: point: missing or bad 'time_us'" "$tmp/err" ||
+	{ bad "measure: the bad point's line not named"; cat "$tmp/err"; }
+[ "$(sqlite3 "$tmp/bk.db" 'SELECT count(*) FROM measurements' 2>&1)" = 1 ] ||
+	bad "measure: the good point of a run with a bad one was lost"
+expect 2 "measure --import: a bad point" "$llmsim" measure --import \
+	"$tmp/bk/lines" --system cpu-host --db "$tmp/bk2.db"
+[ -e "$tmp/bk2.db" ] && bad "measure --import: a file with a bad point was stored"
+{ echo "$hello"; pt 1048576 5 9 1; } >"$tmp/bk/order"
+expect 2 "measure --import: times out of order" "$llmsim" measure --import \
+	"$tmp/bk/order" --system cpu-host --db "$tmp/bk3.db"
+grep -q "order:2: error: point: expected time_min_us <= time_us <= time_max_us, got 9, 5, 1" "$tmp/err" ||
+	{ bad "measure: times out of order accepted"; cat "$tmp/err"; }
+
 # ---- a SIGTERM to validate ends its training workers too (they ran on,
 # reparented, to their next write). A worker that is gone, or a zombie
 # this container's init does not reap, has ended.
