@@ -130,6 +130,11 @@ im 0 "import-megatron: a pasted script's continuation lines" "$B \\
 	--num-layers 48"
 grep -q 'num_hidden_layers: 48' "$tmp/out" ||
 	bad "import-megatron: a continuation line lost"
+# More than 256 unknown flags: the rest are counted, not dropped.
+X=$(i=0; while [ $i -lt 260 ]; do printf ' --zz%d' $i; i=$((i + 1)); done)
+im 0 "import-megatron: 260 unknown flags" "$B$X"
+grep -q 'Unknown to llmsim, ignored:.* --zz255 (and 4 more)$' "$tmp/out" ||
+	{ bad "import-megatron: flags past 256 dropped"; grep Unknown "$tmp/out" | tail -c 100; }
 
 # ---- a calibration file's error-bar data: an infinite standard error or
 # a correlation that is not symmetric with a unit diagonal is refused (an
