@@ -72,6 +72,16 @@ printf '%s\n' "$line" | sed "s/\tdeepep\t/\tdeepep$s\t/" >"$ref/ep/cases.tsv"
 vd 1 "dispatch: nine dispatcher settings"
 grep -q "'zzz': unknown key" "$tmp/err" ||
 	{ bad "dispatch: the ninth dispatcher setting was dropped"; cat "$tmp/err"; }
+# A bad dispatcher setting is named at its place in the line (it was
+# "--set:2:5", the place of a --set option nobody gave).
+printf '%s\n' "$line" | sed "s/\tdeepep\t/\tdeepep,sms=24,sms=abc\t/" \
+	>"$tmp/ep.tsv"
+cp "$tmp/ep.tsv" "$ref/ep/cases.tsv"
+col=$(awk -F'\t' '{ c = 6; for (i = 1; i <= 5; i++) c += length($i)
+	print c + length("deepep,sms=24,sms=") }' "$tmp/ep.tsv")
+vd 1 "dispatch: a bad dispatcher setting"
+grep -q "cases.tsv:1:$col: error: 'sms': expected an integer" "$tmp/err" ||
+	{ bad "dispatch: a bad setting not at column $col"; cat "$tmp/err"; }
 # A line longer than the reader's 2 KiB buffer is one line (its rest was
 # read as a second, malformed line).
 src=$(printf '%03000d' 0)
@@ -120,6 +130,11 @@ im 0 "import-megatron: a pasted script's continuation lines" "$B \\
 	--num-layers 48"
 grep -q 'num_hidden_layers: 48' "$tmp/out" ||
 	bad "import-megatron: a continuation line lost"
+# More than 256 unknown flags: the rest are counted, not dropped.
+X=$(i=0; while [ $i -lt 260 ]; do printf ' --zz%d' $i; i=$((i + 1)); done)
+im 0 "import-megatron: 260 unknown flags" "$B$X"
+grep -q 'Unknown to llmsim, ignored:.* --zz255 (and 4 more)$' "$tmp/out" ||
+	{ bad "import-megatron: flags past 256 dropped"; grep Unknown "$tmp/out" | tail -c 100; }
 
 # ---- a calibration file's error-bar data: an infinite standard error or
 # a correlation that is not symmetric with a unit diagonal is refused (an
@@ -147,5 +162,131 @@ cal 0.01 '[0.5, 0]' '[0, 1]' 2
 grep -q "cal.yaml:8:6: error: correlation: expected 1 on the diagonal" "$tmp/err" ||
 	{ bad "calibration: a diagonal of 0.5 not named"; cat "$tmp/err"; }
 cal 0.01 '[1, nan]' '[nan, 1]' 0
+# A standard error whose square is no double (1e300), or one so wide the
+# band's e^(1.96 sd / f) overflows (1e150): said, not a band of [0, null].
+cal 1e300 '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml:5:5: error: params: .* (and a finite variance, its square)" "$tmp/err" ||
+	{ bad "calibration: a stderr of 1e300 not named"; cat "$tmp/err"; }
+cal 1e150 '[1, 0.5]' '[0.5, 1]' 2
+grep -q "cal.yaml: error: its standard errors give prediction 1 .* a 95% band without bound" "$tmp/err" ||
+	{ bad "calibration: a band without bound not named"; cat "$tmp/err"; }
+
+# ---- a measure run stored with more than 62 --set overrides is predicted
+# with all of them (valid_run_sets kept 62 and dropped the rest without a
+# word: the last set, sustained 0.3, was not applied), and a stored set
+# that is not a string is refused (it was skipped).
+printf '%s\n' '{"type":"hello","protocol":1,"backend":"mpi","host":"h","device":"d","library":"l","library_version":"v","library_path":"","runtime":"","ranks":2,"nodes":1,"devices_per_node":2,"iters":1,"warmup":0}' \
+	'{"type":"point","op":"sendrecv","dtype":"float","bytes":1048576,"count":262144,"ranks":2,"iters":1,"time_us":100,"time_min_us":100,"time_max_us":100,"algbw_GBps":10.48,"busbw_GBps":10.48,"check":"ok","wrong":0}' \
+	>"$tmp/pts.jsonl"
+many=
+i=0
+while [ $i -lt 63 ]; do
+	many="$many --set scale_up.link.sustained=0.55"
+	i=$((i + 1))
+done
+for s in "" "$many"; do
+	# shellcheck disable=SC2086 # $s is a list of words
+	"$llmsim" measure --import "$tmp/pts.jsonl" --system cpu-host \
+		--db "$tmp/sets.db" $s --set scale_up.link.sustained=0.3 \
+		>/dev/null 2>&1 || bad "measure --import with $s"
+done
+expect 1 "validate: a run of 64 sets" "$llmsim" validate --kind measured \
+	--db "$tmp/sets.db" --no-store
+[ "$(grep -c 'sendrecv 1048576 B .* 2.674 GB/s' "$tmp/out")" = 2 ] ||
+	{ bad "validate: the 64th set of a run was dropped"; grep sendrecv "$tmp/out"; }
+sqlite3 "$tmp/sets.db" "UPDATE measure_runs SET sets_json = '[1]'" 2>/dev/null ||
+	bad "sqlite3: no update"
+expect 2 "validate: a stored set not a string" "$llmsim" validate \
+	--kind measured --db "$tmp/sets.db" --no-store
+grep -q "measure run 1: sets_json: set 1 is not a string" "$tmp/err" ||
+	{ bad "validate: a stored set not a string not named"; cat "$tmp/err"; }
+
+# ---- sweep messages: a non-ASCII name names its character whole (it
+# quoted one byte, '\xc3'), at its column inside the quotes; an empty
+# name is called empty (it was "a single value"); --shard with N past
+# the bound names the bound (it said "at least 1").
+sw() {	# sw NAME-LINE
+	printf '%s\nbase: %s\ngrid:\n  training.seq_len: [2048, 4096]\n' "$1" \
+		"$root/workloads/jobs/llama2-7b-mi300x.yaml" >"$tmp/sw.yaml"
+}
+sw "name: \"caf$(printf '\303\251') run\""
+expect 2 "sweep: a non-ASCII name" "$llmsim" sweep "$tmp/sw.yaml" --list
+grep -q "sw.yaml:1:11: error: 'name': .*got '$(printf '\303\251')'" "$tmp/err" ||
+	{ bad "sweep: a non-ASCII name's character"; cat "$tmp/err"; }
+sw "name: ''"
+expect 2 "sweep: an empty name" "$llmsim" sweep "$tmp/sw.yaml" --list
+grep -q "sw.yaml:1:7: error: 'name': .*got an empty name" "$tmp/err" ||
+	{ bad "sweep: an empty name"; cat "$tmp/err"; }
+sw "name: ok"
+expect 2 "sweep: --shard 1/99999999999" "$llmsim" sweep "$tmp/sw.yaml" \
+	--list --shard 1/99999999999
+grep -q "N must be a whole number from 1 to 1000000" "$tmp/err" ||
+	{ bad "sweep: --shard N too big"; cat "$tmp/err"; }
+
+# ---- run's budgets below a tenth of their unit are printed in units
+# that show them ("about 0.0 GB ... more than the 0.0 GB budget").
+expect 2 "run: --max-trace 1B" "$llmsim" run default --no-store \
+	--max-trace 1B --trace "$tmp/t.json"
+grep -q "the trace would be about [0-9.]* MB (.*more than the 1 B budget" "$tmp/err" ||
+	{ bad "run: a 1 B trace budget"; cat "$tmp/err"; }
+expect 2 "run: --max-memory 1KiB" "$llmsim" run default --no-store \
+	--max-memory 1KiB
+grep -q "needs about [0-9.]* MB of memory .*more than the 1 KiB budget" "$tmp/err" ||
+	{ bad "run: a 1 KiB memory budget"; cat "$tmp/err"; }
+
+# ---- validate --jobs reads every character (atoi took '2x' as 2).
+expect 2 "validate: --jobs 2x" "$llmsim" validate --kind kernel --jobs 2x \
+	--no-store
+grep -q -- "--jobs: expected 1 to 16, got '2x'" "$tmp/err" ||
+	{ bad "validate: --jobs 2x accepted"; cat "$tmp/err"; }
+
+# ---- measure: a backend's bad point line (time_us -5) is not counted:
+# it was stored half-read with zeros, failed the store's CHECK, and took
+# the run's good points with it (0 stored). Its line is named. The same
+# file imported is refused whole; a point whose fastest, median and
+# slowest times are out of order (9, 5, 1 us) is refused.
+hello='{"type":"hello","protocol":1,"backend":"mpi","host":"h","device":"d","library":"l","library_version":"v","library_path":"","runtime":"","ranks":2,"nodes":1,"devices_per_node":2,"iters":1,"warmup":0}'
+pt() {	# pt BYTES TIME MIN MAX
+	printf '{"type":"point","op":"sendrecv","dtype":"float","bytes":%s,"count":1,"ranks":2,"iters":1,"time_us":%s,"time_min_us":%s,"time_max_us":%s,"algbw_GBps":1,"busbw_GBps":1,"check":"ok","wrong":0}\n' "$@"
+}
+mkdir -p "$tmp/bk"
+{ echo "$hello"; pt 1048576 5 4 6; pt 2097152 -5 1 1; echo '{"type":"end"}'; } \
+	>"$tmp/bk/lines"
+printf '#!/bin/sh\ncat "%s"\n' "$tmp/bk/lines" >"$tmp/bk/llmsim-backend-mpi"
+chmod +x "$tmp/bk/llmsim-backend-mpi"
+expect 1 "measure: a backend's bad point" env LLMSIM_BACKEND_DIR="$tmp/bk" \
+	"$llmsim" measure --backend mpi --op sendrecv --ranks 2 --min 1M \
+	--max 2M --launcher env --db "$tmp/bk.db"
+grep -q "llmsim-backend-mpi:3: error: point: missing or bad 'time_us'" "$tmp/err" ||
+	{ bad "measure: the bad point's line not named"; cat "$tmp/err"; }
+[ "$(sqlite3 "$tmp/bk.db" 'SELECT count(*) FROM measurements' 2>&1)" = 1 ] ||
+	bad "measure: the good point of a run with a bad one was lost"
+expect 2 "measure --import: a bad point" "$llmsim" measure --import \
+	"$tmp/bk/lines" --system cpu-host --db "$tmp/bk2.db"
+[ -e "$tmp/bk2.db" ] && bad "measure --import: a file with a bad point was stored"
+{ echo "$hello"; pt 1048576 5 9 1; } >"$tmp/bk/order"
+expect 2 "measure --import: times out of order" "$llmsim" measure --import \
+	"$tmp/bk/order" --system cpu-host --db "$tmp/bk3.db"
+grep -q "order:2: error: point: expected time_min_us <= time_us <= time_max_us, got 9, 5, 1" "$tmp/err" ||
+	{ bad "measure: times out of order accepted"; cat "$tmp/err"; }
+
+# ---- a SIGTERM to validate ends its training workers too (they ran on,
+# reparented, to their next write). A worker that is gone, or a zombie
+# this container's init does not reap, has ended.
+"$llmsim" validate --kind training --jobs 2 --no-store >/dev/null 2>&1 &
+vpid=$!
+sleep 3
+kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
+[ -n "$kids" ] || bad "validate --jobs 2: no workers after 3 s"
+kill -TERM $vpid
+wait $vpid 2>/dev/null
+sleep 1
+for k in $kids; do
+	case $(ps -o stat= -p "$k" 2>/dev/null) in
+	"" | Z*) ;;
+	*) bad "validate: worker $k outlived a SIGTERM to its parent"
+	   kill "$k" 2>/dev/null ;;
+	esac
+done
 
 exit $fail

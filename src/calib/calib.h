@@ -162,6 +162,14 @@ int calib_file_load(struct config_ctx *cx, const char *path,
  * correlation. */
 double calib_sigma(const struct calib_file *f, const double *g);
 
+/* The two-sided 95% quantile of the normal distribution. */
+#define CALIB_Z95 1.96
+
+/* The 95% band [*lo, *hi] of a prediction f (> 0) with standard
+ * deviation sd: f e^(-+1.96 sd / f), a band in ln f (the fit is of ln
+ * time). 0, or -1 when it is not finite (its bounds are still set). */
+int calib_interval(double f, double sd, double *lo, double *hi);
+
 /* Predictions of m values with extra --set overrides (calib_band). */
 typedef int (*calib_eval_fn)(void *ctx, const char *const *extra,
 			     size_t nextra, double *out);

@@ -7,7 +7,7 @@
  * one standard error up (a --set after the calibration's overlay; down
  * where up would pass the key's bound) and the prediction made again,
  * g_i = (f(p + s_i e_i) - f(p)) / s_i: one extra prediction per
- * parameter. The 95% band is f e^(+-1.96 sd / f)
+ * parameter. The 95% band is f e^(+-1.96 sd / f) (calib_interval)
  * (the fit is of ln f);
  * a prediction interval for a new measurement adds the fit's residual
  * scatter s (ln ratio) as s f in quadrature.
@@ -61,8 +61,19 @@ int calib_band(struct config_ctx *cx, const char *calib_path,
 	for (j = 0; j < m; j++) {
 		double sp = calib_sigma(&f, g + j * f.npar);
 		double sr = scatter ? f.residual_ln * base[j] : 0;
+		double lo, hi;
 
 		sigma[j] = sqrt(sp * sp + sr * sr);
+		/* Standard errors so wide that the band is not a number
+		 * (g^T Sigma g or e^(1.96 sd / f) overflows) are no error
+		 * bars: said, not printed as [0, null]. */
+		if (calib_interval(base[j], sigma[j], &lo, &hi) != 0) {
+			diag_error(cx->diag, calib_path, 0, 0, "its standard "
+				   "errors give prediction %zu (%g) a 95%% "
+				   "band without bound (sd %g): refit, or fit "
+				   "fewer parameters", j + 1, base[j], sigma[j]);
+			goto done;
+		}
 	}
 	rc = 0;
 done:
@@ -71,4 +82,13 @@ done:
 	mem_free(out);
 	mem_free(g);
 	return rc;
+}
+
+int calib_interval(double f, double sd, double *lo, double *hi)
+{
+	double z = CALIB_Z95 * sd / f;
+
+	*lo = f * exp(-z);
+	*hi = f * exp(z);
+	return isfinite(*hi) && isfinite(*lo) ? 0 : -1;
 }

@@ -184,11 +184,14 @@ static int read_params(struct config_ctx *cx, const struct cnode *ps,
 		p->value = num(m, "value");
 		p->stderr_ = num(m, "stderr");
 		p->start = num(m, "start");
-		/* an infinite one gave a zero-width band (calib_band) */
+		/* an infinite one gave a zero-width band (calib_band), and
+		 * one whose square (the variance, Sigma's diagonal) is not a
+		 * double (1e300) a band of [0, inf] */
 		if (!isfinite(p->value) || !(p->stderr_ >= 0) ||
-		    !isfinite(p->stderr_))
+		    !isfinite(p->stderr_ * p->stderr_))
 			return bad(cx->diag, m, "params: expected a value and a "
-				   "finite standard error >= 0");
+				   "finite standard error >= 0 (and a finite "
+				   "variance, its square)");
 		{
 			char why[256];
 			double v = p->value, e = p->stderr_, st = p->start;

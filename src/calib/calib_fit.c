@@ -28,7 +28,6 @@
 #include "store/store.h"
 #include "valid.h"
 
-#define MAX_SETS 96
 #define JAC_STEP 1e-2		/* in u: about 1% of the parameter */
 #define JAC_MIN_TIME 1e-8	/* s: a time parameter's step at least this,
 				   10 engine nanoseconds */
@@ -86,11 +85,18 @@ static int predict_idx(const struct calib_problem *pb, const double *v,
 		       const size_t *idx, size_t n, double *t, struct diag *d)
 {
 	char (*text)[160] = mem_alloc(pb->npar * sizeof(*text) + 1);
-	const char *sets[MAX_SETS];
-	size_t i = 0, j, k;
+	const char **sets = NULL;
+	size_t i = 0, j, k, most = 0;
 	int rc = 0;
 
-	if (!text) {
+	/* Every set of a run and every parameter: none dropped (a fixed 96
+	 * dropped the parameters of a run with many sets). */
+	for (k = 0; k < n; k++)
+		if ((size_t)pb->pts[idx[k]].nsets > most)
+			most = (size_t)pb->pts[idx[k]].nsets;
+	if (!text || !(sets = mem_alloc((most + pb->npar + 1) *
+					sizeof(*sets)))) {
+		mem_free(text);
 		diag_oom(d);
 		return -1;
 	}
@@ -102,9 +108,9 @@ static int predict_idx(const struct calib_problem *pb, const double *v,
 		int ns = 0;
 
 		/* A run's points share its sets: one load for them all. */
-		for (k = 0; k < (size_t)first->nsets && ns < MAX_SETS; k++)
+		for (k = 0; k < (size_t)first->nsets; k++)
 			sets[ns++] = first->sets[k];
-		for (k = 0; k < pb->npar && ns < MAX_SETS; k++) {
+		for (k = 0; k < pb->npar; k++) {
 			calib_set_text(&pb->par[k], v ? v[k] : pb->par[k].start,
 				       "", text[k], sizeof(text[k]));
 			sets[ns++] = text[k];
@@ -127,6 +133,7 @@ static int predict_idx(const struct calib_problem *pb, const double *v,
 		arena_release(&a);
 		i = j;
 	}
+	mem_free(sets);
 	mem_free(text);
 	return rc;
 }

@@ -222,10 +222,11 @@ double valid_point_rate(const struct store_meas_row *r, double time_s);
 const char *valid_point_unit(const struct store_meas_row *r);
 double valid_point_scale(const struct store_meas_row *r);
 
-/* The --set list predictions of a run use: its own, then its rank
- * layout (nodes, devices per node). Count, or -1. */
+/* The --set list predictions of a run use: all its own, then its rank
+ * layout (nodes, devices per node), in the arena (*sets). Count, or -1
+ * after reporting (sets_json not an array of strings). */
 int valid_run_sets(struct config_ctx *cx, const struct store_meas_run *run,
-		   const char **sets, int max);
+		   const char ***sets);
 
 /* The *.yaml files of dir, sorted, as paths (arena). 0 or -1. */
 int valid_list_yaml(struct config_ctx *cx, const char *dir,

@@ -113,9 +113,10 @@ static int numbers(char *const *f, const char *line, const char *path,
 
 /* The dispatcher column, "name[,key=value...]", split in place into its
  * name (the return) and every setting in order (*sets, in the arena; *n
- * of them: past the eighth they were dropped). NULL when out of memory. */
-static const char *dispatcher(struct config_ctx *cx, char *text,
-			      const char ***sets, size_t *n)
+ * of them: past the eighth they were dropped), each setting's column in
+ * the line (*cols; the column starts at col0). NULL when out of memory. */
+static const char *dispatcher(struct config_ctx *cx, char *text, int col0,
+			      const char ***sets, int **cols, size_t *n)
 {
 	size_t cap = 1;
 	char *p;
@@ -123,26 +124,38 @@ static const char *dispatcher(struct config_ctx *cx, char *text,
 	for (p = text; *p; p++)
 		cap += *p == ',';
 	*sets = arena_alloc(cx->arena, cap * sizeof(**sets));
+	*cols = arena_alloc(cx->arena, cap * sizeof(**cols));
 	*n = 0;
-	if (!*sets) {
+	if (!*sets || !*cols) {
 		diag_oom(cx->diag);
 		return NULL;
 	}
 	for (p = strchr(text, ','); p; p = strchr(p + 1, ',')) {
 		*p = '\0';
-		if (p[1] && p[1] != ',')
+		if (p[1] && p[1] != ',') {
+			(*cols)[*n] = col0 + (int)(p + 1 - text);
 			(*sets)[(*n)++] = p + 1;
+		}
 	}
 	return text;
 }
 
+/* Where a case's line is: a dispatcher setting's diagnostic names it. */
+struct case_at {
+	const char *path;
+	int line;
+	int col;			/* of the dispatcher column */
+};
+
 /* Predict case k of line fields f into row v; 0, or -1 with why set. */
 static int predict(struct config_ctx *cx, char **f, const struct ep_case *k,
-		   struct valid_row *v, char *why, size_t whylen)
+		   const struct case_at *at, struct valid_row *v, char *why,
+		   size_t whylen)
 {
 	struct system_spec *s = arena_alloc(cx->arena, system_schema.size);
 	struct ep_comm_spec *e = arena_alloc(cx->arena, ep_comm_schema.size);
 	const char *nodes, **esets = NULL, *name;
+	int *cols = NULL;
 	size_t nes = 0;
 	struct ep_call c = k->call;
 	struct ep_call_result r;
@@ -161,9 +174,10 @@ static int predict(struct config_ctx *cx, char **f, const struct ep_case *k,
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}
-	if (!(name = dispatcher(cx, f[5], &esets, &nes)))
+	if (!(name = dispatcher(cx, f[5], at->col, &esets, &cols, &nes)))
 		return -1;
-	if (config_load(cx, &ep_comm_schema, name, esets, nes, e) != 0) {
+	if (config_load_at(cx, &ep_comm_schema, name, esets, nes, at->path,
+			   at->line, cols, e) != 0) {
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}
@@ -220,6 +234,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	while (getline(&line, &cap, fp) > 0) {
 		char *f[NCOLS];
 		struct ep_case c;
+		struct case_at at;
 		struct valid_row *v;
 		double measured = 0;
 		int k, i;
@@ -271,7 +286,10 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 		v->measured = measured;
 		v->in_sample = valid_is_fitted(set, f[0]);
 		why[0] = '\0';
-		if (predict(cx, f, &c, v, why, sizeof(why)) != 0) {
+		at.path = path;
+		at.line = ln;
+		at.col = (int)(f[5] - line) + 1;
+		if (predict(cx, f, &c, &at, v, why, sizeof(why)) != 0) {
 			if (cx->diag->oom) {
 				rc = -1;
 				break;

@@ -39,7 +39,6 @@
 #include "store/store.h"
 #include "calib.h"
 
-#define MAX_SETS 64
 
 void valid_pred_close(struct valid_pred *p)
 {
@@ -194,27 +193,50 @@ double valid_point_scale(const struct store_meas_row *r)
 	return strcmp(r->op, "gemm") == 0 ? 1e12 : 1e9;
 }
 
-/* The --set list a run's predictions use: its own sets (sets_json),
- * then its rank layout. Strings in the arena; count, or -1. */
+/* The --set list a run's predictions use: its own sets (sets_json), all
+ * of them, then its rank layout. Array and strings in the arena (*out);
+ * count, or -1 after reporting (a sets_json that is not an array of
+ * strings: a set skipped would predict another system). */
 int valid_run_sets(struct config_ctx *cx, const struct store_meas_run *run,
-		   const char **sets, int max)
+		   const char ***out)
 {
 	cJSON *a = cJSON_Parse(run->info.sets_json), *it;
-	int n = 0;
+	const char **sets;
+	int n = 0, rc = -1;
 
-	cJSON_ArrayForEach(it, a)
-		if (cJSON_IsString(it) && n < max - 2)
-			sets[n++] = arena_strdup(cx->arena, it->valuestring);
-	cJSON_Delete(a);
+	if (!cJSON_IsArray(a)) {
+		diag_error(cx->diag, NULL, 0, 0, "measure run %lld: sets_json: "
+			   "expected an array of --set strings",
+			   (long long)run->id);
+		goto out;
+	}
+	if (!(sets = arena_alloc(cx->arena, ((size_t)cJSON_GetArraySize(a) +
+					     2) * sizeof(*sets)))) {
+		diag_oom(cx->diag);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, a) {
+		if (!cJSON_IsString(it)) {
+			diag_error(cx->diag, NULL, 0, 0, "measure run %lld: sets_json"
+				   ": set %d is not a string",
+				   (long long)run->id, n + 1);
+			goto out;
+		}
+		sets[n++] = arena_strdup(cx->arena, it->valuestring);
+	}
 	sets[n++] = arena_printf(cx->arena, "nodes=%d", run->info.nodes);
 	sets[n++] = arena_printf(cx->arena, "gpus_per_node=%d",
 				 run->info.devices_per_node);
 	for (int i = 0; i < n; i++)
 		if (!sets[i]) {
 			diag_oom(cx->diag);
-			return -1;
+			goto out;
 		}
-	return n;
+	*out = sets;
+	rc = n;
+out:
+	cJSON_Delete(a);
+	return rc;
 }
 
 struct meas_ctx {
@@ -271,7 +293,8 @@ static int band_eval(void *ctx, const char *const *extra, size_t nextra,
 		     double *out)
 {
 	struct band_ctx *b = ctx;
-	const char *sets[MAX_SETS + 4];
+	const char **sets = mem_alloc(((size_t)b->nsets + nextra + 1) *
+				      sizeof(*sets));
 	struct config_ctx cx = *b->cx;
 	struct valid_pred p;
 	struct arena a;
@@ -279,9 +302,13 @@ static int band_eval(void *ctx, const char *const *extra, size_t nextra,
 	size_t i, n = 0;
 	int rc = 0;
 
+	if (!sets) {
+		diag_oom(cx.diag);
+		return -1;
+	}
 	for (i = 0; i < (size_t)b->nsets; i++)
 		sets[n++] = b->sets[i];
-	for (i = 0; i < nextra && n < MAX_SETS + 4; i++)
+	for (i = 0; i < nextra; i++)
 		sets[n++] = extra[i];
 	arena_init(&a);
 	cx.arena = &a;
@@ -292,6 +319,7 @@ static int band_eval(void *ctx, const char *const *extra, size_t nextra,
 	if (p.net)
 		valid_pred_close(&p);
 	arena_release(&a);
+	mem_free(sets);
 	return rc;
 }
 
@@ -308,8 +336,9 @@ static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
 		for (i = 0; i < n && i < t->n; i++) {
 			/* The fit is of ln time: the band is one there. */
 			const struct store_meas_row *r = &b->run->rows[i];
-			double z = 1.96 * sig[i] / pred_s[i];
-			double hi_s = pred_s[i] * exp(z), lo_s = pred_s[i] * exp(-z);
+			double hi_s, lo_s;
+
+			calib_interval(pred_s[i], sig[i], &lo_s, &hi_s);
 
 			t->rows[i].lo = valid_point_rate(r, hi_s) /
 					valid_point_scale(r);
@@ -377,8 +406,8 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 {
 	struct meas_ctx *m = ctx;
 	struct config_ctx *cx = m->cx;
-	const char *sets[MAX_SETS], *system = m->o->system ? m->o->system :
-					      run->info.system;
+	const char **sets, *system = m->o->system ? m->o->system :
+				     run->info.system;
 	double *pred_s = NULL;
 	struct valid_table *t;
 	struct valid_pred p;
@@ -393,7 +422,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 			(long long)run->id);
 		return 0;
 	}
-	if ((n = valid_run_sets(cx, run, sets, MAX_SETS)) < 0 ||
+	if ((n = valid_run_sets(cx, run, &sets)) < 0 ||
 	    !(t = valid_table_add(m->set, VK_MEASURED, cx->diag)) ||
 	    !(pred_s = mem_alloc((run->nrows + 1) * sizeof(double))))
 		return -1;

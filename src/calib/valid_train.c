@@ -25,8 +25,10 @@
 #include <unistd.h>
 
 #include "base/arena.h"
+#include "base/clock.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "run/step.h"
@@ -152,18 +154,41 @@ static void take_line(struct tcase *c, int n, char *line)
 	}
 }
 
+/* Seconds between progress lines: a file of cases takes a minute or
+ * more on two cores, which said nothing until its table. */
+#define PROGRESS_S 10.0
+
+struct progress {
+	const char *file;		/* cases.tsv, ... */
+	double t0, last;		/* s, monotonic */
+};
+
+static void progress(struct progress *p, int done, int n, struct diag *d)
+{
+	double t = clock_mono_s();
+
+	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
+		return;
+	p->last = t;
+	diag_progress(d, "validate: %d of %d cases of %s predicted (%.0f s)",
+		      done, n, p->file, t - p->t0);
+}
+
 /* Every case's prediction, in jobs processes. */
 static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
-		   struct diag *d)
+		   const char *file, struct diag *d)
 {
-	pid_t pid[16];
+	pid_t pid[16], parent = getpid();
 	char line[512];
-	int fds[2], w, started = 0;
+	int fds[2], w, started = 0, got = 0;
+	struct progress pr = { file, clock_mono_s(), 0 };
 	FILE *in;
 
 	if (jobs <= 1 || n <= 1) {
-		for (w = 0; w < n; w++)
+		for (w = 0; w < n; w++) {
 			c[w].predicted_s = run_case(&c[w], data_root);
+			progress(&pr, w + 1, n, d);
+		}
 		return 0;
 	}
 	if (jobs > 16)
@@ -175,6 +200,10 @@ static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 	fflush(NULL);
 	for (w = 0; w < jobs && w < n; w++) {
 		if ((pid[w] = fork()) == 0) {
+			/* a SIGTERM to validate ends its workers too (they
+			 * ran on to their next write) */
+			if (proc_die_with_parent(parent) != 0)
+				_exit(1);
 			close(fds[0]);
 			worker(c, n, w, jobs, data_root, fds[1]);
 		}
@@ -182,8 +211,10 @@ static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 	}
 	close(fds[1]);
 	in = fdopen(fds[0], "r");
-	while (in && fgets(line, sizeof(line), in))
+	while (in && fgets(line, sizeof(line), in)) {
 		take_line(c, n, line);
+		progress(&pr, ++got, n, d);
+	}
 	if (in)
 		fclose(in);
 	for (w = 0; w < jobs && w < n; w++)
@@ -242,7 +273,8 @@ int valid_training(struct valid_set *set, struct config_ctx *cx,
 	}
 	for (f = 0; f < 2 && rc == 0; f++) {
 		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
-		if (n < 0 || run_all(c, n, jobs, cx->data_root, cx->diag) != 0)
+		if (n < 0 || run_all(c, n, jobs, cx->data_root, files[f],
+				     cx->diag) != 0)
 			rc = -1;
 		else if (n > 0 && add_table(set, c, n, files[f], f == 0, kind,
 					    cx->diag) != 0)

@@ -29,7 +29,6 @@
 #include "calib/valid.h"
 
 #define MAX_RUNS 64
-#define MAX_SETS 64
 
 struct copts {
 	const char *db, *system, *params, *out;
@@ -183,8 +182,7 @@ static int take_run(void *ctx, const struct store_meas_run *r)
 	if (!wanted(g->o, r->id))
 		return 0;
 	note_run(g, r);
-	sets = arena_alloc(a, MAX_SETS * sizeof(*sets));
-	if (!sets || (ns = valid_run_sets(g->cx, r, sets, MAX_SETS)) < 0)
+	if ((ns = valid_run_sets(g->cx, r, &sets)) < 0)
 		return -1;
 	for (i = 0; i < r->nrows; i++) {
 		const struct store_meas_row *m = &r->rows[i];

@@ -670,7 +670,9 @@ int cli_measure(int argc, char **argv, const char *argv0)
 	output(&o, &m);
 	if (interrupted)
 		fprintf(stderr, "llmsim: interrupted after %u points\n", m.npts);
-	if (o.store && m.npts && m.have_hello &&
+	/* a measurement keeps what it has (a bad line, Ctrl-C); a file
+	 * with a bad line is refused whole, as any bad input */
+	if (o.store && m.npts && m.have_hello && !(o.import && rc != CLI_OK) &&
 	    (src = store_log(&o, cx.data_root, s, &m, cmd, &d)) != CLI_OK &&
 	    rc == CLI_OK)
 		rc = src;

@@ -94,6 +94,10 @@ static int split_words(struct arena *a, struct diag *d, const char *s,
 }
 
 /* The job built from the arguments: key = value pairs in order. */
+/* Flags listed by name in the header comment; past it they are counted
+ * ("and 3 more": they were dropped without a word). */
+#define MAX_LISTED 256
+
 struct imported {
 	const char *key[CLI_MEGATRON_KEYS];
 	const char *val[CLI_MEGATRON_KEYS];
@@ -105,10 +109,10 @@ struct imported {
 	int vpp_given;			/* --num-layers-per-virtual-... seen */
 	int64_t layout_stages;		/* --pipeline-model-parallel-layout's;
 					 * 0: not given */
-	const char *ignored[256];
-	int nignored;
-	const char *unknown[256];
-	int nunknown;
+	const char *ignored[MAX_LISTED];
+	int nignored, more_ignored;	/* listed; past MAX_LISTED */
+	const char *unknown[MAX_LISTED];
+	int nunknown, more_unknown;
 	struct arena *arena;		/* for values built here */
 };
 
@@ -303,6 +307,14 @@ static int takes_value(const struct marg *m)
 	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT;
 }
 
+static void note_word(const char **list, int *n, int *more, const char *a)
+{
+	if (*n < MAX_LISTED)
+		list[(*n)++] = a;
+	else
+		(*more)++;
+}
+
 /* Read the Megatron words into im. 0 or -1 after reporting. */
 static int read_args(struct imported *im, char **w, int n, struct diag *d)
 {
@@ -314,8 +326,8 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 		const struct marg *m;
 
 		if (strncmp(a, "--", 2) != 0) {
-			if (im->nunknown < 256)
-				im->unknown[im->nunknown++] = a;
+			note_word(im->unknown, &im->nunknown,
+				  &im->more_unknown, a);
 			continue;
 		}
 		if (eq) {
@@ -326,18 +338,18 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 		if (!m && cli_megatron_ignored(a) == 2) {
 			if (!v && i + 1 < n)
 				i++;
-			if (im->nignored < 256)
-				im->ignored[im->nignored++] = a;
+			note_word(im->ignored, &im->nignored,
+				  &im->more_ignored, a);
 			continue;
 		}
 		if (!m && cli_megatron_ignored(a) == 1) {
-			if (im->nignored < 256)
-				im->ignored[im->nignored++] = a;
+			note_word(im->ignored, &im->nignored,
+				  &im->more_ignored, a);
 			continue;
 		}
 		if (!m) {
-			if (im->nunknown < 256)
-				im->unknown[im->nunknown++] = a;
+			note_word(im->unknown, &im->nunknown,
+				  &im->more_unknown, a);
 			/* a value that follows belongs to it */
 			if (!v && i + 1 < n && strncmp(w[i + 1], "--", 2) != 0)
 				i++;
@@ -503,12 +515,16 @@ static void put_job(FILE *out, const struct imported *im,
 		fprintf(out, "# Ignored (no effect on a step's time):");
 		for (i = 0; i < im->nignored; i++)
 			fprintf(out, " %s", im->ignored[i]);
+		if (im->more_ignored)
+			fprintf(out, " (and %d more)", im->more_ignored);
 		fprintf(out, "\n");
 	}
 	if (im->nunknown) {
 		fprintf(out, "# Unknown to llmsim, ignored:");
 		for (i = 0; i < im->nunknown; i++)
 			fprintf(out, " %s", im->unknown[i]);
+		if (im->more_unknown)
+			fprintf(out, " (and %d more)", im->more_unknown);
 		fprintf(out, "\n");
 	}
 	fprintf(out, "name: %s\nmodel:\n", o->name);

@@ -214,9 +214,9 @@ static int add_band(const struct run_opts *o, const struct job_spec *j,
 	if (calib_band(cx, j->system->calibration, "system.", 0, band_eval, &b,
 		       &r->step_s, 1, &sigma) != 0)
 		return -1;
-	/* The fit is of ln time: the band is one there. */
-	lo = r->step_s * exp(-1.96 * sigma / r->step_s);
-	hi = r->step_s * exp(1.96 * sigma / r->step_s);
+	/* The fit is of ln time: the band is one there (finite: checked
+	 * by calib_band). */
+	calib_interval(r->step_s, sigma, &lo, &hi);
 	iv = cJSON_CreateArray();
 	if (!iv || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(lo))
 	    || !cJSON_AddItemToArray(iv, cJSON_CreateNumber(hi)) ||
@@ -279,6 +279,21 @@ static void symmetric_note(const struct job_spec *j, char *buf, size_t len,
 			 "tasks", e.memory_B / GiB, e.tasks / 1e6);
 }
 
+/* Bytes v in a budget message: "%.1f NAME" of unit_B from a tenth of
+ * it, else with its own prefix (not "0.0 GB"): an estimate rounded
+ * ("17.68 MB"), a budget the user gave as written ("1 KiB"). len >= 48. */
+static const char *size_text(char *buf, size_t len, double v, double unit_B,
+			     const char *name, int budget)
+{
+	if (v >= unit_B / 10)
+		snprintf(buf, len, "%.1f %s", v / unit_B, name);
+	else if (budget)
+		units_format(buf, len, v, UNIT_BYTES);
+	else
+		step_human(buf, len, v, UNIT_BYTES);
+	return buf;
+}
+
 /* Refuse, before building anything, a step past the memory or trace
  * budget: CLI_OK, CLI_USAGE (reported) or CLI_FAIL. */
 static int check_budget(const struct run_opts *o, const struct job_spec *j,
@@ -288,7 +303,7 @@ static int check_budget(const struct run_opts *o, const struct job_spec *j,
 	double mem = o->max_memory_B > 0 ? o->max_memory_B : default_memory_B();
 	double trace = o->max_trace_B > 0 ? o->max_trace_B : TRACE_BUDGET_B;
 	int full = o->full || j->full_fidelity, rc;
-	char note[160];
+	char note[160], a[48], b[48];
 
 	rc = step_estimate(j, o->full, &e, d);
 	if (rc != 0)
@@ -305,18 +320,24 @@ static int check_budget(const struct run_opts *o, const struct job_spec *j,
 				   PROG_MAX_TASKS / 1e6, e.memory_B / GiB, note);
 		else
 			diag_error(d, NULL, 0, 0, "simulating this step needs "
-				   "about %.1f GiB of memory and %.0f s (%.1f M "
+				   "about %s of memory and %.0f s (%.1f M "
 				   "tasks, %.0f simulated ranks), more than the "
-				   "%.1f GiB budget; raise it with --max-memory%s",
-				   e.memory_B / GiB, e.time_s, e.tasks / 1e6,
-				   e.ranks, mem / GiB, note);
+				   "%s budget; raise it with --max-memory%s",
+				   size_text(a, sizeof(a), e.memory_B, GiB,
+					     "GiB", 0), e.time_s, e.tasks / 1e6,
+				   e.ranks, size_text(b, sizeof(b), mem, GiB,
+						      "GiB", 1), note);
 		return CLI_USAGE;
 	}
+	/* sizes in readable units (--max-trace 1B read "about 0.0 GB ...
+	 * more than the 0.0 GB budget") */
 	if (o->trace && e.trace_B > trace) {
-		diag_error(d, NULL, 0, 0, "the trace would be about %.1f GB "
-			   "(%.1f M tasks), more than the %.1f GB budget; "
-			   "raise it with --max-trace", e.trace_B / 1e9,
-			   e.tasks / 1e6, trace / 1e9);
+		diag_error(d, NULL, 0, 0, "the trace would be about %s (%.1f M "
+			   "tasks), more than the %s budget; raise it with "
+			   "--max-trace",
+			   size_text(a, sizeof(a), e.trace_B, 1e9, "GB", 0),
+			   e.tasks / 1e6,
+			   size_text(b, sizeof(b), trace, 1e9, "GB", 1));
 		return CLI_USAGE;
 	}
 	return CLI_OK;

@@ -48,6 +48,10 @@ static int parse_uint(const char *t, size_t len, unsigned long max,
 	return errno || (size_t)(end - t) != len || *out > max ? -1 : 0;
 }
 
+/* The most shards a sweep is cut into (a batch array of a million
+ * tasks is already far past any scheduler's). */
+#define MAX_SHARDS 1000000
+
 /* "I/N" with 1 <= I <= N. Errors name the option as a pseudo-file,
  * "--shard:1:COL", like --set's. */
 static int parse_shard(const char *v, struct sweep_cli *o, struct diag *d)
@@ -60,15 +64,17 @@ static int parse_shard(const char *v, struct sweep_cli *o, struct diag *d)
 			   "1 <= I <= N), got '%s'", v);
 		return -1;
 	}
-	if (parse_uint(v, (size_t)(slash - v), 1000000, &i) != 0 || i == 0) {
+	if (parse_uint(v, (size_t)(slash - v), MAX_SHARDS, &i) != 0 ||
+	    i == 0) {
 		diag_error(d, "--shard", 1, 1, "'%s': I must be a whole number "
 			   "from 1 to N", v);
 		return -1;
 	}
-	if (parse_uint(slash + 1, strlen(slash + 1), 1000000, &n) != 0 ||
+	/* the bound is named: 1/99999999999 was told "at least 1" */
+	if (parse_uint(slash + 1, strlen(slash + 1), MAX_SHARDS, &n) != 0 ||
 	    n == 0) {
 		diag_error(d, "--shard", 1, (int)(slash - v) + 2, "'%s': N must "
-			   "be a whole number of at least 1", v);
+			   "be a whole number from 1 to %d", v, MAX_SHARDS);
 		return -1;
 	}
 	if (i > n) {

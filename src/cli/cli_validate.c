@@ -119,8 +119,12 @@ static int one_opt(void *arg, const char *name, const char *v)
 			return cli_usage_error("validate", "--run: expected a "
 					       "run id, got '%s'", v);
 	} else if (strcmp(name, "--jobs") == 0) {
-		o->jobs = atoi(v);
-		if (o->jobs < 1 || o->jobs > 16)
+		long jobs = strtol(v, &end, 10);
+
+		/* every character read: atoi took '2x' as 2 */
+		o->jobs = end == v || *end || jobs < 1 || jobs > 16 ? 0 :
+			  (int)jobs;
+		if (o->jobs == 0)
 			return cli_usage_error("validate", "--jobs: expected 1 "
 					       "to 16, got '%s'", v);
 	} else if (strcmp(name, "--fastest") == 0)

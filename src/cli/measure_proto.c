@@ -93,8 +93,8 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		return -1;
 	}
 	if (!(ranks >= 1) || !(nodes >= 1) || !(per >= 1) || !i->backend[0]) {
-		diag_error(d, where, 0, 0, "hello: expected backend, ranks, "
-			   "nodes and devices_per_node (>= 1)");
+		diag_error(d, where, (int)m->lines, 0, "hello: expected "
+			   "backend, ranks, nodes and devices_per_node (>= 1)");
 		return -1;
 	}
 	i->ranks = (int)ranks;
@@ -154,19 +154,28 @@ static int point(struct measure_log *m, const cJSON *o, const char *where,
 	r->op = str_of(o, "op");
 	r->type = str_of(o, "dtype");
 	r->check = str_of(o, "check");
-	m->npts++;
 	if (!r->op || !r->type || !r->check) {
 		diag_oom(d);
-		return -1;
+		goto drop;
 	}
 	if (!r->op[0] || !r->type[0] || point_numbers(o, r, &missing) != 0 ||
 	    (strcmp(r->check, "ok") && strcmp(r->check, "wrong") &&
 	     strcmp(r->check, "skipped"))) {
-		diag_error(d, where, 0, 0, "point: missing or bad '%s'",
-			   missing ? missing : !r->op[0] ? "op" :
+		diag_error(d, where, (int)m->lines, 0, "point: missing or bad "
+			   "'%s'", missing ? missing : !r->op[0] ? "op" :
 			   !r->type[0] ? "dtype" : "check");
-		return -1;
+		goto drop;
 	}
+	/* the fastest, median and slowest iteration in order (9, 5, 1 was
+	 * stored as measured) */
+	if (!(r->time_min_s <= r->time_s && r->time_s <= r->time_max_s)) {
+		diag_error(d, where, (int)m->lines, 0, "point: expected "
+			   "time_min_us <= time_us <= time_max_us, got %g, %g, "
+			   "%g", r->time_min_s * 1e6, r->time_s * 1e6,
+			   r->time_max_s * 1e6);
+		goto drop;
+	}
+	m->npts++;
 	r->root = isnan(root) ? -1 : (int)root;
 	r->m = isnan(num_of(o, "m")) ? 0 : (int64_t)num_of(o, "m");
 	r->n = isnan(num_of(o, "n")) ? 0 : (int64_t)num_of(o, "n");
@@ -176,6 +185,14 @@ static int point(struct measure_log *m, const cJSON *o, const char *where,
 	r->rate = strcmp(r->op, "gemm") == 0 ? num_of(o, "tflops") * 1e12 :
 		  num_of(o, "GBps") * 1e9;
 	return 1;
+drop:
+	/* not counted: a half-read point stored with zeros failed the
+	 * store's checks, and every good point of the run with it */
+	mem_free((char *)r->op);
+	mem_free((char *)r->type);
+	mem_free((char *)r->check);
+	memset(r, 0, sizeof(*r));
+	return -1;
 }
 
 static int error_line(struct measure_log *m, const cJSON *o)

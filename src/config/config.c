@@ -689,9 +689,11 @@ out:
 	return root;
 }
 
-int config_load(struct config_ctx *cx, const struct schema *s,
+/* config_load and config_load_at: the i-th set at --set:i+1:1, or at
+ * at_file:at_line:cols[i] when at_file is given. */
+static int load(struct config_ctx *cx, const struct schema *s,
 		const char *what, const char *const *sets, size_t nsets,
-		void *out)
+		const char *at_file, int at_line, const int *cols, void *out)
 {
 	struct resolver r;
 	struct cnode *root, *over;
@@ -708,7 +710,9 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 	else
 		root = config_resolve_file(&r, s, file, NULL, NULL);
 	for (i = 0; root && i < nsets && !cx->diag->oom; i++) {
-		over = config_set_tree(cx, sets[i], (int)i + 1);
+		over = at_file ? config_set_tree_at(cx, sets[i], at_file,
+						    at_line, cols[i]) :
+				 config_set_tree(cx, sets[i], (int)i + 1);
 		if (over)
 			root = config_merge(&r, s, root, over, NULL, 0);
 	}
@@ -717,6 +721,20 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)
 		return -1;
 	return cx->diag->errors == before ? 0 : -1;
+}
+
+int config_load(struct config_ctx *cx, const struct schema *s,
+		const char *what, const char *const *sets, size_t nsets,
+		void *out)
+{
+	return load(cx, s, what, sets, nsets, NULL, 0, NULL, out);
+}
+
+int config_load_at(struct config_ctx *cx, const struct schema *s,
+		   const char *what, const char *const *sets, size_t nsets,
+		   const char *file, int line, const int *cols, void *out)
+{
+	return load(cx, s, what, sets, nsets, file, line, cols, out);
 }
 
 struct cnode *config_resolve_node(struct config_ctx *cx,

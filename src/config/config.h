@@ -68,6 +68,16 @@ int config_load(struct config_ctx *cx, const struct schema *s,
 		void *out);
 
 /*
+ * config_load with settings written in a file rather than given as --set
+ * (validate's dispatch cases carry a dispatcher's settings in a column
+ * of a table): sets[i] sits at file:line:cols[i], and its diagnostics
+ * point there.
+ */
+int config_load_at(struct config_ctx *cx, const struct schema *s,
+		   const char *what, const char *const *sets, size_t nsets,
+		   const char *file, int line, const int *cols, void *out);
+
+/*
  * Resolve `ref`, a node that names a config of kind s the way a job's
  * `model:` does (a preset name, a path relative to ref's file, or a
  * mapping that may say `preset:`), into one tree with every reference

@@ -69,4 +69,8 @@ struct cnode *config_merge(struct resolver *r, const struct schema *s,
 struct cnode *config_set_tree(struct config_ctx *cx, const char *text,
 			      int n);
 
+/* The same for a setting written at file:line:col (config_load_at). */
+struct cnode *config_set_tree_at(struct config_ctx *cx, const char *text,
+				 const char *file, int line, int col);
+
 #endif

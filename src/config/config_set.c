@@ -31,16 +31,23 @@ static int key_char(char c)
 	return isalnum((unsigned char)c) || c == '_' || c == '-';
 }
 
+/* Where a setting's text sits: its first character is file:line:col. */
+struct set_at {
+	const char *file;
+	int line, col;
+};
+
 /* Each dot-separated segment of text[0..len) is a non-empty key. */
-static int check_key(struct diag *d, const char *text, size_t len, int n)
+static int check_key(struct diag *d, const char *text, size_t len,
+		     const struct set_at *at)
 {
 	size_t i, start = 0;
 
 	for (i = 0; i <= len; i++) {
 		if (i < len && text[i] != '.') {
 			if (!key_char(text[i])) {
-				diag_error(d, SET_FILE, n, (int)i + 1, "'%.*s': "
-					   "expected a key of letters, digits, "
+				diag_error(d, at->file, at->line, at->col + (int)i,
+					   "'%.*s': expected a key of letters, digits, "
 					   "'_' and '-', got '%c'", (int)len,
 					   text, text[i]);
 				return -1;
@@ -48,9 +55,9 @@ static int check_key(struct diag *d, const char *text, size_t len, int n)
 			continue;
 		}
 		if (i == start) {
-			diag_error(d, SET_FILE, n, (int)i + 1, "'%.*s': "
-				   "expected dotted.key=value, got an empty "
-				   "key", (int)len, text);
+			diag_error(d, at->file, at->line, at->col + (int)i,
+				   "'%.*s': expected dotted.key=value, got an "
+				   "empty key", (int)len, text);
 			return -1;
 		}
 		start = i + 1;
@@ -59,30 +66,31 @@ static int check_key(struct diag *d, const char *text, size_t len, int n)
 }
 
 static struct cnode *parse_value(struct config_ctx *cx, const char *text,
-				 size_t keylen, int n)
+				 size_t keylen, const struct set_at *at)
 {
 	const char *v = text + keylen + 1;
 	size_t vlen = strlen(v);
 
 	if (vlen == 0) {
-		diag_error(cx->diag, SET_FILE, n, (int)keylen + 2, "'%.*s': "
-			   "expected a value after '=', got nothing",
-			   (int)keylen, text);
+		diag_error(cx->diag, at->file, at->line,
+			   at->col + (int)keylen + 1, "'%.*s': expected a "
+			   "value after '=', got nothing", (int)keylen, text);
 		return NULL;
 	}
 	/* A one-line value sits at line n after the key and '='; one of
 	 * several lines is placed on its own lines (line n + k would be
 	 * another option). */
 	if (memchr(v, '\n', vlen))
-		return cnode_parse_yaml_at(cx->arena, v, vlen, SET_FILE, 1, 1,
+		return cnode_parse_yaml_at(cx->arena, v, vlen, at->file, 1, 1,
 					   cx->diag);
-	return cnode_parse_yaml_at(cx->arena, v, vlen, SET_FILE, n,
-				   (int)keylen + 2, cx->diag);
+	return cnode_parse_yaml_at(cx->arena, v, vlen, at->file, at->line,
+				   at->col + (int)keylen + 1, cx->diag);
 }
 
 /* Wrap value in one mapping per key segment, innermost first. */
 static struct cnode *nest(struct config_ctx *cx, const char *text,
-			  size_t keylen, int n, struct cnode *value)
+			  size_t keylen, const struct set_at *at,
+			  struct cnode *value)
 {
 	size_t end = keylen, start, cap;
 	struct cnode *map, *key;
@@ -91,10 +99,10 @@ static struct cnode *nest(struct config_ctx *cx, const char *text,
 		for (start = end; start > 0 && text[start - 1] != '.'; start--)
 			;
 		cap = 0;
-		key = cnode_new(cx->arena, CNODE_SCALAR, SET_FILE, n,
-				(int)start + 1);
-		map = cnode_new(cx->arena, CNODE_MAP, SET_FILE, n,
-				(int)start + 1);
+		key = cnode_new(cx->arena, CNODE_SCALAR, at->file, at->line,
+				at->col + (int)start);
+		map = cnode_new(cx->arena, CNODE_MAP, at->file, at->line,
+				at->col + (int)start);
 		if (!key || !map ||
 		    !(key->text = arena_strndup(cx->arena, text + start,
 						end - start)) ||
@@ -108,21 +116,37 @@ static struct cnode *nest(struct config_ctx *cx, const char *text,
 	return value;
 }
 
-struct cnode *config_set_tree(struct config_ctx *cx, const char *text,
-			      int n)
+static struct cnode *set_tree(struct config_ctx *cx, const char *text,
+			      const struct set_at *at)
 {
 	const char *eq = strchr(text, '=');
 	struct cnode *value;
 	size_t keylen;
 
 	if (!eq) {
-		diag_error(cx->diag, SET_FILE, n, 1, "expected dotted.key="
-			   "value, got '%s'", text);
+		diag_error(cx->diag, at->file, at->line, at->col, "expected "
+			   "dotted.key=value, got '%s'", text);
 		return NULL;
 	}
 	keylen = (size_t)(eq - text);
-	if (check_key(cx->diag, text, keylen, n) != 0)
+	if (check_key(cx->diag, text, keylen, at) != 0)
 		return NULL;
-	value = parse_value(cx, text, keylen, n);
-	return value ? nest(cx, text, keylen, n, value) : NULL;
+	value = parse_value(cx, text, keylen, at);
+	return value ? nest(cx, text, keylen, at, value) : NULL;
+}
+
+struct cnode *config_set_tree(struct config_ctx *cx, const char *text,
+			      int n)
+{
+	struct set_at at = { SET_FILE, n, 1 };
+
+	return set_tree(cx, text, &at);
+}
+
+struct cnode *config_set_tree_at(struct config_ctx *cx, const char *text,
+				 const char *file, int line, int col)
+{
+	struct set_at at = { file, line, col };
+
+	return set_tree(cx, text, &at);
 }

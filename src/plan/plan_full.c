@@ -33,6 +33,7 @@
 #include "base/clock.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "network/net.h"
 #include "run/step.h"
 #include "plan_impl.h"
@@ -286,7 +287,7 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 {
 	size_t nw = workers(o, n), w, started = 0, got = 0;
 	int fds[2], rc = 0, status;
-	pid_t pid, pids[256];
+	pid_t pid, pids[256], parent = getpid();
 	struct progress pr = { clock_mono_s(), 0 };
 	struct rec r;
 
@@ -303,6 +304,9 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 	for (w = 0; w < nw; w++) {
 		pid = fork();
 		if (pid == 0) {
+			/* a SIGTERM or kill -9 to plan ends its workers too */
+			if (proc_die_with_parent(parent) != 0)
+				_exit(1);
 			close(fds[0]);
 			worker(j, o, c, n, w, nw, fds[1], d);
 		}

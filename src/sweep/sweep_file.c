@@ -458,19 +458,43 @@ static int load_set(struct loader *ld, const struct cnode *key,
 
 /* ---- the top level -------------------------------------------------- */
 
+/* The character at p as it reads in a message: a UTF-8 sequence whole
+ * (its first byte alone printed '\xc3' for 'é'), a control character
+ * as \xNN. */
+static void char_text(const char *p, char out[8])
+{
+	unsigned char c = (unsigned char)*p;
+	size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1, k;
+
+	for (k = 1; k < n && ((unsigned char)p[k] & 0xc0) == 0x80; k++)
+		;
+	if (k == n && (n > 1 || isprint(c)))
+		snprintf(out, 8, "%.*s", (int)n, p);
+	else
+		snprintf(out, 8, "\\x%02x", c);
+}
+
 static int load_name(struct loader *ld, const struct cnode *v)
 {
 	const char *p;
 
 	if (v->kind != CNODE_SCALAR || cnode_is_null(v) || !v->text[0]) {
 		errf(ld, v, 0, "'name': expected a name such as 'nic-x-fabric', "
-		     "got %s", kind_name(v));
+		     "got %s", v->kind == CNODE_SCALAR && !cnode_is_null(v) ?
+		     "an empty name" : kind_name(v));
 		return -1;
 	}
 	for (p = v->text; *p; p++)
 		if (!isalnum((unsigned char)*p) && !strchr("_-.+", *p)) {
-			errf(ld, v, (int)(p - v->text), "'name': expected letters, "
-			     "digits, '_', '-', '.' and '+', got '%c'", *p);
+			char c[8];
+
+			char_text(p, c);
+			/* every byte before p is ASCII: its offset is its
+			 * column, after the opening quote when quoted */
+			errf(ld, v, (int)(p - v->text) + (v->quoted ==
+							  CNODE_QUOTED),
+			     "'name': expected letters, digits, '_', '-', '.' "
+			     "and '+', got '%s'", c);
 			return -1;
 		}
 	ld->sw->name = v->text;

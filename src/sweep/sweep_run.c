@@ -28,13 +28,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "config/cnode.h"
 #include "config/config.h"
 #include "config/spec_job.h"
@@ -220,10 +218,7 @@ static void worker(struct pool *p, atomic_uint_fast64_t *next, int fd,
 {
 	struct diag d;
 
-#ifdef __linux__
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-	if (getppid() != parent)
+	if (proc_die_with_parent(parent) != 0)
 		_exit(3);	/* the parent died before the call */
 	signal(SIGPIPE, SIG_DFL);
 	/* A worker stopped mid-point loses that point only (its

@@ -116,3 +116,17 @@ Test(calib_file, number_text_is_shortest_and_exact)
 		cr_assert_eq(strtod(buf, NULL), vals[i], "'%s'", buf);
 	}
 }
+
+/* The 95% band in ln f: f = 2 s with sd = 2/1.96 s gives z = 1.96 sd / f
+ * = 1, so [2/e, 2e] = [0.7358, 5.4366] s. sd = 1e3 f: z = 1960, e^z is
+ * no double (> e^709.78): refused, not [0, inf]. */
+Test(calib_file, interval_is_in_ln_and_bounded)
+{
+	double lo, hi;
+
+	cr_assert_eq(calib_interval(2, 2 / 1.96, &lo, &hi), 0);
+	cr_assert_float_eq(lo, 2 / M_E, 1e-12);
+	cr_assert_float_eq(hi, 2 * M_E, 1e-12);
+	cr_assert_eq(calib_interval(2, 2e3, &lo, &hi), -1);
+	cr_assert_eq(calib_interval(2, INFINITY, &lo, &hi), -1);
+}

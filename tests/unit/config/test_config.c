@@ -188,6 +188,31 @@ Test(config, set_errors_name_the_option)
 		      "gpu preset 'test-nvv', did you mean 'test-nv'?");
 }
 
+/* config_load_at: settings written in a table (validate's dispatch
+ * cases) are named where they are written. Setting 1 at t.tsv:7:40:
+ * "system.nodez" -> the key 'nodez' 7 characters on, column 47; setting
+ * 2 at column 60: the value after "training.seq_len=" (17 characters),
+ * column 77; setting 3 at 90: no '=', the setting's own column. */
+Test(config, settings_at_a_place_are_named_there)
+{
+	static const char *const sets[] = {
+		"system.nodez=4", "training.seq_len=abc", "foo",
+	};
+	static const int cols[] = { 40, 60, 90 };
+	const struct schema *s = config_kind("job");
+	void *obj = arena_alloc(&A, s->size);
+
+	cr_assert_eq(config_load_at(&CX, s, "test-job", sets, 3, "t.tsv", 7,
+				    cols, obj), -1);
+	cr_assert_has(capture_text(&C), "t.tsv:7:47: error: 'system.nodez': "
+		      "unknown key");
+	cr_assert_has(capture_text(&C), "t.tsv:7:77: error: 'training.seq_len'"
+		      ": expected an integer");
+	cr_assert_has(capture_text(&C), "t.tsv:7:90: error: expected dotted.key"
+		      "=value, got 'foo'");
+	cr_assert_not(strstr(capture_text(&C), "--set:"));
+}
+
 Test(config, set_value_syntax_error_is_located)
 {
 	static const char *const sets[] = {"training.seq_len=[1,"};
