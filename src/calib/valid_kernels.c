@@ -320,9 +320,11 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 		a.window = get_num(row, "window");
 	a.kernel = kernel;
 	/* An FP8 or MXFP8 set is predicted as training.fp8_attention is
-	 * costed: the bf16 kernel's rates and bytes, with the FP8 kernel's
-	 * window backward (the GPU's attention.fp8_bwd_skips_window). */
+	 * costed: the bf16 kernel's bytes, the GPU's FP8 (MXFP8) kernel
+	 * rates (attention.fp8_* / mxfp8_*; absent, the bf16 kernel's) and
+	 * its FP8 window backward (attention.fp8_bwd_skips_window). */
 	a.fp8 = r->dt == DTYPE_FP8 || r->dt == DTYPE_MXFP8;
+	a.mx = r->dt == DTYPE_MXFP8;
 	dt = a.fp8 ? DTYPE_BF16 : r->dt;
 	if (!(a.batch > 0 && a.heads_q > 0 && a.heads_kv > 0 && a.seq_q > 0 &&
 	      a.head_dim_qk > 0 && a.head_dim_v > 0 && a.window >= 0 &&

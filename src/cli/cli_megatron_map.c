@@ -113,7 +113,8 @@ static const struct marg margs[] = {
 	  "Megatron fuses by default (true)" },
 	{ "--fp8-dot-product-attention", M_FLAG, "training.fp8_attention",
 	  "true", NULL, "attention in FP8 (Transformer Engine's fused "
-	  "attention); costed at the bf16 rates" },
+	  "attention); at the GPU's attention.fp8_* / mxfp8_* "
+	  "efficiencies, else the bf16 rates" },
 	{ "--attention-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
 	  "dropout on when either probability is > 0; Megatron's default "
 	  "for both is 0.1 (on)" },

@@ -239,6 +239,26 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, bwd_pads_v),
 	  .def = "false",
 	  .help = "the same, the backward" },
+	{ .key = "fp8_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, fp8_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "the vendor kernel in per-tensor FP8 (training.fp8_attention), "
+		  "forward: fraction of the clock-scaled fp8 peak (needs "
+		  "matrix_peak.fp8); absent = the bf16 kernel's rates" },
+	{ .key = "fp8_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "the same, backward" },
+	{ .key = "mxfp8_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, mxfp8_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "the vendor kernel in MXFP8 (block-scaled), forward: "
+		  "fraction of the clock-scaled mxfp8 peak (needs "
+		  "matrix_peak.mxfp8; default fp8_fwd_efficiency)" },
+	{ .key = "mxfp8_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, mxfp8_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "the same, backward (default fp8_bwd_efficiency)" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,
@@ -455,6 +475,51 @@ static void fill_defaults(struct gpu_spec *g)
 	if (g->attention.ck_tile_bwd_masked_tile_cost == 0)
 		g->attention.ck_tile_bwd_masked_tile_cost =
 			g->attention.masked_tile_cost;
+	if (g->matrix_peak_flops[DTYPE_MXFP8] > 0 &&
+	    g->attention.mxfp8_fwd_efficiency == 0)
+		g->attention.mxfp8_fwd_efficiency =
+			g->attention.fp8_fwd_efficiency;
+	if (g->matrix_peak_flops[DTYPE_MXFP8] > 0 &&
+	    g->attention.mxfp8_bwd_efficiency == 0)
+		g->attention.mxfp8_bwd_efficiency =
+			g->attention.fp8_bwd_efficiency;
+}
+
+/* An FP8/MXFP8 attention efficiency is a fraction of that dtype's peak:
+ * the GPU gives the peak. */
+static int check_lowp_attention(const struct gpu_spec *g,
+				const struct schema_at *at, struct diag *d)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		int dt;
+	} tab[] = {
+		{"attention.fp8_fwd_efficiency",
+		 offsetof(struct gpu_attention_spec, fp8_fwd_efficiency), DTYPE_FP8},
+		{"attention.fp8_bwd_efficiency",
+		 offsetof(struct gpu_attention_spec, fp8_bwd_efficiency), DTYPE_FP8},
+		{"attention.mxfp8_fwd_efficiency",
+		 offsetof(struct gpu_attention_spec, mxfp8_fwd_efficiency), DTYPE_MXFP8},
+		{"attention.mxfp8_bwd_efficiency",
+		 offsetof(struct gpu_attention_spec, mxfp8_bwd_efficiency), DTYPE_MXFP8},
+	};
+	const char *base = (const char *)&g->attention;
+	size_t i;
+	int rc = 0;
+	double v;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		memcpy(&v, base + tab[i].off, sizeof(v));
+		if (v > 0 && !(g->matrix_peak_flops[tab[i].dt] > 0)) {
+			schema_check_error(d, at, tab[i].key, "is a fraction "
+					   "of the %s peak, but 'matrix_peak' "
+					   "gives no %s", dtype_names[tab[i].dt],
+					   dtype_names[tab[i].dt]);
+			rc = -1;
+		}
+	}
+	return rc;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
@@ -633,6 +698,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_clocks(g, at, d) < 0)
 		rc = -1;
 	if (check_arch(g, at, d) < 0)
+		rc = -1;
+	if (check_lowp_attention(g, at, d) < 0)
 		rc = -1;
 	return rc;
 }

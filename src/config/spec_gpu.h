@@ -95,6 +95,12 @@ struct gpu_attention_spec {
 	int fwd_pads_v;			/* the vendor kernel's forward runs a value head dim
 					 * narrower than the query/key one at the latter */
 	int bwd_pads_v;			/* the same, backward */
+	double fp8_fwd_efficiency;	/* the vendor kernel in per-tensor FP8, forward: fraction of the
+					 * clock-scaled fp8 peak; 0 = the bf16 kernel's rates */
+	double fp8_bwd_efficiency;	/* the same, backward */
+	double mxfp8_fwd_efficiency;	/* the vendor kernel in MXFP8, forward: fraction of the clock-scaled
+					 * mxfp8 peak; 0 = fp8_fwd_efficiency */
+	double mxfp8_bwd_efficiency;	/* the same, backward; 0 = fp8_bwd_efficiency */
 };
 
 struct gpu_spec {

@@ -75,8 +75,9 @@ static const struct schema_field training_fields[] = {
 	{ .key = "fp8_attention", .type = ST_BOOL, .offset = TOFF(fp8_attention),
 	  .def = "false",
 	  .help = "the fused attention runs in FP8 (Transformer Engine "
-		  "fp8_dot_product_attention; costed at the bf16 rates, with "
-		  "the GPU's attention.fp8_bwd_skips_window)" },
+		  "fp8_dot_product_attention; at the GPU's attention.fp8_* "
+		  "(MXFP8 recipe: mxfp8_*) efficiencies, else the bf16 "
+		  "rates, with its attention.fp8_bwd_skips_window)" },
 	{ .key = "comm_hw_queues", .type = ST_INT,
 	  .offset = TOFF(comm_hw_queues), .def = "0", .min = 0, .max = 1024,
 	  .help = "hardware queues the collective library's streams are "

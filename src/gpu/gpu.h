@@ -73,7 +73,10 @@ struct gpu_attn_shape {
 				 * window); 0 = all before it */
 	int kernel;		/* enum gpu_attn_kernel */
 	int fp8;		/* the kernel runs in FP8 (Transformer Engine's
-				 * fp8_dot_product_attention; rates as bf16) */
+				 * fp8_dot_product_attention): the GPU's
+				 * attention.fp8_* rates, else bf16's */
+	int mx;			/* with fp8: MXFP8 (block-scaled), the
+				 * attention.mxfp8_* rates */
 };
 
 /* Which fused attention kernel family runs: the vendor's (cuDNN on

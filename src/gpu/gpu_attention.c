@@ -69,6 +69,30 @@
  * of 512 FLOP each: phi = 0.646 x 8192 / (16 x 512) = 0.646. Without
  * exp_per_clock, R_a(d) = R_a.
  *
+ * FP8. The vendor kernel in FP8 (a->fp8: Transformer Engine's
+ * fp8_dot_product_attention, cuDNN's FP8 SDPA) runs its matrix products
+ * in FP8 (a->mx: MXFP8, block-scaled): its steady-state tile takes
+ *
+ *     R_a = P(fp8) (f_s / f_q) eta_8         eta_8 = attention.fp8_fwd/bwd_efficiency
+ *
+ * (attention.mxfp8_* for MXFP8, at the mxfp8 peak: the kernel quantizes
+ * P and dS into blocks of 32 with their own scales in the loop), with the
+ * head-dim law above unchanged: the exponentials still issue at
+ * exp_per_clock, so at d_c they hold a larger share of the FP8 tile
+ * (phi = t_e / t_c with the FP8 t_c), and a head dim of 64 gains less
+ * from FP8 than one of 192. eta_8 is fitted on the GPU's measured FP8
+ * (MXFP8) sets like eta_a on bf16's; a GPU without it runs FP8
+ * attention at the bf16 kernel's rates. Bytes stay the bf16 kernel's
+ * (the kernels are compute-bound at training lengths).
+ *
+ * A masked tile's extra time is the mask's work outside the loop's
+ * overlap, done by the CUDA cores whatever the matrix dtype: (mu - 1)
+ * tau_16, with tau_16 the bf16 kernel's tile at the same head dim, on
+ * top of the FP8 tile tau_8 (for bf16 the mu tau above). A backward that
+ * computes every causal tile under a sliding window
+ * (attention.fp8_bwd_skips_window false) runs the window's mask on each
+ * of them: every tile is masked.
+ *
  * Narrower V. A kernel with attention.fwd_pads_v (bwd_pads_v for the
  * backward) computes a value head dim d_v < d as d: the pass's work,
  * rate and tiles are those of d_v = d (FlashAttention-3's Hopper backward
@@ -289,10 +313,13 @@ static double window_tiles(const struct gpu_attn_shape *a, double b,
 	return fmax(hi - lo + 1, 0);
 }
 
-/* The lengths of one head's units: unit_s fixed, tile_s per tile. */
-struct gpu_units gpu_attn_units(const struct gpu_spec *g,
-				 const struct gpu_attn_shape *a, double b,
-				 double unit_s, double tile_s, int backward)
+/* The lengths of one head's units: unit_s fixed, tile_s per tile, a
+ * masked tile (mu - 1) mask_tile_s more; all_masked: every tile masked
+ * (see the top, "FP8"). */
+static struct gpu_units units(const struct gpu_spec *g,
+			      const struct gpu_attn_shape *a, double b,
+			      double unit_s, double tile_s, double mask_tile_s,
+			      int backward, int all_masked)
 {
 	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
 	double c0 = ceil((a->seq_kv - a->seq_q) / b), u, tiles, l;
@@ -310,13 +337,22 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 			unit_tiles(a, nq, nk, c0, u, backward, &masked);
 		if (tiles <= 0)
 			continue;
-		l = unit_s + tile_s * (tiles + masked * (mu - 1));
+		if (all_masked)
+			masked = tiles;
+		l = unit_s + tile_s * tiles + mask_tile_s * masked * (mu - 1);
 		r.n++;
 		r.sum_s += l;
 		r.sum2_s2 += l * l;
 		r.longest_s = fmax(r.longest_s, l);
 	}
 	return r;
+}
+
+struct gpu_units gpu_attn_units(const struct gpu_spec *g,
+				 const struct gpu_attn_shape *a, double b,
+				 double unit_s, double tile_s, int backward)
+{
+	return units(g, a, b, unit_s, tile_s, tile_s, backward, 0);
 }
 
 double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
@@ -355,24 +391,27 @@ double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 }
 
 /* Compute time with the tile, unit and schedule model (see the top);
- * bw_Bps is the serving level's bandwidth. */
+ * bw_Bps is the serving level's bandwidth; rate the tiles', mask_rate
+ * the bf16 kernel's whose tile sets a masked tile's extra time;
+ * all_masked: every tile masked. */
 static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 				  const struct gpu_attn_shape *a,
-				  double flops, double rate, double bw_Bps,
-				  int backward)
+				  double flops, double rate, double mask_rate,
+				  double bw_Bps, int backward, int all_masked)
 {
 	double cus = (double)g->compute_units;
-	double b = (double)g->attention.block_q, heads, tile_s, kept_B;
+	double b = (double)g->attention.block_q, heads, tile_F, kept_B;
 	struct gpu_units u;
 
 	if (b <= 0)
 		return flops / rate;
 	heads = a->batch * a->heads_q;
-	tile_s = b * b * flops / (heads * gpu_attn_pairs(a)) / (rate / cus);
+	tile_F = b * b * flops / (heads * gpu_attn_pairs(a));
 	kept_B = b * (a->head_dim_qk + (backward ? a->head_dim_v : 0)) *
 		 dtype_bytes(dt);
-	u = gpu_attn_units(g, a, b, g->gemm_tile_overhead_s +
-			   kept_B / (bw_Bps / cus), tile_s, backward);
+	u = units(g, a, b, g->gemm_tile_overhead_s + kept_B / (bw_Bps / cus),
+		  tile_F / (rate / cus), tile_F / (mask_rate / cus), backward,
+		  all_masked);
 	return gpu_attn_schedule_s(&u, heads, cus, a->causal);
 }
 
@@ -406,6 +445,26 @@ static double kernel_efficiency(const struct gpu_attention_spec *s,
 	}
 }
 
+/* The efficiency and matrix dtype of a vendor kernel in FP8 or MXFP8
+ * (see the top, "FP8"): 0 when the GPU gives none (the bf16 kernel's
+ * rates). */
+static double lowp_efficiency(const struct gpu_attention_spec *s,
+			      const struct gpu_attn_shape *a, int backward,
+			      enum dtype *kdt)
+{
+	double eta;
+
+	if (!a->fp8 || a->kernel != GPU_ATTN_VENDOR)
+		return 0;
+	if (a->mx)
+		eta = backward ? s->mxfp8_bwd_efficiency :
+				 s->mxfp8_fwd_efficiency;
+	else
+		eta = backward ? s->fp8_bwd_efficiency : s->fp8_fwd_efficiency;
+	*kdt = a->mx ? DTYPE_MXFP8 : DTYPE_FP8;
+	return eta;
+}
+
 /* The shape the kernel computes: with the pass's pads_v a value head dim
  * narrower than the query/key one runs at the latter (see the top). */
 static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
@@ -427,10 +486,11 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
 	const struct gpu_attention_spec *s = &g->attention;
-	double eta = kernel_efficiency(s, in->kernel, backward);
-	double flops, bytes, rate, bw, comp_s, mem_s, body_s;
+	double eta = kernel_efficiency(s, in->kernel, backward), eta8;
+	double flops, bytes, rate, rate16, bw, comp_s, mem_s, body_s;
 	struct gpu_attn_shape pad;
 	const struct gpu_attn_shape *a = &pad;
+	enum dtype kdt = dt;	/* the matrix products' dtype */
 	enum gpu_level l;
 
 	gpu_require_dtype(g, dt);
@@ -438,22 +498,31 @@ static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 		return zero;
 	pad = computed_shape(g, in, backward);
 	flops = gpu_attention_flops(a, backward);
-	rate = gpu_attn_rate(g, dt, eta, a->head_dim_qk, a->head_dim_v,
-			     backward);
+	rate16 = gpu_attn_rate(g, dt, eta, a->head_dim_qk, a->head_dim_v,
+			       backward);
+	eta8 = lowp_efficiency(s, a, backward, &kdt);
+	if (eta8 > 0) {
+		gpu_require_dtype(g, kdt);
+		rate = gpu_attn_rate(g, kdt, eta8, a->head_dim_qk,
+				     a->head_dim_v, backward);
+	} else {
+		rate = rate16;
+	}
 	bytes = attention_bytes(in, dtype_bytes(dt), backward);
 	l = gpu_serving_level(g, bytes);
 	bw = gpu_level_bandwidth_Bps(g, l);
 	if (backward && a->fp8 && windowed(a) && !s->fp8_bwd_skips_window) {
-		/* every causal tile, the window's pairs still the work */
+		/* every causal tile, each under the window's mask; the
+		 * window's pairs still the work */
 		struct gpu_attn_shape full = *a;
 
 		full.window = 0;
 		comp_s = attention_compute_s(g, dt, &full,
 					     gpu_attention_flops(&full, 1),
-					     rate, bw, 1);
+					     rate, rate16, bw, 1, 1);
 	} else {
-		comp_s = attention_compute_s(g, dt, a, flops, rate, bw,
-					     backward);
+		comp_s = attention_compute_s(g, dt, a, flops, rate, rate16, bw,
+					     backward, 0);
 	}
 	mem_s = bytes / bw;
 	body_s = fmax(comp_s, mem_s);

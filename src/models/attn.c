@@ -363,6 +363,7 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 	a->window = window;
 	a->kernel = d->attn_kernel;
 	a->fp8 = d->fp8_attn;
+	a->mx = d->mx_attn_quant;	/* MXFP8 fused attention */
 }
 
 /* One flash call; model_flops 0: counted from its shape. */
