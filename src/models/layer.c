@@ -216,12 +216,16 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	lop_add_fwd(o, "add1", pass, d);
 	o->scope = is_moe(k) ? SCOPE_MOE_ROUTER : SCOPE_MLP;
 	lop_norm_fwd(o, "norm2", pass, d);
-	if (is_moe(k))
-		moe_fwd(o, pass, d);
-	else
+	if (is_moe(k)) {
+		moe_fwd(o, pass, d);	/* sets saved_end */
+	} else {
 		mlp_fwd(o, pass, d);
+		o->saved_end = o->n;
+	}
 	o->scope = mlp;
 	lop_add_fwd(o, "add2", pass, d);
+	if (d->dropout)		/* its mask */
+		o->saved_end = o->n;
 	o->scope = SCOPE_NONE;
 }
 
@@ -311,14 +315,28 @@ static void mlp_recompute(const struct layer_dims *d,
 		mlp_fwd(o, PASS_RECOMPUTE, d);
 }
 
+/* A full recomputation under torch.utils.checkpoint's non-reentrant
+ * checkpoint (framework recompute_early_stop): its recomputation hook
+ * counts the tensors the recomputed ops save and, with early stop (the
+ * default: _enable_checkpoint_early_stop, set_checkpoint_early_stop),
+ * raises _StopRecomputationError once it has them all (pytorch/pytorch
+ * torch/utils/checkpoint.py _recomputation_hook, torch 2.6-2.8). The
+ * backward runs the original graph, so the ops after the layer's last
+ * saving one are never re-run: the residual add (no dropout mask) and,
+ * after the MoE unpermute that saves its row map, a combining
+ * dispatcher's combine (DeepEP's FusedCombine keeps only its handle)
+ * and the shared experts' add (layer_fwd_pass's saved_end). */
 static void layer_bwd_pass(const struct layer_dims *d,
 			   const struct layer_kind *k, enum layer_recompute rc,
 			   struct layer_ops *o)
 {
 	unsigned mods = layer_rc_modules(d, rc);
 
-	if (rc == LREC_FULL)
+	if (rc == LREC_FULL) {
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
+		if (d->rc_early_stop)
+			o->n = o->saved_end;
+	}
 	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 	mlp_recompute(d, k, mods, o);
 	if (is_moe(k))

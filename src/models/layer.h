@@ -178,6 +178,8 @@ struct layer_dims {
 	int mx_attn_quant;	/* MXFP8 fused attention: its Q, K, V and dO
 				 * quantized around the kernel (attn.c) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
+	int rc_early_stop;	/* framework recompute_early_stop: a full
+				 * recompute ends with its last saved tensor */
 	int autograd_wgrad;	/* framework wgrad_autograd: a plain
 				 * wgrad GEMM, nothing accumulated */
 	int dgrad_serial;	/* framework tp_dgrad_serial: the column
@@ -443,6 +445,8 @@ struct layer_op {
 struct layer_ops {
 	struct layer_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
+	int saved_end;		/* after layer_fwd_pass: ops past this index
+				 * save no tensor for the backward */
 	uint8_t scope;		/* enum graph_scope of the ops pushed next */
 };
 
