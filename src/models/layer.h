@@ -252,6 +252,14 @@ struct layer_dims {
 	double fsdp_pre, fsdp_post;
 	double fsdp_master_B;
 	double fsdp_accum;
+	/* FSDP2's copy passes (framework fsdp2_copy_passes, zero 3, not
+	 * under fsdp_pp_no_sync): a layer unit's parameters on this GPU, dense
+	 * and MoE layer (routed experts included when FSDP shards them, edp >
+	 * 1), the all-gathers a microbatch (1, 2 resharding after forward),
+	 * the reduce dtypes' bytes; fsdp2_gathers 0 = off */
+	double fsdp2_P[2], fsdp2_xP;	/* [0] dense, [1] MoE layer; its experts */
+	double fsdp2_gathers;
+	double fsdp2_G, fsdp2_xG;	/* B per reduced gradient, dense / experts */
 	/* fp8 delayed scaling's amax all-reduce (framework
 	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
 	int amax_group;
