@@ -355,6 +355,20 @@ static const struct schema_field framework_fields[] = {
 		  "issuing its own (one reduce-scatter in flight beside the "
 		  "compute), and a block's routed experts sharded as their own "
 		  "unit (edp > 1) reduce as soon as their backward ends" },
+	{ .key = "fsdp2_copy_passes", .type = ST_BOOL,
+	  .offset = FOFF(fsdp2_copy_passes), .def = "false",
+	  .help = "ZeRO-3 under FSDP2 (fully_shard): a layer unit's gathered "
+		  "parameters copied out of the all-gather buffer before its "
+		  "forward (and its backward when it reshards after forward), "
+		  "its gradients copied into the reduce-scatter buffer in the "
+		  "reduce dtype after its backward, on the compute stream" },
+	{ .key = "recompute_early_stop", .type = ST_BOOL,
+	  .offset = FOFF(recompute_early_stop), .def = "false",
+	  .help = "recompute full under torch.utils.checkpoint's non-reentrant "
+		  "checkpoint (early stop, its default): a layer's recomputation "
+		  "ends with the last op whose tensors autograd saved, so the "
+		  "ops after it (a DeepEP combine, the residual add) are not run "
+		  "again" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

@@ -346,6 +346,13 @@ struct framework_spec {
 						 * before its own, and the routed experts' own
 						 * FSDP unit reduces after their backward
 						 * (train_dp.c) */
+	int fsdp2_copy_passes;		/* ZeRO-3: FSDP2's all-gather copy-out and
+						 * reduce-scatter copy-in on the compute stream
+						 * (layer.c) */
+	int recompute_early_stop;		/* full recompute under torch's non-reentrant
+						 * checkpoint: the recomputation stops once the
+						 * layer's last saved tensor is recomputed
+						 * (layer.c) */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */

@@ -216,13 +216,50 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	lop_add_fwd(o, "add1", pass, d);
 	o->scope = is_moe(k) ? SCOPE_MOE_ROUTER : SCOPE_MLP;
 	lop_norm_fwd(o, "norm2", pass, d);
-	if (is_moe(k))
-		moe_fwd(o, pass, d);
-	else
+	if (is_moe(k)) {
+		moe_fwd(o, pass, d);	/* sets saved_end */
+	} else {
 		mlp_fwd(o, pass, d);
+		o->saved_end = o->n;
+	}
 	o->scope = mlp;
 	lop_add_fwd(o, "add2", pass, d);
+	if (d->dropout)		/* its mask */
+		o->saved_end = o->n;
 	o->scope = SCOPE_NONE;
+}
+
+/* FSDP2's copy passes around a layer unit's collectives (framework
+ * fsdp2_copy_passes), on the compute stream (torch 2.8 torch/distributed/
+ * fsdp/_fully_shard/_fsdp_param_group.py, _fsdp_collectives.py [D]).
+ * Before the unit's forward, and before its backward when it reshards
+ * after forward, wait_for_unshard's foreach_all_gather_copy_out copies
+ * the gathered parameters out of the all-gather buffer into the
+ * unsharded ones (split_with_sizes_copy, one kernel a unit): read and
+ * write P W. After its backward, foreach_reduce's
+ * foreach_reduce_scatter_copy_in chunk-cats the unsharded gradients
+ * into the reduce-scatter input in the reduce dtype G before the
+ * reduce-scatter stream waits on the compute stream (torch._chunk_cat):
+ * read P W, write P G. A MoE layer's routed experts, when sharded (edp
+ * > 1), are a unit of their own: Px more, in their reduce dtype. The
+ * embedding and head units are not charged [?]. */
+static void fsdp2_copy(struct layer_ops *o, const struct layer_dims *d,
+		       const struct layer_kind *k, enum layer_pass pass,
+		       int copy_in)
+{
+	double W = d->act_B, P = d->fsdp2_P[is_moe(k) ? 1 : 0];
+	double Px = is_moe(k) ? d->fsdp2_xP : 0;
+	struct layer_op *op;
+
+	if (!(d->fsdp2_gathers > 0) || !(P + Px > 0))
+		return;
+	if (copy_in)
+		op = lop_memop(o, "fsdp_reduce_copy_in", pass, (P + Px) * W,
+			       P * d->fsdp2_G + Px * d->fsdp2_xG, 0);
+	else
+		op = lop_memop(o, "fsdp_gather_copy_out", pass, (P + Px) * W,
+			       (P + Px) * W, 0);
+	op->k.launches = Px > 0 ? 2 : 1;
 }
 
 void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
@@ -230,6 +267,7 @@ void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
 {
 	o->n = 0;
 	o->scope = SCOPE_NONE;
+	fsdp2_copy(o, d, k, PASS_FWD, 0);
 	layer_fwd_pass(d, k, PASS_FWD, o);
 }
 
@@ -311,14 +349,28 @@ static void mlp_recompute(const struct layer_dims *d,
 		mlp_fwd(o, PASS_RECOMPUTE, d);
 }
 
+/* A full recomputation under torch.utils.checkpoint's non-reentrant
+ * checkpoint (framework recompute_early_stop): its recomputation hook
+ * counts the tensors the recomputed ops save and, with early stop (the
+ * default: _enable_checkpoint_early_stop, set_checkpoint_early_stop),
+ * raises _StopRecomputationError once it has them all (pytorch/pytorch
+ * torch/utils/checkpoint.py _recomputation_hook, torch 2.6-2.8). The
+ * backward runs the original graph, so the ops after the layer's last
+ * saving one are never re-run: the residual add (no dropout mask) and,
+ * after the MoE unpermute that saves its row map, a combining
+ * dispatcher's combine (DeepEP's FusedCombine keeps only its handle)
+ * and the shared experts' add (layer_fwd_pass's saved_end). */
 static void layer_bwd_pass(const struct layer_dims *d,
 			   const struct layer_kind *k, enum layer_recompute rc,
 			   struct layer_ops *o)
 {
 	unsigned mods = layer_rc_modules(d, rc);
 
-	if (rc == LREC_FULL)
+	if (rc == LREC_FULL) {
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
+		if (d->rc_early_stop)
+			o->n = o->saved_end;
+	}
 	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 	mlp_recompute(d, k, mods, o);
 	if (is_moe(k))
@@ -345,8 +397,11 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 {
 	o->n = 0;
 	o->scope = SCOPE_NONE;
+	if (d->fsdp2_gathers > 1)	/* regathered for the backward */
+		fsdp2_copy(o, d, k, PASS_BWD, 0);
 	layer_bwd_pass(d, k, rc, o);
 	fsdp_passes(o, d, d->fsdp_P[LU_LAYER]);
+	fsdp2_copy(o, d, k, PASS_BWD, 1);
 }
 
 /* ---- pipeline transfers ---- */

@@ -178,6 +178,8 @@ struct layer_dims {
 	int mx_attn_quant;	/* MXFP8 fused attention: its Q, K, V and dO
 				 * quantized around the kernel (attn.c) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
+	int rc_early_stop;	/* framework recompute_early_stop: a full
+				 * recompute ends with its last saved tensor */
 	int autograd_wgrad;	/* framework wgrad_autograd: a plain
 				 * wgrad GEMM, nothing accumulated */
 	int dgrad_serial;	/* framework tp_dgrad_serial: the column
@@ -250,6 +252,14 @@ struct layer_dims {
 	double fsdp_pre, fsdp_post;
 	double fsdp_master_B;
 	double fsdp_accum;
+	/* FSDP2's copy passes (framework fsdp2_copy_passes, zero 3, not
+	 * under fsdp_pp_no_sync): a layer unit's parameters on this GPU, dense
+	 * and MoE layer (routed experts included when FSDP shards them, edp >
+	 * 1), the all-gathers a microbatch (1, 2 resharding after forward),
+	 * the reduce dtypes' bytes; fsdp2_gathers 0 = off */
+	double fsdp2_P[2], fsdp2_xP;	/* [0] dense, [1] MoE layer; its experts */
+	double fsdp2_gathers;
+	double fsdp2_G, fsdp2_xG;	/* B per reduced gradient, dense / experts */
 	/* fp8 delayed scaling's amax all-reduce (framework
 	 * fp8_amax_reduction): its group (enum layout_group), -1 none */
 	int amax_group;
@@ -443,6 +453,8 @@ struct layer_op {
 struct layer_ops {
 	struct layer_op op[LAYER_MAX_OPS];
 	int n;			/* ops used */
+	int saved_end;		/* after layer_fwd_pass: ops past this index
+				 * save no tensor for the backward */
 	uint8_t scope;		/* enum graph_scope of the ops pushed next */
 };
 

@@ -254,6 +254,38 @@ static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
 		d->fsdp_P[LU_HEAD] -= d->vocab / d->tp * d->hidden;
 }
 
+/* FSDP2's copy passes (fsdp2_copy_passes; 0 unless zero 3 outside
+ * fsdp_pp_no_sync, whose units gather once a schedule run). A layer
+ * unit's parameters on this GPU: dense over tp, and a MoE layer's
+ * routed experts over etp ep when FSDP shards them too (edp > 1: their
+ * own unit, gathered over edp). Needs d's widths. */
+static void fsdp2_dims(const struct job_spec *j, struct layer_dims *d)
+{
+	const struct model_spec *m = j->model;
+	const struct parallel_spec *p = &j->parallelism;
+	struct layer_kind moe = { .moe = 1 };
+	int layernorm = m->norm == NORM_LAYER, rdt;
+	double dense, experts;
+
+	if (j->training.zero_stage < 3 || !j->framework->fsdp2_copy_passes ||
+	    (j->framework->fsdp_pp_no_sync && p->pp > 1))
+		return;
+	d->fsdp2_gathers = j->framework->fsdp_reshard_after_forward ? 2 : 1;
+	d->fsdp2_G = d->grad_B;
+	rdt = j->framework->fsdp_expert_reduce_dtype;
+	d->fsdp2_xG = rdt >= 0 ? dtype_bytes((enum dtype)rdt) : d->grad_B;
+	layer_kind_params(d, NULL, m->attention_bias, layernorm, &dense,
+			  &experts);
+	d->fsdp2_P[0] = dense / d->tp;
+	if (!d->moe.experts)
+		return;
+	layer_kind_params(d, &moe, m->attention_bias, layernorm, &dense,
+			  &experts);
+	d->fsdp2_P[1] = dense / d->tp;
+	if (p->edp > 1)
+		d->fsdp2_xP = experts / (double)(p->ep * p->etp);
+}
+
 void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
@@ -302,6 +334,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	/* Megatron-Core (rope_utils.py apply_rotary_pos_emb): TE's fused
 	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
 	d->mla_concat = j->framework->elementwise.mla_concat == 1;
+	d->rc_early_stop = j->framework->recompute_early_stop == 1;
 	d->eager_rope = j->framework->elementwise.eager_rope == 1 ||
 			(m->rope_mscale > 0 && fabs(m->rope_mscale - 1) > 1e-9 &&
 			 j->framework->elementwise.fused_rope_mscale == 0);
@@ -323,6 +356,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	attn_dims(j, d);
 	moe_dims(j, d);
 	fsdp_dims(j, d);
+	fsdp2_dims(j, d);
 	/* Megatron-Core: recompute_modules None is ["core_attn"], [] is
 	 * nothing */
 	d->rc_mods = 1u << RCM_CORE_ATTN;

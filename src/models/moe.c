@@ -719,11 +719,13 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	host_sync(o, d, counts, dispatched, after);
 	etp_coll(o, "expert_tp_reducescatter", pass, d, COLL_REDUCESCATTER);
 	sort_fwd(o, "expert_unsort", pass, d);
+	o->saved_end = o->n;	/* a combining dispatch saves no tensor */
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	if (!m->combine_reduces) {
 		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
 		moe_unfused_zeros(op, d);
+		o->saved_end = o->n;	/* its indices and probabilities */
 	}
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
