@@ -410,6 +410,13 @@ static const struct schema_field gpu_fields[] = {
 		  "kernel reaches when it writes the column-wise layout "
 		  "(both layouts, or that one alone; a row-wise-only cast "
 		  "streams)" },
+	{ .key = "fp8_cast_transpose_efficiency", .type = ST_NUM,
+	  .offset = OFF(fp8_cast_transpose_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth a per-tensor FP8 "
+		  "cast writing both layouts (Transformer Engine's "
+		  "cast_transpose: the data and its transpose) reaches; a "
+		  "cast writing one layout streams" },
 	{ .key = "fp8_block_gemm_rate", .type = ST_NUM,
 	  .offset = OFF(fp8_block_gemm_rate), .def = "1", .min = 0,
 	  .max = 1, .flags = SF_MIN_EXCL,

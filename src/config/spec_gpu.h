@@ -151,6 +151,9 @@ struct gpu_spec {
 						 * kernels (fused optimizers, norms, casts) reach */
 	double mx_cast_efficiency;		/* fraction of streaming bandwidth an MXFP8 cast
 						 * writing the column-wise layout reaches */
+	double fp8_cast_transpose_efficiency;	/* fraction of streaming bandwidth a
+						 * per-tensor FP8 cast writing the data
+						 * and its transpose reaches */
 	double fp8_block_gemm_rate;		/* fraction of the fp8 GEMM math rate a GEMM on
 						 * block-scaled fp8 operands (1x128 and 128x128
 						 * scales) reaches; 1 = as per-tensor fp8 */

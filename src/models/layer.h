@@ -238,6 +238,10 @@ struct layer_dims {
 				 * mx_generic_cast): fraction of the streaming
 				 * rate a cast writing the column-wise layout
 				 * runs at (gpu mx_cast_efficiency); else 1 */
+	double fp8_ct_eff;	/* per-tensor FP8 writing both layouts (TE's
+				 * cast_transpose): fraction of the streaming
+				 * rate it runs at (gpu
+				 * fp8_cast_transpose_efficiency); else 1 */
 	int qk_norm;		/* Q and K normalized per head (GQA layers) */
 	int expert_casts;	/* kernels one grouped cast is: 1, or one per
 				 * local expert (MX formats, framework

@@ -165,7 +165,13 @@ void lop_add_fwd(struct layer_ops *o, const char *name,
  * with TE PR #2958, 2026-05-12): a cast writing the column-wise layout
  * (with the row-wise, or alone) runs at the GPU's mx_cast_efficiency of
  * the streaming rate, a row-wise-only cast at the streaming rate (the
- * B200 figures and their derivation are in configs/gpus/b200.yaml). */
+ * B200 figures and their derivation are in configs/gpus/b200.yaml).
+ * Per-tensor FP8 writing both layouts (delayed or current scaling on a
+ * GPU whose FP8 GEMMs take only TN) runs Transformer Engine's
+ * cast_transpose, which reads the input once and writes the data and its
+ * transpose through shared memory; on gfx942 TE-ROCm's kernels reach
+ * about half the streaming rate (gpu fp8_cast_transpose_efficiency; the
+ * MI300X figures and their source are in configs/gpus/mi300x.yaml). */
 static void cast_layouts(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 int lowp, double n, int one_layout)
@@ -177,7 +183,9 @@ static void cast_layouts(struct layer_ops *o, const char *name,
 	op = lop_memop(o, name, pass, n * d->act_B,
 		       (one_layout ? 1 : 2) * n * d->lowp_B, n);
 	op->host = HOST_MODULE;
-	op->k.mem_eff = d->mx_cast_eff;	/* both layouts: MXFP8's rate */
+	/* a layout written column-wise: MXFP8's rate; both layouts of
+	 * per-tensor FP8 (cast_transpose): the GPU's rate for it */
+	op->k.mem_eff = d->mx_cast_eff * (one_layout ? 1 : d->fp8_ct_eff);
 	if (d->fp8_current) {
 		op->k.read_B += n * d->act_B;
 		op->k.launches = FP8_CS_QUANT_KERNELS;

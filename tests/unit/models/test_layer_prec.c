@@ -512,3 +512,42 @@ Test(layer, fp8_block_scaled_gemms_run_at_the_gpus_block_rate)
 	f.job.training.dtype = DTYPE_BF16;
 	fixture_assert_close(block_lowp_rate(&f.job), 1);
 }
+
+Test(layer, fp8_cast_transposes_run_at_the_gpus_rate)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *proj;
+	/* GPT layer, tp 1: the proj input, n = T q = 4096 x 1024 elements.
+	 * Per-tensor FP8 (delayed scaling) on a GPU whose FP8 GEMMs take
+	 * only TN writes the data and its transpose (TE's cast_transpose):
+	 * at gpu fp8_cast_transpose_efficiency 0.5 the cast's bytes (n 2 B
+	 * read, 2 n 1 B written) move at half the streaming rate, so its time
+	 * less the fixture's 4 us launch doubles. A cast writing one layout
+	 * (fp8_gemm_any_layout), fp8 block scaling and MXFP8 keep their
+	 * rates (mem_eff 1: streaming). */
+	double t1, t2;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.gpu.fp8_cast_transpose_efficiency = 1;
+	t1 = costed_fwd(&f, "proj_cast", 1);
+	f.gpu.fp8_cast_transpose_efficiency = 0.5;
+	proj = fwd_op(&f, &d, &o, "proj_cast");
+	fixture_assert_close(proj->k.mem_eff, 0.5);
+	t2 = costed_fwd(&f, "proj_cast", 1);
+	fixture_assert_close(t2 - 4e-6, 2 * (t1 - 4e-6));
+	f.gpu.fp8_gemm_any_layout = 1;
+	proj = fwd_op(&f, &d, &o, "proj_cast");
+	fixture_assert_close(proj->k.mem_eff, 1);
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	proj = fwd_op(&f, &d, &o, "proj_cast");
+	fixture_assert_close(proj->k.mem_eff, 1);
+	f.job.training.dtype = DTYPE_MXFP8;
+	proj = fwd_op(&f, &d, &o, "proj_cast");
+	fixture_assert_close(proj->k.mem_eff, 1);
+}
