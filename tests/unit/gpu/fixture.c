@@ -3,8 +3,13 @@
  */
 #include "fixture.h"
 
+#include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "base/diag.h"
+#include "config/spec_gpu.h"
 
 static int64_t tile_m[] = {128};
 static int64_t tile_n[] = {128};
@@ -45,4 +50,18 @@ void gpu_fixture_toy(struct gpu_spec *g)
 int gpu_fixture_near(double a, double b, double rel)
 {
 	return fabs(a - b) <= rel * fabs(b);
+}
+
+int gpu_fixture_check(struct gpu_spec *g, char *buf, size_t len)
+{
+	struct diag d;
+	FILE *f = fmemopen(buf, len - 1, "w");
+	int rc;
+
+	cr_assert_not_null(f);
+	diag_init(&d, f);
+	rc = gpu_schema.check(g, &(struct schema_at){ NULL, NULL }, &d);
+	fclose(f);
+	cr_assert_eq(rc < 0, d.errors > 0);
+	return rc;
 }

@@ -18,6 +18,8 @@
 #ifndef LLMSIM_TEST_GPU_FIXTURE_H
 #define LLMSIM_TEST_GPU_FIXTURE_H
 
+#include <stddef.h>
+
 #include "gpu/gpu.h"
 
 /* Fill *g with the toy GPU (static storage for the tile lists). */
@@ -25,5 +27,10 @@ void gpu_fixture_toy(struct gpu_spec *g);
 
 /* Relative closeness: |a - b| <= rel * |b|. */
 int gpu_fixture_near(double a, double b, double rel);
+
+/* Run the GPU schema's cross-field check on *g, its messages written into
+ * buf (len bytes, NUL-terminated); asserts that a negative return comes
+ * with errors and returns the check's result. */
+int gpu_fixture_check(struct gpu_spec *g, char *buf, size_t len);
 
 #endif

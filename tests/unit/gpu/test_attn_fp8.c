@@ -144,16 +144,7 @@ Test(gpu, fp8_window_backward_masks_every_tile_it_computes)
 
 static int check(struct gpu_spec *g, char *buf, size_t len)
 {
-	struct diag d;
-	FILE *f = fmemopen(buf, len - 1, "w");
-	int rc;
-
-	cr_assert_not_null(f);
-	diag_init(&d, f);
-	rc = gpu_schema.check(g, &(struct schema_at){ NULL, NULL }, &d);
-	fclose(f);
-	cr_assert_eq(rc < 0, d.errors > 0);
-	return rc;
+	return gpu_fixture_check(g, buf, len);
 }
 
 static void minimal(struct gpu_spec *g)

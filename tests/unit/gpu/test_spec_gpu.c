@@ -10,6 +10,7 @@
 
 #include "base/diag.h"
 #include "config/spec_gpu.h"
+#include "fixture.h"
 
 static int64_t two[] = {128, 256};
 static int64_t one[] = {128};
@@ -26,16 +27,7 @@ static void minimal(struct gpu_spec *g)
 
 static int check(struct gpu_spec *g, char *buf, size_t len)
 {
-	struct diag d;
-	FILE *f = fmemopen(buf, len - 1, "w");
-	int rc;
-
-	cr_assert_not_null(f);
-	diag_init(&d, f);
-	rc = gpu_schema.check(g, &(struct schema_at){ NULL, NULL }, &d);
-	fclose(f);
-	cr_assert_eq(rc < 0, d.errors > 0);
-	return rc;
+	return gpu_fixture_check(g, buf, len);
 }
 
 Test(spec_gpu, check_derives_defaults)
