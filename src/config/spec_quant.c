@@ -33,7 +33,6 @@
 #include "base/diag.h"
 
 #define SEG_MAX 64		/* characters of a segment kept, with its NUL */
-#define SEG_N 16		/* path segments of a pattern read; the rest ignored */
 
 struct seg_class {
 	const char *name;
@@ -92,29 +91,27 @@ static int is_number(const char *s)
 	return 1;
 }
 
-/* Split a lower-cased copy of p into segments at anything that is not a
- * letter, digit or underscore ('.', '*', regex syntax, ':'). */
-static size_t split(const char *p, char buf[][SEG_MAX], size_t max)
+/* The next segment of *p, lower-cased into out (its first SEG_MAX - 1
+ * characters): a run of letters, digits and underscores, cut at anything
+ * else ('.', '*', regex syntax, ':'). Advances *p past it; 0 when no
+ * segment is left. A pattern has any number of segments. */
+static int next_seg(const char **p, char out[SEG_MAX])
 {
-	size_t n = 0, k = 0;
+	const char *s = *p;
+	size_t k = 0;
 
-	for (;; p++) {
-		int c = (unsigned char)*p;
-
-		if (c && (isalnum(c) || c == '_')) {
-			if (k + 1 < SEG_MAX)
-				buf[n][k++] = (char)tolower(c);
-			continue;
-		}
-		if (k > 0 && n < max) {
-			buf[n][k] = 0;
-			n++;
-		}
-		k = 0;
-		if (!c || n == max)
-			break;
+	while (*s && !(isalnum((unsigned char)*s) || *s == '_'))
+		s++;
+	if (!*s) {
+		*p = s;
+		return 0;
 	}
-	return n;
+	for (; *s && (isalnum((unsigned char)*s) || *s == '_'); s++)
+		if (k + 1 < SEG_MAX)
+			out[k++] = (char)tolower((unsigned char)*s);
+	out[k] = 0;
+	*p = s;
+	return 1;
 }
 
 static unsigned seg_class(const char *s)
@@ -129,17 +126,16 @@ static unsigned seg_class(const char *s)
 
 unsigned quant_exclude_class(const char *pattern)
 {
-	char seg[SEG_N][SEG_MAX];
-	size_t n = split(pattern ? pattern : "", seg, SEG_N), i;
-	unsigned cls = 0, c;
+	char seg[SEG_MAX];
+	const char *p = pattern ? pattern : "";
+	unsigned cls = 0, c, prev = 0;
 	int block_last = 0;
 
-	for (i = 0; i < n; i++) {
-		c = seg_class(seg[i]);
+	for (; next_seg(&p, seg); prev = seg_class(seg)) {
+		c = seg_class(seg);
 		/* an MoE block's "gate" is its router (Qwen3-MoE, DeepSeek
 		 * mlp.gate; Mixtral block_sparse_moe.gate) */
-		if (!c && strcmp(seg[i], "gate") == 0 && i > 0 &&
-		    seg_class(seg[i - 1]) == BLOCK)
+		if (!c && strcmp(seg, "gate") == 0 && prev == BLOCK)
 			c = QX_ROUTER;
 		if (c == BLOCK) {
 			block_last = 1;
@@ -239,12 +235,10 @@ unsigned quant_layer_excluded(const struct quant_spec *q, int64_t layer)
  * typo, or a module of an architecture not modelled). */
 static int generic_only(const char *pattern)
 {
-	char seg[SEG_N][SEG_MAX];
-	size_t n = split(pattern, seg, SEG_N), i;
+	char seg[SEG_MAX];
 
-	for (i = 0; i < n; i++)
-		if (!is_number(seg[i]) &&
-		    schema_name_index(scaffold, seg[i]) < 0)
+	while (next_seg(&pattern, seg))
+		if (!is_number(seg) && schema_name_index(scaffold, seg) < 0)
 			return 0;
 	return 1;
 }
@@ -327,10 +321,13 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 			if (generic_only(it->text))
 				continue;
 			{
-				char seg[SEG_N][SEG_MAX];
-				size_t n = split(it->text, seg, SEG_N);
-				const char *near = n ? schema_closest(
-					seg[n - 1], names, nn) : NULL;
+				char seg[SEG_MAX], last[SEG_MAX] = "";
+				const char *p = it->text, *near;
+
+				while (next_seg(&p, seg))
+					memcpy(last, seg, sizeof(last));
+				near = *last ? schema_closest(last, names, nn) :
+					       NULL;
 
 				diag_warn(d, it->file, it->line, it->col,
 					  "quantization_config.%s: '%s' names "

@@ -398,6 +398,15 @@ Test(hf_model, quant_exclusion_patterns_name_module_classes)
 	/* a whole MLP block: all it holds */
 	cr_assert_eq(quant_exclude_class("model.layers.*.mlp"),
 		     QX_MLP | QX_EXPERTS | QX_SHARED | QX_ROUTER);
+	/* a regex over 17 layer indices: 20 segments (model, layers, 0..16,
+	 * experts). Segments past the 16th were dropped, so the experts were
+	 * missed (class 0, then read as a whole-layer selection) */
+	cr_assert_eq(quant_exclude_class("re:model\\.layers\\.(0|1|2|3|4|5|6|7|8|"
+					 "9|10|11|12|13|14|15|16)\\.mlp\\.experts"),
+		     QX_EXPERTS);
+	cr_assert_eq(quant_exclude_class("model.layers.(0|1|2|3|4|5|6|7|8|9|10|"
+					 "11|12|13|14|15|16|17).mlp.gate"),
+		     QX_ROUTER);
 	cr_assert_eq(quant_exclude_class("re:.*lm_head"), QX_LM_HEAD);
 	cr_assert_eq(quant_exclude_class("model.embed_tokens"), QX_EMBED);
 	cr_assert_eq(quant_exclude_class("vision_model*"), QX_VISION);
