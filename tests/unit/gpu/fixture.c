@@ -65,3 +65,13 @@ int gpu_fixture_check(struct gpu_spec *g, char *buf, size_t len)
 	cr_assert_eq(rc < 0, d.errors > 0);
 	return rc;
 }
+
+struct gpu_attn_shape gpu_fixture_attn_shape(int causal)
+{
+	struct gpu_attn_shape a = {
+		.batch = 1, .heads_q = 25, .heads_kv = 25, .seq_q = 4096,
+		.seq_kv = 4096, .head_dim_qk = 128, .head_dim_v = 128,
+		.causal = causal,
+	};
+	return a;
+}

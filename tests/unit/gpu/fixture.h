@@ -28,6 +28,11 @@ void gpu_fixture_toy(struct gpu_spec *g);
 /* Relative closeness: |a - b| <= rel * |b|. */
 int gpu_fixture_near(double a, double b, double rel);
 
+/* The attention shape the attention tests share: 25 heads (q = kv) of
+ * 4096 at head dim 128, batch 1: 25 x 4096 / 128 = 800 work units, 8
+ * full waves of the toy's 100. */
+struct gpu_attn_shape gpu_fixture_attn_shape(int causal);
+
 /* Run the GPU schema's cross-field check on *g, its messages written into
  * buf (len bytes, NUL-terminated); asserts that a negative return comes
  * with errors and returns the check's result. */

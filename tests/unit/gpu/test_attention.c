@@ -28,12 +28,7 @@
  * LLC, so HBM serves it. */
 static struct gpu_attn_shape shape(int causal)
 {
-	struct gpu_attn_shape a = {
-		.batch = 1, .heads_q = 25, .heads_kv = 25, .seq_q = 4096,
-		.seq_kv = 4096, .head_dim_qk = 128, .head_dim_v = 128,
-		.causal = causal,
-	};
-	return a;
+	return gpu_fixture_attn_shape(causal);
 }
 
 Test(gpu, attention_flops_forward_and_backward)

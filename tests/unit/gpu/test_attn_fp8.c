@@ -25,12 +25,7 @@
  * 100 (test_attention.c's shape). */
 static struct gpu_attn_shape shape(int causal)
 {
-	struct gpu_attn_shape a = {
-		.batch = 1, .heads_q = 25, .heads_kv = 25, .seq_q = 4096,
-		.seq_kv = 4096, .head_dim_qk = 128, .head_dim_v = 128,
-		.causal = causal,
-	};
-	return a;
+	return gpu_fixture_attn_shape(causal);
 }
 
 /* An FP8 kernel with attention.fp8_fwd_efficiency 0.5 runs its tiles at
