@@ -50,7 +50,7 @@ static const char *const ignored[] = {
 	"ep_size", "_name_or_path", "model_name", "attn_implementation",
 	"head_dim_original", "initial_context_length",
 	"ffn_hidden_size", "tokenizer_class",
-	"is_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
+	"is_decoder", "is_encoder_decoder", "return_dict", "tie_encoder_decoder", "keys_to_ignore_at_inference",
 	/* Llama 4: the temperature's constants (attn_temperature_tuning
 	 * itself is a field: it adds kernels in some engines), cache
 	 * bookkeeping */
@@ -811,48 +811,6 @@ static double rope_mscale(const struct rope_scaling_spec *r)
 	return yarn_m(r->factor, 1);
 }
 
-/* torch's dtype names (torch.dtype; pytorch.org/docs/stable/
- * tensor_attributes.html), as transformers writes torch_dtype (or, since
- * v4.56, dtype) into config.json: str(dtype) without "torch.". llmsim
- * takes its dtypes from the job, but a name torch does not know
- * ('float3') is a broken file, not a model. */
-static const char *const torch_dtypes[] = {
-	"float32", "float", "float64", "double", "float16", "half",
-	"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-	"float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "complex32",
-	"complex64", "complex128", "uint8", "uint16", "uint32", "uint64",
-	"int8", "int16", "short", "int32", "int", "int64", "long", "bool",
-	"auto", NULL,
-};
-
-static int check_torch_dtype(const struct cnode *node, struct diag *d)
-{
-	static const char *const keys[] = { "torch_dtype", "dtype" };
-	int rc = 0;
-
-	for (size_t i = 0; i < 2; i++) {
-		const struct cnode *v = cnode_get(node, keys[i]);
-		const char *t;
-
-		if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
-			continue;
-		t = v->kind == CNODE_SCALAR ? v->text : "";
-		if (strncmp(t, "torch.", 6) == 0)
-			t += 6;
-		if (v->kind == CNODE_SCALAR &&
-		    schema_name_index(torch_dtypes, t) >= 0)
-			continue;
-		cnode_error(d, v, "'%s': expected a torch dtype name such as "
-			    "'bfloat16' (float32, float16, float8_e4m3fn, "
-			    "...), got %s%s%s", keys[i],
-			    v->kind == CNODE_SCALAR ? "'" : "",
-			    v->kind == CNODE_SCALAR ? v->text : "a collection",
-			    v->kind == CNODE_SCALAR ? "'" : "");
-		rc = -1;
-	}
-	return rc;
-}
-
 static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -922,7 +880,7 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
 		rc = -1;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
-	    check_torch_dtype(node, d) != 0)
+	    model_check_hf_keys(node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
 				m->qk_rope_head_dim == 0 || m->v_head_dim == 0)) {

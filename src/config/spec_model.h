@@ -153,6 +153,12 @@ struct diag;
 int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 			struct diag *d);
 
+/* Hugging Face keys llmsim does not model but checks (spec_model_hf.c):
+ * torch_dtype and dtype name torch dtypes, rope_theta is a number > 0,
+ * architectures names decoder-only LM classes, is_encoder_decoder is not
+ * true. 0, or -1 after reporting each bad value at its file:line:col. */
+int model_check_hf_keys(const struct cnode *map, struct diag *d);
+
 struct model_spec {
 	const char *name;			/* preset name */
 	const char *model_type;			/* "llama", "mixtral", "deepseek_v3" (info) */

@@ -223,6 +223,10 @@ struct cnode *model_text_config(struct arena *a, struct cnode *root,
 		if (strcmp(text->pairs[i].key->text, "text_model_of") != 0)
 			rc = add(a, out, &cap, text->pairs[i].key,
 				 text->pairs[i].value, d);
+	/* the wrapper's own checked keys (architectures, rope_theta, ...),
+	 * which the loop below drops: text_config's are checked with it */
+	if (model_check_hf_keys(root, d) != 0)
+		bad = 1;
 	for (i = 0; i < root->npairs && rc == 0; i++) {
 		struct cnode_pair *p = &root->pairs[i];
 

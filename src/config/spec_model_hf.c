@@ -1,0 +1,222 @@
+/*
+ * spec_model_hf.c - Hugging Face config.json keys llmsim does not model
+ * but still checks: a value no real checkpoint could hold is a broken or
+ * foreign file, not a model to simulate.
+ *
+ *   torch_dtype, dtype   a torch dtype name (llmsim takes dtypes from the
+ *                        job, but 'float3' is a broken file)
+ *   rope_theta           the rotary base b of inv_freq_i = b^(-2i/d)
+ *                        (transformers modeling_rope_utils
+ *                        _compute_default_rope_parameters): a finite
+ *                        number > 0; b = 0 makes every frequency but the
+ *                        first infinite, b < 0 makes them NaN. Checked at
+ *                        the top level and inside rope_scaling.
+ *   architectures        the model classes the checkpoint was saved from.
+ *                        llmsim simulates a decoder-only language model
+ *                        with its LM head; transformers names those
+ *                        classes *ForCausalLM or *LMHeadModel (its
+ *                        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, models/auto/
+ *                        modeling_auto.py) and a multimodal wrapper around
+ *                        one *ForConditionalGeneration (Llama 4, Gemma 3,
+ *                        Qwen2.5-VL, Mistral 3). Any other class (BERT's
+ *                        *ForMaskedLM, a reward model's
+ *                        *ForSequenceClassification, CLIPModel) is a
+ *                        different computation: an error that says how to
+ *                        simulate it as a decoder-only LM anyway.
+ *   is_encoder_decoder   true (T5, BART, Whisper): not a decoder-only
+ *                        model, an error.
+ * Every error names file:line:col of the value.
+ */
+#include "spec_model.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnode.h"
+#include "schema.h"
+#include "base/diag.h"
+
+/* torch's dtype names (torch.dtype; pytorch.org/docs/stable/
+ * tensor_attributes.html), as transformers writes torch_dtype (or, since
+ * v4.56, dtype) into config.json: str(dtype) without "torch.". */
+static const char *const torch_dtypes[] = {
+	"float32", "float", "float64", "double", "float16", "half",
+	"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+	"float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "complex32",
+	"complex64", "complex128", "uint8", "uint16", "uint32", "uint64",
+	"int8", "int16", "short", "int32", "int", "int64", "long", "bool",
+	"auto", NULL,
+};
+
+/* How a value reads in a message: 'text' for a scalar, else its kind. */
+static const char *shown(const struct cnode *v, char *buf, size_t n)
+{
+	if (v->kind != CNODE_SCALAR)
+		return v->kind == CNODE_SEQ ? "a list" : "a mapping";
+	snprintf(buf, n, "'%s'", v->text);
+	return buf;
+}
+
+static int check_torch_dtype(const struct cnode *node, struct diag *d)
+{
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	int rc = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		const struct cnode *v = cnode_get(node, keys[i]);
+		const char *t;
+
+		if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
+			continue;
+		t = v->kind == CNODE_SCALAR ? v->text : "";
+		if (strncmp(t, "torch.", 6) == 0)
+			t += 6;
+		if (v->kind == CNODE_SCALAR &&
+		    schema_name_index(torch_dtypes, t) >= 0)
+			continue;
+		cnode_error(d, v, "'%s': expected a torch dtype name such as "
+			    "'bfloat16' (float32, float16, float8_e4m3fn, "
+			    "...), got %s%s%s", keys[i],
+			    v->kind == CNODE_SCALAR ? "'" : "",
+			    v->kind == CNODE_SCALAR ? v->text : "a collection",
+			    v->kind == CNODE_SCALAR ? "'" : "");
+		rc = -1;
+	}
+	return rc;
+}
+
+/* A decimal number (JSON's or YAML's: 1e6, 500000.0), finite, in *v. */
+static int decimal(const char *t, double *v)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)t[*t == '-']) && t[*t == '-'] != '.')
+		return 0;
+	if (strpbrk(t, "xXpP"))	/* strtod's hex floats */
+		return 0;
+	*v = strtod(t, &end);
+	return end != t && *end == '\0' && isfinite(*v);
+}
+
+/* rope_theta in map (named path in the message): absent or null, or an
+ * unquoted finite number > 0. */
+static int check_theta(const struct cnode *map, const char *path,
+		       struct diag *d)
+{
+	const struct cnode *v = map && map->kind == CNODE_MAP ?
+				cnode_get(map, "rope_theta") : NULL;
+	char buf[96];
+	double b;
+
+	if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
+		return 0;
+	if (v->kind == CNODE_SCALAR && !v->quoted &&
+	    decimal(v->text, &b) && b > 0)
+		return 0;
+	cnode_error(d, v, "'%s': expected the rotary base, a number > 0 such "
+		    "as 10000 (inv_freq = rope_theta^(-2i/head_dim)), got %s%s",
+		    path, shown(v, buf, sizeof(buf)), v->kind == CNODE_SCALAR &&
+		    v->quoted ? " (a quoted string; write it without quotes)" :
+		    "");
+	return -1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Whether class name c is a decoder-only LM class (see the top). */
+static int causal_lm_class(const char *c)
+{
+	return ends_with(c, "ForCausalLM") || ends_with(c, "LMHeadModel") ||
+	       ends_with(c, "ForConditionalGeneration");
+}
+
+static int check_architectures(const struct cnode *node, struct diag *d)
+{
+	const struct cnode *v = cnode_get(node, "architectures");
+	char buf[96];
+	size_t i;
+	int rc = 0;
+
+	if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
+		return 0;
+	if (v->kind != CNODE_SEQ) {
+		cnode_error(d, v, "'architectures': expected a list of model "
+			    "class names such as [\"LlamaForCausalLM\"], got %s",
+			    shown(v, buf, sizeof(buf)));
+		return -1;
+	}
+	for (i = 0; i < v->nitems; i++) {
+		const struct cnode *c = v->items[i];
+
+		if (c->kind != CNODE_SCALAR || cnode_is_null(c)) {
+			cnode_error(d, c, "'architectures': expected a model "
+				    "class name such as \"LlamaForCausalLM\", "
+				    "got %s", c->kind == CNODE_SCALAR ? "null" :
+				    shown(c, buf, sizeof(buf)));
+			rc = -1;
+		} else if (!causal_lm_class(c->text)) {
+			cnode_error(d, c, "'architectures': '%s' is not a "
+				    "decoder-only language model (a class "
+				    "ending ForCausalLM, LMHeadModel or "
+				    "ForConditionalGeneration); llmsim "
+				    "simulates one with its LM head: remove "
+				    "'architectures' to simulate this config "
+				    "as one anyway", c->text);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+static int check_encoder_decoder(const struct cnode *node, struct diag *d)
+{
+	const struct cnode *v = cnode_get(node, "is_encoder_decoder");
+	int on;
+
+	if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
+		return 0;
+	on = v->kind == CNODE_SCALAR && !v->quoted ?
+	     (strcmp(v->text, "true") == 0 ? 1 :
+	      strcmp(v->text, "false") == 0 ? 0 : -1) : -1;
+	if (on < 0) {
+		char buf[96];
+
+		cnode_error(d, v, "'is_encoder_decoder': expected true or "
+			    "false, got %s", shown(v, buf, sizeof(buf)));
+		return -1;
+	}
+	if (!on)
+		return 0;
+	cnode_error(d, v, "%s", "'is_encoder_decoder': an encoder-decoder "
+		    "model (T5, BART, Whisper) is not simulated; llmsim "
+		    "simulates decoder-only language models");
+	return -1;
+}
+
+int model_check_hf_keys(const struct cnode *node, struct diag *d)
+{
+	int rc = 0;
+
+	if (!node || node->kind != CNODE_MAP)
+		return 0;
+	if (check_torch_dtype(node, d) != 0)
+		rc = -1;
+	if (check_theta(node, "rope_theta", d) != 0)
+		rc = -1;
+	if (check_theta(cnode_get(node, "rope_scaling"),
+			"rope_scaling.rope_theta", d) != 0)
+		rc = -1;
+	if (check_architectures(node, d) != 0)
+		rc = -1;
+	if (check_encoder_decoder(node, d) != 0)
+		rc = -1;
+	return rc;
+}
