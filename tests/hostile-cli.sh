@@ -171,6 +171,24 @@ printf 'garbage line\n' >"$tmp/imp.txt"
 [ $? = 2 ] && grep -q "imp.txt:1: error: not a protocol line (a JSON object with a \"type\"): 'garbage line'$" "$tmp/err" ||
 	{ echo "FAIL: measure --import garbage:"; cat "$tmp/err"; fail=1; }
 
+# ---- measure --import without a hello line names a line (it said
+# "FILE: error: expected a hello line and at least one point", no line,
+# after printing the points under a header of "0 ranks (0 nodes x 0)").
+pt='{"type":"point","op":"allreduce","dtype":"float","bytes":1048576,"count":262144,"ranks":2,"iters":20,"time_us":104.3,"time_min_us":103.6,"time_max_us":121.0,"algbw_GBps":10.05,"busbw_GBps":10.05,"check":"ok","wrong":0}'
+printf '\n%s\n' "$pt" >"$tmp/nohello.jsonl"
+"$llmsim" measure --import "$tmp/nohello.jsonl" --no-store >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "nohello.jsonl:2: error: a point with no hello line before it" "$tmp/err" &&
+	! grep -q "0 ranks" "$tmp/out" ||
+	{ echo "FAIL: measure --import without hello:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+: >"$tmp/empty.jsonl"
+"$llmsim" measure --import "$tmp/empty.jsonl" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "empty.jsonl:1: error: expected a hello line, then points (docs/measure.md), got an empty file" "$tmp/err" ||
+	{ echo "FAIL: measure --import empty:"; cat "$tmp/err"; fail=1; }
+printf '%s\n' '{"type":"hello","protocol":1,"backend":"mpi","host":"vm","device":"cpu","library":"x","library_version":"1","library_path":"","runtime":"r","ranks":2,"nodes":1,"devices_per_node":2,"cpus":2,"iters":20,"warmup":5}' '{"type":"end","points":0}' >"$tmp/nopoint.jsonl"
+"$llmsim" measure --import "$tmp/nopoint.jsonl" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "nopoint.jsonl:2: error: no point after the hello line (line 1)" "$tmp/err" ||
+	{ echo "FAIL: measure --import hello only:"; cat "$tmp/err"; fail=1; }
+
 # ---- a long serving run says what it does (300,000 requests ran 17 s
 # without a word; the schema allows 1e8, hours): a line at the start
 # past 50,000 requests, then one every 2 s of wall time.

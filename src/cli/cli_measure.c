@@ -416,7 +416,7 @@ static int read_lines(FILE *f, const char *where, struct measure_log *m,
 {
 	char *line = NULL;
 	size_t cap = 0;
-	int rc = 0, r;
+	int rc = 0, r, shown = 0;
 
 	while (getline(&line, &cap, f) > 0) {
 		r = measure_line(m, line, where, d);
@@ -424,8 +424,10 @@ static int read_lines(FILE *f, const char *where, struct measure_log *m,
 			rc = -1;
 			continue;	/* drain: the backend must not block */
 		}
-		if (r == 1 && o->fmt == OUT_TABLE) {
-			if (m->npts == 1)
+		/* the table's header is the hello's: a point before it (an
+		 * imported file without one, refused) is not printed */
+		if (r == 1 && o->fmt == OUT_TABLE && m->have_hello) {
+			if (!shown++)
 				measure_print_header(stdout, m, o->op);
 			measure_print_point(stdout, &m->pts[m->npts - 1]);
 			fflush(stdout);
@@ -516,6 +518,42 @@ static int run_backend(const struct mopts *o, struct measure_log *m,
 	return rc;
 }
 
+/* An imported stream holds a hello line, then points: else an error at
+ * the line where the hello was due (the first point; else the last
+ * line read, line 1 of an empty file) or, with a hello and no point, at
+ * the last line. */
+static int import_complete(const char *file, const struct measure_log *m,
+			   struct diag *d)
+{
+	int last = m->lines ? (int)m->lines : 1;
+
+	if (m->lines == 0) {
+		diag_error(d, file, 1, 0, "expected a hello line, then points "
+			   "(docs/measure.md), got an empty file");
+		return CLI_USAGE;
+	}
+	/* (a hello that was refused failed the read before this) */
+	if (!m->have_hello && m->first_point_line) {
+		diag_error(d, file, (int)m->first_point_line, 0, "a point "
+			   "with no hello line before it: the stream opens "
+			   "with the backend's hello (docs/measure.md)");
+		return CLI_USAGE;
+	}
+	if (!m->have_hello) {
+		diag_error(d, file, last, 0, "expected a hello line, then "
+			   "points (docs/measure.md), got neither in %u "
+			   "line%s", m->lines, m->lines == 1 ? "" : "s");
+		return CLI_USAGE;
+	}
+	if (m->npts == 0) {
+		diag_error(d, file, last, 0, "no point after the hello line "
+			   "(line %u): nothing measured (docs/measure.md)",
+			   m->hello_line);
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
 static int import(const struct mopts *o, struct measure_log *m,
 		  struct diag *d)
 {
@@ -538,12 +576,7 @@ static int import(const struct mopts *o, struct measure_log *m,
 			   strerror(err));
 		return CLI_USAGE;
 	}
-	if (!m->have_hello || m->npts == 0) {
-		diag_error(d, o->import, 0, 0, "expected a hello line and at "
-			   "least one point (docs/measure.md)");
-		return CLI_USAGE;
-	}
-	return CLI_OK;
+	return import_complete(o->import, m, d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -626,7 +659,7 @@ static void output(const struct mopts *o, struct measure_log *m)
 		cJSON_free(s);
 	} else if (o->fmt == OUT_CSV) {
 		measure_print_csv(stdout, m);
-	} else if (m->npts) {
+	} else if (m->npts && m->have_hello) {
 		measure_print_footer(stdout, m);
 	}
 }

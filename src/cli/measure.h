@@ -31,6 +31,8 @@ struct measure_log {
 	int err_status;			/* an error line's status (0: none) */
 	char *err_msg;			/* its message */
 	unsigned lines;			/* lines read */
+	unsigned hello_line;		/* the first hello's line (0: none) */
+	unsigned first_point_line;	/* the first point line's (0: none) */
 };
 
 void measure_init(struct measure_log *m);

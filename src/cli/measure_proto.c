@@ -226,10 +226,15 @@ int measure_line(struct measure_log *m, const char *line, const char *where,
 		cJSON_Delete(o);
 		return -1;
 	}
-	if (strcmp(t->valuestring, "hello") == 0)
+	if (strcmp(t->valuestring, "hello") == 0) {
 		rc = hello(m, o, where, d);
-	else if (strcmp(t->valuestring, "point") == 0)
+		if (!m->hello_line)
+			m->hello_line = m->lines;
+	} else if (strcmp(t->valuestring, "point") == 0) {
+		if (!m->first_point_line)
+			m->first_point_line = m->lines;
 		rc = point(m, o, where, d);
+	}
 	else if (strcmp(t->valuestring, "error") == 0)
 		rc = error_line(m, o);
 	else if (strcmp(t->valuestring, "end") == 0)
