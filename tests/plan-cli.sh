@@ -133,6 +133,44 @@ n=$(grep -c 'llmsim plan: interrupted before the search finished' "$tmp/err")
 [ "$got" = 143 ] && [ "$n" = 1 ] && [ ! -s "$tmp/out" ] ||
 	{ echo "FAIL: SIGTERM mid-plan: exit $got, $n interrupted lines"; cat "$tmp/err"; fail=1; }
 
+# The workers: a SIGTERM to plan ends them too (PR_SET_PDEATHSIG; a
+# worker gone or a zombie this container's init does not reap has
+# ended), and a worker killed on its own (kill, the OOM killer) is named
+# with its signal (plan exited 1 without a word).
+kids_of() {	# kids_of PID: its children, waiting up to 10 s for them
+	i=0 kids=
+	while [ $i -lt 100 ] && [ -z "$kids" ]; do
+		kids=$(ps -o pid= --ppid "$1" 2>/dev/null)
+		[ -n "$kids" ] || sleep 0.1
+		i=$((i + 1))
+	done
+}
+"$llmsim" plan "$job" --top 1000 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+kids_of $pid
+[ -n "$kids" ] || { echo "FAIL: plan --jobs 2: no workers after 10 s"; fail=1; }
+kill -TERM $pid
+wait $pid 2>/dev/null
+sleep 1
+for k in $kids; do
+	case $(ps -o stat= -p "$k" 2>/dev/null) in
+	"" | Z*) ;;
+	*) echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"; fail=1
+	   kill "$k" 2>/dev/null ;;
+	esac
+done
+"$llmsim" plan "$job" --top 100 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+kids_of $pid
+k1=$(echo $kids | cut -d' ' -f1)
+[ -n "$k1" ] && kill -TERM "$k1"
+wait $pid 2>/dev/null
+got=$?
+[ "$got" = 1 ] && [ ! -s "$tmp/out" ] &&
+	grep -q "error: plan: a full-run worker (pid $k1) was killed by signal 15" "$tmp/err" &&
+	grep -q "error: plan: [0-9]* of 100 full runs came back" "$tmp/err" ||
+	{ echo "FAIL: plan with a worker killed: exit $got"; cat "$tmp/err"; fail=1; }
+
 # The analytical tier ranks like the full simulation.
 printf '%-34s %6s %8s %4s %7s %7s %9s %9s %8s\n' job GPUs ranked n rho \
 	rho_top20 fastest med_err max_err

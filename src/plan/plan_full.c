@@ -333,8 +333,15 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 			;
 		if (got_pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			rc = -1;
+		/* a worker that failed said why; one killed (kill, the OOM
+		 * killer) could not */
+		if (got_pid > 0 && WIFSIGNALED(status))
+			diag_error(d, NULL, 0, 0, "plan: a full-run worker (pid "
+				   "%ld) was killed by signal %d (%s)",
+				   (long)got_pid, WTERMSIG(status),
+				   strsignal(WTERMSIG(status)));
 	}
-	if (rc == 0 && got != n) {
+	if (got != n) {
 		diag_error(d, NULL, 0, 0, "plan: %zu of %zu full runs came back",
 			   got, n);
 		rc = -1;
