@@ -273,14 +273,20 @@ grep -q "order:2: error: point: expected time_min_us <= time_us <= time_max_us, 
 # ---- a SIGTERM to validate ends its training workers too (they ran on,
 # reparented, to their next write). A worker that is gone, or a zombie
 # this container's init does not reap, has ended.
-"$llmsim" validate --kind training --jobs 2 --no-store >/dev/null 2>&1 &
+"$llmsim" validate --kind training --jobs 2 --no-store >"$tmp/vout" 2>"$tmp/verr" &
 vpid=$!
 sleep 3
 kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
 [ -n "$kids" ] || bad "validate --jobs 2: no workers after 3 s"
 kill -TERM $vpid
 wait $vpid 2>/dev/null
+vst=$?
 sleep 1
+# ... and says so, once, from validate itself (it died without a word):
+# exit 143 = 128 + SIGTERM, no table on stdout
+n=$(grep -c 'llmsim validate: interrupted while running the training cases; nothing was printed or stored' "$tmp/verr")
+[ "$vst" = 143 ] && [ "$n" = 1 ] && [ ! -s "$tmp/vout" ] ||
+	bad "validate after SIGTERM: exit $vst, $n interrupted lines"
 for k in $kids; do
 	case $(ps -o stat= -p "$k" 2>/dev/null) in
 	"" | Z*) ;;

@@ -241,6 +241,8 @@ static const struct cli_command commands[] = {
 	  "a constant was fitted on (fitted_on: in configs/) apart from\n"
 	  "independent ones), store the rows (view v_validation), and exit 1 when\n"
 	  "a table misses its gates (results/reference/validate.yaml).\n"
+	  "Ctrl-C or SIGTERM stops it and says what was running; nothing is\n"
+	  "printed or stored then (the tables print after every case ran).\n"
 	  "\n"
 	  "  --kind K         kernel, collective, training, moe, cp, dispatch,\n"
 	  "                   measured, inference, latency or all\n"

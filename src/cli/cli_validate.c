@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "base/arena.h"
@@ -318,6 +319,64 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 	return rc < 0 ? -1 : 0;
 }
 
+/* ---- interruption --------------------------------------------------
+ * SIGINT or SIGTERM: one line saying what was running and that nothing
+ * was printed or stored (the tables print after every case ran; a store
+ * is one transaction), then death by the signal (exit 130 or 143), as
+ * plan and sweep do. It died silently. */
+
+enum { VSTAGE_CASES, VSTAGE_PRINT, VSTAGE_STORE };
+
+static volatile sig_atomic_t vstage, vkind;
+static pid_t validate_pid;	/* forked training workers die silently */
+
+static void say(const char *s)
+{
+	(void)!write(STDERR_FILENO, s, strlen(s));
+}
+
+static void on_stop(int sig)
+{
+	if (getpid() == validate_pid) {
+		if (vstage == VSTAGE_CASES) {
+			say("\nllmsim validate: interrupted while running the ");
+			say(vkind >= 0 && vkind < VK_COUNT ?
+			    valid_kind_names[vkind] : "?");
+			say(" cases; nothing was printed or stored\n");
+		} else if (vstage == VSTAGE_PRINT) {
+			say("\nllmsim validate: interrupted while printing the "
+			    "tables; nothing was stored\n");
+		} else {
+			say("\nllmsim validate: interrupted while storing the "
+			    "rows (a store is one transaction: all or "
+			    "nothing)\n");
+		}
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Catch the stop signals (one ignored when we started, as in a
+ * background job of a script, stays ignored). */
+static void catch_stops(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa, old;
+	size_t i;
+
+	vstage = VSTAGE_CASES;
+	vkind = VK_KERNEL;
+	validate_pid = getpid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		sigaction(sigs[i], NULL, &old);
+		if (old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 		  struct valid_set *set)
 {
@@ -331,6 +390,7 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 	for (k = 0; k <= VK_DISPATCH && rc == 0; k++) {
 		if (!o->kinds[k])
 			continue;
+		vkind = k;
 		if (!(dir = arena_printf(cx->arena, "%s/%s", ref, sub[k]))) {
 			diag_oom(cx->diag);
 			return -1;
@@ -347,11 +407,14 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 			diag_oom(cx->diag);
 			return -1;
 		}
+		vkind = o->kinds[VK_INFERENCE] ? VK_INFERENCE : VK_LATENCY;
 		rc = valid_inference(set, cx, dir, o->kinds[VK_INFERENCE],
 				     o->kinds[VK_LATENCY]);
 	}
-	if (rc == 0 && o->kinds[VK_MEASURED])
+	if (rc == 0 && o->kinds[VK_MEASURED]) {
+		vkind = VK_MEASURED;
 		rc = measured(o, cx, set);
+	}
 	return rc;
 }
 
@@ -395,6 +458,7 @@ int cli_validate(int argc, char **argv, const char *argv0)
 	const char *ref, *gfile;
 	int k, rc;
 
+	catch_stops();
 	memset(&set, 0, sizeof(set));
 	for (k = 0; k < VK_COUNT; k++)
 		o.kinds[k] = 1;
@@ -422,7 +486,10 @@ int cli_validate(int argc, char **argv, const char *argv0)
 		rc = d.oom || o.db_failed ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
+	vstage = VSTAGE_PRINT;
 	rc = report(&o, &set, g) ? CLI_FAIL : CLI_OK;
+	fflush(stdout);
+	vstage = VSTAGE_STORE;
 	if (o.store && set.n &&
 	    store_set(&o, ref, cx.data_root, &set, &d) != CLI_OK)
 		rc = CLI_FAIL;
