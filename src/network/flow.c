@@ -44,6 +44,18 @@
 #include "base/mem.h"
 #include "maxmin.h"
 
+#define GUEST_MAX_LINKS 8	/* a guest crosses at most these links */
+#define GUEST_MAX_BATCH 8	/* guests settled in one solve, at most
+				 * (mm_local() settles 8 new variables) */
+
+/* A guest's lists beside it (flow_set_host's links_fn), per link. */
+struct guest_lists {
+	double cap[GUEST_MAX_LINKS];	/* B/s */
+	double left[GUEST_MAX_LINKS];	/* B/s */
+	double maxr[GUEST_MAX_LINKS];	/* B/s */
+	uint32_t cnt[GUEST_MAX_LINKS];
+};
+
 struct flow {
 	struct flownet *net;
 	mm_id var;
@@ -61,11 +73,12 @@ struct flow {
 	uint32_t n;
 	double bound_Bps;
 	units_ns_t host_next;	/* ns, the host's next event */
+	struct guest_lists gl;	/* what its lists hold beside it, from
+				 * its solve (the host's flows stay as
+				 * they are until it ends) */
 };
 
-#define GUEST_MAX_LINKS 8	/* a guest crosses at most these links */
-#define GUEST_MAX_BATCH 8	/* guests settled in one solve, at most
-				 * (mm_local() settles 8 new variables) */
+
 
 struct flownet {
 	const struct topo *topo;
@@ -282,14 +295,14 @@ static void drop_guest(struct flownet *f, struct flow *fl)
 
 /* What guest fl's lists hold beside it: the host's flows (crun.c). */
 static void guest_lists(struct flownet *f, const struct flow *fl,
-			double *cap, double *left, uint32_t *cnt,
-			double *maxr)
+			struct guest_lists *gl)
 {
 	uint32_t i;
 
 	for (i = 0; i < fl->n; i++)
-		cap[i] = f->topo->links[fl->links[i]].cap_Bps;
-	f->host_links(fl->host, fl->links, fl->n, left, cnt, maxr);
+		gl->cap[i] = f->topo->links[fl->links[i]].cap_Bps;
+	f->host_links(fl->host, fl->links, fl->n, gl->left, gl->cnt,
+		      gl->maxr);
 }
 
 /* Evict host: its flows become variables (the evict callback), then its
@@ -319,18 +332,17 @@ static void materialize(struct flownet *f, void *host)
 	}
 }
 
-/* Whether guest fl may leave now without its variable ever existing. */
+/* Whether guest fl may leave now without its variable ever existing:
+ * its lists hold what they held at its solve (no event of its host
+ * since). */
 static int guest_leaves(struct flownet *f, const struct flow *fl)
 {
-	double cap[GUEST_MAX_LINKS], left[GUEST_MAX_LINKS];
-	double maxr[GUEST_MAX_LINKS];
-	uint32_t cnt[GUEST_MAX_LINKS];
+	const struct guest_lists *gl = &fl->gl;
 
 	if (sim_now(f->sim) >= fl->host_next)
 		BUG("flow: a guest past its host's next event");
-	guest_lists(f, fl, cap, left, cnt, maxr);
-	return mm_guest_leave(f->mm, fl->n, fl->coef, cap, left, cnt, maxr,
-			      fl->rate_Bps);
+	return mm_guest_leave(f->mm, fl->n, fl->coef, gl->cap, gl->left,
+			      gl->cnt, gl->maxr, fl->rate_Bps);
 }
 
 /* The solve event with guests not yet settled (rate 0): settle them all
@@ -338,9 +350,7 @@ static int guest_leaves(struct flownet *f, const struct flow *fl)
  * make them all variables (the batch then is what it would have been). */
 static void settle_guests(struct flownet *f, long *settled)
 {
-	double cap[GUEST_MAX_LINKS], left[GUEST_MAX_LINKS];
-	double maxr[GUEST_MAX_LINKS];
-	uint32_t cnt[GUEST_MAX_LINKS], walk = 0, added = 0, i, k = 0;
+	uint32_t walk = 0, added = 0, i, k = 0;
 	units_ns_t now = sim_now(f->sim);
 	struct flow *todo[GUEST_MAX_BATCH];
 	double rate[GUEST_MAX_BATCH];
@@ -357,9 +367,10 @@ static void settle_guests(struct flownet *f, long *settled)
 			break;
 		}
 		todo[k] = fl;
-		guest_lists(f, fl, cap, left, cnt, maxr);
-		if (!mm_guest_settle(f->mm, fl->n, fl->coef, cap, left, cnt,
-				     maxr, fl->bound_Bps, &walk, &added,
+		guest_lists(f, fl, &fl->gl);
+		if (!mm_guest_settle(f->mm, fl->n, fl->coef, fl->gl.cap,
+				     fl->gl.left, fl->gl.cnt, fl->gl.maxr,
+				     fl->bound_Bps, &walk, &added,
 				     &rate[k]) ||
 		    units_ns_add(now, units_s_to_ns_sat(fl->left_B / rate[k]),
 				 &at) != 0 || at >= fl->host_next) {
