@@ -22,6 +22,7 @@
  *       hop_net:      {...}
  *       max_bytes: 16 MiB                    (optional)
  *       proto_max_bytes: {ll: 524287 B}      (optional, per protocol)
+ *       peer_max_bytes: {ll: 16 KiB}         (optional, p2p, per protocol)
  *       channel_min_bytes: {ll: 2048 B}      (optional, per protocol)
  *       channel_min_bytes_per_rank: {ll: 4 KiB}   (optional, per protocol)
  *       pipeline:                            (optional, per protocol)
@@ -120,6 +121,14 @@ static const struct schema_field pbytes_fields[] = {
 
 static const struct schema pbytes_schema = {
 	.kind = "collectives.algorithm.proto_max_bytes",
+	.help = "one size per protocol",
+	.size = sizeof(struct coll_proto_bytes),
+	.fields = pbytes_fields,
+	.nfields = SCHEMA_COUNT(pbytes_fields),
+};
+
+static const struct schema peer_bytes_schema = {
+	.kind = "collectives.algorithm.peer_max_bytes",
 	.help = "one size per protocol",
 	.size = sizeof(struct coll_proto_bytes),
 	.fields = pbytes_fields,
@@ -328,6 +337,14 @@ static const struct schema_field algo_fields[] = {
 		  "this algorithm with that protocol, as the maxBytes of "
 		  "MSCCL's per-protocol programs; larger ones take another "
 		  "protocol (0 = any)" },
+	{ .key = "peer_max_bytes", .type = ST_SECTION,
+	  .offset = AOFF(peer_max_B), .sub = &peer_bytes_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "p2p (all-to-all, send/recv), per protocol: largest send to "
+		  "one peer the library runs with that protocol, a rule rather "
+		  "than a tuned choice (NCCL: LL while the bytes fit "
+		  "NCCL_P2P_LL_THRESHOLD 16 KiB a channel); larger sends take "
+		  "a protocol without one (0 = no rule)" },
 	{ .key = "reduce_bandwidth", .type = ST_BANDWIDTH,
 	  .offset = AOFF(reduce_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "direct all-reduce: rate of the separate local reduction "
@@ -695,6 +712,39 @@ int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,
 	return PROTO_SIMPLE;
 }
 
+/* peer_max_bytes is p2p's (its sends to one peer), and a send over every
+ * limit needs an offered protocol without one. */
+static int peer_check(const struct coll_lib_spec *lib, int a,
+		      const struct cnode *node, struct diag *d)
+{
+	const struct coll_algo_spec *as = &lib->algo[a];
+	int p, limited = 0, open = 0;
+
+	for (p = 0; p < PROTO_COUNT; p++) {
+		if (as->peer_max_B.b[p] > 0 && a != ALGO_P2P) {
+			cnode_error(d, node, "'algorithms.%s.peer_max_bytes.%s': "
+				    "expected it under 'algorithms.p2p' only (a "
+				    "send's bytes to one peer), got it under %s",
+				    coll_algo_names[a], coll_proto_names[p],
+				    coll_algo_names[a]);
+			return -1;
+		}
+		if (!as->protocols.on[p])
+			continue;
+		if (as->peer_max_B.b[p] > 0)
+			limited = 1;
+		else
+			open = 1;
+	}
+	if (limited && !open) {
+		cnode_error(d, node, "'algorithms.%s.peer_max_bytes': expected "
+			    "an offered protocol without a limit for larger "
+			    "sends, got a limit on every one", coll_algo_names[a]);
+		return -1;
+	}
+	return 0;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
@@ -707,6 +757,9 @@ static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 			if (range_check(lib, a, p, node, d) != 0)
 				rc = -1;
 
+	for (a = 0; a < ALGO_COUNT; a++)
+		if (peer_check(lib, a, node, d) != 0)
+			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
 			if (pipe_check(lib, a, p, node, d) != 0)

@@ -111,6 +111,10 @@ struct coll_algo_spec {
 	struct coll_proto_flags up_then_down;	/* tree all-reduce: per protocol, the reduce
 						 * reaches the root over all the data before
 						 * the broadcast starts (else both at once) */
+	struct coll_proto_bytes peer_max_B;	/* B, p2p, per protocol: largest send to one
+						 * peer the library runs with it, by rule
+						 * (NCCL_P2P_LL_THRESHOLD): at or below it this
+						 * protocol, above it another; 0 = no rule */
 	double reduce_Bps;			/* B/s, a direct all-reduce's separate local
 						 * reduction between its two shots (of the
 						 * collective's bytes); 0 = fused into the receive */

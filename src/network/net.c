@@ -19,7 +19,9 @@
  * that ratio for the choice only: t_choice = L + (t - L) / r, L the
  * plan's latency constants; where it scales the latency (NCCL's ring
  * plateau: a ring Simple all-reduce across nodes at 1.4 L), the choice
- * adds (f - 1) L. Plans, idle
+ * adds (f - 1) L. A send's protocol in a p2p op (all-to-all, send/recv)
+ * is the library's rule where it gives one (peer_max_bytes: NCCL's LL
+ * threshold), not a timed choice. Plans, idle
  * times and choices are cached by collective (pcache.h), so a step that
  * repeats a collective pays once.
  *
@@ -455,6 +457,57 @@ static int proto_too_big(const struct coll_lib_spec *lib, int a, int p,
 	return max > 0 && bytes > max;
 }
 
+/* The largest send one rank makes to one peer in a p2p op (all-to-all:
+ * bytes / ranks, or the uneven matrix's largest entry off the diagonal;
+ * send/recv: its bytes); -1 for other ops. */
+static double peer_bytes(const struct coll_desc *c)
+{
+	uint32_t i, j, n = c->ngpus;
+	double m = 0;
+
+	if (c->op == COLL_SENDRECV)
+		return c->bytes;
+	if (c->op != COLL_ALLTOALL || n == 0)
+		return -1;
+	if (!c->a2a_B)
+		return c->bytes / n;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			if (j != i && c->a2a_B[(size_t)i * n + j] > m)
+				m = c->a2a_B[(size_t)i * n + j];
+	return m;
+}
+
+/* Whether the library's p2p rule (peer_max_bytes) takes protocol p away
+ * from algorithm a for c. NCCL does not tune a send's protocol: LL while
+ * the send fits NCCL_P2P_LL_THRESHOLD on its channels, else Simple
+ * (NVIDIA/nccl@5067397c src/enqueue.cc addP2pToPlan: protoLL &= bytes <=
+ * nChannels x P2pLLThreshold). So the protocol with the smallest limit
+ * the send fits is the only one; a send over every limit takes one
+ * without a limit. */
+static int peer_rule_skips(const struct coll_lib_spec *lib, int a, int p,
+			   const struct coll_desc *c)
+{
+	const struct coll_algo_spec *as = &lib->algo[a];
+	double peer = peer_bytes(c), lim = 0;
+	int q, rule = -1;
+
+	if (peer < 0)
+		return 0;
+	for (q = 0; q < PROTO_COUNT; q++) {
+		double m = as->peer_max_B.b[q];
+
+		if (m > 0 && as->protocols.on[q] && peer <= m &&
+		    (rule < 0 || m < lim)) {
+			rule = q;
+			lim = m;
+		}
+	}
+	if (rule >= 0)
+		return p != rule;
+	return as->peer_max_B.b[p] > 0;
+}
+
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
@@ -478,6 +531,9 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 			if (fp < 0 && proto_too_big(n->sys->collectives, a, p,
 						    c->bytes))
 				continue;	/* another protocol's program */
+			if (fp < 0 && peer_rule_skips(n->sys->collectives, a, p,
+						      c))
+				continue;	/* the library's p2p rule */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;

@@ -707,3 +707,61 @@ Test(net_coll, alltoall_across_nodes_has_no_p2p_pipeline)
 	p2p_pipeline(&f, 2e-6);
 	EQ_REL(coll_timed(&f.sys, &r).time_s, bare, 1e-9);
 }
+
+Test(net_coll, p2p_protocol_is_the_librarys_rule_by_peer_bytes)
+{
+	struct fx f;
+	static double m[64];
+	struct run r = { COLL_ALLTOALL, 256 * 1024, NULL, 8, ALGO_P2P, 1,
+			 NULL };
+	struct coll_algo_spec *p2p = &f.lib.algo[ALGO_P2P];
+	struct net_coll_result out;
+	uint32_t i;
+
+	fx_switch(&f, 1);
+	p2p->protocols.on[PROTO_LL] = 1;
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	p2p->base.s[PROTO_LL] = 5e-6;
+	p2p->base.s[PROTO_SIMPLE] = 20e-6;
+	/* No rule: timed, LL wins 256 KiB on 8 ranks (7/8 of it leaves a
+	 * rank through its 450 GB/s link): LL 5 + 0.875 x 262144 x 2 /
+	 * 450e9 = 5 + 1.019 = 6.019 us against Simple 20 + 0.510 us. */
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 0.875 * 262144 * 2 / 450e9, 1e-6);
+	/* NCCL's rule, LL up to 16 KiB a peer: 256 KiB / 8 = 32 KiB a peer
+	 * runs Simple, 20 + 0.875 x 262144 / 450e9 = 20.510 us. */
+	p2p->peer_max_B.b[PROTO_LL] = 16384;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 20e-6 + 0.875 * 262144 / 450e9, 1e-6);
+	/* 128 KiB is 16 KiB a peer: LL, 5 + 0.875 x 131072 x 2 / 450e9 =
+	 * 5.510 us... */
+	r.bytes = 131072;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 5e-6 + 0.875 * 131072 * 2 / 450e9, 1e-6);
+	/* ...even where Simple would time faster (bases swapped: LL 20 +
+	 * 0.510 us against Simple 5 + 0.255 us): a rule, not a choice. */
+	p2p->base.s[PROTO_LL] = 20e-6;
+	p2p->base.s[PROTO_SIMPLE] = 5e-6;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 20e-6 + 0.875 * 131072 * 2 / 450e9, 1e-6);
+	/* An uneven all-to-all goes by its largest send: 16 KiB to every
+	 * peer but rank 0's 16 KiB + 1 B to rank 1 makes it Simple. Its
+	 * plan moves the heaviest row, 7 x 16384 + 1 B off its rank:
+	 * 5 + 114689 / 450e9 = 5.255 us. */
+	for (i = 0; i < 64; i++)
+		m[i] = 16384;
+	m[1] = 16385;
+	r.a2a = m;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 5e-6 + 114689 / 450e9, 1e-4);
+	/* A send/recv goes by its bytes: 16 KiB LL, 16 KiB + 1 B Simple. */
+	r = (struct run){ COLL_SENDRECV, 16384, NULL, 2, ALGO_P2P, 1, NULL };
+	cr_assert_str_eq(coll_timed(&f.sys, &r).protocol, "ll");
+	r.bytes = 16385;
+	cr_assert_str_eq(coll_timed(&f.sys, &r).protocol, "simple");
+}
