@@ -160,6 +160,24 @@ static const struct schema moerow_schema = {
 	.nfields = SCHEMA_COUNT(moerow_fields),
 };
 
+#define TILEBW(dt, k) {						\
+	.key = k, .type = ST_BANDWIDTH,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = MIN_MEM_BPS, .flags = SF_OPTIONAL,			\
+	.help = "B/s one output tile streams at " k "; absent = none" },
+
+static const struct schema_field tilebw_fields[] = { EACH_DTYPE(TILEBW) };
+
+static const struct schema tilebw_schema = {
+	.kind = "gpu.gemm_tile_bandwidth",
+	.help = "per compute dtype, the most B/s one output tile's CTA "
+		"streams its operands at in the library's GEMM, which runs "
+		"every tile over its whole k (no split-K)",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = tilebw_fields,
+	.nfields = SCHEMA_COUNT(tilebw_fields),
+};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -369,6 +387,15 @@ static const struct schema_field gpu_fields[] = {
 		  "(Transformer Engine's nvte_is_non_tn_fp8_gemm_supported): "
 		  "a delayed- or current-scaling FP8 cast writes one layout, "
 		  "no transposed copy; false: both" },
+	{ .key = "gemm_tile_bandwidth", .type = ST_SECTION,
+	  .offset = OFF(gemm_tile_Bps), .sub = &tilebw_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per compute dtype, the most B/s one output tile's CTA "
+		  "streams its A and B panels at in the library's dense and "
+		  "grouped GEMMs at that dtype, which run every tile over its "
+		  "whole k (a persistent kernel, no split-K): a wave of a "
+		  "tiles loads at min(bandwidth, a x this); absent: k may be "
+		  "split, no per-tile bound" },
 	{ .key = "cutlass_moe_tile_m", .type = ST_SECTION,
 	  .offset = OFF(cutlass_moe_tile_m), .sub = &moetile_schema,
 	  .flags = SF_OPTIONAL,

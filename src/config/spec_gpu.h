@@ -131,6 +131,9 @@ struct gpu_spec {
 	int64_t gemm_split_k_kernels;		/* kernels a split-K GEMM launches: 1 (the slices are summed
 						 * in the GEMM kernel) or 2 (the library sums them in a
 						 * second kernel) */
+	double gemm_tile_Bps[DTYPE_COUNT];	/* B/s, per compute dtype: the most one output tile's CTA
+						 * streams its operands at in the library's GEMMs, which
+						 * then never split k; 0 = no such bound, split-K allowed */
 	double cutlass_moe_tile_m[DTYPE_COUNT];	/* elements, fewest output-tile rows of the CUTLASS
 						 * fused-MoE grouped GEMM per compute dtype;
 						 * 0 = any gemm_tile_m */
