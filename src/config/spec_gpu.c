@@ -223,6 +223,13 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, calib_head_dim),
 	  .def = "128", .min = 1, .max = 1024,
 	  .help = "head dim the attention efficiencies were measured at" },
+	{ .key = "softmax_overlap", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, softmax_overlap),
+	  .def = "false",
+	  .help = "the kernel's softmax warps run beside its asynchronous "
+		  "matrix products: a pair takes the longer of the two "
+		  "(exponentials at exp_per_clock, products scaled from "
+		  "calib_head_dim), not their sum" },
 	{ .key = "fp8_bwd_skips_window", .type = ST_BOOL,
 	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_skips_window),
 	  .def = "true",
@@ -529,6 +536,21 @@ static int check_lowp_attention(const struct gpu_spec *g,
 	return rc;
 }
 
+/* attention.softmax_overlap compares the products with the exponentials:
+ * it needs their rate. */
+static int check_softmax_overlap(const struct gpu_spec *g,
+				 const struct schema_at *at, struct diag *d)
+{
+	if (!g->attention.softmax_overlap || g->attention.exp_per_clock > 0)
+		return 0;
+	schema_check_error(d, at, "attention.softmax_overlap", "compares the "
+			   "matrix products with the softmax's exponentials, "
+			   "but 'attention.exp_per_clock' gives no rate; "
+			   "expected it such as 'exp_per_clock: 16' or "
+			   "softmax_overlap false");
+	return -1;
+}
+
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -707,6 +729,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_arch(g, at, d) < 0)
 		rc = -1;
 	if (check_lowp_attention(g, at, d) < 0)
+		rc = -1;
+	if (check_softmax_overlap(g, at, d) < 0)
 		rc = -1;
 	return rc;
 }
