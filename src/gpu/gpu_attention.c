@@ -84,8 +84,10 @@
  *
  * so at and above d_c (t_c >= t_e) the rate per FLOP is flat in the head
  * dim, and below it the exps bound it. cuDNN 9.22 on GB200 and GB300
- * measures that flatness in bf16 (see configs/gpus/gb200.yaml); no
- * preset sets the key yet (its FP8 sets are fitted under the sum).
+ * measures that flatness in bf16 (see configs/gpus/gb200.yaml). The
+ * FP8/MXFP8 kernel's softmax also scales and converts P to FP8 each
+ * score: attention.lowp_softmax_per_clock x scores per clock per SM, if
+ * slower than the exps alone, sets t_e for those dtypes.
  *
  * FP8. The vendor kernel in FP8 (a->fp8: Transformer Engine's
  * fp8_dot_product_attention, cuDNN's FP8 SDPA) runs its matrix products
@@ -403,6 +405,11 @@ double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 	t_e = 1 / (s->exp_per_clock * (double)g->compute_units *
 		   g->sustained_matrix_clock_hz);
 	t_c = pair_work(dc, dc, backward) / rate;
+	if (s->softmax_overlap && s->lowp_softmax_per_clock > 0 &&
+	    (dt == DTYPE_FP8 || dt == DTYPE_MXFP8))
+		t_e = fmax(t_e, 1 / (s->lowp_softmax_per_clock *
+				     (double)g->compute_units *
+				     g->sustained_matrix_clock_hz));
 	if (s->softmax_overlap)	/* the longer of the two (see the top) */
 		return pair_work(d_qk, d_v, backward) /
 		       fmax(t_c * pair_work(d_qk, d_v, backward) /
