@@ -146,6 +146,14 @@ static const struct schema_field elementwise_fields[] = {
 		  "scales into the GEMM's swizzled layout, one kernel (a "
 		  "grouped GEMM's experts together), issued inside the GEMM's "
 		  "call (Transformer Engine before 2.18)" },
+	{ .key = "no_fp8_weight_transpose_cache", .type = ST_BOOL,
+	  .offset = EOFF(no_fp8_weight_transpose_cache), .def = "false",
+	  .help = "per-tensor FP8 training: a linear's FP8 weight keeps no "
+		  "transposed copy from the forward's cast (TE-ROCm's "
+		  "keep_fp8_weight_transpose_cache False, Primus's "
+		  "no_fp8_weight_transpose_cache): every backward transposes "
+		  "the FP8 weight before its dgrad GEMM and frees the copy "
+		  "after it, a kernel a linear" },
 	{ .key = "act_scale_swizzle", .type = ST_BOOL,
 	  .offset = EOFF(act_scale_swizzle), .def = "false",
 	  .help = "MXFP8/NVFP4 training: every GEMM also swizzles the block "

@@ -258,6 +258,10 @@ struct elementwise_spec {
 	int weight_scale_swizzle;	/* MXFP8/NVFP4: every GEMM reading a
 					 * weight first swizzles its block
 					 * scales, a kernel of its own */
+	int no_fp8_weight_transpose_cache;	/* per-tensor FP8: the forward's
+					 * weight cast keeps no transposed copy,
+					 * each backward transposes the FP8
+					 * weight for its dgrad */
 	int act_scale_swizzle;		/* and its quantized inputs' and
 					 * gradients' (TE before 2.12) */
 	int expert_quant_padding;	/* low precision: the grouped MLP copies

@@ -225,6 +225,12 @@ struct layer_dims {
 				 * the gather writes the row-wise data only,
 				 * the transpose is made of the gathered
 				 * tensor for the wgrad (layer_ops.c) */
+	int fp8_wt;		/* per-tensor FP8 without the weight transpose
+				 * cache (framework elementwise
+				 * no_fp8_weight_transpose_cache) on a GPU whose
+				 * FP8 GEMMs want the transposed copy: each
+				 * dgrad first transposes its FP8 weight
+				 * (layer_ops.c weight_transpose) */
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
 				 * norm fuses (layer_ops.c lop_cast) */

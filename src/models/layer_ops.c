@@ -282,6 +282,31 @@ struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
 	return op;
 }
 
+/* A per-tensor FP8 linear's weight without its transpose cache (framework
+ * no_fp8_weight_transpose_cache; d->fp8_wt): Transformer Engine's
+ * forward casts the weight on a step's first microbatch and keeps only
+ * the row-wise FP8 data, so before every dgrad GEMM the backward makes
+ * the transposed copy the GEMM reads and frees it after (ROCm/
+ * TransformerEngine @ 024085c5 transformer_engine/pytorch/module/
+ * linear.py _Linear.backward: create_fp8_weight_transpose_cache(
+ * weight_fp8) before the dgrad general_gemm, clear_fp8_weight_transpose_
+ * cache after; forward get_weight_workspace(create_transpose_cache=
+ * keep_fp8_weight_transpose_cache)) [D]. Here, before the dgrad: an FP8
+ * transpose of the w weight elements, read w and written w times the
+ * element's bytes, at the GPU's cast_transpose rate (the same tiled
+ * transpose through shared memory [?]; d->fp8_ct_eff). */
+static void weight_transpose(struct layer_ops *o, const struct layer_dims *d,
+			     int lowp, double w)
+{
+	struct layer_op *op;
+
+	if (!lowp || !d->fp8_wt || !(w > 0))
+		return;
+	op = lop_memop(o, "fp8_weight_transpose", PASS_BWD, w * d->lowp_B,
+		       w * d->lowp_B, 0);
+	op->k.mem_eff = d->fp8_ct_eff;
+}
+
 /* The cast at index at (if it is one) quantizes a norm's output inside a
  * LayerNormLinear: under fp8 current scaling the norm kernel computes the
  * amax as it writes (normalization.cpp FUSED_NORM_AMAX_FP8, then
@@ -504,6 +529,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
 	before = lop_tail(o);	/* the gather need not wait for the swizzle */
+	weight_transpose(o, d, d->lowp, k * h);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
@@ -552,6 +578,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
+	weight_transpose(o, d, lowp, n * k);
 	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
 	if (d->sp) {

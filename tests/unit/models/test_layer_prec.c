@@ -551,3 +551,59 @@ Test(layer, fp8_cast_transposes_run_at_the_gpus_rate)
 	proj = fwd_op(&f, &d, &o, "proj_cast");
 	fixture_assert_close(proj->k.mem_eff, 1);
 }
+
+Test(layer, fp8_weights_without_transpose_cache_transpose_every_backward)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops bw;
+	int i, n = 0, prev;
+	double bytes = 0;
+	/* GPT layer, tp 1, h 1024, f 4096 (ungated), MHA: its linears hold
+	 * qkv 3 h h = 3145728, proj h h = 1048576, fc1 and fc2 f h =
+	 * 4194304 weight elements each, 12582912 in all. Per-tensor FP8
+	 * (delayed scaling) with framework no_fp8_weight_transpose_cache on a
+	 * GPU whose FP8 GEMMs take only TN: each backward transposes each
+	 * FP8 weight before its dgrad, read and written at 1 B an element:
+	 * 4 kernels, 2 x 12582912 B = 25165824 B, at the GPU's
+	 * fp8_cast_transpose_efficiency (0.5 here). The dgrad comes after
+	 * its transpose. With the cache (the default), a GPU whose FP8 GEMMs
+	 * take any layout, block scaling or bf16: none. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.gpu.fp8_cast_transpose_efficiency = 0.5;
+	f.fw.elementwise.no_fp8_weight_transpose_cache = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	for (i = 0; i < bw.n; i++) {
+		if (strcmp(bw.op[i].name, "fp8_weight_transpose"))
+			continue;
+		n++;
+		bytes += bw.op[i].k.read_B + bw.op[i].k.write_B;
+		fixture_assert_close(bw.op[i].k.read_B, bw.op[i].k.write_B);
+		fixture_assert_close(bw.op[i].k.mem_eff, 0.5);
+	}
+	cr_assert_eq(n, 4);
+	fixture_assert_close(bytes, 25165824.0);
+	prev = index_named(&bw, "fp8_weight_transpose");
+	cr_assert_lt(prev, index_named(&bw, "fc2_dgrad"));
+	f.fw.elementwise.no_fp8_weight_transpose_cache = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&bw, "fp8_weight_transpose", PASS_BWD), 0);
+	f.fw.elementwise.no_fp8_weight_transpose_cache = 1;
+	f.gpu.fp8_gemm_any_layout = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_wt, 0);
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_wt, 0);
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.job.training.dtype = DTYPE_BF16;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&bw, "fp8_weight_transpose", PASS_BWD), 0);
+}
