@@ -90,6 +90,11 @@ struct gpu_attention_spec {
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
+	int softmax_overlap;		/* the softmax runs beside the tile's matrix
+					 * products (max law), not after them */
+	double lowp_softmax_per_clock;	/* scores per clock per SM/CU the FP8/MXFP8
+					 * kernel's softmax sustains under softmax_overlap;
+					 * 0 = exp_per_clock's */
 	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
 					 * sliding window (0: it computes every causal tile) */
 	int fwd_pads_v;			/* the vendor kernel's forward runs a value head dim
