@@ -160,6 +160,24 @@ static const struct schema moerow_schema = {
 	.nfields = SCHEMA_COUNT(moerow_fields),
 };
 
+#define TILEBW(dt, k) {						\
+	.key = k, .type = ST_BANDWIDTH,					\
+	.offset = (dt) * sizeof(double),	/* within the section */	\
+	.min = MIN_MEM_BPS, .flags = SF_OPTIONAL,			\
+	.help = "B/s one output tile streams at " k "; absent = none" },
+
+static const struct schema_field tilebw_fields[] = { EACH_DTYPE(TILEBW) };
+
+static const struct schema tilebw_schema = {
+	.kind = "gpu.gemm_tile_bandwidth",
+	.help = "per compute dtype, the most B/s one output tile's CTA "
+		"streams its operands at in the library's GEMM, which runs "
+		"every tile over its whole k (no split-K)",
+	.size = sizeof(double) * DTYPE_COUNT,
+	.fields = tilebw_fields,
+	.nfields = SCHEMA_COUNT(tilebw_fields),
+};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -223,6 +241,20 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, calib_head_dim),
 	  .def = "128", .min = 1, .max = 1024,
 	  .help = "head dim the attention efficiencies were measured at" },
+	{ .key = "softmax_overlap", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, softmax_overlap),
+	  .def = "false",
+	  .help = "the kernel's softmax warps run beside its asynchronous "
+		  "matrix products: a pair takes the longer of the two "
+		  "(exponentials at exp_per_clock, products scaled from "
+		  "calib_head_dim), not their sum" },
+	{ .key = "lowp_softmax_per_clock", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, lowp_softmax_per_clock),
+	  .min = 0, .max = 4096, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "scores per clock per SM/CU the FP8/MXFP8 kernel's softmax "
+		  "sustains (the exp, and P scaled and converted to FP8); "
+		  "under softmax_overlap a pair takes at least the slower of "
+		  "this and exp_per_clock; absent = exp_per_clock alone" },
 	{ .key = "fp8_bwd_skips_window", .type = ST_BOOL,
 	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_skips_window),
 	  .def = "true",
@@ -369,6 +401,15 @@ static const struct schema_field gpu_fields[] = {
 		  "(Transformer Engine's nvte_is_non_tn_fp8_gemm_supported): "
 		  "a delayed- or current-scaling FP8 cast writes one layout, "
 		  "no transposed copy; false: both" },
+	{ .key = "gemm_tile_bandwidth", .type = ST_SECTION,
+	  .offset = OFF(gemm_tile_Bps), .sub = &tilebw_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per compute dtype, the most B/s one output tile's CTA "
+		  "streams its A and B panels at in the library's dense and "
+		  "grouped GEMMs at that dtype, which run every tile over its "
+		  "whole k (a persistent kernel, no split-K): a wave of a "
+		  "tiles loads at min(bandwidth, a x this); absent: k may be "
+		  "split, no per-tile bound" },
 	{ .key = "cutlass_moe_tile_m", .type = ST_SECTION,
 	  .offset = OFF(cutlass_moe_tile_m), .sub = &moetile_schema,
 	  .flags = SF_OPTIONAL,
@@ -527,6 +568,30 @@ static int check_lowp_attention(const struct gpu_spec *g,
 		}
 	}
 	return rc;
+}
+
+/* attention.softmax_overlap compares the products with the exponentials:
+ * it needs their rate. */
+static int check_softmax_overlap(const struct gpu_spec *g,
+				 const struct schema_at *at, struct diag *d)
+{
+	if (g->attention.lowp_softmax_per_clock > 0 &&
+	    !g->attention.softmax_overlap) {
+		schema_check_error(d, at, "attention.lowp_softmax_per_clock",
+				   "is a bound under softmax_overlap, but "
+				   "'attention.softmax_overlap' is false; "
+				   "expected softmax_overlap true or no "
+				   "lowp_softmax_per_clock");
+		return -1;
+	}
+	if (!g->attention.softmax_overlap || g->attention.exp_per_clock > 0)
+		return 0;
+	schema_check_error(d, at, "attention.softmax_overlap", "compares the "
+			   "matrix products with the softmax's exponentials, "
+			   "but 'attention.exp_per_clock' gives no rate; "
+			   "expected it such as 'exp_per_clock: 16' or "
+			   "softmax_overlap false");
+	return -1;
 }
 
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
@@ -707,6 +772,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_arch(g, at, d) < 0)
 		rc = -1;
 	if (check_lowp_attention(g, at, d) < 0)
+		rc = -1;
+	if (check_softmax_overlap(g, at, d) < 0)
 		rc = -1;
 	return rc;
 }

@@ -90,6 +90,11 @@ struct gpu_attention_spec {
 	double exp_per_clock;		/* exponentials per clock per SM/CU (the SFU's
 					 * MUFU.EX2 rate); 0 = no head-dim term */
 	int64_t calib_head_dim;		/* head dim the efficiencies were measured at */
+	int softmax_overlap;		/* the softmax runs beside the tile's matrix
+					 * products (max law), not after them */
+	double lowp_softmax_per_clock;	/* scores per clock per SM/CU the FP8/MXFP8
+					 * kernel's softmax sustains under softmax_overlap;
+					 * 0 = exp_per_clock's */
 	int fp8_bwd_skips_window;	/* the FP8 backward skips the key tiles outside a
 					 * sliding window (0: it computes every causal tile) */
 	int fwd_pads_v;			/* the vendor kernel's forward runs a value head dim
@@ -131,6 +136,9 @@ struct gpu_spec {
 	int64_t gemm_split_k_kernels;		/* kernels a split-K GEMM launches: 1 (the slices are summed
 						 * in the GEMM kernel) or 2 (the library sums them in a
 						 * second kernel) */
+	double gemm_tile_Bps[DTYPE_COUNT];	/* B/s, per compute dtype: the most one output tile's CTA
+						 * streams its operands at in the library's GEMMs, which
+						 * then never split k; 0 = no such bound, split-K allowed */
 	double cutlass_moe_tile_m[DTYPE_COUNT];	/* elements, fewest output-tile rows of the CUTLASS
 						 * fused-MoE grouped GEMM per compute dtype;
 						 * 0 = any gemm_tile_m */

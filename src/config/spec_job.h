@@ -489,11 +489,30 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 }
 
 /* Whether the job's routing is the framework's round-robin balanced gate
- * (routing balance uniform with framework.balanced_gate round_robin). */
+ * (routing balance uniform or forced with framework.balanced_gate
+ * round_robin). */
 static inline int job_round_robin_gate(const struct job_spec *j)
 {
-	return j->moe.routing.balance == ROUTE_UNIFORM &&
+	return (j->moe.routing.balance == ROUTE_UNIFORM ||
+		j->moe.routing.balance == ROUTE_FORCED) &&
 	       j->framework->balanced_gate == GATE_ROUND_ROBIN;
+}
+
+/* The job's routing balance with forced resolved (enum routing_balance,
+ * never ROUTE_FORCED). A force-balanced benchmark routes as its
+ * framework's gate does: Megatron-Core's --moe-router-force-load-
+ * balancing draws random logits for every token (moe_utils.py RandomSTE;
+ * one seed a rank, so ranks route independently: results/reference/moe/
+ * README.md r17), so the experts' loads are multinomial (ROUTE_RANDOM);
+ * NeMo AutoModel's FakeBalancedGate is exact (round_robin). Inference
+ * keeps the exact balance of aiconfigurator's balanced logits. */
+static inline int job_routing_balance(const struct job_spec *j)
+{
+	if (j->moe.routing.balance != ROUTE_FORCED)
+		return j->moe.routing.balance;
+	return !job_is_inference(j) && j->framework &&
+	       j->framework->balanced_gate == GATE_RANDOM ?
+	       ROUTE_RANDOM : ROUTE_UNIFORM;
 }
 
 /* Pipeline schedules a step runs one after another (training.

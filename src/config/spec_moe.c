@@ -16,7 +16,7 @@ const char *const ep_dedup_names[] = {"none", "rank", "node", NULL};
 const char *const ep_host_sync_names[] = {"none", "counts", "dispatch", NULL};
 const char *const ep_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const routing_balance_names[] = {
-	"uniform", "random", "zipf", "max_mean", NULL,
+	"uniform", "random", "zipf", "max_mean", "forced", NULL,
 };
 const char *const routing_method_names[] = {"closed_form", "draws", NULL};
 
@@ -254,10 +254,13 @@ const struct schema ep_comm_schema = {
 
 static const struct schema_field routing_fields[] = {
 	{ .key = "balance", .type = ST_ENUM, .offset = ROFF(balance),
-	  .values = routing_balance_names, .def = "uniform",
-	  .help = "uniform (exactly balanced, as force-balanced benchmarks), "
-		  "random (multinomial), zipf (popularity ~ 1/rank^s), max_mean "
-		  "(a measured busiest-rank / mean ratio)" },
+	  .values = routing_balance_names, .def = "forced",
+	  .help = "forced (the default: the framework's force-balanced "
+		  "benchmark gate, framework.balanced_gate; in training random "
+		  "routes as random, Megatron-Core's random logits, round_robin "
+		  "as uniform; inference as uniform), uniform (exactly "
+		  "balanced), random (multinomial), zipf (popularity ~ "
+		  "1/rank^s), max_mean (a measured busiest-rank / mean ratio)" },
 	{ .key = "zipf_exponent", .type = ST_NUM, .offset = ROFF(zipf_exponent),
 	  .def = "1", .min = 0, .max = 10, .help = "s of zipf" },
 	{ .key = "max_mean_ratio", .type = ST_NUM, .offset = ROFF(max_mean_ratio),

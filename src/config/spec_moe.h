@@ -168,7 +168,11 @@ enum routing_balance {
 	ROUTE_UNIFORM,		/* every expert gets exactly T k / E tokens */
 	ROUTE_RANDOM,		/* multinomial, every expert equally likely */
 	ROUTE_ZIPF,		/* expert popularity ~ 1 / rank^s */
-	ROUTE_MAX_MEAN		/* a measured busiest-rank / mean load ratio */
+	ROUTE_MAX_MEAN,		/* a measured busiest-rank / mean load ratio */
+	ROUTE_FORCED		/* the framework's force-balanced gate: training
+				 * under balanced_gate random routes as
+				 * ROUTE_RANDOM, else as ROUTE_UNIFORM
+				 * (job_routing_balance) */
 };
 
 enum routing_method {

@@ -14,7 +14,10 @@
  * tp 1: 68 ms forward and 146 ms backward ops alike, so the deviation is
  * proportional to T; lag-1 correlation -0.12) and persistent per-worker
  * offsets of 0.2 - 0.5 % (sd over workers of their median deviation).
- * The values are data (system.variability).
+ * sigma_op is one GPU's own sd: trace ST's peers are the 2 dp ranks of a
+ * stage, the worker included, so its deviation is sigma_op / sqrt 2
+ * (sigma_op 1.4 %, configs/systems). The values are data
+ * (system.variability).
  *
  * Lateness. Let L_i be how far GPU i is behind the deterministic schedule.
  * Between two meetings of one group (the same set of GPUs: a TP group, a

@@ -69,6 +69,26 @@
  * of 512 FLOP each: phi = 0.646 x 8192 / (16 x 512) = 0.646. Without
  * exp_per_clock, R_a(d) = R_a.
  *
+ * Overlapped softmax (attention.softmax_overlap). A kernel whose softmax
+ * warps run beside its asynchronous matrix products (sm100's tcgen05 MMAs
+ * into tensor memory, issued by one thread while two softmax warpgroups
+ * and a correction warp work on the previous tile: cuDNN's open sm100
+ * forward, NVIDIA/cudnn-frontend @ 3929da2 include/cudnn_frontend/
+ * generated/sdpa/sm100/prefill/full_seqlens/d128_fprop_kernel.h, which
+ * also moves a share of the exps to a polynomial on the FMA pipe "to
+ * better overlap EX2 MUFU and emulation"; FlashAttention-4, Dao-AILab/
+ * flash-attention @ 0251105a flash_attn/cute/flash_fwd_sm100.py) does
+ * not add the two: a pair takes the longer,
+ *
+ *     t(d) = max((F_pair(d) / F_pair(d_c)) t_c, t_e)
+ *
+ * so at and above d_c (t_c >= t_e) the rate per FLOP is flat in the head
+ * dim, and below it the exps bound it. cuDNN 9.22 on GB200 and GB300
+ * measures that flatness in bf16 (see configs/gpus/gb200.yaml). The
+ * FP8/MXFP8 kernel's softmax also scales and converts P to FP8 each
+ * score: attention.lowp_softmax_per_clock x scores per clock per SM, if
+ * slower than the exps alone, sets t_e for those dtypes.
+ *
  * FP8. The vendor kernel in FP8 (a->fp8: Transformer Engine's
  * fp8_dot_product_attention, cuDNN's FP8 SDPA) runs its matrix products
  * in FP8 (a->mx: MXFP8, block-scaled): its steady-state tile takes
@@ -385,6 +405,15 @@ double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 	t_e = 1 / (s->exp_per_clock * (double)g->compute_units *
 		   g->sustained_matrix_clock_hz);
 	t_c = pair_work(dc, dc, backward) / rate;
+	if (s->softmax_overlap && s->lowp_softmax_per_clock > 0 &&
+	    (dt == DTYPE_FP8 || dt == DTYPE_MXFP8))
+		t_e = fmax(t_e, 1 / (s->lowp_softmax_per_clock *
+				     (double)g->compute_units *
+				     g->sustained_matrix_clock_hz));
+	if (s->softmax_overlap)	/* the longer of the two (see the top) */
+		return pair_work(d_qk, d_v, backward) /
+		       fmax(t_c * pair_work(d_qk, d_v, backward) /
+			    pair_work(dc, dc, backward), t_e);
 	phi = t_e / t_c;
 	return rate / ((1 - fmin(phi, 1)) + phi * pair_work(dc, dc, backward) /
 		       pair_work(d_qk, d_v, backward));

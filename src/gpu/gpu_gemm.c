@@ -61,6 +61,21 @@
  *
  *     k_s = ceil(k / s),  t_red = batch m n (s * 4 + b_out) / B_l   (s > 1)
  *
+ * Tile bandwidth (gpu gemm_tile_bandwidth, per compute dtype). Where the
+ * library's kernels at a dtype are persistent and run every tile over
+ * its whole k (GemmUniversal in kGemm mode with CUTLASS's
+ * PersistentScheduler: TensorRT-LLM's and vLLM's sm100 NVFP4 GEMMs;
+ * configs/gpus/b200.yaml names the files), k is never split, and a
+ * tile's CTA streams its A and B panels no faster than its own loads in
+ * flight allow, beta_t. A wave of a tiles then loads at
+ *
+ *     B_w = min(B_l, a beta_t)
+ *
+ * so a skinny GEMM (few rows: ceil(n/BN) tiles, fewer than the units)
+ * streams its weights at ceil(n/BN) beta_t, not at the memory's rate;
+ * t_m of that wave uses B_w (the epilogue's stores, another path, keep
+ * B_l). Absent: B_w = B_l and split-K as above.
+ *
  * Bytes per element: b_in = dtype_bytes(dt); b_out = b_epi = the same, or
  * 2 (BF16) when dt is narrower than 16 bits. The serving level comes from
  * the working set W = batch (m k b_in + k n b_in + m n b_out) (gpu.c).
@@ -117,6 +132,8 @@ struct gemm_problem {
 	double unit_flops;		/* FLOP/s per CU/SM */
 	double units;			/* CUs/SMs */
 	double wave_overhead_s;		/* s, t_0 */
+	double tile_Bps;		/* B/s, beta_t: one tile's most (0: no
+					 * bound, k may be split) */
 	int overlap_epilogue;		/* the epilogue overlaps the next
 					 * tile's mainloop */
 	double split_s;			/* s, a split plan's second kernel's
@@ -173,6 +190,13 @@ static double wave_operand_B(const struct gemm_problem *p,
 	return operands_B(p, r * t->bm, c * t->bn) * ks;
 }
 
+/* B/s a wave of `active` tiles loads at: the level's bandwidth, or
+ * less where each tile streams at most tile_Bps (0: no such bound). */
+double gpu_wave_bandwidth_Bps(double level_Bps, double tile_Bps, double active)
+{
+	return tile_Bps > 0 ? fmin(level_Bps, active * tile_Bps) : level_Bps;
+}
+
 /* Add `count` waves of `active` tiles to plan. */
 static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 		      double count, double active, struct gemm_plan *plan)
@@ -182,7 +206,8 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 	double load_B = wave_operand_B(p, t, ks, active);
 	double store_B = active * t->bm * t->bn * b_epi;
 	double tc = 2 * t->bm * t->bn * ks / p->unit_flops;
-	double tm = load_B / p->bw_Bps, te = store_B / p->bw_Bps;
+	double bw = gpu_wave_bandwidth_Bps(p->bw_Bps, p->tile_Bps, active);
+	double tm = load_B / bw, te = store_B / p->bw_Bps;
 
 	if (count <= 0 || active <= 0)
 		return;
@@ -228,8 +253,8 @@ static struct gemm_plan plan_splits(const struct gemm_problem *p, double bm,
 	double tiles = p->batch * ceil(p->m / bm) * ceil(p->n / bn);
 	struct gemm_plan best = plan_tiles(p, &t), cand;
 
-	for (t.split = 2; tiles * t.split <= p->units && t.split <= p->k;
-	     t.split *= 2) {
+	for (t.split = 2; !(p->tile_Bps > 0) &&
+	     tiles * t.split <= p->units && t.split <= p->k; t.split *= 2) {
 		cand = plan_tiles(p, &t);
 		if (plan_weight(p, &cand) < plan_weight(p, &best))
 			best = cand;
@@ -276,6 +301,7 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 	p->units = (double)g->compute_units;
 	p->unit_flops = gpu_sustained_flops(g, dt) / p->units;
 	p->wave_overhead_s = g->gemm_tile_overhead_s;
+	p->tile_Bps = g->gemm_tile_Bps[dt];
 	p->overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	p->split_s = !one_kernel && g->gemm_split_k_kernels > 1 ?
 		     (double)(g->gemm_split_k_kernels - 1) *

@@ -64,4 +64,10 @@ double gpu_attn_pairs(const struct gpu_attn_shape *a);
 double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 		     double d_qk, double d_v, int backward);
 
+/* B/s a GEMM wave of `active` output tiles loads at (gpu_gemm.c, "Tile
+ * bandwidth"): level_Bps, or active x tile_Bps where that is less
+ * (tile_Bps 0: no per-tile bound). */
+double gpu_wave_bandwidth_Bps(double level_Bps, double tile_Bps,
+			      double active);
+
 #endif

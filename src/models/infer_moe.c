@@ -264,7 +264,7 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 		active += 1 - exp(-rr.rows[i]);
 		rows += rr.rows[i];
 	}
-	if (j->moe.routing.balance == ROUTE_UNIFORM)	/* exact balance */
+	if (job_routing_balance(j) == ROUTE_UNIFORM)	/* exact balance */
 		active = fmin(e->local, rows);
 	out->tokens = ld.moe.tokens;
 	out->rows = ld.moe.rows;

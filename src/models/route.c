@@ -18,6 +18,10 @@
  *   max_mean  a measured ratio rho of the busiest rank's rows to the mean
  *             rank's: the busiest gets rho S / ep, spread over its L
  *             experts: "measured"
+ *   forced    (the default) the framework's force-balanced gate
+ *             (job_routing_balance): in training random under
+ *             balanced_gate random (Megatron-Core draws random logits
+ *             per token), uniform under round_robin and in inference
  *
  * and moe.routing.method for random and zipf:
  *
@@ -215,10 +219,11 @@ static double pace(const struct job_spec *j, const struct moe_dims *m,
 	double *p, total = S / (double)ep;
 	gsl_rng *rng;
 	size_t e;
+	int balance = job_routing_balance(j);
 
 	out->method = "exact";
-	if (r->balance == ROUTE_UNIFORM || r->balance == ROUTE_MAX_MEAN) {
-		if (r->balance == ROUTE_MAX_MEAN) {
+	if (balance == ROUTE_UNIFORM || balance == ROUTE_MAX_MEAN) {
+		if (balance == ROUTE_MAX_MEAN) {
 			total *= fmin(r->max_mean_ratio, (double)ep);
 			out->method = "measured";
 		}

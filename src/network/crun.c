@@ -1,27 +1,6 @@
 /*
- * crun.c - phases of flows on the engine, and replica charging.
- *
- * Replica charging. A step program may simulate one of R identical
- * groups (coll_desc.replicas). The others are assumed to sit on other
- * endpoints, so links that end at a GPU or NIC are theirs alone; the
- * R groups together occupy a fraction
- *     o = min(1, R * G / G_sys)
- * of the system's GPUs (G in one group), spread evenly. A leaf whose
- * uplinks our group's flows cross hosts d NICs (d = hosts per leaf), of
- * which b = o*d are busy with some group's traffic, n_L with ours. Each
- * busy NIC sends what ours send, and the leaf spreads that traffic over
- * its U separate uplinks (U = u under ECMP; one trunk of u ports, U = 1,
- * when sprayed). An uplink that carries one of our NICs' traffic then
- * carries b / max(n_L, U) NICs' worth, so
- *     coefficient on leaf L's uplinks  *= clamp(b / max(n_L, U), 1, R)
- * and likewise a pod's core uplinks with b = o*d*leaves_per_pod, n_P our
- * NICs under the pod and U = u * up_per_agg. In a non-blocking tree
- * (U = d) this never slows anyone; with oversubscription r (U = d/r) a
- * full leaf gives each NIC 1/r of its rate across the spine, which is
- * what this reproduces. A group that already fills its leaves (a data-
- * parallel ring on one rail) is charged nothing more. (The spreading is
- * the even one adaptive routing or spraying achieves; hash collisions
- * of static ECMP are not charged.)
+ * crun.c - phases of flows on the engine (replica charging is
+ * crun_charge.c).
  *
  * Replay, and why it is exact. Time is integer ns; a run alone on its
  * links meets nothing but its own flows, so its rates, its flows' ends
@@ -596,6 +575,29 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	return rv;
 }
 
+/* The phase of a replay dt after its start, and in *pending how many of
+ * its flows have not ended before dt: the last phase whose flows started
+ * before dt, or the next one when all of them ended before dt (pending
+ * 0: the run waits for its start). */
+static uint32_t phase_at(const struct crun *r, units_ns_t dt,
+			 uint32_t *pending)
+{
+	const struct ctraj *tr = r->tr;
+	const struct plan *p = &r->cp->plan;
+	uint32_t k = 0, i;
+
+	*pending = 0;
+	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
+		k++;
+	if (tr->start_ns[k] < dt)
+		for (i = p->phases[k].first;
+		     i < p->phases[k].first + p->phases[k].n; i++)
+			*pending += tr->end_ns[i] >= dt;
+	if (tr->start_ns[k] < dt && *pending == 0)
+		k++;	/* between phases k and k + 1 */
+	return k;
+}
+
 /*
  * Replay r becomes the run it stands for, at its state now (dt after its
  * start): events before dt have happened, those at dt and later have not.
@@ -605,20 +607,12 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 static void resume(struct crun *r)
 {
 	const struct ctraj *tr = r->tr;
-	const struct plan *p = &r->cp->plan;
 	units_ns_t dt = sim_now(r->sim) - r->t0;
-	uint32_t k = 0, i, pending = 0;
+	uint32_t k, pending;
 
+	k = phase_at(r, dt, &pending);
 	r->tr = NULL;
 	r->set->resumed++;
-	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
-		k++;
-	if (tr->start_ns[k] < dt)
-		for (i = p->phases[k].first;
-		     i < p->phases[k].first + p->phases[k].n; i++)
-			pending += tr->end_ns[i] >= dt;
-	if (tr->start_ns[k] < dt && pending == 0)
-		k++;	/* between phases k and k + 1 */
 	r->phase = k;
 	if (k >= tr->nphases)
 		BUG("run: a replay resumed after its end");
@@ -648,6 +642,189 @@ static void evict(void *holder)
 	sim_cancel(r->sim, r->end_ev);
 	flow_release(r->fn, links, nlinks, r);
 	resume(r);
+}
+
+/* flow_set_host() callback: the ns of replay r's next event (a flow's end
+ * or rate change, its next phase's start, its end), -1 if it is not a
+ * running replay. */
+static units_ns_t host_next(void *holder)
+{
+	const struct crun *r = holder;
+	const struct ctraj *tr = r->tr;
+	const struct plan *p;
+	units_ns_t dt, next;
+	uint32_t k, pending, i;
+
+	if (r->parked || !tr)
+		return -1;
+	p = &r->cp->plan;
+	dt = sim_now(r->sim) - r->t0;
+	next = tr->total_ns;
+	k = phase_at(r, dt, &pending);
+	if (k >= tr->nphases)
+		return -1;
+	if (pending == 0)
+		return r->t0 + (tr->start_ns[k] < next ? tr->start_ns[k] : next);
+	for (i = p->phases[k].first; i < p->phases[k].first + p->phases[k].n;
+	     i++) {
+		uint32_t j = tr->rec_off[i + 1];
+
+		if (tr->end_ns[i] < dt)
+			continue;
+		if (tr->end_ns[i] < next)
+			next = tr->end_ns[i];
+		/* its first change at or after dt (state_at's successor) */
+		while (j > tr->rec_off[i] && tr->rec[j - 1].t_ns >= dt)
+			j--;
+		if (j < tr->rec_off[i + 1] && tr->rec[j].t_ns < next)
+			next = tr->rec[j].t_ns;
+	}
+	return r->t0 + next;
+}
+
+/* Index of link l in the ascending links[0..n-1]; n if absent. */
+static uint32_t link_index(const uint32_t *links, uint32_t n, uint32_t l)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (links[mid] < l)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && links[lo] == l ? lo : n;
+}
+
+/* cp's elements by distinct link (struct cplan's link_off), made once;
+ * 0 or -1 (no distinct links, or memory). Elements ascending: by flow. */
+static int index_links(struct cplan *cp)
+{
+	const struct plan *p = &cp->plan;
+	uint32_t nl, e, i, *cur = NULL;
+	const uint32_t *links = plan_links(p, &nl);
+
+	if (cp->link_off)
+		return 0;
+	if (!p->links)
+		return -1;
+	cp->link_off = mem_calloc(nl + 2, sizeof(*cp->link_off));
+	cp->link_elem = mem_alloc((p->nelems + 1) * sizeof(*cp->link_elem));
+	cp->link_flow = mem_alloc((p->nelems + 1) * sizeof(*cp->link_flow));
+	cur = mem_alloc((nl + 1) * sizeof(*cur));
+	if (!cp->link_off || !cp->link_elem || !cp->link_flow || !cur)
+		goto fail;
+	for (e = 0; e < p->nelems; e++) {
+		uint32_t d = link_index(links, nl, p->elem_link[e]);
+
+		if (d == nl)
+			goto fail;
+		cp->link_off[d + 1]++;
+	}
+	for (i = 0; i < nl; i++) {
+		cp->link_off[i + 1] += cp->link_off[i];
+		cur[i] = cp->link_off[i];
+	}
+	for (i = 0; i < p->nflows; i++)
+		for (e = p->flows[i].first;
+		     e < p->flows[i].first + p->flows[i].n; e++) {
+			uint32_t d = link_index(links, nl, p->elem_link[e]);
+
+			cp->link_elem[cur[d]] = e;
+			cp->link_flow[cur[d]++] = i;
+		}
+	mem_free(cur);
+	return 0;
+fail:
+	mem_free(cur);
+	mem_free(cp->link_off);
+	mem_free(cp->link_elem);
+	mem_free(cp->link_flow);
+	cp->link_off = cp->link_elem = cp->link_flow = NULL;
+	return -1;
+}
+
+/* flow_set_host() callback: for each of links[0..n-1], what replay r's
+ * live flows would leave of it as variables (adopt_phase's order: plan
+ * order, each at its rate now), how many they are and the fastest. A
+ * flow's elements are sorted by link and distinct (plan_flow_end). */
+static void host_links(void *holder, const uint32_t *links, uint32_t n,
+		       double *left, uint32_t *cnt, double *maxr)
+{
+	const struct crun *r = holder;
+	const struct ctraj *tr = r->tr;
+	const struct plan *p = &r->cp->plan;
+	units_ns_t dt = sim_now(r->sim) - r->t0;
+	uint32_t k, pending, i, j;
+
+	for (j = 0; j < n; j++) {
+		left[j] = flow_link_cap(r->fn, links[j]);
+		cnt[j] = 0;
+		maxr[j] = 0;
+	}
+	k = phase_at(r, dt, &pending);
+	if (pending == 0)
+		return;
+	if (index_links(r->cp) == 0) {
+		const struct cplan *cp = r->cp;
+		uint32_t nl, first = p->phases[k].first,
+			 end = first + p->phases[k].n;
+		const uint32_t *all = plan_links(p, &nl);
+
+		for (j = 0; j < n; j++) {
+			uint32_t d = link_index(all, nl, links[j]), x;
+
+			if (d == nl)
+				continue;
+			for (x = cp->link_off[d]; x < cp->link_off[d + 1]; x++) {
+				double rate;
+
+				i = cp->link_flow[x];
+				if (i < first || i >= end || tr->end_ns[i] < dt)
+					continue;
+				rate = state_at(tr, i, dt)->rate_Bps;
+				left[j] -= p->elem_coef[cp->link_elem[x]] * rate;
+				cnt[j]++;
+				if (rate > maxr[j])
+					maxr[j] = rate;
+			}
+		}
+		return;
+	}
+	for (i = p->phases[k].first; i < p->phases[k].first + p->phases[k].n;
+	     i++) {
+		const struct plan_flow *f = &p->flows[i];
+		const uint32_t *el = p->elem_link + f->first;
+		double rate;
+		int got = 0;
+
+		if (tr->end_ns[i] < dt)
+			continue;
+		for (j = 0; j < n; j++) {
+			uint32_t lo = 0, hi = f->n;
+
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (el[mid] < links[j])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo == f->n || el[lo] != links[j])
+				continue;
+			if (!got) {
+				rate = state_at(tr, i, dt)->rate_Bps;
+				got = 1;
+			}
+			left[j] -= p->elem_coef[f->first + lo] * rate;
+			cnt[j]++;
+			if (rate > maxr[j])
+				maxr[j] = rate;
+		}
+	}
 }
 
 /* flow_set_evict() callback: another wants link l, which r holds. A
@@ -760,6 +937,7 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	if (!r)
 		return -1;
 	flow_set_evict(fn, evict, take);
+	flow_set_host(fn, host_next, host_links);
 	if (!flow_try_hold(fn, links, nlinks, r)) {
 		mem_free(r);
 		return 1;
@@ -801,84 +979,4 @@ uint64_t crun_reclaimed(const struct crun_set *rs)
 uint64_t crun_resumed(const struct crun_set *rs)
 {
 	return rs->resumed;
-}
-
-static int by_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Our NICs per leaf and per pod (arrays of tree.leaves and pods). */
-static int count_nics(const struct topo *t, const struct plan *p,
-		      uint32_t *per_leaf, uint32_t *per_pod)
-{
-	const struct topo_tree *tr = &t->tree;
-	uint32_t *nics = mem_alloc((size_t)p->nelems * sizeof(*nics) + 1);
-	uint32_t i, n = 0;
-
-	if (!nics)
-		return -1;
-	for (i = 0; i < p->nelems; i++)
-		if (t->links[p->elem_link[i]].level == TL_NIC)
-			nics[n++] = t->links[p->elem_link[i]].owner;
-	qsort(nics, n, sizeof(*nics), by_u32);
-	for (i = 0; i < n; i++) {
-		uint32_t leaf;
-
-		if (i > 0 && nics[i] == nics[i - 1])
-			continue;
-		leaf = tr->leaf_of[nics[i]];
-		per_leaf[leaf]++;
-		if (tr->leaves_per_pod)
-			per_pod[leaf / tr->leaves_per_pod]++;
-	}
-	mem_free(nics);
-	return 0;
-}
-
-static double clamp(double v, double lo, double hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
-}
-
-int crun_charge_replicas(const struct topo *t, struct plan *p, uint32_t R,
-			 uint32_t group_gpus)
-{
-	const struct topo_tree *tr = &t->tree;
-	double o = (double)R * group_gpus / t->gpus, d = tr->hosts_per_leaf;
-	uint32_t *per_leaf, *per_pod, i;
-	int rc = -1;
-
-	if (R <= 1 || tr->tiers < 2)
-		return 0;
-	if (o > 1)
-		o = 1;
-	per_leaf = mem_calloc(tr->leaves + 1, sizeof(*per_leaf));
-	per_pod = mem_calloc(tr->pods + 1, sizeof(*per_pod));
-	if (!per_leaf || !per_pod || count_nics(t, p, per_leaf, per_pod) != 0)
-		goto out;
-	for (i = 0; i < p->nelems; i++) {
-		const struct topo_link *l = &t->links[p->elem_link[i]];
-		double ours = 0, busy = 0, uplinks = 1;
-
-		if (l->level == TL_LEAF_UP) {
-			ours = per_leaf[l->owner];
-			busy = o * d;
-			uplinks = tr->up_per_leaf;
-		} else if (l->level == TL_AGG_UP) {
-			ours = per_pod[l->owner];
-			busy = o * d * tr->leaves_per_pod;
-			uplinks = (double)tr->up_per_leaf * tr->up_per_agg;
-		}
-		if (ours > 0)
-			p->elem_coef[i] *= clamp(busy / (ours > uplinks ? ours : uplinks),
-						 1, R);
-	}
-	rc = 0;
-out:
-	mem_free(per_leaf);
-	mem_free(per_pod);
-	return rc;
 }

@@ -8,14 +8,53 @@
  * and its completion moves to now + left_B / new_rate (rounded to the
  * engine's nanosecond). When the completion event fires, the flow is done
  * by construction; rounding never leaves it a sliver of bytes to finish.
+ *
+ * Guests. A flow that starts on links a running replay holds (crun.c)
+ * would evict it: the replay's flows become variables (~88-176 links
+ * each for a DeepEP all-to-all: 5,600-22,500 elements linked, then
+ * unlinked when they end) although a short flow beside them usually
+ * moves none of their rates and ends before the replay's next event.
+ * Such a flow is kept as the replay's guest instead, outside the
+ * solver, while the system with it in would give the same numbers:
+ *   - it starts on links all held by one running replay whose next
+ *     event (a flow's end or rate change, a phase's start) is after
+ *     now, which has no other guest, with no solve pending yet;
+ *   - at the solve event, the batch settles without a re-solve
+ *     (maxmin_local.c) with the guest last on each of its lists behind
+ *     the replay's flows of the phase in plan order at their recorded
+ *     rates (what the adoption would have put there: crun_host_links()
+ *     sums them in that order, so its rate is the same bits), and it
+ *     ends before that next event;
+ *   - at its end, its removal would need no re-solve either.
+ * Whenever one of these fails, or another flow starts on the replay's
+ * links, the replay is evicted then and the guest becomes the variable
+ * it would have been (added after the adopted flows, at its rate if it
+ * has one), as if it had been one all along. What it leaves out: the
+ * variable ids and event order of the flow-level run differ when other
+ * changes fall in the same batch (only ties between equal times can
+ * tell), and the replay's events stay one event (the run's event count
+ * drops).
  */
 #include "flow.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
 #include "maxmin.h"
+
+#define GUEST_MAX_LINKS 8	/* a guest crosses at most these links */
+#define GUEST_MAX_BATCH 8	/* guests settled in one solve, at most
+				 * (mm_local() settles 8 new variables) */
+
+/* A guest's lists beside it (flow_set_host's links_fn), per link. */
+struct guest_lists {
+	double cap[GUEST_MAX_LINKS];	/* B/s */
+	double left[GUEST_MAX_LINKS];	/* B/s */
+	double maxr[GUEST_MAX_LINKS];	/* B/s */
+	uint32_t cnt[GUEST_MAX_LINKS];
+};
 
 struct flow {
 	struct flownet *net;
@@ -27,7 +66,19 @@ struct flow {
 	flow_done_fn done;
 	void *arg;
 	struct flow *prev, *next;	/* live flows, or next = free list */
+	/* a guest (var MM_NONE): its host and what its variable needs */
+	void *host;		/* the replay it is the guest of, or NULL */
+	const uint32_t *links;	/* the caller's, live while the flow is */
+	const double *coef;
+	uint32_t n;
+	double bound_Bps;
+	units_ns_t host_next;	/* ns, the host's next event */
+	struct guest_lists gl;	/* what its lists hold beside it, from
+				 * its solve (the host's flows stay as
+				 * they are until it ends) */
 };
+
+
 
 struct flownet {
 	const struct topo *topo;
@@ -39,6 +90,15 @@ struct flownet {
 	void **holder;		/* per link: what holds it, or NULL */
 	void (*evict)(void *holder);
 	int (*take)(void *holder, uint32_t link);
+	units_ns_t (*host_next)(void *holder);
+	void (*host_links)(void *holder, const uint32_t *links, uint32_t n,
+			   double *left, uint32_t *cnt, double *maxr);
+	struct flow **guest;	/* guests, in start order */
+	uint32_t nguest, capguest;
+	int guests;		/* keep guests (the default) */
+	int mixed;		/* the pending solve has a change other
+				 * than a guest's start */
+	uint64_t nguests;	/* flows that ended as guests */
 	void (*observe)(void *arg, units_ns_t now, double left_B,
 			double rate_Bps);
 	uint64_t solves, resolved;
@@ -63,6 +123,7 @@ struct flownet *flow_new(const struct topo *t, struct sim *sim)
 	f->topo = t;
 	f->sim = sim;
 	f->mm = mm_new();
+	f->guests = 1;
 	f->holder = mem_calloc(t->nlinks + 1, sizeof(*f->holder));
 	if (!f->mm || !f->holder)
 		goto fail;
@@ -80,7 +141,8 @@ int flow_attach(struct flownet *f, struct sim *sim)
 	if (f->live || f->solve_ev || f->failed)
 		return -1;
 	f->sim = sim;
-	f->solves = f->resolved = 0;
+	f->solves = f->resolved = f->nguests = 0;
+	f->nguest = 0;
 	return 0;
 }
 
@@ -108,6 +170,7 @@ void flow_free(struct flownet *f)
 	free_chain(f->free_list);
 	free_chain(f->live);
 	mm_free(f->mm);
+	mem_free(f->guest);
 	mem_free(f->holder);
 	mem_free(f);
 }
@@ -183,29 +246,196 @@ static void on_change(mm_id var, double old_Bps, double new_Bps, void *data,
 		set_failed(f, FAIL_OOM);
 }
 
+static void settle_guests(struct flownet *f, long *settled);
+
 static void solve(struct sim *sim, void *arg)
 {
 	struct flownet *f = arg;
-	long n;
+	long n, settled = 0;
 
 	(void)sim;
 	f->solve_ev = 0;
+	f->mixed = 0;
+	if (f->nguest)
+		settle_guests(f, &settled);
 	n = mm_solve(f->mm, on_change, f);
 	if (n < 0) {
 		set_failed(f, FAIL_OOM);
 		return;
 	}
 	f->solves++;
-	f->resolved += (uint64_t)n;
+	f->resolved += (uint64_t)(n + settled);
 }
 
 static void want_solve(struct flownet *f)
 {
+	f->mixed = 1;
 	if (f->solve_ev)
 		return;
 	f->solve_ev = sim_after(f->sim, 0, solve, f);
 	if (!f->solve_ev)
 		set_failed(f, FAIL_OOM);
+}
+
+/* ---- guests ---- */
+
+static void drop_guest(struct flownet *f, struct flow *fl)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nguest && f->guest[i] != fl; i++)
+		;
+	if (i == f->nguest)
+		BUG("flow: a guest not in the list");
+	memmove(&f->guest[i], &f->guest[i + 1],
+		(f->nguest - i - 1) * sizeof(*f->guest));
+	f->nguest--;
+	fl->host = NULL;
+}
+
+/* What guest fl's lists hold beside it: the host's flows (crun.c). */
+static void guest_lists(struct flownet *f, const struct flow *fl,
+			struct guest_lists *gl)
+{
+	uint32_t i;
+
+	for (i = 0; i < fl->n; i++)
+		gl->cap[i] = f->topo->links[fl->links[i]].cap_Bps;
+	f->host_links(fl->host, fl->links, fl->n, gl->left, gl->cnt,
+		      gl->maxr);
+}
+
+/* Evict host: its flows become variables (the evict callback), then its
+ * guests, in start order, the variables they would have been, after them
+ * on every list (a host's guests share no link). */
+static void materialize(struct flownet *f, void *host)
+{
+	uint32_t i = 0;
+
+	f->evict(host);
+	while (i < f->nguest) {
+		struct flow *fl = f->guest[i];
+
+		if (fl->host != host) {
+			i++;
+			continue;
+		}
+		drop_guest(f, fl);
+		fl->var = mm_var_add(f->mm, fl->links, fl->coef, fl->n,
+				     fl->bound_Bps, fl);
+		if (fl->var == MM_NONE) {
+			set_failed(f, FAIL_OOM);
+			continue;
+		}
+		if (fl->rate_Bps > 0)	/* settled: as the solve left it */
+			mm_preset_rate(f->mm, fl->var, fl->rate_Bps);
+	}
+}
+
+/* Whether guest fl may leave now without its variable ever existing:
+ * its lists hold what they held at its solve (no event of its host
+ * since). */
+static int guest_leaves(struct flownet *f, const struct flow *fl)
+{
+	const struct guest_lists *gl = &fl->gl;
+
+	if (sim_now(f->sim) >= fl->host_next)
+		BUG("flow: a guest past its host's next event");
+	return mm_guest_leave(f->mm, fl->n, fl->coef, gl->cap, gl->left,
+			      gl->cnt, gl->maxr, fl->rate_Bps);
+}
+
+/* The solve event with guests not yet settled (rate 0): settle them all
+ * as mm_local() would, each ending before its host's next event, or
+ * make them all variables (the batch then is what it would have been). */
+static void settle_guests(struct flownet *f, long *settled)
+{
+	uint32_t walk = 0, added = 0, i, k = 0;
+	units_ns_t now = sim_now(f->sim);
+	struct flow *todo[GUEST_MAX_BATCH];
+	double rate[GUEST_MAX_BATCH];
+	int ok = 1;
+
+	for (i = 0; i < f->nguest; i++) {
+		struct flow *fl = f->guest[i];
+		units_ns_t at;
+
+		if (fl->rate_Bps > 0)
+			continue;
+		if (k == GUEST_MAX_BATCH) {
+			ok = 0;
+			break;
+		}
+		todo[k] = fl;
+		guest_lists(f, fl, &fl->gl);
+		if (!mm_guest_settle(f->mm, fl->n, fl->coef, fl->gl.cap,
+				     fl->gl.left, fl->gl.cnt, fl->gl.maxr,
+				     fl->bound_Bps, &walk, &added,
+				     &rate[k]) ||
+		    units_ns_add(now, units_s_to_ns_sat(fl->left_B / rate[k]),
+				 &at) != 0 || at >= fl->host_next) {
+			ok = 0;
+			break;
+		}
+		k++;
+	}
+	if (!ok) {
+		for (i = 0; i < f->nguest;)
+			if (f->guest[i]->rate_Bps > 0)
+				i++;
+			else
+				materialize(f, f->guest[i]->host);
+		return;
+	}
+	/* mm_local() reports them in the same order, alone in the batch */
+	for (i = 0; i < k; i++)
+		on_change(MM_NONE, 0, rate[i], todo[i], f);
+	*settled = k;
+}
+
+/* Whether guest fl crosses one of links[0..n-1]. */
+static int shares_link(const struct flow *fl, const uint32_t *links,
+		       uint32_t n)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < fl->n; i++)
+		for (j = 0; j < n; j++)
+			if (fl->links[i] == links[j])
+				return 1;
+	return 0;
+}
+
+/* Whether a flow over links[0..n-1] can start as a guest: the host. */
+static void *guest_host(struct flownet *f, const uint32_t *links,
+			uint32_t n, units_ns_t *next)
+{
+	void *h = f->holder[links[0]];
+	uint32_t i;
+
+	if (!f->guests || !f->host_next || f->observe ||
+	    (f->solve_ev && f->mixed) || n > GUEST_MAX_LINKS || !h)
+		return NULL;
+	for (i = 1; i < n; i++)
+		if (f->holder[links[i]] != h)
+			return NULL;
+	for (i = 0; i < f->nguest; i++)
+		if (f->guest[i]->host == h &&
+		    shares_link(f->guest[i], links, n))
+			return NULL;
+	*next = f->host_next(h);
+	if (*next <= sim_now(f->sim))
+		return NULL;
+	if (f->nguest == f->capguest) {
+		uint32_t ncap = f->capguest ? 2 * f->capguest : 8;
+		struct flow **ng = mem_realloc(f->guest, ncap * sizeof(*ng));
+
+		if (!ng)
+			return NULL;
+		f->guest = ng;
+		f->capguest = ncap;
+	}
+	return h;
 }
 
 static void complete(struct sim *sim, void *arg)
@@ -216,6 +446,13 @@ static void complete(struct sim *sim, void *arg)
 	void *darg = fl->arg;
 
 	(void)sim;
+	if (fl->host && !guest_leaves(f, fl))
+		materialize(f, fl->host);
+	if (fl->host) {
+		drop_guest(f, fl);
+		f->nguests++;
+		want_solve(f);	/* as the variable's removal would */
+	}
 	if (fl->var != MM_NONE) {
 		mm_var_remove(f->mm, fl->var);
 		want_solve(f);
@@ -225,7 +462,7 @@ static void complete(struct sim *sim, void *arg)
 	done(darg);
 }
 
-/* Turn whatever holds links[0..n-1] into flows first. */
+/* Turn whatever holds links[0..n-1] into flows first, with its guest. */
 static void evict_holders(struct flownet *f, const uint32_t *links,
 			  uint32_t n)
 {
@@ -233,7 +470,7 @@ static void evict_holders(struct flownet *f, const uint32_t *links,
 
 	for (i = 0; i < n; i++)
 		if (f->holder[links[i]])
-			f->evict(f->holder[links[i]]);
+			materialize(f, f->holder[links[i]]);
 }
 
 int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
@@ -241,17 +478,34 @@ int flow_start(struct flownet *f, const uint32_t *links, const double *coef,
 	       void *arg)
 {
 	struct flow *fl;
+	void *host = NULL;
+	units_ns_t next = 0;
 
 	if (n > 0 && !coef)
 		BUG("a flow over links needs their coefficients");
-	if (volume_B > 0)
+	if (volume_B > 0 && n > 0)
+		host = guest_host(f, links, n, &next);
+	if (volume_B > 0 && !host)
 		evict_holders(f, links, n);
 	fl = flow_take(f);
 	if (!fl)
 		goto oom;
 	*fl = (struct flow){ .net = f, .var = MM_NONE, .left_B = volume_B,
 			     .t_last = sim_now(f->sim), .done = done, .arg = arg };
-	if (volume_B > 0 && (n > 0 || bound_Bps > 0)) {
+	if (host) {
+		*fl = (struct flow){ .net = f, .var = MM_NONE,
+				     .left_B = volume_B,
+				     .t_last = sim_now(f->sim), .done = done,
+				     .arg = arg, .host = host, .links = links,
+				     .coef = coef, .n = n,
+				     .bound_Bps = bound_Bps,
+				     .host_next = next };
+		f->guest[f->nguest++] = fl;
+		if (!f->solve_ev) {
+			want_solve(f);
+			f->mixed = 0;
+		}
+	} else if (volume_B > 0 && (n > 0 || bound_Bps > 0)) {
 		/* Constraint id = link id (flow_new). */
 		fl->var = mm_var_add(f->mm, links, coef, n, bound_Bps, fl);
 		if (fl->var == MM_NONE)
@@ -310,6 +564,25 @@ void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
 {
 	f->evict = evict;
 	f->take = take;
+}
+
+void flow_set_host(struct flownet *f, units_ns_t (*next)(void *holder),
+		   void (*links_fn)(void *holder, const uint32_t *links,
+				    uint32_t n, double *left, uint32_t *cnt,
+				    double *maxr))
+{
+	f->host_next = next;
+	f->host_links = links_fn;
+}
+
+void flow_set_guests(struct flownet *f, int on)
+{
+	f->guests = on;
+}
+
+uint64_t flow_guests(const struct flownet *f)
+{
+	return f->nguests;
 }
 
 /* Hold links[0..n-1] for holder up to the first that carries a flow or

@@ -83,6 +83,24 @@ int flow_adopt(struct flownet *f, const uint32_t *links, const double *coef,
  */
 void flow_set_evict(struct flownet *f, void (*evict)(void *holder),
 		    int (*take)(void *holder, uint32_t link));
+/*
+ * A running holder may host a short flow as its guest instead of being
+ * evicted (flow.c says when): next(holder) gives the ns of its next
+ * event (a flow's end or rate change, a phase's start), or -1 when it
+ * cannot host (parked, or not a replay); links_fn(holder, links, n,
+ * left, cnt, maxr) gives, for each of links[0..n-1], what the holder's
+ * flows would leave of the link's capacity if they were variables (their
+ * a_k r_k subtracted one by one in the order eviction would add them),
+ * how many they are and the fastest rate among them (0 for none).
+ * flow_set_guests(f, 0) turns guests off (tests: the same ns either
+ * way); flow_guests() counts the flows that ended as guests.
+ */
+void flow_set_host(struct flownet *f, units_ns_t (*next)(void *holder),
+		   void (*links_fn)(void *holder, const uint32_t *links,
+				    uint32_t n, double *left, uint32_t *cnt,
+				    double *maxr));
+void flow_set_guests(struct flownet *f, int on);
+uint64_t flow_guests(const struct flownet *f);
 int flow_try_hold(struct flownet *f, const uint32_t *links, uint32_t n,
 		  void *holder);
 int flow_reclaim(struct flownet *f, const uint32_t *links, uint32_t n,

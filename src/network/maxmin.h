@@ -67,6 +67,35 @@ double mm_rate(const struct mm *m, mm_id var);
  * re-solve keeps it. */
 void mm_preset_rate(struct mm *m, mm_id var, double rate_Bps);
 
+/*
+ * A guest: a variable kept outside the system (flow.c: a flow on the
+ * links of a replayed collective, whose own variables are not in it)
+ * for as long as these say the system with it added would give the
+ * same rates as without. For each of its n constraints i the caller
+ * gives what mm_local() would read there had the others been added
+ * before it, in list order: cap[i] (C_i), left[i] (C_i minus the others'
+ * a_k r_k, subtracted one by one in list order), cnt[i] (how many) and
+ * maxr[i] (the fastest of them; 0 for none).
+ *
+ * mm_guest_settle(): whether a solve now would settle the guest as
+ * mm_local() settles a new variable (the batch has no other new
+ * variable and needs no re-solve; *walk and *added carry mm_local()'s
+ * counts from one guest to the next of the same batch, 0 for the
+ * first), and its rate then in *rate_Bps (the same bits). 0 when the
+ * system must have it as a variable instead.
+ *
+ * mm_guest_leave(): whether its removal now, at rate_Bps, would leave
+ * every other rate as it is without a re-solve (mm_local_remove()'s
+ * test, and no re-solve pending).
+ */
+int mm_guest_settle(const struct mm *m, uint32_t n, const double *coef,
+		    const double *cap, const double *left,
+		    const uint32_t *cnt, const double *maxr, double bound_Bps,
+		    uint32_t *walk, uint32_t *added, double *rate_Bps);
+int mm_guest_leave(const struct mm *m, uint32_t n, const double *coef,
+		   const double *cap, const double *left,
+		   const uint32_t *cnt, const double *maxr, double rate_Bps);
+
 /* Whether mm_solve() sets aside constraints that cannot bind (on by
  * default; off solves with every constraint in the heap, for tests: the
  * rates are the same bit for bit), and how often a solve had to put them

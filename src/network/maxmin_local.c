@@ -163,3 +163,67 @@ undo:
 	}
 	return -1;
 }
+
+/* Whether the batch has a new variable still to solve. */
+static int has_new(const struct mm *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->fresh.n; i++)
+		if (m->vars[m->fresh.v[i]].live &&
+		    m->vars[m->fresh.v[i]].pending == PEND_NEW)
+			return 1;
+	return 0;
+}
+
+/*
+ * The guest as local_add() would see it: last on each of its lists, its
+ * own entry subtracting 0 (a new variable's rate) from what the others
+ * leave, so left_of() is left[i] bit for bit and the walk counts it.
+ */
+int mm_guest_settle(const struct mm *m, uint32_t n, const double *coef,
+		    const double *cap, const double *left,
+		    const uint32_t *cnt, const double *maxr, double bound_Bps,
+		    uint32_t *walk, uint32_t *added, double *rate_Bps)
+{
+	double r = bound_Bps > 0 ? bound_Bps : INFINITY;
+	uint32_t i, at = UINT32_MAX;
+
+	if (!m->local || m->need_solve || has_new(m))
+		return 0;
+	if (++*added > LOCAL_MAX_FRESH || n > LOCAL_MAX_ELEMS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		*walk += cnt[i] + 1;
+		if (!(left[i] > LOCAL_SLACK * cap[i]) ||
+		    *walk > LOCAL_MAX_WALK)
+			return 0;
+		if (left[i] / coef[i] < r) {
+			r = left[i] / coef[i];
+			at = i;
+		}
+	}
+	if (!(r > 0) || !isfinite(r) || (at != UINT32_MAX && maxr[at] >= r))
+		return 0;
+	*rate_Bps = r;
+	return 1;
+}
+
+/* mm_local_remove() for the guest, last on each list at rate_Bps. */
+int mm_guest_leave(const struct mm *m, uint32_t n, const double *coef,
+		   const double *cap, const double *left,
+		   const uint32_t *cnt, const double *maxr, double rate_Bps)
+{
+	uint32_t i, walk = 0;
+
+	if (!m->local || m->need_solve || n > LOCAL_MAX_ELEMS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		walk += cnt[i] + 1;
+		if (left[i] - coef[i] * rate_Bps > LOCAL_SLACK * cap[i])
+			continue;
+		if (walk > LOCAL_MAX_WALK || maxr[i] >= rate_Bps)
+			return 0;
+	}
+	return 1;
+}

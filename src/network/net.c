@@ -84,6 +84,7 @@ struct net {
 	struct net_memo memo;		/* comm_start's memo (net_memo.h) */
 	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
 	int replay;			/* replay idle-link collectives */
+	int noguests;			/* no guests on replays (flow.c) */
 	int failed;
 	char error[256];
 };
@@ -127,6 +128,8 @@ int net_attach(struct net *n, struct sim *sim)
 		return 0;
 	flow_free(n->flows);
 	n->flows = flow_new(n->topo, sim);
+	if (n->flows)
+		flow_set_guests(n->flows, !n->noguests);
 	return n->flows ? 0 : -1;
 }
 
@@ -824,6 +827,13 @@ void net_set_replay(struct net *n, int on)
 	n->replay = on;
 }
 
+void net_set_guests(struct net *n, int on)
+{
+	n->noguests = !on;
+	if (n->flows)
+		flow_set_guests(n->flows, on);
+}
+
 static void comm_start(void *ctx, const struct coll_desc *c,
 		       void (*done)(void *token), void *token)
 {
@@ -846,6 +856,7 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 	if (n->flows) {
 		out->solves = flow_solves(n->flows);
 		out->resolved = flow_resolved(n->flows);
+		out->guests = flow_guests(n->flows);
 	}
 	out->replays = crun_replays(&n->runs);
 	out->resumed = crun_resumed(&n->runs);

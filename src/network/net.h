@@ -97,6 +97,8 @@ struct net_stats {
 				 * another replay had taken meanwhile */
 	uint64_t detached;	/* of the replays, latency-bound ones that
 				 * held no link (crun.h CRUN_DETACH_SHARE) */
+	uint64_t guests;	/* flows that ran and ended as a replay's
+				 * guest, outside the solver (flow.c) */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);
@@ -108,6 +110,11 @@ void net_get_stats(const struct net *n, struct net_stats *out);
  * time on any link, crun.h) replays over busy links too, ignoring that little
  * sharing. */
 void net_set_replay(struct net *n, int on);
+
+/* Let a short flow on a running replay's links be its guest instead of
+ * evicting it (1, the default; flow.c says when) or never (0: tests
+ * compare). The same ns either way. */
+void net_set_guests(struct net *n, int on);
 
 /* Non-zero once a collective started through net_comm_ops failed; the
  * step's result is then not to be trusted. net_error() says why. */

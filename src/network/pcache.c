@@ -334,5 +334,8 @@ void pcache_plan_unref(struct cplan *cp)
 	if (--cp->refs > 0)
 		return;
 	plan_release(&cp->plan);
+	mem_free(cp->link_off);
+	mem_free(cp->link_elem);
+	mem_free(cp->link_flow);
 	mem_free(cp);
 }

@@ -32,6 +32,10 @@ struct cplan {
 	double size_B;		/* the collective's size when not per byte (its
 				 * pipeline's loops count it); else 0 */
 	uint64_t links_hash;	/* of plan_links (crun.c); 0 = not yet */
+	/* each distinct link's elements, ascending (crun.c host_links):
+	 * link d of plan_links has elements link_elem[link_off[d] ..
+	 * link_off[d + 1]) of flows link_flow[...]; NULL = not yet */
+	uint32_t *link_off, *link_elem, *link_flow;
 };
 
 enum pkey_kind {

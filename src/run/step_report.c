@@ -208,7 +208,7 @@ static struct cJSON *moe_json(const struct job_spec *j,
 	     jobj_add_str(o, "dispatcher", j->moe.dispatcher ?
 		     j->moe.dispatcher->name : NULL) &&
 	     jobj_add_str(o, "routing",
-			  routing_balance_names[j->moe.routing.balance]) &&
+			  routing_balance_names[job_routing_balance(j)]) &&
 	     jobj_add_str(o, "routing_method", r->plan.routing) &&
 	     jobj_add_num(o, "max_mean_load", r->plan.max_mean) &&
 	     jobj_add_num(o, "dispatch_combine_s", total) &&
@@ -372,7 +372,7 @@ static void print_layout(FILE *out, const struct job_spec *j,
 			"mean)\n", (long long)p->ep, (long long)p->etp,
 			(long long)p->edp, j->moe.dispatcher->name ?
 			j->moe.dispatcher->name : "inline",
-			routing_balance_names[j->moe.routing.balance],
+			routing_balance_names[job_routing_balance(j)],
 			r->plan.routing ? r->plan.routing : "?", r->plan.max_mean);
 	fprintf(out, "  batch          %lld sequences of %lld tokens = %.0f tokens; "
 		"%lld microbatches of %lld per pipeline\n",

@@ -460,6 +460,58 @@ Test(gpu, attention_exponentials_bound_a_pair_from_below)
 				   1e-12), "got %g", t);
 }
 
+/*
+ * Overlapped softmax (attention.softmax_overlap): a pair takes
+ * max((F(d) / F(d_c)) t_c, t_e), not the sum's share. With x = 10000 /
+ * 1536, t_e = 1.536 ps: at d_c = 128 the forward's t_c = 2.048 ps still
+ * bounds the pair (phi = 0.75), so nothing moves there; the tests below
+ * move only off d_c.
+ */
+Test(gpu, overlapped_softmax_keeps_the_rate_flat_above_the_calibration)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g, plain;
+
+	exp_gpu(&g);
+	g.attention.exp_per_clock = 10000.0 / 1536;
+	g.attention.softmax_overlap = 1;
+	gpu_fixture_toy(&plain);
+	/* d_c: max(2.048, 1.536) ps = t_c, the measured rate. */
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   gpu_attention_fwd(&plain, DTYPE_BF16, &a).time_s,
+				   1e-12));
+	/* d = 256: the products take 2 x 2.048 = 4.096 ps > t_e, the
+	 * calibrated rate per FLOP (the toy without the term). The sum would
+	 * give 250 / (0.25 + 0.75 x 0.5) = 400 TFLOP/s, 1.6x faster. Both
+	 * passes (backward: t_c 10.24 ps, t_e far below). */
+	a.head_dim_qk = a.head_dim_v = 256;
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   gpu_attention_fwd(&plain, DTYPE_BF16, &a).time_s,
+				   1e-12));
+	cr_assert(gpu_fixture_near(gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s,
+				   gpu_attention_bwd(&plain, DTYPE_BF16, &a).time_s,
+				   1e-12));
+}
+
+Test(gpu, overlapped_softmax_lets_the_exponentials_bound_a_small_head_dim)
+{
+	struct gpu_attn_shape a = shape64();
+	struct gpu_spec g;
+	struct gpu_cost c;
+
+	exp_gpu(&g);
+	g.attention.exp_per_clock = 10000.0 / 1536;
+	g.attention.softmax_overlap = 1;
+	/* d = 64: the products take 2.048 / 2 = 1.024 ps < t_e = 1.536 ps:
+	 * the pair takes t_e, 256 FLOP / 1.536 ps = 250 / 1.5 TFLOP/s, a
+	 * tile 0.75 tau_f (the sum: 250 / (0.25 + 0.75 x 2) = 250 / 1.75,
+	 * 0.875 tau_f). 16 waves of (t_uf / 2 + 32 x 0.75 tau_f), as in
+	 * attention_exponentials_slow_a_small_head_dim. */
+	c = gpu_attention_fwd(&g, DTYPE_BF16, &a);
+	cr_assert(gpu_fixture_near(c.time_s, 16 * (TU_F / 2 + 32 * 0.75 * TAU_F),
+				   1e-9), "got %g", c.time_s);
+}
+
 /* FP8 attention (training.fp8_attention) under a sliding window of 128
  * keys, one head of 4096 (32 key blocks, fewer units than the 100 CUs:
  * the step is the longest unit). With attention.fp8_bwd_skips_window

@@ -185,3 +185,52 @@ Test(spec_gpu, fp8_attention_keys_default_and_need_their_peak)
 			      "of the fp8 peak, but 'matrix_peak' gives no "
 			      "fp8"), "%s", buf);
 }
+
+/* Under attention.softmax_overlap the FP8 kernel's softmax sustains
+ * attention.lowp_softmax_per_clock x scores per clock per SM: with x =
+ * 10000 / 2048 on the toy's 100 CUs at 1 GHz a score takes 2.048 ps,
+ * above the FP8 products' 512 FLOP / 500 TFLOP/s = 1.024 ps (efficiency
+ * 0.5) and above the exps' 1 / (100 x 100 x 1 GHz) = 0.1 ps: the pair
+ * takes 2.048 ps, 250 TFLOP/s, bf16's rate, so the FP8 forward takes
+ * bf16's time (8 (t_uf + 32 tau_f) = 864.2 us). Without the key: 434.7
+ * us, as above. bf16 (2.048 ps of products) does not move. */
+Test(gpu, fp8_softmax_bounds_an_overlapped_pair)
+{
+	struct gpu_attn_shape a = shape(0), f = shape(0);
+	struct gpu_spec g;
+	double bf16, t;
+
+	gpu_fixture_toy(&g);
+	bf16 = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	f.fp8 = 1;
+	g.attention.fp8_fwd_efficiency = 0.5;
+	g.attention.exp_per_clock = 100;
+	g.attention.calib_head_dim = 128;
+	g.attention.softmax_overlap = 1;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &f).time_s;
+	cr_assert(gpu_fixture_near(t, 8 * (TU_F + 32 * TAU_F / 2), 1e-9),
+		  "got %g", t);
+	g.attention.lowp_softmax_per_clock = 10000.0 / 2048;
+	t = gpu_attention_fwd(&g, DTYPE_BF16, &f).time_s;
+	cr_assert(gpu_fixture_near(t, bf16, 1e-12), "got %g", t);
+	cr_assert(gpu_fixture_near(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s,
+				   bf16, 1e-12));
+}
+
+/* The bound acts only under softmax_overlap: without it the key is an
+ * error at the key, not silently ignored. */
+Test(spec_gpu, lowp_softmax_needs_the_overlap)
+{
+	struct gpu_spec g;
+	char buf[512] = "";
+
+	minimal(&g);
+	g.attention.exp_per_clock = 16;
+	g.attention.lowp_softmax_per_clock = 14.5;
+	cr_assert_lt(check(&g, buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, "'attention.lowp_softmax_per_clock': is a bound "
+			      "under softmax_overlap"), "%s", buf);
+	g.attention.softmax_overlap = 1;
+	buf[0] = '\0';
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+}

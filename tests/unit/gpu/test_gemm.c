@@ -355,3 +355,58 @@ Test(gpu, gemm_two_accumulator_stages_hide_the_epilogue)
 	cr_assert(gpu_fixture_near(two.time_s, 941.5e-6, 1e-4),
 		  "got %g s", two.time_s);
 }
+
+/*
+ * Tile bandwidth (gemm_tile_bandwidth; b200's NVFP4: CUTLASS's persistent
+ * kGemm kernels). Toy GPU, bf16, beta_t = 10 GB/s a tile.
+ * m = 1, n = 1280, k = 65536: ceil(1280 / 128) = 10 tiles, one wave.
+ * Working set (1 + 1280) x 65536 x 2 B + 1280 x 2 B = 167.9 MB > the
+ * 100 MB LLC: HBM, 10 TB/s x 0.5 = 5 TB/s. Without the bound k is split
+ * 8 ways (80 tiles <= 100 units; 16 ways, 160, would not fit) and the
+ * weights stream at 5 TB/s: t_m = 167.9 MB / 5 TB/s = 33.6 us under
+ * t_c = 2 x 128^2 x 8192 / 4 TFLOP/s = 67.1 us a slice, ~68 us in all.
+ * With it k is not split and the wave's 10 tiles load at
+ * min(5 TB/s, 10 x 10 GB/s) = 100 GB/s:
+ *   t_m = (1 + 1280) x 65536 x 2 B / 100 GB/s = 1.679 ms
+ *   t_c = 2 x 128^2 x 65536 / 4 TFLOP/s = 0.537 ms (hidden)
+ *   t_e = 10 x 128^2 x 2 B / 5 TB/s = 65.5 ns (stores at the level's rate)
+ * t = 1.679 ms + 65.5 ns, memory-bound.
+ */
+Test(gpu, gemm_tile_bandwidth_bounds_a_few_tiles_and_forbids_split_k)
+{
+	struct gpu_spec g;
+	struct gpu_cost c;
+	double expect = 1281.0 * 65536 * 2 / 100e9 + 10.0 * 128 * 128 * 2 / 5e12;
+
+	gpu_fixture_toy(&g);
+	c = gpu_gemm(&g, DTYPE_BF16, 1, 1280, 65536, 1);
+	cr_assert_lt(c.time_s, 100e-6, "split, at 5 TB/s: %g s", c.time_s);
+	g.gemm_tile_Bps[DTYPE_BF16] = 10e9;
+	c = gpu_gemm(&g, DTYPE_BF16, 1, 1280, 65536, 1);
+	cr_assert(gpu_fixture_near(c.time_s, expect, 1e-9),
+		  "got %g, expected %g", c.time_s, expect);
+	cr_assert_eq(c.bound, GPU_BOUND_MEMORY);
+	/* Another dtype keeps its split: the bound is per compute dtype. */
+	c = gpu_gemm(&g, DTYPE_FP8, 1, 1280, 65536, 1);
+	cr_assert_lt(c.time_s, 100e-6, "fp8 split: %g s", c.time_s);
+}
+
+/*
+ * A full wave whose tiles together could stream faster than the level
+ * (100 tiles x 1 TB/s = 100 TB/s > 5 TB/s) costs the same with the bound
+ * as without: 12,800 x 128 x 4096 bf16 is 100 tiles, one wave, never
+ * split (100 tiles already fill the 100 units), so B_w = min(5 TB/s,
+ * 100 TB/s) = 5 TB/s either way.
+ */
+Test(gpu, gemm_tile_bandwidth_above_the_level_changes_nothing)
+{
+	struct gpu_spec g;
+	struct gpu_cost a, b;
+
+	gpu_fixture_toy(&g);
+	a = gpu_gemm(&g, DTYPE_BF16, 12800, 128, 4096, 1);
+	g.gemm_tile_Bps[DTYPE_BF16] = 1e12;
+	b = gpu_gemm(&g, DTYPE_BF16, 12800, 128, 4096, 1);
+	cr_assert(gpu_fixture_near(b.time_s, a.time_s, 1e-12),
+		  "%g vs %g s", b.time_s, a.time_s);
+}

@@ -245,3 +245,19 @@ Test(spec_gpu, mx_bytes_carry_their_block_scale)
 	cr_assert_eq(dtype_bytes(DTYPE_MXFP6), 0.75 + 1.0 / 32);
 	cr_assert_eq(dtype_bytes(DTYPE_BF16), 2.0);
 }
+
+/* attention.softmax_overlap weighs the products against the exps: without
+ * their rate it has nothing to weigh, and says so at the key. */
+Test(spec_gpu, softmax_overlap_needs_the_exponential_rate)
+{
+	static const char *const say[] = {"'attention.softmax_overlap'",
+					  "'attention.exp_per_clock'", NULL};
+	struct gpu_spec g;
+	char buf[512] = "";
+
+	minimal(&g);
+	g.attention.softmax_overlap = 1;
+	expect_rejected(&g, say);
+	g.attention.exp_per_clock = 16;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+}

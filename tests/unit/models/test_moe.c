@@ -242,6 +242,47 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 	arena_release(&a);
 }
 
+Test(moe, forced_routing_follows_the_frameworks_gate)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	double S = 8 * 4096 * 8.0, mu = S / 8, sd = sqrt(S / 8 * 7 / 8);
+
+	/* The default balance, forced: a force-balanced benchmark routes as
+	 * its framework's gate. Megatron-Core's (balanced_gate random) draws
+	 * random logits a token, so training takes the multinomial of the
+	 * random case (64 experts top-8 over ep 8, S = 262144 rows: max/mean
+	 * 1 + 1.4236 x 169.3 / 32768 = 1.00736, busiest_rank_closed_form_
+	 * agrees_with_draws); AutoModel's round-robin gate and inference
+	 * stay exact (1). */
+	arena_init(&a);
+	fixture_moe(&f, 64, 8, 256, 8);
+	f.job.moe.routing.balance = ROUTE_FORCED;
+	f.fw.balanced_gate = GATE_RANDOM;
+	cr_assert_eq(job_routing_balance(&f.job), ROUTE_RANDOM);
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_str_eq(r.method, "closed_form");
+	cr_assert(fixture_near(r.max_mean, 1 + 1.4236 * sd / mu, 2e-4),
+		  "forced, random gate %.6f", r.max_mean);
+	cr_assert_eq(job_round_robin_gate(&f.job), 0);
+	f.fw.balanced_gate = GATE_ROUND_ROBIN;
+	cr_assert_eq(job_routing_balance(&f.job), ROUTE_UNIFORM);
+	cr_assert_eq(job_round_robin_gate(&f.job), 1);
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_str_eq(r.method, "exact");
+	cr_assert(fixture_near(r.max_mean, 1, 1e-12));
+	f.fw.balanced_gate = GATE_RANDOM;
+	f.job.phase = PHASE_DECODE;
+	cr_assert_eq(job_routing_balance(&f.job), ROUTE_UNIFORM);
+	/* an explicit balance is kept as given */
+	f.job.phase = PHASE_TRAINING;
+	f.job.moe.routing.balance = ROUTE_UNIFORM;
+	cr_assert_eq(job_routing_balance(&f.job), ROUTE_UNIFORM);
+	arena_release(&a);
+}
+
 Test(moe, expert_parameters_shard_over_ep_and_edp)
 {
 	struct moe_case m;

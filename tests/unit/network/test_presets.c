@@ -232,3 +232,35 @@ Test(net_presets, nccl_trees_carry_the_tuners_correction)
 						2097152.0, 1), 1.0, 1e-12);
 	arena_release(&a);
 }
+
+/* The sync tax's per-op sigma (system.variability.op_jitter) is one GPU's
+ * own sd. Trace ST (ByteDance-Seed/StragglerAnalysis) measures a worker's
+ * deviation from the median of its stage's 2 dp ranks, itself included:
+ * half a pair's difference, sd sigma / sqrt 2 = 1.07 %, so sigma =
+ * sqrt(2 x 1.07^2 - 2 x 0.31^2) = 1.45 % (0.99 % without the 1 % tails:
+ * 1.33 %), taken as 1.4 %: every system that models variability says so. */
+Test(net_presets, op_jitter_is_one_gpus_sd_not_the_peer_deviation)
+{
+	struct arena a;
+	const char **list;
+	size_t i, n = 0;
+	double lo = sqrt(2 * 0.0099 * 0.0099 - 2 * 0.0031 * 0.0031);
+	double hi = sqrt(2 * 0.0107 * 0.0107 - 2 * 0.0031 * 0.0031);
+
+	arena_init(&a);
+	list = presets(&a, &system_schema);
+	for (i = 0; list[i]; i++) {
+		const struct system_spec *s = load(&a, &system_schema, list[i],
+						   NULL, 0);
+
+		if (!(s->variability.op_jitter > 0))
+			continue;
+		n++;
+		cr_assert(s->variability.op_jitter >= lo - 1e-4 &&
+			  s->variability.op_jitter <= hi + 1e-4,
+			  "%s: op_jitter %g outside [%g, %g]", list[i],
+			  s->variability.op_jitter, lo, hi);
+	}
+	cr_assert_gt(n, 0);
+	arena_release(&a);
+}

@@ -163,6 +163,8 @@ static void comm_start_of_net(void *ctx, const struct coll_desc *c,
 	net_comm_ops.start(ctx, c, done, token);
 }
 
+static int run_guests = 1;	/* net_set_guests() for run() */
+
 static void run(const struct system_spec *sys, uint64_t seed,
 		const struct coll_path *path, int replay, struct outcome *o)
 {
@@ -177,6 +179,7 @@ static void run(const struct system_spec *sys, uint64_t seed,
 	net = net_new(sys, sim, &d);
 	cr_assert(sim && net);
 	net_set_replay(net, replay);
+	net_set_guests(net, run_guests);
 	cr_assert_eq(exec_run(p, sim, run_ops, net, &o->r, &why), 0,
 		     "exec_run: %s", why ? why : "?");
 	cr_assert(!net_failed(net), "%s", net_error(net));
@@ -326,5 +329,141 @@ Test(net_replay, descriptor_memo_gives_the_lookups_times)
 				free(l.start);
 				free(l.end);
 			}
+	arena_release(&a);
+}
+
+/* Rounds of an all-to-all over every GPU on a forwarding path (its flows
+ * bound on the NICs, the NVLink ports it forwards through with room)
+ * and, on another stream, a drawn wait then a small send between two
+ * GPUs of one node: the send starts on the NVLink ports the replayed
+ * all-to-all holds, mostly mid-phase, often ending before the
+ * all-to-all's next event (a guest, flow.c), sometimes not. */
+static struct prog *build_guests(uint64_t seed, const struct coll_path *path)
+{
+	static const char *const names[] = { "gemm", "a2a", "pp" };
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	uint32_t all[NGPU], i, round;
+	task_id last[NGPU];
+
+	cr_assert_not_null(p);
+	for (i = 0; i < NGPU; i++) {
+		all[i] = i;
+		last[i] = TASK_NONE;
+	}
+	for (round = 0; round < 8; round++) {
+		double a2a_B = (double)(1 + lcg(&seed) % 64) * 1048576;
+		struct coll_desc c = { .op = COLL_ALLTOALL, .bytes = a2a_B,
+				       .gpus = all, .ngpus = NGPU, .algo = -1,
+				       .proto = -1, .path = path };
+		struct task_info ai = { names[1], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info wi = { names[0], TASK_COMPUTE, (int32_t)round,
+					1, TASK_PHASE_NONE };
+		struct task_info pi = { names[2], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		task_id a, w, x;
+		uint32_t k;
+
+		task_id prev[NGPU];
+
+		a = prog_coll(p, all, NGPU, S_DP, &c, &ai);
+		for (i = 0; i < NGPU; i++) {
+			prev[i] = last[i];
+			if (last[i] != TASK_NONE)
+				prog_dep(p, last[i], a + i);
+			last[i] = a + i;
+		}
+		/* sends between GPUs 2k and 2k + 1 of node k % NODES */
+		for (k = 0; k < 4; k++) {
+			uint32_t g0 = (k % NODES) * GPN + 2 * k;
+			uint32_t pair[2] = { g0, g0 + 1 };
+			struct coll_desc s = {
+				.op = COLL_SENDRECV,
+				.bytes = (double)(1 + lcg(&seed) % 256) * 16384,
+				.gpus = pair, .ngpus = 2, .algo = -1,
+				.proto = -1 };
+
+			w = prog_task(p, pair[0], S_COMPUTE,
+				      (double)(lcg(&seed) % 2000) * 1e-6, &wi);
+			/* from the previous all-to-all's end: this one's
+			 * start */
+			if (prev[pair[0]] != TASK_NONE)
+				prog_dep(p, prev[pair[0]], w);
+			x = prog_coll(p, pair, 2, S_PP, &s, &pi);
+			prog_dep(p, w, x);
+			(void)x;
+		}
+	}
+	return p;
+}
+
+/* With guests and without (and as flows), every task at the same ns; some
+ * flows must have been guests. */
+Test(net_replay, guests_give_the_flow_level_times)
+{
+	static const struct coll_path fwd = {
+		.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
+		.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
+		.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
+		.name = "forward" };
+	struct arena a;
+	const struct system_spec *sys;
+	uint64_t seed, guests = 0;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (seed = 1; seed <= 6; seed++) {
+		struct outcome o[3];
+		int k;
+		uint32_t t;
+
+		for (k = 0; k < 3; k++) {
+			struct diag d;
+			struct sim *sim = sim_new();
+			struct net *net;
+			struct prog *p = build_guests(seed, &fwd);
+			const char *why = NULL;
+
+			diag_init(&d, stderr);
+			net = net_new(sys, sim, &d);
+			cr_assert(sim && net);
+			net_set_replay(net, k > 0);
+			net_set_guests(net, k == 2);
+			cr_assert_eq(exec_run(p, sim, &net_comm_ops, net,
+					      &o[k].r, &why), 0, "%s",
+				     why ? why : "?");
+			cr_assert(!net_failed(net), "%s", net_error(net));
+			net_get_stats(net, &o[k].st);
+			o[k].ntasks = prog_tasks(p);
+			o[k].end = calloc(o[k].ntasks, sizeof(*o[k].end));
+			cr_assert_not_null(o[k].end);
+			for (t = 0; t < o[k].ntasks; t++)
+				o[k].end[t] = units_s_to_ns(
+					exec_task_end_s(p, t));
+			prog_free(p);
+			net_free(net);
+			sim_free(sim);
+		}
+		cr_assert_eq(o[0].st.guests, 0);
+		cr_assert_eq(o[1].st.guests, 0);
+		guests += o[2].st.guests;
+		for (k = 1; k < 3; k++) {
+			cr_assert_eq(o[0].ntasks, o[k].ntasks);
+			cr_assert_eq(o[0].r.step_s, o[k].r.step_s,
+				     "seed %llu run %d", (unsigned long long)seed,
+				     k);
+			for (t = 0; t < o[0].ntasks; t++)
+				cr_assert_eq(o[0].end[t], o[k].end[t],
+					     "seed %llu run %d task %u: %lld "
+					     "ns, %lld ns as flows",
+					     (unsigned long long)seed, k, t,
+					     (long long)o[k].end[t],
+					     (long long)o[0].end[t]);
+		}
+		for (k = 0; k < 3; k++)
+			free(o[k].end);
+	}
+	cr_log_info("guests %llu", (unsigned long long)guests);
+	cr_assert_gt(guests, 0);
 	arena_release(&a);
 }
