@@ -33,7 +33,7 @@ is recorded in the output (`<section>_error`, `fallbacks`) and the others
 still run. Nothing in results/ comes from it yet.
 """
 import json
-import subprocess
+import os
 import sys
 import time
 import traceback
@@ -42,9 +42,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchmeasure import (bench, profile_kernels, rope,  # noqa: E402
+                          rope_tables, smi, timed_steps)
+
 DEV = torch.device("cuda")
 BF = torch.bfloat16
 T_RANK = 4096
+SMI_FIELDS = "clocks.sm,clocks.mem,power.draw,temperature.gpu"
 
 # name, hidden, expert ffn, experts, top-k (the models' config.json).
 MODELS = {
@@ -59,30 +64,6 @@ LAYOUTS = [("qwen3-30b-a3b", 1), ("qwen3-30b-a3b", 4), ("qwen3-30b-a3b", 8),
            ("qwen3-30b-a3b", 16), ("qwen3-235b-a22b", 8),
            ("qwen3-235b-a22b", 32), ("deepseek-v3", 8), ("deepseek-v3", 64),
            ("gpt-oss-120b", 8), ("mixtral-8x7b", 1), ("mixtral-8x7b", 8)]
-
-
-def bench(fn, iters=20, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    a = torch.cuda.Event(enable_timing=True)
-    b = torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(iters):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / 1e3 / iters
-
-
-def smi():
-    try:
-        return subprocess.run(
-            ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,"
-             "temperature.gpu", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20).stdout.strip()
-    except Exception as e:  # noqa: BLE001
-        return repr(e)
 
 
 def offs_of(counts):
@@ -328,19 +309,6 @@ class GroupedLinear(torch.autograd.Function):
         return dx, dw, None
 
 
-def rope_tables(seq, d):
-    inv = 1.0 / (1000000.0 ** (torch.arange(0, d, 2, device=DEV).float() / d))
-    ang = torch.outer(torch.arange(seq, device=DEV).float(), inv)
-    cos = torch.cat([ang.cos(), ang.cos()], -1).to(BF)
-    sin = torch.cat([ang.sin(), ang.sin()], -1).to(BF)
-    return cos[None, :, None, :], sin[None, :, None, :]
-
-
-def rope(x, cos, sin):
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
-
-
 class MoELayer(nn.Module):
     def __init__(self):
         super().__init__()
@@ -411,27 +379,6 @@ class MoEModel(nn.Module):
         return self.head(F.rms_norm(x, (QH,), self.norm))
 
 
-def profile_kernels(step, n):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU,
-                             ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            step()
-        torch.cuda.synchronize()
-    path = "/tmp/llmsim-moe-trace.json"
-    prof.export_chrome_trace(path)
-    with open(path) as fh:
-        trace = json.load(fh)
-    kernels = []
-    for e in trace.get("traceEvents", []):
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") \
-                and "dur" in e:
-            kernels.append([e["name"][:160], round(float(e["ts"]), 3),
-                            round(float(e["dur"]), 3), e.get("cat")])
-    kernels.sort(key=lambda k: k[1])
-    return kernels
-
-
 def step_case(layers):
     out = {"model": "qwen3-30b-a3b shape", "layers": layers, "hidden": QH,
            "heads": QNH, "kv_heads": QNKV, "head_dim": QD,
@@ -445,7 +392,7 @@ def step_case(layers):
     model = MoEModel(layers).to(DEV, BF)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     out["params"] = sum(p.numel() for p in model.parameters())
-    cos, sin = rope_tables(SEQ, QD)
+    cos, sin = rope_tables(SEQ, QD, 1000000.0)
     tok = torch.randint(0, QV, (1, SEQ), device=DEV)
     tgt = torch.randint(0, QV, (1, SEQ), device=DEV)
 
@@ -459,21 +406,12 @@ def step_case(layers):
     for _ in range(3):
         step()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    times.sort()
+    times = timed_steps(step, 10)
     out["step_s_sorted"] = times
     out["step_s_median"] = times[len(times) // 2]
-    out["smi_after_steps"] = smi()
+    out["smi_after_steps"] = smi(SMI_FIELDS)
     out["expert_counts"] = [lay.last_counts.tolist() for lay in model.layers]
-    out["kernels"] = profile_kernels(step, 2)
+    out["kernels"] = profile_kernels(step, 2, "/tmp/llmsim-moe-trace.json")
     out["profiled_steps"] = 2
     print("step median %.4f s over %d layers, %d kernels" % (
         out["step_s_median"], layers, len(out["kernels"])), flush=True)
@@ -487,7 +425,7 @@ def main():
            "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d"),
            "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
            "tokens_per_rank": T_RANK, "have_grouped_mm": HAVE_GMM,
-           "smi_before": smi()}
+           "smi_before": smi(SMI_FIELDS)}
 
     def save():
         with open(path, "w") as fh:
@@ -503,7 +441,7 @@ def main():
             print(res[key + "_error"], flush=True)
         res[key + "_wall_s"] = time.time() - t0
         res["fallbacks"] = FALLBACKS
-        res["smi_after_" + key] = smi()
+        res["smi_after_" + key] = smi(SMI_FIELDS)
         torch.cuda.empty_cache()
         save()
 

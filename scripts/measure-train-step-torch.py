@@ -16,8 +16,7 @@ torch ops, AdamW fused) on one GPU and reports
 Usage: python3 scripts/measure-train-step-torch.py OUT.json [LAYERS]
 """
 import json
-import math
-import subprocess
+import os
 import sys
 import time
 
@@ -26,21 +25,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchmeasure import (bench, profile_kernels, rope,  # noqa: E402
+                          rope_tables, smi, timed_steps)
+
 DEV = torch.device("cuda")
 H, FFN, NH, NKV, D, VOCAB, SEQ, MBS = 4096, 14336, 32, 8, 128, 128256, 8192, 1
-
-
-def rope_tables(seq, d):
-    inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2, device=DEV).float() / d))
-    ang = torch.outer(torch.arange(seq, device=DEV).float(), inv)
-    cos = torch.cat([ang.cos(), ang.cos()], -1).to(torch.bfloat16)
-    sin = torch.cat([ang.sin(), ang.sin()], -1).to(torch.bfloat16)
-    return cos[None, :, None, :], sin[None, :, None, :]
-
-
-def rope(x, cos, sin):
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
 
 class Layer(nn.Module):
@@ -85,52 +75,6 @@ class Model(nn.Module):
         return self.head(F.rms_norm(x, (H,), self.norm))
 
 
-def timed_steps(step, n):
-    times = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return sorted(times)
-
-
-def profile_kernels(step, n):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            step()
-        torch.cuda.synchronize()
-    path = "/tmp/llmsim-train-trace.json"
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        trace = json.load(f)
-    kernels = []
-    for e in trace.get("traceEvents", []):
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
-            kernels.append([e["name"][:160], round(float(e["ts"]), 3),
-                            round(float(e["dur"]), 3), e.get("cat")])
-    kernels.sort(key=lambda k: k[1])
-    return kernels
-
-
-def bench(fn, iters=20, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    a = torch.cuda.Event(enable_timing=True)
-    b = torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(iters):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / 1e3 / iters
-
-
 def isolated_gemms():
     t = MBS * SEQ
     shapes = []
@@ -149,16 +93,6 @@ def isolated_gemms():
     return rows
 
 
-def smi():
-    try:
-        return subprocess.run(
-            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
-             "--format=csv,noheader"], capture_output=True, text=True,
-            timeout=20).stdout.strip()
-    except Exception as e:  # noqa: BLE001
-        return repr(e)
-
-
 def main():
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
@@ -170,7 +104,7 @@ def main():
     model = Model(layers).to(DEV, torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     out["params"] = sum(p.numel() for p in model.parameters())
-    cos, sin = rope_tables(SEQ, D)
+    cos, sin = rope_tables(SEQ, D, 500000.0)
     tok = torch.randint(0, VOCAB, (MBS, SEQ), device=DEV)
     tgt = torch.randint(0, VOCAB, (MBS, SEQ), device=DEV)
 
@@ -188,7 +122,7 @@ def main():
     out["step_s_sorted"] = times
     out["step_s_median"] = times[len(times) // 2]
     out["smi_after_steps"] = smi()
-    out["kernels"] = profile_kernels(step, 2)
+    out["kernels"] = profile_kernels(step, 2, "/tmp/llmsim-train-trace.json")
     out["profiled_steps"] = 2
     del opt, model
     torch.cuda.empty_cache()
