@@ -86,6 +86,9 @@ static const char *const rope_ignored[] = {
 };
 
 static const char *const rope_type_aliases[] = {"type", NULL};
+/* transformers v5 writes rope_scaling (with rope_theta) as rope_parameters
+ * (vLLM PR #28542 reads either). */
+static const char *const rope_scaling_aliases[] = {"rope_parameters", NULL};
 
 #define ROFF(m) offsetof(struct rope_scaling_spec, m)
 
@@ -227,7 +230,8 @@ static const struct schema_field model_fields[] = {
 		  "for model_type gpt_oss, whose experts apply it whatever "
 		  "hidden_act says, else false)" },
 	{ .key = "rope_scaling", .type = ST_SECTION, .offset = OFF(rope_scaling),
-	  .sub = &rope_schema, .flags = SF_OPTIONAL,
+	  .sub = &rope_schema, .aliases = rope_scaling_aliases,
+	  .flags = SF_OPTIONAL,
 	  .help = "rotary scaling (YaRN's attention factor scales cos and sin)" },
 	{ .key = "qk_layernorm", .type = ST_BOOL, .offset = OFF(qk_layernorm),
 	  .aliases = qk_norm_aliases, .flags = SF_OPTIONAL,

@@ -214,6 +214,9 @@ int model_check_hf_keys(const struct cnode *node, struct diag *d)
 	if (check_theta(cnode_get(node, "rope_scaling"),
 			"rope_scaling.rope_theta", d) != 0)
 		rc = -1;
+	if (check_theta(cnode_get(node, "rope_parameters"),	/* v5's name */
+			"rope_parameters.rope_theta", d) != 0)
+		rc = -1;
 	if (check_architectures(node, d) != 0)
 		rc = -1;
 	if (check_encoder_decoder(node, d) != 0)

@@ -135,3 +135,33 @@ Test(hf_checked, encoder_decoder_is_refused)
 	cr_assert_has(capture_text(&C), "'is_encoder_decoder': expected true "
 		      "or false, got 'yes'");
 }
+
+/* transformers v5 writes rope_scaling as rope_parameters, rope_theta
+ * inside it. gpt-oss's YaRN: factor 32, no attention_factor or mscale, so
+ * m = 0.1 ln 32 + 1 = 1.34657 (transformers get_mscale); before, the key
+ * was warned about and dropped (m = 1). */
+Test(hf_checked, v5_rope_parameters_is_rope_scaling)
+{
+	char dir[64], path[256];
+	static const char text[] = BASE ", \"rope_parameters\": {\"rope_type\":"
+		" \"yarn\", \"factor\": 32.0, \"rope_theta\": 150000,"
+		" \"beta_fast\": 32.0, \"beta_slow\": 1.0}}";
+	struct model_spec *m = arena_alloc(&A, sizeof(*m));
+
+	tmpdir_make(dir);
+	write_file(path, dir, "config.json", text, strlen(text));
+	memset(m, 0, sizeof(*m));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, m), 0,
+		     "%s", capture_text(&C));
+	tmpdir_remove(dir);
+	cr_assert_str_eq(m->rope_scaling.rope_type, "yarn");
+	cr_assert_float_eq(m->rope_mscale, 0.1 * 3.4657359 + 1, 1e-6);
+	/* its rope_theta is checked as the top-level one is */
+	cr_assert_eq(try_load(", \"rope_parameters\": {\"rope_theta\": 0}"),
+		     -1);
+	cr_assert_has(capture_text(&C), "'rope_parameters.rope_theta'");
+	/* both names: one is a copy of the other or a conflict; exit 2 */
+	cr_assert_eq(try_load(", \"rope_scaling\": {\"factor\": 2},"
+			      " \"rope_parameters\": {\"factor\": 4}"), -1);
+	cr_assert_has(capture_text(&C), "give it once");
+}
