@@ -163,11 +163,16 @@ done
 pid=$!
 kids_of $pid
 k1=$(echo $kids | cut -d' ' -f1)
+k2=$(echo $kids | cut -d' ' -f2)
+# one worker killed: the other is stopped at once (not run to its end) and
+# only the first is reported as killed
 [ -n "$k1" ] && kill -TERM "$k1"
 wait $pid 2>/dev/null
 got=$?
 [ "$got" = 1 ] && [ ! -s "$tmp/out" ] &&
 	grep -q "error: plan: a full-run worker (pid $k1) was killed by signal 15" "$tmp/err" &&
+	grep -q "error: plan: stopped the other 1 full-run worker: the full tier cannot complete" "$tmp/err" &&
+	! grep -q "signal 15.*pid $k2\|pid $k2.*signal" "$tmp/err" &&
 	grep -q "error: plan: [0-9]* of 100 full runs came back" "$tmp/err" ||
 	{ echo "FAIL: plan with a worker killed: exit $got"; cat "$tmp/err"; fail=1; }
 

@@ -9,7 +9,8 @@
  * fabric model (the caches are pure), so the results are the same for
  * any number of workers. Workers are forked, take layouts i, i + W, ...,
  * and send back fixed-size records over a pipe; the parent waits for all
- * of them and fails if any failed.
+ * of them and fails if any failed, stopping the others as soon as one
+ * ends without finishing (killed, or failed).
  *
  * Layouts whose step programs are the same are simulated once: ZeRO 1
  * and 2 differ only in memory (train_dp.c builds both alike: gradients
@@ -22,6 +23,8 @@
  * grad_buffer_full): zero_grad then writes the shard only.
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,17 +285,61 @@ static size_t workers(const struct plan_opts *o, size_t n)
 	return (size_t)cpus < n ? (size_t)cpus : n;
 }
 
+/* The workers of one full tier. */
+struct crew {
+	pid_t pid[256];
+	int status[256];
+	char reaped[256], stopped[256];
+	size_t n;
+};
+
+/* Reap the workers that have ended, without waiting; 1 when one of them
+ * ended other than by finishing its layouts (a signal, or a failure it
+ * reported): the tier has failed. */
+static int crew_reap(struct crew *cw)
+{
+	int bad = 0;
+	size_t w;
+
+	for (w = 0; w < cw->n; w++) {
+		if (cw->reaped[w] ||
+		    waitpid(cw->pid[w], &cw->status[w], WNOHANG) != cw->pid[w])
+			continue;
+		cw->reaped[w] = 1;
+		if (!WIFEXITED(cw->status[w]) || WEXITSTATUS(cw->status[w]) != 0)
+			bad = 1;
+	}
+	return bad;
+}
+
+/* End the workers still running: their records would not change the
+ * outcome (the tier has failed), and a plan on thousands of layouts
+ * should not make its user wait minutes to hear it. */
+static size_t crew_stop(struct crew *cw)
+{
+	size_t w, k = 0;
+
+	for (w = 0; w < cw->n; w++)
+		if (!cw->reaped[w] && kill(cw->pid[w], SIGTERM) == 0) {
+			cw->stopped[w] = 1;
+			k++;
+		}
+	return k;
+}
+
 static int runs(const struct job_spec *j, const struct plan_opts *o,
 		struct plan_cand *c, size_t n, struct diag *d)
 {
-	size_t nw = workers(o, n), w, started = 0, got = 0;
-	int fds[2], rc = 0, status;
-	pid_t pid, pids[256], parent = getpid();
+	size_t nw = workers(o, n), w, got = 0, nstopped = 0;
+	int fds[2], rc = 0, failed = 0;
+	pid_t pid, parent = getpid();
 	struct progress pr = { clock_mono_s(), 0 };
+	struct crew cw;
 	struct rec r;
 
-	if (nw > sizeof(pids) / sizeof(pids[0]))
-		nw = sizeof(pids) / sizeof(pids[0]);
+	memset(&cw, 0, sizeof(cw));
+	if (nw > sizeof(cw.pid) / sizeof(cw.pid[0]))
+		nw = sizeof(cw.pid) / sizeof(cw.pid[0]);
 	if (nw <= 1)
 		return in_process(j, o, c, n, d);
 	if (pipe(fds) != 0) {
@@ -316,31 +363,54 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 			rc = -1;
 			break;
 		}
-		pids[started++] = pid;
+		cw.pid[cw.n++] = pid;
 	}
 	close(fds[1]);
-	while (read_rec(fds[0], &r) == 1)
-		if (r.idx < n) {
-			apply(&c[r.idx], &r);
-			progress(&pr, ++got, n, d);
-		}
-	close(fds[0]);
-	for (w = 0; w < started; w++) {	/* only ours: the caller may have others */
-		pid_t got_pid;
+	if (rc != 0)
+		nstopped = crew_stop(&cw);
+	for (;;) {
+		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
+		int k = poll(&pf, 1, 250);	/* ms: how soon a death is seen */
 
-		while ((got_pid = waitpid(pids[w], &status, 0)) < 0 &&
+		if (k < 0 && errno != EINTR)
+			break;
+		if (k > 0) {
+			int got_r = read_rec(fds[0], &r);
+
+			if (got_r != 1)
+				break;	/* every worker has ended */
+			if (r.idx < n) {
+				apply(&c[r.idx], &r);
+				progress(&pr, ++got, n, d);
+			}
+		}
+		if (!failed && crew_reap(&cw)) {
+			failed = 1;
+			nstopped += crew_stop(&cw);
+		}
+	}
+	close(fds[0]);
+	for (w = 0; w < cw.n; w++) {	/* only ours: the caller may have others */
+		int *st = &cw.status[w];
+
+		while (!cw.reaped[w] && waitpid(cw.pid[w], st, 0) < 0 &&
 		       errno == EINTR)
 			;
-		if (got_pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		cw.reaped[w] = 1;
+		if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0)
 			rc = -1;
 		/* a worker that failed said why; one killed (kill, the OOM
-		 * killer) could not */
-		if (got_pid > 0 && WIFSIGNALED(status))
+		 * killer) could not; the ones stopped here were told to */
+		if (WIFSIGNALED(*st) && !cw.stopped[w])
 			diag_error(d, NULL, 0, 0, "plan: a full-run worker (pid "
 				   "%ld) was killed by signal %d (%s)",
-				   (long)got_pid, WTERMSIG(status),
-				   strsignal(WTERMSIG(status)));
+				   (long)cw.pid[w], WTERMSIG(*st),
+				   strsignal(WTERMSIG(*st)));
 	}
+	if (nstopped > 0)
+		diag_error(d, NULL, 0, 0, "plan: stopped the other %zu "
+			   "full-run worker%s: the full tier cannot complete",
+			   nstopped, nstopped == 1 ? "" : "s");
 	if (got != n) {
 		diag_error(d, NULL, 0, 0, "plan: %zu of %zu full runs came back",
 			   got, n);
