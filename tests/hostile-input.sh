@@ -295,4 +295,17 @@ for k in $kids; do
 	esac
 done
 
+# ---- a kind's tables print (flushed) as it finishes: interrupted in the
+# training cases, the kernel tables (~1 s) are on stdout, the summary not
+"$llmsim" validate --kind kernel,training --jobs 2 --no-store >"$tmp/vout" 2>"$tmp/verr" &
+vpid=$!
+sleep 4
+kill -TERM $vpid
+wait $vpid 2>/dev/null
+vst=$?
+n=$(grep -c 'llmsim validate: interrupted while running the training cases; the tables of the kinds before it are printed (no summary); nothing was stored' "$tmp/verr")
+[ "$vst" = 143 ] && [ "$n" = 1 ] && grep -q '^== .*: gemm on h100' "$tmp/vout" &&
+	! grep -q '^== summary' "$tmp/vout" && ! grep -q '^== cases.tsv' "$tmp/vout" ||
+	bad "validate --kind kernel,training after SIGTERM: exit $vst, $n interrupted lines, $(grep -c '^== ' "$tmp/vout") tables"
+
 exit $fail

@@ -320,14 +320,15 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 }
 
 /* ---- interruption --------------------------------------------------
- * SIGINT or SIGTERM: one line saying what was running and that nothing
- * was printed or stored (the tables print after every case ran; a store
- * is one transaction), then death by the signal (exit 130 or 143), as
- * plan and sweep do. It died silently. */
+ * SIGINT or SIGTERM: one line saying what was running and what was
+ * printed (a kind's tables print, flushed, when its last case has run:
+ * the kinds that finished before the signal are on stdout, without the
+ * summary) and that nothing was stored (a store is one transaction),
+ * then death by the signal (exit 130 or 143), as plan and sweep do. */
 
 enum { VSTAGE_CASES, VSTAGE_PRINT, VSTAGE_STORE };
 
-static volatile sig_atomic_t vstage, vkind;
+static volatile sig_atomic_t vstage, vkind, vprinted;
 static pid_t validate_pid;	/* forked training workers die silently */
 
 static void say(const char *s)
@@ -342,7 +343,10 @@ static void on_stop(int sig)
 			say("\nllmsim validate: interrupted while running the ");
 			say(vkind >= 0 && vkind < VK_COUNT ?
 			    valid_kind_names[vkind] : "?");
-			say(" cases; nothing was printed or stored\n");
+			say(vprinted ? " cases; the tables of the kinds "
+			    "before it are printed (no summary); nothing was "
+			    "stored\n" : " cases; nothing was printed or "
+			    "stored\n");
 		} else if (vstage == VSTAGE_PRINT) {
 			say("\nllmsim validate: interrupted while printing the "
 			    "tables; nothing was stored\n");
@@ -366,6 +370,7 @@ static void catch_stops(void)
 
 	vstage = VSTAGE_CASES;
 	vkind = VK_KERNEL;
+	vprinted = 0;
 	validate_pid = getpid();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -377,11 +382,37 @@ static void catch_stops(void)
 	}
 }
 
+/* Print the tables from *from on (those a kind just added) and flush
+ * them: an interrupted run keeps what finished. Counts the missed gates
+ * in *missed. */
+static void print_new(const struct vopts *o, const struct valid_set *set,
+		      const struct valid_gate g[VK_COUNT], size_t *from,
+		      int *missed)
+{
+	FILE *null = o->quiet ? fopen("/dev/null", "w") : NULL;
+
+	for (; *from < set->n; ++*from) {
+		const struct valid_table *t = &set->t[*from];
+		int m = valid_print_table(o->quiet && null ? null : stdout, t,
+					  &g[t->kind]);
+
+		if (m && o->quiet)	/* a miss is always shown */
+			valid_print_table(stdout, t, &g[t->kind]);
+		*missed += m;
+	}
+	if (null)
+		fclose(null);
+	fflush(stdout);
+	vprinted = *from > 0;
+}
+
 static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
-		  struct valid_set *set)
+		  struct valid_set *set, const struct valid_gate g[VK_COUNT],
+		  int *missed)
 {
 	char *dir;
 	int k, rc = 0;
+	size_t from = 0;
 
 
 	static const char *const sub[] = {"kernels", "collectives",
@@ -401,6 +432,8 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 		     k == VK_KERNEL ? valid_kernels(set, cx, dir, o->sets,
 						    o->nsets) :
 		     valid_collectives(set, cx, dir);
+		if (rc == 0)
+			print_new(o, set, g, &from, missed);
 	}
 	if (rc == 0 && (o->kinds[VK_INFERENCE] || o->kinds[VK_LATENCY])) {
 		if (!(dir = arena_printf(cx->arena, "%s/inference", ref))) {
@@ -410,33 +443,23 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 		vkind = o->kinds[VK_INFERENCE] ? VK_INFERENCE : VK_LATENCY;
 		rc = valid_inference(set, cx, dir, o->kinds[VK_INFERENCE],
 				     o->kinds[VK_LATENCY]);
+		if (rc == 0)
+			print_new(o, set, g, &from, missed);
 	}
 	if (rc == 0 && o->kinds[VK_MEASURED]) {
 		vkind = VK_MEASURED;
 		rc = measured(o, cx, set);
+		if (rc == 0)
+			print_new(o, set, g, &from, missed);
 	}
 	return rc;
 }
 
-/* Print every table and the summary; 1 when a gate missed. */
+/* Print the summary (the tables printed as their kinds finished); 1
+ * when a gate missed. */
 static int report(const struct vopts *o, const struct valid_set *set,
-		  const struct valid_gate g[VK_COUNT])
+		  int missed)
 {
-	FILE *null = o->quiet ? fopen("/dev/null", "w") : NULL;
-	size_t i;
-	int missed = 0;
-
-	for (i = 0; i < set->n; i++) {
-		const struct valid_table *t = &set->t[i];
-		int m = valid_print_table(o->quiet && null ? null : stdout, t,
-					  &g[t->kind]);
-
-		if (m && o->quiet)	/* a miss is always shown */
-			valid_print_table(stdout, t, &g[t->kind]);
-		missed += m;
-	}
-	if (null)
-		fclose(null);
 	valid_print_summary(stdout, set);
 	if (missed)
 		printf("  gates (%s): %d table%s MISSED\n", o->gates, missed,
@@ -456,7 +479,7 @@ int cli_validate(int argc, char **argv, const char *argv0)
 	struct arena a;
 	struct diag d;
 	const char *ref, *gfile;
-	int k, rc;
+	int k, rc, missed = 0;
 
 	catch_stops();
 	memset(&set, 0, sizeof(set));
@@ -482,12 +505,12 @@ int cli_validate(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	if (load_gates(&cx, gfile, o.gates, o.tolerance, g) != 0 ||
-	    valid_load_fitted(&set, &cx) != 0 || gather(&o, &cx, ref, &set)) {
+	    valid_load_fitted(&set, &cx) != 0 || gather(&o, &cx, ref, &set, g, &missed)) {
 		rc = d.oom || o.db_failed ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
 	vstage = VSTAGE_PRINT;
-	rc = report(&o, &set, g) ? CLI_FAIL : CLI_OK;
+	rc = report(&o, &set, missed) ? CLI_FAIL : CLI_OK;
 	fflush(stdout);
 	vstage = VSTAGE_STORE;
 	if (o.store && set.n &&
