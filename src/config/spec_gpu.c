@@ -271,6 +271,12 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, bwd_pads_v),
 	  .def = "false",
 	  .help = "the same, the backward" },
+	{ .key = "fp8_bwd_keeps_v", .type = ST_BOOL,
+	  .offset = offsetof(struct gpu_attention_spec, fp8_bwd_keeps_v),
+	  .def = "false",
+	  .help = "the vendor kernel's FP8 and MXFP8 backward computes a "
+		  "narrower value head dim as it is even where bwd_pads_v "
+		  "pads the bf16 one" },
 	{ .key = "fp8_fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fp8_fwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,

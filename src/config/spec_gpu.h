@@ -100,6 +100,8 @@ struct gpu_attention_spec {
 	int fwd_pads_v;			/* the vendor kernel's forward runs a value head dim
 					 * narrower than the query/key one at the latter */
 	int bwd_pads_v;			/* the same, backward */
+	int fp8_bwd_keeps_v;		/* the FP8/MXFP8 vendor backward runs a narrower
+					 * value head dim as it is, bwd_pads_v or not */
 	double fp8_fwd_efficiency;	/* the vendor kernel in per-tensor FP8, forward: fraction of the
 					 * clock-scaled fp8 peak; 0 = the bf16 kernel's rates */
 	double fp8_bwd_efficiency;	/* the same, backward */

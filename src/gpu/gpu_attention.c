@@ -118,7 +118,12 @@
  * rate and tiles are those of d_v = d (FlashAttention-3's Hopper backward
  * rounds both to max(d, d_v): hopper/flash_api.cpp mha_bwd), while the
  * FLOPs it reports and the bytes it moves stay the shape's. Only the
- * vendor kernel family (not flash2, flash_triton).
+ * vendor kernel family (not flash2, flash_triton). A backward padded so
+ * does 3 d + 2 d work a pair instead of 3 d + 2 d_v: 960 against 832 at
+ * 192 / 128, 0.867 of the rate per reported FLOP. attention.fp8_bwd_keeps_v
+ * exempts the FP8/MXFP8 backward (cuDNN 9.22's on GB200 and GB300 runs
+ * 192 / 128 faster per FLOP than 128, its bf16 one slower: configs/gpus/
+ * gb200.yaml).
  *
  * Tiles. The kernel computes whole B x B tiles of the score matrix (B =
  * attention.block_q, the same for query and key blocks): n_q = ceil(s_q/B)
@@ -502,7 +507,9 @@ static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
 {
 	const struct gpu_attention_spec *s = &g->attention;
 	struct gpu_attn_shape w = *a;
-	int pads = backward ? s->bwd_pads_v : s->fwd_pads_v;
+	int lowp = a->fp8 && s->fp8_bwd_efficiency > 0;	/* the FP8 kernel runs */
+	int pads = backward ? s->bwd_pads_v && !(lowp && s->fp8_bwd_keeps_v)
+			    : s->fwd_pads_v;
 
 	if (pads && a->kernel == GPU_ATTN_VENDOR &&
 	    a->head_dim_v < a->head_dim_qk)

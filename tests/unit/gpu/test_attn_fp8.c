@@ -234,3 +234,46 @@ Test(spec_gpu, lowp_softmax_needs_the_overlap)
 	buf[0] = '\0';
 	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
 }
+
+/* MLA's 192 / 128 heads where the bf16 backward pads V to 192
+ * (attention.bwd_pads_v: 3 x 192 + 2 x 192 = 960 work a pair) and the
+ * FP8 one does not (attention.fp8_bwd_keeps_v: 3 x 192 + 2 x 128 = 832),
+ * as cuDNN 9.22 measures on GB200 and GB300 (configs/gpus/gb200.yaml).
+ * The FP8 backward then takes what it takes with no padding at all, the
+ * bf16 one what it takes padded; without fp8_bwd_keeps_v the FP8 one is
+ * padded too, and slower (960 / 832 of its tiles' work). The flag needs
+ * an FP8 kernel: with no fp8_bwd_efficiency the "FP8" backward is the
+ * bf16 kernel and pads. */
+Test(gpu, fp8_backward_keeps_a_narrower_value_head_dim)
+{
+	struct gpu_attn_shape a = shape(0), f;
+	struct gpu_spec g, plain;
+	double keep, pad, bf16_pad, bf16_plain;
+
+	a.head_dim_qk = 192;
+	a.head_dim_v = 128;
+	f = a;
+	f.fp8 = 1;
+	gpu_fixture_toy(&g);
+	g.attention.bwd_pads_v = 1;
+	/* no FP8 kernel: the flag changes nothing, both pad */
+	g.attention.fp8_bwd_keeps_v = 1;
+	cr_assert_eq(gpu_attention_bwd(&g, DTYPE_BF16, &f).time_s,
+		     gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s);
+	g.attention.fp8_fwd_efficiency = 0.5;
+	g.attention.fp8_bwd_efficiency = 0.25;
+	plain = g;
+	plain.attention.bwd_pads_v = 0;
+	keep = gpu_attention_bwd(&g, DTYPE_BF16, &f).time_s;
+	cr_assert_eq(keep, gpu_attention_bwd(&plain, DTYPE_BF16, &f).time_s);
+	g.attention.fp8_bwd_keeps_v = 0;
+	pad = gpu_attention_bwd(&g, DTYPE_BF16, &f).time_s;
+	cr_assert(pad > keep * 1.05, "padded FP8 %g s, kept %g s", pad, keep);
+	/* the bf16 backward pads either way */
+	bf16_pad = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	g.attention.fp8_bwd_keeps_v = 1;
+	cr_assert_eq(gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s, bf16_pad);
+	bf16_plain = gpu_attention_bwd(&plain, DTYPE_BF16, &a).time_s;
+	cr_assert(bf16_pad > bf16_plain * 1.05, "bf16 %g s padded, %g s not",
+		  bf16_pad, bf16_plain);
+}
