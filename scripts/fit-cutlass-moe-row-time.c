@@ -29,7 +29,11 @@
  * (expert_gate_up, expert_down): their weight bytes (infer_unit
  * weights_B) and FLOPs over the measured time less llmsim's time for
  * every other op at the row time given (a diagnosis of the GEMMs, not a
- * fit). */
+ * fit).
+ * -DFP8: the rows are FP8 (per-tensor) modules, the job runs serving.dtype
+ * fp8 and the row time is the preset's fp8 value (H100: unset, so score
+ * at 0 ns: results/reference/kernels/aic-h100-trtllm-1.3.0rc20-moe-fp8-
+ * maverick.tsv dgx-h100 0). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,13 @@
 #include "config/spec_job.h"
 #include "models/infer.h"
 
+#ifdef FP8
+#define MOE_DTYPE "serving.dtype=fp8"
+#define MOE_DT DTYPE_FP8
+#else
+#define MOE_DTYPE "serving.dtype=nvfp4"
+#define MOE_DT DTYPE_NVFP4
+#endif
 #define TSV "results/reference/kernels/aic-b200-trtllm-moe-nvfp4.tsv"
 static const char *tsv = TSV, *preset = "dgx-b200";
 static double at_ns = -1;
@@ -136,7 +147,7 @@ static void cost_row(struct row *r, double x, double *total_s,
 	static struct model_spec m;
 	char bt[64], sys[64];
 	const char *sets[] = {sys, "system.gpus_per_node=1",
-			      "serving.dtype=nvfp4", "serving.engine=trtllm",
+			      MOE_DTYPE, "serving.engine=trtllm",
 			      "moe.routing.balance=uniform", bt};
 	struct config_ctx cx;
 	struct diag dg;
@@ -175,8 +186,8 @@ static void cost_row(struct row *r, double x, double *total_s,
 	j->model = &m;
 	g = *j->system->gpu;
 	if (at_ns < 0)
-		at_ns = g.cutlass_moe_row_time_s[DTYPE_NVFP4] * 1e9;
-	g.cutlass_moe_row_time_s[DTYPE_NVFP4] = x;
+		at_ns = g.cutlass_moe_row_time_s[MOE_DT] * 1e9;
+	g.cutlass_moe_row_time_s[MOE_DT] = x;
 	infer_dims_from_job(j, &g, &d);
 	if (infer_moe_route(j, &d, r->T, &ra, &rt, &dg)) {
 		fprintf(stderr, "routing failed\n");
