@@ -277,6 +277,40 @@ Test(plan, full_runs_same_in_one_or_two_processes)
 	done(&b);
 }
 
+/* Workers take the next untaken layout (plan_full.c's shared counter):
+ * 3 workers on 5 layouts take them in an order that depends on timing,
+ * and every record must still land on its own layout. */
+Test(plan, full_runs_same_whichever_worker_takes_them)
+{
+	static const char *const sets[] = {
+		"training.recompute=none", "training.zero_stage=1",
+	};
+	struct planned a, b;
+	int64_t i;
+
+	load(&a, sets, 2);
+	load(&b, sets, 2);
+	a.o.top_k = b.o.top_k = 5;
+	a.o.jobs = 1;
+	b.o.jobs = 3;
+	run(&a);
+	run(&b);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert_eq(b.rc, 0, "%s", b.err);
+	cr_assert_eq(a.r.ncands, b.r.ncands);
+	for (i = 0; i < a.r.ncands; i++) {
+		cr_assert_eq(a.r.cands[i].full, b.r.cands[i].full, "rank %lld", i);
+		cr_assert_eq(memcmp(&a.r.cands[i].lay, &b.r.cands[i].lay,
+				    sizeof(a.r.cands[i].lay)), 0, "rank %lld", i);
+		cr_assert_eq(a.r.cands[i].step_s, b.r.cands[i].step_s,
+			     "rank %lld", i);
+		cr_assert_eq(memcmp(a.r.cands[i].part_s, b.r.cands[i].part_s,
+				    sizeof(a.r.cands[i].part_s)), 0);
+	}
+	done(&a);
+	done(&b);
+}
+
 /* The full tier runs a ZeRO 2 layout as its ZeRO 1 twin (plan_full.c):
  * the step program must be the same, whatever the engine does. */
 Test(plan, zero1_and_zero2_step_alike)
