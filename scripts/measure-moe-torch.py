@@ -43,7 +43,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torchmeasure import (bench, profile_kernels, rope,  # noqa: E402
+from torchmeasure import (Stack, bench, profile_kernels, rope,  # noqa: E402
                           rope_tables, smi, timed_steps)
 
 DEV = torch.device("cuda")
@@ -84,32 +84,30 @@ def _note(key, ex):
     FALLBACKS.setdefault(key, repr(ex)[:300])
 
 
-def gmm(a, b, offs):
-    """2d x 3d: a [M, K] rows grouped by offs, b [G, K, N] -> [M, N].
-    A layout the kernel refuses is retried contiguous, then as a loop
-    (each recorded in FALLBACKS, which the output carries)."""
+def _grouped(a, b, offs, tag, fallback):
+    """torch._grouped_mm(a, b, offs); a layout the kernel refuses is
+    retried contiguous, then run as fallback(a, b, counts) (each refusal
+    recorded in FALLBACKS, which the output carries)."""
     try:
         return torch._grouped_mm(a, b, offs=offs)
     except RuntimeError as ex:
-        _note("gmm %s" % (tuple(b.stride()),), ex)
+        _note("%s %s" % (tag, tuple(b.stride() if tag == "gmm" else
+                                   a.stride()),), ex)
     try:
         return torch._grouped_mm(a.contiguous(), b.contiguous(), offs=offs)
     except RuntimeError as ex:
-        _note("gmm contiguous", ex)
-    return loop_mm(a, b, counts_of(offs))
+        _note(tag + " contiguous", ex)
+    return fallback(a, b, counts_of(offs))
+
+
+def gmm(a, b, offs):
+    """2d x 3d: a [M, K] rows grouped by offs, b [G, K, N] -> [M, N]."""
+    return _grouped(a, b, offs, "gmm", loop_mm)
 
 
 def gmm_k(a, b, offs):
     """2d x 2d grouped along K: a [M, Ktot], b [Ktot, N] -> [G, M, N]."""
-    try:
-        return torch._grouped_mm(a, b, offs=offs)
-    except RuntimeError as ex:
-        _note("gmm_k %s" % (tuple(a.stride()),), ex)
-    try:
-        return torch._grouped_mm(a.contiguous(), b.contiguous(), offs=offs)
-    except RuntimeError as ex:
-        _note("gmm_k contiguous", ex)
-    return loop_mm_k(a, b, counts_of(offs))
+    return _grouped(a, b, offs, "gmm_k", loop_mm_k)
 
 
 def counts_of(offs):
@@ -364,21 +362,6 @@ class MoELayer(nn.Module):
         return x + self.experts(y.view(b * s, QH)).view(b, s, QH)
 
 
-class MoEModel(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.emb = nn.Embedding(QV, QH)
-        self.layers = nn.ModuleList([MoELayer() for _ in range(layers)])
-        self.norm = nn.Parameter(torch.ones(QH))
-        self.head = nn.Linear(QH, QV, bias=False)
-
-    def forward(self, tok, cos, sin):
-        x = self.emb(tok)
-        for layer in self.layers:
-            x = layer(x, cos, sin)
-        return self.head(F.rms_norm(x, (QH,), self.norm))
-
-
 def step_case(layers):
     out = {"model": "qwen3-30b-a3b shape", "layers": layers, "hidden": QH,
            "heads": QNH, "kv_heads": QNKV, "head_dim": QD,
@@ -389,7 +372,7 @@ def step_case(layers):
            "optimizer": "AdamW(fused=True) on bf16 parameters",
            "aux_loss": "none"}
     torch.manual_seed(0)
-    model = MoEModel(layers).to(DEV, BF)
+    model = Stack(MoELayer, layers, QV, QH).to(DEV, BF)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     out["params"] = sum(p.numel() for p in model.parameters())
     cos, sin = rope_tables(SEQ, QD, 1000000.0)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torchmeasure import (bench, profile_kernels, rope,  # noqa: E402
+from torchmeasure import (Stack, bench, profile_kernels, rope,  # noqa: E402
                           rope_tables, smi, timed_steps)
 
 DEV = torch.device("cuda")
@@ -60,21 +60,6 @@ class Layer(nn.Module):
         return x + self.fc2(F.silu(g) * u)
 
 
-class Model(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.emb = nn.Embedding(VOCAB, H)
-        self.layers = nn.ModuleList([Layer() for _ in range(layers)])
-        self.norm = nn.Parameter(torch.ones(H))
-        self.head = nn.Linear(H, VOCAB, bias=False)
-
-    def forward(self, tok, cos, sin):
-        x = self.emb(tok)
-        for layer in self.layers:
-            x = layer(x, cos, sin)
-        return self.head(F.rms_norm(x, (H,), self.norm))
-
-
 def isolated_gemms():
     t = MBS * SEQ
     shapes = []
@@ -101,7 +86,7 @@ def main():
            "vocab": VOCAB, "seq": SEQ, "mbs": MBS, "dtype": "bf16 params",
            "optimizer": "AdamW(fused=True) on bf16 parameters"}
     torch.manual_seed(0)
-    model = Model(layers).to(DEV, torch.bfloat16)
+    model = Stack(Layer, layers, VOCAB, H).to(DEV, torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     out["params"] = sum(p.numel() for p in model.parameters())
     cos, sin = rope_tables(SEQ, D, 500000.0)

@@ -1,13 +1,35 @@
 """Timing helpers shared by llmsim's PyTorch measurement scripts
 (measure-train-step-torch.py, measure-moe-torch.py): CUDA-event timing,
 the profiler's kernel list, nvidia-smi's clocks, and the rotary tables the
-decoder-shaped models use. Imported, not run; needs a CUDA GPU."""
+decoder-shaped models use, and their shared stack. Imported, not run; needs a CUDA GPU."""
 import json
 import subprocess
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 DEV = torch.device("cuda")
+
+
+class Stack(nn.Module):
+    """A decoder stack: embedding, `layers` blocks from make_layer() (each
+    called as layer(x, cos, sin)), the final RMSNorm and the vocabulary
+    head, untied."""
+
+    def __init__(self, make_layer, layers, vocab, hidden):
+        super().__init__()
+        self.hidden = hidden
+        self.emb = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList([make_layer() for _ in range(layers)])
+        self.norm = nn.Parameter(torch.ones(hidden))
+        self.head = nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, tok, cos, sin):
+        x = self.emb(tok)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.head(F.rms_norm(x, (self.hidden,), self.norm))
 
 
 def bench(fn, iters=20, warmup=5):
