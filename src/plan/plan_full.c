@@ -415,11 +415,16 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 	close(fds[0]);
 	for (w = 0; w < cw.n; w++) {	/* only ours: the caller may have others */
 		int *st = &cw.status[w];
+		pid_t got_pid = cw.pid[w];	/* reaped already: its status */
 
-		while (!cw.reaped[w] && waitpid(cw.pid[w], st, 0) < 0 &&
-		       errno == EINTR)
+		while (!cw.reaped[w] &&
+		       (got_pid = waitpid(cw.pid[w], st, 0)) < 0 && errno == EINTR)
 			;
 		cw.reaped[w] = 1;
+		if (got_pid < 0) {	/* no status to read (ECHILD) */
+			rc = -1;
+			continue;
+		}
 		if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0)
 			rc = -1;
 		/* a worker that failed said why; one killed (kill, the OOM
