@@ -415,10 +415,11 @@ double gpu_attn_rate(const struct gpu_spec *g, enum dtype dt, double eta,
 		t_e = fmax(t_e, 1 / (s->lowp_softmax_per_clock *
 				     (double)g->compute_units *
 				     g->sustained_matrix_clock_hz));
-	if (s->softmax_overlap)	/* the longer of the two (see the top) */
-		return pair_work(d_qk, d_v, backward) /
-		       fmax(t_c * pair_work(d_qk, d_v, backward) /
-			    pair_work(dc, dc, backward), t_e);
+	if (s->softmax_overlap) {	/* the longer of the two (see the top) */
+		double w = pair_work(d_qk, d_v, backward);
+
+		return w / fmax(t_c * w / pair_work(dc, dc, backward), t_e);
+	}
 	phi = t_e / t_c;
 	return rate / ((1 - fmin(phi, 1)) + phi * pair_work(dc, dc, backward) /
 		       pair_work(d_qk, d_v, backward));
@@ -507,7 +508,8 @@ static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
 {
 	const struct gpu_attention_spec *s = &g->attention;
 	struct gpu_attn_shape w = *a;
-	int lowp = a->fp8 && s->fp8_bwd_efficiency > 0;	/* the FP8 kernel runs */
+	enum dtype kdt;
+	int lowp = lowp_efficiency(s, a, backward, &kdt) > 0;	/* FP8 kernel */
 	int pads = backward ? s->bwd_pads_v && !(lowp && s->fp8_bwd_keeps_v)
 			    : s->fwd_pads_v;
 
