@@ -15,6 +15,9 @@ that torchtitan's MoE uses). It writes one JSON file with
     stream (`loop`). Time = mean of back-to-back calls (CUDA events around
     `iters` calls after `warmup`): what a stream of such calls sustains.
     FLOPs = 2 M N K summed over the groups.
+  - `streams`: what L per-expert GEMM kernels cost beyond one kernel
+    (one stream, and 4 streams as Transformer Engine's GroupedLinear),
+    at Qwen3-30B-A3B's expert shapes, L 4-32 experts of 32-2048 rows.
   - `glue`: the memory-bound kernels around the experts in eager PyTorch
     (router softmax + top-k, the sort of the routed tokens, permute gather,
     weighted unpermute scatter-add, SwiGLU), with their bytes.
@@ -26,6 +29,7 @@ that torchtitan's MoE uses). It writes one JSON file with
     step (the load imbalance the random router gave).
 
 Usage: python3 scripts/measure-moe-torch.py OUT.json [LAYERS]
+       (LLMSIM_SECTIONS=streams,glue runs only the sections named)
 
 Status: written 2026-12-04 and not yet run on hardware (that session's
 device loan was refused); every section is guarded, so a failure in one
@@ -235,6 +239,105 @@ def grouped_rows():
     return rows
 
 
+# ---- per-expert kernels on S streams (Transformer Engine's path) ---------
+STREAM_GRID_L = (4, 8, 16, 32)
+STREAM_GRID_M = (32, 128, 512, 2048)
+
+
+GRAPH_REPS = 10
+
+
+def graph_bench(fn):
+    """GPU seconds of one fn() with the host out of the way: GRAPH_REPS
+    calls captured in one CUDA graph (side streams forked from and joined
+    to the capture stream are captured as branches), the graph replayed
+    back to back, the mean divided by GRAPH_REPS. Kernel nodes of a graph
+    start ~1 us apart, not a stream launch apart."""
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(st)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(GRAPH_REPS):
+            fn()
+    s = bench(g.replay, iters=10, warmup=2) / GRAPH_REPS
+    del g
+    return s
+
+
+def stream_rows():
+    """What L per-expert GEMM kernels cost beyond one, at Qwen3-30B-A3B's
+    expert shapes (fc1 forward: K 2048, N 1536; fc2 forward: K 768, N 2048),
+    L local experts of m rows each. Methods: `single` (one expert's GEMM
+    alone), `merged` (one GEMM of L m rows: the same FLOPs in one kernel),
+    `loop1` (L torch.matmul kernels on one stream, outputs written in place),
+    `loop4` (round-robin on 4 side streams joined by events, as Transformer
+    Engine's GroupedLinear does with its 4 compute streams) and `grouped_mm`
+    (one torch._grouped_mm). Mean of back-to-back calls, as `grouped`
+    (`<method>_s`: with Python issuing each kernel, ~25 us a call on the
+    2026-12-04 H200, host-bound below ~50 us), and the same captured in a
+    CUDA graph (`<method>_graph_s`, graph_bench: the GPU's own time)."""
+    rows = []
+    side = [torch.cuda.Stream() for _ in range(4)]
+    for k_dim, n_dim, label in ((2048, 1536, "fc1/fwd"),
+                                (768, 2048, "fc2/fwd")):
+        for L in STREAM_GRID_L:
+            for m in STREAM_GRID_M:
+                a = torch.randn(L * m, k_dim, device=DEV, dtype=BF)
+                w = torch.randn(L, k_dim, n_dim, device=DEV, dtype=BF)
+                wm = w[0]
+                out = torch.empty(L * m, n_dim, device=DEV, dtype=BF)
+                offs = offs_of([m] * L)
+                parts = [(a[g * m:(g + 1) * m], w[g],
+                          out[g * m:(g + 1) * m]) for g in range(L)]
+
+                def loop1():
+                    for x_, w_, o_ in parts:
+                        torch.matmul(x_, w_, out=o_)
+
+                def loop4():
+                    main = torch.cuda.current_stream()
+                    ev = main.record_event()
+                    for st in side:
+                        st.wait_event(ev)
+                    for g, (x_, w_, o_) in enumerate(parts):
+                        with torch.cuda.stream(side[g % 4]):
+                            torch.matmul(x_, w_, out=o_)
+                    for st in side:
+                        main.wait_event(st.record_event())
+
+                meths = [("single", lambda: torch.matmul(a[:m], wm)),
+                         ("merged", lambda: torch.matmul(a, wm)),
+                         ("loop1", loop1), ("loop4", loop4)]
+                if HAVE_GMM:
+                    meths.append(("grouped_mm", lambda: torch._grouped_mm(
+                        a, w, offs=offs)))
+                row = {"op": label, "groups": L, "m_per_group": m,
+                       "K": k_dim, "N": n_dim,
+                       "flop": 2.0 * L * m * k_dim * n_dim}
+                for meth, fn in meths:
+                    try:
+                        row[meth + "_s"] = bench(fn, iters=30)
+                    except Exception as ex:  # noqa: BLE001
+                        row[meth + "_error"] = repr(ex)[:300]
+                    try:
+                        row[meth + "_graph_s"] = graph_bench(fn)
+                    except Exception as ex:  # noqa: BLE001
+                        row[meth + "_graph_error"] = repr(ex)[:300]
+                rows.append(row)
+                print("streams %s L%-3d m%-5d %s" % (label, L, m, " ".join(
+                    "%s %.1f/%.1fus" % (mt, row.get(mt + "_s", 0) * 1e6,
+                                        row.get(mt + "_graph_s", 0) * 1e6)
+                    for mt, _ in meths)), flush=True)
+                del a, w, out, parts
+    torch.cuda.empty_cache()
+    return rows
+
+
 def glue_rows():
     h, f, e, k = MODELS["qwen3-30b-a3b"]
     t = T_RANK
@@ -414,8 +517,12 @@ def main():
         with open(path, "w") as fh:
             json.dump(res, fh)
 
-    for key, fn in (("grouped", grouped_rows), ("glue", glue_rows),
+    only = os.environ.get("LLMSIM_SECTIONS")
+    for key, fn in (("grouped", grouped_rows), ("streams", stream_rows),
+                    ("glue", glue_rows),
                     ("step", lambda: step_case(layers))):
+        if only and key not in only.split(","):
+            continue
         t0 = time.time()
         try:
             res[key] = fn()
