@@ -133,6 +133,14 @@ struct store_meas_info {
 	int ranks, nodes, devices_per_node;
 	int cpus;			/* online CPUs of the host (0: unknown) */
 	const char *command;		/* the command line that measured */
+	/* The stream stopped before its end line (the backend was killed,
+	 * the file cut, or it stopped at an error line): 1; 0 = it ended.
+	 * Stored as measure_runs.complete = !incomplete; read back as 1
+	 * only where complete is 0 (NULL: stored before schema 9). */
+	int incomplete;
+	/* The backend's error line, "status N (reason): message"; NULL or
+	 * "" = none (stored as NULL). */
+	const char *error;
 };
 
 /* One measured point (a backend's point line). NaN = not applicable. */
