@@ -50,6 +50,17 @@ imp copy "$tmp/p.db" || { bad "copy: exit $?"; cat "$tmp/err"; }
 grep -q "copy-2026-12-04.jsonl:13: warning: the run of line 1 stops after 12 points with no end line" "$tmp/err" ||
 	{ bad "copy: the cut stream not said"; cat "$tmp/err"; }
 
+# Predicted (validate --kind measured): the cut run's table says so; a
+# collective of one rank moves nothing in llmsim (0 s: "inf GB/s", an
+# infinite error before) and is shown, not scored.
+"$llmsim" validate --kind measured --db "$tmp/p.db" --no-store >"$tmp/val" 2>&1 ||
+	{ bad "validate copy: exit $?"; cat "$tmp/val"; }
+grep -q '^== measure run 1: copy, 1 rank (1 x 1), cuda backend, no library on vm .*; INCOMPLETE (the stream stopped before its end line)$' "$tmp/val" ||
+	{ bad "validate: the cut run's title"; head -1 "$tmp/val"; }
+"$llmsim" validate --kind measured --db "$tmp/c.db" --run 1 --no-store >"$tmp/val" 2>&1
+[ "$(grep -c '(1 rank: nothing to move, not predicted)$' "$tmp/val")" = 13 ] ||
+	{ bad "validate: one-rank all-reduce rows"; head -5 "$tmp/val"; }
+
 # 3. The GEMMs of two calls: 6 runs (5, 1, 1, 1, 1, 4 points).
 imp gemm "$tmp/g.db" || { bad "gemm: exit $?"; cat "$tmp/err"; }
 [ "$(q "$tmp/g.db" 'SELECT group_concat(n) FROM (SELECT count(*) AS n FROM measurements GROUP BY run_id ORDER BY run_id)')" = "5,1,1,1,1,4" ] ||
