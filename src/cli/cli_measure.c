@@ -673,7 +673,7 @@ static int import(const struct mopts *o, struct measure_stream *s,
 	if (f != stdin)
 		fclose(f);
 	if (rc != 0)
-		return CLI_USAGE;
+		return d->oom ? CLI_FAIL : CLI_USAGE;
 	if (err) {
 		diag_error(d, o->import, 0, 0, "cannot read: %s",
 			   strerror(err));

@@ -15,7 +15,10 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
+#include "cli/cli.h"
 #include "cli/measure.h"
+#include "../config/config_testutil.h"
 
 static void quiet(void)
 {
@@ -191,4 +194,39 @@ Test(measure_stream, lines_after_an_end_open_the_next_run)
 	cr_assert(measure_run_incomplete(s.runs[2]));
 	cr_assert_eq(s.runs[3]->first_line, 5);
 	measure_stream_release(&s);
+}
+
+static void quiet_all(void)
+{
+	setenv("LLMSIM_DATA", "tests/data", 1);
+	cr_redirect_stdout();
+	cr_redirect_stderr();
+}
+
+TestSuite(measure_import, .init = quiet_all);
+
+/* Fail allocation n = 0, 1, 2, ... inside `measure --import` of the six
+ * GEMM runs (a table each): every failure is exit status 1, not bad
+ * input, with nothing leaked, until the import succeeds. */
+Test(measure_import, out_of_memory_is_exit_1)
+{
+	static const char *argv[] = {
+		"measure", "--import",
+		"tests/measure/h200-backend-cuda-gemm-2026-12-04.jsonl",
+		"--no-store",
+	};
+	long n;
+	int rc;
+
+	for (n = 0;; n++) {
+		mem_fail_after(n);
+		rc = cli_measure(4, (char **)argv, "build/llmsim");
+		mem_fail_after(-1);
+		if (rc == CLI_OK)
+			break;
+		cr_assert_eq(rc, CLI_FAIL, "n = %ld: exit status %d", n, rc);
+		cr_assert(n < 100000, "the sweep did not converge");
+	}
+	cr_assert_gt(n, 6 * 3);		/* a run, a log and its strings each */
+	assert_no_leaks();
 }
