@@ -66,6 +66,18 @@ imp gemm "$tmp/g.db" || { bad "gemm: exit $?"; cat "$tmp/err"; }
 [ "$(q "$tmp/g.db" 'SELECT group_concat(n) FROM (SELECT count(*) AS n FROM measurements GROUP BY run_id ORDER BY run_id)')" = "5,1,1,1,1,4" ] ||
 	bad "gemm: runs $(q "$tmp/g.db" 'SELECT run_id, count(*) FROM measurements GROUP BY run_id')"
 [ -s "$tmp/err" ] && grep -q warning "$tmp/err" && { bad "gemm: a warning"; cat "$tmp/err"; }
+# Imported again: the same points from the same device for the same
+# system are not stored twice (validate counted them twice); for another
+# system they are (its predictions differ).
+imp gemm "$tmp/g.db" || { bad "gemm again: exit $?"; cat "$tmp/err"; }
+[ "$(q "$tmp/g.db" 'SELECT count(*) FROM measure_runs')" = 6 ] ||
+	bad "gemm imported twice: $(q "$tmp/g.db" 'SELECT count(*) FROM measure_runs') runs"
+[ "$(grep -c 'not stored again: run [1-6] in .* holds the same points' "$tmp/err")" = 6 ] ||
+	{ bad "gemm again: not said"; cat "$tmp/err"; }
+"$llmsim" measure --import "$fx/h200-backend-cuda-gemm-2026-12-04.jsonl" \
+	--system dgx-h100 --db "$tmp/g.db" >/dev/null 2>&1 || bad "gemm on dgx-h100: exit $?"
+[ "$(q "$tmp/g.db" 'SELECT count(*) FROM measure_runs')" = 12 ] ||
+	bad "gemm for another system not stored"
 
 # 4. The unfixed all-reduce: 18 points, the last wrong, then the error
 #    line: stored incomplete with the error, reported.

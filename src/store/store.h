@@ -165,6 +165,16 @@ int64_t store_put_measure(struct store *st, const struct store_run *run,
 			  const struct store_meas_row *rows, uint32_t nrows,
 			  struct diag *d);
 
+/* A measure run already stored with the same points (run->result_json,
+ * the points as JSON) from the same place (info's host, device, library
+ * path and runtime) for the same system (run->config_hash, info's
+ * system and sets_json): its id (the oldest), 0 when none, or -1 after
+ * reporting. The same file imported twice would otherwise be two runs,
+ * counted twice by validate and calibrate. */
+int64_t store_find_measure(struct store *st, const struct store_run *run,
+			   const struct store_meas_info *info,
+			   struct diag *d);
+
 /* One row of `llmsim validate`. */
 struct store_valid_row {
 	const char *kind;		/* kernel, collective, training, measured */

@@ -164,6 +164,32 @@ int64_t store_put_measure(struct store *st, const struct store_run *run,
 	return store_tx(st, put_measure, &a, d);
 }
 
+int64_t store_find_measure(struct store *st, const struct store_run *run,
+			   const struct store_meas_info *in, struct diag *d)
+{
+	const char *text[] = {
+		run->result_json, in->host, in->device, in->library_path,
+		in->runtime, run->config_hash, in->system, in->sets_json,
+	};
+	sqlite3_stmt *s = prepare(st, "SELECT min(r.id) FROM runs r JOIN "
+		"measure_runs i ON i.run_id = r.id WHERE r.command = 'measure' "
+		"AND r.result_json = ?1 AND i.host = ?2 AND i.device = ?3 AND "
+		"i.library_path = ?4 AND i.runtime = ?5 AND r.config_hash = ?6 "
+		"AND i.system = ?7 AND i.sets_json = ?8", d);
+	int64_t id = -1;
+	int rc;
+
+	if (!s)
+		return -1;
+	rc = store_bind_texts(s, 1, text, 8);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);	/* NULL: 0 */
+	else
+		store_report(st, d, "looking for the same measurement");
+	sqlite3_finalize(s);
+	return id;
+}
+
 /* ---- validation ----------------------------------------------------- */
 
 struct valid_args {

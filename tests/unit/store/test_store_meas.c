@@ -160,6 +160,32 @@ Test(store, measure_run_before_schema_9_reads_complete)
 	sf_assert_no_leaks();
 }
 
+/* The same points from the same device for the same system are found
+ * (the oldest run); other points, another host or another system's sets
+ * are not. */
+Test(store, find_measure_same_points_same_place)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN, other = RUN;
+	struct store_meas_info host = INFO, sets = INFO;
+
+	run.command = other.command = "measure";
+	run.kind = other.kind = "system";
+	run.result_json = "[{\"op\":\"allreduce\"}]";
+	other.result_json = "[{\"op\":\"copy\"}]";
+	host.host = "other-host";
+	sets.sets_json = "[\"nodes=2\"]";
+	cr_assert_eq(store_find_measure(st, &run, &INFO, NULL), 0);
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 1);
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 2);
+	cr_assert_eq(store_find_measure(st, &run, &INFO, NULL), 1);
+	cr_assert_eq(store_find_measure(st, &other, &INFO, NULL), 0);
+	cr_assert_eq(store_find_measure(st, &run, &host, NULL), 0);
+	cr_assert_eq(store_find_measure(st, &run, &sets, NULL), 0);
+	store_close(st);
+	sf_assert_no_leaks();
+}
+
 Test(store, each_measure_refuses_a_run_that_is_not_one)
 {
 	struct store *st = sf_open_ok(sf_db_path);
