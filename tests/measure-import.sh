@@ -66,6 +66,10 @@ imp gemm "$tmp/g.db" || { bad "gemm: exit $?"; cat "$tmp/err"; }
 [ "$(q "$tmp/g.db" 'SELECT group_concat(n) FROM (SELECT count(*) AS n FROM measurements GROUP BY run_id ORDER BY run_id)')" = "5,1,1,1,1,4" ] ||
 	bad "gemm: runs $(q "$tmp/g.db" 'SELECT run_id, count(*) FROM measurements GROUP BY run_id')"
 [ -s "$tmp/err" ] && grep -q warning "$tmp/err" && { bad "gemm: a warning"; cat "$tmp/err"; }
+# The table names the library when the backend gave no version (it
+# printed "# , CUDA 13.0 (driver 13.0)").
+grep -q '^# cuBLAS, CUDA 13.0 (driver 13.0); NVIDIA H200 (sm90) x 1 on vm$' "$tmp/out" ||
+	{ bad "gemm: the table's library line"; sed -n 2p "$tmp/out"; }
 # Imported again: the same points from the same device for the same
 # system are not stored twice (validate counted them twice); for another
 # system they are (its predictions differ).

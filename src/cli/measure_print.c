@@ -24,12 +24,18 @@ void measure_print_header(FILE *out, const struct measure_log *m,
 {
 	const struct store_meas_info *i = &m->info;
 	const char *what = op ? op : m->npts ? m->pts[0].op : "?";
+	const char *lib = i->library ? i->library : "";
+	const char *ver = i->library_version ? i->library_version : "";
+	/* "NCCL 2.28.9", "Open MPI v4.1.4" (its version names it), "cuBLAS"
+	 * (no version given), "no library" (the copy kernel) */
+	int named = !*lib || strncmp(ver, lib, strlen(lib)) == 0;
 
 	fprintf(out, "# llmsim measure: %s, %d rank%s (%d node%s x %d), %s "
-		"backend\n# %s, %s; %s on %s\n#\n", what, i->ranks,
+		"backend\n# %s%s%s, %s; %s on %s\n#\n", what, i->ranks,
 		i->ranks == 1 ? "" : "s", i->nodes, i->nodes == 1 ? "" : "s",
 		i->devices_per_node, i->backend ? i->backend : "?",
-		i->library_version ? i->library_version : "",
+		named ? "" : lib, !named && *ver ? " " : "",
+		*ver ? ver : *lib ? "" : "no library",
 		i->runtime ? i->runtime : "",
 		i->device ? i->device : "", i->host ? i->host : "");
 	if (is_gemm(what)) {
