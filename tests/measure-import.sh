@@ -104,4 +104,12 @@ grep -v '"m":2048,"n":2048' "$fx/h200-backend-cuda-gemm-2026-12-04.jsonl" >"$tmp
 "$llmsim" measure --import "$tmp/after.jsonl" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "after.jsonl:5: error: a point with no hello line before it" "$tmp/err" ||
 	{ bad "a point after the end line not refused"; cat "$tmp/err"; }
+# Another program's JSON lines (scripts/measure-expert-gemms.cu: a hello
+# and points of its own) gave an error a line (105); one now, naming the
+# protocol.
+cp "$fx/h200-expert-gemms-head-2026-12-04.jsonl" "$tmp/other.jsonl"	# its first 5 lines
+"$llmsim" measure --import "$tmp/other.jsonl" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && [ "$(grep -c error "$tmp/err")" = 1 ] &&
+	grep -q "other.jsonl:1: error: hello: no 'protocol'; this llmsim reads protocol 1" "$tmp/err" ||
+	{ bad "a foreign stream"; cat "$tmp/err"; }
 exit $fail

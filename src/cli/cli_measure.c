@@ -441,7 +441,11 @@ static int read_lines(FILE *f, const char *where, struct measure_stream *s,
 		}
 		if (r < 0) {
 			rc = -1;
-			continue;	/* drain: the backend must not block */
+			/* a file of another protocol: said once, not a line
+			 * at a time; a backend is drained (it must not block) */
+			if (o->import && s->runs[s->n - 1]->foreign)
+				break;
+			continue;
 		}
 		/* the table's header is the hello's: a point before it (an
 		 * imported file without one, refused) is not printed */

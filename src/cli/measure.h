@@ -24,6 +24,7 @@ struct diag;
 struct measure_log {
 	struct store_meas_info info;	/* from the hello line */
 	int have_hello;
+	int foreign;			/* a hello of another protocol */
 	struct store_meas_row pts[MEASURE_MAX_POINTS];
 	uint32_t npts;
 	struct cJSON *points;		/* the point lines, as --json prints */

@@ -82,7 +82,21 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 	struct store_meas_info *i = &m->info;
 	double ranks = num_of(o, "ranks"), nodes = num_of(o, "nodes");
 	double per = num_of(o, "devices_per_node");
+	double proto = num_of(o, "protocol");
 
+	if (proto != 1) {
+		/* another program's JSON lines (a hello and points of its
+		 * own): one error, not one a line */
+		char got[32];
+
+		snprintf(got, sizeof(got), isnan(proto) ? "no 'protocol'" :
+			 "protocol %g", proto);
+		diag_error(d, where, (int)m->lines, 0, "hello: %s; this llmsim "
+			   "reads protocol 1 (docs/measure.md): not the stream "
+			   "of an llmsim backend", got);
+		m->foreign = 1;
+		return -1;
+	}
 	free_info(i);
 	i->backend = str_of(o, "backend");
 	i->host = str_of(o, "host");

@@ -166,14 +166,14 @@ Test(measure_stream, error_line_ends_a_run_incomplete)
 Test(measure_stream, lines_after_an_end_open_the_next_run)
 {
 	static const char *const lines[] = {
-		"{\"type\":\"hello\",\"backend\":\"mpi\",\"ranks\":2,"
-		"\"nodes\":1,\"devices_per_node\":2}",
+		"{\"type\":\"hello\",\"protocol\":1,\"backend\":\"mpi\","
+		"\"ranks\":2,\"nodes\":1,\"devices_per_node\":2}",
 		"{\"type\":\"end\",\"points\":0}",
 		"{\"type\":\"end\",\"points\":0}",
-		"{\"type\":\"hello\",\"backend\":\"mpi\",\"ranks\":2,"
-		"\"nodes\":1,\"devices_per_node\":2}",
-		"{\"type\":\"hello\",\"backend\":\"mpi\",\"ranks\":2,"
-		"\"nodes\":1,\"devices_per_node\":2}",
+		"{\"type\":\"hello\",\"protocol\":1,\"backend\":\"mpi\","
+		"\"ranks\":2,\"nodes\":1,\"devices_per_node\":2}",
+		"{\"type\":\"hello\",\"protocol\":1,\"backend\":\"mpi\","
+		"\"ranks\":2,\"nodes\":1,\"devices_per_node\":2}",
 	};
 	struct measure_stream s;
 	struct diag d;
