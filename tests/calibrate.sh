@@ -163,4 +163,12 @@ status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty
 status 2 "no measurements" calibrate --db "$tmp/empty.db"
 status 2 "missing calibration file" collective --system cpu-host --op allreduce \
 	--ranks 2 --set calibration=/nonexistent.yaml --no-store
+# One point, one parameter: singular nouns, and how many points it takes
+# (a residual per point, a parameter per unknown: n > 1 for error bars).
+head -2 "$tmp/all.jsonl" >"$tmp/one.jsonl"
+"$llmsim" measure --import "$tmp/one.jsonl" --system cpu-host --db "$tmp/one.db" \
+	>/dev/null 2>&1 || bad "measure --import of one point"
+status 2 "one point" calibrate --db "$tmp/one.db" --params scale_up.link.sustained
+grep -q '1 point cannot fit 1 parameter with error bars (that takes at least 2 points)' \
+	"$tmp/err" || { bad "one point: wording"; cat "$tmp/err"; }
 exit $fail
