@@ -54,6 +54,7 @@ static const struct cli_command commands[] = {
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"
+	  "       llmsim sweep SWEEP.yaml [-j N] --no-store\n"
 	  "       mpirun -n R llmsim sweep SWEEP.yaml [-j N] [--db PATH]\n"
 	  "\n"
 	  "Expand a sweep file (a base job with grid, zip and cases over any\n"
@@ -71,6 +72,10 @@ static const struct cli_command commands[] = {
 	  "                   other batch systems); merge the shards'\n"
 	  "                   databases with 'llmsim db merge'\n"
 	  "  --list           print the expanded points and run nothing\n"
+	  "  --no-store       print the table and keep nothing: the points go\n"
+	  "                   to a temporary database, removed at the end (so\n"
+	  "                   nothing to resume; not with --db, --shard or\n"
+	  "                   under mpirun)\n"
 	  "\n"
 	  "Under mpirun (in a build with MPI) rank r runs shard r+1 of R into\n"
 	  "PATH.rank-r and rank 0 merges them into PATH at the end.\n"
