@@ -84,6 +84,10 @@ static const struct {
 
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
+/* -b and -e when not given: rccl-tests' and nccl-tests' 32M each
+ * (NVIDIA/nccl-tests src/common.cu, "Command line parameter defaults"). */
+#define DEFAULT_SIZE_B ((double)(32 << 20))
+
 static double dtype_size(const char *name)
 {
 	size_t i;
@@ -454,11 +458,19 @@ static int parse(struct opts *o, int argc, char **argv)
 				       "--topk, --experts, --groups, "
 				       "--topk-groups, --gate, --dispatcher and "
 				       "--sms go with --op dispatch or combine");
+	if (o->min_B > 0 && o->max_B > 0 && o->min_B > o->max_B)
+		return cli_usage_error("collective", "--min (%.0f B) is larger "
+				       "than --max (%.0f B)", o->min_B, o->max_B);
+	/* rccl-tests' -b and -e both default to 32M; one given alone
+	 * keeps the other's default unless that puts them out of order,
+	 * where it takes the given one's value (-b 64M: one size) */
+	if (o->min_B <= 0)
+		o->min_B = o->max_B > 0 && o->max_B < DEFAULT_SIZE_B ?
+			   o->max_B : DEFAULT_SIZE_B;
+	if (o->max_B <= 0)
+		o->max_B = o->min_B > DEFAULT_SIZE_B ? o->min_B : DEFAULT_SIZE_B;
 	if (o->ep != EP_OP_NONE)
 		return ep_defaults(o);
-	if (o->min_B > o->max_B)
-		return cli_usage_error("collective", "%s", "--min is larger "
-				       "than --max");
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("collective", "%s", "--step-factor must "
 				       "be above 1 to go from --min to --max");
@@ -687,7 +699,7 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 
 int cli_collective(int argc, char **argv, const char *argv0)
 {
-	struct opts o = { .op = -1, .min_B = 32 << 20, .max_B = 32 << 20,
+	struct opts o = { .op = -1,
 			  .factor = 2, .dtype = "float", .algo = -1,
 			  .proto = -1, .fmt = FMT_TABLE, .store = 1 };
 	struct arena a;
