@@ -350,8 +350,9 @@ static const struct cli_command commands[] = {
 	  "         (docs/megatron.md); the system defaults to dgx-h100,\n"
 	  "         the GPUs to tp x pp x cp\n"
 	  "\n"
-	  "KIND is gpu, fabric, system, model or job; show infers it from the\n"
-	  "file's directory (configs/gpus, workloads/models, ...), else model\n"
+	  "KIND is gpu, fabric, system, model, job, link, collectives,\n"
+	  "framework, engine or ep_comm; show infers it from the file's\n"
+	  "directory (configs/gpus, workloads/models, ...), else model\n"
 	  "for a .json file (a Hugging Face config.json), else job. --json\n"
 	  "prints quantities with their units (\"1980 MHz\"), so its output\n"
 	  "loads back: llmsim config show out.json --kind KIND.\n",
