@@ -89,6 +89,9 @@ check "KV holds one sequence + drafts + lookahead" "$llmsim" run "$job" --no-sto
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
 	--set serving.input_len=1300 --set serving.output_len=70
+# (that job's system: one H100; the summary said "1 GPUs")
+head -1 "$tmp/out" | grep -q ' (1 GPU, h100), engine ' ||
+	{ echo "FAIL: one GPU in the header: $(head -1 "$tmp/out")"; fail=1; }
 
 # A disaggregated pool's ep that divides neither its 8 GPUs nor the 256
 # experts is refused at the key (issue 9's bad input; it surfaced only

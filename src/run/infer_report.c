@@ -145,9 +145,10 @@ void infer_print(FILE *out, const struct job_spec *j,
 	char a[32], b[32], c[32], d[32];
 	int i;
 
-	fprintf(out, "%s: %s %s on %s (%lld GPUs, %s), engine %s\n",
+	fprintf(out, "%s: %s %s on %s (%lld GPU%s, %s), engine %s\n",
 		j->name ? j->name : "job", job_phase_names[j->phase],
 		j->model->name, j->system->name, (long long)r->gpus,
+		r->gpus == 1 ? "" : "s",
 		j->system->gpu->name, j->serving.engine->name);
 	model_print_text_of(out, j->model);
 	fprintf(out, "  layout         tp %lld  pp %lld  x %lld instances; "

@@ -605,9 +605,10 @@ void step_print(FILE *out, const struct job_spec *j,
 			step_human(a, sizeof(a), r->mem.peak_B, UNIT_BYTES),
 			(long long)r->mem.rank,
 			step_human(b, sizeof(b), r->mem.usable_B, UNIT_BYTES));
-	fprintf(out, "%s: %s on %s (%lld GPUs, %s), %s\n",
+	fprintf(out, "%s: %s on %s (%lld GPU%s, %s), %s\n",
 		j->name ? j->name : "job", j->model->name ? j->model->name : "model",
 		j->system->name ? j->system->name : "system", (long long)r->gpus,
+		r->gpus == 1 ? "" : "s",
 		j->system->gpu->name ? j->system->gpu->name : "gpu",
 		dtype_names[j->training.dtype]);
 	model_print_text_of(out, j->model);
