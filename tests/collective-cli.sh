@@ -38,6 +38,13 @@ for c in ":33554432" "-b 64M:67108864" "-e 1K:1024" "-b 16M:16777216 33554432"; 
 	got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 }' | tr '\n' ' ' | sed 's/ $//')
 	[ "$got" = "$want" ] || { echo "FAIL: sizes '$a': '$got', expected '$want'"; fail=1; }
 done
+# One GPU: nothing crosses a link; refused (it printed 0.00 us for an
+# all-reduce, inf GB/s and a NaN busbw for a dispatch).
+for op in allreduce broadcast sendrecv dispatch; do
+	status 2 "$op on one GPU" --system dgx-h100 --op $op --ranks 1
+	grep -q -- "--ranks 1: $op needs at least 2 GPUs" "$tmp/err" ||
+		{ echo "FAIL: $op on one GPU: message"; cat "$tmp/err"; fail=1; }
+done
 status 2 "sizes out of order" --system dgx-h100 --op allreduce --ranks 8 -b 4K -e 1K
 grep -q -- "--min (4096 B) is larger than --max (1024 B)" "$tmp/err" ||
 	{ echo "FAIL: sizes out of order: message"; cat "$tmp/err"; fail=1; }

@@ -161,7 +161,7 @@ static const struct cli_command commands[] = {
 	  "  --system SYSTEM  system preset or file (configs/systems)\n"
 	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
 	  "                   broadcast, reduce, sendrecv, dispatch, combine\n"
-	  "  -g, --ranks N    GPUs 0..N-1, filling node 0 first (--ngpus)\n"
+	  "  -g, --ranks N    GPUs 0..N-1 (N >= 2), filling node 0 first (--ngpus)\n"
 	  "  -b, --min SIZE   smallest size as rccl-tests takes it: bytes or\n"
 	  "                   K/M/G (2^10, 2^20, 2^30); default 32M (--minbytes)\n"
 	  "  -e, --max SIZE   largest size; default 32M, or --min's value\n"

@@ -607,8 +607,17 @@ static int check_ranks(const struct opts *o, const struct system_spec *s,
 			   s->gpus_per_node);
 		return -1;
 	}
-	if (o->op == COLL_SENDRECV && o->ranks < 2) {
-		diag_error(d, NULL, 0, 0, "--ranks: sendrecv needs at least 2");
+	/* One GPU crosses no link: the fabric model timed it 0 us (and a
+	 * dispatch inf GB/s, a busbw NaN). NCCL on one GPU copies the
+	 * buffer on the device: H200, all-reduce 5.8 us at 8 B to 69.6 us
+	 * at 128 MiB (results/reference/device/h200-backend-cuda-coll-1gpu-
+	 * 2026-12-04.jsonl), a kernel's cost, not the fabric's. */
+	if (o->ranks < 2) {
+		diag_error(d, NULL, 0, 0, "--ranks %ld: %s needs at least 2 "
+			   "GPUs: on one nothing crosses a link (the library "
+			   "copies the buffer on the GPU, a kernel's cost: "
+			   "llmsim measure --op copy times it)", o->ranks,
+			   coll_op_name(o));
 		return -1;
 	}
 	return 0;
