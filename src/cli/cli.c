@@ -12,6 +12,8 @@
  */
 #include "cli.h"
 
+#include "config/schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -384,6 +386,23 @@ int cli_wants_help(int argc, char **argv)
 	return 0;
 }
 
+/* "unknown command", with the nearest command's name when one is close
+ * ('runn': did you mean 'run'?), as an unknown preset or key says. */
+static void unknown_command(const char *name)
+{
+	const char *names[NCOMMANDS];
+	const char *near;
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	near = schema_closest(name, names, NCOMMANDS);
+	fprintf(stderr, "llmsim: error: unknown command '%s'%s%s%s; run "
+		"'llmsim --help' for the list\n", name,
+		near ? " (did you mean '" : "", near ? near : "",
+		near ? "'?)" : "");
+}
+
 void cli_print_usage(FILE *out, const struct cli_command *c)
 {
 	if (c->usage)
@@ -481,8 +500,7 @@ static int dispatch(int argc, char **argv)
 	}
 	c = cli_command(argv[1]);
 	if (!c) {
-		fprintf(stderr, "llmsim: error: unknown command '%s'; "
-			"run 'llmsim --help' for the list\n", argv[1]);
+		unknown_command(argv[1]);
 		return CLI_USAGE;
 	}
 	if (cli_wants_help(argc - 1, argv + 1)) {
