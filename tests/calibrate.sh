@@ -142,6 +142,11 @@ status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.ya
 # Counts whole: atoi read '3x' as 3 and 'abc' as 0 folds.
 status 2 "--folds 3x" calibrate --db "$tmp/all.db" --folds 3x
 status 2 "--folds abc" calibrate --db "$tmp/all.db" --folds abc
+# One fold holds every point out of nothing: it skipped the cross-
+# validation without a word.
+status 2 "--folds 1" calibrate --db "$tmp/all.db" --folds 1
+grep -q -- "--folds: expected 0 (none) or 2 to 20, got '1'" "$tmp/err" ||
+	{ bad "--folds 1: message"; cat "$tmp/err"; }
 status 2 "--max-params 1e1" calibrate --db "$tmp/all.db" --max-params 1e1
 # A correlation entry that is no number: a mapping crashed (atof of no
 # text), 'x' read as 0.
