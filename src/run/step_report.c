@@ -424,16 +424,12 @@ static void print_hidden(FILE *out, const struct step_result *r,
 static void print_breakdown(FILE *out, const struct job_spec *j,
 			    const struct step_result *r)
 {
-	static const char *const label[EXEC_PART_COUNT] = {
-		"compute", "exposed communication", "pipeline bubble",
-		"optimizer", "other",
-	};
 	char a[32], b[32];
 	int i;
 
 	fprintf(out, "  breakdown (critical path)\n");
 	for (i = 0; i < EXEC_PART_COUNT; i++)
-		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
+		fprintf(out, "    %-22s %12s  %5.1f %%\n", exec_part_labels[i],
 			step_human(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
 	if (model_is_moe(j->model))
