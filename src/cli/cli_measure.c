@@ -546,7 +546,7 @@ static int status_of(int ws, const struct measure_stream *s, const char *exe,
 	}
 	/* a failure with no error line (a launcher's own failure, a
 	 * backend killed by hand) must not pass silently: say so */
-	if (code != 0 && !(m->err_msg && m->err_msg[0]))
+	if (code != 0 && !(e && e->err_msg && e->err_msg[0]))
 		diag_error(d, NULL, 0, 0, "%s exited with status %d and no "
 			   "error line (anything it wrote on stderr is above)",
 			   exe, code);
