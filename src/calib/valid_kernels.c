@@ -162,8 +162,9 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
  * are G kernels issued round-robin on S streams (Transformer Engine's
  * multi-stream cuBLAS path), costed as the training path costs them
  * (gpu_grouped_kernels_s: the longest chain ceil(G / S) of launches and
- * G kernels' set-ups on top of the pooled tiles); S a whole number in
- * [1, VALID_STREAMS_MAX]. */
+ * G kernels' set-ups on top of the pooled tiles; at least that chain's
+ * own kernels one after another, gpu_grouped_chain_s); S a whole number
+ * in [1, VALID_STREAMS_MAX]. */
 #define VALID_GROUPS_MAX 256
 #define VALID_STREAMS_MAX 64	/* a bound for malformed rows (TE runs 4) */
 
@@ -260,8 +261,15 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 	}
 	t = gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
 	if (streams > 0) {
+		double b = dtype_bytes(r->dt);
+		struct gpu_gemm_dtypes q = {
+			.compute = r->dt, .a_B = b, .b_B = b,
+			.c_B = b < 2 ? 2 : b,	/* as gpu_gemm's result */
+		};
+
 		chain = ceil(groups / streams);
-		t += gpu_grouped_kernels_s(&r->g, groups, chain);
+		t = fmax(t + gpu_grouped_kernels_s(&r->g, groups, chain),
+			 gpu_grouped_chain_s(&r->g, &q, g, ng, chain));
 	}
 	return t;
 }
