@@ -81,7 +81,9 @@ METHODS = {
                "(L m x N x K, torch.matmul): the dense GEMM model.", "merged"),
     "loop1": ("L torch.matmul kernels (cuBLAS), one an expert, on one "
               "stream: rows `groups: L, streams: 1`, costed as llmsim's "
-              "per-expert path (gpu_grouped_kernels_s).", "loop1"),
+              "per-expert path (gpu_grouped_kernels_s, and the chain of "
+              "the stream's own kernels, gpu_grouped_chain_s, which "
+              "binds on one stream).", "loop1"),
     "loop4": ("L torch.matmul kernels round-robin on 4 side streams forked "
               "from and joined to the caller's by events (Transformer "
               "Engine's GroupedLinear path, 4 compute streams): rows "
