@@ -50,6 +50,9 @@ status() {	# status WANT WHAT ARGS...
 }
 status 2 "unknown kind" --kind kernels
 status 2 "bad tolerance" --kind kernel --tolerance much
+# A bare number is refused: 0.15 was read as 0.15 % (plan's --headroom
+# reads a bare 0.05 as 5 %).
+status 2 "bare tolerance" --kind kernel --tolerance 0.15
 status 2 "unknown gate set" --kind kernel --gates nightly
 # A reference folder with a kernel file that lacks its GPU.
 mkdir -p "$tmp/ref/kernels" "$tmp/ref/collectives" "$tmp/ref/training"

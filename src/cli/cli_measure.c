@@ -64,12 +64,23 @@ static const char *const backends[] = {"mpi", "hip", "cuda", NULL};
 
 enum { OUT_TABLE, OUT_CSV, OUT_JSON };
 
+/* Sizes when --min / --max are not given. Collectives and copy: one
+ * size, 32 MiB, as rccl-tests and nccl-tests (their -b and -e both
+ * default to 32*1024*1024: NVIDIA/nccl-tests src/common.cu, "Command
+ * line parameter defaults"), so a table diffs against theirs; the
+ * command says so on stderr. gemm: squares of dimension 1024 to 16384
+ * (5 at x2), the range docs/measure.md times; a 32M dimension would be
+ * a 2^25-square matrix. */
+#define DEFAULT_SIZE_B ((double)(32 << 20))
+#define DEFAULT_GEMM_MIN 1024.0
+#define DEFAULT_GEMM_MAX 16384.0
+
 struct mopts {
 	const char *backend, *op, *dtype, *system, *lib, *blas, *launcher;
 	const char *db, *import;
 	const char **sets;
 	size_t nsets;
-	double min_B, max_B, factor, budget_s;
+	double min_B, max_B, factor, budget_s;	/* sizes: 0 = not given */
 	long ranks, iters, warmup, m, n, k;
 	int fmt, store;
 };
@@ -109,8 +120,12 @@ static int size_opt(const char *opt, const char *v, double *out)
 {
 	const char *why;
 
-	if (units_parse_test_size(v, out, &why) == 0)
-		return CLI_OK;
+	if (units_parse_test_size(v, out, &why) == 0) {
+		if (*out >= 1)
+			return CLI_OK;
+		/* 0 never grows by --step-factor (and 0 is "not given") */
+		why = "it must be at least 1";
+	}
 	return cli_usage_error("measure", "%s: expected a size such as '1K', "
 			       "'8M' or '4096', got '%s' (%s)", opt, v, why);
 }
@@ -205,6 +220,29 @@ static int one_opt(void *arg, const char *name, const char *v)
 	return CLI_OK;
 }
 
+/* The sizes not given (0): see DEFAULT_SIZE_B. One bound alone
+ * keeps the other's default unless that would put them out of order,
+ * where it takes the given one's value (--min 64M: one size). */
+static void default_sizes(struct mopts *o)
+{
+	int gemm = strcmp(o->op, "gemm") == 0;
+	double lo = gemm ? DEFAULT_GEMM_MIN : DEFAULT_SIZE_B;
+	double hi = gemm ? DEFAULT_GEMM_MAX : DEFAULT_SIZE_B;
+
+	if (o->min_B <= 0 && o->max_B <= 0) {
+		o->min_B = lo;
+		o->max_B = hi;
+		if (!gemm)
+			fprintf(stderr, "llmsim measure: one size, 32 MiB "
+				"(rccl-tests' default); --min and --max "
+				"sweep sizes (e.g. --min 8 --max 8G)\n");
+	} else if (o->min_B <= 0) {
+		o->min_B = lo < o->max_B ? lo : o->max_B;
+	} else if (o->max_B <= 0) {
+		o->max_B = hi > o->min_B ? hi : o->min_B;
+	}
+}
+
 static int parse(struct mopts *o, int argc, char **argv)
 {
 	static const char *const valued[] = {
@@ -226,9 +264,17 @@ static int parse(struct mopts *o, int argc, char **argv)
 	if (!o->backend || !o->op)
 		return cli_usage_error("measure", "%s", "--backend and --op are "
 				       "required (or --import FILE)");
-	if (o->min_B > o->max_B)
+	/* said here, before mpirun starts ranks that all refuse it
+	 * (src/backend/mpi.c supports()) and print mpirun's abort notice */
+	if (strcmp(o->backend, "mpi") == 0 && strcmp(o->op, "gemm") == 0)
+		return cli_usage_error("measure", "%s", "the mpi backend does "
+				       "not run gemm (it measures collectives "
+				       "and copy on CPU hosts); gemm runs on "
+				       "hip or cuda");
+	if (o->min_B > 0 && o->max_B > 0 && o->min_B > o->max_B)
 		return cli_usage_error("measure", "--min (%.0f B) is larger than "
 				       "--max (%.0f B)", o->min_B, o->max_B);
+	default_sizes(o);
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("measure", "%s", "--step-factor must be "
 				       "above 1 to go from --min to --max");
@@ -461,6 +507,12 @@ static int status_of(int ws, const struct measure_log *m, const char *exe,
 		diag_error(d, NULL, 0, 0, "%s measured nothing", exe);
 		return CLI_FAIL;
 	}
+	/* a failure with no error line (a launcher's own failure, a
+	 * backend killed by hand) must not pass silently: say so */
+	if (code != 0 && !(m->err_msg && m->err_msg[0]))
+		diag_error(d, NULL, 0, 0, "%s exited with status %d and no "
+			   "error line (anything it wrote on stderr is above)",
+			   exe, code);
 	if (code == 0 || (code >= 1 && code <= 4))
 		return code;
 	return m->err_status ? m->err_status : CLI_FAIL;
@@ -666,8 +718,7 @@ static void output(const struct mopts *o, struct measure_log *m)
 
 int cli_measure(int argc, char **argv, const char *argv0)
 {
-	struct mopts o = { .dtype = "float", .min_B = 32 << 20,
-			   .max_B = 32 << 20, .factor = 2, .budget_s = 2,
+	struct mopts o = { .dtype = "float", .factor = 2, .budget_s = 2,
 			   .ranks = 0, .iters = 20, .warmup = 5,
 			   .fmt = OUT_TABLE, .store = 1 };
 	struct measure_log m;
