@@ -184,6 +184,19 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,
 			     double chain);
 
+/* The same path's other bound (s): a stream's kernels run one after
+ * another, each with its own tiles and waves and launch (gpu_gemm_q with
+ * q's widths; B from HBM where the groups' whole working set exceeds
+ * L2), so the longest stream takes `chain` kernels of the groups' mean
+ * time. The per-expert path costs max(gpu_grouped_gemm_q +
+ * gpu_grouped_kernels_s, gpu_grouped_chain_s); on one stream (chain =
+ * the kernels) the chain binds (gpu_grouped.c). Groups with a zero
+ * dimension launch nothing. */
+double gpu_grouped_chain_s(const struct gpu_spec *g,
+			   const struct gpu_gemm_dtypes *q,
+			   const struct gpu_gemm_group *groups,
+			   size_t ngroups, double chain);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),

@@ -23,6 +23,7 @@
  */
 #include "block.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "base/diag.h"
@@ -114,6 +115,20 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	 * drain (gpu_grouped_kernels_s, gpu_grouped.c says why) */
 	kernels = k->kernels > k->launches ? k->kernels : k->launches;
 	c.time_s += gpu_grouped_kernels_s(g, kernels, k->launches);
+	/* and no less than the longest stream's own kernels one after
+	 * another (gpu_grouped_chain_s) */
+	if (k->kernels > 1) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt),
+			.c_B = dtype_bytes(dt) < 2 ? 2 : dtype_bytes(dt),
+		};
+
+		if (k->accum_B > 0 && n > 0 && k->m * k->n > 0)
+			q.c_B = k->accum_B / (n * k->m * k->n);
+		c.time_s = fmax(c.time_s, gpu_grouped_chain_s(g, &q, groups,
+				(size_t)n, k->launches));
+	}
 	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
