@@ -388,6 +388,9 @@ struct kern {
 	double mem_eff;		/* fraction of the streaming rate this
 				 * memory-bound kernel reaches (0: all of it;
 				 * an MXFP8 cast: lop_cast) */
+	double scatter_B;	/* B of its reads an atomic scatter-add adds
+				 * into the output (gpu_scatter_add_extra_s);
+				 * 0 = none */
 };
 
 enum layer_op_kind {

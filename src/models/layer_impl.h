@@ -182,10 +182,11 @@ int moe_dedups(const struct layer_dims *d);
 /* The token permute (moe_permute.c): forward, before the dispatch
  * (TE's fused map and gather, Megatron's unfused argsort index or its
  * older masked_selects, then index_select); the unfused unpermute's and
- * index_select backward's zeroed output on op; the permute's backward. */
+ * index_select backward's zeroed output and atomic scatter-add on op;
+ * the permute's backward. */
 void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d);
-void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d);
+void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d);
 void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
 /* The router (moe_router.c, a leaf of moe.c): gating GEMM, top-k and
  * aux-loss ops; their backward with Megatron-Core's router_gating_linear

@@ -724,7 +724,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	if (!m->combine_reduces) {
 		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
-		moe_unfused_zeros(op, d);
+		moe_unfused_scatter(op, d);
 		o->saved_end = o->n;	/* its indices and probabilities */
 	}
 	if (shared_end != LAYER_NONE) {

@@ -219,14 +219,22 @@ void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
  * scatter_add_ of the T k rows) and the index_select's backward (zeros,
  * then index_add_) each write their zeroed output first: one more kernel
  * writing T h B (moe_utils.py unpermute @ d7288711ba; the fused TE
- * kernels write each output row once). The library paths only. */
-void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d)
+ * kernels write each output row once). The library paths only.
+ *
+ * Both then add the T k rows into the T output rows by one atomic add an
+ * element (PyTorch aten/src/ATen/native/cuda/ScatterGatherKernel.cu and
+ * Indexing.cu index_add: fastAtomicAdd; k rows hit each output row):
+ * T k h B bytes at the GPU's scatter_add_bandwidth, not streamed
+ * (scatter_B; the fused TE kernels gather a token's k rows and sum them
+ * in registers, no atomics). */
+void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d)
 {
 	if (d->moe.permute_fusion || moe_dedups(d) || d->moe.allgather)
 		return;
 	op->k.launches = 2;
 	op->host_n = 2;
 	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
+	op->k.scatter_B = d->moe.tokens * d->moe.topk * d->hidden * d->act_B;
 }
 
 /* The permute's backward (moe_bwd, after the dispatch's reverse
@@ -240,7 +248,7 @@ void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	if (moe_dedups(d) || m->allgather)
 		return;
-	moe_unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
+	moe_unfused_scatter(lop_memop(o, "permute_bwd", PASS_BWD,
 				    T * k * h * d->act_B, T * h * d->act_B,
 				    T * k * h), d);
 	if (m->masked_select)

@@ -241,14 +241,17 @@ Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
  *   strided (the two transposed copies) 2 T E + 2 T E p = 196608 B
  * permute (index_select), 1 kernel: read T h B + 8 T k = 8388608 + 65536
  *   = 8454144 B, write T k h B = 16777216 B (was twice both).
- * unpermute: zeros + scatter_add_, 2 kernels, write 2 T h B = 16777216 B.
- * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B.
+ * unpermute: zeros + scatter_add_, 2 kernels, write 2 T h B = 16777216 B;
+ *   the scatter_add_ adds T k h B = 8192 x 1024 x 2 = 16777216 B by
+ *   atomics (scatter_B).
+ * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B; adds
+ *   the same 16777216 B by atomics.
  * permute_probs_bwd: keys over ceil(log2 32768) = 15 bits: 2 onesweep
  *   passes, 6 + 2 = 8 kernels; read (40 + 16 x 2) T k + T k p + T E p =
  *   589824 + 16384 + 65536 = 671744 B; write 2 T E p + (24 + 32) T k +
  *   T k p = 131072 + 458752 + 16384 = 606208 B.
  * Fused: none of these; permute reads T h B = 8388608 B, unpermute and
- * permute_bwd one kernel each.
+ * permute_bwd one kernel each, no atomics (scatter_B 0).
  */
 Test(moe, unfused_permute_as_its_pytorch_kernels)
 {
@@ -275,10 +278,12 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	c = fixture_op(&m.o, "unpermute");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.scatter_B, 16777216, 1e-6);
 	moe_case_bwd(&m);
 	c = fixture_op(&m.o, "permute_bwd");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.scatter_B, 16777216, 1e-6);
 	c = fixture_op(&m.o, "permute_probs_bwd");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 8, 1e-12);
@@ -290,8 +295,11 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	cr_assert_null(fixture_op(&m.o, "permute_index"));
 	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.read_B, 8388608, 1e-6);
 	cr_assert(fixture_op(&m.o, "unpermute")->k.launches <= 1);
+	cr_assert_float_eq(fixture_op(&m.o, "unpermute")->k.scatter_B, 0, 1e-12);
 	moe_case_bwd(&m);
 	cr_assert(fixture_op(&m.o, "permute_bwd")->k.launches <= 1);
+	cr_assert_float_eq(fixture_op(&m.o, "permute_bwd")->k.scatter_B, 0,
+			   1e-12);
 	cr_assert_null(fixture_op(&m.o, "permute_probs_bwd"));
 	moe_case_release(&m);
 }
