@@ -114,6 +114,16 @@ void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
 		      double n, double w);
 void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
 
+/* A gated activation over t rows (fc1 output u wide, f wide after it)
+ * and its backward: one fused kernel, or PyTorch's act(g) * u on the
+ * halves where d->eager_act (layer.c). */
+struct layer_op *lop_act_fwd(struct layer_ops *o, const char *name,
+			     enum layer_pass pass, const struct layer_dims *d,
+			     double t, double u, double f);
+struct layer_op *lop_act_bwd(struct layer_ops *o, const char *name,
+			     const struct layer_dims *d, double t, double u,
+			     double f);
+
 /* A chain of k PyTorch kernels moving read_B and write_B, strided_B of
  * them through the generic elementwise path. */
 struct layer_op *lop_eager(struct layer_ops *o, const char *name,

@@ -627,8 +627,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	before = lop_tail(o);
 	first = (int16_t)o->n;
 	clamp_op(o, "expert_clamp", pass, d);
-	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
-		  ACT_FLOPS * R * f);
+	lop_act_fwd(o, "expert_act", pass, d, R, u, f);
 	glu_sync(o, d, before, first);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT)) {
@@ -754,8 +753,7 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 	int16_t before = lop_tail(o), first = (int16_t)o->n;
 
 	clamp_op(o, "expert_clamp", PASS_RECOMPUTE, d);	/* inside bias_act_func */
-	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
-		  R * f * d->act_B, ACT_FLOPS * R * f);
+	lop_act_fwd(o, "expert_act", PASS_RECOMPUTE, d, R, u, f);
 	glu_sync(o, d, before, first);
 	if (!d->lowp)
 		return;
@@ -797,8 +795,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 		act_recompute(o, d);
 	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
 		    "expert_fc2_wgrad", f, h);
-	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
-		  R * u * d->act_B, ACT_FLOPS * R * f);
+	lop_act_bwd(o, "expert_act_bwd", d, R, u, f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_bwd(o, d, "expert_fc1_grad_cast", "expert_fc1_dgrad",

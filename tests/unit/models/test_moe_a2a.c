@@ -303,3 +303,52 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	cr_assert_null(fixture_op(&m.o, "permute_probs_bwd"));
 	moe_case_release(&m);
 }
+
+/*
+ * The routed experts' gated activation under an eager framework
+ * (elementwise.eager_activation: PyTorch's silu(g) * u on the halves of
+ * the grouped fc1 output, as scripts/measure-moe-torch.py runs it), as
+ * the dense MLP's (layer.c lop_act_fwd / lop_act_bwd). ep 1, E = 8,
+ * k = 2, T = 4096: R = T k = 8192 rows, f = 512, bf16 (B = 2):
+ * R f B = 8388608 B.
+ * Forward, 2 kernels: read 3 R f B = 25165824 B, write 2 R f B =
+ *   16777216 B, strided 3 R f B = 25165824 B.
+ * Backward, 4 kernels: read 8 R f B = 67108864 B, write 5 R f B =
+ *   41943040 B, strided 6 R f B = 50331648 B.
+ * Without it: one fused kernel, read R u B = 2 R f B, write R f B, no
+ * strided bytes.
+ */
+Test(moe, eager_expert_activation_as_pytorch_ops)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_init(&m, 8, 2, 512, 1);
+	fixture_ep_library(&e, "test-alltoall");
+	m.f.job.moe.dispatcher = &e;
+	m.f.model.gated_mlp = 1;
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_act");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 25165824, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 25165824, 1e-6);
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_act_bwd");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 4, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 67108864, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 41943040, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 50331648, 1e-6);
+
+	m.f.fw.elementwise.eager_activation = 0;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_act");
+	cr_assert_float_eq(c->k.read_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 0, 1e-12);
+	moe_case_release(&m);
+}
