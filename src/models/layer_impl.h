@@ -197,6 +197,10 @@ int moe_dedups(const struct layer_dims *d);
 void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d);
 void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d);
+/* The unfused unpermute's probability multiply (forward, before the
+ * unpermute) or its backward (pass PASS_BWD, after unpermute_bwd). */
+void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d);
 void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
 /* The router (moe_router.c, a leaf of moe.c): gating GEMM, top-k and
  * aux-loss ops; their backward with Megatron-Core's router_gating_linear

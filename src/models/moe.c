@@ -721,6 +721,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->saved_end = o->n;	/* a combining dispatch saves no tensor */
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	if (!m->combine_reduces) {
+		moe_unpermute_probs(o, pass, d);
 		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
 		moe_unfused_scatter(op, d);
@@ -832,10 +833,12 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		in = lop_tail(o);
 	}
 	o->scope = SCOPE_MOE;
-	if (!m->combine_reduces)
+	if (!m->combine_reduces) {
 		lop_memop(o, "unpermute_bwd", PASS_BWD,
 			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
 			  T * k * h);
+		moe_unpermute_probs(o, PASS_BWD, d);
+	}
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
 	if (sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d))
 		in_dispatch_call(o, d);

@@ -246,12 +246,19 @@ Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
  *   atomics (scatter_B).
  * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B; adds
  *   the same 16777216 B by atomics.
+ * unpermute_probs (rows x probabilities before the scatter, broadcast:
+ *   the strided path), 1 kernel: read T k h B + T k p = 16777216 + 16384
+ *   = 16793600 B, all strided; write T k h B = 16777216 B.
+ * unpermute_probs_bwd (dy x p; dy x x and its sum over h), 3 kernels:
+ *   read 4 T k h B + T k p = 67108864 + 16384 = 67125248 B, write
+ *   2 T k h B + T k p = 33554432 + 16384 = 33570816 B.
  * permute_probs_bwd: keys over ceil(log2 32768) = 15 bits: 2 onesweep
  *   passes, 6 + 2 = 8 kernels; read (40 + 16 x 2) T k + T k p + T E p =
  *   589824 + 16384 + 65536 = 671744 B; write 2 T E p + (24 + 32) T k +
  *   T k p = 131072 + 458752 + 16384 = 606208 B.
  * Fused: none of these; permute reads T h B = 8388608 B, unpermute and
- * permute_bwd one kernel each, no atomics (scatter_B 0).
+ * permute_bwd one kernel each, no atomics (scatter_B 0), no
+ * unpermute_probs (the kernel weights the rows).
  */
 Test(moe, unfused_permute_as_its_pytorch_kernels)
 {
@@ -279,7 +286,20 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
 	cr_assert_float_eq(c->k.scatter_B, 16777216, 1e-6);
+	c = fixture_op(&m.o, "unpermute_probs");
+	cr_assert_not_null(c);
+	cr_assert_eq(c + 1, fixture_op(&m.o, "unpermute"));
+	cr_assert_float_eq(c->k.launches, 1, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 16793600, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 16793600, 1e-6);
 	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "unpermute_probs_bwd");
+	cr_assert_not_null(c);
+	cr_assert_eq(c - 1, fixture_op(&m.o, "unpermute_bwd"));
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 67125248, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 33570816, 1e-6);
 	c = fixture_op(&m.o, "permute_bwd");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
@@ -296,7 +316,9 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.read_B, 8388608, 1e-6);
 	cr_assert(fixture_op(&m.o, "unpermute")->k.launches <= 1);
 	cr_assert_float_eq(fixture_op(&m.o, "unpermute")->k.scatter_B, 0, 1e-12);
+	cr_assert_null(fixture_op(&m.o, "unpermute_probs"));
 	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "unpermute_probs_bwd"));
 	cr_assert(fixture_op(&m.o, "permute_bwd")->k.launches <= 1);
 	cr_assert_float_eq(fixture_op(&m.o, "permute_bwd")->k.scatter_B, 0,
 			   1e-12);
