@@ -81,6 +81,9 @@ struct moe_dims {
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */
 	int permute_fusion;	/* fused permute / unpermute kernels */
+	int chunk_sort;		/* the library dispatcher sorts its received
+				 * rows by local expert (framework
+				 * moe_chunk_sort) */
 	int masked_select;	/* the unfused permute selects its rows with
 				 * masked_select (moe_permute.c) */
 	int shared_overlap;	/* shared experts beside dispatch/combine */

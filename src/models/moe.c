@@ -444,7 +444,10 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
  * unpermute likewise, fuse_unpermute_combine), inside the transfer the
  * dispatcher's path already times (permute_in_dispatch [?: the fused
  * kernel's extra local copy is taken as hidden under its NVLink
- * transfer]). */
+ * transfer]). A framework without a dispatcher (framework moe_chunk_sort
+ * false: scripts/measure-moe-torch.py's single-GPU MoE sorts its T k
+ * routed expert ids and index_selects the rows in that order) runs no
+ * such sort. */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
@@ -455,6 +458,8 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather) ||
 	    d->moe.permute_in_dispatch)
 		return 0;
+	if (!d->moe.chunk_sort && !moe_dedups(d) && !d->moe.allgather)
+		return 0;	/* the permute left them in expert order */
 	op = lop_memop(o, name, pass, n, n, 0);
 	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
 	    !d->moe.allgather) {

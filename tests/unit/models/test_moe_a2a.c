@@ -374,3 +374,41 @@ Test(moe, eager_expert_activation_as_pytorch_ops)
 	cr_assert_float_eq(c->k.strided_B, 0, 1e-12);
 	moe_case_release(&m);
 }
+
+/*
+ * The dispatcher's sort of the received rows by local expert (Megatron-
+ * Core's sort_chunks_by_idxs, run at ep 1 too when a GPU holds more than
+ * one expert): E = 8 experts on one GPU, T = 4096, k = 2, h = 1024,
+ * bf16: expert_sort reads and writes R h B = 8192 x 1024 x 2 =
+ * 16777216 B, and expert_unsort and the backward's two likewise. A
+ * framework whose permute already leaves the rows in expert order
+ * (moe_chunk_sort false: a single-GPU PyTorch MoE) runs none of them.
+ */
+Test(moe, framework_without_chunk_sort_runs_no_expert_sort)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_init(&m, 8, 2, 512, 1);
+	fixture_ep_library(&e, "test-alltoall");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_sort");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort"));
+	moe_case_bwd(&m);
+	cr_assert_not_null(fixture_op(&m.o, "expert_sort_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort_bwd"));
+
+	m.f.fw.moe_chunk_sort = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_sort"));
+	cr_assert_null(fixture_op(&m.o, "expert_unsort"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_sort_bwd"));
+	cr_assert_null(fixture_op(&m.o, "expert_unsort_bwd"));
+	moe_case_release(&m);
+}
