@@ -116,7 +116,7 @@ void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
 
 /* A gated activation over t rows (fc1 output u wide, f wide after it)
  * and its backward: one fused kernel, or PyTorch's act(g) * u on the
- * halves where d->eager_act (layer.c). */
+ * halves where d->eager_act (layer_ops.c). */
 struct layer_op *lop_act_fwd(struct layer_ops *o, const char *name,
 			     enum layer_pass pass, const struct layer_dims *d,
 			     double t, double u, double f);
