@@ -274,6 +274,13 @@ struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
 				    double write_B, double flops,
 				    double launches);
 
+/* Seconds an atomic scatter-add kernel (PyTorch index_add_ /
+ * scatter_add_, fastAtomicAdd an element) takes beyond streaming the
+ * added_B bytes of its source elements: those bytes move at the GPU's
+ * scatter_add_bandwidth instead of HBM's streaming rate (0 where the GPU
+ * sets none, or where it would be faster). */
+double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B);
+
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */
 double gpu_attention_flops(const struct gpu_attn_shape *a, int backward);

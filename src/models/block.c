@@ -168,6 +168,25 @@ static struct gpu_cost slow_memory_op(const struct kern *k,
 	return c;
 }
 
+/* A memory-bound op holding an atomic scatter-add (index_add_ or
+ * scatter_add_ of several rows into each output row): its bytes as
+ * gpu_memory_ops streams them, plus what the scatter_B added bytes take
+ * at the GPU's scatter-add rate beyond streaming. */
+static struct gpu_cost scatter_op(const struct kern *k,
+				  const struct gpu_spec *g)
+{
+	struct gpu_cost c = gpu_memory_ops(g, k->read_B, k->write_B,
+					   k->strided_B, k->vec_flops,
+					   k->read_B + k->write_B, k->launches);
+	double extra_s = gpu_scatter_add_extra_s(g, k->scatter_B);
+
+	if (extra_s > 0) {
+		c.time_s += extra_s;
+		c.bound = GPU_BOUND_MEMORY;
+	}
+	return c;
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
@@ -186,6 +205,8 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 	}
 	if (k->mem_eff > 0 && k->mem_eff < 1)
 		return slow_memory_op(k, g);
+	if (k->scatter_B > 0)
+		return scatter_op(k, g);
 	if (k->launches > 1 || k->strided_B > 0)
 		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
 				      k->vec_flops, k->read_B + k->write_B,
