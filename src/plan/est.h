@@ -84,4 +84,8 @@ int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
 
 void est_get_stats(const struct est *e, struct est_stats *out);
 
+/* Add another estimator's counters to e's (the processes of a shared
+ * search, plan_split.c: the work of all of them). */
+void est_add_stats(struct est *e, const struct est_stats *add);
+
 #endif
