@@ -73,6 +73,8 @@ struct search {
 	struct plan_layout min_mem_lay;
 	int have_min_mem;
 	struct split split;		/* a share of the walk (plan_split.c) */
+	int walkers;			/* processes the last walk was shared by
+					 * (1: walked alone) */
 };
 
 /* Prepare s for base's system with `nodes` nodes. Returns 0, or -1 after

@@ -524,26 +524,63 @@ static int level_sched_mbs(struct walk *w)
 	return 0;
 }
 
-/* Below vpp: one unit of a shared walk (struct split), walked here if
- * this process takes it. */
+/* The dimensions set below vpp, kept across a unit (below). */
+struct below {
+	struct plan_layout l;
+	int64_t schedule, mbs, sp, tp_overlap, recompute, zero;
+};
+
+static void below_save(const struct walk *w, struct below *b)
+{
+	b->l = w->l;
+	b->schedule = w->j.parallelism.schedule;
+	b->mbs = w->j.training.micro_batch_size;
+	b->sp = w->j.parallelism.sequence_parallel;
+	b->tp_overlap = w->j.parallelism.tp_comm_overlap;
+	b->recompute = w->j.training.recompute;
+	b->zero = w->j.training.zero_stage;
+}
+
+static void below_restore(struct walk *w, const struct below *b)
+{
+	w->l = b->l;
+	w->j.parallelism.schedule = (int)b->schedule;
+	w->j.training.micro_batch_size = b->mbs;
+	w->j.parallelism.sequence_parallel = (int)b->sp;
+	w->j.parallelism.tp_comm_overlap = (int)b->tp_overlap;
+	w->j.training.recompute = (int)b->recompute;
+	w->j.training.zero_stage = b->zero;
+}
+
+/*
+ * Below vpp: one unit, walked here unless a shared walk (struct split)
+ * gave it to another process. The dimensions it sets are put back after
+ * it, so that every unit starts from the same values whichever process
+ * walked the one before: no rule above or in a unit reads a dimension
+ * before its level sets it (spec_job_layout_sink.c rule_keys), but the
+ * layout a pruning records (so_far, the nearest miss) holds them all.
+ */
 static int unit(struct walk *w)
 {
 	struct split *sp = &w->s->split;
+	struct below b;
 	uint64_t u;
 	int rc;
 
-	if (!sp->on)
-		return level_sched_mbs(w);
-	u = sp->unit++;
-	if (sp->above || sp->stopped || u < sp->from)
-		return 0;
-	if (!split_claim(sp, u)) {	/* the range is done */
-		sp->stopped = 1;
-		return 0;
+	if (sp->on) {
+		u = sp->unit++;
+		if (sp->above || sp->stopped || u < sp->from)
+			return 0;
+		if (!split_claim(sp, u)) {	/* the range is done */
+			sp->stopped = 1;
+			return 0;
+		}
 	}
-	sp->in_unit = 1;
+	below_save(w, &b);
+	sp->in_unit = sp->on;
 	rc = level_sched_mbs(w);
 	sp->in_unit = 0;
+	below_restore(w, &b);
 	return rc;
 }
 
@@ -707,6 +744,7 @@ int space_search(struct search *s)
 		for (k = 0; k < w.li.ncp; k++)
 			total += below_tc(&w, w.li.tp[i], w.li.cp[k]);
 	s->searched += total;
+	s->walkers = 1;
 	return procs > 1 ? split_walk(s, procs) : space_walk(s);
 }
 

@@ -383,6 +383,7 @@ int split_walk(struct search *s, int procs)
 	uint64_t units;
 	int ok, rc;
 
+	s->walkers = 1;
 	if (procs <= 1)
 		return space_walk(s);
 	if (s->n != 0)
@@ -460,11 +461,13 @@ int split_walk(struct search *s, int procs)
 	if (ok) {
 		mem_free(s->split.vunit);
 		memset(&s->split, 0, sizeof(s->split));
+		s->walkers = (int)nh + 1;
 		return 0;
 	}
 alone:	/* the walk again, alone, saying what goes wrong */
 	mem_free(s->split.vunit);
 	memset(&s->split, 0, sizeof(s->split));
 	clear_records(s);
+	s->walkers = 1;
 	return space_walk(s);
 }
