@@ -38,6 +38,11 @@
  * layout left is checked against every rule once more, its memory by
  * footprint_job_live (the live vectors of its schedule remembered per
  * (schedule, pp, vpp, microbatches)), and costed by est_step.
+ *
+ * A unit is one (tp, cp, pp, etp, ep, vpp) and its subtree (unit()):
+ * several processes may share the walk by units (plan_split.c), each
+ * walking the levels above every unit and the units it takes; a unit
+ * puts back the dimensions it set, so each starts from the same values.
  */
 #include <stdlib.h>
 #include <string.h>
