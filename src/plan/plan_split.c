@@ -380,6 +380,7 @@ int split_walk(struct search *s, int procs)
 	struct diag quiet, *d = s->d;
 	size_t nh = 0, want, np, i;
 	_Atomic uint64_t *slots;
+	struct est_share *share;
 	uint64_t units;
 	int ok, rc;
 
@@ -405,6 +406,8 @@ int split_walk(struct search *s, int procs)
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slots == MAP_FAILED)
 		goto alone;
+	share = est_share_new();	/* NULL: each times its own */
+	est_set_share(s->est, share);
 	for (i = 0; i < np; i++)	/* 1/np of the units each, in order */
 		atomic_init(&slots[i], pack(units * i / np,
 					    units * (i + 1) / np));
@@ -458,6 +461,8 @@ int split_walk(struct search *s, int procs)
 	for (i = 0; i < nh; i++)
 		mem_free(sh[i].k);
 	munmap(slots, np * sizeof(*slots));
+	est_set_share(s->est, NULL);
+	est_share_free(share);
 	if (ok) {
 		mem_free(s->split.vunit);
 		memset(&s->split, 0, sizeof(s->split));
