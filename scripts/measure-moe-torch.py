@@ -47,8 +47,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torchmeasure import (Stack, bench, profile_kernels, rope,  # noqa: E402
-                          rope_tables, smi, timed_steps)
+from torchmeasure import (Stack, bench, graph_bench,  # noqa: E402
+                          profile_kernels, rope, rope_tables, smi,
+                          timed_steps)
 
 DEV = torch.device("cuda")
 BF = torch.bfloat16
@@ -242,31 +243,6 @@ def grouped_rows():
 # ---- per-expert kernels on S streams (Transformer Engine's path) ---------
 STREAM_GRID_L = (4, 8, 16, 32)
 STREAM_GRID_M = (32, 128, 512, 2048)
-
-
-GRAPH_REPS = 10
-
-
-def graph_bench(fn):
-    """GPU seconds of one fn() with the host out of the way: GRAPH_REPS
-    calls captured in one CUDA graph (side streams forked from and joined
-    to the capture stream are captured as branches), the graph replayed
-    back to back, the mean divided by GRAPH_REPS. Kernel nodes of a graph
-    start ~1 us apart, not a stream launch apart."""
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(st)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(GRAPH_REPS):
-            fn()
-    s = bench(g.replay, iters=10, warmup=2) / GRAPH_REPS
-    del g
-    return s
 
 
 def stream_rows():

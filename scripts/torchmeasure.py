@@ -1,5 +1,6 @@
 """Timing helpers shared by llmsim's PyTorch measurement scripts
-(measure-train-step-torch.py, measure-moe-torch.py): CUDA-event timing,
+(measure-train-step-torch.py, measure-moe-torch.py,
+measure-fp8-block-gemm-torch.py): CUDA-event and CUDA-graph timing,
 the profiler's kernel list, nvidia-smi's clocks, and the rotary tables the
 decoder-shaped models use, and their shared stack. Imported, not run; needs a CUDA GPU."""
 import json
@@ -46,6 +47,31 @@ def bench(fn, iters=20, warmup=5):
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b) / 1e3 / iters
+
+
+GRAPH_REPS = 10
+
+
+def graph_bench(fn):
+    """GPU seconds of one fn() with the host out of the way: GRAPH_REPS
+    calls captured in one CUDA graph (side streams forked from and joined
+    to the capture stream are captured as branches), the graph replayed
+    back to back, the mean divided by GRAPH_REPS. Kernel nodes of a graph
+    start ~1 us apart, not a stream launch apart."""
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(st)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(GRAPH_REPS):
+            fn()
+    s = bench(g.replay, iters=10, warmup=2) / GRAPH_REPS
+    del g
+    return s
 
 
 def timed_steps(step, n):
