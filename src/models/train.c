@@ -160,8 +160,9 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 
 		if (t->stage_ranks[k] == t->slow_rank)
 			dur_s *= t->job->straggler.compute_scale;
-		ids[i * (int)n + (int)k] = prog_task(t->prog, t->stage_ranks[k],
-			TRAIN_ST_COMPUTE, dur_s, info);
+		ids[i * (int)n + (int)k] = prog_task_owned(t->prog,
+			t->stage_ranks[k], TRAIN_ST_COMPUTE, dur_s, info,
+			op->owned);
 		if (ids[i * (int)n + (int)k] == TASK_NONE)
 			return -1;
 	}
