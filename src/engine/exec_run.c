@@ -210,7 +210,8 @@ static double task_rate(const struct run *r, task_id t)
 	double x = rank_rate(r, task_rank(p, t));
 	double h = p->kinds[p->task[t].kind].owned, f;
 
-	if (!(h > 0) || x >= 1.0 || !(x > 0))
+	if (!(h > 0) || x >= 1.0 || !(x > 0) ||
+	    !(r->load[task_rank(p, t)].held > 0))
 		return x;
 	f = 1.0 / x;
 	return 1.0 / (f + h * fmax(0.0, 2.0 - f));
@@ -410,13 +411,20 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 		uint32_t rank = task_rank(r->p, pc->first + i);
 		struct rank_load *l = &r->load[rank];
 
+		double held = desc->sm_margin ? 0 : desc->sm_share;
+
 		if (on) {
 			l->share += desc->sm_share;
+			l->held += held;
 			l->n++;
 		} else if (--l->n == 0) {
 			l->share = 0;	/* no drift once all have ended */
+			l->held = 0;
 		} else {
 			l->share -= desc->sm_share;
+			l->held -= held;
+			if (l->held < 1e-12)
+				l->held = 0;
 		}
 		rank_rerate(r, rank);
 	}

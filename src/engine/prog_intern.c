@@ -242,7 +242,8 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
 	       a->algo == b->algo && a->proto == b->proto &&
 	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
-	       a->busy_rate == b->busy_rate && a->path == b->path;
+	       a->busy_rate == b->busy_rate && a->path == b->path &&
+	       a->sm_margin == b->sm_margin;
 }
 
 /* A word for the hash from a double's bits. */

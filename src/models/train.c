@@ -97,6 +97,13 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 	}
 	c.sm_share = train_sm_share(t, op->coll, t->gpus, n,
 				    op->group == LG_TP && t->dims.chunks > 1);
+	/* Transformer Engine's userbuffers overlap (pipeline and bulk
+	 * methods: set_sm_margin, transformer_engine/pytorch/module/base.py
+	 * initialize_ub's default_cfg) launches the GEMMs it overlaps with
+	 * an SM count target that leaves the comm kernel's units out
+	 * (common/comm_gemm_overlap/comm_gemm_overlap.cpp: _math_sms =
+	 * sm_count - num_comm_sm) */
+	c.sm_margin = op->group == LG_TP && t->dims.chunks > 1;
 	return c;
 }
 

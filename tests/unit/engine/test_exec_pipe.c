@@ -216,6 +216,28 @@ Test(exec, persistent_gemm_law_is_the_share_law_from_half_the_units)
 	prog_free(p);
 }
 
+Test(exec, persistent_gemm_launched_on_the_margin_keeps_the_share_law)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info fi = ex_info("gemm", TASK_COMPUTE);
+	struct task_info ci = ex_info("rs", TASK_COMM);
+	uint32_t rank0 = 0;
+	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = 4e6,
+			       .gpus = &rank0, .ngpus = 1, .algo = -1,
+			       .proto = -1, .sm_share = 0.25, .sm_margin = 1 };
+	task_id f = prog_task_owned(p, 0, 0, 10 * US, &fi, 1.0);
+
+	/* A 4 us collective holding S = 0.25 whose beside-GEMMs were
+	 * launched on the other units (sm_margin): every CTA starts, the
+	 * share law: rate 0.75, 3 us done by 4 us, ends at 11 us (12 us
+	 * without the margin, the test above). */
+	prog_coll(p, &rank0, 1, 1, &c, &ci);
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 11000);
+	prog_free(p);
+}
+
 Test(exec, concurrent_shares_add_up_to_a_stall)
 {
 	struct prog *p = prog_new(1, 3);
