@@ -18,8 +18,10 @@
  * the GEMMs. The GEMMs: a chain of bf16 cuBLAS GEMMs on another stream,
  * issued after the copy kernel (an event orders them), of two shapes
  * (an expert's 4096 x 1536 x 2048, 64 of them; 8192^3, 4 of them).
- * Each point: the chain's time alone and beside the copy, the copy's
- * time alone and beside the chain (CUDA events), the copy's bytes.
+ * With LLMSIM_OVERLAP_HELDOUT set, other shapes and k only (a check of
+ * a law drawn from the default set). Each point: the chain's time alone
+ * and beside the copy, the copy's time alone and beside the chain (CUDA
+ * events), the copy's bytes.
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -146,6 +148,15 @@ int main(int argc, char **argv)
 		{8192, 1536, 2048, 32}, {16384, 1536, 2048, 16},
 		{2048, 2048, 2048, 128}, {4096, 4096, 4096, 24},
 		{16384, 8192, 8192, 2}};
+	/* third part (LLMSIM_OVERLAP_HELDOUT set): other shapes and k, a
+	 * check of a law drawn from the first two */
+	static const struct chain heldout[] = {
+		{3072, 1536, 2048, 64}, {6144, 1536, 2048, 40},
+		{12288, 1536, 2048, 20}, {24576, 1536, 2048, 10},
+		{3072, 3072, 3072, 40}, {6144, 6144, 6144, 8},
+		{12288, 12288, 12288, 2}, {4096, 7168, 2048, 24},
+		{4096, 2048, 7168, 24}};
+	static const int hks[] = {4, 12, 16, 24, 48};
 	cudaStream_t sg, sc;
 	cudaEvent_t ev[4];
 	int4 *src, *dst;
@@ -159,11 +170,12 @@ int main(int argc, char **argv)
 	CK(cudaMalloc(&src, (size_t)66 * SLICE_B));
 	CK(cudaMalloc(&dst, (size_t)66 * SLICE_B));
 	CK(cudaMemset(src, 1, (size_t)66 * SLICE_B));
-	CK(cudaMalloc(&A, (size_t)16384 * 8192 * 2));
-	CK(cudaMalloc(&B, (size_t)8192 * 8192 * 2));
-	CK(cudaMalloc(&C, (size_t)16384 * 8192 * 2));
-	fill<<<1024, 256>>>(A, (size_t)16384 * 8192);
-	fill<<<1024, 256>>>(B, (size_t)8192 * 8192);
+	/* each operand: up to 12288^2 elements (the largest shape) */
+	CK(cudaMalloc(&A, (size_t)12288 * 12288 * 2));
+	CK(cudaMalloc(&B, (size_t)12288 * 12288 * 2));
+	CK(cudaMalloc(&C, (size_t)12288 * 12288 * 2));
+	fill<<<1024, 256>>>(A, (size_t)12288 * 12288);
+	fill<<<1024, 256>>>(B, (size_t)12288 * 12288);
 	CK(cudaFuncSetAttribute(copy_slices,
 				cudaFuncAttributeMaxDynamicSharedMemorySize,
 				160 << 10));
@@ -174,6 +186,16 @@ int main(int argc, char **argv)
 		CK(cudaEventCreate(&ev[i]));
 	CK(cudaDeviceSynchronize());
 	fprintf(out, "{\"type\":\"hello\",\"slice_B\":%u}\n", SLICE_B);
+	if (getenv("LLMSIM_OVERLAP_HELDOUT")) {
+		for (ci = 0; ci < (int)(sizeof(heldout) / sizeof(heldout[0]));
+		     ci++)
+			for (ki = 0; ki < 5; ki++)
+				point(out, &heldout[ci], hks[ki], 0, sg, sc,
+				      ev, src, dst);
+		fprintf(out, "{\"type\":\"end\"}\n");
+		fclose(out);
+		return 0;
+	}
 	for (ci = 0; ci < 2; ci++)
 		for (ki = 0; ki < 4; ki++)
 			for (si = 0; si < 2; si++)
