@@ -347,7 +347,11 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
  * (c >= n: every tile owned, two rounds, 2x). nvjet's scheduler is closed;
  * c = 2 [M] reads the 18 chains of h200-overlap-2026-12-04.jsonl (k 8 and
  * 20, n 1-28) with a median +2.0 %, max |error| 9.3 % (the share law
- * 1/(1-S): -32 % median, 46 % max). h = min(c, n)/n is what this returns.
+ * 1/(1-S): -32 % median, 46 % max), and the 36 held-out points of
+ * h200-overlap-heldout-2026-12-04.jsonl at k 4-24, taken after the law
+ * was written, with a median +1.7 %, max 10.4 % (share law -25 %, 48 %;
+ * at k 48 the copy's HBM traffic adds to the rounds: max 18.5 %).
+ * h = min(c, n)/n is what this returns.
  * Below one tile a CTA (n < 1) the grid is smaller than the units, every
  * CTA may start beside the held ones: not measured, 0 (the share law).
  */
