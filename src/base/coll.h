@@ -100,6 +100,12 @@ struct coll_desc {
 				 * rank, in (0, 1); 0 or 1 = unaffected (the
 				 * executor stretches the collective by the
 				 * work it lost, exec.h) */
+	int sm_margin;		/* the compute beside it was launched on the
+				 * other units (Transformer Engine's
+				 * userbuffers overlap, set_sm_margin: its
+				 * GEMMs' SM count target excludes the comm
+				 * kernel's): no persistent CTA waits for a
+				 * unit it holds (exec.h) */
 };
 
 /* Entries of a matrix coll_matrix_hash reads at most (plus the last). */

@@ -401,6 +401,14 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "kernels a GEMM the tile model splits along k launches: 1 "
 		  "(the slices are summed in the kernel) or 2 (the library "
 		  "sums them in a second kernel; tile data only)" },
+	{ .key = "gemm_persistent_owned_tiles", .type = ST_NUM,
+	  .offset = OFF(gemm_persistent_owned_tiles), .def = "0", .min = 0,
+	  .max = 64,
+	  .help = "output tiles each CTA of the persistent GEMM kernels runs "
+		  "before taking tiles from a shared queue: beside a "
+		  "collective holding a share S of the units a GEMM of n "
+		  "tiles a CTA takes 1/(1-S) + min(c,n)/n (2 - 1/(1-S)) of "
+		  "its time; 0 = not modelled (1/(1-S)); tile data only" },
 	{ .key = "fp8_gemm_any_layout", .type = ST_BOOL,
 	  .offset = OFF(fp8_gemm_any_layout), .def = "false",
 	  .help = "per-tensor scaled FP8 GEMMs take non-TN operand layouts "

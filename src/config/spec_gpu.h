@@ -132,6 +132,9 @@ struct gpu_spec {
 	int64_t gemm_accumulator_stages;	/* accumulator buffers per SM of the persistent GEMM kernels:
 						 * 1, or 2 (one tile's epilogue runs while the next tile's
 						 * mainloop fills the other buffer) */
+	double gemm_persistent_owned_tiles;	/* tiles each CTA of the persistent GEMM kernels owns
+						 * before taking from a shared queue (slowdown beside
+						 * kernels holding SMs: gpu_gemm.c); 0 = not modelled */
 	int fp8_gemm_any_layout;		/* per-tensor FP8 GEMMs take any operand layout
 						 * (not only TN): an FP8 cast writes no
 						 * transposed copy */

@@ -39,6 +39,14 @@
  * a GEMM's waves spread over the rest, and wait when none is left). A task's end is rescheduled when
  * S changes, so its duration is its work at full speed stretched by the
  * communication it overlapped. With every sm_share 0 nothing changes.
+ * A persistent GEMM (prog_task_owned: its CTAs, one an SM, each own a
+ * share h of its work before taking tiles from a shared queue) runs at
+ * 1 / f with f = 1/(1-S) + h max(0, 2 - 1/(1-S)) instead: its CTAs that
+ * could not start beside the held units run their owned tiles after the
+ * others (src/gpu/gpu_gemm.c derives it; h 1: two rounds, 2x), when some
+ * running collective on the rank holds units without coll_desc.sm_margin
+ * (with only margin ones the GEMM was launched on the rest: the share
+ * law). The rate follows S as it changes, as the plain law does.
  * The other way round (exec_crate.c): a collective whose descriptor has
  * busy_rate x in (0, 1) progresses at x while a compute or optimizer task
  * runs on any member rank; after the backend is done it stays running

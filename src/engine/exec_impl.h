@@ -53,6 +53,9 @@ struct pkind {
 	int64_t dur;		/* ns >= 0 (0 for collective members) */
 	const char *name;	/* interned, or a literal */
 	uint32_t cat;		/* enum task_cat */
+	float owned;		/* a persistent GEMM: the share of its work in
+				 * the tiles each CTA owns (prog_task_owned);
+				 * 0 = not one, or not modelled */
 };
 
 /* A run of consecutive tasks with the same layer and microbatch. */
@@ -135,6 +138,7 @@ struct prog {
 		const char *name;
 		uint64_t dur_bits;	/* the duration in s, as bits */
 		uint32_t cat, index;
+		float owned;		/* pkind.owned */
 	} kind_memo[1u << KIND_MEMO_BITS];
 	struct ptag *tags;		/* layer and microbatch runs */
 	uint32_t ntags, captags;
@@ -334,15 +338,15 @@ static inline units_ns_t task_start_ns(const struct prog *p, task_id t)
 /* prog_intern.c: free a table (not its entries). */
 void prog_itab_release(struct itab *t);
 
-/* prog_intern.c: index of the kind (dur ns, name, cat) in p->kinds,
- * added if new; UINT32_MAX when out of memory. */
+/* prog_intern.c: index of the kind (dur ns, name, cat, owned) in
+ * p->kinds, added if new; UINT32_MAX when out of memory. */
 uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
-			  enum task_cat cat);
+			  enum task_cat cat, float owned);
 
 /* The same for a duration in seconds (dur_s >= 0, converted to ns once
  * per distinct value), through a memo of recent lookups. */
 uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
-			    enum task_cat cat);
+			    enum task_cat cat, float owned);
 
 /* prog_intern.c: the index of a descriptor equal to *c (whose gpus and
  * a2a_B are already the program's copies) in p->descs, added if new;

@@ -206,6 +206,22 @@ static double rank_rate(const struct run *r, uint32_t rank)
 	return l->share < 1.0 ? 1.0 - l->share : 0.0;
 }
 
+/* The rate of task t on its rank now: rank_rate's 1 - S, or for a
+ * persistent GEMM whose CTAs own a share h of its work (pkind.owned)
+ * 1 / f with f = 1/(1-S) + h max(0, 2 - 1/(1-S)) (exec.h). */
+static double task_rate(const struct run *r, task_id t)
+{
+	const struct prog *p = r->p;
+	double x = rank_rate(r, task_rank(p, t));
+	double h = p->kinds[p->task[t].kind].owned, f;
+
+	if (!(h > 0) || x >= 1.0 || !(x > 0) ||
+	    !(r->load[task_rank(p, t)].held > 0))
+		return x;
+	f = 1.0 / x;
+	return 1.0 / (f + h * fmax(0.0, 2.0 - f));
+}
+
 /* Task t would end dt ns from now, past the engine's horizon: stop the
  * run with the reason (exec_run returns -1). */
 static void too_long(struct run *r, task_id t)
@@ -341,7 +357,7 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
 	if (l->slowable)
 		slow_bit(r, l, 1);
-	l->rate = l->slowable ? rank_rate(r, task_rank(r->p, t)) : 1.0;
+	l->rate = l->slowable ? task_rate(r, t) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
 		lane_end_after(r, l, dur);
@@ -354,9 +370,14 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
  * compute tasks. */
 /* Lane l's task now runs at rate x: bring its work left up to date and
  * move its end. */
-static void rerate_lane(struct run *r, struct lane_run *l, double x)
+static void rerate_lane(struct run *r, struct lane_run *l)
 {
-	if (l->cur == TASK_NONE || !l->slowable || l->rate == x)
+	double x;
+
+	if (l->cur == TASK_NONE || !l->slowable)
+		return;
+	x = task_rate(r, l->cur);
+	if (l->rate == x)
 		return;
 	l->left_ns -= (double)(r->now - l->since) * l->rate;
 	if (l->left_ns < 0)
@@ -371,16 +392,15 @@ static void rank_rerate(struct run *r, uint32_t rank)
 {
 	const struct prog *p = r->p;
 	struct lane_run *lanes = &r->lanes[rank * p->nstreams];
-	double x = rank_rate(r, rank);
 	uint64_t bits;
 	uint32_t s;
 
 	/* The streams running a slowable task, a bit each (streams past 63
 	 * are looked at every time). */
 	for (bits = r->load[rank].slow; bits; bits &= bits - 1)
-		rerate_lane(r, &lanes[__builtin_ctzll(bits)], x);
+		rerate_lane(r, &lanes[__builtin_ctzll(bits)]);
 	for (s = 64; s < p->nstreams; s++)
-		rerate_lane(r, &lanes[s], x);
+		rerate_lane(r, &lanes[s]);
 }
 
 /* Collective pc starts (on = 1) or ends (on = 0): its compute share is
@@ -396,13 +416,20 @@ static void coll_load(struct run *r, const struct pcoll *pc, int on)
 		uint32_t rank = task_rank(r->p, pc->first + i);
 		struct rank_load *l = &r->load[rank];
 
+		double held = desc->sm_margin ? 0 : desc->sm_share;
+
 		if (on) {
 			l->share += desc->sm_share;
+			l->held += held;
 			l->n++;
 		} else if (--l->n == 0) {
 			l->share = 0;	/* no drift once all have ended */
+			l->held = 0;
 		} else {
 			l->share -= desc->sm_share;
+			l->held -= held;
+			if (l->held < 1e-12)
+				l->held = 0;
 		}
 		rank_rerate(r, rank);
 	}

@@ -33,6 +33,9 @@ struct lane_run {
 /* Compute share running collectives take on one rank. */
 struct rank_load {
 	double share;		/* sum of their sm_share */
+	double held;		/* of that, the collectives' without
+				 * sm_margin (the units a persistent GEMM's
+				 * CTAs may wait for) */
 	uint32_t n;		/* how many with a share run */
 	uint64_t slow;		/* bit s: stream s runs a compute or optimizer
 				 * task (streams past 63: always looked at) */

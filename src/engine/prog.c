@@ -217,7 +217,7 @@ static int tag(struct prog *p, const struct task_info *info)
  * their kind (dur ns, *info's name and category); UINT32_MAX (and the
  * program failed) when out of memory. */
 static uint32_t prepare(struct prog *p, uint32_t n, double dur_s,
-			const struct task_info *info)
+			const struct task_info *info, float owned)
 {
 	uint32_t k;
 
@@ -230,7 +230,7 @@ static uint32_t prepare(struct prog *p, uint32_t n, double dur_s,
 	if (n > PROG_MAX_TASKS - p->ntasks || grow_tasks(p, p->ntasks + n) ||
 	    tag(p, info))
 		goto oom;
-	k = prog_intern_kind_s(p, dur_s, info->name, info->cat);
+	k = prog_intern_kind_s(p, dur_s, info->name, info->cat, owned);
 	if (k == UINT32_MAX || k >= KIND_COLL)
 		goto oom;
 	return k;
@@ -242,11 +242,20 @@ oom:
 task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 		  double dur_s, const struct task_info *info)
 {
+	return prog_task_owned(p, rank, stream, dur_s, info, 0);
+}
+
+task_id prog_task_owned(struct prog *p, uint32_t rank, uint32_t stream,
+			double dur_s, const struct task_info *info,
+			double owned)
+{
 	uint32_t k;
 
 	if (rank >= p->nranks || stream >= p->nstreams)
 		BUG("prog_task: rank or stream out of range");
-	k = prepare(p, 1, dur_s, info);
+	if (!(owned >= 0 && owned <= 1))
+		BUG("prog_task_owned: owned share outside [0, 1]");
+	k = prepare(p, 1, dur_s, info, (float)owned);
 	if (k == UINT32_MAX)
 		return TASK_NONE;
 	return append(p, rank, stream, k);
@@ -307,7 +316,7 @@ task_id prog_coll(struct prog *p, const uint32_t *ranks, uint32_t n,
 	for (i = 0; i < n; i++)
 		if (ranks[i] >= p->nranks)
 			BUG("prog_coll: rank out of range");
-	k = prepare(p, n, 0.0, info);
+	k = prepare(p, n, 0.0, info, 0);
 	if (k == UINT32_MAX)
 		return TASK_NONE;
 	if (p->ncolls >= KIND_COLL - 1 || grow_colls(p) ||

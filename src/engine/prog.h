@@ -63,6 +63,14 @@ void prog_name_stream(struct prog *p, uint32_t stream, const char *name);
 task_id prog_task(struct prog *p, uint32_t rank, uint32_t stream,
 		  double dur_s, const struct task_info *info);
 
+/* The same for a persistent GEMM kernel whose CTAs each own a share
+ * `owned` in [0, 1] of its work (gpu_gemm_owned_share): beside running
+ * collectives it is slowed by that law (exec.h), not by the plain share
+ * law; owned 0 is prog_task. */
+task_id prog_task_owned(struct prog *p, uint32_t rank, uint32_t stream,
+			double dur_s, const struct task_info *info,
+			double owned);
+
 /*
  * Append a collective over the simulated ranks ranks[0..n-1]: one task on
  * `stream` of each. *c is copied (with its gpus and a2a_B arrays) into

@@ -163,6 +163,7 @@ struct kind_key {
 	int64_t dur;
 	const char *name;
 	uint32_t cat;
+	float owned;
 };
 
 static int kind_same(const void *entries, uint32_t i, const void *key)
@@ -170,21 +171,22 @@ static int kind_same(const void *entries, uint32_t i, const void *key)
 	const struct pkind *a = &((const struct pkind *)entries)[i];
 	const struct kind_key *b = key;
 
-	return a->dur == b->dur && a->name == b->name && a->cat == b->cat;
+	return a->dur == b->dur && a->name == b->name && a->cat == b->cat &&
+	       a->owned == b->owned;
 }
 
 static uint32_t intern_kind(struct prog *p, const struct kind_key *kk);
 
 uint32_t prog_intern_kind(struct prog *p, int64_t dur, const char *name,
-			  enum task_cat cat)
+			  enum task_cat cat, float owned)
 {
-	struct kind_key k = { dur, name, (uint32_t)cat };
+	struct kind_key k = { dur, name, (uint32_t)cat, owned };
 
 	return intern_kind(p, &k);
 }
 
 uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
-			    enum task_cat cat)
+			    enum task_cat cat, float owned)
 {
 	uint64_t bits, x;
 	struct kind_memo *m;
@@ -196,13 +198,14 @@ uint32_t prog_intern_kind_s(struct prog *p, double dur_s, const char *name,
 	/* A builder adds the same kernel for every layer, microbatch and
 	 * rank: most lookups repeat one of the last few, by the same
 	 * duration in seconds (no conversion to ns, no table). */
-	if (m->name == name && m->dur_bits == bits && m->cat == (uint32_t)cat)
+	if (m->name == name && m->dur_bits == bits &&
+	    m->cat == (uint32_t)cat && m->owned == owned)
 		return m->index;
 	/* Past the engine's horizon: UNITS_NS_MAX + 1, refused by exec_run
 	 * when the task starts (the step is longer than it represents). */
-	i = prog_intern_kind(p, units_s_to_ns_sat(dur_s), name, cat);
+	i = prog_intern_kind(p, units_s_to_ns_sat(dur_s), name, cat, owned);
 	if (i != UINT32_MAX)
-		*m = (struct kind_memo){ name, bits, (uint32_t)cat, i };
+		*m = (struct kind_memo){ name, bits, (uint32_t)cat, i, owned };
 	return i;
 }
 
@@ -223,7 +226,8 @@ static uint32_t intern_kind(struct prog *p, const struct kind_key *kk)
 	i = find(&p->kind_tab, h, p->kinds, kind_same, kk, &pos);
 	if (i != UINT32_MAX)
 		return i;
-	p->kinds[p->kind_tab.n] = (struct pkind){ dur, kk->name, cat };
+	p->kinds[p->kind_tab.n] = (struct pkind){ dur, kk->name, cat,
+						  kk->owned };
 	return insert(&p->kind_tab, pos, h);
 }
 
@@ -238,7 +242,8 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	       a->ngpus == b->ngpus && a->a2a_B == b->a2a_B &&
 	       a->algo == b->algo && a->proto == b->proto &&
 	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
-	       a->busy_rate == b->busy_rate && a->path == b->path;
+	       a->busy_rate == b->busy_rate && a->path == b->path &&
+	       a->sm_margin == b->sm_margin;
 }
 
 /* A word for the hash from a double's bits. */

@@ -170,6 +170,7 @@ struct gpu_cost gpu_make_cost(const struct gpu_spec *g, double flops,
 	c.flops = flops;
 	c.bytes = bytes;
 	c.level = level;
+	c.tiles_per_unit = 0;
 	c.time_s = launch_s + body_s;
 	if (launch_s > body_s)
 		c.bound = GPU_BOUND_LAUNCH;
@@ -184,7 +185,7 @@ struct gpu_cost gpu_memory_op(const struct gpu_spec *g, double read_B,
 			      double write_B, double flops,
 			      double working_set_B)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
 	enum gpu_level l;
 	double bytes, mem_s, comp_s = 0;
 
@@ -207,7 +208,7 @@ struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 			       double flops, double working_set_B,
 			       double launches)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
 	double bytes, bw, sbw, mem_s, comp_s = 0, es = g->strided_efficiency;
 	enum gpu_level l;
 
@@ -251,7 +252,7 @@ struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
 				    double write_B, double flops,
 				    double launches)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
 	double bytes, mem_s, comp_s = 0, eff = g->multi_tensor_efficiency;
 
 	gpu_require_size(read_B, "bytes read");

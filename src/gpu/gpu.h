@@ -57,6 +57,10 @@ struct gpu_cost {
 	double bytes;		/* B moved to/from the serving level */
 	int bound;		/* enum gpu_bound */
 	int level;		/* enum gpu_level that served the bytes */
+	double tiles_per_unit;	/* a tiled GEMM: output tiles (split slices
+				 * counted) of the plan kept over the compute
+				 * units, the tiles each CTA of a persistent
+				 * kernel runs; 0 for any other kernel */
 };
 
 /* Shape of one attention call (flash-attention style, fused). */
@@ -167,6 +171,15 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 				   const struct gpu_gemm_dtypes *q,
 				   const struct gpu_gemm_group *groups,
 				   size_t ngroups);
+
+/* The fraction of a persistent GEMM's work that sits in the tiles each
+ * CTA owns (runs first, before taking tiles from the shared queue):
+ * min(c, n) / n with c = g's gemm_persistent_owned_tiles and n the
+ * kernel's tiles a CTA (gpu_cost.tiles_per_unit); 0 when c is 0 or
+ * n < 1 (not modelled). The engine slows such a kernel beside a collective
+ * holding a share S of the units by f = 1/(1-S) + h max(0, 2 - 1/(1-S))
+ * (exec.h says why). */
+double gpu_gemm_owned_share(const struct gpu_spec *g, double tiles_per_unit);
 
 /* The per-expert path of a grouped GEMM (Transformer Engine's multi-
  * stream cuBLAS, nvte_multi_tensor_gemm: one GEMM kernel per group,

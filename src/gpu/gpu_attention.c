@@ -522,7 +522,7 @@ static struct gpu_attn_shape computed_shape(const struct gpu_spec *g,
 static struct gpu_cost attention(const struct gpu_spec *g, enum dtype dt,
 				 const struct gpu_attn_shape *in, int backward)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	const struct gpu_attention_spec *s = &g->attention;
 	double eta = kernel_efficiency(s, in->kernel, backward), eta8;
 	double flops, bytes, rate, rate16, bw, comp_s, mem_s, body_s;

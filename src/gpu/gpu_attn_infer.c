@@ -203,7 +203,7 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 		}
 	}
 	if (flops == 0)
-		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	comp_s = b > 0 ? gpu_attn_schedule_s(&all, 1, cus, 1) : flops / rate;
 	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
 			     fmax(comp_s, bytes / bw), comp_s, bytes / bw);
@@ -279,7 +279,7 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 		}
 	}
 	if (flops == 0)
-		return (struct gpu_cost){0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM};
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
 	comp_s = union_s(&all, cus);
 	return gpu_make_cost(g, flops, bytes + merge_B, GPU_LEVEL_HBM, launches,
 			     fmax(comp_s, bytes / bw) + merge_B / bw, comp_s,

@@ -149,6 +149,8 @@ struct gemm_plan {
 	double bytes;			/* B moved at the serving level */
 	double split;			/* k slices (1: not split) */
 	double last_epilogue_s;		/* s, t_e of the last wave added */
+	double tiles;			/* tiles (k slices counted); 0 for the
+					 * roofline */
 };
 
 /* A plan's time as the library weighs it: a split plan with its second
@@ -224,11 +226,13 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 static struct gemm_plan plan_tiles(const struct gemm_problem *p,
 				   const struct gemm_tile *t)
 {
-	struct gemm_plan plan = {0, 0, 0, 0, 1, 0};
+	struct gemm_plan plan = {0, 0, 0, 0, 1, 0, 0};
 	double tiles = p->batch * ceil(p->m / t->bm) * ceil(p->n / t->bn) *
 		       t->split;
 	double full = floor(tiles / p->units);
 	double red_B;
+
+	plan.tiles = tiles;
 
 	add_waves(p, t, full, p->units, &plan);
 	add_waves(p, t, 1, tiles - full * p->units, &plan);
@@ -273,6 +277,7 @@ static struct gemm_plan plan_roofline(const struct gemm_problem *p,
 	plan.time_s = fmax(plan.compute_s, plan.memory_s);
 	plan.bytes = working_set_B;
 	plan.split = 1;
+	plan.tiles = 0;
 	return plan;
 }
 
@@ -290,6 +295,7 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 				 struct gemm_problem *p, int cold, int one_kernel)
 {
 	struct gemm_plan best, cand;
+	struct gpu_cost c;
 	int launches = 1;
 	double ws, m = p->m, n = p->n, k = p->k, batch = p->batch;
 	enum gpu_level l;
@@ -317,9 +323,45 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 		best.time_s += g->gemm_kernel_overhead_s;
 	if (best.split > 1 && !one_kernel && g->gemm_split_k_kernels > 1)
 		launches = (int)g->gemm_split_k_kernels;
-	return gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l,
-			     launches, best.time_s, best.compute_s,
-			     best.memory_s);
+	c = gpu_make_cost(g, 2 * m * n * k * batch, best.bytes, (int)l,
+			  launches, best.time_s, best.compute_s, best.memory_s);
+	c.tiles_per_unit = best.tiles / p->units;
+	return c;
+}
+
+/*
+ * Persistent GEMMs beside kernels that hold SMs. Every bf16 cuBLAS GEMM on
+ * H200 is a persistent nvjet_sm90 kernel, one CTA per SM (grid 128-132
+ * of 384 threads, 188-221 KiB of shared memory: none fits on an SM
+ * beside a communication kernel's block; results/reference/device/
+ * h200-gemm-kernels-grids-2026-12-04.json). Beside a kernel holding k of
+ * the U SMs, U - k CTAs start and k wait for an SM to free. If each CTA
+ * owns its first c of its n tiles and takes the rest from a shared
+ * queue, the running CTAs run their c, then the queue's (n - c) U tiles
+ * at U - k wide; once the queue is empty they exit and the k held-back
+ * CTAs (k <= U - k) run their c owned tiles:
+ *
+ *     t / t_alone = [c + (n - c) U/(U-k) + c] / n
+ *                 = 1/(1-S) + (c/n) (2 - 1/(1-S)),   S = k/U, c <= n
+ *
+ * (c >= n: every tile owned, two rounds, 2x). nvjet's scheduler is closed;
+ * c = 2 [M] reads the 18 chains of h200-overlap-2026-12-04.jsonl (k 8 and
+ * 20, n 1-28) with a median +2.0 %, max |error| 9.3 % (the share law
+ * 1/(1-S): -32 % median, 46 % max), and the 36 held-out points of
+ * h200-overlap-heldout-2026-12-04.jsonl at k 4-24, taken after the law
+ * was written, with a median +1.7 %, max 10.4 % (share law -25 %, 48 %;
+ * at k 48 the copy's HBM traffic adds to the rounds: max 18.5 %).
+ * h = min(c, n)/n is what this returns.
+ * Below one tile a CTA (n < 1) the grid is smaller than the units, every
+ * CTA may start beside the held ones: not measured, 0 (the share law).
+ */
+double gpu_gemm_owned_share(const struct gpu_spec *g, double tiles_per_unit)
+{
+	double c = g->gemm_persistent_owned_tiles;
+
+	if (!(c > 0) || !(tiles_per_unit >= 1))
+		return 0;
+	return fmin(c, tiles_per_unit) / tiles_per_unit;
 }
 
 static int check_gemm(double m, double n, double k, double batch)
@@ -334,7 +376,7 @@ static int check_gemm(double m, double n, double k, double batch)
 struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 			 double n, double k, double batch)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	struct gemm_problem p;
 
 	gpu_require_dtype(g, dt);
@@ -350,7 +392,7 @@ struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
 			   const struct gpu_gemm_dtypes *q, double m,
 			   double n, double k, double batch)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	struct gemm_problem p;
 
 	gpu_require_dtype(g, q->compute);

@@ -200,9 +200,12 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    const struct gpu_gemm_group *groups,
 				    size_t ngroups)
 {
-	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM};
+	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0, 0};
 	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
+	double best_tiles = 0;	/* the kept shape's tiles (persistent
+				 * kernels beside held SMs: gpu_gemm.c) */
+	struct gpu_cost c;
 	enum gpu_level l;
 	size_t i;
 
@@ -239,14 +242,24 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 			continue;
 		t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
 			       (double)g->gemm_tile_n.v[i]);
-		if (best < 0 || t < best)
+		if (best < 0 || t < best) {
+			size_t e;
+
 			best = t;
+			best_tiles = 0;
+			for (e = 0; e < ngroups; e++)
+				best_tiles += group_tiles(&groups[e],
+					(double)g->gemm_tile_m.v[i],
+					(double)g->gemm_tile_n.v[i]);
+		}
 	}
 	if (best < 0)	/* no tile data: the roofline */
 		best = fmax(comp_s, mem_s);
 	else
 		best += g->gemm_kernel_overhead_s;
-	return gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
+	c = gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
+	c.tiles_per_unit = best_tiles / p.units;
+	return c;
 }
 
 struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,

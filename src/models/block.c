@@ -260,6 +260,7 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->time_s = c.time_s;
 	bo->flops = c.flops;
 	bo->mem_bound = op->kind == LOP_KERNEL && c.bound == GPU_BOUND_MEMORY;
+	bo->owned = gpu_gemm_owned_share(g, c.tiles_per_unit);
 	return bo->name ? 0 : -1;
 }
 

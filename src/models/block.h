@@ -37,6 +37,9 @@ struct block_op {
 	double host_call_s;	/* as struct layer_op's */
 	int16_t dep[2];		/* as in struct layer_op */
 	int mem_bound;		/* a kernel the GPU model finds bandwidth-bound */
+	double owned;		/* a persistent GEMM: the share of its work
+				 * in its CTAs' owned tiles
+				 * (gpu_gemm_owned_share); 0 otherwise */
 	double host_s;		/* s, host time to issue it (train.c fills) */
 	const char *host_name;	/* name of its host task (train.c fills) */
 };

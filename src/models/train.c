@@ -97,6 +97,13 @@ static struct coll_desc coll_of(struct train *t, const struct block_op *op,
 	}
 	c.sm_share = train_sm_share(t, op->coll, t->gpus, n,
 				    op->group == LG_TP && t->dims.chunks > 1);
+	/* Transformer Engine's userbuffers overlap (pipeline and bulk
+	 * methods: set_sm_margin, transformer_engine/pytorch/module/base.py
+	 * initialize_ub's default_cfg) launches the GEMMs it overlaps with
+	 * an SM count target that leaves the comm kernel's units out
+	 * (common/comm_gemm_overlap/comm_gemm_overlap.cpp: _math_sms =
+	 * sm_count - num_comm_sm) */
+	c.sm_margin = op->group == LG_TP && t->dims.chunks > 1;
 	return c;
 }
 
@@ -160,8 +167,9 @@ static int inst_op(struct train *t, const struct block *b, int i, uint32_t n,
 
 		if (t->stage_ranks[k] == t->slow_rank)
 			dur_s *= t->job->straggler.compute_scale;
-		ids[i * (int)n + (int)k] = prog_task(t->prog, t->stage_ranks[k],
-			TRAIN_ST_COMPUTE, dur_s, info);
+		ids[i * (int)n + (int)k] = prog_task_owned(t->prog,
+			t->stage_ranks[k], TRAIN_ST_COMPUTE, dur_s, info,
+			op->owned);
 		if (ids[i * (int)n + (int)k] == TASK_NONE)
 			return -1;
 	}

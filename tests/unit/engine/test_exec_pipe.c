@@ -162,6 +162,82 @@ Test(exec, overlapped_comm_slows_compute_by_its_share)
 	prog_free(p);
 }
 
+/* |ns(s) - want| <= 1: a rate that is not a binary fraction rounds
+ * its end by up to a ns. */
+static void assert_ns_near(double s, long long want)
+{
+	long long got = ex_ns(s);
+
+	cr_assert(got >= want - 1 && got <= want + 1, "got %lld ns, want %lld",
+		  got, want);
+}
+
+Test(exec, persistent_gemm_beside_held_units_runs_its_owned_tiles_late)
+{
+	struct prog *p = prog_new(1, 4);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info fi = ex_info("gemm_few_tiles", TASK_COMPUTE);
+	struct task_info gi = ex_info("gemm_many_tiles", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id plain = ex_task(p, 0, 0, 10, "plain", TASK_COMPUTE);
+	task_id few = prog_task_owned(p, 0, 1, 10 * US, &fi, 1.0);
+	task_id many = prog_task_owned(p, 0, 2, 10 * US, &gi, 0.5);
+	task_id ar = coll_sm(p, &rank0, 1, 3, 4e6, 0.25);
+
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 4000);
+	/* A 4 us all-reduce holds S = 0.25 of the GPU; three 10 us compute
+	 * tasks run beside it.
+	 * plain (owned 0): rate 1 - S = 0.75, 3 us done by 4 us, 7 left at
+	 * full speed: ends at 11 us (the law before).
+	 * few (owned h = 1: every tile owned, n <= c): f = 1/(1-S) +
+	 * 1 x (2 - 1/(1-S)) = 2, rate 0.5: 2 us done, ends at 4 + 8 = 12 us.
+	 * many (h = 0.5): f = 4/3 + 0.5 (2 - 4/3) = 5/3, rate 0.6: 2.4 us
+	 * done, ends at 4 + 7.6 = 11.6 us. */
+	cr_assert_eq(ex_ns(exec_task_end_s(p, plain)), 11000);
+	assert_ns_near(exec_task_end_s(p, few), 12000);
+	assert_ns_near(exec_task_end_s(p, many), 11600);
+	prog_free(p);
+}
+
+Test(exec, persistent_gemm_law_is_the_share_law_from_half_the_units)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info fi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id f = prog_task_owned(p, 0, 0, 10 * US, &fi, 1.0);
+
+	/* S = 0.5: 1/(1-S) = 2 already, max(0, 2 - 2) = 0: rate 0.5 as the
+	 * share law, whatever h: 2 us of 10 done by 4 us, ends at 12 us. */
+	coll_sm(p, &rank0, 1, 1, 4e6, 0.5);
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 12000);
+	prog_free(p);
+}
+
+Test(exec, persistent_gemm_launched_on_the_margin_keeps_the_share_law)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info fi = ex_info("gemm", TASK_COMPUTE);
+	struct task_info ci = ex_info("rs", TASK_COMM);
+	uint32_t rank0 = 0;
+	struct coll_desc c = { .op = COLL_ALLREDUCE, .bytes = 4e6,
+			       .gpus = &rank0, .ngpus = 1, .algo = -1,
+			       .proto = -1, .sm_share = 0.25, .sm_margin = 1 };
+	task_id f = prog_task_owned(p, 0, 0, 10 * US, &fi, 1.0);
+
+	/* A 4 us collective holding S = 0.25 whose beside-GEMMs were
+	 * launched on the other units (sm_margin): every CTA starts, the
+	 * share law: rate 0.75, 3 us done by 4 us, ends at 11 us (12 us
+	 * without the margin, the test above). */
+	prog_coll(p, &rank0, 1, 1, &c, &ci);
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 11000);
+	prog_free(p);
+}
+
 Test(exec, concurrent_shares_add_up_to_a_stall)
 {
 	struct prog *p = prog_new(1, 3);
