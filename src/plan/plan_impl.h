@@ -84,8 +84,12 @@ int space_init(struct search *s, const struct job_spec *base,
 void space_release(struct search *s);
 
 /* Search every layout of s's node count, costing the valid ones that fit
- * into s->v. Returns 0, or -1 after reporting a runtime failure. */
+ * into s->v, walked by --jobs processes (plan_split.c). Returns 0, or -1
+ * after reporting a runtime failure. */
 int space_search(struct search *s);
+
+/* Add the layouts of s's node count to s->searched (space_search). */
+void space_count(struct search *s);
 
 /* A layout the walk keeps (valid, fits), bounded by lb_s, into *out. */
 void space_kept(const struct search *s, const struct plan_layout *l,

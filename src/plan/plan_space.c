@@ -46,7 +46,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/diag.h"
 #include "config/pp_layout.h"
@@ -729,20 +728,11 @@ static void walk_init(struct walk *w, struct search *s)
 	make_lists(w);
 }
 
-/* Processes to share the walk: --jobs, else one per CPU. */
-static int walk_procs(const struct plan_opts *o)
-{
-	long cpus = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
-
-	return cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
-}
-
-int space_search(struct search *s)
+void space_count(struct search *s)
 {
 	struct walk w;
 	uint64_t total = 0;
 	int64_t i, k;
-	int procs = walk_procs(s->o);
 
 	walk_init(&w, s);
 	for (i = 0; i < w.li.ntp; i++)
@@ -750,7 +740,26 @@ int space_search(struct search *s)
 			total += below_tc(&w, w.li.tp[i], w.li.cp[k]);
 	s->searched += total;
 	s->walkers = 1;
-	return procs > 1 ? split_walk(s, procs) : space_walk(s);
+}
+
+static uint64_t pack(uint64_t lo, uint64_t hi)
+{
+	return lo << 32 | hi;
+}
+
+int split_claim(struct split *sp, uint64_t u)
+{
+	uint64_t cur = atomic_load(sp->slot);
+
+	for (;;) {
+		uint64_t lo = cur >> 32, hi = cur & 0xffffffffu;
+
+		if (lo != u || lo >= hi)
+			return 0;
+		if (atomic_compare_exchange_weak(sp->slot, &cur,
+						 pack(lo + 1, hi)))
+			return 1;
+	}
 }
 
 int space_walk(struct search *s)

@@ -139,21 +139,6 @@ static uint64_t pack(uint64_t lo, uint64_t hi)
 	return lo << 32 | hi;
 }
 
-int split_claim(struct split *sp, uint64_t u)
-{
-	uint64_t cur = atomic_load(sp->slot);
-
-	for (;;) {
-		uint64_t lo = cur >> 32, hi = cur & 0xffffffffu;
-
-		if (lo != u || lo >= hi)
-			return 0;
-		if (atomic_compare_exchange_weak(sp->slot, &cur,
-						 pack(lo + 1, hi)))
-			return 1;
-	}
-}
-
 /* Take the back half of the largest range left into this process's
  * slot; 0 when none is left. */
 static int steal(struct split *sp, _Atomic uint64_t *slots, size_t n)
@@ -370,6 +355,22 @@ static int reap(const pid_t *pid, size_t n)
 			bad = 1;
 	}
 	return bad ? -1 : 0;
+}
+
+/* Processes to share the walk: --jobs, else one per CPU. */
+static int walk_procs(const struct plan_opts *o)
+{
+	long cpus = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+}
+
+int space_search(struct search *s)
+{
+	int procs = walk_procs(s->o);
+
+	space_count(s);
+	return procs > 1 ? split_walk(s, procs) : space_walk(s);
 }
 
 int split_walk(struct search *s, int procs)
