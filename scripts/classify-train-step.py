@@ -28,6 +28,25 @@ it in the step (the GEMM, attention or norm it follows):
   memset          cudaMemset (workspace clears)
   idle            time between kernels (launch gaps, host waits)
 
+A MoE step (MEASURED.json from scripts/measure-moe-torch.py, whose `step`
+is read; a layer of norm, QKV, q/k norms, attention, output GEMM, norm,
+then the routed experts) adds, for the MLP half:
+
+  router          the router GEMM, its fp32 softmax, top-k, renormalise;
+                  backward the same in reverse (with its two GEMMs)
+  moe_index       the routed ids' sort (CUB radix sort), bincount (two
+                  reductions read back to the host, histogram), cumsum,
+                  token ids (// k): the grouped GEMM's offsets
+  moe_sort        llmsim's row sort by local expert (the script has none)
+  moe_permute     index_select of the T k token rows; backward its
+                  index_add (zeros, then an atomic scatter-add)
+  grouped_gemm    torch._grouped_mm (CUTLASS sm90 grouped kernel, and its
+                  prepare_grouped_gemm_data)
+  moe_act         silu(g) * u on the halves of fc1's output; backward
+  moe_unpermute   the probability multiply, zeros and index_add of the
+                  T k rows into T tokens; backward the gather and the
+                  probability gradient
+
 The step is the first profiled step; times are per step. With an llmsim
 trace (llmsim run JOB --trace FILE) the same classes are summed over the
 simulated rank 0's tasks and printed side by side. A calibration aid, not
@@ -39,8 +58,9 @@ import sys
 from collections import defaultdict
 
 CLASSES = ["gemm", "attention", "norm", "residual", "qkv_prep", "attn_out",
-           "activation", "cross_entropy", "embedding", "optimizer",
-           "memset", "other", "idle"]
+           "activation", "router", "moe_index", "moe_sort", "moe_permute",
+           "grouped_gemm", "moe_act", "moe_unpermute", "cross_entropy",
+           "embedding", "optimizer", "memset", "other", "idle"]
 
 
 def fixed_class(name):
@@ -141,6 +161,155 @@ def generic_class(half, gemms, anchor, backward):
     return "other"
 
 
+def is_grouped(name):
+    return "GroupProblemShape" in name or "prepare_grouped_gemm" in name
+
+
+class MoeLayerState:
+    """Where a MoE step's kernel stream is: part ("embed", "attn", "moe",
+    "head"), pass, and inside the part the last anchor seen."""
+
+    def __init__(self, layers):
+        self.layers = layers
+        self.part = "embed"
+        self.backward = False
+        self.fnorms = 0		# forward norm kernels (4 a layer, then 1)
+        self.bnorms = 0		# backward norm input-gradient kernels
+        self.sub = None		# inside the MoE part: router, index, ...
+        self.grouped = 0	# grouped GEMM kernels in this MoE part
+        self.gemms = 0		# dense GEMMs in this part
+        self.attn_seen = False
+
+    def enter(self, part, sub=None):
+        self.part, self.sub = part, sub
+        self.grouped = self.gemms = 0
+        self.attn_seen = False
+
+
+def moe_norm(st, name):
+    """A norm kernel moves the state: forward each layer runs the norm
+    before attention, the q and k norms, the norm before the experts,
+    then the final norm; backward the reverse (final, pre-experts, k, q,
+    pre-attention)."""
+    if not st.backward and "vectorized_layer_norm" in name:
+        k = st.fnorms
+        st.fnorms += 1
+        if k >= 4 * st.layers:
+            st.enter("head")
+        elif k % 4 == 0:
+            st.enter("attn")
+        elif k % 4 == 3:
+            st.enter("moe", "router")
+    elif st.backward and "grad_input" in name:
+        k = st.bnorms
+        st.bnorms += 1
+        if k == 4 * st.layers:
+            st.enter("embed")
+        elif k % 4 == 0:
+            st.enter("moe", "unpermute")
+        elif k % 4 == 1:
+            st.enter("attn")
+
+
+def moe_part_class(st, name, fixed):
+    """Class of a kernel inside the MoE part (forward: router, index,
+    permute, fc1, act, fc2, unpermute, residual; backward the reverse)."""
+    if is_grouped(name):
+        if "GroupProblemShape" in name:
+            st.grouped += 1
+        return "grouped_gemm"
+    if fixed == "norm":
+        return "norm"
+    if not st.backward:
+        if st.sub == "router" and ("fill_reverse_indices" in name or
+                                   "radix_sort" in name):
+            st.sub = "index"
+        if "vectorized_gather_kernel" in name and st.grouped == 0:
+            st.sub = "permute"
+            return "moe_permute"
+        if st.grouped == 1:
+            return "moe_act"
+        if st.grouped >= 2:
+            if st.sub == "residual":
+                return "residual"
+            if "indexFuncLargeIndex" in name:
+                st.sub = "residual"
+            return "moe_unpermute"
+        if st.sub == "router":
+            return "router"
+        return "moe_index"
+    # backward: unpermute's gradient, fc2 (dgrad, wgrad), act, fc1, the
+    # permute's index_add, the router, the residual's sum
+    if st.grouped < 2:
+        return "moe_unpermute"
+    if st.grouped < 4:
+        return "moe_act"
+    if st.sub == "unpermute":
+        st.sub = "permute"
+    if st.sub == "permute":
+        if "indexFuncLargeIndex" in name:
+            st.sub = "router"
+        return "moe_permute"
+    if st.sub == "router":
+        if fixed == "gemm":
+            st.gemms += 1
+            if st.gemms == 2:
+                st.sub = "residual"
+        return "router"
+    return "residual"
+
+
+def classify_moe(kernels, layers):
+    """[(class, dur_us)] for one step of scripts/measure-moe-torch.py's
+    MoE model of `layers` layers (MoeLayerState says how it walks)."""
+    out = []
+    st = MoeLayerState(layers)
+    for name, ts, dur, _ in kernels:
+        fixed = fixed_class(name)
+        if fixed in ("cross_entropy", "optimizer") and not st.backward:
+            st.backward = True
+        if fixed == "norm":
+            moe_norm(st, name)
+        if fixed == "optimizer":
+            st.enter("optimizer")
+        if fixed == "memset":
+            c = "memset"
+        elif st.part == "moe":
+            c = moe_part_class(st, name, fixed)
+        elif st.part == "attn":
+            c = attn_part_class(st, name, fixed)
+        elif st.part == "head":
+            c = fixed if fixed in ("gemm", "norm") else "cross_entropy"
+        elif st.part == "embed":
+            c = fixed if fixed in ("norm",) else \
+                ("residual" if "CUDAFunctor_add" in name else "embedding")
+        else:
+            c = fixed or "other"
+        out.append((c, dur))
+    return out
+
+
+def attn_part_class(st, name, fixed):
+    """The attention half of a layer: forward norm, QKV GEMM, q/k norms,
+    rotary and K/V expansion (qkv_prep), attention, output GEMM, the
+    residual add; backward the reverse."""
+    if fixed in ("gemm", "norm"):
+        if fixed == "gemm":
+            st.gemms += 1
+        return fixed
+    if fixed == "attention":
+        st.attn_seen = True
+        return "attention"
+    if not st.backward:
+        if st.attn_seen:
+            return "residual" if st.gemms >= 2 else "attn_out"
+        return "qkv_prep"
+    if st.attn_seen:
+        return "residual" if "CUDAFunctor_add" in name and st.gemms >= 4 \
+            else ("qkv_prep" if st.gemms < 4 else "other")
+    return "residual" if "CUDAFunctor_add" in name else "attn_out"
+
+
 def first_step(kernels, steps):
     """Kernels of the first of `steps` profiled steps (equal split by
     the optimizer's last kernel)."""
@@ -154,6 +323,14 @@ def first_step(kernels, steps):
 
 
 LLMSIM_CLASS = [
+    (r"^expert_fc\d(_dgrad|_wgrad)?$", "grouped_gemm"),
+    (r"^router", "router"),
+    (r"^(permute_index|permute_probs|permute_map|permute_mask|permute_sel)",
+     "moe_index"),
+    (r"^expert_(un)?sort", "moe_sort"),
+    (r"^permute(_bwd)?$", "moe_permute"),
+    (r"^unpermute", "moe_unpermute"),
+    (r"^expert_act", "moe_act"),
     (r"^(qkv|proj|fc1|fc2|logits)(_dgrad|_wgrad)?$", "gemm"),
     (r"^(scores|attn_v)", "gemm"),
     (r"^attn(_bwd)?$", "attention"),
@@ -200,9 +377,12 @@ def main():
         sys.exit(__doc__)
     with open(sys.argv[1]) as f:
         m = json.load(f)
+    if "step" in m and "kernels" not in m:
+        m = m["step"]		# measure-moe-torch.py's file
     ks = first_step(m["kernels"], m.get("profiled_steps", 1))
     meas = defaultdict(float)
-    for c, dur in classify_measured(ks, m.get("layers", 0)):
+    classify = classify_moe if m.get("experts") else classify_measured
+    for c, dur in classify(ks, m.get("layers", 0)):
         meas[c] += dur
     span = ks[-1][1] + ks[-1][2] - ks[0][1]
     meas["idle"] = span - sum(meas.values())

@@ -142,6 +142,11 @@ status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.ya
 # Counts whole: atoi read '3x' as 3 and 'abc' as 0 folds.
 status 2 "--folds 3x" calibrate --db "$tmp/all.db" --folds 3x
 status 2 "--folds abc" calibrate --db "$tmp/all.db" --folds abc
+# One fold holds every point out of nothing: it skipped the cross-
+# validation without a word.
+status 2 "--folds 1" calibrate --db "$tmp/all.db" --folds 1
+grep -q -- "--folds: expected 0 (none) or 2 to 20, got '1'" "$tmp/err" ||
+	{ bad "--folds 1: message"; cat "$tmp/err"; }
 status 2 "--max-params 1e1" calibrate --db "$tmp/all.db" --max-params 1e1
 # A correlation entry that is no number: a mapping crashed (atof of no
 # text), 'x' read as 0.
@@ -163,4 +168,12 @@ status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty
 status 2 "no measurements" calibrate --db "$tmp/empty.db"
 status 2 "missing calibration file" collective --system cpu-host --op allreduce \
 	--ranks 2 --set calibration=/nonexistent.yaml --no-store
+# One point, one parameter: singular nouns, and how many points it takes
+# (a residual per point, a parameter per unknown: n > 1 for error bars).
+head -2 "$tmp/all.jsonl" >"$tmp/one.jsonl"
+"$llmsim" measure --import "$tmp/one.jsonl" --system cpu-host --db "$tmp/one.db" \
+	>/dev/null 2>&1 || bad "measure --import of one point"
+status 2 "one point" calibrate --db "$tmp/one.db" --params scale_up.link.sustained
+grep -q '1 point cannot fit 1 parameter with error bars (that takes at least 2 points)' \
+	"$tmp/err" || { bad "one point: wording"; cat "$tmp/err"; }
 exit $fail

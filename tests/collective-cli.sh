@@ -21,6 +21,33 @@ check "table" "$llmsim" collective --system mi300x-roce --op allreduce \
 rows=$(grep -vc '^#' "$tmp/out")
 [ "$rows" = 4 ] || { echo "FAIL: table has $rows rows, expected 4"; fail=1; }
 grep -q 'busbw' "$tmp/out" || { echo "FAIL: table header"; fail=1; }
+# The footer's average carries its unit after the number, as rccl-tests
+# prints it otherwise.
+grep -q '^# Avg bus bandwidth    : [0-9.e+-]* GB/s$' "$tmp/out" ||
+	{ echo "FAIL: footer: $(grep Avg "$tmp/out")"; fail=1; }
+
+# Sizes not given are rccl-tests' 32M (-b and -e); one bound alone keeps
+# the other's default, or takes the given value where the default would
+# put them out of order: -b 64M is the one size 67108864 B (it was
+# refused as "larger than --max" though no --max was given), -e 1K the
+# one size 1024 B, -b 16M runs 16M and 32M.
+for c in ":33554432" "-b 64M:67108864" "-e 1K:1024" "-b 16M:16777216 33554432"; do
+	a=${c%%:*} want=${c#*:}
+	check "sizes '$a'" "$llmsim" collective --system dgx-h100 --op allreduce \
+		--ranks 8 $a --no-store
+	got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 }' | tr '\n' ' ' | sed 's/ $//')
+	[ "$got" = "$want" ] || { echo "FAIL: sizes '$a': '$got', expected '$want'"; fail=1; }
+done
+# One GPU: nothing crosses a link; refused (it printed 0.00 us for an
+# all-reduce, inf GB/s and a NaN busbw for a dispatch).
+for op in allreduce broadcast sendrecv dispatch; do
+	status 2 "$op on one GPU" --system dgx-h100 --op $op --ranks 1
+	grep -q -- "--ranks 1: $op needs at least 2 GPUs" "$tmp/err" ||
+		{ echo "FAIL: $op on one GPU: message"; cat "$tmp/err"; fail=1; }
+done
+status 2 "sizes out of order" --system dgx-h100 --op allreduce --ranks 8 -b 4K -e 1K
+grep -q -- "--min (4096 B) is larger than --max (1024 B)" "$tmp/err" ||
+	{ echo "FAIL: sizes out of order: message"; cat "$tmp/err"; fail=1; }
 
 # Two nodes through --set, CSV.
 check "csv" "$llmsim" collective --system dgx-h100 --set system.nodes=2 \

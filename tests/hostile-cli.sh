@@ -7,6 +7,15 @@ set -u
 llmsim=${LLMSIM:-build/llmsim}
 . "$(dirname "$0")/lib.sh"
 
+# ---- an unknown command names the nearest one when one is close, as an
+# unknown preset or key does ('runn' only said "unknown command").
+"$llmsim" runn default >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "unknown command 'runn' (did you mean 'run'?)" "$tmp/err" ||
+	{ echo "FAIL: runn: $(cat "$tmp/err")"; fail=1; }
+"$llmsim" xyzzy >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "unknown command 'xyzzy'; run 'llmsim --help'" "$tmp/err" ||
+	{ echo "FAIL: xyzzy: $(cat "$tmp/err")"; fail=1; }
+
 # ---- help texts are printed verbatim: no printf escapes left in them
 # (run --help said "80 %% of this machine's memory").
 for c in run sweep plan collective measure validate calibrate report db \

@@ -51,5 +51,11 @@ done
 if ! "$llmsim" config list > /dev/null 2> "$tmp/err"; then
 	echo "FAIL: config list"; fail=1
 fi
+# `config --help` names every kind `config list` has (it named 5 of 10).
+"$llmsim" config --help >"$tmp/help" 2>&1
+for k in $("$llmsim" config list | sed -n 's/^\([a-z_]*\):$/\1/p'); do
+	tr '\n' ' ' <"$tmp/help" | grep -q "KIND is [a-z_, ]*\b$k\b" ||
+		{ echo "FAIL: config --help does not name the kind $k"; fail=1; }
+done
 echo "presets: $n configs shown and reloaded, $([ $fail = 0 ] && echo ok || echo FAILED)"
 exit $fail

@@ -59,6 +59,23 @@ awk -v c="$(num compute_s)" -v s0="$(head -1 "$tmp/sc")" \
 	'BEGIN { exit !(c > 0 && (c - s0) ^ 2 < 1e-12) }' ||
 	bad "stage 0 compute $(head -1 "$tmp/sc") != breakdown.compute_s $(num compute_s)"
 
+# The text summary's pipeline section says what the breakdown's bubble is:
+# the same time, the final stage (0, as above), the equal-stage part
+# 3 / 163 of the step and what unequal stages add. (A user read
+# "pipeline bubble 14.7 %" beside "bubble with equal stages 1.8 %" as two
+# answers to one question.) Both parts in seconds sum to the bubble.
+"$llmsim" run "$root/workloads/jobs/llama3-70b-h100-64.yaml" --no-store >"$tmp/t" 2>/dev/null ||
+	bad "run (text)"
+bub=$(sed -n 's/^    pipeline bubble  *\([0-9.]* m*s\) .*/\1/p' "$tmp/t")
+grep -q "^    bubble $bub ([0-9.]* % of the step): stage 0, which finished last, idle while other stages computed$" \
+	"$tmp/t" || bad "pipeline section: no bubble line matching the breakdown's $bub: $(grep -A4 '^  pipeline' "$tmp/t")"
+secs() { awk '{ v = $1; if ($2 == "ms") v /= 1000; print v }'; }
+ideal=$(sed -n "s/^      \([0-9.]* m*s\) of it the schedule's if stages took equal time (1.8 % of the step.*/\1/p" "$tmp/t" | secs)
+more=$(sed -n 's/^      \([0-9.]* m*s\) beyond that: stages take unequal time.*/\1/p' "$tmp/t" | secs)
+awk -v b="$(echo "$bub" | secs)" -v i="$ideal" -v m="$more" -v s="$(num step_time_s)" \
+	'BEGIN { exit !(i != "" && m != "" && (i - s * 3 / 163) ^ 2 < 1e-6 && (i + m - b) ^ 2 < 1e-6) }' ||
+	bad "pipeline section: equal-stage part '$ideal' s (step x 3/163) + '$more' s != bubble $bub"
+
 # Standard input, with its place in messages.
 "$llmsim" run - --no-store <"$job" >/dev/null 2>&1 || bad "run - (a job on stdin)"
 printf 'model: llama3-8b\nsystem: dgx-h100\n' | "$llmsim" run - --no-store \

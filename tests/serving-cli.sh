@@ -89,6 +89,9 @@ check "KV holds one sequence + drafts + lookahead" "$llmsim" run "$job" --no-sto
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
 	--set serving.input_len=1300 --set serving.output_len=70
+# (that job's system: one H100; the summary said "1 GPUs")
+head -1 "$tmp/out" | grep -q ' (1 GPU, h100), engine ' ||
+	{ echo "FAIL: one GPU in the header: $(head -1 "$tmp/out")"; fail=1; }
 
 # A disaggregated pool's ep that divides neither its 8 GPUs nor the 256
 # experts is refused at the key (issue 9's bad input; it surfaced only
@@ -141,6 +144,15 @@ awk 'function b(v, u) { return v * (u == "GB" ? 1e9 : u == "MB" ? 1e6 : u == "kB
 		ok = sum > 0.998 * total && sum < 1.002 * total; exit }
 	END { exit !ok }' "$tmp/out" ||
 	{ echo "FAIL: the memory parts do not add to the total"; grep -A1 "memory per GPU" "$tmp/out"; fail=1; }
+# As the training summary: the breakdown in words (it printed the JSON
+# keys, compute_s...), a unit on the job's throughput ("4154 for the
+# job"), a heading over the collectives and "1 call", not "1 calls".
+for l in "^    compute  " "^    exposed communication  " "^    pipeline bubble  " \
+	"tokens/s per instance, [0-9]* tokens/s for the job$" \
+	"^  top collectives (per simulated group" " 1 call  "; do
+	grep -q "$l" "$tmp/out" || { echo "FAIL: decode text: no '$l'"; fail=1; }
+done
+grep -q "_s  \| 1 calls " "$tmp/out" && { echo "FAIL: decode text: a JSON key or '1 calls'"; fail=1; }
 
 # An MoE model with attention DP and expert parallelism (the DeepSeek-V3
 # example): the dispatch and combine over EP, every request served.

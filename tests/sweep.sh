@@ -3,6 +3,7 @@
 #   - expansion counted by hand (tests/sweeps/count.yaml, --list)
 #   - bad sweep files and options: exit 2 with file:line:col
 #   - invalid points stored with their reason; the summary's axis columns
+#   - --no-store: the table, nothing kept
 #   - kill -9 mid-sweep: nothing finished is lost, the database is
 #     consistent, a re-run completes the rest without duplicates
 #   - shards + db merge equal the single run; merging again adds nothing
@@ -145,6 +146,24 @@ sed 's/training.seq_len/training.micro_batch_size/; s/\[1024, 2048\]/[1, 2]/' \
 "$llmsim" sweep "$tmp/other.yaml" --db "$tmp/s.db" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "already has a sweep 'small' over other axes" "$tmp/err" ||
 	bad "other axes under the same name: $(cat "$tmp/err")"
+
+# --no-store: the same table, nothing kept. The points go to a database
+# in a fresh folder under $TMPDIR, removed at the end (the folder is left
+# empty); the totals say "not stored"; --db and --shard have nothing to
+# write to (2).
+mkdir "$tmp/t"
+TMPDIR=$tmp/t "$llmsim" sweep "$tmp/small.yaml" -j 2 --no-store >"$tmp/out" 2>"$tmp/err" ||
+	bad "--no-store: exit $?: $(cat "$tmp/err")"
+grep -q "6 points in .*: 4 ran, 2 invalid, 0 failed, 0 resumed, 0 duplicate; not stored (--no-store)$" \
+	"$tmp/err" || bad "--no-store totals: $(cat "$tmp/err")"
+[ "$(grep -c '  ran  ' "$tmp/out")" = 4 ] || bad "--no-store table: $(cat "$tmp/out")"
+[ -z "$(ls -A "$tmp/t")" ] || bad "--no-store left $(ls -A "$tmp/t")"
+for o in "--db $tmp/x.db" "--shard 1/2"; do
+	"$llmsim" sweep "$tmp/small.yaml" --no-store $o >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q -- "--no-store keeps no database" "$tmp/err" ||
+		bad "--no-store $o: $(cat "$tmp/err")"
+done
+[ ! -e "$tmp/x.db" ] || bad "--no-store --db made a database"
 
 # ---- kill -9 mid-sweep, then resume -----------------------------------
 cat >"$tmp/long.yaml" <<EOF

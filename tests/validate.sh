@@ -50,6 +50,9 @@ status() {	# status WANT WHAT ARGS...
 }
 status 2 "unknown kind" --kind kernels
 status 2 "bad tolerance" --kind kernel --tolerance much
+# A bare number is refused: 0.15 was read as 0.15 % (plan's --headroom
+# reads a bare 0.05 as 5 %).
+status 2 "bare tolerance" --kind kernel --tolerance 0.15
 status 2 "unknown gate set" --kind kernel --gates nightly
 # A reference folder with a kernel file that lacks its GPU.
 mkdir -p "$tmp/ref/kernels" "$tmp/ref/collectives" "$tmp/ref/training"
@@ -224,5 +227,52 @@ for g in 'groups: 0' 'groups: 2.5' 'groups: 300' 'groups: 8, group_dim: n' \
 		"  - {m: 131072, n: 4096, k: 4096, $g, tflops: 3000}" \
 		>"$tmp/ref/kernels/grp.yaml"
 	status 2 "a grouped row with $g" --kind kernel --reference "$tmp/ref"
+done
+# Per-group counts (counts: one a group, summing to the row's m or k: a
+# routing draw). Equal counts are the equal groups: the same prediction.
+# Weight gradients grouped along k with 7 groups of 2340/2341 and the
+# last of 7 x 16384 = 114688 (k = 131072 in all): the tiles run in group
+# order and the last wave waits for the longest k (gpu_grouped.c), so
+# the skewed row predicts a lower rate than equal groups of 16384 (on
+# b200: 2731 against 2899 TFLOP/s, 0.942).
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {label: eq, m: 4096, n: 4096, k: 131072, groups: 8, group_dim: k, tflops: 3000}' \
+	'  - {label: cnt, m: 4096, n: 4096, k: 131072, groups: 8, group_dim: k, counts: [16384, 16384, 16384, 16384, 16384, 16384, 16384, 16384], tflops: 3000}' \
+	'  - {label: skew, m: 4096, n: 4096, k: 131072, groups: 8, group_dim: k, counts: [2340, 2340, 2340, 2341, 2341, 2341, 2341, 114688], tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "grouped rows with counts: exit $rc"
+r=$(awk '/ eq 4096 .* grouped/ {a = $(NF-2)} / cnt 4096 .* grouped/ {b = $(NF-2)}
+	/ skew 4096 .* grouped/ {c = $(NF-2)}
+	END {if (a > 0) printf "%.4f %.4f", b / a, c / a}' "$tmp/out")
+awk -v r="$r" 'BEGIN {split(r, x, " "); exit !(x[1] == 1 && x[2] < 0.97)}' ||
+	bad "counts: equal / none and skewed / equal rate ratios $r, expected 1 and < 0.97"
+# Malformed counts are reported at the list, naming what is expected.
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {m: 1024, n: 4096, k: 4096, groups: 2, group_dim: m, counts: [512, 511], tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+status 2 "counts that miss the row's m" --kind kernel --reference "$tmp/ref"
+grep -q "grp.yaml:7:66: error: 'counts': expected a list of 2 whole numbers >= 0 (one a group) summing to the row's m, 1024" "$tmp/err" ||
+	bad "counts summing to 1023: no error at grp.yaml:7:66"
+printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: stream' 'rows:' \
+	'  - {m: 1024, n: 4096, k: 4096, counts: [512, 512], tflops: 3000}' \
+	>"$tmp/ref/kernels/grp.yaml"
+status 2 "counts without groups" --kind kernel --reference "$tmp/ref"
+grep -q "grp.yaml:7:41: error: 'counts': only on a grouped row (groups: G)" "$tmp/err" ||
+	bad "counts without groups: no error at grp.yaml:7:41"
+for c in '[512]' '[512, 512, 0]' '[512.5, 511.5]' '[-1, 1025]' '1024' \
+	'[512, x]' '[[512], 512]'; do
+	printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+		'timing: stream' 'rows:' \
+		"  - {m: 1024, n: 4096, k: 4096, groups: 2, group_dim: m, counts: $c, tflops: 3000}" \
+		>"$tmp/ref/kernels/grp.yaml"
+	status 2 "a grouped row with counts: $c" --kind kernel --reference "$tmp/ref"
+	grep -q "'counts': expected a list of 2 whole numbers" "$tmp/err" ||
+		bad "counts: $c: not reported as such"
 done
 exit $fail

@@ -392,9 +392,13 @@ int calib_fit(struct calib_problem *pb, struct calib_result *res,
 	gsl_set_error_handler_off();
 	memset(&c, 0, sizeof(c));
 	if (n <= pb->npar) {
-		diag_error(d, NULL, 0, 0, "%zu points cannot fit %zu "
-			   "parameters with error bars: measure more sizes or "
-			   "fit fewer (--params)", n, pb->npar);
+		/* n residuals, npar unknowns: error bars need n > npar. */
+		diag_error(d, NULL, 0, 0, "%zu point%s cannot fit %zu "
+			   "parameter%s with error bars (that takes at least "
+			   "%zu points): measure more sizes or fit fewer "
+			   "(--params)",
+			   n, n == 1 ? "" : "s", pb->npar,
+			   pb->npar == 1 ? "" : "s", pb->npar + 1);
 		mem_free(idx);
 		mem_free(r0);
 		return -2;

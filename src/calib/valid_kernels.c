@@ -162,8 +162,9 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
  * are G kernels issued round-robin on S streams (Transformer Engine's
  * multi-stream cuBLAS path), costed as the training path costs them
  * (gpu_grouped_kernels_s: the longest chain ceil(G / S) of launches and
- * G kernels' set-ups on top of the pooled tiles); S a whole number in
- * [1, VALID_STREAMS_MAX]. */
+ * G kernels' set-ups on top of the pooled tiles; at least that chain's
+ * own kernels one after another, gpu_grouped_chain_s); S a whole number
+ * in [1, VALID_STREAMS_MAX]. */
 #define VALID_GROUPS_MAX 256
 #define VALID_STREAMS_MAX 64	/* a bound for malformed rows (TE runs 4) */
 
@@ -200,13 +201,48 @@ static int bad_streams(const struct cnode *row, struct diag *d)
 	return bad(d, n, msg);
 }
 
+/* A row's `counts: [c_1, ..., c_G]`: the groups' rows (group_dim m) or
+ * k (group_dim k) where they differ (a routing draw), whole numbers >= 0
+ * summing to the row's total. Into c[groups]; 0 when absent (equal
+ * groups), 1 when read, -1 with an error at the value when malformed. */
+static int row_counts(const struct cnode *row, double groups, int by_k,
+		      double total, double *c, struct diag *d)
+{
+	const struct cnode *n = cnode_get(row, "counts");
+	char msg[200];
+	double sum = 0;
+	size_t i;
+
+	if (!n)
+		return 0;
+	for (i = 0; n->kind == CNODE_SEQ && i < n->nitems; i++) {
+		const struct cnode *e = n->items[i];
+		char *end;
+
+		c[i] = e->kind == CNODE_SCALAR ? strtod(e->text, &end) : NAN;
+		if (e->kind != CNODE_SCALAR || end == e->text || *end ||
+		    !(c[i] >= 0 && c[i] == floor(c[i])))
+			break;
+		sum += c[i];
+	}
+	if (n->kind == CNODE_SEQ && i == n->nitems &&
+	    (double)n->nitems == groups && sum == total)
+		return 1;
+	snprintf(msg, sizeof(msg), "'counts': expected a list of %.0f whole "
+		 "numbers >= 0 (one a group) summing to the row's %s, %.0f",
+		 groups, by_k ? "k" : "m", total);
+	return bad(d, n, msg);
+}
+
 static double grouped_time(const struct ref *r, const struct cnode *row,
-			   double m, double n, double k, double groups)
+			   double m, double n, double k, double groups,
+			   struct diag *d)
 {
 	struct gpu_gemm_group g[VALID_GROUPS_MAX];
+	double c[VALID_GROUPS_MAX];
 	const char *dim = get_str(row, "group_dim");
-	int by_k = dim && strcmp(dim, "k") == 0;
-	double streams = row_streams(row), extra_s = 0;
+	int by_k = dim && strcmp(dim, "k") == 0, counted;
+	double streams = row_streams(row), chain, t;
 	size_t i, ng = (size_t)groups;
 
 	if (!(groups >= 1 && groups <= VALID_GROUPS_MAX &&
@@ -214,17 +250,34 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 	    (cnode_get(row, "group_dim") && !dim) ||
 	    (dim && !by_k && strcmp(dim, "m") != 0))
 		return -1;
-	for (i = 0; i < ng; i++)
-		g[i] = (struct gpu_gemm_group){ by_k ? m : m / groups, n,
-						by_k ? k / groups : k };
-	if (streams > 0)
-		extra_s = gpu_grouped_kernels_s(&r->g, groups,
-						ceil(groups / streams));
-	return gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s + extra_s;
+	counted = row_counts(row, groups, by_k, by_k ? k : m, c, d);
+	if (counted < 0)
+		return -2;
+	for (i = 0; i < ng; i++) {
+		double each = counted ? c[i] : (by_k ? k : m) / groups;
+
+		g[i] = (struct gpu_gemm_group){ by_k ? m : each, n,
+						by_k ? each : k };
+	}
+	t = gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
+	if (streams > 0) {
+		double b = dtype_bytes(r->dt);
+		struct gpu_gemm_dtypes q = {
+			.compute = r->dt, .a_B = b, .b_B = b,
+			.c_B = b < 2 ? 2 : b,	/* as gpu_gemm's result */
+		};
+
+		chain = ceil(groups / streams);
+		t = fmax(t + gpu_grouped_kernels_s(&r->g, groups, chain),
+			 gpu_grouped_chain_s(&r->g, &q, g, ng, chain));
+	}
+	return t;
 }
 
+/* 0, or -1 for a malformed row (the caller reports it), or -2 after
+ * reporting an error at a value. */
 static int row_gemm(const struct ref *r, const struct cnode *row,
-		    struct line *l)
+		    struct line *l, struct diag *d)
 {
 	double m = get_num(row, "m"), n = get_num(row, "n");
 	double k = get_num(row, "k"), tf = get_num(row, "tflops");
@@ -235,14 +288,17 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 
 	/* group_dim or streams alone, or groups not a number, is a
 	 * malformed row (it would be scored as one dense GEMM) */
+	if (!grouped && cnode_get(row, "counts"))
+		return bad(d, cnode_get(row, "counts"), "'counts': only on a "
+			   "grouped row (groups: G)") - 1;
 	if (!(m > 0 && n > 0 && k > 0 && tf > 0) ||
 	    (!grouped && (cnode_get(row, "group_dim") ||
 			  cnode_get(row, "streams"))))
 		return -1;
 	if (grouped) {
-		t = grouped_time(r, row, m, n, k, groups);
+		t = grouped_time(r, row, m, n, k, groups, d);
 		if (t < 0)
-			return -1;
+			return t < -1 ? -2 : -1;
 	} else {
 		t = gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s;
 	}
@@ -452,11 +508,13 @@ static int do_row(struct valid_table *t, const struct ref *r,
 	if (strcmp(r->kind, "gemm") == 0 && bad_streams(row, d) < 0)
 		return -1;
 	if (strcmp(r->kind, "gemm") == 0)
-		rc = row_gemm(r, row, &l);
+		rc = row_gemm(r, row, &l, d);
 	else if (strcmp(r->kind, "stream") == 0)
 		rc = row_stream(r, row, &l);
 	else if (strcmp(r->kind, "memory") == 0)
 		rc = row_memory(r, row, &l);
+	if (rc == -2)
+		return -1;
 	if (rc < 0)
 		return bad(d, row, "row: missing or malformed values for this kind");
 	return add_line(t, r, row, NULL, &l, d);

@@ -273,6 +273,12 @@ static int add_point(struct valid_table *t, struct valid_pred *p,
 	if (strcmp(r->check, "wrong") == 0) {
 		v->scored = 0;
 		snprintf(v->note, sizeof(v->note), "(check failed, not scored)");
+	} else if (r->ranks == 1 && isnan(r->rate)) {
+		/* a collective of one rank: llmsim moves nothing (0 s); the
+		 * library's call is a local copy or nothing (in place) */
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(1 rank: nothing to move, "
+			 "not predicted)");
 	} else if (!(v->measured > 0) || !isfinite(v->error)) {
 		v->scored = 0;
 		snprintf(v->note, sizeof(v->note), "(no rate, not scored)");
@@ -357,13 +363,19 @@ static void title(struct valid_table *t, const struct store_meas_run *run,
 		  const char *system, int use_min)
 {
 	snprintf(t->id, sizeof(t->id), "measure run %lld", (long long)run->id);
-	snprintf(t->title, sizeof(t->title), "%s, %d ranks (%d x %d), %s "
-		 "backend, %s on %s (%s), %s; predicted on %s%s",
+	const char *lib = run->info.library_version[0] ?
+			  run->info.library_version : run->info.library[0] ?
+			  run->info.library : "no library";
+
+	snprintf(t->title, sizeof(t->title), "%s, %d rank%s (%d x %d), %s "
+		 "backend, %s on %s (%s), %s; predicted on %s%s%s",
 		 run->nrows ? run->rows[0].op : "?", run->info.ranks,
-		 run->info.nodes, run->info.devices_per_node,
-		 run->info.backend, run->info.library_version, run->info.host,
-		 run->info.device, run->created_at, system,
-		 use_min ? "; fastest iterations" : "");
+		 run->info.ranks == 1 ? "" : "s", run->info.nodes,
+		 run->info.devices_per_node, run->info.backend, lib,
+		 run->info.host, run->info.device, run->created_at, system,
+		 use_min ? "; fastest iterations" : "",
+		 run->info.incomplete ? "; INCOMPLETE (the stream stopped "
+		 "before its end line)" : "");
 	t->unit = run->nrows ? valid_point_unit(&run->rows[0]) : "GB/s";
 }
 

@@ -12,6 +12,8 @@
  */
 #include "cli.h"
 
+#include "config/schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -54,6 +56,7 @@ static const struct cli_command commands[] = {
 	  cli_run, NULL },
 	{ "sweep", "run a job over a grid of overrides into the database",
 	  "usage: llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N] [--list]\n"
+	  "       llmsim sweep SWEEP.yaml [-j N] --no-store\n"
 	  "       mpirun -n R llmsim sweep SWEEP.yaml [-j N] [--db PATH]\n"
 	  "\n"
 	  "Expand a sweep file (a base job with grid, zip and cases over any\n"
@@ -71,6 +74,10 @@ static const struct cli_command commands[] = {
 	  "                   other batch systems); merge the shards'\n"
 	  "                   databases with 'llmsim db merge'\n"
 	  "  --list           print the expanded points and run nothing\n"
+	  "  --no-store       print the table and keep nothing: the points go\n"
+	  "                   to a temporary database, removed at the end (so\n"
+	  "                   nothing to resume; not with --db, --shard or\n"
+	  "                   under mpirun)\n"
 	  "\n"
 	  "Under mpirun (in a build with MPI) rank r runs shard r+1 of R into\n"
 	  "PATH.rank-r and rank 0 merges them into PATH at the end.\n"
@@ -118,8 +125,9 @@ static const struct cli_command commands[] = {
 	  "  --full           simulate every GPU in the full tier (slow)\n"
 	  "  --analytical-only  rank by the analytical tier alone\n"
 	  "  --cross-node-tp  search tp beyond one node too (pinning tp does)\n"
-	  "  --jobs N         processes for the full runs (default: one per CPU;\n"
-	  "                   the results are the same for any N)\n"
+	  "  --jobs N         processes for the analytical walk and the full\n"
+	  "                   runs (default: one per CPU; the results are the\n"
+	  "                   same for any N)\n"
 	  "\n"
 	  "--pd-ratio: for a serving job with serving.slo and the pools' layouts\n"
 	  "in serving.disaggregated, every split of the GPUs into prefill and\n"
@@ -156,10 +164,11 @@ static const struct cli_command commands[] = {
 	  "  --system SYSTEM  system preset or file (configs/systems)\n"
 	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
 	  "                   broadcast, reduce, sendrecv, dispatch, combine\n"
-	  "  -g, --ranks N    GPUs 0..N-1, filling node 0 first (--ngpus)\n"
+	  "  -g, --ranks N    GPUs 0..N-1 (N >= 2), filling node 0 first (--ngpus)\n"
 	  "  -b, --min SIZE   smallest size as rccl-tests takes it: bytes or\n"
 	  "                   K/M/G (2^10, 2^20, 2^30); default 32M (--minbytes)\n"
-	  "  -e, --max SIZE   largest size (--maxbytes)\n"
+	  "  -e, --max SIZE   largest size; default 32M, or --min's value\n"
+	  "                   when that is larger (--maxbytes)\n"
 	  "  -f, --step-factor F  multiply the size by F each row (default 2)\n"
 	  "  -d, --dtype T    float (default), half, bfloat16, double, int8, ...\n"
 	  "                   or bf16, fp16, fp32 (--datatype); dispatch/combine:\n"
@@ -205,7 +214,9 @@ static const struct cli_command commands[] = {
 	  "  --op OP          allreduce, allgather, reducescatter, alltoall,\n"
 	  "                   alltoallv, broadcast, reduce, sendrecv, gemm, copy\n"
 	  "  --min, --max     sizes as rccl-tests takes them (bytes or K/M/G);\n"
-	  "                   gemm: the square's dimension; default 32M\n"
+	  "                   default one size, 32M, as rccl-tests (give both\n"
+	  "                   to sweep, e.g. --min 8 --max 8G); gemm: the\n"
+	  "                   square's dimension, default 1024 to 16384\n"
 	  "  --step-factor F  multiply the size by F each row (default 2)\n"
 	  "  --dtype T        float (default), half, bfloat16, double, int32, ...\n"
 	  "  --ranks N        mpi: processes (default 2); hip, cuda: GPUs of this\n"
@@ -234,13 +245,15 @@ static const struct cli_command commands[] = {
 	  "                       [--quiet] [--no-store]\n"
 	  "\n"
 	  "Predict every reference case (results/reference: kernels, collectives,\n"
-	  "training, moe, cp, ep dispatch/combine) and every measurement stored\n"
-	  "by `llmsim measure`, print\n"
-	  "measured, predicted and the error of each row, per-table and overall\n"
-	  "summaries (median signed and absolute error, p90, max; rows whose case\n"
-	  "a constant was fitted on (fitted_on: in configs/) apart from\n"
-	  "independent ones), store the rows (view v_validation), and exit 1 when\n"
-	  "a table misses its gates (results/reference/validate.yaml).\n"
+	  "training, moe, cp, ep dispatch/combine, inference, latency) and every\n"
+	  "measurement stored by `llmsim measure`, print measured, predicted and\n"
+	  "the error of each row (predicted / measured - 1, in %: of a time, +\n"
+	  "means llmsim is slower; of a rate or bandwidth, + means faster),\n"
+	  "per-table and overall summaries (median signed and absolute error,\n"
+	  "p90, max; rows whose case a constant was fitted on (fitted_on: in\n"
+	  "configs/) apart from independent ones), store the rows (view\n"
+	  "v_validation), and exit 1 when a table misses its gates\n"
+	  "(results/reference/validate.yaml).\n"
 	  "A kind's tables print when its last case has run; Ctrl-C or SIGTERM\n"
 	  "stops it and says what was running: the kinds that finished are\n"
 	  "printed (without the summary), nothing is stored.\n"
@@ -258,7 +271,8 @@ static const struct cli_command commands[] = {
 	  "                   shared, noisy host)\n"
 	  "  --gates SET      gate set of validate.yaml (default targets;\n"
 	  "                   regression: what make test checks)\n"
-	  "  --tolerance P    every table's median |error| gate, e.g. 15%\n"
+	  "  --tolerance P    every table's median |error| gate, e.g. 15% (the\n"
+	  "                   sign is required)\n"
 	  "  --set KEY=VALUE  override a key of every kernel set's GPU\n"
 	  "                   (--set gemm_efficiency_dtype.fp8=0.7): what-ifs\n"
 	  "  --jobs N         processes for the training cases (default 2)\n"
@@ -288,7 +302,8 @@ static const struct cli_command commands[] = {
 	  "  --system S       the system to fit (default the one the runs name)\n"
 	  "  --params K,...   keys to fit; default: up to --max-params (4) that\n"
 	  "                   move the predictions, independent of each other\n"
-	  "  --folds K        cross-validation folds (default 5; 0: none)\n"
+	  "  --folds K        cross-validation folds, 2 to 20 (default 5; 0:\n"
+	  "                   none; more than the points: one point each)\n"
 	  "  --max-iter N     solver iterations before giving up (default 60)\n"
 	  "  --fastest        fit the fastest iteration, not the median\n"
 	  "  -o FILE          output (default configs/calibrated/SYSTEM.yaml)\n"
@@ -340,8 +355,9 @@ static const struct cli_command commands[] = {
 	  "         (docs/megatron.md); the system defaults to dgx-h100,\n"
 	  "         the GPUs to tp x pp x cp\n"
 	  "\n"
-	  "KIND is gpu, fabric, system, model or job; show infers it from the\n"
-	  "file's directory (configs/gpus, workloads/models, ...), else model\n"
+	  "KIND is gpu, fabric, system, model, job, link, collectives,\n"
+	  "framework, engine or ep_comm; show infers it from the file's\n"
+	  "directory (configs/gpus, workloads/models, ...), else model\n"
 	  "for a .json file (a Hugging Face config.json), else job. --json\n"
 	  "prints quantities with their units (\"1980 MHz\"), so its output\n"
 	  "loads back: llmsim config show out.json --kind KIND.\n",
@@ -371,6 +387,23 @@ int cli_wants_help(int argc, char **argv)
 			return 1;
 	}
 	return 0;
+}
+
+/* "unknown command", with the nearest command's name when one is close
+ * ('runn': did you mean 'run'?), as an unknown preset or key says. */
+static void unknown_command(const char *name)
+{
+	const char *names[NCOMMANDS];
+	const char *near;
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	near = schema_closest(name, names, NCOMMANDS);
+	fprintf(stderr, "llmsim: error: unknown command '%s'%s%s%s; run "
+		"'llmsim --help' for the list\n", name,
+		near ? " (did you mean '" : "", near ? near : "",
+		near ? "'?)" : "");
 }
 
 void cli_print_usage(FILE *out, const struct cli_command *c)
@@ -470,8 +503,7 @@ static int dispatch(int argc, char **argv)
 	}
 	c = cli_command(argv[1]);
 	if (!c) {
-		fprintf(stderr, "llmsim: error: unknown command '%s'; "
-			"run 'llmsim --help' for the list\n", argv[1]);
+		unknown_command(argv[1]);
 		return CLI_USAGE;
 	}
 	if (cli_wants_help(argc - 1, argv + 1)) {

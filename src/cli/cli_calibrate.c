@@ -95,9 +95,12 @@ static int one_opt(void *arg, const char *name, const char *v)
 	else if (strcmp(name, "--run") == 0)
 		return parse_runs(o, v) == CLI_OK ? CLI_OK : CLI_USAGE;
 	else if (strcmp(name, "--folds") == 0) {
-		if (whole_opt(v, &x) != 0 || x > 20)
+		/* one fold leaves no point out: it ran no cross-validation
+		 * and said nothing */
+		if (whole_opt(v, &x) != 0 || x > 20 || x == 1)
 			return cli_usage_error("calibrate", "--folds: expected "
-					       "0 to 20, got '%s'", v);
+					       "0 (none) or 2 to 20, got '%s'",
+					       v);
 		o->folds = (int)x;
 	} else if (strcmp(name, "--max-iter") == 0) {
 		if (whole_opt(v, &x) != 0 || x < 1 || x > 10000)

@@ -84,6 +84,10 @@ static const struct {
 
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
+/* -b and -e when not given: rccl-tests' and nccl-tests' 32M each
+ * (NVIDIA/nccl-tests src/common.cu, "Command line parameter defaults"). */
+#define DEFAULT_SIZE_B ((double)(32 << 20))
+
 static double dtype_size(const char *name)
 {
 	size_t i;
@@ -454,11 +458,19 @@ static int parse(struct opts *o, int argc, char **argv)
 				       "--topk, --experts, --groups, "
 				       "--topk-groups, --gate, --dispatcher and "
 				       "--sms go with --op dispatch or combine");
+	if (o->min_B > 0 && o->max_B > 0 && o->min_B > o->max_B)
+		return cli_usage_error("collective", "--min (%.0f B) is larger "
+				       "than --max (%.0f B)", o->min_B, o->max_B);
+	/* rccl-tests' -b and -e both default to 32M; one given alone
+	 * keeps the other's default unless that puts them out of order,
+	 * where it takes the given one's value (-b 64M: one size) */
+	if (o->min_B <= 0)
+		o->min_B = o->max_B > 0 && o->max_B < DEFAULT_SIZE_B ?
+			   o->max_B : DEFAULT_SIZE_B;
+	if (o->max_B <= 0)
+		o->max_B = o->min_B > DEFAULT_SIZE_B ? o->min_B : DEFAULT_SIZE_B;
 	if (o->ep != EP_OP_NONE)
 		return ep_defaults(o);
-	if (o->min_B > o->max_B)
-		return cli_usage_error("collective", "%s", "--min is larger "
-				       "than --max");
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("collective", "%s", "--step-factor must "
 				       "be above 1 to go from --min to --max");
@@ -595,8 +607,17 @@ static int check_ranks(const struct opts *o, const struct system_spec *s,
 			   s->gpus_per_node);
 		return -1;
 	}
-	if (o->op == COLL_SENDRECV && o->ranks < 2) {
-		diag_error(d, NULL, 0, 0, "--ranks: sendrecv needs at least 2");
+	/* One GPU crosses no link: the fabric model timed it 0 us (and a
+	 * dispatch inf GB/s, a busbw NaN). NCCL on one GPU copies the
+	 * buffer on the device: H200, all-reduce 5.8 us at 8 B to 69.6 us
+	 * at 128 MiB (results/reference/device/h200-backend-cuda-coll-1gpu-
+	 * 2026-12-04.jsonl), a kernel's cost, not the fabric's. */
+	if (o->ranks < 2) {
+		diag_error(d, NULL, 0, 0, "--ranks %ld: %s needs at least 2 "
+			   "GPUs: on one nothing crosses a link (the library "
+			   "copies the buffer on the GPU, a kernel's cost: "
+			   "llmsim measure --op copy times it)", o->ranks,
+			   coll_op_name(o));
 		return -1;
 	}
 	return 0;
@@ -687,7 +708,7 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 
 int cli_collective(int argc, char **argv, const char *argv0)
 {
-	struct opts o = { .op = -1, .min_B = 32 << 20, .max_B = 32 << 20,
+	struct opts o = { .op = -1,
 			  .factor = 2, .dtype = "float", .algo = -1,
 			  .proto = -1, .fmt = FMT_TABLE, .store = 1 };
 	struct arena a;

@@ -146,7 +146,9 @@ static void print_table(const struct opts *o, const struct system_spec *s,
 	}
 	for (i = 0; i < n; i++)
 		sum += rows[i].r.busbw_Bps / 1e9;
-	printf("# Avg bus bandwidth    : %g\n", n ? sum / n : 0.0);
+	/* rccl-tests prints the number alone; the unit follows it, so a
+	 * parser reading the number after the colon still reads it */
+	printf("# Avg bus bandwidth    : %g GB/s\n", n ? sum / n : 0.0);
 }
 
 static void print_csv(const struct opts *o, const struct row *rows, int n)

@@ -19,10 +19,14 @@
  * rccl-tests' columns (those of `llmsim collective`) plus the fastest
  * and slowest iteration and the check.
  *
- * Stored: one run (command "measure", the resolved system it ran on as
- * its config), the backend's hello line (host, device, library and
- * versions, the command) and every point. An interrupted measurement
- * (Ctrl-C) keeps and stores the points it has.
+ * Stored: a run per backend run (command "measure", the resolved system
+ * it ran on as its config), its hello line (host, device, library and
+ * versions, the command), every point, whether the stream ended with its
+ * end line and the backend's error line. An interrupted measurement
+ * (Ctrl-C) keeps and stores the points it has, marked incomplete. An
+ * imported file may hold several runs (measure_proto.c: each hello opens
+ * one): each is stored and printed as its own; a run cut short or ended
+ * by an error line is said (a warning with its line) and kept.
  *
  * Exit status: 0; 1 runtime failure (a check failed, the backend died);
  * 2 bad input; 3 no device (no GPU or driver); 4 a library or the
@@ -64,12 +68,23 @@ static const char *const backends[] = {"mpi", "hip", "cuda", NULL};
 
 enum { OUT_TABLE, OUT_CSV, OUT_JSON };
 
+/* Sizes when --min / --max are not given. Collectives and copy: one
+ * size, 32 MiB, as rccl-tests and nccl-tests (their -b and -e both
+ * default to 32*1024*1024: NVIDIA/nccl-tests src/common.cu, "Command
+ * line parameter defaults"), so a table diffs against theirs; the
+ * command says so on stderr. gemm: squares of dimension 1024 to 16384
+ * (5 at x2), the range docs/measure.md times; a 32M dimension would be
+ * a 2^25-square matrix. */
+#define DEFAULT_SIZE_B ((double)(32 << 20))
+#define DEFAULT_GEMM_MIN 1024.0
+#define DEFAULT_GEMM_MAX 16384.0
+
 struct mopts {
 	const char *backend, *op, *dtype, *system, *lib, *blas, *launcher;
 	const char *db, *import;
 	const char **sets;
 	size_t nsets;
-	double min_B, max_B, factor, budget_s;
+	double min_B, max_B, factor, budget_s;	/* sizes: 0 = not given */
 	long ranks, iters, warmup, m, n, k;
 	int fmt, store;
 };
@@ -109,8 +124,12 @@ static int size_opt(const char *opt, const char *v, double *out)
 {
 	const char *why;
 
-	if (units_parse_test_size(v, out, &why) == 0)
-		return CLI_OK;
+	if (units_parse_test_size(v, out, &why) == 0) {
+		if (*out >= 1)
+			return CLI_OK;
+		/* 0 never grows by --step-factor (and 0 is "not given") */
+		why = "it must be at least 1";
+	}
 	return cli_usage_error("measure", "%s: expected a size such as '1K', "
 			       "'8M' or '4096', got '%s' (%s)", opt, v, why);
 }
@@ -205,6 +224,29 @@ static int one_opt(void *arg, const char *name, const char *v)
 	return CLI_OK;
 }
 
+/* The sizes not given (0): see DEFAULT_SIZE_B. One bound alone
+ * keeps the other's default unless that would put them out of order,
+ * where it takes the given one's value (--min 64M: one size). */
+static void default_sizes(struct mopts *o)
+{
+	int gemm = strcmp(o->op, "gemm") == 0;
+	double lo = gemm ? DEFAULT_GEMM_MIN : DEFAULT_SIZE_B;
+	double hi = gemm ? DEFAULT_GEMM_MAX : DEFAULT_SIZE_B;
+
+	if (o->min_B <= 0 && o->max_B <= 0) {
+		o->min_B = lo;
+		o->max_B = hi;
+		if (!gemm)
+			fprintf(stderr, "llmsim measure: one size, 32 MiB "
+				"(rccl-tests' default); --min and --max "
+				"sweep sizes (e.g. --min 8 --max 8G)\n");
+	} else if (o->min_B <= 0) {
+		o->min_B = lo < o->max_B ? lo : o->max_B;
+	} else if (o->max_B <= 0) {
+		o->max_B = hi > o->min_B ? hi : o->min_B;
+	}
+}
+
 static int parse(struct mopts *o, int argc, char **argv)
 {
 	static const char *const valued[] = {
@@ -226,9 +268,17 @@ static int parse(struct mopts *o, int argc, char **argv)
 	if (!o->backend || !o->op)
 		return cli_usage_error("measure", "%s", "--backend and --op are "
 				       "required (or --import FILE)");
-	if (o->min_B > o->max_B)
+	/* said here, before mpirun starts ranks that all refuse it
+	 * (src/backend/mpi.c supports()) and print mpirun's abort notice */
+	if (strcmp(o->backend, "mpi") == 0 && strcmp(o->op, "gemm") == 0)
+		return cli_usage_error("measure", "%s", "the mpi backend does "
+				       "not run gemm (it measures collectives "
+				       "and copy on CPU hosts); gemm runs on "
+				       "hip or cuda");
+	if (o->min_B > 0 && o->max_B > 0 && o->min_B > o->max_B)
 		return cli_usage_error("measure", "--min (%.0f B) is larger than "
 				       "--max (%.0f B)", o->min_B, o->max_B);
+	default_sizes(o);
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("measure", "%s", "--step-factor must be "
 				       "above 1 to go from --min to --max");
@@ -409,25 +459,46 @@ static pid_t spawn(char *const *argv, FILE **out, struct diag *d)
 	return pid;
 }
 
+/* A run's table ends with its summary once the run is over. */
+static void run_footer(const struct mopts *o, const struct measure_log *m)
+{
+	if (o->fmt == OUT_TABLE && m->npts && m->have_hello) {
+		measure_print_footer(stdout, m);
+		fflush(stdout);
+	}
+}
+
 /* Read protocol lines from f until its end, printing points as they
- * come. 0, or -1 after reporting a bad line. */
-static int read_lines(FILE *f, const char *where, struct measure_log *m,
+ * come, a table a run. 0, or -1 after reporting a bad line. */
+static int read_lines(FILE *f, const char *where, struct measure_stream *s,
 		      const struct mopts *o, struct diag *d)
 {
+	struct measure_log *m;
 	char *line = NULL;
 	size_t cap = 0;
-	int rc = 0, r, shown = 0;
+	int rc = 0, r, opened;
 
 	while (getline(&line, &cap, f) > 0) {
-		r = measure_line(m, line, where, d);
+		r = measure_stream_line(s, line, where, &opened, d);
+		if (opened && s->n >= 2) {
+			run_footer(o, s->runs[s->n - 2]);
+			if (o->fmt == OUT_TABLE && s->runs[s->n - 2]->npts)
+				putchar('\n');
+		}
 		if (r < 0) {
 			rc = -1;
-			continue;	/* drain: the backend must not block */
+			/* a file of another protocol: said once, not a line
+			 * at a time; a backend is drained (it must not block) */
+			if (o->import && s->runs[s->n - 1]->foreign)
+				break;
+			continue;
 		}
 		/* the table's header is the hello's: a point before it (an
 		 * imported file without one, refused) is not printed */
-		if (r == 1 && o->fmt == OUT_TABLE && m->have_hello) {
-			if (!shown++)
+		m = s->runs[s->n - 1];
+		if (r == MEASURE_POINT && o->fmt == OUT_TABLE &&
+		    m->have_hello) {
+			if (m->npts == 1)
 				measure_print_header(stdout, m, o->op);
 			measure_print_point(stdout, &m->pts[m->npts - 1]);
 			fflush(stdout);
@@ -437,10 +508,22 @@ static int read_lines(FILE *f, const char *where, struct measure_log *m,
 	return rc;
 }
 
+/* The last run that reported an error (NULL: none). */
+static const struct measure_log *err_run(const struct measure_stream *s)
+{
+	size_t i;
+
+	for (i = s->n; i-- > 0;)
+		if (s->runs[i]->err_status)
+			return s->runs[i];
+	return NULL;
+}
+
 /* The backend's exit status as llmsim's. */
-static int status_of(int ws, const struct measure_log *m, const char *exe,
+static int status_of(int ws, const struct measure_stream *s, const char *exe,
 		     struct diag *d)
 {
+	const struct measure_log *e = err_run(s);
 	int code;
 
 	if (interrupted)
@@ -457,18 +540,25 @@ static int status_of(int ws, const struct measure_log *m, const char *exe,
 			   "missing", exe);
 		return CLI_NO_LIBRARY;
 	}
-	if (code == 0 && m->npts == 0) {
+	if (code == 0 && measure_stream_points(s) == 0) {
 		diag_error(d, NULL, 0, 0, "%s measured nothing", exe);
 		return CLI_FAIL;
 	}
+	/* a failure with no error line (a launcher's own failure, a
+	 * backend killed by hand) must not pass silently: say so */
+	if (code != 0 && !(e && e->err_msg && e->err_msg[0]))
+		diag_error(d, NULL, 0, 0, "%s exited with status %d and no "
+			   "error line (anything it wrote on stderr is above)",
+			   exe, code);
 	if (code == 0 || (code >= 1 && code <= 4))
 		return code;
-	return m->err_status ? m->err_status : CLI_FAIL;
+	return e ? e->err_status : CLI_FAIL;
 }
 
-static int run_backend(const struct mopts *o, struct measure_log *m,
+static int run_backend(const struct mopts *o, struct measure_stream *s,
 		       char **cmd, struct diag *d)
 {
+	const struct measure_log *e;
 	struct argv_buf *a = mem_calloc(1, sizeof(*a));
 	char words[1024];
 	struct sigaction sa, old;
@@ -498,7 +588,7 @@ static int run_backend(const struct mopts *o, struct measure_log *m,
 	sa.sa_handler = on_interrupt;
 	sigaction(SIGINT, &sa, &old);
 	pid = spawn(a->v, &f, d);
-	rc = pid < 0 ? CLI_FAIL : read_lines(f, a->exe, m, o, d);
+	rc = pid < 0 ? CLI_FAIL : read_lines(f, a->exe, s, o, d);
 	/* Interrupted: the read stopped (EINTR); stop the backend too, if
 	 * the signal reached only us, and keep what it measured. */
 	if (interrupted && pid > 0)
@@ -510,51 +600,120 @@ static int run_backend(const struct mopts *o, struct measure_log *m,
 			;
 	sigaction(SIGINT, &old, NULL);
 	if (pid > 0)
-		rc = rc ? CLI_FAIL : status_of(ws, m, a->exe, d);
-	if (m->err_msg && m->err_msg[0] && rc != CLI_OK)
+		rc = rc ? CLI_FAIL : status_of(ws, s, a->exe, d);
+	if ((e = err_run(s)) && e->err_msg && e->err_msg[0] && rc != CLI_OK)
 		diag_error(d, NULL, 0, 0, "%s backend: %s", o->backend,
-			   m->err_msg);
+			   e->err_msg);
 	mem_free(a);
 	return rc;
 }
 
-/* An imported stream holds a hello line, then points: else an error at
- * the line where the hello was due (the first point; else the last
- * line read, line 1 of an empty file) or, with a hello and no point, at
- * the last line. */
-static int import_complete(const char *file, const struct measure_log *m,
-			   struct diag *d)
+/* A run of an imported stream that is refused (the file is then
+ * refused whole): points with no hello before them, an end line whose
+ * count is not the run's. CLI_OK or CLI_USAGE (reported). */
+static int import_refused(const char *file, const struct measure_log *m,
+			  struct diag *d)
 {
-	int last = m->lines ? (int)m->lines : 1;
-
-	if (m->lines == 0) {
-		diag_error(d, file, 1, 0, "expected a hello line, then points "
-			   "(docs/measure.md), got an empty file");
-		return CLI_USAGE;
-	}
 	/* (a hello that was refused failed the read before this) */
 	if (!m->have_hello && m->first_point_line) {
 		diag_error(d, file, (int)m->first_point_line, 0, "a point "
-			   "with no hello line before it: the stream opens "
-			   "with the backend's hello (docs/measure.md)");
+			   "with no hello line before it: each backend run "
+			   "opens with its hello (docs/measure.md)");
 		return CLI_USAGE;
 	}
-	if (!m->have_hello) {
-		diag_error(d, file, last, 0, "expected a hello line, then "
-			   "points (docs/measure.md), got neither in %u "
-			   "line%s", m->lines, m->lines == 1 ? "" : "s");
+	if (m->ended && !m->have_hello && !m->err_status) {
+		diag_error(d, file, (int)m->end_line, 0, "an end line with no "
+			   "hello line before it (docs/measure.md)");
 		return CLI_USAGE;
 	}
-	if (m->npts == 0) {
-		diag_error(d, file, last, 0, "no point after the hello line "
-			   "(line %u): nothing measured (docs/measure.md)",
-			   m->hello_line);
+	if (m->ended && !isnan(m->end_points) &&
+	    m->end_points != (double)m->npts) {
+		diag_error(d, file, (int)m->end_line, 0, "the end line counts "
+			   "%g point%s, the run of line %u has %u: lines were "
+			   "lost or added", m->end_points,
+			   m->end_points == 1 ? "" : "s", m->hello_line,
+			   m->npts);
 		return CLI_USAGE;
 	}
 	return CLI_OK;
 }
 
-static int import(const struct mopts *o, struct measure_log *m,
+/* Say what a run that is kept lacks: an error line from the backend, no
+ * end line (killed, or the file cut), no point. */
+static void import_warn(const char *file, const struct measure_log *m,
+			struct diag *d)
+{
+	char err[512];
+
+	measure_run_error(m, err, sizeof(err));
+	if (!m->have_hello && err[0])
+		diag_warn(d, file, (int)m->err_line, 0, "a backend run that "
+			  "stopped before its hello line, measuring nothing: "
+			  "%s", err);
+	else if (m->have_hello && err[0])
+		diag_warn(d, file, (int)m->err_line, 0, "the backend stopped "
+			  "at an error after %u point%s (run of line %u): %s%s",
+			  m->npts, m->npts == 1 ? "" : "s", m->hello_line, err,
+			  m->npts ? "; its points are stored, the run marked "
+			  "incomplete" : "; nothing to store");
+	else if (m->have_hello && !m->ended)
+		diag_warn(d, file, (int)m->lines, 0, "the run of line %u stops "
+			  "after %u point%s with no end line (the backend was "
+			  "killed or the file cut)%s", m->hello_line, m->npts,
+			  m->npts == 1 ? "" : "s", m->npts ? ": stored, marked "
+			  "incomplete" : "");
+	else if (m->have_hello && m->npts == 0)
+		diag_warn(d, file, (int)m->lines, 0, "no point after the hello "
+			  "line (line %u): nothing to store for this run",
+			  m->hello_line);
+}
+
+/* An imported stream holds runs, each a hello line, then points: else
+ * an error at the line where the hello was due (the first point; else
+ * the last line read, line 1 of an empty file) or, with no point in any
+ * run, at the last line. */
+static int import_complete(const char *file, const struct measure_stream *s,
+			   struct diag *d)
+{
+	const struct measure_log *first = s->runs[0];
+	int last = s->lines ? (int)s->lines : 1, rc = CLI_OK;
+	size_t i, hellos = 0;
+
+	if (s->lines == 0) {
+		diag_error(d, file, 1, 0, "expected a hello line, then points "
+			   "(docs/measure.md), got an empty file");
+		return CLI_USAGE;
+	}
+	for (i = 0; i < s->n && rc == CLI_OK; i++)
+		rc = import_refused(file, s->runs[i], d);
+	if (rc != CLI_OK)
+		return rc;
+	for (i = s->n; i-- > 0;)
+		if (s->runs[i]->have_hello) {
+			hellos++;
+			first = s->runs[i];
+		}
+	if (measure_stream_points(s) == 0) {
+		for (i = 0; i < s->n; i++)
+			if (s->runs[i]->err_status)
+				import_warn(file, s->runs[i], d);
+		if (!hellos)
+			diag_error(d, file, last, 0, "expected a hello line, "
+				   "then points (docs/measure.md), got neither "
+				   "in %u line%s", s->lines,
+				   s->lines == 1 ? "" : "s");
+		else
+			diag_error(d, file, last, 0, "no point after the hello "
+				   "line (line %u): nothing measured "
+				   "(docs/measure.md)", first->hello_line);
+		return CLI_USAGE;
+	}
+	for (i = 0; i < s->n; i++)
+		import_warn(file, s->runs[i], d);
+	return CLI_OK;
+}
+
+static int import(const struct mopts *o, struct measure_stream *s,
 		  struct diag *d)
 {
 	FILE *f = strcmp(o->import, "-") == 0 ? stdin : fopen(o->import, "r");
@@ -565,18 +724,18 @@ static int import(const struct mopts *o, struct measure_log *m,
 			   strerror(errno));
 		return CLI_USAGE;
 	}
-	rc = read_lines(f, o->import, m, o, d);
+	rc = read_lines(f, o->import, s, o, d);
 	err = ferror(f) ? errno : 0;	/* a directory: EISDIR */
 	if (f != stdin)
 		fclose(f);
 	if (rc != 0)
-		return CLI_USAGE;
+		return d->oom ? CLI_FAIL : CLI_USAGE;
 	if (err) {
 		diag_error(d, o->import, 0, 0, "cannot read: %s",
 			   strerror(err));
 		return CLI_USAGE;
 	}
-	return import_complete(o->import, m, d);
+	return import_complete(o->import, s, d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -602,6 +761,7 @@ static int store_log(const struct mopts *o, const char *data_root,
 		     const char *cmd, struct diag *d)
 {
 	char *sets = sets_json(o), *json = cJSON_PrintUnformatted(m->points);
+	char err[512];
 	struct cli_result r = { .command = "measure", .json = json,
 				.meas_info = &m->info, .meas = m->pts,
 				.nmeas = m->npts };
@@ -614,6 +774,9 @@ static int store_log(const struct mopts *o, const char *data_root,
 	m->info.system = o->system ? o->system : "";
 	m->info.sets_json = sets;
 	m->info.command = cmd ? cmd : o->import ? o->import : "";
+	m->info.incomplete = measure_run_incomplete(m);
+	measure_run_error(m, err, sizeof(err));
+	m->info.error = err;
 	if (s) {
 		r.schema = &system_schema;
 		r.config = s;
@@ -624,6 +787,7 @@ static int store_log(const struct mopts *o, const char *data_root,
 	rc = cli_store(o->db, data_root, &r, d);
 out:
 	m->info.system = m->info.sets_json = m->info.command = NULL;
+	m->info.error = NULL;
 	cJSON_free(sets);
 	cJSON_free(json);
 	return rc;
@@ -649,42 +813,94 @@ static int load_system(struct mopts *o, struct config_ctx *cx,
 	return CLI_OK;
 }
 
-static void output(const struct mopts *o, struct measure_log *m)
+/* Every run's points as one JSON array or CSV table (each point names
+ * its op; the table's summary of the last run). */
+static void output(const struct mopts *o, struct measure_stream *st)
 {
-	if (o->fmt == OUT_JSON) {
-		char *s = cJSON_Print(m->points);
+	size_t i;
 
-		if (s)
+	if (o->fmt == OUT_JSON) {
+		cJSON *all = cJSON_CreateArray(), *p;
+		char *s;
+
+		for (i = 0; all && i < st->n; i++)
+			cJSON_ArrayForEach(p, st->runs[i]->points)
+				cJSON_AddItemReferenceToArray(all, p);
+		if (all && (s = cJSON_Print(all))) {
 			printf("%s\n", s);
-		cJSON_free(s);
+			cJSON_free(s);
+		}
+		cJSON_Delete(all);
 	} else if (o->fmt == OUT_CSV) {
-		measure_print_csv(stdout, m);
-	} else if (m->npts && m->have_hello) {
-		measure_print_footer(stdout, m);
+		for (i = 0; i < st->n; i++)
+			measure_print_csv(stdout, st->runs[i], i == 0);
+	} else {
+		run_footer(o, st->runs[st->n - 1]);
 	}
+}
+
+/* An imported file without --system: the shipped CPU host when every
+ * run in it is the mpi backend's (else stored, not predictable). */
+static int import_system(struct mopts *o, struct config_ctx *cx,
+			 const struct measure_stream *st,
+			 struct system_spec **s)
+{
+	size_t i, mpi = 0, runs = 0;
+
+	for (i = 0; i < st->n; i++)
+		if (st->runs[i]->have_hello && st->runs[i]->npts) {
+			runs++;
+			mpi += strcmp(st->runs[i]->info.backend, "mpi") == 0;
+		}
+	if (o->system || !runs || mpi != runs)
+		return CLI_OK;
+	o->backend = "mpi";
+	return load_system(o, cx, s);
+}
+
+/* Store every run that has a hello and points; CLI status. */
+static int store_runs(const struct mopts *o, const char *data_root,
+		      const struct system_spec *s, struct measure_stream *st,
+		      const char *cmd, struct diag *d)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < st->n; i++) {
+		struct measure_log *m = st->runs[i];
+
+		if (!m->npts || !m->have_hello)
+			continue;
+		if ((rc = store_log(o, data_root, s, m, cmd, d)) != CLI_OK)
+			return rc;
+	}
+	return CLI_OK;
 }
 
 int cli_measure(int argc, char **argv, const char *argv0)
 {
-	struct mopts o = { .dtype = "float", .min_B = 32 << 20,
-			   .max_B = 32 << 20, .factor = 2, .budget_s = 2,
+	struct mopts o = { .dtype = "float", .factor = 2, .budget_s = 2,
 			   .ranks = 0, .iters = 20, .warmup = 5,
 			   .fmt = OUT_TABLE, .store = 1 };
-	struct measure_log m;
+	struct measure_stream st = { 0 };
 	struct system_spec *s = NULL;
 	struct config_ctx cx;
 	struct arena a;
 	struct diag d;
 	char *cmd = NULL;
+	uint32_t npts;
 	int rc, src;
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	measure_init(&m);
 	o.sets = arena_alloc(&a, (size_t)argc * sizeof(*o.sets));
 	cx = (struct config_ctx){ &a, &d, config_data_root(&a, argv0) };
-	if (!o.sets || !cx.data_root || !m.points) {
+	if (!o.sets || !cx.data_root) {
 		diag_oom(&d);
+		rc = CLI_FAIL;
+		goto out;
+	}
+	if (measure_stream_init(&st, &d) != 0) {
 		rc = CLI_FAIL;
 		goto out;
 	}
@@ -694,24 +910,23 @@ int cli_measure(int argc, char **argv, const char *argv0)
 		o.ranks = 2;
 	if ((rc = load_system(&o, &cx, &s)) != CLI_OK)
 		goto out;
-	rc = o.import ? import(&o, &m, &d) : run_backend(&o, &m, &cmd, &d);
-	if (o.import && rc == CLI_OK && !o.system && m.info.backend &&
-	    strcmp(m.info.backend, "mpi") == 0) {
-		o.backend = "mpi";
-		rc = load_system(&o, &cx, &s);
-	}
-	output(&o, &m);
+	rc = o.import ? import(&o, &st, &d) : run_backend(&o, &st, &cmd, &d);
+	if (o.import && rc == CLI_OK)
+		rc = import_system(&o, &cx, &st, &s);
+	output(&o, &st);
+	npts = measure_stream_points(&st);
 	if (interrupted)
-		fprintf(stderr, "llmsim: interrupted after %u points\n", m.npts);
+		fprintf(stderr, "llmsim: interrupted after %u points\n", npts);
 	/* a measurement keeps what it has (a bad line, Ctrl-C); a file
 	 * with a bad line is refused whole, as any bad input */
-	if (o.store && m.npts && m.have_hello && !(o.import && rc != CLI_OK) &&
-	    (src = store_log(&o, cx.data_root, s, &m, cmd, &d)) != CLI_OK &&
+	if (o.store && npts && !(o.import && rc != CLI_OK) &&
+	    (src = store_runs(&o, cx.data_root, s, &st, cmd, &d)) != CLI_OK &&
 	    rc == CLI_OK)
 		rc = src;
 out:
 	mem_free(cmd);
-	measure_release(&m);
+	if (st.runs)
+		measure_stream_release(&st);
 	arena_release(&a);
 	return rc;
 }

@@ -95,6 +95,17 @@ int cli_store(const char *db, const char *data_root,
 		db = path;
 	if (!(st = store_open(db, d)))
 		goto out;
+	if (r->meas_info && r->json &&
+	    (id = store_find_measure(st, &run, r->meas_info, d)) != 0) {
+		if (id > 0) {
+			fprintf(stderr, "llmsim: not stored again: run %lld in "
+				"%s holds the same points from the same device "
+				"for the same system (imported before?)\n",
+				(long long)id, db);
+			rc = CLI_OK;
+		}
+		goto out;
+	}
 	id = put(st, &run, r, d);
 	if (id > 0) {
 		fprintf(stderr, "llmsim: stored as run %lld in %s\n",

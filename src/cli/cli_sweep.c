@@ -1,8 +1,11 @@
 /*
  * cli_sweep.c - `llmsim sweep SWEEP.yaml [-j N] [--db PATH] [--shard I/N]
- * [--list]`: expand a sweep file and run its points into the database
- * (sweep.h, sweep_run.h); under mpirun, one shard per rank, merged by
- * rank 0 at the end (sweep_mpi.h).
+ * [--list] [--no-store]`: expand a sweep file and run its points into the
+ * database (sweep.h, sweep_run.h); under mpirun, one shard per rank,
+ * merged by rank 0 at the end (sweep_mpi.h). --no-store runs into a
+ * database in a fresh temporary folder, prints the table and removes it:
+ * the workers store each point as they finish and the table is read back
+ * from the store, so "not stored" is a store nobody keeps.
  *
  * Exit status: 0 every point ran, was already stored, or is stored as
  * invalid; 1 a runtime failure (some point failed or a worker died: run
@@ -10,8 +13,10 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,8 @@ struct sweep_cli {
 	int jobs;
 	uint32_t shard, nshards;
 	int list;
+	int no_store;			/* a temporary database, removed */
+	char tmpdir[256];		/* its folder ("" when none) */
 };
 
 /* A positive integer of at most max, all of text[0..len). */
@@ -101,6 +108,7 @@ static int parse(int argc, char **argv, struct sweep_cli *o, struct diag *d)
 		{ "db", required_argument, NULL, 'd' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
+		{ "no-store", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long j;
@@ -129,6 +137,9 @@ static int parse(int argc, char **argv, struct sweep_cli *o, struct diag *d)
 		case 'l':
 			o->list = 1;
 			break;
+		case 'n':
+			o->no_store = 1;
+			break;
 		default:
 			return CLI_USAGE;
 		}
@@ -148,7 +159,52 @@ static int parse(int argc, char **argv, struct sweep_cli *o, struct diag *d)
 				       "from the file's folder; running the "
 				       "same file again resumes it)");
 	o->file = argv[optind];
+	if (o->no_store && (o->db || o->nshards != 1))
+		return cli_usage_error("sweep", "--no-store keeps no database: "
+				       "%s has nothing to write to (leave one "
+				       "out)", o->db ? "--db" : "--shard");
 	return CLI_OK;
+}
+
+/* --no-store: a fresh folder for the throw-away database. 0 or -1
+ * (reported). */
+static int make_tmpdir(struct sweep_cli *o, struct diag *d)
+{
+	const char *t = getenv("TMPDIR");
+
+	if (!t || !*t)
+		t = "/tmp";
+	if (snprintf(o->tmpdir, sizeof(o->tmpdir), "%s/llmsim-sweep-XXXXXX",
+		     t) >= (int)sizeof(o->tmpdir) || !mkdtemp(o->tmpdir)) {
+		diag_error(d, NULL, 0, 0, "--no-store: cannot make a temporary "
+			   "folder in %s for the sweep's database: %s", t,
+			   strerror(errno));
+		o->tmpdir[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* Remove the temporary folder and what the store left in it (the
+ * database, its -wal and -shm files). */
+static void remove_tmpdir(struct sweep_cli *o)
+{
+	char path[512];
+	struct dirent *e;
+	DIR *dir;
+
+	if (!o->tmpdir[0] || !(dir = opendir(o->tmpdir)))
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", o->tmpdir,
+			     e->d_name) < (int)sizeof(path))
+			unlink(path);
+	}
+	closedir(dir);
+	rmdir(o->tmpdir);
+	o->tmpdir[0] = '\0';
 }
 
 /* --list: every point's axis values, one line each. */
@@ -183,6 +239,8 @@ static int list_points(const struct sweep *sw, const struct sweep_cli *o,
 static const char *db_path(struct arena *a, const struct sweep_cli *o,
 			   const char *root)
 {
+	if (o->tmpdir[0])
+		return arena_printf(a, "%s/sweep.db", o->tmpdir);
 	return o->db ? o->db : cli_default_db_in(a, root);
 }
 
@@ -190,7 +248,7 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 {
 	struct sweep_opts so;
 	struct sweep_tally t;
-	struct sweep_cli o;
+	struct sweep_cli o = { 0 };
 	struct sweep_mpi mpi;
 	struct sweep sw;
 	struct arena a;
@@ -211,11 +269,15 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 		rc = list_points(&sw, &o, &a);
 		goto out;
 	}
+	if (o.no_store && make_tmpdir(&o, &d) != 0) {
+		rc = CLI_FAIL;
+		goto out;
+	}
 	root = config_data_root(&a, argv0);
 	memset(&so, 0, sizeof(so));
 	so = (struct sweep_opts){ db_path(&a, &o, root ? root : "."), root,
 				  cli_version(), o.jobs, o.shard, o.nshards,
-				  isatty(STDERR_FILENO), stdout };
+				  isatty(STDERR_FILENO), stdout, o.no_store };
 	if (!root || !so.db) {
 		diag_oom(&d);
 		rc = CLI_FAIL;
@@ -226,8 +288,17 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 		rc = rc < 0 ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
+	/* each rank would make its own folder: rank 0 could not merge */
+	if (mpi.active && o.no_store) {
+		diag_error(&d, NULL, 0, 0, "--no-store does not run under "
+			   "mpirun (the ranks merge their databases into one): "
+			   "give --db PATH instead");
+		rc = sweep_mpi_end(&mpi, CLI_USAGE, &d);
+		goto out;
+	}
 	rc = sweep_run(&sw, &so, &t, &d);
 	rc = sweep_mpi_end(&mpi, rc, &d);
+	remove_tmpdir(&o);
 	if (t.stopped) {
 		/* Die of the signal, so that a shell or make running us
 		 * stops too (128 + the signal, as if not caught). */
@@ -237,6 +308,7 @@ int cli_sweep(int argc, char **argv, const char *argv0)
 		rc = 128 + t.stopped;
 	}
 out:
+	remove_tmpdir(&o);
 	arena_release(&a);
 	return rc;
 }

@@ -91,6 +91,13 @@ static int parse_pct(const char *opt, const char *v, double *out)
 	if (end == v || (*end && strcmp(end, "%") != 0) || !(x > 0) || x > 1000)
 		return cli_usage_error("validate", "%s: expected a percentage "
 				       "such as '15%%', got '%s'", opt, v);
+	/* a bare 0.15 was read as 0.15 %, where plan's --headroom reads a
+	 * bare number as a fraction: the sign says which */
+	if (!*end)
+		return cli_usage_error("validate", "%s: write the percentage "
+				       "with its sign, '%s%%' (a bare number "
+				       "is ambiguous: 0.15 could mean 15 %%)",
+				       opt, v);
 	*out = x / 100;
 	return CLI_OK;
 }

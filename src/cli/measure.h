@@ -24,25 +24,72 @@ struct diag;
 struct measure_log {
 	struct store_meas_info info;	/* from the hello line */
 	int have_hello;
+	int foreign;			/* a hello of another protocol */
 	struct store_meas_row pts[MEASURE_MAX_POINTS];
 	uint32_t npts;
 	struct cJSON *points;		/* the point lines, as --json prints */
 	int ended;			/* an end line came */
 	int err_status;			/* an error line's status (0: none) */
 	char *err_msg;			/* its message */
-	unsigned lines;			/* lines read */
-	unsigned hello_line;		/* the first hello's line (0: none) */
+	char *err_reason;		/* its reason */
+	double end_points;		/* the end line's count (NaN: none) */
+	unsigned lines;			/* lines read (of the whole stream) */
+	unsigned first_line;		/* this run's first line */
+	unsigned hello_line;		/* the hello's line (0: none) */
 	unsigned first_point_line;	/* the first point line's (0: none) */
+	unsigned end_line, err_line;	/* the end / error line's (0: none) */
 };
 
 void measure_init(struct measure_log *m);
 void measure_release(struct measure_log *m);
 
-/* Take one protocol line. 0; 1 when it was a point (the newest is
- * m->pts[m->npts - 1]); -1 after reporting (not JSON, a point with a
- * missing or bad field, too many points) naming where: file:line. */
+/* measure_line's answers. */
+enum {
+	MEASURE_BAD = -1,	/* reported (not JSON, a bad point, ...) */
+	MEASURE_TAKEN = 0,	/* hello, end, error, blank, unknown type */
+	MEASURE_POINT = 1,	/* a point: m->pts[m->npts - 1] */
+	MEASURE_NEXT = 2,	/* the line opens the next run: not taken */
+};
+
+/* Take one protocol line. A backend run is a hello line, its points,
+ * and an end line or an error line; a hello after any of those, an
+ * error line after an end or an error, or a point or end after an end
+ * or an error opens the next run (MEASURE_NEXT: m is unchanged). -1
+ * reports where: file:line. */
 int measure_line(struct measure_log *m, const char *line, const char *where,
 		 struct diag *d);
+
+/*
+ * A stream of backend runs: a backend's stdout holds one, a file several
+ * (backends' outputs concatenated: each hello line opens a run, and an
+ * error line after an end is a run that failed before its hello).
+ * runs[n - 1] is the run being read; never empty once opened.
+ */
+struct measure_stream {
+	struct measure_log **runs;
+	size_t n, cap;
+	unsigned lines;			/* lines read */
+};
+
+/* 0, or -1 out of memory (reported). */
+int measure_stream_init(struct measure_stream *s, struct diag *d);
+void measure_stream_release(struct measure_stream *s);
+
+/* Take one line into the run being read, opening the next run first
+ * when the line belongs to it (*opened = 1; else 0). As measure_line:
+ * MEASURE_BAD, MEASURE_TAKEN or MEASURE_POINT (of runs[n - 1]). */
+int measure_stream_line(struct measure_stream *s, const char *line,
+			const char *where, int *opened, struct diag *d);
+
+/* Points in every run. */
+uint32_t measure_stream_points(const struct measure_stream *s);
+
+/* What a finished run lacks or reports, for the store and the user: its
+ * error line as "status N (REASON): MESSAGE" in buf ("" when none), and
+ * whether it stopped before its end line (the backend killed, the file
+ * cut, or an error line). */
+int measure_run_incomplete(const struct measure_log *m);
+void measure_run_error(const struct measure_log *m, char *buf, size_t len);
 
 /* Printing (measure_print.c): the rccl-tests table as points arrive
  * (header before the first, a line per point, a summary after the
@@ -51,6 +98,6 @@ void measure_print_header(FILE *out, const struct measure_log *m,
 			  const char *op);
 void measure_print_point(FILE *out, const struct store_meas_row *p);
 void measure_print_footer(FILE *out, const struct measure_log *m);
-void measure_print_csv(FILE *out, const struct measure_log *m);
+void measure_print_csv(FILE *out, const struct measure_log *m, int header);
 
 #endif

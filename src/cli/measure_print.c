@@ -24,12 +24,18 @@ void measure_print_header(FILE *out, const struct measure_log *m,
 {
 	const struct store_meas_info *i = &m->info;
 	const char *what = op ? op : m->npts ? m->pts[0].op : "?";
+	const char *lib = i->library ? i->library : "";
+	const char *ver = i->library_version ? i->library_version : "";
+	/* "NCCL 2.28.9", "Open MPI v4.1.4" (its version names it), "cuBLAS"
+	 * (no version given), "no library" (the copy kernel) */
+	int named = !*lib || strncmp(ver, lib, strlen(lib)) == 0;
 
 	fprintf(out, "# llmsim measure: %s, %d rank%s (%d node%s x %d), %s "
-		"backend\n# %s, %s; %s on %s\n#\n", what, i->ranks,
+		"backend\n# %s%s%s, %s; %s on %s\n#\n", what, i->ranks,
 		i->ranks == 1 ? "" : "s", i->nodes, i->nodes == 1 ? "" : "s",
 		i->devices_per_node, i->backend ? i->backend : "?",
-		i->library_version ? i->library_version : "",
+		named ? "" : lib, !named && *ver ? " " : "",
+		*ver ? ver : *lib ? "" : "no library",
 		i->runtime ? i->runtime : "",
 		i->device ? i->device : "", i->host ? i->host : "");
 	if (is_gemm(what)) {
@@ -65,35 +71,47 @@ void measure_print_point(FILE *out, const struct store_meas_row *p)
 		p->time_min_s * 1e6, p->time_max_s * 1e6, p->check);
 }
 
+/* rccl-tests' summary: the average rate over the run's points of its
+ * first op (a backend run measures one; a hand-made stream with several
+ * says how many it left out), in its unit, and the failed checks. */
 void measure_print_footer(FILE *out, const struct measure_log *m)
 {
+	const char *op = m->npts ? m->pts[0].op : "";
 	double sum = 0;
-	uint32_t i, wrong = 0;
+	uint32_t i, n = 0, other = 0, wrong = 0;
 
 	for (i = 0; i < m->npts; i++) {
 		const struct store_meas_row *p = &m->pts[i];
 
+		wrong += strcmp(p->check, "wrong") == 0;
+		if (strcmp(p->op, op) != 0) {
+			other++;
+			continue;
+		}
 		sum += is_gemm(p->op) ? p->rate / 1e12 : is_copy(p->op) ?
 		       p->rate / 1e9 : p->busbw_Bps / 1e9;
-		wrong += strcmp(p->check, "wrong") == 0;
+		n++;
 	}
-	if (m->npts && is_gemm(m->pts[0].op))
-		fprintf(out, "# Avg rate             : %g TFLOP/s\n",
-			sum / m->npts);
-	else if (m->npts && is_copy(m->pts[0].op))
-		fprintf(out, "# Avg traffic          : %g GB/s\n", sum / m->npts);
-	else if (m->npts)
-		fprintf(out, "# Avg bus bandwidth    : %g\n", sum / m->npts);
+	if (n && is_gemm(op))
+		fprintf(out, "# Avg rate             : %g TFLOP/s\n", sum / n);
+	else if (n && is_copy(op))
+		fprintf(out, "# Avg traffic          : %g GB/s\n", sum / n);
+	else if (n)
+		fprintf(out, "# Avg bus bandwidth    : %g GB/s\n", sum / n);
+	if (other)
+		fprintf(out, "# (%u point%s of other ops than %s not averaged)\n",
+			other, other == 1 ? "" : "s", op);
 	fprintf(out, "# Out of bounds values : %u %s\n", wrong,
 		wrong ? "WRONG" : "OK");
 }
 
-void measure_print_csv(FILE *out, const struct measure_log *m)
+void measure_print_csv(FILE *out, const struct measure_log *m, int header)
 {
 	uint32_t i;
 
-	fputs("op,size_B,count,type,m,n,k,time_us,time_min_us,time_max_us,"
-	      "algbw_GBps,busbw_GBps,rate,check\n", out);
+	if (header)
+		fputs("op,size_B,count,type,m,n,k,time_us,time_min_us,time_max_us,"
+		      "algbw_GBps,busbw_GBps,rate,check\n", out);
 	for (i = 0; i < m->npts; i++) {
 		const struct store_meas_row *p = &m->pts[i];
 

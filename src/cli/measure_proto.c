@@ -11,8 +11,10 @@
  *   error  status, reason, message
  *   end    points
  *
- * Units are converted to the store's SI: us -> s, GB/s -> B/s, TFLOP/s
- * -> FLOP/s. Unknown keys are ignored (a newer backend may say more);
+ * A stream may hold several backend runs (measure_stream_line: each
+ * hello opens one, and so does an error, point or end line after a run's
+ * end or error). Units are converted to the store's SI: us -> s, GB/s ->
+ * B/s, TFLOP/s -> FLOP/s. Unknown keys are ignored (a newer backend may say more);
  * a missing required key is an error naming it.
  */
 #include "measure.h"
@@ -27,6 +29,7 @@
 void measure_init(struct measure_log *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->end_points = NAN;
 	m->points = cJSON_CreateArray();
 }
 
@@ -52,6 +55,7 @@ void measure_release(struct measure_log *m)
 		mem_free((char *)m->pts[i].check);
 	}
 	mem_free(m->err_msg);
+	mem_free(m->err_reason);
 	cJSON_Delete(m->points);
 	memset(m, 0, sizeof(*m));
 }
@@ -78,7 +82,21 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 	struct store_meas_info *i = &m->info;
 	double ranks = num_of(o, "ranks"), nodes = num_of(o, "nodes");
 	double per = num_of(o, "devices_per_node");
+	double proto = num_of(o, "protocol");
 
+	if (proto != 1) {
+		/* another program's JSON lines (a hello and points of its
+		 * own): one error, not one a line */
+		char got[32];
+
+		snprintf(got, sizeof(got), isnan(proto) ? "no 'protocol'" :
+			 "protocol %g", proto);
+		diag_error(d, where, (int)m->lines, 0, "hello: %s; this llmsim "
+			   "reads protocol 1 (docs/measure.md): not the stream "
+			   "of an llmsim backend", got);
+		m->foreign = 1;
+		return -1;
+	}
 	free_info(i);
 	i->backend = str_of(o, "backend");
 	i->host = str_of(o, "host");
@@ -200,9 +218,23 @@ static int error_line(struct measure_log *m, const cJSON *o)
 	double st = num_of(o, "status");
 
 	m->err_status = st >= 1 && st <= 4 ? (int)st : 1;
+	m->err_line = m->lines;
 	mem_free(m->err_msg);
+	mem_free(m->err_reason);
 	m->err_msg = str_of(o, "message");
+	m->err_reason = str_of(o, "reason");
 	return 0;
+}
+
+/* Whether a line of type ty belongs to the next run (see measure.h). */
+static int opens_next(const struct measure_log *m, const char *ty)
+{
+	int done = m->ended || m->err_status;
+
+	if (strcmp(ty, "hello") == 0)
+		return m->have_hello || m->first_point_line || done;
+	return done && (strcmp(ty, "error") == 0 || strcmp(ty, "point") == 0 ||
+			strcmp(ty, "end") == 0);
 }
 
 int measure_line(struct measure_log *m, const char *line, const char *where,
@@ -226,6 +258,11 @@ int measure_line(struct measure_log *m, const char *line, const char *where,
 		cJSON_Delete(o);
 		return -1;
 	}
+	if (opens_next(m, t->valuestring)) {
+		m->lines--;
+		cJSON_Delete(o);
+		return MEASURE_NEXT;
+	}
 	if (strcmp(t->valuestring, "hello") == 0) {
 		rc = hello(m, o, where, d);
 		if (!m->hello_line)
@@ -237,10 +274,112 @@ int measure_line(struct measure_log *m, const char *line, const char *where,
 	}
 	else if (strcmp(t->valuestring, "error") == 0)
 		rc = error_line(m, o);
-	else if (strcmp(t->valuestring, "end") == 0)
+	else if (strcmp(t->valuestring, "end") == 0) {
 		m->ended = 1;
+		m->end_line = m->lines;
+		m->end_points = num_of(o, "points");
+	}
 	if (rc == 1 && m->points && cJSON_AddItemToArray(m->points, o))
 		return 1;
 	cJSON_Delete(o);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A stream of runs                                                    */
+
+static int stream_add(struct measure_stream *s, struct diag *d)
+{
+	struct measure_log *m;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 4;
+		struct measure_log **v = mem_realloc(s->runs,
+						     cap * sizeof(*v));
+
+		if (!v) {
+			diag_oom(d);
+			return -1;
+		}
+		s->runs = v;
+		s->cap = cap;
+	}
+	if (!(m = mem_alloc(sizeof(*m)))) {
+		diag_oom(d);
+		return -1;
+	}
+	measure_init(m);
+	if (!m->points) {
+		mem_free(m);
+		diag_oom(d);
+		return -1;
+	}
+	m->lines = s->lines;
+	m->first_line = s->lines + 1;
+	s->runs[s->n++] = m;
+	return 0;
+}
+
+int measure_stream_init(struct measure_stream *s, struct diag *d)
+{
+	memset(s, 0, sizeof(*s));
+	return stream_add(s, d);
+}
+
+void measure_stream_release(struct measure_stream *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		measure_release(s->runs[i]);
+		mem_free(s->runs[i]);
+	}
+	mem_free(s->runs);
+	memset(s, 0, sizeof(*s));
+}
+
+int measure_stream_line(struct measure_stream *s, const char *line,
+			const char *where, int *opened, struct diag *d)
+{
+	struct measure_log *m = s->runs[s->n - 1];
+	int rc;
+
+	*opened = 0;
+	m->lines = s->lines;
+	rc = measure_line(m, line, where, d);
+	if (rc == MEASURE_NEXT) {
+		if (stream_add(s, d) != 0)
+			return MEASURE_BAD;
+		*opened = 1;
+		m = s->runs[s->n - 1];
+		rc = measure_line(m, line, where, d);	/* a fresh run: no NEXT */
+	}
+	s->lines = m->lines;
+	return rc;
+}
+
+uint32_t measure_stream_points(const struct measure_stream *s)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		n += s->runs[i]->npts;
+	return n;
+}
+
+int measure_run_incomplete(const struct measure_log *m)
+{
+	return m->have_hello && !m->ended;
+}
+
+void measure_run_error(const struct measure_log *m, char *buf, size_t len)
+{
+	if (!m->err_status) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, len, "status %d (%s): %s", m->err_status,
+		 m->err_reason && m->err_reason[0] ? m->err_reason : "no reason",
+		 m->err_msg ? m->err_msg : "");
 }

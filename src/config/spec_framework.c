@@ -415,6 +415,14 @@ static const struct schema_field framework_fields[] = {
 		  "stream while the routed experts' tokens are dispatched "
 		  "(as moe.shared_expert_overlap does), whatever the job's "
 		  "moe.shared_expert_overlap" },
+	{ .key = "moe_chunk_sort", .type = ST_BOOL,
+	  .offset = FOFF(moe_chunk_sort), .def = "true",
+	  .help = "MoE with more than one local expert: the token dispatcher "
+		  "sorts the rows it received by local expert, a copy of "
+		  "them (Megatron-Core's sort_chunks_by_idxs, at ep 1 too); "
+		  "false: the permute already leaves them in expert order "
+		  "and nothing sorts them again (a single-GPU PyTorch MoE "
+		  "that sorts its routed expert ids)" },
 	{ .key = "router_gemm_te", .type = ST_BOOL,
 	  .offset = FOFF(router_gemm_te), .def = "false",
 	  .help = "MoE: the router's GEMMs run through Transformer Engine's "

@@ -492,6 +492,13 @@ static const struct schema_field gpu_fields[] = {
 		  "reaches when its loads in flight, not the memory, bound "
 		  "it; times compute_units, capped at the level's bandwidth "
 		  "(replaces strided_efficiency when set)" },
+	{ .key = "scatter_add_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(scatter_add_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second of source elements an atomic scatter-add "
+		  "(PyTorch's index_add_ and scatter_add_: one atomic add an "
+		  "element, several source rows into each output row) adds "
+		  "into its output (absent: those bytes stream)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },

@@ -175,6 +175,9 @@ struct gpu_spec {
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is
 						 * bound by loads in flight per SM, not by the
 						 * memory; 0 = use strided_efficiency */
+	double scatter_add_Bps;			/* B/s of elements an atomic scatter-add
+						 * (PyTorch index_add_ / scatter_add_) adds
+						 * into its output; 0 = they stream */
 };
 
 extern const struct schema gpu_schema;

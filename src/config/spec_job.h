@@ -367,6 +367,8 @@ struct framework_spec {
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
 	int shared_expert_stream;		/* MoE: the shared experts run on a side
 					 * stream beside the routed experts' dispatch */
+	int moe_chunk_sort;			/* MoE: the dispatcher sorts the received rows
+						 * by local expert (more than one a GPU) */
 	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
 						 * Engine: forward on the 16-bit inputs (the
 						 * router dtype only as output), backward in

@@ -82,6 +82,9 @@ enum exec_part {
 /* JSON key of each part: "compute_s", "exposed_comm_s", "bubble_s",
  * "optimizer_s", "other_s". */
 extern const char *const exec_part_keys[EXEC_PART_COUNT];
+/* Its label in text summaries: "compute", "exposed communication",
+ * "pipeline bubble", "optimizer", "other". */
+extern const char *const exec_part_labels[EXEC_PART_COUNT];
 
 /* Streams told apart in exec_result.exposed_by_stream_s; later streams
  * count in the last slot. */

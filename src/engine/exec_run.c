@@ -62,6 +62,11 @@ const char *const exec_part_keys[EXEC_PART_COUNT] = {
 	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
 };
 
+const char *const exec_part_labels[EXEC_PART_COUNT] = {
+	"compute", "exposed communication", "pipeline bubble", "optimizer",
+	"other",
+};
+
 /* Enter an engine event: the clock of the run. */
 static void tick(struct run *r)
 {

@@ -237,6 +237,17 @@ struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 			     fmax(comp_s, mem_s), comp_s, mem_s);
 }
 
+double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B)
+{
+	double stream_Bps = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+
+	gpu_require_size(added_B, "bytes scatter-added");
+	if (!(g->scatter_add_Bps > 0) || !(stream_Bps > 0) ||
+	    g->scatter_add_Bps >= stream_Bps)
+		return 0;
+	return added_B / g->scatter_add_Bps - added_B / stream_Bps;
+}
+
 struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
 				    double write_B, double flops,
 				    double launches)

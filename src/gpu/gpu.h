@@ -197,6 +197,19 @@ double gpu_gemm_owned_share(const struct gpu_spec *g, double tiles_per_unit);
 double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,
 			     double chain);
 
+/* The same path's other bound (s): a stream's kernels run one after
+ * another, each with its own tiles and waves and launch (gpu_gemm_q with
+ * q's widths; B from HBM where the groups' whole working set exceeds
+ * L2), so the longest stream takes `chain` kernels of the groups' mean
+ * time. The per-expert path costs max(gpu_grouped_gemm_q +
+ * gpu_grouped_kernels_s, gpu_grouped_chain_s); on one stream (chain =
+ * the kernels) the chain binds (gpu_grouped.c). Groups with a zero
+ * dimension launch nothing. */
+double gpu_grouped_chain_s(const struct gpu_spec *g,
+			   const struct gpu_gemm_dtypes *q,
+			   const struct gpu_gemm_group *groups,
+			   size_t ngroups, double chain);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),
@@ -273,6 +286,13 @@ struct gpu_cost gpu_memory_ops(const struct gpu_spec *g, double read_B,
 struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
 				    double write_B, double flops,
 				    double launches);
+
+/* Seconds an atomic scatter-add kernel (PyTorch index_add_ /
+ * scatter_add_, fastAtomicAdd an element) takes beyond streaming the
+ * added_B bytes of its source elements: those bytes move at the GPU's
+ * scatter_add_bandwidth instead of HBM's streaming rate (0 where the GPU
+ * sets none, or where it would be faster). */
+double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B);
 
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */

@@ -67,6 +67,28 @@
  *
  *     t_L = t + (ceil(L / S) - 1) t_launch + (L - 1) t_k
  *
+ * That pooling holds where the streams' kernels overlap; a stream's own
+ * kernels do not: each starts when the one before it has ended, and runs
+ * its own tiles, waves and split of k on a GPU it does not fill (an
+ * expert of 32 rows is 6-12 tiles on 132 SMs). So no stream finishes
+ * before its own chain of whole kernels, each costed as the dense GEMM it
+ * is (gpu_gemm_q, its launch included), at the serving level of the
+ * chain's whole working set (the experts' weights that the chain reads
+ * once each; the ones before evicted them where they exceed L2):
+ *
+ *     t_L = max(t + (ceil(L / S) - 1) t_launch + (L - 1) t_k,
+ *               ceil(L / S) / L sum_e t_gemm(m_e, n_e, k_e))
+ *
+ * (gpu_grouped_chain_s: the longest stream's kernels, the experts' mean
+ * times ceil(L / S)). On one stream (S = 1) the chain binds: measured on
+ * an H200 inside CUDA graphs at Qwen3-30B-A3B's expert shapes, L kernels
+ * on one stream take L times one kernel alone within -10..+20 %
+ * (results/reference/kernels/llmsim-h200-2026-12-04-graph-experts-
+ * loop1.yaml: fc1, 16 experts of 32 rows, 98.7 us against 16 x 5.8 us),
+ * where the pooled tiles say 49 us. How much 4 streams' kernels overlap
+ * is not modelled beyond the pooled bound: measured, 4 streams take
+ * 0.48-1.04 of one stream's time (the loop4 rows there).
+ *
  * Checked against TE's published H100 figures at Qwen3-30B-A3B's
  * shapes (results/reference/kernels/te-pr2045-h100-grouped-gemm-bf16.yaml).
  *
@@ -266,4 +288,37 @@ double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,
 	gpu_require_size(chain, "grouped GEMM stream chain");
 	return fmax(chain - 1, 0) * g->kernel_launch_s +
 	       fmax(kernels - 1, 0) * g->gemm_kernel_overhead_s;
+}
+
+double gpu_grouped_chain_s(const struct gpu_spec *g,
+			   const struct gpu_gemm_dtypes *q,
+			   const struct gpu_gemm_group *groups,
+			   size_t ngroups, double chain)
+{
+	struct gpu_gemm_dtypes one = *q;
+	double ws = 0, sum = 0, kernels = 0;
+	size_t i;
+
+	gpu_require_size(chain, "grouped GEMM stream chain");
+	for (i = 0; i < ngroups; i++) {
+		const struct gpu_gemm_group *e = &groups[i];
+
+		if (e->m > 0 && e->n > 0 && e->k > 0)
+			ws += e->m * e->k * q->a_B + e->k * e->n * q->b_B +
+			      e->m * e->n * q->c_B;
+	}
+	if (ws == 0)
+		return 0;
+	/* the chain's working set decides the level each kernel reads at */
+	if (gpu_serving_level(g, ws) == GPU_LEVEL_HBM)
+		one.b_cold = 1;
+	for (i = 0; i < ngroups; i++) {
+		const struct gpu_gemm_group *e = &groups[i];
+
+		if (!(e->m > 0 && e->n > 0 && e->k > 0))
+			continue;	/* no rows: no kernel */
+		sum += gpu_gemm_q(g, &one, e->m, e->n, e->k, 1).time_s;
+		kernels++;
+	}
+	return sum * fmin(fmax(chain, 1), kernels) / kernels;
 }

@@ -23,6 +23,7 @@
  */
 #include "block.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "base/diag.h"
@@ -114,6 +115,20 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 	 * drain (gpu_grouped_kernels_s, gpu_grouped.c says why) */
 	kernels = k->kernels > k->launches ? k->kernels : k->launches;
 	c.time_s += gpu_grouped_kernels_s(g, kernels, k->launches);
+	/* and no less than the longest stream's own kernels one after
+	 * another (gpu_grouped_chain_s) */
+	if (k->kernels > 1) {
+		struct gpu_gemm_dtypes q = {
+			.compute = dt, .a_B = dtype_bytes(dt),
+			.b_B = dtype_bytes(dt),
+			.c_B = dtype_bytes(dt) < 2 ? 2 : dtype_bytes(dt),
+		};
+
+		if (k->accum_B > 0 && n > 0 && k->m * k->n > 0)
+			q.c_B = k->accum_B / (n * k->m * k->n);
+		c.time_s = fmax(c.time_s, gpu_grouped_chain_s(g, &q, groups,
+				(size_t)n, k->launches));
+	}
 	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {
@@ -153,6 +168,25 @@ static struct gpu_cost slow_memory_op(const struct kern *k,
 	return c;
 }
 
+/* A memory-bound op holding an atomic scatter-add (index_add_ or
+ * scatter_add_ of several rows into each output row): its bytes as
+ * gpu_memory_ops streams them, plus what the scatter_B added bytes take
+ * at the GPU's scatter-add rate beyond streaming. */
+static struct gpu_cost scatter_op(const struct kern *k,
+				  const struct gpu_spec *g)
+{
+	struct gpu_cost c = gpu_memory_ops(g, k->read_B, k->write_B,
+					   k->strided_B, k->vec_flops,
+					   k->read_B + k->write_B, k->launches);
+	double extra_s = gpu_scatter_add_extra_s(g, k->scatter_B);
+
+	if (extra_s > 0) {
+		c.time_s += extra_s;
+		c.bound = GPU_BOUND_MEMORY;
+	}
+	return c;
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
@@ -171,6 +205,8 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 	}
 	if (k->mem_eff > 0 && k->mem_eff < 1)
 		return slow_memory_op(k, g);
+	if (k->scatter_B > 0)
+		return scatter_op(k, g);
 	if (k->launches > 1 || k->strided_B > 0)
 		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
 				      k->vec_flops, k->read_B + k->write_B,

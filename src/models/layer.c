@@ -132,39 +132,17 @@ static int is_moe(const struct layer_kind *k)
 	return k && k->moe;
 }
 
-/* The first MLP GEMM's output through the activation: one fused kernel
- * (read u, write f'), or act(g) (r f', w f', strided) then * u (r 2f',
- * w f', u strided) as PyTorch runs a gated MLP on the two halves. */
 static void act_fwd(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
-	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d), B = d->act_B;
-
-	if (!d->eager_act) {
-		lop_memop(o, "act", pass, t * u * B, t * f * B,
-			  ACT_FLOPS * t * f);
-		return;
-	}
-	lop_eager(o, "act", pass, 3 * t * f * B, 2 * t * f * B, 3 * t * f * B,
-		  2, ACT_FLOPS * t * f);
+	lop_act_fwd(o, "act", pass, d, layer_tokens(d), layer_fc1_width(d),
+		    layer_ffn_local(d));
 }
 
-/* Its backward: one fused kernel (read u + f', write u), or dy * u
- * (r 2f', w f'), dy * act(g) (r 2f', w f'), act'(g) (r 2f', w f', g
- * strided) and the cat of the two halves' gradients (r 2f', w 2f'). */
 static void act_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
-	double t = layer_tokens(d), u = layer_fc1_width(d);
-	double f = layer_ffn_local(d), B = d->act_B;
-
-	if (!d->eager_act) {
-		lop_memop(o, "act_bwd", PASS_BWD, t * (u + f) * B, t * u * B,
-			  ACT_FLOPS * t * f);
-		return;
-	}
-	lop_eager(o, "act_bwd", PASS_BWD, 8 * t * f * B, 5 * t * f * B,
-		  6 * t * f * B, 4, ACT_FLOPS * t * f);
+	lop_act_bwd(o, "act_bwd", d, layer_tokens(d), layer_fc1_width(d),
+		    layer_ffn_local(d));
 }
 
 static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,

@@ -81,6 +81,9 @@ struct moe_dims {
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */
 	int permute_fusion;	/* fused permute / unpermute kernels */
+	int chunk_sort;		/* the library dispatcher sorts its received
+				 * rows by local expert (framework
+				 * moe_chunk_sort) */
 	int masked_select;	/* the unfused permute selects its rows with
 				 * masked_select (moe_permute.c) */
 	int shared_overlap;	/* shared experts beside dispatch/combine */
@@ -388,6 +391,9 @@ struct kern {
 	double mem_eff;		/* fraction of the streaming rate this
 				 * memory-bound kernel reaches (0: all of it;
 				 * an MXFP8 cast: lop_cast) */
+	double scatter_B;	/* B of its reads an atomic scatter-add adds
+				 * into the output (gpu_scatter_add_extra_s);
+				 * 0 = none */
 };
 
 enum layer_op_kind {

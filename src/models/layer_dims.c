@@ -148,6 +148,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->router_dt = mj->router_dtype;
 	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;
+	e->chunk_sort = j->framework->moe_chunk_sort != 0;
 	e->masked_select = !e->permute_fusion &&
 		j->framework->elementwise.masked_select_permute == 1;
 	/* the framework's side stream matters only with shared experts (moe.c

@@ -114,6 +114,16 @@ void lop_accumulate_w(struct layer_ops *o, const struct layer_dims *d,
 		      double n, double w);
 void lop_accumulate(struct layer_ops *o, const struct layer_dims *d, double n);
 
+/* A gated activation over t rows (fc1 output u wide, f wide after it)
+ * and its backward: one fused kernel, or PyTorch's act(g) * u on the
+ * halves where d->eager_act (layer_ops.c). */
+struct layer_op *lop_act_fwd(struct layer_ops *o, const char *name,
+			     enum layer_pass pass, const struct layer_dims *d,
+			     double t, double u, double f);
+struct layer_op *lop_act_bwd(struct layer_ops *o, const char *name,
+			     const struct layer_dims *d, double t, double u,
+			     double f);
+
 /* A chain of k PyTorch kernels moving read_B and write_B, strided_B of
  * them through the generic elementwise path. */
 struct layer_op *lop_eager(struct layer_ops *o, const char *name,
@@ -182,10 +192,15 @@ int moe_dedups(const struct layer_dims *d);
 /* The token permute (moe_permute.c): forward, before the dispatch
  * (TE's fused map and gather, Megatron's unfused argsort index or its
  * older masked_selects, then index_select); the unfused unpermute's and
- * index_select backward's zeroed output on op; the permute's backward. */
+ * index_select backward's zeroed output and atomic scatter-add on op;
+ * the permute's backward. */
 void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d);
-void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d);
+void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d);
+/* The unfused unpermute's probability multiply (forward, before the
+ * unpermute) or its backward (pass PASS_BWD, after unpermute_bwd). */
+void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d);
 void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
 /* The router (moe_router.c, a leaf of moe.c): gating GEMM, top-k and
  * aux-loss ops; their backward with Megatron-Core's router_gating_linear

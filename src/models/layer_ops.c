@@ -615,3 +615,37 @@ void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 	lop_norm_bwd(o, name, d);
 	o->op[o->n - 1].dep[1] = red;
 }
+
+/* The first MLP GEMM's output (t rows of u) through the activation
+ * (f' wide): one fused kernel (read u, write f'), or act(g) (r f', w
+ * f', strided) then * u (r 2f', w f', u strided) as PyTorch runs a gated
+ * MLP on the two halves (d->eager_act). The routed experts' activation
+ * (moe.c) is the same over their rows; used by layer.c and moe.c. */
+struct layer_op *lop_act_fwd(struct layer_ops *o, const char *name,
+			     enum layer_pass pass, const struct layer_dims *d,
+			     double t, double u, double f)
+{
+	double B = d->act_B;
+
+	if (!d->eager_act)
+		return lop_memop(o, name, pass, t * u * B, t * f * B,
+				 ACT_FLOPS * t * f);
+	return lop_eager(o, name, pass, 3 * t * f * B, 2 * t * f * B,
+			 3 * t * f * B, 2, ACT_FLOPS * t * f);
+}
+
+/* Its backward: one fused kernel (read u + f', write u), or dy * u
+ * (r 2f', w f'), dy * act(g) (r 2f', w f'), act'(g) (r 2f', w f', g
+ * strided) and the cat of the two halves' gradients (r 2f', w 2f'). */
+struct layer_op *lop_act_bwd(struct layer_ops *o, const char *name,
+			     const struct layer_dims *d, double t, double u,
+			     double f)
+{
+	double B = d->act_B;
+
+	if (!d->eager_act)
+		return lop_memop(o, name, PASS_BWD, t * (u + f) * B,
+				 t * u * B, ACT_FLOPS * t * f);
+	return lop_eager(o, name, PASS_BWD, 8 * t * f * B, 5 * t * f * B,
+			 6 * t * f * B, 4, ACT_FLOPS * t * f);
+}

@@ -444,7 +444,10 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
  * unpermute likewise, fuse_unpermute_combine), inside the transfer the
  * dispatcher's path already times (permute_in_dispatch [?: the fused
  * kernel's extra local copy is taken as hidden under its NVLink
- * transfer]). */
+ * transfer]). A framework without a dispatcher (framework moe_chunk_sort
+ * false: scripts/measure-moe-torch.py's single-GPU MoE sorts its T k
+ * routed expert ids and index_selects the rows in that order) runs no
+ * such sort. */
 /* 1 when it added the op. */
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
@@ -455,6 +458,8 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather) ||
 	    d->moe.permute_in_dispatch)
 		return 0;
+	if (!d->moe.chunk_sort && !moe_dedups(d) && !d->moe.allgather)
+		return 0;	/* the permute left them in expert order */
 	op = lop_memop(o, name, pass, n, n, 0);
 	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
 	    !d->moe.allgather) {
@@ -627,8 +632,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	before = lop_tail(o);
 	first = (int16_t)o->n;
 	clamp_op(o, "expert_clamp", pass, d);
-	lop_memop(o, "expert_act", pass, R * u * d->act_B, R * f * d->act_B,
-		  ACT_FLOPS * R * f);
+	lop_act_fwd(o, "expert_act", pass, d, R, u, f);
 	glu_sync(o, d, before, first);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT)) {
@@ -722,9 +726,10 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	o->saved_end = o->n;	/* a combining dispatch saves no tensor */
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	if (!m->combine_reduces) {
+		moe_unpermute_probs(o, pass, d);
 		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
 			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
-		moe_unfused_zeros(op, d);
+		moe_unfused_scatter(op, d);
 		o->saved_end = o->n;	/* its indices and probabilities */
 	}
 	if (shared_end != LAYER_NONE) {
@@ -754,8 +759,7 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 	int16_t before = lop_tail(o), first = (int16_t)o->n;
 
 	clamp_op(o, "expert_clamp", PASS_RECOMPUTE, d);	/* inside bias_act_func */
-	lop_memop(o, "expert_act", PASS_RECOMPUTE, R * u * d->act_B,
-		  R * f * d->act_B, ACT_FLOPS * R * f);
+	lop_act_fwd(o, "expert_act", PASS_RECOMPUTE, d, R, u, f);
 	glu_sync(o, d, before, first);
 	if (!d->lowp)
 		return;
@@ -797,8 +801,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 		act_recompute(o, d);
 	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
 		    "expert_fc2_wgrad", f, h);
-	lop_memop(o, "expert_act_bwd", PASS_BWD, R * (u + f) * d->act_B,
-		  R * u * d->act_B, ACT_FLOPS * R * f);
+	lop_act_bwd(o, "expert_act_bwd", d, R, u, f);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_bwd(o, d, "expert_fc1_grad_cast", "expert_fc1_dgrad",
@@ -835,10 +838,12 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		in = lop_tail(o);
 	}
 	o->scope = SCOPE_MOE;
-	if (!m->combine_reduces)
+	if (!m->combine_reduces) {
 		lop_memop(o, "unpermute_bwd", PASS_BWD,
 			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
 			  T * k * h);
+		moe_unpermute_probs(o, PASS_BWD, d);
+	}
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);
 	if (sort_fwd(o, "expert_unsort_bwd", PASS_BWD, d))
 		in_dispatch_call(o, d);

@@ -219,14 +219,59 @@ void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
  * scatter_add_ of the T k rows) and the index_select's backward (zeros,
  * then index_add_) each write their zeroed output first: one more kernel
  * writing T h B (moe_utils.py unpermute @ d7288711ba; the fused TE
- * kernels write each output row once). The library paths only. */
-void moe_unfused_zeros(struct layer_op *op, const struct layer_dims *d)
+ * kernels write each output row once). The library paths only.
+ *
+ * Both then add the T k rows into the T output rows by one atomic add an
+ * element (PyTorch aten/src/ATen/native/cuda/ScatterGatherKernel.cu and
+ * Indexing.cu index_add: fastAtomicAdd; k rows hit each output row):
+ * T k h B bytes at the GPU's scatter_add_bandwidth, not streamed
+ * (scatter_B; the fused TE kernels gather a token's k rows and sum them
+ * in registers, no atomics). */
+void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d)
 {
 	if (d->moe.permute_fusion || moe_dedups(d) || d->moe.allgather)
 		return;
 	op->k.launches = 2;
 	op->host_n = 2;
 	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
+	op->k.scatter_B = d->moe.tokens * d->moe.topk * d->hidden * d->act_B;
+}
+
+/* The unfused unpermute weights the rows by their probabilities as a
+ * PyTorch op of its own before the scatter-add (moe_utils.py unpermute
+ * @ d7288711ba: permuted_tokens * permuted_probs.unsqueeze(-1); the
+ * fused TE kernel and a framework applying the probabilities in the
+ * activation, moe_probs_act, do not). The [T k, 1] operand broadcasts,
+ * so TensorIterator takes the non-vectorized elementwise_kernel<128, 4>
+ * (the strided path: 170 us for 268 MB in llmsim's H200 MoE step,
+ * results/reference/device/h200-moe-2026-12-04.json): read T k h B and
+ * T k p, write T k h B, all strided. Its backward, after unpermute's
+ * gather: the rows' gradient dy * p (read T k h B + T k p, write T k h
+ * B), the probabilities' (dy * x, read 2 T k h B, write T k h B; then
+ * its sum over h, read T k h B, write T k p): 3 kernels, streaming
+ * (94.5, 170 and 43 us in that step). */
+static int unfused_probs(const struct layer_dims *d)
+{
+	return !d->moe.permute_fusion && !moe_dedups(d) && !d->moe.allgather &&
+	       !d->moe.combine_reduces && !d->moe_probs_act;
+}
+
+void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double Tk = m->tokens * m->topk, n = Tk * d->hidden * d->act_B;
+	double p = Tk * m->probs_B;
+
+	if (!unfused_probs(d))
+		return;
+	if (pass == PASS_BWD) {
+		lop_eager(o, "unpermute_probs_bwd", pass, 4 * n + p, 2 * n + p,
+			  0, 3, 2 * Tk * d->hidden);
+		return;
+	}
+	lop_eager(o, "unpermute_probs", pass, n + p, n, n + p, 1,
+		  Tk * d->hidden);
 }
 
 /* The permute's backward (moe_bwd, after the dispatch's reverse
@@ -240,7 +285,7 @@ void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	if (moe_dedups(d) || m->allgather)
 		return;
-	moe_unfused_zeros(lop_memop(o, "permute_bwd", PASS_BWD,
+	moe_unfused_scatter(lop_memop(o, "permute_bwd", PASS_BWD,
 				    T * k * h * d->act_B, T * h * d->act_B,
 				    T * k * h), d);
 	if (m->masked_select)

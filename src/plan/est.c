@@ -226,6 +226,14 @@ void est_get_stats(const struct est *e, struct est_stats *out)
 	*out = e->stats;
 }
 
+void est_add_stats(struct est *e, const struct est_stats *add)
+{
+	e->stats.steps += add->steps;
+	e->stats.block_sets += add->block_sets;
+	e->stats.colls += add->colls;
+	e->stats.coll_lookups += add->coll_lookups;
+}
+
 /* ---- the step ---- */
 
 /* The layers of each virtual stage into c->split and, for an MoE

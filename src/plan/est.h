@@ -84,4 +84,24 @@ int est_bound(struct est *e, const struct job_spec *j, double *lb_s,
 
 void est_get_stats(const struct est *e, struct est_stats *out);
 
+/* Collective times shared by the processes of a walk (est_share.c): a
+ * table in shared memory, made before they fork. est_share_new: NULL
+ * when it cannot be mapped. est_set_share(e, sh) has e look there before
+ * timing a collective and publish what it times (sh NULL: stop). The
+ * time of a collective is the same whichever process timed it. */
+struct est_share;
+struct est_ckey;
+struct est_share *est_share_new(void);
+void est_share_free(struct est_share *sh);
+void est_set_share(struct est *e, struct est_share *sh);
+/* 1 and *t_s when k is there, else 0. */
+int est_share_get(struct est_share *sh, const struct est_ckey *k,
+		  double *t_s);
+void est_share_put(struct est_share *sh, const struct est_ckey *k,
+		   double t_s);
+
+/* Add another estimator's counters to e's (the processes of a shared
+ * search, plan_split.c: the work of all of them). */
+void est_add_stats(struct est *e, const struct est_stats *add);
+
 #endif

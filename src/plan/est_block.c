@@ -71,8 +71,16 @@ static void coll_key(struct est *e, struct est_ckey *k, enum coll_op op,
 /* The remembered time of key k, or NULL (a lookup counted). */
 static const double *coll_hit(struct est *e, const struct est_ckey *k)
 {
+	const double *hit;
+	double t_s;
+
 	e->stats.coll_lookups++;
-	return memo_get(&e->colls, k);
+	if ((hit = memo_get(&e->colls, k)) || !e->share ||
+	    !est_share_get(e->share, k, &t_s))
+		return hit;
+	/* another process timed it: remember it here too (out of memory:
+	 * time it again) */
+	return memo_put(&e->colls, k, &t_s);
 }
 
 /* Remember t_s for key k; t_s, or -1 out of memory. */
@@ -84,6 +92,8 @@ static double coll_keep(struct est *e, const struct est_ckey *k, double t_s,
 		diag_oom(d);
 		return -1;
 	}
+	if (e->share)
+		est_share_put(e->share, k, t_s);
 	return t_s;
 }
 

@@ -109,6 +109,9 @@ struct est {
 	struct memo xfers;		/* (p, wrap, stage GPUs, bytes) -> double *:
 					 * the transfers per rank pair */
 	struct est_stats stats;
+	struct est_share *share;	/* collective times shared with the
+					 * other processes of a walk, or NULL
+					 * (est_share.c) */
 };
 
 /* ---- one candidate (est.c, est_stage.c, est_dp.c) ---- */

@@ -6,6 +6,8 @@
 #ifndef LLMSIM_PLAN_PLAN_IMPL_H
 #define LLMSIM_PLAN_PLAN_IMPL_H
 
+#include <stdatomic.h>
+
 #include "memo.h"
 #include "plan.h"
 
@@ -25,6 +27,29 @@ struct miss {
 	struct plan_layout lay;	/* the layout (or the partial one that broke a rule) */
 	uint64_t count;		/* layouts lost to the reason */
 	int have;
+};
+
+/* A walk that takes only some of the units (plan_split.c): a unit is
+ * one (tp, cp, pp, etp, ep, vpp) and everything below it (the subtree
+ * of level_sched_mbs), numbered in walk order. A first pass records the
+ * levels above the units and counts them; then each process walks its
+ * ranges of units, claimed from slots in shared memory. What a process
+ * records carries its place in the walk, seq: 2 u before unit u, 2 u + 1
+ * inside it, so that the records of every process merge into the serial
+ * walk's (plan_split.c). */
+struct split {
+	int on;				/* a shared walk */
+	int above;			/* the first pass: above the units only */
+	int in_unit;			/* inside a unit this process took */
+	int stopped;			/* its range is done (or was taken) */
+	_Atomic uint64_t *slot;		/* this process's range: lo << 32 | hi,
+					 * lo the next unit it takes (shared) */
+	uint64_t from;			/* the range's first unit */
+	uint64_t unit;			/* units the walk has passed */
+	uint64_t miss_seq[PR_COUNT];	/* seq of rule_miss[r] */
+	uint64_t min_seq;		/* seq of min_mem */
+	uint64_t *vunit;		/* the unit of each kept layout, v[i] */
+	size_t vcap;
 };
 
 /* The search over one node count (plan_space.c). */
@@ -47,6 +72,9 @@ struct search {
 	struct footprint min_mem;	/* the smallest peak among the valid */
 	struct plan_layout min_mem_lay;
 	int have_min_mem;
+	struct split split;		/* a share of the walk (plan_split.c) */
+	int walkers;			/* processes the last walk was shared by
+					 * (1: walked alone) */
 };
 
 /* Prepare s for base's system with `nodes` nodes. Returns 0, or -1 after
@@ -58,6 +86,25 @@ void space_release(struct search *s);
 /* Search every layout of s's node count, costing the valid ones that fit
  * into s->v. Returns 0, or -1 after reporting a runtime failure. */
 int space_search(struct search *s);
+
+/* A layout the walk keeps (valid, fits), bounded by lb_s, into *out. */
+void space_kept(const struct search *s, const struct plan_layout *l,
+		double lb_s, double peak_B, struct scored *out);
+
+/* The walk of space_search over s's units, with s->split as set (off:
+ * every unit). Returns 0, or -1 after reporting to s->d. */
+int space_walk(struct search *s);
+
+/* Take unit u, the next of this process's range; 0 when the range has
+ * ended there (done, or its end taken by another process). */
+int split_claim(struct split *sp, uint64_t u);
+
+/* space_walk shared by `procs` processes (this one and procs - 1 forked
+ * helpers) and merged into s as one walk would leave it: the counts, the
+ * misses and the kept layouts in walk order. Any diagnostic in any
+ * process (an error, a warning) or a helper lost: the walk is done again
+ * here alone, reporting to s->d. Returns 0, or -1 after reporting. */
+int split_walk(struct search *s, int procs);
 
 /* Estimate s->v best first until the best k are known: in order of
  * their bound (est_bound), stopping at the first bound no better than

@@ -38,9 +38,15 @@
  * layout left is checked against every rule once more, its memory by
  * footprint_job_live (the live vectors of its schedule remembered per
  * (schedule, pp, vpp, microbatches)), and costed by est_step.
+ *
+ * A unit is one (tp, cp, pp, etp, ep, vpp) and its subtree (unit()):
+ * several processes may share the walk by units (plan_split.c), each
+ * walking the levels above every unit and the units it takes; a unit
+ * puts back the dimensions it set, so each starts from the same values.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "config/pp_layout.h"
@@ -262,15 +268,28 @@ static struct plan_layout so_far(const struct walk *w)
 	return l;
 }
 
+/* Where a shared walk is (struct split): 2 u before unit u, 2 u + 1
+ * inside it. */
+static uint64_t seq_of(const struct split *sp)
+{
+	return sp->in_unit ? 2 * sp->unit - 1 : 2 * sp->unit;
+}
+
 static void prune(struct walk *w, int reason, uint64_t count)
 {
 	struct search *s = w->s;
 
+	if (s->split.on && !s->split.above && !s->split.in_unit)
+		return;		/* the first pass counted it */
 	s->pruned[reason] += count;
 	s->rule_miss[reason].count += count;
-	if (!s->rule_miss[reason].have) {
+	/* the first in walk order: a shared walk's ranges are not taken in
+	 * walk order (without one, seq is 0) */
+	if (!s->rule_miss[reason].have ||
+	    seq_of(&s->split) < s->split.miss_seq[reason]) {
 		s->rule_miss[reason].lay = so_far(w);
 		s->rule_miss[reason].have = 1;
+		s->split.miss_seq[reason] = seq_of(&s->split);
 	}
 }
 
@@ -332,6 +351,18 @@ static const struct sched_live *lives_of(struct search *s,
 	return ls->live;
 }
 
+void space_kept(const struct search *s, const struct plan_layout *l,
+		double lb_s, double peak_B, struct scored *out)
+{
+	out->lay = *l;
+	out->est_s = lb_s;
+	out->lb_s = lb_s;
+	out->peak_B = peak_B;
+	out->score = plan_score(s->o->objective, lb_s, peak_B,
+				system_gpus(&s->sys));
+	out->bounded = 1;
+}
+
 static int keep(struct search *s, const struct plan_layout *l, double lb_s,
 		double peak_B)
 {
@@ -344,13 +375,18 @@ static int keep(struct search *s, const struct plan_layout *l, double lb_s,
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n].lay = *l;
-	s->v[s->n].est_s = lb_s;
-	s->v[s->n].lb_s = lb_s;
-	s->v[s->n].peak_B = peak_B;
-	s->v[s->n].score = plan_score(s->o->objective, lb_s, peak_B,
-				      system_gpus(&s->sys));
-	s->v[s->n].bounded = 1;
+	if (s->split.on && s->n == s->split.vcap) {
+		size_t cap = s->split.vcap ? 2 * s->split.vcap : 1024;
+		uint64_t *u = mem_realloc(s->split.vunit, cap * sizeof(*u));
+
+		if (!u)
+			return -1;
+		s->split.vunit = u;
+		s->split.vcap = cap;
+	}
+	if (s->split.on)
+		s->split.vunit[s->n] = s->split.unit - 1;
+	space_kept(s, l, lb_s, peak_B, &s->v[s->n]);
 	s->n++;
 	return 0;
 }
@@ -374,10 +410,13 @@ static int leaf(struct walk *w)
 	}
 	if (!fp.fits) {
 		prune(w, PR_MEMORY, 1);
-		if (!s->have_min_mem || fp.peak_B < s->min_mem.peak_B) {
+		if (!s->have_min_mem || fp.peak_B < s->min_mem.peak_B ||
+		    (fp.peak_B == s->min_mem.peak_B &&
+		     seq_of(&s->split) < s->split.min_seq)) {
 			s->min_mem = fp;
 			s->min_mem_lay = w->l;
 			s->have_min_mem = 1;
+			s->split.min_seq = seq_of(&s->split);
 		}
 		return 0;
 	}
@@ -490,6 +529,66 @@ static int level_sched_mbs(struct walk *w)
 	return 0;
 }
 
+/* The dimensions set below vpp, kept across a unit (below). */
+struct below {
+	struct plan_layout l;
+	int64_t schedule, mbs, sp, tp_overlap, recompute, zero;
+};
+
+static void below_save(const struct walk *w, struct below *b)
+{
+	b->l = w->l;
+	b->schedule = w->j.parallelism.schedule;
+	b->mbs = w->j.training.micro_batch_size;
+	b->sp = w->j.parallelism.sequence_parallel;
+	b->tp_overlap = w->j.parallelism.tp_comm_overlap;
+	b->recompute = w->j.training.recompute;
+	b->zero = w->j.training.zero_stage;
+}
+
+static void below_restore(struct walk *w, const struct below *b)
+{
+	w->l = b->l;
+	w->j.parallelism.schedule = (int)b->schedule;
+	w->j.training.micro_batch_size = b->mbs;
+	w->j.parallelism.sequence_parallel = (int)b->sp;
+	w->j.parallelism.tp_comm_overlap = (int)b->tp_overlap;
+	w->j.training.recompute = (int)b->recompute;
+	w->j.training.zero_stage = b->zero;
+}
+
+/*
+ * Below vpp: one unit, walked here unless a shared walk (struct split)
+ * gave it to another process. The dimensions it sets are put back after
+ * it, so that every unit starts from the same values whichever process
+ * walked the one before: no rule above or in a unit reads a dimension
+ * before its level sets it (spec_job_layout_sink.c rule_keys), but the
+ * layout a pruning records (so_far, the nearest miss) holds them all.
+ */
+static int unit(struct walk *w)
+{
+	struct split *sp = &w->s->split;
+	struct below b;
+	uint64_t u;
+	int rc;
+
+	if (sp->on) {
+		u = sp->unit++;
+		if (sp->above || sp->stopped || u < sp->from)
+			return 0;
+		if (!split_claim(sp, u)) {	/* the range is done */
+			sp->stopped = 1;
+			return 0;
+		}
+	}
+	below_save(w, &b);
+	sp->in_unit = sp->on;
+	rc = level_sched_mbs(w);
+	sp->in_unit = 0;
+	below_restore(w, &b);
+	return rc;
+}
+
 static int level_vpp(struct walk *w)
 {
 	int64_t n = nvpp(w, w->l.pp), v;
@@ -515,7 +614,7 @@ static int level_vpp(struct walk *w)
 			prune(w, PR_LAYER_SPLIT, below_vpp(&w->li));
 			continue;
 		}
-		if (level_sched_mbs(w) != 0)
+		if (unit(w) != 0)
 			return -1;
 	}
 	return 0;
@@ -619,22 +718,46 @@ static int level_tp(struct walk *w)
 	return 0;
 }
 
+/* The walk's lists and its job before the first level. */
+static void walk_init(struct walk *w, struct search *s)
+{
+	memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->world = system_gpus(&s->sys);
+	w->layers = s->base->model->num_hidden_layers;
+	w->moe = model_is_moe(s->base->model);
+	make_lists(w);
+}
+
+/* Processes to share the walk: --jobs, else one per CPU. */
+static int walk_procs(const struct plan_opts *o)
+{
+	long cpus = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+}
+
 int space_search(struct search *s)
 {
 	struct walk w;
 	uint64_t total = 0;
 	int64_t i, k;
+	int procs = walk_procs(s->o);
 
-	memset(&w, 0, sizeof(w));
-	w.s = s;
-	w.world = system_gpus(&s->sys);
-	w.layers = s->base->model->num_hidden_layers;
-	w.moe = model_is_moe(s->base->model);
-	make_lists(&w);
+	walk_init(&w, s);
 	for (i = 0; i < w.li.ntp; i++)
 		for (k = 0; k < w.li.ncp; k++)
 			total += below_tc(&w, w.li.tp[i], w.li.cp[k]);
 	s->searched += total;
+	s->walkers = 1;
+	return procs > 1 ? split_walk(s, procs) : space_walk(s);
+}
+
+int space_walk(struct search *s)
+{
+	struct walk w;
+
+	walk_init(&w, s);
 	w.j = *s->base;
 	w.j.system = &s->sys;
 	w.j.parallelism.ep = 1;
@@ -818,6 +941,9 @@ void space_release(struct search *s)
 	memo_release(&s->lives);
 	est_free(s->est);
 	mem_free(s->v);
+	mem_free(s->split.vunit);
+	s->split.vunit = NULL;
+	s->split.vcap = 0;
 	s->v = NULL;
 	s->n = s->cap = 0;
 }

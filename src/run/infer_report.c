@@ -145,9 +145,10 @@ void infer_print(FILE *out, const struct job_spec *j,
 	char a[32], b[32], c[32], d[32];
 	int i;
 
-	fprintf(out, "%s: %s %s on %s (%lld GPUs, %s), engine %s\n",
+	fprintf(out, "%s: %s %s on %s (%lld GPU%s, %s), engine %s\n",
 		j->name ? j->name : "job", job_phase_names[j->phase],
 		j->model->name, j->system->name, (long long)r->gpus,
+		r->gpus == 1 ? "" : "s",
 		j->system->gpu->name, j->serving.engine->name);
 	model_print_text_of(out, j->model);
 	fprintf(out, "  layout         tp %lld  pp %lld  x %lld instances; "
@@ -164,8 +165,8 @@ void infer_print(FILE *out, const struct job_spec *j,
 	step_human(b, sizeof(b), r->host_s, UNIT_TIME);
 	fprintf(out, "  %-14s GPU %s, host %s (%s)\n", "", a, b,
 		r->info.host_in_prog ? "before the GPU" : "overlapped");
-	fprintf(out, "  throughput     %.0f tokens/s per instance, %.0f for "
-		"the job\n", r->tokens_per_s, r->tokens_per_s_total);
+	fprintf(out, "  throughput     %.0f tokens/s per instance, %.0f tokens/s "
+		"for the job\n", r->tokens_per_s, r->tokens_per_s_total);
 	step_human(a, sizeof(a), r->hbm_floor_s, UNIT_TIME);
 	step_human(b, sizeof(b), r->weights_read_B, UNIT_BYTES);
 	step_human(c, sizeof(c), r->kv_read_B, UNIT_BYTES);
@@ -176,7 +177,7 @@ void infer_print(FILE *out, const struct job_spec *j,
 	fprintf(out, "  breakdown (critical path)\n");
 	for (i = 0; i < EXEC_PART_COUNT; i++) {
 		step_human(a, sizeof(a), r->part_s[i], UNIT_TIME);
-		fprintf(out, "    %-24s %10s %6.1f %%\n", exec_part_keys[i], a,
+		fprintf(out, "    %-24s %10s %6.1f %%\n", exec_part_labels[i], a,
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
 	}
 	step_human(a, sizeof(a), m->peak_B, UNIT_BYTES);
@@ -193,13 +194,18 @@ void infer_print(FILE *out, const struct job_spec *j,
 	step_human(a, sizeof(a), m->kv_token_B, UNIT_BYTES);
 	fprintf(out, "    KV %s per token: %.0f tokens, %.0f sequences of "
 		"this length\n", a, m->kv_tokens, m->kv_sequences);
+	if (r->ncolls)
+		fprintf(out, "  top collectives (per simulated group; time: all "
+			"calls)\n");
 	for (i = 0; i < (int)r->ncolls && i < STEP_TOP_COLLS; i++) {
 		const struct step_coll_stat *s = &r->colls[i];
 
 		step_human(a, sizeof(a), s->bytes / fmax(s->count, 1),
 			     UNIT_BYTES);
 		step_human(b, sizeof(b), s->time_s, UNIT_TIME);
-		fprintf(out, "    %-22s %-10s %4u GPUs %6u calls %10s each %10s\n",
-			s->name, coll_op_names[s->op], s->group, s->count, a, b);
+		fprintf(out, "    %-22s %-10s %4u GPU%s %6u call%s %10s each "
+			"%10s\n", s->name, coll_op_names[s->op], s->group,
+			s->group == 1 ? " " : "s", s->count,
+			s->count == 1 ? " " : "s", a, b);
 	}
 }

@@ -445,6 +445,10 @@ static int simulate(const struct job_spec *j, struct prog *p,
 	out->step_p90_s = er.step_s + 1.2815516 * er.step_sd_s;
 	memcpy(out->part_s, er.part_s, sizeof(out->part_s));
 	splits(p, &er, out);
+	/* rank r is pipeline rank r / (ranks / pp) (layout.h) */
+	if (j->parallelism.pp > 1 && prog_ranks(p) >= j->parallelism.pp)
+		out->final_stage = (int64_t)er.final_rank /
+				   ((int64_t)prog_ranks(p) / j->parallelism.pp);
 	out->events = er.events;
 	if (net) {
 		struct net_stats ns;

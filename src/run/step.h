@@ -85,6 +85,9 @@ struct step_result {
 	double stage_compute_s[STEP_MAX_STAGES];	/* s, compute of the
 					 * busiest simulated GPU of each pipeline
 					 * rank (the first nstages) */
+	int64_t final_stage;		/* pipeline rank of the rank that
+					 * finished last (whose waits
+					 * part_s splits) */
 	double ideal_bubble;		/* fraction of the step the schedule
 					 * idles with equal stages: (p - 1) /
 					 * (v m + p - 1), 0 without pipeline */

@@ -424,16 +424,12 @@ static void print_hidden(FILE *out, const struct step_result *r,
 static void print_breakdown(FILE *out, const struct job_spec *j,
 			    const struct step_result *r)
 {
-	static const char *const label[EXEC_PART_COUNT] = {
-		"compute", "exposed communication", "pipeline bubble",
-		"optimizer", "other",
-	};
 	char a[32], b[32];
 	int i;
 
 	fprintf(out, "  breakdown (critical path)\n");
 	for (i = 0; i < EXEC_PART_COUNT; i++)
-		fprintf(out, "    %-22s %12s  %5.1f %%\n", label[i],
+		fprintf(out, "    %-22s %12s  %5.1f %%\n", exec_part_labels[i],
 			step_human(a, sizeof(a), r->part_s[i], UNIT_TIME),
 			r->step_s > 0 ? 100 * r->part_s[i] / r->step_s : 0);
 	if (model_is_moe(j->model))
@@ -447,14 +443,18 @@ static void print_breakdown(FILE *out, const struct job_spec *j,
 			step_human(b, sizeof(b), r->host_critical_s, UNIT_TIME));
 }
 
-/* With a pipeline: the bubble its schedule would have with equal stages,
- * and the compute of the lightest and busiest stages (the bubble on the
- * critical path is the final rank waiting: the schedule's fill and drain,
- * and busier stages). */
+/* With a pipeline: what the breakdown's bubble is (the final stage idle
+ * while other stages computed, exec_path.c), the part the schedule would
+ * have if every stage took as long ((p - 1) / (v m + p - 1) of the step,
+ * sched.c) and the rest, which stages of unequal time add; then the
+ * compute of the lightest and busiest stages and the final stage's own
+ * (a user read "pipeline bubble 14.7 %" beside "bubble with equal stages
+ * 1.8 %" as two answers to one question). */
 static void print_pipeline(FILE *out, const struct job_spec *j,
 			   const struct step_result *r)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
+	double bubble = r->part_s[EXEC_BUBBLE], ideal, rest;
 	int64_t i, lo = 0, hi = 0;
 
 	if (r->nstages < 2)
@@ -465,18 +465,33 @@ static void print_pipeline(FILE *out, const struct job_spec *j,
 		if (r->stage_compute_s[i] > r->stage_compute_s[hi])
 			hi = i;
 	}
+	ideal = r->ideal_bubble * r->step_s;
+	rest = bubble - ideal;
 	fprintf(out, "  pipeline       %s, pp %lld, vpp %lld, %lld "
-		"microbatches: bubble with equal stages %.1f %% "
-		"((p - 1) / (v m + p - 1))\n",
-		pp_schedule_names[j->parallelism.schedule],
+		"microbatches\n", pp_schedule_names[j->parallelism.schedule],
 		(long long)j->parallelism.pp, (long long)j->parallelism.vpp,
-		(long long)r->plan.microbatches, 100 * r->ideal_bubble);
+		(long long)r->plan.microbatches);
+	fprintf(out, "    bubble %s (%.1f %% of the step): stage %lld, which "
+		"finished last, idle while other stages computed\n",
+		step_human(a, sizeof(a), bubble, UNIT_TIME),
+		r->step_s > 0 ? 100 * bubble / r->step_s : 0,
+		(long long)r->final_stage);
+	fprintf(out, "      %s of it the schedule's if stages took equal "
+		"time (%.1f %% of the step: (p - 1) / (v m + p - 1))\n",
+		step_human(a, sizeof(a), ideal, UNIT_TIME),
+		100 * r->ideal_bubble);
+	if (rest > 0)
+		fprintf(out, "      %s beyond that: stages take unequal time "
+			"(their compute below, their communication), so "
+			"each waits on slower ones\n",
+			step_human(a, sizeof(a), rest, UNIT_TIME));
 	fprintf(out, "    compute per GPU by stage %s (stage %lld) to %s "
-		"(stage %lld)\n",
+		"(stage %lld); stage %lld's %s\n",
 		step_human(a, sizeof(a), r->stage_compute_s[lo], UNIT_TIME),
 		(long long)lo,
 		step_human(b, sizeof(b), r->stage_compute_s[hi], UNIT_TIME),
-		(long long)hi);
+		(long long)hi, (long long)r->final_stage,
+		step_human(c, sizeof(c), r->part_s[EXEC_COMPUTE], UNIT_TIME));
 }
 
 static void print_memory(FILE *out, const struct footprint *m)
@@ -586,9 +601,10 @@ void step_print(FILE *out, const struct job_spec *j,
 			step_human(a, sizeof(a), r->mem.peak_B, UNIT_BYTES),
 			(long long)r->mem.rank,
 			step_human(b, sizeof(b), r->mem.usable_B, UNIT_BYTES));
-	fprintf(out, "%s: %s on %s (%lld GPUs, %s), %s\n",
+	fprintf(out, "%s: %s on %s (%lld GPU%s, %s), %s\n",
 		j->name ? j->name : "job", j->model->name ? j->model->name : "model",
 		j->system->name ? j->system->name : "system", (long long)r->gpus,
+		r->gpus == 1 ? "" : "s",
 		j->system->gpu->name ? j->system->gpu->name : "gpu",
 		dtype_names[j->training.dtype]);
 	model_print_text_of(out, j->model);

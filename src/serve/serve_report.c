@@ -209,9 +209,9 @@ void serve_print(FILE *out, const struct job_spec *j,
 	const struct infer_mem *m = &r->mem;
 	char a[24], b[24], c[24], e[24], f[24];
 
-	fprintf(out, "%s: serving %s on %s (%lld GPUs, %s), engine %s\n",
+	fprintf(out, "%s: serving %s on %s (%lld GPU%s, %s), engine %s\n",
 		j->name ? j->name : "job", j->model->name, j->system->name,
-		(long long)r->gpus, j->system->gpu->name,
+		(long long)r->gpus, r->gpus == 1 ? "" : "s", j->system->gpu->name,
 		j->serving.engine->name);
 	fprintf(out, "  requests     %lld (%lld completed); arrivals %s\n",
 		(long long)r->requests, (long long)r->completed,

@@ -133,6 +133,14 @@ struct store_meas_info {
 	int ranks, nodes, devices_per_node;
 	int cpus;			/* online CPUs of the host (0: unknown) */
 	const char *command;		/* the command line that measured */
+	/* The stream stopped before its end line (the backend was killed,
+	 * the file cut, or it stopped at an error line): 1; 0 = it ended.
+	 * Stored as measure_runs.complete = !incomplete; read back as 1
+	 * only where complete is 0 (NULL: stored before schema 9). */
+	int incomplete;
+	/* The backend's error line, "status N (reason): message"; NULL or
+	 * "" = none (stored as NULL). */
+	const char *error;
 };
 
 /* One measured point (a backend's point line). NaN = not applicable. */
@@ -156,6 +164,16 @@ int64_t store_put_measure(struct store *st, const struct store_run *run,
 			  const struct store_meas_info *info,
 			  const struct store_meas_row *rows, uint32_t nrows,
 			  struct diag *d);
+
+/* A measure run already stored with the same points (run->result_json,
+ * the points as JSON) from the same place (info's host, device, library
+ * path and runtime) for the same system (run->config_hash, info's
+ * system and sets_json): its id (the oldest), 0 when none, or -1 after
+ * reporting. The same file imported twice would otherwise be two runs,
+ * counted twice by validate and calibrate. */
+int64_t store_find_measure(struct store *st, const struct store_run *run,
+			   const struct store_meas_info *info,
+			   struct diag *d);
 
 /* One row of `llmsim validate`. */
 struct store_valid_row {

@@ -62,8 +62,9 @@ static int put_info(struct store *st, int64_t id,
 	sqlite3_stmt *s = prepare(st, "INSERT INTO measure_runs(run_id, "
 		"backend, system, sets_json, host, device, library, "
 		"library_version, library_path, runtime, command, ranks, "
-		"nodes, devices_per_node, cpus) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-		"?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", d);
+		"nodes, devices_per_node, cpus, complete, backend_error) VALUES "
+		"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+		"?15, ?16, ?17)", d);
 	int rc;
 
 	if (!s)
@@ -79,6 +80,12 @@ static int put_info(struct store *st, int64_t id,
 		rc = sqlite3_bind_int(s, 14, in->devices_per_node);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(s, 15, in->cpus);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(s, 16, !in->incomplete);
+	if (rc == SQLITE_OK)
+		rc = in->error && in->error[0] ?
+		     sqlite3_bind_text(s, 17, in->error, -1, SQLITE_STATIC) :
+		     sqlite3_bind_null(s, 17);
 	rc = store_insert(s, rc);
 	if (rc != SQLITE_DONE)
 		store_report(st, d, "storing the measurement's setting");
@@ -155,6 +162,32 @@ int64_t store_put_measure(struct store *st, const struct store_run *run,
 	struct meas_args a = { run, info, rows, nrows };
 
 	return store_tx(st, put_measure, &a, d);
+}
+
+int64_t store_find_measure(struct store *st, const struct store_run *run,
+			   const struct store_meas_info *in, struct diag *d)
+{
+	const char *text[] = {
+		run->result_json, in->host, in->device, in->library_path,
+		in->runtime, run->config_hash, in->system, in->sets_json,
+	};
+	sqlite3_stmt *s = prepare(st, "SELECT min(r.id) FROM runs r JOIN "
+		"measure_runs i ON i.run_id = r.id WHERE r.command = 'measure' "
+		"AND r.result_json = ?1 AND i.host = ?2 AND i.device = ?3 AND "
+		"i.library_path = ?4 AND i.runtime = ?5 AND r.config_hash = ?6 "
+		"AND i.system = ?7 AND i.sets_json = ?8", d);
+	int64_t id = -1;
+	int rc;
+
+	if (!s)
+		return -1;
+	rc = store_bind_texts(s, 1, text, 8);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);	/* NULL: 0 */
+	else
+		store_report(st, d, "looking for the same measurement");
+	sqlite3_finalize(s);
+	return id;
 }
 
 /* ---- validation ----------------------------------------------------- */
@@ -345,6 +378,9 @@ static int visit(struct store *st, sqlite3_stmt *runs, sqlite3_stmt *pts,
 	r.info.nodes = (int)sqlite3_column_int(runs, 14);
 	r.info.devices_per_node = (int)sqlite3_column_int(runs, 15);
 	r.info.cpus = (int)sqlite3_column_int(runs, 16);
+	r.info.incomplete = sqlite3_column_type(runs, 17) != SQLITE_NULL &&
+			    sqlite3_column_int(runs, 17) == 0;
+	r.info.error = col_text(runs, 18);
 	if ((n = read_points(st, pts, r.id, &rows, d)) < 0)
 		return -1;
 	r.rows = rows;
@@ -362,7 +398,7 @@ int64_t store_each_measure(struct store *st, int64_t id,
 		"r.config_json, i.backend, i.system, i.sets_json, i.host, "
 		"i.device, i.library, i.library_version, i.library_path, "
 		"i.runtime, i.command, i.ranks, i.nodes, i.devices_per_node, "
-		"i.cpus "
+		"i.cpus, i.complete, i.backend_error "
 		"FROM runs r JOIN measure_runs i ON i.run_id = r.id "
 		"WHERE ?1 <= 0 OR r.id = ?1 ORDER BY r.id", d);
 	sqlite3_stmt *pts = runs ? prepare(st, "SELECT op, type, "

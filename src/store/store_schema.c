@@ -447,6 +447,24 @@ const struct store_migration store_migrations[] = {
 	  "  c.exposed_comm_s, c.bubble_s, c.optimizer_s, c.other_s, c.bound,\n"
 	  "  c.est_step_time_s, c.est_rank\n"
 	  "FROM runs r JOIN plan_candidates c ON c.run_id = r.id;\n" },
+	{ 9, "measure_runs.complete and .backend_error; v_measurements "
+	  "gains them",
+	  "ALTER TABLE measure_runs ADD COLUMN complete INTEGER\n"
+	  "  CHECK (complete IN (0, 1));\n"
+	  "ALTER TABLE measure_runs ADD COLUMN backend_error TEXT;\n"
+	  "DROP VIEW v_measurements;\n"
+	  "CREATE VIEW v_measurements AS\n"
+	  "SELECT r.id AS run_id, r.created_at, r.config_hash,\n"
+	  "  r.llmsim_version, i.backend, i.system, i.host, i.device,\n"
+	  "  i.library, i.library_version, i.runtime, i.nodes,\n"
+	  "  i.devices_per_node, m.idx, m.op, m.type, m.ranks, m.size_B,\n"
+	  "  m.count, m.m, m.n, m.k, m.iters,\n"
+	  "  m.time_s * 1e6 AS time_us, m.time_min_s * 1e6 AS time_min_us,\n"
+	  "  m.time_max_s * 1e6 AS time_max_us,\n"
+	  "  m.algbw_Bps / 1e9 AS algbw_GBps, m.busbw_Bps / 1e9 AS busbw_GBps,\n"
+	  "  m.rate, m.check_result, i.complete, i.backend_error\n"
+	  "FROM runs r JOIN measure_runs i ON i.run_id = r.id\n"
+	  "  JOIN measurements m ON m.run_id = r.id;\n" },
 };
 
 /* The columns of v_runs as expressions over runs r and step_results s

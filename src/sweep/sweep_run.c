@@ -402,7 +402,7 @@ static int prepare(struct sweep_ctx *c, struct arena *a, struct diag *d)
 	return rc == 0 ? 0 : rc == -2 ? 2 : 1;
 }
 
-static void totals(const struct pool *p, const char *db)
+static void totals(const struct pool *p, const struct sweep_opts *o)
 {
 	const struct sweep_tally *t = p->t;
 	int i;
@@ -413,7 +413,10 @@ static void totals(const struct pool *p, const char *db)
 	for (i = 0; i < SWEEP_OUTCOMES; i++)
 		fprintf(stderr, "%s %llu %s", i ? "," : "",
 			(unsigned long long)t->n[i], sweep_outcome_names[i]);
-	fprintf(stderr, "; stored in %s\n", db);
+	if (o->throwaway)
+		fprintf(stderr, "; not stored (--no-store)\n");
+	else
+		fprintf(stderr, "; stored in %s\n", o->db);
 }
 
 int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
@@ -449,8 +452,14 @@ int sweep_run(const struct sweep *sw, const struct sweep_opts *o,
 	if (o->out && sweep_summary(&c, p.idx, p.outcome, p.hash, p.count,
 				    d) != 0)
 		rc = -1;
-	totals(&p, o->db);
-	if (t->stopped)
+	totals(&p, o);
+	if (t->stopped && o->throwaway)
+		fprintf(stderr, "sweep %s: interrupted by %s after %llu of %llu "
+			"points; nothing is kept (--no-store)\n", sw->name,
+			t->stopped == SIGINT ? "INT" : "TERM",
+			(unsigned long long)done_count(t),
+			(unsigned long long)p.count);
+	else if (t->stopped)
 		fprintf(stderr, "sweep %s: interrupted by %s after %llu of %llu "
 			"points; every finished point is stored in %s: run the "
 			"same command again to resume\n", sw->name,

@@ -52,6 +52,7 @@ struct sweep_opts {
 	uint32_t shard, nshards;	/* shard `shard` (1-based) of nshards */
 	int progress;			/* live progress line on stderr */
 	FILE *out;			/* the summary table (NULL: none) */
+	int throwaway;			/* db is removed after (--no-store) */
 };
 
 struct sweep_tally {

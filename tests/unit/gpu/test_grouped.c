@@ -235,3 +235,55 @@ Test(gpu, grouped_per_expert_kernels_pay_chain_and_setups)
 	cr_assert_eq(gpu_grouped_kernels_s(&g, 1, 1), 0);
 	cr_assert_eq(gpu_grouped_kernels_s(&g, 0, 0), 0);
 }
+
+Test(gpu, grouped_chain_runs_a_streams_kernels_one_after_another)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {
+		.compute = DTYPE_BF16, .a_B = 2, .b_B = 2, .c_B = 2,
+	};
+	struct gpu_gemm_group e[9];
+	double one, pooled;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.kernel_launch_s = 2e-6;
+	/* 8 experts of m = 768, n = 1280, k = 4096, each its own kernel:
+	 * 6 x 10 = 60 tiles, one wave (a split of k would need 120 > 100
+	 * units). A kernel's working set (768 + 1280) x 4096 x 2 B +
+	 * 768 x 1280 x 2 B = 18.74 MB, the chain's 8 x 18.74 = 150 MB, over
+	 * the toy's 100 MB LLC: each kernel reads from HBM (5 TB/s):
+	 *   t_c = 2 x 128 x 128 x 4096 / 4e12      = 33.554 us
+	 *   t_m = 16.78 MB / 5e12                  =  3.355 us (under t_c)
+	 *   t_e = 60 x 128 x 128 x 2 B / 5e12      =  0.393 us
+	 *   t   = 2 us launch + 33.554 + 0.393     = 35.947 us a kernel
+	 * One stream: the chain is all 8, 287.58 us. Four streams: the
+	 * longest chain 2 kernels, 71.89 us. A ninth group with no rows
+	 * launches nothing (the chain stays 8 kernels). */
+	for (i = 0; i < 8; i++)
+		e[i] = (struct gpu_gemm_group){768, 1280, 4096};
+	e[8] = (struct gpu_gemm_group){0, 1280, 4096};
+	one = 2e-6 + 2.0 * 128 * 128 * 4096 / 4e12 + 60.0 * 128 * 128 * 2 / 5e12;
+	cr_assert(gpu_fixture_near(gpu_grouped_chain_s(&g, &q, e, 9, 9),
+				   8 * one, 1e-9), "got %g s, expected %g s",
+		  gpu_grouped_chain_s(&g, &q, e, 9, 9), 8 * one);
+	cr_assert(gpu_fixture_near(gpu_grouped_chain_s(&g, &q, e, 8, 2),
+				   2 * one, 1e-9));
+	/* The pooled kernel: 480 tiles = 4 waves of 100 and one of 80, each
+	 * t_c = 33.554 us, t_m = 134.2 MB x a / 480 / 5e12 (5.59 us at
+	 * a = 100, under t_c), t_e 0.655 (100 tiles) or 0.524 us (80):
+	 * 2 + 4 x 34.209 + 34.078 = 172.9 us; with 7 further launches on one
+	 * stream (gpu_grouped_kernels_s) 186.9 us, under the chain's 287.6:
+	 * on one stream the chain binds; on 4 streams (pooled + 1 launch,
+	 * 174.9 us, over 71.9) the pooled tiles do. */
+	pooled = gpu_grouped_gemm(&g, DTYPE_BF16, e, 8).time_s;
+	cr_assert(gpu_fixture_near(pooled, 2e-6 + 4 * (2.0 * 128 * 128 * 4096 /
+				   4e12 + 100.0 * 128 * 128 * 2 / 5e12) +
+				   2.0 * 128 * 128 * 4096 / 4e12 +
+				   80.0 * 128 * 128 * 2 / 5e12, 1e-9),
+		  "pooled %g s", pooled);
+	cr_assert_lt(pooled + gpu_grouped_kernels_s(&g, 8, 8), 8 * one);
+	cr_assert_gt(pooled + gpu_grouped_kernels_s(&g, 8, 2), 2 * one);
+	/* nothing to run: no time */
+	cr_assert_eq(gpu_grouped_chain_s(&g, &q, e + 8, 1, 1), 0);
+}

@@ -175,3 +175,22 @@ Test(gpu, strided_bytes_move_at_the_per_sm_rate)
 	cr_assert(gpu_fixture_near(c.time_s, 0.8e-3, 1e-9), "got %g s",
 		  c.time_s);
 }
+
+Test(gpu, scatter_add_bytes_move_at_the_atomic_rate)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* No scatter_add_bandwidth: the added bytes stream, nothing extra. */
+	cr_assert_eq(gpu_scatter_add_extra_s(&g, 134217728), 0);
+	/* H200's 0.248 TB/s against the toy's 5 TB/s HBM: 134,217,728 B
+	 * (T 4096 x k 8 x h 2048 bf16) take 134217728 / 0.248e12 =
+	 * 541.2 us instead of 134217728 / 5e12 = 26.8 us: 514.4 us more. */
+	g.scatter_add_Bps = 0.248e12;
+	cr_assert(gpu_fixture_near(gpu_scatter_add_extra_s(&g, 134217728),
+				   134217728 / 0.248e12 - 134217728 / 5e12,
+				   1e-9));
+	/* A rate at or past the stream's is never a speed-up: 0. */
+	g.scatter_add_Bps = 6e12;
+	cr_assert_eq(gpu_scatter_add_extra_s(&g, 134217728), 0);
+}

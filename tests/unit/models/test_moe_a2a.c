@@ -241,14 +241,24 @@ Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
  *   strided (the two transposed copies) 2 T E + 2 T E p = 196608 B
  * permute (index_select), 1 kernel: read T h B + 8 T k = 8388608 + 65536
  *   = 8454144 B, write T k h B = 16777216 B (was twice both).
- * unpermute: zeros + scatter_add_, 2 kernels, write 2 T h B = 16777216 B.
- * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B.
+ * unpermute: zeros + scatter_add_, 2 kernels, write 2 T h B = 16777216 B;
+ *   the scatter_add_ adds T k h B = 8192 x 1024 x 2 = 16777216 B by
+ *   atomics (scatter_B).
+ * permute_bwd: zeros + index_add_, 2 kernels, write 16777216 B; adds
+ *   the same 16777216 B by atomics.
+ * unpermute_probs (rows x probabilities before the scatter, broadcast:
+ *   the strided path), 1 kernel: read T k h B + T k p = 16777216 + 16384
+ *   = 16793600 B, all strided; write T k h B = 16777216 B.
+ * unpermute_probs_bwd (dy x p; dy x x and its sum over h), 3 kernels:
+ *   read 4 T k h B + T k p = 67108864 + 16384 = 67125248 B, write
+ *   2 T k h B + T k p = 33554432 + 16384 = 33570816 B.
  * permute_probs_bwd: keys over ceil(log2 32768) = 15 bits: 2 onesweep
  *   passes, 6 + 2 = 8 kernels; read (40 + 16 x 2) T k + T k p + T E p =
  *   589824 + 16384 + 65536 = 671744 B; write 2 T E p + (24 + 32) T k +
  *   T k p = 131072 + 458752 + 16384 = 606208 B.
  * Fused: none of these; permute reads T h B = 8388608 B, unpermute and
- * permute_bwd one kernel each.
+ * permute_bwd one kernel each, no atomics (scatter_B 0), no
+ * unpermute_probs (the kernel weights the rows).
  */
 Test(moe, unfused_permute_as_its_pytorch_kernels)
 {
@@ -275,10 +285,25 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	c = fixture_op(&m.o, "unpermute");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.scatter_B, 16777216, 1e-6);
+	c = fixture_op(&m.o, "unpermute_probs");
+	cr_assert_not_null(c);
+	cr_assert_eq(c + 1, fixture_op(&m.o, "unpermute"));
+	cr_assert_float_eq(c->k.launches, 1, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 16793600, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 16793600, 1e-6);
 	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "unpermute_probs_bwd");
+	cr_assert_not_null(c);
+	cr_assert_eq(c - 1, fixture_op(&m.o, "unpermute_bwd"));
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 67125248, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 33570816, 1e-6);
 	c = fixture_op(&m.o, "permute_bwd");
 	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.scatter_B, 16777216, 1e-6);
 	c = fixture_op(&m.o, "permute_probs_bwd");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 8, 1e-12);
@@ -290,8 +315,100 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	cr_assert_null(fixture_op(&m.o, "permute_index"));
 	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.read_B, 8388608, 1e-6);
 	cr_assert(fixture_op(&m.o, "unpermute")->k.launches <= 1);
+	cr_assert_float_eq(fixture_op(&m.o, "unpermute")->k.scatter_B, 0, 1e-12);
+	cr_assert_null(fixture_op(&m.o, "unpermute_probs"));
 	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "unpermute_probs_bwd"));
 	cr_assert(fixture_op(&m.o, "permute_bwd")->k.launches <= 1);
+	cr_assert_float_eq(fixture_op(&m.o, "permute_bwd")->k.scatter_B, 0,
+			   1e-12);
 	cr_assert_null(fixture_op(&m.o, "permute_probs_bwd"));
+	moe_case_release(&m);
+}
+
+/*
+ * The routed experts' gated activation under an eager framework
+ * (elementwise.eager_activation: PyTorch's silu(g) * u on the halves of
+ * the grouped fc1 output, as scripts/measure-moe-torch.py runs it), as
+ * the dense MLP's (layer.c lop_act_fwd / lop_act_bwd). ep 1, E = 8,
+ * k = 2, T = 4096: R = T k = 8192 rows, f = 512, bf16 (B = 2):
+ * R f B = 8388608 B.
+ * Forward, 2 kernels: read 3 R f B = 25165824 B, write 2 R f B =
+ *   16777216 B, strided 3 R f B = 25165824 B.
+ * Backward, 4 kernels: read 8 R f B = 67108864 B, write 5 R f B =
+ *   41943040 B, strided 6 R f B = 50331648 B.
+ * Without it: one fused kernel, read R u B = 2 R f B, write R f B, no
+ * strided bytes.
+ */
+Test(moe, eager_expert_activation_as_pytorch_ops)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_init(&m, 8, 2, 512, 1);
+	fixture_ep_library(&e, "test-alltoall");
+	m.f.job.moe.dispatcher = &e;
+	m.f.model.gated_mlp = 1;
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_act");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 25165824, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 25165824, 1e-6);
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_act_bwd");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 4, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 67108864, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 41943040, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 50331648, 1e-6);
+
+	m.f.fw.elementwise.eager_activation = 0;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_act");
+	cr_assert_float_eq(c->k.read_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 0, 1e-12);
+	moe_case_release(&m);
+}
+
+/*
+ * The dispatcher's sort of the received rows by local expert (Megatron-
+ * Core's sort_chunks_by_idxs, run at ep 1 too when a GPU holds more than
+ * one expert): E = 8 experts on one GPU, T = 4096, k = 2, h = 1024,
+ * bf16: expert_sort reads and writes R h B = 8192 x 1024 x 2 =
+ * 16777216 B, and expert_unsort and the backward's two likewise. A
+ * framework whose permute already leaves the rows in expert order
+ * (moe_chunk_sort false: a single-GPU PyTorch MoE) runs none of them.
+ */
+Test(moe, framework_without_chunk_sort_runs_no_expert_sort)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_init(&m, 8, 2, 512, 1);
+	fixture_ep_library(&e, "test-alltoall");
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_sort");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 16777216, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort"));
+	moe_case_bwd(&m);
+	cr_assert_not_null(fixture_op(&m.o, "expert_sort_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "expert_unsort_bwd"));
+
+	m.f.fw.moe_chunk_sort = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_sort"));
+	cr_assert_null(fixture_op(&m.o, "expert_unsort"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_sort_bwd"));
+	cr_assert_null(fixture_op(&m.o, "expert_unsort_bwd"));
 	moe_case_release(&m);
 }

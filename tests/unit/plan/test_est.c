@@ -7,6 +7,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -205,4 +207,42 @@ Test(est, memo_keeps_every_entry)
 		seen++;
 	cr_assert_eq(seen, 10000);
 	memo_release(&m);
+}
+
+/* The collective times shared by a walk's processes (est_share.c): a
+ * time published is read back bit for bit, by another process too (a
+ * fork: the table is shared memory), and a key not published (another
+ * byte count) is a miss. */
+Test(est, shared_collective_times)
+{
+	struct est_share *sh = est_share_new();
+	struct est_ckey k, k2;
+	double t = 0;
+	pid_t pid;
+	int st;
+
+	cr_assert_not_null(sh);
+	memset(&k, 0, sizeof(k));
+	k.op = 1;
+	k.n = 64;
+	k.stride = 8;
+	k.bytes = 7.0e6;
+	k2 = k;
+	k2.bytes = 7.0e6 + 1;
+	cr_assert_eq(est_share_get(sh, &k, &t), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {		/* publishes, as a helper would */
+		est_share_put(sh, &k, 1.0 / 3.0);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert_eq(est_share_get(sh, &k, &t), 1);
+	cr_assert_eq(t, 1.0 / 3.0);
+	cr_assert_eq(est_share_get(sh, &k2, &t), 0);
+	est_share_put(sh, &k, 1.0 / 3.0);	/* there already: no second */
+	est_share_put(sh, &k2, 2.5e-3);
+	cr_assert_eq(est_share_get(sh, &k2, &t), 1);
+	cr_assert_eq(t, 2.5e-3);
+	est_share_free(sh);
 }

@@ -19,6 +19,7 @@
 #include "gpu/gpu.h"
 #include "models/footprint.h"
 #include "plan/plan.h"
+#include "plan/plan_impl.h"
 #include "plan/est.h"
 
 struct planned {
@@ -728,5 +729,75 @@ Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 			     layouts[l][0], layouts[l][1], est[0] - est[1],
 			     full[0] - full[1]);
 		cr_assert_lt(est[0] - est[1], (full[0] - full[1]) * 3);
+	}
+}
+
+/* The analytical tier's walk of one node count shared by procs
+ * processes (plan_split.c) leaves the search as the walk alone does,
+ * before any sorting: the kept layouts in walk order with their bound,
+ * memory and score, every pruned count, the first layout pruned for
+ * each reason and the smallest peak that did not fit, bit for bit. */
+static void walk_alike(const char *const *sets, size_t nsets, int procs)
+{
+	struct planned p;
+	struct plan_opts oa, ob;
+	struct search a, b;
+	struct diag d;
+	size_t i;
+	int r;
+
+	load(&p, sets, nsets);
+	diag_init(&d, stderr);
+	oa = ob = p.o;
+	oa.jobs = 1;
+	ob.jobs = procs;
+	cr_assert_eq(space_init(&a, p.j, &oa, p.j->system->nodes, &d), 0);
+	cr_assert_eq(space_init(&b, p.j, &ob, p.j->system->nodes, &d), 0);
+	cr_assert_eq(space_search(&a), 0);
+	cr_assert_eq(space_search(&b), 0);
+	cr_assert_eq(a.walkers, 1);
+	cr_assert_eq(b.walkers, procs, "shared by %d of %d", b.walkers, procs);
+	cr_assert_eq(a.searched, b.searched);
+	cr_assert_gt(a.n, 0);
+	cr_assert_eq(a.n, b.n);
+	for (i = 0; i < a.n; i++) {
+		cr_assert_eq(memcmp(&a.v[i].lay, &b.v[i].lay, sizeof(a.v[i].lay)),
+			     0, "kept %zu", i);
+		cr_assert_eq(a.v[i].lb_s, b.v[i].lb_s, "kept %zu", i);
+		cr_assert_eq(a.v[i].peak_B, b.v[i].peak_B, "kept %zu", i);
+		cr_assert_eq(a.v[i].score, b.v[i].score, "kept %zu", i);
+	}
+	for (r = 0; r < PR_COUNT; r++) {
+		cr_assert_eq(a.pruned[r], b.pruned[r], "%s", plan_prune_name(r));
+		cr_assert_eq(a.rule_miss[r].have, b.rule_miss[r].have);
+		cr_assert_eq(a.rule_miss[r].count, b.rule_miss[r].count);
+		cr_assert_eq(memcmp(&a.rule_miss[r].lay, &b.rule_miss[r].lay,
+				    sizeof(a.rule_miss[r].lay)), 0,
+			     "first pruned by %s", plan_prune_name(r));
+	}
+	cr_assert_eq(a.have_min_mem, b.have_min_mem);
+	cr_assert_eq(a.min_mem.peak_B, b.min_mem.peak_B);
+	cr_assert_eq(a.min_mem.weights_B, b.min_mem.weights_B);
+	cr_assert_eq(a.min_mem.activations_B, b.min_mem.activations_B);
+	cr_assert_eq(a.min_mem.rank, b.min_mem.rank);
+	cr_assert_eq(memcmp(&a.min_mem_lay, &b.min_mem_lay,
+			    sizeof(a.min_mem_lay)), 0);
+	space_release(&a);
+	space_release(&b);
+	done(&p);
+}
+
+/* llama3-70b on the node (16 sequences): every dimension searched, most
+ * layouts too big (min_mem), layer-split and batch rules below the
+ * units and above them; Qwen3-30B-A3B: the expert levels (etp, ep). */
+Test(plan, shared_walk_leaves_the_serial_walk)
+{
+	static const char *const dense[] = { "model=llama3-70b", "system.nodes=2" };
+	static const char *const moe[] = { "model=qwen3-30b-a3b" };
+	int procs;
+
+	for (procs = 2; procs <= 5; procs += 3) {
+		walk_alike(dense, 2, procs);
+		walk_alike(moe, 1, procs);
 	}
 }

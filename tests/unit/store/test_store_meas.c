@@ -13,7 +13,7 @@
 static const struct store_meas_info INFO = {
 	"mpi", "cpu-host", "[\"nodes=1\"]", "vm", "AMD EPYC (2 CPUs)",
 	"Open MPI", "Open MPI v4.1.4", "", "MPI 3.1", 2, 1, 2, 2,
-	"mpirun -n 2 llmsim-backend-mpi --op allreduce",
+	"mpirun -n 2 llmsim-backend-mpi --op allreduce", 0, NULL,
 };
 
 /* An all-reduce of 1 MiB in 100 us on 2 ranks: algbw = 2^20 / 1e-4 =
@@ -79,6 +79,110 @@ Test(store, measurements_round_trip)
 			     "FROM v_measurements WHERE idx = 0"), 1049);
 	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM "
 			     "v_measurements WHERE busbw_GBps IS NULL"), 1);
+	sf_assert_no_leaks();
+}
+
+struct flags {
+	int n, incomplete[2];
+	char error[2][96];
+};
+
+static int collect_flags(void *ctx, const struct store_meas_run *r)
+{
+	struct flags *f = ctx;
+
+	if (f->n < 2) {
+		f->incomplete[f->n] = r->info.incomplete;
+		snprintf(f->error[f->n], sizeof(f->error[0]), "%s",
+			 r->info.error);
+	}
+	f->n++;
+	return 0;
+}
+
+/* A run whose stream stopped at the backend's error line (the H200's
+ * first all-reduce: 85 elements wrong at 1 MiB) is stored incomplete
+ * with the error; a run that ended is complete with none (NULL). */
+Test(store, measure_run_incomplete_and_error)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN;
+	struct store_meas_info bad = INFO;
+	struct flags f;
+
+	memset(&f, 0, sizeof(f));
+	run.command = "measure";
+	run.kind = "system";
+	bad.incomplete = 1;
+	bad.error = "status 1 (failed): allreduce of 1048576 B: 85 elements "
+		    "wrong";
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 1);
+	cr_assert_eq(store_put_measure(st, &run, &bad, POINTS, 1, NULL), 2);
+	cr_assert_eq(store_each_measure(st, 0, collect_flags, &f, NULL), 2);
+	cr_assert_eq(f.incomplete[0], 0);
+	cr_assert_str_eq(f.error[0], "");
+	cr_assert_eq(f.incomplete[1], 1);
+	cr_assert_str_eq(f.error[1], bad.error);
+	store_close(st);
+	/* The view: run 1's 2 points complete, run 2's 1 point not. */
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM "
+			     "v_measurements WHERE complete = 1 AND "
+			     "backend_error IS NULL"), 2);
+	cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count(*) FROM "
+			     "v_measurements WHERE complete = 0 AND "
+			     "backend_error LIKE '%85 elements wrong'"), 1);
+	sf_assert_no_leaks();
+}
+
+/* A run stored before schema 9 has complete NULL: not known to be cut,
+ * read back as complete. */
+Test(store, measure_run_before_schema_9_reads_complete)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN;
+	struct flags f;
+
+	memset(&f, 0, sizeof(f));
+	run.command = "measure";
+	run.kind = "system";
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 1);
+	store_close(st);
+	{
+		sqlite3 *db = sf_raw_open(sf_db_path);
+
+		sf_raw_exec(db, "UPDATE measure_runs SET complete = NULL");
+		sqlite3_close(db);
+	}
+	st = sf_open_ok(sf_db_path);
+	cr_assert_eq(store_each_measure(st, 0, collect_flags, &f, NULL), 1);
+	cr_assert_eq(f.incomplete[0], 0);
+	store_close(st);
+	sf_assert_no_leaks();
+}
+
+/* The same points from the same device for the same system are found
+ * (the oldest run); other points, another host or another system's sets
+ * are not. */
+Test(store, find_measure_same_points_same_place)
+{
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN, other = RUN;
+	struct store_meas_info host = INFO, sets = INFO;
+
+	run.command = other.command = "measure";
+	run.kind = other.kind = "system";
+	run.result_json = "[{\"op\":\"allreduce\"}]";
+	other.result_json = "[{\"op\":\"copy\"}]";
+	host.host = "other-host";
+	sets.sets_json = "[\"nodes=2\"]";
+	cr_assert_eq(store_find_measure(st, &run, &INFO, NULL), 0);
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 1);
+	cr_assert_eq(store_put_measure(st, &run, &INFO, POINTS, 2, NULL), 2);
+	cr_assert_eq(store_find_measure(st, &run, &INFO, NULL), 1);
+	cr_assert_eq(store_find_measure(st, &other, &INFO, NULL), 0);
+	cr_assert_eq(store_find_measure(st, &run, &host, NULL), 0);
+	cr_assert_eq(store_find_measure(st, &run, &sets, NULL), 0);
+	store_close(st);
 	sf_assert_no_leaks();
 }
 
