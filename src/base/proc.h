@@ -5,6 +5,7 @@
 #ifndef LLMSIM_BASE_PROC_H
 #define LLMSIM_BASE_PROC_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* In a worker just forked from parent (getpid() before the fork): ask
@@ -14,5 +15,12 @@
  * 0, or -1 when the parent already ended before the call: the worker
  * should _exit at once. */
 int proc_die_with_parent(pid_t parent);
+
+/* Write all n bytes of buf to fd (a worker's pipe to its parent), again
+ * after EINTR and short writes: 0, or -1 on an error. */
+int proc_write_all(int fd, const void *buf, size_t n);
+
+/* Read exactly n bytes from fd: 0, or -1 (an error, or the end first). */
+int proc_read_all(int fd, void *buf, size_t n);
 
 #endif

@@ -164,23 +164,6 @@ struct rec {
 	int64_t failed;			/* the full run failed (full_failed) */
 };
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Read one record; 1, 0 at the end, -1 on error. */
 static int read_rec(int fd, struct rec *r)
 {
@@ -235,7 +218,7 @@ static void worker(const struct job_spec *j, const struct plan_opts *o,
 		r.tokens_per_s = c[i].tokens_per_s;
 		r.mfu = c[i].mfu;
 		r.tflops_per_gpu = c[i].tflops_per_gpu;
-		if (write_all(fd, &r, sizeof(r)) != 0)
+		if (proc_write_all(fd, &r, sizeof(r)) != 0)
 			status = 1;
 	}
 	fabrics_release(&fb);

@@ -88,41 +88,6 @@ struct share {
 	struct kept *k;			/* [h.nkept] */
 };
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* Read exactly n bytes; 0, or -1 (an error, or the end first). */
-static int read_all(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Zero what a walk records (s fresh from space_init has it so). */
 static void clear_records(struct search *s)
 {
@@ -218,7 +183,7 @@ static void helper(struct search *s, _Atomic uint64_t *slots, size_t n,
 		h.stats.colls = st1.colls - st0.colls;
 		h.stats.coll_lookups = st1.coll_lookups - st0.coll_lookups;
 	}
-	if (write_all(fd, &h, sizeof(h)) != 0)
+	if (proc_write_all(fd, &h, sizeof(h)) != 0)
 		_exit(1);
 	for (i = 0; h.ok && i < s->n; i++) {
 		struct kept k;
@@ -228,7 +193,7 @@ static void helper(struct search *s, _Atomic uint64_t *slots, size_t n,
 		k.lay = s->v[i].lay;
 		k.lb_s = s->v[i].lb_s;
 		k.peak_B = s->v[i].peak_B;
-		if (write_all(fd, &k, sizeof(k)) != 0)
+		if (proc_write_all(fd, &k, sizeof(k)) != 0)
 			_exit(1);
 	}
 	_exit(h.ok ? 0 : 1);
@@ -237,14 +202,14 @@ static void helper(struct search *s, _Atomic uint64_t *slots, size_t n,
 /* Read a helper's records into *sh; 0, or -1. */
 static int read_share(int fd, struct share *sh)
 {
-	if (read_all(fd, &sh->h, sizeof(sh->h)) != 0 || !sh->h.ok)
+	if (proc_read_all(fd, &sh->h, sizeof(sh->h)) != 0 || !sh->h.ok)
 		return -1;
 	if (sh->h.nkept > SIZE_MAX / sizeof(*sh->k))
 		return -1;
 	sh->k = mem_alloc(sh->h.nkept ? sh->h.nkept * sizeof(*sh->k) : 1);
 	if (!sh->k)
 		return -1;
-	return read_all(fd, sh->k, sh->h.nkept * sizeof(*sh->k));
+	return proc_read_all(fd, sh->k, sh->h.nkept * sizeof(*sh->k));
 }
 
 /* Add a helper's counts and firsts to s (the parent's). */
