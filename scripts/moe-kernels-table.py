@@ -139,6 +139,27 @@ def write(path, text):
     print("wrote", path)
 
 
+def table(ident, title, src, timing, dtype, rows_note, rows, extra=""):
+    """A kernel table's fields after its comment head (one form for every
+    table this script writes; extra: lines between timing and kind)."""
+    return """id: %s
+title: "%s"
+source:
+  repo: "llmsim (this repository)"
+  file: "%s"
+  script: "%s"
+confidence: high
+measured_on: "NVIDIA H200 (SXM, 132 SMs)"
+gpu: h200
+timing: %s
+%skind: gemm
+dtype: %s
+rows:                   # %s
+%s
+""" % (ident, title, src, SCRIPT, timing, extra, dtype, rows_note,
+       "\n".join(rows))
+
+
 def grouped_files(dev, out):
     src = "results/reference/device/h200-moe-%s.json" % DATE
     d = json.load(open(os.path.join(dev, os.path.basename(src))))
@@ -152,42 +173,24 @@ def grouped_files(dev, out):
         "Mixtral-8x7B\n# (ep 1/8) as one torch._grouped_mm (CUTLASS sm90 "
         "grouped GEMM), bf16,"))
     write(os.path.join(out, "llmsim-h200-%s-grouped-mm-bf16.yaml" % DATE),
-          head + """id: LLMSIM-H200-%s-GROUPED-MM-BF16
-title: "torch._grouped_mm (CUTLASS sm90 grouped GEMM), MoE expert GEMMs, bf16, NVIDIA H200 (PyTorch)"
-source:
-  repo: "llmsim (this repository)"
-  file: "%s"
-  script: "%s"
-confidence: high
-measured_on: "NVIDIA H200 (SXM, 132 SMs)"
-gpu: h200
-timing: stream
-kind: gemm
-dtype: bf16
-rows:                   # m n k totals over the groups; s per call
-%s
-""" % (DATE, src, SCRIPT, "\n".join(grouped_row(r, True) for r in bf16)))
+          head + table(
+              "LLMSIM-H200-%s-GROUPED-MM-BF16" % DATE,
+              "torch._grouped_mm (CUTLASS sm90 grouped GEMM), MoE expert "
+              "GEMMs, bf16, NVIDIA H200 (PyTorch)", src, "stream", "bf16",
+              "m n k totals over the groups; s per call",
+              [grouped_row(r, True) for r in bf16]))
     head = GROUPED_HEAD.format(src=src, script=SCRIPT, date=DATE, what=(
         "The fc1 forward of the same layouts as one\n"
         "# torch._scaled_grouped_mm: FP8 e4m3 operands with rowwise "
         "scales (one a\n# token, one an output column), bf16 out,"))
     head = head.replace("# Scored, not fitted on.\n", FP8_NOTE)
     write(os.path.join(out, "llmsim-h200-%s-grouped-mm-fp8.yaml" % DATE),
-          head + """id: LLMSIM-H200-%s-GROUPED-MM-FP8
-title: "torch._scaled_grouped_mm (FP8 rowwise), MoE fc1 forward, NVIDIA H200 (PyTorch)"
-source:
-  repo: "llmsim (this repository)"
-  file: "%s"
-  script: "%s"
-confidence: high
-measured_on: "NVIDIA H200 (SXM, 132 SMs)"
-gpu: h200
-timing: stream
-kind: gemm
-dtype: fp8
-rows:                   # m n k totals over the groups; s per call
-%s
-""" % (DATE, src, SCRIPT, "\n".join(grouped_row(r, False) for r in fp8)))
+          head + table(
+              "LLMSIM-H200-%s-GROUPED-MM-FP8" % DATE,
+              "torch._scaled_grouped_mm (FP8 rowwise), MoE fc1 forward, "
+              "NVIDIA H200 (PyTorch)", src, "stream", "fp8",
+              "m n k totals over the groups; s per call",
+              [grouped_row(r, False) for r in fp8]))
 
 
 def graph_row(r, method, key):
@@ -224,23 +227,12 @@ def graph_files(dev, out):
                                  scoring=SCORING.get(method, SCORING_ALL))
         ident = "LLMSIM-H200-%s-GRAPH-EXPERTS-%s" % (DATE, method.upper())
         write(os.path.join(out, "llmsim-h200-%s-graph-experts-%s.yaml"
-                           % (DATE, method)), head + """id: %s
-title: "MoE expert GEMMs at Qwen3-30B-A3B shapes, method %s, CUDA-graph timed, bf16, NVIDIA H200 (PyTorch)"
-source:
-  repo: "llmsim (this repository)"
-  file: "%s"
-  script: "%s"
-confidence: high
-measured_on: "NVIDIA H200 (SXM, 132 SMs)"
-gpu: h200
-timing: graph
-launch_overhead: 1.4 us
-kind: gemm
-dtype: bf16
-rows:                   # m the total over the experts; s per call
-%s
-""" % (ident, key, src, SCRIPT, "\n".join(graph_row(r, method, key)
-                                         for r in rows)))
+                           % (DATE, method)), head + table(
+            ident, "MoE expert GEMMs at Qwen3-30B-A3B shapes, method %s, "
+            "CUDA-graph timed, bf16, NVIDIA H200 (PyTorch)" % key, src,
+            "graph", "bf16", "m the total over the experts; s per call",
+            [graph_row(r, method, key) for r in rows],
+            "launch_overhead: 1.4 us\n"))
 
 
 def main():
