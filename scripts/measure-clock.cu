@@ -21,21 +21,9 @@
  *   block sleeping for f x 0.5 ms): every GEMM's time and the cycles';
  * - a copy-only phase (the filler alone).
  */
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "measure-cuda.cuh"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } \
-	} while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-	fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } \
-	} while (0)
 
 #define DIM 8192
 #define COPY_B (1ull << 30)
@@ -48,32 +36,12 @@ static __nv_bfloat16 *A, *B, *C;
 static int4 *src, *dst;
 static cudaEvent_t ev[MAXEV];
 
-__global__ void fill(__nv_bfloat16 *p, size_t n)
-{
-	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-
-	for (; i < n; i += (size_t)gridDim.x * blockDim.x)
-		p[i] = __float2bfloat16((float)((i * 2654435761u) >> 16 & 0xff) /
-					128.0f - 1.0f);
-}
-
 __global__ void copy_all(const int4 *s, int4 *d, size_t words)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 
 	for (; i < words; i += (size_t)gridDim.x * blockDim.x)
 		d[i] = s[i];
-}
-
-__global__ void sleeper(unsigned long long ns)
-{
-	unsigned long long t0, t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-	do {
-		__nanosleep(10000);
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	} while (t - t0 < ns);
 }
 
 static void gemm(void)
@@ -92,14 +60,6 @@ static double wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void list(FILE *out, const char *key, const float *v, int n)

@@ -16,21 +16,8 @@
  *        scripts/measure-gemm-host.cu -lcublasLt -lcublas
  *   ./measure-gemm-host OUT.jsonl
  */
+#include "measure-cuda.cuh"
 #include <cublasLt.h>
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } \
-	} while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-	fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } \
-	} while (0)
 
 #define BATCH 200
 #define TRIES 7
@@ -44,25 +31,6 @@ static cudaStream_t st;
 static int M, N, K;
 
 __global__ void empty(void) {}
-
-__global__ void sleeper(unsigned long long ns)
-{
-	unsigned long long t0, t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-	do {
-		__nanosleep(10000);
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	} while (t - t0 < ns);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct lt_gemm {
 	cublasLtMatmulDesc_t op;
@@ -196,10 +164,10 @@ int main(int argc, char **argv)
 			for (r = 0; r < TRIES; r++) {
 				/* the GPU busy well past the batch */
 				sleeper<<<1, 32, 0, st>>>(100000000ull);
-				t0 = now_s();
+				t0 = mono_s();
 				for (i = 0; i < BATCH; i++)
 					call(how);
-				t[r] = (now_s() - t0) / BATCH;
+				t[r] = (mono_s() - t0) / BATCH;
 				CK(cudaStreamSynchronize(st));
 			}
 			qsort(t, TRIES, sizeof(t[0]), cmp);

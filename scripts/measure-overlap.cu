@@ -33,20 +33,7 @@
  * started against the running GEMM's end, and each GEMM's time alone
  * and beside ("type":"order").
  */
-#include <time.h>
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } \
-	} while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-	fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } \
-	} while (0)
+#include "measure-cuda.cuh"
 
 #define SLICE_B (64u << 20)
 
@@ -65,14 +52,6 @@ __global__ void copy_slices(const int4 *src, int4 *dst, int reps, int smem)
 	for (r = 0; r < reps; r++)
 		for (i = threadIdx.x; i < words; i += blockDim.x)
 			d[i] = s[i];
-}
-
-__device__ static unsigned long long gtimer(void)
-{
-	unsigned long long t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
 }
 
 __global__ void stamp(unsigned long long *t)
@@ -99,15 +78,6 @@ __global__ void copy_stamped(const int4 *src, int4 *dst, int reps,
 	__syncthreads();
 	if (threadIdx.x == 0)
 		t1[blockIdx.x] = gtimer();
-}
-
-__global__ void fill(__nv_bfloat16 *p, size_t n)
-{
-	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-
-	for (; i < n; i += (size_t)gridDim.x * blockDim.x)
-		p[i] = __float2bfloat16((float)((i * 2654435761u) >> 16 & 0xff) /
-					128.0f - 1.0f);
 }
 
 struct chain {
