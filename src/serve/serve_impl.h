@@ -60,6 +60,9 @@ struct serve_req {
 	int prefilled;		/* disaggregated: its prefill step has ended */
 	int prefill_inst;	/* disaggregated: where it was prefilled */
 	int handoff_to;		/* disaggregated: its decode instance */
+	int adp_rank;		/* TensorRT-LLM attention DP: the rank that
+				 * holds it, -1 before one is chosen */
+	int adp_inst;		/* the instance adp_rank is a rank of */
 };
 
 /* A FIFO of request indices (a ring buffer that grows). */
