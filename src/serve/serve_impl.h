@@ -113,6 +113,9 @@ struct serve_inst {
 	int64_t steps;
 	double step_time_s, batch_sum, tokens_sum;
 	int64_t preemptions;
+	double adp_balance_sum;		/* sum over ranked steps of mean /
+					 * most tokens an attention-DP rank */
+	int64_t adp_steps;		/* steps with tracked ranks */
 };
 
 /* The whole simulation. */

@@ -361,9 +361,10 @@ static int has_rank(const struct serve *s, const struct serve_inst *in,
  * most prompt tokens when any rank has a prompt chunk (as infer_adp_rank
  * places them), else the one whose decodes read the most KV tokens (the
  * ranks' token-wise layers differ by a row or two: count-balanced). */
-static int busiest_rank(const struct serve *s, const struct serve_inst *in)
+static int busiest_rank(const struct serve *s, struct serve_inst *in)
 {
-	double pt[ADP_MAX_BINS], kv[ADP_MAX_BINS];
+	double pt[ADP_MAX_BINS], kv[ADP_MAX_BINS], tk[ADP_MAX_BINS];
+	double sum = 0, most = 0;
 	int64_t i, r;
 	int best = 0;
 
@@ -371,7 +372,7 @@ static int busiest_rank(const struct serve *s, const struct serve_inst *in)
 	    s->job->serving.engine->scheduler != ENGINE_SCHED_TRTLLM)
 		return -1;
 	for (r = 0; r < in->adp; r++)
-		pt[r] = kv[r] = 0;
+		pt[r] = kv[r] = tk[r] = 0;
 	for (i = 0; i < in->nrunning; i++) {
 		const struct serve_req *q = &s->req[in->running[i]];
 
@@ -383,11 +384,22 @@ static int busiest_rank(const struct serve *s, const struct serve_inst *in)
 			pt[q->adp_rank] += (double)q->step_q;
 		else
 			kv[q->adp_rank] += (double)(q->computed + q->step_q);
+		tk[q->adp_rank] += (double)q->step_q;
 	}
 	for (r = 1; r < in->adp; r++)
 		if (pt[r] > pt[best] ||
 		    (pt[r] == pt[best] && kv[r] > kv[best]))
 			best = (int)r;
+	/* the step's balance ratio, mean / most tokens a rank (idle ranks
+	 * count: they run the engine's dummy request) */
+	for (r = 0; r < in->adp; r++) {
+		sum += tk[r];
+		most = tk[r] > most ? tk[r] : most;
+	}
+	if (most > 0) {
+		in->adp_balance_sum += sum / (double)in->adp / most;
+		in->adp_steps++;
+	}
 	return best;
 }
 

@@ -110,6 +110,10 @@ Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
 	cr_assert_eq(b.n, 2);
 	group_is(&b, 0, 2, 1, 100, 0, 0);
 	group_is(&b, 1, 2, 1, 200, 0, 2);
+	/* balance ratio: step 1 (400 + 200) / 2 / 400 = 0.75, step 2 (2 + 2)
+	 * / 2 / 2 = 1 */
+	cr_assert_eq(in.adp_steps, 2);
+	cr_assert_float_eq(in.adp_balance_sum, 1.75, 1e-12);
 	infer_adp_rank(&x, &b, &rank, &route);
 	cr_assert_eq(rank.n, 1);
 	cr_assert_float_eq(rank.g[0].count, 2, 1e-12);
