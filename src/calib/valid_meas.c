@@ -17,7 +17,7 @@
  *                twice the size
  *   gemm         gpu_gemm() in the dtype; on a GPU with the power model
  *                (gpu_power.c) the median of the backend's timed calls
- *                after its warm-ups, from an idle GPU (gemm_point_s)
+ *                after its warm-ups, from an idle GPU (valid_gemm_point_s)
  * Rows compare rates (bus bandwidth, GB/s of copy traffic, TFLOP/s);
  * error = predicted rate / measured rate - 1 = measured time / predicted
  * time - 1.
@@ -161,12 +161,13 @@ static int dtype_of(const char *t)
  * then; the call across t_hold does its first (t_hold - start) / t_b of
  * the work at t_b's rate. The calls' times never fall, so the median is
  * the middle call's (the mean of the two middle ones for even counts).
- * H200 bf16 8192^3: t_b 1.10 ms; 116 ms x (1 - 0.173) / (1.386 - 0.173)
- * = 79.1 ms hold: all 25 calls at burst_matrix_clock. */
-static double gemm_point_s(const struct gpu_spec *g, enum dtype dt,
-			   const struct store_meas_row *r)
+ * H200 bf16 8192^3: t_b 1.383 ms; 116 ms x (1 - 0.173) / (1.386 - 0.173)
+ * = 79.1 ms hold: all 25 calls (34.6 ms) at burst_matrix_clock. */
+double valid_gemm_point_s(const struct gpu_spec *g, int dtype,
+			  const struct store_meas_row *r)
 {
 	double m = (double)r->m, n = (double)r->n, k = (double)r->k;
+	enum dtype dt = (enum dtype)dtype;
 	double ts = gpu_gemm(g, dt, m, n, k, 1).time_s, tb, hold, start = 0;
 	double lo = 0, hi = 0, t;
 	int calls = r->iters > 0 ? r->iters : 1, c, mid = calls / 2;
@@ -211,7 +212,7 @@ int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
 				   r->type);
 			return -1;
 		}
-		*time_s = gemm_point_s(p->sys->gpu, (enum dtype)dt, r);
+		*time_s = valid_gemm_point_s(p->sys->gpu, dt, r);
 		return 0;
 	}
 	for (i = 0; i < sizeof(op_map) / sizeof(op_map[0]); i++)

@@ -6,7 +6,9 @@
  */
 #include <criterion/criterion.h>
 
+#include "calib/valid.h"
 #include "fixture.h"
+#include "store/store.h"
 
 static void toy_power(struct gpu_spec *g)
 {
@@ -80,11 +82,53 @@ Test(gpu, gemm_at_the_burst_clock_runs_at_its_rate)
 	toy_power(&g);
 	gpu_at_matrix_clock(&g, g.burst_matrix_clock_hz, &b);
 	cr_assert_eq(b.sustained_matrix_clock_hz, 1500e6);
-	/* 12800^3: 4.194e12 FLOP, compute-bound (0.98 GB at 5 TB/s = 0.2 ms):
-	 * 400 TFLOP/s at 1000 MHz, 1000 x 0.75 x 0.8 = 600 at 1500 MHz. */
+	/* 12800^3 (test_gemm.c's derivation): 100 waves, each a tile's
+	 * compute 2 x 128^2 x 12800 / R_u plus its epilogue, 100 x 128^2 x
+	 * 2 B / 5 TB/s = 0.655 us, which no clock speeds up. R_u = 4
+	 * TFLOP/s at 1000 MHz: 104.858 us; 1000 x 0.75 x 0.8 / 100 = 6
+	 * TFLOP/s at 1500 MHz: 69.905 us. t = 10.551 ms and 7.056 ms. */
 	ts = gpu_gemm(&g, DTYPE_BF16, 12800, 12800, 12800, 1).time_s;
 	tb = gpu_gemm(&b, DTYPE_BF16, 12800, 12800, 12800, 1).time_s;
-	cr_assert(gpu_fixture_near(ts, 2 * 12800.0 * 12800 * 12800 / 400e12,
+	cr_assert(gpu_fixture_near(ts, 100 * (2.0 * 128 * 128 * 12800 / 4e12 +
+					     100.0 * 128 * 128 * 2 / 5e12),
 				   1e-9), "got %g", ts);
-	cr_assert(gpu_fixture_near(ts / tb, 1.5, 1e-9), "got %g", ts / tb);
+	cr_assert(gpu_fixture_near(tb, 100 * (2.0 * 128 * 128 * 12800 / 6e12 +
+					     100.0 * 128 * 128 * 2 / 5e12),
+				   1e-9), "got %g", tb);
+}
+
+Test(gpu, backend_gemm_point_is_the_median_timed_call_from_idle)
+{
+	struct store_meas_row r = { .op = "gemm", .type = "bfloat16",
+				    .m = 12800, .n = 12800, .k = 12800 };
+	struct gpu_spec g;
+	double ts = 10.551e-3, tb = 7.056e-3, hold, cross, want;
+
+	toy_power(&g);
+	/* The 12800^3 GEMM above: t_s 10.551 ms, t_b 7.056 ms (near to
+	 * 1e-4). From idle (0.25) the burst holds 42.857 ms: calls 0-5 end by
+	 * 6 x 7.056 = 42.34 ms (5 warm-ups, then the first timed call),
+	 * call 6 starts at 42.34 and runs 0.521 ms at t_b's rate, the rest
+	 * of its work (1 - 0.521 / 7.056) at t_s's: 10.293 ms; then t_s. */
+	hold = 0.075 / 1.75;
+	cross = (hold - 6 * tb) + (1 - (hold - 6 * tb) / tb) * ts;
+	r.iters = 1;		/* the one timed call: burst */
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r), tb,
+				   1e-4));
+	r.iters = 3;		/* t_b, the crossing, t_s: the crossing */
+	want = cross;
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r),
+				   want, 1e-4), "got %g, want %g",
+		  valid_gemm_point_s(&g, DTYPE_BF16, &r), want);
+	r.iters = 2;		/* the mean of t_b and the crossing */
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r),
+				   (tb + cross) / 2, 1e-4));
+	r.iters = 20;		/* the backend's default: sustained */
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r), ts,
+				   1e-4));
+	/* Without the power model: the kernel at the sustained clock. */
+	gpu_fixture_toy(&g);
+	r.iters = 1;
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r), ts,
+				   1e-4));
 }

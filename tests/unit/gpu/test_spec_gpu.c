@@ -297,8 +297,9 @@ Test(spec_gpu, check_rejects_part_of_the_power_model)
 
 Test(spec_gpu, check_rejects_burst_clock_out_of_order)
 {
-	static const char *const below[] = {"'burst_matrix_clock'",
-					    "at least", NULL};
+	static const char *const below[] = {"'sustained_matrix_clock'",
+					    "at most 'burst_matrix_clock'",
+					    NULL};
 	static const char *const above[] = {"at most 'max_clock'", NULL};
 	struct gpu_spec g;
 
