@@ -504,26 +504,26 @@ int step_estimate(const struct job_spec *j, int full,
 	e->memory_B = STEP_TASK_B * te.tasks + STEP_CALL_B * te.calls +
 		      STEP_FIXED_B + STEP_NODE_B * (double)j->system->nodes;
 	e->time_s = STEP_TASK_S * te.tasks;
+	/* the power model runs the step three times (power_step) */
+	if (gpu_power_modelled(j->system->gpu))
+		e->time_s *= 3;
 	e->trace_B = STEP_TRACE_B * te.tasks;
 	e->buildable = te.tasks <= (double)PROG_MAX_TASKS;
 	return 0;
 }
 
 /* The busiest simulated rank's compute time (s) of a simulated program
- * (rank_busy's compute row); -1 when out of memory. */
-static double busiest_compute_s(const struct prog *p, uint32_t *rank)
+ * (rank_busy's compute row): the GPU whose power sets the clock; -1
+ * when out of memory. */
+static double busiest_compute_s(const struct prog *p)
 {
 	double crit[BUSY_KINDS], *busy = rank_busy(p, crit), m = 0;
 	uint32_t r;
 
 	if (!busy)
 		return -1;
-	*rank = 0;
 	for (r = 0; r < prog_ranks(p); r++)
-		if (busy[(size_t)BUSY_COMPUTE * prog_ranks(p) + r] > m) {
-			m = busy[(size_t)BUSY_COMPUTE * prog_ranks(p) + r];
-			*rank = r;
-		}
+		m = fmax(m, busy[(size_t)BUSY_COMPUTE * prog_ranks(p) + r]);
 	mem_free(busy);
 	return m;
 }
@@ -552,46 +552,39 @@ static int run_at_clock(const struct job_spec *j, int full, double clock_hz,
  * to find how much of the busiest rank's compute follows the clock:
  * M_s = (C_s - C_b) / (1 - f_s / f_b). The rest of the step, O = step -
  * M_s, sets the clock f (gpu_power_step_clock_hz); the step is rebuilt
- * and run at f, which replaces *p and *out. out->matrix_clock_hz says
- * the clock either way. */
+ * and run at f, which replaces *p and *out. One program is held at a
+ * time (each is freed before the next is built), so the memory
+ * estimate holds; the time is three runs (step_estimate). */
 static int power_step(const struct job_spec *j, int full, struct prog **p,
 		      struct step_result *out, struct diag *d)
 {
 	const struct gpu_spec *g = j->system->gpu;
 	double fs = g->sustained_matrix_clock_hz, fb = g->burst_matrix_clock_hz;
-	double cs, cb, m, f;
+	double cs, cb, m, f, step_s = out->step_s;
 	struct step_result *rb = mem_alloc(sizeof(*rb));
 	struct prog *pb = NULL;
-	uint32_t rank, rank_b;
 	int rc = -1;
 
-	out->matrix_clock_hz = fs;
-	if (!rb) {
+	if (!rb || (cs = busiest_compute_s(*p)) < 0) {
 		diag_oom(d);
-		return -1;
+		goto out;
 	}
-	if ((cs = busiest_compute_s(*p, &rank)) < 0)
-		goto oom;
+	prog_free(*p);
+	*p = NULL;
 	if ((rc = run_at_clock(j, full, fb, &pb, rb, d)) != 0)
 		goto out;
-	rc = -1;
-	if ((cb = busiest_compute_s(pb, &rank_b)) < 0)
-		goto oom;
-	m = fmax(0, cs - cb) / (1 - fs / fb);
-	f = gpu_power_step_clock_hz(g, m, fmax(0, out->step_s - m));
-	if (f > fs) {
-		prog_free(*p);
-		*p = NULL;
-		prog_free(pb);
-		pb = NULL;
-		if ((rc = run_at_clock(j, full, f, p, out, d)) != 0)
-			goto out;
+	if ((cb = busiest_compute_s(pb)) < 0) {
+		diag_oom(d);
+		rc = -1;
+		goto out;
 	}
+	prog_free(pb);
+	pb = NULL;
+	m = fmax(0, cs - cb) / (1 - fs / fb);
+	f = gpu_power_step_clock_hz(g, m, fmax(0, step_s - m));
+	if ((rc = run_at_clock(j, full, f, p, out, d)) != 0)
+		goto out;
 	out->matrix_clock_hz = f;
-	rc = 0;
-	goto out;
-oom:
-	diag_oom(d);
 out:
 	prog_free(pb);
 	mem_free(rb);
