@@ -136,4 +136,18 @@ awk -v c="$clk" 'BEGIN { exit !(c > 1485 && c < 1776) }' ||
 	bad "run H100 4L --json"
 [ "$(num matrix_clock_mhz)" = 1485 ] ||
 	bad "H100 matrix clock $(num matrix_clock_mhz), expected 1485"
+# The same H200 step on two GPUs (dp 2: a gradient all-reduce) has
+# collectives, whose power the model does not know: sustained 1485 MHz,
+# and the summary says why.
+"$llmsim" run "$root/results/reference/training/T-LLMSIM-H200-LLAMA3-8B-4L.yaml" \
+	--set system.gpus_per_node=2 --set parallelism.dp=2 \
+	--set training.global_batch_size=2 --json --no-store >"$tmp/j" 2>/dev/null ||
+	bad "run H200 4L dp 2 --json"
+[ "$(num matrix_clock_mhz)" = 1485 ] ||
+	bad "H200 dp 2 matrix clock $(num matrix_clock_mhz), expected 1485"
+"$llmsim" run "$root/results/reference/training/T-LLMSIM-H200-LLAMA3-8B-4L.yaml" \
+	--set system.gpus_per_node=2 --set parallelism.dp=2 \
+	--set training.global_batch_size=2 --no-store 2>/dev/null |
+	grep -q "matrix clock   1485 MHz, back to back (the power model runs steps without collectives only)" ||
+	bad "H200 dp 2 summary does not say why the clock is sustained"
 exit $fail

@@ -504,8 +504,8 @@ int step_estimate(const struct job_spec *j, int full,
 	e->memory_B = STEP_TASK_B * te.tasks + STEP_CALL_B * te.calls +
 		      STEP_FIXED_B + STEP_NODE_B * (double)j->system->nodes;
 	e->time_s = STEP_TASK_S * te.tasks;
-	/* the power model runs the step three times (power_step) */
-	if (gpu_power_modelled(j->system->gpu))
+	/* the power model runs a one-GPU step three times (power_step) */
+	if (gpu_power_modelled(j->system->gpu) && system_gpus(j->system) == 1)
 		e->time_s *= 3;
 	e->trace_B = STEP_TRACE_B * te.tasks;
 	e->buildable = te.tasks <= (double)PROG_MAX_TASKS;
@@ -605,9 +605,17 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 		return -1;
 	rc = simulate(j, p, comm, out, d);
 	out->matrix_clock_hz = j->system->gpu->sustained_matrix_clock_hz;
-	/* The planner's shared network (comm) runs each layout once, at the
-	 * sustained clock, as its estimate does. */
-	if (rc == 0 && !(comm && comm->ops) &&
+	/* The power model counts the step's power from its matrix work and
+	 * HBM-bound work alone: it knows nothing of what communication
+	 * (NVLink, network, the collectives' kernels beside the GEMMs) draws.
+	 * So it runs only a step with no collective, where that is all there
+	 * is (the H200 steps it was checked on); a step with collectives
+	 * stays at the sustained clock. The same keys on H100 made every
+	 * published multi-GPU H100 step 3-9 points faster than measured
+	 * (results/reference/device/README.md, "ruled out"). The planner's
+	 * shared network (comm) runs each layout once, at the sustained
+	 * clock, as its estimate does. */
+	if (rc == 0 && !(comm && comm->ops) && prog_colls(p) == 0 &&
 	    gpu_power_modelled(j->system->gpu))
 		rc = power_step(j, full, &p, out, d);
 	if (rc != 0)

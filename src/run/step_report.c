@@ -399,7 +399,11 @@ static void print_speed(FILE *out, const struct job_spec *j,
 		r->peak_flops / 1e12, dtype_names[j->training.dtype]);
 	fprintf(out, "  executed       %.1f TFLOP/s per GPU (recomputation "
 		"included)\n", r->hw_tflops_per_gpu);
-	if (gpu_power_modelled(j->system->gpu))
+	if (gpu_power_modelled(j->system->gpu) && r->ncolls > 0)
+		fprintf(out, "  matrix clock   %.0f MHz, back to back (the power "
+			"model runs steps without collectives only)\n",
+			r->matrix_clock_hz / 1e6);
+	else if (gpu_power_modelled(j->system->gpu))
 		fprintf(out, "  matrix clock   %.0f MHz under the power limit "
 			"(%.0f MHz back to back, %.0f MHz below the limit)\n",
 			r->matrix_clock_hz / 1e6,
