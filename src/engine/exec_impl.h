@@ -25,7 +25,7 @@
  * overrides), and a GPU list by every descriptor over that group
  * (prog_intern.c). A run adds a 16-byte state per task (end or arrival,
  * then a pending count or the stretch that gives the start, and the
- * critical-path cause) and 32 bytes per collective.
+ * critical-path cause) and 40 bytes per collective.
  *
  * Depends on exec.h, base/arena.h.
  */
@@ -80,6 +80,10 @@ struct pcoll_time {
 	units_ns_t start_ns;	/* ns, rendezvous: last member arrived */
 	units_ns_t end_ns;	/* ns, the backend called done (plus the work
 				 * lost to compute, exec_crate.c) */
+	units_ns_t sm_wait_ns;	/* ns before start_ns it was ready but
+				 * waited for a persistent GEMM on a member
+				 * rank to free the SMs (launch order,
+				 * exec.h); 0 when it did not */
 };
 
 /* An open-addressing table of entry indexes, for interning (entries live

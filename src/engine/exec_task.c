@@ -58,6 +58,15 @@ double exec_task_dur_s(const struct prog *p, task_id t)
 	       units_ns_to_s(task_start_ns(p, t));
 }
 
+double exec_task_sm_wait_s(const struct prog *p, task_id t)
+{
+	uint32_t k;
+
+	check_ran(p, t);
+	k = task_coll(p, t);
+	return k == UINT32_MAX ? 0 : units_ns_to_s(p->coll_time[k].sm_wait_ns);
+}
+
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 {
 	const struct pkind *k;
