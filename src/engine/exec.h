@@ -50,8 +50,9 @@
  * Launch order: such a GEMM's CTAs take a whole SM each (registers and
  * shared memory), so a collective that holds units (sm_share > 0, no
  * sm_margin) and becomes ready while a persistent GEMM runs on one of
- * its member ranks cannot get its SMs there: it starts when the
- * persistent GEMMs running on its members at that moment have ended
+ * its member ranks (started before that instant) cannot get its SMs
+ * there: it starts when the persistent GEMMs running on its members at
+ * that moment have ended
  * (before the next GEMM on their stream, which then starts beside it and
  * is slowed by the law; exec_task_sm_wait_s says how long it waited, and
  * the critical path runs through the GEMM it waited for). A GEMM already

@@ -369,8 +369,16 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 	if (l->slowable)
 		slow_bit(r, l, 1);
 	l->pers = l->slowable && r->p->kinds[r->p->task[t].kind].owned > 0;
-	if (l->pers)
-		r->load[task_rank(r->p, t)].npers++;
+	if (l->pers) {
+		struct rank_load *ld = &r->load[task_rank(r->p, t)];
+
+		ld->npers++;
+		if (ld->npers_t == 0 || ld->pers_t != r->now) {
+			ld->pers_t = r->now;
+			ld->npers_t = 0;
+		}
+		ld->npers_t++;
+	}
 	l->rate = l->slowable ? task_rate(r, t) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
@@ -507,7 +515,9 @@ static void coll_go(struct run *r, struct coll_run *cr)
 
 /* Launch order (exec.h): whether collective cr, ready now, must wait
  * for persistent GEMMs running on its member ranks (it holds units and
- * their CTAs hold every SM). If so it joins each such rank's wait list,
+ * their CTAs hold every SM; one that started this same instant does not
+ * count: both were waiting for the same event, the GEMM starts beside
+ * the collective). If so it joins each such rank's wait list,
  * cr->blocked counts them, and its coll_time.sm_wait_ns keeps when it
  * became ready. */
 static int coll_blocked(struct run *r, struct coll_run *cr)
@@ -523,7 +533,9 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 	for (i = 0; i < pc->n; i++) {
 		struct rank_load *l = &r->load[task_rank(p, pc->first + i)];
 
-		if (l->npers == 0)
+		/* one launched this instant races it for the SMs: the
+		 * collective's blocks take theirs, the GEMM starts beside */
+		if (l->npers == (l->pers_t == r->now ? l->npers_t : 0))
 			continue;
 		if (l->nwait == l->capwait) {
 			uint32_t ncap = l->capwait ? 2 * l->capwait : 4;
@@ -772,6 +784,8 @@ static void lane_end(struct sim *sim, void *arg)
 		struct rank_load *ld = &r->load[task_rank(r->p, t)];
 
 		l->pers = 0;
+		if (l->start == ld->pers_t && ld->npers_t > 0)
+			ld->npers_t--;
 		if (--ld->npers == 0 && ld->nwait > 0)
 			unblock(r, task_rank(r->p, t), t);
 	}

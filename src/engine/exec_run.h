@@ -42,6 +42,8 @@ struct rank_load {
 	uint32_t npers;		/* persistent GEMMs running (pkind.owned
 				 * > 0): a collective that holds units
 				 * waits for them (launch order, exec.h) */
+	uint32_t npers_t;	/* of those, started at pers_t */
+	units_ns_t pers_t;	/* ns, the latest start of one */
 	uint32_t nwait, capwait;	/* collectives in wait[] */
 	uint32_t *wait;		/* collectives waiting for this rank's
 				 * persistent GEMMs, in the order they

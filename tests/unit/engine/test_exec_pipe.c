@@ -259,18 +259,22 @@ Test(exec, owned_slowdown_is_the_law_of_exec_h)
 
 Test(exec, collective_ready_beside_a_persistent_gemm_waits_for_its_end)
 {
-	struct prog *p = prog_new(1, 2);
+	struct prog *p = prog_new(1, 3);
 	struct mock m = ex_mock_new(0, 1e12);
 	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
 	uint32_t rank0 = 0;
 	task_id g1 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
 	task_id g2 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id x = ex_task(p, 0, 2, 1, "x", TASK_OTHER);
 	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
-	struct exec_result r = ex_run(p, &m);
+	struct exec_result r;
 
-	/* g1 (10 us, every tile owned) is launched first; the 4 us all-
-	 * reduce holding S = 0.25 is ready at 0 but g1's CTAs hold every
-	 * SM: it starts when g1 ends, at 10 us (waited 10 us), ends at 14.
+	prog_dep(p, x, ar);
+	r = ex_run(p, &m);
+	/* g1 (10 us, every tile owned) is launched at 0; the 4 us all-
+	 * reduce holding S = 0.25 is ready at 1 us (after x) but g1's CTAs
+	 * hold every SM: it starts when g1 ends, at 10 us (waited 9 us),
+	 * ends at 14.
 	 * g1 ran alone: [0, 10). g2 starts at 10 beside it: f = 2, rate
 	 * 0.5, 2 us done by 14, 8 left at full speed: ends at 22 us.
 	 * (Before launch order: g1 slowed from 0, 2 us by 4, ends at 12;
@@ -278,10 +282,30 @@ Test(exec, collective_ready_beside_a_persistent_gemm_waits_for_its_end)
 	cr_assert_eq(ex_ns(exec_task_end_s(p, g1)), 10000);
 	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 10000);
 	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 14000);
-	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 10000);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 9000);
 	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, g1)), 0);
 	assert_ns_near(exec_task_end_s(p, g2), 22000);
 	assert_ns_near(r.step_s, 22000);
+	prog_free(p);
+}
+
+Test(exec, collective_ready_with_a_persistent_gemm_launch_goes_first)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id g = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
+
+	/* Both ready at 0 (the GEMM released first): neither was resident
+	 * before the other, the all-reduce's blocks take their SMs and the
+	 * GEMM starts beside it: no wait, f = 2 while it runs [0, 4): 2 us
+	 * of 10 done, 8 left: ends at 12 us. */
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 0);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 0);
+	assert_ns_near(exec_task_end_s(p, g), 12000);
 	prog_free(p);
 }
 
@@ -311,10 +335,14 @@ Test(exec, collective_waits_for_the_last_member_gemm)
 	task_id a0 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
 	task_id a1 = prog_task_owned(p, 1, 0, 6 * US, &gi, 1.0);
 	task_id b1 = prog_task_owned(p, 1, 0, 10 * US, &gi, 1.0);
+	task_id x = ex_task(p, 0, 1, 1, "x", TASK_OTHER);
 	task_id ar = coll_sm(p, ranks, 2, 1, 4e6, 0.25);
-	struct exec_result r = ex_run(p, &m);
+	struct exec_result r;
 
-	/* The all-reduce over ranks 0 and 1 is ready at 0; rank 0 runs a
+	prog_dep(p, x, ar);
+	r = ex_run(p, &m);
+	/* The all-reduce over ranks 0 and 1 is ready at 1 us (rank 0's x
+	 * before it on its stream); rank 0 runs a
 	 * 10 us persistent GEMM, rank 1 a 6 us one: it starts when the later
 	 * ends, at 10 us, and ends at 14 (both members). On rank 1, b1
 	 * starts at 6 alone (4 us done by 10), then beside the all-reduce
