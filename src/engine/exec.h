@@ -50,15 +50,17 @@
  * Launch order: such a GEMM's CTAs take a whole SM each (registers and
  * shared memory), so a collective that holds units (sm_share > 0, no
  * sm_margin) and becomes ready while a persistent GEMM runs on one of
- * its member ranks (started before that instant) cannot get its SMs
- * there: it starts when the persistent GEMMs running on its members at
- * that moment have ended
+ * its member ranks, started before that member arrived (its kernel was
+ * launched while the GEMM ran), cannot get its SMs there: it starts when
+ * those GEMMs have ended
  * (before the next GEMM on their stream, which then starts beside it and
  * is slowed by the law; exec_task_sm_wait_s says how long it waited, and
  * the critical path runs through the GEMM it waited for). A GEMM already
- * running when such a collective starts is therefore one on a rank that
- * was free when the collective became ready (slowed from then on, as
- * before). With no persistent GEMM (owned 0 everywhere) nothing changes.
+ * running when such a collective starts is one launched at or after its
+ * member's arrival (the member's kernel was there first; it is slowed
+ * from the collective's start, as before: before the rendezvous a
+ * member holds nothing). With no persistent GEMM (owned 0 everywhere)
+ * nothing changes.
  * The other way round (exec_crate.c): a collective whose descriptor has
  * busy_rate x in (0, 1) progresses at x while a compute or optimizer task
  * runs on any member rank; after the backend is done it stays running

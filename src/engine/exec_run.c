@@ -373,11 +373,7 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 		struct rank_load *ld = &r->load[task_rank(r->p, t)];
 
 		ld->npers++;
-		if (ld->npers_t == 0 || ld->pers_t != r->now) {
-			ld->pers_t = r->now;
-			ld->npers_t = 0;
-		}
-		ld->npers_t++;
+		ld->pers_t = r->now;
 	}
 	l->rate = l->slowable ? task_rate(r, t) : 1.0;
 	if (l->rate == 1.0) {
@@ -515,11 +511,12 @@ static void coll_go(struct run *r, struct coll_run *cr)
 
 /* Launch order (exec.h): whether collective cr, ready now, must wait
  * for persistent GEMMs running on its member ranks (it holds units and
- * their CTAs hold every SM; one that started this same instant does not
- * count: both were waiting for the same event, the GEMM starts beside
- * the collective). If so it joins each such rank's wait list,
- * cr->blocked counts them, and its coll_time.sm_wait_ns keeps when it
- * became ready. */
+ * their CTAs hold every SM): on a member's rank, those that started
+ * before the member arrived (its kernel was launched while they ran;
+ * one launched later, or the same instant, started beside it). If so it
+ * joins each such rank's wait list,
+ * cr->arrived counts them (all members have arrived: it is free) and
+ * p->sm_wait keeps when it became ready. */
 static int coll_blocked(struct run *r, struct coll_run *cr)
 {
 	struct prog *p = r->p;
@@ -527,15 +524,16 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 	const struct coll_desc *d = &p->descs[pc->desc];
 	uint32_t i;
 
-	cr->blocked = 0;
 	if (!(d->sm_share > 0) || d->sm_margin)
 		return 0;
+	cr->arrived = 0;	/* from here: the ranks it waits for */
 	for (i = 0; i < pc->n; i++) {
 		struct rank_load *l = &r->load[task_rank(p, pc->first + i)];
 
-		/* one launched this instant races it for the SMs: the
-		 * collective's blocks take theirs, the GEMM starts beside */
-		if (l->npers == (l->pers_t == r->now ? l->npers_t : 0))
+		/* a GEMM launched at or after the member's arrival found
+		 * its kernel there (or raced it, the same instant): the
+		 * kernel holds its SMs, the GEMM started beside it */
+		if (l->npers == 0 || l->pers_t >= p->state[pc->first + i].stamp)
 			continue;
 		if (l->nwait == l->capwait) {
 			uint32_t ncap = l->capwait ? 2 * l->capwait : 4;
@@ -550,11 +548,20 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 			l->capwait = ncap;
 		}
 		l->wait[l->nwait++] = cr->k;
-		cr->blocked++;
+		cr->arrived++;
 	}
-	if (cr->blocked > 0)
-		p->coll_time[cr->k].sm_wait_ns = r->now;
-	return cr->blocked > 0;
+	if (cr->arrived == 0) {
+		cr->arrived = pc->n;
+		return 0;
+	}
+	if (!p->sm_wait &&
+	    !(p->sm_wait = mem_calloc(p->ncolls, sizeof(*p->sm_wait)))) {
+		r->failed = 1;
+		sim_stop(r->sim);
+		return 0;
+	}
+	p->sm_wait[cr->k] = r->now;
+	return 1;
 }
 
 /* The last persistent GEMM running on rank, t, ended now: the
@@ -575,10 +582,10 @@ static void unblock(struct run *r, uint32_t rank, task_id t)
 		struct coll_run *cr = &r->colls[l->wait[i]];
 		const struct pcoll *pc = &p->colls[cr->k];
 
-		if (--cr->blocked > 0)
+		if (--cr->arrived > 0)
 			continue;
-		p->coll_time[cr->k].sm_wait_ns = r->now -
-			p->coll_time[cr->k].sm_wait_ns;
+		cr->arrived = pc->n;
+		p->sm_wait[cr->k] = r->now - p->sm_wait[cr->k];
 		for (j = 0; j < pc->n; j++)
 			p->state[pc->first + j].cause = t;
 		coll_go(r, cr);
@@ -784,8 +791,6 @@ static void lane_end(struct sim *sim, void *arg)
 		struct rank_load *ld = &r->load[task_rank(r->p, t)];
 
 		l->pers = 0;
-		if (l->start == ld->pers_t && ld->npers_t > 0)
-			ld->npers_t--;
 		if (--ld->npers == 0 && ld->nwait > 0)
 			unblock(r, task_rank(r->p, t), t);
 	}

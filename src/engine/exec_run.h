@@ -42,7 +42,6 @@ struct rank_load {
 	uint32_t npers;		/* persistent GEMMs running (pkind.owned
 				 * > 0): a collective that holds units
 				 * waits for them (launch order, exec.h) */
-	uint32_t npers_t;	/* of those, started at pers_t */
 	units_ns_t pers_t;	/* ns, the latest start of one */
 	uint32_t nwait, capwait;	/* collectives in wait[] */
 	uint32_t *wait;		/* collectives waiting for this rank's
@@ -74,13 +73,14 @@ struct crate_rank {
 	uint32_t *k;
 };
 
-/* A collective during a run: 16 bytes; its run is found from its index
+/* A collective during a run: 12 bytes; its run is found from its index
  * (the array sits in a struct coll_runs after the run's address). */
 struct coll_run {
 	uint32_t k;		/* collective index */
-	uint32_t arrived;	/* members that reached it */
-	uint32_t blocked;	/* member ranks whose persistent GEMMs it
-				 * waits for (launch order) */
+	uint32_t arrived;	/* members that reached it; once all have,
+				 * while it waits for persistent GEMMs
+				 * (launch order), the member ranks it
+				 * still waits for */
 	uint8_t state;		/* 0 waiting, 1 started, 2 done */
 };
 

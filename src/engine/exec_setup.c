@@ -131,7 +131,6 @@ void exec_run_init(struct run *r)
 	for (k = 0; k < p->ncolls; k++) {
 		r->colls[k].k = k;
 		r->colls[k].arrived = 0;
-		r->colls[k].blocked = 0;
 		r->colls[k].state = 0;
 		if (r->jit.on) {
 			r->group_key[k] = exec_jit_key_of(coll_desc_of(p, k), memo);

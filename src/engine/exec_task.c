@@ -64,7 +64,8 @@ double exec_task_sm_wait_s(const struct prog *p, task_id t)
 
 	check_ran(p, t);
 	k = task_coll(p, t);
-	return k == UINT32_MAX ? 0 : units_ns_to_s(p->coll_time[k].sm_wait_ns);
+	return k == UINT32_MAX || !p->sm_wait ? 0 :
+	       units_ns_to_s(p->sm_wait[k]);
 }
 
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out)

@@ -147,9 +147,9 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 
 		fprintf(out, ",\"op\":\"%s\",\"bytes\":%.17g,\"group\":%u",
 			coll_op_names[c->op], c->bytes, c->ngpus);
-		if (p->coll_time[k].sm_wait_ns > 0) {
+		if (p->sm_wait && p->sm_wait[k] > 0) {
 			fputs(",\"sm_wait_us\":", out);
-			put_us(out, p->coll_time[k].sm_wait_ns);
+			put_us(out, p->sm_wait[k]);
 		}
 	}
 	if (p->critical[t / 64] >> (t % 64) & 1)
