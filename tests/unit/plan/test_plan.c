@@ -675,9 +675,9 @@ Test(plan, lockstep_estimated_as_the_run)
  * (gemm_persistent_owned_tiles, exec.h); since ovl25 the estimate
  * carries the same law (exec_owned_slowdown with the passes' work-
  * weighted owned share, est_dp.c dp_lost) and the run launch order:
- * savings (reshard true - false) full / estimate 27.8 / 25.1 ms at pp 1,
- * 21.7 / 13.3 ms (1.63x) at pp 4, 41.5 / 41.3 ms at pp 4 vpp 2 (the
- * share-law estimate had 23.6 / 9.36 ms, 2.52x, at pp 4): back to 2.5x.
+ * savings (reshard true - false) full / estimate 25.3 / 25.1 ms at pp 1,
+ * 23.6 / 13.3 ms (1.78x) at pp 4, 39.8 / 41.3 ms at pp 4 vpp 2 (the
+ * share-law estimate had 9.36 ms at pp 4, 2.52x): back to 2.5x.
  */
 Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 {
