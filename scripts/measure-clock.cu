@@ -20,6 +20,11 @@
  *   f units: an HBM copy of 2 x 1 GiB (all SMs) or an idle wait (one
  *   block sleeping for f x 0.5 ms): every GEMM's time and the cycles';
  * - a copy-only phase (the filler alone).
+ * With LLMSIM_CLOCK_WINDOW set, instead, a check of a sliding-window
+ * power cap: BURST GEMMs (events after each) right after a 2 s phase of
+ * idle, HBM copies, or 1 GEMM + 3 copies cycles; and after 1 s of GEMMs
+ * then tau of idle (tau 10-250 ms): how long each burst holds the boost
+ * clock ("type":"burst").
  */
 #include "measure-cuda.cuh"
 
@@ -149,6 +154,76 @@ static void duty(FILE *out, const char *filler, int g, int f, double idle_s)
 	fflush(out);
 }
 
+#define BURST 150
+
+/* the pre-phase, for secs of wall time, the host staying ~10 ms ahead:
+ * 'i' idle, 'c' HBM copies, 'm' 1 GEMM + 3 copies, 'g' GEMMs */
+static void phase(char kind, double secs)
+{
+	double t_end = mono_s() + secs;
+	int n = 0, j;
+
+	if (kind == 'i') {
+		usleep((useconds_t)(secs * 1e6));
+		return;
+	}
+	while (mono_s() < t_end) {
+		if (kind == 'g' || kind == 'm')
+			gemm();
+		if (kind == 'c' || kind == 'm')
+			for (j = 0; j < 3; j++)
+				copy_all<<<264, 1024>>>(src, dst,
+							COPY_B / sizeof(int4));
+		CK(cudaEventRecord(ev[n % 16], 0));
+		if (n >= 8)
+			CK(cudaEventSynchronize(ev[(n - 8) % 16]));
+		n++;
+	}
+}
+
+/* BURST GEMMs right after whatever is queued, an event after each */
+static void burst(FILE *out, const char *after, double tau_ms)
+{
+	static float t[BURST];
+	double w = wall_ms();
+	int i;
+
+	CK(cudaEventRecord(ev[100], 0));
+	for (i = 0; i < BURST; i++) {
+		gemm();
+		CK(cudaEventRecord(ev[101 + i], 0));
+	}
+	CK(cudaDeviceSynchronize());
+	for (i = 0; i < BURST; i++)
+		CK(cudaEventElapsedTime(&t[i], ev[100 + i], ev[101 + i]));
+	fprintf(out, "{\"type\":\"burst\",\"after\":\"%s\","
+		"\"tau_ms\":%.0f,\"wall_start_ms\":%.1f", after, tau_ms, w);
+	list(out, "gemm_ms", t, BURST);
+	fprintf(out, "}\n");
+	fflush(out);
+}
+
+static void window_checks(FILE *out)
+{
+	static const double taus[] = {10, 30, 60, 120, 250};
+	int i;
+
+	phase('i', 2.0);
+	burst(out, "idle", 0);
+	phase('i', 2.0);
+	phase('c', 2.0);
+	burst(out, "copies", 0);
+	phase('i', 2.0);
+	phase('m', 2.0);
+	burst(out, "1 gemm + 3 copies", 0);
+	for (i = 0; i < 5; i++) {
+		phase('g', 1.0);
+		CK(cudaDeviceSynchronize());
+		phase('i', taus[i] * 1e-3);
+		burst(out, "gemms then idle", taus[i]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	FILE *out;
@@ -172,6 +247,13 @@ int main(int argc, char **argv)
 	gemm();				/* cuBLAS's first-call setup */
 	CK(cudaDeviceSynchronize());
 	fprintf(out, "{\"type\":\"hello\",\"wall_ms\":%.1f}\n", wall_ms());
+	if (getenv("LLMSIM_CLOCK_WINDOW")) {
+		window_checks(out);
+		fprintf(out, "{\"type\":\"end\",\"wall_ms\":%.1f}\n",
+			wall_ms());
+		fclose(out);
+		return 0;
+	}
 	ramp(out, 3.0);
 	duty(out, "hbm", 3, 3, 2.0);
 	duty(out, "hbm", 1, 3, 2.0);

@@ -31,9 +31,12 @@
  * instant is mapped onto that clock (a stamp bracketed by host clock
  * reads on an idle GPU), so each point says when the copy's blocks
  * started against the running GEMM's end, and each GEMM's time alone
- * and beside ("type":"order").
+ * and beside ("type":"order"). LLMSIM_OVERLAP_ORDER=first: the copy is
+ * launched first and the stamped chain after it (at 0), the control for
+ * what the stamp kernels between GEMMs change.
  */
 #include "measure-cuda.cuh"
+#include <string.h>
 
 #define SLICE_B (64u << 20)
 
@@ -238,15 +241,24 @@ static void order_point(FILE *out, const struct chain *c, int k, int at,
 	h1 = host_ns();
 	CK(cudaMemcpy(&gnow, d_now, sizeof(gnow), cudaMemcpyDeviceToHost));
 	off = (double)gnow - 0.5 * (h0 + h1);
-	/* the point */
-	stamped_chain(c, sg, d_ts, at, ev_at);
-	while (cudaEventQuery(ev_at) == cudaErrorNotReady)
-		;
-	spin_until = host_ns() + frac * per;
-	while (host_ns() < spin_until)
-		;
-	hl = host_ns();
-	copy_stamped<<<k, 1024, 0, sc>>>(src, dst, reps, d_c0, d_c1);
+	/* the point; at 0: the copy first, the chain after it (an event
+	 * orders them, as point() does), the control for the stamps */
+	if (at == 0) {
+		CK(cudaEventRecord(e0, sc));
+		hl = host_ns();
+		copy_stamped<<<k, 1024, 0, sc>>>(src, dst, reps, d_c0, d_c1);
+		CK(cudaStreamWaitEvent(sg, e0, 0));
+		stamped_chain(c, sg, d_ts, 0, ev_at);
+	} else {
+		stamped_chain(c, sg, d_ts, at, ev_at);
+		while (cudaEventQuery(ev_at) == cudaErrorNotReady)
+			;
+		spin_until = host_ns() + frac * per;
+		while (host_ns() < spin_until)
+			;
+		hl = host_ns();
+		copy_stamped<<<k, 1024, 0, sc>>>(src, dst, reps, d_c0, d_c1);
+	}
 	CK(cudaDeviceSynchronize());
 	CK(cudaMemcpy(ts, d_ts, sizeof(ts[0]) * (c->count + 1),
 		      cudaMemcpyDeviceToHost));
@@ -328,11 +340,13 @@ int main(int argc, char **argv)
 
 		CK(cudaMalloc(&d_ts, sizeof(*d_ts) * (MAXG + 1 + 2 * 132 + 1)));
 		CK(cudaEventCreateWithFlags(&ev_at, cudaEventDisableTiming));
+		int first = !strcmp(getenv("LLMSIM_OVERLAP_ORDER"), "first");
+
 		for (ci = 0; ci < 3; ci++)
 			for (ki = 0; ki < 3; ki++)
-				for (fi = 0; fi < 2; fi++)
+				for (fi = 0; fi < (first ? 1 : 2); fi++)
 					order_point(out, &oc[ci], oks[ki],
-						    ci == 2 ? 16 : 2,
+						    first ? 0 : ci == 2 ? 16 : 2,
 						    fracs[fi], sg, sc, ev_at,
 						    src, dst, d_ts);
 		fprintf(out, "{\"type\":\"end\"}\n");
