@@ -47,6 +47,20 @@
  * running collective on the rank holds units without coll_desc.sm_margin
  * (with only margin ones the GEMM was launched on the rest: the share
  * law). The rate follows S as it changes, as the plain law does.
+ * Launch order: such a GEMM's CTAs take a whole SM each (registers and
+ * shared memory), so a collective that holds units (sm_share > 0, no
+ * sm_margin) and becomes ready while a persistent GEMM runs on one of
+ * its member ranks, started before that member arrived (its kernel was
+ * launched while the GEMM ran), cannot get its SMs there: it starts when
+ * those GEMMs have ended
+ * (before the next GEMM on their stream, which then starts beside it and
+ * is slowed by the law; exec_task_sm_wait_s says how long it waited, and
+ * the critical path runs through the GEMM it waited for). A GEMM already
+ * running when such a collective starts is one launched at or after its
+ * member's arrival (the member's kernel was there first; it is slowed
+ * from the collective's start, as before: before the rendezvous a
+ * member holds nothing). With no persistent GEMM (owned 0 everywhere)
+ * nothing changes.
  * The other way round (exec_crate.c): a collective whose descriptor has
  * busy_rate x in (0, 1) progresses at x while a compute or optimizer task
  * runs on any member rank; after the backend is done it stays running
@@ -90,6 +104,16 @@ extern const char *const exec_part_labels[EXEC_PART_COUNT];
  * count in the last slot. */
 #define EXEC_MAX_STREAMS 16
 
+/* The persistent-GEMM law: how many times longer than alone a GEMM
+ * runs beside kernels that hold a share s in [0, 1) of its GPU's
+ * units, its CTAs owning a share h in [0, 1] of its work
+ * (gpu_gemm_owned_share): f = 1/(1-S) + h max(0, 2 - 1/(1-S)), S = s
+ * (h 0: the share law 1/(1-S); h 1: two rounds, 2x, while 1/(1-S) <= 2;
+ * S 0: 1, nothing waits; S >= 1: +inf, no progress). The executor
+ * (exec_run.c) and the planner's estimate (src/plan/est_block.c,
+ * est_dp.c) both take it from here. */
+double exec_owned_slowdown(double s, double h);
+
 /* E[max] and Var[max] of n independent standard normals (e(1) = 0,
  * v(1) = 1), by quadrature (exec_jitter.c). */
 double exec_emax(double n);
@@ -132,6 +156,10 @@ void exec_task_info(const struct prog *p, task_id t, struct task_info *out);
 const char *exec_task_name(const struct prog *p, task_id t,
 			   enum task_cat *cat);
 uint32_t exec_task_rank(const struct prog *p, task_id t);
+/* After exec_run(): how long the collective of member t waited, once
+ * ready, for persistent GEMMs on its member ranks to end (launch order;
+ * s, 0 for a plain task or one that did not wait). */
+double exec_task_sm_wait_s(const struct prog *p, task_id t);
 /* The collective a task belongs to, or NULL for a plain task. Calls with
  * equal descriptors share one (the program keeps one copy of each). */
 const struct coll_desc *exec_task_coll(const struct prog *p, task_id t);

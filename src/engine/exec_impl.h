@@ -25,7 +25,8 @@
  * overrides), and a GPU list by every descriptor over that group
  * (prog_intern.c). A run adds a 16-byte state per task (end or arrival,
  * then a pending count or the stretch that gives the start, and the
- * critical-path cause) and 32 bytes per collective.
+ * critical-path cause) and 32 bytes per collective (and 8 more once one
+ * waits for a persistent GEMM: prog.sm_wait).
  *
  * Depends on exec.h, base/arena.h.
  */
@@ -184,6 +185,12 @@ struct prog {
 	struct pfar *far;		/* starts of far-stretched tasks, by id */
 	uint32_t nfar, capfar;
 	struct pcoll_time *coll_time;	/* per collective */
+	units_ns_t *sm_wait;		/* per collective: ns it waited, ready,
+					 * for persistent GEMMs on its members
+					 * to free the SMs (launch order,
+					 * exec.h; while it waits: when it
+					 * became ready); NULL until one
+					 * waits */
 	uint64_t *critical;		/* bitmap: on the critical path */
 	int ran;			/* results are valid */
 

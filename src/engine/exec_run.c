@@ -206,20 +206,31 @@ static double rank_rate(const struct run *r, uint32_t rank)
 	return l->share < 1.0 ? 1.0 - l->share : 0.0;
 }
 
+double exec_owned_slowdown(double s, double h)
+{
+	double f;
+
+	if (!(s > 0))
+		return 1.0;	/* nothing held: every CTA starts */
+	if (!(s < 1.0))
+		return INFINITY;
+	f = 1.0 / (1.0 - s);
+	return h > 0 ? f + h * fmax(0.0, 2.0 - f) : f;
+}
+
 /* The rate of task t on its rank now: rank_rate's 1 - S, or for a
  * persistent GEMM whose CTAs own a share h of its work (pkind.owned)
- * 1 / f with f = 1/(1-S) + h max(0, 2 - 1/(1-S)) (exec.h). */
+ * 1 / f with f = exec_owned_slowdown(S, h) (exec.h). */
 static double task_rate(const struct run *r, task_id t)
 {
 	const struct prog *p = r->p;
 	double x = rank_rate(r, task_rank(p, t));
-	double h = p->kinds[p->task[t].kind].owned, f;
+	double h = p->kinds[p->task[t].kind].owned;
 
 	if (!(h > 0) || x >= 1.0 || !(x > 0) ||
 	    !(r->load[task_rank(p, t)].held > 0))
 		return x;
-	f = 1.0 / x;
-	return 1.0 / (f + h * fmax(0.0, 2.0 - f));
+	return 1.0 / exec_owned_slowdown(r->load[task_rank(p, t)].share, h);
 }
 
 /* Task t would end dt ns from now, past the engine's horizon: stop the
@@ -357,6 +368,13 @@ static void lane_start(struct run *r, struct lane_run *l, task_id t,
 	l->slowable = cat == TASK_COMPUTE || cat == TASK_OPTIMIZER;
 	if (l->slowable)
 		slow_bit(r, l, 1);
+	l->pers = l->slowable && r->p->kinds[r->p->task[t].kind].owned > 0;
+	if (l->pers) {
+		struct rank_load *ld = &r->load[task_rank(r->p, t)];
+
+		ld->npers++;
+		ld->pers_t = r->now;
+	}
 	l->rate = l->slowable ? task_rate(r, t) : 1.0;
 	if (l->rate == 1.0) {
 		/* Exactly dur: no rounding through the rate. */
@@ -491,13 +509,105 @@ static void coll_go(struct run *r, struct coll_run *cr)
 		r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
 }
 
+/* Launch order (exec.h): whether collective cr, ready now, must wait
+ * for persistent GEMMs running on its member ranks (it holds units and
+ * their CTAs hold every SM): on a member's rank, those that started
+ * before the member arrived (its kernel was launched while they ran;
+ * one launched later, or the same instant, started beside it). If so it
+ * joins each such rank's wait list,
+ * cr->arrived counts them (all members have arrived: it is free) and
+ * p->sm_wait keeps when it became ready. */
+static int coll_blocked(struct run *r, struct coll_run *cr)
+{
+	struct prog *p = r->p;
+	const struct pcoll *pc = &p->colls[cr->k];
+	const struct coll_desc *d = &p->descs[pc->desc];
+	uint32_t i;
+
+	if (!(d->sm_share > 0) || d->sm_margin)
+		return 0;
+	cr->arrived = 0;	/* from here: the ranks it waits for */
+	for (i = 0; i < pc->n; i++) {
+		struct rank_load *l = &r->load[task_rank(p, pc->first + i)];
+
+		/* a GEMM launched at or after the member's arrival found
+		 * its kernel there (or raced it, the same instant): the
+		 * kernel holds its SMs, the GEMM started beside it */
+		if (l->npers == 0 || l->pers_t >= p->state[pc->first + i].stamp)
+			continue;
+		if (l->nwait == l->capwait) {
+			uint32_t ncap = l->capwait ? 2 * l->capwait : 4;
+			uint32_t *nw = mem_realloc(l->wait, ncap * sizeof(*nw));
+
+			if (!nw) {
+				r->failed = 1;
+				sim_stop(r->sim);
+				return 0;
+			}
+			l->wait = nw;
+			l->capwait = ncap;
+		}
+		l->wait[l->nwait++] = cr->k;
+		cr->arrived++;
+	}
+	if (cr->arrived == 0) {
+		cr->arrived = pc->n;
+		return 0;
+	}
+	if (!p->sm_wait &&
+	    !(p->sm_wait = mem_calloc(p->ncolls, sizeof(*p->sm_wait)))) {
+		r->failed = 1;
+		sim_stop(r->sim);
+		return 0;
+	}
+	p->sm_wait[cr->k] = r->now;
+	return 1;
+}
+
+/* The last persistent GEMM running on rank, t, ended now: the
+ * collectives that waited only for it (and ranks freed before) start,
+ * in the order they became ready, before anything t releases (the next
+ * GEMM on its stream then starts beside them). Their members' critical-
+ * path cause is t. */
+static void unblock(struct run *r, uint32_t rank, task_id t)
+{
+	struct prog *p = r->p;
+	struct rank_load *l = &r->load[rank];
+	uint32_t i, j, n = l->nwait;
+	int was = r->draining;
+
+	r->draining = 1;	/* a backend done at once releases later */
+	l->nwait = 0;
+	for (i = 0; i < n; i++) {
+		struct coll_run *cr = &r->colls[l->wait[i]];
+		const struct pcoll *pc = &p->colls[cr->k];
+
+		if (--cr->arrived > 0)
+			continue;
+		cr->arrived = pc->n;
+		p->sm_wait[cr->k] = r->now - p->sm_wait[cr->k];
+		for (j = 0; j < pc->n; j++)
+			p->state[pc->first + j].cause = t;
+		coll_go(r, cr);
+	}
+	r->draining = was;
+}
+
+/* Collective cr is ready now: it starts, unless it must wait for a
+ * persistent GEMM (then unblock() starts it). */
+static void coll_try(struct run *r, struct coll_run *cr)
+{
+	if (!coll_blocked(r, cr))
+		coll_go(r, cr);
+}
+
 static void coll_go_event(struct sim *sim, void *arg)
 {
 	struct coll_run *cr = arg;
 
 	(void)sim;
 	tick(run_of(cr));
-	coll_go(run_of(cr), cr);
+	coll_try(run_of(cr), cr);
 	release(run_of(cr));
 }
 
@@ -537,7 +647,7 @@ static void ready(struct run *r, task_id t)
 		sim_at(r->sim, at, coll_go_event, cr);
 		return;
 	}
-	coll_go(r, cr);
+	coll_try(r, cr);
 }
 
 /* Compute task c fed collective member s on its rank: when the group's
@@ -676,6 +786,13 @@ static void lane_end(struct sim *sim, void *arg)
 	} else {
 		r->p->state[t].aux = (uint32_t)STRETCH_FAR;
 		far_start(r, t, l->start);
+	}
+	if (l->pers) {
+		struct rank_load *ld = &r->load[task_rank(r->p, t)];
+
+		l->pers = 0;
+		if (--ld->npers == 0 && ld->nwait > 0)
+			unblock(r, task_rank(r->p, t), t);
 	}
 	finish(r, t);
 	release(r);

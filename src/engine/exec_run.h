@@ -28,6 +28,8 @@ struct lane_run {
 	units_ns_t since;	/* ns, run time left_ns was last brought up */
 	double rate;		/* speed now (1 = full) */
 	int slowable;		/* a compute or optimizer task */
+	int pers;		/* ... a persistent GEMM (counted in its
+				 * rank's rank_load.npers) */
 };
 
 /* Compute share running collectives take on one rank. */
@@ -37,6 +39,14 @@ struct rank_load {
 				 * sm_margin (the units a persistent GEMM's
 				 * CTAs may wait for) */
 	uint32_t n;		/* how many with a share run */
+	uint32_t npers;		/* persistent GEMMs running (pkind.owned
+				 * > 0): a collective that holds units
+				 * waits for them (launch order, exec.h) */
+	units_ns_t pers_t;	/* ns, the latest start of one */
+	uint32_t nwait, capwait;	/* collectives in wait[] */
+	uint32_t *wait;		/* collectives waiting for this rank's
+				 * persistent GEMMs, in the order they
+				 * became ready */
 	uint64_t slow;		/* bit s: stream s runs a compute or optimizer
 				 * task (streams past 63: always looked at) */
 };
@@ -67,7 +77,10 @@ struct crate_rank {
  * (the array sits in a struct coll_runs after the run's address). */
 struct coll_run {
 	uint32_t k;		/* collective index */
-	uint32_t arrived;	/* members that reached it */
+	uint32_t arrived;	/* members that reached it; once all have,
+				 * while it waits for persistent GEMMs
+				 * (launch order), the member ranks it
+				 * still waits for */
 	uint8_t state;		/* 0 waiting, 1 started, 2 done */
 };
 

@@ -74,6 +74,11 @@ int exec_run_alloc(struct run *r, struct prog *p)
 
 void exec_run_free(struct run *r)
 {
+	uint32_t i;
+
+	if (r->load)
+		for (i = 0; i < r->p->nranks; i++)
+			mem_free(r->load[i].wait);
 	mem_free(r->cand);
 	mem_free(r->queue);
 	mem_free(r->lanes);
@@ -121,6 +126,7 @@ void exec_run_init(struct run *r)
 		r->lanes[t].run = r;
 		r->lanes[t].cur = TASK_NONE;
 		r->lanes[t].tag_hint = 0;
+		r->lanes[t].pers = 0;
 	}
 	for (k = 0; k < p->ncolls; k++) {
 		r->colls[k].k = k;

@@ -58,6 +58,16 @@ double exec_task_dur_s(const struct prog *p, task_id t)
 	       units_ns_to_s(task_start_ns(p, t));
 }
 
+double exec_task_sm_wait_s(const struct prog *p, task_id t)
+{
+	uint32_t k;
+
+	check_ran(p, t);
+	k = task_coll(p, t);
+	return k == UINT32_MAX || !p->sm_wait ? 0 :
+	       units_ns_to_s(p->sm_wait[k]);
+}
+
 void exec_task_info(const struct prog *p, task_id t, struct task_info *out)
 {
 	const struct pkind *k;

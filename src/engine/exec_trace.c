@@ -24,7 +24,9 @@
  *
  * pid = simulated rank, tid = stream; ts and dur are microseconds written
  * from integer ns with three decimals, so no time is rounded. Collectives
- * add "op", "bytes" (coll.h size convention) and "group" (GPUs) to args.
+ * add "op", "bytes" (coll.h size convention) and "group" (GPUs) to args,
+ * and "sm_wait_us" when, ready, it waited for a persistent GEMM to free
+ * the SMs (launch order, exec.h; its ts is when it started).
  *
  * Enclosing slices. On each stream, a run of consecutive compute tasks of
  * one microbatch and pass (forward or backward, task_info.phase) becomes a
@@ -145,6 +147,10 @@ static void put_task(const struct prog *p, FILE *out, int *nev, task_id t)
 
 		fprintf(out, ",\"op\":\"%s\",\"bytes\":%.17g,\"group\":%u",
 			coll_op_names[c->op], c->bytes, c->ngpus);
+		if (p->sm_wait && p->sm_wait[k] > 0) {
+			fputs(",\"sm_wait_us\":", out);
+			put_us(out, p->sm_wait[k]);
+		}
 	}
 	if (p->critical[t / 64] >> (t % 64) & 1)
 		fputs(",\"critical\":1", out);

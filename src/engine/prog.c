@@ -52,10 +52,12 @@ void prog_drop_results(struct prog *p)
 		return;
 	mem_free(p->state);
 	mem_free(p->coll_time);
+	mem_free(p->sm_wait);
 	mem_free(p->critical);
 	mem_free(p->far);
 	p->state = NULL;
 	p->coll_time = NULL;
+	p->sm_wait = NULL;
 	p->critical = NULL;
 	p->far = NULL;
 	p->nfar = p->capfar = 0;

@@ -46,7 +46,10 @@
  * the optimizer (train_optimizer_s) at max(E_r, end), then, when the
  * distributed optimizer's all-gathers are not overlapped, sum_k A_k
  * (all-gathers of P_k W). Hidden reductions slow the backward they
- * overlap by their sm_share S_dp: + S_dp (sum_k R_k - exposed).
+ * overlap by their sm_share S_dp: + S_dp (sum_k R_k - exposed), or with
+ * persistent GEMMs (exec.h's law) by 1 - 1/f, f = exec_owned_slowdown(
+ * S_dp, h), h the layer pass's work-weighted owned share (est_dp.c
+ * dp_lost; S_dp when h = 0). Every S_dp below reads so.
  * Overlapped all-gathers (overlap_param_gather) run at the start of the
  * step in forward order, one chain per kind (dense, routed experts), and
  * each unit's first forward waits for its bucket: rank r starts its

@@ -19,7 +19,13 @@
  * S(t) the summed sm_share of the collectives already placed that run at
  * t (exec.h's interference rule; a collective placed later in the list
  * that overlaps an earlier kernel is not charged: in the blocks llmsim
- * builds those are copy-engine all-gathers, share 0). The latency is the
+ * builds those are copy-engine all-gathers, share 0); a persistent GEMM
+ * (block_op.owned h > 0) beside collectives that hold units (no
+ * sm_margin) runs at 1 / exec_owned_slowdown(S, h) instead of 1 - S, as
+ * the executor runs it. Launch order as the executor's (exec.h): a
+ * collective that holds units and would start while the last kernel
+ * placed, a persistent GEMM, runs (started before it) starts at that
+ * kernel's end. The latency is the
  * end of the block's last op, which the next unit waits for (train.c).
  *
  * A collective also waits for its group's slowest member, the engine's
@@ -157,6 +163,8 @@ double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 struct interval {
 	double s, e;		/* s */
 	double share;		/* compute units held */
+	int held;		/* ... not on a margin: a persistent GEMM's
+				 * CTAs wait for them (exec.h) */
 };
 
 static int by_time(const void *a, const void *b)
@@ -166,21 +174,28 @@ static int by_time(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Rate of compute at time t: 1 - the shares of collectives running. */
-static double rate_at(const struct interval *iv, int n, double t)
+/* Rate of a kernel whose CTAs own a share h of its work at time t: 1 -
+ * the shares of collectives running, or the persistent-GEMM law's
+ * 1 / f (exec_owned_slowdown) when some of them hold units. */
+static double rate_at(const struct interval *iv, int n, double t, double h)
 {
 	double s = 0;
-	int i;
+	int i, held = 0;
 
 	for (i = 0; i < n; i++)
-		if (iv[i].s <= t && t < iv[i].e)
+		if (iv[i].s <= t && t < iv[i].e) {
 			s += iv[i].share;
-	return s >= 1 ? 0 : 1 - s;
+			held |= iv[i].held && iv[i].share > 0;
+		}
+	if (s >= 1)
+		return 0;
+	return held && h > 0 ? 1.0 / exec_owned_slowdown(s, h) : 1 - s;
 }
 
-/* When a kernel of work w (s at full rate) started at t0 ends. */
+/* When a kernel of work w (s at full rate, owned share h) started at t0
+ * ends. */
 static double stretched_end(const struct interval *iv, int n, double t0,
-			    double w, double *ev)
+			    double w, double h, double *ev)
 {
 	double t = t0, rem = w;
 	int i, k = 0;
@@ -195,7 +210,7 @@ static double stretched_end(const struct interval *iv, int n, double t0,
 		return t0 + w;
 	qsort(ev, (size_t)k, sizeof(*ev), by_time);
 	for (i = 0; i < k; i++) {
-		double r = rate_at(iv, n, 0.5 * (t + ev[i]));
+		double r = rate_at(iv, n, 0.5 * (t + ev[i]), h);
 
 		if (ev[i] <= t)
 			continue;
@@ -331,6 +346,14 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 	return coll_keep(e, &k, r.time_s, d);
 }
 
+/* When a collective holding share of the units that would start at t
+ * starts: at pe when a persistent GEMM placed on [ps, pe) runs then and
+ * started before t (launch order, exec.h), else t. */
+static double launched(double t, double share, double ps, double pe)
+{
+	return share > 0 && ps < t && t < pe ? pe : t;
+}
+
 /*
  * Run a block on its streams (compute, tp, cp). A collective starts when
  * its stream is free and its inputs are there, plus the synchronization
@@ -346,6 +369,8 @@ static int run_pass(struct est *e, const struct job_spec *j,
 	struct interval iv[LAYER_MAX_OPS];
 	double comp_free = 0, free[3] = { 0, 0, 0 }, since[LG_COUNT] = { 0 };
 	double ep_total = 0, host = -HUGE_VAL, host_sum = 0;
+	double pers_s = 0, pers_e = 0;	/* the last kernel placed, when a
+					 * persistent GEMM: its start, end */
 	double sync_s = j->framework->host.sync_s *
 			(j->system->host_dispatch_scale > 0 ?
 			 j->system->host_dispatch_scale : 1);
@@ -371,9 +396,13 @@ static int run_pass(struct est *e, const struct job_spec *j,
 		if (op->kind == LOP_KERNEL) {
 			double t0 = fmax(comp_free, ready);
 
-			end[i] = stretched_end(iv, niv, t0, op->time_s, ev);
+			end[i] = stretched_end(iv, niv, t0, op->time_s,
+					       op->owned, ev);
 			comp_free = end[i];
+			pers_s = op->owned > 0 ? t0 : 0;
+			pers_e = op->owned > 0 ? end[i] : 0;
 			out->kern_s += op->time_s;
+			out->own_s += op->time_s * op->owned;
 			for (k = 0; k < LG_COUNT; k++)
 				since[k] += op->time_s;
 			if (op->mem_bound)
@@ -395,12 +424,15 @@ static int run_pass(struct est *e, const struct job_spec *j,
 			for (m = 0; m < g->n; m++)
 				e->ggpus[m] = m * g->stride;
 			if (ep) {
-				iv[niv].s = fmax(free[st], ready);
-				iv[niv].e = iv[niv].s + t;
 				iv[niv].share = pg->ks->ep_share > 0 ?
 					pg->ks->ep_share :
 					train_coll_sm_share(j, op->coll, e->ggpus,
 							    g->n, 0);
+				iv[niv].held = 1;
+				iv[niv].s = launched(fmax(free[st], ready),
+						     iv[niv].share, pers_s,
+						     pers_e);
+				iv[niv].e = iv[niv].s + t;
 				if (pg->hide_ep) {
 					/* under the paired action's compute:
 					 * what follows waits for none of it */
@@ -424,6 +456,15 @@ static int run_pass(struct est *e, const struct job_spec *j,
 			}
 			iv[niv].share = train_coll_sm_share(j, op->coll, e->ggpus,
 				g->n, op->group == LG_TP && pg->overlap);
+			iv[niv].held = !(op->group == LG_TP && pg->overlap);
+			if (iv[niv].held) {
+				double s0 = launched(iv[niv].s, iv[niv].share,
+						     pers_s, pers_e);
+
+				iv[niv].e += s0 - iv[niv].s;
+				end[i] = iv[niv].e;
+				iv[niv].s = s0;
+			}
 			free[st] = end[i];
 			since[op->group] = 0;
 			niv++;

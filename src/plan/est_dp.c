@@ -9,6 +9,7 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "engine/exec.h"
 #include "models/footprint.h"
 #include "models/train.h"
 #include "est_impl.h"
@@ -120,6 +121,20 @@ static double tp_wire_s(const struct est_cand *c, int64_t s, int bwd)
 	return (double)c->split[s] * fmax(0, l->lat_s - l->kern_s);
 }
 
+/* The share of its time compute of pass l loses beside a DP collective
+ * holding c->s_dp of the units: 1 - 1/f, f = exec_owned_slowdown(S_dp, h)
+ * with h its kernels' work-weighted owned share (the law is linear in h,
+ * so this is the time-average over its kernels); S_dp itself when h = 0
+ * (the share law). */
+static double dp_lost(const struct est_cand *c, const struct est_pass *l)
+{
+	double h = l->kern_s > 0 ? l->own_s / l->kern_s : 0;
+
+	if (!(h > 0) || !(c->s_dp > 0))
+		return c->s_dp;
+	return 1.0 - 1.0 / exec_owned_slowdown(c->s_dp, h);
+}
+
 void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		    double *f_first, double *b_last)
 {
@@ -150,7 +165,8 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 
 			/* compute units held; a cross-node TP collective
 			 * shares the NIC with the reductions it meets */
-			b_last[s] = b + c->s_dp * over + fmin(tpb * over / b, red);
+			b_last[s] = b + dp_lost(c, &c->b->lb) * over +
+				    fmin(tpb * over / b, red);
 		}
 		f_first[s] = f;
 		if (zero >= 1 && fw->overlap_param_gather && ch == 0) {
@@ -159,7 +175,8 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 			for (q = 0; q < r; q++)
 				lead += est_stage_f(c, q) + c->x[q];
 			over = fmin(f, fmax(0, gathers - lead));
-			f_first[s] = f + c->s_dp * over + tpf * over / f;
+			f_first[s] = f + dp_lost(c, &c->b->lf) * over +
+				     tpf * over / f;
 		}
 	}
 }
@@ -225,11 +242,12 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 		double rs = est_dp_coll(e, c, 0, COLL_REDUCESCATTER,
 					pu * c->d->grad_B, d);
 		double cf = f[u]->lat_s, cb = b[u]->lat_s;
+		double sf = dp_lost(c, f[u]), sb = dp_lost(c, b[u]);
 
 		if (ag < 0 || rs < 0)
 			return -1;
-		c->fsdp_f[u] = fmax(cf + c->s_dp * fmin(cf, ag), ag);
-		c->fsdp_b[u] = fmax(cb + c->s_dp * fmin(cb, ag + rs), ag + rs);
+		c->fsdp_f[u] = fmax(cf + sf * fmin(cf, ag), ag);
+		c->fsdp_b[u] = fmax(cb + sb * fmin(cb, ag + rs), ag + rs);
 		if (u == EST_EMBED)
 			c->fsdp_first_ag = ag;
 		if (c->no_sync) {	/* gathered once a run, reduced once */
@@ -241,7 +259,7 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 		}
 		/* still gathered: the backward's reduce-scatter alone */
 		c->fsdp_hf[u] = cf;
-		c->fsdp_hb[u] = fmax(cb + c->s_dp * fmin(cb, rs), rs);
+		c->fsdp_hb[u] = fmax(cb + sb * fmin(cb, rs), rs);
 		c->fsdp_wait[u] = rs;
 	}
 	return 0;

@@ -24,6 +24,9 @@ struct kset;
 struct est_pass {
 	double lat_s;		/* s, from the block's input to its last op */
 	double kern_s;		/* s, kernel time (unstretched) */
+	double own_s;		/* s, of that times each kernel's owned
+				 * share (block_op.owned): own_s / kern_s
+				 * is the work-weighted h of exec.h's law */
 	double mem_s;		/* s, of that in bandwidth-bound kernels */
 	double model_flops;	/* FLOP, model (no recompute) */
 };

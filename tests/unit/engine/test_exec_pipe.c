@@ -179,10 +179,12 @@ Test(exec, persistent_gemm_beside_held_units_runs_its_owned_tiles_late)
 	struct task_info fi = ex_info("gemm_few_tiles", TASK_COMPUTE);
 	struct task_info gi = ex_info("gemm_many_tiles", TASK_COMPUTE);
 	uint32_t rank0 = 0;
+	/* The all-reduce first (the lowest id starts first at 0): the GEMMs
+	 * are launched beside a resident collective (launch order). */
+	task_id ar = coll_sm(p, &rank0, 1, 3, 4e6, 0.25);
 	task_id plain = ex_task(p, 0, 0, 10, "plain", TASK_COMPUTE);
 	task_id few = prog_task_owned(p, 0, 1, 10 * US, &fi, 1.0);
 	task_id many = prog_task_owned(p, 0, 2, 10 * US, &gi, 0.5);
-	task_id ar = coll_sm(p, &rank0, 1, 3, 4e6, 0.25);
 
 	ex_run(p, &m);
 	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 4000);
@@ -206,11 +208,13 @@ Test(exec, persistent_gemm_law_is_the_share_law_from_half_the_units)
 	struct mock m = ex_mock_new(0, 1e12);
 	struct task_info fi = ex_info("gemm", TASK_COMPUTE);
 	uint32_t rank0 = 0;
-	task_id f = prog_task_owned(p, 0, 0, 10 * US, &fi, 1.0);
+	task_id f;
 
 	/* S = 0.5: 1/(1-S) = 2 already, max(0, 2 - 2) = 0: rate 0.5 as the
-	 * share law, whatever h: 2 us of 10 done by 4 us, ends at 12 us. */
+	 * share law, whatever h: 2 us of 10 done by 4 us, ends at 12 us
+	 * (the collective first: resident when the GEMM is launched). */
 	coll_sm(p, &rank0, 1, 1, 4e6, 0.5);
+	f = prog_task_owned(p, 0, 0, 10 * US, &fi, 1.0);
 	ex_run(p, &m);
 	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 12000);
 	prog_free(p);
@@ -235,6 +239,148 @@ Test(exec, persistent_gemm_launched_on_the_margin_keeps_the_share_law)
 	prog_coll(p, &rank0, 1, 1, &c, &ci);
 	ex_run(p, &m);
 	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 11000);
+	prog_free(p);
+}
+
+Test(exec, owned_slowdown_is_the_law_of_exec_h)
+{
+	/* f = 1/(1-S) + h max(0, 2 - 1/(1-S)):
+	 * S 0: 1 whatever h; S 0.25, h 0: 4/3 (the share law); h 1: 4/3 +
+	 * 2/3 = 2; h 0.5: 4/3 + 1/3 = 5/3; S 0.5: 2 + 0 = 2; S 0.75: 4
+	 * (past two rounds: the share law); S 1: no progress, +inf. */
+	cr_assert_float_eq(exec_owned_slowdown(0, 1), 1, 1e-15);
+	cr_assert_float_eq(exec_owned_slowdown(0.25, 0), 4.0 / 3, 1e-15);
+	cr_assert_float_eq(exec_owned_slowdown(0.25, 1), 2, 1e-15);
+	cr_assert_float_eq(exec_owned_slowdown(0.25, 0.5), 5.0 / 3, 1e-15);
+	cr_assert_float_eq(exec_owned_slowdown(0.5, 1), 2, 1e-15);
+	cr_assert_float_eq(exec_owned_slowdown(0.75, 1), 4, 1e-15);
+	cr_assert(isinf(exec_owned_slowdown(1, 1)));
+}
+
+Test(exec, collective_ready_beside_a_persistent_gemm_waits_for_its_end)
+{
+	struct prog *p = prog_new(1, 3);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id g1 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id g2 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id x = ex_task(p, 0, 2, 1, "x", TASK_OTHER);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
+	struct exec_result r;
+
+	prog_dep(p, x, ar);
+	r = ex_run(p, &m);
+	/* g1 (10 us, every tile owned) is launched at 0; the 4 us all-
+	 * reduce holding S = 0.25 is ready at 1 us (after x) but g1's CTAs
+	 * hold every SM: it starts when g1 ends, at 10 us (waited 9 us),
+	 * ends at 14.
+	 * g1 ran alone: [0, 10). g2 starts at 10 beside it: f = 2, rate
+	 * 0.5, 2 us done by 14, 8 left at full speed: ends at 22 us.
+	 * (Before launch order: g1 slowed from 0, 2 us by 4, ends at 12;
+	 * the all-reduce [0, 4); g2 [12, 22).) */
+	cr_assert_eq(ex_ns(exec_task_end_s(p, g1)), 10000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 10000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 14000);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 9000);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, g1)), 0);
+	assert_ns_near(exec_task_end_s(p, g2), 22000);
+	assert_ns_near(r.step_s, 22000);
+	prog_free(p);
+}
+
+Test(exec, collective_ready_with_a_persistent_gemm_launch_goes_first)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id g = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
+
+	/* Both ready at 0 (the GEMM released first): neither was resident
+	 * before the other, the all-reduce's blocks take their SMs and the
+	 * GEMM starts beside it: no wait, f = 2 while it runs [0, 4): 2 us
+	 * of 10 done, 8 left: ends at 12 us. */
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 0);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 0);
+	assert_ns_near(exec_task_end_s(p, g), 12000);
+	prog_free(p);
+}
+
+Test(exec, member_there_before_the_gemm_does_not_wait_for_it)
+{
+	struct prog *p = prog_new(2, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t ranks[2] = { 0, 1 };
+	task_id g = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id z = ex_task(p, 1, 1, 5, "z", TASK_OTHER);
+	task_id ar = coll_sm(p, ranks, 2, 1, 4e6, 0.25);
+
+	/* Rank 0's member arrives at 0, the instant g is launched (its
+	 * kernel is there as g starts); rank 1's at 5 us, after z. At the
+	 * rendezvous g runs, but it did not start before rank 0's member
+	 * arrived: no wait, the all-reduce runs [5, 9). g: 5 us alone, then
+	 * f = 2 (S 0.25, h 1) for 4 us: 2 us done, 3 left: ends at 12 us. */
+	(void)z;
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 5000);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 0);
+	assert_ns_near(exec_task_end_s(p, g), 12000);
+	prog_free(p);
+}
+
+Test(exec, collective_beside_plain_compute_starts_at_once)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	uint32_t rank0 = 0;
+	task_id f = ex_task(p, 0, 0, 10, "f", TASK_COMPUTE);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
+
+	/* f is not a persistent GEMM (owned 0): the all-reduce starts at 0
+	 * beside it; f at 0.75 for 4 us (3 us done), 7 left: ends at 11. */
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 0);
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 0);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, f)), 11000);
+	prog_free(p);
+}
+
+Test(exec, collective_waits_for_the_last_member_gemm)
+{
+	struct prog *p = prog_new(2, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t ranks[2] = { 0, 1 };
+	task_id a0 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id a1 = prog_task_owned(p, 1, 0, 6 * US, &gi, 1.0);
+	task_id b1 = prog_task_owned(p, 1, 0, 10 * US, &gi, 1.0);
+	task_id x = ex_task(p, 0, 1, 1, "x", TASK_OTHER);
+	task_id y = ex_task(p, 1, 1, 1, "y", TASK_OTHER);
+	task_id ar = coll_sm(p, ranks, 2, 1, 4e6, 0.25);
+	struct exec_result r;
+
+	(void)x;
+	(void)y;
+	r = ex_run(p, &m);
+	/* The all-reduce over ranks 0 and 1 is ready at 1 us (x and y
+	 * before its members on their streams: both arrive while the GEMMs
+	 * launched at 0 run); rank 0 runs a
+	 * 10 us persistent GEMM, rank 1 a 6 us one: it starts when the later
+	 * ends, at 10 us, and ends at 14 (both members). On rank 1, b1
+	 * starts at 6 alone (4 us done by 10), then beside the all-reduce
+	 * at f = 2, rate 0.5: 2 us done by 14, 4 left: ends at 18 us. The
+	 * members' cause is a0, the GEMM they waited for last. */
+	cr_assert_eq(ex_ns(exec_task_end_s(p, a1)), 6000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 10000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar + 1)), 10000);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, ar)), 14000);
+	cr_assert_eq(p->state[ar + 1].cause, a0);
+	assert_ns_near(exec_task_end_s(p, b1), 18000);
+	assert_ns_near(r.step_s, 18000);
 	prog_free(p);
 }
 

@@ -672,10 +672,12 @@ Test(plan, lockstep_estimated_as_the_run)
  * the estimate's saving within a factor 2.5 of the run's (before the
  * estimate ignored the flag: 0 saving). Since ovl24 the full tier slows
  * a persistent GEMM beside the gathers by the owned-tiles law on H100
- * (gemm_persistent_owned_tiles, exec.h) where the estimate keeps the
- * share law (est.c's S): the pp 4 run saves 23.6 ms against the
- * estimate's 9.36 ms (2.52x), so the bound is 3x until est.c carries
- * the law.
+ * (gemm_persistent_owned_tiles, exec.h); since ovl25 the estimate
+ * carries the same law (exec_owned_slowdown with the passes' work-
+ * weighted owned share, est_dp.c dp_lost) and the run launch order:
+ * savings (reshard true - false) full / estimate 25.3 / 25.1 ms at pp 1,
+ * 23.6 / 13.3 ms (1.78x) at pp 4, 39.8 / 41.3 ms at pp 4 vpp 2 (the
+ * share-law estimate had 9.36 ms at pp 4, 2.52x): back to 2.5x.
  */
 Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 {
@@ -724,11 +726,11 @@ Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 			done(&p);
 		}
 		cr_assert_gt(full[0], full[1]);
-		cr_assert_gt(est[0] - est[1], (full[0] - full[1]) / 3,
+		cr_assert_gt(est[0] - est[1], (full[0] - full[1]) / 2.5,
 			     "%s %s: estimate saves %g s, the run %g s",
 			     layouts[l][0], layouts[l][1], est[0] - est[1],
 			     full[0] - full[1]);
-		cr_assert_lt(est[0] - est[1], (full[0] - full[1]) * 3);
+		cr_assert_lt(est[0] - est[1], (full[0] - full[1]) * 2.5);
 	}
 }
 
