@@ -591,8 +591,10 @@ out:
 	return rc;
 }
 
-int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
-	     FILE *trace, struct step_result *out, struct diag *d)
+/* step_run(); detail 0 leaves out what step_run_time() says it does. */
+static int run_step(const struct job_spec *j, int full,
+		    const struct step_comm *comm, FILE *trace,
+		    struct step_result *out, struct diag *d, int detail)
 {
 	struct prog *p;
 	int rc;
@@ -623,10 +625,10 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	rc = -1;
 	out->nstages = j->parallelism.pp < STEP_MAX_STAGES ?
 		j->parallelism.pp : STEP_MAX_STAGES;
-	if (footprint_job_stages(j, gpu_usable_memory_B(j->system->gpu),
+	if (detail && (footprint_job_stages(j, gpu_usable_memory_B(j->system->gpu),
 				 &out->mem, out->stage_mem, out->nstages) != 0 ||
 	    step_coll_stats(p, &out->colls, &out->ncolls) != 0 ||
-	    busy_stats(j, p, out) != 0) {
+	    busy_stats(j, p, out) != 0)) {
 		diag_oom(d);
 		goto out;
 	}
@@ -640,6 +642,19 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 out:
 	prog_free(p);
 	return rc;
+}
+
+int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
+	     FILE *trace, struct step_result *out, struct diag *d)
+{
+	return run_step(j, full, comm, trace, out, d, 1);
+}
+
+int step_run_time(const struct job_spec *j, int full,
+		  const struct step_comm *comm, struct step_result *out,
+		  struct diag *d)
+{
+	return run_step(j, full, comm, NULL, out, d, 0);
 }
 
 void step_result_release(struct step_result *r)

@@ -136,6 +136,16 @@ struct step_comm {
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	     FILE *trace, struct step_result *out, struct diag *d);
 
+/* step_run() without a trace and without what the planner's full tier
+ * does not read: the per-collective table (colls, which times every
+ * call's overlap with each rank's compute), the per-rank busy and host
+ * stats, and the memory per stage (mem, stage_mem) stay zero. The step
+ * time, its parts, tokens/s, MFU and TFLOP/s per GPU are step_run()'s
+ * bit for bit (the same simulation; those come before the rest). */
+int step_run_time(const struct job_spec *j, int full,
+		  const struct step_comm *comm, struct step_result *out,
+		  struct diag *d);
+
 /* Sum every collective call of an executed program (counted once, at its
  * first member task) by (task name, op, group) into *colls (grown with
  * mem_realloc, *ncolls entries), longest first. -1 when out of memory. */

@@ -21,6 +21,7 @@
 #include "plan/plan.h"
 #include "plan/plan_impl.h"
 #include "plan/est.h"
+#include "run/step.h"
 
 struct planned {
 	struct arena a;
@@ -333,6 +334,48 @@ Test(plan, zero1_and_zero2_step_alike)
 	}
 	cr_assert_eq(c[0].step_s, c[1].step_s);
 	cr_assert_eq(memcmp(c[0].part_s, c[1].part_s, sizeof(c[0].part_s)), 0);
+	done(&a);
+}
+
+/* The full tier's runs (step_run_time) give the numbers a plan reads
+ * bit for bit as step_run, and leave out the per-collective table that
+ * step_run fills: llama3-8b tp 2 pp 2 on one node (every dimension that
+ * shapes the step pinned), the first layout the analytical tier ranks.
+ * Nothing to derive: the same simulation, so equality is exact. */
+Test(plan, full_runs_read_the_step_as_step_run)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=2", "parallelism.pp=2",
+		"training.recompute=selective", "training.zero_stage=1",
+		"training.micro_batch_size=1", "parallelism.sequence_parallel=true",
+	};
+	struct planned a;
+	struct system_spec sys;
+	struct job_spec jj;
+	struct step_result full, lean;
+	struct diag d;
+
+	load(&a, sets, 6);
+	a.o.no_full = 1;
+	run(&a);
+	cr_assert_eq(a.rc, 0, "%s", a.err);
+	cr_assert(a.r.ncands > 0);
+	diag_init(&d, stderr);
+	plan_job_for(a.j, &a.r.cands[0].lay, &sys, &jj);
+	cr_assert_eq(step_run(&jj, 0, NULL, NULL, &full, &d), 0);
+	cr_assert_eq(step_run_time(&jj, 0, NULL, &lean, &d), 0);
+	cr_assert(full.step_s > 0);
+	cr_assert_eq(lean.step_s, full.step_s);
+	cr_assert_eq(memcmp(lean.part_s, full.part_s, sizeof(full.part_s)), 0);
+	cr_assert_eq(lean.tokens_per_s, full.tokens_per_s);
+	cr_assert_eq(lean.mfu, full.mfu);
+	cr_assert_eq(lean.tflops_per_gpu, full.tflops_per_gpu);
+	/* step_run's table has the TP and pipeline collectives; none here */
+	cr_assert(full.ncolls > 0);
+	cr_assert_eq(lean.ncolls, 0);
+	cr_assert_null(lean.colls);
+	step_result_release(&full);
+	step_result_release(&lean);
 	done(&a);
 }
 
