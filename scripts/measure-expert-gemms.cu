@@ -23,35 +23,14 @@
  * kernels back to back on one stream (host and GPU s a kernel) and as
  * one CUDA graph (GPU s a node).
  */
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
+#include "measure-cuda.cuh"
 
 #define ITERS 50
 #define WARMUP 5
 #define MAX_STREAMS 4
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } \
-	} while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-	fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } \
-	} while (0)
-
 static cudaStream_t side[MAX_STREAMS];
 static cublasHandle_t handle[MAX_STREAMS + 1];	/* [MAX_STREAMS]: main */
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Row-major C[m, n] = A[m, k] W[k, n] is column-major C^T = W^T A^T. */
 static void gemm(cublasHandle_t h, const __nv_bfloat16 *a,
@@ -102,10 +81,10 @@ static void launches(FILE *out)
 		empty<<<1, 1>>>();
 	CK(cudaDeviceSynchronize());
 	CK(cudaEventRecord(e0, 0));
-	h0 = now_s();
+	h0 = mono_s();
 	for (i = 0; i < n; i++)
 		empty<<<1, 1>>>();
-	host = (now_s() - h0) / n;
+	host = (mono_s() - h0) / n;
 	CK(cudaEventRecord(e1, 0));
 	CK(cudaEventSynchronize(e1));
 	CK(cudaEventElapsedTime(&ms, e0, e1));
@@ -228,10 +207,10 @@ int main(int argc, char **argv)
 			issue(&s, fork, join);
 		CK(cudaDeviceSynchronize());
 		CK(cudaEventRecord(t0, 0));
-		h0 = now_s();
+		h0 = mono_s();
 		for (it = 0; it < ITERS; it++)
 			issue(&s, fork, join);
-		host = (now_s() - h0) / ITERS;
+		host = (mono_s() - h0) / ITERS;
 		CK(cudaEventRecord(t1, 0));
 		CK(cudaEventSynchronize(t1));
 		CK(cudaEventElapsedTime(&ms, t0, t1));

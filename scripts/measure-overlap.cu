@@ -22,20 +22,21 @@
  * a law drawn from the default set). Each point: the chain's time alone
  * and beside the copy, the copy's time alone and beside the chain (CUDA
  * events), the copy's bytes.
+ *
+ * With LLMSIM_OVERLAP_ORDER set, the other launch order: the GEMM chain
+ * is issued first, and the copy is launched by the host while a GEMM of
+ * the chain runs (after the event that ends GEMM `at`, plus a spin of
+ * `frac` of a GEMM's time alone). A one-thread stamp kernel between the
+ * GEMMs and the copy's blocks read %globaltimer, and the host's launch
+ * instant is mapped onto that clock (a stamp bracketed by host clock
+ * reads on an idle GPU), so each point says when the copy's blocks
+ * started against the running GEMM's end, and each GEMM's time alone
+ * and beside ("type":"order"). LLMSIM_OVERLAP_ORDER=first: the copy is
+ * launched first and the stamped chain after it (at 0), the control for
+ * what the stamp kernels between GEMMs change.
  */
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } \
-	} while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-	fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } \
-	} while (0)
+#include "measure-cuda.cuh"
+#include <string.h>
 
 #define SLICE_B (64u << 20)
 
@@ -56,13 +57,30 @@ __global__ void copy_slices(const int4 *src, int4 *dst, int reps, int smem)
 			d[i] = s[i];
 }
 
-__global__ void fill(__nv_bfloat16 *p, size_t n)
+__global__ void stamp(unsigned long long *t)
 {
-	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	*t = gtimer();
+}
 
-	for (; i < n; i += (size_t)gridDim.x * blockDim.x)
-		p[i] = __float2bfloat16((float)((i * 2654435761u) >> 16 & 0xff) /
-					128.0f - 1.0f);
+/* copy_slices, each block stamping its start and end (thread 0; the end
+ * after the block's threads are done) */
+__global__ void copy_stamped(const int4 *src, int4 *dst, int reps,
+			     unsigned long long *t0, unsigned long long *t1)
+{
+	size_t words = SLICE_B / sizeof(int4);
+	const int4 *s = src + blockIdx.x * words;
+	int4 *d = dst + blockIdx.x * words;
+	int r;
+	size_t i;
+
+	if (threadIdx.x == 0)
+		t0[blockIdx.x] = gtimer();
+	for (r = 0; r < reps; r++)
+		for (i = threadIdx.x; i < words; i += blockDim.x)
+			d[i] = s[i];
+	__syncthreads();
+	if (threadIdx.x == 0)
+		t1[blockIdx.x] = gtimer();
 }
 
 struct chain {
@@ -135,6 +153,129 @@ static void point(FILE *out, const struct chain *c, int k, int smem,
 	fflush(out);
 }
 
+static double host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+#define MAXG 128
+
+/* The chain on sg with a stamp before each GEMM and after the last; the
+ * event ev_at recorded after GEMM `at` (0 = none). */
+static void stamped_chain(const struct chain *c, cudaStream_t sg,
+			  unsigned long long *ts, int at, cudaEvent_t ev_at)
+{
+	const float one = 1.0f, zero = 0.0f;
+	int i;
+
+	CB(cublasSetStream(h, sg));
+	for (i = 0; i < c->count; i++) {
+		stamp<<<1, 1, 0, sg>>>(ts + i);
+		CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, c->n, c->m, c->k,
+				&one, B, CUDA_R_16BF, c->n, A, CUDA_R_16BF,
+				c->k, &zero, C, CUDA_R_16BF, c->n,
+				CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+		if (i + 1 == at)
+			CK(cudaEventRecord(ev_at, sg));
+	}
+	stamp<<<1, 1, 0, sg>>>(ts + c->count);
+}
+
+static void print_list(FILE *out, const char *key,
+		       const unsigned long long *v, int n,
+		       unsigned long long base)
+{
+	int i;
+
+	fprintf(out, ",\"%s\":[", key);
+	for (i = 0; i < n; i++)
+		fprintf(out, "%s%.3f", i ? "," : "",
+			((double)v[i] - (double)base) * 1e-3);
+	fprintf(out, "]");
+}
+
+/* One launch-order point: the chain alone (stamped), then the chain
+ * again with the copy of k blocks launched by the host after GEMM `at`
+ * ended plus frac of a GEMM's time alone. Times in the output are us
+ * from the chain's first stamp. */
+static void order_point(FILE *out, const struct chain *c, int k, int at,
+			double frac, cudaStream_t sg, cudaStream_t sc,
+			cudaEvent_t ev_at, const int4 *src, int4 *dst,
+			unsigned long long *d_ts)
+{
+	unsigned long long ts[MAXG + 1], cb0[132], cb1[132], gnow;
+	unsigned long long *d_c0 = d_ts + MAXG + 1, *d_c1 = d_c0 + 132;
+	unsigned long long *d_now = d_c1 + 132;
+	double h0, h1, hl, off, per, spin_until;
+	int reps, i;
+	float tca;
+	cudaEvent_t e0, e1;
+
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	stamped_chain(c, sg, d_ts, 0, ev_at);		/* warm-up */
+	CK(cudaStreamSynchronize(sg));
+	stamped_chain(c, sg, d_ts, 0, ev_at);
+	CK(cudaStreamSynchronize(sg));
+	CK(cudaMemcpy(ts, d_ts, sizeof(ts[0]) * (c->count + 1),
+		      cudaMemcpyDeviceToHost));
+	fprintf(out, "{\"type\":\"order\",\"m\":%d,\"n\":%d,"
+		"\"k\":%d,\"gemms\":%d,\"copy_blocks\":%d,\"at\":%d,"
+		"\"frac\":%.2f", c->m, c->n, c->k, c->count, k, at, frac);
+	print_list(out, "alone_stamps_us", ts, c->count + 1, ts[0]);
+	per = ((double)ts[c->count] - (double)ts[0]) / c->count;
+	/* the copy alone, one rep, and enough reps to last ~2.5 GEMMs */
+	CK(cudaEventRecord(e0, sc));
+	copy_slices<<<k, 1024, 0, sc>>>(src, dst, 1, 0);
+	CK(cudaEventRecord(e1, sc));
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&tca, e0, e1));
+	reps = (int)(2.5 * per * 1e-6 / tca) + 1;
+	/* host clock -> globaltimer, on the idle GPU */
+	h0 = host_ns();
+	stamp<<<1, 1, 0, sc>>>(d_now);
+	CK(cudaStreamSynchronize(sc));
+	h1 = host_ns();
+	CK(cudaMemcpy(&gnow, d_now, sizeof(gnow), cudaMemcpyDeviceToHost));
+	off = (double)gnow - 0.5 * (h0 + h1);
+	/* the point; at 0: the copy first, the chain after it (an event
+	 * orders them, as point() does), the control for the stamps */
+	if (at == 0) {
+		CK(cudaEventRecord(e0, sc));
+		hl = host_ns();
+		copy_stamped<<<k, 1024, 0, sc>>>(src, dst, reps, d_c0, d_c1);
+		CK(cudaStreamWaitEvent(sg, e0, 0));
+		stamped_chain(c, sg, d_ts, 0, ev_at);
+	} else {
+		stamped_chain(c, sg, d_ts, at, ev_at);
+		while (cudaEventQuery(ev_at) == cudaErrorNotReady)
+			;
+		spin_until = host_ns() + frac * per;
+		while (host_ns() < spin_until)
+			;
+		hl = host_ns();
+		copy_stamped<<<k, 1024, 0, sc>>>(src, dst, reps, d_c0, d_c1);
+	}
+	CK(cudaDeviceSynchronize());
+	CK(cudaMemcpy(ts, d_ts, sizeof(ts[0]) * (c->count + 1),
+		      cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(cb0, d_c0, sizeof(cb0[0]) * k, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(cb1, d_c1, sizeof(cb1[0]) * k, cudaMemcpyDeviceToHost));
+	print_list(out, "beside_stamps_us", ts, c->count + 1, ts[0]);
+	fprintf(out, ",\"host_launch_us\":%.3f,\"clock_map_err_us\":%.3f",
+		(hl + off - (double)ts[0]) * 1e-3, 0.5 * (h1 - h0) * 1e-3);
+	print_list(out, "copy_block_start_us", cb0, k, ts[0]);
+	print_list(out, "copy_block_end_us", cb1, k, ts[0]);
+	fprintf(out, ",\"copy_reps\":%d,\"copy_rep_alone_s\":%.9g}\n",
+		reps, tca * 1e-3);
+	fflush(out);
+	for (i = 0; i < 2; i++)
+		CK(cudaEventDestroy(i ? e1 : e0));
+}
+
 int main(int argc, char **argv)
 {
 	static const int ks[] = {8, 20, 32, 66};
@@ -186,6 +327,32 @@ int main(int argc, char **argv)
 		CK(cudaEventCreate(&ev[i]));
 	CK(cudaDeviceSynchronize());
 	fprintf(out, "{\"type\":\"hello\",\"slice_B\":%u}\n", SLICE_B);
+	if (getenv("LLMSIM_OVERLAP_ORDER")) {
+		/* GEMMs of ~1.5 ms, ~3 ms and ~30 us (1-2 tiles a CTA) */
+		static const struct chain oc[] = {{8192, 8192, 8192, 8},
+						  {16384, 8192, 8192, 6},
+						  {4096, 1536, 2048, 64}};
+		static const int oks[] = {8, 20, 32};
+		static const double fracs[] = {0.3, 0.7};
+		unsigned long long *d_ts;
+		cudaEvent_t ev_at;
+		int fi;
+
+		CK(cudaMalloc(&d_ts, sizeof(*d_ts) * (MAXG + 1 + 2 * 132 + 1)));
+		CK(cudaEventCreateWithFlags(&ev_at, cudaEventDisableTiming));
+		int first = !strcmp(getenv("LLMSIM_OVERLAP_ORDER"), "first");
+
+		for (ci = 0; ci < 3; ci++)
+			for (ki = 0; ki < 3; ki++)
+				for (fi = 0; fi < (first ? 1 : 2); fi++)
+					order_point(out, &oc[ci], oks[ki],
+						    first ? 0 : ci == 2 ? 16 : 2,
+						    fracs[fi], sg, sc, ev_at,
+						    src, dst, d_ts);
+		fprintf(out, "{\"type\":\"end\"}\n");
+		fclose(out);
+		return 0;
+	}
 	if (getenv("LLMSIM_OVERLAP_HELDOUT")) {
 		for (ci = 0; ci < (int)(sizeof(heldout) / sizeof(heldout[0]));
 		     ci++)

@@ -329,7 +329,7 @@ static struct exec_rep exec_once(struct pipe_ends *e)
 	ab.sim = sim_new();
 	t2 = cpu_s();
 	if (!ab.pend || !ab.sim ||
-	    exec_run(p, ab.sim, &(struct comm_ops){ ab_start }, &ab, &res,
+	    exec_run(p, ab.sim, &(struct comm_ops){ .start = ab_start }, &ab, &res,
 		     &why) != 0) {
 		fprintf(stderr, "bench_engine: exec_run failed\n");
 		exit(1);
