@@ -161,6 +161,13 @@ for k in $kids; do
 done
 "$llmsim" plan "$job" --top 100 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
+# the full tier's workers, not the analytical walk's (plan_split.c forks
+# those first): wait for the line that starts the full tier (up to 30 s)
+i=0
+while [ $i -lt 300 ] && ! grep -q 'simulating the best' "$tmp/err"; do
+	sleep 0.1
+	i=$((i + 1))
+done
 kids_of $pid
 k1=$(echo $kids | cut -d' ' -f1)
 k2=$(echo $kids | cut -d' ' -f2)
