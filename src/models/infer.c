@@ -169,7 +169,7 @@ int infer_batch_add(struct infer_batch *b, double count, double q,
 	}
 	if (b->n >= INFER_MAX_GROUPS)
 		return -1;
-	b->g[b->n++] = (struct infer_seqs){count, q, ctx, prefill, sampled, 0};
+	b->g[b->n++] = (struct infer_seqs){count, q, ctx, prefill, sampled, 0, 0};
 	return 0;
 }
 

@@ -36,6 +36,9 @@ struct infer_seqs {
 				 * when verifying q - 1 drafts, 0 mid-prompt */
 	int pad;		/* padding of a captured graph: computed by the
 				 * token-wise kernels, no attention, no sample */
+	double rank_count;	/* sequences of the group on the busiest
+				 * attention-DP rank (read when the batch
+				 * is ranked) */
 };
 
 #define INFER_MAX_GROUPS 64
@@ -45,6 +48,10 @@ struct infer_seqs {
 struct infer_batch {
 	struct infer_seqs g[INFER_MAX_GROUPS];
 	int n;			/* groups used */
+	int ranked;		/* 1: the caller knows each sequence's
+				 * attention-DP rank and g[].rank_count is
+				 * the busiest rank's share (serving); 0:
+				 * infer_adp_rank places them */
 };
 
 /* Tokens T (sum count q), sampled rows S (sum count sampled), sequences,

@@ -385,7 +385,7 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 	}
 	if (c > n && padded->n < INFER_MAX_GROUPS)
 		padded->g[padded->n++] =
-			(struct infer_seqs){c - n, 1, 0, 0, 0, 1};
+			(struct infer_seqs){c - n, 1, 0, 0, 0, 1, 0};
 	return g;
 }
 
@@ -449,10 +449,22 @@ void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
 	int k, order[INFER_MAX_GROUPS], i, j, busiest = 0;
 
 	*rank = *b;
+	rank->ranked = 0;
 	*route_T = 0;
 	if (x->adp <= 1)
 		return;
 	*route_T = infer_batch_tokens(b) / n;
+	if (b->ranked) {	/* the caller's busiest rank */
+		rank->n = 0;
+		for (k = 0; k < b->n; k++) {
+			struct infer_seqs g = b->g[k];
+
+			g.count = g.pad ? g.count / n : g.rank_count;
+			if (g.count > 0)
+				rank->g[rank->n++] = g;
+		}
+		return;
+	}
 	/* prompts, longest first, each whole onto the rank with the fewest
 	 * prompt tokens (TensorRT-LLM balances new requests by their tokens
 	 * on a heap); keep the prompts of the rank that ends with most */

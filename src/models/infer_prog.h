@@ -124,7 +124,9 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
  * evenly (the engines balance them by count), but a prompt (or its chunk)
  * is not split, so the busiest rank holds ceil(n / adp) of a group of n
  * prompts and the step takes its time; the experts still see the ranks'
- * tokens as a whole (route_T).
+ * tokens as a whole (route_T). A ranked batch (b->ranked: the serving
+ * simulation tracks each request's rank) gives the busiest rank's share
+ * of every group itself (g[].rank_count).
  */
 void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
 		    struct infer_batch *rank, double *route_T);

@@ -56,6 +56,10 @@ struct serve_result {
 	double mean_batch;		/* sequences per step */
 	double mean_step_tokens;	/* tokens per step */
 	int64_t preemptions;		/* preempted or retracted requests */
+	double adp_balance;		/* TensorRT-LLM attention DP: mean over
+					 * steps of mean / most tokens a rank
+					 * (TensorRT-LLM's balance ratio); 0
+					 * when ranks are not tracked */
 	double prefix_hit_tokens;	/* prompt tokens found in the prefix cache */
 	double kv_peak_frac;		/* largest KV occupancy (pages used / pages) */
 	double kv_mean_frac;		/* time-average KV occupancy */

@@ -60,6 +60,9 @@ struct serve_req {
 	int prefilled;		/* disaggregated: its prefill step has ended */
 	int prefill_inst;	/* disaggregated: where it was prefilled */
 	int handoff_to;		/* disaggregated: its decode instance */
+	int adp_rank;		/* TensorRT-LLM attention DP: the rank that
+				 * holds it, -1 before one is chosen */
+	int adp_inst;		/* the instance adp_rank is a rank of */
 };
 
 /* A FIFO of request indices (a ring buffer that grows). */
@@ -110,6 +113,9 @@ struct serve_inst {
 	int64_t steps;
 	double step_time_s, batch_sum, tokens_sum;
 	int64_t preemptions;
+	double adp_balance_sum;		/* sum over ranked steps of mean /
+					 * most tokens an attention-DP rank */
+	int64_t adp_steps;		/* steps with tracked ranks */
 };
 
 /* The whole simulation. */

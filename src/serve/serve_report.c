@@ -140,6 +140,8 @@ static struct cJSON *serving_json(const struct job_spec *j,
 		 jobj_add_finite(o, "mean_batch", r->mean_batch) &&
 		 jobj_add_finite(o, "mean_step_tokens", r->mean_step_tokens) &&
 		 jobj_add_finite(o, "preemptions", (double)r->preemptions) &&
+		 (r->adp_balance <= 0 ||
+		  jobj_add_finite(o, "adp_balance", r->adp_balance)) &&
 		 jobj_add_finite(o, "prefix_hit_tokens",
 				 r->prefix_hit_tokens) &&
 		 jobj_add_finite(o, "kv_capacity_tokens", r->kv_tokens) &&
@@ -235,6 +237,10 @@ void serve_print(FILE *out, const struct job_spec *j,
 	fprintf(out, "  KV cache     peak %.1f %%, mean %.1f %% of %.0f tokens "
 		"per instance; %lld preemptions\n", 100 * r->kv_peak_frac,
 		100 * r->kv_mean_frac, r->kv_tokens, (long long)r->preemptions);
+	if (r->adp_balance > 0)
+		fprintf(out, "  attention DP balance %.1f %% (mean / busiest "
+			"rank's tokens, mean over steps)\n",
+			100 * r->adp_balance);
 	if (r->spec_tokens_per_step > 0)
 		fprintf(out, "  speculative  %.2f tokens per verify step\n",
 			r->spec_tokens_per_step);

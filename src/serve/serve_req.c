@@ -121,6 +121,7 @@ static void init_req(struct serve_req *r, double t, int64_t in, int64_t out)
 	r->prompt = in;
 	r->output = out;
 	r->instance = -1;
+	r->adp_rank = r->adp_inst = -1;
 	r->first_scheduled_s = r->first_token_s = r->done_s = -1;
 }
 

@@ -75,6 +75,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -84,6 +85,9 @@
 /* SGLang's cap on one request's estimated remaining output
  * (schedule_policy.py CLIP_MAX_NEW_TOKENS_ESTIMATION). */
 #define SGLANG_CLIP_NEW_TOKENS 4096
+
+/* Attention-DP ranks of one instance llmsim tracks (more: spread evenly). */
+#define ADP_MAX_BINS 256
 
 /* ---- queues and lists ---- */
 
@@ -342,50 +346,118 @@ static int admit(struct serve *s, struct serve_inst *in, int64_t id)
 
 /* ---- the batch of the marked requests ---- */
 
+/* Whether request r has a rank of instance in (TensorRT-LLM under
+ * attention DP, adp_assign). */
+static int has_rank(const struct serve *s, const struct serve_inst *in,
+		    const struct serve_req *r)
+{
+	return r->adp_rank >= 0 && r->adp_inst == (int)(in - s->inst);
+}
+
+/* The busiest attention-DP rank of the step being formed, or -1 when the
+ * step's requests are not all on tracked ranks. The ranks run each layer
+ * in lockstep (the MoE all-gather / reduce-scatter), so the step takes
+ * the time of the rank with the most work before them: the rank with the
+ * most prompt tokens when any rank has a prompt chunk (as infer_adp_rank
+ * places them), else the one whose decodes read the most KV tokens (the
+ * ranks' token-wise layers differ by a row or two: count-balanced). */
+static int busiest_rank(const struct serve *s, struct serve_inst *in)
+{
+	double pt[ADP_MAX_BINS], kv[ADP_MAX_BINS], tk[ADP_MAX_BINS];
+	double sum = 0, most = 0;
+	int64_t i, r;
+	int best = 0;
+
+	if (in->adp <= 1 || in->adp > ADP_MAX_BINS ||
+	    s->job->serving.engine->scheduler != ENGINE_SCHED_TRTLLM)
+		return -1;
+	for (r = 0; r < in->adp; r++)
+		pt[r] = kv[r] = tk[r] = 0;
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+
+		if (q->in_step != in->tag)
+			continue;
+		if (!has_rank(s, in, q))
+			return -1;
+		if (q->step_prefill)
+			pt[q->adp_rank] += (double)q->step_q;
+		else
+			kv[q->adp_rank] += (double)(q->computed + q->step_q);
+		tk[q->adp_rank] += (double)q->step_q;
+	}
+	for (r = 1; r < in->adp; r++)
+		if (pt[r] > pt[best] ||
+		    (pt[r] == pt[best] && kv[r] > kv[best]))
+			best = (int)r;
+	/* the step's balance ratio, mean / most tokens a rank (idle ranks
+	 * count: they run the engine's dummy request) */
+	for (r = 0; r < in->adp; r++) {
+		sum += tk[r];
+		most = tk[r] > most ? tk[r] : most;
+	}
+	if (most > 0) {
+		in->adp_balance_sum += sum / (double)in->adp / most;
+		in->adp_steps++;
+	}
+	return best;
+}
+
 static void batch_of(struct serve *s, struct serve_inst *in,
 		     struct infer_batch *b)
 {
-	double dec_n[2] = {0, 0}, dec_ctx[2] = {0, 0}, q_spec;
+	/* decodes by width (plain, speculative) and, ranked, by whether
+	 * they are on the busiest rank (index 2 + width) */
+	double dec_n[4] = {0, 0, 0, 0}, dec_ctx[4] = {0, 0, 0, 0}, q_spec;
 	double extra_n = 0, extra_q = 0, extra_ctx = 0, extra_s = 0;
+	double extra_mine = 0;
 	int64_t i;
+	int busiest = busiest_rank(s, in), w, keep;
 
 	memset(b, 0, sizeof(*b));
+	b->ranked = busiest >= 0;
+	keep = b->ranked ? 5 : 3;	/* groups left for the extra and decodes */
 	q_spec = 1 + spec_k(s);
 	for (i = 0; i < in->nrunning; i++) {
 		const struct serve_req *r = &s->req[in->running[i]];
-		double sampled;
+		double sampled, mine;
 
 		if (r->in_step != in->tag)
 			continue;
+		mine = b->ranked && r->adp_rank == busiest ? 1 : 0;
 		if (!r->step_prefill) {
-			int sp = r->step_q > 1;
+			int sp = (r->step_q > 1) + (mine > 0 ? 2 : 0);
 
 			dec_n[sp] += 1;
 			dec_ctx[sp] += (double)r->computed;
 			continue;
 		}
 		sampled = r->computed + r->step_q >= r->prompt ? 1 : 0;
-		if (b->n < INFER_MAX_GROUPS - 3) {
+		if (b->n < INFER_MAX_GROUPS - keep) {
 			b->g[b->n++] = (struct infer_seqs){1, (double)r->step_q,
-				(double)r->computed, 1, sampled, 0};
+				(double)r->computed, 1, sampled, 0, mine};
 		} else {	/* many chunks: one more group of their means */
 			extra_n += 1;
 			extra_q += (double)r->step_q;
 			extra_ctx += (double)r->computed;
 			extra_s += sampled;
+			extra_mine += mine;
 		}
 	}
 	if (extra_n > 0)
 		b->g[b->n++] = (struct infer_seqs){extra_n, extra_q / extra_n,
-			extra_ctx / extra_n, 1, extra_s / extra_n, 0};
-	/* decode: one group per width, at the mean context (the KV read,
-	 * sum count ctx, is exact) */
-	if (dec_n[0] > 0)
-		b->g[b->n++] = (struct infer_seqs){dec_n[0], 1,
-			dec_ctx[0] / dec_n[0], 0, 1, 0};
-	if (dec_n[1] > 0)
-		b->g[b->n++] = (struct infer_seqs){dec_n[1], q_spec,
-			dec_ctx[1] / dec_n[1], 0, q_spec, 0};
+			extra_ctx / extra_n, 1, extra_s / extra_n, 0,
+			extra_mine};
+	/* decode: one group per width (and, ranked, per side of the busiest
+	 * rank), at the mean context (the KV read, sum count ctx, is exact) */
+	for (w = 0; w < 4; w++) {
+		double q = w % 2 ? q_spec : 1;
+
+		if (dec_n[w] > 0)
+			b->g[b->n++] = (struct infer_seqs){dec_n[w], q,
+				dec_ctx[w] / dec_n[w], 0, q, 0,
+				w >= 2 ? dec_n[w] : 0};
+	}
 }
 
 /* ---- vLLM ---- */
@@ -657,14 +729,92 @@ static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
 	return 0;
 }
 
-/* Attention DP: each rank's micro-batch scheduler fills its own token
- * budget (max_tokens / adp, less its even share of the generation
- * tokens) with whole prompts (or chunks) of the requests it holds; the
- * pooled scheduler places a context on the rank with the most budget
- * left. The room rank j has left, or the pooled budget without
- * attention DP. */
-#define ADP_MAX_BINS 256
+/* Attention DP (TensorRT-LLM 1.0, tensorrt_llm/_torch/pyexecutor/
+ * executor_request_queue.py _schedule_attention_dp_requests and
+ * _balance_requests_across_ranks, NVIDIA/TensorRT-LLM@007a7508): the
+ * requests fetched in an iteration go, longest prompt first, each to the
+ * rank with the fewest active prompt tokens (py_orig_prompt_len; ties:
+ * fewer requests, then the lower rank) among the ranks holding fewer than
+ * expected = max(ceil((active + fetched) / ranks), the most any rank
+ * holds) requests, and stay there. Here the requests admitted since the
+ * last call are the fetched ones (admission is pooled: one KV pool of
+ * ranks x the smallest rank's, as the engine's MIN all-reduce of
+ * max_tokens sizes every rank alike). */
+struct adp_new {
+	int64_t input, pos, id;
+};
 
+static int by_prompt_desc(const void *a, const void *b)
+{
+	const struct adp_new *x = a, *y = b;
+
+	if (x->input != y->input)
+		return x->input > y->input ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int adp_assign(struct serve *s, struct serve_inst *in)
+{
+	int64_t cnt[ADP_MAX_BINS], tok[ADP_MAX_BINS], i, k = 0, total = 0;
+	int64_t expected, most = 0, r, n = in->adp;
+	struct adp_new *v;
+
+	for (r = 0; r < n; r++)
+		cnt[r] = tok[r] = 0;
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+
+		if (!has_rank(s, in, q)) {
+			k++;
+			continue;
+		}
+		cnt[q->adp_rank]++;
+		tok[q->adp_rank] += q->input;
+	}
+	if (k == 0)
+		return 0;
+	v = mem_alloc((size_t)k * sizeof(*v));
+	if (!v)
+		return -1;
+	for (i = 0, k = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+
+		if (!has_rank(s, in, q))
+			v[k++] = (struct adp_new){q->input, i, in->running[i]};
+	}
+	qsort(v, (size_t)k, sizeof(*v), by_prompt_desc);
+	for (r = 0; r < n; r++) {
+		total += cnt[r];
+		most = cnt[r] > most ? cnt[r] : most;
+	}
+	expected = (total + k + n - 1) / n;
+	expected = expected > most ? expected : most;
+	for (i = 0; i < k; i++) {
+		struct serve_req *q = &s->req[v[i].id];
+		int64_t best = -1;
+
+		for (r = 0; r < n; r++)
+			if (cnt[r] < expected &&
+			    (best < 0 || tok[r] < tok[best] ||
+			     (tok[r] == tok[best] && cnt[r] < cnt[best])))
+				best = r;
+		assert(best >= 0);	/* expected x n >= total + k */
+		q->adp_rank = (int)best;
+		q->adp_inst = (int)(in - s->inst);
+		cnt[best]++;
+		tok[best] += q->input;
+	}
+	mem_free(v);
+	return 0;
+}
+
+/* Each rank's micro-batch scheduler fills its own token budget
+ * (max_tokens / adp, less its generation tokens) with whole prompts (or
+ * chunks) of the requests it holds. Without tracked ranks (more than
+ * ADP_MAX_BINS) the pooled scheduler places a context on the rank with
+ * the most budget left (less an even share of the generation tokens).
+ * The room rank j has left, or the pooled budget without attention
+ * DP. */
 static int64_t rank_room(const struct serve_inst *in, const int64_t *bin,
 			 int64_t budget, int64_t *j)
 {
@@ -683,10 +833,18 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			    double now)
 {
 	int64_t budget = in->max_tokens, n = 0, i, k = 1 + spec_k(s), q;
-	int64_t bin[ADP_MAX_BINS], gen = 0, j, room;
+	int64_t bin[ADP_MAX_BINS], gen_r[ADP_MAX_BINS], gen = 0, j, room;
+	char shut[ADP_MAX_BINS];
+	int ranked = in->adp > 1 && in->adp <= ADP_MAX_BINS;
 
 	if (trtllm_admit(s, in, now) != 0)
 		return -1;
+	if (ranked && adp_assign(s, in) != 0)
+		return -1;
+	for (j = 0; ranked && j < in->adp; j++) {
+		gen_r[j] = 0;
+		shut[j] = 0;
+	}
 	for (i = 0; i < in->nrunning && budget > 0; i++) {	/* generation */
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
@@ -699,10 +857,13 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 		mark(in, r, k, 0, now);
 		budget -= k;
 		gen += k;
+		if (ranked)
+			gen_r[r->adp_rank] += k;
 		n++;
 	}
 	for (j = 0; in->adp > 1 && j < in->adp && j < ADP_MAX_BINS; j++)
-		bin[j] = (in->max_tokens - gen) / in->adp;
+		bin[j] = ranked ? in->max_tokens / in->adp - gen_r[j]
+				: (in->max_tokens - gen) / in->adp;
 	for (i = 0; i < in->nrunning && budget > 0; i++) {
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
@@ -710,9 +871,20 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 
 		if (decoding(r) || r->in_step)
 			continue;
-		room = rank_room(in, bin, budget, &j);
+		if (ranked) {	/* its own rank's budget */
+			j = r->adp_rank;
+			if (shut[j])
+				continue;
+			room = bin[j] < budget ? bin[j] : budget;
+		} else {
+			room = rank_room(in, bin, budget, &j);
+		}
 		q = need;
 		if (need > room) {
+			if (ranked && (!in->chunked || room <= 0)) {
+				shut[j] = 1;	/* that rank's FCFS stops */
+				continue;
+			}
 			if (!in->chunked || room <= 0)
 				break;
 			q = room;

@@ -486,8 +486,8 @@ static int metrics(struct serve *s, struct serve_result *out)
 	double *tpot = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
 	double *e2e = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
 	double *queue = mem_alloc((size_t)s->nreq * sizeof(double) + 8);
-	double first = INFINITY, last = 0, e2e_sum = 0;
-	int64_t i, nt = 0, np = 0;
+	double first = INFINITY, last = 0, e2e_sum = 0, adp_sum = 0;
+	int64_t i, nt = 0, np = 0, adp_steps = 0;
 	int k;
 
 	if (!ttft || !tpot || !e2e || !queue) {
@@ -532,6 +532,8 @@ static int metrics(struct serve *s, struct serve_result *out)
 
 		out->steps += in->steps;
 		out->preemptions += in->preemptions;
+		adp_sum += in->adp_balance_sum;
+		adp_steps += in->adp_steps;
 		out->mean_step_s += in->step_time_s;
 		out->mean_batch += in->batch_sum;
 		out->mean_step_tokens += in->tokens_sum;
@@ -545,6 +547,7 @@ static int metrics(struct serve *s, struct serve_result *out)
 		out->mean_batch /= (double)out->steps;
 		out->mean_step_tokens /= (double)out->steps;
 	}
+	out->adp_balance = adp_steps > 0 ? adp_sum / (double)adp_steps : 0;
 	for (k = 0; k < s->nsteppers; k++)
 		out->cost_calls += s->steppers[k].steps;
 	if (s->draft)

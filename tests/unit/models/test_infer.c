@@ -436,12 +436,31 @@ Test(infer, attention_dp_busiest_rank)
 	cr_assert_float_eq(route, 427, 1e-9);
 
 	/* 9 prompts of 500 over 8 ranks: one rank holds two */
-	b.g[0] = (struct infer_seqs){9, 500, 0, 1, 1, 0};
+	b.g[0] = (struct infer_seqs){9, 500, 0, 1, 1, 0, 0};
 	b.n = 1;
 	infer_adp_rank(&x, &b, &r, &route);
 	cr_assert_eq(r.n, 1);
 	cr_assert_float_eq(r.g[0].count, 2, 1e-12);
 	cr_assert_float_eq(route, 9 * 500 / 8.0, 1e-9);
+
+	/* a ranked batch (serving tracks each request's rank): the groups'
+	 * rank_count, 1 of the 9 prompts and 3 of 16 decodes at 700 (the
+	 * busiest rank's mean context); the experts still see the mean,
+	 * (9 x 500 + 16) / 8 = 564.5 tokens a rank */
+	b.g[0] = (struct infer_seqs){9, 500, 0, 1, 1, 0, 1};
+	b.g[1] = (struct infer_seqs){3, 1, 700, 0, 1, 0, 3};
+	b.g[2] = (struct infer_seqs){13, 1, 400, 0, 1, 0, 0};
+	b.n = 3;
+	b.ranked = 1;
+	infer_adp_rank(&x, &b, &r, &route);
+	cr_assert_eq(r.n, 2);
+	cr_assert_eq(r.ranked, 0);
+	cr_assert_float_eq(r.g[0].count, 1, 1e-12);
+	cr_assert_float_eq(r.g[0].q, 500, 1e-12);
+	cr_assert_float_eq(r.g[1].count, 3, 1e-12);
+	cr_assert_float_eq(r.g[1].ctx, 700, 1e-12);
+	cr_assert_float_eq(route, 564.5, 1e-9);
+	b.ranked = 0;
 
 	/* without attention DP the batch is the rank's */
 	x.adp = 1;

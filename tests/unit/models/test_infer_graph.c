@@ -55,7 +55,7 @@ static double padded_gmax(const char *sizes, int gmax, double max_seqs,
 	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
 	cr_assert_eq(x.max_seqs, (int64_t)max_seqs);
 	b.n = 1;
-	b.g[0] = (struct infer_seqs){n, 1, 1000, 0, 1, 0};
+	b.g[0] = (struct infer_seqs){n, 1, 1000, 0, 1, 0, 0};
 	*graph = infer_graph_for(&x, &b, &p);
 	t = infer_batch_tokens(&p);
 	infer_ctx_release(&x);

@@ -1,0 +1,175 @@
+/*
+ * test_serve_adp.c - TensorRT-LLM under attention DP: each request is
+ * held on one rank, chosen by the engine's balance of active prompt
+ * tokens under a count cap, and a step costs the busiest rank's batch.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/mem.h"
+#include "config/spec_job.h"
+#include "models/infer_prog.h"
+#include "serve/serve_impl.h"
+#include "../models/fixture.h"
+
+#define L8 "tests/data/serve/l8-h100-tp1.yaml"
+
+/* Group k of b: its count and its count on the busiest rank. */
+static void group_is(const struct infer_batch *b, int k, double count,
+		     double q, double ctx, int prefill, double mine)
+{
+	cr_assert_float_eq(b->g[k].count, count, 1e-12, "group %d", k);
+	cr_assert_float_eq(b->g[k].q, q, 1e-12, "group %d", k);
+	cr_assert_float_eq(b->g[k].ctx, ctx, 1e-12, "group %d", k);
+	cr_assert_eq(b->g[k].prefill, prefill, "group %d", k);
+	cr_assert_float_eq(b->g[k].rank_count, mine, 1e-12, "group %d", k);
+}
+
+/*
+ * Four requests at t = 0 with prompts 300, 100, 100, 100 (FCFS order)
+ * on two attention-DP ranks, 10 output tokens each, a pool that holds
+ * them all. TensorRT-LLM's fetch (_schedule_attention_dp_requests):
+ * expected = max(ceil((0 + 4) / 2), 0) = 2 requests a rank; longest
+ * prompt first, each onto the rank with the fewest active prompt tokens
+ * (ties: fewer requests, lower rank) among those holding fewer than 2:
+ *   300 -> rank 0 (0 = 0 tokens, lower rank); 100 -> rank 1 (0 < 300);
+ *   100 -> rank 1 (100 < 300); 100 -> rank 0 (rank 1 holds 2).
+ * Rank 0 holds 300 + 100 = 400 prompt tokens, rank 1 200: the first step
+ * costs rank 0's two prompts. The pooled placement this replaces put
+ * the three 100s greedily on the lighter rank (300 | 300 tokens).
+ * Second step: all four decode; the KV each reads (computed + 1):
+ * rank 0 301 + 101 = 402, rank 1 101 + 101 = 202, so rank 0 is the
+ * busiest: its two decodes at mean context (300 + 100) / 2 = 200, the
+ * other two at 100 (the pooled mean, 150 for all four, is kept by the
+ * two groups: 2 x 200 + 2 x 100 = 4 x 150).
+ */
+Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
+{
+	const char *sets[] = {"serving.engine=trtllm"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b, rank;
+	struct infer_ctx x;
+	double route;
+	int64_t i;
+
+	arena_init(&a);
+	memset(&s, 0, sizeof(s));
+	s.job = fixture_load_job(&a, L8, sets, 1);
+	s.req = req;
+	s.nreq = 4;
+	memset(&in, 0, sizeof(in));
+	in.role = ROLE_BOTH;
+	in.pages = in.free_pages = 1000;
+	in.block = 16;
+	in.max_seqs = 8;
+	in.max_tokens = 2 * 2048;
+	in.adp = 2;
+	in.chunked_req = -1;
+	in.pp = 1;
+	in.tag = 1;
+	for (i = 0; i < 4; i++) {
+		memset(&req[i], 0, sizeof(req[i]));
+		req[i].input = req[i].prompt = prompt[i];
+		req[i].output = 10;
+		req[i].instance = 0;
+		req[i].adp_rank = req[i].adp_inst = -1;
+		req[i].first_scheduled_s = req[i].first_token_s = -1;
+		req[i].done_s = -1;
+		req[i].state = REQ_WAITING;
+		cr_assert_eq(rq_push_back(&in.waiting, i), 0);
+	}
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 4);
+	cr_assert_eq(req[0].adp_rank, 0);
+	cr_assert_eq(req[1].adp_rank, 1);
+	cr_assert_eq(req[2].adp_rank, 1);
+	cr_assert_eq(req[3].adp_rank, 0);
+	cr_assert_eq(b.ranked, 1);
+	cr_assert_eq(b.n, 4);
+	group_is(&b, 0, 1, 300, 0, 1, 1);
+	group_is(&b, 1, 1, 100, 0, 1, 0);
+	group_is(&b, 2, 1, 100, 0, 1, 0);
+	group_is(&b, 3, 1, 100, 0, 1, 1);
+	/* the step model's rank batch: the two prompts of rank 0; the
+	 * experts see (300 + 3 x 100) / 2 = 300 tokens a rank */
+	memset(&x, 0, sizeof(x));
+	x.adp = 2;
+	infer_adp_rank(&x, &b, &rank, &route);
+	cr_assert_eq(rank.n, 2);
+	cr_assert_eq(rank.ranked, 0);
+	cr_assert_float_eq(rank.g[0].q + rank.g[1].q, 400, 1e-12);
+	cr_assert_float_eq(route, 300, 1e-12);
+
+	serve_step_done(&s, &in, 1, 1);
+	in.tag = 2;
+	cr_assert_eq(serve_schedule(&s, &in, 1, &b), 4);
+	cr_assert_eq(b.ranked, 1);
+	cr_assert_eq(b.n, 2);
+	group_is(&b, 0, 2, 1, 100, 0, 0);
+	group_is(&b, 1, 2, 1, 200, 0, 2);
+	/* balance ratio: step 1 (400 + 200) / 2 / 400 = 0.75, step 2 (2 + 2)
+	 * / 2 / 2 = 1 */
+	cr_assert_eq(in.adp_steps, 2);
+	cr_assert_float_eq(in.adp_balance_sum, 1.75, 1e-12);
+	infer_adp_rank(&x, &b, &rank, &route);
+	cr_assert_eq(rank.n, 1);
+	cr_assert_float_eq(rank.g[0].count, 2, 1e-12);
+	cr_assert_float_eq(rank.g[0].ctx, 200, 1e-12);
+	cr_assert_float_eq(route, 2, 1e-12);	/* 4 tokens / 2 ranks */
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	arena_release(&a);
+}
+
+/*
+ * Without tracked ranks (vLLM's scheduler here) the batch is not ranked
+ * and infer_adp_rank places it as before: the same four prompts put
+ * 300 | 100 + 100 + 100 (greedy, longest first onto the lighter rank).
+ */
+Test(serve_adp, other_engines_are_not_ranked)
+{
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b;
+	int64_t i;
+
+	arena_init(&a);
+	memset(&s, 0, sizeof(s));
+	s.job = fixture_load_job(&a, L8, NULL, 0);
+	s.req = req;
+	s.nreq = 4;
+	memset(&in, 0, sizeof(in));
+	in.role = ROLE_BOTH;
+	in.pages = in.free_pages = 1000;
+	in.block = 16;
+	in.max_seqs = 8;
+	in.max_tokens = 2 * 2048;
+	in.adp = 2;
+	in.chunked = 1;
+	in.chunked_req = -1;
+	in.pp = 1;
+	in.tag = 1;
+	for (i = 0; i < 4; i++) {
+		memset(&req[i], 0, sizeof(req[i]));
+		req[i].input = req[i].prompt = i ? 100 : 300;
+		req[i].output = 10;
+		req[i].instance = 0;
+		req[i].adp_rank = req[i].adp_inst = -1;
+		req[i].first_scheduled_s = req[i].first_token_s = -1;
+		req[i].done_s = -1;
+		req[i].state = REQ_WAITING;
+		cr_assert_eq(rq_push_back(&in.waiting, i), 0);
+	}
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 4);
+	cr_assert_eq(b.ranked, 0);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(req[i].adp_rank, -1);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	arena_release(&a);
+}
