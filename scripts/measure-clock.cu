@@ -20,6 +20,12 @@
  *   f units: an HBM copy of 2 x 1 GiB (all SMs) or an idle wait (one
  *   block sleeping for f x 0.5 ms): every GEMM's time and the cycles';
  * - a copy-only phase (the filler alone).
+ * - LLMSIM_CLOCK_SIDE=1 (after the above): phases with a copy kernel of
+ *   k blocks of 1024 threads on its own stream for the whole phase (a
+ *   collective's channel blocks beside the GEMMs): k 20 beside copies
+ *   only, beside 3 GEMMs + 0.5 ms idle, 1 GEMM + 3 copies, 3 GEMMs + 3
+ *   copies; k 66 beside 1 GEMM + 3 copies (a "side" line, then the
+ *   phase's "duty" line).
  * With LLMSIM_CLOCK_WINDOW set, instead, a check of a sliding-window
  * power cap: BURST GEMMs (events after each) right after a 2 s phase of
  * idle, HBM copies, or 1 GEMM + 3 copies cycles; and after 1 s of GEMMs
@@ -47,6 +53,33 @@ __global__ void copy_all(const int4 *s, int4 *d, size_t words)
 
 	for (; i < words; i += (size_t)gridDim.x * blockDim.x)
 		d[i] = s[i];
+}
+
+/* LLMSIM_CLOCK_SIDE=1: a communication-like kernel beside the phases
+ * (as NCCL's or DeepEP's channel blocks: `blocks` blocks of 1024
+ * threads copying SIDE_B on their own stream for the whole phase), to
+ * read the clock and power when a GEMM's neighbour also draws power. */
+#define SIDE_B (256ull << 20)
+static int4 *side_src, *side_dst;
+static cudaStream_t side_stream;
+
+__global__ void side_copy(const int4 *s, int4 *d, size_t words,
+			  unsigned long long ns)
+{
+	unsigned long long t0 = gtimer();
+	size_t i;
+
+	do {
+		for (i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+		     i < words; i += (size_t)gridDim.x * blockDim.x)
+			d[i] = s[i];
+	} while (gtimer() - t0 < ns);
+}
+
+static void side(int blocks, double s)
+{
+	side_copy<<<blocks, 1024, 0, side_stream>>>(side_src, side_dst,
+		SIDE_B / sizeof(int4), (unsigned long long)(s * 1e9));
 }
 
 static void gemm(void)
@@ -262,6 +295,28 @@ int main(int argc, char **argv)
 	duty(out, "idle", 1, 9, 2.0);
 	duty(out, "hbm", 0, 4, 2.0);
 	ramp(out, 0.0);			/* back to back after the duty */
+	if (getenv("LLMSIM_CLOCK_SIDE")) {
+		static const int k[] = {20, 20, 20, 20, 66};
+		static const int g[] = {0, 3, 1, 3, 1};
+		static const int f[] = {4, 0, 3, 3, 3};
+
+		CK(cudaMalloc(&side_src, SIDE_B));
+		CK(cudaMalloc(&side_dst, SIDE_B));
+		CK(cudaMemset(side_src, 1, SIDE_B));
+		CK(cudaStreamCreateWithFlags(&side_stream,
+					     cudaStreamNonBlocking));
+		CK(cudaDeviceSynchronize());
+		for (i = 0; i < 5; i++) {
+			usleep(2000000);
+			fprintf(out, "{\"type\":\"side\",\"blocks\":%d,"
+				"\"wall_ms\":%.1f}\n", k[i], wall_ms());
+			side(k[i], DUTY_S + 0.3);
+			/* f = 0: GEMMs with a 0.5 ms idle wait a cycle */
+			duty(out, f[i] ? "hbm" : "idle", g[i], f[i] ? f[i] : 1,
+			     0.0);
+			CK(cudaStreamSynchronize(side_stream));
+		}
+	}
 	fprintf(out, "{\"type\":\"end\",\"wall_ms\":%.1f}\n", wall_ms());
 	fclose(out);
 	return 0;

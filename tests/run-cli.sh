@@ -119,4 +119,21 @@ done
 "$llmsim" run "$root/results/reference/moe/T-MB2602-H100-QWEN3-30B.yaml" \
 	--set training.zero_stage=3 --no-store >/dev/null 2>"$tmp/err" ||
 	bad "zero 3 with a2a_overlap: $(cat "$tmp/err")"
+# The power model (gpu_power.c; h200 only): the 4-layer Llama step mixes
+# GEMMs with HBM-bound eager kernels, so its matrix clock lies between
+# the sustained 1485 and the burst 1776 MHz (1616 MHz when written), and
+# the summary says so; an H100 (no model) stays at 1485 MHz.
+"$llmsim" run "$root/results/reference/training/T-LLMSIM-H200-LLAMA3-8B-4L.yaml" \
+	--json --no-store >"$tmp/j" 2>/dev/null || bad "run H200 4L --json"
+clk=$(num matrix_clock_mhz)
+awk -v c="$clk" 'BEGIN { exit !(c > 1485 && c < 1776) }' ||
+	bad "H200 4L matrix clock $clk MHz, expected between 1485 and 1776"
+"$llmsim" run "$root/results/reference/training/T-LLMSIM-H200-LLAMA3-8B-4L.yaml" \
+	--no-store 2>/dev/null | grep -q "matrix clock   1[56][0-9][0-9] MHz under the power limit" ||
+	bad "H200 4L summary has no matrix clock line"
+"$llmsim" run "$root/results/reference/training/T-LLMSIM-H200-LLAMA3-8B-4L.yaml" \
+	--set system.gpu=h100 --json --no-store >"$tmp/j" 2>/dev/null ||
+	bad "run H100 4L --json"
+[ "$(num matrix_clock_mhz)" = 1485 ] ||
+	bad "H100 matrix clock $(num matrix_clock_mhz), expected 1485"
 exit $fail

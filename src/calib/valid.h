@@ -49,6 +49,7 @@ struct diag;
 struct net;
 struct store;
 struct store_meas_row;
+struct gpu_spec;
 struct store_meas_run;
 struct system_spec;
 
@@ -215,6 +216,12 @@ void valid_pred_close(struct valid_pred *p);
  * and protocol of a collective. 0, or -1 after reporting. */
 int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
 			double *time_s, char *note, size_t len, struct diag *d);
+
+/* The time (s) the backend measured for GEMM point r on g (dtype dt):
+ * (an enum dtype) the kernel's, or under g's power model the median of its timed calls
+ * after the warm-ups from an idle GPU (valid_meas.c). */
+double valid_gemm_point_s(const struct gpu_spec *g, int dt,
+			  const struct store_meas_row *r);
 
 /* r's rate (B/s of bus bandwidth or copy traffic, FLOP/s) had it taken
  * time_s; its unit as printed and the scale from SI to it. */

@@ -358,6 +358,33 @@ static const struct schema_field gpu_fields[] = {
 	  .offset = OFF(sustained_matrix_clock_hz),
 	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
 	  .help = "median clock under sustained GEMM load (default matrix_clock)" },
+	{ .key = "burst_matrix_clock", .type = ST_FREQ,
+	  .offset = OFF(burst_matrix_clock_hz),
+	  .min = 1e6, .max = 1e11, .flags = SF_OPTIONAL,
+	  .help = "the matrix clock while the board is below its power "
+		  "limit, in sustained_matrix_clock's terms (a large GEMM's "
+		  "time at the limit over its time below it, times "
+		  "sustained_matrix_clock); with burst_gemm_power, "
+		  "stream_power, idle_power and power_window it turns on the "
+		  "power model (gpu_power.c); absent = GEMMs always run at "
+		  "sustained_matrix_clock" },
+	{ .key = "burst_gemm_power", .type = ST_NUM,
+	  .offset = OFF(burst_gemm_power), .min = 1, .max = 10,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "board power of back-to-back GEMMs at burst_matrix_clock, "
+		  "as a fraction of the board's power limit" },
+	{ .key = "stream_power", .type = ST_NUM, .offset = OFF(stream_power),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL,
+	  .help = "board power of HBM-bound kernels (copies, elementwise), "
+		  "as a fraction of the board's power limit" },
+	{ .key = "idle_power", .type = ST_NUM, .offset = OFF(idle_power),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL,
+	  .help = "board power of the idle GPU, as a fraction of its power "
+		  "limit" },
+	{ .key = "power_window", .type = ST_TIME, .offset = OFF(power_window_s),
+	  .min = 1e-3, .max = 100, .flags = SF_OPTIONAL,
+	  .help = "the window over which the power limiter averages the "
+		  "board's power" },
 	{ .key = "matrix_peak", .type = ST_SECTION, .offset = OFF(matrix_peak_flops),
 	  .sub = &peak_schema, .flags = SF_REQUIRED,
 	  .help = "dense matrix peak per dtype" },
@@ -763,6 +790,37 @@ static int check_levels(const struct gpu_spec *g, const struct schema_at *at,
 	return rc;
 }
 
+/* The power model's keys (gpu_power.c) come together, and the burst
+ * clock lies between the sustained clock and max_clock. */
+static int check_power(const struct gpu_spec *g, const struct schema_at *at,
+		       struct diag *d)
+{
+	static const char *const keys[] = {"burst_matrix_clock",
+		"burst_gemm_power", "stream_power", "idle_power",
+		"power_window"};
+	int have = (g->burst_matrix_clock_hz > 0) + (g->burst_gemm_power > 0) +
+		   (g->stream_power > 0) + (g->idle_power > 0) +
+		   (g->power_window_s > 0);
+
+	if (have == 0)
+		return 0;
+	if (have < 5) {
+		schema_check_error(d, at, keys[schema_check_blame(at, keys, 5)],
+				   "expected all of 'burst_matrix_clock', "
+				   "'burst_gemm_power', 'stream_power', "
+				   "'idle_power' and 'power_window' (the power "
+				   "model) or none of them");
+		return -1;
+	}
+	if (check_order(at, d, "sustained_matrix_clock",
+			g->sustained_matrix_clock_hz, "burst_matrix_clock",
+			g->burst_matrix_clock_hz, UNIT_FREQ) != 0)
+		return -1;
+	return check_order(at, d, "burst_matrix_clock",
+			   g->burst_matrix_clock_hz, "max_clock",
+			   g->max_clock_hz, UNIT_FREQ);
+}
+
 /* matrix_clock and sustained_matrix_clock at most max_clock (each is
  * absent or derived from the one above it in fill_defaults). */
 static int check_clocks(const struct gpu_spec *g, const struct schema_at *at,
@@ -771,9 +829,11 @@ static int check_clocks(const struct gpu_spec *g, const struct schema_at *at,
 	if (check_order(at, d, "matrix_clock", g->matrix_clock_hz,
 			"max_clock", g->max_clock_hz, UNIT_FREQ) != 0)
 		return -1;
-	return check_order(at, d, "sustained_matrix_clock",
-			   g->sustained_matrix_clock_hz, "max_clock",
-			   g->max_clock_hz, UNIT_FREQ);
+	if (check_order(at, d, "sustained_matrix_clock",
+			g->sustained_matrix_clock_hz, "max_clock",
+			g->max_clock_hz, UNIT_FREQ) != 0)
+		return -1;
+	return check_power(g, at, d);
 }
 
 static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)

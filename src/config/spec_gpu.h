@@ -119,6 +119,19 @@ struct gpu_spec {
 	double max_clock_hz;			/* Hz, boost / peak engine clock */
 	double matrix_clock_hz;			/* Hz, clock the matrix peaks are quoted at */
 	double sustained_matrix_clock_hz;	/* Hz, median clock under GEMM load */
+	/* Board power (gpu_power.c): 0 = not modelled. */
+	double burst_matrix_clock_hz;		/* Hz, sustained_matrix_clock's counterpart while
+						 * the board is under its power limit: the same
+						 * large GEMM's time at the limit over its time
+						 * below it, times sustained_matrix_clock */
+	double burst_gemm_power;		/* a GEMM's board power at burst_matrix_clock,
+						 * fraction of the power limit (> 1) */
+	double stream_power;			/* an HBM-bound kernel's board power, fraction
+						 * of the power limit (< 1) */
+	double idle_power;			/* the idle board's power, fraction of the
+						 * power limit (< 1) */
+	double power_window_s;			/* s, the window the limiter averages power
+						 * over */
 	double matrix_peak_flops[DTYPE_COUNT];	/* FLOP/s dense at matrix_clock; 0 = unsupported */
 	double vector_fp32_flops;		/* FLOP/s, non-matrix FP32; 0 = not modelled */
 	double gemm_efficiency;			/* fraction of clock-scaled peak a large, well-shaped GEMM reaches */

@@ -114,6 +114,26 @@ int gpu_check_dtype(const struct gpu_spec *g, enum dtype dt,
  * 0 when unsupported. */
 double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt);
 
+/* The power model (gpu_power.c; keys burst_matrix_clock, burst_gemm_power,
+ * stream_power, idle_power, power_window): 1 when g carries it. */
+int gpu_power_modelled(const struct gpu_spec *g);
+
+/* The matrix clock (Hz) a step runs its matrix work at under the power
+ * limit: matrix_s of matrix work timed at sustained_matrix_clock beside
+ * other_s of other work; sustained_matrix_clock without the model. */
+double gpu_power_step_clock_hz(const struct gpu_spec *g, double matrix_s,
+			       double other_s);
+
+/* How long (s) GEMMs hold burst_matrix_clock after a long time at board
+ * power power_before (a fraction of the limit, below 1); 0 without the
+ * model. */
+double gpu_power_burst_hold_s(const struct gpu_spec *g, double power_before);
+
+/* *out = *g with its matrix work at clock_hz (> 0): every rate of g
+ * that follows sustained_matrix_clock follows clock_hz. */
+void gpu_at_matrix_clock(const struct gpu_spec *g, double clock_hz,
+			 struct gpu_spec *out);
+
 /* The level that serves a working set of this many bytes: the nearest
  * present level that holds it (L2, then LLC), else HBM. */
 enum gpu_level gpu_serving_level(const struct gpu_spec *g,

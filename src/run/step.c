@@ -39,6 +39,7 @@
 #include "base/clock.h"
 #include "step.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,9 +504,91 @@ int step_estimate(const struct job_spec *j, int full,
 	e->memory_B = STEP_TASK_B * te.tasks + STEP_CALL_B * te.calls +
 		      STEP_FIXED_B + STEP_NODE_B * (double)j->system->nodes;
 	e->time_s = STEP_TASK_S * te.tasks;
+	/* the power model runs the step three times (power_step) */
+	if (gpu_power_modelled(j->system->gpu))
+		e->time_s *= 3;
 	e->trace_B = STEP_TRACE_B * te.tasks;
 	e->buildable = te.tasks <= (double)PROG_MAX_TASKS;
 	return 0;
+}
+
+/* The busiest simulated rank's compute time (s) of a simulated program
+ * (rank_busy's compute row): the GPU whose power sets the clock; -1
+ * when out of memory. */
+static double busiest_compute_s(const struct prog *p)
+{
+	double crit[BUSY_KINDS], *busy = rank_busy(p, crit), m = 0;
+	uint32_t r;
+
+	if (!busy)
+		return -1;
+	for (r = 0; r < prog_ranks(p); r++)
+		m = fmax(m, busy[(size_t)BUSY_COMPUTE * prog_ranks(p) + r]);
+	mem_free(busy);
+	return m;
+}
+
+/* One build and run of j with its GPU's matrix work at clock_hz (the
+ * program into *pp, the caller frees it). */
+static int run_at_clock(const struct job_spec *j, int full, double clock_hz,
+			struct prog **pp, struct step_result *out,
+			struct diag *d)
+{
+	struct gpu_spec g;
+	struct system_spec s = *j->system;
+	struct job_spec jc = *j;
+
+	gpu_at_matrix_clock(j->system->gpu, clock_hz, &g);
+	s.gpu = &g;
+	jc.system = &s;
+	memset(out, 0, sizeof(*out));
+	if (!(*pp = train_build(&jc, full, &out->plan, d)))
+		return -1;
+	return simulate(&jc, *pp, NULL, out, d);
+}
+
+/* The power model (gpu_power.c): the step at sustained_matrix_clock f_s
+ * (*p, *out) is run again with the matrix work at burst_matrix_clock f_b
+ * to find how much of the busiest rank's compute follows the clock:
+ * M_s = (C_s - C_b) / (1 - f_s / f_b). The rest of the step, O = step -
+ * M_s, sets the clock f (gpu_power_step_clock_hz); the step is rebuilt
+ * and run at f, which replaces *p and *out. One program is held at a
+ * time (each is freed before the next is built), so the memory
+ * estimate holds; the time is three runs (step_estimate). */
+static int power_step(const struct job_spec *j, int full, struct prog **p,
+		      struct step_result *out, struct diag *d)
+{
+	const struct gpu_spec *g = j->system->gpu;
+	double fs = g->sustained_matrix_clock_hz, fb = g->burst_matrix_clock_hz;
+	double cs, cb, m, f, step_s = out->step_s;
+	struct step_result *rb = mem_alloc(sizeof(*rb));
+	struct prog *pb = NULL;
+	int rc = -1;
+
+	if (!rb || (cs = busiest_compute_s(*p)) < 0) {
+		diag_oom(d);
+		goto out;
+	}
+	prog_free(*p);
+	*p = NULL;
+	if ((rc = run_at_clock(j, full, fb, &pb, rb, d)) != 0)
+		goto out;
+	if ((cb = busiest_compute_s(pb)) < 0) {
+		diag_oom(d);
+		rc = -1;
+		goto out;
+	}
+	prog_free(pb);
+	pb = NULL;
+	m = fmax(0, cs - cb) / (1 - fs / fb);
+	f = gpu_power_step_clock_hz(g, m, fmax(0, step_s - m));
+	if ((rc = run_at_clock(j, full, f, p, out, d)) != 0)
+		goto out;
+	out->matrix_clock_hz = f;
+out:
+	prog_free(pb);
+	mem_free(rb);
+	return rc;
 }
 
 int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
@@ -521,6 +604,12 @@ int step_run(const struct job_spec *j, int full, const struct step_comm *comm,
 	if (!p)
 		return -1;
 	rc = simulate(j, p, comm, out, d);
+	out->matrix_clock_hz = j->system->gpu->sustained_matrix_clock_hz;
+	/* The planner's shared network (comm) runs each layout once, at the
+	 * sustained clock, as its estimate does. */
+	if (rc == 0 && !(comm && comm->ops) &&
+	    gpu_power_modelled(j->system->gpu))
+		rc = power_step(j, full, &p, out, d);
 	if (rc != 0)
 		goto out;
 	rc = -1;

@@ -68,6 +68,9 @@ struct step_result {
 	double tflops_per_gpu;		/* TFLOP/s of model FLOPs per GPU */
 	double hw_tflops_per_gpu;	/* TFLOP/s executed per GPU (recompute included) */
 	double peak_flops;		/* FLOP/s, the dtype's dense peak per GPU */
+	double matrix_clock_hz;		/* Hz, the clock the matrix work ran at:
+					 * sustained_matrix_clock, or the power
+					 * model's step clock (gpu_power.c) */
 	double part_s[EXEC_PART_COUNT];	/* s, the step split (sums to step_s) */
 	double forward_s;		/* s, the final rank's forward compute */
 	double backward_s;		/* s, its backward compute (recomputation

@@ -284,6 +284,7 @@ struct cJSON *step_to_json(const struct job_spec *j,
 		 jobj_add_num(o, "hardware_tflops_per_gpu",
 			      r->hw_tflops_per_gpu) &&
 		 jobj_add_num(o, "peak_tflops_per_gpu", r->peak_flops / 1e12) &&
+		 jobj_add_num(o, "matrix_clock_mhz", r->matrix_clock_hz / 1e6) &&
 		 jobj_add_num(o, "tokens_per_step", r->plan.tokens) &&
 		 jobj_add_num(o, "microbatches",
 			      (double)r->plan.microbatches) &&
@@ -398,6 +399,12 @@ static void print_speed(FILE *out, const struct job_spec *j,
 		r->peak_flops / 1e12, dtype_names[j->training.dtype]);
 	fprintf(out, "  executed       %.1f TFLOP/s per GPU (recomputation "
 		"included)\n", r->hw_tflops_per_gpu);
+	if (gpu_power_modelled(j->system->gpu))
+		fprintf(out, "  matrix clock   %.0f MHz under the power limit "
+			"(%.0f MHz back to back, %.0f MHz below the limit)\n",
+			r->matrix_clock_hz / 1e6,
+			j->system->gpu->sustained_matrix_clock_hz / 1e6,
+			j->system->gpu->burst_matrix_clock_hz / 1e6);
 }
 
 /* A kind of communication's time summed over the simulated calls, how

@@ -261,3 +261,52 @@ Test(spec_gpu, softmax_overlap_needs_the_exponential_rate)
 	g.attention.exp_per_clock = 16;
 	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
 }
+
+/* The power model's keys (gpu_power.c): all five or none, the burst
+ * clock between the sustained clock and max_clock. */
+static void power(struct gpu_spec *g)
+{
+	minimal(g);
+	g->sustained_matrix_clock_hz = 1485e6;
+	g->burst_matrix_clock_hz = 1776e6;
+	g->burst_gemm_power = 1.386;
+	g->stream_power = 0.617;
+	g->idle_power = 0.173;
+	g->power_window_s = 0.116;
+}
+
+Test(spec_gpu, check_takes_the_power_model_whole)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	power(&g);
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+}
+
+Test(spec_gpu, check_rejects_part_of_the_power_model)
+{
+	static const char *const say[] = {"'power_window'", "or none of them",
+					  NULL};
+	struct gpu_spec g;
+
+	power(&g);
+	g.power_window_s = 0;
+	expect_rejected(&g, say);
+}
+
+Test(spec_gpu, check_rejects_burst_clock_out_of_order)
+{
+	static const char *const below[] = {"'sustained_matrix_clock'",
+					    "at most 'burst_matrix_clock'",
+					    NULL};
+	static const char *const above[] = {"at most 'max_clock'", NULL};
+	struct gpu_spec g;
+
+	power(&g);
+	g.burst_matrix_clock_hz = 1400e6;	/* under the sustained 1485 */
+	expect_rejected(&g, below);
+	power(&g);
+	g.burst_matrix_clock_hz = 2000e6;	/* over max_clock 1980 */
+	expect_rejected(&g, above);
+}
