@@ -219,6 +219,12 @@ static const struct schema_field host_fields[] = {
 	      "(descriptors and heuristic made every call); 0: as kernel"),
 	HTIME("event", event_s, "a cudaEventRecord on a timing-enabled event "
 	      "(the stream joins around a multi-stream GEMM loop)"),
+	HTIME("expert_item", expert_item_s, "each local expert of a per-expert "
+	      "GEMM loop's call, forward or backward, beyond its GEMM (the "
+	      "call's per-expert Python and wrappers); 0: not counted"),
+	HTIME("param_hook", param_hook_s, "each expert weight of a per-expert "
+	      "GEMM loop in backward: its AccumulateGrad node and the "
+	      "data-parallel post-accumulate hook; 0: not counted"),
 	HTIME("collective", collective_s, "a torch.distributed collective call "
 	      "(Python, c10d, the library's enqueue)"),
 	HTIME("graph", graph_s, "one CUDA graph replay (a captured scope)"),

@@ -295,6 +295,13 @@ struct host_spec {
 				 * builds its descriptors and asks the heuristic
 				 * every call (0: as kernel_s) */
 	double event_s;		/* s, a cudaEventRecord on a timing-enabled event */
+	double expert_item_s;	/* s, each local expert of a per-expert GEMM
+				 * loop's call (forward or backward) beyond
+				 * its GEMM: the per-expert Python and the
+				 * C++ wrappers of the call */
+	double param_hook_s;	/* s, each expert weight's gradient handed to
+				 * autograd in backward: its AccumulateGrad
+				 * node and the DDP post-hook */
 	double collective_s;	/* s, a torch.distributed collective call */
 	double graph_s;		/* s, one CUDA graph replay */
 	double sync_s;		/* s, the host resuming after a device sync */

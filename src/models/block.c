@@ -249,6 +249,8 @@ static int cost_op(struct block_op *bo, const struct layer_op *op,
 	bo->host_gemm = op->host_gemm;
 	bo->side_stream = op->side_stream;
 	bo->host_events = op->host_events;
+	bo->host_items = op->host_items;
+	bo->host_hooks = op->host_hooks;
 	bo->host_wait = op->host_wait;
 	bo->host_call_s = op->host_call_s;
 	bo->host_s = 0;

@@ -32,6 +32,8 @@ struct block_op {
 	uint16_t host_kernels;	/* further kernels launched from C++ */
 	uint8_t host_gemm;	/* as struct layer_op's */
 	uint8_t host_events;	/* as struct layer_op's */
+	uint16_t host_items;	/* as struct layer_op's */
+	uint16_t host_hooks;	/* as struct layer_op's */
 	uint8_t side_stream;	/* as struct layer_op's */
 	int16_t host_wait;	/* op the host waits for first, or LAYER_NONE */
 	double host_call_s;	/* as struct layer_op's */

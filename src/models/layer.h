@@ -456,6 +456,10 @@ struct layer_op {
 	uint8_t host_gemm;	/* its kernels are cuBLASLt GEMMs set up per
 				 * call (host gemm cost, not kernel) */
 	uint8_t host_events;	/* cudaEventRecord calls its call makes */
+	uint16_t host_items;	/* per-expert items of its call (host
+				 * expert_item each) */
+	uint16_t host_hooks;	/* expert weights whose gradient hooks run
+				 * after it (host param_hook each) */
 	uint8_t side_stream;	/* LOP_KERNEL: issued on Transformer Engine's
 				 * multi-stream GEMM streams (a high-priority
 				 * stream: train_queue.c) */

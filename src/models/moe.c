@@ -258,6 +258,15 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	if (op->host_gemm)
 		op->host_events = (uint8_t)(1 + fmin(streams,
 						     fmin(d->moe.local, 254)));
+	/* the call's per-expert items (host expert_item): one call a
+	 * pass, so on the forward GEMM and on the backward's dgrad; the
+	 * expert weights' gradient hooks (host param_hook) after the
+	 * wgrad (Transformer Engine GroupedLinear: one Parameter per
+	 * expert, weight0..weight{L-1}) */
+	if (op->host_gemm && gd == GROUP_K && pass == PASS_BWD)
+		op->host_hooks = (uint16_t)fmin(d->moe.local, 65535);
+	else if (op->host_gemm)
+		op->host_items = (uint16_t)fmin(d->moe.local, 65535);
 	return op;
 }
 

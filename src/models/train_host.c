@@ -42,7 +42,12 @@
  * for each of its GEMMs (itself when inside a call, and each further):
  * every call builds the GEMM's descriptors and asks the heuristic; and
  * event per cudaEventRecord the call makes (block_op host_events: the
- * loop's stream joins).
+ * loop's stream joins). Such a call also costs expert_item per local
+ * expert (block_op host_items: Transformer Engine GroupedLinear's per-
+ * expert Python and its C++ tensor wrappers, once a pass), and its
+ * backward param_hook per expert weight (block_op host_hooks: each
+ * weight's AccumulateGrad node and Megatron DDP's post-hook, which runs
+ * Python only when the GEMM accumulated into main_grad).
  *
  * An op in a CUDA-graph scope the job captures (training.cuda_graphs)
  * costs nothing but the first op of each run of that scope, which costs
@@ -114,8 +119,9 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	}
 	if (op->host_call_s > 0)	/* the dispatcher's measured call */
 		c = op->host_call_s;
-	return (c + op->host_kernels * k + op->host_events * h->event_s) *
-	       scale;
+	return (c + op->host_kernels * k + op->host_events * h->event_s +
+		op->host_items * h->expert_item_s +
+		op->host_hooks * h->param_hook_s) * scale;
 }
 
 int train_host_init(struct train *t)

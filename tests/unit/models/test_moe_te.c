@@ -431,6 +431,54 @@ Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
 	arena_release(&a);
 }
 
+Test(moe, per_expert_items_and_weight_hooks_cost_the_host)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	struct host_spec *h = &f.fw.host;
+	double us = 1e-6;
+
+	/* As above (MXFP8, ep 1: 8 local experts, 4 streams): expert_fc1
+	 * costs 8 GEMMs x 10 + 5 events x 2.5 = 92.5 us, and so do its
+	 * backward's dgrad and wgrad. With expert_item 3 us and param_hook
+	 * 5 us: the forward call's 8 per-expert items, 92.5 + 8 x 3 =
+	 * 116.5 us; the backward call's items once, on the dgrad, 116.5 us;
+	 * the 8 expert weights' hooks after the wgrad, 92.5 + 8 x 5 =
+	 * 132.5 us. */
+	arena_init(&a);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	memset(h, 0, sizeof(*h));
+	h->module_s = h->bwd_module_s = 36 * us;
+	h->op_s = 13.5 * us;
+	h->kernel_s = 4 * us;
+	h->gemm_s = 10 * us;
+	h->event_s = 2.5 * us;
+	h->expert_item_s = 3 * us;
+	h->param_hook_s = 5 * us;
+	f.sys.host_dispatch_scale = 1;
+	f.fw.elementwise.grouped_gemm_streams = 4;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 116.5 * us),
+		  "%g s", host_time(&f, &fwd, "expert_fc1"));
+	cr_assert(near(host_time(&f, &bwd, "expert_fc1_dgrad"), 116.5 * us),
+		  "%g s", host_time(&f, &bwd, "expert_fc1_dgrad"));
+	cr_assert(near(host_time(&f, &bwd, "expert_fc1_wgrad"), 132.5 * us),
+		  "%g s", host_time(&f, &bwd, "expert_fc1_wgrad"));
+	/* a Grace host (x 2.75): 132.5 x 2.75 = 364.375 us */
+	f.sys.host_dispatch_scale = 2.75;
+	cr_assert(near(host_time(&f, &bwd, "expert_fc1_wgrad"),
+		       364.375 * us));
+	f.sys.host_dispatch_scale = 1;
+	/* one grouped kernel (streams 0): not the per-expert loop, neither
+	 * cost: 1 + 7 further kernels at 4 us = 32 us */
+	f.fw.elementwise.grouped_gemm_streams = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 32 * us));
+	arena_release(&a);
+}
+
 Test(moe, hybridep_dispatch_call_costs_its_measured_host_time)
 {
 	struct fixture f;
