@@ -25,6 +25,44 @@ static void group_is(const struct infer_batch *b, int k, double count,
 	cr_assert_float_eq(b->g[k].rank_count, mine, 1e-12, "group %d", k);
 }
 
+/* Instance `in` of s (job from L8 with sets), two attention-DP ranks, a
+ * pool that holds everything, and the four requests req[] with prompts
+ * prompt[] waiting at t = 0, 10 output tokens each. */
+static void adp_setup(struct arena *a, struct serve *s, struct serve_inst *in,
+		      struct serve_req *req, const int64_t *prompt,
+		      const char **sets, int nsets, int chunked)
+{
+	int64_t i;
+
+	arena_init(a);
+	memset(s, 0, sizeof(*s));
+	s->job = fixture_load_job(a, L8, sets, nsets);
+	s->req = req;
+	s->nreq = 4;
+	memset(in, 0, sizeof(*in));
+	in->role = ROLE_BOTH;
+	in->pages = in->free_pages = 1000;
+	in->block = 16;
+	in->max_seqs = 8;
+	in->max_tokens = 2 * 2048;
+	in->adp = 2;
+	in->chunked = chunked;
+	in->chunked_req = -1;
+	in->pp = 1;
+	in->tag = 1;
+	for (i = 0; i < 4; i++) {
+		memset(&req[i], 0, sizeof(req[i]));
+		req[i].input = req[i].prompt = prompt[i];
+		req[i].output = 10;
+		req[i].instance = 0;
+		req[i].adp_rank = req[i].adp_inst = -1;
+		req[i].first_scheduled_s = req[i].first_token_s = -1;
+		req[i].done_s = -1;
+		req[i].state = REQ_WAITING;
+		cr_assert_eq(rq_push_back(&in->waiting, i), 0);
+	}
+}
+
 /*
  * Four requests at t = 0 with prompts 300, 100, 100, 100 (FCFS order)
  * on two attention-DP ranks, 10 output tokens each, a pool that holds
@@ -54,34 +92,8 @@ Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
 	struct infer_batch b, rank;
 	struct infer_ctx x;
 	double route;
-	int64_t i;
 
-	arena_init(&a);
-	memset(&s, 0, sizeof(s));
-	s.job = fixture_load_job(&a, L8, sets, 1);
-	s.req = req;
-	s.nreq = 4;
-	memset(&in, 0, sizeof(in));
-	in.role = ROLE_BOTH;
-	in.pages = in.free_pages = 1000;
-	in.block = 16;
-	in.max_seqs = 8;
-	in.max_tokens = 2 * 2048;
-	in.adp = 2;
-	in.chunked_req = -1;
-	in.pp = 1;
-	in.tag = 1;
-	for (i = 0; i < 4; i++) {
-		memset(&req[i], 0, sizeof(req[i]));
-		req[i].input = req[i].prompt = prompt[i];
-		req[i].output = 10;
-		req[i].instance = 0;
-		req[i].adp_rank = req[i].adp_inst = -1;
-		req[i].first_scheduled_s = req[i].first_token_s = -1;
-		req[i].done_s = -1;
-		req[i].state = REQ_WAITING;
-		cr_assert_eq(rq_push_back(&in.waiting, i), 0);
-	}
+	adp_setup(&a, &s, &in, req, prompt, sets, 1, 0);
 	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 4);
 	cr_assert_eq(req[0].adp_rank, 0);
 	cr_assert_eq(req[1].adp_rank, 1);
@@ -131,6 +143,7 @@ Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
  */
 Test(serve_adp, other_engines_are_not_ranked)
 {
+	static const int64_t prompt[] = {300, 100, 100, 100};
 	struct arena a;
 	struct serve s;
 	struct serve_inst in;
@@ -138,33 +151,7 @@ Test(serve_adp, other_engines_are_not_ranked)
 	struct infer_batch b;
 	int64_t i;
 
-	arena_init(&a);
-	memset(&s, 0, sizeof(s));
-	s.job = fixture_load_job(&a, L8, NULL, 0);
-	s.req = req;
-	s.nreq = 4;
-	memset(&in, 0, sizeof(in));
-	in.role = ROLE_BOTH;
-	in.pages = in.free_pages = 1000;
-	in.block = 16;
-	in.max_seqs = 8;
-	in.max_tokens = 2 * 2048;
-	in.adp = 2;
-	in.chunked = 1;
-	in.chunked_req = -1;
-	in.pp = 1;
-	in.tag = 1;
-	for (i = 0; i < 4; i++) {
-		memset(&req[i], 0, sizeof(req[i]));
-		req[i].input = req[i].prompt = i ? 100 : 300;
-		req[i].output = 10;
-		req[i].instance = 0;
-		req[i].adp_rank = req[i].adp_inst = -1;
-		req[i].first_scheduled_s = req[i].first_token_s = -1;
-		req[i].done_s = -1;
-		req[i].state = REQ_WAITING;
-		cr_assert_eq(rq_push_back(&in.waiting, i), 0);
-	}
+	adp_setup(&a, &s, &in, req, prompt, NULL, 0, 1);
 	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 4);
 	cr_assert_eq(b.ranked, 0);
 	for (i = 0; i < 4; i++)
