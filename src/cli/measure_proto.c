@@ -77,6 +77,12 @@ static double num_of(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* Whether v is a whole number in [lo, hi]. */
+static int whole_in(double v, double lo, double hi)
+{
+	return v >= lo && v <= hi && v == floor(v);
+}
+
 static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		 struct diag *d)
 {
@@ -111,23 +117,20 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		diag_oom(d);
 		return -1;
 	}
-	if (!(ranks >= 1) || !(nodes >= 1) || !(per >= 1) || !i->backend[0]) {
+	if (!whole_in(ranks, 1, INT_MAX) || !whole_in(nodes, 1, INT_MAX) ||
+	    !whole_in(per, 1, INT_MAX) || !i->backend[0]) {
 		diag_error(d, where, (int)m->lines, 0, "hello: expected "
-			   "backend, ranks, nodes and devices_per_node (>= 1)");
+			   "backend, ranks, nodes and devices_per_node (whole "
+			   "numbers from 1 to 2147483647)");
 		return -1;
 	}
 	i->ranks = (int)ranks;
 	i->nodes = (int)nodes;
 	i->devices_per_node = (int)per;
-	i->cpus = num_of(o, "cpus") >= 1 ? (int)num_of(o, "cpus") : 0;
+	i->cpus = whole_in(num_of(o, "cpus"), 1, INT_MAX) ?
+		  (int)num_of(o, "cpus") : 0;
 	m->have_hello = 1;
 	return 0;
-}
-
-/* Whether v is a whole number in [lo, hi]. */
-static int whole_in(double v, double lo, double hi)
-{
-	return v >= lo && v <= hi && v == floor(v);
 }
 
 /* The largest GEMM size taken: 2^53, doubles still whole. */

@@ -271,6 +271,17 @@ Test(measure_stream, point_numbers_out_of_range_are_bad)
 			     MEASURE_BAD, "bad %zu: %s", i, bad[i]);
 	cr_assert_eq(s.runs[0]->npts, 3);
 	measure_stream_release(&s);
+	/* a hello of 1e12 ranks (past an int) or 2.5 nodes */
+	cr_assert_eq(measure_stream_init(&s, &d), 0);
+	cr_assert_eq(measure_stream_line(&s, "{\"type\":\"hello\","
+		"\"protocol\":1,\"backend\":\"mpi\",\"ranks\":1e12,"
+		"\"nodes\":1,\"devices_per_node\":1}", "t", &opened, &d),
+		MEASURE_BAD);
+	cr_assert_eq(measure_stream_line(&s, "{\"type\":\"hello\","
+		"\"protocol\":1,\"backend\":\"mpi\",\"ranks\":2,"
+		"\"nodes\":2.5,\"devices_per_node\":1}", "t", &opened, &d),
+		MEASURE_BAD);
+	measure_stream_release(&s);
 #undef GEMM
 #undef SIZES
 #undef ITERS
