@@ -354,6 +354,35 @@ Test(exec, collective_beside_plain_compute_starts_at_once)
 	assert_starts_unwaited(p, ar, 0, f, 11000, 0);
 }
 
+Test(exec, collective_waits_only_for_gemms_started_before_it)
+{
+	struct prog *p = prog_new(1, 4);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct task_info gi = ex_info("gemm", TASK_COMPUTE);
+	uint32_t rank0 = 0;
+	task_id g1 = prog_task_owned(p, 0, 0, 10 * US, &gi, 1.0);
+	task_id x = ex_task(p, 0, 1, 1, "x", TASK_OTHER);
+	task_id ar = coll_sm(p, &rank0, 1, 1, 4e6, 0.25);
+	task_id y = ex_task(p, 0, 2, 2, "y", TASK_OTHER);
+	task_id g3 = prog_task_owned(p, 0, 2, 20 * US, &gi, 1.0);
+
+	/* g1 (stream 0, persistent) runs [0, 10); the all-reduce is ready
+	 * at 1 us (after x) and waits for g1, launched before it; g3 on a
+	 * third stream is launched at 2 us, after the all-reduce's kernel
+	 * (exec.h: a GEMM launched after the member's arrival started beside
+	 * it), so the all-reduce starts when g1 ends, at 10 us (waited 9
+	 * us), not when g3 does. */
+	(void)x;
+	(void)y;
+	(void)g3;
+	ex_run(p, &m);
+	cr_assert_eq(ex_ns(exec_task_end_s(p, g1)), 10000);
+	cr_assert_eq(ex_ns(exec_task_start_s(p, ar)), 10000,
+		     "started at %lld ns", ex_ns(exec_task_start_s(p, ar)));
+	cr_assert_eq(ex_ns(exec_task_sm_wait_s(p, ar)), 9000);
+	prog_free(p);
+}
+
 Test(exec, collective_waits_for_the_last_member_gemm)
 {
 	struct prog *p = prog_new(2, 2);
