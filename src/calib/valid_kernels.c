@@ -137,14 +137,15 @@ static int read_timing(const struct cnode *root, struct ref *r,
 static int read_fp8_accum(const struct cnode *root, struct ref *r,
 			  struct diag *d)
 {
+	const struct cnode *n = cnode_get(root, "fp8_accumulation");
 	const char *t = get_str(root, "fp8_accumulation");
 
-	if (!t && !cnode_get(root, "fp8_accumulation"))
+	if (!n)
 		return 0;
 	if (!t || (strcmp(t, "fast") && strcmp(t, "split")))
-		return bad(d, root, "'fp8_accumulation': expected fast or split");
+		return bad(d, n, "'fp8_accumulation': expected fast or split");
 	if (strcmp(r->kind, "gemm") || r->dt != DTYPE_FP8)
-		return bad(d, root, "'fp8_accumulation': only for kind gemm, "
+		return bad(d, n, "'fp8_accumulation': only for kind gemm, "
 			   "dtype fp8");
 	if (strcmp(t, "fast") == 0)
 		gpu_use_fp8_fast_accum(&r->g);
