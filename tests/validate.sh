@@ -165,6 +165,39 @@ status 2 "an attention row with backend ck_tile on h100" --kind kernel --referen
 grep -q "bk.yaml:7:28: error: 'backend': ck_tile is Composable Kernel's, which runs on AMD GPUs only" "$tmp/err" ||
 	bad "backend ck_tile on h100: no error at bk.yaml:7:28"
 rm "$tmp/ref/kernels/bk.yaml"
+# Hopper fp8 accumulation modes (kernel file key fp8_accumulation): the
+# same 16384^3 fp8 GEMM on h100 priced fast (fp8_fast_accum_efficiency
+# 0.906) and split (gemm_efficiency_dtype fp8 0.858). 128 x 256 tiles:
+# 8192 tiles, 63 waves of 132, each t_c = 2 x 128 x 256 x 16384 /
+# (1978.9e12 x 1485/1830 x eff / 132) = 102.9 us split, 97.4 us fast,
+# plus the same ~3.6 us of t_0 and epilogue a wave: rate ratio
+# 106.5 / 101.0 = 1.054, under 0.906 / 0.858 = 1.056: 1.050-1.056.
+printf '%s\n' 'id: K-FAST' 'gpu: h100' 'kind: gemm' 'dtype: fp8' \
+	'timing: stream' 'fp8_accumulation: fast' 'rows:' \
+	'  - {label: fa16k, m: 16384, n: 16384, k: 16384, tflops: 1300}' \
+	>"$tmp/ref/kernels/fast.yaml"
+sed 's/K-FAST/K-SPLIT/; s/fp8_accumulation: fast/fp8_accumulation: split/; s/fa16k/sp16k/' \
+	"$tmp/ref/kernels/fast.yaml" >"$tmp/ref/kernels/split.yaml"
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "fp8 accumulation rows: exit $rc"
+r=$(awk '/ sp16k 16384/ {a = $(NF-2)} / fa16k 16384/ {b = $(NF-2)}
+	END {if (a > 0) printf "%.4f", b / a}' "$tmp/out")
+awk -v r="$r" 'BEGIN {exit !(r >= 1.050 && r <= 1.056)}' ||
+	bad "fp8 fast against split accumulation: predicted rate ratio $r, expected 1.050-1.056"
+rm "$tmp/ref/kernels/split.yaml"
+# fp8_accumulation takes fast or split, on an fp8 GEMM file only.
+sed -i 's/fp8_accumulation: fast/fp8_accumulation: slow/' "$tmp/ref/kernels/fast.yaml"
+status 2 "fp8_accumulation: slow" --kind kernel --reference "$tmp/ref"
+grep -q "'fp8_accumulation': expected fast or split" "$tmp/err" ||
+	bad "fp8_accumulation: slow: no error naming the key"
+sed -i 's/fp8_accumulation: slow/fp8_accumulation: fast/; s/dtype: fp8/dtype: bf16/' \
+	"$tmp/ref/kernels/fast.yaml"
+status 2 "fp8_accumulation on a bf16 file" --kind kernel --reference "$tmp/ref"
+grep -q "'fp8_accumulation': only for kind gemm, dtype fp8" "$tmp/err" ||
+	bad "fp8_accumulation on a bf16 file: no error naming the key"
+rm "$tmp/ref/kernels/fast.yaml"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

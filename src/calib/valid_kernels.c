@@ -130,6 +130,28 @@ static int read_timing(const struct cnode *root, struct ref *r,
 	return 0;
 }
 
+/* `fp8_accumulation: fast` (an fp8 GEMM file whose kernels ran in
+ * Hopper's fast-accumulation mode: cuBLASLt FAST_ACCUM 1) prices its rows
+ * at the GPU's fp8_fast_accum_efficiency; `split` or absent, at the
+ * promoted mode's gemm_efficiency_dtype fp8 (gpu_use_fp8_fast_accum). */
+static int read_fp8_accum(const struct cnode *root, struct ref *r,
+			  struct diag *d)
+{
+	const struct cnode *n = cnode_get(root, "fp8_accumulation");
+	const char *t = get_str(root, "fp8_accumulation");
+
+	if (!n)
+		return 0;
+	if (!t || (strcmp(t, "fast") && strcmp(t, "split")))
+		return bad(d, n, "'fp8_accumulation': expected fast or split");
+	if (strcmp(r->kind, "gemm") || r->dt != DTYPE_FP8)
+		return bad(d, n, "'fp8_accumulation': only for kind gemm, "
+			   "dtype fp8");
+	if (strcmp(t, "fast") == 0)
+		gpu_use_fp8_fast_accum(&r->g);
+	return 0;
+}
+
 static int read_header(struct config_ctx *cx, const struct cnode *root,
 		       struct ref *r)
 {
@@ -150,7 +172,8 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 	if (r->launch_s >= 0)
 		r->g.kernel_launch_s = r->launch_s;
 	if (strcmp(r->kind, "gemm") == 0 || strcmp(r->kind, "attention") == 0)
-		return get_dtype(root, r, cx->diag);
+		return get_dtype(root, r, cx->diag) < 0 ? -1 :
+		       read_fp8_accum(root, r, cx->diag);
 	return 0;
 }
 

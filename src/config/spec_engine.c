@@ -320,6 +320,14 @@ static const struct schema_field engine_fields[] = {
 	  .def = "0",
 	  .help = "the same for unquantized linear layers (vLLM ROCm's "
 		  "wvSplitK and LLMM1)" },
+	{ .key = "fp8_fast_accumulation", .type = ST_BOOL,
+	  .offset = OFF(fp8_fast_accum), .def = "false",
+	  .help = "the dense fp8 linear layers run in Hopper's fast-"
+		  "accumulation mode (partial sums never promoted to fp32: "
+		  "CUTLASS FP8FastAccum kernels, cuBLASLt FAST_ACCUM 1), at "
+		  "the GPU's fp8_fast_accum_efficiency; false: promoted "
+		  "(gemm_efficiency_dtype fp8). Expert (grouped) GEMMs are "
+		  "not split by mode" },
 	{ .key = "eager_op", .type = ST_TIME, .offset = OFF(eager_op_s),
 	  .max = 1e-2, .def = "0 us",
 	  .help = "host time per kernel launched outside a CUDA graph (the "

@@ -248,6 +248,9 @@ struct engine_spec {
 						 * rows run the engine's own skinny kernel
 						 * (one launch; 0: none) */
 	int64_t skinny_gemm_rows_base;		/* the same for unquantized GEMMs */
+	int fp8_fast_accum;			/* the dense fp8 linear layers run in Hopper's
+						 * fast-accumulation mode (gpu.h
+						 * gpu_use_fp8_fast_accum) */
 	int adp_moe_allgather;			/* attention DP: the MoE layers gather every
 						 * rank's tokens and reduce-scatter the outputs
 						 * (in place of the library all-to-all) */

@@ -13,6 +13,7 @@
 
 const char *const opt_update_names[] = {"fused", "eager", "foreach", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const fp8_fast_accum_names[] = {"none", "fprop", "all", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
@@ -500,6 +501,17 @@ static const struct schema_field framework_fields[] = {
 		  "forward and backward of a microbatch: none, tp_cp "
 		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
 		  "<= 0.7 and >= 0.9)" },
+	{ .key = "fp8_fast_accumulation", .type = ST_ENUM,
+	  .offset = FOFF(fp8_fast_accum), .values = fp8_fast_accum_names,
+	  .def = "none",
+	  .help = "per-tensor fp8 training: the GEMMs that run in Hopper's "
+		  "fast-accumulation mode (partial sums never promoted to "
+		  "fp32; cuBLASLt FAST_ACCUM 1; the GPU's "
+		  "fp8_fast_accum_efficiency): none, fprop (the forward GEMMs "
+		  "and their recomputation; dgrad and wgrad promoted: "
+		  "Transformer Engine's _2X_ACC_FPROP False, _2X_ACC_DGRAD and "
+		  "_2X_ACC_WGRAD True, torchao's Float8LinearConfig) or all; "
+		  "block-scaled fp8 always promotes" },
 	{ .key = "attention_kernel", .type = ST_ENUM,
 	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
 	  .def = "vendor",

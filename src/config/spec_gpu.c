@@ -499,6 +499,15 @@ static const struct schema_field gpu_fields[] = {
 		  "cast writing both layouts (Transformer Engine's "
 		  "cast_transpose: the data and its transpose) reaches; a "
 		  "cast writing one layout streams" },
+	{ .key = "fp8_fast_accum_efficiency", .type = ST_NUM,
+	  .offset = OFF(fp8_fast_accum_efficiency), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .help = "fraction of the clock-scaled fp8 peak a large, well-shaped "
+		  "fp8 GEMM reaches in Hopper's fast-accumulation mode (partial "
+		  "sums kept in the tensor core's accumulator, never promoted "
+		  "to fp32: cuBLASLt CUBLASLT_MATMUL_DESC_FAST_ACCUM 1, CUTLASS "
+		  "FP8FastAccum kernels); gemm_efficiency_dtype's fp8 is then "
+		  "the promoted (split-accumulator) mode's; absent = one mode" },
 	{ .key = "fp8_block_gemm_rate", .type = ST_NUM,
 	  .offset = OFF(fp8_block_gemm_rate), .def = "1", .min = 0,
 	  .max = 1, .flags = SF_MIN_EXCL,

@@ -180,6 +180,10 @@ struct gpu_spec {
 	double fp8_cast_transpose_efficiency;	/* fraction of streaming bandwidth a
 						 * per-tensor FP8 cast writing the data
 						 * and its transpose reaches */
+	double fp8_fast_accum_efficiency;	/* fraction of clock-scaled fp8 peak a large GEMM
+						 * reaches with Hopper's fast accumulation (no
+						 * fp32 promotion, cuBLASLt FAST_ACCUM 1); 0 = the
+						 * fp8 gemm_efficiency_dtype (one mode) */
 	double fp8_block_gemm_rate;		/* fraction of the fp8 GEMM math rate a GEMM on
 						 * block-scaled fp8 operands (1x128 and 128x128
 						 * scales) reaches; 1 = as per-tensor fp8 */

@@ -180,6 +180,19 @@ enum amax_reduction {
 	AMAX_STAGE		/* over every GPU of the pipeline stage */
 };
 
+/* "none", "fprop", "all": enum fp8_fast_accum. */
+extern const char *const fp8_fast_accum_names[];
+
+/* Which fp8 GEMMs of a training step run in Hopper's fast-accumulation
+ * mode (gpu.h gpu_use_fp8_fast_accum); the others promote their partial
+ * sums to fp32 (split accumulator). */
+enum fp8_fast_accum {
+	FP8_FAST_NONE,		/* every fp8 GEMM promoted */
+	FP8_FAST_FPROP,		/* the forward GEMMs (and their recomputation);
+				 * dgrad and wgrad promoted */
+	FP8_FAST_ALL		/* every fp8 GEMM fast */
+};
+
 /* "megatron", "front": enum pp_split. */
 extern const char *const pp_split_names[];
 
@@ -402,6 +415,8 @@ struct framework_spec {
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
 	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
 						 * blocking amax all-reduce per chunk pass */
+	int fp8_fast_accum;			/* enum fp8_fast_accum: the fp8 GEMMs run in
+						 * Hopper's fast-accumulation mode */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
 	struct host_spec host;			/* the host thread's costs; 0 = not modeled */
 };

@@ -128,6 +128,13 @@ double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
 	return gpu_clock_peak_flops(g, dt) * g->gemm_efficiency_dtype[dt];
 }
 
+void gpu_use_fp8_fast_accum(struct gpu_spec *g)
+{
+	if (g->fp8_fast_accum_efficiency > 0)
+		g->gemm_efficiency_dtype[DTYPE_FP8] =
+			g->fp8_fast_accum_efficiency;
+}
+
 static const struct gpu_mem_level *level_of(const struct gpu_spec *g,
 					    enum gpu_level l)
 {

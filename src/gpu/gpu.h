@@ -114,6 +114,16 @@ int gpu_check_dtype(const struct gpu_spec *g, enum dtype dt,
  * 0 when unsupported. */
 double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt);
 
+/* Hopper fp8 GEMMs run in one of two accumulation modes: promoted (the
+ * tensor core's partial sums added into fp32 registers every few k
+ * blocks: cuBLASLt CUBLASLT_MATMUL_DESC_FAST_ACCUM 0, torch._scaled_mm's
+ * default, Transformer Engine's dgrad and wgrad) or fast (never promoted:
+ * FAST_ACCUM 1, Transformer Engine's fprop, the serving engines' CUTLASS
+ * FP8FastAccum kernels). gemm_efficiency_dtype's fp8 is the promoted
+ * mode's; this puts the GPU's fp8_fast_accum_efficiency in its place in
+ * g, where the GPU has one (a GPU without it has one fp8 efficiency). */
+void gpu_use_fp8_fast_accum(struct gpu_spec *g);
+
 /* The power model (gpu_power.c; keys burst_matrix_clock, burst_gemm_power,
  * stream_power, idle_power, power_window): 1 when g carries it. */
 int gpu_power_modelled(const struct gpu_spec *g);

@@ -20,6 +20,17 @@
  * fp8's:
  *
  *     R_block = fp8_block_gemm_rate x R(fp8)
+ *
+ * Accumulation modes (Hopper fp8, gpu.h gpu_use_fp8_fast_accum). A
+ * per-tensor fp8 GEMM either promotes the tensor core's partial sums to
+ * fp32 every few k blocks (split accumulator: gemm_efficiency_dtype fp8)
+ * or never does (fast accumulation: the GPU's fp8_fast_accum_efficiency).
+ * The framework says which passes run fast (fp8_fast_accumulation:
+ * Transformer Engine's fprop, transformer_engine/pytorch/module/base.py
+ * _2X_ACC_FPROP False, _2X_ACC_DGRAD and _2X_ACC_WGRAD True, the same in
+ * recipe.Float8CurrentScaling's MMParams, @ d0067d0d); a recomputed
+ * forward runs as the forward. Block scaling always promotes
+ * (Float8BlockScaling asserts use_split_accumulator on all three).
  */
 #include "block.h"
 
@@ -275,6 +286,23 @@ double block_lowp_rate(const struct job_spec *j)
 	return j->system->gpu->fp8_block_gemm_rate;
 }
 
+unsigned block_fast_accum(const struct job_spec *j)
+{
+	unsigned fwd = 1u << PASS_FWD | 1u << PASS_RECOMPUTE;
+
+	if (j->training.dtype != DTYPE_FP8 ||
+	    j->training.fp8_scaling == FP8_BLOCK || !j->framework)
+		return 0;
+	switch (j->framework->fp8_fast_accum) {
+	case FP8_FAST_FPROP:
+		return fwd;
+	case FP8_FAST_ALL:
+		return fwd | 1u << PASS_BWD;
+	default:
+		return 0;
+	}
+}
+
 unsigned block_captured(const struct job_spec *j)
 {
 	unsigned bits = 0;
@@ -306,9 +334,9 @@ int block_cost(struct block *b, const struct layer_ops *o,
 	       const struct gpu_spec *g, const struct block_dtypes *dt,
 	       struct prog *p)
 {
-	struct gpu_spec low, cap, cap_low;
+	struct gpu_spec low, cap, cap_low, fast, cap_fast;
 	const struct gpu_spec *gl = lowp_gpu(g, dt, &low);
-	const struct gpu_spec *gc = g, *gcl = gl;
+	const struct gpu_spec *gc = g, *gcl = gl, *gf = gl, *gcf = gl;
 	int i;
 
 	/* A kernel replayed from a captured graph pays the GPU's gap
@@ -320,6 +348,19 @@ int block_cost(struct block *b, const struct layer_ops *o,
 		cap_low.kernel_launch_s = g->kernel_launch_graph_s;
 		gc = &cap;
 		gcl = &cap_low;
+		gcf = gcl;
+	}
+	/* The fast-accumulation passes' fp8 GEMMs (block_fast_accum: never
+	 * block-scaled, so gl is g there). */
+	if (dt->fast_accum && dt->gemm_lowp == DTYPE_FP8 &&
+	    g->fp8_fast_accum_efficiency > 0) {
+		fast = *gl;
+		gpu_use_fp8_fast_accum(&fast);
+		cap_fast = fast;
+		if (dt->captured)
+			cap_fast.kernel_launch_s = g->kernel_launch_graph_s;
+		gf = &fast;
+		gcf = &cap_fast;
 	}
 
 	b->n = o->n;
@@ -331,9 +372,12 @@ int block_cost(struct block *b, const struct layer_ops *o,
 			       (dt->captured >> op->scope & 1u);
 		int lowp = op->k.lowp && (op->k.kind == KERN_GEMM ||
 					  op->k.kind == KERN_GROUPED);
+		int fa = lowp && (dt->fast_accum >> op->pass & 1u);
+		const struct gpu_spec *go = !lowp ? (in_graph ? gc : g) :
+					    fa ? (in_graph ? gcf : gf) :
+					    in_graph ? gcl : gl;
 
-		if (cost_op(&b->op[i], op, in_graph ? (lowp ? gcl : gc) :
-			    (lowp ? gl : g), dt, p) != 0)
+		if (cost_op(&b->op[i], op, go, dt, p) != 0)
 			return -1;
 		b->time_s += b->op[i].time_s;
 		if (b->op[i].mem_bound)

@@ -72,6 +72,9 @@ struct block_dtypes {
 				 * (enum graph_scope) in CUDA graphs; its
 				 * kernels cost the GPU's replayed-node
 				 * kernel_launch_graph, not kernel_launch */
+	unsigned fast_accum;	/* bit p set (enum layer_pass): that pass's
+				 * fp8 GEMMs run in Hopper's fast-
+				 * accumulation mode (block_fast_accum) */
 };
 
 struct job_spec;
@@ -79,6 +82,11 @@ struct job_spec;
 /* The lowp_rate of j's low-precision GEMMs: the GPU's
  * fp8_block_gemm_rate under fp8 block scaling, else 1. */
 double block_lowp_rate(const struct job_spec *j);
+
+/* The fast_accum bits of j's block_dtypes: the passes whose fp8 GEMMs
+ * the framework's fp8_fast_accumulation runs fast; 0 unless the job
+ * trains in per-tensor fp8 (block scaling always promotes). */
+unsigned block_fast_accum(const struct job_spec *j);
 
 /* The captured bits of j's block_dtypes: bit s for each graph_scope s
  * that training.cuda_graphs captures. */

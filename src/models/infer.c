@@ -266,6 +266,10 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->skinny_rows = s->engine ? (int)s->engine->skinny_gemm_rows : 0;
 	d->skinny_rows_base =
 		s->engine ? (int)s->engine->skinny_gemm_rows_base : 0;
+	/* A block-scaled fp8 checkpoint (DeepSeek-V3's 128 x 128 scales)
+	 * runs block-scaled kernels, which promote every k block. */
+	d->fp8_fast_accum = s->engine && s->engine->fp8_fast_accum &&
+			    m->quantization.method != QUANT_FP8;
 	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)

@@ -154,6 +154,8 @@ struct infer_dims {
 	int sampler_copies;	/* sampler host-device copies */
 	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */
 	int skinny_rows_base;	/* unquantized GEMMs of <= rows: one kernel */
+	int fp8_fast_accum;	/* dense fp8 GEMMs in Hopper's fast-
+				 * accumulation mode (the engine's) */
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */

@@ -202,10 +202,19 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 {
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, kind, &tmp);
-	struct gpu_spec captured = *g;
-	int i;
+	struct gpu_spec captured = *g, fast, captured_fast;
+	int i, use_fast = d->fp8_fast_accum && d->compute == DTYPE_FP8 &&
+			  g->fp8_fast_accum_efficiency > 0;
 
 	captured.kernel_launch_s = g->kernel_launch_graph_s;
+	/* The engine's dense fp8 GEMMs in fast accumulation (infer.h
+	 * fp8_fast_accum): the GPU's fp8_fast_accum_efficiency for them. */
+	if (use_fast) {
+		fast = *g;
+		gpu_use_fp8_fast_accum(&fast);
+		captured_fast = fast;
+		captured_fast.kernel_launch_s = g->kernel_launch_graph_s;
+	}
 	memset(u, 0, sizeof(*u));
 	u->n = o->n;
 	for (i = 0; i < o->n; i++) {
@@ -225,7 +234,11 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 			c->bytes = op->coll_B;
 			continue;
 		}
-		k = kern_cost(op, d, b, kind, in_graph ? &captured : g);
+		k = kern_cost(op, d, b, kind,
+			      use_fast && op->kern == IK_GEMM &&
+			      !op->weight_B_base && !op->attention ?
+			      (in_graph ? &captured_fast : &fast) :
+			      in_graph ? &captured : g);
 		u->weights_B += weights_read_B(op, d);
 		c->eager = !in_graph;
 		u->eager += !in_graph;

@@ -806,6 +806,7 @@ int train_shape(struct train *t, const struct job_spec *j,
 	t->dt.base = layer_base_dtype((enum dtype)j->training.dtype);
 	t->dt.gemm_lowp = (enum dtype)j->training.dtype;
 	t->dt.lowp_rate = block_lowp_rate(j);
+	t->dt.fast_accum = block_fast_accum(j);
 	t->dt.captured = block_captured(j);
 	t->split = arena_alloc(&t->arena, (size_t)t->stages * sizeof(*t->split));
 	if (!t->split)

@@ -487,6 +487,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 		.gemm_lowp = (enum dtype)j->training.dtype,
 		.base = layer_base_dtype((enum dtype)j->training.dtype),
 		.lowp_rate = block_lowp_rate(j),
+		.fast_accum = block_fast_accum(j),
 		.captured = block_captured(j),
 	};
 	int i;

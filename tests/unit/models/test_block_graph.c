@@ -16,7 +16,7 @@ static double op_time(const struct layer_ops *o, const struct gpu_spec *g,
 		      unsigned captured)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, captured };
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, captured, 0 };
 
 	cr_assert_eq(block_cost(&b, o, g, &dt, NULL), 0);
 	cr_assert_eq(b.n, 1);

@@ -349,3 +349,63 @@ Test(infer, sampler_keys_refuse_bad_counts)
 		arena_release(&a);
 	}
 }
+
+/* The gate_up GEMM of a 2048-sequence fp8 decode step of tests' Llama 3
+ * 70B (TP 8, H100) under `engine`, and whether its dense fp8 GEMMs run
+ * in fast accumulation (*fast); extra: one more override or NULL. */
+static double fp8_gate_up_s(const char *engine, const char *extra, int *fast)
+{
+	char eng[64];
+	const char *sets[] = {"phase=decode", "serving.batch=2048",
+			      "serving.context_len=256", "serving.dtype=fp8",
+			      eng, extra};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch bt;
+	struct infer_ops o;
+	struct infer_unit u;
+	double t;
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, extra ? 6 : 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &bt);
+	infer_layer_ops(&d, &bt, NULL, NULL, &o);
+	infer_cost(&o, &d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
+	t = u.op[fixture_infer_op(&o, "gate_up") - o.op].time_s;
+	*fast = d.fp8_fast_accum;
+	arena_release(&a);
+	return t;
+}
+
+/*
+ * vLLM's per-tensor fp8 GEMMs on Hopper are CUTLASS FP8FastAccum kernels
+ * (vllm.yaml fp8_fast_accumulation true); the same engine with the key
+ * off prices them promoted. gate_up at 2048 rows: n = 2 x 28672 / 8 =
+ * 7168, k = 8192, compute-bound (F = 2 x 2048 x 7168 x 8192 = 240.5
+ * GFLOP, ~185 us, against 58.7 MB of weights, ~18 us at 3.35 TB/s).
+ * 128 x 256 tiles: 16 x 28 = 448 tiles, 4 waves of 132; a tile's
+ * mainloop 2 x 128 x 256 x 8192 / (1978.9e12 x 1485/1830 x eff / 132) =
+ * 51.4 us promoted (0.858), 48.7 us fast (0.906), each wave also ~4 us of
+ * t_0 and epilogue: ratio (4 x 55.3) / (4 x 52.6) = 1.051, under 0.906 /
+ * 0.858 = 1.056. A block-scaled checkpoint (quant_method fp8, DeepSeek-
+ * V3's 128 x 128 scales) runs promoted whatever the engine.
+ */
+Test(infer, vllm_fp8_gemms_run_in_fast_accumulation)
+{
+	int fast_on, fast_off, fast_blk;
+	double on = fp8_gate_up_s("vllm", NULL, &fast_on);
+	double off = fp8_gate_up_s("vllm",
+				   "serving.engine.fp8_fast_accumulation=false",
+				   &fast_off);
+
+	cr_assert_eq(fast_on, 1);
+	cr_assert_eq(fast_off, 0);
+	cr_assert(off / on >= 1.045 && off / on <= 1.056,
+		  "promoted / fast gate_up time %g", off / on);
+	fp8_gate_up_s("vllm", "model.quantization_config.quant_method=fp8",
+		      &fast_blk);
+	cr_assert_eq(fast_blk, 0);
+}

@@ -470,7 +470,7 @@ static double costed_fwd(struct fixture *f, const char *name,
 			 double lowp_rate)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_FP8, DTYPE_BF16, lowp_rate, 0 };
+	struct block_dtypes dt = { DTYPE_FP8, DTYPE_BF16, lowp_rate, 0, 0 };
 	struct layer_dims d;
 	struct layer_ops o;
 	int i;
@@ -511,6 +511,87 @@ Test(layer, fp8_block_scaled_gemms_run_at_the_gpus_block_rate)
 	f.job.training.fp8_scaling = FP8_BLOCK;
 	f.job.training.dtype = DTYPE_BF16;
 	fixture_assert_close(block_lowp_rate(&f.job), 1);
+}
+
+/* The time block.c gives op `name` of f's layer forward (bwd 0) or
+ * backward (bwd 1) under dt. */
+static double costed_op(struct fixture *f, const char *name, int bwd,
+			const struct block_dtypes *dt)
+{
+	static struct block b;
+	struct layer_dims d;
+	struct layer_ops o;
+	int i;
+
+	layer_dims_from_job(&f->job, &d);
+	if (bwd)
+		layer_bwd(&d, NULL, LREC_NONE, &o);
+	else
+		layer_fwd(&d, NULL, &o);
+	cr_assert_eq(block_cost(&b, &o, &f->gpu, dt, NULL), 0);
+	i = fixture_op_index(&o, name);
+	cr_assert_geq(i, 0, "no op %s", name);
+	return b.op[i].time_s;
+}
+
+Test(layer, fp8_fast_accumulation_runs_the_forward_gemms_at_its_efficiency)
+{
+	struct fixture f;
+	/* GPT layer, tp 1, fp8 delayed scaling, the fixture's roofline GPU
+	 * (no tiles): fc1 is F = 2 T f h = 2 x 4096 x 4096 x 1024 FLOP,
+	 * compute-bound (fp8_block_gpu test above: W / B = 14.2 us). At the
+	 * promoted efficiency 0.8, t = 4 us + F / (1978.9 TFLOP/s x 0.8) =
+	 * 4 + 21.70 us; with fp8_fast_accum_efficiency 0.9 and the forward
+	 * pass fast, 4 us + F / (1978.9 x 0.9) = 4 + 19.29 us (still above
+	 * 14.2 us). The backward's fc1 dgrad (same F) stays at 0.8 when only
+	 * the forward is fast; the attention (bf16) never moves. A GPU
+	 * without the key has one fp8 efficiency: nothing moves. */
+	double F = 2.0 * 4096 * 4096 * 1024, R = 1978.9e12;
+	struct block_dtypes split = { DTYPE_FP8, DTYPE_BF16, 1, 0, 0 };
+	struct block_dtypes fwd = split, all = split;
+
+	fwd.fast_accum = 1u << PASS_FWD | 1u << PASS_RECOMPUTE;
+	all.fast_accum = fwd.fast_accum | 1u << PASS_BWD;
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_fast_accum_efficiency = 0.9;
+	fixture_assert_close(costed_op(&f, "fc1", 0, &split), 4e-6 + F / (R * 0.8));
+	fixture_assert_close(costed_op(&f, "fc1", 0, &fwd), 4e-6 + F / (R * 0.9));
+	fixture_assert_close(costed_op(&f, "fc1_dgrad", 1, &fwd),
+			     4e-6 + F / (R * 0.8));
+	fixture_assert_close(costed_op(&f, "fc1_dgrad", 1, &all),
+			     4e-6 + F / (R * 0.9));
+	fixture_assert_close(costed_op(&f, "attn", 0, &fwd),
+			     costed_op(&f, "attn", 0, &split));
+	f.gpu.fp8_fast_accum_efficiency = 0;
+	fixture_assert_close(costed_op(&f, "fc1", 0, &all), 4e-6 + F / (R * 0.8));
+}
+
+Test(layer, fp8_fast_accumulation_passes_from_the_framework)
+{
+	struct fixture f;
+	unsigned fwd = 1u << PASS_FWD | 1u << PASS_RECOMPUTE;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	f.fw.fp8_fast_accum = FP8_FAST_NONE;
+	cr_assert_eq(block_fast_accum(&f.job), 0u);
+	/* Transformer Engine: fprop fast (and its recomputation), dgrad and
+	 * wgrad promoted */
+	f.fw.fp8_fast_accum = FP8_FAST_FPROP;
+	cr_assert_eq(block_fast_accum(&f.job), fwd);
+	f.fw.fp8_fast_accum = FP8_FAST_ALL;
+	cr_assert_eq(block_fast_accum(&f.job), fwd | 1u << PASS_BWD);
+	/* block scaling always promotes; bf16 and MXFP8 have no such mode */
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	cr_assert_eq(block_fast_accum(&f.job), 0u);
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	f.job.training.dtype = DTYPE_MXFP8;
+	cr_assert_eq(block_fast_accum(&f.job), 0u);
+	f.job.training.dtype = DTYPE_BF16;
+	cr_assert_eq(block_fast_accum(&f.job), 0u);
 }
 
 Test(layer, fp8_cast_transposes_run_at_the_gpus_rate)

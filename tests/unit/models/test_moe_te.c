@@ -145,7 +145,7 @@ Test(moe, aligned_counts_need_no_padding_copies)
 static int costed_op(struct fixture *f, const struct layer_ops *o,
 		     const char *name, struct block *b)
 {
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, 0 };
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, 0, 0 };
 	int i;
 
 	cr_assert_eq(block_cost(b, o, &f->gpu, &dt, NULL), 0);

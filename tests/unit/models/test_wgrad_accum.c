@@ -16,7 +16,7 @@
 static double one_op_time(const struct layer_ops *o, const struct gpu_spec *g)
 {
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, 0 };
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, 0, 0 };
 
 	cr_assert_eq(block_cost(&b, o, g, &dt, NULL), 0);
 	cr_assert_eq(b.n, 1);
@@ -162,7 +162,7 @@ Test(block, nvfp4_gemm_launches_its_alpha_kernel)
 	struct layer_ops o;
 	struct gpu_cost plain;
 	static struct block b;
-	struct block_dtypes dt = { DTYPE_NVFP4, DTYPE_BF16, 1, 0 };
+	struct block_dtypes dt = { DTYPE_NVFP4, DTYPE_BF16, 1, 0, 0 };
 
 	/* Transformer Engine's NVFP4 GEMM launches
 	 * nvte_nvfp4_compute_per_tensor_scale (alpha from the operands'
