@@ -77,6 +77,9 @@ struct crun {
 	uint32_t *lost;		/* parked: links another took (take()),
 				 * taken back before the next replay */
 	uint32_t nlost, caplost;
+	const struct ctraj *late;	/* a late replay's trajectory, tried
+					 * when phase 0's flows are due */
+	units_ns_t late_t0;	/* ns, when that run started */
 };
 
 /* Links a parked run lets others take before it lets all go: as many
@@ -223,6 +226,8 @@ static void flow_done_rec(void *arg)
 	flow_done(r);
 }
 
+static int late_replay(struct crun *r, const struct ctraj *tr);
+
 static void start_flows(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
@@ -233,6 +238,13 @@ static void start_flows(struct sim *sim, void *arg)
 	uint32_t i;
 
 	(void)sim;
+	if (r->late) {
+		const struct ctraj *tr = r->late;
+
+		r->late = NULL;
+		if (r->phase == 0 && late_replay(r, tr) == 0)
+			return;
+	}
 	r->pending = ph->n;
 	if (r->rec)
 		r->rec->tr->start_ns[r->phase] = sim_now(r->sim) - r->t0;
@@ -267,7 +279,8 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		return -1;
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
-			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0 };
+			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0,
+			    NULL, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -873,7 +886,7 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done,
 			    token, NULL, NULL, sim_now(sim), 0, 0, NULL, 0,
-			    0 };
+			    0, NULL, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, finish_ev, r);
 	if (!r->end_ev) {
 		mem_free(r);
@@ -885,21 +898,23 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	return 0;
 }
 
-int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
-	       struct cplan *cp, double scale, const struct ctraj *tr,
-	       void (*done)(void *token), void *token)
+/*
+ * Replay tr for cp from t0 (ns; now, or for a late replay the run's
+ * start, tr->start_ns[0] before now), holding its links: the run parked
+ * on the same links if there is one, else own (a late replay's run,
+ * already in rs) or a new run. 0; 1 when a link is busy or held (own is
+ * left as it was); -1 out of memory (a new run's done is never called).
+ */
+static int hold_replay(struct crun_set *rs, struct sim *sim,
+		       struct flownet *fn, struct cplan *cp, double scale,
+		       const struct ctraj *tr, void (*done)(void *token),
+		       void *token, units_ns_t t0, struct crun *own)
 {
-	struct crun **slot;
-	struct crun *r;
+	struct crun **slot = park_slot(rs, cp);
+	struct crun *r = *slot;
 	uint32_t nlinks;
-	const uint32_t *links;
+	const uint32_t *links = plan_links(&cp->plan, &nlinks);
 
-	if (tr->link_ns <= CRUN_DETACH_SHARE * (double)tr->total_ns)
-		return replay_detached(rs, sim, fn, cp, scale, tr, done,
-				       token);
-	slot = park_slot(rs, cp);
-	r = *slot;
-	links = plan_links(&cp->plan, &nlinks);
 	if (r && r->fn == fn && same_links(r->cp, cp)) {
 		/* the links held since the last replay on them: idle, but
 		 * for those another took since (held by what runs there:
@@ -921,8 +936,8 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		r->done = done;
 		r->token = token;
 		r->tr = tr;
-		r->t0 = sim_now(sim);
-		r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
+		r->t0 = t0;
+		r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 		if (!r->end_ev) {
 			unpark(r);
 			return -1;
@@ -931,29 +946,107 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 		*slot = NULL;
 		rs->replays++;
 		rs->reheld++;
+		if (own) {	/* the parked run goes on for it */
+			unlink_run(own);
+			pcache_plan_unref(own->cp);
+			crun_free(own);
+		}
 		return 0;
 	}
-	r = mem_calloc(1, sizeof(*r));
+	r = own ? own : mem_calloc(1, sizeof(*r));
 	if (!r)
 		return -1;
 	flow_set_evict(fn, evict, take);
 	flow_set_host(fn, host_next, host_links);
 	if (!flow_try_hold(fn, links, nlinks, r)) {
-		mem_free(r);
+		if (!own)
+			mem_free(r);
 		return 1;
 	}
-	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
-			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done, token,
-			    NULL, tr, sim_now(sim), 0, 0, NULL, 0, 0 };
-	r->end_ev = sim_after(sim, tr->total_ns, replay_end, r);
+	if (!own)
+		*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
+				    cp->per_byte ? scale : cp->size_B, 1, 0, 0,
+				    done, token, NULL, tr, t0, 0, 0, NULL, 0,
+				    0, NULL, 0 };
+	r->tr = tr;
+	r->t0 = t0;
+	r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
 		flow_release(fn, links, nlinks, r);
-		mem_free(r);
+		r->tr = NULL;
+		if (!own)
+			mem_free(r);
 		return -1;
 	}
-	link_run(rs, r, cp);
+	if (!own)
+		link_run(rs, r, cp);
 	rs->replays++;
 	return 0;
+}
+
+int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+	       struct cplan *cp, double scale, const struct ctraj *tr,
+	       void (*done)(void *token), void *token)
+{
+	if (tr->link_ns <= CRUN_DETACH_SHARE * (double)tr->total_ns)
+		return replay_detached(rs, sim, fn, cp, scale, tr, done,
+				       token);
+	return hold_replay(rs, sim, fn, cp, scale, tr, done, token,
+			   sim_now(sim), NULL);
+}
+
+/*
+ * Late replays. A run that could not replay when it started (a link of
+ * its plan busy or held: crun_replay() returned 1) puts nothing on its
+ * links before its first phase's flows start, tr->start_ns[0] later
+ * (the phase's latency: phase_wait() is the same on the step's engine
+ * as where tr was recorded). If at that instant its links can be held
+ * (what kept it from replaying has ended: a pipeline send on one NIC
+ * link, a few microseconds of a DeepEP all-to-all's ~1 ms), the run is
+ * from there on the one tr recorded, alone on its links: it replays tr
+ * from its own start, as if it had held them all along. Nothing has
+ * changed meanwhile that a replay could see: the flow-level run would
+ * start the same flows on the same idle links at the same instant.
+ * Otherwise its flows start, as without. 0, or 1 (start them).
+ */
+static int late_replay(struct crun *r, const struct ctraj *tr)
+{
+	struct crun_set *rs = r->set;	/* r may go (hold_replay) */
+	units_ns_t now = sim_now(r->sim), end;
+
+	if (now - r->late_t0 != tr->start_ns[0] ||
+	    units_ns_add(r->late_t0, tr->total_ns, &end) != 0)
+		return 1;
+	if (hold_replay(rs, r->sim, r->fn, r->cp, r->scale, tr, r->done,
+			r->token, r->late_t0, r) != 0)
+		return 1;
+	rs->late++;
+	rs->late_flows += tr->nflows;
+	return 0;
+}
+
+int crun_start_late(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+		    struct cplan *cp, double scale, const struct ctraj *tr,
+		    void (*done)(void *token), void *token)
+{
+	if (crun_start(rs, sim, fn, cp, scale, CRUN_FULL, done, token) != 0)
+		return -1;
+	/* crun_start put the new run first in rs */
+	if (cp->plan.nphases > 0 && tr->nphases == cp->plan.nphases) {
+		rs->live->late = tr;
+		rs->live->late_t0 = sim_now(sim);
+	}
+	return 0;
+}
+
+uint64_t crun_late(const struct crun_set *rs)
+{
+	return rs->late;
+}
+
+uint64_t crun_late_flows(const struct crun_set *rs)
+{
+	return rs->late_flows;
 }
 
 uint64_t crun_replays(const struct crun_set *rs)

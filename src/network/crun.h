@@ -46,6 +46,8 @@ struct crun_set {
 				 * links another had taken meanwhile */
 	uint64_t detached;	/* replays of latency-bound runs, holding
 				 * no link (CRUN_DETACH_SHARE) */
+	uint64_t late;		/* of the replays, late ones (crun_start_late) */
+	uint64_t late_flows;	/* plan flows those did not start */
 	/* replays over whose links are still held, for the next replay of
 	 * a plan on the same links (crun.c), by the links' hash */
 	struct crun *park[CRUN_PARK_SLOTS];
@@ -124,12 +126,26 @@ int crun_replay(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	       struct cplan *cp, double scale, const struct ctraj *tr,
 	       void (*done)(void *token), void *token);
 
+/*
+ * crun_start (CRUN_FULL) of a run whose replay of tr could not start now
+ * (crun_replay() returned 1: a link of its plan busy or held): when its
+ * first phase's flows are due (tr->start_ns[0] from now), it replays tr
+ * from its start instead if it can hold its links then (crun.c, "Late
+ * replays"), else starts them. 0, or -1 (memory; done is never called).
+ */
+int crun_start_late(struct crun_set *rs, struct sim *sim, struct flownet *fn,
+		    struct cplan *cp, double scale, const struct ctraj *tr,
+		    void (*done)(void *token), void *token);
+
 /* Replays started, and those that became flows, on this set. */
 uint64_t crun_replays(const struct crun_set *rs);
 uint64_t crun_reheld(const struct crun_set *rs);
 uint64_t crun_detached(const struct crun_set *rs);
 uint64_t crun_reclaimed(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
+/* Late replays (crun_start_late), and the plan flows they did not start. */
+uint64_t crun_late(const struct crun_set *rs);
+uint64_t crun_late_flows(const struct crun_set *rs);
 
 /*
  * Charge R identical groups (one simulated) on the scale-out links

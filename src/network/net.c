@@ -814,8 +814,15 @@ static void start_with(struct net *n, const struct coll_desc *c,
 				scale_of(cp, c), tr, done, token);
 	if (rc == 1) {
 		n->stats.flows += cp->plan.nflows;
-		rc = crun_start(&n->runs, n->sim, n->flows, cp,
-			       scale_of(cp, c), CRUN_FULL, done, token);
+		/* a replay kept from its links now may hold them when its
+		 * first flows are due (crun.c "Late replays") */
+		if (n->replay && tr)
+			rc = crun_start_late(&n->runs, n->sim, n->flows, cp,
+					     scale_of(cp, c), tr, done, token);
+		else
+			rc = crun_start(&n->runs, n->sim, n->flows, cp,
+					scale_of(cp, c), CRUN_FULL, done,
+					token);
 	}
 	pcache_plan_unref(cp);
 	if (rc != 0)
@@ -859,6 +866,8 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 		out->guests = flow_guests(n->flows);
 	}
 	out->replays = crun_replays(&n->runs);
+	out->late = crun_late(&n->runs);
+	out->flows -= crun_late_flows(&n->runs);	/* never started */
 	out->resumed = crun_resumed(&n->runs);
 	out->reheld = crun_reheld(&n->runs);
 	out->reclaimed = crun_reclaimed(&n->runs);

@@ -99,6 +99,9 @@ struct net_stats {
 				 * held no link (crun.h CRUN_DETACH_SHARE) */
 	uint64_t guests;	/* flows that ran and ended as a replay's
 				 * guest, outside the solver (flow.c) */
+	uint64_t late;		/* of the replays, late ones: links busy
+				 * at the start, free when its first flows
+				 * were due (crun.c "Late replays") */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);
