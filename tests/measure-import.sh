@@ -112,4 +112,18 @@ cp "$fx/h200-expert-gemms-head-2026-12-04.jsonl" "$tmp/other.jsonl"	# its first 
 [ $? = 2 ] && [ "$(grep -c error "$tmp/err")" = 1 ] &&
 	grep -q "other.jsonl:1: error: hello: no 'protocol'; this llmsim reads protocol 1" "$tmp/err" ||
 	{ bad "a foreign stream"; cat "$tmp/err"; }
+# A GEMM point of m -5 (or 1e30, past int64) was stored, and `validate
+# --kind measured` stopped on a BUG in the GPU model: refused at import
+# (exit 2, the constraint named); a database that holds one already is
+# bad input to validate, not a crash.
+sed -n 1,2p "$fx/h200-backend-cuda-gemm-2026-12-04.jsonl" |
+	sed 's/"m":1024/"m":-5/' >"$tmp/neg.jsonl"
+"$llmsim" measure --import "$tmp/neg.jsonl" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "neg.jsonl:2: error: point: missing or bad 'm': expected a whole number from 1 to 2^53" "$tmp/err" ||
+	{ bad "a GEMM of m -5 not refused"; cat "$tmp/err"; }
+cp "$tmp/g.db" "$tmp/neg.db"
+q "$tmp/neg.db" "UPDATE measurements SET m = -5 WHERE run_id = 1 AND idx = 0" >/dev/null
+"$llmsim" validate --kind measured --db "$tmp/neg.db" --run 1 --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "error: gemm -5 x 1024 x 1024: expected m, n and k from 1 to 2^53" "$tmp/err" ||
+	{ bad "validate of a stored GEMM of m -5: exit $?"; cat "$tmp/err"; }
 exit $fail

@@ -54,6 +54,12 @@ status 2 "bad tolerance" --kind kernel --tolerance much
 # reads a bare 0.05 as 5 %).
 status 2 "bare tolerance" --kind kernel --tolerance 0.15
 status 2 "unknown gate set" --kind kernel --gates nightly
+# --set overrides the kernel sets' GPU only: with no kernel kind it was
+# taken and ignored (--kind measured --set gemm_efficiency=2, out of its
+# bound, scored as without it).
+status 2 "--set without kernel sets" --kind measured --set gemm_efficiency=2
+grep -q "set applies to the kernel sets" "$tmp/err" ||
+	{ bad "--set without kernel sets: not said"; cat "$tmp/err"; }
 # A reference folder with a kernel file that lacks its GPU.
 mkdir -p "$tmp/ref/kernels" "$tmp/ref/collectives" "$tmp/ref/training"
 cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"

@@ -151,6 +151,9 @@ static int dtype_of(const char *t)
  * not keep it). */
 #define BK_WARMUP_CALLS 5
 
+/* The largest GEMM size predicted (2^53: doubles still whole). */
+#define GEMM_MAX_SIZE 9007199254740992LL
+
 /* A GEMM point's time: the median of the backend's r->iters timed calls
  * (gpu.cu time_iters: BK_WARMUP_CALLS back to back, then each timed
  * call on its own), the GPU idle before them (the host checks the last
@@ -178,11 +181,16 @@ double valid_gemm_point_s(const struct gpu_spec *g, int dtype,
 	gpu_at_matrix_clock(g, g->burst_matrix_clock_hz, &gb);
 	tb = gpu_gemm(&gb, dt, m, n, k, 1).time_s;
 	hold = gpu_power_burst_hold_s(g, g->idle_power);
-	for (c = 0; c < BK_WARMUP_CALLS + calls; c++) {
+	/* up to the median call; from the first past the hold, all t_s */
+	for (c = 0; c <= BK_WARMUP_CALLS + mid; c++) {
+		if (start >= hold) {
+			if (c <= BK_WARMUP_CALLS + mid - 1)
+				lo = ts;
+			hi = ts;
+			break;
+		}
 		if (start + tb <= hold)
 			t = tb;
-		else if (start >= hold)
-			t = ts;
 		else
 			t = (hold - start) + (1 - (hold - start) / tb) * ts;
 		if (c == BK_WARMUP_CALLS + mid - 1)
@@ -210,6 +218,17 @@ int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
 		if ((dt = dtype_of(r->type)) < 0) {
 			diag_error(d, NULL, 0, 0, "gemm in %s: not modelled",
 				   r->type);
+			return -1;
+		}
+		/* measure --import checks them; a database written before
+		 * (or by hand) may not have */
+		if (r->m < 1 || r->n < 1 || r->k < 1 ||
+		    r->m > GEMM_MAX_SIZE || r->n > GEMM_MAX_SIZE ||
+		    r->k > GEMM_MAX_SIZE) {
+			diag_error(d, NULL, 0, 0, "gemm %lld x %lld x %lld: "
+				   "expected m, n and k from 1 to 2^53",
+				   (long long)r->m, (long long)r->n,
+				   (long long)r->k);
 			return -1;
 		}
 		*time_s = valid_gemm_point_s(p->sys->gpu, dt, r);

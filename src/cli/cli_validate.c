@@ -163,6 +163,11 @@ static int parse(struct vopts *o, int argc, char **argv)
 		return cli_usage_error("validate", "%s", "--run, --system and "
 				       "--fastest apply to measured tables "
 				       "(--kind measured)");
+	if (o->nsets > 0 && !o->kinds[VK_KERNEL])
+		return cli_usage_error("validate", "%s", "--set applies to the "
+				       "kernel sets' GPUs (--kind kernel); "
+				       "predict measurements on another "
+				       "system with --system FILE");
 	return CLI_OK;
 }
 

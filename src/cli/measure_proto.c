@@ -20,6 +20,7 @@
 #include "measure.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -76,6 +77,12 @@ static double num_of(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* Whether v is a whole number in [lo, hi]. */
+static int whole_in(double v, double lo, double hi)
+{
+	return v >= lo && v <= hi && v == floor(v);
+}
+
 static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		 struct diag *d)
 {
@@ -110,20 +117,31 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		diag_oom(d);
 		return -1;
 	}
-	if (!(ranks >= 1) || !(nodes >= 1) || !(per >= 1) || !i->backend[0]) {
+	if (!whole_in(ranks, 1, INT_MAX) || !whole_in(nodes, 1, INT_MAX) ||
+	    !whole_in(per, 1, INT_MAX) || !i->backend[0]) {
 		diag_error(d, where, (int)m->lines, 0, "hello: expected "
-			   "backend, ranks, nodes and devices_per_node (>= 1)");
+			   "backend, ranks, nodes and devices_per_node (whole "
+			   "numbers from 1 to 2147483647)");
 		return -1;
 	}
 	i->ranks = (int)ranks;
 	i->nodes = (int)nodes;
 	i->devices_per_node = (int)per;
-	i->cpus = num_of(o, "cpus") >= 1 ? (int)num_of(o, "cpus") : 0;
+	i->cpus = whole_in(num_of(o, "cpus"), 1, INT_MAX) ?
+		  (int)num_of(o, "cpus") : 0;
 	m->have_hello = 1;
 	return 0;
 }
 
-/* Required numbers of a point, each > 0 (bytes, count: >= 0). */
+/* The largest GEMM size taken: 2^53, doubles still whole. */
+#define POINT_MAX_SIZE 9007199254740992.0
+
+/* A point's numbers, as the backend writes them (bk_main.c
+ * print_point): bytes, count >= 0; the times > 0; ranks and iters whole,
+ * from 1 to INT_MAX; a root, where given, one of the ranks; a GEMM's m,
+ * n, k whole from 1 to 2^53 and its tflops, a copy's GBps, another op's
+ * algbw_GBps and busbw_GBps, finite and >= 0. *missing names the first
+ * bad one. */
 static int point_numbers(const cJSON *o, struct store_meas_row *r,
 			 const char **missing)
 {
@@ -134,25 +152,61 @@ static int point_numbers(const cJSON *o, struct store_meas_row *r,
 		{ "time_min_us", &r->time_min_s, 1e-6, 1e-15 },
 		{ "time_max_us", &r->time_max_s, 1e-6, 1e-15 },
 	};
+	static const char *const mnk[] = {"m", "n", "k"};
+	static const char *const bw[] = {"algbw_GBps", "busbw_GBps"};
 	double ranks = num_of(o, "ranks"), iters = num_of(o, "iters");
+	double root = num_of(o, "root"), v;
+	int gemm = strcmp(r->op, "gemm") == 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		double v = num_of(o, f[i].key);
-
+		v = num_of(o, f[i].key);
 		if (!(v >= f[i].lo) || !isfinite(v)) {
 			*missing = f[i].key;
 			return -1;
 		}
 		*f[i].to = v * f[i].scale;
 	}
-	if (!(ranks >= 1) || !(iters >= 1)) {
-		*missing = !(ranks >= 1) ? "ranks" : "iters";
+	*missing = !whole_in(ranks, 1, INT_MAX) ? "ranks" :
+		   !whole_in(iters, 1, INT_MAX) ? "iters" :
+		   !isnan(root) && !whole_in(root, 0, ranks - 1) ? "root" :
+		   NULL;
+	for (i = 0; gemm && !*missing && i < 3; i++)
+		if (!whole_in(num_of(o, mnk[i]), 1, POINT_MAX_SIZE))
+			*missing = mnk[i];
+	if (!*missing && gemm)
+		*missing = num_of(o, "tflops") >= 0 &&
+			   isfinite(num_of(o, "tflops")) ? NULL : "tflops";
+	else if (!*missing && strcmp(r->op, "copy") == 0)
+		*missing = num_of(o, "GBps") >= 0 &&
+			   isfinite(num_of(o, "GBps")) ? NULL : "GBps";
+	for (i = 0; !gemm && strcmp(r->op, "copy") && !*missing && i < 2; i++)
+		if (!(num_of(o, bw[i]) >= 0) || !isfinite(num_of(o, bw[i])))
+			*missing = bw[i];
+	if (*missing)
 		return -1;
-	}
 	r->ranks = (uint32_t)ranks;
 	r->iters = (int)iters;
 	return 0;
+}
+
+/* What point_numbers wants of key (with its leading ": "), or "". */
+static const char *need(const char *key)
+{
+	if (!key)
+		return "";
+	if (!strcmp(key, "bytes") || !strcmp(key, "count"))
+		return ": expected a number >= 0";
+	if (!strncmp(key, "time", 4))
+		return ": expected a time > 0 (us)";
+	if (!strcmp(key, "ranks") || !strcmp(key, "iters"))
+		return ": expected a whole number from 1 to 2147483647";
+	if (!strcmp(key, "root"))
+		return ": expected one of the ranks, 0 to ranks - 1";
+	if (strlen(key) == 1)	/* m, n, k */
+		return ": expected a whole number from 1 to 2^53";
+	return ": expected a number >= 0 (GEMM: tflops; copy: GBps; "
+	       "collectives: algbw_GBps and busbw_GBps)";
 }
 
 static int point(struct measure_log *m, const cJSON *o, const char *where,
@@ -180,8 +234,8 @@ static int point(struct measure_log *m, const cJSON *o, const char *where,
 	    (strcmp(r->check, "ok") && strcmp(r->check, "wrong") &&
 	     strcmp(r->check, "skipped"))) {
 		diag_error(d, where, (int)m->lines, 0, "point: missing or bad "
-			   "'%s'", missing ? missing : !r->op[0] ? "op" :
-			   !r->type[0] ? "dtype" : "check");
+			   "'%s'%s", missing ? missing : !r->op[0] ? "op" :
+			   !r->type[0] ? "dtype" : "check", need(missing));
 		goto drop;
 	}
 	/* the fastest, median and slowest iteration in order (9, 5, 1 was
@@ -195,9 +249,11 @@ static int point(struct measure_log *m, const cJSON *o, const char *where,
 	}
 	m->npts++;
 	r->root = isnan(root) ? -1 : (int)root;
-	r->m = isnan(num_of(o, "m")) ? 0 : (int64_t)num_of(o, "m");
-	r->n = isnan(num_of(o, "n")) ? 0 : (int64_t)num_of(o, "n");
-	r->k = isnan(num_of(o, "k")) ? 0 : (int64_t)num_of(o, "k");
+	if (strcmp(r->op, "gemm") == 0) {	/* checked: point_numbers */
+		r->m = (int64_t)num_of(o, "m");
+		r->n = (int64_t)num_of(o, "n");
+		r->k = (int64_t)num_of(o, "k");
+	}
 	r->algbw_Bps = num_of(o, "algbw_GBps") * 1e9;
 	r->busbw_Bps = num_of(o, "busbw_GBps") * 1e9;
 	r->rate = strcmp(r->op, "gemm") == 0 ? num_of(o, "tflops") * 1e12 :

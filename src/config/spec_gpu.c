@@ -374,13 +374,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "board power of back-to-back GEMMs at burst_matrix_clock, "
 		  "as a fraction of the board's power limit" },
 	{ .key = "stream_power", .type = ST_NUM, .offset = OFF(stream_power),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "board power of HBM-bound kernels (copies, elementwise), "
 		  "as a fraction of the board's power limit" },
 	{ .key = "idle_power", .type = ST_NUM, .offset = OFF(idle_power),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL,
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "board power of the idle GPU, as a fraction of its power "
-		  "limit" },
+		  "limit (at most stream_power)" },
 	{ .key = "power_window", .type = ST_TIME, .offset = OFF(power_window_s),
 	  .min = 1e-3, .max = 100, .flags = SF_OPTIONAL,
 	  .help = "the window over which the power limiter averages the "
@@ -790,8 +790,10 @@ static int check_levels(const struct gpu_spec *g, const struct schema_at *at,
 	return rc;
 }
 
-/* The power model's keys (gpu_power.c) come together, and the burst
- * clock lies between the sustained clock and max_clock. */
+/* The power model's keys (gpu_power.c) come together (the two powers
+ * are above 0: 0 is absent), the burst clock lies between the sustained
+ * clock and max_clock, and the idle board draws at most what HBM-bound
+ * kernels draw. */
 static int check_power(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -810,6 +812,13 @@ static int check_power(const struct gpu_spec *g, const struct schema_at *at,
 				   "'burst_gemm_power', 'stream_power', "
 				   "'idle_power' and 'power_window' (the power "
 				   "model) or none of them");
+		return -1;
+	}
+	if (g->idle_power > g->stream_power) {
+		schema_check_error(d, at, "idle_power", "expected at most "
+				   "'stream_power' (%g), got %g (the idle "
+				   "board draws less than HBM-bound kernels)",
+				   g->stream_power, g->idle_power);
 		return -1;
 	}
 	if (check_order(at, d, "sustained_matrix_clock",

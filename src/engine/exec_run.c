@@ -509,14 +509,27 @@ static void coll_go(struct run *r, struct coll_run *cr)
 		r->ops->start(r->ctx, coll_desc_of(p, cr->k), coll_done, cr);
 }
 
+/* Persistent GEMMs running on rank that started before at. */
+static uint32_t pers_before(const struct run *r, uint32_t rank, units_ns_t at)
+{
+	const struct lane_run *l = &r->lanes[(size_t)rank * r->p->nstreams];
+	uint32_t s, n = 0;
+
+	for (s = 0; s < r->p->nstreams; s++)
+		n += l[s].pers && l[s].start < at;
+	return n;
+}
+
 /* Launch order (exec.h): whether collective cr, ready now, must wait
  * for persistent GEMMs running on its member ranks (it holds units and
  * their CTAs hold every SM): on a member's rank, those that started
  * before the member arrived (its kernel was launched while they ran;
  * one launched later, or the same instant, started beside it). If so it
- * joins each such rank's wait list,
- * cr->arrived counts them (all members have arrived: it is free) and
- * p->sm_wait keeps when it became ready. */
+ * joins each such rank's wait list with the count of those GEMMs
+ * (unblock() counts them down: one launched after the member, on
+ * another stream, is not waited for), cr->arrived counts the ranks (all
+ * members have arrived: it is free) and p->sm_wait keeps when it became
+ * ready. */
 static int coll_blocked(struct run *r, struct coll_run *cr)
 {
 	struct prog *p = r->p;
@@ -537,7 +550,8 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 			continue;
 		if (l->nwait == l->capwait) {
 			uint32_t ncap = l->capwait ? 2 * l->capwait : 4;
-			uint32_t *nw = mem_realloc(l->wait, ncap * sizeof(*nw));
+			struct pers_wait *nw = mem_realloc(l->wait,
+							   ncap * sizeof(*nw));
 
 			if (!nw) {
 				r->failed = 1;
@@ -547,7 +561,11 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 			l->wait = nw;
 			l->capwait = ncap;
 		}
-		l->wait[l->nwait++] = cr->k;
+		l->wait[l->nwait].k = cr->k;
+		l->wait[l->nwait].at = p->state[pc->first + i].stamp;
+		l->wait[l->nwait++].left = pers_before(r,
+			task_rank(p, pc->first + i),
+			p->state[pc->first + i].stamp);
 		cr->arrived++;
 	}
 	if (cr->arrived == 0) {
@@ -564,24 +582,28 @@ static int coll_blocked(struct run *r, struct coll_run *cr)
 	return 1;
 }
 
-/* The last persistent GEMM running on rank, t, ended now: the
- * collectives that waited only for it (and ranks freed before) start,
- * in the order they became ready, before anything t releases (the next
- * GEMM on its stream then starts beside them). Their members' critical-
- * path cause is t. */
-static void unblock(struct run *r, uint32_t rank, task_id t)
+/* Persistent GEMM t, started at start on rank, ended now: the
+ * collectives whose member there arrived after start count it off; those
+ * it was the last of on every rank they wait on start, in the order they
+ * became ready, before anything t releases (the next GEMM on its stream
+ * then starts beside them). Their members' critical-path cause is t. */
+static void unblock(struct run *r, uint32_t rank, task_id t, units_ns_t start)
 {
 	struct prog *p = r->p;
 	struct rank_load *l = &r->load[rank];
-	uint32_t i, j, n = l->nwait;
+	uint32_t i, j, n = l->nwait, kept = 0;
 	int was = r->draining;
 
 	r->draining = 1;	/* a backend done at once releases later */
-	l->nwait = 0;
 	for (i = 0; i < n; i++) {
-		struct coll_run *cr = &r->colls[l->wait[i]];
+		struct pers_wait w = l->wait[i];
+		struct coll_run *cr = &r->colls[w.k];
 		const struct pcoll *pc = &p->colls[cr->k];
 
+		if (w.at <= start || --w.left > 0) {
+			l->wait[kept++] = w;
+			continue;
+		}
 		if (--cr->arrived > 0)
 			continue;
 		cr->arrived = pc->n;
@@ -590,6 +612,11 @@ static void unblock(struct run *r, uint32_t rank, task_id t)
 			p->state[pc->first + j].cause = t;
 		coll_go(r, cr);
 	}
+	/* coll_go adds nothing to the list (draining: nothing becomes
+	 * ready, so nothing joins it, until this returns) */
+	if (l->nwait != n)
+		BUG("exec: a wait list grew while it was counted down");
+	l->nwait = kept;
 	r->draining = was;
 }
 
@@ -791,8 +818,9 @@ static void lane_end(struct sim *sim, void *arg)
 		struct rank_load *ld = &r->load[task_rank(r->p, t)];
 
 		l->pers = 0;
-		if (--ld->npers == 0 && ld->nwait > 0)
-			unblock(r, task_rank(r->p, t), t);
+		ld->npers--;
+		if (ld->nwait > 0)
+			unblock(r, task_rank(r->p, t), t, l->start);
 	}
 	finish(r, t);
 	release(r);

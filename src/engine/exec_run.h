@@ -32,6 +32,14 @@ struct lane_run {
 				 * rank's rank_load.npers) */
 };
 
+/* A collective waiting on one rank for the persistent GEMMs that started
+ * there before its member arrived (launch order, exec.h). */
+struct pers_wait {
+	uint32_t k;		/* collective index */
+	uint32_t left;		/* those GEMMs still running */
+	units_ns_t at;		/* ns, when its member arrived */
+};
+
 /* Compute share running collectives take on one rank. */
 struct rank_load {
 	double share;		/* sum of their sm_share */
@@ -44,7 +52,7 @@ struct rank_load {
 				 * waits for them (launch order, exec.h) */
 	units_ns_t pers_t;	/* ns, the latest start of one */
 	uint32_t nwait, capwait;	/* collectives in wait[] */
-	uint32_t *wait;		/* collectives waiting for this rank's
+	struct pers_wait *wait;	/* collectives waiting for this rank's
 				 * persistent GEMMs, in the order they
 				 * became ready */
 	uint64_t slow;		/* bit s: stream s runs a compute or optimizer

@@ -837,7 +837,7 @@ static void name_streams(struct prog *p)
 	static const char *const names[TRAIN_ST_COUNT] = {
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
 		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep", "host",
-		"dp_expert", "dp_gather_expert",
+		"dp_expert", "dp_gather_expert", "pp_fwd_odd", "pp_bwd_odd",
 	};
 	uint32_t s;
 

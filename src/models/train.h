@@ -47,6 +47,8 @@ enum train_stream {
 	TRAIN_ST_HOST,		/* the host thread issuing the rank's work */
 	TRAIN_ST_DP_EXPERT,	/* routed experts' gradient reductions (edp) */
 	TRAIN_ST_DP_GATHER_EXPERT,	/* their parameter all-gathers */
+	TRAIN_ST_PP_FWD_ODD,	/* interleaved: pairs from an odd rank */
+	TRAIN_ST_PP_BWD_ODD,
 	TRAIN_ST_COUNT
 };
 

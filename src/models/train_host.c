@@ -90,8 +90,13 @@ int train_host_on(const struct job_spec *j)
 {
 	const struct host_spec *h = &j->framework->host;
 
-	return h->op_s > 0 || h->module_s > 0 || h->kernel_s > 0 ||
-	       h->collective_s > 0 || h->graph_s > 0 || h->sync_s > 0;
+	/* any per-call cost: a framework that gives only some kinds (the
+	 * backward ones, the per-expert ones) still pays them */
+	return h->op_s > 0 || h->module_s > 0 || h->bwd_op_s > 0 ||
+	       h->bwd_module_s > 0 || h->kernel_s > 0 || h->gemm_s > 0 ||
+	       h->event_s > 0 || h->expert_item_s > 0 ||
+	       h->param_hook_s > 0 || h->collective_s > 0 || h->graph_s > 0 ||
+	       h->sync_s > 0;
 }
 
 double train_host_op_s(const struct job_spec *j, const struct block *b, int i)

@@ -196,6 +196,100 @@ Test(measure_stream, lines_after_an_end_open_the_next_run)
 	measure_stream_release(&s);
 }
 
+/* A point's numbers as the backend writes them (bk_main.c print_point):
+ * whole counts in range, a GEMM's sizes and its rate, a copy's or a
+ * collective's bandwidths. Before, m -5 or 1e30 was stored and `validate
+ * --kind measured` stopped on a BUG in the GPU model (a crash); iters
+ * 1e13 wrapped to a negative int (the store said "CHECK constraint
+ * failed: iters >= 1"); iters 1.5, ranks 2.5 and m 2.5 were cut to whole
+ * numbers without a word; a GEMM without tflops was stored with a NaN
+ * rate and shown as "1 rank: nothing to move". */
+Test(measure_stream, point_numbers_out_of_range_are_bad)
+{
+	static const char *const hello = "{\"type\":\"hello\",\"protocol\":1,"
+		"\"backend\":\"cuda\",\"ranks\":1,\"nodes\":1,"
+		"\"devices_per_node\":1}";
+#define GEMM(x, y) "{\"type\":\"point\",\"op\":\"gemm\",\"dtype\":" \
+	"\"bfloat16\",\"bytes\":6,\"count\":1," x "\"iters\":20," \
+	"\"time_us\":19.5,\"time_min_us\":17.8,\"time_max_us\":35.8," y \
+	"\"check\":\"ok\",\"wrong\":0}"
+#define SIZES "\"ranks\":1,\"m\":1024,\"n\":1024,\"k\":1024,"
+#define ITERS(it) "{\"type\":\"point\",\"op\":\"gemm\",\"dtype\":" \
+	"\"bfloat16\",\"bytes\":6,\"count\":1," SIZES "\"iters\":" it "," \
+	"\"time_us\":19.5,\"time_min_us\":17.8,\"time_max_us\":35.8," \
+	"\"tflops\":109.9,\"check\":\"ok\",\"wrong\":0}"
+#define COPY(x) "{\"type\":\"point\",\"op\":\"copy\",\"dtype\":\"float\"," \
+	"\"bytes\":1048576,\"count\":262144,\"ranks\":1,\"iters\":20," \
+	"\"time_us\":6.4,\"time_min_us\":5.5,\"time_max_us\":8.2," x \
+	"\"check\":\"ok\",\"wrong\":0}"
+#define BCAST(x, y) "{\"type\":\"point\",\"op\":\"broadcast\",\"dtype\":" \
+	"\"float\",\"bytes\":8,\"count\":2,\"ranks\":1," x "\"iters\":20," \
+	"\"time_us\":5.9,\"time_min_us\":5.2,\"time_max_us\":8.7," y \
+	"\"check\":\"ok\",\"wrong\":0}"
+#define BW "\"algbw_GBps\":0.0014,\"busbw_GBps\":0.0014,"
+	static const char *const good[] = {
+		GEMM(SIZES, "\"tflops\":109.9,"),
+		COPY("\"GBps\":329.3,"),
+		BCAST("\"root\":0,", BW),
+	};
+	static const char *const bad[] = {
+		GEMM("\"ranks\":1,\"m\":-5,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		GEMM("\"ranks\":1,\"m\":1e30,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		GEMM("\"ranks\":1,\"m\":2.5,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		GEMM("\"ranks\":1,\"m\":0,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		GEMM("\"ranks\":1,\"n\":1024,\"k\":1024,", "\"tflops\":109.9,"),
+		GEMM(SIZES, ""),
+		GEMM(SIZES, "\"tflops\":-1,"),
+		GEMM("\"ranks\":2.5,\"m\":1024,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		GEMM("\"ranks\":1e20,\"m\":1024,\"n\":1024,\"k\":1024,",
+		     "\"tflops\":109.9,"),
+		COPY(""),
+		BCAST("\"root\":1,", BW),	/* of 1 rank */
+		BCAST("\"root\":-7,", BW),
+		BCAST("\"root\":0,", "\"algbw_GBps\":0.0014,"),
+		ITERS("1.5"), ITERS("1e13"), ITERS("0"),
+	};
+	struct measure_stream s;
+	struct diag d;
+	size_t i;
+	int opened;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(measure_stream_init(&s, &d), 0);
+	cr_assert_eq(measure_stream_line(&s, hello, "t", &opened, &d),
+		     MEASURE_TAKEN);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert_eq(measure_stream_line(&s, good[i], "t", &opened, &d),
+			     MEASURE_POINT, "good %zu", i);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(measure_stream_line(&s, bad[i], "t", &opened, &d),
+			     MEASURE_BAD, "bad %zu: %s", i, bad[i]);
+	cr_assert_eq(s.runs[0]->npts, 3);
+	measure_stream_release(&s);
+	/* a hello of 1e12 ranks (past an int) or 2.5 nodes */
+	cr_assert_eq(measure_stream_init(&s, &d), 0);
+	cr_assert_eq(measure_stream_line(&s, "{\"type\":\"hello\","
+		"\"protocol\":1,\"backend\":\"mpi\",\"ranks\":1e12,"
+		"\"nodes\":1,\"devices_per_node\":1}", "t", &opened, &d),
+		MEASURE_BAD);
+	cr_assert_eq(measure_stream_line(&s, "{\"type\":\"hello\","
+		"\"protocol\":1,\"backend\":\"mpi\",\"ranks\":2,"
+		"\"nodes\":2.5,\"devices_per_node\":1}", "t", &opened, &d),
+		MEASURE_BAD);
+	measure_stream_release(&s);
+#undef GEMM
+#undef SIZES
+#undef ITERS
+#undef COPY
+#undef BCAST
+#undef BW
+}
+
 static void quiet_all(void)
 {
 	setenv("LLMSIM_DATA", "tests/data", 1);

@@ -132,3 +132,23 @@ Test(gpu, backend_gemm_point_is_the_median_timed_call_from_idle)
 	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r), ts,
 				   1e-4));
 }
+
+/* The median of INT_MAX timed calls (measure --import takes iters up to
+ * INT_MAX) is the sustained time, reached without timing every call: the
+ * calls past the hold all take t_s, so only those up to it are walked
+ * (before: 2^31 calls walked, seconds a point). */
+Test(gpu, backend_gemm_point_of_many_calls_is_sustained, .timeout = 1)
+{
+	struct store_meas_row r = { .op = "gemm", .type = "bfloat16",
+				    .m = 12800, .n = 12800, .k = 12800,
+				    .iters = 2147483647 };
+	struct gpu_spec g;
+
+	toy_power(&g);
+	/* t_s of 12800^3: 10.551 ms (the test above) */
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r),
+				   10.551e-3, 1e-4));
+	r.iters = 2147483646;	/* even: the mean of two t_s */
+	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r),
+				   10.551e-3, 1e-4));
+}

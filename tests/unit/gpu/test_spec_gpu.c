@@ -310,3 +310,21 @@ Test(spec_gpu, check_rejects_burst_clock_out_of_order)
 	g.burst_matrix_clock_hz = 2000e6;	/* over max_clock 1980 */
 	expect_rejected(&g, above);
 }
+
+Test(spec_gpu, check_rejects_idle_power_over_stream_power)
+{
+	static const char *const say[] = {"'idle_power'",
+					  "at most 'stream_power' (0.617)",
+					  "got 0.7", NULL};
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	/* An idle board draws less than one running HBM-bound kernels
+	 * (H200: 121 W idle, 431 W copying, h200.yaml). */
+	power(&g);
+	g.idle_power = 0.7;
+	expect_rejected(&g, say);
+	power(&g);
+	g.idle_power = g.stream_power;	/* equal: allowed */
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+}

@@ -14,6 +14,14 @@ void moe_case_init(struct moe_case *m, int64_t E, int64_t k, int64_t fe,
 	m->kind.moe = 1;
 }
 
+void moe_case_ep(struct moe_case *m, struct ep_comm_spec *e,
+		 const char *library, int64_t ep)
+{
+	moe_case_init(m, 8, 2, 512, ep);
+	fixture_ep_library(e, library);
+	m->f.job.moe.dispatcher = e;
+}
+
 void moe_case_dims(struct moe_case *m)
 {
 	fixture_dims(&m->f, &m->a, &m->d, &m->r);

@@ -27,6 +27,12 @@ struct moe_case {
 void moe_case_init(struct moe_case *m, int64_t E, int64_t k, int64_t fe,
 		   int64_t ep);
 
+/* moe_case_init(m, 8, 2, 512, ep) (E 8 experts, top-2, expert FFN 512)
+ * with the job's dispatcher e, fixture_ep_library(e, library): the
+ * layer of the dispatcher tests (test_moe_a2a.c, test_moe_permute.c). */
+void moe_case_ep(struct moe_case *m, struct ep_comm_spec *e,
+		 const char *library, int64_t ep);
+
 /* The job's layer dimensions and routing into m->d and m->r, asserting
  * the routing succeeds (fixture_dims). */
 void moe_case_dims(struct moe_case *m);

@@ -106,6 +106,36 @@ Test(host, slow_host_sets_the_pace)
 		      off.step_s);
 }
 
+Test(host, any_host_cost_turns_the_host_model_on)
+{
+	struct fixture f;
+	struct host_run off, on;
+	struct host_spec *h = &f.fw.host;
+	double *alone[] = {&h->bwd_module_s, &h->gemm_s, &h->event_s,
+			   &h->expert_item_s, &h->param_hook_s};
+	size_t i;
+
+	/* A framework that gives only the backward op's cost (the other
+	 * kinds 0): the host still issues every op, the backward ones at 10
+	 * ms each, far above any kernel of this 2-layer GPT, so the step
+	 * grows by at least one of them. Each of the other per-call costs
+	 * alone turns the model on as well (train_host_on); none, off. */
+	gpt(&f);
+	run(&f, &off);
+	h->bwd_op_s = 10e-3;
+	run(&f, &on);
+	cr_assert_gt(on.issues, 0, "backward_op alone: no host model");
+	cr_assert_geq(on.step_s, off.step_s + 10e-3, "on %.6f s, off %.6f s",
+		      on.step_s, off.step_s);
+	for (i = 0; i < sizeof(alone) / sizeof(alone[0]); i++) {
+		memset(h, 0, sizeof(*h));
+		*alone[i] = 1e-6;
+		cr_assert(train_host_on(&f.job), "cost %zu alone: off", i);
+	}
+	memset(h, 0, sizeof(*h));
+	cr_assert(!train_host_on(&f.job), "no cost: no host model");
+}
+
 Test(host, graph_scope_is_one_replay)
 {
 	struct fixture f;

@@ -209,7 +209,8 @@ Test(infer, quantization_kernels_follow_the_engine)
 /*
  * RoPE and the KV-cache write: one kernel by default (vLLM V1 here), two
  * under vLLM V0 (rope_cache_fused false: ops.rotary_embedding in place,
- * then ops.reshape_and_cache). Llama 3 70B at tp 8, 4 decode tokens,
+ * then ops.reshape_and_cache) and under SGLang (rotary_emb in place, then
+ * set_kv_buffer's index writes; sglang.yaml), with the same bytes. Llama 3 70B at tp 8, 4 decode tokens,
  * bf16 activations (2 B), fp8 cache (1 B): q = 64/8 x 128 = 1024 and
  * kv = 8/8 x 128 = 128 elements a token.
  *   rope:        reads and writes Q and K, 4 x (1024 + 128) x 2 B = 9,216 B
@@ -226,6 +227,9 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 			    "serving.dtype=fp8", "serving.kv_dtype=fp8"};
 	const char *v1[] = {"phase=decode", "serving.batch=4",
 			    "serving.context_len=256", "serving.engine=vllm",
+			    "serving.dtype=fp8", "serving.kv_dtype=fp8"};
+	const char *sg[] = {"phase=decode", "serving.batch=4",
+			    "serving.context_len=256", "serving.engine=sglang",
 			    "serving.dtype=fp8", "serving.kv_dtype=fp8"};
 	struct arena a;
 	struct job_spec *j;
@@ -249,6 +253,16 @@ Test(infer, rope_and_cache_write_follow_the_engine)
 	op = fixture_infer_op(&o, "cache_write");
 	cr_assert_not_null(op);
 	cr_assert_float_eq(op->read_B, 2048.0, 1e-9);
+	cr_assert_float_eq(op->write_B, 1024.0, 1e-9);
+	j = fixture_load_job(&a, L70, sg, 6);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_layer_ops(&d, &b, NULL, NULL, &o);
+	cr_assert_null(fixture_infer_op(&o, "rope_cache"));
+	op = fixture_infer_op(&o, "rope");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 9216.0, 1e-9);
+	op = fixture_infer_op(&o, "cache_write");
+	cr_assert_not_null(op);
 	cr_assert_float_eq(op->write_B, 1024.0, 1e-9);
 	j = fixture_load_job(&a, L70, v1, 6);
 	infer_dims_from_job(j, j->system->gpu, &d);

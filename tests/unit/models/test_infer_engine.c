@@ -126,7 +126,10 @@ static void v0_head(const char *engine, struct infer_ops *o,
  * replay 5 input copies (input_ids, positions, slot_mapping,
  * seq_lens_tensor, block_tables) of 8 B x 4 tokens = 32 B.
  * vLLM V1 (vllm.yaml: none of the keys) keeps the generic head: one
- * sampling pass, no copies, no input copies.
+ * sampling pass, no copies, no input copies. SGLang (sglang.yaml) keeps
+ * the generic head too, but CudaGraphRunner.replay_prepare copies 5
+ * inputs (input_ids, req_pool_indices, seq_lens, out_cache_loc,
+ * positions) before each replay: 5 graph_input_copy of 32 B.
  */
 Test(infer, v0_sampler_and_graph_input_copies)
 {
@@ -161,6 +164,14 @@ Test(infer, v0_sampler_and_graph_input_copies)
 	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 0);
 	cr_assert_eq(none.eager, 5);
 	cr_assert_eq(in.n, 0);
+
+	v0_head("sglang", &o, &full, &none, &in, &gap);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 0);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 0);
+	cr_assert_eq(none.eager, 5);
+	cr_assert_eq(in.n, 5);
+	for (i = 0; i < in.n; i++)
+		cr_assert_float_eq(in.op[i].write_B, 32.0, 1e-12);
 }
 
 /* The host time of a decode step of 4 sequences on tests' Llama 3 70B

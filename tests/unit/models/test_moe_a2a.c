@@ -30,10 +30,8 @@ Test(moe, alltoall_sends_the_probabilities_in_their_own_call)
 	 * tokens' on the EP stream; its backward sends their gradients back
 	 * right after the tokens' gradients (the same 16384 B). Without
 	 * probs_alltoall neither call exists. */
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	e.probs_call = 1;
-	m.f.job.moe.dispatcher = &e;
 	moe_case_fwd(&m);
 	i = fixture_op_index(&m.o, "moe_dispatch");
 	cr_assert(i >= 0);
@@ -81,11 +79,9 @@ Test(moe, alltoall_sync_waits_for_a_graphed_preprocess)
 	 * the graph's replay, so it waits for the permute, the op right
 	 * before the dispatch. A job that does not graph moe_preprocess, or
 	 * a dispatcher without dtoh_after_graph, keeps the counts. */
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	e.host_sync = EP_SYNC_COUNTS;
 	e.dtoh_after_graph = 1;
-	m.f.job.moe.dispatcher = &e;
 	moe_case_fwd(&m);
 	disp = fixture_op_index(&m.o, "moe_dispatch");
 	counts = fixture_op_index(&m.o, "moe_counts");
@@ -117,9 +113,7 @@ Test(moe, fused_permute_and_chunk_sort_build_their_maps)
 	 * 4 = 262144 + 81920 = 344064 B, of which 13 T E = 425984 B
 	 * column-wise (strided), right before the permute. Unfused (argsort
 	 * and index_select, moe_permute_fusion off) there is no map. */
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	m.f.job.moe.permute_fusion = 1;
 	moe_case_fwd(&m);
 	i = fixture_op_index(&m.o, "permute_map");
@@ -168,10 +162,8 @@ Test(moe, alltoall_preprocess_copies_follow_permute_fusion)
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	e.host_sync = EP_SYNC_COUNTS;
-	m.f.job.moe.dispatcher = &e;
 	m.f.fw.host.dispatch_ops = 13;
 	m.f.fw.host.dispatch_unfused_ops = 1;
 	m.f.job.moe.permute_fusion = 1;
@@ -204,11 +196,9 @@ Test(moe, dispatcher_preprocess_ops_replace_the_alltoall_count)
 	struct moe_case m;
 	struct ep_comm_spec e;
 
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-flex");
+	moe_case_ep(&m, &e, "test-flex", 2);
 	e.host_sync = EP_SYNC_COUNTS;
 	e.preprocess_ops = 1;
-	m.f.job.moe.dispatcher = &e;
 	m.f.fw.host.dispatch_ops = 13;
 	m.f.fw.host.dispatch_unfused_ops = 1;
 	m.f.job.moe.permute_fusion = 0;
@@ -266,9 +256,7 @@ Test(moe, unfused_permute_as_its_pytorch_kernels)
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	m.f.job.moe.permute_fusion = 0;
 	moe_case_dims(&m);
 	cr_assert_float_eq(m.d.moe.probs_B, 2, 1e-12);
@@ -346,9 +334,7 @@ Test(moe, eager_expert_activation_as_pytorch_ops)
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	moe_case_init(&m, 8, 2, 512, 1);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 1);
 	m.f.model.gated_mlp = 1;
 	m.f.fw.elementwise.eager_activation = 1;
 	moe_case_fwd(&m);
@@ -390,9 +376,7 @@ Test(moe, framework_without_chunk_sort_runs_no_expert_sort)
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	moe_case_init(&m, 8, 2, 512, 1);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 1);
 	moe_case_fwd(&m);
 	c = fixture_op(&m.o, "expert_sort");
 	cr_assert_not_null(c);

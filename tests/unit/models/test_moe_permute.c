@@ -49,9 +49,7 @@ Test(moe, masked_select_permute_syncs_twice)
 	const struct layer_op *c;
 	int mask, sel, pmask, psel, perm;
 
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	m.f.job.moe.permute_fusion = 0;
 	m.f.fw.elementwise.masked_select_permute = 1;
 	moe_case_dims(&m);
@@ -140,9 +138,7 @@ Test(moe, flex_combine_runs_no_unpermute_and_fused_permute_no_sort)
 	struct ep_comm_spec e;
 	const struct layer_op *c;
 
-	moe_case_init(&m, 8, 2, 512, 2);
-	fixture_ep_library(&e, "test-alltoall");
-	m.f.job.moe.dispatcher = &e;
+	moe_case_ep(&m, &e, "test-alltoall", 2);
 	m.f.job.moe.permute_fusion = 1;	/* no torch.zeros before it */
 	moe_case_fwd(&m);
 	c = fixture_op(&m.o, "unpermute");

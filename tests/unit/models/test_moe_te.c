@@ -370,9 +370,9 @@ static double host_time(struct fixture *f, const struct layer_ops *o,
 	return train_host_op_s(&f->job, &b, i);
 }
 
-/* ep 1 (8 local experts) and the framework's host costs on the
- * reference CPU: module 36 us, op 13.5 us, kernel 4 us, gemm 10 us,
- * event 2.5 us, the rest 0. */
+/* ep 1 (8 local experts), 4 GEMM streams, host_dispatch_scale 1 and the
+ * framework's host costs on the reference CPU: module 36 us, op 13.5
+ * us, kernel 4 us, gemm 10 us, event 2.5 us, the rest 0. */
 static void host_case(struct fixture *f, struct arena *a)
 {
 	struct host_spec *h = &f->fw.host;
@@ -387,6 +387,8 @@ static void host_case(struct fixture *f, struct arena *a)
 	h->kernel_s = 4 * us;
 	h->gemm_s = 10 * us;
 	h->event_s = 2.5 * us;
+	f->sys.host_dispatch_scale = 1;
+	f->fw.elementwise.grouped_gemm_streams = 4;
 }
 
 Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
@@ -405,8 +407,6 @@ Test(moe, per_expert_cublaslt_gemms_cost_the_host_gemm_each)
 	 * record 1 + min(4, 8) = 5 events, 5 x 2.5 = 12.5 us: 92.5 us. The
 	 * backward's wgrad, inside the module's backward call, the same. */
 	host_case(&f, &a);
-	f.sys.host_dispatch_scale = 1;
-	f.fw.elementwise.grouped_gemm_streams = 4;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert_eq(fixture_op(&fwd, "expert_fc1")->host, HOST_FREE);
 	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 92.5 * us),
@@ -460,8 +460,6 @@ Test(moe, per_expert_items_and_weight_hooks_cost_the_host)
 	host_case(&f, &a);
 	h->expert_item_s = 3 * us;
 	h->param_hook_s = 5 * us;
-	f.sys.host_dispatch_scale = 1;
-	f.fw.elementwise.grouped_gemm_streams = 4;
 	build(&f, &a, &fwd, &bwd);
 	cr_assert(near(host_time(&f, &fwd, "expert_fc1"), 116.5 * us),
 		  "%g s", host_time(&f, &fwd, "expert_fc1"));

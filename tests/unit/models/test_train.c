@@ -869,3 +869,75 @@ Test(train, lockstep_interleaved_waits_for_each_time_step)
 	step_and_forward(&f, &lock, &f1);
 	cr_assert_float_eq(lock, flow, 1e-12 * flow);
 }
+
+/* For each rank of the pipeline job f (pp 4, so ranks 0-3), into
+ * next[r] / prev[r] a bit per stream its non-wrap transfers with rank
+ * r + 1 / r - 1 use; fails if a transfer's two ends are on different
+ * streams. */
+static void pp_streams_by_peer(struct fixture *f, uint32_t next[4],
+			       uint32_t prev[4])
+{
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	uint32_t t, u, n = 0;
+	enum task_cat cat;
+
+	memset(next, 0, 4 * sizeof(*next));
+	memset(prev, 0, 4 * sizeof(*prev));
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	cr_assert_eq(plan.lay.nranks, 4);
+	for (t = 0; t + 1 < prog_tasks(p); t++) {
+		const char *name = exec_task_name(p, t, &cat);
+		uint32_t a, b, s;
+
+		if (strncmp(name, "pp_send_", 8) != 0)
+			continue;
+		/* the sender's end, then the receiver's (prog_coll) */
+		u = t + 1;
+		cr_assert_eq(exec_task_coll_id(p, t), exec_task_coll_id(p, u));
+		a = exec_task_rank(p, t);
+		b = exec_task_rank(p, u);
+		s = exec_task_stream(p, t);
+		cr_assert_eq(exec_task_stream(p, u), s, "%s: two streams", name);
+		t = u;
+		n++;
+		if (a + 1 == b || b + 1 == a) {
+			uint32_t lo = a < b ? a : b;
+
+			next[lo] |= 1u << s;
+			prev[lo + 1] |= 1u << s;
+		}
+	}
+	cr_assert_gt(n, 0);
+	prog_free(p);
+}
+
+Test(train, interleaved_transfers_queue_per_neighbour)
+{
+	struct fixture f;
+	uint32_t next[4], prev[4], r;
+
+	/* Megatron-Core's interleaved schedule issues each transfer as its
+	 * own isend / irecv (overlap_p2p_comm), which ProcessGroupNCCL runs
+	 * on a stream per pair of ranks: rank r's transfers with r - 1 and
+	 * with r + 1 never share a stream (the ranks with both: 1 and 2). */
+	pipeline_job(&f, 16, SCHED_INTERLEAVED);
+	f.job.parallelism.vpp = 2;
+	pp_streams_by_peer(&f, next, prev);
+	for (r = 1; r < 3; r++) {
+		cr_assert_neq(next[r], 0);
+		cr_assert_neq(prev[r], 0);
+		cr_assert_eq(next[r] & prev[r], 0, "rank %u: %#x %#x", r,
+			     next[r], prev[r]);
+	}
+	/* 1F1B batches them (batch_isend_irecv, one communicator): one
+	 * stream per direction, shared by both neighbours */
+	pipeline_job(&f, 16, SCHED_1F1B);
+	pp_streams_by_peer(&f, next, prev);
+	for (r = 1; r < 3; r++)
+		cr_assert_neq(next[r] & prev[r], 0, "rank %u", r);
+}

@@ -305,25 +305,33 @@ Test(plan, full_runs_same_whichever_worker_takes_them)
 	full_runs_agree(sets, 2, 5, 3, 0);
 }
 
-/* The full tier runs a ZeRO 2 layout as its ZeRO 1 twin (plan_full.c):
- * the step program must be the same, whatever the engine does. */
-Test(plan, zero1_and_zero2_step_alike)
+/* The analytical tier alone (no full runs) on llama3-8b tp 2 pp 2 on one
+ * node, every dimension that shapes the step pinned; it ranks at least
+ * one layout. */
+static void pinned_tp2_pp2(struct planned *a)
 {
 	static const char *const sets[] = {
 		"parallelism.tp=2", "parallelism.pp=2",
 		"training.recompute=selective", "training.zero_stage=1",
 		"training.micro_batch_size=1", "parallelism.sequence_parallel=true",
 	};
+
+	load(a, sets, 6);
+	a->o.no_full = 1;
+	run_ok(a);
+	cr_assert(a->r.ncands > 0);
+}
+
+/* The full tier runs a ZeRO 2 layout as its ZeRO 1 twin (plan_full.c):
+ * the step program must be the same, whatever the engine does. */
+Test(plan, zero1_and_zero2_step_alike)
+{
 	struct planned a;
 	struct plan_cand c[2];
 	struct diag d;
 	int k;
 
-	load(&a, sets, 6);
-	a.o.no_full = 1;
-	run(&a);
-	cr_assert_eq(a.rc, 0, "%s", a.err);
-	cr_assert(a.r.ncands > 0);
+	pinned_tp2_pp2(&a);
 	diag_init(&d, stderr);
 	for (k = 0; k < 2; k++) {
 		c[k] = a.r.cands[0];
@@ -344,22 +352,13 @@ Test(plan, zero1_and_zero2_step_alike)
  * Nothing to derive: the same simulation, so equality is exact. */
 Test(plan, full_runs_read_the_step_as_step_run)
 {
-	static const char *const sets[] = {
-		"parallelism.tp=2", "parallelism.pp=2",
-		"training.recompute=selective", "training.zero_stage=1",
-		"training.micro_batch_size=1", "parallelism.sequence_parallel=true",
-	};
 	struct planned a;
 	struct system_spec sys;
 	struct job_spec jj;
 	struct step_result full, lean;
 	struct diag d;
 
-	load(&a, sets, 6);
-	a.o.no_full = 1;
-	run(&a);
-	cr_assert_eq(a.rc, 0, "%s", a.err);
-	cr_assert(a.r.ncands > 0);
+	pinned_tp2_pp2(&a);
 	diag_init(&d, stderr);
 	plan_job_for(a.j, &a.r.cands[0].lay, &sys, &jj);
 	cr_assert_eq(step_run(&jj, 0, NULL, NULL, &full, &d), 0);
