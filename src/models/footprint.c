@@ -471,18 +471,72 @@ static void first_layers(const int64_t *split, int64_t stages, int64_t *first)
 	}
 }
 
+/* One job's per-layer figures by layer kind, remembered across its
+ * stages and ranks (job_footprint asks for every rank's, each stage's
+ * the same on a uniform model: 8,000 calls at pp 128). Pure functions of
+ * the kind (the job and recompute fixed), so the values are the same. */
+struct kind_memo {
+	struct layer_kind act_k, par_k;
+	double act_B;			/* footprint_kind_act_B of act_k */
+	double dense, experts;		/* footprint_layer_params of par_k */
+	int act_ok, par_ok;
+};
+
+static int same_kind(const struct layer_kind *a, const struct layer_kind *b)
+{
+	return a->moe == b->moe && a->window == b->window &&
+	       a->chunk == b->chunk;
+}
+
+/* footprint_layer_params of layer i (of kind k), through km if given. */
+static void layer_params_of(const struct job_spec *j,
+			    const struct layer_dims *d, int64_t i,
+			    struct kind_memo *km, double *dense,
+			    double *experts)
+{
+	struct layer_kind k;
+
+	if (!km) {
+		footprint_layer_params(j, d, i, dense, experts);
+		return;
+	}
+	k = kind_of(j, i);
+	if (!km->par_ok || !same_kind(&k, &km->par_k)) {
+		footprint_layer_params(j, d, i, &km->dense, &km->experts);
+		km->par_k = k;
+		km->par_ok = 1;
+	}
+	*dense = km->dense;
+	*experts = km->experts;
+}
+
+/* footprint_kind_act_B of kind k, through km if given. */
+static double kind_act_of(const struct layer_dims *d,
+			  const struct layer_kind *k, enum layer_recompute rc,
+			  struct kind_memo *km)
+{
+	if (!km)
+		return footprint_kind_act_B(d, k, rc);
+	if (!km->act_ok || !same_kind(k, &km->act_k)) {
+		km->act_B = footprint_kind_act_B(d, k, rc);
+		km->act_k = *k;
+		km->act_ok = 1;
+	}
+	return km->act_B;
+}
+
 /* Parameters (dense, experts; whole model, not / tp) of layers
  * [first, first + n). */
 static void range_params(const struct job_spec *j, const struct layer_dims *d,
-			 int uniform, int64_t first, int64_t n, double *dense,
-			 double *experts)
+			 int uniform, int64_t first, int64_t n,
+			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
 	struct layer_kind prev = { -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
-		footprint_layer_params(j, d, first, &a, &b);
+		layer_params_of(j, d, first, km, &a, &b);
 		*dense = a * (double)n;
 		*experts = b * (double)n;
 		return;
@@ -512,7 +566,8 @@ static int holds_head(const struct parallel_spec *p, int64_t rank)
 static void rank_params_split(const struct job_spec *j,
 			      const struct layer_dims *d, const int64_t *split,
 			      const int64_t *first, int uniform, int64_t rank,
-			      double *dense, double *experts)
+			      struct kind_memo *km, double *dense,
+			      double *experts)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double dn = 0, ex = 0, a, b;
@@ -527,7 +582,7 @@ static void rank_params_split(const struct job_spec *j,
 				n += split[at++];
 			f = n;
 		}
-		range_params(j, d, uniform, f, split[vs], &a, &b);
+		range_params(j, d, uniform, f, split[vs], km, &a, &b);
 		dn += a;
 		ex += b;
 	}
@@ -557,7 +612,7 @@ void footprint_rank_params_split(const struct job_spec *j,
 				 double *dense, double *experts)
 {
 	rank_params_split(j, d, split, NULL, uniform_layers(j->model), rank,
-			  dense, experts);
+			  NULL, dense, experts);
 }
 
 double footprint_rank_params(const struct job_spec *j,
@@ -601,7 +656,7 @@ static double largest_unit_params(const struct job_spec *j,
 static double stage_act_B(const struct job_spec *j,
 			  const struct layer_dims *d, const int64_t *split,
 			  int64_t first, int uniform, int64_t vs,
-			  unsigned *kinds)
+			  struct kind_memo *km, unsigned *kinds)
 {
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
@@ -612,7 +667,7 @@ static double stage_act_B(const struct job_spec *j,
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);
 
-		b = footprint_kind_act_B(d, &k, rc) * (double)split[vs];
+		b = kind_act_of(d, &k, rc, km) * (double)split[vs];
 		*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
 	} else {
 		for (i = first; i < first + split[vs]; i++) {
@@ -648,13 +703,13 @@ double footprint_stage_act_B(const struct job_spec *j,
 	unsigned kinds = 0;
 
 	return stage_act_B(j, d, split, split_first_layer(split, vs),
-			   uniform_layers(j->model), vs, &kinds);
+			   uniform_layers(j->model), vs, NULL, &kinds);
 }
 
 static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, const int64_t *first,
 			 int uniform, int64_t rank,
-			 const struct sched_live *live)
+			 const struct sched_live *live, struct kind_memo *km)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double w_small[16] = { 0 }, *w = w_small, peak;
@@ -672,7 +727,7 @@ static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 				n += split[at++];
 			f = n;
 		}
-		w[c] = stage_act_B(j, d, split, f, uniform, vs, &kinds);
+		w[c] = stage_act_B(j, d, split, f, uniform, vs, km, &kinds);
 	}
 	peak = sched_live_peak(live, w);
 	if (w != w_small)
@@ -686,27 +741,30 @@ double footprint_rank_act_B(const struct job_spec *j,
 			    int64_t rank, const struct sched_live *live)
 {
 	return rank_act_B(j, d, split, NULL, uniform_layers(j->model), rank,
-			  live);
+			  live, NULL);
 }
 
 /* The footprint of one pipeline rank. */
 static int rank_footprint(const struct job_spec *j,
 			  const struct layer_dims *d, const int64_t *split,
 			  const int64_t *first, int64_t rank,
-			  const struct sched_live *live, struct footprint *f)
+			  const struct sched_live *live,
+			  const double pp_B[6], struct kind_memo *km,
+			  struct footprint *f)
 {
-	double w, g, o, we, ge, oe, dense, experts;
+	double w = pp_B[0], g = pp_B[1], o = pp_B[2], we = pp_B[3],
+	       ge = pp_B[4], oe = pp_B[5], dense, experts;
 	int uniform = uniform_layers(j->model);
 
-	rank_params_split(j, d, split, first, uniform, rank, &dense, &experts);
-	footprint_per_param(j, &w, &g, &o);
-	footprint_expert_per_param(j, &we, &ge, &oe);
+	rank_params_split(j, d, split, first, uniform, rank, km, &dense,
+			  &experts);
 	f->rank = rank;
 	f->params = dense + experts;
 	f->weights_B = dense * w + experts * we;
 	f->grads_B = dense * g + experts * ge;
 	f->optimizer_B = dense * o + experts * oe;
-	f->activations_B = rank_act_B(j, d, split, first, uniform, rank, live);
+	f->activations_B = rank_act_B(j, d, split, first, uniform, rank, live,
+				      km);
 	if (f->activations_B < 0)
 		return -1;
 	f->workspace_B = j->framework->workspace_B;
@@ -752,6 +810,10 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	int64_t stages = p->pp * p->vpp;
 	struct sched_live mine = { 0 };
 	struct layer_dims d;
+	struct kind_memo km = { .act_ok = 0 };
+	/* bytes per parameter (weights, grads, optimizer; dense then
+	 * routed experts): the same on every rank */
+	double pp_B[6];
 	int rc = -1;
 
 	if (stages > 256 &&
@@ -761,6 +823,8 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	layer_dims_from_job(j, &d);
 	split_layers(j, split);
 	first_layers(split, stages, first);
+	footprint_per_param(j, &pp_B[0], &pp_B[1], &pp_B[2]);
+	footprint_expert_per_param(j, &pp_B[3], &pp_B[4], &pp_B[5]);
 	out->peak_B = -1;
 	for (r = 0; r < p->pp; r++) {
 		struct footprint f;
@@ -769,7 +833,8 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
 					     m, r, footprint_extra_warmup(j)) != 0)
 			goto out;
-		if (rank_footprint(j, &d, split, first, r, l, &f) != 0)
+		if (rank_footprint(j, &d, split, first, r, l, pp_B, &km,
+				   &f) != 0)
 			goto out;
 		sched_live_release(&mine);
 		f.usable_B = usable_B;

@@ -140,14 +140,19 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 {
 	const struct framework_spec *fw = c->j->framework;
 	int zero = (int)c->j->training.zero_stage;
-	int64_t s, k, q;
+	int64_t s, k;
+	/* s, while s < p (chunk 0): sum_{q<s} (f_q + x_q), when rank s's
+	 * first forward starts, added up in that order as the stages come
+	 * (summing it again for every rank was O(p^2) stage times: 8,000
+	 * at pp 128) */
+	double lead = 0;
 
 	for (s = 0; s < c->S; s++) {
 		int64_t r = s % c->p, ch = s / c->p;
 		int i = est_rank_index(c, r);
 		double f = est_stage_f(c, s), b = est_stage_b(c, s);
 		double tpf = tp_wire_s(c, s, 0), tpb = tp_wire_s(c, s, 1);
-		double red = 0, gathers = 0, first = -1, lead = 0;
+		double red = 0, gathers = 0, first = -1;
 
 		for (k = 0; k < dp->n[i]; k++) {
 			const struct est_dbucket *bk = &dp->b[i][k];
@@ -170,14 +175,13 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		}
 		f_first[s] = f;
 		if (zero >= 1 && fw->overlap_param_gather && ch == 0) {
-			double over;
+			double over = fmin(f, fmax(0, gathers - lead));
 
-			for (q = 0; q < r; q++)
-				lead += est_stage_f(c, q) + c->x[q];
-			over = fmin(f, fmax(0, gathers - lead));
 			f_first[s] = f + dp_lost(c, &c->b->lf) * over +
 				     tpf * over / f;
 		}
+		if (ch == 0)
+			lead += f + c->x[r];
 	}
 }
 
