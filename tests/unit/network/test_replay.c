@@ -332,6 +332,62 @@ Test(net_replay, descriptor_memo_gives_the_lookups_times)
 	arena_release(&a);
 }
 
+/* The forwarding path of the guest and late-replay tests: 5 us of setup
+ * before an all-to-all's flows start. */
+static const struct coll_path fwd_path = {
+	.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
+	.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
+	.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
+	.name = "forward" };
+
+/* Runs p (then frees it) on a fresh engine with replay and guests as
+ * given (both on in a new net); o gets the result, the network's counters and every task's end
+ * in ns (o->end to be freed by the caller). */
+static void run_outcome(const struct system_spec *sys, struct prog *p,
+			int replay, int guests, struct outcome *o)
+{
+	struct diag d;
+	struct sim *sim = sim_new();
+	struct net *net;
+	const char *why = NULL;
+	uint32_t t;
+
+	diag_init(&d, stderr);
+	net = net_new(sys, sim, &d);
+	cr_assert(sim && net);
+	net_set_replay(net, replay);
+	net_set_guests(net, guests);
+	cr_assert_eq(exec_run(p, sim, &net_comm_ops, net, &o->r, &why), 0,
+		     "%s", why ? why : "?");
+	cr_assert(!net_failed(net), "%s", net_error(net));
+	net_get_stats(net, &o->st);
+	o->ntasks = prog_tasks(p);
+	o->end = calloc(o->ntasks, sizeof(*o->end));
+	cr_assert_not_null(o->end);
+	for (t = 0; t < o->ntasks; t++)
+		o->end[t] = units_s_to_ns(exec_task_end_s(p, t));
+	prog_free(p);
+	net_free(net);
+	sim_free(sim);
+}
+
+/* Run b (the run under test) ends every task at the ns run a (as flows)
+ * does. */
+static void assert_same_ends(const struct outcome *a, const struct outcome *b,
+			     uint64_t seed, int run)
+{
+	uint32_t t;
+
+	cr_assert_eq(a->ntasks, b->ntasks);
+	cr_assert_eq(a->r.step_s, b->r.step_s, "seed %llu run %d",
+		     (unsigned long long)seed, run);
+	for (t = 0; t < a->ntasks; t++)
+		cr_assert_eq(a->end[t], b->end[t],
+			     "seed %llu run %d task %u: %lld ns, %lld ns as "
+			     "flows", (unsigned long long)seed, run, t,
+			     (long long)b->end[t], (long long)a->end[t]);
+}
+
 /* Rounds of an all-to-all over every GPU on a forwarding path (its flows
  * bound on the NICs, the NVLink ports it forwards through with room)
  * and, on another stream, a drawn wait then a small send between two
@@ -401,11 +457,6 @@ static struct prog *build_guests(uint64_t seed, const struct coll_path *path)
  * flows must have been guests. */
 Test(net_replay, guests_give_the_flow_level_times)
 {
-	static const struct coll_path fwd = {
-		.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
-		.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
-		.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
-		.name = "forward" };
 	struct arena a;
 	const struct system_spec *sys;
 	uint64_t seed, guests = 0;
@@ -415,51 +466,15 @@ Test(net_replay, guests_give_the_flow_level_times)
 	for (seed = 1; seed <= 6; seed++) {
 		struct outcome o[3];
 		int k;
-		uint32_t t;
 
-		for (k = 0; k < 3; k++) {
-			struct diag d;
-			struct sim *sim = sim_new();
-			struct net *net;
-			struct prog *p = build_guests(seed, &fwd);
-			const char *why = NULL;
-
-			diag_init(&d, stderr);
-			net = net_new(sys, sim, &d);
-			cr_assert(sim && net);
-			net_set_replay(net, k > 0);
-			net_set_guests(net, k == 2);
-			cr_assert_eq(exec_run(p, sim, &net_comm_ops, net,
-					      &o[k].r, &why), 0, "%s",
-				     why ? why : "?");
-			cr_assert(!net_failed(net), "%s", net_error(net));
-			net_get_stats(net, &o[k].st);
-			o[k].ntasks = prog_tasks(p);
-			o[k].end = calloc(o[k].ntasks, sizeof(*o[k].end));
-			cr_assert_not_null(o[k].end);
-			for (t = 0; t < o[k].ntasks; t++)
-				o[k].end[t] = units_s_to_ns(
-					exec_task_end_s(p, t));
-			prog_free(p);
-			net_free(net);
-			sim_free(sim);
-		}
+		for (k = 0; k < 3; k++)
+			run_outcome(sys, build_guests(seed, &fwd_path), k > 0,
+				    k == 2, &o[k]);
 		cr_assert_eq(o[0].st.guests, 0);
 		cr_assert_eq(o[1].st.guests, 0);
 		guests += o[2].st.guests;
-		for (k = 1; k < 3; k++) {
-			cr_assert_eq(o[0].ntasks, o[k].ntasks);
-			cr_assert_eq(o[0].r.step_s, o[k].r.step_s,
-				     "seed %llu run %d", (unsigned long long)seed,
-				     k);
-			for (t = 0; t < o[0].ntasks; t++)
-				cr_assert_eq(o[0].end[t], o[k].end[t],
-					     "seed %llu run %d task %u: %lld "
-					     "ns, %lld ns as flows",
-					     (unsigned long long)seed, k, t,
-					     (long long)o[k].end[t],
-					     (long long)o[0].end[t]);
-		}
+		for (k = 1; k < 3; k++)
+			assert_same_ends(&o[0], &o[k], seed, k);
 		for (k = 0; k < 3; k++)
 			free(o[k].end);
 	}
@@ -531,11 +546,6 @@ static struct prog *build_late(uint64_t seed, const struct coll_path *path)
  * some replays must have been late ones, some all-to-alls flows. */
 Test(net_replay, late_replays_give_the_flow_level_times)
 {
-	static const struct coll_path fwd = {
-		.mode = COLL_PATH_FORWARD, .setup_s = 5e-6,
-		.hop_scale_up_s = 1e-6, .hop_scale_out_s = 3e-6,
-		.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
-		.name = "forward" };
 	struct arena a;
 	const struct system_spec *sys;
 	uint64_t seed, late = 0, flows = 0;
@@ -545,47 +555,14 @@ Test(net_replay, late_replays_give_the_flow_level_times)
 	for (seed = 1; seed <= 6; seed++) {
 		struct outcome o[2];
 		int k;
-		uint32_t t;
 
-		for (k = 0; k < 2; k++) {
-			struct diag d;
-			struct sim *sim = sim_new();
-			struct net *net;
-			struct prog *p = build_late(seed, &fwd);
-			const char *why = NULL;
-
-			diag_init(&d, stderr);
-			net = net_new(sys, sim, &d);
-			cr_assert(sim && net);
-			net_set_replay(net, k);
-			cr_assert_eq(exec_run(p, sim, &net_comm_ops, net,
-					      &o[k].r, &why), 0, "%s",
-				     why ? why : "?");
-			cr_assert(!net_failed(net), "%s", net_error(net));
-			net_get_stats(net, &o[k].st);
-			o[k].ntasks = prog_tasks(p);
-			o[k].end = calloc(o[k].ntasks, sizeof(*o[k].end));
-			cr_assert_not_null(o[k].end);
-			for (t = 0; t < o[k].ntasks; t++)
-				o[k].end[t] = units_s_to_ns(
-					exec_task_end_s(p, t));
-			prog_free(p);
-			net_free(net);
-			sim_free(sim);
-		}
+		for (k = 0; k < 2; k++)
+			run_outcome(sys, build_late(seed, &fwd_path), k == 1,
+				    1, &o[k]);	/* guests on, as net_new() */
 		cr_assert_eq(o[0].st.late, 0);
 		late += o[1].st.late;
 		flows += o[1].st.flows;
-		cr_assert_eq(o[0].ntasks, o[1].ntasks);
-		cr_assert_eq(o[0].r.step_s, o[1].r.step_s, "seed %llu",
-			     (unsigned long long)seed);
-		for (t = 0; t < o[0].ntasks; t++)
-			cr_assert_eq(o[0].end[t], o[1].end[t],
-				     "seed %llu task %u: %lld ns replayed, "
-				     "%lld ns as flows",
-				     (unsigned long long)seed, t,
-				     (long long)o[1].end[t],
-				     (long long)o[0].end[t]);
+		assert_same_ends(&o[0], &o[1], seed, 1);
 		for (k = 0; k < 2; k++)
 			free(o[k].end);
 	}
