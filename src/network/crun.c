@@ -46,7 +46,7 @@
  * 4,096 amax calls a step detach) the step moves by 0.85 us of 19.86 s
  * (4.3e-8) and the run takes half the CPU.
  */
-#include "crun.h"
+#include "crun_impl.h"
 
 #include <stdlib.h>
 #include <math.h>
@@ -54,33 +54,6 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
-
-struct crun {
-	struct crun_set *set;
-	struct crun *prev, *next;	/* in set->live */
-	struct sim *sim;
-	struct flownet *fn;
-	struct cplan *cp;
-	double scale;		/* flow volumes times this */
-	double size_B;		/* B, the collective's size (phases' pipelines); 0 = unknown */
-	int full;		/* cost the phases' pipelines (CRUN_FULL) */
-	uint32_t phase;		/* current phase */
-	uint32_t pending;	/* its flows not yet done */
-	void (*done)(void *token);
-	void *token;
-	struct recorder *rec;	/* recording its trajectory, or NULL */
-	const struct ctraj *tr;	/* replaying it (links held), or NULL */
-	units_ns_t t0;		/* ns, when a replay or recording started */
-	sim_id end_ev;		/* a replay's end event */
-	int parked;		/* a replay over, its links still held: in
-				 * set->park */
-	uint32_t *lost;		/* parked: links another took (take()),
-				 * taken back before the next replay */
-	uint32_t nlost, caplost;
-	const struct ctraj *late;	/* a late replay's trajectory, tried
-					 * when phase 0's flows are due */
-	units_ns_t late_t0;	/* ns, when that run started */
-};
 
 /* Links a parked run lets others take before it lets all go: as many
  * as it holds (a DeepEP all-to-all and an fp8 amax ring over the same
@@ -92,29 +65,6 @@ static void crun_free(struct crun *r)
 	mem_free(r->lost);
 	mem_free(r);
 }
-
-/* A flow of a recorded run: its done argument. */
-struct rec_flow {
-	struct crun *r;
-	uint32_t i;		/* plan flow index */
-};
-
-/* A rate change as it is recorded, before sorting by flow. */
-struct raw_rec {
-	uint32_t i;
-	struct ctraj_rec rec;
-};
-
-struct recorder {
-	struct sim *sim;
-	units_ns_t t0;		/* ns, when the recorded run started */
-	struct ctraj *tr;
-	struct rec_flow *rf;	/* per plan flow */
-	struct raw_rec *raw;
-	uint32_t nraw, capraw;
-	units_ns_t done_ns;	/* ns when done was called; -1 before */
-	int failed;
-};
 
 static void start_flows(struct sim *sim, void *arg);
 
@@ -293,191 +243,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	return 0;
 }
 
-/* ---- recording and replaying ---- */
-
-void ctraj_free(struct ctraj *tr)
-{
-	if (!tr)
-		return;
-	mem_free(tr->start_ns);
-	mem_free(tr->end_ns);
-	mem_free(tr->rec_off);
-	mem_free(tr->rec);
-	mem_free(tr);
-}
-
-size_t ctraj_bytes(const struct ctraj *tr)
-{
-	return sizeof(*tr) + tr->nphases * sizeof(*tr->start_ns) +
-	       tr->nflows * (sizeof(*tr->end_ns) + sizeof(*tr->rec_off)) +
-	       tr->rec_off[tr->nflows] * sizeof(*tr->rec);
-}
-
-static struct ctraj *ctraj_new(const struct plan *p)
-{
-	struct ctraj *tr = mem_calloc(1, sizeof(*tr));
-
-	if (!tr)
-		return NULL;
-	tr->nphases = p->nphases;
-	tr->nflows = p->nflows;
-	tr->link_ns = INFINITY;
-	tr->start_ns = mem_calloc(p->nphases + 1, sizeof(*tr->start_ns));
-	tr->end_ns = mem_calloc(p->nflows + 1, sizeof(*tr->end_ns));
-	tr->rec_off = mem_calloc(p->nflows + 1, sizeof(*tr->rec_off));
-	if (!tr->start_ns || !tr->end_ns || !tr->rec_off) {
-		ctraj_free(tr);
-		return NULL;
-	}
-	return tr;
-}
-
-/* flow_observe() callback while recording: keep the change. */
-static void observe(void *arg, units_ns_t now, double left_B, double rate_Bps)
-{
-	struct rec_flow *f = arg;
-	struct recorder *rc = f->r->rec;
-
-	if (rc->nraw == rc->capraw) {
-		uint32_t ncap = rc->capraw ? 2 * rc->capraw : 64;
-		struct raw_rec *nr = mem_realloc(rc->raw, ncap * sizeof(*nr));
-
-		if (!nr) {
-			rc->failed = 1;
-			return;
-		}
-		rc->raw = nr;
-		rc->capraw = ncap;
-	}
-	rc->raw[rc->nraw++] = (struct raw_rec){
-		f->i, { now - f->r->t0, left_B, rate_Bps } };
-}
-
-static void record_done(void *token)
-{
-	struct recorder *rc = token;
-
-	rc->done_ns = sim_now(rc->sim) - rc->t0;
-}
-
-/* The recorded changes by flow (a stable counting sort: each flow's stay
- * in time order); 0 or -1. */
-static int sort_records(struct recorder *rc)
-{
-	struct ctraj *tr = rc->tr;
-	uint32_t i, *cur;
-
-	tr->rec = mem_alloc((rc->nraw + 1) * sizeof(*tr->rec));
-	cur = mem_calloc(tr->nflows + 1, sizeof(*cur));
-	if (!tr->rec || !cur) {
-		mem_free(cur);
-		return -1;
-	}
-	for (i = 0; i < rc->nraw; i++)
-		tr->rec_off[rc->raw[i].i + 1]++;
-	for (i = 0; i < tr->nflows; i++)
-		tr->rec_off[i + 1] += tr->rec_off[i];
-	for (i = 0; i < tr->nflows; i++)
-		cur[i] = tr->rec_off[i];
-	for (i = 0; i < rc->nraw; i++)
-		tr->rec[cur[rc->raw[i].i]++] = rc->raw[i].rec;
-	mem_free(cur);
-	return 0;
-}
-
-/* The most ns any link of p needs to carry the bytes the recorded run
- * puts on it: sum over flows f of a_if times f's bytes (its first
- * record's bytes left), over the link's capacity. INFINITY when the
- * plan's distinct links were not made or out of memory. */
-static double link_ns(const struct flownet *fn, const struct plan *p,
-		      const struct ctraj *tr)
-{
-	uint32_t nl, i, k;
-	const uint32_t *links = plan_links(p, &nl);
-	double *B, most = 0;
-
-	if (!p->links || nl == 0)
-		return p->nflows ? INFINITY : 0;
-	B = mem_calloc(nl, sizeof(*B));
-	if (!B)
-		return INFINITY;
-	for (i = 0; i < p->nflows; i++) {
-		const struct plan_flow *f = &p->flows[i];
-		double vol;
-
-		if (tr->rec_off[i] == tr->rec_off[i + 1])
-			continue;	/* empty: ended at once */
-		vol = tr->rec[tr->rec_off[i]].left_B;
-		for (k = 0; k < f->n; k++) {
-			uint32_t l = p->elem_link[f->first + k], lo = 0,
-				 hi = nl;
-
-			while (lo < hi) {	/* links are ascending */
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (links[mid] < l)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo == nl || links[lo] != l) {
-				mem_free(B);
-				return INFINITY;
-			}
-			B[lo] += p->elem_coef[f->first + k] * vol;
-		}
-	}
-	for (i = 0; i < nl; i++) {
-		double t = B[i] / flow_link_cap(fn, links[i]) * 1e9;
-
-		if (t > most)
-			most = t;
-	}
-	mem_free(B);
-	return most;
-}
-
-int crun_record(struct crun_set *rs, struct sim *sim, struct flownet *fn,
-	       struct cplan *cp, double scale, struct ctraj **out)
-{
-	struct recorder rc = { .done_ns = -1 };
-	struct crun *r;
-	uint32_t i;
-	int rv = -1;
-
-	*out = NULL;
-	rc.tr = ctraj_new(&cp->plan);
-	rc.rf = mem_calloc(cp->plan.nflows + 1, sizeof(*rc.rf));
-	rc.sim = sim;
-	rc.t0 = sim_now(sim);
-	if (!rc.tr || !rc.rf || crun_start(rs, sim, fn, cp, scale, CRUN_FULL,
-					    record_done, &rc) != 0)
-		goto out;
-	/* crun_start put the new run first in rs: point it at the
-	 * recorder. */
-	r = rs->live;
-	r->rec = &rc;
-	r->t0 = rc.t0;
-	for (i = 0; i < cp->plan.nflows; i++)
-		rc.rf[i] = (struct rec_flow){ r, i };
-	flow_observe(fn, observe);
-	if (sim_run(sim) == 0 && !flow_failed(fn) && !rc.failed &&
-	    rc.done_ns >= 0 && sort_records(&rc) == 0) {
-		rc.tr->total_ns = rc.done_ns;
-		rc.tr->link_ns = link_ns(fn, &cp->plan, rc.tr);
-		*out = rc.tr;
-		rc.tr = NULL;
-		rv = 0;
-	}
-	flow_observe(fn, NULL);
-	crun_set_release(rs);	/* what a failed run left */
-out:
-	ctraj_free(rc.tr);
-	mem_free(rc.rf);
-	mem_free(rc.raw);
-	return rv;
-}
-
+/* ---- replaying (recording: crun_record.c) ---- */
 /* The park slot of cp's links (a hash of them, kept on cp). */
 static struct crun **park_slot(struct crun_set *rs, struct cplan *cp)
 {

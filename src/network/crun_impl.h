@@ -1,0 +1,62 @@
+/*
+ * crun_impl.h - a run of a plan's phases on the engine, as crun.c (flows,
+ * replay) and crun_record.c (recording a trajectory) share it. Not for
+ * other files: crun.h is the interface.
+ */
+#ifndef LLMSIM_CRUN_IMPL_H
+#define LLMSIM_CRUN_IMPL_H
+
+#include "crun.h"
+
+
+struct crun {
+	struct crun_set *set;
+	struct crun *prev, *next;	/* in set->live */
+	struct sim *sim;
+	struct flownet *fn;
+	struct cplan *cp;
+	double scale;		/* flow volumes times this */
+	double size_B;		/* B, the collective's size (phases' pipelines); 0 = unknown */
+	int full;		/* cost the phases' pipelines (CRUN_FULL) */
+	uint32_t phase;		/* current phase */
+	uint32_t pending;	/* its flows not yet done */
+	void (*done)(void *token);
+	void *token;
+	struct recorder *rec;	/* recording its trajectory, or NULL */
+	const struct ctraj *tr;	/* replaying it (links held), or NULL */
+	units_ns_t t0;		/* ns, when a replay or recording started */
+	sim_id end_ev;		/* a replay's end event */
+	int parked;		/* a replay over, its links still held: in
+				 * set->park */
+	uint32_t *lost;		/* parked: links another took (take()),
+				 * taken back before the next replay */
+	uint32_t nlost, caplost;
+	const struct ctraj *late;	/* a late replay's trajectory, tried
+					 * when phase 0's flows are due */
+	units_ns_t late_t0;	/* ns, when that run started */
+};
+
+/* A flow of a recorded run: its done argument. */
+struct rec_flow {
+	struct crun *r;
+	uint32_t i;		/* plan flow index */
+};
+
+/* A rate change as it is recorded, before sorting by flow. */
+struct raw_rec {
+	uint32_t i;
+	struct ctraj_rec rec;
+};
+
+struct recorder {
+	struct sim *sim;
+	units_ns_t t0;		/* ns, when the recorded run started */
+	struct ctraj *tr;
+	struct rec_flow *rf;	/* per plan flow */
+	struct raw_rec *raw;
+	uint32_t nraw, capraw;
+	units_ns_t done_ns;	/* ns when done was called; -1 before */
+	int failed;
+};
+
+#endif
