@@ -8,7 +8,6 @@
 
 #include "crun.h"
 
-
 struct crun {
 	struct crun_set *set;
 	struct crun *prev, *next;	/* in set->live */
