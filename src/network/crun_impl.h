@@ -3,8 +3,8 @@
  * replay) and crun_record.c (recording a trajectory) share it. Not for
  * other files: crun.h is the interface.
  */
-#ifndef LLMSIM_CRUN_IMPL_H
-#define LLMSIM_CRUN_IMPL_H
+#ifndef LLMSIM_NETWORK_CRUN_IMPL_H
+#define LLMSIM_NETWORK_CRUN_IMPL_H
 
 #include "crun.h"
 
