@@ -255,6 +255,31 @@ Test(infer, trtllm_host_time_per_prompt_token)
 			   0.580e-3, 1e-12);
 }
 
+/* The time of one op of a Llama-3-70B decode step under sets (n of them),
+ * graphs replayed in full; d gets the step's dimensions and split_k the
+ * GPU's gemm_split_k_kernels. */
+static double l70_op_s(const char **sets, size_t n, const char *op,
+		       struct infer_dims *d, int *split_k)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_batch bt;
+	struct infer_ops o;
+	struct infer_unit u;
+	double t;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, n);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &bt);
+	infer_layer_ops(d, &bt, NULL, NULL, &o);
+	infer_cost(&o, d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
+	t = u.op[fixture_infer_op(&o, op) - o.op].time_s;
+	*split_k = j->system->gpu->gemm_split_k_kernels;
+	arena_release(&a);
+	return t;
+}
+
 /* The qkv GEMM of a decode step of `batch` sequences of tests' Llama 3
  * 70B in fp8 on 8 MI300X under vllm-v0-rocm with skinny_gemm_rows
  * `skinny`, costed replaying a full graph. */
@@ -264,25 +289,14 @@ static double rocm_qkv_s(int batch, int skinny)
 	const char *sets[] = {"phase=decode", b, "serving.context_len=256",
 			      "system=mi300x-roce", "serving.engine=vllm-v0-rocm",
 			      "serving.dtype=fp8", "serving.kv_dtype=fp8", s};
-	struct arena a;
-	struct job_spec *j;
 	struct infer_dims d;
-	struct infer_batch bt;
-	struct infer_ops o;
-	struct infer_unit u;
+	int split_k;
 	double t;
 
 	snprintf(b, sizeof(b), "serving.batch=%d", batch);
 	snprintf(s, sizeof(s), "serving.engine.skinny_gemm_rows=%d", skinny);
-	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 8);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	infer_job_batch(j, &bt);
-	infer_layer_ops(&d, &bt, NULL, NULL, &o);
-	infer_cost(&o, &d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
-	t = u.op[fixture_infer_op(&o, "qkv") - o.op].time_s;
-	cr_assert_eq(j->system->gpu->gemm_split_k_kernels, 2);
-	arena_release(&a);
+	t = l70_op_s(sets, 8, "qkv", &d, &split_k);
+	cr_assert_eq(split_k, 2);
 	return t;
 }
 
@@ -359,24 +373,13 @@ static double fp8_gate_up_s(const char *engine, const char *extra, int *fast)
 	const char *sets[] = {"phase=decode", "serving.batch=2048",
 			      "serving.context_len=256", "serving.dtype=fp8",
 			      eng, extra};
-	struct arena a;
-	struct job_spec *j;
 	struct infer_dims d;
-	struct infer_batch bt;
-	struct infer_ops o;
-	struct infer_unit u;
+	int split_k;
 	double t;
 
 	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
-	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, extra ? 6 : 5);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	infer_job_batch(j, &bt);
-	infer_layer_ops(&d, &bt, NULL, NULL, &o);
-	infer_cost(&o, &d, &bt, NULL, j->system->gpu, IGRAPH_FULL, &u);
-	t = u.op[fixture_infer_op(&o, "gate_up") - o.op].time_s;
+	t = l70_op_s(sets, extra ? 6 : 5, "gate_up", &d, &split_k);
 	*fast = d.fp8_fast_accum;
-	arena_release(&a);
 	return t;
 }
 
