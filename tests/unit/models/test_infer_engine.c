@@ -412,3 +412,32 @@ Test(infer, vllm_fp8_gemms_run_in_fast_accumulation)
 		      &fast_blk);
 	cr_assert_eq(fast_blk, 0);
 }
+
+/*
+ * TensorRT-LLM's PyTorch backend (FP8QDQLinearMethod -> cublas_scaled_mm,
+ * cuBLASLt FAST_ACCUM 1) and SGLang (per-tensor scales made channelwise,
+ * sgl-kernel fp8_scaled_mm: FP8FastAccum mainloops at every m) run their
+ * per-tensor fp8 linears in fast accumulation too (trtllm.yaml,
+ * sglang.yaml). The same gate_up as above: promoted / fast within 1.045 to
+ * 1.056 (4 waves of 55.3 against 52.6 us: 1.051; the efficiencies' ratio
+ * 0.906 / 0.858 = 1.056 bounds it).
+ */
+Test(infer, trtllm_and_sglang_fp8_gemms_run_in_fast_accumulation)
+{
+	const char *engines[] = {"trtllm", "sglang"};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int fast_on, fast_off;
+		double on = fp8_gate_up_s(engines[i], NULL, &fast_on);
+		double off = fp8_gate_up_s(
+			engines[i], "serving.engine.fp8_fast_accumulation=false",
+			&fast_off);
+
+		cr_assert_eq(fast_on, 1, "%s", engines[i]);
+		cr_assert_eq(fast_off, 0, "%s", engines[i]);
+		cr_assert(off / on >= 1.045 && off / on <= 1.056,
+			  "%s: promoted / fast gate_up time %g", engines[i],
+			  off / on);
+	}
+}
