@@ -102,6 +102,13 @@ static double fc1_width(const struct layer_dims *d)
 	return (d->gated ? 2 : 1) * local_ffn(&d->moe);
 }
 
+/* The per-expert host counts (struct layer_op host_kernels, host_items,
+ * host_hooks: uint16_t) are at most FP8_CS_QUANT_KERNELS x the local
+ * experts, which the job layout bounds (JR_EP_EXPERTS), so the 65535
+ * caps below are never reached. */
+_Static_assert(FP8_CS_QUANT_KERNELS * JOB_LOCAL_EXPERTS_MAX <= 65535,
+	       "per-expert host counts fit layer_op's uint16_t fields");
+
 /* Kernels beyond one a GroupedLinear step launches: one per local
  * expert (Transformer Engine's per-expert cuBLAS GEMMs and quantizes). */
 static uint16_t per_expert(const struct layer_dims *d)
