@@ -47,6 +47,22 @@ for f in "$root"/workloads/jobs/*.yaml "$root"/results/reference/training/*.yaml
 	 "$root"/results/reference/moe/*.yaml "$root"/results/reference/cp/*.yaml; do
 	check job "$f"
 done
+# The frameworks that run Megatron-Core's optimizer (MixedPrecisionOptimizer
+# / DistributedOptimizer) step it with the same passes: megatron-bridge
+# had none (one fused update) because it and optimizer_step were written
+# on parallel branches.
+opt_step() {	# the resolved optimizer_step section of framework $1
+	"$llmsim" config show "$1" --kind framework |
+		sed -n '/^optimizer_step:/,/^[^ ]/p' | sed '$d'
+}
+opt_step megatron-core > "$tmp/opt-core"
+[ -s "$tmp/opt-core" ] || { echo "FAIL: megatron-core has no optimizer_step"; fail=1; }
+for fw in megatron-bridge primus-megatron nemo-launcher-24; do
+	opt_step "$fw" > "$tmp/opt-fw"
+	cmp -s "$tmp/opt-core" "$tmp/opt-fw" ||
+		{ echo "FAIL: $fw's optimizer_step differs from megatron-core's:"
+		  diff "$tmp/opt-core" "$tmp/opt-fw" | sed 's/^/    /'; fail=1; }
+done
 # Listing every kind must work too.
 if ! "$llmsim" config list > /dev/null 2> "$tmp/err"; then
 	echo "FAIL: config list"; fail=1
