@@ -150,4 +150,20 @@ awk -v c="$clk" 'BEGIN { exit !(c > 1485 && c < 1776) }' ||
 	--set training.global_batch_size=2 --no-store 2>/dev/null |
 	grep -q "matrix clock   1485 MHz, back to back (the power model runs steps without collectives only)" ||
 	bad "H200 dp 2 summary does not say why the clock is sustained"
+# Every key of run --json is documented (docs/cli-output.md for training
+# steps, docs/serving.md for serving and step jobs; the README says the
+# page documents every field): a training MoE job with pipeline, host
+# model and DeepEP, a CP job, a serving run, a disaggregated one and a
+# decode step. (13 training and 6 serving keys were undocumented.)
+for j in deepseek-v3-2048-pp16 llama3.1-405b-131k serve-llama3-70b-h100 \
+	 serve-llama3-70b-pd-h100 decode-llama3-70b-h100-fp8; do
+	"$llmsim" run "$root/workloads/jobs/$j.yaml" --json --no-store \
+		--set serving.requests=20 >"$tmp/k" 2>/dev/null ||
+		"$llmsim" run "$root/workloads/jobs/$j.yaml" --json --no-store \
+			>"$tmp/k" 2>/dev/null || { bad "run $j --json"; continue; }
+	for k in $(grep -o '"[a-z_0-9]*":' "$tmp/k" | tr -d '":' | sort -u); do
+		grep -q "\b$k\b" "$root/docs/cli-output.md" "$root/docs/serving.md" ||
+			bad "run $j --json: key '$k' is in no docs page"
+	done
+done
 exit $fail
