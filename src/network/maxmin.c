@@ -152,7 +152,9 @@ void mm_free(struct mm *m)
 	for (i = 0; i < m->ncons; i++)
 		if (m->cons[i].capn > 1)
 			mem_free(m->cons[i].list);
-	mem_free(m->vars);
+	mem_free(m->vars_mem);
+	mem_free(m->vmark);
+	mem_free(m->vfixed);
 	mem_free(m->cons_mem);
 	mem_free(m->busy);
 	mem_free(m->cdirty);
@@ -162,6 +164,7 @@ void mm_free(struct mm *m)
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
 	mem_free(m->cc.v);
+	mem_free(m->cb.v);
 	mem_free(m->heap);
 	mem_free(m);
 }
@@ -281,14 +284,35 @@ static mm_id var_slot(struct mm *m)
 		return MM_NONE;
 	if (m->nvars == m->capvars) {
 		uint32_t ncap = m->capvars ? m->capvars * 2 : 64;
-		struct var *nv = mem_realloc(m->vars, (size_t)ncap * sizeof(*nv));
+		void *mem = mem_alloc((size_t)ncap * sizeof(struct var) +
+				      CONS_ALIGN);
+		struct var *nv;
+		uint32_t *nm;
+		uint8_t *nf;
 
-		if (!nv)
+		if (!mem)
 			return MM_NONE;
+		nv = (struct var *)((uintptr_t)mem + CONS_ALIGN -
+				    (uintptr_t)mem % CONS_ALIGN);
+		if (m->nvars)
+			memcpy(nv, m->vars, (size_t)m->nvars * sizeof(*nv));
+		mem_free(m->vars_mem);
+		m->vars_mem = mem;
 		m->vars = nv;
+		/* capvars moves once all three have the room */
+		nm = mem_realloc(m->vmark, (size_t)ncap * sizeof(*nm));
+		if (!nm)
+			return MM_NONE;
+		m->vmark = nm;
+		nf = mem_realloc(m->vfixed, (size_t)ncap * sizeof(*nf));
+		if (!nf)
+			return MM_NONE;
+		m->vfixed = nf;
 		m->capvars = ncap;
 	}
 	m->vars[m->nvars] = (struct var){ .elems = NULL };
+	m->vmark[m->nvars] = 0;
+	m->vfixed[m->nvars] = 0;
 	return m->nvars++;
 }
 
@@ -301,6 +325,8 @@ static void var_release(struct mm *m, mm_id v)
 
 	*x = (struct var){ .elems = x->elems, .capelems = x->capelems,
 			   .next_free = m->free_var };
+	m->vmark[v] = 0;
+	m->vfixed[v] = 0;
 	m->free_var = v;
 }
 
@@ -645,10 +671,16 @@ static int reach_var(struct mm *m, mm_id v)
 	struct var *x = &m->vars[v];
 	uint32_t i;
 
-	if (x->mark == m->epoch)
+	if (m->vmark[v] == m->epoch)
 		return 0;
-	x->mark = m->epoch;
+	m->vmark[v] = m->epoch;
 	if (vec_push(&m->cv, v) != 0)
+		return -1;
+	/* fill_start()'s reset of the variable, done while its record is
+	 * at hand (it is read again only when the variable is fixed) */
+	m->vfixed[v] = 0;
+	x->new_Bps = 0;
+	if (x->bound_Bps > 0 && vec_push(&m->cb, v) != 0)
 		return -1;
 	for (i = 0; i < x->nelems; i++) {
 		const struct elem *e = &x->elems[i];
@@ -677,7 +709,7 @@ static void next_epoch(struct mm *m)
 	if (++m->epoch != 0)
 		return;
 	for (i = 0; i < m->nvars; i++)
-		m->vars[i].mark = 0;
+		m->vmark[i] = 0;
 	for (i = 0; i < m->ncons; i++)
 		m->cons[i].mark = 0;
 	m->epoch = 1;
@@ -688,7 +720,7 @@ static int collect(struct mm *m)
 	uint32_t i, k;
 
 	next_epoch(m);
-	m->cv.n = m->cc.n = 0;
+	m->cv.n = m->cc.n = m->cb.n = 0;
 	/* A dirty constraint left with no variable links nothing and fills
 	 * nothing: the 1,024 links a 128-GPU ring's flows leave behind
 	 * would otherwise be walked again by the re-solve of the one flow
@@ -701,12 +733,17 @@ static int collect(struct mm *m)
 		if (m->vars[m->fresh.v[i]].live &&
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
-	for (i = 0; i < m->cc.n; i++) {
+	/* Once every live variable is reached (a re-solve of everything:
+	 * every flow restarted, or one component holding them all) the
+	 * rest of the walk would reach nothing more: the lists hold live
+	 * variables only (unlinked above), each reached, and the
+	 * constraints of each are in cc already. */
+	for (i = 0; i < m->cc.n && m->cv.n < m->live; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
 
 		/* most entries lead to a variable already reached */
 		for (k = 0; k < c->n; k++)
-			if (m->vars[c->list[k].var].mark != m->epoch &&
+			if (m->vmark[c->list[k].var] != m->epoch &&
 			    reach_var(m, c->list[k].var) != 0)
 				return -1;
 	}
@@ -721,7 +758,7 @@ static void fix(struct mm *m, mm_id v, double rate)
 	struct var *x = &m->vars[v];
 	uint32_t i;
 
-	x->fixed = 1;
+	m->vfixed[v] = 1;
 	x->new_Bps = rate;
 	m->unfixed--;
 	for (i = 0; i < x->nelems; i++) {
@@ -759,14 +796,10 @@ static int fill_start(struct mm *m)
 	if (heap_reserve(m, total) != 0)
 		return -1;
 	m->spare_min = (struct hent){ INFINITY, UINT32_MAX };
-	for (i = 0; i < m->cv.n; i++) {
-		struct var *x = &m->vars[m->cv.v[i]];
-
-		x->fixed = 0;
-		x->new_Bps = 0;
-		if (x->bound_Bps > 0)
-			m->heap[n++] = (struct hent){ x->bound_Bps, m->cv.v[i] };
-	}
+	/* the variables were reset as collect() reached them */
+	for (i = 0; i < m->cb.n; i++)
+		m->heap[n++] = (struct hent){ m->vars[m->cb.v[i]].bound_Bps,
+					      m->cb.v[i] };
 	for (i = 0; i < m->cc.n; i++) {
 		struct cons *c = &m->cons[m->cc.v[i]];
 
@@ -836,7 +869,7 @@ static void saturate(struct mm *m, mm_id ci, double lvl)
 	for (k = 0; k < c->n; k++) {
 		mm_id v = c->list[k].var;
 
-		if (!m->vars[v].fixed)
+		if (!m->vfixed[v])
 			fix(m, v, lvl);
 	}
 }
@@ -867,7 +900,7 @@ static void fill(struct mm *m)
 		if (!(top.key & CONS_KEY)) {
 			/* A bound no higher than any level: it binds. */
 			heap_pop(m);
-			if (!m->vars[top.key].fixed)
+			if (!m->vfixed[top.key])
 				fix(m, top.key, top.level);
 			continue;
 		}
