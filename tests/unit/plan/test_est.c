@@ -219,6 +219,42 @@ Test(est, memo_keeps_every_entry)
 	memo_release(&m);
 }
 
+/* Keys of a size not a multiple of 8 (the hash reads them 8 bytes at a
+ * time, then the tail): 13-byte keys that differ only in their last byte
+ * or only in their first are told apart, every one found with its value
+ * (and, under ASan, no read past a key). */
+Test(est, memo_odd_key_size)
+{
+	struct memo m;
+	unsigned char key[13];
+	int64_t v;
+	int a, b;
+
+	memo_init(&m, sizeof(key), sizeof(v));
+	memset(key, 7, sizeof(key));
+	for (a = 0; a < 40; a++)
+		for (b = 0; b < 40; b++) {
+			key[0] = (unsigned char)a;
+			key[12] = (unsigned char)b;
+			v = 100 * a + b;
+			cr_assert_not_null(memo_put(&m, key, &v));
+		}
+	cr_assert_eq(m.n, 1600);
+	for (a = 0; a < 40; a++)
+		for (b = 0; b < 40; b++) {
+			int64_t *got;
+
+			key[0] = (unsigned char)a;
+			key[12] = (unsigned char)b;
+			got = memo_get(&m, key);
+			cr_assert_not_null(got);
+			cr_assert_eq(*got, 100 * a + b);
+		}
+	key[12] = 41;
+	cr_assert_null(memo_get(&m, key));
+	memo_release(&m);
+}
+
 /* The collective times shared by a walk's processes (est_share.c): a
  * time published is read back bit for bit, by another process too (a
  * fork: the table is shared memory), and a key not published (another
