@@ -607,11 +607,25 @@ static double level(const struct cons *c)
 
 /* (level, key) order without branches: the comparisons of a sift are
  * unpredictable, and mispredicting half of them cost more than the
- * arithmetic. */
+ * arithmetic. Levels are never negative, -0 or NaN (level() clamps what
+ * is left at +0 and divides by a positive usage; bounds are positive;
+ * the set-aside least starts at +inf), and such doubles order as their
+ * bit patterns do as unsigned integers: the comparison is done on the
+ * bits, one integer compare in a sift's chain of dependent loads where
+ * a floating-point one took three or four cycles. Same order. */
+static inline uint64_t level_bits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
 static inline int hent_less(const struct hent *a, const struct hent *b)
 {
-	return (a->level < b->level) |
-	       ((a->level == b->level) & (a->key < b->key));
+	uint64_t la = level_bits(a->level), lb = level_bits(b->level);
+
+	return (la < lb) | ((la == lb) & (a->key < b->key));
 }
 
 static void sift_down(struct hent *h, uint32_t n, uint32_t i)
