@@ -105,6 +105,12 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
+/* Walks over variables or constraints in a list ask for the records (and
+ * what they point to) this many entries ahead: each is a cache miss
+ * (10,000 flows' records and elements, 2.5 MB, are past L2) that the
+ * next one could not start before a data-dependent branch. */
+#define SAT_AHEAD 4
+
 static int vec_grow(struct vec *v)
 {
 	uint32_t ncap = v->cap ? v->cap * 2 : 64;
@@ -743,10 +749,17 @@ static int collect(struct mm *m)
 		if (m->cons[m->dirty.v[i]].n > 0 &&
 		    reach_cons(m, m->dirty.v[i]) != 0)
 			return -1;
-	for (i = 0; i < m->fresh.n; i++)
+	for (i = 0; i < m->fresh.n; i++) {
+		/* records and element arrays ahead (saturate()) */
+		if (i + SAT_AHEAD < m->fresh.n)
+			__builtin_prefetch(&m->vars[m->fresh.v[i + SAT_AHEAD]]);
+		if (i + SAT_AHEAD / 2 < m->fresh.n)
+			__builtin_prefetch(
+				m->vars[m->fresh.v[i + SAT_AHEAD / 2]].elems);
 		if (m->vars[m->fresh.v[i]].live &&
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
+	}
 	/* Once every live variable is reached (a re-solve of everything:
 	 * every flow restarted, or one component holding them all) the
 	 * rest of the walk would reach nothing more: the lists hold live
@@ -818,6 +831,13 @@ static int fill_start(struct mm *m)
 		struct cons *c = &m->cons[m->cc.v[i]];
 
 		struct hent e;
+
+		/* constraints and their lists ahead (saturate()) */
+		if (i + SAT_AHEAD < m->cc.n)
+			__builtin_prefetch(&m->cons[m->cc.v[i + SAT_AHEAD]]);
+		if (i + SAT_AHEAD / 2 < m->cc.n)
+			__builtin_prefetch(
+				m->cons[m->cc.v[i + SAT_AHEAD / 2]].list);
 		double most = 0;	/* B/s, the largest rate alone */
 		double usage = 0;
 
@@ -878,11 +898,22 @@ static void spill(struct mm *m)
 static void saturate(struct mm *m, mm_id ci, double lvl)
 {
 	const struct cons *c = &m->cons[ci];
-	uint32_t k;
+	const struct centry *l = c->list;
+	uint32_t k, n = c->n;
 
-	for (k = 0; k < c->n; k++) {
-		mm_id v = c->list[k].var;
+	/* Each fix is three dependent misses (the variable's record, its
+	 * elements, their constraints) that the next one cannot start
+	 * before the fixed-flag branch: ask for the records and the
+	 * element arrays a few entries ahead. */
+	for (k = 0; k < n && k < SAT_AHEAD; k++)
+		__builtin_prefetch(&m->vars[l[k].var]);
+	for (k = 0; k < n; k++) {
+		mm_id v = l[k].var;
 
+		if (k + SAT_AHEAD < n)
+			__builtin_prefetch(&m->vars[l[k + SAT_AHEAD].var]);
+		if (k + SAT_AHEAD / 2 < n)
+			__builtin_prefetch(m->vars[l[k + SAT_AHEAD / 2].var].elems);
 		if (!m->vfixed[v])
 			fix(m, v, lvl);
 	}
