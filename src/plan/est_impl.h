@@ -274,7 +274,10 @@ void est_pipe_order_free(void *order);
 
 /* Run pipeline in: rank_end[r] = when rank r's last action ends,
  * chunk_end[r v + c] = when chunk c's last backward on rank r ends.
- * Returns 0, or -1 when out of memory. */
+ * Returns 0; 1, writing nothing, for the interleaved schedule with m not
+ * a multiple of p (sched.h's groups of p microbatches would name
+ * microbatches past m; job_layout_check refuses such layouts); -1 when
+ * out of memory. */
 int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		 double *chunk_end);
 

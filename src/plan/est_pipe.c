@@ -516,6 +516,11 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	int tries;
 	double *x;
 
+	/* sched.h's interleaved order takes microbatches in groups of p: with
+	 * m not a multiple of p its last group names microbatches m .. and
+	 * every index below would run past the arrays sized by m */
+	if (in->schedule == SCHED_INTERLEAVED && m % p != 0)
+		return 1;
 	if (in->lockstep) {	/* no linear extension: its steps do not
 				 * repeat by groups as the schedule does */
 		int rc = run_lockstep(e, in, rank_end, chunk_end);
@@ -528,7 +533,7 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	 * rank 0's warm-up holds every forward) */
 	g = in->schedule == SCHED_INTERLEAVED ? p : 1;
 	m0 = g == 1 ? p : 2 * p;
-	if (m <= m0 + 3 * g || (in->schedule == SCHED_INTERLEAVED && m % p))
+	if (m <= m0 + 3 * g)
 		return run_once(e, in, m, rank_end, chunk_end);
 	if ((size_t)(3 * ends) > e->pipe_x_cap) {
 		x = mem_realloc(e->pipe_x, (size_t)(3 * ends) * sizeof(*x));

@@ -192,6 +192,56 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	mem_free(e);
 }
 
+/* sched.h's interleaved order takes microbatches in groups of p: with m
+ * not a multiple of p (job_layout_check refuses it) the last group names
+ * microbatches past m, whose ends would be written past the arrays sized
+ * by m (valgrind / ASan: invalid writes in build_order before). Such a
+ * pipeline is refused (1), nothing written, lock step or not; the same
+ * shape with m a multiple of p runs (0). */
+Test(est, interleaved_m_not_a_multiple_of_p_refused)
+{
+	static const int64_t ms[] = { 6, 5, 9 };
+	double f[8], b[8], x[4], re[4], ce[8];
+	struct est_pipe in = { SCHED_INTERLEAVED, 4, 2, 0, f, b, NULL, NULL,
+			       NULL, NULL, x, 0 };
+	struct est *e = mem_calloc(1, sizeof(*e));
+	size_t k, i = 0;
+	void **lists;
+	int lock;
+
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	for (k = 0; k < 8; k++) {
+		f[k] = 1;
+		b[k] = 2;
+	}
+	for (k = 0; k < 4; k++)
+		x[k] = 0.1;
+	for (lock = 0; lock < 2; lock++) {
+		in.lockstep = lock;
+		for (k = 0; k < sizeof(ms) / sizeof(ms[0]); k++) {
+			size_t j;
+
+			in.m = ms[k];
+			for (j = 0; j < 4; j++)
+				re[j] = -7;
+			cr_assert_eq(est_pipe_run(e, &in, re, ce), 1, "m %lld",
+				     (long long)in.m);
+			for (j = 0; j < 4; j++)
+				cr_assert_eq(re[j], -7);
+		}
+		in.m = 8;
+		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
+		cr_assert_gt(re[0], 0);
+	}
+	while ((lists = memo_next(&e->pipe_lists, &i)))
+		est_pipe_order_free(*lists);
+	memo_release(&e->pipe_lists);
+	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
+	mem_free(e);
+}
+
 Test(est, memo_keeps_every_entry)
 {
 	struct memo m;
