@@ -144,7 +144,8 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->kernels, sizeof(struct est_bkey), sizeof(void *));
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
 	memo_init(&e->dpplans, 8 * sizeof(int64_t), sizeof(void *));
-	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
 	memo_init(&e->emax, sizeof(double), sizeof(double));
 	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
 		  2 * sizeof(struct est_pass));

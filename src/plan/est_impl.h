@@ -100,7 +100,8 @@ struct est {
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo amax;		/* fp8 amax reductions (est_block.c
 					 * amax_of) -> struct est_pass[2] */
-	struct memo pipe_lists;		/* (schedule, p, v, m) -> the actions
+	struct memo pipe_lists;		/* (schedule, p, v, m, split): the
+					 * EST_PIPE_KEY int64s -> the actions
 					 * in dependency order (est_pipe.c) */
 	double *pipe_t;			/* scratch of est_pipe_run */
 	size_t pipe_t_cap;
@@ -268,6 +269,9 @@ struct est_pipe {
 				 * the receiver's actions up to T are done,
 				 * and both ranks' later actions wait for it */
 };
+
+/* int64s in a pipe_lists key. */
+#define EST_PIPE_KEY 5
 
 /* Free one entry of pipe_lists. */
 void est_pipe_order_free(void *order);
