@@ -16,9 +16,10 @@
  *               logical count (valid_ep.c)
  *   measured    what `llmsim measure` stored in a database
  *               (valid_meas.c)
- *   inference   results/reference/inference/cases.tsv: serving
- *               throughput (valid_infer.c)
- *   latency     the same file's single-request latency cases
+ *   inference   results/reference/inference/cases.tsv (gated) and
+ *               extra-cases.tsv (shown): serving throughput
+ *               (valid_infer.c)
+ *   latency     the same files' single-request latency cases
  *
  * A row's error is predicted / measured - 1 of the quantity its table
  * shows: a rate for kernels, collectives (bus bandwidth) and measured
@@ -179,8 +180,9 @@ int valid_training(struct valid_set *set, struct config_ctx *cx,
 int valid_dispatch(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir);
 
-/* The inference cases of dir/cases.tsv: the throughput table, the
- * latency table, or both. */
+/* The inference cases of dir/cases.tsv (gated tables) and
+ * dir/extra-cases.tsv (tables shown, not gated; an absent file has no
+ * cases): the throughput tables, the latency tables, or both. */
 int valid_inference(struct valid_set *set, struct config_ctx *cx,
 		    const char *dir, int throughput, int latency);
 

@@ -1,17 +1,20 @@
 /*
  * valid_infer.c - predicted against measured inference: the cases of
- * results/reference/inference/cases.tsv, one job file each (serving
- * runs, or prefill/decode steps).
+ * results/reference/inference/cases.tsv (gated) and extra-cases.tsv
+ * (published runs outside the issue's reference set: shown, counted in
+ * their own tables, never gated), one job file each (serving runs, or
+ * prefill/decode steps).
  *
  * Each line: id, job (in the same folder), the `run --json` path of the
  * metric compared (serving.output_tokens_per_s, serving.duration_s, ...),
  * the measured value, kind (throughput: a rate, + = llmsim faster;
  * latency: a time, + = llmsim slower), gate (scored or shown), a note,
  * and optionally why the case misses. Throughput cases make the
- * "inference" table, latency cases the "latency" table, each gated by
- * its kind in validate.yaml (issue 15: output-throughput median |error|
- * <= 15 %, every single-request latency within 10 %). A case that fails
- * to run is a row with no prediction: reported, and the gate misses.
+ * "inference" table, latency cases the "latency" table, of each file;
+ * those of cases.tsv are gated by their kind in validate.yaml (issue 15:
+ * output-throughput median |error| <= 15 %, every single-request latency
+ * within 10 %). A case that fails to run is a row with no prediction:
+ * reported, and (in cases.tsv) the gate misses.
  *
  * (Was scripts/validate-inference.sh.)
  */
@@ -63,16 +66,17 @@ static int field(const char *line, int k, char *buf, size_t len)
 	return e > p;
 }
 
-/* Read cases.tsv of dir; the count, or -1 after reporting. */
-static int read_cases(const char *dir, struct icase *c, int max,
-		      struct diag *d)
+/* Read file name (cases.tsv, extra-cases.tsv) of dir; the count, or -1
+ * after reporting. */
+static int read_cases(const char *dir, const char *name, struct icase *c,
+		      int max, struct diag *d)
 {
 	char path[1024], *line = NULL, kind[32], gate[32], meas[64], job[256];
 	size_t cap = 0;
 	FILE *f;
 	int n = 0, ln = 0;
 
-	snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (!(f = fopen(path, "r")))
 		return 0;	/* an absent file has no cases */
 	/* getline: a line of any length is one line (a fixed fgets buffer
@@ -186,9 +190,11 @@ static void run_case(struct icase *x, const char *data_root)
 	arena_release(&a);
 }
 
-/* The table of kind k (latency or not) from the cases. */
+/* The table of kind k (latency or not) from the cases of file name
+ * (gated: cases.tsv). */
 static int add_table(struct valid_set *set, struct config_ctx *cx,
-		     struct icase *c, int n, int latency)
+		     struct icase *c, int n, int latency, const char *name,
+		     int gated)
 {
 	struct valid_table *t = NULL;
 	int i;
@@ -203,14 +209,15 @@ static int add_table(struct valid_set *set, struct config_ctx *cx,
 					    VK_INFERENCE, cx->diag);
 			if (!t)
 				return -1;
-			snprintf(t->id, sizeof(t->id), "inference/cases.tsv");
+			snprintf(t->id, sizeof(t->id), "inference/%s", name);
 			snprintf(t->title, sizeof(t->title), "%s of the "
-				 "inference reference cases", latency ?
+				 "inference %s", latency ?
 				 "single-request latency (s)" :
-				 "serving throughput");
+				 "serving throughput", gated ?
+				 "reference cases" : "extra (not gated) cases");
 			t->unit = latency ? "s" : "tok/s";
 			t->is_time = latency;
-			t->gated = 1;
+			t->gated = gated;
 		}
 		if (!(v = valid_row_add(t, cx->diag)))
 			return -1;
@@ -236,23 +243,28 @@ static int add_table(struct valid_set *set, struct config_ctx *cx,
 int valid_inference(struct valid_set *set, struct config_ctx *cx,
 		    const char *dir, int throughput, int latency)
 {
+	static const char *const files[2] = {"cases.tsv", "extra-cases.tsv"};
 	struct icase *c = mem_calloc(MAX_CASES, sizeof(*c));
-	int n, i, rc = 0;
+	int f, n, i, rc = 0;
 
 	if (!c) {
 		diag_oom(cx->diag);
 		return -1;
 	}
-	n = read_cases(dir, c, MAX_CASES, cx->diag);
-	if (n < 0)
-		rc = -1;
-	for (i = 0; rc == 0 && i < n; i++)
-		if (c[i].latency ? latency : throughput)
-			run_case(&c[i], cx->data_root);
-	if (rc == 0 && throughput && add_table(set, cx, c, n, 0) != 0)
-		rc = -1;
-	if (rc == 0 && latency && add_table(set, cx, c, n, 1) != 0)
-		rc = -1;
+	for (f = 0; f < 2 && rc == 0; f++) {
+		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
+		if (n < 0)
+			rc = -1;
+		for (i = 0; rc == 0 && i < n; i++)
+			if (c[i].latency ? latency : throughput)
+				run_case(&c[i], cx->data_root);
+		if (rc == 0 && throughput &&
+		    add_table(set, cx, c, n, 0, files[f], f == 0) != 0)
+			rc = -1;
+		if (rc == 0 && latency &&
+		    add_table(set, cx, c, n, 1, files[f], f == 0) != 0)
+			rc = -1;
+	}
 	mem_free(c);
 	return rc;
 }
