@@ -105,6 +105,12 @@
 #include "base/diag.h"
 #include "base/mem.h"
 
+/* Walks over variables or constraints in a list ask for the records (and
+ * what they point to) this many entries ahead: each is a cache miss
+ * (10,000 flows' records and elements, 2.5 MB, are past L2) that the
+ * next one could not start before a data-dependent branch. */
+#define SAT_AHEAD 4
+
 static int vec_grow(struct vec *v)
 {
 	uint32_t ncap = v->cap ? v->cap * 2 : 64;
@@ -152,7 +158,9 @@ void mm_free(struct mm *m)
 	for (i = 0; i < m->ncons; i++)
 		if (m->cons[i].capn > 1)
 			mem_free(m->cons[i].list);
-	mem_free(m->vars);
+	mem_free(m->vars_mem);
+	mem_free(m->vmark);
+	mem_free(m->vfixed);
 	mem_free(m->cons_mem);
 	mem_free(m->busy);
 	mem_free(m->cdirty);
@@ -162,6 +170,7 @@ void mm_free(struct mm *m)
 	mem_free(m->fresh.v);
 	mem_free(m->cv.v);
 	mem_free(m->cc.v);
+	mem_free(m->cb.v);
 	mem_free(m->heap);
 	mem_free(m);
 }
@@ -281,14 +290,35 @@ static mm_id var_slot(struct mm *m)
 		return MM_NONE;
 	if (m->nvars == m->capvars) {
 		uint32_t ncap = m->capvars ? m->capvars * 2 : 64;
-		struct var *nv = mem_realloc(m->vars, (size_t)ncap * sizeof(*nv));
+		void *mem = mem_alloc((size_t)ncap * sizeof(struct var) +
+				      CONS_ALIGN);
+		struct var *nv;
+		uint32_t *nm;
+		uint8_t *nf;
 
-		if (!nv)
+		if (!mem)
 			return MM_NONE;
+		nv = (struct var *)((uintptr_t)mem + CONS_ALIGN -
+				    (uintptr_t)mem % CONS_ALIGN);
+		if (m->nvars)
+			memcpy(nv, m->vars, (size_t)m->nvars * sizeof(*nv));
+		mem_free(m->vars_mem);
+		m->vars_mem = mem;
 		m->vars = nv;
+		/* capvars moves once all three have the room */
+		nm = mem_realloc(m->vmark, (size_t)ncap * sizeof(*nm));
+		if (!nm)
+			return MM_NONE;
+		m->vmark = nm;
+		nf = mem_realloc(m->vfixed, (size_t)ncap * sizeof(*nf));
+		if (!nf)
+			return MM_NONE;
+		m->vfixed = nf;
 		m->capvars = ncap;
 	}
 	m->vars[m->nvars] = (struct var){ .elems = NULL };
+	m->vmark[m->nvars] = 0;
+	m->vfixed[m->nvars] = 0;
 	return m->nvars++;
 }
 
@@ -301,6 +331,8 @@ static void var_release(struct mm *m, mm_id v)
 
 	*x = (struct var){ .elems = x->elems, .capelems = x->capelems,
 			   .next_free = m->free_var };
+	m->vmark[v] = 0;
+	m->vfixed[v] = 0;
 	m->free_var = v;
 }
 
@@ -581,11 +613,25 @@ static double level(const struct cons *c)
 
 /* (level, key) order without branches: the comparisons of a sift are
  * unpredictable, and mispredicting half of them cost more than the
- * arithmetic. */
+ * arithmetic. Levels are never negative, -0 or NaN (level() clamps what
+ * is left at +0 and divides by a positive usage; bounds are positive;
+ * the set-aside least starts at +inf), and such doubles order as their
+ * bit patterns do as unsigned integers: the comparison is done on the
+ * bits, one integer compare in a sift's chain of dependent loads where
+ * a floating-point one took three or four cycles. Same order. */
+static inline uint64_t level_bits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
 static inline int hent_less(const struct hent *a, const struct hent *b)
 {
-	return (a->level < b->level) |
-	       ((a->level == b->level) & (a->key < b->key));
+	uint64_t la = level_bits(a->level), lb = level_bits(b->level);
+
+	return (la < lb) | ((la == lb) & (a->key < b->key));
 }
 
 static void sift_down(struct hent *h, uint32_t n, uint32_t i)
@@ -645,10 +691,16 @@ static int reach_var(struct mm *m, mm_id v)
 	struct var *x = &m->vars[v];
 	uint32_t i;
 
-	if (x->mark == m->epoch)
+	if (m->vmark[v] == m->epoch)
 		return 0;
-	x->mark = m->epoch;
+	m->vmark[v] = m->epoch;
 	if (vec_push(&m->cv, v) != 0)
+		return -1;
+	/* fill_start()'s reset of the variable, done while its record is
+	 * at hand (it is read again only when the variable is fixed) */
+	m->vfixed[v] = 0;
+	x->new_Bps = 0;
+	if (x->bound_Bps > 0 && vec_push(&m->cb, v) != 0)
 		return -1;
 	for (i = 0; i < x->nelems; i++) {
 		const struct elem *e = &x->elems[i];
@@ -677,7 +729,7 @@ static void next_epoch(struct mm *m)
 	if (++m->epoch != 0)
 		return;
 	for (i = 0; i < m->nvars; i++)
-		m->vars[i].mark = 0;
+		m->vmark[i] = 0;
 	for (i = 0; i < m->ncons; i++)
 		m->cons[i].mark = 0;
 	m->epoch = 1;
@@ -688,7 +740,7 @@ static int collect(struct mm *m)
 	uint32_t i, k;
 
 	next_epoch(m);
-	m->cv.n = m->cc.n = 0;
+	m->cv.n = m->cc.n = m->cb.n = 0;
 	/* A dirty constraint left with no variable links nothing and fills
 	 * nothing: the 1,024 links a 128-GPU ring's flows leave behind
 	 * would otherwise be walked again by the re-solve of the one flow
@@ -697,16 +749,28 @@ static int collect(struct mm *m)
 		if (m->cons[m->dirty.v[i]].n > 0 &&
 		    reach_cons(m, m->dirty.v[i]) != 0)
 			return -1;
-	for (i = 0; i < m->fresh.n; i++)
+	for (i = 0; i < m->fresh.n; i++) {
+		/* records and element arrays ahead (saturate()) */
+		if (i + SAT_AHEAD < m->fresh.n)
+			__builtin_prefetch(&m->vars[m->fresh.v[i + SAT_AHEAD]]);
+		if (i + SAT_AHEAD / 2 < m->fresh.n)
+			__builtin_prefetch(
+				m->vars[m->fresh.v[i + SAT_AHEAD / 2]].elems);
 		if (m->vars[m->fresh.v[i]].live &&
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
-	for (i = 0; i < m->cc.n; i++) {
+	}
+	/* Once every live variable is reached (a re-solve of everything:
+	 * every flow restarted, or one component holding them all) the
+	 * rest of the walk would reach nothing more: the lists hold live
+	 * variables only (unlinked above), each reached, and the
+	 * constraints of each are in cc already. */
+	for (i = 0; i < m->cc.n && m->cv.n < m->live; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
 
 		/* most entries lead to a variable already reached */
 		for (k = 0; k < c->n; k++)
-			if (m->vars[c->list[k].var].mark != m->epoch &&
+			if (m->vmark[c->list[k].var] != m->epoch &&
 			    reach_var(m, c->list[k].var) != 0)
 				return -1;
 	}
@@ -721,7 +785,7 @@ static void fix(struct mm *m, mm_id v, double rate)
 	struct var *x = &m->vars[v];
 	uint32_t i;
 
-	x->fixed = 1;
+	m->vfixed[v] = 1;
 	x->new_Bps = rate;
 	m->unfixed--;
 	for (i = 0; i < x->nelems; i++) {
@@ -759,18 +823,21 @@ static int fill_start(struct mm *m)
 	if (heap_reserve(m, total) != 0)
 		return -1;
 	m->spare_min = (struct hent){ INFINITY, UINT32_MAX };
-	for (i = 0; i < m->cv.n; i++) {
-		struct var *x = &m->vars[m->cv.v[i]];
-
-		x->fixed = 0;
-		x->new_Bps = 0;
-		if (x->bound_Bps > 0)
-			m->heap[n++] = (struct hent){ x->bound_Bps, m->cv.v[i] };
-	}
+	/* the variables were reset as collect() reached them */
+	for (i = 0; i < m->cb.n; i++)
+		m->heap[n++] = (struct hent){ m->vars[m->cb.v[i]].bound_Bps,
+					      m->cb.v[i] };
 	for (i = 0; i < m->cc.n; i++) {
 		struct cons *c = &m->cons[m->cc.v[i]];
 
 		struct hent e;
+
+		/* constraints and their lists ahead (saturate()) */
+		if (i + SAT_AHEAD < m->cc.n)
+			__builtin_prefetch(&m->cons[m->cc.v[i + SAT_AHEAD]]);
+		if (i + SAT_AHEAD / 2 < m->cc.n)
+			__builtin_prefetch(
+				m->cons[m->cc.v[i + SAT_AHEAD / 2]].list);
 		double most = 0;	/* B/s, the largest rate alone */
 		double usage = 0;
 
@@ -831,12 +898,23 @@ static void spill(struct mm *m)
 static void saturate(struct mm *m, mm_id ci, double lvl)
 {
 	const struct cons *c = &m->cons[ci];
-	uint32_t k;
+	const struct centry *l = c->list;
+	uint32_t k, n = c->n;
 
-	for (k = 0; k < c->n; k++) {
-		mm_id v = c->list[k].var;
+	/* Each fix is three dependent misses (the variable's record, its
+	 * elements, their constraints) that the next one cannot start
+	 * before the fixed-flag branch: ask for the records and the
+	 * element arrays a few entries ahead. */
+	for (k = 0; k < n && k < SAT_AHEAD; k++)
+		__builtin_prefetch(&m->vars[l[k].var]);
+	for (k = 0; k < n; k++) {
+		mm_id v = l[k].var;
 
-		if (!m->vars[v].fixed)
+		if (k + SAT_AHEAD < n)
+			__builtin_prefetch(&m->vars[l[k + SAT_AHEAD].var]);
+		if (k + SAT_AHEAD / 2 < n)
+			__builtin_prefetch(m->vars[l[k + SAT_AHEAD / 2].var].elems);
+		if (!m->vfixed[v])
 			fix(m, v, lvl);
 	}
 }
@@ -867,7 +945,7 @@ static void fill(struct mm *m)
 		if (!(top.key & CONS_KEY)) {
 			/* A bound no higher than any level: it binds. */
 			heap_pop(m);
-			if (!m->vars[top.key].fixed)
+			if (!m->vfixed[top.key])
 				fix(m, top.key, top.level);
 			continue;
 		}

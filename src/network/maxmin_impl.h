@@ -49,9 +49,7 @@ struct var {
 	double rate_Bps;	/* B/s, last solution */
 	double new_Bps;		/* B/s, being solved */
 	void *data;
-	uint32_t mark;		/* epoch of the last walk that reached it */
 	mm_id next_free;
-	uint8_t fixed;
 	uint8_t live;
 	uint8_t pending;	/* PEND_NEW until solved (or preset);
 				 * PEND_LOCAL while mm_local() holds its
@@ -76,6 +74,7 @@ struct cons {
 
 #define CONS_ALIGN 64		/* B, a cache line */
 _Static_assert(sizeof(struct cons) == CONS_ALIGN, "a constraint a line");
+_Static_assert(sizeof(struct var) == CONS_ALIGN, "a variable a line");
 
 struct vec {
 	mm_id *v;
@@ -90,7 +89,13 @@ struct hent {
 };
 
 struct mm {
-	struct var *vars;
+	struct var *vars;	/* aligned to CONS_ALIGN in vars_mem */
+	void *vars_mem;
+	/* Per variable, dense beside vars (the walks over a constraint's
+	 * list test them for every entry; a variable's record is a line of
+	 * its own, read once per solve where they are set): */
+	uint32_t *vmark;	/* epoch of the last walk that reached it */
+	uint8_t *vfixed;	/* fixed in the filling under way */
 	uint32_t nvars, capvars, live;
 	mm_id free_var;
 	struct cons *cons;	/* aligned to CONS_ALIGN in cons_mem */
@@ -106,6 +111,7 @@ struct mm {
 	struct vec dying;	/* variables removed but not yet unlinked
 				 * (mm_var_remove, maxmin.c), in order */
 	struct vec cv, cc;	/* the component being solved */
+	struct vec cb;		/* its variables with a bound, in cv order */
 	struct hent *heap;	/* constraints and bounds by level */
 	uint32_t nheap, capheap;
 	uint32_t spare0, nspare;	/* set aside: heap[spare0..+nspare) */

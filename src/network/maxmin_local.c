@@ -124,7 +124,7 @@ static int local_add(struct mm *m, mm_id v, uint32_t *walk)
 
 long mm_local(struct mm *m, mm_change_fn fn, void *arg)
 {
-	uint32_t i, walk = 0, added = 0;
+	uint32_t i, last, walk = 0, added = 0;
 	long n = 0;
 
 	if (m->need_solve)
@@ -155,7 +155,10 @@ long mm_local(struct mm *m, mm_change_fn fn, void *arg)
 	m->locals++;
 	return n;
 undo:
-	for (i = 0; i < m->fresh.n; i++) {
+	/* only the variables before the one that failed were settled (a
+	 * batch of 10,000 new flows stops at its ninth: its other records
+	 * are not read) */
+	for (last = i, i = 0; i <= last && i < m->fresh.n; i++) {
 		struct var *x = &m->vars[m->fresh.v[i]];
 
 		if (x->live && x->pending == PEND_LOCAL)

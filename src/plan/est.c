@@ -144,7 +144,8 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->kernels, sizeof(struct est_bkey), sizeof(void *));
 	memo_init(&e->colls, sizeof(struct est_ckey), sizeof(double));
 	memo_init(&e->dpplans, 8 * sizeof(int64_t), sizeof(void *));
-	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
 	memo_init(&e->emax, sizeof(double), sizeof(double));
 	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
 		  2 * sizeof(struct est_pass));
@@ -463,6 +464,21 @@ static void held_stages(struct est_cand *c, double *f, double *b)
 	memcpy(c->fsdp_b, keep[1], sizeof(keep[1]));
 }
 
+/* est_pipe_run, its failures reported to d. */
+static int run_pipe(struct est *e, const struct est_pipe *in, double *rank_end,
+		    double *chunk_end, struct diag *d)
+{
+	int rc = est_pipe_run(e, in, rank_end, chunk_end);
+
+	if (rc < 0)
+		diag_oom(d);
+	else if (rc > 0)
+		diag_error(d, NULL, 0, 0, "plan: the interleaved schedule needs "
+			   "microbatches a multiple of pp (%lld microbatches, "
+			   "pp %lld)", (long long)in->m, (long long)in->p);
+	return rc != 0 ? -1 : 0;
+}
+
 /* Run the pipeline recurrence (est_pipe.c) into c->rank_end and
  * c->chunk_end, the first forwards and last backwards slowed by the
  * data-parallel collectives they overlap (dp may be NULL).
@@ -522,8 +538,8 @@ static int pipeline(struct est *e, struct est_cand *c,
 		in.f_held = c->f_held = held;
 		in.b_held = c->b_held = held + S;
 	}
-	if (est_pipe_run(e, &in, out, out + c->p) != 0)
-		goto oom;
+	if (run_pipe(e, &in, out, out + c->p, d) != 0)
+		return -1;
 	c->rank_end = out;
 	c->chunk_end = out + c->p;
 	if (c->g == 1)
@@ -531,19 +547,16 @@ static int pipeline(struct est *e, struct est_cand *c,
 	off = out[0];
 	in.f_first = f_run;
 	if (c->g > 2) {
-		if (est_pipe_run(e, &in, out + ends, out + ends + c->p) != 0)
-			goto oom;
+		if (run_pipe(e, &in, out + ends, out + ends + c->p, d) != 0)
+			return -1;
 		off += (double)(c->g - 2) * out[ends];
 	}
 	in.b_last = b_last;
-	if (est_pipe_run(e, &in, out + 2 * ends, out + 2 * ends + c->p) != 0)
-		goto oom;
+	if (run_pipe(e, &in, out + 2 * ends, out + 2 * ends + c->p, d) != 0)
+		return -1;
 	for (k = 0; k < ends; k++)
 		out[k] = off + out[2 * ends + k];
 	return 0;
-oom:
-	diag_oom(d);
-	return -1;
 }
 
 /* ZeRO 3 without data parallelism shards nothing: units as blocks. */

@@ -55,14 +55,11 @@
 #include "network/net.h"
 #include "est_impl.h"
 
-/* Key k of op over n GPUs g0 + i stride (every byte set: memo.h) and the
- * GPUs into e->gpus. */
-static void coll_key(struct est *e, struct est_ckey *k, enum coll_op op,
-		     uint32_t n, uint32_t g0, uint32_t stride,
-		     uint32_t replicas, double bytes)
+/* Key k of op over n GPUs g0 + i stride (every byte set: memo.h). */
+static void coll_key(struct est_ckey *k, enum coll_op op, uint32_t n,
+		     uint32_t g0, uint32_t stride, uint32_t replicas,
+		     double bytes)
 {
-	uint32_t i;
-
 	memset(k, 0, sizeof(*k));
 	k->op = (int32_t)op;
 	k->n = n;
@@ -70,8 +67,17 @@ static void coll_key(struct est *e, struct est_ckey *k, enum coll_op op,
 	k->stride = stride;
 	k->replicas = replicas > 1 ? replicas : 1;
 	k->bytes = bytes;
-	for (i = 0; i < n; i++)
-		e->gpus[i] = g0 + i * stride;
+}
+
+/* Key k's GPUs into e->gpus, for timing it (a hit needs none: a data-
+ * parallel group of a 16,384-GPU job lists thousands, once per lookup
+ * before). */
+static void coll_gpus(struct est *e, const struct est_ckey *k)
+{
+	uint32_t i;
+
+	for (i = 0; i < k->n; i++)
+		e->gpus[i] = k->g0 + i * k->stride;
 }
 
 /* The remembered time of key k, or NULL (a lookup counted). */
@@ -138,10 +144,11 @@ double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 
 	if (n < 2 || bytes <= 0)
 		return 0;
-	coll_key(e, &k, op, n, g0, stride, replicas, bytes);
+	coll_key(&k, op, n, g0, stride, replicas, bytes);
 	k.ring = (uint32_t)(ring != 0);
 	if ((hit = coll_hit(e, &k)))
 		return *hit;
+	coll_gpus(e, &k);
 	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
 				.ngpus = n, .algo = -1, .proto = -1,
 				.replicas = k.replicas };
@@ -328,11 +335,12 @@ static double coll_ep(struct est *e, const struct job_spec *j,
 
 	if (g->n < 2 || op->bytes <= 0)
 		return 0;
-	coll_key(e, &k, op->coll, g->n, 0, g->stride, g->replicas, op->bytes);
+	coll_key(&k, op->coll, g->n, 0, g->stride, g->replicas, op->bytes);
 	k.a2a_key = op->a2a_B ? matrix_key(op->a2a_B, g->n) : 0;
 	k.path = op->ep_path;
 	if ((hit = coll_hit(e, &k)))
 		return *hit;
+	coll_gpus(e, &k);
 	c = (struct coll_desc){ .op = op->coll, .bytes = op->bytes,
 				.gpus = e->gpus, .ngpus = g->n,
 				.a2a_B = op->a2a_B, .algo = -1, .proto = -1,

@@ -100,7 +100,8 @@ struct est {
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo amax;		/* fp8 amax reductions (est_block.c
 					 * amax_of) -> struct est_pass[2] */
-	struct memo pipe_lists;		/* (schedule, p, v, m) -> the actions
+	struct memo pipe_lists;		/* (schedule, p, v, m, split): the
+					 * EST_PIPE_KEY int64s -> the actions
 					 * in dependency order (est_pipe.c) */
 	double *pipe_t;			/* scratch of est_pipe_run */
 	size_t pipe_t_cap;
@@ -269,12 +270,18 @@ struct est_pipe {
 				 * and both ranks' later actions wait for it */
 };
 
+/* int64s in a pipe_lists key. */
+#define EST_PIPE_KEY 5
+
 /* Free one entry of pipe_lists. */
 void est_pipe_order_free(void *order);
 
 /* Run pipeline in: rank_end[r] = when rank r's last action ends,
  * chunk_end[r v + c] = when chunk c's last backward on rank r ends.
- * Returns 0, or -1 when out of memory. */
+ * Returns 0; 1, writing nothing, for the interleaved schedule with m not
+ * a multiple of p (sched.h's groups of p microbatches would name
+ * microbatches past m; job_layout_check refuses such layouts); -1 when
+ * out of memory. */
 int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 		 double *chunk_end);
 

@@ -17,17 +17,25 @@
  * rank's previous transfer on that stream (often its send of the action
  * before) is done, and a send when the rank has produced the tensor and
  * its stream is free; the wrap between the last and the first rank has
- * streams of its own. (The synchronization tax of the pair's rendezvous,
+ * streams of its own, and so, in Megatron-Core's interleaved schedule
+ * (not lock step: models/train_pp.c split_pairs), have the pairs whose
+ * lower rank is odd, so that a rank's transfers with its previous and
+ * its next rank do not queue behind each other. There every stream of a
+ * rank carries one pair's transfers of one direction, the same ones in
+ * the same order as the stream at the pair's other end, so the receiver's
+ * slot ends where the sender's does and the rendezvous below is the
+ * step program's. (The synchronization tax of the pair's rendezvous,
  * exec_jitter.c, is left out: charged per transfer it overshot 1F1B
  * pipelines by 3-5 % against the engine. So is the rendezvous itself: in
  * the step program a transfer holds both ranks' streams from when both
  * are free until it ends, here the sender's from its start and the
- * receiver's from when the tensor is sent; where transfers are about as
- * long as a virtual stage's work, tp > 1 without SP or scatter/gather
- * sending the whole activation with one layer a chunk, the estimate is
- * low, 21 % on one such layout of llama3-70b-h100-64. Doing it right
- * takes the transfers as steps of their own, ordered along both ends'
- * streams, the rendezvous' start not being an action's.)
+ * receiver's from when the tensor is sent, which differ where a rank's
+ * stream carries transfers with both neighbours (1F1B, GPipe, lock
+ * step); where transfers are about as long as a stage's work, tp > 1
+ * without SP or scatter/gather sending the whole activation, the
+ * estimate is low, 21 % on one such layout of llama3-70b-h100-64. Doing
+ * it right takes the transfers as steps of their own, ordered along both
+ * ends' streams, the rendezvous' start not being an action's.)
  * x the transfer between the stages' ranks (the step program's send/
  * recv: each pair of neighbouring ranks has its own, as their GPUs sit
  * in one node or two; the interleaved schedule's wrap from the last rank
@@ -102,9 +110,18 @@ struct pflat {
 	int32_t xout;		/* the output's transfer, or ZERO */
 };
 
+/* A rank's transfer streams: per direction (forward activations F,
+ * backward gradients B) the one to its neighbours, the interleaved
+ * wrap's between the last rank and the first (W), and, where the
+ * schedule's transfers are point-to-point calls of their own
+ * (split_pairs), the one to the neighbour whose pair's lower rank is odd
+ * (O): models/train_pp.c's pp_fwd / pp_fwd_wrap / pp_fwd_odd and the
+ * pp_bwd ones. */
+enum { ST_F, ST_FW, ST_FO, ST_B, ST_BW, ST_BO, ST_N };
+
 /* run_once's scratch, in doubles, for S stages, p ranks and m
- * microbatches: end[2 S m], sent[2 S m], free[p], stream[4 p], dur[6 S],
- * x[p], then the cells ZERO (0), NEG_INF (-inf) and TRASH. */
+ * microbatches: end[2 S m], sent[2 S m], free[p], stream[ST_N p],
+ * dur[6 S], x[p], then the cells ZERO (0), NEG_INF (-inf) and TRASH. */
 struct playout {
 	int64_t sent, fr, stream, dur, x, zero, neg_inf, trash, n;
 };
@@ -116,7 +133,7 @@ static struct playout layout_of(int64_t p, int64_t S, int64_t m)
 	l.sent = 2 * S * m;
 	l.fr = l.sent + 2 * S * m;
 	l.stream = l.fr + p;
-	l.dur = l.stream + 4 * p;
+	l.dur = l.stream + ST_N * p;
 	l.x = l.dur + 6 * S;
 	l.zero = l.x + p;
 	l.neg_inf = l.zero + 1;
@@ -172,7 +189,29 @@ struct porder {
 	struct pflat *v;
 };
 
-enum { ST_F, ST_FW, ST_B, ST_BW };	/* a rank's transfer streams */
+/* Rank r's stream slot for a transfer of direction bwd (0 the forward
+ * activations, 1 the gradients) with a neighbour: wrap, the interleaved
+ * wrap between ranks p - 1 and 0; else lower, the pair's lower pipeline
+ * rank, whose parity picks the stream when split (models/train_pp.c
+ * lane_of: a pair whose lower rank is odd has streams of its own). A
+ * transfer takes the same kind of slot at its two ends. */
+static int32_t slot_of(int64_t r, int bwd, int wrap, int64_t lower,
+		       int split)
+{
+	int lane = wrap ? 1 : split && (lower & 1) ? 2 : 0;
+
+	return (int32_t)(ST_N * r + (bwd ? ST_B : ST_F) + lane);
+}
+
+/* Megatron-Core's interleaved schedule issues each transfer as a
+ * point-to-point call of its own, which ProcessGroupNCCL runs on a
+ * stream per pair of ranks; 1F1B batches them, lock-step schedules keep
+ * their own order (models/train_pp.c split_pairs, whose source notes
+ * give the versions). */
+static int split_pairs(const struct est_pipe *in)
+{
+	return in->v > 1 && !in->lockstep;
+}
 
 /* The step of action x of rank r. Durations: f[s], b[s], the first
  * microbatch's forward f_first[s] at 2S + s, the last one's backward
@@ -183,7 +222,7 @@ enum { ST_F, ST_FW, ST_B, ST_BW };	/* a rank's transfer streams */
  * keeps a chunk's units gathered from a forward to the chunk's next
  * action (models/train_dp.c fsdp_held). */
 static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
-			    int64_t S, int64_t m, uint8_t *held)
+			    int64_t S, int64_t m, int split, uint8_t *held)
 {
 	int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
 	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1, .hd = -1 };
@@ -197,11 +236,11 @@ static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
 		t.d = (int32_t)(i == 0 ? 2 * S + s : s);
 		if (s > 0) {
 			t.src = (int32_t)((s - 1) * m + i);
-			t.sin = (int32_t)(4 * r + (r == 0 ? ST_FW : ST_F));
+			t.sin = slot_of(r, 0, r == 0, r - 1, split);
 			t.xin = (int32_t)((s - 1) % p);
 		}
 		if (s < S - 1) {
-			t.sout = (int32_t)(4 * r + (r == p - 1 ? ST_FW : ST_F));
+			t.sout = slot_of(r, 0, r == p - 1, r, split);
 			t.xout = (int32_t)r;
 		}
 		return t;
@@ -210,21 +249,21 @@ static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
 	t.d = (int32_t)(i == m - 1 ? 3 * S + s : S + s);
 	if (s < S - 1) {
 		t.src = (int32_t)(S * m + (s + 1) * m + i);
-		t.sin = (int32_t)(4 * r + (r == p - 1 ? ST_BW : ST_B));
+		t.sin = slot_of(r, 1, r == p - 1, r, split);
 		t.xin = (int32_t)(s % p);
 	} else {
 		t.src = -2;
 		t.own = (int32_t)(s * m + i);
 	}
 	if (s > 0) {
-		t.sout = (int32_t)(4 * r + (r == 0 ? ST_BW : ST_B));
+		t.sout = slot_of(r, 1, r == 0, r - 1, split);
 		t.xout = (int32_t)((s - 1) % p);
 	}
 	return t;
 }
 
 static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
-		       struct porder *o)
+		       int split, struct porder *o)
 {
 	int64_t S = p * v, n = sched_actions(m, v), left = p * n, r, k = 0;
 	struct sched_action *a = mem_alloc((size_t)(p * n) * sizeof(*a));
@@ -261,7 +300,7 @@ static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
 			if (got == 0 || got == round)
 				continue;	/* not placed in an earlier round */
 			(x.bwd ? bp : fp)[s * m + i] = round;
-			t = step_of(x, r, p, S, m, held + r * v);
+			t = step_of(x, r, p, S, m, split, held + r * v);
 			o->v[k++] = flat_of(&t, &l);
 			pos[r]++;
 			placed++;
@@ -283,12 +322,13 @@ out:
 	return rc;
 }
 
-/* The order of (schedule, p, v, m), remembered (est_pipe_run asks for a
- * few m per (p, v)). NULL when out of memory. */
+/* The order of (schedule, p, v, m) with its transfers' streams split
+ * per pair of neighbours or not (split_pairs), remembered (est_pipe_run
+ * asks for a few m per (p, v)). NULL when out of memory. */
 static const struct porder *order_of(struct est *e, int schedule, int64_t p,
-				     int64_t v, int64_t m)
+				     int64_t v, int64_t m, int split)
 {
-	int64_t key[4] = { schedule, p, v, m };
+	int64_t key[EST_PIPE_KEY] = { schedule, p, v, m, split };
 	struct porder *const *hit = memo_get(&e->pipe_lists, key);
 	struct porder *o;
 
@@ -296,7 +336,7 @@ static const struct porder *order_of(struct est *e, int schedule, int64_t p,
 		return *hit;
 	if (!(o = mem_calloc(1, sizeof(*o))))
 		return NULL;
-	if (build_order(schedule, p, v, m, o) != 0 ||
+	if (build_order(schedule, p, v, m, split, o) != 0 ||
 	    !memo_put(&e->pipe_lists, key, &o)) {
 		est_pipe_order_free(o);
 		return NULL;
@@ -349,7 +389,8 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		    double *rank_end, double *chunk_end)
 {
 	int64_t p = in->p, v = in->v, S = p * v, r, c, k;
-	const struct porder *o = order_of(e, in->schedule, p, v, m);
+	const struct porder *o = order_of(e, in->schedule, p, v, m,
+					  split_pairs(in));
 	struct playout l = layout_of(p, S, m);
 	const struct pflat *t, *last;
 	double *val;
@@ -358,7 +399,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	if (!o || room(e, 0, l.n) != 0)
 		return -1;
 	val = e->pipe_t;
-	for (k = 0; k < 5 * p; k++)
+	for (k = 0; k < (1 + ST_N) * p; k++)
 		val[l.fr + k] = 0;	/* free times and streams */
 	durations(in, S, val + l.dur);
 	for (k = 0; k < p; k++)
@@ -412,17 +453,18 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 	double *end, *sent, *fr, *stream, *dur, *wait;
 	int rc = -1;
 
-	if (!a || !pos || !held || room(e, 0, 4 * S * m + 6 * p + 6 * S) != 0)
+	if (!a || !pos || !held ||
+	    room(e, 0, 4 * S * m + (2 + ST_N) * p + 6 * S) != 0)
 		goto out;
 	end = e->pipe_t;
 	sent = end + 2 * S * m;
 	fr = sent + 2 * S * m;
 	stream = fr + p;
-	dur = stream + 4 * p;
+	dur = stream + ST_N * p;
 	wait = dur + 6 * S;
 	for (k = 0; k < 2 * S * m; k++)
 		sent[k] = -1;
-	for (k = 0; k < 5 * p; k++)
+	for (k = 0; k < (1 + ST_N) * p; k++)
 		fr[k] = 0;
 	durations(in, S, dur);
 	for (r = 0; r < p; r++) {
@@ -437,7 +479,7 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 			if (pos[r] == n ||
 			    sched_lock_step(p, v, n, w[r], r, pos[r]) != T)
 				continue;
-			t = step_of(a[r * n + pos[r]], r, p, S, m,
+			t = step_of(a[r * n + pos[r]], r, p, S, m, 0,
 				    held + r * v);
 			if (t.src >= 0) {
 				if (sent[t.src] < 0) {
@@ -455,7 +497,8 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 			wait[r] = fr[r];
 		for (r = 0; r < p; r++) {	/* the step's transfers */
 			struct pstep t;
-			int64_t q, sin;
+			int64_t q;
+			int32_t sin;
 			double start;
 
 			if (pos[r] == n ||
@@ -463,7 +506,7 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 				continue;
 			/* held[] as the loop above left it: setting a
 			 * chunk's flag again changes nothing */
-			t = step_of(a[r * n + pos[r]], r, p, S, m,
+			t = step_of(a[r * n + pos[r]], r, p, S, m, 0,
 				    held + r * v);
 			pos[r]++;
 			left--;
@@ -471,10 +514,11 @@ static int run_lockstep(struct est *e, const struct est_pipe *in,
 				continue;
 			q = a[r * n + pos[r] - 1].bwd ? (r + p - 1) % p :
 							(r + 1) % p;
-			/* the receiver's slot: as step_of gives its input's */
-			sin = 4 * q + (a[r * n + pos[r] - 1].bwd ?
-				       (q == p - 1 ? ST_BW : ST_B) :
-				       (q == 0 ? ST_FW : ST_F));
+			/* the receiver's slot: as step_of gives its input's
+			 * (lock step never splits the pairs) */
+			sin = a[r * n + pos[r] - 1].bwd ?
+				      slot_of(q, 1, q == p - 1, q, 0) :
+				      slot_of(q, 0, q == 0, q - 1, 0);
 			start = fmax(fmax(end[t.at], fr[q]),
 				     fmax(stream[t.sout], stream[sin]));
 			sent[t.at] = stream[t.sout] = stream[sin] =
@@ -516,6 +560,11 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	int tries;
 	double *x;
 
+	/* sched.h's interleaved order takes microbatches in groups of p: with
+	 * m not a multiple of p its last group names microbatches m .. and
+	 * every index below would run past the arrays sized by m */
+	if (in->schedule == SCHED_INTERLEAVED && m % p != 0)
+		return 1;
 	if (in->lockstep) {	/* no linear extension: its steps do not
 				 * repeat by groups as the schedule does */
 		int rc = run_lockstep(e, in, rank_end, chunk_end);
@@ -528,7 +577,7 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	 * rank 0's warm-up holds every forward) */
 	g = in->schedule == SCHED_INTERLEAVED ? p : 1;
 	m0 = g == 1 ? p : 2 * p;
-	if (m <= m0 + 3 * g || (in->schedule == SCHED_INTERLEAVED && m % p))
+	if (m <= m0 + 3 * g)
 		return run_once(e, in, m, rank_end, chunk_end);
 	if ((size_t)(3 * ends) > e->pipe_x_cap) {
 		x = mem_realloc(e->pipe_x, (size_t)(3 * ends) * sizeof(*x));

@@ -17,12 +17,27 @@
 #include "plan/est_impl.h"
 #include "plan/memo.h"
 
+/* The stream (0-5) rank r's transfers of direction bwd with the pair
+ * whose lower rank is lo take: 0 forward, 3 backward; + 1 the wrap
+ * between the last rank and the first; + 2 a pair whose lower rank is odd
+ * when v > 1 and not lock step (Megatron-Core's interleaved schedule: a
+ * stream per pair of ranks, models/train_pp.c lane_of). */
+static int ref_stream(const struct est_pipe *in, int bwd, int wrap,
+		      int64_t lo)
+{
+	int split = in->v > 1 && !in->lockstep;
+
+	return (bwd ? 3 : 0) + (wrap ? 1 : split && lo % 2 == 1 ? 2 : 0);
+}
+
 /* The recurrence of est_pipe.c written as directly as possible: repeat
  * passes over the ranks, placing each rank's next action when its input
  * is known. Transfers: each rank has one stream per direction (and one
- * per direction for the wrap between the last and the first rank) that
- * takes them in the rank's order: a receive starts at max(sent, stream
- * free) and takes x; a send may start at max(produced, stream free).
+ * per direction for the wrap between the last and the first rank, and
+ * with split pairs one for the pairs whose lower rank is odd: ref_stream)
+ * that takes them in the rank's order: a receive starts at max(sent,
+ * stream free) and takes x; a send may start at max(produced, stream
+ * free).
  * With f_held, b_held an action whose chunk's previous action on the
  * rank was a forward (FSDP2 keeping the chunk gathered) takes those. */
 static void reference(const struct est_pipe *in, double *rank_end,
@@ -35,7 +50,7 @@ static void reference(const struct est_pipe *in, double *rank_end,
 	double *be = mem_alloc((size_t)(S * m) * sizeof(*be));
 	double *fs = mem_alloc((size_t)(S * m) * sizeof(*fs));
 	double *bs = mem_alloc((size_t)(S * m) * sizeof(*bs));
-	double freet[64] = { 0 }, strm[64][4] = { { 0 } };
+	double freet[64] = { 0 }, strm[64][6] = { { 0 } };
 	int64_t pos[64] = { 0 }, i;
 	static uint8_t held[64][64];
 
@@ -61,7 +76,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 				if (s > 0 && fs[(s - 1) * m + mb] < 0)
 					continue;
 				if (s > 0) {	/* receive: wrap stream on rank 0 */
-					st = &strm[r][r == 0 ? 1 : 0];
+					st = &strm[r][ref_stream(in, 0, r == 0,
+								 r - 1)];
 					*st = fmax(fs[(s - 1) * m + mb], *st) +
 					      in->x[(s - 1) % p];
 					ready = *st;
@@ -71,7 +87,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 					dur = in->f_held[s];
 				fe[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
 				if (s < S - 1) {	/* send: wrap stream on rank p-1 */
-					st = &strm[r][r == p - 1 ? 1 : 0];
+					st = &strm[r][ref_stream(in, 0, r == p - 1,
+								 r)];
 					fs[s * m + mb] = fmax(fe[s * m + mb], *st);
 					*st = fs[s * m + mb] + in->x[r];
 				}
@@ -79,7 +96,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 				if (s < S - 1 && bs[(s + 1) * m + mb] < 0)
 					continue;
 				if (s < S - 1) {	/* wrap stream on rank p-1 */
-					st = &strm[r][r == p - 1 ? 3 : 2];
+					st = &strm[r][ref_stream(in, 1, r == p - 1,
+								 r)];
 					*st = fmax(bs[(s + 1) * m + mb], *st) +
 					      in->x[s % p];
 					ready = *st;
@@ -92,7 +110,8 @@ static void reference(const struct est_pipe *in, double *rank_end,
 					dur = in->b_held[s];
 				be[s * m + mb] = freet[r] = fmax(ready, freet[r]) + dur;
 				if (s > 0) {	/* wrap stream on rank 0 */
-					st = &strm[r][r == 0 ? 3 : 2];
+					st = &strm[r][ref_stream(in, 1, r == 0,
+								 r - 1)];
 					bs[s * m + mb] = fmax(be[s * m + mb], *st);
 					*st = bs[s * m + mb] + in->x[(s - 1) % p];
 				}
@@ -146,7 +165,8 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	/* est_pipe_run uses only the estimator's scratch and memos */
 	e = mem_calloc(1, sizeof(*e));
 	cr_assert_not_null(e);
-	memo_init(&e->pipe_lists, 4 * sizeof(int64_t), sizeof(void *));
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
 	for (k = 0; k < 2 * sizeof(cases) / sizeof(cases[0]); k++) {
 		size_t kc = k % (sizeof(cases) / sizeof(cases[0]));
 		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i;
@@ -192,6 +212,57 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	mem_free(e);
 }
 
+/* sched.h's interleaved order takes microbatches in groups of p: with m
+ * not a multiple of p (job_layout_check refuses it) the last group names
+ * microbatches past m, whose ends would be written past the arrays sized
+ * by m (valgrind / ASan: invalid writes in build_order before). Such a
+ * pipeline is refused (1), nothing written, lock step or not; the same
+ * shape with m a multiple of p runs (0). */
+Test(est, interleaved_m_not_a_multiple_of_p_refused)
+{
+	static const int64_t ms[] = { 6, 5, 9 };
+	double f[8], b[8], x[4], re[4], ce[8];
+	struct est_pipe in = { SCHED_INTERLEAVED, 4, 2, 0, f, b, NULL, NULL,
+			       NULL, NULL, x, 0 };
+	struct est *e = mem_calloc(1, sizeof(*e));
+	size_t k, i = 0;
+	void **lists;
+	int lock;
+
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
+	for (k = 0; k < 8; k++) {
+		f[k] = 1;
+		b[k] = 2;
+	}
+	for (k = 0; k < 4; k++)
+		x[k] = 0.1;
+	for (lock = 0; lock < 2; lock++) {
+		in.lockstep = lock;
+		for (k = 0; k < sizeof(ms) / sizeof(ms[0]); k++) {
+			size_t j;
+
+			in.m = ms[k];
+			for (j = 0; j < 4; j++)
+				re[j] = -7;
+			cr_assert_eq(est_pipe_run(e, &in, re, ce), 1, "m %lld",
+				     (long long)in.m);
+			for (j = 0; j < 4; j++)
+				cr_assert_eq(re[j], -7);
+		}
+		in.m = 8;
+		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
+		cr_assert_gt(re[0], 0);
+	}
+	while ((lists = memo_next(&e->pipe_lists, &i)))
+		est_pipe_order_free(*lists);
+	memo_release(&e->pipe_lists);
+	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
+	mem_free(e);
+}
+
 Test(est, memo_keeps_every_entry)
 {
 	struct memo m;
@@ -216,6 +287,42 @@ Test(est, memo_keeps_every_entry)
 	while (memo_next(&m, &i))
 		seen++;
 	cr_assert_eq(seen, 10000);
+	memo_release(&m);
+}
+
+/* Keys of a size not a multiple of 8 (the hash reads them 8 bytes at a
+ * time, then the tail): 13-byte keys that differ only in their last byte
+ * or only in their first are told apart, every one found with its value
+ * (and, under ASan, no read past a key). */
+Test(est, memo_odd_key_size)
+{
+	struct memo m;
+	unsigned char key[13];
+	int64_t v;
+	int a, b;
+
+	memo_init(&m, sizeof(key), sizeof(v));
+	memset(key, 7, sizeof(key));
+	for (a = 0; a < 40; a++)
+		for (b = 0; b < 40; b++) {
+			key[0] = (unsigned char)a;
+			key[12] = (unsigned char)b;
+			v = 100 * a + b;
+			cr_assert_not_null(memo_put(&m, key, &v));
+		}
+	cr_assert_eq(m.n, 1600);
+	for (a = 0; a < 40; a++)
+		for (b = 0; b < 40; b++) {
+			int64_t *got;
+
+			key[0] = (unsigned char)a;
+			key[12] = (unsigned char)b;
+			got = memo_get(&m, key);
+			cr_assert_not_null(got);
+			cr_assert_eq(*got, 100 * a + b);
+		}
+	key[12] = 41;
+	cr_assert_null(memo_get(&m, key));
 	memo_release(&m);
 }
 
