@@ -132,6 +132,21 @@ static void reference(const struct est_pipe *in, double *rank_end,
 	mem_free(bs);
 }
 
+/* Frees what est_pipe_run kept in a bare struct est: the memoized
+ * orders, their memo, the recurrence's scratch arrays. */
+static void est_free_pipe(struct est *e)
+{
+	size_t i = 0;
+	void **lists;
+
+	while ((lists = memo_next(&e->pipe_lists, &i)))
+		est_pipe_order_free(*lists);
+	memo_release(&e->pipe_lists);
+	mem_free(e->pipe_t);
+	mem_free(e->pipe_x);
+	mem_free(e);
+}
+
 Test(est, pipeline_recurrence_matches_the_reference)
 {
 	/* Uneven stages (the first and last heavier, as with the embedding
@@ -199,17 +214,7 @@ Test(est, pipeline_recurrence_matches_the_reference)
 					   cases[kc].exact ? 0 : 1e-9 * rc[i],
 					   "case %zu chunk end %lld", k, (long long)i);
 	}
-	{
-		size_t i = 0;
-		void **lists;
-
-		while ((lists = memo_next(&e->pipe_lists, &i)))
-			est_pipe_order_free(*lists);
-	}
-	memo_release(&e->pipe_lists);
-	mem_free(e->pipe_t);
-	mem_free(e->pipe_x);
-	mem_free(e);
+	est_free_pipe(e);
 }
 
 /* sched.h's interleaved order takes microbatches in groups of p: with m
@@ -225,8 +230,7 @@ Test(est, interleaved_m_not_a_multiple_of_p_refused)
 	struct est_pipe in = { SCHED_INTERLEAVED, 4, 2, 0, f, b, NULL, NULL,
 			       NULL, NULL, x, 0 };
 	struct est *e = mem_calloc(1, sizeof(*e));
-	size_t k, i = 0;
-	void **lists;
+	size_t k;
 	int lock;
 
 	cr_assert_not_null(e);
@@ -255,12 +259,7 @@ Test(est, interleaved_m_not_a_multiple_of_p_refused)
 		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
 		cr_assert_gt(re[0], 0);
 	}
-	while ((lists = memo_next(&e->pipe_lists, &i)))
-		est_pipe_order_free(*lists);
-	memo_release(&e->pipe_lists);
-	mem_free(e->pipe_t);
-	mem_free(e->pipe_x);
-	mem_free(e);
+	est_free_pipe(e);
 }
 
 Test(est, memo_keeps_every_entry)
