@@ -57,7 +57,7 @@ opt_step() {	# the resolved optimizer_step section of framework $1
 }
 opt_step megatron-core > "$tmp/opt-core"
 [ -s "$tmp/opt-core" ] || { echo "FAIL: megatron-core has no optimizer_step"; fail=1; }
-for fw in megatron-bridge primus-megatron nemo-launcher-24; do
+for fw in megatron-bridge primus-megatron nemo-launcher-24 nemo-25; do
 	opt_step "$fw" > "$tmp/opt-fw"
 	cmp -s "$tmp/opt-core" "$tmp/opt-fw" ||
 		{ echo "FAIL: $fw's optimizer_step differs from megatron-core's:"
