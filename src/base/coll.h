@@ -106,6 +106,12 @@ struct coll_desc {
 				 * GEMMs' SM count target excludes the comm
 				 * kernel's): no persistent CTA waits for a
 				 * unit it holds (exec.h) */
+	uint32_t group;		/* broadcast, reduce: a library group of
+				 * `group` such operations launched as one
+				 * (ncclGroupStart/End), bytes / group each,
+				 * rooted at ranks 0 .. group-1 in turn;
+				 * bytes is their sum. 0 or 1 = one
+				 * operation rooted at rank 0 */
 };
 
 /* Entries of a matrix coll_matrix_hash reads at most (plus the last). */

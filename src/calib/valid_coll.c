@@ -212,7 +212,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	for (k = 0; k < r.n; k++) {
 		struct coll_desc c = { (enum coll_op)r.op, r.size_B[k], gpus,
 				       r.ranks, NULL, r.algo, -1, 1, 0, NULL,
-				       0, 0 };
+				       0, 0, 0 };
 		struct net_coll_result p;
 
 		if (net_collective_time(n, &c, &p, cx->diag) != 0 ||

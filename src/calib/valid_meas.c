@@ -106,7 +106,7 @@ static int predict_coll(struct valid_pred *p, const struct store_meas_row *r,
 			struct diag *d)
 {
 	struct coll_desc c = { (enum coll_op)op, r->size_B, p->gpus, r->ranks,
-			       NULL, -1, -1, 1, 0, NULL, 0, 0 };
+			       NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 	struct net_coll_result res;
 	double *m = NULL;
 	int rc;

@@ -141,7 +141,7 @@ static const struct cli_command commands[] = {
 	{ "collective", "time one collective over a range of sizes (rccl-tests form)",
 	  "usage: llmsim collective --system SYSTEM --op OP --ranks N\n"
 	  "                        [--min SIZE] [--max SIZE] [--step-factor F]\n"
-	  "                        [--dtype T] [--redop R] [--root N]\n"
+	  "                        [--dtype T] [--redop R] [--root N] [--group G]\n"
 	  "                        [--algo A] [--proto P] [--set key=value]...\n"
 	  "                        [--json | --csv] [--db PATH] [--no-store]\n"
 	  "       llmsim collective --system SYSTEM --op dispatch|combine --ranks N\n"
@@ -175,6 +175,9 @@ static const struct cli_command commands[] = {
 	  "                   bfloat16 (default), fp8_e4m3\n"
 	  "  -o, --redop R    sum (default), prod, min, max, avg\n"
 	  "  -r, --root N     root rank of broadcast and reduce (default 0)\n"
+	  "  --group G        broadcast, reduce: G of them (size / G each,\n"
+	  "                   rooted at ranks 0..G-1) in one library group,\n"
+	  "                   launched as one (default 1)\n"
 	  "  --algo A         ring, tree, direct, rhd, hierarchical, nvls,\n"
 	  "                   pairwise, p2p (default: the library's choice)\n"
 	  "  --proto P        ll, ll128, simple (default: the library's choice)\n"

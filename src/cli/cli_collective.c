@@ -30,6 +30,11 @@
  * busbw the bytes that leave the GPU (send_B less its own share) over the
  * time.
  *
+ * --group G (broadcast, reduce): the size is a library group of G such
+ * operations launched as one (ncclGroupStart/End), size / G bytes each,
+ * rooted at ranks 0..G-1 (network/cgroup.h), as TensorRT-LLM's
+ * attention-DP MoE exchange issues them.
+ *
  * Options as rccl-tests and nccl-tests take them work too (-b, -e, -f,
  * -g, -d, -o for the reduction, -r for the root, and their long names);
  * dtypes in either spelling (bf16 or bfloat16). The table has rccl-tests'
@@ -226,7 +231,7 @@ enum {
 	OPT_SYSTEM = 256, OPT_SET, OPT_OP, OPT_ALGO, OPT_PROTO, OPT_DB,
 	OPT_JSON, OPT_CSV, OPT_NO_STORE, OPT_TOKENS, OPT_HIDDEN, OPT_TOPK,
 	OPT_EXPERTS, OPT_GROUPS, OPT_TOPK_GROUPS, OPT_DISPATCHER, OPT_SMS,
-	OPT_GATE,
+	OPT_GATE, OPT_GROUP,
 };
 
 /* The options of dispatch and combine (getopt_long's c, its optarg):
@@ -324,6 +329,13 @@ static int option(struct opts *o, int c, const char *v)
 			return cli_choice_error("collective", "--algo", v,
 						coll_algo_names);
 		break;
+	case OPT_GROUP:
+		if (!number(v, 0, &x) || x != floor(x) || x < 1)
+			return cli_usage_error("collective", "--group: expected "
+					       "a count of operations >= 1, got "
+					       "'%s'", v);
+		o->group = (long)x;
+		break;
 	case OPT_PROTO:
 		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return cli_choice_error("collective", "--proto", v,
@@ -417,6 +429,7 @@ static const struct option longopts[] = {
 	{ "datatype", required_argument, NULL, 'd' },
 	{ "redop", required_argument, NULL, 'o' },
 	{ "root", required_argument, NULL, 'r' },
+	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "algo", required_argument, NULL, OPT_ALGO },
 	{ "proto", required_argument, NULL, OPT_PROTO },
 	{ "db", required_argument, NULL, OPT_DB },
@@ -477,6 +490,13 @@ static int parse(struct opts *o, int argc, char **argv)
 	if (o->root >= o->ranks)
 		return cli_usage_error("collective", "--root %ld: the ranks "
 				       "are 0..%ld", o->root, o->ranks - 1);
+	if (o->group > 1 && o->op != COLL_BROADCAST && o->op != COLL_REDUCE)
+		return cli_usage_error("collective", "%s", "--group goes with "
+				       "--op broadcast or reduce");
+	if (o->group > o->ranks)
+		return cli_usage_error("collective", "--group %ld: at most one "
+				       "operation per rank (%ld)", o->group,
+				       o->ranks);
 	return CLI_OK;
 }
 
@@ -509,7 +529,8 @@ static int time_size(struct net *n, const struct opts *o,
 {
 	struct coll_desc c = { .op = (enum coll_op)o->op, .bytes = size,
 			       .gpus = gpus, .ngpus = (uint32_t)o->ranks,
-			       .algo = o->algo, .proto = o->proto, .replicas = 1 };
+			       .algo = o->algo, .proto = o->proto, .replicas = 1,
+			       .group = o->group > 1 ? (uint32_t)o->group : 1 };
 	double *m = NULL;
 	int rc;
 

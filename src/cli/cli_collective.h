@@ -39,6 +39,9 @@ struct opts {
 	const char *dtype;		/* nccl-tests' name */
 	int redop;			/* index into redop_names */
 	long root;			/* broadcast and reduce */
+	long group;			/* broadcast and reduce: operations in one
+					 * library group, rooted at ranks 0..group-1
+					 * (coll_desc.group); 0 or 1 = one */
 	int algo, proto;		/* -1 = the library's choice */
 	int fmt;			/* enum out_fmt */
 	const char *db;			/* NULL = default */

@@ -275,6 +275,8 @@ static cJSON *config_json(const struct opts *o, const struct system_spec *s)
 	     cJSON_AddStringToObject(c, "type", o->dtype) &&
 	     cJSON_AddStringToObject(c, "redop", coll_redop(o)) &&
 	     cJSON_AddNumberToObject(c, "root", (double)coll_root(o)) &&
+	     (o->group <= 1 ||
+	      cJSON_AddNumberToObject(c, "group", (double)o->group)) &&
 	     cJSON_AddNumberToObject(c, "min_bytes", o->min_B) &&
 	     cJSON_AddNumberToObject(c, "max_bytes", o->max_B) &&
 	     cJSON_AddNumberToObject(c, "step_factor", o->factor) &&
@@ -307,6 +309,8 @@ static cJSON *result_json(const struct opts *o, const struct system_spec *s,
 		cJSON_AddStringToObject(r, "type", o->dtype) &&
 		cJSON_AddStringToObject(r, "redop", coll_redop(o)) &&
 		cJSON_AddNumberToObject(r, "root", (double)coll_root(o)) &&
+		(o->group <= 1 ||
+		 cJSON_AddNumberToObject(r, "group", (double)o->group)) &&
 		cJSON_AddItemToObject(r, "rows", a);
 
 	if (!ok) {

@@ -279,6 +279,17 @@ static const struct schema_field pipe_fields[] = {
 		  "channels in units of this size (chunk_time then counts "
 		  "the first channel's share); 0 = each loop fills the "
 		  "first channels' chunks first" },
+	{ .key = "chain_chunk", .type = ST_BYTES, .offset = PIOFF(chain_chunk_B),
+	  .def = "0 B", .max = 1e12,
+	  .help = "rings: bytes a broadcast or reduce chain's channel "
+		  "receives whole before it forwards them (one step, one sync); "
+		  "a chain of p-1 hops then fills in p-2 steps; 0 = chains "
+		  "not modeled" },
+	{ .key = "chain_channel_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "with chain_chunk: the most one channel forwards a step "
+		  "at, whatever the links leave it (one thread block); 0 = "
+		  "the links' share only" },
 };
 
 static const struct schema pipe_schema = {
@@ -399,6 +410,13 @@ static const struct schema_field algo_fields[] = {
 	  .help = "bytes per channel (max_channels) and rank from which "
 		  "select_lat_nodes applies (NCCL: nBytes / (nChannels x "
 		  "nRanks) >= 64)" },
+	{ .key = "select_chain_steps", .type = ST_INT,
+	  .offset = AOFF(select_chain_steps), .def = "0", .min = 0,
+	  .max = 1e6,
+	  .help = "rings: steps the library's tuning model charges a broadcast "
+		  "or reduce chain, for its choice only (NCCL: one step when "
+		  "its channels share one ring order, tuning.cc sameChannels); "
+		  "0 = the chain's own p-1" },
 	{ .key = "channel_min_bytes", .type = ST_SECTION,
 	  .offset = AOFF(channel_min_B), .sub = &cbytes_schema,
 	  .flags = SF_OPTIONAL,
@@ -575,6 +593,38 @@ static const struct schema ranges_schema = {
 	.nfields = SCHEMA_COUNT(ranges_fields),
 };
 
+static const struct schema traffic_schema = {
+	.kind = "collectives.group.traffic_factor",
+	.help = "traffic per byte by protocol (>= 1)",
+	.size = sizeof(struct coll_proto_ratios),
+	.fields = factors_fields,
+	.nfields = SCHEMA_COUNT(factors_fields),
+};
+
+#define GOFF(m) offsetof(struct coll_group_spec, m)
+
+static const struct schema_field group_fields[] = {
+	{ .key = "channel_min_traffic", .type = ST_BYTES,
+	  .offset = GOFF(channel_min_B), .def = "0 B", .max = 1e12,
+	  .help = "traffic a channel takes at least, and the least one "
+		  "operation of a group counts for (NCCL "
+		  "MinTrafficPerChannel); 0 = the group's total / channels" },
+	{ .key = "traffic_factor", .type = ST_SECTION, .offset = GOFF(traffic),
+	  .sub = &traffic_schema, .flags = SF_OPTIONAL,
+	  .help = "traffic per byte of an operation by protocol, as the "
+		  "library weighs it when it lays a group over its channels "
+		  "(NCCL: x4 for LL)" },
+};
+
+static const struct schema group_schema = {
+	.kind = "collectives.group",
+	.help = "how the library lays a group of collectives launched as one "
+		"over its channels",
+	.size = sizeof(struct coll_group_spec),
+	.fields = group_fields,
+	.nfields = SCHEMA_COUNT(group_fields),
+};
+
 #define OFF(m) offsetof(struct coll_lib_spec, m)
 
 static const struct schema_field lib_fields[] = {
@@ -605,6 +655,10 @@ static const struct schema_field lib_fields[] = {
 	  .sub = &units_schema, .flags = SF_OPTIONAL,
 	  .help = "compute units (SMs/CUs) a running collective holds; compute "
 		  "beside it slows by that share" },
+	{ .key = "group", .type = ST_SECTION, .offset = OFF(group),
+	  .sub = &group_schema, .flags = SF_OPTIONAL,
+	  .help = "how a group of collectives launched as one "
+		  "(ncclGroupStart/End) is laid over the channels" },
 	{ .key = "protocol_ranges", .type = ST_SECTION, .offset = OFF(ranges),
 	  .sub = &ranges_schema, .flags = SF_OPTIONAL,
 	  .help = "sizes at which the library forces LL / LL128 on groups "

@@ -88,6 +88,11 @@ struct coll_pipe_spec {
 						 * (scaled by the bytes of a partial one); 0 = none */
 	double channel_cell_B;			/* B, unit the collective is spread over its channels in;
 						 * 0 = loops fill the first channels first */
+	double chain_chunk_B;			/* rings: B a broadcast or reduce chain's channel
+						 * forwards per step, whole (store and forward);
+						 * 0 = chains not modeled */
+	double chain_channel_Bps;		/* B/s, most one channel forwards a chain's
+						 * step at; 0 = the links' share only */
 };
 
 /* Node-count classes of the libraries' tuning tables (NCCL's index2 of
@@ -139,6 +144,10 @@ struct coll_algo_spec {
 						 * nodes (NCCL's ring plateau); 0 or 1 = none */
 	double select_lat_nodes_min_B;		/* B per channel (max_channels) and rank
 						 * from which select_lat_nodes applies */
+	int64_t select_chain_steps;		/* rings: steps the library's tuner charges a
+						 * broadcast or reduce chain (NCCL: 1 when its
+						 * channels share one ring order); 0 = the
+						 * chain's own, for its choice only */
 	struct coll_proto_bytes channel_min_B;	/* B, per protocol: bytes a channel must have
 						 * before the kernel runs one more (nthreads x
 						 * threadThreshold); 0 = every channel always */
@@ -178,6 +187,18 @@ struct coll_proto_ranges {
 	struct schema_int_list proto[PROTO_COUNT];	/* B, [lo, hi] or empty; Simple unused */
 };
 
+/* How the library schedules a group of collectives launched as one
+ * (coll_desc.group; NCCL ncclGroupStart/End, src/network/algo_group.c):
+ * their traffic is laid over the channels one after another, each
+ * channel taking about total / channels, and a channel runs the parts it
+ * holds in turn. */
+struct coll_group_spec {
+	double channel_min_B;			/* B of traffic a channel takes at least, and
+						 * the least one operation counts for; 0 =
+						 * the group's total / channels */
+	struct coll_proto_ratios traffic;	/* traffic per byte by protocol (>= 1) */
+};
+
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
@@ -189,6 +210,7 @@ struct coll_lib_spec {
 	struct coll_algo_spec algo[ALGO_COUNT];		/* per algorithm */
 	struct coll_units_spec kernel_units;		/* compute units held while running */
 	struct coll_proto_ranges ranges[COLL_OP_COUNT];	/* forced protocols across nodes */
+	struct coll_group_spec group;			/* grouped collectives' schedule */
 };
 
 /* The factor (select_size_pct / 100) the library's choice puts on

@@ -243,7 +243,8 @@ static int desc_same(const void *entries, uint32_t i, const void *key)
 	       a->algo == b->algo && a->proto == b->proto &&
 	       a->replicas == b->replicas && a->sm_share == b->sm_share &&
 	       a->busy_rate == b->busy_rate && a->path == b->path &&
-	       a->sm_margin == b->sm_margin;
+	       a->sm_margin == b->sm_margin &&
+	       (a->group > 1 ? a->group : 1) == (b->group > 1 ? b->group : 1);
 }
 
 /* A word for the hash from a double's bits. */

@@ -94,14 +94,13 @@
  * With per-rank token counts (engine adp_moe_sized: TensorRT-LLM passes
  * all_rank_num_tokens when it does not pad, thop/allgatherOp.cpp and
  * reducescatterOp.cpp) the all-gather is one ncclBroadcast per rank and
- * the reduce-scatter one ncclReduce per rank, in one NCCL group. Costed
- * as one broadcast (reduce) of all N rows, an upper bound on the bytes:
- * in P ring broadcasts a link carries every slice but the one rooted at
- * the rank it feeds, (P-1)/P N as in a ring all-gather, where the one
- * broadcast puts N on it. The time still comes out below the all-gather
- * model's because the library model runs broadcast at a higher bus
- * bandwidth than all-gather (dgx-b200, 8 ranks, 64 MB: 536 vs 415 GB/s),
- * a difference no reference table here measures [?].
+ * the reduce-scatter one ncclReduce per rank, in one NCCL group: a
+ * grouped collective of N rows' bytes (infer_prog.c sets coll_desc.group
+ * = ep; network/cgroup.h): P chains rooted at every rank, (P-1)/P N on a
+ * ring link as in a ring all-gather, one kernel whose channels each run
+ * the parts they hold in turn, Simple chains forwarding whole steps.
+ * The ids and router weights travel in the same group as tasks of their
+ * own (other types, LL); they are costed inside the broadcast's bytes.
  * Its all-to-all path (MNNVL, DeepEP) takes the generic list.
  *
  * Experts touched. A grouped GEMM reads the weights of the experts that

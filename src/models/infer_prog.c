@@ -606,6 +606,12 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.replicas = (uint32_t)x->dims.moe.etp;
 		c.a2a_B = op->a2a_B;
 		c.sm_share = x->ep_sm_share;
+		/* the sized all-gather / reduce-scatter (engine
+		 * adp_moe_sized) is one ncclBroadcast / ncclReduce per rank
+		 * in one NCCL group, rooted at each rank in turn
+		 * (TensorRT-LLM thop/allgatherOp.cpp, reducescatterOp.cpp) */
+		if (op->coll == COLL_BROADCAST || op->coll == COLL_REDUCE)
+			c.group = c.ngpus;
 		c.path = ep_coll_path(x->job->moe.dispatcher,
 				      su ? su->route.node_share : 1,
 				      op->ep_row_B, op->ep_kind, 0, path,

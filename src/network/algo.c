@@ -62,7 +62,7 @@ static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
 int algo_direct(struct algo_ctx *x, struct plan *p)
 {
 	const struct coll_desc *c = x->c;
-	uint32_t P = x->g.p, i, j;
+	uint32_t P = x->g.p, i, j, G = c->group > 1 ? c->group : 1;
 	double n = c->bytes, share = n / P;
 
 	if (c->op == COLL_ALLREDUCE) {	/* reduce-scatter, then all-gather */
@@ -99,8 +99,9 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 				if (j != i && algo_a2a_bytes(x, i, j) > V)
 					V = algo_a2a_bytes(x, i, j);
 			break;
-		case COLL_BROADCAST: V = i == 0 ? n : 0; break;
-		case COLL_REDUCE: V = i != 0 ? n : 0; break;
+		/* a group: root r < G sends (is sent) its n / G */
+		case COLL_BROADCAST: V = i < G ? n / G : 0; break;
+		case COLL_REDUCE: V = G > 1 ? n / G : i != 0 ? n : 0; break;
 		case COLL_SENDRECV: V = i == 0 ? n : 0; break;
 		default: break;
 		}
@@ -110,7 +111,7 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 		for (j = 0; j < P; j++) {
 			double coef = 1;
 
-			if (j == i || (c->op == COLL_REDUCE && j != 0) ||
+			if (j == i || (c->op == COLL_REDUCE && j >= G) ||
 			    (c->op == COLL_SENDRECV && j != 1))
 				continue;
 			if (c->op == COLL_ALLTOALL)
@@ -188,6 +189,12 @@ static int check_desc(const struct coll_desc *c, const char **why)
 		*why = "send/recv needs exactly two members (sender, receiver)";
 	else if (!(c->bytes >= 0) || !isfinite(c->bytes))
 		*why = "the size must be a finite number of bytes >= 0";
+	else if (c->group > 1 && c->op != COLL_BROADCAST &&
+		 c->op != COLL_REDUCE)
+		*why = "a group of operations is modelled for broadcast and "
+		       "reduce only";
+	else if (c->group > c->ngpus)
+		*why = "a group has at most one operation per rank (its root)";
 	else
 		*why = NULL;
 	if (!*why && c->op == COLL_ALLTOALL && c->a2a_B)

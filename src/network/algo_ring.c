@@ -43,7 +43,11 @@
  */
 #include "algo.h"
 
+#include <math.h>
+
+#include "base/diag.h"
 #include "base/mem.h"
+#include "cgroup.h"
 
 static uint32_t cap_channels(const struct algo_ctx *x, uint32_t k)
 {
@@ -141,10 +145,51 @@ static void ring_segments(struct algo_ctx *x, struct plan *p,
 	}
 }
 
+/* Operations in c's group (1: a single one). */
+static uint32_t group_ops(const struct coll_desc *c)
+{
+	return c->group > 1 ? c->group : 1;
+}
+
+/* The channels a group of collectives is laid over: the units the
+ * library's kernel holds for the group (one thread block a channel). */
+static uint32_t group_channels(const struct algo_ctx *x)
+{
+	int64_t k = x->g.nnodes > 1 ? x->lib->kernel_units.scale_out :
+		    x->lib->kernel_units.scale_up;
+
+	return k > 0 ? (uint32_t)k : (uint32_t)x->lib->max_channels;
+}
+
+/* A chain (broadcast, reduce): p-1 steps; in the library tuner's view
+ * (select_chain_steps) NCCL's one step when its channels share one ring
+ * order (tuning.cc: sameChannels), counted once per ceil(operations /
+ * channels) of a group (ncclTopoGetAlgoTime's numPipeOps). A group's
+ * busiest channel runs its j parts in turn, each trailing the one before
+ * by a step (cgroup.h): j - 1 steps more, which depend on the size and
+ * so come with the phase's pipeline (chain_pipe, pipe_sync_s). */
+static double chain_latency(const struct algo_ctx *x)
+{
+	double S = x->g.p - 1, I = x->g.nnodes - 1, hop = algo_hop_intra(x);
+	uint32_t G = group_ops(x->c), K = group_channels(x);
+
+	if (x->select_view && x->as->select_chain_steps > 0) {
+		double steps = (double)x->as->select_chain_steps;
+
+		if (I > 0)
+			hop = algo_hop(x, TT_NET);
+		return (algo_base(x) + steps * hop) * ceil((double)G / K);
+	}
+	return algo_base(x) + (S - I) * hop +
+	       I * (I > 0 ? algo_hop(x, TT_NET) : 0);
+}
+
 static double ring_latency(const struct algo_ctx *x)
 {
 	double S = x->g.p - 1, I = x->g.nnodes - 1;
 
+	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE)
+		return chain_latency(x);
 	if (x->c->op == COLL_ALLREDUCE) {
 		S *= 2;
 		I *= 2;
@@ -249,6 +294,66 @@ out:
 	return rc;
 }
 
+/* The chain of ring order ord (every node's order in turn, closing
+ * back to the first) from rank root around to the rank before it: the
+ * hops as ring_segments makes them (reverse: toward the root, a
+ * reduce). */
+static void chain_from(struct algo_ctx *x, struct plan *p,
+		       const uint32_t *ord, uint32_t rail, uint32_t root,
+		       int reverse)
+{
+	uint32_t N = x->g.nnodes, k = 0, i = 0, s;
+
+	for (k = 0; k < N; k++) {
+		uint32_t m = x->g.first[k + 1] - x->g.first[k];
+
+		for (i = 0; i < m; i++)
+			if (ord[x->g.first[k] + i] == root)
+				goto found;
+	}
+	BUG("a group's root is not in the ring order");
+found:
+	for (s = 0; s + 1 < x->g.p; s++) {
+		uint32_t m = x->g.first[k + 1] - x->g.first[k];
+		uint32_t a = ord[x->g.first[k] + i], k2 = k, i2 = i + 1, b;
+
+		if (i2 == m) {
+			k2 = (k + 1) % N;
+			i2 = 0;
+		}
+		b = ord[x->g.first[k2] + i2];
+		if (k2 == k) {
+			seg_dir(x, p, a, b, rail, rail, reverse);
+		} else {
+			uint32_t ra = x->lib->pxn ? rail : algo_rail(x, a);
+			uint32_t rb = ra;
+
+			if (x->lib->ring_own_nics) {
+				ra = algo_rail(x, a);
+				rb = algo_rail(x, b);
+			}
+			seg_dir(x, p, a, b, ra, rb, reverse);
+		}
+		k = k2;
+		i = i2;
+	}
+}
+
+/* A group of G broadcasts (reduces) rooted at ranks 0 .. G-1: on every
+ * channel one chain from each root, over the same ring order, carrying
+ * its bytes / G. With G = p every ring link carries (p-1)/p of the
+ * bytes, as a ring all-gather (reduce-scatter) of them. */
+static void group_chains(struct algo_ctx *x, struct plan *p,
+			 const struct chans *ch, uint32_t rail)
+{
+	uint32_t G = group_ops(x->c), r;
+
+	for (r = 0; r < G; r++) {
+		algo_flow(x, p, x->c->bytes / ((double)G * ch->K));
+		chain_from(x, p, ch->ord, rail, r, x->c->op == COLL_REDUCE);
+	}
+}
+
 static void ring_channel(struct algo_ctx *x, struct plan *p,
 			 const struct chans *ch, uint32_t c, uint32_t rail)
 {
@@ -257,6 +362,10 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	(void)c;
 	if (x->lib->ring_own_nics)
 		alternate(x, ch->ord);
+	if (chain && group_ops(x->c) > 1) {
+		group_chains(x, p, ch, rail);
+		return;
+	}
 	if (chain)
 		root_first(x, ch->ord);
 	/* Each ring link carries the bus-bandwidth share of n/K. */
@@ -265,15 +374,71 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
 	ring_segments(x, p, ch->ord, rail, chain, x->c->op == COLL_REDUCE);
 }
 
+/* A broadcast or reduce chain with the protocol's chain_chunk: NCCL's
+ * ring broadcast and reduce move one step (stepSize x BROADCAST_ and
+ * REDUCE_CHUNKSTEPS 1, one slice: ProtoSimple<1, 1>) of each channel's
+ * part a loop, and prims_simple.h waits for a whole slice before it
+ * forwards it (waitPeer / postPeer per slice; NVIDIA/nccl v2.27.5-1
+ * src/device/broadcast.h, reduce.h, prims_simple.h): a channel's loop
+ * is one chunk, passed on in p-1 steps. One operation's
+ * channels all start at the root and run the same order, so they cross
+ * one link at a time: the chain fills in p-2 loops at the links' rate
+ * (the pipeline's fill). A group's operations start at every root
+ * (cgroup.h), each link carrying another operation's channels, and fill
+ * nothing more at the links; what bounds them is one channel's own rate
+ * (chain_channel_bandwidth): pipe_floor_s. */
+static void chain_pipe(struct algo_ctx *x)
+{
+	const struct coll_pipe_spec *ps = &x->as->pipe[x->proto];
+	struct coll_pipe_spec cs = { 0 };
+	double D = x->g.p - 1;
+	uint32_t G = group_ops(x->c), K = group_channels(x);
+	/* one sync a loop on the critical path: the loops overlap along
+	 * the chain, and the hops' own syncs are the latency's p-1 steps */
+	struct pipe_shape sh = { K, 1, D, G > 1 ? 0 : D - 1 };
+
+	if (G > 1) {	/* the busiest channel's parts: pipe_sync_s */
+		x->pipe.chain_group = G;
+		x->pipe.chain_K = K;
+		x->pipe.chain_proto = x->proto;
+		x->pipe.chain_gs = &x->lib->group;
+		x->pipe.chain_hop_s = algo_hop_intra(x);
+	}
+	if (!(ps->chain_chunk_B > 0) || !(D > 0))
+		return;
+	cs.chunk_B = ps->chain_chunk_B;
+	cs.slices = 1;
+	cs.stages = 1;
+	cs.sync_s = ps->sync_s;
+	{
+		struct pipe keep = x->pipe;
+
+		pipe_init(&x->pipe, &cs, &sh);
+		x->pipe.chain_group = keep.chain_group;
+		x->pipe.chain_K = keep.chain_K;
+		x->pipe.chain_proto = keep.chain_proto;
+		x->pipe.chain_gs = keep.chain_gs;
+		x->pipe.chain_hop_s = keep.chain_hop_s;
+	}
+	x->pipe.chan_chunks = 1;
+	x->pipe.plan_B = x->c->bytes;
+	if (ps->chain_channel_Bps > 0) {
+		x->pipe.chain_s = 1 / ps->chain_channel_Bps;
+		x->pipe.chain_depth = D;
+		x->pipe.chain_K = K;
+	}
+}
+
 /* A ring channel handles one chunk per rank each loop and passes it in
- * 2(p-1) steps (all-reduce) or p-1 (all-gather, reduce-scatter). The
- * chains of broadcast and reduce are not costed (their fill is not in
- * the model). */
+ * 2(p-1) steps (all-reduce) or p-1 (all-gather, reduce-scatter); a
+ * broadcast or reduce chain as chain_pipe says. */
 static void ring_pipe(struct algo_ctx *x, uint32_t K)
 {
 	double P = x->g.p;
 
-	if (x->c->op == COLL_ALLREDUCE)
+	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE)
+		chain_pipe(x);
+	else if (x->c->op == COLL_ALLREDUCE)
 		algo_pipe(x, (struct pipe_shape){ P, 2 * (P - 1), 1, 0 }, K);
 	else if (x->c->op == COLL_ALLGATHER || x->c->op == COLL_REDUCESCATTER)
 		algo_pipe(x, (struct pipe_shape){ P, P - 1, 1, 0 }, K);

@@ -174,6 +174,7 @@ static struct pkey key_of(const struct coll_desc *c, int kind, int algo,
 
 	return (struct pkey){ kind, (int)c->op, algo, proto, c->ngpus,
 			      c->replicas > 1 ? c->replicas : 1,
+			      c->group > 1 ? c->group : 1,
 			      any_size ? -1 : c->bytes,
 			      c->gpus, c->a2a_B, c->path };
 }

@@ -107,7 +107,9 @@ int net_memo_same(const struct memo *m, const struct coll_desc *c)
 	if (!m->cp || m->gpus != c->gpus || m->ngpus != c->ngpus ||
 	    m->op != (int)c->op || m->bytes != c->bytes ||
 	    m->algo != c->algo || m->proto != c->proto ||
-	    m->replicas != c->replicas || m->has_path != (c->path != NULL) ||
+	    m->replicas != c->replicas ||
+	    m->group != (c->group > 1 ? c->group : 1) ||
+	    m->has_path != (c->path != NULL) ||
 	    (c->path && !pcache_path_same(&m->path, c->path)))
 		return 0;
 	/* The same address may hold another group now (a caller's reused
@@ -145,7 +147,7 @@ void net_memo_put(struct net_memo *t, const struct coll_desc *c,
 	}
 	memo_clear(m);
 	*m = (struct memo){ c->gpus, copy, { 0 }, c->ngpus, c->replicas,
-			    (int)c->op, c->algo, c->proto, c->bytes,
+			    c->group > 1 ? c->group : 1, (int)c->op, c->algo, c->proto, c->bytes,
 			    c->path != NULL, c->path ? *c->path
 						     : (struct coll_path){ 0 },
 			    cp, tr };

@@ -26,6 +26,7 @@ struct memo {
 	uint32_t *copy;		/* its contents then (inline, or owned) */
 	uint32_t inline_copy[MEMO_INLINE];
 	uint32_t ngpus, replicas;
+	uint32_t group;		/* coll_desc.group, 1 for one operation */
 	int op, algo, proto;	/* algo, proto: the descriptor's overrides */
 	double bytes;		/* B */
 	int has_path;		/* a non-library path, ... */

@@ -109,6 +109,8 @@ static uint64_t hash_key(const struct pkey *k)
 	h = mix(h, (uint64_t)(uint32_t)k->kind << 32 | (uint32_t)k->op);
 	h = mix(h, (uint64_t)(uint32_t)k->algo << 32 | (uint32_t)k->proto);
 	h = mix(h, (uint64_t)k->ngpus << 32 | k->replicas);
+	if (k->group > 1)
+		h = mix(h, k->group);
 	h = mix(h, b);
 	for (i = 0; i + 1 < k->ngpus; i += 2)
 		h = mix(h, (uint64_t)k->gpus[i] << 32 | k->gpus[i + 1]);
@@ -209,6 +211,7 @@ static int same(const struct pkey *a, const struct pkey *b)
 	return a->kind == b->kind && a->op == b->op && a->algo == b->algo &&
 	       a->proto == b->proto &&
 	       a->ngpus == b->ngpus && a->replicas == b->replicas &&
+	       (a->group > 1 ? a->group : 1) == (b->group > 1 ? b->group : 1) &&
 	       a->bytes == b->bytes &&
 	       memcmp(a->gpus, b->gpus, a->ngpus * sizeof(*a->gpus)) == 0 &&
 	       !a->a2a == !b->a2a &&

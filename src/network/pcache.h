@@ -55,6 +55,7 @@ struct pkey {
 	int op, algo, proto;	/* algo, proto < 0 in a choice: not forced */
 	uint32_t ngpus;
 	uint32_t replicas;
+	uint32_t group;		/* coll_desc.group: 0 or 1 = one operation */
 	double bytes;		/* B; -1 for plans that scale with it */
 	const uint32_t *gpus;
 	const double *a2a;	/* ngpus * ngpus B, or NULL (even) */

@@ -94,6 +94,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "cgroup.h"
 
 void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	       const struct pipe_shape *sh)
@@ -143,9 +144,20 @@ double pipe_loops(const struct pipe *pp, double size_B)
 	return n < 1 ? 1 : n;
 }
 
+/* The parts a group's busiest channel holds (cgroup.h); 1 for one op. */
+static double group_parts(const struct pipe *pp, double size_B)
+{
+	if (!(pp->chain_group > 1) || !pp->chain_gs || !(size_B > 0))
+		return 1;
+	return cgroup_channel_ops(pp->chain_gs, pp->chain_proto,
+				  pp->chain_group, size_B / pp->chain_group,
+				  (uint32_t)pp->chain_K);
+}
+
 double pipe_sync_s(const struct pipe *pp, double size_B)
 {
-	return pipe_loops(pp, size_B) * pp->sync_s;
+	return pipe_loops(pp, size_B) * pp->sync_s +
+	       (group_parts(pp, size_B) - 1) * pp->chain_hop_s;
 }
 
 /* The channels that run for size_B without a cap: floor(size_B /
@@ -191,10 +203,25 @@ static double first_channel_B(const struct pipe *pp, double size_B)
 	return s < size_B ? s : size_B;
 }
 
+/* A chain's floor (pipe_floor_s): its steps one after another at the
+ * channel's own rate. */
+static double chain_floor_s(const struct pipe *pp, double size_B)
+{
+	double s = size_B / (pp->chain_K > 1 ? pp->chain_K : 1), n, j = 1;
+
+	n = ceil(s / pp->chunk_B * (1 - 1e-12));
+	if (n < 1)
+		n = 1;
+	j = group_parts(pp, size_B);
+	return (pp->chain_depth + n - 1 + j - 1) * s / n * pp->chain_s;
+}
+
 double pipe_floor_s(const struct pipe *pp, double size_B)
 {
 	double c, per_loop, s, n, F = pp->fill > 0 ? pp->fill : 0;
 
+	if (pp->chain_s > 0 && pp->chunk_B > 0 && size_B > 0)
+		return chain_floor_s(pp, size_B);
 	if (!(pp->chunk_s > 0) || !(pp->chan_chunks > 0) || !(size_B > 0) ||
 	    !(pp->chunk_B > 0))
 		return 0;

@@ -45,6 +45,13 @@ struct pipe {
 	double chan_chunks;		/* chunks one channel handles per loop (with chunk_s) */
 	double plan_B;			/* B of the collective the plan's volumes are for (with chunk_s) */
 	double cell_B;			/* B, unit of an even spread over the channels (with chunk_s); 0 = first fill */
+	double chain_s;			/* s per byte a channel forwards a chain's step at; 0 = no chain floor */
+	double chain_depth;		/* hops of the chain (with chain_s) */
+	double chain_K;			/* channels the chain's bytes are spread over (with chain_s) */
+	uint32_t chain_group;		/* operations of a group (coll_desc.group), 1 = one */
+	int chain_proto;		/* the protocol (for the group's layout) */
+	const struct coll_group_spec *chain_gs;	/* the library's group layout, or NULL */
+	double chain_hop_s;		/* s a group's next part on a channel trails the last by */
 };
 
 /*
@@ -61,7 +68,9 @@ double pipe_chunk_B(const struct pipe *pp, double size_B);
 /* Loops the kernel makes for size_B (at least 1; 0 without a pipeline). */
 double pipe_loops(const struct pipe *pp, double size_B);
 
-/* Idle time (s) the pipeline adds for size_B: loops x sync. */
+/* Idle time (s) the pipeline adds for size_B: loops x sync, and for a
+ * group of chains (chain_group > 1) the busiest channel's j parts'
+ * (j - 1) x chain_hop_s (cgroup.h). */
 double pipe_sync_s(const struct pipe *pp, double size_B);
 
 /* The factor (>= 1) on the phase's volumes: the fill's extra bytes. */
@@ -73,7 +82,12 @@ double pipe_volume_factor(const struct pipe *pp, double size_B);
  * told, the loops pipelined over the stages: chunk_s q (n + F) / (1 + F)
  * for its n loops. s is size_B where the loops fill the first channels
  * first (no cell_B), else the first channel's even share: size_B / K
- * rounded up to cell_B, at most size_B (K channels). */
+ * rounded up to cell_B, at most size_B (K channels).
+ * A broadcast or reduce chain (chain_s) instead: each channel's share
+ * s = size_B / chain_K goes in n = ceil(s / chunk) steps of s / n, every
+ * step received whole before it is forwarded, and a group's busiest
+ * channel runs its j parts in turn, each a step behind the last
+ * (cgroup.h): (depth + n - 1 + j - 1) steps of s / n at chain_s. */
 double pipe_floor_s(const struct pipe *pp, double size_B);
 
 /* The share (0, 1] of the phase's channels the kernel runs for size_B:

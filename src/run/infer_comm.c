@@ -19,6 +19,7 @@ struct infer_comm_entry {
 	enum coll_op op;
 	double bytes;
 	uint32_t ngpus, first, last, replicas;
+	uint32_t group;			/* coll_desc.group, 1 for one operation */
 	double time_s;
 };
 
@@ -93,14 +94,16 @@ static uint64_t hash_entry(const struct infer_comm_entry *e)
 	h = mix(h, e->ngpus);
 	h = mix(h, e->first);
 	h = mix(h, e->last);
-	return mix(h, e->replicas);
+	h = mix(h, e->replicas);
+	return e->group > 1 ? mix(h, e->group) : h;
 }
 
 /* The key of (lib, d) as an entry. */
 static struct infer_comm_entry key_of(int lib, const struct coll_desc *d)
 {
 	struct infer_comm_entry e = {1, lib, d->op, d->bytes, d->ngpus,
-		d->gpus[0], d->gpus[d->ngpus - 1], d->replicas, 0};
+		d->gpus[0], d->gpus[d->ngpus - 1], d->replicas,
+		d->group > 1 ? d->group : 1, 0};
 
 	return e;
 }
@@ -110,7 +113,8 @@ static int same(const struct infer_comm_entry *a,
 {
 	return a->lib == b->lib && a->op == b->op && a->bytes == b->bytes &&
 	       a->ngpus == b->ngpus && a->first == b->first &&
-	       a->last == b->last && a->replicas == b->replicas;
+	       a->last == b->last && a->replicas == b->replicas &&
+	       a->group == b->group;
 }
 
 /* The slot of key k: its entry, or the free slot it goes to; NULL when

@@ -19,7 +19,7 @@ int coll_try_time(const struct system_spec *s, const struct run *r,
 	struct net *n;
 	struct coll_desc c = { r->op, r->bytes,
 			       r->gpus ? r->gpus : coll_ids, r->n,
-			       r->a2a, r->algo, -1, r->replicas, 0, NULL, 0, 0 };
+			       r->a2a, r->algo, -1, r->replicas, 0, NULL, 0, 0, 0 };
 	int rc;
 
 	diag_init(&d, NULL);

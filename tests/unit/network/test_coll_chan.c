@@ -29,7 +29,7 @@ static double ll_time(const struct fx *f, double bytes, uint32_t ranks,
 	struct diag d;
 	struct net *n;
 	struct coll_desc c = { COLL_ALLREDUCE, bytes, ids, ranks, NULL, algo,
-			       -1, 1, 0, NULL, 0, 0 };
+			       -1, 1, 0, NULL, 0, 0, 0 };
 	struct net_coll_result out;
 
 	diag_init(&d, NULL);

@@ -56,7 +56,7 @@ static const uint32_t ranks[2] = { 0, 1 };
 static void add_allreduce(struct step *s, uint32_t stream)
 {
 	struct coll_desc c = { COLL_ALLREDUCE, GiB, gpus, 2, NULL,
-			       ALGO_RING, -1, 1, 0, NULL, 0, 0 };
+			       ALGO_RING, -1, 1, 0, NULL, 0, 0, 0 };
 	struct task_info info = { "dp_allreduce", TASK_COMM, -1, -1,
 				  TASK_PHASE_NONE };
 
@@ -107,7 +107,7 @@ Test(net_exec, compute_overlaps_communication)
 static task_id add_allreduce_of(struct step *s, double bytes)
 {
 	struct coll_desc c = { COLL_ALLREDUCE, bytes, gpus, 2, NULL,
-			       ALGO_RING, -1, 1, 0, NULL, 0, 0 };
+			       ALGO_RING, -1, 1, 0, NULL, 0, 0, 0 };
 	struct task_info info = { "dp_allreduce", TASK_COMM, -1, -1,
 				  TASK_PHASE_NONE };
 	task_id t = prog_coll(s->prog, ranks, 2, 0, &c, &info);

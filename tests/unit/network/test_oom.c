@@ -21,8 +21,8 @@ static int standalone(const struct system_spec *s)
 {
 	struct diag d;
 	struct net *n;
-	struct coll_desc ar = { COLL_ALLREDUCE, 1e8, gpus, 16, NULL, -1, -1, 4, 0, NULL, 0, 0 };
-	struct coll_desc a2a = { COLL_ALLTOALL, 1e8, gpus, 16, NULL, -1, -1, 1, 0, NULL, 0, 0 };
+	struct coll_desc ar = { COLL_ALLREDUCE, 1e8, gpus, 16, NULL, -1, -1, 4, 0, NULL, 0, 0, 0 };
+	struct coll_desc a2a = { COLL_ALLTOALL, 1e8, gpus, 16, NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 	struct net_coll_result out;
 	int rc = -1;
 
@@ -48,7 +48,7 @@ static int stepped(const struct system_spec *s)
 	struct diag d;
 	struct sim *sim = sim_new();
 	struct net *n;
-	struct coll_desc ar = { COLL_ALLREDUCE, 1e8, gpus, 16, NULL, -1, -1, 1, 0, NULL, 0, 0 };
+	struct coll_desc ar = { COLL_ALLREDUCE, 1e8, gpus, 16, NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 	int done = 0, rc = -1;
 
 	diag_init(&d, NULL);

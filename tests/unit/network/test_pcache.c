@@ -14,7 +14,7 @@ static struct pkey key8(uint32_t *gpus, uint32_t g0, double bytes)
 
 	for (i = 0; i < 8; i++)
 		gpus[i] = g0 + i;
-	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, bytes, gpus, NULL, NULL };
+	return (struct pkey){ PK_CHOICE, 0, -1, -1, 8, 1, 1, bytes, gpus, NULL, NULL };
 }
 
 Test(net_pcache, keeps_every_entry_past_its_first_size)

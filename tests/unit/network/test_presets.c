@@ -119,7 +119,7 @@ Test(net_presets, every_system_builds_and_runs)
 		uint32_t p = (uint32_t)system_gpus(s), k;
 		uint32_t *gpus = arena_alloc(&a, p * sizeof(*gpus));
 		struct coll_desc c = { COLL_ALLREDUCE, 64 << 20, gpus, p, NULL,
-				       -1, -1, 1, 0, NULL, 0, 0 };
+				       -1, -1, 1, 0, NULL, 0, 0, 0 };
 		struct net_coll_result r;
 		struct diag d;
 		struct net *n;
@@ -143,7 +143,7 @@ Test(net_presets, mi300x_pair_is_one_link)
 	struct arena a;
 	const struct system_spec *s;
 	uint32_t g[2] = { 0, 1 };
-	struct coll_desc c = { COLL_ALLREDUCE, 1 << 30, g, 2, NULL, -1, -1, 1, 0, NULL, 0, 0 };
+	struct coll_desc c = { COLL_ALLREDUCE, 1 << 30, g, 2, NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 	struct net_coll_result r;
 	struct diag d;
 	struct net *n;

@@ -55,7 +55,7 @@ static const uint32_t node1[8] = { 8, 9, 10, 11, 12, 13, 14, 15 };
 
 static struct coll_desc send_1g(void)
 {
-	struct coll_desc c = { COLL_SENDRECV, GiB, pair, 2, NULL, -1, -1, 1, 0, NULL, 0, 0 };
+	struct coll_desc c = { COLL_SENDRECV, GiB, pair, 2, NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 
 	return c;
 }
@@ -132,7 +132,7 @@ Test(net_step, disjoint_collectives_do_not_interfere)
 {
 	struct env e;
 	struct coll_desc c0 = { COLL_ALLREDUCE, GiB, node0, 8, NULL,
-				ALGO_RING, -1, 1, 0, NULL, 0, 0 };
+				ALGO_RING, -1, 1, 0, NULL, 0, 0, 0 };
 	struct coll_desc c1 = c0;
 	struct done_rec a, b;
 
@@ -186,7 +186,7 @@ Test(net_step, a_bad_collective_still_completes_and_is_reported)
 {
 	struct env e;
 	uint32_t bad[2] = { 0, 1000 };
-	struct coll_desc c = { COLL_ALLREDUCE, 1e6, bad, 2, NULL, -1, -1, 1, 0, NULL, 0, 0 };
+	struct coll_desc c = { COLL_ALLREDUCE, 1e6, bad, 2, NULL, -1, -1, 1, 0, NULL, 0, 0, 0 };
 	struct done_rec a;
 
 	env_init(&e, 2);
