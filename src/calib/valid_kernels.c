@@ -42,8 +42,15 @@ struct ref {
 	const char *path;		/* the file */
 	const char *id;			/* its id */
 	const char *gpu_name;		/* GPU preset */
-	const char *kind;		/* gemm, attention, stream, memory */
-	enum dtype dt;			/* gemm and attention */
+	const char *kind;		/* gemm, attention, decode_attention,
+					 * stream, memory */
+	enum dtype dt;			/* gemm and attention; decode_attention:
+					 * Q and O */
+	double kv_B;			/* B per K/V cache element,
+					 * decode_attention */
+	int split;			/* decode_attention: enum
+					 * gpu_trtllm_decode, the kernel's
+					 * split of the keys */
 	double launch_s;		/* s, launch_overhead; < 0 = kernel_launch */
 	double min_time_s;		/* s, shorter rows not scored */
 	double array_B;			/* B, stream arrays */
@@ -152,6 +159,33 @@ static int read_fp8_accum(const struct cnode *root, struct ref *r,
 	return 0;
 }
 
+/* decode_attention: `kv_dtype` (bf16, fp16 or fp8), the KV cache's
+ * element. */
+static int read_kv_dtype(const struct cnode *root, struct ref *r,
+			 struct diag *d)
+{
+	const char *t = get_str(root, "kv_dtype");
+
+	const char *k = get_str(root, "decode_kernel");
+
+	if (t && (strcmp(t, "bf16") == 0 || strcmp(t, "fp16") == 0))
+		r->kv_B = 2;
+	else if (t && strcmp(t, "fp8") == 0)
+		r->kv_B = 1;
+	else
+		return bad(d, root, "'kv_dtype': expected bf16, fp16 or fp8 "
+			   "(kind decode_attention)");
+	/* decode_kernel as the engine key: trtllm splits the keys by the
+	 * GPU's attention.trtllm_decode rule, flash (absent) by the
+	 * generic fill rule */
+	if (k && strcmp(k, "trtllm") == 0)
+		r->split = r->g.attention.trtllm_decode;
+	else if (k && strcmp(k, "flash") != 0)
+		return bad(d, cnode_get(root, "decode_kernel"),
+			   "'decode_kernel': expected flash or trtllm");
+	return 0;
+}
+
 static int read_header(struct config_ctx *cx, const struct cnode *root,
 		       struct ref *r)
 {
@@ -171,6 +205,9 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 	 * method's launch_overhead. */
 	if (r->launch_s >= 0)
 		r->g.kernel_launch_s = r->launch_s;
+	if (strcmp(r->kind, "decode_attention") == 0)
+		return get_dtype(root, r, cx->diag) < 0 ? -1 :
+		       read_kv_dtype(root, r, cx->diag);
 	if (strcmp(r->kind, "gemm") == 0 || strcmp(r->kind, "attention") == 0)
 		return get_dtype(root, r, cx->diag) < 0 ? -1 :
 		       read_fp8_accum(root, r, cx->diag);
@@ -420,6 +457,44 @@ static int row_attention(const struct ref *r, const struct cnode *row,
 	return 0;
 }
 
+/* A decode attention call (kind decode_attention): `batch` sequences of
+ * one new query token each over `cached` keys already in a paged cache
+ * (so cached + 1 keys with the new one), heads_q / heads_kv heads of
+ * head_dim, measured time `s`. Predicted as a serving step's decode
+ * attention (gpu_attention_decode, Q/O in the file's dtype, K/V at its
+ * kv_dtype); the rate is the K/V cache's bytes over the time, TB/s. */
+static int row_decode(const struct ref *r, const struct cnode *row,
+		      struct line *l)
+{
+	const char *label = get_str(row, "label");
+	double b = get_num(row, "batch"), cached = get_num(row, "cached");
+	double s = get_num(row, "s"), kv_bytes;
+	struct gpu_attn_heads h = {0};
+	struct gpu_attn_group grp;
+	struct gpu_cost c;
+
+	h.heads_q = get_num(row, "heads_q");
+	h.heads_kv = get_num(row, "heads_kv");
+	h.head_dim_qk = h.head_dim_v = get_num(row, "head_dim");
+	h.kv_B = r->kv_B;
+	h.split = r->split;
+	if (!(b >= 1 && b == floor(b) && cached >= 0 &&
+	      cached == floor(cached) && h.heads_q > 0 && h.heads_kv > 0 &&
+	      h.heads_q >= h.heads_kv && h.head_dim_qk > 0 && s > 0))
+		return -1;
+	grp = (struct gpu_attn_group){b, 1, cached + 1};
+	c = gpu_attention_decode(&r->g, r->dt, &h, &grp, 1);
+	kv_bytes = b * (cached + 1) * h.heads_kv * 2 * h.head_dim_qk * h.kv_B;
+	snprintf(l->label, sizeof(l->label), "%s%sb %.0f, %.0f/%.0f heads, "
+		 "%.0f cached", label ? label : "", label ? " " : "", b,
+		 h.heads_q, h.heads_kv, cached);
+	l->meas = kv_bytes / s / 1e12;
+	l->meas_s = s;
+	l->pred = kv_bytes / c.time_s / 1e12;
+	l->unit = "TB/s";
+	return 0;
+}
+
 /* BabelStream kernels: arrays read and written. */
 static int stream_arrays(const char *k, double *rd, double *wr)
 {
@@ -532,6 +607,8 @@ static int do_row(struct valid_table *t, const struct ref *r,
 		return -1;
 	if (strcmp(r->kind, "gemm") == 0)
 		rc = row_gemm(r, row, &l, d);
+	else if (strcmp(r->kind, "decode_attention") == 0)
+		rc = row_decode(r, row, &l);
 	else if (strcmp(r->kind, "stream") == 0)
 		rc = row_stream(r, row, &l);
 	else if (strcmp(r->kind, "memory") == 0)

@@ -18,6 +18,7 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
+const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
 					       NULL};
 const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
@@ -192,6 +193,14 @@ static const struct schema_field engine_fields[] = {
 		  "place, a k-way sum) or cutlass (TensorRT-LLM's CUTLASS fused "
 		  "MoE: input quantization, a row sort, permuted copies of the "
 		  "rows, grouped GEMMs, a finalize kernel writing every token)" },
+	{ .key = "decode_kernel", .type = ST_ENUM,
+	  .offset = OFF(decode_kernel), .values = engine_decode_kernel_names,
+	  .def = "flash",
+	  .help = "decode attention kernel: flash (FlashInfer / FlashAttention "
+		  "split-KV, splitting a sequence's keys only to fill the GPU) "
+		  "or trtllm (TensorRT-LLM's own, splitting by the GPU's "
+		  "attention.trtllm_decode rule: XQA on Hopper, trtllm-gen on "
+		  "Blackwell)" },
 	{ .key = "vision_encoder", .type = ST_ENUM,
 	  .offset = OFF(vision_encoder), .values = engine_vision_encoder_names,
 	  .def = "none",

@@ -73,6 +73,7 @@ extern const char *const engine_quant_fusion_names[];
 extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
+extern const char *const engine_decode_kernel_names[];
 extern const char *const engine_vision_encoder_names[];
 extern const char *const engine_estimate_logits_names[];
 extern const char *const engine_attn_temperature_names[];
@@ -119,6 +120,16 @@ enum engine_moe_kernels {
 				 * sort, permute the rows, grouped GEMMs,
 				 * finalize (unpermute, scale, k-way sum) */
 	ENGINE_MOE_COUNT
+};
+
+/* Whose decode attention kernel the engine runs (its split of a
+ * sequence's keys over CTAs, gpu_attn_infer.c). */
+enum engine_decode_kernel {
+	ENGINE_DECODE_FLASH,	/* FlashInfer / FlashAttention split-KV: split
+				 * only to fill the GPU */
+	ENGINE_DECODE_TRTLLM,	/* TensorRT-LLM's own: the GPU's
+				 * attention.trtllm_decode rule (XQA, trtllm-gen) */
+	ENGINE_DECODE_COUNT
 };
 
 /* Which kernels write a quantized GEMM input themselves (when the GEMMs
@@ -258,6 +269,7 @@ struct engine_spec {
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
+	int decode_kernel;			/* enum engine_decode_kernel */
 	int vision_encoder;			/* enum engine_vision_encoder */
 	double vision_encoder_B;		/* B per vision parameter as held */
 	int estimate_logits;			/* enum engine_estimate_logits */

@@ -178,6 +178,9 @@ static const struct schema tilebw_schema = {
 	.nfields = SCHEMA_COUNT(tilebw_fields),
 };
 
+const char *const gpu_trtllm_decode_names[] = {"none", "xqa", "trtllm_gen",
+					       NULL};
+
 static const struct schema_field attn_fields[] = {
 	{ .key = "fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, fwd_efficiency),
@@ -297,6 +300,14 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, mxfp8_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
 	  .help = "the same, backward (default fp8_bwd_efficiency)" },
+	{ .key = "trtllm_decode", .type = ST_ENUM,
+	  .offset = offsetof(struct gpu_attention_spec, trtllm_decode),
+	  .values = gpu_trtllm_decode_names, .def = "none",
+	  .help = "TensorRT-LLM's decode attention kernel on this GPU, which "
+		  "splits a sequence's keys by its own rule (engine "
+		  "decode_kernel: trtllm): xqa (Hopper: XQA multi-block), "
+		  "trtllm_gen (Blackwell: trtllm-gen FMHA multi-CTA KV) or "
+		  "none (the generic rule)" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

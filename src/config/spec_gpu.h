@@ -108,7 +108,21 @@ struct gpu_attention_spec {
 	double mxfp8_fwd_efficiency;	/* the vendor kernel in MXFP8, forward: fraction of the clock-scaled
 					 * mxfp8 peak; 0 = fp8_fwd_efficiency */
 	double mxfp8_bwd_efficiency;	/* the same, backward; 0 = fp8_bwd_efficiency */
+	int trtllm_decode;		/* enum gpu_trtllm_decode: the decode kernel
+					 * TensorRT-LLM runs on this GPU, which splits
+					 * the keys by its own rule */
 };
+
+/* TensorRT-LLM's decode attention kernel family on a GPU (its split of a
+ * sequence's keys over CTAs, gpu_attn_infer.c). */
+enum gpu_trtllm_decode {
+	GPU_TRTLLM_DECODE_NONE,		/* not set: the generic fill rule */
+	GPU_TRTLLM_DECODE_XQA,		/* XQA (Hopper and earlier) */
+	GPU_TRTLLM_DECODE_TRTLLM_GEN,	/* trtllm-gen FMHA (Blackwell) */
+	GPU_TRTLLM_DECODE_COUNT
+};
+
+extern const char *const gpu_trtllm_decode_names[];
 
 struct gpu_spec {
 	const char *name;			/* preset name */

@@ -270,6 +270,10 @@ struct gpu_attn_heads {
 				 * head_dim_v elements) */
 	double window;		/* sliding window: keys a query sees at most;
 				 * 0 = every earlier one */
+	int split;		/* decode: how the kernel splits a sequence's
+				 * keys over CTAs (enum gpu_trtllm_decode:
+				 * NONE the generic fill rule, XQA or
+				 * TRTLLM_GEN TensorRT-LLM's kernels') */
 };
 
 /* Prefill (chunks of q >= 1 tokens, flash attention over the cached

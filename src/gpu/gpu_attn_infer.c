@@ -63,8 +63,17 @@
  * that fits that grid); XQA, TensorRT-LLM's Hopper decode (@12453212
  * decoderXQAImplCommon.h computeMultiBlockCount: kv / 512 blocks, at
  * most round(sqrt(8 kv / 512)), cut by floor to at most 8 waves, so
- * 1 block once the units exceed 4 waves). Their s differs from the
- * ceil above below one wave (not modelled per engine).
+ * 1 block once the units exceed 4 waves). h->split picks the rule:
+ * the ceil above (FlashInfer-like, GPU_TRTLLM_DECODE_NONE), trtllm-gen's
+ * floor, s = min(floor(U / N0), ceil(kv / B_k)) while N0 < U
+ * (GPU_TRTLLM_DECODE_TRTLLM_GEN), or XQA's count with kv the group's
+ * keys, s = max(1, min(x, round(sqrt(8 x)))) for x = floor(kv / 512),
+ * cut to floor(s / (w / 8)) when the w = N0 s / U waves exceed 8
+ * (GPU_TRTLLM_DECODE_XQA; it splits past one wave too, so a partial last
+ * wave of long sequences shrinks: 8 H200 sequences of 32k keys and 8 KV
+ * heads run 16 blocks each, 7.8 waves, where the ceil gives 3 and two
+ * waves of 1.45). The engine's decode_kernel says whether the GPU's
+ * TensorRT-LLM rule applies (attention.trtllm_decode).
  *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
@@ -209,13 +218,35 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 			     fmax(comp_s, bytes / bw), comp_s, bytes / bw);
 }
 
-/* Splits of a group's keys (see the top). */
-static double kv_splits(const struct gpu_spec *g, double n0, double kv)
+/* XQA's multi-block count (see the top): kv / 512 blocks, at most
+ * round(sqrt(8 kv / 512)), cut to at most kTargetWaveFactor (8) waves of
+ * the n0 (sequence, KV head) units. */
+#define XQA_MIN_KEYS_PER_BLOCK 512	/* kMinHistoryTokensPerBlock */
+#define XQA_TARGET_WAVES 8		/* kTargetWaveFactor */
+
+static double xqa_splits(double cus, double n0, double kv)
+{
+	double s = floor(kv / XQA_MIN_KEYS_PER_BLOCK), waves;
+
+	s = fmax(1, fmin(s, round(sqrt(8 * s))));
+	waves = n0 * s / cus;
+	if (waves > XQA_TARGET_WAVES)
+		s = floor(s / (waves / XQA_TARGET_WAVES));
+	return fmax(1, s);
+}
+
+/* Splits of a group's keys (see the top): h->split's rule. */
+static double kv_splits(const struct gpu_spec *g,
+			const struct gpu_attn_heads *h, double n0, double kv)
 {
 	double cus = (double)g->compute_units, bk = (double)g->attention.block_q;
 
+	if (h->split == GPU_TRTLLM_DECODE_XQA)
+		return xqa_splits(cus, n0, kv);
 	if (n0 >= cus || bk <= 0)
 		return 1;
+	if (h->split == GPU_TRTLLM_DECODE_TRTLLM_GEN)
+		return fmax(1, fmin(floor(cus / n0), ceil(kv / bk)));
 	return fmax(1, fmin(ceil(cus / n0), ceil(kv / bk)));
 }
 
@@ -261,7 +292,7 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 		flops += x->count * h->heads_q * gpu_attn_pairs(&a) *
 			 pair_flops(h);
 		bytes += group_bytes(h, x, e);
-		s = kv_splits(g, n0, keys_read(h, x));
+		s = kv_splits(g, h, n0, keys_read(h, x));
 		keys = keys_read(h, x) / s;
 		mem_s = keys * kv_width(h) * h->kv_B / (bw / cus);
 		comp = x->q * gq * keys * pair_flops(h) /

@@ -263,6 +263,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		s->engine ? (int)s->engine->graph_input_copies : 0;
 	d->sampler_passes = s->engine ? (int)s->engine->sampler_passes : 1;
 	d->sampler_copies = s->engine ? (int)s->engine->sampler_copies : 0;
+	d->trtllm_decode = s->engine &&
+			   s->engine->decode_kernel == ENGINE_DECODE_TRTLLM;
 	d->skinny_rows = s->engine ? (int)s->engine->skinny_gemm_rows : 0;
 	d->skinny_rows_base =
 		s->engine ? (int)s->engine->skinny_gemm_rows_base : 0;

@@ -152,6 +152,8 @@ struct infer_dims {
 	int graph_input_copies;	/* input copies before a graph replay */
 	int sampler_passes;	/* sampler kernels over the fp32 logits */
 	int sampler_copies;	/* sampler host-device copies */
+	int trtllm_decode;	/* decode attention splits by the GPU's
+				 * TensorRT-LLM rule (engine decode_kernel) */
 	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */
 	int skinny_rows_base;	/* unquantized GEMMs of <= rows: one kernel */
 	int fp8_fast_accum;	/* dense fp8 GEMMs in Hopper's fast-

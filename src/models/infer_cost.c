@@ -173,6 +173,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 	case IK_ATTN_DECODE:
 		n = groups_of(b, 0, kind, grp);
 		attn_heads(d, 1, kind, &h);
+		if (d->trtllm_decode)
+			h.split = g->attention.trtllm_decode;
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:
 		if (op->search_rows > 0)

@@ -1,0 +1,105 @@
+/*
+ * test_attn_decode_split.c - how a decode attention kernel splits a
+ * sequence's keys (src/gpu/gpu_attn_infer.c, gpu_attn_heads.split) on the
+ * toy GPU of fixture.h: U = 100 units, HBM 10 TB/s x 0.5 = 5 TB/s (5e10
+ * B/s a unit), block_q 128 keys a tile, no launch or tile overhead, no
+ * MMA padding (mma_rows 0), attention 250 TFLOP/s.
+ *
+ * The shape every test uses: 8 query heads over 1 KV head of 128 (GQA 8),
+ * bf16 Q/O, an FP8 KV cache (1 B an element), one new token a sequence
+ * over kv = 32768 keys. A unit (sequence, KV head, split) of k keys reads
+ * k x 256 B at 5e10 B/s and computes 8 x k x 2 x 256 FLOP at 2.5 TFLOP/s:
+ *
+ *   memory  k x 5.12 ns,  compute k x 1.638 ns: memory-bound
+ *
+ * A sequence's bytes, D_1 = 8 x 256 x 2 (Q, O) + 32768 x 256 (K, V) + 8 x
+ * 4 (LSE) = 8,392,736 B. Split units leave partial outputs the merge
+ * reads: 8 x (s x 129 x 4 + 128 x 2) B a sequence.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+
+#define KV 32768.0
+#define UNIT_S(keys) ((keys) * 256.0 / 5e10)
+#define SEQ_B (8.0 * 256 * 2 + KV * 256 + 8 * 4)
+#define MERGE_B(seqs, s) ((seqs) * 8.0 * ((s) * 129 * 4 + 128 * 2))
+
+static double decode_s(int split, double seqs)
+{
+	struct gpu_spec g;
+	struct gpu_attn_heads h = {
+		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
+		.head_dim_v = 128, .kv_B = 1, .split = split,
+	};
+	struct gpu_attn_group grp = {seqs, 1, KV};
+
+	gpu_fixture_toy(&g);
+	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+}
+
+Test(gpu, decode_fill_rule_splits_to_fill_then_pays_a_partial_wave)
+{
+	/* 60 sequences: N0 = 60 units < U; s = min(ceil(100 / 60),
+	 * ceil(32768 / 128)) = 2 -> 120 units of 16384 keys, 2 waves:
+	 * 2 x 83.886 us = 167.77 us (D = 60 x 8.39 MB = 503.6 MB is
+	 * 100.7 us at 5 TB/s), + the merge, 60 x 8 x 1288 B = 618 KB,
+	 * 0.124 us. */
+	double want = 2 * UNIT_S(KV / 2) + MERGE_B(60, 2) / 5e12;
+
+	cr_assert(gpu_fixture_near(decode_s(GPU_TRTLLM_DECODE_NONE, 60), want,
+				   1e-9), "%g vs %g", decode_s(0, 60), want);
+}
+
+Test(gpu, decode_xqa_splits_past_one_wave_to_eight)
+{
+	/* XQA: x = floor(32768 / 512) = 64 blocks, at most round(sqrt(8 x
+	 * 64)) = round(22.6) = 23; waves 60 x 23 / 100 = 13.8 > 8, so
+	 * floor(23 / (13.8 / 8)) = floor(13.33) = 13 blocks a sequence:
+	 * 780 units of 32768 / 13 = 2520.6 keys (12.905 us) in 8 waves
+	 * (7.8 rounded up) = 103.24 us, above D / B = 100.7 us; merge
+	 * 60 x 8 x (13 x 516 + 256) B = 3.343 MB, 0.669 us. Against the
+	 * fill rule's 167.9 us: 1.62x faster, the partial wave gone. */
+	double want = 8 * UNIT_S(KV / 13) + MERGE_B(60, 13) / 5e12;
+	double got = decode_s(GPU_TRTLLM_DECODE_XQA, 60);
+
+	cr_assert(gpu_fixture_near(got, want, 1e-9), "%g vs %g", got, want);
+	cr_assert(got < decode_s(GPU_TRTLLM_DECODE_NONE, 60) / 1.6);
+}
+
+Test(gpu, decode_xqa_keeps_one_block_past_eight_waves)
+{
+	/* 900 sequences: waves 900 x 23 / 100 = 207, floor(23 / 25.9) = 0
+	 * -> 1 block: 900 units of all 32768 keys (167.77 us) in 9 waves =
+	 * 1509.9 us, under the bytes' D / B = 900 x 8,392,736 B / 5e12 =
+	 * 1510.7 us (Q, O and the LSE on top of the keys), which binds; no
+	 * merge. The fill rule does not split either (N0 = 900 >= U), so
+	 * both give the same. */
+	double want = 900 * SEQ_B / 5e12;
+
+	cr_assert(9 * UNIT_S(KV) < want);
+
+	cr_assert(gpu_fixture_near(decode_s(GPU_TRTLLM_DECODE_XQA, 900), want,
+				   1e-9));
+	cr_assert(gpu_fixture_near(decode_s(GPU_TRTLLM_DECODE_NONE, 900),
+				   want, 1e-9));
+}
+
+Test(gpu, decode_trtllm_gen_splits_by_the_floor_in_one_wave)
+{
+	/* 30 sequences: trtllm-gen's min(ceil(kv / 128), max(1, floor(100 /
+	 * 30))) = 3 -> 90 units of 10922.7 keys, one wave: 55.92 us, above
+	 * D / B = 50.36 us; merge 30 x 8 x (3 x 516 + 256) = 433 KB,
+	 * 0.087 us. The fill rule's ceil(100 / 30) = 4 gives 120 units, two
+	 * waves of 8192 keys: 2 x 41.94 = 83.89 us (+ 0.111 us merge). */
+	double gen = 1 * UNIT_S(KV / 3) + MERGE_B(30, 3) / 5e12;
+	double fill = 2 * UNIT_S(KV / 4) + MERGE_B(30, 4) / 5e12;
+
+	cr_assert(gpu_fixture_near(decode_s(GPU_TRTLLM_DECODE_TRTLLM_GEN, 30),
+				   gen, 1e-9));
+	cr_assert(gpu_fixture_near(decode_s(GPU_TRTLLM_DECODE_NONE, 30), fill,
+				   1e-9));
+	/* D / B holds the floor from below: 30 x 8,392,736 B / 5e12 */
+	cr_assert(gen > 30 * SEQ_B / 5e12);
+}
