@@ -200,6 +200,13 @@ bad "output length 0" \
 	tests/data/serve/bad-output-zero.yaml
 bad "output length 0 (--set)" "'serving.output_len': expected at least 1 token" \
 	"$job" --set serving.output_len=0
+# A length's min is a token at least: min 0 acted as 1 without a word
+# (every draw is raised to 1).
+bad "input length min 0" "'serving.input_len.min': expected an integer from 1 to" \
+	"$job" --set serving.input_len.dist=uniform --set serving.input_len.min=0 \
+	--set serving.input_len.max=64
+bad "output length min 0" "'serving.output_len.min': expected an integer from 1 to" \
+	"$job" --set serving.output_len.min=0
 # (the context raised past the prompt: the context check comes first)
 bad "KV smaller than one sequence" \
 	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \
