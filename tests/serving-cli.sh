@@ -194,6 +194,14 @@ got=$(sqlite3 "$tmp/r.db" "SELECT completed, engine, ttft_p99_s > 0, tpot_p50_s 
 got=$(sqlite3 "$tmp/r.db" "SELECT phase, batch, step_time_s >= hbm_floor_s FROM v_inference_steps" 2>&1)
 [ "$got" = "decode|4|1" ] || { echo "FAIL: v_inference_steps: '$got'"; fail=1; }
 
+# A decode step whose sequences the KV cache cannot hold says why it does
+# not fit: its memory total (the cache's capacity) is below the usable
+# ("75.89 GB of 84.45 GB usable: DOES NOT FIT" without a reason).
+"$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store \
+	--set serving.batch=100000 >"$tmp/out" 2>&1
+grep -q "DOES NOT FIT (pipeline rank 0: the step's sequences need more KV pages than the cache holds)" "$tmp/out" ||
+	{ echo "FAIL: decode past the KV cache: no reason"; cat "$tmp/out"; fail=1; }
+
 # Bad input: exit 2 with where.
 bad "output length 0" \
 	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
