@@ -203,6 +203,11 @@ grep -q "DOES NOT FIT (pipeline rank 0: the step's sequences need more KV pages 
 	{ echo "FAIL: decode past the KV cache: no reason"; cat "$tmp/out"; fail=1; }
 
 # Bad input: exit 2 with where.
+# vLLM's token budget below its sequence budget is refused as vLLM does
+# (max_num_batched_tokens 1 ran, one sequence's token a step, exit 0).
+bad "vLLM tokens below seqs" \
+	"max_num_batched_tokens 1 is below max_num_seqs 1024 (vLLM refuses it" \
+	"$job" --set serving.max_num_batched_tokens=1
 bad "output length 0" \
 	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
 	tests/data/serve/bad-output-zero.yaml
