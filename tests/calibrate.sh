@@ -136,6 +136,10 @@ status() {	# status WANT WHAT ARGS...
 		{ bad "$what: exit $got, expected $want with an error"; cat "$tmp/err"; }
 }
 status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
+# An empty list or item is refused: strtok skipped them, so --run , fitted
+# every run in the database and --params , named no parameter.
+status 2 "--run ," calibrate --db "$tmp/all.db" --run ,
+status 2 "--params ," calibrate --db "$tmp/all.db" --params ,
 status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
 status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency
 status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.yaml"

@@ -170,6 +170,12 @@ status 2 "dispatch: topk above experts" --system dgx-h100 --op dispatch \
 	--ranks 8 --experts 8 --topk 16
 status 2 "dispatch: bad tokens" --system dgx-h100 --op dispatch --ranks 8 \
 	--tokens 12,x
+# An empty list or a trailing comma is refused: --tokens '' ran the default
+# 4096 tokens, exit 0.
+status 2 "dispatch: empty tokens" --system dgx-h100 --op dispatch --ranks 8 \
+	--tokens ''
+status 2 "dispatch: tokens with a trailing comma" --system dgx-h100 \
+	--op dispatch --ranks 8 --tokens 128,
 status 2 "dispatch: unknown dispatcher" --system dgx-h100 --op dispatch \
 	--ranks 8 --dispatcher deepepp
 # DeepEP V1's normal kernels reach 8 GPUs of one NVLink domain

@@ -38,6 +38,26 @@ for key in '"candidates"' '"parallelism"' '"training"' '"step_time_s"' \
 	grep -q "$key" "$tmp/out" || { echo "FAIL: --json lacks $key"; fail=1; }
 done
 
+# Every key of plan --json is in the table of docs/cli-output.md (as run
+# --json's: tests/run-cli.sh), backquoted there alone or as a part of a
+# dotted name: the default job, --max-gpus (front), an MoE job and
+# --pd-ratio (an array). (The page had none of the 114 keys; 35, the
+# by_rule names and the analytical counters among them, were on no page.)
+pdjob=workloads/jobs/serve-llama3-70b-pd-h100.yaml
+for args in "$job --top 3" "$job --top 2 --max-gpus 16" \
+	    "tests/scenarios/qwen3-30b-ep8-deepep/job.yaml --top 2" \
+	    "$pdjob --pd-ratio"; do
+	# shellcheck disable=SC2086 # args are words
+	"$llmsim" plan $args --json --no-store >"$tmp/k" 2>/dev/null ||
+		{ echo "FAIL: plan $args --json"; fail=1; continue; }
+	for k in $(grep -o '"[a-z_0-9]*":' "$tmp/k" | tr -d '":' | sort -u); do
+		grep -q "[\`.]$k[\`.]" docs/cli-output.md || {
+			echo "FAIL: plan $args --json: key '$k' is not in docs/cli-output.md"
+			fail=1
+		}
+	done
+done
+
 # A pin is respected: every row has tp 2.
 check "pin" "$llmsim" plan "$job" --top 4 --set parallelism.tp=2 --no-store
 if grep '^ *[0-9]  tp' "$tmp/out" | grep -qv '^ *[0-9]  tp 2 '; then

@@ -194,12 +194,32 @@ got=$(sqlite3 "$tmp/r.db" "SELECT completed, engine, ttft_p99_s > 0, tpot_p50_s 
 got=$(sqlite3 "$tmp/r.db" "SELECT phase, batch, step_time_s >= hbm_floor_s FROM v_inference_steps" 2>&1)
 [ "$got" = "decode|4|1" ] || { echo "FAIL: v_inference_steps: '$got'"; fail=1; }
 
+# A decode step whose sequences the KV cache cannot hold says why it does
+# not fit: its memory total (the cache's capacity) is below the usable
+# ("75.89 GB of 84.45 GB usable: DOES NOT FIT" without a reason).
+"$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store \
+	--set serving.batch=100000 >"$tmp/out" 2>&1
+grep -q "DOES NOT FIT (pipeline rank 0: the step's sequences need more KV pages than the cache holds)" "$tmp/out" ||
+	{ echo "FAIL: decode past the KV cache: no reason"; cat "$tmp/out"; fail=1; }
+
 # Bad input: exit 2 with where.
+# vLLM's token budget below its sequence budget is refused as vLLM does
+# (max_num_batched_tokens 1 ran, one sequence's token a step, exit 0).
+bad "vLLM tokens below seqs" \
+	"max_num_batched_tokens 1 is below max_num_seqs 1024 (vLLM refuses it" \
+	"$job" --set serving.max_num_batched_tokens=1
 bad "output length 0" \
 	"tests/data/serve/bad-output-zero.yaml:10:15: error: 'serving.output_len': expected at least 1 token, got 0" \
 	tests/data/serve/bad-output-zero.yaml
 bad "output length 0 (--set)" "'serving.output_len': expected at least 1 token" \
 	"$job" --set serving.output_len=0
+# A length's min is a token at least: min 0 acted as 1 without a word
+# (every draw is raised to 1).
+bad "input length min 0" "'serving.input_len.min': expected an integer from 1 to" \
+	"$job" --set serving.input_len.dist=uniform --set serving.input_len.min=0 \
+	--set serving.input_len.max=64
+bad "output length min 0" "'serving.output_len.min': expected an integer from 1 to" \
+	"$job" --set serving.output_len.min=0
 # (the context raised past the prompt: the context check comes first)
 bad "KV smaller than one sequence" \
 	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \

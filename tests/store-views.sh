@@ -92,6 +92,18 @@ n=$("$llmsim" db export --view v_runs --db "$tmp/ro.db" 2>"$tmp/err" | wc -l)
 	grep -q "<html" "$tmp/ro.html" && [ "$(cksum <"$tmp/ro.db")" = "$before" ] ||
 	{ echo "FAIL: report of a read-only file: $(cat "$tmp/err")"; fail=1; }
 
+# A reader closes the database as a writer does: no -wal or -shm file is
+# left beside a writable one (db views, db export and report left both:
+# a read-only connection cannot checkpoint, so SQLite keeps them).
+cp "$tmp/r.db" "$tmp/rw.db"
+"$llmsim" db views --db "$tmp/rw.db" >/dev/null 2>&1 &&
+"$llmsim" db export --view v_runs --db "$tmp/rw.db" >/dev/null 2>&1 &&
+"$llmsim" report --db "$tmp/rw.db" -o "$tmp/rw.html" >/dev/null 2>&1 ||
+	{ echo "FAIL: reading a writable database"; fail=1; }
+for f in "$tmp/rw.db-wal" "$tmp/rw.db-shm"; do
+	[ ! -e "$f" ] || { echo "FAIL: a reader left $(basename "$f") behind"; fail=1; }
+done
+
 # The documented run columns are those of each sweep's view after its
 # axis columns: v_sweep_views = idx, status, reason, parallelism_tp, v_runs...
 want="idx,status,reason,parallelism_tp,$(documented v_runs)"

@@ -229,6 +229,7 @@ dump "$tmp/merged.db" count >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || bad "3 shards merged differ from the single run"
 "$llmsim" db merge "$tmp/merged.db" "$tmp/shard2.db" 2>"$tmp/err" || bad "merging again"
 grep -q "0 runs added" "$tmp/err" || bad "merging a shard again added runs: $(cat "$tmp/err")"
+grep -q "merged 1 database into" "$tmp/err" || bad "one input is not 'merged 1 database': $(cat "$tmp/err")"
 [ "$(q "$tmp/merged.db" "SELECT count(*) FROM runs")" = "$(q "$tmp/one.db" "SELECT count(*) FROM runs")" ] ||
 	bad "merged database has another number of runs than the single one"
 q "$tmp/merged.db" "SELECT count(*) FROM v_sweep_count" >/dev/null 2>&1 ||

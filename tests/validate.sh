@@ -49,6 +49,10 @@ status() {	# status WANT WHAT ARGS...
 		{ bad "$what: exit $got, expected $want with an error"; cat "$tmp/err"; }
 }
 status 2 "unknown kind" --kind kernels
+# An empty list or item is refused: --kind , ran no table and said "gates
+# (targets): every table met them", exit 0.
+status 2 "no kind" --kind ,
+status 2 "empty kind" --kind kernel,,latency
 status 2 "bad tolerance" --kind kernel --tolerance much
 # A bare number is refused: 0.15 was read as 0.15 % (plan's --headroom
 # reads a bare 0.05 as 5 %).

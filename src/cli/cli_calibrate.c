@@ -50,15 +50,21 @@ struct gathered {
 	char what[256];			/* backend, library, host of the first */
 };
 
+/* --run N[,N]...: every item a run id (an empty one is refused: strtok
+ * skipped it, and --run , fitted every run in the database). */
 static int parse_runs(struct copts *o, const char *v)
 {
-	char buf[512], *save = NULL, *t, *end;
+	char buf[512], *rest, *t, *end;
 
+	if (strlen(v) >= sizeof(buf))
+		return cli_usage_error("calibrate", "--run: a list of at most "
+				       "%zu characters, got %zu", sizeof(buf) - 1,
+				       strlen(v));
 	snprintf(buf, sizeof(buf), "%s", v);
-	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (rest = buf; (t = strsep(&rest, ",")) != NULL;) {
 		long long r = strtoll(t, &end, 10);
 
-		if (*end || r < 1 || o->nruns == MAX_RUNS)
+		if (!*t || *end || r < 1 || o->nruns == MAX_RUNS)
 			return cli_usage_error("calibrate", "--run: expected run "
 					       "ids such as '3' or '3,4', got "
 					       "'%s'", v);
@@ -259,20 +265,34 @@ static int params(const struct copts *o, struct calib_problem *pb,
 {
 	struct arena *a = pb->cx->arena;
 	struct calib_param *all;
-	char buf[1024], *save = NULL, *k, why[256];
+	char buf[1024], *rest, *k, why[256];
 	long n;
 
 	if (o->params) {
+		/* every item a key: an empty one (--params , named none and
+		 * the fit said "out of memory") or a 33rd (dropped without
+		 * a word) is refused */
+		if (strlen(o->params) >= sizeof(buf))
+			return cli_usage_error("calibrate", "--params: a list "
+					       "of at most %zu characters",
+					       sizeof(buf) - 1);
 		snprintf(buf, sizeof(buf), "%s", o->params);
 		pb->par = arena_alloc(a, 32 * sizeof(*pb->par));
 		pb->npar = 0;
-		for (k = strtok_r(buf, ",", &save); k && pb->par;
-		     k = strtok_r(NULL, ",", &save)) {
-			const char *key = arena_strdup(a, strncmp(k, "system.",
-					7) == 0 ? k + 7 : k);
+		for (rest = buf; pb->par && (k = strsep(&rest, ",")) != NULL;) {
+			const char *key;
 
-			if (pb->npar == 32 || !key)
-				break;
+			if (!*k)
+				return cli_usage_error("calibrate", "--params: "
+						       "an empty key in '%s'",
+						       o->params);
+			if (pb->npar == 32)
+				return cli_usage_error("calibrate", "--params: "
+						       "at most 32 keys");
+			key = arena_strdup(a, strncmp(k, "system.", 7) == 0 ?
+					   k + 7 : k);
+			if (!key)
+				return CLI_FAIL;
 			if (calib_param_find(sys, key, &pb->par[pb->npar], why,
 					     sizeof(why)) != 0)
 				return cli_usage_error("calibrate", "--params: "

@@ -183,7 +183,7 @@ static int parse_tokens(struct opts *o, const char *v)
 	const char *p = v;
 
 	o->ntokens = 0;
-	while (*p) {
+	do {	/* at least one item, none empty ('' and '128,' too) */
 		char item[32];
 		size_t n = strcspn(p, ",");
 		double t;
@@ -199,9 +199,7 @@ static int parse_tokens(struct opts *o, const char *v)
 			return CLI_USAGE;
 		o->tokens[o->ntokens++] = t;
 		p += n;
-		if (*p == ',')
-			p++;
-	}
+	} while (*p++ == ',');
 	return CLI_OK;
 }
 

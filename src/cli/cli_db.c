@@ -416,9 +416,10 @@ static int cmd_merge(int argc, char **argv)
 		}
 	}
 	store_close(out);
-	fprintf(stderr, "llmsim: merged %d databases into %s: %llu runs added "
+	fprintf(stderr, "llmsim: merged %d database%s into %s: %llu runs added "
 		"(%llu already there), %llu sweep points added (%llu already "
-		"there)\n", argc - optind - 1, argv[optind],
+		"there)\n", argc - optind - 1, argc - optind - 1 == 1 ? "" : "s",
+		argv[optind],
 		(unsigned long long)s.runs_added,
 		(unsigned long long)s.runs_present,
 		(unsigned long long)s.points_added,

@@ -54,15 +54,24 @@ struct vopts {
 	size_t nsets;
 };
 
+/* --kind K[,K]...: every item a kind or all; an empty list or item is
+ * refused (strtok skipped them: --kind , ran no table and passed). */
 static int parse_kinds(struct vopts *o, const char *v)
 {
-	char buf[128], *save = NULL, *k;
+	char buf[128], *rest, *k;
 	int i;
 
+	if (strlen(v) >= sizeof(buf))
+		return cli_usage_error("validate", "--kind: a list of at most "
+				       "%zu characters, got %zu", sizeof(buf) - 1,
+				       strlen(v));
 	snprintf(buf, sizeof(buf), "%s", v);
 	memset(o->kinds, 0, sizeof(o->kinds));
 	o->explicit_kinds = 1;
-	for (k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+	for (rest = buf; (k = strsep(&rest, ",")) != NULL;) {
+		if (!*k)
+			return cli_usage_error("validate", "--kind: an empty "
+					       "kind in '%s'", v);
 		if (strcmp(k, "all") == 0) {
 			for (i = 0; i < VK_COUNT; i++)
 				o->kinds[i] = 1;

@@ -26,8 +26,9 @@ static const struct schema_field len_fields[] = {
 	  .max = 1e8, .def = "0", .help = "tokens (the fixed length)" },
 	{ .key = "stddev", .type = ST_NUM, .offset = LOFF(stddev), .min = 0,
 	  .max = 1e8, .def = "0", .help = "tokens (normal, lognormal)" },
-	{ .key = "min", .type = ST_INT, .offset = LOFF(min), .min = 0,
-	  .max = 1e8, .def = "1", .help = "tokens; draws below are raised to it" },
+	{ .key = "min", .type = ST_INT, .offset = LOFF(min), .min = 1,
+	  .max = 1e8, .def = "1", .help = "tokens, at least 1; draws below are "
+	  "raised to it" },
 	{ .key = "max", .type = ST_INT, .offset = LOFF(max), .min = 0,
 	  .max = 1e8, .def = "0",
 	  .help = "tokens; draws above are cut to it (0 = no bound)" },

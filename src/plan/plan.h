@@ -69,7 +69,8 @@ enum plan_prune {
 	PR_REDUNDANT,			/* the same step as another layout:
 					 * sequence_parallel with tp 1, a ZeRO
 					 * stage with dp 1, ZeRO 2 with the
-					 * framework's grad_buffer_full */
+					 * framework's grad_buffer_full, gpipe
+					 * over one microbatch (1f1b's step) */
 	PR_UNSUPPORTED,			/* ZeRO 3 on an MoE model: not
 					 * estimated */
 	PR_TP_NODE,			/* a TP group beyond one node (scale-up

@@ -501,6 +501,18 @@ static int level_sp_rc(struct walk *w)
 	return 0;
 }
 
+/* GPipe over one microbatch a schedule is 1F1B's step: every stage runs
+ * the one forward, then the one backward, in both (the step, its
+ * program and its memory are the same; the run --json of a pp 1, 2 and 4
+ * layout differ in the schedule's name only). Searched as 1F1B, the
+ * next schedule in the list, unless the schedule is pinned. */
+static int gpipe_is_1f1b(const struct walk *w)
+{
+	return w->j.parallelism.schedule == SCHED_GPIPE &&
+	       !pinned(w->s, PD_SCHEDULE) &&
+	       job_microbatches(&w->j) / job_schedule_runs(&w->j) == 1;
+}
+
 static int level_sched_mbs(struct walk *w)
 {
 	const struct lists *li = &w->li;
@@ -519,6 +531,10 @@ static int level_sched_mbs(struct walk *w)
 			w->l.mbs = w->j.training.micro_batch_size = li->mbs[k];
 			if ((r = broken(w, RULES_MBS)) >= 0) {
 				prune(w, r, below_mbs(li));
+				continue;
+			}
+			if (gpipe_is_1f1b(w)) {
+				prune(w, PR_REDUNDANT, below_mbs(li));
 				continue;
 			}
 			if (level_sp_rc(w) != 0)

@@ -182,8 +182,13 @@ void infer_print(FILE *out, const struct job_spec *j,
 	}
 	step_human(a, sizeof(a), m->peak_B, UNIT_BYTES);
 	step_human(b, sizeof(b), m->usable_B, UNIT_BYTES);
-	fprintf(out, "  memory per GPU %s of %s usable: %s (pipeline rank %lld)\n",
-		a, b, m->fits ? "fits" : "DOES NOT FIT", (long long)m->rank);
+	fprintf(out, "  memory per GPU %s of %s usable: %s (pipeline rank %lld%s)\n",
+		a, b, m->fits ? "fits" : "DOES NOT FIT", (long long)m->rank,
+		/* within the memory, short of KV pages (infer_run.c): the
+		 * total alone read as if it fitted */
+		!m->fits && m->peak_B <= m->usable_B && m->kv_pages >= 1 ?
+		": the step's sequences need more KV pages than the cache "
+		"holds" : "");
 	step_human(a, sizeof(a), m->weights_B, UNIT_BYTES);
 	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
 	step_human(c, sizeof(c), m->activations_B, UNIT_BYTES);

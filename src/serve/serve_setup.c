@@ -184,6 +184,22 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	/* vLLM refuses a token budget below its sequence budget: every
+	 * running sequence takes at least one token a step
+	 * (SchedulerConfig._verify_args, vllm-project/vllm@f0de1a60
+	 * vllm/config/scheduler.py; V0's the same); llmsim ran it, one
+	 * sequence's token a step */
+	if ((x->eng->scheduler == ENGINE_SCHED_VLLM ||
+	     x->eng->scheduler == ENGINE_SCHED_VLLM_V0) &&
+	    x->max_tokens < x->max_seqs) {
+		snprintf(msg, sizeof(msg), "max_num_batched_tokens %lld is "
+			 "below max_num_seqs %lld (vLLM refuses it: every "
+			 "running sequence takes a token a step): raise "
+			 "max_num_batched_tokens or lower max_num_seqs",
+			 (long long)x->max_tokens, (long long)x->max_seqs);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
 	if (!in->chunked && longest_prompt(s) > in->max_tokens) {
 		snprintf(msg, sizeof(msg), "a prompt of %lld tokens exceeds "
 			 "max_num_batched_tokens %lld and chunked prefill is off "

@@ -374,13 +374,29 @@ static int set_wal(struct store *st, char *mode, size_t size)
 	}
 }
 
-/* Open the file and set the connection up: foreign keys, lock wait. The
- * journal mode comes later (set_journal), once the file is known to be
- * ours: a foreign database is refused untouched. */
+/* The open flags of a connection. A reader of a file it may write opens
+ * it read-write and sets query_only (store_connect): the last connection
+ * to a WAL database checkpoints and deletes the -wal and -shm files when
+ * it closes, which a read-only connection cannot do, so every db views,
+ * db export or report left both behind (SQLite wal.html, "Persistence of
+ * WAL mode"). A file it may not write is opened read-only; a new file is
+ * never created for a reader. */
+static int open_flags(const struct store *st, int readonly)
+{
+	if (!readonly)
+		return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (strcmp(st->path, ":memory:") != 0 && access(st->path, W_OK) == 0)
+		return SQLITE_OPEN_READWRITE;
+	return SQLITE_OPEN_READONLY;
+}
+
+/* Open the file and set the connection up: foreign keys, lock wait (and
+ * for a reader, no write). The journal mode comes later (set_journal),
+ * once the file is known to be ours: a foreign database is refused
+ * untouched. */
 int store_connect(struct store *st, int readonly, struct diag *d)
 {
-	if (store_open_db(st, st->path, readonly ? SQLITE_OPEN_READONLY :
-			  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, d) != 0)
+	if (store_open_db(st, st->path, open_flags(st, readonly), d) != 0)
 		return -1;
 	sqlite3_busy_timeout(st->db, st->busy_ms);
 	if (!readonly && sqlite3_db_readonly(st->db, "main") == 1) {
@@ -389,7 +405,8 @@ int store_connect(struct store *st, int readonly, struct diag *d)
 			   "permissions, or use --db PATH");
 		return -1;
 	}
-	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0)) {
+	if (run_sql(st->db, "PRAGMA foreign_keys = ON", NULL, 0) ||
+	    (readonly && run_sql(st->db, "PRAGMA query_only = ON", NULL, 0))) {
 		store_report(st, d, "opening the results database");
 		return -1;
 	}

@@ -197,6 +197,49 @@ Test(plan, redundant_and_schedule_rules_counted)
 	done(&p);
 }
 
+/* GPipe over one microbatch is 1F1B: ranked once (as 1f1b), not twice
+ * with the same step (the plan printed both, the duplicate taking a
+ * full-simulation slot). */
+Test(plan, gpipe_over_one_microbatch_is_not_ranked_twice)
+{
+	static const char *const sets[] = {
+		"parallelism.tp=1", "parallelism.pp=2",
+		"training.micro_batch_size=1", "training.recompute=full",
+		"parallelism.sequence_parallel=true",
+		"training.global_batch_size=4",
+	};
+	struct planned p;
+	int64_t i;
+
+	load_est(&p, sets, 6, 1000);
+	run_ok(&p);
+	/* As redundant_and_schedule_rules_counted (192 searched, 132 layer
+	 * split, 36 schedule_vpp), with 4 / (1 x dp 4) = 1 microbatch: the
+	 * 4 vpp 2, 4, 8, 16 interleaved x 4 zero stages need microbatches a
+	 * multiple of pp 2 (16 schedule_microbatches); left vpp 1 gpipe and
+	 * 1f1b x 4 zero stages = 8. GPipe's 4 are 1F1B's, and 1F1B's ZeRO 2
+	 * is ZeRO 1 (grad_buffer_full): 5 redundant, 3 left. */
+	cr_assert_eq(p.r.searched, 192);
+	cr_assert_eq(p.r.pruned[PR_LAYER_SPLIT], 132);
+	cr_assert_eq(p.r.pruned[JR_SCHED_VPP], 36);
+	cr_assert_eq(p.r.pruned[JR_SCHED_MICRO], 16);
+	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 5);
+	cr_assert_eq(p.r.ranked + p.r.pruned[PR_MEMORY], 3);
+	for (i = 0; i < p.r.ncands; i++)
+		cr_assert_eq(p.r.cands[i].lay.schedule, SCHED_1F1B);
+	done(&p);
+	/* Pinned, gpipe is searched (and ranked) as asked. */
+	load_est(&p, (const char *const[]){ "parallelism.tp=1",
+		 "parallelism.pp=2", "training.micro_batch_size=1",
+		 "training.recompute=full",
+		 "parallelism.sequence_parallel=true",
+		 "training.global_batch_size=4", "parallelism.schedule=gpipe" },
+		 7, 1000);
+	run_ok(&p);
+	cr_assert_eq(p.r.pruned[PR_REDUNDANT], 1);	/* ZeRO 2 only */
+	done(&p);
+}
+
 /* The same search where ZeRO 2 frees the gradients outside the shard
  * (framework grad_buffer_full false): all 24 layouts are its own. */
 Test(plan, zero2_searched_where_it_shards_gradients)
