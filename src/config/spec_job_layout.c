@@ -316,10 +316,13 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 	    (j->system->gpu->vendor == GPU_NVIDIA))
 		layout_error(s, JR_EP_VENDOR, "dispatcher '%s' runs on %s GPUs "
 			     "only, the system's %s is not one (alltoall or "
-			     "hierarchical run on any)",
+			     "hierarchical run on any; %s)",
 			     j->moe.dispatcher->name ? j->moe.dispatcher->name : "",
 			     ep_vendor_names[j->moe.dispatcher->vendor],
-			     j->system->gpu->name ? j->system->gpu->name : "GPU");
+			     j->system->gpu->name ? j->system->gpu->name : "GPU",
+			     j->system->gpu->vendor == GPU_NVIDIA ?
+			     "deepep, deepep-ll or hybridep on NVIDIA" :
+			     "mori on AMD");
 	/* EP ranks stride by etp: a domain of g GPUs holds g / etp of them. */
 	per_domain = j->system->gpus_per_node / (p->etp > 0 ? p->etp : 1);
 	if (j->moe.dispatcher && p->ep > 1 &&

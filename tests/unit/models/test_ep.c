@@ -6,8 +6,15 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
 #include "config/spec_gpu.h"
+#include "config/spec_moe.h"
+#include "config/spec_system.h"
+#include "network/net.h"
 #include "models/ep.h"
 #include "models/route.h"
 
@@ -383,4 +390,69 @@ Test(ep, dispatcher_domain_reach_counts_the_groups_gpus_in_one_domain)
 	e.scale_up_max_ranks = 0;
 	cr_assert(ep_comm_spans_domain(&e, 72, 72));
 	cr_assert(ep_comm_spans_domain(NULL, 72, 72));
+}
+
+/* MORI-EP (configs/ep/mori.yaml) on one MI300X node, EP 8, 4096 tokens a
+ * GPU, hidden 7168, top-8 of 256, as ROCm/mori's README bench. A token
+ * reaches 8 (1 - C(224,8) / C(256,8)) = 5.29465 ranks; an fp8 row without
+ * scales plus 64 B of int32 indices and fp32 weights is 7232 B, of which
+ * 7/8 leave the GPU: 4096 x 5.29465 x 7232 x 7/8 = 137.23 MB over the
+ * mesh's 322 GB/s a GPU at eta 0.89, plus the 19 us setup: 497.87 us;
+ * the logical bandwidth (7168 B rows) 4096 x 5.29465 x 7168 / 497.87 us
+ * = 312.2 GB/s (measured 307). A BF16 combine (14336 B rows, no extras):
+ * 272.04 MB, 968.27 us, 321.1 GB/s (measured 330). */
+Test(ep, mori_on_mi300x_is_link_bound_plus_setup)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx;
+	struct system_spec *s;
+	struct ep_comm_spec *e;
+	struct ep_call c;
+	struct ep_call_result r;
+	struct net *n;
+	uint32_t gpus[8], i;
+	double rh = 8 * (1 - miss(256, 32, 8)), t;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	cx = (struct config_ctx){&a, &d, "."};
+	s = arena_alloc(&a, system_schema.size);
+	e = arena_alloc(&a, ep_comm_schema.size);
+	cr_assert(s && e);
+	memset(s, 0, system_schema.size);
+	memset(e, 0, ep_comm_schema.size);
+	cr_assert_eq(config_load(&cx, &system_schema, "mi300x-roce", NULL, 0,
+				 s), 0);
+	cr_assert_eq(config_load(&cx, &ep_comm_schema, "mori", NULL, 0, e), 0);
+	cr_assert_eq(e->vendor, EP_VENDOR_AMD);
+	for (i = 0; i < 8; i++)
+		gpus[i] = i;
+	memset(&c, 0, sizeof(c));
+	c.gpus = gpus;
+	c.ranks = 8;
+	c.gpus_per_node = 8;
+	c.tokens = 4096;
+	c.hidden = 7168;
+	c.routing.topk = 8;
+	c.routing.experts = 256;
+	c.dtype = DTYPE_FP8;
+	c.algo = c.proto = -1;
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(ep_call_time(n, e, &c, &r, &d), 0);
+	t = 19e-6 + 4096 * rh * 7232 * 7.0 / 8 / (0.89 * 322e9);
+	cr_assert(fixture_near(r.r.time_s, t, 1e-6), "%g s, want %g",
+		  r.r.time_s, t);
+	cr_assert(fixture_near(t, 497.87e-6, 1e-5));
+	cr_assert(fixture_near(r.r.algbw_Bps, 312.2e9, 1e-3));
+	c.dtype = DTYPE_BF16;
+	c.combine = 1;
+	cr_assert_eq(ep_call_time(n, e, &c, &r, &d), 0);
+	t = 19e-6 + 4096 * rh * 14336 * 7.0 / 8 / (0.89 * 322e9);
+	cr_assert(fixture_near(r.r.time_s, t, 1e-6), "%g s, want %g",
+		  r.r.time_s, t);
+	cr_assert(fixture_near(r.r.algbw_Bps, 321.1e9, 1e-3));
+	net_free(n);
+	arena_release(&a);
 }
