@@ -36,8 +36,9 @@
  * + constraint id) at equal levels. Since fixing only raises a
  * constraint's level, an entry's stored level is a lower bound of its
  * level now, and fixing leaves the heap alone: when a constraint reaches
- * the top, its level is recomputed; if it rose, the entry is re-keyed and
- * sifted down, else it is the smallest (level, id) of all (every other
+ * the top, its level is recomputed; if it rose, the entry is re-keyed
+ * (taken out and put back at its new level), else it is the smallest
+ * (level, id) of all (every other
  * entry's level now is at least its stored one) and is taken. This is
  * the order an exact heap would pop (a re-keyed heap of levels, which is
  * what this file did until it became the cost of every re-solve: two
@@ -47,7 +48,10 @@
  * an ulp where exact arithmetic keeps it; the lazy heap then may take two
  * constraints tied within rounding in the other order, which moves rates
  * by ~1e-16 relative (tests/unit/network/test_maxmin_ref.c compares with
- * the exact heap: bit for bit, or within 1e-9).
+ * the exact heap: bit for bit, or within 1e-9). Since round 28 the
+ * "heap" is a radix heap on the levels' bits (see "The queue" below):
+ * what it takes at each step depends only on the set of entries, so the
+ * order, and every rate, is the binary heap's.
  *
  * Layout. A constraint's list holds (variable, element index,
  * coefficient) entries, so the walk over a constraint's variables and
