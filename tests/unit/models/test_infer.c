@@ -203,6 +203,9 @@ Test(infer, quantization_kernels_follow_the_engine)
 	cr_assert_eq(quant_ops("vllm", "fp8"), 1);
 	cr_assert_eq(quant_ops("trtllm", "fp8"), 0);
 	cr_assert_eq(quant_ops("vllm-v0", "bf16"), 0);
+	/* vllm-rocm (AMD's fork: the RMSNorm/SiLU-mul and attention+quant
+	 * fusion passes on by default, quant_fusion all): none. */
+	cr_assert_eq(quant_ops("vllm-rocm", "fp8"), 0);
 }
 
 /* The op of a layer named `name`, or NULL. */

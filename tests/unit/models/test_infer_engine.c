@@ -174,6 +174,38 @@ Test(infer, v0_sampler_and_graph_input_copies)
 		cr_assert_float_eq(in.op[i].write_B, 32.0, 1e-12);
 }
 
+/*
+ * vLLM V1 as AMD's ROCm fork runs it (vllm-rocm.yaml): after the cast,
+ * the V1 sampler's temperature div_, softmax, exponential_, div_ and
+ * argmax = sampler_passes 5 (1 "sample" + 4 "sample_pass"), each pass
+ * reading and writing the 4 rows' fp32 logits of the padded vocabulary,
+ * 4 x 128,512 x 4 B = 2,056,192 B, and sampler_copies 1 (the sampled ids
+ * down, 8 B x 4 rows = 32 B). Kernels of the unit: final_norm,
+ * gather_sampled, lm_head, logits_fp32, sample, 4 passes, 1 copy = 10;
+ * in a full graph none is launched eagerly. No graph-input copies.
+ */
+Test(infer, rocm_v1_sampler)
+{
+	struct infer_ops o, in;
+	struct infer_unit full, none;
+	const struct infer_op *op;
+	double gap;
+
+	v0_head("vllm-rocm", &o, &full, &none, &in, &gap);
+	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 4);
+	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 1);
+	op = fixture_infer_op(&o, "sample_pass");
+	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
+	op = fixture_infer_op(&o, "sampler_copy");
+	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+	cr_assert_eq(full.eager, 0);
+	cr_assert_eq(none.eager, 10);
+	cr_assert_float_eq(none.kernel_s - full.kernel_s, 10 * gap, 1e-12);
+	cr_assert_eq(in.n, 0);
+}
+
 /* The host time of a decode step of 4 sequences on tests' Llama 3 70B
  * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
  * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
