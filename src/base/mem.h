@@ -28,6 +28,11 @@ void *mem_realloc(void *p, size_t n);
 void mem_free(void *p);
 char *mem_strdup(const char *s);
 
+/* In a child process just forked: keep its allocations out of the free
+ * space of the heap it shares with its parent (copy-on-write faults);
+ * mem.c says why. Changes nothing an allocation holds. */
+void mem_after_fork(void);
+
 /* Make the allocation after the next n succeed-or-fail calls fail, and
  * every later one too; n < 0 turns injection off. Returns how many
  * allocations happened since the last call (for sweeping n). */

@@ -553,15 +553,29 @@ static void host_links(void *holder, const uint32_t *links, uint32_t n,
 		const uint32_t *all = plan_links(p, &nl);
 
 		for (j = 0; j < n; j++) {
-			uint32_t d = link_index(all, nl, links[j]), x;
+			uint32_t d = link_index(all, nl, links[j]), x, hi;
 
 			if (d == nl)
 				continue;
-			for (x = cp->link_off[d]; x < cp->link_off[d + 1]; x++) {
+			/* A link's entries are in flow order (index_links):
+			 * phase k's are one run of them, found by bisection
+			 * (a NIC's list holds the flows of every phase). */
+			x = cp->link_off[d];
+			hi = cp->link_off[d + 1];
+			while (x < hi) {
+				uint32_t mid = x + (hi - x) / 2;
+
+				if (cp->link_flow[mid] < first)
+					x = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; x < cp->link_off[d + 1] &&
+			       cp->link_flow[x] < end; x++) {
 				double rate;
 
 				i = cp->link_flow[x];
-				if (i < first || i >= end || tr->end_ns[i] < dt)
+				if (tr->end_ns[i] < dt)
 					continue;
 				rate = state_at(tr, i, dt)->rate_Bps;
 				left[j] -= p->elem_coef[cp->link_elem[x]] * rate;

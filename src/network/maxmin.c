@@ -36,8 +36,9 @@
  * + constraint id) at equal levels. Since fixing only raises a
  * constraint's level, an entry's stored level is a lower bound of its
  * level now, and fixing leaves the heap alone: when a constraint reaches
- * the top, its level is recomputed; if it rose, the entry is re-keyed and
- * sifted down, else it is the smallest (level, id) of all (every other
+ * the top, its level is recomputed; if it rose, the entry is re-keyed
+ * (taken out and put back at its new level), else it is the smallest
+ * (level, id) of all (every other
  * entry's level now is at least its stored one) and is taken. This is
  * the order an exact heap would pop (a re-keyed heap of levels, which is
  * what this file did until it became the cost of every re-solve: two
@@ -47,7 +48,10 @@
  * an ulp where exact arithmetic keeps it; the lazy heap then may take two
  * constraints tied within rounding in the other order, which moves rates
  * by ~1e-16 relative (tests/unit/network/test_maxmin_ref.c compares with
- * the exact heap: bit for bit, or within 1e-9).
+ * the exact heap: bit for bit, or within 1e-9). Since round 28 the
+ * "heap" is a radix heap on the levels' bits (see "The queue" below):
+ * what it takes at each step depends only on the set of entries, so the
+ * order, and every rate, is the binary heap's.
  *
  * Layout. A constraint's list holds (variable, element index,
  * coefficient) entries, so the walk over a constraint's variables and
@@ -163,6 +167,7 @@ void mm_free(struct mm *m)
 	mem_free(m->vfixed);
 	mem_free(m->cons_mem);
 	mem_free(m->busy);
+	mem_free(m->cmark);
 	mem_free(m->cdirty);
 	mem_free(m->cdying);
 	mem_free(m->dying.v);
@@ -172,6 +177,9 @@ void mm_free(struct mm *m)
 	mem_free(m->cc.v);
 	mem_free(m->cb.v);
 	mem_free(m->heap);
+	for (i = 0; i < RQ_BUCKETS; i++)
+		mem_free(m->rb[i]);
+	mem_free(m->rk);
 	mem_free(m);
 }
 
@@ -209,6 +217,10 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 		if (!nb)
 			return MM_NONE;
 		m->busy = nb;
+		nb = mem_realloc(m->cmark, (size_t)ncap * sizeof(*nb));
+		if (!nb)
+			return MM_NONE;
+		m->cmark = nb;
 		nd = mem_realloc(m->cdirty, (size_t)ncap * sizeof(*nd));
 		if (!nd)
 			return MM_NONE;
@@ -223,6 +235,7 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 	*c = (struct cons){ .cap_Bps = cap_Bps, .capn = 1 };
 	c->list = &c->one;
 	m->busy[m->ncons] = 0;
+	m->cmark[m->ncons] = 0;
 	m->cdirty[m->ncons] = 0;
 	m->cdying[m->ncons] = 0;
 	return m->ncons++;
@@ -634,18 +647,62 @@ static inline int hent_less(const struct hent *a, const struct hent *b)
 	return (la < lb) | ((la == lb) & (a->key < b->key));
 }
 
-static void sift_down(struct hent *h, uint32_t n, uint32_t i)
+/*
+ * The queue. The filling takes entries in (level, key) order and the
+ * levels it takes never decrease (see the top of the file; a re-keyed
+ * constraint goes back in at a higher level, a spill puts the set-aside
+ * ones in at or above the least level left): a monotone priority queue,
+ * kept as a radix heap on the levels' bits. Bucket b >= 1 holds the
+ * entries whose level's bits first differ from those of the level last
+ * taken (rq_last) at bit b - 1; bucket 0, the keys at rq_last itself, is
+ * a binary heap of keys (ties of level taken by key). When bucket 0 is
+ * empty, the least non-empty bucket's least entry becomes rq_last and
+ * the bucket's entries move to lower buckets: each entry moves a few
+ * times over its life, in sequential passes, where a binary heap of
+ * 5,000 constraints took ~8 dependent loads a re-keying.
+ *
+ * Which entry the filling takes, re-keys or drops at each step depends
+ * only on the set of (level, key) entries, never on how a queue keeps
+ * them: it always looks at the least. So the rates are those of the
+ * binary heap this replaced, bit for bit. One case needs care: rounding
+ * can make a constraint's level now an ulp below the level it was keyed
+ * at (the file's top). The binary heap kept it on top at the lower level
+ * and took it next; here it is held aside (hold), below rq_last, as the
+ * least entry until it is taken (or a spill rebuilds the queue).
+ */
+static inline uint32_t rq_bucket(uint64_t bits, uint64_t last)
 {
-	struct hent x = h[i];
+	uint64_t x = bits ^ last;
 
+	return x ? 64 - (uint32_t)__builtin_clzll(x) : 0;
+}
+
+static void rk_push(struct mm *m, uint32_t key)
+{
+	uint32_t *h = m->rk, i = m->nrk++;
+
+	while (i > 0 && key < h[(i - 1) / 2]) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = key;
+}
+
+static void rk_pop(struct mm *m)
+{
+	uint32_t *h = m->rk, n = --m->nrk, i = 0, x;
+
+	if (n == 0)
+		return;
+	x = h[n];
 	for (;;) {
 		uint32_t k = 2 * i + 1;
 
 		if (k >= n)
 			break;
-		if (k + 1 < n)
-			k += (uint32_t)hent_less(&h[k + 1], &h[k]);
-		if (!hent_less(&h[k], &x))
+		if (k + 1 < n && h[k + 1] < h[k])
+			k++;
+		if (x < h[k])
 			break;
 		h[i] = h[k];
 		i = k;
@@ -653,12 +710,114 @@ static void sift_down(struct hent *h, uint32_t n, uint32_t i)
 	h[i] = x;
 }
 
-static void heap_pop(struct mm *m)
+/* Append e (its level's bits: x) to bucket b (b >= 1); 0 or -1 (out of
+ * memory). */
+static inline int rb_append(struct mm *m, uint32_t b, struct hent e,
+			    uint64_t x)
 {
-	if (--m->nheap > 0) {
-		m->heap[0] = m->heap[m->nheap];
-		sift_down(m->heap, m->nheap, 0);
+	if (m->rbn[b] == m->rbcap[b]) {
+		uint32_t ncap = m->rbcap[b] ? m->rbcap[b] * 2 : 64;
+		struct hent *nb = mem_realloc(m->rb[b],
+					      (size_t)ncap * sizeof(*nb));
+
+		if (!nb)
+			return -1;
+		m->rb[b] = nb;
+		m->rbcap[b] = ncap;
 	}
+	if (m->rbn[b] == 0 || x < m->rbmin[b])
+		m->rbmin[b] = x;
+	m->rb[b][m->rbn[b]++] = e;
+	m->rq_mask |= 1ull << (b - 1);
+	return 0;
+}
+
+/* Put (level, key) in the queue (level at or above the level last
+ * taken); 0 or -1 (out of memory: the filling fails, and the next one
+ * starts the queue afresh). Bucket 0's room is reserved by rq_start(). */
+static int rq_push(struct mm *m, double lvl, uint32_t key)
+{
+	uint64_t x = level_bits(lvl);
+	uint32_t b = rq_bucket(x, m->rq_last);
+
+	if (b == 0)
+		rk_push(m, key);
+	else if (rb_append(m, b, (struct hent){ lvl, key }, x) != 0)
+		return -1;
+	m->nq++;
+	return 0;
+}
+
+/* Empty the queue, with `last` the level below all it will get; room for
+ * n keys in bucket 0; 0 or -1. */
+static int rq_start(struct mm *m, uint64_t last, uint32_t n)
+{
+	while (m->rq_mask) {
+		uint32_t b = (uint32_t)__builtin_ctzll(m->rq_mask) + 1;
+
+		m->rbn[b] = 0;
+		m->rq_mask &= m->rq_mask - 1;
+	}
+	m->nrk = 0;
+	m->nq = 0;
+	m->has_hold = 0;
+	m->rq_last = last;
+	if (n > m->caprk) {
+		uint32_t *nk = mem_realloc(m->rk, (size_t)n * sizeof(*nk));
+
+		if (!nk)
+			return -1;
+		m->rk = nk;
+		m->caprk = n;
+	}
+	return 0;
+}
+
+/* The least entry (the queue not empty) in *top; 0 or -1 (out of
+ * memory moving a bucket: the filling fails). */
+static int rq_top(struct mm *m, struct hent *top)
+{
+	uint32_t b, i, n;
+	const struct hent *e;
+	uint64_t lb;
+
+	if (m->has_hold) {
+		*top = m->hold;
+		return 0;
+	}
+	if (m->nrk == 0) {
+		b = (uint32_t)__builtin_ctzll(m->rq_mask) + 1;
+		e = m->rb[b];
+		n = m->rbn[b];
+		lb = m->rbmin[b];
+		/* Every entry of bucket b moves below b (their bits above
+		 * b - 1 are rq_last's, and so lb's): e stays put. */
+		m->rq_last = lb;
+		m->rbn[b] = 0;
+		m->rq_mask &= ~(1ull << (b - 1));
+		for (i = 0; i < n; i++) {
+			uint64_t x = level_bits(e[i].level);
+			uint32_t to = rq_bucket(x, lb);
+
+			if (to == 0)
+				rk_push(m, e[i].key);
+			else if (rb_append(m, to, e[i], x) != 0)
+				return -1;
+		}
+	}
+	memcpy(&top->level, &m->rq_last, sizeof(top->level));
+	top->key = m->rk[0];
+	return 0;
+}
+
+/* Take the least entry away (rq_top() found it). */
+static void rq_pop(struct mm *m)
+{
+	m->nq--;
+	if (m->has_hold)
+		m->has_hold = 0;
+	else
+		rk_pop(m);
 }
 
 /* Room for n entries; 0 or -1. */
@@ -680,9 +839,9 @@ static int heap_reserve(struct mm *m, uint32_t n)
 
 static int reach_cons(struct mm *m, mm_id c)
 {
-	if (m->cons[c].mark == m->epoch)
+	if (m->cmark[c] == m->epoch)
 		return 0;
-	m->cons[c].mark = m->epoch;
+	m->cmark[c] = m->epoch;
 	return vec_push(&m->cc, c);
 }
 
@@ -704,7 +863,6 @@ static int reach_var(struct mm *m, mm_id v)
 		return -1;
 	for (i = 0; i < x->nelems; i++) {
 		const struct elem *e = &x->elems[i];
-		const struct cons *c = &m->cons[e->cons];
 
 		/* A link only this variable uses, looser than its rate
 		 * alone: fill_start() would set it aside, and it would be
@@ -712,9 +870,12 @@ static int reach_var(struct mm *m, mm_id v)
 		 * level comes up: its tightest constraint's level never
 		 * exceeds its rate alone). Left out of the component. (A
 		 * 128-GPU ring's flow crosses ~350 links, a quarter of
-		 * them its own.) */
-		if (m->prune && c->n == 1 &&
-		    c->cap_Bps / e->coef > x->alone_Bps * SPARE_MARGIN)
+		 * them its own.) The dense counts and marks (busy is the
+		 * list's length here: removals are unlinked) spare the
+		 * walk the constraint's line, read once in fill_start(). */
+		if (m->prune && m->busy[e->cons] == 1 &&
+		    m->cons[e->cons].cap_Bps / e->coef >
+		    x->alone_Bps * SPARE_MARGIN)
 			continue;
 		if (reach_cons(m, e->cons) != 0)
 			return -1;
@@ -731,7 +892,7 @@ static void next_epoch(struct mm *m)
 	for (i = 0; i < m->nvars; i++)
 		m->vmark[i] = 0;
 	for (i = 0; i < m->ncons; i++)
-		m->cons[i].mark = 0;
+		m->cmark[i] = 0;
 	m->epoch = 1;
 }
 
@@ -798,15 +959,7 @@ static void fix(struct mm *m, mm_id v, double rate)
 	}
 }
 
-static void heapify(struct hent *h, uint32_t n)
-{
-	uint32_t i;
-
-	for (i = n / 2; i-- > 0;)
-		sift_down(h, n, i);
-}
-
-/* Reset the component and fill the heap with its constraints' levels and
+/* Reset the component and fill the queue with its constraints' levels and
  * its variables' bounds; 0 or -1. A constraint whose level exceeds every
  * rate its variables could have (each one's rate alone, times
  * SPARE_MARGIN) is set aside at the heap array's end instead (see
@@ -819,6 +972,7 @@ static int fill_start(struct mm *m)
 	 * shared by many flows), reading each one's rate alone is all it
 	 * would do. Either way the rates are the same. */
 	int prune = m->prune && m->cc.n > m->cv.n;
+	uint64_t least;
 
 	if (heap_reserve(m, total) != 0)
 		return -1;
@@ -867,31 +1021,62 @@ static int fill_start(struct mm *m)
 			m->heap[n++] = e;
 		}
 	}
-	m->nheap = n;
 	m->spare0 = spare;
 	m->nspare = total - spare;
 	m->unfixed = m->cv.n;
-	heapify(m->heap, n);
+	/* the least level first: every entry is at or above it */
+	least = n ? level_bits(m->heap[0].level) : 0;
+	for (i = 1; i < n; i++)
+		if (level_bits(m->heap[i].level) < least)
+			least = level_bits(m->heap[i].level);
+	if (rq_start(m, least, total) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (rq_push(m, m->heap[i].level, m->heap[i].key) != 0)
+			return -1;
 	return 0;
 }
 
-/* The heap's least entry may now be a constraint set aside: drop those
- * with no variable left free (the heap would pop them with no effect)
- * and put the others in the heap, as they would have been there all
- * along (an entry never reached the top keeps its first level). */
-static void spill(struct mm *m)
+/* The queue's least entry may now be a constraint set aside: drop those
+ * with no variable left free (the queue would take them with no effect)
+ * and put the others in the queue, as they would have been there all
+ * along (an entry never taken keeps its first level). The least of them
+ * is below everything queued: the queue starts again from its level,
+ * with what it held. 0 or -1. */
+static int spill(struct mm *m)
 {
-	uint32_t i;
+	uint32_t i, n = 0, b;
+	struct hent *t = m->heap;	/* [0, spare0): free now */
+	double last;
 
+	/* what the queue holds, into t (at most spare0 entries: the
+	 * constraints and bounds fill_start() queued, each once) */
+	memcpy(&last, &m->rq_last, sizeof(last));
+	if (m->has_hold)
+		t[n++] = m->hold;
+	for (i = 0; i < m->nrk; i++)
+		t[n++] = (struct hent){ last, m->rk[i] };
+	for (b = 1; b < RQ_BUCKETS; b++) {
+		if (m->rbn[b] == 0)
+			continue;
+		memcpy(&t[n], m->rb[b], (size_t)m->rbn[b] * sizeof(*t));
+		n += m->rbn[b];
+	}
+	if (rq_start(m, level_bits(m->spare_min.level), m->capheap) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (rq_push(m, t[i].level, t[i].key) != 0)
+			return -1;
 	for (i = m->spare0; i < m->spare0 + m->nspare; i++) {
 		struct hent e = m->heap[i];
 
-		if (m->cons[e.key & ~CONS_KEY].nfree > 0)
-			m->heap[m->nheap++] = e;
+		if (m->cons[e.key & ~CONS_KEY].nfree > 0 &&
+		    rq_push(m, e.level, e.key) != 0)
+			return -1;
 	}
 	m->nspare = 0;
 	m->spills++;
-	heapify(m->heap, m->nheap);
+	return 0;
 }
 
 /* Take constraint c at level lvl: fix its unfixed variables there. */
@@ -919,11 +1104,12 @@ static void saturate(struct mm *m, mm_id ci, double lvl)
 	}
 }
 
-static void fill(struct mm *m)
+/* 0 or -1 (out of memory). */
+static int fill(struct mm *m)
 {
 	double lvl = 0;
 
-	/* Once every variable is fixed the rest of the heap (constraints
+	/* Once every variable is fixed the rest of the queue (constraints
 	 * with nothing free, bounds of fixed variables) changes nothing:
 	 * stop there. A component's flows often cross far more links than
 	 * there are flows (a rank's sends to many GPUs), so this skips most
@@ -933,39 +1119,48 @@ static void fill(struct mm *m)
 		const struct cons *c;
 		double now;
 
-		if (m->nspare > 0 && (m->nheap == 0 ||
-				      hent_less(&m->spare_min, &m->heap[0]))) {
-			spill(m);
+		if (m->nq > 0 && rq_top(m, &top) != 0)
+			return -1;
+		if (m->nspare > 0 &&
+		    (m->nq == 0 || hent_less(&m->spare_min, &top))) {
+			if (spill(m) != 0)
+				return -1;
 			continue;
 		}
-		if (m->nheap == 0)
+		if (m->nq == 0)
 			break;
-		top = m->heap[0];
-
 		if (!(top.key & CONS_KEY)) {
 			/* A bound no higher than any level: it binds. */
-			heap_pop(m);
+			rq_pop(m);
 			if (!m->vfixed[top.key])
 				fix(m, top.key, top.level);
 			continue;
 		}
 		c = &m->cons[top.key & ~CONS_KEY];
 		if (c->nfree == 0) {
-			heap_pop(m);
+			rq_pop(m);
 			continue;
 		}
 		now = level(c);
 		if (now != top.level) {
-			/* Raised by fixes since it was keyed: re-key. */
-			m->heap[0].level = now;
-			sift_down(m->heap, m->nheap, 0);
+			/* Raised by fixes since it was keyed: re-key. (An
+			 * ulp lower by rounding: the least still, held.) */
+			rq_pop(m);
+			if (level_bits(now) < level_bits(top.level)) {
+				m->hold = (struct hent){ now, top.key };
+				m->has_hold = 1;
+				m->nq++;
+			} else if (rq_push(m, now, top.key) != 0) {
+				return -1;
+			}
 			continue;
 		}
-		heap_pop(m);
+		rq_pop(m);
 		if (now > lvl)
 			lvl = now;
 		saturate(m, top.key & ~CONS_KEY, lvl);
 	}
+	return 0;
 }
 
 long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
@@ -979,10 +1174,9 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 		return n;
 	/* On failure the dirty and fresh lists stay, so a later solve
 	 * redoes this one. */
-	if (collect(m) != 0 || fill_start(m) != 0)
+	if (collect(m) != 0 || fill_start(m) != 0 || fill(m) != 0)
 		return -1;
 	mm_clean(m);
-	fill(m);
 	for (i = 0; i < m->cv.n; i++) {
 		struct var *x = &m->vars[m->cv.v[i]];
 

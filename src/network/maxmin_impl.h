@@ -69,12 +69,14 @@ struct cons {
 	double left_Bps;	/* C_i - F_i while solving */
 	double usage;		/* U_i while solving */
 	uint32_t nfree;		/* unfixed variables while solving */
-	uint32_t mark;
+	uint32_t pad;
 };
 
 #define CONS_ALIGN 64		/* B, a cache line */
 _Static_assert(sizeof(struct cons) == CONS_ALIGN, "a constraint a line");
 _Static_assert(sizeof(struct var) == CONS_ALIGN, "a variable a line");
+
+#define RQ_BUCKETS 65	/* the queue's buckets: one per bit of a level */
 
 struct vec {
 	mm_id *v;
@@ -102,6 +104,8 @@ struct mm {
 	void *cons_mem;
 	uint32_t *busy;		/* per constraint: its cons.n, kept dense
 				 * for mm_cons_idle() */
+	uint32_t *cmark;	/* per constraint: epoch of the last walk
+				 * that reached it (dense, as vmark) */
 	uint8_t *cdirty;	/* per constraint: in the dirty list */
 	uint32_t *cdying;	/* per constraint: entries of variables in
 				 * the dying list still on its list */
@@ -112,10 +116,27 @@ struct mm {
 				 * (mm_var_remove, maxmin.c), in order */
 	struct vec cv, cc;	/* the component being solved */
 	struct vec cb;		/* its variables with a bound, in cv order */
-	struct hent *heap;	/* constraints and bounds by level */
-	uint32_t nheap, capheap;
+	struct hent *heap;	/* fill_start()'s entries (and the ones set
+				 * aside at its end) */
+	uint32_t capheap;
 	uint32_t spare0, nspare;	/* set aside: heap[spare0..+nspare) */
 	struct hent spare_min;	/* the least of them */
+	/* The queue of levels and bounds (a radix heap, maxmin.c): */
+	struct hent *rb[RQ_BUCKETS];	/* bucket b >= 1: entries whose
+					 * level's bits first differ from
+					 * rq_last's at bit b - 1 */
+	uint32_t rbn[RQ_BUCKETS], rbcap[RQ_BUCKETS];
+	uint64_t rbmin[RQ_BUCKETS];	/* bits of the least level in each
+					 * bucket not empty */
+	uint64_t rq_mask;	/* bit b - 1 set: bucket b is not empty */
+	uint64_t rq_last;	/* bits of the level last taken */
+	uint32_t *rk;		/* bucket 0: keys at level rq_last, a
+				 * binary heap */
+	uint32_t nrk, caprk;
+	struct hent hold;	/* the least entry, below rq_last (a level
+				 * rounding lowered); valid when has_hold */
+	int has_hold;
+	uint32_t nq;		/* entries in the queue, hold included */
 	int prune;		/* set constraints aside (the default) */
 	int local;		/* settle small batches (the default) */
 	int need_solve;		/* the batch needs a re-solve */

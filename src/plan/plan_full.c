@@ -363,6 +363,7 @@ static int runs(const struct job_spec *j, const struct plan_opts *o,
 			if (proc_die_with_parent(parent) != 0)
 				_exit(1);
 			close(fds[0]);
+			mem_after_fork();	/* not the parent's free heap */
 			worker(j, o, c, n, w, nw, next, fds[1], d);
 		}
 		if (pid < 0) {

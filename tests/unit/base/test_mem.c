@@ -116,3 +116,47 @@ Test(mem, injected_failure_keeps_the_old_block)
 	cr_assert(all(a, MiB, 0x77));
 	mem_free(a);
 }
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A forked child's allocations stay out of the free space it shares with
+ * its parent (mem_after_fork). The parent frees 64 blocks of 512 KiB
+ * (32 MiB, under malloc's 4 MiB mmap threshold: heap chunks, and under
+ * mem.c's 128 MiB trim threshold: kept) with a live block above them, so
+ * the heap holds >= 32 MiB free below its end. Without mem_after_fork the
+ * child's 256 KiB block comes from that free space (first fit below the
+ * end); with it, from past the heap's end as it was at the fork. The
+ * child reports through its exit status. */
+Test(mem, a_forked_child_allocates_past_the_parents_heap)
+{
+	enum { N = 64 };
+	void *blk[N], *top;
+	int i, st;
+	pid_t pid;
+
+	for (i = 0; i < N; i++) {
+		blk[i] = mem_alloc(512 * 1024);
+		cr_assert_not_null(blk[i]);
+	}
+	top = mem_alloc(64);	/* keeps the freed space below the top */
+	cr_assert_not_null(top);
+	for (i = 0; i < N; i++)
+		mem_free(blk[i]);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		uintptr_t end = (uintptr_t)sbrk(0);
+		void *p;
+
+		mem_after_fork();
+		p = mem_alloc(256 * 1024);
+		_exit(p && (uintptr_t)p >= end ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the child's block came from the parent's free heap");
+	mem_free(top);
+}
+#endif
