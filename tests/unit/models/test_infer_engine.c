@@ -112,6 +112,26 @@ static void v0_head(const char *engine, struct infer_ops *o,
 }
 
 /*
+ * A sampler of 1 "sample" kernel, `passes` sample_pass kernels each
+ * reading and writing the 4 rows' fp32 logits of the padded vocabulary
+ * (4 x 128,512 x 4 B = 2,056,192 B), and `copies` sampler copies of the
+ * 4 rows' sampled ids (8 B x 4 = 32 B).
+ */
+static void check_sampler(const struct infer_ops *o, int passes, int copies)
+{
+	const struct infer_op *op;
+
+	cr_assert_eq(fixture_infer_count(o, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(o, "sample_pass"), passes);
+	cr_assert_eq(fixture_infer_count(o, "sampler_copy"), copies);
+	op = fixture_infer_op(o, "sample_pass");
+	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
+	op = fixture_infer_op(o, "sampler_copy");
+	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+}
+
+/*
  * vLLM V0's Sampler with the benchmarks' temperature-1.0 sampling
  * (vllm-v0.yaml): after the cast, sampler_passes 7 kernels (1 "sample" +
  * 6 "sample_pass") over the 4 rows' fp32 logits of the padded vocabulary
@@ -135,19 +155,11 @@ Test(infer, v0_sampler_and_graph_input_copies)
 {
 	struct infer_ops o, in;
 	struct infer_unit full, none;
-	const struct infer_op *op;
 	double gap;
 	int i;
 
 	v0_head("vllm-v0", &o, &full, &none, &in, &gap);
-	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
-	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 6);
-	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 8);
-	op = fixture_infer_op(&o, "sample_pass");
-	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
-	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
-	op = fixture_infer_op(&o, "sampler_copy");
-	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+	check_sampler(&o, 6, 8);
 	cr_assert_eq(full.eager, 0);
 	cr_assert_eq(none.eager, 19);
 	cr_assert_float_eq(none.kernel_s - full.kernel_s, 19 * gap, 1e-12);
@@ -188,18 +200,10 @@ Test(infer, rocm_v1_sampler)
 {
 	struct infer_ops o, in;
 	struct infer_unit full, none;
-	const struct infer_op *op;
 	double gap;
 
 	v0_head("vllm-rocm", &o, &full, &none, &in, &gap);
-	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
-	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 4);
-	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 1);
-	op = fixture_infer_op(&o, "sample_pass");
-	cr_assert_float_eq(op->read_B, 2056192.0, 1e-6);
-	cr_assert_float_eq(op->write_B, 2056192.0, 1e-6);
-	op = fixture_infer_op(&o, "sampler_copy");
-	cr_assert_float_eq(op->write_B, 32.0, 1e-12);
+	check_sampler(&o, 4, 1);
 	cr_assert_eq(full.eager, 0);
 	cr_assert_eq(none.eager, 10);
 	cr_assert_float_eq(none.kernel_s - full.kernel_s, 10 * gap, 1e-12);
