@@ -147,6 +147,22 @@ struct mm {
 	uint32_t epoch;
 };
 
+/* Double a list's room (maxmin_build.c); -1 when out of memory. */
+int mm_vec_grow(struct vec *v);
+
+/* Inline: the walks push an id per element they reach. */
+static inline int mm_vec_push(struct vec *v, mm_id x)
+{
+	if (v->n == v->cap && mm_vec_grow(v) != 0)
+		return -1;
+	v->v[v->n++] = x;
+	return 0;
+}
+
+/* Unlink the variables removed since the last call from their
+ * constraints' lists (maxmin_build.c). */
+void mm_unlink_dying(struct mm *m);
+
 /* Whether a rate moved enough to report (relative 1e-12). */
 static inline int mm_changed(double a, double b)
 {
