@@ -155,6 +155,16 @@ static const struct schema_field elementwise_fields[] = {
 		  "no_fp8_weight_transpose_cache): every backward transposes "
 		  "the FP8 weight before its dgrad GEMM and frees the copy "
 		  "after it, a kernel a linear" },
+	{ .key = "fp8_sp_row_transpose", .type = ST_BOOL,
+	  .offset = EOFF(fp8_sp_row_transpose), .def = "false",
+	  .help = "fp8 delayed scaling under TP sequence parallelism on a "
+		  "GPU whose FP8 GEMMs want the transposed copy: a "
+		  "row-parallel linear (attention output, second MLP GEMM) "
+		  "casts its input row-wise only, and its backward "
+		  "transposes the saved FP8 input before the wgrad, a "
+		  "kernel a linear (Transformer Engine 1.x: _Linear casts "
+		  "with fp8_cast_transpose_fused only when not "
+		  "sequence_parallel; 2.0 and later quantize both layouts)" },
 	{ .key = "act_scale_swizzle", .type = ST_BOOL,
 	  .offset = EOFF(act_scale_swizzle), .def = "false",
 	  .help = "MXFP8/NVFP4 training: every GEMM also swizzles the block "

@@ -275,6 +275,11 @@ struct elementwise_spec {
 					 * weight cast keeps no transposed copy,
 					 * each backward transposes the FP8
 					 * weight for its dgrad */
+	int fp8_sp_row_transpose;	/* per-tensor FP8 under TP sequence
+					 * parallelism: a row-parallel linear
+					 * casts its input row-wise only and
+					 * its backward transposes the saved
+					 * FP8 input for the wgrad (TE 1.x) */
 	int act_scale_swizzle;		/* and its quantized inputs' and
 					 * gradients' (TE before 2.12) */
 	int expert_quant_padding;	/* low precision: the grouped MLP copies

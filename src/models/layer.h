@@ -234,6 +234,14 @@ struct layer_dims {
 				 * FP8 GEMMs want the transposed copy: each
 				 * dgrad first transposes its FP8 weight
 				 * (layer_ops.c weight_transpose) */
+	int fp8_row_t;		/* per-tensor FP8 delayed scaling under TP
+				 * sequence parallelism with framework
+				 * fp8_sp_row_transpose (TE 1.x) on a GPU whose
+				 * FP8 GEMMs want the transposed copy: a
+				 * row-parallel linear's input cast writes the
+				 * row-wise data only and the backward
+				 * transposes it for the wgrad (layer_ops.c
+				 * lop_row_fwd, lop_row_bwd) */
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
 				 * norm fuses (layer_ops.c lop_cast) */

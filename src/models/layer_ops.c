@@ -243,6 +243,31 @@ static int16_t gathered_transpose(struct layer_ops *o, const char *name,
 	return lop_tail(o);
 }
 
+/* ---- the row-parallel input under Transformer Engine 1.x (fp8_row_t) ----
+ *
+ * Transformer Engine 1.x's _Linear.forward quantizes its input with
+ * fp8_cast_transpose_fused (the row-wise data and its transpose, saved
+ * for the wgrad) only when `not sequence_parallel`; a row-parallel
+ * linear under TP sequence parallelism (Megatron-Core's
+ * TERowParallelLinear: the attention output and the second MLP GEMM)
+ * takes cast_to_fp8, the row-wise data alone, and its backward makes
+ * the transpose before the wgrad GEMM: inputmat_t_total =
+ * tex.fp8_transpose(inputmat_total, ...) (NVIDIA/TransformerEngine
+ * v1.10 08a85d3b transformer_engine/pytorch/module/linear.py, the same
+ * in v1.13 e5edd6cc; v2.0 e5cc6c29 sets the input quantizer's
+ * columnwise usage to backward_needs_input, both layouts in one cast).
+ * Here: the forward cast writes one layout (lop_row_fwd) and, before
+ * the wgrad, an FP8 transpose of the t x k saved input, read and
+ * written once, inside the module's backward. */
+static void row_input_transpose(struct layer_ops *o, const struct layer_dims *d,
+				int lowp, double t, double k)
+{
+	if (!(lowp && d->fp8_row_t))
+		return;
+	lop_memop(o, "fp8_row_input_transpose", PASS_BWD, t * k * d->lowp_B,
+		  t * k * d->lowp_B, 0)->host = HOST_FREE;
+}
+
 /* Transformer Engine before 2.18 keeps a weight's quantized copy with
  * its block scales (MXFP8 1 B a 32, NVFP4 1 B a 16) in the plain layout,
  * so every GEMM that reads the weight (forward with the row-wise scales,
@@ -402,7 +427,8 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	int16_t before;
 	int i;
 
-	lop_cast(o, cast_name, pass, d, d->lowp, t * k);
+	cast_layouts(o, cast_name, pass, d, d->lowp, t * k,
+		     d->fp8_one_layout || (d->lowp && d->fp8_row_t));
 	lop_swizzle(o, pass, d, d->lowp, h * k, t * k, 1, 1);
 	before = lop_tail(o);
 	for (i = 0; i < c; i++) {
@@ -541,6 +567,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	}
 	gathered_transpose(o, "fp8_grad_transpose", d, d->lowp, t, h,
 			   lop_tail(o));
+	row_input_transpose(o, d, d->lowp, t, k);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, t * (k + h), 2, 1);
 	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
 	in_module(o, 1);

@@ -464,6 +464,73 @@ Test(layer, fp8_sp_gathers_rowwise_and_transposes_the_gathered)
 	cr_assert_eq(d.fp8_rowwise_ag, 0);
 }
 
+Test(layer, fp8_te1_row_parallel_input_transposed_in_backward)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops fw, bw;
+	int i, n = 0;
+	double bytes = 0;
+	/* GPT layer (h 1024, f 4h = 4096), T = 2048 x 2 = 4096 tokens, tp 2
+	 * with SP, per-tensor FP8 delayed scaling on the fixture's TN-only
+	 * GPU, framework fp8_sp_row_transpose (Transformer Engine 1.x).
+	 * The row-parallel linears' inputs are T x h/tp = 4096 x 512 =
+	 * 2097152 (proj) and T x f/tp = 4096 x 2048 = 8388608 (fc2)
+	 * elements: each forward cast writes the row-wise data only, n 1 B
+	 * (2097152 and 8388608 B, not 2 n); each backward transposes the
+	 * saved input, a kernel reading and writing n 1 B, right before its
+	 * wgrad: 2 kernels, 2 (2097152 + 8388608) = 20971520 B moved. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 2, 1);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.dtype = DTYPE_FP8;
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.fw.elementwise.fp8_sp_row_transpose = 1;
+	fwd_op(&f, &d, &fw, "proj_cast");
+	cr_assert_eq(d.fp8_row_t, 1);
+	fixture_assert_close(fixture_op(&fw, "proj_cast")->k.write_B, 2097152);
+	fixture_assert_close(fixture_op(&fw, "fc2_cast")->k.write_B, 8388608);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	for (i = 0; i < bw.n; i++) {
+		if (strcmp(bw.op[i].name, "fp8_row_input_transpose"))
+			continue;
+		n++;
+		fixture_assert_close(bw.op[i].k.read_B, bw.op[i].k.write_B);
+		bytes += bw.op[i].k.read_B + bw.op[i].k.write_B;
+	}
+	cr_assert_eq(n, 2);
+	fixture_assert_close(bytes, 20971520.0);
+	cr_assert_str_eq(bw.op[index_named(&bw, "proj_wgrad") - 1].name,
+			 "fp8_row_input_transpose");
+	cr_assert_str_eq(bw.op[index_named(&bw, "fc2_wgrad") - 1].name,
+			 "fp8_row_input_transpose");
+	/* Transformer Engine 2.x (the key off): both layouts in the forward
+	 * cast, 2 x 2097152 = 4194304 B, no transpose */
+	f.fw.elementwise.fp8_sp_row_transpose = 0;
+	fwd_op(&f, &d, &fw, "proj_cast");
+	fixture_assert_close(fixture_op(&fw, "proj_cast")->k.write_B, 4194304);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	cr_assert_eq(count_named(&bw, "fp8_row_input_transpose", PASS_BWD), 0);
+	/* none without SP, for current scaling (TE 2.2 and later), or where
+	 * the FP8 GEMMs take any layout */
+	f.fw.elementwise.fp8_sp_row_transpose = 1;
+	f.job.parallelism.sequence_parallel = 0;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_row_t, 0);
+	f.job.parallelism.sequence_parallel = 1;
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_row_t, 0);
+	f.job.training.fp8_scaling = FP8_DELAYED;
+	f.gpu.fp8_gemm_any_layout = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_row_t, 0);
+	f.gpu.fp8_gemm_any_layout = 0;
+	f.job.training.dtype = DTYPE_BF16;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.fp8_row_t, 0);
+}
+
 /* The time block.c gives the forward op named name of f's layer, its
  * low-precision GEMMs at lowp_rate of the fp8 rate. */
 static double costed_fwd(struct fixture *f, const char *name,
