@@ -336,6 +336,13 @@ static const struct schema_field moe_fields[] = {
 		  "token count is a multiple of the quantization alignment "
 		  "(--moe-router-padding-for-quantization); false: the grouped "
 		  "MLP pads and unpads its rows by copies" },
+	{ .key = "paged_stash", .type = ST_BOOL, .offset = MOFF(paged_stash),
+	  .def = "false",
+	  .help = "mxfp8/nvfp4: the fused grouped MLP's saved tensors are "
+		  "copied into a paged stash buffer after its forward and "
+		  "back before its backward (Megatron-Core --moe-paged-stash, "
+		  "with the full-iteration CUDA graphs' static expert "
+		  "buffers)" },
 	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
 	  .def = "0", .min = 0, .max = 64,
 	  .help = "multi-token-prediction modules trained with the model" },
