@@ -196,6 +196,11 @@ static const struct schema_field ep_fields[] = {
 		  "into the local experts' order and its combine kernel read "
 		  "them from there (Hybrid-EP fuse_permute_dispatch), when a "
 		  "job sets moe.permute_into_dispatcher" },
+	{ .key = "rank_capacity", .type = ST_BOOL,
+	  .offset = EOFF(rank_capacity), .def = "false",
+	  .help = "it takes a static receive budget a rank (Megatron-Core "
+		  "moe_expert_rank_capacity_factor: Hybrid-EP, NCCL-EP), "
+		  "which a job's moe.paged_stash needs" },
 };
 
 static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
@@ -363,6 +368,20 @@ static int moe_check(void *obj, const struct schema_at *at, struct diag *d)
 				   "permute_in_kernel: true; hybridep has)",
 				   m->dispatcher->name ? m->dispatcher->name
 						       : "inline");
+		return -1;
+	}
+	/* NVIDIA/Megatron-LM @ 2a75ac12c transformer_config.py: "moe_paged_
+	 * stash requires moe_expert_rank_capacity_factor to be set", which
+	 * "requires moe_flex_dispatcher_backend to be 'hybridep' or
+	 * 'ncclep'" */
+	if (m->paged_stash && !(m->dispatcher && m->dispatcher->rank_capacity)) {
+		schema_check_error(d, at, "paged_stash",
+				   "paged_stash needs a dispatcher with a "
+				   "static receive budget a rank (its preset's "
+				   "rank_capacity: true; hybridep has): "
+				   "Megatron-Core requires "
+				   "moe_expert_rank_capacity_factor, which "
+				   "only Hybrid-EP and NCCL-EP take");
 		return -1;
 	}
 	/* NVIDIA/Megatron-LM @ 01cf4fb5 transformer_config.py: "overlap_moe_

@@ -153,6 +153,10 @@ struct ep_comm_spec {
 					 * write and read the local experts'
 					 * permuted rows themselves (a job's
 					 * moe.permute_into_dispatcher) */
+	int rank_capacity;		/* it takes a static receive budget a
+					 * rank (Megatron-Core moe_expert_rank_
+					 * capacity_factor), which a job's
+					 * moe.paged_stash needs */
 };
 
 extern const struct schema ep_comm_schema;
