@@ -302,6 +302,29 @@ static int job_attention_kernel_check(const struct job_spec *j,
 	return -1;
 }
 
+/* moe.paged_stash against training.dtype: Megatron-Core stashes only
+ * the tensors Transformer Engine's fused grouped MLP marks
+ * (mark_grouped_tensor, ops/fused/grouped_mlp.py @ e7c550c5), and that
+ * op-fuser path runs MXFP8 or NVFP4 only (the cuDNN CuTe DSL grouped GEMM
+ * kernels); experts.py @ 2a75ac12c stashes in _fused_forward alone. -1
+ * after an error. */
+static int job_paged_stash_check(const struct job_spec *j, struct diag *d,
+				 const struct cnode *node)
+{
+	const struct cnode *m = node ? cnode_get(node, "moe") : NULL;
+	enum dtype dt = (enum dtype)j->training.dtype;
+
+	if (!j->moe.paged_stash || job_is_inference(j) ||
+	    dt == DTYPE_MXFP8 || dt == DTYPE_NVFP4)
+		return 0;
+	m = m && m->kind == CNODE_MAP ? cnode_get(m, "paged_stash") : NULL;
+	cnode_error(d, m ? m : node, "'moe.paged_stash' needs training.dtype "
+		    "mxfp8 or nvfp4 (Megatron-Core stashes the tensors of "
+		    "Transformer Engine's fused grouped MLP, which runs only "
+		    "in those); the job trains in %s", dtype_names[dt]);
+	return -1;
+}
+
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -311,6 +334,8 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (job_recompute_check(j, d, node) != 0)
 		rc = -1;
 	if (job_attention_kernel_check(j, d, node) != 0)
+		rc = -1;
+	if (job_paged_stash_check(j, d, node) != 0)
 		rc = -1;
 	job_fp8_scaling_check(j, d, node);
 	phase_section_check(j, d, node);
@@ -353,6 +378,8 @@ static int job_plan_check(void *obj, const struct schema_at *at,
 
 	job_fp8_scaling_check(j, d, at->map);
 	phase_section_check(j, d, at->map);
+	if (job_paged_stash_check(j, d, at->map) != 0)
+		return -1;
 	return job_attention_kernel_check(j, d, at->map);
 }
 

@@ -196,6 +196,11 @@ static const struct schema_field ep_fields[] = {
 		  "into the local experts' order and its combine kernel read "
 		  "them from there (Hybrid-EP fuse_permute_dispatch), when a "
 		  "job sets moe.permute_into_dispatcher" },
+	{ .key = "rank_capacity", .type = ST_BOOL,
+	  .offset = EOFF(rank_capacity), .def = "false",
+	  .help = "it takes a static receive budget a rank (Megatron-Core "
+		  "moe_expert_rank_capacity_factor: Hybrid-EP, NCCL-EP), "
+		  "which a job's moe.paged_stash needs" },
 };
 
 static int ep_check(void *obj, const struct schema_at *at, struct diag *d)
@@ -336,6 +341,13 @@ static const struct schema_field moe_fields[] = {
 		  "token count is a multiple of the quantization alignment "
 		  "(--moe-router-padding-for-quantization); false: the grouped "
 		  "MLP pads and unpads its rows by copies" },
+	{ .key = "paged_stash", .type = ST_BOOL, .offset = MOFF(paged_stash),
+	  .def = "false",
+	  .help = "mxfp8/nvfp4: the fused grouped MLP's saved tensors are "
+		  "copied into a paged stash buffer after its forward and "
+		  "back before its backward (Megatron-Core --moe-paged-stash, "
+		  "with the full-iteration CUDA graphs' static expert "
+		  "buffers)" },
 	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
 	  .def = "0", .min = 0, .max = 64,
 	  .help = "multi-token-prediction modules trained with the model" },
@@ -356,6 +368,20 @@ static int moe_check(void *obj, const struct schema_at *at, struct diag *d)
 				   "permute_in_kernel: true; hybridep has)",
 				   m->dispatcher->name ? m->dispatcher->name
 						       : "inline");
+		return -1;
+	}
+	/* NVIDIA/Megatron-LM @ 2a75ac12c transformer_config.py: "moe_paged_
+	 * stash requires moe_expert_rank_capacity_factor to be set", which
+	 * "requires moe_flex_dispatcher_backend to be 'hybridep' or
+	 * 'ncclep'" */
+	if (m->paged_stash && !(m->dispatcher && m->dispatcher->rank_capacity)) {
+		schema_check_error(d, at, "paged_stash",
+				   "paged_stash needs a dispatcher with a "
+				   "static receive budget a rank (its preset's "
+				   "rank_capacity: true; hybridep has): "
+				   "Megatron-Core requires "
+				   "moe_expert_rank_capacity_factor, which "
+				   "only Hybrid-EP and NCCL-EP take");
 		return -1;
 	}
 	/* NVIDIA/Megatron-LM @ 01cf4fb5 transformer_config.py: "overlap_moe_

@@ -15,6 +15,7 @@
  *     dispatch_dtype: bf16           # fp8: DeepEP-style fp8 dispatch
  *     permute_fusion: true
  *     permute_into_dispatcher: false # --moe-permute-fusion-into-hybridep
+ *     paged_stash: false             # --moe-paged-stash (mxfp8/nvfp4)
  *     mtp_layers: 0                  # multi-token prediction modules run
  *     routing: {balance: uniform | random | zipf | max_mean,
  *               zipf_exponent, max_mean_ratio,
@@ -152,6 +153,10 @@ struct ep_comm_spec {
 					 * write and read the local experts'
 					 * permuted rows themselves (a job's
 					 * moe.permute_into_dispatcher) */
+	int rank_capacity;		/* it takes a static receive budget a
+					 * rank (Megatron-Core moe_expert_rank_
+					 * capacity_factor), which a job's
+					 * moe.paged_stash needs */
 };
 
 extern const struct schema ep_comm_schema;
@@ -212,6 +217,10 @@ struct moe_job_spec {
 					 * permute_in_kernel) */
 	int router_padding;		/* the routing map padded so every expert's
 					 * count is aligned for quantization */
+	int paged_stash;		/* the fused grouped MLP's saved tensors
+					 * copied to a paged buffer after its
+					 * forward and back before its backward
+					 * (moe.c stash_op) */
 	int64_t mtp_layers;		/* multi-token-prediction modules run */
 	struct routing_spec routing;
 };

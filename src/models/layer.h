@@ -121,6 +121,10 @@ struct moe_dims {
 				 * GLU's activation (glu_offset_sync) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
+	double stash_B;		/* B per routed row the paged stash copies
+				 * out after the experts' forward and back
+				 * before their backward; 0 = no stash
+				 * (moe.c stash_op) */
 	int split_aligned;	/* every expert's rows a multiple of the
 				 * quantization alignment (padded by the
 				 * grouped MLP, the dispatcher or the router) */

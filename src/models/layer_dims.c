@@ -111,6 +111,29 @@ static int fwd_one_kernel(const struct job_spec *j)
 					elementwise.grouped_gemm_fwd_kernel_arch);
 }
 
+/* B per routed row that Megatron-Core's paged stash copies (moe_job_spec
+ * paged_stash). Its saved-tensor hook (PagedStashManager.
+ * on_save_for_backward, megatron/core/transformer/moe/paged_stash.py @
+ * NVIDIA/Megatron-LM 2a75ac12c, the commit Megatron-Bridge @ 067f987
+ * pins) takes the tensors Transformer Engine's fused grouped MLP marks
+ * with mark_grouped_tensor (ops/fused/grouped_mlp.py @ TE e7c550c5, its
+ * uv.lock pin): the FC1 input, the FC1 output before the activation
+ * (the kernel's c_tensor, bf16: c_dtype), the routing probabilities
+ * (fp32: HybridEP's) and the FC2 input; of the two quantized inputs only
+ * the column-wise data and its scales are saved ("MXFP8 wgrad only needs
+ * columnwise tiles": rowwise_data and scale_inv set to None). Each is
+ * copied for the actual rows only (paged_stash_copy_kernel's
+ * num_tokens_tensor). A quantized element's bytes (lowp_B, dtype_bytes)
+ * hold its block scale's share. */
+static double stash_row_B(const struct layer_dims *d)
+{
+	double h = d->hidden, f = d->moe.ffn / d->moe.etp;
+	double u = (d->gated ? 2 : 1) * f;
+
+	return h * d->lowp_B + u * dtype_bytes(DTYPE_BF16) +
+	       dtype_bytes(DTYPE_FP32) + f * d->lowp_B;
+}
+
 /* The routed experts' shapes; route.c fills the routing. */
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
@@ -212,6 +235,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->split_aligned = e->quant_pad ||
 			   (mj->dispatcher && mj->dispatcher->quant_pad) ||
 			   mj->router_padding;
+	e->stash_B = mj->paged_stash ? stash_row_B(d) : 0;
 }
 
 /* torch FSDP's gradient division factors for a group of n

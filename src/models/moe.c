@@ -631,6 +631,35 @@ static void glu_sync(struct layer_ops *o, const struct layer_dims *d,
 		o->op[first].host_wait = before;
 }
 
+/* Megatron-Core's paged stash (moe_dims stash_B): with the full-
+ * iteration CUDA graphs' static expert buffers, the fused grouped MLP's
+ * saved tensors are copied for their actual rows into a shared paged
+ * buffer after the MLP's forward (PagedTensor.offload_to_stash,
+ * paged_stash_copy_kernel) and back into a fresh tensor before its
+ * backward (reload_from_stash, paged_stash_pop_kernel): one Triton copy
+ * kernel a saved tensor (STASH_TENSORS), read and write R stash_B each
+ * way (megatron/core/transformer/moe/paged_stash.py and ops/paged_stash.py
+ * @ NVIDIA/Megatron-LM 2a75ac12c). They run on the manager's pack stream
+ * beside the compute and the next expert MLP waits for them
+ * (PipelinePreScheduleFunction); llmsim charges their bytes at the
+ * streaming rate on the compute stream [?]: the bytes share the memory
+ * with the compute, the Triton kernel's own rate does not bind (alone it
+ * copies 896 MiB in 468 us on GB300, NVIDIA/Megatron-LM PR #6414: a
+ * quarter of the streaming rate, latency-bound, which the overlap
+ * hides). */
+#define STASH_TENSORS 6	/* FC1 and FC2 inputs' column-wise data and
+			 * scales, FC1's output, the probabilities */
+
+static void stash_op(struct layer_ops *o, const char *name,
+		     enum layer_pass pass, const struct layer_dims *d)
+{
+	double n = rows(d) * d->moe.stash_B;
+
+	if (!(n > 0))
+		return;
+	lop_eager(o, name, pass, n, n, 0, STASH_TENSORS, 0);
+}
+
 static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
@@ -661,6 +690,8 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	grouped_opens(o, d);
 	bias_op(o, "expert_bias", pass, d);
 	pad_op(o, "expert_unpad", pass, d, 0);
+	if (pass == PASS_FWD)
+		stash_op(o, "expert_stash", pass, d);
 }
 
 /* The host waits before it issues op `at`: for the counts exchange
@@ -811,6 +842,8 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
+	if (!(mods & 1u << RCM_MOE))	/* else the recompute's own tensors */
+		stash_op(o, "expert_stash_reload", PASS_BWD, d);
 	pad_op(o, "expert_unpad_bwd", PASS_BWD, d, 0);
 	bias_op(o, "expert_bias_bwd", PASS_BWD, d);
 	if (mods & 1u << RCM_MOE_ACT)

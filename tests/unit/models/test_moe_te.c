@@ -812,3 +812,50 @@ Test(moe, act_scale_swizzle_swizzles_every_quantized_operand)
 	cr_assert(near(op->k.read_B, 131072.0), "%g", op->k.read_B);
 	cr_assert(op->k.launches <= 1);
 }
+
+Test(moe, paged_stash_copies_the_fused_mlps_saved_tensors)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	const struct layer_op *op;
+	/* pad_job's layer (h 1024, expert FFN f 512, top-2, ep 2: R = 8192
+	 * rows on the GPU), gated (u = 2 f = 1024), MXFP8, the padding off
+	 * (Hybrid-EP pads in the paged-stash recipes). A row's saved bytes
+	 * (layer_dims.c stash_row_B): FC1 input column-wise, its data and
+	 * its e8m0 scales, h (1 + 1/32) = 1056, FC1 output bf16 u 2 = 2048,
+	 * probability fp32 4, FC2 input column-wise f (1 + 1/32) = 528:
+	 * 3636 B; R 3636 = 29786112 B read and written by 6 copy kernels
+	 * after fc2's forward (the stash) and before fc2's backward (the
+	 * reload). NVFP4 (e4m3 scales a block of 16): h (1/2 + 1/16) = 576,
+	 * 2048, 4, f (1/2 + 1/16) = 288: 2916 B a row, 23887872 B. */
+	double n = 8192.0 * 3636, n4 = 8192.0 * 2916;
+
+	arena_init(&a);
+	pad_job(&f);
+	f.model.gated_mlp = 1;
+	f.fw.elementwise.expert_quant_padding = 0;
+	build(&f, &a, &fwd, &bwd);
+	cr_assert_null(fixture_op(&fwd, "expert_stash"));
+	cr_assert_null(fixture_op(&bwd, "expert_stash_reload"));
+	f.job.moe.paged_stash = 1;
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "expert_stash");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n), "read %g B", op->k.read_B);
+	cr_assert(near(op->k.write_B, n), "write %g B", op->k.write_B);
+	cr_assert(near(op->k.launches, 6));
+	cr_assert_eq(fixture_op_index(&fwd, "expert_fc2") + 1,
+		     fixture_op_index(&fwd, "expert_stash"));
+	op = fixture_op(&bwd, "expert_stash_reload");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n) && near(op->k.write_B, n));
+	cr_assert_lt(fixture_op_index(&bwd, "expert_stash_reload"),
+		     fixture_op_index(&bwd, "expert_fc2_grad_cast"));
+	f.job.training.dtype = DTYPE_NVFP4;
+	build(&f, &a, &fwd, &bwd);
+	op = fixture_op(&fwd, "expert_stash");
+	cr_assert_not_null(op);
+	cr_assert(near(op->k.read_B, n4), "nvfp4 read %g B", op->k.read_B);
+	arena_release(&a);
+}
