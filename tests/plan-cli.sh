@@ -157,43 +157,64 @@ n=$(grep -c 'llmsim plan: interrupted before the search finished' "$tmp/err")
 # worker gone or a zombie this container's init does not reap has
 # ended), and a worker killed on its own (kill, the OOM killer) is named
 # with its signal (plan exited 1 without a word).
-kids_of() {	# kids_of PID: its children, waiting up to 10 s for them
-	i=0 kids=
-	while [ $i -lt 100 ] && [ -z "$kids" ]; do
-		kids=$(ps -o pid= --ppid "$1" 2>/dev/null)
-		[ -n "$kids" ] || sleep 0.1
+# kids_of PID N: its live (not zombie) children once there are N of them,
+# waiting up to 120 s (the workers are forked one after the other: a
+# listing taken between the two forks held one, and the case below then
+# read the second worker's pid as empty); fewer after that (kids empty
+# when none).
+kids_of() {
+	i=0 kids= n=0
+	while [ $i -lt 1200 ]; do
+		kids=$(ps -o pid=,stat= --ppid "$1" 2>/dev/null |
+		       awk '$2 !~ /^Z/ { print $1 }')
+		n=$(echo $kids | wc -w)
+		[ "$n" -ge "$2" ] && return
+		kill -0 "$1" 2>/dev/null || return	# plan ended
+		sleep 0.1
 		i=$((i + 1))
 	done
 }
 "$llmsim" plan "$job" --top 1000 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-kids_of $pid
-[ -n "$kids" ] || { echo "FAIL: plan --jobs 2: no workers after 10 s"; fail=1; }
+kids_of $pid 1
+[ -n "$kids" ] || { echo "FAIL: plan --jobs 2: no workers after 120 s"; fail=1; }
 kill -TERM $pid
 wait $pid 2>/dev/null
-sleep 1
+# each worker gone within 30 s (a killed process ends when it is next
+# scheduled: 1 s was a guess under load); one still running then has
+# outlived its parent
 for k in $kids; do
-	case $(ps -o stat= -p "$k" 2>/dev/null) in
-	"" | Z*) ;;
-	*) echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"; fail=1
-	   kill "$k" 2>/dev/null ;;
-	esac
+	i=0
+	while [ $i -lt 300 ]; do
+		case $(ps -o stat= -p "$k" 2>/dev/null) in
+		"" | Z*) break ;;
+		esac
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ $i -lt 300 ] || { echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"
+			    fail=1; kill "$k" 2>/dev/null; }
 done
 "$llmsim" plan "$job" --top 100 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 # the full tier's workers, not the analytical walk's (plan_split.c forks
-# those first): wait for the line that starts the full tier (up to 30 s)
+# those first and reaps them before the full tier starts): wait for the
+# line that starts the full tier (up to 300 s, not 30: under load the
+# walk's time grows with it), then for both workers to be listed
 i=0
-while [ $i -lt 300 ] && ! grep -q 'simulating the best' "$tmp/err"; do
+while [ $i -lt 3000 ] && ! grep -q 'simulating the best' "$tmp/err" &&
+      kill -0 $pid 2>/dev/null; do
 	sleep 0.1
 	i=$((i + 1))
 done
-kids_of $pid
-k1=$(echo $kids | cut -d' ' -f1)
-k2=$(echo $kids | cut -d' ' -f2)
-# one worker killed: the other is stopped at once (not run to its end) and
-# only the first is reported as killed
-[ -n "$k1" ] && kill -TERM "$k1"
+kids_of $pid 2
+k1= k2=
+[ "$n" = 2 ] && { k1=$(echo $kids | cut -d' ' -f1); k2=$(echo $kids | cut -d' ' -f2); }
+[ -n "$k2" ] || { echo "FAIL: plan --jobs 2: not 2 full-run workers ($kids)"; fail=1; }
+# one worker killed: the other is stopped at once (not run to its end:
+# the parent polls every 250 ms, a layout's run takes longer) and only the
+# first is reported as killed
+[ -n "$k2" ] && kill -TERM "$k1"
 wait $pid 2>/dev/null
 got=$?
 [ "$got" = 1 ] && [ ! -s "$tmp/out" ] &&

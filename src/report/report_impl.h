@@ -85,6 +85,7 @@ void rep_memory_plot(struct rep *R, const struct rep_run *runs, size_t n,
 		     const char *title);
 
 /* Sections. Each returns 0 or -1 after reporting. */
+int rep_plans(struct rep *R);
 int rep_sweeps(struct rep *R);
 int rep_collectives(struct rep *R);
 int rep_validation(struct rep *R);
