@@ -97,6 +97,21 @@ grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
 # Stored with its job.
 check "store" "$llmsim" plan "$job" --top 2 --db "$tmp/p.db"
 grep -q 'stored as run' "$tmp/err" || { echo "FAIL: not stored"; fail=1; }
+# ... and `llmsim report` shows it (a plan-only database read "No `llmsim
+# run` results" and nothing else): the Plans section, its 12 layouts of
+# which the table shows the best 10 (REPORT_PLAN_ROWS) and says 2 more,
+# rank 1 as `plan` printed it, and one breakdown plot (all 12 simulated).
+"$llmsim" plan "$job" --top 12 --db "$tmp/p12.db" >"$tmp/plan12" 2>/dev/null &&
+	"$llmsim" report --db "$tmp/p12.db" -o "$tmp/p12.html" 2>"$tmp/err" ||
+	{ echo "FAIL: plan + report"; cat "$tmp/err"; fail=1; }
+best=$(sed -n 's/^ *1  \(tp [0-9]* pp [0-9]*\) .*/\1/p' "$tmp/plan12")
+rows=$(grep -c '^<tr><td>[0-9]*</td><td>8</td>' "$tmp/p12.html")
+grep -q '<h2>Plans</h2>' "$tmp/p12.html" &&
+	grep -q '12 layouts ranked, 12 simulated in full' "$tmp/p12.html" &&
+	[ "$rows" = 10 ] && grep -q '2 more in v_plans' "$tmp/p12.html" &&
+	[ -n "$best" ] && grep -q "^<tr><td>1</td><td>8</td><td>$best " "$tmp/p12.html" &&
+	[ "$(grep -c '<figure class="plot"' "$tmp/p12.html")" = 1 ] ||
+	{ echo "FAIL: report of a plan: $rows rows, best '$best'"; fail=1; }
 
 # Bad input: exit 2 naming the rule, and by how much memory.
 status 2 "impossible pin" 'tp 3 does not divide num_attention_heads 32' \
