@@ -317,9 +317,14 @@ static int option(struct opts *o, int c, const char *v)
 						v, coll_redop_names);
 		break;
 	case 'r':
-		if (!number(v, 0, &x) || x != floor(x))
+		/* bounded before the cast: (long)1e20 is LONG_MIN, which
+		 * the range check after parsing let through */
+		if (!number(v, 0, &x) || x != floor(x) ||
+		    x >= (double)SYSTEM_MAX_GPUS)
 			return cli_usage_error("collective", "--root (-r): "
-					       "expected a rank, got '%s'", v);
+					       "expected a rank from 0 to %lld, "
+					       "got '%s'",
+					       (long long)SYSTEM_MAX_GPUS - 1, v);
 		o->root = (long)x;
 		break;
 	case OPT_ALGO:
@@ -328,10 +333,12 @@ static int option(struct opts *o, int c, const char *v)
 						coll_algo_names);
 		break;
 	case OPT_GROUP:
-		if (!number(v, 0, &x) || x != floor(x) || x < 1)
+		if (!number(v, 0, &x) || x != floor(x) || x < 1 ||
+		    x > (double)SYSTEM_MAX_GPUS)
 			return cli_usage_error("collective", "--group: expected "
-					       "a count of operations >= 1, got "
-					       "'%s'", v);
+					       "a count of operations from 1 to "
+					       "%lld, got '%s'",
+					       (long long)SYSTEM_MAX_GPUS, v);
 		o->group = (long)x;
 		break;
 	case OPT_PROTO:
