@@ -29,16 +29,6 @@ struct plan_heads {
 	int oom;
 };
 
-static const char *text(struct rep *R, const struct store_val *v, int *oom)
-{
-	const char *s = v->type == STORE_TEXT && v->text ?
-			arena_strdup(R->a, v->text) : "?";
-
-	if (!s)
-		*oom = 1;
-	return s ? s : "?";
-}
-
 static int add_head(void *ctx, int n, const char *const *names,
 		    const struct store_val *v)
 {
@@ -53,10 +43,10 @@ static int add_head(void *ctx, int n, const char *const *names,
 	}
 	p = &h->v[h->n++];
 	p->run_id = v[0].i;
-	p->job = text(h->R, &v[1], &h->oom);
-	p->model = text(h->R, &v[2], &h->oom);
-	p->system = text(h->R, &v[3], &h->oom);
-	p->objective = text(h->R, &v[4], &h->oom);
+	p->job = rep_text(h->R, &v[1], &h->oom);
+	p->model = rep_text(h->R, &v[2], &h->oom);
+	p->system = rep_text(h->R, &v[3], &h->oom);
+	p->objective = rep_text(h->R, &v[4], &h->oom);
 	p->ranked = v[5].type == STORE_INT ? v[5].i : 0;
 	p->simulated = v[6].type == STORE_INT ? v[6].i : 0;
 	return h->oom;
