@@ -112,6 +112,18 @@ grep -q '<h2>Plans</h2>' "$tmp/p12.html" &&
 	[ -n "$best" ] && grep -q "^<tr><td>1</td><td>8</td><td>$best " "$tmp/p12.html" &&
 	[ "$(grep -c '<figure class="plot"' "$tmp/p12.html")" = 1 ] ||
 	{ echo "FAIL: report of a plan: $rows rows, best '$best'"; fail=1; }
+# a plan of the same job for another objective, estimates only: a second
+# plan shown (the latest of each job and objective), its 3 layouts
+# "estimate", no plot added (a plot without marks fails the page's check)
+"$llmsim" plan "$job" --objective memory --analytical-only --top 3 \
+	--db "$tmp/p12.db" >/dev/null 2>&1 &&
+	"$llmsim" report --db "$tmp/p12.db" -o "$tmp/p12.html" 2>"$tmp/err" ||
+	{ echo "FAIL: plan + report, memory"; cat "$tmp/err"; fail=1; }
+[ "$(grep -c '^<h3>llama3-8b-dgx-h100</h3>' "$tmp/p12.html")" = 2 ] &&
+	grep -q 'objective memory: 3 layouts ranked, 0 simulated' "$tmp/p12.html" &&
+	[ "$(grep -c '<td>estimate</td>' "$tmp/p12.html")" = 3 ] &&
+	[ "$(grep -c '<figure class="plot"' "$tmp/p12.html")" = 1 ] ||
+	{ echo "FAIL: report of two plans of one job"; fail=1; }
 
 # Bad input: exit 2 naming the rule, and by how much memory.
 status 2 "impossible pin" 'tp 3 does not divide num_attention_heads 32' \

@@ -1,7 +1,7 @@
 /*
  * report_plan.c - the plans section: the latest `llmsim plan` of each
- * distinct job configuration (runs with command 'plan', at most
- * REPORT_MAX_PLANS, oldest first), each as a heading (job, model,
+ * distinct job configuration and objective (runs with command 'plan',
+ * at most REPORT_MAX_PLANS, oldest first), each as a heading (job, model,
  * system, objective, how many layouts were ranked and simulated), a
  * table of its best REPORT_PLAN_ROWS layouts (v_plans) and the step
  * breakdown of those of them simulated in full. A sweep's planned points
@@ -193,11 +193,12 @@ int rep_plans(struct rep *R)
 		 "(SELECT count(*) FROM v_plans v WHERE v.run_id = r.id), "
 		 "(SELECT count(*) FROM v_plans v WHERE v.run_id = r.id AND "
 		 "v.simulated = 1) FROM runs r WHERE r.id IN (SELECT max(id) "
-		 "FROM runs WHERE command = 'plan' GROUP BY config_hash) "
+		 "FROM runs WHERE command = 'plan' GROUP BY config_hash, "
+		 "json_extract(result_json, '$.objective')) "
 		 "ORDER BY r.id DESC LIMIT %d", REPORT_MAX_PLANS);
 	rep_heading(R, "Plans", "The latest `llmsim plan` of each distinct "
-		    "job configuration: its best layouts, and the step "
-		    "breakdown of those simulated in full.");
+		    "job configuration and objective: its best layouts, and "
+		    "the step breakdown of those simulated in full.");
 	if (rep_select(R, sql, NULL, 0, add_head, &h) != 0)
 		return -1;
 	if (h.oom) {
