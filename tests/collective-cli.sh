@@ -128,6 +128,16 @@ status 2 "bad set" --system dgx-h100 --set system.nodez=2 --op allreduce --ranks
 status 0 "forced ring" --system dgx-h100 --op allreduce --ranks 8 --algo ring --proto ll128
 status 2 "bad redop" --system dgx-h100 --op allreduce --ranks 8 -o summ
 status 2 "root past the ranks" --system dgx-h100 --op broadcast --ranks 8 -r 8
+# A rank or count past a long: (long)1e20 wrapped to LONG_MIN, which the
+# range checks let through: --root ran and printed root
+# -9223372036854775808, --group ran as one operation (exit 0 both).
+status 2 "root past a long" --system dgx-h100 --op broadcast --ranks 8 \
+	-r 99999999999999999999
+status 2 "group past a long" --system dgx-h100 --op broadcast --ranks 8 \
+	--group 99999999999999999999
+status 2 "group past the ranks" --system dgx-h100 --op reduce --ranks 8 --group 9
+status 2 "group 0" --system dgx-h100 --op broadcast --ranks 8 --group 0
+status 2 "group on all-reduce" --system dgx-h100 --op allreduce --ranks 8 --group 2
 status 2 "unknown short option" --system dgx-h100 --op allreduce --ranks 8 -q
 status 2 "-b without a value" --system dgx-h100 --op allreduce --ranks 8 -b
 

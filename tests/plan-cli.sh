@@ -97,6 +97,33 @@ grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
 # Stored with its job.
 check "store" "$llmsim" plan "$job" --top 2 --db "$tmp/p.db"
 grep -q 'stored as run' "$tmp/err" || { echo "FAIL: not stored"; fail=1; }
+# ... and `llmsim report` shows it (a plan-only database read "No `llmsim
+# run` results" and nothing else): the Plans section, its 12 layouts of
+# which the table shows the best 10 (REPORT_PLAN_ROWS) and says 2 more,
+# rank 1 as `plan` printed it, and one breakdown plot (all 12 simulated).
+"$llmsim" plan "$job" --top 12 --db "$tmp/p12.db" >"$tmp/plan12" 2>/dev/null &&
+	"$llmsim" report --db "$tmp/p12.db" -o "$tmp/p12.html" 2>"$tmp/err" ||
+	{ echo "FAIL: plan + report"; cat "$tmp/err"; fail=1; }
+best=$(sed -n 's/^ *1  \(tp [0-9]* pp [0-9]*\) .*/\1/p' "$tmp/plan12")
+rows=$(grep -c '^<tr><td>[0-9]*</td><td>8</td>' "$tmp/p12.html")
+grep -q '<h2>Plans</h2>' "$tmp/p12.html" &&
+	grep -q '12 layouts ranked, 12 simulated in full' "$tmp/p12.html" &&
+	[ "$rows" = 10 ] && grep -q '2 more in v_plans' "$tmp/p12.html" &&
+	[ -n "$best" ] && grep -q "^<tr><td>1</td><td>8</td><td>$best " "$tmp/p12.html" &&
+	[ "$(grep -c '<figure class="plot"' "$tmp/p12.html")" = 1 ] ||
+	{ echo "FAIL: report of a plan: $rows rows, best '$best'"; fail=1; }
+# a plan of the same job for another objective, estimates only: a second
+# plan shown (the latest of each job and objective), its 3 layouts
+# "estimate", no plot added (a plot without marks fails the page's check)
+"$llmsim" plan "$job" --objective memory --analytical-only --top 3 \
+	--db "$tmp/p12.db" >/dev/null 2>&1 &&
+	"$llmsim" report --db "$tmp/p12.db" -o "$tmp/p12.html" 2>"$tmp/err" ||
+	{ echo "FAIL: plan + report, memory"; cat "$tmp/err"; fail=1; }
+[ "$(grep -c '^<h3>llama3-8b-dgx-h100</h3>' "$tmp/p12.html")" = 2 ] &&
+	grep -q 'objective memory: 3 layouts ranked, 0 simulated' "$tmp/p12.html" &&
+	[ "$(grep -c '<td>estimate</td>' "$tmp/p12.html")" = 3 ] &&
+	[ "$(grep -c '<figure class="plot"' "$tmp/p12.html")" = 1 ] ||
+	{ echo "FAIL: report of two plans of one job"; fail=1; }
 
 # Bad input: exit 2 naming the rule, and by how much memory.
 status 2 "impossible pin" 'tp 3 does not divide num_attention_heads 32' \
@@ -157,43 +184,64 @@ n=$(grep -c 'llmsim plan: interrupted before the search finished' "$tmp/err")
 # worker gone or a zombie this container's init does not reap has
 # ended), and a worker killed on its own (kill, the OOM killer) is named
 # with its signal (plan exited 1 without a word).
-kids_of() {	# kids_of PID: its children, waiting up to 10 s for them
-	i=0 kids=
-	while [ $i -lt 100 ] && [ -z "$kids" ]; do
-		kids=$(ps -o pid= --ppid "$1" 2>/dev/null)
-		[ -n "$kids" ] || sleep 0.1
+# kids_of PID N: its live (not zombie) children once there are N of them,
+# waiting up to 120 s (the workers are forked one after the other: a
+# listing taken between the two forks held one, and the case below then
+# read the second worker's pid as empty); fewer after that (kids empty
+# when none).
+kids_of() {
+	i=0 kids= n=0
+	while [ $i -lt 1200 ]; do
+		kids=$(ps -o pid=,stat= --ppid "$1" 2>/dev/null |
+		       awk '$2 !~ /^Z/ { print $1 }')
+		n=$(echo $kids | wc -w)
+		[ "$n" -ge "$2" ] && return
+		kill -0 "$1" 2>/dev/null || return	# plan ended
+		sleep 0.1
 		i=$((i + 1))
 	done
 }
 "$llmsim" plan "$job" --top 1000 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-kids_of $pid
-[ -n "$kids" ] || { echo "FAIL: plan --jobs 2: no workers after 10 s"; fail=1; }
+kids_of $pid 1
+[ -n "$kids" ] || { echo "FAIL: plan --jobs 2: no workers after 120 s"; fail=1; }
 kill -TERM $pid
 wait $pid 2>/dev/null
-sleep 1
+# each worker gone within 30 s (a killed process ends when it is next
+# scheduled: 1 s was a guess under load); one still running then has
+# outlived its parent
 for k in $kids; do
-	case $(ps -o stat= -p "$k" 2>/dev/null) in
-	"" | Z*) ;;
-	*) echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"; fail=1
-	   kill "$k" 2>/dev/null ;;
-	esac
+	i=0
+	while [ $i -lt 300 ]; do
+		case $(ps -o stat= -p "$k" 2>/dev/null) in
+		"" | Z*) break ;;
+		esac
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ $i -lt 300 ] || { echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"
+			    fail=1; kill "$k" 2>/dev/null; }
 done
 "$llmsim" plan "$job" --top 100 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 # the full tier's workers, not the analytical walk's (plan_split.c forks
-# those first): wait for the line that starts the full tier (up to 30 s)
+# those first and reaps them before the full tier starts): wait for the
+# line that starts the full tier (up to 300 s, not 30: under load the
+# walk's time grows with it), then for both workers to be listed
 i=0
-while [ $i -lt 300 ] && ! grep -q 'simulating the best' "$tmp/err"; do
+while [ $i -lt 3000 ] && ! grep -q 'simulating the best' "$tmp/err" &&
+      kill -0 $pid 2>/dev/null; do
 	sleep 0.1
 	i=$((i + 1))
 done
-kids_of $pid
-k1=$(echo $kids | cut -d' ' -f1)
-k2=$(echo $kids | cut -d' ' -f2)
-# one worker killed: the other is stopped at once (not run to its end) and
-# only the first is reported as killed
-[ -n "$k1" ] && kill -TERM "$k1"
+kids_of $pid 2
+k1= k2=
+[ "$n" = 2 ] && { k1=$(echo $kids | cut -d' ' -f1); k2=$(echo $kids | cut -d' ' -f2); }
+[ -n "$k2" ] || { echo "FAIL: plan --jobs 2: not 2 full-run workers ($kids)"; fail=1; }
+# one worker killed: the other is stopped at once (not run to its end:
+# the parent polls every 250 ms, a layout's run takes longer) and only the
+# first is reported as killed
+[ -n "$k2" ] && kill -TERM "$k1"
 wait $pid 2>/dev/null
 got=$?
 [ "$got" = 1 ] && [ ! -s "$tmp/out" ] &&

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The report in a real browser: build a results database (jobs, a sweep
+# The report in a real browser: build a results database (jobs, a plan, a sweep
 # with invalid points, collectives, measurements), write `llmsim report`, check the
 # page statically (one file, nothing fetched), then load it in headless
 # Debian Chromium and check that
@@ -32,6 +32,8 @@ DB=$T/r.db
 	fail "llmsim run default.yaml"
 "$LLMSIM" run "$ROOT/workloads/jobs/llama2-7b-mi300x.yaml" --db "$DB" \
 	>/dev/null 2>&1 || fail "llmsim run llama2-7b-mi300x.yaml"
+"$LLMSIM" plan "$ROOT/workloads/jobs/default.yaml" --top 4 --db "$DB" \
+	>/dev/null 2>&1 || fail "llmsim plan default.yaml"
 cat > "$T/s.yaml" <<EOF
 name: browser-test
 base: $ROOT/workloads/jobs/llama2-7b-mi300x.yaml
@@ -90,11 +92,11 @@ if grep -o -E 'https?://[^"< ]*' "$HTML" | grep -v '^http://www.w3.org/2000/svg$
 	fail "the report names a network address"
 fi
 figs=$(grep -c '<figure class="plot"' "$HTML")
-# breakdown + memory (jobs) + sweep: 2 curves, heat map, breakdown,
-# memory + 3 collectives (mi300x-roce allreduce and allgather, cpu-host
-# allreduce with the measured curve) + predicted against measured (one
-# unit: GB/s) = 11 plots
-[ "$figs" -eq 11 ] || fail "expected 11 plots (see the comment), got $figs"
+# breakdown + memory (jobs) + the plan's breakdown + sweep: 2 curves,
+# heat map, breakdown, memory + 3 collectives (mi300x-roce allreduce and
+# allgather, cpu-host allreduce with the measured curve) + predicted
+# against measured (one unit: GB/s) = 12 plots
+[ "$figs" -eq 12 ] || fail "expected 12 plots (see the comment), got $figs"
 grep -q '>measured<' "$HTML" || grep -q 'measured</span>' "$HTML" ||
 	fail "no measured series in the collectives plot"
 grep -q 'id="fig-[0-9]*-validation"' "$HTML" || fail "no predicted-vs-measured plot"

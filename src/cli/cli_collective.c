@@ -177,6 +177,22 @@ static int whole(const char *opt, const char *v, double lo, double *out)
 			       ">= %g, got '%s'", opt, lo, v);
 }
 
+/* A whole number from lo to hi into *out; bounded before the cast
+ * ((long)1e20 is LONG_MIN, which --root and --group let through to run
+ * as root -9223372036854775808 and one operation). */
+static int ranged(const char *opt, const char *what, const char *v,
+		  long long lo, long long hi, long *out)
+{
+	double x;
+
+	if (!number(v, (double)lo, &x) || x != floor(x) || x > (double)hi)
+		return cli_usage_error("collective", "%s: expected %s from "
+				       "%lld to %lld, got '%s'", opt, what, lo,
+				       hi, v);
+	*out = (long)x;
+	return CLI_OK;
+}
+
 /* --tokens 128,4096: token counts per GPU, one row each. */
 static int parse_tokens(struct opts *o, const char *v)
 {
@@ -283,7 +299,6 @@ static int op_option(struct opts *o, const char *v)
 /* One option (getopt_long's c with its optarg). CLI_OK or CLI_USAGE. */
 static int option(struct opts *o, int c, const char *v)
 {
-	double x;
 	int rc;
 
 	switch (c) {
@@ -295,14 +310,8 @@ static int option(struct opts *o, int c, const char *v)
 		break;
 	case OPT_OP: return op_option(o, v);
 	case 'g':
-		if (!number(v, 1, &x) || x != floor(x) ||
-		    x > (double)SYSTEM_MAX_GPUS)
-			return cli_usage_error("collective", "--ranks: "
-					       "expected a whole number of "
-					       "GPUs from 1 to %lld, got '%s'",
-					       (long long)SYSTEM_MAX_GPUS, v);
-		o->ranks = (long)x;
-		break;
+		return ranged("--ranks", "a whole number of GPUs", v, 1,
+			      SYSTEM_MAX_GPUS, &o->ranks);
 	case 'b': return parse_size("--min (-b)", v, &o->min_B);
 	case 'e': return parse_size("--max (-e)", v, &o->max_B);
 	case 'f': return parse_number("--step-factor (-f)", v, 1, &o->factor);
@@ -317,23 +326,16 @@ static int option(struct opts *o, int c, const char *v)
 						v, coll_redop_names);
 		break;
 	case 'r':
-		if (!number(v, 0, &x) || x != floor(x))
-			return cli_usage_error("collective", "--root (-r): "
-					       "expected a rank, got '%s'", v);
-		o->root = (long)x;
-		break;
+		return ranged("--root (-r)", "a rank", v, 0,
+			      SYSTEM_MAX_GPUS - 1, &o->root);
 	case OPT_ALGO:
 		if ((o->algo = schema_name_index(coll_algo_names, v)) < 0)
 			return cli_choice_error("collective", "--algo", v,
 						coll_algo_names);
 		break;
 	case OPT_GROUP:
-		if (!number(v, 0, &x) || x != floor(x) || x < 1)
-			return cli_usage_error("collective", "--group: expected "
-					       "a count of operations >= 1, got "
-					       "'%s'", v);
-		o->group = (long)x;
-		break;
+		return ranged("--group", "a count of operations", v, 1,
+			      SYSTEM_MAX_GPUS, &o->group);
 	case OPT_PROTO:
 		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return cli_choice_error("collective", "--proto", v,

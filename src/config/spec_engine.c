@@ -19,6 +19,7 @@ const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
+const char *const engine_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
 					       NULL};
 const char *const engine_act_quant_names[] = {"all", "per_tensor", NULL};
@@ -92,6 +93,11 @@ static const struct schema_field engine_fields[] = {
 		  "sglang (prefill first, retraction), trtllm (in-flight "
 		  "batching, capacity policy), vllm-v0 (prefill-only steps "
 		  "first, preemption)" },
+	{ .key = "vendor", .type = ST_ENUM, .offset = OFF(vendor),
+	  .values = engine_vendor_names, .def = "any",
+	  .help = "whose GPUs the engine's build runs on: nvidia (CUDA only), "
+		  "amd (ROCm only) or any; a serving job on the other "
+		  "vendor's GPU is refused (exit 2)" },
 	{ .key = "max_num_seqs", .type = ST_INT, .offset = OFF(max_num_seqs),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED,
 	  .help = "sequences in one engine step, at most" },

@@ -74,6 +74,7 @@ extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
 extern const char *const engine_decode_kernel_names[];
+extern const char *const engine_vendor_names[];
 extern const char *const engine_vision_encoder_names[];
 extern const char *const engine_estimate_logits_names[];
 extern const char *const engine_attn_temperature_names[];
@@ -120,6 +121,14 @@ enum engine_moe_kernels {
 				 * sort, permute the rows, grouped GEMMs,
 				 * finalize (unpermute, scale, k-way sum) */
 	ENGINE_MOE_COUNT
+};
+
+/* Whose GPUs the engine's build runs on. */
+enum engine_vendor {
+	ENGINE_VENDOR_ANY,
+	ENGINE_VENDOR_NVIDIA,	/* CUDA only (TensorRT-LLM) */
+	ENGINE_VENDOR_AMD,	/* ROCm only (AMD's vLLM fork) */
+	ENGINE_VENDOR_COUNT
 };
 
 /* Whose decode attention kernel the engine runs (its split of a
@@ -192,6 +201,7 @@ struct engine_spec {
 	const char *name;			/* preset name */
 	const char *version;			/* engine version the defaults come from (info) */
 	int scheduler;				/* enum engine_scheduler */
+	int vendor;				/* enum engine_vendor: whose GPUs it runs on */
 	int64_t max_num_seqs;			/* sequences in one step, at most */
 	int64_t max_num_batched_tokens;		/* tokens in one step, at most (the prefill budget) */
 	int chunked_prefill;			/* prompts may be split over steps */

@@ -325,6 +325,33 @@ static int job_paged_stash_check(const struct job_spec *j, struct diag *d,
 	return -1;
 }
 
+/* serving.engine against the system's GPU: an engine built for one
+ * vendor's GPUs (engine vendor: TensorRT-LLM's CUDA kernels; AMD's ROCm
+ * fork of vLLM with its wvSplitK and custom paged attention) ran on the
+ * other's at that GPU's rates without a word. Reported at
+ * serving.engine, else at the job. -1 after an error. */
+static int job_engine_vendor_check(const struct job_spec *j, struct diag *d,
+				   const struct cnode *node)
+{
+	const struct gpu_spec *g = j->system ? j->system->gpu : NULL;
+	const struct engine_spec *e = j->serving.engine;
+	const struct cnode *s = node ? cnode_get(node, "serving") : NULL;
+	const struct cnode *v = s && s->kind == CNODE_MAP ?
+				cnode_get(s, "engine") : NULL;
+	int want;
+
+	if (!job_is_inference(j) || !e || !g || e->vendor == ENGINE_VENDOR_ANY)
+		return 0;
+	want = e->vendor == ENGINE_VENDOR_NVIDIA ? GPU_NVIDIA : GPU_AMD;
+	if ((int)g->vendor == want)
+		return 0;
+	cnode_error(d, v ? v : node, "'serving.engine': engine '%s' runs on %s "
+		    "GPUs only, the system's %s is not one", e->name ? e->name :
+		    "(unnamed)", engine_vendor_names[e->vendor],
+		    g->name ? g->name : "GPU");
+	return -1;
+}
+
 static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -336,6 +363,8 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (job_attention_kernel_check(j, d, node) != 0)
 		rc = -1;
 	if (job_paged_stash_check(j, d, node) != 0)
+		rc = -1;
+	if (job_engine_vendor_check(j, d, node) != 0)
 		rc = -1;
 	job_fp8_scaling_check(j, d, node);
 	phase_section_check(j, d, node);
@@ -364,8 +393,9 @@ const struct schema job_schema = {
 };
 
 /* The planner's job check: job_check's warnings (a section the phase
- * does not read, fp8_scaling off fp8) and the one error no layout can
- * mend (an AMD-only attention kernel on an NVIDIA GPU), none of the
+ * does not read, fp8_scaling off fp8) and the errors no layout can
+ * mend (an AMD-only attention kernel on an NVIDIA GPU, an engine on the
+ * other vendor's GPU, paged_stash off MX dtypes), none of the
  * others. The layout
  * and what depends on it (recompute_modules against a2a_overlap, the
  * straggler's GPU) are the planner's to search: it checks every layout
@@ -378,7 +408,8 @@ static int job_plan_check(void *obj, const struct schema_at *at,
 
 	job_fp8_scaling_check(j, d, at->map);
 	phase_section_check(j, d, at->map);
-	if (job_paged_stash_check(j, d, at->map) != 0)
+	if (job_paged_stash_check(j, d, at->map) != 0 ||
+	    job_engine_vendor_check(j, d, at->map) != 0)
 		return -1;
 	return job_attention_kernel_check(j, d, at->map);
 }

@@ -142,19 +142,19 @@ static void no_fit(const struct job_spec *j, const struct plan_opts *o,
 	     ws[32];
 
 	plan_layout_str(&a->min_mem_lay, lay, sizeof(lay));
-	plan_fmt(pk, sizeof(pk), m->peak_B, UNIT_BYTES);
-	plan_fmt(us, sizeof(us), m->usable_B, UNIT_BYTES);
-	plan_fmt(over, sizeof(over), m->peak_B - m->usable_B, UNIT_BYTES);
+	step_human(pk, sizeof(pk), m->peak_B, UNIT_BYTES);
+	step_human(us, sizeof(us), m->usable_B, UNIT_BYTES);
+	step_human(over, sizeof(over), m->peak_B - m->usable_B, UNIT_BYTES);
 	diag_error(d, NULL, 0, 0, "no layout fits in memory: the smallest peak "
 		   "is %s per GPU (%s on %lld GPUs), %s more than the %s usable%s",
 		   pk, lay, (long long)(a->min_mem_lay.nodes *
 					j->system->gpus_per_node),
 		   over, us, o->headroom > 0 ? " after the headroom" : "");
-	plan_fmt(w, sizeof(w), m->weights_B, UNIT_BYTES);
-	plan_fmt(g, sizeof(g), m->grads_B, UNIT_BYTES);
-	plan_fmt(op, sizeof(op), m->optimizer_B, UNIT_BYTES);
-	plan_fmt(ac, sizeof(ac), m->activations_B, UNIT_BYTES);
-	plan_fmt(ws, sizeof(ws), m->workspace_B, UNIT_BYTES);
+	step_human(w, sizeof(w), m->weights_B, UNIT_BYTES);
+	step_human(g, sizeof(g), m->grads_B, UNIT_BYTES);
+	step_human(op, sizeof(op), m->optimizer_B, UNIT_BYTES);
+	step_human(ac, sizeof(ac), m->activations_B, UNIT_BYTES);
+	step_human(ws, sizeof(ws), m->workspace_B, UNIT_BYTES);
 	diag_note(d, NULL, 0, 0, "that peak: weights %s, gradients %s, optimizer "
 		  "%s, activations %s, workspace %s (pipeline rank %lld)", w, g,
 		  op, ac, ws, (long long)m->rank);

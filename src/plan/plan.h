@@ -227,11 +227,6 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 /* "tp 8 pp 16 vpp 2 dp 128 mbs 1 sp full zero1 1f1b" into buf. */
 void plan_layout_str(const struct plan_layout *l, char *buf, size_t len);
 
-/* A quantity for people (UNIT_BYTES or UNIT_TIME): 4 significant
- * digits, decimal prefixes (GB, MB; s, ms, us), as `llmsim run` prints
- * them. Returns buf. */
-const char *plan_fmt(char *buf, size_t len, double v, enum unit_kind k);
-
 /* The result as `llmsim plan --json` prints it. NULL when out of memory. */
 struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 			   const struct plan_result *r);

@@ -162,31 +162,6 @@ void plan_job_for(const struct job_spec *j, const struct plan_layout *l,
 	plan_layout_job(j, sys, l, out);
 }
 
-/* A quantity for people: 4 significant digits, decimal prefixes (bytes
- * in GB, MB, kB; time in s, ms, us), as `llmsim run` prints them. */
-const char *plan_fmt(char *buf, size_t len, double v, enum unit_kind k)
-{
-	static const char *const byte_units[] = {"B", "kB", "MB", "GB", "TB"};
-	static const char *const time_units[] = {"s", "ms", "us", "ns"};
-	int i = 0;
-
-	if (k == UNIT_BYTES) {
-		while (v >= 999.95 && i < 4) {
-			v /= 1e3;
-			i++;
-		}
-		snprintf(buf, len, "%.4g %s", v, byte_units[i]);
-	} else {
-		while (v != 0 && fabs(v) < 0.99995 && i < 3) {
-			v *= 1e3;
-			i++;
-		}
-		snprintf(buf, len, "%.4g %s", v, time_units[i]);
-	}
-	return buf;
-}
-
-
 int plan_bound_of(const struct plan_cand *c)
 {
 	double mem = c->est.part_s[EXEC_COMPUTE] > 0 ?

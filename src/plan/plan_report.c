@@ -11,6 +11,7 @@
 
 #include "base/units.h"
 #include "run/jobj.h"
+#include "run/step.h"
 
 static int add_bool(struct cJSON *o, const char *key, int v)
 {
@@ -281,9 +282,9 @@ static void print_row(FILE *out, int64_t rank, const struct plan_cand *c,
 	char lay[160], st[32], mem[32], est[32];
 
 	plan_layout_str(&c->lay, lay, sizeof(lay));
-	plan_fmt(st, sizeof(st), c->step_s, UNIT_TIME);
-	plan_fmt(mem, sizeof(mem), c->mem.peak_B, UNIT_BYTES);
-	plan_fmt(est, sizeof(est), c->est.step_s, UNIT_TIME);
+	step_human(st, sizeof(st), c->step_s, UNIT_TIME);
+	step_human(mem, sizeof(mem), c->mem.peak_B, UNIT_BYTES);
+	step_human(est, sizeof(est), c->est.step_s, UNIT_TIME);
 	fprintf(out, "  %4lld ", (long long)rank);
 	if (show_gpus)
 		fprintf(out, "%6lld ", (long long)c->gpus);

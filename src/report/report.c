@@ -1,8 +1,8 @@
 /*
  * report.c - the report page: head (styles, the self-check script),
  * the jobs section (breakdown and memory plots from v_runs), then the
- * sweeps, collectives and validation sections (report_sweep.c,
- * report_coll.c), and the footer. What the sections share is in
+ * plans, sweeps, collectives and validation sections (report_plan.c,
+ * report_sweep.c, report_coll.c), and the footer. What the sections share is in
  * report_plots.c.
  */
 #include "report_impl.h"
@@ -155,8 +155,9 @@ int report_write(struct store *st, const char *db_path, const char *version,
 
 	arena_init(&a);
 	head(&R, db_path);
-	if (jobs_section(&R) != 0 || rep_sweeps(&R) != 0 ||
-	    rep_collectives(&R) != 0 || rep_validation(&R) != 0)
+	if (jobs_section(&R) != 0 || rep_plans(&R) != 0 ||
+	    rep_sweeps(&R) != 0 || rep_collectives(&R) != 0 ||
+	    rep_validation(&R) != 0)
 		goto out;
 	foot(&R, version);
 	rc = 0;

@@ -8,6 +8,9 @@
  *   - step-time breakdown per job, stacked (v_runs; the latest run of
  *     each distinct configuration of `llmsim run`)
  *   - memory per GPU against the usable capacity, stacked (v_runs)
+ *   - per plan (the latest `llmsim plan` of each distinct configuration):
+ *     its best layouts as a table and the step breakdown of those
+ *     simulated in full (runs, v_plans)
  *   - per sweep: step time and throughput per GPU along the swept axes
  *     (curves), a heat map over the two axes with most values, the
  *     breakdown of each point, and the invalid points with their reason
@@ -41,6 +44,9 @@ struct store;
 /* Most series in one sweep curve; most collective plots. */
 #define REPORT_MAX_SERIES 8
 #define REPORT_MAX_COLL_PLOTS 16
+/* Most plans (the latest configurations) and layouts shown of each. */
+#define REPORT_MAX_PLANS 8
+#define REPORT_PLAN_ROWS 10
 
 /*
  * Write the report of database st (whose path, shown in the page, is

@@ -74,21 +74,6 @@ struct groups {
 	int oom;
 };
 
-static const char *dup(struct rep *R, const struct store_val *v, int *oom)
-{
-	const char *s;
-
-	if (v->type == STORE_TEXT)
-		s = arena_strdup(R->a, v->text);
-	else if (v->type == STORE_INT)
-		s = arena_printf(R->a, "%lld", (long long)v->i);
-	else
-		s = arena_strdup(R->a, "");
-	if (!s)
-		*oom = 1;
-	return s ? s : "";
-}
-
 static int add_group(void *ctx, int n, const char *const *names,
 		     const struct store_val *v)
 {
@@ -103,10 +88,10 @@ static int add_group(void *ctx, int n, const char *const *names,
 		return 1;
 	}
 	p = &g->v[g->n++];
-	p->system = dup(g->R, &v[0], &g->oom);
-	p->op = dup(g->R, &v[1], &g->oom);
-	p->ranks = dup(g->R, &v[2], &g->oom);
-	p->type = dup(g->R, &v[3], &g->oom);
+	p->system = rep_text(g->R, &v[0], &g->oom);
+	p->op = rep_text(g->R, &v[1], &g->oom);
+	p->ranks = rep_text(g->R, &v[2], &g->oom);
+	p->type = rep_text(g->R, &v[3], &g->oom);
 	p->run_id = v[4].i;
 	return g->oom;
 }

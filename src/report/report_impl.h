@@ -63,6 +63,10 @@ int rep_select(struct rep *R, const char *sql, const char *const *params,
 /* Does the database have a table or view called name? */
 int rep_has(struct rep *R, const char *name);
 
+/* A value of a row as text in the arena: the text, an integer written
+ * out, else ""; sets *oom when the arena is full. */
+const char *rep_text(struct rep *R, const struct store_val *v, int *oom);
+
 /* A time unit for values up to max_s: its name ("ms") and how many of
  * it make a second (1e3). */
 const char *rep_time_unit(double max_s, double *per_s);
@@ -85,6 +89,7 @@ void rep_memory_plot(struct rep *R, const struct rep_run *runs, size_t n,
 		     const char *title);
 
 /* Sections. Each returns 0 or -1 after reporting. */
+int rep_plans(struct rep *R);
 int rep_sweeps(struct rep *R);
 int rep_collectives(struct rep *R);
 int rep_validation(struct rep *R);

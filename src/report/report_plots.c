@@ -91,6 +91,21 @@ int rep_has(struct rep *R, const char *name)
 	return yes;
 }
 
+const char *rep_text(struct rep *R, const struct store_val *v, int *oom)
+{
+	const char *s;
+
+	if (v->type == STORE_TEXT)
+		s = arena_strdup(R->a, v->text);
+	else if (v->type == STORE_INT)
+		s = arena_printf(R->a, "%lld", (long long)v->i);
+	else
+		s = arena_strdup(R->a, "");
+	if (!s)
+		*oom = 1;
+	return s ? s : "";
+}
+
 const char *rep_time_unit(double max_s, double *per_s)
 {
 	if (max_s >= 1) {

@@ -5,6 +5,7 @@
 #include "step.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -318,8 +319,8 @@ const char *step_human(char *buf, size_t len, double v, enum unit_kind k)
 			i++;
 		}
 		snprintf(buf, len, "%.4g %s", v, byte_units[i]);
-	} else if (k == UNIT_TIME) {
-		while (v != 0 && v < 0.99995 && i < 3) {
+	} else if (k == UNIT_TIME) {	/* a difference may be negative */
+		while (v != 0 && fabs(v) < 0.99995 && i < 3) {
 			v *= 1e3;
 			i++;
 		}
