@@ -359,7 +359,10 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 
 		if (b->ready && b->ready[rank_index(t, r)] != TASK_NONE)
 			ready = b->ready[rank_index(t, r)];
-		if (train_dep(t, ready, first + k) != 0)
+		/* unoverlapped, finalize_model_grads reduces after the
+		 * deferred head wgrads (build_drain) */
+		if (train_dep(t, ready, first + k) != 0 ||
+		    (!overlap && train_dep(t, t->drain_end[r], first + k) != 0))
 			return -1;
 		/* on the expert-parallel stream's queue: the all-to-alls
 		 * issued after it wait for it */
@@ -799,6 +802,8 @@ static int tie_embeddings(struct train *t)
 				/* after finish_grad_sync: both chains done */
 				if (train_dep(t, train_action_end(t, ranks[k],
 					t->stage[0].nacts - 1), first + k) != 0 ||
+				    train_dep(t, t->drain_end[ranks[k]],
+					      first + k) != 0 ||
 				    train_dep(t, t->last_edp[ranks[k]],
 					      first + k) != 0)
 					return -1;
@@ -819,8 +824,11 @@ static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 
 	layout_where(&t->lay, r, &pp_i, &i);
 	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
+	/* and after the deferred head wgrads (build_drain): the optimizer
+	 * runs after forward_backward_func returns */
 	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0 ||
-	    train_dep(t, t->last_edp[r], id) != 0)
+	    train_dep(t, t->last_edp[r], id) != 0 ||
+	    train_dep(t, t->drain_end[r], id) != 0)
 		return TASK_NONE;
 	return id;
 }

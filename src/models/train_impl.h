@@ -78,6 +78,14 @@ struct train {
 	struct block *lb[TRAIN_KINDS];	/* layer backward (+ recompute) */
 	struct block *ef, *eb;		/* embedding */
 	struct block *hf, *hb;		/* final norm, LM head, loss */
+	struct block *hbd, *hw;		/* defer_embedding_wgrad_compute: the
+					 * head's backward without the output
+					 * layer's wgrad, and that wgrad as the
+					 * flush runs it; NULL without */
+	int64_t defer;			/* microbatches whose head wgrad is
+					 * deferred (0: none) */
+	task_id *drain_end;		/* [rank] the last deferred wgrad's
+					 * task, or TASK_NONE */
 	struct block *mf, *mb;		/* a multi-token-prediction module (with
 					 * its output head and loss unless
 					 * mtp_alone) */
