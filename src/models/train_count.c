@@ -160,8 +160,7 @@ static void count_rest(const struct train *t, int64_t s, int p2p,
 {
 	if (p2p)
 		c->tasks += (double)(sched_actions(t->m, t->v) - 1);
-	if (t->job->model->tie_word_embeddings && t->pp >= 2 &&
-	    (s == 0 || s == t->pp - 1)) {
+	if (train_embed_peer(t) >= 0 && (s == 0 || s == train_embed_peer(t))) {
 		c->tasks += 1;
 		c->calls += s == 0;	/* one call a pair */
 	}

@@ -768,7 +768,8 @@ static int stage_dp(struct train *t, int64_t s)
 }
 
 /* Tied embedding and LM head on different stages: all-reduce their
- * gradient between the first and the last stage. */
+ * gradient between the first and the last stage; likewise the word
+ * embedding the MTP modules' stage holds (train_embed_peer). */
 static int tie_embeddings(struct train *t)
 {
 	const struct layer_dims *d = &t->dims;
@@ -780,20 +781,21 @@ static int tie_embeddings(struct train *t)
 	struct task_info info = { .name = "embedding_grad_allreduce",
 				  .cat = TASK_COMM, .layer = -1,
 				  .microbatch = -1 };
+	int64_t peer = train_embed_peer(t);
 
-	if (!t->job->model->tie_word_embeddings || t->pp < 2)
+	if (peer < 0)
 		return 0;
 	c.bytes = d->vocab / d->tp * d->hidden * d->grad_B;
 	for (i = 0; i < t->lay.sim; i++) {
 			uint32_t ranks[2] = {
 				layout_rank(&t->lay, 0, i),
-				layout_rank(&t->lay, t->pp - 1, i),
+				layout_rank(&t->lay, peer, i),
 			};
 			task_id first;
 			uint32_t k;
 
 			gpus[0] = layout_gpu(&t->lay, 0, i);
-			gpus[1] = layout_gpu(&t->lay, t->pp - 1, i);
+			gpus[1] = layout_gpu(&t->lay, peer, i);
 			c.sm_share = train_sm_share(t, COLL_ALLREDUCE, gpus, 2, 0);
 			first = prog_coll(t->prog, ranks, 2, TRAIN_ST_DP, &c, &info);
 			if (first == TASK_NONE)

@@ -175,6 +175,14 @@ task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
  * 01cf4fb5; train_wgrad.c). */
 task_id train_send_after(const struct train *t, uint32_t r, int64_t a);
 
+/* The pipeline rank whose copy of the word embedding all-reduces its
+ * gradient with rank 0's after the backward (train_dp.c), or -1: the
+ * last rank's with tied embeddings, else the MTP modules' rank (they
+ * build the embedding too: Megatron-Core's finalize_model_grads
+ * _allreduce_word_embedding_grads reduces when
+ * share_embeddings_and_output_weights or mtp_num_layers). */
+int64_t train_embed_peer(const struct train *t);
+
 /* Whether FSDP runs under torch pipelining's no-sync (framework
  * fsdp_pp_no_sync, zero_stage 3, pp >= 2; train_dp.c). */
 int train_fsdp_pp_no_sync(const struct train *t);
