@@ -144,6 +144,18 @@ static const struct schema_field parallel_fields[] = {
 	{ .key = "tp_comm_overlap", .type = ST_BOOL, .offset = POFF(tp_comm_overlap),
 	  .def = "false",
 	  .help = "split GEMMs into pieces pipelined with their TP collectives (needs sequence_parallel)" },
+	{ .key = "defer_embedding_wgrad_compute", .type = ST_BOOL,
+	  .offset = POFF(defer_embedding_wgrad), .def = "false",
+	  .help = "training: the last pipeline stage's output-layer weight "
+		  "gradients run after its last backward, in the pipeline "
+		  "flush (Megatron-Core's defer_embedding_wgrad_compute; needs "
+		  "pp >= 2, zero_stage <= 2, no MTP modules)" },
+	{ .key = "wgrad_deferral_limit", .type = ST_INT,
+	  .offset = POFF(wgrad_deferral_limit), .def = "0", .min = 0,
+	  .max = 1e9,
+	  .help = "with defer_embedding_wgrad_compute: the first this many "
+		  "microbatches are deferred, the rest computed in their "
+		  "backward (0 = all, Megatron-Core's)" },
 	{ .key = "attention_dp", .type = ST_BOOL, .offset = POFF(attention_dp),
 	  .def = "false",
 	  .help = "inference: attention data-parallel over the dp ranks of one "

@@ -474,6 +474,11 @@ struct parallel_spec {
 	const char *pp_layout;		/* Megatron's pipeline_model_parallel_layout
 					 * (config/pp_layout.h), or NULL */
 	int tp_comm_overlap;		/* GEMMs pipelined with their TP collectives */
+	int defer_embedding_wgrad;	/* the last stage's output-layer weight
+					 * gradients deferred to the pipeline
+					 * flush (Megatron-Core's
+					 * defer_embedding_wgrad_compute) */
+	int64_t wgrad_deferral_limit;	/* microbatches deferred, 0 = all */
 	int cp_comm_type;		/* enum cp_comm */
 	int64_t cp_a2a;			/* a2a+p2p: inner all-to-all group size */
 	int cp_load_balance;		/* 2 cp chunks per sequence (causal) */
@@ -619,6 +624,8 @@ enum job_rule {
 				 * its attention_dp needs an MoE model */
 	JR_POOL_TP,		/* a disaggregated pool's tp against the
 				 * model's heads and hidden sizes */
+	JR_DEFER_WGRAD,		/* defer_embedding_wgrad_compute needs pp >= 2,
+				 * no FSDP, no MTP modules */
 	JR_COUNT
 };
 

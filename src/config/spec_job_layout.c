@@ -452,6 +452,37 @@ static void training_missing(struct layout_sink *s, const char *key)
 			 "required)", key);
 }
 
+/* defer_embedding_wgrad_compute where Megatron-Core and NeMo run it:
+ * ModelParallelConfig.__post_init__ refuses it without pipeline
+ * parallelism (NVIDIA/Megatron-LM core_v0.12.0:megatron/core/
+ * model_parallel_config.py), NeMo's performance scripts turn it off
+ * under FSDP (NVIDIA/NeMo v2.3.1:scripts/performance/utils.py), and
+ * llmsim does not cost the MTP modules' output-layer calls, which share
+ * its buffers (models/train.c). */
+static void check_defer(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	if (!p->defer_embedding_wgrad)
+		return;
+	if (p->pp < 2)
+		layout_error(s, JR_DEFER_WGRAD, "parallelism."
+			     "defer_embedding_wgrad_compute needs pp >= 2 (the "
+			     "output layer's weight gradients move into the "
+			     "pipeline flush), got pp %lld", (long long)p->pp);
+	else if (j->training.zero_stage >= 3)
+		layout_error(s, JR_DEFER_WGRAD, "parallelism."
+			     "defer_embedding_wgrad_compute does not work with "
+			     "FSDP (training.zero_stage %lld; NeMo turns it off)",
+			     (long long)j->training.zero_stage);
+	else if (model_is_moe(j->model) && j->moe.mtp_layers > 0)
+		layout_error(s, JR_DEFER_WGRAD, "parallelism."
+			     "defer_embedding_wgrad_compute with moe.mtp_layers "
+			     "%lld is not modeled (the MTP heads' output-layer "
+			     "calls share the deferral buffers)",
+			     (long long)j->moe.mtp_layers);
+}
+
 static void check_training(struct job_spec *j, struct layout_sink *s)
 {
 	const struct training_spec *t = &j->training;
@@ -466,6 +497,7 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	check_schedule(j, s);
 	check_cp(j, s);
 	check_sp(j, s);
+	check_defer(j, s);
 	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
 	 * parallelism over it is refused: no framework we know of runs it.
 	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)

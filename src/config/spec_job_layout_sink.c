@@ -32,7 +32,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
-	"pool_ep", "pool_tp", NULL,
+	"pool_ep", "pool_tp", "defer_wgrad", NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -123,6 +123,8 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_TRAIN_CHUNKED] = "parallelism.cp training.seq_len",
 	[JR_SP_SEQ] = "training.seq_len parallelism.sequence_parallel "
 		      "parallelism.tp parallelism.cp",
+	[JR_DEFER_WGRAD] = "parallelism.defer_embedding_wgrad_compute "
+			   "parallelism.pp training.zero_stage moe.mtp_layers",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

@@ -497,7 +497,11 @@ static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 			   (d->jit_ce && i == 1 ? 2 : 1) * t * 4);
 }
 
-static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
+/* The LM head's backward; wgrad 0 leaves the output layer's weight
+ * gradient (and its input's all-gather under SP) out: deferred
+ * (layer_head_wgrad). */
+static void head_bwd(const struct layer_dims *d, int wgrad,
+		     struct layer_ops *o)
 {
 	double t = layer_tokens(d), v = d->vocab / d->tp;
 	int16_t red;
@@ -510,7 +514,7 @@ static void head_bwd(const struct layer_dims *d, struct layer_ops *o)
 			  t * v * (4 + d->act_B), CE_FLOPS * t * v);
 	red = lop_column_bwd(o, "logits_input_allgather", "logits_grad_cast",
 			     "logits_dgrad", "logits_grad_tp_reduce",
-			     "logits_wgrad", d, v, d->hidden, 0);
+			     wgrad ? "logits_wgrad" : NULL, d, v, d->hidden, 0);
 	lop_norm_bwd_after(o, "final_norm_bwd", d, red);
 }
 
@@ -525,8 +529,41 @@ void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o)
 {
 	o->n = 0;
 	o->scope = SCOPE_NONE;
-	head_bwd(d, o);
+	head_bwd(d, 1, o);
 	fsdp_passes(o, d, d->fsdp_P[LU_HEAD]);
+}
+
+void layer_head_bwd_deferred(const struct layer_dims *d, struct layer_ops *o)
+{
+	o->n = 0;
+	o->scope = SCOPE_NONE;
+	head_bwd(d, 0, o);
+}
+
+/* Megatron-Core's drain_embedding_wgrad_compute (NVIDIA/Megatron-LM
+ * core_v0.12.0:megatron/core/utils.py) for one deferred microbatch:
+ * under SP the all-gather of the output layer's saved input over the TP
+ * group (T h B), then wgrad_gemm_accum_fp32 / _fp16 into main_grad, the
+ * same GEMM the backward would have run (V/t x h over T tokens). The
+ * drain double-buffers: the next microbatch's all-gather runs under
+ * this one's GEMM (models/train.c chains the instances). */
+void layer_head_wgrad(const struct layer_dims *d, struct layer_ops *o)
+{
+	double t = layer_tokens(d), v = d->vocab / d->tp, h = d->hidden;
+	int16_t ag = LAYER_NONE;
+	struct layer_op *op;
+
+	o->n = 0;
+	o->scope = SCOPE_NONE;
+	if (d->sp) {
+		lop_tpcoll(o, "logits_input_allgather", PASS_BWD, d,
+			   COLL_ALLGATHER, t * h * d->act_B);
+		ag = lop_tail(o);
+	}
+	op = lop_gemm(o, "logits_wgrad", PASS_BWD, h, v, t, 0);
+	op->dep[0] = LAYER_IN;
+	op->dep[1] = ag;
+	lop_accumulate(o, d, h * v);
 }
 
 /* ---- fp8 delayed scaling ----
@@ -603,7 +640,7 @@ void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 	o->n = 0;
 	o->scope = SCOPE_NONE;
 	if (with_head)
-		head_bwd(d, o);
+		head_bwd(d, 1, o);
 	layer_bwd_pass(d, k, rc, o);
 	lop_tpcoll(o, "mtp_proj_grad_gather", PASS_BWD, d, COLL_ALLGATHER,
 		   t * h * d->act_B);

@@ -555,6 +555,13 @@ double layer_pp_bytes(const struct layer_dims *d);
 void layer_head_fwd(const struct layer_dims *d, struct layer_ops *o);
 void layer_head_bwd(const struct layer_dims *d, struct layer_ops *o);
 
+/* Under defer_embedding_wgrad_compute: the head's backward without the
+ * output layer's weight gradient, and that gradient alone as the
+ * pipeline flush runs it for one deferred microbatch (its input's TP
+ * all-gather under SP, then the GEMM into main_grad). */
+void layer_head_bwd_deferred(const struct layer_dims *d, struct layer_ops *o);
+void layer_head_wgrad(const struct layer_dims *d, struct layer_ops *o);
+
 /* Transformer Engine's fp8 delayed scaling at the end of one model
  * chunk's forward (bwd 0) or backward (bwd 1) of a microbatch over
  * `layers` layers: the blocking all-reduce (MAX) of the chunk's amaxes

@@ -144,7 +144,9 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 		 const struct layer_dims *d, double k);
 
 /* Column-parallel GEMM (k inputs -> n outputs) backward; returns the
- * index of its input-gradient reduction (LAYER_NONE without TP). */
+ * index of its input-gradient reduction (LAYER_NONE without TP). wgrad
+ * NULL: the input gradient only, no weight gradient (nor the input's
+ * all-gather it needs under SP): a deferred one (layer_head_wgrad). */
 int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *cast_name, const char *dgrad,
 		       const char *coll_name, const char *wgrad,

@@ -608,7 +608,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	weight_transpose(o, d, lowp, n * k);
 	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
-	if (d->sp) {
+	if (d->sp && wgrad) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
 			   t * k * (lowp ? d->lowp_B : d->act_B));
 		ag = lop_tail(o);
@@ -616,8 +616,10 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
 	in_module(o, lowp);
 	dg = lop_tail(o);
-	if (!d->dgrad_serial)
+	if (!d->dgrad_serial || !wgrad)
 		red = grad_reduce(o, coll_name, d, t * k);
+	if (!wgrad)
+		return red;
 	if (d->sp)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);

@@ -335,14 +335,28 @@ static int action_end(struct train *t, int64_t s, uint32_t n, int64_t a,
 	return 0;
 }
 
+/* The block of unit u of action act on virtual stage vs: the head's
+ * backward without its weight gradient for the microbatches
+ * defer_embedding_wgrad_compute defers (the first t->defer in backward
+ * order, which is microbatch order), else train_unit_block's. */
+static const struct block *action_block(const struct train *t,
+					struct sched_action act, int64_t vs,
+					int64_t u, int32_t *layer)
+{
+	const struct block *b = train_unit_block(t, vs, act.bwd, u, layer);
+
+	if (b == t->hb && t->hbd && (int64_t)act.mb < t->defer)
+		return t->hbd;
+	return b;
+}
+
 /* Unit u of action a as a whole; in[] advances to its end. */
 static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 		       int64_t u, task_id *in, struct task_info *info)
 {
 	struct sched_action act = t->stage[s].acts[a];
 	int64_t vs = train_vs(t, s, act.chunk);
-	const struct block *b = train_unit_block(t, vs, act.bwd, u,
-						 &info->layer);
+	const struct block *b = action_block(t, act, vs, u, &info->layer);
 	uint32_t k;
 
 	if (inst_block(t, b, n, in, a, u, info,
@@ -388,8 +402,8 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
 {
 	struct sched_action ax = t->stage[s].acts[x], ay = t->stage[s].acts[y];
 	int64_t vx = train_vs(t, s, ax.chunk), vy = train_vs(t, s, ay.chunk);
-	const struct block *bx = train_unit_block(t, vx, ax.bwd, u, &ix->layer);
-	const struct block *by = train_unit_block(t, vy, ay.bwd, u, &iy->layer);
+	const struct block *bx = action_block(t, ax, vx, u, &ix->layer);
+	const struct block *by = action_block(t, ay, vy, u, &iy->layer);
 	int fx = !(u == 0 && t->pg && receives(t, ax, vx));
 	int fy = !(u == 0 && t->pg && receives(t, ay, vy));
 	int ex[LAYER_MAX_OPS + 1], ey[LAYER_MAX_OPS + 1];
@@ -490,6 +504,48 @@ static int after_previous(struct train *t, uint32_t n, int64_t a, int64_t p)
 	return 0;
 }
 
+/* defer_embedding_wgrad_compute's drain on the last pipeline rank
+ * (finish_embedding_wgrad_compute, after the schedule's last backward
+ * and before finalize_model_grads: NVIDIA/Megatron-LM core_v0.12.0:
+ * megatron/core/pipeline_parallel/schedules.py): the t->defer deferred
+ * weight gradients, each instance's all-gather into one of two buffers
+ * (drain_embedding_wgrad_compute's double buffer) after the GEMM that
+ * last read it, two instances back, so it runs under the previous
+ * instance's GEMM. t->drain_end[rank] is the last one's end. */
+static int build_drain(struct train *t, int64_t s, uint32_t n)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t a = sp->nacts - 1, i;
+	struct task_info info = { .microbatch = -1,
+				  .phase = TASK_PHASE_BWD, .layer = -1 };
+	task_id *prev[2];
+	uint32_t k;
+
+	if (t->defer <= 0 || s != t->pp - 1)
+		return 0;
+	prev[0] = arena_alloc(&t->arena, 2 * (size_t)n * sizeof(**prev));
+	if (!prev[0])
+		return -1;
+	prev[1] = prev[0] + n;
+	for (k = 0; k < n; k++)
+		prev[0][k] = prev[1][k] = train_action_end(t,
+						t->stage_ranks[k], a);
+	for (i = 0; i < t->defer; i++) {
+		task_id *in = prev[i % 2];
+
+		info.microbatch = (int32_t)i;
+		if (inst_range(t, t->hw, n, in, a, 0, &info, 0, 0, t->hw->n,
+			       t->scratch) != 0)
+			return -1;
+		for (k = 0; k < n; k++)
+			in[k] = t->scratch[(t->hw->n - 1) * (int)n + (int)k];
+	}
+	for (k = 0; k < n; k++)
+		t->drain_end[t->stage_ranks[k]] =
+			prev[(t->defer - 1) % 2][k];
+	return 0;
+}
+
 /* Every action of pipeline rank s on all its simulated GPUs: its units
  * chained, the head's backward after its forward; with moe.a2a_overlap
  * neighbouring forward and backward actions paired (build_pair). */
@@ -524,7 +580,7 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 		    after_previous(t, n, a, a - 1) != 0)
 			return -1;
 	}
-	return 0;
+	return build_drain(t, s, n);
 }
 
 /* ---- setup ---- */
@@ -676,6 +732,14 @@ int train_cost_blocks(struct train *t)
 	t->hf = new_block(t, o);
 	layer_head_bwd(&t->dims, o);
 	t->hb = new_block(t, o);
+	if (t->defer > 0) {
+		layer_head_bwd_deferred(&t->dims, o);
+		t->hbd = new_block(t, o);
+		layer_head_wgrad(&t->dims, o);
+		t->hw = new_block(t, o);
+		if (!t->hbd || !t->hw)
+			return -1;
+	}
 	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
 		int k = train_kind_index(model_layer_moe(m, last),
 					 model_layer_window(m, last),
@@ -707,6 +771,8 @@ static int alloc_ranks(struct train *t)
 	t->units = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->units));
 	t->last_dp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_dp));
 	t->last_edp = arena_alloc(&t->arena, t->lay.nranks * sizeof(*t->last_edp));
+	t->drain_end = arena_alloc(&t->arena, t->lay.nranks *
+				   sizeof(*t->drain_end));
 	t->scratch = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
 				 (size_t)t->lay.sim * sizeof(*t->scratch));
 	t->scratch2 = arena_alloc(&t->arena, (size_t)LAYER_MAX_OPS *
@@ -718,7 +784,8 @@ static int alloc_ranks(struct train *t)
 	t->gpus = arena_alloc(&t->arena, width * sizeof(*t->gpus));
 	t->ranks = arena_alloc(&t->arena, width * sizeof(*t->ranks));
 	t->pos = arena_alloc(&t->arena, width * sizeof(*t->pos));
-	if (!t->units || !t->last_dp || !t->last_edp || !t->scratch || !t->scratch2 ||
+	if (!t->units || !t->last_dp || !t->last_edp || !t->drain_end ||
+	    !t->scratch || !t->scratch2 ||
 	    !t->gpus || !t->ranks ||
 	    !t->stage_ranks || !t->done || !t->idx || !t->pos)
 		return -1;
@@ -728,6 +795,7 @@ static int alloc_ranks(struct train *t)
 		t->units[r] = arena_alloc(&t->arena, nu * sizeof(struct unit_rec));
 		t->last_dp[r] = TASK_NONE;
 		t->last_edp[r] = TASK_NONE;
+		t->drain_end[r] = TASK_NONE;
 		if (!t->units[r])
 			return -1;
 		for (u = 0; u < nu; u++)
@@ -793,6 +861,15 @@ int train_shape(struct train *t, const struct job_spec *j,
 	t->mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
 	t->mtp_stage = split_mtp_stage(j);
 	t->mtp_alone = t->mtp > 0 && t->mtp_stage != t->stages - 1;
+	/* the first wgrad_deferral_limit backwards (all with 0) append to
+	 * the buffers (NVIDIA/Megatron-LM core_v0.12.0:megatron/core/
+	 * tensor_parallel/layers.py, LinearWithGradAccumulationAndAsync-
+	 * Communication.backward); the job check keeps it to pp >= 2 */
+	t->defer = 0;
+	if (p->defer_embedding_wgrad && p->pp >= 2)
+		t->defer = p->wgrad_deferral_limit > 0 &&
+			   p->wgrad_deferral_limit < t->m ?
+			   p->wgrad_deferral_limit : t->m;
 	t->a2a_overlap = model_is_moe(j->model) && j->moe.a2a_overlap &&
 			 j->parallelism.ep > 1;
 	layer_dims_from_job(j, &t->dims);

@@ -84,8 +84,19 @@ static void count_units(const struct train *t, int64_t s, struct count *c)
 
 		n = train_units(t, vs);
 		for (u = 0; u < n; u++) {
+			const struct block *b = train_unit_block(t, vs, 1, u,
+								 &layer);
+
 			add_block(t, train_unit_block(t, vs, 0, u, &layer), m, c);
-			add_block(t, train_unit_block(t, vs, 1, u, &layer), m, c);
+			if (b == t->hb && t->hbd) {	/* deferred wgrads */
+				double d = (double)t->defer;
+
+				add_block(t, b, m - d, c);
+				add_block(t, t->hbd, d, c);
+				add_block(t, t->hw, d, c);
+				continue;
+			}
+			add_block(t, b, m, c);
 		}
 		if (t->pg)	/* forward receives unless first, backward
 				 * unless last */
@@ -149,8 +160,7 @@ static void count_rest(const struct train *t, int64_t s, int p2p,
 {
 	if (p2p)
 		c->tasks += (double)(sched_actions(t->m, t->v) - 1);
-	if (t->job->model->tie_word_embeddings && t->pp >= 2 &&
-	    (s == 0 || s == t->pp - 1)) {
+	if (train_embed_peer(t) >= 0 && (s == 0 || s == train_embed_peer(t))) {
 		c->tasks += 1;
 		c->calls += s == 0;	/* one call a pair */
 	}

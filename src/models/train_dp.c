@@ -359,7 +359,10 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 
 		if (b->ready && b->ready[rank_index(t, r)] != TASK_NONE)
 			ready = b->ready[rank_index(t, r)];
-		if (train_dep(t, ready, first + k) != 0)
+		/* unoverlapped, finalize_model_grads reduces after the
+		 * deferred head wgrads (build_drain) */
+		if (train_dep(t, ready, first + k) != 0 ||
+		    (!overlap && train_dep(t, t->drain_end[r], first + k) != 0))
 			return -1;
 		/* on the expert-parallel stream's queue: the all-to-alls
 		 * issued after it wait for it */
@@ -765,7 +768,8 @@ static int stage_dp(struct train *t, int64_t s)
 }
 
 /* Tied embedding and LM head on different stages: all-reduce their
- * gradient between the first and the last stage. */
+ * gradient between the first and the last stage; likewise the word
+ * embedding the MTP modules' stage holds (train_embed_peer). */
 static int tie_embeddings(struct train *t)
 {
 	const struct layer_dims *d = &t->dims;
@@ -777,20 +781,21 @@ static int tie_embeddings(struct train *t)
 	struct task_info info = { .name = "embedding_grad_allreduce",
 				  .cat = TASK_COMM, .layer = -1,
 				  .microbatch = -1 };
+	int64_t peer = train_embed_peer(t);
 
-	if (!t->job->model->tie_word_embeddings || t->pp < 2)
+	if (peer < 0)
 		return 0;
 	c.bytes = d->vocab / d->tp * d->hidden * d->grad_B;
 	for (i = 0; i < t->lay.sim; i++) {
 			uint32_t ranks[2] = {
 				layout_rank(&t->lay, 0, i),
-				layout_rank(&t->lay, t->pp - 1, i),
+				layout_rank(&t->lay, peer, i),
 			};
 			task_id first;
 			uint32_t k;
 
 			gpus[0] = layout_gpu(&t->lay, 0, i);
-			gpus[1] = layout_gpu(&t->lay, t->pp - 1, i);
+			gpus[1] = layout_gpu(&t->lay, peer, i);
 			c.sm_share = train_sm_share(t, COLL_ALLREDUCE, gpus, 2, 0);
 			first = prog_coll(t->prog, ranks, 2, TRAIN_ST_DP, &c, &info);
 			if (first == TASK_NONE)
@@ -799,6 +804,8 @@ static int tie_embeddings(struct train *t)
 				/* after finish_grad_sync: both chains done */
 				if (train_dep(t, train_action_end(t, ranks[k],
 					t->stage[0].nacts - 1), first + k) != 0 ||
+				    train_dep(t, t->drain_end[ranks[k]],
+					      first + k) != 0 ||
 				    train_dep(t, t->last_edp[ranks[k]],
 					      first + k) != 0)
 					return -1;
@@ -819,8 +826,11 @@ static task_id optimizer(struct train *t, uint32_t r, const double *stage_s)
 
 	layout_where(&t->lay, r, &pp_i, &i);
 	id = prog_task(t->prog, r, TRAIN_ST_COMPUTE, stage_s[pp_i], &info);
+	/* and after the deferred head wgrads (build_drain): the optimizer
+	 * runs after forward_backward_func returns */
 	if (id == TASK_NONE || train_dep(t, t->last_dp[r], id) != 0 ||
-	    train_dep(t, t->last_edp[r], id) != 0)
+	    train_dep(t, t->last_edp[r], id) != 0 ||
+	    train_dep(t, t->drain_end[r], id) != 0)
 		return TASK_NONE;
 	return id;
 }

@@ -70,6 +70,20 @@ int train_pairs(const struct train *t, int64_t s, int64_t a)
 	return p.bwd != q.bwd && (p.mb != q.mb || p.chunk != q.chunk);
 }
 
+int64_t train_embed_peer(const struct train *t)
+{
+	int64_t r;
+
+	if (t->pp < 2)
+		return -1;
+	if (t->job->model->tie_word_embeddings)
+		return t->pp - 1;
+	if (t->mtp <= 0)
+		return -1;
+	r = t->mtp_stage % t->pp;
+	return r == 0 ? -1 : r;
+}
+
 int train_fsdp_pp_no_sync(const struct train *t)
 {
 	return t->job->framework->fsdp_pp_no_sync &&

@@ -78,6 +78,14 @@ struct train {
 	struct block *lb[TRAIN_KINDS];	/* layer backward (+ recompute) */
 	struct block *ef, *eb;		/* embedding */
 	struct block *hf, *hb;		/* final norm, LM head, loss */
+	struct block *hbd, *hw;		/* defer_embedding_wgrad_compute: the
+					 * head's backward without the output
+					 * layer's wgrad, and that wgrad as the
+					 * flush runs it; NULL without */
+	int64_t defer;			/* microbatches whose head wgrad is
+					 * deferred (0: none) */
+	task_id *drain_end;		/* [rank] the last deferred wgrad's
+					 * task, or TASK_NONE */
 	struct block *mf, *mb;		/* a multi-token-prediction module (with
 					 * its output head and loss unless
 					 * mtp_alone) */
@@ -166,6 +174,14 @@ task_id train_action_end(const struct train *t, uint32_t r, int64_t a);
  * (model_chunk_schedule_plan.py TransformerModelChunkSchedulePlan.run @
  * 01cf4fb5; train_wgrad.c). */
 task_id train_send_after(const struct train *t, uint32_t r, int64_t a);
+
+/* The pipeline rank whose copy of the word embedding all-reduces its
+ * gradient with rank 0's after the backward (train_dp.c), or -1: the
+ * last rank's with tied embeddings, else the MTP modules' rank (they
+ * build the embedding too: Megatron-Core's finalize_model_grads
+ * _allreduce_word_embedding_grads reduces when
+ * share_embeddings_and_output_weights or mtp_num_layers). */
+int64_t train_embed_peer(const struct train *t);
 
 /* Whether FSDP runs under torch pipelining's no-sync (framework
  * fsdp_pp_no_sync, zero_stage 3, pp >= 2; train_dp.c). */

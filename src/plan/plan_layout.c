@@ -131,6 +131,10 @@ void plan_layout_job(const struct job_spec *j, const struct system_spec *sys,
 	out->training.micro_batch_size = l->mbs;
 	out->training.recompute = l->recompute;
 	out->training.zero_stage = l->zero;
+	/* the job's defer_embedding_wgrad_compute where the layout can run
+	 * it (a pipeline, no FSDP: the job rule defer_wgrad) */
+	p->defer_embedding_wgrad = j->parallelism.defer_embedding_wgrad &&
+				   l->pp >= 2 && l->zero < 3;
 }
 
 void plan_layout_str(const struct plan_layout *l, char *buf, size_t len)

@@ -446,6 +446,11 @@ static int level_zero(struct walk *w)
 	for (i = 0; i < li->nzero; i++) {
 		w->l.zero = (int8_t)li->zero[i];
 		w->j.training.zero_stage = li->zero[i];
+		/* the job's defer_embedding_wgrad_compute where the layout
+		 * can run it (plan_layout.c does the same) */
+		w->j.parallelism.defer_embedding_wgrad =
+			w->s->base->parallelism.defer_embedding_wgrad &&
+			w->l.pp >= 2 && li->zero[i] < 3;
 		if (w->l.dp == 1 && li->zero[i] > 0 && !pinned(w->s, PD_ZERO) &&
 		    !(w->moe && w->j.parallelism.edp > 1)) {
 			prune(w, PR_REDUNDANT, 1);

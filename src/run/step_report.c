@@ -363,6 +363,13 @@ static void print_layout(FILE *out, const struct job_spec *j,
 		(long long)j->training.zero_stage,
 		recompute_names[j->training.recompute]);
 	print_recompute_modules(out, j);
+	if (p->defer_embedding_wgrad) {	/* models/train.c build_drain */
+		int64_t m = job_microbatches(j), k = p->wgrad_deferral_limit;
+
+		fprintf(out, ", head wgrads of %lld of %lld microbatches "
+			"deferred", (long long)(k > 0 && k < m ? k : m),
+			(long long)m);
+	}
 	fputc('\n', out);
 	if (p->cp > 1)
 		fprintf(out, "  context        cp %lld (%s%s)\n", (long long)p->cp,

@@ -331,6 +331,12 @@ Test(train, estimate_counts_the_built_program)
 		f.fw.host.op_s = f.fw.host.kernel_s = 5e-6;
 		f.fw.host.p2p_sync = 1;
 		fixture_assert_estimate(&f.job, full, "host, interleaved");
+		/* ... with the head wgrads of the first 5 microbatches
+		 * deferred to the flush (SP: a gather and a GEMM each) */
+		f.job.parallelism.sequence_parallel = 1;
+		f.job.parallelism.defer_embedding_wgrad = 1;
+		f.job.parallelism.wgrad_deferral_limit = 5;
+		fixture_assert_estimate(&f.job, full, "deferred head wgrads");
 	}
 }
 

@@ -1,0 +1,69 @@
+/*
+ * test_mtp_embed.c - the word embedding the MTP modules' stage builds
+ * (Megatron-Core GPTModel: pre_process or mtp_process) all-reduces its
+ * gradient with the first stage's after the backward, as tied
+ * embeddings do (finalize_model_grads _allreduce_word_embedding_grads:
+ * share_embeddings_and_output_weights or mtp_num_layers; NVIDIA/
+ * Megatron-LM core_v0.12.0 and d98e8a64), train_embed_peer.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "engine/exec.h"
+#include "fixture.h"
+#include "mockcomm.h"
+
+/* Rank r's embedding_grad_allreduce tasks; the bytes of the last. */
+static int allreduces(const struct prog *p, uint32_t r, double *bytes)
+{
+	uint32_t i, n = prog_tasks(p);
+	enum task_cat cat;
+	int k = 0;
+
+	for (i = 0; i < n; i++)
+		if (exec_task_rank(p, i) == r &&
+		    strcmp(exec_task_name(p, i, &cat),
+			   "embedding_grad_allreduce") == 0) {
+			k++;
+			*bytes = exec_task_coll(p, i)->bytes;
+		}
+	return k;
+}
+
+static void mtp_job(struct fixture *f, int64_t mtp)
+{
+	/* 4 MoE layers (8 experts top-2, width 512), V 128, h 1024, s 2048,
+	 * b 2, gbs 16 on 8 GPUs: tp 1, pp 2 (2 layers a stage), dp 4,
+	 * ep 4; the MTP modules on the last stage */
+	fixture_moe(f, 8, 2, 512, 4);
+	f->job.parallelism.pp = 2;
+	f->job.parallelism.dp = 4;
+	f->model.num_nextn_predict_layers = 1;
+	f->job.moe.mtp_layers = mtp;
+}
+
+Test(mtp_embed, mtp_stage_all_reduces_the_embedding_gradient)
+{
+	struct fixture f;
+	struct mockcomm_run r;
+	double b0 = 0, b1 = 0;
+
+	mtp_job(&f, 1);
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	/* one all-reduce on rank 0 and one on rank 1 (the pair), of the
+	 * whole V/t x h gradient in the fp32 main_grad: 128 x 1024 x 4 =
+	 * 524288 bytes */
+	cr_assert_eq(allreduces(r.p, 0, &b0), 1);
+	cr_assert_eq(allreduces(r.p, 1, &b1), 1);
+	fixture_assert_close(b0, 524288.0);
+	fixture_assert_close(b1, 524288.0);
+	mockcomm_train_release(&r);
+	fixture_assert_estimate(&f.job, 0, "MTP on the last of pp 2");
+
+	/* without MTP modules the last stage holds no embedding */
+	mtp_job(&f, 0);
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	cr_assert_eq(allreduces(r.p, 0, &b0), 0);
+	cr_assert_eq(allreduces(r.p, 1, &b1), 0);
+	mockcomm_train_release(&r);
+}
