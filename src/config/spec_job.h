@@ -82,11 +82,13 @@ enum recompute_module {
 	RCM_MLP,		/* a dense layer's MLP (checkpointed at its input) */
 	RCM_MOE,		/* an MoE layer's routed MLP, dispatch included */
 	RCM_SHARED_EXPERTS,	/* the shared experts (checkpointed) */
+	RCM_OPS,		/* every op of a dense layer but those
+				 * torchtitan's op-level SAC policy saves */
 	RCM_COUNT
 };
 
 /* "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
- * "shared_experts" (enum recompute_module order). */
+ * "shared_experts", "ops" (enum recompute_module order). */
 extern const char *const recompute_module_names[];
 
 struct job_spec;
