@@ -348,6 +348,16 @@ static const struct schema_field framework_fields[] = {
 		  "the end of the forward every unit of the rank is held "
 		  "unsharded; with fsdp_pp_no_sync they stay through the "
 		  "schedule run)" },
+	{ .key = "cp_torch_sdpa", .type = ST_BOOL,
+	  .offset = FOFF(cp_torch_sdpa), .def = "false",
+	  .help = "context parallelism as PyTorch's context_parallel runs "
+		  "SDPA (torch.distributed.tensor.experimental): one SDPA call "
+		  "a ring step on the K/V as the model passes them (expanded "
+		  "to every query head when elementwise.expand_kv), the K/V "
+		  "all-gathered once (cp_comm_type all_gather) or passed "
+		  "ring-wise (p2p), each step's output merged in fp32 by "
+		  "PyTorch ops, the backward's dQ, dK and dV accumulated in "
+		  "fp32 and dK/dV passed ring-wise in fp32 (all-to-all)" },
 	{ .key = "pp_lockstep", .type = ST_BOOL,
 	  .offset = FOFF(pp_lockstep), .def = "false",
 	  .help = "interleaved 1F1B in lock step (torch.distributed."

@@ -360,6 +360,9 @@ struct framework_spec {
 						 * parameters after its forward (else
 						 * they stay until its backward: every
 						 * unit of the rank at once, footprint.c) */
+	int cp_torch_sdpa;			/* CP as torch.distributed.tensor.
+						 * experimental.context_parallel runs
+						 * SDPA (attn.c torch_cp) */
 	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
 						 * pipelining's PipelineScheduleMulti runs
 						 * it: one action a time step, each step's
@@ -599,6 +602,7 @@ enum job_rule {
 	JR_A2A_RECOMPUTE,	/* a2a_overlap refuses full recompute */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
+	JR_CP_TORCH,		/* framework cp_torch_sdpa: p2p or all_gather */
 	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */
 	JR_INF_CP,		/* inference: cp 1 */
 	JR_INF_VPP,		/* inference: vpp 1 */

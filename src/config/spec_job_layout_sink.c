@@ -115,6 +115,7 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_CP_A2A] = "parallelism.cp_a2a parallelism.cp",
 	[JR_CP_HEADS] = "parallelism.cp_a2a parallelism.cp_comm_type "
 			"parallelism.cp parallelism.tp",
+	[JR_CP_TORCH] = "parallelism.cp_comm_type framework.cp_torch_sdpa",
 	[JR_INF_CP] = "parallelism.cp",
 	[JR_INF_VPP] = "parallelism.vpp",
 	[JR_INF_ATTN_DP] = "parallelism.attention_dp",

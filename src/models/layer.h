@@ -147,6 +147,8 @@ struct cp_dims {
 	int comm;		/* enum cp_comm (spec_job.h) */
 	double a2a;		/* a2a / a2a+p2p: inner all-to-all group size */
 	int load_balance;	/* 2 cp chunks per sequence */
+	int torch;		/* PyTorch's context_parallel of SDPA
+				 * (framework cp_torch_sdpa; attn.c) */
 };
 
 /* What one layer of a model is, beyond the shared dims. */
