@@ -65,6 +65,13 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "1", .min = 1, .max = 2,
 	  .help = "kernels of a norm backward that read x and dy: 1 (apex, "
 		  "Transformer Engine), 2 (PyTorch: dgamma re-reads them)" },
+	{ .key = "eager_norm", .type = ST_BOOL, .offset = EOFF(eager_norm),
+	  .def = "false",
+	  .help = "RMS norms as PyTorch ops on an fp32 copy of x (x.float(), "
+		  "pow, mean, + eps, rsqrt, *, type_as, * weight: eight "
+		  "kernels forward, about twelve backward; torchtitan's eager "
+		  "RMSNorm); overrides norm_bwd_passes (LayerNorm models keep "
+		  "PyTorch's native layer_norm kernels)" },
 	{ .key = "eager_rope", .type = ST_BOOL, .offset = EOFF(eager_rope),
 	  .def = "false",
 	  .help = "rotary embedding as PyTorch ops on the q and k views "

@@ -239,6 +239,8 @@ struct elementwise_spec {
 	int64_t norm_bwd_passes;	/* kernels of a norm backward reading x and dy:
 					 * 1 (apex/TE: dx and dgamma partials at once) or
 					 * 2 (PyTorch: dx, then dgamma re-reading both) */
+	int eager_norm;			/* norms as PyTorch ops on an fp32 copy
+					 * (torchtitan's RMSNorm) */
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
 	int mla_concat;			/* MLA's q and k assembled by torch.cat
 					 * (k's rotary part expanded to every head) */

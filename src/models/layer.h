@@ -214,6 +214,7 @@ struct layer_dims {
 	int eager_rope;		/* rotary as PyTorch ops */
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
+	int eager_norm;		/* norms as PyTorch ops in fp32 (layer_ops.c) */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
 				 * qkv_split_fwd) */

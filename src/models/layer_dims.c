@@ -333,6 +333,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
+	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */
+	d->eager_norm = j->framework->elementwise.eager_norm == 1 &&
+			m->norm != NORM_LAYER;
 	/* Megatron-Core (rope_utils.py apply_rotary_pos_emb): TE's fused
 	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
 	d->mla_concat = j->framework->elementwise.mla_concat == 1;
