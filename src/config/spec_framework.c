@@ -65,6 +65,13 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "1", .min = 1, .max = 2,
 	  .help = "kernels of a norm backward that read x and dy: 1 (apex, "
 		  "Transformer Engine), 2 (PyTorch: dgamma re-reads them)" },
+	{ .key = "eager_norm", .type = ST_BOOL, .offset = EOFF(eager_norm),
+	  .def = "false",
+	  .help = "RMS norms as PyTorch ops on an fp32 copy of x (x.float(), "
+		  "pow, mean, + eps, rsqrt, *, type_as, * weight: eight "
+		  "kernels forward, about twelve backward; torchtitan's eager "
+		  "RMSNorm); overrides norm_bwd_passes (LayerNorm models keep "
+		  "PyTorch's native layer_norm kernels)" },
 	{ .key = "eager_rope", .type = ST_BOOL, .offset = EOFF(eager_rope),
 	  .def = "false",
 	  .help = "rotary embedding as PyTorch ops on the q and k views "
@@ -358,6 +365,16 @@ static const struct schema_field framework_fields[] = {
 		  "the end of the forward every unit of the rank is held "
 		  "unsharded; with fsdp_pp_no_sync they stay through the "
 		  "schedule run)" },
+	{ .key = "cp_torch_sdpa", .type = ST_BOOL,
+	  .offset = FOFF(cp_torch_sdpa), .def = "false",
+	  .help = "context parallelism as PyTorch's context_parallel runs "
+		  "SDPA (torch.distributed.tensor.experimental): one SDPA call "
+		  "a ring step on the K/V as the model passes them (expanded "
+		  "to every query head when elementwise.expand_kv), the K/V "
+		  "all-gathered once (cp_comm_type all_gather) or passed "
+		  "ring-wise (p2p), each step's output merged in fp32 by "
+		  "PyTorch ops, the backward's dQ, dK and dV accumulated in "
+		  "fp32 and dK/dV passed ring-wise in fp32 (all-to-all)" },
 	{ .key = "pp_lockstep", .type = ST_BOOL,
 	  .offset = FOFF(pp_lockstep), .def = "false",
 	  .help = "interleaved 1F1B in lock step (torch.distributed."

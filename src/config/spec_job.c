@@ -13,7 +13,7 @@
 
 const char *const recompute_module_names[] = {
 	"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
-	"shared_experts", NULL,
+	"shared_experts", "ops", NULL,
 };
 const char *const optimizer_names[] = {"adam", "sgd", NULL};
 const char *const fp8_scaling_names[] = {"delayed", "current", "block", NULL};
@@ -61,7 +61,10 @@ static const struct schema_field training_fields[] = {
 	  .help = "what recompute: selective re-runs in the backward: "
 		  "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
 		  "shared_experts (Megatron-Core recompute_modules; default "
-		  "[core_attn], [] recomputes nothing)" },
+		  "[core_attn], [] recomputes nothing), or ops alone: every "
+		  "op of a dense layer but the attention core, the TP "
+		  "reduce-scatters and every other 16-bit mm (torchtitan's "
+		  "op-level selective checkpointing)" },
 	{ .key = "zero_stage", .type = ST_INT, .offset = TOFF(zero_stage),
 	  .def = "0", .min = 0, .max = 3,
 	  .help = "ZeRO stage: 1 optimizer, 2 +gradients, 3 +parameters (FSDP)" },

@@ -82,11 +82,13 @@ enum recompute_module {
 	RCM_MLP,		/* a dense layer's MLP (checkpointed at its input) */
 	RCM_MOE,		/* an MoE layer's routed MLP, dispatch included */
 	RCM_SHARED_EXPERTS,	/* the shared experts (checkpointed) */
+	RCM_OPS,		/* every op of a dense layer but those
+				 * torchtitan's op-level SAC policy saves */
 	RCM_COUNT
 };
 
 /* "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
- * "shared_experts" (enum recompute_module order). */
+ * "shared_experts", "ops" (enum recompute_module order). */
 extern const char *const recompute_module_names[];
 
 struct job_spec;
@@ -237,6 +239,8 @@ struct elementwise_spec {
 	int64_t norm_bwd_passes;	/* kernels of a norm backward reading x and dy:
 					 * 1 (apex/TE: dx and dgamma partials at once) or
 					 * 2 (PyTorch: dx, then dgamma re-reading both) */
+	int eager_norm;			/* norms as PyTorch ops on an fp32 copy
+					 * (torchtitan's RMSNorm) */
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
 	int mla_concat;			/* MLA's q and k assembled by torch.cat
 					 * (k's rotary part expanded to every head) */
@@ -363,6 +367,9 @@ struct framework_spec {
 						 * parameters after its forward (else
 						 * they stay until its backward: every
 						 * unit of the rank at once, footprint.c) */
+	int cp_torch_sdpa;			/* CP as torch.distributed.tensor.
+						 * experimental.context_parallel runs
+						 * SDPA (attn.c torch_cp) */
 	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
 						 * pipelining's PipelineScheduleMulti runs
 						 * it: one action a time step, each step's
@@ -607,6 +614,7 @@ enum job_rule {
 	JR_A2A_RECOMPUTE,	/* a2a_overlap refuses full recompute */
 	JR_CP_A2A,		/* cp_a2a divides cp */
 	JR_CP_HEADS,		/* a2a CP: heads per TP rank divisible */
+	JR_CP_TORCH,		/* framework cp_torch_sdpa: p2p or all_gather */
 	JR_TRAINING_KEYS,	/* phase training: seq_len, global_batch_size given */
 	JR_INF_CP,		/* inference: cp 1 */
 	JR_INF_VPP,		/* inference: vpp 1 */

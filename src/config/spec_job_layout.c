@@ -401,6 +401,12 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 		p->cp_a2a = divisor_at_most(p->cp, j->system->gpus_per_node /
 					    (p->tp < j->system->gpus_per_node ?
 					     p->tp : j->system->gpus_per_node));
+	if (p->cp > 1 && j->framework && j->framework->cp_torch_sdpa &&
+	    (p->cp_comm_type == CP_A2A || p->cp_comm_type == CP_A2A_P2P))
+		layout_error(s, JR_CP_TORCH, "cp_comm_type %s: framework "
+			     "cp_torch_sdpa (PyTorch's context_parallel) rotates "
+			     "K/V by all_gather or p2p only, no all-to-all over "
+			     "heads", cp_comm_names[p->cp_comm_type]);
 	if (p->cp_comm_type == CP_A2A)
 		p->cp_a2a = p->cp;
 	if (p->cp_comm_type != CP_A2A && p->cp_comm_type != CP_A2A_P2P)

@@ -29,7 +29,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"schedule_vpp", "schedule_pp", "schedule_microbatches", "ep_experts",
 	"ep_fold", "etp_ffn", "tp_shared", "moe_sp", "mtp", "ep_vendor",
 	"a2a_overlap_vpp", "a2a_overlap_recompute", "cp_a2a",
-	"cp_heads", "training_keys", "inference_cp", "inference_vpp",
+	"cp_heads", "cp_torch", "training_keys", "inference_cp",
+	"inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
 	"pool_ep", "pool_tp", "defer_wgrad", NULL,
@@ -115,6 +116,7 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_CP_A2A] = "parallelism.cp_a2a parallelism.cp",
 	[JR_CP_HEADS] = "parallelism.cp_a2a parallelism.cp_comm_type "
 			"parallelism.cp parallelism.tp",
+	[JR_CP_TORCH] = "parallelism.cp_comm_type framework.cp_torch_sdpa",
 	[JR_INF_CP] = "parallelism.cp",
 	[JR_INF_VPP] = "parallelism.vpp",
 	[JR_INF_ATTN_DP] = "parallelism.attention_dp",

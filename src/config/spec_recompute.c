@@ -40,6 +40,19 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
 	 * recompute none/full replays the job's list untouched */
 	if (j->training.recompute != RECOMPUTE_SELECTIVE)
 		return 0;
+	/* torchtitan's op-level policy is a whole-layer checkpoint with its
+	 * own save list: it replaces every module, and its mm count is
+	 * written for a dense layer's GQA/MHA projections and MLP */
+	if (job_recomputes(j, RCM_OPS) &&
+	    (j->training.recompute_modules.n > 1 || model_is_mla(j->model) ||
+	     model_is_moe(j->model))) {
+		cnode_error(d, at, "training.recompute_modules: ops stands "
+			    "alone (no other module) and needs a dense model "
+			    "without multi-head latent attention (torchtitan's "
+			    "op-level selective checkpointing of Llama's "
+			    "blocks)");
+		return -1;
+	}
 	if (job_recomputes(j, RCM_MLA_UP_PROJ) && !model_is_mla(j->model)) {
 		cnode_error(d, at, "training.recompute_modules: mla_up_proj needs "
 			    "a model with multi-head latent attention "

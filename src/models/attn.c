@@ -661,6 +661,126 @@ static void mx_attn_quant(struct layer_ops *o, enum layer_pass pass,
 	op->host_n = MX_ATTN_SCALE_KERNELS;
 }
 
+/* PyTorch's context parallelism of SDPA (framework cp_torch_sdpa):
+ * torch.distributed.tensor.experimental.context_parallel routes
+ * aten._scaled_dot_product_flash_attention and its backward to
+ * _templated_ring_attention(_backward) (pytorch/pytorch torch/
+ * distributed/tensor/experimental/_attention.py, read @ 0123248a; the
+ * same structure in the 2024-12 nightlies torchtitan's tables ran [?]).
+ * It sees K and V as the model passes them to SDPA: torchtitan's
+ * repeat_kv has expanded them to every query head (elementwise.
+ * expand_kv), so kv below is that width. Forward: every step but the
+ * last copies K and V into one buffer (torch.cat of the flattened
+ * tensors); the all_gather rotater gathers it once (cp_comm_type
+ * all_gather), the p2p one passes it to the next rank each step; step 0
+ * is the causal local block, later steps one non-causal SDPA on half the
+ * keys or half the queries (load balance); each later step's output and
+ * log-sum-exp are merged by _SDPAMerger in fp32 (out.to(fp32), lse.to,
+ * out - sigmoid(block_lse - lse) (out - block_out), lse -
+ * logsigmoid(lse - block_lse): about ten kernels, on half the queries
+ * then a torch.cat of the whole out and lse (_partial_update) on the
+ * steps past the rank's own index, on average half), and the result is
+ * cast back. Backward: dQ, dK, dV zero-filled in fp32; K/V gathered (or
+ * passed) again; each step's SDPA backward gradients added into the
+ * fp32 sums (a torch.cat for the partial halves), dK/dV concatenated and
+ * passed to the next rank in fp32 by an all-to-all permute, the next
+ * step's add waiting for it; at the end dQ and the dK/dV that arrive
+ * are cast back. */
+static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
+		     const struct layer_dims *d, double model_flops)
+{
+	double cp = d->cpd.cp, s = d->seq, c = s / 2, A = d->act_B;
+	double hk = d->expand_kv && !d->mla ? heads_q(d) : heads_kv(d);
+	double kv_el = d->batch * s * hk * (dim_qk(d) + layer_v_dim(d));
+	double Q = d->batch * s * heads_q(d) * dim_qk(d);
+	double O = d->batch * s * heads_q(d) * layer_v_dim(d);
+	int lb = d->cpd.load_balance, ag = d->cpd.comm == CP_ALLGATHER;
+	int i, steps = (int)cp;
+	const char *name = bwd ? "attn_bwd" : "attn";
+	int16_t in = lop_tail(o), last, kv_ready = in, dkv = LAYER_NONE;
+	struct gpu_attn_shape a;
+	struct layer_op *op;
+
+	if (bwd) {	/* grad_query, grad_key, grad_value: zeros_like, fp32 */
+		op = lop_memop(o, "cp_grad_zero", pass, 0, 4 * (Q + kv_el), 0);
+		op->k.launches = 3;
+		op->host_n = 3;
+	}
+	op = lop_memop(o, "cp_kv_cat", pass, (cp - 1) * kv_el * A,
+		       (cp - 1) * kv_el * A, 0);
+	op->k.launches = (int)(cp - 1);
+	op->host_n = (uint16_t)(cp - 1);
+	if (ag) {
+		lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP,
+			 COLL_ALLGATHER, cp * kv_el * A);
+		kv_ready = lop_tail(o);
+	}
+	last = lop_tail(o);
+	for (i = 0; i < steps; i++) {
+		if (!ag && i > 0) {	/* the block of the rank before */
+			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, LS_CP,
+				      COLL_SENDRECV, kv_el * A);
+			op->p2p_next = 1;
+			op->dep[0] = kv_ready;
+			kv_ready = lop_tail(o);
+		}
+		if (i == 0)
+			shape(d, d->batch, heads_q(d), s, s, 1, 0, &a);
+		else if (lb)
+			shape(d, d->batch, heads_q(d), c, 2 * c, 0, 0, &a);
+		else
+			shape(d, d->batch, heads_q(d), s, s, 0, 0, &a);
+		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		op->host = HOST_OP;
+		op->dep[0] = last;
+		op->dep[1] = kv_ready;
+		last = lop_tail(o);
+		if (!bwd) {
+			if (i == 0)
+				continue;
+			/* full merge: reads O A + 20 O, writes 16 O; a
+			 * partial one half that and a cat of out (4 O) */
+			op = lop_memop(o, "cp_sdpa_merge", pass,
+				       0.75 * (O * A + 20 * O) + 2 * O,
+				       0.75 * 16 * O + 2 * O, 3 * O);
+			op->k.launches = 11;
+			op->host_n = 11;
+			last = lop_tail(o);
+			continue;
+		}
+		/* dK/dV and dQ into the fp32 sums (+= of the bf16 step
+		 * gradients; the partial half's cat on average half the
+		 * steps), after the sum from the rank before arrived */
+		op = lop_memop(o, "cp_grad_accum", pass,
+			       (4 + A) * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
+			       4 * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
+			       Q + kv_el);
+		op->k.launches = i > 0 ? 4 : 3;
+		op->host_n = (uint16_t)op->k.launches;
+		op->dep[1] = dkv;
+		last = lop_tail(o);
+		/* cat(dK, dV) in fp32, then the permute to the next rank */
+		lop_memop(o, "cp_dkv_cat", pass, 4 * kv_el, 4 * kv_el, 0);
+		op = lop_coll(o, "cp_dkv_sendrecv", pass, LG_CP, LS_CP,
+			      COLL_SENDRECV, 4 * kv_el);
+		op->p2p_next = 1;
+		dkv = lop_tail(o);
+		/* the next step's SDPA does not wait for the permute */
+	}
+	if (bwd) {	/* dQ and the arriving dK/dV back to bf16 */
+		op = lop_memop(o, "cp_grad_cast", pass, 4 * (Q + kv_el),
+			       A * (Q + kv_el), 0);
+		op->k.launches = 2;
+		op->host_n = 2;
+		op->dep[0] = last;
+		op->dep[1] = dkv;
+	} else {
+		op = lop_memop(o, "cp_out_cast", pass, 4 * O, A * O, 0);
+		op->k.launches = 2;
+		op->host_n = 2;
+	}
+}
+
 static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, const struct layer_kind *k)
 {
@@ -684,6 +804,10 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
 		mx_attn_quant(o, pass, bwd, d, &a);
 		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
+		return;
+	}
+	if (d->cpd.torch) {
+		torch_cp(o, pass, bwd, d, mf);
 		return;
 	}
 	switch (d->cpd.comm) {

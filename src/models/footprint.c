@@ -173,6 +173,28 @@ static double layer_stored_B(const struct layer_dims *d, int moe)
 	return attn_stored_B(d) + mlp_stored_B(d, moe);
 }
 
+/* What torchtitan's op-level policy (recompute_modules [ops], layer.c
+ * sac_ops_filter) keeps of a dense layer's stored tensors beyond the
+ * attention core's own (core_act_B, the SDPA outputs it saves): the
+ * block's input, T'h B (the checkpoint's); the outputs of the saved
+ * 16-bit mms, wq (T q B), wv (T kv B), w1 (T f B, gated) and w2 (T h B;
+ * the MLP's only mm when not gated, then w1 T f B is recomputed and w2
+ * is the second); and with sequence parallelism the two TP
+ * reduce-scatters' outputs, T'h B each; fp8 GEMMs alike (their bf16
+ * outputs). */
+static double sac_ops_saved_B(const struct layer_dims *d)
+{
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, f = layer_ffn_local(d);
+	double b = ts * h * B;
+
+	b += t * (layer_q_width(d) + layer_kv_width(d)) * B +
+	     (d->gated ? t * f * B + t * h * B : t * f * B);
+	if (d->tp > 1 && d->sp)
+		b += 2 * ts * h * B;
+	return b;
+}
+
 /* What selective recomputation of the modules mods drops of a layer's
  * stored tensors (the terms above; the recomputed forward remakes them in
  * the backward):
@@ -202,6 +224,8 @@ static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
 	double mask = d->dropout ? ts * h : 0, b = 0;
 
 #define HAS(x) (mods & 1u << (x))
+	if (HAS(RCM_OPS))	/* everything but what the policy saves */
+		return fmax(0, layer_stored_B(d, 0) - sac_ops_saved_B(d));
 	if (HAS(RCM_CORE_ATTN))
 		b += core_act_B(d);
 	if (HAS(RCM_MLA_UP_PROJ) && d->mla)

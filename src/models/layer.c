@@ -123,6 +123,8 @@
  */
 #include "layer_impl.h"
 
+#include <string.h>
+
 #include "config/spec_job.h"
 
 /* ---- a layer ---- */
@@ -327,6 +329,93 @@ static void mlp_recompute(const struct layer_dims *d,
 		mlp_fwd(o, PASS_RECOMPUTE, d);
 }
 
+/* The mm outputs torchtitan's op-level policy recomputes among n mms
+ * of widths w[] (one GEMM op of llmsim covering them), counting on from
+ * *count: torch's per-block policy saves every mm's output but each
+ * second one (mm count even), so of Llama's wq wk wv | wo | w1 w3 | w2
+ * it recomputes wk, wo and w3. Returns the recomputed share of the
+ * op's output width. */
+static double sac_mm_share(int *count, const double *w, int n)
+{
+	double all = 0, re = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		all += w[i];
+		if (++*count % 2 == 0)
+			re += w[i];
+	}
+	return all > 0 ? re / all : 0;
+}
+
+/* torchtitan's op-level selective activation checkpointing (training.
+ * recompute_modules [ops]; pytorch/torchtitan @ 9dec370a torchtitan/
+ * parallelisms/parallelize_llama.py _apply_ac_to_transformer_block,
+ * the same policy @ e7c0cae9): each block runs under a non-reentrant
+ * checkpoint whose policy (torch.utils.checkpoint.create_selective_
+ * checkpoint_contexts) saves the outputs of the ops on its _save_list
+ * -- aten.mm (except every second one), the SDPA flash/efficient
+ * kernels, _c10d_functional.reduce_scatter_tensor, abs/max -- and
+ * recomputes every other op before the block's backward. So the
+ * recomputed forward (ops b.. of o, just pushed) keeps the norms, the
+ * rotary, the K/V expansion, the activation, the casts and the TP
+ * all-gathers, drops the attention core and the TP reduce-scatters,
+ * and keeps of each 16-bit GEMM the recomputed mms' share (sac_mm_
+ * share). fp8 GEMMs count as mms too: torchao's Float8Linear calls
+ * torch.mm on its Float8Tensor operands (float8_linear.py
+ * matmul_with_hp_or_float8_args), and a dispatch mode -- the policy's
+ * -- sees aten.mm.default before the subclass's __torch_dispatch__
+ * turns it into torch._scaled_mm (modes take precedence over tensor
+ * subclasses in PyTorch's dispatch) [?: eager semantics; under
+ * torch.compile the policy tags the traced graph the same way]. The
+ * casts to fp8 (but their saved amax) are recomputed. torch's early stop
+ * (non-reentrant checkpoint's default) ends the recomputation with the
+ * last op that saves a tensor (saved_end: the MLP's). A dropped op's
+ * dependants wait for what it waited for. */
+static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
+			   int b)
+{
+	double q = layer_q_width(d), kv = layer_kv_width(d);
+	double qkv[3] = { q, kv, kv }, fc1[2] = { 1, 1 }, one = 1;
+	int16_t map[LAYER_MAX_OPS];
+	int i, n = b, count = 0, end = o->saved_end;
+
+	for (i = b; i < end; i++) {
+		struct layer_op op = o->op[i];
+		double share = 1;
+		int drop = 0, j;
+
+		if (op.kind == LOP_KERNEL && (op.k.kind == KERN_ATTN_FWD))
+			drop = 1;
+		else if (op.kind == LOP_COLL && op.coll == COLL_REDUCESCATTER)
+			drop = 1;
+		else if (op.kind == LOP_KERNEL && op.k.kind == KERN_GEMM) {
+			if (!strcmp(op.name, "qkv"))
+				share = sac_mm_share(&count, qkv, 3);
+			else if (!strcmp(op.name, "fc1"))
+				share = sac_mm_share(&count, fc1,
+						     d->gated ? 2 : 1);
+			else
+				share = sac_mm_share(&count, &one, 1);
+			drop = share <= 0;
+		}
+		for (j = 0; j < 2; j++)
+			if (op.dep[j] >= b)
+				op.dep[j] = map[op.dep[j]];
+		if (op.host_wait >= b)
+			op.host_wait = map[op.host_wait];
+		if (drop) {
+			map[i] = op.dep[0];
+			continue;
+		}
+		op.k.n *= share;
+		op.k.model_flops *= share;
+		map[i] = (int16_t)n;
+		o->op[n++] = op;
+	}
+	o->n = n;
+}
+
 /* A full recomputation under torch.utils.checkpoint's non-reentrant
  * checkpoint (framework recompute_early_stop): its recomputation hook
  * counts the tensors the recomputed ops save and, with early stop (the
@@ -348,6 +437,13 @@ static void layer_bwd_pass(const struct layer_dims *d,
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
 		if (d->rc_early_stop)
 			o->n = o->saved_end;
+	}
+	if (mods & 1u << RCM_OPS) {
+		int b = o->n;
+
+		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
+		sac_ops_filter(d, o, b);
+		mods = 0;
 	}
 	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 	mlp_recompute(d, k, mods, o);

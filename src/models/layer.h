@@ -151,6 +151,8 @@ struct cp_dims {
 	int comm;		/* enum cp_comm (spec_job.h) */
 	double a2a;		/* a2a / a2a+p2p: inner all-to-all group size */
 	int load_balance;	/* 2 cp chunks per sequence */
+	int torch;		/* PyTorch's context_parallel of SDPA
+				 * (framework cp_torch_sdpa; attn.c) */
 };
 
 /* What one layer of a model is, beyond the shared dims. */
@@ -216,6 +218,7 @@ struct layer_dims {
 	int eager_rope;		/* rotary as PyTorch ops */
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
+	int eager_norm;		/* norms as PyTorch ops in fp32 (layer_ops.c) */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
 				 * qkv_split_fwd) */

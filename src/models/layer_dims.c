@@ -67,6 +67,7 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 	d->cpd.comm = p->cp_comm_type;
 	d->cpd.a2a = p->cp_a2a > 0 ? (double)p->cp_a2a : 1;
 	d->cpd.load_balance = p->cp_load_balance;
+	d->cpd.torch = j->framework->cp_torch_sdpa == 1;
 }
 
 int layer_job_captures(const struct job_spec *j, int scope)
@@ -356,6 +357,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->attn_kernel = j->framework->attention_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
+	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */
+	d->eager_norm = j->framework->elementwise.eager_norm == 1 &&
+			m->norm != NORM_LAYER;
 	/* Megatron-Core (rope_utils.py apply_rotary_pos_emb): TE's fused
 	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
 	d->mla_concat = j->framework->elementwise.mla_concat == 1;

@@ -104,8 +104,13 @@ struct layer_op *lop_tpcoll(struct layer_ops *o, const char *name,
 void lop_norm_fwd(struct layer_ops *o, const char *name,
 		     enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = layer_sp_tokens(d) * d->hidden;
+	double n = layer_sp_tokens(d) * d->hidden, B = d->act_B;
 
+	if (d->eager_norm) {	/* lop_norm_bwd has the account */
+		lop_eager(o, name, pass, 2 * n * B + 16 * n, 2 * n * B + 12 * n,
+			  0, 8, NORM_FLOPS * n);
+		return;
+	}
 	lop_memop(o, name, pass, n * d->act_B, n * d->act_B, NORM_FLOPS * n)
 		->host = HOST_MODULE;
 }
@@ -502,6 +507,19 @@ void lop_accumulate(struct layer_ops *o, const struct layer_dims *d,
 	lop_accumulate_w(o, d, n, 1);
 }
 
+/* An RMS norm as PyTorch ops (elementwise.eager_norm): torchtitan's
+ * RMSNorm, output = (x32 * rsqrt(x32.pow(2).mean(-1) + eps)).type_as(x)
+ * * weight with x32 = x.float() (pytorch/torchtitan @ 9dec370a
+ * torchtitan/models/norms.py RMSNorm), n elements of B bytes. Forward,
+ * eight kernels: x.float() (r nB, w 4n), pow (r 4n, w 4n), mean (r 4n),
+ * + eps and rsqrt (a row each), x32 * r (r 4n, w 4n), type_as (r 4n, w
+ * nB), * weight (r nB, w nB): r 2nB + 16n, w 2nB + 12n. Backward as
+ * autograd derives it, about twelve: * weight's dx (r nB, w nB) and
+ * dweight (g * out, r 2nB, w nB, then its sum, r nB), type_as's (r nB,
+ * w 4n), x32 * r's dx part (r 4n, w 4n) and dr (g x32, r 8n, w 4n, sum
+ * r 4n), pow's 2 x dy (r 4n, w 4n), the two dx parts added (r 8n, w 4n),
+ * x.float()'s (r 4n, w nB): r 5nB + 32n, w 3nB + 20n [D]. The fp32 copy
+ * autograd keeps is not in the footprint [?]. */
 void lop_norm_bwd(struct layer_ops *o, const char *name,
 		     const struct layer_dims *d)
 {
@@ -509,6 +527,12 @@ void lop_norm_bwd(struct layer_ops *o, const char *name,
 	double mask = d->dropout ? n : 0;
 
 	struct layer_op *op;
+
+	if (d->eager_norm) {
+		lop_eager(o, name, PASS_BWD, 5 * n * d->act_B + 32 * n + mask,
+			  3 * n * d->act_B + 20 * n, 0, 12, NORM_FLOPS * n);
+		return;
+	}
 
 	/* x and dy in (again for dgamma when it is a second kernel), dx out */
 	op = lop_memop(o, name, PASS_BWD, 2 * d->norm_bwd_passes * n *

@@ -57,7 +57,8 @@
 /* Rules decidable once each dimension is set. */
 #define RULES_TP (JR_BIT(JR_TP_HEADS) | JR_BIT(JR_TP_KV_HEADS) | \
 		  JR_BIT(JR_TP_FFN) | JR_BIT(JR_TP_SHARED))
-#define RULES_CP (JR_BIT(JR_CP_SEQ) | JR_BIT(JR_CP_A2A) | JR_BIT(JR_CP_HEADS))
+#define RULES_CP (JR_BIT(JR_CP_SEQ) | JR_BIT(JR_CP_A2A) | JR_BIT(JR_CP_HEADS) | \
+		  JR_BIT(JR_CP_TORCH))
 #define RULES_PP JR_BIT(JR_WORLD)
 #define RULES_EP (JR_BIT(JR_EP_DENSE) | JR_BIT(JR_EP_EXPERTS) | \
 		  JR_BIT(JR_EP_FOLD) | JR_BIT(JR_ETP_FFN) | JR_BIT(JR_EP_VENDOR) | \

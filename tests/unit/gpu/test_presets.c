@@ -14,11 +14,13 @@
 #include "gpu/gpu.h"
 #include "base/arena.h"
 
-/* The ten presets issue 2 asks for and the Blackwell Ultra parts of
- * issue 9 (b300, gb300), sorted as config_list_presets returns them. */
+/* The ten presets issue 2 asks for, the Blackwell Ultra parts of
+ * issue 9 (b300, gb300) and the 500 W HBM2e H100 of torchtitan's
+ * published runs (r29), sorted as config_list_presets returns them. */
 static const char *const names[] = {
 	"a100-40g", "a100-80g", "b200", "b300", "gb200", "gb300", "h100",
-	"h200", "h800", "mi250x", "mi300x", "mi325x", "mi355x",
+	"h100-hbm2e-500w", "h200", "h800", "mi250x", "mi300x", "mi325x",
+	"mi355x",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 

@@ -138,3 +138,84 @@ Test(cp, estimate_counts_the_built_program)
 		fixture_assert_estimate(&f.job, 1, cp_names[i]);
 	}
 }
+
+/* PyTorch's context_parallel (framework cp_torch_sdpa) on the GPT
+ * fixture at 2048 tokens, cp 2 (1024 a GPU), b 2, MHA h 1024: K and V
+ * as SDPA gets them, kv = b s 2h = 2 x 1024 x 2048 = 4194304 elements,
+ * O = b s h = 2097152 output elements. */
+static void torch_cp2(struct fixture *f, int type)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->job.parallelism.cp = 2;
+	f->job.parallelism.dp = 4;
+	f->job.parallelism.cp_comm_type = type;
+	f->job.parallelism.cp_load_balance = 1;
+	f->fw.cp_torch_sdpa = 1;
+}
+
+static const struct layer_op *op_named(const struct layer_ops *o,
+				       const char *name)
+{
+	int i = fixture_op_index(o, name);
+
+	cr_assert_geq(i, 0, "no op %s", name);
+	return &o->op[i];
+}
+
+Test(cp, torch_context_parallel_merges_in_fp32)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	const struct layer_op *op;
+	double kv = 2 * 1024 * 2048.0, O = 2 * 1024 * 1024.0;
+	int i, attn = 0;
+
+	/* Forward: one torch.cat of K and V (cp - 1 = 1 of them, read and
+	 * write kv 2 B = 8388608 B), their all-gather (cp kv 2 B =
+	 * 16777216 B), 2 SDPA calls, one fp32 merge after the second
+	 * (reads 0.75 (O 2 + 20 O) + 2 O = 18.5 O = 38797312 B, writes
+	 * 0.75 16 O + 2 O = 14 O = 29360128 B) and the cast of the fp32
+	 * output back (reads 4 O = 8388608, writes 2 O = 4194304 B). */
+	arena_init(&a);
+	torch_cp2(&f, CP_ALLGATHER);
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, NULL, &o);
+	for (i = 0; i < o.n; i++)
+		if (o.op[i].kind == LOP_KERNEL &&
+		    o.op[i].k.kind == KERN_ATTN_FWD)
+			attn++;
+	cr_assert_eq(attn, 2);
+	op = op_named(&o, "cp_kv_cat");
+	fixture_assert_close(op->k.read_B, kv * 2);
+	fixture_assert_close(op_named(&o, "cp_kv_allgather")->coll_B,
+			     2 * kv * 2);
+	op = op_named(&o, "cp_sdpa_merge");
+	fixture_assert_close(op->k.read_B, 18.5 * O);
+	fixture_assert_close(op->k.write_B, 14 * O);
+	op = op_named(&o, "cp_out_cast");
+	fixture_assert_close(op->k.read_B, 4 * O);
+	fixture_assert_close(op->k.write_B, 2 * O);
+	/* Backward: dK/dV passed on in fp32 each step, 4 kv = 16777216 B */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	fixture_assert_close(op_named(&o, "cp_dkv_sendrecv")->coll_B, 4 * kv);
+	arena_release(&a);
+}
+
+/* One simulated GPU a group against every GPU simulated, and the
+ * estimate against the built program, for both rotations. */
+Test(cp, torch_context_parallel_symmetric_and_estimated)
+{
+	struct fixture f;
+
+	torch_cp2(&f, CP_ALLGATHER);
+	assert_same_step(&f, "torch allgather");
+	fixture_assert_estimate(&f.job, 0, "torch allgather");
+	fixture_assert_estimate(&f.job, 1, "torch allgather");
+	torch_cp2(&f, CP_P2P);
+	assert_same_step(&f, "torch p2p");
+	fixture_assert_estimate(&f.job, 0, "torch p2p");
+	fixture_assert_estimate(&f.job, 1, "torch p2p");
+}

@@ -610,3 +610,34 @@ Test(layer, cross_entropy_jit_moves_fewer_bytes_in_three_kernels)
 	layer_head_fwd(&d, &o);
 	fixture_assert_close(fixture_op(&o, "cross_entropy")->k.read_B, n * 2);
 }
+
+Test(layer, eager_norm_runs_the_fp32_op_chain)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+	const struct layer_op *op;
+	double n = 4096.0 * 1024;	/* T h elements, tp 1 */
+
+	/* torchtitan's eager RMSNorm (layer_ops.c lop_norm_bwd's account):
+	 * forward 8 kernels reading 2 n B + 16 n = 20 n and writing 2 n B
+	 * + 12 n = 16 n bytes (B = 2): 83886080 and 67108864 B for n =
+	 * 4096 x 1024; backward 12 kernels, 5 n B + 32 n = 42 n and 3 n B +
+	 * 20 n = 26 n: 176160768 and 109051904 B. Fused: 2 n each way. */
+	gpt_dims(&d, 1, 0);
+	d.eager_norm = 1;
+	layer_fwd(&d, NULL, &f);
+	op = fixture_op(&f, "norm1");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, 20 * n);
+	fixture_assert_close(op->k.write_B, 16 * n);
+	cr_assert_eq(op->k.launches, 8);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	op = fixture_op(&bw, "norm1_bwd");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, 42 * n);
+	fixture_assert_close(op->k.write_B, 26 * n);
+	cr_assert_eq(op->k.launches, 12);
+	d.eager_norm = 0;
+	layer_fwd(&d, NULL, &f);
+	fixture_assert_close(fixture_op(&f, "norm1")->k.read_B, 2 * n);
+}

@@ -373,3 +373,50 @@ Test(recompute, mla_concat_copies_q_and_k)
 	for (i = 0; i < o.n; i++)
 		cr_assert_str_neq(o.op[i].name, "mla_concat");
 }
+
+/* Recomputed GEMM FLOPs (the recompute pass's GEMM ops only). */
+static double recompute_gemm_flops(const struct layer_ops *o)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == PASS_RECOMPUTE &&
+		    o->op[i].kind == LOP_KERNEL &&
+		    o->op[i].k.kind == KERN_GEMM)
+			sum += layer_kern_model_flops(&o->op[i].k);
+	return sum;
+}
+
+Test(recompute, torchtitan_ops_rerun_every_second_mm_and_no_core)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	int64_t ops[] = { RCM_OPS };
+	double T = 4096, h = 1024, fm = 4096, B = 2;
+
+	/* torchtitan's op-level policy saves every mm's output but every
+	 * second one's: of the fixture's mms wq wk wv | wo | fc1 | fc2
+	 * (ungated) it re-runs wk (2 T h h), wo (2 T h h) and fc2 (2 T f h):
+	 * 2 * 4096 * 1024 * (1024 + 1024 + 4096) = 5.154e10 FLOP; the
+	 * attention core is saved, so nothing else is model FLOPs. */
+	gpt(&f);
+	modules(&f, ops, 1);
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
+	assert_close(recompute_gemm_flops(&o), 2 * T * h * (h + h + fm));
+	assert_close(layer_ops_flops(&o, PASS_RECOMPUTE),
+		     2 * T * h * (h + h + fm));
+	/* Stored: the block's input (T h B), the saved mms' outputs wq
+	 * (T h B), wv (T h B) and fc1 (T f B), and the core's own. Without
+	 * recomputation footprint.c's attn_stored_B + mlp_stored_B keep
+	 * (MHA: q = kv = h, all 16-bit) the norm input, QKV input, Q and K
+	 * (2), V and proj input, 6 T h B, and the MLP's norm input, fc1
+	 * input (2 T h B), fc1 output and fc2 input (2 T f B): 8 T h B +
+	 * 2 T f B. The policy drops 5 T h B + T f B = 4096 * (5 * 1024 +
+	 * 4096) * 2 = 75497472 B. */
+	assert_close(footprint_layer_act_B(&d, LREC_NONE) -
+		     footprint_layer_act_B(&d, LREC_SELECTIVE),
+		     T * (5 * h + fm) * B);
+}
