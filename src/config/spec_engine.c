@@ -314,10 +314,23 @@ static const struct schema_field engine_fields[] = {
 	  .offset = OFF(sampler_passes), .min = 1, .max = 16, .def = "1",
 	  .help = "kernels of the sampler over the sampled rows' fp32 logits "
 		  "after the cast (each reads and writes them)" },
+	{ .key = "sampler_passes_greedy", .type = ST_INT,
+	  .offset = OFF(sampler_passes_greedy), .min = 0, .max = 16,
+	  .def = "0",
+	  .help = "sampler kernels over the fp32 logits when every request "
+		  "of the job samples greedily (serving.greedy): vLLM V1 "
+		  "takes the argmax alone; 0: sampler_passes" },
 	{ .key = "sampler_copies", .type = ST_INT,
 	  .offset = OFF(sampler_copies), .min = 0, .max = 16, .def = "0",
 	  .help = "host-device copies the sampler makes per step (its "
 		  "parameter tensors up, the sampled ids down)" },
+	{ .key = "block_table_copy", .type = ST_BOOL,
+	  .offset = OFF(block_table_copy), .def = "false",
+	  .help = "each step copies the block-table rows of every running "
+		  "request whole (max_model_len / block_size int32 each) "
+		  "from pinned host memory to the GPU over the host link, "
+		  "on the compute stream before the forward (vLLM V1's "
+		  "BlockTable.commit_block_table)" },
 	{ .key = "skinny_gemm_rows", .type = ST_INT,
 	  .offset = OFF(skinny_gemm_rows), .min = 0, .max = 16, .def = "0",
 	  .help = "quantized linear layers of at most this many rows (tokens) "

@@ -253,8 +253,13 @@ struct engine_spec {
 						 * TP > 1 (input metadata to the workers) */
 	int64_t sampler_passes;			/* fp32 passes over the sampled rows'
 						 * logits after the cast (sampler kernels) */
+	int64_t sampler_passes_greedy;		/* ... when every request samples greedily
+						 * (0: sampler_passes) */
 	int64_t sampler_copies;			/* host<->device copies of the sampler's
 						 * tensors and sampled ids per step */
+	int block_table_copy;			/* each step copies the running requests'
+						 * whole block-table rows (max_model_len /
+						 * block_size int32 each) host to device */
 	int64_t skinny_gemm_rows;		/* quantized GEMMs of at most this many
 						 * rows run the engine's own skinny kernel
 						 * (one launch; 0: none) */

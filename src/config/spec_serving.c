@@ -281,6 +281,12 @@ static const struct schema_field serving_fields[] = {
 	{ .key = "prefix_cache_hit_rate", .type = ST_NUM,
 	  .offset = OFF(prefix_cache_hit_rate), .min = 0, .max = 1, .def = "0",
 	  .help = "fraction of each prompt found in the prefix cache" },
+	{ .key = "greedy", .type = ST_BOOL, .offset = OFF(greedy),
+	  .def = "false",
+	  .help = "the requests sample greedily, temperature 0 (vllm bench "
+		  "serve, MLPerf); false: temperature 1, top-p 1 (vllm bench "
+		  "throughput and latency): the engine's "
+		  "sampler_passes_greedy or sampler_passes" },
 	{ .key = "batch", .type = ST_INT, .offset = OFF(batch), .min = 1,
 	  .max = 1e7, .def = "1",
 	  .help = "phase prefill/decode: sequences in the step" },

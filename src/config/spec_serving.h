@@ -107,6 +107,7 @@ struct serving_spec {
 					 * max_position_embeddings */
 	int chunked_prefill;		/* -1 = the engine's */
 	double prefix_cache_hit_rate;	/* fraction of a prompt found cached */
+	int greedy;			/* requests sample greedily (temperature 0) */
 	int64_t batch;			/* prefill/decode step: sequences */
 	int64_t context_len;		/* prefill/decode step: cached tokens per sequence */
 	struct speculative_spec speculative;

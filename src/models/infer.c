@@ -101,8 +101,11 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "config/spec_fabric.h"
 #include "config/spec_job.h"
+#include "config/spec_system.h"
 #include "layer.h"
+#include "network/link.h"
 
 /* Vocabulary-parallel tables pad each rank's share to a multiple of this
  * (vLLM vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64;
@@ -219,6 +222,32 @@ static void quant_rules(const struct job_spec *j, struct infer_dims *d)
 			     d->compute != DTYPE_FP8;
 }
 
+/* The block-table copy of vLLM V1 (engine block_table_copy;
+ * vllm-project/vllm v1/worker/block_table.py, as in ROCm/vllm 0909_rc3
+ * @ 6663000a: MultiGroupBlockTable gives each request a row of
+ * cdiv(max_model_len, block_size) int32 block ids; gpu_model_runner.py
+ * _prepare_inputs calls commit_block_table(num_reqs) first every step,
+ * block_table[:num_reqs].copy_(block_table_cpu[:num_reqs],
+ * non_blocking=True) from pinned memory on the current stream: whole
+ * rows, however few blocks a request holds). max_model_len is the job's
+ * serving.max_model_len, else the model's context. The copy runs at the
+ * payload rate of the system's host port (PCIe); a system without a
+ * host fabric (Grace's NVLink-C2C) is not costed. */
+static void block_table_dims(const struct job_spec *j, struct infer_dims *d)
+{
+	const struct engine_spec *e = j->serving.engine;
+	double ctx = j->serving.max_model_len > 0 ?
+		     (double)j->serving.max_model_len :
+		     (double)j->model->max_position_embeddings;
+
+	if (!e || !e->block_table_copy || !(ctx > 0) || e->block_size < 1)
+		return;
+	d->block_row_B = ceil(ctx / (double)e->block_size) * 4;
+	if (j->system && j->system->host && j->system->host->link)
+		d->h2d_Bps = link_payload_rate_Bps(j->system->host->link) *
+			     j->system->host->link->sustained;
+}
+
 void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 			 struct infer_dims *d)
 {
@@ -261,8 +290,12 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->input_broadcasts = s->engine ? (int)s->engine->input_broadcasts : 0;
 	d->graph_input_copies =
 		s->engine ? (int)s->engine->graph_input_copies : 0;
-	d->sampler_passes = s->engine ? (int)s->engine->sampler_passes : 1;
+	d->sampler_passes = !s->engine ? 1 :
+			    s->greedy && s->engine->sampler_passes_greedy > 0 ?
+			    (int)s->engine->sampler_passes_greedy :
+			    (int)s->engine->sampler_passes;
 	d->sampler_copies = s->engine ? (int)s->engine->sampler_copies : 0;
+	block_table_dims(j, d);
 	d->trtllm_decode = s->engine &&
 			   s->engine->decode_kernel == ENGINE_DECODE_TRTLLM;
 	d->skinny_rows = s->engine ? (int)s->engine->skinny_gemm_rows : 0;
@@ -725,6 +758,25 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 	memop(o, "embed", n * d->act_B, n * d->act_B, 0);
 	tpcoll(o, d, "embed_tp_allreduce", COLL_ALLREDUCE, n * d->act_B);
 	draft_input_ops(d, b, o);
+}
+
+/* The block-table rows of the step's requests (padding rows are none),
+ * host to device (block_table_dims). */
+void infer_step_input_ops(const struct infer_dims *d,
+			  const struct infer_batch *b, struct infer_ops *o)
+{
+	double reqs = 0;
+	struct infer_op *op;
+	int i;
+
+	if (!(d->block_row_B > 0) || !(d->h2d_Bps > 0))
+		return;
+	for (i = 0; i < b->n; i++)
+		if (!b->g[i].pad)
+			reqs += b->g[i].count;
+	op = infer_op_mem(o, "block_table_h2d", 0, reqs * d->block_row_B, 0);
+	if (op)
+		op->h2d_B = reqs * d->block_row_B;
 }
 
 /* Copies of the step's inputs into a captured graph's static buffers,

@@ -152,6 +152,13 @@ struct infer_dims {
 	int graph_input_copies;	/* input copies before a graph replay */
 	int sampler_passes;	/* sampler kernels over the fp32 logits */
 	int sampler_copies;	/* sampler host-device copies */
+	double block_row_B;	/* B of one request's block-table row the
+				 * engine copies host to device each step
+				 * (engine block_table_copy: ceil(max_model_len
+				 * / block_size) x 4); 0: none */
+	double h2d_Bps;		/* B/s of the host link a GPU's copies from
+				 * pinned memory take (the system's host
+				 * fabric port); 0: none modelled */
 	int trtllm_decode;	/* decode attention splits by the GPU's
 				 * TensorRT-LLM rule (engine decode_kernel) */
 	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */
@@ -292,6 +299,10 @@ struct infer_op {
 	double read_B;		/* IK_MEM: bytes read */
 	double write_B;		/* IK_MEM: bytes written */
 	double vec_flops;	/* IK_MEM: vector FLOPs */
+	double h2d_B;		/* IK_MEM: a host-to-device copy of this many
+				 * bytes over the host link instead of a
+				 * kernel (issued by the host, never in a
+				 * graph) */
 	double search_rows;	/* IK_MEM: rows whose expert the kernel
 				 * searches for, one by one (the CUTLASS
 				 * fused MoE's expand and activation; gpu
@@ -322,6 +333,10 @@ void infer_embed_ops(const struct infer_dims *d, const struct infer_batch *b,
 		     struct infer_ops *o);
 void infer_head_ops(const struct infer_dims *d, const struct infer_batch *b,
 		    struct infer_ops *o);
+/* Append to o the host-to-device copy of the block-table rows of b's
+ * requests (engine block_table_copy), every step. */
+void infer_step_input_ops(const struct infer_dims *d,
+			  const struct infer_batch *b, struct infer_ops *o);
 /* Append to o the copies of b's inputs into a graph's buffers before
  * its replay (engine graph_input_copies). */
 void infer_graph_input_ops(const struct infer_dims *d,

@@ -141,6 +141,22 @@ static struct gpu_cost search_cost(const struct infer_op *op,
 	return c;
 }
 
+/* A host-to-device copy from pinned memory (infer.h h2d_B): the host
+ * issues it (a launch), then its bytes cross the host link at d->h2d_Bps;
+ * it writes them to HBM as it goes. */
+static struct gpu_cost h2d_cost(const struct infer_op *op,
+				const struct infer_dims *d,
+				const struct gpu_spec *g)
+{
+	struct gpu_cost c;
+
+	memset(&c, 0, sizeof(c));
+	c.time_s = g->kernel_launch_s + op->h2d_B / d->h2d_Bps;
+	c.bytes = op->h2d_B;
+	c.bound = GPU_BOUND_MEMORY;
+	return c;
+}
+
 static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_dims *d,
 				 const struct infer_batch *b,
@@ -177,6 +193,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			h.split = g->attention.trtllm_decode;
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:
+		if (op->h2d_B > 0)
+			return h2d_cost(op, d, g);
 		if (op->search_rows > 0)
 			return search_cost(op, d, g);
 		break;
@@ -222,8 +240,9 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 	for (i = 0; i < o->n; i++) {
 		const struct infer_op *op = &o->op[i];
 		struct infer_cost_op *c = &u->op[i];
-		int in_graph = graph == IGRAPH_FULL ||
-			       (graph == IGRAPH_PIECEWISE && !op->attention);
+		int in_graph = op->h2d_B <= 0 &&
+			       (graph == IGRAPH_FULL ||
+				(graph == IGRAPH_PIECEWISE && !op->attention));
 		struct gpu_cost k;
 
 		c->name = op->name;

@@ -518,6 +518,7 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 			    &u->arena, &u->route, d) != 0)
 		return -1;
 	infer_embed_ops(&x->dims, b, &o);
+	infer_step_input_ops(&x->dims, b, &o);
 	if (graph != IGRAPH_NONE)
 		infer_graph_input_ops(&x->dims, b, &o);
 	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);

@@ -145,8 +145,9 @@ static void check_sampler(const struct infer_ops *o, int passes, int copies)
  * difference is 19 x (kernel_launch - kernel_launch_graph). Before each
  * replay 5 input copies (input_ids, positions, slot_mapping,
  * seq_lens_tensor, block_tables) of 8 B x 4 tokens = 32 B.
- * vLLM V1 (vllm.yaml: none of the keys) keeps the generic head: one
- * sampling pass, no copies, no input copies. SGLang (sglang.yaml) keeps
+ * vLLM V1 on CUDA (vllm.yaml) runs the V1 sampler of rocm_v1_sampler
+ * below (forward_cuda hands k = p = None to forward_native): 4
+ * sample_pass, 1 copy, 10 kernels, no input copies. SGLang (sglang.yaml) keeps
  * the generic head too, but CudaGraphRunner.replay_prepare copies 5
  * inputs (input_ids, req_pool_indices, seq_lens, out_cache_loc,
  * positions) before each replay: 5 graph_input_copy of 32 B.
@@ -171,10 +172,8 @@ Test(infer, v0_sampler_and_graph_input_copies)
 	}
 
 	v0_head("vllm", &o, &full, &none, &in, &gap);
-	cr_assert_eq(fixture_infer_count(&o, "sample"), 1);
-	cr_assert_eq(fixture_infer_count(&o, "sample_pass"), 0);
-	cr_assert_eq(fixture_infer_count(&o, "sampler_copy"), 0);
-	cr_assert_eq(none.eager, 5);
+	check_sampler(&o, 4, 1);
+	cr_assert_eq(none.eager, 10);
 	cr_assert_eq(in.n, 0);
 
 	v0_head("sglang", &o, &full, &none, &in, &gap);
@@ -208,6 +207,92 @@ Test(infer, rocm_v1_sampler)
 	cr_assert_eq(none.eager, 10);
 	cr_assert_float_eq(none.kernel_s - full.kernel_s, 10 * gap, 1e-12);
 	cr_assert_eq(in.n, 0);
+}
+
+/* The head and embedding units of a 4-sequence decode of tests' Llama 3
+ * 70B under vLLM V1 (vllm.yaml), `greedy` or not, and the embedding
+ * unit's ops costed replaying a full graph. */
+static void v1_units(int greedy, const char *engine, struct infer_ops *head,
+		     struct infer_ops *emb, struct infer_unit *emb_full,
+		     double *launch_s)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", NULL, NULL};
+	char eng[64];
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	sets[3] = eng;
+	sets[4] = greedy ? "serving.greedy=true" : "serving.greedy=false";
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_head_ops(&d, &b, head);
+	infer_embed_ops(&d, &b, emb);
+	infer_step_input_ops(&d, &b, emb);
+	infer_cost(emb, &d, &b, NULL, j->system->gpu, IGRAPH_FULL, emb_full);
+	*launch_s = j->system->gpu->kernel_launch_s;
+	arena_release(&a);
+}
+
+/*
+ * Greedy requests (vllm bench serve sends temperature 0): V1's sample()
+ * returns greedy_sample's argmax alone, sampler_passes_greedy 1 (the
+ * "sample" kernel, no sample_pass), and still copies the ids down (1).
+ */
+Test(infer, v1_greedy_sampler)
+{
+	struct infer_ops h, e;
+	struct infer_unit u;
+	double l;
+
+	v1_units(1, "vllm", &h, &e, &u, &l);
+	cr_assert_eq(fixture_infer_count(&h, "sample"), 1);
+	cr_assert_eq(fixture_infer_count(&h, "sample_pass"), 0);
+	cr_assert_eq(fixture_infer_count(&h, "sampler_copy"), 1);
+	v1_units(0, "vllm", &h, &e, &u, &l);
+	cr_assert_eq(fixture_infer_count(&h, "sample_pass"), 4);
+	/* vLLM V0 has no greedy count of its own: its 6 passes either way */
+	v1_units(1, "vllm-v0", &h, &e, &u, &l);
+	cr_assert_eq(fixture_infer_count(&h, "sample_pass"), 6);
+}
+
+/*
+ * vLLM V1's block-table copy (vllm.yaml block_table_copy): a request's
+ * row is cdiv(max_model_len, block_size) int32, tests' Llama 3 70B at
+ * its context 8192 and block 16: 512 x 4 = 2048 B; 4 requests: 8192 B
+ * host to device every step. DGX H100's host port is PCIe Gen5 x16:
+ * 4 GB/s a lane x 16 x 128/130 x 256/284 (TLP framing) = 56.80 GB/s,
+ * 8192 B / 56.80 GB/s = 0.14421875 us, plus the host's launch (5 us):
+ * 5.14421875 us, eager even in a full graph (the host issues it before
+ * the replay). SGLang (no block_table_copy): no such op.
+ */
+Test(infer, v1_block_table_copy)
+{
+	struct infer_ops h, e;
+	struct infer_unit u;
+	const struct infer_op *op;
+	double l;
+	int i, k = -1;
+
+	v1_units(0, "vllm", &h, &e, &u, &l);
+	cr_assert_eq(fixture_infer_count(&e, "block_table_h2d"), 1);
+	op = fixture_infer_op(&e, "block_table_h2d");
+	cr_assert_float_eq(op->h2d_B, 8192.0, 1e-9);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, "block_table_h2d") == 0)
+			k = i;
+	cr_assert_geq(k, 0);
+	cr_assert_float_eq(l, 5e-6, 1e-15);
+	cr_assert_float_eq(u.op[k].time_s, 5.14421875e-6, 1e-15);
+	cr_assert_eq(u.op[k].eager, 1);
+	cr_assert_eq(u.eager, 1);
+	v1_units(0, "sglang", &h, &e, &u, &l);
+	cr_assert_eq(fixture_infer_count(&e, "block_table_h2d"), 0);
 }
 
 /* The host time of a decode step of 4 sequences on tests' Llama 3 70B
