@@ -55,6 +55,11 @@ struct serve_result {
 	double mean_step_s;		/* s, mean step time */
 	double mean_batch;		/* sequences per step */
 	double mean_step_tokens;	/* tokens per step */
+	int64_t prompt_steps;		/* steps computing prompt tokens (a
+					 * prefill or a mixed step) */
+	double prompt_step_time_s;	/* s, summed durations of those steps
+					 * (all instances; the rest of steps x
+					 * mean_step_s is decode-only steps) */
 	int64_t preemptions;		/* preempted or retracted requests */
 	double adp_balance;		/* TensorRT-LLM attention DP: mean over
 					 * steps of mean / most tokens a rank

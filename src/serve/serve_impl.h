@@ -112,6 +112,8 @@ struct serve_inst {
 	double peak_frac;
 	int64_t steps;
 	double step_time_s, batch_sum, tokens_sum;
+	int64_t prompt_steps;		/* steps that compute prompt tokens */
+	double prompt_step_time_s;	/* s, their summed durations */
 	int64_t preemptions;
 	double adp_balance_sum;		/* sum over ranked steps of mean /
 					 * most tokens an attention-DP rank */

@@ -139,6 +139,9 @@ static struct cJSON *serving_json(const struct job_spec *j,
 		 jobj_add_finite(o, "mean_step_s", r->mean_step_s) &&
 		 jobj_add_finite(o, "mean_batch", r->mean_batch) &&
 		 jobj_add_finite(o, "mean_step_tokens", r->mean_step_tokens) &&
+		 jobj_add_finite(o, "prompt_steps", (double)r->prompt_steps) &&
+		 jobj_add_finite(o, "prompt_step_time_s",
+				 r->prompt_step_time_s) &&
 		 jobj_add_finite(o, "preemptions", (double)r->preemptions) &&
 		 (r->adp_balance <= 0 ||
 		  jobj_add_finite(o, "adp_balance", r->adp_balance)) &&
@@ -234,6 +237,14 @@ void serve_print(FILE *out, const struct job_spec *j,
 	fprintf(out, "  engine       %lld steps, mean %s, %.1f sequences and "
 		"%.0f tokens a step\n", (long long)r->steps, a, r->mean_batch,
 		r->mean_step_tokens);
+	if (r->steps > 0) {
+		step_human(a, sizeof(a), r->prompt_step_time_s, UNIT_TIME);
+		step_human(b, sizeof(b), r->mean_step_s * (double)r->steps -
+			   r->prompt_step_time_s, UNIT_TIME);
+		fprintf(out, "               %lld with prompt tokens (%s), %lld "
+			"decode-only (%s)\n", (long long)r->prompt_steps, a,
+			(long long)(r->steps - r->prompt_steps), b);
+	}
 	fprintf(out, "  KV cache     peak %.1f %%, mean %.1f %% of %.0f tokens "
 		"per instance; %lld preemptions\n", 100 * r->kv_peak_frac,
 		100 * r->kv_mean_frac, r->kv_tokens, (long long)r->preemptions);

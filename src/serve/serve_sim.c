@@ -310,6 +310,10 @@ static void start_step(struct serve *s, struct inst_ev *ev)
 	in->step_time_s += dur;
 	in->batch_sum += (double)n;
 	in->tokens_sum += infer_batch_tokens(&b);
+	if (pre > 0) {
+		in->prompt_steps++;
+		in->prompt_step_time_s += dur;
+	}
 	if (in->role == ROLE_PREFILL &&
 	    s->job->serving.disaggregated.layerwise)
 		xfer_layerwise(s, in, now);
@@ -537,6 +541,8 @@ static int metrics(struct serve *s, struct serve_result *out)
 		out->mean_step_s += in->step_time_s;
 		out->mean_batch += in->batch_sum;
 		out->mean_step_tokens += in->tokens_sum;
+		out->prompt_steps += in->prompt_steps;
+		out->prompt_step_time_s += in->prompt_step_time_s;
 		out->kv_peak_frac = fmax(out->kv_peak_frac, in->peak_frac);
 		if (in->pages > 0 && last > 0)
 			out->kv_mean_frac += in->kv_area / (double)in->pages /

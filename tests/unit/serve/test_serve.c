@@ -414,6 +414,47 @@ Test(serve, same_instant_arrivals_share_the_first_step)
 }
 
 /*
+ * Steps that compute prompt tokens, counted apart (serving.prompt_steps,
+ * prompt_step_time_s). The same two requests (128 prompt, 2 output tokens,
+ * at t = 0, 2 sequences a step): step 1 prefills both, every later step
+ * only decodes (2 steps; TensorRT-LLM's overlap_extra_step adds a third,
+ * a decode). So exactly 1 prompt step, and its time is the first step's:
+ * more than a decode-only step's (256 tokens against 2) and less than the
+ * sum of all steps, steps x mean_step_s.
+ */
+Test(serve, prompt_steps_counted_apart)
+{
+	static const char *const engines[] = {"vllm", "sglang", "trtllm"};
+	size_t e;
+
+	for (e = 0; e < 3; e++) {
+		char eng[64];
+		const char *sets[] = {eng, "serving.requests=2",
+				      "serving.input_len=128",
+				      "serving.output_len=2",
+				      "serving.max_num_seqs=2",
+				      "serving.arrival_rate=inf"};
+		struct serve_result r;
+		double all, decode;
+
+		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
+		serve_fixture_run(L8, sets, 6, &r);
+		all = r.mean_step_s * (double)r.steps;
+		decode = all - r.prompt_step_time_s;
+		cr_assert_eq(r.prompt_steps, 1, "%s: %lld prompt steps",
+			     engines[e], (long long)r.prompt_steps);
+		cr_assert_gt(r.prompt_step_time_s, 0, "%s", engines[e]);
+		cr_assert_lt(r.prompt_step_time_s, all, "%s", engines[e]);
+		/* the prefill of 256 tokens outlasts each decode step of 2 */
+		cr_assert_gt(r.prompt_step_time_s,
+			     decode / (double)(r.steps - 1), "%s: %.4g s vs "
+			     "%.4g s a decode step", engines[e],
+			     r.prompt_step_time_s,
+			     decode / (double)(r.steps - 1));
+	}
+}
+
+/*
  * The same with two instances (dp 2, round-robin): four requests at
  * t = 0 go 0, 2 to instance 0 and 1, 3 to instance 1; each instance's
  * first step prefills its two, its second decodes them: 4 steps of 2
