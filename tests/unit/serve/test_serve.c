@@ -388,22 +388,29 @@ Test(serve, pipeline_keeps_steps_in_flight)
  * prefill 1 with decode 0; decode 1) of 4 / 3 requests on average, and
  * the second TTFT would be later.
  */
+/* Two requests of 128 prompt and 2 output tokens at t = 0, 2 sequences
+ * a step, on the L8 fixture under engine `engine`. */
+static void run_two_at_once(const char *engine, struct serve_result *r)
+{
+	char eng[64];
+	const char *sets[] = {eng, "serving.requests=2",
+			      "serving.input_len=128", "serving.output_len=2",
+			      "serving.max_num_seqs=2",
+			      "serving.arrival_rate=inf"};
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	serve_fixture_run(L8, sets, 6, r);
+}
+
 Test(serve, same_instant_arrivals_share_the_first_step)
 {
 	static const char *const engines[] = {"vllm", "sglang", "trtllm"};
 	size_t e;
 
 	for (e = 0; e < 3; e++) {
-		char eng[64];
-		const char *sets[] = {eng, "serving.requests=2",
-				      "serving.input_len=128",
-				      "serving.output_len=2",
-				      "serving.max_num_seqs=2",
-				      "serving.arrival_rate=inf"};
 		struct serve_result r;
 
-		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
-		serve_fixture_run(L8, sets, 6, &r);
+		run_two_at_once(engines[e], &r);
 		cr_assert_eq(r.completed, 2, "%s", engines[e]);
 		/* trtllm runs both once more (overlap_extra_step) */
 		cr_assert_eq(r.steps, e == 2 ? 3 : 2, "%s: %lld steps",
@@ -428,17 +435,10 @@ Test(serve, prompt_steps_counted_apart)
 	size_t e;
 
 	for (e = 0; e < 3; e++) {
-		char eng[64];
-		const char *sets[] = {eng, "serving.requests=2",
-				      "serving.input_len=128",
-				      "serving.output_len=2",
-				      "serving.max_num_seqs=2",
-				      "serving.arrival_rate=inf"};
 		struct serve_result r;
 		double all, decode;
 
-		snprintf(eng, sizeof(eng), "serving.engine=%s", engines[e]);
-		serve_fixture_run(L8, sets, 6, &r);
+		run_two_at_once(engines[e], &r);
 		all = r.mean_step_s * (double)r.steps;
 		decode = all - r.prompt_step_time_s;
 		cr_assert_eq(r.prompt_steps, 1, "%s: %lld prompt steps",
