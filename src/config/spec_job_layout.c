@@ -267,7 +267,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 				     "'n_routed_experts' in at least one "
 				     "layer", (long long)p->ep);
 		p->edp = p->dp * p->cp;
-		/* train.c costs MTP modules for MoE models only: on a dense
+		/* train_cost.c costs MTP modules for MoE models only: on a dense
 		 * one they were dropped without a word */
 		if (j->moe.mtp_layers > 0)
 			layout_error(s, JR_MTP, "mtp_layers %lld on a dense "

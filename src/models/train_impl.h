@@ -1,7 +1,7 @@
 /*
  * train_impl.h - the step-program builder's shared state (train.c,
- * train_pp.c, train_dp.c) and the helpers they share (train_impl.c, a
- * leaf: it calls none of them). Private to src/models.
+ * train_cost.c, train_pp.c, train_dp.c) and the helpers they share
+ * (train_impl.c, a leaf: it calls none of them). Private to src/models.
  */
 #ifndef LLMSIM_MODELS_TRAIN_IMPL_H
 #define LLMSIM_MODELS_TRAIN_IMPL_H
@@ -218,7 +218,8 @@ void train_layout(struct layout *l, const struct job_spec *j, int full);
 int train_shape(struct train *t, const struct job_spec *j,
 		struct train_plan *plan, struct diag *d);
 
-/* The costed blocks of every unit kind, into t (t->prog names them). */
+/* The costed blocks of every unit kind, into t (t->prog names them;
+ * train_cost.c). */
 int train_cost_blocks(struct train *t);
 
 /* The tasks and collective calls of the program t (costed, p2p:

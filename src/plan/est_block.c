@@ -109,7 +109,7 @@ static double coll_keep(struct est *e, const struct est_ckey *k, double t_s,
 	return t_s;
 }
 
-/* A ring step as the step program sends it (train.c new_block): an
+/* A ring step as the step program sends it (train_cost.c new_block): an
  * all-to-all in which each GPU sends bytes / n to the next, point to
  * point. 0, or -1 after reporting. */
 static int ring_time(struct est *e, struct coll_desc *c,
@@ -515,7 +515,7 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 		op->host_s = train_host_on(j) ? train_host_op_s(j, e->blk, i) : 0;
 		if (op->kind != LOP_COLL || !op->p2p_next)
 			continue;
-		/* a ring step: the all-to-all train.c new_block makes of it */
+		/* a ring step: the all-to-all train_cost.c new_block makes of it */
 		op->coll = COLL_ALLTOALL;
 		op->bytes *= group_of(j, (enum layout_group)op->group).n;
 	}
@@ -685,7 +685,7 @@ double est_tax_rate(struct est *e, const struct job_spec *j, double n)
 				 v->gpu_spread * v->gpu_spread);
 }
 
-/* The fp8 amax reductions after a chunk's forward and backward (train.c
+/* The fp8 amax reductions after a chunk's forward and backward (train_cost.c
  * cost_amax: one per chunk pass over key k's group, for its layers),
  * remembered apart from the layer blocks: they depend on the group and
  * the layers of a chunk, the layers' kernels on neither. */
