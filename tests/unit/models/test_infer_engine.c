@@ -79,6 +79,26 @@ Test(infer, v0_broadcasts_the_step_inputs)
 	cr_assert_eq(broadcasts(ms, 5, &bytes), 0);
 }
 
+/* Tests' Llama 3 70B decoding 4 sequences of 256 cached tokens under
+ * `engine` with one more setting `extra`, loaded into the arena a
+ * (initialized here; the caller frees it), its dims and batch. */
+static struct job_spec *decode4(struct arena *a, const char *engine,
+				const char *extra, struct infer_dims *d,
+				struct infer_batch *b)
+{
+	char eng[64];
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256", eng, extra};
+	struct job_spec *j;
+
+	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
+	arena_init(a);
+	j = fixture_load_job(a, L70, sets, 5);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, b);
+	return j;
+}
+
 /* The head unit of a 4-sequence decode of tests' Llama 3 70B (TP 8,
  * vocabulary 128,256) under `engine`, its ops costed replaying a full
  * graph into *full and eagerly into *none; the graph-input copies into
@@ -87,23 +107,14 @@ static void v0_head(const char *engine, struct infer_ops *o,
 		    struct infer_unit *full, struct infer_unit *none,
 		    struct infer_ops *in, double *launch_gap)
 {
-	/* the fixture's GPU is an H100: AMD's fork runs there only with
-	 * its vendor lifted (the engines compared on one GPU) */
-	const char *sets[] = {"phase=decode", "serving.batch=4",
-			      "serving.context_len=256", NULL,
-			      "serving.engine.vendor=any"};
-	char eng[64];
 	struct arena a;
 	struct job_spec *j;
 	struct infer_dims d;
 	struct infer_batch b;
 
-	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
-	sets[3] = eng;
-	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 5);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	infer_job_batch(j, &b);
+	/* the fixture's GPU is an H100: AMD's fork runs there only with
+	 * its vendor lifted (the engines compared on one GPU) */
+	j = decode4(&a, engine, "serving.engine.vendor=any", &d, &b);
 	infer_head_ops(&d, &b, o);
 	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_FULL, full);
 	infer_cost(o, &d, &b, NULL, j->system->gpu, IGRAPH_NONE, none);
@@ -219,21 +230,13 @@ static void v1_units(int greedy, const char *engine, struct infer_ops *head,
 		     struct infer_ops *emb, struct infer_unit *emb_full,
 		     double *launch_s)
 {
-	const char *sets[] = {"phase=decode", "serving.batch=4",
-			      "serving.context_len=256", NULL, NULL};
-	char eng[64];
 	struct arena a;
 	struct job_spec *j;
 	struct infer_dims d;
 	struct infer_batch b;
 
-	snprintf(eng, sizeof(eng), "serving.engine=%s", engine);
-	sets[3] = eng;
-	sets[4] = greedy ? "serving.greedy=true" : "serving.greedy=false";
-	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 5);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	infer_job_batch(j, &b);
+	j = decode4(&a, engine, greedy ? "serving.greedy=true" :
+		    "serving.greedy=false", &d, &b);
 	infer_head_ops(&d, &b, head);
 	infer_embed_ops(&d, &b, emb);
 	infer_step_input_ops(&d, &b, emb);
