@@ -386,10 +386,47 @@ static void in_module(struct layer_ops *o, int lowp)
 	o->op[o->n - 1].host = lowp ? HOST_FREE : HOST_MODULE;
 }
 
+/* A sequence-parallel all-gather that feeds GEMM piece i of c, bytes
+ * the gathered tensor, before the op the first piece waits for. With
+ * overlap (c > 1) it is Transformer Engine's userbuffers ring exchange
+ * (Megatron-Core's default for the qkv/fc1 forward and proj/fc2 dgrad
+ * all-gathers): split_overlap_ag runs GEMM piece 0 on the local shard
+ * (_ubufs[send_chunk_id], send_chunk_id = _tp_id at i 0) at once, while
+ * the first send/recv starts on its own streams, and GEMM piece i + 1
+ * waits for step i's receive (cudaStreamWaitEvent(_stream_compute[(i +
+ * 1) % ...], _stop_recv)); tp - 1 steps of one shard each, the GEMM in
+ * tp pieces (NVIDIA/TransformerEngine @ 9746498e transformer_engine/
+ * pytorch/csrc/comm_gemm_overlap.h UbufP2PCommOverlap::split_overlap_ag,
+ * the non-aggregate path; aggregate is off in TE's default ub config).
+ * torch's micro-pipelined TP (torchtitan's async TP: symm_mem
+ * fused_all_gather_matmul) likewise consumes the local shard first, then
+ * copies and consumes the tp - 1 remote ones (pytorch/pytorch @ 0e9ed9cf
+ * torch/distributed/_symmetric_memory/__init__.py
+ * _pipelined_multi_all_gather_and_consume: shard_consumer(shard, rank)
+ * before the remote steps; its local copy into the p2p buffer and
+ * barrier before it are not modelled).
+ * Here piece 0 has no all-gather, and pieces 1 .. c - 1 each gather
+ * bytes / (c - 1): an all-gather of B bytes brings B (tp - 1) / tp to a
+ * rank, so the c - 1 pieces move the tensor's (tp - 1) / tp, one shard
+ * each when c = tp. Without overlap, one all-gather before the GEMM. */
+static void gather_piece(struct layer_ops *o, const char *name,
+			 enum layer_pass pass, const struct layer_dims *d,
+			 double bytes, int i, int c, int16_t before)
+{
+	struct layer_op *op;
+
+	if (c > 1 && i == 0)	/* the local shard */
+		return;
+	op = lop_tpcoll(o, name, pass, d, COLL_ALLGATHER,
+			c > 1 ? bytes / (c - 1) : bytes);
+	if (op)		/* the TP stream keeps the later pieces in order */
+		op->dep[0] = i <= 1 ? before : LAYER_NONE;
+}
+
 /* Input side of a column-parallel GEMM: [cast], [SP all-gather], GEMM of
- * n outputs from k inputs (h, or a latent's width). With overlap, piece
- * i of the all-gather feeds piece i of the GEMM; the streams keep the
- * pieces in order. */
+ * n outputs from k inputs (h, or a latent's width). With overlap, GEMM
+ * piece 0 runs on the local shard and all-gather piece i feeds GEMM
+ * piece i (gather_piece); the streams keep the pieces in order. */
 void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 		    const char *ag_name, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d,
@@ -410,8 +447,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	}
 	before = lop_tail(o);
 	for (i = 0; i < d->chunks; i++) {
-		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
-			->dep[0] = i == 0 ? before : LAYER_NONE;
+		gather_piece(o, ag_name, pass, d, ag_B, i, d->chunks, before);
 		if (i == 0)	/* the gathered input's, once a call */
 			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
@@ -562,7 +598,8 @@ struct layer_op *lop_eager(struct layer_ops *o, const char *name,
 }
 
 /* Row-parallel GEMM (k inputs -> h outputs) backward: [SP all-gather of
- * the output gradient, pieces pipelined with dgrad under overlap], [cast],
+ * the output gradient, pieces pipelined with dgrad under overlap, the
+ * first dgrad piece on the local shard: gather_piece], [cast],
  * dgrad (T, k, h), wgrad (k, h, T). */
 void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 		    const char *cast_name, const char *dgrad,
@@ -583,9 +620,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
 	for (i = 0; i < c; i++) {
 		if (d->sp)
-			lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
-			       t * h * el_B / c)->dep[0] =
-				i == 0 ? before : LAYER_NONE;
+			gather_piece(o, ag_name, PASS_BWD, d, t * h * el_B, i,
+				     c, before);
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 		in_module(o, d->lowp || i > 0);
 	}

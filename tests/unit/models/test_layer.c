@@ -222,17 +222,72 @@ Test(layer, tp_overlap_splits_into_pieces)
 	struct layer_ops plain, split;
 	double bytes = 0;
 
-	/* 4 pieces: 4 all-gathers and 4 reduce-scatters per GEMM pair, each
-	 * a quarter of 8 MiB = 2 MiB; FLOPs unchanged. */
+	/* 4 pieces at tp 4 (T 4096, h 1024, 16-bit: a gathered input of
+	 * 8 MiB): the ring exchange's GEMM piece 0 takes the local shard, so
+	 * 3 all-gathers per column GEMM (qkv, fc1: 6), each of 8 MiB / 3,
+	 * which bring (tp - 1) / tp of it = 2 MiB to a rank, one shard of
+	 * T / tp h 2 B = 1024 x 1024 x 2; 4 reduce-scatters per row GEMM
+	 * (proj, fc2: 8), each a quarter of 8 MiB; FLOPs unchanged. */
 	gpt_dims(&d, 4, 1);
 	layer_fwd(&d, NULL, &plain);
 	d.chunks = 4;
 	layer_fwd(&d, NULL, &split);
-	cr_assert_eq(count_tp(&split, COLL_ALLGATHER, &bytes), 8);
-	fixture_assert_close(bytes, 4096.0 * 1024 * 2 / 4);
+	cr_assert_eq(count_tp(&split, COLL_ALLGATHER, &bytes), 6);
+	fixture_assert_close(bytes, 4096.0 * 1024 * 2 / 3);
+	fixture_assert_close(bytes * 3 / 4, 1024.0 * 1024 * 2);
 	cr_assert_eq(count_tp(&split, COLL_REDUCESCATTER, &bytes), 8);
 	fixture_assert_close(layer_ops_flops(&split, PASS_FWD),
 		     layer_ops_flops(&plain, PASS_FWD));
+}
+
+/* Transformer Engine's ring-exchange all-gather overlap (split_overlap_ag,
+ * layer_ops.c gather_piece) runs GEMM piece 0 on the local shard at once:
+ * the first qkv piece waits for no all-gather, piece i for all-gather
+ * piece i (the one pushed just before it). Forward qkv/fc1 at tp 4, and
+ * the backward's proj/fc2 dgrad pieces on the gathered output gradient
+ * alike: 3 all-gathers each, none before the first dgrad piece. */
+static void assert_local_first(const struct layer_ops *o, const char *gemm,
+			       const char *ag)
+{
+	int i, seen = 0, pieces = 0;
+
+	for (i = 0; i < o->n; i++) {
+		const struct layer_op *op = &o->op[i];
+
+		if (strcmp(op->name, ag) == 0)
+			seen++;
+		if (strcmp(op->name, gemm) != 0)
+			continue;
+		if (pieces++ == 0) {
+			cr_assert_eq(seen, 0, "%s piece 0 after %d %s", gemm,
+				     seen, ag);
+			cr_assert(op->dep[0] < 0 ||
+				  o->op[op->dep[0]].kind != LOP_COLL,
+				  "%s piece 0 waits for %s", gemm,
+				  o->op[op->dep[0]].name);
+		} else {
+			cr_assert_eq(seen, pieces - 1, "%s piece %d", gemm,
+				     pieces - 1);
+			cr_assert_str_eq(o->op[op->dep[0]].name, ag);
+		}
+	}
+	cr_assert_eq(pieces, 4, "%s: %d pieces", gemm, pieces);
+	cr_assert_eq(seen, 3, "%s: %d all-gathers", ag, seen);
+}
+
+Test(layer, tp_overlap_first_piece_on_the_local_shard)
+{
+	struct layer_dims d;
+	struct layer_ops f, bw;
+
+	gpt_dims(&d, 4, 1);
+	d.chunks = 4;
+	layer_fwd(&d, NULL, &f);
+	assert_local_first(&f, "qkv", "qkv_allgather");
+	assert_local_first(&f, "fc1", "fc1_allgather");
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	assert_local_first(&bw, "proj_dgrad", "proj_grad_allgather");
+	assert_local_first(&bw, "fc2_dgrad", "fc2_grad_allgather");
 }
 
 Test(layer, dependencies_point_backwards)
