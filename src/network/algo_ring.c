@@ -383,10 +383,12 @@ static void ring_channel(struct algo_ctx *x, struct plan *p,
  * is one chunk, passed on in p-1 steps. One operation's
  * channels all start at the root and run the same order, so they cross
  * one link at a time: the chain fills in p-2 loops at the links' rate
- * (the pipeline's fill). A group's operations start at every root
- * (cgroup.h), each link carrying another operation's channels, and fill
- * nothing more at the links; what bounds them is one channel's own rate
- * (chain_channel_bandwidth): pipe_floor_s. */
+ * (the pipeline's fill). A group's operations start at roots 0 .. G-1
+ * (cgroup.h), one rank apart, so while one operation's chunks fill its
+ * chain the others' use the links ahead: the fill pipe.c group_fill
+ * counts, none when every rank is a root, nearly one operation's for
+ * two of 8; and one channel's own rate (chain_channel_bandwidth) bounds
+ * them too: pipe_floor_s. */
 static void chain_pipe(struct algo_ctx *x)
 {
 	const struct coll_pipe_spec *ps = &x->as->pipe[x->proto];
@@ -420,6 +422,8 @@ static void chain_pipe(struct algo_ctx *x)
 		x->pipe.chain_gs = keep.chain_gs;
 		x->pipe.chain_hop_s = keep.chain_hop_s;
 	}
+	if (G > 1)	/* the group's chains fill as pipe.c group_fill */
+		x->pipe.chain_fill_D = D;
 	x->pipe.chan_chunks = 1;
 	x->pipe.plan_B = x->c->bytes;
 	if (ps->chain_channel_Bps > 0) {

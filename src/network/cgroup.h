@@ -31,6 +31,8 @@
  * a channel starts at the rank right after the previous part's root,
  * whose chain it trails by one step: a channel with j parts finishes
  * j - 1 steps after one operation would (algo_ring.c charges that).
+ * The chains' pipeline fills as pipe.c group_fill counts: hidden when
+ * every rank is a root, about one operation's fill for a few roots.
  *
  * Depends on spec_collectives.h.
  */

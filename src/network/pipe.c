@@ -272,10 +272,54 @@ double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 	return floor_bound(pp, volume_B, b > 0 && b < c ? b : c, size_B);
 }
 
+/* sum_{x=1}^{m} min(G, x). */
+static double capped_sum(double G, double m)
+{
+	if (m <= 0)
+		return 0;
+	return m <= G ? m * (m + 1) / 2 : G * (G + 1) / 2 + (m - G) * G;
+}
+
+/* The fill of a group of G chains of D hops (chain_fill_D), one rooted
+ * at each of the ranks 0 .. G-1 in ring order, each on K / G of the K
+ * channels (cgroup.h), a channel moving n = ceil(size / K / chunk)
+ * chunks. Channel by channel the chain is a pipeline: in loop t (1 ..
+ * n + D - 1) an operation's chunks sit on the w(t) = min(D, t) - max(1,
+ * t - n + 1) + 1 consecutive links of its hops, and the operations,
+ * rooted one rank apart, on the same links shifted by one: the busiest
+ * link carries min(G, w(t)) operations' chunks that loop. Every link
+ * carries min(G, D) operations' bytes in all (all but the one rooted
+ * after it when G = D + 1, the ring's every rank), so the loops take
+ *
+ *   f = sum_t min(G, w(t)) / (n min(G, D))
+ *
+ * times what the links' bytes alone would: w rises 1 .. a, holds a for
+ * b - a + 1 loops and falls a - 1 .. 1 (a = min(n, D), b = max(n, D)).
+ * One operation (G 1): (n + D - 1) / n, the pipeline's D - 1 loops of
+ * fill; one at every rank (G = D + 1): 1, some operation's chunks on
+ * every link each loop, the fill hidden (what TensorRT-LLM's per-rank
+ * broadcasts get); two of 8 GPUs: nearly one operation's. */
+static double group_fill(const struct pipe *pp, double size_B)
+{
+	double G = pp->chain_group, D = pp->chain_fill_D;
+	double K = pp->chain_K > 1 ? pp->chain_K : 1, n, a, b;
+
+	n = ceil(size_B / K / pp->chunk_B * (1 - 1e-12));
+	if (n < 1)
+		n = 1;
+	a = fmin(n, D);
+	b = fmax(n, D);
+	return (2 * capped_sum(G, a - 1) + (b - a + 1) * fmin(G, a)) /
+	       (n * fmin(G, D));
+}
+
 double pipe_volume_factor(const struct pipe *pp, double size_B)
 {
 	double L;
 
+	if (pp->chain_group > 1 && pp->chain_fill_D > 0 && pp->chunk_B > 0 &&
+	    size_B > 0)
+		return group_fill(pp, size_B);
 	if (!(pp->chunk_B > 0) || !(size_B > 0) || !(pp->fill > 0))
 		return 1;
 	L = pp->chunks * pipe_chunk_B(pp, size_B);

@@ -52,6 +52,8 @@ struct pipe {
 	int chain_proto;		/* the protocol (for the group's layout) */
 	const struct coll_group_spec *chain_gs;	/* the library's group layout, or NULL */
 	double chain_hop_s;		/* s a group's next part on a channel trails the last by */
+	double chain_fill_D;		/* hops of a group's chains (chain_group > 1), for
+					 * their fill (pipe_volume_factor); 0 = none */
 };
 
 /*

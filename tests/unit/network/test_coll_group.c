@@ -136,6 +136,17 @@ Test(net_group, simple_chains_store_and_forward)
 	 * so no link idles for the fill: 7/8 S / 450 GB/s = 23.77 us ... */
 	EQ_REL(timed(&f, COLL_BROADCAST, S_B, 8).time_s,
 	       0.875 * S_B / 450e9, 1e-6);
+	/* Two (roots 0 and 1, S / 2 each on 12 channels) fill as one does:
+	 * one chunk a channel, so a loop puts each operation's chunks on one
+	 * link, the two on neighbouring links, 7 loops of S / 2: 3.5 S /
+	 * 450 GB/s = 95.07 us (pipe.c group_fill: sum_t min(2, w(t) = 1) =
+	 * 7 loops over n min(G, D) = 2, times the S the middle links carry;
+	 * before, 27.16 us: S with no fill, under a third of what one
+	 * broadcast of S / 2 takes, 7 loops of S / 2, the same 95.07 us). */
+	EQ_REL(timed(&f, COLL_BROADCAST, S_B, 2).time_s, 3.5 * S_B / 450e9,
+	       1e-6);
+	EQ_REL(timed(&f, COLL_BROADCAST, S_B / 2, 1).time_s,
+	       7 * S_B / 2 / 450e9, 1e-6);
 	/* ... unless one channel forwards slower than its links' share: at
 	 * 40 GB/s a channel, its 509,269 B part crosses 7 hops one step
 	 * after another, and the busiest channel's second part trails by a

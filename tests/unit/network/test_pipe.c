@@ -180,6 +180,48 @@ Test(pipe, tree_thresholds_scale_with_depth)
 	EQ_REL(pipe_volume_factor(&pp, 64 * MiB), 1 + 13 * 1.5 / 64, 1e-12);
 }
 
+/* A group of G broadcast chains on 8 GPUs (depth 7), 24 channels, 512
+ * KiB chunks (NCCL's Simple chain step), as algo_ring.c chain_pipe sets
+ * it up for coll_desc.group = G. */
+static void chain_group(struct pipe *pp, uint32_t G)
+{
+	struct coll_pipe_spec cs = {
+		.chunk_B = 512 * KiB, .slices = 1, .stages = 1, .sync_s = 1e-6,
+	};
+
+	pipe_init(pp, &cs, &(struct pipe_shape){ 24, 1, 7, G > 1 ? 0 : 6 });
+	pp->chain_group = G;
+	pp->chain_K = 24;
+	pp->chain_fill_D = G > 1 ? 7 : 0;
+}
+
+Test(pipe, chain_group_fills_unless_every_rank_is_a_root)
+{
+	struct pipe pp;
+
+	/* 32 MiB over 24 channels: 1.33 MiB a channel, n = 3 chunks.
+	 * One broadcast: (n + D - 1) / n loops' worth, here the ring's
+	 * 1 + 6 x 12 MiB / 32 MiB = 3.25 (a loop 24 x 512 KiB). */
+	chain_group(&pp, 1);
+	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 3.25, 1e-12);
+	/* Two (roots 0, 1; 16 MiB each on 12 channels): the busiest link
+	 * carries min(2, w(t)) operations' chunks in loops t = 1 .. 9,
+	 * w = 1 2 3 3 3 3 3 2 1 -> 1 2 2 2 2 2 2 2 1 = 16, over n min(G,
+	 * D) = 3 x 2 = 6: 2.67, nearly the single broadcast's fill (the
+	 * links between ranks 1 and 7 carry both). */
+	chain_group(&pp, 2);
+	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 16.0 / 6, 1e-12);
+	/* Eight, one at every rank: w(t) <= 3 < 8, sum w = n D = 21, over
+	 * 3 x 7: 1, no fill (each link busy with some operation). */
+	chain_group(&pp, 8);
+	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 1, 1e-12);
+	/* Four at 1 GiB: n = ceil(1 GiB / 24 / 512 KiB) = 86; w rises
+	 * 1 .. 7 and holds 7 for 80 loops: 2 (1 + 2 + 3 + 4 + 4 + 4) +
+	 * 80 x 4 = 356 over 86 x 4 = 344: 1.035. */
+	chain_group(&pp, 4);
+	EQ_REL(pipe_volume_factor(&pp, GiB), 356.0 / 344, 1e-12);
+}
+
 Test(pipe, no_chunk_costs_nothing)
 {
 	struct coll_pipe_spec ps = { .slices = 2, .sync_s = 1e-6, .stages = 3 };
