@@ -270,7 +270,9 @@ static const struct schema_field routing_fields[] = {
 	  .def = "1", .min = 0, .max = 10, .help = "s of zipf" },
 	{ .key = "max_mean_ratio", .type = ST_NUM, .offset = ROFF(max_mean_ratio),
 	  .def = "1", .min = 1, .max = 1e4,
-	  .help = "max_mean: tokens of the busiest EP rank over the mean" },
+	  .help = "max_mean: tokens of the busiest EP rank over the mean "
+		  "(serving: rows land on experts at random, so 1 is not "
+		  "forced's exact spread; docs/serving.md)" },
 	{ .key = "method", .type = ST_ENUM, .offset = ROFF(method),
 	  .values = routing_method_names, .def = "closed_form",
 	  .help = "expected maximum load: closed_form (Gaussian) or draws (seeded)" },

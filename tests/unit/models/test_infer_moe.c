@@ -547,6 +547,36 @@ Test(infer_moe, cutlass_expand_and_act_pay_a_row_time)
  * expert the 64-row tile is the cheaper one, so the CUTLASS fc1 is the
  * slower.
  */
+/*
+ * moe.routing.balance max_mean at ratio 1 is not the forced (exactly
+ * balanced) default, by design (docs/serving.md): the busiest rank's
+ * rows are the mean's either way, but a measured ratio describes a
+ * router's own choice, whose rows fall on the experts at random. A
+ * 4-token decode at TP 1 of Qwen3-30B-A3B (128 experts, top 8): R = 32
+ * rows, max_mean 1 in both. Forced: the gate places them on min(128, 32)
+ * = 32 experts. max_mean 1: 32 / 128 = 0.25 expected rows an expert,
+ * 128 (1 - exp(-0.25)) = 28.3135 experts with rows (Poisson), so fewer
+ * experts' weights read.
+ */
+Test(infer_moe, max_mean_one_touches_experts_at_random)
+{
+	const char *mm[] = {"moe.routing.balance=max_mean",
+			    "moe.routing.max_mean_ratio=1"};
+	struct moe_case c;
+
+	moe_case(&c, "trtllm", 4, NULL, 0);
+	cr_assert_float_eq(c.r.rows, 32.0, 1e-9);
+	cr_assert_float_eq(c.r.max_mean, 1.0, 1e-12);
+	cr_assert_float_eq(c.r.active, 32.0, 1e-9);
+	moe_case_release(&c);
+	moe_case(&c, "trtllm", 4, mm, 2);
+	cr_assert_float_eq(c.r.rows, 32.0, 1e-9);
+	cr_assert_float_eq(c.r.max_mean, 1.0, 1e-12);
+	cr_assert_float_eq(c.r.active, 128 * (1 - exp(-0.25)), 1e-9);
+	cr_assert_float_eq(c.r.active, 28.3135, 1e-4);
+	moe_case_release(&c);
+}
+
 Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 {
 	struct gpu_gemm_group grp[128];
