@@ -517,8 +517,10 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 			    route_T > 0 ? route_T : infer_batch_tokens(b),
 			    &u->arena, &u->route, d) != 0)
 		return -1;
-	infer_embed_ops(&x->dims, b, &o);
+	o.n = 0;
 	infer_step_input_ops(&x->dims, b, &o);
+	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->input);
+	infer_embed_ops(&x->dims, b, &o);
 	if (graph != IGRAPH_NONE)
 		infer_graph_input_ops(&x->dims, b, &o);
 	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
@@ -547,7 +549,7 @@ double infer_issue_s(const struct infer_ctx *x,
 	if (x->eng->eager_op_s <= 0)
 		return 0;
 	for (s = 0; s < x->pp; s++) {
-		n = (s == 0 ? u->embed.eager : 0) +
+		n = u->input.eager + (s == 0 ? u->embed.eager : 0) +
 		    (s == x->pp - 1 ? u->head.eager : 0);
 		for (k = 0; k < x->nkinds; k++)
 			n += (double)infer_stage_kind_layers(x, s, k) *
@@ -688,7 +690,14 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
 	return 0;
 }
 
-/* One microbatch mb of b on stage s, after `after`. */
+/* One microbatch mb of b on stage s, after `after` (on s > 0 the
+ * receive of its activation). Every stage first copies its own step
+ * inputs (u->input): vLLM V1's worker on a later pipeline rank receives
+ * the intermediate tensors, then runs the model runner's execute_model,
+ * whose _prepare_inputs commits the block table (vllm-project/vllm @
+ * 0012cf69 vllm/v1/worker/gpu_worker.py Worker.execute_model:
+ * recv_tensor_dict before model_runner.execute_model), so the copy runs
+ * on every stage, after the receive. */
 static int inst_stage(struct prog *p, const struct infer_ctx *x,
 		      const struct infer_step_units *u, int64_t s, int32_t mb,
 		      task_id after, task_id *last)
@@ -697,6 +706,9 @@ static int inst_stage(struct prog *p, const struct infer_ctx *x,
 	uint32_t rank = (uint32_t)s;
 	task_id t = after;
 
+	if (u->input.n > 0 &&
+	    inst_unit(p, x, u, &u->input, rank, s, -1, mb, t, &t))
+		return -1;
 	if (s == 0 && inst_unit(p, x, u, &u->embed, rank, s, -1, mb, t, &t))
 		return -1;
 	for (k = first; k < first + x->split[s]; k++)

@@ -96,10 +96,11 @@ struct infer_prog_info {
 	enum infer_graph graph;		/* launch mode */
 };
 
-/* The costed units of one step: embedding, head, one layer of each
- * kind, and the step's MoE routing. */
+/* The costed units of one step: the inputs every pipeline stage copies
+ * for itself (vLLM V1's block table: infer_step_input_ops), embedding,
+ * head, one layer of each kind, and the step's MoE routing. */
 struct infer_step_units {
-	struct infer_unit embed, head;
+	struct infer_unit input, embed, head;
 	struct infer_unit layer[INFER_MAX_KINDS];
 	struct infer_route route;	/* MoE layers (its matrix in arena) */
 	struct arena arena;		/* holds the route's arrays */

@@ -341,7 +341,8 @@ static void add_parts(double *acc, const double *part, double times)
 }
 
 /* The units of a step, each run alone: t[k] and part[k] for the layer
- * kinds k, then embedding (nkinds) and head (nkinds + 1). */
+ * kinds k, then embedding (nkinds), head (nkinds + 1) and the inputs
+ * every stage copies (nkinds + 2; 0 without any). */
 static int unit_times(struct infer_stepper *s, const struct infer_step_units *u,
 		      double *t, double (*part)[EXEC_PART_COUNT],
 		      struct diag *d)
@@ -358,6 +359,12 @@ static int unit_times(struct infer_stepper *s, const struct infer_step_units *u,
 	    run_alone(s, infer_prog_unit(x, u, &u->head, x->pp - 1),
 		      &t[n + 1], part[n + 1], d) != 0)
 		return -1;
+	t[n + 2] = 0;
+	memset(part[n + 2], 0, sizeof(part[n + 2]));
+	if (u->input.n > 0 &&
+	    run_alone(s, infer_prog_unit(x, u, &u->input, 0), &t[n + 2],
+		      part[n + 2], d) != 0)
+		return -1;
 	return 0;
 }
 
@@ -367,10 +374,10 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	const struct infer_ctx *x = &s->ctx;
 	struct infer_step_units *u = &s->units;
 	struct infer_batch padded, rank;
-	double t[INFER_MAX_KINDS + 2], part[INFER_MAX_KINDS + 2][EXEC_PART_COUNT];
+	double t[INFER_MAX_KINDS + 3], part[INFER_MAX_KINDS + 3][EXEC_PART_COUNT];
 	double ts, ps[EXEC_PART_COUNT], stage, n, issue, route_T;
 	int64_t r;
-	int k, e = x->nkinds, h = x->nkinds + 1, rc;
+	int k, e = x->nkinds, h = x->nkinds + 1, in = x->nkinds + 2, rc;
 
 	memset(out, 0, sizeof(*out));
 	infer_adp_rank(x, b, &rank, &route_T);	/* the busiest rank's */
@@ -386,7 +393,11 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	if (rc != 0)
 		return -1;
 	for (r = 0; r < x->pp; r++) {
-		stage = (r == 0 ? t[e] : 0) + (r == x->pp - 1 ? t[h] : 0);
+		/* every stage copies its own inputs (infer_prog.c
+		 * inst_stage) */
+		stage = t[in] + (r == 0 ? t[e] : 0) +
+			(r == x->pp - 1 ? t[h] : 0);
+		add_parts(out->part_s, part[in], 1);
 		for (k = 0; k < x->nkinds; k++) {
 			n = (double)infer_stage_kind_layers(x, r, k);
 			stage += n * t[k];

@@ -15,6 +15,7 @@
 #include "engine/exec_impl.h"
 #include "engine/prog.h"
 #include "models/train.h"
+#include "run/infer_run.h"
 
 void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 		 int64_t V, int64_t s, int64_t b, int64_t gbs, int64_t nodes,
@@ -244,4 +245,19 @@ void fixture_assert_estimate(const struct job_spec *j, int full,
 		     what, full, p->capedges);
 	cr_assert_leq(p->nedges, p->capedges);
 	prog_free(p);
+}
+
+double fixture_step_latency(const struct job_spec *j)
+{
+	struct infer_stepper st;
+	struct infer_step_cost c;
+	struct infer_batch b;
+	struct diag d;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_stepper_cost(&st, &b, &c, &d), 0);
+	infer_stepper_release(&st);
+	return c.latency_s;
 }

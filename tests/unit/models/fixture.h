@@ -90,4 +90,8 @@ struct arena;
 struct job_spec *fixture_load_job(struct arena *a, const char *path,
 				  const char *const *sets, size_t n);
 
+/* The serving stepper's latency (infer_run.h infer_stepper_cost) of job
+ * j's own batch (infer_job_batch), asserting it runs. */
+double fixture_step_latency(const struct job_spec *j);
+
 #endif

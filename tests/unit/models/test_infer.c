@@ -110,22 +110,16 @@ static void same_step(const char *const *sets, size_t n)
 	struct arena a;
 	struct job_spec *j;
 	struct infer_result r;
-	struct infer_stepper st;
-	struct infer_step_cost c;
-	struct infer_batch b;
 	struct diag d;
+	double lat;
 
 	arena_init(&a);
 	diag_init(&d, stderr);
 	j = fixture_load_job(&a, L70, sets, n);
 	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
-	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_stepper_cost(&st, &b, &c, &d), 0);
-	cr_assert_float_eq(c.latency_s, r.gpu_s, 1e-6 * r.gpu_s,
-			   "replicated %.9g s, full %.9g s", c.latency_s,
-			   r.gpu_s);
-	infer_stepper_release(&st);
+	lat = fixture_step_latency(j);
+	cr_assert_float_eq(lat, r.gpu_s, 1e-6 * r.gpu_s,
+			   "replicated %.9g s, full %.9g s", lat, r.gpu_s);
 	infer_result_release(&r);
 	arena_release(&a);
 }
