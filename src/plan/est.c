@@ -570,6 +570,32 @@ static void fsdp_alone(struct est_cand *c)
 	c->fsdp_b[EST_HEAD] = c->b->hb.lat_s;
 }
 
+/* defer_embedding_wgrad_compute (train.c: t->defer, build_drain): the
+ * first wgrad_deferral_limit backwards of the last stage (all m with 0)
+ * leave the head's weight gradient for the drain after the last
+ * backward, where instance i's all-gather runs under GEMM i - 1 (a
+ * double buffer): the first instance whole (hw: all-gather, GEMM), then
+ * each later one the longer of its GEMM (hw's kernel) and its
+ * all-gather (the rest), so
+ *
+ *   drain = hw + (n - 1) max(GEMM, hw - GEMM),  n the deferred. */
+static void drain(struct est_cand *c)
+{
+	const struct parallel_spec *p = &c->j->parallelism;
+	double w, g;
+
+	c->defer = 0;
+	c->drain_s = 0;
+	if (!p->defer_embedding_wgrad || p->pp < 2)
+		return;
+	c->defer = (double)(p->wgrad_deferral_limit > 0 &&
+			    p->wgrad_deferral_limit < c->m ?
+			    p->wgrad_deferral_limit : c->m);
+	w = c->b->hw.lat_s;
+	g = c->b->hw.kern_s;
+	c->drain_s = w + (c->defer - 1) * fmax(g, w - g);
+}
+
 /* Blocks and split of c (and, unless bound_only, its collectives). */
 static int setup(struct est *e, struct est_cand *c, int bound_only,
 		 struct diag *d)
@@ -597,6 +623,7 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 			     (double)(c->mg * c->v));	/* a run's */
 	if (!(c->b = est_blocks_of(e, j, c->d, d)) || split_of(e, c, d) != 0)
 		return -1;
+	drain(c);
 	if (j->training.zero_stage >= 3)
 		fsdp_alone(c);	/* at least the blocks (the bound) */
 	if (bound_only)
@@ -744,7 +771,7 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 
 		if (!est_rank_used(&c, i))
 			continue;
-		E = c.rank_end[r];
+		E = c.rank_end[r] + (r == c.p - 1 ? c.drain_s : 0);
 		if (rank_tail(e, &c, dp, i, E, &tl[i], d) != 0)
 			return -1;
 		opt[i] = train_optimizer_s(j, &dims, c.split, r);

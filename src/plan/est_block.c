@@ -289,14 +289,15 @@ struct kblock {
 	struct block_op *op;	/* n */
 };
 
-enum { KB_COUNT = 11 };
+enum { KB_COUNT = 13 };
 
 /* The kernel costs of one block set, before any collective is timed. */
 struct kset {
 	struct kset *next;	/* every kset of the estimator, to free */
 	struct kblock b[KB_COUNT];	/* lf, lb, ef, eb, hf, hb, pg, then
-					 * the MoE layer's mf, mb and the MTP
-					 * module's tf, tb (n 0: none) */
+					 * the MoE layer's mf, mb, the MTP
+					 * module's tf, tb and the deferred
+					 * head's hbd, hw (n 0: none) */
 	double pp_B;		/* B, one pipeline transfer */
 	struct arena arena;	/* the routing's arrays the ops point to */
 	struct coll_path ep_path[EP_PASSES];	/* the dispatcher's paths
@@ -523,7 +524,8 @@ static int cost(struct est *e, const struct job_spec *j, struct kblock *kb,
 }
 
 static int cost_all(struct est *e, const struct job_spec *j,
-		    const struct layer_dims *dm, struct kset *ks, struct diag *d)
+		    const struct layer_dims *dm, const struct est_bkey *k,
+		    struct kset *ks, struct diag *d)
 {
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	/* every layer is of this kind (plan_run refuses models that mix) */
@@ -551,6 +553,14 @@ static int cost_all(struct est *e, const struct job_spec *j,
 	if (dm->pp_gather && j->parallelism.pp > 1) {
 		layer_pp_gather(dm, e->ops);
 		if (cost(e, j, &ks->b[6], d) != 0)
+			return -1;
+	}
+	if (k->defer_head) {	/* train.c action_block, build_drain */
+		layer_head_bwd_deferred(dm, e->ops);
+		if (cost(e, j, &ks->b[11], d) != 0)
+			return -1;
+		layer_head_wgrad(dm, e->ops);
+		if (cost(e, j, &ks->b[12], d) != 0)
 			return -1;
 	}
 	ks->pp_B = layer_pp_bytes(dm);
@@ -653,7 +663,8 @@ static const struct kset *kset_of(struct est *e, const struct job_spec *j,
 	arena_init(&ks->arena);
 	ks->next = e->ksets;
 	e->ksets = ks;
-	if (route_of(j, dm, ks, &rd, d) != 0 || cost_all(e, j, &rd, ks, d) != 0)
+	if (route_of(j, dm, ks, &rd, d) != 0 ||
+	    cost_all(e, j, &rd, &kk, ks, d) != 0)
 		return NULL;
 	if (!memo_put(&e->kernels, &kk, &ks)) {
 		diag_oom(d);
@@ -764,6 +775,7 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 	k.chunks = dm->chunks;
 	k.pp_gather = dm->pp_gather && p->pp > 1;
 	k.embed_dense = dm->embed_dense;
+	k.defer_head = p->defer_embedding_wgrad && p->pp >= 2;
 	k.tp_replicas = pg.g[LG_TP].replicas;
 	if (dm->amax_group >= 0) {
 		const struct bgroup *g = &pg.g[dm->amax_group];
@@ -799,7 +811,8 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 	{
 		struct est_pass *out[KB_COUNT] = { &b.lf, &b.lb, &b.ef, &b.eb,
 						   &b.hf, &b.hb, &b.pg, &b.mf,
-						   &b.mb, &b.tf, &b.tb };
+						   &b.mb, &b.tf, &b.tb, &b.hbd,
+						   &b.hw };
 
 		for (i = 0; i < KB_COUNT; i++)
 			if (ks->b[i].n > 0 &&

@@ -41,6 +41,10 @@ struct est_blocks {
 	struct est_pass tf, tb;		/* an MTP module (moe.mtp_layers) */
 	struct est_pass ef, eb;		/* embedding */
 	struct est_pass hf, hb;		/* final norm, LM head, loss */
+	struct est_pass hbd, hw;	/* defer_embedding_wgrad_compute: the
+					 * head's backward without its weight
+					 * gradient, and that gradient as the
+					 * drain runs it (0: not deferred) */
 	struct est_pass pg;		/* all-gather of a scattered transfer (0: none) */
 	struct est_pass af, ab;		/* fp8 amax reduction after a chunk's
 					 * forward, backward (0: none) */
@@ -65,7 +69,8 @@ struct est_bkey {
 	int64_t cp, cp_a2a;	/* context parallelism (seq: per rank) */
 	int32_t sp, rc, chunks, pp_gather;
 	int32_t cp_type, cp_lb;	/* enum cp_comm, load balancing */
-	int32_t embed_dense, pad;	/* layer_dims embed_dense (by ZeRO stage) */
+	int32_t embed_dense;	/* layer_dims embed_dense (by ZeRO stage) */
+	int32_t defer_head;	/* defer_embedding_wgrad_compute at pp >= 2 */
 	int64_t amax_n;		/* fp8 amax reduction: its group's GPUs (0: none) */
 	double amax_layers;	/* ... and the layers of a chunk it covers */
 	double fsdp_n, fsdp_accum;	/* ZeRO 3 with FSDP's passes (layer.h) */
@@ -165,6 +170,12 @@ struct est_cand {
 					 * reduce-scatters; else f_s, b_s) */
 	const double *f_held, *b_held;	/* s, [s]: a held forward, backward
 					 * (c->held; else NULL) */
+	double defer;			/* defer_embedding_wgrad_compute: the
+					 * last stage's backwards whose head
+					 * weight gradient waits for the drain
+					 * (train.c t->defer; 0: none) */
+	double drain_s;			/* s, the drain after the last rank's
+					 * last backward */
 	const double *rank_end;		/* s, rank r's last action ends */
 	const double *chunk_end;	/* s, [r v + c]: chunk c's last backward ends */
 };

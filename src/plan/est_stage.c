@@ -13,11 +13,20 @@ double est_unit_f(const struct est_cand *c, int u)
 	return c->j->training.zero_stage >= 3 ? c->fsdp_f[u] : e[u]->lat_s;
 }
 
+/* The head's backward under defer_embedding_wgrad_compute (no FSDP:
+ * the job rule defer_wgrad): the first c->defer of the m backwards run
+ * without the weight gradient (train.c action_block), the rest with it;
+ * the recurrence takes one time a stage, so their mean. */
 double est_unit_b(const struct est_cand *c, int u)
 {
 	const struct est_pass *e[3] = { &c->b->lb, &c->b->eb, &c->b->hb };
 
-	return c->j->training.zero_stage >= 3 ? c->fsdp_b[u] : e[u]->lat_s;
+	if (c->j->training.zero_stage >= 3)
+		return c->fsdp_b[u];
+	if (u == EST_HEAD && c->defer > 0 && c->m > 0)
+		return c->b->hb.lat_s - c->defer / (double)c->m *
+		       (c->b->hb.lat_s - c->b->hbd.lat_s);
+	return e[u]->lat_s;
 }
 
 /* MoE layers of stage s, and their block (paired under a2a_overlap). */
