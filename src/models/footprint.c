@@ -48,6 +48,10 @@
  * save_for_backward(_input) after triton cross_entropy_forward), the
  * logits in their own dtype, T (V/t) B.
  *
+ * defer_embedding_wgrad_compute keeps each deferred microbatch's LM head
+ * input and output gradient, T'h B + T (V/t) B, on the last rank until
+ * the drain (deferred_peak).
+ *
  * Activations in flight: a rank stores the activations of every
  * (chunk, microbatch) whose forward has run and backward has not; the peak
  * is found by walking its schedule (sched.h), so 1F1B's p - r microbatches
@@ -730,13 +734,71 @@ double footprint_stage_act_B(const struct job_spec *j,
 			   uniform_layers(j->model), vs, NULL, &kinds);
 }
 
+/*
+ * defer_embedding_wgrad_compute holds, for each backward it defers, the
+ * output layer's input (ColumnParallelLinear.forward appends input_ to
+ * embedding_activation_buffer: the SP shard, T' h B) and its output
+ * gradient (LinearWithGradAccumulationAndAsyncCommunication.backward
+ * appends grad_output to grad_output_buffer: T (V/t) B) until the drain
+ * after the last backward (NVIDIA/Megatron-LM core_v0.12.0:megatron/
+ * core/tensor_parallel/layers.py; schedules.py
+ * finish_embedding_wgrad_compute): the first wgrad_deferral_limit
+ * backwards of the head's chunk (all with 0; models/train.c t->defer).
+ * The last rank's peak is then the largest, over its schedule, of the
+ * live activations plus the buffers held so far: a walk of its actions
+ * (its g runs one after another, the buffers kept across them).
+ * -1 when out of memory; 0 when nothing is deferred on this rank.
+ */
+static double deferred_peak(const struct job_spec *j,
+			    const struct layer_dims *d, int64_t rank,
+			    const double *w)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t g = job_schedule_runs(j), m = job_microbatches(j) / g;
+	int64_t defer, n, run, i, c, held = 0;
+	double buf = layer_sp_tokens(d) * d->hidden * d->act_B +
+		     layer_tokens(d) * d->vocab / d->tp * d->act_B;
+	double peak = 0, sum;
+	struct sched_action *acts;
+	int64_t *live;
+
+	if (!p->defer_embedding_wgrad || p->pp < 2 || rank != p->pp - 1)
+		return 0;
+	defer = p->wgrad_deferral_limit > 0 &&
+		p->wgrad_deferral_limit < m * g ? p->wgrad_deferral_limit :
+		m * g;
+	n = sched_actions(m, p->vpp);
+	acts = mem_alloc((size_t)n * sizeof(*acts));
+	live = mem_calloc((size_t)p->vpp, sizeof(*live));
+	if (!acts || !live) {
+		mem_free(acts);
+		mem_free(live);
+		return -1;
+	}
+	sched_rank_ex(p->schedule, p->pp, p->vpp, m, rank,
+		      footprint_extra_warmup(j), acts);
+	for (run = 0; run < g; run++)
+		for (i = 0; i < n; i++) {
+			live[acts[i].chunk] += acts[i].bwd ? -1 : 1;
+			if (acts[i].bwd && acts[i].chunk == p->vpp - 1 &&
+			    run * m + (int64_t)acts[i].mb < defer)
+				held++;
+			for (sum = (double)held * buf, c = 0; c < p->vpp; c++)
+				sum += (double)live[c] * w[c];
+			peak = fmax(peak, sum);
+		}
+	mem_free(acts);
+	mem_free(live);
+	return peak;
+}
+
 static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 			 const int64_t *split, const int64_t *first,
 			 int uniform, int64_t rank,
 			 const struct sched_live *live, struct kind_memo *km)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	double w_small[16] = { 0 }, *w = w_small, peak;
+	double w_small[16] = { 0 }, *w = w_small, peak, held;
 	int64_t c, vs, f, at = 0, n = 0;
 	unsigned kinds = 0;
 
@@ -754,9 +816,12 @@ static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 		w[c] = stage_act_B(j, d, split, f, uniform, vs, km, &kinds);
 	}
 	peak = sched_live_peak(live, w);
+	held = deferred_peak(j, d, rank, w);
 	if (w != w_small)
 		mem_free(w);
-	return peak + transient_act_B(d,
+	if (held < 0)
+		return -1;
+	return fmax(peak, held) + transient_act_B(d,
 		(enum layer_recompute)j->training.recompute, kinds);
 }
 

@@ -410,3 +410,52 @@ Test(footprint, fsdp_expert_grads_in_their_reduce_dtype)
 	footprint_expert_per_param(&f.job, &w, &g, &o);
 	assert_close(g, 4);
 }
+
+/* The last rank's stored activations (transient included). */
+static double rank_act(struct fixture *f, int64_t rank)
+{
+	struct layer_dims d;
+	struct sched_live live;
+	int64_t split[16];
+	double act;
+	int64_t i, stages = f->job.parallelism.pp * f->job.parallelism.vpp;
+
+	for (i = 0; i < stages; i++)
+		split[i] = f->model.num_hidden_layers / stages;
+	layer_dims_from_job(&f->job, &d);
+	cr_assert_eq(sched_live_init(&live, f->job.parallelism.schedule,
+				     f->job.parallelism.pp, f->job.parallelism.vpp,
+				     job_microbatches(&f->job), rank, 0), 0);
+	act = footprint_rank_act_B(&f->job, &d, split, rank, &live);
+	sched_live_release(&live);
+	return act;
+}
+
+Test(footprint, deferred_head_wgrad_holds_its_buffers)
+{
+	struct fixture f;
+	double base, all, three, first;
+	/* h 1024, V 65536, s 2048, b 1, tp 1: a deferred microbatch holds
+	 * the head's input, 2048 x 1024 x 2 B = 4 MiB, and its output
+	 * gradient, 2048 x 65536 x 2 B = 256 MiB: 272,629,760 B. */
+	const double buf = 2048.0 * 1024 * 2 + 2048.0 * 65536 * 2;
+
+	/* 4 layers on pp 2, 8 GPUs, gbs 32: dp 4, m = 8, 1F1B. The last
+	 * rank runs F0 B0 F1 B1 ...: one microbatch w live after each
+	 * forward (w holds the head's fp32 loss softmax, 512 MiB, > buf).
+	 * Deferring all 8: after F7 it holds w + 7 buf, after B7 8 buf, so
+	 * the peak grows by 7 buf; the first 3 only: by 3 buf (w + 3 buf
+	 * from F3 on); rank 0 holds no head: unchanged. */
+	fixture_gpt(&f, 4, 1024, 16, 65536, 2048, 1, 32, 1, 1, 2);
+	base = rank_act(&f, 1);
+	first = rank_act(&f, 0);
+	f.job.parallelism.defer_embedding_wgrad = 1;
+	all = rank_act(&f, 1);
+	f.job.parallelism.wgrad_deferral_limit = 3;
+	three = rank_act(&f, 1);
+	cr_assert_float_eq(all - base, 7 * buf, 1e-3 * buf,
+			   "all: +%.0f B", all - base);
+	cr_assert_float_eq(three - base, 3 * buf, 1e-3 * buf,
+			   "three: +%.0f B", three - base);
+	cr_assert_float_eq(rank_act(&f, 0), first, 1e-6);
+}
