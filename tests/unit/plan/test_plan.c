@@ -715,11 +715,11 @@ static void estimates_follow_runs(const char **sets, size_t nfix,
 		cr_assert(p.r.cands[0].full);
 		full[k] = p.r.cands[0].step_s;
 		est[k] = p.r.cands[0].est.step_s;
-		cr_log_info("%s: estimate %.6g s, full %.6g s", vary[k], est[k],
-			    full[k]);
-		cr_assert_float_eq(est[k], full[k], 0.02 * full[k], "%s: "
-				   "estimate %g s, full %g s", vary[k], est[k],
-				   full[k]);
+		cr_log_info("%s %s %s: estimate %.6g s, full %.6g s", sets[0],
+			    sets[1], vary[k], est[k], full[k]);
+		cr_assert_float_eq(est[k], full[k], 0.02 * full[k], "%s %s %s: "
+				   "estimate %g s, full %g s", sets[0], sets[1],
+				   vary[k], est[k], full[k]);
 		done(&p);
 	}
 }
@@ -790,38 +790,20 @@ Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 		"framework.fsdp_reshard_after_forward=true",
 		"framework.fsdp_reshard_after_forward=false",
 	};
-	int l, k;
+	int l;
 
 	for (l = 0; l < 3; l++) {
+		const char *sets[12] = {
+			layouts[l][0], layouts[l][1], layouts[l][2],
+			layouts[l][3], "parallelism.tp=1", "parallelism.cp=1",
+			"parallelism.sequence_parallel=false",
+			"training.micro_batch_size=1", "training.recompute=full",
+			"training.zero_stage=3",
+			"framework.fsdp_pp_no_sync=false",
+		};
 		double est[2], full[2];
 
-		for (k = 0; k < 2; k++) {
-			const char *sets[12] = {
-				layouts[l][0], layouts[l][1], layouts[l][2],
-				layouts[l][3], "parallelism.tp=1",
-				"parallelism.cp=1",
-				"parallelism.sequence_parallel=false",
-				"training.micro_batch_size=1",
-				"training.recompute=full", "training.zero_stage=3",
-				"framework.fsdp_pp_no_sync=false", raf[k],
-			};
-			struct planned p;
-
-			load(&p, sets, 12);
-			p.o.top_k = 1;
-			run_ok(&p);
-			cr_assert_eq(p.r.ncands, 1);
-			cr_assert(p.r.cands[0].full);
-			full[k] = p.r.cands[0].step_s;
-			est[k] = p.r.cands[0].est.step_s;
-			cr_log_info("%s %s: estimate %.6g s, full %.6g s",
-				    layouts[l][1], raf[k], est[k], full[k]);
-			cr_assert_float_eq(est[k], full[k], 0.02 * full[k],
-					   "%s %s %s: estimate %g s, full %g s",
-					   layouts[l][0], layouts[l][1], raf[k],
-					   est[k], full[k]);
-			done(&p);
-		}
+		estimates_follow_runs(sets, 11, raf, 2, est, full);
 		cr_assert_gt(full[0], full[1]);
 		cr_assert_gt(est[0] - est[1], (full[0] - full[1]) / 2.5,
 			     "%s %s: estimate saves %g s, the run %g s",
