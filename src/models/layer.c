@@ -348,6 +348,23 @@ static double sac_mm_share(int *count, const double *w, int n)
 	return all > 0 ? re / all : 0;
 }
 
+/* The copy DTensor makes before a reduce-scatter, or the async-TP
+ * reduction after one (layer_ops.c sp_seq_copy): only the saved
+ * reduce-scatter output needs them, so AOTAutograd's partitioner
+ * recomputes neither [?: eager SAC would re-run the copy]. */
+static int sp_scatter_side(const struct layer_ops *o, int i, int end)
+{
+	const struct layer_op *op = &o->op[i];
+
+	if (op->kind != LOP_KERNEL)
+		return 0;
+	if (!strcmp(op->name, "sp_rs_reduce"))
+		return 1;
+	return !strcmp(op->name, "sp_seq_copy") && i + 1 < end &&
+	       o->op[i + 1].kind == LOP_COLL &&
+	       o->op[i + 1].coll == COLL_REDUCESCATTER;
+}
+
 /* torchtitan's op-level selective activation checkpointing (training.
  * recompute_modules [ops]; pytorch/torchtitan @ 9dec370a torchtitan/
  * parallelisms/parallelize_llama.py _apply_ac_to_transformer_block,
@@ -388,6 +405,8 @@ static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
 		if (op.kind == LOP_KERNEL && (op.k.kind == KERN_ATTN_FWD))
 			drop = 1;
 		else if (op.kind == LOP_COLL && op.coll == COLL_REDUCESCATTER)
+			drop = 1;
+		else if (sp_scatter_side(o, i, end))
 			drop = 1;
 		else if (op.kind == LOP_KERNEL && op.k.kind == KERN_GEMM) {
 			if (!strcmp(op.name, "qkv"))

@@ -386,6 +386,56 @@ static void in_module(struct layer_ops *o, int lowp)
 	o->op[o->n - 1].host = lowp ? HOST_FREE : HOST_MODULE;
 }
 
+/* ---- sequence parallelism as PyTorch DTensor runs it (sp_copy) ----
+ *
+ * torchtitan's TP plan (pytorch/torchtitan @ 820504e2 torchtitan/models/
+ * llama3/parallelize_llama.py apply_tp, the same @ 9dec370a) keeps the
+ * residual stream sharded on dim 1 of [batch, seq, hidden]
+ * (SequenceParallel norms, PrepareModuleInput Shard(1) -> Replicate
+ * before the column-parallel linears, RowwiseParallel(output_layouts=
+ * Shard(1))). DTensor's Shard(1) -> Replicate is funcol.all_gather_tensor
+ * (gather_dim=1), which gathers on dim 0 and then copies the chunks into
+ * place: torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim);
+ * Partial -> Shard(1) is funcol.reduce_scatter_tensor(scatter_dim=1),
+ * which first copies its input into dim-0 order: torch.cat(torch.chunk(
+ * self, group_size, dim=scatter_dim)) (torch/distributed/
+ * _functional_collectives.py; the batch-1 all-gather became a view only
+ * in pytorch PR #169404, 2025-12, after the rows' torch builds). The
+ * plan's own note: folding batch and sequence would avoid "an extra
+ * aten.cat after each collective" (torchtitan PR #437: "these two cats
+ * take about 0.18 ms out of 3 ms of FFN compute (6%)", 8K tokens on
+ * H100). Here: a copy of the gathered tensor (n elements of B bytes read
+ * and written) after each SP all-gather and before each SP
+ * reduce-scatter, forward and backward. The dgrads summed before the
+ * input gradient's reduce-scatter (wq wk wv, w1 w3) are separate GEMMs
+ * in torchtitan; llmsim's one fused dgrad has no sum, so the copy there
+ * is the cat alone [?: inductor fuses the sum into the cat]. Async TP
+ * (torch._inductor micro-pipeline TP, chunks > 1) replaces all-gather +
+ * cat + mm by symm_mem.fused_all_gather_matmul, which writes each
+ * shard's output in place (no copy), and mm + cat + reduce-scatter by
+ * fused_matmul_reduce_scatter, whose partial products are exchanged and
+ * then summed "in a single reduction kernel" (reduce_fn over the stacked
+ * partials: tp x n/tp elements read, n/tp written; pytorch/pytorch
+ * @ 006b161f torch/distributed/_symmetric_memory/__init__.py
+ * _fused_matmul_reduce_scatter_impl [?: read at a later commit than the
+ * rows' 38410cf9 / 1963fc83]). */
+static void sp_seq_copy(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d, double n, double B)
+{
+	if (d->sp_copy)
+		lop_memop(o, "sp_seq_copy", pass, n * B, n * B, 0);
+}
+
+/* After the pieces of an async-TP forward reduce-scatter of n elements:
+ * the kernel summing the tp partial shards, n read, n / tp written. */
+static void sp_async_reduce(struct layer_ops *o, enum layer_pass pass,
+			    const struct layer_dims *d, double n)
+{
+	if (d->sp_copy && d->chunks > 1)
+		lop_memop(o, "sp_rs_reduce", pass, n * d->act_B,
+			  n * d->act_B / d->tp, n);
+}
+
 /* Input side of a column-parallel GEMM: [cast], [SP all-gather], GEMM of
  * n outputs from k inputs (h, or a latent's width). With overlap, piece
  * i of the all-gather feeds piece i of the GEMM; the streams keep the
@@ -412,6 +462,9 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	for (i = 0; i < d->chunks; i++) {
 		lop_tpcoll(o, ag_name, pass, d, COLL_ALLGATHER, ag_B / d->chunks)
 			->dep[0] = i == 0 ? before : LAYER_NONE;
+		if (d->chunks == 1)
+			sp_seq_copy(o, pass, d, t * k,
+				    lowp ? d->lowp_B : d->act_B);
 		if (i == 0)	/* the gathered input's, once a call */
 			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
 		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
@@ -440,10 +493,13 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
 			i == 0 ? before : LAYER_NONE;
 		in_module(o, d->lowp || i > 0);
+		if (c == 1)
+			sp_seq_copy(o, pass, d, t * h, d->act_B);
 		lop_tpcoll(o, coll_name, pass, d,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * h * d->act_B / c);
 	}
+	sp_async_reduce(o, pass, d, t * h);
 }
 
 /* A bias of n elements on `tokens` rows as its own kernels (bias_kernels):
@@ -586,6 +642,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 			lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
 			       t * h * el_B / c)->dep[0] =
 				i == 0 ? before : LAYER_NONE;
+		if (c == 1)
+			sp_seq_copy(o, PASS_BWD, d, t * h, el_B);
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 		in_module(o, d->lowp || i > 0);
 	}
@@ -603,6 +661,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 static int16_t grad_reduce(struct layer_ops *o, const char *name,
 			   const struct layer_dims *d, double n)
 {
+	if (d->tp > 1)	/* before DTensor's reduce-scatter (sp_seq_copy) */
+		sp_seq_copy(o, PASS_BWD, d, n, d->act_B);
 	if (!lop_tpcoll(o, name, PASS_BWD, d,
 			d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 			n * d->act_B))
@@ -611,7 +671,10 @@ static int16_t grad_reduce(struct layer_ops *o, const char *name,
 }
 
 /* Column-parallel GEMM (k inputs -> n outputs) backward: [cast], [SP
- * re-gather of the input, during dgrad], dgrad (T, k, n), the input
+ * re-gather of the input, during dgrad (framework sp_backward_regather;
+ * DTensor's autograd saves the gathered input, or torchtitan's selective
+ * recomputation gathers it again before the backward)], dgrad (T, k, n),
+ * the input
  * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T),
  * or after it and the accumulation (framework tp_dgrad_serial: autograd
  * ran the linear's node, dgrad and wgrad, before the all-reduce's; NVIDIA/
@@ -632,7 +695,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	weight_transpose(o, d, lowp, n * k);
 	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
-	if (d->sp && wgrad) {
+	if (d->sp_regather && wgrad) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
 			   t * k * (lowp ? d->lowp_B : d->act_B));
 		ag = lop_tail(o);
@@ -644,7 +707,7 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		red = grad_reduce(o, coll_name, d, t * k);
 	if (!wgrad)
 		return red;
-	if (d->sp)	/* the gathered input's transpose, after the gather */
+	if (d->sp_regather)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
 	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
