@@ -407,6 +407,14 @@ static const struct schema_field framework_fields[] = {
 		  "before a reduce-scatter); under async TP the forward "
 		  "reduce-scatter's partial sums are reduced by a kernel "
 		  "instead" },
+	{ .key = "separate_linears", .type = ST_BOOL,
+	  .offset = FOFF(separate_linears), .def = "false",
+	  .help = "the model code runs the query, key and value projections "
+		  "(and a gated MLP's gate and up projections) as separate "
+		  "linear modules on one input (torchtitan's wq wk wv, w1 w3): "
+		  "a GEMM each, forward, dgrad and wgrad, and their input "
+		  "gradients summed; false: one fused GEMM (Megatron-Core's "
+		  "linear_qkv, linear_fc1)" },
 	{ .key = "sp_backward_regather", .type = ST_BOOL,
 	  .offset = FOFF(sp_backward_regather), .def = "true",
 	  .help = "sequence parallelism: a column-parallel linear saves only "

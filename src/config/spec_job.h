@@ -386,6 +386,10 @@ struct framework_spec {
 						 * every SP all-gather and reduce-scatter
 						 * along the sequence dim of [batch, seq,
 						 * hidden] costs a copy (layer_ops.c) */
+	int separate_linears;		/* the model code runs Q, K, V (and a
+						 * gated MLP's gate and up) as separate
+						 * linears on one input (layer_ops.c
+						 * lop_column_fwd_parts) */
 	int sp_backward_regather;	/* SP: a column-parallel linear's backward
 						 * all-gathers its input again for the wgrad
 						 * (else the forward's gathered input, or its

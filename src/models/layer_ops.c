@@ -445,7 +445,42 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 		    enum layer_pass pass, const struct layer_dims *d,
 		    double n, double k, int lowp)
 {
-	double t = layer_tokens(d);
+	const char *const names[1] = { name };
+	struct lin_parts p = { 1, names, NULL, NULL, { n, 0, 0 } };
+
+	lop_column_fwd_parts(o, cast_name, ag_name, &p, pass, d, k, lowp);
+}
+
+static double parts_width(const struct lin_parts *p)
+{
+	double n = 0;
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		n += p->w[i];
+	return n;
+}
+
+/* The parts' GEMMs over rows t (separate modules: each opens its call,
+ * but in the pieces after the first). */
+static void parts_gemms(struct layer_ops *o, const struct lin_parts *p,
+			enum layer_pass pass, double t, double k, int lowp,
+			int piece)
+{
+	int j;
+
+	for (j = 0; j < p->n; j++) {
+		lop_gemm(o, p->fwd[j], pass, t, p->w[j], k, lowp);
+		in_module(o, lowp || piece > 0);
+	}
+}
+
+void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
+			  const char *ag_name, const struct lin_parts *p,
+			  enum layer_pass pass, const struct layer_dims *d,
+			  double k, int lowp)
+{
+	double t = layer_tokens(d), n = parts_width(p);
 	double ag_B = t * k * (lowp ? d->lowp_B : d->act_B);
 	int16_t before;
 	int i;
@@ -454,8 +489,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		lop_gemm(o, name, pass, t, n, k, lowp);
-		in_module(o, lowp);
+		parts_gemms(o, p, pass, t, k, lowp, 0);
 		return;
 	}
 	before = lop_tail(o);
@@ -467,8 +501,7 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 				    lowp ? d->lowp_B : d->act_B);
 		if (i == 0)	/* the gathered input's, once a call */
 			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
-		in_module(o, lowp || i > 0);
+		parts_gemms(o, p, pass, t / d->chunks, k, lowp, i);
 	}
 }
 
@@ -659,9 +692,11 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 /* The input gradient's all-reduce (reduce-scatter with SP) of n
  * elements: its index, or LAYER_NONE without TP. */
 static int16_t grad_reduce(struct layer_ops *o, const char *name,
-			   const struct layer_dims *d, double n)
+			   const struct layer_dims *d, double n, int summed)
 {
-	if (d->tp > 1)	/* before DTensor's reduce-scatter (sp_seq_copy) */
+	/* before DTensor's reduce-scatter (sp_seq_copy); the parts' sum
+	 * writes in its order */
+	if (d->tp > 1 && !summed)
 		sp_seq_copy(o, PASS_BWD, d, n, d->act_B);
 	if (!lop_tpcoll(o, name, PASS_BWD, d,
 			d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
@@ -687,9 +722,39 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *coll_name, const char *wgrad,
 		       const struct layer_dims *d, double n, double k, int lowp)
 {
-	double t = layer_tokens(d);
+	const char *const dg[1] = { dgrad }, *const wg[1] = { wgrad };
+	struct lin_parts p = { 1, NULL, dg, wg, { n, 0, 0 } };
+
+	return lop_column_bwd_parts(o, ag_name, cast_name, coll_name, &p, d,
+				    k, lowp);
+}
+
+/* Separate linears on one input (split_linears): autograd sums their
+ * input gradients, t x k each. torch.compile's backward graph adds them
+ * in one kernel, and under DTensor SP the same kernel writes the sum in
+ * the reduce-scatter's order (the copy, sp_seq_copy): p->n of them read,
+ * one written [?: inductor fuses the adds with the cat; eager autograd
+ * would add them pairwise, p->n - 1 kernels]. */
+static int parts_sum(struct layer_ops *o, const struct lin_parts *p,
+		     const struct layer_dims *d, double t, double k)
+{
+	if (p->n < 2)
+		return 0;
+	lop_memop(o, "dgrad_sum", PASS_BWD, p->n * t * k * d->act_B,
+		  t * k * d->act_B, (p->n - 1) * t * k);
+	return 1;
+}
+
+int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
+			     const char *cast_name, const char *coll_name,
+			     const struct lin_parts *p,
+			     const struct layer_dims *d, double k, int lowp)
+{
+	double t = layer_tokens(d), n = parts_width(p);
+	const char *wgrad = p->wgrad[0];
 	struct layer_op *op;
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
+	int j, summed;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
 	weight_transpose(o, d, lowp, n * k);
@@ -700,11 +765,16 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 			   t * k * (lowp ? d->lowp_B : d->act_B));
 		ag = lop_tail(o);
 	}
-	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
-	in_module(o, lowp);
+	for (j = 0; j < p->n; j++) {
+		op = lop_gemm(o, p->dgrad[j], PASS_BWD, t, k, p->w[j], lowp);
+		if (j == 0)
+			op->dep[0] = before;
+		in_module(o, lowp);
+	}
+	summed = parts_sum(o, p, d, t, k);
 	dg = lop_tail(o);
 	if (!d->dgrad_serial || !wgrad)
-		red = grad_reduce(o, coll_name, d, t * k);
+		red = grad_reduce(o, coll_name, d, t * k, summed);
 	if (!wgrad)
 		return red;
 	if (d->sp_regather)	/* the gathered input's transpose, after the gather */
@@ -713,13 +783,17 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
 	if (op)		/* after the dgrad, not the reduction */
 		op->dep[0] = dg;
-	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
-	op->host = HOST_FREE;
-	op->dep[0] = dg;
-	op->dep[1] = ag;
-	lop_accumulate(o, d, k * n);
+	for (j = 0; j < p->n; j++) {
+		op = lop_gemm(o, p->wgrad[j], PASS_BWD, k, p->w[j], t, lowp);
+		op->host = HOST_FREE;
+		if (j == 0) {
+			op->dep[0] = dg;
+			op->dep[1] = ag;
+		}
+		lop_accumulate(o, d, k * p->w[j]);
+	}
 	if (d->dgrad_serial)	/* autograd: after the linear's whole node */
-		red = grad_reduce(o, coll_name, d, t * k);
+		red = grad_reduce(o, coll_name, d, t * k, summed);
 	return red;
 }
 

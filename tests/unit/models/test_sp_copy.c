@@ -141,3 +141,76 @@ Test(sp_copy, backward_regather_is_optional)
 	cr_assert_null(fixture_op(&o, "fc1_input_allgather"));
 	cr_assert_not_null(fixture_op(&o, "qkv_wgrad"));
 }
+
+/* Sum of the model FLOPs of the GEMMs named in names. */
+static double gemm_flops(const struct layer_ops *o, const char *const *names,
+			 int n)
+{
+	double s = 0;
+	int i, j;
+
+	for (i = 0; i < o->n; i++)
+		for (j = 0; j < n; j++)
+			if (!strcmp(o->op[i].name, names[j]))
+				s += layer_kern_model_flops(&o->op[i].k);
+	return s;
+}
+
+Test(sp_copy, separate_linears_split_the_gemms_and_sum_the_dgrads)
+{
+	static const char *const qkv[] = { "wq", "wk", "wv" };
+	static const char *const fc1[] = { "w1", "w3" };
+	static const char *const qkv_dg[] = { "wq_dgrad", "wk_dgrad",
+					      "wv_dgrad" };
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	int i;
+	/* Llama-like: h 1024, 16 heads of 64, 4 KV heads, gated f 4096;
+	 * tp 2 with SP, T = 4096 tokens. Per TP rank: q 512, k = v 128,
+	 * w1 = w3 2048 wide. */
+	double T = 4096, h = 1024, B = 2;
+
+	gpt_sp(&f);
+	f.model.num_key_value_heads = 4;
+	f.model.gated_mlp = 1;
+	f.fw.sp_seq_dim_copies = 1;
+	f.fw.separate_linears = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_null(fixture_op(&o, "qkv"));
+	cr_assert_null(fixture_op(&o, "fc1"));
+	op = fixture_op(&o, "wk");
+	fixture_assert_close(op->k.m, T);
+	fixture_assert_close(op->k.n, 128);
+	fixture_assert_close(op->k.k, h);
+	fixture_assert_close(fixture_op(&o, "wq")->k.n, 512);
+	fixture_assert_close(fixture_op(&o, "w3")->k.n, 2048);
+	/* the same FLOPs as the fused GEMMs: 2 T h (512 + 2 x 128) =
+	 * 6.442e9, and 2 T h (2 x 2048) = 3.436e10 */
+	fixture_assert_close(gemm_flops(&o, qkv, 3), 2 * T * h * 768);
+	fixture_assert_close(gemm_flops(&o, fc1, 2), 2 * T * h * 4096);
+	/* one all-gather and one copy for the three */
+	i = fixture_op_index(&o, "qkv_allgather");
+	cr_assert_str_eq(o.op[i + 1].name, "sp_seq_copy");
+	cr_assert_str_eq(o.op[i + 2].name, "wq");
+	cr_assert_str_eq(o.op[i + 3].name, "wk");
+	cr_assert_str_eq(o.op[i + 4].name, "wv");
+	/* backward: three dgrads (T x h each), then one kernel summing
+	 * them in the reduce-scatter's order: reads 3 T h B = 25165824 B,
+	 * writes T h B = 8388608 B, and no separate copy */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	fixture_assert_close(gemm_flops(&o, qkv_dg, 3), 2 * T * h * 768);
+	i = fixture_op_index(&o, "qkv_grad_tp_reduce");
+	cr_assert_str_eq(o.op[i - 1].name, "dgrad_sum");
+	fixture_assert_close(o.op[i - 1].k.read_B, 3 * T * h * B);
+	fixture_assert_close(o.op[i - 1].k.write_B, T * h * B);
+	cr_assert_str_eq(o.op[i - 2].name, "wv_dgrad");
+	i = fixture_op_index(&o, "fc1_grad_tp_reduce");
+	fixture_assert_close(o.op[i - 1].k.read_B, 2 * T * h * B);
+	/* the copies left: after the 2 output-gradient all-gathers */
+	cr_assert_eq(count(&o, "sp_seq_copy", PASS_BWD), 2);
+	cr_assert_not_null(fixture_op(&o, "wv_wgrad"));
+	cr_assert_not_null(fixture_op(&o, "w3_wgrad"));
+}
