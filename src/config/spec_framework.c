@@ -397,6 +397,32 @@ static const struct schema_field framework_fields[] = {
 		  "issuing its own (one reduce-scatter in flight beside the "
 		  "compute), and a block's routed experts sharded as their own "
 		  "unit (edp > 1) reduce as soon as their backward ends" },
+	{ .key = "sp_seq_dim_copies", .type = ST_BOOL,
+	  .offset = FOFF(sp_seq_dim_copies), .def = "false",
+	  .help = "TP sequence parallelism as PyTorch DTensor runs it "
+		  "(SequenceParallel, Shard(1)): the all-gathers and "
+		  "reduce-scatters work along the sequence dim of a [batch, "
+		  "seq, hidden] tensor, so each pays a copy of the gathered "
+		  "tensor (torch.cat of the chunks after an all-gather, "
+		  "before a reduce-scatter); under async TP the forward "
+		  "reduce-scatter's partial sums are reduced by a kernel "
+		  "instead" },
+	{ .key = "separate_linears", .type = ST_BOOL,
+	  .offset = FOFF(separate_linears), .def = "false",
+	  .help = "the model code runs the query, key and value projections "
+		  "(and a gated MLP's gate and up projections) as separate "
+		  "linear modules on one input (torchtitan's wq wk wv, w1 w3): "
+		  "a GEMM each, forward, dgrad and wgrad, and their input "
+		  "gradients summed; false: one fused GEMM (Megatron-Core's "
+		  "linear_qkv, linear_fc1)" },
+	{ .key = "sp_backward_regather", .type = ST_BOOL,
+	  .offset = FOFF(sp_backward_regather), .def = "true",
+	  .help = "sequence parallelism: a column-parallel linear saves only "
+		  "its input's shard and all-gathers it again in its backward "
+		  "for the weight gradient (Megatron-LM's "
+		  "LinearWithGradAccumulationAndAsyncCommunication, "
+		  "Transformer Engine); false: autograd keeps the gathered "
+		  "input (DTensor), or a recomputation gathers it" },
 	{ .key = "fsdp2_copy_passes", .type = ST_BOOL,
 	  .offset = FOFF(fsdp2_copy_passes), .def = "false",
 	  .help = "ZeRO-3 under FSDP2 (fully_shard): a layer unit's gathered "

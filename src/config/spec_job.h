@@ -382,6 +382,18 @@ struct framework_spec {
 						 * before its own, and the routed experts' own
 						 * FSDP unit reduces after their backward
 						 * (train_dp.c) */
+	int sp_seq_dim_copies;		/* TP sequence parallelism as DTensor Shard(1):
+						 * every SP all-gather and reduce-scatter
+						 * along the sequence dim of [batch, seq,
+						 * hidden] costs a copy (layer_ops.c) */
+	int separate_linears;		/* the model code runs Q, K, V (and a
+						 * gated MLP's gate and up) as separate
+						 * linears on one input (layer_ops.c
+						 * lop_column_fwd_parts) */
+	int sp_backward_regather;	/* SP: a column-parallel linear's backward
+						 * all-gathers its input again for the wgrad
+						 * (else the forward's gathered input, or its
+						 * recomputation, serves) */
 	int fsdp2_copy_passes;		/* ZeRO-3: FSDP2's all-gather copy-out and
 						 * reduce-scatter copy-in on the compute stream
 						 * (layer.c) */

@@ -324,6 +324,28 @@ static void mla_up_fwd(struct layer_ops *o, enum layer_pass pass,
 		   d->sp ? t * m->rope * d->act_B : 0);
 }
 
+/* The Q, K, V projections: one fused GEMM "qkv", or with
+ * split_linears the model's wq, wk and wv (torchtitan models/llama3/
+ * model.py Attention: three nn.Linear on x; torch.compile keeps three
+ * mms: inductor's batch_linear_lhs pass is off unless asked for, pytorch
+ * PR #186632). */
+static struct lin_parts qkv_parts(const struct layer_dims *d)
+{
+	static const char *const fwd[3] = { "wq", "wk", "wv" };
+	static const char *const dg[3] = { "wq_dgrad", "wk_dgrad",
+					   "wv_dgrad" };
+	static const char *const wg[3] = { "wq_wgrad", "wk_wgrad",
+					   "wv_wgrad" };
+	static const char *const fwd1[1] = { "qkv" };
+	static const char *const dg1[1] = { "qkv_dgrad" };
+	static const char *const wg1[1] = { "qkv_wgrad" };
+	double q = layer_q_width(d), kv = layer_kv_width(d);
+	struct lin_parts p = { 3, fwd, dg, wg, { q, kv, kv } };
+	struct lin_parts one = { 1, fwd1, dg1, wg1, { q + 2 * kv, 0, 0 } };
+
+	return d->split_linears ? p : one;
+}
+
 static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d)
 {
@@ -331,10 +353,10 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 
 	if (!d->mla) {
 		int16_t cast = (int16_t)o->n;
+		struct lin_parts p = qkv_parts(d);
 
-		lop_column_fwd(o, "qkv_cast", "qkv_allgather", "qkv", pass, d,
-			       layer_q_width(d) + 2 * layer_kv_width(d),
-			       d->hidden, d->lowp);
+		lop_column_fwd_parts(o, "qkv_cast", "qkv_allgather", &p, pass,
+				     d, d->hidden, d->lowp);
 		lop_cast_after_norm(o, cast, d);	/* LayerNormLinear */
 		lop_norm_linear(o, cast);
 		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
@@ -844,10 +866,12 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 	int16_t red;
 
 	if (!d->mla) {
-		red = lop_column_bwd(o, "qkv_input_allgather", "qkv_grad_cast",
-				     "qkv_dgrad", "qkv_grad_tp_reduce",
-				     "qkv_wgrad", d, layer_q_width(d) +
-				     2 * layer_kv_width(d), h, d->lowp);
+		struct lin_parts p = qkv_parts(d);
+
+		red = lop_column_bwd_parts(o, "qkv_input_allgather",
+					   "qkv_grad_cast",
+					   "qkv_grad_tp_reduce", &p, d, h,
+					   d->lowp);
 		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, layer_tokens(d),
 			 layer_q_width(d) + 2 * layer_kv_width(d));
 		lop_norm_bwd_after(o, "norm1_bwd", d, red);

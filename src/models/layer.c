@@ -147,23 +147,44 @@ static void act_bwd(struct layer_ops *o, const struct layer_dims *d)
 		    layer_ffn_local(d));
 }
 
+/* The first MLP GEMM: one "fc1" (a gated MLP's gate and up fused), or
+ * with split_linears a gated MLP's w1 and w3 (torchtitan FeedForward:
+ * w2(F.silu(w1(x)) * w3(x)), attn.c qkv_parts has the account). */
+static struct lin_parts fc1_parts(const struct layer_dims *d)
+{
+	static const char *const fwd[2] = { "w1", "w3" };
+	static const char *const dg[2] = { "w1_dgrad", "w3_dgrad" };
+	static const char *const wg[2] = { "w1_wgrad", "w3_wgrad" };
+	static const char *const fwd1[1] = { "fc1" };
+	static const char *const dg1[1] = { "fc1_dgrad" };
+	static const char *const wg1[1] = { "fc1_wgrad" };
+	double f = layer_ffn_local(d);
+	struct lin_parts p = { 2, fwd, dg, wg, { f, f, 0 } };
+	struct lin_parts one = { 1, fwd1, dg1, wg1,
+				 { layer_fc1_width(d), 0, 0 } };
+
+	return d->split_linears && d->gated ? p : one;
+}
+
 static void mlp_fwd(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
-	double u = layer_fc1_width(d), f = layer_ffn_local(d);
+	struct lin_parts p = fc1_parts(d);
 	int16_t cast = (int16_t)o->n;
 
-	lop_column_fwd(o, "fc1_cast", "fc1_allgather", "fc1", pass, d, u,
-		       d->hidden, d->lowp);
+	lop_column_fwd_parts(o, "fc1_cast", "fc1_allgather", &p, pass, d,
+			     d->hidden, d->lowp);
 	lop_cast_after_norm(o, cast, d);	/* LayerNormMLP */
 	lop_norm_linear(o, cast);
 	act_fwd(o, pass, d);
-	lop_row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d, f);
+	lop_row_fwd(o, "fc2_cast", "fc2", "mlp_tp_reduce", pass, d,
+		    layer_ffn_local(d));
 }
 
 static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	double u = layer_fc1_width(d), f = layer_ffn_local(d);
+	struct lin_parts p;
 	int16_t red;
 
 	lop_row_bwd(o, "fc2_grad_allgather", "fc2_grad_cast", "fc2_dgrad",
@@ -172,9 +193,10 @@ static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 		 d->hidden);
 	act_bwd(o, d);
 	lop_bias(o, "fc1_bias_grad", PASS_BWD, d, layer_tokens(d), u);
-	red = lop_column_bwd(o, "fc1_input_allgather", "fc1_grad_cast",
-			     "fc1_dgrad", "fc1_grad_tp_reduce", "fc1_wgrad", d,
-			     u, d->hidden, d->lowp);
+	p = fc1_parts(d);
+	red = lop_column_bwd_parts(o, "fc1_input_allgather", "fc1_grad_cast",
+				   "fc1_grad_tp_reduce", &p, d, d->hidden,
+				   d->lowp);
 	lop_norm_bwd_after(o, "norm2_bwd", d, red);
 }
 
@@ -348,6 +370,23 @@ static double sac_mm_share(int *count, const double *w, int n)
 	return all > 0 ? re / all : 0;
 }
 
+/* The copy DTensor makes before a reduce-scatter, or the async-TP
+ * reduction after one (layer_ops.c sp_seq_copy): only the saved
+ * reduce-scatter output needs them, so AOTAutograd's partitioner
+ * recomputes neither [?: eager SAC would re-run the copy]. */
+static int sp_scatter_side(const struct layer_ops *o, int i, int end)
+{
+	const struct layer_op *op = &o->op[i];
+
+	if (op->kind != LOP_KERNEL)
+		return 0;
+	if (!strcmp(op->name, "sp_rs_reduce"))
+		return 1;
+	return !strcmp(op->name, "sp_seq_copy") && i + 1 < end &&
+	       o->op[i + 1].kind == LOP_COLL &&
+	       o->op[i + 1].coll == COLL_REDUCESCATTER;
+}
+
 /* torchtitan's op-level selective activation checkpointing (training.
  * recompute_modules [ops]; pytorch/torchtitan @ 9dec370a torchtitan/
  * parallelisms/parallelize_llama.py _apply_ac_to_transformer_block,
@@ -388,6 +427,8 @@ static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
 		if (op.kind == LOP_KERNEL && (op.k.kind == KERN_ATTN_FWD))
 			drop = 1;
 		else if (op.kind == LOP_COLL && op.coll == COLL_REDUCESCATTER)
+			drop = 1;
+		else if (sp_scatter_side(o, i, end))
 			drop = 1;
 		else if (op.kind == LOP_KERNEL && op.k.kind == KERN_GEMM) {
 			if (!strcmp(op.name, "qkv"))

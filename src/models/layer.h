@@ -199,6 +199,13 @@ struct layer_dims {
 	int lowp;		/* linear layers in a sub-16-bit dtype (fp8, MX) */
 	int chunks;		/* TP comm overlap: GEMMs split in this many
 				 * pieces pipelined with their collective; 1 = off */
+	int split_linears;	/* framework separate_linears: Q K V (gate,
+				 * up) as separate GEMMs (lop_column_fwd_parts) */
+	int sp_regather;	/* framework sp_backward_regather: the column
+				 * backward all-gathers its input again */
+	int sp_copy;		/* framework sp_seq_dim_copies under SP: each
+				 * SP collective along the sequence dim pays a
+				 * copy (layer_ops.c sp_seq_copy) */
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */

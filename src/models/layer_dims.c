@@ -346,6 +346,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->autograd_wgrad = j->framework->wgrad_autograd;
 	d->dgrad_serial = j->framework->tp_dgrad_serial;
 	d->chunks = 1;
+	d->sp_copy = d->sp && j->framework->sp_seq_dim_copies;
+	d->sp_regather = d->sp && j->framework->sp_backward_regather;
+	d->split_linears = j->framework->separate_linears;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;

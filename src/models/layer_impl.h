@@ -101,6 +101,22 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 		    enum layer_pass pass, const struct layer_dims *d,
 		    double n, double k, int lowp);
 
+/* Linears that read one input as separate modules (layer_dims
+ * split_linears): the parts' GEMM names forward, dgrad and wgrad, and
+ * their output widths, in the model code's call order. */
+struct lin_parts {
+	int n;
+	const char *const *fwd, *const *dgrad, *const *wgrad;
+	double w[3];
+};
+
+/* lop_column_fwd over parts: one cast, one SP all-gather (and its copy),
+ * then each part's GEMM. */
+void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
+			  const char *ag_name, const struct lin_parts *p,
+			  enum layer_pass pass, const struct layer_dims *d,
+			  double k, int lowp);
+
 /* Row-parallel GEMM forward: h outputs from k inputs, then its all-reduce
  * (reduce-scatter with SP). */
 void lop_row_fwd(struct layer_ops *o, const char *cast_name,
@@ -151,6 +167,13 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *cast_name, const char *dgrad,
 		       const char *coll_name, const char *wgrad,
 		       const struct layer_dims *d, double n, double k, int lowp);
+
+/* lop_column_bwd over parts: each part's dgrad, their sum, the
+ * reduction, each part's wgrad. */
+int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
+			     const char *cast_name, const char *coll_name,
+			     const struct lin_parts *p,
+			     const struct layer_dims *d, double k, int lowp);
 
 /* Norm backward waiting also for the reduction red. */
 void lop_norm_bwd_after(struct layer_ops *o, const char *name,

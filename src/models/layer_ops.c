@@ -423,6 +423,56 @@ static void gather_piece(struct layer_ops *o, const char *name,
 		op->dep[0] = i <= 1 ? before : LAYER_NONE;
 }
 
+/* ---- sequence parallelism as PyTorch DTensor runs it (sp_copy) ----
+ *
+ * torchtitan's TP plan (pytorch/torchtitan @ 820504e2 torchtitan/models/
+ * llama3/parallelize_llama.py apply_tp, the same @ 9dec370a) keeps the
+ * residual stream sharded on dim 1 of [batch, seq, hidden]
+ * (SequenceParallel norms, PrepareModuleInput Shard(1) -> Replicate
+ * before the column-parallel linears, RowwiseParallel(output_layouts=
+ * Shard(1))). DTensor's Shard(1) -> Replicate is funcol.all_gather_tensor
+ * (gather_dim=1), which gathers on dim 0 and then copies the chunks into
+ * place: torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim);
+ * Partial -> Shard(1) is funcol.reduce_scatter_tensor(scatter_dim=1),
+ * which first copies its input into dim-0 order: torch.cat(torch.chunk(
+ * self, group_size, dim=scatter_dim)) (torch/distributed/
+ * _functional_collectives.py; the batch-1 all-gather became a view only
+ * in pytorch PR #169404, 2025-12, after the rows' torch builds). The
+ * plan's own note: folding batch and sequence would avoid "an extra
+ * aten.cat after each collective" (torchtitan PR #437: "these two cats
+ * take about 0.18 ms out of 3 ms of FFN compute (6%)", 8K tokens on
+ * H100). Here: a copy of the gathered tensor (n elements of B bytes read
+ * and written) after each SP all-gather and before each SP
+ * reduce-scatter, forward and backward. The dgrads summed before the
+ * input gradient's reduce-scatter (wq wk wv, w1 w3) are separate GEMMs
+ * in torchtitan; llmsim's one fused dgrad has no sum, so the copy there
+ * is the cat alone [?: inductor fuses the sum into the cat]. Async TP
+ * (torch._inductor micro-pipeline TP, chunks > 1) replaces all-gather +
+ * cat + mm by symm_mem.fused_all_gather_matmul, which writes each
+ * shard's output in place (no copy), and mm + cat + reduce-scatter by
+ * fused_matmul_reduce_scatter, whose partial products are exchanged and
+ * then summed "in a single reduction kernel" (reduce_fn over the stacked
+ * partials: tp x n/tp elements read, n/tp written; pytorch/pytorch
+ * @ 006b161f torch/distributed/_symmetric_memory/__init__.py
+ * _fused_matmul_reduce_scatter_impl [?: read at a later commit than the
+ * rows' 38410cf9 / 1963fc83]). */
+static void sp_seq_copy(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d, double n, double B)
+{
+	if (d->sp_copy)
+		lop_memop(o, "sp_seq_copy", pass, n * B, n * B, 0);
+}
+
+/* After the pieces of an async-TP forward reduce-scatter of n elements:
+ * the kernel summing the tp partial shards, n read, n / tp written. */
+static void sp_async_reduce(struct layer_ops *o, enum layer_pass pass,
+			    const struct layer_dims *d, double n)
+{
+	if (d->sp_copy && d->chunks > 1)
+		lop_memop(o, "sp_rs_reduce", pass, n * d->act_B,
+			  n * d->act_B / d->tp, n);
+}
+
 /* Input side of a column-parallel GEMM: [cast], [SP all-gather], GEMM of
  * n outputs from k inputs (h, or a latent's width). With overlap, GEMM
  * piece 0 runs on the local shard and all-gather piece i feeds GEMM
@@ -432,7 +482,42 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 		    enum layer_pass pass, const struct layer_dims *d,
 		    double n, double k, int lowp)
 {
-	double t = layer_tokens(d);
+	const char *const names[1] = { name };
+	struct lin_parts p = { 1, names, NULL, NULL, { n, 0, 0 } };
+
+	lop_column_fwd_parts(o, cast_name, ag_name, &p, pass, d, k, lowp);
+}
+
+static double parts_width(const struct lin_parts *p)
+{
+	double n = 0;
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		n += p->w[i];
+	return n;
+}
+
+/* The parts' GEMMs over rows t (separate modules: each opens its call,
+ * but in the pieces after the first). */
+static void parts_gemms(struct layer_ops *o, const struct lin_parts *p,
+			enum layer_pass pass, double t, double k, int lowp,
+			int piece)
+{
+	int j;
+
+	for (j = 0; j < p->n; j++) {
+		lop_gemm(o, p->fwd[j], pass, t, p->w[j], k, lowp);
+		in_module(o, lowp || piece > 0);
+	}
+}
+
+void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
+			  const char *ag_name, const struct lin_parts *p,
+			  enum layer_pass pass, const struct layer_dims *d,
+			  double k, int lowp)
+{
+	double t = layer_tokens(d), n = parts_width(p);
 	double ag_B = t * k * (lowp ? d->lowp_B : d->act_B);
 	int16_t before;
 	int i;
@@ -441,17 +526,18 @@ void lop_column_fwd(struct layer_ops *o, const char *cast_name,
 	sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		lop_gemm(o, name, pass, t, n, k, lowp);
-		in_module(o, lowp);
+		parts_gemms(o, p, pass, t, k, lowp, 0);
 		return;
 	}
 	before = lop_tail(o);
 	for (i = 0; i < d->chunks; i++) {
 		gather_piece(o, ag_name, pass, d, ag_B, i, d->chunks, before);
+		if (d->chunks == 1)
+			sp_seq_copy(o, pass, d, t * k,
+				    lowp ? d->lowp_B : d->act_B);
 		if (i == 0)	/* the gathered input's, once a call */
 			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		lop_gemm(o, name, pass, t / d->chunks, n, k, lowp);
-		in_module(o, lowp || i > 0);
+		parts_gemms(o, p, pass, t / d->chunks, k, lowp, i);
 	}
 }
 
@@ -476,10 +562,13 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
 			i == 0 ? before : LAYER_NONE;
 		in_module(o, d->lowp || i > 0);
+		if (c == 1)
+			sp_seq_copy(o, pass, d, t * h, d->act_B);
 		lop_tpcoll(o, coll_name, pass, d,
 		       d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 		       t * h * d->act_B / c);
 	}
+	sp_async_reduce(o, pass, d, t * h);
 }
 
 /* A bias of n elements on `tokens` rows as its own kernels (bias_kernels):
@@ -622,6 +711,8 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 		if (d->sp)
 			gather_piece(o, ag_name, PASS_BWD, d, t * h * el_B, i,
 				     c, before);
+		if (c == 1)
+			sp_seq_copy(o, PASS_BWD, d, t * h, el_B);
 		lop_gemm(o, dgrad, PASS_BWD, t / c, k, h, d->lowp);
 		in_module(o, d->lowp || i > 0);
 	}
@@ -637,8 +728,12 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 /* The input gradient's all-reduce (reduce-scatter with SP) of n
  * elements: its index, or LAYER_NONE without TP. */
 static int16_t grad_reduce(struct layer_ops *o, const char *name,
-			   const struct layer_dims *d, double n)
+			   const struct layer_dims *d, double n, int summed)
 {
+	/* before DTensor's reduce-scatter (sp_seq_copy); the parts' sum
+	 * writes in its order */
+	if (d->tp > 1 && !summed)
+		sp_seq_copy(o, PASS_BWD, d, n, d->act_B);
 	if (!lop_tpcoll(o, name, PASS_BWD, d,
 			d->sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE,
 			n * d->act_B))
@@ -647,7 +742,10 @@ static int16_t grad_reduce(struct layer_ops *o, const char *name,
 }
 
 /* Column-parallel GEMM (k inputs -> n outputs) backward: [cast], [SP
- * re-gather of the input, during dgrad], dgrad (T, k, n), the input
+ * re-gather of the input, during dgrad (framework sp_backward_regather;
+ * DTensor's autograd saves the gathered input, or torchtitan's selective
+ * recomputation gathers it again before the backward)], dgrad (T, k, n),
+ * the input
  * gradient's all-reduce (reduce-scatter with SP) during wgrad (k, n, T),
  * or after it and the accumulation (framework tp_dgrad_serial: autograd
  * ran the linear's node, dgrad and wgrad, before the all-reduce's; NVIDIA/
@@ -660,39 +758,78 @@ int16_t lop_column_bwd(struct layer_ops *o, const char *ag_name,
 		       const char *coll_name, const char *wgrad,
 		       const struct layer_dims *d, double n, double k, int lowp)
 {
-	double t = layer_tokens(d);
+	const char *const dg[1] = { dgrad }, *const wg[1] = { wgrad };
+	struct lin_parts p = { 1, NULL, dg, wg, { n, 0, 0 } };
+
+	return lop_column_bwd_parts(o, ag_name, cast_name, coll_name, &p, d,
+				    k, lowp);
+}
+
+/* Separate linears on one input (split_linears): autograd sums their
+ * input gradients, t x k each. torch.compile's backward graph adds them
+ * in one kernel, and under DTensor SP the same kernel writes the sum in
+ * the reduce-scatter's order (the copy, sp_seq_copy): p->n of them read,
+ * one written [?: inductor fuses the adds with the cat; eager autograd
+ * would add them pairwise, p->n - 1 kernels]. */
+static int parts_sum(struct layer_ops *o, const struct lin_parts *p,
+		     const struct layer_dims *d, double t, double k)
+{
+	if (p->n < 2)
+		return 0;
+	lop_memop(o, "dgrad_sum", PASS_BWD, p->n * t * k * d->act_B,
+		  t * k * d->act_B, (p->n - 1) * t * k);
+	return 1;
+}
+
+int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
+			     const char *cast_name, const char *coll_name,
+			     const struct lin_parts *p,
+			     const struct layer_dims *d, double k, int lowp)
+{
+	double t = layer_tokens(d), n = parts_width(p);
+	const char *wgrad = p->wgrad[0];
 	struct layer_op *op;
 	int16_t before, ag = LAYER_NONE, dg, red = LAYER_NONE;
+	int j, summed;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
 	weight_transpose(o, d, lowp, n * k);
 	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
-	if (d->sp && wgrad) {
+	if (d->sp_regather && wgrad) {
 		lop_tpcoll(o, ag_name, PASS_BWD, d, COLL_ALLGATHER,
 			   t * k * (lowp ? d->lowp_B : d->act_B));
 		ag = lop_tail(o);
 	}
-	lop_gemm(o, dgrad, PASS_BWD, t, k, n, lowp)->dep[0] = before;
-	in_module(o, lowp);
+	for (j = 0; j < p->n; j++) {
+		op = lop_gemm(o, p->dgrad[j], PASS_BWD, t, k, p->w[j], lowp);
+		if (j == 0)
+			op->dep[0] = before;
+		in_module(o, lowp);
+	}
+	summed = parts_sum(o, p, d, t, k);
 	dg = lop_tail(o);
 	if (!d->dgrad_serial || !wgrad)
-		red = grad_reduce(o, coll_name, d, t * k);
+		red = grad_reduce(o, coll_name, d, t * k, summed);
 	if (!wgrad)
 		return red;
-	if (d->sp)	/* the gathered input's transpose, after the gather */
+	if (d->sp_regather)	/* the gathered input's transpose, after the gather */
 		ag = gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
 	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
 	if (op)		/* after the dgrad, not the reduction */
 		op->dep[0] = dg;
-	op = lop_gemm(o, wgrad, PASS_BWD, k, n, t, lowp);
-	op->host = HOST_FREE;
-	op->dep[0] = dg;
-	op->dep[1] = ag;
-	lop_accumulate(o, d, k * n);
+	for (j = 0; j < p->n; j++) {
+		op = lop_gemm(o, p->wgrad[j], PASS_BWD, k, p->w[j], t, lowp);
+		op->host = HOST_FREE;
+		if (j == 0) {
+			op->dep[0] = dg;
+			op->dep[1] = ag;
+		}
+		lop_accumulate(o, d, k * p->w[j]);
+	}
 	if (d->dgrad_serial)	/* autograd: after the linear's whole node */
-		red = grad_reduce(o, coll_name, d, t * k);
+		red = grad_reduce(o, coll_name, d, t * k, summed);
 	return red;
 }
 

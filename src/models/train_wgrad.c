@@ -50,7 +50,8 @@ static int named(const char *name, const char *const *set, size_t n)
 static enum wgrad_move wgrad_move(const char *name)
 {
 	static const char *const attn[] = {
-		"proj_wgrad", "qkv_wgrad", "q_wgrad", "q_up_wgrad",
+		"proj_wgrad", "qkv_wgrad", "wq_wgrad", "wk_wgrad", "wv_wgrad",
+		"q_wgrad", "q_up_wgrad",
 		"q_down_wgrad", "kv_up_wgrad", "kv_down_wgrad",
 		"shared_fc1_wgrad", "shared_fc2_wgrad",
 	};
