@@ -207,6 +207,13 @@ static const struct schema_field engine_fields[] = {
 		  "or trtllm (TensorRT-LLM's own, splitting by the GPU's "
 		  "attention.trtllm_decode rule: XQA on Hopper, trtllm-gen on "
 		  "Blackwell)" },
+	{ .key = "decode_partition", .type = ST_INT,
+	  .offset = OFF(decode_partition), .min = 0, .max = 1e6, .def = "0",
+	  .help = "tokens of a fixed-partition decode kernel's work unit "
+		  "(AMD's ROCm custom paged attention: 256): every sequence's "
+		  "keys in ceil(keys / this) units whatever the GPU's fill, "
+		  "partial outputs in the step's dtype, then a reduce kernel "
+		  "always; 0: decode_kernel's split rule (flash only)" },
 	{ .key = "vision_encoder", .type = ST_ENUM,
 	  .offset = OFF(vision_encoder), .values = engine_vision_encoder_names,
 	  .def = "none",
@@ -432,6 +439,17 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 		cnode_error(d, node, "'custom_allreduce' is true but "
 			    "'custom_allreduce_collectives' names no latency "
 			    "model (a collectives preset)");
+		return -1;
+	}
+	if (e->decode_partition > 0 && e->decode_kernel != ENGINE_DECODE_FLASH) {
+		const struct cnode *pn = cnode_get(node, "decode_partition");
+
+		cnode_error(d, pn ? pn : node,
+			    "'decode_partition' is %lld but 'decode_kernel' is "
+			    "%s: a fixed partition is the flash kernel's "
+			    "(AMD's paged attention); set one of the two",
+			    (long long)e->decode_partition,
+			    engine_decode_kernel_names[e->decode_kernel]);
 		return -1;
 	}
 	if (e->cuda_graphs != ENGINE_GRAPHS_NONE && e->cuda_graph_max < 1) {

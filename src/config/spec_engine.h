@@ -285,6 +285,10 @@ struct engine_spec {
 						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int decode_kernel;			/* enum engine_decode_kernel */
+	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
+						 * partition decode kernel (every sequence
+						 * in ceil(kv / this) units, a reduce
+						 * kernel always); 0: split to fill */
 	int vision_encoder;			/* enum engine_vision_encoder */
 	double vision_encoder_B;		/* B per vision parameter as held */
 	int estimate_logits;			/* enum engine_estimate_logits */

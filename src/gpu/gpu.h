@@ -274,6 +274,9 @@ struct gpu_attn_heads {
 				 * keys over CTAs (enum gpu_trtllm_decode:
 				 * NONE the generic fill rule, XQA or
 				 * TRTLLM_GEN TensorRT-LLM's kernels') */
+	double partition;	/* decode: keys per unit of a fixed-partition
+				 * kernel (AMD's ROCm paged attention: 256),
+				 * which replaces split's rule; 0: none */
 };
 
 /* Prefill (chunks of q >= 1 tokens, flash attention over the cached

@@ -75,6 +75,19 @@
  * waves of 1.45). The engine's decode_kernel says whether the GPU's
  * TensorRT-LLM rule applies (attention.trtllm_decode).
  *
+ * A fixed-partition kernel (h->partition = P keys; engine
+ * decode_partition) splits every sequence into s = ceil(kv / P) units
+ * whatever the fill: AMD's custom paged attention, which vLLM's ROCm
+ * builds run for decode (ROCm/vllm@6663000a csrc/rocm/attention.cu
+ * paged_attention_custom_launcher: PARTITION_SIZE 256, grid (sequences,
+ * ceil(max_seq_len / 256), KV heads) of 256-thread workgroups, one
+ * (sequence, partition, KV head) each, a workgroup past its sequence's
+ * end returning at once; then paged_attention_ll4mi_reduce_kernel, grid
+ * (query heads, sequences), launched at every s). Its partials tmp_out
+ * are in the query's dtype (scalar_t), exp_sums and max_logits fp32:
+ *
+ *     D_m = sum count q h_q (s (d_v e + 2 x 4) + d_v e),  2 launches
+ *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
  * pairs are gpu_attention.c's windowed ones.
@@ -241,6 +254,8 @@ static double kv_splits(const struct gpu_spec *g,
 {
 	double cus = (double)g->compute_units, bk = (double)g->attention.block_q;
 
+	if (h->partition > 0)
+		return fmax(1, ceil(kv / h->partition));
 	if (h->split == GPU_TRTLLM_DECODE_XQA)
 		return xqa_splits(cus, n0, kv);
 	if (n0 >= cus || bk <= 0)
@@ -302,7 +317,15 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 					fmax(mem_s, comp);
 		u.sum2_s2 = u.sum_s * u.sum_s;
 		add_units(&all, &u, x->count * h->heads_kv * s);
-		if (s > 1) {
+		if (h->partition > 0) {
+			/* partials in the step's dtype, the row's sum and
+			 * max in fp32; the reduce runs at any s */
+			merge_B += x->count * x->q * h->heads_q *
+				   (s * (h->head_dim_v * e +
+					 2 * dtype_bytes(DTYPE_FP32)) +
+				    h->head_dim_v * e);
+			launches = 2;
+		} else if (s > 1) {
 			merge_B += x->count * x->q * h->heads_q *
 				   (s * (h->head_dim_v + 1) *
 				    dtype_bytes(DTYPE_FP32) + h->head_dim_v * e);

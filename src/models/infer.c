@@ -298,6 +298,8 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	block_table_dims(j, d);
 	d->trtllm_decode = s->engine &&
 			   s->engine->decode_kernel == ENGINE_DECODE_TRTLLM;
+	d->decode_partition =
+		s->engine ? (double)s->engine->decode_partition : 0;
 	d->skinny_rows = s->engine ? (int)s->engine->skinny_gemm_rows : 0;
 	d->skinny_rows_base =
 		s->engine ? (int)s->engine->skinny_gemm_rows_base : 0;

@@ -161,6 +161,8 @@ struct infer_dims {
 				 * fabric port); 0: none modelled */
 	int trtllm_decode;	/* decode attention splits by the GPU's
 				 * TensorRT-LLM rule (engine decode_kernel) */
+	double decode_partition; /* keys per unit of a fixed-partition decode
+				 * kernel (engine decode_partition); 0: none */
 	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */
 	int skinny_rows_base;	/* unquantized GEMMs of <= rows: one kernel */
 	int fp8_fast_accum;	/* dense fp8 GEMMs in Hopper's fast-

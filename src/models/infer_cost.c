@@ -191,6 +191,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		attn_heads(d, 1, kind, &h);
 		if (d->trtllm_decode)
 			h.split = g->attention.trtllm_decode;
+		h.partition = d->decode_partition;
 		return gpu_attention_decode(g, d->base, &h, grp, n);
 	case IK_MEM:
 		if (op->h2d_B > 0)

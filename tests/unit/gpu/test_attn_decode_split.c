@@ -103,3 +103,59 @@ Test(gpu, decode_trtllm_gen_splits_by_the_floor_in_one_wave)
 	/* D / B holds the floor from below: 30 x 8,392,736 B / 5e12 */
 	cr_assert(gen > 30 * SEQ_B / 5e12);
 }
+
+/* The shape above under a fixed-partition kernel of `part` keys a unit
+ * (AMD's ROCm paged attention: 256), `seqs` sequences of `kv` keys. */
+static double partition_s(double part, double seqs, double kv)
+{
+	struct gpu_spec g;
+	struct gpu_attn_heads h = {
+		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
+		.head_dim_v = 128, .kv_B = 1, .partition = part,
+	};
+	struct gpu_attn_group grp = {seqs, 1, kv};
+
+	gpu_fixture_toy(&g);
+	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+}
+
+/* Partials of a fixed-partition kernel: bf16 tmp_out (128 x 2 B) and two
+ * fp32 (exp_sum, max_logit) a head and partition, then the output. */
+#define PART_MERGE_B(seqs, s) ((seqs) * 8.0 * ((s) * (128 * 2 + 8) + 128 * 2))
+
+Test(gpu, decode_fixed_partition_splits_every_sequence)
+{
+	/* 60 sequences of 32768 keys in partitions of 256: s = 128 whatever
+	 * the fill -> 7680 units of 256 keys (1.31072 us each) in
+	 * ceil(76.8) = 77 waves = 100.92544 us, above D / B = 60 x 8,392,736
+	 * B / 5e12 = 100.712832 us; the reduce reads 60 x 8 x (128 x 264 +
+	 * 256) = 16,343,040 B, 3.268608 us: 104.194048 us in all. (The
+	 * fill rule splits in 2 and pays a partial wave: 167.9 us.) */
+	double want = 77 * UNIT_S(256) + PART_MERGE_B(60, 128) / 5e12;
+	double got = partition_s(256, 60, KV);
+
+	cr_assert(gpu_fixture_near(want, 104.194048e-6, 1e-9), "%g", want);
+	cr_assert(gpu_fixture_near(got, want, 1e-9), "%g vs %g", got, want);
+	cr_assert(got < decode_s(GPU_TRTLLM_DECODE_NONE, 60));
+}
+
+Test(gpu, decode_fixed_partition_reduces_past_one_wave_and_at_one_split)
+{
+	/* 900 sequences: the fill rule keeps one unit a sequence (N0 = 900
+	 * >= U) and no merge; the partitioned kernel still makes 128 units
+	 * of each (1152 waves, 1509.95 us, under D / B = 1510.69 us, which
+	 * binds) and pays its reduce, 900 x 8 x 34,048 B / 5e12 = 49.03 us. */
+	double want = 900 * SEQ_B / 5e12 + PART_MERGE_B(900, 128) / 5e12;
+	/* 100 sequences of 200 keys: one partition each (s = 1), the reduce
+	 * still runs: 100 x 8 x (264 + 256) = 416,000 B, 0.0832 us, on top
+	 * of the one wave of 200-key units (1.024 us; D = 100 x (8 x 512 +
+	 * 200 x 256 + 32) = 5,532,800 B, 1.10656 us, binds). */
+	double one = 100 * (8 * 512.0 + 200 * 256 + 32) / 5e12 +
+		     PART_MERGE_B(100, 1) / 5e12;
+
+	cr_assert(gpu_fixture_near(partition_s(256, 900, KV), want, 1e-9));
+	cr_assert(partition_s(256, 900, KV) >
+		  decode_s(GPU_TRTLLM_DECODE_NONE, 900));
+	cr_assert(gpu_fixture_near(partition_s(256, 100, 200), one, 1e-9),
+		  "%g vs %g", partition_s(256, 100, 200), one);
+}

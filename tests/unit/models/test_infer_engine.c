@@ -340,6 +340,40 @@ Test(infer, v1_block_table_copy_on_every_stage)
 			   two);
 }
 
+/*
+ * The block-table row follows the run's --max-model-len, not the model's
+ * context: AMD's MAD harness runs the MI300X vLLM 0.10.2 rows at
+ * --max-model-len 8192 (ROCm/MAD scripts/vllm/config.csv @ 2a2180ee).
+ * Tests' Llama 3 70B, 4 sequences of 256 cached tokens, under vllm-rocm
+ * (vendor lifted: the fixture's GPU is an H100) at serving.max_model_len
+ * 1024: cdiv(1024, 16) = 64 int32 = 256 B a request, 4 requests 1024 B
+ * (at the model's 8192: 8192 B, v1_block_table_copy).
+ */
+Test(infer, v1_block_table_row_follows_max_model_len)
+{
+	const char *sets[] = {"phase=decode", "serving.batch=4",
+			      "serving.context_len=256",
+			      "serving.engine=vllm-rocm",
+			      "serving.engine.vendor=any",
+			      "serving.max_model_len=1024"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_ops e;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, L70, sets, 6);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_job_batch(j, &b);
+	infer_embed_ops(&d, &b, &e);
+	infer_step_input_ops(&d, &b, &e);
+	cr_assert_eq(fixture_infer_count(&e, "block_table_h2d"), 1);
+	cr_assert_float_eq(fixture_infer_op(&e, "block_table_h2d")->h2d_B,
+			   1024.0, 1e-9);
+	arena_release(&a);
+}
+
 /* The host time of a decode step of 4 sequences on tests' Llama 3 70B
  * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
  * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
