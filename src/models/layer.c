@@ -579,17 +579,18 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
  * @ 6a6cd478: torch.distributed.all_reduce over
  * mpu.get_data_parallel_group()); AMD Primus's pre_trainer.py loss_func
  * (AMD-AGI/Primus @ e16b27b) all-reduces its [loss, count] pair the same
- * way. A synchronous all_reduce: ProcessGroupNCCL makes the current
+ * way (Megatron-LM's 2021-24 and NeMo's loss functions reduce one fp32,
+ * 4 B: latency either way). A synchronous all_reduce: ProcessGroupNCCL makes the current
  * stream wait for it (work.wait()), so the loss's backward, queued
  * after it, waits for every data-parallel replica's last stage to reach
  * its loss: a rendezvous every microbatch (LS_COMPUTE). The group is
- * the data-parallel group without CP; the model runs it on LG_DP (dp x
- * cp GPUs): the same at cp 1, a superset under CP [?]. The recompute's
+ * the data-parallel group without CP (LG_DP_NOCP: dp GPUs; under CP the
+ * frameworks first all-reduce the loss over CP, not modelled). The recompute's
  * forward (full recompute of the head: none in these frameworks) would
  * not repeat it: PASS_FWD only. */
 static void loss_dp_allreduce(struct layer_ops *o)
 {
-	lop_coll(o, "loss_dp_allreduce", PASS_FWD, LG_DP, LS_COMPUTE,
+	lop_coll(o, "loss_dp_allreduce", PASS_FWD, LG_DP_NOCP, LS_COMPUTE,
 		 COLL_ALLREDUCE, LOSS_DP_B);
 }
 

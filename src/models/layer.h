@@ -205,7 +205,7 @@ struct layer_dims {
 	int loss_dp;		/* the loss function all-reduces each
 				 * microbatch's loss over the data-parallel
 				 * group, the backward after it (framework
-				 * loss_dp_allreduce, dp cp > 1) */
+				 * loss_dp_allreduce, dp > 1) */
 	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
 	int embed_dense;	/* embedding backward: dense [V/t, h] gradient,
 				 * then main_grad.add_ (layer_embed_bwd) */

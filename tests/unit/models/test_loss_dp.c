@@ -73,8 +73,8 @@ Test(loss_dp, each_microbatch_waits_for_the_loss_all_reduce)
 }
 
 /* pp 2, tp 2, dp 2: only the last stage computes the loss, so rank 1
- * (stage 1) has the 4 all-reduces and rank 0 none; dp 1 has no group
- * to reduce over (none either). */
+ * (stage 1) has the 4 all-reduces and rank 0 none; under CP the group
+ * leaves the CP peers out; dp 1 has no group to reduce over (none). */
 Test(loss_dp, only_the_last_stage_with_a_data_parallel_group)
 {
 	struct fixture f;
@@ -89,6 +89,17 @@ Test(loss_dp, only_the_last_stage_with_a_data_parallel_group)
 	cr_assert_eq(gpus, 2);
 	mockcomm_train_release(&r);
 	fixture_assert_estimate(&f.job, 0, "loss all-reduce, pp 2");
+
+	/* tp 2 cp 2 pp 1 on 8 GPUs: dp 2; the group is the data-parallel
+	 * group without CP: 2 GPUs, not the 4 of dp x cp */
+	fixture_gpt(&f, 2, 1024, 8, 128, 2048, 1, 8, 1, 2, 1);
+	f.job.parallelism.cp = 2;
+	f.job.parallelism.dp = 2;
+	f.fw.loss_dp_allreduce = 1;
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	cr_assert_eq(loss_allreduces(r.p, 0, &bytes, &gpus), 4);
+	cr_assert_eq(gpus, 2);
+	mockcomm_train_release(&r);
 
 	/* 8 GPUs as tp 4 pp 2: dp 1 */
 	fixture_gpt(&f, 2, 1024, 8, 128, 2048, 1, 8, 1, 4, 2);
