@@ -318,8 +318,10 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "loss_dp_allreduce", .type = ST_BOOL,
 	  .offset = FOFF(loss_dp_allreduce), .def = "false",
 	  .help = "the loss function all-reduces each microbatch's loss over "
-		  "the data-parallel group (without CP) in the forward (a "
-		  "communicator first used before the gradients')" },
+		  "the data-parallel group (without CP) in the forward, and "
+		  "the loss's backward waits for it: a rendezvous of the "
+		  "last stages every microbatch (and a communicator first "
+		  "used before the gradients')" },
 	{ .key = "grad_nan_check", .type = ST_BOOL,
 	  .offset = FOFF(grad_nan_check), .def = "false",
 	  .help = "before each bucket's reduction the framework takes the "

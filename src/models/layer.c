@@ -561,6 +561,8 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
  * (pytorch/pytorch aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu
  * @ 01b9dc56) [?: cub's sort and scan may launch more than one each]. */
 #define EMBED_BWD_KERNELS 8
+/* the loss function's [masked loss sum, token count]: 2 x fp32 */
+#define LOSS_DP_B 8.0
 
 /* Megatron's embedding backward (framework embedding_grad_dense).
  * VocabParallelEmbedding runs F.embedding (megatron/core/tensor_parallel/
@@ -609,6 +611,30 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 	fsdp_passes(o, d, d->fsdp_P[LU_EMBED]);
 }
 
+/* The loss function's per-microbatch reduction for logging (framework
+ * loss_dp_allreduce): Pai-Megatron-Patch's loss_func (alibaba/
+ * Pai-Megatron-Patch @ 2b201af0 megatron_patch/template/helper.py, the
+ * forward_step of examples/qwen3/pretrain_qwen.py) stacks [sum of the
+ * masked losses, token count], 2 fp32 = 8 B, and calls Megatron's
+ * average_losses_across_data_parallel_group (megatron/training/utils.py
+ * @ 6a6cd478: torch.distributed.all_reduce over
+ * mpu.get_data_parallel_group()); AMD Primus's pre_trainer.py loss_func
+ * (AMD-AGI/Primus @ e16b27b) all-reduces its [loss, count] pair the same
+ * way (Megatron-LM's 2021-24 and NeMo's loss functions reduce one fp32,
+ * 4 B: latency either way). A synchronous all_reduce: ProcessGroupNCCL makes the current
+ * stream wait for it (work.wait()), so the loss's backward, queued
+ * after it, waits for every data-parallel replica's last stage to reach
+ * its loss: a rendezvous every microbatch (LS_COMPUTE). The group is
+ * the data-parallel group without CP (LG_DP_NOCP: dp GPUs; under CP the
+ * frameworks first all-reduce the loss over CP, not modelled). The recompute's
+ * forward (full recompute of the head: none in these frameworks) would
+ * not repeat it: PASS_FWD only. */
+static void loss_dp_allreduce(struct layer_ops *o)
+{
+	lop_coll(o, "loss_dp_allreduce", PASS_FWD, LG_DP_NOCP, LS_COMPUTE,
+		 COLL_ALLREDUCE, LOSS_DP_B);
+}
+
 static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 		     struct layer_ops *o)
 {
@@ -632,6 +658,8 @@ static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 	for (i = 0; i < (d->jit_ce ? 2 : 3); i++)
 		lop_tpcoll(o, "loss_tp_allreduce", pass, d, COLL_ALLREDUCE,
 			   (d->jit_ce && i == 1 ? 2 : 1) * t * 4);
+	if (d->loss_dp && pass == PASS_FWD)
+		loss_dp_allreduce(o);
 }
 
 /* The LM head's backward; wgrad 0 leaves the output layer's weight

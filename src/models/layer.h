@@ -209,6 +209,10 @@ struct layer_dims {
 	int pp_gather;		/* pipeline transfers carry 1/t of a tensor, the
 				 * receiving TP group all-gathers it (no SP) */
 	int fused_ce;		/* cross-entropy in one fused kernel */
+	int loss_dp;		/* the loss function all-reduces each
+				 * microbatch's loss over the data-parallel
+				 * group, the backward after it (framework
+				 * loss_dp_allreduce, dp > 1) */
 	int jit_ce;		/* else in Megatron-Core's jit-fused functions */
 	int embed_dense;	/* embedding backward: dense [V/t, h] gradient,
 				 * then main_grad.add_ (layer_embed_bwd) */

@@ -351,6 +351,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->split_linears = j->framework->separate_linears;
 	d->pp_gather = !d->sp && p->tp > 1 && j->framework->pp_scatter_gather;
 	d->fused_ce = j->framework->fused_cross_entropy;
+	d->loss_dp = j->framework->loss_dp_allreduce && p->dp > 1;
 	d->jit_ce = !d->fused_ce && j->framework->cross_entropy_jit;
 	d->ce_in_place = d->fused_ce && j->framework->cross_entropy_in_place;
 	/* FSDP (ZeRO 3) keeps its own gradient shards: the scatter model */

@@ -71,6 +71,7 @@ uint32_t layout_group_size(const struct layout *l, enum layout_group g)
 	case LG_CP_RING: return (uint32_t)(l->cp / l->cp_a2a);
 	case LG_TPCP: return (uint32_t)(l->tp * l->cp);
 	case LG_STAGE: return (uint32_t)l->stage;
+	case LG_DP_NOCP: return (uint32_t)l->dp;
 	case LG_COUNT: break;
 	}
 	BUG("unknown layout group");
@@ -93,6 +94,7 @@ static void base_stride(const struct layout *l, enum layout_group g,
 	case LG_CP_RING: *stride = l->tp * l->cp_a2a; span = l->tp * l->cp; break;
 	case LG_TPCP: *stride = 1; span = l->tp * l->cp; break;
 	case LG_STAGE: *stride = 1; span = l->stage; break;
+	case LG_DP_NOCP: *stride = l->tp * l->cp; span = l->stage; break;
 	default: BUG("unknown layout group");
 	}
 	/* the group: the indices in i's span-block with i's residue */

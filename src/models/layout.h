@@ -44,6 +44,8 @@ enum layout_group {
 			 * GPUs, stride tp cp_a2a */
 	LG_TPCP,	/* tensor x context parallel: tp cp consecutive GPUs */
 	LG_STAGE,	/* every GPU of the stage: tp cp dp */
+	LG_DP_NOCP,	/* data parallel without CP (Megatron's
+			 * get_data_parallel_group()): dp GPUs, stride tp cp */
 	LG_COUNT
 };
 

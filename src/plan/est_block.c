@@ -267,6 +267,7 @@ static struct bgroup group_of(const struct job_spec *j, enum layout_group g)
 	case LG_TPCP: n = p->tp * p->cp; stride = 1; break;
 	case LG_STAGE: n = stage; stride = 1; break;
 	case LG_DP: n = p->cp * p->dp; stride = p->tp; break;
+	case LG_DP_NOCP: n = p->dp; stride = p->tp * p->cp; break;
 	case LG_EP: n = p->ep; stride = p->etp > 0 ? p->etp : 1; break;
 	case LG_ETP: n = p->etp > 0 ? p->etp : 1; stride = 1; break;
 	case LG_EDP:

@@ -334,3 +334,43 @@ Test(gpu, mi325x_takes_mi300xs_vendor_forward_fit)
 	cr_assert_eq(y.attention.bwd_efficiency, x.attention.bwd_efficiency);
 	arena_release(&a);
 }
+
+/* Every GPU system preset (configs/systems) pays the synchronization tax
+ * with the one set of fleet numbers (src/engine/exec_jitter.c): trace ST
+ * of ByteDance's straggler study has a worker's op deviate 1.0 % (sd) from
+ * the median of its 2 peers, i.e. half a pair's difference, sigma / sqrt 2,
+ * so sigma = 1.0 % x sqrt 2 = 1.414 %, less the persistent offsets' share:
+ * 1.4 % (op_jitter 0.014), and persistent offsets 0.3 % (gpu_spread 0.003).
+ * The traces' GPUs are not named, so no system differs. dgx-h800, dgx-b300
+ * and gb300-nvl72 had no block (0: no wait) until r30: this fails then.
+ * The CPU-only host system has no GPUs to wait for. */
+Test(gpu, every_gpu_system_has_the_fleet_variability)
+{
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = {&a, &d, "."};
+	const char **list;
+	size_t i, n = 0;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	list = config_list_presets(&cx, &system_schema);
+	cr_assert_not_null(list);
+	cr_assert_float_eq(0.010 * sqrt(2.0), 0.01414, 0.00001);
+	for (i = 0; list[i]; i++) {
+		const struct system_spec *s;
+
+		if (strcmp(list[i], "cpu-host") == 0)
+			continue;
+		s = load_system(&a, list[i]);
+		cr_assert_float_eq(s->variability.op_jitter, 0.014, 1e-12,
+				   "system '%s' op_jitter %g", list[i],
+				   s->variability.op_jitter);
+		cr_assert_float_eq(s->variability.gpu_spread, 0.003, 1e-12,
+				   "system '%s' gpu_spread %g", list[i],
+				   s->variability.gpu_spread);
+		n++;
+	}
+	cr_assert_geq(n, 15, "%zu GPU systems", n);
+	arena_release(&a);
+}
