@@ -206,6 +206,72 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 }
 
 /*
+ * Where TensorRT-LLM's attention-DP MoE pays for routing skew (r30,
+ * skew30). Its all-gather path (fused_moe_cutlass.py forward_chunk)
+ * gathers every rank's tokens whatever their experts, runs the local
+ * experts on the rows routed to them and reduce-scatters every token:
+ * skew changes the busiest rank's rows R, not the collectives' bytes.
+ * Same step as above (N = 512 gathered tokens, S = N k = 4,096 rows,
+ * the mean rank's S / 8 = 512), moe.routing max_mean 1.5: the busiest
+ * rank holds R = 1.5 x 512 = 768 rows over its 16 experts (48 each,
+ * all 16 touched: 16 (1 - e^-48) = 16). So
+ *   moe_dispatch   622,592 B, moe_combine 2,097,152 B (as balanced)
+ *   expert_gate_up m 768 (balanced 512), n 2 x 768 = 1,536, k 2,048
+ *   expert_down    m 768, n 2,048, k 768
+ *   moe_expand     reads 768 x 2048 x 0.5625 + 768 x 8 = 890,880 B,
+ *                  writes 884,736 + 768 x 4 = 887,808 B, 768 rows
+ *                  searched
+ *   moe_finalize   reads 768 x 2048 x 2 + 512 x 8 x 12 = 3,194,880 B,
+ *                  writes every gathered token, 512 x 2048 x 2 =
+ *                  2,097,152 B (as balanced).
+ * A path that made the gather uneven, or the finalize write R rows,
+ * would fail here.
+ */
+Test(infer_moe, cutlass_attention_dp_pays_skew_in_the_busiest_rows)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "moe.routing.balance=max_mean",
+			     "moe.routing.max_mean_ratio=1.5"};
+	const struct infer_op *op;
+	struct moe_case c, u;
+
+	moe_case(&u, "trtllm", 64, adp, 4);
+	moe_case(&c, "trtllm", 64, adp, 6);
+	cr_assert_float_eq(u.r.rows, 512.0, 1e-9);
+	cr_assert_float_eq(c.r.rows, 768.0, 1e-9);
+	cr_assert_float_eq(c.r.max_mean, 1.5, 1e-12);
+	cr_assert_float_eq(c.r.active, 16.0, 1e-9);
+	op = fixture_infer_op(&c.o, "moe_dispatch");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->coll_B, 622592.0, 1e-6);
+	cr_assert_null(op->a2a_B);
+	op = fixture_infer_op(&c.o, "moe_combine");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->coll_B, 2097152.0, 1e-6);
+	cr_assert_null(op->a2a_B);
+	op = fixture_infer_op(&c.o, "expert_gate_up");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->m, 768.0, 1e-9);
+	cr_assert_float_eq(op->n, 1536.0, 1e-9);
+	cr_assert_float_eq(op->k, 2048.0, 1e-9);
+	cr_assert_float_eq(fixture_infer_op(&u.o, "expert_gate_up")->m, 512.0,
+			   1e-9);
+	op = fixture_infer_op(&c.o, "expert_down");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->m, 768.0, 1e-9);
+	cr_assert_float_eq(op->n, 2048.0, 1e-9);
+	cr_assert_float_eq(op->k, 768.0, 1e-9);
+	bytes_eq(&c.o, "moe_expand", 890880.0, 887808.0);
+	cr_assert_float_eq(fixture_infer_op(&c.o, "moe_expand")->search_rows,
+			   768.0, 1e-9);
+	bytes_eq(&c.o, "moe_finalize", 3194880.0, 2097152.0);
+	moe_case_release(&c);
+	moe_case_release(&u);
+}
+
+/*
  * TensorRT-LLM on an all-to-all dispatcher (DeepEP here) takes the
  * generic list, whose rows route.c sizes in the job's 16-bit dtype (no
  * moe.dispatch_dtype). The combine sends the same rows back in 16 bits
