@@ -163,10 +163,19 @@ static inline int mm_vec_push(struct vec *v, mm_id x)
  * constraints' lists (maxmin_build.c). */
 void mm_unlink_dying(struct mm *m);
 
+/* fmax(x, y) where neither is -0: the larger, or the one that is not
+ * NaN. libm's fmax is a call at -O2 (it must order -0 below +0, which
+ * no single instruction does); mm_changed() gives it fabs() values,
+ * never -0, for every variable of every re-solve. Same value. */
+static inline double mm_fmax_nz(double x, double y)
+{
+	return x > y || y != y ? x : y;
+}
+
 /* Whether a rate moved enough to report (relative 1e-12). */
 static inline int mm_changed(double a, double b)
 {
-	return fabs(a - b) > 1e-12 * fmax(fabs(a), fabs(b));
+	return fabs(a - b) > 1e-12 * mm_fmax_nz(fabs(a), fabs(b));
 }
 
 /* Forget the batch of changes (dirty constraints, new variables). */

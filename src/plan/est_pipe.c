@@ -91,22 +91,30 @@ struct pstep {
 /* A step as run_once() reads it: every operand an index into one array
  * of values (the layout of run_once's scratch, which the order's shape
  * fixes), the absent ones pointing at cells that make them no-ops (a
- * missing input reads 0 at no stream and adds no transfer; a missing
- * send writes a cell nothing reads), so the recurrence runs without a
- * branch per step. Alone that measured no faster; with the order by
- * rounds (below) a round's independent steps overlap without a
- * mispredicted kind of action cutting the overlap short. */
+ * missing input reads 0 and adds no transfer), so the recurrence runs
+ * without a branch per step. Alone that measured no faster; with the
+ * order by rounds (below) a round's independent steps overlap without a
+ * mispredicted kind of action cutting the overlap short.
+ *
+ * A missing stream (no input from another stage, or no send) is the
+ * rank's dummy cell, read and written like a stream: it only ever holds
+ * what the rank's own steps put there (-inf at first, then a ready time
+ * max(got, dummy) with got 0 or the rank's own earlier end, or an end),
+ * none later than the rank's free time when the next step reads it,
+ * since with durations >= 0 a rank's ends never decrease. So where the
+ * step takes max(ready, free), or max(end, slot) with end >= free, the
+ * dummy changes nothing, bit for bit, as the -inf it replaces (read)
+ * and the cell nothing read (written) did: one index where there were
+ * two, and sent[at] is found from at. Durations that are not all >= 0
+ * (none the estimator makes) take run_once's exact branchy loop. */
 struct pflat {
 	int32_t in;		/* its input: sent[src], end[own] or ZERO */
-	int32_t sin_r, sin_w;	/* its input's stream slot, or NEG_INF and
-				 * TRASH */
+	int32_t sin;		/* its input's stream slot, or the dummy */
 	int32_t xin;		/* the input's transfer, or ZERO */
 	int32_t r;		/* its rank's free time */
 	int32_t d, hd;		/* its duration; held (hd = d without) */
-	int32_t at;		/* end[at] */
-	int32_t sent;		/* sent[at] */
-	int32_t sout, sout_w;	/* its output's stream slot, or NEG_INF
-				 * and TRASH */
+	int32_t at;		/* end[at], sent[at] */
+	int32_t sout;		/* its output's stream slot, or the dummy */
 	int32_t xout;		/* the output's transfer, or ZERO */
 };
 
@@ -121,9 +129,9 @@ enum { ST_F, ST_FW, ST_FO, ST_B, ST_BW, ST_BO, ST_N };
 
 /* run_once's scratch, in doubles, for S stages, p ranks and m
  * microbatches: end[2 S m], sent[2 S m], free[p], stream[ST_N p],
- * dur[6 S], x[p], then the cells ZERO (0), NEG_INF (-inf) and TRASH. */
+ * dur[6 S], x[p], dummy[p] (struct pflat), then the cell ZERO (0). */
 struct playout {
-	int64_t sent, fr, stream, dur, x, zero, neg_inf, trash, n;
+	int64_t sent, fr, stream, dur, x, dummy, zero, n;
 };
 
 static struct playout layout_of(int64_t p, int64_t S, int64_t m)
@@ -135,10 +143,9 @@ static struct playout layout_of(int64_t p, int64_t S, int64_t m)
 	l.stream = l.fr + p;
 	l.dur = l.stream + ST_N * p;
 	l.x = l.dur + 6 * S;
-	l.zero = l.x + p;
-	l.neg_inf = l.zero + 1;
-	l.trash = l.neg_inf + 1;
-	l.n = l.trash + 1;
+	l.dummy = l.x + p;
+	l.zero = l.dummy + p;
+	l.n = l.zero + 1;
 	return l;
 }
 
@@ -148,12 +155,11 @@ static struct pflat flat_of(const struct pstep *t, const struct playout *l)
 	struct pflat f;
 
 	f.in = (int32_t)l->zero;
-	f.sin_r = (int32_t)l->neg_inf;
-	f.sin_w = (int32_t)l->trash;
+	f.sin = (int32_t)(l->dummy + t->r);
 	f.xin = (int32_t)l->zero;
 	if (t->src >= 0) {
 		f.in = (int32_t)(l->sent + t->src);
-		f.sin_r = f.sin_w = (int32_t)(l->stream + t->sin);
+		f.sin = (int32_t)(l->stream + t->sin);
 		f.xin = (int32_t)(l->x + t->xin);
 	} else if (t->src == -2) {
 		f.in = t->own;
@@ -162,12 +168,10 @@ static struct pflat flat_of(const struct pstep *t, const struct playout *l)
 	f.d = (int32_t)(l->dur + t->d);
 	f.hd = (int32_t)(l->dur + (t->hd >= 0 ? t->hd : t->d));
 	f.at = t->at;
-	f.sent = (int32_t)(l->sent + t->at);
-	f.sout = (int32_t)l->neg_inf;
-	f.sout_w = (int32_t)l->trash;
+	f.sout = (int32_t)(l->dummy + t->r);
 	f.xout = (int32_t)l->zero;
 	if (t->sout >= 0) {
-		f.sout = f.sout_w = (int32_t)(l->stream + t->sout);
+		f.sout = (int32_t)(l->stream + t->sout);
 		f.xout = (int32_t)(l->x + t->xout);
 	}
 	return f;
@@ -380,6 +384,48 @@ static double dur_of(const struct est_pipe *in, const struct pstep *t,
 	return dur[t->hd >= 0 && in->f_held ? t->hd : t->d];
 }
 
+/* run_once() where a duration is not >= 0: the dummy cells could then
+ * hold a time past their rank's free time (struct pflat), so a missing
+ * stream reads -inf and is not written, as the layout had it before the
+ * dummies. val holds the free times, streams and durations already. */
+static int run_exact(const struct porder *o, const struct playout *l,
+		     int held, double *val, double *rank_end,
+		     double *chunk_end, int64_t p, int64_t v, int64_t m)
+{
+	const struct pflat *t, *last;
+	double *sent = val + l->sent;
+	int64_t S = p * v, r, c;
+	uint32_t np = (uint32_t)p;
+
+	val[l->zero] = 0;
+	for (t = o->v, last = t + o->n; t < last; t++) {
+		int no_in = (uint32_t)(t->sin - l->dummy) < np;
+		int no_out = (uint32_t)(t->sout - l->dummy) < np;
+		double got = val[t->in], ready, fr, done, slot;
+
+		slot = no_in ? -INFINITY : val[t->sin];
+		ready = (got > slot ? got : slot) + val[t->xin];
+		if (!no_in)
+			val[t->sin] = ready;
+		fr = val[t->r];
+		done = (ready > fr ? ready : fr) + val[held ? t->hd : t->d];
+		val[t->at] = done;
+		val[t->r] = done;
+		slot = no_out ? -INFINITY : val[t->sout];
+		slot = done > slot ? done : slot;
+		sent[t->at] = slot;
+		if (!no_out)
+			val[t->sout] = slot + val[t->xout];
+	}
+	for (r = 0; r < p; r++) {
+		rank_end[r] = val[l->fr + r];
+		for (c = 0; c < v; c++)
+			chunk_end[r * v + c] =
+				val[S * m + (c * p + r) * m + m - 1];
+	}
+	return 0;
+}
+
 /* The recurrence for m microbatches along its order: each step reads
  * its operands from the scratch (struct pflat says where) and writes its
  * results back, the same operations in the same order whatever kind of
@@ -393,36 +439,42 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 					  split_pairs(in));
 	struct playout l = layout_of(p, S, m);
 	const struct pflat *t, *last;
-	double *val;
+	double *val, *sent;
 	int held = in->f_held != NULL;	/* the held durations apply */
 
 	if (!o || room(e, 0, l.n) != 0)
 		return -1;
 	val = e->pipe_t;
+	sent = val + l.sent;
 	for (k = 0; k < (1 + ST_N) * p; k++)
 		val[l.fr + k] = 0;	/* free times and streams */
 	durations(in, S, val + l.dur);
-	for (k = 0; k < p; k++)
+	for (k = 0; k < p; k++) {
 		val[l.x + k] = in->x[k];
+		val[l.dummy + k] = -INFINITY;
+	}
 	val[l.zero] = 0;
-	val[l.neg_inf] = -INFINITY;
+	for (k = 0; k < 6 * S; k++)
+		if (!(val[l.dur + k] >= 0))	/* NaN too */
+			return run_exact(o, &l, held, val, rank_end, chunk_end,
+					 p, v, m);
 	for (t = o->v, last = t + o->n; t < last; t++) {
-		double got = val[t->in], slot = val[t->sin_r], ready, fr, done;
+		double got = val[t->in], slot = val[t->sin], ready, fr, done;
 
 		/* the input's transfer starts when it is sent and its
-		 * stream is free (none: 0, at no stream, taking 0) */
+		 * stream is free (none: got, at the dummy, taking 0) */
 		ready = (got > slot ? got : slot) + val[t->xin];
-		val[t->sin_w] = ready;
+		val[t->sin] = ready;
 		fr = val[t->r];
 		done = (ready > fr ? ready : fr) + val[held ? t->hd : t->d];
 		val[t->at] = done;
 		val[t->r] = done;
 		/* the send starts when it is produced and its stream is
-		 * free (none: sent[at] is the end, the slot is TRASH) */
+		 * free (none: sent[at] is the end, at the dummy) */
 		slot = val[t->sout];
 		slot = done > slot ? done : slot;
-		val[t->sent] = slot;
-		val[t->sout_w] = slot + val[t->xout];
+		sent[t->at] = slot;
+		val[t->sout] = slot + val[t->xout];
 	}
 	for (r = 0; r < p; r++) {
 		rank_end[r] = val[l.fr + r];

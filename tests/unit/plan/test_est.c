@@ -217,6 +217,64 @@ Test(est, pipeline_recurrence_matches_the_reference)
 	est_free_pipe(e);
 }
 
+/* run_once keeps a missing stream (stage 0's input and backward send,
+ * the last stage's forward send and backward input) in a per-rank dummy
+ * cell it reads and writes, which equals the -inf / unread cells it
+ * replaced only while a rank's ends never decrease, i.e. with every
+ * duration >= 0 (est_pipe.c, struct pflat). Durations the estimator
+ * never makes, the last stage's backward -50 s, take its exact loop:
+ * still the reference's bits. There the last stage's first forward
+ * (100 s) ends at a + 100 (a: microbatch 0's arrival) and each later
+ * forward ~47 s before the one before it (its input comes ~3 s after
+ * the previous backward, which ended 50 s before that forward): a dummy
+ * holding F0's end would start every later backward at a + 100 instead
+ * of at its forward's end, the last one included (the rank's end). The
+ * same shapes with every duration >= 0 (the dummy path) match the
+ * reference too. */
+Test(est, negative_durations_take_the_exact_recurrence)
+{
+	static const struct { int sched; int64_t p, v, m; } cases[] = {
+		{ SCHED_1F1B, 4, 1, 7 }, { SCHED_GPIPE, 4, 1, 7 },
+		{ SCHED_INTERLEAVED, 4, 2, 8 }, { SCHED_1F1B, 8, 1, 11 },
+	};
+	struct est *e = mem_calloc(1, sizeof(*e));
+	size_t k;
+
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
+	for (k = 0; k < 2 * sizeof(cases) / sizeof(cases[0]); k++) {
+		size_t kc = k % (sizeof(cases) / sizeof(cases[0]));
+		int negative = k < sizeof(cases) / sizeof(cases[0]);
+		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i;
+		double f[16], b[16], ff[16], x[8], re[8], ce[16], rr[8], rc[16];
+		struct est_pipe in = { cases[kc].sched, p, v, cases[kc].m, f, b,
+				       ff, NULL, NULL, NULL, x, 0 };
+
+		for (i = 0; i < p; i++)
+			x[i] = i % 2 ? 0.3 : 0.1;
+		for (s = 0; s < S; s++) {
+			f[s] = 1 + 0.01 * (double)(s % 3);
+			b[s] = 2 + 0.02 * (double)(s % 2);
+			ff[s] = f[s];
+		}
+		f[S - 1] = 0.1;
+		ff[S - 1] = 100;
+		b[S - 1] = negative ? -50 : 0.5;
+		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
+		reference(&in, rr, rc);
+		for (i = 0; i < p; i++)
+			cr_assert(memcmp(&re[i], &rr[i], sizeof(re[i])) == 0,
+				  "case %zu rank %lld: %.17g vs %.17g", k,
+				  (long long)i, re[i], rr[i]);
+		for (i = 0; i < S; i++)
+			cr_assert(memcmp(&ce[i], &rc[i], sizeof(ce[i])) == 0,
+				  "case %zu chunk end %lld: %.17g vs %.17g", k,
+				  (long long)i, ce[i], rc[i]);
+	}
+	est_free_pipe(e);
+}
+
 /* sched.h's interleaved order takes microbatches in groups of p: with m
  * not a multiple of p (job_layout_check refuses it) the last group names
  * microbatches past m, whose ends would be written past the arrays sized
