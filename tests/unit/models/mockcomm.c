@@ -112,3 +112,22 @@ double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
 	mockcomm_train_release(&run);
 	return step_s;
 }
+
+int mockcomm_rank_colls(const struct prog *p, uint32_t r, const char *name,
+			double *bytes, uint32_t *gpus)
+{
+	uint32_t i, n = prog_tasks(p);
+	enum task_cat cat;
+	int k = 0;
+
+	for (i = 0; i < n; i++)
+		if (exec_task_rank(p, i) == r &&
+		    strcmp(exec_task_name(p, i, &cat), name) == 0) {
+			k++;
+			if (bytes)
+				*bytes = exec_task_coll(p, i)->bytes;
+			if (gpus)
+				*gpus = exec_task_coll(p, i)->ngpus;
+		}
+	return k;
+}

@@ -50,4 +50,9 @@ void mockcomm_train_release(struct mockcomm_run *r);
 double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
 			   double beta_Bps, double *exposed_s);
 
+/* How many of rank r's tasks in p are the collective called name; the
+ * bytes and GPUs of the last into *bytes and *gpus (either may be NULL). */
+int mockcomm_rank_colls(const struct prog *p, uint32_t r, const char *name,
+			double *bytes, uint32_t *gpus);
+
 #endif

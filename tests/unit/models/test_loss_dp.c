@@ -18,19 +18,7 @@
 static int loss_allreduces(const struct prog *p, uint32_t r, double *bytes,
 			   uint32_t *gpus)
 {
-	uint32_t i, n = prog_tasks(p);
-	enum task_cat cat;
-	int k = 0;
-
-	for (i = 0; i < n; i++)
-		if (exec_task_rank(p, i) == r &&
-		    strcmp(exec_task_name(p, i, &cat),
-			   "loss_dp_allreduce") == 0) {
-			k++;
-			*bytes = exec_task_coll(p, i)->bytes;
-			*gpus = exec_task_coll(p, i)->ngpus;
-		}
-	return k;
+	return mockcomm_rank_colls(p, r, "loss_dp_allreduce", bytes, gpus);
 }
 
 /* 2 layers, h 1024, 8 heads, V 128, s 2048, mbs 1, gbs 8 on 8 GPUs:

@@ -16,18 +16,8 @@
 /* Rank r's embedding_grad_allreduce tasks; the bytes of the last. */
 static int allreduces(const struct prog *p, uint32_t r, double *bytes)
 {
-	uint32_t i, n = prog_tasks(p);
-	enum task_cat cat;
-	int k = 0;
-
-	for (i = 0; i < n; i++)
-		if (exec_task_rank(p, i) == r &&
-		    strcmp(exec_task_name(p, i, &cat),
-			   "embedding_grad_allreduce") == 0) {
-			k++;
-			*bytes = exec_task_coll(p, i)->bytes;
-		}
-	return k;
+	return mockcomm_rank_colls(p, r, "embedding_grad_allreduce", bytes,
+				   NULL);
 }
 
 static void mtp_job(struct fixture *f, int64_t mtp)
