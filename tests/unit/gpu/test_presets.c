@@ -34,18 +34,28 @@ static int load(struct arena *a, const char *name, struct gpu_spec *g)
 	return config_load(&cx, &gpu_schema, name, NULL, 0, g);
 }
 
+/* The preset names of schema sc shipped in configs/, NULL-terminated
+ * (in a). */
+static const char **presets(struct arena *a, const struct schema *sc)
+{
+	struct diag d;
+	struct config_ctx cx = {a, &d, "."};
+	const char **list;
+
+	diag_init(&d, stderr);
+	list = config_list_presets(&cx, sc);
+	cr_assert_not_null(list);
+	return list;
+}
+
 Test(gpu, presets_are_the_shipped_ones)
 {
 	struct arena a;
-	struct diag d;
-	struct config_ctx cx = {&a, &d, "."};
 	const char **list;
 	size_t i, n = 0;
 
 	arena_init(&a);
-	diag_init(&d, stderr);
-	list = config_list_presets(&cx, &gpu_schema);
-	cr_assert_not_null(list);
+	list = presets(&a, &gpu_schema);
 	for (; list[n]; n++)
 		;
 	cr_assert_eq(n, NNAMES, "%zu presets in configs/gpus", n);
@@ -347,15 +357,11 @@ Test(gpu, mi325x_takes_mi300xs_vendor_forward_fit)
 Test(gpu, every_gpu_system_has_the_fleet_variability)
 {
 	struct arena a;
-	struct diag d;
-	struct config_ctx cx = {&a, &d, "."};
 	const char **list;
 	size_t i, n = 0;
 
 	arena_init(&a);
-	diag_init(&d, stderr);
-	list = config_list_presets(&cx, &system_schema);
-	cr_assert_not_null(list);
+	list = presets(&a, &system_schema);
 	cr_assert_float_eq(0.010 * sqrt(2.0), 0.01414, 0.00001);
 	for (i = 0; list[i]; i++) {
 		const struct system_spec *s;
