@@ -90,6 +90,16 @@
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
  *
+ * Gated DeltaNet layers (Qwen3-Next, Qwen3.5: model_layer_linear) keep no
+ * KV cache: L_r counts the rank's full-attention layers only, and each
+ * sequence holds a fixed state in each of the rank's N_r linear layers,
+ * infer_gdn_state_B (the fp32 delta-rule state H d_k d_v 4 B and the
+ * conv state (W - 1) c B). The engine's pool reserves it for max_num_seqs
+ * sequences before the KV pages: KV less S_max N_r state [?: SGLang's
+ * hybrid linear-attention pool sizes its MambaPool by the running-request
+ * cap; vLLM's hybrid allocator gives each sequence a state page from the
+ * one pool on demand, the same memory at the cap].
+ *
  * Speculative decoding's draft (infer_mem_draft_of) sits with the LM head
  * on the last rank: its weights M_d and its layers' KV of a token K_d.
  *   total, free  the engine loads the draft with the target before it
@@ -132,6 +142,17 @@ static void rank_layers(const struct job_spec *j, const struct infer_dims *d,
 		*w_B += infer_kind_weight_B(d, &k);
 		*params += infer_kind_params(d, &k);
 	}
+}
+
+/* Gated DeltaNet (linear) layers among [first, first + layers). */
+static double linear_layers(const struct job_spec *j, int64_t first,
+			    int64_t layers)
+{
+	int64_t i, n = 0;
+
+	for (i = first; i < first + layers; i++)
+		n += model_layer_linear(j->model, i);
+	return (double)n;
 }
 
 /* Weights of pipeline rank r of pp. */
@@ -328,12 +349,18 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,
 				       (apart ? w : w + dw) + v, a, work);
-		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
+		double lin = linear_layers(j, first, split[r]);
+		double tok_t = ((double)split[r] - lin) * per_layer;
+		double tok_B = tok_t + dk;
+		/* the linear layers' states of max_num_seqs sequences, in
+		 * the pool before its pages */
+		double st = max_seqs * lin * infer_gdn_state_B(d);
 		double tokens;
 
 		if (apart && tok_t > 0)	/* the draft's pool as large */
 			kv *= tok_B / tok_t;
-		tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
+		tokens = tok_B > 0 ? fmax(kv - st, 0) / tok_B :
+			 kv - st > 0 ? INFINITY : 0;
 		if (tokens < best || r == 0) {
 			best = tokens;
 			out->rank = r;
