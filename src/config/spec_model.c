@@ -90,7 +90,10 @@ static const char *const rope_ignored[] = {
 	"beta_fast", "beta_slow", "original_max_position_embeddings",
 	"truncate", "low_freq_factor", "high_freq_factor", "short_factor",
 	"long_factor", "mrope_section", "mrope_interleaved", "finetuned",
-	"rope_theta", NULL,
+	"rope_theta",
+	/* Qwen3.5's rope_parameters: changes no time (the top level's
+	 * partial_rotary_factor, spec_model.c ignored[]) */
+	"partial_rotary_factor", NULL,
 };
 
 static const char *const rope_type_aliases[] = {"type", NULL};
@@ -198,9 +201,11 @@ static const struct schema_field model_fields[] = {
 	DIM(num_key_value_heads, "KV heads for GQA (default num_attention_heads)"),
 	DIM(head_dim, "per-head dimension (default hidden_size / num_attention_heads)"),
 	{ .key = "intermediate_size", .type = ST_INT, .offset = OFF(intermediate_size),
-	  .min = 1, .max = 1e8, .flags = SF_REQUIRED,
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
 	  .help = "dense MLP hidden size (with intermediate_size_mlp given, "
-		  "Llama 4 terms: the expert's and shared expert's)" },
+		  "Llama 4 terms: the expert's and shared expert's); "
+		  "required unless every layer is MoE (Qwen3.5 MoE's "
+		  "text_config has none)" },
 	DIM(intermediate_size_mlp, "Llama 4: the dense layers' MLP hidden size "
 	    "(then intermediate_size is the routed and the shared expert's)"),
 	{ .key = "vocab_size", .type = ST_INT, .offset = OFF(vocab_size),
@@ -731,6 +736,12 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 	/* Mixtral's and gpt-oss's config.json give the expert size as
 	 * intermediate_size and have no moe_intermediate_size. */
 	default_expert_size(m, node, d);
+	if (m->moe_intermediate_size == 0) {
+		cnode_error(d, node, "%s", "an MoE model needs "
+			    "'moe_intermediate_size' (or 'intermediate_size', "
+			    "the experts' width for Mixtral and gpt-oss)");
+		return -1;
+	}
 	if (check_topk(m, node, d) != 0 || check_groups(m, node, d) != 0)
 		rc = -1;
 	if (m->decoder_sparse_step == 0)
@@ -740,6 +751,26 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 	if (rc == 0)
 		check_moe_any_layer(m, node, d);
 	return rc;
+}
+
+/* intermediate_size: the dense MLPs' width, needed when a layer has one
+ * (transformers' Qwen3_5MoeTextConfig has no such key: every layer of
+ * Qwen3.5 MoE is sparse). */
+static int check_ffn(const struct model_spec *m, const struct cnode *node,
+		     struct diag *d)
+{
+	int64_t i;
+
+	if (m->intermediate_size > 0)
+		return 0;
+	for (i = 0; i < m->num_hidden_layers; i++)
+		if (!model_layer_moe(m, i)) {
+			cnode_error(d, node, "'intermediate_size' is missing: "
+				    "layer %lld has a dense MLP (every layer "
+				    "MoE needs none)", (long long)i);
+			return -1;
+		}
+	return 0;
 }
 
 /* Sliding-window keys: a window for the layers that slide, one entry
@@ -914,6 +945,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
 	    model_check_gdn(m, node, d) != 0 ||
 	    model_check_hf_keys(node, d) != 0)
+		rc = -1;
+	if (rc == 0 && check_ffn(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
 				m->qk_rope_head_dim == 0 || m->v_head_dim == 0)) {

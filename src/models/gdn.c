@@ -46,7 +46,7 @@
  * and then the row-parallel out-projection (T, h, v) of layer.c.
  * Per token and value head the chunk kernels do 2 C d_k (kkt) + C^2/3
  * (solve) + 2 C (d_k + d_v) (w_u) + 4 d_k d_v (h) + 2 (d_k d_v + C d_k +
- * C d_v) (o) FLOPs: 183,637 for d_k = d_v = 128, C = 64, against 4 s d
+ * C d_v) (o) FLOPs: 181,589 for d_k = d_v = 128, C = 64, against 4 s d
  * for softmax attention's core (2.1 M at s = 4096, d = 256, causal).
  *
  * Backward (chunk_gated_delta_rule_bwd), the forward's w_u and h

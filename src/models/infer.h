@@ -192,12 +192,12 @@ struct infer_kind {
 				 * this many tokens (Llama 4); 0 = none */
 	int temperature;	/* queries scaled by position (Llama 4's
 				 * attention temperature tuning, NoPE layers) */
-	int linear;		/* a Gated DeltaNet mixer (infer_gdn.c) */
 	unsigned qexcl;		/* enum quant_excl: the classes the checkpoint
 				 * keeps unquantized in this layer
 				 * (quant_layer_excluded; with d->qexcl's, and
 				 * only when the weights are quantized:
 				 * infer_kind_dims) */
+	int linear;		/* a Gated DeltaNet mixer (infer_gdn.c) */
 };
 
 #define INFER_MAX_KINDS 8
