@@ -4,7 +4,12 @@
  * in training (NVIDIA/Megatron-LM@00caa53a megatron/core/ssm/
  * gated_delta_net.py GatedDeltaNet.forward) with flash-linear-attention's
  * chunked kernel (fla-org/flash-linear-attention@92396f25 fla/ops/
- * gated_delta_rule/chunk.py).
+ * gated_delta_rule/chunk.py), the spec Megatron-Bridge's Qwen3-Next
+ * bridge builds (NVIDIA-NeMo/Megatron-Bridge@7a3998f1 src/megatron/
+ * bridge/models/qwen/qwen3_next_bridge.py: experimental_attention_variant
+ * gated_delta_net every layer but each full_attention_interval-th, the
+ * in_proj a LayerNormColumnParallel (in_proj.layer_norm_weight),
+ * attention_output_gate on the full layers, the MTP layer a full one).
  *
  * Notation: T = b s tokens of the microbatch on one GPU, t = tp, H =
  * H_v / t value heads and H_k / t key heads on one GPU (both divisible:

@@ -1,7 +1,10 @@
 /*
  * infer_gdn.c - a Gated DeltaNet (linear_attention) layer's mixer in an
  * inference step (Qwen3-Next, Qwen3.5), as vLLM runs it
- * (vllm-project/vllm model_executor/models/qwen3_next.py
+ * (vllm-project/vllm@002d6073 vllm/model_executor/models/qwen3_next.py:
+ * Qwen3NextDecoderLayer builds QwenGatedDeltaNetAttention for a
+ * linear_attention layer, Qwen3NextAttention (q_proj with the gate,
+ * attn_output * torch.sigmoid(gate)) for a full one;
  * Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba, the q/k/v/z
  * reordering, causal_conv1d_fn over the prompt tokens and
  * causal_conv1d_update over the decode tokens, fused_gdn_gating, fla's

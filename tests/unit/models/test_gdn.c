@@ -16,6 +16,7 @@
 #include "models/footprint.h"
 #include "models/layer.h"
 #include "models/layer_impl.h"
+#include "run/infer_run.h"
 
 static struct config_ctx CX;
 
@@ -178,4 +179,40 @@ Test(gdn, qwen35_text_config_loads)
 	for (i = 0; i < 40; i++)
 		cr_assert(model_layer_moe(m, i));
 	cr_assert_eq(m->attn_output_gate, 1);
+}
+
+/* Decode of Qwen3-Next on 4 H100s (vLLM, bf16): the KV cache of the 12
+ * full layers only, and each sequence's states in pages of the pool. */
+Test(gdn, decode_kv_of_full_layers_and_state_pages)
+{
+	const char *sets[] = { "model=qwen3-next-80b-a3b", "phase=decode",
+			       "parallelism.tp=4", "serving.dtype=bf16",
+			       "serving.kv_dtype=bf16", "serving.batch=64",
+			       "serving.context_len=8192" };
+	struct arena a;
+	struct job_spec *j;
+	struct infer_result r;
+	struct diag d;
+	/* a token: 12 full layers x K and V x 1 KV head a GPU (2 over tp 4:
+	 * replicated) x 256 x 2 B = 12,288 B */
+	double tok = 12.0 * 2 * 256 * 2;
+	/* a sequence's state in one linear layer on one GPU: H_v / t = 8
+	 * heads of 128 x 128 fp32 = 524,288 B, and the conv's 3 inputs of
+	 * (2 x 16 x 128 + 32 x 128) / 4 = 2048 channels in bf16 = 12,288 B:
+	 * 536,576 B; 36 layers 19,316,736 B = 98.25 pages of 16 tokens x
+	 * 12,288 B: 99 pages */
+	double state = 36.0 * (8 * 128 * 128 * 4 + 3 * 2048 * 2);
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, "tests/data/serve/l70-h100-tp8.yaml", sets,
+			     sizeof(sets) / sizeof(sets[0]));
+	cr_assert_eq(infer_run(j, NULL, &r, &d), 0);
+	fixture_assert_close(r.mem.kv_token_B, tok);
+	fixture_assert_close(r.mem.state_pages, ceil(state / (16 * tok)));
+	cr_assert_eq(r.mem.state_pages, 99);
+	/* sequences of 8192 tokens: 512 KV pages and 99 state pages each */
+	fixture_assert_close(r.mem.kv_sequences, floor(r.mem.kv_pages / 611));
+	infer_result_release(&r);
+	arena_release(&a);
 }
