@@ -267,9 +267,9 @@ double footprint_kind_act_B(const struct layer_dims *d,
 {
 	int moe = k && k->moe;
 	/* a Gated DeltaNet layer: its mixer's tensors (gdn.c) in place of
-	 * the attention's and the core's; selective recomputation of the
-	 * core re-runs the chunk kernels, which keep nothing beyond their
-	 * inputs: what the modules drop of the MLP and norms only */
+	 * the attention's and the core's; selective recomputation drops
+	 * nothing of the mixer (gdn.c): what the modules drop of the MLP
+	 * and norms only */
 	int lin = k && k->linear;
 	unsigned mods = layer_rc_modules(d, rc);
 	double mixer = lin ? gdn_stored_B(d) + (d->dropout ?

@@ -80,8 +80,11 @@
  *
  * Context parallelism of the Gated DeltaNet layers: Megatron-Core has
  * none (gated_delta_net.py "TODO: support CP"): refused
- * (spec_job_layout.c). Selective recomputation of core_attn re-runs the
- * chunk kernels' forward before their backward.
+ * (spec_job_layout.c). Selective recomputation (core_attn and the other
+ * modules of the attention) recomputes nothing of the mixer:
+ * Megatron-Core checkpoints the core inside its Attention class
+ * (attention.py checkpoint_core_attention), and GatedDeltaNet.forward
+ * has no checkpoint; full recomputation re-runs the layer (layer.c).
  *
  * The kernels' efficiency is the GPU model's for GEMMs of their shapes
  * [?: fla's Triton kernels use 64-row tiles; no per-kernel measurement
@@ -225,8 +228,7 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* the gated norm's backward: read x, z, dy; write dx, dz */
 	lop_memop(o, "gdn_gated_norm_bwd", PASS_BWD, 3 * t * v * B,
 		  2 * t * v * B, 2 * (NORM_FLOPS + ACT_FLOPS) * t * v);
-	if (mods & 1u << RCM_CORE_ATTN)
-		chunk_fwd(o, PASS_RECOMPUTE, d);
+	(void)mods;	/* nothing of the mixer is checkpointed (header) */
 	chunk_bwd(o, d);
 	lop_eager(o, "gdn_gates_bwd", PASS_BWD, t * H * (B + 6 * 4),
 		  t * H * (B + 4 * 4), 0, 5, 8 * t * H);

@@ -202,8 +202,7 @@ double attn_out_width(const struct layer_dims *d);
 
 /* From the first norm's output to the out-projection's input of a
  * linear_attention layer, and its backward down to the norm1 backward
- * (included); mods as attn_bwd's (core_attn: the chunk kernels'
- * forward recomputed). */
+ * (included); mods as attn_bwd's (none applies to the mixer: gdn.c). */
 void gdn_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d);
 void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d);
