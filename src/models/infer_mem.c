@@ -90,6 +90,17 @@
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
  *
+ * Gated DeltaNet layers (Qwen3-Next, Qwen3.5: model_layer_linear) keep no
+ * KV cache: L_r counts the rank's full-attention layers only, and each
+ * sequence holds a fixed state in each of the rank's N_r linear layers,
+ * infer_gdn_state_B (the fp32 delta-rule state H d_k d_v 4 B and the
+ * conv state (W - 1) c B), taken from the same pool when the sequence
+ * starts: state_pages = ceil(N_r state / (block_size L_r K)) pages of
+ * the pool a sequence holds beside its KV pages (vLLM v1's hybrid KV
+ * cache manager: one page a state per group of linear layers, the page
+ * size of the attention layers raised to the state's; the same bytes),
+ * so sequences = pages / (ceil(seq / block_size) + state_pages).
+ *
  * Speculative decoding's draft (infer_mem_draft_of) sits with the LM head
  * on the last rank: its weights M_d and its layers' KV of a token K_d.
  *   total, free  the engine loads the draft with the target before it
@@ -132,6 +143,17 @@ static void rank_layers(const struct job_spec *j, const struct infer_dims *d,
 		*w_B += infer_kind_weight_B(d, &k);
 		*params += infer_kind_params(d, &k);
 	}
+}
+
+/* Gated DeltaNet (linear) layers among [first, first + layers). */
+static double linear_layers(const struct job_spec *j, int64_t first,
+			    int64_t layers)
+{
+	int64_t i, n = 0;
+
+	for (i = first; i < first + layers; i++)
+		n += model_layer_linear(j->model, i);
+	return (double)n;
 }
 
 /* Weights of pipeline rank r of pp. */
@@ -328,7 +350,9 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,
 				       (apart ? w : w + dw) + v, a, work);
-		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
+		double lin = linear_layers(j, first, split[r]);
+		double tok_t = ((double)split[r] - lin) * per_layer;
+		double tok_B = tok_t + dk;
 		double tokens;
 
 		if (apart && tok_t > 0)	/* the draft's pool as large */
@@ -344,6 +368,10 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->workspace_B = work + v;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
+			/* a sequence's linear-layer states, in pages */
+			out->state_pages = lin > 0 && tok_B > 0 ?
+				ceil(lin * infer_gdn_state_B(d) /
+				     ((double)e->block_size * tok_B)) : 0;
 		}
 	}
 	for (first = 0, r = 0; r < out->rank; r++)
@@ -359,8 +387,8 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
 	 * the length, floor(tokens / seq), counted the pages' slack too */
 	out->kv_sequences = seq_tokens > 0 ?
-		floor(out->kv_pages / ceil(seq_tokens / (double)e->block_size))
-		: 0;
+		floor(out->kv_pages / (ceil(seq_tokens / (double)e->block_size) +
+				       out->state_pages)) : 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;

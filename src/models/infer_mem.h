@@ -31,6 +31,8 @@ struct infer_mem {
 	double kv_tokens;	/* tokens the cache holds (whole pages) */
 	double kv_pages;	/* pages of block_size tokens */
 	double kv_sequences;	/* sequences of seq_tokens that fit */
+	double state_pages;	/* pages a sequence's fixed Gated DeltaNet
+				 * states take besides its KV pages (0: none) */
 	double draft_weights_B;	/* B, the speculative draft's weights on that
 				 * GPU (in weights_B; 0 without a draft) */
 	double draft_kv_token_B; /* B, the draft's KV of one token on that GPU

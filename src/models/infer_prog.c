@@ -208,6 +208,7 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 			kind.qexcl = 0;
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
+			    x->kinds[k].linear == kind.linear &&
 			    x->kinds[k].window == kind.window &&
 			    x->kinds[k].chunk == kind.chunk &&
 			    x->kinds[k].temperature == kind.temperature &&

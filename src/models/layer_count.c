@@ -82,7 +82,8 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 	*experts = 0;
 	if ((k && k->moe))
 		moe_params(d, bias, &moe_dense, experts);
-	*dense = attn_params(d, bias) + norms + ((k && k->moe) ? moe_dense : mlp);
+	*dense = (k && k->linear ? gdn_params(d, bias) : attn_params(d, bias)) +
+		 norms + ((k && k->moe) ? moe_dense : mlp);
 }
 
 double layer_params(const struct layer_dims *d, int bias, int layernorm)

@@ -56,11 +56,15 @@ struct stage_plan {
 };
 
 /* Layer kinds: MoE or dense MLP x full, sliding-window or chunked
- * attention (a chunk takes precedence: a window then applies within it). */
-#define TRAIN_KINDS 6
+ * attention (a chunk takes precedence: a window then applies within it),
+ * or x a Gated DeltaNet mixer (linear: window and chunk unused). */
+#define TRAIN_KINDS 8
 
-static inline int train_kind_index(int moe, int64_t window, int64_t chunk)
+static inline int train_kind_index(int moe, int64_t window, int64_t chunk,
+				   int linear)
 {
+	if (linear)
+		return 6 + moe;
 	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
 }
 
