@@ -646,6 +646,8 @@ enum job_rule {
 				 * model's heads and hidden sizes */
 	JR_DEFER_WGRAD,		/* defer_embedding_wgrad_compute needs pp >= 2,
 				 * no FSDP, no MTP modules */
+	JR_TRAIN_DSA_CP,	/* training: cp 1 under DeepSeek Sparse
+				 * Attention */
 	JR_COUNT
 };
 
