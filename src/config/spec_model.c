@@ -380,7 +380,7 @@ static const struct schema_field model_fields[] = {
 	  .help = "MiniMax: per layer 1 = softmax attention, 0 = lightning "
 		  "(linear) attention (MiniMax-01; not modeled: refused)" },
 	{ .key = "mtp_transformer_layers", .type = ST_INT,
-	  .offset = OFF(mtp_transformer_layers), .min = 1, .max = 1,
+	  .offset = OFF(mtp_transformer_layers), .min = 1, .max = 1e3,
 	  .flags = SF_OPTIONAL,
 	  .help = "MiniMax-M2: transformer layers per MTP module (1, as "
 		  "DeepSeek's; more are not modeled)" },
@@ -920,7 +920,8 @@ static int check_dsa(const struct model_spec *m, const struct cnode *node,
 /* MiniMax's attn_type_list: one entry per layer, every one softmax
  * attention (1); MiniMax-01's lightning attention layers (0: a linear
  * attention, MiniMaxText01LinearAttention in vLLM minimax_text_01.py)
- * are not modeled. */
+ * are not modeled. An MTP module of one layer (mtp_transformer_layers)
+ * is DeepSeek's nextn layer; more are not modeled. */
 static int check_attn_types(const struct model_spec *m,
 			    const struct cnode *node, struct diag *d)
 {
@@ -928,6 +929,16 @@ static int check_attn_types(const struct model_spec *m,
 				      : NULL;
 	size_t i;
 
+	if (m->mtp_transformer_layers > 1) {
+		const struct cnode *k = node ?
+			cnode_get(node, "mtp_transformer_layers") : NULL;
+
+		cnode_error(d, k ? k : node, "'mtp_transformer_layers' %lld: "
+			    "an MTP module of more than one transformer layer "
+			    "is not modeled (MiniMax-M2 and DeepSeek-V3 have "
+			    "one)", (long long)m->mtp_transformer_layers);
+		return -1;
+	}
 	if (m->attn_type_list.n == 0)
 		return 0;
 	if (m->attn_type_list.n != (size_t)m->num_hidden_layers) {

@@ -852,6 +852,8 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
  * bias (2 d_I), weights_proj (h -> H_I); 0 without DSA. */
 static double indexer_params(const struct mla_dims *m, double h)
 {
+	if (!(m->idx_heads > 0))
+		return 0;
 	return m->q_lora * m->idx_heads * m->idx_dim + h * m->idx_dim +
 	       2 * m->idx_dim + h * m->idx_heads;
 }
@@ -864,9 +866,10 @@ static double indexer_params(const struct mla_dims *m, double h)
  *   idx_wk   GEMM (T, d_I, h)         idx_w GEMM (T, H_I, h)
  *   idx_prep k's LayerNorm, rotary and the Hadamard rotation of q and
  *            k: read and write T (H_I + 1) d_I
- *   idx_logits  per sequence, s H_I queries against the keys before
- *            them: a GEMM of m = s H_I, n = (s + 1)/2 (the mean keys a
- *            query sees: the causal half), k = d_I, batch b; its FLOPs
+ *   idx_logits  per sequence, s queries against the keys before them,
+ *            the H_I heads summed in the kernel (one logit a pair, not a
+ *            head): a GEMM of m = s, n = (s + 1)/2 (the mean keys a query
+ *            sees: the causal half), k = H_I d_I, batch b; its FLOPs
  *            2 b H_I d_I s (s + 1)/2 (the reference's fp8_index, DeepGEMM
  *            fp8_mqa_logits, skip the masked keys), in 16 bits [?: the
  *            reference quantizes q and k to fp8; a training indexer's
@@ -895,7 +898,7 @@ static void indexer_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_gemm(o, "idx_w", pass, t, hi, d->hidden, 0);
 	lop_memop(o, "idx_prep", pass, t * (hi + 1) * di * B,
 		  t * (hi + 1) * di * B, NORM_FLOPS * t * (hi + 1) * di);
-	op = lop_gemm(o, "idx_logits", pass, s * hi, keys, di, 0);
+	op = lop_gemm(o, "idx_logits", pass, s, keys, hi * di, 0);
 	op->k.batch = b;
 	lop_memop(o, "idx_topk", pass, b * s * keys * 4,
 		  b * s * fmin(m->idx_topk, s) * 4, 0);
@@ -910,9 +913,11 @@ static void indexer_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	if (!(hi > 0))
 		return;
-	op = lop_gemm(o, "idx_logits_dq", PASS_BWD, s * hi, di, keys, 0);
+	/* dq = dS K per head (m = s, n = H_I d_I, k = keys), dk = dS^T Q
+	 * summed over heads (m = keys, n = H_I d_I, k = s) */
+	op = lop_gemm(o, "idx_logits_dq", PASS_BWD, s, hi * di, keys, 0);
 	op->k.batch = b;
-	op = lop_gemm(o, "idx_logits_dk", PASS_BWD, keys, di, s * hi, 0);
+	op = lop_gemm(o, "idx_logits_dk", PASS_BWD, keys, hi * di, s, 0);
 	op->k.batch = b;
 	lop_gemm(o, "idx_wq_wgrad", PASS_BWD, m->q_lora, hi * di, t, 0);
 	lop_gemm(o, "idx_wk_wgrad", PASS_BWD, d->hidden, di, t, 0);

@@ -643,9 +643,11 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
  *            weighted sum over heads), reading the group's indexer keys
  *            (index_key_B each) and writing one fp32 logit a pair.
  *            Prefill: one GEMM over the prompt tokens (DeepGEMM
- *            fp8_mqa_logits, m = T_p H_I, n the mean keys a query sees,
- *            k = d_I); decode: a memory op over the cached keys
- *            (fp8_paged_mqa_logits)
+ *            fp8_mqa_logits), m = T_p, n the mean keys a query sees, k =
+ *            H_I d_I: the kernel sums the heads in registers and writes
+ *            one logit a pair, not one a head (its output at the GEMM's
+ *            16 bits, not fp32 [?]); decode: a memory op over the cached
+ *            keys (fp8_paged_mqa_logits)
  *   idx_topk read the logits, write index_topk int32 indices a query
  * The attention then runs the sparse MLA kernel on the latent for
  * every token, prefill too (absorbed, MQA over r + d_r of which the
@@ -688,9 +690,8 @@ static void indexer_ops(const struct infer_dims *d,
 		top += s->count * s->q * fmin(d->index_topk, s->ctx + s->q);
 	}
 	if (q_pre > 0) {	/* one GEMM: the groups' mean keys a query */
-		op = gemm(o, "idx_logits", q_pre * hi, p_pre / q_pre, di);
+		op = gemm(o, "idx_logits", q_pre, p_pre / q_pre, hi * di);
 		op->attention = 1;
-		memop(o, "idx_logits_out", 0, p_pre * 4, 0);
 	}
 	if (p_dec > 0)
 		memop(o, "idx_logits_decode", keys_dec * d->index_key_B,
