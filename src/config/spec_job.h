@@ -649,6 +649,8 @@ enum job_rule {
 	JR_TP_LINEAR_HEADS,	/* tp divides the Gated DeltaNet key heads
 				 * (and so the value heads) */
 	JR_LINEAR_CP,		/* training: cp 1 with Gated DeltaNet layers */
+	JR_TRAIN_DSA_CP,	/* training: cp 1 under DeepSeek Sparse
+				 * Attention */
 	JR_COUNT
 };
 

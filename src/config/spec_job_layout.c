@@ -547,6 +547,18 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 			     (long long)j->parallelism.cp,
 			     (long long)j->model->attention_chunk_size,
 			     (long long)t->seq_len);
+	/* DeepSeek Sparse Attention (attn.c indexer_fwd): the indexer
+	 * scores every causal key of a query and the sparse core gathers
+	 * the top-k from the whole sequence; llmsim costs neither split
+	 * over CP ranks (their key exchange is not the ring's blocks). */
+	if (model_is_dsa(j->model) && j->parallelism.cp > 1)
+		layout_error(s, JR_TRAIN_DSA_CP, "'parallelism.cp' %lld with "
+			     "DeepSeek Sparse Attention (the model's "
+			     "'index_topk' %lld): llmsim costs no context "
+			     "parallelism over the lightning indexer and the "
+			     "sparse core; use cp 1",
+			     (long long)j->parallelism.cp,
+			     (long long)j->model->index_topk);
 }
 
 /* The most virtual stages a layout can have: one layer each, and the

@@ -34,7 +34,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
 	"pool_ep", "pool_tp", "defer_wgrad", "tp_linear_heads", "linear_cp",
-	NULL,
+	"train_dsa_cp", NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -130,6 +130,7 @@ static const char *const rule_keys[JR_COUNT] = {
 			   "parallelism.pp training.zero_stage moe.mtp_layers",
 	[JR_TP_LINEAR_HEADS] = "parallelism.tp",
 	[JR_LINEAR_CP] = "parallelism.cp",
+	[JR_TRAIN_DSA_CP] = "parallelism.cp",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

@@ -22,8 +22,6 @@ static const char *const experts_aliases[] = {
 };
 
 static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
-/* Qwen3.5's name for its MTP modules (Qwen3_5TextConfig) */
-static const char *const mtp_aliases[] = { "mtp_num_hidden_layers", NULL };
 /* transformers' Llama4TextConfig: moe_layers (when not given) =
  * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
  * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
@@ -32,6 +30,15 @@ static const char *const sparse_step_aliases[] = {
 /* transformers' Llama4TextConfig names it no_rope_layer_interval */
 static const char *const nope_interval_aliases[] = {
 	"no_rope_layer_interval", NULL };
+/* DeepSeek's nextn layers by other names: Qwen3.5's MTP modules
+ * (mtp_num_hidden_layers, Qwen3_5TextConfig) and MiniMax-M2's
+ * num_mtp_modules MTP modules (of mtp_transformer_layers layers each;
+ * vLLM minimax_m2 MTP; MiniMaxAI/MiniMax-M2 config.json) */
+static const char *const nextn_aliases[] = {
+	"mtp_num_hidden_layers", "num_mtp_modules", NULL };
+/* MiniMax-M2's shared expert width (0 in the released checkpoint: none) */
+static const char *const shared_size_aliases[] = {
+	"shared_intermediate_size", NULL };
 
 /* Keys found in real config.json files that do not change the time or
  * memory of a training step: tokenizer ids, initialization, dropout
@@ -73,6 +80,24 @@ static const char *const ignored[] = {
 	 * changes no time: a fused rotary kernel reads and writes the whole
 	 * head, copying the part it does not rotate */
 	"mamba_ssm_dtype", "mtp_use_dedicated_embeddings",
+	/* MiniMax-M2 (MiniMaxAI/MiniMax-M2 config.json; vLLM
+	 * model_executor/models/minimax_m2.py): residual scaling constants
+	 * (1.0) of MiniMax-01's norms, the context bookkeeping, where the
+	 * rotary embedding applies (rotary_dim 64 of head_dim 128, as
+	 * partial_rotary_factor: the rotary kernel reads and writes q and k
+	 * whole), QK-Norm over the whole q and k rather than per head
+	 * (qk_norm_type per_layer: the same elements normalized; under TP
+	 * vLLM's MiniMaxText01RMSNormTP adds a T x 1 fp32 all-reduce of the
+	 * sums of squares, not modeled), the shared expert's gate function,
+	 * the routing bias added to the scores before top-k (DeepSeek's
+	 * noaux_tc in substance: the same work), whether MTP is used (a job
+	 * turns MTP on), and the dense MLP width that no MiniMax-M2 layer
+	 * builds (every layer is MoE: vLLM MiniMaxM2DecoderLayer always
+	 * builds block_sparse_moe) */
+	"layernorm_full_attention_beta", "layernorm_linear_attention_beta",
+	"layernorm_mlp_beta", "max_model_len", "rotary_dim", "qk_norm_type",
+	"shared_moe_mode", "use_routing_bias", "use_mtp",
+	"mlp_intermediate_size",
 	NULL,
 };
 
@@ -80,6 +105,9 @@ static const char *const ignored[] = {
 static const char *const quant_ignored[] = {
 	"fmt", "activation_scheme", "quant_type", "bits", "group_size", "zero_point", "version",
 	"desc_act", "sym", "backend",
+	/* DeepSeek-V3.1/3.2's UE8M0 (power-of-two) block scales: one
+	 * byte per 128 x 128 block instead of four, not modeled */
+	"scale_fmt",
 	/* read by quant_check (spec_quant.c): module exclusions */
 	"exclude_modules", "ignore", "modules_to_not_convert",
 	"ignored_layers", NULL,
@@ -266,7 +294,11 @@ static const struct schema_field model_fields[] = {
 	{ .key = "n_shared_experts", .type = ST_INT, .offset = OFF(n_shared_experts),
 	  .min = 0, .max = 1e4, .flags = SF_OPTIONAL,
 	  .help = "shared (always-on) experts per MoE layer" },
-	DIM(shared_expert_intermediate_size, "shared expert hidden size (Qwen-MoE)"),
+	{ .key = "shared_expert_intermediate_size", .type = ST_INT,
+	  .offset = OFF(shared_expert_intermediate_size), .min = 0, .max = 1e9,
+	  .aliases = shared_size_aliases, .flags = SF_OPTIONAL,
+	  .help = "shared expert hidden size (Qwen-MoE; MiniMax-M2's "
+		  "shared_intermediate_size); 0 = none" },
 	{ .key = "first_k_dense_replace", .type = ST_INT,
 	  .offset = OFF(first_k_dense_replace), .min = 0, .max = 1e5,
 	  .flags = SF_OPTIONAL, .help = "the first k layers are dense (DeepSeek)" },
@@ -291,7 +323,7 @@ static const struct schema_field model_fields[] = {
 	DIM(topk_group, "groups one token's experts may come from"),
 	{ .key = "num_nextn_predict_layers", .type = ST_INT,
 	  .offset = OFF(num_nextn_predict_layers), .min = 0, .max = 64,
-	  .aliases = mtp_aliases, .flags = SF_OPTIONAL,
+	  .aliases = nextn_aliases, .flags = SF_OPTIONAL,
 	  .help = "multi-token-prediction modules (DeepSeek-V3); a job turns them on" },
 	{ .key = "sliding_window", .type = ST_INT, .offset = OFF(sliding_window),
 	  .min = 1, .max = 1e9, .flags = SF_OPTIONAL,
@@ -367,6 +399,23 @@ static const struct schema_field model_fields[] = {
 		  "q-sized projection (q_proj twice as wide; default: true "
 		  "for model_type qwen3_next and qwen3_5*, whose attention "
 		  "always has the gate, else false)" },
+	/* DeepSeek-V3.2-Exp's DeepSeek Sparse Attention (deepseek-ai/
+	 * DeepSeek-V3.2-Exp config.json and inference/model.py Indexer) */
+	DIM(index_n_heads, "DSA: lightning indexer heads (DeepSeek-V3.2: 64)"),
+	DIM(index_head_dim, "DSA: lightning indexer head dimension (128)"),
+	DIM(index_topk, "DSA: keys each query attends to, chosen by the "
+	    "indexer (2048); given: sparse attention"),
+	/* MiniMax-M2 */
+	{ .key = "attn_type_list", .type = ST_INT_LIST,
+	  .offset = OFF(attn_type_list), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL,
+	  .help = "MiniMax: per layer 1 = softmax attention, 0 = lightning "
+		  "(linear) attention (MiniMax-01; not modeled: refused)" },
+	{ .key = "mtp_transformer_layers", .type = ST_INT,
+	  .offset = OFF(mtp_transformer_layers), .min = 1, .max = 1e3,
+	  .flags = SF_OPTIONAL,
+	  .help = "MiniMax-M2: transformer layers per MTP module (1, as "
+		  "DeepSeek's; more are not modeled)" },
 };
 
 int model_is_moe(const struct model_spec *m)
@@ -377,6 +426,19 @@ int model_is_moe(const struct model_spec *m)
 int model_is_mla(const struct model_spec *m)
 {
 	return m->kv_lora_rank > 0;
+}
+
+int model_is_dsa(const struct model_spec *m)
+{
+	return m->index_topk > 0;
+}
+
+double model_index_key_bytes(const struct model_spec *m)
+{
+	if (!model_is_dsa(m))
+		return 0;
+	return (double)m->index_head_dim * 1 +
+	       4.0 * ceil((double)m->index_head_dim / 128);
 }
 
 static int in_list(const struct schema_int_list *l, int64_t v)
@@ -400,7 +462,8 @@ int model_layer_moe(const struct model_spec *m, int64_t i)
 	       i % m->moe_layer_freq == 0;
 }
 
-int64_t model_layer_window(const struct model_spec *m, int64_t i)
+/* The sliding window of layer i, 0 = none. */
+static int64_t slide(const struct model_spec *m, int64_t i)
 {
 	if (m->layer_types.n > 0)
 		return m->layer_types.v[i] == LTYPE_SLIDING ? m->sliding_window : 0;
@@ -408,6 +471,21 @@ int64_t model_layer_window(const struct model_spec *m, int64_t i)
 	    i < m->max_window_layers)
 		return 0;
 	return m->sliding_window;
+}
+
+/* DeepSeek Sparse Attention: query p attends to its min(p + 1,
+ * index_topk) top-scored keys (Indexer.forward: index_score.topk(
+ * min(index_topk, end_pos)), the other scores masked to -inf), so the
+ * core's pairs, FLOPs and the keys a decode step reads are a causal
+ * window's of index_topk keys; which keys they are does not change the
+ * count (the sparse kernels gather them: FlashMLA's sparse kernels,
+ * deepseek-ai/FlashMLA flash_mla_sparse_fwd, as vLLM's and SGLang's
+ * DSA backends run them [S]). */
+int64_t model_layer_window(const struct model_spec *m, int64_t i)
+{
+	int64_t w = slide(m, i);
+
+	return w > 0 || !model_is_dsa(m) ? w : m->index_topk;
 }
 
 /* Whether layer_types names any chunked_attention layer (then it
@@ -468,8 +546,10 @@ double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
 		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
 		2.0 * (double)(m->num_key_value_heads * m->head_dim);
 
-	/* Gated DeltaNet layers keep a fixed state, no per-token cache */
-	return per_layer * (double)model_full_attn_layers(m) * elem_B;
+	/* Gated DeltaNet layers keep a fixed state, no per-token cache;
+	 * DSA adds the indexer's key cache to every attention layer */
+	return (per_layer * elem_B + model_index_key_bytes(m)) *
+	       (double)model_full_attn_layers(m);
 }
 
 /* Where a conflict among keys is reported: the value of the one the
@@ -874,6 +954,71 @@ static double rope_mscale(const struct rope_scaling_spec *r)
 	return yarn_m(r->factor, 1);
 }
 
+/* DeepSeek Sparse Attention: the indexer needs its heads, and runs
+ * beside MLA, its queries from MLA's q_lora latent (Indexer.wq_b reads
+ * qr, the q_a projection's normed output). */
+static int check_dsa(const struct model_spec *m, const struct cnode *node,
+		     struct diag *d)
+{
+	static const char *const keys[] = {"index_topk", "index_n_heads",
+		"index_head_dim", "kv_lora_rank", "q_lora_rank"};
+
+	if (m->index_topk == 0 && m->index_n_heads == 0 &&
+	    m->index_head_dim == 0)
+		return 0;
+	if (m->index_topk > 0 && m->index_n_heads > 0 &&
+	    m->index_head_dim > 0 && model_is_mla(m) && m->q_lora_rank > 0)
+		return 0;
+	cnode_error(d, blamed(node, keys, 5), "%s", "DeepSeek Sparse "
+		    "Attention needs 'index_topk', 'index_n_heads' and "
+		    "'index_head_dim' together, on an MLA model with "
+		    "'kv_lora_rank' and 'q_lora_rank' (its indexer reads the "
+		    "query latent)");
+	return -1;
+}
+
+/* MiniMax's attn_type_list: one entry per layer, every one softmax
+ * attention (1); MiniMax-01's lightning attention layers (0: a linear
+ * attention, MiniMaxText01LinearAttention in vLLM minimax_text_01.py)
+ * are not modeled. An MTP module of one layer (mtp_transformer_layers)
+ * is DeepSeek's nextn layer; more are not modeled. */
+static int check_attn_types(const struct model_spec *m,
+			    const struct cnode *node, struct diag *d)
+{
+	const struct cnode *at = node ? cnode_get(node, "attn_type_list")
+				      : NULL;
+	size_t i;
+
+	if (m->mtp_transformer_layers > 1) {
+		const struct cnode *k = node ?
+			cnode_get(node, "mtp_transformer_layers") : NULL;
+
+		cnode_error(d, k ? k : node, "'mtp_transformer_layers' %lld: "
+			    "an MTP module of more than one transformer layer "
+			    "is not modeled (MiniMax-M2 and DeepSeek-V3 have "
+			    "one)", (long long)m->mtp_transformer_layers);
+		return -1;
+	}
+	if (m->attn_type_list.n == 0)
+		return 0;
+	if (m->attn_type_list.n != (size_t)m->num_hidden_layers) {
+		cnode_error(d, at ? at : node, "'attn_type_list' has %zu "
+			    "entries for %lld layers", m->attn_type_list.n,
+			    (long long)m->num_hidden_layers);
+		return -1;
+	}
+	for (i = 0; i < m->attn_type_list.n; i++)
+		if (m->attn_type_list.v[i] == 0) {
+			cnode_error(d, at ? at : node, "'attn_type_list' "
+				    "makes layer %zu a lightning (linear) "
+				    "attention layer (0), which llmsim does not "
+				    "model; only softmax attention layers (1) "
+				    "are simulated", i);
+			return -1;
+		}
+	return 0;
+}
+
 static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
@@ -928,6 +1073,13 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->router_weight_on_input < 0 && m->model_type &&
 	    strncmp(m->model_type, "llama4", 6) == 0)
 		m->router_weight_on_input = 1;
+	/* GLM-4.5's config.json has no scoring_func: transformers'
+	 * Glm4MoeTopkRouter always scores by sigmoid (modeling_glm4_moe.py
+	 * Glm4MoeTopkRouter.forward: router_logits.sigmoid(); vLLM's
+	 * glm4_moe.py passes scoring_func="sigmoid" to its FusedMoE) */
+	if (m->model_type && strcmp(m->model_type, "glm4_moe") == 0 &&
+	    !(node && cnode_get(node, "scoring_func")))
+		m->scoring_func = SCORE_SIGMOID;
 	if (m->qk_layernorm < 0)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;
@@ -945,6 +1097,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
 	    model_check_gdn(m, node, d) != 0 ||
 	    model_check_hf_keys(node, d) != 0)
+		rc = -1;
+	if (check_dsa(m, node, d) != 0 || check_attn_types(m, node, d) != 0)
 		rc = -1;
 	if (rc == 0 && check_ffn(m, node, d) != 0)
 		rc = -1;

@@ -253,6 +253,18 @@ struct model_spec {
 	int attn_output_gate;			/* full attention's output gated by
 						 * sigmoid(a second q-sized projection);
 						 * -1 absent: on for qwen3_next / qwen3_5* */
+	/* DeepSeek Sparse Attention (DeepSeek-V3.2-Exp, model_type
+	 * deepseek_v32): a lightning indexer of index_n_heads heads of
+	 * index_head_dim scores every causal key, and each query attends to
+	 * its index_topk best; 0 = dense attention */
+	int64_t index_n_heads;
+	int64_t index_head_dim;
+	int64_t index_topk;
+	/* MiniMax-M2 (model_type minimax_m2) */
+	struct schema_int_list attn_type_list;	/* per layer: 1 softmax attention,
+						 * 0 lightning (linear) attention,
+						 * refused */
+	int64_t mtp_transformer_layers;		/* layers per MTP module (1) */
 };
 
 /* 1 for a Mixture-of-Experts model: routed experts in at least one
@@ -264,11 +276,23 @@ int model_is_moe(const struct model_spec *m);
 /* 1 for multi-head latent attention. */
 int model_is_mla(const struct model_spec *m);
 
+/* 1 for DeepSeek Sparse Attention (index_topk > 0; MLA). */
+int model_is_dsa(const struct model_spec *m);
+
+/* Bytes of one token's lightning-indexer key in one DSA layer's cache:
+ * index_head_dim fp8 values and one fp32 scale per 128 of them
+ * (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer: k_cache
+ * float8_e4m3fn [.., head_dim], k_scale_cache float32 [.., head_dim /
+ * block_size], block_size 128): 128 + 4 = 132 B. 0 without DSA. */
+double model_index_key_bytes(const struct model_spec *m);
+
 /* 1 when layer i (0-based) has a routed-expert MLP (see the top). */
 int model_layer_moe(const struct model_spec *m, int64_t i);
 
-/* Keys layer i's attention sees per query: its sliding window, or 0 for
- * full (causal) attention. */
+/* Keys layer i's attention sees per query: its sliding window, else
+ * DeepSeek Sparse Attention's index_topk (each query attends to its top-k
+ * keys: a window's count of pairs, model_is_dsa), or 0 for full (causal)
+ * attention. */
 int64_t model_layer_window(const struct model_spec *m, int64_t i);
 
 /* Layer i's attention chunk: the aligned chunk of tokens a query attends
@@ -316,7 +340,8 @@ int64_t model_shared_ffn(const struct model_spec *m);
 
 /* Bytes of the key/value cache one token keeps over all layers at
  * elem_B bytes per element: MLA keeps the latent kv_lora_rank +
- * qk_rope_head_dim per layer; GQA 2 num_key_value_heads head_dim. */
+ * qk_rope_head_dim per layer; GQA 2 num_key_value_heads head_dim; DSA
+ * adds its indexer key (model_index_key_bytes). */
 double model_kv_bytes_per_token(const struct model_spec *m, double elem_B);
 
 extern const struct schema model_schema;

@@ -137,6 +137,16 @@ unsigned quant_exclude_class(const char *pattern)
 		 * mlp.gate; Mixtral block_sparse_moe.gate) */
 		if (!c && strcmp(seg, "gate") == 0 && prev == BLOCK)
 			c = QX_ROUTER;
+		/* a bare "gate" is the MoE block's router too, and
+		 * e_score_correction_bias the router's score bias
+		 * (MiniMaxAI/MiniMax-M2 config.json modules_to_not_convert
+		 * ["gate", "e_score_correction_bias", "lm_head"]: its
+		 * block_sparse_moe.gate stays unquantized while the experts
+		 * are fp8) */
+		if (!c && strcmp(pattern, "gate") == 0)
+			c = QX_ROUTER;
+		if (!c && strcmp(seg, "e_score_correction_bias") == 0)
+			c = QX_ROUTER;
 		if (c == BLOCK) {
 			block_last = 1;
 			continue;

@@ -94,7 +94,9 @@
  *
  * Range: paged layouts cost as contiguous (page-table reads and partial
  * last pages ignored: a page is 16-64 tokens of 256+ bytes each); sparse
- * attention (DeepSeek V3.2's DSA) is not modelled. A unit on few CUs is
+ * attention (DeepSeek V3.2's DSA: the top-k keys of each query) is costed
+ * as a window of top-k keys (models/infer.c indexer_ops), its gathered
+ * keys read as the window's would be. A unit on few CUs is
  * charged its 1/U share of the bandwidth, which understates what one
  * CU pulls when the kernel has fewer units than CUs (short single-
  * sequence decode), where launch time dominates anyway.

@@ -868,10 +868,90 @@ static void out_gate(struct layer_ops *o, enum layer_pass pass, int bwd,
 			  ACT_FLOPS * n);
 }
 
+/* ---- DeepSeek Sparse Attention's lightning indexer ---- */
+
+/* Indexer parameters (DeepSeek-V3.2-Exp inference/model.py Indexer):
+ * wq_b (r_q -> H_I d_I), wk (h -> d_I), k_norm's LayerNorm weight and
+ * bias (2 d_I), weights_proj (h -> H_I); 0 without DSA. */
+static double indexer_params(const struct mla_dims *m, double h)
+{
+	if (!(m->idx_heads > 0))
+		return 0;
+	return m->q_lora * m->idx_heads * m->idx_dim + h * m->idx_dim +
+	       2 * m->idx_dim + h * m->idx_heads;
+}
+
+/* The indexer's forward over a microbatch on one GPU (d->mla_d.idx_heads
+ * > 0), its weights replicated over TP (deepseek-ai/DeepSeek-V3.2-Exp @
+ * 6d8cb70 inference/model.py Indexer: plain Linear layers; the whole
+ * H_I heads on every rank), on the T gathered tokens:
+ *   idx_wq   GEMM (T, H_I d_I, r_q)   on MLA's normed query latent
+ *   idx_wk   GEMM (T, d_I, h)         idx_w GEMM (T, H_I, h)
+ *   idx_prep k's LayerNorm, rotary and the Hadamard rotation of q and
+ *            k: read and write T (H_I + 1) d_I
+ *   idx_logits  per sequence, s queries against the keys before them,
+ *            the H_I heads summed in the kernel (one logit a pair, not a
+ *            head): a GEMM of m = s, n = (s + 1)/2 (the mean keys a query
+ *            sees: the causal half), k = H_I d_I, batch b; its FLOPs
+ *            2 b H_I d_I s (s + 1)/2 (the reference's fp8_index, DeepGEMM
+ *            fp8_mqa_logits, skip the masked keys), in 16 bits [?: the
+ *            reference quantizes q and k to fp8; a training indexer's
+ *            dtype is not published]
+ *   idx_topk read the b s (s + 1)/2 fp32 logits, write b s k int32
+ * The core then attends to index_topk keys a query: a causal window of
+ * index_topk (model_layer_window; the flash kernel's rate for the
+ * sparse kernel's [?]). Backward (DeepSeek-V3.2 trains the indexer by a
+ * KL loss on its own, its input detached from the model: DeepSeek-AI
+ * 2025, "DeepSeek-V3.2", section 2.1): the logits' two gradient GEMMs
+ * (dq, dk) and the three projections' weight gradients; no input
+ * gradient into the model. The KL target (the core's attention summed
+ * over heads) is not costed [?]. */
+static void indexer_fwd(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double t = layer_tokens(d), s = d->seq, b = d->batch, B = d->act_B;
+	double hi = m->idx_heads, di = m->idx_dim, keys = (s + 1) / 2;
+	struct layer_op *op;
+
+	if (!(hi > 0))
+		return;
+	lop_gemm(o, "idx_wq", pass, t, hi * di, m->q_lora, 0);
+	lop_gemm(o, "idx_wk", pass, t, di, d->hidden, 0);
+	lop_gemm(o, "idx_w", pass, t, hi, d->hidden, 0);
+	lop_memop(o, "idx_prep", pass, t * (hi + 1) * di * B,
+		  t * (hi + 1) * di * B, NORM_FLOPS * t * (hi + 1) * di);
+	op = lop_gemm(o, "idx_logits", pass, s, keys, hi * di, 0);
+	op->k.batch = b;
+	lop_memop(o, "idx_topk", pass, b * s * keys * 4,
+		  b * s * fmin(m->idx_topk, s) * 4, 0);
+}
+
+static void indexer_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct mla_dims *m = &d->mla_d;
+	double t = layer_tokens(d), s = d->seq, b = d->batch;
+	double hi = m->idx_heads, di = m->idx_dim, keys = (s + 1) / 2;
+	struct layer_op *op;
+
+	if (!(hi > 0))
+		return;
+	/* dq = dS K per head (m = s, n = H_I d_I, k = keys), dk = dS^T Q
+	 * summed over heads (m = keys, n = H_I d_I, k = s) */
+	op = lop_gemm(o, "idx_logits_dq", PASS_BWD, s, hi * di, keys, 0);
+	op->k.batch = b;
+	op = lop_gemm(o, "idx_logits_dk", PASS_BWD, keys, hi * di, s, 0);
+	op->k.batch = b;
+	lop_gemm(o, "idx_wq_wgrad", PASS_BWD, m->q_lora, hi * di, t, 0);
+	lop_gemm(o, "idx_wk_wgrad", PASS_BWD, d->hidden, di, t, 0);
+	lop_gemm(o, "idx_w_wgrad", PASS_BWD, d->hidden, hi, t, 0);
+}
+
 void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
 	proj_fwd(o, pass, d);
+	indexer_fwd(o, pass, d);
 	qkv_split_fwd(o, pass, d);
 	qk_norm(o, pass, d);
 	rope_op(o, "rope", pass, d);
@@ -960,6 +1040,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 	mla_concat(o, PASS_BWD, d);
 	qk_norm(o, PASS_BWD, d);
 	qkv_split_bwd(o, d);
+	indexer_bwd(o, d);
 	proj_bwd(o, d);
 }
 
@@ -979,6 +1060,6 @@ double attn_params(const struct layer_dims *d, int bias)
 	       m->q_lora * a * (m->nope + m->rope) :
 	       h * a * (m->nope + m->rope)) +
 	      h * (m->kv_lora + m->rope) + m->kv_lora +
-	      m->kv_lora * a * (m->nope + m->v);
+	      m->kv_lora * a * (m->nope + m->v) + indexer_params(m, h);
 	return qkv + a * m->v * h + (bias ? h : 0);
 }

@@ -271,6 +271,12 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->rope_dim = (double)m->qk_rope_head_dim;
 	d->nope_dim = (double)m->qk_nope_head_dim;
 	d->v_head_dim = (double)m->v_head_dim;
+	if (model_is_dsa(m)) {
+		d->index_heads = (double)m->index_n_heads;
+		d->index_dim = (double)m->index_head_dim;
+		d->index_topk = (double)m->index_topk;
+		d->index_key_B = model_index_key_bytes(m);
+	}
 	d->base = layer_job_act_dtype(j);	/* bf16 */
 	d->weight = (enum dtype)s->dtype;
 	d->compute = infer_compute_dtype(j, g);
@@ -365,7 +371,8 @@ double infer_kv_heads_local(const struct infer_dims *d)
 double infer_kv_token_layer_B(const struct infer_dims *d)
 {
 	if (d->mla)
-		return (d->kv_lora_rank + d->rope_dim) * d->kv_B;
+		return (d->kv_lora_rank + d->rope_dim) * d->kv_B +
+		       d->index_key_B;
 	return 2 * infer_kv_heads_local(d) * d->head_dim * d->kv_B;
 }
 
@@ -378,13 +385,26 @@ static double mla_q_params(const struct infer_dims *d)
 	return d->hidden * qw;
 }
 
+/* DSA's lightning indexer (DeepSeek-V3.2-Exp inference/model.py
+ * Indexer): wq_b (r_q -> H_I d_I), wk (h -> d_I), its LayerNorm k_norm
+ * (weight and bias, 2 d_I) and weights_proj (h -> H_I); replicated on
+ * every TP rank (the reference's plain Linear layers; vLLM's Indexer
+ * builds them as ReplicatedLinear). 0 without DSA. */
+static double index_params(const struct infer_dims *d)
+{
+	return d->q_lora_rank * d->index_heads * d->index_dim +
+	       d->hidden * d->index_dim + 2 * d->index_dim +
+	       d->hidden * d->index_heads;
+}
+
 double infer_layer_params(const struct infer_dims *d)
 {
 	double h = d->hidden, attn, mlp = (d->gated ? 3 : 2) * h * d->ffn;
 
 	if (d->mla) {
-		/* kv_a is replicated on every TP rank: counted t times */
-		attn = mla_q_params(d) +
+		/* kv_a and the DSA indexer are replicated on every TP
+		 * rank: counted t times */
+		attn = mla_q_params(d) + d->tp * index_params(d) +
 		       d->tp * h * (d->kv_lora_rank + d->rope_dim) +
 		       d->kv_lora_rank * d->heads * (d->nope_dim + d->v_head_dim) +
 		       d->heads * d->v_head_dim * h;
@@ -403,7 +423,7 @@ static double attn_params(const struct infer_dims *d)
 	double h = d->hidden;
 
 	if (d->mla)
-		return (mla_q_params(d) +
+		return (mla_q_params(d) + d->tp * index_params(d) +
 			d->tp * h * (d->kv_lora_rank + d->rope_dim) +
 			d->kv_lora_rank * d->heads *
 			(d->nope_dim + d->v_head_dim) +
@@ -633,6 +653,125 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	attn_tail(d, b, t, q, o);
 }
 
+/* DeepSeek Sparse Attention's lightning indexer on one GPU (d->
+ * index_topk > 0), as deepseek-ai/DeepSeek-V3.2-Exp @ 6d8cb70
+ * inference/model.py Indexer.forward runs it and vLLM's DSA path with
+ * DeepGEMM's indexer kernels (blog.vllm.ai 2025-09-29 "DeepSeek-V3.2-Exp
+ * in vLLM"): replicated over TP, over the step's T tokens, with H_I
+ * heads of d_I:
+ *   idx_wq   GEMM (T, H_I d_I, r_q) on MLA's normed query latent
+ *   idx_wk   GEMM (T, d_I, h), idx_w GEMM (T, H_I, h) (head weights)
+ *   idx_prep k's LayerNorm, rotary on q and k, the Hadamard rotation
+ *            and fp8 quantization: read T (H_I + 1) d_I B, write q in
+ *            fp8 (T H_I d_I) and the key into the indexer cache (T x
+ *            index_key_B)
+ *   idx_logits  per sequence group, each of its q new tokens against
+ *            its keys (ctx + its causal share of the q new): 2 H_I d_I
+ *            FLOPs a query-key pair (fp8 dot products, ReLU, the
+ *            weighted sum over heads), reading the group's indexer keys
+ *            (index_key_B each) and writing one fp32 logit a pair.
+ *            Prefill: one GEMM over the prompt tokens (DeepGEMM
+ *            fp8_mqa_logits), m = T_p, n the mean keys a query sees, k =
+ *            H_I d_I: the kernel sums the heads in registers and writes
+ *            one logit a pair, not one a head (its output at the GEMM's
+ *            16 bits, not fp32 [?]); decode: a memory op over the cached
+ *            keys (fp8_paged_mqa_logits)
+ *   idx_topk read the logits, write index_topk int32 indices a query
+ * The attention then runs the sparse MLA kernel on the latent for
+ * every token, prefill too (absorbed, MQA over r + d_r of which the
+ * first r are the values: FlashMLA's flash_mla_sparse_fwd takes q of
+ * H heads x 576 and one 576-wide latent KV head): no kv_b
+ * decompression, q_absorb and v_absorb over all T tokens, the core's
+ * keys a causal window of index_topk (model_layer_window). */
+static void indexer_ops(const struct infer_dims *d,
+			const struct infer_batch *b, double t,
+			struct infer_ops *o)
+{
+	double hi = d->index_heads, di = d->index_dim, B = d->act_B;
+	double q_pre = 0, p_pre = 0, p_dec = 0, keys_dec = 0, top = 0;
+	struct infer_op *op;
+	int i;
+
+	if (!(d->index_topk > 0))
+		return;
+	agemm(o, d, "idx_wq", t, hi * di, d->q_lora_rank);
+	agemm(o, d, "idx_wk", t, di, d->hidden);
+	agemm(o, d, "idx_w", t, hi, d->hidden);
+	memop(o, "idx_prep", t * (hi + 1) * di * B,
+	      t * hi * di + t * d->index_key_B, NORM_FLOPS * t * di +
+	      ROPE_FLOPS * t * (hi + 1) * di);
+	for (i = 0; i < b->n; i++) {
+		const struct infer_seqs *s = &b->g[i];
+		double pairs;
+
+		if (s->count <= 0 || s->q <= 0 || s->pad)
+			continue;
+		/* each query sees ctx + its causal share of the q new */
+		pairs = s->count * s->q * (s->ctx + (s->q + 1) / 2);
+		if (s->prefill) {
+			q_pre += s->count * s->q;
+			p_pre += pairs;
+		} else {
+			p_dec += pairs;
+			keys_dec += s->count * (s->ctx + s->q);
+		}
+		top += s->count * s->q * fmin(d->index_topk, s->ctx + s->q);
+	}
+	if (q_pre > 0) {	/* one GEMM: the groups' mean keys a query */
+		op = gemm(o, "idx_logits", q_pre, p_pre / q_pre, hi * di);
+		op->attention = 1;
+	}
+	if (p_dec > 0)
+		memop(o, "idx_logits_decode", keys_dec * d->index_key_B,
+		      p_dec * 4, 2 * hi * di * p_dec);
+	memop(o, "idx_topk", (p_pre + p_dec) * 4, top * 4, 0);
+}
+
+/* Whether a DSA step's prompt tokens run DeepSeek's masked MHA mode:
+ * "for short-sequence prefilling, we specially implement a masked MHA
+ * mode to simulate DSA, which can achieve higher efficiency under
+ * short-context conditions" (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp",
+ * section 3 Inference Costs). That mode is MLA's dense prefill (kv_b
+ * decompression of the prompt groups' keys, causal MHA over all of them
+ * with head dims d_n + d_r and d_v, the top-k as a mask), the other the
+ * sparse kernel on the latent (infer.c indexer_ops). Where the
+ * changeover lies is not published: the step takes the mode of fewer
+ * FLOPs [?], per prompt token a
+ *   sparse  2 a r (d_n + d_v) (absorbing q and v) + 2 a (2 r + d_r) k_q
+ *   MHA     2 a r (d_n + d_v) C/T_p (kv_b over the C keys decompressed)
+ *           + 2 a (d_n + d_r + d_v) K_q
+ * with k_q the top-k keys a query attends to and K_q all its causal
+ * keys, summed over the step's prompt groups (DeepSeek-V3.2, a = 128,
+ * r = 512, top-k 2048: 33.6 M + 278.5 k k_q against 33.6 M + 81.9 k K_q
+ * FLOPs, equal at K_q = 6,963 keys, a fresh prompt of about 13,900
+ * tokens). */
+static int dsa_prefill_mha(const struct infer_dims *d,
+			   const struct infer_batch *b)
+{
+	double a = infer_heads_local(d), r = d->kv_lora_rank;
+	double sparse = 0, mha = 0;
+	int i;
+
+	for (i = 0; i < b->n; i++) {
+		const struct infer_seqs *s = &b->g[i];
+		double keys, top;
+
+		if (!s->prefill || s->count <= 0 || s->q <= 0 || s->pad)
+			continue;
+		keys = s->count * s->q * (s->ctx + (s->q + 1) / 2);
+		top = s->count * s->q * fmin(d->index_topk,
+					      s->ctx + (s->q + 1) / 2);
+		sparse += 2 * a * r * (d->nope_dim + d->v_head_dim) *
+			  s->count * s->q +
+			  2 * a * (2 * r + d->rope_dim) * top;
+		mha += 2 * a * r * (d->nope_dim + d->v_head_dim) *
+		       s->count * (s->ctx + s->q) +
+		       2 * a * (d->nope_dim + d->rope_dim + d->v_head_dim) *
+		       keys;
+	}
+	return mha > 0 && mha <= sparse;
+}
+
 static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		     double t, struct infer_ops *o)
 {
@@ -640,9 +779,16 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 	double qw = a * (d->nope_dim + d->rope_dim);
 	double lat = d->kv_lora_rank + d->rope_dim, t_dec, kv_pre;
 	int excl = (d->qexcl & QX_ATTN) != 0;	/* q_b reads 16 bits */
+	int mha, i;
 	struct infer_op *op;
 
 	split_tokens(b, &t_dec, &kv_pre);
+	mha = d->index_topk > 0 && dsa_prefill_mha(d, b);
+	if (d->index_topk > 0 && !mha) {
+		/* DSA: every token absorbed (see indexer_ops) */
+		t_dec = t;
+		kv_pre = 0;
+	}
 	if (d->q_lora_rank > 0) {
 		agemm(o, d, "q_a", t, d->q_lora_rank, d->hidden);
 		memop(o, "q_a_norm", t * d->q_lora_rank * d->act_B,
@@ -656,6 +802,7 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		agemm(o, d, "q", t, qw, d->hidden);
 	}
 	agemm(o, d, "kv_a", t, lat, d->hidden);
+	indexer_ops(d, b, t, o);
 	memop(o, "kv_norm_rope_cache", t * lat * d->act_B + t * a *
 	      d->rope_dim * d->act_B, t * lat * d->kv_B + t * a * d->rope_dim *
 	      d->act_B, ROPE_FLOPS * t * lat);
@@ -670,7 +817,11 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op->batch = a;
 		op->attention = 1;
 	}
+	i = o->n;
 	attention(o, b);
+	for (; mha && i < o->n; i++)
+		if (o->op[i].kern == IK_ATTN_PREFILL)
+			o->op[i].dense_mha = 1;
 	if (t_dec > 0) {
 		/* out of the latent: a GEMMs (T_d, d_v, r) */
 		op = gemm(o, "v_absorb", t_dec, d->v_head_dim, d->kv_lora_rank);

@@ -122,6 +122,12 @@ struct infer_dims {
 	double rope_dim;	/* MLA: decoupled rotary width */
 	double nope_dim;	/* MLA: per-head non-rotary Q/K width */
 	double v_head_dim;	/* MLA: per-head V width */
+	double index_heads;	/* DSA: lightning indexer heads (H_I); 0 =
+				 * dense attention (infer.c attn_mla) */
+	double index_dim;	/* DSA: indexer head width (d_I) */
+	double index_topk;	/* DSA: keys a query attends to (k) */
+	double index_key_B;	/* DSA: B per token of a layer's indexer key
+				 * cache (model_index_key_bytes) */
 	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
 	enum dtype weight;	/* weights of the linear layers */
 	enum dtype compute;	/* matrix rate of the linear layers */
@@ -299,6 +305,9 @@ struct infer_op {
 	enum iop_kind kind;
 	enum iop_kern kern;	/* IOP_KERNEL */
 	int attention;		/* part of attention (not captured piecewise) */
+	int dense_mha;		/* DSA prefill in DeepSeek's masked MHA mode:
+				 * decompressed heads over every causal key
+				 * (infer.c dsa_prefill_mha) */
 	double m, n, k;		/* IK_GEMM */
 	double batch;		/* IK_GEMM: independent GEMMs of that shape */
 	int weight_B_base;	/* IK_GEMM: weights in the base dtype (LM head) */

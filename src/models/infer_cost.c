@@ -74,8 +74,9 @@ static void attn_heads(const struct infer_dims *d, int decode,
 	if (!d->mla) {
 		h->heads_kv = infer_kv_heads_local(d);
 		h->head_dim_qk = h->head_dim_v = d->head_dim;
-	} else if (decode) {
-		/* absorbed: MQA over the latent, values its first r */
+	} else if (decode || d->index_topk > 0) {
+		/* absorbed: MQA over the latent, values its first r (DSA's
+		 * sparse kernel in prefill too: infer.c indexer_ops) */
 		h->heads_kv = 1;
 		h->head_dim_qk = d->kv_lora_rank + d->rope_dim;
 		h->head_dim_v = d->kv_lora_rank;
@@ -185,6 +186,14 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 	case IK_ATTN_PREFILL:
 		n = groups_of(b, 1, kind, grp);
 		attn_heads(d, 0, kind, &h);
+		if (op->dense_mha) {	/* DSA's masked MHA: decompressed */
+			h.heads_kv = infer_heads_local(d);
+			h.head_dim_qk = d->nope_dim + d->rope_dim;
+			h.head_dim_v = d->v_head_dim;
+			h.kv_B = d->act_B;
+			h.shared_kv = 0;
+			h.window = 0;
+		}
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:
 		n = groups_of(b, 0, kind, grp);

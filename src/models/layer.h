@@ -143,6 +143,11 @@ struct mla_dims {
 	double nope;		/* per-head Q/K dims without rotary */
 	double rope;		/* per-head rotary Q/K dims (K's shared by heads) */
 	double v;		/* per-head value dims */
+	/* DeepSeek Sparse Attention's lightning indexer (attn.c
+	 * indexer_fwd); heads 0 = dense attention */
+	double idx_heads;	/* indexer heads H_I */
+	double idx_dim;		/* indexer head width d_I */
+	double idx_topk;	/* keys a query attends to */
 };
 
 /* Gated DeltaNet linear attention widths (Qwen3-Next / Qwen3.5 linear

@@ -62,6 +62,11 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 		d->mla_d.nope = (double)m->qk_nope_head_dim;
 		d->mla_d.rope = (double)m->qk_rope_head_dim;
 		d->mla_d.v = (double)m->v_head_dim;
+		if (model_is_dsa(m)) {
+			d->mla_d.idx_heads = (double)m->index_n_heads;
+			d->mla_d.idx_dim = (double)m->index_head_dim;
+			d->mla_d.idx_topk = (double)m->index_topk;
+		}
 	}
 	d->attn_gate = m->attn_output_gate == 1;
 	if (model_is_gdn(m)) {

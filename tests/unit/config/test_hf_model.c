@@ -515,3 +515,53 @@ Test(hf_model, quant_whole_layer_selection_warns)
 	cr_assert_eq(C.d.warnings, 2, "%s", capture_text(&C));
 	tmpdir_remove(dir);
 }
+
+/* The config.json files of the round-31 MoE models as published
+ * (tests/data/workloads/models/hf-*: MiniMax-M2, GLM-4.5, Kimi K2,
+ * DeepSeek-V3.2-Exp) load without a warning, with their keys mapped:
+ * MiniMax-M2's three MTP modules are nextn layers, its shared expert 0
+ * wide is none, its router ('gate') and score bias stay unquantized;
+ * GLM-4.5 routes by sigmoid without a scoring_func key and has QK-Norm
+ * by use_qk_norm; DeepSeek-V3.2-Exp's indexer keys are read. */
+Test(hf_model, round31_moe_config_json_files_load_silently)
+{
+	const struct model_spec *m;
+
+	m = load(DATA "/workloads/models/hf-minimax-m2/config.json");
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(m->num_nextn_predict_layers, 3);
+	cr_assert_eq(m->n_routed_experts, 256);
+	cr_assert_eq(m->moe_intermediate_size, 1536);
+	cr_assert_eq(model_shared_ffn(m), 0);
+	cr_assert_eq(m->scoring_func, SCORE_SIGMOID);
+	cr_assert_eq(m->qk_layernorm, 1);
+	cr_assert_eq(m->quantization.excluded, QX_ROUTER | QX_LM_HEAD);
+	m = load(DATA "/workloads/models/hf-glm-4.5/config.json");
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(m->scoring_func, SCORE_SIGMOID);
+	cr_assert_eq(m->qk_layernorm, 1);
+	cr_assert_eq(m->first_k_dense_replace, 3);
+	cr_assert(!model_layer_moe(m, 2) && model_layer_moe(m, 3));
+	m = load(DATA "/workloads/models/hf-kimi-k2/config.json");
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(m->n_routed_experts, 384);
+	cr_assert_eq(m->num_attention_heads, 64);
+	cr_assert(model_is_mla(m) && !model_is_dsa(m));
+	m = load(DATA "/workloads/models/hf-deepseek-v32/config.json");
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert(model_is_dsa(m));
+	cr_assert_eq(m->index_n_heads, 64);
+	cr_assert_eq(m->index_head_dim, 128);
+	cr_assert_eq(model_layer_window(m, 0), 2048);
+}
+
+/* A bare "gate" in modules_to_not_convert (MiniMax-M2's) is the MoE
+ * block's router, as is e_score_correction_bias; gate_proj stays the
+ * MLP's. */
+Test(hf_model, bare_gate_exclusion_is_the_router)
+{
+	cr_assert_eq(quant_exclude_class("gate"), QX_ROUTER);
+	cr_assert_eq(quant_exclude_class("e_score_correction_bias"),
+		     QX_ROUTER);
+	cr_assert_eq(quant_exclude_class("gate_proj"), QX_MLP);
+}
