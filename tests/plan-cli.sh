@@ -29,6 +29,9 @@ for want in '^ *1  tp' '^ *5  tp' 'beats the runner-up' 'pruned: memory' \
 	    'simulated in full'; do
 	grep -q -- "$want" "$tmp/out" || { echo "FAIL: table lacks '$want'"; fail=1; }
 done
+# The pruned groups are separated by "; " (memory's too), none after the last.
+grep -q 'pruned: memory [0-9]*; ' "$tmp/out" && ! grep -q 'pruned:.*;$' "$tmp/out" ||
+	{ echo "FAIL: pruned line separators: $(grep pruned: "$tmp/out")"; fail=1; }
 
 # --json: the issue's keys, best first.
 check "json" "$llmsim" plan "$job" --top 3 --json --no-store

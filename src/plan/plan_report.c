@@ -246,6 +246,7 @@ static void print_pruned(FILE *out, const struct plan_result *r)
 		"unsupported",
 	};
 	int g, k, first;
+	const char *sep = " ";
 
 	fprintf(out, "  pruned:");
 	for (g = 0; g < 6; g++) {
@@ -256,7 +257,8 @@ static void print_pruned(FILE *out, const struct plan_result *r)
 				sum += r->pruned[k];
 		if (sum == 0)
 			continue;
-		fprintf(out, " %s %llu", groups[g], sum);
+		fprintf(out, "%s%s %llu", sep, groups[g], sum);
+		sep = "; ";	/* between groups, none after the last */
 		if (g == 0)
 			continue;
 		first = 1;
@@ -271,7 +273,6 @@ static void print_pruned(FILE *out, const struct plan_result *r)
 			}
 		if (!first)
 			fprintf(out, ")");
-		fprintf(out, ";");
 	}
 	fprintf(out, "\n");
 }

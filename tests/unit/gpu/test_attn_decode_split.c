@@ -26,17 +26,26 @@
 #define SEQ_B (8.0 * 256 * 2 + KV * 256 + 8 * 4)
 #define MERGE_B(seqs, s) ((seqs) * 8.0 * ((s) * 129 * 4 + 128 * 2))
 
-static double decode_s(int split, double seqs)
+/* The shape above under split rule `split` or, with part > 0, a
+ * fixed-partition kernel of `part` keys a unit: `seqs` sequences of `kv`
+ * keys. */
+static double attn_s(int split, double part, double seqs, double kv)
 {
 	struct gpu_spec g;
 	struct gpu_attn_heads h = {
 		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
 		.head_dim_v = 128, .kv_B = 1, .split = split,
+		.partition = part,
 	};
-	struct gpu_attn_group grp = {seqs, 1, KV};
+	struct gpu_attn_group grp = {seqs, 1, kv};
 
 	gpu_fixture_toy(&g);
 	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+}
+
+static double decode_s(int split, double seqs)
+{
+	return attn_s(split, 0, seqs, KV);
 }
 
 Test(gpu, decode_fill_rule_splits_to_fill_then_pays_a_partial_wave)
@@ -108,15 +117,7 @@ Test(gpu, decode_trtllm_gen_splits_by_the_floor_in_one_wave)
  * (AMD's ROCm paged attention: 256), `seqs` sequences of `kv` keys. */
 static double partition_s(double part, double seqs, double kv)
 {
-	struct gpu_spec g;
-	struct gpu_attn_heads h = {
-		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
-		.head_dim_v = 128, .kv_B = 1, .partition = part,
-	};
-	struct gpu_attn_group grp = {seqs, 1, kv};
-
-	gpu_fixture_toy(&g);
-	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+	return attn_s(0, part, seqs, kv);
 }
 
 /* Partials of a fixed-partition kernel: bf16 tmp_out (128 x 2 B) and two

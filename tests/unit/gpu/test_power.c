@@ -8,6 +8,7 @@
 
 #include "calib/valid.h"
 #include "fixture.h"
+#include "../quick.h"
 #include "store/store.h"
 
 static void toy_power(struct gpu_spec *g)
@@ -137,7 +138,8 @@ Test(gpu, backend_gemm_point_is_the_median_timed_call_from_idle)
  * INT_MAX) is the sustained time, reached without timing every call: the
  * calls past the hold all take t_s, so only those up to it are walked
  * (before: 2^31 calls walked, seconds a point). */
-Test(gpu, backend_gemm_point_of_many_calls_is_sustained, .timeout = 1)
+Test(gpu, backend_gemm_point_of_many_calls_is_sustained,
+     .timeout = QUICK_TIMEOUT(1))
 {
 	struct store_meas_row r = { .op = "gemm", .type = "bfloat16",
 				    .m = 12800, .n = 12800, .k = 12800,

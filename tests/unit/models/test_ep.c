@@ -18,6 +18,7 @@
 #include "models/ep.h"
 #include "models/route.h"
 
+#include "../quick.h"
 #include "fixture.h"
 
 /* C(224, 8) / C(256, 8) as a product: prod_{i<8} (224 - i) / (256 - i). */
@@ -334,7 +335,8 @@ Test(ep, round_robin_blocks_match_the_walk)
  * wrapping start s covers 1024 - s / 64 blocks up to the end and
  * (s - 2) / 64 + 1 from block 0, at least 1024 together: every start
  * touches all 1024 blocks. */
-Test(ep, round_robin_blocks_of_a_huge_model_are_quick, .timeout = 2)
+Test(ep, round_robin_blocks_of_a_huge_model_are_quick,
+     .timeout = QUICK_TIMEOUT(2))
 {
 	cr_assert_float_eq(ep_hit_round_robin(65536, 65535, 64), 1024,
 			   1e-12);
