@@ -143,7 +143,7 @@ Test(dsa, training_indexer_ops)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 512, 0 };
+	struct layer_kind k = { .moe = 0, .window = 512 };
 	struct layer_ops fw, bw;
 	double with, without;
 
