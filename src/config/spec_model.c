@@ -1027,6 +1027,7 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 
 	if (m->num_key_value_heads == 0)
 		m->num_key_value_heads = m->num_attention_heads;
+	m->config_head_dim = m->head_dim;
 	if (m->head_dim == 0 && model_is_mla(m))	/* Q/K per head */
 		m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	if (m->head_dim == 0) {

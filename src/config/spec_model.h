@@ -171,6 +171,9 @@ struct model_spec {
 	int64_t num_attention_heads;		/* query heads */
 	int64_t num_key_value_heads;		/* KV heads (GQA); = heads for MHA */
 	int64_t head_dim;			/* per-head dimension */
+	int64_t config_head_dim;		/* head_dim as the file gives it, 0 when
+					 * absent (before llmsim derives it):
+					 * what tools reading config.json see */
 	int64_t intermediate_size;		/* dense MLP hidden size */
 	int64_t intermediate_size_mlp;		/* Llama 4 terms given: the dense MLP's
 						 * width (read, then moved into

@@ -118,6 +118,20 @@ static double auto_engine_B(const struct infer_ctx *x)
 	return ((p - eh) * e + eh) * b;
 }
 
+/* The head size trtllm-bench's sizing reads (tensorrt_llm/bench/build/
+ * dataclasses.py ModelConfig.head_size: config.json's head_size, head_dim
+ * or attention_head_dim, else hidden_size // num_attention_heads), not the
+ * attention's own: an MLA config (DeepSeek-V3/R1) gives no head_dim, so
+ * the tool sizes its KV with 7168 / 128 = 56 per head and 128 KV heads,
+ * where llmsim's attention has 192-wide Q/K heads and a 576-element latent
+ * cache. */
+static double trtllm_head_size(const struct model_spec *m)
+{
+	if (m->config_head_dim > 0)
+		return (double)m->config_head_dim;
+	return floor((double)m->hidden_size / (double)m->num_attention_heads);
+}
+
 /* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
  * calc_engine_setting and finetune_setting): requests the KV memory holds
  * at the job's mean lengths (the engine's KV fraction of what the engine
@@ -134,7 +148,7 @@ static void trtllm_auto_size(struct infer_ctx *x)
 	double n = (double)(x->tp * x->adp * x->pp);
 	double kv_heads = fmax((double)x->tp, (double)m->num_key_value_heads);
 	double tok_gib = 2 * (double)m->num_hidden_layers * kv_heads *
-			 (double)m->head_dim * x->dims.kv_B / gib;
+			 trtllm_head_size(m) * x->dims.kv_B / gib;
 	double engine_gib = auto_engine_B(x) / gib;
 	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
 	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);

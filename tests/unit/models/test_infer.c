@@ -692,3 +692,60 @@ Test(infer, llama4_chunked_layers)
 	cr_assert_float_eq(k.chunk, 0, 0);
 	arena_release(&a);
 }
+
+/*
+ * trtllm-bench sizes the KV cache with config.json's head_dim, else
+ * hidden_size / num_attention_heads (bench/build/dataclasses.py
+ * ModelConfig.head_size), not the attention's own head: DeepSeek-V3's
+ * config has no head_dim, so 7168 / 128 = 56, while llmsim's MLA has
+ * 192-wide Q/K heads (128 + 64). DeepSeek-V3 in nvfp4 on 4 B200s, DEP4
+ * (attention DP 4, EP 4), FP8 KV, 1024/1024, fraction 0.95:
+ *   memory 4 x 183,359 MiB = 716.246 GiB; engine: 671,026,404,352
+ *   parameters (footprint_model_params), of which the embedding and LM
+ *   head 2 x 129,280 x 7168 = 1,853,358,080 count one element each and
+ *   the rest 0.5625 (nvfp4: two values to a U8, an E4M3 scale per 16):
+ *   378,263,196,608 elements x 0.5 B (param_B_fp4) = 176.143 GiB; left
+ *   540.104 GiB, x 0.95 = 513.099 GiB
+ *   KV per token 2 x 61 layers x max(tp 1, 128 KV heads) x 56 x 1 B =
+ *   874,496 B: 513.099 GiB / (874,496 B x 2048) = 307.6 requests: batch
+ *   128 x ceil(2.40) = 384; tokens 615.2 -> 2048 (the floor) >= 1024 +
+ *   384
+ *   with head_dim 192 given in the file: 2,998,272 B a token, 89.7
+ *   requests: batch max(64, 32 x ceil(2.80)) = 96 (what llmsim sized
+ *   before it read the file's head_dim)
+ */
+Test(infer, trtllm_auto_size_reads_the_files_head_dim)
+{
+	const char *s[] = {"phase=serving", "serving.requests=10",
+			   "serving.engine.auto_size=true",
+			   "serving.engine.memory_fraction=0.95",
+			   "model=deepseek-v3", "system.preset=dgx-b200",
+			   "system.gpus_per_node=4",
+			   "parallelism.dp=4", "parallelism.ep=4",
+			   "parallelism.attention_dp=true",
+			   "serving.dtype=nvfp4", "serving.kv_dtype=fp8",
+			   "serving.input_len=1024", "serving.output_len=1024",
+			   "model.head_dim=192"};
+	size_t n = sizeof(s) / sizeof(s[0]);
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, Q30, s, n - 1);
+	cr_assert_float_eq(footprint_model_params(j), 671026404352.0, 0.5);
+	cr_assert_eq(j->model->head_dim, 192);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.max_seqs, 384);
+	cr_assert_eq(x.max_tokens, 2048);
+	infer_ctx_release(&x);
+
+	j = fixture_load_job(&a, Q30, s, n);
+	cr_assert_eq(j->model->head_dim, 192);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.max_seqs, 96);
+	infer_ctx_release(&x);
+	arena_release(&a);
+}
