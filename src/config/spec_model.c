@@ -22,6 +22,12 @@ static const char *const experts_aliases[] = {
 };
 
 static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
+/* Nemotron-H / Nemotron 3 (transformers NemotronHConfig): the MLP's
+ * activation (relu2: squared ReLU, a plain 2-matrix MLP) and the shared
+ * expert's width */
+static const char *const act_aliases[] = { "mlp_hidden_act", NULL };
+static const char *const shared_size_aliases[] = {
+	"moe_shared_expert_intermediate_size", NULL };
 /* transformers' Llama4TextConfig: moe_layers (when not given) =
  * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
  * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
@@ -56,6 +62,16 @@ static const char *const ignored[] = {
 	 * bookkeeping */
 	"floor_scale", "attn_scale", "cache_implementation", "for_llm_compressor",
 	"_attn_implementation_autoset",
+	/* Nemotron-H / Nemotron 3 (transformers NemotronHConfig): the
+	 * mixer's activation (silu, fused in its conv1d), dt initialization
+	 * and limits, residual bookkeeping, logits kept at generation, the
+	 * small conv1d and projection biases (d_inner + 2 G N and H values
+	 * a layer), the kernel switch */
+	"mamba_hidden_act", "time_step_min", "time_step_max",
+	"time_step_floor", "time_step_limit", "time_step_rank",
+	"rescale_prenorm_residual", "residual_in_fp32", "norm_eps",
+	"num_logits_to_keep", "use_mamba_kernels", "use_conv_bias", "layer_norm_epsilon",
+	"mamba_proj_bias", "use_bias", "mamba_chunk_size",
 	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
 	 * image/video token ids and the vision projector, which a language
 	 * model simulation does not run */
@@ -197,7 +213,7 @@ static const struct schema_field model_fields[] = {
 	{ .key = "vocab_size", .type = ST_INT, .offset = OFF(vocab_size),
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "vocabulary size" },
 	{ .key = "hidden_act", .type = ST_ENUM, .offset = OFF(hidden_act),
-	  .values = hidden_act_names, .def = "silu",
+	  .values = hidden_act_names, .def = "silu", .aliases = act_aliases,
 	  .help = "MLP activation; silu means a gated (SwiGLU) MLP" },
 	{ .key = "gated_mlp", .type = ST_BOOL, .offset = OFF(gated_mlp),
 	  .flags = SF_OPTIONAL,
@@ -252,7 +268,11 @@ static const struct schema_field model_fields[] = {
 	{ .key = "n_shared_experts", .type = ST_INT, .offset = OFF(n_shared_experts),
 	  .min = 0, .max = 1e4, .flags = SF_OPTIONAL,
 	  .help = "shared (always-on) experts per MoE layer" },
-	DIM(shared_expert_intermediate_size, "shared expert hidden size (Qwen-MoE)"),
+	{ .key = "shared_expert_intermediate_size", .type = ST_INT,
+	  .offset = OFF(shared_expert_intermediate_size), .min = 1,
+	  .max = 1e9, .aliases = shared_size_aliases, .flags = SF_OPTIONAL,
+	  .help = "shared expert hidden size (Qwen-MoE; Nemotron 3's "
+		  "moe_shared_expert_intermediate_size)" },
 	{ .key = "first_k_dense_replace", .type = ST_INT,
 	  .offset = OFF(first_k_dense_replace), .min = 0, .max = 1e5,
 	  .flags = SF_OPTIONAL, .help = "the first k layers are dense (DeepSeek)" },
@@ -335,6 +355,23 @@ static const struct schema_field model_fields[] = {
 	DIM(qk_nope_head_dim, "MLA per-head non-rotary Q/K dimension"),
 	DIM(qk_rope_head_dim, "MLA per-head rotary Q/K dimension"),
 	DIM(v_head_dim, "MLA per-head value dimension"),
+	{ .key = "hybrid_override_pattern", .type = ST_STRING,
+	  .offset = OFF(hybrid_override_pattern), .flags = SF_OPTIONAL,
+	  .help = "Nemotron-H / Nemotron 3: one character a layer, M "
+		  "Mamba-2 mixer, * attention, - MLP, E MoE (each alone with "
+		  "its norm and residual; spec_model_mamba.c)" },
+	DIM(mamba_num_heads, "Mamba-2 heads H (d_inner = H x mamba_head_dim)"),
+	DIM(mamba_head_dim, "Mamba-2 channels per head P"),
+	DIM(ssm_state_size, "Mamba-2 state size N per channel"),
+	DIM(n_groups, "Mamba-2 groups of the B and C projections (default 1)"),
+	DIM(conv_kernel, "Mamba-2 causal conv1d width (default 4)"),
+	DIM(chunk_size, "Mamba-2 SSD scan chunk (default 128)"),
+	DIM(expand, "Mamba-2 d_inner / hidden_size (used when mamba_num_heads "
+	    "is not given)"),
+	{ .key = "mamba_ssm_cache_dtype", .type = ST_STRING,
+	  .offset = OFF(mamba_ssm_cache_dtype), .flags = SF_OPTIONAL,
+	  .help = "serving: dtype of the Mamba SSM state (float32, bfloat16, "
+		  "float16, auto = the activations')" },
 };
 
 int model_is_moe(const struct model_spec *m)
@@ -362,6 +399,8 @@ int model_layer_moe(const struct model_spec *m, int64_t i)
 	if (!model_is_moe(m) || i < m->first_k_dense_replace ||
 	    in_list(&m->mlp_only_layers, i))
 		return 0;
+	if (m->hybrid_override_pattern)	/* its 'E' layers */
+		return model_layer_block(m, i) == BLOCK_MOE;
 	if (m->moe_layers.n > 0)
 		return in_list(&m->moe_layers, i);
 	return (i + 1) % m->decoder_sparse_step == 0 &&
@@ -436,7 +475,7 @@ double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
 		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
 		2.0 * (double)(m->num_key_value_heads * m->head_dim);
 
-	return per_layer * (double)m->num_hidden_layers * elem_B;
+	return per_layer * (double)model_attn_layers(m) * elem_B;
 }
 
 /* Where a conflict among keys is reported: the value of the one the
@@ -883,6 +922,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 		m->nope_layer_interval = 4;
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
 		rc = -1;
+	if (model_check_hybrid(m, node, d) != 0)	/* before check_moe */
+		return -1;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
 	    model_check_hf_keys(node, d) != 0)
 		rc = -1;
