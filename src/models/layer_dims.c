@@ -63,6 +63,14 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 		d->mla_d.rope = (double)m->qk_rope_head_dim;
 		d->mla_d.v = (double)m->v_head_dim;
 	}
+	if (m->hybrid_override_pattern && m->mamba_num_heads > 0) {
+		d->mamba.heads = (double)m->mamba_num_heads;
+		d->mamba.head_dim = (double)m->mamba_head_dim;
+		d->mamba.state = (double)m->ssm_state_size;
+		d->mamba.groups = (double)m->n_groups;
+		d->mamba.conv = (double)m->conv_kernel;
+		d->mamba.chunk = (double)m->chunk_size;
+	}
 	d->cpd.cp = (double)p->cp;
 	d->cpd.comm = p->cp_comm_type;
 	d->cpd.a2a = p->cp_a2a > 0 ? (double)p->cp_a2a : 1;

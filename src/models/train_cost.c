@@ -71,11 +71,13 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		int moe = model_layer_moe(m, i);
 		int64_t w = model_layer_window(m, i);
 		int64_t c = model_layer_chunk(m, i);
+		int blk = model_layer_block(m, i);
 
-		k = train_kind_index(moe, w, c);
+		k = train_kind_index(moe, w, c, blk);
 		if (t->lf[k])
 			continue;
-		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c };
+		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c,
+						   blk };
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
@@ -140,7 +142,8 @@ int train_cost_blocks(struct train *t)
 	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
 		int k = train_kind_index(model_layer_moe(m, last),
 					 model_layer_window(m, last),
-					 model_layer_chunk(m, last));
+					 model_layer_chunk(m, last),
+					 model_layer_block(m, last));
 
 		layer_mtp_fwd(&t->dims, &t->kinds[k], !t->mtp_alone, o);
 		t->mf = new_block(t, o);

@@ -56,11 +56,16 @@ struct stage_plan {
 };
 
 /* Layer kinds: MoE or dense MLP x full, sliding-window or chunked
- * attention (a chunk takes precedence: a window then applies within it). */
-#define TRAIN_KINDS 6
+ * attention (a chunk takes precedence: a window then applies within it);
+ * then a hybrid model's layers alone (enum model_block: Mamba-2,
+ * attention, MLP, MoE; no windows). */
+#define TRAIN_KINDS 10
 
-static inline int train_kind_index(int moe, int64_t window, int64_t chunk)
+static inline int train_kind_index(int moe, int64_t window, int64_t chunk,
+				   int block)
 {
+	if (block > 0)
+		return 5 + block;
 	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
 }
 
