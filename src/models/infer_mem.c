@@ -278,6 +278,30 @@ double infer_mem_comm_B(const struct job_spec *j,
 			(double)e->allreduce_ipc_copies * (double)g * ar : 0);
 }
 
+/* Layers of [first, first + n) that keep KV (all, or a hybrid's
+ * attention layers), with *state_B the recurrent state one sequence
+ * keeps in its Mamba-2 layers (infer_mamba.c). */
+static double rank_kv_layers(const struct job_spec *j, int64_t first,
+			     int64_t n, const struct infer_dims *d,
+			     double *state_B)
+{
+	double kv = 0;
+	int64_t i;
+
+	*state_B = 0;
+	if (!j->model->hybrid_override_pattern)
+		return (double)n;
+	for (i = first; i < first + n; i++) {
+		int b = model_layer_block(j->model, i);
+
+		if (b == BLOCK_ATTN)
+			kv++;
+		else if (b == BLOCK_MAMBA)
+			*state_B += infer_mamba_state_layer_B(d);
+	}
+	return kv;
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -328,11 +352,15 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,
 				       (apart ? w : w + dw) + v, a, work);
-		double tok_t = (double)split[r] * per_layer, tok_B = tok_t + dk;
+		double st = 0, tok_t = rank_kv_layers(j, first, split[r], d,
+						       &st) * per_layer;
+		double tok_B = tok_t + dk;
 		double tokens;
 
 		if (apart && tok_t > 0)	/* the draft's pool as large */
 			kv *= tok_B / tok_t;
+		if (!(tok_B > 0) && st > 0)	/* state only: pages of a layer's */
+			tok_B = per_layer;
 		tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
 		if (tokens < best || r == 0) {
 			best = tokens;
@@ -344,6 +372,7 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->workspace_B = work + v;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
+			out->state_seq_B = st;
 		}
 	}
 	for (first = 0, r = 0; r < out->rank; r++)
@@ -358,9 +387,12 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	/* whole pages a sequence: ceil(seq / block) of them (vLLM's
 	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
 	 * the length, floor(tokens / seq), counted the pages' slack too */
+	out->state_pages = out->state_seq_B > 0 && out->kv_token_B > 0 ?
+		ceil(out->state_seq_B / (out->kv_token_B *
+					 (double)e->block_size)) : 0;
 	out->kv_sequences = seq_tokens > 0 ?
-		floor(out->kv_pages / ceil(seq_tokens / (double)e->block_size))
-		: 0;
+		floor(out->kv_pages / (ceil(seq_tokens / (double)e->block_size)
+				       + out->state_pages)) : 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;

@@ -35,6 +35,13 @@ struct infer_mem {
 				 * GPU (in weights_B; 0 without a draft) */
 	double draft_kv_token_B; /* B, the draft's KV of one token on that GPU
 				  * (in kv_token_B) */
+	double state_seq_B;	/* B, the recurrent state one sequence keeps on
+				 * that GPU (a hybrid's Mamba-2 layers:
+				 * infer_mamba_state_layer_B each); 0: none */
+	double state_pages;	/* pages of the cache that state takes, per
+				 * sequence, held from admission (vLLM's
+				 * hybrid allocator: one state slot a request
+				 * in the shared pool) */
 };
 
 /* A speculative draft's memory on each GPU of the instance (its last

@@ -91,6 +91,9 @@ struct serve_inst {
 	int64_t pages;			/* KV pages */
 	int64_t free_pages;
 	int64_t block;			/* tokens per page */
+	int64_t state_pages;		/* pages a request's recurrent state
+					 * holds (a hybrid's Mamba layers;
+					 * infer_mem.state_pages) */
 	int64_t max_seqs, max_tokens;	/* the instance's (all its ranks') */
 	int64_t adp;			/* attention-DP ranks, each with
 					 * max_tokens / adp of the budget */
@@ -212,7 +215,8 @@ void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 /* KV pages for tokens. */
 static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)
 {
-	return (tokens + in->block - 1) / in->block;
+	return (tokens + in->block - 1) / in->block +
+	       (tokens > 0 ? in->state_pages : 0);
 }
 
 /* Pages in use changed at now: accumulate the occupancy integral. */

@@ -166,6 +166,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->step = st;
 	in->pp = x->pp > 0 ? x->pp : 1;
 	in->block = x->eng->block_size;
+	in->state_pages = (int64_t)mem->state_pages;
 	/* attention DP: adp engine ranks, each with its pool and budgets,
 	 * scheduled here as one (requests spread evenly over them) */
 	in->pages = in->free_pages = (int64_t)mem->kv_pages * x->adp;
@@ -209,7 +210,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
-	if ((int64_t)mem->kv_pages * in->block < longest) {
+	if ((int64_t)mem->kv_pages < kv_pages_for(in, longest)) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
 			 "than one sequence of %lld tokens (%s): use more GPUs, "

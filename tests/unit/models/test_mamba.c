@@ -12,6 +12,7 @@
 #include "config/spec_model.h"
 #include "fixture.h"
 #include "models/footprint.h"
+#include "models/infer.h"
 #include "models/layer.h"
 #include "models/layer_impl.h"
 
@@ -115,3 +116,44 @@ Test(mamba, nano_state_and_kv_bytes)
 	arena_release(&a);
 }
 
+/*
+ * Serving (infer_mamba.c): a Mamba layer's weights on one GPU are its
+ * 38,744,896 - 2688 (its norm counted apart) parameters, and its state a
+ * sequence 2,134,016 B (above, one layer); at tp 2 the heads and groups
+ * halve: 64 x 32 x 128 x 4 + (2048 + 1024) x 3 x 2 = 1,048,576 + 18,432
+ * = 1,067,008 B. Its decode step reads and writes the state of each
+ * decoding sequence: 8 sequences, 8 x 2,097,152 B of SSM state read.
+ */
+Test(mamba, serving_state_and_decode_ops)
+{
+	static const char *const tp2[] = {
+		"phase=serving", "serving.engine=vllm", "parallelism.tp=2",
+		"parallelism.ep=1", "parallelism.pp=1", "system.nodes=1",
+	};
+	struct arena a;
+	const struct job_spec *j;
+	struct infer_dims d;
+	struct infer_kind k;
+	struct infer_batch b;
+	struct infer_ops o;
+	const struct infer_op *su;
+
+	arena_init(&a);
+	j = nano(&a, tp2, 6);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 0, &k);
+	cr_assert_eq(k.block, BLOCK_MAMBA);
+	fixture_assert_close(infer_mamba_state_layer_B(&d), 1067008.0);
+	fixture_assert_close(infer_mamba_params(&d) * 2,
+			     38744896.0 - 2688.0);
+	memset(&b, 0, sizeof(b));
+	cr_assert_eq(infer_batch_add(&b, 8, 1, 1000, 0, 1), 0);
+	infer_layer_ops(&d, &b, &k, NULL, &o);
+	su = fixture_infer_op(&o, "selective_state_update");
+	cr_assert_not_null(su);
+	fixture_assert_close(su->read_B, 8 * (32.0 * 64 * 128 * 4) +
+			     8 * 3072.0 * 2);
+	cr_assert_null(fixture_infer_op(&o, "ssd_chunk_scan"),
+		       "no prompt chunk in a decode step");
+	arena_release(&a);
+}
