@@ -17,6 +17,8 @@
 #include "models/layer_impl.h"
 
 #define NANO "results/reference/moe/T-MB2606-H100-NEMOTRON3-NANO-FP8.yaml"
+#define SERVE "results/reference/inference/" \
+	"I-VLLMRECIPE-H200-TP1-NEMOTRON3-NANO-FP8-1024-1024.yaml"
 
 /* Nemotron 3 Nano in bf16, one sequence of 8192 tokens a microbatch, tp 1. */
 static const struct job_spec *nano(struct arena *a, const char *const *sets,
@@ -127,8 +129,7 @@ Test(mamba, nano_state_and_kv_bytes)
 Test(mamba, serving_state_and_decode_ops)
 {
 	static const char *const tp2[] = {
-		"phase=serving", "serving.engine=vllm", "parallelism.tp=2",
-		"parallelism.ep=1", "parallelism.pp=1", "system.nodes=1",
+		"parallelism.tp=2", "system.gpus_per_node=2",
 	};
 	struct arena a;
 	const struct job_spec *j;
@@ -139,7 +140,7 @@ Test(mamba, serving_state_and_decode_ops)
 	const struct infer_op *su;
 
 	arena_init(&a);
-	j = nano(&a, tp2, 6);
+	j = fixture_load_job(&a, SERVE, tp2, 2);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_kind_of(j, 0, &k);
 	cr_assert_eq(k.block, BLOCK_MAMBA);
