@@ -28,6 +28,11 @@ static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
 static const char *const act_aliases[] = { "mlp_hidden_act", NULL };
 static const char *const shared_size_aliases[] = {
 	"moe_shared_expert_intermediate_size", NULL };
+/* Nemotron-H (nvidia/Nemotron-H-8B-Base-8K config.json) names the
+ * attention's head width attention_head_dim; the chunk is
+ * mamba_chunk_size in some Mamba-2 configs (Falcon-H1) */
+static const char *const head_dim_aliases[] = { "attention_head_dim", NULL };
+static const char *const chunk_aliases[] = { "mamba_chunk_size", NULL };
 /* transformers' Llama4TextConfig: moe_layers (when not given) =
  * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
  * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
@@ -71,7 +76,7 @@ static const char *const ignored[] = {
 	"time_step_floor", "time_step_limit", "time_step_rank",
 	"rescale_prenorm_residual", "residual_in_fp32", "norm_eps",
 	"num_logits_to_keep", "use_mamba_kernels", "use_conv_bias", "layer_norm_epsilon",
-	"mamba_proj_bias", "use_bias", "mamba_chunk_size",
+	"mamba_proj_bias", "use_bias",
 	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
 	 * image/video token ids and the vision projector, which a language
 	 * model simulation does not run */
@@ -203,7 +208,10 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(num_attention_heads), .min = 1, .max = 1e5,
 	  .flags = SF_REQUIRED, .help = "query heads" },
 	DIM(num_key_value_heads, "KV heads for GQA (default num_attention_heads)"),
-	DIM(head_dim, "per-head dimension (default hidden_size / num_attention_heads)"),
+	{ .key = "head_dim", .type = ST_INT, .offset = OFF(head_dim), .min = 1,
+	  .max = 1e9, .aliases = head_dim_aliases, .flags = SF_OPTIONAL,
+	  .help = "per-head dimension (default hidden_size / "
+		  "num_attention_heads; Nemotron-H's attention_head_dim)" },
 	{ .key = "intermediate_size", .type = ST_INT, .offset = OFF(intermediate_size),
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED,
 	  .help = "dense MLP hidden size (with intermediate_size_mlp given, "
@@ -365,7 +373,9 @@ static const struct schema_field model_fields[] = {
 	DIM(ssm_state_size, "Mamba-2 state size N per channel"),
 	DIM(n_groups, "Mamba-2 groups of the B and C projections (default 1)"),
 	DIM(conv_kernel, "Mamba-2 causal conv1d width (default 4)"),
-	DIM(chunk_size, "Mamba-2 SSD scan chunk (default 128)"),
+	{ .key = "chunk_size", .type = ST_INT, .offset = OFF(chunk_size),
+	  .min = 1, .max = 1e9, .aliases = chunk_aliases, .flags = SF_OPTIONAL,
+	  .help = "Mamba-2 SSD scan chunk (default 128)" },
 	DIM(expand, "Mamba-2 d_inner / hidden_size (used when mamba_num_heads "
 	    "is not given)"),
 	{ .key = "mamba_ssm_cache_dtype", .type = ST_STRING,

@@ -522,10 +522,11 @@ Test(hf_model, quant_whole_layer_selection_warns)
  * initialization keys silent. */
 #define NEMO_HEAD "{\"model_type\": \"nemotron_h\", \"hidden_size\": 256," \
 	" \"num_attention_heads\": 4, \"num_key_value_heads\": 2," \
-	" \"head_dim\": 64, \"intermediate_size\": 512, \"vocab_size\": 1000," \
+	" \"attention_head_dim\": 64, \"intermediate_size\": 512," \
+	" \"vocab_size\": 1000," \
 	" \"mamba_num_heads\": 8, \"mamba_head_dim\": 64," \
 	" \"ssm_state_size\": 128, \"conv_kernel\": 4," \
-	" \"chunk_size\": 128, \"mamba_hidden_act\": \"silu\"," \
+	" \"mamba_chunk_size\": 64, \"mamba_hidden_act\": \"silu\"," \
 	" \"time_step_min\": 0.001, \"use_conv_bias\": true," \
 	" \"mlp_hidden_act\": \"relu2\", \"layer_norm_epsilon\": 1e-5,"
 
@@ -549,6 +550,8 @@ Test(hf_model, nemotron_h_pattern_and_mamba_keys)
 	cr_assert_eq(m->gated_mlp, 0);	/* squared ReLU: up and down */
 	cr_assert_eq(m->shared_expert_intermediate_size, 256);
 	cr_assert_eq(model_mamba_inner(m), 512);
+	cr_assert_eq(m->head_dim, 64);	/* Nemotron-H's attention_head_dim */
+	cr_assert_eq(m->chunk_size, 64);	/* mamba_chunk_size */
 	tmpdir_remove(dir);
 }
 
