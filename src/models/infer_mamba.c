@@ -72,14 +72,16 @@ void infer_mamba_ops(const struct infer_dims *d, const struct infer_batch *b,
 	double H = d->m_heads / d->tp, G = d->m_groups / d->tp;
 	double P = d->m_head_dim, N = d->m_state, K = d->m_conv;
 	double di = H * P, c = di + 2 * G * N, w = di + c + H;
-	double t = infer_batch_tokens(b), B = d->act_B;
+	double t = 0, B = d->act_B;
 	double tp = 0, nc = 0, Q = d->m_chunk, seqs = 0, S;
 	struct infer_op *op;
 	int i;
 
-	for (i = 0; i < b->n; i++) {
+	for (i = 0; i < b->n; i++) {	/* infer_batch_tokens' count, here:
+					 * infer.c calls this file (no cycle) */
 		const struct infer_seqs *g = &b->g[i];
 
+		t += g->count * g->q;
 		if (g->pad)
 			continue;
 		if (g->prefill) {
