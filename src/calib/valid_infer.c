@@ -34,8 +34,6 @@
 #include "run/infer_run.h"
 #include "serve/serve.h"
 
-#define MAX_CASES 256
-
 struct icase {
 	char id[96];
 	char job[512];			/* path */
@@ -66,13 +64,15 @@ static int field(const char *line, int k, char *buf, size_t len)
 	return e > p;
 }
 
-/* Read file name (cases.tsv, extra-cases.tsv) of dir; the count, or -1
- * after reporting. */
-static int read_cases(const char *dir, const char *name, struct icase *c,
-		      int max, struct diag *d)
+/* Read file name (cases.tsv, extra-cases.tsv) of dir into *cp (grown as
+ * needed, *capp entries; the caller frees it); the count, or -1 after
+ * reporting. */
+static int read_cases(const char *dir, const char *name,
+		      struct icase **cp, int *capp, struct diag *d)
 {
 	char path[1024], *line = NULL, kind[32], gate[32], meas[64], job[256];
 	size_t cap = 0;
+	struct icase *c;
 	FILE *f;
 	int n = 0, ln = 0;
 
@@ -87,12 +87,20 @@ static int read_cases(const char *dir, const char *name, struct icase *c,
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
-		if (n == max) {	/* the rest were dropped without a word */
-			diag_error(d, path, ln, 1, "more than %d cases (the "
-				   "most one file may hold)", max);
-			n = -1;
-			break;
+		if (n == *capp) {	/* grow: a file holds any number */
+			int ncap = *capp ? 2 * *capp : 64;
+			struct icase *g = mem_realloc(*cp, (size_t)ncap *
+						    sizeof(**cp));
+
+			if (!g) {
+				diag_oom(d);
+				n = -1;
+				break;
+			}
+			*cp = g;
+			*capp = ncap;
 		}
+		c = *cp;
 		x = &c[n];
 		memset(x, 0, sizeof(*x));
 		if (!field(line, 0, x->id, sizeof(x->id)) ||
@@ -244,15 +252,11 @@ int valid_inference(struct valid_set *set, struct config_ctx *cx,
 		    const char *dir, int throughput, int latency)
 {
 	static const char *const files[2] = {"cases.tsv", "extra-cases.tsv"};
-	struct icase *c = mem_calloc(MAX_CASES, sizeof(*c));
-	int f, n, i, rc = 0;
+	struct icase *c = NULL;
+	int cap = 0, f, n, i, rc = 0;
 
-	if (!c) {
-		diag_oom(cx->diag);
-		return -1;
-	}
 	for (f = 0; f < 2 && rc == 0; f++) {
-		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
+		n = read_cases(dir, files[f], &c, &cap, cx->diag);
 		if (n < 0)
 			rc = -1;
 		for (i = 0; rc == 0 && i < n; i++)

@@ -33,8 +33,6 @@
 #include "config/spec_job.h"
 #include "run/step.h"
 
-#define MAX_CASES 256
-
 struct tcase {
 	char id[96];
 	char job[512];			/* path */
@@ -43,12 +41,14 @@ struct tcase {
 	char why[200];			/* why it failed */
 };
 
-/* Read a cases file; the count, or -1 after reporting. */
-static int read_cases(const char *dir, const char *name, struct tcase *c,
-		      int max, struct diag *d)
+/* Read a cases file into *cp (grown as needed, *capp entries; the
+ * caller frees it); the count, or -1 after reporting. */
+static int read_cases(const char *dir, const char *name,
+		      struct tcase **cp, int *capp, struct diag *d)
 {
 	char path[1024], *line = NULL;
 	size_t cap = 0;
+	struct tcase *c;
 	FILE *f;
 	int n = 0, ln = 0;
 
@@ -64,12 +64,20 @@ static int read_cases(const char *dir, const char *name, struct tcase *c,
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
-		if (n == max) {	/* the rest were dropped without a word */
-			diag_error(d, path, ln, 1, "more than %d cases (the "
-				   "most one file may hold)", max);
-			n = -1;
-			break;
+		if (n == *capp) {	/* grow: a file holds any number */
+			int ncap = *capp ? 2 * *capp : 64;
+			struct tcase *g = mem_realloc(*cp, (size_t)ncap *
+						    sizeof(**cp));
+
+			if (!g) {
+				diag_oom(d);
+				n = -1;
+				break;
+			}
+			*cp = g;
+			*capp = ncap;
 		}
+		c = *cp;
 		id = strtok_r(line, "\t\n", &save);
 		job = strtok_r(NULL, "\t\n", &save);
 		meas = strtok_r(NULL, "\t\n", &save);
@@ -264,15 +272,11 @@ int valid_training(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir, int jobs, enum valid_kind kind)
 {
 	static const char *const files[2] = {"cases.tsv", "extra-cases.tsv"};
-	struct tcase *c = mem_calloc(MAX_CASES, sizeof(*c));
-	int f, n, rc = 0;
+	struct tcase *c = NULL;
+	int cap = 0, f, n, rc = 0;
 
-	if (!c) {
-		diag_oom(cx->diag);
-		return -1;
-	}
 	for (f = 0; f < 2 && rc == 0; f++) {
-		n = read_cases(dir, files[f], c, MAX_CASES, cx->diag);
+		n = read_cases(dir, files[f], &c, &cap, cx->diag);
 		if (n < 0 || run_all(c, n, jobs, cx->data_root, files[f],
 				     cx->diag) != 0)
 			rc = -1;

@@ -649,6 +649,9 @@ enum job_rule {
 				 * model's heads and hidden sizes */
 	JR_DEFER_WGRAD,		/* defer_embedding_wgrad_compute needs pp >= 2,
 				 * no FSDP, no MTP modules */
+	JR_TP_LINEAR_HEADS,	/* tp divides the Gated DeltaNet key heads
+				 * (and so the value heads) */
+	JR_LINEAR_CP,		/* training: cp 1 with Gated DeltaNet layers */
 	JR_COUNT
 };
 

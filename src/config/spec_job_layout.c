@@ -72,6 +72,17 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 		layout_error(s, JR_TP_FFN, "tp %lld does not "
 			     "divide intermediate_size %lld", (long long)p->tp,
 			     (long long)m->intermediate_size);
+	/* Gated DeltaNet: Megatron-Core splits the conv channels and the
+	 * heads over TP (gated_delta_net.py: conv_dim // tp_size,
+	 * num_value_heads // tp_size), vLLM's qwen3_next the key heads
+	 * too: tp divides H_k (H_v is a multiple of it) */
+	if (layout_want(s, JR_TP_LINEAR_HEADS) && model_is_gdn(m) &&
+	    m->linear_num_key_heads % p->tp != 0)
+		layout_error(s, JR_TP_LINEAR_HEADS, "tp %lld does not divide "
+			     "linear_num_key_heads %lld (the Gated DeltaNet "
+			     "layers shard their heads over TP)",
+			     (long long)p->tp,
+			     (long long)m->linear_num_key_heads);
 	if (p->tp_comm_overlap && (p->tp < 2 || !p->sequence_parallel))
 		layout_error(s, JR_TP_OVERLAP, "tp_comm_overlap "
 			     "needs tp >= 2 and sequence_parallel: true (got tp "
@@ -531,6 +542,17 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	 * under CP (transformer_engine/pytorch/attention/dot_product_attention/
 	 * utils.py). Within one aligned chunk, chunked attention is causal
 	 * attention and CP applies. */
+	/* Megatron-Core's GatedDeltaNet has no context parallelism
+	 * (NVIDIA/Megatron-LM@00caa53a megatron/core/ssm/gated_delta_net.py:
+	 * "TODO: support CP", GatedDeltaNetContextParallel not
+	 * implemented): refused rather than costed as something no
+	 * framework we model runs */
+	if (model_is_gdn(j->model) && j->parallelism.cp > 1)
+		layout_error(s, JR_LINEAR_CP, "'parallelism.cp' %lld with "
+			     "Gated DeltaNet (linear_attention) layers: "
+			     "Megatron-Core's GatedDeltaNet has no context "
+			     "parallelism; use cp 1",
+			     (long long)j->parallelism.cp);
 	if (j->model->attention_chunk_size > 0 &&
 	    t->seq_len > j->model->attention_chunk_size &&
 	    j->parallelism.cp > 1)

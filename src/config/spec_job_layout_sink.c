@@ -33,7 +33,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"inference_vpp",
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
-	"pool_ep", "pool_tp", "defer_wgrad", NULL,
+	"pool_ep", "pool_tp", "defer_wgrad", "tp_linear_heads", "linear_cp",
+	NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -127,6 +128,8 @@ static const char *const rule_keys[JR_COUNT] = {
 		      "parallelism.tp parallelism.cp",
 	[JR_DEFER_WGRAD] = "parallelism.defer_embedding_wgrad_compute "
 			   "parallelism.pp training.zero_stage moe.mtp_layers",
+	[JR_TP_LINEAR_HEADS] = "parallelism.tp",
+	[JR_LINEAR_CP] = "parallelism.cp",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

@@ -33,6 +33,8 @@ static const char *const shared_size_aliases[] = {
  * mamba_chunk_size in some Mamba-2 configs (Falcon-H1) */
 static const char *const head_dim_aliases[] = { "attention_head_dim", NULL };
 static const char *const chunk_aliases[] = { "mamba_chunk_size", NULL };
+/* Qwen3.5's name for its MTP modules (Qwen3_5TextConfig) */
+static const char *const mtp_aliases[] = { "mtp_num_hidden_layers", NULL };
 /* transformers' Llama4TextConfig: moe_layers (when not given) =
  * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
  * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
@@ -86,6 +88,12 @@ static const char *const ignored[] = {
 	"multimodal_projector_bias", "projector_hidden_act",
 	"spatial_merge_size", "vision_feature_layer",
 	"vision_feature_select_strategy", "image_seq_length",
+	/* Qwen3-Next / Qwen3.5 (spec_model_gdn.c): the recurrent state's
+	 * dtype (llmsim keeps it in fp32, the value every Qwen3.5 config.json
+	 * writes), MTP embedding bookkeeping. partial_rotary_factor (above)
+	 * changes no time: a fused rotary kernel reads and writes the whole
+	 * head, copying the part it does not rotate */
+	"mamba_ssm_dtype", "mtp_use_dedicated_embeddings",
 	NULL,
 };
 
@@ -103,7 +111,10 @@ static const char *const rope_ignored[] = {
 	"beta_fast", "beta_slow", "original_max_position_embeddings",
 	"truncate", "low_freq_factor", "high_freq_factor", "short_factor",
 	"long_factor", "mrope_section", "mrope_interleaved", "finetuned",
-	"rope_theta", NULL,
+	"rope_theta",
+	/* Qwen3.5's rope_parameters: changes no time (the top level's
+	 * partial_rotary_factor, spec_model.c ignored[]) */
+	"partial_rotary_factor", NULL,
 };
 
 static const char *const rope_type_aliases[] = {"type", NULL};
@@ -139,7 +150,8 @@ static const struct schema rope_schema = {
 };
 
 static const char *const layer_type_names[] = {
-	"full_attention", "sliding_attention", "chunked_attention", NULL,
+	"full_attention", "sliding_attention", "chunked_attention",
+	"linear_attention", NULL,
 };
 
 static const char *const scoring_names[] = {"softmax", "sigmoid", NULL};
@@ -213,9 +225,11 @@ static const struct schema_field model_fields[] = {
 	  .help = "per-head dimension (default hidden_size / "
 		  "num_attention_heads; Nemotron-H's attention_head_dim)" },
 	{ .key = "intermediate_size", .type = ST_INT, .offset = OFF(intermediate_size),
-	  .min = 1, .max = 1e8, .flags = SF_REQUIRED,
+	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
 	  .help = "dense MLP hidden size (with intermediate_size_mlp given, "
-		  "Llama 4 terms: the expert's and shared expert's)" },
+		  "Llama 4 terms: the expert's and shared expert's); "
+		  "required unless every layer is MoE (Qwen3.5 MoE's "
+		  "text_config has none)" },
 	DIM(intermediate_size_mlp, "Llama 4: the dense layers' MLP hidden size "
 	    "(then intermediate_size is the routed and the shared expert's)"),
 	{ .key = "vocab_size", .type = ST_INT, .offset = OFF(vocab_size),
@@ -305,7 +319,7 @@ static const struct schema_field model_fields[] = {
 	DIM(topk_group, "groups one token's experts may come from"),
 	{ .key = "num_nextn_predict_layers", .type = ST_INT,
 	  .offset = OFF(num_nextn_predict_layers), .min = 0, .max = 64,
-	  .flags = SF_OPTIONAL,
+	  .aliases = mtp_aliases, .flags = SF_OPTIONAL,
 	  .help = "multi-token-prediction modules (DeepSeek-V3); a job turns them on" },
 	{ .key = "sliding_window", .type = ST_INT, .offset = OFF(sliding_window),
 	  .min = 1, .max = 1e9, .flags = SF_OPTIONAL,
@@ -382,6 +396,24 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(mamba_ssm_cache_dtype), .flags = SF_OPTIONAL,
 	  .help = "serving: dtype of the Mamba SSM state (float32, bfloat16, "
 		  "float16, auto = the activations')" },
+	/* Gated DeltaNet (Qwen3-Next, Qwen3.5: spec_model_gdn.c) */
+	DIM(linear_num_key_heads, "Gated DeltaNet q/k heads of the "
+	    "linear_attention layers"),
+	DIM(linear_num_value_heads, "Gated DeltaNet v heads (a multiple of "
+	    "linear_num_key_heads)"),
+	DIM(linear_key_head_dim, "Gated DeltaNet per-head q/k dimension"),
+	DIM(linear_value_head_dim, "Gated DeltaNet per-head v dimension"),
+	DIM(linear_conv_kernel_dim, "Gated DeltaNet causal conv1d width "
+	    "(default 4)"),
+	DIM(full_attention_interval, "without layer_types: every n-th layer "
+	    "is full attention, the others Gated DeltaNet (default 4 when "
+	    "the linear keys are given, transformers' Qwen3NextConfig)"),
+	{ .key = "attn_output_gate", .type = ST_BOOL,
+	  .offset = OFF(attn_output_gate), .flags = SF_OPTIONAL,
+	  .help = "full attention's output multiplied by sigmoid of a second "
+		  "q-sized projection (q_proj twice as wide; default: true "
+		  "for model_type qwen3_next and qwen3_5*, whose attention "
+		  "always has the gate, else false)" },
 };
 
 int model_is_moe(const struct model_spec *m)
@@ -485,7 +517,10 @@ double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
 		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
 		2.0 * (double)(m->num_key_value_heads * m->head_dim);
 
-	return per_layer * (double)model_attn_layers(m) * elem_B;
+	/* Gated DeltaNet layers keep a fixed state, no per-token cache; a
+	 * hybrid's Mamba / MLP / MoE layers none at all */
+	return per_layer * (double)(m->hybrid_override_pattern ?
+		model_attn_layers(m) : model_full_attn_layers(m)) * elem_B;
 }
 
 /* Where a conflict among keys is reported: the value of the one the
@@ -752,6 +787,12 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 	/* Mixtral's and gpt-oss's config.json give the expert size as
 	 * intermediate_size and have no moe_intermediate_size. */
 	default_expert_size(m, node, d);
+	if (m->moe_intermediate_size == 0) {
+		cnode_error(d, node, "%s", "an MoE model needs "
+			    "'moe_intermediate_size' (or 'intermediate_size', "
+			    "the experts' width for Mixtral and gpt-oss)");
+		return -1;
+	}
 	if (check_topk(m, node, d) != 0 || check_groups(m, node, d) != 0)
 		rc = -1;
 	if (m->decoder_sparse_step == 0)
@@ -761,6 +802,26 @@ static int check_moe(struct model_spec *m, const struct cnode *node,
 	if (rc == 0)
 		check_moe_any_layer(m, node, d);
 	return rc;
+}
+
+/* intermediate_size: the dense MLPs' width, needed when a layer has one
+ * (transformers' Qwen3_5MoeTextConfig has no such key: every layer of
+ * Qwen3.5 MoE is sparse). */
+static int check_ffn(const struct model_spec *m, const struct cnode *node,
+		     struct diag *d)
+{
+	int64_t i;
+
+	if (m->intermediate_size > 0)
+		return 0;
+	for (i = 0; i < m->num_hidden_layers; i++)
+		if (!model_layer_moe(m, i)) {
+			cnode_error(d, node, "'intermediate_size' is missing: "
+				    "layer %lld has a dense MLP (every layer "
+				    "MoE needs none)", (long long)i);
+			return -1;
+		}
+	return 0;
 }
 
 /* Sliding-window keys: a window for the layers that slide, one entry
@@ -935,7 +996,10 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (model_check_hybrid(m, node, d) != 0)	/* before check_moe */
 		return -1;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
+	    model_check_gdn(m, node, d) != 0 ||
 	    model_check_hf_keys(node, d) != 0)
+		rc = -1;
+	if (rc == 0 && check_ffn(m, node, d) != 0)
 		rc = -1;
 	if (model_is_mla(m) && (m->qk_nope_head_dim == 0 ||
 				m->qk_rope_head_dim == 0 || m->v_head_dim == 0)) {

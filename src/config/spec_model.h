@@ -67,7 +67,9 @@ enum pos_embedding {
 enum layer_type {
 	LTYPE_FULL,		/* "full_attention" */
 	LTYPE_SLIDING,		/* "sliding_attention" */
-	LTYPE_CHUNKED		/* "chunked_attention" (Llama 4's RoPE layers) */
+	LTYPE_CHUNKED,		/* "chunked_attention" (Llama 4's RoPE layers) */
+	LTYPE_LINEAR		/* "linear_attention" (Qwen3-Next / Qwen3.5:
+				 * a Gated DeltaNet mixer, spec_model_gdn.c) */
 };
 
 /* What a hybrid model's layer is (Nemotron-H / Nemotron 3
@@ -249,6 +251,19 @@ struct model_spec {
 	int64_t qk_nope_head_dim;
 	int64_t qk_rope_head_dim;
 	int64_t v_head_dim;
+	/* Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5; 0 = none):
+	 * the linear_attention layers' mixer (spec_model_gdn.c) */
+	int64_t linear_num_key_heads;		/* q/k heads */
+	int64_t linear_num_value_heads;		/* v heads (a multiple of the k heads) */
+	int64_t linear_key_head_dim;		/* d_k */
+	int64_t linear_value_head_dim;		/* d_v */
+	int64_t linear_conv_kernel_dim;		/* causal depthwise conv1d width */
+	int64_t full_attention_interval;	/* without layer_types: every n-th
+						 * layer full attention, the others
+						 * linear (Qwen3-Next: 4) */
+	int attn_output_gate;			/* full attention's output gated by
+						 * sigmoid(a second q-sized projection);
+						 * -1 absent: on for qwen3_next / qwen3_5* */
 	/* Mamba-2 hybrid (Nemotron-H, Nemotron 3; spec_model_mamba.c) */
 	const char *hybrid_override_pattern;	/* one of M * - E a layer; NULL:
 						 * not hybrid */
@@ -322,6 +337,30 @@ int model_layer_nope(const struct model_spec *m, int64_t i);
 /* 1 when layer i scales its queries by position (Llama 4's attention
  * temperature tuning, on the NoPE layers). */
 int model_layer_temperature(const struct model_spec *m, int64_t i);
+
+/* 1 when the model has Gated DeltaNet (linear_attention) layers. */
+int model_is_gdn(const struct model_spec *m);
+
+/* 1 when layer i (0-based) is a Gated DeltaNet (linear attention) layer:
+ * layer_types[i] == linear_attention, else, without layer_types, (i + 1)
+ * % full_attention_interval != 0 (transformers Qwen3NextConfig). */
+int model_layer_linear(const struct model_spec *m, int64_t i);
+
+/* Full-attention layers (those model_layer_linear leaves). */
+int64_t model_full_attn_layers(const struct model_spec *m);
+
+/* Bytes of the recurrent state one sequence keeps in one Gated DeltaNet
+ * layer: the fp32 delta-rule state v_heads d_k d_v 4 B and the conv1d's
+ * last (kernel - 1) inputs of its 2 k_heads d_k + v_heads d_v channels
+ * at conv_B bytes (spec_model_gdn.c). */
+double model_gdn_state_B(const struct model_spec *m, double conv_B);
+
+/* The Gated DeltaNet checks and defaults (spec_model_gdn.c): 0, or -1
+ * after reporting at file:line:col. */
+struct cnode;
+struct diag;
+int model_check_gdn(struct model_spec *m, const struct cnode *node,
+		    struct diag *d);
 
 /* Routed and shared expert MLP sizes: the shared experts of a layer
  * (DeepSeek n_shared_experts x moe_intermediate_size, Qwen-MoE

@@ -72,6 +72,13 @@ static const struct schema_field system_fields[] = {
 	  .help = "the host CPU's time per framework call (a PyTorch op, a "
 		  "module, a launch) over the reference CPU's, an Intel Xeon "
 		  "Platinum 8480C (DGX H100): 1" },
+	{ .key = "host_loop_scale", .type = ST_NUM,
+	  .offset = OFF(host_loop_scale), .def = "1", .min = 0.05,
+	  .max = 100,
+	  .help = "the host CPU's time for a serving engine's Python loop "
+		  "(scheduling, inputs, sampler update, responses: the "
+		  "engine's step, sequence and prompt-token overheads) over "
+		  "the reference x86 host's: 1" },
 	{ .key = "collective_overhead", .type = ST_TIME,
 	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
 	  .flags = SF_FIT,

@@ -46,6 +46,10 @@ struct system_spec {
 	struct variability_spec variability;	/* per-GPU variability; 0 = none */
 	double host_dispatch_scale;		/* the host CPU's time per framework call over
 						 * the reference CPU's (Xeon Platinum 8480C) */
+	double host_loop_scale;			/* the host CPU's time for a serving engine's
+						 * Python loop (its step, sequence and
+						 * prompt-token overheads) over the reference
+						 * x86 host's */
 };
 
 /* nodes * gpus_per_node. */

@@ -339,7 +339,8 @@ static struct lin_parts qkv_parts(const struct layer_dims *d)
 	static const char *const fwd1[1] = { "qkv" };
 	static const char *const dg1[1] = { "qkv_dgrad" };
 	static const char *const wg1[1] = { "qkv_wgrad" };
-	double q = layer_q_width(d), kv = layer_kv_width(d);
+	double q = layer_q_width(d) * (d->attn_gate ? 2 : 1);
+	double kv = layer_kv_width(d);
 	struct lin_parts p = { 3, fwd, dg, wg, { q, kv, kv } };
 	struct lin_parts one = { 1, fwd1, dg1, wg1, { q + 2 * kv, 0, 0 } };
 
@@ -845,6 +846,28 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 	}
 }
 
+/* Qwen3-Next's attention output gate (model attn_output_gate;
+ * transformers Qwen3NextAttention.forward @ 008e5743: q_proj writes the
+ * query and a gate per head, attn_output * torch.sigmoid(gate) before
+ * o_proj; Megatron-Core's attention_output_gate the same two PyTorch
+ * ops): sigmoid (read and write T q B) and the product (read 2 T q B,
+ * write T q B). Backward: the product's two gradients (read 2 T q B,
+ * write T q B each) and the sigmoid's (read 2 T q B, write T q B). */
+static void out_gate(struct layer_ops *o, enum layer_pass pass, int bwd,
+		     const struct layer_dims *d)
+{
+	double n = layer_tokens(d) * attn_out_width(d), B = d->act_B;
+
+	if (!d->attn_gate || d->mla)
+		return;
+	if (bwd)
+		lop_eager(o, "attn_gate_bwd", pass, 6 * n * B, 3 * n * B, 0, 3,
+			  4 * n);
+	else
+		lop_eager(o, "attn_gate", pass, 3 * n * B, 2 * n * B, n * B, 2,
+			  ACT_FLOPS * n);
+}
+
 void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	      const struct layer_dims *d, const struct layer_kind *k)
 {
@@ -855,6 +878,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	mla_concat(o, pass, d);
 	expand_kv(o, "kv_expand", pass, d);
 	core(o, pass, 0, d, k);
+	out_gate(o, pass, 0, d);
 }
 
 /* ---- backward ---- */
@@ -927,6 +951,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 		mla_up_fwd(o, PASS_RECOMPUTE, d);
 		rope_op(o, "rope", PASS_RECOMPUTE, d);
 	}
+	out_gate(o, PASS_BWD, 1, d);
 	if (mods & 1u << RCM_CORE_ATTN)
 		core(o, PASS_RECOMPUTE, 0, d, k);
 	core(o, PASS_BWD, 1, d, k);
@@ -944,8 +969,9 @@ double attn_params(const struct layer_dims *d, int bias)
 	double h = d->hidden, a = d->heads;
 	double qkv, out;
 
-	if (!d->mla) {
-		qkv = (d->heads + 2 * d->kv_heads) * d->head_dim;
+	if (!d->mla) {	/* the output gate: a second query-sized output */
+		qkv = ((d->attn_gate ? 2 : 1) * d->heads + 2 * d->kv_heads) *
+		      d->head_dim;
 		out = d->heads * d->head_dim;
 		return h * qkv + out * h + (bias ? qkv + h : 0);
 	}

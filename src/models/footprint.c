@@ -136,9 +136,14 @@ static double attn_stored_B(const struct layer_dims *d)
 	const struct mla_dims *m = &d->mla_d;
 	double a = d->heads / d->tp;
 
+	/* Qwen3-Next's output gate (attn.c out_gate): the sigmoid's output
+	 * and the core's output the product saves, 2 T q B */
+	double gate = d->attn_gate && !d->mla ? 2 * t * q * B : 0;
+
 	if (!d->mla)	/* (QK norm: its inputs, T (q + kv) B, too) */
 		return ts * h * B + ts * h * L + t * (q + kv) * B *
-		       (d->qk_norm ? 2 : 1) + t * kv * B + t * q * L + mask;
+		       (d->qk_norm ? 2 : 1) + t * kv * B + t * q * L + mask +
+		       gate;
 	return ts * h * B + ts * h * L +
 	       ts * (m->q_lora + m->kv_lora + m->rope) * (B + L) +
 	       t * a * ((m->nope + m->rope) * 2 + m->v) * B +
@@ -326,15 +331,27 @@ double footprint_kind_act_B(const struct layer_dims *d,
 			    enum layer_recompute rc)
 {
 	int moe = k && k->moe;
+	/* a Gated DeltaNet layer: its mixer's tensors (gdn.c) in place of
+	 * the attention's and the core's; selective recomputation drops
+	 * nothing of the mixer (gdn.c): what the modules drop of the MLP
+	 * and norms only */
+	int lin = k && k->linear;
+	unsigned mods = layer_rc_modules(d, rc);
+	double mixer = lin ? gdn_stored_B(d) + (d->dropout ?
+		       layer_sp_tokens(d) * d->hidden : 0) :
+		       attn_stored_B(d) + core_act_B(d);
+	/* recomputed_B counts the softmax core's tensors under core_attn */
+	double no_core = lin && (mods & 1u << RCM_CORE_ATTN) ?
+			 core_act_B(d) : 0;
 
 	if (k && k->block != BLOCK_PAIR)
 		return block_act_B(d, k, rc);
 	switch (rc) {
 	case LREC_NONE:
-		return layer_stored_B(d, moe) + core_act_B(d);
+		return mixer + mlp_stored_B(d, moe);
 	case LREC_SELECTIVE:
-		return layer_stored_B(d, moe) + core_act_B(d) -
-		       recomputed_B(d, moe, layer_rc_modules(d, rc));
+		return fmax(0, mixer + mlp_stored_B(d, moe) -
+			       recomputed_B(d, moe, mods) + no_core);
 	case LREC_FULL:
 		return layer_sp_tokens(d) * d->hidden * d->act_B;
 	}
@@ -355,7 +372,7 @@ enum { HAS_DENSE = 1, HAS_MOE = 2 };
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind dense = { 0, 0, 0, 0 }, moe = { 1, 0, 0, 0 };
+	struct layer_kind dense = { 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0 };
 	double b = 0;
 
 	switch (rc) {
@@ -456,10 +473,11 @@ void footprint_expert_per_param(const struct job_spec *j, double *w_B,
 /* The kind of layer i. */
 static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
 {
+	int lin = model_layer_linear(j->model, i);
 	struct layer_kind k = { model_layer_moe(j->model, i),
-				(double)model_layer_window(j->model, i),
-				(double)model_layer_chunk(j->model, i),
-				model_layer_block(j->model, i) };
+				lin ? 0 : (double)model_layer_window(j->model, i),
+				lin ? 0 : (double)model_layer_chunk(j->model, i),
+				lin, model_layer_block(j->model, i) };
 
 	return k;
 }
@@ -549,7 +567,7 @@ double footprint_model_params(const struct job_spec *j)
  * layers then costs one layer times its length. */
 static int uniform_layers(const struct model_spec *m)
 {
-	if (model_is_moe(m) || m->layer_types.n > 0)
+	if (model_is_moe(m) || m->layer_types.n > 0 || model_is_gdn(m))
 		return 0;
 	return m->sliding_window == 0 || m->use_sliding_window == 0 ||
 	       m->max_window_layers <= 0 ||
@@ -581,7 +599,8 @@ struct kind_memo {
 static int same_kind(const struct layer_kind *a, const struct layer_kind *b)
 {
 	return a->moe == b->moe && a->window == b->window &&
-	       a->chunk == b->chunk && a->block == b->block;
+	       a->chunk == b->chunk && a->linear == b->linear &&
+	       a->block == b->block;
 }
 
 /* footprint_layer_params of layer i (of kind k), through km if given. */
@@ -628,7 +647,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
@@ -641,8 +660,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 		struct layer_kind k = kind_of(j, i);
 
 		/* a run of layers of one kind: the same parameters */
-		if (k.moe != prev.moe || k.window != prev.window ||
-		    k.chunk != prev.chunk || k.block != prev.block)
+		if (!same_kind(&k, &prev))
 			footprint_layer_params(j, d, i, &a, &b);
 		prev = k;
 		dn += a;
@@ -758,7 +776,7 @@ static double stage_act_B(const struct job_spec *j,
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
 	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1 };
 
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);
@@ -771,8 +789,7 @@ static double stage_act_B(const struct job_spec *j,
 
 			*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
 
-			if (k.moe != prev.moe || k.window != prev.window ||
-			    k.chunk != prev.chunk || k.block != prev.block)
+			if (!same_kind(&k, &prev))
 				one = footprint_kind_act_B(d, &k, rc);
 			prev = k;
 			b += one;

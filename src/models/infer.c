@@ -320,6 +320,14 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		d->m_chunk = (double)m->chunk_size;
 		d->ssm_B = model_mamba_ssm_B(m, d->act_B);
 	}
+	d->attn_gate = m->attn_output_gate == 1;
+	if (model_is_gdn(m)) {
+		d->gdn_k_heads = (double)m->linear_num_key_heads;
+		d->gdn_v_heads = (double)m->linear_num_value_heads;
+		d->gdn_dk = (double)m->linear_key_head_dim;
+		d->gdn_dv = (double)m->linear_value_head_dim;
+		d->gdn_conv = (double)m->linear_conv_kernel_dim;
+	}
 	quant_rules(j, d);
 }
 
@@ -327,8 +335,9 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 		   struct infer_kind *k)
 {
 	k->moe = model_layer_moe(j->model, layer);
-	k->window = (double)model_layer_window(j->model, layer);
-	k->chunk = (double)model_layer_chunk(j->model, layer);
+	k->linear = model_layer_linear(j->model, layer);
+	k->window = k->linear ? 0 : (double)model_layer_window(j->model, layer);
+	k->chunk = k->linear ? 0 : (double)model_layer_chunk(j->model, layer);
 	k->temperature = model_layer_temperature(j->model, layer);
 	k->qexcl = quant_layer_excluded(&j->model->quantization, layer);
 	k->block = model_layer_block(j->model, layer);
@@ -389,8 +398,9 @@ double infer_layer_params(const struct infer_dims *d)
 		       d->tp * h * (d->kv_lora_rank + d->rope_dim) +
 		       d->kv_lora_rank * d->heads * (d->nope_dim + d->v_head_dim) +
 		       d->heads * d->v_head_dim * h;
-	} else {
-		attn = h * (d->heads + 2 * d->kv_heads) * d->head_dim +
+	} else {	/* (the output gate: a second query-sized output) */
+		attn = h * ((d->attn_gate ? 2 : 1) * d->heads +
+			    2 * d->kv_heads) * d->head_dim +
 		       d->heads * d->head_dim * h;
 	}
 	return (attn + mlp) / d->tp;
@@ -408,8 +418,15 @@ static double attn_params(const struct infer_dims *d)
 			d->kv_lora_rank * d->heads *
 			(d->nope_dim + d->v_head_dim) +
 			d->heads * d->v_head_dim * h) / d->tp;
-	return (h * (d->heads + 2 * d->kv_heads) * d->head_dim +
-		d->heads * d->head_dim * h) / d->tp;
+	return (h * ((d->attn_gate ? 2 : 1) * d->heads + 2 * d->kv_heads) *
+		d->head_dim + d->heads * d->head_dim * h) / d->tp;
+}
+
+/* The mixer's parameters: a Gated DeltaNet's, or the attention's. */
+static double mixer_params(const struct infer_dims *d,
+			   const struct infer_kind *k)
+{
+	return k && k->linear ? infer_gdn_params(d) : attn_params(d);
 }
 
 double infer_kind_params(const struct infer_dims *d,
@@ -428,8 +445,8 @@ double infer_kind_params(const struct infer_dims *d,
 		break;
 	}
 	if (k && k->moe)
-		return attn_params(d) + infer_moe_params(d);
-	return infer_layer_params(d);
+		return mixer_params(d, k) + infer_moe_params(d);
+	return infer_layer_params(d) - attn_params(d) + mixer_params(d, k);
 }
 
 double infer_kind_weight_B(const struct infer_dims *d0,
@@ -437,7 +454,7 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 {
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
-	double norms = 2 * d->hidden * d->act_B, attn = attn_params(d);
+	double norms = 2 * d->hidden * d->act_B, attn = mixer_params(d, k);
 	double attn_B = infer_class_weight_B(d, QX_ATTN);
 	double mlp_B = infer_class_weight_B(d, QX_MLP);
 
@@ -455,7 +472,8 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 	}
 	if (k && k->moe)
 		return attn * attn_B + infer_moe_weight_B(d) + norms;
-	return attn * attn_B + (infer_layer_params(d) - attn) * mlp_B + norms;
+	return attn * attn_B + (infer_layer_params(d) - attn_params(d)) *
+	       mlp_B + norms;
 }
 
 double infer_embed_params(const struct infer_dims *d)
@@ -583,6 +601,15 @@ static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
 		      double t, double q, struct infer_ops *o)
 {
 	attention(o, b);
+	/* the output gate, attn_output * sigmoid(gate) (vLLM qwen3_next.py
+	 * Qwen3NextAttention): two elementwise kernels, the sigmoid (read
+	 * and write T q B) and the product (read 2 T q B, write T q B) */
+	if (d->attn_gate) {
+		memop(o, "attn_gate_sigmoid", t * q * d->act_B,
+		      t * q * d->act_B, ACT_FLOPS * t * q);
+		memop(o, "attn_gate_mul", 2 * t * q * d->act_B,
+		      t * q * d->act_B, t * q);
+	}
 	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN))
 		quant(o, d, "quant_attn", t * q);
 	agemm(o, d, "o_proj", t, d->hidden, q);
@@ -620,7 +647,8 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	double q = infer_heads_local(d) * d->head_dim;
 	double kv = infer_kv_heads_local(d) * d->head_dim;
 
-	agemm(o, d, "qkv", t, q + 2 * kv, d->hidden);
+	/* Qwen3-Next's output gate: q_proj writes the gate too */
+	agemm(o, d, "qkv", t, q * (d->attn_gate ? 2 : 1) + 2 * kv, d->hidden);
 	if (temperature && d->attn_temp_eager)
 		infer_op_attn_temperature(o, d, t, q, kv);
 	qk_norm(d, t, q, kv, o);
@@ -733,7 +761,9 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 	if (blk != BLOCK_MLP && blk != BLOCK_MOE) {	/* attention */
 		norm(o, d, "add_norm", t, 1, !d->mla,
 		     (d->qexcl & QX_ATTN) != 0);
-		if (d->mla)
+		if (k && k->linear)
+			infer_gdn_ops(d, b, t, o);
+		else if (d->mla)
 			attn_mla(d, b, t, o);
 		else
 			attn_gqa(d, b, t, k && k->temperature, o);

@@ -177,6 +177,10 @@ struct infer_dims {
 	 * hnorm) */
 	double draft_in;
 	int draft_norms;
+	/* Gated DeltaNet layers (infer_gdn.c; whole model, 0 = none) and the
+	 * full attention's output gate (Qwen3-Next) */
+	double gdn_k_heads, gdn_v_heads, gdn_dk, gdn_dv, gdn_conv;
+	int attn_gate;
 	/* a hybrid's Mamba-2 mixer (infer_mamba.c), whole model; heads 0:
 	 * none */
 	double m_heads, m_head_dim, m_state, m_groups, m_conv, m_chunk;
@@ -197,6 +201,7 @@ struct infer_kind {
 				 * (quant_layer_excluded; with d->qexcl's, and
 				 * only when the weights are quantized:
 				 * infer_kind_dims) */
+	int linear;		/* a Gated DeltaNet mixer (infer_gdn.c) */
 	int block;		/* enum model_block: a hybrid's Mamba-2 mixer,
 				 * attention, MLP or MoE alone; 0 both */
 };
@@ -329,6 +334,12 @@ struct infer_ops {
 	struct infer_op op[INFER_MAX_OPS];
 	int n;
 };
+
+/* A Gated DeltaNet mixer on one GPU (infer_gdn.c): its parameters, and
+ * the fixed state one sequence keeps in one such layer (the fp32
+ * delta-rule state and the conv state), in place of a KV cache. */
+double infer_gdn_params(const struct infer_dims *d);
+double infer_gdn_state_B(const struct infer_dims *d);
 
 /* The ops of one transformer layer of kind k (NULL: dense, full
  * attention; an MoE layer needs the step's routing r), of the embedding

@@ -13,6 +13,11 @@
  * layer.c: they are memory-bound on every GPU llmsim knows). */
 enum { NORM_FLOPS = 4, ACT_FLOPS = 8, ROPE_FLOPS = 4, SAMPLE_FLOPS = 6 };
 
+/* A Gated DeltaNet layer's mixer over the step's T tokens, from the
+ * input norm's output to out_proj (infer_gdn.c). */
+void infer_gdn_ops(const struct infer_dims *d, const struct infer_batch *b,
+		   double t, struct infer_ops *o);
+
 /* Local query heads a/t and KV heads (g/t, or 1 replicated) of one GPU
  * (infer.c; infer_cost.c's attention shapes). */
 double infer_heads_local(const struct infer_dims *d);

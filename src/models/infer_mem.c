@@ -90,6 +90,17 @@
  * holds as many tokens as its tightest rank, in whole pages of block_size
  * tokens; sequences = tokens / tokens per sequence.
  *
+ * Gated DeltaNet layers (Qwen3-Next, Qwen3.5: model_layer_linear) keep no
+ * KV cache: L_r counts the rank's full-attention layers only, and each
+ * sequence holds a fixed state in each of the rank's N_r linear layers,
+ * infer_gdn_state_B (the fp32 delta-rule state H d_k d_v 4 B and the
+ * conv state (W - 1) c B), taken from the same pool when the sequence
+ * starts: state_pages = ceil(N_r state / (block_size L_r K)) pages of
+ * the pool a sequence holds beside its KV pages (vLLM v1's hybrid KV
+ * cache manager: one page a state per group of linear layers, the page
+ * size of the attention layers raised to the state's; the same bytes),
+ * so sequences = pages / (ceil(seq / block_size) + state_pages).
+ *
  * Speculative decoding's draft (infer_mem_draft_of) sits with the LM head
  * on the last rank: its weights M_d and its layers' KV of a token K_d.
  *   total, free  the engine loads the draft with the target before it
@@ -132,6 +143,17 @@ static void rank_layers(const struct job_spec *j, const struct infer_dims *d,
 		*w_B += infer_kind_weight_B(d, &k);
 		*params += infer_kind_params(d, &k);
 	}
+}
+
+/* Gated DeltaNet (linear) layers among [first, first + layers). */
+static double linear_layers(const struct job_spec *j, int64_t first,
+			    int64_t layers)
+{
+	int64_t i, n = 0;
+
+	for (i = first; i < first + layers; i++)
+		n += model_layer_linear(j->model, i);
+	return (double)n;
 }
 
 /* Weights of pipeline rank r of pp. */
@@ -289,8 +311,12 @@ static double rank_kv_layers(const struct job_spec *j, int64_t first,
 	int64_t i;
 
 	*state_B = 0;
-	if (!j->model->hybrid_override_pattern)
-		return (double)n;
+	if (!j->model->hybrid_override_pattern) {	/* Gated DeltaNet */
+		double lin = linear_layers(j, first, n);
+
+		*state_B = lin > 0 ? lin * infer_gdn_state_B(d) : 0;
+		return (double)n - lin;
+	}
 	for (i = first; i < first + n; i++) {
 		int b = model_layer_block(j->model, i);
 
@@ -373,6 +399,9 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
 			out->state_seq_B = st;
+			/* a sequence's recurrent states, in pages */
+			out->state_pages = st > 0 && tok_B > 0 ?
+				ceil(st / ((double)e->block_size * tok_B)) : 0;
 		}
 	}
 	for (first = 0, r = 0; r < out->rank; r++)
@@ -387,12 +416,9 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	/* whole pages a sequence: ceil(seq / block) of them (vLLM's
 	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
 	 * the length, floor(tokens / seq), counted the pages' slack too */
-	out->state_pages = out->state_seq_B > 0 && out->kv_token_B > 0 ?
-		ceil(out->state_seq_B / (out->kv_token_B *
-					 (double)e->block_size)) : 0;
 	out->kv_sequences = seq_tokens > 0 ?
-		floor(out->kv_pages / (ceil(seq_tokens / (double)e->block_size)
-				       + out->state_pages)) : 0;
+		floor(out->kv_pages / (ceil(seq_tokens / (double)e->block_size) +
+				       out->state_pages)) : 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;

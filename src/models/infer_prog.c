@@ -12,13 +12,15 @@
  *
  * Host time: the scheduler, input preparation and output processing of a
  * step (engine step_overhead + seq_overhead per sequence +
- * prompt_token_overhead per prompt token computed) run on the host
+ * prompt_token_overhead per prompt token computed, stated for an x86
+ * host, times the system's host_loop_scale) run on the host
  * before the GPU can start, unless the engine overlaps them with the
  * previous step (overlap_scheduling), in which case the serving loop
  * takes max(GPU, host) per step and the program holds the GPU's part.
  *
  * Eager kernels (not in a captured graph) are launched one by one by the
- * host; at the framework's eager_op per kernel the host may issue them
+ * host; at the framework's eager_op per kernel (x86; times the system's
+ * host_dispatch_scale, a PyTorch op's CPU time) the host may issue them
  * slower than the GPU runs them (a small model's mixed prefill+decode
  * steps, TensorRT-LLM PR #9703): a step then takes the issue time
  * instead of its kernels' time (infer_issue_s; applied by src/run), or,
@@ -206,6 +208,7 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 			kind.qexcl = 0;
 		for (k = 0; k < x->nkinds; k++)
 			if (x->kinds[k].moe == kind.moe &&
+			    x->kinds[k].linear == kind.linear &&
 			    x->kinds[k].window == kind.window &&
 			    x->kinds[k].chunk == kind.chunk &&
 			    x->kinds[k].temperature == kind.temperature &&
@@ -390,6 +393,15 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 	return g;
 }
 
+/* The system's host CPU against the reference x86 host the engine's host
+ * costs are stated for (spec_system.h): its Python serving loop
+ * (host_loop_scale) and its PyTorch op dispatch (host_dispatch_scale);
+ * 1 where unset. */
+static double host_scale(double v)
+{
+	return v > 0 ? v : 1;
+}
+
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
 	double h = x->eng->step_overhead_s +
@@ -406,7 +418,8 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 	/* multi-step scheduling: one scheduler call per multi_step decodes */
 	if (infer_batch_decode_only(b) && x->eng->multi_step > 1)
 		h /= (double)x->eng->multi_step;
-	return h;
+	/* all of it is the engine's Python loop on the host CPU */
+	return h * host_scale(x->job->system->host_loop_scale);
 }
 
 /* The prompts of b in order, each sequence whole onto the least-loaded of
@@ -557,7 +570,9 @@ double infer_issue_s(const struct infer_ctx *x,
 			     u->layer[k].eager;
 		best = fmax(best, n);
 	}
-	return best * x->eng->eager_op_s;
+	/* a PyTorch op's dispatch and launch from Python, per kernel */
+	return best * x->eng->eager_op_s *
+	       host_scale(x->job->system->host_dispatch_scale);
 }
 
 int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)

@@ -81,8 +81,9 @@ enum infer_graph infer_graph_for(const struct infer_ctx *x,
 				 const struct infer_batch *b,
 				 struct infer_batch *padded);
 
-/* Host time of a step of b (s): the engine's per-step and per-sequence
- * overheads (a decode step's shared by the engine's multi_step steps). */
+/* Host time of a step of b (s): the engine's per-step, per-sequence and
+ * per-prompt-token overheads (a decode step's shared by the engine's
+ * multi_step steps), times the system's host_loop_scale. */
 double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b);
 
 /* What a built step stands for. */
@@ -135,7 +136,8 @@ void infer_adp_rank(const struct infer_ctx *x, const struct infer_batch *b,
 void infer_step_units_release(struct infer_step_units *u);
 
 /* The host's time to issue the eager kernels of the fullest stage of a
- * step of units u (engine eager_op per kernel): the GPU cannot finish the
+ * step of units u (engine eager_op per kernel, times the system's
+ * host_dispatch_scale): the GPU cannot finish the
  * step before it (infer_prog.c's header). */
 double infer_issue_s(const struct infer_ctx *x,
 		     const struct infer_step_units *u);

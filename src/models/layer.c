@@ -244,8 +244,12 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	}
 	if (has_attn(k)) {
 		lop_norm_fwd(o, "norm1", pass, d);
-		attn_fwd(o, pass, d, k);
+		if (k && k->linear)
+			gdn_fwd(o, pass, d);
+		else
+			attn_fwd(o, pass, d, k);
 		lop_row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
+			    k && k->linear ? gdn_out_width(d) :
 			    attn_out_width(d));
 		o->saved_end = o->n;	/* an attention layer alone's */
 		lop_add_fwd(o, "add1", pass, d);
@@ -554,10 +558,14 @@ static void layer_bwd_pass(const struct layer_dims *d,
 	if (mods & 1u << RCM_LAYERNORM)
 		lop_norm_fwd(o, "norm1", PASS_RECOMPUTE, d);
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
-		    "proj_wgrad", d, attn_out_width(d));
+		    "proj_wgrad", d, k && k->linear ? gdn_out_width(d) :
+		    attn_out_width(d));
 	lop_bias(o, "proj_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
 		 d->hidden);
-	attn_bwd(o, mods, d, k);
+	if (k && k->linear)
+		gdn_bwd(o, mods, d);
+	else
+		attn_bwd(o, mods, d, k);
 	lop_residual_grad(o, "add1_bwd", d);
 	o->scope = SCOPE_NONE;
 }

@@ -145,6 +145,16 @@ struct mla_dims {
 	double v;		/* per-head value dims */
 };
 
+/* Gated DeltaNet linear attention widths (Qwen3-Next / Qwen3.5 linear
+ * layers), whole model; gdn.c. */
+struct gdn_dims {
+	double k_heads;		/* q/k heads (H_k) */
+	double v_heads;		/* v heads (H_v, a multiple of H_k) */
+	double dk, dv;		/* per-head q/k and v widths */
+	double conv;		/* causal conv1d kernel width (W) */
+	double chunk;		/* the chunked kernel's chunk (C) */
+};
+
 /* Context parallelism of the attention core. */
 struct cp_dims {
 	double cp;		/* degree (1 = none) */
@@ -172,6 +182,8 @@ struct layer_kind {
 	double chunk;		/* chunked attention (Llama 4's RoPE layers):
 				 * queries attend within aligned chunks of
 				 * this many tokens; 0 = none */
+	int linear;		/* the mixer is a Gated DeltaNet (gdn.c), not
+				 * softmax attention (window, chunk unused) */
 	int block;		/* enum model_block (spec_model.h): 0 an
 				 * attention + MLP layer; a hybrid model's
 				 * Mamba-2 mixer, attention, MLP or MoE alone */
@@ -235,6 +247,11 @@ struct layer_dims {
 				 * activation; unpermute keeps nothing */
 	int mla;		/* multi-head latent attention (d->mla) */
 	struct mla_dims mla_d;
+	struct gdn_dims gdn;	/* Gated DeltaNet layers' widths (gdn.c);
+				 * v_heads 0 = none */
+	int attn_gate;		/* softmax attention's output gate (Qwen3-Next:
+				 * q projection twice as wide, sigmoid x
+				 * core output; attn.c out_gate) */
 	struct mamba_dims mamba;	/* Mamba-2 mixer (hybrid models); heads 0
 					 * = none */
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */
@@ -322,6 +339,10 @@ struct layer_dims {
 	 * an empty list); the attention core when the job names none */
 	unsigned rc_mods;
 };
+
+/* Bytes a Gated DeltaNet mixer's forward keeps for the backward on one
+ * GPU, its norm's input included (gdn.c; footprint.c). */
+double gdn_stored_B(const struct layer_dims *d);
 
 /* The units of a stage, as fsdp_P indexes them. */
 enum layer_unit { LU_LAYER, LU_EMBED, LU_HEAD };

@@ -98,7 +98,8 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 	default:
 		break;
 	}
-	*dense = attn_params(d, bias) + norms + ((k && k->moe) ? moe_dense : mlp);
+	*dense = (k && k->linear ? gdn_params(d, bias) : attn_params(d, bias)) +
+		 norms + ((k && k->moe) ? moe_dense : mlp);
 }
 
 double layer_params(const struct layer_dims *d, int bias, int layernorm)

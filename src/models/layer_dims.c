@@ -71,6 +71,15 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 		d->mamba.conv = (double)m->conv_kernel;
 		d->mamba.chunk = (double)m->chunk_size;
 	}
+	d->attn_gate = m->attn_output_gate == 1;
+	if (model_is_gdn(m)) {
+		d->gdn.k_heads = (double)m->linear_num_key_heads;
+		d->gdn.v_heads = (double)m->linear_num_value_heads;
+		d->gdn.dk = (double)m->linear_key_head_dim;
+		d->gdn.dv = (double)m->linear_value_head_dim;
+		d->gdn.conv = (double)m->linear_conv_kernel_dim;
+		d->gdn.chunk = 0;	/* gdn.c: fla's 64 */
+	}
 	d->cpd.cp = (double)p->cp;
 	d->cpd.comm = p->cp_comm_type;
 	d->cpd.a2a = p->cp_a2a > 0 ? (double)p->cp_a2a : 1;

@@ -198,6 +198,27 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 /* Width of the attention output the projection reads: a/t v. */
 double attn_out_width(const struct layer_dims *d);
 
+/* ---- Gated DeltaNet (gdn.c) ---- */
+
+/* From the first norm's output to the out-projection's input of a
+ * linear_attention layer, and its backward down to the norm1 backward
+ * (included); mods as attn_bwd's (none applies to the mixer: gdn.c). */
+void gdn_fwd(struct layer_ops *o, enum layer_pass pass,
+	     const struct layer_dims *d);
+void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d);
+
+/* Widths on one GPU: the out-projection's input H_v d_v / t, the
+ * in-projection's output (2 qk + 2 v + 2 H_v) / t. */
+double gdn_out_width(const struct layer_dims *d);
+double gdn_in_width(const struct layer_dims *d);
+
+/* The chunked kernel's chunk, C (64). */
+double gdn_chunk(const struct layer_dims *d);
+
+/* Parameters of one Gated DeltaNet mixer, whole model (its norm1
+ * excluded). */
+double gdn_params(const struct layer_dims *d, int bias);
+
 /* Parameters of the attention (projections, biases, MLA norms), whole
  * model. */
 double attn_params(const struct layer_dims *d, int bias);

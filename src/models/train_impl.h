@@ -56,16 +56,19 @@ struct stage_plan {
 };
 
 /* Layer kinds: MoE or dense MLP x full, sliding-window or chunked
- * attention (a chunk takes precedence: a window then applies within it);
- * then a hybrid model's layers alone (enum model_block: Mamba-2,
- * attention, MLP, MoE; no windows). */
-#define TRAIN_KINDS 10
+ * attention (a chunk takes precedence: a window then applies within it),
+ * or x a Gated DeltaNet mixer (linear: window and chunk unused); then a
+ * hybrid model's layers alone (enum model_block: Mamba-2, attention, MLP,
+ * MoE; no windows). */
+#define TRAIN_KINDS 12
 
 static inline int train_kind_index(int moe, int64_t window, int64_t chunk,
-				   int block)
+				   int linear, int block)
 {
 	if (block > 0)
-		return 5 + block;
+		return 7 + block;
+	if (linear)
+		return 6 + moe;
 	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
 }
 

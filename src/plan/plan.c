@@ -484,6 +484,19 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 				   (long long)i);
 			return 2;
 		}
+	for (i = 1; i < j->model->num_hidden_layers; i++)
+		if (model_layer_linear(j->model, i) !=
+		    model_layer_linear(j->model, 0)) {
+			diag_error(d, NULL, 0, 0, "model '%s' mixes Gated "
+				   "DeltaNet (linear_attention) and full "
+				   "attention layers (layer %lld): the planner's "
+				   "analytical tier takes every layer alike; "
+				   "compare layouts with 'llmsim run' or "
+				   "'llmsim sweep'",
+				   j->model->name ? j->model->name : "?",
+				   (long long)i);
+			return 2;
+		}
 	if (!((o->pinned >> PD_CP) & 1u))
 		jj.parallelism.cp = 1;
 	if (train_check(&jj, d) != 0)

@@ -50,7 +50,8 @@ void infer_job_batch(const struct job_spec *j, struct infer_batch *b)
 
 /* Weights the GEMMs of stage r read per step (the units': an MoE layer's
  * experts with rows only), and the cached KV its attention reads (a
- * sliding-window layer's last w tokens), per GPU. */
+ * sliding-window layer's last w tokens), per GPU; a Gated DeltaNet
+ * layer reads each sequence's fixed state instead (infer_gdn.c). */
 static void stage_reads(const struct infer_ctx *x, const struct infer_batch *b,
 			const struct infer_step_units *u, int64_t r,
 			double *w_B, double *kv_B)
@@ -63,6 +64,12 @@ static void stage_reads(const struct infer_ctx *x, const struct infer_batch *b,
 		double n = (double)infer_stage_kind_layers(x, r, k), w;
 		double ctx = 0;
 
+		if (x->kinds[k].linear) {
+			*w_B += n * u->layer[k].weights_B;
+			*kv_B += n * infer_batch_seqs(b) *
+				 infer_gdn_state_B(d);
+			continue;
+		}
 		w = x->kinds[k].window;
 		for (i = 0; i < b->n; i++)
 			if (!b->g[i].pad)

@@ -455,6 +455,34 @@ Test(infer, trtllm_host_time_per_prompt_token)
 			   0.580e-3, 1e-12);
 }
 
+/*
+ * The engine's host costs are an x86 host's; on a Grace host (system
+ * host_loop_scale 1.45, gb200-nvl72.yaml: 29 us a request measured on
+ * GB200 over trtllm.yaml's 20 us) every part of the loop takes 1.45 x:
+ * decode 0.580 ms x 1.45 = 0.841 ms, prefill 0.86672 ms x 1.45 =
+ * 1.256744 ms. host_dispatch_scale (a PyTorch op's dispatch) does not
+ * touch the loop: at 2.75 the decode step stays 0.580 ms.
+ */
+Test(infer, host_loop_scale_scales_the_serving_loop)
+{
+	cr_assert_float_eq(trtllm_host_s("phase=decode",
+			   "system.host_loop_scale=1.45"), 0.841e-3, 1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=prefill",
+			   "system.host_loop_scale=1.45"), 1.256744e-3, 1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=decode",
+			   "system.host_dispatch_scale=2.75"), 0.580e-3, 1e-12);
+}
+
+/* The shipped Grace systems carry the loop's scale and the x86 ones the
+ * reference's 1 (tests' job on gb200-nvl72: 0.580 ms x 1.45 = 0.841 ms). */
+Test(infer, grace_systems_scale_the_serving_loop)
+{
+	cr_assert_float_eq(trtllm_host_s("phase=decode", "system=gb200-nvl72"),
+			   0.841e-3, 1e-12);
+	cr_assert_float_eq(trtllm_host_s("phase=decode", "system=dgx-b200"),
+			   0.580e-3, 1e-12);
+}
+
 /* The time of one op of a Llama-3-70B decode step under sets (n of them),
  * graphs replayed in full; d gets the step's dimensions and split_k the
  * GPU's gemm_split_k_kernels. */

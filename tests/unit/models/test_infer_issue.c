@@ -25,14 +25,14 @@
 
 /* The stepper's cost of the job's decode step with the engine's eager_op
  * `op`, issue_serial `serial` and overlap_scheduling `overlap`. */
-static void step(const char *op, const char *serial, const char *overlap,
-		 struct infer_step_cost *c)
+static void step_on(const char *op, const char *serial, const char *overlap,
+		    const char *dispatch, struct infer_step_cost *c)
 {
-	char o[64], s[64], v[64];
+	char o[64], s[64], v[64], h[64];
 	const char *sets[] = {"phase=decode", "serving.batch=4",
 			      "serving.context_len=256",
 			      "serving.engine=trtllm",
-			      "serving.engine.cuda_graphs=none", o, s, v};
+			      "serving.engine.cuda_graphs=none", o, s, v, h};
 	struct arena a;
 	struct job_spec *j;
 	struct infer_stepper st;
@@ -43,14 +43,22 @@ static void step(const char *op, const char *serial, const char *overlap,
 	snprintf(s, sizeof(s), "serving.engine.issue_serial=%s", serial);
 	snprintf(v, sizeof(v), "serving.engine.overlap_scheduling=%s",
 		 overlap);
+	snprintf(h, sizeof(h), "system.host_dispatch_scale=%s", dispatch);
 	arena_init(&a);
 	diag_init(&d, stderr);
-	j = fixture_load_job(&a, L70, sets, 8);
+	j = fixture_load_job(&a, L70, sets, 9);
 	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
 	infer_job_batch(j, &b);
 	cr_assert_eq(infer_stepper_cost(&st, &b, c, &d), 0);
 	infer_stepper_release(&st);
 	arena_release(&a);
+}
+
+/* The same on the reference x86 host (host_dispatch_scale 1). */
+static void step(const char *op, const char *serial, const char *overlap,
+		 struct infer_step_cost *c)
+{
+	step_on(op, serial, overlap, "1", c);
 }
 
 /*
@@ -101,4 +109,23 @@ Test(infer_issue, eager_launches_on_the_loop_thread_add_to_the_host)
 	cr_assert_float_eq(c3.interval_s, c1.interval_s,
 			   1e-9 * c1.interval_s);
 	cr_assert_float_eq(c3.host_s, host, 1e-12);
+}
+
+/*
+ * eager_op is a PyTorch op's dispatch and launch on the reference x86
+ * host; a host whose op calls take host_dispatch_scale x as long
+ * (Grace: 2.75, TransformerEngine #2053) issues each kernel in 2.75 x
+ * the time: at 1 ms a kernel on the loop's thread the host is 0.58 ms +
+ * 726 x 2.75 ms = 1997.08 ms, while the loop's own 0.58 ms follows
+ * host_loop_scale (1 here), not the op's scale.
+ */
+Test(infer_issue, eager_launches_follow_the_host_dispatch_scale)
+{
+	struct infer_step_cost c;
+	double host = 0.5e-3 + 4 * 20e-6;
+
+	step_on("1 ms", "true", "true", "2.75", &c);
+	cr_assert_float_eq(c.host_s, host + 726 * 2.75e-3, 1e-9);
+	step_on("0 us", "true", "true", "2.75", &c);
+	cr_assert_float_eq(c.host_s, host, 1e-12);
 }
