@@ -19,7 +19,7 @@ const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  "ck_tile", NULL};
 const char *const graph_scope_names[] = {
-	"attn", "mlp", "moe", "moe_router", "moe_preprocess", NULL,
+	"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba", NULL,
 };
 
 #define SOFF(m) offsetof(struct opt_step_spec, m)

@@ -97,8 +97,9 @@ static const struct schema_field training_fields[] = {
 	{ .key = "cuda_graphs", .type = ST_INT_LIST, .offset = TOFF(cuda_graphs),
 	  .values = graph_scope_names, .flags = SF_OPTIONAL,
 	  .help = "parts of a layer captured in CUDA graphs and replayed with "
-		  "one host call: attn, mlp, moe, moe_router, moe_preprocess "
-		  "(Megatron cuda_graph_scope)" },
+		  "one host call: attn, mlp, moe, moe_router, moe_preprocess, "
+		  "mamba (a hybrid's Mamba-2 layers; Megatron "
+		  "cuda_graph_scope)" },
 };
 
 static const struct schema training_schema = {

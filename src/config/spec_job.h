@@ -164,10 +164,13 @@ enum graph_scope {
 	SCOPE_MOE,		/* a whole MoE MLP (static shapes only) */
 	SCOPE_MOE_ROUTER,	/* the router */
 	SCOPE_MOE_PREPROCESS,	/* the dispatcher's preprocessing */
+	SCOPE_MAMBA,		/* a hybrid's Mamba-2 layer (Megatron-Core
+				 * cuda_graph_scope "mamba") */
 	SCOPE_COUNT
 };
 
-/* "attn", "mlp", "moe", "moe_router", "moe_preprocess" (from SCOPE_ATTN). */
+/* "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" (from
+ * SCOPE_ATTN). */
 extern const char *const graph_scope_names[];
 
 /* "vendor", "flash2", "flash_triton", "ck_tile": enum gpu_attn_kernel

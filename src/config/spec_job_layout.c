@@ -59,6 +59,15 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 			     "(each TP rank holds whole KV heads, replicated when "
 			     "tp exceeds them)", (long long)p->tp,
 			     (long long)m->num_key_value_heads);
+	/* Megatron-Core MambaMixer asserts nheads % tp == 0 and ngroups %
+	 * tp == 0 (ssm/mamba_mixer.py @ d98e8a64) */
+	if (layout_want(s, JR_TP_HEADS) && m->mamba_num_heads > 0 &&
+	    (m->mamba_num_heads % p->tp != 0 || m->n_groups % p->tp != 0))
+		layout_error(s, JR_TP_HEADS, "tp %lld does not divide the "
+			     "Mamba-2 layers' mamba_num_heads %lld and n_groups "
+			     "%lld (each TP rank holds whole heads and groups)",
+			     (long long)p->tp, (long long)m->mamba_num_heads,
+			     (long long)m->n_groups);
 	if (layout_want(s, JR_TP_FFN) && m->intermediate_size % p->tp != 0)
 		layout_error(s, JR_TP_FFN, "tp %lld does not "
 			     "divide intermediate_size %lld", (long long)p->tp,
@@ -403,6 +412,16 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 	int64_t kv = m->num_key_value_heads >= p->tp ?
 		     m->num_key_value_heads / p->tp : 1;
 
+	/* Megatron-Core's Mamba context parallelism (ssm/
+	 * mamba_context_parallel.py: all-to-alls of the heads around the
+	 * conv and the scan) is not modeled */
+	if (layout_want(s, JR_CP_HEADS) && p->cp > 1 &&
+	    m->hybrid_override_pattern && m->mamba_num_heads > 0)
+		layout_error(s, JR_CP_HEADS, "cp %lld with Mamba-2 layers "
+			     "('M' in hybrid_override_pattern): their context "
+			     "parallelism (Megatron-Core MambaContextParallel's "
+			     "all-to-alls) is not modeled; use cp 1",
+			     (long long)p->cp);
 	if (seq % chunks != 0)
 		layout_error(s, JR_CP_SEQ, "cp %lld does not divide "
 			     "seq_len %lld into %lld chunks%s", (long long)p->cp,

@@ -22,6 +22,14 @@ static const char *const experts_aliases[] = {
 };
 
 static const char *const qk_norm_aliases[] = { "use_qk_norm", NULL };
+/* Nemotron-H / Nemotron 3 (transformers NemotronHConfig): the MLP's
+ * activation (relu2: squared ReLU, a plain 2-matrix MLP) */
+static const char *const act_aliases[] = { "mlp_hidden_act", NULL };
+/* Nemotron-H (nvidia/Nemotron-H-8B-Base-8K config.json) names the
+ * attention's head width attention_head_dim; the chunk is
+ * mamba_chunk_size in some Mamba-2 configs (Falcon-H1) */
+static const char *const head_dim_aliases[] = { "attention_head_dim", NULL };
+static const char *const chunk_aliases[] = { "mamba_chunk_size", NULL };
 /* transformers' Llama4TextConfig: moe_layers (when not given) =
  * range(interleave_moe_layer_step - 1, num_hidden_layers, step), i.e.
  * (i + 1) % step == 0, Qwen-MoE's decoder_sparse_step rule */
@@ -36,9 +44,11 @@ static const char *const nope_interval_aliases[] = {
  * vLLM minimax_m2 MTP; MiniMaxAI/MiniMax-M2 config.json) */
 static const char *const nextn_aliases[] = {
 	"mtp_num_hidden_layers", "num_mtp_modules", NULL };
-/* MiniMax-M2's shared expert width (0 in the released checkpoint: none) */
+/* The shared expert's width by other names: MiniMax-M2's (0 in the
+ * released checkpoint: none) and Nemotron 3's */
 static const char *const shared_size_aliases[] = {
-	"shared_intermediate_size", NULL };
+	"shared_intermediate_size", "moe_shared_expert_intermediate_size",
+	NULL };
 
 /* Keys found in real config.json files that do not change the time or
  * memory of a training step: tokenizer ids, initialization, dropout
@@ -65,6 +75,16 @@ static const char *const ignored[] = {
 	 * bookkeeping */
 	"floor_scale", "attn_scale", "cache_implementation", "for_llm_compressor",
 	"_attn_implementation_autoset",
+	/* Nemotron-H / Nemotron 3 (transformers NemotronHConfig): the
+	 * mixer's activation (silu, fused in its conv1d), dt initialization
+	 * and limits, residual bookkeeping, logits kept at generation, the
+	 * small conv1d and projection biases (d_inner + 2 G N and H values
+	 * a layer), the kernel switch */
+	"mamba_hidden_act", "time_step_min", "time_step_max",
+	"time_step_floor", "time_step_limit", "time_step_rank",
+	"rescale_prenorm_residual", "residual_in_fp32", "norm_eps",
+	"num_logits_to_keep", "use_mamba_kernels", "use_conv_bias", "layer_norm_epsilon",
+	"mamba_proj_bias", "use_bias",
 	/* multimodal wrappers (Llama 4, Gemma 3, Qwen2.5/3-VL, Mistral 3):
 	 * image/video token ids and the vision projector, which a language
 	 * model simulation does not run */
@@ -227,7 +247,10 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(num_attention_heads), .min = 1, .max = 1e5,
 	  .flags = SF_REQUIRED, .help = "query heads" },
 	DIM(num_key_value_heads, "KV heads for GQA (default num_attention_heads)"),
-	DIM(head_dim, "per-head dimension (default hidden_size / num_attention_heads)"),
+	{ .key = "head_dim", .type = ST_INT, .offset = OFF(head_dim), .min = 1,
+	  .max = 1e9, .aliases = head_dim_aliases, .flags = SF_OPTIONAL,
+	  .help = "per-head dimension (default hidden_size / "
+		  "num_attention_heads; Nemotron-H's attention_head_dim)" },
 	{ .key = "intermediate_size", .type = ST_INT, .offset = OFF(intermediate_size),
 	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
 	  .help = "dense MLP hidden size (with intermediate_size_mlp given, "
@@ -239,7 +262,7 @@ static const struct schema_field model_fields[] = {
 	{ .key = "vocab_size", .type = ST_INT, .offset = OFF(vocab_size),
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "vocabulary size" },
 	{ .key = "hidden_act", .type = ST_ENUM, .offset = OFF(hidden_act),
-	  .values = hidden_act_names, .def = "silu",
+	  .values = hidden_act_names, .def = "silu", .aliases = act_aliases,
 	  .help = "MLP activation; silu means a gated (SwiGLU) MLP" },
 	{ .key = "gated_mlp", .type = ST_BOOL, .offset = OFF(gated_mlp),
 	  .flags = SF_OPTIONAL,
@@ -298,7 +321,8 @@ static const struct schema_field model_fields[] = {
 	  .offset = OFF(shared_expert_intermediate_size), .min = 0, .max = 1e9,
 	  .aliases = shared_size_aliases, .flags = SF_OPTIONAL,
 	  .help = "shared expert hidden size (Qwen-MoE; MiniMax-M2's "
-		  "shared_intermediate_size); 0 = none" },
+		  "shared_intermediate_size, Nemotron 3's "
+		  "moe_shared_expert_intermediate_size); 0 = none" },
 	{ .key = "first_k_dense_replace", .type = ST_INT,
 	  .offset = OFF(first_k_dense_replace), .min = 0, .max = 1e5,
 	  .flags = SF_OPTIONAL, .help = "the first k layers are dense (DeepSeek)" },
@@ -381,6 +405,25 @@ static const struct schema_field model_fields[] = {
 	DIM(qk_nope_head_dim, "MLA per-head non-rotary Q/K dimension"),
 	DIM(qk_rope_head_dim, "MLA per-head rotary Q/K dimension"),
 	DIM(v_head_dim, "MLA per-head value dimension"),
+	{ .key = "hybrid_override_pattern", .type = ST_STRING,
+	  .offset = OFF(hybrid_override_pattern), .flags = SF_OPTIONAL,
+	  .help = "Nemotron-H / Nemotron 3: one character a layer, M "
+		  "Mamba-2 mixer, * attention, - MLP, E MoE (each alone with "
+		  "its norm and residual; spec_model_mamba.c)" },
+	DIM(mamba_num_heads, "Mamba-2 heads H (d_inner = H x mamba_head_dim)"),
+	DIM(mamba_head_dim, "Mamba-2 channels per head P"),
+	DIM(ssm_state_size, "Mamba-2 state size N per channel"),
+	DIM(n_groups, "Mamba-2 groups of the B and C projections (default 1)"),
+	DIM(conv_kernel, "Mamba-2 causal conv1d width (default 4)"),
+	{ .key = "chunk_size", .type = ST_INT, .offset = OFF(chunk_size),
+	  .min = 1, .max = 1e9, .aliases = chunk_aliases, .flags = SF_OPTIONAL,
+	  .help = "Mamba-2 SSD scan chunk (default 128)" },
+	DIM(expand, "Mamba-2 d_inner / hidden_size (used when mamba_num_heads "
+	    "is not given)"),
+	{ .key = "mamba_ssm_cache_dtype", .type = ST_STRING,
+	  .offset = OFF(mamba_ssm_cache_dtype), .flags = SF_OPTIONAL,
+	  .help = "serving: dtype of the Mamba SSM state (float32, bfloat16, "
+		  "float16, auto = the activations')" },
 	/* Gated DeltaNet (Qwen3-Next, Qwen3.5: spec_model_gdn.c) */
 	DIM(linear_num_key_heads, "Gated DeltaNet q/k heads of the "
 	    "linear_attention layers"),
@@ -456,6 +499,8 @@ int model_layer_moe(const struct model_spec *m, int64_t i)
 	if (!model_is_moe(m) || i < m->first_k_dense_replace ||
 	    in_list(&m->mlp_only_layers, i))
 		return 0;
+	if (m->hybrid_override_pattern)	/* its 'E' layers */
+		return model_layer_block(m, i) == BLOCK_MOE;
 	if (m->moe_layers.n > 0)
 		return in_list(&m->moe_layers, i);
 	return (i + 1) % m->decoder_sparse_step == 0 &&
@@ -546,10 +591,12 @@ double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
 		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
 		2.0 * (double)(m->num_key_value_heads * m->head_dim);
 
-	/* Gated DeltaNet layers keep a fixed state, no per-token cache;
-	 * DSA adds the indexer's key cache to every attention layer */
+	/* Gated DeltaNet layers keep a fixed state, no per-token cache; a
+	 * hybrid's Mamba / MLP / MoE layers none at all; DSA adds the
+	 * indexer's key cache to every attention layer */
 	return (per_layer * elem_B + model_index_key_bytes(m)) *
-	       (double)model_full_attn_layers(m);
+	       (double)(m->hybrid_override_pattern ? model_attn_layers(m) :
+			model_full_attn_layers(m));
 }
 
 /* Where a conflict among keys is reported: the value of the one the
@@ -1095,6 +1142,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 		m->nope_layer_interval = 4;
 	if (llama4_sizes(m, node, d) != 0 || check_moe_layers(m, node, d) != 0)
 		rc = -1;
+	if (model_check_hybrid(m, node, d) != 0)	/* before check_moe */
+		return -1;
 	if (check_moe(m, node, d) != 0 || check_window(m, node, d) != 0 ||
 	    model_check_gdn(m, node, d) != 0 ||
 	    model_check_hf_keys(node, d) != 0)

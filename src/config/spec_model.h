@@ -72,6 +72,17 @@ enum layer_type {
 				 * a Gated DeltaNet mixer, spec_model_gdn.c) */
 };
 
+/* What a hybrid model's layer is (Nemotron-H / Nemotron 3
+ * hybrid_override_pattern, one character a layer; spec_model_mamba.c).
+ * BLOCK_PAIR: not a hybrid model, every layer attention + MLP. */
+enum model_block {
+	BLOCK_PAIR,		/* attention and MLP (a transformer layer) */
+	BLOCK_MAMBA,		/* 'M': a Mamba-2 mixer alone */
+	BLOCK_ATTN,		/* '*': attention alone */
+	BLOCK_MLP,		/* '-': a dense MLP alone */
+	BLOCK_MOE		/* 'E': a routed-expert MLP alone */
+};
+
 /* Router scoring (DeepSeek scoring_func). */
 enum scoring_func {
 	SCORE_SOFTMAX,
@@ -268,6 +279,22 @@ struct model_spec {
 						 * 0 lightning (linear) attention,
 						 * refused */
 	int64_t mtp_transformer_layers;		/* layers per MTP module (1) */
+	/* Mamba-2 hybrid (Nemotron-H, Nemotron 3; spec_model_mamba.c) */
+	const char *hybrid_override_pattern;	/* one of M * - E a layer; NULL:
+						 * not hybrid */
+	int64_t mamba_num_heads;		/* SSM heads H */
+	int64_t mamba_head_dim;			/* per-head channels P */
+	int64_t ssm_state_size;			/* state N per channel */
+	int64_t n_groups;			/* B/C groups G */
+	int64_t conv_kernel;			/* causal conv1d width K */
+	int64_t chunk_size;			/* SSD chunk Q */
+	int64_t expand;				/* d_inner = expand h (info when
+						 * heads x head_dim given) */
+	const char *mamba_ssm_cache_dtype;	/* serving SSM state dtype
+						 * (float32, bfloat16); NULL: the
+						 * engine's activation dtype */
+	unsigned char block[QUANT_LAYERS_MAX];	/* derived: enum model_block of
+						 * each layer */
 };
 
 /* 1 for a Mixture-of-Experts model: routed experts in at least one
@@ -275,6 +302,33 @@ struct model_spec {
  * decoder_sparse_step or moe_layers all make dense leave a dense model,
  * as transformers builds it). */
 int model_is_moe(const struct model_spec *m);
+
+/* enum model_block of layer i (BLOCK_PAIR for a non-hybrid model). */
+int model_layer_block(const struct model_spec *m, int64_t i);
+
+/* Layers with attention: all, or a hybrid model's '*' layers. */
+int64_t model_attn_layers(const struct model_spec *m);
+
+/* Mamba-2 inner width d_inner = mamba_num_heads mamba_head_dim. */
+int64_t model_mamba_inner(const struct model_spec *m);
+
+/* Bytes of the fixed recurrent state one sequence keeps over all Mamba
+ * layers in serving (spec_model_mamba.c): the SSM state H P N at ssm_B
+ * bytes and the conv1d state (d_inner + 2 G N) (K - 1) at conv_B. 0 for
+ * a model without Mamba layers. */
+double model_mamba_state_bytes(const struct model_spec *m, double ssm_B,
+			       double conv_B);
+
+/* The SSM state's bytes per element in serving: mamba_ssm_cache_dtype's
+ * (float32 4, bfloat16/float16 2), else act_B. */
+double model_mamba_ssm_B(const struct model_spec *m, double act_B);
+
+/* Resolve hybrid_override_pattern into m->block and check the Mamba
+ * keys: 0, or -1 after reporting (spec_model_mamba.c). */
+struct cnode;
+struct diag;
+int model_check_hybrid(struct model_spec *m, const struct cnode *node,
+		       struct diag *d);
 
 /* 1 for multi-head latent attention. */
 int model_is_mla(const struct model_spec *m);
@@ -341,7 +395,8 @@ int model_check_gdn(struct model_spec *m, const struct cnode *node,
  * none. */
 int64_t model_shared_ffn(const struct model_spec *m);
 
-/* Bytes of the key/value cache one token keeps over all layers at
+/* Bytes of the key/value cache one token keeps over all attention
+ * layers (a hybrid model's '*' layers only) at
  * elem_B bytes per element: MLA keeps the latent kv_lora_rank +
  * qk_rope_head_dim per layer; GQA 2 num_key_value_heads head_dim; DSA
  * adds its indexer key (model_index_key_bytes). */

@@ -105,6 +105,7 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
+#include "config/spec_model.h"
 #include "ep.h"
 #include "sched.h"
 #include "split.h"
@@ -261,6 +262,70 @@ static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
 	return b;
 }
 
+/* A Mamba-2 mixer layer's stored tensors (mamba.c): the norm input
+ * (T'h B), the in-projection's input (T'h L, TE's LayerNormLinear), what
+ * MambaSplitConv1dScanCombinedFn saves (ctx.save_for_backward: the
+ * projected zxBCdt, T w B, and the scan output out_x, T d_inner' B;
+ * state-spaces/mamba@e9594ce1 ssd_combined.py), the gated norm's input
+ * (T d_inner' B) and the out-projection's input (T d_inner' L). */
+static double mamba_stored_B(const struct layer_dims *d)
+{
+	const struct mamba_dims *m = &d->mamba;
+	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
+	double di = m->heads * m->head_dim / d->tp;
+	double w = 2 * di + 2 * m->groups / d->tp * m->state + m->heads / d->tp;
+	double mask = d->dropout ? ts * h : 0;
+
+	return ts * h * B + ts * h * L + t * w * B + 2 * t * di * B +
+	       t * di * L + mask;
+}
+
+/* The attention's share of recomputed_B: the core, MLA's up
+ * projections and the input norm's output. */
+static double attn_recomputed_B(const struct layer_dims *d, unsigned mods)
+{
+	double t = layer_tokens(d), ts = layer_sp_tokens(d);
+	double L = d->lowp ? d->lowp_B : d->act_B, b = 0;
+
+	if (mods & 1u << RCM_CORE_ATTN)
+		b += core_act_B(d);
+	if ((mods & 1u << RCM_MLA_UP_PROJ) && d->mla)
+		b += t * d->heads / d->tp * ((d->mla_d.nope + d->mla_d.rope) *
+					    2 + d->mla_d.v) * d->act_B;
+	if (mods & 1u << RCM_LAYERNORM)
+		b += ts * d->hidden * L;
+	return b;
+}
+
+/* A hybrid model's block alone (enum model_block): its part of a
+ * layer's stored tensors, less what selective recomputation drops of
+ * that part; a full recompute keeps the block's input. */
+static double block_act_B(const struct layer_dims *d,
+			  const struct layer_kind *k, enum layer_recompute rc)
+{
+	unsigned mods = layer_rc_modules(d, rc);
+	double ts = layer_sp_tokens(d), L = d->lowp ? d->lowp_B : d->act_B;
+	double b;
+
+	if (rc == LREC_FULL)
+		return ts * d->hidden * d->act_B;
+	switch (k->block) {
+	case BLOCK_MAMBA:
+		b = mamba_stored_B(d);
+		if (mods & 1u << RCM_LAYERNORM)
+			b -= ts * d->hidden * L;
+		return b;
+	case BLOCK_ATTN:
+		return attn_stored_B(d) + core_act_B(d) -
+		       attn_recomputed_B(d, mods);
+	default:	/* an MLP or MoE alone */
+		return mlp_stored_B(d, k->moe) -
+		       (recomputed_B(d, k->moe, mods) -
+			attn_recomputed_B(d, mods));
+	}
+}
+
 double footprint_kind_act_B(const struct layer_dims *d,
 			    const struct layer_kind *k,
 			    enum layer_recompute rc)
@@ -279,6 +344,8 @@ double footprint_kind_act_B(const struct layer_dims *d,
 	double no_core = lin && (mods & 1u << RCM_CORE_ATTN) ?
 			 core_act_B(d) : 0;
 
+	if (k && k->block != BLOCK_PAIR)
+		return block_act_B(d, k, rc);
 	switch (rc) {
 	case LREC_NONE:
 		return mixer + mlp_stored_B(d, moe);
@@ -305,7 +372,7 @@ enum { HAS_DENSE = 1, HAS_MOE = 2 };
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind dense = { 0, 0, 0, 0 }, moe = { 1, 0, 0, 0 };
+	struct layer_kind dense = { 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0 };
 	double b = 0;
 
 	switch (rc) {
@@ -410,7 +477,7 @@ static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
 	struct layer_kind k = { model_layer_moe(j->model, i),
 				lin ? 0 : (double)model_layer_window(j->model, i),
 				lin ? 0 : (double)model_layer_chunk(j->model, i),
-				lin };
+				lin, model_layer_block(j->model, i) };
 
 	return k;
 }
@@ -532,7 +599,8 @@ struct kind_memo {
 static int same_kind(const struct layer_kind *a, const struct layer_kind *b)
 {
 	return a->moe == b->moe && a->window == b->window &&
-	       a->chunk == b->chunk && a->linear == b->linear;
+	       a->chunk == b->chunk && a->linear == b->linear &&
+	       a->block == b->block;
 }
 
 /* footprint_layer_params of layer i (of kind k), through km if given. */
@@ -579,7 +647,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
@@ -708,7 +776,7 @@ static double stage_act_B(const struct job_spec *j,
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
 	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1 };
 
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);

@@ -317,6 +317,15 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)
 		infer_moe_dims(j, g, d);
+	if (m->hybrid_override_pattern && m->mamba_num_heads > 0) {
+		d->m_heads = (double)m->mamba_num_heads;
+		d->m_head_dim = (double)m->mamba_head_dim;
+		d->m_state = (double)m->ssm_state_size;
+		d->m_groups = (double)m->n_groups;
+		d->m_conv = (double)m->conv_kernel;
+		d->m_chunk = (double)m->chunk_size;
+		d->ssm_B = model_mamba_ssm_B(m, d->act_B);
+	}
 	d->attn_gate = m->attn_output_gate == 1;
 	if (model_is_gdn(m)) {
 		d->gdn_k_heads = (double)m->linear_num_key_heads;
@@ -337,6 +346,7 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 	k->chunk = k->linear ? 0 : (double)model_layer_chunk(j->model, layer);
 	k->temperature = model_layer_temperature(j->model, layer);
 	k->qexcl = quant_layer_excluded(&j->model->quantization, layer);
+	k->block = model_layer_block(j->model, layer);
 }
 
 const struct infer_dims *infer_kind_dims(const struct infer_dims *d,
@@ -442,6 +452,18 @@ static double mixer_params(const struct infer_dims *d,
 double infer_kind_params(const struct infer_dims *d,
 			 const struct infer_kind *k)
 {
+	switch (k ? k->block : BLOCK_PAIR) {	/* a hybrid's block alone */
+	case BLOCK_MAMBA:
+		return infer_mamba_params(d);
+	case BLOCK_ATTN:
+		return attn_params(d);
+	case BLOCK_MLP:
+		return infer_layer_params(d) - attn_params(d);
+	case BLOCK_MOE:
+		return infer_moe_params(d);
+	default:
+		break;
+	}
 	if (k && k->moe)
 		return mixer_params(d, k) + infer_moe_params(d);
 	return infer_layer_params(d) - attn_params(d) + mixer_params(d, k);
@@ -456,6 +478,18 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 	double attn_B = infer_class_weight_B(d, QX_ATTN);
 	double mlp_B = infer_class_weight_B(d, QX_MLP);
 
+	switch (k ? k->block : BLOCK_PAIR) {	/* one norm, one block */
+	case BLOCK_MAMBA:	/* projections in the serving dtype */
+		return infer_mamba_params(d) * d->weight_B + norms / 2;
+	case BLOCK_ATTN:
+		return attn * attn_B + norms / 2;
+	case BLOCK_MLP:
+		return (infer_layer_params(d) - attn) * mlp_B + norms / 2;
+	case BLOCK_MOE:
+		return infer_moe_weight_B(d) + norms / 2;
+	default:
+		break;
+	}
 	if (k && k->moe)
 		return attn * attn_B + infer_moe_weight_B(d) + norms;
 	return attn * attn_B + (infer_layer_params(d) - attn_params(d)) *
@@ -868,17 +902,27 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
 	double t = infer_batch_tokens(b);
-	int moe = k && k->moe;
+	int moe = k && k->moe, blk = k ? k->block : BLOCK_PAIR;
 
 	o->n = 0;
-	norm(o, d, "add_norm", t, 1, !d->mla, (d->qexcl & QX_ATTN) != 0);
-	if (k && k->linear)
-		infer_gdn_ops(d, b, t, o);
-	else if (d->mla)
-		attn_mla(d, b, t, o);
-	else
-		attn_gqa(d, b, t, k && k->temperature, o);
-	tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE, t * d->hidden * d->act_B);
+	if (blk == BLOCK_MAMBA) {
+		infer_mamba_ops(d, b, o);
+		return;
+	}
+	if (blk != BLOCK_MLP && blk != BLOCK_MOE) {	/* attention */
+		norm(o, d, "add_norm", t, 1, !d->mla,
+		     (d->qexcl & QX_ATTN) != 0);
+		if (k && k->linear)
+			infer_gdn_ops(d, b, t, o);
+		else if (d->mla)
+			attn_mla(d, b, t, o);
+		else
+			attn_gqa(d, b, t, k && k->temperature, o);
+		tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE,
+		       t * d->hidden * d->act_B);
+		if (blk == BLOCK_ATTN)
+			return;
+	}
 	norm(o, d, "add_norm", t, 1, !moe, moe ? moe_norm_wide(d) :
 					 (d->qexcl & QX_MLP) != 0);
 	if (moe) {

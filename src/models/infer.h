@@ -187,6 +187,10 @@ struct infer_dims {
 	 * full attention's output gate (Qwen3-Next) */
 	double gdn_k_heads, gdn_v_heads, gdn_dk, gdn_dv, gdn_conv;
 	int attn_gate;
+	/* a hybrid's Mamba-2 mixer (infer_mamba.c), whole model; heads 0:
+	 * none */
+	double m_heads, m_head_dim, m_state, m_groups, m_conv, m_chunk;
+	double ssm_B;		/* B per SSM-state element (mamba_ssm_cache_dtype) */
 };
 
 /* What one layer is: a routed-expert MLP or a dense one, full attention
@@ -204,6 +208,8 @@ struct infer_kind {
 				 * only when the weights are quantized:
 				 * infer_kind_dims) */
 	int linear;		/* a Gated DeltaNet mixer (infer_gdn.c) */
+	int block;		/* enum model_block: a hybrid's Mamba-2 mixer,
+				 * attention, MLP or MoE alone; 0 both */
 };
 
 #define INFER_MAX_KINDS 8
@@ -405,6 +411,23 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 		const struct infer_batch *b, const struct infer_kind *k,
 		const struct gpu_spec *g, enum infer_graph graph,
 		struct infer_unit *u);
+
+/* ---- Mamba-2 (infer_mamba.c) ---- */
+
+/* The Mamba-2 mixer of a hybrid's 'M' layer for batch b into o: norm,
+ * in-projection, conv1d, the SSD scan of the prompt chunks and the state
+ * update of the decoding sequences, gated norm, out-projection and its TP
+ * all-reduce. */
+void infer_mamba_ops(const struct infer_dims *d, const struct infer_batch *b,
+		     struct infer_ops *o);
+
+/* Parameters of one Mamba-2 mixer on one GPU (/t), its norms included. */
+double infer_mamba_params(const struct infer_dims *d);
+
+/* Bytes of the recurrent state one sequence keeps in one Mamba layer on
+ * one GPU: SSM H/t P N at ssm_B, conv (d_inner + 2 G N)/t (K - 1) at the
+ * activations' B. */
+double infer_mamba_state_layer_B(const struct infer_dims *d);
 
 /* ---- MoE (infer_moe.c) ---- */
 

@@ -300,6 +300,34 @@ double infer_mem_comm_B(const struct job_spec *j,
 			(double)e->allreduce_ipc_copies * (double)g * ar : 0);
 }
 
+/* Layers of [first, first + n) that keep KV (all, or a hybrid's
+ * attention layers), with *state_B the recurrent state one sequence
+ * keeps in its Mamba-2 layers (infer_mamba.c). */
+static double rank_kv_layers(const struct job_spec *j, int64_t first,
+			     int64_t n, const struct infer_dims *d,
+			     double *state_B)
+{
+	double kv = 0;
+	int64_t i;
+
+	*state_B = 0;
+	if (!j->model->hybrid_override_pattern) {	/* Gated DeltaNet */
+		double lin = linear_layers(j, first, n);
+
+		*state_B = lin > 0 ? lin * infer_gdn_state_B(d) : 0;
+		return (double)n - lin;
+	}
+	for (i = first; i < first + n; i++) {
+		int b = model_layer_block(j->model, i);
+
+		if (b == BLOCK_ATTN)
+			kv++;
+		else if (b == BLOCK_MAMBA)
+			*state_B += infer_mamba_state_layer_B(d);
+	}
+	return kv;
+}
+
 static double kv_by_rule(const struct engine_spec *e, double cap,
 			 double usable, double weights, double act,
 			 double work)
@@ -350,13 +378,15 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 		int apart = e->memory_rule == ENGINE_MEM_STATIC;
 		double kv = kv_by_rule(e, cap, usable,
 				       (apart ? w : w + dw) + v, a, work);
-		double lin = linear_layers(j, first, split[r]);
-		double tok_t = ((double)split[r] - lin) * per_layer;
+		double st = 0, tok_t = rank_kv_layers(j, first, split[r], d,
+						       &st) * per_layer;
 		double tok_B = tok_t + dk;
 		double tokens;
 
 		if (apart && tok_t > 0)	/* the draft's pool as large */
 			kv *= tok_B / tok_t;
+		if (!(tok_B > 0) && st > 0)	/* state only: pages of a layer's */
+			tok_B = per_layer;
 		tokens = tok_B > 0 ? fmax(kv, 0) / tok_B : INFINITY;
 		if (tokens < best || r == 0) {
 			best = tokens;
@@ -368,10 +398,10 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 			out->workspace_B = work + v;
 			out->kv_cache_B = kv;
 			out->kv_token_B = tok_B;
-			/* a sequence's linear-layer states, in pages */
-			out->state_pages = lin > 0 && tok_B > 0 ?
-				ceil(lin * infer_gdn_state_B(d) /
-				     ((double)e->block_size * tok_B)) : 0;
+			out->state_seq_B = st;
+			/* a sequence's recurrent states, in pages */
+			out->state_pages = st > 0 && tok_B > 0 ?
+				ceil(st / ((double)e->block_size * tok_B)) : 0;
 		}
 	}
 	for (first = 0, r = 0; r < out->rank; r++)

@@ -31,12 +31,16 @@ struct infer_mem {
 	double kv_tokens;	/* tokens the cache holds (whole pages) */
 	double kv_pages;	/* pages of block_size tokens */
 	double kv_sequences;	/* sequences of seq_tokens that fit */
-	double state_pages;	/* pages a sequence's fixed Gated DeltaNet
-				 * states take besides its KV pages (0: none) */
+	double state_pages;	/* pages a sequence's fixed recurrent states
+				 * (Gated DeltaNet, Mamba-2) take besides its
+				 * KV pages (0: none) */
 	double draft_weights_B;	/* B, the speculative draft's weights on that
 				 * GPU (in weights_B; 0 without a draft) */
 	double draft_kv_token_B; /* B, the draft's KV of one token on that GPU
 				  * (in kv_token_B) */
+	double state_seq_B;	/* B, the recurrent state one sequence keeps on
+				 * that GPU (a hybrid's Mamba-2 layers:
+				 * infer_mamba_state_layer_B each); 0: none */
 };
 
 /* A speculative draft's memory on each GPU of the instance (its last

@@ -226,7 +226,8 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 			    x->kinds[k].window == kind.window &&
 			    x->kinds[k].chunk == kind.chunk &&
 			    x->kinds[k].temperature == kind.temperature &&
-			    x->kinds[k].qexcl == kind.qexcl)
+			    x->kinds[k].qexcl == kind.qexcl &&
+			    x->kinds[k].block == kind.block)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {

@@ -126,12 +126,32 @@
 #include <string.h>
 
 #include "config/spec_job.h"
+#include "config/spec_model.h"
 
 /* ---- a layer ---- */
 
 static int is_moe(const struct layer_kind *k)
 {
 	return k && k->moe;
+}
+
+/* A hybrid model's layer is one block alone (enum model_block): a
+ * Mamba-2 mixer, attention, a dense MLP or an MoE; else attention and
+ * MLP. */
+static int has_mamba(const struct layer_kind *k)
+{
+	return k && k->block == BLOCK_MAMBA;
+}
+
+static int has_attn(const struct layer_kind *k)
+{
+	return !k || k->block == BLOCK_PAIR || k->block == BLOCK_ATTN;
+}
+
+static int has_mlp(const struct layer_kind *k)
+{
+	return !k || k->block == BLOCK_PAIR || k->block == BLOCK_MLP ||
+	       k->block == BLOCK_MOE;
 }
 
 static void act_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -211,14 +231,35 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	uint8_t mlp = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 
 	o->scope = SCOPE_ATTN;
-	lop_norm_fwd(o, "norm1", pass, d);
-	if (k && k->linear)
-		gdn_fwd(o, pass, d);
-	else
-		attn_fwd(o, pass, d, k);
-	lop_row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
-		    k && k->linear ? gdn_out_width(d) : attn_out_width(d));
-	lop_add_fwd(o, "add1", pass, d);
+	if (has_mamba(k)) {	/* Megatron-Core MambaLayer */
+		o->scope = SCOPE_MAMBA;
+		lop_norm_fwd(o, "norm1", pass, d);
+		mamba_fwd(o, pass, d);
+		o->saved_end = o->n;
+		lop_add_fwd(o, "add1", pass, d);
+		if (d->dropout)
+			o->saved_end = o->n;
+		o->scope = SCOPE_NONE;
+		return;
+	}
+	if (has_attn(k)) {
+		lop_norm_fwd(o, "norm1", pass, d);
+		if (k && k->linear)
+			gdn_fwd(o, pass, d);
+		else
+			attn_fwd(o, pass, d, k);
+		lop_row_fwd(o, "proj_cast", "proj", "attn_tp_reduce", pass, d,
+			    k && k->linear ? gdn_out_width(d) :
+			    attn_out_width(d));
+		o->saved_end = o->n;	/* an attention layer alone's */
+		lop_add_fwd(o, "add1", pass, d);
+		if (d->dropout)
+			o->saved_end = o->n;
+	}
+	if (!has_mlp(k)) {
+		o->scope = SCOPE_NONE;
+		return;
+	}
 	o->scope = is_moe(k) ? SCOPE_MOE_ROUTER : SCOPE_MLP;
 	lop_norm_fwd(o, "norm2", pass, d);
 	if (is_moe(k)) {
@@ -489,13 +530,28 @@ static void layer_bwd_pass(const struct layer_dims *d,
 		sac_ops_filter(d, o, b);
 		mods = 0;
 	}
-	o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
-	mlp_recompute(d, k, mods, o);
-	if (is_moe(k))
-		moe_bwd(o, mods, d);
-	else
-		mlp_bwd(o, d);
-	lop_residual_grad(o, "add2_bwd", d);
+	if (has_mamba(k)) {
+		o->scope = SCOPE_MAMBA;
+		if (mods & 1u << RCM_LAYERNORM)
+			lop_norm_fwd(o, "norm1", PASS_RECOMPUTE, d);
+		mamba_bwd(o, d);
+		lop_residual_grad(o, "add1_bwd", d);
+		o->scope = SCOPE_NONE;
+		return;
+	}
+	if (has_mlp(k)) {
+		o->scope = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
+		mlp_recompute(d, k, mods, o);
+		if (is_moe(k))
+			moe_bwd(o, mods, d);
+		else
+			mlp_bwd(o, d);
+		lop_residual_grad(o, "add2_bwd", d);
+	}
+	if (!has_attn(k)) {
+		o->scope = SCOPE_NONE;
+		return;
+	}
 	o->scope = SCOPE_ATTN;
 	/* layernorm: the input norm's output again, when the attention
 	 * output's gradient arrives */

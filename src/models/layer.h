@@ -170,6 +170,16 @@ struct cp_dims {
 				 * (framework cp_torch_sdpa; attn.c) */
 };
 
+/* Mamba-2 mixer widths (mamba.c), whole model. */
+struct mamba_dims {
+	double heads;		/* SSM heads H */
+	double head_dim;	/* channels per head P */
+	double state;		/* state size N */
+	double groups;		/* B/C groups G */
+	double conv;		/* conv1d taps K */
+	double chunk;		/* SSD chunk Q */
+};
+
 /* What one layer of a model is, beyond the shared dims. */
 struct layer_kind {
 	int moe;		/* routed-expert MLP (else dense) */
@@ -179,6 +189,9 @@ struct layer_kind {
 				 * this many tokens; 0 = none */
 	int linear;		/* the mixer is a Gated DeltaNet (gdn.c), not
 				 * softmax attention (window, chunk unused) */
+	int block;		/* enum model_block (spec_model.h): 0 an
+				 * attention + MLP layer; a hybrid model's
+				 * Mamba-2 mixer, attention, MLP or MoE alone */
 };
 
 /* One GPU's view of one microbatch of one layer. */
@@ -244,6 +257,8 @@ struct layer_dims {
 	int attn_gate;		/* softmax attention's output gate (Qwen3-Next:
 				 * q projection twice as wide, sigmoid x
 				 * core output; attn.c out_gate) */
+	struct mamba_dims mamba;	/* Mamba-2 mixer (hybrid models); heads 0
+					 * = none */
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */
 	struct moe_dims moe;	/* routed experts (MoE layers) */
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */

@@ -6,6 +6,8 @@
  */
 #include "layer_impl.h"
 
+#include "config/spec_model.h"
+
 #include "base/diag.h"
 
 static double grouped_flops(const struct kern *k)
@@ -82,6 +84,20 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 	*experts = 0;
 	if ((k && k->moe))
 		moe_params(d, bias, &moe_dense, experts);
+	switch (k ? k->block : BLOCK_PAIR) {	/* a hybrid's block alone */
+	case BLOCK_MAMBA:
+		*dense = mamba_params(d) + norms / 2;
+		return;
+	case BLOCK_ATTN:
+		*dense = attn_params(d, bias) + norms / 2;
+		return;
+	case BLOCK_MLP:
+	case BLOCK_MOE:
+		*dense = norms / 2 + ((k && k->moe) ? moe_dense : mlp);
+		return;
+	default:
+		break;
+	}
 	*dense = (k && k->linear ? gdn_params(d, bias) : attn_params(d, bias)) +
 		 norms + ((k && k->moe) ? moe_dense : mlp);
 }

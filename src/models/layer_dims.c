@@ -68,6 +68,14 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 			d->mla_d.idx_topk = (double)m->index_topk;
 		}
 	}
+	if (m->hybrid_override_pattern && m->mamba_num_heads > 0) {
+		d->mamba.heads = (double)m->mamba_num_heads;
+		d->mamba.head_dim = (double)m->mamba_head_dim;
+		d->mamba.state = (double)m->ssm_state_size;
+		d->mamba.groups = (double)m->n_groups;
+		d->mamba.conv = (double)m->conv_kernel;
+		d->mamba.chunk = (double)m->chunk_size;
+	}
 	d->attn_gate = m->attn_output_gate == 1;
 	if (model_is_gdn(m)) {
 		d->gdn.k_heads = (double)m->linear_num_key_heads;

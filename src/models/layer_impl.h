@@ -223,6 +223,21 @@ double gdn_params(const struct layer_dims *d, int bias);
  * model. */
 double attn_params(const struct layer_dims *d, int bias);
 
+/* ---- Mamba-2 mixer (mamba.c) ---- */
+
+/* From the input norm's output to the input of the residual add: the
+ * in-projection, conv1d, SSD chunked scan, gated RMSNorm and
+ * out-projection (with its TP reduction), forward or recomputed. */
+void mamba_fwd(struct layer_ops *o, enum layer_pass pass,
+	       const struct layer_dims *d);
+
+/* Its backward, from the out-projection down to the input norm's
+ * backward (included). */
+void mamba_bwd(struct layer_ops *o, const struct layer_dims *d);
+
+/* Parameters of one Mamba-2 mixer, its input norm excluded, whole model. */
+double mamba_params(const struct layer_dims *d);
+
 /* ---- routed experts (moe.c) ---- */
 
 /* The MoE MLP from the second norm's output to the residual add

@@ -72,12 +72,13 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		int lin = model_layer_linear(m, i);
 		int64_t w = lin ? 0 : model_layer_window(m, i);
 		int64_t c = lin ? 0 : model_layer_chunk(m, i);
+		int blk = model_layer_block(m, i);
 
-		k = train_kind_index(moe, w, c, lin);
+		k = train_kind_index(moe, w, c, lin, blk);
 		if (t->lf[k])
 			continue;
 		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c,
-						   lin };
+						   lin, blk };
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
@@ -143,7 +144,8 @@ int train_cost_blocks(struct train *t)
 		int k = train_kind_index(model_layer_moe(m, last),
 					 model_layer_window(m, last),
 					 model_layer_chunk(m, last),
-					 model_layer_linear(m, last));
+					 model_layer_linear(m, last),
+					 model_layer_block(m, last));
 
 		layer_mtp_fwd(&t->dims, &t->kinds[k], !t->mtp_alone, o);
 		t->mf = new_block(t, o);

@@ -57,12 +57,16 @@ struct stage_plan {
 
 /* Layer kinds: MoE or dense MLP x full, sliding-window or chunked
  * attention (a chunk takes precedence: a window then applies within it),
- * or x a Gated DeltaNet mixer (linear: window and chunk unused). */
-#define TRAIN_KINDS 8
+ * or x a Gated DeltaNet mixer (linear: window and chunk unused); then a
+ * hybrid model's layers alone (enum model_block: Mamba-2, attention, MLP,
+ * MoE; no windows). */
+#define TRAIN_KINDS 12
 
 static inline int train_kind_index(int moe, int64_t window, int64_t chunk,
-				   int linear)
+				   int linear, int block)
 {
+	if (block > 0)
+		return 7 + block;
 	if (linear)
 		return 6 + moe;
 	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);

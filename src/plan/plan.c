@@ -453,6 +453,15 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 
 	int64_t i;
 
+	if (j->model->hybrid_override_pattern) {
+		diag_error(d, NULL, 0, 0, "model '%s' is a hybrid "
+			   "(hybrid_override_pattern: Mamba-2, attention, MLP "
+			   "and MoE layers alone): the planner's analytical "
+			   "tier takes every layer as attention + MLP; "
+			   "simulate a layout with 'llmsim run'",
+			   j->model->name ? j->model->name : "?");
+		return 2;
+	}
 	for (i = 1; i < j->model->num_hidden_layers; i++)
 		if (model_layer_window(j->model, i) !=
 		    model_layer_window(j->model, 0)) {

@@ -93,6 +93,7 @@ struct serve_inst {
 	int64_t block;			/* tokens per page */
 	int64_t state_pages;		/* pages a sequence's fixed recurrent
 					 * states take (Gated DeltaNet layers,
+					 * a hybrid's Mamba-2 layers;
 					 * infer_mem.h); 0: none */
 	int64_t max_seqs, max_tokens;	/* the instance's (all its ranks') */
 	int64_t adp;			/* attention-DP ranks, each with

@@ -565,3 +565,72 @@ Test(hf_model, bare_gate_exclusion_is_the_router)
 		     QX_ROUTER);
 	cr_assert_eq(quant_exclude_class("gate_proj"), QX_MLP);
 }
+
+/* A Nemotron-H / Nemotron 3 config.json (model_type nemotron_h): the
+ * hybrid_override_pattern's layers, the Mamba-2 keys, mlp_hidden_act and
+ * the shared expert's width by their Nemotron names, the mixer's
+ * initialization keys silent. */
+#define NEMO_HEAD "{\"model_type\": \"nemotron_h\", \"hidden_size\": 256," \
+	" \"num_attention_heads\": 4, \"num_key_value_heads\": 2," \
+	" \"attention_head_dim\": 64, \"intermediate_size\": 512," \
+	" \"vocab_size\": 1000," \
+	" \"mamba_num_heads\": 8, \"mamba_head_dim\": 64," \
+	" \"ssm_state_size\": 128, \"conv_kernel\": 4," \
+	" \"mamba_chunk_size\": 64, \"mamba_hidden_act\": \"silu\"," \
+	" \"time_step_min\": 0.001, \"use_conv_bias\": true," \
+	" \"mlp_hidden_act\": \"relu2\", \"layer_norm_epsilon\": 1e-5,"
+
+Test(hf_model, nemotron_h_pattern_and_mamba_keys)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path, NEMO_HEAD
+		" \"num_hidden_layers\": 5, \"hybrid_override_pattern\":"
+		" \"M-*ME\", \"n_routed_experts\": 8, \"num_experts_per_tok\": 2,"
+		" \"moe_intermediate_size\": 128,"
+		" \"moe_shared_expert_intermediate_size\": 256, \"n_groups\": 2}"));
+
+	cr_assert_eq(C.d.warnings, 0, "%s", capture_text(&C));
+	cr_assert_eq(model_layer_block(m, 0), BLOCK_MAMBA);
+	cr_assert_eq(model_layer_block(m, 1), BLOCK_MLP);
+	cr_assert_eq(model_layer_block(m, 2), BLOCK_ATTN);
+	cr_assert_eq(model_layer_block(m, 4), BLOCK_MOE);
+	cr_assert(model_layer_moe(m, 4) && !model_layer_moe(m, 1));
+	cr_assert_eq(model_attn_layers(m), 1);
+	cr_assert_eq(m->hidden_act, ACT_RELU2);
+	cr_assert_eq(m->gated_mlp, 0);	/* squared ReLU: up and down */
+	cr_assert_eq(m->shared_expert_intermediate_size, 256);
+	cr_assert_eq(model_mamba_inner(m), 512);
+	cr_assert_eq(m->head_dim, 64);	/* Nemotron-H's attention_head_dim */
+	cr_assert_eq(m->chunk_size, 64);	/* mamba_chunk_size */
+	tmpdir_remove(dir);
+}
+
+static void nemotron_fails(const char *tail, const char *msg)
+{
+	char dir[64], path[256];
+	struct model_spec m;
+	char text[2048];
+
+	snprintf(text, sizeof(text), "%s%s", NEMO_HEAD, tail);
+	write_json(dir, path, text);
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(config_load(&CX, &model_schema, path, NULL, 0, &m), -1,
+		     "%s", tail);
+	cr_assert_has(capture_text(&C), msg);
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, nemotron_h_bad_patterns_fail)
+{
+	nemotron_fails(" \"num_hidden_layers\": 4, \"hybrid_override_pattern\":"
+		       " \"M-*X\"}", "layer 3 is 'X': expected M (Mamba-2)");
+	nemotron_fails(" \"num_hidden_layers\": 5, \"hybrid_override_pattern\":"
+		       " \"M-*M\"}", "'hybrid_override_pattern' has 4 layers "
+		       "for 'num_hidden_layers' 5");
+	nemotron_fails(" \"num_hidden_layers\": 2, \"hybrid_override_pattern\":"
+		       " \"ME\"}", "has 1 MoE layers ('E') but the model has no "
+		       "'n_routed_experts'");
+	nemotron_fails(" \"num_hidden_layers\": 2, \"hybrid_override_pattern\":"
+		       " \"M-\", \"n_groups\": 3}", "'mamba_num_heads' 8 is not a "
+		       "multiple of 'n_groups' 3");
+}

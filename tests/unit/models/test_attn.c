@@ -54,7 +54,7 @@ Test(attn, chunked_two_and_a_half_chunks)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 1024, 0 };
+	struct layer_kind k = { 0, 0, 1024, 0, 0 };
 	struct layer_ops fw, bw;
 	const struct kern *full, *rem;
 	double b = 2, h = 1024;
@@ -92,7 +92,7 @@ Test(attn, chunked_full_chunks_only)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 640, 0 };
+	struct layer_kind k = { 0, 0, 640, 0, 0 };
 	struct layer_ops fw;
 	int n;
 
@@ -122,7 +122,8 @@ Test(attn, nope_layer_stays_global)
 	f.model.nope_layer_interval = 4;
 	cr_assert_eq(model_layer_chunk(&f.model, 0), 1024);
 	cr_assert_eq(model_layer_chunk(&f.model, 3), 0);
-	nope = (struct layer_kind){ 0, 0, (double)model_layer_chunk(&f.model, 3), 0 };
+	nope = (struct layer_kind){ 0, 0,
+		(double)model_layer_chunk(&f.model, 3), 0, 0 };
 	layer_fwd(&d, &nope, &o);
 	layer_fwd(&d, NULL, &g);
 	assert_close(core_flops(&o, "attn", &n), 4 * 2 * 1024.0 * 2560 * 2560 / 2);
@@ -134,7 +135,7 @@ Test(attn, within_one_chunk_is_causal_exactly)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind eq = { 0, 0, 2560, 0 }, past = { 0, 0, 8192, 0 };
+	struct layer_kind eq = { 0, 0, 2560, 0, 0 }, past = { 0, 0, 8192, 0, 0 };
 	struct layer_ops g, a, b;
 	int i;
 
@@ -167,7 +168,7 @@ Test(attn, unfused_chunked_counts_the_chunks)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 1024, 0 };
+	struct layer_kind k = { 0, 0, 1024, 0, 0 };
 	struct layer_ops fused, unfused;
 
 	/* The unfused core computes the whole masked s x s matrix but counts

@@ -45,7 +45,7 @@ static void moe_case(struct moe_case *c, const char *engine, double tokens,
 				"serving.dtype=nvfp4", e, bt};
 	size_t n = 5, i;
 	struct config_ctx cx;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
 	struct diag dg;
 
 	cr_assert_leq(nmore, 8);
@@ -526,7 +526,7 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 static double op_time_s(const struct moe_case *c, const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, c->j->system->gpu, IGRAPH_FULL,
@@ -543,7 +543,7 @@ static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
 			 const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, g, IGRAPH_FULL, &u);
@@ -771,7 +771,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 			     "parallelism.attention_dp=true"};
 	const char *tp2[] = {"model=llama4-maverick", "parallelism.tp=2",
 			     "parallelism.dp=4"};
-	struct infer_kind dense = {0, 0, 0, 0, 0, 0};
+	struct infer_kind dense = {0, 0, 0, 0, 0, 0, 0};
 	struct infer_ops o;
 	const struct infer_op *op;
 	struct moe_case c;

@@ -1,0 +1,160 @@
+/*
+ * test_mamba.c - a Mamba-2 hybrid (Nemotron 3 Nano) in training: the
+ * FLOPs of one Mamba-2 mixer layer (mamba.c) against the closed form,
+ * the parameter count against the published total, the per-sequence
+ * serving state and the KV cache of the attention layers only.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "config/spec_job.h"
+#include "config/spec_model.h"
+#include "fixture.h"
+#include "models/footprint.h"
+#include "models/infer.h"
+#include "models/layer.h"
+#include "models/layer_impl.h"
+
+#define NANO "results/reference/moe/T-MB2606-H100-NEMOTRON3-NANO-FP8.yaml"
+#define SERVE "results/reference/inference/" \
+	"I-VLLMRECIPE-H200-TP1-NEMOTRON3-NANO-FP8-1024-1024.yaml"
+
+/* Nemotron 3 Nano in bf16, one sequence of 8192 tokens a microbatch, tp 1. */
+static const struct job_spec *nano(struct arena *a, const char *const *sets,
+				   size_t n)
+{
+	return fixture_load_job(a, NANO, sets, n);
+}
+
+/*
+ * h 2688, H 64 heads of P 64 (d_inner 4096), N 128, G 8, Q 128, T 8192
+ * tokens, t 1. in_proj outputs w = 2 d_inner + 2 G N + H = 8192 + 2048 +
+ * 64 = 10304.
+ * GEMMs forward: in_proj 2 T w h + out_proj 2 T d_inner h
+ *   = 2 8192 (10304 + 4096) 2688 = 634,178,764,800.
+ * Scan forward: 2 T (Q G N + H P N + H P (Q + N)) (bmm_chunk, chunk_state,
+ *   chunk_scan) = 2 8192 (131,072 + 524,288 + 1,048,576) = 27,917,287,424.
+ * Forward 662,096,052,224 FLOP.
+ * Backward: the GEMMs twice (dgrad and wgrad), 1,268,357,529,600, and
+ *   the scan's 10 T H P N + 6 T Q H P + 6 T Q G N (its states recomputed,
+ *   dstates, dx, dB, dC, dCB, two bmm_chunk_bwd, ddAcs) = 42,949,672,960
+ *   + 25,769,803,776 + 6,442,450,944 = 75,161,927,680: 1,343,519,457,280.
+ */
+Test(mamba, layer_flops_forward_and_backward)
+{
+	static const char *const sets[] = {
+		"training.dtype=bf16", "training.recompute=none",
+	};
+	struct arena a;
+	const struct job_spec *j;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA };
+	struct layer_ops *o;
+
+	arena_init(&a);
+	j = nano(&a, sets, 2);
+	o = arena_alloc(&a, sizeof(*o));
+	cr_assert_not_null(o);
+	layer_dims_from_job(j, &d);
+	cr_assert_eq(d.batch * d.seq, 8192);
+	layer_fwd(&d, &k, o);
+	fixture_assert_close(layer_ops_flops(o, PASS_FWD), 662096052224.0);
+	cr_assert_lt(fixture_op_index(o, "qkv"), 0, "a Mamba layer has no "
+		     "attention");
+	cr_assert_lt(fixture_op_index(o, "fc1"), 0, "nor an MLP");
+	cr_assert_geq(fixture_op_index(o, "ssd_chunk_scan"), 0);
+	layer_bwd(&d, &k, LREC_NONE, o);
+	fixture_assert_close(layer_ops_flops(o, PASS_BWD), 1343519457280.0);
+	arena_release(&a);
+}
+
+/*
+ * Parameters (31.6B total, NVIDIA's model card): embedding and head 2 x
+ * 131072 x 2688 (+ the final norm 2688) = 704,645,760; 23 Mamba layers
+ * of in_proj 2688 x 10304 + out_proj 4096 x 2688 + conv (4096 + 2048)
+ * (4 + 1) + A, D, dt_bias 3 x 64 + the gated norm 4096 + the input norm
+ * 2688 = 38,744,896 each, 891,132,608; 6 attention layers of q 2688 x
+ * 4096, k and v 2 x 2688 x 256, o 4096 x 2688 and a norm 2688 =
+ * 23,399,040 each, 140,394,240; 23 MoE layers of 128 experts 2 x 2688 x
+ * 1856 (squared ReLU: two matrices) = 1,277,165,568, the shared expert
+ * 2 x 2688 x 3712 = 19,955,712, the router 2688 x 128 = 344,064 and a
+ * norm 2688: 1,297,468,032 each, 29,841,764,736. Sum 31,577,937,344.
+ */
+Test(mamba, nano_parameters)
+{
+	struct arena a;
+	const struct job_spec *j;
+
+	arena_init(&a);
+	j = nano(&a, NULL, 0);
+	fixture_assert_close(footprint_model_params(j), 31577937344.0);
+	arena_release(&a);
+}
+
+/*
+ * Serving state per sequence: 23 Mamba layers x (SSM H P N = 64 x 64 x
+ * 128 in fp32, 2,097,152 B, + conv (d_inner + 2 G N)(K - 1) = 6144 x 3
+ * in bf16, 36,864 B) = 49,082,368 B. KV cache per token: the 6
+ * attention layers only, 2 x 2 KV heads x 128 x 2 B = 1024 B each: 6144
+ * B (52 layers would be 53,248).
+ */
+Test(mamba, nano_state_and_kv_bytes)
+{
+	struct arena a;
+	const struct job_spec *j;
+
+	arena_init(&a);
+	j = nano(&a, NULL, 0);
+	cr_assert_eq(model_mamba_ssm_B(j->model, 2), 4);
+	fixture_assert_close(model_mamba_state_bytes(j->model,
+			     model_mamba_ssm_B(j->model, 2), 2), 49082368.0);
+	fixture_assert_close(model_kv_bytes_per_token(j->model, 2), 6144.0);
+	cr_assert_eq(model_attn_layers(j->model), 6);
+	cr_assert_eq(model_layer_block(j->model, 0), BLOCK_MAMBA);
+	cr_assert_eq(model_layer_block(j->model, 1), BLOCK_MOE);
+	cr_assert_eq(model_layer_block(j->model, 5), BLOCK_ATTN);
+	cr_assert(model_layer_moe(j->model, 1) && !model_layer_moe(j->model, 0));
+	arena_release(&a);
+}
+
+/*
+ * Serving (infer_mamba.c): a Mamba layer's weights on one GPU are its
+ * 38,744,896 - 2688 (its norm counted apart) parameters, and its state a
+ * sequence 2,134,016 B (above, one layer); at tp 2 the heads and groups
+ * halve: 64 x 32 x 128 x 4 + (2048 + 1024) x 3 x 2 = 1,048,576 + 18,432
+ * = 1,067,008 B. Its decode step reads and writes the state of each
+ * decoding sequence: 8 sequences, 8 x 2,097,152 B of SSM state read.
+ */
+Test(mamba, serving_state_and_decode_ops)
+{
+	static const char *const tp2[] = {
+		"parallelism.tp=2", "system.gpus_per_node=2",
+	};
+	struct arena a;
+	const struct job_spec *j;
+	struct infer_dims d;
+	struct infer_kind k;
+	struct infer_batch b;
+	struct infer_ops o;
+	const struct infer_op *su;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, SERVE, tp2, 2);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 0, &k);
+	cr_assert_eq(k.block, BLOCK_MAMBA);
+	fixture_assert_close(infer_mamba_state_layer_B(&d), 1067008.0);
+	fixture_assert_close(infer_mamba_params(&d) * 2,
+			     38744896.0 - 2688.0);
+	memset(&b, 0, sizeof(b));
+	cr_assert_eq(infer_batch_add(&b, 8, 1, 1000, 0, 1), 0);
+	infer_layer_ops(&d, &b, &k, NULL, &o);
+	su = fixture_infer_op(&o, "selective_state_update");
+	cr_assert_not_null(su);
+	fixture_assert_close(su->read_B, 8 * (32.0 * 64 * 128 * 4) +
+			     8 * 3072.0 * 2);
+	cr_assert_null(fixture_infer_op(&o, "ssd_chunk_scan"),
+		       "no prompt chunk in a decode step");
+	arena_release(&a);
+}
