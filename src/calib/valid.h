@@ -137,6 +137,13 @@ void valid_row_failed(struct valid_row *v, const char *id, const char *why);
  * buf; buf unchanged when there is none but still cut at a newline. */
 void valid_first_error(FILE *err, char *buf, size_t len);
 
+/* Room for row n of a case array p of *capp elements of elem bytes
+ * (mem_realloc'd, doubled, 64 at first): the array, moved or not, or
+ * NULL after reporting that memory ran out (p stays the caller's to
+ * free). A case file holds any number of rows. */
+void *valid_case_room(void *p, int *capp, int n, size_t elem,
+		      struct diag *d);
+
 /* A reference table's measured value: the whole of text (blanks around
  * it allowed) a finite number above 0, into *out; else 0 (atof took
  * '9026 tok/s' as 9026 and 'inf' as a measurement: every row -100 %). */

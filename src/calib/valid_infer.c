@@ -87,20 +87,11 @@ static int read_cases(const char *dir, const char *name,
 		ln++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
-		if (n == *capp) {	/* grow: a file holds any number */
-			int ncap = *capp ? 2 * *capp : 64;
-			struct icase *g = mem_realloc(*cp, (size_t)ncap *
-						    sizeof(**cp));
-
-			if (!g) {
-				diag_oom(d);
-				n = -1;
-				break;
-			}
-			*cp = g;
-			*capp = ncap;
+		if (!(c = valid_case_room(*cp, capp, n, sizeof(*c), d))) {
+			n = -1;
+			break;
 		}
-		c = *cp;
+		*cp = c;
 		x = &c[n];
 		memset(x, 0, sizeof(*x));
 		if (!field(line, 0, x->id, sizeof(x->id)) ||

@@ -94,6 +94,23 @@ int valid_parse_number(const char *text, double lo, int whole, double *out)
 	return 1;
 }
 
+void *valid_case_room(void *p, int *capp, int n, size_t elem,
+		      struct diag *d)
+{
+	int ncap;
+	void *g;
+
+	if (n < *capp)
+		return p;
+	ncap = *capp ? 2 * *capp : 64;
+	if (!(g = mem_realloc(p, (size_t)ncap * elem))) {
+		diag_oom(d);
+		return NULL;
+	}
+	*capp = ncap;
+	return g;
+}
+
 int valid_parse_measured(const char *text, double *out)
 {
 	double x;
