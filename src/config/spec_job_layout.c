@@ -566,7 +566,7 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 			     (long long)j->parallelism.cp,
 			     (long long)j->model->attention_chunk_size,
 			     (long long)t->seq_len);
-	/* DeepSeek Sparse Attention (attn.c indexer_fwd): the indexer
+	/* DeepSeek Sparse Attention (attn_mla.c attn_indexer_fwd): the indexer
 	 * scores every causal key of a query and the sparse core gathers
 	 * the top-k from the whole sequence; llmsim costs neither split
 	 * over CP ranks (their key exchange is not the ring's blocks). */

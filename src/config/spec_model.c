@@ -1,9 +1,11 @@
 /*
  * spec_model.c - the model schema (Hugging Face config.json keys).
+ * Its rope_scaling and quantization_config sections are
+ * spec_model_sections.c's; the per-layer queries on a resolved model
+ * (model_is_moe, model_layer_window, ...) spec_model_layer.c's.
  */
 #include "spec_model.h"
 
-#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -121,60 +123,9 @@ static const char *const ignored[] = {
 	NULL,
 };
 
-/* quantization_config keys that do not change what is modeled. */
-static const char *const quant_ignored[] = {
-	"fmt", "activation_scheme", "quant_type", "bits", "group_size", "zero_point", "version",
-	"desc_act", "sym", "backend",
-	/* DeepSeek-V3.1/3.2's UE8M0 (power-of-two) block scales: one
-	 * byte per 128 x 128 block instead of four, not modeled */
-	"scale_fmt",
-	/* read by quant_check (spec_quant.c): module exclusions */
-	"exclude_modules", "ignore", "modules_to_not_convert",
-	"ignored_layers", NULL,
-};
-
-/* rope_scaling keys that do not change the work (frequencies only). */
-static const char *const rope_ignored[] = {
-	"beta_fast", "beta_slow", "original_max_position_embeddings",
-	"truncate", "low_freq_factor", "high_freq_factor", "short_factor",
-	"long_factor", "mrope_section", "mrope_interleaved", "finetuned",
-	"rope_theta",
-	/* Qwen3.5's rope_parameters: changes no time (the top level's
-	 * partial_rotary_factor, spec_model.c ignored[]) */
-	"partial_rotary_factor", NULL,
-};
-
-static const char *const rope_type_aliases[] = {"type", NULL};
 /* transformers v5 writes rope_scaling (with rope_theta) as rope_parameters
  * (vLLM PR #28542 reads either). */
 static const char *const rope_scaling_aliases[] = {"rope_parameters", NULL};
-
-#define ROFF(m) offsetof(struct rope_scaling_spec, m)
-
-static const struct schema_field rope_fields[] = {
-	{ .key = "rope_type", .type = ST_STRING, .offset = ROFF(rope_type),
-	  .aliases = rope_type_aliases, .flags = SF_OPTIONAL,
-	  .help = "yarn, llama3, linear, dynamic, ..." },
-	{ .key = "factor", .type = ST_NUM, .offset = ROFF(factor), .min = 0,
-	  .max = 1e6, .flags = SF_OPTIONAL, .help = "context scaling factor" },
-	{ .key = "mscale", .type = ST_NUM, .offset = ROFF(mscale), .min = 0,
-	  .max = 1e3, .flags = SF_OPTIONAL, .help = "YaRN mscale (DeepSeek)" },
-	{ .key = "mscale_all_dim", .type = ST_NUM, .offset = ROFF(mscale_all_dim),
-	  .min = 0, .max = 1e3, .flags = SF_OPTIONAL,
-	  .help = "YaRN mscale_all_dim (DeepSeek)" },
-	{ .key = "attention_factor", .type = ST_NUM,
-	  .offset = ROFF(attention_factor), .min = 0, .max = 1e3,
-	  .flags = SF_OPTIONAL, .help = "YaRN attention factor, when given" },
-};
-
-static const struct schema rope_schema = {
-	.kind = "model.rope_scaling",
-	.help = "rotary position scaling",
-	.size = sizeof(struct rope_scaling_spec),
-	.fields = rope_fields,
-	.nfields = SCHEMA_COUNT(rope_fields),
-	.ignored_keys = rope_ignored,
-};
 
 static const char *const layer_type_names[] = {
 	"full_attention", "sliding_attention", "chunked_attention",
@@ -182,49 +133,6 @@ static const char *const layer_type_names[] = {
 };
 
 static const char *const scoring_names[] = {"softmax", "sigmoid", NULL};
-
-#define QOFF(m) offsetof(struct quant_spec, m)
-
-static const struct schema_field quant_fields[] = {
-	{ .key = "quant_method", .type = ST_STRING, .offset = QOFF(quant_method),
-	  .flags = SF_OPTIONAL,
-	  .help = "checkpoint weight format: fp8 (128x128 block scales), mxfp4" },
-	{ .key = "weight_block_size", .type = ST_INT_LIST,
-	  .offset = QOFF(weight_block_size), .min = 1, .max = 1e6,
-	  .flags = SF_OPTIONAL, .help = "rows and columns sharing one scale" },
-};
-
-static int quant_check(void *obj, const struct schema_at *at, struct diag *d)
-{
-	const struct cnode *node = at->map;
-	struct quant_spec *q = obj;
-
-	q->method = QUANT_NONE;
-	if (quant_read_excludes(q, node, d) < 0)
-		return -1;
-	if (!q->quant_method)
-		return 0;
-	if (strcmp(q->quant_method, "fp8") == 0)
-		q->method = QUANT_FP8;
-	else if (strcmp(q->quant_method, "mxfp4") == 0)
-		q->method = QUANT_MXFP4;
-	else
-		diag_warn(d, node ? node->file : NULL, node ? node->line : 0,
-			  node ? node->col : 0, "quantization_config.quant_method "
-			  "'%s' is not modeled (fp8, mxfp4 are); weights are "
-			  "taken in the job's dtype", q->quant_method);
-	return 0;
-}
-
-static const struct schema quant_schema = {
-	.kind = "model.quantization_config",
-	.help = "a checkpoint's weight quantization",
-	.size = sizeof(struct quant_spec),
-	.fields = quant_fields,
-	.nfields = SCHEMA_COUNT(quant_fields),
-	.check = quant_check,
-	.ignored_keys = quant_ignored,
-};
 
 #define OFF(m) offsetof(struct model_spec, m)
 #define DIM(k, h) { .key = #k, .type = ST_INT, .offset = OFF(k), \
@@ -295,7 +203,7 @@ static const struct schema_field model_fields[] = {
 		  "for model_type gpt_oss, whose experts apply it whatever "
 		  "hidden_act says, else false)" },
 	{ .key = "rope_scaling", .type = ST_SECTION, .offset = OFF(rope_scaling),
-	  .sub = &rope_schema, .aliases = rope_scaling_aliases,
+	  .sub = &model_rope_schema, .aliases = rope_scaling_aliases,
 	  .flags = SF_OPTIONAL,
 	  .help = "rotary scaling (YaRN's attention factor scales cos and sin)" },
 	{ .key = "qk_layernorm", .type = ST_BOOL, .offset = OFF(qk_layernorm),
@@ -396,7 +304,7 @@ static const struct schema_field model_fields[] = {
 		  "multi_modal_projector): not simulated, but held in GPU "
 		  "memory by an engine with vision_encoder" },
 	{ .key = "quantization_config", .type = ST_SECTION,
-	  .offset = OFF(quantization), .sub = &quant_schema,
+	  .offset = OFF(quantization), .sub = &model_quant_schema,
 	  .flags = SF_OPTIONAL,
 	  .help = "checkpoint weight format (used for inference memory; "
 		  "training runs in training.dtype)" },
@@ -460,144 +368,6 @@ static const struct schema_field model_fields[] = {
 	  .help = "MiniMax-M2: transformer layers per MTP module (1, as "
 		  "DeepSeek's; more are not modeled)" },
 };
-
-int model_is_moe(const struct model_spec *m)
-{
-	return m->n_routed_experts > 0 && !m->no_moe_layer;
-}
-
-int model_is_mla(const struct model_spec *m)
-{
-	return m->kv_lora_rank > 0;
-}
-
-int model_is_dsa(const struct model_spec *m)
-{
-	return m->index_topk > 0;
-}
-
-double model_index_key_bytes(const struct model_spec *m)
-{
-	if (!model_is_dsa(m))
-		return 0;
-	return (double)m->index_head_dim * 1 +
-	       4.0 * ceil((double)m->index_head_dim / 128);
-}
-
-static int in_list(const struct schema_int_list *l, int64_t v)
-{
-	size_t k;
-
-	for (k = 0; k < l->n; k++)
-		if (l->v[k] == v)
-			return 1;
-	return 0;
-}
-
-int model_layer_moe(const struct model_spec *m, int64_t i)
-{
-	if (!model_is_moe(m) || i < m->first_k_dense_replace ||
-	    in_list(&m->mlp_only_layers, i))
-		return 0;
-	if (m->hybrid_override_pattern)	/* its 'E' layers */
-		return model_layer_block(m, i) == BLOCK_MOE;
-	if (m->moe_layers.n > 0)
-		return in_list(&m->moe_layers, i);
-	return (i + 1) % m->decoder_sparse_step == 0 &&
-	       i % m->moe_layer_freq == 0;
-}
-
-/* The sliding window of layer i, 0 = none. */
-static int64_t slide(const struct model_spec *m, int64_t i)
-{
-	if (m->layer_types.n > 0)
-		return m->layer_types.v[i] == LTYPE_SLIDING ? m->sliding_window : 0;
-	if (m->sliding_window == 0 || m->use_sliding_window == 0 ||
-	    i < m->max_window_layers)
-		return 0;
-	return m->sliding_window;
-}
-
-/* DeepSeek Sparse Attention: query p attends to its min(p + 1,
- * index_topk) top-scored keys (Indexer.forward: index_score.topk(
- * min(index_topk, end_pos)), the other scores masked to -inf), so the
- * core's pairs, FLOPs and the keys a decode step reads are a causal
- * window's of index_topk keys; which keys they are does not change the
- * count (the sparse kernels gather them: FlashMLA's sparse kernels,
- * deepseek-ai/FlashMLA flash_mla_sparse_fwd, as vLLM's and SGLang's
- * DSA backends run them [S]). */
-int64_t model_layer_window(const struct model_spec *m, int64_t i)
-{
-	int64_t w = slide(m, i);
-
-	return w > 0 || !model_is_dsa(m) ? w : m->index_topk;
-}
-
-/* Whether layer_types names any chunked_attention layer (then it
- * decides which layers are chunked; model_check has checked that it
- * agrees with no_rope_layers or nope_layer_interval when given). */
-static int types_chunked(const struct model_spec *m)
-{
-	size_t k;
-
-	for (k = 0; k < m->layer_types.n; k++)
-		if (m->layer_types.v[k] == LTYPE_CHUNKED)
-			return 1;
-	return 0;
-}
-
-/* Whether layer i uses RoPE by no_rope_layers, else by the interval. */
-static int rope_layer(const struct model_spec *m, int64_t i, int64_t interval)
-{
-	if (m->no_rope_layers.n > 0)
-		return (size_t)i < m->no_rope_layers.n && m->no_rope_layers.v[i];
-	return (i + 1) % interval != 0;
-}
-
-int model_layer_nope(const struct model_spec *m, int64_t i)
-{
-	if (types_chunked(m))
-		return !((size_t)i < m->layer_types.n &&
-			 m->layer_types.v[i] == LTYPE_CHUNKED);
-	if (m->no_rope_layers.n == 0 && m->nope_layer_interval <= 0)
-		return 0;
-	return !rope_layer(m, i, m->nope_layer_interval);
-}
-
-int64_t model_layer_chunk(const struct model_spec *m, int64_t i)
-{
-	if (m->attention_chunk_size <= 0)
-		return 0;
-	return model_layer_nope(m, i) ? 0 : m->attention_chunk_size;
-}
-
-int model_layer_temperature(const struct model_spec *m, int64_t i)
-{
-	return m->attn_temperature_tuning > 0 && model_layer_nope(m, i);
-}
-
-int64_t model_shared_ffn(const struct model_spec *m)
-{
-	if (!model_is_moe(m))
-		return 0;
-	if (m->shared_expert_intermediate_size > 0)
-		return m->shared_expert_intermediate_size;
-	return m->n_shared_experts * m->moe_intermediate_size;
-}
-
-double model_kv_bytes_per_token(const struct model_spec *m, double elem_B)
-{
-	double per_layer = model_is_mla(m) ?
-		(double)(m->kv_lora_rank + m->qk_rope_head_dim) :
-		2.0 * (double)(m->num_key_value_heads * m->head_dim);
-
-	/* Gated DeltaNet layers keep a fixed state, no per-token cache; a
-	 * hybrid's Mamba / MLP / MoE layers none at all; DSA adds the
-	 * indexer's key cache to every attention layer */
-	return (per_layer * elem_B + model_index_key_bytes(m)) *
-	       (double)(m->hybrid_override_pattern ? model_attn_layers(m) :
-			model_full_attn_layers(m));
-}
 
 /* Where a conflict among keys is reported: the value of the one the
  * user changed (schema_check_blame: a --set, a file overriding the
@@ -938,69 +708,6 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 	return 0;
 }
 
-/* layer_types with chunked_attention (Llama 4 in newer transformers,
- * which derives it from no_rope_layers: RoPE = chunked): it needs
- * attention_chunk_size, and must agree with no_rope_layers, or with
- * nope_layer_interval when that is given without a list. Runs before
- * the interval's default is set (interval 0 = not given). */
-static int check_chunked(const struct model_spec *m, const struct cnode *node,
-			 struct diag *d)
-{
-	const struct cnode *at = node ? cnode_get(node, "layer_types") : NULL;
-	int64_t i;
-
-	if (!types_chunked(m))
-		return 0;
-	if (m->attention_chunk_size <= 0) {
-		cnode_error(d, at ? at : node, "%s", "'layer_types' has "
-			    "chunked_attention layers but no "
-			    "'attention_chunk_size'");
-		return -1;
-	}
-	if (m->no_rope_layers.n == 0 && m->nope_layer_interval == 0)
-		return 0;
-	for (i = 0; i < m->num_hidden_layers &&
-		    (size_t)i < m->layer_types.n; i++) {
-		int chunked = m->layer_types.v[i] == LTYPE_CHUNKED;
-
-		if (chunked != rope_layer(m, i, m->nope_layer_interval)) {
-			cnode_error(d, at ? at : node, "'layer_types' layer "
-				    "%lld is %s but '%s' makes it %s",
-				    (long long)i, chunked ? "chunked_attention"
-				    : "not chunked", m->no_rope_layers.n > 0 ?
-				    "no_rope_layers" : "nope_layer_interval",
-				    chunked ? "NoPE (global)" :
-				    "RoPE (chunked)");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* YaRN's attention factor ("mscale", "concentration factor"), which
- * multiplies cos and sin: the given attention_factor; else with mscale
- * and mscale_all_dim both given their ratio m(f, mscale) / m(f,
- * mscale_all_dim) (DeepSeek-V3: 1); else m(f, 1), with m(f, s) = 0.1 s
- * ln f + 1 for f > 1 (transformers modeling_rope_utils
- * _compute_yarn_parameters; Megatron-Core yarn_rotary_pos_embedding.py
- * _yarn_get_concentration_factor, the same). 1 for any other scaling. */
-static double yarn_m(double f, double s)
-{
-	return f <= 1 ? 1 : 0.1 * s * log(f) + 1;
-}
-
-static double rope_mscale(const struct rope_scaling_spec *r)
-{
-	if (!r->rope_type || strcmp(r->rope_type, "yarn") != 0)
-		return 1;
-	if (r->attention_factor > 0)
-		return r->attention_factor;
-	if (r->mscale > 0 && r->mscale_all_dim > 0)
-		return yarn_m(r->factor, r->mscale) /
-		       yarn_m(r->factor, r->mscale_all_dim);
-	return yarn_m(r->factor, 1);
-}
-
 /* DeepSeek Sparse Attention: the indexer needs its heads, and runs
  * beside MLA, its queries from MLA's q_lora latent (Indexer.wq_b reads
  * qr, the q_a projection's normed output). */
@@ -1110,7 +817,7 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->quick_glu < 0)
 		m->quick_glu = m->model_type &&
 			       strcmp(m->model_type, "gpt_oss") == 0;
-	m->rope_mscale = rope_mscale(&m->rope_scaling);
+	m->rope_mscale = model_rope_mscale(&m->rope_scaling);
 	/* transformers' Qwen3Attention (and the MoE and Next variants) builds
 	 * q_norm and k_norm unconditionally; their config.json has no key */
 	/* transformers' Llama4TextMoe.forward: routed_in = hidden_states
@@ -1135,7 +842,7 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	 * only on a chunked model or one with attention temperature tuning,
 	 * which applies to the NoPE layers, so no other model's config
 	 * changes) */
-	if (check_chunked(m, node, d) != 0)
+	if (model_check_chunked(m, node, d) != 0)
 		rc = -1;
 	if ((m->attention_chunk_size > 0 || m->attn_temperature_tuning > 0) &&
 	    m->nope_layer_interval == 0)

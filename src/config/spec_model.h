@@ -172,6 +172,15 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
  * true. 0, or -1 after reporting each bad value at its file:line:col. */
 int model_check_hf_keys(const struct cnode *map, struct diag *d);
 
+/* The rope_scaling and quantization_config sections of model_schema
+ * (spec_model_sections.c). */
+extern const struct schema model_rope_schema;
+extern const struct schema model_quant_schema;
+
+/* YaRN's attention factor, which multiplies cos and sin; 1 for any
+ * scaling but yarn (spec_model_sections.c). */
+double model_rope_mscale(const struct rope_scaling_spec *r);
+
 struct model_spec {
 	const char *name;			/* preset name */
 	const char *model_type;			/* "llama", "mixtral", "deepseek_v3" (info) */
@@ -364,6 +373,14 @@ int model_layer_nope(const struct model_spec *m, int64_t i);
 /* 1 when layer i scales its queries by position (Llama 4's attention
  * temperature tuning, on the NoPE layers). */
 int model_layer_temperature(const struct model_spec *m, int64_t i);
+
+/* layer_types naming chunked_attention layers needs attention_chunk_size
+ * and agrees with no_rope_layers or nope_layer_interval
+ * (spec_model_layer.c): 0, or -1 after reporting at file:line:col. */
+struct cnode;
+struct diag;
+int model_check_chunked(const struct model_spec *m, const struct cnode *node,
+			struct diag *d);
 
 /* 1 when the model has Gated DeltaNet (linear_attention) layers. */
 int model_is_gdn(const struct model_spec *m);

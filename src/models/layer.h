@@ -143,8 +143,8 @@ struct mla_dims {
 	double nope;		/* per-head Q/K dims without rotary */
 	double rope;		/* per-head rotary Q/K dims (K's shared by heads) */
 	double v;		/* per-head value dims */
-	/* DeepSeek Sparse Attention's lightning indexer (attn.c
-	 * indexer_fwd); heads 0 = dense attention */
+	/* DeepSeek Sparse Attention's lightning indexer (attn_mla.c
+	 * attn_indexer_fwd); heads 0 = dense attention */
 	double idx_heads;	/* indexer heads H_I */
 	double idx_dim;		/* indexer head width d_I */
 	double idx_topk;	/* keys a query attends to */
@@ -264,7 +264,7 @@ struct layer_dims {
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
-	int mla_concat;		/* MLA's q and k built by torch.cat (attn.c) */
+	int mla_concat;		/* MLA's q and k built by torch.cat (attn_mla.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int eager_norm;		/* norms as PyTorch ops in fp32 (layer_ops.c) */
 	int expand_kv;		/* GQA K/V copied to the query heads */

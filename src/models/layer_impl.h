@@ -198,6 +198,27 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 /* Width of the attention output the projection reads: a/t v. */
 double attn_out_width(const struct layer_dims *d);
 
+/* ---- DeepSeek's attention ops (attn_mla.c) ---- */
+
+/* MLA's down projections on the SP shard, its up projections over the
+ * gathered tokens, and the torch.cat assembly of q and k (forward, or
+ * the splits' and expand's gradients for PASS_BWD; nothing unless
+ * d->mla_concat). */
+void attn_mla_down_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d);
+void attn_mla_up_fwd(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d);
+void attn_mla_concat(struct layer_ops *o, enum layer_pass pass,
+		     const struct layer_dims *d);
+
+/* DeepSeek Sparse Attention's lightning indexer: its forward and
+ * backward on one GPU (nothing without DSA), and its parameters (0
+ * without DSA). */
+void attn_indexer_fwd(struct layer_ops *o, enum layer_pass pass,
+		      const struct layer_dims *d);
+void attn_indexer_bwd(struct layer_ops *o, const struct layer_dims *d);
+double attn_indexer_params(const struct mla_dims *m, double h);
+
 /* ---- Gated DeltaNet (gdn.c) ---- */
 
 /* From the first norm's output to the out-projection's input of a
