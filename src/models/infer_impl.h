@@ -1,6 +1,6 @@
 /*
  * infer_impl.h - the op-list builders infer.c and infer_moe.c share, and
- * the local head counts infer_cost.c shares with infer.c.
+ * the local head counts infer_params.c gives infer.c and infer_cost.c.
  *
  * Depends on infer.h.
  */
@@ -19,7 +19,7 @@ void infer_gdn_ops(const struct infer_dims *d, const struct infer_batch *b,
 		   double t, struct infer_ops *o);
 
 /* Local query heads a/t and KV heads (g/t, or 1 replicated) of one GPU
- * (infer.c; infer_cost.c's attention shapes). */
+ * (infer_params.c; infer.c's and infer_cost.c's attention shapes). */
 double infer_heads_local(const struct infer_dims *d);
 double infer_kv_heads_local(const struct infer_dims *d);
 
