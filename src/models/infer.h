@@ -186,6 +186,8 @@ struct infer_dims {
 	/* Gated DeltaNet layers (infer_gdn.c; whole model, 0 = none) and the
 	 * full attention's output gate (Qwen3-Next) */
 	double gdn_k_heads, gdn_v_heads, gdn_dk, gdn_dv, gdn_conv;
+	double gdn_chunk;	/* tokens a chunk of the prefill chunk kernels
+				 * (engine linear_attn_chunk) */
 	int attn_gate;
 	/* a hybrid's Mamba-2 mixer (infer_mamba.c), whole model; heads 0:
 	 * none */
