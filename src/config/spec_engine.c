@@ -311,6 +311,12 @@ static const struct schema_field engine_fields[] = {
 		  "attention metadata, sampled rows) the driver broadcasts to "
 		  "the other TP ranks before each scheduler call's forward, "
 		  "one library broadcast each (vLLM V0's broadcast_tensor_dict)" },
+	{ .key = "linear_attn_chunk", .type = ST_INT,
+	  .offset = OFF(linear_attn_chunk), .def = "64", .min = 1,
+	  .max = 4096,
+	  .help = "tokens a chunk of the Gated DeltaNet (linear_attention) "
+		  "prefill chunk kernels (flash-linear-attention's "
+		  "chunk_gated_delta_rule, which vLLM and SGLang call: 64)" },
 	{ .key = "rope_cache_fused", .type = ST_BOOL,
 	  .offset = OFF(rope_cache_fused), .def = "true",
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "

@@ -268,6 +268,8 @@ struct engine_spec {
 	int64_t input_broadcasts;		/* GPU tensors of step inputs the driver
 						 * broadcasts over the TP group before a
 						 * scheduler call's forward (vLLM V0) */
+	int64_t linear_attn_chunk;		/* tokens a chunk of the Gated DeltaNet
+						 * prefill chunk kernels (fla: 64) */
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */

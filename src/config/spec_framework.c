@@ -345,6 +345,12 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(tp_comm_overlap_chunks), .min = 0, .max = 1024,
 	  .flags = SF_REQUIRED,
 	  .help = "pieces a GEMM is split into with tp_comm_overlap (0 = tp)" },
+	{ .key = "linear_attn_chunk", .type = ST_INT,
+	  .offset = FOFF(linear_attn_chunk), .def = "64", .min = 1,
+	  .max = 4096,
+	  .help = "tokens a chunk of the Gated DeltaNet (linear_attention) "
+		  "chunk kernels the framework calls (flash-linear-attention's "
+		  "chunk_gated_delta_rule: 64, fixed in its kernels)" },
 	{ .key = "tp_comm_overlap_units", .type = ST_INT,
 	  .offset = FOFF(tp_comm_overlap_units), .def = "0", .min = 0, .max = 1024,
 	  .help = "compute units (SMs/CUs) an overlapped TP reduce-scatter holds; "

@@ -523,6 +523,19 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "L2 cache (the capacity one kernel can reuse: per XCD on AMD)" },
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
+	{ .key = "chunk_fwd_efficiency", .type = ST_NUM,
+	  .offset = OFF(chunk_fwd_efficiency), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "fraction of the clock-scaled bf16 peak the Triton chunked "
+		  "linear-recurrence kernels (Mamba-2 SSD, flash-linear-"
+		  "attention chunk_*) reach in forward, counted in the FLOPs "
+		  "of their per-chunk products (default: not measured, the "
+		  "GEMM model's rate)" },
+	{ .key = "chunk_bwd_efficiency", .type = ST_NUM,
+	  .offset = OFF(chunk_bwd_efficiency), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the same for their backward kernels (default "
+		  "chunk_fwd_efficiency)" },
 	{ .key = "multi_tensor_efficiency", .type = ST_NUM,
 	  .offset = OFF(multi_tensor_efficiency), .def = "1", .min = 0,
 	  .max = 1, .flags = SF_MIN_EXCL,
@@ -607,6 +620,8 @@ static void fill_defaults(struct gpu_spec *g)
 		g->attention.bwd_efficiency = g->gemm_efficiency;
 	if (g->kernel_launch_graph_s == 0)
 		g->kernel_launch_graph_s = g->kernel_launch_s;
+	if (g->chunk_bwd_efficiency == 0)
+		g->chunk_bwd_efficiency = g->chunk_fwd_efficiency;
 	if (g->attention.flash2_fwd_efficiency == 0)
 		g->attention.flash2_fwd_efficiency = g->attention.fwd_efficiency;
 	if (g->attention.flash2_bwd_efficiency == 0)

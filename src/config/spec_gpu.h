@@ -197,6 +197,13 @@ struct gpu_spec {
 						     * scaled bf16 peak its dequantizing mainloop
 						     * reaches; 0 = not known (the bf16 GEMM rate) */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
+	double chunk_fwd_efficiency;		/* fraction of the clock-scaled bf16 peak that the
+						 * Triton chunked linear-recurrence kernels (Mamba-2
+						 * SSD, flash-linear-attention chunk_*) reach in
+						 * forward, in the FLOPs of their per-chunk products
+						 * (gpu_chunk.c); 0 = not measured: the GEMM path */
+	double chunk_bwd_efficiency;		/* the same for their backward kernels; 0 = the
+						 * forward's */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */
 	struct gpu_mem_level llc;		/* last-level cache (Infinity Cache / MALL); may be absent */

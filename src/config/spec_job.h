@@ -360,6 +360,8 @@ struct framework_spec {
 						 * scaled by 1/(dp cp) before it */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
+	int64_t linear_attn_chunk;		/* tokens a chunk of the Gated DeltaNet chunk
+						 * kernels (flash-linear-attention: 64) */
 	int64_t tp_comm_overlap_units;		/* compute units an overlapped TP reduce-scatter holds
 						 * (its all-gathers run on copy engines) */
 	int64_t fsdp_prefetch_units;		/* ZeRO-3: units whose parameters are gathered at

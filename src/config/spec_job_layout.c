@@ -412,16 +412,25 @@ static void check_cp(struct job_spec *j, struct layout_sink *s)
 	int64_t kv = m->num_key_value_heads >= p->tp ?
 		     m->num_key_value_heads / p->tp : 1;
 
-	/* Megatron-Core's Mamba context parallelism (ssm/
-	 * mamba_context_parallel.py: all-to-alls of the heads around the
-	 * conv and the scan) is not modeled */
+	/* Megatron-Core's Mamba context parallelism (NVIDIA/Megatron-LM@
+	 * 00caa53a megatron/core/ssm/mamba_context_parallel.py, modelled in
+	 * mamba.c: all-to-alls of the heads around the conv and the scan)
+	 * asserts "nheads must be evenly divisible by tp_size * cp_size" and
+	 * that cp and the TP rank's groups divide one another */
 	if (layout_want(s, JR_CP_HEADS) && p->cp > 1 &&
-	    m->hybrid_override_pattern && m->mamba_num_heads > 0)
-		layout_error(s, JR_CP_HEADS, "cp %lld with Mamba-2 layers "
-			     "('M' in hybrid_override_pattern): their context "
-			     "parallelism (Megatron-Core MambaContextParallel's "
-			     "all-to-alls) is not modeled; use cp 1",
-			     (long long)p->cp);
+	    m->hybrid_override_pattern && m->mamba_num_heads > 0 &&
+	    m->mamba_num_heads % p->tp == 0 && m->n_groups % p->tp == 0) {
+		int64_t mh = m->mamba_num_heads / p->tp, g = m->n_groups / p->tp;
+
+		if (mh % p->cp != 0 || (g < p->cp ? p->cp % g : g % p->cp) != 0)
+			layout_error(s, JR_CP_HEADS, "cp %lld with Mamba-2 "
+				     "layers: Megatron-Core's Mamba context "
+				     "parallelism needs mamba_num_heads / tp "
+				     "(%lld) divisible by cp and n_groups / tp "
+				     "(%lld) a divisor or multiple of it",
+				     (long long)p->cp, (long long)mh,
+				     (long long)g);
+	}
 	if (seq % chunks != 0)
 		layout_error(s, JR_CP_SEQ, "cp %lld does not divide "
 			     "seq_len %lld into %lld chunks%s", (long long)p->cp,
@@ -542,17 +551,27 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	 * under CP (transformer_engine/pytorch/attention/dot_product_attention/
 	 * utils.py). Within one aligned chunk, chunked attention is causal
 	 * attention and CP applies. */
-	/* Megatron-Core's GatedDeltaNet has no context parallelism
-	 * (NVIDIA/Megatron-LM@00caa53a megatron/core/ssm/gated_delta_net.py:
-	 * "TODO: support CP", GatedDeltaNetContextParallel not
-	 * implemented): refused rather than costed as something no
-	 * framework we model runs */
-	if (model_is_gdn(j->model) && j->parallelism.cp > 1)
-		layout_error(s, JR_LINEAR_CP, "'parallelism.cp' %lld with "
-			     "Gated DeltaNet (linear_attention) layers: "
-			     "Megatron-Core's GatedDeltaNet has no context "
-			     "parallelism; use cp 1",
-			     (long long)j->parallelism.cp);
+	/* Megatron-Core's GatedDeltaNet context parallelism (NVIDIA/
+	 * Megatron-LM@e8678351 megatron/core/ssm/gated_delta_net.py:
+	 * tensor_a2a_cp2hp of q, k, v, z, beta, alpha; gdn.c) splits each
+	 * TP rank's key and value heads over the CP ranks: both must divide */
+	if (model_is_gdn(j->model) && j->parallelism.cp > 1 &&
+	    j->parallelism.tp > 0) {
+		const struct model_spec *m = j->model;
+		int64_t cp = j->parallelism.cp, tp = j->parallelism.tp;
+		int64_t kh = m->linear_num_key_heads / tp;
+		int64_t vh = m->linear_num_value_heads / tp;
+
+		if (kh % cp != 0 || vh % cp != 0)
+			layout_error(s, JR_LINEAR_CP, "'parallelism.cp' %lld "
+				     "with Gated DeltaNet (linear_attention) "
+				     "layers: Megatron-Core's all-to-all "
+				     "context parallelism splits the key and "
+				     "value heads of a TP rank (%lld and %lld) "
+				     "over cp, which must divide both",
+				     (long long)cp, (long long)kh,
+				     (long long)vh);
+	}
 	if (j->model->attention_chunk_size > 0 &&
 	    t->seq_len > j->model->attention_chunk_size &&
 	    j->parallelism.cp > 1)

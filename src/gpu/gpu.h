@@ -244,6 +244,23 @@ double gpu_grouped_chain_s(const struct gpu_spec *g,
 			   const struct gpu_gemm_group *groups,
 			   size_t ngroups, double chain);
 
+/* A chunked linear-recurrence kernel (Mamba-2 SSD, flash-linear-
+ * attention chunk_*: Triton kernels over chunks of a sequence), written
+ * as `batch` products C[m,n] = A[m,k] B[k,n] (elements). */
+struct gpu_chunk_shape {
+	double m, n, k;		/* the per-(chunk, head) product */
+	double batch;		/* (chunk, head) pairs */
+	double in_B;		/* B per element of A and B */
+	double out_B;		/* B per element of C (4: fp32 states) */
+	int backward;		/* a backward kernel (chunk_bwd_efficiency) */
+};
+
+/* Its time at the GPU's chunk_fwd/bwd_efficiency of the clock-scaled dt
+ * peak against its bytes (gpu_chunk.c); where the GPU has no such
+ * efficiency, gpu_gemm of the shape. */
+struct gpu_cost gpu_chunk_gemm(const struct gpu_spec *g, enum dtype dt,
+			       const struct gpu_chunk_shape *s);
+
 /* Fused attention forward / backward (recomputing scores in backward as
  * flash-attention does). Q, K, V, O and their gradients in dt. The
  * backward's cost is its three kernels' (pre-pass, main, dQ conversion),

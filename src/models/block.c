@@ -198,11 +198,30 @@ static struct gpu_cost scatter_op(const struct kern *k,
 	return c;
 }
 
+/* A chunked linear-recurrence kernel in the base dtype. */
+static struct gpu_cost chunk_cost(const struct kern *k,
+				  const struct gpu_spec *g,
+				  const struct block_dtypes *dt)
+{
+	struct gpu_chunk_shape s;
+
+	s.m = k->m;
+	s.n = k->n;
+	s.k = k->k;
+	s.batch = k->batch;
+	s.in_B = k->chunk_in_B;
+	s.out_B = k->chunk_out_B;
+	s.backward = k->chunk_bwd;
+	return gpu_chunk_gemm(g, dt->base, &s);
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
 {
 	switch (k->kind) {
+	case KERN_CHUNK:
+		return chunk_cost(k, g, dt);
 	case KERN_GEMM:
 		return accumulating_gemm(k, g, gemm_dt(k, g, dt));
 	case KERN_GROUPED:

@@ -14,8 +14,9 @@
  * Notation: T = b s tokens of the microbatch on one GPU, t = tp, H =
  * H_v / t value heads and H_k / t key heads on one GPU (both divisible:
  * spec_job_layout.c), widths qk = H_k d_k / t, v = H_v d_v / t, the
- * conv channels c = 2 qk + v, W the conv width, C = 64 the chunk (fla's
- * chunk_size, fixed in chunk_gated_delta_rule_fwd), B bytes per element
+ * conv channels c = 2 qk + v, W the conv width, C the chunk (the
+ * framework's linear_attn_chunk: fla's chunk_size 64, fixed in
+ * chunk_gated_delta_rule_fwd), B bytes per element
  * of the activation dtype, G = b H s / C (chunk, head) pairs.
  *
  * Forward, from the input norm's output to the out-projection's input:
@@ -78,24 +79,25 @@
  * softplus's input T H 4 B, the gated norm's inputs 2 T v B and its
  * rstd, the out-projection's input T v L.
  *
- * Context parallelism of the Gated DeltaNet layers: Megatron-Core has
- * none (gated_delta_net.py "TODO: support CP"): refused
- * (spec_job_layout.c). Selective recomputation (core_attn and the other
+ * Context parallelism of the Gated DeltaNet layers: all-to-alls of the
+ * heads around the conv, the chunk kernels and the gated norm (cp_pre
+ * and cp_post below; Megatron-Core had none at 00caa53a, "TODO: support
+ * CP", and has them at e8678351). Selective recomputation (core_attn and the other
  * modules of the attention) recomputes nothing of the mixer:
  * Megatron-Core checkpoints the core inside its Attention class
  * (attention.py checkpoint_core_attention), and GatedDeltaNet.forward
  * has no checkpoint; full recomputation re-runs the layer (layer.c).
  *
- * The kernels' efficiency is the GPU model's for GEMMs of their shapes
- * [?: fla's Triton kernels use 64-row tiles; no per-kernel measurement
- * is in the repo].
+ * The chunk kernels run at the rate flash-linear-attention's published
+ * benchmarks measured for them (src/gpu/gpu_chunk.c: the GPU's
+ * chunk_fwd_efficiency and chunk_bwd_efficiency; the GEMM model's rate
+ * on a GPU without them), their results in the activation dtype except
+ * A = beta K K^T (fp32 in fla, chunk_scaled_dot_kkt_fwd).
  */
 #include "layer_impl.h"
 
+#include "base/diag.h"
 #include "config/spec_job.h"
-
-/* fla's chunk size (chunk_gated_delta_rule_fwd: chunk_size=64). */
-enum { GDN_CHUNK = 64 };
 
 static double v_heads(const struct layer_dims *d)
 {
@@ -122,9 +124,13 @@ double gdn_in_width(const struct layer_dims *d)
 	return conv_width(d) + gdn_out_width(d) + 2 * v_heads(d);
 }
 
+/* The framework's linear_attn_chunk (fla's chunk_gated_delta_rule_fwd:
+ * chunk_size=64, fixed in its kernels). */
 double gdn_chunk(const struct layer_dims *d)
 {
-	return d->gdn.chunk > 0 ? d->gdn.chunk : GDN_CHUNK;
+	if (!(d->gdn.chunk > 0))
+		BUG("Gated DeltaNet layer dims without a chunk");
+	return d->gdn.chunk;
 }
 
 /* (chunk, head) pairs of the microbatch: G = b H s / C (a partial last
@@ -138,17 +144,73 @@ static double pairs(const struct layer_dims *d)
 	return d->batch * v_heads(d) * n;
 }
 
-/* One chunk kernel: the G pairs' GEMMs of (C, n, k); the first of an
- * autograd function's kernels is its Python call, the others launch
- * inside it. */
+/* One chunk kernel: the G pairs' products of (C, n, k) (gpu_chunk.c: the
+ * chunk kernels' measured rate), 16-bit operands, results of out_B bytes
+ * an element (4: fla's fp32 A = beta K K^T), a backward kernel when bwd;
+ * the first of an autograd function's kernels is its Python call, the
+ * others launch inside it. */
 static void chunk_gemm(struct layer_ops *o, const char *name,
 		       enum layer_pass pass, const struct layer_dims *d,
-		       double n, double k, int first)
+		       double n, double k, int first, double out_B, int bwd)
 {
-	struct layer_op *op = lop_gemm(o, name, pass, gdn_chunk(d), n, k, 0);
+	struct layer_op *op = lop_chunk(o, name, pass, gdn_chunk(d), n, k,
+					pairs(d), d->act_B, out_B, bwd);
 
-	op->k.batch = pairs(d);
 	op->host = first ? HOST_MODULE : HOST_FREE;
+}
+
+/* Context parallelism (cp > 1; NVIDIA/Megatron-LM@e8678351 megatron/
+ * core/ssm/gated_delta_net.py GatedDeltaNet.forward, tensor_a2a_cp2hp /
+ * tensor_a2a_hp2cp): in_proj's output is split into q, k, v, z, beta and
+ * alpha, each all-to-all'd over the CP group ([s/cp, b, n] -> [s, b,
+ * n/cp]), concatenated and the attention's load balancing undone (an
+ * index copy); the conv, the chunk kernels and the gated norm then run
+ * on the whole sequence for H/cp heads, the same elements and (chunk,
+ * head) pairs as the local sequence for H heads (so the ops below keep
+ * their widths); the norm's output goes back by the load balancing
+ * redone and one all-to-all. Backward the mirror. */
+static void cp_pre(struct layer_ops *o, enum layer_pass pass, int bwd,
+		   const struct layer_dims *d)
+{
+	double t = layer_tokens(d), B = d->act_B, qk = t * qk_width(d) * B;
+	double v = t * gdn_out_width(d) * B, hb = t * v_heads(d) * B;
+	double all = t * gdn_in_width(d) * B;
+	const char *fwd_n[6] = { "gdn_cp_q_a2a", "gdn_cp_k_a2a",
+				 "gdn_cp_v_a2a", "gdn_cp_z_a2a",
+				 "gdn_cp_beta_a2a", "gdn_cp_alpha_a2a" };
+	const char *bwd_n[6] = { "gdn_cp_dq_a2a", "gdn_cp_dk_a2a",
+				 "gdn_cp_dv_a2a", "gdn_cp_dz_a2a",
+				 "gdn_cp_dbeta_a2a", "gdn_cp_dalpha_a2a" };
+	const double size[6] = { qk, qk, v, v, hb, hb };
+	int i;
+
+	if (d->cpd.cp <= 1)
+		return;
+	if (bwd && d->cpd.load_balance)
+		lop_memop(o, "gdn_cp_undo_lb_bwd", pass, all, all, 0);
+	for (i = 0; i < 6; i++)
+		lop_coll(o, bwd ? bwd_n[i] : fwd_n[i], pass, LG_CP, LS_CP,
+			 COLL_ALLTOALL, size[i]);
+	if (!bwd) {
+		lop_memop(o, "gdn_cp_cat", pass, all, all, 0);
+		if (d->cpd.load_balance)
+			lop_memop(o, "gdn_cp_undo_lb", pass, all, all, 0);
+	}
+}
+
+static void cp_post(struct layer_ops *o, enum layer_pass pass, int bwd,
+		    const struct layer_dims *d)
+{
+	double y = layer_tokens(d) * gdn_out_width(d) * d->act_B;
+
+	if (d->cpd.cp <= 1)
+		return;
+	if (!bwd && d->cpd.load_balance)
+		lop_memop(o, "gdn_cp_redo_lb", pass, y, y, 0);
+	lop_coll(o, bwd ? "gdn_cp_dy_a2a" : "gdn_cp_y_a2a", pass, LG_CP,
+		 LS_CP, COLL_ALLTOALL, y);
+	if (bwd && d->cpd.load_balance)
+		lop_memop(o, "gdn_cp_redo_lb_bwd", pass, y, y, 0);
 }
 
 /* The chunked kernel's forward (chunk_gated_delta_rule_fwd). */
@@ -156,16 +218,16 @@ static void chunk_fwd(struct layer_ops *o, enum layer_pass pass,
 		      const struct layer_dims *d)
 {
 	double c = gdn_chunk(d), dk = d->gdn.dk, dv = d->gdn.dv;
-	double th = layer_tokens(d) * v_heads(d);
+	double th = layer_tokens(d) * v_heads(d), B = d->act_B;
 	struct layer_op *op;
 
 	op = lop_memop(o, "gdn_cumsum", pass, th * 4, th * 4, th);
 	op->host = HOST_MODULE;
-	chunk_gemm(o, "gdn_kkt", pass, d, c, dk, 0);
-	chunk_gemm(o, "gdn_solve_tril", pass, d, c, c / 6, 0);
-	chunk_gemm(o, "gdn_w_u", pass, d, dk + dv, c, 0);
-	chunk_gemm(o, "gdn_h", pass, d, dv, 2 * dk, 0);
-	chunk_gemm(o, "gdn_o", pass, d, dv, dk + c + c * dk / dv, 0);
+	chunk_gemm(o, "gdn_kkt", pass, d, c, dk, 0, 4, 0);
+	chunk_gemm(o, "gdn_solve_tril", pass, d, c, c / 6, 0, B, 0);
+	chunk_gemm(o, "gdn_w_u", pass, d, dk + dv, c, 0, B, 0);
+	chunk_gemm(o, "gdn_h", pass, d, dv, 2 * dk, 0, B, 0);
+	chunk_gemm(o, "gdn_o", pass, d, dv, dk + c + c * dk / dv, 0, B, 0);
 }
 
 void gdn_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -180,6 +242,7 @@ void gdn_fwd(struct layer_ops *o, enum layer_pass pass,
 		       pass, d, gdn_in_width(d), d->hidden, d->lowp);
 	lop_cast_after_norm(o, cast, d);	/* LayerNormColumnParallel */
 	lop_norm_linear(o, cast);
+	cp_pre(o, pass, 0, d);
 	lop_memop(o, "gdn_qkv_copy", pass, t * c * B, t * c * B, 0);
 	lop_memop(o, "gdn_conv1d", pass, t * c * B, t * c * B,
 		  2 * d->gdn.conv * t * c + ACT_FLOPS * t * c);
@@ -197,6 +260,7 @@ void gdn_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_memop(o, "gdn_gated_norm", pass, 2 * t * v * B, t * v * B,
 		  (NORM_FLOPS + ACT_FLOPS) * t * v);
 	lop_memop(o, "gdn_out_copy", pass, t * v * B, t * v * B, 0);
+	cp_post(o, pass, 0, d);
 }
 
 /* The chunked kernel's backward (chunk_gated_delta_rule_bwd). */
@@ -205,14 +269,14 @@ static void chunk_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double c = gdn_chunk(d), dk = d->gdn.dk, dv = d->gdn.dv;
 	double th = layer_tokens(d) * v_heads(d), B = d->act_B;
 
-	chunk_gemm(o, "gdn_w_u", PASS_BWD, d, dk + dv, c, 1);
-	chunk_gemm(o, "gdn_h", PASS_BWD, d, dv, 2 * dk, 0);
-	chunk_gemm(o, "gdn_dv_local", PASS_BWD, d, c, dk + dv, 0);
-	chunk_gemm(o, "gdn_dhu", PASS_BWD, d, dv, 3 * dk, 0);
+	chunk_gemm(o, "gdn_w_u", PASS_BWD, d, dk + dv, c, 1, B, 0);
+	chunk_gemm(o, "gdn_h", PASS_BWD, d, dv, 2 * dk, 0, B, 0);
+	chunk_gemm(o, "gdn_dv_local", PASS_BWD, d, c, dk + dv, 0, B, 1);
+	chunk_gemm(o, "gdn_dhu", PASS_BWD, d, dv, 3 * dk, 0, B, 1);
 	chunk_gemm(o, "gdn_dqkwg", PASS_BWD, d, dk,
-		   3 * dv + 2 * c + c * dv / dk, 0);
+		   3 * dv + 2 * c + c * dv / dk, 0, B, 1);
 	chunk_gemm(o, "gdn_wy_bwd", PASS_BWD, d, c, 4 * dk + 2 * dv + 2 * c,
-		   0);
+		   0, B, 1);
 	lop_memop(o, "gdn_grad_reduce", PASS_BWD, th * (2 * dk * B + 3 * 4),
 		  th * (dk * B + 2 * 4), th * (dk + 2))->k.launches = 3;
 }
@@ -224,6 +288,7 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	double rep = d->gdn.v_heads > d->gdn.k_heads ? 1 : 0;
 	int16_t red;
 
+	cp_post(o, PASS_BWD, 1, d);
 	lop_memop(o, "gdn_out_copy_bwd", PASS_BWD, t * v * B, t * v * B, 0);
 	/* the gated norm's backward: read x, z, dy; write dx, dz */
 	lop_memop(o, "gdn_gated_norm_bwd", PASS_BWD, 3 * t * v * B,
@@ -246,6 +311,7 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	lop_memop(o, "gdn_conv1d_bwd", PASS_BWD, 2 * t * c * B, t * c * B,
 		  4 * d->gdn.conv * t * c + ACT_FLOPS * t * c);
 	lop_memop(o, "gdn_qkv_copy_bwd", PASS_BWD, t * c * B, t * c * B, 0);
+	cp_pre(o, PASS_BWD, 1, d);
 	red = lop_column_bwd(o, "in_proj_input_allgather", "in_proj_grad_cast",
 			     "in_proj_dgrad", "in_proj_grad_tp_reduce",
 			     "in_proj_wgrad", d, gdn_in_width(d), d->hidden,

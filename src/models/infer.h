@@ -193,6 +193,8 @@ struct infer_dims {
 	/* Gated DeltaNet layers (infer_gdn.c; whole model, 0 = none) and the
 	 * full attention's output gate (Qwen3-Next) */
 	double gdn_k_heads, gdn_v_heads, gdn_dk, gdn_dv, gdn_conv;
+	double gdn_chunk;	/* tokens a chunk of the prefill chunk kernels
+				 * (engine linear_attn_chunk) */
 	int attn_gate;
 	/* a hybrid's Mamba-2 mixer (infer_mamba.c), whole model; heads 0:
 	 * none */
@@ -310,7 +312,10 @@ enum iop_kern {
 	IK_GROUPED,		/* the local experts' GEMMs in one kernel */
 	IK_ATTN_PREFILL,	/* flash attention of the batch's prompt chunks */
 	IK_ATTN_DECODE,		/* split-KV attention of the decoding sequences */
-	IK_MEM			/* memory-bound */
+	IK_MEM,			/* memory-bound */
+	IK_CHUNK		/* a chunked linear-recurrence kernel (Mamba-2
+				 * SSD, fla chunk_*): m, n, k, batch its
+				 * per-chunk products (gpu_chunk_gemm) */
 };
 
 struct infer_op {
@@ -325,6 +330,8 @@ struct infer_op {
 	double batch;		/* IK_GEMM: independent GEMMs of that shape */
 	int weight_B_base;	/* IK_GEMM: weights in the base dtype (LM head) */
 	double groups;		/* IK_GROUPED: experts with rows (m: all rows) */
+	double chunk_in_B;	/* IK_CHUNK: B per operand element */
+	double chunk_out_B;	/* IK_CHUNK: B per result element */
 	double read_B;		/* IK_MEM: bytes read */
 	double write_B;		/* IK_MEM: bytes written */
 	double vec_flops;	/* IK_MEM: vector FLOPs */

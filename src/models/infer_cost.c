@@ -168,6 +168,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 	struct gpu_attn_group grp[INFER_MAX_ATTN_GROUPS];
 	struct gpu_attn_heads h;
 	struct gpu_gemm_dtypes q;
+	struct gpu_chunk_shape cs;
 	int n;
 
 	switch (op->kern) {
@@ -204,6 +205,15 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			h.split = g->attention.trtllm_decode;
 		h.partition = d->decode_partition;
 		return gpu_attention_decode(g, d->base, &h, grp, n);
+	case IK_CHUNK:
+		cs.m = op->m;
+		cs.n = op->n;
+		cs.k = op->k;
+		cs.batch = op->batch;
+		cs.in_B = op->chunk_in_B;
+		cs.out_B = op->chunk_out_B;
+		cs.backward = 0;
+		return gpu_chunk_gemm(g, d->base, &cs);
 	case IK_MEM:
 		if (op->h2d_B > 0)
 			return h2d_cost(op, d, g);

@@ -15,7 +15,8 @@
  * Notation of infer.c and gdn.c: T tokens of the step on one GPU (T_p of
  * prompts, T_d decoding, S_p and S_d their sequences), t = tp, H = H_v / t
  * value heads on one GPU, qk = H_k d_k / t, v = H d_v, c = 2 qk + v, W
- * the conv width, C = 64 fla's chunk, B bytes per activation element.
+ * the conv width, C the chunk of fla's kernels (the engine's
+ * linear_attn_chunk: 64), B bytes per activation element.
  *
  *   in_proj      GEMMs (T, 2 qk + 2 v, h) and (T, 2 H, h)
  *   reorder      the q, k, v, z split out of the grouped layout: read
@@ -26,8 +27,9 @@
  *                S_d (W - 1) c B; 2 W FLOPs a channel and token
  *   gating       fused_gdn_gating: read T 2 H B, write T 2 H 4 B
  *   core         prompts: the chunk kernels of gdn.c's forward over the
- *                G = sum S_p ceil(q / C) H (chunk, head) pairs (GEMMs
- *                of their shapes), each sequence's state read and
+ *                G = sum S_p ceil(q / C) H (chunk, head) pairs (at the
+ *                chunk kernels' measured rate, src/gpu/gpu_chunk.c),
+ *                each sequence's state read and
  *                written, S_p H d_k d_v 4 B each way; decode: the
  *                recurrent update, per token and head the state read
  *                and written once a sequence, S_d H d_k d_v 4 B each
@@ -43,9 +45,6 @@
 #include <math.h>
 
 #include "config/spec_job.h"
-
-/* fla's chunk (gdn.c) */
-enum { GDN_INFER_CHUNK = 64 };
 
 static double v_heads(const struct infer_dims *d)
 {
@@ -82,8 +81,8 @@ double infer_gdn_state_B(const struct infer_dims *d)
 }
 
 /* Prompt and decode tokens and sequences, and the prompts' chunks. */
-static void split(const struct infer_batch *b, double *tp, double *sp,
-		  double *td, double *sd, double *chunks)
+static void split(const struct infer_batch *b, double C, double *tp,
+		  double *sp, double *td, double *sd, double *chunks)
 {
 	int i;
 
@@ -96,7 +95,7 @@ static void split(const struct infer_batch *b, double *tp, double *sp,
 		if (g->prefill) {
 			*tp += g->count * g->q;
 			*sp += g->count;
-			*chunks += g->count * ceil(g->q / GDN_INFER_CHUNK);
+			*chunks += g->count * ceil(g->q / C);
 		} else {
 			*td += g->count * g->q;
 			*sd += g->count;
@@ -104,15 +103,14 @@ static void split(const struct infer_batch *b, double *tp, double *sp,
 	}
 }
 
-static void chunk_gemm(struct infer_ops *o, const char *name, double pairs,
-		       double n, double k)
+/* One of fla's chunk kernels (gpu_chunk.c): the pairs' products of (C,
+ * n, k), 16-bit operands, results of out_B bytes an element (4: the fp32
+ * A = beta K K^T). */
+static void chunk_gemm(struct infer_ops *o, const struct infer_dims *d,
+		       const char *name, double pairs, double n, double k,
+		       double out_B)
 {
-	struct infer_op *op = infer_op_gemm(o, name, GDN_INFER_CHUNK, n, k);
-
-	if (op) {
-		op->batch = pairs;
-		op->attention = 1;
-	}
+	infer_op_chunk(o, name, d->gdn_chunk, n, k, pairs, d->act_B, out_B);
 }
 
 void infer_gdn_ops(const struct infer_dims *d, const struct infer_batch *b,
@@ -120,12 +118,12 @@ void infer_gdn_ops(const struct infer_dims *d, const struct infer_batch *b,
 {
 	double qk = qk_width(d), v = v_width(d), H = v_heads(d);
 	double c = 2 * qk + v, B = d->act_B, W = d->gdn_conv;
-	double dk = d->gdn_dk, dv = d->gdn_dv, C = GDN_INFER_CHUNK;
+	double dk = d->gdn_dk, dv = d->gdn_dv, C = d->gdn_chunk;
 	double state = H * dk * dv * 4;
 	double tp, sp, td, sd, chunks;
 	struct infer_op *op;
 
-	split(b, &tp, &sp, &td, &sd, &chunks);
+	split(b, C, &tp, &sp, &td, &sd, &chunks);
 	infer_op_gemm_q(o, d, QX_ATTN, "in_proj_qkvz", t, 2 * qk + 2 * v,
 			d->hidden);
 	infer_op_gemm_q(o, d, QX_ATTN, "in_proj_ba", t, 2 * H, d->hidden);
@@ -148,11 +146,11 @@ void infer_gdn_ops(const struct infer_dims *d, const struct infer_batch *b,
 				  sp * state, 0);
 		if (op)
 			op->attention = 1;
-		chunk_gemm(o, "gdn_kkt", G, C, dk);
-		chunk_gemm(o, "gdn_solve_tril", G, C, C / 6);
-		chunk_gemm(o, "gdn_w_u", G, dk + dv, C);
-		chunk_gemm(o, "gdn_h", G, dv, 2 * dk);
-		chunk_gemm(o, "gdn_o", G, dv, dk + C + C * dk / dv);
+		chunk_gemm(o, d, "gdn_kkt", G, C, dk, 4);
+		chunk_gemm(o, d, "gdn_solve_tril", G, C, C / 6, B);
+		chunk_gemm(o, d, "gdn_w_u", G, dk + dv, C, B);
+		chunk_gemm(o, d, "gdn_h", G, dv, 2 * dk, B);
+		chunk_gemm(o, d, "gdn_o", G, dv, dk + C + C * dk / dv, B);
 	}
 	if (td > 0) {
 		op = infer_op_mem(o, "gdn_recurrent",

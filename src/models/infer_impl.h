@@ -32,6 +32,12 @@ struct infer_op *infer_op_push(struct infer_ops *o, const char *name,
  * GPU or bytes is 0). */
 struct infer_op *infer_op_gemm(struct infer_ops *o, const char *name,
 			       double m, double n, double k);
+/* A chunked linear-recurrence kernel (IK_CHUNK): `batch` products of
+ * (m, n, k), operands of in_B and results of out_B bytes an element; part
+ * of attention (per-sequence state); NULL when m, n, k or batch is 0. */
+struct infer_op *infer_op_chunk(struct infer_ops *o, const char *name,
+				double m, double n, double k, double batch,
+				double in_B, double out_B);
 struct infer_op *infer_op_mem(struct infer_ops *o, const char *name,
 			      double read_B, double write_B, double flops);
 struct infer_op *infer_op_coll(struct infer_ops *o, const char *name,

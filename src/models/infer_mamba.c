@@ -14,8 +14,9 @@
  *   in_proj    GEMM m = T, n = w, k = h (weights in the serving dtype)
  *   conv1d     prompts: read/write T_p c B; decoding: read the conv state
  *              (K - 1) c B a sequence and x, write both: memory-bound
- *   SSD        prompts: the chunk GEMMs of mamba.c's forward over nc
- *              chunks (ceil(q/Q) a sequence), bf16 operands, and the fp32
+ *   SSD        prompts: the chunk kernels of mamba.c's forward over nc
+ *              chunks (ceil(q/Q) a sequence), bf16 operands, at the chunk
+ *              kernels' measured rate (src/gpu/gpu_chunk.c), and the fp32
  *              chunk states read and written (nc H' P N 4)
  *   state      decoding: selective_state_update reads and writes the
  *              sequence's SSM state H' P N ssm_B, 6 FLOPs an element
@@ -53,17 +54,14 @@ double infer_mamba_params(const struct infer_dims *d)
 		3 * d->m_heads + di) / d->tp;
 }
 
-/* A chunk GEMM of the scan: bf16 operands, no weights. */
-static void chunk_gemm(struct infer_ops *o, const char *name, double m,
-		       double n, double k, double batch)
+/* A Triton kernel of the scan (gpu_chunk.c): `batch` products of (m, n,
+ * k) over 16-bit operands, results of out_B bytes an element (4: the fp32
+ * chunk states and C B^T). */
+static void chunk_gemm(struct infer_ops *o, const struct infer_dims *d,
+		       const char *name, double m, double n, double k,
+		       double batch, double out_B)
 {
-	struct infer_op *op = infer_op_gemm(o, name, m, n, k);
-
-	if (!op)
-		return;
-	op->batch = batch;
-	op->weight_B_base = 1;
-	op->attention = 1;
+	infer_op_chunk(o, name, m, n, k, batch, d->act_B, out_B);
 }
 
 void infer_mamba_ops(const struct infer_dims *d, const struct infer_batch *b,
@@ -104,12 +102,12 @@ void infer_mamba_ops(const struct infer_dims *d, const struct infer_batch *b,
 		double Qe = fmin(Q, tp);
 
 		S = nc * H * P * N * 4;
-		chunk_gemm(o, "ssd_bmm_chunk", Qe, Qe, N, nc * G);
-		chunk_gemm(o, "ssd_chunk_state", P, N, Qe, nc * H);
+		chunk_gemm(o, d, "ssd_bmm_chunk", Qe, Qe, N, nc * G, 4);
+		chunk_gemm(o, d, "ssd_chunk_state", P, N, Qe, nc * H, 4);
 		op = infer_op_mem(o, "ssd_state_passing", S, S, nc * H * P * N);
 		if (op)
 			op->attention = 1;
-		chunk_gemm(o, "ssd_chunk_scan", Qe, P, Qe + N, nc * H);
+		chunk_gemm(o, d, "ssd_chunk_scan", Qe, P, Qe + N, nc * H, B);
 	}
 	if (seqs > 0) {
 		S = seqs * H * P * N * d->ssm_B;

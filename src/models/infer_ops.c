@@ -51,6 +51,26 @@ struct infer_op *infer_op_gemm(struct infer_ops *o, const char *name,
 	return op;
 }
 
+struct infer_op *infer_op_chunk(struct infer_ops *o, const char *name,
+				double m, double n, double k, double batch,
+				double in_B, double out_B)
+{
+	struct infer_op *op;
+
+	if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+		return NULL;
+	op = infer_op_push(o, name, IOP_KERNEL);
+	op->kern = IK_CHUNK;
+	op->m = m;
+	op->n = n;
+	op->k = k;
+	op->batch = batch;
+	op->chunk_in_B = in_B;
+	op->chunk_out_B = out_B;
+	op->attention = 1;
+	return op;
+}
+
 struct infer_op *infer_op_mem(struct infer_ops *o, const char *name,
 			      double read_B, double write_B, double flops)
 {

@@ -421,7 +421,10 @@ enum kern_kind {
 	KERN_GROUPED,		/* one GEMM per local expert in one kernel */
 	KERN_ATTN_FWD,
 	KERN_ATTN_BWD,
-	KERN_MEM
+	KERN_MEM,
+	KERN_CHUNK		/* a chunked linear-recurrence kernel (Mamba-2
+				 * SSD, fla chunk_*): m, n, k, batch as its
+				 * per-chunk products (gpu_chunk_gemm) */
 };
 
 /* Which GEMM dimension a grouped GEMM takes from the experts' rows. */
@@ -458,6 +461,9 @@ struct kern {
 	double mem_eff;		/* fraction of the streaming rate this
 				 * memory-bound kernel reaches (0: all of it;
 				 * an MXFP8 cast: lop_cast) */
+	double chunk_in_B;	/* KERN_CHUNK: B per operand element */
+	double chunk_out_B;	/* KERN_CHUNK: B per result element */
+	int chunk_bwd;		/* KERN_CHUNK: a backward kernel (its rate) */
 	double scatter_B;	/* B of its reads an atomic scatter-add adds
 				 * into the output (gpu_scatter_add_extra_s);
 				 * 0 = none */

@@ -49,6 +49,7 @@ double layer_kern_model_flops(const struct kern *k)
 		return k->model_flops;
 	switch (k->kind) {
 	case KERN_GEMM:
+	case KERN_CHUNK:
 		return 2 * k->m * k->n * k->k * k->batch;
 	case KERN_GROUPED:
 		return grouped_flops(k);

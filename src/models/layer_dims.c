@@ -83,7 +83,7 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 		d->gdn.dk = (double)m->linear_key_head_dim;
 		d->gdn.dv = (double)m->linear_value_head_dim;
 		d->gdn.conv = (double)m->linear_conv_kernel_dim;
-		d->gdn.chunk = 0;	/* gdn.c: fla's 64 */
+		d->gdn.chunk = (double)j->framework->linear_attn_chunk;
 	}
 	d->cpd.cp = (double)p->cp;
 	d->cpd.comm = p->cp_comm_type;

@@ -52,6 +52,13 @@ struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
 			  enum layer_pass pass, double m, double n, double k,
 			  int lowp);
 
+/* A chunked linear-recurrence kernel (KERN_CHUNK): `batch` products of
+ * (m, n, k) per (chunk, head), operands of in_B and results of out_B
+ * bytes an element, a backward kernel when bwd; in the base dtype. */
+struct layer_op *lop_chunk(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double m, double n, double k,
+			   double batch, double in_B, double out_B, int bwd);
+
 /* A memory-bound kernel: bytes read and written, vector FLOPs. */
 struct layer_op *lop_memop(struct layer_ops *o, const char *name,
 			   enum layer_pass pass, double read_B, double write_B,

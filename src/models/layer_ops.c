@@ -56,6 +56,24 @@ struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
 	return op;
 }
 
+struct layer_op *lop_chunk(struct layer_ops *o, const char *name,
+			   enum layer_pass pass, double m, double n, double k,
+			   double batch, double in_B, double out_B, int bwd)
+{
+	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
+
+	op->k.kind = KERN_CHUNK;
+	op->k.m = m;
+	op->k.n = n;
+	op->k.k = k;
+	op->k.batch = batch;
+	op->k.chunk_in_B = in_B;
+	op->k.chunk_out_B = out_B;
+	op->k.chunk_bwd = bwd;
+	op->host = HOST_MODULE;
+	return op;
+}
+
 struct layer_op *lop_memop(struct layer_ops *o, const char *name,
 			      enum layer_pass pass, double read_B,
 			      double write_B, double flops)

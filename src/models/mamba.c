@@ -63,9 +63,24 @@
  * recomputation, about 2.5 times its forward.
  *
  * The scan's kernels are Triton kernels launched from Python (host: one
- * op each). They run on the GPU model's 16-bit GEMM path at their batched
- * chunk shapes [?: Triton's tiles with fp32 accumulation, no measured
- * efficiency of their own].
+ * op each), timed as chunked linear-recurrence kernels (src/gpu/
+ * gpu_chunk.c) at the rate flash-linear-attention's published benchmarks
+ * measured for its equivalent kernels (the GPU's chunk_fwd_efficiency
+ * and chunk_bwd_efficiency: chunk_retention, SSD's algorithm, on H100 and
+ * A100; chunk_gdn on GB200) [?: mamba_ssm's own kernels are not in those
+ * tables; fla-org/flash-linear-attention pull 50 measured them forward at
+ * about twice chunk_simple_gla's time at B16 H8 D128, chunk 64, GPU not
+ * stated: not applied]. Their bytes count mamba_ssm's fp32 chunk states,
+ * C B^T and the gradients it accumulates in fp32 at 4 B.
+ *
+ * Context parallelism (cp > 1): Megatron-Core's MambaContextParallel
+ * (NVIDIA/Megatron-LM@00caa53a megatron/core/ssm/mamba_context_parallel
+ * .py) all-to-alls z, x, B, C and dt after in_proj ([s/cp, b, n] -> [s, b,
+ * n/cp]; B and C repeated r = cp / G' times first where G' < cp), undoes
+ * the attention's load balancing, runs the conv and the scan on the whole
+ * sequence for H'/cp heads and max(1, G'/cp) groups, and all-to-alls y
+ * back before the norm (cp_pre, cp_post). The layout check asserts what
+ * it asserts (spec_job_layout.c).
  */
 #include "layer_impl.h"
 
@@ -73,40 +88,119 @@
 
 /* Local widths of the mixer on one GPU. */
 struct mw {
-	double H, P, N, G, K, Q;	/* H' and G' local */
-	double di, c, w;		/* d_inner', conv channels, in_proj out */
-	double T, nc;			/* tokens, chunks */
+	double H, P, N, G, K, Q;	/* H' and G' local (of the scan) */
+	double di, c, w;		/* d_inner', conv channels, in_proj out
+					 * (of the scan) */
+	double T, nc;			/* the scan's tokens, chunks */
+	/* context parallelism (cp > 1: mamba_context_parallel.py) */
+	double cp, r;			/* degree, B/C group repeat */
+	double t, H_tp, G_tp, di_tp, w_tp;	/* tokens, heads, groups,
+						 * d_inner and in_proj width
+						 * on a TP rank before the
+						 * all-to-alls */
 };
 
+/* With cp > 1 (Megatron-Core MambaContextParallel, NVIDIA/Megatron-LM@
+ * 00caa53a megatron/core/ssm/mamba_context_parallel.py) the all-to-alls
+ * give each rank the whole sequence (s = cp x seq) for H'/cp heads and
+ * G'/cp groups, or, where G' < cp, one group repeated r = cp / G' times
+ * over the ranks that share it. */
 static struct mw widths(const struct layer_dims *d)
 {
 	const struct mamba_dims *m = &d->mamba;
+	double cp = d->cpd.cp > 1 ? d->cpd.cp : 1, s = d->seq * cp;
 	struct mw x;
 
-	x.H = m->heads / d->tp;
-	x.G = m->groups / d->tp;
+	x.cp = cp;
+	x.H_tp = m->heads / d->tp;
+	x.G_tp = m->groups / d->tp;
+	x.H = x.H_tp / cp;
+	x.r = x.G_tp >= cp ? 1 : cp / x.G_tp;
+	x.G = x.G_tp >= cp ? x.G_tp / cp : 1;
 	x.P = m->head_dim;
 	x.N = m->state;
 	x.K = m->conv;
-	x.Q = m->chunk < d->seq ? m->chunk : d->seq;
+	x.Q = m->chunk < s ? m->chunk : s;
 	x.di = x.H * x.P;
 	x.c = x.di + 2 * x.G * x.N;
 	x.w = 2 * x.di + 2 * x.G * x.N + x.H;
-	x.T = layer_tokens(d);
-	x.nc = d->batch * ceil(d->seq / x.Q);
+	x.t = layer_tokens(d);
+	x.T = x.t * cp;
+	x.nc = d->batch * ceil(s / x.Q);
+	x.di_tp = x.H_tp * x.P;
+	x.w_tp = 2 * x.di_tp + 2 * x.G_tp * x.N + x.H_tp;
 	return x;
 }
 
-/* A batched chunk GEMM of the scan (16-bit operands), a Python-launched
- * Triton kernel. */
-static void chunk_gemm(struct layer_ops *o, const char *name,
-		       enum layer_pass pass, double m, double n, double k,
-		       double batch)
+/* pre_conv_ssm (cp > 1): z, x, B (repeated r times), C and dt each
+ * all-to-all'd over the CP group ([s/cp, b, n] -> [s, b, n/cp]), the five
+ * concatenated, and the attention's load balancing undone (an index
+ * copy); backward the mirror: the split is views, the repeat's gradient
+ * a sum over its copies. */
+static void cp_pre(struct layer_ops *o, enum layer_pass pass, int bwd,
+		   const struct layer_dims *d, const struct mw *x)
 {
-	struct layer_op *op = lop_gemm(o, name, pass, m, n, k, 0);
+	double B = d->act_B, t = x->t, bc = t * x->G_tp * x->r * x->N * B;
+	double all = t * (2 * x->di_tp + 2 * x->G_tp * x->r * x->N +
+			  x->H_tp) * B;
+	enum coll_op a2a = COLL_ALLTOALL;
 
-	op->k.batch = batch;
-	op->host = HOST_OP;
+	if (x->cp <= 1)
+		return;
+	if (bwd && d->cpd.load_balance)
+		lop_memop(o, "mamba_cp_undo_lb_bwd", pass, all, all, 0);
+	lop_coll(o, bwd ? "mamba_cp_dz_a2a" : "mamba_cp_z_a2a", pass, LG_CP,
+		 LS_CP, a2a, t * x->di_tp * B);
+	lop_coll(o, bwd ? "mamba_cp_dx_a2a" : "mamba_cp_x_a2a", pass, LG_CP,
+		 LS_CP, a2a, t * x->di_tp * B);
+	if (x->r > 1 && !bwd)
+		lop_memop(o, "mamba_cp_bc_repeat", pass, 2 * bc / x->r, 2 * bc,
+			  0);
+	lop_coll(o, bwd ? "mamba_cp_db_a2a" : "mamba_cp_b_a2a", pass, LG_CP,
+		 LS_CP, a2a, bc);
+	lop_coll(o, bwd ? "mamba_cp_dc_a2a" : "mamba_cp_c_a2a", pass, LG_CP,
+		 LS_CP, a2a, bc);
+	lop_coll(o, bwd ? "mamba_cp_ddt_a2a" : "mamba_cp_dt_a2a", pass, LG_CP,
+		 LS_CP, a2a, t * x->H_tp * B);
+	if (x->r > 1 && bwd)
+		lop_memop(o, "mamba_cp_bc_repeat_bwd", pass, 2 * bc,
+			  2 * bc / x->r, 2 * bc);
+	if (!bwd) {
+		lop_memop(o, "mamba_cp_cat", pass, all, all, 0);
+		if (d->cpd.load_balance)
+			lop_memop(o, "mamba_cp_undo_lb", pass, all, all, 0);
+	}
+}
+
+/* post_conv_ssm (cp > 1): the load balancing redone (an index copy) and
+ * y all-to-all'd back ([s, b, d_inner'/cp] -> [s/cp, b, d_inner']);
+ * backward the reverse. */
+static void cp_post(struct layer_ops *o, enum layer_pass pass, int bwd,
+		    const struct layer_dims *d, const struct mw *x)
+{
+	double y = x->t * x->di_tp * d->act_B;
+
+	if (x->cp <= 1)
+		return;
+	if (!bwd && d->cpd.load_balance)
+		lop_memop(o, "mamba_cp_redo_lb", pass, y, y, 0);
+	lop_coll(o, bwd ? "mamba_cp_dy_a2a" : "mamba_cp_y_a2a", pass, LG_CP,
+		 LS_CP, COLL_ALLTOALL, y);
+	if (bwd && d->cpd.load_balance)
+		lop_memop(o, "mamba_cp_redo_lb_bwd", pass, y, y, 0);
+}
+
+/* One of the scan's Triton kernels, a Python launch: `batch` products of
+ * (m, n, k) over 16-bit operands, results of out_B bytes an element (4:
+ * mamba_ssm's fp32 chunk states, C B^T and gradients), a backward kernel
+ * when bwd (gpu_chunk.c: the chunk kernels' measured rate). */
+static void chunk_gemm(struct layer_ops *o, const char *name,
+		       enum layer_pass pass, const struct layer_dims *d,
+		       double m, double n, double k, double batch,
+		       double out_B, int bwd)
+{
+	lop_chunk(o, name, pass, m, n, k, batch, d->act_B, out_B,
+		  bwd)->host = HOST_OP;
 }
 
 static void conv_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -126,20 +220,23 @@ static void scan_states(struct layer_ops *o, enum layer_pass pass,
 
 	lop_memop(o, "ssd_cumsum", pass, x->T * x->H * d->act_B,
 		  2 * x->T * x->H * 4, 4 * x->T * x->H);
-	chunk_gemm(o, "ssd_bmm_chunk", pass, x->Q, x->Q, x->N, x->nc * x->G);
-	chunk_gemm(o, "ssd_chunk_state", pass, x->P, x->N, x->Q,
-		   x->nc * x->H);
+	chunk_gemm(o, "ssd_bmm_chunk", pass, d, x->Q, x->Q, x->N,
+		   x->nc * x->G, 4, 0);
+	chunk_gemm(o, "ssd_chunk_state", pass, d, x->P, x->N, x->Q,
+		   x->nc * x->H, 4, 0);
 	lop_memop(o, "ssd_state_passing", pass, S, S, x->nc * x->H * x->P *
 		  x->N);
 }
 
-/* A [b, l] <-> [l, b] contiguous copy of n elements a token (b > 1). */
+/* A [b, l] <-> [l, b] contiguous copy of n elements a token of the
+ * scan's T tokens (b > 1). */
 static void transpose(struct layer_ops *o, const char *name,
 		      enum layer_pass pass, const struct layer_dims *d,
-		      double n)
+		      const struct mw *x, double n)
 {
 	if (d->batch > 1)
-		lop_memop(o, name, pass, n * d->act_B, n * d->act_B, 0);
+		lop_memop(o, name, pass, x->T * n * d->act_B,
+			  x->T * n * d->act_B, 0);
 }
 
 void mamba_fwd(struct layer_ops *o, enum layer_pass pass,
@@ -150,63 +247,72 @@ void mamba_fwd(struct layer_ops *o, enum layer_pass pass,
 	int16_t cast = (int16_t)o->n;
 
 	lop_column_fwd(o, "in_proj_cast", "in_proj_allgather", "in_proj",
-		       pass, d, x.w, d->hidden, d->lowp);
+		       pass, d, x.w_tp, d->hidden, d->lowp);
 	lop_cast_after_norm(o, cast, d);
 	lop_norm_linear(o, cast);
-	transpose(o, "mamba_in_copy", pass, d, x.w);
+	cp_pre(o, pass, 0, d, &x);
+	transpose(o, "mamba_in_copy", pass, d, &x, x.w);
 	conv_fwd(o, pass, d, &x);
 	scan_states(o, pass, d, &x);
-	chunk_gemm(o, "ssd_chunk_scan", pass, x.Q, x.P, x.Q + x.N,
-		   x.nc * x.H);
+	chunk_gemm(o, "ssd_chunk_scan", pass, d, x.Q, x.P, x.Q + x.N,
+		   x.nc * x.H, B, 0);
 	lop_memop(o, "ssd_gate", pass, x.T * x.di * B, x.T * x.di * B,
 		  ACT_FLOPS * x.T * x.di);
-	transpose(o, "mamba_out_copy", pass, d, x.di);
-	lop_memop(o, "mamba_norm", pass, x.T * x.di * B, x.T * x.di * B,
-		  NORM_FLOPS * x.T * x.di)->host = HOST_MODULE;
+	transpose(o, "mamba_out_copy", pass, d, &x, x.di);
+	cp_post(o, pass, 0, d, &x);
+	lop_memop(o, "mamba_norm", pass, x.t * x.di_tp * B,
+		  x.t * x.di_tp * B, NORM_FLOPS * x.t * x.di_tp)->host =
+		HOST_MODULE;
 	lop_row_fwd(o, "out_proj_cast", "out_proj", "mamba_tp_reduce", pass,
-		    d, x.di);
+		    d, x.di_tp);
 }
 
 void mamba_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	struct mw x = widths(d);
-	double B = d->act_B, n = x.T * x.di;
+	double B = d->act_B, n = x.T * x.di, n_tp = x.t * x.di_tp;
 	double S = x.nc * x.H * x.P * x.N * 4;
 	int16_t red;
 
 	lop_row_bwd(o, "out_proj_grad_allgather", "out_proj_grad_cast",
-		    "out_proj_dgrad", "out_proj_wgrad", d, x.di);
-	lop_memop(o, "mamba_norm_bwd", PASS_BWD, 2 * n * B, n * B,
-		  NORM_FLOPS * n)->host = HOST_MODULE;
-	transpose(o, "mamba_out_copy_bwd", PASS_BWD, d, x.di);
+		    "out_proj_dgrad", "out_proj_wgrad", d, x.di_tp);
+	lop_memop(o, "mamba_norm_bwd", PASS_BWD, 2 * n_tp * B, n_tp * B,
+		  NORM_FLOPS * n_tp)->host = HOST_MODULE;
+	cp_post(o, PASS_BWD, 1, d, &x);
+	transpose(o, "mamba_out_copy_bwd", PASS_BWD, d, &x, x.di);
 	/* MambaSplitConv1dScanCombinedFn.backward: the conv and the scan's
 	 * states again */
 	conv_fwd(o, PASS_BWD, d, &x);
 	scan_states(o, PASS_BWD, d, &x);
 	lop_memop(o, "ssd_bwd_dz", PASS_BWD, 3 * n * B, 2 * n * B,
 		  ACT_FLOPS * n);
-	chunk_gemm(o, "ssd_bwd_dstates", PASS_BWD, x.P, x.N, x.Q,
-		   x.nc * x.H);
+	chunk_gemm(o, "ssd_bwd_dstates", PASS_BWD, d, x.P, x.N, x.Q,
+		   x.nc * x.H, 4, 1);
 	lop_memop(o, "ssd_state_passing_bwd", PASS_BWD, 2 * S, 2 * S,
 		  2 * x.nc * x.H * x.P * x.N);
-	chunk_gemm(o, "ssd_bwd_dx", PASS_BWD, x.Q, x.P, x.Q + x.N,
-		   x.nc * x.H);
-	chunk_gemm(o, "ssd_bwd_db", PASS_BWD, x.Q, x.N, x.P, x.nc * x.H);
-	chunk_gemm(o, "ssd_bwd_dc", PASS_BWD, x.Q, x.N, x.P, x.nc * x.H);
-	chunk_gemm(o, "ssd_bwd_dcb", PASS_BWD, x.Q, x.Q, x.P, x.nc * x.H);
-	chunk_gemm(o, "ssd_bmm_chunk_bwd_b", PASS_BWD, x.Q, x.N, x.Q,
-		   x.nc * x.G);
-	chunk_gemm(o, "ssd_bmm_chunk_bwd_c", PASS_BWD, x.Q, x.N, x.Q,
-		   x.nc * x.G);
-	chunk_gemm(o, "ssd_bwd_ddacs", PASS_BWD, x.Q, x.Q, x.P, x.nc * x.H);
+	chunk_gemm(o, "ssd_bwd_dx", PASS_BWD, d, x.Q, x.P, x.Q + x.N,
+		   x.nc * x.H, B, 1);
+	chunk_gemm(o, "ssd_bwd_db", PASS_BWD, d, x.Q, x.N, x.P, x.nc * x.H,
+		   4, 1);
+	chunk_gemm(o, "ssd_bwd_dc", PASS_BWD, d, x.Q, x.N, x.P, x.nc * x.H,
+		   4, 1);
+	chunk_gemm(o, "ssd_bwd_dcb", PASS_BWD, d, x.Q, x.Q, x.P, x.nc * x.H,
+		   4, 1);
+	chunk_gemm(o, "ssd_bmm_chunk_bwd_b", PASS_BWD, d, x.Q, x.N, x.Q,
+		   x.nc * x.G, 4, 1);
+	chunk_gemm(o, "ssd_bmm_chunk_bwd_c", PASS_BWD, d, x.Q, x.N, x.Q,
+		   x.nc * x.G, 4, 1);
+	chunk_gemm(o, "ssd_bwd_ddacs", PASS_BWD, d, x.Q, x.Q, x.P,
+		   x.nc * x.H, 4, 1);
 	lop_memop(o, "ssd_cumsum_bwd", PASS_BWD, 3 * x.T * x.H * 4,
 		  x.T * x.H * B, 4 * x.T * x.H);
 	lop_memop(o, "mamba_conv1d_bwd", PASS_BWD, 2 * x.T * x.c * B,
 		  x.T * x.c * B, 4 * x.K * x.T * x.c);
-	transpose(o, "mamba_in_copy_bwd", PASS_BWD, d, x.w);
+	transpose(o, "mamba_in_copy_bwd", PASS_BWD, d, &x, x.w);
+	cp_pre(o, PASS_BWD, 1, d, &x);
 	red = lop_column_bwd(o, "in_proj_input_allgather", "in_proj_grad_cast",
 			     "in_proj_dgrad", "in_proj_grad_tp_reduce",
-			     "in_proj_wgrad", d, x.w, d->hidden, d->lowp);
+			     "in_proj_wgrad", d, x.w_tp, d->hidden, d->lowp);
 	lop_norm_bwd_after(o, "norm1_bwd", d, red);
 }
 

@@ -81,6 +81,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->fw.fsdp_reshard_after_forward = 1;	/* the schema default */
 	f->fw.moe_chunk_sort = 1;		/* the schema default */
 	f->fw.sp_backward_regather = 1;	/* the schema default */
+	f->fw.linear_attn_chunk = 64;		/* the schema default */
 	f->fw.fsdp_expert_reduce_dtype = -1;	/* absent: grad_dtype */
 	f->job.name = "test-job";
 	f->job.model = &f->model;

@@ -45,7 +45,7 @@ static void gdn_fixture(struct fixture *f, struct layer_dims *d)
 	layer_dims_from_job(&f->job, d);
 }
 
-/* Model FLOPs of the chunk kernels (GEMMs named gdn_*) of pass p. */
+/* Model FLOPs of the chunk kernels (KERN_CHUNK kernels named gdn_*) of pass p. */
 static double chunk_flops(const struct layer_ops *o, enum layer_pass p)
 {
 	double sum = 0;
@@ -53,7 +53,7 @@ static double chunk_flops(const struct layer_ops *o, enum layer_pass p)
 
 	for (i = 0; i < o->n; i++)
 		if (o->op[i].kind == LOP_KERNEL && o->op[i].pass == p &&
-		    o->op[i].k.kind == KERN_GEMM &&
+		    o->op[i].k.kind == KERN_CHUNK &&
 		    strncmp(o->op[i].name, "gdn_", 4) == 0)
 			sum += layer_kern_model_flops(&o->op[i].k);
 	return sum;
@@ -215,4 +215,55 @@ Test(gdn, decode_kv_of_full_layers_and_state_pages)
 	fixture_assert_close(r.mem.kv_sequences, floor(r.mem.kv_pages / 611));
 	infer_result_release(&r);
 	arena_release(&a);
+}
+
+/* Context parallelism (gdn.c cp_pre / cp_post, Megatron-LM@e8678351
+ * tensor_a2a_cp2hp / hp2cp): the fixture at cp 2, load-balanced, holds
+ * s / cp = 1024 tokens of each sequence. Its all-to-alls carry the local
+ * tensors: q and k 1024 x 4 x 128 x 2 B = 1,048,576 B each, v and z 1024 x
+ * 8 x 128 x 2 = 2,097,152, beta and alpha 1024 x 8 x 2 = 16,384, the
+ * norm's output back 2,097,152; the chunk kernels run the whole 2048
+ * tokens for 4 of the 8 heads: 128 pairs, half the FLOPs of cp 1
+ * (2,975,159,637.33 / 2). */
+Test(gdn, context_parallel_all_to_alls)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 0, 1, 0 };
+	struct layer_ops fw, bw;
+	static const char *const names[7] = {
+		"gdn_cp_q_a2a", "gdn_cp_k_a2a", "gdn_cp_v_a2a", "gdn_cp_z_a2a",
+		"gdn_cp_beta_a2a", "gdn_cp_alpha_a2a", "gdn_cp_y_a2a",
+	};
+	static const double bytes[7] = {
+		1048576, 1048576, 2097152, 2097152, 16384, 16384, 2097152,
+	};
+	int i;
+
+	gdn_fixture(&f, &d);
+	d.cpd.cp = 2;
+	d.cpd.load_balance = 1;
+	d.seq = 1024;
+	layer_fwd(&d, &k, &fw);
+	layer_bwd(&d, &k, LREC_NONE, &bw);
+	for (i = 0; i < 7; i++) {
+		const struct layer_op *op = fixture_op(&fw, names[i]);
+
+		cr_assert_not_null(op, "%s", names[i]);
+		cr_assert_eq(op->kind, LOP_COLL);
+		cr_assert_eq(op->coll, COLL_ALLTOALL);
+		cr_assert_eq(op->group, LG_CP);
+		fixture_assert_close(op->coll_B, bytes[i]);
+	}
+	cr_assert_not_null(fixture_op(&fw, "gdn_cp_undo_lb"));
+	cr_assert_not_null(fixture_op(&bw, "gdn_cp_dq_a2a"));
+	cr_assert_not_null(fixture_op(&bw, "gdn_cp_dy_a2a"));
+	fixture_assert_close(chunk_flops(&fw, PASS_FWD),
+			     128 * (1048576 + 64.0 * 64 * 64 / 3 + 2097152 +
+				    4194304 + 4194304));
+	/* cp 1 has none of them */
+	d.cpd.cp = 1;
+	d.seq = 2048;
+	layer_fwd(&d, &k, &fw);
+	cr_assert_null(fixture_op(&fw, "gdn_cp_q_a2a"));
 }

@@ -158,3 +158,72 @@ Test(mamba, serving_state_and_decode_ops)
 		       "no prompt chunk in a decode step");
 	arena_release(&a);
 }
+
+/*
+ * Context parallelism (mamba.c cp_pre / cp_post; Megatron-LM@00caa53a
+ * mamba_context_parallel.py). Nano at cp 2 (load-balanced) holds s / cp =
+ * 4096 tokens: the all-to-alls carry z and x 4096 x 4096 x 2 B =
+ * 33,554,432 B each, B and C 4096 x 8 x 128 x 2 = 8,388,608, dt 4096 x 64
+ * x 2 = 524,288 and y back 33,554,432; the scan runs 8192 tokens for 32
+ * heads and 4 groups, the GEMMs 4096 tokens: every term of the cp 1
+ * forward halves, 331,048,026,112 FLOP.
+ * At cp 16 the TP rank's 8 groups are fewer than cp: each is repeated r =
+ * 2 times (one group a rank), B's all-to-all 512 x 8 x 2 x 128 x 2 =
+ * 2,097,152 B; forward FLOP: GEMMs 2 x 512 x 2688 x (10304 + 4096) =
+ * 39,636,172,800, the scan 2 x 8192 x (Q G N + H P N + H P (Q + N)) with
+ * H 4, G 1 = 2 x 8192 x (16,384 + 32,768 + 65,536) = 1,879,048,192:
+ * 41,515,220,992.
+ */
+Test(mamba, context_parallel_all_to_alls)
+{
+	static const char *const sets[] = {
+		"training.dtype=bf16", "training.recompute=none",
+	};
+	static const char *const names[6] = {
+		"mamba_cp_z_a2a", "mamba_cp_x_a2a", "mamba_cp_b_a2a",
+		"mamba_cp_c_a2a", "mamba_cp_dt_a2a", "mamba_cp_y_a2a",
+	};
+	static const double bytes[6] = {
+		33554432, 33554432, 8388608, 8388608, 524288, 33554432,
+	};
+	struct arena a;
+	const struct job_spec *j;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA };
+	struct layer_ops *o;
+	int i;
+
+	arena_init(&a);
+	j = nano(&a, sets, 2);
+	o = arena_alloc(&a, sizeof(*o));
+	cr_assert_not_null(o);
+	layer_dims_from_job(j, &d);
+	d.cpd.cp = 2;
+	d.cpd.load_balance = 1;
+	d.seq = 4096;
+	layer_fwd(&d, &k, o);
+	fixture_assert_close(layer_ops_flops(o, PASS_FWD), 331048026112.0);
+	for (i = 0; i < 6; i++) {
+		int x = fixture_op_index(o, names[i]);
+
+		cr_assert_geq(x, 0, "%s", names[i]);
+		cr_assert_eq(o->op[x].coll, COLL_ALLTOALL);
+		cr_assert_eq(o->op[x].group, LG_CP);
+		fixture_assert_close(o->op[x].coll_B, bytes[i]);
+	}
+	cr_assert_geq(fixture_op_index(o, "mamba_cp_undo_lb"), 0);
+	cr_assert_lt(fixture_op_index(o, "mamba_cp_bc_repeat"), 0);
+	layer_bwd(&d, &k, LREC_NONE, o);
+	cr_assert_geq(fixture_op_index(o, "mamba_cp_dy_a2a"), 0);
+	cr_assert_geq(fixture_op_index(o, "mamba_cp_dz_a2a"), 0);
+
+	d.cpd.cp = 16;
+	d.seq = 512;
+	layer_fwd(&d, &k, o);
+	fixture_assert_close(layer_ops_flops(o, PASS_FWD), 41515220992.0);
+	i = fixture_op_index(o, "mamba_cp_b_a2a");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o->op[i].coll_B, 2097152);
+	cr_assert_geq(fixture_op_index(o, "mamba_cp_bc_repeat"), 0);
+	arena_release(&a);
+}
