@@ -224,6 +224,10 @@ struct model_spec {
 						 * input, not its output (Llama 4: 1 when
 						 * absent); -1 absent elsewhere (off) */
 	int64_t moe_intermediate_size;		/* per-expert MLP hidden size */
+	int64_t moe_latent_size;		/* latent MoE (Nemotron 3 Super): tokens
+						 * projected to this width before the
+						 * dispatch, back after the combine; 0
+						 * none */
 	int64_t n_shared_experts;		/* always-on experts per MoE layer */
 	int64_t shared_expert_intermediate_size;/* shared expert hidden size (Qwen-MoE) */
 	int64_t first_k_dense_replace;		/* first k layers dense (DeepSeek) */

@@ -137,7 +137,9 @@ static double attn_stored_B(const struct layer_dims *d)
 /* The MLP's stored tensors. Dense: norm input, fc1 input, fc1 output,
  * fc2 input. MoE (moe.c): norm input, routing probabilities and map,
  * the experts' fc1 input, fc1 output, fc2 input and output (unpermute),
- * R rows each, and the shared experts as a dense MLP. */
+ * R rows each (of a latent MoE's width w), and the shared experts as a
+ * dense MLP; a latent MoE's two projections keep their inputs, T'h and
+ * T'w (Megatron-Core TELinear). */
 static double mlp_stored_B(const struct layer_dims *d, int moe)
 {
 	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
@@ -145,7 +147,7 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	double f = layer_ffn_local(d), u = layer_fc1_width(d);
 	double mask = d->dropout ? ts * h : 0;
 	const struct moe_dims *m = &d->moe;
-	double fe, ue, fs, us, rows;
+	double fe, ue, fs, us, rows, w;
 
 	if (!moe)
 		return ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
@@ -154,11 +156,13 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	fs = m->shared_ffn / d->tp;
 	us = (d->gated ? 2 : 1) * fs;
 	rows = m->rows;
-	/* unpermute's fc2 output (h B a row), or the activation's fp32
+	w = moe_row_width(d);
+	/* unpermute's fc2 output (w B a row), or the activation's fp32
 	 * probability (4 B a row) */
 	return ts * h * B + m->tokens * m->experts * 5 +
-	       rows * (h * L + ue * B + fe * L +
-		       (d->moe_probs_act ? 4 : h * B)) +
+	       (m->width > 0 ? ts * (h + w) * L : 0) +
+	       rows * (w * L + ue * B + fe * L +
+		       (d->moe_probs_act ? 4 : w * B)) +
 	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
 }
 
@@ -356,7 +360,7 @@ enum { HAS_DENSE = 1, HAS_MOE = 2 };
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind dense = { 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0 };
+	struct layer_kind dense = { 0, 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0, 0 };
 	double b = 0;
 
 	switch (rc) {
@@ -398,7 +402,8 @@ static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
 	struct layer_kind k = { model_layer_moe(j->model, i),
 				lin ? 0 : (double)model_layer_window(j->model, i),
 				lin ? 0 : (double)model_layer_chunk(j->model, i),
-				lin, model_layer_block(j->model, i) };
+				lin, model_layer_block(j->model, i),
+				model_layer_nope(j->model, i) };
 
 	return k;
 }
@@ -410,7 +415,7 @@ void footprint_layer_params(const struct job_spec *j,
 	const struct model_spec *m = j->model;
 	struct layer_kind k = kind_of(j, layer);
 
-	layer_kind_params(d, &k, m->attention_bias, m->norm == NORM_LAYER,
+	layer_kind_params(d, &k, layer_bias_of(m), m->norm == NORM_LAYER,
 			  dense, experts);
 }
 
@@ -546,7 +551,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
@@ -675,7 +680,7 @@ static double stage_act_B(const struct job_spec *j,
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
 	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
 
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);
@@ -843,7 +848,7 @@ static int rank_footprint(const struct job_spec *j,
 	f->workspace_B = j->framework->workspace_B;
 	if (model_is_moe(j->model) && j->parallelism.ep > 1)
 		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
-			d->hidden * d->act_B, (double)j->parallelism.ep,
+			moe_row_width(d) * d->act_B, (double)j->parallelism.ep,
 			(double)j->system->gpus_per_node /
 			(double)(j->parallelism.etp > 0 ? j->parallelism.etp :
 				 j->parallelism.tp));

@@ -45,6 +45,9 @@ struct moe_dims {
 	double experts;		/* routed experts (E) */
 	double topk;		/* experts per token (k) */
 	double ffn;		/* hidden size of one expert (f_e) */
+	double width;		/* a latent MoE's latent size l (the routed
+				 * rows, dispatch and experts in l: moe.c
+				 * latent_fwd); 0 = none, rows of h */
 	double shared_ffn;	/* hidden size of the shared experts; 0 = none */
 	double ep, etp;		/* expert parallel, expert tensor parallel */
 	double local;		/* experts on one GPU: E / ep */
@@ -192,6 +195,9 @@ struct layer_kind {
 	int block;		/* enum model_block (spec_model.h): 0 an
 				 * attention + MLP layer; a hybrid model's
 				 * Mamba-2 mixer, attention, MLP or MoE alone */
+	int nope;		/* a NoPE layer (model_layer_nope): no q/k
+				 * norm (Llama 4 builds its weight-free L2
+				 * qk_norm only where use_rope) */
 };
 
 /* One GPU's view of one microbatch of one layer. */
@@ -638,9 +644,23 @@ double layer_kern_model_flops(const struct kern *k);
 /* Sum of model FLOPs of the ops of one pass. */
 double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass);
 
+/* Elements of a routed token row (dispatch, experts, combine): a latent
+ * MoE's latent size (moe_dims.width), else h. */
+double moe_row_width(const struct layer_dims *d);
+
+/* Which linears carry biases (the bias argument below): the attention's
+ * (attention_bias) and the MLP's, experts' and router's (mlp_bias), as
+ * transformers and Megatron-Bridge read the two keys apart (e.g.
+ * GLM-4.5: attention_bias true, its MLP and experts without bias). */
+enum { LAYER_BIAS_ATTN = 1, LAYER_BIAS_MLP = 2 };
+
+struct model_spec;
+int layer_bias_of(const struct model_spec *m);
+
 /* Parameters of one transformer layer, of the input embedding (with a
  * learned position table), and of the LM head plus final norm. Whole
- * model, not divided by tp. vocab is the padded vocabulary. */
+ * model, not divided by tp. vocab is the padded vocabulary; bias the
+ * LAYER_BIAS_* bits. */
 double layer_params(const struct layer_dims *d, int bias, int layernorm);
 
 /* Parameters of one layer split by how they are sharded: dense (the

@@ -73,23 +73,30 @@ double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass)
 	return sum;
 }
 
+int layer_bias_of(const struct model_spec *m)
+{
+	return (m->attention_bias ? LAYER_BIAS_ATTN : 0) |
+	       (m->mlp_bias == 1 ? LAYER_BIAS_MLP : 0);
+}
+
 void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 		       int bias, int layernorm, double *dense, double *experts)
 {
 	double h = d->hidden, norms = 2 * h * (layernorm ? 2 : 1);
+	int ab = (bias & LAYER_BIAS_ATTN) != 0, mb = (bias & LAYER_BIAS_MLP) != 0;
 	double mlp = (d->gated ? 3 : 2) * h * d->ffn +
-		     (bias ? (d->gated ? 2 : 1) * d->ffn + h : 0);
+		     (mb ? (d->gated ? 2 : 1) * d->ffn + h : 0);
 	double moe_dense = 0;
 
 	*experts = 0;
 	if ((k && k->moe))
-		moe_params(d, bias, &moe_dense, experts);
+		moe_params(d, mb, &moe_dense, experts);
 	switch (k ? k->block : BLOCK_PAIR) {	/* a hybrid's block alone */
 	case BLOCK_MAMBA:
 		*dense = mamba_params(d) + norms / 2;
 		return;
 	case BLOCK_ATTN:
-		*dense = attn_params(d, bias) + norms / 2;
+		*dense = attn_params(d, ab) + norms / 2;
 		return;
 	case BLOCK_MLP:
 	case BLOCK_MOE:
@@ -98,7 +105,7 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 	default:
 		break;
 	}
-	*dense = (k && k->linear ? gdn_params(d, bias) : attn_params(d, bias)) +
+	*dense = (k && k->linear ? gdn_params(d, ab) : attn_params(d, ab)) +
 		 norms + ((k && k->moe) ? moe_dense : mlp);
 }
 

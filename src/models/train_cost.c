@@ -73,12 +73,13 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		int64_t w = lin ? 0 : model_layer_window(m, i);
 		int64_t c = lin ? 0 : model_layer_chunk(m, i);
 		int blk = model_layer_block(m, i);
+		int nope = model_layer_nope(m, i);
 
-		k = train_kind_index(moe, w, c, lin, blk);
+		k = train_kind_index(moe, w, c, lin, blk, nope);
 		if (t->lf[k])
 			continue;
 		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c,
-						   lin, blk };
+						   lin, blk, nope };
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
@@ -145,7 +146,8 @@ int train_cost_blocks(struct train *t)
 					 model_layer_window(m, last),
 					 model_layer_chunk(m, last),
 					 model_layer_linear(m, last),
-					 model_layer_block(m, last));
+					 model_layer_block(m, last),
+					 model_layer_nope(m, last));
 
 		layer_mtp_fwd(&t->dims, &t->kinds[k], !t->mtp_alone, o);
 		t->mf = new_block(t, o);

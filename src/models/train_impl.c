@@ -140,7 +140,8 @@ static int layer_kind(const struct train *t, int64_t i)
 
 	return train_kind_index(model_layer_moe(m, i), model_layer_window(m, i),
 				model_layer_chunk(m, i),
-				model_layer_linear(m, i), model_layer_block(m, i));
+				model_layer_linear(m, i), model_layer_block(m, i),
+				model_layer_nope(m, i));
 }
 
 const struct block *train_unit_block(const struct train *t, int64_t vs,

@@ -532,7 +532,8 @@ static int cost_all(struct est *e, const struct job_spec *j,
 	/* every layer is of this kind (plan_run refuses models that mix) */
 	struct layer_kind kind = { 0, (double)model_layer_window(j->model, 0),
 				   (double)model_layer_chunk(j->model, 0),
-				   model_layer_linear(j->model, 0), 0 };
+				   model_layer_linear(j->model, 0), 0,
+				   model_layer_nope(j->model, 0) };
 
 	layer_fwd(dm, &kind, e->ops);
 	if (cost(e, j, &ks->b[0], d) != 0)
@@ -571,16 +572,19 @@ static int cost_all(struct est *e, const struct job_spec *j,
 		int64_t i, last = m->num_hidden_layers - 1;
 		struct layer_kind moe = { 1, (double)model_layer_window(m, 0),
 					  (double)model_layer_chunk(m, 0),
-					  model_layer_linear(m, 0), 0 };
+					  model_layer_linear(m, 0), 0,
+					  model_layer_nope(m, 0) };
 		struct layer_kind lk = { model_layer_moe(m, last),
 					 (double)model_layer_window(m, last),
 					 (double)model_layer_chunk(m, last),
-					 model_layer_linear(m, last), 0 };
+					 model_layer_linear(m, last), 0,
+					 model_layer_nope(m, last) };
 
 		for (i = 0; i < m->num_hidden_layers; i++)
 			if (model_layer_moe(m, i)) {
 				moe.window = (double)model_layer_window(m, i);
 				moe.chunk = (double)model_layer_chunk(m, i);
+				moe.nope = model_layer_nope(m, i);
 				break;
 			}
 		layer_fwd(dm, &moe, e->ops);

@@ -49,7 +49,7 @@ Test(mamba, layer_flops_forward_and_backward)
 	struct arena a;
 	const struct job_spec *j;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA };
+	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA, 0 };
 	struct layer_ops *o;
 
 	arena_init(&a);
