@@ -317,6 +317,12 @@ static const struct schema_field model_fields[] = {
 	DIM(qk_nope_head_dim, "MLA per-head non-rotary Q/K dimension"),
 	DIM(qk_rope_head_dim, "MLA per-head rotary Q/K dimension"),
 	DIM(v_head_dim, "MLA per-head value dimension"),
+	{ .key = "mtp_hybrid_override_pattern", .type = ST_STRING,
+	  .offset = OFF(mtp_hybrid_override_pattern), .flags = SF_OPTIONAL,
+	  .help = "a hybrid's MTP module: its blocks in the pattern's "
+		  "characters (Nemotron 3 Super: *E, an attention and an MoE "
+		  "block), at most 4; absent: a layer of the last layer's "
+		  "kind" },
 	{ .key = "hybrid_override_pattern", .type = ST_STRING,
 	  .offset = OFF(hybrid_override_pattern), .flags = SF_OPTIONAL,
 	  .help = "Nemotron-H / Nemotron 3: one character a layer, M "

@@ -424,10 +424,18 @@ void footprint_mtp_params(const struct job_spec *j,
 			  double *experts)
 {
 	const struct model_spec *m = j->model;
-	double h = d->hidden;
+	double h = d->hidden, a, b;
+	struct layer_kind k[MODEL_MTP_BLOCKS];
+	int n = layer_mtp_kinds(m, k), i;
 
-	/* a layer of the last layer's kind, two norms, the 2h x h projection */
-	footprint_layer_params(j, d, m->num_hidden_layers - 1, dense, experts);
+	/* its layers (layer_mtp_kinds), two norms, the 2h x h projection */
+	*dense = *experts = 0;
+	for (i = 0; i < n; i++) {
+		layer_kind_params(d, &k[i], layer_bias_of(m),
+				  m->norm == NORM_LAYER, &a, &b);
+		*dense += a;
+		*experts += b;
+	}
 	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
 }
 

@@ -28,6 +28,7 @@
 #include "layout.h"
 
 struct job_spec;
+struct model_spec;
 
 /* A routed-expert MLP on one GPU for one microbatch (route.c fills it). */
 /* Which kernel an EP all-to-all runs (layer_op.ep_path; 0: none). */
@@ -593,13 +594,22 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 
 /* A multi-token-prediction module (DeepSeek-V3): norms of the hidden
  * state and of the next token's embedding, their concatenation projected
- * 2h -> h, one transformer layer of kind k, and (with_head) the shared
- * LM head and loss; without, the head runs as a unit of its own on the
- * loss's stage (the MTP in a stage of its own). */
+ * 2h -> h, its nk layers of kinds k (one transformer layer; a hybrid's
+ * blocks, Nemotron 3 Super's attention and MoE: layer_mtp_kinds), and
+ * (with_head) the shared LM head and loss; without, the head runs as a
+ * unit of its own on the loss's stage (the MTP in a stage of its own). */
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   int with_head, struct layer_ops *o);
+		   int nk, int with_head, struct layer_ops *o);
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, int with_head, struct layer_ops *o);
+		   int nk, enum layer_recompute rc, int with_head,
+		   struct layer_ops *o);
+
+/* The kinds of model m's MTP module into k (at most MODEL_MTP_BLOCKS):
+ * its mtp_hybrid_override_pattern's blocks (Megatron-Core builds the
+ * module's layers from that pattern; Megatron-Bridge's Nemotron 3 Super
+ * recipe: "*E"), else one layer of the last layer's kind, as
+ * train_cost.c builds it. Returns how many. */
+int layer_mtp_kinds(const struct model_spec *m, struct layer_kind *k);
 
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);
@@ -654,7 +664,6 @@ double moe_row_width(const struct layer_dims *d);
  * GLM-4.5: attention_bias true, its MLP and experts without bias). */
 enum { LAYER_BIAS_ATTN = 1, LAYER_BIAS_MLP = 2 };
 
-struct model_spec;
 int layer_bias_of(const struct model_spec *m);
 
 /* Parameters of one transformer layer, of the input embedding (with a

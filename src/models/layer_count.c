@@ -73,6 +73,23 @@ double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass)
 	return sum;
 }
 
+int layer_mtp_kinds(const struct model_spec *m, struct layer_kind *k)
+{
+	int b[MODEL_MTP_BLOCKS], n = model_mtp_blocks(m, b), i;
+	int64_t last = m->num_hidden_layers - 1;
+	int lin = model_layer_linear(m, last);
+
+	for (i = 0; i < n; i++)
+		k[i] = (struct layer_kind){ b[i] == BLOCK_MOE, 0, 0, 0, b[i], 0 };
+	if (n > 0)
+		return n;
+	k[0] = (struct layer_kind){ model_layer_moe(m, last),
+		lin ? 0 : (double)model_layer_window(m, last),
+		lin ? 0 : (double)model_layer_chunk(m, last), lin,
+		model_layer_block(m, last), model_layer_nope(m, last) };
+	return 1;
+}
+
 int layer_bias_of(const struct model_spec *m)
 {
 	return (m->attention_bias ? LAYER_BIAS_ATTN : 0) |

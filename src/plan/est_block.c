@@ -654,12 +654,13 @@ static int cost_all(struct est *e, const struct job_spec *j,
 	}
 	if (model_is_moe(j->model)) {
 		const struct model_spec *m = j->model;
-		int64_t i, last = m->num_hidden_layers - 1;
+		int64_t i;
 		struct layer_kind moe = { 1, (double)model_layer_window(m, 0),
 					  (double)model_layer_chunk(m, 0),
 					  model_layer_linear(m, 0), 0,
 					  model_layer_nope(m, 0) };
-		struct layer_kind lk = kind_at(m, last);	/* train_cost.c's */
+		struct layer_kind lk[MODEL_MTP_BLOCKS];	/* train_cost.c's */
+		int nlk = layer_mtp_kinds(m, lk);
 
 		for (i = 0; i < m->num_hidden_layers; i++)
 			if (model_layer_moe(m, i)) {
@@ -675,10 +676,10 @@ static int cost_all(struct est *e, const struct job_spec *j,
 		if (cost(e, j, &ks->b[8], d) != 0)
 			return -1;
 		if (j->moe.mtp_layers > 0) {	/* a layer of the last one's kind */
-			layer_mtp_fwd(dm, &lk, 1, e->ops);
+			layer_mtp_fwd(dm, lk, nlk, 1, e->ops);
 			if (cost(e, j, &ks->b[9], d) != 0)
 				return -1;
-			layer_mtp_bwd(dm, &lk, rc, 1, e->ops);
+			layer_mtp_bwd(dm, lk, nlk, rc, 1, e->ops);
 			if (cost(e, j, &ks->b[10], d) != 0)
 				return -1;
 		}
