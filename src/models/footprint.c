@@ -458,7 +458,7 @@ static double model_params(const struct job_spec *j, int active)
 	}
 	if (!active && model_is_moe(j->model) && j->moe.mtp_layers > 0) {
 		footprint_mtp_params(j, &d, &dense, &experts);
-		sum += (double)j->moe.mtp_layers * (dense + experts);
+		sum += (double)job_mtp_modules(j) * (dense + experts);
 	}
 	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
@@ -621,8 +621,8 @@ static void rank_params_split(const struct job_spec *j,
 		int64_t ms = split_mtp_stage(j);
 
 		footprint_mtp_params(j, d, &a, &b);
-		dn += (double)j->moe.mtp_layers * a;
-		ex += (double)j->moe.mtp_layers * b;
+		dn += (double)job_mtp_modules(j) * a;
+		ex += (double)job_mtp_modules(j) * b;
 		/* an MTP stage before the last builds its own embedding
 		 * (Megatron GPTModel: pre_process or mtp_process) */
 		if (ms != p->pp * p->vpp - 1 && ms != 0)
