@@ -655,8 +655,13 @@ double layer_kern_model_flops(const struct kern *k);
 double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass);
 
 /* Elements of a routed token row (dispatch, experts, combine): a latent
- * MoE's latent size (moe_dims.width), else h. */
-double moe_row_width(const struct layer_dims *d);
+ * MoE's latent size (moe_dims.width), else h. Inline: moe.c,
+ * moe_permute.c, route.c, layer_dims.c and footprint.c read it (a
+ * function in any of them would make a file cycle). */
+static inline double moe_row_width(const struct layer_dims *d)
+{
+	return d->moe.width > 0 ? d->moe.width : d->hidden;
+}
 
 /* Which linears carry biases (the bias argument below): the attention's
  * (attention_bias) and the MLP's, experts' and router's (mlp_bias), as

@@ -724,11 +724,6 @@ static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 					 m->ep > 1 ? dispatched : counts;
 }
 
-double moe_row_width(const struct layer_dims *d)
-{
-	return d->moe.width > 0 ? d->moe.width : d->hidden;
-}
-
 /* A latent MoE's projections (Megatron-Core moe_layer.py, NVIDIA/
  * Megatron-LM @ 00119989 megatron/core/transformer/moe/moe_layer.py:
  * fc1_latent_proj, a TELinear in parallel_mode "duplicated", takes the
