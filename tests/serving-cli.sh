@@ -57,6 +57,12 @@ bad "max_model_len past the context" \
 	"$job" --set serving.max_model_len=16384
 bad "request past max_model_len" "exceeds 'serving.max_model_len' of 1000 tokens" \
 	"$job" --set serving.requests=20 --set serving.max_model_len=1000
+# A hybrid of MLP and MoE layers alone keeps no KV cache and no state: the
+# reason, not "holds 0 tokens" (it read "the KV cache of an instance
+# holds 0 tokens (61.4 GB per GPU, 0 B a token)").
+bad "no mixer layer" "has no attention, Gated DeltaNet or Mamba layer (hybrid_override_pattern '-E-E" \
+	"$job" --set model=nemotron-3-nano-30b-a3b \
+	--set model.hybrid_override_pattern=-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E
 bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len): use more GPUs, a smaller kv_dtype or a lower serving.max_model_len" \
 	"$job" --set serving.requests=20 --set serving.engine.memory_fraction=0.24 \
 	--set serving.max_model_len=8192

@@ -57,6 +57,8 @@ static const struct marg margs[] = {
 	  NULL },
 	{ "--moe-ffn-hidden-size", M_INT, "model.moe_intermediate_size", NULL,
 	  NULL, NULL },
+	{ "--moe-latent-size", M_INT, "model.moe_latent_size", NULL, NULL,
+	  "latent MoE: experts, dispatch and combine in this width" },
 	{ "--moe-shared-expert-intermediate-size", M_INT,
 	  "model.shared_expert_intermediate_size", NULL, NULL, NULL },
 	{ "--moe-permute-fusion", M_FLAG, "moe.permute_fusion", "true", NULL,

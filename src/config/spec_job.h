@@ -578,6 +578,14 @@ static inline int job_routing_balance(const struct job_spec *j)
  * layout's microbatches evenly (the layout check refuses a job whose
  * local batch does not; a planner's candidate layout falls back to one
  * schedule). */
+/* The MTP modules holding weights: mtp_layers, or 1 when the passes
+ * repeat one module (moe.mtp_repeated_layer). */
+static inline int64_t job_mtp_modules(const struct job_spec *j)
+{
+	return j->moe.mtp_repeated && j->moe.mtp_layers > 1 ? 1 :
+	       j->moe.mtp_layers;
+}
+
 static inline int64_t job_schedule_runs(const struct job_spec *j)
 {
 	const struct training_spec *t = &j->training;

@@ -379,10 +379,11 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     "(transformer_config.py: 'disable full recomputation "
 			     "when enabling overlap_moe_expert_parallel_comm'); "
 			     "use recompute 'selective' or a2a_overlap false");
-	if (j->moe.mtp_layers > 0 && j->moe.mtp_layers > m->num_nextn_predict_layers &&
+	if (j->moe.mtp_layers > 0 && job_mtp_modules(j) > m->num_nextn_predict_layers &&
 	    m->num_nextn_predict_layers > 0)
 		layout_error(s, JR_MTP, "mtp_layers %lld exceeds the model's "
-			     "num_nextn_predict_layers %lld",
+			     "num_nextn_predict_layers %lld (passes of one "
+			     "module: moe.mtp_repeated_layer)",
 			     (long long)j->moe.mtp_layers,
 			     (long long)m->num_nextn_predict_layers);
 }

@@ -222,6 +222,10 @@ static const struct schema_field model_fields[] = {
 	  .help = "routed experts per MoE layer (absent: dense)" },
 	DIM(num_experts_per_tok, "experts each token is routed to (top-k)"),
 	DIM(moe_intermediate_size, "per-expert MLP hidden size"),
+	DIM(moe_latent_size, "latent MoE: the routed experts' input and output "
+	    "width; tokens are projected from the hidden size to it before "
+	    "the dispatch and back after the combine (Nemotron 3 Super; "
+	    "absent or null: none)"),
 	{ .key = "n_shared_experts", .type = ST_INT, .offset = OFF(n_shared_experts),
 	  .min = 0, .max = 1e4, .flags = SF_OPTIONAL,
 	  .help = "shared (always-on) experts per MoE layer" },
@@ -313,6 +317,12 @@ static const struct schema_field model_fields[] = {
 	DIM(qk_nope_head_dim, "MLA per-head non-rotary Q/K dimension"),
 	DIM(qk_rope_head_dim, "MLA per-head rotary Q/K dimension"),
 	DIM(v_head_dim, "MLA per-head value dimension"),
+	{ .key = "mtp_hybrid_override_pattern", .type = ST_STRING,
+	  .offset = OFF(mtp_hybrid_override_pattern), .flags = SF_OPTIONAL,
+	  .help = "a hybrid's MTP module: its blocks in the pattern's "
+		  "characters (Nemotron 3 Super: *E, an attention and an MoE "
+		  "block), at most 4; absent: a layer of the last layer's "
+		  "kind" },
 	{ .key = "hybrid_override_pattern", .type = ST_STRING,
 	  .offset = OFF(hybrid_override_pattern), .flags = SF_OPTIONAL,
 	  .help = "Nemotron-H / Nemotron 3: one character a layer, M "
@@ -533,6 +543,18 @@ static int check_moe_layers(const struct model_spec *m,
 	const struct cnode *at = node ? cnode_get(node, "moe_layers") : NULL;
 	size_t k;
 
+	/* the latent projections wrap routed experts (Megatron-Core
+	 * MoELayer): a dense model has none to wrap */
+	if (m->moe_latent_size > 0 && m->n_routed_experts <= 0) {
+		const struct cnode *lat = node ?
+			cnode_get(node, "moe_latent_size") : NULL;
+
+		cnode_error(d, lat ? lat : node, "'moe_latent_size' %lld without routed experts "
+			    "('n_routed_experts'): the latent projections "
+			    "wrap an MoE layer's experts",
+			    (long long)m->moe_latent_size);
+		return -1;
+	}
 	for (k = 0; k < m->moe_layers.n; k++)
 		if (m->moe_layers.v[k] >= m->num_hidden_layers) {
 			cnode_error(d, at ? at : node, "'moe_layers' names "

@@ -224,6 +224,10 @@ struct model_spec {
 						 * input, not its output (Llama 4: 1 when
 						 * absent); -1 absent elsewhere (off) */
 	int64_t moe_intermediate_size;		/* per-expert MLP hidden size */
+	int64_t moe_latent_size;		/* latent MoE (Nemotron 3 Super): tokens
+						 * projected to this width before the
+						 * dispatch, back after the combine; 0
+						 * none */
 	int64_t n_shared_experts;		/* always-on experts per MoE layer */
 	int64_t shared_expert_intermediate_size;/* shared expert hidden size (Qwen-MoE) */
 	int64_t first_k_dense_replace;		/* first k layers dense (DeepSeek) */
@@ -289,6 +293,8 @@ struct model_spec {
 						 * refused */
 	int64_t mtp_transformer_layers;		/* layers per MTP module (1) */
 	/* Mamba-2 hybrid (Nemotron-H, Nemotron 3; spec_model_mamba.c) */
+	const char *mtp_hybrid_override_pattern;	/* the MTP module's blocks
+						 * (model_mtp_blocks); NULL: none */
 	const char *hybrid_override_pattern;	/* one of M * - E a layer; NULL:
 						 * not hybrid */
 	int64_t mamba_num_heads;		/* SSM heads H */
@@ -314,6 +320,13 @@ int model_is_moe(const struct model_spec *m);
 
 /* enum model_block of layer i (BLOCK_PAIR for a non-hybrid model). */
 int model_layer_block(const struct model_spec *m, int64_t i);
+
+/* A hybrid's MTP module (mtp_hybrid_override_pattern, Nemotron 3 Super's
+ * "*E"): its blocks, in order (enum model_block), at most
+ * MODEL_MTP_BLOCKS; 0 without the key (an MTP module is then a layer of
+ * the last layer's kind). */
+enum { MODEL_MTP_BLOCKS = 4 };
+int model_mtp_blocks(const struct model_spec *m, int *blocks);
 
 /* Layers with attention: all, or a hybrid model's '*' layers. */
 int64_t model_attn_layers(const struct model_spec *m);

@@ -49,6 +49,50 @@ static int block_of(char c)
 	}
 }
 
+int model_mtp_blocks(const struct model_spec *m, int *blocks)
+{
+	const char *p = m->mtp_hybrid_override_pattern;
+	int n = 0;
+
+	for (; p && *p && n < MODEL_MTP_BLOCKS; p++)
+		blocks[n++] = block_of(*p);
+	return n;
+}
+
+/* The MTP module's pattern: a hybrid's, known characters, at most
+ * MODEL_MTP_BLOCKS, MoE blocks only with routed experts. */
+static int check_mtp_pattern(const struct model_spec *m,
+			     const struct cnode *node, struct diag *d)
+{
+	const char *p = m->mtp_hybrid_override_pattern;
+	const struct cnode *at = node ? cnode_get(node,
+					"mtp_hybrid_override_pattern") : NULL;
+	size_t n = p ? strlen(p) : 0, i;
+
+	if (!p)
+		return 0;
+	if (!at)
+		at = node;
+	if (!m->hybrid_override_pattern || n == 0 || n > MODEL_MTP_BLOCKS) {
+		cnode_error(d, at, "'mtp_hybrid_override_pattern' '%s': %s",
+			    p, !m->hybrid_override_pattern ? "a hybrid's MTP "
+			    "module (the model has no "
+			    "'hybrid_override_pattern')" :
+			    "expected 1 to 4 blocks (M, *, - or E)");
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (block_of(p[i]) < 0 ||
+		    (p[i] == 'E' && m->n_routed_experts == 0)) {
+			cnode_error(d, at, "'mtp_hybrid_override_pattern' block "
+				    "%zu is '%c': expected M (Mamba-2), * "
+				    "(attention), - (MLP) or E (MoE, with "
+				    "'n_routed_experts')", i, p[i]);
+			return -1;
+		}
+	return 0;
+}
+
 int model_layer_block(const struct model_spec *m, int64_t i)
 {
 	if (!m->hybrid_override_pattern || i < 0 || i >= QUANT_LAYERS_MAX)
@@ -158,6 +202,8 @@ int model_check_hybrid(struct model_spec *m, const struct cnode *node,
 	int64_t i, moe = 0, mamba;
 	int rc = 0;
 
+	if (check_mtp_pattern(m, node, d) != 0)
+		return -1;
 	if (!m->hybrid_override_pattern)
 		return 0;
 	if (check_pattern(m, node, d) != 0)

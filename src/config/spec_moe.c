@@ -353,6 +353,12 @@ static const struct schema_field moe_fields[] = {
 	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
 	  .def = "0", .min = 0, .max = 64,
 	  .help = "multi-token-prediction modules trained with the model" },
+	{ .key = "mtp_repeated_layer", .type = ST_BOOL,
+	  .offset = MOFF(mtp_repeated), .def = "false",
+	  .help = "the mtp_layers passes reuse one MTP module's weights "
+		  "(Megatron-Core mtp_use_repeated_layer; Megatron-Bridge's "
+		  "Nemotron 3 Super recipe: 2 passes of its one module): "
+		  "compute per pass, parameters once" },
 	{ .key = "routing", .type = ST_SECTION, .offset = MOFF(routing),
 	  .sub = &routing_schema, .flags = SF_OPTIONAL,
 	  .help = "how tokens spread over experts" },

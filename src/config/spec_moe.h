@@ -222,6 +222,8 @@ struct moe_job_spec {
 					 * forward and back before its backward
 					 * (moe.c stash_op) */
 	int64_t mtp_layers;		/* multi-token-prediction modules run */
+	int mtp_repeated;		/* ... passes of one module's weights
+					 * (Megatron-Core mtp_use_repeated_layer) */
 	struct routing_spec routing;
 };
 

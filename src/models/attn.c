@@ -161,12 +161,16 @@ static void rope_op(struct layer_ops *o, const char *name,
  * the host pays the framework's module cost for each, forward and
  * backward (a Transformer Engine module's autograd function) [D]. */
 static void qk_norm(struct layer_ops *o, enum layer_pass pass,
-		    const struct layer_dims *d)
+		    const struct layer_dims *d, const struct layer_kind *k)
 {
 	double t = layer_tokens(d), B = d->act_B, w[2], p;
 	int i;
 
-	if (!d->qk_norm || d->mla)
+	/* a NoPE layer has none: Llama 4 builds its (weight-free L2)
+	 * qk_norm only where use_rope (transformers modeling_llama4.py
+	 * Llama4TextAttention: use_qk_norm and use_rope), the one model
+	 * with both NoPE layers and a q/k norm */
+	if (!d->qk_norm || d->mla || (k && k->nope))
 		return;
 	w[0] = layer_q_width(d);
 	w[1] = layer_kv_width(d);
@@ -800,7 +804,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 	proj_fwd(o, pass, d);
 	attn_indexer_fwd(o, pass, d);
 	qkv_split_fwd(o, pass, d);
-	qk_norm(o, pass, d);
+	qk_norm(o, pass, d, k);
 	rope_op(o, "rope", pass, d);
 	attn_mla_concat(o, pass, d);
 	expand_kv(o, "kv_expand", pass, d);
@@ -885,7 +889,7 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 	expand_kv(o, "kv_expand_bwd", PASS_BWD, d);
 	rope_op(o, "rope_bwd", PASS_BWD, d);
 	attn_mla_concat(o, PASS_BWD, d);
-	qk_norm(o, PASS_BWD, d);
+	qk_norm(o, PASS_BWD, d, k);
 	qkv_split_bwd(o, d);
 	attn_indexer_bwd(o, d);
 	proj_bwd(o, d);

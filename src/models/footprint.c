@@ -137,7 +137,9 @@ static double attn_stored_B(const struct layer_dims *d)
 /* The MLP's stored tensors. Dense: norm input, fc1 input, fc1 output,
  * fc2 input. MoE (moe.c): norm input, routing probabilities and map,
  * the experts' fc1 input, fc1 output, fc2 input and output (unpermute),
- * R rows each, and the shared experts as a dense MLP. */
+ * R rows each (of a latent MoE's width w), and the shared experts as a
+ * dense MLP; a latent MoE's two projections keep their inputs, T'h and
+ * T'w (Megatron-Core TELinear). */
 static double mlp_stored_B(const struct layer_dims *d, int moe)
 {
 	double t = layer_tokens(d), ts = layer_sp_tokens(d), h = d->hidden;
@@ -145,7 +147,7 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	double f = layer_ffn_local(d), u = layer_fc1_width(d);
 	double mask = d->dropout ? ts * h : 0;
 	const struct moe_dims *m = &d->moe;
-	double fe, ue, fs, us, rows;
+	double fe, ue, fs, us, rows, w;
 
 	if (!moe)
 		return ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
@@ -154,11 +156,13 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	fs = m->shared_ffn / d->tp;
 	us = (d->gated ? 2 : 1) * fs;
 	rows = m->rows;
-	/* unpermute's fc2 output (h B a row), or the activation's fp32
+	w = moe_row_width(d);
+	/* unpermute's fc2 output (w B a row), or the activation's fp32
 	 * probability (4 B a row) */
 	return ts * h * B + m->tokens * m->experts * 5 +
-	       rows * (h * L + ue * B + fe * L +
-		       (d->moe_probs_act ? 4 : h * B)) +
+	       (m->width > 0 ? ts * (h + w) * L : 0) +
+	       rows * (w * L + ue * B + fe * L +
+		       (d->moe_probs_act ? 4 : w * B)) +
 	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
 }
 
@@ -356,7 +360,7 @@ enum { HAS_DENSE = 1, HAS_MOE = 2 };
 static double transient_act_B(const struct layer_dims *d,
 			      enum layer_recompute rc, unsigned kinds)
 {
-	struct layer_kind dense = { 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0 };
+	struct layer_kind dense = { 0, 0, 0, 0, 0, 0 }, moe = { 1, 0, 0, 0, 0, 0 };
 	double b = 0;
 
 	switch (rc) {
@@ -398,7 +402,8 @@ static struct layer_kind kind_of(const struct job_spec *j, int64_t i)
 	struct layer_kind k = { model_layer_moe(j->model, i),
 				lin ? 0 : (double)model_layer_window(j->model, i),
 				lin ? 0 : (double)model_layer_chunk(j->model, i),
-				lin, model_layer_block(j->model, i) };
+				lin, model_layer_block(j->model, i),
+				model_layer_nope(j->model, i) };
 
 	return k;
 }
@@ -410,7 +415,7 @@ void footprint_layer_params(const struct job_spec *j,
 	const struct model_spec *m = j->model;
 	struct layer_kind k = kind_of(j, layer);
 
-	layer_kind_params(d, &k, m->attention_bias, m->norm == NORM_LAYER,
+	layer_kind_params(d, &k, layer_bias_of(m), m->norm == NORM_LAYER,
 			  dense, experts);
 }
 
@@ -419,10 +424,18 @@ void footprint_mtp_params(const struct job_spec *j,
 			  double *experts)
 {
 	const struct model_spec *m = j->model;
-	double h = d->hidden;
+	double h = d->hidden, a, b;
+	struct layer_kind k[MODEL_MTP_BLOCKS];
+	int n = layer_mtp_kinds(m, k), i;
 
-	/* a layer of the last layer's kind, two norms, the 2h x h projection */
-	footprint_layer_params(j, d, m->num_hidden_layers - 1, dense, experts);
+	/* its layers (layer_mtp_kinds), two norms, the 2h x h projection */
+	*dense = *experts = 0;
+	for (i = 0; i < n; i++) {
+		layer_kind_params(d, &k[i], layer_bias_of(m),
+				  m->norm == NORM_LAYER, &a, &b);
+		*dense += a;
+		*experts += b;
+	}
 	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
 }
 
@@ -445,7 +458,7 @@ static double model_params(const struct job_spec *j, int active)
 	}
 	if (!active && model_is_moe(j->model) && j->moe.mtp_layers > 0) {
 		footprint_mtp_params(j, &d, &dense, &experts);
-		sum += (double)j->moe.mtp_layers * (dense + experts);
+		sum += (double)job_mtp_modules(j) * (dense + experts);
 	}
 	return sum + footprint_unit_params(j, &d, UNIT_EMBED, 1) +
 	       footprint_unit_params(j, &d, UNIT_HEAD, 1);
@@ -560,7 +573,7 @@ static void range_params(const struct job_spec *j, const struct layer_dims *d,
 			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
@@ -622,8 +635,8 @@ static void rank_params_split(const struct job_spec *j,
 		int64_t ms = split_mtp_stage(j);
 
 		footprint_mtp_params(j, d, &a, &b);
-		dn += (double)j->moe.mtp_layers * a;
-		ex += (double)j->moe.mtp_layers * b;
+		dn += (double)job_mtp_modules(j) * a;
+		ex += (double)job_mtp_modules(j) * b;
 		/* an MTP stage before the last builds its own embedding
 		 * (Megatron GPTModel: pre_process or mtp_process) */
 		if (ms != p->pp * p->vpp - 1 && ms != 0)
@@ -689,7 +702,7 @@ static double stage_act_B(const struct job_spec *j,
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
 	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1 };
+	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
 
 	if (uniform && split[vs] > 0) {
 		struct layer_kind k = kind_of(j, first);
@@ -857,7 +870,7 @@ static int rank_footprint(const struct job_spec *j,
 	f->workspace_B = j->framework->workspace_B;
 	if (model_is_moe(j->model) && j->parallelism.ep > 1)
 		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
-			d->hidden * d->act_B, (double)j->parallelism.ep,
+			moe_row_width(d) * d->act_B, (double)j->parallelism.ep,
 			(double)j->system->gpus_per_node /
 			(double)(j->parallelism.etp > 0 ? j->parallelism.etp :
 				 j->parallelism.tp));

@@ -107,7 +107,7 @@ double footprint_unit_params(const struct job_spec *j,
 		return layer_embed_params(d,
 			(double)m->max_position_embeddings);
 	case UNIT_LAYER:
-		return layer_params(d, m->attention_bias, layernorm);
+		return layer_params(d, layer_bias_of(m), layernorm);
 	case UNIT_HEAD:
 		if (m->tie_word_embeddings && with_embedding)
 			return layer_head_params(d, layernorm) -

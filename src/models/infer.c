@@ -495,7 +495,7 @@ static void qk_norm(const struct infer_dims *d, double t, double q,
  * engine's rope_cache_fused off a rotary kernel in place on Q and K and
  * then the cache write, which reads K again (vLLM V0). */
 static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
-		     double t, int temperature, struct infer_ops *o)
+		     double t, int temperature, int nope, struct infer_ops *o)
 {
 	double q = infer_heads_local(d) * d->head_dim;
 	double kv = infer_kv_heads_local(d) * d->head_dim;
@@ -504,7 +504,8 @@ static void attn_gqa(const struct infer_dims *d, const struct infer_batch *b,
 	agemm(o, d, "qkv", t, q * (d->attn_gate ? 2 : 1) + 2 * kv, d->hidden);
 	if (temperature && d->attn_temp_eager)
 		infer_op_attn_temperature(o, d, t, q, kv);
-	qk_norm(d, t, q, kv, o);
+	if (!nope)	/* Llama 4: qk_norm only where use_rope (attn.c) */
+		qk_norm(d, t, q, kv, o);
 	if (d->rope && d->rope_cache_fused) {
 		memop(o, "rope_cache", t * (q + 2 * kv) * d->act_B,
 		      t * (q + kv) * d->act_B + t * 2 * kv * d->kv_B,
@@ -750,7 +751,8 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 		else if (d->mla)
 			attn_mla(d, b, t, o);
 		else
-			attn_gqa(d, b, t, k && k->temperature, o);
+			attn_gqa(d, b, t, k && k->temperature, k && k->nope,
+				 o);
 		tpcoll(o, d, "attn_tp_allreduce", COLL_ALLREDUCE,
 		       t * d->hidden * d->act_B);
 		if (blk == BLOCK_ATTN)

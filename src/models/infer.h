@@ -72,6 +72,8 @@ struct infer_moe {
 	double experts;		/* routed experts (E) */
 	double topk;		/* experts per token (k) */
 	double ffn;		/* hidden size of one expert (f_e) */
+	double width;		/* a latent MoE's latent size l (the experts'
+				 * input and output width); 0 = none, h */
 	double shared_ffn;	/* shared experts' hidden size; 0 = none */
 	double ep, etp;		/* expert parallel, expert tensor parallel */
 	double local;		/* experts on one GPU: E / ep */
@@ -219,6 +221,8 @@ struct infer_kind {
 	int linear;		/* a Gated DeltaNet mixer (infer_gdn.c) */
 	int block;		/* enum model_block: a hybrid's Mamba-2 mixer,
 				 * attention, MLP or MoE alone; 0 both */
+	int nope;		/* a NoPE layer: no q/k norm (layer.h
+				 * layer_kind.nope) */
 };
 
 #define INFER_MAX_KINDS 8

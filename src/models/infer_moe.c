@@ -183,6 +183,7 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->topk = (double)(m->num_experts_per_tok > 0 ? m->num_experts_per_tok
 						       : m->experts_per_token);
 	e->ffn = (double)m->moe_intermediate_size;
+	e->width = (double)m->moe_latent_size;
 	e->shared_ffn = (double)model_shared_ffn(m);
 	e->adp = p->attention_dp ? (double)p->dp : 1;
 	e->ep = (double)p->ep;
@@ -251,23 +252,58 @@ static double mats(const struct infer_dims *d)
 	return d->gated ? 3 : 2;
 }
 
+/* Elements of an expert's input row: a latent MoE's l, else h. */
+static double row_width(const struct infer_dims *d)
+{
+	return d->moe.width > 0 ? d->moe.width : d->hidden;
+}
+
+/* A latent MoE's two projections, h l each, replicated on every GPU
+ * (TensorRT-LLM modeling_nemotron_h.py NemotronHMOE: "should NOT be
+ * TP-sharded", Linear without a mapping; vLLM nemotron_h.py
+ * ReplicatedLinear): 0 without. */
+static double latent_params(const struct infer_dims *d)
+{
+	return d->moe.width > 0 ? 2 * d->hidden * d->moe.width : 0;
+}
+
 double infer_moe_params(const struct infer_dims *d)
 {
 	const struct infer_moe *e = &d->moe;
 
-	return d->hidden * e->experts +
+	return d->hidden * e->experts + latent_params(d) +
 	       mats(d) * d->hidden * e->shared_ffn / d->tp +
-	       e->local * mats(d) * d->hidden * e->ffn / e->etp;
+	       e->local * mats(d) * row_width(d) * e->ffn / e->etp;
 }
 
+/* The projections' weights as the shared experts' class (both are the
+ * layer's dense linears beside the experts, quantized alike [?]). */
 double infer_moe_weight_B(const struct infer_dims *d)
 {
 	const struct infer_moe *e = &d->moe;
 
 	return d->hidden * e->experts * d->act_B +
-	       mats(d) * d->hidden * e->shared_ffn / d->tp *
-	       infer_class_weight_B(d, QX_SHARED) +
-	       e->local * mats(d) * d->hidden * e->ffn / e->etp * e->weight_B;
+	       (mats(d) * d->hidden * e->shared_ffn / d->tp +
+		latent_params(d)) * infer_class_weight_B(d, QX_SHARED) +
+	       e->local * mats(d) * row_width(d) * e->ffn / e->etp *
+	       e->weight_B;
+}
+
+/* A latent MoE's projection of the T tokens a GPU holds, down (h -> l,
+ * after the router, which reads h) or up (l -> h, before the shared
+ * output is added and the TP all-reduce: TensorRT-LLM's NemotronHMOE
+ * forward, fc1_latent_proj, experts, fc2_latent_proj, then shared +
+ * routed and one all-reduce); the 16-bit input quantized first when the
+ * class' GEMMs take a lower dtype (as the shared experts'). */
+static void latent(struct infer_ops *o, const struct infer_dims *d, double T,
+		   int up)
+{
+	double l = d->moe.width, h = d->hidden;
+
+	if (!(l > 0))
+		return;
+	infer_op_gemm_q(o, d, QX_SHARED, up ? "moe_latent_up" :
+			"moe_latent_down", T, up ? h : l, up ? l : h);
 }
 
 int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
@@ -416,9 +452,11 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 {
 	const struct infer_moe *e = &d->moe;
 	double h = d->hidden, k = e->topk, B = d->act_B, Tin = r->tokens;
+	double w = row_width(d);	/* the experts' rows: h, or the latent */
 	struct infer_op *op;
 
 	if (!e->dispatch) {
+		latent(o, d, T, 1);
 		if (e->shared_ffn > 0)
 			infer_op_mem(o, "moe_shared_add", 2 * T * h * B,
 				     T * h * B, T * h);
@@ -429,19 +467,20 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 	if (e->allgather) {
 		ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
 				     e->sized ? COLL_REDUCE : COLL_REDUCESCATTER,
-				     Tin * e->ep * h * B), h * B,
+				     Tin * e->ep * w * B), w * B,
 		       EP_ROW_COMBINE);
 	} else {
-		/* the dispatched rows come back as h activations, without
+		/* the dispatched rows come back as w activations, without
 		 * the dispatch's extras (route.c's combine_B) */
 		op = ep_row(infer_op_coll(o, "moe_combine", IOP_EP, e->ep,
 					  COLL_ALLTOALL, r->combine_B),
-			    h * B, EP_ROW_COMBINE);
+			    w * B, EP_ROW_COMBINE);
 		if (op)
 			op->a2a_B = r->combine_a2a_B;
-		infer_op_mem(o, "unpermute", Tin * k * h * B + Tin * k * 4,
-			     Tin * h * B, 2 * Tin * k * h);
+		infer_op_mem(o, "unpermute", Tin * k * w * B + Tin * k * 4,
+			     Tin * w * B, 2 * Tin * k * w);
 	}
+	latent(o, d, Tin, 1);
 	if (e->shared_ffn > 0) {
 		infer_op_coll(o, "shared_tp_allreduce", IOP_TP, d->tp,
 			      COLL_ALLREDUCE, T * h * B);
@@ -474,7 +513,7 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 			const struct infer_route *r, struct infer_ops *o)
 {
 	const struct infer_moe *e = &d->moe;
-	double h = d->hidden, k = e->topk, R = r->rows, L = e->local;
+	double h = row_width(d), k = e->topk, R = r->rows, L = e->local;
 	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
 	double B = d->act_B, a = e->gemm_a_B;
 	double Tq = e->dispatch ? r->tokens : T;
@@ -483,6 +522,7 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 
 	shared(o, d, T, 1);
 	router(o, d, T);
+	latent(o, d, T, 0);
 	if (e->weight_on_input) {
 		/* x = x * token_final_scales.to(x.dtype): a cast of the fp32
 		 * weights, then the product over the 16-bit input */
@@ -538,7 +578,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 		   const struct infer_route *r, struct infer_ops *o)
 {
 	const struct infer_moe *e = &d->moe;
-	double h = d->hidden, k = e->topk, R = r->rows;
+	double h = row_width(d), k = e->topk, R = r->rows;
 	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
 	double Tin = r->tokens, B = d->act_B, in_rows;
 	struct infer_op *op;
@@ -549,6 +589,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	}
 	shared(o, d, T, 0);
 	router(o, d, T);
+	latent(o, d, T, 0);
 	if (e->dispatch) {
 		if (e->allgather) {
 			ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,

@@ -29,6 +29,7 @@ void infer_kind_of(const struct job_spec *j, int64_t layer,
 	k->temperature = model_layer_temperature(j->model, layer);
 	k->qexcl = quant_layer_excluded(&j->model->quantization, layer);
 	k->block = model_layer_block(j->model, layer);
+	k->nope = model_layer_nope(j->model, layer);
 }
 
 const struct infer_dims *infer_kind_dims(const struct infer_dims *d,

@@ -238,7 +238,8 @@ static int find_kinds(struct infer_ctx *x, struct diag *d)
 			    x->kinds[k].chunk == kind.chunk &&
 			    x->kinds[k].temperature == kind.temperature &&
 			    x->kinds[k].qexcl == kind.qexcl &&
-			    x->kinds[k].block == kind.block)
+			    x->kinds[k].block == kind.block &&
+			    x->kinds[k].nope == kind.nope)
 				break;
 		if (k == x->nkinds) {
 			if (x->nkinds == INFER_MAX_KINDS) {

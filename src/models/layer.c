@@ -841,9 +841,10 @@ void layer_fp8_amax(const struct layer_dims *d, int bwd, double layers,
  * has a stage of its own). ---- */
 
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   int with_head, struct layer_ops *o)
+		   int nk, int with_head, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
+	int i;
 
 	o->n = 0;
 	o->scope = SCOPE_NONE;
@@ -854,22 +855,26 @@ void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 		       PASS_FWD, d, h / d->tp, 2 * h, d->lowp);
 	lop_tpcoll(o, "mtp_proj_gather", PASS_FWD, d,
 		   d->sp ? COLL_REDUCESCATTER : COLL_ALLGATHER, t * h * d->act_B);
-	layer_fwd_pass(d, k, PASS_FWD, o);
+	for (i = 0; i < nk; i++)
+		layer_fwd_pass(d, &k[i], PASS_FWD, o);
 	if (with_head)
 		head_fwd(d, PASS_FWD, o);
 }
 
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, int with_head, struct layer_ops *o)
+		   int nk, enum layer_recompute rc, int with_head,
+		   struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 	int16_t red;
+	int i;
 
 	o->n = 0;
 	o->scope = SCOPE_NONE;
 	if (with_head)
 		head_bwd(d, 1, o);
-	layer_bwd_pass(d, k, rc, o);
+	for (i = nk - 1; i >= 0; i--)
+		layer_bwd_pass(d, &k[i], rc, o);
 	lop_tpcoll(o, "mtp_proj_grad_gather", PASS_BWD, d, COLL_ALLGATHER,
 		   t * h * d->act_B);
 	red = lop_column_bwd(o, "mtp_proj_input_allgather", "mtp_proj_grad_cast",

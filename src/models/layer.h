@@ -28,6 +28,7 @@
 #include "layout.h"
 
 struct job_spec;
+struct model_spec;
 
 /* A routed-expert MLP on one GPU for one microbatch (route.c fills it). */
 /* Which kernel an EP all-to-all runs (layer_op.ep_path; 0: none). */
@@ -45,6 +46,9 @@ struct moe_dims {
 	double experts;		/* routed experts (E) */
 	double topk;		/* experts per token (k) */
 	double ffn;		/* hidden size of one expert (f_e) */
+	double width;		/* a latent MoE's latent size l (the routed
+				 * rows, dispatch and experts in l: moe.c
+				 * latent_fwd); 0 = none, rows of h */
 	double shared_ffn;	/* hidden size of the shared experts; 0 = none */
 	double ep, etp;		/* expert parallel, expert tensor parallel */
 	double local;		/* experts on one GPU: E / ep */
@@ -192,6 +196,9 @@ struct layer_kind {
 	int block;		/* enum model_block (spec_model.h): 0 an
 				 * attention + MLP layer; a hybrid model's
 				 * Mamba-2 mixer, attention, MLP or MoE alone */
+	int nope;		/* a NoPE layer (model_layer_nope): no q/k
+				 * norm (Llama 4 builds its weight-free L2
+				 * qk_norm only where use_rope) */
 };
 
 /* One GPU's view of one microbatch of one layer. */
@@ -593,13 +600,22 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 
 /* A multi-token-prediction module (DeepSeek-V3): norms of the hidden
  * state and of the next token's embedding, their concatenation projected
- * 2h -> h, one transformer layer of kind k, and (with_head) the shared
- * LM head and loss; without, the head runs as a unit of its own on the
- * loss's stage (the MTP in a stage of its own). */
+ * 2h -> h, its nk layers of kinds k (one transformer layer; a hybrid's
+ * blocks, Nemotron 3 Super's attention and MoE: layer_mtp_kinds), and
+ * (with_head) the shared LM head and loss; without, the head runs as a
+ * unit of its own on the loss's stage (the MTP in a stage of its own). */
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
-		   int with_head, struct layer_ops *o);
+		   int nk, int with_head, struct layer_ops *o);
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
-		   enum layer_recompute rc, int with_head, struct layer_ops *o);
+		   int nk, enum layer_recompute rc, int with_head,
+		   struct layer_ops *o);
+
+/* The kinds of model m's MTP module into k (at most MODEL_MTP_BLOCKS):
+ * its mtp_hybrid_override_pattern's blocks (Megatron-Core builds the
+ * module's layers from that pattern; Megatron-Bridge's Nemotron 3 Super
+ * recipe: "*E"), else one layer of the last layer's kind, as
+ * train_cost.c builds it. Returns how many. */
+int layer_mtp_kinds(const struct model_spec *m, struct layer_kind *k);
 
 /* Embedding lookup (first pipeline stage) forward / backward. */
 void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o);
@@ -644,9 +660,27 @@ double layer_kern_model_flops(const struct kern *k);
 /* Sum of model FLOPs of the ops of one pass. */
 double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass);
 
+/* Elements of a routed token row (dispatch, experts, combine): a latent
+ * MoE's latent size (moe_dims.width), else h. Inline: moe.c,
+ * moe_permute.c, route.c, layer_dims.c and footprint.c read it (a
+ * function in any of them would make a file cycle). */
+static inline double moe_row_width(const struct layer_dims *d)
+{
+	return d->moe.width > 0 ? d->moe.width : d->hidden;
+}
+
+/* Which linears carry biases (the bias argument below): the attention's
+ * (attention_bias) and the MLP's, experts' and router's (mlp_bias), as
+ * transformers and Megatron-Bridge read the two keys apart (e.g.
+ * GLM-4.5: attention_bias true, its MLP and experts without bias). */
+enum { LAYER_BIAS_ATTN = 1, LAYER_BIAS_MLP = 2 };
+
+int layer_bias_of(const struct model_spec *m);
+
 /* Parameters of one transformer layer, of the input embedding (with a
  * learned position table), and of the LM head plus final norm. Whole
- * model, not divided by tp. vocab is the padded vocabulary. */
+ * model, not divided by tp. vocab is the padded vocabulary; bias the
+ * LAYER_BIAS_* bits. */
 double layer_params(const struct layer_dims *d, int bias, int layernorm);
 
 /* Parameters of one layer split by how they are sharded: dense (the

@@ -74,23 +74,47 @@ double layer_ops_flops(const struct layer_ops *o, enum layer_pass pass)
 	return sum;
 }
 
+int layer_mtp_kinds(const struct model_spec *m, struct layer_kind *k)
+{
+	int b[MODEL_MTP_BLOCKS], n = model_mtp_blocks(m, b), i;
+	int64_t last = m->num_hidden_layers - 1;
+	int lin = model_layer_linear(m, last);
+
+	for (i = 0; i < n; i++)
+		k[i] = (struct layer_kind){ b[i] == BLOCK_MOE, 0, 0, 0, b[i], 0 };
+	if (n > 0)
+		return n;
+	k[0] = (struct layer_kind){ model_layer_moe(m, last),
+		lin ? 0 : (double)model_layer_window(m, last),
+		lin ? 0 : (double)model_layer_chunk(m, last), lin,
+		model_layer_block(m, last), model_layer_nope(m, last) };
+	return 1;
+}
+
+int layer_bias_of(const struct model_spec *m)
+{
+	return (m->attention_bias ? LAYER_BIAS_ATTN : 0) |
+	       (m->mlp_bias == 1 ? LAYER_BIAS_MLP : 0);
+}
+
 void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 		       int bias, int layernorm, double *dense, double *experts)
 {
 	double h = d->hidden, norms = 2 * h * (layernorm ? 2 : 1);
+	int ab = (bias & LAYER_BIAS_ATTN) != 0, mb = (bias & LAYER_BIAS_MLP) != 0;
 	double mlp = (d->gated ? 3 : 2) * h * d->ffn +
-		     (bias ? (d->gated ? 2 : 1) * d->ffn + h : 0);
+		     (mb ? (d->gated ? 2 : 1) * d->ffn + h : 0);
 	double moe_dense = 0;
 
 	*experts = 0;
 	if ((k && k->moe))
-		moe_params(d, bias, &moe_dense, experts);
+		moe_params(d, mb, &moe_dense, experts);
 	switch (k ? k->block : BLOCK_PAIR) {	/* a hybrid's block alone */
 	case BLOCK_MAMBA:
 		*dense = mamba_params(d) + norms / 2;
 		return;
 	case BLOCK_ATTN:
-		*dense = attn_params(d, bias) + norms / 2;
+		*dense = attn_params(d, ab) + norms / 2;
 		return;
 	case BLOCK_MLP:
 	case BLOCK_MOE:
@@ -99,7 +123,7 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 	default:
 		break;
 	}
-	*dense = (k && k->linear ? gdn_params(d, bias) : attn_params(d, bias)) +
+	*dense = (k && k->linear ? gdn_params(d, ab) : attn_params(d, ab)) +
 		 norms + ((k && k->moe) ? moe_dense : mlp);
 }
 

@@ -150,7 +150,7 @@ static int fwd_one_kernel(const struct job_spec *j)
  * hold its block scale's share. */
 static double stash_row_B(const struct layer_dims *d)
 {
-	double h = d->hidden, f = d->moe.ffn / d->moe.etp;
+	double h = moe_row_width(d), f = d->moe.ffn / d->moe.etp;
 	double u = (d->gated ? 2 : 1) * f;
 
 	return h * d->lowp_B + u * dtype_bytes(DTYPE_BF16) +
@@ -170,6 +170,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->experts = (double)m->n_routed_experts;
 	e->topk = (double)m->num_experts_per_tok;
 	e->ffn = (double)m->moe_intermediate_size;
+	e->width = (double)m->moe_latent_size;
 	e->shared_ffn = (double)model_shared_ffn(m);
 	e->ep = (double)p->ep;
 	e->etp = (double)(p->etp > 0 ? p->etp : p->tp);
@@ -181,7 +182,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->dispatch_dt = mj->dispatch_dtype >= 0 ? mj->dispatch_dtype :
 			 (int)layer_job_act_dtype(j);
 	e->elem_B = dtype_bytes((enum dtype)e->dispatch_dt);
-	e->dispatch_B = e->tokens * e->topk * d->hidden * e->elem_B;
+	e->dispatch_B = e->tokens * e->topk * moe_row_width(d) * e->elem_B;
 	e->node_share = 1;
 	e->allgather = mj->dispatcher && mj->dispatcher->mode == EP_ALLGATHER;
 	/* Megatron-Core's flex dispatcher (DeepEP, Hybrid-EP: the GPU-
@@ -220,7 +221,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->stage_row_B = mj->dispatcher && mj->dispatcher->stage_input &&
 			 j->system && e->ep * e->etp >
 			 (double)j->system->gpus_per_node ?
-			 ep_row_bytes(mj->dispatcher, d->hidden, e->dispatch_dt,
+			 ep_row_bytes(mj->dispatcher, moe_row_width(d),
+				      e->dispatch_dt,
 				      0) : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
@@ -291,7 +293,7 @@ static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
 	d->fsdp_post = (double)n / d->fsdp_pre;
 	d->fsdp_master_B = j->framework->master_weights ? 4 : d->act_B;
 	d->fsdp_accum = mb > 1 ? (mb - 1) / mb : 0;
-	d->fsdp_P[LU_LAYER] = layer_params(d, m->attention_bias, layernorm) /
+	d->fsdp_P[LU_LAYER] = layer_params(d, layer_bias_of(m), layernorm) /
 			      d->tp;
 	d->fsdp_P[LU_EMBED] = layer_embed_params(d,
 		(double)m->max_position_embeddings) / d->tp;
@@ -322,12 +324,12 @@ static void fsdp2_dims(const struct job_spec *j, struct layer_dims *d)
 	d->fsdp2_G = d->grad_B;
 	rdt = j->framework->fsdp_expert_reduce_dtype;
 	d->fsdp2_xG = rdt >= 0 ? dtype_bytes((enum dtype)rdt) : d->grad_B;
-	layer_kind_params(d, NULL, m->attention_bias, layernorm, &dense,
+	layer_kind_params(d, NULL, layer_bias_of(m), layernorm, &dense,
 			  &experts);
 	d->fsdp2_P[0] = dense / d->tp;
 	if (!d->moe.experts)
 		return;
-	layer_kind_params(d, &moe, m->attention_bias, layernorm, &dense,
+	layer_kind_params(d, &moe, layer_bias_of(m), layernorm, &dense,
 			  &experts);
 	d->fsdp2_P[1] = dense / d->tp;
 	if (p->edp > 1)

@@ -306,7 +306,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d);
 
 /* Parameters: routed experts (all E) and the rest (router, shared
- * experts), whole model. */
+ * experts, a latent MoE's projections), whole model. */
 void moe_params(const struct layer_dims *d, int bias, double *dense,
 		double *experts);
 

@@ -294,7 +294,7 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 		return;
 	if (m->allgather) {
 		op = lop_coll(o, name, pass, LG_EP, LS_EP, COLL_ALLGATHER,
-			      m->tokens * m->ep * d->hidden * d->act_B);
+			      m->tokens * m->ep * moe_row_width(d) * d->act_B);
 		return;
 	}
 	/* Hybrid-EP across nodes (dispatch_preprocess, stage_input): the
@@ -303,7 +303,7 @@ static void a2a(struct layer_ops *o, const char *name, enum layer_pass pass,
 				   kind == EP_PASS_DISPATCH16)) {
 		double B = kind == EP_PASS_DISPATCH ? m->tokens *
 			   (m->stage_row_B + m->experts * 4) :
-			   m->tokens * d->hidden * 2;
+			   m->tokens * moe_row_width(d) * 2;
 
 		op = lop_memop(o, "moe_dispatch_stage", pass, B, B, 0);
 		if (m->call_host_s > 0)	/* issued inside the call */
@@ -386,7 +386,7 @@ static void etp_coll(struct layer_ops *o, const char *name,
 {
 	if (d->moe.etp > 1)
 		lop_coll(o, name, pass, LG_ETP, LS_TP, c,
-			 rows(d) * d->hidden * d->act_B);
+			 rows(d) * moe_row_width(d) * d->act_B);
 }
 
 /* The shared experts as a dense MLP over the attention TP. */
@@ -468,7 +468,7 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 static int sort_fwd(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
-	double n = rows(d) * d->hidden * d->act_B;
+	double n = rows(d) * moe_row_width(d) * d->act_B;
 	struct layer_op *op;
 
 	if (!(d->moe.local > 1 || moe_dedups(d) || d->moe.allgather) ||
@@ -545,7 +545,7 @@ static void bias_op(struct layer_ops *o, const char *name,
 		    enum layer_pass pass, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
-	double n = rows(d) * d->hidden, B = d->act_B, L = m->local;
+	double n = rows(d) * moe_row_width(d), B = d->act_B, L = m->local;
 	double w = m->probs_B > B ? m->probs_B : B;
 	int cast = w > B;
 
@@ -606,7 +606,7 @@ static void fc1_bias_op(struct layer_ops *o, const char *name,
 static void pad_op(struct layer_ops *o, const char *name,
 		   enum layer_pass pass, const struct layer_dims *d, int probs)
 {
-	double n = rows(d) * d->hidden * d->act_B;
+	double n = rows(d) * moe_row_width(d) * d->act_B;
 	double p = probs ? rows(d) * d->moe.probs_B : 0;
 
 	if (!d->moe.quant_pad)
@@ -664,7 +664,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d)
 {
 	int16_t before, first;
-	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
+	double R = rows(d), h = moe_row_width(d), f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
 	pad_op(o, "expert_pad", pass, d, 1);
@@ -724,11 +724,53 @@ static void host_sync(struct layer_ops *o, const struct layer_dims *d,
 					 m->ep > 1 ? dispatched : counts;
 }
 
+/* A latent MoE's projections (Megatron-Core moe_layer.py, NVIDIA/
+ * Megatron-LM @ 00119989 megatron/core/transformer/moe/moe_layer.py:
+ * fc1_latent_proj, a TELinear in parallel_mode "duplicated", takes the
+ * router's input [T, h] down to the latent [T, l] before the dispatcher's
+ * preprocess, and fc2_latent_proj takes the combined [T, l] back to h
+ * before the shared experts' output is added; every TP rank holds both
+ * whole and runs them on its own sequence-parallel tokens, so neither has
+ * a TP collective): each a GEMM of its T rows (and its input's cast in
+ * low precision), backward the output gradient's cast, dgrad and wgrad
+ * and the weight gradient's accumulation. */
+static void latent_fwd(struct layer_ops *o, enum layer_pass pass,
+		       const struct layer_dims *d, int up)
+{
+	double T = d->moe.tokens, l = d->moe.width, h = d->hidden;
+	double k = up ? l : h, n = up ? h : l;
+
+	if (!(l > 0))
+		return;
+	lop_cast(o, up ? "moe_latent_fc2_cast" : "moe_latent_fc1_cast", pass,
+		 d, d->lowp, T * k);
+	lop_gemm(o, up ? "moe_latent_fc2" : "moe_latent_fc1", pass, T, n, k,
+		 d->lowp);
+}
+
+static void latent_bwd(struct layer_ops *o, const struct layer_dims *d,
+		       int up)
+{
+	double T = d->moe.tokens, l = d->moe.width, h = d->hidden;
+	double k = up ? l : h, n = up ? h : l;
+
+	if (!(l > 0))
+		return;
+	lop_cast(o, up ? "moe_latent_fc2_grad_cast" :
+		 "moe_latent_fc1_grad_cast", PASS_BWD, d, d->lowp, T * n);
+	lop_gemm(o, up ? "moe_latent_fc2_dgrad" : "moe_latent_fc1_dgrad",
+		 PASS_BWD, T, k, n, d->lowp);
+	lop_gemm(o, up ? "moe_latent_fc2_wgrad" : "moe_latent_fc1_wgrad",
+		 PASS_BWD, k, n, T, d->lowp);
+	lop_accumulate_w(o, d, k * n, 1);
+}
+
 void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	     const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = d->hidden, k = m->topk;
+	double w = moe_row_width(d);	/* a routed row: h, or the latent */
 	int16_t in = lop_tail(o), shared_end = LAYER_NONE, dispatched, after;
 	int16_t arrived;
 	int16_t router, counts;
@@ -743,6 +785,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	router = (int16_t)o->n;
 	moe_router_fwd(o, pass, d);
 	o->op[router].dep[0] = in;	/* the router reads the norm's output */
+	latent_fwd(o, pass, d, 0);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	counts = counts_fwd(o, pass, d);
 	moe_permute_fwd(o, pass, d);
@@ -774,11 +817,12 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 	a2a(o, "moe_combine", pass, d, combine_B(d), EP_PASS_COMBINE);
 	if (!m->combine_reduces) {
 		moe_unpermute_probs(o, pass, d);
-		op = lop_memop(o, "unpermute", pass, T * k * h * d->act_B +
-			       T * k * 4, T * h * d->act_B, 2 * T * k * h);
+		op = lop_memop(o, "unpermute", pass, T * k * w * d->act_B +
+			       T * k * 4, T * w * d->act_B, 2 * T * k * w);
 		moe_unfused_scatter(op, d);
 		o->saved_end = o->n;	/* its indices and probabilities */
 	}
+	latent_fwd(o, pass, d, 1);
 	if (shared_end != LAYER_NONE) {
 		op = lop_memop(o, "moe_shared_add", pass, 2 * T * h * d->act_B,
 			       T * h * d->act_B, T * h);
@@ -839,7 +883,7 @@ static void grouped_bwd(struct layer_ops *o, const struct layer_dims *d,
 static void experts_bwd(struct layer_ops *o, unsigned mods,
 			const struct layer_dims *d)
 {
-	double R = rows(d), h = d->hidden, f = local_ffn(&d->moe);
+	double R = rows(d), h = moe_row_width(d), f = local_ffn(&d->moe);
 	double u = fc1_width(d);
 
 	if (!(mods & 1u << RCM_MOE))	/* else the recompute's own tensors */
@@ -879,7 +923,7 @@ static int16_t shared_bwd(struct layer_ops *o, const struct layer_dims *d)
 void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, h = d->hidden, k = m->topk;
+	double T = m->tokens, h = moe_row_width(d), k = m->topk;
 	int16_t in = lop_tail(o), red = LAYER_NONE, routed;
 
 	if (mods & 1u << RCM_MOE) {
@@ -887,6 +931,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 		in = lop_tail(o);
 	}
 	o->scope = SCOPE_MOE;
+	latent_bwd(o, d, 1);
 	if (!m->combine_reduces) {
 		lop_memop(o, "unpermute_bwd", PASS_BWD,
 			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
@@ -908,6 +953,7 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	probs_cast(o, "moe_probs_cast_bwd", PASS_BWD, d);
 	o->scope = SCOPE_MOE_PREPROCESS;
 	moe_permute_bwd(o, d);
+	latent_bwd(o, d, 0);
 	o->scope = SCOPE_MOE_ROUTER;
 	moe_router_bwd(o, d);
 	routed = lop_tail(o);
@@ -930,12 +976,15 @@ void moe_params(const struct layer_dims *d, int bias, double *dense,
 {
 	const struct moe_dims *m = &d->moe;
 	double h = d->hidden, mats = d->gated ? 3 : 2;
-	double fs = m->shared_ffn;
+	double fs = m->shared_ffn, w = moe_row_width(d);
 
-	*experts = m->experts * (mats * h * m->ffn +
-				 (bias ? (d->gated ? 2 : 1) * m->ffn + h : 0));
+	/* the experts in the row width (a latent MoE's l), and its two
+	 * projections, h l each, dense */
+	*experts = m->experts * (mats * w * m->ffn +
+				 (bias ? (d->gated ? 2 : 1) * m->ffn + w : 0));
 	/* the router's weight (and bias); AutoModel's FakeBalancedGate
 	 * (fixed_gate) is a module without parameters (moe/layers.py) */
-	*dense = (m->fixed_gate ? 0 : h * m->experts + (bias ? m->experts : 0)) +
+	*dense = (m->width > 0 ? 2 * h * m->width : 0) +
+		 (m->fixed_gate ? 0 : h * m->experts + (bias ? m->experts : 0)) +
 		 (fs > 0 ? mats * h * fs + (bias ? (d->gated ? 2 : 1) * fs + h : 0) : 0);
 }

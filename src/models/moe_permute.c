@@ -114,7 +114,7 @@ static void masked_select_bwd(struct layer_ops *o, const struct layer_dims *d)
 int moe_dedups(const struct layer_dims *d)
 {
 	return d->moe.node_share < 1 || d->moe.dispatch_B <
-	       d->moe.tokens * d->moe.topk * d->hidden * d->moe.elem_B;
+	       d->moe.tokens * d->moe.topk * moe_row_width(d) * d->moe.elem_B;
 }
 
 /* Transformer Engine's fused permute (moe_permute_with_probs, the mask-
@@ -197,7 +197,7 @@ void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, k = m->topk, h = d->hidden;
+	double T = m->tokens, k = m->topk, h = moe_row_width(d);
 
 	if (moe_dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
@@ -233,8 +233,8 @@ void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d)
 		return;
 	op->k.launches = 2;
 	op->host_n = 2;
-	op->k.write_B += d->moe.tokens * d->hidden * d->act_B;
-	op->k.scatter_B = d->moe.tokens * d->moe.topk * d->hidden * d->act_B;
+	op->k.write_B += d->moe.tokens * moe_row_width(d) * d->act_B;
+	op->k.scatter_B = d->moe.tokens * d->moe.topk * moe_row_width(d) * d->act_B;
 }
 
 /* The unfused unpermute weights the rows by their probabilities as a
@@ -260,18 +260,18 @@ void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
 			 const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
-	double Tk = m->tokens * m->topk, n = Tk * d->hidden * d->act_B;
+	double Tk = m->tokens * m->topk, n = Tk * moe_row_width(d) * d->act_B;
 	double p = Tk * m->probs_B;
 
 	if (!unfused_probs(d))
 		return;
 	if (pass == PASS_BWD) {
 		lop_eager(o, "unpermute_probs_bwd", pass, 4 * n + p, 2 * n + p,
-			  0, 3, 2 * Tk * d->hidden);
+			  0, 3, 2 * Tk * moe_row_width(d));
 		return;
 	}
 	lop_eager(o, "unpermute_probs", pass, n + p, n, n + p, 1,
-		  Tk * d->hidden);
+		  Tk * moe_row_width(d));
 }
 
 /* The permute's backward (moe_bwd, after the dispatch's reverse
@@ -281,7 +281,7 @@ void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
 void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
-	double T = m->tokens, h = d->hidden, k = m->topk;
+	double T = m->tokens, h = moe_row_width(d), k = m->topk;
 
 	if (moe_dedups(d) || m->allgather)
 		return;

@@ -356,7 +356,7 @@ int route_plan(const struct job_spec *j, struct layer_dims *d,
 	out->max_mean = total / (S / m->ep);
 	m->rows = total;
 	m->expert_rows = out->rows;
-	dispatch_bytes(j, m, d->hidden, d->act_B);
+	dispatch_bytes(j, m, moe_row_width(d), d->act_B);
 	out->a2a_B = uneven(m->dispatch_B, m->ep, out->max_mean, 0, a);
 	if (out->max_mean > 1 + 1e-9 && m->ep > 1 && !out->a2a_B)
 		goto oom;

@@ -73,12 +73,13 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		int64_t w = lin ? 0 : model_layer_window(m, i);
 		int64_t c = lin ? 0 : model_layer_chunk(m, i);
 		int blk = model_layer_block(m, i);
+		int nope = model_layer_nope(m, i);
 
-		k = train_kind_index(moe, w, c, lin, blk);
+		k = train_kind_index(moe, w, c, lin, blk, nope);
 		if (t->lf[k])
 			continue;
 		t->kinds[k] = (struct layer_kind){ moe, (double)w, (double)c,
-						   lin, blk };
+						   lin, blk, nope };
 		layer_fwd(&t->dims, &t->kinds[k], o);
 		t->lf[k] = new_block(t, o);
 		layer_bwd(&t->dims, &t->kinds[k], rc, o);
@@ -120,7 +121,6 @@ int train_cost_blocks(struct train *t)
 	struct layer_ops *o = arena_alloc(&t->arena, sizeof(*o));
 	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
 	const struct model_spec *m = t->job->model;
-	int64_t last = m->num_hidden_layers - 1;
 
 	if (!o || cost_layers(t, o, rc) != 0)
 		return -1;
@@ -140,16 +140,13 @@ int train_cost_blocks(struct train *t)
 		if (!t->hbd || !t->hw)
 			return -1;
 	}
-	if (t->mtp > 0) {	/* MTP modules: a layer of the last one's kind */
-		int k = train_kind_index(model_layer_moe(m, last),
-					 model_layer_window(m, last),
-					 model_layer_chunk(m, last),
-					 model_layer_linear(m, last),
-					 model_layer_block(m, last));
+	if (t->mtp > 0) {	/* MTP modules: layer_mtp_kinds' layers */
+		struct layer_kind mk[MODEL_MTP_BLOCKS];
+		int nk = layer_mtp_kinds(m, mk);
 
-		layer_mtp_fwd(&t->dims, &t->kinds[k], !t->mtp_alone, o);
+		layer_mtp_fwd(&t->dims, mk, nk, !t->mtp_alone, o);
 		t->mf = new_block(t, o);
-		layer_mtp_bwd(&t->dims, &t->kinds[k], rc, !t->mtp_alone, o);
+		layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, o);
 		t->mb = new_block(t, o);
 		if (!t->mf || !t->mb)
 			return -1;

@@ -190,7 +190,8 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	int has_embed = vs == 0, has_head = vs == stages - 1;
 	int64_t units = split[vs] + has_embed + has_head;
 	int64_t first = split_first_layer(split, vs);
-	int64_t mtp = model_is_moe(j->model) ? j->moe.mtp_layers : 0;
+	/* the modules holding weights (one for repeated passes) */
+	int64_t mtp = model_is_moe(j->model) ? job_mtp_modules(j) : 0;
 	/* pp = 1: the one rank holds the embedding with the head */
 	int both = p->pp == 1;
 	double acc = 0, dense, ex, md, me;

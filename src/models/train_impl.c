@@ -140,7 +140,8 @@ static int layer_kind(const struct train *t, int64_t i)
 
 	return train_kind_index(model_layer_moe(m, i), model_layer_window(m, i),
 				model_layer_chunk(m, i),
-				model_layer_linear(m, i), model_layer_block(m, i));
+				model_layer_linear(m, i), model_layer_block(m, i),
+				model_layer_nope(m, i));
 }
 
 const struct block *train_unit_block(const struct train *t, int64_t vs,
@@ -186,6 +187,9 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 	else if (b == t->hf || b == t->hb)
 		/* pp = 1: the one rank holds the embedding with the head */
 		d = footprint_unit_params(t->job, &t->dims, UNIT_HEAD, t->pp == 1);
+	else if ((b == t->mf || b == t->mb) && t->job->moe.mtp_repeated &&
+		 k - (n - t->mtp) > 0)
+		;	/* a repeated pass: the first module's weights */
 	else if (b == t->mf || b == t->mb) {
 		footprint_mtp_params(t->job, &t->dims, &d, &e);
 		/* an MTP stage of its own builds the embedding too (Megatron

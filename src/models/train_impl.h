@@ -60,16 +60,18 @@ struct stage_plan {
  * or x a Gated DeltaNet mixer (linear: window and chunk unused); then a
  * hybrid model's layers alone (enum model_block: Mamba-2, attention, MLP,
  * MoE; no windows). */
-#define TRAIN_KINDS 12
+#define TRAIN_KINDS 24
 
 static inline int train_kind_index(int moe, int64_t window, int64_t chunk,
-				   int linear, int block)
+				   int linear, int block, int nope)
 {
+	int off = nope ? TRAIN_KINDS / 2 : 0;	/* a NoPE layer's twin */
+
 	if (block > 0)
-		return 7 + block;
+		return off + 7 + block;
 	if (linear)
-		return 6 + moe;
-	return 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
+		return off + 6 + moe;
+	return off + 3 * moe + (chunk > 0 ? 2 : window > 0 ? 1 : 0);
 }
 
 struct train {

@@ -219,6 +219,7 @@ void est_free(struct est *e)
 	mem_free(e->blk);
 	mem_free(e->split);
 	mem_free(e->nmoe);
+	mem_free(e->nkind);
 	mem_free(e->pipe_t);
 	mem_free(e->pipe_x);
 	mem_free(e->stage_t);
@@ -240,8 +241,32 @@ void est_add_stats(struct est *e, const struct est_stats *add)
 
 /* ---- the step ---- */
 
+/* A hybrid's layers of each kind on each virtual stage into c->nkind
+ * (the kinds est_blocks_of costed, in est_kinds' order). */
+static void kinds_of(struct est *e, struct est_cand *c)
+{
+	const struct model_spec *m = c->j->model;
+	struct layer_kind kinds[EST_KINDS];
+	int n = est_kinds(m, kinds);
+	int64_t s, i, first = 0;
+
+	for (s = 0; s < c->S; s++) {
+		for (i = 0; i < EST_KINDS; i++)
+			e->nkind[s * EST_KINDS + i] = 0;
+		for (i = first; i < first + e->split[s]; i++) {
+			int x = est_kind_index(m, i, kinds, n);
+
+			if (x >= 0)
+				e->nkind[s * EST_KINDS + x]++;
+		}
+		first += e->split[s];
+	}
+	c->nkind = e->nkind;
+}
+
 /* The layers of each virtual stage into c->split and, for an MoE
- * model, how many of them are MoE layers into c->nmoe. */
+ * model, how many of them are MoE layers into c->nmoe; a hybrid's
+ * kinds into c->nkind. */
 static int split_of(struct est *e, struct est_cand *c, struct diag *d)
 {
 	const struct model_spec *m = c->j->model;
@@ -251,12 +276,16 @@ static int split_of(struct est *e, struct est_cand *c, struct diag *d)
 		int64_t *sp = mem_realloc(e->split, (size_t)S * sizeof(*sp));
 		int64_t *nm = sp ? mem_realloc(e->nmoe, (size_t)S * sizeof(*nm)) :
 			      NULL;
+		int64_t *nk = nm ? mem_realloc(e->nkind, (size_t)S *
+					       EST_KINDS * sizeof(*nk)) : NULL;
 
 		if (sp)
 			e->split = sp;
 		if (nm)
 			e->nmoe = nm;
-		if (!sp || !nm) {
+		if (nk)
+			e->nkind = nk;
+		if (!sp || !nm || !nk) {
 			diag_oom(d);
 			return -1;
 		}
@@ -265,6 +294,9 @@ static int split_of(struct est *e, struct est_cand *c, struct diag *d)
 	split_layers(c->j, e->split);
 	c->split = e->split;
 	c->nmoe = NULL;
+	c->nkind = NULL;
+	if (c->b->nk > 0)
+		kinds_of(e, c);
 	if (!model_is_moe(m))
 		return 0;
 	for (s = 0; s < S; s++) {
@@ -284,9 +316,21 @@ static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
 	const struct est_blocks *b = c->b;
 	double nm = c->nmoe ? (double)c->nmoe[s] : 0;
 	double n = (double)c->split[s] - nm, k, m_s;
+	int x;
 
-	k = n * (b->lf.kern_s + b->lb.kern_s);
-	m_s = n * (b->lf.mem_s + b->lb.mem_s);
+	if (c->nkind) {	/* a hybrid: by kind */
+		n = nm = 0;
+		k = m_s = 0;
+		for (x = 0; x < b->nk; x++) {
+			double q = (double)c->nkind[s * EST_KINDS + x];
+
+			k += q * (b->kf[x].kern_s + b->kb[x].kern_s);
+			m_s += q * (b->kf[x].mem_s + b->kb[x].mem_s);
+		}
+	} else {
+		k = n * (b->lf.kern_s + b->lb.kern_s);
+		m_s = n * (b->lf.mem_s + b->lb.mem_s);
+	}
 	if (nm > 0) {
 		k += nm * (b->mf.kern_s + b->mb.kern_s);
 		m_s += nm * (b->mf.mem_s + b->mb.mem_s);
@@ -335,7 +379,15 @@ static double model_flops(const struct est_cand *c)
 
 	for (s = 0; s < c->S; s++) {
 		double nm = c->nmoe ? (double)c->nmoe[s] : 0;
+		int x;
 
+		if (c->nkind) {	/* a hybrid: by kind */
+			for (x = 0; x < b->nk; x++)
+				per_mb += (double)c->nkind[s * EST_KINDS + x] *
+					  (b->kf[x].model_flops +
+					   b->kb[x].model_flops);
+			continue;
+		}
 		per_mb += ((double)c->split[s] - nm) * (b->lf.model_flops +
 							b->lb.model_flops) +
 			  nm * (b->mf.model_flops + b->mb.model_flops);

@@ -63,6 +63,13 @@ struct est_stats {
  * reporting to d (a system the fabric model cannot build, out of
  * memory). */
 struct est *est_new(const struct system_spec *sys, struct diag *d);
+
+/* Whether model m mixes layer kinds the analytical tier prices apart
+ * (a hybrid pattern of Mamba-2, attention, MLP and MoE blocks, or Gated
+ * DeltaNet beside full attention), and how many kinds it has (-1: more
+ * than the tier holds). */
+int est_hybrid(const struct model_spec *m);
+int est_kind_count(const struct model_spec *m);
 void est_free(struct est *e);
 
 /* Estimate job j (on e's system). Returns 0, or -1 after reporting to d

@@ -292,6 +292,74 @@ struct kblock {
 
 enum { KB_COUNT = 13 };
 
+/* Layer i's kind as train_cost.c cost_layers builds it. */
+static struct layer_kind kind_at(const struct model_spec *m, int64_t i)
+{
+	int lin = model_layer_linear(m, i);
+	struct layer_kind k = { model_layer_moe(m, i),
+				lin ? 0 : (double)model_layer_window(m, i),
+				lin ? 0 : (double)model_layer_chunk(m, i),
+				lin, model_layer_block(m, i),
+				model_layer_nope(m, i) };
+
+	return k;
+}
+
+static int same_kind(const struct layer_kind *a, const struct layer_kind *b)
+{
+	return a->moe == b->moe && a->window == b->window &&
+	       a->chunk == b->chunk && a->linear == b->linear &&
+	       a->block == b->block && a->nope == b->nope;
+}
+
+int est_hybrid(const struct model_spec *m)
+{
+	int64_t i;
+
+	if (m->hybrid_override_pattern)
+		return 1;
+	for (i = 1; i < m->num_hidden_layers; i++)
+		if (model_layer_linear(m, i) != model_layer_linear(m, 0))
+			return 1;
+	return 0;
+}
+
+int est_kinds(const struct model_spec *m, struct layer_kind *kinds)
+{
+	int64_t i;
+	int n = 0;
+
+	for (i = 0; i < m->num_hidden_layers; i++) {
+		struct layer_kind k = kind_at(m, i);
+
+		if (est_kind_index(m, i, kinds, n) >= 0)
+			continue;
+		if (n == EST_KINDS)
+			return -1;
+		kinds[n++] = k;
+	}
+	return n;
+}
+
+int est_kind_count(const struct model_spec *m)
+{
+	struct layer_kind kinds[EST_KINDS];
+
+	return est_kinds(m, kinds);
+}
+
+int est_kind_index(const struct model_spec *m, int64_t i,
+		   const struct layer_kind *kinds, int n)
+{
+	struct layer_kind k = kind_at(m, i);
+	int x;
+
+	for (x = 0; x < n; x++)
+		if (same_kind(&k, &kinds[x]))
+			return x;
+	return -1;
+}
+
 /* The kernel costs of one block set, before any collective is timed. */
 struct kset {
 	struct kset *next;	/* every kset of the estimator, to free */
@@ -299,6 +367,9 @@ struct kset {
 					 * the MoE layer's mf, mb, the MTP
 					 * module's tf, tb and the deferred
 					 * head's hbd, hw (n 0: none) */
+	int nk;				/* a hybrid's kinds (0: none) */
+	struct kblock kx[2 * EST_KINDS];	/* ... each one's forward,
+						 * backward */
 	double pp_B;		/* B, one pipeline transfer */
 	struct arena arena;	/* the routing's arrays the ops point to */
 	struct coll_path ep_path[EP_PASSES];	/* the dispatcher's paths
@@ -532,7 +603,8 @@ static int cost_all(struct est *e, const struct job_spec *j,
 	/* every layer is of this kind (plan_run refuses models that mix) */
 	struct layer_kind kind = { 0, (double)model_layer_window(j->model, 0),
 				   (double)model_layer_chunk(j->model, 0),
-				   model_layer_linear(j->model, 0), 0 };
+				   model_layer_linear(j->model, 0), 0,
+				   model_layer_nope(j->model, 0) };
 
 	layer_fwd(dm, &kind, e->ops);
 	if (cost(e, j, &ks->b[0], d) != 0)
@@ -566,21 +638,35 @@ static int cost_all(struct est *e, const struct job_spec *j,
 			return -1;
 	}
 	ks->pp_B = layer_pp_bytes(dm);
+	if (est_hybrid(j->model)) {	/* every kind its own blocks */
+		struct layer_kind kinds[EST_KINDS];
+		int x, n = est_kinds(j->model, kinds);
+
+		for (x = 0; x < n; x++) {
+			layer_fwd(dm, &kinds[x], e->ops);
+			if (cost(e, j, &ks->kx[2 * x], d) != 0)
+				return -1;
+			layer_bwd(dm, &kinds[x], rc, e->ops);
+			if (cost(e, j, &ks->kx[2 * x + 1], d) != 0)
+				return -1;
+		}
+		ks->nk = n > 0 ? n : 0;
+	}
 	if (model_is_moe(j->model)) {
 		const struct model_spec *m = j->model;
-		int64_t i, last = m->num_hidden_layers - 1;
+		int64_t i;
 		struct layer_kind moe = { 1, (double)model_layer_window(m, 0),
 					  (double)model_layer_chunk(m, 0),
-					  model_layer_linear(m, 0), 0 };
-		struct layer_kind lk = { model_layer_moe(m, last),
-					 (double)model_layer_window(m, last),
-					 (double)model_layer_chunk(m, last),
-					 model_layer_linear(m, last), 0 };
+					  model_layer_linear(m, 0), 0,
+					  model_layer_nope(m, 0) };
+		struct layer_kind lk[MODEL_MTP_BLOCKS];	/* train_cost.c's */
+		int nlk = layer_mtp_kinds(m, lk);
 
 		for (i = 0; i < m->num_hidden_layers; i++)
 			if (model_layer_moe(m, i)) {
 				moe.window = (double)model_layer_window(m, i);
 				moe.chunk = (double)model_layer_chunk(m, i);
+				moe.nope = model_layer_nope(m, i);
 				break;
 			}
 		layer_fwd(dm, &moe, e->ops);
@@ -590,10 +676,10 @@ static int cost_all(struct est *e, const struct job_spec *j,
 		if (cost(e, j, &ks->b[8], d) != 0)
 			return -1;
 		if (j->moe.mtp_layers > 0) {	/* a layer of the last one's kind */
-			layer_mtp_fwd(dm, &lk, 1, e->ops);
+			layer_mtp_fwd(dm, lk, nlk, 1, e->ops);
 			if (cost(e, j, &ks->b[9], d) != 0)
 				return -1;
-			layer_mtp_bwd(dm, &lk, rc, 1, e->ops);
+			layer_mtp_bwd(dm, lk, nlk, rc, 1, e->ops);
 			if (cost(e, j, &ks->b[10], d) != 0)
 				return -1;
 		}
@@ -634,6 +720,8 @@ void est_ksets_free(struct est *e)
 		next = ks->next;
 		for (i = 0; i < KB_COUNT; i++)
 			mem_free(ks->b[i].op);
+		for (i = 0; i < 2 * EST_KINDS; i++)
+			mem_free(ks->kx[i].op);
 		arena_release(&ks->arena);
 		mem_free(ks);
 	}
@@ -830,6 +918,11 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 		}
 	}
 	b.pp_B = ks->pp_B;
+	b.nk = ks->nk;
+	for (i = 0; i < ks->nk; i++)
+		if (run_pass(e, j, &ks->kx[2 * i], &pg, &b.kf[i], d) != 0 ||
+		    run_pass(e, j, &ks->kx[2 * i + 1], &pg, &b.kb[i], d) != 0)
+			return NULL;
 	if (k.amax_n > 0 && amax_of(e, j, dm, &k, &pg, &b, d) != 0)
 		return NULL;
 	if (!(hit = memo_put(&e->blocks, &k, &b)))

@@ -31,6 +31,17 @@ struct est_pass {
 	double model_flops;	/* FLOP, model (no recompute) */
 };
 
+/* A hybrid model's layer kinds (Mamba-2, attention, MLP and MoE blocks of
+ * a Nemotron-H pattern; Gated DeltaNet and full-attention layers with
+ * their MLPs): at most this many, each costed once (est_block.c). */
+enum { EST_KINDS = 8 };
+
+/* Model m's distinct layer kinds into kinds (at most EST_KINDS; the
+ * count, or -1 past that); the kind index of layer i among them. */
+int est_kinds(const struct model_spec *m, struct layer_kind *kinds);
+int est_kind_index(const struct model_spec *m, int64_t i,
+		   const struct layer_kind *kinds, int n);
+
 /* The blocks of one (tp, microbatch, recompute, SP, ...) setting. */
 struct est_blocks {
 	struct est_pass lf, lb;		/* layer forward, backward (+ recompute) */
@@ -51,6 +62,9 @@ struct est_blocks {
 	double amax_tax;		/* its group's synchronization tax rate
 					 * (0: no amax reduction) */
 	double pp_B;			/* B, one pipeline transfer per TP rank */
+	int nk;				/* a hybrid's kinds (0: not hybrid) */
+	struct est_pass kf[EST_KINDS], kb[EST_KINDS];	/* ... their layer
+					 * forward, backward (+ recompute) */
 };
 
 /* Memo keys: what a collective's time and a block set depend on beyond
@@ -101,6 +115,7 @@ struct est {
 	struct block *blk;		/* scratch */
 	int64_t *split;			/* scratch: layers per virtual stage */
 	int64_t *nmoe;			/* scratch: MoE layers per virtual stage */
+	int64_t *nkind;			/* scratch: a hybrid's kinds per stage */
 	size_t split_cap;
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo amax;		/* fp8 amax reductions (est_block.c
@@ -134,6 +149,9 @@ struct est_cand {
 	const struct layer_dims *d;
 	const int64_t *split;		/* layers per virtual stage */
 	const int64_t *nmoe;		/* of those MoE layers (NULL: dense) */
+	const int64_t *nkind;		/* a hybrid's layers of each kind per
+					 * virtual stage, [s EST_KINDS + k]
+					 * (NULL: not hybrid) */
 	int64_t mtp;			/* MTP modules */
 	int64_t mtp_stage;		/* their virtual stage (S - 1: after
 					 * the head) */

@@ -35,10 +35,24 @@ static double nmoe(const struct est_cand *c, int64_t s)
 	return c->nmoe ? (double)c->nmoe[s] : 0;
 }
 
+/* A hybrid's layers of stage s, by kind, forward or backward. */
+static double by_kind(const struct est_cand *c, int64_t s, int bwd)
+{
+	double t = 0;
+	int x;
+
+	for (x = 0; x < c->b->nk; x++)
+		t += (double)c->nkind[s * EST_KINDS + x] *
+		     (bwd ? c->b->kb[x].lat_s : c->b->kf[x].lat_s);
+	return t;
+}
+
 double est_layers_f(const struct est_cand *c, int64_t s)
 {
 	double n = nmoe(c, s);
 
+	if (c->nkind)
+		return by_kind(c, s, 0);
 	return ((double)c->split[s] - n) * est_unit_f(c, EST_LAYER) +
 	       (n > 0 ? n * (c->ov * c->b->mfo.lat_s +
 			     (1 - c->ov) * c->b->mf.lat_s) : 0);
@@ -48,6 +62,8 @@ double est_layers_b(const struct est_cand *c, int64_t s)
 {
 	double n = nmoe(c, s);
 
+	if (c->nkind)
+		return by_kind(c, s, 1);
 	return ((double)c->split[s] - n) * est_unit_b(c, EST_LAYER) +
 	       (n > 0 ? n * (c->ov * c->b->mbo.lat_s +
 			     (1 - c->ov) * c->b->mb.lat_s) : 0);
@@ -84,14 +100,14 @@ static double alone_b(const struct est_cand *c, int64_t s)
 /* A layer's mean forward / backward on stage s. */
 static double mean_f(const struct est_cand *c, int64_t s)
 {
-	if (nmoe(c, s) == 0)
+	if (nmoe(c, s) == 0 && !c->nkind)
 		return est_unit_f(c, EST_LAYER);
 	return c->split[s] > 0 ? est_layers_f(c, s) / (double)c->split[s] : 0;
 }
 
 static double mean_b(const struct est_cand *c, int64_t s)
 {
-	if (nmoe(c, s) == 0)
+	if (nmoe(c, s) == 0 && !c->nkind)
 		return est_unit_b(c, EST_LAYER);
 	return c->split[s] > 0 ? est_layers_b(c, s) / (double)c->split[s] : 0;
 }

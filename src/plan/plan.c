@@ -453,14 +453,25 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 
 	int64_t i;
 
-	if (j->model->hybrid_override_pattern) {
-		diag_error(d, NULL, 0, 0, "model '%s' is a hybrid "
-			   "(hybrid_override_pattern: Mamba-2, attention, MLP "
-			   "and MoE layers alone): the planner's analytical "
-			   "tier takes every layer as attention + MLP; "
-			   "simulate a layout with 'llmsim run'",
-			   j->model->name ? j->model->name : "?");
-		return 2;
+	if (est_hybrid(j->model)) {	/* each layer kind priced apart */
+		const char *why = est_kind_count(j->model) < 0 ?
+			"more layer kinds than the analytical tier prices "
+			"apart (8)" :
+			j->training.zero_stage >= 3 &&
+			((o->pinned >> PD_ZERO) & 1u) ? "ZeRO 3, whose units the "
+			"analytical tier takes as one layer kind" :
+			j->moe.a2a_overlap ? "moe.a2a_overlap, whose paired "
+			"MoE layers the analytical tier takes as one kind" :
+			NULL;
+
+		if (why) {
+			diag_error(d, NULL, 0, 0, "model '%s' mixes layer "
+				   "kinds (a hybrid: Mamba-2, Gated DeltaNet, "
+				   "attention, MLP or MoE layers) under %s; "
+				   "simulate a layout with 'llmsim run'",
+				   j->model->name ? j->model->name : "?", why);
+			return 2;
+		}
 	}
 	for (i = 1; i < j->model->num_hidden_layers; i++)
 		if (model_layer_window(j->model, i) !=
@@ -481,19 +492,6 @@ static int supported(const struct job_spec *j, const struct plan_opts *o,
 				   "over a sequence past one chunk: the "
 				   "planner's analytical tier takes every layer "
 				   "alike", j->model->name ? j->model->name : "?",
-				   (long long)i);
-			return 2;
-		}
-	for (i = 1; i < j->model->num_hidden_layers; i++)
-		if (model_layer_linear(j->model, i) !=
-		    model_layer_linear(j->model, 0)) {
-			diag_error(d, NULL, 0, 0, "model '%s' mixes Gated "
-				   "DeltaNet (linear_attention) and full "
-				   "attention layers (layer %lld): the planner's "
-				   "analytical tier takes every layer alike; "
-				   "compare layouts with 'llmsim run' or "
-				   "'llmsim sweep'",
-				   j->model->name ? j->model->name : "?",
 				   (long long)i);
 			return 2;
 		}

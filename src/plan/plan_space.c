@@ -33,8 +33,8 @@
  * their framework's split, Megatron's that of the Megatron-Bridge
  * recipes for DeepSeek-V3's 61 layers; a job's own pp_layers is kept for
  * its own pp vpp only); sequence parallelism with tp 1 and a ZeRO stage with dp 1
- * repeat another layout's step; ZeRO 3 on an MoE model is not estimated
- * (unsupported). A
+ * repeat another layout's step; ZeRO 3 on an MoE model or a hybrid is
+ * not estimated (unsupported). A
  * layout left is checked against every rule once more, its memory by
  * footprint_job_live (the live vectors of its schedule remembered per
  * (schedule, pp, vpp, microbatches)), and costed by est_step.
@@ -89,6 +89,7 @@ struct walk {
 	struct lists li;
 	int64_t world, layers;
 	int moe;			/* an MoE model: ep, etp searched */
+	int hybrid;			/* layer kinds priced apart (est.h) */
 };
 
 struct live_set {
@@ -464,7 +465,7 @@ static int level_zero(struct walk *w)
 			prune(w, PR_REDUNDANT, 1);
 			continue;
 		}
-		if (w->moe && li->zero[i] >= 3) {
+		if ((w->moe || w->hybrid) && li->zero[i] >= 3) {
 			prune(w, PR_UNSUPPORTED, 1);
 			continue;
 		}
@@ -747,6 +748,7 @@ static void walk_init(struct walk *w, struct search *s)
 	w->world = system_gpus(&s->sys);
 	w->layers = s->base->model->num_hidden_layers;
 	w->moe = model_is_moe(s->base->model);
+	w->hybrid = est_hybrid(s->base->model);
 	make_lists(w);
 }
 
@@ -920,7 +922,8 @@ int plan_ctx_estimate(struct plan_ctx *x, const struct plan_layout *l,
 			*why = r;
 			return 1;
 		}
-	if (model_is_moe(j.model) && j.training.zero_stage >= 3) {
+	if ((model_is_moe(j.model) || est_hybrid(j.model)) &&
+	    j.training.zero_stage >= 3) {
 		*why = PR_UNSUPPORTED;	/* not estimated (plan_space.c) */
 		return 1;
 	}

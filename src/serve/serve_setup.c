@@ -210,6 +210,27 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	/* no layer keeps a token's keys or a sequence's recurrent state (a
+	 * hybrid of MLP '-' and MoE 'E' layers alone): nothing bounds the
+	 * pool, and no engine sizes one (vLLM's KV cache config has no
+	 * group to page) */
+	if (!(mem->kv_token_B > 0) && !(mem->state_seq_B > 0)) {
+		const struct model_spec *m = s->job->model;
+
+		snprintf(msg, sizeof(msg), "model '%s' has no attention, "
+			 "Gated DeltaNet or Mamba layer%s%s%s: no layer holds "
+			 "a KV cache or a recurrent state, so no token sees "
+			 "another and the engine has no cache to size; give "
+			 "the model a mixer layer ('*' or 'M')",
+			 m->name ? m->name : "?",
+			 m->hybrid_override_pattern ?
+			 " (hybrid_override_pattern '" : "",
+			 m->hybrid_override_pattern ?
+			 m->hybrid_override_pattern : "",
+			 m->hybrid_override_pattern ? "')" : "");
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
 	if ((int64_t)mem->kv_pages < kv_pages_for(in, longest)) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "

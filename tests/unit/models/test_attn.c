@@ -54,7 +54,7 @@ Test(attn, chunked_two_and_a_half_chunks)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 1024, 0, 0 };
+	struct layer_kind k = { 0, 0, 1024, 0, 0, 0 };
 	struct layer_ops fw, bw;
 	const struct kern *full, *rem;
 	double b = 2, h = 1024;
@@ -92,7 +92,7 @@ Test(attn, chunked_full_chunks_only)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 640, 0, 0 };
+	struct layer_kind k = { 0, 0, 640, 0, 0, 0 };
 	struct layer_ops fw;
 	int n;
 
@@ -123,7 +123,7 @@ Test(attn, nope_layer_stays_global)
 	cr_assert_eq(model_layer_chunk(&f.model, 0), 1024);
 	cr_assert_eq(model_layer_chunk(&f.model, 3), 0);
 	nope = (struct layer_kind){ 0, 0,
-		(double)model_layer_chunk(&f.model, 3), 0, 0 };
+		(double)model_layer_chunk(&f.model, 3), 0, 0, 0 };
 	layer_fwd(&d, &nope, &o);
 	layer_fwd(&d, NULL, &g);
 	assert_close(core_flops(&o, "attn", &n), 4 * 2 * 1024.0 * 2560 * 2560 / 2);
@@ -131,11 +131,46 @@ Test(attn, nope_layer_stays_global)
 	cr_assert_eq(layer_ops_flops(&o, PASS_FWD), layer_ops_flops(&g, PASS_FWD));
 }
 
+/* Count ops of o named name. */
+static int count_named(const struct layer_ops *o, const char *name)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		n += strcmp(o->op[i].name, name) == 0;
+	return n;
+}
+
+Test(attn, nope_layer_has_no_qk_norm)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops rope, nope;
+	struct layer_kind kr = { 0, 0, 1024, 0, 0, 0 }, kn = { 0, 0, 0, 0, 0, 1 };
+
+	/* Llama 4 builds its L2 qk_norm only where use_rope
+	 * (Llama4TextAttention): with use_qk_norm a RoPE layer runs q_norm
+	 * and k_norm once each forward (and their backwards), a NoPE
+	 * layer none of the four. */
+	dims_2560(&d, &f);
+	d.qk_norm = 1;
+	layer_fwd(&d, &kr, &rope);
+	layer_fwd(&d, &kn, &nope);
+	cr_assert_eq(count_named(&rope, "q_norm"), 1);
+	cr_assert_eq(count_named(&rope, "k_norm"), 1);
+	cr_assert_eq(count_named(&nope, "q_norm"), 0);
+	cr_assert_eq(count_named(&nope, "k_norm"), 0);
+	layer_bwd(&d, &kn, LREC_NONE, &nope);
+	cr_assert_eq(count_named(&nope, "q_norm_bwd"), 0);
+	layer_bwd(&d, &kr, LREC_NONE, &rope);
+	cr_assert_eq(count_named(&rope, "q_norm_bwd"), 1);
+}
+
 Test(attn, within_one_chunk_is_causal_exactly)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind eq = { 0, 0, 2560, 0, 0 }, past = { 0, 0, 8192, 0, 0 };
+	struct layer_kind eq = { 0, 0, 2560, 0, 0, 0 }, past = { 0, 0, 8192, 0, 0, 0 };
 	struct layer_ops g, a, b;
 	int i;
 
@@ -168,7 +203,7 @@ Test(attn, unfused_chunked_counts_the_chunks)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 1024, 0, 0 };
+	struct layer_kind k = { 0, 0, 1024, 0, 0, 0 };
 	struct layer_ops fused, unfused;
 
 	/* The unfused core computes the whole masked s x s matrix but counts

@@ -63,7 +63,7 @@ Test(gdn, chunk_kernel_flops_forward_and_backward)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 0, 1, 0 };
+	struct layer_kind k = { 0, 0, 0, 1, 0, 0 };
 	struct layer_ops fw, bw;
 	const struct layer_op *in;
 	/* C 64, d_k = d_v 128; G = b H_v s / C = 1 x 8 x 2048 / 64 = 256

@@ -330,7 +330,7 @@ static void moe_decode_reads(const char *balance, double used)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
 	struct infer_ops o;
 	struct infer_unit u;
 	struct diag dg;
@@ -395,7 +395,7 @@ Test(infer, moe_attention_dp_dispatches)
 	struct infer_dims d;
 	struct infer_batch b;
 	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
 	struct infer_ops o;
 	struct diag dg;
 

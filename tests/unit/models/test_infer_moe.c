@@ -45,7 +45,7 @@ static void moe_case(struct moe_case *c, const char *engine, double tokens,
 				"serving.dtype=nvfp4", e, bt};
 	size_t n = 5, i;
 	struct config_ctx cx;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
 	struct diag dg;
 
 	cr_assert_leq(nmore, 8);
@@ -526,7 +526,7 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 static double op_time_s(const struct moe_case *c, const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, c->j->system->gpu, IGRAPH_FULL,
@@ -543,7 +543,7 @@ static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
 			 const char *name)
 {
 	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0};
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
 	int i;
 
 	infer_cost(&c->o, &c->d, &c->b, &k, g, IGRAPH_FULL, &u);
@@ -771,7 +771,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 			     "parallelism.attention_dp=true"};
 	const char *tp2[] = {"model=llama4-maverick", "parallelism.tp=2",
 			     "parallelism.dp=4"};
-	struct infer_kind dense = {0, 0, 0, 0, 0, 0, 0};
+	struct infer_kind dense = {0, 0, 0, 0, 0, 0, 0, 0};
 	struct infer_ops o;
 	const struct infer_op *op;
 	struct moe_case c;
@@ -895,4 +895,42 @@ Test(infer_moe, norm_before_an_unquantized_shared_expert_writes_16_bits)
 	cr_assert_eq(q1, 0);
 	moe_case_release(&c0);
 	moe_case_release(&c1);
+}
+
+/*
+ * A latent MoE (Nemotron 3 Super's moe_latent_size; TensorRT-LLM's
+ * NemotronHMOE: fc1_latent_proj, the experts, fc2_latent_proj, then one
+ * TP all-reduce) on Qwen3-30B-A3B's shapes with l = 512 of h = 2048, the
+ * 1,024-token TP 1 step of the test above (bf16 here):
+ *   moe_latent_down  a GEMM T x l x h = 1024 x 512 x 2048
+ *   moe_latent_up    a GEMM T x h x l = 1024 x 2048 x 512
+ *   expert_gate_up   k = l = 512 (was h), expert_down n = l
+ *   moe_finalize     reads R l B + N k 12 = 8192 x 512 x 2 + 98,304
+ *                    = 8,486,912 B, writes N l B = 1,048,576 B
+ *   parameters       h E + 2 h l + E 3 l f_e = 262,144 + 2,097,152 +
+ *                    128 x 3 x 512 x 768 = 153,354,240 (h's 604,504,064)
+ */
+Test(infer_moe, latent_projections_and_latent_experts)
+{
+	const char *const more[] = {"model.moe_latent_size=512",
+				    "serving.dtype=bf16"};
+	struct moe_case c;
+	const struct infer_op *op;
+
+	moe_case(&c, "trtllm", 1024, more, 2);
+	op = fixture_infer_op(&c.o, "moe_latent_down");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->m, 1024, 1e-9);
+	cr_assert_float_eq(op->n, 512, 1e-9);
+	cr_assert_float_eq(op->k, 2048, 1e-9);
+	op = fixture_infer_op(&c.o, "moe_latent_up");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->n, 2048, 1e-9);
+	cr_assert_float_eq(op->k, 512, 1e-9);
+	op = fixture_infer_op(&c.o, "expert_gate_up");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->k, 512, 1e-9);
+	bytes_eq(&c.o, "moe_finalize", 8486912, 1048576);
+	cr_assert_float_eq(infer_moe_params(&c.d), 153354240, 1e-3);
+	moe_case_release(&c);
 }

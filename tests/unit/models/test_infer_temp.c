@@ -125,7 +125,7 @@ Test(infer_temp, trtllm_runs_ten_eager_kernels)
 		"temp_pos_add", "temp_pos_div", "temp_floor", "temp_add",
 		"temp_log", "temp_mul", "temp_add",
 	};
-	struct infer_kind plain = {0, 0, 0, 0, 0, 0, 0}, temp = {0, 0, 0, 1, 0, 0, 0};
+	struct infer_kind plain = {0, 0, 0, 0, 0, 0, 0, 0}, temp = {0, 0, 0, 1, 0, 0, 0, 0};
 	struct infer_ops o;
 	struct infer_dims d;
 	struct infer_batch b;

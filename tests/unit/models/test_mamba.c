@@ -49,7 +49,7 @@ Test(mamba, layer_flops_forward_and_backward)
 	struct arena a;
 	const struct job_spec *j;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA };
+	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA, 0 };
 	struct layer_ops *o;
 
 	arena_init(&a);
@@ -225,5 +225,61 @@ Test(mamba, context_parallel_all_to_alls)
 	cr_assert_geq(i, 0);
 	fixture_assert_close(o->op[i].coll_B, 2097152);
 	cr_assert_geq(fixture_op_index(o, "mamba_cp_bc_repeat"), 0);
+	arena_release(&a);
+}
+
+/*
+ * A hybrid's MTP module as its mtp_hybrid_override_pattern builds it
+ * (Nemotron 3 Super's "*E": an attention block, then an MoE block).
+ * On Nemotron 3 Nano's shapes with that pattern: the module's parameters
+ * are an attention block's, an MoE block's, two norms (2 h) and the
+ * 2h x h projection, where without the key they are one layer of the
+ * last layer's kind (an 'E' block); the forward runs both blocks' ops
+ * (the attention core once), the backward their backwards.
+ */
+Test(mamba, mtp_module_of_its_pattern)
+{
+	static const char *const with[] = {
+		"training.dtype=bf16", "training.recompute=none",
+		"model.num_nextn_predict_layers=1", "moe.mtp_layers=1",
+		"model.mtp_hybrid_override_pattern=\"*E\"",
+	};
+	static const char *const without[] = {
+		"training.dtype=bf16", "training.recompute=none",
+		"model.num_nextn_predict_layers=1", "moe.mtp_layers=1",
+	};
+	struct arena a;
+	const struct job_spec *j, *j0;
+	struct layer_dims d;
+	struct layer_kind k[MODEL_MTP_BLOCKS], attn = { 0, 0, 0, 0, BLOCK_ATTN, 0 };
+	struct layer_kind moe = { 1, 0, 0, 0, BLOCK_MOE, 0 };
+	struct layer_ops *o;
+	double dn, ex, dn0, ex0, ad, ae, md, me, h = 2688;
+	int i, n_attn = 0;
+
+	arena_init(&a);
+	j = nano(&a, with, 5);
+	j0 = nano(&a, without, 4);
+	cr_assert_eq(layer_mtp_kinds(j->model, k), 2);
+	cr_assert_eq(k[0].block, BLOCK_ATTN);
+	cr_assert_eq(k[1].block, BLOCK_MOE);
+	cr_assert(k[1].moe);
+	cr_assert_eq(layer_mtp_kinds(j0->model, k), 1);
+	cr_assert_eq(k[0].block, BLOCK_MOE);	/* the pattern's last, 'E' */
+	layer_dims_from_job(j, &d);
+	footprint_mtp_params(j, &d, &dn, &ex);
+	footprint_mtp_params(j0, &d, &dn0, &ex0);
+	layer_kind_params(&d, &attn, 0, 0, &ad, &ae);
+	layer_kind_params(&d, &moe, 0, 0, &md, &me);
+	fixture_assert_close(dn, ad + md + 2 * h + 2 * h * h);
+	fixture_assert_close(ex, ae + me);
+	fixture_assert_close(dn - dn0, ad);	/* the attention block more */
+	o = arena_alloc(&a, sizeof(*o));
+	cr_assert_not_null(o);
+	layer_mtp_fwd(&d, (struct layer_kind[]){ attn, moe }, 2, 1, o);
+	for (i = 0; i < o->n; i++)
+		n_attn += o->op[i].kind == LOP_KERNEL &&
+			  strcmp(o->op[i].name, "attn") == 0;
+	cr_assert_eq(n_attn, 1);
 	arena_release(&a);
 }

@@ -12,6 +12,7 @@
 #include "engine/exec.h"
 #include "fixture.h"
 #include "mockcomm.h"
+#include "models/footprint.h"
 
 /* Rank r's embedding_grad_allreduce tasks; the bytes of the last. */
 static int allreduces(const struct prog *p, uint32_t r, double *bytes)
@@ -56,4 +57,42 @@ Test(mtp_embed, mtp_stage_all_reduces_the_embedding_gradient)
 	cr_assert_eq(allreduces(r.p, 0, &b0), 0);
 	cr_assert_eq(allreduces(r.p, 1, &b1), 0);
 	mockcomm_train_release(&r);
+}
+
+/*
+ * Repeated MTP passes (moe.mtp_repeated_layer, Megatron-Core
+ * mtp_use_repeated_layer): 2 passes of the model's one module are
+ * allowed (not past num_nextn_predict_layers 1, as two modules are), hold
+ * the parameters of one module (the model's count as with mtp_layers 1),
+ * and compute twice: the step's model FLOPs grow by one module's pass
+ * over mtp_layers 1, as much as mtp_layers 1 adds over none.
+ */
+Test(mtp_embed, repeated_passes_compute_twice_hold_once)
+{
+	struct fixture f;
+	struct mockcomm_run r;
+	double p1, p2, f0, f1, f2;
+
+	mtp_job(&f, 2);
+	cr_assert(job_layout_check(&f.job, JOB_RULES_ALL, NULL, NULL) &
+		  JR_BIT(JR_MTP), "two modules past the model's one");
+	f.job.moe.mtp_repeated = 1;
+	cr_assert_eq(job_layout_check(&f.job, JOB_RULES_ALL, NULL, NULL) &
+		     JR_BIT(JR_MTP), 0);
+	p2 = footprint_model_params(&f.job);
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	f2 = r.plan.model_flops;
+	mockcomm_train_release(&r);
+	mtp_job(&f, 1);
+	p1 = footprint_model_params(&f.job);
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	f1 = r.plan.model_flops;
+	mockcomm_train_release(&r);
+	mtp_job(&f, 0);
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	f0 = r.plan.model_flops;
+	mockcomm_train_release(&r);
+	fixture_assert_close(p2, p1);
+	fixture_assert_close(f2 - f1, f1 - f0);
+	cr_assert_gt(f1, f0);
 }
