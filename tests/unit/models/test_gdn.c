@@ -229,7 +229,7 @@ Test(gdn, context_parallel_all_to_alls)
 {
 	struct fixture f;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 0, 1, 0 };
+	struct layer_kind k = { .linear = 1 };
 	struct layer_ops fw, bw;
 	static const char *const names[7] = {
 		"gdn_cp_q_a2a", "gdn_cp_k_a2a", "gdn_cp_v_a2a", "gdn_cp_z_a2a",

@@ -189,7 +189,7 @@ Test(mamba, context_parallel_all_to_alls)
 	struct arena a;
 	const struct job_spec *j;
 	struct layer_dims d;
-	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA };
+	struct layer_kind k = { .block = BLOCK_MAMBA };
 	struct layer_ops *o;
 	int i;
 
