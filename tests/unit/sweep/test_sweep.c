@@ -222,7 +222,7 @@ Test(sweep, stop_between_store_and_report_waits_for_the_report)
 		"base: default\n"
 		"grid:\n"
 		"  parallelism.tp: [3]\n";
-	char db[] = "/tmp/llmsim-sweep-db-XXXXXX";
+	char db[] = "/tmp/llmsim-sweep-db-XXXXXX", side[64];
 	struct held_rec r;
 	struct arena a;
 	struct capture c;
@@ -292,6 +292,10 @@ Test(sweep, stop_between_store_and_report_waits_for_the_report)
 	sqlite3_finalize(s);
 	sqlite3_close(q);
 	unlink(db);
+	snprintf(side, sizeof(side), "%s-wal", db);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", db);
+	unlink(side);
 	capture_end(&c);
 	arena_release(&a);
 }
