@@ -231,6 +231,20 @@ bad "KV smaller than one sequence" \
 	"l8-h100-tp1.yaml:8:3: error: serving: the KV cache of an instance holds" \
 	"$job" --set model.max_position_embeddings=1000000 \
 	--set serving.input_len=600000
+# Weights, activations and workspace within the GPU (79.1 + 1.6 + 1.1 =
+# 81.8 of 84.4 GB usable) but past vLLM's share (0.9 x 85.5 GB less
+# the 1.1 GB the GPU keeps back): no KV cache at all, said so (it read
+# "the KV cache of an instance holds 0 tokens (0 GB per GPU ...)").
+bad "no KV cache in the engine's share" \
+	"leave no KV cache: they exceed the engine's share of the GPU (memory_fraction 0.90 of 85.5 GB) by 5.9 GB" \
+	workloads/jobs/serve-llama3-70b-h100.yaml --set model=grok1-314b \
+	--set serving.requests=20
+# The same short step run alone: DOES NOT FIT, its KV cache 0 B, not a
+# negative number of bytes ("KV cache -5.895e+09 B").
+"$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store \
+	--set model=grok1-314b --set serving.dtype=bf16 >"$tmp/out" 2>&1
+grep -q "KV cache 0 B (none left)" "$tmp/out" ||
+	{ echo "FAIL: decode with no KV room: $(grep 'KV cache' "$tmp/out")"; fail=1; }
 # Longer than the model's context (llama3-8b: max_position_embeddings
 # 8192): 8000 + 200 = 8200 > 8192 is refused, 8000 + 192 = 8192 runs.
 bad "prompt + output over the context" \

@@ -699,7 +699,11 @@ static int check_window(const struct model_spec *m, const struct cnode *node,
 {
 	size_t i;
 
-	if (m->layer_types.n > 0 &&
+	/* given empty too: `layer_types: []` was taken as absent, the
+	 * layers then read from full_attention_interval or as attention
+	 * without a word (transformers' layer_type_validation refuses a
+	 * list of another length) */
+	if ((m->layer_types.n > 0 || m->layer_types.given) &&
 	    m->layer_types.n != (size_t)m->num_hidden_layers) {
 		static const char *const keys[] = {"layer_types",
 						   "num_hidden_layers"};

@@ -85,6 +85,21 @@ static int quant_check(void *obj, const struct schema_at *at, struct diag *d)
 	q->method = QUANT_NONE;
 	if (quant_read_excludes(q, node, d) < 0)
 		return -1;
+	/* [rows, cols] of one scale block (DeepSeek-V3: [128, 128]); one
+	 * entry or three were taken without a word */
+	if (q->weight_block_size.given && q->weight_block_size.n != 2) {
+		const struct cnode *k = node ?
+			cnode_get(node, "weight_block_size") : NULL;
+
+		if (!k)
+			k = node;
+		diag_error(d, k ? k->file : NULL, k ? k->line : 0,
+			   k ? k->col : 0, "'quantization_config."
+			   "weight_block_size' has %zu entries: expected 2, the "
+			   "rows and columns one scale covers (e.g. [128, 128])",
+			   q->weight_block_size.n);
+		return -1;
+	}
 	if (!q->quant_method)
 		return 0;
 	if (strcmp(q->quant_method, "fp8") == 0)

@@ -85,6 +85,7 @@
 #include "footprint.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -930,6 +931,11 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 		struct footprint f;
 		const struct sched_live *l = live ? &live[r] : &mine;
 
+		/* zeroed whole, padding too (rank_footprint sets the
+		 * members): the planner's helpers write a copy of the worst
+		 * footprint down a pipe byte for byte, and the 4 bytes after
+		 * `fits` went uninitialised (valgrind, plan --jobs 2) */
+		memset(&f, 0, sizeof(f));
 		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
 					     m, r, footprint_extra_warmup(j)) != 0)
 			goto out;

@@ -24,7 +24,9 @@ struct cJSON *infer_mem_json(const struct infer_mem *m)
 	struct cJSON *o = cJSON_CreateObject();
 	int ok = o && jobj_add_finite(o, "peak_bytes_per_gpu", m->peak_B) &&
 		 jobj_add_finite(o, "weights_bytes", m->weights_B) &&
-		 jobj_add_finite(o, "kv_cache_bytes", m->kv_cache_B) &&
+		 /* the pool left after the rest: none when the rest does
+		  * not fit (infer_mem keeps the shortfall negative) */
+		 jobj_add_finite(o, "kv_cache_bytes", fmax(m->kv_cache_B, 0)) &&
 		 jobj_add_finite(o, "activations_bytes", m->activations_B) &&
 		 jobj_add_finite(o, "workspace_bytes", m->workspace_B) &&
 		 jobj_add_finite(o, "usable_bytes", m->usable_B) &&
@@ -190,12 +192,15 @@ void infer_print(FILE *out, const struct job_spec *j,
 		": the step's sequences need more KV pages than the cache "
 		"holds" : "");
 	step_human(a, sizeof(a), m->weights_B, UNIT_BYTES);
-	step_human(b, sizeof(b), m->kv_cache_B, UNIT_BYTES);
+	step_human(b, sizeof(b), fmax(m->kv_cache_B, 0), UNIT_BYTES);
 	step_human(c, sizeof(c), m->activations_B, UNIT_BYTES);
 	step_human(d, sizeof(d), m->workspace_B, UNIT_BYTES);
-	/* the parts of the total above (infer_mem.c's peak_B) */
-	fprintf(out, "    weights %s, KV cache %s, activations %s, "
-		"workspace %s\n", a, b, c, d);
+	/* the parts of the total above (infer_mem.c's peak_B); a negative
+	 * pool (the rest over the usable memory) printed as
+	 * "KV cache -1.848e+11 B" (kimi-k2 bf16 on 8 H100s) */
+	fprintf(out, "    weights %s, KV cache %s%s, activations %s, "
+		"workspace %s\n", a, b, m->kv_cache_B < 0 ? " (none left)" :
+		"", c, d);
 	step_human(a, sizeof(a), m->kv_token_B, UNIT_BYTES);
 	fprintf(out, "    KV %s per token: %.0f tokens, %.0f sequences of "
 		"this length\n", a, m->kv_tokens, m->kv_sequences);

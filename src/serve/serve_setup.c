@@ -185,6 +185,24 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	/* within the GPU but not within the engine's share of it
+	 * (memory_fraction of the capacity, infer_mem.c kv_by_rule): no
+	 * KV cache at all. It used to read "the KV cache of an instance
+	 * holds 0 tokens (0 GB per GPU ...)" (grok1-314b bf16 on 8 H100s
+	 * under vLLM: 81.8 of 84.4 GB used, 5.9 GB over vLLM's 0.9). */
+	if (mem->kv_cache_B < 0) {
+		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "
+			 "activations (%.3g GB) and workspace (%.3g GB) leave "
+			 "no KV cache: they exceed the engine's share of the "
+			 "GPU (memory_fraction %.2f of %.3g GB) by %.3g GB: use "
+			 "more GPUs (tp/pp) or a smaller dtype",
+			 mem->weights_B / 1e9, mem->activations_B / 1e9,
+			 mem->workspace_B / 1e9, x->eng->memory_fraction,
+			 x->job->system->gpu->hbm.capacity_B / 1e9,
+			 -mem->kv_cache_B / 1e9);
+		serving_error(s->job, s->d, msg);
+		return -2;
+	}
 	/* vLLM refuses a token budget below its sequence budget: every
 	 * running sequence takes at least one token a step
 	 * (SchedulerConfig._verify_args, vllm-project/vllm@f0de1a60

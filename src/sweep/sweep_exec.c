@@ -357,7 +357,9 @@ static enum sweep_outcome plan_point(struct sweep_ctx *c, struct point *p,
 			   "job is phase %s", job_phase_names[p->job->phase]);
 		return not_run(c, p, idx, hash, 0, d);
 	}
+	sweep_free_stops();	/* the search may take long: stoppable */
 	rc = plan_run(p->job, &o, &p->plan, &p->d);
+	sweep_hold_stops();
 	if (rc == 0 && p->plan.ncands < 1) {
 		diag_error(&p->d, c->sw->file, 0, 0, "%s", "the planner "
 			   "ranked no layout");
@@ -369,7 +371,9 @@ static enum sweep_outcome plan_point(struct sweep_ctx *c, struct point *p,
 		diag_oom(d);
 		return SWEEP_FAILED;
 	}
+	sweep_free_stops();
 	rc = simulate(p, &p->win);
+	sweep_hold_stops();
 	if (rc == 0 && plan_result_json(p, &o) != 0) {
 		diag_oom(&p->d);
 		rc = -1;
@@ -394,6 +398,7 @@ enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 	int rc;
 
 	hash[0] = '\0';
+	sweep_hold_stops();	/* freed only while it simulates */
 	if (point_init(&p) != 0) {
 		diag_oom(d);
 		point_release(&p);
@@ -433,7 +438,9 @@ enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 		out = not_run(c, &p, idx, hash, 0, d);
 		goto out;
 	}
+	sweep_free_stops();
 	rc = simulate(&p, p.job);
+	sweep_hold_stops();
 	if (rc != 0)
 		out = not_run(c, &p, idx, hash, rc == -1, d);
 	else

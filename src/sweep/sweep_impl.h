@@ -31,6 +31,16 @@ struct sweep_ctx {
 enum sweep_outcome sweep_point_run(struct sweep_ctx *c, uint64_t idx,
 				   char hash[65], struct diag *d);
 
+/*
+ * Block SIGINT and SIGTERM (sweep_hold_stops) or restore the mask from
+ * before the hold (sweep_free_stops). sweep_point_run returns with them
+ * held (it holds them whenever it may store); the caller frees them
+ * once the outcome is reported, so a stored point is never lost from
+ * the report to a stop between its commit and its record.
+ */
+void sweep_hold_stops(void);
+void sweep_free_stops(void);
+
 /* Create or find the sweep's row (and its view) in c->st: c->sweep_id.
  * 0; -1 after reporting a database failure; -2 after reporting that the
  * database's sweep of this name has other axes (bad input). */

@@ -191,7 +191,8 @@ static void work(struct pool *p, atomic_uint_fast64_t *next,
 		memset(&r, 0, sizeof(r));
 		r.k = k;
 		r.outcome = sweep_point_run(p->c, p->idx[k], r.hash, d);
-		emit(ctx, &r);
+		emit(ctx, &r);	/* stops held since the point's store */
+		sweep_free_stops();
 	}
 }
 
@@ -221,9 +222,10 @@ static void worker(struct pool *p, atomic_uint_fast64_t *next, int fd,
 	if (proc_die_with_parent(parent) != 0)
 		_exit(3);	/* the parent died before the call */
 	signal(SIGPIPE, SIG_DFL);
-	/* A worker stopped mid-point loses that point only (its
+	/* A worker stopped while it simulates loses that point only (its
 	 * transaction is all or nothing): it dies at once, as before the
-	 * parent caught the signals. A signal the sweep was started
+	 * parent caught the signals; stopped while it stores, it dies
+	 * after reporting the point (sweep_hold_stops). A signal the sweep was started
 	 * ignoring (nohup, a script's background job) stays ignored here
 	 * as in the parent (catch_stops), or a group signal would kill the
 	 * workers of a sweep that goes on. */

@@ -70,7 +70,8 @@ struct sweep_tally {
  * (the rest is stored: run again to finish); 2 after reporting bad
  * input that concerns the whole sweep (the base job does not load, the
  * database holds a sweep of this name with other axes). SIGINT and
- * SIGTERM stop it between points (workers at once): it prints the
+ * SIGTERM stop it between points (workers at once while they simulate,
+ * after reporting a point they were storing): it prints the
  * table and totals of what it did, says so, sets t->stopped and
  * returns 1; the caller dies of that signal (cli_sweep).
  */

@@ -14,6 +14,7 @@
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "config/config.h"
 #include "config/schema.h"
 
 /*
@@ -75,6 +76,19 @@ static inline void fixture_fini(void)
 	capture_end(&C);
 	arena_release(&A);
 	mem_fail_after(-1);
+}
+
+/* A loader context on A and C reading presets from data_root: what the
+ * config and HF-model suites (and the models' suites that load presets)
+ * start with (five copies of the same setup before). */
+static struct config_ctx CX;
+
+static inline void fixture_cx_init(const char *data_root)
+{
+	fixture_init();
+	CX.arena = &A;
+	CX.diag = &C.d;
+	CX.data_root = data_root;
 }
 
 #define cr_assert_has(text, needle)                                        \

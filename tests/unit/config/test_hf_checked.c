@@ -12,14 +12,9 @@
 #include "config_testutil.h"
 #include "config/spec_model.h"
 
-static struct config_ctx CX;
-
 static void setup(void)
 {
-	fixture_init();
-	CX.arena = &A;
-	CX.diag = &C.d;
-	CX.data_root = "tests/data";
+	fixture_cx_init("tests/data");
 }
 
 TestSuite(hf_checked, .init = setup, .fini = fixture_fini);

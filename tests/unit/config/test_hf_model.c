@@ -14,14 +14,9 @@
 
 #define DATA "tests/data"
 
-static struct config_ctx CX;
-
 static void setup(void)
 {
-	fixture_init();
-	CX.arena = &A;
-	CX.diag = &C.d;
-	CX.data_root = DATA;
+	fixture_cx_init(DATA);
 }
 
 TestSuite(hf_model, .init = setup, .fini = fixture_fini);

@@ -18,14 +18,9 @@
 #include "models/layer_impl.h"
 #include "run/infer_run.h"
 
-static struct config_ctx CX;
-
 static void setup(void)
 {
-	fixture_init();
-	CX.arena = &A;
-	CX.diag = &C.d;
-	CX.data_root = ".";
+	fixture_cx_init(".");
 }
 
 TestSuite(gdn, .init = setup, .fini = fixture_fini);

@@ -14,14 +14,9 @@
 #include "fixture.h"
 #include "models/footprint.h"
 
-static struct config_ctx CX;
-
 static void setup(void)
 {
-	fixture_init();
-	CX.arena = &A;
-	CX.diag = &C.d;
-	CX.data_root = ".";
+	fixture_cx_init(".");
 }
 
 TestSuite(hf_multimodal, .init = setup, .fini = fixture_fini);

@@ -484,6 +484,32 @@ Test(infer, attention_dp_busiest_rank)
 	cr_assert_float_eq(route, 0, 1e-12);
 }
 
+/* Job Q30 with sets (trtllm auto_size): size its engine and check the
+ * budgets it gets, max_num_seqs seqs and max_num_tokens tokens (< 0: not
+ * checked); the job is returned for more checks. The body the auto-size
+ * tests shared. */
+static const struct job_spec *check_auto_size(struct arena *a,
+					      const char *const *sets,
+					      size_t n, int64_t seqs,
+					      int64_t tokens)
+{
+	struct diag d;
+	struct infer_ctx x;
+	struct job_spec *j;
+
+	diag_init(&d, stderr);
+	j = fixture_load_job(a, Q30, sets, n);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.max_seqs, seqs, "%s: max_num_seqs %lld, expected %lld",
+		     sets[n - 1], (long long)x.max_seqs, (long long)seqs);
+	if (tokens >= 0)
+		cr_assert_eq(x.max_tokens, tokens, "%s: max_num_tokens %lld, "
+			     "expected %lld", sets[n - 1],
+			     (long long)x.max_tokens, (long long)tokens);
+	infer_ctx_release(&x);
+	return j;
+}
+
 /*
  * trtllm-bench's auto sizing with the trtllm preset's auto_size_rule
  * (tuning.py finetune_setting). Qwen3-30B-A3B in bf16 on one H100:
@@ -526,21 +552,11 @@ Test(infer, trtllm_auto_size_rounds_by_the_rule)
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		const char *sets[] = {"phase=serving", "serving.requests=10",
 				      "serving.engine.auto_size=true",
-				      c[i].isl, c[i].osl, c[i].kv};
+				      c[i].kv, c[i].isl, c[i].osl};
 		struct arena a;
-		struct diag d;
-		struct infer_ctx x;
-		struct job_spec *j;
 
 		arena_init(&a);
-		diag_init(&d, stderr);
-		j = fixture_load_job(&a, Q30, sets, 6);
-		cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-		cr_assert_eq(x.max_seqs, c[i].seqs, "%s %s: %lld", c[i].isl,
-			     c[i].osl, (long long)x.max_seqs);
-		cr_assert_eq(x.max_tokens, c[i].tokens, "%s %s: %lld",
-			     c[i].isl, c[i].osl, (long long)x.max_tokens);
-		infer_ctx_release(&x);
+		check_auto_size(&a, sets, 6, c[i].seqs, c[i].tokens);
 		arena_release(&a);
 	}
 }
@@ -596,24 +612,12 @@ Test(infer, trtllm_auto_size_takes_the_checkpoint_size)
 			     "serving.input_len=1250",
 			     "serving.output_len=1000"};
 	struct arena a;
-	struct diag d;
-	struct infer_ctx x;
-	struct job_spec *j;
+	const struct job_spec *j;
 
 	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job(&a, Q30, mav, sizeof(mav) / sizeof(mav[0]));
+	j = check_auto_size(&a, mav, sizeof(mav) / sizeof(mav[0]), 1536, 2816);
 	cr_assert_float_eq(footprint_model_params(j), 400712504320.0, 0.5);
-	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-	cr_assert_eq(x.max_seqs, 1536);
-	cr_assert_eq(x.max_tokens, 2816);
-	infer_ctx_release(&x);
-
-	j = fixture_load_job(&a, Q30, q30, sizeof(q30) / sizeof(q30[0]));
-	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-	cr_assert_eq(x.max_seqs, 1792);
-	cr_assert_eq(x.max_tokens, 3584);
-	infer_ctx_release(&x);
+	check_auto_size(&a, q30, sizeof(q30) / sizeof(q30[0]), 1792, 3584);
 	arena_release(&a);
 }
 
@@ -774,24 +778,13 @@ Test(infer, trtllm_auto_size_reads_the_files_head_dim)
 			   "model.head_dim=192"};
 	size_t n = sizeof(s) / sizeof(s[0]);
 	struct arena a;
-	struct diag d;
-	struct infer_ctx x;
-	struct job_spec *j;
+	const struct job_spec *j;
 
 	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job(&a, Q30, s, n - 1);
+	j = check_auto_size(&a, s, n - 1, 384, 2048);
 	cr_assert_float_eq(footprint_model_params(j), 671026404352.0, 0.5);
 	cr_assert_eq(j->model->head_dim, 192);
-	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-	cr_assert_eq(x.max_seqs, 384);
-	cr_assert_eq(x.max_tokens, 2048);
-	infer_ctx_release(&x);
-
-	j = fixture_load_job(&a, Q30, s, n);
+	j = check_auto_size(&a, s, n, 96, -1);
 	cr_assert_eq(j->model->head_dim, 192);
-	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-	cr_assert_eq(x.max_seqs, 96);
-	infer_ctx_release(&x);
 	arena_release(&a);
 }
