@@ -89,6 +89,7 @@ struct infer_step_cost {
 };
 
 struct infer_unit_memo;
+struct infer_step_memo;
 
 struct infer_stepper {
 	struct infer_ctx ctx;
@@ -99,6 +100,8 @@ struct infer_stepper {
 	struct infer_step_units units;	/* scratch of infer_stepper_cost */
 	struct infer_unit_memo *umemo;	/* unit program times (infer_run.c) */
 	uint64_t unit_hits, unit_runs;	/* units the memo answered, ran */
+	struct infer_step_memo *smemo;	/* whole steps by batch (infer_run.c) */
+	uint64_t step_hits;		/* steps the memo answered */
 };
 
 /* Set up s for job j (an inference phase). 0, -1 (runtime), -2 (bad

@@ -1,7 +1,8 @@
 /*
  * test_infer_memo.c - the step model's memos (infer.h infer_cost_memo,
- * infer_run.c's unit memo): a hit gives the very numbers a miss
- * computes, and each distinct kernel or unit is computed once.
+ * infer_run.c's unit and step memos): a hit gives the very numbers a
+ * miss computes, and each distinct kernel, unit or step is computed
+ * once.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -43,17 +44,18 @@ static int same(const struct infer_step_cost *a,
  * stepper has one layer kind; TensorRT-LLM copies no block table
  * (engine block_table_copy 0: no input unit). A step is then 3 units:
  * the layer, the embedding and the head.
- *   step 1 (32 decodes at 512): 3 units run, 0 hits;
- *   step 2, the same batch: 3 hits (every unit's key is step 1's);
- *   step 3 (32 decodes at 1024): the layer's attention reads twice the
- *     KV, a new key, run; embedding and head see the same 32 tokens:
- *     hits. Runs 4, hits 5;
- *   step 4, step 1's batch again: 3 more hits (runs 4, hits 8).
- * Kernel memo: step 2 looks every non-attention kernel of step 1 up
- * again and finds it, so its misses stay at step 1's m1 and its hits
- * grow by step 1's lookups (h1 + m1).
+ *   step 1 (32 decodes at 512): 3 units run, no hit anywhere;
+ *   step 2, the same batch: the step memo answers (step hits 1), no
+ *     unit or kernel is looked up;
+ *   step 3 (32 decodes at 1024): a new batch; the layer's attention
+ *     reads twice the KV, a new unit key: run (runs 4); embedding and
+ *     head see the same 32 tokens: unit hits 2. Its non-attention
+ *     kernels have step 1's shapes: every lookup hits, so the kernel
+ *     misses stay at step 1's m1 and the hits grow by step 1's lookups
+ *     (h1 + m1);
+ *   step 4, step 1's batch again: step hits 2, nothing else moves.
  */
-Test(infer_memo, units_and_kernels_are_computed_once)
+Test(infer_memo, steps_units_and_kernels_are_computed_once)
 {
 	const char *sets[] = {"serving.batch=32"};
 	struct arena a;
@@ -62,7 +64,7 @@ Test(infer_memo, units_and_kernels_are_computed_once)
 	struct infer_batch b512, b1024;
 	struct infer_step_cost c1, c2, c3, c4;
 	struct diag d;
-	uint64_t h1, m1, h2, m2;
+	uint64_t h1, m1, h3, m3;
 
 	arena_init(&a);
 	diag_init(&d, stderr);
@@ -75,25 +77,31 @@ Test(infer_memo, units_and_kernels_are_computed_once)
 	cost(&st, &b512, &c1);
 	cr_assert_eq(st.unit_runs, 3);
 	cr_assert_eq(st.unit_hits, 0);
+	cr_assert_eq(st.step_hits, 0);
 	infer_cost_memo_stats(st.ctx.memo, &h1, &m1);
 	cr_assert_gt(m1, 0);
 
 	cost(&st, &b512, &c2);
+	cr_assert_eq(st.step_hits, 1);
 	cr_assert_eq(st.unit_runs, 3);
-	cr_assert_eq(st.unit_hits, 3);
-	infer_cost_memo_stats(st.ctx.memo, &h2, &m2);
-	cr_assert_eq(m2, m1);
-	cr_assert_eq(h2, 2 * h1 + m1);
+	cr_assert_eq(st.unit_hits, 0);
+	cr_assert_eq(st.steps, 2);
 	cr_assert(same(&c1, &c2));
 
 	cost(&st, &b1024, &c3);
+	cr_assert_eq(st.step_hits, 1);
 	cr_assert_eq(st.unit_runs, 4);
-	cr_assert_eq(st.unit_hits, 5);
+	cr_assert_eq(st.unit_hits, 2);
+	infer_cost_memo_stats(st.ctx.memo, &h3, &m3);
+	cr_assert_eq(m3, m1);
+	cr_assert_eq(h3, 2 * h1 + m1);
 	cr_assert_gt(c3.latency_s, c1.latency_s);	/* twice the KV */
 
 	cost(&st, &b512, &c4);
+	cr_assert_eq(st.step_hits, 2);
 	cr_assert_eq(st.unit_runs, 4);
-	cr_assert_eq(st.unit_hits, 8);
+	cr_assert_eq(st.unit_hits, 2);
+	cr_assert_eq(st.steps, 4);
 	cr_assert(same(&c1, &c4));
 	infer_stepper_release(&st);
 	arena_release(&a);
