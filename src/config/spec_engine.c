@@ -18,6 +18,9 @@ const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
+const char *const engine_wo_moe_names[] = {"none", "marlin", NULL};
+const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
+					       NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
 const char *const engine_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
@@ -199,6 +202,22 @@ static const struct schema_field engine_fields[] = {
 		  "place, a k-way sum) or cutlass (TensorRT-LLM's CUTLASS fused "
 		  "MoE: input quantization, a row sort, permuted copies of the "
 		  "rows, grouped GEMMs, a finalize kernel writing every token)" },
+	{ .key = "weight_only_moe_kernel", .type = ST_ENUM,
+	  .offset = OFF(weight_only_moe_kernel), .values = engine_wo_moe_names,
+	  .def = "none",
+	  .help = "grouped GEMM of experts whose weights alone are quantized "
+		  "(a GPU without the weights' matrix rate: W4A16, W8A16): "
+		  "none (the bf16 GEMM rate) or marlin (vLLM's "
+		  "fused_marlin_moe, at the GPU's weight_only_moe_efficiency "
+		  "marlin)" },
+	{ .key = "mxfp4_moe_kernel", .type = ST_ENUM,
+	  .offset = OFF(mxfp4_moe_kernel), .values = engine_mxfp4_moe_names,
+	  .def = "weight_only",
+	  .help = "MXFP4 experts on a GPU without MXFP4 matrix units: "
+		  "weight_only (weight_only_moe_kernel's) or triton_mx "
+		  "(triton_kernels matmul_ogs, where the GPU has a "
+		  "weight_only_moe_efficiency triton_mx; else "
+		  "weight_only_moe_kernel's)" },
 	{ .key = "decode_kernel", .type = ST_ENUM,
 	  .offset = OFF(decode_kernel), .values = engine_decode_kernel_names,
 	  .def = "flash",

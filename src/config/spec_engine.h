@@ -113,6 +113,24 @@ enum engine_vision_encoder {
 };
 
 /* How the engine runs a routed-expert layer (infer_moe.c). */
+/* Experts whose weights alone are quantized (W4A16, W8A16: a GPU without
+ * the weights' matrix rate): the engine's grouped GEMM (gpu_wo_kernel). */
+enum engine_wo_moe {
+	ENGINE_WO_MOE_NONE,	/* not modelled: the bf16 GEMM rate */
+	ENGINE_WO_MOE_MARLIN	/* vLLM's fused_marlin_moe */
+};
+
+/* MXFP4 experts on a GPU without MXFP4 MMAs. */
+enum engine_mxfp4_moe {
+	ENGINE_MXFP4_MOE_WEIGHT_ONLY,	/* weight_only_moe_kernel's */
+	ENGINE_MXFP4_MOE_TRITON_MX	/* triton_kernels matmul_ogs where the
+					 * GPU has its efficiency, else
+					 * weight_only_moe_kernel's */
+};
+
+extern const char *const engine_wo_moe_names[];
+extern const char *const engine_mxfp4_moe_names[];
+
 enum engine_moe_kernels {
 	ENGINE_MOE_GENERIC,	/* the fused-MoE kernels of vLLM and SGLang:
 				 * sort ids, grouped GEMMs reading the tokens
@@ -284,6 +302,10 @@ struct engine_spec {
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
 	int moe_kernels;			/* enum engine_moe_kernels */
+	int weight_only_moe_kernel;		/* enum engine_wo_moe: the kernel of experts
+						 * whose weights alone are quantized */
+	int mxfp4_moe_kernel;			/* enum engine_mxfp4_moe: MXFP4 experts'
+						 * kernel where the GPU runs it */
 	int decode_kernel;			/* enum engine_decode_kernel */
 	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
 						 * partition decode kernel (every sequence

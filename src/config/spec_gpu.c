@@ -160,6 +160,31 @@ static const struct schema moerow_schema = {
 	.nfields = SCHEMA_COUNT(moerow_fields),
 };
 
+const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx", NULL};
+
+static const struct schema_field woeff_fields[] = {
+	{ .key = "marlin", .type = ST_NUM,
+	  .offset = GPU_WO_MARLIN * sizeof(double),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "vLLM's fused Marlin MoE (W4A16 / W8A16, mma.sync); absent "
+		  "= not known: the bf16 GEMM rate" },
+	{ .key = "triton_mx", .type = ST_NUM,
+	  .offset = GPU_WO_TRITON_MX * sizeof(double),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "triton_kernels matmul_ogs with MXFP4 weights and bf16 "
+		  "activations; absent = the GPU does not run it" },
+};
+
+static const struct schema woeff_schema = {
+	.kind = "gpu.weight_only_moe_efficiency",
+	.help = "per weight-only MoE kernel, the fraction of the clock-scaled "
+		"bf16 peak its dequantizing mainloop reaches at large token "
+		"counts",
+	.size = sizeof(double) * GPU_WO_KERNELS,
+	.fields = woeff_fields,
+	.nfields = SCHEMA_COUNT(woeff_fields),
+};
+
 #define TILEBW(dt, k) {						\
 	.key = k, .type = ST_BANDWIDTH,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
@@ -475,6 +500,14 @@ static const struct schema_field gpu_fields[] = {
 		  "GPU) of the CUTLASS fused MoE's expand and activation "
 		  "kernels (engine moe_kernels: cutlass), which search each "
 		  "row's expert: time = max(bytes / bandwidth, rows x this)" },
+	{ .key = "weight_only_moe_efficiency", .type = ST_SECTION,
+	  .offset = OFF(weight_only_moe_eff), .sub = &woeff_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per weight-only quantized MoE kernel (engine "
+		  "weight_only_moe_kernel, mxfp4_moe_kernel), the fraction of "
+		  "the clock-scaled bf16 matrix peak its grouped GEMMs reach "
+		  "in compute-bound tiles: the mainloop dequantizes every "
+		  "weight it loads (absent: the bf16 GEMM efficiency)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &attn_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },

@@ -124,6 +124,20 @@ enum gpu_trtllm_decode {
 
 extern const char *const gpu_trtllm_decode_names[];
 
+/* Weight-only quantized MoE kernels (B in 4 or 8 bits dequantized to the
+ * activations' 16-bit type in the mainloop): the engine names one
+ * (spec_engine.h weight_only_moe_kernel, mxfp4_moe_kernel), the GPU says
+ * what it reaches (weight_only_moe_efficiency). */
+enum gpu_wo_kernel {
+	GPU_WO_MARLIN,		/* vLLM's fused_marlin_moe (IST-DASLab Marlin,
+				 * mma.sync): W4A16, W8A16 (FP8 on Ampere) */
+	GPU_WO_TRITON_MX,	/* triton_kernels matmul_ogs (OpenAI's MXFP4
+				 * MoE kernels, vLLM's TRITON mxfp4 backend) */
+	GPU_WO_KERNELS
+};
+
+extern const char *const gpu_wo_kernel_names[];
+
 struct gpu_spec {
 	const char *name;			/* preset name */
 	int vendor;				/* enum gpu_vendor */
@@ -178,6 +192,10 @@ struct gpu_spec {
 						     * expand and activation kernels at the experts'
 						     * compute dtype take at least rows x this
 						     * (a per-row expert search); 0 = bytes only */
+	double weight_only_moe_eff[GPU_WO_KERNELS]; /* per weight-only MoE kernel (enum
+						     * gpu_wo_kernel): the fraction of the clock-
+						     * scaled bf16 peak its dequantizing mainloop
+						     * reaches; 0 = not known (the bf16 GEMM rate) */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	struct gpu_mem_level hbm;		/* device memory */
 	double hbm_usable_B;			/* B usable by the job (device-reported minus runtime reserve) */

@@ -177,6 +177,10 @@ struct gpu_gemm_dtypes {
 				 * gpu.gemm_split_k_kernels says */
 	double min_tile_m;	/* grouped: fewest tile rows the kernel offers;
 				 * 0 = any gemm_tile_m */
+	double efficiency;	/* grouped: the kernel's fraction of the
+				 * clock-scaled peak at compute (a weight-only
+				 * kernel's, gpu weight_only_moe_efficiency);
+				 * 0 = the GPU's GEMM efficiency there */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

@@ -191,12 +191,23 @@ static double result_bytes(enum dtype dt)
 	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
 }
 
+/* A weight-only kernel (eff > 0) also offers tiles of 16 to 64 rows:
+ * vLLM's fused Marlin MoE takes block_size_m 8, 16, 32, 48 or 64 by the
+ * rows an expert gets (vllm/model_executor/layers/fused_moe/
+ * fused_marlin_moe.py: the first with M topk / E / block_size_m < 0.9),
+ * its MMAs 16 rows at least (mma.sync m16n8k16), and 128 columns a
+ * tile [?]. */
+enum { WO_TILES = 4 };
+#define WO_TILE_N 128.0
+static const double wo_tile_m[WO_TILES] = {16, 32, 48, 64};
+
 /* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
  * (B, the experts' weights) and out_B; cold: B streams from HBM (see
- * gpu_gemm_q). */
+ * gpu_gemm_q); eff > 0: the kernel's efficiency at dt (a weight-only
+ * kernel's), else the GPU's GEMM efficiency. */
 static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    double a_B, double b_B, double out_B_el,
-				    int cold, double min_tile_m,
+				    int cold, double min_tile_m, double eff,
 				    const struct gpu_gemm_group *groups,
 				    size_t ngroups)
 {
@@ -230,27 +241,35 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	l = cold ? GPU_LEVEL_HBM : gpu_serving_level(g, ws);
 	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
 	p.units = (double)g->compute_units;
-	p.unit_flops = gpu_sustained_flops(g, dt) / p.units;
+	p.unit_flops = (eff > 0 ? gpu_clock_peak_flops(g, dt) * eff :
+				  gpu_sustained_flops(g, dt)) / p.units;
 	p.wave_overhead_s = g->gemm_tile_overhead_s;
 	p.overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
-	for (i = 0; i < g->gemm_tile_m.n; i++) {
-		double t;
+	for (i = 0; i < g->gemm_tile_m.n + (eff > 0 ? (size_t)WO_TILES : 0);
+	     i++) {
+		double t, bm, bn;
 
-		if ((double)g->gemm_tile_m.v[i] < min_tile_m)
+		if (i < g->gemm_tile_m.n) {
+			bm = (double)g->gemm_tile_m.v[i];
+			bn = (double)g->gemm_tile_n.v[i];
+		} else {
+			if (g->gemm_tile_m.n == 0)
+				break;	/* no tile data: the roofline */
+			bm = wo_tile_m[i - g->gemm_tile_m.n];
+			bn = WO_TILE_N;
+		}
+		if (bm < min_tile_m)
 			continue;
-		t = plan_shape(&p, (double)g->gemm_tile_m.v[i],
-			       (double)g->gemm_tile_n.v[i]);
+		t = plan_shape(&p, bm, bn);
 		if (best < 0 || t < best) {
 			size_t e;
 
 			best = t;
 			best_tiles = 0;
 			for (e = 0; e < ngroups; e++)
-				best_tiles += group_tiles(&groups[e],
-					(double)g->gemm_tile_m.v[i],
-					(double)g->gemm_tile_n.v[i]);
+				best_tiles += group_tiles(&groups[e], bm, bn);
 		}
 	}
 	if (best < 0)	/* no tile data: the roofline */
@@ -267,7 +286,7 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 size_t ngroups)
 {
 	return grouped_cost(g, dt, dtype_bytes(dt), dtype_bytes(dt),
-			    result_bytes(dt), 0, 0, groups, ngroups);
+			    result_bytes(dt), 0, 0, 0, groups, ngroups);
 }
 
 struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
@@ -277,8 +296,10 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 {
 	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
 		BUG("grouped GEMM operand without a byte width");
+	if (!(q->efficiency >= 0 && q->efficiency <= 1))
+		BUG("grouped GEMM efficiency outside [0, 1]");
 	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
-			    q->min_tile_m, groups, ngroups);
+			    q->min_tile_m, q->efficiency, groups, ngroups);
 }
 
 double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,

@@ -461,6 +461,20 @@ double footprint_model_params(const struct job_spec *j)
 	return model_params(j, 0);
 }
 
+double footprint_expert_params(const struct job_spec *j)
+{
+	struct layer_dims d;
+	double sum = 0, dense, experts;
+	int64_t i;
+
+	layer_dims_from_job(j, &d);
+	for (i = 0; i < j->model->num_hidden_layers; i++) {
+		footprint_layer_params(j, &d, i, &dense, &experts);
+		sum += experts;
+	}
+	return sum;
+}
+
 /* Index of the first layer of virtual stage vs. */
 /* Whether every layer is of one kind (dense, one window): a range of
  * layers then costs one layer times its length. */

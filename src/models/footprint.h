@@ -110,6 +110,9 @@ double footprint_unit_params(const struct job_spec *j,
 /* Parameters of the whole model (tied embedding counted once). */
 double footprint_model_params(const struct job_spec *j);
 
+/* Parameters of the routed experts of the whole model (no MTP module). */
+double footprint_expert_params(const struct job_spec *j);
+
 /* Parameters held by one GPU of pipeline rank `rank` (split: layers per
  * virtual stage). */
 double footprint_rank_params(const struct job_spec *j,

@@ -102,6 +102,13 @@ struct infer_moe {
 				 * (engine moe_kernels: cutlass) */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
 				 * sorts the rows */
+	double wo_eff[2];	/* the engine's weight-only MoE kernel's
+				 * efficiency on the GPU (gpu_wo_kernel),
+				 * [0] for W8A16 / W4A16 experts, [1] for
+				 * MXFP4 ones; 0 = the bf16 GEMM rate */
+	double wo_eff_used;	/* the one the experts' weights take when
+				 * their GEMMs dequantize (weight != compute);
+				 * 0 = none */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */

@@ -113,6 +113,7 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.c_B = d->act_B;
 	q.b_cold = 1;
 	q.one_kernel = 0;
+	q.efficiency = d->moe.wo_eff_used;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
 	for (i = 0; i < n; i++)
@@ -182,6 +183,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 					 d->weight == d->base
 					 ? d->skinny_rows_base : d->skinny_rows);
 		q.min_tile_m = 0;
+		q.efficiency = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);

@@ -138,6 +138,37 @@
 #include "layer.h"
 #include "route.h"
 
+/*
+ * Weight-only experts (the weights quantized, the GEMM inputs 16-bit: a
+ * GPU without the weights' matrix rate) run the engine's dequantizing
+ * kernel (engine weight_only_moe_kernel, mxfp4_moe_kernel): vLLM runs
+ * MXFP4 experts through triton_kernels matmul_ogs where that runs (sm90 to
+ * sm100 with triton_kernels installed) and Marlin otherwise (sm80), and
+ * FP8 on Ampere as Marlin W8A16 (vllm-project/vllm @ 007d5005
+ * vllm/model_executor/layers/quantization/mxfp4.py get_mxfp4_backend:
+ * triton_kernels_supported = (9, 0) <= capability < (11, 0); fp8.py on a
+ * GPU without FP8: Marlin). Its compute-bound tiles reach the GPU's
+ * weight_only_moe_efficiency of the clock-scaled bf16 peak, not the bf16
+ * GEMM's: each tile converts every weight it loads to 16 bits before its
+ * MMAs, Marlin on Ampere-style mma.sync. 0 where the engine or the GPU
+ * says nothing (the bf16 GEMM rate, as before).
+ */
+static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
+		      struct infer_moe *e)
+{
+	double marlin = 0;
+
+	e->wo_eff[0] = e->wo_eff[1] = 0;
+	if (!en)
+		return;
+	if (en->weight_only_moe_kernel == ENGINE_WO_MOE_MARLIN)
+		marlin = g->weight_only_moe_eff[GPU_WO_MARLIN];
+	e->wo_eff[0] = marlin;
+	e->wo_eff[1] = en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_MX &&
+		       g->weight_only_moe_eff[GPU_WO_TRITON_MX] > 0 ?
+		       g->weight_only_moe_eff[GPU_WO_TRITON_MX] : marlin;
+}
+
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		    struct infer_dims *d)
 {
@@ -184,6 +215,7 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 				      : 0;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->weight_on_input = m->router_weight_on_input == 1;
+	wo_kernel(s->engine, g, e);
 	infer_moe_precision(d);
 }
 
@@ -201,6 +233,10 @@ void infer_moe_precision(struct infer_dims *d)
 	}
 	e->weight_B = dtype_bytes(e->weight);
 	e->gemm_a_B = fmin(dtype_bytes(e->compute), d->act_B);
+	/* the GEMMs dequantize when the weights are narrower than the
+	 * inputs they meet (weight-only quantization) */
+	e->wo_eff_used = e->weight_B < dtype_bytes(e->compute) ?
+			 e->wo_eff[e->weight == DTYPE_MXFP4] : 0;
 	/* TensorRT-LLM quantizes the experts' input before its all-gather;
 	 * on an all-to-all path (the generic list) the rows travel as
 	 * route.c sizes them (moe.dispatch_dtype, else 16-bit), and the

@@ -98,13 +98,20 @@ static double round_up_by(double v, double lo,
  * A quantized linear weight is stored in one-byte elements (FP8 E4M3;
  * NVFP4 two values to a U8 plus an E4M3 scale per 16), so it counts
  * dtype_bytes elements; the embedding and the LM head stay bf16, one
- * element a parameter. Without the rule's bytes: the instance's own
- * weights. */
+ * element a parameter. Experts the checkpoint itself quantizes count in
+ * their own format's elements whatever the job's dtype: gpt-oss's MXFP4
+ * experts are U8 blocks of two values and a U8 E8M0 scale per 32, 0.5 +
+ * 1/32 elements a parameter, its other weights bf16, one; the algo
+ * (W4A16_MXFP4, not in BYTES_PER_ELEM) then gives 2 B an element
+ * (NVIDIA/TensorRT-LLM @ 04cba882 tensorrt_llm/bench/build/tuning.py
+ * BYTES_PER_ELEM.get(quant_algo, 2)). Without the rule's bytes: the
+ * instance's own weights. */
 static double auto_engine_B(const struct infer_ctx *x)
 {
 	const struct engine_auto_size *r = &x->eng->auto_rule;
 	const struct job_spec *j = x->job;
-	double b = r->param_B, p, eh, e = fmin(1, dtype_bytes(x->dims.weight));
+	double b = r->param_B, p, eh, pe = 0;
+	double e = fmin(1, dtype_bytes(x->dims.weight)), ee = e;
 
 	if (x->dims.weight == DTYPE_FP8)
 		b = r->param_B_fp8;
@@ -115,7 +122,11 @@ static double auto_engine_B(const struct infer_ctx *x)
 	p = footprint_model_params(j);
 	eh = (double)j->model->vocab_size * (double)j->model->hidden_size *
 	     (j->model->tie_word_embeddings ? 1 : 2);
-	return ((p - eh) * e + eh) * b;
+	if (model_is_moe(j->model)) {
+		pe = footprint_expert_params(j);
+		ee = fmin(1, x->dims.moe.weight_B);
+	}
+	return ((p - eh - pe) * e + pe * ee + eh) * b;
 }
 
 /* The head size trtllm-bench's sizing reads (tensorrt_llm/bench/build/

@@ -287,3 +287,60 @@ Test(gpu, grouped_chain_runs_a_streams_kernels_one_after_another)
 	/* nothing to run: no time */
 	cr_assert_eq(gpu_grouped_chain_s(&g, &q, e + 8, 1, 1), 0);
 }
+
+/*
+ * A weight-only kernel (gpu_gemm_dtypes.efficiency > 0: its mainloop
+ * converts every weight it loads) runs its compute-bound tiles at that
+ * fraction of the clock-scaled peak: the toy's bf16 500 TFLOP/s (1000 at
+ * 2 GHz, run at 1 GHz) x 0.2 = 100 TFLOP/s, 1 TFLOP/s a unit, against
+ * 500 x 0.8 = 400 (4 a unit) for its GEMMs. Weights MXFP4, 0.53125 B.
+ *   8 experts of 1280 x 1280 x 4096: the 128 x 128 tile, 800 tiles, 8
+ *     waves: t_c = 2 x 128 x 128 x 4096 / 1e12 = 134.218 us, t_m =
+ *     8 x (1280 x 4096 x 2 + 4096 x 1280 x 0.53125) / 8 / 5e12 = 2.654 us,
+ *     t_e = 100 x 128^2 x 2 / 5e12 = 0.655 us: 8 x 135.873 = 1086.98 us
+ *     (its 64- and 16-row tiles: 16 x 68.43 = 1094.9, 64 x 17.86 =
+ *     1143.1 us). At the GEMM efficiency: 8 x 35.21 = 281.67 us.
+ *   100 experts of 2 rows (a decode step; n 128, k 4096): one 16-row tile
+ *     each (the kernel's smallest, Marlin's block_size_m), 1 wave: t_c =
+ *     2 x 16 x 128 x 4096 / 1e12 = 16.777 us, t_m = 100 x (2 x 4096 x 2
+ *     + 4096 x 128 x 0.53125) / 5e12 = 5.898 us, t_e = 100 x 16 x 128 x
+ *     2 / 5e12 = 0.082 us: 1 + 16.777 + 0.082 = 17.859 us, where the
+ *     128-row tile would take 1 + 134.218 + 0.655 = 135.87 us; at the GEMM
+ *     efficiency (128-row tiles only) 1 + 33.554 + 0.655 = 35.21 us.
+ */
+Test(gpu, grouped_weight_only_kernel_runs_at_its_efficiency)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
+				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
+				    .efficiency = 0.2};
+	struct gpu_gemm_group big[8], small[100];
+	double want;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 8; i++)
+		big[i] = (struct gpu_gemm_group){1280, 1280, 4096};
+	for (i = 0; i < 100; i++)
+		small[i] = (struct gpu_gemm_group){2, 128, 4096};
+	want = 8 * (1e-6 + 2.0 * 128 * 128 * 4096 / 1e12 +
+		    100.0 * 128 * 128 * 2 / 5e12);
+	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, big, 8).time_s,
+				   want, 1e-9), "got %g s, expected %g s",
+		  gpu_grouped_gemm_q(&g, &q, big, 8).time_s, want);
+	cr_assert(gpu_fixture_near(want, 1086.98e-6, 1e-5));
+	want = 1e-6 + 2.0 * 16 * 128 * 4096 / 1e12 + 100.0 * 16 * 128 * 2 / 5e12;
+	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, small, 100).time_s,
+				   want, 1e-9), "got %g s, expected %g s",
+		  gpu_grouped_gemm_q(&g, &q, small, 100).time_s, want);
+	cr_assert(gpu_fixture_near(want, 17.859e-6, 1e-4));
+	q.efficiency = 0;
+	want = 8 * (1e-6 + 2.0 * 128 * 128 * 4096 / 4e12 +
+		    100.0 * 128 * 128 * 2 / 5e12);
+	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, big, 8).time_s,
+				   want, 1e-9));
+	want = 1e-6 + 2.0 * 128 * 128 * 4096 / 4e12 + 100.0 * 128 * 128 * 2 / 5e12;
+	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, small, 100).time_s,
+				   want, 1e-9));
+}

@@ -618,6 +618,52 @@ Test(infer, trtllm_auto_size_takes_the_checkpoint_size)
 }
 
 /*
+ * gpt-oss's MXFP4 experts under auto sizing with serving dtype bf16 (the
+ * checkpoint's other weights): trtllm-bench's param_count sums the
+ * safetensors elements, the experts' U8 blocks (two values each) and U8
+ * scales (one per 32): 0.5 + 1/32 = 0.53125 elements a parameter, and
+ * W4A16_MXFP4 is not in BYTES_PER_ELEM: 2 B an element.
+ * gpt-oss-120b on 4 H100s (tp 4), 1024/1024, bf16 KV, fraction 0.95:
+ *   parameters 116,829,891,648 (the vocabulary padded to 201,216 rows),
+ *   routed experts 36 x 128 x (3 x 2880^2 + 3 x 2880 biases) =
+ *   114,701,598,720, embedding and head 2 x 201,088 x 2880 =
+ *   1,158,266,880, the rest 970,026,048:
+ *   (970,026,048 + 114,701,598,720 x 0.53125 + 1,158,266,880) x 2 B =
+ *   126,127,034,496 B = 117.465 GiB of 4 x 79.647 = 318.590: 201.125 left
+ *   KV per token 2 x 36 x 8 x 64 x 2 B = 73,728 B = 6.866e-5 GiB
+ *   requests 0.95 x 201.125 / (6.866e-5 x 2048) = 1358.7: batch 256 x
+ *   ceil(5.31) = 1536; tokens 2717.5 -> 256 x ceil(10.6) = 2816
+ * Every parameter at 2 B (217.63 GiB, as before) left 100.96 GiB: 682
+ * requests, batch 768, 2048 tokens.
+ */
+Test(infer, trtllm_auto_size_counts_packed_mxfp4_experts)
+{
+	const char *sets[] = {"phase=serving", "serving.requests=10",
+			      "serving.engine.auto_size=true",
+			      "serving.engine.memory_fraction=0.95",
+			      "model=gpt-oss-120b", "parallelism.tp=4",
+			      "system.gpus_per_node=4", "serving.dtype=bf16",
+			      "serving.kv_dtype=bf16", "serving.input_len=1024",
+			      "serving.output_len=1024"};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct job_spec *j;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, Q30, sets, sizeof(sets) / sizeof(sets[0]));
+	cr_assert_float_eq(footprint_model_params(j), 116829891648.0, 0.5);
+	cr_assert_float_eq(footprint_expert_params(j), 114701598720.0, 0.5);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	cr_assert_eq(x.dims.moe.weight, DTYPE_MXFP4);
+	cr_assert_eq(x.max_seqs, 1536);
+	cr_assert_eq(x.max_tokens, 2816);
+	infer_ctx_release(&x);
+	arena_release(&a);
+}
+
+/*
  * Chunked attention (Llama 4): a prompt of 20,000 tokens with chunks of
  * 8192 is three causal attentions within chunks [0, 8192), [8192, 16384)
  * and [16384, 20000): queries 8192, 8192, 3616 over keys 8192, 8192,

@@ -346,3 +346,56 @@ Test(infer, exclusions_are_kinds_only_for_quantized_weights)
 	infer_ctx_release(&x);
 	arena_release(&a);
 }
+
+/* The weight-only MoE efficiency the experts' GEMMs take (gpu
+ * weight_only_moe_efficiency by the engine's kernel), Qwen3-30B-A3B's
+ * job (tests/data/serve/q30-h100.yaml) with the given overrides. */
+static double wo_eff(const char *const *sets, size_t n)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, "tests/data/serve/q30-h100.yaml", sets, n);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	arena_release(&a);
+	return d.moe.wo_eff_used;
+}
+
+/*
+ * Which experts dequantize, and at what rate (the configs/gpus files'
+ * weight_only_moe_efficiency; vllm.yaml weight_only_moe_kernel marlin,
+ * mxfp4_moe_kernel weight_only):
+ *   vLLM, FP8 experts on A100 (no FP8 MMAs): Marlin W8A16, a100's 0.457
+ *   vLLM, FP8 on H100: FP8 MMAs, not weight-only               -> 0
+ *   TensorRT-LLM (keys unset), FP8 on A100: the bf16 GEMM rate  -> 0
+ *   vLLM, gpt-oss-20b (MXFP4 experts) on H100: Marlin, h100's 0.328
+ *     ... mxfp4_moe_kernel triton_mx: matmul_ogs, h100's 0.694
+ *     ... on A100 (no triton_mx there): Marlin, 0.457
+ *   vLLM, gpt-oss-20b on B200 (MXFP4 MMAs): not weight-only    -> 0
+ */
+Test(infer, weight_only_experts_take_the_engines_kernel)
+{
+	const char *a100_fp8[] = {"serving.engine=vllm", "serving.dtype=fp8",
+				  "system.preset=dgx-a100"};
+	const char *h100_fp8[] = {"serving.engine=vllm", "serving.dtype=fp8"};
+	const char *trt_fp8[] = {"serving.engine=trtllm", "serving.dtype=fp8",
+				 "system.preset=dgx-a100"};
+	const char *oss[] = {"serving.engine=vllm", "model=gpt-oss-20b"};
+	const char *oss_tr[] = {"serving.engine=vllm", "model=gpt-oss-20b",
+				"serving.engine.mxfp4_moe_kernel=triton_mx"};
+	const char *oss_a[] = {"serving.engine=vllm", "model=gpt-oss-20b",
+			       "serving.engine.mxfp4_moe_kernel=triton_mx",
+			       "system.preset=dgx-a100"};
+	const char *oss_b[] = {"serving.engine=vllm", "model=gpt-oss-20b",
+			       "system.preset=dgx-b200"};
+
+	cr_assert_float_eq(wo_eff(a100_fp8, 3), 0.457, 1e-12);
+	cr_assert_float_eq(wo_eff(h100_fp8, 2), 0, 1e-12);
+	cr_assert_float_eq(wo_eff(trt_fp8, 3), 0, 1e-12);
+	cr_assert_float_eq(wo_eff(oss, 2), 0.328, 1e-12);
+	cr_assert_float_eq(wo_eff(oss_tr, 3), 0.694, 1e-12);
+	cr_assert_float_eq(wo_eff(oss_a, 4), 0.457, 1e-12);
+	cr_assert_float_eq(wo_eff(oss_b, 3), 0, 1e-12);
+}
