@@ -180,7 +180,7 @@ int valid_kernels(struct valid_set *set, struct config_ctx *cx,
 		  const char *dir, const char *const *sets, size_t nsets);
 int valid_collectives(struct valid_set *set, struct config_ctx *cx,
 		      const char *dir);
-/* jobs: worker processes for the training cases (1 = in this one);
+/* jobs: worker processes for the cases (1 = in this one);
  * kind: VK_TRAINING, VK_MOE or VK_CP (the tables' kind). */
 int valid_training(struct valid_set *set, struct config_ctx *cx,
 		   const char *dir, int jobs, enum valid_kind kind);
@@ -189,9 +189,10 @@ int valid_dispatch(struct valid_set *set, struct config_ctx *cx,
 
 /* The inference cases of dir/cases.tsv (gated tables) and
  * dir/extra-cases.tsv (tables shown, not gated; an absent file has no
- * cases): the throughput tables, the latency tables, or both. */
+ * cases): the throughput tables, the latency tables, or both; jobs:
+ * worker processes (1 = in this one). */
 int valid_inference(struct valid_set *set, struct config_ctx *cx,
-		    const char *dir, int throughput, int latency);
+		    const char *dir, int jobs, int throughput, int latency);
 
 /* Options of the measured source. */
 struct valid_meas_opts {

@@ -462,7 +462,8 @@ static int gather(struct vopts *o, struct config_ctx *cx, const char *ref,
 			return -1;
 		}
 		vkind = o->kinds[VK_INFERENCE] ? VK_INFERENCE : VK_LATENCY;
-		rc = valid_inference(set, cx, dir, o->kinds[VK_INFERENCE],
+		rc = valid_inference(set, cx, dir, o->jobs,
+				     o->kinds[VK_INFERENCE],
 				     o->kinds[VK_LATENCY]);
 		if (rc == 0)
 			print_new(o, set, g, &from, missed);

@@ -244,13 +244,21 @@ struct jit_rank {
 	uint32_t n, cap;
 };
 
+/* e(N), v(N) of the group sizes met so far. */
+struct jit_memo {
+	double e[JIT_MEMO], v[JIT_MEMO];
+	unsigned char ok[JIT_MEMO];
+};
+
 struct exec_jit {
 	struct exec_jitter spec;
 	int on;
 	uint32_t nranks;
 	struct jit_rank *rank;	/* per simulated rank */
-	double memo_e[JIT_MEMO], memo_v[JIT_MEMO];
-	unsigned char memo_ok[JIT_MEMO];
+	struct jit_memo *memo;	/* heap, only when on: every exec_run
+				 * zeroes its struct run, and 69 KB of
+				 * memo inside it was most of a serving
+				 * unit program's run */
 };
 
 /* 0, or -1 when out of memory (release anyway). */

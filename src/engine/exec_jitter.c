@@ -114,14 +114,14 @@ double exec_vmax(double n)
 /* Memoized e(n), v(n) for group sizes up to JIT_MEMO, else computed. */
 static void moments(struct exec_jit *j, uint32_t n, double *e, double *v)
 {
-	if (n < JIT_MEMO) {
-		if (!j->memo_ok[n]) {
-			j->memo_e[n] = exec_emax(n);
-			j->memo_v[n] = exec_vmax(n);
-			j->memo_ok[n] = 1;
+	if (n < JIT_MEMO && j->memo) {
+		if (!j->memo->ok[n]) {
+			j->memo->e[n] = exec_emax(n);
+			j->memo->v[n] = exec_vmax(n);
+			j->memo->ok[n] = 1;
 		}
-		*e = j->memo_e[n];
-		*v = j->memo_v[n];
+		*e = j->memo->e[n];
+		*v = j->memo->v[n];
 		return;
 	}
 	*e = exec_emax(n);
@@ -140,7 +140,8 @@ int exec_jit_init(struct exec_jit *j, const struct exec_jitter *spec,
 		return 0;
 	j->nranks = nranks;
 	j->rank = mem_calloc(nranks, sizeof(*j->rank));
-	if (!j->rank)
+	j->memo = mem_calloc(1, sizeof(*j->memo));
+	if (!j->rank || !j->memo)
 		return -1;
 	for (r = 0; r < nranks; r++)
 		j->rank[r].op_mb = UINT32_MAX;
@@ -154,6 +155,7 @@ void exec_jit_release(struct exec_jit *j)
 	for (r = 0; j->rank && r < j->nranks; r++)
 		mem_free(j->rank[r].g);
 	mem_free(j->rank);
+	mem_free(j->memo);
 	memset(j, 0, sizeof(*j));
 }
 

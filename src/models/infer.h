@@ -430,6 +430,30 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d,
 		const struct gpu_spec *g, enum infer_graph graph,
 		struct infer_unit *u);
 
+/*
+ * A memo of kernel costs for one step model (the serving simulation
+ * costs the same GEMMs, grouped GEMMs and memory ops step after step:
+ * only attention follows the batch's contexts). An op's cost is a pure
+ * function of its shape fields, the layer kind's dims and the GPU (and
+ * which of its launch / fp8-accumulation variants applies), so a hit
+ * returns the very numbers a miss computes: results are bit-identical
+ * with and without it. Attention kernels (they read the batch) are never
+ * memoized. Bound to one (d, g) pair: another pair empties it.
+ */
+struct infer_cost_memo;
+
+struct infer_cost_memo *infer_cost_memo_new(void);
+void infer_cost_memo_free(struct infer_cost_memo *m);
+/* Lookups that hit and missed so far. */
+void infer_cost_memo_stats(const struct infer_cost_memo *m, uint64_t *hits,
+			   uint64_t *misses);
+
+/* infer_cost through memo m (NULL: none). */
+void infer_cost_memo(const struct infer_ops *o, const struct infer_dims *d,
+		     const struct infer_batch *b, const struct infer_kind *k,
+		     const struct gpu_spec *g, enum infer_graph graph,
+		     struct infer_cost_memo *m, struct infer_unit *u);
+
 /* ---- Mamba-2 (infer_mamba.c) ---- */
 
 /* The Mamba-2 mixer of a hybrid's 'M' layer for batch b into o: norm,

@@ -21,6 +21,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/mem.h"
+
 /* The attention groups of b of one kind (prefill or decode). */
 int infer_chunk_groups(double count, double q, double kv, double chunk,
 		       struct gpu_attn_group *out, int cap)
@@ -237,10 +239,182 @@ static double weights_read_B(const struct infer_op *op,
 	       (op->weight_B_base ? d->act_B : d->weight_B);
 }
 
+/* ---- the memo (infer.h) ---- */
+
+/* What an op's cost depends on besides (d0, g): the layer kind, the GPU
+ * variant (eager or captured launch, fp8 fast accumulation or not) and
+ * the op's shape fields kern_cost reads for a non-attention kernel. The
+ * key is zeroed before it is filled, so its padding compares equal. */
+struct memo_key {
+	const struct infer_kind *kind;
+	int variant;		/* 0 g, 1 captured, 2 fast, 3 captured fast */
+	int kern, dense_mha, weight_B_base;
+	double m, n, k, batch, groups;
+	double read_B, write_B, vec_flops, h2d_B, search_rows;
+};
+
+struct memo_slot {
+	struct memo_key key;
+	struct gpu_cost cost;
+	int used;
+};
+
+struct infer_cost_memo {
+	struct memo_slot *v;
+	size_t cap, n;		/* slots (a power of two), used */
+	const struct infer_dims *d0;
+	const struct gpu_spec *g;
+	uint64_t hits, misses;
+};
+
+/* Slots at first use and at most: past the cap the table starts over
+ * (a miss costs the op once more, never a different number). */
+#define MEMO_MIN_SLOTS 512
+#define MEMO_MAX_SLOTS 32768
+
+struct infer_cost_memo *infer_cost_memo_new(void)
+{
+	return mem_calloc(1, sizeof(struct infer_cost_memo));
+}
+
+void infer_cost_memo_free(struct infer_cost_memo *m)
+{
+	if (!m)
+		return;
+	mem_free(m->v);
+	mem_free(m);
+}
+
+void infer_cost_memo_stats(const struct infer_cost_memo *m, uint64_t *hits,
+			   uint64_t *misses)
+{
+	*hits = m ? m->hits : 0;
+	*misses = m ? m->misses : 0;
+}
+
+static uint64_t memo_hash(const struct memo_key *k)
+{
+	const unsigned char *p = (const unsigned char *)k;
+	uint64_t h = 1469598103934665603ULL, w;	/* FNV-1a over words */
+	size_t i;
+
+	for (i = 0; i + 8 <= sizeof(*k); i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 1099511628211ULL;
+		h ^= h >> 32;
+	}
+	for (; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static struct memo_slot *memo_find(struct infer_cost_memo *m,
+				   const struct memo_key *k)
+{
+	size_t i = (size_t)memo_hash(k) & (m->cap - 1);
+
+	while (m->v[i].used && memcmp(&m->v[i].key, k, sizeof(*k)) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return &m->v[i];
+}
+
+/* Room for one more entry: grow to twice the slots (rehashing), or
+ * start over at the cap. 0, or -1 when out of memory (the memo is then
+ * bypassed). */
+static int memo_room(struct infer_cost_memo *m)
+{
+	struct memo_slot *old = m->v, *nv;
+	size_t oldcap = m->cap, cap, i;
+
+	if (m->v && 2 * (m->n + 1) <= m->cap)
+		return 0;
+	if (m->v && m->cap >= MEMO_MAX_SLOTS) {
+		memset(m->v, 0, m->cap * sizeof(*m->v));
+		m->n = 0;
+		return 0;
+	}
+	cap = m->v ? 2 * m->cap : MEMO_MIN_SLOTS;
+	nv = mem_calloc(cap, sizeof(*nv));
+	if (!nv)
+		return -1;
+	m->v = nv;
+	m->cap = cap;
+	for (i = 0; i < oldcap; i++)
+		if (old[i].used)
+			*memo_find(m, &old[i].key) = old[i];
+	mem_free(old);
+	return 0;
+}
+
+static int memo_variant(const struct gpu_spec *g, const struct gpu_spec *k,
+			const struct gpu_spec *captured,
+			const struct gpu_spec *fast)
+{
+	if (k == g)
+		return 0;
+	if (k == captured)
+		return 1;
+	return k == fast ? 2 : 3;
+}
+
+/* kern_cost through m: a non-attention kernel's cost from the memo, or
+ * computed and kept. */
+static struct gpu_cost memo_cost(struct infer_cost_memo *m,
+				 const struct infer_op *op,
+				 const struct infer_dims *d,
+				 const struct infer_batch *b,
+				 const struct infer_kind *kind,
+				 const struct gpu_spec *gk, int variant)
+{
+	struct memo_key key;
+	struct memo_slot *sl;
+	struct gpu_cost c;
+
+	if (!m || op->kern == IK_ATTN_PREFILL || op->kern == IK_ATTN_DECODE ||
+	    memo_room(m) != 0)
+		return kern_cost(op, d, b, kind, gk);
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.variant = variant;
+	key.kern = (int)op->kern;
+	key.dense_mha = op->dense_mha;
+	key.weight_B_base = op->weight_B_base;
+	key.m = op->m;
+	key.n = op->n;
+	key.k = op->k;
+	key.batch = op->batch;
+	key.groups = op->groups;
+	key.read_B = op->read_B;
+	key.write_B = op->write_B;
+	key.vec_flops = op->vec_flops;
+	key.h2d_B = op->h2d_B;
+	key.search_rows = op->search_rows;
+	sl = memo_find(m, &key);
+	if (sl->used) {
+		m->hits++;
+		return sl->cost;
+	}
+	c = kern_cost(op, d, b, kind, gk);
+	sl->key = key;
+	sl->cost = c;
+	sl->used = 1;
+	m->n++;
+	m->misses++;
+	return c;
+}
+
 void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 		const struct infer_batch *b, const struct infer_kind *kind,
 		const struct gpu_spec *g, enum infer_graph graph,
 		struct infer_unit *u)
+{
+	infer_cost_memo(o, d0, b, kind, g, graph, NULL, u);
+}
+
+void infer_cost_memo(const struct infer_ops *o, const struct infer_dims *d0,
+		     const struct infer_batch *b, const struct infer_kind *kind,
+		     const struct gpu_spec *g, enum infer_graph graph,
+		     struct infer_cost_memo *m, struct infer_unit *u)
 {
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, kind, &tmp);
@@ -257,6 +431,13 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 		captured_fast = fast;
 		captured_fast.kernel_launch_s = g->kernel_launch_graph_s;
 	}
+	if (m && (m->d0 != d0 || m->g != g)) {	/* another step model's */
+		if (m->v)
+			memset(m->v, 0, m->cap * sizeof(*m->v));
+		m->n = 0;
+		m->d0 = d0;
+		m->g = g;
+	}
 	memset(u, 0, sizeof(*u));
 	u->n = o->n;
 	for (i = 0; i < o->n; i++) {
@@ -265,6 +446,7 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 		int in_graph = op->h2d_B <= 0 &&
 			       (graph == IGRAPH_FULL ||
 				(graph == IGRAPH_PIECEWISE && !op->attention));
+		const struct gpu_spec *gk;
 		struct gpu_cost k;
 
 		c->name = op->name;
@@ -277,11 +459,12 @@ void infer_cost(const struct infer_ops *o, const struct infer_dims *d0,
 			c->bytes = op->coll_B;
 			continue;
 		}
-		k = kern_cost(op, d, b, kind,
-			      use_fast && op->kern == IK_GEMM &&
-			      !op->weight_B_base && !op->attention ?
-			      (in_graph ? &captured_fast : &fast) :
-			      in_graph ? &captured : g);
+		gk = use_fast && op->kern == IK_GEMM &&
+		     !op->weight_B_base && !op->attention ?
+		     (in_graph ? &captured_fast : &fast) :
+		     in_graph ? &captured : g;
+		k = memo_cost(m, op, d, b, kind, gk,
+			      memo_variant(g, gk, &captured, &fast));
 		u->weights_B += weights_read_B(op, d);
 		c->eager = !in_graph;
 		u->eager += !in_graph;

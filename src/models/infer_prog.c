@@ -559,18 +559,21 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 		return -1;
 	o.n = 0;
 	infer_step_input_ops(&x->dims, b, &o);
-	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->input);
+	infer_cost_memo(&o, &x->dims, b, NULL, x->gpu, graph, x->memo,
+			&u->input);
 	infer_embed_ops(&x->dims, b, &o);
 	if (graph != IGRAPH_NONE)
 		infer_graph_input_ops(&x->dims, b, &o);
-	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->embed);
+	infer_cost_memo(&o, &x->dims, b, NULL, x->gpu, graph, x->memo,
+			&u->embed);
 	for (k = 0; k < x->nkinds; k++) {
 		infer_layer_ops(&x->dims, b, &x->kinds[k], &u->route, &o);
-		infer_cost(&o, &x->dims, b, &x->kinds[k], x->gpu, graph,
-			   &u->layer[k]);
+		infer_cost_memo(&o, &x->dims, b, &x->kinds[k], x->gpu, graph,
+				x->memo, &u->layer[k]);
 	}
 	infer_head_ops(&x->dims, b, &o);
-	infer_cost(&o, &x->dims, b, NULL, x->gpu, graph, &u->head);
+	infer_cost_memo(&o, &x->dims, b, NULL, x->gpu, graph, x->memo,
+			&u->head);
 	return 0;
 }
 

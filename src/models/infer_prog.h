@@ -63,6 +63,10 @@ struct infer_ctx {
 	int64_t max_seqs;		/* sequences per step, at most */
 	int64_t max_tokens;		/* tokens per step, at most */
 	int chunked;			/* chunked prefill */
+	struct infer_cost_memo *memo;	/* kernel costs of the step model
+					 * (infer.h), or NULL; infer_ctx_init
+					 * leaves it NULL, the owner sets and
+					 * frees it */
 };
 
 /*

@@ -88,6 +88,9 @@ struct infer_step_cost {
 	enum infer_graph graph;
 };
 
+struct infer_unit_memo;
+struct infer_step_memo;
+
 struct infer_stepper {
 	struct infer_ctx ctx;
 	struct sim *sim;
@@ -95,6 +98,10 @@ struct infer_stepper {
 	uint64_t steps;			/* costed so far */
 	uint64_t events;		/* engine events of the unit programs */
 	struct infer_step_units units;	/* scratch of infer_stepper_cost */
+	struct infer_unit_memo *umemo;	/* unit program times (infer_run.c) */
+	uint64_t unit_hits, unit_runs;	/* units the memo answered, ran */
+	struct infer_step_memo *smemo;	/* whole steps by batch (infer_run.c) */
+	uint64_t step_hits;		/* steps the memo answered */
 };
 
 /* Set up s for job j (an inference phase). 0, -1 (runtime), -2 (bad
@@ -102,6 +109,11 @@ struct infer_stepper {
 int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
 		       struct diag *d);
 void infer_stepper_release(struct infer_stepper *s);
+
+/* Drop s's memos (kernel costs, unit programs): every later step is
+ * costed from scratch. The memos change no number (infer_run.c); this is
+ * how a test shows it. */
+void infer_stepper_no_memo(struct infer_stepper *s);
 
 /* Cost batch b. 0, or -1 after reporting a runtime failure. */
 int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,

@@ -51,7 +51,7 @@ Test(valid_infer, extra_cases_are_their_own_tables_not_gated)
 	write_file(path, dir, "job.yaml", JOB, strlen(JOB));
 	write_file(path, dir, "cases.tsv", CASES, strlen(CASES));
 	write_file(path, dir, "extra-cases.tsv", EXTRA, strlen(EXTRA));
-	cr_assert_eq(valid_inference(&set, &cx, dir, 1, 1), 0, "%s",
+	cr_assert_eq(valid_inference(&set, &cx, dir, 1, 1, 1), 0, "%s",
 		     capture_text(&C));
 	/* cases.tsv: one throughput table (no latency rows: no table);
 	 * extra-cases.tsv: a throughput and a latency table. */
@@ -121,8 +121,49 @@ Test(valid_infer, bad_extra_line_is_named)
 	tmpdir_make(dir);
 	write_file(path, dir, "job.yaml", JOB, strlen(JOB));
 	write_file(path, dir, "extra-cases.tsv", BAD, strlen(BAD));
-	cr_assert_eq(valid_inference(&set, &cx, dir, 1, 1), -1);
+	cr_assert_eq(valid_inference(&set, &cx, dir, 2, 1, 1), -1);
 	cr_assert_has(capture_text(&C), "extra-cases.tsv:2:1: error: expected");
 	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* validate --jobs 2: the extra file's two cases run in two worker
+ * processes (case i in worker i mod 2) and come back over a pipe as
+ * %.17g text, which reads back as the very double: every prediction is
+ * bit for bit the one process's. */
+Test(valid_infer, workers_predict_what_one_process_does)
+{
+	struct valid_set one, two;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256];
+	size_t t, r;
+
+	memset(&one, 0, sizeof(one));
+	memset(&two, 0, sizeof(two));
+	tmpdir_make(dir);
+	write_file(path, dir, "job.yaml", JOB, strlen(JOB));
+	write_file(path, dir, "cases.tsv", CASES, strlen(CASES));
+	write_file(path, dir, "extra-cases.tsv", EXTRA, strlen(EXTRA));
+	cr_assert_eq(valid_inference(&one, &cx, dir, 1, 1, 1), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(valid_inference(&two, &cx, dir, 2, 1, 1), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(one.n, 3);
+	cr_assert_eq(two.n, 3);
+	for (t = 0; t < 3; t++) {
+		cr_assert_eq(one.t[t].n, two.t[t].n);
+		for (r = 0; r < one.t[t].n; r++) {
+			cr_assert(isfinite(two.t[t].rows[r].predicted));
+			cr_assert(memcmp(&one.t[t].rows[r].predicted,
+					 &two.t[t].rows[r].predicted,
+					 sizeof(double)) == 0,
+				  "%s: %.17g with 1 process, %.17g with 2",
+				  one.t[t].rows[r].label,
+				  one.t[t].rows[r].predicted,
+				  two.t[t].rows[r].predicted);
+		}
+	}
+	valid_set_release(&one);
+	valid_set_release(&two);
 	tmpdir_remove(dir);
 }
