@@ -155,6 +155,31 @@ int valid_parse_measured(const char *text, double *out);
  * 'nan' and '1e999' as values, and atol '1e3' as 1). */
 int valid_parse_number(const char *text, double lo, int whole, double *out);
 
+/* Where case i of a pool keeps its prediction: value (NaN: none) and
+ * why (its error, why_len bytes). */
+struct valid_slot {
+	double *value;
+	char *why;
+	size_t why_len;
+};
+
+/* The cases of one reference file, predicted by valid_pool_run. */
+struct valid_pool {
+	const char *file;		/* for progress: "cases.tsv", ... */
+	int n;				/* cases 0 .. n - 1 */
+	void *ctx;
+	int (*wanted)(void *ctx, int i);	/* NULL: every case */
+	void (*run)(void *ctx, int i);		/* predict i into its slot */
+	void (*slot)(void *ctx, int i, struct valid_slot *s);
+};
+
+/* Predict p's wanted cases, in jobs worker processes (fork; at most 16)
+ * or, with jobs <= 1, in this one; every slot starts NaN with "its
+ * worker process ended without a result", which stays where a worker
+ * died. Progress lines on d every 10 s. 0, or -1 when no worker could
+ * start (reported). */
+int valid_pool_run(const struct valid_pool *p, int jobs, struct diag *d);
+
 /* The job of reference case file path, loaded into cx's arena (it lives
  * as long as that arena); NULL after reporting to cx's diag. */
 struct job_spec *valid_load_job(struct config_ctx *cx, const char *path);

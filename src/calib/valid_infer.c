@@ -16,7 +16,7 @@
  * within 10 %). A case that fails to run is a row with no prediction:
  * reported, and (in cases.tsv) the gate misses.
  *
- * The cases of a file run in `jobs` worker processes (validate --jobs,
+ * The cases of a file run in `jobs` worker processes (valid_pool.c;
  * as the training cases: case i in worker i mod jobs), each sending
  * "i value" lines (%.17g: the very double) back over a pipe.
  *
@@ -25,19 +25,14 @@
 #include "valid.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "base/arena.h"
-#include "base/clock.h"
 #include "base/diag.h"
 #include "base/mem.h"
-#include "base/proc.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "run/infer_run.h"
@@ -198,130 +193,49 @@ static void run_case(struct icase *x, const char *data_root)
 	arena_release(&a);
 }
 
-/* Seconds between progress lines (as valid_train.c's). */
-#define PROGRESS_S 10.0
-
-struct progress {
-	const char *file;
-	double t0, last;		/* s, monotonic */
+/* The cases of one file as valid_pool_run sees them. */
+struct ipool {
+	struct icase *c;
+	const char *data_root;
+	int throughput, latency;	/* the kinds asked for */
 };
 
-static void progress(struct progress *p, int done, int n, struct diag *d)
+/* Whether case i runs (its kind is asked for). */
+static int ipool_wanted(void *ctx, int i)
 {
-	double t = clock_mono_s();
+	const struct ipool *q = ctx;
 
-	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
-		return;
-	p->last = t;
-	diag_progress(d, "validate: %d of %d cases of inference/%s predicted "
-		      "(%.0f s)", done, n, p->file, t - p->t0);
+	return q->c[i].latency ? q->latency : q->throughput;
 }
 
-/* Whether case x runs (its kind is asked for). */
-static int wanted(const struct icase *x, int throughput, int latency)
+static void ipool_run(void *ctx, int i)
 {
-	return x->latency ? latency : throughput;
+	const struct ipool *q = ctx;
+
+	run_case(&q->c[i], q->data_root);
 }
 
-/* Worker w of jobs: the wanted cases w, w + jobs, ... into fd. */
-static void worker(struct icase *c, int n, int w, int jobs, int throughput,
-		   int latency, const char *data_root, int fd)
+static void ipool_slot(void *ctx, int i, struct valid_slot *s)
 {
-	FILE *out = fdopen(fd, "w");
-	int i;
+	const struct ipool *q = ctx;
 
-	for (i = w; out && i < n; i += jobs) {
-		if (!wanted(&c[i], throughput, latency))
-			continue;
-		run_case(&c[i], data_root);
-		if (isnan(c[i].predicted))
-			fprintf(out, "%d ! %s\n", i, c[i].err);
-		else
-			fprintf(out, "%d %.17g\n", i, c[i].predicted);
-		fflush(out);
-	}
-	_exit(out ? 0 : 1);
+	s->value = &q->c[i].predicted;
+	s->why = q->c[i].err;
+	s->why_len = sizeof(q->c[i].err);
 }
 
-/* A worker's line into its case. */
-static void take_line(struct icase *c, int n, char *line)
-{
-	char *rest;
-	long i = strtol(line, &rest, 10);
-
-	if (rest == line || i < 0 || i >= n)
-		return;
-	rest += strspn(rest, " ");
-	if (rest[0] == '!') {
-		snprintf(c[i].err, sizeof(c[i].err), "%s", rest + 2);
-		c[i].err[strcspn(c[i].err, "\n")] = '\0';
-	} else {
-		c[i].predicted = strtod(rest, NULL);
-	}
-}
-
-/* The wanted cases of c[0..n), in jobs processes. A case whose worker
- * ended without a line keeps NaN ("its worker process ended without a
- * result"). 0, or -1 when no worker started (reported). */
+/* The wanted cases of c[0..n), in jobs processes (valid_pool_run). */
 static int run_all(struct icase *c, int n, int jobs, int throughput,
 		   int latency, const char *data_root, const char *file,
 		   struct diag *d)
 {
-	pid_t pid[16], parent = getpid();
-	char line[512];
-	int fds[2], w, i, started = 0, got = 0, todo = 0;
-	struct progress pr = { file, clock_mono_s(), 0 };
-	FILE *in;
+	struct ipool q = { c, data_root, throughput, latency };
+	char what[128];
+	struct valid_pool p = { what, n, &q, ipool_wanted, ipool_run,
+				ipool_slot };
 
-	for (i = 0; i < n; i++) {
-		c[i].predicted = NAN;
-		snprintf(c[i].err, sizeof(c[i].err), "its worker process "
-			 "ended without a result");
-		todo += wanted(&c[i], throughput, latency);
-	}
-	if (jobs <= 1 || todo <= 1) {
-		for (i = 0; i < n; i++)
-			if (wanted(&c[i], throughput, latency)) {
-				run_case(&c[i], data_root);
-				progress(&pr, ++got, todo, d);
-			}
-		return 0;
-	}
-	if (jobs > 16)
-		jobs = 16;
-	if (pipe(fds) != 0) {
-		diag_error(d, NULL, 0, 0, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	fflush(NULL);
-	for (w = 0; w < jobs && w < n; w++) {
-		if ((pid[w] = fork()) == 0) {
-			/* a SIGTERM to validate ends its workers too */
-			if (proc_die_with_parent(parent) != 0)
-				_exit(1);
-			close(fds[0]);
-			worker(c, n, w, jobs, throughput, latency, data_root,
-			       fds[1]);
-		}
-		started += pid[w] > 0;
-	}
-	close(fds[1]);
-	in = fdopen(fds[0], "r");
-	while (in && fgets(line, sizeof(line), in)) {
-		take_line(c, n, line);
-		progress(&pr, ++got, todo, d);
-	}
-	if (in)
-		fclose(in);
-	else
-		close(fds[0]);
-	for (w = 0; w < jobs && w < n; w++)
-		if (pid[w] > 0)
-			waitpid(pid[w], NULL, 0);
-	if (!started)
-		diag_error(d, NULL, 0, 0, "validate: no worker process "
-			   "started: %s", strerror(errno));
-	return started ? 0 : -1;
+	snprintf(what, sizeof(what), "inference/%s", file);
+	return valid_pool_run(&p, jobs, d);
 }
 
 /* The table of kind k (latency or not) from the cases of file name

@@ -8,27 +8,23 @@
  *
  * Each case is one full step simulation (`llmsim run` without storing),
  * some of them tens of seconds, so with jobs > 1 they run in that many
- * worker processes (fork); a worker sends "INDEX STEP_S" or "INDEX ! WHY"
- * lines back through a pipe. A case that fails to run is a table row
- * with no prediction and an error: reported, and the validation fails.
+ * worker processes (valid_pool.c: fork; a worker sends "INDEX STEP_S" or
+ * "INDEX ! WHY" lines back through a pipe). A case that fails to run is a
+ * table row with no prediction and an error: reported, and the validation
+ * fails.
  *
  * (Was scripts/validate-training.sh.)
  */
 #include "valid.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "base/arena.h"
-#include "base/clock.h"
 #include "base/diag.h"
 #include "base/mem.h"
-#include "base/proc.h"
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "run/step.h"
@@ -118,108 +114,36 @@ static double run_case(struct tcase *c, const char *data_root)
 	return t;
 }
 
-/* Worker w of jobs: cases w, w + jobs, ... into fd. */
-static void worker(struct tcase *c, int n, int w, int jobs,
-		   const char *data_root, int fd)
-{
-	FILE *out = fdopen(fd, "w");
-	int i;
-
-	for (i = w; out && i < n; i += jobs) {
-		double t = run_case(&c[i], data_root);
-
-		if (isnan(t))
-			fprintf(out, "%d ! %s\n", i, c[i].why);
-		else
-			fprintf(out, "%d %.17g\n", i, t);
-		fflush(out);
-	}
-	_exit(out ? 0 : 1);
-}
-
-static void take_line(struct tcase *c, int n, char *line)
-{
-	char *rest;
-	long i = strtol(line, &rest, 10);
-
-	if (i < 0 || i >= n)
-		return;
-	rest += strspn(rest, " ");
-	if (rest[0] == '!') {
-		snprintf(c[i].why, sizeof(c[i].why), "%s", rest + 2);
-		c[i].why[strcspn(c[i].why, "\n")] = '\0';
-	} else {
-		c[i].predicted_s = strtod(rest, NULL);
-	}
-}
-
-/* Seconds between progress lines: a file of cases takes a minute or
- * more on two cores, which said nothing until its table. */
-#define PROGRESS_S 10.0
-
-struct progress {
-	const char *file;		/* cases.tsv, ... */
-	double t0, last;		/* s, monotonic */
+/* The cases of one file as valid_pool_run sees them. */
+struct tpool {
+	struct tcase *c;
+	const char *data_root;
 };
 
-static void progress(struct progress *p, int done, int n, struct diag *d)
+static void tpool_run(void *ctx, int i)
 {
-	double t = clock_mono_s();
+	const struct tpool *q = ctx;
 
-	if (t - p->t0 < PROGRESS_S || t - p->last < PROGRESS_S || done == n)
-		return;
-	p->last = t;
-	diag_progress(d, "validate: %d of %d cases of %s predicted (%.0f s)",
-		      done, n, p->file, t - p->t0);
+	q->c[i].predicted_s = run_case(&q->c[i], q->data_root);
 }
 
-/* Every case's prediction, in jobs processes. */
+static void tpool_slot(void *ctx, int i, struct valid_slot *s)
+{
+	const struct tpool *q = ctx;
+
+	s->value = &q->c[i].predicted_s;
+	s->why = q->c[i].why;
+	s->why_len = sizeof(q->c[i].why);
+}
+
+/* Every case's prediction, in jobs processes (valid_pool_run). */
 static int run_all(struct tcase *c, int n, int jobs, const char *data_root,
 		   const char *file, struct diag *d)
 {
-	pid_t pid[16], parent = getpid();
-	char line[512];
-	int fds[2], w, started = 0, got = 0;
-	struct progress pr = { file, clock_mono_s(), 0 };
-	FILE *in;
+	struct tpool q = { c, data_root };
+	struct valid_pool p = { file, n, &q, NULL, tpool_run, tpool_slot };
 
-	if (jobs <= 1 || n <= 1) {
-		for (w = 0; w < n; w++) {
-			c[w].predicted_s = run_case(&c[w], data_root);
-			progress(&pr, w + 1, n, d);
-		}
-		return 0;
-	}
-	if (jobs > 16)
-		jobs = 16;
-	if (pipe(fds) != 0) {
-		diag_error(d, NULL, 0, 0, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	fflush(NULL);
-	for (w = 0; w < jobs && w < n; w++) {
-		if ((pid[w] = fork()) == 0) {
-			/* a SIGTERM to validate ends its workers too (they
-			 * ran on to their next write) */
-			if (proc_die_with_parent(parent) != 0)
-				_exit(1);
-			close(fds[0]);
-			worker(c, n, w, jobs, data_root, fds[1]);
-		}
-		started += pid[w] > 0;
-	}
-	close(fds[1]);
-	in = fdopen(fds[0], "r");
-	while (in && fgets(line, sizeof(line), in)) {
-		take_line(c, n, line);
-		progress(&pr, ++got, n, d);
-	}
-	if (in)
-		fclose(in);
-	for (w = 0; w < jobs && w < n; w++)
-		if (pid[w] > 0)
-			waitpid(pid[w], NULL, 0);
-	return started ? 0 : -1;
+	return valid_pool_run(&p, jobs, d);
 }
 
 static int add_table(struct valid_set *set, struct tcase *c, int n,
