@@ -293,14 +293,14 @@ struct umemo_ent {
 	double t, part[EXEC_PART_COUNT];
 };
 
+#define UMEMO_SLOTS 1024
+
 struct infer_unit_memo {
-	struct umemo_ent v[1024];	/* open addressing */
+	struct umemo_ent v[UMEMO_SLOTS];	/* open addressing */
 	size_t n;
 	unsigned char *buf;		/* scratch key */
 	size_t cap;
 };
-
-#define UMEMO_SLOTS 1024
 
 static void umemo_clear(struct infer_unit_memo *m)
 {
@@ -581,13 +581,8 @@ int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
 	s->umemo = mem_calloc(1, sizeof(*s->umemo));
 	s->smemo = mem_calloc(1, sizeof(*s->smemo));
 	if (!s->sim || !s->ctx.memo || !s->umemo || !s->smemo) {
-		infer_cost_memo_free(s->ctx.memo);
-		umemo_free(s->umemo);
-		smemo_free(s->smemo);
+		infer_stepper_no_memo(s);
 		sim_free(s->sim);
-		s->ctx.memo = NULL;
-		s->umemo = NULL;
-		s->smemo = NULL;
 		s->sim = NULL;
 		infer_ctx_release(&s->ctx);
 		diag_oom(d);
@@ -595,14 +590,9 @@ int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
 	}
 	rc = infer_comm_init(&s->comm, j, s->sim, 1, d);
 	if (rc != 0) {
-		infer_cost_memo_free(s->ctx.memo);
-		umemo_free(s->umemo);
-		smemo_free(s->smemo);
+		infer_stepper_no_memo(s);
 		sim_free(s->sim);
 		infer_ctx_release(&s->ctx);
-		s->ctx.memo = NULL;
-		s->umemo = NULL;
-		s->smemo = NULL;
 		s->sim = NULL;
 	}
 	return rc;
@@ -611,12 +601,7 @@ int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
 void infer_stepper_release(struct infer_stepper *s)
 {
 	infer_comm_release(&s->comm);
-	infer_cost_memo_free(s->ctx.memo);
-	umemo_free(s->umemo);
-	smemo_free(s->smemo);
-	s->ctx.memo = NULL;
-	s->umemo = NULL;
-	s->smemo = NULL;
+	infer_stepper_no_memo(s);
 	sim_free(s->sim);
 	infer_ctx_release(&s->ctx);
 	s->sim = NULL;
