@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/spec_job.h"
 #include "models/infer.h"
+#include "models/infer_prog.h"
 #include "run/infer_run.h"
 
 #include "fixture.h"
@@ -115,4 +116,61 @@ Test(infer_moe_fp8, nvfp4_experts_still_quantize_before_the_gather)
 	cr_assert(!d.moe.quant_in_op);
 	cr_assert_float_eq(fixture_infer_op(&o, "moe_dispatch")->coll_B,
 			   262144.0, 1e-6);
+}
+
+/* The time infer_cost gives the MoE layer's op `name` on g (eager). */
+static double op_time_s(const struct infer_ops *o, const struct infer_dims *d,
+			const struct gpu_spec *g, const char *name)
+{
+	static struct infer_unit u;
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct infer_batch b;
+	int i;
+
+	memset(&b, 0, sizeof(b));
+	infer_cost(o, d, &b, &k, g, IGRAPH_NONE, &u);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, name) == 0)
+			return u.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+/*
+ * Block-scaled fp8 experts run the fused MoE's grouped GEMMs at
+ * h200.yaml's cutlass_moe_fp8_block_rate 0.50 of the fp8 rate. A
+ * prefill-sized step: 2,048 tokens a rank, N = 16,384 gathered, R =
+ * N k / ep = 16,384 rows a rank over its 32 experts (512 each).
+ * expert_gate_up: 2 x 16384 x 4096 x 7168 = 962.1 GFLOP, at the
+ * clock-scaled fp8 peak 1978.9 x 1485 / 1830 = 1605.8 TFLOP/s x 0.858 =
+ * 1377.8 TFLOP/s: 698 us at rate 1, 1,397 us at 0.50: compute-bound, so
+ * the op takes about twice as long (the launch and the weights' fill do
+ * not double: a little under 2).
+ */
+Test(infer_moe_fp8, block_scaled_grouped_gemms_run_at_the_gpu_block_rate)
+{
+	const char *pf[] = {"phase=prefill", "serving.batch=8",
+			    "serving.input_len=2048"};
+	struct infer_dims d;
+	struct infer_ops o;
+	struct arena a;
+	struct job_spec *j;
+	struct gpu_spec one;
+	double t_half, t_one;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, pf, 3);
+	cr_assert_float_eq(j->system->gpu->cutlass_moe_fp8_block_rate, 0.50,
+			   1e-12);
+	moe_ops(DSV3, pf, 3, 2048, &d, &o);
+	cr_assert(d.moe.quant_in_op);
+	t_half = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	one = *j->system->gpu;
+	one.cutlass_moe_fp8_block_rate = 1;
+	t_one = op_time_s(&o, &d, &one, "expert_gate_up");
+	cr_assert_gt(t_one, 650e-6, "%g", t_one);
+	cr_assert_lt(t_one, 800e-6, "%g", t_one);
+	cr_assert_gt(t_half / t_one, 1.9, "%g", t_half / t_one);
+	cr_assert_leq(t_half / t_one, 2.0, "%g", t_half / t_one);
+	arena_release(&a);
 }
