@@ -545,6 +545,15 @@ static const struct schema_field framework_fields[] = {
 		  "and unpermute takes no probabilities, so nothing of the "
 		  "fc2 output is kept; false: unpermute weights the fc2 "
 		  "output and keeps it for the backward" },
+	{ .key = "weight_cast_per_step", .type = ST_BOOL,
+	  .offset = FOFF(weight_cast_per_step), .def = "false",
+	  .help = "fp8/MX/NVFP4 training: every low-precision linear weight "
+		  "is quantized (all the layouts its GEMMs read) once a "
+		  "step, before its chunk's first microbatch uses it, and "
+		  "the quantized copy serves the step's other microbatches "
+		  "(Transformer Engine's is_first_microbatch weight cache, "
+		  "or the cast after an fp8 parameter all-gather); false: "
+		  "the weight casts are not modelled" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

@@ -437,6 +437,10 @@ struct framework_spec {
 	int moe_probs_in_activation;		/* MoE: the routing probabilities are applied in
 						 * the experts' activation, unpermute keeps
 						 * nothing of the fc2 output */
+	int weight_cast_per_step;		/* low-precision training: each linear weight is
+						 * quantized once a step, on its chunk's first
+						 * microbatch (Transformer Engine's cached
+						 * weight workspace), not per microbatch */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */

@@ -58,6 +58,9 @@ struct block {
 	double flops;		/* FLOP executed (recomputation included) */
 	double model_flops;	/* FLOP of the forward and backward passes
 				 * (model FLOPs, no recomputation) */
+	const struct block *wcast;	/* a forward's step weight quantization
+				 * (layer_weight_cast), run before it on its
+				 * chunk's first microbatch, or NULL */
 };
 
 /* The dtypes kernels run in: low-precision GEMMs and everything else. */

@@ -296,6 +296,9 @@ struct layer_dims {
 				 * FP8 GEMMs want the transposed copy: each
 				 * dgrad first transposes its FP8 weight
 				 * (layer_ops.c weight_transpose) */
+	int wcast;		/* low-precision weights quantized once a step
+				 * (framework weight_cast_per_step; not under
+				 * ZeRO 3): layer_weight_cast */
 	int fp8_row_t;		/* per-tensor FP8 delayed scaling under TP
 				 * sequence parallelism with framework
 				 * fp8_sp_row_transpose (TE 1.x) on a GPU whose
@@ -595,6 +598,14 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d);
  * attention). */
 void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
 	       struct layer_ops *o);
+
+/* The step's quantization of the low-precision weights of the unit whose
+ * backward ops are bwd, into o (cleared): one cast op of their elements,
+ * a kernel per weight, before the unit's first forward of a step; empty
+ * in 16-bit or without the framework's weight_cast_per_step (d->wcast).
+ * layer_ops.c has the model. */
+void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
+		       struct layer_ops *o);
 void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
 	       enum layer_recompute rc, struct layer_ops *o);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "config/spec_job.h"
 
 /* The index a new op would use to wait for the current last op. */
 int16_t lop_tail(const struct layer_ops *o)
@@ -223,6 +224,67 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, int lowp, double n)
 {
 	cast_layouts(o, name, pass, d, lowp, n, d->fp8_one_layout);
+}
+
+/* The step's quantization of a unit's low-precision weights (d->wcast:
+ * framework weight_cast_per_step). Transformer Engine's linear modules
+ * quantize their weight only when called with is_first_microbatch (or
+ * None) and keep the quantized copy in a workspace for the step's other
+ * microbatches (module/base.py get_weight_workspace(update_workspace=
+ * is_first_microbatch), NVIDIA/TransformerEngine release_v2.14);
+ * Megatron-Core's TE wrappers pass it True on the first call of a step
+ * and False after (extensions/transformer_engine.py is_first_microbatch,
+ * reset by set_is_first_microbatch from the schedules' forward_step at a
+ * chunk's first microbatch, NVIDIA/Megatron-LM @ d98e8a64dd). With fp8
+ * parameter gathers the cast moves to the gather (MXFP8: param_and_grad_
+ * buffer.py _post_param_sync's copy_tensors_to_quantized_params): the
+ * same bytes, still before the chunk's first forward. Each weight's cast
+ * is cast_layouts' of an input of its size (the layouts its fprop and
+ * dgrad GEMMs read: both, or the row-wise one where the GPU's FP8 GEMMs
+ * take any layout or the transpose is made per dgrad, d->fp8_wt), one
+ * kernel (or the recipe's kernel chain) per weight. The weights are
+ * read off the unit's backward, bwd: every weight has one wgrad GEMM
+ * whose result is its shape (m x n, per local expert for a grouped one,
+ * whose rows run along k), so their low-precision wgrads (name "*wgrad*",
+ * in the job's low dtype: not the router's or the LM head's) give the
+ * elements n and the weights w. Into o (cleared): one op, dep on the
+ * unit's input; none in 16-bit or without d->wcast. */
+void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
+		       struct layer_ops *o)
+{
+	double n = 0, w = 0, chain;
+	struct layer_op *op;
+	int i;
+
+	o->n = 0;
+	o->scope = SCOPE_NONE;
+	if (!d->lowp || !d->wcast)
+		return;
+	for (i = 0; i < bwd->n; i++) {
+		const struct kern *k = &bwd->op[i].k;
+
+		if (bwd->op[i].kind != LOP_KERNEL || !k->lowp || k->dt >= 0 ||
+		    !bwd->op[i].name || !strstr(bwd->op[i].name, "wgrad"))
+			continue;
+		if (k->kind == KERN_GEMM) {
+			n += k->m * k->n * k->batch;
+			w += k->batch;
+		} else if (k->kind == KERN_GROUPED && k->group_dim == GROUP_K) {
+			n += k->m * k->n * k->ngroups;
+			w += k->ngroups;
+		}
+	}
+	if (!(n > 0))
+		return;
+	cast_layouts(o, "weight_cast", PASS_FWD, d, 1, n,
+		     d->fp8_one_layout || d->fp8_wt);
+	op = &o->op[o->n - 1];
+	chain = op->k.launches > 1 ? op->k.launches : 1;
+	op->k.launches = w * chain;
+	op->dep[0] = LAYER_IN;
+	/* inside the first GEMM's module call, from C++ */
+	op->host = HOST_FREE;
+	op->host_kernels = (uint16_t)fmin(op->k.launches - 1, 65535);
 }
 
 /* ---- per-tensor FP8 under TP sequence parallelism (fp8_rowwise_ag) ----

@@ -350,6 +350,39 @@ static const struct block *action_block(const struct train *t,
 	return b;
 }
 
+/* The step's weight quantization before unit u of action act on virtual
+ * stage vs: train_unit_wcast's on the step's first microbatch forward,
+ * else NULL. */
+static const struct block *unit_wcast(const struct train *t,
+				      struct sched_action act, int64_t vs,
+				      int64_t u)
+{
+	return act.bwd || act.mb != 0 ? NULL : train_unit_wcast(t, vs, u);
+}
+
+/* Unit u's weight quantization w (unit_wcast) on the compute stream:
+ * after in[] (the unit's input: it runs inside the first GEMM's module
+ * call), recorded as the unit's first tasks when *first is set (a
+ * parameter all-gather gates it), and in[] advances to it; *first is
+ * then cleared for the block. */
+static int inst_wcast(struct train *t, const struct block *w, uint32_t n,
+		      task_id *in, int64_t a, int64_t u,
+		      const struct task_info *info, int *first)
+{
+	uint32_t k;
+
+	if (!w)
+		return 0;
+	unit_begin(t, n, a, u, *first);
+	if (inst_range(t, w, n, in, a, u, info, *first, 0, w->n,
+		       t->scratch) != 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		in[k] = t->scratch[(w->n - 1) * (int)n + (int)k];
+	*first = 0;
+	return 0;
+}
+
 /* Unit u of action a as a whole; in[] advances to its end. */
 static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 		       int64_t u, task_id *in, struct task_info *info)
@@ -357,10 +390,12 @@ static int action_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
 	struct sched_action act = t->stage[s].acts[a];
 	int64_t vs = train_vs(t, s, act.chunk);
 	const struct block *b = action_block(t, act, vs, u, &info->layer);
+	int first = !(u == 0 && t->pg && receives(t, act, vs));
 	uint32_t k;
 
-	if (inst_block(t, b, n, in, a, u, info,
-		       !(u == 0 && t->pg && receives(t, act, vs))) != 0)
+	if (inst_wcast(t, unit_wcast(t, act, vs, u), n, in, a, u, info,
+		       &first) != 0 ||
+	    inst_block(t, b, n, in, a, u, info, first) != 0)
 		return -1;
 	for (k = 0; k < n; k++)
 		in[k] = train_unit(t, t->stage_ranks[k], a, u)->out;
@@ -410,6 +445,11 @@ static int pair_unit(struct train *t, int64_t s, uint32_t n, int64_t x,
 	int cx = segments(bx, ex), cy = segments(by, ey), i, lx = 0, ly = 0;
 	uint32_t k;
 
+	if (inst_wcast(t, unit_wcast(t, ax, vx, u), n, inx, x, u, ix,
+		       &fx) != 0 ||
+	    inst_wcast(t, unit_wcast(t, ay, vy, u), n, iny, y, u, iy,
+		       &fy) != 0)
+		return -1;
 	unit_begin(t, n, x, u, fx);
 	unit_begin(t, n, y, u, fy);
 	for (i = 0; i < cx || i < cy; i++) {

@@ -43,6 +43,7 @@ static struct block *new_block(struct train *t, const struct layer_ops *o)
 	if (!b || block_cost(b, o, t->gpu, &t->dt, t->prog) != 0 ||
 	    train_host_cost(t, b) != 0)
 		return NULL;
+	b->wcast = NULL;
 	for (i = 0; i < b->n; i++) {
 		struct block_op *op = &b->op[i];
 		uint32_t n;
@@ -57,6 +58,21 @@ static struct block *new_block(struct train *t, const struct layer_ops *o)
 			return NULL;
 	}
 	return b;
+}
+
+/* Forward block f's step weight quantization from its unit's backward
+ * ops o (layer_weight_cast; none in 16-bit). Returns 0, or -1 when out
+ * of memory. */
+static int weight_cast(struct train *t, struct block *f,
+		       const struct layer_ops *o)
+{
+	if (!t->wc_ops)	/* no step casts (t->dims.wcast) */
+		return 0;
+	layer_weight_cast(&t->dims, o, t->wc_ops);
+	if (t->wc_ops->n == 0)
+		return 0;
+	f->wcast = new_block(t, t->wc_ops);
+	return f->wcast ? 0 : -1;
 }
 
 /* The layer kinds the model has, their blocks. */
@@ -87,7 +103,7 @@ static int cost_layers(struct train *t, struct layer_ops *o,
 		if (out < 0)
 			return -1;
 		t->lb[k] = new_block(t, o);
-		if (!t->lf[k] || !t->lb[k])
+		if (!t->lf[k] || !t->lb[k] || weight_cast(t, t->lf[k], o) != 0)
 			return -1;
 		t->lb[k]->out = out;
 	}
@@ -122,7 +138,8 @@ int train_cost_blocks(struct train *t)
 	enum layer_recompute rc = (enum layer_recompute)t->job->training.recompute;
 	const struct model_spec *m = t->job->model;
 
-	if (!o || cost_layers(t, o, rc) != 0)
+	t->wc_ops = t->dims.wcast ? arena_alloc(&t->arena, sizeof(*o)) : NULL;
+	if (!o || (t->dims.wcast && !t->wc_ops) || cost_layers(t, o, rc) != 0)
 		return -1;
 	layer_embed_fwd(&t->dims, o);
 	t->ef = new_block(t, o);
@@ -148,7 +165,7 @@ int train_cost_blocks(struct train *t)
 		t->mf = new_block(t, o);
 		layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, o);
 		t->mb = new_block(t, o);
-		if (!t->mf || !t->mb)
+		if (!t->mf || !t->mb || weight_cast(t, t->mf, o) != 0)
 			return -1;
 	}
 	if (t->dims.pp_gather && t->stages > 1) {

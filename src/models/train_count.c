@@ -15,6 +15,8 @@
  *   - the all-gather rebuilding a scattered pipeline transfer, before
  *     each action that receives one (pp_gather);
  *   - fp8 delayed scaling's amax reduction after each action;
+ *   - the step's weight quantization before each unit's first forward
+ *     (train_unit_wcast: once a step, not per microbatch);
  *   - transfers: after each forward of vs < S-1 and each backward of
  *     vs > 0 a two-member send/recv (two tasks, one call);
  *   - data parallelism, when a stage has more GPUs than its TP group and
@@ -86,8 +88,11 @@ static void count_units(const struct train *t, int64_t s, struct count *c)
 		for (u = 0; u < n; u++) {
 			const struct block *b = train_unit_block(t, vs, 1, u,
 								 &layer);
+			const struct block *w = train_unit_wcast(t, vs, u);
 
 			add_block(t, train_unit_block(t, vs, 0, u, &layer), m, c);
+			if (w)	/* the step's weight casts, once */
+				add_block(t, w, 1, c);
 			if (b == t->hb && t->hbd) {	/* deferred wgrads */
 				double d = (double)t->defer;
 

@@ -169,6 +169,21 @@ const struct block *train_unit_block(const struct train *t, int64_t vs,
 	return bwd ? t->lb[kind] : t->lf[kind];
 }
 
+const struct block *train_unit_wcast(const struct train *t, int64_t vs,
+				     int64_t u)
+{
+	int32_t layer;
+	const struct block *b = train_unit_block(t, vs, 0, u, &layer);
+
+	if (!b->wcast)
+		return NULL;
+	/* a repeated MTP pass: the first module's weights, cast already */
+	if (b == t->mf && t->job->moe.mtp_repeated &&
+	    u - (train_units(t, vs) - t->mtp) > 0)
+		return NULL;
+	return b->wcast;
+}
+
 void train_unit_params(const struct train *t, int64_t vs, int bwd,
 		       int64_t u, double *dense, double *experts)
 {

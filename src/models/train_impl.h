@@ -96,6 +96,8 @@ struct train {
 					 * deferred (0: none) */
 	task_id *drain_end;		/* [rank] the last deferred wgrad's
 					 * task, or TASK_NONE */
+	struct layer_ops *wc_ops;	/* scratch for the step weight casts
+					 * (train_cost.c), or NULL */
 	struct block *mf, *mb;		/* a multi-token-prediction module (with
 					 * its output head and loss unless
 					 * mtp_alone) */
@@ -204,6 +206,12 @@ int train_alloc_actions(struct train *t, task_id ***out);
  * (-1 for the embedding and head) and, for backward, the reverse order. */
 const struct block *train_unit_block(const struct train *t, int64_t vs,
 				     int bwd, int64_t u, int32_t *layer);
+
+/* The step weight quantization (struct block wcast) run before unit u of
+ * vs on the step's first microbatch forward, or NULL: none in 16-bit,
+ * and once for MTP modules that repeat the first one's weights. */
+const struct block *train_unit_wcast(const struct train *t, int64_t vs,
+				     int64_t u);
 
 /* Parameters per GPU of unit u of an action on vs (bwd order if bwd):
  * dense ones (over tp; gradients over dp x cp) and routed experts' (over
