@@ -539,6 +539,14 @@ static inline int job_is_inference(const struct job_spec *j)
 	return j->phase != PHASE_TRAINING;
 }
 
+/* Expert slots of an MoE layer the ep ranks share: the routed experts,
+ * and for inference the job's redundant_experts (EPLB replicas). */
+static inline int64_t job_expert_slots(const struct job_spec *j)
+{
+	return j->model->n_routed_experts +
+	       (job_is_inference(j) ? j->moe.redundant_experts : 0);
+}
+
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */
 static inline int64_t job_microbatches(const struct job_spec *j)
 {

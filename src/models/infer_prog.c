@@ -674,6 +674,24 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 	return c;
 }
 
+task_id infer_prog_op(struct prog *p, const struct infer_ctx *x,
+		      const struct infer_step_units *su,
+		      const struct infer_cost_op *op, uint32_t rank, int64_t s,
+		      int32_t layer, int32_t mb)
+{
+	struct task_info info = {op->name, TASK_COMPUTE, layer, mb,
+				 TASK_PHASE_NONE};
+	struct coll_path path;
+	uint32_t stream;
+	struct coll_desc c;
+
+	if (op->kind == IOP_KERNEL)
+		return prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
+	c = coll_of(x, su, op, s, &path, &stream);
+	info.cat = TASK_COMM;
+	return prog_coll(p, &rank, 1, stream, &c, &info);
+}
+
 /* Unit u on `rank` (stage s) after task `after`; its last task into
  * *last. Returns 0, or -1 when out of memory. */
 static int inst_unit(struct prog *p, const struct infer_ctx *x,
@@ -685,21 +703,7 @@ static int inst_unit(struct prog *p, const struct infer_ctx *x,
 	int i;
 
 	for (i = 0; i < u->n; i++) {
-		const struct infer_cost_op *op = &u->op[i];
-		struct task_info info = {op->name, TASK_COMPUTE, layer, mb,
-					 TASK_PHASE_NONE};
-
-		if (op->kind == IOP_KERNEL) {
-			t = prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
-		} else {
-			struct coll_path path;
-			uint32_t stream;
-			struct coll_desc c = coll_of(x, su, op, s, &path,
-						     &stream);
-
-			info.cat = TASK_COMM;
-			t = prog_coll(p, &rank, 1, stream, &c, &info);
-		}
+		t = infer_prog_op(p, x, su, &u->op[i], rank, s, layer, mb);
 		if (t == TASK_NONE || (prev != TASK_NONE &&
 				       prog_dep(p, prev, t) != 0))
 			return -1;
@@ -744,10 +748,11 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
  * recv_tensor_dict before model_runner.execute_model), so the copy runs
  * on every stage, after the receive. */
 static int inst_stage(struct prog *p, const struct infer_ctx *x,
-		      const struct infer_step_units *u, int64_t s, int32_t mb,
-		      task_id after, task_id *last)
+		      const struct infer_step_units *u,
+		      const struct infer_step_units *half, int64_t s,
+		      int32_t mb, task_id after, task_id *last)
 {
-	int64_t first = split_first_layer(x->split, s), k;
+	int64_t first = split_first_layer(x->split, s), k, n;
 	uint32_t rank = (uint32_t)s;
 	task_id t = after;
 
@@ -756,10 +761,21 @@ static int inst_stage(struct prog *p, const struct infer_ctx *x,
 		return -1;
 	if (s == 0 && inst_unit(p, x, u, &u->embed, rank, s, -1, mb, t, &t))
 		return -1;
-	for (k = first; k < first + x->split[s]; k++)
+	for (k = first; k < first + x->split[s]; k += n) {
+		/* a run of MoE layers as two half batches (infer_tbo.c) */
+		for (n = 0; half && k + n < first + x->split[s] &&
+		     x->kinds[x->kind_of[k + n]].moe; n++)
+			;
+		if (n > 0) {
+			if (infer_tbo_layers(p, x, half, s, k, n, mb, t, &t))
+				return -1;
+			continue;
+		}
+		n = 1;
 		if (inst_unit(p, x, u, &u->layer[x->kind_of[k]], rank, s,
 			      (int32_t)k, mb, t, &t))
 			return -1;
+	}
 	if (s == x->pp - 1 &&
 	    inst_unit(p, x, u, &u->head, rank, s, -1, mb, t, &t))
 		return -1;
@@ -767,9 +783,8 @@ static int inst_stage(struct prog *p, const struct infer_ctx *x,
 	return 0;
 }
 
-/* b with every group's count divided by m. */
-static void micro_batch(const struct infer_batch *b, int64_t m,
-			struct infer_batch *out)
+void infer_micro_batch(const struct infer_batch *b, int64_t m,
+		       struct infer_batch *out)
 {
 	int i;
 
@@ -783,8 +798,8 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 			     double route_T, struct infer_prog_info *info,
 			     struct diag *d)
 {
-	struct infer_step_units *u = mem_calloc(1, sizeof(*u));
-	struct infer_batch mbat, padded;
+	struct infer_step_units *u = mem_calloc(2, sizeof(*u)), *half = NULL;
+	struct infer_batch mbat, padded, hb;
 	struct prog *p = new_prog((uint32_t)x->pp);
 	task_id host = TASK_NONE, t, recv;
 	int64_t mb, s;
@@ -792,14 +807,26 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 	memset(info, 0, sizeof(*info));
 	if (!u || !p)
 		goto oom;
-	arena_init(&u->arena);
+	arena_init(&u[0].arena);
+	arena_init(&u[1].arena);
 	if (micro < 1)
 		micro = 1;
-	micro_batch(b, micro, &mbat);
+	infer_micro_batch(b, micro, &mbat);
 	info->graph = infer_graph_for(x, &mbat, &padded);
+	if (infer_tbo_on(x, &padded)) {
+		/* two-batch overlap: the MoE layers' half batches */
+		infer_micro_batch(&padded, 2, &hb);
+		half = &u[1];
+		half->tbo = infer_batch_decode_only(&padded) ? ITBO_DECODE :
+							       ITBO_PREFILL;
+		info->tbo = 1;
+	}
 	if (infer_units(x, &padded, info->graph, route_T / (double)micro, u,
-			d) != 0) {
-		infer_step_units_release(u);
+			d) != 0 ||
+	    (half && infer_units(x, &hb, info->graph,
+				 route_T / (double)micro / 2, half, d) != 0)) {
+		infer_step_units_release(&u[0]);
+		infer_step_units_release(&u[1]);
 		mem_free(u);
 		prog_free(p);
 		return NULL;
@@ -820,7 +847,7 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 	for (mb = 0; mb < micro; mb++) {
 		t = host;
 		for (s = 0; s < x->pp; s++) {
-			if (inst_stage(p, x, u, s, (int32_t)mb, t, &t))
+			if (inst_stage(p, x, u, half, s, (int32_t)mb, t, &t))
 				goto oom;
 			if (s + 1 < x->pp &&
 			    inst_send(p, x, infer_batch_tokens(&mbat), s,
@@ -831,16 +858,24 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 				t = recv;
 		}
 	}
-	infer_step_units_release(u);
+	infer_step_units_release(&u[0]);
+	infer_step_units_release(&u[1]);
 	mem_free(u);
 	return p;
 oom:
-	if (u)
-		infer_step_units_release(u);
+	if (u) {
+		infer_step_units_release(&u[0]);
+		infer_step_units_release(&u[1]);
+	}
 	mem_free(u);
 	prog_free(p);
 	diag_oom(d);
 	return NULL;
+}
+
+struct prog *infer_prog_empty(const struct infer_ctx *x)
+{
+	return new_prog((uint32_t)x->pp);
 }
 
 struct prog *infer_prog_unit(const struct infer_ctx *x,
