@@ -635,7 +635,8 @@ enum job_rule {
 	JR_SCHED_VPP,		/* vpp > 1 <=> the interleaved schedule */
 	JR_SCHED_PP,		/* the interleaved schedule needs pp >= 2 */
 	JR_SCHED_MICRO,		/* interleaved: microbatches a multiple of pp */
-	JR_EP_EXPERTS,		/* ep divides the routed experts */
+	JR_EP_EXPERTS,		/* ep divides the expert slots (routed +
+				 * inference redundant_experts) */
 	JR_EP_FOLD,		/* etp*ep divides a stage's tp*cp*dp GPUs */
 	JR_ETP_FFN,		/* etp divides moe_intermediate_size */
 	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */
