@@ -615,83 +615,6 @@ int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)
 
 /* ---- instantiating units ---- */
 
-static const char *const stream_names[IST_COUNT] = {
-	"compute", "tp", "pp", "host", "ep",
-};
-
-static struct prog *new_prog(uint32_t ranks)
-{
-	struct prog *p = prog_new(ranks, IST_COUNT);
-	uint32_t s;
-
-	if (!p)
-		return NULL;
-	for (s = 0; s < IST_COUNT; s++)
-		prog_name_stream(p, s, stream_names[s]);
-	return p;
-}
-
-/* The collective of op on stage s: its group's GPUs and the path. */
-static struct coll_desc coll_of(const struct infer_ctx *x,
-				const struct infer_step_units *su,
-				const struct infer_cost_op *op, int64_t s,
-				struct coll_path *path, uint32_t *stream)
-{
-	int64_t g = x->tp * x->adp;
-	struct coll_desc c = {
-		.op = op->coll, .bytes = op->bytes, .gpus = x->gpus + s * g,
-		.ngpus = (uint32_t)x->tp, .algo = -1, .proto = -1,
-		.replicas = (uint32_t)x->adp, .sm_share = 0,
-	};
-
-	*stream = IST_TP;
-	if (op->kind == IOP_ETP) {
-		c.ngpus = (uint32_t)x->dims.moe.etp;
-		c.replicas = (uint32_t)x->dims.moe.ep;
-	} else if (op->kind == IOP_EP) {
-		c.gpus = x->ep_gpus + s * (int64_t)x->dims.moe.ep;
-		c.ngpus = (uint32_t)x->dims.moe.ep;
-		c.replicas = (uint32_t)x->dims.moe.etp;
-		c.a2a_B = op->a2a_B;
-		c.sm_share = x->ep_sm_share;
-		/* the sized all-gather / reduce-scatter (engine
-		 * adp_moe_sized) is one ncclBroadcast / ncclReduce per rank
-		 * in one NCCL group, rooted at each rank in turn
-		 * (TensorRT-LLM thop/allgatherOp.cpp, reducescatterOp.cpp) */
-		if (op->coll == COLL_BROADCAST || op->coll == COLL_REDUCE)
-			c.group = c.ngpus;
-		c.path = ep_coll_path(x->job->moe.dispatcher,
-				      su ? su->route.node_share : 1,
-				      op->ep_row_B, op->ep_kind, 0, path,
-				      &c.algo);
-		/* hierarchical inside one node is the plain all-to-all
-		 * (train.c coll_of, ep.c ep_call_time) */
-		if (c.path || !ep_spans_nodes(c.gpus, c.ngpus,
-					      x->job->system->gpus_per_node))
-			c.algo = -1;
-		*stream = IST_EP;
-	}
-	return c;
-}
-
-task_id infer_prog_op(struct prog *p, const struct infer_ctx *x,
-		      const struct infer_step_units *su,
-		      const struct infer_cost_op *op, uint32_t rank, int64_t s,
-		      int32_t layer, int32_t mb)
-{
-	struct task_info info = {op->name, TASK_COMPUTE, layer, mb,
-				 TASK_PHASE_NONE};
-	struct coll_path path;
-	uint32_t stream;
-	struct coll_desc c;
-
-	if (op->kind == IOP_KERNEL)
-		return prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
-	c = coll_of(x, su, op, s, &path, &stream);
-	info.cat = TASK_COMM;
-	return prog_coll(p, &rank, 1, stream, &c, &info);
-}
-
 /* Unit u on `rank` (stage s) after task `after`; its last task into
  * *last. Returns 0, or -1 when out of memory. */
 static int inst_unit(struct prog *p, const struct infer_ctx *x,
@@ -800,7 +723,7 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 {
 	struct infer_step_units *u = mem_calloc(2, sizeof(*u)), *half = NULL;
 	struct infer_batch mbat, padded, hb;
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct prog *p = infer_prog_empty(x);
 	task_id host = TASK_NONE, t, recv;
 	int64_t mb, s;
 
@@ -873,16 +796,11 @@ oom:
 	return NULL;
 }
 
-struct prog *infer_prog_empty(const struct infer_ctx *x)
-{
-	return new_prog((uint32_t)x->pp);
-}
-
 struct prog *infer_prog_unit(const struct infer_ctx *x,
 			     const struct infer_step_units *su,
 			     const struct infer_unit *u, int64_t stage)
 {
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct prog *p = infer_prog_empty(x);
 	task_id last;
 
 	if (!p)
@@ -898,7 +816,7 @@ struct prog *infer_prog_unit(const struct infer_ctx *x,
 struct prog *infer_prog_send(const struct infer_ctx *x, double tokens,
 			     int64_t stage)
 {
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct prog *p = infer_prog_empty(x);
 	task_id recv;
 
 	if (!p)
