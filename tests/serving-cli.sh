@@ -119,6 +119,24 @@ if [ "$(grep -c 'error:' "$tmp/err")" != 1 ] ||
 	echo "FAIL: serving ep 3: expected one error at the key"; cat "$tmp/err"; fail=1
 fi
 
+# Redundant experts (moe.redundant_experts, r33): ep divides the slots
+# (256 + 32 = 288 on 72 ranks runs; 256 + 16 = 272 does not divide by
+# 72), and a training job takes none (EPLB replicas are an inference
+# setting), each reported at a key.
+check "ep 72 with 32 redundant experts" "$llmsim" run \
+	workloads/jobs/serve-deepseek-v3-h200.yaml --no-store \
+	--set phase=decode --set serving.batch=72 --set serving.context_len=100 \
+	--set system.nodes=9 --set parallelism.dp=72 --set parallelism.ep=72 \
+	--set moe.redundant_experts=32
+bad "ep not dividing the expert slots" \
+	"error: layout: ep 72 does not divide the 272 expert slots (the model's 256 routed experts + moe.redundant_experts 16)" \
+	workloads/jobs/serve-deepseek-v3-h200.yaml --set system.nodes=9 \
+	--set parallelism.dp=72 --set parallelism.ep=72 \
+	--set moe.redundant_experts=16
+bad "redundant experts in training" \
+	"--set:1:23: error: layout: moe.redundant_experts 32 on a training job" \
+	workloads/jobs/deepseek-v3-2048.yaml --set moe.redundant_experts=32
+
 # A disaggregated pool's tp held to the job's tp rules (Llama 3 70B: 64
 # heads; a decode pool of tp 3 ran), and its attention_dp to an MoE model
 # (a dense one ran into an empty KV cache).

@@ -195,6 +195,15 @@ static const struct schema_field engine_fields[] = {
 		  "reduce-scatter as one reduce per rank, grouped (NCCL "
 		  "ncclBroadcast / ncclReduce in a group), costed as one "
 		  "broadcast (reduce) of all the ranks' rows" },
+	{ .key = "two_batch_overlap", .type = ST_BOOL,
+	  .offset = OFF(two_batch_overlap), .def = "false",
+	  .help = "with attention DP and an all-to-all MoE dispatcher "
+		  "(deepep, deepep-ll, alltoall, ...), a step's MoE layers run "
+		  "as two half batches whose kernels interleave at the "
+		  "engine's yield points, one half's dispatch and combine "
+		  "beside the other's compute (SGLang "
+		  "--enable-two-batch-overlap, two_batch_overlap.py); other "
+		  "layouts ignore it" },
 	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
 	  .values = engine_moe_kernels_names, .def = "generic",
 	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "

@@ -303,6 +303,11 @@ struct engine_spec {
 	int adp_moe_sized;			/* that all-gather and reduce-scatter take
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
+	int two_batch_overlap;			/* attention DP with an EP all-to-all:
+						 * a step's MoE layers run as two half
+						 * batches, one's dispatch and combine
+						 * beside the other's compute (SGLang
+						 * --enable-two-batch-overlap) */
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int weight_only_moe_kernel;		/* enum engine_wo_moe: the kernel of experts
 						 * whose weights alone are quantized */

@@ -543,6 +543,14 @@ static inline int job_is_inference(const struct job_spec *j)
 	return j->phase != PHASE_TRAINING;
 }
 
+/* Expert slots of an MoE layer the ep ranks share: the routed experts,
+ * and for inference the job's redundant_experts (EPLB replicas). */
+static inline int64_t job_expert_slots(const struct job_spec *j)
+{
+	return j->model->n_routed_experts +
+	       (job_is_inference(j) ? j->moe.redundant_experts : 0);
+}
+
 /* Microbatches per step on one pipeline: gbs / (mbs * dp). */
 static inline int64_t job_microbatches(const struct job_spec *j)
 {
@@ -631,7 +639,8 @@ enum job_rule {
 	JR_SCHED_VPP,		/* vpp > 1 <=> the interleaved schedule */
 	JR_SCHED_PP,		/* the interleaved schedule needs pp >= 2 */
 	JR_SCHED_MICRO,		/* interleaved: microbatches a multiple of pp */
-	JR_EP_EXPERTS,		/* ep divides the routed experts */
+	JR_EP_EXPERTS,		/* ep divides the expert slots (routed +
+				 * inference redundant_experts) */
 	JR_EP_FOLD,		/* etp*ep divides a stage's tp*cp*dp GPUs */
 	JR_ETP_FFN,		/* etp divides moe_intermediate_size */
 	JR_TP_SHARED,		/* tp divides the shared experts' hidden size */

@@ -271,6 +271,7 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 	struct parallel_spec *p = &j->parallelism;
 	const struct model_spec *m = j->model;
 	int64_t stage = p->tp * p->cp * p->dp, per_domain;
+	int64_t slots = model_is_moe(m) ? job_expert_slots(j) : 0;
 	/* inference: check_inference_experts reported an ep that does not
 	 * span the instance, with the experts it does not divide */
 	int inf_ep_said = job_is_inference(j) &&
@@ -297,17 +298,28 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 				     (long long)j->moe.mtp_layers);
 		return;
 	}
-	if (m->n_routed_experts % p->ep != 0 && inf_ep_said)
+	if (j->moe.redundant_experts > 0 && !job_is_inference(j))
+		layout_error(s, JR_EP_EXPERTS, "moe.redundant_experts %lld "
+			     "on a training job: expert replicas (EPLB) are an "
+			     "inference setting; set it to 0",
+			     (long long)j->moe.redundant_experts);
+	else if (slots % p->ep != 0 && inf_ep_said)
 		s->broken |= layout_want(s, JR_EP_EXPERTS) ? JR_BIT(JR_EP_EXPERTS) : 0;
-	else if (m->n_routed_experts % p->ep != 0)
+	else if (slots % p->ep != 0 && slots != m->n_routed_experts)
+		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
+			     "%lld expert slots (the model's %lld routed experts "
+			     "+ moe.redundant_experts %lld)", (long long)p->ep,
+			     (long long)slots, (long long)m->n_routed_experts,
+			     (long long)j->moe.redundant_experts);
+	else if (slots % p->ep != 0)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
 			     "model's %lld routed experts", (long long)p->ep,
 			     (long long)m->n_routed_experts);
-	else if (m->n_routed_experts / p->ep > JOB_LOCAL_EXPERTS_MAX)
+	else if (slots / p->ep > JOB_LOCAL_EXPERTS_MAX)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld leaves %lld routed "
 			     "experts on a GPU; llmsim costs at most %d local "
 			     "experts: raise ep", (long long)p->ep,
-			     (long long)(m->n_routed_experts / p->ep),
+			     (long long)(slots / p->ep),
 			     JOB_LOCAL_EXPERTS_MAX);
 	if (stage % (p->etp * p->ep) != 0 && job_is_inference(j))
 		p->edp = 0;	/* check_inference_experts' rule said it */

@@ -26,12 +26,14 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
 
 	if (g % p->ep != 0) {
-		int64_t e = j->model->n_routed_experts;
+		int64_t e = job_expert_slots(j);
 		char nor[96] = "";
 
 		if (e % p->ep != 0)	/* one message: check_ep says no more */
-			snprintf(nor, sizeof(nor), " nor the model's %lld "
-				 "routed experts", (long long)e);
+			snprintf(nor, sizeof(nor), j->moe.redundant_experts ?
+				 " nor the %lld expert slots" :
+				 " nor the model's %lld routed experts",
+				 (long long)e);
 		layout_error(s, JR_INF_EP, "ep %lld does not "
 			     "divide the %lld GPUs an instance's MoE layers "
 			     "span (tp%s)%s", (long long)p->ep, (long long)g,
@@ -156,7 +158,7 @@ static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct disagg_spec *dg = &j->serving.disaggregated;
 	const struct pool_spec *pool[] = {&dg->prefill, &dg->decode};
-	int64_t experts = j->model->n_routed_experts;
+	int64_t experts = job_expert_slots(j);
 	int i;
 
 	for (i = 0; dg->enabled && i < 2; i++) {
@@ -181,7 +183,7 @@ static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 			layout_key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
 					 "%s.ep' %lld must divide the pool's %lld GPUs an "
 					 "instance's MoE layers span (its tp) and the "
-					 "model's %lld routed experts", pool_names[i],
+					 "%lld expert slots", pool_names[i],
 					 (long long)p->ep, (long long)p->tp,
 					 (long long)experts);
 	}

@@ -102,7 +102,7 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_SCHED_MICRO] = "parallelism.schedule training.global_batch_size "
 			   "training.micro_batch_size parallelism.pp "
 			   "parallelism.dp",
-	[JR_EP_EXPERTS] = "parallelism.ep",
+	[JR_EP_EXPERTS] = "parallelism.ep moe.redundant_experts",
 	[JR_EP_FOLD] = "parallelism.ep parallelism.etp parallelism.tp "
 		       "parallelism.cp parallelism.dp",
 	[JR_ETP_FFN] = "parallelism.etp parallelism.tp",

@@ -350,6 +350,14 @@ static const struct schema_field moe_fields[] = {
 		  "back before its backward (Megatron-Core --moe-paged-stash, "
 		  "with the full-iteration CUDA graphs' static expert "
 		  "buffers)" },
+	{ .key = "redundant_experts", .type = ST_INT,
+	  .offset = MOFF(redundant_experts), .def = "0", .min = 0,
+	  .max = 65536,
+	  .help = "inference: expert slots beyond the model's routed experts, "
+		  "filled with replicas of the busiest ones by DeepSeek's EPLB "
+		  "(SGLang --ep-num-redundant-experts; DeepSeek-V3 serving: 32, "
+		  "256 + 32 = 288 slots): ep divides the slots, each GPU "
+		  "holds slots / ep of them" },
 	{ .key = "mtp_layers", .type = ST_INT, .offset = MOFF(mtp_layers),
 	  .def = "0", .min = 0, .max = 64,
 	  .help = "multi-token-prediction modules trained with the model" },

@@ -221,6 +221,9 @@ struct moe_job_spec {
 					 * copied to a paged buffer after its
 					 * forward and back before its backward
 					 * (moe.c stash_op) */
+	int64_t redundant_experts;	/* inference: expert slots beyond the
+					 * routed experts, replicas EPLB places
+					 * (route.c); ep divides the slots */
 	int64_t mtp_layers;		/* multi-token-prediction modules run */
 	int mtp_repeated;		/* ... passes of one module's weights
 					 * (Megatron-Core mtp_use_repeated_layer) */

@@ -736,7 +736,10 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
 	double t = infer_batch_tokens(b);
-	int moe = k && k->moe, blk = k ? k->block : BLOCK_PAIR;
+	int moe = k && k->moe, blk = k ? k->block : BLOCK_PAIR, i;
+	enum infer_tbo tbo = !moe || !d->moe.tbo ? ITBO_NONE :
+			     infer_batch_decode_only(b) ? ITBO_DECODE :
+							  ITBO_PREFILL;
 
 	o->n = 0;
 	if (blk == BLOCK_MAMBA) {
@@ -757,13 +760,21 @@ void infer_layer_ops(const struct infer_dims *d0, const struct infer_batch *b,
 		       t * d->hidden * d->act_B);
 		if (blk == BLOCK_ATTN)
 			return;
+		/* two-batch overlap, decode: the half batch yields between
+		 * the attention's projections and its core (op_prepare,
+		 * op_core) */
+		for (i = 0; tbo == ITBO_DECODE && i < o->n; i++)
+			if (o->op[i].attention) {
+				o->op[i].tbo_yield = 1;
+				break;
+			}
 	}
 	norm(o, d, "add_norm", t, 1, !moe, moe ? moe_norm_wide(d) :
 					 (d->qexcl & QX_MLP) != 0);
 	if (moe) {
 		if (!r)
 			BUG("an MoE layer without its routing");
-		infer_moe_ops(d, t, r, o);
+		infer_moe_ops(d, t, r, tbo, o);
 		return;
 	}
 	mlp(d, t, o);

@@ -76,7 +76,8 @@ struct infer_moe {
 				 * input and output width); 0 = none, h */
 	double shared_ffn;	/* shared experts' hidden size; 0 = none */
 	double ep, etp;		/* expert parallel, expert tensor parallel */
-	double local;		/* experts on one GPU: E / ep */
+	double local;		/* expert slots on one GPU: (E + redundant) / ep
+				 * (moe.redundant_experts: EPLB replicas) */
 	double adp;		/* attention data-parallel ranks (1: none) */
 	int dispatch;		/* 1: tokens are dispatched to and combined
 				 * from the experts' GPUs over EP (attention
@@ -119,6 +120,9 @@ struct infer_moe {
 	double wo_eff_used;	/* the one the experts' weights take when
 				 * their GEMMs dequantize (weight != compute);
 				 * 0 = none */
+	int tbo;		/* two-batch overlap applies: the engine's
+				 * two_batch_overlap with an all-to-all
+				 * dispatch (infer_tbo.c) */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */
@@ -360,6 +364,10 @@ struct infer_op {
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
 	double ep_row_B;	/* IOP_EP: B of a row the dispatcher moves */
 	int ep_kind;		/* IOP_EP: EP_ROW_* bits (ep_coll_path) */
+	int tbo_yield;		/* two-batch overlap: a stage of the half
+				 * batch ends before this op (infer_tbo.c) */
+	int ep_free;		/* two-batch overlap: runs without waiting
+				 * for the EP collective issued before it */
 };
 
 #define INFER_MAX_OPS 64
@@ -410,6 +418,8 @@ struct infer_cost_op {
 	int ep_kind;		/* EP_ROW_* bits of the op's rows */
 	int eager;		/* a kernel launched by the host (not replayed
 				 * from a captured graph) */
+	int tbo_yield;		/* as infer_op's */
+	int ep_free;		/* as infer_op's */
 };
 
 /* A costed unit, ready to instantiate. */
@@ -498,9 +508,22 @@ int infer_moe_route(const struct job_spec *j, const struct infer_dims *d,
 		    double tokens, struct arena *a, struct infer_route *out,
 		    struct diag *dg);
 
-/* The MoE MLP of a layer (after its second norm) into o. */
+/* Two-batch overlap's layer strategy (SGLang operations_strategy.py,
+ * infer_tbo.c): where a half batch yields to the other, and where its
+ * shared experts run. */
+enum infer_tbo {
+	ITBO_NONE,
+	ITBO_DECODE,		/* _compute_moe_deepseek_blog_decode */
+	ITBO_PREFILL		/* _compute_moe_deepseek_blog_prefill */
+};
+
+/* The MoE MLP of a layer (after its second norm) into o; with a two-batch
+ * overlap strategy `tbo` its ops carry the strategy's yields and the
+ * shared experts move beside the dispatch (decode) or the combine
+ * (prefill). */
 void infer_moe_ops(const struct infer_dims *d, double tokens,
-		   const struct infer_route *r, struct infer_ops *o);
+		   const struct infer_route *r, enum infer_tbo tbo,
+		   struct infer_ops *o);
 
 /* Weight parameters and bytes of an MoE MLP (router, shared experts,
  * local experts) on one GPU. */

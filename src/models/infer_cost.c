@@ -463,6 +463,8 @@ void infer_cost_memo(const struct infer_ops *o, const struct infer_dims *d0,
 		c->a2a_B = op->a2a_B;
 		c->ep_row_B = op->ep_row_B;
 		c->ep_kind = op->ep_kind;
+		c->tbo_yield = op->tbo_yield;
+		c->ep_free = op->ep_free;
 		if (op->kind != IOP_KERNEL) {
 			c->bytes = op->coll_B;
 			continue;

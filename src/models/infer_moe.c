@@ -196,7 +196,8 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->ep = (double)p->ep;
 	group = (double)p->tp * e->adp;
 	e->etp = p->etp > 0 ? (double)p->etp : group / e->ep;
-	e->local = e->experts / e->ep;
+	/* the slots an EP rank holds: routed experts and EPLB replicas */
+	e->local = (double)job_expert_slots(j) / e->ep;
 	e->dispatch = p->attention_dp && group > 1;
 	/* the engine's own exchange replaces the library all-to-all (the
 	 * default dispatcher); a job naming DeepEP and the like keeps it */
@@ -224,6 +225,8 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		       (double)m->quantization.weight_block_size.v[1] : 0;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
+	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&
+		 !e->allgather;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->weight_on_input = m->router_weight_on_input == 1;
 	wo_kernel(s->engine, g, e);
@@ -463,17 +466,45 @@ static void router(struct infer_ops *o, const struct infer_dims *d, double T)
 		     T * e->topk * 8, (e->sigmoid ? 4 : 6) * T * e->experts);
 }
 
+/* Two-batch overlap: a half batch's stage ends before op `at`, called
+ * once the ops from `at` are in o (none when the layer added none
+ * there). */
+static void tbo_yield(struct infer_ops *o, int at)
+{
+	if (at < o->n)
+		o->op[at].tbo_yield = 1;
+}
+
+/* The shared experts as two-batch overlap places them: beside the
+ * dispatch (decode) or the combine (prefill) issued just before, not
+ * waiting for it (SGLang operations_strategy.py: op_shared_experts
+ * between op_dispatch_a and op_dispatch_b, or op_combine_a and
+ * op_combine_b). */
+static void shared_beside(struct infer_ops *o, const struct infer_dims *d,
+			  double T)
+{
+	int at = o->n, i;
+
+	shared(o, d, T, 0);
+	for (i = at; i < o->n; i++)
+		o->op[i].ep_free = 1;
+}
+
 /* What follows the experts in both pipelines: with dispatch the
  * combine (reduce-scatter of N rows, or the all-to-all back and the
  * unpermute), the shared output and the TP all-gather; without, the
- * shared output added and the TP all-reduce. */
+ * shared output added and the TP all-reduce. Under two-batch overlap
+ * (tbo) the decode strategy yields after the combine is issued and
+ * after its wait (op_combine_b), the prefill one after the combine is
+ * issued, then runs the shared experts. */
 static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
-		     double T, const struct infer_route *r)
+		     double T, const struct infer_route *r, enum infer_tbo tbo)
 {
 	const struct infer_moe *e = &d->moe;
 	double h = d->hidden, k = e->topk, B = d->act_B, Tin = r->tokens;
 	double w = row_width(d);	/* the experts' rows: h, or the latent */
 	struct infer_op *op;
+	int at, out = INFER_MAX_OPS;
 
 	if (!e->dispatch) {
 		latent(o, d, T, 1);
@@ -497,8 +528,14 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 			    w * B, EP_ROW_COMBINE);
 		if (op)
 			op->a2a_B = r->combine_a2a_B;
+		at = o->n;	/* after op_combine_a */
+		if (tbo == ITBO_PREFILL)
+			shared_beside(o, d, T);
 		infer_op_mem(o, "unpermute", Tin * k * w * B + Tin * k * 4,
 			     Tin * w * B, 2 * Tin * k * w);
+		if (tbo != ITBO_NONE)
+			tbo_yield(o, at);
+		out = o->n;	/* op_output */
 	}
 	latent(o, d, Tin, 1);
 	if (e->shared_ffn > 0) {
@@ -509,6 +546,8 @@ static void moe_tail(struct infer_ops *o, const struct infer_dims *d,
 	}
 	infer_op_coll(o, "moe_tp_allgather", IOP_TP, d->tp, COLL_ALLGATHER,
 		      T * h * B);
+	if (tbo == ITBO_DECODE)
+		tbo_yield(o, out);
 }
 
 /* Thread blocks of TensorRT-LLM's three-kernel row sort over n tokens
@@ -597,23 +636,28 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 			      COLL_REDUCESCATTER, R * h * B);
 	infer_op_mem(o, "moe_finalize", R * h * B + N * k * 12, N * h * B,
 		     2 * R * h);
-	moe_tail(o, d, T, r);
+	moe_tail(o, d, T, r, ITBO_NONE);
 }
 
 void infer_moe_ops(const struct infer_dims *d, double T,
-		   const struct infer_route *r, struct infer_ops *o)
+		   const struct infer_route *r, enum infer_tbo tbo,
+		   struct infer_ops *o)
 {
 	const struct infer_moe *e = &d->moe;
 	double h = row_width(d), k = e->topk, R = r->rows;
 	double f = e->ffn / e->etp, u = (d->gated ? 2 : 1) * f;
 	double Tin = r->tokens, B = d->act_B, in_rows;
 	struct infer_op *op;
+	int at;
 
 	if (e->cutlass && (!e->dispatch || e->allgather)) {
 		cutlass_ops(d, T, r, o);
 		return;
 	}
-	shared(o, d, T, 0);
+	if (!(e->tbo && e->dispatch && !e->allgather))
+		tbo = ITBO_NONE;
+	if (tbo == ITBO_NONE)
+		shared(o, d, T, 0);
 	router(o, d, T);
 	latent(o, d, T, 0);
 	if (e->dispatch) {
@@ -624,16 +668,24 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 					     Tin * e->ep * h * e->elem_B),
 			       h * e->elem_B, 0);
 		} else {
+			at = o->n;	/* after op_select_experts */
 			op = ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP,
 						  e->ep, COLL_ALLTOALL,
 						  r->dispatch_B),
 				    r->row_B, r->row_fp8 ? EP_ROW_FP8 : 0);
 			if (op)
 				op->a2a_B = r->a2a_B;
+			if (tbo == ITBO_DECODE) {
+				tbo_yield(o, at);
+				shared_beside(o, d, T);
+			}
 		}
+		at = o->n;	/* op_dispatch_b: the rows are awaited */
 		infer_op_coll(o, "expert_tp_allgather", IOP_ETP, e->etp,
 			      COLL_ALLGATHER, R * h * B);
 		infer_op_mem(o, "expert_sort", R * h * B, R * h * B, 0);
+		if (tbo != ITBO_NONE)
+			tbo_yield(o, at);
 		in_rows = R;
 	} else {
 		infer_op_mem(o, "moe_align", T * k * 4, (R + e->local) * 4, 0);
@@ -646,11 +698,11 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 	grouped(o, "expert_down", r, h, f);
 	if (!e->dispatch) {
 		infer_op_mem(o, "moe_sum", T * k * h * B, T * h * B, T * k * h);
-		moe_tail(o, d, T, r);
+		moe_tail(o, d, T, r, ITBO_NONE);
 		return;
 	}
 	infer_op_coll(o, "expert_tp_reducescatter", IOP_ETP, e->etp,
 		      COLL_REDUCESCATTER, R * h * B);
 	infer_op_mem(o, "expert_unsort", R * h * B, R * h * B, 0);
-	moe_tail(o, d, T, r);
+	moe_tail(o, d, T, r, tbo);
 }

@@ -615,65 +615,6 @@ int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)
 
 /* ---- instantiating units ---- */
 
-static const char *const stream_names[IST_COUNT] = {
-	"compute", "tp", "pp", "host", "ep",
-};
-
-static struct prog *new_prog(uint32_t ranks)
-{
-	struct prog *p = prog_new(ranks, IST_COUNT);
-	uint32_t s;
-
-	if (!p)
-		return NULL;
-	for (s = 0; s < IST_COUNT; s++)
-		prog_name_stream(p, s, stream_names[s]);
-	return p;
-}
-
-/* The collective of op on stage s: its group's GPUs and the path. */
-static struct coll_desc coll_of(const struct infer_ctx *x,
-				const struct infer_step_units *su,
-				const struct infer_cost_op *op, int64_t s,
-				struct coll_path *path, uint32_t *stream)
-{
-	int64_t g = x->tp * x->adp;
-	struct coll_desc c = {
-		.op = op->coll, .bytes = op->bytes, .gpus = x->gpus + s * g,
-		.ngpus = (uint32_t)x->tp, .algo = -1, .proto = -1,
-		.replicas = (uint32_t)x->adp, .sm_share = 0,
-	};
-
-	*stream = IST_TP;
-	if (op->kind == IOP_ETP) {
-		c.ngpus = (uint32_t)x->dims.moe.etp;
-		c.replicas = (uint32_t)x->dims.moe.ep;
-	} else if (op->kind == IOP_EP) {
-		c.gpus = x->ep_gpus + s * (int64_t)x->dims.moe.ep;
-		c.ngpus = (uint32_t)x->dims.moe.ep;
-		c.replicas = (uint32_t)x->dims.moe.etp;
-		c.a2a_B = op->a2a_B;
-		c.sm_share = x->ep_sm_share;
-		/* the sized all-gather / reduce-scatter (engine
-		 * adp_moe_sized) is one ncclBroadcast / ncclReduce per rank
-		 * in one NCCL group, rooted at each rank in turn
-		 * (TensorRT-LLM thop/allgatherOp.cpp, reducescatterOp.cpp) */
-		if (op->coll == COLL_BROADCAST || op->coll == COLL_REDUCE)
-			c.group = c.ngpus;
-		c.path = ep_coll_path(x->job->moe.dispatcher,
-				      su ? su->route.node_share : 1,
-				      op->ep_row_B, op->ep_kind, 0, path,
-				      &c.algo);
-		/* hierarchical inside one node is the plain all-to-all
-		 * (train.c coll_of, ep.c ep_call_time) */
-		if (c.path || !ep_spans_nodes(c.gpus, c.ngpus,
-					      x->job->system->gpus_per_node))
-			c.algo = -1;
-		*stream = IST_EP;
-	}
-	return c;
-}
-
 /* Unit u on `rank` (stage s) after task `after`; its last task into
  * *last. Returns 0, or -1 when out of memory. */
 static int inst_unit(struct prog *p, const struct infer_ctx *x,
@@ -685,21 +626,7 @@ static int inst_unit(struct prog *p, const struct infer_ctx *x,
 	int i;
 
 	for (i = 0; i < u->n; i++) {
-		const struct infer_cost_op *op = &u->op[i];
-		struct task_info info = {op->name, TASK_COMPUTE, layer, mb,
-					 TASK_PHASE_NONE};
-
-		if (op->kind == IOP_KERNEL) {
-			t = prog_task(p, rank, IST_COMPUTE, op->time_s, &info);
-		} else {
-			struct coll_path path;
-			uint32_t stream;
-			struct coll_desc c = coll_of(x, su, op, s, &path,
-						     &stream);
-
-			info.cat = TASK_COMM;
-			t = prog_coll(p, &rank, 1, stream, &c, &info);
-		}
+		t = infer_prog_op(p, x, su, &u->op[i], rank, s, layer, mb);
 		if (t == TASK_NONE || (prev != TASK_NONE &&
 				       prog_dep(p, prev, t) != 0))
 			return -1;
@@ -744,10 +671,11 @@ static int inst_send(struct prog *p, const struct infer_ctx *x, double tokens,
  * recv_tensor_dict before model_runner.execute_model), so the copy runs
  * on every stage, after the receive. */
 static int inst_stage(struct prog *p, const struct infer_ctx *x,
-		      const struct infer_step_units *u, int64_t s, int32_t mb,
-		      task_id after, task_id *last)
+		      const struct infer_step_units *u,
+		      const struct infer_step_units *half, int64_t s,
+		      int32_t mb, task_id after, task_id *last)
 {
-	int64_t first = split_first_layer(x->split, s), k;
+	int64_t first = split_first_layer(x->split, s), k, n;
 	uint32_t rank = (uint32_t)s;
 	task_id t = after;
 
@@ -756,10 +684,21 @@ static int inst_stage(struct prog *p, const struct infer_ctx *x,
 		return -1;
 	if (s == 0 && inst_unit(p, x, u, &u->embed, rank, s, -1, mb, t, &t))
 		return -1;
-	for (k = first; k < first + x->split[s]; k++)
+	for (k = first; k < first + x->split[s]; k += n) {
+		/* a run of MoE layers as two half batches (infer_tbo.c) */
+		for (n = 0; half && k + n < first + x->split[s] &&
+		     x->kinds[x->kind_of[k + n]].moe; n++)
+			;
+		if (n > 0) {
+			if (infer_tbo_layers(p, x, half, s, k, n, mb, t, &t))
+				return -1;
+			continue;
+		}
+		n = 1;
 		if (inst_unit(p, x, u, &u->layer[x->kind_of[k]], rank, s,
 			      (int32_t)k, mb, t, &t))
 			return -1;
+	}
 	if (s == x->pp - 1 &&
 	    inst_unit(p, x, u, &u->head, rank, s, -1, mb, t, &t))
 		return -1;
@@ -767,9 +706,8 @@ static int inst_stage(struct prog *p, const struct infer_ctx *x,
 	return 0;
 }
 
-/* b with every group's count divided by m. */
-static void micro_batch(const struct infer_batch *b, int64_t m,
-			struct infer_batch *out)
+void infer_micro_batch(const struct infer_batch *b, int64_t m,
+		       struct infer_batch *out)
 {
 	int i;
 
@@ -783,23 +721,35 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 			     double route_T, struct infer_prog_info *info,
 			     struct diag *d)
 {
-	struct infer_step_units *u = mem_calloc(1, sizeof(*u));
-	struct infer_batch mbat, padded;
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct infer_step_units *u = mem_calloc(2, sizeof(*u)), *half = NULL;
+	struct infer_batch mbat, padded, hb;
+	struct prog *p = infer_prog_empty(x);
 	task_id host = TASK_NONE, t, recv;
 	int64_t mb, s;
 
 	memset(info, 0, sizeof(*info));
 	if (!u || !p)
 		goto oom;
-	arena_init(&u->arena);
+	arena_init(&u[0].arena);
+	arena_init(&u[1].arena);
 	if (micro < 1)
 		micro = 1;
-	micro_batch(b, micro, &mbat);
+	infer_micro_batch(b, micro, &mbat);
 	info->graph = infer_graph_for(x, &mbat, &padded);
+	if (infer_tbo_on(x, &padded)) {
+		/* two-batch overlap: the MoE layers' half batches */
+		infer_micro_batch(&padded, 2, &hb);
+		half = &u[1];
+		half->tbo = infer_batch_decode_only(&padded) ? ITBO_DECODE :
+							       ITBO_PREFILL;
+		info->tbo = 1;
+	}
 	if (infer_units(x, &padded, info->graph, route_T / (double)micro, u,
-			d) != 0) {
-		infer_step_units_release(u);
+			d) != 0 ||
+	    (half && infer_units(x, &hb, info->graph,
+				 route_T / (double)micro / 2, half, d) != 0)) {
+		infer_step_units_release(&u[0]);
+		infer_step_units_release(&u[1]);
 		mem_free(u);
 		prog_free(p);
 		return NULL;
@@ -820,7 +770,7 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 	for (mb = 0; mb < micro; mb++) {
 		t = host;
 		for (s = 0; s < x->pp; s++) {
-			if (inst_stage(p, x, u, s, (int32_t)mb, t, &t))
+			if (inst_stage(p, x, u, half, s, (int32_t)mb, t, &t))
 				goto oom;
 			if (s + 1 < x->pp &&
 			    inst_send(p, x, infer_batch_tokens(&mbat), s,
@@ -831,12 +781,15 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 				t = recv;
 		}
 	}
-	infer_step_units_release(u);
+	infer_step_units_release(&u[0]);
+	infer_step_units_release(&u[1]);
 	mem_free(u);
 	return p;
 oom:
-	if (u)
-		infer_step_units_release(u);
+	if (u) {
+		infer_step_units_release(&u[0]);
+		infer_step_units_release(&u[1]);
+	}
 	mem_free(u);
 	prog_free(p);
 	diag_oom(d);
@@ -847,7 +800,7 @@ struct prog *infer_prog_unit(const struct infer_ctx *x,
 			     const struct infer_step_units *su,
 			     const struct infer_unit *u, int64_t stage)
 {
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct prog *p = infer_prog_empty(x);
 	task_id last;
 
 	if (!p)
@@ -863,7 +816,7 @@ struct prog *infer_prog_unit(const struct infer_ctx *x,
 struct prog *infer_prog_send(const struct infer_ctx *x, double tokens,
 			     int64_t stage)
 {
-	struct prog *p = new_prog((uint32_t)x->pp);
+	struct prog *p = infer_prog_empty(x);
 	task_id recv;
 
 	if (!p)

@@ -99,6 +99,8 @@ struct infer_prog_info {
 	int host_in_prog;		/* 1: host time is a task of the program
 					 * (not overlapped with the GPU) */
 	enum infer_graph graph;		/* launch mode */
+	int tbo;			/* the MoE layers ran as two half
+					 * batches (infer_tbo_on) */
 };
 
 /* The costed units of one step: the inputs every pipeline stage copies
@@ -109,6 +111,8 @@ struct infer_step_units {
 	struct infer_unit layer[INFER_MAX_KINDS];
 	struct infer_route route;	/* MoE layers (its matrix in arena) */
 	struct arena arena;		/* holds the route's arrays */
+	enum infer_tbo tbo;		/* the half batches' strategy (two-batch
+					 * overlap's units), else ITBO_NONE */
 };
 
 /* Costed units of batch b (padded per the graph mode) into u (its arena
@@ -159,6 +163,14 @@ struct prog *infer_prog_step(const struct infer_ctx *x,
 			     double route_T, struct infer_prog_info *info,
 			     struct diag *d);
 
+/* b with every group's count divided by m, into *out. */
+void infer_micro_batch(const struct infer_batch *b, int64_t m,
+		       struct infer_batch *out);
+
+/* A program of x's ranks and streams with no task yet. NULL when out of
+ * memory. */
+struct prog *infer_prog_empty(const struct infer_ctx *x);
+
 /* The program of one costed unit u of step units su on stage s. NULL
  * when out of memory. */
 struct prog *infer_prog_unit(const struct infer_ctx *x,
@@ -169,6 +181,37 @@ struct prog *infer_prog_unit(const struct infer_ctx *x,
  * s + 1 (one send per TP rank). NULL when out of memory. */
 struct prog *infer_prog_send(const struct infer_ctx *x, double tokens,
 			     int64_t stage);
+
+/* Op op of step units su on `rank` (stage s) as a task of p, with no
+ * dependency yet: a kernel on the compute stream, a collective on its
+ * group's stream. TASK_NONE when out of memory. */
+task_id infer_prog_op(struct prog *p, const struct infer_ctx *x,
+		      const struct infer_step_units *su,
+		      const struct infer_cost_op *op, uint32_t rank, int64_t s,
+		      int32_t layer, int32_t mb);
+
+/*
+ * Two-batch overlap (infer_tbo.c). infer_tbo_on: whether a step of
+ * (padded) batch b runs its MoE layers as two half batches: the engine's
+ * two_batch_overlap with an all-to-all dispatch (infer_moe.tbo) and at
+ * least two sequences, or two prompt tokens, to split.
+ * infer_tbo_layers: the n MoE layers from `first` of stage s as the two
+ * half batches of units `half` (the batch halved), after task `after`;
+ * the task both halves have finished by into *last. 0, or -1 when out
+ * of memory.
+ */
+int infer_tbo_on(const struct infer_ctx *x, const struct infer_batch *b);
+int infer_tbo_layers(struct prog *p, const struct infer_ctx *x,
+		     const struct infer_step_units *half, int64_t s,
+		     int64_t first, int64_t n, int32_t mb, task_id after,
+		     task_id *last);
+
+/* The program of the n MoE layers from `first` as two half batches of
+ * units `half` (infer_tbo_layers on stage 0 of x, alone): what the
+ * serving stepper times a run of layers by. NULL when out of memory. */
+struct prog *infer_tbo_prog(const struct infer_ctx *x,
+			    const struct infer_step_units *half,
+			    int64_t first, int64_t n);
 
 /* Name a simulated rank for traces: "stage 2". */
 void infer_rank_label(uint32_t rank, char *buf, size_t len, void *arg);

@@ -36,6 +36,16 @@
  *                moe.routing.seed; per draw the busiest rank's expert
  *                counts, sorted, are averaged position by position.
  *
+ * Redundant experts (inference, moe.redundant_experts R): the ep ranks
+ * hold P = E + R slots, L = P / ep each. Under uniform and max_mean the
+ * busiest rank's rows are as above, spread over its L slots. Under
+ * random and zipf, DeepSeek's EPLB places the replicas from the expected
+ * loads p_e (route_eplb_slots): each replica of expert e takes p_e / r_e
+ * of the rows, a row picking one of its expert's replicas at random, and
+ * the closed form or the draws run over the P slots as over experts.
+ * EPLB balances the expected loads only: the multinomial spread of a
+ * step's draw stays (and uniform popularity gives it nothing to move).
+ *
  * A capacity factor c caps each expert at c S / E rows (the rest are
  * dropped). The multinomial ignores that a token's k experts are
  * distinct (fine for k << E).
@@ -131,6 +141,60 @@ static int popularity(const struct routing_spec *r, size_t E, double *p,
 		sum += p[e];
 	for (e = 0; e < E; e++)
 		p[e] /= sum;
+	return 0;
+}
+
+/* A replica of expert `e` carrying load w, for balanced_packing. */
+struct replica {
+	double w;
+	size_t e;
+};
+
+/* Heaviest first; equal loads by expert id (a stable order). */
+static int cmp_replica(const void *a, const void *b)
+{
+	const struct replica *x = a, *y = b;
+
+	if (x->w != y->w)
+		return (x->w < y->w) - (x->w > y->w);
+	return (x->e > y->e) - (x->e < y->e);
+}
+
+int route_eplb_slots(const double *p, size_t E, size_t P, size_t ep,
+		     double *q, struct arena *a)
+{
+	size_t *cnt = arena_alloc(a, E * sizeof(*cnt));
+	size_t *used = arena_alloc(a, ep * sizeof(*used));
+	double *load = arena_alloc(a, ep * sizeof(*load));
+	struct replica *rep = arena_alloc(a, P * sizeof(*rep));
+	size_t L = P / ep, i, e, k, r, best;
+
+	if (!cnt || !used || !load || !rep)
+		return -1;
+	for (e = 0; e < E; e++)
+		cnt[e] = 1;
+	for (i = E; i < P; i++) {	/* replicate_experts */
+		for (best = 0, e = 1; e < E; e++)
+			if (p[e] / (double)cnt[e] >
+			    p[best] / (double)cnt[best])
+				best = e;
+		cnt[best]++;
+	}
+	for (i = 0, e = 0; e < E; e++)
+		for (k = 0; k < cnt[e]; k++, i++)
+			rep[i] = (struct replica){p[e] / (double)cnt[e], e};
+	qsort(rep, P, sizeof(*rep), cmp_replica);
+	for (r = 0; r < ep; r++) {
+		used[r] = 0;
+		load[r] = 0;
+	}
+	for (i = 0; i < P; i++) {	/* balanced_packing */
+		for (best = ep, r = 0; r < ep; r++)
+			if (used[r] < L && (best == ep || load[r] < load[best]))
+				best = r;
+		q[best * L + used[best]++] = rep[i].w;
+		load[best] += rep[i].w;
+	}
 	return 0;
 }
 
@@ -241,6 +305,16 @@ static double pace(const struct job_spec *j, const struct moe_dims *m,
 	if (popularity(r, E, p, rng, a) != 0) {
 		gsl_rng_free(rng);
 		return -1;
+	}
+	if (L * ep > E) {	/* redundant slots: EPLB's replicas */
+		double *q = arena_alloc(a, L * ep * sizeof(*q));
+
+		if (!q || route_eplb_slots(p, E, L * ep, ep, q, a) != 0) {
+			gsl_rng_free(rng);
+			return -1;
+		}
+		p = q;
+		E = L * ep;
 	}
 	if (r->method == ROUTE_DRAWS) {
 		out->method = "draws";

@@ -39,6 +39,20 @@ struct route_result {
 double route_expected_max(const double *mu, const double *sd, size_t n);
 
 /*
+ * DeepSeek's EPLB placement of E experts of expected loads p[E] (shares
+ * of the rows, summing to 1) on P >= E slots, P / ep a rank
+ * (deepseek-ai/EPLB eplb.py, the global policy): replicate_experts gives
+ * each of the P - E redundant slots, one at a time, to the expert with
+ * the largest load per replica p_e / r_e (the lowest id on a tie);
+ * balanced_packing then takes the P replicas, each carrying p_e / r_e,
+ * heaviest first, onto the rank with the least load among those with a
+ * free slot. The slots' loads into q[P], rank-major (rank r's slots are
+ * q[r P/ep .. (r+1) P/ep)). Returns 0, or -1 when out of memory (a's).
+ */
+int route_eplb_slots(const double *p, size_t E, size_t P, size_t ep,
+		     double *q, struct arena *a);
+
+/*
  * Fill d->moe's routing fields (rows of the pace GPU, its per-expert
  * rows, dispatch bytes, node deduplication) for job j, whose layout and
  * moe section are already in d (layer_dims_from_job), and describe the

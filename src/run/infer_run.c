@@ -18,7 +18,10 @@
  * each run alone on the event engine (the stage's one rank, collectives
  * timed on the idle fabric); a stage of L layers takes L layer times
  * (infer_prog.h), the pipeline's latency is the sum of its stages and
- * transfers and it accepts a batch every slowest-stage time.
+ * transfers and it accepts a batch every slowest-stage time. Under
+ * two-batch overlap a stage's n MoE layers take a one-layer run's time of
+ * the two half batches plus n - 1 times what a second layer adds to it
+ * (tbo_times): the halves' stages repeat layer after layer.
  */
 #include "infer_run.h"
 
@@ -681,6 +684,66 @@ static int unit_times(struct infer_stepper *s, const struct infer_step_units *u,
 	return 0;
 }
 
+/*
+ * Two-batch overlap (infer_tbo.c) of the step of (padded) batch `padded`:
+ * for each MoE kind k, the time of a run of its layers as two half
+ * batches, the first layer (tf[k], pf[k]: one layer run alone, the halves
+ * staggered in and out) and each next one (tn[k], pn[k]: the second
+ * layer's addition to a run of two, the steady state of a longer run).
+ * Kinds of no MoE layer, or whose layer is never followed by one of its
+ * own kind, take the one-layer time for both. 0, or -1 after reporting.
+ */
+static int tbo_times(struct infer_stepper *s, const struct infer_batch *padded,
+		     enum infer_graph graph, double route_T, double *tf,
+		     double (*pf)[EXEC_PART_COUNT], double *tn,
+		     double (*pn)[EXEC_PART_COUNT], struct diag *d)
+{
+	const struct infer_ctx *x = &s->ctx;
+	struct infer_step_units *half = mem_calloc(1, sizeof(*half));
+	struct infer_batch hb;
+	int64_t L = x->job->model->num_hidden_layers, f;
+	double t2, p2[EXEC_PART_COUNT];
+	int k, i, rc = -1;
+
+	if (!half) {
+		diag_oom(d);
+		return -1;
+	}
+	arena_init(&half->arena);
+	infer_micro_batch(padded, 2, &hb);
+	half->tbo = infer_batch_decode_only(padded) ? ITBO_DECODE
+						     : ITBO_PREFILL;
+	if (infer_units(x, &hb, graph, route_T / 2, half, d) != 0)
+		goto out;
+	for (k = 0; k < x->nkinds; k++) {
+		tf[k] = tn[k] = 0;
+		memset(pf[k], 0, sizeof(pf[k]));
+		memset(pn[k], 0, sizeof(pn[k]));
+		for (f = 0; f < L && x->kind_of[f] != k; f++)
+			;
+		if (!x->kinds[k].moe || f == L)
+			continue;
+		if (run_alone(s, infer_tbo_prog(x, half, f, 1), &tf[k], pf[k],
+			      d) != 0)
+			goto out;
+		tn[k] = tf[k];
+		memcpy(pn[k], pf[k], sizeof(pn[k]));
+		if (f + 1 < L && x->kind_of[f + 1] == k) {
+			if (run_alone(s, infer_tbo_prog(x, half, f, 2), &t2, p2,
+				      d) != 0)
+				goto out;
+			tn[k] = t2 - tf[k];
+			for (i = 0; i < EXEC_PART_COUNT; i++)
+				pn[k][i] = p2[i] - pf[k][i];
+		}
+	}
+	rc = 0;
+out:
+	infer_step_units_release(half);
+	mem_free(half);
+	return rc;
+}
+
 static int stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 			struct infer_step_cost *out, struct diag *d);
 
@@ -718,9 +781,12 @@ static int stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 	struct infer_step_units *u = &s->units;
 	struct infer_batch padded, rank;
 	double t[INFER_MAX_KINDS + 3], part[INFER_MAX_KINDS + 3][EXEC_PART_COUNT];
+	double tf[INFER_MAX_KINDS], pf[INFER_MAX_KINDS][EXEC_PART_COUNT];
+	double tn[INFER_MAX_KINDS], pn[INFER_MAX_KINDS][EXEC_PART_COUNT];
 	double ts, ps[EXEC_PART_COUNT], stage, n, issue, route_T;
 	int64_t r;
 	int k, e = x->nkinds, h = x->nkinds + 1, in = x->nkinds + 2, rc;
+	int tbo;
 
 	memset(out, 0, sizeof(*out));
 	infer_adp_rank(x, b, &rank, &route_T);	/* the busiest rank's */
@@ -733,6 +799,10 @@ static int stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 		rc = unit_times(s, u, t, part, d);
 	issue = rc == 0 ? infer_issue_s(x, u) : 0;
 	infer_step_units_release(u);
+	tbo = rc == 0 && infer_tbo_on(x, &padded);
+	if (tbo)
+		rc = tbo_times(s, &padded, out->graph, route_T, tf, pf, tn, pn,
+			       d);
 	if (rc != 0)
 		return -1;
 	for (r = 0; r < x->pp; r++) {
@@ -743,6 +813,13 @@ static int stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 		add_parts(out->part_s, part[in], 1);
 		for (k = 0; k < x->nkinds; k++) {
 			n = (double)infer_stage_kind_layers(x, r, k);
+			if (tbo && x->kinds[k].moe && n > 0) {
+				/* the stage's MoE layers as one run */
+				stage += tf[k] + (n - 1) * tn[k];
+				add_parts(out->part_s, pf[k], 1);
+				add_parts(out->part_s, pn[k], n - 1);
+				continue;
+			}
 			stage += n * t[k];
 			add_parts(out->part_s, part[k], n);
 		}
