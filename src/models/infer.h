@@ -111,6 +111,11 @@ struct infer_moe {
 	double wo_eff_used;	/* the one the experts' weights take when
 				 * their GEMMs dequantize (weight != compute);
 				 * 0 = none */
+	const int64_t *wo_tile_m;	/* the engine's weight-only kernels'
+					 * own tile rows (engine
+					 * weight_only_moe_tile_m; NULL: none) */
+	size_t wo_ntile_m;	/* entries of wo_tile_m */
+	double wo_tile_n;	/* elements, those tiles' columns */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */

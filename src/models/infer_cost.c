@@ -114,6 +114,9 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.b_cold = 1;
 	q.one_kernel = 0;
 	q.efficiency = d->moe.wo_eff_used;
+	q.tile_m = d->moe.wo_tile_m;
+	q.ntile_m = d->moe.wo_ntile_m;
+	q.tile_n = d->moe.wo_tile_n;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
 	for (i = 0; i < n; i++)
@@ -185,6 +188,9 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 					 ? d->skinny_rows_base : d->skinny_rows);
 		q.min_tile_m = 0;
 		q.efficiency = 0;
+		q.tile_m = NULL;
+		q.ntile_m = 0;
+		q.tile_n = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);
