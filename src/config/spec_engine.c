@@ -101,6 +101,11 @@ static const struct schema_field engine_fields[] = {
 	  .help = "whose GPUs the engine's build runs on: nvidia (CUDA only), "
 		  "amd (ROCm only) or any; a serving job on the other "
 		  "vendor's GPU is refused (exit 2)" },
+	{ .key = "rocm_preset", .type = ST_STRING, .offset = OFF(rocm_preset),
+	  .flags = SF_OPTIONAL | SF_INFO,
+	  .help = "the engine preset of this engine's ROCm build (vllm: "
+		  "vllm-rocm): a serving job running this one on an AMD GPU "
+		  "is warned toward it" },
 	{ .key = "max_num_seqs", .type = ST_INT, .offset = OFF(max_num_seqs),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED,
 	  .help = "sequences in one engine step, at most" },

@@ -218,6 +218,8 @@ struct engine_auto_size {
 struct engine_spec {
 	const char *name;			/* preset name */
 	const char *version;			/* engine version the defaults come from (info) */
+	const char *rocm_preset;		/* the preset of its ROCm build (warned toward
+						 * on an AMD GPU); NULL: none */
 	int scheduler;				/* enum engine_scheduler */
 	int vendor;				/* enum engine_vendor: whose GPUs it runs on */
 	int64_t max_num_seqs;			/* sequences in one step, at most */
