@@ -345,6 +345,17 @@ grep -q "warning: 'serving.engine': engine 'vllm' has the CUDA build's settings;
 	--set serving.engine=vllm-rocm >/dev/null 2>"$tmp/err"
 grep -q "warning" "$tmp/err" &&
 	{ echo "FAIL: vllm-rocm on mi300x warned"; cat "$tmp/err"; fail=1; }
+# A --set that swaps the job's whole system (or model) for a preset: the
+# header's name says so (it read "test-l8-tp1: serving llama3-8b on
+# mi300x-roce", a name for another config); --set name= is taken as given.
+"$llmsim" run "$job" --no-store --set system=mi300x-roce \
+	--set serving.engine=vllm-rocm --set serving.requests=20 >"$tmp/out" 2>&1
+head -1 "$tmp/out" | grep -q "^test-l8-tp1 (--set system=mi300x-roce): serving llama3-8b on mi300x-roce" ||
+	{ echo "FAIL: swapped system: $(head -1 "$tmp/out")"; fail=1; }
+"$llmsim" run "$job" --no-store --set system=mi300x-roce --set name=mine \
+	--set serving.engine=vllm-rocm --set serving.requests=20 >"$tmp/out" 2>&1
+head -1 "$tmp/out" | grep -q "^mine: serving llama3-8b on mi300x-roce" ||
+	{ echo "FAIL: --set name: $(head -1 "$tmp/out")"; fail=1; }
 
 [ $fail = 0 ] && exit 0
 exit 1
