@@ -351,6 +351,29 @@ bad "act_quant: a sequence" \
 bad "an engine is required" \
 	"tests/data/serve/bad-no-engine.yaml:7:3: error: 'serving.engine': expected an engine preset" \
 	tests/data/serve/bad-no-engine.yaml
+# Upstream vLLM's preset on an AMD GPU runs (it is legal) with a warning
+# naming the ROCm build's preset (engine rocm_preset); vllm-rocm there
+# runs without one.
+"$llmsim" config show "$job" --set system=mi300x-roce \
+	--set serving.engine=vllm >/dev/null 2>"$tmp/err" ||
+	{ echo "FAIL: vllm on mi300x: exit $?"; fail=1; }
+grep -q "warning: 'serving.engine': engine 'vllm' has the CUDA build's settings; on the system's mi300x (AMD) the ROCm build runs: serving.engine=vllm-rocm" "$tmp/err" ||
+	{ echo "FAIL: vllm on mi300x: no hint toward vllm-rocm"; cat "$tmp/err"; fail=1; }
+"$llmsim" config show "$job" --set system=mi300x-roce \
+	--set serving.engine=vllm-rocm >/dev/null 2>"$tmp/err"
+grep -q "warning" "$tmp/err" &&
+	{ echo "FAIL: vllm-rocm on mi300x warned"; cat "$tmp/err"; fail=1; }
+# A --set that swaps the job's whole system (or model) for a preset: the
+# header's name says so (it read "test-l8-tp1: serving llama3-8b on
+# mi300x-roce", a name for another config); --set name= is taken as given.
+"$llmsim" run "$job" --no-store --set system=mi300x-roce \
+	--set serving.engine=vllm-rocm --set serving.requests=20 >"$tmp/out" 2>&1
+head -1 "$tmp/out" | grep -q "^test-l8-tp1 (--set system=mi300x-roce): serving llama3-8b on mi300x-roce" ||
+	{ echo "FAIL: swapped system: $(head -1 "$tmp/out")"; fail=1; }
+"$llmsim" run "$job" --no-store --set system=mi300x-roce --set name=mine \
+	--set serving.engine=vllm-rocm --set serving.requests=20 >"$tmp/out" 2>&1
+head -1 "$tmp/out" | grep -q "^mine: serving llama3-8b on mi300x-roce" ||
+	{ echo "FAIL: --set name: $(head -1 "$tmp/out")"; fail=1; }
 
 [ $fail = 0 ] && exit 0
 exit 1

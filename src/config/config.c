@@ -689,6 +689,66 @@ out:
 	return root;
 }
 
+/* A --set that swaps a whole top-level reference for a preset or a file
+ * (a job's model=, system=) leaves the file's `name` describing another
+ * config (headers read "llama3-8b-dgx-h100: glm-4.5-air on mi300x-roce"):
+ * the name says what was set, "llama3-8b-dgx-h100 (--set model=
+ * glm-4.5-air)", unless a --set gives the name itself. Returns root, a
+ * copy with the new name, or NULL when out of memory. */
+static struct cnode *name_the_swap(struct resolver *r, const struct schema *s,
+				   struct cnode *root, const char *const *sets,
+				   size_t nsets)
+{
+	struct cnode *name = root && root->kind == CNODE_MAP ?
+			     cnode_get(root, "name") : NULL;
+	struct cnode *copy, *v;
+	const char *text, *sep = " (--set ";
+	size_t i, k, cap;
+
+	if (!name || name->kind != CNODE_SCALAR || !name->text)
+		return root;
+	for (i = 0; i < nsets; i++)
+		if (strncmp(sets[i], "name=", 5) == 0)
+			return root;
+	text = name->text;
+	for (i = 0; i < nsets; i++) {
+		const char *eq = strchr(sets[i], '=');
+
+		for (k = 0; eq && k < s->nfields; k++) {
+			const struct schema_field *f = &s->fields[k];
+
+			if (f->type != ST_REF || strlen(f->key) !=
+			    (size_t)(eq - sets[i]) ||
+			    strncmp(f->key, sets[i], (size_t)(eq - sets[i])) != 0)
+				continue;
+			if (eq[1] == '\0' || eq[1] == '{' || eq[1] == '[')
+				break;	/* not a preset or a file */
+			text = arena_printf(r->cx->arena, "%s%s%s", text, sep,
+					    sets[i]);
+			if (!text)
+				goto oom;
+			sep = ", ";
+			break;
+		}
+	}
+	if (text == name->text)
+		return root;
+	if (!(text = arena_printf(r->cx->arena, "%s)", text)) ||
+	    !(copy = copy_map(r, root, &cap)) ||
+	    !(v = cnode_new(r->cx->arena, CNODE_SCALAR, name->file,
+			    name->line, name->col)))
+		goto oom;
+	v->text = text;
+	v->quoted = name->quoted;
+	for (i = 0; i < copy->npairs; i++)
+		if (copy->pairs[i].value == name)
+			copy->pairs[i].value = v;
+	return copy;
+oom:
+	diag_oom(r->cx->diag);
+	return NULL;
+}
+
 /* config_load and config_load_at: the i-th set at --set:i+1:1, or at
  * at_file:at_line:cols[i] when at_file is given. */
 static int load(struct config_ctx *cx, const struct schema *s,
@@ -716,6 +776,7 @@ static int load(struct config_ctx *cx, const struct schema *s,
 		if (over)
 			root = config_merge(&r, s, root, over, NULL, 0);
 	}
+	root = name_the_swap(&r, s, root, sets, nsets);
 	if (!root || cx->diag->oom)
 		return -1;
 	if (schema_load(s, root, cx->arena, cx->diag, out) != 0)

@@ -101,6 +101,11 @@ static const struct schema_field engine_fields[] = {
 	  .help = "whose GPUs the engine's build runs on: nvidia (CUDA only), "
 		  "amd (ROCm only) or any; a serving job on the other "
 		  "vendor's GPU is refused (exit 2)" },
+	{ .key = "rocm_preset", .type = ST_STRING, .offset = OFF(rocm_preset),
+	  .flags = SF_OPTIONAL | SF_INFO,
+	  .help = "the engine preset of this engine's ROCm build (vllm: "
+		  "vllm-rocm): a serving job running this one on an AMD GPU "
+		  "is warned toward it" },
 	{ .key = "max_num_seqs", .type = ST_INT, .offset = OFF(max_num_seqs),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED,
 	  .help = "sequences in one engine step, at most" },
@@ -219,6 +224,19 @@ static const struct schema_field engine_fields[] = {
 		  "none (the bf16 GEMM rate) or marlin (vLLM's "
 		  "fused_marlin_moe, at the GPU's weight_only_moe_efficiency "
 		  "marlin)" },
+	{ .key = "weight_only_moe_tile_m", .type = ST_INT_LIST,
+	  .offset = OFF(weight_only_moe_tile_m), .flags = SF_OPTIONAL,
+	  .min = 1, .max = 1e4,
+	  .help = "output-tile rows (elements) the weight-only MoE kernels "
+		  "(weight_only_moe_kernel, mxfp4_moe_kernel) offer besides "
+		  "the GPU's gemm_tile_m, each weight_only_moe_tile_n columns "
+		  "wide (vLLM Marlin's block_size_m); absent: the GPU's "
+		  "tiles alone" },
+	{ .key = "weight_only_moe_tile_n", .type = ST_INT,
+	  .offset = OFF(weight_only_moe_tile_n), .min = 0, .max = 1e4,
+	  .def = "0",
+	  .help = "output-tile columns (elements) of each "
+		  "weight_only_moe_tile_m tile; required with that list" },
 	{ .key = "mxfp4_moe_kernel", .type = ST_ENUM,
 	  .offset = OFF(mxfp4_moe_kernel), .values = engine_mxfp4_moe_names,
 	  .def = "weight_only",
@@ -522,6 +540,16 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 				    (long long)e->cuda_graph_sizes.v[i - 1]);
 			return -1;
 		}
+	if (e->weight_only_moe_tile_m.n > 0 && e->weight_only_moe_tile_n < 1) {
+		const struct cnode *tn = cnode_get(node, "weight_only_moe_tile_m");
+
+		cnode_error(d, tn ? tn : node, "'weight_only_moe_tile_m' lists "
+			    "%zu tiles but 'weight_only_moe_tile_n' is %lld: "
+			    "give the tiles' columns (vLLM Marlin: 128)",
+			    e->weight_only_moe_tile_m.n,
+			    (long long)e->weight_only_moe_tile_n);
+		return -1;
+	}
 	if (e->auto_size && (e->auto_rule.max_seqs < 1 ||
 			     e->auto_rule.max_tokens < 1)) {
 		cnode_error(d, node, "'auto_size' is true but 'auto_size_rule' "

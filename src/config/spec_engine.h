@@ -218,6 +218,8 @@ struct engine_auto_size {
 struct engine_spec {
 	const char *name;			/* preset name */
 	const char *version;			/* engine version the defaults come from (info) */
+	const char *rocm_preset;		/* the preset of its ROCm build (warned toward
+						 * on an AMD GPU); NULL: none */
 	int scheduler;				/* enum engine_scheduler */
 	int vendor;				/* enum engine_vendor: whose GPUs it runs on */
 	int64_t max_num_seqs;			/* sequences in one step, at most */
@@ -313,6 +315,10 @@ struct engine_spec {
 						 * whose weights alone are quantized */
 	int mxfp4_moe_kernel;			/* enum engine_mxfp4_moe: MXFP4 experts'
 						 * kernel where the GPU runs it */
+	struct schema_int_list weight_only_moe_tile_m; /* elements, output-tile rows the
+						 * weight-only MoE kernels add to the
+						 * GPU's gemm_tile_m (empty: none) */
+	int64_t weight_only_moe_tile_n;		/* elements, those tiles' columns */
 	int decode_kernel;			/* enum engine_decode_kernel */
 	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
 						 * partition decode kernel (every sequence

@@ -356,7 +356,23 @@ static int job_engine_vendor_check(const struct job_spec *j, struct diag *d,
 				cnode_get(s, "engine") : NULL;
 	int want;
 
-	if (!job_is_inference(j) || !e || !g || e->vendor == ENGINE_VENDOR_ANY)
+	if (!job_is_inference(j) || !e || !g)
+		return 0;
+	if (e->vendor == ENGINE_VENDOR_ANY && g->vendor == GPU_AMD &&
+	    e->rocm_preset) {
+		/* upstream's defaults on a GPU its ROCm build serves */
+		const struct cnode *at = node;	/* the job (v is the
+						 * engine's own file) */
+
+		diag_warn(d, at ? at->file : NULL, at ? at->line : 0,
+			  at ? at->col : 0, "'serving.engine': engine '%s' "
+			  "has the CUDA build's settings; on the system's %s "
+			  "(AMD) the ROCm build runs: serving.engine=%s",
+			  e->name ? e->name : "(unnamed)",
+			  g->name ? g->name : "GPU", e->rocm_preset);
+		return 0;
+	}
+	if (e->vendor == ENGINE_VENDOR_ANY)
 		return 0;
 	want = e->vendor == ENGINE_VENDOR_NVIDIA ? GPU_NVIDIA : GPU_AMD;
 	if ((int)g->vendor == want)

@@ -181,6 +181,11 @@ struct gpu_gemm_dtypes {
 				 * clock-scaled peak at compute (a weight-only
 				 * kernel's, gpu weight_only_moe_efficiency);
 				 * 0 = the GPU's GEMM efficiency there */
+	const int64_t *tile_m;	/* grouped, efficiency > 0: output-tile rows
+				 * the kernel offers besides gemm_tile_m
+				 * (elements; NULL with ntile_m 0: none) */
+	size_t ntile_m;		/* entries of tile_m */
+	double tile_n;		/* elements, columns of each tile_m tile */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

@@ -191,15 +191,9 @@ static double result_bytes(enum dtype dt)
 	return b < dtype_bytes(DTYPE_BF16) ? dtype_bytes(DTYPE_BF16) : b;
 }
 
-/* A weight-only kernel (eff > 0) also offers tiles of 16 to 64 rows:
- * vLLM's fused Marlin MoE takes block_size_m 8, 16, 32, 48 or 64 by the
- * rows an expert gets (vllm/model_executor/layers/fused_moe/
- * fused_marlin_moe.py: the first with M topk / E / block_size_m < 0.9),
- * its MMAs 16 rows at least (mma.sync m16n8k16), and 128 columns a
- * tile [?]. */
-enum { WO_TILES = 4 };
-#define WO_TILE_N 128.0
-static const double wo_tile_m[WO_TILES] = {16, 32, 48, 64};
+/* A weight-only kernel (eff > 0) also offers its own tiles, q->tile_m
+ * rows by q->tile_n columns (engine weight_only_moe_tile_m / _n: vLLM's
+ * fused Marlin MoE picks block_size_m by the rows an expert gets). */
 
 /* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
  * (B, the experts' weights) and out_B; cold: B streams from HBM (see
@@ -208,6 +202,7 @@ static const double wo_tile_m[WO_TILES] = {16, 32, 48, 64};
 static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    double a_B, double b_B, double out_B_el,
 				    int cold, double min_tile_m, double eff,
+				    const struct gpu_gemm_dtypes *q,
 				    const struct gpu_gemm_group *groups,
 				    size_t ngroups)
 {
@@ -247,7 +242,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	p.overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
-	for (i = 0; i < g->gemm_tile_m.n + (eff > 0 ? (size_t)WO_TILES : 0);
+	for (i = 0; i < g->gemm_tile_m.n + (eff > 0 && q ? q->ntile_m : 0);
 	     i++) {
 		double t, bm, bn;
 
@@ -257,8 +252,8 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 		} else {
 			if (g->gemm_tile_m.n == 0)
 				break;	/* no tile data: the roofline */
-			bm = wo_tile_m[i - g->gemm_tile_m.n];
-			bn = WO_TILE_N;
+			bm = (double)q->tile_m[i - g->gemm_tile_m.n];
+			bn = q->tile_n;
 		}
 		if (bm < min_tile_m)
 			continue;
@@ -286,7 +281,7 @@ struct gpu_cost gpu_grouped_gemm(const struct gpu_spec *g, enum dtype dt,
 				 size_t ngroups)
 {
 	return grouped_cost(g, dt, dtype_bytes(dt), dtype_bytes(dt),
-			    result_bytes(dt), 0, 0, 0, groups, ngroups);
+			    result_bytes(dt), 0, 0, 0, NULL, groups, ngroups);
 }
 
 struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
@@ -299,7 +294,7 @@ struct gpu_cost gpu_grouped_gemm_q(const struct gpu_spec *g,
 	if (!(q->efficiency >= 0 && q->efficiency <= 1))
 		BUG("grouped GEMM efficiency outside [0, 1]");
 	return grouped_cost(g, q->compute, q->a_B, q->b_B, q->c_B, q->b_cold,
-			    q->min_tile_m, q->efficiency, groups, ngroups);
+			    q->min_tile_m, q->efficiency, q, groups, ngroups);
 }
 
 double gpu_grouped_kernels_s(const struct gpu_spec *g, double kernels,

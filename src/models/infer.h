@@ -123,6 +123,11 @@ struct infer_moe {
 	int tbo;		/* two-batch overlap applies: the engine's
 				 * two_batch_overlap with an all-to-all
 				 * dispatch (infer_tbo.c) */
+	const int64_t *wo_tile_m;	/* the engine's weight-only kernels'
+					 * own tile rows (engine
+					 * weight_only_moe_tile_m; NULL: none) */
+	size_t wo_ntile_m;	/* entries of wo_tile_m */
+	double wo_tile_n;	/* elements, those tiles' columns */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */

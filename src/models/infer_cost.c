@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/htab.h"
 
 /* The attention groups of b of one kind (prefill or decode). */
 int infer_chunk_groups(double count, double q, double kv, double chunk,
@@ -121,6 +122,9 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	    g->cutlass_moe_fp8_block_rate < 1)
 		q.efficiency = g->gemm_efficiency_dtype[DTYPE_FP8] *
 			       g->cutlass_moe_fp8_block_rate;
+	q.tile_m = d->moe.wo_tile_m;
+	q.ntile_m = d->moe.wo_ntile_m;
+	q.tile_n = d->moe.wo_tile_n;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
 		       !d->moe.quant_in_op ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
@@ -193,6 +197,9 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 					 ? d->skinny_rows_base : d->skinny_rows);
 		q.min_tile_m = 0;
 		q.efficiency = 0;
+		q.tile_m = NULL;
+		q.ntile_m = 0;
+		q.tile_n = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);
@@ -261,15 +268,8 @@ struct memo_key {
 	double read_B, write_B, vec_flops, h2d_B, search_rows;
 };
 
-struct memo_slot {
-	struct memo_key key;
-	struct gpu_cost cost;
-	int used;
-};
-
 struct infer_cost_memo {
-	struct memo_slot *v;
-	size_t cap, n;		/* slots (a power of two), used */
+	struct htab *t;		/* memo_key -> struct gpu_cost */
 	const struct infer_dims *d0;
 	const struct gpu_spec *g;
 	uint64_t hits, misses;
@@ -282,14 +282,24 @@ struct infer_cost_memo {
 
 struct infer_cost_memo *infer_cost_memo_new(void)
 {
-	return mem_calloc(1, sizeof(struct infer_cost_memo));
+	struct infer_cost_memo *m = mem_calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->t = htab_new(sizeof(struct gpu_cost), MEMO_MIN_SLOTS,
+			MEMO_MAX_SLOTS);
+	if (!m->t) {
+		mem_free(m);
+		return NULL;
+	}
+	return m;
 }
 
 void infer_cost_memo_free(struct infer_cost_memo *m)
 {
 	if (!m)
 		return;
-	mem_free(m->v);
+	htab_free(m->t);
 	mem_free(m);
 }
 
@@ -300,61 +310,7 @@ void infer_cost_memo_stats(const struct infer_cost_memo *m, uint64_t *hits,
 	*misses = m ? m->misses : 0;
 }
 
-static uint64_t memo_hash(const struct memo_key *k)
-{
-	const unsigned char *p = (const unsigned char *)k;
-	uint64_t h = 1469598103934665603ULL, w;	/* FNV-1a over words */
-	size_t i;
-
-	for (i = 0; i + 8 <= sizeof(*k); i += 8) {
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 1099511628211ULL;
-		h ^= h >> 32;
-	}
-	for (; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return h;
-}
-
-static struct memo_slot *memo_find(struct infer_cost_memo *m,
-				   const struct memo_key *k)
-{
-	size_t i = (size_t)memo_hash(k) & (m->cap - 1);
-
-	while (m->v[i].used && memcmp(&m->v[i].key, k, sizeof(*k)) != 0)
-		i = (i + 1) & (m->cap - 1);
-	return &m->v[i];
-}
-
-/* Room for one more entry: grow to twice the slots (rehashing), or
- * start over at the cap. 0, or -1 when out of memory (the memo is then
- * bypassed). */
-static int memo_room(struct infer_cost_memo *m)
-{
-	struct memo_slot *old = m->v, *nv;
-	size_t oldcap = m->cap, cap, i;
-
-	if (m->v && 2 * (m->n + 1) <= m->cap)
-		return 0;
-	if (m->v && m->cap >= MEMO_MAX_SLOTS) {
-		memset(m->v, 0, m->cap * sizeof(*m->v));
-		m->n = 0;
-		return 0;
-	}
-	cap = m->v ? 2 * m->cap : MEMO_MIN_SLOTS;
-	nv = mem_calloc(cap, sizeof(*nv));
-	if (!nv)
-		return -1;
-	m->v = nv;
-	m->cap = cap;
-	for (i = 0; i < oldcap; i++)
-		if (old[i].used)
-			*memo_find(m, &old[i].key) = old[i];
-	mem_free(old);
-	return 0;
-}
-
-static int memo_variant(const struct gpu_spec *g, const struct gpu_spec *k,
+static int cost_variant(const struct gpu_spec *g, const struct gpu_spec *k,
 			const struct gpu_spec *captured,
 			const struct gpu_spec *fast)
 {
@@ -366,7 +322,7 @@ static int memo_variant(const struct gpu_spec *g, const struct gpu_spec *k,
 }
 
 /* kern_cost through m: a non-attention kernel's cost from the memo, or
- * computed and kept. */
+ * computed and kept (out of memory: computed, not kept). */
 static struct gpu_cost memo_cost(struct infer_cost_memo *m,
 				 const struct infer_op *op,
 				 const struct infer_dims *d,
@@ -375,11 +331,10 @@ static struct gpu_cost memo_cost(struct infer_cost_memo *m,
 				 const struct gpu_spec *gk, int variant)
 {
 	struct memo_key key;
-	struct memo_slot *sl;
+	const struct gpu_cost *hit;
 	struct gpu_cost c;
 
-	if (!m || op->kern == IK_ATTN_PREFILL || op->kern == IK_ATTN_DECODE ||
-	    memo_room(m) != 0)
+	if (!m || op->kern == IK_ATTN_PREFILL || op->kern == IK_ATTN_DECODE)
 		return kern_cost(op, d, b, kind, gk);
 	memset(&key, 0, sizeof(key));
 	key.kind = kind;
@@ -397,16 +352,13 @@ static struct gpu_cost memo_cost(struct infer_cost_memo *m,
 	key.vec_flops = op->vec_flops;
 	key.h2d_B = op->h2d_B;
 	key.search_rows = op->search_rows;
-	sl = memo_find(m, &key);
-	if (sl->used) {
+	hit = htab_get(m->t, &key, sizeof(key));
+	if (hit) {
 		m->hits++;
-		return sl->cost;
+		return *hit;
 	}
 	c = kern_cost(op, d, b, kind, gk);
-	sl->key = key;
-	sl->cost = c;
-	sl->used = 1;
-	m->n++;
+	htab_put(m->t, &key, sizeof(key), &c);
 	m->misses++;
 	return c;
 }
@@ -440,9 +392,7 @@ void infer_cost_memo(const struct infer_ops *o, const struct infer_dims *d0,
 		captured_fast.kernel_launch_s = g->kernel_launch_graph_s;
 	}
 	if (m && (m->d0 != d0 || m->g != g)) {	/* another step model's */
-		if (m->v)
-			memset(m->v, 0, m->cap * sizeof(*m->v));
-		m->n = 0;
+		htab_clear(m->t);
 		m->d0 = d0;
 		m->g = g;
 	}
@@ -474,7 +424,7 @@ void infer_cost_memo(const struct infer_ops *o, const struct infer_dims *d0,
 		     (in_graph ? &captured_fast : &fast) :
 		     in_graph ? &captured : g;
 		k = memo_cost(m, op, d, b, kind, gk,
-			      memo_variant(g, gk, &captured, &fast));
+			      cost_variant(g, gk, &captured, &fast));
 		u->weights_B += weights_read_B(op, d);
 		c->eager = !in_graph;
 		u->eager += !in_graph;

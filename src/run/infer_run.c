@@ -31,6 +31,7 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/htab.h"
 #include "config/spec_job.h"
 #include "engine/sim.h"
 #include "gpu/gpu.h"
@@ -289,40 +290,37 @@ void infer_result_release(struct infer_result *r)
  * byte for byte (a hash only picks the slot), so a hit is exactly the
  * miss's numbers.
  */
-struct umemo_ent {
-	unsigned char *key;		/* NULL: free */
-	size_t len;
-	uint64_t hash;
+struct umemo_val {
 	double t, part[EXEC_PART_COUNT];
 };
 
-#define UMEMO_SLOTS 1024
+#define UMEMO_SLOTS 1024	/* fixed: full, the memo starts over */
 
 struct infer_unit_memo {
-	struct umemo_ent v[UMEMO_SLOTS];	/* open addressing */
-	size_t n;
+	struct htab *t;			/* key bytes -> struct umemo_val */
 	unsigned char *buf;		/* scratch key */
 	size_t cap;
 };
-
-static void umemo_clear(struct infer_unit_memo *m)
-{
-	size_t i;
-
-	for (i = 0; i < UMEMO_SLOTS; i++) {
-		mem_free(m->v[i].key);
-		m->v[i].key = NULL;
-	}
-	m->n = 0;
-}
 
 static void umemo_free(struct infer_unit_memo *m)
 {
 	if (!m)
 		return;
-	umemo_clear(m);
+	htab_free(m->t);
 	mem_free(m->buf);
 	mem_free(m);
+}
+
+static struct infer_unit_memo *umemo_new(void)
+{
+	struct infer_unit_memo *m = mem_calloc(1, sizeof(*m));
+
+	if (m && !(m->t = htab_new(sizeof(struct umemo_val), UMEMO_SLOTS,
+				   UMEMO_SLOTS))) {
+		mem_free(m);
+		return NULL;
+	}
+	return m;
 }
 
 /* Append len bytes at p to the scratch key at *at. 0, or -1 (OOM). */
@@ -379,21 +377,6 @@ static size_t unit_key(struct infer_unit_memo *m, const struct infer_ctx *x,
 	return rc == 0 ? at : 0;
 }
 
-static uint64_t key_hash(const unsigned char *p, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL, w;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {	/* FNV-1a over 64-bit words */
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 1099511628211ULL;
-		h ^= h >> 32;
-	}
-	for (; i < len; i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return h;
-}
-
 /*
  * The step memo. infer_stepper_cost is a pure function of its batch for
  * a given stepper (the units, the memoized idle fabric, the fixed
@@ -405,40 +388,32 @@ static uint64_t key_hash(const unsigned char *p, size_t len)
  * requests of 1024/32768 on one B200: 11 waves of the same 32,768 decode
  * shapes). Keys are kept whole and compared byte for byte.
  */
-struct smemo_ent {
-	double *key;			/* NULL: free */
-	size_t len;			/* doubles */
-	uint64_t hash;
-	struct infer_step_cost cost;
-};
-
 struct infer_step_memo {
-	struct smemo_ent *v;
-	size_t cap, n;			/* slots (a power of two), used */
+	struct htab *t;			/* key doubles -> infer_step_cost */
 	double key[2 + 7 * INFER_MAX_GROUPS];	/* scratch */
 };
 
 #define SMEMO_MIN_SLOTS 1024
 #define SMEMO_MAX_SLOTS 131072
 
-static void smemo_clear(struct infer_step_memo *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->cap; i++) {
-		mem_free(m->v[i].key);
-		m->v[i].key = NULL;
-	}
-	m->n = 0;
-}
-
 static void smemo_free(struct infer_step_memo *m)
 {
 	if (!m)
 		return;
-	smemo_clear(m);
-	mem_free(m->v);
+	htab_free(m->t);
 	mem_free(m);
+}
+
+static struct infer_step_memo *smemo_new(void)
+{
+	struct infer_step_memo *m = mem_calloc(1, sizeof(*m));
+
+	if (m && !(m->t = htab_new(sizeof(struct infer_step_cost),
+				   SMEMO_MIN_SLOTS, SMEMO_MAX_SLOTS))) {
+		mem_free(m);
+		return NULL;
+	}
+	return m;
 }
 
 /* b's key into m->key; its length in doubles. */
@@ -463,108 +438,37 @@ static size_t step_key(struct infer_step_memo *m, const struct infer_batch *b)
 	return at;
 }
 
-static struct smemo_ent *smemo_find(struct infer_step_memo *m,
-				    const double *key, size_t len,
-				    uint64_t h)
-{
-	size_t i = (size_t)h & (m->cap - 1);
-
-	while (m->v[i].key && !(m->v[i].hash == h && m->v[i].len == len &&
-	       memcmp(m->v[i].key, key, len * sizeof(*key)) == 0))
-		i = (i + 1) & (m->cap - 1);
-	return &m->v[i];
-}
-
-/* Keep cost c under the key in m->key (len doubles, hash h): grow the
- * table to twice the slots, or start over at the cap. Out of memory: not
- * kept (the next such step is costed again). */
-static void smemo_put(struct infer_step_memo *m, size_t len, uint64_t h,
-		      const struct infer_step_cost *c)
-{
-	struct smemo_ent *e;
-	double *key;
-
-	if (2 * (m->n + 1) > m->cap) {
-		if (m->cap >= SMEMO_MAX_SLOTS) {
-			smemo_clear(m);
-		} else {
-			size_t cap = m->cap ? 2 * m->cap : SMEMO_MIN_SLOTS, i;
-			struct smemo_ent *old = m->v, *nv;
-			size_t oldcap = m->cap;
-
-			nv = mem_calloc(cap, sizeof(*nv));
-			if (!nv)
-				return;
-			m->v = nv;
-			m->cap = cap;
-			for (i = 0; i < oldcap; i++)
-				if (old[i].key)
-					*smemo_find(m, old[i].key, old[i].len,
-						    old[i].hash) = old[i];
-			mem_free(old);
-		}
-	}
-	key = mem_alloc(len * sizeof(*key));
-	if (!key)
-		return;
-	memcpy(key, m->key, len * sizeof(*key));
-	e = smemo_find(m, key, len, h);
-	e->key = key;
-	e->len = len;
-	e->hash = h;
-	e->cost = *c;
-	m->n++;
-}
-
 /* Run program p (freed there) alone; see run_alone below. */
 static int run_alone(struct infer_stepper *s, struct prog *p, double *t,
 		     double *part, struct diag *d);
 
-/* Unit u of stage `stage` run alone, through the memo. */
+/* Unit u of stage `stage` run alone, through the memo (out of memory:
+ * run, not kept). */
 static int run_unit(struct infer_stepper *s, const struct infer_step_units *su,
 		    const struct infer_unit *u, int64_t stage, double *t,
 		    double *part, struct diag *d)
 {
 	struct infer_unit_memo *m = s->umemo;
-	struct umemo_ent *e = NULL;
-	size_t len = 0, i;
-	uint64_t h = 0;
+	const struct umemo_val *hit;
+	struct umemo_val val;
+	size_t len = 0;
 
-	if (m && (len = unit_key(m, &s->ctx, su, u, stage)) > 0) {
-		h = key_hash(m->buf, len);
-		i = (size_t)h & (UMEMO_SLOTS - 1);
-		while (m->v[i].key && !(m->v[i].hash == h &&
-		       m->v[i].len == len &&
-		       memcmp(m->v[i].key, m->buf, len) == 0))
-			i = (i + 1) & (UMEMO_SLOTS - 1);
-		e = &m->v[i];
-		if (e->key) {
-			*t = e->t;
-			memcpy(part, e->part, sizeof(e->part));
-			s->unit_hits++;
-			return 0;
-		}
+	if (m && (len = unit_key(m, &s->ctx, su, u, stage)) > 0 &&
+	    (hit = htab_get(m->t, m->buf, len)) != NULL) {
+		*t = hit->t;
+		memcpy(part, hit->part, sizeof(hit->part));
+		s->unit_hits++;
+		return 0;
 	}
 	s->unit_runs++;
 	if (run_alone(s, infer_prog_unit(&s->ctx, su, u, stage), t, part,
 		      d) != 0)
 		return -1;
-	if (!e)
+	if (len == 0)
 		return 0;
-	if (2 * (m->n + 1) > UMEMO_SLOTS) {	/* full: start over */
-		umemo_clear(m);
-		i = (size_t)h & (UMEMO_SLOTS - 1);
-		e = &m->v[i];
-	}
-	e->key = mem_alloc(len);
-	if (!e->key)
-		return 0;	/* not kept: the next one runs it again */
-	memcpy(e->key, m->buf, len);
-	e->len = len;
-	e->hash = h;
-	e->t = *t;
-	memcpy(e->part, part, sizeof(e->part));
-	m->n++;
+	val.t = *t;
+	memcpy(val.part, part, sizeof(val.part));
+	htab_put(m->t, m->buf, len, &val);
 	return 0;
 }
 
@@ -581,8 +485,8 @@ int infer_stepper_init(struct infer_stepper *s, const struct job_spec *j,
 		return rc;
 	s->sim = sim_new();
 	s->ctx.memo = infer_cost_memo_new();
-	s->umemo = mem_calloc(1, sizeof(*s->umemo));
-	s->smemo = mem_calloc(1, sizeof(*s->smemo));
+	s->umemo = umemo_new();
+	s->smemo = smemo_new();
 	if (!s->sim || !s->ctx.memo || !s->umemo || !s->smemo) {
 		infer_stepper_no_memo(s);
 		sim_free(s->sim);
@@ -751,26 +655,22 @@ int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 		       struct infer_step_cost *out, struct diag *d)
 {
 	struct infer_step_memo *m = s->smemo;
-	struct smemo_ent *e;
+	const struct infer_step_cost *hit;
 	size_t len;
-	uint64_t h;
 
 	if (!m || b->n > INFER_MAX_GROUPS)
 		return stepper_cost(s, b, out, d);
-	len = step_key(m, b);
-	h = key_hash((const unsigned char *)m->key, len * sizeof(double));
-	if (m->cap > 0) {
-		e = smemo_find(m, m->key, len, h);
-		if (e->key) {
-			*out = e->cost;
-			s->steps++;
-			s->step_hits++;
-			return 0;
-		}
+	len = step_key(m, b) * sizeof(double);
+	hit = htab_get(m->t, m->key, len);
+	if (hit) {
+		*out = *hit;
+		s->steps++;
+		s->step_hits++;
+		return 0;
 	}
 	if (stepper_cost(s, b, out, d) != 0)
 		return -1;
-	smemo_put(m, len, h, out);
+	htab_put(m->t, m->key, len, out);	/* out of memory: not kept */
 	return 0;
 }
 

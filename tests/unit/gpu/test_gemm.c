@@ -328,7 +328,7 @@ Test(gpu, gemm_split_k_weighs_its_second_launch)
 Test(gpu, gemm_two_accumulator_stages_hide_the_epilogue)
 {
 	struct gpu_spec g;
-	struct gpu_gemm_dtypes q = {DTYPE_BF16, 2, 2, 8, 0, 0, 0, 0};
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2, .b_B = 2, .c_B = 8};
 	struct gpu_cost one, two;
 	double tc, te, expect;
 

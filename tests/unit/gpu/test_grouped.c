@@ -307,13 +307,17 @@ Test(gpu, grouped_chain_runs_a_streams_kernels_one_after_another)
  *     2 / 5e12 = 0.082 us: 1 + 16.777 + 0.082 = 17.859 us, where the
  *     128-row tile would take 1 + 134.218 + 0.655 = 135.87 us; at the GEMM
  *     efficiency (128-row tiles only) 1 + 33.554 + 0.655 = 35.21 us.
+ *     Without the kernel's own tiles (ntile_m 0) the same kernel takes
+ *     the toy's 128-row tile: 135.87 us.
  */
 Test(gpu, grouped_weight_only_kernel_runs_at_its_efficiency)
 {
+	static const int64_t marlin_m[] = {16, 32, 48, 64};
 	struct gpu_spec g;
 	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
 				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
-				    .efficiency = 0.2};
+				    .efficiency = 0.2, .tile_m = marlin_m,
+				    .ntile_m = 4, .tile_n = 128};
 	struct gpu_gemm_group big[8], small[100];
 	double want;
 	int i;
@@ -335,6 +339,13 @@ Test(gpu, grouped_weight_only_kernel_runs_at_its_efficiency)
 				   want, 1e-9), "got %g s, expected %g s",
 		  gpu_grouped_gemm_q(&g, &q, small, 100).time_s, want);
 	cr_assert(gpu_fixture_near(want, 17.859e-6, 1e-4));
+	q.ntile_m = 0;
+	want = 1e-6 + 2.0 * 128 * 128 * 4096 / 1e12 + 100.0 * 128 * 128 * 2 / 5e12;
+	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, small, 100).time_s,
+				   want, 1e-9), "got %g s, expected %g s",
+		  gpu_grouped_gemm_q(&g, &q, small, 100).time_s, want);
+	cr_assert(gpu_fixture_near(want, 135.87e-6, 1e-4));
+	q.ntile_m = 4;
 	q.efficiency = 0;
 	want = 8 * (1e-6 + 2.0 * 128 * 128 * 4096 / 4e12 +
 		    100.0 * 128 * 128 * 2 / 5e12);
