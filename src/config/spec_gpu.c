@@ -572,6 +572,13 @@ static const struct schema_field gpu_fields[] = {
 		  "fp8 operands (training.fp8_scaling block: 1x128 and "
 		  "128x128 scales, each 128-deep k block's partial sums "
 		  "rescaled in fp32) reaches" },
+	{ .key = "cutlass_moe_fp8_block_rate", .type = ST_NUM,
+	  .offset = OFF(cutlass_moe_fp8_block_rate), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the fp8 GEMM math rate the CUTLASS fused "
+		  "MoE's grouped GEMMs (engine moe_kernels: cutlass) reach on "
+		  "block-scaled fp8 experts (a DeepSeek checkpoint's 128 x "
+		  "128 scales) against per-tensor fp8 ones" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -226,6 +226,10 @@ struct gpu_spec {
 	double fp8_block_gemm_rate;		/* fraction of the fp8 GEMM math rate a GEMM on
 						 * block-scaled fp8 operands (1x128 and 128x128
 						 * scales) reaches; 1 = as per-tensor fp8 */
+	double cutlass_moe_fp8_block_rate;	/* fraction of the fp8 GEMM math rate the CUTLASS
+						 * fused MoE's grouped GEMMs reach on block-scaled
+						 * fp8 experts (DeepSeek's 128 x 128); 1 = as
+						 * per-tensor fp8 */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is

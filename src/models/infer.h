@@ -102,6 +102,14 @@ struct infer_moe {
 				 * (Llama 4) */
 	int cutlass;		/* TensorRT-LLM's CUTLASS fused-MoE kernels
 				 * (engine moe_kernels: cutlass) */
+	double fp8_group;	/* elements per scale of the checkpoint's
+				 * block-scaled fp8 activations (its weight
+				 * block's k side, DeepSeek-V3 128); 0 = not
+				 * block-scaled */
+	int quant_in_op;	/* cutlass with block-scaled fp8 experts: the
+				 * fused op quantizes the gathered 16-bit rows
+				 * itself (no quantization before the
+				 * all-gather) */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
 				 * sorts the rows */
 	double wo_eff[2];	/* the engine's weight-only MoE kernel's

@@ -114,7 +114,15 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.b_cold = 1;
 	q.one_kernel = 0;
 	q.efficiency = d->moe.wo_eff_used;
-	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute ?
+	/* block-scaled fp8 experts in the CUTLASS fused MoE: the GPU's
+	 * measured share of its fp8 rate for them (gpu
+	 * cutlass_moe_fp8_block_rate) */
+	if (d->moe.quant_in_op && q.efficiency == 0 &&
+	    g->cutlass_moe_fp8_block_rate < 1)
+		q.efficiency = g->gemm_efficiency_dtype[DTYPE_FP8] *
+			       g->cutlass_moe_fp8_block_rate;
+	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
+		       !d->moe.quant_in_op ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
 	for (i = 0; i < n; i++)
 		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};

@@ -69,6 +69,13 @@
  *                     tokens, when the experts' GEMMs are narrower
  *   [all-gather]      N (h a + 8 k) B: the quantized rows, their ids and
  *                     router weights; NVFP4 scale factors swizzled after
+ *   [quantize]        block-scaled fp8 experts (a DeepSeek checkpoint's
+ *                     128 x 128) instead: the rows gathered in 16 bits
+ *                     (N (h B + 8 k) B) and quantized by the fused op,
+ *                     N h B read, N h a + N h / 128 x 4 B written
+ *                     (use_deepseek_fp8_block_scale: "dynamic quant +
+ *                     scatter + gemm1 ...", fused_moe_cutlass.py @
+ *                     000a01de)
  *   sort              one kernel for N <= moe_fused_sort_max (a single
  *                     thread block), else three: per (expert, token
  *                     block) counts (each block scans its tokens' ids:
@@ -212,6 +219,9 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->dispatch_B = j->moe.dispatch_dtype >= 0 ?
 			dtype_bytes((enum dtype)j->moe.dispatch_dtype) : 0;
 	e->cutlass = s->engine && s->engine->moe_kernels == ENGINE_MOE_CUTLASS;
+	e->fp8_group = m->quantization.method == QUANT_FP8 &&
+		       m->quantization.weight_block_size.n == 2 ?
+		       (double)m->quantization.weight_block_size.v[1] : 0;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
@@ -238,12 +248,22 @@ void infer_moe_precision(struct infer_dims *d)
 	 * inputs they meet (weight-only quantization) */
 	e->wo_eff_used = e->weight_B < dtype_bytes(e->compute) ?
 			 e->wo_eff[e->weight == DTYPE_MXFP4] : 0;
-	/* TensorRT-LLM quantizes the experts' input before its all-gather;
+	/* A block-scaled fp8 checkpoint's experts (DeepSeek's 128 x 128):
+	 * CutlassFusedMoE hands its 16-bit input to the fused op
+	 * (use_deepseek_fp8_block_scale), which quantizes it per 1 x group
+	 * itself ("dynamic quant + scatter + gemm1 ...": fused_moe_cutlass.py
+	 * forward_chunk and the class comment, NVIDIA/TensorRT-LLM @
+	 * 000a01de). */
+	e->quant_in_op = e->cutlass && e->fp8_group > 0 &&
+			 e->compute == DTYPE_FP8;
+	/* TensorRT-LLM quantizes the experts' input before its all-gather
+	 * (NVFP4, per-tensor FP8; not the in-op block-scaled case above);
 	 * on an all-to-all path (the generic list) the rows travel as
 	 * route.c sizes them (moe.dispatch_dtype, else 16-bit), and the
 	 * combine's bytes scale by act_B / elem_B from those */
 	e->elem_B = e->dispatch_B > 0 ? e->dispatch_B :
-		    e->cutlass && e->allgather ? e->gemm_a_B : d->act_B;
+		    e->cutlass && e->allgather && !e->quant_in_op ?
+		    e->gemm_a_B : d->act_B;
 }
 
 /* Weight matrices of an expert MLP: gate, up, down (or up, down). */
@@ -530,7 +550,7 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 		infer_op_mem(o, "moe_weight_input", Tq * h * B + Tq * k * B,
 			     Tq * h * B, Tq * h);
 	}
-	if (a < B)
+	if (a < B && !e->quant_in_op)
 		infer_op_mem(o, "moe_quant", Tq * h * B, Tq * h * a, 2 * Tq * h);
 	if (e->dispatch) {
 		ep_row(infer_op_coll(o, "moe_dispatch", IOP_EP, e->ep,
@@ -543,6 +563,12 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 		infer_op_coll(o, "expert_tp_allgather", IOP_ETP, e->etp,
 			      COLL_ALLGATHER, R * h * B);
 	}
+	/* the fused op's own quantization of the N rows it received: fp8
+	 * values and one fp32 scale a group */
+	if (e->quant_in_op && a < B)
+		infer_op_mem(o, "moe_quant", N * h * B, N * h * a +
+			     N * h / e->fp8_group * dtype_bytes(DTYPE_FP32),
+			     2 * N * h);
 	if (N <= e->fused_sort_max) {
 		infer_op_mem(o, "moe_sort", N * k * 4, 2 * N * k * 4 +
 			     (L + 1) * 8, 0);

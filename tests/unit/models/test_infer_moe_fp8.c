@@ -1,0 +1,176 @@
+/*
+ * test_infer_moe_fp8.c - TensorRT-LLM's CUTLASS fused MoE under
+ * attention DP with block-scaled fp8 experts (a DeepSeek checkpoint's
+ * 128 x 128 scales) against per-tensor fp8 ones (src/models/infer_moe.c
+ * cutlass_ops, quant_in_op).
+ *
+ * CutlassFusedMoE.forward_chunk (NVIDIA/TensorRT-LLM @ 000a01de
+ * _torch/modules/fused_moe/fused_moe_cutlass.py) quantizes the experts'
+ * input before the all-gather for NVFP4 and per-tensor FP8 only; with
+ * DeepSeek's block scales it sets use_deepseek_fp8_block_scale and
+ * gathers the 16-bit rows, which the fused op quantizes itself.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/spec_job.h"
+#include "models/infer.h"
+#include "models/infer_prog.h"
+#include "run/infer_run.h"
+
+#include "fixture.h"
+
+#define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
+#define Q30 "tests/data/serve/q30-h100.yaml"
+
+/* The MoE layer's ops of job `path` with overrides, routing `tokens`
+ * tokens a rank (under attention DP every rank's are gathered: N =
+ * tokens x dp). */
+static void moe_ops(const char *path, const char *const *sets, size_t n,
+		    double tokens, struct infer_dims *d, struct infer_ops *o)
+{
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct diag dg;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = fixture_load_job(&a, path, sets, n);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, d, tokens, &ra, &r, &dg), 0);
+	infer_layer_ops(d, &b, &k, &r, o);
+	arena_release(&ra);
+	arena_release(&a);
+}
+
+/*
+ * DeepSeek-V3 on 8 H200, attention DP 8, EP 8, fp8, a decode step of 64
+ * sequences: T = 8 a rank, N = 64 gathered, h 7168, top-8, a = 1 B.
+ *   moe_dispatch  N (h x 2 B + k x 8 B) = 64 x (14,336 + 64) = 921,600 B
+ *                 (16-bit rows, their ids and router weights)
+ *   moe_quant     once, after the gather, over the N rows: reads
+ *                 64 x 7168 x 2 = 917,504 B, writes 64 x 7168 x 1 =
+ *                 458,752 B of fp8 and 64 x 7168 / 128 x 4 = 14,336 B of
+ *                 fp32 scales = 473,088 B
+ * Qwen3-30B-A3B (a per-tensor fp8 job: no block scales) on 8 H100, the
+ * same layout and step: the T = 8 local rows quantized before the
+ * gather, 8 x 2048 x 2 = 32,768 B read, 8 x 2048 x 1 = 16,384 B
+ * written; the gather carries 64 x (2048 x 1 + 64) = 135,168 B.
+ */
+Test(infer_moe_fp8, block_scaled_experts_gather_16_bit_rows)
+{
+	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
+			     "parallelism.ep=8",
+			     "parallelism.attention_dp=true",
+			     "serving.dtype=fp8", "serving.batch=64",
+			     "system.gpus_per_node=8"};
+	struct infer_dims d;
+	struct infer_ops o;
+	const struct infer_op *op;
+	int i, quants = 0;
+
+	moe_ops(DSV3, NULL, 0, 8, &d, &o);
+	cr_assert(d.moe.quant_in_op);
+	cr_assert_float_eq(d.moe.fp8_group, 128.0, 1e-9);
+	op = fixture_infer_op(&o, "moe_dispatch");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->coll_B, 921600.0, 1e-6);
+	for (i = 0; i < o.n; i++)
+		quants += strcmp(o.op[i].name, "moe_quant") == 0;
+	cr_assert_eq(quants, 1);
+	op = fixture_infer_op(&o, "moe_quant");
+	cr_assert_float_eq(op->read_B, 917504.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 473088.0, 1e-6);
+
+	moe_ops(Q30, adp, sizeof(adp) / sizeof(adp[0]), 8, &d, &o);
+	cr_assert(!d.moe.quant_in_op);
+	op = fixture_infer_op(&o, "moe_quant");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->read_B, 32768.0, 1e-6);
+	cr_assert_float_eq(op->write_B, 16384.0, 1e-6);
+	cr_assert_float_eq(fixture_infer_op(&o, "moe_dispatch")->coll_B,
+			   135168.0, 1e-6);
+}
+
+/*
+ * The same DeepSeek step in NVFP4 on B200 (nvidia's FP4 checkpoint: the
+ * experts NVFP4, quantized before the gather as before): no in-op
+ * quantization, the gather's rows 7168 x (0.5 + 1/16) = 4,032 B each:
+ * 64 x (4032 + 64) = 262,144 B.
+ */
+Test(infer_moe_fp8, nvfp4_experts_still_quantize_before_the_gather)
+{
+	const char *fp4[] = {"system=dgx-b200", "serving.dtype=nvfp4"};
+	struct infer_dims d;
+	struct infer_ops o;
+
+	moe_ops(DSV3, fp4, 2, 8, &d, &o);
+	cr_assert(!d.moe.quant_in_op);
+	cr_assert_float_eq(fixture_infer_op(&o, "moe_dispatch")->coll_B,
+			   262144.0, 1e-6);
+}
+
+/* The time infer_cost gives the MoE layer's op `name` on g (eager). */
+static double op_time_s(const struct infer_ops *o, const struct infer_dims *d,
+			const struct gpu_spec *g, const char *name)
+{
+	static struct infer_unit u;
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct infer_batch b;
+	int i;
+
+	memset(&b, 0, sizeof(b));
+	infer_cost(o, d, &b, &k, g, IGRAPH_NONE, &u);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, name) == 0)
+			return u.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
+/*
+ * Block-scaled fp8 experts run the fused MoE's grouped GEMMs at
+ * h200.yaml's cutlass_moe_fp8_block_rate 0.50 of the fp8 rate. A
+ * prefill-sized step: 2,048 tokens a rank, N = 16,384 gathered, R =
+ * N k / ep = 16,384 rows a rank over its 32 experts (512 each).
+ * expert_gate_up: 2 x 16384 x 4096 x 7168 = 962.1 GFLOP, at the
+ * clock-scaled fp8 peak 1978.9 x 1485 / 1830 = 1605.8 TFLOP/s x 0.858 =
+ * 1377.8 TFLOP/s: 698 us at rate 1, 1,397 us at 0.50: compute-bound, so
+ * the op takes about twice as long (the launch and the weights' fill do
+ * not double: a little under 2).
+ */
+Test(infer_moe_fp8, block_scaled_grouped_gemms_run_at_the_gpu_block_rate)
+{
+	const char *pf[] = {"phase=prefill", "serving.batch=8",
+			    "serving.input_len=2048"};
+	struct infer_dims d;
+	struct infer_ops o;
+	struct arena a;
+	struct job_spec *j;
+	struct gpu_spec one;
+	double t_half, t_one;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, pf, 3);
+	cr_assert_float_eq(j->system->gpu->cutlass_moe_fp8_block_rate, 0.50,
+			   1e-12);
+	moe_ops(DSV3, pf, 3, 2048, &d, &o);
+	cr_assert(d.moe.quant_in_op);
+	t_half = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	one = *j->system->gpu;
+	one.cutlass_moe_fp8_block_rate = 1;
+	t_one = op_time_s(&o, &d, &one, "expert_gate_up");
+	cr_assert_gt(t_one, 650e-6, "%g", t_one);
+	cr_assert_lt(t_one, 800e-6, "%g", t_one);
+	cr_assert_gt(t_half / t_one, 1.9, "%g", t_half / t_one);
+	cr_assert_leq(t_half / t_one, 2.0, "%g", t_half / t_one);
+	arena_release(&a);
+}
