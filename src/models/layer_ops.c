@@ -483,8 +483,7 @@ static void in_module(struct layer_ops *o, int lowp)
  * copies and consumes the tp - 1 remote ones (pytorch/pytorch @ 0e9ed9cf
  * torch/distributed/_symmetric_memory/__init__.py
  * _pipelined_multi_all_gather_and_consume: shard_consumer(shard, rank)
- * before the remote steps; its local copy into the p2p buffer and
- * barrier before it are not modelled).
+ * before the remote steps).
  * Here piece 0 has no all-gather, and pieces 1 .. c - 1 each gather
  * bytes / (c - 1): an all-gather of B bytes brings B (tp - 1) / tp to a
  * rank, so the c - 1 pieces move the tensor's (tp - 1) / tp, one shard
@@ -501,6 +500,31 @@ static void gather_piece(struct layer_ops *o, const char *name,
 			c > 1 ? bytes / (c - 1) : bytes);
 	if (op)		/* the TP stream keeps the later pieces in order */
 		op->dep[0] = i <= 1 ? before : LAYER_NONE;
+}
+
+/* Before a torch fused_all_gather_matmul (async TP: sp_copy, chunks >
+ * 1) consumes its local shard: each rank copies the shard into its own
+ * symmetric-memory buffer, where the peers read it, and all ranks
+ * barrier; only then do the local consumer and the remote copies start
+ * (pytorch/pytorch torch/distributed/_symmetric_memory/__init__.py
+ * _pipelined_multi_all_gather_and_consume: copy_shard(dst=
+ * local_p2p_bufs, src=shard); symm_mem.barrier(channel=1); then
+ * shard_consumer(shard, rank). Its note: "we are giving up the chance to
+ * overlap 'mv' and 'b' with the first shard_consumer for now" [?: read
+ * at a later commit than the rows' 38410cf9]). A copy on the compute
+ * stream, shard_B read and written; the pieces' gathers wait for it.
+ * The barrier's latency is not modelled, nor the copy of the local
+ * shard into the gathered output (ag_out_needed), which runs beside the
+ * last remote shard's consumer. Returns the op to wait for: the copy,
+ * or before when there is none. */
+static int16_t symm_local_copy(struct layer_ops *o, enum layer_pass pass,
+			       const struct layer_dims *d, double shard_B,
+			       int16_t before)
+{
+	if (!d->sp_copy || d->chunks <= 1)
+		return before;
+	lop_memop(o, "symm_mem_local_copy", pass, shard_B, shard_B, 0);
+	return lop_tail(o);
 }
 
 /* ---- sequence parallelism as PyTorch DTensor runs it (sp_copy) ----
@@ -609,7 +633,7 @@ void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
 		parts_gemms(o, p, pass, t, k, lowp, 0);
 		return;
 	}
-	before = lop_tail(o);
+	before = symm_local_copy(o, pass, d, ag_B / d->tp, lop_tail(o));
 	for (i = 0; i < d->chunks; i++) {
 		gather_piece(o, ag_name, pass, d, ag_B, i, d->chunks, before);
 		if (d->chunks == 1)
@@ -785,6 +809,9 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 			   layer_sp_tokens(d) * h);
 	sp_amax_reduce(o, PASS_BWD, d, d->lowp);
 	before = lop_tail(o);	/* the gather need not wait for the swizzle */
+	if (d->sp)
+		before = symm_local_copy(o, PASS_BWD, d, t * h * el_B / d->tp,
+					 before);
 	weight_transpose(o, d, d->lowp, k * h);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, k * h, t * h, 1, 1);
 	for (i = 0; i < c; i++) {

@@ -214,3 +214,51 @@ Test(sp_copy, separate_linears_split_the_gemms_and_sum_the_dgrads)
 	cr_assert_not_null(fixture_op(&o, "wv_wgrad"));
 	cr_assert_not_null(fixture_op(&o, "w3_wgrad"));
 }
+
+Test(sp_copy, async_tp_gathers_wait_for_the_local_shard_copy)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	int c, ag;
+	/* the gathered T x h input is 4096 x 1024 x 2 = 8388608 B; a rank's
+	 * shard, copied into its symmetric buffer, 8388608 / tp 2 =
+	 * 4194304 B read and written */
+	double shard_B = 4096.0 * 1024 * 2 / 2;
+
+	gpt_sp(&f);
+	f.fw.sp_seq_dim_copies = 1;
+	f.job.parallelism.tp_comm_overlap = 1;	/* 2 pieces (tp) */
+	layer_dims_from_job(&f.job, &d);
+	/* forward: one before each fused all-gather-matmul (QKV, FC1) */
+	layer_fwd(&d, NULL, &o);
+	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 2);
+	c = fixture_op_index(&o, "symm_mem_local_copy");
+	op = &o.op[c];
+	fixture_assert_close(op->k.read_B, shard_B);
+	fixture_assert_close(op->k.write_B, shard_B);
+	/* then the local piece's GEMM, then the remote piece's gather,
+	 * which waits for the copy (and the barrier after it) */
+	cr_assert_str_eq(o.op[c + 1].name, "qkv");
+	ag = fixture_op_index(&o, "qkv_allgather");
+	cr_assert_eq(ag, c + 2);
+	cr_assert_eq(o.op[ag].dep[0], c);
+	/* backward: before the proj and FC2 output-gradient gathers (T x h
+	 * too: the same shard) */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(count(&o, "symm_mem_local_copy", PASS_BWD), 2);
+	fixture_assert_close(fixture_op(&o, "symm_mem_local_copy")->k.read_B,
+			     shard_B);
+	/* vanilla TP, and Transformer Engine's userbuffers (no DTensor
+	 * copies): none */
+	f.job.parallelism.tp_comm_overlap = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 0);
+	f.job.parallelism.tp_comm_overlap = 1;
+	f.fw.sp_seq_dim_copies = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 0);
+}
