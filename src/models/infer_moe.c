@@ -660,7 +660,7 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 		cutlass_ops(d, T, r, o);
 		return;
 	}
-	if (!(e->tbo && e->dispatch && !e->allgather))
+	if (!e->tbo)	/* infer_moe_dims: an all-to-all dispatch */
 		tbo = ITBO_NONE;
 	if (tbo == ITBO_NONE)
 		shared(o, d, T, 0);
