@@ -276,9 +276,16 @@ grep -q "order:2: error: point: expected time_min_us <= time_us <= time_max_us, 
 # this container's init does not reap, has ended.
 "$llmsim" validate --kind training --jobs 2 --no-store >"$tmp/vout" 2>"$tmp/verr" &
 vpid=$!
-sleep 3
-kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
-[ -n "$kids" ] || bad "validate --jobs 2: no workers after 3 s"
+# Each case file gets its own pool of workers, so between two files there
+# are none for a moment: poll (up to 60 s on a loaded machine) rather than
+# look once after a fixed sleep, which caught such a gap in CI.
+kids= i=0
+while [ -z "$kids" ] && [ $i -lt 600 ] && kill -0 $vpid 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+	[ $i -ge 10 ] && kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
+done
+[ -n "$kids" ] || bad "validate --jobs 2: no workers within 60 s"
 kill -TERM $vpid
 wait $vpid 2>/dev/null
 vst=$?
