@@ -36,7 +36,10 @@
  * in the executor's stage order, so each stream runs them in that order
  * and the engine's streams give the overlap: A's dispatch on the ep
  * stream while B's kernels run on the compute stream, the dispatcher's
- * SMs (moe.dispatcher sms) taken from them while it runs (exec_run.c).
+ * SMs (moe.dispatcher sms) taken from them while it runs (exec_run.c),
+ * and the dispatcher's kernels progressing at its busy_rate while
+ * kernels run beside them (ep_busy.c, as training's overlapped calls;
+ * deepep.yaml: DeepSeek's own profile).
  *
  * What the split costs comes from the half batch's own units: every
  * GEMM at half the rows (lower efficiency at small M), the weights read
