@@ -425,3 +425,47 @@ Test(infer_tbo, redundant_experts_bad_input)
 				  train, 1, j), 0);
 	arena_release(&a);
 }
+
+/* Warnings infer_run reports for the base job with TBO set and the
+ * given extra settings. */
+static unsigned tbo_warnings(const char *const *extra, size_t nx)
+{
+	const char *sets[24];
+	size_t n = 0, i;
+	struct arena a;
+	struct diag dg;
+	struct infer_result r;
+
+	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
+		sets[n++] = adp_sets[i];
+	sets[n++] = "serving.engine.two_batch_overlap=true";
+	for (i = 0; i < nx; i++)
+		sets[n++] = extra[i];
+	arena_init(&a);
+	diag_init(&dg, NULL);
+	cr_assert_eq(infer_run(fixture_load_job(&a, Q30, sets, n), NULL, &r,
+			       &dg), 0);
+	infer_result_release(&r);
+	arena_release(&a);
+	return dg.warnings;
+}
+
+/*
+ * Two-batch overlap asked for but not run says so, once: the base job
+ * (8 attention-DP ranks, DeepEP low-latency, 64 sequences) runs it and
+ * warns of nothing; one sequence a rank (batch 8 over 8 ranks) leaves
+ * nothing to split; attention TP 8 (no attention DP) and the engine's
+ * all-gather exchange have no all-to-all to overlap.
+ */
+Test(infer_tbo, set_but_not_run_warns_once)
+{
+	const char *one_seq[] = {"serving.batch=8"};
+	const char *no_adp[] = {"parallelism.tp=8", "parallelism.dp=1",
+				"parallelism.attention_dp=false"};
+	const char *gather[] = {"moe.dispatcher=allgather"};
+
+	cr_assert_eq(tbo_warnings(NULL, 0), 0);
+	cr_assert_eq(tbo_warnings(one_seq, 1), 1);
+	cr_assert_eq(tbo_warnings(no_adp, 3), 1);
+	cr_assert_eq(tbo_warnings(gather, 1), 1);
+}
