@@ -586,8 +586,7 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
  * utils.py combine_and_quantize, mxfp8_quantize_fast_path [D]. Per
  * quantized element: read act_B, write both layouts at lowp_B (data and
  * E8M0 scale); the scale passes read and write the scales of both
- * layouts twice. Per-tensor FP8 attention's torch.cat + quantize (the
- * same function's other branch) is not costed: no validated row runs it. */
+ * layouts twice. Per-tensor FP8 attention: cs_attn_quant below. */
 #define MX_ATTN_SCALE_KERNELS 4	/* 2 BHSD transposes, 2 swizzles */
 
 static void mx_attn_quant(struct layer_ops *o, enum layer_pass pass,
@@ -612,6 +611,46 @@ static void mx_attn_quant(struct layer_ops *o, enum layer_pass pass,
 		       2 * scale_B, 2 * scale_B, 0);
 	op->k.launches = MX_ATTN_SCALE_KERNELS;
 	op->host_n = MX_ATTN_SCALE_KERNELS;
+}
+
+/* Per-tensor current-scaling FP8 fused attention (d->cs_attn_quant).
+ * Transformer Engine's FusedAttnFunc (NVIDIA/TransformerEngine
+ * release_v2.8, the MLPerf Training v5.1 NeMo image's pin; pytorch/
+ * attention/dot_product_attention/backends.py, utils.py) takes bf16 Q, K,
+ * V and calls combine_and_quantize: with Q, K and V as separate tensors
+ * (qkv_layout sbhd_sbhd_sbhd, the grouped-query case, whose Q, K, V are
+ * no packed 3-layout) it torch.cat's their flattened data into one buffer
+ * (a copy: read and write act_B an element) and quantizes that once with
+ * the recipe's Float8CurrentScalingQuantizer (FP8_CS_QUANT_KERNELS: the
+ * amax zeroed, the amax read, the scale, the cast; one FP8 layout: TE's
+ * DPA quantizers write row-wise data). The kernel's output stays bf16
+ * (NVTE_DPA_FP8CS_O_in_F16, default 1: no O quantize, the backward reads
+ * the bf16 O), and the backward quantizes dO (ctx.dO_quantizer, the same
+ * four kernels) before fused_attn_bwd, whose dQ, dK, dV come back bf16
+ * (no dequantize). A packed Q, K, V (qkv_group 1) would skip the copy:
+ * not modelled [?]. */
+static void cs_attn_quant(struct layer_ops *o, enum layer_pass pass,
+			  int bwd, const struct layer_dims *d,
+			  const struct gpu_attn_shape *a)
+{
+	double rows = a->batch * a->seq_q, n;
+	struct layer_op *op;
+
+	if (!d->cs_attn_quant)
+		return;
+	n = bwd ? rows * a->heads_q * a->head_dim_v :
+		  rows * (a->heads_q * a->head_dim_qk +
+			  a->heads_kv * (a->head_dim_qk + a->head_dim_v));
+	if (!bwd) {
+		op = lop_memop(o, "attn_qkv_cat", pass, n * d->act_B,
+			       n * d->act_B, 0);
+		op->host_n = 1;
+	}
+	/* the amax pass reads the input once more */
+	op = lop_memop(o, bwd ? "attn_do_quant" : "attn_qkv_quant", pass,
+		       2 * n * d->act_B, n * dtype_bytes(DTYPE_FP8), n);
+	op->k.launches = FP8_CS_QUANT_KERNELS;
+	op->host_n = FP8_CS_QUANT_KERNELS;
 }
 
 /* PyTorch's context parallelism of SDPA (framework cp_torch_sdpa):
@@ -756,6 +795,7 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		}
 		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
 		mx_attn_quant(o, pass, bwd, d, &a);
+		cs_attn_quant(o, pass, bwd, d, &a);
 		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
 		return;
 	}

@@ -223,6 +223,9 @@ struct layer_dims {
 	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
 	int mx_attn_quant;	/* MXFP8 fused attention: its Q, K, V and dO
 				 * quantized around the kernel (attn.c) */
+	int cs_attn_quant;	/* per-tensor current-scaling FP8 fused
+				 * attention: Q, K, V concatenated and
+				 * quantized, dO quantized (attn.c) */
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int rc_early_stop;	/* framework recompute_early_stop: a full
 				 * recompute ends with its last saved tensor */

@@ -429,6 +429,14 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->fp8_current = dt == DTYPE_FP8 &&
 			 j->training.fp8_scaling == FP8_CURRENT;
 	d->nvfp4_amax = dt == DTYPE_NVFP4;
+	/* FP8 attention beside per-tensor current-scaling FP8 linears, or
+	 * beside NVFP4 ones (Transformer Engine's NVFP4 recipe has no FP8
+	 * attention of its own: NVTE_DPA_FP8_RECIPE picks one, and the
+	 * MLPerf Training v5.1 NVFP4 Llama 3.1 8B configs set
+	 * "Float8CurrentScaling", config_common_fp4.sh [S]; a DelayedScaling
+	 * choice there is not modelled [?]) */
+	d->cs_attn_quant = d->fp8_attn && !d->mx_attn_quant &&
+			   (d->fp8_current || dt == DTYPE_NVFP4);
 	/* the scales' bytes: the format's less its data (E4M3 1 B, E2M1
 	 * 0.5 B), dtype_bytes */
 	d->x_swizzle_B = dt == DTYPE_MXFP8 ? dtype_bytes(dt) - 1 :

@@ -102,11 +102,12 @@ Test(gpu, presets_load_with_sane_numbers)
  * kernels, no measured B300 set): the efficiencies and the per-kernel
  * overhead were fitted together on B200's sets, so B300 takes them as
  * one (round 7 left B300 with the efficiencies of the fit without the
- * overhead, 0.710 / 0.685 / 0.723, and the overhead on top). */
+ * overhead, 0.710 / 0.685 / 0.723, and the overhead on top). FP4 aside
+ * (r34, below). */
 Test(gpu, b300_takes_b200s_gemm_fit)
 {
 	static const enum dtype dts[] = {DTYPE_BF16, DTYPE_FP8, DTYPE_MXFP8,
-					 DTYPE_MXFP6, DTYPE_MXFP4, DTYPE_NVFP4};
+					 DTYPE_MXFP6};
 	struct arena a;
 	struct gpu_spec b200, b300;
 	size_t i;
@@ -124,13 +125,49 @@ Test(gpu, b300_takes_b200s_gemm_fit)
 	cr_assert_eq(b300.gemm_kernel_overhead_s, b200.gemm_kernel_overhead_s);
 	cr_assert_eq(b300.gemm_tile_overhead_s, b200.gemm_tile_overhead_s);
 	/* NVFP4 and MXFP4 are one FP4 tensor-core instruction (tcgen05
-	 * kind::mxf4nvf4): B300 runs NVFP4 at its 14000 TFLOP/s FP4 peak,
-	 * as B200 at its 9000. */
+	 * kind::mxf4nvf4): one peak and one efficiency on each GPU. */
 	cr_assert_eq(b300.matrix_peak_flops[DTYPE_NVFP4], 14000e12);
 	cr_assert_eq(b300.matrix_peak_flops[DTYPE_NVFP4],
 		     b300.matrix_peak_flops[DTYPE_MXFP4]);
 	cr_assert_eq(b200.matrix_peak_flops[DTYPE_NVFP4],
 		     b200.matrix_peak_flops[DTYPE_MXFP4]);
+	cr_assert_eq(b300.gemm_efficiency_dtype[DTYPE_NVFP4],
+		     b300.gemm_efficiency_dtype[DTYPE_MXFP4]);
+	arena_release(&a);
+}
+
+/* Blackwell Ultra's FP4 gain over Blackwell beyond FP8's, in the model,
+ * is the measured one (b300.yaml, gb300.yaml: aiconfigurator's
+ * TensorRT-LLM GEMM collections, medians over the shapes with m, n, k >=
+ * 4096): (peak x efficiency) FP4 / FP8 on the Ultra part over the same
+ * on its predecessor. B300 / B200: 1.207 (nvfp4) / 1.065 (fp8) = 1.1333;
+ * GB300 / GB200: 1.196 / 1.124 = 1.0641. With the peaks alone (B200's
+ * efficiencies carried over, before r34) it read 14000 / 9000 = 1.556
+ * and 15000 / 10000 = 1.5: this fails then. */
+static double fp4_gain(const struct gpu_spec *g)
+{
+	return g->matrix_peak_flops[DTYPE_NVFP4] *
+	       g->gemm_efficiency_dtype[DTYPE_NVFP4] /
+	       (g->matrix_peak_flops[DTYPE_FP8] *
+		g->gemm_efficiency_dtype[DTYPE_FP8]);
+}
+
+Test(gpu, blackwell_ultra_fp4_gain_is_the_measured_one)
+{
+	struct arena a;
+	struct gpu_spec b200, b300, gb200, gb300;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "b200", &b200), 0);
+	cr_assert_eq(load(&a, "b300", &b300), 0);
+	cr_assert_eq(load(&a, "gb200", &gb200), 0);
+	cr_assert_eq(load(&a, "gb300", &gb300), 0);
+	cr_assert_float_eq(fp4_gain(&b300) / fp4_gain(&b200),
+			   1.207 / 1.065, 0.005, "B300 / B200 %g",
+			   fp4_gain(&b300) / fp4_gain(&b200));
+	cr_assert_float_eq(fp4_gain(&gb300) / fp4_gain(&gb200),
+			   1.196 / 1.124, 0.005, "GB300 / GB200 %g",
+			   fp4_gain(&gb300) / fp4_gain(&gb200));
 	arena_release(&a);
 }
 
@@ -378,5 +415,26 @@ Test(gpu, every_gpu_system_has_the_fleet_variability)
 		n++;
 	}
 	cr_assert_geq(n, 15, "%zu GPU systems", n);
+	arena_release(&a);
+}
+
+/* multi_tensor_apply (fused optimizers) runs at H200's measured 0.52 of
+ * the streaming rate on every GPU (h200.yaml; the same kernel code
+ * everywhere). b300, gb300 and h800 lacked the key until r34 (the
+ * default 1: full rate): this fails then. */
+Test(gpu, every_gpu_takes_the_multi_tensor_rate)
+{
+	struct arena a;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < NNAMES; i++) {
+		struct gpu_spec g;
+
+		cr_assert_eq(load(&a, names[i], &g), 0);
+		cr_assert_float_eq(g.multi_tensor_efficiency, 0.52, 1e-12,
+				   "%s: %g", names[i],
+				   g.multi_tensor_efficiency);
+	}
 	arena_release(&a);
 }
