@@ -307,7 +307,15 @@ done
 # training cases, the kernel tables (~1 s) are on stdout, the summary not
 "$llmsim" validate --kind kernel,training --jobs 2 --no-store >"$tmp/vout" 2>"$tmp/verr" &
 vpid=$!
-sleep 4
+# the kernel kind's tables are flushed as it ends (~1 s here; poll up to
+# 60 s on a loaded machine), then the training cases run for seconds more
+i=0
+while [ $i -lt 600 ] && ! grep -q '^== .*: gemm on h100' "$tmp/vout" &&
+	kill -0 $vpid 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 0.5
 kill -TERM $vpid
 wait $vpid 2>/dev/null
 vst=$?
