@@ -19,6 +19,7 @@ const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 const char *const engine_wo_moe_names[] = {"none", "marlin", NULL};
+const char *const engine_fp8_block_moe_names[] = {"none", "triton", NULL};
 const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
 					       NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
@@ -235,6 +236,14 @@ static const struct schema_field engine_fields[] = {
 		  "none (the bf16 GEMM rate) or marlin (vLLM's "
 		  "fused_marlin_moe, at the GPU's weight_only_moe_efficiency "
 		  "marlin)" },
+	{ .key = "fp8_block_moe_kernel", .type = ST_ENUM,
+	  .offset = OFF(fp8_block_moe_kernel),
+	  .values = engine_fp8_block_moe_names, .def = "none",
+	  .help = "grouped GEMM of block-scaled fp8 experts (a DeepSeek or "
+		  "Qwen3 FP8 checkpoint's 128 x 128 weight scales) outside "
+		  "moe_kernels cutlass: none (the GPU's fp8 GEMM rate) or "
+		  "triton (vLLM's Triton fused_moe with block scales, at the "
+		  "GPU's triton_moe_fp8_block_rate)" },
 	{ .key = "weight_only_moe_tile_m", .type = ST_INT_LIST,
 	  .offset = OFF(weight_only_moe_tile_m), .flags = SF_OPTIONAL,
 	  .min = 1, .max = 1e4,

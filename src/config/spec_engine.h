@@ -128,6 +128,16 @@ enum engine_mxfp4_moe {
 					 * weight_only_moe_kernel's */
 };
 
+/* The grouped GEMM of block-scaled fp8 experts (DeepSeek's 128 x 128
+ * weight scales) outside TensorRT-LLM's CUTLASS fused MoE. */
+enum engine_fp8_block_moe {
+	ENGINE_FP8_BLOCK_MOE_NONE,	/* not modelled: the GPU's fp8 rate */
+	ENGINE_FP8_BLOCK_MOE_TRITON	/* vLLM's Triton fused_moe with block
+					 * scales (the GPU's
+					 * triton_moe_fp8_block_rate) */
+};
+
+extern const char *const engine_fp8_block_moe_names[];
 extern const char *const engine_wo_moe_names[];
 extern const char *const engine_mxfp4_moe_names[];
 
@@ -318,6 +328,8 @@ struct engine_spec {
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int weight_only_moe_kernel;		/* enum engine_wo_moe: the kernel of experts
 						 * whose weights alone are quantized */
+	int fp8_block_moe_kernel;		/* enum engine_fp8_block_moe: block-scaled
+						 * fp8 experts' kernel (not cutlass) */
 	int mxfp4_moe_kernel;			/* enum engine_mxfp4_moe: MXFP4 experts'
 						 * kernel where the GPU runs it */
 	struct schema_int_list weight_only_moe_tile_m; /* elements, output-tile rows the

@@ -579,6 +579,13 @@ static const struct schema_field gpu_fields[] = {
 		  "MoE's grouped GEMMs (engine moe_kernels: cutlass) reach on "
 		  "block-scaled fp8 experts (a DeepSeek checkpoint's 128 x "
 		  "128 scales) against per-tensor fp8 ones" },
+	{ .key = "triton_moe_fp8_block_rate", .type = ST_NUM,
+	  .offset = OFF(triton_moe_fp8_block_rate), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the fp8 GEMM math rate vLLM's Triton fused "
+		  "MoE (engine fp8_block_moe_kernel: triton) reaches on "
+		  "block-scaled fp8 experts (128 x 128 weight scales, 1 x 128 "
+		  "activation groups)" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -230,6 +230,9 @@ struct gpu_spec {
 						 * fused MoE's grouped GEMMs reach on block-scaled
 						 * fp8 experts (DeepSeek's 128 x 128); 1 = as
 						 * per-tensor fp8 */
+	double triton_moe_fp8_block_rate;	/* the same for vLLM's Triton fused MoE
+						 * (engine fp8_block_moe_kernel: triton); 1 =
+						 * as per-tensor fp8 */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is

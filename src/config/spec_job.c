@@ -173,6 +173,13 @@ static const struct schema_field parallel_fields[] = {
 	  .max = 1e6, .flags = SF_OPTIONAL,
 	  .help = "a2a+p2p: size of the inner all-to-all groups (default: the "
 		  "CP ranks of one node)" },
+	{ .key = "rank_order", .type = ST_ENUM, .offset = POFF(rank_order),
+	  .values = rank_order_names, .def = "tp-cp-ep-dp-pp",
+	  .help = "how global ranks map to the parallel dimensions, fastest "
+		  "first (Megatron-Core's order): tp-cp-ep-dp-pp, the "
+		  "default, pipeline stages outermost; tp-cp-ep-pp-dp "
+		  "(Megatron's use_tp_pp_dp_mapping), the stages of one "
+		  "tp x cp block neighbours, data parallel outermost" },
 	{ .key = "cp_load_balance", .type = ST_BOOL,
 	  .offset = POFF(cp_load_balance), .def = "true",
 	  .help = "each sequence in 2 cp chunks, rank r holding chunks r and "

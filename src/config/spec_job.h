@@ -12,7 +12,7 @@
  *              recompute, zero_stage, optimizer, attention, dropout}
  *   parallelism: {tp, pp, cp, ep, etp, dp, vpp, sequence_parallel,
  *                 schedule, pp_layers, tp_comm_overlap, cp_comm_type,
- *                 cp_a2a, cp_load_balance, attention_dp}
+ *                 cp_a2a, cp_load_balance, attention_dp, rank_order}
  *   moe: {dispatcher, shared_expert_overlap, a2a_overlap, routing, ...}
  *        (spec_moe.h)
  *   serving: {engine, dtype, kv_dtype, requests, input_len, output_len,
@@ -125,6 +125,17 @@ extern const char *const recompute_names[];
 extern const char *const optimizer_names[];
 extern const char *const fp8_scaling_names[];
 extern const char *const pp_schedule_names[];
+
+/* How the GPUs are numbered over the parallel dimensions, fastest first
+ * (Megatron-Core initialize_model_parallel's order): the default puts
+ * the pipeline stages outermost; Megatron's use_tp_pp_dp_mapping puts
+ * them inside the data-parallel replicas (models/layout.h). */
+enum rank_order {
+	ORDER_TP_CP_EP_DP_PP,
+	ORDER_TP_CP_EP_PP_DP
+};
+
+extern const char *const rank_order_names[];
 extern const char *const attention_names[];
 
 /* How context parallelism exchanges keys and values (Megatron
@@ -513,6 +524,7 @@ struct parallel_spec {
 	int attention_dp;		/* inference: attention data-parallel over the
 					 * dp ranks of one engine (MoE layers expert-
 					 * parallel over all its GPUs) */
+	int rank_order;			/* enum rank_order */
 };
 
 /* One GPU whose kernels run slower than its peers' (a thermally throttled
@@ -677,6 +689,8 @@ enum job_rule {
 	JR_LINEAR_CP,		/* training: cp 1 with Gated DeltaNet layers */
 	JR_TRAIN_DSA_CP,	/* training: cp 1 under DeepSeek Sparse
 				 * Attention */
+	JR_RANK_ORDER,		/* rank_order tp-cp-ep-pp-dp: training, and
+				 * experts fold over tp cp (etp ep = tp cp) */
 	JR_COUNT
 };
 

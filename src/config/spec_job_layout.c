@@ -628,6 +628,33 @@ static int64_t stages_max(const struct job_spec *j)
 	return layers;
 }
 
+/* Megatron's tp-cp-ep-pp-dp order (models/layout.h): a training layout
+ * (an inference instance places its own GPUs), and with experts the
+ * expert order etp-ep-pp-edp must give a GPU the expert coordinates of
+ * its stage index, as llmsim folds them: etp ep = tp cp. */
+static void check_order(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct parallel_spec *p = &j->parallelism;
+
+	if (p->rank_order != ORDER_TP_CP_EP_PP_DP)
+		return;
+	if (job_is_inference(j))
+		layout_error(s, JR_RANK_ORDER, "parallelism.rank_order %s "
+			     "is a training layout: a serving instance places "
+			     "its own GPUs; leave it at %s",
+			     rank_order_names[p->rank_order],
+			     rank_order_names[ORDER_TP_CP_EP_DP_PP]);
+	else if (model_is_moe(j->model) && p->pp > 1 &&
+		 p->etp * p->ep != p->tp * p->cp)
+		layout_error(s, JR_RANK_ORDER, "parallelism.rank_order %s "
+			     "with experts needs etp*ep = tp*cp (got %lld*%lld "
+			     "and %lld*%lld): llmsim folds the experts' "
+			     "etp-ep-pp-edp order over the same GPUs only then",
+			     rank_order_names[p->rank_order], (long long)p->etp,
+			     (long long)p->ep, (long long)p->tp,
+			     (long long)p->cp);
+}
+
 uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 			  const struct cnode *node)
 {
@@ -643,6 +670,7 @@ uint64_t job_layout_check(struct job_spec *j, uint64_t rules, struct diag *d,
 		check_training(j, &s);
 	check_tp(j, &s);
 	check_ep(j, &s);
+	check_order(j, &s);
 	if (p->pp * p->vpp > stages_max(j))
 		layout_error(&s, JR_PP_LAYERS, "pp*vpp = "
 			     "%lld*%lld exceeds the model's %lld layers%s",

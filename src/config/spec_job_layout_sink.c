@@ -22,6 +22,8 @@ const char *const job_phase_names[] = {"training", "prefill", "decode",
 				       "serving", NULL};
 const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p",
 				     NULL};
+const char *const rank_order_names[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp",
+					NULL};
 
 const char *const job_rule_names[JR_COUNT + 1] = {
 	"world", "tp_heads", "tp_kv_heads", "tp_ffn", "tp_comm_overlap",
@@ -34,7 +36,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
 	"pool_ep", "pool_tp", "defer_wgrad", "tp_linear_heads", "linear_cp",
-	"train_dsa_cp", NULL,
+	"train_dsa_cp", "rank_order", NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -131,6 +133,8 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_TP_LINEAR_HEADS] = "parallelism.tp",
 	[JR_LINEAR_CP] = "parallelism.cp",
 	[JR_TRAIN_DSA_CP] = "parallelism.cp",
+	[JR_RANK_ORDER] = "parallelism.rank_order parallelism.ep "
+			  "parallelism.etp parallelism.tp parallelism.cp",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

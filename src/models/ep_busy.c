@@ -12,7 +12,9 @@
  * compute loses busy_compute_share of the call's SM share (0 on that
  * pair: the compute kernels keep their SMs, the comm kernels take what
  * they leave; 1, the default, is the old model: the kernels hold their
- * SMs and the compute runs on the rest).
+ * SMs and the compute runs on the rest). Training's overlapped calls
+ * (train.c) and serving's (infer_inst.c: two-batch overlap) take it
+ * alike.
  */
 #include "ep_busy.h"
 

@@ -111,6 +111,14 @@ struct infer_moe {
 				 * fused op quantizes the gathered 16-bit rows
 				 * itself (no quantization before the
 				 * all-gather) */
+	double block_rate;	/* block-scaled fp8 experts outside cutlass:
+				 * the share of the fp8 GEMM rate their
+				 * kernel reaches (engine fp8_block_moe_kernel
+				 * triton: gpu triton_moe_fp8_block_rate);
+				 * 1 = as per-tensor */
+	double triton_rate;	/* the engine runs them with vLLM's Triton
+				 * fused_moe: the GPU's
+				 * triton_moe_fp8_block_rate; else 1 */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
 				 * sorts the rows */
 	double wo_eff[2];	/* the engine's weight-only MoE kernel's

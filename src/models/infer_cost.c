@@ -124,6 +124,15 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 			       g->cutlass_moe_fp8_block_rate;
 	q.tile_m = d->moe.wo_tile_m;
 	q.ntile_m = d->moe.wo_ntile_m;
+	/* block-scaled fp8 experts in vLLM's Triton fused_moe: the GPU's
+	 * measured share of its fp8 rate (triton_moe_fp8_block_rate), on
+	 * the GPU's own tiles (the weight-only kernels' are not this
+	 * kernel's) */
+	if (q.efficiency == 0 && d->moe.block_rate < 1) {
+		q.efficiency = g->gemm_efficiency_dtype[DTYPE_FP8] *
+			       d->moe.block_rate;
+		q.ntile_m = 0;
+	}
 	q.tile_n = d->moe.wo_tile_n;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
 		       !d->moe.quant_in_op ?

@@ -10,6 +10,7 @@
 
 #include "config/spec_job.h"
 #include "ep.h"
+#include "ep_busy.h"
 
 static const char *const stream_names[IST_COUNT] = {
 	"compute", "tp", "pp", "host", "ep",
@@ -50,6 +51,12 @@ static struct coll_desc coll_of(const struct infer_ctx *x,
 		c.replicas = (uint32_t)x->dims.moe.etp;
 		c.a2a_B = op->a2a_B;
 		c.sm_share = x->ep_sm_share;
+		/* the dispatcher's kernels slow down beside compute on
+		 * their GPUs (busy_rate) and the compute keeps or loses
+		 * their SMs (busy_compute_share): the one rule training's
+		 * overlapped dispatch and combine follow (train.c coll_of,
+		 * ep_busy.c) */
+		ep_busy(x->job->moe.dispatcher, &c);
 		/* the sized all-gather / reduce-scatter (engine
 		 * adp_moe_sized) is one ncclBroadcast / ncclReduce per rank
 		 * in one NCCL group, rooted at each rank in turn

@@ -229,6 +229,9 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->fp8_group = m->quantization.method == QUANT_FP8 &&
 		       m->quantization.weight_block_size.n == 2 ?
 		       (double)m->quantization.weight_block_size.v[1] : 0;
+	e->triton_rate = s->engine && s->engine->fp8_block_moe_kernel ==
+					      ENGINE_FP8_BLOCK_MOE_TRITON ?
+			 g->triton_moe_fp8_block_rate : 1;
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
 	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&
@@ -269,6 +272,13 @@ void infer_moe_precision(struct infer_dims *d)
 	 * 000a01de). */
 	e->quant_in_op = e->cutlass && e->fp8_group > 0 &&
 			 e->compute == DTYPE_FP8;
+	/* The same experts elsewhere: vLLM's Triton fused_moe with block
+	 * scales (fused_moe_kernel's use_fp8_w8a8 with block_shape, each
+	 * 128-deep k block's partial sums rescaled by the A group and B
+	 * block scales) at the GPU's measured share of the fp8 rate */
+	e->block_rate = !e->cutlass && e->fp8_group > 0 &&
+			e->compute == DTYPE_FP8 && e->weight == DTYPE_FP8 ?
+			e->triton_rate : 1;
 	/* TensorRT-LLM quantizes the experts' input before its all-gather
 	 * (NVFP4, per-tensor FP8; not the in-op block-scaled case above);
 	 * on an all-to-all path (the generic list) the rows travel as

@@ -308,6 +308,7 @@ int infer_ctx_init(struct infer_ctx *x, const struct job_spec *j,
 		return rc;
 	}
 	ep_share(x);
+	infer_tbo_warn(x, NULL, d);
 	split_layers(j, x->split);
 	for (i = 0; i < x->pp; i++) {
 		for (k = 0; k < g; k++)

@@ -201,6 +201,14 @@ task_id infer_prog_op(struct prog *p, const struct infer_ctx *x,
  * of memory.
  */
 int infer_tbo_on(const struct infer_ctx *x, const struct infer_batch *b);
+
+/* The engine sets two_batch_overlap but no step of x can run it (no MoE
+ * layer, no attention DP across GPUs, the engine's all-gather exchange
+ * in place of an all-to-all), or, with b not NULL, this step cannot (one
+ * sequence, or one prompt token, a rank): one warning on d saying why.
+ * Nothing when the overlap runs or is not asked for. */
+void infer_tbo_warn(const struct infer_ctx *x, const struct infer_batch *b,
+		    struct diag *d);
 int infer_tbo_layers(struct prog *p, const struct infer_ctx *x,
 		     const struct infer_step_units *half, int64_t s,
 		     int64_t first, int64_t n, int32_t mb, task_id after,

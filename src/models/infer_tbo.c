@@ -38,7 +38,10 @@
  * in the executor's stage order, so each stream runs them in that order
  * and the engine's streams give the overlap: A's dispatch on the ep
  * stream while B's kernels run on the compute stream, the dispatcher's
- * SMs (moe.dispatcher sms) taken from them while it runs (exec_run.c).
+ * SMs (moe.dispatcher sms) taken from them while it runs (exec_run.c),
+ * and the dispatcher's kernels progressing at its busy_rate while
+ * kernels run beside them (ep_busy.c, as training's overlapped calls;
+ * deepep.yaml: DeepSeek's own profile).
  *
  * What the split costs comes from the half batch's own units: every
  * GEMM at half the rows (lower efficiency at small M), the weights read
@@ -47,10 +50,15 @@
  * hidden states (views and one concatenation), DeepGEMM's SM cap in
  * prefill (deep_gemm_num_sms = SMs - DeepEP's: taken only while a
  * collective runs here), the activation memory TBO halves.
+ * A job that sets the overlap where it cannot run is told so once
+ * (infer_tbo_warn).
  */
 #include "infer_prog.h"
 
 #include <string.h>
+
+#include "base/diag.h"
+#include "config/spec_job.h"
 
 /* One half batch's progress through its run of MoE layers. */
 struct half {
@@ -123,6 +131,33 @@ int infer_tbo_on(const struct infer_ctx *x, const struct infer_batch *b)
 	if (infer_batch_decode_only(b))
 		return infer_batch_seqs(b) >= 2;
 	return infer_batch_tokens(b) >= 2;
+}
+
+void infer_tbo_warn(const struct infer_ctx *x, const struct infer_batch *b,
+		    struct diag *d)
+{
+	const struct job_spec *j = x->job;
+	const char *why = NULL;
+
+	if (!x->eng || !x->eng->two_batch_overlap)
+		return;
+	/* infer_moe_dims sets moe.tbo only with the MoE layers' tokens
+	 * exchanged by an all-to-all between attention-DP ranks */
+	if (!x->dims.moe_model)
+		why = "the model has no MoE layers";
+	else if (!j->parallelism.attention_dp || x->tp * x->adp < 2)
+		why = "no attention data parallelism across GPUs (SGLang "
+		      "overlaps the two halves' expert all-to-all)";
+	else if (x->dims.moe.allgather)
+		why = "the MoE tokens travel by the engine's all-gather, not "
+		      "an all-to-all dispatcher (moe.dispatcher)";
+	else if (b && !infer_tbo_on(x, b))
+		why = infer_batch_decode_only(b) ?
+		      "fewer than two sequences a rank to split" :
+		      "fewer than two prompt tokens a rank to split";
+	if (why)
+		diag_warn(d, NULL, 0, 0, "serving.engine.two_batch_overlap "
+			  "is set but not run: %s", why);
 }
 
 int infer_tbo_layers(struct prog *p, const struct infer_ctx *x,

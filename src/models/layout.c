@@ -20,6 +20,7 @@ void layout_init(struct layout *l, int64_t tp, int64_t cp, int64_t pp,
 		BUG("etp * ep does not divide a stage's GPUs (the job checks it)");
 	l->edp = l->stage / (l->etp * l->ep);
 	l->cp_a2a = 1;
+	l->pp_inner = 0;
 	l->sim = full ? l->stage : 1;
 	l->nranks = (uint32_t)(pp * l->sim);
 }
@@ -31,8 +32,17 @@ void layout_set_cp_a2a(struct layout *l, int64_t cp_a2a)
 	l->cp_a2a = cp_a2a;
 }
 
+void layout_set_pp_inner(struct layout *l)
+{
+	l->pp_inner = l->tp * l->cp;
+}
+
 uint32_t layout_gpu(const struct layout *l, int64_t pp_i, int64_t i)
 {
+	int64_t m = l->pp_inner;
+
+	if (m > 0)
+		return (uint32_t)(i % m + m * (pp_i + l->pp * (i / m)));
 	return (uint32_t)(i + l->stage * pp_i);
 }
 

@@ -18,6 +18,18 @@
  * gradients' group (EDP) by etp ep. Global GPU id = node * gpus_per_node
  * + local index (coll.h).
  *
+ * Megatron's other rank order, tp-cp-ep-pp-dp (use_tp_pp_dp_mapping,
+ * layout_set_pp_inner), puts the pipeline inside the data-parallel
+ * replicas: with M = tp cp GPUs of one model-parallel block,
+ *
+ *   gpu = i mod M + M (pp_i + pp (i div M))
+ *
+ * so neighbouring pipeline stages are M GPUs apart and a DP group strides
+ * by M pp. The stage indices, groups and replicas stay as above; only
+ * the GPUs they land on move. (The experts fold over the same GPUs when
+ * etp ep = M: Megatron's expert order etp-ep-pp-edp then gives each GPU
+ * the expert coordinates of its stage index; the job checks it.)
+ *
  * Symmetric replication: the GPUs of a stage run identical programs, so
  * by default one rank per pipeline stage is simulated (sim = 1) and
  * every collective says how many identical groups it stands for
@@ -55,6 +67,8 @@ struct layout {
 	int64_t cp_a2a;			/* inner all-to-all group of a2a+p2p CP */
 	int64_t stage;			/* GPUs per pipeline stage: tp cp dp */
 	int64_t sim;			/* simulated GPUs per stage: 1 or stage */
+	int64_t pp_inner;		/* 0: order tp-cp-dp-pp; else M = tp cp
+					 * GPUs of a block, order tp-cp-pp-dp */
 	uint32_t nranks;		/* simulated ranks: pp sim */
 };
 
@@ -72,6 +86,10 @@ void layout_init(struct layout *l, int64_t tp, int64_t cp, int64_t pp,
 
 /* The inner all-to-all group size of a2a+p2p CP (divides cp). */
 void layout_set_cp_a2a(struct layout *l, int64_t cp_a2a);
+
+/* Order the ranks tp-cp-pp-dp (Megatron's use_tp_pp_dp_mapping): the
+ * pipeline stages of one tp x cp block are neighbours. */
+void layout_set_pp_inner(struct layout *l);
 
 /* Global GPU id of stage index i on pipeline rank pp_i. */
 uint32_t layout_gpu(const struct layout *l, int64_t pp_i, int64_t i);

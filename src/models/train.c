@@ -745,6 +745,8 @@ void train_layout(struct layout *l, const struct job_spec *j, int full)
 		    p->ep, full || j->full_fidelity);
 	if (p->cp_comm_type == CP_A2A_P2P && p->cp_a2a > 0)
 		layout_set_cp_a2a(l, p->cp_a2a);
+	if (p->rank_order == ORDER_TP_CP_EP_PP_DP)
+		layout_set_pp_inner(l);
 }
 
 int train_shape(struct train *t, const struct job_spec *j,

@@ -149,7 +149,7 @@ struct est *est_new(const struct system_spec *sys, struct diag *d)
 	memo_init(&e->emax, sizeof(double), sizeof(double));
 	memo_init(&e->amax, 3 * sizeof(double) + 2 * sizeof(uint32_t),
 		  2 * sizeof(struct est_pass));
-	memo_init(&e->xfers, 4 * sizeof(int64_t), sizeof(double *));
+	memo_init(&e->xfers, 5 * sizeof(int64_t), sizeof(double *));
 	e->net = net_new(sys, NULL, d);
 	if (!e->net) {
 		est_free(e);
@@ -402,7 +402,11 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 {
 	const struct parallel_spec *p = &c->j->parallelism;
 	uint32_t stage_gpus = (uint32_t)(p->tp * p->cp * p->dp), g[2];
-	int64_t r, key[4] = { c->p, c->v > 1, stage_gpus, 0 };
+	/* GPUs between neighbouring stages: a stage's, or under the
+	 * tp-cp-ep-pp-dp order a block's, tp cp (models/layout.h) */
+	uint32_t hop = p->rank_order == ORDER_TP_CP_EP_PP_DP ?
+		       (uint32_t)(p->tp * p->cp) : stage_gpus;
+	int64_t r, key[5] = { c->p, c->v > 1, stage_gpus, 0, hop };
 	double *const *hit, *x;
 
 	memcpy(&key[3], &c->b->pp_B, sizeof(double));
@@ -415,9 +419,9 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 		}
 		for (r = 0; r < c->p; r++) {
 			/* r -> r + 1, and the wrap p-1 -> 0 as the pair {0, p-1} */
-			uint32_t g0 = r < c->p - 1 ? (uint32_t)r * stage_gpus : 0;
-			uint32_t stride = r < c->p - 1 ? stage_gpus :
-					  (uint32_t)(c->p - 1) * stage_gpus;
+			uint32_t g0 = r < c->p - 1 ? (uint32_t)r * hop : 0;
+			uint32_t stride = r < c->p - 1 ? hop :
+					  (uint32_t)(c->p - 1) * hop;
 
 			x[r] = 0;
 			if (c->p > 1 && (r < c->p - 1 || c->v > 1))
@@ -453,7 +457,9 @@ static double tie_s(struct est *e, const struct est_cand *c, int64_t r,
 	    (r != 0 && r != c->p - 1))
 		return 0;
 	return est_coll_s(e, COLL_ALLREDUCE, 2, 0,
-			  (uint32_t)((c->p - 1) * p->tp * p->cp * p->dp),
+			  (uint32_t)((c->p - 1) * p->tp * p->cp *
+				     (p->rank_order == ORDER_TP_CP_EP_PP_DP ?
+				      1 : p->dp)),
 			  (uint32_t)(p->tp * p->cp * p->dp),
 			  c->d->vocab / c->d->tp * c->d->hidden * c->d->grad_B, d);
 }

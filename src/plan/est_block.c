@@ -77,7 +77,10 @@ static void coll_gpus(struct est *e, const struct est_ckey *k)
 	uint32_t i;
 
 	for (i = 0; i < k->n; i++)
-		e->gpus[i] = k->g0 + i * k->stride;
+		e->gpus[i] = k->inner > 0 ?
+			     k->g0 + i % k->inner * k->stride +
+			     i / k->inner * k->outer :
+			     k->g0 + i * k->stride;
 }
 
 /* The remembered time of key k, or NULL (a lookup counted). */
@@ -163,6 +166,34 @@ double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  struct diag *d)
 {
 	return est_coll_x(e, op, n, g0, stride, replicas, bytes, 0, d);
+}
+
+double est_coll_2(struct est *e, enum coll_op op, uint32_t n, uint32_t inner,
+		  uint32_t stride, uint32_t outer, uint32_t replicas,
+		  double bytes, struct diag *d)
+{
+	struct est_ckey k;
+	struct coll_desc c;
+	struct net_coll_result r;
+	const double *hit;
+
+	if (inner < 2 || inner >= n)	/* one level */
+		return est_coll_s(e, op, n, 0, inner >= n ? stride : outer,
+				  replicas, bytes, d);
+	if (bytes <= 0)
+		return 0;
+	coll_key(&k, op, n, 0, stride, replicas, bytes);
+	k.inner = inner;
+	k.outer = outer;
+	if ((hit = coll_hit(e, &k)))
+		return *hit;
+	coll_gpus(e, &k);
+	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
+				.ngpus = n, .algo = -1, .proto = -1,
+				.replicas = k.replicas };
+	if (net_collective_time(e->net, &c, &r, d) != 0)
+		return -1;
+	return coll_keep(e, &k, r.time_s, d);
 }
 
 /* ---- one block on two streams ---- */

@@ -20,11 +20,23 @@ double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
 	const struct parallel_spec *p = &c->j->parallelism;
 	int64_t ex = (p->etp > 0 ? p->etp : 1) * p->ep;
 
+	/* tp-cp-ep-pp-dp (models/layout.h): a block of M = tp cp GPUs a
+	 * stage, the next data-parallel replica's M pp GPUs on (the
+	 * experts fold over M: etp ep = M, the job checks it) */
+	int64_t outer = p->rank_order == ORDER_TP_CP_EP_PP_DP ?
+			p->tp * p->cp * c->p : 0;
+
 	/* LG_EDP: the routed experts' group, edp GPUs, stride etp ep */
 	if (experts)
 		return est_coll_s(e, op, (uint32_t)(p->edp > 0 ? p->edp : 1), 0,
-				  (uint32_t)ex, (uint32_t)ex, bytes, d);
-	/* LG_DP: the dense gradients' group, dp cp GPUs, stride tp */
+				  (uint32_t)(outer > 0 ? outer : ex),
+				  (uint32_t)ex, bytes, d);
+	/* LG_DP: the dense gradients' group, dp cp GPUs, stride tp (with
+	 * the order: the cp of a block stride tp, the blocks stride outer) */
+	if (outer > 0)
+		return est_coll_2(e, op, (uint32_t)(p->dp * p->cp),
+				  (uint32_t)p->cp, (uint32_t)p->tp,
+				  (uint32_t)outer, (uint32_t)p->tp, bytes, d);
 	return est_coll_s(e, op, (uint32_t)(p->dp * p->cp), 0, (uint32_t)p->tp,
 			  (uint32_t)p->tp, bytes, d);
 }

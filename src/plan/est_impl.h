@@ -75,7 +75,11 @@ struct est_ckey {
 	uint32_t ring;		/* a ring step (est_coll_x) */
 	double bytes;		/* B */
 	uint64_t a2a_key;	/* dispatch/combine: its matrix' hash (0: even) */
-	int32_t path, pad;	/* ... its ep_path (block_op) */
+	int32_t path;		/* ... its ep_path (block_op) */
+	uint32_t inner, outer;	/* a two-level group (0: none): member i at
+				 * g0 + (i mod inner) stride + (i div inner)
+				 * outer (est_coll_2) */
+	int32_t pad;
 };
 
 struct est_bkey {
@@ -130,8 +134,9 @@ struct est {
 	double *stage_t;		/* scratch: f, b per virtual stage, then
 					 * rank and chunk ends */
 	size_t stage_t_cap;
-	struct memo xfers;		/* (p, wrap, stage GPUs, bytes) -> double *:
-					 * the transfers per rank pair */
+	struct memo xfers;		/* (p, wrap, stage GPUs, bytes, GPUs
+					 * between stages) -> double *: the
+					 * transfers per rank pair */
 	struct est_stats stats;
 	struct est_share *share;	/* collective times shared with the
 					 * other processes of a walk, or NULL
@@ -320,6 +325,12 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
  * fabric (net_collective_time), remembered. Negative after reporting to
  * d.
  */
+/* est_coll_s of a group whose members step by stride within runs of
+ * inner and by outer between runs (a data-parallel group with CP under
+ * the tp-cp-ep-pp-dp rank order). */
+double est_coll_2(struct est *e, enum coll_op op, uint32_t n, uint32_t inner,
+		  uint32_t stride, uint32_t outer, uint32_t replicas,
+		  double bytes, struct diag *d);
 double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  uint32_t stride, uint32_t replicas, double bytes,
 		  struct diag *d);

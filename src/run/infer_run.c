@@ -229,6 +229,8 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	sampled = infer_batch_sampled(&b);
 	infer_adp_rank(&x, &b, &rank, &route_T);	/* the busiest rank's */
 	b = rank;
+	if (x.dims.moe_model && x.dims.moe.tbo)
+		infer_tbo_warn(&x, &b, d);
 	micro = x.pp > 1 ? (int64_t)fmin((double)x.pp, infer_batch_seqs(&b))
 			 : 1;
 	rc = -1;

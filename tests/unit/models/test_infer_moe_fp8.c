@@ -2,7 +2,8 @@
  * test_infer_moe_fp8.c - TensorRT-LLM's CUTLASS fused MoE under
  * attention DP with block-scaled fp8 experts (a DeepSeek checkpoint's
  * 128 x 128 scales) against per-tensor fp8 ones (src/models/infer_moe.c
- * cutlass_ops, quant_in_op).
+ * cutlass_ops, quant_in_op), and vLLM's Triton fused_moe on block-scaled
+ * experts (block_rate).
  *
  * CutlassFusedMoE.forward_chunk (NVIDIA/TensorRT-LLM @ 000a01de
  * _torch/modules/fused_moe/fused_moe_cutlass.py) quantizes the experts'
@@ -173,4 +174,60 @@ Test(infer_moe_fp8, block_scaled_grouped_gemms_run_at_the_gpu_block_rate)
 	cr_assert_gt(t_half / t_one, 1.9, "%g", t_half / t_one);
 	cr_assert_leq(t_half / t_one, 2.0, "%g", t_half / t_one);
 	arena_release(&a);
+}
+
+/*
+ * vLLM's Triton fused_moe on the same block-scaled experts (engine
+ * fp8_block_moe_kernel: triton) runs its grouped GEMMs at h200.yaml's
+ * triton_moe_fp8_block_rate 0.39 of the fp8 rate. DeepSeek-V3 on 8 H200
+ * as `vllm serve -tp 8` lays it out (experts tensor-parallel: each GPU
+ * holds 2048 / 8 = 256 of every expert's columns), a prefill chunk of
+ * 8,192 tokens: 8192 x 8 = 65,536 routed rows over the 256 experts.
+ * expert_gate_up: 2 x 65536 x (2 x 256) x 7168 = 481.0 GFLOP; at the
+ * clock-scaled fp8 rate 1377.8 TFLOP/s (the test above) 349 us, at 0.39
+ * of it (537.3 TFLOP/s) 895 us: compute-bound, so the op takes close to
+ * 1 / 0.39 = 2.56x as long (the launch and the weights' fill do not
+ * scale: a little under). TensorRT-LLM's CUTLASS path and per-tensor
+ * fp8 experts keep their rates (block_rate 1).
+ */
+Test(infer_moe_fp8, vllm_triton_block_scaled_experts_run_at_the_gpu_rate)
+{
+	const char *vl[] = {"phase=prefill", "serving.engine=vllm",
+			    "parallelism.tp=8", "parallelism.dp=1",
+			    "parallelism.ep=1",
+			    "parallelism.attention_dp=false",
+			    "serving.batch=1", "serving.input_len=8192"};
+	const char *ptq[] = {"serving.engine=vllm", "serving.dtype=fp8"};
+	size_t n = sizeof(vl) / sizeof(vl[0]);
+	struct infer_dims d;
+	struct infer_ops o;
+	struct arena a;
+	struct job_spec *j;
+	struct gpu_spec one;
+	double t_rate, t_one;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, vl, n);
+	cr_assert_float_eq(j->system->gpu->triton_moe_fp8_block_rate, 0.39,
+			   1e-12);
+	moe_ops(DSV3, vl, n, 8192, &d, &o);
+	cr_assert(!d.moe.cutlass);
+	cr_assert_float_eq(d.moe.block_rate, 0.39, 1e-12);
+	t_rate = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	one = *j->system->gpu;
+	d.moe.block_rate = 1;
+	t_one = op_time_s(&o, &d, &one, "expert_gate_up");
+	cr_assert_gt(t_one, 330e-6, "%g", t_one);
+	cr_assert_lt(t_one, 420e-6, "%g", t_one);
+	cr_assert_gt(t_rate, 880e-6, "%g", t_rate);
+	cr_assert_lt(t_rate, 960e-6, "%g", t_rate);
+	cr_assert_gt(t_rate / t_one, 2.2, "%g", t_rate / t_one);
+	cr_assert_leq(t_rate / t_one, 2.57, "%g", t_rate / t_one);
+	arena_release(&a);
+
+	/* the CUTLASS path (the job's trtllm) and per-tensor experts */
+	moe_ops(DSV3, NULL, 0, 8, &d, &o);
+	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
+	moe_ops(Q30, ptq, 2, 8, &d, &o);
+	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
 }

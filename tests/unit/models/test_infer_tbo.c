@@ -257,6 +257,69 @@ Test(infer_tbo, halves_overlap_the_collectives)
 	infer_result_release(&off);
 }
 
+/* The prefill step of wide_ep_job on DeepEP's normal kernels with TBO
+ * on or off, the dispatcher's busy_rate set to busy. */
+static void prefill_busy(int tbo, const char *busy, struct infer_result *r)
+{
+	const char *sets[24];
+	size_t n = 0, i;
+	struct arena a;
+	struct diag dg;
+	struct job_spec *j;
+
+	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
+		sets[n++] = adp_sets[i];
+	sets[n++] = tbo ? "serving.engine.two_batch_overlap=true" :
+			  "serving.engine.two_batch_overlap=false";
+	sets[n++] = "model=deepseek-v3";
+	sets[n++] = "serving.dtype=fp8";
+	sets[n++] = "system.nodes=8";
+	sets[n++] = "parallelism.dp=64";
+	sets[n++] = "parallelism.ep=64";
+	sets[n++] = "phase=prefill";
+	sets[n++] = "serving.batch=128";
+	sets[n++] = "serving.input_len=1024";
+	sets[n++] = "moe.dispatcher=deepep";
+	sets[n++] = busy;
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	j = fixture_load_job(&a, Q30, sets, n);
+	cr_assert_eq(infer_run(j, NULL, r, &dg), 0);
+	arena_release(&a);
+}
+
+/*
+ * Serving's dispatch and combine follow training's comm-side rule
+ * (ep_busy.c): a call progresses at the dispatcher's busy_rate x while
+ * compute runs on its GPUs, so each call lasts between its time alone
+ * t and t / x. Without TBO nothing computes beside them (each layer
+ * waits for its own dispatch and combine): x changes nothing. With TBO
+ * the other half's kernels run beside them: at x = 0.5 the calls last
+ * longer than at x = 1, and at most twice as long.
+ */
+Test(infer_tbo, prefill_collectives_slow_beside_compute)
+{
+	struct infer_result one, half;
+
+	prefill_busy(0, "moe.dispatcher.busy_rate=1", &one);
+	prefill_busy(0, "moe.dispatcher.busy_rate=0.5", &half);
+	cr_assert(!one.info.tbo);
+	cr_assert_float_eq(ep_time(&half), ep_time(&one),
+			   1e-9 * ep_time(&one));
+	infer_result_release(&one);
+	infer_result_release(&half);
+	prefill_busy(1, "moe.dispatcher.busy_rate=1", &one);
+	prefill_busy(1, "moe.dispatcher.busy_rate=0.5", &half);
+	cr_assert(one.info.tbo);
+	cr_assert_gt(ep_time(&half), ep_time(&one) * 1.01,
+		     "x 0.5 %.6g s, x 1 %.6g s", ep_time(&half),
+		     ep_time(&one));
+	cr_assert_leq(ep_time(&half), 2 * ep_time(&one) * (1 + 1e-9));
+	cr_assert_gt(half.step_s, one.step_s);
+	infer_result_release(&one);
+	infer_result_release(&half);
+}
+
 /*
  * The serving stepper times a stage's run of n MoE layers as the first
  * layer of a run plus n - 1 times what a second layer adds: the halves'
@@ -404,4 +467,48 @@ Test(infer_tbo, redundant_experts_bad_input)
 				  "workloads/jobs/deepseek-v3-2048.yaml",
 				  train, 1, j), 0);
 	arena_release(&a);
+}
+
+/* Warnings infer_run reports for the base job with TBO set and the
+ * given extra settings. */
+static unsigned tbo_warnings(const char *const *extra, size_t nx)
+{
+	const char *sets[24];
+	size_t n = 0, i;
+	struct arena a;
+	struct diag dg;
+	struct infer_result r;
+
+	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
+		sets[n++] = adp_sets[i];
+	sets[n++] = "serving.engine.two_batch_overlap=true";
+	for (i = 0; i < nx; i++)
+		sets[n++] = extra[i];
+	arena_init(&a);
+	diag_init(&dg, NULL);
+	cr_assert_eq(infer_run(fixture_load_job(&a, Q30, sets, n), NULL, &r,
+			       &dg), 0);
+	infer_result_release(&r);
+	arena_release(&a);
+	return dg.warnings;
+}
+
+/*
+ * Two-batch overlap asked for but not run says so, once: the base job
+ * (8 attention-DP ranks, DeepEP low-latency, 64 sequences) runs it and
+ * warns of nothing; one sequence a rank (batch 8 over 8 ranks) leaves
+ * nothing to split; attention TP 8 (no attention DP) and the engine's
+ * all-gather exchange have no all-to-all to overlap.
+ */
+Test(infer_tbo, set_but_not_run_warns_once)
+{
+	const char *one_seq[] = {"serving.batch=8"};
+	const char *no_adp[] = {"parallelism.tp=8", "parallelism.dp=1",
+				"parallelism.attention_dp=false"};
+	const char *gather[] = {"moe.dispatcher=allgather"};
+
+	cr_assert_eq(tbo_warnings(NULL, 0), 0);
+	cr_assert_eq(tbo_warnings(one_seq, 1), 1);
+	cr_assert_eq(tbo_warnings(no_adp, 3), 1);
+	cr_assert_eq(tbo_warnings(gather, 1), 1);
 }

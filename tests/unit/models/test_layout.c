@@ -110,3 +110,48 @@ Test(layout, full_fidelity_simulates_every_gpu)
 		cr_assert_eq(layout_gpu(&l, pp, i), r);
 	}
 }
+
+Test(layout, tp_pp_dp_rank_order)
+{
+	struct layout l;
+	int64_t idx[64];
+
+	/* tp 4, cp 2, pp 8, dp 32 (the CoreWeave GB200 405B x2048 job) in
+	 * Megatron's tp-cp-ep-pp-dp order: M = tp cp = 8 and
+	 * gpu = i mod 8 + 8 (pp_i + 8 (i div 8)). Stage index 5 (tp 1,
+	 * cp 1, dp 0) on pipeline rank 3: 5 + 8 * 3 = 29; index 13 (dp 1)
+	 * on rank 0: 5 + 8 * (0 + 8) = 69. */
+	layout_init(&l, 4, 2, 8, 32, 4, 1, 0);
+	cr_assert_eq(layout_gpu(&l, 0, 13), 13);	/* default: 13 + 0 */
+	cr_assert_eq(layout_gpu(&l, 3, 5), 5 + 256 * 3);
+	layout_set_pp_inner(&l);
+	cr_assert_eq(layout_gpu(&l, 3, 5), 29);
+	cr_assert_eq(layout_gpu(&l, 0, 13), 69);
+	/* neighbouring stages 8 GPUs apart (one 64-GPU NVLink domain holds
+	 * the whole pipeline of a block), not 256 */
+	cr_assert_eq(layout_gpu(&l, 7, 0) - layout_gpu(&l, 6, 0), 8);
+	cr_assert_eq(layout_gpu(&l, 7, 0), 56);
+	/* the groups are the stage's as before, on other GPUs: the dense
+	 * gradients' group of index 5 (tp 1) is 1, 5, 9, 13, ... (stride
+	 * tp); index 1 (cp 0, dp 0) is GPU 1 on rank 0, index 9 (cp 0,
+	 * dp 1) GPU 9 mod 8 + 8 (0 + 8 * 1) = 65: the cp pair of a block,
+	 * then the next block 64 GPUs on */
+	cr_assert_eq(layout_group(&l, LG_DP, 5, idx), 1);
+	cr_assert_eq(idx[0], 1);
+	cr_assert_eq(layout_gpu(&l, 0, idx[0]), 1);
+	cr_assert_eq(layout_gpu(&l, 0, idx[2]), 65);	/* index 9 */
+	/* every GPU once: the 2048 ids are a permutation */
+	{
+		static unsigned char seen[2048];
+		int64_t pp_i, i;
+
+		for (pp_i = 0; pp_i < 8; pp_i++)
+			for (i = 0; i < 256; i++) {
+				uint32_t g = layout_gpu(&l, pp_i, i);
+
+				cr_assert_lt(g, 2048);
+				cr_assert_eq(seen[g], 0);
+				seen[g] = 1;
+			}
+	}
+}
