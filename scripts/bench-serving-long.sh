@@ -13,42 +13,62 @@
 # and the machine's load average. The targets are on CPU time (user +
 # system): on the shared 2-core machine wall time grows with the load,
 # CPU time does not (bench_step's wall target is a loose 120 s here).
-# With LLMSIM_BASE set (another build, e.g. main's), runs it first on
-# the same jobs and prints the ratio of the median CPU times, base /
-# this. Exits 1 when a run fails or a target is missed.
+# With a base (another build, e.g. main's), runs it first on the same
+# jobs and prints the ratio of the median CPU times, base / this. The
+# base runs in its own tree, with that tree's presets and job files (a
+# binary reading this tree's files fails once a preset or job gains a
+# key it does not know): LLMSIM_BASE_REV, a commit, is exported with git
+# archive into a temporary folder and built there; LLMSIM_BASE, a
+# binary, runs with the tree above its folder (build/llmsim's). Exits 1
+# when a run fails or a target is missed.
 #
-# Environment: LLMSIM (the binary; default build/llmsim), LLMSIM_BASE.
+# Environment: LLMSIM (the binary; default build/llmsim), LLMSIM_BASE,
+# LLMSIM_BASE_REV.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 llmsim=${LLMSIM:-$root/build/llmsim}
-this=$llmsim
-dir=$root/results/reference/inference
-long=$dir/I-TRTLLMDG-B200-TP1-QWEN3-30B-FP4-1024-32768.yaml
-short=$dir/I-GPUSTACK-H100-TP1-GPTOSS20B-VLLM011-128-4.yaml
+rel=results/reference/inference
+long=I-TRTLLMDG-B200-TP1-QWEN3-30B-FP4-1024-32768
+short=I-GPUSTACK-H100-TP1-GPTOSS20B-VLLM011-128-4
 runs=3
 times=$(mktemp)
-trap 'rm -f "$times"' EXIT INT TERM
+base_tree=
+trap 'rm -f "$times"; [ -z "${LLMSIM_BASE_REV:-}" ] || rm -rf "$base_tree"' EXIT INT TERM
 
 . "$root/scripts/benchlib.sh"
 bench_need_time
+base=
+if [ -n "${LLMSIM_BASE_REV:-}" ]; then
+	base_tree=$(mktemp -d)
+	if ! git -C "$root" archive "$LLMSIM_BASE_REV" | tar -x -C "$base_tree" ||
+	   ! nice make -C "$base_tree" -j2 build/llmsim >"$base_tree/build.log" 2>&1; then
+		echo "$me: cannot export and build $LLMSIM_BASE_REV (see $base_tree/build.log)" >&2
+		trap - EXIT; rm -f "$times"; exit 1
+	fi
+	base=$base_tree/build/llmsim
+elif [ -n "${LLMSIM_BASE:-}" ]; then
+	base=$LLMSIM_BASE
+	base_tree=$(cd "$(dirname "$base")/.." && pwd)
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 failed=0
-for job in "$long" "$short"; do
-	name=$(basename "$job" .yaml)
-	case $job in
+for name in "$long" "$short"; do
+	case $name in
 	"$long") target=6 ;;
 	*) target=1 ;;
 	esac
 	base_cpu=""
-	if [ -n "${LLMSIM_BASE:-}" ]; then
-		llmsim=$LLMSIM_BASE
+	if [ -n "$base" ]; then
 		: > "$times"
-		bench_step "$job" $runs "base $name" 1000000 "$times" || :
-		base_cpu=$med_cpu
-		llmsim=$this
+		(llmsim=$base; LLMSIM_DATA=$base_tree; export LLMSIM_DATA
+		 bench_step "$base_tree/$rel/$name.yaml" $runs "base $name" \
+			1000000 "$times") || :
+		base_cpu=$(awk '{ print $2 + $3 }' "$times" | sort -g |
+			   sed -n "$(( (runs + 1) / 2 ))p")
 	fi
 	: > "$times"
-	bench_step "$job" $runs "$name" 120 "$times" || failed=1
+	bench_step "$root/$rel/$name.yaml" $runs "$name" 120 "$times" ||
+		failed=1
 	awk -v c="$med_cpu" -v t="$target" -v b="$base_cpu" 'BEGIN {
 		printf "median CPU %.2f s (target < %g s)", c, t
 		if (b != "" && c > 0)

@@ -196,6 +196,17 @@ grep -q "spans at most 8 GPUs of one NVLink domain" "$tmp/err" ||
 	{ echo "FAIL: deepep domain reach: $(cat "$tmp/err")"; fail=1; }
 status 0 "dispatch: deepep over 8 GPUs of an NVL72" --system gb200-nvl72 \
 	--op dispatch --ranks 8 --experts 64
+# The dispatcher's settings after commas, as validate's dispatch cases
+# write them (config_load_named): DeepEP built to reach 24 GPUs (the
+# GB200 rows of results/reference/ep) runs over 16; a bad setting is
+# refused at its value's column in the option's text.
+status 0 "dispatch: deepep reaching 24 GPUs over 16 of an NVL72" \
+	--system gb200-nvl72 --op dispatch --ranks 16 --experts 128 \
+	--dispatcher deepep,scale_up_max_ranks=24
+status 2 "dispatch: a bad dispatcher setting" --system dgx-h100 \
+	--op dispatch --ranks 8 --dispatcher deepep,,sm_rate=fast
+grep -q -- "--dispatcher:1:17: error: 'sm_rate'" "$tmp/err" ||
+	{ echo "FAIL: dispatcher setting: message"; cat "$tmp/err"; fail=1; }
 status 0 "dispatch: hybridep over 36 GPUs of an NVL72" --system gb200-nvl72 \
 	--op dispatch --ranks 36 --experts 288 --dispatcher hybridep
 status 2 "dispatch options on allreduce" --system dgx-h100 --op allreduce \

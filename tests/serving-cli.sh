@@ -103,7 +103,7 @@ head -1 "$tmp/out" | grep -q ' (1 GPU, h100), engine ' ||
 # experts is refused at the key (issue 9's bad input; it surfaced only
 # when the run built the pool, with no location).
 bad "pool ep not dividing" \
-	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.ep' 3 must divide the pool's 8 GPUs" \
+	"--set:[0-9]*:[0-9]*: error: 'serving.disaggregated.decode.ep' 3 must divide the pool's 8 GPUs .* and the model's 256 routed experts" \
 	workloads/jobs/serve-deepseek-v3-h200.yaml --set system.nodes=2 \
 	--set parallelism.dp=16 --set serving.disaggregated.enabled=true \
 	--set serving.disaggregated.prefill.tp=8 --set serving.disaggregated.prefill.ep=8 \
@@ -132,6 +132,12 @@ bad "ep not dividing the expert slots" \
 	"error: layout: ep 72 does not divide the 272 expert slots (the model's 256 routed experts + moe.redundant_experts 16)" \
 	workloads/jobs/serve-deepseek-v3-h200.yaml --set system.nodes=9 \
 	--set parallelism.dp=72 --set parallelism.ep=72 \
+	--set moe.redundant_experts=16
+# ep dividing neither the instance's GPUs nor the slots: the one message
+# names the slots as check_ep would (layout_expert_slots).
+bad "ep 3 with 16 redundant experts" \
+	"--set:1:16: error: layout: ep 3 does not divide the 8 GPUs .* nor the 272 expert slots (the model's 256 routed experts + moe.redundant_experts 16)" \
+	workloads/jobs/serve-deepseek-v3-h200.yaml --set parallelism.ep=3 \
 	--set moe.redundant_experts=16
 bad "redundant experts in training" \
 	"--set:1:23: error: layout: moe.redundant_experts 32 on a training job" \

@@ -86,6 +86,17 @@ size_t htab_slots(const struct htab *m)
 	return m->cap;
 }
 
+void *htab_next(const struct htab *m, size_t *i)
+{
+	while (*i < m->cap) {
+		unsigned char *e = m->v[(*i)++].e;
+
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
 uint64_t htab_hash(const void *key, size_t len)
 {
 	const unsigned char *p = key;

@@ -45,6 +45,11 @@ void *htab_get(const struct htab *m, const void *key, size_t len);
  * kept, m unchanged). */
 void *htab_put(struct htab *m, const void *key, size_t len, const void *val);
 
+/* Visit the stored values: *i starts at 0; returns the next value (and
+ * advances *i past it), or NULL when there is none left. Slot order:
+ * no put, clear or free on m between the calls. */
+void *htab_next(const struct htab *m, size_t *i);
+
 /* Entries stored; slots allocated (0 before the first put). */
 size_t htab_count(const struct htab *m);
 size_t htab_slots(const struct htab *m);

@@ -111,35 +111,6 @@ static int numbers(char *const *f, const char *line, const char *path,
 	return 0;
 }
 
-/* The dispatcher column, "name[,key=value...]", split in place into its
- * name (the return) and every setting in order (*sets, in the arena; *n
- * of them: past the eighth they were dropped), each setting's column in
- * the line (*cols; the column starts at col0). NULL when out of memory. */
-static const char *dispatcher(struct config_ctx *cx, char *text, int col0,
-			      const char ***sets, int **cols, size_t *n)
-{
-	size_t cap = 1;
-	char *p;
-
-	for (p = text; *p; p++)
-		cap += *p == ',';
-	*sets = arena_alloc(cx->arena, cap * sizeof(**sets));
-	*cols = arena_alloc(cx->arena, cap * sizeof(**cols));
-	*n = 0;
-	if (!*sets || !*cols) {
-		diag_oom(cx->diag);
-		return NULL;
-	}
-	for (p = strchr(text, ','); p; p = strchr(p + 1, ',')) {
-		*p = '\0';
-		if (p[1] && p[1] != ',') {
-			(*cols)[*n] = col0 + (int)(p + 1 - text);
-			(*sets)[(*n)++] = p + 1;
-		}
-	}
-	return text;
-}
-
 /* Where a case's line is: a dispatcher setting's diagnostic names it. */
 struct case_at {
 	const char *path;
@@ -154,9 +125,7 @@ static int predict(struct config_ctx *cx, char **f, const struct ep_case *k,
 {
 	struct system_spec *s = arena_alloc(cx->arena, system_schema.size);
 	struct ep_comm_spec *e = arena_alloc(cx->arena, ep_comm_schema.size);
-	const char *nodes, **esets = NULL, *name;
-	int *cols = NULL;
-	size_t nes = 0;
+	const char *nodes;
 	struct ep_call c = k->call;
 	struct ep_call_result r;
 	struct net *n = NULL;
@@ -174,10 +143,8 @@ static int predict(struct config_ctx *cx, char **f, const struct ep_case *k,
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}
-	if (!(name = dispatcher(cx, f[5], at->col, &esets, &cols, &nes)))
-		return -1;
-	if (config_load_at(cx, &ep_comm_schema, name, esets, nes, at->path,
-			   at->line, cols, e) != 0) {
+	if (config_load_named(cx, &ep_comm_schema, f[5], at->path, at->line,
+			      at->col, e) != 0) {
 		snprintf(why, whylen, "system or dispatcher did not load");
 		return -1;
 	}

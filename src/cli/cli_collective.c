@@ -24,7 +24,9 @@
  * the fixed gate of a job's framework.balanced_gate round_robin),
  * through the --dispatcher path of configs/ep (deepep, deepep-ll,
  * hybridep: GPU-initiated, own latency and SM budget; alltoall,
- * hierarchical: the library's all-to-all). One row per token count; size
+ * hierarchical: the library's all-to-all), "name[,key=value...]" as
+ * validate's dispatch cases write it (config_load_named). One row per
+ * token count; size
  * is DeepEP's logical byte count (ep.h logical_B) and algbw that over the
  * time, the "bottleneck bandwidth" DeepEP's and Hybrid-EP's tests print;
  * busbw the bytes that leave the GPU (send_B less its own share) over the
@@ -702,7 +704,8 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 			return CLI_FAIL;
 		}
 		memset(e, 0, ep_comm_schema.size);
-		if (config_load(cx, &ep_comm_schema, o->dispatcher, NULL, 0, e))
+		if (config_load_named(cx, &ep_comm_schema, o->dispatcher,
+				      "--dispatcher", 1, 1, e))
 			return d->oom ? CLI_FAIL : CLI_USAGE;
 		*ep = e;
 	}

@@ -798,6 +798,33 @@ int config_load_at(struct config_ctx *cx, const struct schema *s,
 	return load(cx, s, what, sets, nsets, file, line, cols, out);
 }
 
+int config_load_named(struct config_ctx *cx, const struct schema *s,
+		      const char *text, const char *file, int line, int col0,
+		      void *out)
+{
+	char *name = arena_strdup(cx->arena, text), *p;
+	const char **sets;
+	int *cols;
+	size_t cap = 1, n = 0;
+
+	for (p = name; p && *p; p++)
+		cap += *p == ',';
+	sets = arena_alloc(cx->arena, cap * sizeof(*sets));
+	cols = arena_alloc(cx->arena, cap * sizeof(*cols));
+	if (!name || !sets || !cols) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	for (p = strchr(name, ','); p; p = strchr(p + 1, ',')) {
+		*p = '\0';
+		if (p[1] && p[1] != ',') {
+			cols[n] = col0 + (int)(p + 1 - name);
+			sets[n++] = p + 1;
+		}
+	}
+	return load(cx, s, name, sets, n, file, line, cols, out);
+}
+
 struct cnode *config_resolve_node(struct config_ctx *cx,
 				  const struct schema *s,
 				  const struct cnode *ref)

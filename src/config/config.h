@@ -78,6 +78,17 @@ int config_load_at(struct config_ctx *cx, const struct schema *s,
 		   const char *file, int line, const int *cols, void *out);
 
 /*
+ * config_load_at of a config named with its settings in one text,
+ * "name[,key=value...]" (validate's dispatcher column, `llmsim
+ * collective --dispatcher`): the name, then each setting in order, the
+ * text's first character at file:line:col0. Empty settings (",,") are
+ * skipped. The text is copied; 0, or -1 after reporting.
+ */
+int config_load_named(struct config_ctx *cx, const struct schema *s,
+		      const char *text, const char *file, int line, int col0,
+		      void *out);
+
+/*
  * Resolve `ref`, a node that names a config of kind s the way a job's
  * `model:` does (a preset name, a path relative to ref's file, or a
  * mapping that may say `preset:`), into one tree with every reference

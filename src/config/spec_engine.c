@@ -210,6 +210,17 @@ static const struct schema_field engine_fields[] = {
 		  "beside the other's compute (SGLang "
 		  "--enable-two-batch-overlap, two_batch_overlap.py); other "
 		  "layouts ignore it" },
+	{ .key = "tbo_decode_delta_stages", .type = ST_INT,
+	  .offset = OFF(tbo_decode_delta_stages), .min = 0, .max = 64,
+	  .def = "0",
+	  .help = "two_batch_overlap, decode: stages the first half batch "
+		  "runs before the second starts (SGLang's decode strategy's "
+		  "tbo_delta_stages)" },
+	{ .key = "tbo_prefill_delta_stages", .type = ST_INT,
+	  .offset = OFF(tbo_prefill_delta_stages), .min = 0, .max = 64,
+	  .def = "0",
+	  .help = "two_batch_overlap, prefill: as tbo_decode_delta_stages, "
+		  "for the prefill strategy" },
 	{ .key = "moe_kernels", .type = ST_ENUM, .offset = OFF(moe_kernels),
 	  .values = engine_moe_kernels_names, .def = "generic",
 	  .help = "kernels of a routed-expert layer: generic (vLLM/SGLang "

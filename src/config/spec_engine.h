@@ -320,6 +320,11 @@ struct engine_spec {
 						 * batches, one's dispatch and combine
 						 * beside the other's compute (SGLang
 						 * --enable-two-batch-overlap) */
+	int64_t tbo_decode_delta_stages;	/* stages, the first half batch's
+						 * head start under the decode
+						 * strategy */
+	int64_t tbo_prefill_delta_stages;	/* stages, the same under the
+						 * prefill strategy */
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int weight_only_moe_kernel;		/* enum engine_wo_moe: the kernel of experts
 						 * whose weights alone are quantized */

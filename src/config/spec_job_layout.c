@@ -305,17 +305,13 @@ static void check_ep(struct job_spec *j, struct layout_sink *s)
 			     (long long)j->moe.redundant_experts);
 	else if (slots % p->ep != 0 && inf_ep_said)
 		s->broken |= layout_want(s, JR_EP_EXPERTS) ? JR_BIT(JR_EP_EXPERTS) : 0;
-	else if (slots % p->ep != 0 && slots != m->n_routed_experts)
-		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
-			     "%lld expert slots (the model's %lld routed experts "
-			     "+ moe.redundant_experts %lld)", (long long)p->ep,
-			     (long long)slots, (long long)m->n_routed_experts,
-			     (long long)j->moe.redundant_experts);
-	else if (slots % p->ep != 0)
-		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide the "
-			     "model's %lld routed experts", (long long)p->ep,
-			     (long long)m->n_routed_experts);
-	else if (slots / p->ep > JOB_LOCAL_EXPERTS_MAX)
+	else if (slots % p->ep != 0) {
+		char what[160];
+
+		layout_expert_slots(j, what, sizeof(what));
+		layout_error(s, JR_EP_EXPERTS, "ep %lld does not divide %s",
+			     (long long)p->ep, what);
+	} else if (slots / p->ep > JOB_LOCAL_EXPERTS_MAX)
 		layout_error(s, JR_EP_EXPERTS, "ep %lld leaves %lld routed "
 			     "experts on a GPU; llmsim costs at most %d local "
 			     "experts: raise ep", (long long)p->ep,

@@ -8,6 +8,7 @@
 #ifndef LLMSIM_CONFIG_SPEC_JOB_LAYOUT_IMPL_H
 #define LLMSIM_CONFIG_SPEC_JOB_LAYOUT_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "spec_job.h"
@@ -44,6 +45,11 @@ void layout_error(struct layout_sink *s, enum job_rule rule,
 void layout_key_error(struct layout_sink *s, enum job_rule rule,
 		      const struct cnode *at, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* What an ep must divide, into buf (n bytes): "the model's E routed
+ * experts", or with redundant experts (inference) "the S expert slots
+ * (the model's E routed experts + moe.redundant_experts R)". */
+void layout_expert_slots(const struct job_spec *j, char *buf, size_t n);
 
 /* The rules of an inference or serving job (spec_job_layout_infer.c):
  * no cp or vpp, attention_dp and ep over an instance's GPUs, MTP drafts,

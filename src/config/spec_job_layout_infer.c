@@ -26,18 +26,16 @@ static void check_inference_experts(struct job_spec *j, struct layout_sink *s)
 	int64_t g = p->tp * (p->attention_dp ? p->dp : 1);
 
 	if (g % p->ep != 0) {
-		int64_t e = job_expert_slots(j);
-		char nor[96] = "";
+		char what[160] = "";
 
-		if (e % p->ep != 0)	/* one message: check_ep says no more */
-			snprintf(nor, sizeof(nor), j->moe.redundant_experts ?
-				 " nor the %lld expert slots" :
-				 " nor the model's %lld routed experts",
-				 (long long)e);
+		/* one message: check_ep says no more */
+		if (job_expert_slots(j) % p->ep != 0)
+			layout_expert_slots(j, what, sizeof(what));
 		layout_error(s, JR_INF_EP, "ep %lld does not "
 			     "divide the %lld GPUs an instance's MoE layers "
-			     "span (tp%s)%s", (long long)p->ep, (long long)g,
-			     p->attention_dp ? " x dp, attention_dp" : "", nor);
+			     "span (tp%s)%s%s", (long long)p->ep, (long long)g,
+			     p->attention_dp ? " x dp, attention_dp" : "",
+			     *what ? " nor " : "", what);
 		return;
 	}
 	if (p->etp == 0)
@@ -179,13 +177,16 @@ static void check_pool_ep(const struct job_spec *j, struct layout_sink *s)
 			layout_key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
 					 "%s.ep' %lld: expert parallelism needs an MoE "
 					 "model", pool_names[i], (long long)p->ep);
-		else if (p->tp % p->ep != 0 || experts % p->ep != 0)
+		else if (p->tp % p->ep != 0 || experts % p->ep != 0) {
+			char what[160];
+
+			layout_expert_slots(j, what, sizeof(what));
 			layout_key_error(s, JR_POOL_EP, where, "'serving.disaggregated."
 					 "%s.ep' %lld must divide the pool's %lld GPUs an "
-					 "instance's MoE layers span (its tp) and the "
-					 "%lld expert slots", pool_names[i],
-					 (long long)p->ep, (long long)p->tp,
-					 (long long)experts);
+					 "instance's MoE layers span (its tp) and %s",
+					 pool_names[i], (long long)p->ep,
+					 (long long)p->tp, what);
+		}
 	}
 }
 

@@ -147,6 +147,19 @@ static int sink_take(struct layout_sink *s, enum job_rule rule)
 	return s->d != NULL;
 }
 
+void layout_expert_slots(const struct job_spec *j, char *buf, size_t n)
+{
+	long long e = (long long)j->model->n_routed_experts;
+	long long slots = (long long)job_expert_slots(j);
+
+	if (slots == e)
+		snprintf(buf, n, "the model's %lld routed experts", e);
+	else
+		snprintf(buf, n, "the %lld expert slots (the model's %lld "
+			 "routed experts + moe.redundant_experts %lld)", slots,
+			 e, slots - e);
+}
+
 void layout_error(struct layout_sink *s, enum job_rule rule,
 		  const char *fmt, ...)
 {

@@ -892,7 +892,7 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		lop_gemm(o, "q_down_dgrad", PASS_BWD, ts, h, m->q_lora, d->lowp);
 		lop_swizzle(o, PASS_BWD, d, d->lowp, 0, ts * (h + m->q_lora), 2,
 			    1);
-		lop_gemm(o, "q_down_wgrad", PASS_BWD, h, m->q_lora, ts, d->lowp);
+		lop_wgrad(o, "q_down_wgrad", h, m->q_lora, ts, d->lowp);
 		lop_accumulate(o, d, h * m->q_lora);
 	} else {
 		lop_column_bwd(o, "q_input_allgather", "q_grad_cast", "q_dgrad",
@@ -905,8 +905,7 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		 d->lowp);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, 0,
 		    ts * (h + m->kv_lora + m->rope), 2, 1);
-	lop_gemm(o, "kv_down_wgrad", PASS_BWD, h, m->kv_lora + m->rope, ts,
-		 d->lowp);
+	lop_wgrad(o, "kv_down_wgrad", h, m->kv_lora + m->rope, ts, d->lowp);
 	lop_accumulate(o, d, h * (m->kv_lora + m->rope));
 	lop_norm_bwd(o, "norm1_bwd", d);
 }

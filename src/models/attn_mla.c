@@ -158,7 +158,7 @@ void attn_indexer_bwd(struct layer_ops *o, const struct layer_dims *d)
 	op->k.batch = b;
 	op = lop_gemm(o, "idx_logits_dk", PASS_BWD, keys, hi * di, s, 0);
 	op->k.batch = b;
-	lop_gemm(o, "idx_wq_wgrad", PASS_BWD, m->q_lora, hi * di, t, 0);
-	lop_gemm(o, "idx_wk_wgrad", PASS_BWD, d->hidden, di, t, 0);
-	lop_gemm(o, "idx_w_wgrad", PASS_BWD, d->hidden, hi, t, 0);
+	lop_wgrad(o, "idx_wq_wgrad", m->q_lora, hi * di, t, 0);
+	lop_wgrad(o, "idx_wk_wgrad", d->hidden, di, t, 0);
+	lop_wgrad(o, "idx_w_wgrad", d->hidden, hi, t, 0);
 }

@@ -131,6 +131,9 @@ struct infer_moe {
 	int tbo;		/* two-batch overlap applies: the engine's
 				 * two_batch_overlap with an all-to-all
 				 * dispatch (infer_tbo.c) */
+	int tbo_delta[2];	/* stages, the first half batch's head start
+				 * under the decode [0] and prefill [1]
+				 * strategies (engine tbo_*_delta_stages) */
 	const int64_t *wo_tile_m;	/* the engine's weight-only kernels'
 					 * own tile rows (engine
 					 * weight_only_moe_tile_m; NULL: none) */

@@ -236,6 +236,10 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 				      : 0;
 	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&
 		 !e->allgather;
+	if (e->tbo) {
+		e->tbo_delta[0] = (int)s->engine->tbo_decode_delta_stages;
+		e->tbo_delta[1] = (int)s->engine->tbo_prefill_delta_stages;
+	}
 	e->sigmoid = m->scoring_func == SCORE_SIGMOID;
 	e->weight_on_input = m->router_weight_on_input == 1;
 	wo_kernel(s->engine, g, e);

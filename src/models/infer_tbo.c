@@ -8,8 +8,10 @@
  * sequences; prefill: by tokens), and the MoE layers (DeepSeek's layers
  * from first_k_dense_replace on; the dense layers before run the whole
  * batch) run as two op lists cut into stages at yield points. The
- * executor runs A's first `delta` stages, then A's and B's next stages
- * in turn, then B's last `delta` (_execute_two_batch_raw):
+ * executor runs A's first `delta` stages (the strategy's
+ * tbo_delta_stages: the engine's tbo_decode_delta_stages and
+ * tbo_prefill_delta_stages), then A's and B's next stages in turn, then
+ * B's last `delta` (_execute_two_batch_raw):
  *
  *   A_0 .. A_{delta-1}, A_delta B_0, A_{delta+1} B_1, ..., B_{N-1}
  *
@@ -57,10 +59,6 @@
 
 #include "base/diag.h"
 #include "config/spec_job.h"
-
-/* A's head start in stages under the decode strategy (tbo_delta_stages
- * of _compute_moe_deepseek_blog_decode; the prefill one's is 0). */
-#define DECODE_DELTA_STAGES 2
 
 /* One half batch's progress through its run of MoE layers. */
 struct half {
@@ -169,7 +167,9 @@ int infer_tbo_layers(struct prog *p, const struct infer_ctx *x,
 {
 	struct half a = {half, 2 * mb, after, TASK_NONE, 0, 0};
 	struct half b = {half, 2 * mb + 1, after, TASK_NONE, 0, 0};
-	int delta = half->tbo == ITBO_DECODE ? DECODE_DELTA_STAGES : 0, k;
+	/* A's head start: the strategy's tbo_delta_stages (engine file) */
+	int delta = x->dims.moe.tbo_delta[half->tbo == ITBO_DECODE ? 0 : 1];
+	int k;
 
 	for (k = 0; k < delta && !done(&a, n); k++)
 		if (next_stage(p, x, &a, s, first, n))

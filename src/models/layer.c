@@ -788,7 +788,7 @@ void layer_head_wgrad(const struct layer_dims *d, struct layer_ops *o)
 			   COLL_ALLGATHER, t * h * d->act_B);
 		ag = lop_tail(o);
 	}
-	op = lop_gemm(o, "logits_wgrad", PASS_BWD, h, v, t, 0);
+	op = lop_wgrad(o, "logits_wgrad", h, v, t, 0);
 	op->dep[0] = LAYER_IN;
 	op->dep[1] = ag;
 	lop_accumulate(o, d, h * v);

@@ -546,6 +546,9 @@ struct layer_op {
 				 * expert_item each) */
 	uint16_t host_hooks;	/* expert weights whose gradient hooks run
 				 * after it (host param_hook each) */
+	uint8_t wgrad;		/* LOP_KERNEL: a weight's gradient GEMM, its
+				 * result the weight's shape (lop_wgrad;
+				 * layer_weight_cast) */
 	uint8_t side_stream;	/* LOP_KERNEL: issued on Transformer Engine's
 				 * multi-stream GEMM streams (a high-priority
 				 * stream: train_queue.c) */

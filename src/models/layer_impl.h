@@ -52,6 +52,12 @@ struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
 			  enum layer_pass pass, double m, double n, double k,
 			  int lowp);
 
+/* A weight's gradient GEMM dW[m,n] = X^T[m,k] dY[k,n] (backward, k the
+ * tokens): lop_gemm's, marked wgrad (layer_weight_cast reads the
+ * weights off these). */
+struct layer_op *lop_wgrad(struct layer_ops *o, const char *name, double m,
+			   double n, double k, int lowp);
+
 /* A chunked linear-recurrence kernel (KERN_CHUNK): `batch` products of
  * (m, n, k) per (chunk, head), operands of in_B and results of out_B
  * bytes an element, a backward kernel when bwd; in the base dtype. */

@@ -57,6 +57,15 @@ struct layer_op *lop_gemm(struct layer_ops *o, const char *name,
 	return op;
 }
 
+struct layer_op *lop_wgrad(struct layer_ops *o, const char *name, double m,
+			   double n, double k, int lowp)
+{
+	struct layer_op *op = lop_gemm(o, name, PASS_BWD, m, n, k, lowp);
+
+	op->wgrad = 1;
+	return op;
+}
+
 struct layer_op *lop_chunk(struct layer_ops *o, const char *name,
 			   enum layer_pass pass, double m, double n, double k,
 			   double batch, double in_B, double out_B, int bwd)
@@ -245,9 +254,9 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
  * kernel (or the recipe's kernel chain) per weight. The weights are
  * read off the unit's backward, bwd: every weight has one wgrad GEMM
  * whose result is its shape (m x n, per local expert for a grouped one,
- * whose rows run along k), so their low-precision wgrads (name "*wgrad*",
- * in the job's low dtype: not the router's or the LM head's) give the
- * elements n and the weights w. Into o (cleared): one op, dep on the
+ * whose rows run along k), so their low-precision wgrads (the ops
+ * lop_wgrad marks, in the job's low dtype: not the router's or the LM
+ * head's) give the elements n and the weights w. Into o (cleared): one op, dep on the
  * unit's input; none in 16-bit or without d->wcast. */
 void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
 		       struct layer_ops *o)
@@ -263,8 +272,8 @@ void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
 	for (i = 0; i < bwd->n; i++) {
 		const struct kern *k = &bwd->op[i].k;
 
-		if (bwd->op[i].kind != LOP_KERNEL || !k->lowp || k->dt >= 0 ||
-		    !bwd->op[i].name || !strstr(bwd->op[i].name, "wgrad"))
+		if (bwd->op[i].kind != LOP_KERNEL || !bwd->op[i].wgrad ||
+		    !k->lowp || k->dt >= 0)
 			continue;
 		if (k->kind == KERN_GEMM) {
 			n += k->m * k->n * k->batch;
@@ -827,7 +836,7 @@ void lop_row_bwd(struct layer_ops *o, const char *ag_name,
 			   lop_tail(o));
 	row_input_transpose(o, d, d->lowp, t, k);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, t * (k + h), 2, 1);
-	lop_gemm(o, wgrad, PASS_BWD, k, h, t, d->lowp);
+	lop_wgrad(o, wgrad, k, h, t, d->lowp);
 	in_module(o, 1);
 	lop_accumulate(o, d, k * h);
 }
@@ -927,7 +936,7 @@ int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
 	if (op)		/* after the dgrad, not the reduction */
 		op->dep[0] = dg;
 	for (j = 0; j < p->n; j++) {
-		op = lop_gemm(o, p->wgrad[j], PASS_BWD, k, p->w[j], t, lowp);
+		op = lop_wgrad(o, p->wgrad[j], k, p->w[j], t, lowp);
 		op->host = HOST_FREE;
 		if (j == 0) {
 			op->dep[0] = dg;

@@ -760,8 +760,8 @@ static void latent_bwd(struct layer_ops *o, const struct layer_dims *d,
 		 "moe_latent_fc1_grad_cast", PASS_BWD, d, d->lowp, T * n);
 	lop_gemm(o, up ? "moe_latent_fc2_dgrad" : "moe_latent_fc1_dgrad",
 		 PASS_BWD, T, k, n, d->lowp);
-	lop_gemm(o, up ? "moe_latent_fc2_wgrad" : "moe_latent_fc1_wgrad",
-		 PASS_BWD, k, n, T, d->lowp);
+	lop_wgrad(o, up ? "moe_latent_fc2_wgrad" : "moe_latent_fc1_wgrad",
+		  k, n, T, d->lowp);
 	lop_accumulate_w(o, d, k * n, 1);
 }
 
@@ -876,7 +876,7 @@ static void grouped_bwd(struct layer_ops *o, const struct layer_dims *d,
 	grouped(o, dgrad, PASS_BWD, d, GROUP_M, 0, k, n);
 	grouped_opens(o, d);
 	lop_swizzle(o, PASS_BWD, d, d->lowp, 0, R * (k + n), 2, L);
-	grouped(o, wgrad, PASS_BWD, d, GROUP_K, k, n, 0);
+	grouped(o, wgrad, PASS_BWD, d, GROUP_K, k, n, 0)->wgrad = 1;
 	lop_accumulate_w(o, d, L * k * n, L);
 }
 

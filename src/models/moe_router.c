@@ -100,7 +100,7 @@ void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
 	op->host = HOST_OP;	/* router_gating_linear's backward */
 	if (narrow_B > 0)
 		cast_op(o, "router_input_cast", T * h, narrow_B, wide_B);
-	op = lop_gemm(o, "router_wgrad", PASS_BWD, h, E, T, 0);
+	op = lop_wgrad(o, "router_wgrad", h, E, T, 0);
 	op->k.dt = m->router_bwd_dt;
 	op->host = HOST_FREE;
 	if (narrow_B > 0) {

@@ -199,3 +199,30 @@ Test(htab, out_of_memory_leaves_the_table_as_it_was)
 		htab_free(t);
 	}
 }
+
+/* htab_next visits every stored value once: 100 keys 0..99 of value
+ * x = key, summed over the walk = 0 + 1 + ... + 99 = 4950, 100 visits;
+ * an empty table (no slots yet) gives none. */
+Test(htab, next_visits_every_value_once)
+{
+	struct htab *m = htab_new(sizeof(struct val), 2, 1024);
+	struct val x, *got;
+	size_t i = 0, seen = 0;
+	double sum = 0;
+	int k;
+
+	cr_assert_not_null(m);
+	cr_assert_null(htab_next(m, &i));
+	for (k = 0; k < 100; k++) {
+		x = v(k);
+		cr_assert_not_null(htab_put(m, &k, sizeof(k), &x));
+	}
+	i = 0;
+	while ((got = htab_next(m, &i))) {
+		sum += got->x;
+		seen++;
+	}
+	cr_assert_eq(seen, 100);
+	cr_assert_float_eq(sum, 4950, 1e-12);
+	htab_free(m);
+}

@@ -178,7 +178,8 @@ Test(infer_tbo, off_without_an_all_to_all)
 	arena_release(&a);
 }
 
-static struct job_spec *wide_ep_job(struct arena *a, int tbo, int prefill)
+static struct job_spec *wide_ep_job_with(struct arena *a, int tbo,
+					   int prefill, const char *extra)
 {
 	const char *sets[20];
 	size_t n = 0, i;
@@ -198,7 +199,14 @@ static struct job_spec *wide_ep_job(struct arena *a, int tbo, int prefill)
 		sets[n++] = "serving.batch=128";
 		sets[n++] = "serving.input_len=1024";
 	}
+	if (extra)
+		sets[n++] = extra;
 	return fixture_load_job(a, Q30, sets, n);
+}
+
+static struct job_spec *wide_ep_job(struct arena *a, int tbo, int prefill)
+{
+	return wide_ep_job_with(a, tbo, prefill, NULL);
 }
 
 static void run_step(int tbo, struct infer_result *r)
@@ -341,6 +349,41 @@ Test(infer_tbo, stepper_times_the_run_as_the_full_program)
 		infer_result_release(&r);
 		arena_release(&a);
 	}
+}
+
+/*
+ * The first half batch's head start is the engine file's: SGLang's
+ * decode strategy tbo_delta_stages 2, its prefill one 0
+ * (workloads/engines/sglang.yaml). Set to 0 for decode, the halves'
+ * stages pair differently (A_k with B_k, not A_{k+2} with B_k: each
+ * dispatch issued beside the other half's, not beside its attention),
+ * so the step's program and its time change.
+ */
+Test(infer_tbo, head_start_is_the_engine_files)
+{
+	struct arena a;
+	struct infer_result two, none;
+	struct infer_dims d;
+	struct job_spec *j;
+	struct diag dg;
+
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	j = wide_ep_job(&a, 1, 0);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_eq(d.moe.tbo_delta[0], 2);
+	cr_assert_eq(d.moe.tbo_delta[1], 0);
+	cr_assert_eq(infer_run(j, NULL, &two, &dg), 0);
+	j = wide_ep_job_with(&a, 1, 0,
+			     "serving.engine.tbo_decode_delta_stages=0");
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_eq(d.moe.tbo_delta[0], 0);
+	cr_assert_eq(infer_run(j, NULL, &none, &dg), 0);
+	cr_assert(two.info.tbo && none.info.tbo);
+	cr_assert_neq(two.gpu_s, none.gpu_s);
+	infer_result_release(&two);
+	infer_result_release(&none);
+	arena_release(&a);
 }
 
 /*

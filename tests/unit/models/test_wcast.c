@@ -92,6 +92,45 @@ Test(train, weight_cast_bytes_from_the_layer_weights)
 	mem_free(w);
 }
 
+/* The weights are the ops lop_wgrad marks, whatever their names: the
+ * layer's backward has four marked low-precision GEMMs (qkv, proj, fc1,
+ * fc2); renamed, the cast is the same 2 n read (n = 12 h^2, as above);
+ * unmarked, with "wgrad" still in their names, there is none. */
+Test(train, weight_cast_reads_the_marked_wgrad_ops_not_names)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops *o = mem_alloc(sizeof(*o));
+	struct layer_ops *w = mem_alloc(sizeof(*w));
+	int i, marked = 0;
+
+	cr_assert_not_null(o);
+	cr_assert_not_null(w);
+	job(&f, 16, DTYPE_FP8, 1);
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, o);
+	for (i = 0; i < o->n; i++) {
+		if (!o->op[i].wgrad)
+			continue;
+		cr_assert(strstr(o->op[i].name, "wgrad") != NULL);
+		marked += o->op[i].k.lowp != 0;
+		o->op[i].name = "renamed";
+	}
+	cr_assert_eq(marked, 4);
+	layer_weight_cast(&d, o, w);
+	cr_assert_eq(w->n, 1);
+	fixture_assert_close(w->op[0].k.read_B, 2 * LAYER_WEIGHTS);
+	for (i = 0; i < o->n; i++) {
+		if (o->op[i].wgrad)
+			o->op[i].name = "fc1_wgrad";
+		o->op[i].wgrad = 0;
+	}
+	layer_weight_cast(&d, o, w);
+	cr_assert_eq(w->n, 0);
+	mem_free(o);
+	mem_free(w);
+}
+
 /* Tasks named weight_cast in f's built program, per simulated GPU (one
  * GPU stands for its stage: every GPU runs the same program). */
 static uint32_t casts(struct fixture *f)

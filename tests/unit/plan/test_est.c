@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/htab.h"
 #include "base/diag.h"
 #include "base/mem.h"
 #include "config/spec_job.h"
@@ -367,7 +368,7 @@ Test(est, memo_odd_key_size)
 			v = 100 * a + b;
 			cr_assert_not_null(memo_put(&m, key, &v));
 		}
-	cr_assert_eq(m.n, 1600);
+	cr_assert_eq(htab_count(m.t), 1600);
 	for (a = 0; a < 40; a++)
 		for (b = 0; b < 40; b++) {
 			int64_t *got;
