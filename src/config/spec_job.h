@@ -703,6 +703,13 @@ extern const char *const job_rule_names[JR_COUNT + 1];
 /* 1 << 64 is undefined: past 63 rules the masks need another type. */
 _Static_assert(JR_COUNT < 64, "enum job_rule has outgrown uint64_t masks");
 
+/* The most pieces tp_comm_overlap may split a TP GEMM into (framework
+ * tp_comm_overlap_chunks, else tp): a layer's ops live in a fixed list
+ * (models/layer.h LAYER_MAX_OPS, 512), and DeepSeek-V3's MLA + MoE layer
+ * fits 32 pieces but not 40 (checked with llmsim run, round 34); past it
+ * the list overflowed and llmsim aborted. */
+#define JOB_TP_OVERLAP_CHUNKS_MAX 32
+
 /* The most local experts (experts / ep) a GPU may hold: the grouped
  * GEMM model's group table (models/block.c) has this many entries. */
 #define JOB_LOCAL_EXPERTS_MAX 1024

@@ -88,6 +88,25 @@ static void check_tp(const struct job_spec *j, struct layout_sink *s)
 			     "needs tp >= 2 and sequence_parallel: true (got tp "
 			     "%lld, sequence_parallel %s)", (long long)p->tp,
 			     p->sequence_parallel ? "true" : "false");
+	/* each TP GEMM in as many pieces as chunks (models/layer_ops.c) */
+	if (p->tp_comm_overlap && p->sequence_parallel && p->tp >= 2 &&
+	    j->framework) {
+		int64_t c = j->framework->tp_comm_overlap_chunks > 0 ?
+			    j->framework->tp_comm_overlap_chunks : p->tp;
+
+		if (c > JOB_TP_OVERLAP_CHUNKS_MAX)
+			layout_error(s, JR_TP_OVERLAP, "tp_comm_overlap splits "
+				     "each TP GEMM and its collective into %lld "
+				     "pieces (%s), more than the %d a layer's "
+				     "op list holds in llmsim; set "
+				     "framework.tp_comm_overlap_chunks <= %d "
+				     "or tp_comm_overlap: false", (long long)c,
+				     j->framework->tp_comm_overlap_chunks > 0 ?
+				     "framework.tp_comm_overlap_chunks" :
+				     "one a TP rank",
+				     JOB_TP_OVERLAP_CHUNKS_MAX,
+				     JOB_TP_OVERLAP_CHUNKS_MAX);
+	}
 }
 
 /* The explicit layer split: pp*vpp entries summing to the layer count. */

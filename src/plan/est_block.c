@@ -136,29 +136,38 @@ static int ring_time(struct est *e, struct coll_desc *c,
 	return rc;
 }
 
+/* Key k's time: remembered, or timed over its GPUs (as a ring of point-
+ * to-point steps when ring) and remembered; -1 after reporting. */
+static double coll_solve(struct est *e, struct est_ckey *k, double bytes,
+			 int ring, struct diag *d)
+{
+	struct coll_desc c;
+	struct net_coll_result r;
+	const double *hit;
+
+	if ((hit = coll_hit(e, k)))
+		return *hit;
+	coll_gpus(e, k);
+	c = (struct coll_desc){ .op = (enum coll_op)k->op, .bytes = bytes,
+				.gpus = e->gpus, .ngpus = k->n, .algo = -1,
+				.proto = -1, .replicas = k->replicas };
+	if ((ring ? ring_time(e, &c, &r, d) :
+		    net_collective_time(e->net, &c, &r, d)) != 0)
+		return -1;
+	return coll_keep(e, k, r.time_s, d);
+}
+
 double est_coll_x(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
 		  uint32_t stride, uint32_t replicas, double bytes, int ring,
 		  struct diag *d)
 {
 	struct est_ckey k;
-	struct coll_desc c;
-	struct net_coll_result r;
-	const double *hit;
 
 	if (n < 2 || bytes <= 0)
 		return 0;
 	coll_key(&k, op, n, g0, stride, replicas, bytes);
 	k.ring = (uint32_t)(ring != 0);
-	if ((hit = coll_hit(e, &k)))
-		return *hit;
-	coll_gpus(e, &k);
-	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
-				.ngpus = n, .algo = -1, .proto = -1,
-				.replicas = k.replicas };
-	if ((ring ? ring_time(e, &c, &r, d) :
-		    net_collective_time(e->net, &c, &r, d)) != 0)
-		return -1;
-	return coll_keep(e, &k, r.time_s, d);
+	return coll_solve(e, &k, bytes, ring, d);
 }
 
 double est_coll_s(struct est *e, enum coll_op op, uint32_t n, uint32_t g0,
@@ -173,9 +182,6 @@ double est_coll_2(struct est *e, enum coll_op op, uint32_t n, uint32_t inner,
 		  double bytes, struct diag *d)
 {
 	struct est_ckey k;
-	struct coll_desc c;
-	struct net_coll_result r;
-	const double *hit;
 
 	if (inner < 2 || inner >= n)	/* one level */
 		return est_coll_s(e, op, n, 0, inner >= n ? stride : outer,
@@ -185,15 +191,7 @@ double est_coll_2(struct est *e, enum coll_op op, uint32_t n, uint32_t inner,
 	coll_key(&k, op, n, 0, stride, replicas, bytes);
 	k.inner = inner;
 	k.outer = outer;
-	if ((hit = coll_hit(e, &k)))
-		return *hit;
-	coll_gpus(e, &k);
-	c = (struct coll_desc){ .op = op, .bytes = bytes, .gpus = e->gpus,
-				.ngpus = n, .algo = -1, .proto = -1,
-				.replicas = k.replicas };
-	if (net_collective_time(e->net, &c, &r, d) != 0)
-		return -1;
-	return coll_keep(e, &k, r.time_s, d);
+	return coll_solve(e, &k, bytes, 0, d);
 }
 
 /* ---- one block on two streams ---- */
