@@ -179,9 +179,10 @@ Test(infer_tbo, off_without_an_all_to_all)
 }
 
 static struct job_spec *wide_ep_job_with(struct arena *a, int tbo,
-					   int prefill, const char *extra)
+					   int prefill, const char *extra,
+					   const char *extra2)
 {
-	const char *sets[20];
+	const char *sets[24];
 	size_t n = 0, i;
 
 	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
@@ -201,12 +202,14 @@ static struct job_spec *wide_ep_job_with(struct arena *a, int tbo,
 	}
 	if (extra)
 		sets[n++] = extra;
+	if (extra2)
+		sets[n++] = extra2;
 	return fixture_load_job(a, Q30, sets, n);
 }
 
 static struct job_spec *wide_ep_job(struct arena *a, int tbo, int prefill)
 {
-	return wide_ep_job_with(a, tbo, prefill, NULL);
+	return wide_ep_job_with(a, tbo, prefill, NULL, NULL);
 }
 
 static void run_step(int tbo, struct infer_result *r)
@@ -261,29 +264,13 @@ Test(infer_tbo, halves_overlap_the_collectives)
  * on or off, the dispatcher's busy_rate set to busy. */
 static void prefill_busy(int tbo, const char *busy, struct infer_result *r)
 {
-	const char *sets[24];
-	size_t n = 0, i;
 	struct arena a;
 	struct diag dg;
 	struct job_spec *j;
 
-	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
-		sets[n++] = adp_sets[i];
-	sets[n++] = tbo ? "serving.engine.two_batch_overlap=true" :
-			  "serving.engine.two_batch_overlap=false";
-	sets[n++] = "model=deepseek-v3";
-	sets[n++] = "serving.dtype=fp8";
-	sets[n++] = "system.nodes=8";
-	sets[n++] = "parallelism.dp=64";
-	sets[n++] = "parallelism.ep=64";
-	sets[n++] = "phase=prefill";
-	sets[n++] = "serving.batch=128";
-	sets[n++] = "serving.input_len=1024";
-	sets[n++] = "moe.dispatcher=deepep";
-	sets[n++] = busy;
 	arena_init(&a);
 	diag_init(&dg, stderr);
-	j = fixture_load_job(&a, Q30, sets, n);
+	j = wide_ep_job_with(&a, tbo, 1, "moe.dispatcher=deepep", busy);
 	cr_assert_eq(infer_run(j, NULL, r, &dg), 0);
 	arena_release(&a);
 }
@@ -375,7 +362,7 @@ Test(infer_tbo, head_start_is_the_engine_files)
 	cr_assert_eq(d.moe.tbo_delta[1], 0);
 	cr_assert_eq(infer_run(j, NULL, &two, &dg), 0);
 	j = wide_ep_job_with(&a, 1, 0,
-			     "serving.engine.tbo_decode_delta_stages=0");
+			     "serving.engine.tbo_decode_delta_stages=0", NULL);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	cr_assert_eq(d.moe.tbo_delta[0], 0);
 	cr_assert_eq(infer_run(j, NULL, &none, &dg), 0);
