@@ -17,7 +17,7 @@ const char *const fp8_fast_accum_names[] = {"none", "fprop", "all", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
-					  "ck_tile", NULL};
+					  "ck_tile", "sdpa_flash", NULL};
 const char *const graph_scope_names[] = {
 	"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba", NULL,
 };
@@ -586,11 +586,12 @@ static const struct schema_field framework_fields[] = {
 	  .offset = FOFF(attention_kernel), .values = attn_kernel_names,
 	  .def = "vendor",
 	  .help = "fused attention family: vendor (cuDNN, as Transformer Engine "
-		  "calls it; CK on AMD), flash2 (FlashAttention-2: flash-attn, "
-		  "PyTorch SDPA flash), flash_triton (FlashAttention's "
-		  "pre-MLIR Triton kernel) or ck_tile (AMD: Composable "
-		  "Kernel's generic CK-tile pipelines, Transformer Engine's CK "
-		  "backend with its v3 assembly kernels off)" },
+		  "calls it; CK on AMD), flash2 (FlashAttention-2: the "
+		  "flash-attn package), sdpa_flash (PyTorch SDPA's flash "
+		  "backend, its vendored FlashAttention-2), flash_triton "
+		  "(FlashAttention's pre-MLIR Triton kernel) or ck_tile (AMD: "
+		  "Composable Kernel's generic CK-tile pipelines, Transformer "
+		  "Engine's CK backend with its v3 assembly kernels off)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,

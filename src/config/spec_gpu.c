@@ -239,6 +239,16 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, flash_triton_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "the same, backward (default flash2_bwd_efficiency)" },
+	{ .key = "sdpa_flash_fwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, sdpa_flash_fwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "PyTorch SDPA's flash backend (its vendored FlashAttention-2; "
+		  "framework attention_kernel sdpa_flash), forward (default "
+		  "flash2_fwd_efficiency)" },
+	{ .key = "sdpa_flash_bwd_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, sdpa_flash_bwd_efficiency),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the same, backward (default flash2_bwd_efficiency)" },
 	{ .key = "ck_tile_fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, ck_tile_fwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
@@ -645,6 +655,12 @@ static void fill_defaults(struct gpu_spec *g)
 			g->attention.flash2_fwd_efficiency;
 	if (g->attention.flash_triton_bwd_efficiency == 0)
 		g->attention.flash_triton_bwd_efficiency =
+			g->attention.flash2_bwd_efficiency;
+	if (g->attention.sdpa_flash_fwd_efficiency == 0)
+		g->attention.sdpa_flash_fwd_efficiency =
+			g->attention.flash2_fwd_efficiency;
+	if (g->attention.sdpa_flash_bwd_efficiency == 0)
+		g->attention.sdpa_flash_bwd_efficiency =
 			g->attention.flash2_bwd_efficiency;
 	if (g->attention.ck_tile_fwd_efficiency == 0)
 		g->attention.ck_tile_fwd_efficiency = g->attention.fwd_efficiency;

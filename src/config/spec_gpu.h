@@ -84,6 +84,8 @@ struct gpu_attention_spec {
 	double flash2_bwd_efficiency;	/* FlashAttention-2 kernels, backward; 0 = bwd_efficiency */
 	double flash_triton_fwd_efficiency;	/* FlashAttention's pre-MLIR Triton kernel, forward; 0 = flash2's */
 	double flash_triton_bwd_efficiency;	/* the same, backward; 0 = flash2's */
+	double sdpa_flash_fwd_efficiency;	/* PyTorch SDPA's vendored FlashAttention-2, forward; 0 = flash2's */
+	double sdpa_flash_bwd_efficiency;	/* the same, backward; 0 = flash2's */
 	double ck_tile_fwd_efficiency;	/* Composable Kernel's generic CK-tile kernels, forward; 0 = fwd_efficiency */
 	double ck_tile_bwd_efficiency;	/* the same, backward; 0 = bwd_efficiency */
 	double ck_tile_bwd_masked_tile_cost;	/* the CK-tile backward's masked tile; 0 = masked_tile_cost */

@@ -320,8 +320,8 @@ static int job_attention_kernel_check(const struct job_spec *j,
 	v = v ? v : f;
 	cnode_error(d, v ? v : node, "'framework.attention_kernel': ck_tile "
 		    "is Composable Kernel's, which runs on AMD GPUs only; the "
-		    "system's %s is an NVIDIA GPU (use vendor, flash2 or "
-		    "flash_triton)", g->name ? g->name : "GPU");
+		    "system's %s is an NVIDIA GPU (use vendor, flash2, "
+		    "sdpa_flash or flash_triton)", g->name ? g->name : "GPU");
 	return -1;
 }
 

@@ -184,7 +184,7 @@ enum graph_scope {
  * SCOPE_ATTN). */
 extern const char *const graph_scope_names[];
 
-/* "vendor", "flash2", "flash_triton", "ck_tile": enum gpu_attn_kernel
+/* "vendor", "flash2", "flash_triton", "ck_tile", "sdpa_flash": enum gpu_attn_kernel
  * (gpu.h). */
 extern const char *const attn_kernel_names[];
 /* "none", "tp_cp", "stage": enum amax_reduction. */

@@ -91,12 +91,16 @@ struct gpu_attn_shape {
  * llm-foundry's attn_impl: triton ran in 2023), FlashAttention-1 class,
  * or, on AMD, Composable Kernel's generic CK-tile pipelines (what
  * Transformer Engine's CK backend runs when its v3 assembly kernels are
- * off). */
+ * off), or PyTorch SDPA's flash backend (FlashAttention-2 as PyTorch
+ * vendors and builds it, aten/src/ATen/native/transformers/cuda/flash_attn:
+ * the same algorithm as the flash-attn package, measured apart because
+ * its rate differs; configs/gpus/h100.yaml has the figures). */
 enum gpu_attn_kernel {
 	GPU_ATTN_VENDOR,
 	GPU_ATTN_FLASH2,
 	GPU_ATTN_FLASH_TRITON,
-	GPU_ATTN_CK_TILE
+	GPU_ATTN_CK_TILE,
+	GPU_ATTN_SDPA_FLASH
 };
 
 /* Vendor dense peak for dtype (FLOP/s); 0 when unsupported. MFU is

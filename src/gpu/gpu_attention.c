@@ -37,7 +37,9 @@
  * (attention.flash2_fwd/bwd_efficiency when the shape asks for the
  * FlashAttention-2 kernels rather than the vendor's: the same structure,
  * a slower steady-state loop on Hopper; attention.flash_triton_fwd/
- * bwd_efficiency for FlashAttention's pre-MLIR Triton kernel.)
+ * bwd_efficiency for FlashAttention's pre-MLIR Triton kernel;
+ * attention.sdpa_flash_fwd/bwd_efficiency for PyTorch SDPA's vendored
+ * FlashAttention-2.)
  *
  * Head dim. eta_a is measured at one head dim d_c (attention.
  * calib_head_dim, d = d_v = d_c). Per score the steady-state loop does
@@ -475,6 +477,9 @@ static double kernel_efficiency(const struct gpu_attention_spec *s,
 	case GPU_ATTN_CK_TILE:
 		return backward ? s->ck_tile_bwd_efficiency
 				: s->ck_tile_fwd_efficiency;
+	case GPU_ATTN_SDPA_FLASH:
+		return backward ? s->sdpa_flash_bwd_efficiency
+				: s->sdpa_flash_fwd_efficiency;
 	default:
 		return backward ? s->bwd_efficiency : s->fwd_efficiency;
 	}

@@ -268,6 +268,39 @@ Test(gpu, triton_kernels_run_at_their_own_efficiency)
 				   1e-12));
 }
 
+/* PyTorch SDPA's flash backend runs at attention.sdpa_flash_*: with its
+ * efficiencies half the vendor's, each pass takes what the vendor kernel
+ * takes at half its rate (the tile loop's rate is the only difference),
+ * and flash2 (the flash-attn package) keeps its own rate. */
+Test(gpu, sdpa_flash_runs_at_its_own_efficiency)
+{
+	struct gpu_attn_shape a = shape(0);
+	struct gpu_spec g, half;
+	double fwd, bwd;
+
+	gpu_fixture_toy(&g);
+	g.attention.flash2_fwd_efficiency = g.attention.fwd_efficiency;
+	g.attention.flash2_bwd_efficiency = g.attention.bwd_efficiency;
+	g.attention.sdpa_flash_fwd_efficiency = g.attention.fwd_efficiency / 2;
+	g.attention.sdpa_flash_bwd_efficiency = g.attention.bwd_efficiency / 2;
+	a.kernel = GPU_ATTN_SDPA_FLASH;
+	fwd = gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s;
+	bwd = gpu_attention_bwd(&g, DTYPE_BF16, &a).time_s;
+	half = g;
+	half.attention.fwd_efficiency /= 2;
+	half.attention.bwd_efficiency /= 2;
+	a.kernel = GPU_ATTN_VENDOR;
+	cr_assert(gpu_fixture_near(fwd,
+				   gpu_attention_fwd(&half, DTYPE_BF16, &a).time_s,
+				   1e-12), "got %g", fwd);
+	cr_assert(gpu_fixture_near(bwd,
+				   gpu_attention_bwd(&half, DTYPE_BF16, &a).time_s,
+				   1e-12), "got %g", bwd);
+	/* flash2 at the full rate: faster than sdpa_flash */
+	a.kernel = GPU_ATTN_FLASH2;
+	cr_assert_lt(gpu_attention_fwd(&g, DTYPE_BF16, &a).time_s, fwd);
+}
+
 Test(gpu, ck_tile_kernels_run_at_their_own_efficiency)
 {
 	struct gpu_attn_shape a = shape(0);

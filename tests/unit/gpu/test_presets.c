@@ -355,6 +355,41 @@ Test(gpu, mi325x_takes_mi300xs_ck_tile_fit)
 	arena_release(&a);
 }
 
+/* PyTorch SDPA's flash backend on H100 (torchtitan's attention_kernel
+ * sdpa_flash) is the kernel llmsim measured on H200 through PyTorch SDPA
+ * (the same GH100 die, SMs and sustained clock): h200's flash2 values
+ * 0.405 / 0.408, not h100's flash-attn package figures 0.490 / 0.417
+ * (FlashAttention-3 paper). At the sustained clock that is 989.4 x
+ * 1485 / 1830 x 0.405 = 325.1 TFLOP/s forward where flash-attn has 393.4.
+ * The 500 W Grand Teton part inherits it. */
+Test(gpu, h100_sdpa_flash_takes_h200s_torch_measurement)
+{
+	struct arena a;
+	struct gpu_spec h100, h200, gt;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "h100", &h100), 0);
+	cr_assert_eq(load(&a, "h200", &h200), 0);
+	cr_assert_eq(load(&a, "h100-hbm2e-500w", &gt), 0);
+	cr_assert_eq(h100.attention.sdpa_flash_fwd_efficiency,
+		     h200.attention.flash2_fwd_efficiency);
+	cr_assert_eq(h100.attention.sdpa_flash_bwd_efficiency,
+		     h200.attention.flash2_bwd_efficiency);
+	cr_assert_float_eq(h100.attention.sdpa_flash_fwd_efficiency, 0.405,
+			   1e-12);
+	cr_assert_float_eq(h100.attention.flash2_fwd_efficiency, 0.490, 1e-12);
+	cr_assert_float_eq(h100.matrix_peak_flops[DTYPE_BF16] *
+			   h100.sustained_matrix_clock_hz /
+			   h100.matrix_clock_hz *
+			   h100.attention.sdpa_flash_fwd_efficiency,
+			   325.1e12, 0.1e12);
+	cr_assert_eq(gt.attention.sdpa_flash_fwd_efficiency,
+		     h100.attention.sdpa_flash_fwd_efficiency);
+	cr_assert_eq(gt.attention.sdpa_flash_bwd_efficiency,
+		     h100.attention.sdpa_flash_bwd_efficiency);
+	arena_release(&a);
+}
+
 /* The vendor attention forward (AITER's flash attention, attention_kernel
  * vendor) is fitted on MI300X by the median rule (configs/gpus/README.md
  * "Calibration" rule 1) over the head-dim-128 rows of Primus-Turbo's AITER

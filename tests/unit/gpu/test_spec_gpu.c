@@ -65,6 +65,24 @@ Test(spec_gpu, attention_families_default_down_the_chain)
 	cr_assert_eq(g.attention.flash2_bwd_efficiency, 0.8);
 	cr_assert_eq(g.attention.flash_triton_fwd_efficiency, 0.4);
 	cr_assert_eq(g.attention.flash_triton_bwd_efficiency, 0.2);
+	/* PyTorch SDPA's flash backend: flash2's unless given. */
+	cr_assert_eq(g.attention.sdpa_flash_fwd_efficiency, 0.4);
+	cr_assert_eq(g.attention.sdpa_flash_bwd_efficiency, 0.8);
+}
+
+Test(spec_gpu, sdpa_flash_keeps_its_own_efficiencies)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	minimal(&g);
+	g.attention.flash2_fwd_efficiency = 0.5;
+	g.attention.sdpa_flash_fwd_efficiency = 0.4;
+	g.attention.sdpa_flash_bwd_efficiency = 0.3;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.flash2_fwd_efficiency, 0.5);
+	cr_assert_eq(g.attention.sdpa_flash_fwd_efficiency, 0.4);
+	cr_assert_eq(g.attention.sdpa_flash_bwd_efficiency, 0.3);
 }
 
 Test(spec_gpu, ck_tile_defaults_to_the_vendor_kernel)
