@@ -20,6 +20,8 @@ const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
 const char *const engine_wo_moe_names[] = {"none", "marlin", NULL};
 const char *const engine_fp8_block_moe_names[] = {"none", "triton", NULL};
+const char *const engine_dsa_kernel_names[] = {"auto", "flashmla_sparse",
+						 NULL};
 const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
 					       NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
@@ -244,6 +246,15 @@ static const struct schema_field engine_fields[] = {
 		  "moe_kernels cutlass: none (the GPU's fp8 GEMM rate) or "
 		  "triton (vLLM's Triton fused_moe with block scales, at the "
 		  "GPU's triton_moe_fp8_block_rate)" },
+	{ .key = "dsa_kernel", .type = ST_ENUM,
+	  .offset = OFF(dsa_kernel), .values = engine_dsa_kernel_names,
+	  .def = "auto",
+	  .help = "attention of a DeepSeek Sparse Attention model's prompt "
+		  "tokens: auto (the cheaper by FLOPs of DeepSeek's masked-MHA "
+		  "mode and the sparse kernel) or flashmla_sparse (every "
+		  "token through FlashMLA's sparse kernel, the query heads "
+		  "padded up to a multiple of the GPU's "
+		  "flashmla_sparse_heads)" },
 	{ .key = "weight_only_moe_tile_m", .type = ST_INT_LIST,
 	  .offset = OFF(weight_only_moe_tile_m), .flags = SF_OPTIONAL,
 	  .min = 1, .max = 1e4,

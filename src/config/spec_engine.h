@@ -137,7 +137,18 @@ enum engine_fp8_block_moe {
 					 * triton_moe_fp8_block_rate) */
 };
 
+/* DeepSeek Sparse Attention's prompt tokens (a model with index_topk). */
+enum engine_dsa_kernel {
+	ENGINE_DSA_AUTO,		/* the cheaper by FLOPs of DeepSeek's
+					 * masked-MHA mode and the sparse kernel
+					 * (infer.c dsa_prefill_mha) */
+	ENGINE_DSA_FLASHMLA_SPARSE	/* every token through FlashMLA's sparse
+					 * kernel, the query heads padded to the
+					 * GPU's flashmla_sparse_heads */
+};
+
 extern const char *const engine_fp8_block_moe_names[];
+extern const char *const engine_dsa_kernel_names[];
 extern const char *const engine_wo_moe_names[];
 extern const char *const engine_mxfp4_moe_names[];
 
@@ -330,6 +341,8 @@ struct engine_spec {
 						 * whose weights alone are quantized */
 	int fp8_block_moe_kernel;		/* enum engine_fp8_block_moe: block-scaled
 						 * fp8 experts' kernel (not cutlass) */
+	int dsa_kernel;				/* enum engine_dsa_kernel: DSA prompt
+						 * tokens' attention */
 	int mxfp4_moe_kernel;			/* enum engine_mxfp4_moe: MXFP4 experts'
 						 * kernel where the GPU runs it */
 	struct schema_int_list weight_only_moe_tile_m; /* elements, output-tile rows the

@@ -596,6 +596,12 @@ static const struct schema_field gpu_fields[] = {
 		  "MoE (engine fp8_block_moe_kernel: triton) reaches on "
 		  "block-scaled fp8 experts (128 x 128 weight scales, 1 x 128 "
 		  "activation groups)" },
+	{ .key = "flashmla_sparse_heads", .type = ST_NUM,
+	  .offset = OFF(flashmla_sparse_heads), .def = "0", .min = 0,
+	  .max = 1024,
+	  .help = "query heads FlashMLA's sparse prefill kernel computes a "
+		  "multiple of (engine dsa_kernel: flashmla_sparse pads a "
+		  "rank's heads up to it); 0: the heads as they are" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -235,6 +235,9 @@ struct gpu_spec {
 	double triton_moe_fp8_block_rate;	/* the same for vLLM's Triton fused MoE
 						 * (engine fp8_block_moe_kernel: triton); 1 =
 						 * as per-tensor fp8 */
+	double flashmla_sparse_heads;		/* query heads FlashMLA's sparse prefill kernel
+						 * computes a multiple of (engine dsa_kernel:
+						 * flashmla_sparse); 0 = the heads as they are */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is

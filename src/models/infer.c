@@ -276,6 +276,12 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		d->index_dim = (double)m->index_head_dim;
 		d->index_topk = (double)m->index_topk;
 		d->index_key_B = model_index_key_bytes(m);
+		/* vLLM's FlashMLASparseImpl sends every token to FlashMLA's
+		 * sparse kernels (no masked-MHA mode) and pads the query
+		 * heads for the prefill kernel (engine dsa_kernel) */
+		if (s->engine &&
+		    s->engine->dsa_kernel == ENGINE_DSA_FLASHMLA_SPARSE)
+			d->dsa_pad_heads = fmax(1, g->flashmla_sparse_heads);
 	}
 	d->base = layer_job_act_dtype(j);	/* bf16 */
 	d->weight = (enum dtype)s->dtype;
@@ -651,7 +657,8 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 	struct infer_op *op;
 
 	split_tokens(b, &t_dec, &kv_pre);
-	mha = d->index_topk > 0 && dsa_prefill_mha(d, b);
+	mha = d->index_topk > 0 && !(d->dsa_pad_heads > 0) &&
+	      dsa_prefill_mha(d, b);
 	if (d->index_topk > 0 && !mha) {
 		/* DSA: every token absorbed (see indexer_ops) */
 		t_dec = t;

@@ -165,6 +165,12 @@ struct infer_dims {
 	double index_topk;	/* DSA: keys a query attends to (k) */
 	double index_key_B;	/* DSA: B per token of a layer's indexer key
 				 * cache (model_index_key_bytes) */
+	double dsa_pad_heads;	/* DSA: every prompt token through the
+				 * sparse kernel (engine dsa_kernel
+				 * flashmla_sparse), its query heads padded
+				 * up to a multiple of this (the GPU's
+				 * flashmla_sparse_heads, at least 1); 0:
+				 * the cheaper mode by FLOPs */
 	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
 	enum dtype weight;	/* weights of the linear layers */
 	enum dtype compute;	/* matrix rate of the linear layers */

@@ -222,6 +222,11 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			h.kv_B = d->act_B;
 			h.shared_kv = 0;
 			h.window = 0;
+		} else if (d->index_topk > 0 && d->dsa_pad_heads > 1) {
+			/* FlashMLA's sparse prefill computes a multiple of
+			 * the GPU's head tile (vLLM pads q: infer.c) */
+			h.heads_q = ceil(h.heads_q / d->dsa_pad_heads) *
+				    d->dsa_pad_heads;
 		}
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:

@@ -251,3 +251,83 @@ Test(dsa, prefill_mode_by_work)
 	op = fixture_infer_op(&o, "q_absorb");
 	cr_assert_float_eq(op->m, 32768, 1e-9);
 }
+
+/* The attention FLOPs of a step's attn_prefill op (costed on the job's
+ * GPU). */
+static double attn_prefill_flops(const char *const *sets, size_t n,
+				 struct infer_dims *d)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_batch b;
+	struct infer_ops o;
+	struct infer_unit u;
+	double f = -1;
+	int i;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, Q30, sets, n);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &b);
+	infer_layer_ops(d, &b, NULL, NULL, &o);
+	infer_cost(&o, d, &b, NULL, j->system->gpu, IGRAPH_FULL, &u);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, "attn_prefill") == 0)
+			f = u.op[i].flops;
+	arena_release(&a);
+	return f;
+}
+
+/*
+ * vLLM's FLASHMLA_SPARSE backend (engine dsa_kernel flashmla_sparse):
+ * a 4,096-token prompt, which the auto rule runs in the masked-MHA mode
+ * (prefill_mode_by_work), goes through the sparse kernel (no kv_b, every
+ * token absorbed), and at TP 8 (128 / 8 = 16 heads a rank) the kernel
+ * computes the H100's flashmla_sparse_heads = 64: 64 / 16 = 4x the
+ * attention FLOPs of the unpadded kernel (flashmla_sparse_heads 0, one
+ * head a tile). Heads already a multiple (TP 1: 128) are not padded.
+ */
+Test(dsa, flashmla_sparse_pads_the_heads)
+{
+	const char *pad[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+			      "serving.batch=1", "serving.input_len=4096",
+			      "system.gpus_per_node=8", "parallelism.tp=8",
+			      "serving.engine.dsa_kernel=flashmla_sparse" };
+	const char *nopad[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+				"serving.batch=1", "serving.input_len=4096",
+				"system.gpus_per_node=8", "parallelism.tp=8",
+				"serving.engine.dsa_kernel=flashmla_sparse",
+				"system.gpu.flashmla_sparse_heads=0" };
+	const char *tp1[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+			      "serving.batch=1", "serving.input_len=4096",
+			      "serving.engine.dsa_kernel=flashmla_sparse" };
+	const char *tp1_nopad[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+				    "serving.batch=1",
+				    "serving.input_len=4096",
+				    "serving.engine.dsa_kernel=flashmla_sparse",
+				    "system.gpu.flashmla_sparse_heads=0" };
+	struct infer_ops o;
+	struct infer_dims d;
+	struct infer_batch b;
+	const struct infer_op *op;
+	double padded, plain;
+
+	serve_ops(pad, 7, &o, &d, &b);
+	cr_assert_float_eq(d.dsa_pad_heads, 64, 1e-12);
+	op = fixture_infer_op(&o, "attn_prefill");
+	cr_assert_not_null(op);
+	cr_assert(!op->dense_mha);
+	cr_assert_eq(fixture_infer_count(&o, "kv_b"), 0);
+	op = fixture_infer_op(&o, "q_absorb");
+	cr_assert_not_null(op);
+	cr_assert_float_eq(op->m, 4096, 1e-9);
+	padded = attn_prefill_flops(pad, 7, &d);
+	plain = attn_prefill_flops(nopad, 8, &d);
+	cr_assert_float_eq(d.dsa_pad_heads, 1, 1e-12);
+	cr_assert_gt(plain, 0);
+	cr_assert_float_eq(padded / plain, 4.0, 1e-9, "%g / %g", padded,
+			   plain);
+	padded = attn_prefill_flops(tp1, 5, &d);
+	plain = attn_prefill_flops(tp1_nopad, 6, &d);
+	cr_assert_float_eq(padded / plain, 1.0, 1e-12);
+}
