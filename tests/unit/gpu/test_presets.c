@@ -473,3 +473,32 @@ Test(gpu, every_gpu_takes_the_multi_tensor_rate)
 	}
 	arena_release(&a);
 }
+
+/* FlashAttention-2 (framework attention_kernel flash2) on H800 runs at
+ * h100's rates, fitted to the FlashAttention-3 paper's H100 FA2 rows
+ * (results/reference/kernels/fa3-paper-h100-flash2.yaml): 0.490 forward,
+ * 0.417 backward; the same GH100 die, SM count and clocks. Before r35
+ * h800.yaml had no flash2 keys and the default (the cuDNN rates 0.885 /
+ * 0.776) ran the XT / PAI643 jobs' flash-attn 2 attention 0.885 / 0.490 =
+ * 1.81x (forward) and 0.776 / 0.417 = 1.86x (backward) too fast: this fails
+ * then. */
+Test(gpu, h800_takes_h100s_flash2_fit)
+{
+	struct arena a;
+	struct gpu_spec x, y;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "h100", &x), 0);
+	cr_assert_eq(load(&a, "h800", &y), 0);
+	cr_assert_float_eq(x.attention.flash2_fwd_efficiency, 0.490, 1e-12);
+	cr_assert_float_eq(x.attention.flash2_bwd_efficiency, 0.417, 1e-12);
+	cr_assert_eq(y.attention.flash2_fwd_efficiency,
+		     x.attention.flash2_fwd_efficiency);
+	cr_assert_eq(y.attention.flash2_bwd_efficiency,
+		     x.attention.flash2_bwd_efficiency);
+	cr_assert_float_eq(y.attention.fwd_efficiency /
+			   y.attention.flash2_fwd_efficiency, 1.81, 0.01);
+	cr_assert_float_eq(y.attention.bwd_efficiency /
+			   y.attention.flash2_bwd_efficiency, 1.86, 0.01);
+	arena_release(&a);
+}
