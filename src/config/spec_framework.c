@@ -18,6 +18,9 @@ const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
 const char *const attn_kernel_names[] = {"vendor", "flash2", "flash_triton",
 					  "ck_tile", "sdpa_flash", NULL};
+const char *const attn_mla_bwd_kernel_names[] = {"same", "vendor", "flash2",
+						 "flash_triton", "ck_tile",
+						 "sdpa_flash", NULL};
 const char *const graph_scope_names[] = {
 	"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba", NULL,
 };
@@ -592,6 +595,15 @@ static const struct schema_field framework_fields[] = {
 		  "(FlashAttention's pre-MLIR Triton kernel) or ck_tile (AMD: "
 		  "Composable Kernel's generic CK-tile pipelines, Transformer "
 		  "Engine's CK backend with its v3 assembly kernels off)" },
+	{ .key = "attention_mla_bwd_kernel", .type = ST_ENUM,
+	  .offset = FOFF(attention_mla_bwd_kernel),
+	  .values = attn_mla_bwd_kernel_names, .def = "same",
+	  .help = "the attention backward's family when the query/key and "
+		  "value head dims differ (MLA's 192 / 128): same (as "
+		  "attention_kernel) or one of its values; ck_tile where the "
+		  "image's Transformer Engine ROCm has no AITER v3 backward for "
+		  "that shape (before ROCm/TransformerEngine PR #364, "
+		  "2025-11: hd192_hd128)" },
 	{ .key = "elementwise", .type = ST_SECTION,
 	  .offset = FOFF(elementwise), .sub = &elementwise_schema,
 	  .flags = SF_OPTIONAL,

@@ -299,30 +299,42 @@ static void phase_section_check(const struct job_spec *j, struct diag *d,
 	}
 }
 
-/* framework.attention_kernel against the system's GPU: ck_tile is
- * Composable Kernel's (ROCm/composable_kernel, include/ck_tile/ops/fmha),
- * built for AMD GPUs only; on an NVIDIA GPU it would run at the vendor
- * rates (the ck_tile_* efficiencies default to the vendor's) without a
- * word. Reported at the attention kernel, else at the framework that
- * sets it (a preset's name), else at the job. -1 after an error. */
+/* framework.attention_kernel (and attention_mla_bwd_kernel) against the
+ * system's GPU: ck_tile is Composable Kernel's (ROCm/composable_kernel,
+ * include/ck_tile/ops/fmha), built for AMD GPUs only; on an NVIDIA GPU it
+ * would run at the vendor rates (the ck_tile_* efficiencies default to the
+ * vendor's) without a word. Reported at the key, else at the framework
+ * that sets it (a preset's name), else at the job. -1 after an error. */
 static int job_attention_kernel_check(const struct job_spec *j,
 				      struct diag *d, const struct cnode *node)
 {
+	static const char *const keys[] = {"attention_kernel",
+					   "attention_mla_bwd_kernel"};
 	const struct gpu_spec *g = j->system ? j->system->gpu : NULL;
 	const struct cnode *f = node ? cnode_get(node, "framework") : NULL;
-	const struct cnode *v = f && f->kind == CNODE_MAP ?
-				cnode_get(f, "attention_kernel") : NULL;
+	const struct cnode *v;
+	const char *name;
+	int i;
 
-	if (!j->framework || !g || g->vendor == GPU_AMD ||
-	    strcmp(attn_kernel_names[j->framework->attention_kernel],
-		   "ck_tile") != 0)
+	if (!j->framework || !g || g->vendor == GPU_AMD)
 		return 0;
-	v = v ? v : f;
-	cnode_error(d, v ? v : node, "'framework.attention_kernel': ck_tile "
-		    "is Composable Kernel's, which runs on AMD GPUs only; the "
-		    "system's %s is an NVIDIA GPU (use vendor, flash2, "
-		    "sdpa_flash or flash_triton)", g->name ? g->name : "GPU");
-	return -1;
+	for (i = 0; i < 2; i++) {
+		name = i == 0 ?
+		       attn_kernel_names[j->framework->attention_kernel] :
+		       attn_mla_bwd_kernel_names[
+			       j->framework->attention_mla_bwd_kernel];
+		if (strcmp(name, "ck_tile") != 0)
+			continue;
+		v = f && f->kind == CNODE_MAP ? cnode_get(f, keys[i]) : NULL;
+		v = v ? v : f;
+		cnode_error(d, v ? v : node, "'framework.%s': ck_tile is "
+			    "Composable Kernel's, which runs on AMD GPUs only; "
+			    "the system's %s is an NVIDIA GPU (use vendor, "
+			    "flash2, sdpa_flash or flash_triton)", keys[i],
+			    g->name ? g->name : "GPU");
+		return -1;
+	}
+	return 0;
 }
 
 /* moe.paged_stash against training.dtype: Megatron-Core stashes only

@@ -187,6 +187,8 @@ extern const char *const graph_scope_names[];
 /* "vendor", "flash2", "flash_triton", "ck_tile", "sdpa_flash": enum gpu_attn_kernel
  * (gpu.h). */
 extern const char *const attn_kernel_names[];
+/* "same", then attn_kernel_names: framework.attention_mla_bwd_kernel */
+extern const char *const attn_mla_bwd_kernel_names[];
 /* "none", "tp_cp", "stage": enum amax_reduction. */
 extern const char *const amax_reduction_names[];
 
@@ -457,6 +459,10 @@ struct framework_spec {
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */
 	struct opt_step_spec optimizer_step;	/* passes of the optimizer step */
 	int attention_kernel;			/* enum gpu_attn_kernel: fused attention family */
+	int attention_mla_bwd_kernel;		/* attn_mla_bwd_kernel_names: 0 as
+						 * attention_kernel, else enum
+						 * gpu_attn_kernel + 1: the backward's
+						 * family when head_dim_qk != head_dim_v */
 	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
 						 * blocking amax all-reduce per chunk pass */
 	int fp8_fast_accum;			/* enum fp8_fast_accum: the fp8 GEMMs run in

@@ -319,8 +319,11 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 	a->mx = d->mx_attn_quant;	/* MXFP8 fused attention */
 }
 
-/* One flash call; model_flops 0: counted from its shape. */
-static struct layer_op *flash(struct layer_ops *o, const char *name,
+/* One flash call; model_flops 0: counted from its shape. A backward with
+ * unequal query/key and value head dims (MLA) runs the framework's
+ * attention_mla_bwd_kernel family. */
+static struct layer_op *flash(const struct layer_dims *d,
+			      struct layer_ops *o, const char *name,
 			      enum layer_pass pass, int bwd,
 			      const struct gpu_attn_shape *a, double model_flops)
 {
@@ -328,6 +331,8 @@ static struct layer_op *flash(struct layer_ops *o, const char *name,
 
 	op->k.kind = bwd ? KERN_ATTN_BWD : KERN_ATTN_FWD;
 	op->k.attn = *a;
+	if (bwd && a->head_dim_qk != a->head_dim_v)
+		op->k.attn.kernel = d->attn_kernel_mla_bwd;
 	op->k.model_flops = model_flops;
 	op->host = HOST_MODULE;	/* Transformer Engine's DotProductAttention */
 	return op;
@@ -391,12 +396,12 @@ static void chunked(struct layer_ops *o, enum layer_pass pass, int bwd,
 	struct gpu_attn_shape a;
 
 	shape(d, d->batch * n, heads_q(d), C, C, 1, k->window, &a);
-	flash(o, name, pass, bwd, &a, pair_model_flops(d, n * causal_pairs(C,
+	flash(d, o, name, pass, bwd, &a, pair_model_flops(d, n * causal_pairs(C,
 	      k->window), bwd));
 	if (r <= 0)
 		return;
 	shape(d, d->batch, heads_q(d), r, r, 1, k->window, &a);
-	flash(o, name, pass, bwd, &a, pair_model_flops(d, causal_pairs(r,
+	flash(d, o, name, pass, bwd, &a, pair_model_flops(d, causal_pairs(r,
 	      k->window), bwd));
 }
 
@@ -496,7 +501,7 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 			shape(d, d->batch, heads, c, 2 * c, 0, 0, &a);
 		else
 			shape(d, d->batch, heads, seq, seq, 0, 0, &a);
-		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		op = flash(d, o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
 		if (i > 0)	/* the ring's later steps: calls inside it */
 			op->host = HOST_OP;
 		op->dep[0] = last;
@@ -530,12 +535,12 @@ static void all_gather(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 kv_total);
 	if (d->cpd.load_balance) {
 		shape(d, d->batch, heads_q(d), c, c, 1, 0, &a);
-		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
 		shape(d, d->batch, heads_q(d), c, 2 * cp * c, 1, 0, &a);
-		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, -1);
+		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, -1);
 	} else {	/* the last rank, the slowest: all keys */
 		shape(d, d->batch, heads_q(d), s, cp * s, 1, 0, &a);
-		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
 	}
 	if (bwd)
 		lop_coll(o, "cp_dkv_reducescatter", pass, LG_CP, LS_CP,
@@ -564,7 +569,7 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
 	} else {
 		shape(d, d->batch, heads, d->seq * inner, d->seq * inner, 1, 0,
 		      &a);
-		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
+		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
 	}
 	lop_coll(o, bwd ? "cp_dqkv_a2a" : "cp_out_a2a", pass, g, LS_CP,
 		 COLL_ALLTOALL, bwd ? qkv_B : o_B);
@@ -722,7 +727,7 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 			shape(d, d->batch, heads_q(d), c, 2 * c, 0, 0, &a);
 		else
 			shape(d, d->batch, heads_q(d), s, s, 0, 0, &a);
-		op = flash(o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
+		op = flash(d, o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
 		op->host = HOST_OP;
 		op->dep[0] = last;
 		op->dep[1] = kv_ready;
@@ -796,7 +801,7 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
 		mx_attn_quant(o, pass, bwd, d, &a);
 		cs_attn_quant(o, pass, bwd, d, &a);
-		flash(o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
+		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
 		return;
 	}
 	if (d->cpd.torch) {

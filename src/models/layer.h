@@ -272,6 +272,9 @@ struct layer_dims {
 	struct cp_dims cpd;	/* context parallelism (seq is already s / cp) */
 	struct moe_dims moe;	/* routed experts (MoE layers) */
 	int attn_kernel;	/* enum gpu_attn_kernel of the framework */
+	int attn_kernel_mla_bwd;	/* the backward's when head_dim_qk !=
+					 * head_dim_v (framework
+					 * attention_mla_bwd_kernel) */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn_mla.c) */

@@ -383,6 +383,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			 j->training.zero_stage < 3;
 	d->moe_probs_act = j->framework->moe_probs_in_activation;
 	d->attn_kernel = j->framework->attention_kernel;
+	d->attn_kernel_mla_bwd = j->framework->attention_mla_bwd_kernel > 0 ?
+				 j->framework->attention_mla_bwd_kernel - 1 :
+				 d->attn_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
 	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */

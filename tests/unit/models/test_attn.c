@@ -303,3 +303,53 @@ Test(attn, megatron_qkv_split_copies_the_query_and_cats_the_gradients)
 	cr_assert_not_null(op);
 	fixture_assert_close(op->k.read_B, T * (q + 2 * q) * B);
 }
+
+/* MLA (q/k 64 + 32 = 96, v 64: the dims differ) with framework
+ * attention_mla_bwd_kernel ck_tile (value 4 = enum GPU_ATTN_CK_TILE + 1;
+ * an image whose Transformer Engine ROCm has no AITER v3 backward for
+ * MLA's dims): the backward's flash call runs CK-tile's kernel, the
+ * forward keeps attention_kernel's (vendor); "same" (0) keeps the vendor
+ * backward; a layer with equal dims (the plain GPT fixture) ignores the
+ * key. */
+static void mla_dims(struct fixture *f, struct layer_dims *d, int mla_bwd)
+{
+	fixture_gpt(f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f->model.q_lora_rank = 256;
+	f->model.kv_lora_rank = 128;
+	f->model.qk_nope_head_dim = 64;
+	f->model.qk_rope_head_dim = 32;
+	f->model.v_head_dim = 64;
+	f->fw.attention_mla_bwd_kernel = mla_bwd;
+	layer_dims_from_job(&f->job, d);
+}
+
+Test(attn, mla_backward_runs_the_mla_bwd_kernel)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0 };
+	struct layer_ops fw, bw;
+	const struct kern *a;
+
+	mla_dims(&f, &d, GPU_ATTN_CK_TILE + 1);
+	layer_fwd(&d, &k, &fw);
+	layer_bwd(&d, &k, LREC_NONE, &bw);
+	a = nth_core(&fw, "attn", 0);
+	cr_assert_not_null(a);
+	cr_assert_eq(a->attn.head_dim_qk, 96);
+	cr_assert_eq(a->attn.head_dim_v, 64);
+	cr_assert_eq(a->attn.kernel, GPU_ATTN_VENDOR);
+	a = nth_core(&bw, "attn_bwd", 0);
+	cr_assert_not_null(a);
+	cr_assert_eq(a->attn.kernel, GPU_ATTN_CK_TILE);
+	mla_dims(&f, &d, 0);
+	layer_bwd(&d, &k, LREC_NONE, &bw);
+	cr_assert_eq(nth_core(&bw, "attn_bwd", 0)->attn.kernel,
+		     GPU_ATTN_VENDOR);
+	fixture_gpt(&f, 4, 1024, 16, 128, 2048, 2, 16, 1, 1, 1);
+	f.fw.attention_mla_bwd_kernel = GPU_ATTN_CK_TILE + 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, &k, LREC_NONE, &bw);
+	cr_assert_eq(nth_core(&bw, "attn_bwd", 0)->attn.kernel,
+		     GPU_ATTN_VENDOR);
+}
