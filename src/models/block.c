@@ -164,7 +164,7 @@ static enum dtype gemm_dt(const struct kern *k, const struct gpu_spec *g,
 }
 
 /* A memory-bound kernel that reaches k->mem_eff of the streaming rate
- * (an MXFP8 cast, layer_ops.c lop_cast): its bytes over the serving
+ * (an MXFP8 cast, layer_cast.c lop_cast): its bytes over the serving
  * level's rate times mem_eff (the level chosen by the bytes it really
  * moves, and those reported), plus its launches. */
 static struct gpu_cost slow_memory_op(const struct kern *k,

@@ -284,23 +284,23 @@ struct layer_dims {
 				 * qkv_split_fwd) */
 	int bias_kernels;	/* linear biases as their own kernels */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
-				 * its input's amax (layer_ops.c lop_cast) */
+				 * its input's amax (layer_cast.c lop_cast) */
 	int fp8_one_layout;	/* per-tensor FP8 on a GPU whose FP8 GEMMs take
 				 * any layout: a cast writes no transposed copy
-				 * (gpu fp8_gemm_any_layout; layer_ops.c lop_cast) */
+				 * (gpu fp8_gemm_any_layout; layer_cast.c lop_cast) */
 	int fp8_rowwise_ag;	/* per-tensor FP8 (delayed or current scaling)
 				 * that TP sequence parallelism all-gathers
 				 * and whose GEMMs want the transposed copy
 				 * (no fp8_gemm_any_layout): the cast before
 				 * the gather writes the row-wise data only,
 				 * the transpose is made of the gathered
-				 * tensor for the wgrad (layer_ops.c) */
+				 * tensor for the wgrad (layer_cast.c) */
 	int fp8_wt;		/* per-tensor FP8 without the weight transpose
 				 * cache (framework elementwise
 				 * no_fp8_weight_transpose_cache) on a GPU whose
 				 * FP8 GEMMs want the transposed copy: each
 				 * dgrad first transposes its FP8 weight
-				 * (layer_ops.c weight_transpose) */
+				 * (layer_cast.c lop_weight_transpose) */
 	int wcast;		/* low-precision weights quantized once a step
 				 * (framework weight_cast_per_step; not under
 				 * ZeRO 3): layer_weight_cast */
@@ -314,11 +314,11 @@ struct layer_dims {
 				 * lop_row_fwd, lop_row_bwd) */
 	int nvfp4_amax;		/* NVFP4: each cast first computes its input's
 				 * per-tensor amax, a kernel of its own that no
-				 * norm fuses (layer_ops.c lop_cast) */
+				 * norm fuses (layer_cast.c lop_cast) */
 	double w_swizzle_B;	/* B of block scales a weight element carries
 				 * when each GEMM swizzles them (framework
 				 * weight_scale_swizzle; MXFP8, NVFP4); 0 =
-				 * none (layer_ops.c lop_swizzle) */
+				 * none (layer_cast.c lop_swizzle) */
 	double x_swizzle_B;	/* the same for a GEMM's quantized inputs and
 				 * gradients (framework act_scale_swizzle) */
 	double mx_cast_eff;	/* MXFP8 by TE's generic kernel (framework
@@ -611,7 +611,7 @@ void layer_fwd(const struct layer_dims *d, const struct layer_kind *k,
  * backward ops are bwd, into o (cleared): one cast op of their elements,
  * a kernel per weight, before the unit's first forward of a step; empty
  * in 16-bit or without the framework's weight_cast_per_step (d->wcast).
- * layer_ops.c has the model. */
+ * layer_cast.c has the model. */
 void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
 		       struct layer_ops *o);
 void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,

@@ -1,6 +1,7 @@
 /*
  * layer_impl.h - what the op-list builders of src/models share
- * (layer_ops.c defines them; layer.c, attn.c and moe.c use them).
+ * (layer_ops.c and layer_cast.c define them; layer.c, attn.c and moe.c
+ * use them).
  * Private to src/models.
  *
  * Every function appends to the list o; an appended op depends on the
@@ -93,16 +94,40 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
 
 /* Before a GEMM: the block scales of its weight (w elements) and of its
  * nx quantized activation operands (x elements), `tensors` tensors each,
- * swizzled where the framework's TE does it per GEMM (layer_ops.c);
+ * swizzled where the framework's TE does it per GEMM (layer_cast.c);
  * NULL when nothing is. */
 struct layer_op *lop_swizzle(struct layer_ops *o, enum layer_pass pass,
 			     const struct layer_dims *d, int lowp, double w,
 			     double x, int nx, double tensors);
 
 /* The cast at index at quantizes a norm's output (lop_cast_after_norm,
- * layer_ops.c). */
+ * layer_cast.c). */
 void lop_cast_after_norm(struct layer_ops *o, int16_t at,
 			 const struct layer_dims *d);
+
+/* layer_cast.c's pieces for the column- and row-parallel GEMMs
+ * (layer_ops.c): the cast of a shard a TP all-gather carries (one layout
+ * under fp8_rowwise_ag); the FP8 transpose of a gathered t x n tensor
+ * after op `after` (returns its index, or after when none); the
+ * row-parallel input's cast and its FP8 transpose (fp8_row_t); a
+ * weight's FP8 transpose before its dgrad (fp8_wt); the TP amax
+ * all-reduce of a sequence-parallel cast (fp8 current scaling, NVFP4). */
+void lop_cast_before_gather(struct layer_ops *o, const char *name,
+			    enum layer_pass pass, const struct layer_dims *d,
+			    int lowp, double n);
+int16_t lop_gathered_transpose(struct layer_ops *o, const char *name,
+			       const struct layer_dims *d, int lowp,
+			       double t, double n, int16_t after);
+void lop_cast_row_input(struct layer_ops *o, const char *name,
+			enum layer_pass pass, const struct layer_dims *d,
+			double n);
+void lop_row_input_transpose(struct layer_ops *o,
+			     const struct layer_dims *d, int lowp, double t,
+			     double k);
+void lop_weight_transpose(struct layer_ops *o, const struct layer_dims *d,
+			  int lowp, double w);
+void lop_sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
+			const struct layer_dims *d, int lowp);
 
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, double tokens, double n);
