@@ -81,6 +81,13 @@ static const struct schema_field training_fields[] = {
 		  "fp8_dot_product_attention; at the GPU's attention.fp8_* "
 		  "(MXFP8 recipe: mxfp8_*) efficiencies, else the bf16 "
 		  "rates, with its attention.fp8_bwd_skips_window)" },
+	{ .key = "fp8_output_proj", .type = ST_BOOL,
+	  .offset = TOFF(fp8_output_proj), .def = "false",
+	  .help = "the LM head's output projection (and the MTP heads', "
+		  "which share it) runs its three GEMMs in MXFP8 "
+		  "(Megatron-Core fp8_output_proj: Transformer Engine's "
+		  "ColumnParallelLinear under the MXFP8 recipe; no effect "
+		  "on another dtype)" },
 	{ .key = "comm_hw_queues", .type = ST_INT,
 	  .offset = TOFF(comm_hw_queues), .def = "0", .min = 0, .max = 1024,
 	  .help = "hardware queues the collective library's streams are "

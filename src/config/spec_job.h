@@ -491,6 +491,8 @@ struct training_spec {
 	int attention;			/* enum attention_impl */
 	int dropout;			/* dropout layers present (masks, elementwise cost) */
 	int fp8_attention;		/* attention in FP8 (TE fp8_dot_product_attention) */
+	int fp8_output_proj;		/* the LM head's GEMMs in MXFP8
+					 * (Megatron-Core fp8_output_proj) */
 	int64_t comm_hw_queues;			/* hardware queues the collective
 					 * library's streams share (HIP
 					 * GPU_MAX_HW_QUEUES); 0: one each */

@@ -531,7 +531,10 @@ static void training_missing(struct layout_sink *s, const char *key)
  * model_parallel_config.py), NeMo's performance scripts turn it off
  * under FSDP (NVIDIA/NeMo v2.3.1:scripts/performance/utils.py), and
  * llmsim does not cost the MTP modules' output-layer calls, which share
- * its buffers (models/train.c). */
+ * its buffers (models/train.c); the MXFP8 LM head (training.
+ * fp8_output_proj under mxfp8) raises on it (TELinearCrossEntropyModule:
+ * "does not support defer_embedding_wgrad_compute", NVIDIA/Megatron-LM
+ * @ 620cf750 megatron/core/transformer/mxfp8_output_proj.py). */
 static void check_defer(const struct job_spec *j, struct layout_sink *s)
 {
 	const struct parallel_spec *p = &j->parallelism;
@@ -554,6 +557,12 @@ static void check_defer(const struct job_spec *j, struct layout_sink *s)
 			     "%lld is not modeled (the MTP heads' output-layer "
 			     "calls share the deferral buffers)",
 			     (long long)j->moe.mtp_layers);
+	else if (j->training.fp8_output_proj &&
+		 j->training.dtype == DTYPE_MXFP8)
+		layout_error(s, JR_DEFER_WGRAD, "parallelism."
+			     "defer_embedding_wgrad_compute does not work with "
+			     "training.fp8_output_proj (Megatron-Core's MXFP8 "
+			     "LM head refuses it)");
 }
 
 static void check_training(struct job_spec *j, struct layout_sink *s)

@@ -95,14 +95,19 @@ int job_recompute_check(const struct job_spec *j, struct diag *d,
  * which Transformer Engine's DotProductAttention reads only inside the
  * fp8 autocast: self.fp8 = FP8GlobalStateManager.is_fp8_enabled(),
  * dot_product_attention.py init_fp8_metadata, TE @ f031cf87b; Megatron
- * raises nothing); the model leaves it off (layer.c). A GPU without the
- * dtype's rate is train_check's error. */
+ * raises nothing); the model leaves it off (layer.c). training.
+ * fp8_output_proj on any dtype but mxfp8: none either (Megatron-Core
+ * is_te_mxfp8_output_proj_active, NVIDIA/Megatron-LM @ 620cf750
+ * megatron/core/transformer/mxfp8_output_proj.py, needs fp8 and the
+ * mxfp8 recipe; layer_dims.c leaves it off). A GPU without the dtype's
+ * rate is train_check's error. */
 void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			   const struct cnode *node)
 {
 	const struct cnode *t = node ? cnode_get(node, "training") : NULL;
 	const struct cnode *at = t ? cnode_get(t, "fp8_scaling") : NULL;
 	const struct cnode *fa = t ? cnode_get(t, "fp8_attention") : NULL;
+	const struct cnode *fo = t ? cnode_get(t, "fp8_output_proj") : NULL;
 
 	if (!d)
 		return;
@@ -118,4 +123,11 @@ void job_fp8_scaling_check(const struct job_spec *j, struct diag *d,
 			  "training.dtype is %s, not an fp8 or fp4 format "
 			  "(attention runs in FP8 only inside the fp8 "
 			  "autocast)", dtype_names[j->training.dtype]);
+	if (fo && j->training.fp8_output_proj &&
+	    j->training.dtype != DTYPE_MXFP8)
+		diag_warn(d, fo->file, fo->line, fo->col,
+			  "'training.fp8_output_proj' has no effect: "
+			  "training.dtype is %s, not mxfp8 (Megatron-Core "
+			  "runs the MXFP8 LM head only under the mxfp8 recipe)",
+			  dtype_names[j->training.dtype]);
 }

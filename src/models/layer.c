@@ -97,7 +97,13 @@
  * write T h G), or, with the framework's embedding_grad_dense (Megatron
  * DDP, below ZeRO 3), builds PyTorch's dense [V/t, h] gradient and adds
  * it into main_grad (embed_bwd_dense). LM head (last stage): final norm, [SP] all-gather, logits
- * GEMM (T, V/t, h) in 16-bit, then the vocabulary-parallel cross-entropy
+ * GEMM (T, V/t, h) in 16-bit (in MXFP8 with d->head_lowp: Megatron-Core's
+ * fp8_output_proj runs the head as Transformer Engine's
+ * ColumnParallelLinear under the MXFP8 recipe, its fprop, dgrad and wgrad
+ * with their quantizations, the input's before the gather and the logits
+ * gradient's in both layouts, as every MXFP8 linear; TELinearCrossEntropy
+ * Module, NVIDIA/Megatron-LM @ 620cf750 megatron/core/transformer/
+ * mxfp8_output_proj.py [S]), then the vocabulary-parallel cross-entropy
  * with three all-reduces of T fp32 values (max, sum of exponentials,
  * target logit) over TP. Fused (one kernel) it reads the 16-bit logits
  * and writes the fp32 softmax the backward needs, B + 4 bytes per logit,
@@ -706,7 +712,7 @@ static void head_fwd(const struct layer_dims *d, enum layer_pass pass,
 
 	lop_norm_fwd(o, "final_norm", pass, d);
 	lop_column_fwd(o, "logits_cast", "logits_allgather", "logits", pass,
-		       d, v, d->hidden, 0);
+		       d, v, d->hidden, d->head_lowp);
 	if (d->fused_ce)
 		lop_memop(o, "cross_entropy", pass, t * v * d->act_B, t * v * 4,
 			  CE_FLOPS * t * v);
@@ -742,7 +748,8 @@ static void head_bwd(const struct layer_dims *d, int wgrad,
 			  t * v * (4 + d->act_B), CE_FLOPS * t * v);
 	red = lop_column_bwd(o, "logits_input_allgather", "logits_grad_cast",
 			     "logits_dgrad", "logits_grad_tp_reduce",
-			     wgrad ? "logits_wgrad" : NULL, d, v, d->hidden, 0);
+			     wgrad ? "logits_wgrad" : NULL, d, v, d->hidden,
+			     d->head_lowp);
 	lop_norm_bwd_after(o, "final_norm_bwd", d, red);
 }
 

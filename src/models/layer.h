@@ -221,6 +221,8 @@ struct layer_dims {
 	int learned_pos;	/* learned position table added at the embedding */
 	int unfused_attn;	/* scores materialized (no flash attention) */
 	int fp8_attn;		/* fused attention in FP8 (training.fp8_attention) */
+	int head_lowp;		/* the LM head's GEMMs in MXFP8 (training.
+				 * fp8_output_proj under mxfp8) */
 	int mx_attn_quant;	/* MXFP8 fused attention: its Q, K, V and dO
 				 * quantized around the kernel (attn.c) */
 	int cs_attn_quant;	/* per-tensor current-scaling FP8 fused

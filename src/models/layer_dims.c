@@ -365,6 +365,9 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	/* off outside the fp8 autocast (job_fp8_scaling_check warns) */
 	d->fp8_attn = j->training.fp8_attention && is_lowp(dt);
 	d->mx_attn_quant = d->fp8_attn && dt == DTYPE_MXFP8;
+	/* Megatron-Core's TE LM head: only with fp8 and the mxfp8 recipe
+	 * (is_te_mxfp8_output_proj_active) */
+	d->head_lowp = j->training.fp8_output_proj && dt == DTYPE_MXFP8;
 	d->dropout = j->training.dropout;
 	d->unfused_grad_acc = !j->training.gradient_accumulation_fusion;
 	d->autograd_wgrad = j->framework->wgrad_autograd;

@@ -149,6 +149,9 @@ int train_cost_blocks(struct train *t)
 	t->hf = new_block(t, o);
 	layer_head_bwd(&t->dims, o);
 	t->hb = new_block(t, o);
+	/* the MXFP8 head's weight (d->head_lowp), once a step */
+	if (!t->hf || weight_cast(t, t->hf, o) != 0)
+		return -1;
 	if (t->defer > 0) {
 		layer_head_bwd_deferred(&t->dims, o);
 		t->hbd = new_block(t, o);
@@ -165,7 +168,17 @@ int train_cost_blocks(struct train *t)
 		t->mf = new_block(t, o);
 		layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, o);
 		t->mb = new_block(t, o);
-		if (!t->mf || !t->mb || weight_cast(t, t->mf, o) != 0)
+		if (!t->mf || !t->mb)
+			return -1;
+		/* the MTP heads share the output layer's weight, which the
+		 * head's cast covers (t->hf): the module's own weights */
+		if (t->dims.head_lowp) {
+			struct layer_dims dn = t->dims;
+
+			dn.head_lowp = 0;
+			layer_mtp_bwd(&dn, mk, nk, rc, !t->mtp_alone, o);
+		}
+		if (weight_cast(t, t->mf, o) != 0)
 			return -1;
 	}
 	if (t->dims.pp_gather && t->stages > 1) {

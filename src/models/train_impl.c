@@ -177,6 +177,10 @@ const struct block *train_unit_wcast(const struct train *t, int64_t vs,
 
 	if (!b->wcast)
 		return NULL;
+	/* the head's block also stands for the MTP heads' passes (t->mtp_
+	 * alone): one output weight, cast at the head's own unit */
+	if (b == t->hf && u != train_units(t, vs) - 1 - t->mtp)
+		return NULL;
 	/* a repeated MTP pass: the first module's weights, cast already */
 	if (b == t->mf && t->job->moe.mtp_repeated &&
 	    u - (train_units(t, vs) - t->mtp) > 0)

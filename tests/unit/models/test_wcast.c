@@ -194,3 +194,96 @@ Test(train, weight_cast_once_a_step_before_the_first_microbatch)
 	cr_assert_float_eq(on - off, 8 * cast, 1e-8,
 			   "step %.9g s without, %.9g s with", off, on);
 }
+
+/* training.fp8_output_proj (Megatron-Core's MXFP8 LM head, mxfp8_output_
+ * proj.py): under MXFP8 the head's three GEMMs run in low precision and
+ * its weight, V x h = 1024 x 2048 = 2097152 elements (tp 1; 1024 is a
+ * multiple of the vocabulary padding), is quantized once a step like a
+ * layer's: read 2 n, both layouts of 1 B + a 1 B scale per 32 written,
+ * 2 x 1.03125 n, one kernel. Not under per-tensor FP8 or bf16 (Megatron
+ * needs the mxfp8 recipe), nor with the key off. */
+Test(train, fp8_output_proj_runs_the_head_in_mxfp8)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops *o = mem_alloc(sizeof(*o));
+	struct layer_ops *w = mem_alloc(sizeof(*w));
+	double n = 1024.0 * H;
+	int i;
+
+	cr_assert_not_null(o);
+	cr_assert_not_null(w);
+	job(&f, 16, DTYPE_MXFP8, 1);
+	f.job.training.fp8_output_proj = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.head_lowp, 1);
+	cr_assert_float_eq(d.vocab, 1024.0, 1e-9);
+	layer_head_fwd(&d, o);
+	i = fixture_op_index(o, "logits");
+	cr_assert_geq(i, 0);
+	cr_assert_eq(o->op[i].k.lowp, 1);
+	layer_head_bwd(&d, o);
+	cr_assert_eq(o->op[fixture_op_index(o, "logits_dgrad")].k.lowp, 1);
+	cr_assert_eq(o->op[fixture_op_index(o, "logits_wgrad")].k.lowp, 1);
+	layer_weight_cast(&d, o, w);
+	cr_assert_eq(w->n, 1);
+	fixture_assert_close(w->op[0].k.read_B, 2 * n);
+	fixture_assert_close(w->op[0].k.write_B, 2 * 1.03125 * n);
+	cr_assert_eq(w->op[0].k.launches, 1);
+	/* off: the head in bf16, no cast */
+	f.job.training.fp8_output_proj = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_head_bwd(&d, o);
+	cr_assert_eq(o->op[fixture_op_index(o, "logits_wgrad")].k.lowp, 0);
+	layer_weight_cast(&d, o, w);
+	cr_assert_eq(w->n, 0);
+	/* per-tensor FP8 and bf16: no effect */
+	job(&f, 16, DTYPE_FP8, 1);
+	f.job.training.fp8_output_proj = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.head_lowp, 0);
+	job(&f, 16, DTYPE_BF16, 1);
+	f.job.training.fp8_output_proj = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.head_lowp, 0);
+	mem_free(o);
+	mem_free(w);
+}
+
+/* In the step: the head's cast is one more a step (8 layer units + the
+ * head), whatever the microbatches. With a DeepSeek-sized vocabulary
+ * (131072: the head's three GEMMs 3 x 2 x 1024 x 2048 x 131072 = 1.65
+ * TFLOP a microbatch, ~1.7 ms at the bf16 rate, about half at the MXFP8
+ * one, against ~0.2 ms of logits-gradient quantization, 1024 x 131072 x
+ * 2 B read) the MXFP8 head shortens the step; with the fixture's 1024
+ * (a 13 GFLOP head) the quantizations cost more than the GEMMs save. */
+Test(train, fp8_output_proj_casts_the_head_once_a_step)
+{
+	struct fixture f;
+	double bf16_head, mx_head;
+
+	job(&f, 16, DTYPE_MXFP8, 1);
+	/* the test GPU's MXFP8 rate: its FP8 one (Blackwell's, equal) */
+	f.gpu.matrix_peak_flops[DTYPE_MXFP8] =
+		f.gpu.matrix_peak_flops[DTYPE_FP8];
+	cr_assert_eq(casts(&f), 8);
+	bf16_head = step_s(&f);
+	f.job.training.fp8_output_proj = 1;
+	cr_assert_eq(casts(&f), 9);
+	mx_head = step_s(&f);
+	cr_assert_gt(mx_head, bf16_head, "vocabulary 1024: step %.9g s with "
+		     "the MXFP8 head, %.9g s with the bf16 one", mx_head,
+		     bf16_head);
+	f.model.vocab_size = 131072;
+	mx_head = step_s(&f);
+	f.job.training.fp8_output_proj = 0;
+	bf16_head = step_s(&f);
+	cr_assert_lt(mx_head, bf16_head, "vocabulary 131072: step %.9g s "
+		     "with the MXFP8 head, %.9g s with the bf16 one", mx_head,
+		     bf16_head);
+	job(&f, 32, DTYPE_MXFP8, 1);
+	f.gpu.matrix_peak_flops[DTYPE_MXFP8] =
+		f.gpu.matrix_peak_flops[DTYPE_FP8];
+	f.job.training.fp8_output_proj = 1;
+	cr_assert_eq(casts(&f), 9);
+}
