@@ -279,13 +279,9 @@ vpid=$!
 # Each case file gets its own pool of workers, so between two files there
 # are none for a moment: poll (up to 60 s on a loaded machine) rather than
 # look once after a fixed sleep, which caught such a gap in CI.
-kids= i=0
-while [ -z "$kids" ] && [ $i -lt 600 ] && kill -0 $vpid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-	[ $i -ge 10 ] && kids=$(ps -o pid= --ppid $vpid 2>/dev/null)
-done
-[ -n "$kids" ] || bad "validate --jobs 2: no workers within 60 s"
+has_workers() { kids=$(ps -o pid= --ppid $vpid 2>/dev/null); [ -n "$kids" ]; }
+sleep 1
+wait_until 590 $vpid has_workers || bad "validate --jobs 2: no workers within 60 s"
 kill -TERM $vpid
 wait $vpid 2>/dev/null
 vst=$?
@@ -295,12 +291,12 @@ sleep 1
 n=$(grep -c 'llmsim validate: interrupted while running the training cases; nothing was printed or stored' "$tmp/verr")
 [ "$vst" = 143 ] && [ "$n" = 1 ] && [ ! -s "$tmp/vout" ] ||
 	bad "validate after SIGTERM: exit $vst, $n interrupted lines"
+# each worker gone within 30 s (a killed process ends when it is next
+# scheduled)
 for k in $kids; do
-	case $(ps -o stat= -p "$k" 2>/dev/null) in
-	"" | Z*) ;;
-	*) bad "validate: worker $k outlived a SIGTERM to its parent"
-	   kill "$k" 2>/dev/null ;;
-	esac
+	wait_until 300 '' ended "$k" || {
+		bad "validate: worker $k outlived a SIGTERM to its parent"
+		kill "$k" 2>/dev/null; }
 done
 
 # ---- a kind's tables print (flushed) as it finishes: interrupted in the
@@ -309,12 +305,7 @@ done
 vpid=$!
 # the kernel kind's tables are flushed as it ends (~1 s here; poll up to
 # 60 s on a loaded machine), then the training cases run for seconds more
-i=0
-while [ $i -lt 600 ] && ! grep -q '^== .*: gemm on h100' "$tmp/vout" &&
-	kill -0 $vpid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_until 600 $vpid grep -q '^== .*: gemm on h100' "$tmp/vout"
 sleep 0.5
 kill -TERM $vpid
 wait $vpid 2>/dev/null

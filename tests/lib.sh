@@ -3,7 +3,8 @@
 # executable, and make test runs only the executable tests/*.sh.
 #
 # After it: tmp, a fresh folder removed when the script ends; fail=0,
-# which a failed check sets to 1; bad; check; use_checkout_data.
+# which a failed check sets to 1; bad; check; use_checkout_data;
+# wait_until; ended.
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -31,4 +32,34 @@ use_checkout_data() {
 	case $llmsim in /*) ;; *) llmsim=$(pwd)/$llmsim ;; esac
 	LLMSIM_DATA=$root
 	export LLMSIM_DATA
+}
+
+# wait_until TENTHS PID COMMAND...: poll COMMAND every 0.1 s until it
+# succeeds, for at most TENTHS polls (a loaded CI machine is slow: give
+# minutes, not a guess at the usual second); when PID is not empty and
+# that process has ended, COMMAND gets one last try. Succeeds when
+# COMMAND did.
+wait_until() {
+	_n=$1 _pid=$2
+	shift 2
+	_i=0
+	while [ $_i -lt "$_n" ]; do
+		"$@" && return 0
+		if [ -n "$_pid" ] && ! kill -0 "$_pid" 2>/dev/null; then
+			"$@"
+			return
+		fi
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	return 1
+}
+
+# ended PID: the process is gone, or a zombie (this container's init
+# does not reap orphans, so a killed worker can stay one).
+ended() {
+	case $(ps -o stat= -p "$1" 2>/dev/null) in
+	"" | Z*) return 0 ;;
+	esac
+	return 1
 }

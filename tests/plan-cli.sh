@@ -192,17 +192,14 @@ n=$(grep -c 'llmsim plan: interrupted before the search finished' "$tmp/err")
 # listing taken between the two forks held one, and the case below then
 # read the second worker's pid as empty); fewer after that (kids empty
 # when none).
+live_kids() {	# live_kids PID N: sets kids and n; succeeds at >= N
+	kids=$(ps -o pid=,stat= --ppid "$1" 2>/dev/null |
+	       awk '$2 !~ /^Z/ { print $1 }')
+	n=$(echo $kids | wc -w)
+	[ "$n" -ge "$2" ]
+}
 kids_of() {
-	i=0 kids= n=0
-	while [ $i -lt 1200 ]; do
-		kids=$(ps -o pid=,stat= --ppid "$1" 2>/dev/null |
-		       awk '$2 !~ /^Z/ { print $1 }')
-		n=$(echo $kids | wc -w)
-		[ "$n" -ge "$2" ] && return
-		kill -0 "$1" 2>/dev/null || return	# plan ended
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_until 1200 "$1" live_kids "$1" "$2"
 }
 "$llmsim" plan "$job" --top 1000 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
@@ -214,16 +211,9 @@ wait $pid 2>/dev/null
 # scheduled: 1 s was a guess under load); one still running then has
 # outlived its parent
 for k in $kids; do
-	i=0
-	while [ $i -lt 300 ]; do
-		case $(ps -o stat= -p "$k" 2>/dev/null) in
-		"" | Z*) break ;;
-		esac
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ $i -lt 300 ] || { echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"
-			    fail=1; kill "$k" 2>/dev/null; }
+	wait_until 300 '' ended "$k" ||
+		{ echo "FAIL: plan: worker $k outlived a SIGTERM to its parent"
+		  fail=1; kill "$k" 2>/dev/null; }
 done
 "$llmsim" plan "$job" --top 100 --jobs 2 --no-store >"$tmp/out" 2>"$tmp/err" &
 pid=$!
@@ -231,12 +221,7 @@ pid=$!
 # those first and reaps them before the full tier starts): wait for the
 # line that starts the full tier (up to 300 s, not 30: under load the
 # walk's time grows with it), then for both workers to be listed
-i=0
-while [ $i -lt 3000 ] && ! grep -q 'simulating the best' "$tmp/err" &&
-      kill -0 $pid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_until 3000 $pid grep -q 'simulating the best' "$tmp/err"
 kids_of $pid 2
 k1= k2=
 [ "$n" = 2 ] && { k1=$(echo $kids | cut -d' ' -f1); k2=$(echo $kids | cut -d' ' -f2); }
