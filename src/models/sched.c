@@ -153,26 +153,38 @@ static int dominates(const int32_t *a, const int32_t *b, int64_t v)
 	return 1;
 }
 
-/* Keep the vectors of l that no other dominates (the first of equals). */
-static void keep_maximal(struct sched_live *l)
+/* Keep the vectors of l that no other dominates (the first of equals),
+ * in their order. One pass with the set of those not dominated so far
+ * (kept, indices in order; room for l->n): a vector some kept one
+ * dominates (or equals: that one came first) is dropped; else it drops
+ * the kept ones it dominates and joins them. Dominance is a partial
+ * order, so every vector dropped is dominated by one still kept when
+ * it comes, or was, and what is left at the end is the vectors no other
+ * dominates, the first of equals: the set and order the comparison of
+ * every pair gave, in O(n K v) for K kept (a few) where that was
+ * O(n^2 v) (the interleaved schedule's m vpp vectors; the planner
+ * builds them for every (pp, vpp, m) it meets). */
+static void keep_maximal(struct sched_live *l, int64_t *kept)
 {
-	int64_t i, k, n = 0, v = l->vpp;
+	int64_t i, k, j, n = 0, v = l->vpp;
 
 	for (i = 0; i < l->n; i++) {
 		const int32_t *x = l->count + i * v;
-		int beaten = 0;
 
-		for (k = 0; k < n && !beaten; k++)	/* the kept ones */
-			beaten = dominates(l->count + k * v, x, v);
-		for (k = i + 1; k < l->n && !beaten; k++)
-			beaten = dominates(l->count + k * v, x, v) &&
-				 memcmp(l->count + k * v, x,
-					(size_t)v * sizeof(*x)) != 0;
-		if (beaten)
+		for (k = 0; k < n; k++)
+			if (dominates(l->count + kept[k] * v, x, v))
+				break;
+		if (k < n)
 			continue;
-		memmove(l->count + n * v, x, (size_t)v * sizeof(*x));
-		n++;
+		for (k = j = 0; k < n; k++)
+			if (!dominates(x, l->count + kept[k] * v, v))
+				kept[j++] = kept[k];
+		n = j;
+		kept[n++] = i;
 	}
+	for (k = 0; k < n; k++)	/* kept[k] >= k: moves down */
+		memmove(l->count + k * v, l->count + kept[k] * v,
+			(size_t)v * sizeof(*l->count));
 	l->n = n;
 }
 
@@ -182,15 +194,17 @@ int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
 	int64_t n = sched_actions(m, vpp), i;
 	struct sched_action *acts = mem_alloc((size_t)n * sizeof(*acts));
 	int32_t *live = mem_calloc((size_t)vpp, sizeof(*live)), *shrunk;
+	/* at most one vector per backward (it ends a run of forwards) */
+	int64_t *kept = mem_alloc((size_t)(m * vpp + 1) * sizeof(*kept));
 
 	memset(l, 0, sizeof(*l));
 	l->vpp = vpp;
-	/* at most one vector per backward (it ends a run of forwards) */
 	l->count = mem_alloc((size_t)(m * vpp + 1) * (size_t)vpp *
 			     sizeof(*l->count));
-	if (!acts || !live || !l->count) {
+	if (!acts || !live || !kept || !l->count) {
 		mem_free(acts);
 		mem_free(live);
+		mem_free(kept);
 		sched_live_release(l);
 		return -1;
 	}
@@ -207,7 +221,8 @@ int sched_live_init(struct sched_live *l, int schedule, int64_t pp,
 	}
 	mem_free(acts);
 	mem_free(live);
-	keep_maximal(l);
+	keep_maximal(l, kept);
+	mem_free(kept);
 	/* The block shrunk to the vectors kept (a few of the m vpp + 1 it
 	 * had room for): the planner keeps every (schedule, pp, vpp, m)'s
 	 * vectors, and the freed tail is where the next block is built,

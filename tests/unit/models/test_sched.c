@@ -6,6 +6,9 @@
 #include <malloc.h>
 #endif
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "models/sched.h"
 #include "config/spec_job.h"
 
@@ -252,4 +255,94 @@ Test(sched, live_vectors_kept_in_a_block_of_their_size)
 		     malloc_usable_size(l.count));
 #endif
 	sched_live_release(&l);
+}
+
+/* The pairwise reference for sched_live_init's vectors: every vector
+ * after each forward a backward follows (consecutive duplicates once),
+ * then kept where no other dominates it, the first of equals, in order:
+ * every pair compared (what sched.c did before its one-pass set). */
+static int64_t ref_live(int sched, int64_t pp, int64_t vpp, int64_t m,
+			int64_t r, int64_t extra, int32_t *out)
+{
+	int64_t n = sched_actions(m, vpp), i, k, c, nv = 0, kept = 0;
+	struct sched_action *a = malloc((size_t)n * sizeof(*a));
+	int32_t *all = calloc((size_t)(n + 1) * (size_t)vpp, sizeof(*all));
+	int32_t *live = calloc((size_t)vpp, sizeof(*live));
+
+	cr_assert(a && all && live);
+	sched_rank_ex(sched, pp, vpp, m, r, extra, a);
+	for (i = 0; i < n; i++) {
+		live[a[i].chunk] += a[i].bwd ? -1 : 1;
+		if (a[i].bwd || (i + 1 < n && !a[i + 1].bwd))
+			continue;
+		if (nv > 0 && memcmp(all + (nv - 1) * vpp, live,
+				     (size_t)vpp * sizeof(*live)) == 0)
+			continue;
+		memcpy(all + nv * vpp, live, (size_t)vpp * sizeof(*live));
+		nv++;
+	}
+	for (i = 0; i < nv; i++) {
+		int beaten = 0;
+
+		for (k = 0; k < nv && !beaten; k++) {
+			int ge = 1, eq = 1;
+
+			if (k == i)
+				continue;
+			for (c = 0; c < vpp; c++) {
+				ge &= all[k * vpp + c] >= all[i * vpp + c];
+				eq &= all[k * vpp + c] == all[i * vpp + c];
+			}
+			beaten = ge && (!eq || k < i);
+		}
+		if (!beaten)
+			memcpy(out + kept++ * vpp, all + i * vpp,
+			       (size_t)vpp * sizeof(*out));
+	}
+	free(a);
+	free(all);
+	free(live);
+	return kept;
+}
+
+Test(sched, live_vectors_are_the_pairwise_maximal_ones)
+{
+	/* The one-pass maximal set equals the pairwise reference, vector for
+	 * vector and in order, on every rank of schedules whose ranks hold
+	 * several vectors (interleaved, with and without extra warm-up). */
+	static const struct { int sched; int64_t pp, vpp, m, extra; } cases[] = {
+		{ SCHED_1F1B, 4, 1, 8, 0 }, { SCHED_GPIPE, 4, 1, 6, 0 },
+		{ SCHED_INTERLEAVED, 4, 2, 8, 0 }, { SCHED_INTERLEAVED, 4, 4, 12, 0 },
+		{ SCHED_INTERLEAVED, 2, 8, 16, 0 }, { SCHED_INTERLEAVED, 8, 3, 64, 0 },
+		{ SCHED_INTERLEAVED, 4, 3, 16, 1 }, { SCHED_INTERLEAVED, 8, 2, 24, 2 },
+		{ SCHED_INTERLEAVED, 16, 4, 32, 0 },
+	};
+	size_t k;
+	int64_t r;
+	long several = 0;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (r = 0; r < cases[k].pp; r++) {
+			int64_t v = cases[k].vpp, cap = cases[k].m * v + 1, n;
+			int32_t *want = calloc((size_t)(cap * v), sizeof(*want));
+			struct sched_live l;
+
+			cr_assert(want);
+			n = ref_live(cases[k].sched, cases[k].pp, v, cases[k].m, r,
+				     cases[k].extra, want);
+			cr_assert_eq(sched_live_init(&l, cases[k].sched, cases[k].pp,
+						     v, cases[k].m, r,
+						     cases[k].extra), 0);
+			cr_assert_eq(l.n, n, "case %zu rank %lld: %lld vectors, "
+				     "want %lld", k, (long long)r, (long long)l.n,
+				     (long long)n);
+			cr_assert(memcmp(l.count, want, (size_t)(n * v) *
+					 sizeof(*want)) == 0,
+				  "case %zu rank %lld: vectors differ", k,
+				  (long long)r);
+			several += n > 1;
+			sched_live_release(&l);
+			free(want);
+		}
+	cr_assert_gt(several, 0);	/* the cases exercise the set */
 }
