@@ -224,8 +224,8 @@ static const struct schema_field attn_fields[] = {
 	{ .key = "flash2_fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, flash2_fwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
-	  .help = "FlashAttention-2 kernels (flash-attn, PyTorch SDPA flash), "
-		  "forward (default fwd_efficiency: the same kernel)" },
+	  .help = "FlashAttention-2 kernels (the flash-attn package), forward "
+		  "(default fwd_efficiency: the same kernel)" },
 	{ .key = "flash2_bwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, flash2_bwd_efficiency),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
