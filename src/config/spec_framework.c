@@ -79,6 +79,14 @@ static const struct schema_field elementwise_fields[] = {
 	  .def = "false",
 	  .help = "rotary embedding as PyTorch ops on the q and k views "
 		  "(x cos + cat(-x2, x1) sin: five kernels each way)" },
+	{ .key = "complex_rope", .type = ST_BOOL, .offset = EOFF(complex_rope),
+	  .def = "false",
+	  .help = "rotary embedding on complex views (torchtitan's "
+		  "apply_rotary_emb: x.float() viewed as complex, times "
+		  "freqs_cis, view_as_real, type_as): three kernels on q and "
+		  "three on k each way with fp32 intermediates, compiled or "
+		  "not (inductor falls back to ATen for complex operators); "
+		  "overrides eager_rope" },
 	{ .key = "mla_concat", .type = ST_BOOL, .offset = EOFF(mla_concat),
 	  .def = "false",
 	  .help = "MLA: q = cat(q_nope, q_rope) and k = cat(k_nope, k_rope "

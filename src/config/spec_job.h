@@ -258,6 +258,9 @@ struct elementwise_spec {
 	int eager_norm;			/* norms as PyTorch ops on an fp32 copy
 					 * (torchtitan's RMSNorm) */
 	int eager_rope;			/* rotary as PyTorch ops on the q/k views */
+	int complex_rope;		/* rotary on complex views (torchtitan):
+					 * three kernels a tensor, eager or
+					 * compiled */
 	int mla_concat;			/* MLA's q and k assembled by torch.cat
 					 * (k's rotary part expanded to every head) */
 	int eager_activation;		/* gated activation as act(g) * u, two kernels

@@ -131,6 +131,25 @@ static void rope_op(struct layer_ops *o, const char *name,
 		n = layer_tokens(d) * (heads_q(d) + 1) * d->mla_d.rope;
 	else
 		n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
+	if (d->complex_rope) {
+		/* torchtitan's apply_rotary_emb (models/llama3/model.py @
+		 * 820504e2, llama/model.py @ 9dec370a), on q and on k:
+		 * x.float() (r n B, w 4n), its complex view times freqs_cis
+		 * (complex64: r 4n, w 4n, 3 flops a real element), then
+		 * view_as_real and type_as (r 4n, w n B); the backward runs
+		 * the same three on the gradient (times conj(freqs_cis)).
+		 * Compiled alike: inductor generates no code for complex
+		 * tensors (torch/_inductor/lowering.py unsupported_input_
+		 * tensor, "does not support code generation for complex
+		 * operators"; torchtitan issue #15), so the multiply is an
+		 * ATen fallback and both conversions stay kernels of their
+		 * own [S]. freqs_cis (T d / 2 complex) is not counted. */
+		double c = 2 * dtype_bytes(DTYPE_FP32);
+
+		lop_eager(o, name, pass, n * (d->act_B + c),
+			  n * (d->act_B + c), 0, 6, 3 * n);
+		return;
+	}
 	if (!d->eager_rope) {
 		struct layer_op *op = lop_memop(o, name, pass, n * d->act_B,
 						n * d->act_B, 4 * n);

@@ -279,6 +279,7 @@ struct layer_dims {
 					 * attention_mla_bwd_kernel) */
 	int norm_bwd_passes;	/* 1 fused, 2 PyTorch (dgamma re-reads) */
 	int eager_rope;		/* rotary as PyTorch ops */
+	int complex_rope;	/* rotary on complex views (attn.c rope_op) */
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn_mla.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int eager_norm;		/* norms as PyTorch ops in fp32 (layer_ops.c) */

@@ -401,6 +401,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->eager_rope = j->framework->elementwise.eager_rope == 1 ||
 			(m->rope_mscale > 0 && fabs(m->rope_mscale - 1) > 1e-9 &&
 			 j->framework->elementwise.fused_rope_mscale == 0);
+	d->complex_rope = j->framework->elementwise.complex_rope == 1;
 	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
 		       d->gated;
 	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&

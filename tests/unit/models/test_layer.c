@@ -533,6 +533,56 @@ Test(layer, eager_ops_move_more_bytes_in_more_kernels)
 	cr_assert_null(fixture_op(&o, "kv_expand"));
 }
 
+Test(layer, complex_rope_is_three_kernels_a_tensor_eager_or_compiled)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *op;
+	double T = 4096, q = 1024, kv = 256, B = 2;
+	/* torchtitan's apply_rotary_emb on q and k, n = T (q + kv) =
+	 * 5.24e6 elements: x.float() (r n B, w 4n), the complex64 multiply
+	 * (r 4n, w 4n), type_as (r 4n, w n B): read and write n (B + 8)
+	 * each, six kernels, nothing strided; 3 flops a real element. */
+	double n = T * (q + kv), io = n * (B + 8);
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.num_key_value_heads = 4;
+	f.model.position_embedding = POS_ROPE;
+	f.fw.elementwise.complex_rope = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	op = fixture_op(&o, "rope");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, io);
+	fixture_assert_close(op->k.write_B, io);
+	fixture_assert_close(op->k.strided_B, 0);
+	fixture_assert_close(op->k.launches, 6);
+	fixture_assert_close(op->k.vec_flops, 3 * n);
+	/* the backward runs the same chain on the gradient */
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	op = fixture_op(&o, "rope_bwd");
+	cr_assert_not_null(op);
+	fixture_assert_close(op->k.read_B, io);
+	fixture_assert_close(op->k.launches, 6);
+	/* eager_rope (the rotate-half chain) does not replace it: the
+	 * complex views are what the model code runs */
+	f.fw.elementwise.eager_rope = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	op = fixture_op(&o, "rope");
+	fixture_assert_close(op->k.read_B, io);
+	fixture_assert_close(op->k.launches, 6);
+	/* without it, the fused rope: one kernel reading and writing n B */
+	f.fw.elementwise.complex_rope = 0;
+	f.fw.elementwise.eager_rope = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_fwd(&d, NULL, &o);
+	op = fixture_op(&o, "rope");
+	fixture_assert_close(op->k.read_B, n * B);
+	cr_assert_leq(op->k.launches, 1);	/* 0 or 1: one kernel */
+}
+
 Test(layer, fsdp_passes_follow_torch_fsdp)
 {
 	struct fixture f;
