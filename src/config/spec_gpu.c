@@ -552,6 +552,12 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
 		  "kernels of fused optimizers reach (chunks of 65536 elements, "
 		  "at most 320 blocks a launch)" },
+	{ .key = "expert_bwd_efficiency", .type = ST_NUM,
+	  .offset = OFF(expert_bwd_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the modelled time's rate the per-expert BLAS "
+		  "kernels of a multi-stream grouped GEMM's backward (dgrad "
+		  "and wgrad; framework grouped_gemm_streams > 0) reach" },
 	{ .key = "mx_cast_efficiency", .type = ST_NUM,
 	  .offset = OFF(mx_cast_efficiency), .def = "1", .min = 0,
 	  .max = 1, .flags = SF_MIN_EXCL,

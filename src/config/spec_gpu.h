@@ -216,6 +216,9 @@ struct gpu_spec {
 						 * captured CUDA/HIP graph */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
+	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert
+						 * BLAS kernels of a multi-stream grouped GEMM's
+						 * backward (dgrad, wgrad) reach */
 	double mx_cast_efficiency;		/* fraction of streaming bandwidth an MXFP8 cast
 						 * writing the column-wise layout reaches */
 	double fp8_cast_transpose_efficiency;	/* fraction of streaming bandwidth a

@@ -140,6 +140,10 @@ static struct gpu_cost grouped_gemm(const struct kern *k,
 		c.time_s = fmax(c.time_s, gpu_grouped_chain_s(g, &q, groups,
 				(size_t)n, k->launches));
 	}
+	/* the backward's per-expert BLAS kernels at the GPU's measured
+	 * fraction of that (configs/gpus: expert_bwd_efficiency) */
+	if (k->stream_bwd && g->expert_bwd_efficiency > 0)
+		c.time_s /= g->expert_bwd_efficiency;
 	ws = c.bytes + acc_B;
 	mem_s = ws / gpu_level_bandwidth_Bps(g, gpu_serving_level(g, ws));
 	if (k->accum_B > 0 && g->kernel_launch_s + mem_s > c.time_s) {

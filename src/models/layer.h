@@ -464,6 +464,8 @@ struct kern {
 	double kernels;		/* KERN_GROUPED: GEMM kernels it runs (one
 				 * per local expert on Transformer Engine's
 				 * multi-stream path); 0: as launches */
+	int stream_bwd;		/* KERN_GROUPED: a backward GEMM on that path
+				 * (gpu expert_bwd_efficiency) */
 	double model_flops;	/* attention: model FLOPs to count instead of
 				 * the shape's (context parallelism splits
 				 * the core into blocks, unfused GEMMs hold a

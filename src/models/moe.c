@@ -245,6 +245,7 @@ static struct layer_op *grouped(struct layer_ops *o, const char *name,
 	/* one cuBLAS GEMM kernel per local expert on the multi-stream
 	 * path, each with its own set-up and drain (block.c) */
 	op->k.kernels = streams > 0 && e->local > 1 ? e->local : 1;
+	op->k.stream_bwd = pass == PASS_BWD && op->k.kernels > 1;
 	op->host = HOST_FREE;	/* inside GroupedLinear's call (its cast) */
 	op->host_kernels = per_expert(d);
 	/* the per-expert loop of cuBLASLt GEMMs: nvte_cublas_gemm builds

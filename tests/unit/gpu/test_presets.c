@@ -509,6 +509,27 @@ Test(gpu, every_gpu_takes_the_multi_tensor_rate)
 	arena_release(&a);
 }
 
+/* Only mi355x carries a measured per-expert backward efficiency (its
+ * 0.44: Primus-Turbo's ROCm-TE grouped GEMM means, results/reference/
+ * kernels/README.md); every other GPU keeps the default 1, so no NVIDIA
+ * or MI300X/MI325X job moves. Fails if a preset loses or gains it. */
+Test(gpu, only_mi355x_slows_per_expert_backward)
+{
+	struct arena a;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < NNAMES; i++) {
+		struct gpu_spec g;
+		double want = strcmp(names[i], "mi355x") == 0 ? 0.44 : 1;
+
+		cr_assert_eq(load(&a, names[i], &g), 0);
+		cr_assert_float_eq(g.expert_bwd_efficiency, want, 1e-12,
+				   "%s: %g", names[i], g.expert_bwd_efficiency);
+	}
+	arena_release(&a);
+}
+
 /* FlashAttention-2 (framework attention_kernel flash2) on H800 runs at
  * h100's rates, fitted to the FlashAttention-3 paper's H100 FA2 rows
  * (results/reference/kernels/fa3-paper-h100-flash2.yaml): 0.490 forward,

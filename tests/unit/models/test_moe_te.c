@@ -225,6 +225,51 @@ Test(moe, per_expert_gemms_pay_each_streams_launches)
 	arena_release(&a);
 }
 
+/*
+ * The GPU's expert_bwd_efficiency (configs/gpus/mi355x.yaml: AMD's
+ * measured per-expert hipBLASLt backward) scales only the backward's
+ * per-expert kernels: ep 1, 8 local experts on 4 streams, e = 0.5
+ * doubles expert_fc1_dgrad and expert_fc2_wgrad (time / 0.5) and leaves
+ * the forward's expert_fc1 as it was; with one grouped kernel (streams 0)
+ * the backward's GEMMs are not per expert and keep their time.
+ */
+Test(moe, expert_bwd_efficiency_scales_per_expert_backward_only)
+{
+	static const char *const names[] = { "expert_fc1", "expert_fc1_dgrad",
+					     "expert_fc2_wgrad" };
+	struct fixture f;
+	struct arena a;
+	struct layer_ops fwd, bwd;
+	double t[2][3];
+	int s, e, i;
+
+	arena_init(&a);
+	pad_job(&f);
+	f.job.parallelism.ep = 1;
+	f.job.training.dtype = DTYPE_BF16;
+	for (s = 0; s < 2; s++) {
+		f.fw.elementwise.grouped_gemm_streams = s ? 0 : 4;
+		build(&f, &a, &fwd, &bwd);
+		cr_assert_eq(fixture_op(&bwd, "expert_fc1_dgrad")->k.stream_bwd,
+			     !s);
+		cr_assert_eq(fixture_op(&fwd, "expert_fc1")->k.stream_bwd, 0);
+		for (e = 0; e < 2; e++) {
+			f.gpu.expert_bwd_efficiency = e ? 0.5 : 1;
+			for (i = 0; i < 3; i++)
+				t[e][i] = op_time(&f, i ? &bwd : &fwd,
+						  names[i]);
+		}
+		f.gpu.expert_bwd_efficiency = 0;
+		cr_assert(near(t[1][0], t[0][0]), "fwd %g %g", t[1][0],
+			  t[0][0]);
+		for (i = 1; i < 3; i++)
+			cr_assert(near(t[1][i], s ? t[0][i] : 2 * t[0][i]),
+				  "streams %d %s: %g against %g", s ? 0 : 4,
+				  names[i], t[1][i], t[0][i]);
+	}
+	arena_release(&a);
+}
+
 /* The op named name of pass `pass` in o (a recomputed forward's ops sit
  * in the backward's list under the forward's names). */
 static const struct layer_op *pass_op(const struct layer_ops *o,
