@@ -88,6 +88,17 @@ static const struct schema_field training_fields[] = {
 		  "(Megatron-Core fp8_output_proj: Transformer Engine's "
 		  "ColumnParallelLinear under the MXFP8 recipe; no effect "
 		  "on another dtype)" },
+	{ .key = "cpu_offload_layers", .type = ST_INT,
+	  .offset = TOFF(cpu_offload_layers), .def = "0", .min = 0,
+	  .max = 1e6,
+	  .help = "activation offloading: the saved activations of the "
+		  "first this many layers go to host memory during the "
+		  "forward and come back for the backward, on a copy stream "
+		  "at the system's host_link rates, at most (layers - this) "
+		  "layers' sets on the GPU (Megatron-Core "
+		  "cpu_offloading_num_layers, Transformer Engine's default "
+		  "offload schedule; pp 1, no recompute, no CUDA graphs); "
+		  "0: none" },
 	{ .key = "comm_hw_queues", .type = ST_INT,
 	  .offset = TOFF(comm_hw_queues), .def = "0", .min = 0, .max = 1024,
 	  .help = "hardware queues the collective library's streams are "

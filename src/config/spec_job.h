@@ -499,6 +499,10 @@ struct training_spec {
 	int fp8_attention;		/* attention in FP8 (TE fp8_dot_product_attention) */
 	int fp8_output_proj;		/* the LM head's GEMMs in MXFP8
 					 * (Megatron-Core fp8_output_proj) */
+	int64_t cpu_offload_layers;	/* the first this many layers' saved
+					 * activations go to host memory and
+					 * back (Megatron-Core cpu_offloading_
+					 * num_layers); 0: none */
 	int64_t comm_hw_queues;			/* hardware queues the collective
 					 * library's streams share (HIP
 					 * GPU_MAX_HW_QUEUES); 0: one each */
@@ -705,6 +709,8 @@ enum job_rule {
 				 * Attention */
 	JR_RANK_ORDER,		/* rank_order tp-cp-ep-pp-dp: training, and
 				 * experts fold over tp cp (etp ep = tp cp) */
+	JR_CPU_OFFLOAD,		/* cpu_offload_layers: pp 1, no recompute,
+				 * no CUDA graphs, fewer than the layers */
 	JR_COUNT
 };
 

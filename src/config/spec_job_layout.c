@@ -565,6 +565,51 @@ static void check_defer(const struct job_spec *j, struct layout_sink *s)
 			     "LM head refuses it)");
 }
 
+/* Activation offloading where Megatron-Core runs it: TransformerConfig.
+ * __post_init__ refuses cpu_offloading with pipeline parallelism, with
+ * activation recomputation and with CUDA graphs, and wants
+ * cpu_offloading_num_layers in [0, num_layers) (NVIDIA/Megatron-LM @
+ * d98e8a64 megatron/core/transformer/transformer_config.py; Megatron-
+ * Bridge docs/training/cpu-offloading.md, "Feature Interactions");
+ * Transformer Engine's default schedule leaves at least one layer's set
+ * on the GPU (get_cpu_offload_context: num_layers <= model_layers - 1).
+ * llmsim builds the offload on the plain schedule only: the MoE
+ * all-to-all overlap's paired actions are not offloaded (refused). */
+static void check_offload(const struct job_spec *j, struct layout_sink *s)
+{
+	const struct training_spec *t = &j->training;
+	int64_t n = t->cpu_offload_layers, layers = j->model->num_hidden_layers;
+
+	if (n == 0)
+		return;
+	if (n >= layers)
+		layout_error(s, JR_CPU_OFFLOAD, "training.cpu_offload_layers "
+			     "%lld must be less than the model's %lld layers "
+			     "(Transformer Engine keeps at least one layer's "
+			     "activations on the GPU)", (long long)n,
+			     (long long)layers);
+	else if (j->parallelism.pp > 1)
+		layout_error(s, JR_CPU_OFFLOAD, "training.cpu_offload_layers "
+			     "needs pp 1 (Megatron-Core: no pipeline "
+			     "parallelism with CPU offloading), got pp %lld",
+			     (long long)j->parallelism.pp);
+	else if (t->recompute != RECOMPUTE_NONE)
+		layout_error(s, JR_CPU_OFFLOAD, "training.cpu_offload_layers "
+			     "does not work with activation recomputation "
+			     "(training.recompute must be none; Megatron-Core "
+			     "refuses both)");
+	else if (t->cuda_graphs.n > 0)
+		layout_error(s, JR_CPU_OFFLOAD, "training.cpu_offload_layers "
+			     "does not work with CUDA graphs (training."
+			     "cuda_graphs must be empty; Megatron-Core refuses "
+			     "both)");
+	else if (model_is_moe(j->model) && j->moe.a2a_overlap &&
+		 j->parallelism.ep > 1)
+		layout_error(s, JR_CPU_OFFLOAD, "training.cpu_offload_layers "
+			     "with moe.a2a_overlap is not modeled (the paired "
+			     "forward and backward actions)");
+}
+
 static void check_training(struct job_spec *j, struct layout_sink *s)
 {
 	const struct training_spec *t = &j->training;
@@ -580,6 +625,7 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	check_cp(j, s);
 	check_sp(j, s);
 	check_defer(j, s);
+	check_offload(j, s);
 	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
 	 * parallelism over it is refused: no framework we know of runs it.
 	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)

@@ -36,7 +36,7 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
 	"pool_ep", "pool_tp", "defer_wgrad", "tp_linear_heads", "linear_cp",
-	"train_dsa_cp", "rank_order", NULL,
+	"train_dsa_cp", "rank_order", "cpu_offload", NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -135,6 +135,8 @@ static const char *const rule_keys[JR_COUNT] = {
 	[JR_TRAIN_DSA_CP] = "parallelism.cp",
 	[JR_RANK_ORDER] = "parallelism.rank_order parallelism.ep "
 			  "parallelism.etp parallelism.tp parallelism.cp",
+	[JR_CPU_OFFLOAD] = "training.cpu_offload_layers parallelism.pp "
+			   "training.recompute training.cuda_graphs",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

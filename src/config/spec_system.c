@@ -79,6 +79,17 @@ static const struct schema_field system_fields[] = {
 		  "(scheduling, inputs, sampler update, responses: the "
 		  "engine's step, sequence and prompt-token overheads) over "
 		  "the reference x86 host's: 1" },
+	{ .key = "host_h2d", .type = ST_BANDWIDTH, .offset = OFF(host_h2d_Bps),
+	  .def = "0 B/s", .max = 1e13,
+	  .help = "what one GPU copies from pinned host memory per second "
+		  "while its peers on the same host copy too (PCIe, "
+		  "NVLink-C2C): activation offloading's reloads "
+		  "(training.cpu_offload_layers); 0 = not stated" },
+	{ .key = "host_d2h", .type = ST_BANDWIDTH, .offset = OFF(host_d2h_Bps),
+	  .def = "0 B/s", .max = 1e13,
+	  .help = "what one GPU copies to pinned host memory per second, "
+		  "its host peers copying too: activation offloading's "
+		  "offloads; 0 = not stated" },
 	{ .key = "collective_overhead", .type = ST_TIME,
 	  .offset = OFF(collective_overhead_s), .def = "0 us", .max = 1e-2,
 	  .flags = SF_FIT,

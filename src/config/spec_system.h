@@ -46,6 +46,10 @@ struct system_spec {
 	struct variability_spec variability;	/* per-GPU variability; 0 = none */
 	double host_dispatch_scale;		/* the host CPU's time per framework call over
 						 * the reference CPU's (Xeon Platinum 8480C) */
+	double host_h2d_Bps;			/* B/s one GPU copies from host memory
+						 * (a copy engine, pinned memory);
+						 * 0 = not stated */
+	double host_d2h_Bps;			/* B/s one GPU copies to host memory */
 	double host_loop_scale;			/* the host CPU's time for a serving engine's
 						 * Python loop (its step, sequence and
 						 * prompt-token overheads) over the reference

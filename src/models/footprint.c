@@ -722,6 +722,16 @@ static double stage_act_B(const struct job_spec *j,
 			b += one;
 		}
 	}
+	/* activation offloading (pp 1, train_offload.c): Transformer
+	 * Engine's default schedule keeps at most layers - N sets on the
+	 * GPU, the first N layers' leaving as the last ones are made */
+	if (stages == 1)
+		for (i = first; i < first + split[vs] &&
+		     i < j->training.cpu_offload_layers; i++) {
+			struct layer_kind k = kind_of(j, i);
+
+			b -= footprint_kind_act_B(d, &k, rc);
+		}
 	if (vs == 0)
 		b += footprint_embed_act_B(d);
 	if (vs == stages - 1)

@@ -55,6 +55,15 @@ int train_check(const struct job_spec *j, struct diag *d)
 			  dtype_names[j->moe.router_dtype]);
 		return -1;
 	}
+	if (j->training.cpu_offload_layers > 0 &&
+	    (j->system->host_h2d_Bps <= 0 || j->system->host_d2h_Bps <= 0)) {
+		diag_error(d, NULL, 0, 0, "training.cpu_offload_layers %lld "
+			   "needs the system's host copy rates: system '%s' "
+			   "states no host_h2d / host_d2h",
+			   (long long)j->training.cpu_offload_layers,
+			   j->system->name ? j->system->name : "(inline)");
+		return -1;
+	}
 	return 0;
 }
 
@@ -613,6 +622,7 @@ static int build_stage(struct train *t, int64_t s, task_id *in, task_id *in2)
 		for (u = 0; u < train_units(t, train_vs(t, s, sp->acts[a].chunk));
 		     u++)
 			if (action_unit(t, s, n, a, u, in, &info) != 0 ||
+			    train_offload_unit(t, s, n, a, u) != 0 ||
 			    train_grad_prep(t, s, n, a, u, in) != 0)
 				return -1;
 		if (action_end(t, s, n, a, in, &info) != 0 ||
@@ -819,6 +829,7 @@ static void name_streams(struct prog *p)
 		"compute", "tp", "pp_fwd", "pp_bwd", "pp_fwd_wrap",
 		"pp_bwd_wrap", "dp", "dp_gather", "cp", "ep", "host",
 		"dp_expert", "dp_gather_expert", "pp_fwd_odd", "pp_bwd_odd",
+		"offload",
 	};
 	uint32_t s;
 
@@ -866,7 +877,8 @@ static int build_all(struct train *t)
 	int64_t s;
 
 	name_streams(t->prog);
-	if (!in || !in2 || train_cost_blocks(t) != 0 || train_plan_dp(t) != 0)
+	if (!in || !in2 || train_cost_blocks(t) != 0 || train_plan_dp(t) != 0 ||
+	    train_offload_setup(t) != 0)
 		return -1;
 	/* Room for the tasks and calls the estimate counts (it equals the
 	 * build), so the program's arrays are not grown and copied. */

@@ -12,7 +12,8 @@
  * next chunk), dp (gradient reduction) and dp_gather (parameter
  * all-gathers), dp_expert and dp_gather_expert (the same for the routed
  * experts' buckets over edp when they overlap compute: their own chain,
- * train_dp.c), and host: the CPU thread that issues the rank's kernels
+ * train_dp.c), offload (activation copies to and from host memory,
+ * training.cpu_offload_layers), and host: the CPU thread that issues the rank's kernels
  * and collectives (train.c's host model, when the framework has one). Collectives carry real global GPU ids and the
  * number of identical groups they stand for (layout.h), so the fabric
  * model sees the traffic of the whole cluster.
@@ -49,6 +50,7 @@ enum train_stream {
 	TRAIN_ST_DP_GATHER_EXPERT,	/* their parameter all-gathers */
 	TRAIN_ST_PP_FWD_ODD,	/* interleaved: pairs from an odd rank */
 	TRAIN_ST_PP_BWD_ODD,
+	TRAIN_ST_OFFLOAD,	/* activation offload and reload copies */
 	TRAIN_ST_COUNT
 };
 

@@ -28,6 +28,8 @@
  *     and per bucket the work before its reduction (train_grad.c:
  *     the NaN check's norm and host tasks, the scaling);
  *   - the optimizer step and the host overhead, a task each per GPU;
+ *   - activation offloading (pp 1): per microbatch and offloaded layer
+ *     its copy to the host and its reload (train_offload.c);
  *   - when the framework models the host thread (train_host.c): a host
  *     task per op of a unit, gather or amax block that costs the host
  *     time or waits for the device, and with p2p syncs one before every
@@ -170,6 +172,11 @@ static void count_rest(const struct train *t, int64_t s, int p2p,
 		c->calls += s == 0;	/* one call a pair */
 	}
 	c->tasks += 1 + (t->job->framework->step_overhead_s > 0);
+	/* activation offloading (pp 1): each offloaded layer's copy out in
+	 * the forward and back in the backward, per microbatch */
+	if (t->pp == 1)
+		c->tasks += 2 * (double)t->m *
+			    (double)t->job->training.cpu_offload_layers;
 }
 
 void train_count(struct train *t, int p2p, struct train_estimate *e)

@@ -144,6 +144,11 @@ static int layer_kind(const struct train *t, int64_t i)
 				model_layer_nope(m, i));
 }
 
+int train_layer_kind(const struct train *t, int64_t i)
+{
+	return layer_kind(t, i);
+}
+
 const struct block *train_unit_block(const struct train *t, int64_t vs,
 				     int bwd, int64_t u, int32_t *layer)
 {

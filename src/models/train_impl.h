@@ -147,6 +147,18 @@ struct train {
 	uint32_t *pos;			/* scratch: group position of those */
 	uint32_t slow_rank;		/* the straggler's simulated rank, or
 					 * UINT32_MAX (full fidelity only) */
+	int64_t offload;		/* training.cpu_offload_layers: the
+					 * first this many layers offloaded
+					 * (pp 1); 0: none (train_offload.c) */
+	int64_t offload_keep;		/* layers' activation sets the GPU
+					 * holds at most: layers - offload */
+	double offload_B[TRAIN_KINDS];	/* saved activations of one layer of
+					 * each kind, one microbatch, B */
+	task_id *off_copy;		/* [sim x layers] this action's
+					 * offload (forward) or reload
+					 * (backward) per layer */
+	task_id *off_bwd;		/* [sim x layers] this backward's end
+					 * of each layer */
 	struct group_memo *group_memo;	/* train_group's answers (in the
 					 * arena), GROUP_MEMO of them; NULL
 					 * before the first */
@@ -329,6 +341,17 @@ task_id train_xg_from(const struct train *t, int64_t s, uint32_t r,
 task_id train_xg_before(const struct train *t, int64_t s, uint32_t r,
 			int64_t a, int64_t u);
 
+
+/* The kind index (t->kinds, t->lf, t->lb) of layer i. */
+int train_layer_kind(const struct train *t, int64_t i);
+
+/* Activation offloading (train_offload.c). train_offload_setup sizes
+ * its state (0, or -1 when out of memory); train_offload_unit adds, after
+ * unit u of action a of pipeline rank s is built on its n simulated GPUs,
+ * the unit's copies on the offload stream and the waits on them. */
+int train_offload_setup(struct train *t);
+int train_offload_unit(struct train *t, int64_t s, uint32_t n, int64_t a,
+		       int64_t u);
 
 /* Add dependency before -> after unless either is TASK_NONE. */
 int train_dep(struct train *t, task_id before, task_id after);
