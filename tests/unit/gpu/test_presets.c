@@ -537,3 +537,33 @@ Test(gpu, h800_takes_h100s_flash2_fit)
 			   y.attention.flash2_bwd_efficiency, 1.86, 0.01);
 	arena_release(&a);
 }
+
+/* B200's FP8 attention is fitted on its own cuDNN FP8 sets (r36;
+ * results/reference/kernels/cudnn-frontend-b200-sdpa-fp8-9.10.yaml and
+ * -9.13.yaml): the Llama-3.1-405B-like causal layer (batch 1, 128 query
+ * and 8 key/value heads of 128) at s 16384, forward
+ * 4 x 128 x 16384^2 x 128 / 2 = 8.796 TFLOP, measured 5.640 ms (cuDNN
+ * 9.10.2) and 5.197 ms (9.13.1); backward 2.5 x that, 15.326 and 14.964
+ * ms. The preset's forward lies between the two versions (5.35 ms) and
+ * its backward within 3 % of 9.13.1's (14.79 ms). With gb200's cuDNN 9.22
+ * rates it had before (0.451 / 0.416) the forward took 4.66 ms and the
+ * backward 12.9 ms, faster than either version: this fails then. */
+Test(gpu, b200_fp8_attention_is_b200s_cudnn)
+{
+	struct gpu_attn_shape s = {
+		.batch = 1, .heads_q = 128, .heads_kv = 8, .seq_q = 16384,
+		.seq_kv = 16384, .head_dim_qk = 128, .head_dim_v = 128,
+		.causal = 1, .kernel = GPU_ATTN_VENDOR, .fp8 = 1,
+	};
+	struct arena a;
+	struct gpu_spec g;
+	double f, b;
+
+	arena_init(&a);
+	cr_assert_eq(load(&a, "b200", &g), 0);
+	f = gpu_attention_fwd(&g, DTYPE_BF16, &s).time_s;
+	b = gpu_attention_bwd(&g, DTYPE_BF16, &s).time_s;
+	cr_assert(f > 5.197e-3 && f < 5.640e-3, "fwd %g s", f);
+	cr_assert_float_eq(b / 14.964e-3, 1.0, 0.03, "bwd %g s", b);
+	arena_release(&a);
+}
