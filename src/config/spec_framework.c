@@ -338,6 +338,14 @@ static const struct schema_field framework_fields[] = {
 		  "own (Megatron-Core DDP gradient_scaling_factor); true "
 		  "still scales the routed experts' buckets by edp/(dp cp) "
 		  "when that is not 1" },
+	{ .key = "per_token_loss", .type = ST_BOOL,
+	  .offset = FOFF(per_token_loss), .def = "false",
+	  .help = "the loss sums over tokens (Megatron-Core "
+		  "calculate_per_token_loss): no bucket is scaled before its "
+		  "reduction, and after the reduction the whole gradient "
+		  "buffer is scaled by 1/tokens in a pass of its own "
+		  "(finalize_model_grads scale_gradients); needs "
+		  "average_in_collective false" },
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },
@@ -620,6 +628,25 @@ static const struct schema_field framework_fields[] = {
 
 static const char *const framework_dirs[] = {"workloads/frameworks", NULL};
 
+/* per_token_loss with average_in_collective: Megatron-Core's DDP asserts
+ * "Cannot average in collective when calculating per-token loss!"
+ * (megatron/core/distributed/distributed_data_parallel.py @ d98e8a64dd).
+ * Reported at per_token_loss, else at the framework. -1 after an error. */
+static int per_token_loss_check(const struct framework_spec *f,
+				const struct schema_at *at, struct diag *d)
+{
+	const struct cnode *v = at->map ? cnode_get(at->map, "per_token_loss") :
+				NULL;
+
+	if (!f->per_token_loss || !f->average_in_collective)
+		return 0;
+	cnode_error(d, v ? v : at->map, "'%s%sper_token_loss' needs "
+		    "average_in_collective false (Megatron-Core DDP cannot "
+		    "average in the collective when the loss is a token sum)",
+		    at->path ? at->path : "", at->path ? "." : "");
+	return -1;
+}
+
 static int framework_check(void *obj, const struct schema_at *at,
 			   struct diag *d)
 {
@@ -629,6 +656,8 @@ static int framework_check(void *obj, const struct schema_at *at,
 	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
 			       NULL;
 
+	if (per_token_loss_check(f, at, d) != 0)
+		return -1;
 	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;
 	cnode_error(d, v ? v : e ? e : at->map, "'%s%selementwise."

@@ -371,6 +371,9 @@ struct framework_spec {
 						 * NaN/Inf (two host syncs) before its reduction */
 	int average_in_collective;		/* the reduction averages; else each bucket is
 						 * scaled by 1/(dp cp) before it */
+	int per_token_loss;			/* the loss is a token sum: no bucket pre-scaling,
+						 * the whole gradient buffer scaled by 1/tokens
+						 * before the optimizer step */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t linear_attn_chunk;		/* tokens a chunk of the Gated DeltaNet chunk

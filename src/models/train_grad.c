@@ -22,8 +22,10 @@
  *   - scales the bucket, grad_data *= gradient_scaling_factor, when the
  *     factor is not 1 (a read and a write of P G bytes): without
  *     average_in_collective 1/(dp cp) for both kinds; with it 1 for the
- *     dense buckets and edp/(dp cp) for the routed experts'
- *     (distributed_data_parallel.py).
+ *     dense buckets and edp/(dp cp) for the routed experts'; with
+ *     calculate_per_token_loss (framework per_token_loss) 1 for both, the
+ *     token count's scaling left to finalize_model_grads (train_opt.c)
+ *     (distributed_data_parallel.py @ d98e8a64dd).
  *
  * Modelled per bucket and simulated GPU: on the host thread (when the
  * framework has a host model) a task of 2 op (norm, isnan issued), the
@@ -43,6 +45,8 @@ double train_grad_scale(const struct job_spec *j, int experts)
 	double dpcp = (double)(p->dp * p->cp);
 	double edp = (double)(p->edp > 0 ? p->edp : 1);
 
+	if (j->framework->per_token_loss)
+		return 1.0;
 	if (!j->framework->average_in_collective)
 		return 1.0 / dpcp;
 	return experts ? edp / dpcp : 1.0;

@@ -28,6 +28,15 @@
  *                 d = sqrt(v) (r s, w s) / c (r s, w s) + eps (r s, w s);
  *                 p -= a m / d (r M + 2 s, w M): read 2M + 9s + 2G, write
  *                 2M + 7s, 9 kernels per tensor
+ *   scale_grads   with framework per_token_loss (Megatron-Core
+ *                 calculate_per_token_loss), before the step,
+ *                 finalize_model_grads' scale_gradients(1 / num_tokens):
+ *                 grad_data *= s, read G and write G over the buffer
+ *                 zero_grad writes, dense and expert
+ *                 (param_and_grad_buffer.py, finalize_model_grads.py @
+ *                 d98e8a64dd); the token count's pipeline broadcast and
+ *                 data-parallel all-reduce (a scalar each) are not
+ *                 counted [?: microseconds]
  *   zero_grad     write G over the whole gradient buffer: under ZeRO 1-2
  *                 every parameter of this GPU (P, not the shard: Megatron-
  *                 Core's _ParamAndGradBuffer allocates grad_data for all
@@ -127,6 +136,9 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 		sum += mt_pass(g, p, b.master_B, b.weights_B, 0);
 	if (footprint_grads_sharded(j))
 		buffer = p;	/* FSDP, ZeRO 2: only the shard's gradients */
+	if (j->framework->per_token_loss)	/* scale_gradients */
+		sum += gpu_memory_op(g, G * buffer, G * buffer, buffer,
+				     G * buffer).time_s;
 	if (o->zero_grad)
 		sum += gpu_memory_op(g, 0, G * buffer, 0, G * buffer).time_s;
 	return sum;
