@@ -318,4 +318,49 @@ for c in '[512]' '[512, 512, 0]' '[512.5, 511.5]' '[-1, 1025]' '1024' \
 	grep -q "'counts': expected a list of 2 whole numbers" "$tmp/err" ||
 		bad "counts: $c: not reported as such"
 done
+# A row of several GEMMs (shapes: [[m, n, k], ...], the summed time s):
+# predicted as the sum of its GEMMs' times, so its rate is the summed
+# FLOPs over the sum of the single rows' times. Two GEMMs on b200 bf16,
+# 8192 x 8192 x 4096 (0.550 TFLOP) and 8192 x 4096 x 8192 (0.550):
+# 1.100 TFLOP / (t_a + t_b), t = flop / predicted rate of each single row.
+rm -f "$tmp/ref/kernels/grp.yaml"
+printf '%s\n' 'id: K-SHAPES' 'gpu: b200' 'kind: gemm' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {label: a, m: 8192, n: 8192, k: 4096, tflops: 1000}' \
+	'  - {label: b, m: 8192, n: 4096, k: 8192, tflops: 1000}' \
+	'  - {label: ab, shapes: [[8192, 8192, 4096], [8192, 4096, 8192]], s: 1.1e-3}' \
+	>"$tmp/ref/kernels/shp.yaml"
+rc=0
+"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+	>"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -le 1 ] || bad "a shapes row: exit $rc"
+r=$(awk '/^  a 8192 x 8192 x 4096 / {a = $(NF-2)} /^  b 8192 x 4096 x 8192 / {b = $(NF-2)}
+	/^  ab 2 GEMMs, 1.1 TFLOP / {m = $(NF-3); c = $(NF-2)}
+	END {f = 2 * 8192 * 8192 * 4096 / 1e12
+	     if (a > 0 && b > 0) printf "%.4f %.1f", c / (2 * f / (f / a + f / b)), m}' "$tmp/out")
+awk -v r="$r" 'BEGIN {split(r, x, " ")
+	exit !(x[1] > 0.999 && x[1] < 1.001 && x[2] == 999.6)}' ||
+	bad "shapes row: predicted / summed single rows and measured rate '$r', expected 1 (4 digits printed) and 999.6 (1.0995 TFLOP in 1.1 ms)"
+# Malformed shapes are reported at the list; a shapes row takes s, not
+# m, n, k or tflops.
+for c in '[]' '[[8192, 8192]]' '[[8192, 8192, 0]]' '[[8192, 8192, 40.5]]' \
+	'[8192, 8192, 4096]' '[[8192, 8192, x]]' '8192'; do
+	printf '%s\n' 'id: K-SHAPES' 'gpu: b200' 'kind: gemm' 'dtype: bf16' \
+		'timing: stream' 'rows:' \
+		"  - {shapes: $c, s: 1.0e-3}" >"$tmp/ref/kernels/shp.yaml"
+	status 2 "a row with shapes: $c" --kind kernel --reference "$tmp/ref"
+	grep -q "shp.yaml:7:14: error: 'shapes': expected a list of \[m, n, k\] triples of whole numbers >= 1" "$tmp/err" ||
+		bad "shapes: $c: not reported at shp.yaml:7:14"
+done
+printf '%s\n' 'id: K-SHAPES' 'gpu: b200' 'kind: gemm' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {shapes: [[8192, 8192, 4096]], tflops: 1000}' >"$tmp/ref/kernels/shp.yaml"
+status 2 "a shapes row with tflops" --kind kernel --reference "$tmp/ref"
+grep -q "'shapes': a row of several GEMMs takes its summed time s" "$tmp/err" ||
+	bad "shapes with tflops: not reported"
+printf '%s\n' 'id: K-SHAPES' 'gpu: b200' 'kind: gemm' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {shapes: [[8192, 8192, 4096]]}' >"$tmp/ref/kernels/shp.yaml"
+status 2 "a shapes row without s" --kind kernel --reference "$tmp/ref"
+rm -f "$tmp/ref/kernels/shp.yaml"
 exit $fail

@@ -334,6 +334,61 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 	return t;
 }
 
+/* A row's `shapes: [[m, n, k], ...]`: several dense GEMMs run one after
+ * another, published as one summed time `s` (Transformer Engine's GEMM
+ * profiling guide prints a layer's Fprop, Dgrad and Wgrad sums). The
+ * predicted time is the sum of gpu_gemm's; the rate both sides' summed
+ * FLOPs over their time. 0 when done, -1 for a malformed row (the caller
+ * reports it), -2 after an error at the value. */
+static int row_gemm_shapes(const struct ref *r, const struct cnode *row,
+			   struct line *l, struct diag *d)
+{
+	const struct cnode *n = cnode_get(row, "shapes");
+	const char *label = get_str(row, "label");
+	double s = get_num(row, "s"), flop = 0, t = 0, v[3];
+	size_t i, j;
+
+	for (i = 0; n->kind == CNODE_SEQ && i < n->nitems; i++) {
+		const struct cnode *e = n->items[i];
+
+		if (e->kind != CNODE_SEQ || e->nitems != 3)
+			break;
+		for (j = 0; j < 3; j++) {
+			const struct cnode *x = e->items[j];
+			char *end;
+
+			v[j] = x->kind == CNODE_SCALAR ?
+			       strtod(x->text, &end) : NAN;
+			if (x->kind != CNODE_SCALAR || end == x->text ||
+			    *end || !(v[j] >= 1 && v[j] == floor(v[j])))
+				break;
+		}
+		if (j < 3)
+			break;
+		flop += 2 * v[0] * v[1] * v[2];
+		t += gpu_gemm(&r->g, r->dt, v[0], v[1], v[2], 1).time_s;
+	}
+	if (n->kind != CNODE_SEQ || n->nitems == 0 || i < n->nitems)
+		return bad(d, n, "'shapes': expected a list of [m, n, k] "
+			   "triples of whole numbers >= 1") - 1;
+	if (cnode_get(row, "m") || cnode_get(row, "n") ||
+	    cnode_get(row, "k") || cnode_get(row, "groups") ||
+	    cnode_get(row, "tflops"))
+		return bad(d, n, "'shapes': a row of several GEMMs takes "
+			   "its summed time s, not m, n, k, groups or "
+			   "tflops") - 1;
+	if (!(s > 0))
+		return -1;
+	snprintf(l->label, sizeof(l->label), "%s%s%zu GEMMs, %.3g TFLOP",
+		 label ? label : "", label ? " " : "", n->nitems,
+		 flop / 1e12);
+	l->meas = flop / s / 1e12;
+	l->meas_s = s;
+	l->pred = flop / t / 1e12;
+	l->unit = "TFLOP/s";
+	return 0;
+}
+
 /* 0, or -1 for a malformed row (the caller reports it), or -2 after
  * reporting an error at a value. */
 static int row_gemm(const struct ref *r, const struct cnode *row,
@@ -605,7 +660,9 @@ static int do_row(struct valid_table *t, const struct ref *r,
 	}
 	if (strcmp(r->kind, "gemm") == 0 && bad_streams(row, d) < 0)
 		return -1;
-	if (strcmp(r->kind, "gemm") == 0)
+	if (strcmp(r->kind, "gemm") == 0 && cnode_get(row, "shapes"))
+		rc = row_gemm_shapes(r, row, &l, d);
+	else if (strcmp(r->kind, "gemm") == 0)
 		rc = row_gemm(r, row, &l, d);
 	else if (strcmp(r->kind, "decode_attention") == 0)
 		rc = row_decode(r, row, &l);
