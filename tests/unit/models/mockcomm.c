@@ -107,7 +107,8 @@ double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
 	double step_s;
 
 	mockcomm_train_run(&run, j, full, alpha_s, beta_Bps);
-	*exposed_s = run.er.part_s[EXEC_EXPOSED_COMM];
+	if (exposed_s)
+		*exposed_s = run.er.part_s[EXEC_EXPOSED_COMM];
 	step_s = run.er.step_s;
 	mockcomm_train_release(&run);
 	return step_s;

@@ -46,7 +46,7 @@ void mockcomm_train_run(struct mockcomm_run *r, const struct job_spec *j,
 void mockcomm_train_release(struct mockcomm_run *r);
 
 /* The step time (s) of job j through mockcomm_train_run, its exposed
- * communication (s) into *exposed_s; everything freed. */
+ * communication (s) into *exposed_s (unless NULL); everything freed. */
 double mockcomm_train_step(const struct job_spec *j, int full, double alpha_s,
 			   double beta_Bps, double *exposed_s);
 
