@@ -81,9 +81,9 @@ static const char *get_str(const struct cnode *map, const char *key)
 }
 
 /* A number, or NAN when absent or not a number. */
-static double get_num(const struct cnode *map, const char *key)
+/* The number text t spells in full; NaN when absent or not one. */
+static double text_num(const char *t)
 {
-	const char *t = get_str(map, key);
 	char *end;
 	double v;
 
@@ -91,6 +91,11 @@ static double get_num(const struct cnode *map, const char *key)
 		return NAN;
 	v = strtod(t, &end);
 	return end != t && *end == '\0' ? v : NAN;
+}
+
+static double get_num(const struct cnode *map, const char *key)
+{
+	return text_num(get_str(map, key));
 }
 
 /* A time with its unit; def when absent; -1 when malformed. */
@@ -355,12 +360,9 @@ static int row_gemm_shapes(const struct ref *r, const struct cnode *row,
 			break;
 		for (j = 0; j < 3; j++) {
 			const struct cnode *x = e->items[j];
-			char *end;
 
-			v[j] = x->kind == CNODE_SCALAR ?
-			       strtod(x->text, &end) : NAN;
-			if (x->kind != CNODE_SCALAR || end == x->text ||
-			    *end || !(v[j] >= 1 && v[j] == floor(v[j])))
+			v[j] = x->kind == CNODE_SCALAR ? text_num(x->text) : NAN;
+			if (!(v[j] >= 1 && v[j] == floor(v[j])))
 				break;
 		}
 		if (j < 3)
