@@ -40,6 +40,14 @@ grep -q 'in-sample rows' "$tmp/out" || bad "no in-sample count"
 	>"$tmp/out" 2>&1
 [ $? = 1 ] && grep -q MISSED "$tmp/out" || bad "--tolerance 0.1%: expected exit 1"
 
+# llmsim validate --kind kernel over $tmp/ref into $tmp/out; its exit
+# status in rc (0 or 1 when it ran; 1: a gate missed).
+kernel_rows() {
+	rc=0
+	"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
+		>"$tmp/out" 2>&1 || rc=$?
+}
+
 status() {	# status WANT WHAT ARGS...
 	want=$1 what=$2
 	shift 2
@@ -132,9 +140,7 @@ printf '%s\n' 'id: K-DV' 'gpu: mi300x' 'kind: attention' 'dtype: bf16' \
 sed 's/K-DV/K-DV-PAD/; s/gpu: mi300x/gpu: h100/; s/dv1/pad1/' \
 	"$tmp/ref/kernels/dv.yaml" >"$tmp/ref/kernels/dvpad.yaml"
 # (The made-up measured rates miss the gate: exit 1 is expected.)
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "head_dim_v rows: exit $rc"
 r=$(awk '/dv192 cudnn fwd/ {a = $(NF-2)} /dv128 cudnn fwd/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
@@ -182,9 +188,7 @@ printf '%s\n' 'id: K-FAST' 'gpu: h100' 'kind: gemm' 'dtype: fp8' \
 	>"$tmp/ref/kernels/fast.yaml"
 sed 's/K-FAST/K-SPLIT/; s/fp8_accumulation: fast/fp8_accumulation: split/; s/fa16k/sp16k/' \
 	"$tmp/ref/kernels/fast.yaml" >"$tmp/ref/kernels/split.yaml"
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "fp8 accumulation rows: exit $rc"
 r=$(awk '/ sp16k 16384/ {a = $(NF-2)} / fa16k 16384/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.4f", b / a}' "$tmp/out")
@@ -217,9 +221,7 @@ printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
 	'  - {label: dense, m: 131072, n: 4096, k: 4096, tflops: 3000}' \
 	'  - {label: grp, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, tflops: 3000}' \
 	>"$tmp/ref/kernels/grp.yaml"
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "grouped rows: exit $rc"
 r=$(awk '/ dense 131072/ {a = $(NF-2)} / grp 131072 .* grouped/ {b = $(NF-2)}
 	END {if (a > 0) printf "%.3f", b / a}' "$tmp/out")
@@ -236,9 +238,7 @@ printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
 	'  - {label: grp, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, tflops: 3000}' \
 	'  - {label: str, m: 131072, n: 4096, k: 4096, groups: 8, group_dim: m, streams: 4, tflops: 3000}' \
 	>"$tmp/ref/kernels/grp.yaml"
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "grouped rows on streams: exit $rc"
 r=$(awk '/ grp 131072 .* grouped/ {a = $(NF-2)}
 	/ str 131072 .* grouped on streams/ {b = $(NF-2)}
@@ -284,9 +284,7 @@ printf '%s\n' 'id: K-GROUPED' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
 	'  - {label: cnt, m: 4096, n: 4096, k: 131072, groups: 8, group_dim: k, counts: [16384, 16384, 16384, 16384, 16384, 16384, 16384, 16384], tflops: 3000}' \
 	'  - {label: skew, m: 4096, n: 4096, k: 131072, groups: 8, group_dim: k, counts: [2340, 2340, 2340, 2341, 2341, 2341, 2341, 114688], tflops: 3000}' \
 	>"$tmp/ref/kernels/grp.yaml"
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "grouped rows with counts: exit $rc"
 r=$(awk '/ eq 4096 .* grouped/ {a = $(NF-2)} / cnt 4096 .* grouped/ {b = $(NF-2)}
 	/ skew 4096 .* grouped/ {c = $(NF-2)}
@@ -330,9 +328,7 @@ printf '%s\n' 'id: K-SHAPES' 'gpu: b200' 'kind: gemm' 'dtype: bf16' \
 	'  - {label: b, m: 8192, n: 4096, k: 8192, tflops: 1000}' \
 	'  - {label: ab, shapes: [[8192, 8192, 4096], [8192, 4096, 8192]], s: 1.1e-3}' \
 	>"$tmp/ref/kernels/shp.yaml"
-rc=0
-"$llmsim" validate --kind kernel --reference "$tmp/ref" --no-store \
-	>"$tmp/out" 2>&1 || rc=$?
+kernel_rows
 [ "$rc" -le 1 ] || bad "a shapes row: exit $rc"
 r=$(awk '/^  a 8192 x 8192 x 4096 / {a = $(NF-2)} /^  b 8192 x 4096 x 8192 / {b = $(NF-2)}
 	/^  ab 2 GEMMs, 1.1 TFLOP / {m = $(NF-3); c = $(NF-2)}
