@@ -191,6 +191,11 @@ static struct pflat flat_of(const struct pstep *t, const struct playout *l)
 struct porder {
 	int64_t n;
 	struct pflat *v;
+	/* est_pipe_run's three runs (m0, m0 + g, m0 + 2g microbatches) as
+	 * one order (build_three): v holds the steps the three share, then
+	 * each run's own; part[] counts them, laid out with stride M (the
+	 * largest m). Unused (0) in an order of one run. */
+	int64_t part[4], M;
 };
 
 /* Rank r's stream slot for a transfer of direction bwd (0 the forward
@@ -217,7 +222,9 @@ static int split_pairs(const struct est_pipe *in)
 	return in->v > 1 && !in->lockstep;
 }
 
-/* The step of action x of rank r. Durations: f[s], b[s], the first
+/* The step of action x of rank r, its ends laid out with stride M (m
+ * the run's microbatches, M >= m: run_three lays its three runs out
+ * alike). Durations: f[s], b[s], the first
  * microbatch's forward f_first[s] at 2S + s, the last one's backward
  * b_last[s] at 3S + s, a forward and a backward whose chunk is still
  * gathered (f_held, b_held) at 4S + s and 5S + s. held[c]: whether the
@@ -225,8 +232,9 @@ static int split_pairs(const struct est_pipe *in)
  * first action; updated here): FSDP2 without reshard_after_forward
  * keeps a chunk's units gathered from a forward to the chunk's next
  * action (models/train_dp.c fsdp_held). */
-static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
-			    int64_t S, int64_t m, int split, uint8_t *held)
+static struct pstep step_at(struct sched_action x, int64_t r, int64_t p,
+			    int64_t S, int64_t m, int64_t M, int split,
+			    uint8_t *held)
 {
 	int64_t s = (int64_t)x.chunk * p + r, i = x.mb;
 	struct pstep t = { .r = (int32_t)r, .src = -1, .sout = -1, .hd = -1 };
@@ -236,10 +244,10 @@ static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
 	held[x.chunk] = !x.bwd;
 
 	if (!x.bwd) {
-		t.at = (int32_t)(s * m + i);
+		t.at = (int32_t)(s * M + i);
 		t.d = (int32_t)(i == 0 ? 2 * S + s : s);
 		if (s > 0) {
-			t.src = (int32_t)((s - 1) * m + i);
+			t.src = (int32_t)((s - 1) * M + i);
 			t.sin = slot_of(r, 0, r == 0, r - 1, split);
 			t.xin = (int32_t)((s - 1) % p);
 		}
@@ -249,21 +257,28 @@ static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
 		}
 		return t;
 	}
-	t.at = (int32_t)(S * m + s * m + i);
+	t.at = (int32_t)(S * M + s * M + i);
 	t.d = (int32_t)(i == m - 1 ? 3 * S + s : S + s);
 	if (s < S - 1) {
-		t.src = (int32_t)(S * m + (s + 1) * m + i);
+		t.src = (int32_t)(S * M + (s + 1) * M + i);
 		t.sin = slot_of(r, 1, r == p - 1, r, split);
 		t.xin = (int32_t)(s % p);
 	} else {
 		t.src = -2;
-		t.own = (int32_t)(s * m + i);
+		t.own = (int32_t)(s * M + i);
 	}
 	if (s > 0) {
 		t.sout = slot_of(r, 1, r == 0, r - 1, split);
 		t.xout = (int32_t)((s - 1) % p);
 	}
 	return t;
+}
+
+/* step_at with the stride m: one run's own layout. */
+static struct pstep step_of(struct sched_action x, int64_t r, int64_t p,
+			    int64_t S, int64_t m, int split, uint8_t *held)
+{
+	return step_at(x, r, p, S, m, m, split, held);
 }
 
 static int build_order(int schedule, int64_t p, int64_t v, int64_t m,
@@ -357,6 +372,200 @@ void est_pipe_order_free(void *order)
 	mem_free(o);
 }
 
+/*
+ * est_pipe_run's three runs (m0, m0 + g, m0 + 2g microbatches) as one
+ * order. Every rank's actions of the three runs agree on a first part
+ * (the warm-up and the steady state of the shortest run: what differs is
+ * the longer runs' further microbatches and the cool-down after them),
+ * and a step computes the same value from the same operands in any order
+ * that keeps each rank's own order and puts each input's producer first
+ * (a rank's free time and streams change in its own action order only;
+ * struct porder). So the steps the three share run once, and each run
+ * goes on from a copy of the ranks' state (free times, streams, dummies)
+ * at that point: every end is the separate run's, bit for bit.
+ *
+ * A step is shared when it is the same step (struct pflat, the three
+ * laid out with the largest run's stride M, so an action has one cell in
+ * all three) at the same place of its rank's list in all three runs, and
+ * so are the steps before it on its rank and its input's producer.
+ */
+
+/* Every rank's steps lo[r] .. hi[r] - 1 (of its list f + r n) into out
+ * from *k, by rounds as build_order: placed[] holds, per end cell, the
+ * round its step was placed in (from 1), -1 for a step placed before
+ * (the shared ones), 0 not yet. pos: p int64s of scratch. */
+static void by_rounds(const struct pflat *f, int64_t n, int64_t p,
+		      const struct playout *l, const int64_t *lo,
+		      const int64_t *hi, int64_t *placed, int64_t *pos,
+		      struct pflat *out, int64_t *k)
+{
+	int64_t left = 0, r, round;
+
+	for (r = 0; r < p; r++) {
+		pos[r] = lo[r];
+		left += hi[r] - lo[r];
+	}
+	for (round = 1; left > 0; round++) {
+		int64_t placed_now = 0;
+
+		for (r = 0; r < p; r++) {
+			const struct pflat *t;
+			int64_t got = -1;
+
+			if (pos[r] == hi[r])
+				continue;
+			t = &f[r * n + pos[r]];
+			/* its input's round, when it comes from another
+			 * stage (sent[src]) */
+			if (t->in >= l->sent && t->in < l->fr)
+				got = placed[t->in - l->sent];
+			if (got == 0 || got == round)
+				continue;
+			placed[t->at] = round;
+			out[(*k)++] = *t;
+			pos[r]++;
+			placed_now++;
+		}
+		if (placed_now == 0)
+			BUG("a pipeline schedule that cannot advance");
+		left -= placed_now;
+	}
+}
+
+static int build_three(int schedule, int64_t p, int64_t v, int64_t m0,
+		       int64_t g, int split, struct porder *o)
+{
+	int64_t S = p * v, M = m0 + 2 * g, SM = S * M, n[3], k, r, x, c;
+	int64_t *lo, *hi, *pos, *zero, *placed, *who, cnt = 0;
+	struct playout l = layout_of(p, S, M);
+	struct sched_action *a;
+	struct pflat *f[3] = { NULL, NULL, NULL };
+	uint8_t *held = mem_alloc((size_t)S);	/* [r v + c] */
+	int again, rc = -1;
+
+	for (k = 0; k < 3; k++)
+		n[k] = sched_actions(m0 + k * g, v);
+	a = mem_alloc((size_t)(p * n[2]) * sizeof(*a));
+	lo = mem_alloc((size_t)(4 * p) * sizeof(*lo));
+	placed = mem_calloc((size_t)(2 * SM), sizeof(*placed));
+	who = mem_alloc((size_t)(2 * SM) * sizeof(*who));
+	o->v = mem_alloc((size_t)(p * (n[0] + n[1] + n[2])) * sizeof(*o->v));
+	if (!held || !a || !lo || !placed || !who || !o->v ||
+	    l.n > INT32_MAX)
+		goto out;
+	hi = lo + p;
+	pos = hi + p;
+	zero = pos + p;
+	for (k = 0; k < 3; k++) {
+		int64_t mk = m0 + k * g;
+
+		if (!(f[k] = mem_alloc((size_t)(p * n[k]) * sizeof(*f[k]))))
+			goto out;
+		memset(held, 0, (size_t)S);
+		for (r = 0; r < p; r++) {
+			sched_rank(schedule, p, v, mk, r, a + r * n[k]);
+			for (x = 0; x < n[k]; x++) {
+				struct pstep t = step_at(a[r * n[k] + x], r, p,
+							 S, mk, M, split,
+							 held + r * v);
+
+				f[k][r * n[k] + x] = flat_of(&t, &l);
+			}
+		}
+	}
+	/* each rank's steps the same in all three (n[0] is the least) */
+	for (r = 0; r < p; r++) {
+		const struct pflat *f0 = f[0] + r * n[0];
+
+		for (x = 0; x < n[0] &&
+			    !memcmp(&f0[x], &f[1][r * n[1] + x], sizeof(*f0)) &&
+			    !memcmp(&f0[x], &f[2][r * n[2] + x], sizeof(*f0));
+		     x++)
+			;
+		lo[r] = x;
+	}
+	/* ... whose inputs' producers are shared too: who[c], the place in
+	 * its rank's list of the step that writes end cell c (stage s =
+	 * c mod SM / M, rank s mod p) */
+	for (c = 0; c < 2 * SM; c++)
+		who[c] = -1;
+	for (r = 0; r < p; r++)
+		for (x = 0; x < n[0]; x++)
+			who[f[0][r * n[0] + x].at] = x;
+	do {
+		again = 0;
+		for (r = 0; r < p; r++)
+			for (x = 0; x < lo[r]; x++) {
+				const struct pflat *t = &f[0][r * n[0] + x];
+
+				if (t->in < l.sent || t->in >= l.fr)
+					continue;
+				c = t->in - l.sent;
+				if (who[c] >= 0 && who[c] < lo[c % SM / M % p])
+					continue;
+				lo[r] = x;
+				again = 1;
+				break;
+			}
+	} while (again);
+	for (r = 0; r < p; r++)
+		zero[r] = 0;
+	by_rounds(f[0], n[0], p, &l, zero, lo, placed, pos, o->v, &cnt);
+	o->part[0] = cnt;
+	for (r = 0; r < p; r++)
+		for (x = 0; x < lo[r]; x++)
+			placed[f[0][r * n[0] + x].at] = -1;
+	for (k = 0; k < 3; k++) {	/* each run's own steps */
+		int64_t before = cnt;
+
+		for (r = 0; r < p; r++)
+			hi[r] = n[k];
+		by_rounds(f[k], n[k], p, &l, lo, hi, placed, pos, o->v, &cnt);
+		o->part[k + 1] = cnt - before;
+		for (r = 0; r < p; r++)
+			for (x = lo[r]; x < n[k]; x++)
+				placed[f[k][r * n[k] + x].at] = 0;
+	}
+	o->n = cnt;
+	o->M = M;
+	rc = 0;
+out:
+	for (k = 0; k < 3; k++)
+		mem_free(f[k]);
+	mem_free(a);
+	mem_free(lo);
+	mem_free(placed);
+	mem_free(who);
+	mem_free(held);
+	if (rc != 0) {
+		mem_free(o->v);
+		o->v = NULL;
+	}
+	return rc;
+}
+
+/* The order of est_pipe_run's three runs from m0 (build_three),
+ * remembered as order_of's (key m: -m0, which no run has). */
+static const struct porder *three_of(struct est *e, int schedule, int64_t p,
+				     int64_t v, int64_t m0, int64_t g,
+				     int split)
+{
+	int64_t key[EST_PIPE_KEY] = { schedule, p, v, -m0, split };
+	struct porder *const *hit = memo_get(&e->pipe_lists, key);
+	struct porder *o;
+
+	if (hit)
+		return *hit;
+	if (!(o = mem_calloc(1, sizeof(*o))))
+		return NULL;
+	if (build_three(schedule, p, v, m0, g, split, o) != 0 ||
+	    !memo_put(&e->pipe_lists, key, &o)) {
+		est_pipe_order_free(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* The S = p v stages' action times (s) into dur, six rows of S: the
  * forward, the backward, the first microbatch's forward (f_first, else
  * f), the last one's backward (b_last, else b), a held forward and
@@ -426,6 +635,32 @@ static int run_exact(const struct porder *o, const struct playout *l,
 	return 0;
 }
 
+/* Steps t .. last - 1 of an order in the scratch val (sent = val +
+ * its layout's sent): each reads its operands from the scratch (struct
+ * pflat says where) and writes its results back. */
+static inline void run_steps(double *val, double *sent, const struct pflat *t,
+			     const struct pflat *last, int held)
+{
+	for (; t < last; t++) {
+		double got = val[t->in], slot = val[t->sin], ready, fr, done;
+
+		/* the input's transfer starts when it is sent and its
+		 * stream is free (none: got, at the dummy, taking 0) */
+		ready = (got > slot ? got : slot) + val[t->xin];
+		val[t->sin] = ready;
+		fr = val[t->r];
+		done = (ready > fr ? ready : fr) + val[held ? t->hd : t->d];
+		val[t->at] = done;
+		val[t->r] = done;
+		/* the send starts when it is produced and its stream is
+		 * free (none: sent[at] is the end, at the dummy) */
+		slot = val[t->sout];
+		slot = done > slot ? done : slot;
+		sent[t->at] = slot;
+		val[t->sout] = slot + val[t->xout];
+	}
+}
+
 /* The recurrence for m microbatches along its order: each step reads
  * its operands from the scratch (struct pflat says where) and writes its
  * results back, the same operations in the same order whatever kind of
@@ -438,7 +673,6 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	const struct porder *o = order_of(e, in->schedule, p, v, m,
 					  split_pairs(in));
 	struct playout l = layout_of(p, S, m);
-	const struct pflat *t, *last;
 	double *val, *sent;
 	int held = in->f_held != NULL;	/* the held durations apply */
 
@@ -458,24 +692,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		if (!(val[l.dur + k] >= 0))	/* NaN too */
 			return run_exact(o, &l, held, val, rank_end, chunk_end,
 					 p, v, m);
-	for (t = o->v, last = t + o->n; t < last; t++) {
-		double got = val[t->in], slot = val[t->sin], ready, fr, done;
-
-		/* the input's transfer starts when it is sent and its
-		 * stream is free (none: got, at the dummy, taking 0) */
-		ready = (got > slot ? got : slot) + val[t->xin];
-		val[t->sin] = ready;
-		fr = val[t->r];
-		done = (ready > fr ? ready : fr) + val[held ? t->hd : t->d];
-		val[t->at] = done;
-		val[t->r] = done;
-		/* the send starts when it is produced and its stream is
-		 * free (none: sent[at] is the end, at the dummy) */
-		slot = val[t->sout];
-		slot = done > slot ? done : slot;
-		sent[t->at] = slot;
-		val[t->sout] = slot + val[t->xout];
-	}
+	run_steps(val, sent, o->v, o->v + o->n, held);
 	for (r = 0; r < p; r++) {
 		rank_end[r] = val[l.fr + r];
 		for (c = 0; c < v; c++)
@@ -594,6 +811,65 @@ out:
 	return rc;
 }
 
+/* est_pipe_run's three runs (m0 + k g microbatches, k = 0, 1, 2) along
+ * their order (build_three), each one's rank ends then chunk ends into
+ * x + k (p + p v): the steps they share run once, and each run goes on
+ * from a copy of the ranks' state after them. 1 when a duration is not
+ * >= 0 (the caller runs them apart: run_exact), -1 out of memory. */
+static int run_three(struct est *e, const struct est_pipe *in, int64_t m0,
+		     int64_t g, double *x)
+{
+	int64_t p = in->p, v = in->v, S = p * v, M = m0 + 2 * g, k, r, c;
+	int64_t ends = p + p * v, nst = (1 + ST_N) * p;
+	const struct porder *o = three_of(e, in->schedule, p, v, m0, g,
+					  split_pairs(in));
+	struct playout l = layout_of(p, S, M);
+	const struct pflat *t;
+	double *val, *sent, *keep;
+	int held = in->f_held != NULL;
+
+	if (!o || room(e, 0, l.n + nst + p) != 0)
+		return -1;
+	val = e->pipe_t;
+	sent = val + l.sent;
+	keep = val + l.n;	/* the ranks' free times, streams, dummies */
+	for (k = 0; k < nst; k++)
+		val[l.fr + k] = 0;
+	durations(in, S, val + l.dur);
+	for (k = 0; k < p; k++) {
+		val[l.x + k] = in->x[k];
+		val[l.dummy + k] = -INFINITY;
+	}
+	val[l.zero] = 0;
+	for (k = 0; k < 6 * S; k++)
+		if (!(val[l.dur + k] >= 0))	/* NaN too */
+			return 1;
+	t = o->v;
+	run_steps(val, sent, t, t + o->part[0], held);
+	t += o->part[0];
+	memcpy(keep, val + l.fr, (size_t)nst * sizeof(*keep));
+	memcpy(keep + nst, val + l.dummy, (size_t)p * sizeof(*keep));
+	for (k = 0; k < 3; k++) {
+		int64_t m = m0 + k * g;
+		double *xe = x + k * ends;
+
+		if (k > 0) {
+			memcpy(val + l.fr, keep, (size_t)nst * sizeof(*keep));
+			memcpy(val + l.dummy, keep + nst,
+			       (size_t)p * sizeof(*keep));
+		}
+		run_steps(val, sent, t, t + o->part[k + 1], held);
+		t += o->part[k + 1];
+		for (r = 0; r < p; r++) {
+			xe[r] = val[l.fr + r];
+			for (c = 0; c < v; c++)
+				xe[p + r * v + c] =
+					val[S * M + (c * p + r) * M + m - 1];
+		}
+	}
+	return 0;
+}
+
 /*
  * Past its fill the schedule repeats: every further group of g
  * microbatches (p for the interleaved schedule, whose groups are p, else
@@ -640,9 +916,13 @@ int est_pipe_run(struct est *e, const struct est_pipe *in, double *rank_end,
 	}
 	x = e->pipe_x;
 	for (tries = 0;; tries++, m0 *= 4) {
+		int rc;
+
 		if (tries == 3 || m <= m0 + 3 * g)
 			return run_once(e, in, m, rank_end, chunk_end);
-		for (k = 0; k < 3; k++)
+		if ((rc = run_three(e, in, m0, g, x)) < 0)
+			return -1;
+		for (k = 0; rc > 0 && k < 3; k++)
 			if (run_once(e, in, m0 + k * g, x + k * ends,
 				     x + k * ends + p) != 0)
 				return -1;

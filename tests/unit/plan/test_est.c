@@ -321,6 +321,93 @@ Test(est, interleaved_m_not_a_multiple_of_p_refused)
 	est_free_pipe(e);
 }
 
+/* Past the fill est_pipe_run extends three runs (m0, m0 + g, m0 + 2g
+ * microbatches; m0 = p, g = 1 for 1F1B and GPipe, m0 = 2 p, g = p
+ * interleaved; from 4 m0, then 16 m0 when the steps differ) and runs the
+ * steps the three share once (est_pipe.c build_three): every end must be
+ * the bits of the three runs made apart. Each run apart is the
+ * reference's (the same bits as the recurrence's: the first test's
+ * exact cases), and the extension is recomputed here as est_pipe_run makes it: e2 + (m -
+ * m0 - 2g) / g (e2 - e1) where the two steps agree within 1e-9, else
+ * the next m0 (the same rule). The stages are uneven as in the first
+ * test, with held durations or not, so some cases settle only from 4 m0
+ * (a test that finds no case past the first try would prove less: the
+ * count of cases per try is checked > 0 for the first). */
+Test(est, shared_steps_give_the_three_runs_bits)
+{
+	static const struct { int sched; int64_t p, v, m; } cases[] = {
+		{ SCHED_1F1B, 4, 1, 64 }, { SCHED_1F1B, 8, 1, 100 },
+		{ SCHED_GPIPE, 4, 1, 40 }, { SCHED_INTERLEAVED, 4, 2, 96 },
+		{ SCHED_INTERLEAVED, 8, 4, 128 }, { SCHED_INTERLEAVED, 2, 16, 64 },
+		{ SCHED_1F1B, 16, 1, 200 }, { SCHED_INTERLEAVED, 4, 3, 120 },
+	};
+	enum { NC = sizeof(cases) / sizeof(cases[0]) };
+	struct est *e = mem_calloc(1, sizeof(*e));
+	size_t k;
+	int first = 0;
+
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
+	for (k = 0; k < 2 * NC; k++) {
+		size_t kc = k % NC;
+		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i, q;
+		int64_t m = cases[kc].m, ends = p + p * v, m0, g, tries;
+		double f[64], b[64], ff[64], bl[64], fh[64], bh[64], x[64];
+		double re[64], ce[512], at[3][64 + 512], want[64 + 512];
+		int with_held = k >= NC;
+		struct est_pipe in = { cases[kc].sched, p, v, m, f, b, ff, bl,
+				       with_held ? fh : NULL,
+				       with_held ? bh : NULL, x, 0 };
+
+		for (i = 0; i < p; i++)
+			x[i] = i % 2 ? 0.3 : 0.1;
+		for (s = 0; s < S; s++) {
+			f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
+			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
+			ff[s] = f[s] * 1.05;
+			bl[s] = b[s] * 1.1;
+			fh[s] = f[s] * 0.8;
+			bh[s] = b[s] * 0.9;
+		}
+		g = cases[kc].sched == SCHED_INTERLEAVED ? p : 1;
+		m0 = g == 1 ? p : 2 * p;
+		for (tries = 0;; tries++, m0 *= 4) {
+			cr_assert(tries < 3 && m > m0 + 3 * g,
+				  "case %zu: no extension (a case to change)", k);
+			for (q = 0; q < 3; q++) {
+				in.m = m0 + q * g;
+				reference(&in, at[q], at[q] + p);
+			}
+			for (i = 0; i < ends; i++) {
+				double d1 = at[1][i] - at[0][i];
+				double d2 = at[2][i] - at[1][i];
+
+				if (fabs(d1 - d2) > 1e-9 * fabs(at[2][i]))
+					break;
+			}
+			if (i == ends)
+				break;
+		}
+		first += tries == 0;
+		for (i = 0; i < ends; i++)
+			want[i] = at[2][i] + (double)(m - m0 - 2 * g) /
+				  (double)g * (at[2][i] - at[1][i]);
+		in.m = m;
+		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
+		for (i = 0; i < p; i++)
+			cr_assert(memcmp(&re[i], &want[i], sizeof(re[i])) == 0,
+				  "case %zu rank %lld: %a vs %a", k,
+				  (long long)i, re[i], want[i]);
+		for (i = 0; i < p * v; i++)
+			cr_assert(memcmp(&ce[i], &want[p + i], sizeof(ce[i])) == 0,
+				  "case %zu chunk end %lld: %a vs %a", k,
+				  (long long)i, ce[i], want[p + i]);
+	}
+	cr_assert_gt(first, 0);
+	est_free_pipe(e);
+}
+
 Test(est, memo_keeps_every_entry)
 {
 	struct memo m;
