@@ -357,6 +357,15 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },
+	{ .key = "fp8_param_gather", .type = ST_BOOL,
+	  .offset = FOFF(fp8_param_gather), .def = "false",
+	  .help = "fp8 (per-tensor) training with fp8 parameters: the "
+		  "distributed optimizer's parameter all-gather carries the "
+		  "transformer layers' parameters in one byte each (NeMo's "
+		  "MegatronDistributedFusedAdam gathers Float8Tensor "
+		  "parameters as uint8; Megatron-Core --fp8-param-gather); "
+		  "the embedding and the output layer stay 16-bit; no effect "
+		  "on other dtypes or under ZeRO 3" },
 	{ .key = "overlap_param_gather", .type = ST_BOOL,
 	  .offset = FOFF(overlap_param_gather), .flags = SF_REQUIRED,
 	  .help = "the distributed optimizer's parameter all-gather overlaps the next forward" },
