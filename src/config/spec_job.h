@@ -378,6 +378,9 @@ struct framework_spec {
 						 * the whole gradient buffer scaled by 1/tokens
 						 * before the optimizer step */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
+	int64_t dp_comm_max_units;		/* SMs a data-parallel collective holds at most
+						 * (NCCL per-communicator max_ctas); 0 = the
+						 * library's kernel_units */
 	int fp8_param_gather;			/* fp8 jobs: the distributed optimizer gathers the
 						 * layers' parameters in one byte each
 						 * (train_gather_bytes) */

@@ -95,6 +95,11 @@ struct prog *train_build(const struct job_spec *j, int full,
  * framework's: reduce-scatters hold tp_comm_overlap_units, all-gathers
  * run on copy engines. A fraction of the GPU's compute units.
  */
+/* train_coll_sm_share (tp_overlap 0) of a data-parallel collective, at
+ * most the framework's dp_comm_max_units of the GPU's compute units:
+ * NCCL's per-communicator max_ctas caps the channels, one CTA an SM. */
+double train_dp_sm_share(const struct job_spec *j, enum coll_op op,
+			 const uint32_t *gpus, uint32_t n);
 double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 			   const uint32_t *gpus, uint32_t n, int tp_overlap);
 

@@ -87,7 +87,8 @@ static task_id dp_coll(struct train *t, enum layout_group g, uint32_t n,
 	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = t->gpus,
 			       .ngpus = size, .algo = -1, .proto = -1,
 			       .replicas = layout_replicas(&t->lay, g),
-			       .sm_share = train_sm_share(t, op, t->gpus, size, 0) };
+			       .sm_share = train_dp_sm_share(t->job, op, t->gpus,
+							       size) };
 	struct task_info info = { .name = name, .cat = TASK_COMM,
 				  .layer = -1, .microbatch = -1 };
 	task_id first = prog_coll(t->prog, t->ranks, n, (uint32_t)stream, &c,

@@ -9,6 +9,7 @@
 
 #include "base/diag.h"
 #include "engine/exec.h"
+#include "engine/exec_impl.h"
 #include "engine/sim.h"
 #include "fixture.h"
 #include "gpu/gpu.h"
@@ -247,4 +248,44 @@ Test(grad, fp8_param_gather_gathers_the_layers_in_one_byte)
 	f.job.training.dtype = DTYPE_BF16;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_float_eq(train_gather_bytes(&f.job, &d, P, L), 2 * P, 1e-6);
+}
+
+/* The SM share of f's first data-parallel gradient reduction in the
+ * program train_build makes of it. */
+static double dp_reduce_share(struct fixture *f)
+{
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	double share = -1;
+	uint32_t i;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	for (i = 0; i < p->ncolls && share < 0; i++)
+		if (coll_desc_of(p, i)->op == COLL_REDUCESCATTER)
+			share = coll_desc_of(p, i)->sm_share;
+	prog_free(p);
+	return share;
+}
+
+Test(grad, dp_comm_max_units_caps_the_reductions_sms)
+{
+	static struct coll_lib_spec lib;
+	struct fixture f;
+
+	/* dp 8 in one node: NCCL's kernel_units scale_up 24 of 132 SMs;
+	 * NeMo's nccl_communicator_config_path max_ctas 8 for the dp
+	 * groups: 8 / 132; a cap above the library's (32) leaves 24. */
+	lib.kernel_units = (struct coll_units_spec){ .scale_up = 24,
+		.scale_out = 16, .p2p = 2, .p2p_scale_up = 32 };
+	one_bucket_job(&f);
+	f.sys.collectives = &lib;
+	cr_assert_float_eq(dp_reduce_share(&f), 24.0 / 132, 1e-12);
+	f.fw.dp_comm_max_units = 8;
+	cr_assert_float_eq(dp_reduce_share(&f), 8.0 / 132, 1e-12);
+	f.fw.dp_comm_max_units = 32;
+	cr_assert_float_eq(dp_reduce_share(&f), 24.0 / 132, 1e-12);
 }
