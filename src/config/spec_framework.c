@@ -357,6 +357,22 @@ static const struct schema_field framework_fields[] = {
 	{ .key = "overlap_grad_reduce", .type = ST_BOOL,
 	  .offset = FOFF(overlap_grad_reduce), .flags = SF_REQUIRED,
 	  .help = "gradient buckets are reduced while the backward runs" },
+	{ .key = "dp_comm_max_units", .type = ST_INT,
+	  .offset = FOFF(dp_comm_max_units), .def = "0", .min = 0, .max = 1024,
+	  .help = "compute units (NCCL CTAs) a data-parallel gradient "
+		  "reduction or parameter all-gather holds at most, beside the "
+		  "GPU's other kernels (NCCL's per-communicator max_ctas, as "
+		  "NeMo's nccl_communicator_config_path sets for the dp "
+		  "groups); 0: the collective library's kernel_units" },
+	{ .key = "fp8_param_gather", .type = ST_BOOL,
+	  .offset = FOFF(fp8_param_gather), .def = "false",
+	  .help = "fp8 (per-tensor) training with fp8 parameters: the "
+		  "distributed optimizer's parameter all-gather carries the "
+		  "transformer layers' parameters in one byte each (NeMo's "
+		  "MegatronDistributedFusedAdam gathers Float8Tensor "
+		  "parameters as uint8; Megatron-Core --fp8-param-gather); "
+		  "the embedding and the output layer stay 16-bit; no effect "
+		  "on other dtypes or under ZeRO 3" },
 	{ .key = "overlap_param_gather", .type = ST_BOOL,
 	  .offset = FOFF(overlap_param_gather), .flags = SF_REQUIRED,
 	  .help = "the distributed optimizer's parameter all-gather overlaps the next forward" },

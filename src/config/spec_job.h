@@ -378,6 +378,12 @@ struct framework_spec {
 						 * the whole gradient buffer scaled by 1/tokens
 						 * before the optimizer step */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
+	int64_t dp_comm_max_units;		/* SMs a data-parallel collective holds at most
+						 * (NCCL per-communicator max_ctas); 0 = the
+						 * library's kernel_units */
+	int fp8_param_gather;			/* fp8 jobs: the distributed optimizer gathers the
+						 * layers' parameters in one byte each
+						 * (train_gather_bytes) */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t linear_attn_chunk;		/* tokens a chunk of the Gated DeltaNet chunk
 						 * kernels (flash-linear-attention: 64) */

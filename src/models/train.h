@@ -95,6 +95,11 @@ struct prog *train_build(const struct job_spec *j, int full,
  * framework's: reduce-scatters hold tp_comm_overlap_units, all-gathers
  * run on copy engines. A fraction of the GPU's compute units.
  */
+/* train_coll_sm_share (tp_overlap 0) of a data-parallel collective, at
+ * most the framework's dp_comm_max_units of the GPU's compute units:
+ * NCCL's per-communicator max_ctas caps the channels, one CTA an SM. */
+double train_dp_sm_share(const struct job_spec *j, enum coll_op op,
+			 const uint32_t *gpus, uint32_t n);
 double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 			   const uint32_t *gpus, uint32_t n, int tp_overlap);
 
@@ -118,7 +123,19 @@ double train_bucket_size(const struct job_spec *j, int64_t pp_rank);
  */
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 		      const int64_t *split, int64_t vs, double size, int experts,
-		      int64_t *last, double *params);
+		      int64_t *last, double *params, double *layer_params);
+
+/* Bytes the distributed optimizer's all-gather of a bucket of `params`
+ * parameters of one GPU moves, layer_params of them a transformer
+ * layer's: 16-bit (d->act_B) each, or, with the framework's
+ * fp8_param_gather on an fp8 job, the layers' in one byte (NeMo's
+ * MegatronDistributedFusedAdam.init_params_bucket gathers Float8Tensor
+ * parameters with param_sync_dtype torch.uint8, NVIDIA/NeMo nemo/core/
+ * optim/distributed_adam.py; the embedding and output layer are not
+ * Transformer Engine fp8 modules). A layer's norms and biases (13 h of
+ * GPT-3's 12 h^2 + 13 h) go with its weights [D]. */
+double train_gather_bytes(const struct job_spec *j, const struct layer_dims *d,
+			  double params, double layer_params);
 
 /* The optimizer step's time on a GPU of pipeline rank `stage`: its
  * memory traffic over the rank's parameters (sharded by dp under ZeRO

@@ -87,7 +87,8 @@ static task_id dp_coll(struct train *t, enum layout_group g, uint32_t n,
 	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = t->gpus,
 			       .ngpus = size, .algo = -1, .proto = -1,
 			       .replicas = layout_replicas(&t->lay, g),
-			       .sm_share = train_sm_share(t, op, t->gpus, size, 0) };
+			       .sm_share = train_dp_sm_share(t->job, op, t->gpus,
+							       size) };
 	struct task_info info = { .name = name, .cat = TASK_COMM,
 				  .layer = -1, .microbatch = -1 };
 	task_id first = prog_coll(t->prog, t->ranks, n, (uint32_t)stream, &c,
@@ -149,20 +150,27 @@ static int64_t chunk_buckets(const struct train *t, int64_t s, int64_t c,
 			     struct bucket *out)
 {
 	int64_t vs = train_vs(t, s, c), u, n = 0, units = train_units(t, vs);
-	struct bucket b = { .chunk = c, .bact = a, .params = 0,
+	struct bucket b = { .chunk = c, .bact = a, .params = 0, .layer_params = 0,
 			    .fact = out ? chunk_action(t, &t->stage[s], c, 0) : 0,
 			    .experts = experts };
 
 	for (u = 0; u < units; u++) {
+		double up = unit_params(t, vs, 1, u, experts);
+		int32_t layer;
+
 		if (b.params == 0)
 			b.u0 = u;
-		b.params += unit_params(t, vs, 1, u, experts);
+		b.params += up;
+		train_unit_block(t, vs, 1, u, &layer);
+		if (layer >= 0)	/* a transformer layer's (train_gather_bytes) */
+			b.layer_params += up;
 		b.u1 = u;
 		if (b.params > 0 && (b.params >= size || u == units - 1)) {
 			if (out)
 				out[n] = b;
 			n++;
 			b.params = 0;
+			b.layer_params = 0;
 		}
 	}
 	return n;
@@ -183,7 +191,7 @@ double train_bucket_size(const struct job_spec *j, int64_t pp_rank)
 
 int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 		      const int64_t *split, int64_t vs, double size, int experts,
-		      int64_t *last, double *params)
+		      int64_t *last, double *params, double *layer_params)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	int64_t stages = p->pp * p->vpp, u, n = 0;
@@ -194,11 +202,13 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 	int64_t mtp = model_is_moe(j->model) ? job_mtp_modules(j) : 0;
 	/* pp = 1: the one rank holds the embedding with the head */
 	int both = p->pp == 1;
-	double acc = 0, dense, ex, md, me;
+	double acc = 0, lacc = 0, dense, ex, md, me;
+	int layer;
 	double ep = (double)(p->ep * (p->etp > 0 ? p->etp : 1));
 
 	for (u = 0; u < units; u++) {	/* backward order: head first */
 		ex = 0;
+		layer = 0;
 		if (has_head && u == 0) {
 			/* the MTP modules, after the head, with it */
 			dense = footprint_unit_params(j, d, UNIT_HEAD, both);
@@ -212,18 +222,33 @@ int64_t train_buckets(const struct job_spec *j, const struct layer_dims *d,
 		} else {
 			footprint_layer_params(j, d, first + split[vs] - 1 -
 					       (u - has_head), &dense, &ex);
+			layer = 1;
 		}
 		acc += experts ? ex / ep : dense / d->tp;
+		if (layer)
+			lacc += experts ? ex / ep : dense / d->tp;
 		if (acc > 0 && (acc >= size || u == units - 1)) {
 			if (last)
 				last[n] = u;
 			if (params)
 				params[n] = acc;
+			if (layer_params)
+				layer_params[n] = lacc;
 			n++;
 			acc = 0;
+			lacc = 0;
 		}
 	}
 	return n;
+}
+
+double train_gather_bytes(const struct job_spec *j, const struct layer_dims *d,
+			  double params, double layer_params)
+{
+	if (!j->framework->fp8_param_gather || j->training.dtype != DTYPE_FP8)
+		return params * d->act_B;
+	return (params - layer_params) * d->act_B +
+	       layer_params * dtype_bytes(DTYPE_FP8);
 }
 
 int64_t train_dp_buckets(const struct train *t, int64_t s, int experts)
@@ -384,7 +409,9 @@ static task_id param_gather(struct train *t, uint32_t n, uint32_t size,
 			    const struct bucket *b)
 {
 	return dp_coll(t, grad_group(b->experts), n, size, COLL_ALLGATHER,
-		       b->params * t->dims.act_B, bucket_stream(t, b->experts, 1),
+		       train_gather_bytes(t->job, &t->dims, b->params,
+					  b->layer_params),
+		       bucket_stream(t, b->experts, 1),
 		       b->experts ? "edp_param_allgather" : "dp_param_allgather");
 }
 

@@ -327,6 +327,18 @@ double train_sm_share(const struct train *t, enum coll_op op,
 	return train_coll_sm_share(t->job, op, gpus, n, tp_overlap);
 }
 
+double train_dp_sm_share(const struct job_spec *j, enum coll_op op,
+			 const uint32_t *gpus, uint32_t n)
+{
+	double share = train_coll_sm_share(j, op, gpus, n, 0);
+	int64_t cap = j->framework->dp_comm_max_units;
+	double units = (double)j->system->gpu->compute_units;
+
+	if (cap > 0 && units > 0 && (double)cap / units < share)
+		share = (double)cap / units;
+	return share;
+}
+
 double train_coll_sm_share(const struct job_spec *j, enum coll_op op,
 			   const uint32_t *gpus, uint32_t n, int tp_overlap)
 {

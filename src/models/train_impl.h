@@ -34,6 +34,7 @@ struct bucket {
 	int64_t fact;		/* the chunk's first forward action */
 	int64_t u0, u1;		/* units [u0, u1] in backward order */
 	double params;		/* parameters of one GPU */
+	double layer_params;	/* of them, transformer layers' (train_gather_bytes) */
 	int experts;		/* routed experts' (over edp) or dense (dp x cp) */
 	task_id *ready;		/* [stage index] the last task of the work on
 				 * the bucket before its reduction (train_grad.c),

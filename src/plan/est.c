@@ -441,8 +441,8 @@ static int transfers(struct est *e, struct est_cand *c, struct diag *d)
 	c->x = x;
 	g[0] = 0;
 	g[1] = (uint32_t)p->tp;	/* the DP group: dp cp GPUs, stride tp */
-	c->s_dp = p->dp * p->cp > 1 ? train_coll_sm_share(c->j, COLL_REDUCESCATTER, g,
-						  2, 0) : 0;
+	c->s_dp = p->dp * p->cp > 1 ? train_dp_sm_share(c->j, COLL_REDUCESCATTER, g,
+						2) : 0;
 	return 0;
 }
 

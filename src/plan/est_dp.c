@@ -49,7 +49,7 @@ double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
 static int rank_buckets(struct est *e, const struct est_cand *c,
 			struct est_dplan *dp, int i, struct diag *d)
 {
-	double size, params[1024];
+	double size, params[1024], layer_params[1024];
 	int64_t r = est_rank_of(c, i), total = 0, ch, k, n, vs, last[1024];
 	int zero = (int)c->j->training.zero_stage;
 	int kinds = model_is_moe(c->j->model) ? 2 : 1, ex;
@@ -68,7 +68,7 @@ static int rank_buckets(struct est *e, const struct est_cand *c,
 		for (ex = 0; ex < kinds; ex++) {
 			size = train_bucket_size(c->j, r);
 			n = train_buckets(c->j, c->d, c->split, vs, size, ex, last,
-					  params);
+					  params, layer_params);
 			for (k = 0; k < n; k++) {
 				struct est_dbucket *b = &dp->b[i][dp->n[i]++];
 
@@ -78,7 +78,9 @@ static int rank_buckets(struct est *e, const struct est_cand *c,
 						       params[k] * c->d->grad_B, d);
 				b->ag_s = zero == 0 ? 0 :
 					  est_dp_coll(e, c, ex, COLL_ALLGATHER,
-						      params[k] * c->d->act_B, d);
+						      train_gather_bytes(c->j, c->d,
+							params[k],
+							layer_params[k]), d);
 				if (b->red_s < 0 || b->ag_s < 0)
 					return -1;
 			}

@@ -9,6 +9,7 @@
 
 #include "base/diag.h"
 #include "engine/exec.h"
+#include "engine/exec_impl.h"
 #include "engine/sim.h"
 #include "fixture.h"
 #include "gpu/gpu.h"
@@ -201,4 +202,90 @@ Test(grad, estimate_counts_the_bucket_work)
 	cr_assert_eq(e.tasks, (double)prog_tasks(p), "estimate %g, built %u",
 		     e.tasks, prog_tasks(p));
 	prog_free(p);
+}
+
+Test(grad, fp8_param_gather_gathers_the_layers_in_one_byte)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct mockcomm_run mr;
+	double P, L, h = 1024, with_B, without_B, got[16], lay[16];
+	int64_t split[1] = { 8 }, n;
+
+	/* NeMo's MegatronDistributedFusedAdam gathers Float8Tensor (fp8)
+	 * parameters as uint8, the rest in 16 bits. The fixture's layers:
+	 * 12 h^2 linear weights and two LayerNorms (weight and bias, 4 h),
+	 * no biases: L = 8 (12 h^2 + 4 h) = 100,696,064 of the P = 103.8e6
+	 * (the embedding, learned positions, head and final norm keep 2 B).
+	 * One bucket: 2 P bytes without, 2 (P - L) + L with the key. */
+	one_bucket_job(&f);
+	f.job.training.dtype = DTYPE_FP8;
+	P = footprint_model_params(&f.job);
+	L = 8 * (12 * h * h + 4 * h);
+	layer_dims_from_job(&f.job, &d);
+	n = train_buckets(&f.job, &d, split, 0, 1e12, 0, NULL, got, lay);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(got[0], P, 1e-6 * P, "params %g of %g", got[0], P);
+	cr_assert_float_eq(lay[0], L, 1e-6 * L, "layers' %g, want %g", lay[0], L);
+	cr_assert_float_eq(train_gather_bytes(&f.job, &d, P, L), 2 * P, 1e-6);
+	f.fw.fp8_param_gather = 1;
+	cr_assert_float_eq(train_gather_bytes(&f.job, &d, P, L), 2 * P - L,
+			   1e-6);
+	/* the step's all-gather: its bytes scale by (2 P - L) / 2 P */
+	mockcomm_train_run(&mr, &f.job, 0, 5e-6, 1e11);
+	cr_assert_eq(mockcomm_rank_colls(mr.p, 0, "dp_param_allgather",
+					 &with_B, NULL), 1);
+	mockcomm_train_release(&mr);
+	f.fw.fp8_param_gather = 0;
+	mockcomm_train_run(&mr, &f.job, 0, 5e-6, 1e11);
+	cr_assert_eq(mockcomm_rank_colls(mr.p, 0, "dp_param_allgather",
+					 &without_B, NULL), 1);
+	mockcomm_train_release(&mr);
+	cr_assert_float_eq(with_B / without_B, (2 * P - L) / (2 * P), 1e-9,
+			   "gather %g -> %g B", without_B, with_B);
+	/* 16-bit jobs keep 2 B a parameter whatever the key says */
+	f.fw.fp8_param_gather = 1;
+	f.job.training.dtype = DTYPE_BF16;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_float_eq(train_gather_bytes(&f.job, &d, P, L), 2 * P, 1e-6);
+}
+
+/* The SM share of f's first data-parallel gradient reduction in the
+ * program train_build makes of it. */
+static double dp_reduce_share(struct fixture *f)
+{
+	struct train_plan plan;
+	struct diag d;
+	struct prog *p;
+	double share = -1;
+	uint32_t i;
+
+	diag_init(&d, stderr);
+	cr_assert_eq(train_check(&f->job, &d), 0);
+	p = train_build(&f->job, 0, &plan, &d);
+	cr_assert_not_null(p);
+	for (i = 0; i < p->ncolls && share < 0; i++)
+		if (coll_desc_of(p, i)->op == COLL_REDUCESCATTER)
+			share = coll_desc_of(p, i)->sm_share;
+	prog_free(p);
+	return share;
+}
+
+Test(grad, dp_comm_max_units_caps_the_reductions_sms)
+{
+	static struct coll_lib_spec lib;
+	struct fixture f;
+
+	/* dp 8 in one node: NCCL's kernel_units scale_up 24 of 132 SMs;
+	 * NeMo's nccl_communicator_config_path max_ctas 8 for the dp
+	 * groups: 8 / 132; a cap above the library's (32) leaves 24. */
+	lib.kernel_units = (struct coll_units_spec){ .scale_up = 24,
+		.scale_out = 16, .p2p = 2, .p2p_scale_up = 32 };
+	one_bucket_job(&f);
+	f.sys.collectives = &lib;
+	cr_assert_float_eq(dp_reduce_share(&f), 24.0 / 132, 1e-12);
+	f.fw.dp_comm_max_units = 8;
+	cr_assert_float_eq(dp_reduce_share(&f), 8.0 / 132, 1e-12);
+	f.fw.dp_comm_max_units = 32;
+	cr_assert_float_eq(dp_reduce_share(&f), 24.0 / 132, 1e-12);
 }
