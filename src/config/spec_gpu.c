@@ -160,7 +160,8 @@ static const struct schema moerow_schema = {
 	.nfields = SCHEMA_COUNT(moerow_fields),
 };
 
-const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx", NULL};
+const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx",
+					   "triton_trtllm", NULL};
 
 static const struct schema_field woeff_fields[] = {
 	{ .key = "marlin", .type = ST_NUM,
@@ -173,6 +174,12 @@ static const struct schema_field woeff_fields[] = {
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "triton_kernels matmul_ogs with MXFP4 weights and bf16 "
 		  "activations; absent = the GPU does not run it" },
+	{ .key = "triton_trtllm", .type = ST_NUM,
+	  .offset = GPU_WO_TRITON_TRTLLM * sizeof(double),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "TensorRT-LLM's TritonFusedMoE (moe_config backend TRITON) "
+		  "with MXFP4 weights and bf16 activations, the whole module's "
+		  "rate; absent = the GPU does not run it" },
 };
 
 static const struct schema woeff_schema = {

@@ -135,6 +135,9 @@ enum gpu_wo_kernel {
 				 * mma.sync): W4A16, W8A16 (FP8 on Ampere) */
 	GPU_WO_TRITON_MX,	/* triton_kernels matmul_ogs (OpenAI's MXFP4
 				 * MoE kernels, vLLM's TRITON mxfp4 backend) */
+	GPU_WO_TRITON_TRTLLM,	/* TensorRT-LLM's TritonFusedMoE (moe_config
+				 * backend TRITON: the same matmul_ogs under
+				 * TensorRT-LLM's MoE module) */
 	GPU_WO_KERNELS
 };
 
