@@ -350,6 +350,14 @@ static const struct schema_field attn_fields[] = {
 		  "decode_kernel: trtllm): xqa (Hopper: XQA multi-block), "
 		  "trtllm_gen (Blackwell: trtllm-gen FMHA multi-CTA KV) or "
 		  "none (the generic rule)" },
+	{ .key = "xqa_hmma_unit_time", .type = ST_TIME,
+	  .offset = offsetof(struct gpu_attention_spec, xqa_hmma_unit_s),
+	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL,
+	  .help = "with trtllm_decode xqa: the least time of one work unit "
+		  "(a sequence's KV head, or its share of the keys) of XQA's "
+		  "mma.sync (HMMA) kernel, which TensorRT-LLM runs for a "
+		  "16-bit KV cache where its Hopper GMMA kernel takes FP8 "
+		  "caches only; 0 = no floor" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

@@ -113,6 +113,9 @@ struct gpu_attention_spec {
 	int trtllm_decode;		/* enum gpu_trtllm_decode: the decode kernel
 					 * TensorRT-LLM runs on this GPU, which splits
 					 * the keys by its own rule */
+	double xqa_hmma_unit_s;		/* s; the least time of a work unit of XQA's
+					 * mma.sync kernel (Hopper with a 16-bit KV
+					 * cache); 0 = none */
 };
 
 /* TensorRT-LLM's decode attention kernel family on a GPU (its split of a
