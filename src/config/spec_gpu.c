@@ -177,9 +177,7 @@ static const struct schema_field woeff_fields[] = {
 	{ .key = "triton_trtllm", .type = ST_NUM,
 	  .offset = GPU_WO_TRITON_TRTLLM * sizeof(double),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
-	  .help = "TensorRT-LLM's TritonFusedMoE (moe_config backend TRITON) "
-		  "with MXFP4 weights and bf16 activations, the whole module's "
-		  "rate; absent = the GPU does not run it" },
+	  .help = "TensorRT-LLM's TritonFusedMoE, MXFP4 x bf16; absent: none" },
 };
 
 static const struct schema woeff_schema = {
@@ -353,11 +351,7 @@ static const struct schema_field attn_fields[] = {
 	{ .key = "xqa_hmma_unit_time", .type = ST_TIME,
 	  .offset = offsetof(struct gpu_attention_spec, xqa_hmma_unit_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL,
-	  .help = "with trtllm_decode xqa: the least time of one work unit "
-		  "(a sequence's KV head, or its share of the keys) of XQA's "
-		  "mma.sync (HMMA) kernel, which TensorRT-LLM runs for a "
-		  "16-bit KV cache where its Hopper GMMA kernel takes FP8 "
-		  "caches only; 0 = no floor" },
+	  .help = "XQA's mma.sync kernel (16-bit KV): a unit's least time" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,
