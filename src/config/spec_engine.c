@@ -23,7 +23,7 @@ const char *const engine_fp8_block_moe_names[] = {"none", "triton", NULL};
 const char *const engine_dsa_kernel_names[] = {"auto", "flashmla_sparse",
 						 NULL};
 const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
-					       NULL};
+					       "triton_trtllm", NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
 const char *const engine_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
@@ -272,10 +272,12 @@ static const struct schema_field engine_fields[] = {
 	  .offset = OFF(mxfp4_moe_kernel), .values = engine_mxfp4_moe_names,
 	  .def = "weight_only",
 	  .help = "MXFP4 experts on a GPU without MXFP4 matrix units: "
-		  "weight_only (weight_only_moe_kernel's) or triton_mx "
+		  "weight_only (weight_only_moe_kernel's), triton_mx "
 		  "(triton_kernels matmul_ogs, where the GPU has a "
-		  "weight_only_moe_efficiency triton_mx; else "
-		  "weight_only_moe_kernel's)" },
+		  "weight_only_moe_efficiency triton_mx) or triton_trtllm "
+		  "(TensorRT-LLM's TritonFusedMoE, moe_config backend TRITON, "
+		  "where the GPU has a weight_only_moe_efficiency "
+		  "triton_trtllm); else weight_only_moe_kernel's" },
 	{ .key = "decode_kernel", .type = ST_ENUM,
 	  .offset = OFF(decode_kernel), .values = engine_decode_kernel_names,
 	  .def = "flash",

@@ -123,9 +123,12 @@ enum engine_wo_moe {
 /* MXFP4 experts on a GPU without MXFP4 MMAs. */
 enum engine_mxfp4_moe {
 	ENGINE_MXFP4_MOE_WEIGHT_ONLY,	/* weight_only_moe_kernel's */
-	ENGINE_MXFP4_MOE_TRITON_MX	/* triton_kernels matmul_ogs where the
+	ENGINE_MXFP4_MOE_TRITON_MX,	/* triton_kernels matmul_ogs where the
 					 * GPU has its efficiency, else
 					 * weight_only_moe_kernel's */
+	ENGINE_MXFP4_MOE_TRITON_TRTLLM	/* TensorRT-LLM's TritonFusedMoE
+					 * where the GPU has its efficiency,
+					 * else weight_only_moe_kernel's */
 };
 
 /* The grouped GEMM of block-scaled fp8 experts (DeepSeek's 128 x 128

@@ -160,7 +160,8 @@ static const struct schema moerow_schema = {
 	.nfields = SCHEMA_COUNT(moerow_fields),
 };
 
-const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx", NULL};
+const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx",
+					   "triton_trtllm", NULL};
 
 static const struct schema_field woeff_fields[] = {
 	{ .key = "marlin", .type = ST_NUM,
@@ -173,6 +174,10 @@ static const struct schema_field woeff_fields[] = {
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
 	  .help = "triton_kernels matmul_ogs with MXFP4 weights and bf16 "
 		  "activations; absent = the GPU does not run it" },
+	{ .key = "triton_trtllm", .type = ST_NUM,
+	  .offset = GPU_WO_TRITON_TRTLLM * sizeof(double),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "TensorRT-LLM's TritonFusedMoE, MXFP4 x bf16; absent: none" },
 };
 
 static const struct schema woeff_schema = {
@@ -343,6 +348,10 @@ static const struct schema_field attn_fields[] = {
 		  "decode_kernel: trtllm): xqa (Hopper: XQA multi-block), "
 		  "trtllm_gen (Blackwell: trtllm-gen FMHA multi-CTA KV) or "
 		  "none (the generic rule)" },
+	{ .key = "xqa_hmma_unit_time", .type = ST_TIME,
+	  .offset = offsetof(struct gpu_attention_spec, xqa_hmma_unit_s),
+	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL,
+	  .help = "XQA's mma.sync kernel (16-bit KV): a unit's least time" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

@@ -113,6 +113,9 @@ struct gpu_attention_spec {
 	int trtllm_decode;		/* enum gpu_trtllm_decode: the decode kernel
 					 * TensorRT-LLM runs on this GPU, which splits
 					 * the keys by its own rule */
+	double xqa_hmma_unit_s;		/* s; the least time of a work unit of XQA's
+					 * mma.sync kernel (Hopper with a 16-bit KV
+					 * cache); 0 = none */
 };
 
 /* TensorRT-LLM's decode attention kernel family on a GPU (its split of a
@@ -135,6 +138,9 @@ enum gpu_wo_kernel {
 				 * mma.sync): W4A16, W8A16 (FP8 on Ampere) */
 	GPU_WO_TRITON_MX,	/* triton_kernels matmul_ogs (OpenAI's MXFP4
 				 * MoE kernels, vLLM's TRITON mxfp4 backend) */
+	GPU_WO_TRITON_TRTLLM,	/* TensorRT-LLM's TritonFusedMoE (moe_config
+				 * backend TRITON: the same matmul_ogs under
+				 * TensorRT-LLM's MoE module) */
 	GPU_WO_KERNELS
 };
 

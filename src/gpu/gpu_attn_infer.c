@@ -88,6 +88,15 @@
  *
  *     D_m = sum count q h_q (s (d_v e + 2 x 4) + d_v e),  2 launches
  *
+ * XQA's kernels (NVIDIA/TensorRT-LLM decoderXQAImplJIT/kernelUtils.cpp
+ * supportConfigQGMMA: SM 90 and kv_cache_data_type E4M3 only; else
+ * supportConfigHMMA, SM >= 80, 16-bit, INT8 or E4M3 caches): on Hopper an
+ * FP8 cache runs the warp-specialized GMMA kernel (mha_sm90), a 16-bit one
+ * the Ampere-style mma.sync kernel (mha.cu), whose work units take at
+ * least attention.xqa_hmma_unit_time each, t_u = max(that, t_u above):
+ * a fixed per-unit cost (Q load, pipeline, epilogue) that a unit's key
+ * reads hide once it has a few hundred keys.
+ *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
  * pairs are gpu_attention.c's windowed ones.
@@ -287,6 +296,11 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	double gq = h->heads_q / h->heads_kv;
 	struct gpu_units all = {0, 0, 0, 0};
 	int i, launches = 1;
+	/* XQA's Hopper GMMA kernel takes FP8 (1-byte) caches only; a 16-bit
+	 * cache runs its mma.sync kernel, whose units take at least the
+	 * GPU's xqa_hmma_unit_time (see the top) */
+	double floor_s = h->split == GPU_TRTLLM_DECODE_XQA && h->kv_B > 1 ?
+			 g->attention.xqa_hmma_unit_s : 0;
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
@@ -315,8 +329,8 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 		comp = x->q * gq * keys * pair_flops(h) /
 		       (rate * mma_fill(g, x->q * gq) / cus);
 		u.n = 1;
-		u.longest_s = u.sum_s = g->gemm_tile_overhead_s +
-					fmax(mem_s, comp);
+		u.longest_s = u.sum_s = fmax(g->gemm_tile_overhead_s +
+					     fmax(mem_s, comp), floor_s);
 		u.sum2_s2 = u.sum_s * u.sum_s;
 		add_units(&all, &u, x->count * h->heads_kv * s);
 		if (h->partition > 0) {

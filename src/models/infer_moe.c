@@ -157,13 +157,17 @@
  * GPU without FP8: Marlin). Its compute-bound tiles reach the GPU's
  * weight_only_moe_efficiency of the clock-scaled bf16 peak, not the bf16
  * GEMM's: each tile converts every weight it loads to 16 bits before its
- * MMAs, Marlin on Ampere-style mma.sync. 0 where the engine or the GPU
+ * MMAs, Marlin on Ampere-style mma.sync. TensorRT-LLM on Hopper runs
+ * gpt-oss's MXFP4 experts through its TRITON MoE backend (TritonFusedMoE,
+ * the serving AUTO choice for 90 <= sm < 100: aiconfigurator's collector
+ * cites resolve_moe_backend, model_config.py @ 1.3.0rc20) at a rate of its
+ * own (mxfp4_moe_kernel triton_trtllm). 0 where the engine or the GPU
  * says nothing (the bf16 GEMM rate, as before).
  */
 static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 		      struct infer_moe *e)
 {
-	double marlin = 0;
+	double marlin = 0, mx;
 
 	e->wo_eff[0] = e->wo_eff[1] = 0;
 	e->wo_tile_m = NULL;
@@ -177,9 +181,12 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	if (en->weight_only_moe_kernel == ENGINE_WO_MOE_MARLIN)
 		marlin = g->weight_only_moe_eff[GPU_WO_MARLIN];
 	e->wo_eff[0] = marlin;
-	e->wo_eff[1] = en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_MX &&
-		       g->weight_only_moe_eff[GPU_WO_TRITON_MX] > 0 ?
-		       g->weight_only_moe_eff[GPU_WO_TRITON_MX] : marlin;
+	/* the MXFP4 kernel's own rate where the GPU gives one */
+	mx = en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_MX ?
+	     g->weight_only_moe_eff[GPU_WO_TRITON_MX] :
+	     en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_TRTLLM ?
+	     g->weight_only_moe_eff[GPU_WO_TRITON_TRTLLM] : 0;
+	e->wo_eff[1] = mx > 0 ? mx : marlin;
 }
 
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,

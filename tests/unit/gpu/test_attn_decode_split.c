@@ -160,3 +160,53 @@ Test(gpu, decode_fixed_partition_reduces_past_one_wave_and_at_one_split)
 	cr_assert(gpu_fixture_near(partition_s(256, 100, 200), one, 1e-9),
 		  "%g vs %g", partition_s(256, 100, 200), one);
 }
+
+/* XQA's mma.sync kernel (a 16-bit KV cache on Hopper) with the toy GPU's
+ * attention.xqa_hmma_unit_time set to `floor_s`: `seqs` sequences of `kv`
+ * keys, KV elements of kv_B bytes, under `split`. */
+static double hmma_s(int split, double kv_B, double floor_s, double seqs,
+		     double kv)
+{
+	struct gpu_spec g;
+	struct gpu_attn_heads h = {
+		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
+		.head_dim_v = 128, .kv_B = kv_B, .split = split,
+	};
+	struct gpu_attn_group grp = {seqs, 1, kv};
+
+	gpu_fixture_toy(&g);
+	g.attention.xqa_hmma_unit_s = floor_s;
+	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+}
+
+Test(gpu, decode_xqa_hmma_units_take_the_floor_with_a_16_bit_cache)
+{
+	/* 1000 sequences over 1 key: XQA's x = floor(1 / 512) = 0 -> one
+	 * block, 1000 units of 1 key (a bf16 unit reads 512 B: 10.24 ns)
+	 * in 10 waves of 100. With a 20 us floor and a bf16 (2 B) cache:
+	 * 10 x 20 us = 200 us (the bytes, 1000 x (8 x 256 x 2 + 512 + 32)
+	 * = 4.64 MB, are 0.93 us at 5 TB/s). An FP8 (1 B) cache runs the
+	 * GMMA kernel: no floor, bytes-bound at 1000 x 4384 B / 5e12 =
+	 * 0.877 us. The fill rule (not XQA) takes no floor either. */
+	double bf16 = hmma_s(GPU_TRTLLM_DECODE_XQA, 2, 20e-6, 1000, 1);
+	double fp8 = hmma_s(GPU_TRTLLM_DECODE_XQA, 1, 20e-6, 1000, 1);
+	double fill = hmma_s(GPU_TRTLLM_DECODE_NONE, 2, 20e-6, 1000, 1);
+
+	cr_assert(gpu_fixture_near(bf16, 200e-6, 1e-9), "%g", bf16);
+	cr_assert(gpu_fixture_near(fp8, 1000 * 4384.0 / 5e12, 1e-9), "%g", fp8);
+	cr_assert(fill < 2e-6, "%g", fill);
+}
+
+Test(gpu, decode_xqa_hmma_floor_hides_under_long_units)
+{
+	/* 60 sequences of 32768 keys, bf16 cache: XQA's 13 blocks a
+	 * sequence (decode_xqa_splits_past_one_wave_to_eight), units of
+	 * 2520.6 keys reading 2 x 2520.6 x 256 B = 1.29 MB, 25.8 us each:
+	 * above a 20 us floor, so the floor changes nothing. */
+	double with = hmma_s(GPU_TRTLLM_DECODE_XQA, 2, 20e-6, 60, KV);
+	double without = hmma_s(GPU_TRTLLM_DECODE_XQA, 2, 0, 60, KV);
+
+	cr_assert(gpu_fixture_near(with, without, 1e-12), "%g vs %g", with,
+		  without);
+	cr_assert(without > 8 * 25e-6, "%g", without);
+}

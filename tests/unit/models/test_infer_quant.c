@@ -374,6 +374,12 @@ static double wo_eff(const char *const *sets, size_t n)
  *     ... mxfp4_moe_kernel triton_mx: matmul_ogs, h100's 0.694
  *     ... on A100 (no triton_mx there): Marlin, 0.457
  *   vLLM, gpt-oss-20b on B200 (MXFP4 MMAs): not weight-only    -> 0
+ *   TensorRT-LLM, gpt-oss-20b on H100, mxfp4_moe_kernel triton_trtllm:
+ *     TritonFusedMoE, h100's 0.60 (the GEMMs' share solved from its
+ *     module table, configs/gpus/h100.yaml)
+ *     ... on A100 (no triton_trtllm there, trtllm's weight_only_moe_kernel
+ *     none): the bf16 GEMM rate                                 -> 0
+ *     ... unset (weight_only, kernel none) on H100              -> 0
  */
 Test(infer, weight_only_experts_take_the_engines_kernel)
 {
@@ -390,6 +396,14 @@ Test(infer, weight_only_experts_take_the_engines_kernel)
 			       "system.preset=dgx-a100"};
 	const char *oss_b[] = {"serving.engine=vllm", "model=gpt-oss-20b",
 			       "system.preset=dgx-b200"};
+	const char *trt_oss[] = {"serving.engine=trtllm", "model=gpt-oss-20b",
+				 "serving.engine.mxfp4_moe_kernel=triton_trtllm"};
+	const char *trt_oss_a[] = {"serving.engine=trtllm",
+				   "model=gpt-oss-20b",
+				   "serving.engine.mxfp4_moe_kernel=triton_trtllm",
+				   "system.preset=dgx-a100"};
+	const char *trt_oss_u[] = {"serving.engine=trtllm",
+				   "model=gpt-oss-20b"};
 
 	cr_assert_float_eq(wo_eff(a100_fp8, 3), 0.457, 1e-12);
 	cr_assert_float_eq(wo_eff(h100_fp8, 2), 0, 1e-12);
@@ -398,4 +412,7 @@ Test(infer, weight_only_experts_take_the_engines_kernel)
 	cr_assert_float_eq(wo_eff(oss_tr, 3), 0.694, 1e-12);
 	cr_assert_float_eq(wo_eff(oss_a, 4), 0.457, 1e-12);
 	cr_assert_float_eq(wo_eff(oss_b, 3), 0, 1e-12);
+	cr_assert_float_eq(wo_eff(trt_oss, 3), 0.60, 1e-12);
+	cr_assert_float_eq(wo_eff(trt_oss_a, 4), 0, 1e-12);
+	cr_assert_float_eq(wo_eff(trt_oss_u, 2), 0, 1e-12);
 }
