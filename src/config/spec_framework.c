@@ -464,6 +464,15 @@ static const struct schema_field framework_fields[] = {
 		  "ends with the last op whose tensors autograd saved, so the "
 		  "ops after it (a DeepEP combine, the residual add) are not run "
 		  "again" },
+	{ .key = "recompute_needed_only", .type = ST_BOOL,
+	  .offset = FOFF(recompute_needed_only), .def = "false",
+	  .help = "recompute full re-runs only the forward ops whose outputs "
+		  "the backward reads (torch.compile'd blocks: AOTAutograd's "
+		  "partitioner; eager torch checkpoint with early stop over "
+		  "nn.Linear, whose mm packs its saved inputs before its "
+		  "kernel): a dense layer's last GEMM (fc2; an attention "
+		  "layer's proj), its TP reduction and the residual add are "
+		  "not run again (dropout keeps them: its mask is saved)" },
 	{ .key = "fsdp_pp_no_sync", .type = ST_BOOL,
 	  .offset = FOFF(fsdp_pp_no_sync), .def = "false",
 	  .help = "ZeRO-3 with pp >= 2: torch.distributed.pipelining's "

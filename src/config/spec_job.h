@@ -425,6 +425,9 @@ struct framework_spec {
 						 * checkpoint: the recomputation stops once the
 						 * layer's last saved tensor is recomputed
 						 * (layer.c) */
+	int recompute_needed_only;		/* full recompute re-runs only the forward ops
+						 * the backward reads: not the layer's last
+						 * GEMM and what follows it (layer.c) */
 	int fsdp_pp_no_sync;			/* ZeRO-3 with pp >= 2: torch pipelining's stages keep
 						 * their units gathered through a schedule run and
 						 * reduce-scatter after a chunk's last backward (train_dp.c) */

@@ -34,9 +34,9 @@
  *            of the CP ring (a send/recv on the cp stream, s (k + v) B),
  *            so a step's transfer hides behind the previous step's
  *            compute when it is shorter. The partial outputs are merged
- *            with their log-sum-exps (read and write s a/t d_v fp32 per
- *            step). Backward: the same blocks, each step passing K/V and
- *            the accumulated dK/dV on (twice the bytes), and a last
+ *            with their log-sum-exps after the last step (attn_cp.c).
+ *            Backward: the same blocks, each step passing K/V and the
+ *            accumulated dK/dV on (twice the bytes), and a last
  *            transfer returns dK/dV to their owner. Without load
  *            balancing the slowest rank (the last) does a causal step and
  *            cp - 1 full s x s blocks; symmetric simulation models it.
@@ -488,18 +488,20 @@ static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d,
  * sequence) of `heads` heads. Forward: transfer i (after the one before
  * it: a rank forwards the block it received) brings the block of step
  * i + 1; step i waits for the block of transfer i - 1. Backward: each
- * transfer also carries the dK/dV accumulated so far, added (a
- * memory-bound op) once the step's own gradients are computed. */
+ * transfer also carries the dK/dV accumulated so far (the first K/V
+ * only, the last dK/dV only), added (a memory-bound op) once the step's
+ * own gradients are computed. Transformer Engine's copies and output
+ * corrections around the steps: attn_cp.c. */
 static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, enum layout_group ring_group,
 		 double ring, double seq, double heads, double model_flops)
 {
 	double c = seq / 2, kv = d->batch * seq * kv_B(d) * heads / heads_q(d);
-	double out = d->batch * seq * heads * layer_v_dim(d) * 4;
+	double rows = d->batch * seq * heads;
 	int lb = d->cpd.load_balance, i, steps = (int)ring;
 	struct gpu_attn_shape a;
-	int16_t in = lop_tail(o), deliver = LAYER_NONE, last = in;
-	int16_t acc = LAYER_NONE, comm;
+	int16_t in = attn_cp_ring_start(o, pass, bwd, kv);
+	int16_t deliver = LAYER_NONE, last = in, acc = LAYER_NONE, comm;
 	const char *name = bwd ? "attn_bwd" : "attn";
 	struct layer_op *op;
 
@@ -508,7 +510,8 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		if (i + 1 < steps || bwd) {
 			op = lop_coll(o, bwd ? "cp_kv_dkv_sendrecv" :
 				      "cp_kv_sendrecv", pass, ring_group, LS_CP,
-				      COLL_SENDRECV, bwd ? 2 * kv : kv);
+				      COLL_SENDRECV, bwd && i > 0 &&
+				      i + 1 < steps ? 2 * kv : kv);
 			op->p2p_next = 1;
 			op->dep[0] = deliver == LAYER_NONE ? in : deliver;
 			op->dep[1] = acc;
@@ -526,20 +529,24 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		op->dep[0] = last;
 		op->dep[1] = deliver;
 		last = lop_tail(o);
-		if (bwd) {	/* add this step's dK/dV to the received sum */
+		if (bwd) {	/* dQ, then this step's dK/dV into the sum */
+			attn_cp_dq_acc(o, pass, d, i == 0,
+				       rows * dim_qk(d) * d->act_B);
 			op = lop_memop(o, "cp_dkv_add", pass, 2 * kv, kv,
 				       kv / d->act_B);
+			op->k.launches = 2;	/* dk.add_, dv.add_ */
+			op->host_n = 2;
 			op->dep[1] = deliver;
 			acc = last = lop_tail(o);
-		} else if (i > 0) {	/* rescale by the log-sum-exps, add */
-			lop_memop(o, "attn_lse_merge", pass, 2 * out, out,
-				  out / 4);
-			last = lop_tail(o);
 		}
 		deliver = comm;
 	}
 	if (bwd)	/* the last transfer brings this rank's dK/dV home */
 		lop_memop(o, "cp_dkv_done", pass, kv, kv, 0)->dep[1] = deliver;
+	else
+		attn_cp_out_correct(o, pass, d, ring,
+				    rows * layer_v_dim(d) * d->act_B,
+				    rows * dtype_bytes(DTYPE_FP32));
 }
 
 /* All-gather of K/V, then one call per local chunk (rank 0's). */

@@ -226,6 +226,16 @@ static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_norm_bwd_after(o, "norm2_bwd", d, red);
 }
 
+/* A layer's needed_end once its forward is pushed: where the layer's
+ * last GEMM (lop_row_fwd's first piece, after its input cast) starts,
+ * else (an MoE layer, a dropout mask the backward reads after it)
+ * saved_end. */
+static void needed_end_fix(struct layer_ops *o, const struct layer_dims *d)
+{
+	if (o->needed_end < 0 || d->dropout)
+		o->needed_end = o->saved_end;
+}
+
 /* One layer forward, for the forward pass or a full recomputation. */
 /* CUDA-graph scopes (Megatron-Core TransformerLayer): attn from the
  * input norm to the attention's residual add; the MLP's norm with the
@@ -237,6 +247,7 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	uint8_t mlp = is_moe(k) ? SCOPE_MOE : SCOPE_MLP;
 
 	o->scope = SCOPE_ATTN;
+	o->needed_end = -1;
 	if (has_mamba(k)) {	/* Megatron-Core MambaLayer */
 		o->scope = SCOPE_MAMBA;
 		lop_norm_fwd(o, "norm1", pass, d);
@@ -245,6 +256,7 @@ static void layer_fwd_pass(const struct layer_dims *d,
 		lop_add_fwd(o, "add1", pass, d);
 		if (d->dropout)
 			o->saved_end = o->n;
+		o->needed_end = o->saved_end;
 		o->scope = SCOPE_NONE;
 		return;
 	}
@@ -258,11 +270,13 @@ static void layer_fwd_pass(const struct layer_dims *d,
 			    k && k->linear ? gdn_out_width(d) :
 			    attn_out_width(d));
 		o->saved_end = o->n;	/* an attention layer alone's */
+		o->needed_end = o->row_gemm_at;
 		lop_add_fwd(o, "add1", pass, d);
 		if (d->dropout)
 			o->saved_end = o->n;
 	}
 	if (!has_mlp(k)) {
+		needed_end_fix(o, d);
 		o->scope = SCOPE_NONE;
 		return;
 	}
@@ -270,14 +284,17 @@ static void layer_fwd_pass(const struct layer_dims *d,
 	lop_norm_fwd(o, "norm2", pass, d);
 	if (is_moe(k)) {
 		moe_fwd(o, pass, d);	/* sets saved_end */
+		o->needed_end = -1;	/* as saved_end: not traced further */
 	} else {
 		mlp_fwd(o, pass, d);
 		o->saved_end = o->n;
+		o->needed_end = o->row_gemm_at;
 	}
 	o->scope = mlp;
 	lop_add_fwd(o, "add2", pass, d);
 	if (d->dropout)		/* its mask */
 		o->saved_end = o->n;
+	needed_end_fix(o, d);
 	o->scope = SCOPE_NONE;
 }
 
@@ -420,6 +437,9 @@ static double sac_mm_share(int *count, const double *w, int n)
 	return all > 0 ? re / all : 0;
 }
 
+/* Distinct linears (GEMM op names) of one layer's forward. */
+#define SAC_MAX_LINEARS 16
+
 /* The copy DTensor makes before a reduce-scatter, or the async-TP
  * reduction after one (layer_ops.c sp_seq_copy): only the saved
  * reduce-scatter output needs them, so AOTAutograd's partitioner
@@ -460,14 +480,34 @@ static int sp_scatter_side(const struct layer_ops *o, int i, int end)
  * casts to fp8 (but their saved amax) are recomputed. torch's early stop
  * (non-reentrant checkpoint's default) ends the recomputation with the
  * last op that saves a tensor (saved_end: the MLP's). A dropped op's
- * dependants wait for what it waited for. */
-static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
-			   int b)
+ * dependants wait for what it waited for.
+ * The policy counts the mms of the traced graph, before inductor's
+ * micro-pipeline TP pass (a post-grad pass) cuts a linear into async
+ * TP's pieces: the pieces of one linear (one name) take its first
+ * piece's share. Under recompute_needed_only (torch.compile's
+ * partitioner recomputes only what the backward reads) a row-parallel
+ * GEMM under sequence parallelism (proj, fc2), whose output only the
+ * saved reduce-scatter reads, is not re-run either. */
+static double sac_gemm_share(const struct layer_dims *d, const char *name,
+			     int *count)
 {
 	double q = layer_q_width(d), kv = layer_kv_width(d);
 	double qkv[3] = { q, kv, kv }, fc1[2] = { 1, 1 }, one = 1;
+
+	if (!strcmp(name, "qkv"))
+		return sac_mm_share(count, qkv, 3);
+	if (!strcmp(name, "fc1"))
+		return sac_mm_share(count, fc1, d->gated ? 2 : 1);
+	return sac_mm_share(count, &one, 1);
+}
+
+static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
+			   int b)
+{
+	const char *seen[SAC_MAX_LINEARS];
+	double seen_share[SAC_MAX_LINEARS];
 	int16_t map[LAYER_MAX_OPS];
-	int i, n = b, count = 0, end = o->saved_end;
+	int i, n = b, count = 0, end = o->saved_end, nseen = 0;
 
 	for (i = b; i < end; i++) {
 		struct layer_op op = o->op[i];
@@ -481,13 +521,22 @@ static void sac_ops_filter(const struct layer_dims *d, struct layer_ops *o,
 		else if (sp_scatter_side(o, i, end))
 			drop = 1;
 		else if (op.kind == LOP_KERNEL && op.k.kind == KERN_GEMM) {
-			if (!strcmp(op.name, "qkv"))
-				share = sac_mm_share(&count, qkv, 3);
-			else if (!strcmp(op.name, "fc1"))
-				share = sac_mm_share(&count, fc1,
-						     d->gated ? 2 : 1);
-			else
-				share = sac_mm_share(&count, &one, 1);
+			for (j = 0; j < nseen; j++)
+				if (!strcmp(seen[j], op.name))
+					break;
+			if (j < nseen) {
+				share = seen_share[j];
+			} else {
+				share = sac_gemm_share(d, op.name, &count);
+				if (nseen < SAC_MAX_LINEARS) {
+					seen[nseen] = op.name;
+					seen_share[nseen++] = share;
+				}
+			}
+			if (d->rc_needed_only && d->sp &&
+			    (!strcmp(op.name, "proj") ||
+			     !strcmp(op.name, "fc2")))
+				share = 0;
 			drop = share <= 0;
 		}
 		for (j = 0; j < 2; j++)
@@ -526,7 +575,9 @@ static void layer_bwd_pass(const struct layer_dims *d,
 
 	if (rc == LREC_FULL) {
 		layer_fwd_pass(d, k, PASS_RECOMPUTE, o);
-		if (d->rc_early_stop)
+		if (d->rc_needed_only)
+			o->n = o->needed_end;
+		else if (d->rc_early_stop)
 			o->n = o->saved_end;
 	}
 	if (mods & 1u << RCM_OPS) {

@@ -231,6 +231,9 @@ struct layer_dims {
 	int dropout;		/* dropout after attention and MLP (and on scores) */
 	int rc_early_stop;	/* framework recompute_early_stop: a full
 				 * recompute ends with its last saved tensor */
+	int rc_needed_only;	/* framework recompute_needed_only: a full
+				 * recompute ends before the layer's last
+				 * GEMM (layer.c layer_bwd_pass) */
 	int autograd_wgrad;	/* framework wgrad_autograd: a plain
 				 * wgrad GEMM, nothing accumulated */
 	int dgrad_serial;	/* framework tp_dgrad_serial: the column
@@ -572,6 +575,10 @@ struct layer_ops {
 	int n;			/* ops used */
 	int saved_end;		/* after layer_fwd_pass: ops past this index
 				 * save no tensor for the backward */
+	int needed_end;		/* after layer_fwd_pass: ops from this index
+				 * on make nothing the backward reads */
+	int row_gemm_at;	/* index of the first GEMM piece of the last
+				 * lop_row_fwd (after its input cast) */
 	uint8_t scope;		/* enum graph_scope of the ops pushed next */
 };
 

@@ -398,6 +398,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	 * rope takes no scale, so a YaRN factor other than 1 runs unfused */
 	d->mla_concat = j->framework->elementwise.mla_concat == 1;
 	d->rc_early_stop = j->framework->recompute_early_stop == 1;
+	d->rc_needed_only = j->framework->recompute_needed_only == 1;
 	d->eager_rope = j->framework->elementwise.eager_rope == 1 ||
 			(m->rope_mscale > 0 && fabs(m->rope_mscale - 1) > 1e-9 &&
 			 j->framework->elementwise.fused_rope_mscale == 0);

@@ -262,6 +262,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	lop_cast_row_input(o, cast_name, pass, d, t * k);
 	lop_swizzle(o, pass, d, d->lowp, h * k, t * k, 1, 1);
 	before = lop_tail(o);
+	o->row_gemm_at = o->n;
 	for (i = 0; i < c; i++) {
 		lop_gemm(o, name, pass, t / c, h, k, d->lowp)->dep[0] =
 			i == 0 ? before : LAYER_NONE;

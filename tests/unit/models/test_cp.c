@@ -6,6 +6,7 @@
  * K/V (moved from test_moe.c).
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "base/arena.h"
 #include "fixture.h"
@@ -218,4 +219,67 @@ Test(cp, torch_context_parallel_symmetric_and_estimated)
 	assert_same_step(&f, "torch p2p");
 	fixture_assert_estimate(&f.job, 0, "torch p2p");
 	fixture_assert_estimate(&f.job, 1, "torch p2p");
+}
+
+/* Transformer Engine's p2p bookkeeping (attn_cp.c) on the cp 4 ring of
+ * ring_splits_the_work_into_cp_steps: b 2, s 512 a GPU, 16 heads of 64,
+ * bf16. kv = b s 2 h 2 B = 4194304 B; the output O_B = b s h 2 B =
+ * 2097152 B, its log-sum-exp lse_B = b s 16 x 4 B = 65536 B; dQ the
+ * same 2097152 B as O. */
+Test(cp, ring_charges_te_copies_and_corrections)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops fw, bw;
+	const struct layer_op *op;
+	double kv = 4194304, O = 2097152, lse = 65536;
+	double want[4] = { kv, 2 * kv, 2 * kv, kv };
+	int i, x = 0, dq = 0;
+
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.n_routed_experts = 0;
+	f.job.parallelism.cp = 4;
+	f.job.parallelism.dp = 2;
+	f.job.parallelism.cp_comm_type = CP_P2P;
+	f.job.parallelism.cp_load_balance = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, NULL, &fw);
+	layer_bwd(&d, NULL, LREC_NONE, &bw);
+	/* forward: the K/V torch.cat (read and write kv) before the first
+	 * send; after the 4 steps one init + 3 corrections and the last lse
+	 * merge, 5 kernels reading O + 3 x 2 O + (2 x 4 + 2) lse = 7 O +
+	 * 10 lse = 15335424 B, writing 4 O + lse = 8454144 B */
+	op = op_named(&fw, "cp_kv_cat");
+	fixture_assert_close(op->k.read_B, kv);
+	fixture_assert_close(op->k.write_B, kv);
+	cr_assert_lt(fixture_op_index(&fw, "cp_kv_cat"),
+		     fixture_op_index(&fw, "cp_kv_sendrecv"));
+	op = op_named(&fw, "cp_out_correct");
+	fixture_assert_close(op->k.read_B, 7 * O + 10 * lse);
+	fixture_assert_close(op->k.write_B, 4 * O + lse);
+	cr_assert_eq(op->k.launches, 5);
+	/* backward: the K/V copy into the send buffer, transfers of K/V
+	 * alone, K/V + dK/dV twice, dK/dV alone; dQ copied once (read and
+	 * write O) and added three times (read 2 O, write O) */
+	op = op_named(&bw, "cp_kv_copy");
+	fixture_assert_close(op->k.read_B, kv);
+	for (i = 0; i < bw.n; i++) {
+		op = &bw.op[i];
+		if (op->kind == LOP_COLL && op->p2p_next) {
+			cr_assert_lt(x, 4);
+			fixture_assert_close(op->coll_B, want[x]);
+			x++;
+		}
+		if (op->kind == LOP_KERNEL && !strcmp(op->name, "cp_dq_acc")) {
+			fixture_assert_close(op->k.read_B, dq ? 2 * O : O);
+			fixture_assert_close(op->k.write_B, O);
+			dq++;
+		}
+	}
+	cr_assert_eq(x, 4);
+	cr_assert_eq(dq, 4);
+	arena_release(&a);
 }
