@@ -408,6 +408,12 @@ static const struct schema_field engine_fields[] = {
 		  "driver serializes the input metadata, a worker "
 		  "deserializes it and rebuilds its inputs (vLLM V0's "
 		  "broadcast_tensor_dict over the shared-memory queue)" },
+	{ .key = "tp_seq_overhead", .type = ST_TIME,
+	  .offset = OFF(tp_seq_overhead_s), .max = 1e-4, .def = "0 us",
+	  .help = "host time per scheduled sequence and scheduler call "
+		  "added with TP > 1: the per-request entries of the call "
+		  "the workers unpickle and of the output rank's reply "
+		  "(vLLM V1's MultiprocExecutor message queues)" },
 	{ .key = "sampler_passes", .type = ST_INT,
 	  .offset = OFF(sampler_passes), .min = 1, .max = 16, .def = "1",
 	  .help = "kernels of the sampler over the sampled rows' fp32 logits "

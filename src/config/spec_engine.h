@@ -307,6 +307,9 @@ struct engine_spec {
 						 * graph's buffers before each replay */
 	double tp_step_overhead_s;		/* s of host work per scheduler call with
 						 * TP > 1 (input metadata to the workers) */
+	double tp_seq_overhead_s;		/* s of it per scheduled sequence (the
+						 * per-request lists and dicts of the step's
+						 * call and reply) */
 	int64_t sampler_passes;			/* fp32 passes over the sampled rows'
 						 * logits after the cast (sampler kernels) */
 	int64_t sampler_passes_greedy;		/* ... when every request samples greedily

@@ -433,7 +433,9 @@ double infer_host_s(const struct infer_ctx *x, const struct infer_batch *b)
 {
 	double h = x->eng->step_overhead_s +
 		   x->eng->seq_overhead_s * infer_batch_seqs(b) +
-		   (x->tp > 1 ? x->eng->tp_step_overhead_s : 0), prompt = 0;
+		   (x->tp > 1 ? x->eng->tp_step_overhead_s +
+				x->eng->tp_seq_overhead_s * infer_batch_seqs(b)
+			      : 0), prompt = 0;
 	int i;
 
 	/* prompt tokens computed this step (graph padding is no prompt) */

@@ -1,9 +1,9 @@
 /*
  * test_infer_engine.c - an inference engine's own step work: vLLM V0's
  * step-input broadcasts, sampler passes and graph-input copies, the host
- * time per step, sequence, TP metadata and prompt token (vLLM V0,
- * TensorRT-LLM), vLLM ROCm's skinny GEMM, and the range checks of those
- * engine keys.
+ * time per step, sequence, TP metadata (vLLM V0), TP call and reply (vLLM
+ * V1) and prompt token (TensorRT-LLM), vLLM ROCm's skinny GEMM, and the
+ * range checks of those engine keys.
  *
  * Jobs are tests/data/serve's Llama 3 70B over the shipped presets (the
  * tests run from the repository root), varied by --set style overrides.
@@ -408,6 +408,51 @@ Test(infer, v0_tp_metadata_host_time)
 	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
 }
 
+/* The host time of a decode step of `bs` sequences on tests' Llama 3 70B
+ * under vLLM V1 (the vllm preset: step_overhead 0.5 ms, seq_overhead
+ * 2 us, tp_step_overhead 15 us, tp_seq_overhead 0.5 us), TP 8 or TP 1. */
+static double v1_host_s(int tp1, const char *bs)
+{
+	const char *sets[] = {"phase=decode", bs, "serving.context_len=256",
+			      "serving.engine=vllm", "parallelism.tp=1",
+			      "system.gpus_per_node=1"};
+	struct arena a;
+	struct diag d;
+	struct infer_ctx x;
+	struct infer_batch b;
+	struct job_spec *j;
+	double h;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, L70, sets, tp1 ? 6 : 4);
+	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
+	infer_job_batch(j, &b);
+	h = infer_host_s(&x, &b);
+	infer_ctx_release(&x);
+	arena_release(&a);
+	return h;
+}
+
+/*
+ * vLLM V1's execute_model call and the output rank's reply through the
+ * MultiprocExecutor's queues (results/reference/host/vllm-v1-tp-ipc.md).
+ * 4 sequences at TP 8: 0.5 ms + 4 x 2 us + 15 us + 4 x 0.5 us = 0.525 ms;
+ * at TP 1 (no queues): 0.508 ms. 256 sequences at TP 8: 0.5 + 0.512 +
+ * 0.015 + 0.128 = 1.155 ms; TP 1: 1.012 ms. The per-sequence part is
+ * what separates 256 from 4: (1.155 - 1.012) - (0.525 - 0.508) = 0.126 ms
+ * = 252 x 0.5 us.
+ */
+Test(infer, v1_tp_ipc_host_time)
+{
+	cr_assert_float_eq(v1_host_s(0, "serving.batch=4"), 0.525e-3, 1e-12);
+	cr_assert_float_eq(v1_host_s(1, "serving.batch=4"), 0.508e-3, 1e-12);
+	cr_assert_float_eq(v1_host_s(0, "serving.batch=256"), 1.155e-3,
+			   1e-12);
+	cr_assert_float_eq(v1_host_s(1, "serving.batch=256"), 1.012e-3,
+			   1e-12);
+}
+
 /* The host time of one step of tests' Llama 3 70B at TP 1 under the
  * trtllm preset (step_overhead 0.5 ms, seq_overhead 20 us,
  * prompt_token_overhead 0.14 us, tp_step_overhead 0): `phase` decode or
@@ -559,6 +604,8 @@ Test(infer, sampler_keys_refuse_bad_counts)
 		{"serving.engine.sampler_copies=17", "from 0 to 16, got '17'"},
 		{"serving.engine.graph_input_copies=-1", "from 0 to 16, got '-1'"},
 		{"serving.engine.tp_step_overhead=1 s", "'serving.engine.tp_step_overhead'"},
+		{"serving.engine.tp_seq_overhead=1 ms", "'serving.engine.tp_seq_overhead'"},
+		{"serving.engine.tp_seq_overhead=-1 us", "'serving.engine.tp_seq_overhead'"},
 		{"serving.engine.prompt_token_overhead=2 ms", "'serving.engine.prompt_token_overhead'"},
 		{"serving.engine.prompt_token_overhead=-1 us", "'serving.engine.prompt_token_overhead'"},
 		{"serving.engine.prompt_token_overhead=nan", "'serving.engine.prompt_token_overhead'"},
