@@ -341,28 +341,6 @@ out:
 	return rc;
 }
 
-/* The order of (schedule, p, v, m) with its transfers' streams split
- * per pair of neighbours or not (split_pairs), remembered (est_pipe_run
- * asks for a few m per (p, v)). NULL when out of memory. */
-static const struct porder *order_of(struct est *e, int schedule, int64_t p,
-				     int64_t v, int64_t m, int split)
-{
-	int64_t key[EST_PIPE_KEY] = { schedule, p, v, m, split };
-	struct porder *const *hit = memo_get(&e->pipe_lists, key);
-	struct porder *o;
-
-	if (hit)
-		return *hit;
-	if (!(o = mem_calloc(1, sizeof(*o))))
-		return NULL;
-	if (build_order(schedule, p, v, m, split, o) != 0 ||
-	    !memo_put(&e->pipe_lists, key, &o)) {
-		est_pipe_order_free(o);
-		return NULL;
-	}
-	return o;
-}
-
 void est_pipe_order_free(void *order)
 {
 	struct porder *o = order;
@@ -544,22 +522,27 @@ out:
 	return rc;
 }
 
-/* The order of est_pipe_run's three runs from m0 (build_three),
- * remembered as order_of's (key m: -m0, which no run has). */
-static const struct porder *three_of(struct est *e, int schedule, int64_t p,
-				     int64_t v, int64_t m0, int64_t g,
+/* The order of (schedule, p, v, m) with its transfers' streams split
+ * per pair of neighbours or not (split_pairs), remembered (est_pipe_run
+ * asks for a few m per (p, v)); with g > 0, the order of est_pipe_run's
+ * three runs from m0 = m (build_three), remembered under m: -m0, which no
+ * single run has. NULL when out of memory. */
+static const struct porder *order_of(struct est *e, int schedule, int64_t p,
+				     int64_t v, int64_t m, int64_t g,
 				     int split)
 {
-	int64_t key[EST_PIPE_KEY] = { schedule, p, v, -m0, split };
+	int64_t key[EST_PIPE_KEY] = { schedule, p, v, g > 0 ? -m : m, split };
 	struct porder *const *hit = memo_get(&e->pipe_lists, key);
 	struct porder *o;
+	int rc;
 
 	if (hit)
 		return *hit;
 	if (!(o = mem_calloc(1, sizeof(*o))))
 		return NULL;
-	if (build_three(schedule, p, v, m0, g, split, o) != 0 ||
-	    !memo_put(&e->pipe_lists, key, &o)) {
+	rc = g > 0 ? build_three(schedule, p, v, m, g, split, o)
+		   : build_order(schedule, p, v, m, split, o);
+	if (rc != 0 || !memo_put(&e->pipe_lists, key, &o)) {
 		est_pipe_order_free(o);
 		return NULL;
 	}
@@ -670,7 +653,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 		    double *rank_end, double *chunk_end)
 {
 	int64_t p = in->p, v = in->v, S = p * v, r, c, k;
-	const struct porder *o = order_of(e, in->schedule, p, v, m,
+	const struct porder *o = order_of(e, in->schedule, p, v, m, 0,
 					  split_pairs(in));
 	struct playout l = layout_of(p, S, m);
 	double *val, *sent;
@@ -821,7 +804,7 @@ static int run_three(struct est *e, const struct est_pipe *in, int64_t m0,
 {
 	int64_t p = in->p, v = in->v, S = p * v, M = m0 + 2 * g, k, r, c;
 	int64_t ends = p + p * v, nst = (1 + ST_N) * p;
-	const struct porder *o = three_of(e, in->schedule, p, v, m0, g,
+	const struct porder *o = order_of(e, in->schedule, p, v, m0, g,
 					  split_pairs(in));
 	struct playout l = layout_of(p, S, M);
 	const struct pflat *t;
