@@ -136,6 +136,29 @@ int fixture_op_index(const struct layer_ops *o, const char *name)
 	return op ? (int)(op - o->op) : -1;
 }
 
+int fixture_op_count(const struct layer_ops *o, int pass, const char *name)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0 &&
+		    (pass < 0 || (int)o->op[i].pass == pass))
+			n++;
+	return n;
+}
+
+double fixture_gemm_flops(const struct layer_ops *o, enum layer_pass pass)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->op[i].pass == pass && o->op[i].kind == LOP_KERNEL &&
+		    o->op[i].k.kind == KERN_GEMM)
+			sum += layer_kern_model_flops(&o->op[i].k);
+	return sum;
+}
+
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name)
 {

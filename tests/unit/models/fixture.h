@@ -57,6 +57,12 @@ int fixture_infer_count(const struct infer_ops *o, const char *name);
 /* The index in o of the first op named name, or -1. */
 int fixture_op_index(const struct layer_ops *o, const char *name);
 
+/* The ops named name in o, of pass `pass` (any pass when pass < 0). */
+int fixture_op_count(const struct layer_ops *o, int pass, const char *name);
+
+/* Model FLOPs of the GEMM kernels of pass `pass` in o. */
+double fixture_gemm_flops(const struct layer_ops *o, enum layer_pass pass);
+
 /* The first inference op named name in o, or NULL. */
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name);

@@ -13,18 +13,6 @@
 #include "models/layer.h"
 #include "moe_case.h"
 
-/* Ops of pass `pass` named name in o. */
-static int count(const struct layer_ops *o, enum layer_pass pass,
-		 const char *name)
-{
-	int i, n = 0;
-
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
-			n++;
-	return n;
-}
-
 /* Bytes the ops of pass `pass` read and write. */
 static double pass_bytes(const struct layer_ops *o, enum layer_pass pass)
 {
@@ -53,20 +41,20 @@ Test(rc_early_stop, a_dense_layer_skips_its_residual_add)
 	f.job.training.recompute = RECOMPUTE_FULL;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "add2"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "add2"), 1);
 	full = pass_bytes(&o, PASS_RECOMPUTE);
 	f.fw.recompute_early_stop = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "add2"), 0);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "add2"), 0);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 1);
 	early = pass_bytes(&o, PASS_RECOMPUTE);
 	cr_assert_float_eq(full - early, 3 * T * h * B, 1e-3);
 	/* With dropout the add saves its mask: recomputed to the end. */
 	f.job.training.dropout = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "add2"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "add2"), 1);
 }
 
 Test(rc_early_stop, a_deepep_layer_skips_its_combine)
@@ -91,18 +79,18 @@ Test(rc_early_stop, a_deepep_layer_skips_its_combine)
 	moe_case_dims(&m);
 	cr_assert(m.d.moe.combine_reduces);
 	layer_bwd(&m.d, &m.kind, LREC_FULL, &m.o);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "moe_dispatch"), 1);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "moe_combine"), 1);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "add2"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "moe_dispatch"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "moe_combine"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "add2"), 1);
 	full_n = m.o.n;
 	m.f.fw.recompute_early_stop = 1;
 	moe_case_dims(&m);
 	layer_bwd(&m.d, &m.kind, LREC_FULL, &m.o);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "moe_dispatch"), 1);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "expert_unsort"), 1);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "moe_combine"), 0);
-	cr_assert_eq(count(&m.o, PASS_RECOMPUTE, "add2"), 0);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "moe_dispatch"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "expert_unsort"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "moe_combine"), 0);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_RECOMPUTE, "add2"), 0);
 	cr_assert_eq(m.o.n, full_n - 2);
-	cr_assert_eq(count(&m.o, PASS_BWD, "moe_combine_bwd"), 1);
+	cr_assert_eq(fixture_op_count(&m.o, PASS_BWD, "moe_combine_bwd"), 1);
 	moe_case_release(&m);
 }

@@ -12,32 +12,6 @@
 #include "fixture.h"
 #include "models/layer.h"
 
-/* Ops of pass `pass` named name in o. */
-static int count(const struct layer_ops *o, enum layer_pass pass,
-		 const char *name)
-{
-	int i, n = 0;
-
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].pass == pass && strcmp(o->op[i].name, name) == 0)
-			n++;
-	return n;
-}
-
-/* Model FLOPs of the recomputed GEMMs in o. */
-static double rc_gemm_flops(const struct layer_ops *o)
-{
-	double sum = 0;
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].pass == PASS_RECOMPUTE &&
-		    o->op[i].kind == LOP_KERNEL &&
-		    o->op[i].k.kind == KERN_GEMM)
-			sum += layer_kern_model_flops(&o->op[i].k);
-	return sum;
-}
-
 Test(rc_needed_only, a_full_recompute_stops_before_fc2)
 {
 	struct fixture f;
@@ -54,23 +28,23 @@ Test(rc_needed_only, a_full_recompute_stops_before_fc2)
 	f.job.training.recompute = RECOMPUTE_FULL;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 1);
-	full = rc_gemm_flops(&o);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 1);
+	full = fixture_gemm_flops(&o, PASS_RECOMPUTE);
 	f.fw.recompute_needed_only = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 0);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "add2"), 0);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc1"), 1);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "proj"), 1);
-	cr_assert_eq(count(&o, PASS_BWD, "fc2_dgrad"), 1);
-	fixture_assert_close(full - rc_gemm_flops(&o), 2 * T * fm * h);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 0);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "add2"), 0);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc1"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "proj"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "fc2_dgrad"), 1);
+	fixture_assert_close(full - fixture_gemm_flops(&o, PASS_RECOMPUTE), 2 * T * fm * h);
 	/* With dropout the add's mask is saved: re-run to the end. */
 	f.job.training.dropout = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_FULL, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 1);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "add2"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 1);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "add2"), 1);
 }
 
 /* The fixture at tp 2 with SP under torchtitan's op-level policy. */
@@ -105,23 +79,23 @@ Test(rc_needed_only, sac_counts_a_linear_once_across_async_pieces)
 	sac_sp(&f, ops);
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	fixture_assert_close(rc_gemm_flops(&o),
+	fixture_assert_close(fixture_gemm_flops(&o, PASS_RECOMPUTE),
 			     2 * T * h * (2 * h + fm) / tp);
 	f.job.parallelism.tp_comm_overlap = 1;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.chunks, 2);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "proj"), 2);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 2);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc1"), 0);
-	fixture_assert_close(rc_gemm_flops(&o),
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "proj"), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc1"), 0);
+	fixture_assert_close(fixture_gemm_flops(&o, PASS_RECOMPUTE),
 			     2 * T * h * (2 * h + fm) / tp);
 	/* Needed only: wo's and fc2's outputs feed only the saved
 	 * reduce-scatters: wk alone, 2 T h h / tp = 4.295e9 FLOP. */
 	f.fw.recompute_needed_only = 1;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "proj"), 0);
-	cr_assert_eq(count(&o, PASS_RECOMPUTE, "fc2"), 0);
-	fixture_assert_close(rc_gemm_flops(&o), 2 * T * h * h / tp);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "proj"), 0);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "fc2"), 0);
+	fixture_assert_close(fixture_gemm_flops(&o, PASS_RECOMPUTE), 2 * T * h * h / tp);
 }

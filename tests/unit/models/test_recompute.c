@@ -374,20 +374,6 @@ Test(recompute, mla_concat_copies_q_and_k)
 		cr_assert_str_neq(o.op[i].name, "mla_concat");
 }
 
-/* Recomputed GEMM FLOPs (the recompute pass's GEMM ops only). */
-static double recompute_gemm_flops(const struct layer_ops *o)
-{
-	double sum = 0;
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].pass == PASS_RECOMPUTE &&
-		    o->op[i].kind == LOP_KERNEL &&
-		    o->op[i].k.kind == KERN_GEMM)
-			sum += layer_kern_model_flops(&o->op[i].k);
-	return sum;
-}
-
 Test(recompute, torchtitan_ops_rerun_every_second_mm_and_no_core)
 {
 	struct fixture f;
@@ -405,7 +391,7 @@ Test(recompute, torchtitan_ops_rerun_every_second_mm_and_no_core)
 	modules(&f, ops, 1);
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	assert_close(recompute_gemm_flops(&o), 2 * T * h * (h + h + fm));
+	assert_close(fixture_gemm_flops(&o, PASS_RECOMPUTE), 2 * T * h * (h + h + fm));
 	assert_close(layer_ops_flops(&o, PASS_RECOMPUTE),
 		     2 * T * h * (h + h + fm));
 	/* Stored: the block's input (T h B), the saved mms' outputs wq

@@ -12,18 +12,6 @@
 #include "fixture.h"
 #include "models/layer.h"
 
-/* Ops named name in o (in pass, or any pass when pass < 0). */
-static int count(const struct layer_ops *o, const char *name, int pass)
-{
-	int i, n = 0;
-
-	for (i = 0; i < o->n; i++)
-		if (!strcmp(o->op[i].name, name) &&
-		    (pass < 0 || (int)o->op[i].pass == pass))
-			n++;
-	return n;
-}
-
 /* GPT fixture (h 1024, ungated f 4096, s 2048, b 2: T = 4096 tokens),
  * tp 2 with SP, 16-bit. */
 static void gpt_sp(struct fixture *f)
@@ -46,13 +34,13 @@ Test(sp_copy, a_copy_beside_every_sp_collective)
 	gpt_sp(&f);
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", -1), 0);	/* off */
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_seq_copy"), 0);	/* off */
 	f.fw.sp_seq_dim_copies = 1;
 	layer_dims_from_job(&f.job, &d);
 	/* forward: after the QKV and FC1 all-gathers, before the attention
 	 * and MLP reduce-scatters: 4 */
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", -1), 4);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_seq_copy"), 4);
 	op = fixture_op(&o, "sp_seq_copy");
 	fixture_assert_close(op->k.read_B, n_B);
 	fixture_assert_close(op->k.write_B, n_B);
@@ -65,7 +53,7 @@ Test(sp_copy, a_copy_beside_every_sp_collective)
 	/* backward: after the proj and FC2 output-gradient all-gathers,
 	 * before the FC1 and QKV input-gradient reduce-scatters: 4 */
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", -1), 4);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_seq_copy"), 4);
 	i = fixture_op_index(&o, "qkv_grad_tp_reduce");
 	cr_assert_str_eq(o.op[i - 1].name, "sp_seq_copy");
 	fixture_assert_close(o.op[i - 1].k.read_B, n_B);
@@ -73,7 +61,7 @@ Test(sp_copy, a_copy_beside_every_sp_collective)
 	f.job.parallelism.sequence_parallel = 0;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", -1), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_seq_copy"), 0);
 }
 
 Test(sp_copy, async_tp_reduces_instead_and_sac_skips_the_scatter_side)
@@ -92,15 +80,15 @@ Test(sp_copy, async_tp_reduces_instead_and_sac_skips_the_scatter_side)
 	 * matmul-reduce-scatter sums the 2 partial shards in one kernel,
 	 * reading T h B = 8388608 B and writing T h B / tp = 4194304 B */
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", -1), 0);
-	cr_assert_eq(count(&o, "sp_rs_reduce", -1), 2);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_seq_copy"), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_rs_reduce"), 2);
 	op = fixture_op(&o, "sp_rs_reduce");
 	fixture_assert_close(op->k.read_B, 8388608.0);
 	fixture_assert_close(op->k.write_B, 4194304.0);
 	/* backward: the input gradients' reduce-scatters (summed dgrads,
 	 * not one mm) keep their copies: 2 */
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", PASS_BWD), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "sp_seq_copy"), 2);
 	/* torchtitan's op-level AC: the recomputation re-gathers (async:
 	 * no copy) but never re-runs the reduce-scatters or their
 	 * reduction */
@@ -110,14 +98,14 @@ Test(sp_copy, async_tp_reduces_instead_and_sac_skips_the_scatter_side)
 	f.job.training.recompute_modules.v = ops;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	cr_assert_eq(count(&o, "sp_rs_reduce", -1), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "sp_rs_reduce"), 0);
 	/* vanilla TP: the recomputation copies after its 2 all-gathers and
 	 * drops the 2 copies before the reduce-scatters it skips */
 	f.job.parallelism.tp_comm_overlap = 0;
 	layer_dims_from_job(&f.job, &d);
 	layer_bwd(&d, NULL, LREC_SELECTIVE, &o);
-	cr_assert_eq(count(&o, "sp_seq_copy", PASS_RECOMPUTE), 2);
-	cr_assert_eq(count(&o, "sp_seq_copy", PASS_BWD), 4);
+	cr_assert_eq(fixture_op_count(&o, PASS_RECOMPUTE, "sp_seq_copy"), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "sp_seq_copy"), 4);
 }
 
 Test(sp_copy, backward_regather_is_optional)
@@ -210,7 +198,7 @@ Test(sp_copy, separate_linears_split_the_gemms_and_sum_the_dgrads)
 	i = fixture_op_index(&o, "fc1_grad_tp_reduce");
 	fixture_assert_close(o.op[i - 1].k.read_B, 2 * T * h * B);
 	/* the copies left: after the 2 output-gradient all-gathers */
-	cr_assert_eq(count(&o, "sp_seq_copy", PASS_BWD), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "sp_seq_copy"), 2);
 	cr_assert_not_null(fixture_op(&o, "wv_wgrad"));
 	cr_assert_not_null(fixture_op(&o, "w3_wgrad"));
 }
@@ -233,7 +221,7 @@ Test(sp_copy, async_tp_gathers_wait_for_the_local_shard_copy)
 	layer_dims_from_job(&f.job, &d);
 	/* forward: one before each fused all-gather-matmul (QKV, FC1) */
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 2);
+	cr_assert_eq(fixture_op_count(&o, -1, "symm_mem_local_copy"), 2);
 	c = fixture_op_index(&o, "symm_mem_local_copy");
 	op = &o.op[c];
 	fixture_assert_close(op->k.read_B, shard_B);
@@ -247,7 +235,7 @@ Test(sp_copy, async_tp_gathers_wait_for_the_local_shard_copy)
 	/* backward: before the proj and FC2 output-gradient gathers (T x h
 	 * too: the same shard) */
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	cr_assert_eq(count(&o, "symm_mem_local_copy", PASS_BWD), 2);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "symm_mem_local_copy"), 2);
 	fixture_assert_close(fixture_op(&o, "symm_mem_local_copy")->k.read_B,
 			     shard_B);
 	/* vanilla TP, and Transformer Engine's userbuffers (no DTensor
@@ -255,10 +243,10 @@ Test(sp_copy, async_tp_gathers_wait_for_the_local_shard_copy)
 	f.job.parallelism.tp_comm_overlap = 0;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "symm_mem_local_copy"), 0);
 	f.job.parallelism.tp_comm_overlap = 1;
 	f.fw.sp_seq_dim_copies = 0;
 	layer_dims_from_job(&f.job, &d);
 	layer_fwd(&d, NULL, &o);
-	cr_assert_eq(count(&o, "symm_mem_local_copy", -1), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "symm_mem_local_copy"), 0);
 }
