@@ -374,15 +374,12 @@ Test(infer, v1_block_table_row_follows_max_model_len)
 	arena_release(&a);
 }
 
-/* The host time of a decode step of 4 sequences on tests' Llama 3 70B
- * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
- * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
- * workers): 1.058 ms; at TP 1 nothing is sent: 1.020 ms. */
-static double v0_host_s(int tp1)
+/* The host time (s) of a decode step of the batch bs ("serving.batch=N")
+ * on tests' Llama 3 70B under engine ("serving.engine=E"), TP 8 or TP 1. */
+static double host_s(const char *engine, const char *bs, int tp1)
 {
-	const char *sets[] = {"phase=decode", "serving.batch=4",
-			      "serving.context_len=256",
-			      "serving.engine=vllm-v0", "parallelism.tp=1",
+	const char *sets[] = {"phase=decode", bs, "serving.context_len=256",
+			      engine, "parallelism.tp=1",
 			      "system.gpus_per_node=1"};
 	struct arena a;
 	struct diag d;
@@ -400,6 +397,15 @@ static double v0_host_s(int tp1)
 	infer_ctx_release(&x);
 	arena_release(&a);
 	return h;
+}
+
+/* The host time of a decode step of 4 sequences on tests' Llama 3 70B
+ * under vLLM V0: step_overhead 1 ms + seq_overhead 5 us x 4 = 1.020 ms,
+ * plus tp_step_overhead 38 us at TP 8 (the input metadata to the
+ * workers): 1.058 ms; at TP 1 nothing is sent: 1.020 ms. */
+static double v0_host_s(int tp1)
+{
+	return host_s("serving.engine=vllm-v0", "serving.batch=4", tp1);
 }
 
 Test(infer, v0_tp_metadata_host_time)
@@ -413,25 +419,7 @@ Test(infer, v0_tp_metadata_host_time)
  * 2 us, tp_step_overhead 15 us, tp_seq_overhead 0.5 us), TP 8 or TP 1. */
 static double v1_host_s(int tp1, const char *bs)
 {
-	const char *sets[] = {"phase=decode", bs, "serving.context_len=256",
-			      "serving.engine=vllm", "parallelism.tp=1",
-			      "system.gpus_per_node=1"};
-	struct arena a;
-	struct diag d;
-	struct infer_ctx x;
-	struct infer_batch b;
-	struct job_spec *j;
-	double h;
-
-	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job(&a, L70, sets, tp1 ? 6 : 4);
-	cr_assert_eq(infer_ctx_init(&x, j, &d), 0);
-	infer_job_batch(j, &b);
-	h = infer_host_s(&x, &b);
-	infer_ctx_release(&x);
-	arena_release(&a);
-	return h;
+	return host_s("serving.engine=vllm", bs, tp1);
 }
 
 /*
