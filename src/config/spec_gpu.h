@@ -258,5 +258,7 @@ struct gpu_spec {
 };
 
 extern const struct schema gpu_schema;
+/* Its `attention` section (spec_gpu_attn.c). */
+extern const struct schema gpu_attention_schema;
 
 #endif
