@@ -148,6 +148,28 @@ static void est_free_pipe(struct est *e)
 	mem_free(e);
 }
 
+/* A pipeline's transfer times x (p: neighbours in one node or two) and
+ * its stages' durations (S): forward f, backward b (the first and last
+ * stages longer), the first microbatch's forward ff, the last one's
+ * backward bl, the held ones fh, bh. */
+static void pipe_durations(int64_t p, int64_t S, double *x, double *f,
+			   double *b, double *ff, double *bl, double *fh,
+			   double *bh)
+{
+	int64_t i, s;
+
+	for (i = 0; i < p; i++)
+		x[i] = i % 2 ? 0.3 : 0.1;
+	for (s = 0; s < S; s++) {
+		f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
+		b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
+		ff[s] = f[s] * 1.05;
+		bl[s] = b[s] * 1.1;
+		fh[s] = f[s] * 0.8;
+		bh[s] = b[s] * 0.9;
+	}
+}
+
 Test(est, pipeline_recurrence_matches_the_reference)
 {
 	/* Uneven stages (the first and last heavier, as with the embedding
@@ -185,7 +207,7 @@ Test(est, pipeline_recurrence_matches_the_reference)
 		  sizeof(void *));
 	for (k = 0; k < 2 * sizeof(cases) / sizeof(cases[0]); k++) {
 		size_t kc = k % (sizeof(cases) / sizeof(cases[0]));
-		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i;
+		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, i;
 		double f[64], b[64], ff[64], bl[64], fh[64], bh[64], x[64];
 		double re[64], ce[512], rr[64], rc[512];
 		int with_held = k >= sizeof(cases) / sizeof(cases[0]);
@@ -193,16 +215,7 @@ Test(est, pipeline_recurrence_matches_the_reference)
 				       ff, bl, with_held ? fh : NULL,
 				       with_held ? bh : NULL, x, 0 };
 
-		for (i = 0; i < p; i++)	/* neighbours in one node or two */
-			x[i] = i % 2 ? 0.3 : 0.1;
-		for (s = 0; s < S; s++) {
-			f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
-			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
-			ff[s] = f[s] * 1.05;
-			bl[s] = b[s] * 1.1;
-			fh[s] = f[s] * 0.8;
-			bh[s] = b[s] * 0.9;
-		}
+		pipe_durations(p, S, x, f, b, ff, bl, fh, bh);
 		cr_assert_eq(est_pipe_run(e, &in, re, ce), 0);
 		reference(&in, rr, rc);
 		for (i = 0; i < p; i++)
@@ -351,7 +364,7 @@ Test(est, shared_steps_give_the_three_runs_bits)
 		  sizeof(void *));
 	for (k = 0; k < 2 * NC; k++) {
 		size_t kc = k % NC;
-		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, s, i, q;
+		int64_t p = cases[kc].p, v = cases[kc].v, S = p * v, i, q;
 		int64_t m = cases[kc].m, ends = p + p * v, m0, g, tries;
 		double f[64], b[64], ff[64], bl[64], fh[64], bh[64], x[64];
 		double re[64], ce[512], at[3][64 + 512], want[64 + 512];
@@ -360,16 +373,7 @@ Test(est, shared_steps_give_the_three_runs_bits)
 				       with_held ? fh : NULL,
 				       with_held ? bh : NULL, x, 0 };
 
-		for (i = 0; i < p; i++)
-			x[i] = i % 2 ? 0.3 : 0.1;
-		for (s = 0; s < S; s++) {
-			f[s] = 1 + (s == 0 ? 0.5 : 0) + 0.01 * (double)(s % 3);
-			b[s] = 2 + (s == S - 1 ? 0.9 : 0) + 0.02 * (double)(s % 2);
-			ff[s] = f[s] * 1.05;
-			bl[s] = b[s] * 1.1;
-			fh[s] = f[s] * 0.8;
-			bh[s] = b[s] * 0.9;
-		}
+		pipe_durations(p, S, x, f, b, ff, bl, fh, bh);
 		g = cases[kc].sched == SCHED_INTERLEAVED ? p : 1;
 		m0 = g == 1 ? p : 2 * p;
 		for (tries = 0;; tries++, m0 *= 4) {
