@@ -331,7 +331,9 @@ struct layer_dims {
 	double mx_cast_eff;	/* MXFP8 by TE's generic kernel (framework
 				 * mx_generic_cast): fraction of the streaming
 				 * rate a cast writing the column-wise layout
-				 * runs at (gpu mx_cast_efficiency); else 1 */
+				 * runs at (gpu mx_cast_efficiency); NVFP4:
+				 * its quantize's (gpu nvfp4_cast_efficiency);
+				 * else 1 */
 	double fp8_ct_eff;	/* per-tensor FP8 writing both layouts (TE's
 				 * cast_transpose): fraction of the streaming
 				 * rate it runs at (gpu

@@ -48,7 +48,10 @@
  * cast_transpose, which reads the input once and writes the data and its
  * transpose through shared memory; on gfx942 TE-ROCm's kernels reach
  * about half the streaming rate (gpu fp8_cast_transpose_efficiency; the
- * MI300X figures and their source are in configs/gpus/mi300x.yaml). */
+ * MI300X figures and their source are in configs/gpus/mi300x.yaml).
+ * An NVFP4 quantize (the amax and the cast together) runs at the GPU's
+ * nvfp4_cast_efficiency of the streaming rate (measured on B300 by
+ * Transformer Engine's GEMM profiling guide: configs/gpus/b300.yaml). */
 static void cast_layouts(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 int lowp, double n, int one_layout)
