@@ -308,6 +308,10 @@ struct layer_dims {
 				 * FP8 GEMMs want the transposed copy: each
 				 * dgrad first transposes its FP8 weight
 				 * (layer_cast.c lop_weight_transpose) */
+	int fp8_wcall;		/* torchao Float8Linear (framework
+				 * fp8_weight_cast_per_call): each forward call
+				 * casts its weight, TP-sharded casts all-reduce
+				 * their amax (layer_cast.c) */
 	int wcast;		/* low-precision weights quantized once a step
 				 * (framework weight_cast_per_step; not under
 				 * ZeRO 3): layer_weight_cast */

@@ -468,9 +468,15 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			j->system && j->system->gpu &&
 			j->system->gpu->fp8_cast_transpose_efficiency > 0 ?
 			j->system->gpu->fp8_cast_transpose_efficiency : 1;
-	d->fp8_wt = dt == DTYPE_FP8 && !d->fp8_one_layout &&
-		    j->training.fp8_scaling != FP8_BLOCK &&
-		    j->framework->elementwise.no_fp8_weight_transpose_cache;
+	d->fp8_wcall = dt == DTYPE_FP8 &&
+		       j->training.fp8_scaling != FP8_BLOCK &&
+		       j->framework->fp8_weight_cast_per_call;
+	/* torchao's backward transposes the fp8 weight for its dgrad
+	 * (float8_ops.py preprocess_addmm) as TE does without the cache */
+	d->fp8_wt = (dt == DTYPE_FP8 && !d->fp8_one_layout &&
+		     j->training.fp8_scaling != FP8_BLOCK &&
+		     j->framework->elementwise.no_fp8_weight_transpose_cache) ||
+		    d->fp8_wcall;
 	/* FSDP (ZeRO 3) gathers the weights every microbatch: not modelled */
 	d->wcast = d->lowp && j->framework->weight_cast_per_step &&
 		   j->training.zero_stage < 3;
