@@ -371,8 +371,10 @@ static const struct schema_field framework_fields[] = {
 		  "transformer layers' parameters in one byte each (NeMo's "
 		  "MegatronDistributedFusedAdam gathers Float8Tensor "
 		  "parameters as uint8; Megatron-Core --fp8-param-gather); "
-		  "the embedding and the output layer stay 16-bit; no effect "
-		  "on other dtypes or under ZeRO 3" },
+		  "the embedding and the output layer stay 16-bit; the "
+		  "per-tensor FP8 weights need no step cast (a transpose "
+		  "after the gather where the GPU's FP8 GEMMs take TN "
+		  "only); no effect on other dtypes or under ZeRO 3" },
 	{ .key = "overlap_param_gather", .type = ST_BOOL,
 	  .offset = FOFF(overlap_param_gather), .flags = SF_REQUIRED,
 	  .help = "the distributed optimizer's parameter all-gather overlaps the next forward" },

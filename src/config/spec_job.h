@@ -383,7 +383,8 @@ struct framework_spec {
 						 * library's kernel_units */
 	int fp8_param_gather;			/* fp8 jobs: the distributed optimizer gathers the
 						 * layers' parameters in one byte each
-						 * (train_gather_bytes) */
+						 * (train_gather_bytes), and per-tensor FP8
+						 * weights need no step cast (layer_weight_cast) */
 	int64_t tp_comm_overlap_chunks;		/* pieces a GEMM is split in with tp_comm_overlap; 0 = tp */
 	int64_t linear_attn_chunk;		/* tokens a chunk of the Gated DeltaNet chunk
 						 * kernels (flash-linear-attention: 64) */

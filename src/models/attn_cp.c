@@ -240,7 +240,11 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
  * expand_kv), so kv below is that width. Forward: every step but the
  * last copies K and V into one buffer (torch.cat of the flattened
  * tensors); the all_gather rotater gathers it once (cp_comm_type
- * all_gather), the p2p one passes it to the next rank each step; step 0
+ * all_gather: _AllGatherRotater.exchange_buffers issues one
+ * ft_c.all_gather_tensor, an asynchronous functional collective, before
+ * step 0, and next_buffer waits on it at step 1, so the gather runs
+ * beside step 0's SDPA on the local block), the p2p one passes it to the
+ * next rank each step; step 0
  * is the causal local block, later steps one non-causal SDPA on half the
  * keys or half the queries (load balance); each later step's output and
  * log-sum-exp are merged by _SDPAMerger in fp32 (out.to(fp32), lse.to,
@@ -279,12 +283,12 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		       (cp - 1) * kv_el * A, 0);
 	op->k.launches = (int)(cp - 1);
 	op->host_n = (uint16_t)(cp - 1);
-	if (ag) {
+	last = lop_tail(o);
+	if (ag) {	/* asynchronous: step 0 runs on the local block */
 		lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP,
 			 COLL_ALLGATHER, cp * kv_el * A);
 		kv_ready = lop_tail(o);
 	}
-	last = lop_tail(o);
 	for (i = 0; i < steps; i++) {
 		if (!ag && i > 0) {	/* the block of the rank before */
 			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, LS_CP,
@@ -303,7 +307,7 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 				i == 0 ? model_flops : -1);
 		op->host = HOST_OP;
 		op->dep[0] = last;
-		op->dep[1] = kv_ready;
+		op->dep[1] = i > 0 ? kv_ready : in;
 		last = lop_tail(o);
 		if (!bwd) {
 			if (i == 0)

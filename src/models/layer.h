@@ -315,6 +315,11 @@ struct layer_dims {
 	int wcast;		/* low-precision weights quantized once a step
 				 * (framework weight_cast_per_step; not under
 				 * ZeRO 3): layer_weight_cast */
+	int fp8_params;		/* per-tensor FP8 weights kept as FP8 tensors
+				 * the optimizer writes (framework
+				 * fp8_param_gather, ZeRO 1-2): no step cast,
+				 * a transpose where the GPU's FP8 GEMMs want
+				 * one (layer_weight_cast) */
 	int fp8_row_t;		/* per-tensor FP8 delayed scaling under TP
 				 * sequence parallelism with framework
 				 * fp8_sp_row_transpose (TE 1.x) on a GPU whose

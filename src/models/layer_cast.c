@@ -92,9 +92,22 @@ void lop_cast(struct layer_ops *o, const char *name, enum layer_pass pass,
  * and False after (extensions/transformer_engine.py is_first_microbatch,
  * reset by set_is_first_microbatch from the schedules' forward_step at a
  * chunk's first microbatch, NVIDIA/Megatron-LM @ d98e8a64dd). With fp8
- * parameter gathers the cast moves to the gather (MXFP8: param_and_grad_
+ * parameter gathers the MXFP8 cast moves to the gather (param_and_grad_
  * buffer.py _post_param_sync's copy_tensors_to_quantized_params): the
- * same bytes, still before the chunk's first forward. Each weight's cast
+ * same bytes, still before the chunk's first forward. Per-tensor FP8
+ * (delayed or current scaling) with fp8 parameters (d->fp8_params) has
+ * no step cast: the weights are Float8Tensors, which the distributed
+ * optimizer writes shard by shard from its fp32 master copy
+ * (Megatron-Core fp8_utils.py quantize_param_shard -> Transformer
+ * Engine's cast_master_weights_to_fp8: 1/dp of each weight a GPU, in
+ * the optimizer step, not charged here) and gathers in one byte; TE's
+ * linear modules use a Float8Tensor weight as it is (no quantize), and
+ * after the gather post_all_gather_processing makes its transpose
+ * (Float8Tensor._create_transpose) only where the GPU's FP8 GEMMs take
+ * TN alone (not is_non_tn_fp8_gemm_supported(); TransformerEngine
+ * pytorch/tensor/utils.py, v2.8 through main; Megatron-Core fp8_utils.py
+ * post_all_gather_processing): one transpose kernel a weight, reading
+ * and writing its FP8 bytes, at the cast-transpose rate. Each weight's cast
  * is cast_layouts' of an input of its size (the layouts its fprop and
  * dgrad GEMMs read: both, or the row-wise one where the GPU's FP8 GEMMs
  * take any layout or the transpose is made per dgrad, d->fp8_wt), one
@@ -130,12 +143,19 @@ void layer_weight_cast(const struct layer_dims *d, const struct layer_ops *bwd,
 			w += k->ngroups;
 		}
 	}
-	if (!(n > 0))
+	if (!(n > 0) || (d->fp8_params && d->fp8_one_layout))
 		return;
-	cast_layouts(o, "weight_cast", PASS_FWD, d, 1, n,
-		     d->fp8_one_layout || d->fp8_wt);
-	op = &o->op[o->n - 1];
-	chain = op->k.launches > 1 ? op->k.launches : 1;
+	if (d->fp8_params) {	/* the gathered FP8 weights' transposes */
+		op = lop_memop(o, "weight_transpose", PASS_FWD, n * d->lowp_B,
+			       n * d->lowp_B, 0);
+		op->k.mem_eff = d->fp8_ct_eff;
+		chain = 1;
+	} else {
+		cast_layouts(o, "weight_cast", PASS_FWD, d, 1, n,
+			     d->fp8_one_layout || d->fp8_wt);
+		op = &o->op[o->n - 1];
+		chain = op->k.launches > 1 ? op->k.launches : 1;
+	}
 	op->k.launches = w * chain;
 	op->dep[0] = LAYER_IN;
 	/* inside the first GEMM's module call, from C++ */

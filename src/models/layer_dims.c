@@ -480,6 +480,11 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	/* FSDP (ZeRO 3) gathers the weights every microbatch: not modelled */
 	d->wcast = d->lowp && j->framework->weight_cast_per_step &&
 		   j->training.zero_stage < 3;
+	d->fp8_params = dt == DTYPE_FP8 &&
+			j->training.fp8_scaling != FP8_BLOCK &&
+			j->framework->fp8_param_gather &&
+			j->training.zero_stage >= 1 &&
+			j->training.zero_stage < 3;
 	d->fp8_row_t = dt == DTYPE_FP8 && d->sp && !d->fp8_one_layout &&
 		       j->training.fp8_scaling == FP8_DELAYED &&
 		       j->framework->elementwise.fp8_sp_row_transpose;

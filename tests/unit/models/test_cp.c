@@ -205,6 +205,49 @@ Test(cp, torch_context_parallel_merges_in_fp32)
 	arena_release(&a);
 }
 
+/* The all_gather rotater's gather is asynchronous (torch
+ * _AllGatherRotater: issued before step 0, waited at step 1's
+ * next_buffer): step 0's SDPA, on the local block, does not wait for it;
+ * step 1's does. Forward and backward alike. */
+static void assert_gather_beside_step0(const struct layer_ops *o, int kind)
+{
+	int g = fixture_op_index(o, "cp_kv_allgather"), i, n = 0;
+
+	cr_assert_geq(g, 0);
+	for (i = 0; i < o->n; i++) {
+		const struct layer_op *op = &o->op[i];
+
+		if (op->kind != LOP_KERNEL || (int)op->k.kind != kind)
+			continue;
+		if (n == 0)
+			cr_assert(op->dep[0] != g && op->dep[1] != g,
+				  "step 0 waits for the gather");
+		else
+			cr_assert(op->dep[0] == g || op->dep[1] == g,
+				  "step 1 does not wait for the gather");
+		n++;
+	}
+	cr_assert_eq(n, 2);
+}
+
+Test(cp, torch_allgather_overlaps_the_first_step)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+
+	arena_init(&a);
+	torch_cp2(&f, CP_ALLGATHER);
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, NULL, &o);
+	assert_gather_beside_step0(&o, KERN_ATTN_FWD);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	assert_gather_beside_step0(&o, KERN_ATTN_BWD);
+	arena_release(&a);
+}
+
 /* One simulated GPU a group against every GPU simulated, and the
  * estimate against the built program, for both rotations. */
 Test(cp, torch_context_parallel_symmetric_and_estimated)

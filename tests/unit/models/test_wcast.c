@@ -92,6 +92,64 @@ Test(train, weight_cast_bytes_from_the_layer_weights)
 	mem_free(w);
 }
 
+/* FP8 parameters (framework fp8_param_gather under the distributed
+ * optimizer): per-tensor FP8 weights are Float8Tensors the optimizer
+ * writes, so no step cast; after the gather Transformer Engine's
+ * post_all_gather_processing makes each weight's transpose where the
+ * GPU's FP8 GEMMs take TN only: one kernel a weight reading and writing
+ * its 1 B elements, read n, write n, 4 launches (n = 12 h^2), under
+ * delayed or current scaling alike (no amax chain); none where the GEMMs
+ * take any layout. Without the distributed optimizer (ZeRO 0: no
+ * gather), under MXFP8 or block scaling, the step cast as before. */
+Test(train, fp8_params_replace_the_weight_cast_by_a_transpose)
+{
+	struct fixture f;
+	struct layer_ops *w = mem_alloc(sizeof(*w));
+	const struct layer_op *op;
+
+	cr_assert_not_null(w);
+	job(&f, 16, DTYPE_FP8, 1);
+	f.job.training.zero_stage = 1;
+	f.fw.fp8_param_gather = 1;
+	cast_ops(&f, w);
+	cr_assert_eq(w->n, 1);
+	op = &w->op[0];
+	cr_assert_str_eq(op->name, "weight_transpose");
+	cr_assert_eq(op->pass, PASS_FWD);
+	fixture_assert_close(op->k.read_B, LAYER_WEIGHTS);
+	fixture_assert_close(op->k.write_B, LAYER_WEIGHTS);
+	cr_assert_eq(op->k.launches, 4);
+	cr_assert_eq(op->dep[0], LAYER_IN);
+	f.job.training.fp8_scaling = FP8_CURRENT;
+	cast_ops(&f, w);
+	cr_assert_str_eq(w->op[0].name, "weight_transpose");
+	fixture_assert_close(w->op[0].k.read_B, LAYER_WEIGHTS);
+	cr_assert_eq(w->op[0].k.launches, 4);
+	/* any layout: nothing */
+	f.gpu.fp8_gemm_any_layout = 1;
+	cast_ops(&f, w);
+	cr_assert_eq(w->n, 0);
+	f.gpu.fp8_gemm_any_layout = 0;
+	/* ZeRO 0: the current-scaling cast (read 2 n twice, 16 launches) */
+	f.job.training.zero_stage = 0;
+	cast_ops(&f, w);
+	cr_assert_str_eq(w->op[0].name, "weight_cast");
+	fixture_assert_close(w->op[0].k.read_B, 4 * LAYER_WEIGHTS);
+	/* block scaling: the cast */
+	f.job.training.zero_stage = 1;
+	f.job.training.fp8_scaling = FP8_BLOCK;
+	cast_ops(&f, w);
+	cr_assert_str_eq(w->op[0].name, "weight_cast");
+	/* MXFP8: the cast, both layouts of 1.03125 B */
+	job(&f, 16, DTYPE_MXFP8, 1);
+	f.job.training.zero_stage = 1;
+	f.fw.fp8_param_gather = 1;
+	cast_ops(&f, w);
+	cr_assert_str_eq(w->op[0].name, "weight_cast");
+	fixture_assert_close(w->op[0].k.write_B, 2 * 1.03125 * LAYER_WEIGHTS);
+	mem_free(w);
+}
+
 /* The weights are the ops lop_wgrad marks, whatever their names: the
  * layer's backward has four marked low-precision GEMMs (qkv, proj, fc1,
  * fc2); renamed, the cast is the same 2 n read (n = 12 h^2, as above);
