@@ -203,7 +203,7 @@ static void cost_row(struct row *r, double x, double *total_s,
 	rt.active = fmin(d.moe.local, rt.rows);
 #endif
 	o.n = 0;
-	infer_moe_ops(&d, r->T, &rt, &o);
+	infer_moe_ops(&d, r->T, &rt, ITBO_NONE, &o);
 	memset(&b, 0, sizeof(b));
 	infer_cost(&o, &d, &b, &k, &g, IGRAPH_FULL, u);
 	*total_s = 0;

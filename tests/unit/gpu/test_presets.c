@@ -191,6 +191,40 @@ Test(gpu, mi300x_graph_node_is_graphbench_slope)
 	arena_release(&a);
 }
 
+/* B200's replayed kernel, derived (b200.yaml) from TensorRT-LLM's own
+ * CUDA-graph timed NVFP4 CUTLASS fused MoE at Qwen3-235B's shape, ep 8
+ * (results/reference/kernels/aic-b200-trtllm-moe-nvfp4-qwen3-235b.tsv):
+ * at 1, 2, 4, 8 tokens 1.2.0rc5 reads 34.672, 35.509, 37.531, 47.781 us
+ * and 1.3.0rc20 35.488, 35.749, 37.728, 43.803 us, where llmsim's module
+ * (ten kernels, each replayed at the old 1 us) took 20.74, 22.02, 25.64,
+ * 33.09 us (the I-TRTLLM-B200-TP8-QWEN3-235B-FP4-128-2048 job at phase
+ * decode, batch 1-8). Mean gap 105.281 / 8 = 13.160 us, 1.316 us a kernel
+ * over ten: 1 + 1.316 = 2.316, written 2.3 us. Hopper keeps 1 us. */
+Test(gpu, b200_graph_kernel_is_trtllm_moe_gap)
+{
+	static const double meas[8] = {34.672, 35.509, 37.531, 47.781,
+				       35.488, 35.749, 37.728, 43.803};
+	static const double sim[4] = {20.74, 22.02, 25.64, 33.09};
+	struct arena a;
+	struct gpu_spec b, h;
+	double gap = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		gap += meas[i] - sim[i % 4];
+	gap /= 8;
+	cr_assert_float_eq(gap, 13.160, 1e-3);
+	cr_assert_float_eq(1 + gap / 10, 2.316, 1e-3);
+	arena_init(&a);
+	cr_assert_eq(load(&a, "b200", &b), 0);
+	cr_assert_eq(load(&a, "h100", &h), 0);
+	cr_assert_float_eq(b.kernel_launch_graph_s, 2.3e-6, 1e-12);
+	cr_assert(fabs(b.kernel_launch_graph_s - (1 + gap / 10) * 1e-6) <
+		  0.05e-6);
+	cr_assert_float_eq(h.kernel_launch_graph_s, 1e-6, 1e-12);
+	arena_release(&a);
+}
+
 /* PyTorch's generic elementwise path (strided bytes) runs at H200's
  * measured rate a SM on every Hopper and Blackwell preset: h200.yaml
  * 4.8 TB/s x 0.87 x 0.31 / 132 SMs = 9.807 GB/s a SM, so 132 x 9.807 =
