@@ -600,6 +600,17 @@ static const struct schema_field framework_fields[] = {
 		  "(Transformer Engine's is_first_microbatch weight cache, "
 		  "or the cast after an fp8 parameter all-gather); false: "
 		  "the weight casts are not modelled" },
+	{ .key = "fp8_weight_cast_per_call", .type = ST_BOOL,
+	  .offset = FOFF(fp8_weight_cast_per_call), .def = "false",
+	  .help = "per-tensor fp8 training as torchao's Float8Linear runs "
+		  "it: every forward call (and recomputation) casts the "
+		  "linear's 16-bit weight (an amax pass, then the cast), "
+		  "every backward makes the fp8 weight's transposed copy "
+		  "for the dgrad GEMM and the saved gathered input's for "
+		  "the wgrad, and under tensor parallelism each cast of a "
+		  "TP-sharded tensor (weight, row-parallel input, "
+		  "column-parallel output gradient) all-reduces its amax "
+		  "over the TP group; false: not modelled" },
 	{ .key = "vocab_multiple", .type = ST_INT, .offset = FOFF(vocab_multiple),
 	  .min = 1, .max = 1e6, .flags = SF_REQUIRED,
 	  .help = "vocabulary padded to a multiple of this times tp" },

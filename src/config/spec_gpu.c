@@ -415,6 +415,13 @@ static const struct schema_field gpu_fields[] = {
 		  "kernel reaches when it writes the column-wise layout "
 		  "(both layouts, or that one alone; a row-wise-only cast "
 		  "streams)" },
+	{ .key = "nvfp4_cast_efficiency", .type = ST_NUM,
+	  .offset = OFF(nvfp4_cast_efficiency), .def = "1", .min = 0,
+	  .max = 1, .flags = SF_MIN_EXCL,
+	  .help = "fraction of the streaming bandwidth Transformer "
+		  "Engine's NVFP4 quantization of a training GEMM operand "
+		  "reaches (its amax and its cast writing both layouts, "
+		  "taken together)" },
 	{ .key = "fp8_cast_transpose_efficiency", .type = ST_NUM,
 	  .offset = OFF(fp8_cast_transpose_efficiency), .def = "1", .min = 0,
 	  .max = 1, .flags = SF_MIN_EXCL,

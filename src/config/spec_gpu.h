@@ -227,6 +227,9 @@ struct gpu_spec {
 						 * backward (dgrad, wgrad) reach */
 	double mx_cast_efficiency;		/* fraction of streaming bandwidth an MXFP8 cast
 						 * writing the column-wise layout reaches */
+	double nvfp4_cast_efficiency;		/* fraction of streaming bandwidth an NVFP4
+						 * quantize (amax and cast, both layouts)
+						 * reaches */
 	double fp8_cast_transpose_efficiency;	/* fraction of streaming bandwidth a
 						 * per-tensor FP8 cast writing the data
 						 * and its transpose reaches */

@@ -470,6 +470,10 @@ struct framework_spec {
 						 * quantized once a step, on its chunk's first
 						 * microbatch (Transformer Engine's cached
 						 * weight workspace), not per microbatch */
+	int fp8_weight_cast_per_call;		/* per-tensor fp8 (torchao Float8Linear):
+						 * every forward call casts the weight, every
+						 * backward transposes the fp8 weight, and
+						 * DTensor all-reduces each TP-sharded amax */
 	int64_t vocab_multiple;			/* vocabulary padded to a multiple of this times tp */
 	double workspace_B;			/* B per GPU outside weights, grads, states, activations */
 	double step_overhead_s;			/* s per step of host work the GPUs wait for */

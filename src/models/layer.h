@@ -308,6 +308,10 @@ struct layer_dims {
 				 * FP8 GEMMs want the transposed copy: each
 				 * dgrad first transposes its FP8 weight
 				 * (layer_cast.c lop_weight_transpose) */
+	int fp8_wcall;		/* torchao Float8Linear (framework
+				 * fp8_weight_cast_per_call): each forward call
+				 * casts its weight, TP-sharded casts all-reduce
+				 * their amax (layer_cast.c) */
 	int wcast;		/* low-precision weights quantized once a step
 				 * (framework weight_cast_per_step; not under
 				 * ZeRO 3): layer_weight_cast */
@@ -336,7 +340,9 @@ struct layer_dims {
 	double mx_cast_eff;	/* MXFP8 by TE's generic kernel (framework
 				 * mx_generic_cast): fraction of the streaming
 				 * rate a cast writing the column-wise layout
-				 * runs at (gpu mx_cast_efficiency); else 1 */
+				 * runs at (gpu mx_cast_efficiency); NVFP4:
+				 * its quantize's (gpu nvfp4_cast_efficiency);
+				 * else 1 */
 	double fp8_ct_eff;	/* per-tensor FP8 writing both layouts (TE's
 				 * cast_transpose): fraction of the streaming
 				 * rate it runs at (gpu

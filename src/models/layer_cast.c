@@ -48,7 +48,10 @@
  * cast_transpose, which reads the input once and writes the data and its
  * transpose through shared memory; on gfx942 TE-ROCm's kernels reach
  * about half the streaming rate (gpu fp8_cast_transpose_efficiency; the
- * MI300X figures and their source are in configs/gpus/mi300x.yaml). */
+ * MI300X figures and their source are in configs/gpus/mi300x.yaml).
+ * An NVFP4 quantize (the amax and the cast together) runs at the GPU's
+ * nvfp4_cast_efficiency of the streaming rate (measured on B300 by
+ * Transformer Engine's GEMM profiling guide: configs/gpus/b300.yaml). */
 static void cast_layouts(struct layer_ops *o, const char *name,
 			 enum layer_pass pass, const struct layer_dims *d,
 			 int lowp, double n, int one_layout)
@@ -192,7 +195,9 @@ int16_t lop_gathered_transpose(struct layer_ops *o, const char *name,
 {
 	struct layer_op *op;
 
-	if (!(lowp && d->fp8_rowwise_ag))
+	/* torchao's float8 mm transposes a row-major operand the GEMM
+	 * wants column-major on any GPU (fp8_wcall, lop_weight_cast_call) */
+	if (!(lowp && (d->fp8_rowwise_ag || (d->fp8_wcall && d->sp))))
 		return after;
 	op = lop_memop(o, name, PASS_BWD, t * n * d->lowp_B, t * n * d->lowp_B,
 		       0);
@@ -225,6 +230,8 @@ void lop_cast_row_input(struct layer_ops *o, const char *name,
 {
 	cast_layouts(o, name, pass, d, d->lowp, n,
 		     d->fp8_one_layout || (d->lowp && d->fp8_row_t));
+	/* torchao: the input is a Shard(-1) DTensor (fp8_wcall) */
+	lop_dtensor_amax_reduce(o, pass, d, d->lowp, 1);
 }
 
 void lop_row_input_transpose(struct layer_ops *o,
@@ -341,4 +348,56 @@ void lop_sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
 	if (lowp && (d->fp8_current || d->nvfp4_amax) && d->sp)
 		lop_tpcoll(o, "fp8_amax_tp_allreduce", pass, d, COLL_ALLREDUCE,
 			   FP8_AMAX_B);
+}
+
+/* ---- torchao's Float8Linear (framework fp8_weight_cast_per_call) ----
+ *
+ * torchao's Float8Linear.forward casts its 16-bit weight on every call:
+ * _get_weight_scale (tensor_to_scale: torch.max(torch.abs(w)), a pass
+ * reading the weight) then _cast_weight_to_float8_t (a cast reading it
+ * again and writing the fp8 data), both outside any step cache, and
+ * matmul_with_hp_or_float8_args saves that fp8 weight for the backward,
+ * whose dgrad mm gets it row-major: float8_ops.py preprocess_addmm makes
+ * the column-major copy (b_data.t().contiguous().t()) before every
+ * _scaled_mm, as it does for the saved row-major input of the wgrad mm
+ * (pytorch/ao @ 62430408 torchao/float8/float8_linear.py, float8_ops.py,
+ * torchtitan's 2025-06 benchmark; @ eab345c2, its 2024-12 one, the same
+ * per-call cast and preprocess_addmm) [S]: d->fp8_wt and
+ * lop_gathered_transpose. Under tensor parallelism the weight is a
+ * TP-sharded DTensor, so its amax (a full reduction of a Shard
+ * placement) is a Partial(max) that the scale's pointwise ops
+ * redistribute to Replicate: a 4 B all-reduce over the TP group between
+ * the amax and the cast [?: DTensor's reduction and pointwise strategies
+ * read from memory]; the same for every other cast of a TP-sharded
+ * tensor (the row-parallel input, the column-parallel output's
+ * gradient: lop_dtensor_amax_reduce). Here, before the linear's GEMM:
+ * one op of the two kernels (2 w 16-bit bytes read, w fp8 bytes
+ * written), then the all-reduce. Two kernels: inductor generates the
+ * full-tensor amax as a reduction of its own and the scale's arithmetic
+ * inside the cast [?]. */
+void lop_weight_cast_call(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d, int lowp, double w)
+{
+	struct layer_op *op;
+
+	if (!lowp || !d->fp8_wcall || !(w > 0))
+		return;
+	op = lop_memop(o, "fp8_weight_cast", pass, 2 * w * d->act_B,
+		       w * d->lowp_B, w);
+	op->k.launches = FP8_WEIGHT_CALL_KERNELS;
+	op->host = HOST_FREE;	/* inside the linear's module call */
+	lop_dtensor_amax_reduce(o, pass, d, lowp, 1);
+}
+
+/* n amax all-reduces of casts of TP-sharded DTensors (see above). */
+void lop_dtensor_amax_reduce(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, int n)
+{
+	int i;
+
+	if (!lowp || !d->fp8_wcall)
+		return;
+	for (i = 0; i < n; i++)
+		lop_tpcoll(o, "fp8_dtensor_amax_allreduce", pass, d,
+			   COLL_ALLREDUCE, FP8_AMAX_B);
 }

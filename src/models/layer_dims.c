@@ -453,10 +453,12 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			 d->x_swizzle_B : 0;
 	if (!j->framework->elementwise.act_scale_swizzle)
 		d->x_swizzle_B = 0;
-	d->mx_cast_eff = dt == DTYPE_MXFP8 &&
-			 j->framework->elementwise.mx_generic_cast &&
-			 j->system && j->system->gpu ?
-			 j->system->gpu->mx_cast_efficiency : 1;
+	d->mx_cast_eff = !(j->system && j->system->gpu) ? 1 :
+			 dt == DTYPE_MXFP8 &&
+			 j->framework->elementwise.mx_generic_cast ?
+			 j->system->gpu->mx_cast_efficiency :
+			 dt == DTYPE_NVFP4 ?
+			 j->system->gpu->nvfp4_cast_efficiency : 1;
 	d->fp8_one_layout = dt == DTYPE_FP8 &&
 			    j->training.fp8_scaling != FP8_BLOCK &&
 			    j->system && j->system->gpu &&
@@ -466,9 +468,15 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 			j->system && j->system->gpu &&
 			j->system->gpu->fp8_cast_transpose_efficiency > 0 ?
 			j->system->gpu->fp8_cast_transpose_efficiency : 1;
-	d->fp8_wt = dt == DTYPE_FP8 && !d->fp8_one_layout &&
-		    j->training.fp8_scaling != FP8_BLOCK &&
-		    j->framework->elementwise.no_fp8_weight_transpose_cache;
+	d->fp8_wcall = dt == DTYPE_FP8 &&
+		       j->training.fp8_scaling != FP8_BLOCK &&
+		       j->framework->fp8_weight_cast_per_call;
+	/* torchao's backward transposes the fp8 weight for its dgrad
+	 * (float8_ops.py preprocess_addmm) as TE does without the cache */
+	d->fp8_wt = (dt == DTYPE_FP8 && !d->fp8_one_layout &&
+		     j->training.fp8_scaling != FP8_BLOCK &&
+		     j->framework->elementwise.no_fp8_weight_transpose_cache) ||
+		    d->fp8_wcall;
 	/* FSDP (ZeRO 3) gathers the weights every microbatch: not modelled */
 	d->wcast = d->lowp && j->framework->weight_cast_per_step &&
 		   j->training.zero_stage < 3;

@@ -40,6 +40,9 @@ enum { SWIZZLE_TENSORS_PER_KERNEL = 64 };
 /* The amax a current-scaling quantizer reduces across its TP group: one
  * fp32 (quantizer.cpp quantize_impl's amax tensor), 4 B. */
 enum { FP8_AMAX_B = 4 };
+/* torchao's per-call weight cast: the amax reduction and the cast
+ * (layer_cast.c lop_weight_cast_call) [?] */
+enum { FP8_WEIGHT_CALL_KERNELS = 2 };
 
 /* The index a new op would use to wait for the current last op. */
 int16_t lop_tail(const struct layer_ops *o);
@@ -128,6 +131,12 @@ void lop_weight_transpose(struct layer_ops *o, const struct layer_dims *d,
 			  int lowp, double w);
 void lop_sp_amax_reduce(struct layer_ops *o, enum layer_pass pass,
 			const struct layer_dims *d, int lowp);
+/* torchao's Float8Linear: the weight's cast on every forward call and
+ * its TP amax all-reduce; n amax all-reduces of TP-sharded casts */
+void lop_weight_cast_call(struct layer_ops *o, enum layer_pass pass,
+			  const struct layer_dims *d, int lowp, double w);
+void lop_dtensor_amax_reduce(struct layer_ops *o, enum layer_pass pass,
+			     const struct layer_dims *d, int lowp, int n);
 
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, double tokens, double n);

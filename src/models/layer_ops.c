@@ -204,14 +204,17 @@ static double parts_width(const struct lin_parts *p)
 }
 
 /* The parts' GEMMs over rows t (separate modules: each opens its call,
- * but in the pieces after the first). */
+ * but in the pieces after the first), each after its weight's cast in
+ * the first piece (torchao: lop_weight_cast_call). */
 static void parts_gemms(struct layer_ops *o, const struct lin_parts *p,
-			enum layer_pass pass, double t, double k, int lowp,
-			int piece)
+			enum layer_pass pass, const struct layer_dims *d,
+			double t, double k, int lowp, int piece)
 {
 	int j;
 
 	for (j = 0; j < p->n; j++) {
+		if (piece == 0)
+			lop_weight_cast_call(o, pass, d, lowp, p->w[j] * k);
 		lop_gemm(o, p->fwd[j], pass, t, p->w[j], k, lowp);
 		in_module(o, lowp || piece > 0);
 	}
@@ -231,7 +234,7 @@ void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
 	lop_sp_amax_reduce(o, pass, d, lowp);
 	if (!d->sp) {
 		lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		parts_gemms(o, p, pass, t, k, lowp, 0);
+		parts_gemms(o, p, pass, d, t, k, lowp, 0);
 		return;
 	}
 	before = symm_local_copy(o, pass, d, ag_B / d->tp, lop_tail(o));
@@ -242,7 +245,7 @@ void lop_column_fwd_parts(struct layer_ops *o, const char *cast_name,
 				    lowp ? d->lowp_B : d->act_B);
 		if (i == 0)	/* the gathered input's, once a call */
 			lop_swizzle(o, pass, d, lowp, n * k, t * k, 1, 1);
-		parts_gemms(o, p, pass, t / d->chunks, k, lowp, i);
+		parts_gemms(o, p, pass, d, t / d->chunks, k, lowp, i);
 	}
 }
 
@@ -261,6 +264,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 
 	lop_cast_row_input(o, cast_name, pass, d, t * k);
 	lop_swizzle(o, pass, d, d->lowp, h * k, t * k, 1, 1);
+	lop_weight_cast_call(o, pass, d, d->lowp, h * k);
 	before = lop_tail(o);
 	o->row_gemm_at = o->n;
 	for (i = 0; i < c; i++) {
@@ -501,6 +505,8 @@ int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
 	int j, summed;
 
 	lop_cast(o, cast_name, PASS_BWD, d, lowp, t * n);
+	/* torchao: each part's output gradient a Shard(-1) DTensor */
+	lop_dtensor_amax_reduce(o, PASS_BWD, d, lowp, p->n);
 	lop_weight_transpose(o, d, lowp, n * k);
 	lop_swizzle(o, PASS_BWD, d, lowp, n * k, t * n, 1, 1);
 	before = lop_tail(o);
@@ -524,6 +530,12 @@ int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
 	if (d->sp_regather)	/* the gathered input's transpose, after the gather */
 		ag = lop_gathered_transpose(o, "fp8_input_transpose", d, lowp, t,
 					k, ag);
+	else if (d->sp && d->fp8_wcall) { /* torchao: of the saved gathered input */
+		int16_t x = lop_gathered_transpose(o, "fp8_input_transpose", d,
+						   lowp, t, k, dg);
+		if (x != dg)
+			ag = x;
+	}
 	op = lop_swizzle(o, PASS_BWD, d, lowp, 0, t * (k + n), 2, 1);
 	if (op)		/* after the dgrad, not the reduction */
 		op->dep[0] = dg;

@@ -117,6 +117,8 @@
  * (10,000 flows' records and elements, 2.5 MB, are past L2) that the
  * next one could not start before a data-dependent branch. */
 #define SAT_AHEAD 4
+#define SAT_CHUNK 64	/* saturate() picks the free variables of this
+			 * many list entries at a time (a stack buffer) */
 
 /* ---- the heap of levels and bounds ---- */
 
@@ -302,6 +304,12 @@ static int rq_top(struct mm *m, struct hent *top)
 			uint64_t x = level_bits(e[i].level);
 			uint32_t to = rq_bucket(x, lb);
 
+			/* an entry at the new least level is the next top:
+			 * ask for its constraint's line (fill() reads it)
+			 * while the rest of the bucket moves */
+			if (to == 0 && (e[i].key & CONS_KEY))
+				__builtin_prefetch(
+					&m->cons[e[i].key & ~CONS_KEY]);
 			if (to == 0)
 				rk_push(m, e[i].key);
 			else if (rb_append(m, to, e[i], x) != 0)
@@ -587,23 +595,37 @@ static void saturate(struct mm *m, mm_id ci, double lvl)
 {
 	const struct cons *c = &m->cons[ci];
 	const struct centry *l = c->list;
-	uint32_t k, n = c->n;
+	uint32_t k, j, n = c->n;
 
 	/* Each fix is three dependent misses (the variable's record, its
 	 * elements, their constraints) that the next one cannot start
 	 * before the fixed-flag branch: ask for the records and the
-	 * element arrays a few entries ahead. */
-	for (k = 0; k < n && k < SAT_AHEAD; k++)
-		__builtin_prefetch(&m->vars[l[k].var]);
-	for (k = 0; k < n; k++) {
-		mm_id v = l[k].var;
+	 * element arrays a few entries ahead. Only for the variables
+	 * still free: most of a list is fixed by the time its constraint
+	 * saturates, and asking for a fixed one's elements loads its
+	 * record for nothing (a miss the loop waits on). So the free ones
+	 * are picked out first (the dense flags), a chunk at a time, and
+	 * fixed in list order as before (one listed twice is fixed once:
+	 * the flag is read again). */
+	for (k = 0; k < n; k += SAT_CHUNK) {
+		mm_id todo[SAT_CHUNK];
+		uint32_t nt = 0, end = n - k < SAT_CHUNK ? n : k + SAT_CHUNK;
 
-		if (k + SAT_AHEAD < n)
-			__builtin_prefetch(&m->vars[l[k + SAT_AHEAD].var]);
-		if (k + SAT_AHEAD / 2 < n)
-			__builtin_prefetch(m->vars[l[k + SAT_AHEAD / 2].var].elems);
-		if (!m->vfixed[v])
-			fix(m, v, lvl);
+		for (j = k; j < end; j++) {
+			todo[nt] = l[j].var;
+			nt += !m->vfixed[l[j].var];
+		}
+		for (j = 0; j < nt && j < SAT_AHEAD; j++)
+			__builtin_prefetch(&m->vars[todo[j]]);
+		for (j = 0; j < nt; j++) {
+			if (j + SAT_AHEAD < nt)
+				__builtin_prefetch(&m->vars[todo[j + SAT_AHEAD]]);
+			if (j + SAT_AHEAD / 2 < nt)
+				__builtin_prefetch(
+					m->vars[todo[j + SAT_AHEAD / 2]].elems);
+			if (!m->vfixed[todo[j]])
+				fix(m, todo[j], lvl);
+		}
 	}
 }
 
@@ -644,6 +666,9 @@ static int fill(struct mm *m)
 			rq_pop(m);
 			continue;
 		}
+		/* its list, which saturate() reads if it is taken (a
+		 * miss otherwise waited on there) */
+		__builtin_prefetch(c->list);
 		now = level(c);
 		if (now != top.level) {
 			/* Raised by fixes since it was keyed: re-key. (An

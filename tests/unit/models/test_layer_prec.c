@@ -550,6 +550,41 @@ static double costed_fwd(struct fixture *f, const char *name,
 	return b.op[i].time_s;
 }
 
+Test(layer, nvfp4_casts_run_at_the_gpus_quantize_rate)
+{
+	struct fixture f;
+	struct layer_dims d;
+	/* GPT layer, tp 1: the proj input, n = T q = 4096 x 1024 elements,
+	 * NVFP4: read 2 n 2 B = 16777216 B (the amax, then the cast), write
+	 * 2 n (0.5 + 1/16) B = 4718592 B, 21495808 B in 3 kernels. 21.5 MB
+	 * fit the fixture's 50 MB L2 (10 TB/s x 0.8 = 8e12 B/s): at the
+	 * streaming rate 3 x 4 us launch + 21495808 / 8e12 = 2.687 us =
+	 * 14.687 us. At nvfp4_cast_efficiency 0.718 (b300.yaml: Transformer
+	 * Engine's GEMM profiling guide, autocast less pre-quantized) the
+	 * body takes 2.687 / 0.718 = 3.742 us: 15.742 us. */
+	double body = 21495808.0 / 8e12;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.job.training.dtype = DTYPE_NVFP4;
+	f.gpu.nvfp4_cast_efficiency = 1;
+	fixture_assert_close(costed_fwd(&f, "proj_cast", 1), 12e-6 + body);
+	f.gpu.nvfp4_cast_efficiency = 0.718;
+	layer_dims_from_job(&f.job, &d);
+	fixture_assert_close(d.mx_cast_eff, 0.718);
+	fixture_assert_close(costed_fwd(&f, "proj_cast", 1),
+			     12e-6 + body / 0.718);
+	/* MXFP8 casts keep their own rate (mx_cast_efficiency, with TE's
+	 * generic kernel), per-tensor FP8 casts stream: the key is NVFP4's */
+	f.job.training.dtype = DTYPE_MXFP8;
+	f.fw.elementwise.mx_generic_cast = 1;
+	f.gpu.mx_cast_efficiency = 0.85;
+	layer_dims_from_job(&f.job, &d);
+	fixture_assert_close(d.mx_cast_eff, 0.85);
+	f.job.training.dtype = DTYPE_FP8;
+	layer_dims_from_job(&f.job, &d);
+	fixture_assert_close(d.mx_cast_eff, 1);
+}
+
 Test(layer, fp8_block_scaled_gemms_run_at_the_gpus_block_rate)
 {
 	struct fixture f;

@@ -143,3 +143,53 @@ Test(net_mm_ref, matches_the_exact_heap_solver)
 	 * solver that got the order of fills wrong would differ in most). */
 	cr_assert_geq(same, total - total / 100);
 }
+
+/* A link more flows share than saturate() picks free ones from at a time
+ * (64 list entries), some of them fixed on their own links first: the
+ * hub (1,000 GB/s) carries 200 flows; flow i also crosses side link
+ * i % 50, of (4 + k) GB/s for side link k (4 flows each: a share of
+ * 1 + k/4 GB/s). Filling: side links 0..20 (shares 1..6 GB/s) saturate
+ * below the hub's level and fix their 84 flows there; the hub then
+ * saturates at (1000 - 4 (21 + 210/4)) / 116 = 706/116 = 6.0862 GB/s
+ * (side link 21's share, 6.25, is above it) and fixes the other 116,
+ * which lie in all four chunks of its list between fixed ones. */
+Test(net_mm_ref, a_link_of_more_flows_than_a_chunk)
+{
+	enum { FLOWS = 200, SIDES = 50 };
+	struct mm *m = mm_new();
+	struct mmref *ref = mmref_new();
+	mm_id var[FLOWS], rvar[FLOWS];
+	uint32_t i, at_hub = 0;
+
+	cr_assert(m && ref);
+	cr_assert_eq(mm_cons_add(m, 1000e9), 0);
+	cr_assert_eq(mmref_cons_add(ref, 1000e9), 0);
+	for (i = 0; i < SIDES; i++) {
+		cr_assert_eq(mm_cons_add(m, (4 + i) * 1e9), 1 + i);
+		cr_assert_eq(mmref_cons_add(ref, (4 + i) * 1e9), 1 + i);
+	}
+	for (i = 0; i < FLOWS; i++) {
+		const mm_id path[2] = { 0, 1 + i % SIDES };
+		const double coef[2] = { 1, 1 };
+
+		var[i] = mm_var_add(m, path, coef, 2, 0, NULL);
+		rvar[i] = mmref_var_add(ref, path, coef, 2, 0, NULL);
+		cr_assert(var[i] != MM_NONE && rvar[i] != MM_NONE);
+	}
+	cr_assert_eq(mm_solve(m, NULL, NULL), FLOWS);
+	cr_assert_geq(mmref_solve(ref, NULL, NULL), 0);
+	for (i = 0; i < FLOWS; i++) {
+		double a = mm_rate(m, var[i]), b = mmref_rate(ref, rvar[i]);
+		uint32_t k = i % SIDES;
+		double want = k <= 20 ? (1 + k / 4.0) * 1e9 : 706e9 / 116;
+
+		cr_assert(memcmp(&a, &b, sizeof(a)) == 0,
+			  "flow %u: %.17g B/s, the reference %.17g B/s", i, a, b);
+		cr_assert(fabs(a - want) <= 1e-12 * want,
+			  "flow %u: %.17g B/s, want %.17g", i, a, want);
+		at_hub += k > 20;
+	}
+	cr_assert_eq(at_hub, 116);
+	mm_free(m);
+	mmref_free(ref);
+}
