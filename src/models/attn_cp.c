@@ -209,7 +209,7 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
 	double tok = d->batch * d->seq;
 	double qkv_B = tok * (layer_q_width(d) * (d->mla ? attn_dim_qk(d) /
 			d->head_dim : 1) * d->act_B + attn_kv_B(d));
-	double o_B = tok * attn_out_width(d) * d->act_B;
+	double o_B = tok * (attn_heads_q(d) * layer_v_dim(d)) * d->act_B;
 	enum layout_group g = inner == d->cpd.cp ? LG_CP : LG_CP_A2A;
 	double outer = d->cpd.cp / inner;
 	struct gpu_attn_shape a;

@@ -2,7 +2,7 @@
  * attn_impl.h - what attn.c (projections, rotary, the attention core on
  * one GPU) and attn_cp.c (the core's context-parallel methods) share:
  * the per-GPU head shapes of the attention and its flash calls.
- * Private to src/models (attn.c and attn_cp.c).
+ * Private to src/models (attn.c, attn_core.c and attn_cp.c).
  */
 #ifndef LLMSIM_MODELS_ATTN_IMPL_H
 #define LLMSIM_MODELS_ATTN_IMPL_H
@@ -32,6 +32,8 @@ static inline double attn_kv_B(const struct layer_dims *d)
 {
 	return attn_heads_kv(d) * (attn_dim_qk(d) + layer_v_dim(d)) * d->act_B;
 }
+
+/* ---- the core's flash calls (attn_core.c) ---- */
 
 /* The flash shape of batch sequences of `heads` query heads (K/V heads
  * in the layer's proportion), sq queries against skv keys, causal or
