@@ -171,6 +171,11 @@ struct infer_dims {
 				 * up to a multiple of this (the GPU's
 				 * flashmla_sparse_heads, at least 1); 0:
 				 * the cheaper mode by FLOPs */
+	double sink_rows;	/* prompt attention through vLLM's Triton
+				 * unified kernel (a model with attention
+				 * sinks on a GPU outside the engine's
+				 * sink_attn_native_cc): query rows a
+				 * program holds; 0: the flash kernel */
 	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
 	enum dtype weight;	/* weights of the linear layers */
 	enum dtype compute;	/* matrix rate of the linear layers */
