@@ -278,6 +278,18 @@ static const struct schema_field engine_fields[] = {
 		  "(TensorRT-LLM's TritonFusedMoE, moe_config backend TRITON, "
 		  "where the GPU has a weight_only_moe_efficiency "
 		  "triton_trtllm); else weight_only_moe_kernel's" },
+	{ .key = "mxfp4_marlin_pad_ffn", .type = ST_INT,
+	  .offset = OFF(mxfp4_marlin_pad_ffn), .min = 0, .max = 4096,
+	  .def = "0",
+	  .help = "elements: MXFP4 experts run by the Marlin kernel "
+		  "(weight_only_moe_kernel marlin) hold each rank's expert "
+		  "intermediate size padded to a multiple of this, their "
+		  "GEMMs computing the padding; 0: none" },
+	{ .key = "mxfp4_marlin_pad_hidden", .type = ST_INT,
+	  .offset = OFF(mxfp4_marlin_pad_hidden), .min = 0, .max = 4096,
+	  .def = "0",
+	  .help = "elements: and their hidden size to a multiple of this; "
+		  "0: none" },
 	{ .key = "sink_attn_block_m", .type = ST_INT,
 	  .offset = OFF(sink_attn_block_m), .min = 0, .max = 1024, .def = "0",
 	  .help = "query rows (tokens x the query heads of one KV head) a "

@@ -364,6 +364,11 @@ struct engine_spec {
 	struct schema_int_list sink_attn_native_cc; /* compute capabilities (major x
 						 * 10 + minor) whose default attention
 						 * backend takes sinks */
+	int64_t mxfp4_marlin_pad_ffn;		/* elements: MXFP4 experts under Marlin
+						 * hold their per-rank intermediate size
+						 * padded to a multiple of this; 0: none */
+	int64_t mxfp4_marlin_pad_hidden;	/* elements: and their hidden size to a
+						 * multiple of this; 0: none */
 	int decode_kernel;			/* enum engine_decode_kernel */
 	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
 						 * partition decode kernel (every sequence

@@ -139,6 +139,12 @@ struct infer_moe {
 					 * weight_only_moe_tile_m; NULL: none) */
 	size_t wo_ntile_m;	/* entries of wo_tile_m */
 	double wo_tile_n;	/* elements, those tiles' columns */
+	double marlin_pad[2];	/* elements: MXFP4 experts under Marlin pad
+				 * the per-rank ffn [0] and the hidden size [1]
+				 * to multiples of these (engine
+				 * mxfp4_marlin_pad_*); 0: none */
+	double pad[2];		/* the multiples the experts' GEMMs take
+				 * (marlin_pad where they run it), 0: none */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */
