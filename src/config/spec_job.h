@@ -399,7 +399,7 @@ struct framework_spec {
 						 * unit of the rank at once, footprint.c) */
 	int cp_torch_sdpa;			/* CP as torch.distributed.tensor.
 						 * experimental.context_parallel runs
-						 * SDPA (attn.c torch_cp) */
+						 * SDPA (attn_cp.c torch_cp) */
 	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
 						 * pipelining's PipelineScheduleMulti runs
 						 * it: one action a time step, each step's

@@ -20,36 +20,10 @@
  * head per query head. The output projection reads a/t d_v.
  *
  * Attention core, one flash call per block of the score matrix (the GPU
- * model, gpu_attention.c, costs each), by context-parallel method
- * (TransformerEngine's implementations, Megatron --cp-comm-type):
- *
- *   none     one causal call, q = kv = s (a window w: each query sees
- *            min(position, w) keys)
- *   p2p      ring of cp steps. With load balancing each sequence is cut
- *            in 2 cp chunks of c = s/2 and rank r holds chunks r and
- *            2cp-1-r: step 0 is causal over its own 2c tokens; each
- *            later step an unmasked half block (2c queries x c keys, or
- *            c x 2c), so every rank does the same work. While step i
- *            computes, the K/V block of step i+1 moves to the next rank
- *            of the CP ring (a send/recv on the cp stream, s (k + v) B),
- *            so a step's transfer hides behind the previous step's
- *            compute when it is shorter. The partial outputs are merged
- *            with their log-sum-exps after the last step (attn_cp.c).
- *            Backward: the same blocks, each step passing K/V and the
- *            accumulated dK/dV on (twice the bytes), and a last
- *            transfer returns dK/dV to their owner. Without load
- *            balancing the slowest rank (the last) does a causal step and
- *            cp - 1 full s x s blocks; symmetric simulation models it.
- *   all_gather  K and V all-gathered over CP (S (k + v) B), then one
- *            causal call per local chunk against the keys up to it: c x c
- *            and c x 2cp c on rank 0 (every rank the same total); the
- *            backward re-gathers K/V and reduce-scatters dK/dV.
- *   a2a      (Ulysses) Q, K, V all-to-all over CP (each rank sends its
- *            s (q + 2 kv) B), attention over the whole sequence S with
- *            a/(t cp) heads, the output all-to-all back (s q B); the
- *            backward mirrors it.
- *   a2a+p2p  a2a inside groups of cp_a2a ranks (the heads / cp_a2a, the
- *            sequence cp_a2a s), a p2p ring over the cp / cp_a2a groups.
+ * model, gpu_attention.c, costs each): without context parallelism one
+ * causal call, q = kv = s (a window w: each query sees min(position, w)
+ * keys); the context-parallel methods (Megatron --cp-comm-type p2p,
+ * all_gather, a2a, a2a+p2p, and PyTorch's context_parallel): attn_cp.c.
  *
  * Model FLOPs of the core are counted as Megatron-LM counts them
  * (num_floating_point_operations: "only half of the attention matrix is
@@ -76,7 +50,7 @@
  * a chunked ('arbitrary') mask only in its unfused backend, which it
  * disables under CP.
  */
-#include "layer_impl.h"
+#include "attn_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -84,32 +58,9 @@
 #include "base/diag.h"
 #include "config/spec_job.h"
 
-/* Heads of Q on one GPU, and per-head widths. */
-static double heads_q(const struct layer_dims *d)
-{
-	return d->heads / d->tp;
-}
-
-static double dim_qk(const struct layer_dims *d)
-{
-	return d->mla ? d->mla_d.nope + d->mla_d.rope : d->head_dim;
-}
-
-/* K/V heads on one GPU: MLA expands one per query head. */
-static double heads_kv(const struct layer_dims *d)
-{
-	return d->mla ? heads_q(d) : layer_kv_heads_local(d);
-}
-
-/* Bytes per token of this GPU's K and V. */
-static double kv_B(const struct layer_dims *d)
-{
-	return heads_kv(d) * (dim_qk(d) + layer_v_dim(d)) * d->act_B;
-}
-
 double attn_out_width(const struct layer_dims *d)
 {
-	return heads_q(d) * layer_v_dim(d);
+	return attn_heads_q(d) * layer_v_dim(d);
 }
 
 /* ---- projections ---- */
@@ -128,7 +79,7 @@ static void rope_op(struct layer_ops *o, const char *name,
 	if (!d->rope)
 		return;
 	if (d->mla)	/* Q's rotary part per head, K's one shared */
-		n = layer_tokens(d) * (heads_q(d) + 1) * d->mla_d.rope;
+		n = layer_tokens(d) * (attn_heads_q(d) + 1) * d->mla_d.rope;
 	else
 		n = layer_tokens(d) * (layer_q_width(d) + layer_kv_width(d));
 	if (d->complex_rope) {
@@ -319,17 +270,17 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 
 /* ---- the core ---- */
 
-static void shape(const struct layer_dims *d, double batch, double heads,
-		  double sq, double skv, int causal, double window,
-		  struct gpu_attn_shape *a)
+void attn_shape(const struct layer_dims *d, double batch, double heads,
+		double sq, double skv, int causal, double window,
+		struct gpu_attn_shape *a)
 {
 	memset(a, 0, sizeof(*a));	/* padding too: shapes are compared whole */
 	a->batch = batch;
 	a->heads_q = heads;
-	a->heads_kv = heads * heads_kv(d) / heads_q(d);
+	a->heads_kv = heads * attn_heads_kv(d) / attn_heads_q(d);
 	a->seq_q = sq;
 	a->seq_kv = skv;
-	a->head_dim_qk = dim_qk(d);
+	a->head_dim_qk = attn_dim_qk(d);
 	a->head_dim_v = layer_v_dim(d);
 	a->causal = causal;
 	a->window = window;
@@ -341,10 +292,10 @@ static void shape(const struct layer_dims *d, double batch, double heads,
 /* One flash call; model_flops 0: counted from its shape. A backward with
  * unequal query/key and value head dims (MLA) runs the framework's
  * attention_mla_bwd_kernel family. */
-static struct layer_op *flash(const struct layer_dims *d,
-			      struct layer_ops *o, const char *name,
-			      enum layer_pass pass, int bwd,
-			      const struct gpu_attn_shape *a, double model_flops)
+struct layer_op *attn_flash(const struct layer_dims *d, struct layer_ops *o,
+			    const char *name, enum layer_pass pass, int bwd,
+			    const struct gpu_attn_shape *a,
+			    double model_flops)
 {
 	struct layer_op *op = lop_push(o, name, LOP_KERNEL, pass);
 
@@ -372,8 +323,8 @@ static double pair_model_flops(const struct layer_dims *d, double pairs,
 			       int bwd)
 {
 	double S = d->seq * d->cpd.cp;
-	double f = 4 * d->batch * heads_q(d) * pairs * (d->seq / S) *
-		   (dim_qk(d) + layer_v_dim(d)) / 2;
+	double f = 4 * d->batch * attn_heads_q(d) * pairs * (d->seq / S) *
+		   (attn_dim_qk(d) + layer_v_dim(d)) / 2;
 
 	return bwd ? 2 * f : f;
 }
@@ -411,17 +362,18 @@ static void chunked(struct layer_ops *o, enum layer_pass pass, int bwd,
 		    const struct layer_dims *d, const struct layer_kind *k)
 {
 	double C = k->chunk, n = floor(d->seq / C), r = d->seq - n * C;
+	double hq = attn_heads_q(d), w = k->window;
 	const char *name = bwd ? "attn_bwd" : "attn";
 	struct gpu_attn_shape a;
 
-	shape(d, d->batch * n, heads_q(d), C, C, 1, k->window, &a);
-	flash(d, o, name, pass, bwd, &a, pair_model_flops(d, n * causal_pairs(C,
-	      k->window), bwd));
+	attn_shape(d, d->batch * n, hq, C, C, 1, w, &a);
+	attn_flash(d, o, name, pass, bwd, &a,
+		   pair_model_flops(d, n * causal_pairs(C, w), bwd));
 	if (r <= 0)
 		return;
-	shape(d, d->batch, heads_q(d), r, r, 1, k->window, &a);
-	flash(d, o, name, pass, bwd, &a, pair_model_flops(d, causal_pairs(r,
-	      k->window), bwd));
+	attn_shape(d, d->batch, hq, r, r, 1, w, &a);
+	attn_flash(d, o, name, pass, bwd, &a,
+		   pair_model_flops(d, causal_pairs(r, w), bwd));
 }
 
 /* One GEMM per head over the score matrix, in 16-bit. It computes the
@@ -454,7 +406,7 @@ static void unfused_fwd(struct layer_ops *o, enum layer_pass pass,
 {
 	double scores = layer_scores(d);
 
-	score_gemm(o, "scores", pass, d, d->seq, d->seq, dim_qk(d),
+	score_gemm(o, "scores", pass, d, d->seq, d->seq, attn_dim_qk(d),
 		   mf / 2)->host = HOST_OP;	/* torch.baddbmm */
 	lop_memop(o, "softmax", pass, scores * d->act_B, scores * d->act_B,
 		  CE_FLOPS * scores);
@@ -469,7 +421,7 @@ static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d,
 			double mf)
 {
 	double scores = layer_scores(d);
-	double s = d->seq, dq = dim_qk(d), dv = layer_v_dim(d);
+	double s = d->seq, dq = attn_dim_qk(d), dv = layer_v_dim(d);
 
 	score_gemm(o, "attn_v_dgrad", PASS_BWD, d, s, s, dv, mf / 4);
 	score_gemm(o, "attn_v_wgrad", PASS_BWD, d, s, dv, s, mf / 4);
@@ -481,124 +433,6 @@ static void unfused_bwd(struct layer_ops *o, const struct layer_dims *d,
 		  scores * d->act_B, CE_FLOPS * scores);
 	score_gemm(o, "scores_dgrad_q", PASS_BWD, d, s, dq, s, mf / 4);
 	score_gemm(o, "scores_dgrad_k", PASS_BWD, d, s, dq, s, mf / 4);
-}
-
-/* The ring of one p2p method over `ring` ranks of ring_group, each
- * holding `seq` query tokens (a2a+p2p: the inner group's gathered
- * sequence) of `heads` heads. Forward: transfer i (after the one before
- * it: a rank forwards the block it received) brings the block of step
- * i + 1; step i waits for the block of transfer i - 1. Backward: each
- * transfer also carries the dK/dV accumulated so far (the first K/V
- * only, the last dK/dV only), added (a memory-bound op) once the step's
- * own gradients are computed. Transformer Engine's copies and output
- * corrections around the steps: attn_cp.c. */
-static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
-		 const struct layer_dims *d, enum layout_group ring_group,
-		 double ring, double seq, double heads, double model_flops)
-{
-	double c = seq / 2, kv = d->batch * seq * kv_B(d) * heads / heads_q(d);
-	double rows = d->batch * seq * heads;
-	int lb = d->cpd.load_balance, i, steps = (int)ring;
-	struct gpu_attn_shape a;
-	int16_t in = attn_cp_ring_start(o, pass, bwd, kv);
-	int16_t deliver = LAYER_NONE, last = in, acc = LAYER_NONE, comm;
-	const char *name = bwd ? "attn_bwd" : "attn";
-	struct layer_op *op;
-
-	for (i = 0; i < steps; i++) {
-		comm = LAYER_NONE;
-		if (i + 1 < steps || bwd) {
-			op = lop_coll(o, bwd ? "cp_kv_dkv_sendrecv" :
-				      "cp_kv_sendrecv", pass, ring_group, LS_CP,
-				      COLL_SENDRECV, bwd && i > 0 &&
-				      i + 1 < steps ? 2 * kv : kv);
-			op->p2p_next = 1;
-			op->dep[0] = deliver == LAYER_NONE ? in : deliver;
-			op->dep[1] = acc;
-			comm = lop_tail(o);
-		}
-		if (i == 0)
-			shape(d, d->batch, heads, seq, seq, 1, 0, &a);
-		else if (lb)
-			shape(d, d->batch, heads, c, 2 * c, 0, 0, &a);
-		else
-			shape(d, d->batch, heads, seq, seq, 0, 0, &a);
-		op = flash(d, o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
-		if (i > 0)	/* the ring's later steps: calls inside it */
-			op->host = HOST_OP;
-		op->dep[0] = last;
-		op->dep[1] = deliver;
-		last = lop_tail(o);
-		if (bwd) {	/* dQ, then this step's dK/dV into the sum */
-			attn_cp_dq_acc(o, pass, d, i == 0,
-				       rows * dim_qk(d) * d->act_B);
-			op = lop_memop(o, "cp_dkv_add", pass, 2 * kv, kv,
-				       kv / d->act_B);
-			op->k.launches = 2;	/* dk.add_, dv.add_ */
-			op->host_n = 2;
-			op->dep[1] = deliver;
-			acc = last = lop_tail(o);
-		}
-		deliver = comm;
-	}
-	if (bwd)	/* the last transfer brings this rank's dK/dV home */
-		lop_memop(o, "cp_dkv_done", pass, kv, kv, 0)->dep[1] = deliver;
-	else
-		attn_cp_out_correct(o, pass, d, ring,
-				    rows * layer_v_dim(d) * d->act_B,
-				    rows * dtype_bytes(DTYPE_FP32));
-}
-
-/* All-gather of K/V, then one call per local chunk (rank 0's). */
-static void all_gather(struct layer_ops *o, enum layer_pass pass, int bwd,
-		       const struct layer_dims *d, double model_flops)
-{
-	double cp = d->cpd.cp, s = d->seq, c = s / 2;
-	double kv_total = cp * s * d->batch * kv_B(d);
-	struct gpu_attn_shape a;
-
-	lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP, COLL_ALLGATHER,
-		 kv_total);
-	if (d->cpd.load_balance) {
-		shape(d, d->batch, heads_q(d), c, c, 1, 0, &a);
-		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
-		shape(d, d->batch, heads_q(d), c, 2 * cp * c, 1, 0, &a);
-		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, -1);
-	} else {	/* the last rank, the slowest: all keys */
-		shape(d, d->batch, heads_q(d), s, cp * s, 1, 0, &a);
-		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
-	}
-	if (bwd)
-		lop_coll(o, "cp_dkv_reducescatter", pass, LG_CP, LS_CP,
-			 COLL_REDUCESCATTER, kv_total);
-}
-
-/* Ulysses all-to-all over `inner` ranks of group g around the core;
- * a2a+p2p runs the ring over the rest. */
-static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
-		const struct layer_dims *d, double model_flops)
-{
-	double inner = d->cpd.a2a, heads = heads_q(d) / inner;
-	double tok = d->batch * d->seq;
-	double qkv_B = tok * (layer_q_width(d) * (d->mla ? dim_qk(d) /
-			d->head_dim : 1) * d->act_B + kv_B(d));
-	double o_B = tok * attn_out_width(d) * d->act_B;
-	enum layout_group g = inner == d->cpd.cp ? LG_CP : LG_CP_A2A;
-	double outer = d->cpd.cp / inner;
-	struct gpu_attn_shape a;
-
-	lop_coll(o, bwd ? "cp_dout_a2a" : "cp_qkv_a2a", pass, g, LS_CP,
-		 COLL_ALLTOALL, bwd ? o_B : qkv_B);
-	if (outer > 1) {
-		ring(o, pass, bwd, d, LG_CP_RING, outer, d->seq * inner, heads,
-		     model_flops);
-	} else {
-		shape(d, d->batch, heads, d->seq * inner, d->seq * inner, 1, 0,
-		      &a);
-		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, model_flops);
-	}
-	lop_coll(o, bwd ? "cp_dqkv_a2a" : "cp_out_a2a", pass, g, LS_CP,
-		 COLL_ALLTOALL, bwd ? qkv_B : o_B);
 }
 
 /* MXFP8 fused attention's own quantization (training.fp8_attention
@@ -684,126 +518,6 @@ static void cs_attn_quant(struct layer_ops *o, enum layer_pass pass,
 	op->host_n = FP8_CS_QUANT_KERNELS;
 }
 
-/* PyTorch's context parallelism of SDPA (framework cp_torch_sdpa):
- * torch.distributed.tensor.experimental.context_parallel routes
- * aten._scaled_dot_product_flash_attention and its backward to
- * _templated_ring_attention(_backward) (pytorch/pytorch torch/
- * distributed/tensor/experimental/_attention.py, read @ 0123248a; the
- * same structure in the 2024-12 nightlies torchtitan's tables ran [?]).
- * It sees K and V as the model passes them to SDPA: torchtitan's
- * repeat_kv has expanded them to every query head (elementwise.
- * expand_kv), so kv below is that width. Forward: every step but the
- * last copies K and V into one buffer (torch.cat of the flattened
- * tensors); the all_gather rotater gathers it once (cp_comm_type
- * all_gather), the p2p one passes it to the next rank each step; step 0
- * is the causal local block, later steps one non-causal SDPA on half the
- * keys or half the queries (load balance); each later step's output and
- * log-sum-exp are merged by _SDPAMerger in fp32 (out.to(fp32), lse.to,
- * out - sigmoid(block_lse - lse) (out - block_out), lse -
- * logsigmoid(lse - block_lse): about ten kernels, on half the queries
- * then a torch.cat of the whole out and lse (_partial_update) on the
- * steps past the rank's own index, on average half), and the result is
- * cast back. Backward: dQ, dK, dV zero-filled in fp32; K/V gathered (or
- * passed) again; each step's SDPA backward gradients added into the
- * fp32 sums (a torch.cat for the partial halves), dK/dV concatenated and
- * passed to the next rank in fp32 by an all-to-all permute, the next
- * step's add waiting for it; at the end dQ and the dK/dV that arrive
- * are cast back. */
-static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
-		     const struct layer_dims *d, double model_flops)
-{
-	double cp = d->cpd.cp, s = d->seq, c = s / 2, A = d->act_B;
-	double hk = d->expand_kv && !d->mla ? heads_q(d) : heads_kv(d);
-	double kv_el = d->batch * s * hk * (dim_qk(d) + layer_v_dim(d));
-	double Q = d->batch * s * heads_q(d) * dim_qk(d);
-	double O = d->batch * s * heads_q(d) * layer_v_dim(d);
-	int lb = d->cpd.load_balance, ag = d->cpd.comm == CP_ALLGATHER;
-	int i, steps = (int)cp;
-	const char *name = bwd ? "attn_bwd" : "attn";
-	int16_t in = lop_tail(o), last, kv_ready = in, dkv = LAYER_NONE;
-	struct gpu_attn_shape a;
-	struct layer_op *op;
-
-	if (bwd) {	/* grad_query, grad_key, grad_value: zeros_like, fp32 */
-		op = lop_memop(o, "cp_grad_zero", pass, 0, 4 * (Q + kv_el), 0);
-		op->k.launches = 3;
-		op->host_n = 3;
-	}
-	op = lop_memop(o, "cp_kv_cat", pass, (cp - 1) * kv_el * A,
-		       (cp - 1) * kv_el * A, 0);
-	op->k.launches = (int)(cp - 1);
-	op->host_n = (uint16_t)(cp - 1);
-	if (ag) {
-		lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP,
-			 COLL_ALLGATHER, cp * kv_el * A);
-		kv_ready = lop_tail(o);
-	}
-	last = lop_tail(o);
-	for (i = 0; i < steps; i++) {
-		if (!ag && i > 0) {	/* the block of the rank before */
-			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, LS_CP,
-				      COLL_SENDRECV, kv_el * A);
-			op->p2p_next = 1;
-			op->dep[0] = kv_ready;
-			kv_ready = lop_tail(o);
-		}
-		if (i == 0)
-			shape(d, d->batch, heads_q(d), s, s, 1, 0, &a);
-		else if (lb)
-			shape(d, d->batch, heads_q(d), c, 2 * c, 0, 0, &a);
-		else
-			shape(d, d->batch, heads_q(d), s, s, 0, 0, &a);
-		op = flash(d, o, name, pass, bwd, &a, i == 0 ? model_flops : -1);
-		op->host = HOST_OP;
-		op->dep[0] = last;
-		op->dep[1] = kv_ready;
-		last = lop_tail(o);
-		if (!bwd) {
-			if (i == 0)
-				continue;
-			/* full merge: reads O A + 20 O, writes 16 O; a
-			 * partial one half that and a cat of out (4 O) */
-			op = lop_memop(o, "cp_sdpa_merge", pass,
-				       0.75 * (O * A + 20 * O) + 2 * O,
-				       0.75 * 16 * O + 2 * O, 3 * O);
-			op->k.launches = 11;
-			op->host_n = 11;
-			last = lop_tail(o);
-			continue;
-		}
-		/* dK/dV and dQ into the fp32 sums (+= of the bf16 step
-		 * gradients; the partial half's cat on average half the
-		 * steps), after the sum from the rank before arrived */
-		op = lop_memop(o, "cp_grad_accum", pass,
-			       (4 + A) * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
-			       4 * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
-			       Q + kv_el);
-		op->k.launches = i > 0 ? 4 : 3;
-		op->host_n = (uint16_t)op->k.launches;
-		op->dep[1] = dkv;
-		last = lop_tail(o);
-		/* cat(dK, dV) in fp32, then the permute to the next rank */
-		lop_memop(o, "cp_dkv_cat", pass, 4 * kv_el, 4 * kv_el, 0);
-		op = lop_coll(o, "cp_dkv_sendrecv", pass, LG_CP, LS_CP,
-			      COLL_SENDRECV, 4 * kv_el);
-		op->p2p_next = 1;
-		dkv = lop_tail(o);
-		/* the next step's SDPA does not wait for the permute */
-	}
-	if (bwd) {	/* dQ and the arriving dK/dV back to bf16 */
-		op = lop_memop(o, "cp_grad_cast", pass, 4 * (Q + kv_el),
-			       A * (Q + kv_el), 0);
-		op->k.launches = 2;
-		op->host_n = 2;
-		op->dep[0] = last;
-		op->dep[1] = dkv;
-	} else {
-		op = lop_memop(o, "cp_out_cast", pass, 4 * O, A * O, 0);
-		op->k.launches = 2;
-		op->host_n = 2;
-	}
-}
-
 static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, const struct layer_kind *k)
 {
@@ -824,27 +538,14 @@ static void core(struct layer_ops *o, enum layer_pass pass, int bwd,
 			chunked(o, pass, bwd, d, k);
 			return;
 		}
-		shape(d, d->batch, heads_q(d), d->seq, d->seq, 1, window, &a);
+		attn_shape(d, d->batch, attn_heads_q(d), d->seq, d->seq, 1,
+			   window, &a);
 		mx_attn_quant(o, pass, bwd, d, &a);
 		cs_attn_quant(o, pass, bwd, d, &a);
-		flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
+		attn_flash(d, o, bwd ? "attn_bwd" : "attn", pass, bwd, &a, mf);
 		return;
 	}
-	if (d->cpd.torch) {
-		torch_cp(o, pass, bwd, d, mf);
-		return;
-	}
-	switch (d->cpd.comm) {
-	case CP_P2P:
-		ring(o, pass, bwd, d, LG_CP, d->cpd.cp, d->seq, heads_q(d), mf);
-		return;
-	case CP_ALLGATHER:
-		all_gather(o, pass, bwd, d, mf);
-		return;
-	default:
-		a2a(o, pass, bwd, d, mf);
-		return;
-	}
+	attn_cp_core(o, pass, bwd, d, mf);
 }
 
 /* Qwen3-Next's attention output gate (model attn_output_gate;
@@ -888,7 +589,7 @@ void attn_fwd(struct layer_ops *o, enum layer_pass pass,
 static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct mla_dims *m = &d->mla_d;
-	double hq = heads_q(d), ts = layer_sp_tokens(d), h = d->hidden;
+	double hq = attn_heads_q(d), ts = layer_sp_tokens(d), h = d->hidden;
 	int16_t red;
 
 	if (!d->mla) {

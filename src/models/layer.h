@@ -171,7 +171,7 @@ struct cp_dims {
 	double a2a;		/* a2a / a2a+p2p: inner all-to-all group size */
 	int load_balance;	/* 2 cp chunks per sequence */
 	int torch;		/* PyTorch's context_parallel of SDPA
-				 * (framework cp_torch_sdpa; attn.c) */
+				 * (framework cp_torch_sdpa; attn_cp.c) */
 };
 
 /* Mamba-2 mixer widths (mamba.c), whole model. */

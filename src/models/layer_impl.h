@@ -236,23 +236,6 @@ void attn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d,
 /* Width of the attention output the projection reads: a/t v. */
 double attn_out_width(const struct layer_dims *d);
 
-/* ---- Transformer Engine's p2p CP bookkeeping (attn_cp.c) ---- */
-
-/* The K/V packing copy before the ring's first send (kv_B bytes);
- * returns its op. */
-int16_t attn_cp_ring_start(struct layer_ops *o, enum layer_pass pass,
-			   int bwd, double kv_B);
-
-/* The forward's output corrections after the ring's `steps` steps
- * (out_B 16-bit output bytes, lse_B its fp32 log-sum-exp bytes). */
-void attn_cp_out_correct(struct layer_ops *o, enum layer_pass pass,
-			 const struct layer_dims *d, double steps,
-			 double out_B, double lse_B);
-
-/* A backward step's dQ copy (first) or add (q_B bytes of dQ). */
-void attn_cp_dq_acc(struct layer_ops *o, enum layer_pass pass,
-		    const struct layer_dims *d, int first, double q_B);
-
 /* ---- DeepSeek's attention ops (attn_mla.c) ---- */
 
 /* MLA's down projections on the SP shard, its up projections over the
