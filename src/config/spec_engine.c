@@ -278,6 +278,32 @@ static const struct schema_field engine_fields[] = {
 		  "(TensorRT-LLM's TritonFusedMoE, moe_config backend TRITON, "
 		  "where the GPU has a weight_only_moe_efficiency "
 		  "triton_trtllm); else weight_only_moe_kernel's" },
+	{ .key = "mxfp4_marlin_pad_ffn", .type = ST_INT,
+	  .offset = OFF(mxfp4_marlin_pad_ffn), .min = 0, .max = 4096,
+	  .def = "0",
+	  .help = "elements: MXFP4 experts run by the Marlin kernel "
+		  "(weight_only_moe_kernel marlin) hold each rank's expert "
+		  "intermediate size padded to a multiple of this, their "
+		  "GEMMs computing the padding; 0: none" },
+	{ .key = "mxfp4_marlin_pad_hidden", .type = ST_INT,
+	  .offset = OFF(mxfp4_marlin_pad_hidden), .min = 0, .max = 4096,
+	  .def = "0",
+	  .help = "elements: and their hidden size to a multiple of this; "
+		  "0: none" },
+	{ .key = "sink_attn_block_m", .type = ST_INT,
+	  .offset = OFF(sink_attn_block_m), .min = 0, .max = 1024, .def = "0",
+	  .help = "query rows (tokens x the query heads of one KV head) a "
+		  "program of the Triton unified attention kernel holds; the "
+		  "prompt tokens of a model with attention_sinks run it on an "
+		  "NVIDIA GPU whose compute capability is not in "
+		  "sink_attn_native_cc, each program streaming its KV head's "
+		  "visible keys through L2; 0: never (the GPU's flash kernel)" },
+	{ .key = "sink_attn_native_cc", .type = ST_INT_LIST,
+	  .offset = OFF(sink_attn_native_cc), .flags = SF_OPTIONAL,
+	  .min = 10, .max = 1000,
+	  .help = "compute capabilities (major x 10 + minor: 90 for sm90) "
+		  "whose default attention backend takes attention sinks "
+		  "(with sink_attn_block_m)" },
 	{ .key = "decode_kernel", .type = ST_ENUM,
 	  .offset = OFF(decode_kernel), .values = engine_decode_kernel_names,
 	  .def = "flash",

@@ -355,6 +355,20 @@ struct engine_spec {
 						 * weight-only MoE kernels add to the
 						 * GPU's gemm_tile_m (empty: none) */
 	int64_t weight_only_moe_tile_n;		/* elements, those tiles' columns */
+	int64_t sink_attn_block_m;		/* rows (query tokens x heads of one KV
+						 * head) a program of the Triton unified
+						 * attention kernel holds, which prompt
+						 * tokens of a model with attention sinks
+						 * run on an NVIDIA GPU outside
+						 * sink_attn_native_cc; 0: never */
+	struct schema_int_list sink_attn_native_cc; /* compute capabilities (major x
+						 * 10 + minor) whose default attention
+						 * backend takes sinks */
+	int64_t mxfp4_marlin_pad_ffn;		/* elements: MXFP4 experts under Marlin
+						 * hold their per-rank intermediate size
+						 * padded to a multiple of this; 0: none */
+	int64_t mxfp4_marlin_pad_hidden;	/* elements: and their hidden size to a
+						 * multiple of this; 0: none */
 	int decode_kernel;			/* enum engine_decode_kernel */
 	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
 						 * partition decode kernel (every sequence

@@ -202,6 +202,12 @@ static const struct schema_field model_fields[] = {
 		  "x), times the linear half plus an offset (default: true "
 		  "for model_type gpt_oss, whose experts apply it whatever "
 		  "hidden_act says, else false)" },
+	{ .key = "attention_sinks", .type = ST_BOOL,
+	  .offset = OFF(attention_sinks), .flags = SF_OPTIONAL,
+	  .help = "every attention head adds a learned sink logit to its "
+		  "softmax, which the attention kernel must support (default: "
+		  "true for model_type gpt_oss, transformers GptOssAttention's "
+		  "sinks, else false)" },
 	{ .key = "rope_scaling", .type = ST_SECTION, .offset = OFF(rope_scaling),
 	  .sub = &model_rope_schema, .aliases = rope_scaling_aliases,
 	  .flags = SF_OPTIONAL,
@@ -840,6 +846,10 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	 * 1.702) * (up + 1), hidden_act unread; Megatron-Bridge's gpt-oss
 	 * bridge sets activation_func quick_gelu, glu_linear_offset 1.0
 	 * (gpt_oss_bridge.py @ 067f987) */
+	/* transformers GptOssAttention: self.sinks, one logit a head */
+	if (m->attention_sinks < 0)
+		m->attention_sinks = m->model_type &&
+				     strcmp(m->model_type, "gpt_oss") == 0;
 	if (m->quick_glu < 0)
 		m->quick_glu = m->model_type &&
 			       strcmp(m->model_type, "gpt_oss") == 0;

@@ -209,6 +209,9 @@ struct model_spec {
 	int mlp_bias;				/* MLP / expert linears have bias (gpt-oss);
 						 * -1 absent: from model_type */
 	double swiglu_limit;			/* gated MLP's clamp (gpt-oss 7); 0 = none */
+	int attention_sinks;			/* a learned per-head sink logit in every
+						 * attention softmax (gpt-oss); -1 until
+						 * derived from model_type */
 	int quick_glu;				/* gated MLP's activation is quick-GELU,
 						 * x sigmoid(1.702 x), with a linear
 						 * offset (gpt-oss) */

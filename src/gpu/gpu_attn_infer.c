@@ -176,6 +176,39 @@ static double group_bytes(const struct gpu_attn_heads *h,
 	return grp->count * (qo + kv + lse);
 }
 
+/* Keys the programs of one sequence's KV head read under stream_rows R
+ * (see the top): g = h_q / h_kv query heads share a KV head, a program
+ * holds R rows (the next power of two of g when g > R), so
+ * T = floor(rows / g) query tokens, and the q tokens take nb = ceil(q / T)
+ * programs. Program i sees the context c = kv - q and its tokens up to
+ * min((i + 1) T, q): c + min((i + 1) T, q) keys, or under a window w only
+ * those within w of its tokens, T + w - 1 at most (the kernel starts its
+ * key loop at the window's first tile). Summed over i in closed form:
+ *
+ *     no window:  nb c + T nb (nb - 1) / 2 + q
+ *     window:     n1 c + T n1 (n1 + 1) / 2 + (nb - 1 - n1) W
+ *                 + min(c + q, q - (nb - 1) T + w - 1)
+ *
+ * with W = T + w - 1 and n1 = min(nb - 1, max(0, ceil((W - c) / T) - 1))
+ * the full programs whose visible keys are fewer than W. */
+static double stream_keys(const struct gpu_attn_heads *h,
+			  const struct gpu_attn_group *grp)
+{
+	double g = h->heads_q / h->heads_kv, rows = h->stream_rows;
+	double t, nb, c = grp->kv - grp->q, w = h->window, full_w, n1;
+
+	if (g > rows)
+		rows = pow(2, ceil(log2(g)));
+	t = fmax(1, floor(rows / g));
+	nb = ceil(grp->q / t);
+	if (!(w > 0))
+		return nb * c + t * nb * (nb - 1) / 2 + grp->q;
+	full_w = t + w - 1;
+	n1 = fmin(nb - 1, fmax(0, ceil((full_w - c) / t) - 1));
+	return n1 * c + t * n1 * (n1 + 1) / 2 + (nb - 1 - n1) * full_w +
+	       fmin(c + grp->q, grp->q - (nb - 1) * t + w - 1);
+}
+
 static double pair_flops(const struct gpu_attn_heads *h)
 {
 	return 2 * (h->head_dim_qk + h->head_dim_v);
@@ -208,7 +241,7 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 {
 	double cus = (double)g->compute_units, b = (double)g->attention.block_q;
 	double rate, bw, e = dtype_bytes(dt), flops = 0, bytes = 0, comp_s;
-	double tile_s, unit_s;
+	double tile_s, unit_s, stream_B = 0, memory_s;
 	struct gpu_units all = {0, 0, 0, 0};
 	int i;
 
@@ -230,6 +263,10 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 		flops += grp[i].count * h->heads_q * gpu_attn_pairs(&a) *
 			 pair_flops(h);
 		bytes += group_bytes(h, &grp[i], e);
+		if (h->stream_rows > 0)
+			stream_B += grp[i].count * h->heads_kv *
+				    stream_keys(h, &grp[i]) * kv_width(h) *
+				    h->kv_B;
 		if (b > 0) {
 			u = gpu_attn_units(g, &a, b, unit_s, tile_s, 0);
 			add_units(&all, &u, grp[i].count * h->heads_q);
@@ -238,8 +275,10 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 	if (flops == 0)
 		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	comp_s = b > 0 ? gpu_attn_schedule_s(&all, 1, cus, 1) : flops / rate;
+	memory_s = fmax(bytes / bw,
+			stream_B / gpu_level_bandwidth_Bps(g, GPU_LEVEL_L2));
 	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
-			     fmax(comp_s, bytes / bw), comp_s, bytes / bw);
+			     fmax(comp_s, memory_s), comp_s, memory_s);
 }
 
 /* XQA's multi-block count (see the top): kv / 512 blocks, at most

@@ -98,6 +98,7 @@
 #include "infer_impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -248,6 +249,29 @@ static void block_table_dims(const struct job_spec *j, struct infer_dims *d)
 			     j->system->host->link->sustained;
 }
 
+/* vLLM's CUDA platform (platforms/cuda.py get_attn_backend_cls: "if
+ * has_sink and not cls.is_device_capability(90): ... return
+ * TRITON_ATTN_VLLM_V1", FlashInfer first on 10.0) sends a model with
+ * attention sinks to its Triton backend on every other NVIDIA GPU, since
+ * FlashAttentionImpl takes sinks only in FlashAttention 3 (Hopper): the
+ * rows of that kernel's programs (engine sink_attn_block_m), 0 where the
+ * GPU's own flash kernel runs. */
+static double sink_rows(const struct model_spec *m,
+			const struct engine_spec *e, const struct gpu_spec *g)
+{
+	long cc;
+	size_t i;
+
+	if (!e || e->sink_attn_block_m <= 0 || m->attention_sinks != 1 ||
+	    !g->arch || strncmp(g->arch, "sm", 2) != 0)
+		return 0;
+	cc = strtol(g->arch + 2, NULL, 10);
+	for (i = 0; i < e->sink_attn_native_cc.n; i++)
+		if (e->sink_attn_native_cc.v[i] == cc)
+			return 0;
+	return (double)e->sink_attn_block_m;
+}
+
 void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 			 struct infer_dims *d)
 {
@@ -283,6 +307,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		    s->engine->dsa_kernel == ENGINE_DSA_FLASHMLA_SPARSE)
 			d->dsa_pad_heads = fmax(1, g->flashmla_sparse_heads);
 	}
+	d->sink_rows = sink_rows(m, s->engine, g);
 	d->base = layer_job_act_dtype(j);	/* bf16 */
 	d->weight = (enum dtype)s->dtype;
 	d->compute = infer_compute_dtype(j, g);

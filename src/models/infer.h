@@ -139,6 +139,12 @@ struct infer_moe {
 					 * weight_only_moe_tile_m; NULL: none) */
 	size_t wo_ntile_m;	/* entries of wo_tile_m */
 	double wo_tile_n;	/* elements, those tiles' columns */
+	double marlin_pad[2];	/* elements: MXFP4 experts under Marlin pad
+				 * the per-rank ffn [0] and the hidden size [1]
+				 * to multiples of these (engine
+				 * mxfp4_marlin_pad_*); 0: none */
+	double pad[2];		/* the multiples the experts' GEMMs take
+				 * (marlin_pad where they run it), 0: none */
 };
 
 /* The model and its dtypes on one GPU of a TP group. */
@@ -171,6 +177,11 @@ struct infer_dims {
 				 * up to a multiple of this (the GPU's
 				 * flashmla_sparse_heads, at least 1); 0:
 				 * the cheaper mode by FLOPs */
+	double sink_rows;	/* prompt attention through vLLM's Triton
+				 * unified kernel (a model with attention
+				 * sinks on a GPU outside the engine's
+				 * sink_attn_native_cc): query rows a
+				 * program holds; 0: the flash kernel */
 	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
 	enum dtype weight;	/* weights of the linear layers */
 	enum dtype compute;	/* matrix rate of the linear layers */

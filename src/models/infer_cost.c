@@ -72,6 +72,7 @@ static void attn_heads(const struct infer_dims *d, int decode,
 {
 	memset(h, 0, sizeof(*h));
 	h->window = k ? k->window : 0;
+	h->stream_rows = decode ? 0 : d->sink_rows;
 	h->heads_q = infer_heads_local(d);
 	h->kv_B = d->kv_B;
 	if (!d->mla) {

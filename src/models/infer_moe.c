@@ -187,6 +187,10 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	     en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_TRTLLM ?
 	     g->weight_only_moe_eff[GPU_WO_TRITON_TRTLLM] : 0;
 	e->wo_eff[1] = mx > 0 ? mx : marlin;
+	if (mx == 0 && marlin > 0) {
+		e->marlin_pad[0] = (double)en->mxfp4_marlin_pad_ffn;
+		e->marlin_pad[1] = (double)en->mxfp4_marlin_pad_hidden;
+	}
 }
 
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
@@ -271,6 +275,17 @@ void infer_moe_precision(struct infer_dims *d)
 	 * inputs they meet (weight-only quantization) */
 	e->wo_eff_used = e->weight_B < dtype_bytes(e->compute) ?
 			 e->wo_eff[e->weight == DTYPE_MXFP4] : 0;
+	/* vllm-project/vllm quantization/mxfp4.py Mxfp4MoEMethod.
+	 * create_weights under Marlin ("The moe marlin kernel requires that
+	 * for each linear n % 256 == 0 and k % 128 == 0"): the experts are
+	 * built padded, intermediate_size_per_partition to round_up(.., 128)
+	 * and hidden_size to round_up(.., 256), and the GEMMs run at that
+	 * size */
+	e->pad[0] = e->pad[1] = 0;
+	if (e->weight == DTYPE_MXFP4 && e->wo_eff_used > 0) {
+		e->pad[0] = e->marlin_pad[0];
+		e->pad[1] = e->marlin_pad[1];
+	}
 	/* A block-scaled fp8 checkpoint's experts (DeepSeek's 128 x 128):
 	 * CutlassFusedMoE hands its 16-bit input to the fused op
 	 * (use_deepseek_fp8_block_scale), which quantizes it per 1 x group
@@ -422,6 +437,12 @@ static struct infer_op *ep_row(struct infer_op *op, double row_B, int kind)
 }
 
 /* A grouped GEMM of the experts with rows. */
+/* x rounded up to a multiple of m (m 0: x). */
+static double pad_to(double x, double m)
+{
+	return m > 0 ? ceil(x / m) * m : x;
+}
+
 static void grouped(struct infer_ops *o, const char *name,
 		    const struct infer_route *r, double n, double k)
 {
@@ -719,10 +740,12 @@ void infer_moe_ops(const struct infer_dims *d, double T,
 		in_rows = T;
 	}
 	expert_quant(o, d, in_rows * h);
-	grouped(o, "expert_gate_up", r, u, h);
+	grouped(o, "expert_gate_up", r, u / f * pad_to(f, e->pad[0]),
+		pad_to(h, e->pad[1]));
 	infer_op_mem(o, "expert_act", R * u * B, R * f * e->gemm_a_B,
 		     ACT_FLOPS * R * f);
-	grouped(o, "expert_down", r, h, f);
+	grouped(o, "expert_down", r, pad_to(h, e->pad[1]),
+		pad_to(f, e->pad[0]));
 	if (!e->dispatch) {
 		infer_op_mem(o, "moe_sum", T * k * h * B, T * h * B, T * k * h);
 		moe_tail(o, d, T, r, ITBO_NONE);
