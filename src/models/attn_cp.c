@@ -76,6 +76,23 @@
 
 #include "config/spec_job.h"
 
+/* The block step i of a ring over sequences of s tokens on this GPU
+ * computes (both TE's p2p ring and PyTorch's context_parallel): step 0
+ * the causal diagonal block; later steps, under causal load balancing
+ * (2 cp chunks of c = s/2), half the queries against the two chunks or
+ * the two chunks' queries against half the keys, which cost the same
+ * unmasked c x 2c block; without it, an unmasked s x s block. */
+static void ring_block(const struct layer_dims *d, double heads, int i,
+		       int lb, double s, struct gpu_attn_shape *a)
+{
+	if (i == 0)
+		attn_shape(d, d->batch, heads, s, s, 1, 0, a);
+	else if (lb)
+		attn_shape(d, d->batch, heads, s / 2, s, 0, 0, a);
+	else
+		attn_shape(d, d->batch, heads, s, s, 0, 0, a);
+}
+
 static int16_t ring_start(struct layer_ops *o, enum layer_pass pass, int bwd,
 			  double kv_B)
 {
@@ -120,7 +137,6 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 		 const struct layer_dims *d, enum layout_group ring_group,
 		 double ring, double seq, double heads, double model_flops)
 {
-	double c = seq / 2;
 	double kv = d->batch * seq * attn_kv_B(d) * heads / attn_heads_q(d);
 	double rows = d->batch * seq * heads;
 	int lb = d->cpd.load_balance, i, steps = (int)ring;
@@ -142,12 +158,7 @@ static void ring(struct layer_ops *o, enum layer_pass pass, int bwd,
 			op->dep[1] = acc;
 			comm = lop_tail(o);
 		}
-		if (i == 0)
-			attn_shape(d, d->batch, heads, seq, seq, 1, 0, &a);
-		else if (lb)
-			attn_shape(d, d->batch, heads, c, 2 * c, 0, 0, &a);
-		else
-			attn_shape(d, d->batch, heads, seq, seq, 0, 0, &a);
+		ring_block(d, heads, i, lb, seq, &a);
 		op = attn_flash(d, o, name, pass, bwd, &a,
 				i == 0 ? model_flops : -1);
 		if (i > 0)	/* the ring's later steps: calls inside it */
@@ -261,7 +272,7 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
 static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		     const struct layer_dims *d, double model_flops)
 {
-	double cp = d->cpd.cp, s = d->seq, c = s / 2, A = d->act_B;
+	double cp = d->cpd.cp, s = d->seq, A = d->act_B;
 	double hq = attn_heads_q(d);
 	double hk = d->expand_kv && !d->mla ? hq : attn_heads_kv(d);
 	double kv_el = d->batch * s * hk * (attn_dim_qk(d) + layer_v_dim(d));
@@ -297,12 +308,7 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 			op->dep[0] = kv_ready;
 			kv_ready = lop_tail(o);
 		}
-		if (i == 0)
-			attn_shape(d, d->batch, hq, s, s, 1, 0, &a);
-		else if (lb)
-			attn_shape(d, d->batch, hq, c, 2 * c, 0, 0, &a);
-		else
-			attn_shape(d, d->batch, hq, s, s, 0, 0, &a);
+		ring_block(d, hq, i, lb, s, &a);
 		op = attn_flash(d, o, name, pass, bwd, &a,
 				i == 0 ? model_flops : -1);
 		op->host = HOST_OP;
