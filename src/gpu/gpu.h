@@ -306,7 +306,8 @@ struct gpu_attn_heads {
 				 * TRTLLM_GEN TensorRT-LLM's kernels') */
 	double partition;	/* decode: keys per unit of a fixed-partition
 				 * kernel (AMD's ROCm paged attention: 256),
-				 * which replaces split's rule; 0: none */	double stream_rows;	/* prefill: query rows of one KV head a
+				 * which replaces split's rule; 0: none */
+	double stream_rows;	/* prefill: query rows of one KV head a
 				 * program holds while it streams every key
 				 * it may see (vLLM's Triton unified
 				 * attention, BLOCK_M), its K/V read through

@@ -436,13 +436,13 @@ static struct infer_op *ep_row(struct infer_op *op, double row_B, int kind)
 	return op;
 }
 
-/* A grouped GEMM of the experts with rows. */
 /* x rounded up to a multiple of m (m 0: x). */
 static double pad_to(double x, double m)
 {
 	return m > 0 ? ceil(x / m) * m : x;
 }
 
+/* A grouped GEMM of the experts with rows. */
 static void grouped(struct infer_ops *o, const char *name,
 		    const struct infer_route *r, double n, double k)
 {
