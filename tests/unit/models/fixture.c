@@ -286,3 +286,26 @@ double fixture_step_latency(const struct job_spec *j)
 	infer_stepper_release(&st);
 	return c.latency_s;
 }
+
+void fixture_infer_moe(struct fixture_infer_moe *c, const char *path,
+		       const char *const *sets, size_t n, double tokens)
+{
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};	/* an MoE layer */
+	struct diag dg;
+
+	arena_init(&c->a);
+	arena_init(&c->ra);
+	diag_init(&dg, stderr);
+	c->j = fixture_load_job(&c->a, path, sets, n);
+	infer_dims_from_job(c->j, c->j->system->gpu, &c->d);
+	infer_job_batch(c->j, &c->b);
+	cr_assert_eq(infer_moe_route(c->j, &c->d, tokens, &c->ra, &c->r, &dg),
+		     0);
+	infer_layer_ops(&c->d, &c->b, &k, &c->r, &c->o);
+}
+
+void fixture_infer_moe_release(struct fixture_infer_moe *c)
+{
+	arena_release(&c->ra);
+	arena_release(&c->a);
+}

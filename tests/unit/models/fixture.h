@@ -5,6 +5,7 @@
 #ifndef LLMSIM_TEST_MODELS_FIXTURE_H
 #define LLMSIM_TEST_MODELS_FIXTURE_H
 
+#include "base/arena.h"
 #include "config/spec_gpu.h"
 #include "config/spec_job.h"
 #include "config/spec_model.h"
@@ -95,6 +96,24 @@ void fixture_assert_estimate(const struct job_spec *j, int full,
 struct arena;
 struct job_spec *fixture_load_job(struct arena *a, const char *path,
 				  const char *const *sets, size_t n);
+
+/* One MoE layer's inference ops under test: the job loaded from path
+ * with n overrides, its dimensions and batch, the routing of a step of
+ * `tokens` tokens (its arrays in ra) and the layer's ops. */
+struct fixture_infer_moe {
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_ops o;
+};
+
+/* Loads and builds c (asserting the job loads and routes); release with
+ * fixture_infer_moe_release. */
+void fixture_infer_moe(struct fixture_infer_moe *c, const char *path,
+		       const char *const *sets, size_t n, double tokens);
+void fixture_infer_moe_release(struct fixture_infer_moe *c);
 
 /* The serving stepper's latency (infer_run.h infer_stepper_cost) of job
  * j's own batch (infer_job_batch), asserting it runs. */

@@ -9,11 +9,9 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "base/arena.h"
-#include "base/diag.h"
-#include "config/config.h"
 #include "config/spec_job.h"
 #include "models/ep.h"
 #include "models/infer.h"
@@ -24,54 +22,24 @@
 
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
-struct moe_case {
-	struct arena a, ra;
-	struct job_spec *j;
-	struct infer_dims d;
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_ops o;
-};
-
 /* Qwen3-30B-A3B on B200 NVFP4 under `engine`, the MoE layer's ops for a
  * decode step of `tokens` sequences (one token each) per TP group, with
  * more overrides. */
-static void moe_case(struct moe_case *c, const char *engine, double tokens,
-		     const char *const *more, size_t nmore)
+static void moe_case(struct fixture_infer_moe *c, const char *engine,
+		     double tokens, const char *const *more, size_t nmore)
 {
 	char e[64], bt[64];
 	const char *sets[12] = {"system.preset=dgx-b200",
 				"system.gpus_per_node=8",
 				"serving.dtype=nvfp4", e, bt};
 	size_t n = 5, i;
-	struct config_ctx cx;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct diag dg;
 
 	cr_assert_leq(nmore, 8);
 	for (i = 0; i < nmore; i++)
 		sets[n++] = more[i];
 	snprintf(e, sizeof(e), "serving.engine=%s", engine);
 	snprintf(bt, sizeof(bt), "serving.batch=%.0f", tokens);
-	arena_init(&c->a);
-	arena_init(&c->ra);
-	diag_init(&dg, stderr);
-	cx = (struct config_ctx){&c->a, &dg, "."};
-	c->j = arena_alloc(&c->a, sizeof(*c->j));
-	cr_assert_not_null(c->j);
-	memset(c->j, 0, sizeof(*c->j));
-	cr_assert_eq(config_load(&cx, &job_schema, Q30, sets, n, c->j), 0);
-	infer_dims_from_job(c->j, c->j->system->gpu, &c->d);
-	infer_job_batch(c->j, &c->b);
-	cr_assert_eq(infer_moe_route(c->j, &c->d, tokens, &c->ra, &c->r, &dg),
-		     0);
-	infer_layer_ops(&c->d, &c->b, &k, &c->r, &c->o);
-}
-
-static void moe_case_release(struct moe_case *c)
-{
-	arena_release(&c->ra);
-	arena_release(&c->a);
+	fixture_infer_moe(c, Q30, sets, n, tokens);
 }
 
 static void bytes_eq(const struct infer_ops *o, const char *name,
@@ -105,7 +73,7 @@ static void bytes_eq(const struct infer_ops *o, const char *name,
  */
 Test(infer_moe, cutlass_kernels_of_a_prefill_step)
 {
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 1024, NULL, 0);
 	cr_assert(c.d.moe.cutlass);
@@ -122,7 +90,7 @@ Test(infer_moe, cutlass_kernels_of_a_prefill_step)
 	cr_assert_null(fixture_infer_op(&c.o, "moe_sum"));
 	cr_assert_not_null(fixture_infer_op(&c.o, "expert_gate_up"));
 	cr_assert_not_null(fixture_infer_op(&c.o, "expert_down"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "sglang", 1024, NULL, 0);
 	cr_assert(!c.d.moe.cutlass);
@@ -130,7 +98,7 @@ Test(infer_moe, cutlass_kernels_of_a_prefill_step)
 	cr_assert_not_null(fixture_infer_op(&c.o, "moe_sum"));
 	cr_assert_null(fixture_infer_op(&c.o, "moe_expand"));
 	cr_assert_null(fixture_infer_op(&c.o, "moe_finalize"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -140,12 +108,12 @@ Test(infer_moe, cutlass_kernels_of_a_prefill_step)
  */
 Test(infer_moe, cutlass_sorts_small_steps_in_one_kernel)
 {
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 64, NULL, 0);
 	bytes_eq(&c.o, "moe_sort", 2048.0, 5128.0);
 	cr_assert_null(fixture_infer_op(&c.o, "moe_sort_count"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -164,7 +132,7 @@ Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
 			     "parallelism.ep=8",
 			     "parallelism.attention_dp=true"};
 	const struct infer_op *op;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 64, adp, 4);
 	cr_assert(c.d.moe.dispatch && c.d.moe.allgather);
@@ -181,7 +149,7 @@ Test(infer_moe, cutlass_attention_dp_gathers_quantized_rows)
 	cr_assert_eq(op->coll, COLL_REDUCE);
 	cr_assert_float_eq(op->coll_B, 2097152.0, 1e-6);
 	cr_assert_null(fixture_infer_op(&c.o, "expert_sort"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -194,7 +162,7 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 			     "parallelism.ep=8",
 			     "parallelism.attention_dp=true",
 			     "serving.engine.adp_moe_sized=false"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 64, adp, 5);
 	cr_assert(!c.d.moe.sized);
@@ -202,7 +170,7 @@ Test(infer_moe, unsized_attention_dp_gathers_and_reduce_scatters)
 	cr_assert_float_eq(fixture_infer_op(&c.o, "moe_dispatch")->coll_B, 622592.0,
 			   1e-6);
 	cr_assert_eq(fixture_infer_op(&c.o, "moe_combine")->coll, COLL_REDUCESCATTER);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -235,7 +203,7 @@ Test(infer_moe, cutlass_attention_dp_pays_skew_in_the_busiest_rows)
 			     "moe.routing.balance=max_mean",
 			     "moe.routing.max_mean_ratio=1.5"};
 	const struct infer_op *op;
-	struct moe_case c, u;
+	struct fixture_infer_moe c, u;
 
 	moe_case(&u, "trtllm", 64, adp, 4);
 	moe_case(&c, "trtllm", 64, adp, 6);
@@ -267,8 +235,8 @@ Test(infer_moe, cutlass_attention_dp_pays_skew_in_the_busiest_rows)
 	cr_assert_float_eq(fixture_infer_op(&c.o, "moe_expand")->search_rows,
 			   768.0, 1e-9);
 	bytes_eq(&c.o, "moe_finalize", 3194880.0, 2097152.0);
-	moe_case_release(&c);
-	moe_case_release(&u);
+	fixture_infer_moe_release(&c);
+	fixture_infer_moe_release(&u);
 }
 
 /*
@@ -290,7 +258,7 @@ Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
 			     "moe.dispatcher=deepep"};
 	const struct infer_op *dsp, *cmb;
 	double trt_B, sgl_B;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 64, a2a, 5);
 	cr_assert(c.d.moe.dispatch && !c.d.moe.allgather);
@@ -304,12 +272,12 @@ Test(infer_moe, cutlass_engine_on_an_all_to_all_combines_what_it_sent)
 			   "combine %g B, dispatch %g B", cmb->coll_B,
 			   dsp->coll_B);
 	trt_B = cmb->coll_B;
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "sglang", 64, a2a, 5);
 	sgl_B = fixture_infer_op(&c.o, "moe_combine")->coll_B;
 	cr_assert_float_eq(trt_B, sgl_B, 1e-6 * sgl_B);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -345,7 +313,7 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	const struct infer_op *dsp, *cmb;
 	struct coll_path p;
 	const struct coll_path *pp;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	int algo;
 
 	moe_case(&c, "sglang", 64, hep, 5);
@@ -365,7 +333,7 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	cr_assert_float_eq(p.gpu_Bps, 1308.8e9, 1e3);
 	cr_assert_float_eq(p.eff_scale_up, 0.95, 1e-12);
 	cr_assert_float_eq(p.eff_scale_out, 0.92, 1e-12);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "sglang", 64, hep, 6);
 	cr_assert_float_eq(c.r.row_B, 2624.0, 1e-9);
@@ -381,7 +349,7 @@ Test(infer_moe, serving_ep_uses_training_dispatcher_costs)
 	ep_coll_path(c.j->moe.dispatcher, 1, cmb->ep_row_B, cmb->ep_kind, 0, &p,
 		     &algo);
 	cr_assert_float_eq(p.gpu_Bps, 813.37e9, 0.01e9, "%g", p.gpu_Bps);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -399,7 +367,7 @@ Test(infer_moe, serving_dispatch_dtype_is_not_training_dtype)
 			     "parallelism.attention_dp=true",
 			     "moe.dispatcher=hybridep", "training.dtype=fp32"};
 	const struct infer_op *cmb;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "sglang", 64, hep, 6);
 	cr_assert_float_eq(c.r.row_B, 4608.0, 1e-9);
@@ -407,7 +375,7 @@ Test(infer_moe, serving_dispatch_dtype_is_not_training_dtype)
 	cmb = fixture_infer_op(&c.o, "moe_combine");
 	cr_assert_not_null(cmb);
 	cr_assert_float_eq(cmb->ep_row_B, 4096.0, 1e-9);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -436,7 +404,7 @@ Test(infer_moe, serving_ep_combine_is_the_transposed_dispatch)
 			     "moe.routing.balance=max_mean",
 			     "moe.routing.max_mean_ratio=1.5"};
 	const struct infer_op *dsp, *cmb;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	double sum_d = 0, sum_c = 0, C;
 	int i, k;
 
@@ -460,12 +428,12 @@ Test(infer_moe, serving_ep_combine_is_the_transposed_dispatch)
 		}
 	cr_assert_float_eq(sum_c / sum_d, 8.0 / 9, 1e-12);
 	cr_assert_eq(cmb->a2a_B, c.r.combine_a2a_B);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /* The activations of a max_tokens-token step of case c's engine (one
  * sequence: the logits term is V (2 + 4) B). */
-static double step_activations_B(const struct moe_case *c, double tokens)
+static double step_activations_B(const struct fixture_infer_moe *c, double tokens)
 {
 	int64_t split = c->j->model->num_hidden_layers;
 	struct infer_mem m;
@@ -500,7 +468,7 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 	const char *adp[] = {"parallelism.tp=1", "parallelism.dp=8",
 			     "parallelism.ep=8",
 			     "parallelism.attention_dp=true"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	double logits;
 
 	moe_case(&c, "trtllm", 1024, adp, 4);
@@ -508,22 +476,22 @@ Test(infer_moe, cutlass_workspace_sizes_the_kv_estimation_forward)
 	cr_assert(c.d.moe.cutlass && c.d.moe.allgather);
 	cr_assert_float_eq(step_activations_B(&c, 1024),
 			   588251136.0 + logits, 1e-3);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "trtllm", 1024, NULL, 0);
 	cr_assert_float_eq(step_activations_B(&c, 1024),
 			   80871424.0 + logits, 1e-3);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "vllm", 1024, NULL, 0);
 	cr_assert(!c.d.moe.cutlass);
 	cr_assert_float_eq(step_activations_B(&c, 1024),
 			   79691776.0 + logits, 1e-3);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /* The time infer_cost gives op `name` of c's layer on c's GPU (graph). */
-static double op_time_s(const struct moe_case *c, const char *name)
+static double op_time_s(const struct fixture_infer_moe *c, const char *name)
 {
 	static struct infer_unit u;
 	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
@@ -539,7 +507,7 @@ static double op_time_s(const struct moe_case *c, const char *name)
 }
 
 /* The time infer_cost gives op `name` of c's layer on g (graph). */
-static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
+static double op_time_on(const struct fixture_infer_moe *c, const struct gpu_spec *g,
 			 const char *name)
 {
 	static struct infer_unit u;
@@ -573,7 +541,7 @@ static double op_time_on(const struct moe_case *c, const struct gpu_spec *g,
  */
 Test(infer_moe, cutlass_expand_and_act_pay_a_row_time)
 {
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	struct gpu_spec g;
 
 	moe_case(&c, "trtllm", 1024, NULL, 0);
@@ -594,14 +562,14 @@ Test(infer_moe, cutlass_expand_and_act_pay_a_row_time)
 	g.cutlass_moe_row_time_s[DTYPE_NVFP4] = 0.1e-9;
 	cr_assert_float_eq(op_time_on(&c, &g, "moe_expand"), 4.6716e-6,
 			   1e-10);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "sglang", 1024, NULL, 0);
 	g = *c.j->system->gpu;
 	g.kernel_launch_s = g.kernel_launch_graph_s;
 	cr_assert_float_eq(op_time_on(&c, &g, "expert_act"), 5.8881e-6,
 			   1e-10);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -630,19 +598,19 @@ Test(infer_moe, max_mean_one_touches_experts_at_random)
 {
 	const char *mm[] = {"moe.routing.balance=max_mean",
 			    "moe.routing.max_mean_ratio=1"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 4, NULL, 0);
 	cr_assert_float_eq(c.r.rows, 32.0, 1e-9);
 	cr_assert_float_eq(c.r.max_mean, 1.0, 1e-12);
 	cr_assert_float_eq(c.r.active, 32.0, 1e-9);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 	moe_case(&c, "trtllm", 4, mm, 2);
 	cr_assert_float_eq(c.r.rows, 32.0, 1e-9);
 	cr_assert_float_eq(c.r.max_mean, 1.0, 1e-12);
 	cr_assert_float_eq(c.r.active, 128 * (1 - exp(-0.25)), 1e-9);
 	cr_assert_float_eq(c.r.active, 28.3135, 1e-4);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
@@ -651,7 +619,7 @@ Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 	struct gpu_gemm_dtypes q = {.compute = DTYPE_NVFP4, .a_B = 0.5625,
 				     .b_B = 0.5625, .c_B = 2, .b_cold = 1,
 				     .min_tile_m = 128};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	struct gpu_spec g;	/* launched from the graph, as infer_cost */
 	double cut, gen, want128, want0;
 	int i;
@@ -668,11 +636,11 @@ Test(infer_moe, cutlass_nvfp4_experts_tile_rows_by_128)
 	want128 = gpu_grouped_gemm_q(&g, &q, grp, 128).time_s;
 	q.min_tile_m = 0;
 	want0 = gpu_grouped_gemm_q(&g, &q, grp, 128).time_s;
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "sglang", 64, NULL, 0);
 	gen = op_time_s(&c, "expert_gate_up");
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 	cr_assert_float_eq(cut, want128, 1e-12, "cutlass %g s, want %g", cut,
 			   want128);
 	cr_assert_float_eq(gen, want0, 1e-12, "generic %g s, want %g", gen,
@@ -697,7 +665,7 @@ Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
 {
 	const char *off[] = {"model.qk_layernorm=false"};
 	const char *unfused[] = {"serving.engine.qk_norm_rope_fused=false"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	int n_trt;
 
 	moe_case(&c, "trtllm", 1024, NULL, 0);
@@ -707,14 +675,14 @@ Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
 	cr_assert_null(fixture_infer_op(&c.o, "q_norm"));
 	cr_assert_null(fixture_infer_op(&c.o, "k_norm"));
 	n_trt = c.o.n;
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "vllm", 1024, NULL, 0);
 	cr_assert(!c.d.qk_norm_rope_fused);
 	bytes_eq(&c.o, "q_norm", 8388608.0, 8388608.0);
 	bytes_eq(&c.o, "k_norm", 1048576.0, 1048576.0);
 	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	/* the engine key alone decides: TensorRT-LLM told otherwise runs
 	 * two kernels, one op more than its own */
@@ -722,14 +690,14 @@ Test(infer_moe, qwen3_qk_norm_as_the_engine_runs_it)
 	cr_assert_not_null(fixture_infer_op(&c.o, "q_norm"));
 	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
 	cr_assert_eq(c.o.n, n_trt + 1);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "trtllm", 1024, off, 1);
 	cr_assert(!c.d.qk_norm);
 	cr_assert_null(fixture_infer_op(&c.o, "qk_norm_rope"));
 	cr_assert_null(fixture_infer_op(&c.o, "q_norm"));
 	cr_assert_eq(c.o.n, n_trt - 1);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /* o's nth op (from 0) named name, or NULL. */
@@ -776,7 +744,7 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 	struct infer_kind dense = {0, 0, 0, 0, 0, 0, 0, 0};
 	struct infer_ops o;
 	const struct infer_op *op;
-	struct moe_case c;
+	struct fixture_infer_moe c;
 
 	moe_case(&c, "trtllm", 64, adp, 5);
 	cr_assert(c.d.moe.cutlass && c.d.moe.dispatch && c.d.moe.allgather);
@@ -794,12 +762,12 @@ Test(infer_moe, trtllm_maverick_quantization_kernels_under_attention_dp)
 	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
 	cr_assert_eq(fixture_infer_count(&o, "quant"), 3);
 	bytes_eq(&o, "silu_mul", 2 * 1048576.0, 1048576.0);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "trtllm", 64, tp2, 3);
 	infer_layer_ops(&c.d, &c.b, &dense, NULL, &o);
 	cr_assert_eq(fixture_infer_count(&o, "quant"), 1);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /*
@@ -819,14 +787,14 @@ Test(infer_moe, cutlass_router_weight_on_input)
 {
 	const char *on[] = {"model.router_weight_on_input=true"};
 	const char *mav[] = {"model=llama4-maverick"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	int n, i;
 
 	moe_case(&c, "trtllm", 1024, NULL, 0);
 	cr_assert_neq(c.j->model->router_weight_on_input, 1);
 	cr_assert_null(fixture_infer_op(&c.o, "moe_weight_input"));
 	n = c.o.n;
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "trtllm", 1024, on, 1);
 	cr_assert_eq(c.o.n, n + 2);
@@ -837,16 +805,16 @@ Test(infer_moe, cutlass_router_weight_on_input)
 			break;
 	cr_assert_lt(i + 1, c.o.n);
 	cr_assert_str_eq(c.o.op[i + 1].name, "moe_quant");
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "vllm", 1024, on, 1);
 	cr_assert_null(fixture_infer_op(&c.o, "moe_weight_input"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 
 	moe_case(&c, "trtllm", 1024, mav, 1);
 	cr_assert_eq(c.j->model->router_weight_on_input, 1);
 	cr_assert_not_null(fixture_infer_op(&c.o, "moe_weight_input"));
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }
 
 /* The second add_norm of an MoE layer's ops (the one before the MoE). */
@@ -881,7 +849,7 @@ Test(infer_moe, norm_before_an_unquantized_shared_expert_writes_16_bits)
 			   "model.quantization_config.exclude_modules=["
 			   "language_model.model.layers.*.feed_forward."
 			   "shared_expert]"};
-	struct moe_case c0, c1;
+	struct fixture_infer_moe c0, c1;
 	const struct infer_op *n0, *n1;
 	int q0, q1;
 
@@ -895,8 +863,8 @@ Test(infer_moe, norm_before_an_unquantized_shared_expert_writes_16_bits)
 	cr_assert_float_eq(n0->write_B, 8 * 5120 * (2 + c0.d.gemm_a_B), 1e-6);
 	cr_assert_float_eq(n1->write_B, 163840.0, 1e-6);
 	cr_assert_eq(q1, 0);
-	moe_case_release(&c0);
-	moe_case_release(&c1);
+	fixture_infer_moe_release(&c0);
+	fixture_infer_moe_release(&c1);
 }
 
 /*
@@ -916,7 +884,7 @@ Test(infer_moe, latent_projections_and_latent_experts)
 {
 	const char *const more[] = {"model.moe_latent_size=512",
 				    "serving.dtype=bf16"};
-	struct moe_case c;
+	struct fixture_infer_moe c;
 	const struct infer_op *op;
 
 	moe_case(&c, "trtllm", 1024, more, 2);
@@ -934,5 +902,5 @@ Test(infer_moe, latent_projections_and_latent_experts)
 	cr_assert_float_eq(op->k, 512, 1e-9);
 	bytes_eq(&c.o, "moe_finalize", 8486912, 1048576);
 	cr_assert_float_eq(infer_moe_params(&c.d), 153354240, 1e-3);
-	moe_case_release(&c);
+	fixture_infer_moe_release(&c);
 }

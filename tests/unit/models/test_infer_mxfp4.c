@@ -7,14 +7,8 @@
  * gpt-oss-120b (hidden 2880, expert ffn 2880) on one A100.
  */
 #include <criterion/criterion.h>
-#include <stdio.h>
 
-#include "base/arena.h"
-#include "base/diag.h"
-#include "config/spec_job.h"
 #include "models/infer.h"
-#include "models/infer_prog.h"
-#include "run/infer_run.h"
 
 #include "fixture.h"
 
@@ -23,34 +17,19 @@
 static void expert_nk(const char *const *sets, size_t n, double gate_up[2],
 		      double down[2])
 {
-	struct arena a, ra;
-	struct job_spec *j;
-	struct infer_dims d;
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_ops o;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};	/* an MoE layer */
-	struct diag dg;
+	struct fixture_infer_moe c;
 	const struct infer_op *op;
 
-	arena_init(&a);
-	arena_init(&ra);
-	diag_init(&dg, stderr);
-	j = fixture_load_job(&a, OSS, sets, n);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_moe_route(j, &d, 2048, &ra, &r, &dg), 0);
-	infer_layer_ops(&d, &b, &k, &r, &o);
-	op = fixture_infer_op(&o, "expert_gate_up");
+	fixture_infer_moe(&c, OSS, sets, n, 2048);
+	op = fixture_infer_op(&c.o, "expert_gate_up");
 	cr_assert_not_null(op);
 	gate_up[0] = op->n;
 	gate_up[1] = op->k;
-	op = fixture_infer_op(&o, "expert_down");
+	op = fixture_infer_op(&c.o, "expert_down");
 	cr_assert_not_null(op);
 	down[0] = op->n;
 	down[1] = op->k;
-	arena_release(&ra);
-	arena_release(&a);
+	fixture_infer_moe_release(&c);
 }
 
 Test(infer, mxfp4_marlin_experts_compute_their_padding)
