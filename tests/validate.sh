@@ -206,6 +206,37 @@ status 2 "fp8_accumulation on a bf16 file" --kind kernel --reference "$tmp/ref"
 grep -q "'fp8_accumulation': only for kind gemm, dtype fp8" "$tmp/err" ||
 	bad "fp8_accumulation on a bf16 file: no error naming the key"
 rm "$tmp/ref/kernels/fast.yaml"
+# Cold weights (kernel file key weights: cold, a benchmark that flushes L2
+# before each call): 64 x 4096 x 7168 fp8 on h100. Its B, 4096 x 7168 x
+# 1 B = 29.4 MB (with A 0.5 MB and C 0.6 MB), fits h100's 50 MB L2, so a
+# warm file serves it from L2; a cold one reads B from HBM at no more
+# than 3.35 TB/s: t >= 29.36e6 / 3.35e12 = 8.76 us, a rate of at most
+# 2 x 64 x 4096 x 7168 / 8.76 us = 429 TFLOP/s, where the warm row reads
+# above it (no launch in either time: launch_overhead 0, as a profiler's
+# kernel time).
+printf '%s\n' 'id: K-WARM' 'gpu: h100' 'kind: gemm' 'dtype: fp8' \
+	'timing: single' 'launch_overhead: 0 us' 'rows:' \
+	'  - {label: wa64, m: 64, n: 4096, k: 7168, tflops: 300}' \
+	>"$tmp/ref/kernels/warm.yaml"
+sed 's/K-WARM/K-COLD/; s/timing: single/timing: single\nweights: cold/; s/wa64/co64/' \
+	"$tmp/ref/kernels/warm.yaml" >"$tmp/ref/kernels/cold.yaml"
+kernel_rows
+[ "$rc" -le 1 ] || bad "cold weights rows: exit $rc"
+awk '/ wa64 64 x/ {w = $(NF-2)} / co64 64 x/ {c = $(NF-2)}
+	END {exit !(c > 0 && c <= 429 && w > 429)}' "$tmp/out" ||
+	bad "weights: cold: expected the cold row at or under 429 TFLOP/s and the warm one above"
+rm "$tmp/ref/kernels/warm.yaml"
+# weights takes cold or warm, on a GEMM file only.
+sed -i 's/weights: cold/weights: hot/' "$tmp/ref/kernels/cold.yaml"
+status 2 "weights: hot" --kind kernel --reference "$tmp/ref"
+grep -q "'weights': expected cold or warm" "$tmp/err" ||
+	bad "weights: hot: no error naming the key"
+sed -i 's/weights: hot/weights: cold/; s/kind: gemm/kind: stream/' \
+	"$tmp/ref/kernels/cold.yaml"
+status 2 "weights on a stream file" --kind kernel --reference "$tmp/ref"
+grep -q "'weights': only for kind gemm" "$tmp/err" ||
+	bad "weights on a stream file: no error naming the key"
+rm "$tmp/ref/kernels/cold.yaml"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

@@ -54,6 +54,9 @@ struct ref {
 	double launch_s;		/* s, launch_overhead; < 0 = kernel_launch */
 	double min_time_s;		/* s, shorter rows not scored */
 	double array_B;			/* B, stream arrays */
+	int b_cold;			/* gemm: `weights: cold`, B read from
+					 * HBM (a benchmark that flushes L2
+					 * before each call) */
 	struct gpu_spec g;		/* the GPU */
 };
 
@@ -142,6 +145,27 @@ static int read_timing(const struct cnode *root, struct ref *r,
 	return 0;
 }
 
+/* `weights: cold` (a GEMM file whose benchmark flushed L2 before each
+ * timed call, as DeepGEMM's bench_kineto does): B is priced from HBM
+ * whatever its size, as an inference step's weights (gpu_gemm_q b_cold);
+ * absent or `warm`, the working set picks the serving level. */
+static int read_weights(const struct cnode *root, struct ref *r,
+			struct diag *d)
+{
+	const struct cnode *n = cnode_get(root, "weights");
+	const char *t = get_str(root, "weights");
+
+	r->b_cold = 0;
+	if (!n)
+		return 0;
+	if (!t || (strcmp(t, "cold") && strcmp(t, "warm")))
+		return bad(d, n, "'weights': expected cold or warm");
+	if (strcmp(r->kind, "gemm"))
+		return bad(d, n, "'weights': only for kind gemm");
+	r->b_cold = strcmp(t, "cold") == 0;
+	return 0;
+}
+
 /* `fp8_accumulation: fast` (an fp8 GEMM file whose kernels ran in
  * Hopper's fast-accumulation mode: cuBLASLt FAST_ACCUM 1) prices its rows
  * at the GPU's fp8_fast_accum_efficiency; `split` or absent, at the
@@ -210,13 +234,17 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 	 * method's launch_overhead. */
 	if (r->launch_s >= 0)
 		r->g.kernel_launch_s = r->launch_s;
-	if (strcmp(r->kind, "decode_attention") == 0)
-		return get_dtype(root, r, cx->diag) < 0 ? -1 :
-		       read_kv_dtype(root, r, cx->diag);
-	if (strcmp(r->kind, "gemm") == 0 || strcmp(r->kind, "attention") == 0)
-		return get_dtype(root, r, cx->diag) < 0 ? -1 :
-		       read_fp8_accum(root, r, cx->diag);
-	return 0;
+	if (strcmp(r->kind, "decode_attention") == 0) {
+		if (get_dtype(root, r, cx->diag) < 0 ||
+		    read_kv_dtype(root, r, cx->diag) < 0)
+			return -1;
+	} else if (strcmp(r->kind, "gemm") == 0 ||
+		   strcmp(r->kind, "attention") == 0) {
+		if (get_dtype(root, r, cx->diag) < 0 ||
+		    read_fp8_accum(root, r, cx->diag) < 0)
+			return -1;
+	}
+	return read_weights(root, r, cx->diag);
 }
 
 
@@ -299,6 +327,29 @@ static int row_counts(const struct cnode *row, double groups, int by_k,
 	return bad(d, n, msg);
 }
 
+/* The file's operands as gpu_gemm_q's: A and B in its dtype, the result
+ * as gpu_gemm's (BF16 under 16 bits), B from HBM when r->b_cold. */
+static struct gpu_gemm_dtypes ref_dtypes(const struct ref *r)
+{
+	double b = dtype_bytes(r->dt);
+	struct gpu_gemm_dtypes q = {
+		.compute = r->dt, .a_B = b, .b_B = b,
+		.c_B = b < 2 ? 2 : b, .b_cold = r->b_cold,
+	};
+
+	return q;
+}
+
+/* One dense GEMM as the file's benchmark timed it. */
+static double ref_gemm_s(const struct ref *r, double m, double n, double k)
+{
+	struct gpu_gemm_dtypes q = ref_dtypes(r);
+
+	if (!r->b_cold)
+		return gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s;
+	return gpu_gemm_q(&r->g, &q, m, n, k, 1).time_s;
+}
+
 static double grouped_time(const struct ref *r, const struct cnode *row,
 			   double m, double n, double k, double groups,
 			   struct diag *d)
@@ -308,6 +359,7 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 	const char *dim = get_str(row, "group_dim");
 	int by_k = dim && strcmp(dim, "k") == 0, counted;
 	double streams = row_streams(row), chain, t;
+	struct gpu_gemm_dtypes q;
 	size_t i, ng = (size_t)groups;
 
 	if (!(groups >= 1 && groups <= VALID_GROUPS_MAX &&
@@ -324,14 +376,10 @@ static double grouped_time(const struct ref *r, const struct cnode *row,
 		g[i] = (struct gpu_gemm_group){ by_k ? m : each, n,
 						by_k ? each : k };
 	}
-	t = gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
+	q = ref_dtypes(r);
+	t = r->b_cold ? gpu_grouped_gemm_q(&r->g, &q, g, ng).time_s :
+			gpu_grouped_gemm(&r->g, r->dt, g, ng).time_s;
 	if (streams > 0) {
-		double b = dtype_bytes(r->dt);
-		struct gpu_gemm_dtypes q = {
-			.compute = r->dt, .a_B = b, .b_B = b,
-			.c_B = b < 2 ? 2 : b,	/* as gpu_gemm's result */
-		};
-
 		chain = ceil(groups / streams);
 		t = fmax(t + gpu_grouped_kernels_s(&r->g, groups, chain),
 			 gpu_grouped_chain_s(&r->g, &q, g, ng, chain));
@@ -368,7 +416,7 @@ static int row_gemm_shapes(const struct ref *r, const struct cnode *row,
 		if (j < 3)
 			break;
 		flop += 2 * v[0] * v[1] * v[2];
-		t += gpu_gemm(&r->g, r->dt, v[0], v[1], v[2], 1).time_s;
+		t += ref_gemm_s(r, v[0], v[1], v[2]);
 	}
 	if (n->kind != CNODE_SEQ || n->nitems == 0 || i < n->nitems)
 		return bad(d, n, "'shapes': expected a list of [m, n, k] "
@@ -417,7 +465,7 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 		if (t < 0)
 			return t < -1 ? -2 : -1;
 	} else {
-		t = gpu_gemm(&r->g, r->dt, m, n, k, 1).time_s;
+		t = ref_gemm_s(r, m, n, k);
 	}
 	snprintf(l->label, sizeof(l->label), "%s%s%.0f x %.0f x %.0f%s%s",
 		 label ? label : "", label ? " " : "", m, n, k,
