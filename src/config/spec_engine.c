@@ -24,6 +24,7 @@ const char *const engine_dsa_kernel_names[] = {"auto", "flashmla_sparse",
 						 NULL};
 const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
 					       "triton_trtllm", NULL};
+const char *const engine_wo_tile_pick_names[] = {"fastest", "cover", NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
 const char *const engine_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
@@ -268,6 +269,16 @@ static const struct schema_field engine_fields[] = {
 	  .def = "0",
 	  .help = "output-tile columns (elements) of each "
 		  "weight_only_moe_tile_m tile; required with that list" },
+	{ .key = "weight_only_moe_tile_pick", .type = ST_ENUM,
+	  .offset = OFF(weight_only_moe_tile_pick),
+	  .values = engine_wo_tile_pick_names, .def = "fastest",
+	  .help = "which weight_only_moe_tile_m tile the weight-only MoE "
+		  "kernel runs: fastest (the quickest of those and the GPU's "
+		  "tiles) or cover (only the smallest listed at or above the "
+		  "rows an expert gets, the largest listed past them: "
+		  "triton_kernels matmul_ogs' block_m = max(16, "
+		  "min(next_power_of_2(rows an expert), 128)) with the list "
+		  "[16, 32, 64, 128])" },
 	{ .key = "mxfp4_moe_kernel", .type = ST_ENUM,
 	  .offset = OFF(mxfp4_moe_kernel), .values = engine_mxfp4_moe_names,
 	  .def = "weight_only",
@@ -614,6 +625,28 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    e->weight_only_moe_tile_m.n,
 			    (long long)e->weight_only_moe_tile_n);
 		return -1;
+	}
+	if (e->weight_only_moe_tile_pick == ENGINE_WO_TILE_COVER) {
+		const struct cnode *tp = cnode_get(node,
+						   "weight_only_moe_tile_pick");
+
+		if (e->weight_only_moe_tile_m.n == 0) {
+			cnode_error(d, tp ? tp : node, "'weight_only_moe_tile_pick' "
+				    "is cover but 'weight_only_moe_tile_m' lists "
+				    "no tiles to pick from");
+			return -1;
+		}
+		for (i = 1; i < e->weight_only_moe_tile_m.n; i++)
+			if (e->weight_only_moe_tile_m.v[i] <=
+			    e->weight_only_moe_tile_m.v[i - 1]) {
+				cnode_error(d, tp ? tp : node,
+					    "'weight_only_moe_tile_pick' cover "
+					    "needs 'weight_only_moe_tile_m' to "
+					    "rise: %lld after %lld",
+					    (long long)e->weight_only_moe_tile_m.v[i],
+					    (long long)e->weight_only_moe_tile_m.v[i - 1]);
+				return -1;
+			}
 	}
 	if (e->auto_size && (e->auto_rule.max_seqs < 1 ||
 			     e->auto_rule.max_tokens < 1)) {

@@ -131,6 +131,16 @@ enum engine_mxfp4_moe {
 					 * else weight_only_moe_kernel's */
 };
 
+/* Which of weight_only_moe_tile_m a weight-only MoE kernel runs. */
+enum engine_wo_tile_pick {
+	ENGINE_WO_TILE_FASTEST,	/* the fastest of those and the GPU's tiles
+				 * (gpu_grouped.c's search) */
+	ENGINE_WO_TILE_COVER	/* one, by the rows an expert gets: the
+				 * smallest listed at or above them, the
+				 * largest listed past all (triton_kernels'
+				 * block_m rule) */
+};
+
 /* The grouped GEMM of block-scaled fp8 experts (DeepSeek's 128 x 128
  * weight scales) outside TensorRT-LLM's CUTLASS fused MoE. */
 enum engine_fp8_block_moe {
@@ -154,6 +164,7 @@ extern const char *const engine_fp8_block_moe_names[];
 extern const char *const engine_dsa_kernel_names[];
 extern const char *const engine_wo_moe_names[];
 extern const char *const engine_mxfp4_moe_names[];
+extern const char *const engine_wo_tile_pick_names[];
 
 enum engine_moe_kernels {
 	ENGINE_MOE_GENERIC,	/* the fused-MoE kernels of vLLM and SGLang:
@@ -355,6 +366,8 @@ struct engine_spec {
 						 * weight-only MoE kernels add to the
 						 * GPU's gemm_tile_m (empty: none) */
 	int64_t weight_only_moe_tile_n;		/* elements, those tiles' columns */
+	int weight_only_moe_tile_pick;		/* enum engine_wo_tile_pick: which of
+						 * those tiles the kernel runs */
 	int64_t sink_attn_block_m;		/* rows (query tokens x heads of one KV
 						 * head) a program of the Triton unified
 						 * attention kernel holds, which prompt

@@ -190,6 +190,11 @@ struct gpu_gemm_dtypes {
 				 * (elements; NULL with ntile_m 0: none) */
 	size_t ntile_m;		/* entries of tile_m */
 	double tile_n;		/* elements, columns of each tile_m tile */
+	int tile_cover;		/* grouped, efficiency > 0, ntile_m > 0: run
+				 * only the tile_m tile that covers the mean
+				 * rows a group gets (the smallest at or above
+				 * them, the largest past all; tile_m rising),
+				 * not the fastest of all tiles */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

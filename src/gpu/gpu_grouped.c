@@ -193,7 +193,28 @@ static double result_bytes(enum dtype dt)
 
 /* A weight-only kernel (eff > 0) also offers its own tiles, q->tile_m
  * rows by q->tile_n columns (engine weight_only_moe_tile_m / _n: vLLM's
- * fused Marlin MoE picks block_size_m by the rows an expert gets). */
+ * fused Marlin MoE picks block_size_m by the rows an expert gets). A
+ * kernel that picks one by rule (q->tile_cover) runs only the tile that
+ * covers the mean rows a group gets: the first listed at or above them,
+ * the last when none is. triton_kernels' matmul_ogs (opt_flags.py
+ * make_default_opt_flags_nvidia) sets block_m = max(16,
+ * min(next_power_of_2(tokens_per_expt), 128)) from the expected rows an
+ * expert gets, m // n_expts_tot, without timing the others. */
+static double cover_tile_m(const struct gpu_gemm_dtypes *q,
+			   const struct gpu_gemm_group *groups,
+			   size_t ngroups)
+{
+	double rows = 0;
+	size_t i;
+
+	for (i = 0; i < ngroups; i++)
+		rows += groups[i].m;
+	rows /= (double)ngroups;
+	for (i = 0; i + 1 < q->ntile_m; i++)
+		if ((double)q->tile_m[i] >= rows)
+			break;
+	return (double)q->tile_m[i];
+}
 
 /* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
  * (B, the experts' weights) and out_B; cold: B streams from HBM (see
@@ -208,7 +229,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
 	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0, 0};
-	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s;
+	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s, cover;
 	double best_tiles = 0;	/* the kept shape's tiles (persistent
 				 * kernels beside held SMs: gpu_gemm.c) */
 	struct gpu_cost c;
@@ -242,10 +263,16 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	p.overlap_epilogue = g->gemm_accumulator_stages >= 2;
 	comp_s = flops / (p.unit_flops * p.units);
 	mem_s = ws / p.bw_Bps;
+	cover = eff > 0 && q && q->tile_cover && q->ntile_m > 0 ?
+		cover_tile_m(q, groups, ngroups) : 0;
 	for (i = 0; i < g->gemm_tile_m.n + (eff > 0 && q ? q->ntile_m : 0);
 	     i++) {
 		double t, bm, bn;
 
+		if (cover > 0 && (i < g->gemm_tile_m.n ||
+				  (double)q->tile_m[i - g->gemm_tile_m.n] !=
+				  cover))
+			continue;	/* the rule's tile alone */
 		if (i < g->gemm_tile_m.n) {
 			bm = (double)g->gemm_tile_m.v[i];
 			bn = (double)g->gemm_tile_n.v[i];

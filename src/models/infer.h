@@ -139,6 +139,9 @@ struct infer_moe {
 					 * weight_only_moe_tile_m; NULL: none) */
 	size_t wo_ntile_m;	/* entries of wo_tile_m */
 	double wo_tile_n;	/* elements, those tiles' columns */
+	int wo_tile_cover;	/* the kernel runs the one wo_tile_m tile that
+				 * covers an expert's rows (engine
+				 * weight_only_moe_tile_pick cover) */
 	double marlin_pad[2];	/* elements: MXFP4 experts under Marlin pad
 				 * the per-rank ffn [0] and the hidden size [1]
 				 * to multiples of these (engine

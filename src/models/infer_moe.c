@@ -173,11 +173,14 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	e->wo_tile_m = NULL;
 	e->wo_ntile_m = 0;
 	e->wo_tile_n = 0;
+	e->wo_tile_cover = 0;
 	if (!en)
 		return;
 	e->wo_tile_m = en->weight_only_moe_tile_m.v;
 	e->wo_ntile_m = en->weight_only_moe_tile_m.n;
 	e->wo_tile_n = (double)en->weight_only_moe_tile_n;
+	e->wo_tile_cover = en->weight_only_moe_tile_pick ==
+			   ENGINE_WO_TILE_COVER;
 	if (en->weight_only_moe_kernel == ENGINE_WO_MOE_MARLIN)
 		marlin = g->weight_only_moe_eff[GPU_WO_MARLIN];
 	e->wo_eff[0] = marlin;

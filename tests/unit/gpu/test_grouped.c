@@ -355,3 +355,56 @@ Test(gpu, grouped_weight_only_kernel_runs_at_its_efficiency)
 	cr_assert(gpu_fixture_near(gpu_grouped_gemm_q(&g, &q, small, 100).time_s,
 				   want, 1e-9));
 }
+
+/*
+ * A kernel that picks its tile by rule (tile_cover: triton_kernels'
+ * block_m = max(16, min(next_power_of_2(rows an expert), 128))) runs the
+ * listed tile that covers the mean rows of a group, not the fastest. The
+ * toy at efficiency 0.2 (1 TFLOP/s a unit, 100 units), tiles 16, 32, 64,
+ * 128 rows by 128 columns, 100 experts of n 128, k 4096, MXFP4 weights:
+ *   80 rows each: the 128-row tile, one a group, 100 tiles = 1 wave:
+ *     t_c = 2 x 128 x 128 x 4096 / 1e12 = 134.218 us, t_m = 100 x (80 x
+ *     4096 x 2 + 4096 x 128 x 0.53125) / 5e12 = 18.68 us (under t_c),
+ *     t_e = 100 x 128^2 x 2 / 5e12 = 0.655 us: 1 + 134.218 + 0.655 =
+ *     135.87 us, where the fastest (16-row tiles, 5 a group, 5 waves of
+ *     16.777 us) is under 5 x (1 + 16.777 + 18.68 / 5 + 0.082) = 108.2 us.
+ *   200 rows each (past the last tile): 128 rows, 2 a group, 2 waves:
+ *     2 x 135.87 = 271.7 us (t_m per wave 100 x (100 x 4096 x 2 + 4096 x
+ *     128 x 0.53125) / 5e12 = 22.0 us, under t_c).
+ *   2 rows each: the 16-row tile (as the fastest): 17.859 us.
+ */
+Test(gpu, grouped_rule_tile_covers_an_experts_rows)
+{
+	static const int64_t tm[] = {16, 32, 64, 128};
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
+				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
+				    .efficiency = 0.2, .tile_m = tm,
+				    .ntile_m = 4, .tile_n = 128,
+				    .tile_cover = 1};
+	struct gpu_gemm_group e80[100], e200[100], e2[100];
+	double one = 1e-6 + 2.0 * 128 * 128 * 4096 / 1e12 +
+		     100.0 * 128 * 128 * 2 / 5e12, cover, fastest;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 100; i++) {
+		e80[i] = (struct gpu_gemm_group){80, 128, 4096};
+		e200[i] = (struct gpu_gemm_group){200, 128, 4096};
+		e2[i] = (struct gpu_gemm_group){2, 128, 4096};
+	}
+	cr_assert(gpu_fixture_near(one, 135.87e-6, 1e-4));
+	cover = gpu_grouped_gemm_q(&g, &q, e80, 100).time_s;
+	cr_assert(gpu_fixture_near(cover, one, 1e-9), "got %g s", cover);
+	q.tile_cover = 0;
+	fastest = gpu_grouped_gemm_q(&g, &q, e80, 100).time_s;
+	cr_assert_lt(fastest, 108.2e-6, "fastest %g s", fastest);
+	q.tile_cover = 1;
+	cover = gpu_grouped_gemm_q(&g, &q, e200, 100).time_s;
+	cr_assert(gpu_fixture_near(cover, 2 * one, 1e-9), "got %g s", cover);
+	cover = gpu_grouped_gemm_q(&g, &q, e2, 100).time_s;
+	cr_assert(gpu_fixture_near(cover, 1e-6 + 2.0 * 16 * 128 * 4096 / 1e12 +
+				   100.0 * 16 * 128 * 2 / 5e12, 1e-9),
+		  "got %g s", cover);
+}
