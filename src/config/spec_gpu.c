@@ -465,6 +465,13 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "query heads FlashMLA's sparse prefill kernel computes a "
 		  "multiple of (engine dsa_kernel: flashmla_sparse pads a "
 		  "rank's heads up to it); 0: the heads as they are" },
+	{ .key = "flashmla_sparse_efficiency", .type = ST_NUM,
+	  .offset = OFF(flashmla_sparse_efficiency), .def = "0", .min = 0,
+	  .max = 1,
+	  .help = "fraction of the bf16 matrix rate FlashMLA's sparse "
+		  "prefill kernel reaches over the key slots it computes "
+		  "(every query all index_topk of them); 0: the flash "
+		  "forward's rate (attention.fwd_efficiency)" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
 	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
 	  .flags = SF_MIN_EXCL,

@@ -250,6 +250,9 @@ struct gpu_spec {
 	double flashmla_sparse_heads;		/* query heads FlashMLA's sparse prefill kernel
 						 * computes a multiple of (engine dsa_kernel:
 						 * flashmla_sparse); 0 = the heads as they are */
+	double flashmla_sparse_efficiency;	/* fraction of the bf16 matrix rate that
+						 * kernel reaches over its key slots; 0 = the
+						 * flash forward's rate */
 	double strided_efficiency;		/* fraction of streaming bandwidth PyTorch's generic
 						 * (non-contiguous, non-vectorized) elementwise path reaches */
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is

@@ -327,6 +327,18 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 				     const struct gpu_attn_group *grp,
 				     int ngroups);
 
+/* A token-level sparse attention kernel that gathers a fixed `slots` keys
+ * for every query, whatever its causal length (FlashMLA's sparse prefill:
+ * one CTA per query token and tile of `cta_heads` query heads, looping
+ * over all top-k index blocks, invalid indices masked, not skipped), at
+ * efficiency eta of the dt matrix rate (0: the flash forward's rate).
+ * h->heads_q a multiple of cta_heads. */
+struct gpu_cost gpu_attention_gather(const struct gpu_spec *g, enum dtype dt,
+				     const struct gpu_attn_heads *h,
+				     const struct gpu_attn_group *grp,
+				     int ngroups, double slots,
+				     double cta_heads, double eta);
+
 /* A memory-bound kernel (elementwise, norm, softmax, rotary, cross-
  * entropy, optimizer update): reads and writes these many bytes, does
  * `flops` vector FLOPs; working_set_B picks the level that serves it. */

@@ -281,6 +281,56 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 			     fmax(comp_s, memory_s), comp_s, memory_s);
 }
 
+/* Token-level sparse attention over a fixed number of gathered key slots
+ * (gpu.h gpu_attention_gather): FlashMLA's sparse prefill kernel on sm90
+ * and sm100 (deepseek-ai/FlashMLA @ 1408756 and vllm-project/FlashMLA,
+ * csrc/sm90/prefill/sparse/fwd.cu: grid (h_q / B_H) x s_q, B_H = 64 query
+ * heads a CTA; num_topk_blocks = topk / B_TOPK, every block's QK^T and PV
+ * issued, invalid indices (-1, or past s_kv) masked to -inf after the
+ * QK^T). A CTA's work is the same for every query, S slots of its
+ * H_c heads, and a CTA holds an SM (its 384 threads and shared memory):
+ *
+ *     t_c = ceil(N_cta / U) S H_c 2 (d + d_v) / (R / U),
+ *     N_cta = sum count q h_q / H_c
+ *
+ * R = eta x the dt matrix rate at the sustained clock (eta 0: the flash
+ * forward's rate, gpu_attn_rate). Bytes as the prefill kernel's (D above:
+ * Q, O, the LSE and each sequence's keys once; the gathers' re-reads of
+ * a sequence's keys hit L2, inside the measured rate eta comes from). */
+struct gpu_cost gpu_attention_gather(const struct gpu_spec *g, enum dtype dt,
+				     const struct gpu_attn_heads *h,
+				     const struct gpu_attn_group *grp,
+				     int ngroups, double slots,
+				     double cta_heads, double eta)
+{
+	double cus = (double)g->compute_units, e = dtype_bytes(dt);
+	double rate, ctas = 0, bytes = 0, cta_s, comp_s, mem_s, flops;
+	int i;
+
+	gpu_require_dtype(g, dt);
+	check_heads(h);
+	gpu_require_size(slots, "sparse attention key slots");
+	gpu_require_size(cta_heads, "sparse attention heads a CTA");
+	if (fmod(h->heads_q, cta_heads) != 0)
+		BUG("sparse attention heads not a multiple of a CTA's");
+	rate = eta > 0 ? gpu_clock_peak_flops(g, dt) * eta :
+	       gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
+			     h->head_dim_qk, h->head_dim_v, 0);
+	for (i = 0; i < ngroups; i++) {
+		check_group(&grp[i]);
+		ctas += grp[i].count * grp[i].q * h->heads_q / cta_heads;
+		bytes += group_bytes(h, &grp[i], e);
+	}
+	if (ctas == 0)
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
+	cta_s = slots * cta_heads * pair_flops(h) / (rate / cus);
+	comp_s = ceil(ctas / cus) * cta_s;
+	flops = ctas * slots * cta_heads * pair_flops(h);
+	mem_s = bytes / gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
+			     fmax(comp_s, mem_s), comp_s, mem_s);
+}
+
 /* XQA's multi-block count (see the top): kv / 512 blocks, at most
  * round(sqrt(8 kv / 512)), cut to at most kTargetWaveFactor (8) waves of
  * the n0 (sequence, KV head) units. */

@@ -171,12 +171,15 @@ struct infer_dims {
 	double index_topk;	/* DSA: keys a query attends to (k) */
 	double index_key_B;	/* DSA: B per token of a layer's indexer key
 				 * cache (model_index_key_bytes) */
-	double dsa_pad_heads;	/* DSA: every prompt token through the
-				 * sparse kernel (engine dsa_kernel
-				 * flashmla_sparse), its query heads padded
-				 * up to a multiple of this (the GPU's
-				 * flashmla_sparse_heads, at least 1); 0:
-				 * the cheaper mode by FLOPs */
+	double dsa_pad_heads;	/* DSA: every prompt token (and with a
+				 * 16-bit cache every decode token) through
+				 * FlashMLA's sparse kernel (engine
+				 * dsa_kernel flashmla_sparse), all
+				 * index_topk slots a query, its query heads
+				 * padded up to a multiple of this (the
+				 * GPU's flashmla_sparse_heads, at least 1;
+				 * infer_cost.c sparse_gather_cost); 0: the
+				 * cheaper mode by FLOPs */
 	double sink_rows;	/* prompt attention through vLLM's Triton
 				 * unified kernel (a model with attention
 				 * sinks on a GPU outside the engine's

@@ -183,6 +183,29 @@ static struct gpu_cost h2d_cost(const struct infer_op *op,
 	return c;
 }
 
+/* DSA under vLLM's FLASHMLA_SPARSE backend (engine dsa_kernel
+ * flashmla_sparse; infer.c indexer_ops): FlashMLA's sparse prefill kernel
+ * on the absorbed latent, the rank's query heads padded up to the GPU's
+ * flashmla_sparse_heads (a CTA's head tile), every query computing all
+ * index_topk key slots (gpu_attention_gather). With a 16-bit KV cache the
+ * backend sends the decode tokens through the same kernel
+ * (FlashMLASparseImpl.forward: _forward_bf16_kv for every token unless
+ * the cache is fp8_ds_mla). */
+static struct gpu_cost sparse_gather_cost(const struct infer_dims *d,
+					  const struct infer_kind *kind,
+					  const struct gpu_spec *g,
+					  const struct gpu_attn_group *grp,
+					  int n, int decode)
+{
+	struct gpu_attn_heads h;
+
+	attn_heads(d, decode, kind, &h);
+	h.heads_q = ceil(h.heads_q / d->dsa_pad_heads) * d->dsa_pad_heads;
+	return gpu_attention_gather(g, d->base, &h, grp, n, d->index_topk,
+				    d->dsa_pad_heads,
+				    g->flashmla_sparse_efficiency);
+}
+
 static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_dims *d,
 				 const struct infer_batch *b,
@@ -223,15 +246,15 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			h.kv_B = d->act_B;
 			h.shared_kv = 0;
 			h.window = 0;
-		} else if (d->index_topk > 0 && d->dsa_pad_heads > 1) {
-			/* FlashMLA's sparse prefill computes a multiple of
-			 * the GPU's head tile (vLLM pads q: infer.c) */
-			h.heads_q = ceil(h.heads_q / d->dsa_pad_heads) *
-				    d->dsa_pad_heads;
+		} else if (d->index_topk > 0 && d->dsa_pad_heads > 0) {
+			return sparse_gather_cost(d, kind, g, grp, n, 0);
 		}
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:
 		n = groups_of(b, 0, kind, grp);
+		if (d->index_topk > 0 && d->dsa_pad_heads > 0 &&
+		    d->kv_B >= dtype_bytes(d->base))
+			return sparse_gather_cost(d, kind, g, grp, n, 1);
 		attn_heads(d, 1, kind, &h);
 		if (d->trtllm_decode)
 			h.split = g->attention.trtllm_decode;

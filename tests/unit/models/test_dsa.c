@@ -254,8 +254,8 @@ Test(dsa, prefill_mode_by_work)
 
 /* The attention FLOPs of a step's attn_prefill op (costed on the job's
  * GPU). */
-static double attn_prefill_flops(const char *const *sets, size_t n,
-				 struct infer_dims *d)
+static double infer_op_flops(const char *const *sets, size_t n,
+			     struct infer_dims *d, const char *name)
 {
 	struct arena a;
 	struct job_spec *j;
@@ -272,10 +272,16 @@ static double attn_prefill_flops(const char *const *sets, size_t n,
 	infer_layer_ops(d, &b, NULL, NULL, &o);
 	infer_cost(&o, d, &b, NULL, j->system->gpu, IGRAPH_FULL, &u);
 	for (i = 0; i < u.n; i++)
-		if (strcmp(u.op[i].name, "attn_prefill") == 0)
+		if (strcmp(u.op[i].name, name) == 0)
 			f = u.op[i].flops;
 	arena_release(&a);
 	return f;
+}
+
+static double attn_prefill_flops(const char *const *sets, size_t n,
+				 struct infer_dims *d)
+{
+	return infer_op_flops(sets, n, d, "attn_prefill");
 }
 
 /*
@@ -330,4 +336,44 @@ Test(dsa, flashmla_sparse_pads_the_heads)
 	padded = attn_prefill_flops(tp1, 5, &d);
 	plain = attn_prefill_flops(tp1_nopad, 6, &d);
 	cr_assert_float_eq(padded / plain, 1.0, 1e-12);
+}
+
+/*
+ * FlashMLA's sparse kernel computes every one of a query's index_topk
+ * slots, its invalid (past-causal) indices masked, not skipped
+ * (csrc/sm90/prefill/sparse/fwd.cu: num_topk_blocks = topk / B_TOPK): a
+ * fresh 1,024-token prompt at TP 8 costs 1024 x 2048 slots x 64 padded
+ * heads x 2 (576 + 512) = 292,057,776,128 FLOPs, though its queries see
+ * 1..1024 causal keys (a causal window would count 1024 x 1025 / 2 =
+ * 524,800 pairs, a quarter of them). Decode tokens with a bf16 cache go
+ * through the same kernel (FlashMLASparseImpl._forward_bf16_kv): 4
+ * sequences at 8,192 cached, 4 x 2048 x 64 x 2176 = 1,140,850,688 FLOPs;
+ * with an fp8 cache they keep the decode kernel: 16 unpadded heads over
+ * the keys it reads (this harness costs without a layer kind, so without
+ * the 2,048-key window: 4 x 16 x 8193 x 2176 = 1,140,989,952).
+ */
+Test(dsa, flashmla_sparse_costs_every_topk_slot)
+{
+	const char *pre[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+			      "serving.batch=1", "serving.input_len=1024",
+			      "system.gpus_per_node=8", "parallelism.tp=8",
+			      "serving.engine.dsa_kernel=flashmla_sparse" };
+	const char *dec[] = { "model=deepseek-v3.2-exp", "serving.batch=4",
+			      "serving.context_len=8192",
+			      "system.gpus_per_node=8", "parallelism.tp=8",
+			      "serving.engine.dsa_kernel=flashmla_sparse" };
+	const char *dec8[] = { "model=deepseek-v3.2-exp", "serving.batch=4",
+			       "serving.context_len=8192",
+			       "system.gpus_per_node=8", "parallelism.tp=8",
+			       "serving.engine.dsa_kernel=flashmla_sparse",
+			       "serving.kv_dtype=fp8" };
+	struct infer_dims d;
+	double f;
+
+	cr_assert_float_eq(infer_op_flops(pre, 7, &d, "attn_prefill"),
+			   292057776128.0, 1);
+	cr_assert_float_eq(infer_op_flops(dec, 6, &d, "attn_decode"),
+			   1140850688.0, 1);
+	f = infer_op_flops(dec8, 7, &d, "attn_decode");
+	cr_assert_float_eq(f, 1140989952.0, 1, "%.1f", f);
 }
