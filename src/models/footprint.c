@@ -489,7 +489,6 @@ double footprint_expert_params(const struct job_spec *j)
 	return sum;
 }
 
-/* Index of the first layer of virtual stage vs. */
 /* Whether every layer is of one kind (dense, one window): a range of
  * layers then costs one layer times its length. */
 static int uniform_layers(const struct model_spec *m)
@@ -512,84 +511,84 @@ static void first_layers(const int64_t *split, int64_t stages, int64_t *first)
 	}
 }
 
-/* One job's per-layer figures by layer kind, remembered across its
- * stages and ranks (job_footprint asks for every rank's, each stage's
- * the same on a uniform model: 8,000 calls at pp 128). Pure functions of
- * the kind (the job and recompute fixed), so the values are the same. */
+/* What footprint_layer_params and footprint_kind_act_B read of a
+ * layer's kind: moe, linear and block alone (layer_count.c
+ * layer_kind_params; the window, chunk and NoPE flag shape attention's
+ * time, not its parameters or the tensors it keeps), so layers alike in
+ * those three share their figures: a slot each. */
+enum { KIND_SLOTS = 2 * 2 * (BLOCK_MOE + 1) };
+
+static int slot_of(const struct model_spec *m, int64_t i)
+{
+	return (model_layer_moe(m, i) != 0) +
+	       2 * (model_layer_linear(m, i) != 0) + 4 * model_layer_block(m, i);
+}
+
+/* One job's per-layer figures by slot, remembered across its stages and
+ * ranks: pure functions of the slot (job, dims, recompute fixed), so the
+ * same values as computed for each layer. of[i]: layer i's slot, listed
+ * once for every rank (job_footprint), or NULL. */
 struct kind_memo {
-	struct layer_kind act_k, par_k;
-	double act_B;			/* footprint_kind_act_B of act_k */
-	double dense, experts;		/* footprint_layer_params of par_k */
-	int act_ok, par_ok;
+	const struct job_spec *j;
+	const struct layer_dims *d;
+	const uint8_t *of;
+	uint8_t par_ok[KIND_SLOTS], act_ok[KIND_SLOTS];
+	double dense[KIND_SLOTS], experts[KIND_SLOTS];	/* layer params */
+	double act_B[KIND_SLOTS];	/* footprint_kind_act_B */
 };
 
-static int same_kind(const struct layer_kind *a, const struct layer_kind *b)
+static int slot_at(const struct kind_memo *km, int64_t i)
 {
-	return a->moe == b->moe && a->window == b->window &&
-	       a->chunk == b->chunk && a->linear == b->linear &&
-	       a->block == b->block;
+	return km->of ? km->of[i] : slot_of(km->j->model, i);
 }
 
-/* footprint_layer_params of layer i (of kind k), through km if given. */
-static void layer_params_of(const struct job_spec *j,
-			    const struct layer_dims *d, int64_t i,
-			    struct kind_memo *km, double *dense,
+/* footprint_layer_params of layer i. */
+static void layer_params_of(struct kind_memo *km, int64_t i, double *dense,
 			    double *experts)
 {
-	struct layer_kind k;
+	int x = slot_at(km, i);
 
-	if (!km) {
-		footprint_layer_params(j, d, i, dense, experts);
-		return;
+	if (!km->par_ok[x]) {
+		footprint_layer_params(km->j, km->d, i, &km->dense[x],
+				       &km->experts[x]);
+		km->par_ok[x] = 1;
 	}
-	k = kind_of(j, i);
-	if (!km->par_ok || !same_kind(&k, &km->par_k)) {
-		footprint_layer_params(j, d, i, &km->dense, &km->experts);
-		km->par_k = k;
-		km->par_ok = 1;
-	}
-	*dense = km->dense;
-	*experts = km->experts;
+	*dense = km->dense[x];
+	*experts = km->experts[x];
 }
 
-/* footprint_kind_act_B of kind k, through km if given. */
-static double kind_act_of(const struct layer_dims *d,
-			  const struct layer_kind *k, enum layer_recompute rc,
-			  struct kind_memo *km)
+/* footprint_kind_act_B of layer i's kind; its MLP's HAS_ bit into *kinds. */
+static double layer_act_of(struct kind_memo *km, int64_t i,
+			   enum layer_recompute rc, unsigned *kinds)
 {
-	if (!km)
-		return footprint_kind_act_B(d, k, rc);
-	if (!km->act_ok || !same_kind(k, &km->act_k)) {
-		km->act_B = footprint_kind_act_B(d, k, rc);
-		km->act_k = *k;
-		km->act_ok = 1;
+	int x = slot_at(km, i);
+
+	*kinds |= (x & 1) ? HAS_MOE : HAS_DENSE;
+	if (!km->act_ok[x]) {
+		struct layer_kind k = kind_of(km->j, i);
+
+		km->act_B[x] = footprint_kind_act_B(km->d, &k, rc);
+		km->act_ok[x] = 1;
 	}
-	return km->act_B;
+	return km->act_B[x];
 }
 
 /* Parameters (dense, experts; whole model, not / tp) of layers
- * [first, first + n). */
-static void range_params(const struct job_spec *j, const struct layer_dims *d,
-			 int uniform, int64_t first, int64_t n,
+ * [first, first + n), added layer by layer. */
+static void range_params(int uniform, int64_t first, int64_t n,
 			 struct kind_memo *km, double *dense, double *experts)
 {
 	double dn = 0, ex = 0, a = 0, b = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
 	int64_t i;
 
 	if (uniform && n > 0) {
-		layer_params_of(j, d, first, km, &a, &b);
+		layer_params_of(km, first, &a, &b);
 		*dense = a * (double)n;
 		*experts = b * (double)n;
 		return;
 	}
 	for (i = first; i < first + n; i++) {
-		struct layer_kind k = kind_of(j, i);
-
-		/* a run of layers of one kind: the same parameters */
-		if (!same_kind(&k, &prev))
-			footprint_layer_params(j, d, i, &a, &b);
-		prev = k;
+		layer_params_of(km, i, &a, &b);
 		dn += a;
 		ex += b;
 	}
@@ -623,7 +622,7 @@ static void rank_params_split(const struct job_spec *j,
 				n += split[at++];
 			f = n;
 		}
-		range_params(j, d, uniform, f, split[vs], km, &a, &b);
+		range_params(uniform, f, split[vs], km, &a, &b);
 		dn += a;
 		ex += b;
 	}
@@ -652,8 +651,11 @@ void footprint_rank_params_split(const struct job_spec *j,
 				 const int64_t *split, int64_t rank,
 				 double *dense, double *experts)
 {
+	struct kind_memo km;
+
+	km = (struct kind_memo){ .j = j, .d = d };
 	rank_params_split(j, d, split, NULL, uniform_layers(j->model), rank,
-			  NULL, dense, experts);
+			  &km, dense, experts);
 }
 
 double footprint_rank_params(const struct job_spec *j,
@@ -673,7 +675,7 @@ double footprint_rank_params(const struct job_spec *j,
 static double largest_unit_params(const struct job_spec *j,
 				  const struct layer_dims *d,
 				  const int64_t *split, const int64_t *first,
-				  int64_t rank)
+				  int64_t rank, struct kind_memo *km)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double big = 0, a, b;
@@ -681,7 +683,7 @@ static double largest_unit_params(const struct job_spec *j,
 
 	for (i = rank; i < p->pp * p->vpp; i += p->pp)
 		if (split[i] > 0) {
-			footprint_layer_params(j, d, first[i], &a, &b);
+			layer_params_of(km, first[i], &a, &b);
 			big = fmax(big, a + b / (double)p->ep);
 		}
 	if (rank == 0)
@@ -702,36 +704,20 @@ static double stage_act_B(const struct job_spec *j,
 	int64_t stages = j->parallelism.pp * j->parallelism.vpp;
 	enum layer_recompute rc = (enum layer_recompute)j->training.recompute;
 	int64_t i;
-	double b = 0, one = 0;
-	struct layer_kind prev = { -1, -1, -1, -1, -1, -1 };
+	double b = 0;
 
-	if (uniform && split[vs] > 0) {
-		struct layer_kind k = kind_of(j, first);
-
-		b = kind_act_of(d, &k, rc, km) * (double)split[vs];
-		*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
-	} else {
-		for (i = first; i < first + split[vs]; i++) {
-			struct layer_kind k = kind_of(j, i);
-
-			*kinds |= k.moe ? HAS_MOE : HAS_DENSE;
-
-			if (!same_kind(&k, &prev))
-				one = footprint_kind_act_B(d, &k, rc);
-			prev = k;
-			b += one;
-		}
-	}
+	if (uniform && split[vs] > 0)
+		b = layer_act_of(km, first, rc, kinds) * (double)split[vs];
+	else
+		for (i = first; i < first + split[vs]; i++)
+			b += layer_act_of(km, i, rc, kinds);
 	/* activation offloading (pp 1, train_offload.c): Transformer
 	 * Engine's default schedule keeps at most layers - N sets on the
 	 * GPU, the first N layers' leaving as the last ones are made */
 	if (stages == 1)
 		for (i = first; i < first + split[vs] &&
-		     i < j->training.cpu_offload_layers; i++) {
-			struct layer_kind k = kind_of(j, i);
-
-			b -= footprint_kind_act_B(d, &k, rc);
-		}
+		     i < j->training.cpu_offload_layers; i++)
+			b -= layer_act_of(km, i, rc, &(unsigned){ 0 });
 	if (vs == 0)
 		b += footprint_embed_act_B(d);
 	if (vs == stages - 1)
@@ -751,9 +737,11 @@ double footprint_stage_act_B(const struct job_spec *j,
 			     int64_t vs)
 {
 	unsigned kinds = 0;
+	struct kind_memo km;
 
+	km = (struct kind_memo){ .j = j, .d = d };
 	return stage_act_B(j, d, split, split_first_layer(split, vs),
-			   uniform_layers(j->model), vs, NULL, &kinds);
+			   uniform_layers(j->model), vs, &km, &kinds);
 }
 
 /*
@@ -851,8 +839,11 @@ double footprint_rank_act_B(const struct job_spec *j,
 			    const struct layer_dims *d, const int64_t *split,
 			    int64_t rank, const struct sched_live *live)
 {
+	struct kind_memo km;
+
+	km = (struct kind_memo){ .j = j, .d = d };
 	return rank_act_B(j, d, split, NULL, uniform_layers(j->model), rank,
-			  live, NULL);
+			  live, &km);
 }
 
 /* The footprint of one pipeline rank. */
@@ -889,7 +880,7 @@ static int rank_footprint(const struct job_spec *j,
 		double edp = (double)(j->parallelism.edp > 0 ?
 				      j->parallelism.edp : 1);
 		double held = (double)j->framework->fsdp_prefetch_units *
-			      largest_unit_params(j, d, split, first, rank) /
+			      largest_unit_params(j, d, split, first, rank, km) /
 			      d->tp * (w * (double)(j->parallelism.dp *
 						    j->parallelism.cp));
 		double all = dense * w * (double)(j->parallelism.dp *
@@ -921,7 +912,11 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	int64_t stages = p->pp * p->vpp;
 	struct sched_live mine = { 0 };
 	struct layer_dims d;
-	struct kind_memo km = { .act_ok = 0 };
+	struct kind_memo km;
+	/* each layer's slot, once for every rank (a uniform model asks
+	 * for one layer a stage: none) */
+	int64_t nl = j->model->num_hidden_layers, i;
+	uint8_t of_small[512], *of = NULL;
 	/* bytes per parameter (weights, grads, optimizer; dense then
 	 * routed experts): the same on every rank */
 	double pp_B[6];
@@ -931,7 +926,15 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	    !(split = mem_alloc(2 * (size_t)stages * sizeof(*split))))
 		return -1;
 	first = split + stages;
+	if (!uniform_layers(j->model)) {
+		of = nl <= 512 ? of_small : mem_alloc((size_t)nl);
+		if (!of)
+			goto out;
+		for (i = 0; i < nl; i++)
+			of[i] = (uint8_t)slot_of(j->model, i);
+	}
 	layer_dims_from_job(j, &d);
+	km = (struct kind_memo){ .j = j, .d = &d, .of = of };
 	split_layers(j, split);
 	first_layers(split, stages, first);
 	footprint_per_param(j, &pp_B[0], &pp_B[1], &pp_B[2]);
@@ -967,6 +970,8 @@ out:
 	sched_live_release(&mine);
 	if (split != split_small)
 		mem_free(split);
+	if (of != of_small)
+		mem_free(of);
 	return rc;
 }
 

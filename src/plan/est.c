@@ -193,6 +193,9 @@ void est_free(struct est *e)
 		mem_free(dp->b[0]);
 		mem_free(dp->b[1]);
 		mem_free(dp->b[2]);
+		mem_free(dp->ch[0]);
+		mem_free(dp->ch[1]);
+		mem_free(dp->ch[2]);
 		mem_free(dp);
 	}
 	memo_release(&e->blocks);
@@ -219,6 +222,7 @@ void est_free(struct est *e)
 	mem_free(e->blk);
 	mem_free(e->split);
 	mem_free(e->nmoe);
+	mem_free(e->moe_before);
 	mem_free(e->nkind);
 	mem_free(e->pipe_t);
 	mem_free(e->pipe_x);
@@ -264,6 +268,25 @@ static void kinds_of(struct est *e, struct est_cand *c)
 	c->nkind = e->nkind;
 }
 
+/* e->moe_before for model m (once a model: the layers' kinds are
+ * fixed; model_layer_moe takes two divisions a layer). 0, or -1 when
+ * out of memory. */
+static int moe_counts(struct est *e, const struct model_spec *m)
+{
+	int64_t n = m->num_hidden_layers, i, *v;
+
+	if (e->moe_model == m)
+		return 0;
+	if (!(v = mem_realloc(e->moe_before, (size_t)(n + 1) * sizeof(*v))))
+		return -1;
+	e->moe_before = v;
+	v[0] = 0;
+	for (i = 0; i < n; i++)
+		v[i + 1] = v[i] + (model_layer_moe(m, i) != 0);
+	e->moe_model = m;
+	return 0;
+}
+
 /* The layers of each virtual stage into c->split and, for an MoE
  * model, how many of them are MoE layers into c->nmoe; a hybrid's
  * kinds into c->nkind. */
@@ -299,10 +322,19 @@ static int split_of(struct est *e, struct est_cand *c, struct diag *d)
 		kinds_of(e, c);
 	if (!model_is_moe(m))
 		return 0;
+	if (moe_counts(e, m) != 0) {
+		diag_oom(d);
+		return -1;
+	}
 	for (s = 0; s < S; s++) {
-		e->nmoe[s] = 0;
-		for (i = first; i < first + e->split[s]; i++)
-			e->nmoe[s] += model_layer_moe(m, i) != 0;
+		if (first + e->split[s] <= m->num_hidden_layers) {
+			e->nmoe[s] = e->moe_before[first + e->split[s]] -
+				     e->moe_before[first];
+		} else {	/* past the model's layers: as they count */
+			e->nmoe[s] = 0;
+			for (i = first; i < first + e->split[s]; i++)
+				e->nmoe[s] += model_layer_moe(m, i) != 0;
+		}
 		first += e->split[s];
 	}
 	c->nmoe = e->nmoe;

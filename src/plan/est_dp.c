@@ -43,6 +43,35 @@ double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
 
 /* ---- buckets ---- */
 
+/* Rank entry i's sums est_dp_stretch reads (struct est_dplan): every
+ * bucket's ag_s, each chunk's red_s and first bucket, added in bucket
+ * order as it added them for each virtual stage. */
+static int chunk_sums(const struct est_cand *c, struct est_dplan *dp, int i,
+		      struct diag *d)
+{
+	struct est_dchunk *ch = mem_alloc((size_t)c->v * sizeof(*ch));
+	int64_t k;
+
+	if (!ch) {
+		diag_oom(d);
+		return -1;
+	}
+	dp->ch[i] = ch;
+	for (k = 0; k < c->v; k++)
+		ch[k] = (struct est_dchunk){ 0, -1 };
+	dp->ag_s[i] = 0;
+	for (k = 0; k < dp->n[i]; k++) {
+		const struct est_dbucket *bk = &dp->b[i][k];
+		struct est_dchunk *x = &ch[bk->chunk];
+
+		dp->ag_s[i] += bk->ag_s;
+		x->red_s += bk->red_s;
+		if (x->first < 0)
+			x->first = k;
+	}
+	return 0;
+}
+
 /* Rank entry i's buckets, completion order (chunks v-1 .. 0; in a
  * chunk the dense ones, then the routed experts'), with the times of
  * their collectives. */
@@ -86,7 +115,7 @@ static int rank_buckets(struct est *e, const struct est_cand *c,
 			}
 		}
 	}
-	return 0;
+	return chunk_sums(c, dp, i, d);
 }
 
 const struct est_dplan *est_dplan_of(struct est *e, const struct est_cand *c,
@@ -154,7 +183,7 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 {
 	const struct framework_spec *fw = c->j->framework;
 	int zero = (int)c->j->training.zero_stage;
-	int64_t s, k;
+	int64_t s;
 	/* s, while s < p (chunk 0): sum_{q<s} (f_q + x_q), when rank s's
 	 * first forward starts, added up in that order as the stages come
 	 * (summing it again for every rank was O(p^2) stage times: 8,000
@@ -166,18 +195,14 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		int i = est_rank_index(c, r);
 		double f = est_stage_f(c, s), b = est_stage_b(c, s);
 		double tpf = tp_wire_s(c, s, 0), tpb = tp_wire_s(c, s, 1);
-		double red = 0, gathers = 0, first = -1;
+		/* (no entry: none, pp 2's rank 1 at entry 2) */
+		const struct est_dchunk *x = dp->ch[i] ? &dp->ch[i][ch] : NULL;
+		double red = x ? x->red_s : 0, gathers = x ? dp->ag_s[i] : 0;
+		double first = -1;
 
-		for (k = 0; k < dp->n[i]; k++) {
-			const struct est_dbucket *bk = &dp->b[i][k];
-
-			gathers += bk->ag_s;
-			if (bk->chunk != ch)
-				continue;
-			red += bk->red_s;
-			if (first < 0)	/* reductions start with its first bucket */
-				first = est_bwd_through(c, s, bk->last);
-		}
+		/* reductions start with its first bucket */
+		if (x && x->first >= 0)
+			first = est_bwd_through(c, s, dp->b[i][x->first].last);
 		b_last[s] = b;
 		if (fw->overlap_grad_reduce && first >= 0) {
 			double over = fmin(b - first, red);

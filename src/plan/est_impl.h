@@ -121,6 +121,9 @@ struct est {
 	int64_t *nmoe;			/* scratch: MoE layers per virtual stage */
 	int64_t *nkind;			/* scratch: a hybrid's kinds per stage */
 	size_t split_cap;
+	const struct model_spec *moe_model;	/* the model moe_before is of */
+	int64_t *moe_before;		/* [i], i <= its layers: MoE layers
+					 * before layer i (split_of) */
 	struct memo emax;		/* N -> exec_emax(N) (a quadrature) */
 	struct memo amax;		/* fp8 amax reductions (est_block.c
 					 * amax_of) -> struct est_pass[2] */
@@ -233,10 +236,22 @@ struct est_dbucket {
 	double ag_s;		/* s, its parameters' all-gather (ZeRO 1-2) */
 };
 
+/* A chunk's buckets on a rank (contiguous: rank_buckets lays them out
+ * chunk by chunk): the sum of their red_s in completion order, and the
+ * index of the first (-1: none). */
+struct est_dchunk {
+	double red_s;
+	int64_t first;
+};
+
 struct est_dplan {
 	struct est_dplan *next;	/* every plan of the estimator, to free */
 	int64_t n[3];		/* buckets of ranks 0, 1, p-1 */
 	struct est_dbucket *b[3];
+	/* what est_dp_stretch reads of them for each of a rank's virtual
+	 * stages, summed once here in the order it summed them there */
+	double ag_s[3];		/* s, the sum of every bucket's ag_s */
+	struct est_dchunk *ch[3];	/* [chunk] */
 };
 
 /* The buckets of candidate c, remembered per (tp, cp, pp, vpp, dp, ZeRO

@@ -459,3 +459,37 @@ Test(footprint, deferred_head_wgrad_holds_its_buffers)
 			   "three: +%.0f B", three - base);
 	cr_assert_float_eq(rank_act(&f, 0), first, 1e-6);
 }
+
+Test(footprint, dense_first_moe_layers_counted_by_their_kind)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct footprint fp, per[2];
+	int64_t split[2] = { 2, 2 };
+	double dense0, ex0, dense1, ex1, embed, head;
+
+	/* 4 layers, layer 0 dense (first_k_dense_replace 1), 1-3 MoE of 8
+	 * experts, pp 2 (tp 1, ep 1): rank 0 holds layers 0 and 1 and the
+	 * embedding, rank 1 layers 2 and 3 and the head. job_footprint
+	 * shares a layer's figures between layers of one kind (moe,
+	 * linear, block): rank 0 must count one dense and one MoE layer,
+	 * rank 1 two MoE layers (a dense layer has no experts: ex0 = 0). */
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.first_k_dense_replace = 1;
+	f.job.parallelism.pp = 2;
+	layer_dims_from_job(&f.job, &d);
+	footprint_layer_params(&f.job, &d, 0, &dense0, &ex0);
+	footprint_layer_params(&f.job, &d, 1, &dense1, &ex1);
+	embed = footprint_unit_params(&f.job, &d, UNIT_EMBED, 0);
+	head = footprint_unit_params(&f.job, &d, UNIT_HEAD, 0);
+	cr_assert_eq(ex0, 0);
+	cr_assert(ex1 > 0);
+	cr_assert_eq(footprint_job_stages(&f.job, 1e15, &fp, per, 2), 0);
+	assert_close(per[0].params, dense0 + dense1 + ex1 + embed);
+	assert_close(per[1].params, 2 * (dense1 + ex1) + head);
+	/* the public per-rank sum, which lists no slots, agrees */
+	assert_close(footprint_rank_params(&f.job, &d, split, 0),
+		     per[0].params);
+	assert_close(footprint_rank_params(&f.job, &d, split, 1),
+		     per[1].params);
+}
