@@ -195,7 +195,6 @@ void est_dp_stretch(const struct est_cand *c, const struct est_dplan *dp,
 		int i = est_rank_index(c, r);
 		double f = est_stage_f(c, s), b = est_stage_b(c, s);
 		double tpf = tp_wire_s(c, s, 0), tpb = tp_wire_s(c, s, 1);
-		/* (no entry: none, pp 2's rank 1 at entry 2) */
 		const struct est_dchunk *x = dp->ch[i] ? &dp->ch[i][ch] : NULL;
 		double red = x ? x->red_s : 0, gathers = x ? dp->ag_s[i] : 0;
 		double first = -1;

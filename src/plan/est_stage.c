@@ -201,7 +201,11 @@ int est_rank_used(const struct est_cand *c, int i)
 	return r < c->p && !(i == 2 && (r == 0 || r == 1));
 }
 
+/* The entry (est_rank_of) that stands for rank r: the first, the
+ * second, the last, and the second for the ranks between. At pp 2 the
+ * last rank is the second (entry 2 is no rank of its own there:
+ * est_rank_used). */
 int est_rank_index(const struct est_cand *c, int64_t r)
 {
-	return r == 0 ? 0 : r == c->p - 1 ? 2 : 1;
+	return r == 0 ? 0 : r == 1 || r != c->p - 1 ? 1 : 2;
 }

@@ -512,3 +512,28 @@ Test(est, shared_collective_times)
 	cr_assert_eq(t, 2.5e-3);
 	est_share_free(sh);
 }
+
+/* Which of est_rank_of's three entries stands for a pipeline rank. At pp
+ * 4 the entries are ranks 0, 1 and 3, so rank 2 takes entry 1 (the
+ * second stands for the ranks between) and rank 3 entry 2. At pp 2 the
+ * entries are ranks 0 and 1 only (entry 2 would be rank 1 again and is
+ * no rank of its own: est_rank_used), so rank 1 must take entry 1, the
+ * one est_dp builds buckets for; it took entry 2 before, which left pp 2's
+ * last rank without the DP reductions its backwards overlap. */
+Test(est, rank_index_names_a_built_entry)
+{
+	struct est_cand c;
+
+	memset(&c, 0, sizeof(c));
+	c.p = 4;
+	cr_assert_eq(est_rank_index(&c, 0), 0);
+	cr_assert_eq(est_rank_index(&c, 1), 1);
+	cr_assert_eq(est_rank_index(&c, 2), 1);
+	cr_assert_eq(est_rank_index(&c, 3), 2);
+	c.p = 2;
+	cr_assert_eq(est_rank_index(&c, 1), 1);
+	cr_assert(est_rank_used(&c, est_rank_index(&c, 1)));
+	cr_assert(!est_rank_used(&c, 2));
+	c.p = 1;
+	cr_assert_eq(est_rank_index(&c, 0), 0);
+}
