@@ -199,7 +199,10 @@ static double result_bytes(enum dtype dt)
  * the last when none is. triton_kernels' matmul_ogs (opt_flags.py
  * make_default_opt_flags_nvidia) sets block_m = max(16,
  * min(next_power_of_2(tokens_per_expt), 128)) from the expected rows an
- * expert gets, m // n_expts_tot, without timing the others. */
+ * expert gets, m // n_expts_tot, without timing the others. The rows the
+ * rule counts are q->cover_rows times the mean a group gets (m counts
+ * routing entries the kernel skips where a caller prunes them in place:
+ * infer_moe.c wo_kernel). */
 static double cover_tile_m(const struct gpu_gemm_dtypes *q,
 			   const struct gpu_gemm_group *groups,
 			   size_t ngroups)
@@ -210,6 +213,8 @@ static double cover_tile_m(const struct gpu_gemm_dtypes *q,
 	for (i = 0; i < ngroups; i++)
 		rows += groups[i].m;
 	rows /= (double)ngroups;
+	if (q->cover_rows > 0)
+		rows *= q->cover_rows;
 	for (i = 0; i + 1 < q->ntile_m; i++)
 		if ((double)q->tile_m[i] >= rows)
 			break;

@@ -408,3 +408,48 @@ Test(gpu, grouped_rule_tile_covers_an_experts_rows)
 				   100.0 * 16 * 128 * 2 / 5e12, 1e-9),
 		  "got %g s", cover);
 }
+
+/*
+ * The rule counting more rows than a group gets (cover_rows: TensorRT-
+ * LLM's TritonEPRouter keeps the other EP ranks' entries in the gather
+ * index matmul_ogs sizes block_m from). The toy above, 100 experts of 20
+ * rows each:
+ *   cover_rows 0 (as 1): the 32-row tile, one a group, 100 tiles = 1
+ *     wave: t_c = 2 x 32 x 128 x 4096 / 1e12 = 33.554 us, t_m = 100 x
+ *     (20 x 4096 x 2 + 4096 x 128 x 0.53125) / 5e12 = 8.847 us (under
+ *     t_c), t_e = 100 x 32 x 128 x 2 / 5e12 = 0.164 us: 1 + 33.554 +
+ *     0.164 = 34.718 us
+ *   cover_rows 4 (ep 4: the rule sees 80): the 128-row tile, one a group,
+ *     the same 135.87 us as 80 rows (t_m 8.847 us, under t_c)
+ *   cover_rows 1: as 0
+ */
+Test(gpu, grouped_rule_tile_counts_the_rows_it_is_told)
+{
+	static const int64_t tm[] = {16, 32, 64, 128};
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
+				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
+				    .efficiency = 0.2, .tile_m = tm,
+				    .ntile_m = 4, .tile_n = 128,
+				    .tile_cover = 1};
+	struct gpu_gemm_group e20[100];
+	double t32 = 1e-6 + 2.0 * 32 * 128 * 4096 / 1e12 +
+		     100.0 * 32 * 128 * 2 / 5e12;
+	double t128 = 1e-6 + 2.0 * 128 * 128 * 4096 / 1e12 +
+		      100.0 * 128 * 128 * 2 / 5e12, t;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 100; i++)
+		e20[i] = (struct gpu_gemm_group){20, 128, 4096};
+	cr_assert(gpu_fixture_near(t32, 34.718e-6, 1e-4));
+	t = gpu_grouped_gemm_q(&g, &q, e20, 100).time_s;
+	cr_assert(gpu_fixture_near(t, t32, 1e-9), "got %g s", t);
+	q.cover_rows = 4;
+	t = gpu_grouped_gemm_q(&g, &q, e20, 100).time_s;
+	cr_assert(gpu_fixture_near(t, t128, 1e-9), "got %g s", t);
+	q.cover_rows = 1;
+	t = gpu_grouped_gemm_q(&g, &q, e20, 100).time_s;
+	cr_assert(gpu_fixture_near(t, t32, 1e-9), "got %g s", t);
+}
