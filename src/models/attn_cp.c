@@ -281,7 +281,9 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
  * immediately called ... Compiled tracing currently relies on the
  * compiler to perform this optimization"), and inductor moves waits only
  * with reorder_for_compute_comm_overlap, False by default (torch/
- * _inductor/config.py; torchtitan @ 9dec370a does not set it): every
+ * _inductor/config.py; torchtitan @ 9dec370a does not set it; the CP
+ * graph traced in pytorch/torchtitan PR #3305 reads all_gather_into_
+ * tensor, then wait_tensor on the next line): every
  * K/V gather, p2p pass and dK/dV permute holds the compute stream until
  * it ends (LS_COMPUTE). Inductor fuses each chain of pointwise ops into
  * one kernel and computes the inputs of a torch.cat straight into its
