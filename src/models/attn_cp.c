@@ -283,10 +283,12 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
  * with reorder_for_compute_comm_overlap, False by default (torch/
  * _inductor/config.py; torchtitan @ 9dec370a does not set it; the CP
  * graph traced in pytorch/torchtitan PR #3305 reads all_gather_into_
- * tensor, then wait_tensor on the next line): every
- * K/V gather, p2p pass and dK/dV permute holds the compute stream until
- * it ends (LS_COMPUTE). Inductor fuses each chain of pointwise ops into
- * one kernel and computes the inputs of a torch.cat straight into its
+ * tensor, then wait_tensor on the next line): every K/V gather, p2p
+ * pass and dK/dV permute holds the compute stream until it ends, the
+ * next kernel waiting for it (step 0's SDPA for the gather, each later
+ * backward step's for the previous permute; p2p, each step's for the
+ * pass issued before it). Inductor fuses each chain of pointwise ops
+ * into one kernel and computes the inputs of a torch.cat straight into its
  * output (config.py max_pointwise_cat_inputs): a merge is one kernel
  * reading the running fp32 output and the step's output (on average
  * 0.75 O of them: half the steps update half the queries) and, on those
@@ -308,9 +310,7 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 	double O = d->batch * s * hq * layer_v_dim(d);
 	int lb = d->cpd.load_balance, ag = d->cpd.comm == CP_ALLGATHER;
 	int cc = d->cpd.compiled, i, steps = (int)cp;
-	/* compiled: collectives waited at once on the compute stream, one
-	 * K/V cat under all_gather (the later ones dead) */
-	enum layer_stream st = cc ? LS_COMPUTE : LS_CP;
+	/* compiled: one K/V cat under all_gather (the later ones dead) */
 	double cats = cc && ag ? 1 : cp - 1;
 	const char *name = bwd ? "attn_bwd" : "attn";
 	int16_t in = lop_tail(o), last, kv_ready = in, dkv = LAYER_NONE;
@@ -329,24 +329,37 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 	op->host_n = (uint16_t)cats;
 	last = lop_tail(o);
 	if (ag) {	/* asynchronous: step 0 runs on the local block */
-		lop_coll(o, "cp_kv_allgather", pass, LG_CP, st,
+		lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP,
 			 COLL_ALLGATHER, cp * kv_el * A);
 		kv_ready = lop_tail(o);
 	}
 	for (i = 0; i < steps; i++) {
-		if (!ag && i > 0) {	/* the block of the rank before */
-			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, st,
+		int16_t wait;	/* the collective step i's SDPA waits for */
+
+		/* p2p: the block of the rank before; eager, the one step i
+		 * uses (passed beside step i - 1); compiled, step i + 1's,
+		 * issued before step i (where torch issues it) and waited at
+		 * once */
+		if (!ag && (cc ? i + 1 < steps : i > 0)) {
+			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, LS_CP,
 				      COLL_SENDRECV, kv_el * A);
 			op->p2p_next = 1;
 			op->dep[0] = kv_ready;
 			kv_ready = lop_tail(o);
 		}
+		if (!cc)
+			wait = i > 0 ? kv_ready : in;
+		else	/* the CP stream's last call (a FIFO: all before
+			 * it done): the gather or pass just issued, or in
+			 * the backward the previous step's dK/dV permute */
+			wait = bwd && i > 0 && (ag || i + 1 == steps) ?
+			       dkv : kv_ready;
 		ring_block(d, hq, i, lb, s, &a);
 		op = attn_flash(d, o, name, pass, bwd, &a,
 				i == 0 ? model_flops : -1);
 		op->host = HOST_OP;
 		op->dep[0] = last;
-		op->dep[1] = i > 0 ? kv_ready : in;
+		op->dep[1] = wait;
 		last = lop_tail(o);
 		if (!bwd) {
 			if (i == 0)
@@ -401,12 +414,12 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		if (!cc)
 			lop_memop(o, "cp_dkv_cat", pass, 4 * kv_el, 4 * kv_el,
 				  0);
-		op = lop_coll(o, "cp_dkv_sendrecv", pass, LG_CP, st,
+		op = lop_coll(o, "cp_dkv_sendrecv", pass, LG_CP, LS_CP,
 			      COLL_SENDRECV, 4 * kv_el);
 		op->p2p_next = 1;
 		dkv = lop_tail(o);
 		/* the next step's SDPA does not wait for the permute
-		 * (compiled: the compute stream holds for it) */
+		 * (compiled: it does, above) */
 	}
 	if (bwd) {	/* dQ and the arriving dK/dV back to bf16 */
 		op = lop_memop(o, "cp_grad_cast", pass, 4 * (Q + kv_el),

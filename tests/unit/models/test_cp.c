@@ -287,18 +287,16 @@ static int op_count(const struct layer_ops *o, const char *name)
 	return n;
 }
 
-static void assert_colls_on(const struct layer_ops *o, int stream)
+/* The SDPA kernels of kind in o: the collective index each waits for,
+ * at most 4 steps. */
+static int sdpa_waits(const struct layer_ops *o, int kind, int *wait)
 {
 	int i, n = 0;
 
-	for (i = 0; i < o->n; i++)
-		if (o->op[i].kind == LOP_COLL &&
-		    strncmp(o->op[i].name, "cp_", 3) == 0) {
-			cr_assert_eq(o->op[i].stream, stream, "%s on stream %d",
-				     o->op[i].name, o->op[i].stream);
-			n++;
-		}
-	cr_assert_gt(n, 0);
+	for (i = 0; i < o->n && n < 4; i++)
+		if (o->op[i].kind == LOP_KERNEL && (int)o->op[i].k.kind == kind)
+			wait[n++] = o->op[i].dep[1];
+	return n;
 }
 
 Test(cp, torch_compiled_waits_and_fuses)
@@ -309,23 +307,28 @@ Test(cp, torch_compiled_waits_and_fuses)
 	struct route_result r;
 	struct layer_ops o;
 	double O = 2 * 1024 * 1024.0, QKV = O + 2 * 1024 * 2048.0;
-	int i, n = 0;
+	int i, n = 0, w[4];
 
 	arena_init(&a);
 	torch_cp2(&f, CP_ALLGATHER);
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, NULL, &o);
-	assert_colls_on(&o, LS_CP);		/* eager: beside compute */
 	cr_assert_eq(op_count(&o, "cp_out_cast"), 1);
 	f.fw.cp_torch_compiled = 1;
 	fixture_dims(&f, &a, &d, &r);
 	layer_fwd(&d, NULL, &o);
-	assert_colls_on(&o, LS_COMPUTE);
+	/* step 0's SDPA waits for the gather (eager: beside it, as
+	 * torch_allgather_overlaps_the_first_step checks) */
+	cr_assert_eq(sdpa_waits(&o, KERN_ATTN_FWD, w), 2);
+	cr_assert_eq(w[0], fixture_op_index(&o, "cp_kv_allgather"));
 	cr_assert_eq(op_count(&o, "cp_out_cast"), 0);
 	fixture_assert_close(op_named(&o, "cp_sdpa_merge")->k.read_B, 5.5 * O);
 	fixture_assert_close(op_named(&o, "cp_sdpa_merge")->k.write_B, 2 * O);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
-	assert_colls_on(&o, LS_COMPUTE);
+	/* step 0 waits for the gather, step 1 for step 0's dK/dV permute */
+	cr_assert_eq(sdpa_waits(&o, KERN_ATTN_BWD, w), 2);
+	cr_assert_eq(w[0], fixture_op_index(&o, "cp_kv_allgather"));
+	cr_assert_eq(w[1], fixture_op_index(&o, "cp_dkv_sendrecv"));
 	cr_assert_eq(op_count(&o, "cp_grad_zero"), 0);
 	cr_assert_eq(op_count(&o, "cp_dkv_cat"), 0);
 	for (i = 0; i < o.n; i++) {
@@ -382,18 +385,50 @@ Test(cp, torch_compiled_allgather_cats_once)
  * program. */
 Test(cp, torch_compiled_exposes_the_ring)
 {
+	static const int types[] = { CP_ALLGATHER, CP_P2P };
 	struct fixture f;
 	double te, tc, ee, ec;
+	int k;
 
-	torch_cp2(&f, CP_ALLGATHER);
-	te = step_full(&f, 0, 100e9, &ee);
-	f.fw.cp_torch_compiled = 1;
-	tc = step_full(&f, 0, 100e9, &ec);
-	cr_assert_gt(ec, ee, "exposed: compiled %.9g s (step %.9g), eager "
-		     "%.9g s (step %.9g)", ec, tc, ee, te);
-	assert_same_step(&f, "torch compiled");
-	fixture_assert_estimate(&f.job, 0, "torch compiled");
-	fixture_assert_estimate(&f.job, 1, "torch compiled");
+	for (k = 0; k < 2; k++) {
+		torch_cp2(&f, types[k]);
+		te = step_full(&f, 0, 100e9, &ee);
+		f.fw.cp_torch_compiled = 1;
+		tc = step_full(&f, 0, 100e9, &ec);
+		cr_assert_gt(ec, ee, "%d exposed: compiled %.9g s (step %.9g), "
+			     "eager %.9g s (step %.9g)", k, ec, tc, ee, te);
+		assert_same_step(&f, "torch compiled");
+		fixture_assert_estimate(&f.job, 0, "torch compiled");
+		fixture_assert_estimate(&f.job, 1, "torch compiled");
+	}
+}
+
+/* Compiled p2p (cp 2): the pass of step 1's block is issued before step
+ * 0 and waited at once, so step 0's SDPA waits for it (eager: step 0
+ * runs on the local block, step 1 waits). */
+Test(cp, torch_compiled_p2p_waits_before_step0)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	int w[4], cc;
+
+	arena_init(&a);
+	for (cc = 0; cc < 2; cc++) {
+		torch_cp2(&f, CP_P2P);
+		f.fw.cp_torch_compiled = cc;
+		fixture_dims(&f, &a, &d, &r);
+		layer_fwd(&d, NULL, &o);
+		cr_assert_eq(sdpa_waits(&o, KERN_ATTN_FWD, w), 2);
+		cr_assert_eq(w[cc ? 0 : 1],
+			     fixture_op_index(&o, "cp_kv_sendrecv"));
+		if (!cc)
+			cr_assert_neq(w[0],
+				      fixture_op_index(&o, "cp_kv_sendrecv"));
+	}
+	arena_release(&a);
 }
 
 /* Transformer Engine's p2p bookkeeping (attn_cp.c) on the cp 4 ring of
