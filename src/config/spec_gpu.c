@@ -492,6 +492,13 @@ static const struct schema_field gpu_fields[] = {
 		  "(PyTorch's index_add_ and scatter_add_: one atomic add an "
 		  "element, several source rows into each output row) adds "
 		  "into its output (absent: those bytes stream)" },
+	{ .key = "ssm_update_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(ssm_update_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second of recurrent state that Mamba-2's decode "
+		  "state update (mamba_ssm's Triton selective_state_update at "
+		  "its default launch configuration) reads and writes "
+		  "(absent: those bytes stream)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },

@@ -261,6 +261,9 @@ struct gpu_spec {
 	double scatter_add_Bps;			/* B/s of elements an atomic scatter-add
 						 * (PyTorch index_add_ / scatter_add_) adds
 						 * into its output; 0 = they stream */
+	double ssm_update_Bps;			/* B/s of state Mamba-2's decode state
+						 * update (selective_state_update) reads
+						 * and writes; 0 = it streams */
 };
 
 extern const struct schema gpu_schema;

@@ -383,6 +383,13 @@ struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
  * sets none, or where it would be faster). */
 double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B);
 
+/* Seconds Mamba-2's decode state update (selective_state_update) takes
+ * beyond streaming the state_B bytes of recurrent state it reads and
+ * writes: those bytes move at the GPU's ssm_update_bandwidth instead of
+ * HBM's streaming rate (0 where the GPU sets none, or where it would be
+ * faster). */
+double gpu_ssm_update_extra_s(const struct gpu_spec *g, double state_B);
+
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */
 double gpu_attention_flops(const struct gpu_attn_shape *a, int backward);

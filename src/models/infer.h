@@ -398,6 +398,11 @@ struct infer_op {
 				 * searches for, one by one (the CUTLASS
 				 * fused MoE's expand and activation; gpu
 				 * cutlass_moe_row_time); 0: none */
+	double ssm_state_B;	/* IK_MEM: bytes of these that are Mamba-2
+				 * recurrent state a decode state update
+				 * reads and writes, at the GPU's
+				 * ssm_update_bandwidth (infer_mamba.c);
+				 * 0: none */
 	enum coll_op coll;	/* collectives */
 	double coll_B;		/* collectives: size per coll.h */
 	const double *a2a_B;	/* IOP_EP: uneven matrix or NULL */
