@@ -644,6 +644,14 @@ static inline void run_steps(double *val, double *sent, const struct pflat *t,
 	for (; t < last; t++) {
 		double got = val[t->in], slot = val[t->sin], ready, fr, done;
 
+		/* the order ahead: a search's orders (one per shape) are
+		 * past L2 together, so a call often starts with its order
+		 * out of L2, and the hardware's stream prefetch alone left
+		 * the steps waiting on it (~7 % of the warm estimates of
+		 * llama3.1-405b-16k; the step's value cells ahead too
+		 * measured slower) */
+		__builtin_prefetch(t + 24);
+
 		/* the input's transfer starts when it is sent and its
 		 * stream is free (none: got, at the dummy, taking 0) */
 		ready = (got > slot ? got : slot) + val[t->xin];
