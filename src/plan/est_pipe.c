@@ -610,7 +610,7 @@ static const struct porder *order_of(struct est *e, int schedule, int64_t p,
 		return NULL;
 	rc = g > 0 ? build_three(schedule, p, v, m, g, split, o)
 		   : build_order(schedule, p, v, m, split, o);
-	if (rc == 0) {
+	if (rc == 0 && !e->pipe_flat) {
 		int64_t S = p * v;
 		struct playout l = layout_of(p, S, g > 0 ? o->M : m);
 
