@@ -368,6 +368,15 @@ static const struct schema_field gpu_fields[] = {
 		  "the clock-scaled bf16 matrix peak its grouped GEMMs reach "
 		  "in compute-bound tiles: the mainloop dequantizes every "
 		  "weight it loads (absent: the bf16 GEMM efficiency)" },
+	{ .key = "weight_only_linear_efficiency", .type = ST_NUM,
+	  .offset = OFF(weight_only_linear_eff), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the fraction of the clock-scaled bf16 matrix peak that "
+		  "the engine's weight-only dense GEMM kernel (engine "
+		  "weight_only_linear_kernel marlin: vLLM's Marlin linear, "
+		  "FP8 weights on a GPU without FP8 MMAs) reaches past a few "
+		  "rows; its striped partition fills the SMs, so no tile "
+		  "waves (absent: the bf16 GEMM's tiles and efficiency)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &gpu_attention_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },
@@ -492,6 +501,13 @@ static const struct schema_field gpu_fields[] = {
 		  "(PyTorch's index_add_ and scatter_add_: one atomic add an "
 		  "element, several source rows into each output row) adds "
 		  "into its output (absent: those bytes stream)" },
+	{ .key = "ssm_update_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(ssm_update_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second of recurrent state that Mamba-2's decode "
+		  "state update (mamba_ssm's Triton selective_state_update at "
+		  "its default launch configuration) reads and writes "
+		  "(absent: those bytes stream)" },
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },

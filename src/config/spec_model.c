@@ -871,6 +871,15 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->model_type && strcmp(m->model_type, "glm4_moe") == 0 &&
 	    !(node && cnode_get(node, "scoring_func")))
 		m->scoring_func = SCORE_SIGMOID;
+	/* Nemotron-H / Nemotron 3 attention has no position embedding:
+	 * Megatron-Bridge's MambaModelProvider (src/megatron/bridge/models/
+	 * mamba/mamba_provider.py: position_embedding_type "none", which
+	 * nemotron_h_provider.py's providers keep) and vLLM's nemotron_h.py
+	 * NemotronHAttention (qkv_proj, attn, o_proj, no rotary_emb); the
+	 * config.json's rope_theta is read by nothing */
+	if (m->model_type && strcmp(m->model_type, "nemotron_h") == 0 &&
+	    !(node && cnode_get(node, "position_embedding")))
+		m->position_embedding = POS_NONE;
 	if (m->qk_layernorm < 0)
 		m->qk_layernorm = m->model_type &&
 				  strncmp(m->model_type, "qwen3", 5) == 0;

@@ -255,6 +255,17 @@ double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B)
 	return added_B / g->scatter_add_Bps - added_B / stream_Bps;
 }
 
+double gpu_ssm_update_extra_s(const struct gpu_spec *g, double state_B)
+{
+	double stream_Bps = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+
+	gpu_require_size(state_B, "state bytes updated");
+	if (!(g->ssm_update_Bps > 0) || !(stream_Bps > 0) ||
+	    g->ssm_update_Bps >= stream_Bps)
+		return 0;
+	return state_B / g->ssm_update_Bps - state_B / stream_Bps;
+}
+
 struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
 				    double write_B, double flops,
 				    double launches)

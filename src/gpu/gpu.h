@@ -181,9 +181,11 @@ struct gpu_gemm_dtypes {
 				 * gpu.gemm_split_k_kernels says */
 	double min_tile_m;	/* grouped: fewest tile rows the kernel offers;
 				 * 0 = any gemm_tile_m */
-	double efficiency;	/* grouped: the kernel's fraction of the
-				 * clock-scaled peak at compute (a weight-only
-				 * kernel's, gpu weight_only_moe_efficiency);
+	double efficiency;	/* the kernel's fraction of the clock-scaled
+				 * peak at compute (a weight-only kernel's:
+				 * grouped, gpu weight_only_moe_efficiency;
+				 * dense, weight_only_linear_efficiency, run
+				 * as a roofline without tiles, gpu_gemm.c);
 				 * 0 = the GPU's GEMM efficiency there */
 	const int64_t *tile_m;	/* grouped, efficiency > 0: output-tile rows
 				 * the kernel offers besides gemm_tile_m
@@ -382,6 +384,13 @@ struct gpu_cost gpu_multi_tensor_op(const struct gpu_spec *g, double read_B,
  * scatter_add_bandwidth instead of HBM's streaming rate (0 where the GPU
  * sets none, or where it would be faster). */
 double gpu_scatter_add_extra_s(const struct gpu_spec *g, double added_B);
+
+/* Seconds Mamba-2's decode state update (selective_state_update) takes
+ * beyond streaming the state_B bytes of recurrent state it reads and
+ * writes: those bytes move at the GPU's ssm_update_bandwidth instead of
+ * HBM's streaming rate (0 where the GPU sets none, or where it would be
+ * faster). */
+double gpu_ssm_update_extra_s(const struct gpu_spec *g, double state_B);
 
 /* FLOPs of attention forward (backward = 0) or backward (= 1), causal
  * masking included. */

@@ -168,6 +168,26 @@ static struct gpu_cost search_cost(const struct infer_op *op,
 	return c;
 }
 
+/* Mamba-2's decode state update (infer_mamba.c): a memory op whose
+ * ssm_state_B bytes of recurrent state move at the GPU's
+ * ssm_update_bandwidth where it serves them from HBM (gpu.h
+ * gpu_ssm_update_extra_s), the rest streaming. */
+static struct gpu_cost ssm_update_cost(const struct infer_op *op,
+				       const struct gpu_spec *g)
+{
+	struct gpu_cost c = gpu_memory_op(g, op->read_B, op->write_B,
+					  op->vec_flops,
+					  op->read_B + op->write_B);
+
+	if (c.level == GPU_LEVEL_HBM) {
+		c.time_s += gpu_ssm_update_extra_s(g, op->ssm_state_B);
+		if (c.bound == GPU_BOUND_LAUNCH &&
+		    c.time_s >= 2 * g->kernel_launch_s)
+			c.bound = GPU_BOUND_MEMORY;
+	}
+	return c;
+}
+
 /* A host-to-device copy from pinned memory (infer.h h2d_B): the host
  * issues it (a launch), then its bytes cross the host link at d->h2d_Bps;
  * it writes them to HBM as it goes. */
@@ -230,7 +250,11 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 					 d->weight == d->base
 					 ? d->skinny_rows_base : d->skinny_rows);
 		q.min_tile_m = 0;
-		q.efficiency = 0;
+		/* weights alone quantized (narrower than the inputs): the
+		 * engine's weight-only kernel where the GPU gives its rate */
+		q.efficiency = !op->weight_B_base &&
+			       q.b_B < dtype_bytes(q.compute) ?
+			       d->wo_linear_eff : 0;
 		q.tile_m = NULL;
 		q.ntile_m = 0;
 		q.tile_n = 0;
@@ -276,6 +300,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 			return h2d_cost(op, d, g);
 		if (op->search_rows > 0)
 			return search_cost(op, d, g);
+		if (op->ssm_state_B > 0)
+			return ssm_update_cost(op, g);
 		break;
 	}
 	return gpu_memory_op(g, op->read_B, op->write_B, op->vec_flops,
@@ -305,7 +331,7 @@ struct memo_key {
 	int variant;		/* 0 g, 1 captured, 2 fast, 3 captured fast */
 	int kern, dense_mha, weight_B_base;
 	double m, n, k, batch, groups;
-	double read_B, write_B, vec_flops, h2d_B, search_rows;
+	double read_B, write_B, vec_flops, h2d_B, search_rows, ssm_state_B;
 };
 
 struct infer_cost_memo {
@@ -392,6 +418,7 @@ static struct gpu_cost memo_cost(struct infer_cost_memo *m,
 	key.vec_flops = op->vec_flops;
 	key.h2d_B = op->h2d_B;
 	key.search_rows = op->search_rows;
+	key.ssm_state_B = op->ssm_state_B;
 	hit = htab_get(m->t, &key, sizeof(key));
 	if (hit) {
 		m->hits++;

@@ -20,10 +20,25 @@
  *              chunk states read and written (nc H' P N 4)
  *   state      decoding: selective_state_update reads and writes the
  *              sequence's SSM state H' P N ssm_B, 6 FLOPs an element
- *              (decay, dt B x, C h, D x)
+ *              (decay, dt B x, C h, D x); the state's bytes at the GPU's
+ *              ssm_update_bandwidth (below), the rest streaming
  *   gate+norm  y silu(z) and the grouped RMSNorm: read 2 T d_inner' B,
  *              write T d_inner' B
  *   out_proj   GEMM m = T, n = h, k = d_inner', its TP all-reduce
+ *
+ * The state update is one Triton kernel (mamba_ssm's
+ * _selective_scan_update_kernel, which vLLM, SGLang and TensorRT-LLM's
+ * PyTorch backend each carry a copy of: vllm/model_executor/layers/
+ * mamba/ops/mamba_ssm.py, tensorrt_llm/_torch/modules/mamba/
+ * selective_state_update.py), a grid of (ceil(P / BLOCK_SIZE_M), sequences,
+ * H') programs, each loading a BLOCK_SIZE_M x N tile of fp32 state,
+ * updating it and storing it back. Its launch configuration is fixed by
+ * N (BLOCK_SIZE_M 4 and 4 warps for N = 128: a 2 KiB tile a 128-thread
+ * program), and at that configuration vLLM's own benchmark measured it
+ * well below the streaming rate on H200 (vllm-project/vllm pull 44251:
+ * 2.84 TB/s, configs/gpus/h200.yaml ssm_update_bandwidth); later vLLM
+ * releases load tuned per-GPU configurations (pulls 43083, 44251) that
+ * reach ~3.7 TB/s there, not modelled: the engine presets are 0.9-0.10.
  *
  * The scan and the state update are marked attention: like the attention
  * kernels they take per-sequence state, and vLLM's piecewise CUDA graphs
@@ -114,8 +129,10 @@ void infer_mamba_ops(const struct infer_dims *d, const struct infer_batch *b,
 		op = infer_op_mem(o, "selective_state_update",
 				  S + seqs * c * B, S + seqs * di * B,
 				  6 * seqs * H * P * N);
-		if (op)
+		if (op) {
 			op->attention = 1;
+			op->ssm_state_B = 2 * S;
+		}
 	}
 	infer_op_mem(o, "gated_norm", 2 * t * di * B, t * di * B,
 		     (ACT_FLOPS + NORM_FLOPS) * t * di);

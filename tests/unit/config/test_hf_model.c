@@ -597,6 +597,27 @@ Test(hf_model, nemotron_h_pattern_and_mamba_keys)
 	cr_assert_eq(model_mamba_inner(m), 512);
 	cr_assert_eq(m->head_dim, 64);	/* Nemotron-H's attention_head_dim */
 	cr_assert_eq(m->chunk_size, 64);	/* mamba_chunk_size */
+	/* no rotary in NemotronHAttention (vLLM nemotron_h.py) */
+	cr_assert_eq(m->position_embedding, POS_NONE);
+	tmpdir_remove(dir);
+}
+
+/* A nemotron_h file that names its position embedding keeps it; another
+ * model_type without the key keeps the schema's rope. */
+Test(hf_model, nemotron_h_position_embedding_only_by_default)
+{
+	char dir[64], path[256];
+	const struct model_spec *m = load(write_json(dir, path, NEMO_HEAD
+		" \"num_hidden_layers\": 2, \"hybrid_override_pattern\":"
+		" \"M*\", \"position_embedding\": \"rope\"}"));
+
+	cr_assert_eq(m->position_embedding, POS_ROPE);
+	tmpdir_remove(dir);
+	m = load(write_json(dir, path, "{\"model_type\": \"llama\","
+		" \"hidden_size\": 256, \"num_attention_heads\": 4,"
+		" \"num_key_value_heads\": 2, \"intermediate_size\": 512,"
+		" \"vocab_size\": 1000, \"num_hidden_layers\": 2}"));
+	cr_assert_eq(m->position_embedding, POS_ROPE);
 	tmpdir_remove(dir);
 }
 

@@ -221,6 +221,33 @@ Test(gpu, mi300x_graph_node_is_graphbench_slope)
 	arena_release(&a);
 }
 
+/* The AMD GPUs' replayed kernel is the HIP runtime's measured graph node:
+ * mi300x's GraphBench slope (12614.591 - 6327.124) / 4096 = 1.53503 us,
+ * written 1.535 us (test above); mi325x (the same gfx942 die) and mi355x
+ * (gfx950, the same HIP runtime; round 40: it had NVIDIA's hw §4.3 1 us)
+ * take it, so a replayed 12-kernel decode layer costs 12 x 1.535 =
+ * 18.42 us of launch on each. */
+Test(gpu, amd_graph_node_is_the_hip_runtime_slope)
+{
+	static const char *const amd[] = {"mi300x", "mi325x", "mi355x"};
+	double slope = (12614.591 - 6327.124) / (8192 - 4096) * 1e-6;
+	struct arena a;
+	struct gpu_spec g;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < sizeof(amd) / sizeof(amd[0]); i++) {
+		cr_assert_eq(load(&a, amd[i], &g), 0, "%s", amd[i]);
+		cr_assert_float_eq(g.kernel_launch_graph_s, 1.535e-6, 1e-15,
+				   "%s", amd[i]);
+		cr_assert_float_eq(12 * g.kernel_launch_graph_s, 18.42e-6,
+				   1e-12, "%s", amd[i]);
+		cr_assert(fabs(g.kernel_launch_graph_s - slope) < 1e-10,
+			  "%s", amd[i]);
+	}
+	arena_release(&a);
+}
+
 /* B200's replayed kernel, derived (b200.yaml) from TensorRT-LLM's own
  * CUDA-graph timed NVFP4 CUTLASS fused MoE at Qwen3-235B's shape, ep 8
  * (results/reference/kernels/aic-b200-trtllm-moe-nvfp4-qwen3-235b.tsv):

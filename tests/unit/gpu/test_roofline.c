@@ -194,3 +194,22 @@ Test(gpu, scatter_add_bytes_move_at_the_atomic_rate)
 	g.scatter_add_Bps = 6e12;
 	cr_assert_eq(gpu_scatter_add_extra_s(&g, 134217728), 0);
 }
+
+Test(gpu, ssm_state_bytes_move_at_the_update_rate)
+{
+	struct gpu_spec g;
+
+	gpu_fixture_toy(&g);
+	/* No ssm_update_bandwidth: the state streams, nothing extra. */
+	cr_assert_eq(gpu_ssm_update_extra_s(&g, 4294967296.0), 0);
+	/* H200's 2.84 TB/s against the toy's 5 TB/s HBM: the 4,294,967,296
+	 * B of state of 1024 Nano sequences (read and written) take
+	 * 4294967296 / 2.84e12 = 1.5123 ms instead of 4294967296 / 5e12 =
+	 * 0.8590 ms: 0.6533 ms more. */
+	g.ssm_update_Bps = 2.84e12;
+	cr_assert(gpu_fixture_near(gpu_ssm_update_extra_s(&g, 4294967296.0),
+				   6.5333e-4, 1e-4));
+	/* A rate at or past the stream's is never a speed-up: 0. */
+	g.ssm_update_Bps = 5e12;
+	cr_assert_eq(gpu_ssm_update_extra_s(&g, 4294967296.0), 0);
+}

@@ -154,8 +154,81 @@ Test(mamba, serving_state_and_decode_ops)
 	cr_assert_not_null(su);
 	fixture_assert_close(su->read_B, 8 * (32.0 * 64 * 128 * 4) +
 			     8 * 3072.0 * 2);
+	/* the state's bytes both ways: 2 x 8 x 1,048,576 */
+	fixture_assert_close(su->ssm_state_B, 16777216.0);
 	cr_assert_null(fixture_infer_op(&o, "ssd_chunk_scan"),
 		       "no prompt chunk in a decode step");
+	arena_release(&a);
+}
+
+/* The cost unit's op named `name` (NULL where u has none). */
+static const struct infer_cost_op *cost_op(const struct infer_unit *u,
+					   const char *name)
+{
+	int i;
+
+	for (i = 0; i < u->n; i++)
+		if (strcmp(u->op[i].name, name) == 0)
+			return &u->op[i];
+	return NULL;
+}
+
+/*
+ * The decode state update at the GPU's ssm_update_bandwidth (infer_cost.c
+ * ssm_update_cost; configs/gpus/h200.yaml: 2.84 TB/s, vLLM's benchmark of
+ * the kernel's default launch configuration). The recipe's H200, tp 1,
+ * 1024 decoding sequences: state S = 1024 x 64 x 64 x 128 x 4 =
+ * 2,147,483,648 B read and as much written (ssm_state_B 4,294,967,296);
+ * x, B, C read 1024 x 6144 x 2 = 12,582,912 B, y written 1024 x 4096 x 2
+ * = 8,388,608 B: 4,315,938,816 B in all. Streamed at 4.8 TB/s x 0.87 =
+ * 4.176 TB/s that is 1.0335 ms; the state's bytes at 2.84 TB/s instead
+ * add 4,294,967,296 x (1 / 2.84e12 - 1 / 4.176e12) = 0.4838 ms: 1.5173 ms
+ * plus the launch. Without the key the whole op streams (1.0335 ms plus
+ * the launch): the same op 0.4838 ms faster.
+ */
+Test(mamba, serving_state_update_at_the_measured_rate)
+{
+	struct arena a;
+	const struct job_spec *j;
+	struct gpu_spec g;
+	struct infer_dims d;
+	struct infer_kind k;
+	struct infer_batch b;
+	struct infer_ops o;
+	struct infer_unit u;
+	const struct infer_op *su;
+	const struct infer_cost_op *c;
+	double with_s, stream_s, extra_s = 4294967296.0 *
+		(1 / 2.84e12 - 1 / (4.8e12 * 0.87));
+
+	arena_init(&a);
+	j = fixture_load_job(&a, SERVE, NULL, 0);
+	g = *j->system->gpu;
+	fixture_assert_close(g.ssm_update_Bps, 2.84e12);
+	infer_dims_from_job(j, &g, &d);
+	infer_kind_of(j, 0, &k);
+	cr_assert_eq(k.block, BLOCK_MAMBA);
+	memset(&b, 0, sizeof(b));
+	cr_assert_eq(infer_batch_add(&b, 1024, 1, 1000, 0, 1), 0);
+	infer_layer_ops(&d, &b, &k, NULL, &o);
+	su = fixture_infer_op(&o, "selective_state_update");
+	cr_assert_not_null(su);
+	fixture_assert_close(su->ssm_state_B, 4294967296.0);
+	fixture_assert_close(su->read_B + su->write_B, 4315938816.0);
+	infer_cost(&o, &d, &b, &k, &g, IGRAPH_NONE, &u);
+	c = cost_op(&u, "selective_state_update");
+	cr_assert_not_null(c);
+	with_s = c->time_s - g.kernel_launch_s;
+	cr_assert(fixture_near(with_s, 4315938816.0 / (4.8e12 * 0.87) +
+			       extra_s, 1e-9), "got %g s", with_s);
+	cr_assert(fixture_near(with_s, 1.5173e-3, 1e-4), "got %g s", with_s);
+	g.ssm_update_Bps = 0;
+	infer_cost(&o, &d, &b, &k, &g, IGRAPH_NONE, &u);
+	c = cost_op(&u, "selective_state_update");
+	stream_s = c->time_s - g.kernel_launch_s;
+	cr_assert(fixture_near(stream_s, 4315938816.0 / (4.8e12 * 0.87),
+			       1e-9), "got %g s", stream_s);
+	cr_assert(fixture_near(with_s - stream_s, extra_s, 1e-6));
 	arena_release(&a);
 }
 
