@@ -765,8 +765,8 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 
 /* What rank r's held actions (c->held) save a schedule run against
  * its work at the gathering forward and backward times: sum over its
- * forwards and backwards whose chunk is still gathered (est_pipe.c
- * step_of has the rule) of f_s - f_held[s], b_s - b_held[s]. -1 when
+ * forwards and backwards whose chunk is still gathered (est_pipe_order.c
+ * step_at has the rule) of f_s - f_held[s], b_s - b_held[s]. -1 when
  * out of memory. */
 static double held_saving(const struct est_cand *c, int64_t r)
 {
