@@ -454,9 +454,11 @@ static void ring_pipe(struct algo_ctx *x, uint32_t K)
 {
 	double P = x->g.p;
 
-	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE)
+	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE) {
 		chain_pipe(x);
-	else if (x->c->op == COLL_ALLREDUCE)
+		return;
+	}
+	if (x->c->op == COLL_ALLREDUCE)
 		algo_pipe(x, (struct pipe_shape){ P, 2 * (P - 1), 1, 0 }, K);
 	else if (x->c->op == COLL_ALLGATHER || x->c->op == COLL_REDUCESCATTER)
 		algo_pipe(x, (struct pipe_shape){ P, P - 1, 1, 0 }, K);
