@@ -239,6 +239,14 @@ static const struct schema_field engine_fields[] = {
 		  "none (the bf16 GEMM rate) or marlin (vLLM's "
 		  "fused_marlin_moe, at the GPU's weight_only_moe_efficiency "
 		  "marlin)" },
+	{ .key = "weight_only_linear_kernel", .type = ST_ENUM,
+	  .offset = OFF(weight_only_linear_kernel),
+	  .values = engine_wo_moe_names, .def = "none",
+	  .help = "GEMM of dense linear layers whose weights alone are "
+		  "quantized (FP8 weights, bf16 inputs on a GPU without FP8 "
+		  "MMAs): none (the bf16 GEMM's tiles and rate) or marlin "
+		  "(vLLM's Marlin linear, gptq_marlin_gemm, at the GPU's "
+		  "weight_only_linear_efficiency)" },
 	{ .key = "fp8_block_moe_kernel", .type = ST_ENUM,
 	  .offset = OFF(fp8_block_moe_kernel),
 	  .values = engine_fp8_block_moe_names, .def = "none",

@@ -356,6 +356,9 @@ struct engine_spec {
 	int moe_kernels;			/* enum engine_moe_kernels */
 	int weight_only_moe_kernel;		/* enum engine_wo_moe: the kernel of experts
 						 * whose weights alone are quantized */
+	int weight_only_linear_kernel;		/* enum engine_wo_moe: the kernel of dense
+						 * linear layers whose weights alone are
+						 * quantized (marlin: vLLM's Marlin linear) */
 	int fp8_block_moe_kernel;		/* enum engine_fp8_block_moe: block-scaled
 						 * fp8 experts' kernel (not cutlass) */
 	int dsa_kernel;				/* enum engine_dsa_kernel: DSA prompt

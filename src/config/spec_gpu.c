@@ -368,6 +368,15 @@ static const struct schema_field gpu_fields[] = {
 		  "the clock-scaled bf16 matrix peak its grouped GEMMs reach "
 		  "in compute-bound tiles: the mainloop dequantizes every "
 		  "weight it loads (absent: the bf16 GEMM efficiency)" },
+	{ .key = "weight_only_linear_efficiency", .type = ST_NUM,
+	  .offset = OFF(weight_only_linear_eff), .min = 0, .max = 1,
+	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .help = "the fraction of the clock-scaled bf16 matrix peak that "
+		  "the engine's weight-only dense GEMM kernel (engine "
+		  "weight_only_linear_kernel marlin: vLLM's Marlin linear, "
+		  "FP8 weights on a GPU without FP8 MMAs) reaches past a few "
+		  "rows; its striped partition fills the SMs, so no tile "
+		  "waves (absent: the bf16 GEMM's tiles and efficiency)" },
 	{ .key = "attention", .type = ST_SECTION, .offset = OFF(attention),
 	  .sub = &gpu_attention_schema, .flags = SF_OPTIONAL,
 	  .help = "fused attention efficiency and work-unit size" },

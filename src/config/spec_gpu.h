@@ -204,6 +204,11 @@ struct gpu_spec {
 						     * gpu_wo_kernel): the fraction of the clock-
 						     * scaled bf16 peak its dequantizing mainloop
 						     * reaches; 0 = not known (the bf16 GEMM rate) */
+	double weight_only_linear_eff;		/* the engine's weight-only dense GEMM kernel
+						 * (spec_engine.h weight_only_linear_kernel:
+						 * vLLM's Marlin linear): the fraction of the
+						 * clock-scaled bf16 peak it reaches past a
+						 * few rows; 0 = not known (the bf16 GEMM) */
 	struct gpu_attention_spec attention;	/* fused attention kernels */
 	double chunk_fwd_efficiency;		/* fraction of the clock-scaled bf16 peak that the
 						 * Triton chunked linear-recurrence kernels (Mamba-2

@@ -181,9 +181,11 @@ struct gpu_gemm_dtypes {
 				 * gpu.gemm_split_k_kernels says */
 	double min_tile_m;	/* grouped: fewest tile rows the kernel offers;
 				 * 0 = any gemm_tile_m */
-	double efficiency;	/* grouped: the kernel's fraction of the
-				 * clock-scaled peak at compute (a weight-only
-				 * kernel's, gpu weight_only_moe_efficiency);
+	double efficiency;	/* the kernel's fraction of the clock-scaled
+				 * peak at compute (a weight-only kernel's:
+				 * grouped, gpu weight_only_moe_efficiency;
+				 * dense, weight_only_linear_efficiency, run
+				 * as a roofline without tiles, gpu_gemm.c);
 				 * 0 = the GPU's GEMM efficiency there */
 	const int64_t *tile_m;	/* grouped, efficiency > 0: output-tile rows
 				 * the kernel offers besides gemm_tile_m

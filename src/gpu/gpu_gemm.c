@@ -110,6 +110,16 @@
  * Without tile data the model is the plain roofline
  *     t = t_launch + max(2 m n k batch / R, W / B_l).
  *
+ * Weight-only kernels (gpu_gemm_q with efficiency e > 0: vLLM's Marlin
+ * linear, FP8 or INT4 weights dequantized to bf16 in the mainloop) take
+ * that roofline at R = e x the clock-scaled peak, no tiles: Marlin
+ * partitions its tiles over the SMs in stripes that may span column
+ * slices ("good SM utilization on most matrix shapes", IST-DASLab/marlin
+ * README), and above 64 rows runs its 64-row kernel over the rows in
+ * turn (the author, IST-DASLab/marlin issue #2), so its rate is flat in
+ * m: the GPU's weight_only_linear_efficiency is that rate. A few rows
+ * stay memory-bound on the packed weights (W / B_l).
+ *
  * Constants: BM, BN, t_0, t_k, t_launch, R and B_l are per-GPU data
  * (configs/gpus/) with their sources there; 4 B is the FP32 accumulator.
  * Range: dense GEMMs with vendor-library kernels. Stream-K kernels balance
@@ -292,7 +302,8 @@ static double result_bytes(enum dtype dt)
  * serving level is HBM whatever the working set; one_kernel: a split
  * along k is summed in the kernel whatever the library would do. */
 static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
-				 struct gemm_problem *p, int cold, int one_kernel)
+				 struct gemm_problem *p, int cold, int one_kernel,
+				 double eff)
 {
 	struct gemm_plan best, cand;
 	struct gpu_cost c;
@@ -305,7 +316,8 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 	l = cold ? GPU_LEVEL_HBM : gpu_serving_level(g, ws);
 	p->bw_Bps = gpu_level_bandwidth_Bps(g, l);
 	p->units = (double)g->compute_units;
-	p->unit_flops = gpu_sustained_flops(g, dt) / p->units;
+	p->unit_flops = (eff > 0 ? gpu_clock_peak_flops(g, dt) * eff :
+				   gpu_sustained_flops(g, dt)) / p->units;
 	p->wave_overhead_s = g->gemm_tile_overhead_s;
 	p->tile_Bps = g->gemm_tile_Bps[dt];
 	p->overlap_epilogue = g->gemm_accumulator_stages >= 2;
@@ -313,13 +325,13 @@ static struct gpu_cost gemm_cost(const struct gpu_spec *g, enum dtype dt,
 		     (double)(g->gemm_split_k_kernels - 1) *
 		     g->kernel_launch_s : 0;
 	best = plan_roofline(p, ws);
-	for (i = 0; i < g->gemm_tile_m.n; i++) {
+	for (i = 0; !(eff > 0) && i < g->gemm_tile_m.n; i++) {
 		cand = plan_splits(p, (double)g->gemm_tile_m.v[i],
 				   (double)g->gemm_tile_n.v[i]);
 		if (i == 0 || plan_weight(p, &cand) < plan_weight(p, &best))
 			best = cand;
 	}
-	if (g->gemm_tile_m.n > 0)
+	if (g->gemm_tile_m.n > 0 && !(eff > 0))
 		best.time_s += g->gemm_kernel_overhead_s;
 	if (best.split > 1 && !one_kernel && g->gemm_split_k_kernels > 1)
 		launches = (int)g->gemm_split_k_kernels;
@@ -385,7 +397,7 @@ struct gpu_cost gpu_gemm(const struct gpu_spec *g, enum dtype dt, double m,
 	p.m = m, p.n = n, p.k = k, p.batch = batch;
 	p.b_a = p.b_b = dtype_bytes(dt);
 	p.b_out = result_bytes(dt);
-	return gemm_cost(g, dt, &p, 0, 0);
+	return gemm_cost(g, dt, &p, 0, 0, 0);
 }
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
@@ -400,9 +412,12 @@ struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,
 		return zero;
 	if (!(q->a_B > 0) || !(q->b_B > 0) || !(q->c_B > 0))
 		BUG("GEMM operand without a byte width");
+	if (!(q->efficiency >= 0 && q->efficiency <= 1))
+		BUG("GEMM efficiency outside [0, 1]");
 	p.m = m, p.n = n, p.k = k, p.batch = batch;
 	p.b_a = q->a_B;
 	p.b_b = q->b_B;
 	p.b_out = q->c_B;
-	return gemm_cost(g, q->compute, &p, q->b_cold, q->one_kernel);
+	return gemm_cost(g, q->compute, &p, q->b_cold, q->one_kernel,
+			 q->efficiency);
 }

@@ -346,6 +346,14 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	 * runs block-scaled kernels, which promote every k block. */
 	d->fp8_fast_accum = s->engine && s->engine->fp8_fast_accum &&
 			    m->quantization.method != QUANT_FP8;
+	/* FP8 weights on a GPU without FP8 MMAs: vLLM's Fp8LinearMethod
+	 * runs them through Marlin (use_marlin = not capability 8.9;
+	 * apply_fp8_marlin_linear: gptq_marlin_gemm with float8_e4m3fn
+	 * weights, bf16 inputs), the block scales as 128-wide groups
+	 * (marlin_utils_fp8.py prepare_fp8_layer_for_marlin) */
+	d->wo_linear_eff = s->engine && s->engine->weight_only_linear_kernel ==
+					     ENGINE_WO_MOE_MARLIN ?
+			   g->weight_only_linear_eff : 0;
 	d->multi_step = s->engine ? (int)s->engine->multi_step : 1;
 	d->moe_model = model_is_moe(m);
 	if (d->moe_model)

@@ -233,6 +233,11 @@ struct infer_dims {
 	int skinny_rows_base;	/* unquantized GEMMs of <= rows: one kernel */
 	int fp8_fast_accum;	/* dense fp8 GEMMs in Hopper's fast-
 				 * accumulation mode (the engine's) */
+	double wo_linear_eff;	/* dense GEMMs whose weights alone are
+				 * quantized: the engine's weight-only
+				 * kernel's efficiency on this GPU (gpu
+				 * weight_only_linear_efficiency), 0 = the
+				 * bf16 GEMM (infer_cost.c) */
 	int multi_step;		/* decode steps per scheduler call */
 	int moe_model;		/* some layers have routed experts */
 	struct infer_moe moe;	/* their experts */

@@ -250,7 +250,11 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 					 d->weight == d->base
 					 ? d->skinny_rows_base : d->skinny_rows);
 		q.min_tile_m = 0;
-		q.efficiency = 0;
+		/* weights alone quantized (narrower than the inputs): the
+		 * engine's weight-only kernel where the GPU gives its rate */
+		q.efficiency = !op->weight_B_base &&
+			       q.b_B < dtype_bytes(q.compute) ?
+			       d->wo_linear_eff : 0;
 		q.tile_m = NULL;
 		q.ntile_m = 0;
 		q.tile_n = 0;

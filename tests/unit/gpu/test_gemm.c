@@ -410,3 +410,42 @@ Test(gpu, gemm_tile_bandwidth_above_the_level_changes_nothing)
 	cr_assert(gpu_fixture_near(b.time_s, a.time_s, 1e-12),
 		  "%g vs %g s", b.time_s, a.time_s);
 }
+
+/*
+ * A weight-only kernel (gpu_gemm_q efficiency > 0: vLLM's Marlin linear,
+ * gpu weight_only_linear_efficiency) is the roofline at that share of the
+ * clock-scaled peak, without tiles (Marlin's striped partition; its rate
+ * is flat in m past 64 rows, gpu_gemm.c). Toy GPU: clock-scaled bf16 peak
+ * 1000 x 1000 / 2000 = 500 TFLOP/s, x 0.2 = 100 TFLOP/s; HBM 5 TB/s (the
+ * weights are cold). Weights 1 B, inputs and outputs 2 B; n = k = 4096:
+ *   m = 4096: 2 x 4096^3 = 137.439 GFLOP / 1e14 = 1374.39 us; bytes
+ *     33,554,432 + 16,777,216 + 33,554,432 = 83.9 MB / 5e12 = 16.8 us
+ *     -> 1374.39 us
+ *   m = 100: 2 x 100 x 4096^2 = 3.3554 GFLOP -> 33.554 us (bytes 18.4 MB,
+ *     3.68 us): 4096 / 100 = 40.96 times less, no 128-row tile padding
+ *   m = 1: 33.55 MFLOP -> 0.34 us; bytes 8192 + 16,777,216 + 8192 =
+ *     16,793,600 / 5e12 = 3.3587 us: memory-bound on the weights
+ * The same GEMM at efficiency 0 keeps the tile model (m = 4096: 1024
+ * tiles, 11 waves of t_c = 2 x 128^2 x 4096 / 4e12 = 33.554 us, their
+ * loads under it, the epilogues 10 x 0.6554 + 0.1573 us): 375.81 us.
+ */
+Test(gpu, gemm_weight_only_kernel_is_a_roofline_at_its_efficiency)
+{
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2, .b_B = 1,
+				     .c_B = 2, .b_cold = 1, .efficiency = 0.2};
+	double big, mid, one, tiles;
+
+	gpu_fixture_toy(&g);
+	big = gpu_gemm_q(&g, &q, 4096, 4096, 4096, 1).time_s;
+	mid = gpu_gemm_q(&g, &q, 100, 4096, 4096, 1).time_s;
+	one = gpu_gemm_q(&g, &q, 1, 4096, 4096, 1).time_s;
+	cr_assert(gpu_fixture_near(big, 1374.39e-6, 1e-5), "got %g s", big);
+	cr_assert(gpu_fixture_near(mid, 33.554e-6, 1e-4), "got %g s", mid);
+	cr_assert(gpu_fixture_near(big / mid, 40.96, 1e-9), "ratio %g",
+		  big / mid);
+	cr_assert(gpu_fixture_near(one, 3.3587e-6, 1e-4), "got %g s", one);
+	q.efficiency = 0;
+	tiles = gpu_gemm_q(&g, &q, 4096, 4096, 4096, 1).time_s;
+	cr_assert(gpu_fixture_near(tiles, 375.81e-6, 1e-4), "got %g s", tiles);
+}
