@@ -134,6 +134,13 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 			       d->moe.block_rate;
 		q.ntile_m = 0;
 	}
+	/* 16-bit experts on vLLM's Triton fused_moe without a tuned
+	 * config: get_default_config's tile at the GPU's measured
+	 * efficiency for it (triton_moe_default_efficiency) */
+	if (q.efficiency == 0 && d->moe.default_eff > 0) {
+		q.efficiency = d->moe.default_eff;
+		q.ntile_m = 0;
+	}
 	q.tile_n = d->moe.wo_tile_n;
 	q.tile_cover = d->moe.wo_tile_cover;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
