@@ -12,6 +12,12 @@
  * rows whose busbw printed as 0.00 (no defined error), are shown and not
  * scored. `gated: false` marks a table shown and not gated (a measurement
  * outside the issue's reference set: valid_report.c skips its gates).
+ * `engine_kernel_max_B: N` marks a table measured through an engine's
+ * own op that runs its own kernels, not the library's, up to N bytes
+ * (TensorRT-LLM's AllReduce AUTO: its one-/two-shot kernels by its
+ * strategy table, NCCL above): rows of size <= N are shown with the
+ * library's prediction and not scored, since the library does not run
+ * them.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -40,6 +46,7 @@ struct ref {
 	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
 	uint32_t ranks;
+	double engine_max_B;		/* rows <= it: the engine's kernels; 0 none */
 	double size_B[MAX_ROWS];	/* B */
 	double time_us[MAX_ROWS];	/* us, 0 = not published */
 	double busbw_GBps[MAX_ROWS];	/* GB/s */
@@ -108,7 +115,7 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		    struct diag *d)
 {
 	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
-	const char *op, *ranks, *algo, *gated;
+	const char *op, *ranks, *algo, *gated, *engine;
 	double x = 0;
 
 	if (!doc)
@@ -120,6 +127,7 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	ranks = scalar(doc, "ranks");
 	algo = scalar(doc, "algorithm");
 	gated = scalar(doc, "gated");
+	engine = scalar(doc, "engine_kernel_max_B");
 	rows = cnode_get(doc, "rows");
 	r->op = op ? schema_name_index(coll_op_names, op) : -1;
 	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
@@ -142,6 +150,15 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		return -1;
 	}
 	r->ranks = ranks ? (uint32_t)x : 0;
+	r->engine_max_B = 0;
+	if (cnode_get(doc, "engine_kernel_max_B") &&
+	    (!engine || !valid_parse_number(engine, 0, 1, &r->engine_max_B))) {
+		cnode_error(d, cnode_get(doc, "engine_kernel_max_B"),
+			    "'engine_kernel_max_B': expected a whole number "
+			    "of bytes >= 0, got '%s'", engine ? engine :
+			    "a mapping or list");
+		return -1;
+	}
 	if (!r->id || !r->system || r->op < 0 || r->ranks == 0 || !rows ||
 	    rows->kind != CNODE_SEQ) {
 		diag_error(d, path, 0, 0, "expected 'id', 'system', 'op', "
@@ -171,6 +188,11 @@ static int add_row(struct valid_table *t, const struct ref *r, int i,
 		snprintf(v->note, sizeof(v->note), "%s", v->measured > 0 ?
 			 "(outside 1 KiB - 8 GiB, not scored)" :
 			 "(measured 0.00, not scored)");
+	} else if (s <= r->engine_max_B) {
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "engine kernel, not scored; "
+			 "%s/%s %.2f us", p->algorithm, p->protocol,
+			 p->time_s * 1e6);
 	}
 	return 0;
 }

@@ -420,6 +420,17 @@ static const struct schema_field framework_fields[] = {
 		  "ring-wise (p2p), each step's output merged in fp32 by "
 		  "PyTorch ops, the backward's dQ, dK and dV accumulated in "
 		  "fp32 and dK/dV passed ring-wise in fp32 (all-to-all)" },
+	{ .key = "cp_torch_compiled", .type = ST_BOOL,
+	  .offset = FOFF(cp_torch_compiled), .def = "false",
+	  .help = "with cp_torch_sdpa: the SDPA runs inside a torch.compile'd "
+		  "region (torchtitan compiles each block, fullgraph), so "
+		  "AOTAutograd traces the ring: a functional collective's "
+		  "wait follows it at once and inductor does not move it "
+		  "(reorder_for_compute_comm_overlap off by default), so every "
+		  "K/V gather and dK/dV pass waits on the compute stream; the "
+		  "fp32 merges and gradient sums are each one fused kernel and "
+		  "the all_gather rotater's unused K/V concatenations are "
+		  "dropped (ignored without cp_torch_sdpa)" },
 	{ .key = "pp_lockstep", .type = ST_BOOL,
 	  .offset = FOFF(pp_lockstep), .def = "false",
 	  .help = "interleaved 1F1B in lock step (torch.distributed."

@@ -401,6 +401,9 @@ struct framework_spec {
 	int cp_torch_sdpa;			/* CP as torch.distributed.tensor.
 						 * experimental.context_parallel runs
 						 * SDPA (attn_cp.c torch_cp) */
+	int cp_torch_compiled;			/* that SDPA inside a torch.compile'd
+						 * region: its collectives waited at
+						 * once, its merges fused (attn_cp.c) */
 	int pp_lockstep;			/* interleaved 1F1B as torch.distributed.
 						 * pipelining's PipelineScheduleMulti runs
 						 * it: one action a time step, each step's

@@ -197,6 +197,10 @@ struct gpu_gemm_dtypes {
 				 * rows a group gets (the smallest at or above
 				 * them, the largest past all; tile_m rising),
 				 * not the fastest of all tiles */
+	double cover_rows;	/* tile_cover: the rows a group the rule
+				 * counts, as a multiple of the mean rows a
+				 * group gets (a kernel that counts rows it
+				 * does not run); 0 = 1 */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

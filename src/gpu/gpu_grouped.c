@@ -199,7 +199,10 @@ static double result_bytes(enum dtype dt)
  * the last when none is. triton_kernels' matmul_ogs (opt_flags.py
  * make_default_opt_flags_nvidia) sets block_m = max(16,
  * min(next_power_of_2(tokens_per_expt), 128)) from the expected rows an
- * expert gets, m // n_expts_tot, without timing the others. */
+ * expert gets, m // n_expts_tot, without timing the others. The rows the
+ * rule counts are q->cover_rows times the mean a group gets (m counts
+ * routing entries the kernel skips where a caller prunes them in place:
+ * infer_moe.c wo_kernel). */
 static double cover_tile_m(const struct gpu_gemm_dtypes *q,
 			   const struct gpu_gemm_group *groups,
 			   size_t ngroups)
@@ -210,10 +213,40 @@ static double cover_tile_m(const struct gpu_gemm_dtypes *q,
 	for (i = 0; i < ngroups; i++)
 		rows += groups[i].m;
 	rows /= (double)ngroups;
+	if (q->cover_rows > 0)
+		rows *= q->cover_rows;
 	for (i = 0; i + 1 < q->ntile_m; i++)
 		if ((double)q->tile_m[i] >= rows)
 			break;
 	return (double)q->tile_m[i];
+}
+
+/* A kernel that picks its tile by rule (q->tile_cover: triton_kernels'
+ * matmul_ogs) launches its worst-case grid, not the tiles the groups
+ * fill: routing_data.n_blocks(M, block_m) row blocks, M itself where
+ * M <= E, else ceil((M - E + 1) / block_m) + E - 1, for M routed rows
+ * over E experts (M the rows the rule counts: q->cover_rows x the
+ * groups' rows), each across ceil(n / block_n) column blocks; a block
+ * past its expert's rows finds -1 in block_pid_map and exits (matmul_ogs
+ * .py, routing.py; on Hopper with MXFP4 weights the non-persistent
+ * kernel runs, "hopper w/ mxfp4 doesn't support TMA", so every block is
+ * launched). The empty blocks take the GPU's per-wave overhead, a wave
+ * of one a unit: their time. */
+static double empty_blocks_s(const struct grouped *p,
+			     const struct gpu_gemm_dtypes *q, double bm,
+			     double bn)
+{
+	double rows = 0, real = 0, e = (double)p->n, m, launched, empty;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		rows += p->g[i].m;
+		real += ceil(p->g[i].m / bm);
+	}
+	m = rows * (q->cover_rows > 0 ? q->cover_rows : 1);
+	launched = m <= e ? ceil(m) : ceil((m - e + 1) / bm) + e - 1;
+	empty = fmax(0, launched - real) * ceil(p->g[0].n / bn);
+	return ceil(empty / p->units) * p->wave_overhead_s;
 }
 
 /* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
@@ -297,7 +330,9 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	if (best < 0)	/* no tile data: the roofline */
 		best = fmax(comp_s, mem_s);
 	else
-		best += g->gemm_kernel_overhead_s;
+		best += g->gemm_kernel_overhead_s +
+			(cover > 0 ? empty_blocks_s(&p, q, cover, q->tile_n)
+				   : 0);
 	c = gpu_make_cost(g, flops, ws, (int)l, 1, best, comp_s, mem_s);
 	c.tiles_per_unit = best_tiles / p.units;
 	return c;

@@ -268,7 +268,37 @@ static void a2a(struct layer_ops *o, enum layer_pass pass, int bwd,
  * fp32 sums (a torch.cat for the partial halves), dK/dV concatenated and
  * passed to the next rank in fp32 by an all-to-all permute, the next
  * step's add waiting for it; at the end dQ and the dK/dV that arrive
- * are cast back. */
+ * are cast back.
+ *
+ * Compiled (framework cp_torch_compiled: torchtitan's apply_compile,
+ * torch.compile(block, fullgraph=True) per TransformerBlock, pytorch/
+ * torchtitan @ 9dec370a parallelisms/parallelize_llama.py; the CP
+ * context is entered around the step, so dynamo inlines the patched
+ * SDPA and AOTAutograd traces DTensor's ring handler into the block's
+ * forward and backward graphs). Under tracing a functional collective
+ * returns wait_tensor(result) at once (torch/distributed/
+ * _functional_collectives.py _maybe_wrap_tensor: "wait_tensor() op is
+ * immediately called ... Compiled tracing currently relies on the
+ * compiler to perform this optimization"), and inductor moves waits only
+ * with reorder_for_compute_comm_overlap, False by default (torch/
+ * _inductor/config.py; torchtitan @ 9dec370a does not set it; the CP
+ * graph traced in pytorch/torchtitan PR #3305 reads all_gather_into_
+ * tensor, then wait_tensor on the next line): every K/V gather, p2p
+ * pass and dK/dV permute holds the compute stream until it ends, the
+ * next kernel waiting for it (step 0's SDPA for the gather, each later
+ * backward step's for the previous permute; p2p, each step's for the
+ * pass issued before it). Inductor fuses each chain of pointwise ops
+ * into one kernel and computes the inputs of a torch.cat straight into its
+ * output (config.py max_pointwise_cat_inputs): a merge is one kernel
+ * reading the running fp32 output and the step's output (on average
+ * 0.75 O of them: half the steps update half the queries) and, on those
+ * partial steps, copying the other half into the new tensor, and writing
+ * the whole fp32 output once (the last merge writes it in the output's
+ * dtype: the cast fused); the zero-filled fp32 sums fold into the first
+ * step's add; each step's dK/dV sum is written straight into the buffer
+ * the permute sends (no separate cat). The all_gather rotater ignores
+ * every buffer after the first (exchange_buffers gathers once), so the
+ * torch.cat of K and V at later steps is dead code: one cat a call. */
 static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		     const struct layer_dims *d, double model_flops)
 {
@@ -279,21 +309,24 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 	double Q = d->batch * s * hq * attn_dim_qk(d);
 	double O = d->batch * s * hq * layer_v_dim(d);
 	int lb = d->cpd.load_balance, ag = d->cpd.comm == CP_ALLGATHER;
-	int i, steps = (int)cp;
+	int cc = d->cpd.compiled, i, steps = (int)cp;
+	/* compiled: one K/V cat under all_gather (the later ones dead) */
+	double cats = cc && ag ? 1 : cp - 1;
 	const char *name = bwd ? "attn_bwd" : "attn";
 	int16_t in = lop_tail(o), last, kv_ready = in, dkv = LAYER_NONE;
 	struct gpu_attn_shape a;
 	struct layer_op *op;
 
-	if (bwd) {	/* grad_query, grad_key, grad_value: zeros_like, fp32 */
+	if (bwd && !cc) {	/* grad_query, grad_key, grad_value:
+				 * zeros_like, fp32 */
 		op = lop_memop(o, "cp_grad_zero", pass, 0, 4 * (Q + kv_el), 0);
 		op->k.launches = 3;
 		op->host_n = 3;
 	}
-	op = lop_memop(o, "cp_kv_cat", pass, (cp - 1) * kv_el * A,
-		       (cp - 1) * kv_el * A, 0);
-	op->k.launches = (int)(cp - 1);
-	op->host_n = (uint16_t)(cp - 1);
+	op = lop_memop(o, "cp_kv_cat", pass, cats * kv_el * A,
+		       cats * kv_el * A, 0);
+	op->k.launches = (int)cats;
+	op->host_n = (uint16_t)cats;
 	last = lop_tail(o);
 	if (ag) {	/* asynchronous: step 0 runs on the local block */
 		lop_coll(o, "cp_kv_allgather", pass, LG_CP, LS_CP,
@@ -301,23 +334,44 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		kv_ready = lop_tail(o);
 	}
 	for (i = 0; i < steps; i++) {
-		if (!ag && i > 0) {	/* the block of the rank before */
+		int16_t wait;	/* the collective step i's SDPA waits for */
+
+		/* p2p: the block of the rank before; eager, the one step i
+		 * uses (passed beside step i - 1); compiled, step i + 1's,
+		 * issued before step i (where torch issues it) and waited at
+		 * once */
+		if (!ag && (cc ? i + 1 < steps : i > 0)) {
 			op = lop_coll(o, "cp_kv_sendrecv", pass, LG_CP, LS_CP,
 				      COLL_SENDRECV, kv_el * A);
 			op->p2p_next = 1;
 			op->dep[0] = kv_ready;
 			kv_ready = lop_tail(o);
 		}
+		if (!cc)
+			wait = i > 0 ? kv_ready : in;
+		else	/* the CP stream's last call (a FIFO: all before
+			 * it done): the gather or pass just issued, or in
+			 * the backward the previous step's dK/dV permute */
+			wait = bwd && i > 0 && (ag || i + 1 == steps) ?
+			       dkv : kv_ready;
 		ring_block(d, hq, i, lb, s, &a);
 		op = attn_flash(d, o, name, pass, bwd, &a,
 				i == 0 ? model_flops : -1);
 		op->host = HOST_OP;
 		op->dep[0] = last;
-		op->dep[1] = i > 0 ? kv_ready : in;
+		op->dep[1] = wait;
 		last = lop_tail(o);
 		if (!bwd) {
 			if (i == 0)
 				continue;
+			if (cc) {	/* one fused kernel (above) */
+				op = lop_memop(o, "cp_sdpa_merge", pass,
+					       0.75 * (4 + A) * O + O,
+					       (i + 1 < steps ? 4 : A) * O,
+					       3 * O);
+				last = lop_tail(o);
+				continue;
+			}
 			/* full merge: reads O A + 20 O, writes 16 O; a
 			 * partial one half that and a cat of out (4 O) */
 			op = lop_memop(o, "cp_sdpa_merge", pass,
@@ -328,24 +382,44 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 			last = lop_tail(o);
 			continue;
 		}
-		/* dK/dV and dQ into the fp32 sums (+= of the bf16 step
-		 * gradients; the partial half's cat on average half the
-		 * steps), after the sum from the rank before arrived */
-		op = lop_memop(o, "cp_grad_accum", pass,
-			       (4 + A) * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
-			       4 * (Q + kv_el) + (i > 0 ? 2 * (Q + kv_el) : 0),
-			       Q + kv_el);
-		op->k.launches = i > 0 ? 4 : 3;
-		op->host_n = (uint16_t)op->k.launches;
+		if (cc) {
+			/* fused: dQ's sum and dK/dV's, written into the
+			 * buffer sent on; step 0 adds to no sum (the zeros
+			 * fold), later steps read the fp32 sums and the
+			 * step's gradients (0.75 of them on average: one of
+			 * dQ, dK/dV is half) */
+			op = lop_memop(o, "cp_grad_accum", pass,
+				       (i > 0 ? 4 + 0.75 * A : A) * (Q + kv_el),
+				       4 * (Q + kv_el), Q + kv_el);
+			op->k.launches = 2;
+			op->host_n = 2;
+		} else {
+			/* dK/dV and dQ into the fp32 sums (+= of the bf16
+			 * step gradients; the partial half's cat on average
+			 * half the steps), after the sum from the rank
+			 * before arrived */
+			op = lop_memop(o, "cp_grad_accum", pass,
+				       (4 + A) * (Q + kv_el) +
+				       (i > 0 ? 2 * (Q + kv_el) : 0),
+				       4 * (Q + kv_el) +
+				       (i > 0 ? 2 * (Q + kv_el) : 0),
+				       Q + kv_el);
+			op->k.launches = i > 0 ? 4 : 3;
+			op->host_n = (uint16_t)op->k.launches;
+		}
 		op->dep[1] = dkv;
 		last = lop_tail(o);
-		/* cat(dK, dV) in fp32, then the permute to the next rank */
-		lop_memop(o, "cp_dkv_cat", pass, 4 * kv_el, 4 * kv_el, 0);
+		/* cat(dK, dV) in fp32 (eager), then the permute to the
+		 * next rank */
+		if (!cc)
+			lop_memop(o, "cp_dkv_cat", pass, 4 * kv_el, 4 * kv_el,
+				  0);
 		op = lop_coll(o, "cp_dkv_sendrecv", pass, LG_CP, LS_CP,
 			      COLL_SENDRECV, 4 * kv_el);
 		op->p2p_next = 1;
 		dkv = lop_tail(o);
-		/* the next step's SDPA does not wait for the permute */
+		/* the next step's SDPA does not wait for the permute
+		 * (compiled: it does, above) */
 	}
 	if (bwd) {	/* dQ and the arriving dK/dV back to bf16 */
 		op = lop_memop(o, "cp_grad_cast", pass, 4 * (Q + kv_el),
@@ -354,7 +428,7 @@ static void torch_cp(struct layer_ops *o, enum layer_pass pass, int bwd,
 		op->host_n = 2;
 		op->dep[0] = last;
 		op->dep[1] = dkv;
-	} else {
+	} else if (!cc) {	/* compiled: fused into the last merge */
 		op = lop_memop(o, "cp_out_cast", pass, 4 * O, A * O, 0);
 		op->k.launches = 2;
 		op->host_n = 2;

@@ -148,6 +148,10 @@ struct infer_moe {
 	int wo_tile_cover;	/* the kernel runs the one wo_tile_m tile that
 				 * covers an expert's rows (engine
 				 * weight_only_moe_tile_pick cover) */
+	double wo_cover_rows;	/* the rows an expert the cover rule counts,
+				 * over those it gets (gpu_gemm_dtypes
+				 * cover_rows): ep under TensorRT-LLM's
+				 * TritonFusedMoE, else 1 */
 	double marlin_pad[2];	/* elements: MXFP4 experts under Marlin pad
 				 * the per-rank ffn [0] and the hidden size [1]
 				 * to multiples of these (engine

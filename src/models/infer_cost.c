@@ -150,6 +150,7 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	}
 	q.tile_n = d->moe.wo_tile_n;
 	q.tile_cover = d->moe.wo_tile_cover;
+	q.cover_rows = d->moe.wo_cover_rows;
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
 		       !d->moe.quant_in_op ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
@@ -273,6 +274,7 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		q.ntile_m = 0;
 		q.tile_n = 0;
 		q.tile_cover = 0;
+		q.cover_rows = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);

@@ -163,6 +163,21 @@
  * cites resolve_moe_backend, model_config.py @ 1.3.0rc20) at a rate of its
  * own (mxfp4_moe_kernel triton_trtllm). 0 where the engine or the GPU
  * says nothing (the bf16 GEMM rate, as before).
+ * Under EP, TritonFusedMoE's router (TritonEPRouter, fused_moe_triton.py,
+ * NVIDIA/TensorRT-LLM @ 00131d71) takes the top-k of every token the
+ * layer got (all attention-DP ranks' after the all-gather) and prunes the
+ * entries of other ranks' experts in place (prune_routing_ep: the
+ * bitmatrix shifted to the local slice, compaction moving the others to
+ * the end as -1), then routing_from_bitmatrix(.., n_expts_local,
+ * n_expts_act): the gather index keeps n_tokens x top-k entries.
+ * matmul_ogs sizes its block_m from tokens_per_expt = m // n_expts_tot
+ * with m that index's length and n_expts_tot the local experts
+ * (triton-lang/triton python/triton_kernels matmul_ogs_details/
+ * opt_flags.py make_default_opt_flags_nvidia; matmul_ogs.py: "if the
+ * activations are gathered, then M is number of gather indices"), and the
+ * second GEMM reads the first's n_tokens x top-k rows: under balanced
+ * routing a local expert gets n_tokens x top-k / E rows, the rule counts
+ * ep times that (wo_cover_rows = ep).
  */
 static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 		      struct infer_moe *e)
@@ -174,6 +189,7 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	e->wo_ntile_m = 0;
 	e->wo_tile_n = 0;
 	e->wo_tile_cover = 0;
+	e->wo_cover_rows = 1;
 	if (!en)
 		return;
 	e->wo_tile_m = en->weight_only_moe_tile_m.v;
@@ -190,6 +206,8 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	     en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_TRTLLM ?
 	     g->weight_only_moe_eff[GPU_WO_TRITON_TRTLLM] : 0;
 	e->wo_eff[1] = mx > 0 ? mx : marlin;
+	if (en->mxfp4_moe_kernel == ENGINE_MXFP4_MOE_TRITON_TRTLLM)
+		e->wo_cover_rows = e->ep;
 	if (mx == 0 && marlin > 0) {
 		e->marlin_pad[0] = (double)en->mxfp4_marlin_pad_ffn;
 		e->marlin_pad[1] = (double)en->mxfp4_marlin_pad_hidden;

@@ -172,6 +172,8 @@ struct cp_dims {
 	int load_balance;	/* 2 cp chunks per sequence */
 	int torch;		/* PyTorch's context_parallel of SDPA
 				 * (framework cp_torch_sdpa; attn_cp.c) */
+	int compiled;		/* that SDPA traced by torch.compile
+				 * (framework cp_torch_compiled) */
 };
 
 /* Mamba-2 mixer widths (mamba.c), whole model. */

@@ -90,6 +90,8 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 	d->cpd.a2a = p->cp_a2a > 0 ? (double)p->cp_a2a : 1;
 	d->cpd.load_balance = p->cp_load_balance;
 	d->cpd.torch = j->framework->cp_torch_sdpa == 1;
+	d->cpd.compiled = d->cpd.torch &&
+			  j->framework->cp_torch_compiled == 1;
 }
 
 int layer_job_captures(const struct job_spec *j, int scope)

@@ -132,6 +132,9 @@ struct est {
 					 * in dependency order (est_pipe.c) */
 	double *pipe_t;			/* scratch of est_pipe_run */
 	size_t pipe_t_cap;
+	int pipe_flat;			/* orders not packed (est_pipe.c
+					 * struct pcomp), for tests: the
+					 * same bits */
 	double *pipe_x;			/* scratch: three runs' ends */
 	size_t pipe_x_cap;
 	double *stage_t;		/* scratch: f, b per virtual stage, then

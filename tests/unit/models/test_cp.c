@@ -264,6 +264,173 @@ Test(cp, torch_context_parallel_symmetric_and_estimated)
 	fixture_assert_estimate(&f.job, 1, "torch p2p");
 }
 
+/* Compiled (framework cp_torch_compiled) on torch_cp2's job: the
+ * collectives hold the compute stream (a functional collective's wait
+ * follows it at once under tracing, and inductor does not move it by
+ * default), the merge and the gradient sums are fused kernels. Q = O =
+ * 2097152, kv = 4194304 elements, A = 2 B.
+ * Forward (cp 2: one merge, the last): reads 0.75 (4 + 2) O + O = 5.5 O
+ * = 11534336 B (the running fp32 output and the step's on 0.75 O, and
+ * the half that the partial steps copy), writes the output once in its
+ * own dtype, 2 O = 4194304 B (the cast fused: no cp_out_cast).
+ * Backward: no zero fill; step 0's sum reads the bf16 gradients only,
+ * 2 (Q + kv) = 12582912 B, step 1's reads (4 + 0.75 x 2)(Q + kv) = 5.5
+ * x 6291456 = 34603008 B, each writes 4 (Q + kv) = 25165824 B into the
+ * buffer sent on (no cp_dkv_cat). */
+static int op_count(const struct layer_ops *o, const char *name)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			n++;
+	return n;
+}
+
+/* The SDPA kernels of kind in o: the collective index each waits for,
+ * at most 4 steps. */
+static int sdpa_waits(const struct layer_ops *o, int kind, int *wait)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n && n < 4; i++)
+		if (o->op[i].kind == LOP_KERNEL && (int)o->op[i].k.kind == kind)
+			wait[n++] = o->op[i].dep[1];
+	return n;
+}
+
+Test(cp, torch_compiled_waits_and_fuses)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	double O = 2 * 1024 * 1024.0, QKV = O + 2 * 1024 * 2048.0;
+	int i, n = 0, w[4];
+
+	arena_init(&a);
+	torch_cp2(&f, CP_ALLGATHER);
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, NULL, &o);
+	cr_assert_eq(op_count(&o, "cp_out_cast"), 1);
+	f.fw.cp_torch_compiled = 1;
+	fixture_dims(&f, &a, &d, &r);
+	layer_fwd(&d, NULL, &o);
+	/* step 0's SDPA waits for the gather (eager: beside it, as
+	 * torch_allgather_overlaps_the_first_step checks) */
+	cr_assert_eq(sdpa_waits(&o, KERN_ATTN_FWD, w), 2);
+	cr_assert_eq(w[0], fixture_op_index(&o, "cp_kv_allgather"));
+	cr_assert_eq(op_count(&o, "cp_out_cast"), 0);
+	fixture_assert_close(op_named(&o, "cp_sdpa_merge")->k.read_B, 5.5 * O);
+	fixture_assert_close(op_named(&o, "cp_sdpa_merge")->k.write_B, 2 * O);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	/* step 0 waits for the gather, step 1 for step 0's dK/dV permute */
+	cr_assert_eq(sdpa_waits(&o, KERN_ATTN_BWD, w), 2);
+	cr_assert_eq(w[0], fixture_op_index(&o, "cp_kv_allgather"));
+	cr_assert_eq(w[1], fixture_op_index(&o, "cp_dkv_sendrecv"));
+	cr_assert_eq(op_count(&o, "cp_grad_zero"), 0);
+	cr_assert_eq(op_count(&o, "cp_dkv_cat"), 0);
+	for (i = 0; i < o.n; i++) {
+		if (strcmp(o.op[i].name, "cp_grad_accum") != 0)
+			continue;
+		fixture_assert_close(o.op[i].k.read_B,
+				     (n == 0 ? 2 : 5.5) * QKV);
+		fixture_assert_close(o.op[i].k.write_B, 4 * QKV);
+		n++;
+	}
+	cr_assert_eq(n, 2);
+	arena_release(&a);
+}
+
+/* Compiled, the all_gather rotater's later K/V cats are dead: at cp 4
+ * (cp4_job: b 1, s 2048 a GPU, MHA h 1024, kv = b s 2h = 4194304
+ * elements, 2 B) one cat of 8388608 B where eager runs cp - 1 = 3
+ * (25165824 B); p2p passes every cat on, 3 either way. */
+Test(cp, torch_compiled_allgather_cats_once)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	double kv_B = 2048 * 2048.0 * 2;
+	int type, cc;
+
+	arena_init(&a);
+	for (type = 0; type < 2; type++)
+		for (cc = 0; cc < 2; cc++) {
+			int ag = type == 0;
+			double n = ag && cc ? 1 : 3;
+
+			cp4_job(&f, ag ? CP_ALLGATHER : CP_P2P);
+			f.fw.cp_torch_sdpa = 1;
+			f.fw.cp_torch_compiled = cc;
+			fixture_dims(&f, &a, &d, &r);
+			layer_fwd(&d, NULL, &o);
+			fixture_assert_close(op_named(&o, "cp_kv_cat")->k.read_B,
+					     n * kv_B);
+			cr_assert_eq(op_named(&o, "cp_kv_cat")->k.launches,
+				     (int)n);
+		}
+	arena_release(&a);
+}
+
+/* Compiled, the ring's collectives no longer hide behind the attention
+ * steps: the step's exposed communication grows (eager hides the K/V
+ * gather behind step 0 and each dK/dV permute behind the next step; on
+ * this fixture the fused merges save more compute than the exposure
+ * adds, so the step itself is not compared), and one simulated GPU a
+ * group still equals every GPU simulated, the estimate the built
+ * program. */
+Test(cp, torch_compiled_exposes_the_ring)
+{
+	static const int types[] = { CP_ALLGATHER, CP_P2P };
+	struct fixture f;
+	double te, tc, ee, ec;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		torch_cp2(&f, types[k]);
+		te = step_full(&f, 0, 100e9, &ee);
+		f.fw.cp_torch_compiled = 1;
+		tc = step_full(&f, 0, 100e9, &ec);
+		cr_assert_gt(ec, ee, "%d exposed: compiled %.9g s (step %.9g), "
+			     "eager %.9g s (step %.9g)", k, ec, tc, ee, te);
+		assert_same_step(&f, "torch compiled");
+		fixture_assert_estimate(&f.job, 0, "torch compiled");
+		fixture_assert_estimate(&f.job, 1, "torch compiled");
+	}
+}
+
+/* Compiled p2p (cp 2): the pass of step 1's block is issued before step
+ * 0 and waited at once, so step 0's SDPA waits for it (eager: step 0
+ * runs on the local block, step 1 waits). */
+Test(cp, torch_compiled_p2p_waits_before_step0)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_ops o;
+	int w[4], cc;
+
+	arena_init(&a);
+	for (cc = 0; cc < 2; cc++) {
+		torch_cp2(&f, CP_P2P);
+		f.fw.cp_torch_compiled = cc;
+		fixture_dims(&f, &a, &d, &r);
+		layer_fwd(&d, NULL, &o);
+		cr_assert_eq(sdpa_waits(&o, KERN_ATTN_FWD, w), 2);
+		cr_assert_eq(w[cc ? 0 : 1],
+			     fixture_op_index(&o, "cp_kv_sendrecv"));
+		if (!cc)
+			cr_assert_neq(w[0],
+				      fixture_op_index(&o, "cp_kv_sendrecv"));
+	}
+	arena_release(&a);
+}
+
 /* Transformer Engine's p2p bookkeeping (attn_cp.c) on the cp 4 ring of
  * ring_splits_the_work_into_cp_steps: b 2, s 512 a GPU, 16 heads of 64,
  * bf16. kv = b s 2 h 2 B = 4194304 B; the output O_B = b s h 2 B =

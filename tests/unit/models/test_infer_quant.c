@@ -416,3 +416,53 @@ Test(infer, weight_only_experts_take_the_engines_kernel)
 	cr_assert_float_eq(wo_eff(trt_oss_a, 4), 0, 1e-12);
 	cr_assert_float_eq(wo_eff(trt_oss_u, 2), 0, 1e-12);
 }
+
+/* The rows an expert the cover rule counts over those it gets
+ * (d.moe.wo_cover_rows) for gpt-oss-20b on one DGX H100 (q30-h100's job,
+ * 8 GPUs) with the given overrides. */
+static double cover_rows(const char *const *sets, size_t n)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, "tests/data/serve/q30-h100.yaml", sets, n);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	arena_release(&a);
+	return d.moe.wo_cover_rows;
+}
+
+/*
+ * TensorRT-LLM's TritonFusedMoE under EP keeps every token's top-k
+ * entries in its gather index, the other ranks' experts' pruned in place
+ * (TritonEPRouter.prune_routing_ep), and matmul_ogs sizes block_m from
+ * that index's length over the local experts: the rule counts ep times
+ * the rows a local expert gets.
+ *   triton_trtllm, tp 4, ep 4 (attention DP off): 4
+ *   triton_trtllm, tp 4 x attention DP 2 (8 GPUs), ep 8: 8
+ *   triton_trtllm, tp 1 (ep 1): 1 (every expert is local)
+ *   vLLM's triton_mx (matmul_ogs without TensorRT-LLM's router), ep 4: 1
+ */
+Test(infer, triton_trtllm_cover_counts_every_ranks_routed_rows)
+{
+	const char *ep4[] = {"model=gpt-oss-20b", "system.gpus_per_node=4",
+			     "parallelism.tp=4", "parallelism.ep=4",
+			     "serving.engine.mxfp4_moe_kernel=triton_trtllm"};
+	const char *ep8[] = {"model=gpt-oss-20b", "system.gpus_per_node=8",
+			     "parallelism.tp=4", "parallelism.dp=2",
+			     "parallelism.attention_dp=true",
+			     "parallelism.ep=8",
+			     "serving.engine.mxfp4_moe_kernel=triton_trtllm"};
+	const char *ep1[] = {"model=gpt-oss-20b",
+			     "serving.engine.mxfp4_moe_kernel=triton_trtllm"};
+	const char *mx4[] = {"serving.engine=vllm", "model=gpt-oss-20b",
+			     "system.gpus_per_node=4", "parallelism.tp=4",
+			     "parallelism.ep=4",
+			     "serving.engine.mxfp4_moe_kernel=triton_mx"};
+
+	cr_assert_float_eq(cover_rows(ep4, 5), 4, 1e-12);
+	cr_assert_float_eq(cover_rows(ep8, 7), 8, 1e-12);
+	cr_assert_float_eq(cover_rows(ep1, 2), 1, 1e-12);
+	cr_assert_float_eq(cover_rows(mx4, 6), 1, 1e-12);
+}

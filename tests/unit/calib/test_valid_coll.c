@@ -1,0 +1,107 @@
+/*
+ * test_valid_coll.c - a collective reference table measured through an
+ * engine's own all-reduce op (engine_kernel_max_B): rows up to that size
+ * ran the engine's kernels (TensorRT-LLM's AUTO strategy: one-/two-shot
+ * up to the size its strategy table gives, NCCL above), so they are shown
+ * with the library's prediction and not scored; larger rows are scored as
+ * before. Bad values are named, not read as 0.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "../config/config_testutil.h"
+#include "calib/valid.h"
+#include "config/config.h"
+
+/* The same three rows twice: with the key (rows of 2 and 4 MiB ran the
+ * engine's kernels) and without it. Measured times are aiconfigurator's
+ * 4 x H200 TensorRT-LLM 1.3.0rc20 rows (21.93, 35.94, 57.75 us); busbw =
+ * 2 (n - 1) / n x size / time = 1.5 x 2097152 B / 21.93 us = 143.44 GB/s
+ * etc. (the files' third column, as nccl-tests prints it). */
+#define ROWS                                                              \
+	"rows:\n"                                                         \
+	"  - [2097152, 21.93, 143.46]\n"                                  \
+	"  - [4194304, 35.94, 175.07]\n"                                  \
+	"  - [8388608, 57.75, 217.87]\n"
+
+static const char HEAD[] =
+	"system: dgx-h200\n"
+	"op: allreduce\n"
+	"ranks: 4\n"
+	"type: bfloat16\n"
+	"gated: false\n";
+
+TestSuite(valid_coll, .init = fixture_init, .fini = fixture_fini);
+
+Test(valid_coll, engine_kernel_rows_are_shown_not_scored)
+{
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	const struct valid_table *e, *l;
+	int i, n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-ENGINE\n%s"
+		     "engine_kernel_max_B: 4194304\n" ROWS, HEAD);
+	write_file(path, dir, "a-engine.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-LIBRARY\n%s" ROWS, HEAD);
+	write_file(path, dir, "b-library.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	e = &set.t[0];
+	l = &set.t[1];
+	cr_assert_str_eq(e->id, "A-ENGINE");
+	cr_assert_str_eq(l->id, "B-LIBRARY");
+	cr_assert_eq(e->n, 3);
+	cr_assert_eq(l->n, 3);
+	/* 2 and 4 MiB <= 4194304: the engine's kernels, not scored; 8 MiB
+	 * scored. Without the key every row is scored. */
+	cr_assert_eq(e->rows[0].scored, 0);
+	cr_assert_eq(e->rows[1].scored, 0);
+	cr_assert_eq(e->rows[2].scored, 1);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(l->rows[i].scored, 1, "row %d", i);
+	cr_assert_has(e->rows[0].note, "engine kernel, not scored");
+	/* The prediction shown is the library's, the same with or without
+	 * the key, and its error stays defined (predicted / measured - 1). */
+	for (i = 0; i < 3; i++) {
+		cr_assert(isfinite(e->rows[i].predicted) &&
+			  e->rows[i].predicted > 0);
+		cr_assert_float_eq(e->rows[i].predicted, l->rows[i].predicted,
+				   0);
+		cr_assert_float_eq(e->rows[i].error, l->rows[i].error, 0);
+	}
+	cr_assert_float_eq(e->rows[0].measured, 143.46, 0);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* '8 MiB' is not a whole number of bytes, and a list is not a number:
+ * both are errors at the key, not 8 or 0. */
+Test(valid_coll, bad_engine_kernel_max_is_named)
+{
+	static const char *const bad[2] = {"8 MiB", "[1, 2]"};
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct valid_set set;
+		struct config_ctx cx = {&A, &C.d, "."};
+		char dir[64], path[256], doc[1024];
+		int n;
+
+		memset(&set, 0, sizeof(set));
+		tmpdir_make(dir);
+		n = snprintf(doc, sizeof(doc), "id: BAD\n%s"
+			     "engine_kernel_max_B: %s\n" ROWS, HEAD, bad[k]);
+		write_file(path, dir, "bad.yaml", doc, (size_t)n);
+		cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
+		cr_assert_has(capture_text(&C), "'engine_kernel_max_B': "
+			      "expected a whole number of bytes");
+		valid_set_release(&set);
+		tmpdir_remove(dir);
+	}
+}
