@@ -255,6 +255,13 @@ static const struct schema_field engine_fields[] = {
 		  "moe_kernels cutlass: none (the GPU's fp8 GEMM rate) or "
 		  "triton (vLLM's Triton fused_moe with block scales, at the "
 		  "GPU's triton_moe_fp8_block_rate)" },
+	{ .key = "triton_moe_configs", .type = ST_BOOL,
+	  .offset = OFF(triton_moe_configs), .def = "false",
+	  .help = "16-bit experts (not moe_kernels cutlass) run vLLM's "
+		  "Triton fused_moe, whose tile comes from a tuned config "
+		  "file for (E, N, device) or else get_default_config: the "
+		  "shapes the GPU lists in triton_moe_untuned run at its "
+		  "triton_moe_default_efficiency" },
 	{ .key = "dsa_kernel", .type = ST_ENUM,
 	  .offset = OFF(dsa_kernel), .values = engine_dsa_kernel_names,
 	  .def = "auto",

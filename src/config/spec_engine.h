@@ -361,6 +361,12 @@ struct engine_spec {
 						 * quantized (marlin: vLLM's Marlin linear) */
 	int fp8_block_moe_kernel;		/* enum engine_fp8_block_moe: block-scaled
 						 * fp8 experts' kernel (not cutlass) */
+	int triton_moe_configs;			/* 16-bit experts run vLLM's Triton
+						 * fused_moe: a tuned tile where vLLM
+						 * ships a config file for (E, N, GPU),
+						 * else get_default_config's (the GPU's
+						 * triton_moe_untuned and
+						 * triton_moe_default_efficiency) */
 	int dsa_kernel;				/* enum engine_dsa_kernel: DSA prompt
 						 * tokens' attention */
 	int mxfp4_moe_kernel;			/* enum engine_mxfp4_moe: MXFP4 experts'

@@ -468,6 +468,21 @@ static const struct schema_field gpu_fields[] = {
 		  "MoE (engine fp8_block_moe_kernel: triton) reaches on "
 		  "block-scaled fp8 experts (128 x 128 weight scales, 1 x 128 "
 		  "activation groups)" },
+	{ .key = "triton_moe_default_efficiency", .type = ST_NUM,
+	  .offset = OFF(triton_moe_default_eff), .def = "0", .min = 0,
+	  .max = 1,
+	  .help = "fraction of the clock-scaled 16-bit peak vLLM's Triton "
+		  "fused MoE (engine triton_moe_configs) reaches on 16-bit "
+		  "experts whose (E, N) this GPU lists in triton_moe_untuned "
+		  "(no tuned config file: get_default_config's tile); 0 = "
+		  "the GPU's GEMM rate" },
+	{ .key = "triton_moe_untuned", .type = ST_INT_LIST,
+	  .offset = OFF(triton_moe_untuned), .min = 1, .max = 1e7,
+	  .flags = SF_OPTIONAL,
+	  .help = "(E, N) pairs, flat [E1, N1, E2, N2, ...]: 16-bit expert "
+		  "shapes (E local experts, N intermediate size a GPU) for "
+		  "which vLLM ships no fused_moe config file "
+		  "(E=..,N=..,device_name=...json) for this GPU" },
 	{ .key = "flashmla_sparse_heads", .type = ST_NUM,
 	  .offset = OFF(flashmla_sparse_heads), .def = "0", .min = 0,
 	  .max = 1024,
@@ -855,6 +870,13 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 		rc = -1;
 	if (check_softmax_overlap(g, at, d) < 0)
 		rc = -1;
+	if (g->triton_moe_untuned.n % 2) {
+		schema_check_error(d, at, "triton_moe_untuned",
+				   "expected (E, N) pairs, an even count of "
+				   "integers, got %zu",
+				   g->triton_moe_untuned.n);
+		rc = -1;
+	}
 	return rc;
 }
 

@@ -252,6 +252,17 @@ struct gpu_spec {
 	double triton_moe_fp8_block_rate;	/* the same for vLLM's Triton fused MoE
 						 * (engine fp8_block_moe_kernel: triton); 1 =
 						 * as per-tensor fp8 */
+	double triton_moe_default_eff;		/* fraction of the clock-scaled 16-bit peak
+						 * vLLM's Triton fused_moe reaches on 16-bit
+						 * experts when no tuned config file names
+						 * their (E, N) for this GPU (get_default_
+						 * config's tile; engine triton_moe_configs);
+						 * 0 = the GPU's GEMM rate */
+	struct schema_int_list triton_moe_untuned;	/* (E, N) pairs, flat: the
+						 * 16-bit expert shapes (local experts,
+						 * intermediate size a GPU) vLLM ships no
+						 * tuned fused_moe config file for on this
+						 * GPU; others are taken to be tuned */
 	double flashmla_sparse_heads;		/* query heads FlashMLA's sparse prefill kernel
 						 * computes a multiple of (engine dsa_kernel:
 						 * flashmla_sparse); 0 = the heads as they are */

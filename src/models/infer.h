@@ -116,6 +116,12 @@ struct infer_moe {
 				 * kernel reaches (engine fp8_block_moe_kernel
 				 * triton: gpu triton_moe_fp8_block_rate);
 				 * 1 = as per-tensor */
+	double default_eff;	/* 16-bit experts on vLLM's Triton fused_moe
+				 * with no tuned config for (E, N, GPU):
+				 * the GPU's triton_moe_default_efficiency
+				 * (get_default_config's tile); 0 = none */
+	double untuned_eff;	/* ... before the precision is known: the
+				 * engine, GPU and shape allow it */
 	double triton_rate;	/* the engine runs them with vLLM's Triton
 				 * fused_moe: the GPU's
 				 * triton_moe_fp8_block_rate; else 1 */

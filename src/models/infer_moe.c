@@ -214,6 +214,31 @@ static void wo_kernel(const struct engine_spec *en, const struct gpu_spec *g,
 	}
 }
 
+/* vLLM's Triton fused_moe picks its tile from a tuned file named by
+ * E (the experts a GPU holds: w2's first dimension), N (an expert's
+ * intermediate columns a GPU holds: w2's last) and the device
+ * (try_get_optimal_moe_config, vllm/model_executor/layers/fused_moe/
+ * fused_moe.py), else from get_default_config (M > E: BLOCK 64 x 64 x
+ * 32, GROUP_SIZE_M 8, Triton's default warps and stages). Where the
+ * engine runs that kernel (triton_moe_configs) and the GPU lists the
+ * shape as untuned, its default tile's efficiency; else 0. */
+static double triton_untuned(const struct engine_spec *en,
+			     const struct gpu_spec *g,
+			     const struct infer_moe *e)
+{
+	const struct schema_int_list *u = &g->triton_moe_untuned;
+	double n_gpu = e->etp > 0 ? e->ffn / e->etp : e->ffn;
+	size_t i;
+
+	if (!en || !en->triton_moe_configs || g->triton_moe_default_eff <= 0)
+		return 0;
+	for (i = 0; i + 1 < u->n; i += 2)
+		if (fabs((double)u->v[i] - e->local) < 0.5 &&
+		    fabs((double)u->v[i + 1] - n_gpu) < 0.5)
+			return g->triton_moe_default_eff;
+	return 0;
+}
+
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		    struct infer_dims *d)
 {
@@ -264,6 +289,7 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->triton_rate = s->engine && s->engine->fp8_block_moe_kernel ==
 					      ENGINE_FP8_BLOCK_MOE_TRITON ?
 			 g->triton_moe_fp8_block_rate : 1;
+	e->untuned_eff = triton_untuned(s->engine, g, e);
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
 	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&
@@ -319,6 +345,10 @@ void infer_moe_precision(struct infer_dims *d)
 	 * scales (fused_moe_kernel's use_fp8_w8a8 with block_shape, each
 	 * 128-deep k block's partial sums rescaled by the A group and B
 	 * block scales) at the GPU's measured share of the fp8 rate */
+	/* 16-bit experts (not weight-only, not fp8) off the CUTLASS path:
+	 * the default tile's rate where the shape is untuned */
+	e->default_eff = !e->cutlass && e->weight == e->compute &&
+			 dtype_bytes(e->compute) == 2 ? e->untuned_eff : 0;
 	e->block_rate = !e->cutlass && e->fp8_group > 0 &&
 			e->compute == DTYPE_FP8 && e->weight == DTYPE_FP8 ?
 			e->triton_rate : 1;

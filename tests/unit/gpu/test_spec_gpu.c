@@ -346,3 +346,20 @@ Test(spec_gpu, check_rejects_idle_power_over_stream_power)
 	g.idle_power = g.stream_power;	/* equal: allowed */
 	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
 }
+
+/* triton_moe_untuned holds (E, N) pairs: three integers are not pairs. */
+Test(spec_gpu, check_rejects_unpaired_untuned_moe_shapes)
+{
+	static const char *const say[] = {"triton_moe_untuned",
+					  "(E, N) pairs", "got 3", NULL};
+	static int64_t odd[] = {160, 192, 256};
+	struct gpu_spec g;
+	char buf[1024] = "";
+
+	minimal(&g);
+	g.triton_moe_untuned.v = odd;
+	g.triton_moe_untuned.n = 2;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	g.triton_moe_untuned.n = 3;
+	expect_rejected(&g, say);
+}
