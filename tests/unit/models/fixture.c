@@ -120,6 +120,24 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 	return NULL;
 }
 
+double fixture_infer_op_time_s(const struct infer_ops *o,
+			       const struct infer_dims *d,
+			       const struct gpu_spec *g, const char *name)
+{
+	static struct infer_unit u;
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct infer_batch b;
+	int i;
+
+	memset(&b, 0, sizeof(b));
+	infer_cost(o, d, &b, &k, g, IGRAPH_NONE, &u);
+	for (i = 0; i < u.n; i++)
+		if (strcmp(u.op[i].name, name) == 0)
+			return u.op[i].time_s;
+	cr_assert_fail("no op %s", name);
+	return 0;
+}
+
 int fixture_infer_count(const struct infer_ops *o, const char *name)
 {
 	int i, k = 0;

@@ -68,6 +68,12 @@ double fixture_gemm_flops(const struct layer_ops *o, enum layer_pass pass);
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name);
 
+/* The time infer_cost gives the op named name of o on g, one eager
+ * decode-kind unit; fails the test when o has no such op. */
+double fixture_infer_op_time_s(const struct infer_ops *o,
+			       const struct infer_dims *d,
+			       const struct gpu_spec *g, const char *name);
+
 /* The job's layer dimensions and routing (route_plan), asserting it
  * succeeds; r's arrays in a. */
 void fixture_dims(struct fixture *f, struct arena *a, struct layer_dims *d,

@@ -119,24 +119,6 @@ Test(infer_moe_fp8, nvfp4_experts_still_quantize_before_the_gather)
 			   262144.0, 1e-6);
 }
 
-/* The time infer_cost gives the MoE layer's op `name` on g (eager). */
-static double op_time_s(const struct infer_ops *o, const struct infer_dims *d,
-			const struct gpu_spec *g, const char *name)
-{
-	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct infer_batch b;
-	int i;
-
-	memset(&b, 0, sizeof(b));
-	infer_cost(o, d, &b, &k, g, IGRAPH_NONE, &u);
-	for (i = 0; i < u.n; i++)
-		if (strcmp(u.op[i].name, name) == 0)
-			return u.op[i].time_s;
-	cr_assert_fail("no op %s", name);
-	return 0;
-}
-
 /*
  * Block-scaled fp8 experts run the fused MoE's grouped GEMMs at
  * h200.yaml's cutlass_moe_fp8_block_rate 0.50 of the fp8 rate. A
@@ -165,10 +147,12 @@ Test(infer_moe_fp8, block_scaled_grouped_gemms_run_at_the_gpu_block_rate)
 			   1e-12);
 	moe_ops(DSV3, pf, 3, 2048, &d, &o);
 	cr_assert(d.moe.quant_in_op);
-	t_half = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	t_half = fixture_infer_op_time_s(&o, &d, j->system->gpu,
+					 "expert_gate_up");
 	one = *j->system->gpu;
 	one.cutlass_moe_fp8_block_rate = 1;
-	t_one = op_time_s(&o, &d, &one, "expert_gate_up");
+	t_one = fixture_infer_op_time_s(&o, &d, &one,
+					"expert_gate_up");
 	cr_assert_gt(t_one, 650e-6, "%g", t_one);
 	cr_assert_lt(t_one, 800e-6, "%g", t_one);
 	cr_assert_gt(t_half / t_one, 1.9, "%g", t_half / t_one);
@@ -213,10 +197,12 @@ Test(infer_moe_fp8, vllm_triton_block_scaled_experts_run_at_the_gpu_rate)
 	moe_ops(DSV3, vl, n, 8192, &d, &o);
 	cr_assert(!d.moe.cutlass);
 	cr_assert_float_eq(d.moe.block_rate, 0.39, 1e-12);
-	t_rate = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	t_rate = fixture_infer_op_time_s(&o, &d, j->system->gpu,
+					 "expert_gate_up");
 	one = *j->system->gpu;
 	d.moe.block_rate = 1;
-	t_one = op_time_s(&o, &d, &one, "expert_gate_up");
+	t_one = fixture_infer_op_time_s(&o, &d, &one,
+					"expert_gate_up");
 	cr_assert_gt(t_one, 330e-6, "%g", t_one);
 	cr_assert_lt(t_one, 420e-6, "%g", t_one);
 	cr_assert_gt(t_rate, 880e-6, "%g", t_rate);

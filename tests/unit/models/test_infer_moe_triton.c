@@ -49,23 +49,6 @@ static void moe_ops(const char *path, const char *const *sets, size_t n,
 	arena_release(&a);
 }
 
-static double op_time_s(const struct infer_ops *o, const struct infer_dims *d,
-			const struct gpu_spec *g, const char *name)
-{
-	static struct infer_unit u;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct infer_batch b;
-	int i;
-
-	memset(&b, 0, sizeof(b));
-	infer_cost(o, d, &b, &k, g, IGRAPH_NONE, &u);
-	for (i = 0; i < u.n; i++)
-		if (strcmp(u.op[i].name, name) == 0)
-			return u.op[i].time_s;
-	cr_assert_fail("no op %s", name);
-	return 0;
-}
-
 /*
  * GLM-4.6 at TP 8 on H200, a prefill chunk of 8,192 tokens: 8192 x 8 =
  * 65,536 routed rows over the 160 local experts (409.6 each).
@@ -101,19 +84,23 @@ Test(infer_moe_triton, untuned_shape_runs_the_default_tile)
 	cr_assert_float_eq(d.moe.local, 160, 1e-12);
 	cr_assert_float_eq(d.moe.ffn / d.moe.etp, 192, 1e-12);
 	cr_assert_float_eq(d.moe.default_eff, 0.305, 1e-12);
-	t_def = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	t_def = fixture_infer_op_time_s(&o, &d, j->system->gpu,
+					"expert_gate_up");
 	cr_assert_gt(t_def, 1.05e-3, "%g", t_def);
 	cr_assert_lt(t_def, 1.35e-3, "%g", t_def);
 	tuned = *j->system->gpu;
 	d.moe.default_eff = 0;
-	t_tuned = op_time_s(&o, &d, &tuned, "expert_gate_up");
+	t_tuned = fixture_infer_op_time_s(&o, &d, &tuned,
+					  "expert_gate_up");
 	cr_assert_gt(t_def / t_tuned, 2.0, "%g", t_def / t_tuned);
 	/* decode, M = 128 <= E = 160: the same cost with or without */
 	moe_ops(GLM, none, 1, 128, &d, &o);
 	cr_assert_float_eq(d.moe.default_eff, 0.305, 1e-12);
-	t_def = op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	t_def = fixture_infer_op_time_s(&o, &d, j->system->gpu,
+					"expert_gate_up");
 	d.moe.default_eff = 0;
-	t_tuned = op_time_s(&o, &d, &tuned, "expert_gate_up");
+	t_tuned = fixture_infer_op_time_s(&o, &d, &tuned,
+					  "expert_gate_up");
 	cr_assert_float_eq(t_def, t_tuned, 1e-12 * t_tuned);
 	arena_release(&a);
 }

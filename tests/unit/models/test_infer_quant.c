@@ -347,10 +347,9 @@ Test(infer, exclusions_are_kinds_only_for_quantized_weights)
 	arena_release(&a);
 }
 
-/* The weight-only MoE efficiency the experts' GEMMs take (gpu
- * weight_only_moe_efficiency by the engine's kernel), Qwen3-30B-A3B's
- * job (tests/data/serve/q30-h100.yaml) with the given overrides. */
-static double wo_eff(const char *const *sets, size_t n)
+/* The dimensions of Qwen3-30B-A3B's job (tests/data/serve/q30-h100.yaml)
+ * with the given overrides. */
+static struct infer_dims q30_dims(const char *const *sets, size_t n)
 {
 	struct arena a;
 	struct job_spec *j;
@@ -360,7 +359,15 @@ static double wo_eff(const char *const *sets, size_t n)
 	j = fixture_load_job(&a, "tests/data/serve/q30-h100.yaml", sets, n);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	arena_release(&a);
-	return d.moe.wo_eff_used;
+	return d;
+}
+
+/* The weight-only MoE efficiency the experts' GEMMs take (gpu
+ * weight_only_moe_efficiency by the engine's kernel), q30_dims' job with
+ * the given overrides. */
+static double wo_eff(const char *const *sets, size_t n)
+{
+	return q30_dims(sets, n).moe.wo_eff_used;
 }
 
 /*
@@ -422,15 +429,7 @@ Test(infer, weight_only_experts_take_the_engines_kernel)
  * 8 GPUs) with the given overrides. */
 static double cover_rows(const char *const *sets, size_t n)
 {
-	struct arena a;
-	struct job_spec *j;
-	struct infer_dims d;
-
-	arena_init(&a);
-	j = fixture_load_job(&a, "tests/data/serve/q30-h100.yaml", sets, n);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	arena_release(&a);
-	return d.moe.wo_cover_rows;
+	return q30_dims(sets, n).moe.wo_cover_rows;
 }
 
 /*
