@@ -120,6 +120,29 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 	return NULL;
 }
 
+void fixture_infer_moe_ops(const char *path, const char *const *sets,
+			   size_t n, double tokens, struct infer_dims *d,
+			   struct infer_ops *o)
+{
+	struct arena a, ra;
+	struct job_spec *j;
+	struct infer_batch b;
+	struct infer_route r;
+	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
+	struct diag dg;
+
+	arena_init(&a);
+	arena_init(&ra);
+	diag_init(&dg, stderr);
+	j = fixture_load_job(&a, path, sets, n);
+	infer_dims_from_job(j, j->system->gpu, d);
+	infer_job_batch(j, &b);
+	cr_assert_eq(infer_moe_route(j, d, tokens, &ra, &r, &dg), 0);
+	infer_layer_ops(d, &b, &k, &r, o);
+	arena_release(&ra);
+	arena_release(&a);
+}
+
 double fixture_infer_op_time_s(const struct infer_ops *o,
 			       const struct infer_dims *d,
 			       const struct gpu_spec *g, const char *name)

@@ -68,6 +68,13 @@ double fixture_gemm_flops(const struct layer_ops *o, enum layer_pass pass);
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 					const char *name);
 
+/* The MoE layer's ops (into o) and dimensions (d) of job `path` with the
+ * overrides sets[0..n), routing `tokens` tokens a rank (under attention
+ * DP every rank's are gathered: N = tokens x dp). */
+void fixture_infer_moe_ops(const char *path, const char *const *sets,
+			   size_t n, double tokens, struct infer_dims *d,
+			   struct infer_ops *o);
+
 /* The time infer_cost gives the op named name of o on g, one eager
  * decode-kind unit; fails the test when o has no such op. */
 double fixture_infer_op_time_s(const struct infer_ops *o,

@@ -27,31 +27,6 @@
 #define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
-/* The MoE layer's ops of job `path` with overrides, routing `tokens`
- * tokens a rank (under attention DP every rank's are gathered: N =
- * tokens x dp). */
-static void moe_ops(const char *path, const char *const *sets, size_t n,
-		    double tokens, struct infer_dims *d, struct infer_ops *o)
-{
-	struct arena a, ra;
-	struct job_spec *j;
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct diag dg;
-
-	arena_init(&a);
-	arena_init(&ra);
-	diag_init(&dg, stderr);
-	j = fixture_load_job(&a, path, sets, n);
-	infer_dims_from_job(j, j->system->gpu, d);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_moe_route(j, d, tokens, &ra, &r, &dg), 0);
-	infer_layer_ops(d, &b, &k, &r, o);
-	arena_release(&ra);
-	arena_release(&a);
-}
-
 /*
  * DeepSeek-V3 on 8 H200, attention DP 8, EP 8, fp8, a decode step of 64
  * sequences: T = 8 a rank, N = 64 gathered, h 7168, top-8, a = 1 B.
@@ -78,7 +53,7 @@ Test(infer_moe_fp8, block_scaled_experts_gather_16_bit_rows)
 	const struct infer_op *op;
 	int i, quants = 0;
 
-	moe_ops(DSV3, NULL, 0, 8, &d, &o);
+	fixture_infer_moe_ops(DSV3, NULL, 0, 8, &d, &o);
 	cr_assert(d.moe.quant_in_op);
 	cr_assert_float_eq(d.moe.fp8_group, 128.0, 1e-9);
 	op = fixture_infer_op(&o, "moe_dispatch");
@@ -91,7 +66,8 @@ Test(infer_moe_fp8, block_scaled_experts_gather_16_bit_rows)
 	cr_assert_float_eq(op->read_B, 917504.0, 1e-6);
 	cr_assert_float_eq(op->write_B, 473088.0, 1e-6);
 
-	moe_ops(Q30, adp, sizeof(adp) / sizeof(adp[0]), 8, &d, &o);
+	fixture_infer_moe_ops(Q30, adp, sizeof(adp) / sizeof(adp[0]), 8, &d,
+			      &o);
 	cr_assert(!d.moe.quant_in_op);
 	op = fixture_infer_op(&o, "moe_quant");
 	cr_assert_not_null(op);
@@ -113,7 +89,7 @@ Test(infer_moe_fp8, nvfp4_experts_still_quantize_before_the_gather)
 	struct infer_dims d;
 	struct infer_ops o;
 
-	moe_ops(DSV3, fp4, 2, 8, &d, &o);
+	fixture_infer_moe_ops(DSV3, fp4, 2, 8, &d, &o);
 	cr_assert(!d.moe.quant_in_op);
 	cr_assert_float_eq(fixture_infer_op(&o, "moe_dispatch")->coll_B,
 			   262144.0, 1e-6);
@@ -145,7 +121,7 @@ Test(infer_moe_fp8, block_scaled_grouped_gemms_run_at_the_gpu_block_rate)
 	j = fixture_load_job(&a, DSV3, pf, 3);
 	cr_assert_float_eq(j->system->gpu->cutlass_moe_fp8_block_rate, 0.50,
 			   1e-12);
-	moe_ops(DSV3, pf, 3, 2048, &d, &o);
+	fixture_infer_moe_ops(DSV3, pf, 3, 2048, &d, &o);
 	cr_assert(d.moe.quant_in_op);
 	t_half = fixture_infer_op_time_s(&o, &d, j->system->gpu,
 					 "expert_gate_up");
@@ -194,7 +170,7 @@ Test(infer_moe_fp8, vllm_triton_block_scaled_experts_run_at_the_gpu_rate)
 	j = fixture_load_job(&a, DSV3, vl, n);
 	cr_assert_float_eq(j->system->gpu->triton_moe_fp8_block_rate, 0.39,
 			   1e-12);
-	moe_ops(DSV3, vl, n, 8192, &d, &o);
+	fixture_infer_moe_ops(DSV3, vl, n, 8192, &d, &o);
 	cr_assert(!d.moe.cutlass);
 	cr_assert_float_eq(d.moe.block_rate, 0.39, 1e-12);
 	t_rate = fixture_infer_op_time_s(&o, &d, j->system->gpu,
@@ -212,8 +188,8 @@ Test(infer_moe_fp8, vllm_triton_block_scaled_experts_run_at_the_gpu_rate)
 	arena_release(&a);
 
 	/* the CUTLASS path (the job's trtllm) and per-tensor experts */
-	moe_ops(DSV3, NULL, 0, 8, &d, &o);
+	fixture_infer_moe_ops(DSV3, NULL, 0, 8, &d, &o);
 	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
-	moe_ops(Q30, ptq, 2, 8, &d, &o);
+	fixture_infer_moe_ops(Q30, ptq, 2, 8, &d, &o);
 	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
 }

@@ -27,28 +27,6 @@
 
 #define GLM "tests/data/serve/glm46-h200-tp8.yaml"
 
-static void moe_ops(const char *path, const char *const *sets, size_t n,
-		    double tokens, struct infer_dims *d, struct infer_ops *o)
-{
-	struct arena a, ra;
-	struct job_spec *j;
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct diag dg;
-
-	arena_init(&a);
-	arena_init(&ra);
-	diag_init(&dg, stderr);
-	j = fixture_load_job(&a, path, sets, n);
-	infer_dims_from_job(j, j->system->gpu, d);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_moe_route(j, d, tokens, &ra, &r, &dg), 0);
-	infer_layer_ops(d, &b, &k, &r, o);
-	arena_release(&ra);
-	arena_release(&a);
-}
-
 /*
  * GLM-4.6 at TP 8 on H200, a prefill chunk of 8,192 tokens: 8192 x 8 =
  * 65,536 routed rows over the 160 local experts (409.6 each).
@@ -80,7 +58,7 @@ Test(infer_moe_triton, untuned_shape_runs_the_default_tile)
 	j = fixture_load_job(&a, GLM, none, 1);
 	cr_assert_float_eq(j->system->gpu->triton_moe_default_eff, 0.305,
 			   1e-12);
-	moe_ops(GLM, none, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, none, 1, 8192, &d, &o);
 	cr_assert_float_eq(d.moe.local, 160, 1e-12);
 	cr_assert_float_eq(d.moe.ffn / d.moe.etp, 192, 1e-12);
 	cr_assert_float_eq(d.moe.default_eff, 0.305, 1e-12);
@@ -94,7 +72,7 @@ Test(infer_moe_triton, untuned_shape_runs_the_default_tile)
 					  "expert_gate_up");
 	cr_assert_gt(t_def / t_tuned, 2.0, "%g", t_def / t_tuned);
 	/* decode, M = 128 <= E = 160: the same cost with or without */
-	moe_ops(GLM, none, 1, 128, &d, &o);
+	fixture_infer_moe_ops(GLM, none, 1, 128, &d, &o);
 	cr_assert_float_eq(d.moe.default_eff, 0.305, 1e-12);
 	t_def = fixture_infer_op_time_s(&o, &d, j->system->gpu,
 					"expert_gate_up");
@@ -122,17 +100,17 @@ Test(infer_moe_triton, tuned_or_unlisted_shapes_keep_the_gemm_rate)
 	struct infer_dims d;
 	struct infer_ops o;
 
-	moe_ops(GLM, vl, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, vl, 1, 8192, &d, &o);
 	cr_assert_gt(d.moe.default_eff, 0);
-	moe_ops(GLM, qwen, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, qwen, 1, 8192, &d, &o);
 	cr_assert_float_eq(d.moe.local, 128, 1e-12);
 	cr_assert_float_eq(d.moe.ffn / d.moe.etp, 192, 1e-12);
 	cr_assert_float_eq(d.moe.default_eff, 0, 1e-12);
-	moe_ops(GLM, sgl, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, sgl, 1, 8192, &d, &o);
 	cr_assert_float_eq(d.moe.default_eff, 0, 1e-12);
-	moe_ops(GLM, tp4, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, tp4, 1, 8192, &d, &o);
 	cr_assert_float_eq(d.moe.ffn / d.moe.etp, 384, 1e-12);
 	cr_assert_float_eq(d.moe.default_eff, 0, 1e-12);
-	moe_ops(GLM, fp8, 1, 8192, &d, &o);
+	fixture_infer_moe_ops(GLM, fp8, 1, 8192, &d, &o);
 	cr_assert_float_eq(d.moe.default_eff, 0, 1e-12);
 }
