@@ -356,6 +356,20 @@ Test(gpu, grouped_weight_only_kernel_runs_at_its_efficiency)
 				   want, 1e-9));
 }
 
+/* The toy rule kernel's operands (bf16 activations, MXFP4 weights at
+ * 0.53125 B an element with their scales, at 0.2 of the peak), picking
+ * its row tile from tm[0..n) by the rule (tile_cover). */
+static struct gpu_gemm_dtypes rule_q(const int64_t *tm, int n)
+{
+	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
+				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
+				    .efficiency = 0.2, .tile_m = tm,
+				    .ntile_m = n, .tile_n = 128,
+				    .tile_cover = 1};
+
+	return q;
+}
+
 /*
  * A kernel that picks its tile by rule (tile_cover: triton_kernels'
  * block_m = max(16, min(next_power_of_2(rows an expert), 128))) runs the
@@ -383,11 +397,7 @@ Test(gpu, grouped_rule_tile_covers_an_experts_rows)
 {
 	static const int64_t tm[] = {16, 32, 64, 128};
 	struct gpu_spec g;
-	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
-				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
-				    .efficiency = 0.2, .tile_m = tm,
-				    .ntile_m = 4, .tile_n = 128,
-				    .tile_cover = 1};
+	struct gpu_gemm_dtypes q = rule_q(tm, 4);
 	struct gpu_gemm_group e80[100], e200[100], e2[100];
 	double one = 1e-6 + 2.0 * 128 * 128 * 4096 / 1e12 +
 		     100.0 * 128 * 128 * 2 / 5e12, cover, fastest;
@@ -438,11 +448,7 @@ Test(gpu, grouped_rule_tile_counts_the_rows_it_is_told)
 {
 	static const int64_t tm[] = {16, 32, 64, 128};
 	struct gpu_spec g;
-	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
-				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
-				    .efficiency = 0.2, .tile_m = tm,
-				    .ntile_m = 4, .tile_n = 128,
-				    .tile_cover = 1};
+	struct gpu_gemm_dtypes q = rule_q(tm, 4);
 	struct gpu_gemm_group e20[100];
 	double t32 = 1e-6 + 2.0 * 32 * 128 * 4096 / 1e12 +
 		     100.0 * 32 * 128 * 2 / 5e12;
@@ -482,17 +488,14 @@ Test(gpu, grouped_rule_kernel_launches_its_worst_case_grid)
 {
 	static const int64_t tm[] = {64};
 	struct gpu_spec g;
-	struct gpu_gemm_dtypes q = {.compute = DTYPE_BF16, .a_B = 2,
-				    .b_B = 0.53125, .c_B = 2, .b_cold = 1,
-				    .efficiency = 0.2, .tile_m = tm,
-				    .ntile_m = 1, .tile_n = 128,
-				    .tile_cover = 1, .cover_rows = 1};
+	struct gpu_gemm_dtypes q = rule_q(tm, 1);
 	struct gpu_gemm_group e8[4];
 	double t, t5, t8;
 	int i;
 
 	gpu_fixture_toy(&g);
 	g.gemm_tile_overhead_s = 1e-6;
+	q.cover_rows = 1;
 	for (i = 0; i < 4; i++)
 		e8[i] = (struct gpu_gemm_group){8, 12800, 4096};
 	t = gpu_grouped_gemm_q(&g, &q, e8, 4).time_s;
