@@ -19,6 +19,11 @@
  *  - llMaxBws across nodes is indexed by the host CPU (index1 = 0 for
  *    Intel and Grace, 1 for AMD): row 0 = 39 GB/s (2 nodes), 20.4 GB/s
  *    (more) on every Blackwell preset.
+ *  - ring LL: NCCL drops channels while bytes < nc x 512 threads x 8 x
+ *    nRanks (enqueue.cc topoGetAlgoInfo, tuning.cc threadThresholds) on
+ *    every arch; one channel runs at 0.5 x bwIntra = 0.5 x 45 = 22.5
+ *    GB/s on Blackwell (Hopper 0.5 x 30 = 15, nccl.yaml). A100 keeps the
+ *    cut off: its in-sample Azure table reads worse with it (README).
  *  - Hopper writes no LL128 cap: 12 x 36.7 = 440.4 >= 0.92 x 12 x 30 =
  *    331.2 (6 x 60 duplicated to 12 x 30 on 18 x 20.6 GB/s): it never
  *    binds in NCCL's own model.
@@ -70,6 +75,10 @@ Test(coll_arch, blackwell_presets_carry_nccls_blackwell_rows)
 		cr_assert_float_eq(l->proto[PROTO_LL]
 				   .max_busbw_Bps[SCALE_1NODE], 282e9, 1e3,
 				   "%s", bw[i]);
+		cr_assert_float_eq(l->proto[PROTO_LL].channel_busbw_Bps,
+				   22.5e9, 1e3, "%s", bw[i]);
+		cr_assert_float_eq(l->algo[ALGO_RING].channel_min_rank_B
+				   .b[PROTO_LL], 4096, 1e-9, "%s", bw[i]);
 		cr_assert_float_eq(l->proto[PROTO_LL]
 				   .max_busbw_Bps[SCALE_2NODES], 39e9, 1e3,
 				   "%s", bw[i]);
@@ -77,6 +86,8 @@ Test(coll_arch, blackwell_presets_carry_nccls_blackwell_rows)
 				   .max_busbw_Bps[SCALE_4NODES], 20.4e9, 1e3,
 				   "%s", bw[i]);
 	}
+	l = load(a, "dgx-a100")->collectives;
+	cr_assert_eq(l->algo[ALGO_RING].channel_min_rank_B.b[PROTO_LL], 0);
 	l = load(a, "dgx-h100")->collectives;
 	cr_assert_eq(l->proto[PROTO_LL128].max_busbw_Bps[SCALE_1NODE], 0);
 	cr_assert_float_eq(l->algo[ALGO_RING].pipe[PROTO_SIMPLE]
@@ -128,5 +139,34 @@ Test(coll_arch, blackwell_ring_ll128_stays_under_nccls_cap)
 	cr_assert_gt(open.time_s, 0);
 	cr_assert_lt(open.time_s, r.time_s * 0.95,
 		     "uncapped %g s vs capped %g s", open.time_s, r.time_s);
+	arena_release(a);
+}
+
+Test(coll_arch, blackwell_small_ring_ll_runs_fewer_channels)
+{
+	struct arena ar, *a = &ar;
+	struct system_spec *sys;
+	struct coll_lib_spec lib;
+	struct net_coll_result cut, all;
+	double S = 256.0 * 1024;
+
+	arena_init(a);
+	sys = load(a, "dgx-b200");
+	/* 256 KiB over 8 B200 on ring/LL: floor(256 KiB / (4 KiB x 8)) = 8
+	 * channels at 22.5 GB/s = 180 GB/s of bus bandwidth, under the
+	 * 282 GB/s cap: slower than with every channel running (the cap
+	 * alone) by the bus bytes (7/8 S = 229,376 B) over the two rates:
+	 * 229,376 / 180e9 - 229,376 / 282e9 = 1.2743 - 0.8134 = 0.4609 us
+	 * (the latency, 6.6 + 7 x 0.6 us, the same in both). */
+	cut = allgather(sys, S, ALGO_RING, PROTO_LL);
+	lib = *sys->collectives;
+	lib.algo[ALGO_RING].channel_min_rank_B.b[PROTO_LL] = 0;
+	sys->collectives = &lib;
+	all = allgather(sys, S, ALGO_RING, PROTO_LL);
+	cr_assert_str_eq(cut.protocol, "ll");
+	cr_assert_float_eq(cut.time_s - all.time_s,
+			   229376 / 180e9 - 229376 / 282e9, 0.01e-6,
+			   "cut %g s vs every channel %g s", cut.time_s,
+			   all.time_s);
 	arena_release(a);
 }
