@@ -433,6 +433,23 @@ static const struct schema_field algo_fields[] = {
 	  .help = "as channel_min_bytes, per rank of the group: added to it "
 		  "times the ranks (NCCL's ring LL threadThreshold is 8 B x "
 		  "nRanks a thread); 0 = none" },
+	{ .key = "select_link_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = AOFF(select_link_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "nvls: one scale-up link's bandwidth in the library's graph "
+		  "search (NCCL SM90_NVLINK_BW 20.6 GB/s, SM100 40.1), times the "
+		  "fabric's links_per_endpoint; with select_speeds, NVLS's "
+		  "bandwidth in the library's choice is its tuner's (heads x "
+		  "min(bwIntra x efficiency x 2 (heads-1)/heads, bwInter)), "
+		  "for its choice only; 0 = the fabric's" },
+	{ .key = "select_speeds", .type = ST_INT_LIST,
+	  .offset = AOFF(select_speeds), .flags = SF_OPTIONAL, .min = 1,
+	  .max = 100000,
+	  .help = "nvls: the graph search's channel speeds in GB/s, fastest "
+		  "first (NCCL sm90SpeedArrayIntra / sm100SpeedArrayIntra)" },
+	{ .key = "select_heads_max", .type = ST_INT,
+	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
+	  .help = "nvls: most heads (channels) of the library's NVLS graph "
+		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -719,6 +736,73 @@ double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 	for (q = floor(size_B / 64); q >= 2 && i + 1 < l->n; q /= 2)
 		i++;
 	return (double)l->v[i] / 100;
+}
+
+/* NCCL's graph search and tuner for one node (NVIDIA/nccl v2.29.2-1
+ * src/graph/search.cc ncclTopoCompute, ncclTopoSearchTryNvls; src/graph/
+ * tuning.cc ncclTopoTuneModel), in its units: L = links x select_link
+ * GB/s for a GPU's port to the switch, speeds v[] fastest first.
+ *  - NVLS graph: C = min(n, NCCL_MAX_NVLS_ARITY) heads (channels), all
+ *    required on one node; head g's channel takes every GPU's switch
+ *    link at bwIntra, its own twice, so a GPU's link carries (C + 1)
+ *    bwIntra: bwIntra = the fastest v <= L / (C + 1). The second pass
+ *    raises bwInter one speed at a time while below 2 bwIntra (its search
+ *    does not load bwInter on one node).
+ *  - Tuner: busBw = C min(bwIntra eff (C - 1) / C x 2, bwInter), algBw =
+ *    busBw n / (2 (n - 1)).
+ *  - The fabric model (algo.c) gives NVLS algBw = eff L n / (n + 1): a
+ *    GPU's link carries n (1 + 1 / n) / eff per byte.
+ *  - Its rings are timed at L where NCCL's tuner sees the ring graph's
+ *    nChannels x bwIntra: the fastest v's channels floor(L / v) (at most
+ *    max_channels / 2, ringGraph->maxChannels), then slower speeds while
+ *    above 0.49 of the best one's, a graph kept when it carries more.
+ * The ratio of NVLS's tuner algBw to its fabric algBw, over the ring's
+ * (tuner / L), keeps the choice between them NCCL's. Hopper (L 370.8,
+ * eff 0.85): n = 8 bwIntra 40, bwInter 60, busBw 476, ratio 1.00; n =
+ * 4 bwIntra = bwInter = 60 (the top speed), busBw 240, ratio 0.65. */
+double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
+				  int64_t links, double eff, uint32_t n)
+{
+	const struct coll_algo_spec *as = &lib->algo[ALGO_NVLS];
+	const int64_t *v = as->select_speeds.v;
+	size_t i, k = 0, ns = as->select_speeds.n;
+	double L, C, intra = 0, inter, bw, tuner, fabric, ring = 0, ring_bw = 0;
+	double rch = lib->max_channels >= 2 ? (double)(lib->max_channels / 2) : 1;
+
+	if (!(as->select_link_Bps > 0) || ns == 0 || links <= 0 || n < 2 ||
+	    !(eff > 0))
+		return 1;
+	L = (double)links * as->select_link_Bps / 1e9;
+	C = as->select_heads_max > 0 && as->select_heads_max < (int64_t)n ?
+	    (double)as->select_heads_max : (double)n;
+	for (i = 0; i < ns; i++)
+		if ((C + 1) * (double)v[i] <= L) {
+			intra = (double)v[i];
+			k = i;
+			break;
+		}
+	if (!(intra > 0))
+		return 0;
+	for (inter = intra; k > 0 && inter < 2 * intra;)
+		inter = (double)v[--k];
+	bw = fmin(intra * eff * (C - 1) / C * 2, inter);
+	tuner = C * bw * n / (2.0 * (n - 1));
+	fabric = eff * L * n / (n + 1);
+	for (i = 0; i < ns; i++) {
+		double s = (double)v[i], c = fmin(floor(L / s), rch);
+
+		if (s > L)
+			continue;
+		if (ring_bw > 0 && s / ring_bw <= 0.49)
+			break;
+		if (s * c > ring) {
+			ring = s * c;
+			ring_bw = s;
+		}
+	}
+	if (!(ring > 0))
+		ring = L;
+	return tuner / (fabric * ring / L);
 }
 
 /* NCCL's ncclTopoGetAlgoTime: a ring Simple all-reduce spanning nodes

@@ -154,6 +154,14 @@ struct coll_algo_spec {
 	struct coll_proto_bytes channel_min_rank_B;	/* B, per protocol: the same per rank of
 						 * the group, added to channel_min_B (NCCL's ring
 						 * LL threshold x nRanks); 0 = none */
+	double select_link_Bps;			/* NVLS: B/s one scale-up link has in the
+						 * library's graph search (NCCL SMxx_NVLINK_BW);
+						 * 0 = no graph-search view */
+	struct schema_int_list select_speeds;	/* GB/s, the graph search's channel
+						 * speeds, fastest first (NCCL
+						 * smXXSpeedArrayIntra) */
+	int64_t select_heads_max;		/* NVLS: most heads (channels) of its graph
+						 * (NCCL_MAX_NVLS_ARITY); 0 = the ranks */
 };
 
 struct coll_proto_spec {
@@ -218,6 +226,15 @@ struct coll_lib_spec {
  * nnodes nodes; 1 where none is given. */
 double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 			    double size_B, uint32_t nnodes);
+
+/* NCCL's tuner view of an NVLS all-reduce over n GPUs of one scale-up
+ * domain, each with `links` links at NVLS efficiency eff, against the
+ * ring it competes with, as a factor on the bandwidth the fabric model
+ * gives NVLS (spec_collectives.c): 1 without select_link_Bps or
+ * select_speeds (of lib's nvls algorithm); 0 when the library's graph
+ * search finds no NVLS channel (the library then has no NVLS). */
+double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
+				  int64_t links, double eff, uint32_t n);
 
 /* The factor (select_lat_nodes, >= 1) the library's choice puts on
  * algorithm a's latency with protocol p for an op of size_B over nranks
