@@ -883,6 +883,36 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 	return 0;
 }
 
+/* The graph-search view is NVLS's, its speeds fastest first. */
+static int select_check(const struct coll_lib_spec *lib, int a,
+			const struct cnode *node, struct diag *d)
+{
+	const struct coll_algo_spec *as = &lib->algo[a];
+	size_t i;
+
+	if (a != ALGO_NVLS && (as->select_link_Bps > 0 ||
+			       as->select_speeds.n > 0 ||
+			       as->select_heads_max > 0)) {
+		cnode_error(d, node, "'algorithms.%s.select_link_bandwidth', "
+			    "'select_speeds', 'select_heads_max': expected them "
+			    "under 'algorithms.nvls' only (its graph search), got "
+			    "them under %s", coll_algo_names[a],
+			    coll_algo_names[a]);
+		return -1;
+	}
+	for (i = 1; i < as->select_speeds.n; i++)
+		if (as->select_speeds.v[i] >= as->select_speeds.v[i - 1]) {
+			cnode_error(d, node, "'algorithms.%s.select_speeds': "
+				    "expected speeds fastest first (each below "
+				    "the one before), got %lld after %lld",
+				    coll_algo_names[a],
+				    (long long)as->select_speeds.v[i],
+				    (long long)as->select_speeds.v[i - 1]);
+			return -1;
+		}
+	return 0;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
@@ -896,7 +926,8 @@ static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 				rc = -1;
 
 	for (a = 0; a < ALGO_COUNT; a++)
-		if (peer_check(lib, a, node, d) != 0)
+		if (peer_check(lib, a, node, d) != 0 ||
+		    select_check(lib, a, node, d) != 0)
 			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {

@@ -164,3 +164,29 @@ Test(nvls_select, blackwell_choice_is_nccls)
 	cr_assert_str_neq(algo_proto(s, 4, GiB, b, 64), "nvls/simple");
 	arena_release(&a);
 }
+
+/* The search's data belong to NVLS and list speeds fastest first: bad
+ * input is refused at load, not run. */
+Test(nvls_select, bad_search_data_is_refused)
+{
+	static const char *const unsorted[] = {
+		"collectives.algorithms.nvls.select_speeds=[50,60]" };
+	static const char *const misplaced[] = {
+		"collectives.algorithms.ring.select_speeds=[60]" };
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = { &a, &d, "." };
+	struct system_spec *sys;
+
+	arena_init(&a);
+	diag_init(&d, NULL);
+	sys = arena_alloc(&a, system_schema.size);
+	cr_assert_not_null(sys);
+	cr_assert_neq(config_load(&cx, &system_schema, "dgx-h100", unsorted, 1,
+				  sys), 0);
+	cr_assert_neq(config_load(&cx, &system_schema, "dgx-h100", misplaced,
+				  1, sys), 0);
+	cr_assert_eq(config_load(&cx, &system_schema, "dgx-h100", NULL, 0,
+				 sys), 0);
+	arena_release(&a);
+}
