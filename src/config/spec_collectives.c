@@ -510,6 +510,13 @@ static const struct schema_field proto_fields[] = {
 	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
 		  "the library's own choice does not see it; 0 = none" },
+	{ .key = "select_channel_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "one-node rings: a channel's bus bandwidth cap in the "
+		  "library's tuner (NCCL perChMaxRingLL128Bws: Hopper 36.7, "
+		  "Blackwell 34.5 GB/s), times its ring graph's channels (from "
+		  "nvls.select_speeds / select_link_bandwidth); for its choice "
+		  "only; 0 = none" },
 	{ .key = "channel_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "bus bandwidth one running channel of the protocol's kernels "
@@ -738,6 +745,39 @@ double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 	return (double)l->v[i] / 100;
 }
 
+/* NCCL's ring graph search on one switch (NVIDIA/nccl v2.29.2-1 src/graph/
+ * search.cc ncclTopoCompute, ncclTopoDupChannels): at the fastest speed
+ * v <= L, floor(L / v) channels (at most rch, ringGraph->maxChannels
+ * MAXCHANNELS / 2), then slower speeds while above 0.49 of the kept one,
+ * a graph kept when its channels x speed is larger; the kept graph's
+ * channels are then doubled (at most rch) unless its speed is below 25
+ * GB/s, or below 50 with more than 4 channels (sm > 80). *ring = its
+ * channels x speed (GB/s), *ch = its channels after the doubling. */
+static void ring_graph(const int64_t *v, size_t ns, double L, double rch,
+		       double *ring, double *ch)
+{
+	double best = 0, bw = 0, nch = 0;
+	size_t i;
+
+	for (i = 0; i < ns; i++) {
+		double s = (double)v[i], c = fmin(floor(L / s), rch);
+
+		if (s > L)
+			continue;
+		if (bw > 0 && s / bw <= 0.49)
+			break;
+		if (s * c > best) {
+			best = s * c;
+			bw = s;
+			nch = c;
+		}
+	}
+	if (bw >= 25 && !(bw < 50 && nch > 4))
+		nch = fmin(2 * nch, rch);
+	*ring = best;
+	*ch = nch;
+}
+
 /* NCCL's graph search and tuner for one node (NVIDIA/nccl v2.29.2-1
  * src/graph/search.cc ncclTopoCompute, ncclTopoSearchTryNvls; src/graph/
  * tuning.cc ncclTopoTuneModel), in its units: L = links x select_link
@@ -766,7 +806,7 @@ double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
 	const struct coll_algo_spec *as = &lib->algo[ALGO_NVLS];
 	const int64_t *v = as->select_speeds.v;
 	size_t i, k = 0, ns = as->select_speeds.n;
-	double L, C, intra = 0, inter, bw, tuner, fabric, ring = 0, ring_bw = 0;
+	double L, C, intra = 0, inter, bw, tuner, fabric, ring = 0, ring_ch = 0;
 	double rch = lib->max_channels >= 2 ? (double)(lib->max_channels / 2) : 1;
 
 	if (!(as->select_link_Bps > 0) || ns == 0 || links <= 0 || n < 2 ||
@@ -788,21 +828,33 @@ double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
 	bw = fmin(intra * eff * (C - 1) / C * 2, inter);
 	tuner = C * bw * n / (2.0 * (n - 1));
 	fabric = eff * L * n / (n + 1);
-	for (i = 0; i < ns; i++) {
-		double s = (double)v[i], c = fmin(floor(L / s), rch);
-
-		if (s > L)
-			continue;
-		if (ring_bw > 0 && s / ring_bw <= 0.49)
-			break;
-		if (s * c > ring) {
-			ring = s * c;
-			ring_bw = s;
-		}
-	}
+	ring_graph(v, ns, L, rch, &ring, &ring_ch);
 	if (!(ring > 0))
 		ring = L;
 	return tuner / (fabric * ring / L);
+}
+
+double coll_lib_ring_select_ratio(const struct coll_lib_spec *lib, int p,
+				  int64_t links)
+{
+	const struct coll_algo_spec *as = &lib->algo[ALGO_NVLS];
+	double cap = p >= 0 && p < PROTO_COUNT ?
+		     lib->proto[p].select_channel_busbw_Bps / 1e9 : 0;
+	double bf = p >= 0 && p < PROTO_COUNT ? lib->proto[p].bandwidth_factor : 0;
+	double rch = lib->max_channels >= 2 ? (double)(lib->max_channels / 2) : 1;
+	double L, ring = 0, ch = 0;
+
+	if (!(cap > 0) || !(bf > 0) || !(as->select_link_Bps > 0) ||
+	    as->select_speeds.n == 0 || links <= 0)
+		return 1;
+	L = (double)links * as->select_link_Bps / 1e9;
+	ring_graph(as->select_speeds.v, as->select_speeds.n, L, rch, &ring,
+		   &ch);
+	if (!(ring > 0) || !(ch > 0))
+		return 1;
+	/* the tuner: min(ring, channels x cap); the fabric: bf x L, seen
+	 * against the ring's ring / L */
+	return fmin(1, ch * cap / (bf * ring));
 }
 
 /* NCCL's ncclTopoGetAlgoTime: a ring Simple all-reduce spanning nodes

@@ -172,6 +172,10 @@ struct coll_proto_spec {
 	double channel_busbw_Bps;		/* B/s, bus bandwidth one running channel sustains
 						 * where channel_min_* cut the channels; 0 = the
 						 * caps' per-channel share */
+	double select_channel_busbw_Bps;	/* B/s, a one-node ring channel's bus bandwidth
+						 * cap in the library's tuner (NCCL
+						 * perChMaxRingLL128Bws), for its choice only;
+						 * 0 = none */
 };
 
 /* Compute units (SMs / CUs) a collective's kernels hold while it runs,
@@ -235,6 +239,14 @@ double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
  * search finds no NVLS channel (the library then has no NVLS). */
 double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
 				  int64_t links, double eff, uint32_t n);
+
+/* NCCL's tuner caps a one-node ring's bus bandwidth with protocol p at
+ * its ring graph's channels x select_channel_busbw (perChMaxRingLL128Bws);
+ * the factor that puts on the fabric's ring bandwidth (links per GPU to
+ * the switch), for the choice only: 1 where the cap does not bind or the
+ * graph search's data are not given (spec_collectives.c). */
+double coll_lib_ring_select_ratio(const struct coll_lib_spec *lib, int p,
+				  int64_t links);
 
 /* The factor (select_lat_nodes, >= 1) the library's choice puts on
  * algorithm a's latency with protocol p for an op of size_B over nranks

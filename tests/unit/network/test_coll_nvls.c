@@ -95,6 +95,38 @@ Test(nvls_select, no_speed_fits_and_no_data)
 	cr_assert_eq(coll_lib_nvls_select_ratio(&lib, 18, 0.85, 4), 1);
 }
 
+/* The tuner's ring LL128 cap, channels x perChMaxRingLL128Bws, against
+ * the fabric's ring at the protocol's bandwidth factor (0.9375). */
+Test(nvls_select, ring_ll128_channel_cap)
+{
+	struct coll_lib_spec lib;
+
+	lib_with(&lib, 40.1, sm100, 12);
+	lib.proto[PROTO_LL128].bandwidth_factor = 0.9375;
+	lib.proto[PROTO_LL128].select_channel_busbw_Bps = 34.5e9;
+	/* Blackwell: ring graph 8 x 90 = 720, doubled to 16 channels; the
+	 * tuner's LL128 at most 16 x 34.5 = 552 where the fabric gives
+	 * 0.9375 x 720 = 675: 552 / 675. */
+	EQ_REL(coll_lib_ring_select_ratio(&lib, PROTO_LL128, 18), 552 / 675.0,
+	       1e-9);
+	/* No cap on Simple (none given): 1. */
+	lib.proto[PROTO_SIMPLE].bandwidth_factor = 1;
+	cr_assert_eq(coll_lib_ring_select_ratio(&lib, PROTO_SIMPLE, 18), 1);
+	/* Hopper: 6 x 60 = 360 doubled to 12 channels, 12 x 36.7 = 440.4
+	 * above 0.9375 x 360 = 337.5: it does not bind (1). H800's 8
+	 * links: L = 164.8, 4 x 40 = 160 (20 x 8 equal, 30 x 5 less),
+	 * doubled to 8: 8 x 36.7 = 293.6 above 150: 1. */
+	lib_with(&lib, 20.6, sm90, 11);
+	lib.proto[PROTO_LL128].bandwidth_factor = 0.9375;
+	lib.proto[PROTO_LL128].select_channel_busbw_Bps = 36.7e9;
+	cr_assert_eq(coll_lib_ring_select_ratio(&lib, PROTO_LL128, 18), 1);
+	cr_assert_eq(coll_lib_ring_select_ratio(&lib, PROTO_LL128, 8), 1);
+	/* A cap of 20 GB/s binds on Hopper: 12 x 20 / 337.5. */
+	lib.proto[PROTO_LL128].select_channel_busbw_Bps = 20e9;
+	EQ_REL(coll_lib_ring_select_ratio(&lib, PROTO_LL128, 18), 240 / 337.5,
+	       1e-9);
+}
+
 static const struct system_spec *preset(struct arena *a, const char *name)
 {
 	struct diag d;
@@ -159,6 +191,13 @@ Test(nvls_select, blackwell_choice_is_nccls)
 	cr_assert_str_eq(algo_proto(s, 8, 2 * 1048576.0, b, 64), "ring/ll");
 	cr_assert_str_eq(algo_proto(s, 8, 4 * 1048576.0, b, 64), "nvls/simple");
 	cr_assert_str_eq(algo_proto(s, 8, GiB, b, 64), "nvls/simple");
+	/* 4 GPUs: ring LL 10.2 us at 188 GB/s, LL128 25.4 us at 552 x 4/6
+	 * = 368, Simple 28.8 us at 480: LL128 never wins; Simple overtakes
+	 * LL at 18.6 us / (1/188 - 1/480) = 5.75 MB. */
+	cr_assert_str_eq(algo_proto(s, 4, 4 * 1048576.0, b, 64), "ring/ll");
+	cr_assert_str_eq(algo_proto(s, 4, 8 * 1048576.0, b, 64), "ring/simple");
+	cr_assert_str_eq(algo_proto(s, 4, 16 * 1048576.0, b, 64),
+			 "ring/simple");
 	cr_assert_str_neq(algo_proto(s, 4, 64 * 1048576.0, b, 64),
 			  "nvls/simple");
 	cr_assert_str_neq(algo_proto(s, 4, GiB, b, 64), "nvls/simple");
