@@ -435,6 +435,23 @@ static const struct schema_field algo_fields[] = {
 	  .help = "as channel_min_bytes, per rank of the group: added to it "
 		  "times the ranks (NCCL's ring LL threadThreshold is 8 B x "
 		  "nRanks a thread); 0 = none" },
+	{ .key = "select_link_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = AOFF(select_link_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "nvls: one scale-up link's bandwidth in the library's graph "
+		  "search (NCCL SM90_NVLINK_BW 20.6 GB/s, SM100 40.1), times the "
+		  "fabric's links_per_endpoint; with select_speeds, NVLS's "
+		  "bandwidth in the library's choice is its tuner's (heads x "
+		  "min(bwIntra x efficiency x 2 (heads-1)/heads, bwInter)), "
+		  "for its choice only; 0 = the fabric's" },
+	{ .key = "select_speeds", .type = ST_INT_LIST,
+	  .offset = AOFF(select_speeds), .flags = SF_OPTIONAL, .min = 1,
+	  .max = 100000,
+	  .help = "nvls: the graph search's channel speeds in GB/s, fastest "
+		  "first (NCCL sm90SpeedArrayIntra / sm100SpeedArrayIntra)" },
+	{ .key = "select_heads_max", .type = ST_INT,
+	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
+	  .help = "nvls: most heads (channels) of the library's NVLS graph "
+		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -495,6 +512,13 @@ static const struct schema_field proto_fields[] = {
 	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
 		  "the library's own choice does not see it; 0 = none" },
+	{ .key = "select_channel_busbw", .type = ST_BANDWIDTH,
+	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .help = "one-node rings: a channel's bus bandwidth cap in the "
+		  "library's tuner (NCCL perChMaxRingLL128Bws: Hopper 36.7, "
+		  "Blackwell 34.5 GB/s), times its ring graph's channels (from "
+		  "nvls.select_speeds / select_link_bandwidth); for its choice "
+		  "only; 0 = none" },
 	{ .key = "channel_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "bus bandwidth one running channel of the protocol's kernels "
@@ -723,6 +747,118 @@ double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 	return (double)l->v[i] / 100;
 }
 
+/* NCCL's ring graph search on one switch (NVIDIA/nccl v2.29.2-1 src/graph/
+ * search.cc ncclTopoCompute, ncclTopoDupChannels): at the fastest speed
+ * v <= L, floor(L / v) channels (at most rch, ringGraph->maxChannels
+ * MAXCHANNELS / 2), then slower speeds while above 0.49 of the kept one,
+ * a graph kept when its channels x speed is larger; the kept graph's
+ * channels are then doubled (at most rch) unless its speed is below 25
+ * GB/s, or below 50 with more than 4 channels (sm > 80). *ring = its
+ * channels x speed (GB/s), *ch = its channels after the doubling. */
+static void ring_graph(const int64_t *v, size_t ns, double L, double rch,
+		       double *ring, double *ch)
+{
+	double best = 0, bw = 0, nch = 0;
+	size_t i;
+
+	for (i = 0; i < ns; i++) {
+		double s = (double)v[i], c = fmin(floor(L / s), rch);
+
+		if (s > L)
+			continue;
+		if (bw > 0 && s / bw <= 0.49)
+			break;
+		if (s * c > best) {
+			best = s * c;
+			bw = s;
+			nch = c;
+		}
+	}
+	if (bw >= 25 && !(bw < 50 && nch > 4))
+		nch = fmin(2 * nch, rch);
+	*ring = best;
+	*ch = nch;
+}
+
+/* NCCL's graph search and tuner for one node (NVIDIA/nccl v2.29.2-1
+ * src/graph/search.cc ncclTopoCompute, ncclTopoSearchTryNvls; src/graph/
+ * tuning.cc ncclTopoTuneModel), in its units: L = links x select_link
+ * GB/s for a GPU's port to the switch, speeds v[] fastest first.
+ *  - NVLS graph: C = min(n, NCCL_MAX_NVLS_ARITY) heads (channels), all
+ *    required on one node; head g's channel takes every GPU's switch
+ *    link at bwIntra, its own twice, so a GPU's link carries (C + 1)
+ *    bwIntra: bwIntra = the fastest v <= L / (C + 1). The second pass
+ *    raises bwInter one speed at a time while below 2 bwIntra (its search
+ *    does not load bwInter on one node).
+ *  - Tuner: busBw = C min(bwIntra eff (C - 1) / C x 2, bwInter), algBw =
+ *    busBw n / (2 (n - 1)).
+ *  - The fabric model (algo.c) gives NVLS algBw = eff L n / (n + 1): a
+ *    GPU's link carries n (1 + 1 / n) / eff per byte.
+ *  - Its rings are timed at L where NCCL's tuner sees the ring graph's
+ *    nChannels x bwIntra: the fastest v's channels floor(L / v) (at most
+ *    max_channels / 2, ringGraph->maxChannels), then slower speeds while
+ *    above 0.49 of the best one's, a graph kept when it carries more.
+ * The ratio of NVLS's tuner algBw to its fabric algBw, over the ring's
+ * (tuner / L), keeps the choice between them NCCL's. Hopper (L 370.8,
+ * eff 0.85): n = 8 bwIntra 40, bwInter 60, busBw 476, ratio 1.00; n =
+ * 4 bwIntra = bwInter = 60 (the top speed), busBw 240, ratio 0.65. */
+double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
+				  int64_t links, double eff, uint32_t n)
+{
+	const struct coll_algo_spec *as = &lib->algo[ALGO_NVLS];
+	const int64_t *v = as->select_speeds.v;
+	size_t i, k = 0, ns = as->select_speeds.n;
+	double L, C, intra = 0, inter, bw, tuner, fabric, ring = 0, ring_ch = 0;
+	double rch = lib->max_channels >= 2 ? (double)(lib->max_channels / 2) : 1;
+
+	if (!(as->select_link_Bps > 0) || ns == 0 || links <= 0 || n < 2 ||
+	    !(eff > 0))
+		return 1;
+	L = (double)links * as->select_link_Bps / 1e9;
+	C = as->select_heads_max > 0 && as->select_heads_max < (int64_t)n ?
+	    (double)as->select_heads_max : (double)n;
+	for (i = 0; i < ns; i++)
+		if ((C + 1) * (double)v[i] <= L) {
+			intra = (double)v[i];
+			k = i;
+			break;
+		}
+	if (!(intra > 0))
+		return 0;
+	for (inter = intra; k > 0 && inter < 2 * intra;)
+		inter = (double)v[--k];
+	bw = fmin(intra * eff * (C - 1) / C * 2, inter);
+	tuner = C * bw * n / (2.0 * (n - 1));
+	fabric = eff * L * n / (n + 1);
+	ring_graph(v, ns, L, rch, &ring, &ring_ch);
+	if (!(ring > 0))
+		ring = L;
+	return tuner / (fabric * ring / L);
+}
+
+double coll_lib_ring_select_ratio(const struct coll_lib_spec *lib, int p,
+				  int64_t links)
+{
+	const struct coll_algo_spec *as = &lib->algo[ALGO_NVLS];
+	double cap = p >= 0 && p < PROTO_COUNT ?
+		     lib->proto[p].select_channel_busbw_Bps / 1e9 : 0;
+	double bf = p >= 0 && p < PROTO_COUNT ? lib->proto[p].bandwidth_factor : 0;
+	double rch = lib->max_channels >= 2 ? (double)(lib->max_channels / 2) : 1;
+	double L, ring = 0, ch = 0;
+
+	if (!(cap > 0) || !(bf > 0) || !(as->select_link_Bps > 0) ||
+	    as->select_speeds.n == 0 || links <= 0)
+		return 1;
+	L = (double)links * as->select_link_Bps / 1e9;
+	ring_graph(as->select_speeds.v, as->select_speeds.n, L, rch, &ring,
+		   &ch);
+	if (!(ring > 0) || !(ch > 0))
+		return 1;
+	/* the tuner: min(ring, channels x cap); the fabric: bf x L, seen
+	 * against the ring's ring / L */
+	return fmin(1, ch * cap / (bf * ring));
+}
+
 /* NCCL's ncclTopoGetAlgoTime: a ring Simple all-reduce spanning nodes
  * with at least 64 B per channel and rank has its latency x 1.4 (x 1.9
  * before sm80), "plateau effect of ring"; the data says which algorithm
@@ -801,6 +937,36 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 	return 0;
 }
 
+/* The graph-search view is NVLS's, its speeds fastest first. */
+static int select_check(const struct coll_lib_spec *lib, int a,
+			const struct cnode *node, struct diag *d)
+{
+	const struct coll_algo_spec *as = &lib->algo[a];
+	size_t i;
+
+	if (a != ALGO_NVLS && (as->select_link_Bps > 0 ||
+			       as->select_speeds.n > 0 ||
+			       as->select_heads_max > 0)) {
+		cnode_error(d, node, "'algorithms.%s.select_link_bandwidth', "
+			    "'select_speeds', 'select_heads_max': expected them "
+			    "under 'algorithms.nvls' only (its graph search), got "
+			    "them under %s", coll_algo_names[a],
+			    coll_algo_names[a]);
+		return -1;
+	}
+	for (i = 1; i < as->select_speeds.n; i++)
+		if (as->select_speeds.v[i] >= as->select_speeds.v[i - 1]) {
+			cnode_error(d, node, "'algorithms.%s.select_speeds': "
+				    "expected speeds fastest first (each below "
+				    "the one before), got %lld after %lld",
+				    coll_algo_names[a],
+				    (long long)as->select_speeds.v[i],
+				    (long long)as->select_speeds.v[i - 1]);
+			return -1;
+		}
+	return 0;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
@@ -814,7 +980,8 @@ static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 				rc = -1;
 
 	for (a = 0; a < ALGO_COUNT; a++)
-		if (peer_check(lib, a, node, d) != 0)
+		if (peer_check(lib, a, node, d) != 0 ||
+		    select_check(lib, a, node, d) != 0)
 			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {

@@ -154,6 +154,14 @@ struct coll_algo_spec {
 	struct coll_proto_bytes channel_min_rank_B;	/* B, per protocol: the same per rank of
 						 * the group, added to channel_min_B (NCCL's ring
 						 * LL threshold x nRanks); 0 = none */
+	double select_link_Bps;			/* NVLS: B/s one scale-up link has in the
+						 * library's graph search (NCCL SMxx_NVLINK_BW);
+						 * 0 = no graph-search view */
+	struct schema_int_list select_speeds;	/* GB/s, the graph search's channel
+						 * speeds, fastest first (NCCL
+						 * smXXSpeedArrayIntra) */
+	int64_t select_heads_max;		/* NVLS: most heads (channels) of its graph
+						 * (NCCL_MAX_NVLS_ARITY); 0 = the ranks */
 };
 
 struct coll_proto_spec {
@@ -164,6 +172,10 @@ struct coll_proto_spec {
 	double channel_busbw_Bps;		/* B/s, bus bandwidth one running channel sustains
 						 * where channel_min_* cut the channels; 0 = the
 						 * caps' per-channel share */
+	double select_channel_busbw_Bps;	/* B/s, a one-node ring channel's bus bandwidth
+						 * cap in the library's tuner (NCCL
+						 * perChMaxRingLL128Bws), for its choice only;
+						 * 0 = none */
 };
 
 /* Compute units (SMs / CUs) a collective's kernels hold while it runs,
@@ -218,6 +230,23 @@ struct coll_lib_spec {
  * nnodes nodes; 1 where none is given. */
 double coll_lib_size_factor(const struct coll_lib_spec *lib, int a, int p,
 			    double size_B, uint32_t nnodes);
+
+/* NCCL's tuner view of an NVLS all-reduce over n GPUs of one scale-up
+ * domain, each with `links` links at NVLS efficiency eff, against the
+ * ring it competes with, as a factor on the bandwidth the fabric model
+ * gives NVLS (spec_collectives.c): 1 without select_link_Bps or
+ * select_speeds (of lib's nvls algorithm); 0 when the library's graph
+ * search finds no NVLS channel (the library then has no NVLS). */
+double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
+				  int64_t links, double eff, uint32_t n);
+
+/* NCCL's tuner caps a one-node ring's bus bandwidth with protocol p at
+ * its ring graph's channels x select_channel_busbw (perChMaxRingLL128Bws);
+ * the factor that puts on the fabric's ring bandwidth (links per GPU to
+ * the switch), for the choice only: 1 where the cap does not bind or the
+ * graph search's data are not given (spec_collectives.c). */
+double coll_lib_ring_select_ratio(const struct coll_lib_spec *lib, int p,
+				  int64_t links);
 
 /* The factor (select_lat_nodes, >= 1) the library's choice puts on
  * algorithm a's latency with protocol p for an op of size_B over nranks

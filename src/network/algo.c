@@ -139,6 +139,15 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 		x->why = "runs within one scale-up domain only";
 		return 1;
 	}
+	/* The library's tuner sees NVLS through its graph search's channel
+	 * speeds (coll_lib_nvls_select_ratio); where that search finds no
+	 * NVLS channel, the library has no NVLS. */
+	p->select_r = coll_lib_nvls_select_ratio(x->lib, x->t->nvls_links,
+						 eff, P);
+	if (!(p->select_r > 0)) {
+		x->why = "the library's graph search finds no NVLS channel speed";
+		return 1;
+	}
 	algo_phase(x, p);
 	/* Every channel handles one chunk per head (every rank heads the
 	 * slice it owns) and syncs once per loop; one hop through the

@@ -469,7 +469,19 @@ static void ring_pipe(struct algo_ctx *x, uint32_t K)
 
 int algo_ring(struct algo_ctx *x, struct plan *p)
 {
-	return channels(x, p, 0, ring_channel, ring_latency, ring_pipe);
+	int rc = channels(x, p, 0, ring_channel, ring_latency, ring_pipe);
+
+	/* One node on a switch: NCCL's tuner caps a ring channel's bus
+	 * bandwidth per protocol (perChMaxRingLL128Bws; binds on Blackwell,
+	 * where LL128 then loses to Simple), for its choice only. */
+	if (rc == 0 && x->g.nnodes == 1 && x->t->nvls_links > 0) {
+		double r = coll_lib_ring_select_ratio(x->lib, x->proto,
+						      x->t->nvls_links);
+
+		if (r < 1)
+			p->select_r = r;
+	}
+	return rc;
 }
 
 /* In-order binary tree over 0..n-1 rooted at 0: the parent of r > 0 is r

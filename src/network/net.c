@@ -441,6 +441,8 @@ static double choice_time(const struct net *n, const struct cplan *cp,
 		extra += cp->plan.phases[i].select_extra_s;
 	r = (r > 0 && r < 1 ? r : 1) * coll_lib_size_factor(lib,
 		cp->plan.algo, cp->plan.proto, bytes, nodes);
+	if (cp->plan.select_r > 0)	/* NVLS: its tuner's bandwidth */
+		r *= cp->plan.select_r;
 	/* the latency as the tuner sees it (NCCL's ring plateau) */
 	extra += (coll_lib_lat_factor(lib, cp->plan.algo, cp->plan.proto,
 				      c->op, bytes, c->ngpus, nodes) - 1) * lat;

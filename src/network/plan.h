@@ -44,6 +44,9 @@ struct plan_phase {
 struct plan {
 	int algo;			/* enum coll_algo */
 	int proto;			/* enum coll_proto */
+	double select_r;		/* factor on its bandwidth in the library's
+					 * choice only (NVLS: its tuner's view,
+					 * coll_lib_nvls_select_ratio); 0 = none */
 	struct plan_phase *phases;
 	uint32_t nphases;
 	size_t capphases;

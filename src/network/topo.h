@@ -128,6 +128,7 @@ struct topo {
 	struct topo_tree tree;
 	double endpoint_latency_s;	/* s, NIC / software per message */
 	double nvls_efficiency;		/* in-switch reduction efficiency; 0 = none */
+	int64_t nvls_links;		/* with it: links from each GPU to the switch */
 };
 
 /* Build the topology of a system, everything in one heap object.

@@ -266,8 +266,10 @@ static int build_scale_up(struct topo *t, const struct fabric_spec *f,
 	case TOPO_MESH:
 		return build_mesh(t, f, d);
 	case TOPO_SWITCH:
-		if (f->in_switch_reduction)
+		if (f->in_switch_reduction) {
 			t->nvls_efficiency = f->reduction_efficiency;
+			t->nvls_links = f->links_per_endpoint;
+		}
 		return build_switch(t, f, d);
 	case TOPO_PCIE_TREE:
 		return build_pcie(t, f, d);
