@@ -120,9 +120,19 @@ int net_attach(struct net *n, struct sim *sim)
 	crun_set_release(&n->runs);
 	n->sim = sim;
 	n->failed = 0;
-	/* a net built without an engine has no comm_start memo yet (its
-	 * entries, kept across engines, are checked against the members) */
-	if (!n->memo.slots && net_memo_init(&n->memo) != 0)
+	/* The comm_start memo starts empty for each engine (a net built
+	 * without one has none yet). Its entries are keyed by the member
+	 * arrays of the step program that ran, by address: another step's
+	 * program rarely has the same arrays at the same addresses, so kept
+	 * across the planner's runs they only filled slots, and the table,
+	 * which doubles when half its slots have missed, grew to 262,144
+	 * slots of 192 B (50 MiB, zeroed fresh: 1.6 % of the DeepSeek-V3
+	 * 2,048-GPU plan's CPU was the kernel clearing its pages) where
+	 * one run needs 16,384. A miss asks the plan cache, which holds the
+	 * same plan and trajectory (kept while the net lives): the results
+	 * are the same (tests/unit/network: net.attach_starts_an_empty_memo). */
+	net_memo_free(&n->memo);
+	if (net_memo_init(&n->memo) != 0)
 		return -1;
 	if (n->flows && flow_attach(n->flows, sim) == 0)
 		return 0;

@@ -61,6 +61,12 @@ struct plan {
 					 * ascending (plan_finish); NULL:
 					 * not made */
 	uint32_t nlinks;
+	/* plan_flow_end's scratch for long flows, by link id (room for
+	 * capat ids; freed by plan_finish): 1 + the link's merged entry
+	 * while its flow ends, else 0; and a bit per id, set meanwhile */
+	uint32_t *at;
+	uint64_t *seen;
+	size_t capat;
 	int open;			/* a flow is being built */
 	int failed;			/* an allocation failed while building */
 };

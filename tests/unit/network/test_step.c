@@ -182,6 +182,48 @@ Test(net_step, repeated_collectives_reuse_their_plan)
 	env_release(&e);
 }
 
+/* net_attach() starts the comm_start memo empty: the next engine's
+ * collective asks the plan cache (plan hits counted) and takes the same
+ * plan and trajectory, so the same time; a repeat on that engine finds
+ * the memo again (no plan hit). Kept across engines (before round 41),
+ * the second engine's start found the memo: no plan hit either. */
+Test(net_step, attach_starts_an_empty_memo)
+{
+	struct env e;
+	struct coll_desc c = send_1g();
+	struct done_rec a;
+	struct net_stats st;
+	struct sim *second;
+	uint64_t built, asked;
+	units_ns_t t0;
+
+	env_init(&e, 2);
+	start(&e, &c, &a);
+	cr_assert_eq(sim_run(e.sim), 0);
+	net_get_stats(e.net, &st);
+	built = st.plan_hits;	/* the choice's own lookups */
+	/* 1 GiB over the rail-0 NIC at 50 GB/s (shared_nic_halves_the_rate) */
+	cr_assert_float_eq(units_ns_to_s(a.at), GiB / 50e9, 1e-9);
+	second = sim_new();
+	cr_assert_not_null(second);
+	cr_assert_eq(net_attach(e.net, second), 0);
+	sim_free(e.sim);
+	e.sim = second;
+	start(&e, &c, &a);
+	cr_assert_eq(sim_run(e.sim), 0);
+	net_get_stats(e.net, &st);
+	asked = st.plan_hits;
+	cr_assert_gt(asked, built, "the memo missed, the cache answered");
+	cr_assert_float_eq(units_ns_to_s(a.at), GiB / 50e9, 1e-9);
+	t0 = sim_now(e.sim);
+	start(&e, &c, &a);
+	cr_assert_eq(sim_run(e.sim), 0);
+	net_get_stats(e.net, &st);
+	cr_assert_eq(st.plan_hits, asked, "the memo answered the repeat");
+	cr_assert_float_eq(units_ns_to_s(a.at - t0), GiB / 50e9, 1e-9);
+	env_release(&e);
+}
+
 Test(net_step, a_bad_collective_still_completes_and_is_reported)
 {
 	struct env e;
