@@ -292,6 +292,18 @@ static const struct schema_field pipe_fields[] = {
 		  "the rate a one-node ring channel copies each loop's final, "
 		  "local-only step at; 0 = the links' share only, no final "
 		  "step" },
+	{ .key = "peer_part_min", .type = ST_BYTES,
+	  .offset = PIOFF(peer_part_min_B), .def = "0 B", .max = 1e12,
+	  .help = "p2p: a send to one peer takes one more channel per this "
+		  "many bytes, up to the channels a peer gets of the group's "
+		  "(channels halved while peers x channels exceed them); a "
+		  "channel's steps are then its part of the largest send; 0 = "
+		  "the loops of all channels" },
+	{ .key = "peer_part_max", .type = ST_BYTES,
+	  .offset = PIOFF(peer_part_max_B), .def = "0 B", .max = 1e12,
+	  .help = "p2p, with peer_part_min: a send whose part per channel "
+		  "exceeds this doubles its channels, up to all of them; 0 = "
+		  "never" },
 };
 
 static const struct schema pipe_schema = {
@@ -692,12 +704,20 @@ static const struct schema_field lib_fields[] = {
 		  "choice" },
 };
 
-/* A pipeline's halving rules come in pairs. */
+/* A pipeline's halving rules come in pairs; a p2p part's most is at
+ * least its least. */
 static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 		      const struct cnode *node, struct diag *d)
 {
 	const struct coll_pipe_spec *ps = &lib->algo[a].pipe[p];
 
+	if (ps->peer_part_max_B > 0 && ps->peer_part_max_B < ps->peer_part_min_B) {
+		cnode_error(d, node, "'algorithms.%s.pipeline.%s.peer_part_max': "
+			   "expected at least peer_part_min (%.0f B), got %.0f B",
+			   coll_algo_names[a], coll_proto_names[p],
+			   ps->peer_part_min_B, ps->peer_part_max_B);
+		return -1;
+	}
 	if (ps->halve_below.n == ps->halvings.n)
 		return 0;
 	cnode_error(d, node, "'algorithms.%s.pipeline.%s.halvings': "

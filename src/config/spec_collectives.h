@@ -93,6 +93,11 @@ struct coll_pipe_spec {
 						 * 0 = chains not modeled */
 	double chain_channel_Bps;		/* B/s, most one channel forwards a chain's
 						 * step at; 0 = the links' share only */
+	double peer_part_min_B;			/* p2p: B, least part of one send a channel
+						 * takes (more channels only past it);
+						 * 0 = the loops of all channels */
+	double peer_part_max_B;			/* p2p: B, most part of one send a channel
+						 * takes before the send doubles its channels */
 };
 
 /* Node-count classes of the libraries' tuning tables (NCCL's index2 of

@@ -59,6 +59,42 @@ static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
 		p->phases[p->nphases - 1].per_byte_s = per_byte_s;
 }
 
+/* NCCL's p2p all-to-all inside one node: every channel moves its
+ * peer's part in steps of the p2p chunk (NCCL_P2P_NVL_CHUNKSIZE when the
+ * communicator is all NVLink) and syncs once per step (sendrecv.h:
+ * ProtoSimple<1, 1>); a send to one peer takes its own channels (pipe.c
+ * "p2p"): at most k0, the largest power of two with k0 P <= K of the K
+ * p2p channels (p2pnChannelsPerPeer capped at p2pnChannels: K on
+ * NVSwitch), and the pipeline counts the steps of the largest send. */
+static void p2p_pipe(struct algo_ctx *x)
+{
+	uint32_t P = x->g.p, i, j;
+	double K, k0, most = 0, row_most = 0, row, b;
+
+	algo_pipe(x, (struct pipe_shape){ 1, 1, 1, 0 }, 1);
+	if (!(x->pipe.chan_chunks > 0) || P < 2)
+		return;
+	K = x->pipe.chunks / x->pipe.chan_chunks;
+	for (k0 = K; k0 * P > K && k0 > 1; k0 /= 2)
+		;
+	for (i = 0; i < P; i++) {
+		row = 0;
+		for (j = 0; j < P; j++) {
+			b = algo_a2a_bytes(x, i, j);
+			row += b;
+			if (j != i && b > most)
+				most = b;
+		}
+		if (row > row_most)
+			row_most = row;
+	}
+	if (!(row_most > 0))
+		return;
+	x->pipe.peer_frac = most / row_most;
+	x->pipe.peer_chans = floor(k0);
+	x->pipe.peer_chans_max = K;
+}
+
 int algo_direct(struct algo_ctx *x, struct plan *p)
 {
 	const struct coll_desc *c = x->c;
@@ -79,15 +115,10 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 		return 0;
 	}
 	algo_phase(x, p);
-	/* NCCL's all-to-all inside one node: every channel moves its
-	 * peer's part in steps of the p2p chunk (NCCL_P2P_NVL_CHUNKSIZE
-	 * when the communicator is all NVLink) and syncs once per step
-	 * (sendrecv.h: ProtoSimple<1, 1>); the channels split evenly over
-	 * the peers (enqueue.cc), so a loop of all channels moves one chunk
-	 * each. Across nodes the chunk is the network's and the proxy
-	 * drives the steps: not modelled (no pipeline). */
+	/* Across nodes the p2p chunk is the network's and the proxy drives
+	 * the steps: not modelled (no pipeline). */
 	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes == 1)
-		algo_pipe(x, (struct pipe_shape){ 1, 1, 1, 0 }, 1);
+		p2p_pipe(x);
 	for (i = 0; i < P; i++) {
 		double V = 0;
 

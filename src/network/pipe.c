@@ -78,6 +78,21 @@
  *         u bytes (channel_cell; NCCL >= 2.20.3 single-node NVLS), the
  *         first channel holds s = min(S, ceil(S / (K u)) u) and runs
  *         its own n = ceil(s / (g c)) loops: S for s in q and n.
+ *   p2p   NCCL's point-to-point kernel (all-to-all within a node) does
+ *         not loop over all K channels: each send to one peer of b bytes
+ *         takes its own channels (NVIDIA/nccl v2.29.2-1 src/enqueue.cc
+ *         scheduleP2pTasksToPlan, addP2pToPlan),
+ *             k = min(k0, ceil(b / m)),  doubled while b / k > M
+ *                                         and k <= K / 2,
+ *         k0 the largest power of two with k0 p <= K (p ranks, K the p2p
+ *         channels), m, M the least and most part per channel
+ *         (peer_part_min / _max: one node, p2pChunkSize / 8 and x 32).
+ *         Every peer runs its parts at once on its own channels, so a
+ *         channel makes ceil(b_max / k / c) steps for the largest send
+ *         b_max: the loops and the fill above count them as those of a
+ *         collective of K b_max / k bytes (an even all-to-all of S over
+ *         p = K / k0 ranks: S itself; a context-parallel ring's one
+ *         peer of b on 8 ranks: 4 channels of b / 4, not K of b / K).
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -127,6 +142,40 @@ void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	pp->fill = (ps->stages > 1 ? (double)(ps->stages - 1) : 0) + sh->fill;
 	pp->chunk_s = ps->chunk_time_s;
 	pp->cell_B = ps->channel_cell_B;
+	pp->peer_part_min_B = ps->peer_part_min_B;
+	pp->peer_part_max_B = ps->peer_part_max_B;
+}
+
+double pipe_peer_chans(const struct pipe *pp, double send_B)
+{
+	double k;
+
+	if (!(pp->peer_frac > 0) || !(pp->peer_part_min_B > 0) ||
+	    !(send_B > 0))
+		return 1;
+	k = ceil(send_B / pp->peer_part_min_B * (1 - 1e-12));
+	if (k > pp->peer_chans)
+		k = pp->peer_chans;
+	if (k < 1)
+		k = 1;
+	while (pp->peer_part_max_B > 0 && send_B / k > pp->peer_part_max_B &&
+	       k <= pp->peer_chans_max / 2)
+		k *= 2;
+	return k;
+}
+
+/* The size whose even spread over the loop's channels gives each the
+ * part of the largest p2p send it runs (p2p above); size_B otherwise. */
+static double loop_size_B(const struct pipe *pp, double size_B)
+{
+	double b, K;
+
+	if (!(pp->peer_frac > 0) || !(pp->peer_part_min_B > 0) ||
+	    !(size_B > 0) || !(pp->chan_chunks > 0))
+		return size_B;
+	b = pp->peer_frac * size_B;
+	K = pp->chunks / pp->chan_chunks;
+	return b / pipe_peer_chans(pp, b) * K;
 }
 
 double pipe_chunk_B(const struct pipe *pp, double size_B)
@@ -150,6 +199,7 @@ double pipe_loops(const struct pipe *pp, double size_B)
 
 	if (!(pp->chunk_B > 0) || !(size_B > 0))
 		return 0;
+	size_B = loop_size_B(pp, size_B);
 	L = pp->chunks * pipe_chunk_B(pp, size_B);
 	/* A size that is a whole number of loops up to rounding is that
 	 * number, not one more. */
@@ -336,6 +386,7 @@ double pipe_volume_factor(const struct pipe *pp, double size_B)
 		return group_fill(pp, size_B);
 	if (!(pp->chunk_B > 0) || !(size_B > 0) || !(pp->fill > 0))
 		return 1;
+	size_B = loop_size_B(pp, size_B);
 	L = pp->chunks * pipe_chunk_B(pp, size_B);
 	return 1 + pp->fill * (L < size_B ? L : size_B) / size_B;
 }

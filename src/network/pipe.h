@@ -57,6 +57,12 @@ struct pipe {
 					 * loop, one chunk at its own rate); 0 = none */
 	double chain_fill_D;		/* hops of a group's chains (chain_group > 1), for
 					 * their fill (pipe_volume_factor); 0 = none */
+	double peer_frac;		/* p2p: the largest send to one peer per byte of
+					 * size_B; 0 = the loops of all channels */
+	double peer_chans;		/* p2p: channels one send takes at most before doubling */
+	double peer_chans_max;		/* p2p: channels one send may double to */
+	double peer_part_min_B;		/* p2p: B, least part of a send per channel */
+	double peer_part_max_B;		/* p2p: B, a part past it doubles the channels; 0 = never */
 };
 
 /*
@@ -66,6 +72,10 @@ struct pipe {
  */
 void pipe_init(struct pipe *pp, const struct coll_pipe_spec *ps,
 	       const struct pipe_shape *sh);
+
+/* p2p (peer_frac > 0): the channels NCCL gives a send of send_B bytes
+ * to one peer (pipe.c); else 1. */
+double pipe_peer_chans(const struct pipe *pp, double send_B);
 
 /* The chunk (B) the library uses for a collective of size_B. */
 double pipe_chunk_B(const struct pipe *pp, double size_B);

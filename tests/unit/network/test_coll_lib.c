@@ -692,6 +692,53 @@ Test(net_coll, alltoall_in_one_node_syncs_per_p2p_chunk)
 	EQ_REL(uneven - uneven_bare, 4e-6, 1e-3);
 }
 
+/* The same as nccl.yaml sets it since round 41: 2 stages (a slice is
+ * stored in the peer's FIFO, then copied out), a send's channels by its
+ * bytes (64 KiB least part, 16 MiB most). */
+static void p2p_pipeline_nccl(struct fx *f)
+{
+	p2p_pipeline(f, 2e-6);
+	f->lib.algo[ALGO_P2P].pipe[PROTO_SIMPLE].stages = 2;
+	f->lib.algo[ALGO_P2P].pipe[PROTO_SIMPLE].peer_part_min_B = 64 * 1024;
+	f->lib.algo[ALGO_P2P].pipe[PROTO_SIMPLE].peer_part_max_B = 16 * MiB;
+}
+
+Test(net_coll, alltoall_p2p_sends_take_their_own_channels_and_store_a_chunk)
+{
+	struct fx f;
+	static double m[64];
+	struct run r = { COLL_ALLTOALL, 256 * MiB, NULL, 8, ALGO_P2P, 1, NULL };
+	double t;
+	uint32_t i, j;
+
+	fx_switch(&f, 1);
+	p2p_pipeline_nccl(&f);
+	/* Even, 256 MiB on 8 ranks: 32 MiB a peer on 4 of the 32 channels
+	 * (4 x 8 = 32), 8 MiB = 16 steps of 512 KiB a channel: 16 x 2 us;
+	 * the first chunk is stored, then forwarded: the volume x (1 +
+	 * 1/16). 7/8 x 256 MiB over the 450 GB/s link:
+	 *   T = 7/8 x 256 MiB / 450e9 x 17/16 + 32 us = 586.5 us. */
+	t = coll_timed(&f.sys, &r).time_s;
+	EQ_REL(t, 0.875 * 256 * MiB / 450e9 * 17 / 16 + 32e-6, 1e-4);
+	/* 8 MiB: 1 MiB a peer, 4 channels of 256 KiB, one step stored whole
+	 * then forwarded: T = 2 x 7/8 x 8 MiB / 450e9 + 2 us = 34.6 us. */
+	r.bytes = 8 * MiB;
+	t = coll_timed(&f.sys, &r).time_s;
+	EQ_REL(t, 2 * 0.875 * 8 * MiB / 450e9 + 2e-6, 1e-4);
+	/* A context-parallel ring step (matrix: 32 MiB to the next rank
+	 * only): its one send takes 4 channels of 8 MiB, 16 steps: 32 us of
+	 * sync, a fill of 1/16:
+	 *   T = 32 MiB / 450e9 x 17/16 + 32 us = 111.2 us
+	 * (over all 32 channels it would read 2 loops: 4 us, fill 1/2). */
+	for (i = 0; i < 8; i++)
+		for (j = 0; j < 8; j++)
+			m[i * 8 + j] = j == (i + 1) % 8 ? 32 * MiB : 0;
+	r.bytes = 256 * MiB;
+	r.a2a = m;
+	t = coll_timed(&f.sys, &r).time_s;
+	EQ_REL(t, 32 * MiB / 450e9 * 17 / 16 + 32e-6, 1e-4);
+}
+
 Test(net_coll, alltoall_across_nodes_has_no_p2p_pipeline)
 {
 	struct fx f;

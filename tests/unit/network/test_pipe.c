@@ -252,3 +252,93 @@ Test(pipe, sustained_bound_is_the_smaller)
 	/* None: the library's bound stands. */
 	EQ_REL(pipe_bound_Bps(&pp, 1, 1e9, 1), 1e9, 0);
 }
+
+/* NCCL's p2p pipeline inside one node (configs/collectives/nccl.yaml):
+ * 512 KiB steps, one 2 us sync each, 32 channels, 2 stages (store, then
+ * forward), a send's part per channel at least 64 KiB and at most 16 MiB;
+ * p ranks: a send takes at most k0 channels, k0 the largest power of two
+ * with k0 p <= 32; frac the largest send to one peer per byte of size. */
+static void p2p(struct pipe *pp, uint32_t p, double frac)
+{
+	struct coll_pipe_spec ps = {
+		.chunk_B = 512 * KiB, .slices = 1, .sync_s = 2e-6,
+		.stages = 2, .peer_part_min_B = 64 * KiB,
+		.peer_part_max_B = 16 * MiB,
+	};
+	double k0 = 32;
+
+	pipe_init(pp, &ps, &(struct pipe_shape){ 32, 1, 1, 0 });
+	pp->chan_chunks = 1;
+	while (k0 * p > 32 && k0 > 1)
+		k0 /= 2;
+	pp->peer_frac = frac;
+	pp->peer_chans = k0;
+	pp->peer_chans_max = 32;
+}
+
+Test(pipe, p2p_send_takes_nccls_channels)
+{
+	struct pipe pp;
+
+	/* 8 ranks: k0 = 4 (32 x 8, 16 x 8, 8 x 8 > 32; 4 x 8 = 32). */
+	p2p(&pp, 8, 1.0 / 8);
+	/* 32 KiB: ceil(32 / 64) = 1 channel; 200 KiB: ceil(200 / 64) = 4 */
+	EQ_REL(pipe_peer_chans(&pp, 32 * KiB), 1, 0);
+	EQ_REL(pipe_peer_chans(&pp, 200 * KiB), 4, 0);
+	/* 64 MiB: 4 parts of 16 MiB, not above the most: 4; 128 MiB: 4
+	 * parts of 32 MiB > 16 MiB double to 8 of 16 MiB: 8 */
+	EQ_REL(pipe_peer_chans(&pp, 64 * MiB), 4, 0);
+	EQ_REL(pipe_peer_chans(&pp, 128 * MiB), 8, 0);
+	/* 2 ranks: k0 = 16; 1 MiB: ceil(1 MiB / 64 KiB) = 16 */
+	p2p(&pp, 2, 1.0 / 2);
+	EQ_REL(pipe_peer_chans(&pp, MiB), 16, 0);
+	/* 6 ranks: k0 = 4 (8 x 6 = 48 > 32, 4 x 6 = 24) */
+	p2p(&pp, 6, 1.0 / 6);
+	EQ_REL(pipe_peer_chans(&pp, 64 * MiB), 4, 0);
+	/* 64 ranks: k0 = 1; a 1 GiB send doubles 1 -> 2 -> ... -> 32
+	 * parts of 32 MiB, and stops there (32 > 32 / 2) */
+	p2p(&pp, 64, 1.0 / 64);
+	EQ_REL(pipe_peer_chans(&pp, 16 * KiB), 1, 0);
+	EQ_REL(pipe_peer_chans(&pp, GiB), 32, 0);
+}
+
+Test(pipe, p2p_even_alltoall_steps_its_parts_and_stores_one)
+{
+	struct pipe pp;
+
+	p2p(&pp, 8, 1.0 / 8);
+	/* 256 MiB over 8 ranks: 32 MiB a peer on 4 channels, 8 MiB = 16
+	 * steps a channel: 16 x 2 us of sync; the first chunk is stored
+	 * before it is forwarded: 1 loop of fill, 512 KiB of the channel's
+	 * 8 MiB: volume x (1 + 1/16). */
+	EQ_REL(pipe_loops(&pp, 256 * MiB), 16, 0);
+	EQ_REL(pipe_sync_s(&pp, 256 * MiB), 32e-6, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 256 * MiB), 1 + 1.0 / 16, 1e-12);
+	/* 8 MiB: 1 MiB a peer, 4 channels of 256 KiB: one step, stored
+	 * whole before it is forwarded: volume x 2. */
+	EQ_REL(pipe_loops(&pp, 8 * MiB), 1, 0);
+	EQ_REL(pipe_volume_factor(&pp, 8 * MiB), 2, 1e-12);
+	/* the same without the peers' channels (peer_frac 0): 32 channels
+	 * of 256 KiB, the same one loop and factor; at 256 MiB 32 x 8 MiB,
+	 * 16 loops: an even all-to-all over 8 = 32 / 4 ranks is the same */
+	pp.peer_frac = 0;
+	EQ_REL(pipe_loops(&pp, 256 * MiB), 16, 0);
+	EQ_REL(pipe_volume_factor(&pp, 8 * MiB), 2, 1e-12);
+}
+
+Test(pipe, p2p_one_peer_runs_on_its_own_channels)
+{
+	struct pipe pp;
+
+	/* A context-parallel ring step: 32 MiB to one peer, its row 32 MiB
+	 * (frac 1), 8 ranks: 4 channels of 8 MiB, 16 steps: 32 us of sync
+	 * and a fill of 512 KiB of 8 MiB; counted over all 32 channels it
+	 * would be 2 loops of 16 MiB, 4 us and a fill of 1/2. */
+	p2p(&pp, 8, 1);
+	EQ_REL(pipe_loops(&pp, 32 * MiB), 16, 0);
+	EQ_REL(pipe_sync_s(&pp, 32 * MiB), 32e-6, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 1 + 1.0 / 16, 1e-12);
+	pp.peer_frac = 0;
+	EQ_REL(pipe_loops(&pp, 32 * MiB), 2, 0);
+	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 1.5, 1e-12);
+}
