@@ -47,7 +47,7 @@
 
 const char *const coll_algo_names[ALGO_COUNT + 1] = {
 	"ring", "tree", "direct", "rhd", "hierarchical", "nvls", "pairwise",
-	"p2p", NULL,
+	"p2p", "nvls_tree", NULL,
 };
 
 const char *const coll_proto_names[PROTO_COUNT + 1] = {
@@ -246,6 +246,11 @@ static const struct schema_field pipe_fields[] = {
 	{ .key = "chunk", .type = ST_BYTES, .offset = PIOFF(chunk_B),
 	  .def = "0 B", .max = 1e12,
 	  .help = "largest chunk a channel moves per step; 0 = no pipeline model" },
+	{ .key = "chunk_4nodes", .type = ST_BYTES, .offset = PIOFF(chunk_4nodes_B),
+	  .def = "0 B", .max = 1e12,
+	  .help = "the chunk's cap once the group spans 4 or more nodes, after "
+		  "the halvings (NCCL's NVLSTree NCCL_NVLSTREE_MAX_CHUNKSIZE "
+		  "default); 0 = none" },
 	{ .key = "halve_below", .type = ST_INT_LIST, .offset = PIOFF(halve_below),
 	  .flags = SF_OPTIONAL, .min = 1, .max = 1e9,
 	  .help = "loops per hop of pipeline depth: in turn, halve the chunk "
@@ -490,6 +495,8 @@ static const struct schema_field algos_fields[] = {
 	ALGO(ALGO_NVLS, "nvls", "in-switch reduction (NVLink SHARP)"),
 	ALGO(ALGO_PAIRWISE, "pairwise", "all-to-all in p-1 rounds"),
 	ALGO(ALGO_P2P, "p2p", "all-to-all and send/recv, every send at once"),
+	ALGO(ALGO_NVLS_TREE, "nvls_tree", "all-reduce across nodes: NVLS in "
+	     "each node, a double binary tree of NICs between them"),
 };
 
 static const struct schema algos_schema = {

@@ -30,6 +30,7 @@ enum coll_algo {
 	ALGO_NVLS,		/* in-switch reduction and multicast */
 	ALGO_PAIRWISE,		/* all-to-all in p-1 shifted rounds */
 	ALGO_P2P,		/* all-to-all, send/recv: every send posted at once */
+	ALGO_NVLS_TREE,		/* NVLS in each node, a tree of NICs across nodes */
 	ALGO_COUNT
 };
 
@@ -78,6 +79,9 @@ struct coll_op_flags {
  * protocol (src/network/pipe.c has the model). chunk_B 0 = not modeled. */
 struct coll_pipe_spec {
 	double chunk_B;				/* B, largest chunk a channel moves per step */
+	double chunk_4nodes_B;			/* B, the chunk's cap once the group spans 4 or
+						 * more nodes (applied after the halvings);
+						 * 0 = none */
 	struct schema_int_list halve_below;	/* loops per hop of depth: halve the chunk while the collective makes fewer */
 	struct schema_int_list halvings;	/* halvings in all allowed up to each halve_below entry */
 	int64_t channels;			/* channels (thread blocks); 0 = kernel_units for the group */

@@ -193,6 +193,98 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 	return 0;
 }
 
+/*
+ * NVLSTree (NCCL's NCCL_ALGO_NVLS_TREE, all-reduce across nodes): in each
+ * node NVLS as above over the node's m ranks; between nodes, rank j of
+ * every node (NVLS head j) reduces and broadcasts the slice it owns, n/m,
+ * over NCCL's double binary tree of nodes, half the channels on each tree
+ * (NVIDIA/nccl v2.26.2-1 src/device/all_reduce.h RunWorkColl NVLS_TREE:
+ * scatter and gather warps on nvls->up, reduce warps read the NVLS reduce
+ * and the tree children and send to treeUp, broadcast warps receive from
+ * treeUp and multicast to the node and the children; src/transport/
+ * nvls.cc connects treeUp / treeDown per channel, src/graph/trees.cc
+ * ncclGetDtree). Each edge carries the half-slice both ways (reduce up,
+ * broadcast down): per head n/m each way on two nodes, interior nodes
+ * more. All four stages and the NICs run at once on the loops' chunks:
+ * one phase. Latency as NCCL's tuner charges it (tuning.cc
+ * ncclTopoTuneModel): base + one NVLS step + 2 log2(N) network steps.
+ */
+/* The rank of group node k that heads rail rails[h]: the member whose
+ * traffic leaves on that NIC, else the h-th member (mod the node's). */
+static uint32_t nvls_head(const struct algo_ctx *x, uint32_t k,
+			  const uint32_t *rails, uint32_t h)
+{
+	uint32_t mk, i;
+	const uint32_t *mem = group_members(&x->g, k, &mk);
+
+	for (i = 0; i < mk; i++)
+		if (algo_rail(x, mem[i]) == rails[h])
+			return mem[i];
+	return mem[h % mk];
+}
+
+int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
+{
+	uint32_t N = x->g.nnodes, m = x->g.ppn_max, i, h, k, t, nh;
+	double eff = x->t->nvls_efficiency, n = x->c->bytes, D;
+	uint32_t *rails;
+	struct route r;
+
+	if (x->c->op != COLL_ALLREDUCE || x->t->up_topology != TOPO_SWITCH ||
+	    !(eff > 0)) {
+		x->why = "needs an all-reduce on a scale-up switch that reduces";
+		return 1;
+	}
+	if (N < 2 || x->g.ppn_min != m || m < 2) {
+		x->why = "needs several nodes with the same number (>= 2) of "
+			 "ranks each";
+		return 1;
+	}
+	rails = mem_alloc((x->t->nics_per_node + 1) * sizeof(*rails));
+	if (!rails)
+		return -1;
+	nh = algo_rails(x, rails);
+	if (nh == 0) {
+		mem_free(rails);
+		x->why = "needs a NIC in every node";
+		return 1;
+	}
+	D = 2.0 * algo_floor_log2(N);
+	algo_phase(x, p);
+	/* A channel's loop is one chunk per head (all_reduce.h loopCount
+	 * nvls->nHeads x chunkCount); a chunk climbs the tree's levels and
+	 * comes down again beyond the kernel's stages: D more loops to
+	 * fill. */
+	algo_pipe(x, (struct pipe_shape){ nh, 1, 1, D }, 1);
+	if (N >= 4)
+		x->pipe.max_chunk_B = x->as->pipe[x->proto].chunk_4nodes_B;
+	for (i = 0; i < x->g.p; i++) {
+		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
+		algo_flow(x, p, n * (1 + 1.0 / m) / eff);
+		algo_route(x, p, &r, 1);
+	}
+	/* Head h of every node (one a NIC: NCCL's "NVLS Head h" log lines
+	 * list one rank a node per head) owns slice h, n / nh. */
+	for (h = 0; h < nh; h++) {
+		algo_flow(x, p, n / nh);
+		for (t = 0; t < 2; t++)
+			for (k = 0; k < N; k++) {
+				uint32_t up = algo_tree_parent(k, N, t), a, b;
+
+				if (up == UINT32_MAX)
+					continue;
+				a = nvls_head(x, k, rails, h);
+				b = nvls_head(x, up, rails, h);
+				algo_seg(x, p, a, b, rails[h], rails[h], 0.5);
+				algo_seg(x, p, b, a, rails[h], rails[h], 0.5);
+			}
+	}
+	mem_free(rails);
+	algo_close_phase(x, p, algo_base(x) + algo_hop(x, TT_SCALE_UP) +
+			 D * algo_hop(x, TT_NET));
+	return 0;
+}
+
 /* ---- dispatch ---- */
 
 /* Which algorithms implement which op. */
@@ -212,6 +304,7 @@ static int applies(int algo, enum coll_op op)
 		[ALGO_NVLS] = 1u << COLL_ALLREDUCE,
 		[ALGO_PAIRWISE] = 1u << COLL_ALLTOALL,
 		[ALGO_P2P] = 1u << COLL_ALLTOALL | 1u << COLL_SENDRECV,
+		[ALGO_NVLS_TREE] = 1u << COLL_ALLREDUCE,
 	};
 
 	return (mask[algo] >> op) & 1u;
@@ -273,6 +366,7 @@ static const builder builders[ALGO_COUNT] = {
 	[ALGO_DIRECT] = algo_direct, [ALGO_RHD] = algo_rhd,
 	[ALGO_HIER] = algo_hier, [ALGO_NVLS] = algo_nvls,
 	[ALGO_PAIRWISE] = algo_pairwise, [ALGO_P2P] = algo_direct,
+	[ALGO_NVLS_TREE] = algo_nvls_tree,
 };
 
 static void setup(struct algo_ctx *x)
@@ -280,7 +374,7 @@ static void setup(struct algo_ctx *x)
 	const struct coll_proto_spec *ps = &x->lib->proto[x->proto];
 	int one_phase = x->algo == ALGO_RING || x->algo == ALGO_TREE ||
 			x->algo == ALGO_DIRECT || x->algo == ALGO_P2P ||
-			x->algo == ALGO_NVLS;
+			x->algo == ALGO_NVLS || x->algo == ALGO_NVLS_TREE;
 
 	double cap = ps->max_busbw_Bps[algo_scale(x->g.nnodes)];
 	double bus_B = algo_busbw_factor(x->c->op, x->g.p) * x->c->bytes;

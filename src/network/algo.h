@@ -143,6 +143,12 @@ double algo_step(const struct algo_ctx *x);
 /* The intra-node step (scale-up or PCIe, whichever the phase crossed). */
 double algo_hop_intra(const struct algo_ctx *x);
 
+/* Parent of node k in tree t (0 or 1) of NCCL's double binary tree over
+ * n nodes (algo_ring.c); UINT32_MAX at a root. */
+uint32_t algo_tree_parent(uint32_t k, uint32_t n, uint32_t t);
+/* floor(log2(n)), 0 for n <= 1. */
+uint32_t algo_floor_log2(uint32_t n);
+
 /* Ranks of group node k in channel c's order, starting at its entry
  * rank (the owner of rail, else the (c mod m)-th member): on a mesh the
  * channel's Hamiltonian cycle, elsewhere the members rotated. out has
@@ -162,6 +168,7 @@ int algo_tree(struct algo_ctx *x, struct plan *p);
 int algo_hier(struct algo_ctx *x, struct plan *p);
 int algo_direct(struct algo_ctx *x, struct plan *p);
 int algo_nvls(struct algo_ctx *x, struct plan *p);
+int algo_nvls_tree(struct algo_ctx *x, struct plan *p);
 int algo_rhd(struct algo_ctx *x, struct plan *p);
 int algo_pairwise(struct algo_ctx *x, struct plan *p);
 int algo_hier_a2a(struct algo_ctx *x, struct plan *p);

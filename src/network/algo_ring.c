@@ -494,8 +494,7 @@ static uint32_t btree_parent(uint32_t r, uint32_t n)
 	return up < n ? up : r ^ bit;
 }
 
-/* Parent of node k in tree t (0 or 1) of n nodes; UINT32_MAX at a root. */
-static uint32_t tree_parent(uint32_t k, uint32_t n, uint32_t t)
+uint32_t algo_tree_parent(uint32_t k, uint32_t n, uint32_t t)
 {
 	uint32_t v = k, up;
 
@@ -509,7 +508,7 @@ static uint32_t tree_parent(uint32_t k, uint32_t n, uint32_t t)
 	return up;
 }
 
-static uint32_t floor_log2(uint32_t n)
+uint32_t algo_floor_log2(uint32_t n)
 {
 	uint32_t l = 0;
 
@@ -531,7 +530,7 @@ static void tree_segments(struct algo_ctx *x, struct plan *p,
 	for (k = 0; k < N; k++) {
 		const uint32_t *o = ord + x->g.first[k];
 		uint32_t m = x->g.first[k + 1] - x->g.first[k];
-		uint32_t up = N > 1 ? tree_parent(k, N, t) : UINT32_MAX;
+		uint32_t up = N > 1 ? algo_tree_parent(k, N, t) : UINT32_MAX;
 
 		for (i = 0; i + 1 < m; i++) {
 			if (dirs & TREE_UP)
@@ -576,7 +575,7 @@ static double tree_depth(const struct algo_ctx *x)
 {
 	uint32_t N = x->g.nnodes;
 
-	return (x->g.ppn_max - 1) + floor_log2(N);
+	return (x->g.ppn_max - 1) + algo_floor_log2(N);
 }
 
 /* A tree channel moves one chunk per loop up the depth D (reducing) and
@@ -595,7 +594,7 @@ static double tree_way(const struct algo_ctx *x)
 	uint32_t N = x->g.nnodes;
 
 	return (x->g.ppn_max - 1) * algo_hop_intra(x) +
-	       floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0);
+	       algo_floor_log2(N) * (N > 1 ? algo_hop(x, TT_NET) : 0);
 }
 
 static double tree_latency(const struct algo_ctx *x)

@@ -190,7 +190,9 @@ double pipe_chunk_B(const struct pipe *pp, double size_B)
 			c /= 2;
 			done++;
 		}
-	return c;
+	/* NCCL's NVLSTree caps the chunk first and halves only above
+	 * fixed sizes (enqueue.cc): the same as halving, then the cap */
+	return pp->max_chunk_B > 0 && c > pp->max_chunk_B ? pp->max_chunk_B : c;
 }
 
 double pipe_loops(const struct pipe *pp, double size_B)

@@ -29,6 +29,7 @@ struct pipe_shape {
 /* One phase's pipeline. All zero (chunk_B 0) = no pipeline cost. */
 struct pipe {
 	double chunk_B;			/* B, largest chunk a channel moves per step */
+	double max_chunk_B;		/* B, cap on the chunk after the halvings; 0 = none */
 	const int64_t *halve_below;	/* loops per hop of depth (the spec's list) */
 	const int64_t *halvings;	/* halvings allowed up to each entry (the spec's list) */
 	uint32_t nhalve;		/* entries in both */

@@ -138,7 +138,7 @@ static void check_bounds(struct fx *f, uint32_t nodes)
 					 1, NULL };
 			struct net_coll_result out;
 
-			if (a == ALGO_NVLS ||
+			if (a == ALGO_NVLS || a == ALGO_NVLS_TREE ||
 			    coll_try_time(&f->sys, &r, &out) != 0)
 				continue;
 			/* Without in-switch reduction every byte a GPU's bus
@@ -315,6 +315,44 @@ Test(net_coll, hierarchical_alltoall_phases)
 	t1 = 7.0 / 8 * GiB / 450e9;
 	t2 = GiB / 2 / 50e9;
 	EQ_REL(coll_timed(&f.sys, &r).time_s, t1 + t2, 1e-6);
+}
+
+Test(net_coll, nvls_tree_node_switch_and_nic_tree)
+{
+	struct fx f;
+	struct run r2 = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct run r4 = { COLL_ALLREDUCE, GiB, NULL, 32, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct run r1 = { COLL_ALLREDUCE, GiB, NULL, 8, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct run ag = { COLL_ALLGATHER, GiB, NULL, 16, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct net_coll_result out;
+
+	/* In each node NVLS: every GPU's switch link carries n (1 + 1/8)
+	 * each way (efficiency 1): 1.125 GiB / 450 GB/s. Between nodes
+	 * head h (rank h of each node, NIC h) owns n/8; on 2 nodes tree 0
+	 * sends its half up 1 -> 0 and down 0 -> 1, tree 1 the reverse:
+	 * n/8 each way on every NIC. With 25 GB/s NICs the NICs bound it:
+	 * GiB / 8 / 25 GB/s = GiB / 200 GB/s (the switch: GiB / 400). */
+	fx_switch(&f, 2);
+	f.out_link.lane_rate_Bps = 25e9;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 200e9, 1e-6);
+	cr_assert_str_eq(coll_timed(&f.sys, &r2).algorithm, "nvls_tree");
+	/* 50 GB/s NICs: n/8 at 50 GB/s = GiB / 400 GB/s, as the switch */
+	f.out_link.lane_rate_Bps = 50e9;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 400e9, 1e-6);
+	/* 4 nodes: tree 0 is 0 <- 2 <- {1, 3}, tree 1 is 3 <- 1 <- {0, 2};
+	 * node 2 has 3 edges in tree 0 and 1 in tree 1, each carrying a
+	 * half of n/8 each way: 2 x n/8 = n/4 on its NICs at 50 GB/s:
+	 * GiB / 200 GB/s (twice the 2-node time). */
+	fx_switch(&f, 4);
+	EQ_REL(coll_timed(&f.sys, &r4).time_s, GiB / 200e9, 1e-6);
+	/* one node: NCCL disables it (tuning.cc), and all-reduce only */
+	fx_switch(&f, 2);
+	cr_assert_eq(coll_try_time(&f.sys, &r1, &out), -1);
+	cr_assert_eq(coll_try_time(&f.sys, &ag, &out), -1);
 }
 
 Test(net_coll, overrides_per_system_and_per_call)

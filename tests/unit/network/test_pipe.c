@@ -52,6 +52,40 @@ Test(pipe, nvls_chunk_halves_by_nccl_rule)
 	EQ_REL(pipe_loops(&pp, 4 * MiB), 2, 0);
 }
 
+/* NCCL's NVLSTree (enqueue.cc): 128 KiB, 64 KiB below 16 loops of
+ * 16 channels x 8 heads, 32 KiB below one loop of 64 KiB chunks; from 4
+ * nodes capped at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE), which NCCL
+ * applies first and then halves only chunks above 64 KiB: the same as
+ * the halvings, then the cap. */
+Test(pipe, nvls_tree_chunk_cap_after_halvings)
+{
+	static const int64_t below[] = { 16, 1 }, halvings[] = { 1, 2 };
+	struct coll_pipe_spec ps = {
+		.chunk_B = 128 * KiB, .halve_below = { (int64_t *)below, 2 },
+		.halvings = { (int64_t *)halvings, 2 }, .slices = 1,
+		.sync_s = 1e-6, .stages = 4,
+	};
+	struct pipe pp;
+
+	pipe_init(&pp, &ps, &(struct pipe_shape){ 16 * 8, 1, 1, 2 });
+	/* 1 GiB >= 16 x 128 x 128 KiB = 256 MiB: 128 KiB, 64 loops */
+	EQ_REL(pipe_chunk_B(&pp, GiB), 128 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, GiB), 64, 0);
+	/* 16 MiB < 256 MiB: 64 KiB; not below 1 x 128 x 64 KiB = 8 MiB */
+	EQ_REL(pipe_chunk_B(&pp, 16 * MiB), 64 * KiB, 0);
+	/* 4 MiB < 8 MiB: 32 KiB */
+	EQ_REL(pipe_chunk_B(&pp, 4 * MiB), 32 * KiB, 0);
+	/* 4 stages and 2 network hops: 3 + 2 loops to fill */
+	EQ_REL(pp.fill, 5, 0);
+	pp.max_chunk_B = 64 * KiB;
+	/* capped: 1 GiB in 64 KiB chunks, 8 MiB a loop: 128 loops; the
+	 * cap does not undo a halving below it (4 MiB stays 32 KiB) */
+	EQ_REL(pipe_chunk_B(&pp, GiB), 64 * KiB, 0);
+	EQ_REL(pipe_loops(&pp, GiB), 128, 0);
+	EQ_REL(pipe_chunk_B(&pp, 16 * MiB), 64 * KiB, 0);
+	EQ_REL(pipe_chunk_B(&pp, 4 * MiB), 32 * KiB, 0);
+}
+
 Test(pipe, nvls_sync_and_fill)
 {
 	struct pipe pp;

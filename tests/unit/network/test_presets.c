@@ -206,6 +206,59 @@ Test(net_presets, nccl_nvls_chunks_follow_enqueue)
 	arena_release(&a);
 }
 
+Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct coll_pipe_spec *ps;
+	struct pipe pp;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	ps = &lib->algo[ALGO_NVLS_TREE].pipe[PROTO_SIMPLE];
+	/* 16 NVLS channels x 8 heads (2 nodes of 8 H100, 8 NICs each). */
+	pipe_init(&pp, ps, &(struct pipe_shape){ 8, 1, 1, 2 });
+	pp.chunks *= (double)ps->channels;
+	cr_assert_float_eq(pp.chunks, 128, 0);
+	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 16 x 128 x
+	 * 128 KiB = 256 MiB up, 64 KiB down to 1 x 128 x 64 KiB = 8 MiB,
+	 * 32 KiB below; 4 stages + 2 hops of fill. */
+	cr_assert_float_eq(pipe_chunk_B(&pp, 268435456.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 8388608.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 32768, 0);
+	cr_assert_float_eq(pp.fill, 5, 0);
+	/* from 4 nodes NCCL_NVLSTREE_MAX_CHUNKSIZE's default, 64 KiB */
+	cr_assert_float_eq(ps->chunk_4nodes_B, 65536, 0);
+	arena_release(&a);
+}
+
+Test(net_presets, chunk_4nodes_refuses_bad_values)
+{
+	static const char *const bad[] = {
+		"algorithms.nvls_tree.pipeline.simple.chunk_4nodes=-64KiB",
+		"algorithms.nvls_tree.pipeline.simple.chunk_4nodes=[1,2]",
+		"algorithms.nvls_tree.pipeline.simple.chunk_4nodes=nan",
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		struct arena a;
+		struct diag d;
+		struct config_ctx cx = { &a, &d, "." };
+		void *obj;
+
+		arena_init(&a);
+		diag_init(&d, NULL);
+		obj = arena_alloc(&a, collectives_schema.size);
+		cr_assert_not_null(obj);
+		cr_assert_eq(config_load(&cx, &collectives_schema, "nccl",
+					 &bad[i], 1, obj), -1, "%s", bad[i]);
+		cr_assert_geq(d.errors, 1);
+		arena_release(&a);
+	}
+}
+
 /* The factor NCCL's tuner puts on a tree all-reduce of `bytes` (one
  * node; NCCL applies it at every node count). */
 #define EQ_TREE(lib, p, bytes, want) \
