@@ -102,6 +102,28 @@ sed 's/\[{size: 1}, 0, 12\]/[1073741824, 0, 12x]/' "$tmp/ref/collectives/bad.yam
 rm "$tmp/ref/collectives/bad.yaml"
 status 2 "busbw '12x'" --kind collective --reference "$tmp/ref"
 rm "$tmp/ref/collectives/bad2.yaml"
+# A collective table's keys: an unknown one (a typo: engine_kernel_max_b
+# scored the engine's rows), a nodes list (ran on the preset's nodes) and
+# an unknown op or algorithm are errors at their line:col.
+coll_bad() {	# coll_bad WHAT LINE:COL KEY: VALUE
+	printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: allreduce' 'ranks: 8' \
+		"$3" 'rows:' '  - [1073741824, 0, 100]' >"$tmp/ref/collectives/bad.yaml"
+	status 2 "$1" --kind collective --reference "$tmp/ref"
+	grep -q "bad.yaml:$2: error" "$tmp/err" || bad "$1: no error at bad.yaml:$2"
+	rm "$tmp/ref/collectives/bad.yaml"
+}
+coll_bad "a typo'd table key" 5:1 'engine_kernel_max_b: 1048576'
+grep -q "did you mean 'engine_kernel_max_B'" "$tmp/err" ||
+	bad "a typo'd table key: no did you mean"
+coll_bad "nodes as a list" 5:8 'nodes: [2]'
+coll_bad "nodes 0" 5:8 'nodes: 0'
+coll_bad "algorithm rign" 5:12 'algorithm: rign'
+coll_bad "gated: yes" 5:8 'gated: yes'
+printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: allreduse' 'ranks: 8' \
+	'rows:' '  - [1073741824, 0, 100]' >"$tmp/ref/collectives/bad.yaml"
+status 2 "op allreduse" --kind collective --reference "$tmp/ref"
+grep -q "bad.yaml:3:5: error: 'op'" "$tmp/err" || bad "op allreduse: no error at 3:5"
+rm "$tmp/ref/collectives/bad.yaml"
 # The dispatch cases' numeric columns and dtype: atof read '4096x' tokens
 # as 4096 and any unknown dtype ran as BF16.
 mkdir -p "$tmp/ref/ep"
