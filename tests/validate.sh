@@ -197,6 +197,23 @@ status 2 "an attention row with backend ck_tile on h100" --kind kernel --referen
 grep -q "bk.yaml:7:28: error: 'backend': ck_tile is Composable Kernel's, which runs on AMD GPUs only" "$tmp/err" ||
 	bad "backend ck_tile on h100: no error at bk.yaml:7:28"
 rm "$tmp/ref/kernels/bk.yaml"
+# A kernel file's and a row's keys are its kind's (a typo'd key was read
+# as absent: 'weigths: cold' priced B warm, 'scord: false' scored the
+# row, 'scored: flase' too), at their line:col.
+kern_bad() {	# kern_bad WHAT LINE:COL TOP-KEY ROW
+	printf '%s\n' 'id: K-KEYS' 'gpu: h100' 'kind: gemm' 'dtype: bf16' \
+		'timing: stream' "$3" 'rows:' "$4" >"$tmp/ref/kernels/keys.yaml"
+	status 2 "$1" --kind kernel --reference "$tmp/ref"
+	grep -q "keys.yaml:$2: error" "$tmp/err" || bad "$1: no error at keys.yaml:$2"
+	rm "$tmp/ref/kernels/keys.yaml"
+}
+row='  - {m: 4096, n: 4096, k: 4096, tflops: 600'
+kern_bad "a typo'd file key" 6:1 'weigths: cold' "$row}"
+grep -q "did you mean 'weights'" "$tmp/err" || bad "weigths: no did you mean"
+kern_bad "a typo'd row key" 8:46 'notes: x' "$row, scord: false}"
+kern_bad "scored: flase" 8:54 'notes: x' "$row, scored: flase}"
+kern_bad "a decode key in a gemm file" 6:11 'kv_dtype: fp8' "$row}"
+kern_bad "an attention key in a gemm row" 8:46 'notes: x' "$row, causal: true}"
 # Hopper fp8 accumulation modes (kernel file key fp8_accumulation): the
 # same 16384^3 fp8 GEMM on h100 priced fast (fp8_fast_accum_efficiency
 # 0.906) and split (gemm_efficiency_dtype fp8 0.858). 128 x 256 tiles:
