@@ -116,6 +116,9 @@ coll_bad "a typo'd table key" 5:1 'engine_kernel_max_b: 1048576'
 grep -q "did you mean 'engine_kernel_max_B'" "$tmp/err" ||
 	bad "a typo'd table key: no did you mean"
 coll_bad "nodes as a list" 5:8 'nodes: [2]'
+coll_bad "engine_kernel_max_B -5" 5:22 'engine_kernel_max_B: -5'
+coll_bad "engine_kernel_max_B 4.5" 5:22 'engine_kernel_max_B: 4.5'
+coll_bad "engine_kernel_max_B as a list" 5:22 'engine_kernel_max_B: [1]'
 coll_bad "nodes 0" 5:8 'nodes: 0'
 coll_bad "algorithm rign" 5:12 'algorithm: rign'
 coll_bad "gated: yes" 5:8 'gated: yes'
