@@ -78,6 +78,19 @@ cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 printf 'id: K-BROKEN\nkind: gemm\ntiming: stream\nrows: []\n' \
 	>"$tmp/ref/kernels/broken.yaml"
 status 2 "a broken reference file" --kind kernel --reference "$tmp/ref"
+# validate.yaml's gates: a typo'd kind or gate dropped the gate without a
+# word (validate passed what it no longer gated); so did a kind given a
+# scalar. Each exits 2 at its line:col.
+gate_bad() {	# gate_bad WHAT LINE:COL SET-BODY
+	printf 'targets:\n%s\n' "$3" >"$tmp/ref/validate.yaml"
+	status 2 "$1" --kind latency --reference "$tmp/ref"
+	grep -q "validate.yaml:$2: error" "$tmp/err" || bad "$1: no error at validate.yaml:$2"
+}
+gate_bad "a typo'd kind in a gate set" 2:3 '  latncy: {max_abs: 10%}'
+grep -q "did you mean 'latency'" "$tmp/err" || bad "latncy: no did you mean"
+gate_bad "a typo'd gate" 2:27 '  latency: {max_abs: 10%, media_abs: 5%}'
+gate_bad "a kind's gates as a scalar" 2:12 '  latency: 10%'
+cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 # A collective table marked `gated: false` is shown, not gated: a
 # measurement 1000x off passes; `gated` takes true or false only.
 printf '%s\n' 'id: C-EXTRA' 'system: dgx-h100' 'op: alltoall' 'ranks: 8' \
