@@ -188,6 +188,16 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			    "whole number from 1 to 1e6, got '%s'", r->nodes);
 		return -1;
 	}
+	if (r->nodes) {		/* as the system's integer key reads it */
+		char *t = arena_alloc(a, 16);
+
+		if (!t) {
+			diag_oom(d);
+			return -1;
+		}
+		snprintf(t, 16, "%.0f", x);
+		r->nodes = t;
+	}
 	r->engine_max_B = 0;
 	if (engine && !valid_parse_number(engine, 0, 1, &r->engine_max_B)) {
 		cnode_error(d, cnode_get(doc, "engine_kernel_max_B"),
