@@ -131,9 +131,12 @@ int valid_get_bool(const struct cnode *map, const char *key, int def,
 		return 1;
 	if (n->kind == CNODE_SCALAR && strcmp(n->text, "false") == 0)
 		return 0;
-	cnode_error(d, n, "'%s': expected true or false, got '%s'", key,
-		    n->kind == CNODE_SCALAR ? n->text :
-		    n->kind == CNODE_MAP ? "a mapping" : "a list");
+	if (n->kind == CNODE_SCALAR)
+		cnode_error(d, n, "'%s': expected true or false, got '%s'",
+			    key, n->text);
+	else
+		cnode_error(d, n, "'%s': expected true or false, got a %s",
+			    key, n->kind == CNODE_MAP ? "mapping" : "list");
 	return -1;
 }
 
