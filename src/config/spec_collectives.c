@@ -288,8 +288,10 @@ static const struct schema_field pipe_fields[] = {
 	{ .key = "chain_channel_bandwidth", .type = ST_BANDWIDTH,
 	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s", .max = 1e14,
 	  .help = "with chain_chunk: the most one channel forwards a step "
-		  "at, whatever the links leave it (one thread block); 0 = "
-		  "the links' share only" },
+		  "at, whatever the links leave it (one thread block); also "
+		  "the rate a one-node ring channel copies each loop's final, "
+		  "local-only step at; 0 = the links' share only, no final "
+		  "step" },
 };
 
 static const struct schema pipe_schema = {

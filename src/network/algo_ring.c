@@ -433,6 +433,20 @@ static void chain_pipe(struct algo_ctx *x)
 	}
 }
 
+/* A ring loop ends on a step that writes only local memory (pipe.c
+ * "final"): one chunk a channel, copied at the channel's own rate,
+ * the one-node chain_channel_bandwidth (NCCL's perChMaxTreeBws one-node
+ * row, the rate NCCL's own tuner gives one Simple channel); S / (K p r)
+ * in all. Within one node only: across nodes the rate is not known. */
+static void ring_final_step(struct algo_ctx *x)
+{
+	const struct coll_pipe_spec *ps = &x->as->pipe[x->proto];
+
+	if (x->g.nnodes == 1 && ps->chain_channel_Bps > 0 &&
+	    x->pipe.chunks > 0)
+		x->pipe.local_s_per_B = 1 / (x->pipe.chunks * ps->chain_channel_Bps);
+}
+
 /* A ring channel handles one chunk per rank each loop and passes it in
  * 2(p-1) steps (all-reduce) or p-1 (all-gather, reduce-scatter); a
  * broadcast or reduce chain as chain_pipe says. */
@@ -440,12 +454,17 @@ static void ring_pipe(struct algo_ctx *x, uint32_t K)
 {
 	double P = x->g.p;
 
-	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE)
+	if (x->c->op == COLL_BROADCAST || x->c->op == COLL_REDUCE) {
 		chain_pipe(x);
-	else if (x->c->op == COLL_ALLREDUCE)
+		return;
+	}
+	if (x->c->op == COLL_ALLREDUCE)
 		algo_pipe(x, (struct pipe_shape){ P, 2 * (P - 1), 1, 0 }, K);
 	else if (x->c->op == COLL_ALLGATHER || x->c->op == COLL_REDUCESCATTER)
 		algo_pipe(x, (struct pipe_shape){ P, P - 1, 1, 0 }, K);
+	else
+		return;
+	ring_final_step(x);
 }
 
 int algo_ring(struct algo_ctx *x, struct plan *p)

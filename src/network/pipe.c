@@ -25,6 +25,19 @@
  *         flag, fencing its writes, posting its own flag. The channels
  *         stop together, so the links idle meanwhile:
  *             t_sync = n s o                                  [s]
+ *   final a ring loop's last step on a channel writes only local memory
+ *         (all-gather's directRecv: the chunk from the recv FIFO to the
+ *         output; reduce-scatter's recvReduceCopy; all-reduce's last
+ *         directRecv: NVIDIA/nccl@5067397c src/device/all_gather.h
+ *         "Final wait/copy", reduce_scatter.h, all_reduce.h), and a
+ *         channel's thread block runs its steps one after another, so
+ *         its link share idles while it copies its chunk at the
+ *         channel's own rate r (one node: chain_channel_bandwidth,
+ *         NCCL's per-channel Simple cap). Each loop moves K g c, so
+ *         each channel copies S / (K g) in all:
+ *             t_final = S / (K g r)                           [s]
+ *         (direct writes into a registered output skip the copy; the
+ *         benchmarks' and frameworks' default unregistered buffers do not)
  *   fill  the pipeline holds F loops in flight before the first one
  *         ends: F = stages - 1 for a chunk that passes `stages` stages
  *         inside a rank (NVLS: the scatter, reduce-multicast and gather
@@ -157,6 +170,7 @@ static double group_parts(const struct pipe *pp, double size_B)
 double pipe_sync_s(const struct pipe *pp, double size_B)
 {
 	return pipe_loops(pp, size_B) * pp->sync_s +
+	       pp->local_s_per_B * size_B +
 	       (group_parts(pp, size_B) - 1) * pp->chain_hop_s;
 }
 

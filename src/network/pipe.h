@@ -52,6 +52,9 @@ struct pipe {
 	int chain_proto;		/* the protocol (for the group's layout) */
 	const struct coll_group_spec *chain_gs;	/* the library's group layout, or NULL */
 	double chain_hop_s;		/* s a group's next part on a channel trails the last by */
+	double local_s_per_B;		/* s per byte of the collective: the loops' local-only
+					 * final steps (a ring: each channel's last step of a
+					 * loop, one chunk at its own rate); 0 = none */
 	double chain_fill_D;		/* hops of a group's chains (chain_group > 1), for
 					 * their fill (pipe_volume_factor); 0 = none */
 };
@@ -70,8 +73,9 @@ double pipe_chunk_B(const struct pipe *pp, double size_B);
 /* Loops the kernel makes for size_B (at least 1; 0 without a pipeline). */
 double pipe_loops(const struct pipe *pp, double size_B);
 
-/* Idle time (s) the pipeline adds for size_B: loops x sync, and for a
- * group of chains (chain_group > 1) the busiest channel's j parts'
+/* Idle time (s) the pipeline adds for size_B: loops x sync, the loops'
+ * local-only final steps (local_s_per_B x size_B), and for a group of
+ * chains (chain_group > 1) the busiest channel's j parts'
  * (j - 1) x chain_hop_s (cgroup.h). */
 double pipe_sync_s(const struct pipe *pp, double size_B);
 

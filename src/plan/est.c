@@ -59,31 +59,43 @@
  *
  * ZeRO 3 (FSDP): every unit gathers its parameters (A_u, P_u W) before
  * each forward and backward and reduce-scatters its gradient (R_u, P_u G)
- * after each backward, fsdp_prefetch_units ahead of compute, so in the
- * steady state a unit takes
+ * after each backward, on streams of their own, each gather waiting only
+ * for the unit fsdp_prefetch_units before it (train_dp.c fsdp_one), so a
+ * unit's compute, slowed beside its collectives, is
  *
- *   forward  max(c + S_dp min(c, A_u), A_u)
- *   backward max(c + S_dp min(c, A_u + R_u), A_u + R_u)
+ *   forward  c + S_dp min(c, A_u)
+ *   backward c + S_dp min(c, A_u + R_u)
  *
  * (the gather and the reduce-scatter share the group's links), c the
- * unit's block latency; these replace the blocks in f_s and b_s. The
- * first gather is exposed. The compute stream waits at the end of every
- * backward for its reduce-scatters (FSDP2's root post-backward final
- * callback; train_dp.c reduce_waited), which run one after another each
- * after its unit: b_s also takes the last unit's R_u (the embedding's on
- * stage 0, else a layer's), the step's last one among them. Without
- * reshard_after_forward (framework fsdp_reshard_after_forward false) a
- * chunk's units stay gathered from a forward to the chunk's next action
- * on the rank, which gathers nothing (train_dp.c fsdp_held): that
- * action's units take max(c, 0) forward, max(c + S_dp min(c, R_u), R_u)
- * backward (est_pipe.c runs each action at its own time: 1F1B's
- * backward after its forward, a warm-up's second forward).
+ * unit's block latency, and in the steady state a stage's pass takes the
+ * longer of its units' compute and its units' collectives, each summed
+ * over the stage:
+ *
+ *   f_s = max(sum_u c_f,u', sum_u A_u)
+ *   b_s = max(sum_u c_b,u', sum_u (A_u + R_u) - W) + W
+ *
+ * (before round 41 each unit took its own longer one, which charged the
+ * embedding's gather and reduce-scatter, little compute beside them, in
+ * full on every pass of stage 0, though the prefetched gather runs under
+ * the layers' compute). The first gather is exposed. The compute stream
+ * waits at the end of every backward for its reduce-scatters (FSDP2's
+ * root post-backward final callback; train_dp.c reduce_waited), which
+ * run one after another each after its unit: W is the last unit's R_u
+ * (the embedding's on stage 0, else a layer's), the step's last one
+ * among them. Without reshard_after_forward (framework
+ * fsdp_reshard_after_forward false) a chunk's units stay gathered from a
+ * forward to the chunk's next action on the rank, which gathers nothing
+ * (train_dp.c fsdp_held): that action's units take c forward and
+ * c + S_dp min(c, R_u) backward, with R_u alone on the streams (est_
+ * pipe.c runs each action at its own time: 1F1B's backward after its
+ * forward, a warm-up's second forward).
  *
  * Under fsdp_pp_no_sync (torch pipelining, pp >= 2) a unit gathers in
  * a schedule run's first forward only and reduce-scatters after the
  * run's last backward of its chunk, the compute stream waiting for the
  * chunk's reduce-scatters: between those the units cost their blocks,
- * the run's first forward of stage s the gathering forward above, its
+ * the run's first forward of stage s its units' max(c + S_dp min(c,
+ * A_u), A_u) each (the per-unit bound, kept there), its
  * last backward b_s + sum_u R_u.
  *
  * Local batches (training.local_batch_size): the step runs g =
@@ -539,19 +551,25 @@ static double pipeline_bound(const struct est_cand *c)
  * is still gathered (c->held): its units at fsdp_hf, fsdp_hb. */
 static void held_stages(struct est_cand *c, double *f, double *b)
 {
-	double keep[2][3];
+	double keep[4][3];
 	int64_t s;
 
 	memcpy(keep[0], c->fsdp_f, sizeof(keep[0]));
 	memcpy(keep[1], c->fsdp_b, sizeof(keep[1]));
+	memcpy(keep[2], c->fsdp_xf, sizeof(keep[2]));
+	memcpy(keep[3], c->fsdp_xb, sizeof(keep[3]));
 	memcpy(c->fsdp_f, c->fsdp_hf, sizeof(keep[0]));
 	memcpy(c->fsdp_b, c->fsdp_hb, sizeof(keep[1]));
+	memset(c->fsdp_xf, 0, sizeof(keep[2]));
+	memcpy(c->fsdp_xb, c->fsdp_hxb, sizeof(keep[3]));
 	for (s = 0; s < c->S; s++) {
 		f[s] = est_stage_f(c, s);
 		b[s] = est_stage_b(c, s);
 	}
 	memcpy(c->fsdp_f, keep[0], sizeof(keep[0]));
 	memcpy(c->fsdp_b, keep[1], sizeof(keep[1]));
+	memcpy(c->fsdp_xf, keep[2], sizeof(keep[2]));
+	memcpy(c->fsdp_xb, keep[3], sizeof(keep[3]));
 }
 
 /* est_pipe_run, its failures reported to d. */
@@ -658,6 +676,8 @@ static void fsdp_alone(struct est_cand *c)
 	c->fsdp_b[EST_LAYER] = c->b->lb.lat_s;
 	c->fsdp_b[EST_EMBED] = c->b->eb.lat_s;
 	c->fsdp_b[EST_HEAD] = c->b->hb.lat_s;
+	memset(c->fsdp_xf, 0, sizeof(c->fsdp_xf));
+	memset(c->fsdp_xb, 0, sizeof(c->fsdp_xb));
 }
 
 /* defer_embedding_wgrad_compute (train.c: t->defer, build_drain): the

@@ -288,20 +288,24 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 
 		if (ag < 0 || rs < 0)
 			return -1;
-		c->fsdp_f[u] = fmax(cf + sf * fmin(cf, ag), ag);
-		c->fsdp_b[u] = fmax(cb + sb * fmin(cb, ag + rs), ag + rs);
+		c->fsdp_f[u] = cf + sf * fmin(cf, ag);
+		c->fsdp_b[u] = cb + sb * fmin(cb, ag + rs);
+		c->fsdp_xf[u] = ag;
+		c->fsdp_xb[u] = ag + rs;
 		if (u == EST_EMBED)
 			c->fsdp_first_ag = ag;
 		if (c->no_sync) {	/* gathered once a run, reduced once */
-			c->fsdp_gf[u] = c->fsdp_f[u];
+			c->fsdp_gf[u] = fmax(c->fsdp_f[u], ag);
 			c->fsdp_rs[u] = rs;
 			c->fsdp_f[u] = cf;
 			c->fsdp_b[u] = cb;
+			c->fsdp_xf[u] = c->fsdp_xb[u] = 0;
 			continue;
 		}
 		/* still gathered: the backward's reduce-scatter alone */
 		c->fsdp_hf[u] = cf;
-		c->fsdp_hb[u] = fmax(cb + sb * fmin(cb, rs), rs);
+		c->fsdp_hb[u] = cb + sb * fmin(cb, rs);
+		c->fsdp_hxb[u] = rs;
 		c->fsdp_wait[u] = rs;
 	}
 	return 0;

@@ -177,8 +177,16 @@ struct est_cand {
 	const double *x;		/* s, [r]: a transfer between rank r and
 					 * r + 1 (r = p-1: the wrap to rank 0) */
 	double s_dp;			/* compute share a DP collective holds */
-	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit with its collectives */
+	double fsdp_f[3], fsdp_b[3];	/* s, ZeRO 3: a unit's compute, slowed by
+					 * its collectives beside it */
+	double fsdp_xf[3], fsdp_xb[3];	/* s, ZeRO 3: a unit's collectives on the
+					 * data-parallel streams (forward: its
+					 * all-gather; backward: all-gather and
+					 * reduce-scatter); a stage takes the
+					 * longer of the two sums (est_stage.c) */
 	double fsdp_first_ag;		/* s, exposed at the start */
+	double fsdp_hxb[3];		/* s, fsdp_xb of a held unit (its
+					 * reduce-scatter) */
 	double fsdp_hf[3], fsdp_hb[3];	/* s, a unit whose chunk is still
 					 * gathered (held): no all-gather */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit

@@ -4,6 +4,8 @@
  * units' blocks (est.c has the formulas), and the time through a unit.
  * A leaf: est.c and est_dp.c call it, it calls neither.
  */
+#include <math.h>
+
 #include "est_impl.h"
 
 double est_unit_f(const struct est_cand *c, int u)
@@ -122,13 +124,29 @@ static double with_amax(const struct est_cand *c, const struct est_pass *a,
 	return a->lat_s > 0 ? t + a->lat_s + c->b->amax_tax * t : t;
 }
 
+/* ZeRO 3: the collectives of stage s's units on the data-parallel
+ * streams, forward (xf) or backward (xb): the dense layers', the
+ * embedding's on the first stage, the head's on the last (those est_
+ * unit_f/_b carry; MoE layers and hybrids' kinds carry none). */
+static double stage_coll(const struct est_cand *c, int64_t s,
+			 const double *x)
+{
+	double n = c->nkind ? (double)c->split[s] : nmoe(c, s);
+
+	if (c->j->training.zero_stage < 3)
+		return 0;
+	return ((double)c->split[s] - n) * x[EST_LAYER] +
+	       (s == 0 ? x[EST_EMBED] : 0) + (s == c->S - 1 ? x[EST_HEAD] : 0);
+}
+
 double est_stage_f(const struct est_cand *c, int64_t s)
 {
-	return with_amax(c, &c->b->af,
-			 est_layers_f(c, s) +
-			 (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
-			 (s == c->S - 1 ? head_f(c) : 0) + alone_f(c, s) +
-			 (s > 0 ? c->b->pg.lat_s : 0));
+	return fmax(with_amax(c, &c->b->af,
+			      est_layers_f(c, s) +
+			      (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
+			      (s == c->S - 1 ? head_f(c) : 0) + alone_f(c, s) +
+			      (s > 0 ? c->b->pg.lat_s : 0)),
+		    stage_coll(c, s, c->fsdp_xf));
 }
 
 /* ZeRO 3 outside no_sync: the compute stream waits at the end of every
@@ -152,12 +170,14 @@ static double backward_wait(const struct est_cand *c, int64_t s)
 
 double est_stage_b(const struct est_cand *c, int64_t s)
 {
-	return with_amax(c, &c->b->ab,
-			 est_layers_b(c, s) +
-			 (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
-			 (s == c->S - 1 ? head_b(c) : 0) + alone_b(c, s) +
-			 (s < c->S - 1 ? c->b->pg.lat_s : 0)) +
-	       backward_wait(c, s);
+	double w = backward_wait(c, s);
+
+	return fmax(with_amax(c, &c->b->ab,
+			      est_layers_b(c, s) +
+			      (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
+			      (s == c->S - 1 ? head_b(c) : 0) + alone_b(c, s) +
+			      (s < c->S - 1 ? c->b->pg.lat_s : 0)),
+		    stage_coll(c, s, c->fsdp_xb) - w) + w;
 }
 
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u)

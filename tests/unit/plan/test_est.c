@@ -586,3 +586,70 @@ Test(est, rank_index_names_a_built_entry)
 	c.p = 1;
 	cr_assert_eq(est_rank_index(&c, 0), 0);
 }
+
+/*
+ * ZeRO 3: a stage takes the longer of its units' compute and its units'
+ * collectives, summed over the stage (est_stage.c stage_coll), not the
+ * sum of each unit's longer one: FSDP prefetches its all-gathers
+ * fsdp_prefetch_units ahead on their own streams (models/train_dp.c
+ * fsdp_one), so the embedding's gather (little compute, big
+ * collectives) runs beside the layers' compute. Made-up unit times
+ * (ms), pp 2, 4 layers a stage, no amax, no transfers:
+ *
+ *   unit    f   b    xf  xb  wait
+ *   layer   3   9    1   2.5 (stage 0), 5 12 2 (stage 1's case)
+ *   embed   0.01 0.02 2   6   4   (the embedding's R_u = 4)
+ *   head    7   14   2   6
+ *
+ * Stage 0 forward: compute 4 x 3 + 0.01 = 12.01, collectives 4 x 1 + 2
+ * = 6: 12.01 ms (each unit's longer: 4 x 3 + 2 = 14). Backward: compute
+ * 4 x 9 + 0.02 = 36.02, collectives 4 x 2.5 + 6 = 16, the wait the
+ * embedding's reduce-scatter 4: max(36.02, 16 - 4) + 4 = 40.02 ms (each
+ * unit's longer: 36 + 6 + 4 = 46). Stage 1 with layers whose
+ * collectives are longer (xf 5, xb 12, wait 2): forward compute 4 x 3 +
+ * 7 = 19, collectives 4 x 5 + 2 = 22: 22 ms; backward compute 4 x 9 +
+ * 14 = 50, collectives 4 x 12 + 6 = 54: max(50, 54 - 2) + 2 = 54 ms, the
+ * data-parallel stream's own time.
+ */
+Test(est, fsdp_stage_takes_the_longer_sum)
+{
+	static struct job_spec j;
+	struct est_blocks b;
+	struct est_cand c;
+	int64_t split[2] = { 4, 4 };
+
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	j.training.zero_stage = 3;
+	c.j = &j;
+	c.b = &b;
+	c.split = split;
+	c.p = 2;
+	c.v = 1;
+	c.S = 2;
+	c.mtp_stage = 1;
+	c.fsdp_f[EST_LAYER] = 3e-3;
+	c.fsdp_b[EST_LAYER] = 9e-3;
+	c.fsdp_xf[EST_LAYER] = 1e-3;
+	c.fsdp_xb[EST_LAYER] = 2.5e-3;
+	c.fsdp_f[EST_EMBED] = 0.01e-3;
+	c.fsdp_b[EST_EMBED] = 0.02e-3;
+	c.fsdp_xf[EST_EMBED] = 2e-3;
+	c.fsdp_xb[EST_EMBED] = 6e-3;
+	c.fsdp_wait[EST_EMBED] = 4e-3;
+	c.fsdp_f[EST_HEAD] = 7e-3;
+	c.fsdp_b[EST_HEAD] = 14e-3;
+	c.fsdp_xf[EST_HEAD] = 2e-3;
+	c.fsdp_xb[EST_HEAD] = 6e-3;
+	cr_assert_float_eq(est_stage_f(&c, 0), 12.01e-3, 1e-12);
+	cr_assert_float_eq(est_stage_b(&c, 0), 40.02e-3, 1e-12);
+	c.fsdp_xf[EST_LAYER] = 5e-3;
+	c.fsdp_xb[EST_LAYER] = 12e-3;
+	c.fsdp_wait[EST_LAYER] = 2e-3;
+	cr_assert_float_eq(est_stage_f(&c, 1), 22e-3, 1e-12);
+	cr_assert_float_eq(est_stage_b(&c, 1), 54e-3, 1e-12);
+	/* without ZeRO 3 no unit carries collectives: the blocks' sums
+	 * (all 0 here) */
+	j.training.zero_stage = 1;
+	cr_assert_float_eq(est_stage_f(&c, 1), 0, 1e-12);
+}

@@ -774,7 +774,17 @@ Test(plan, lockstep_estimated_as_the_run)
  * weighted owned share, est_dp.c dp_lost) and the run launch order:
  * savings (reshard true - false) full / estimate 25.3 / 25.1 ms at pp 1,
  * 23.6 / 13.3 ms (1.78x) at pp 4, 39.8 / 41.3 ms at pp 4 vpp 2 (the
- * share-law estimate had 9.36 ms at pp 4, 2.52x): back to 2.5x.
+ * share-law estimate had 9.36 ms at pp 4, 2.52x): back to 2.5x. Since
+ * round 41 a stage takes the longer of its units' compute and their
+ * collectives summed over the stage (est_stage.c stage_coll; the
+ * embedding's gather runs under the layers' compute) and a ring loop
+ * ends on its local copy (src/network/pipe.c "final"; 2-rank rings +40 %
+ * link time): estimate / full 1.3363 / 1.3312, 1.3154 / 1.3069 s at pp
+ * 1, 1.9834 / 1.9773, 1.9651 / 1.9590 at pp 4, 1.5179 / 1.5185,
+ * 1.4794 / 1.4784 at pp 4 vpp 2 (+0.4, +0.7, +0.3, +0.3, -0.04, +0.07
+ * %; with each unit's own longer one the last read 1.5581 / 1.5185,
+ * +2.6 %, the embedding's gather and reduce-scatter charged on every
+ * pass of stage 0).
  */
 Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 {

@@ -1,0 +1,172 @@
+/*
+ * test_coll_arch.c - NCCL's per-generation tuning data in the system
+ * presets (round 41, bw41): the Blackwell systems carry NCCL's Blackwell
+ * rows, not Hopper's or a doubled Hopper row, and the ring LL128 cap
+ * binds a one-node ring on Blackwell.
+ *
+ * Derivations (NVIDIA/nccl v2.29.2-1, the held-out B200/B300/GB200/GB300
+ * tables' NCCL):
+ *  - ring graph on one Blackwell node: 18 NVLink5 links x SM100_NVLINK_BW
+ *    40.1 GB/s = 721.8 GB/s (topo.h); the search starts at the first
+ *    sm100SpeedArrayIntra speed, 90, and fits floor(721.8 / 90) = 8
+ *    channels (8 x 90 = 720 <= 721.8; search.cc); ncclTopoDupChannels
+ *    doubles them (bwIntra 90 >= 50) to 16 x 45; pass 2 cannot raise
+ *    the speed (16 x 50 = 800 > 721.8).
+ *  - tuning.cc: ring LL128 busBw = min(0.92 x 16 x 45 = 662.4,
+ *    16 x perChMaxRingLL128Bws[Blackwell][1 node] 34.5 = 552) = 552 GB/s.
+ *  - perChMaxTreeBws[Blackwell][1 node] = 70.0 GB/s (v2.28.3-1 to
+ *    5067397c; 2 x 38.7 = 77.4 only up to v2.27.7).
+ *  - llMaxBws across nodes is indexed by the host CPU (index1 = 0 for
+ *    Intel and Grace, 1 for AMD): row 0 = 39 GB/s (2 nodes), 20.4 GB/s
+ *    (more) on every Blackwell preset.
+ *  - ring LL: NCCL drops channels while bytes < nc x 512 threads x 8 x
+ *    nRanks (enqueue.cc topoGetAlgoInfo, tuning.cc threadThresholds) on
+ *    every arch; one channel runs at 0.5 x bwIntra = 0.5 x 45 = 22.5
+ *    GB/s on Blackwell (Hopper 0.5 x 30 = 15, nccl.yaml). A100 keeps the
+ *    cut off: its in-sample Azure table reads worse with it (README).
+ *  - Hopper writes no LL128 cap: 12 x 36.7 = 440.4 >= 0.92 x 12 x 30 =
+ *    331.2 (6 x 60 duplicated to 12 x 30 on 18 x 20.6 GB/s): it never
+ *    binds in NCCL's own model.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/spec_system.h"
+#include "network/net.h"
+
+static struct system_spec *load(struct arena *a, const char *name)
+{
+	struct diag d;
+	struct config_ctx cx = { a, &d, "." };
+	struct system_spec *s = arena_alloc(a, system_schema.size);
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(s);
+	memset(s, 0, system_schema.size);
+	cr_assert_eq(config_load(&cx, &system_schema, name, NULL, 0, s), 0,
+		     "system '%s'", name);
+	return s;
+}
+
+Test(coll_arch, blackwell_presets_carry_nccls_blackwell_rows)
+{
+	static const char *const bw[] = { "dgx-b200", "dgx-b300",
+					  "gb200-nvl72", "gb300-nvl72" };
+	struct arena ar, *a = &ar;
+	const struct coll_lib_spec *l;
+	size_t i;
+
+	arena_init(a);
+	for (i = 0; i < sizeof(bw) / sizeof(bw[0]); i++) {
+		l = load(a, bw[i])->collectives;
+		cr_assert_float_eq(l->proto[PROTO_LL128]
+				   .max_busbw_Bps[SCALE_1NODE],
+				   16 * 34.5e9, 1e3, "%s", bw[i]);
+		/* not across nodes: other channel counts there */
+		cr_assert_eq(l->proto[PROTO_LL128]
+			     .max_busbw_Bps[SCALE_2NODES], 0, "%s", bw[i]);
+		cr_assert_float_eq(l->algo[ALGO_RING].pipe[PROTO_SIMPLE]
+				   .chain_channel_Bps, 70e9, 1e3,
+				   "%s", bw[i]);
+		cr_assert_float_eq(l->proto[PROTO_LL]
+				   .max_busbw_Bps[SCALE_1NODE], 282e9, 1e3,
+				   "%s", bw[i]);
+		cr_assert_float_eq(l->proto[PROTO_LL].channel_busbw_Bps,
+				   22.5e9, 1e3, "%s", bw[i]);
+		cr_assert_float_eq(l->algo[ALGO_RING].channel_min_rank_B
+				   .b[PROTO_LL], 4096, 1e-9, "%s", bw[i]);
+		cr_assert_float_eq(l->proto[PROTO_LL]
+				   .max_busbw_Bps[SCALE_2NODES], 39e9, 1e3,
+				   "%s", bw[i]);
+		cr_assert_float_eq(l->proto[PROTO_LL]
+				   .max_busbw_Bps[SCALE_4NODES], 20.4e9, 1e3,
+				   "%s", bw[i]);
+	}
+	l = load(a, "dgx-a100")->collectives;
+	cr_assert_eq(l->algo[ALGO_RING].channel_min_rank_B.b[PROTO_LL], 0);
+	l = load(a, "dgx-h100")->collectives;
+	cr_assert_eq(l->proto[PROTO_LL128].max_busbw_Bps[SCALE_1NODE], 0);
+	cr_assert_float_eq(l->algo[ALGO_RING].pipe[PROTO_SIMPLE]
+			   .chain_channel_Bps, 38.7e9, 1e3);
+	arena_release(a);
+}
+
+/* An 8-GPU all-gather of bytes on sys (algo / proto -1: the choice). */
+static struct net_coll_result allgather(const struct system_spec *sys,
+					double bytes, int algo, int proto)
+{
+	static const uint32_t ids[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct coll_desc c = { .op = COLL_ALLGATHER, .bytes = bytes,
+			       .gpus = ids, .ngpus = 8, .algo = algo,
+			       .proto = proto };
+	struct net_coll_result out;
+	struct diag d;
+	struct net *n;
+
+	diag_init(&d, stderr);
+	n = net_new(sys, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
+	net_free(n);
+	return out;
+}
+
+Test(coll_arch, blackwell_ring_ll128_stays_under_nccls_cap)
+{
+	struct arena ar, *a = &ar;
+	struct system_spec *sys;
+	struct coll_lib_spec lib;
+	struct net_coll_result r, open;
+	double S = 32.0 * 1048576;
+
+	arena_init(a);
+	sys = load(a, "dgx-b200");
+	/* 32 MiB over 8 B200 on ring/LL128: busbw (7/8 S / t) at most the
+	 * 552 GB/s cap (the latency only lowers it). */
+	r = allgather(sys, S, ALGO_RING, PROTO_LL128);
+	cr_assert_str_eq(r.protocol, "ll128");
+	cr_assert_leq(r.busbw_Bps, 552e9 * (1 + 1e-9));
+	/* Without the cap the links' 0.9375 x NVLink5 carry it faster:
+	 * the cap is what binds (this fails if the preset loses it). */
+	lib = *sys->collectives;
+	lib.proto[PROTO_LL128].max_busbw_Bps[SCALE_1NODE] = 0;
+	sys->collectives = &lib;
+	open = allgather(sys, S, ALGO_RING, PROTO_LL128);
+	cr_assert_gt(open.time_s, 0);
+	cr_assert_lt(open.time_s, r.time_s * 0.95,
+		     "uncapped %g s vs capped %g s", open.time_s, r.time_s);
+	arena_release(a);
+}
+
+Test(coll_arch, blackwell_small_ring_ll_runs_fewer_channels)
+{
+	struct arena ar, *a = &ar;
+	struct system_spec *sys;
+	struct coll_lib_spec lib;
+	struct net_coll_result cut, all;
+	double S = 256.0 * 1024;
+
+	arena_init(a);
+	sys = load(a, "dgx-b200");
+	/* 256 KiB over 8 B200 on ring/LL: floor(256 KiB / (4 KiB x 8)) = 8
+	 * channels at 22.5 GB/s = 180 GB/s of bus bandwidth, under the
+	 * 282 GB/s cap: slower than with every channel running (the cap
+	 * alone) by the bus bytes (7/8 S = 229,376 B) over the two rates:
+	 * 229,376 / 180e9 - 229,376 / 282e9 = 1.2743 - 0.8134 = 0.4609 us
+	 * (the latency, 6.6 + 7 x 0.6 us, the same in both). */
+	cut = allgather(sys, S, ALGO_RING, PROTO_LL);
+	lib = *sys->collectives;
+	lib.algo[ALGO_RING].channel_min_rank_B.b[PROTO_LL] = 0;
+	sys->collectives = &lib;
+	all = allgather(sys, S, ALGO_RING, PROTO_LL);
+	cr_assert_str_eq(cut.protocol, "ll");
+	cr_assert_float_eq(cut.time_s - all.time_s,
+			   229376 / 180e9 - 229376 / 282e9, 0.01e-6,
+			   "cut %g s vs every channel %g s", cut.time_s,
+			   all.time_s);
+	arena_release(a);
+}
