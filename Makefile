@@ -316,7 +316,9 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/scratch.c $(FUZZ_SRC)
 		$(FUZZ_SRC) -o $@ $(PKG_LIBS)
 
 # Seeds of the config harness beyond its kept corpus: the first byte says
-# what the rest is (tests/fuzz/fuzz_config.c).
+# what the rest is (tests/fuzz/fuzz_config.c). The shipped GPU presets
+# seed it too, their comments cut to fit -max_len: they hold every GPU
+# key (the fixtures only the older ones).
 fuzz-seeds:
 	@mkdir -p $(FUZZ_TARGETS:%=$(BUILD)/fuzz/corpus-%)
 	@for t in $(FUZZ_TARGETS); do \
@@ -328,6 +330,9 @@ fuzz-seeds:
 		{ printf '\001'; cat "$$f"; } > $$c/m-$${f##*/}; done; \
 	for f in tests/data/configs/gpus/*.yaml; do \
 		{ printf '\002'; cat "$$f"; } > $$c/g-$${f##*/}; done; \
+	for f in configs/gpus/*.yaml; do \
+		{ printf '\002'; sed -e '/^ *#/d' -e 's/  *#.*//' "$$f"; } \
+			> $$c/gp-$${f##*/}; done; \
 	printf '\003system.nodes=4\nparallelism={tp: 4, pp: 2}\n' > $$c/s-sets
 
 fuzz: $(FUZZ_BIN) fuzz-seeds

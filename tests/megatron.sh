@@ -72,6 +72,24 @@ lay8="--num-layers 8 --pipeline-model-parallel-layout Et*2|t*2|t*2|t*2L"
 [ $? = 2 ] && grep -q "pipeline-model-parallel-layout 'Ex\*2|t\*6L': 'x' is not a layer" "$tmp/err" ||
 	bad "bad layout: $(cat "$tmp/err")"
 
+# The data-parallel loss and parameter-gather arguments set their
+# framework keys (they were 'Unknown to llmsim, ignored': a per-token-loss
+# or FP8-parameter run imported as neither), and Megatron's DDP assert
+# holds: a per-token loss does not average in the collective (exit 2).
+dp8="--num-layers 8 --hidden-size 1024 --num-attention-heads 16
+ --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1
+ --global-batch-size 8 --padded-vocab-size 32000 --fp8-format hybrid"
+"$llmsim" config import-megatron "$dp8 --calculate-per-token-loss --fp8-param-gather" \
+	--gpus 8 >"$tmp/dp.yaml" 2>"$tmp/err" || bad "import dp flags: $(cat "$tmp/err")"
+grep -q '^  per_token_loss: true$' "$tmp/dp.yaml" &&
+	grep -q '^  fp8_param_gather: true$' "$tmp/dp.yaml" &&
+	! grep -q 'Unknown to llmsim' "$tmp/dp.yaml" ||
+	bad "dp flags: $(grep -E 'per_token|fp8_param|Unknown' "$tmp/dp.yaml")"
+"$llmsim" config import-megatron "$dp8 --calculate-per-token-loss --ddp-average-in-collective" \
+	--gpus 8 >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "'framework.per_token_loss' needs average_in_collective false" "$tmp/err" ||
+	bad "per-token loss averaged in the collective: $(cat "$tmp/err")"
+
 # Words after --, Megatron's defaults: GeLU, LayerNorm, tied embeddings,
 # fp32, ffn 4 x hidden (4 x 1024 = 4096), and tp x pp GPUs (2 x 4 = 8:
 # one node of mi300x-roce); biases on every linear layer (add_bias_linear

@@ -78,6 +78,19 @@ cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 printf 'id: K-BROKEN\nkind: gemm\ntiming: stream\nrows: []\n' \
 	>"$tmp/ref/kernels/broken.yaml"
 status 2 "a broken reference file" --kind kernel --reference "$tmp/ref"
+# validate.yaml's gates: a typo'd kind or gate dropped the gate without a
+# word (validate passed what it no longer gated); so did a kind given a
+# scalar. Each exits 2 at its line:col.
+gate_bad() {	# gate_bad WHAT LINE:COL SET-BODY
+	printf 'targets:\n%s\n' "$3" >"$tmp/ref/validate.yaml"
+	status 2 "$1" --kind latency --reference "$tmp/ref"
+	grep -q "validate.yaml:$2: error" "$tmp/err" || bad "$1: no error at validate.yaml:$2"
+}
+gate_bad "a typo'd kind in a gate set" 2:3 '  latncy: {max_abs: 10%}'
+grep -q "did you mean 'latency'" "$tmp/err" || bad "latncy: no did you mean"
+gate_bad "a typo'd gate" 2:27 '  latency: {max_abs: 10%, media_abs: 5%}'
+gate_bad "a kind's gates as a scalar" 2:12 '  latency: 10%'
+cp "$(dirname "$0")/../results/reference/validate.yaml" "$tmp/ref/"
 # A collective table marked `gated: false` is shown, not gated: a
 # measurement 1000x off passes; `gated` takes true or false only.
 printf '%s\n' 'id: C-EXTRA' 'system: dgx-h100' 'op: alltoall' 'ranks: 8' \
@@ -102,6 +115,31 @@ sed 's/\[{size: 1}, 0, 12\]/[1073741824, 0, 12x]/' "$tmp/ref/collectives/bad.yam
 rm "$tmp/ref/collectives/bad.yaml"
 status 2 "busbw '12x'" --kind collective --reference "$tmp/ref"
 rm "$tmp/ref/collectives/bad2.yaml"
+# A collective table's keys: an unknown one (a typo: engine_kernel_max_b
+# scored the engine's rows), a nodes list (ran on the preset's nodes) and
+# an unknown op or algorithm are errors at their line:col.
+coll_bad() {	# coll_bad WHAT LINE:COL KEY: VALUE
+	printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: allreduce' 'ranks: 8' \
+		"$3" 'rows:' '  - [1073741824, 0, 100]' >"$tmp/ref/collectives/bad.yaml"
+	status 2 "$1" --kind collective --reference "$tmp/ref"
+	grep -q "bad.yaml:$2: error" "$tmp/err" || bad "$1: no error at bad.yaml:$2"
+	rm "$tmp/ref/collectives/bad.yaml"
+}
+coll_bad "a typo'd table key" 5:1 'engine_kernel_max_b: 1048576'
+grep -q "did you mean 'engine_kernel_max_B'" "$tmp/err" ||
+	bad "a typo'd table key: no did you mean"
+coll_bad "nodes as a list" 5:8 'nodes: [2]'
+coll_bad "engine_kernel_max_B -5" 5:22 'engine_kernel_max_B: -5'
+coll_bad "engine_kernel_max_B 4.5" 5:22 'engine_kernel_max_B: 4.5'
+coll_bad "engine_kernel_max_B as a list" 5:22 'engine_kernel_max_B: [1]'
+coll_bad "nodes 0" 5:8 'nodes: 0'
+coll_bad "algorithm rign" 5:12 'algorithm: rign'
+coll_bad "gated: yes" 5:8 'gated: yes'
+printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: allreduse' 'ranks: 8' \
+	'rows:' '  - [1073741824, 0, 100]' >"$tmp/ref/collectives/bad.yaml"
+status 2 "op allreduse" --kind collective --reference "$tmp/ref"
+grep -q "bad.yaml:3:5: error: 'op'" "$tmp/err" || bad "op allreduse: no error at 3:5"
+rm "$tmp/ref/collectives/bad.yaml"
 # The dispatch cases' numeric columns and dtype: atof read '4096x' tokens
 # as 4096 and any unknown dtype ran as BF16.
 mkdir -p "$tmp/ref/ep"
@@ -175,6 +213,23 @@ status 2 "an attention row with backend ck_tile on h100" --kind kernel --referen
 grep -q "bk.yaml:7:28: error: 'backend': ck_tile is Composable Kernel's, which runs on AMD GPUs only" "$tmp/err" ||
 	bad "backend ck_tile on h100: no error at bk.yaml:7:28"
 rm "$tmp/ref/kernels/bk.yaml"
+# A kernel file's and a row's keys are its kind's (a typo'd key was read
+# as absent: 'weigths: cold' priced B warm, 'scord: false' scored the
+# row, 'scored: flase' too), at their line:col.
+kern_bad() {	# kern_bad WHAT LINE:COL TOP-KEY ROW
+	printf '%s\n' 'id: K-KEYS' 'gpu: h100' 'kind: gemm' 'dtype: bf16' \
+		'timing: stream' "$3" 'rows:' "$4" >"$tmp/ref/kernels/keys.yaml"
+	status 2 "$1" --kind kernel --reference "$tmp/ref"
+	grep -q "keys.yaml:$2: error" "$tmp/err" || bad "$1: no error at keys.yaml:$2"
+	rm "$tmp/ref/kernels/keys.yaml"
+}
+row='  - {m: 4096, n: 4096, k: 4096, tflops: 600'
+kern_bad "a typo'd file key" 6:1 'weigths: cold' "$row}"
+grep -q "did you mean 'weights'" "$tmp/err" || bad "weigths: no did you mean"
+kern_bad "a typo'd row key" 8:46 'notes: x' "$row, scord: false}"
+kern_bad "scored: flase" 8:54 'notes: x' "$row, scored: flase}"
+kern_bad "a decode key in a gemm file" 6:11 'kv_dtype: fp8' "$row}"
+kern_bad "an attention key in a gemm row" 8:46 'notes: x' "$row, causal: true}"
 # Hopper fp8 accumulation modes (kernel file key fp8_accumulation): the
 # same 16384^3 fp8 GEMM on h100 priced fast (fp8_fast_accum_efficiency
 # 0.906) and split (gemm_efficiency_dtype fp8 0.858). 128 x 256 tiles:

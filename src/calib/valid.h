@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cnode;
 struct config_ctx;
 struct job_spec;
 struct diag;
@@ -154,6 +155,21 @@ int valid_parse_measured(const char *text, double *out);
  * whole is set, an integer, into *out; else 0 (atof read '8x' as 8,
  * 'nan' and '1e999' as values, and atol '1e3' as 1). */
 int valid_parse_number(const char *text, double lo, int whole, double *out);
+
+/* A reference file's mapping map (what: "collective table", "gemm row")
+ * holds only the keys in keys (NULL-terminated): each other key is an
+ * error at its file:line:col, with the closest known key as "did you
+ * mean" (a typo such as 'weigths: cold' or 'scord: false' was read as
+ * absent: the table priced warm, the row scored). 0, or -1 after
+ * reporting every unknown key. */
+int valid_check_keys(const struct cnode *map, const char *const *keys,
+		     const char *what, struct diag *d);
+
+/* map's key, when present, a scalar true or false: 1 or 0; def when
+ * absent; -1 after an error at its value ('flase' and 'True ' were read
+ * as not false). */
+int valid_get_bool(const struct cnode *map, const char *key, int def,
+		   struct diag *d);
 
 /* Where case i of a pool keeps its prediction: value (NaN: none) and
  * why (its error, why_len bytes). */

@@ -17,7 +17,8 @@
  * (TensorRT-LLM's AllReduce AUTO: its one-/two-shot kernels by its
  * strategy table, NCCL above): rows of size <= N are shown with the
  * library's prediction and not scored, since the library does not run
- * them.
+ * them. Any other key is an error at it (`type` and `placement`, what
+ * nccl-tests printed, are shown in the file only).
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -52,13 +53,6 @@ struct ref {
 	double busbw_GBps[MAX_ROWS];	/* GB/s */
 	int n;
 };
-
-static const char *scalar(const struct cnode *map, const char *key)
-{
-	const struct cnode *v = cnode_get(map, key);
-
-	return v && v->kind == CNODE_SCALAR ? v->text : NULL;
-}
 
 /* The rows: each [size_B, time_us, busbw_GBps], sizes whole, every
  * number finite and >= 0 (0: not published / printed 0.00); 0, or -1
@@ -111,37 +105,76 @@ static int read_rows(const struct cnode *rows, struct ref *r,
 	return 0;
 }
 
+/* The table's keys: any other is an error at it (a typo such as
+ * 'engine_kernel_max_b' scored the engine's rows without a word). type and
+ * placement say what nccl-tests printed (-d, in-place or not) and are not
+ * read. */
+static const char *const table_keys[] = {
+	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
+	"engine_kernel_max_B", "type", "placement", "rows", NULL,
+};
+
+/* A key of the table that must be a scalar: its text, NULL when absent;
+ * *bad set after an error at a mapping or list (nodes: [2] ran on the
+ * preset's node count). */
+static const char *table_scalar(const struct cnode *doc, const char *key,
+				int *bad, struct diag *d)
+{
+	const struct cnode *v = cnode_get(doc, key);
+
+	if (!v || v->kind == CNODE_SCALAR)
+		return v ? v->text : NULL;
+	cnode_error(d, v, "'%s': expected a scalar, got a %s", key,
+		    v->kind == CNODE_MAP ? "mapping" : "list");
+	*bad = 1;
+	return NULL;
+}
+
 static int read_ref(struct arena *a, const char *path, struct ref *r,
 		    struct diag *d)
 {
 	const struct cnode *doc = cnode_load_yaml(a, path, d), *rows;
-	const char *op, *ranks, *algo, *gated, *engine;
+	const char *op, *ranks, *algo, *engine;
 	double x = 0;
+	int bad = 0;
 
 	if (!doc)
 		return -1;
-	r->id = scalar(doc, "id");
-	r->system = scalar(doc, "system");
-	r->nodes = scalar(doc, "nodes");
-	op = scalar(doc, "op");
-	ranks = scalar(doc, "ranks");
-	algo = scalar(doc, "algorithm");
-	gated = scalar(doc, "gated");
-	engine = scalar(doc, "engine_kernel_max_B");
+	if (doc->kind != CNODE_MAP) {
+		cnode_error(d, doc, "expected a mapping (a collective table)");
+		return -1;
+	}
+	if (valid_check_keys(doc, table_keys, "collective table", d) != 0)
+		return -1;
+	r->id = table_scalar(doc, "id", &bad, d);
+	r->system = table_scalar(doc, "system", &bad, d);
+	r->nodes = table_scalar(doc, "nodes", &bad, d);
+	op = table_scalar(doc, "op", &bad, d);
+	ranks = table_scalar(doc, "ranks", &bad, d);
+	algo = table_scalar(doc, "algorithm", &bad, d);
+	engine = table_scalar(doc, "engine_kernel_max_B", &bad, d);
+	table_scalar(doc, "type", &bad, d);
+	table_scalar(doc, "placement", &bad, d);
+	if (bad)
+		return -1;
 	rows = cnode_get(doc, "rows");
 	r->op = op ? schema_name_index(coll_op_names, op) : -1;
+	if (op && r->op < 0) {
+		cnode_error(d, cnode_get(doc, "op"), "'op': expected one of "
+			    "allreduce, allgather, reducescatter, alltoall, "
+			    "broadcast, reduce, sendrecv, got '%s'", op);
+		return -1;
+	}
 	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
 	if (algo && r->algo < 0) {
-		diag_error(d, path, 0, 0, "'algorithm': expected one of ring, "
-			   "tree, nvls, ..., got '%s'", algo);
+		cnode_error(d, cnode_get(doc, "algorithm"), "'algorithm': "
+			    "expected one of ring, tree, direct, rhd, "
+			    "hierarchical, nvls, pairwise, p2p, got '%s'", algo);
 		return -1;
 	}
-	if (gated && strcmp(gated, "true") != 0 && strcmp(gated, "false") != 0) {
-		diag_error(d, path, 0, 0, "'gated': expected true or false, "
-			   "got '%s'", gated);
+	r->gated = valid_get_bool(doc, "gated", 1, d);
+	if (r->gated < 0)
 		return -1;
-	}
-	r->gated = !gated || strcmp(gated, "false") != 0;
 	r->ranks = 0;
 	r->n = 0;
 	if (ranks && (!valid_parse_number(ranks, 1, 1, &x) || x > 1e6)) {
@@ -150,19 +183,36 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 		return -1;
 	}
 	r->ranks = ranks ? (uint32_t)x : 0;
+	if (r->nodes && (!valid_parse_number(r->nodes, 1, 1, &x) || x > 1e6)) {
+		cnode_error(d, cnode_get(doc, "nodes"), "'nodes': expected a "
+			    "whole number from 1 to 1e6, got '%s'", r->nodes);
+		return -1;
+	}
+	if (r->nodes) {		/* as the system's integer key reads it */
+		char *t = arena_alloc(a, 16);
+
+		if (!t) {
+			diag_oom(d);
+			return -1;
+		}
+		snprintf(t, 16, "%.0f", x);
+		r->nodes = t;
+	}
 	r->engine_max_B = 0;
-	if (cnode_get(doc, "engine_kernel_max_B") &&
-	    (!engine || !valid_parse_number(engine, 0, 1, &r->engine_max_B))) {
+	if (engine && !valid_parse_number(engine, 0, 1, &r->engine_max_B)) {
 		cnode_error(d, cnode_get(doc, "engine_kernel_max_B"),
 			    "'engine_kernel_max_B': expected a whole number "
-			    "of bytes >= 0, got '%s'", engine ? engine :
-			    "a mapping or list");
+			    "of bytes >= 0, got '%s'", engine);
 		return -1;
 	}
 	if (!r->id || !r->system || r->op < 0 || r->ranks == 0 || !rows ||
 	    rows->kind != CNODE_SEQ) {
-		diag_error(d, path, 0, 0, "expected 'id', 'system', 'op', "
-			   "'ranks' and 'rows' of [size_B, time_us, busbw_GBps]");
+		cnode_error(d, doc, "expected 'id', 'system', 'op', "
+			    "'ranks' and 'rows' of [size_B, time_us, busbw_GBps]"
+			    " (%s)", !r->id ? "no 'id'" :
+			    !r->system ? "no 'system'" : !op ? "no 'op'" :
+			    !ranks ? "no 'ranks'" : "'rows' absent or not a "
+			    "list");
 		return -1;
 	}
 	return read_rows(rows, r, d);

@@ -16,6 +16,9 @@
  * scored; so is a row with `scored: false` (for attention also
  * fwd_scored or bwd_scored: false). An attention row may carry one
  * pass only (a source that published the forward, or the backward).
+ * A key the file's kind does not take, in the file or a row, is an
+ * error at it, and so is a flag (scored, causal) other than true or
+ * false.
  *
  * (Was tests/tools/kernels.c, run by scripts/validate-kernels.sh.)
  */
@@ -81,6 +84,67 @@ static const char *get_str(const struct cnode *map, const char *key)
 	const struct cnode *n = cnode_get(map, key);
 
 	return n && n->kind == CNODE_SCALAR ? n->text : NULL;
+}
+
+/* The keys a file and its rows may hold, by kind; any other is an error
+ * at it (valid_check_keys: 'weigths: cold' priced a DeepGEMM file warm,
+ * 'scord: false' scored a row). A memory row's tbps is the source's rate,
+ * shown in the file only (the row's bytes over s is the measurement). */
+static const char *const file_keys[] = {
+	"id", "title", "source", "confidence", "measured_on", "notes", "gpu",
+	"kind", "dtype", "timing", "launch_overhead", "min_time", "weights",
+	"fp8_accumulation", "kv_dtype", "decode_kernel", "array_bytes",
+	"rows", NULL,
+};
+
+static const struct {
+	const char *kind;
+	const char *const keys[20];
+} row_keys[] = {
+	{"gemm", {"label", "m", "n", "k", "tflops", "s", "scored", "groups",
+		  "group_dim", "counts", "streams", "shapes", NULL}},
+	{"attention", {"label", "backend", "batch", "heads_q", "heads_kv",
+		       "seq", "head_dim", "head_dim_v", "causal", "window",
+		       "fwd_s", "fwd_tflops", "bwd_s", "bwd_tflops", "scored",
+		       "fwd_scored", "bwd_scored", NULL}},
+	{"decode_attention", {"label", "batch", "heads_q", "heads_kv",
+			      "head_dim", "cached", "s", "scored", NULL}},
+	{"stream", {"label", "kernel", "tbps", "scored", NULL}},
+	{"memory", {"label", "bytes", "s", "tbps", "scored", NULL}},
+};
+
+#define NKINDS (sizeof(row_keys) / sizeof(row_keys[0]))
+
+/* The kind's index in row_keys, or -1. */
+static int kind_index(const char *kind)
+{
+	size_t i;
+
+	for (i = 0; kind && i < NKINDS; i++)
+		if (strcmp(kind, row_keys[i].kind) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A row's keys for the file's kind, and its true/false flags: 0, or -1
+ * after an error at the key or value. */
+static int check_row(const struct ref *r, const struct cnode *row,
+		     struct diag *d)
+{
+	static const char *const flags[] = {"scored", "fwd_scored",
+					    "bwd_scored", "causal"};
+	char what[48];
+	int k = kind_index(r->kind), rc;
+	size_t i;
+
+	if (row->kind != CNODE_MAP)
+		return bad(d, row, "row: expected a mapping");
+	snprintf(what, sizeof(what), "%s row", r->kind);
+	rc = valid_check_keys(row, row_keys[k].keys, what, d);
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (valid_get_bool(row, flags[i], 0, d) < 0)
+			rc = -1;
+	return rc;
 }
 
 /* A number, or NAN when absent or not a number. */
@@ -223,6 +287,21 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 	r->kind = get_str(root, "kind");
 	if (!r->id || !r->gpu_name || !r->kind)
 		return bad(cx->diag, root, "expected 'id', 'gpu' and 'kind'");
+	if (valid_check_keys(root, file_keys, "kernel file", cx->diag) < 0)
+		return -1;
+	if (kind_index(r->kind) < 0)
+		return bad(cx->diag, cnode_get(root, "kind"), "'kind': expected "
+			   "one of gemm, attention, decode_attention, stream, "
+			   "memory");
+	if (strcmp(r->kind, "decode_attention") &&
+	    (cnode_get(root, "kv_dtype") || cnode_get(root, "decode_kernel")))
+		return bad(cx->diag, cnode_get(root, cnode_get(root, "kv_dtype") ?
+					       "kv_dtype" : "decode_kernel"),
+			   "'kv_dtype', 'decode_kernel': only for kind "
+			   "decode_attention");
+	if (strcmp(r->kind, "stream") && cnode_get(root, "array_bytes"))
+		return bad(cx->diag, cnode_get(root, "array_bytes"),
+			   "'array_bytes': only for kind stream");
 	if (read_timing(root, r, cx->diag) < 0)
 		return -1;
 	memset(&r->g, 0, sizeof(r->g));
@@ -686,6 +765,8 @@ static int do_row(struct valid_table *t, const struct ref *r,
 	int pass, rc = -1;
 
 	memset(&l, 0, sizeof(l));
+	if (check_row(r, row, d) < 0)
+		return -1;
 	if (strcmp(r->kind, "attention") == 0) {
 		int lines = 0, kernel = row_backend(r, row, d);
 

@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "config/cnode.h"
 #include "config/config.h"
+#include "config/schema.h"
 #include "config/spec_job.h"
 
 #define LARGE_B 64e6
@@ -92,6 +93,51 @@ int valid_parse_number(const char *text, double lo, int whole, double *out)
 		return 0;
 	*out = x;
 	return 1;
+}
+
+int valid_check_keys(const struct cnode *map, const char *const *keys,
+		     const char *what, struct diag *d)
+{
+	size_t i, n = 0;
+	int rc = 0;
+
+	if (!map || map->kind != CNODE_MAP)
+		return 0;
+	while (keys[n])
+		n++;
+	for (i = 0; i < map->npairs; i++) {
+		const struct cnode *k = map->pairs[i].key;
+		const char *near;
+
+		if (schema_name_index(keys, k->text) >= 0)
+			continue;
+		near = schema_closest(k->text, keys, n);
+		cnode_error(d, k, "'%s': unknown key in a %s%s%s%s", k->text,
+			    what, near ? "; did you mean '" : "",
+			    near ? near : "", near ? "'?" : "");
+		rc = -1;
+	}
+	return rc;
+}
+
+int valid_get_bool(const struct cnode *map, const char *key, int def,
+		   struct diag *d)
+{
+	const struct cnode *n = cnode_get(map, key);
+
+	if (!n)
+		return def;
+	if (n->kind == CNODE_SCALAR && strcmp(n->text, "true") == 0)
+		return 1;
+	if (n->kind == CNODE_SCALAR && strcmp(n->text, "false") == 0)
+		return 0;
+	if (n->kind == CNODE_SCALAR)
+		cnode_error(d, n, "'%s': expected true or false, got '%s'",
+			    key, n->text);
+	else
+		cnode_error(d, n, "'%s': expected true or false, got a %s",
+			    key, n->kind == CNODE_MAP ? "mapping" : "list");
+	return -1;
 }
 
 void *valid_case_room(void *p, int *capp, int n, size_t elem,

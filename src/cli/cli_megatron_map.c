@@ -115,6 +115,15 @@ static const struct marg margs[] = {
 	  "true", NULL, NULL },
 	{ "--overlap-param-gather", M_FLAG, "framework.overlap_param_gather",
 	  "true", NULL, NULL },
+	/* megatron/training/arguments.py: --ddp-average-in-collective and
+	 * --fp8-param-gather (store_true), --calculate-per-token-loss */
+	{ "--ddp-average-in-collective", M_FLAG,
+	  "framework.average_in_collective", "true", NULL, NULL },
+	{ "--calculate-per-token-loss", M_FLAG, "framework.per_token_loss",
+	  "true", NULL, "refused with --ddp-average-in-collective, as "
+	  "Megatron's DDP asserts" },
+	{ "--fp8-param-gather", M_FLAG, "framework.fp8_param_gather", "true",
+	  NULL, "FP8 parameters all-gathered in one byte each (FP8 runs)" },
 	{ "--no-gradient-accumulation-fusion", M_FLAG,
 	  "training.gradient_accumulation_fusion", "false", NULL,
 	  "Megatron fuses by default (true)" },

@@ -194,6 +194,10 @@ static double pct(const struct cnode *m, const char *key)
 	return end != v->text && strcmp(end, "%") == 0 ? x / 100 : -1;
 }
 
+static const char *const gate_keys[] = {
+	"median_abs", "median_abs_large", "bias_abs", "max_abs", NULL,
+};
+
 /* The gate set `name` from FILE into g[kind]; 0, or -1 after reporting. */
 static int load_gates(struct config_ctx *cx, const char *file,
 		      const char *name, double tolerance,
@@ -210,10 +214,24 @@ static int load_gates(struct config_ctx *cx, const char *file,
 			   "regression, ...)", name);
 		return -1;
 	}
+	/* every key a kind and every gate a known one: a typo ('colective',
+	 * 'max_ab') or a kind given a scalar dropped its gate without a
+	 * word, and validate passed it */
+	if (valid_check_keys(set, valid_kind_names, "gate set", cx->diag) < 0)
+		return -1;
 	for (k = 0; k < VK_COUNT; k++) {
 		const struct cnode *m = cnode_get(set, valid_kind_names[k]);
 
 		g[k] = (struct valid_gate){ NAN, NAN, NAN, NAN };
+		if (m && m->kind != CNODE_MAP) {
+			cnode_error(cx->diag, m, "'%s.%s': expected a mapping "
+				    "of gates such as {median_abs: 15%%}", name,
+				    valid_kind_names[k]);
+			return -1;
+		}
+		if (m && valid_check_keys(m, gate_keys, "kind's gate mapping",
+					  cx->diag) < 0)
+			return -1;
 		if (m && m->kind == CNODE_MAP) {
 			g[k].median_abs = pct(m, "median_abs");
 			g[k].median_abs_large = pct(m, "median_abs_large");

@@ -485,7 +485,7 @@ static const struct schema_field gpu_fields[] = {
 		  "(E=..,N=..,device_name=...json) for this GPU" },
 	{ .key = "flashmla_sparse_heads", .type = ST_NUM,
 	  .offset = OFF(flashmla_sparse_heads), .def = "0", .min = 0,
-	  .max = 1024,
+	  .max = 1024, .flags = SF_WHOLE,
 	  .help = "query heads FlashMLA's sparse prefill kernel computes a "
 		  "multiple of (engine dsa_kernel: flashmla_sparse pads a "
 		  "rank's heads up to it); 0: the heads as they are" },
