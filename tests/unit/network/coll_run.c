@@ -12,22 +12,40 @@ const uint32_t coll_ids[64] = {
 	48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
 };
 
-int coll_try_time(const struct system_spec *s, const struct run *r,
+int coll_desc_try(const struct system_spec *s, const struct coll_desc *c,
 		  struct net_coll_result *out)
 {
 	struct diag d;
 	struct net *n;
-	struct coll_desc c = { r->op, r->bytes,
-			       r->gpus ? r->gpus : coll_ids, r->n,
-			       r->a2a, r->algo, -1, r->replicas, 0, NULL, 0, 0, 0 };
 	int rc;
 
 	diag_init(&d, NULL);
 	n = net_new(s, NULL, &d);
 	cr_assert_not_null(n);
-	rc = net_collective_time(n, &c, out, &d);
+	rc = net_collective_time(n, c, out, &d);
 	net_free(n);
 	return rc;
+}
+
+struct net_coll_result coll_desc_timed(const struct system_spec *s,
+				       const struct coll_desc *c)
+{
+	struct net_coll_result out;
+
+	cr_assert_eq(coll_desc_try(s, c, &out), 0,
+		     "%s over %u GPUs should run", coll_op_names[c->op],
+		     c->ngpus);
+	return out;
+}
+
+int coll_try_time(const struct system_spec *s, const struct run *r,
+		  struct net_coll_result *out)
+{
+	struct coll_desc c = { r->op, r->bytes,
+			       r->gpus ? r->gpus : coll_ids, r->n,
+			       r->a2a, r->algo, -1, r->replicas, 0, NULL, 0, 0, 0 };
+
+	return coll_desc_try(s, &c, out);
 }
 
 struct net_coll_result coll_timed(const struct system_spec *s,

@@ -30,6 +30,15 @@ struct run {
 	const double *a2a;
 };
 
+/* Time the collective c on a new fabric of s into *out; -1 when it does
+ * not apply (net_collective_time's return). */
+int coll_desc_try(const struct system_spec *s, const struct coll_desc *c,
+		  struct net_coll_result *out);
+
+/* coll_desc_try, asserting that the collective runs. */
+struct net_coll_result coll_desc_timed(const struct system_spec *s,
+				       const struct coll_desc *c);
+
 /* Time one collective on a new fabric of s into *out; -1 when it does
  * not apply (net_collective_time's return). */
 int coll_try_time(const struct system_spec *s, const struct run *r,

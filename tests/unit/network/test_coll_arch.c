@@ -36,6 +36,7 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "coll_run.h"
 #include "config/config.h"
 #include "config/spec_system.h"
 #include "network/net.h"
@@ -99,20 +100,11 @@ Test(coll_arch, blackwell_presets_carry_nccls_blackwell_rows)
 static struct net_coll_result allgather(const struct system_spec *sys,
 					double bytes, int algo, int proto)
 {
-	static const uint32_t ids[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	struct coll_desc c = { .op = COLL_ALLGATHER, .bytes = bytes,
-			       .gpus = ids, .ngpus = 8, .algo = algo,
+			       .gpus = coll_ids, .ngpus = 8, .algo = algo,
 			       .proto = proto };
-	struct net_coll_result out;
-	struct diag d;
-	struct net *n;
 
-	diag_init(&d, stderr);
-	n = net_new(sys, NULL, &d);
-	cr_assert_not_null(n);
-	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0);
-	net_free(n);
-	return out;
+	return coll_desc_timed(sys, &c);
 }
 
 Test(coll_arch, blackwell_ring_ll128_loses_to_simple_by_nccls_cap)

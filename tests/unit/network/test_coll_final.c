@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "base/diag.h"
 #include "coll_run.h"
 #include "fixtures.h"
 #include "network/algo.h"
@@ -24,17 +23,8 @@ static double ring_time(const struct fx *f, enum coll_op op, double bytes,
 			       .ngpus = p, .algo = ALGO_RING,
 			       .proto = PROTO_SIMPLE, .replicas = 1,
 			       .group = 1 };
-	struct net_coll_result out;
-	struct diag d;
-	struct net *n;
 
-	diag_init(&d, NULL);
-	n = net_new(&f->sys, NULL, &d);
-	cr_assert_not_null(n);
-	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0,
-		     "%s over %u should run", coll_op_names[op], p);
-	net_free(n);
-	return out.time_s;
+	return coll_desc_timed(&f->sys, &c).time_s;
 }
 
 /* The switch fixture (18 x 25 = 450 GB/s a GPU), 24 channels, a Simple

@@ -66,17 +66,8 @@ static struct net_coll_result timed(const struct fx *f, enum coll_op op,
 	struct coll_desc c = { .op = op, .bytes = bytes, .gpus = coll_ids,
 			       .ngpus = 8, .algo = ALGO_RING, .proto = -1,
 			       .replicas = 1, .group = group };
-	struct net_coll_result out;
-	struct diag d;
-	struct net *n;
 
-	diag_init(&d, NULL);
-	n = net_new(&f->sys, NULL, &d);
-	cr_assert_not_null(n);
-	cr_assert_eq(net_collective_time(n, &c, &out, &d), 0,
-		     "%s group of %u should run", coll_op_names[op], group);
-	net_free(n);
-	return out;
+	return coll_desc_timed(&f->sys, &c);
 }
 
 /* The switch fixture (450 GB/s a GPU) with a Simple ring of base 10 us
