@@ -161,26 +161,35 @@ Test(net_presets, mi300x_pair_is_one_link)
 	arena_release(&a);
 }
 
-Test(net_presets, pipeline_halvings_pair_with_thresholds)
+/* Load the nccl preset with one --set override; its load's return, the
+ * errors reported in *errors. */
+static int nccl_with(const char *set, int *errors)
 {
-	static const char *const bad[] = {
-		"algorithms.nvls.pipeline.simple.halvings=[1]",
-	};
 	struct arena a;
 	struct diag d;
 	struct config_ctx cx = { &a, &d, "." };
 	void *obj;
+	int rc;
 
 	arena_init(&a);
 	diag_init(&d, NULL);
 	obj = arena_alloc(&a, collectives_schema.size);
 	cr_assert_not_null(obj);
+	rc = config_load(&cx, &collectives_schema, "nccl", &set, 1, obj);
+	*errors = d.errors;
+	arena_release(&a);
+	return rc;
+}
+
+Test(net_presets, pipeline_halvings_pair_with_thresholds)
+{
+	int errors;
+
 	/* NVLS has 3 thresholds (64, 8, 2 loops): one cap on halvings is
 	 * not a rule per threshold; one error, and the load fails. */
-	cr_assert_eq(config_load(&cx, &collectives_schema, "nccl", bad, 1, obj),
-		     -1);
-	cr_assert_eq(d.errors, 1);
-	arena_release(&a);
+	cr_assert_eq(nccl_with("algorithms.nvls.pipeline.simple.halvings=[1]",
+			       &errors), -1);
+	cr_assert_eq(errors, 1);
 }
 
 Test(net_presets, nccl_nvls_chunks_follow_enqueue)
@@ -241,21 +250,11 @@ Test(net_presets, chunk_4nodes_refuses_bad_values)
 		"algorithms.nvls_tree.pipeline.simple.chunk_4nodes=nan",
 	};
 	size_t i;
+	int errors;
 
 	for (i = 0; i < 3; i++) {
-		struct arena a;
-		struct diag d;
-		struct config_ctx cx = { &a, &d, "." };
-		void *obj;
-
-		arena_init(&a);
-		diag_init(&d, NULL);
-		obj = arena_alloc(&a, collectives_schema.size);
-		cr_assert_not_null(obj);
-		cr_assert_eq(config_load(&cx, &collectives_schema, "nccl",
-					 &bad[i], 1, obj), -1, "%s", bad[i]);
-		cr_assert_geq(d.errors, 1);
-		arena_release(&a);
+		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
+		cr_assert_geq(errors, 1);
 	}
 }
 
