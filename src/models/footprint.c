@@ -489,11 +489,13 @@ double footprint_expert_params(const struct job_spec *j)
 	return sum;
 }
 
-/* Whether every layer is of one kind (dense, one window): a range of
- * layers then costs one layer times its length. */
+/* Whether every layer is of one kind (dense, one window, no hybrid
+ * pattern of Mamba, attention and MLP blocks): a range of layers then
+ * costs one layer times its length. */
 static int uniform_layers(const struct model_spec *m)
 {
-	if (model_is_moe(m) || m->layer_types.n > 0 || model_is_gdn(m))
+	if (model_is_moe(m) || m->layer_types.n > 0 || model_is_gdn(m) ||
+	    m->hybrid_override_pattern)
 		return 0;
 	return m->sliding_window == 0 || m->use_sliding_window == 0 ||
 	       m->max_window_layers <= 0 ||

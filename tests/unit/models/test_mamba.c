@@ -93,6 +93,58 @@ Test(mamba, nano_parameters)
 }
 
 /*
+ * A dense hybrid (Nemotron-H 8B: 24 Mamba, 24 MLP, 4 attention layers,
+ * M-M-M-M*-... 52 layers) holds every layer's own parameters, not 52 of
+ * its first (a Mamba) layer's: footprint.c's uniform-layer shortcut took
+ * a hybrid for a model of one layer kind (found by scripts/prop-check.py:
+ * params_per_gpu x tp < params). h 4096, d_inner 128 x 64 = 8192, G 8, N
+ * 128, K 4, f 21504 (squared ReLU, two matrices), 8 KV heads of 128.
+ *   Mamba: in_proj 4096 x (2 8192 + 2 8 128 + 128) = 76,021,760, conv
+ *     (8192 + 2048) x (4 + 1) = 51,200, A, D, dt_bias 384, gated norm
+ *     8192, out_proj 8192 x 4096 = 33,554,432, input norm 4096:
+ *     109,640,064, x 24 = 2,631,361,536.
+ *   MLP: 2 x 4096 x 21504 + norm 4096 = 176,164,864, x 24 = 4,227,956,736.
+ *   attention: q and o 2 x 4096^2 + k, v 2 x 4096 x 1024 + norm 4096 =
+ *     41,947,136, x 4 = 167,788,544.
+ *   embedding and head 2 x 131072 x 4096 + final norm 4096 = 1,073,745,920.
+ * Total 8,100,852,736 (NVIDIA's model card: 8B), all on one GPU at tp 1
+ * pp 1 (before the fix 52 x 109,640,064 + 1,073,745,920 = 6,775,029,248).
+ * default.yaml's DGX H100, dp 8, bf16, ZeRO 1: weights 2 B a parameter
+ * 16,201,705,472 B, fp32 gradients 4 B 32,403,410,944 B, the distributed
+ * optimizer's fp32 master and two moments 12 B / dp 8 = 1.5 B
+ * 12,151,279,104 B. At pp 2 the two stages' parameters add up to it.
+ */
+Test(mamba, dense_hybrid_parameters_per_gpu)
+{
+	static const char *const sets[] = {
+		"model=nemotron-h-8b", "parallelism.tp=1",
+		"parallelism.sequence_parallel=false",
+		"parallelism.tp_comm_overlap=false",
+	};
+	static const char *const sets_pp[] = {
+		"model=nemotron-h-8b", "parallelism.tp=1",
+		"parallelism.sequence_parallel=false",
+		"parallelism.tp_comm_overlap=false", "parallelism.pp=2",
+	};
+	struct arena a;
+	const struct job_spec *j;
+	struct footprint f, st[2];
+
+	arena_init(&a);
+	j = fixture_load_job(&a, "workloads/jobs/default.yaml", sets, 4);
+	fixture_assert_close(footprint_model_params(j), 8100852736.0);
+	cr_assert_eq(footprint_job(j, 1e12, &f), 0);
+	fixture_assert_close(f.params, 8100852736.0);
+	fixture_assert_close(f.weights_B, 16201705472.0);
+	fixture_assert_close(f.grads_B, 32403410944.0);
+	fixture_assert_close(f.optimizer_B, 12151279104.0);
+	j = fixture_load_job(&a, "workloads/jobs/default.yaml", sets_pp, 5);
+	cr_assert_eq(footprint_job_stages(j, 1e12, &f, st, 2), 0);
+	fixture_assert_close(st[0].params + st[1].params, 8100852736.0);
+	arena_release(&a);
+}
+
+/*
  * Serving state per sequence: 23 Mamba layers x (SSM H P N = 64 x 64 x
  * 128 in fp32, 2,097,152 B, + conv (d_inner + 2 G N)(K - 1) = 6144 x 3
  * in bf16, 36,864 B) = 49,082,368 B. KV cache per token: the 6
