@@ -24,7 +24,7 @@ whatever the model constants are:
                a node (x 2 (n-1)/n for an all-reduce where the switch reduces)
 
 Usage: scripts/prop-check.py [--llmsim build/llmsim] [--jobs 2] [--quick]
-       [--only train|serve|coll] [-v]
+       [--only train|serve|coll|jobs] [-v]
 Exit 0 when every invariant holds, 1 when one does not (each printed as
 'VIOLATION <check>: <case>: <detail>'), 2 on usage errors.
 """
@@ -299,8 +299,13 @@ def check_train_result(R, name, d, par):
     if ppg * shard < d["params"] * 0.999:
         R.violate("params-shard", name, "params_per_gpu %d x tp*pp*ep %d < params %d" %
                   (ppg, shard, d["params"]))
+    # ZeRO 3 shards the weights a GPU keeps over its dp x cp peers (the
+    # largest shard: every GPU of its stage), params_per_gpu counts them whole
+    held = mem["params_per_gpu"]
+    if par.get("zero_stage", 1) >= 3:
+        held /= d["gpus"] / (par.get("tp", 1) * par.get("pp", 1))
     R.count("weights>=params")
-    if mem["weights_bytes"] < mem["params_per_gpu"] * 1.0 - 1:
+    if mem["weights_bytes"] < held * 1.0 - 1:
         R.violate("weights>=params", name, "weights %d B < params_per_gpu %d" %
                   (mem["weights_bytes"], mem["params_per_gpu"]))
 
@@ -337,7 +342,7 @@ def training(R, root, quick):
         # layouts: pp x2 (when the layers allow), cp 2
         p2 = dict(par); p2["pp"] = par.get("pp", 1) * 2
         n = "train %s dgx-h100 bf16 pp%d" % (m, p2["pp"])
-        argv, y = train_case(m, "dgx-h100", "bf16", nodes, p2, gbs)
+        argv, y = train_case(m, "dgx-h100", "bf16", nodes * 2, p2, gbs)
         cases.append((n, argv, y)); meta[n] = p2
         # recompute and ZeRO stages at the base layout (H100 bf16)
         for rc_ in ("none", "full"):
@@ -349,7 +354,7 @@ def training(R, root, quick):
             n = "train %s dgx-h100 bf16 zero%d" % (m, z)
             argv, y = train_case(m, "dgx-h100", "bf16", nodes, par, gbs,
                                  extra={"training": {"zero_stage": z}})
-            cases.append((n, argv, y)); meta[n] = par
+            cases.append((n, argv, y)); meta[n] = dict(par, zero_stage=z)
         c2 = dict(par); c2["cp"] = 2
         n = "train %s dgx-h100 bf16 cp2" % m
         argv, y = train_case(m, "dgx-h100", "bf16", nodes * 2, c2, gbs)
@@ -559,6 +564,44 @@ def serving(R, root, quick, params):
     return res
 
 
+# ------------------------------------------------------------ job presets
+
+def job_presets(R, root, quick):
+    """Every shipped job (workloads/jobs) as it is, through the checks of
+    its phase (serving runs cut to 500 requests). --quick: the fast ones."""
+    slow = ("deepseek-v3-2048", "llama3.1-405b-131k", "serve-llama3-70b-pd")
+    d = os.path.join(root, "workloads", "jobs")
+    jobs = sorted(f[:-5] for f in os.listdir(d) if f.endswith(".yaml"))
+    if quick:
+        jobs = [j for j in jobs if not j.startswith(slow)]
+    cases, meta = [], {}
+    for j in jobs:
+        path = os.path.join(d, j + ".yaml")
+        p = subprocess.run([R.llmsim, "config", "show", path, "--json"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            R.violate("exit", "preset %s" % j, "config show exit %d: %s" % (p.returncode, p.stderr[-200:]))
+            continue
+        cfg = json.loads(p.stdout)
+        par = dict(cfg.get("parallelism", {}))
+        par["zero_stage"] = (cfg.get("training") or {}).get("zero_stage", 0)
+        meta["preset " + j] = (cfg.get("phase", "training"), par)
+        argv = ["run", path, "--json", "--no-store"]
+        if cfg.get("phase") == "serving":
+            argv += ["--set", "serving.requests=500"]
+        cases.append(("preset " + j, argv, None))
+    res = R.run_many(cases)
+    for n, (rc, dd, _) in res.items():
+        phase, par = meta[n]
+        if phase == "training":
+            check_train_result(R, n, dd, par)
+        elif phase == "serving":
+            check_serve_result(R, n, dd)
+        else:
+            check_phase_result(R, n, dd)
+    return res
+
+
 # --------------------------------------------------------- prefill, decode
 
 def phase_case(model, system, dtype, nodes, tp, pp, ep, phase, batch, length):
@@ -735,7 +778,7 @@ def main():
     ap.add_argument("--llmsim", default="build/llmsim")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="fewer systems and layouts (CI)")
-    ap.add_argument("--only", choices=["train", "serve", "coll"])
+    ap.add_argument("--only", choices=["train", "serve", "coll", "jobs"])
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -766,6 +809,8 @@ def main():
         phases(R, root, a.quick, params)
     if a.only in (None, "coll"):
         collective(R, root, a.quick)
+    if a.only in (None, "jobs"):
+        job_presets(R, root, a.quick)
     if a.only is None and not a.quick:
         for k in sorted(set(KNOWN) - R.known):
             print("note: KNOWN %s: %s no longer fires: remove it" % k)
