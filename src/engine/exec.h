@@ -130,6 +130,11 @@ struct exec_result {
 						 * by the stream of the
 						 * communication task on the
 						 * path (sums to it) */
+	double other_by_stream_s[EXEC_MAX_STREAMS];
+						/* s, part_s[EXEC_OTHER] by the
+						 * stream of the other-category
+						 * task on the path (the gaps of
+						 * the path, in none of them) */
 	uint32_t final_rank;			/* rank of the last task */
 	uint64_t events;			/* engine events executed */
 };

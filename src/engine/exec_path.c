@@ -212,9 +212,9 @@ static units_ns_t account(struct path *pa, int64_t part[], units_ns_t s,
 }
 
 /* Walk back from last, mark the path and sum its parts (ns), and the
- * exposed communication by stream. */
+ * exposed communication and the other tasks' part by stream. */
 static void walk(struct prog *p, struct path *pa, task_id last,
-		 int64_t part[], int64_t by_stream[])
+		 int64_t part[], int64_t by_stream[], int64_t other_by[])
 {
 	task_id t = last;
 
@@ -233,6 +233,9 @@ static void walk(struct prog *p, struct path *pa, task_id last,
 		if (k == EXEC_EXPOSED_COMM)
 			by_stream[s < EXEC_MAX_STREAMS ? s : EXEC_MAX_STREAMS - 1]
 				+= added;
+		else if (k == EXEC_OTHER)
+			other_by[s < EXEC_MAX_STREAMS ? s : EXEC_MAX_STREAMS - 1]
+				+= added;
 		account(pa, part, from, start, EXEC_OTHER);
 		t = c;
 	}
@@ -243,6 +246,7 @@ int exec_path(struct prog *p, struct exec_result *out)
 	struct path pa = { .p = p };
 	int64_t part[EXEC_PART_COUNT] = { 0 }, sum = 0;
 	int64_t by_stream[EXEC_MAX_STREAMS] = { 0 };
+	int64_t other_by[EXEC_MAX_STREAMS] = { 0 };
 	task_id last = last_task(p);
 	int i, rc = -1;
 
@@ -251,13 +255,15 @@ int exec_path(struct prog *p, struct exec_result *out)
 	pa.final_rank = task_rank(p, last);
 	if (collect_busy(&pa) != 0)
 		goto out;
-	walk(p, &pa, last, part, by_stream);
+	walk(p, &pa, last, part, by_stream, other_by);
 	for (i = 0; i < EXEC_PART_COUNT; i++) {
 		sum += part[i];
 		out->part_s[i] = units_ns_to_s(part[i]);
 	}
-	for (i = 0; i < EXEC_MAX_STREAMS; i++)
+	for (i = 0; i < EXEC_MAX_STREAMS; i++) {
 		out->exposed_by_stream_s[i] = units_ns_to_s(by_stream[i]);
+		out->other_by_stream_s[i] = units_ns_to_s(other_by[i]);
+	}
 	if (sum != task_end_ns(p, last))
 		BUG("exec: critical path parts do not sum to the step time");
 	out->step_s = units_ns_to_s(task_end_ns(p, last));

@@ -209,9 +209,15 @@ static void splits(const struct prog *p, const struct exec_result *er,
 {
 	uint32_t s, t, n = prog_tasks(p);
 
-	for (s = 0; s < EXEC_MAX_STREAMS; s++)
-		out->exposed_dim_s[dim_of(exec_stream_name(p, s))] +=
-			er->exposed_by_stream_s[s];
+	for (s = 0; s < EXEC_MAX_STREAMS; s++) {
+		const char *name = exec_stream_name(p, s);
+
+		out->exposed_dim_s[dim_of(name)] += er->exposed_by_stream_s[s];
+		/* the host thread's issue and syncs on the path while the
+		 * final rank was not computing: their part of other_s */
+		if (name && strcmp(name, "host") == 0)
+			out->host_critical_s += er->other_by_stream_s[s];
+	}
 	for (t = 0; t < n; t++) {
 		struct task_info ti;
 		enum task_cat cat;
@@ -265,18 +271,16 @@ static enum busy_kind busy_kind_memo(struct busy_memo *memo,
 }
 
 /* Each simulated rank's summed durations of the tasks of each kind, in
- * busy[k * prog_ranks(p) + rank] (an array the caller frees), and in
- * critical[k] the part of them on the critical path: one pass over the
- * tasks for both kinds (3.2 M tasks on the DSV3 2,048-GPU step). NULL
- * when out of memory. */
-static double *rank_busy(const struct prog *p, double critical[BUSY_KINDS])
+ * busy[k * prog_ranks(p) + rank] (an array the caller frees): one pass
+ * over the tasks for both kinds (3.2 M tasks on the DSV3 2,048-GPU
+ * step). NULL when out of memory. */
+static double *rank_busy(const struct prog *p)
 {
 	uint32_t t, n = prog_tasks(p), nr = prog_ranks(p);
 	size_t size = (size_t)BUSY_KINDS * nr * sizeof(double);
 	double *busy = mem_alloc(size + 1);
 	struct busy_memo memo[BUSY_MEMO] = { { NULL, TASK_COMPUTE, BUSY_KINDS } };
 
-	critical[BUSY_COMPUTE] = critical[BUSY_HOST] = 0;
 	if (!busy)
 		return NULL;
 	memset(busy, 0, size);
@@ -290,8 +294,6 @@ static double *rank_busy(const struct prog *p, double critical[BUSY_KINDS])
 			continue;
 		d = exec_task_dur_s(p, t);
 		busy[(size_t)k * nr + exec_task_rank(p, t)] += d;
-		if (exec_task_critical(p, t))
-			critical[k] += d;
 	}
 	return busy;
 }
@@ -319,13 +321,12 @@ static void stage_stats(const struct job_spec *j, const struct prog *p,
 }
 
 /* The host model's tasks: the busiest rank's total (busy: rank_busy's
- * host row) and the critical part. */
+ * host row; their critical part comes from the path, splits). */
 static void host_stats(const struct prog *p, const double *busy,
-		       double critical, struct step_result *out)
+		       struct step_result *out)
 {
 	uint32_t r, nr = prog_ranks(p);
 
-	out->host_critical_s += critical;
 	for (r = 0; r < nr; r++)
 		if (busy[r] > out->host_busy_s)
 			out->host_busy_s = busy[r];
@@ -336,12 +337,11 @@ static void host_stats(const struct prog *p, const double *busy,
 static int busy_stats(const struct job_spec *j, const struct prog *p,
 		      struct step_result *out)
 {
-	double crit[BUSY_KINDS], *busy = rank_busy(p, crit);
+	double *busy = rank_busy(p);
 
 	if (!busy)
 		return -1;
-	host_stats(p, busy + (size_t)BUSY_HOST * prog_ranks(p),
-		   crit[BUSY_HOST], out);
+	host_stats(p, busy + (size_t)BUSY_HOST * prog_ranks(p), out);
 	stage_stats(j, p, busy + (size_t)BUSY_COMPUTE * prog_ranks(p), out);
 	mem_free(busy);
 	return 0;
@@ -517,7 +517,7 @@ int step_estimate(const struct job_spec *j, int full,
  * when out of memory. */
 static double busiest_compute_s(const struct prog *p)
 {
-	double crit[BUSY_KINDS], *busy = rank_busy(p, crit), m = 0;
+	double *busy = rank_busy(p), m = 0;
 	uint32_t r;
 
 	if (!busy)

@@ -100,7 +100,9 @@ struct step_result {
 	double host_busy_s;		/* s, the busiest simulated rank's host
 					 * thread issuing work (0: no host model) */
 	double host_critical_s;		/* s, host issue and syncs on the
-					 * critical path (the GPUs waited) */
+					 * critical path while the final
+					 * rank was not computing (the GPUs
+					 * waited; part of other_s) */
 	uint32_t tasks;			/* tasks in the program */
 	uint64_t events;		/* engine events */
 	uint64_t calls;			/* collective calls started */

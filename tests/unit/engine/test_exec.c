@@ -595,6 +595,37 @@ Test(exec, hidden_comm_is_not_exposed)
 	prog_free(p);
 }
 
+/*
+ * A host-thread task (category other, its own stream) on the path counts
+ * only where the final rank was not computing: that part is other_s and
+ * other_by_stream_s of its stream (the step's host.critical_s); its whole
+ * duration was reported before while the summary said it was in other_s.
+ * One rank: f0 [0,3) on the compute stream, the host's h [0,5) on stream
+ * 1, f1 [5,7) after h. Step 7 us; path h -> f1 (h ready at 0: no cause);
+ * compute f0 3 + f1 2 = 5, h's segment [0,5) less f0's 3 = 2 us other,
+ * all of it on stream 1.
+ */
+Test(exec, other_on_the_path_by_stream_is_its_uncovered_part)
+{
+	struct prog *p = prog_new(1, 2);
+	struct mock m = ex_mock_new(0, 1e12);
+	struct exec_result r;
+	task_id h, f1;
+
+	ex_task(p, 0, 0, 3, "f0", TASK_COMPUTE);
+	h = ex_task(p, 0, 1, 5, "issue", TASK_OTHER);
+	f1 = ex_task(p, 0, 0, 2, "f1", TASK_COMPUTE);
+	prog_dep(p, h, f1);
+	r = ex_run(p, &m);
+	cr_assert_eq(ex_ns(r.step_s), 7000);
+	cr_assert(exec_task_critical(p, h));
+	cr_assert_eq(ex_ns(r.part_s[EXEC_COMPUTE]), 5000);
+	cr_assert_eq(ex_ns(r.part_s[EXEC_OTHER]), 2000);
+	cr_assert_eq(ex_ns(r.other_by_stream_s[1]), 2000);
+	cr_assert_eq(ex_ns(r.other_by_stream_s[0]), 0);
+	prog_free(p);
+}
+
 /* ---- failures ---- */
 
 Test(exec, dependency_cycle_is_reported)
