@@ -107,6 +107,8 @@ class Runner:
             return p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
             return "timeout", "", ""
+        except OSError as e:
+            return "not run", "", str(e)
 
     def run_many(self, cases):
         """cases: list of (name, argv, stdin). Returns {name: (rc, json|None, err)}."""
