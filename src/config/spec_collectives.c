@@ -469,6 +469,18 @@ static const struct schema_field algo_fields[] = {
 	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
 	  .help = "nvls: most heads (channels) of the library's NVLS graph "
 		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
+	{ .key = "head_busbw_2nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_2NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "nvls_tree across 2 nodes: bus bandwidth one NVLS head (one "
+		  "NIC's GPU a node) sustains; the all-reduce's bus bandwidth "
+		  "is at most heads x this, in the run and the library's choice "
+		  "(NCCL perChMaxNVLSTreeBws, tuning.cc from v2.28.3-1); "
+		  "0 = none" },
+	{ .key = "head_busbw_4nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_4NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "nvls_tree across more than 2 nodes: the same" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
