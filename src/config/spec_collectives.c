@@ -810,6 +810,15 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 			    coll_algo_names[a]);
 		return -1;
 	}
+	if (a != ALGO_NVLS_TREE && (as->head_busbw_Bps[SCALE_2NODES] > 0 ||
+				    as->head_busbw_Bps[SCALE_4NODES] > 0)) {
+		cnode_error(d, node, "'algorithms.%s.head_busbw_2nodes', "
+			    "'head_busbw_4nodes': expected them under "
+			    "'algorithms.nvls_tree' only (NCCL's per-head "
+			    "NVLSTree bandwidth), got them under %s",
+			    coll_algo_names[a], coll_algo_names[a]);
+		return -1;
+	}
 	for (i = 1; i < as->select_speeds.n; i++)
 		if (as->select_speeds.v[i] >= as->select_speeds.v[i - 1]) {
 			cnode_error(d, node, "'algorithms.%s.select_speeds': "

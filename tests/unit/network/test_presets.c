@@ -287,11 +287,14 @@ Test(net_presets, head_busbw_refuses_bad_values)
 		"algorithms.nvls_tree.head_busbw_4nodes=nan",
 		"algorithms.nvls_tree.head_busbw_2nodes=[1,2]",
 		"algorithms.nvls_tree.head_busbw_4nodes=fast",
+		/* read by nvls_tree only: elsewhere it would do nothing */
+		"algorithms.ring.head_busbw_2nodes=50GB/s",
+		"algorithms.nvls.head_busbw_4nodes=50GB/s",
 	};
 	size_t i;
 	int errors;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 6; i++) {
 		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
 		cr_assert_geq(errors, 1);
 	}
