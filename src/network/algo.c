@@ -270,7 +270,7 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 {
 	uint32_t N = x->g.nnodes, m = x->g.ppn_max, i, h, k, t, nh;
 	double eff = x->t->nvls_efficiency, n = x->c->bytes, D, hb, F;
-	int64_t st;
+	int64_t st, hmax;
 	uint32_t *rails;
 	struct route r;
 
@@ -293,6 +293,12 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 		x->why = "needs a NIC in every node";
 		return 1;
 	}
+	/* The NVLS graph has at most NCCL_MAX_NVLS_ARITY heads (search.cc
+	 * ncclTopoCompute: maxChannels = min(arity, GPUs); NVLSTree uses the
+	 * same graph): the first of the rails, as its search takes them. */
+	hmax = x->lib->algo[ALGO_NVLS].select_heads_max;
+	if (hmax > 0 && (int64_t)nh > hmax)
+		nh = (uint32_t)hmax;
 	D = 2.0 * algo_floor_log2(N);
 	/* NCCL's per-head bus bandwidth (perChMaxNVLSTreeBws): the
 	 * collective's bus bandwidth is at most nh x that, the tuner's

@@ -343,6 +343,12 @@ Test(net_coll, nvls_tree_node_switch_and_nic_tree)
 	f.out_link.lane_rate_Bps = 25e9;
 	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 200e9, 1e-6);
 	cr_assert_str_eq(coll_timed(&f.sys, &r2).algorithm, "nvls_tree");
+	/* NCCL's NVLS graph has at most NCCL_MAX_NVLS_ARITY heads (the
+	 * nvls select_heads_max): with 4, heads 0-3 own n/4 each, n/4 on
+	 * each of their NICs at 25 GB/s = GiB / 100 GB/s */
+	f.lib.algo[ALGO_NVLS].select_heads_max = 4;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 100e9, 1e-6);
+	f.lib.algo[ALGO_NVLS].select_heads_max = 0;
 	/* 50 GB/s NICs: n/8 at 50 GB/s = GiB / 400 GB/s, as the switch */
 	f.out_link.lane_rate_Bps = 50e9;
 	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 400e9, 1e-6);
