@@ -195,6 +195,34 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 	       norms;
 }
 
+double infer_kind_attn_excluded_params(const struct infer_dims *d0,
+				       const struct infer_kind *k)
+{
+	struct infer_dims tmp;
+	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
+	double h = d->hidden, all, out;
+	int blk = k ? k->block : BLOCK_PAIR;
+
+	if ((k && k->linear) || blk == BLOCK_MAMBA || blk == BLOCK_MLP ||
+	    blk == BLOCK_MOE)
+		return 0;
+	/* the stored matrices, once: infer_layer_params' attention x t
+	 * without the TP-replicated copies of kv_a and the DSA indexer */
+	if (d->mla) {
+		out = d->heads * d->v_head_dim * h;
+		all = mla_q_params(d) + index_params(d) +
+		      h * (d->kv_lora_rank + d->rope_dim) +
+		      d->kv_lora_rank * d->heads *
+		      (d->nope_dim + d->v_head_dim) + out;
+	} else {
+		out = d->heads * d->head_dim * h;
+		all = h * ((d->attn_gate ? 2 : 1) * d->heads +
+			   2 * d->kv_heads) * d->head_dim + out;
+	}
+	return (d->qexcl & QX_ATTN ? all - out : 0) +
+	       (d->qexcl & QX_ATTN_OUT ? out : 0);
+}
+
 double infer_embed_params(const struct infer_dims *d)
 {
 	return d->vocab * d->hidden / d->tp;

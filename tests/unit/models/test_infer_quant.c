@@ -564,3 +564,53 @@ Test(infer, mla_input_projections_and_absorbed_bmms_follow_kv_b)
 			   infer_kind_weight_B(&d0, NULL), 69664768.0, 1e-3);
 	arena_release(&a);
 }
+
+/*
+ * trtllm-bench's engine size counts the checkpoint's stored elements
+ * (infer_prog.c auto_engine_B): attention the checkpoint keeps bf16 is one
+ * element a parameter, not a packed NVFP4 one. The count is the stored
+ * matrices once, whatever the layout. DeepSeek-V3 (h 7168, 128 heads,
+ * q_lora 1536, kv_lora 512, rope 64, nope 128, v 128):
+ *   q_a + q_b + kv_a + kv_b = 7168 x 1536 + 1536 x 128 x 192 + 7168 x 576
+ *     + 512 x 128 x 256 = 69,664,768 (the v2 checkpoints' bf16 part)
+ *   + o_proj 128 x 128 x 7168 = 117,440,512 -> 187,105,280 (all of it)
+ * at attention DP 8 (tp 1) and at TP 8 alike (kv_a, replicated on every
+ * TP rank, counted once); nothing when nothing is excluded.
+ */
+Test(infer, excluded_attention_parameters_count_the_stored_matrices_once)
+{
+	const char *v2[] = {"serving.dtype=nvfp4",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn.q_a_proj, "
+			    "model.layers.*.self_attn.q_b_proj, "
+			    "model.layers.*.self_attn.kv_a_proj_with_mqa, "
+			    "model.layers.*.self_attn.kv_b_proj]"};
+	const char *v1[] = {"serving.dtype=nvfp4",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn]",
+			    "parallelism.attention_dp=false",
+			    "parallelism.tp=8", "parallelism.dp=1"};
+	const char *none[] = {"serving.dtype=nvfp4"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_kind k;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, v2, 2);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k),
+			   69664768.0, 1e-3);
+	j = fixture_load_job(&a, DSV3, v1, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_float_eq(d.tp, 8, 0);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k),
+			   187105280.0, 1e-3);
+	j = fixture_load_job(&a, DSV3, none, 1);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k), 0, 0);
+	arena_release(&a);
+}
