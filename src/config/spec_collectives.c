@@ -469,6 +469,18 @@ static const struct schema_field algo_fields[] = {
 	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
 	  .help = "nvls: most heads (channels) of the library's NVLS graph "
 		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
+	{ .key = "head_busbw_2nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_2NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "nvls_tree across 2 nodes: bus bandwidth one NVLS head (one "
+		  "NIC's GPU a node) sustains; the all-reduce's bus bandwidth "
+		  "is at most heads x this, in the run and the library's choice "
+		  "(NCCL perChMaxNVLSTreeBws, tuning.cc from v2.28.3-1); "
+		  "0 = none" },
+	{ .key = "head_busbw_4nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_4NODES * sizeof(double),
+	  .def = "0 B/s", .max = 1e14,
+	  .help = "nvls_tree across more than 2 nodes: the same" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -796,6 +808,15 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 			    "under 'algorithms.nvls' only (its graph search), got "
 			    "them under %s", coll_algo_names[a],
 			    coll_algo_names[a]);
+		return -1;
+	}
+	if (a != ALGO_NVLS_TREE && (as->head_busbw_Bps[SCALE_2NODES] > 0 ||
+				    as->head_busbw_Bps[SCALE_4NODES] > 0)) {
+		cnode_error(d, node, "'algorithms.%s.head_busbw_2nodes', "
+			    "'head_busbw_4nodes': expected them under "
+			    "'algorithms.nvls_tree' only (NCCL's per-head "
+			    "NVLSTree bandwidth), got them under %s",
+			    coll_algo_names[a], coll_algo_names[a]);
 		return -1;
 	}
 	for (i = 1; i < as->select_speeds.n; i++)

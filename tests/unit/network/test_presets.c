@@ -161,6 +161,46 @@ Test(net_presets, mi300x_pair_is_one_link)
 	arena_release(&a);
 }
 
+/* NCCL's p2p kernel (an ncclSend / ncclRecv group, ncclAlltoAll) is
+ * launched like any other and runs the same LL / Simple primitives; NCCL's
+ * tuner gives every kernel algorithm the same base by protocol (tuning.cc
+ * v2.29.2-1 baseLatencies: Ring LL 6.6, Simple 8.4 us), so the nccl preset
+ * charges p2p the Ring's base. End to end: 1 KiB all-to-all on 2 H100 is
+ * 512 B to the peer, LL (<= 16 KiB a peer): base 6.6 + one NVLink LL step
+ * 0.6 = 7.2 us, the 512 B (1 KiB of LL lines) adding under 0.05 us at
+ * 141 GB/s (llMaxBws, one node). */
+Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct system_spec *s;
+	uint32_t g[2] = { 0, 1 };
+	struct coll_desc c = { COLL_ALLTOALL, 1024, g, 2, NULL, -1, -1, 1, 0,
+			       NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_LL], 6.6e-6, 1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE], 8.4e-6,
+			   1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_LL],
+			   lib->algo[ALGO_RING].base.s[PROTO_LL], 1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE],
+			   lib->algo[ALGO_RING].base.s[PROTO_SIMPLE], 1e-12);
+	s = load(&a, &system_schema, "dgx-h100", NULL, 0);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert(r.time_s >= 7.2e-6 && r.time_s < 7.25e-6, "%g", r.time_s);
+	cr_assert_str_eq(r.protocol, "ll");
+	net_free(n);
+	arena_release(&a);
+}
+
 /* Load the nccl preset with one --set override; its load's return, the
  * errors reported in *errors. */
 static int nccl_with(const char *set, int *errors)
@@ -231,7 +271,8 @@ Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
 	cr_assert_float_eq(pp.chunks, 128, 0);
 	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 16 x 128 x
 	 * 128 KiB = 256 MiB up, 64 KiB down to 1 x 128 x 64 KiB = 8 MiB,
-	 * 32 KiB below; 4 stages + 2 hops of fill. */
+	 * 32 KiB below; pipe_init's fill: stages - 1 + the shape's 2 (the
+	 * algorithm passes its own, algo.c nvls_tree_fill). */
 	cr_assert_float_eq(pipe_chunk_B(&pp, 268435456.0), 131072, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 8388608.0), 65536, 0);
@@ -253,6 +294,47 @@ Test(net_presets, chunk_4nodes_refuses_bad_values)
 	int errors;
 
 	for (i = 0; i < 3; i++) {
+		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
+		cr_assert_geq(errors, 1);
+	}
+}
+
+Test(net_presets, nccl_nvls_tree_head_busbw_is_hoppers)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct coll_algo_spec *nt;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	nt = &lib->algo[ALGO_NVLS_TREE];
+	/* perChMaxNVLSTreeBws, Hopper row {0, 57.7, 45.5} (NVIDIA/nccl
+	 * v2.28.3-1 tuning.cc): 8 heads x 57.7 = 461.6 GB/s bus on 2 nodes
+	 * of 8 H100 (nccl-tests #309 reads 466-469 at 4-16 GiB), 364 on 4 */
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_1NODE], 0, 0);
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_2NODES], 57.7e9, 1);
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_4NODES], 45.5e9, 1);
+	/* no other algorithm carries it */
+	cr_assert_float_eq(lib->algo[ALGO_NVLS].head_busbw_Bps[SCALE_2NODES],
+			   0, 0);
+	arena_release(&a);
+}
+
+Test(net_presets, head_busbw_refuses_bad_values)
+{
+	static const char *const bad[] = {
+		"algorithms.nvls_tree.head_busbw_2nodes=-1GB/s",
+		"algorithms.nvls_tree.head_busbw_4nodes=nan",
+		"algorithms.nvls_tree.head_busbw_2nodes=[1,2]",
+		"algorithms.nvls_tree.head_busbw_4nodes=fast",
+		/* read by nvls_tree only: elsewhere it would do nothing */
+		"algorithms.ring.head_busbw_2nodes=50GB/s",
+		"algorithms.nvls.head_busbw_4nodes=50GB/s",
+	};
+	size_t i;
+	int errors;
+
+	for (i = 0; i < 6; i++) {
 		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
 		cr_assert_geq(errors, 1);
 	}
