@@ -731,6 +731,8 @@ def link_bound(root, llmsim, system):
     """Scale-up bytes/s one GPU may send: lane rate x lanes x line code x links."""
     p = subprocess.run([llmsim, "config", "show", system, "--json"],
                        capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
     d = json.loads(p.stdout)
     su = d["scale_up"]
 
@@ -761,11 +763,16 @@ def collective(R, root, quick):
                 cases.append(("coll %s %s %d" % (sysn, op, ranks), argv, None))
     res = R.run_many(cases)
     bounds = {s: link_bound(root, R.llmsim, s) for s in systems}
+    for s, b in bounds.items():
+        if b is None:
+            R.violate("exit", "config show %s" % s, "does not load")
     for n, (rc, d, _) in res.items():
         if d is None:
             continue
         _, sysn, op, ranks = n.split()
         ranks = int(ranks)
+        if bounds[sysn] is None:
+            continue
         bw, gpn, isr = bounds[sysn]
         prev = None
         for row in d["rows"]:
