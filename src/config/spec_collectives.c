@@ -41,6 +41,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cnode.h"
 #include "base/diag.h"
@@ -711,58 +712,79 @@ static const struct schema_field lib_fields[] = {
 		  "choice" },
 };
 
+/* Cross-key errors point at the value the user wrote: the key path under
+ * the library's mapping (schema_check_error finds it, or the mapping when
+ * it is absent), with the system's "collectives." prefix when the library
+ * is a system's overlay. */
+#define KEY_MAX 160
+
 /* A pipeline's halving rules come in pairs; a p2p part's most is at
  * least its least. */
 static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
-		      const struct cnode *node, struct diag *d)
+		      const struct schema_at *at, struct diag *d)
 {
 	const struct coll_pipe_spec *ps = &lib->algo[a].pipe[p];
+	char k[2][KEY_MAX];
+	const char *const keys[2] = { k[0], k[1] };
 
 	if (ps->peer_part_max_B > 0 && ps->peer_part_max_B < ps->peer_part_min_B) {
-		cnode_error(d, node, "'algorithms.%s.pipeline.%s.peer_part_max': "
-			   "expected at least peer_part_min (%.0f B), got %.0f B",
-			   coll_algo_names[a], coll_proto_names[p],
-			   ps->peer_part_min_B, ps->peer_part_max_B);
+		snprintf(k[0], KEY_MAX, "algorithms.%s.pipeline.%s.peer_part_max",
+			 coll_algo_names[a], coll_proto_names[p]);
+		snprintf(k[1], KEY_MAX, "algorithms.%s.pipeline.%s.peer_part_min",
+			 coll_algo_names[a], coll_proto_names[p]);
+		schema_check_error(d, at, k[0], "expected at least "
+				   "peer_part_min (%.0f B), got %.0f B",
+				   ps->peer_part_min_B, ps->peer_part_max_B);
 		return -1;
 	}
 	if (ps->halve_below.n == ps->halvings.n)
 		return 0;
-	cnode_error(d, node, "'algorithms.%s.pipeline.%s.halvings': "
-		   "expected one entry per 'halve_below' entry (%zu), got %zu",
-		   coll_algo_names[a], coll_proto_names[p],
-		   ps->halve_below.n, ps->halvings.n);
+	snprintf(k[0], KEY_MAX, "algorithms.%s.pipeline.%s.halvings",
+		 coll_algo_names[a], coll_proto_names[p]);
+	snprintf(k[1], KEY_MAX, "algorithms.%s.pipeline.%s.halve_below",
+		 coll_algo_names[a], coll_proto_names[p]);
+	/* At halvings when it is written, else at halve_below; the
+	 * message names halvings either way. */
+	schema_check_error(d, at, keys[schema_check_blame(at, keys, 2)],
+			   "expected one 'halvings' entry per 'halve_below' "
+			   "entry (%zu), got %zu", ps->halve_below.n,
+			   ps->halvings.n);
 	return -1;
 }
 
 /* A range is empty or [lo, hi] with 0 <= lo < hi. */
 static int range_check(const struct coll_lib_spec *lib, int op, int p,
-		       const struct cnode *node, struct diag *d)
+		       const struct schema_at *at, struct diag *d)
 {
 	const struct schema_int_list *r = &lib->ranges[op].proto[p];
+	char k[KEY_MAX];
 
 	if (r->n == 0 || (r->n == 2 && r->v[0] >= 0 && r->v[0] < r->v[1]))
 		return 0;
-	cnode_error(d, node, "'protocol_ranges.%s.%s': expected [lo, hi] "
-		   "bytes with 0 <= lo < hi", coll_op_names[op],
-		   coll_proto_names[p]);
+	snprintf(k, sizeof(k), "protocol_ranges.%s.%s", coll_op_names[op],
+		 coll_proto_names[p]);
+	schema_check_error(d, at, k, "expected [lo, hi] bytes with 0 <= lo "
+			   "< hi");
 	return -1;
 }
 
 /* peer_max_bytes is p2p's (its sends to one peer), and a send over every
  * limit needs an offered protocol without one. */
 static int peer_check(const struct coll_lib_spec *lib, int a,
-		      const struct cnode *node, struct diag *d)
+		      const struct schema_at *at, struct diag *d)
 {
 	const struct coll_algo_spec *as = &lib->algo[a];
 	int p, limited = 0, open = 0;
+	char k[KEY_MAX];
 
 	for (p = 0; p < PROTO_COUNT; p++) {
 		if (as->peer_max_B.b[p] > 0 && a != ALGO_P2P) {
-			cnode_error(d, node, "'algorithms.%s.peer_max_bytes.%s': "
-				    "expected it under 'algorithms.p2p' only (a "
-				    "send's bytes to one peer), got it under %s",
-				    coll_algo_names[a], coll_proto_names[p],
-				    coll_algo_names[a]);
+			snprintf(k, sizeof(k), "algorithms.%s.peer_max_bytes.%s",
+				 coll_algo_names[a], coll_proto_names[p]);
+			schema_check_error(d, at, k, "expected it under "
+					   "'algorithms.p2p' only (a send's "
+					   "bytes to one peer), got it under %s",
+					   coll_algo_names[a]);
 			return -1;
 		}
 		if (!as->protocols.on[p])
@@ -773,9 +795,11 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 			open = 1;
 	}
 	if (limited && !open) {
-		cnode_error(d, node, "'algorithms.%s.peer_max_bytes': expected "
-			    "an offered protocol without a limit for larger "
-			    "sends, got a limit on every one", coll_algo_names[a]);
+		snprintf(k, sizeof(k), "algorithms.%s.peer_max_bytes",
+			 coll_algo_names[a]);
+		schema_check_error(d, at, k, "expected an offered protocol "
+				   "without a limit for larger sends, got a "
+				   "limit on every one");
 		return -1;
 	}
 	return 0;
@@ -783,29 +807,36 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 
 /* The graph-search view is NVLS's, its speeds fastest first. */
 static int select_check(const struct coll_lib_spec *lib, int a,
-			const struct cnode *node, struct diag *d)
+			const struct schema_at *at, struct diag *d)
 {
+	static const char *const names[3] = {
+		"select_link_bandwidth", "select_speeds", "select_heads_max" };
 	const struct coll_algo_spec *as = &lib->algo[a];
+	char k[3][KEY_MAX];
+	const char *const keys[3] = { k[0], k[1], k[2] };
 	size_t i;
 
+	for (i = 0; i < 3; i++)
+		snprintf(k[i], KEY_MAX, "algorithms.%s.%s", coll_algo_names[a],
+			 names[i]);
 	if (a != ALGO_NVLS && (as->select_link_Bps > 0 ||
 			       as->select_speeds.n > 0 ||
 			       as->select_heads_max > 0)) {
-		cnode_error(d, node, "'algorithms.%s.select_link_bandwidth', "
-			    "'select_speeds', 'select_heads_max': expected them "
-			    "under 'algorithms.nvls' only (its graph search), got "
-			    "them under %s", coll_algo_names[a],
-			    coll_algo_names[a]);
+		schema_check_error(d, at, keys[schema_check_blame(at, keys, 3)],
+				   "expected 'select_link_bandwidth', "
+				   "'select_speeds' and 'select_heads_max' "
+				   "under 'algorithms.nvls' only (its graph "
+				   "search), got them under %s",
+				   coll_algo_names[a]);
 		return -1;
 	}
 	for (i = 1; i < as->select_speeds.n; i++)
 		if (as->select_speeds.v[i] >= as->select_speeds.v[i - 1]) {
-			cnode_error(d, node, "'algorithms.%s.select_speeds': "
-				    "expected speeds fastest first (each below "
-				    "the one before), got %lld after %lld",
-				    coll_algo_names[a],
-				    (long long)as->select_speeds.v[i],
-				    (long long)as->select_speeds.v[i - 1]);
+			schema_check_error(d, at, k[1], "expected speeds "
+					   "fastest first (each below the one "
+					   "before), got %lld after %lld",
+					   (long long)as->select_speeds.v[i],
+					   (long long)as->select_speeds.v[i - 1]);
 			return -1;
 		}
 	return 0;
@@ -814,30 +845,32 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
-	const struct cnode *node = at->map;
 	struct coll_lib_spec *lib = obj;
+	char k[KEY_MAX];
 	int a, p, rc = 0;
 
 	for (a = 0; a < COLL_OP_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++)
-			if (range_check(lib, a, p, node, d) != 0)
+			if (range_check(lib, a, p, at, d) != 0)
 				rc = -1;
 
 	for (a = 0; a < ALGO_COUNT; a++)
-		if (peer_check(lib, a, node, d) != 0 ||
-		    select_check(lib, a, node, d) != 0)
+		if (peer_check(lib, a, at, d) != 0 ||
+		    select_check(lib, a, at, d) != 0)
 			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
-			if (pipe_check(lib, a, p, node, d) != 0)
+			if (pipe_check(lib, a, p, at, d) != 0)
 				rc = -1;
 			if (!lib->algo[a].protocols.on[p] ||
 			    lib->proto[p].bandwidth_factor > 0)
 				continue;
-			cnode_error(d, node, "'algorithms.%s.protocols.%s': expected "
-				   "'protocols.%s.bandwidth_factor' such as 0.5, "
-				   "got none", coll_algo_names[a],
-				   coll_proto_names[p], coll_proto_names[p]);
+			snprintf(k, sizeof(k), "algorithms.%s.protocols.%s",
+				 coll_algo_names[a], coll_proto_names[p]);
+			schema_check_error(d, at, k, "expected "
+					   "'protocols.%s.bandwidth_factor' "
+					   "such as 0.5, got none",
+					   coll_proto_names[p]);
 			rc = -1;
 		}
 	return rc;
