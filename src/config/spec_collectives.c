@@ -46,6 +46,15 @@
 #include "cnode.h"
 #include "base/diag.h"
 
+/* The floor of every "0 = none" rate of a channel, a link or a cap (a
+ * bus bandwidth, a forwarding or reduction rate): 1 GB/s. The slowest
+ * link NCCL's graph search knows runs 6 GB/s (NVIDIA/nccl v2.29.2-1
+ * src/graph/topo.h: BDW_QPI_BW, ZPI_BW, ARM_BW 6.0), its per-channel
+ * tuner caps are 10-40 GB/s (tuning.cc perChMax*Bws), and one PCIe 3.0
+ * lane moves 0.985 GB/s a direction; a value below it is a unit slip
+ * (MB/s for GB/s), which priced a 1 GiB broadcast at 1.5 years. */
+#define RATE_FLOOR_Bps 1e9
+
 const char *const coll_algo_names[ALGO_COUNT + 1] = {
 	"ring", "tree", "direct", "rhd", "hierarchical", "nvls", "pairwise",
 	"p2p", "nvls_tree", NULL,
@@ -292,7 +301,8 @@ static const struct schema_field pipe_fields[] = {
 		  "a chain of p-1 hops then fills in p-2 steps; 0 = chains "
 		  "not modeled" },
 	{ .key = "chain_channel_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "with chain_chunk: the most one channel forwards a step "
 		  "at, whatever the links leave it (one thread block); also "
 		  "the rate a one-node ring channel copies each loop's final, "
@@ -377,7 +387,8 @@ static const struct schema_field algo_fields[] = {
 		  "NCCL_P2P_LL_THRESHOLD 16 KiB a channel); larger sends take "
 		  "a protocol without one (0 = no rule)" },
 	{ .key = "reduce_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = AOFF(reduce_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = AOFF(reduce_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "direct all-reduce: rate of the separate local reduction "
 		  "between its two shots, in bytes of the collective per second "
 		  "(MSCCL all-pairs reduces the received shards from a scratch "
@@ -454,7 +465,8 @@ static const struct schema_field algo_fields[] = {
 		  "times the ranks (NCCL's ring LL threadThreshold is 8 B x "
 		  "nRanks a thread); 0 = none" },
 	{ .key = "select_link_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = AOFF(select_link_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = AOFF(select_link_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "nvls: one scale-up link's bandwidth in the library's graph "
 		  "search (NCCL SM90_NVLINK_BW 20.6 GB/s, SM100 40.1), times the "
 		  "fabric's links_per_endpoint; with select_speeds, NVLS's "
@@ -517,30 +529,33 @@ static const struct schema_field proto_fields[] = {
 		  "every protocol an algorithm offers" },
 	{ .key = "max_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_1NODE * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "library cap on bus bandwidth within one node; 0 = none" },
 	{ .key = "max_busbw_2nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_2NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "the cap when the group spans 2 nodes; 0 = none" },
 	{ .key = "max_busbw_4nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "the cap when the group spans more than 2 nodes (NCCL's "
 		  "third llMaxBws column); 0 = none" },
 	{ .key = "sustained_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
 		  "the library's own choice does not see it; 0 = none" },
 	{ .key = "select_channel_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "one-node rings: a channel's bus bandwidth cap in the "
 		  "library's tuner (NCCL perChMaxRingLL128Bws: Hopper 36.7, "
 		  "Blackwell 34.5 GB/s), times its ring graph's channels (from "
 		  "nvls.select_speeds / select_link_bandwidth); for its choice "
 		  "only; 0 = none" },
 	{ .key = "channel_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "bus bandwidth one running channel of the protocol's kernels "
 		  "sustains where an algorithm's channel_min_bytes(_per_rank) "
 		  "runs fewer channels: the bound is then min(caps, channels x "
