@@ -479,9 +479,12 @@ static const struct schema_field algo_fields[] = {
 	  .help = "nvls: the graph search's channel speeds in GB/s, fastest "
 		  "first (NCCL sm90SpeedArrayIntra / sm100SpeedArrayIntra)" },
 	{ .key = "select_heads_max", .type = ST_INT,
-	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
+	  .offset = AOFF(select_heads_max), .def = "0", .min = 2, .max = 1e6,
+	  .flags = SF_ZERO_OFF,
 	  .help = "nvls: most heads (channels) of the library's NVLS graph "
-		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
+		  "(NCCL_MAX_NVLS_ARITY 32), at least 2: the tuner's busBw "
+		  "is heads x bwIntra x 2 (heads-1)/heads, none with one; 0 = "
+		  "one per rank" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
