@@ -736,6 +736,18 @@ static const struct schema_field lib_fields[] = {
  * is a system's overlay. */
 #define KEY_MAX 160
 
+/* "algorithms.A[.mid][.P][.leaf]" into k (KEY_MAX); p < 0, mid or leaf
+ * NULL: left out. */
+static const char *akey(char *k, int a, const char *mid, int p,
+			const char *leaf)
+{
+	snprintf(k, KEY_MAX, "algorithms.%s%s%s%s%s%s%s", coll_algo_names[a],
+		 mid ? "." : "", mid ? mid : "", p >= 0 ? "." : "",
+		 p >= 0 ? coll_proto_names[p] : "", leaf ? "." : "",
+		 leaf ? leaf : "");
+	return k;
+}
+
 /* A pipeline's halving rules come in pairs; a p2p part's most is at
  * least its least. */
 static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
@@ -746,21 +758,16 @@ static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 	const char *const keys[2] = { k[0], k[1] };
 
 	if (ps->peer_part_max_B > 0 && ps->peer_part_max_B < ps->peer_part_min_B) {
-		snprintf(k[0], KEY_MAX, "algorithms.%s.pipeline.%s.peer_part_max",
-			 coll_algo_names[a], coll_proto_names[p]);
-		snprintf(k[1], KEY_MAX, "algorithms.%s.pipeline.%s.peer_part_min",
-			 coll_algo_names[a], coll_proto_names[p]);
-		schema_check_error(d, at, k[0], "expected at least "
+		schema_check_error(d, at, akey(k[0], a, "pipeline", p,
+						"peer_part_max"), "expected at least "
 				   "peer_part_min (%.0f B), got %.0f B",
 				   ps->peer_part_min_B, ps->peer_part_max_B);
 		return -1;
 	}
 	if (ps->halve_below.n == ps->halvings.n)
 		return 0;
-	snprintf(k[0], KEY_MAX, "algorithms.%s.pipeline.%s.halvings",
-		 coll_algo_names[a], coll_proto_names[p]);
-	snprintf(k[1], KEY_MAX, "algorithms.%s.pipeline.%s.halve_below",
-		 coll_algo_names[a], coll_proto_names[p]);
+	akey(k[0], a, "pipeline", p, "halvings");
+	akey(k[1], a, "pipeline", p, "halve_below");
 	/* At halvings when it is written, else at halve_below; the
 	 * message names halvings either way. */
 	schema_check_error(d, at, keys[schema_check_blame(at, keys, 2)],
@@ -797,9 +804,8 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 
 	for (p = 0; p < PROTO_COUNT; p++) {
 		if (as->peer_max_B.b[p] > 0 && a != ALGO_P2P) {
-			snprintf(k, sizeof(k), "algorithms.%s.peer_max_bytes.%s",
-				 coll_algo_names[a], coll_proto_names[p]);
-			schema_check_error(d, at, k, "expected it under "
+			schema_check_error(d, at, akey(k, a, "peer_max_bytes",
+							p, NULL), "expected it under "
 					   "'algorithms.p2p' only (a send's "
 					   "bytes to one peer), got it under %s",
 					   coll_algo_names[a]);
@@ -813,9 +819,8 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 			open = 1;
 	}
 	if (limited && !open) {
-		snprintf(k, sizeof(k), "algorithms.%s.peer_max_bytes",
-			 coll_algo_names[a]);
-		schema_check_error(d, at, k, "expected an offered protocol "
+		schema_check_error(d, at, akey(k, a, "peer_max_bytes", -1,
+						NULL), "expected an offered protocol "
 				   "without a limit for larger sends, got a "
 				   "limit on every one");
 		return -1;
@@ -835,8 +840,7 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 	size_t i;
 
 	for (i = 0; i < 3; i++)
-		snprintf(k[i], KEY_MAX, "algorithms.%s.%s", coll_algo_names[a],
-			 names[i]);
+		akey(k[i], a, NULL, -1, names[i]);
 	if (a != ALGO_NVLS && (as->select_link_Bps > 0 ||
 			       as->select_speeds.n > 0 ||
 			       as->select_heads_max > 0)) {
@@ -883,9 +887,8 @@ static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 			if (!lib->algo[a].protocols.on[p] ||
 			    lib->proto[p].bandwidth_factor > 0)
 				continue;
-			snprintf(k, sizeof(k), "algorithms.%s.protocols.%s",
-				 coll_algo_names[a], coll_proto_names[p]);
-			schema_check_error(d, at, k, "expected "
+			schema_check_error(d, at, akey(k, a, "protocols", p,
+						       NULL), "expected "
 					   "'protocols.%s.bandwidth_factor' "
 					   "such as 0.5, got none",
 					   coll_proto_names[p]);
