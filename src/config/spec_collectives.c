@@ -42,6 +42,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cnode.h"
 #include "base/diag.h"
@@ -748,6 +749,57 @@ static const char *akey(char *k, int a, const char *mid, int p,
 	return k;
 }
 
+/* A key only one algorithm reads (pipe.c, algo.c), set under another:
+ * it would be ignored without a word. 0, or -1 after an error at it. */
+static int pipe_owner(const struct coll_pipe_spec *ps, int a, int p,
+		      const struct schema_at *at, struct diag *d)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		int owner;
+		const char *what;
+	} only[] = {
+		{ "peer_part_min", offsetof(struct coll_pipe_spec,
+					    peer_part_min_B), ALGO_P2P,
+		  "a send's channels" },
+		{ "peer_part_max", offsetof(struct coll_pipe_spec,
+					    peer_part_max_B), ALGO_P2P,
+		  "a send's channels" },
+		{ "chunk_4nodes", offsetof(struct coll_pipe_spec,
+					   chunk_4nodes_B), ALGO_NVLS_TREE,
+		  "NVLSTree's chunk cap" },
+	};
+	char k[KEY_MAX], k2[2][KEY_MAX];
+	const char *const pair[2] = { k2[0], k2[1] };
+	size_t i;
+
+	for (i = 0; i < sizeof(only) / sizeof(only[0]); i++) {
+		double v;
+
+		memcpy(&v, (const char *)ps + only[i].off, sizeof(v));
+		if (!(v > 0) || a == only[i].owner)
+			continue;
+		schema_check_error(d, at, akey(k, a, "pipeline", p,
+						only[i].key), "expected it under "
+				   "'algorithms.%s' only (%s), got it under %s",
+				   coll_algo_names[only[i].owner], only[i].what,
+				   coll_algo_names[a]);
+		return -1;
+	}
+	if (ps->peer_part_max_B > 0 && !(ps->peer_part_min_B > 0)) {
+		/* at whichever of the two the user changed */
+		akey(k2[0], a, "pipeline", p, "peer_part_max");
+		akey(k2[1], a, "pipeline", p, "peer_part_min");
+		schema_check_error(d, at, pair[schema_check_blame(at, pair, 2)],
+				   "expected peer_part_min above 0 where "
+				   "peer_part_max is set (a send's least part "
+				   "a channel), got none");
+		return -1;
+	}
+	return 0;
+}
+
 /* A pipeline's halving rules come in pairs; a p2p part's most is at
  * least its least. */
 static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
@@ -757,6 +809,8 @@ static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
 	char k[2][KEY_MAX];
 	const char *const keys[2] = { k[0], k[1] };
 
+	if (pipe_owner(ps, a, p, at, d) != 0)
+		return -1;
 	if (ps->peer_part_max_B > 0 && ps->peer_part_max_B < ps->peer_part_min_B) {
 		schema_check_error(d, at, akey(k[0], a, "pipeline", p,
 						"peer_part_max"), "expected at least "
