@@ -769,6 +769,12 @@ static int pipe_owner(const struct coll_pipe_spec *ps, int a, int p,
 		{ "chunk_4nodes", offsetof(struct coll_pipe_spec,
 					   chunk_4nodes_B), ALGO_NVLS_TREE,
 		  "NVLSTree's chunk cap" },
+		{ "chain_chunk", offsetof(struct coll_pipe_spec,
+					  chain_chunk_B), ALGO_RING,
+		  "a ring's broadcast and reduce chains" },
+		{ "chain_channel_bandwidth", offsetof(struct coll_pipe_spec,
+						      chain_channel_Bps),
+		  ALGO_RING, "a ring channel's forwarding rate" },
 	};
 	char k[KEY_MAX], k2[2][KEY_MAX];
 	const char *const pair[2] = { k2[0], k2[1] };
