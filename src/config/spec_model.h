@@ -112,15 +112,24 @@ struct rope_scaling_spec {
  * gpt-oss modules_to_not_convert, fp8 ignored_layers); see
  * quant_exclude_class. */
 enum quant_excl {
-	QX_ATTN = 1u << 0,	/* attention projections (qkv / q, k, v, o) */
+	QX_ATTN = 1u << 0,	/* attention input projections (qkv / q, k,
+				 * v; MLA's q_a, q_b, kv_a, kv_b) and a
+				 * linear-attention mixer's projections */
 	QX_MLP = 1u << 1,	/* a dense layer's MLP */
 	QX_EXPERTS = 1u << 2,	/* routed experts */
 	QX_SHARED = 1u << 3,	/* shared expert(s) */
 	QX_ROUTER = 1u << 4,	/* MoE router (always 16-bit in llmsim) */
 	QX_LM_HEAD = 1u << 5,	/* LM head (always 16-bit in llmsim) */
 	QX_EMBED = 1u << 6,	/* embedding (a lookup: no GEMM) */
-	QX_VISION = 1u << 7	/* vision tower / projector (not simulated) */
+	QX_VISION = 1u << 7,	/* vision tower / projector (not simulated) */
+	QX_ATTN_OUT = 1u << 8	/* attention output projection (o_proj, wo,
+				 * linear_proj): a checkpoint can quantize it
+				 * alone, e.g. nvidia/DeepSeek-R1-FP4-v2 */
 };
+
+/* The whole attention block ("self_attn", "attention"): input and output
+ * projections. */
+#define QX_ATTN_ALL (QX_ATTN | QX_ATTN_OUT)
 
 /* The class bits a module-path pattern names ("model.layers.*.self_attn",
  * "re:.*lm_head", "*router*"), 0 when none is recognized. */
@@ -146,7 +155,7 @@ struct quant_spec {
 						 * exclude_modules / ignore /
 						 * modules_to_not_convert /
 						 * ignored_layers) in every layer */
-	unsigned char layer_excluded[QUANT_LAYERS_MAX];	/* enum quant_excl
+	uint16_t layer_excluded[QUANT_LAYERS_MAX];	/* enum quant_excl
 						 * bits a pattern naming one layer adds
 						 * to that layer ("model.layers.3.*":
 						 * the whole layer) */

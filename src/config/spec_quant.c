@@ -40,8 +40,12 @@ struct seg_class {
 };
 
 /* Segment names with a class of their own. QX_MLP here marks a dense
- * MLP's projections; a block name (BLOCK) is resolved below. */
-#define BLOCK 0x100u
+ * MLP's projections; a block name (BLOCK, ATTN_BLOCK) is resolved
+ * below: an attention block alone names its input and output
+ * projections (QX_ATTN_ALL), with a projection after it that projection
+ * ("self_attn.o_proj": QX_ATTN_OUT only). */
+#define BLOCK 0x10000u
+#define ATTN_BLOCK 0x20000u
 
 static const struct seg_class segs[] = {
 	{ "lm_head", QX_LM_HEAD }, { "output_layer", QX_LM_HEAD },
@@ -55,15 +59,15 @@ static const struct seg_class segs[] = {
 	{ "shared_expert", QX_SHARED }, { "shared_experts", QX_SHARED },
 	{ "shared_mlp", QX_SHARED },
 	{ "experts", QX_EXPERTS },
-	{ "self_attn", QX_ATTN }, { "attn", QX_ATTN },
-	{ "attention", QX_ATTN }, { "self_attention", QX_ATTN },
+	{ "self_attn", ATTN_BLOCK }, { "attn", ATTN_BLOCK },
+	{ "attention", ATTN_BLOCK }, { "self_attention", ATTN_BLOCK },
 	{ "q_proj", QX_ATTN }, { "k_proj", QX_ATTN }, { "v_proj", QX_ATTN },
-	{ "o_proj", QX_ATTN }, { "qkv_proj", QX_ATTN }, { "qkv", QX_ATTN },
+	{ "o_proj", QX_ATTN_OUT }, { "qkv_proj", QX_ATTN }, { "qkv", QX_ATTN },
 	{ "query_key_value", QX_ATTN }, { "linear_qkv", QX_ATTN },
-	{ "linear_proj", QX_ATTN }, { "q_a_proj", QX_ATTN },
+	{ "linear_proj", QX_ATTN_OUT }, { "q_a_proj", QX_ATTN },
 	{ "q_b_proj", QX_ATTN }, { "kv_a_proj_with_mqa", QX_ATTN },
 	{ "kv_b_proj", QX_ATTN }, { "wq", QX_ATTN }, { "wk", QX_ATTN },
-	{ "wv", QX_ATTN }, { "wo", QX_ATTN },
+	{ "wv", QX_ATTN }, { "wo", QX_ATTN_OUT },
 	{ "gate_proj", QX_MLP }, { "up_proj", QX_MLP },
 	{ "down_proj", QX_MLP }, { "gate_up_proj", QX_MLP },
 	{ "linear_fc1", QX_MLP }, { "linear_fc2", QX_MLP },
@@ -129,7 +133,7 @@ unsigned quant_exclude_class(const char *pattern)
 	char seg[SEG_MAX];
 	const char *p = pattern ? pattern : "";
 	unsigned cls = 0, c, prev = 0;
-	int block_last = 0;
+	int block_last = 0, attn_block = 0;
 
 	for (; next_seg(&p, seg); prev = seg_class(seg)) {
 		c = seg_class(seg);
@@ -151,12 +155,18 @@ unsigned quant_exclude_class(const char *pattern)
 			block_last = 1;
 			continue;
 		}
+		if (c == ATTN_BLOCK) {
+			attn_block = 1;
+			continue;
+		}
 		if (c)
 			block_last = 0;
 		cls |= c;
 	}
 	if (!cls && block_last)
 		return ALL_FFN;
+	if (attn_block && !(cls & QX_ATTN_ALL))
+		cls |= QX_ATTN_ALL;
 	/* the most specific class named wins: experts.gate_proj names
 	 * experts, not the dense MLP; the shared expert's gate_proj
 	 * names the shared expert */
@@ -303,8 +313,8 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 			}
 			if (layer >= 0 && (c || generic_only(it->text))) {
 				/* no class named: the whole layer */
-				q->layer_excluded[layer] |= (unsigned char)
-					(c ? c : QX_ATTN | ALL_FFN);
+				q->layer_excluded[layer] |= (uint16_t)
+					(c ? c : QX_ATTN_ALL | ALL_FFN);
 				continue;
 			}
 			if (layer == -2 && c)

@@ -382,9 +382,14 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 
 #define gemm infer_op_gemm
 
-/* An attention projection's GEMM (base-dtype weights when the checkpoint
- * excludes attention from quantization). */
+/* An attention input projection's GEMM (base-dtype weights when the
+ * checkpoint excludes them from quantization), and the output
+ * projection's, which a checkpoint can quantize apart (QX_ATTN_OUT:
+ * nvidia/DeepSeek-R1-FP4-v2 "additionally quantizes the wo module in
+ * attention layers" over nvidia/DeepSeek-R1-FP4, whose attention is all
+ * bf16). */
 #define agemm(o, d, ...) infer_op_gemm_q(o, d, QX_ATTN, __VA_ARGS__)
+#define ogemm(o, d, ...) infer_op_gemm_q(o, d, QX_ATTN_OUT, __VA_ARGS__)
 
 static void memop(struct infer_ops *o, const char *name, double read_B,
 		  double write_B, double flops)
@@ -502,9 +507,9 @@ static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
 		memop(o, "attn_gate_mul", 2 * t * q * d->act_B,
 		      t * q * d->act_B, t * q);
 	}
-	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN))
+	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN_OUT))
 		quant(o, d, "quant_attn", t * q);
-	agemm(o, d, "o_proj", t, d->hidden, q);
+	ogemm(o, d, "o_proj", t, d->hidden, q);
 }
 
 /* A model's RMSNorm over each Q and K head (Qwen3's q_norm and k_norm,
@@ -720,8 +725,10 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op->attention = 1;
 	}
 	if (t_dec > 0) {
-		/* q_nope into the latent: a GEMMs (T_d, r, d_n) */
-		op = gemm(o, "q_absorb", t_dec, d->kv_lora_rank, d->nope_dim);
+		/* q_nope into the latent: a GEMMs (T_d, r, d_n), on kv_b's
+		 * weights (base dtype where the checkpoint keeps kv_b so) */
+		op = agemm(o, d, "q_absorb", t_dec, d->kv_lora_rank,
+			   d->nope_dim);
 		op->batch = a;
 		op->attention = 1;
 	}
@@ -731,14 +738,15 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		if (o->op[i].kern == IK_ATTN_PREFILL)
 			o->op[i].dense_mha = 1;
 	if (t_dec > 0) {
-		/* out of the latent: a GEMMs (T_d, d_v, r) */
-		op = gemm(o, "v_absorb", t_dec, d->v_head_dim, d->kv_lora_rank);
+		/* out of the latent: a GEMMs (T_d, d_v, r), kv_b's too */
+		op = agemm(o, d, "v_absorb", t_dec, d->v_head_dim,
+			   d->kv_lora_rank);
 		op->batch = a;
 		op->attention = 1;
 	}
-	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN))
+	if (quant_apart(d, ENGINE_QFUSE_ALL) && !(d->qexcl & QX_ATTN_OUT))
 		quant(o, d, "quant_attn", t * a * d->v_head_dim);
-	agemm(o, d, "o_proj", t, d->hidden, a * d->v_head_dim);
+	ogemm(o, d, "o_proj", t, d->hidden, a * d->v_head_dim);
 }
 
 static void mlp(const struct infer_dims *d, double t, struct infer_ops *o)

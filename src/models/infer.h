@@ -367,6 +367,12 @@ double infer_kind_weight_B(const struct infer_dims *d,
 			   const struct infer_kind *k);
 double infer_embed_params(const struct infer_dims *d);
 double infer_head_params(const struct infer_dims *d);
+/* The checkpoint's (all TP ranks', once) attention parameters of a layer
+ * of kind k that it keeps unquantized (QX_ATTN input projections,
+ * QX_ATTN_OUT output projection); 0 for a linear-attention, Mamba or
+ * MLP-only block. */
+double infer_kind_attn_excluded_params(const struct infer_dims *d,
+				       const struct infer_kind *k);
 
 enum iop_kind {
 	IOP_KERNEL,		/* on the compute stream */

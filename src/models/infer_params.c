@@ -125,6 +125,18 @@ static double attn_params(const struct infer_dims *d)
 		d->head_dim + d->heads * d->head_dim * h) / d->tp;
 }
 
+/* The attention output projection's parameters on one GPU (o_proj:
+ * a d_v h / t under MLA, a d h / t otherwise); 0 for a linear-attention
+ * mixer, whose projections all count as QX_ATTN. */
+static double attn_out_params(const struct infer_dims *d,
+			      const struct infer_kind *k)
+{
+	if (k && k->linear)
+		return 0;
+	return d->heads * (d->mla ? d->v_head_dim : d->head_dim) *
+	       d->hidden / d->tp;
+}
+
 /* The mixer's parameters: a Gated DeltaNet's, or the attention's. */
 static double mixer_params(const struct infer_dims *d,
 			   const struct infer_kind *k)
@@ -158,14 +170,18 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 	struct infer_dims tmp;
 	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
 	double norms = 2 * d->hidden * d->act_B, attn = mixer_params(d, k);
-	double attn_B = infer_class_weight_B(d, QX_ATTN);
+	double out = attn_out_params(d, k);
 	double mlp_B = infer_class_weight_B(d, QX_MLP);
+	/* the attention's bytes: its input projections' and o_proj's, each
+	 * in its class's dtype */
+	double attn_W = (attn - out) * infer_class_weight_B(d, QX_ATTN) +
+			out * infer_class_weight_B(d, QX_ATTN_OUT);
 
 	switch (k ? k->block : BLOCK_PAIR) {	/* one norm, one block */
 	case BLOCK_MAMBA:	/* projections in the serving dtype */
 		return infer_mamba_params(d) * d->weight_B + norms / 2;
 	case BLOCK_ATTN:
-		return attn * attn_B + norms / 2;
+		return attn_W + norms / 2;
 	case BLOCK_MLP:
 		return (infer_layer_params(d) - attn) * mlp_B + norms / 2;
 	case BLOCK_MOE:
@@ -174,9 +190,37 @@ double infer_kind_weight_B(const struct infer_dims *d0,
 		break;
 	}
 	if (k && k->moe)
-		return attn * attn_B + infer_moe_weight_B(d) + norms;
-	return attn * attn_B + (infer_layer_params(d) - attn_params(d)) *
-	       mlp_B + norms;
+		return attn_W + infer_moe_weight_B(d) + norms;
+	return attn_W + (infer_layer_params(d) - attn_params(d)) * mlp_B +
+	       norms;
+}
+
+double infer_kind_attn_excluded_params(const struct infer_dims *d0,
+				       const struct infer_kind *k)
+{
+	struct infer_dims tmp;
+	const struct infer_dims *d = infer_kind_dims(d0, k, &tmp);
+	double h = d->hidden, all, out;
+	int blk = k ? k->block : BLOCK_PAIR;
+
+	if ((k && k->linear) || blk == BLOCK_MAMBA || blk == BLOCK_MLP ||
+	    blk == BLOCK_MOE)
+		return 0;
+	/* the stored matrices, once: infer_layer_params' attention x t
+	 * without the TP-replicated copies of kv_a and the DSA indexer */
+	if (d->mla) {
+		out = d->heads * d->v_head_dim * h;
+		all = mla_q_params(d) + index_params(d) +
+		      h * (d->kv_lora_rank + d->rope_dim) +
+		      d->kv_lora_rank * d->heads *
+		      (d->nope_dim + d->v_head_dim) + out;
+	} else {
+		out = d->heads * d->head_dim * h;
+		all = h * ((d->attn_gate ? 2 : 1) * d->heads +
+			   2 * d->kv_heads) * d->head_dim + out;
+	}
+	return (d->qexcl & QX_ATTN ? all - out : 0) +
+	       (d->qexcl & QX_ATTN_OUT ? out : 0);
 }
 
 double infer_embed_params(const struct infer_dims *d)

@@ -104,14 +104,18 @@ static double round_up_by(double v, double lo,
  * 1/32 elements a parameter, its other weights bf16, one; the algo
  * (W4A16_MXFP4, not in BYTES_PER_ELEM) then gives 2 B an element
  * (NVIDIA/TensorRT-LLM @ 04cba882 tensorrt_llm/bench/build/tuning.py
- * BYTES_PER_ELEM.get(quant_algo, 2)). Without the rule's bytes: the
- * instance's own weights. */
+ * BYTES_PER_ELEM.get(quant_algo, 2)). Attention projections the
+ * checkpoint keeps unquantized (model quantization_config exclusions:
+ * NVIDIA's DeepSeek-R1 NVFP4 checkpoints store them bf16) are bf16
+ * elements, one a parameter. Without the rule's bytes: the instance's
+ * own weights. */
 static double auto_engine_B(const struct infer_ctx *x)
 {
 	const struct engine_auto_size *r = &x->eng->auto_rule;
 	const struct job_spec *j = x->job;
-	double b = r->param_B, p, eh, pe = 0;
+	double b = r->param_B, p, eh, pe = 0, px = 0;
 	double e = fmin(1, dtype_bytes(x->dims.weight)), ee = e;
+	int64_t i;
 
 	if (x->dims.weight == DTYPE_FP8)
 		b = r->param_B_fp8;
@@ -126,7 +130,10 @@ static double auto_engine_B(const struct infer_ctx *x)
 		pe = footprint_expert_params(j);
 		ee = fmin(1, x->dims.moe.weight_B);
 	}
-	return ((p - eh - pe) * e + pe * ee + eh) * b;
+	for (i = 0; i < j->model->num_hidden_layers; i++)
+		px += infer_kind_attn_excluded_params(&x->dims,
+						&x->kinds[x->kind_of[i]]);
+	return ((p - eh - pe - px) * e + px + pe * ee + eh) * b;
 }
 
 /* The head size trtllm-bench's sizing reads (tensorrt_llm/bench/build/

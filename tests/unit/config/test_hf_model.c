@@ -376,9 +376,24 @@ Test(hf_model, mixtral_experts_are_intermediate_size_wide_silently)
  * regex syntax do not. */
 Test(hf_model, quant_exclusion_patterns_name_module_classes)
 {
-	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn"), QX_ATTN);
+	/* the attention block: its input and output projections; a
+	 * projection named under it: that projection's class only (the
+	 * output projection is a class of its own: nvidia/DeepSeek-R1-FP4-v2
+	 * quantizes wo where nvidia/DeepSeek-R1-FP4 keeps all attention
+	 * bf16) */
+	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn"),
+		     QX_ATTN | QX_ATTN_OUT);
+	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn*"),
+		     QX_ATTN_ALL);
 	cr_assert_eq(quant_exclude_class("model.layers.3.self_attn.q_proj"),
 		     QX_ATTN);
+	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn.kv_b_proj"),
+		     QX_ATTN);
+	cr_assert_eq(quant_exclude_class("model.layers.*.self_attn.o_proj"),
+		     QX_ATTN_OUT);
+	cr_assert_eq(quant_exclude_class("layers.*.attn.wo"), QX_ATTN_OUT);
+	cr_assert_eq(quant_exclude_class("decoder.layers.*.self_attention."
+					 "linear_proj"), QX_ATTN_OUT);
 	cr_assert_eq(quant_exclude_class("model.layers.*.mlp.router"),
 		     QX_ROUTER);
 	/* an MoE block's gate is its router; gate_proj is the dense MLP */
@@ -423,7 +438,7 @@ Test(hf_model, quant_exclusions_read_and_typos_warn)
 		" \"ignore\": [\"model.layers.*.self_atn\"]}}"));
 
 	cr_assert_eq(m->quantization.excluded,
-		     QX_ATTN | QX_ROUTER | QX_EMBED | QX_LM_HEAD);
+		     QX_ATTN_ALL | QX_ROUTER | QX_EMBED | QX_LM_HEAD);
 	cr_assert_has(capture_text(&C), "'model.layers.*.self_atn' names no "
 		      "module class");
 	cr_assert_has(capture_text(&C), "did you mean 'self_attn'?");
@@ -474,15 +489,20 @@ Test(hf_model, quant_exclusions_per_layer)
 		" \"quant_method\": \"fp8\", \"exclude_modules\": ["
 		" \"language_model.model.layers.0.*\","
 		" \"language_model.model.layers.47.self_attn\","
+		" \"language_model.model.layers.5.self_attn.o_proj\","
 		" \"*feed_forward.router*\","
 		" \"re:.*layers\\\\.(1|2)\\\\.feed_forward.shared_expert.*\"]}}"));
 	const struct quant_spec *q = &m->quantization;
 	unsigned ffn = QX_MLP | QX_EXPERTS | QX_SHARED | QX_ROUTER;
 
 	cr_assert_eq(q->excluded, QX_ROUTER | QX_SHARED);
-	cr_assert_eq(quant_layer_excluded(q, 0), QX_ATTN | ffn);
+	/* layer 5's o_proj alone: QX_ATTN_OUT is bit 8, which a byte a layer
+	 * (the storage before) dropped */
+	cr_assert_eq(quant_layer_excluded(q, 5),
+		     QX_ATTN_OUT | QX_ROUTER | QX_SHARED);
+	cr_assert_eq(quant_layer_excluded(q, 0), QX_ATTN_ALL | ffn);
 	cr_assert_eq(quant_layer_excluded(q, 47),
-		     QX_ATTN | QX_ROUTER | QX_SHARED);
+		     QX_ATTN_ALL | QX_ROUTER | QX_SHARED);
 	cr_assert_eq(quant_layer_excluded(q, 1), QX_ROUTER | QX_SHARED);
 	cr_assert_eq(quant_layer_excluded(q, 600), QX_ROUTER | QX_SHARED);
 	cr_assert_has(capture_text(&C), "selects layers by a regex or glob");

@@ -174,7 +174,7 @@ Test(infer, excluded_attention_keeps_its_weights_in_the_base_dtype)
 	layer_ops(q, 1, &d0, &o0);
 	layer_ops(x, 2, &d1, &o1);
 	cr_assert_eq(d0.qexcl, 0u);
-	cr_assert_eq(d1.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(d1.qexcl, (unsigned)QX_ATTN_ALL);
 	for (i = 0; i < o1.n; i++) {
 		const struct infer_op *op = &o1.op[i];
 
@@ -220,7 +220,7 @@ Test(infer, norm_before_an_excluded_gemm_takes_no_quantization)
 	struct infer_ops o;
 
 	layer_ops(attn, 5, &d, &o);
-	cr_assert_eq(d.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(d.qexcl, (unsigned)QX_ATTN_ALL);
 	cr_assert_eq(count_quant(&o), 1);
 	cr_assert_str_eq(o.op[0].name, "add_norm");
 	cr_assert_str_neq(o.op[1].name, "quant");
@@ -290,7 +290,7 @@ Test(infer, a_layer_index_excludes_that_layer_only)
 	cr_assert_eq(k1.qexcl, 0u);
 	cr_assert_eq(weight_base(&o, "qkv"), 0);
 	layer_kind_ops(attn0, 0, &d, &k0, &o);
-	cr_assert_eq(k0.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(k0.qexcl, (unsigned)QX_ATTN_ALL);
 	cr_assert_eq(weight_base(&o, "qkv"), 1);
 	cr_assert_eq(weight_base(&o, "o_proj"), 1);
 	cr_assert_eq(weight_base(&o, "gate_up"), 0);
@@ -460,4 +460,153 @@ Test(infer, triton_trtllm_cover_counts_every_ranks_routed_rows)
 	cr_assert_float_eq(cover_rows(ep8, 7), 8, 1e-12);
 	cr_assert_float_eq(cover_rows(ep1, 2), 1, 1e-12);
 	cr_assert_float_eq(cover_rows(mx4, 6), 1, 1e-12);
+}
+
+/* Whether op `name` of o reads base-dtype weights (-1: not in o). */
+static int base_weights(const struct infer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return o->op[i].weight_B_base;
+	return -1;
+}
+
+/*
+ * The attention's output projection is a class of its own (QX_ATTN_OUT):
+ * a checkpoint that keeps q, k, v in bf16 but quantizes o_proj (as
+ * nvidia/DeepSeek-R1-FP4-v2 does over nvidia/DeepSeek-R1-FP4, "additionally
+ * quantizes the wo module in attention layers") reads bf16 qkv weights and
+ * quantized o_proj ones. L70 fp8, TP 8 (h 8192, a 64, g 8, d 128): the
+ * layer's bytes grow by the qkv parameters x (2 - 1) B, h (a + 2 g) d / t
+ * = 8192 x 80 x 128 / 8 = 10,485,760; excluding the whole attention
+ * (18,874,368, excluded_attention_keeps_its_weights_in_the_base_dtype)
+ * adds o_proj's a d h / t = 64 x 128 x 8192 / 8 = 8,388,608 more.
+ */
+Test(infer, attention_output_projection_is_quantized_apart)
+{
+	const char *q[] = {"serving.dtype=fp8"};
+	const char *in[] = {"serving.dtype=fp8",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn.q_proj, "
+			    "model.layers.*.self_attn.k_proj, "
+			    "model.layers.*.self_attn.v_proj]"};
+	const char *out[] = {"serving.dtype=fp8",
+			     "model.quantization_config.exclude_modules="
+			     "[model.layers.*.self_attn.o_proj]"};
+	struct infer_dims d0, d1, d2;
+	struct infer_ops o0, o1, o2;
+
+	memset(&o0, 0, sizeof(o0));
+	memset(&o1, 0, sizeof(o1));
+	memset(&o2, 0, sizeof(o2));
+	layer_ops(q, 1, &d0, &o0);
+	layer_ops(in, 2, &d1, &o1);
+	layer_ops(out, 2, &d2, &o2);
+	cr_assert_eq(d1.qexcl, (unsigned)QX_ATTN);
+	cr_assert_eq(base_weights(&o1, "qkv"), 1);
+	cr_assert_eq(base_weights(&o1, "o_proj"), 0);
+	cr_assert_float_eq(infer_kind_weight_B(&d1, NULL) -
+			   infer_kind_weight_B(&d0, NULL), 10485760.0, 1e-3);
+	cr_assert_eq(d2.qexcl, (unsigned)QX_ATTN_OUT);
+	cr_assert_eq(base_weights(&o2, "qkv"), 0);
+	cr_assert_eq(base_weights(&o2, "o_proj"), 1);
+	cr_assert_float_eq(infer_kind_weight_B(&d2, NULL) -
+			   infer_kind_weight_B(&d0, NULL), 8388608.0, 1e-3);
+}
+
+#define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
+
+/*
+ * MLA with nvidia/DeepSeek-R1-FP4-v2's split (q_a, q_b, kv_a, kv_b bf16;
+ * o_proj and the MLP quantized): the absorbed batched GEMMs read kv_b's
+ * weights (q_absorb: q_nope into the latent, v_absorb: out of it), so they
+ * run in bf16 too; o_proj keeps the quantized weights. DeepSeek-V3 at
+ * attention DP 8 (tp 1): the layer's bytes grow by (q_a + q_b + kv_a +
+ * kv_b) x (2 - 1) B = 7168 x 1536 + 1536 x 128 x 192 + 7168 x 576 + 512 x
+ * 128 x 256 = 11,010,048 + 37,748,736 + 4,128,768 + 16,777,216 =
+ * 69,664,768 B over the fp8 layer.
+ */
+Test(infer, mla_input_projections_and_absorbed_bmms_follow_kv_b)
+{
+	const char *q[] = {"serving.dtype=fp8"};
+	const char *v2[] = {"serving.dtype=fp8",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn.q_a_proj, "
+			    "model.layers.*.self_attn.q_b_proj, "
+			    "model.layers.*.self_attn.kv_a_proj_with_mqa, "
+			    "model.layers.*.self_attn.kv_b_proj]"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_batch b;
+	struct infer_dims d0, d1;
+	struct infer_ops o;
+	const char *names[] = {"q_a", "q_b", "kv_a", "q_absorb", "v_absorb"};
+	size_t i;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, q, 1);
+	infer_dims_from_job(j, j->system->gpu, &d0);
+	j = fixture_load_job(&a, DSV3, v2, 2);
+	infer_dims_from_job(j, j->system->gpu, &d1);
+	infer_job_batch(j, &b);
+	infer_layer_ops(&d1, &b, NULL, NULL, &o);
+	cr_assert_eq(d1.qexcl, (unsigned)QX_ATTN);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		cr_assert_eq(base_weights(&o, names[i]), 1, "%s", names[i]);
+	cr_assert_eq(base_weights(&o, "o_proj"), 0);
+	cr_assert_float_eq(infer_kind_weight_B(&d1, NULL) -
+			   infer_kind_weight_B(&d0, NULL), 69664768.0, 1e-3);
+	arena_release(&a);
+}
+
+/*
+ * trtllm-bench's engine size counts the checkpoint's stored elements
+ * (infer_prog.c auto_engine_B): attention the checkpoint keeps bf16 is one
+ * element a parameter, not a packed NVFP4 one. The count is the stored
+ * matrices once, whatever the layout. DeepSeek-V3 (h 7168, 128 heads,
+ * q_lora 1536, kv_lora 512, rope 64, nope 128, v 128):
+ *   q_a + q_b + kv_a + kv_b = 7168 x 1536 + 1536 x 128 x 192 + 7168 x 576
+ *     + 512 x 128 x 256 = 69,664,768 (the v2 checkpoints' bf16 part)
+ *   + o_proj 128 x 128 x 7168 = 117,440,512 -> 187,105,280 (all of it)
+ * at attention DP 8 (tp 1) and at TP 8 alike (kv_a, replicated on every
+ * TP rank, counted once); nothing when nothing is excluded.
+ */
+Test(infer, excluded_attention_parameters_count_the_stored_matrices_once)
+{
+	const char *v2[] = {"serving.dtype=nvfp4",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn.q_a_proj, "
+			    "model.layers.*.self_attn.q_b_proj, "
+			    "model.layers.*.self_attn.kv_a_proj_with_mqa, "
+			    "model.layers.*.self_attn.kv_b_proj]"};
+	const char *v1[] = {"serving.dtype=nvfp4",
+			    "model.quantization_config.exclude_modules="
+			    "[model.layers.*.self_attn]",
+			    "parallelism.attention_dp=false",
+			    "parallelism.tp=8", "parallelism.dp=1"};
+	const char *none[] = {"serving.dtype=nvfp4"};
+	struct arena a;
+	struct job_spec *j;
+	struct infer_dims d;
+	struct infer_kind k;
+
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, v2, 2);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k),
+			   69664768.0, 1e-3);
+	j = fixture_load_job(&a, DSV3, v1, 5);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	cr_assert_float_eq(d.tp, 8, 0);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k),
+			   187105280.0, 1e-3);
+	j = fixture_load_job(&a, DSV3, none, 1);
+	infer_dims_from_job(j, j->system->gpu, &d);
+	infer_kind_of(j, 5, &k);
+	cr_assert_float_eq(infer_kind_attn_excluded_params(&d, &k), 0, 0);
+	arena_release(&a);
 }

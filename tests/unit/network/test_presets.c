@@ -161,6 +161,46 @@ Test(net_presets, mi300x_pair_is_one_link)
 	arena_release(&a);
 }
 
+/* NCCL's p2p kernel (an ncclSend / ncclRecv group, ncclAlltoAll) is
+ * launched like any other and runs the same LL / Simple primitives; NCCL's
+ * tuner gives every kernel algorithm the same base by protocol (tuning.cc
+ * v2.29.2-1 baseLatencies: Ring LL 6.6, Simple 8.4 us), so the nccl preset
+ * charges p2p the Ring's base. End to end: 1 KiB all-to-all on 2 H100 is
+ * 512 B to the peer, LL (<= 16 KiB a peer): base 6.6 + one NVLink LL step
+ * 0.6 = 7.2 us, the 512 B (1 KiB of LL lines) adding under 0.05 us at
+ * 141 GB/s (llMaxBws, one node). */
+Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct system_spec *s;
+	uint32_t g[2] = { 0, 1 };
+	struct coll_desc c = { COLL_ALLTOALL, 1024, g, 2, NULL, -1, -1, 1, 0,
+			       NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_LL], 6.6e-6, 1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE], 8.4e-6,
+			   1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_LL],
+			   lib->algo[ALGO_RING].base.s[PROTO_LL], 1e-12);
+	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE],
+			   lib->algo[ALGO_RING].base.s[PROTO_SIMPLE], 1e-12);
+	s = load(&a, &system_schema, "dgx-h100", NULL, 0);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert(r.time_s >= 7.2e-6 && r.time_s < 7.25e-6, "%g", r.time_s);
+	cr_assert_str_eq(r.protocol, "ll");
+	net_free(n);
+	arena_release(&a);
+}
+
 /* Load the nccl preset with one --set override; its load's return, the
  * errors reported in *errors. */
 static int nccl_with(const char *set, int *errors)
